@@ -1,0 +1,46 @@
+"""ament_python / pip build of vsf_sensor_ros."""
+from glob import glob
+
+from setuptools import find_packages, setup
+
+package_name = "vsf_sensor_ros"
+
+setup(
+    name=package_name,
+    version="0.1.0",
+    packages=find_packages(exclude=["test", "test.*", "benchmarks", "benchmarks.*"]),
+    package_data={package_name: ["data/*", "data/*/*"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
+        ("share/" + package_name, ["package.xml"]),
+        ("share/" + package_name + "/launch", glob("launch/*.py")),
+        ("share/" + package_name + "/config", glob("config/*")),
+    ],
+    python_requires=">=3.10",
+    install_requires=[
+        "numpy",
+        "scipy",
+        "torch>=2.0",
+        "trimesh",
+        "rtree",
+        "klampt>=0.10",
+        "pyyaml",
+    ],
+    extras_require={
+        "test": ["pytest", "flake8"],
+        "demo": ["matplotlib", "rosbags>=0.10", "psutil"],
+    },
+    zip_safe=True,
+    maintainer="vsf_sensor_ros developers",
+    maintainer_email="vsf-sensor-ros@users.noreply.github.com",
+    description="Predicted tactile sensor readings (Punyo, Klampt ContactSensor, "
+                "Isaac-style contact sensors) and their force Jacobians, served over ROS 2.",
+    license="Apache-2.0",
+    entry_points={
+        "console_scripts": [
+            "sensor_node = vsf_sensor_ros.ros.sensor_node:main",
+            "contact_sim_node = vsf_sensor_ros.apps.contact_sim_node:main",
+            "vsf_demo = vsf_sensor_ros.apps.demo:main",
+        ],
+    },
+)

@@ -1,0 +1,183 @@
+"""Simulation state passed to sensor models (seed: ``vsf.sensor.base_sensor``).
+
+Plain data, no ROS: ``ContactState`` holds the contacts between one ordered
+pair of bodies, ``SimState`` holds body poses, body states and every pair's
+contacts for one simulator step.  Frames follow REP 103: points in metres and
+forces in newtons, both in the world frame unless a method says otherwise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import torch
+
+
+@dataclass
+class ContactState:
+    """Contacts between two bodies, in the world frame (seed ``ContactState``).
+
+    Attributes:
+        points: ``(N, 3)`` float tensor, contact points in the world frame (m).
+        forces: ``(N, 3)`` float tensor, force applied to body 1 by body 2,
+            world frame (N).  Same dtype and device as ``points``.
+        elems1: optional length-``N`` int64 tensor, element (vertex) index on
+            body 1 of each contact; ``-1`` means "no element".
+        elems2: optional length-``N`` int64 tensor, element index on body 2.
+    """
+
+    points: torch.Tensor
+    forces: torch.Tensor
+    elems1: Optional[torch.Tensor] = None
+    elems2: Optional[torch.Tensor] = None
+
+    def __post_init__(self) -> None:
+        validate_contact_state(self)
+
+    def __len__(self) -> int:
+        return int(self.points.shape[0])
+
+    def to(self, device) -> ContactState:
+        """Return a copy on ``device`` (seed ``ContactState.to``); dtype kept."""
+        return ContactState(
+            self.points.to(device),
+            self.forces.to(device),
+            None if self.elems1 is None else self.elems1.to(device),
+            None if self.elems2 is None else self.elems2.to(device),
+        )
+
+
+def validate_contact_state(c: ContactState) -> None:
+    """Check shapes and finiteness of a ``ContactState``.
+
+    Raises:
+        ValueError: ``points``/``forces`` not ``(N, 3)`` of one floating
+            dtype, lengths that disagree, element arrays of the wrong length
+            or not integer, or NaN/inf in points or forces.  The message
+            names the offending field and value.
+    """
+    for label, t in (("points", c.points), ("forces", c.forces)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"ContactState.{label} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2 or t.shape[1] != 3:
+            raise ValueError(f"ContactState.{label} must have shape (N, 3), got {tuple(t.shape)}")
+        if not t.is_floating_point():
+            raise ValueError(f"ContactState.{label} must be floating point, got {t.dtype}")
+    if c.points.shape[0] != c.forces.shape[0]:
+        raise ValueError(
+            f"ContactState has {c.points.shape[0]} points but {c.forces.shape[0]} forces")
+    if c.points.dtype != c.forces.dtype or c.points.device != c.forces.device:
+        raise ValueError(
+            f"ContactState points ({c.points.dtype}, {c.points.device}) and forces "
+            f"({c.forces.dtype}, {c.forces.device}) must share dtype and device")
+    for label, t in (("points", c.points), ("forces", c.forces)):
+        bad = ~torch.isfinite(t)
+        if bool(bad.any()):
+            row = int(bad.any(dim=1).nonzero()[0, 0])
+            raise ValueError(
+                f"ContactState.{label} has a non-finite value at row {row}: {t[row].tolist()}")
+    n = c.points.shape[0]
+    for label, e in (("elems1", c.elems1), ("elems2", c.elems2)):
+        if e is None:
+            continue
+        if not isinstance(e, torch.Tensor) or e.dim() != 1 or e.shape[0] != n:
+            shape = tuple(e.shape) if isinstance(e, torch.Tensor) else type(e).__name__
+            raise ValueError(f"ContactState.{label} must have shape ({n},), got {shape}")
+        if e.is_floating_point() or e.dtype == torch.bool:
+            raise ValueError(f"ContactState.{label} must be an integer tensor, got {e.dtype}")
+
+
+@dataclass
+class SimState:
+    """One simulator step (seed ``SimState``).
+
+    Attributes:
+        body_transforms: body name -> ``(4, 4)`` homogeneous transform,
+            body frame -> world frame (metres).  All share one dtype/device,
+            which is the state's ``dtype``/``device``.
+        body_states: body name -> state tensor (e.g. a robot configuration).
+        contacts: ``(body1, body2)`` -> ``ContactState`` with the forces on
+            body 1.  Not assumed symmetric: store ``(b, a)`` too if wanted.
+    """
+
+    body_transforms: Dict[str, torch.Tensor] = field(default_factory=dict)
+    body_states: Dict[str, torch.Tensor] = field(default_factory=dict)
+    contacts: Dict[Tuple[str, str], ContactState] = field(default_factory=dict)
+
+    def _check_body(self, name: str) -> None:
+        if name not in self.body_transforms:
+            known = ", ".join(sorted(self.body_transforms)) or "(none)"
+            raise ValueError(f"body {name!r} not found in state; known bodies: {known}")
+
+    def subgraph(self, names: List[str]) -> SimState:
+        """Return the state restricted to ``names`` (contacts between them only)."""
+        keep = set(names)
+        return SimState(
+            {k: t for k, t in self.body_transforms.items() if k in keep},
+            dict(self.body_states),
+            {(a, b): c for (a, b), c in self.contacts.items() if a in keep and b in keep},
+        )
+
+    def bodies_in_contact(self, name: str, reverse: bool = False) -> List[str]:
+        """Bodies touching ``name``: ``b`` of pairs ``(name, b)``, or ``a`` of
+        ``(a, name)`` when ``reverse``.  Order = insertion order of ``contacts``.
+
+        Raises:
+            ValueError: ``name`` has no transform in this state.
+        """
+        self._check_body(name)
+        if reverse:
+            return [a for (a, b) in self.contacts if b == name]
+        return [b for (a, b) in self.contacts if a == name]
+
+    def contact_states_on_body(self, name: str, reverse: bool = False) -> List[ContactState]:
+        """``ContactState`` objects in the order of ``bodies_in_contact``.
+
+        Raises:
+            ValueError: ``name`` has no transform in this state.
+        """
+        self._check_body(name)
+        if reverse:
+            return [c for (a, b), c in self.contacts.items() if b == name]
+        return [c for (a, b), c in self.contacts.items() if a == name]
+
+    def contacts_on_body(self, name: str, local: bool = True) -> Tuple[torch.Tensor, torch.Tensor]:
+        """All contacts acting on ``name``, concatenated in ``bodies_in_contact`` order.
+
+        Returns:
+            ``(points, forces)``, each ``(N, 3)`` of the state's dtype/device;
+            in the body frame of ``name`` when ``local`` (points in m, forces
+            in N), else in the world frame.
+
+        Raises:
+            ValueError: ``name`` has no transform in this state.
+        """
+        self._check_body(name)
+        states = self.contact_states_on_body(name)
+        if states:
+            pts = torch.cat([c.points for c in states])
+            frc = torch.cat([c.forces for c in states])
+        else:
+            pts = torch.empty(0, 3, device=self.device, dtype=self.dtype)
+            frc = torch.empty(0, 3, device=self.device, dtype=self.dtype)
+        if local:
+            T = self.body_transforms[name].to(device=pts.device, dtype=pts.dtype)
+            R, t = T[:3, :3], T[:3, 3]
+            # x_local = R^T (x_world - t); for row vectors: (x - t) @ R
+            pts = (pts - t) @ R
+            frc = frc @ R
+        return pts, frc
+
+    @property
+    def device(self) -> torch.device:
+        """Device of the first body transform (CPU when there is none)."""
+        if not self.body_transforms:
+            return torch.device("cpu")
+        return next(iter(self.body_transforms.values())).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """Dtype of the first body transform (float32 when there is none, as the seed)."""
+        if not self.body_transforms:
+            return torch.float32
+        return next(iter(self.body_transforms.values())).dtype
