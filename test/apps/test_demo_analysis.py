@@ -1,0 +1,113 @@
+"""Session numbers of the demo: cloud decoding, latency, stamp matching, residuals around the tare."""
+import struct
+
+import numpy as np
+import pytest
+from geometry_msgs.msg import WrenchStamped
+from sensor_msgs.msg import FluidPressure, PointCloud2, PointField
+
+from vsf_sensor_ros.apps.analysis import (Series, cloud_fields, latencies_ms, match_by_stamp,
+                                          reading_vector, sensor_numbers)
+
+
+def padded_cloud(big_endian: bool) -> PointCloud2:
+    """2 rows x 3 points; fx float32 @0, fy float32 @4, fz float64 @8, 4 pad bytes per point,
+    8 pad bytes per row.  Point (r, c) holds fx = 10r + c, fy = -(10r + c), fz = 0.5 (10r + c)."""
+    e = ">" if big_endian else "<"
+    rows = []
+    for r in range(2):
+        row = b"".join(struct.pack(e + "ffd4x", 10 * r + c, -(10 * r + c), 0.5 * (10 * r + c))
+                       for c in range(3))
+        rows.append(row + b"\xff" * 8)
+    msg = PointCloud2()
+    msg.height, msg.width = 2, 3
+    msg.fields = [PointField(name="fz", offset=8, datatype=PointField.FLOAT64, count=1),
+                  PointField(name="fx", offset=0, datatype=PointField.FLOAT32, count=1),
+                  PointField(name="fy", offset=4, datatype=PointField.FLOAT32, count=1)]
+    msg.is_bigendian = big_endian
+    msg.point_step, msg.row_step = 20, 68
+    msg.data = b"".join(rows)
+    return msg
+
+
+@pytest.mark.parametrize("big_endian", [False, True])
+def test_cloud_fields_honour_offsets_padding_rows_and_endianness(big_endian):
+    got = cloud_fields(padded_cloud(big_endian), ["fx", "fy", "fz"])
+    ids = np.array([0, 1, 2, 10, 11, 12], dtype=float)
+    np.testing.assert_array_equal(got, np.stack([ids, -ids, 0.5 * ids], axis=1))
+
+
+def test_cloud_fields_reject_missing_field_and_short_data():
+    msg = padded_cloud(False)
+    with pytest.raises(ValueError, match="'x'"):
+        cloud_fields(msg, ["x"])
+    msg.data = msg.data[:-10]
+    with pytest.raises(ValueError, match="126 bytes"):
+        cloud_fields(msg, ["fx"])
+
+
+def test_reading_vector_per_type():
+    p = FluidPressure()
+    p.fluid_pressure = 250.5
+    assert reading_vector(p, "sensor_msgs/msg/FluidPressure").tolist() == [250.5]
+    w = WrenchStamped()
+    w.wrench.force.x, w.wrench.force.z, w.wrench.torque.y = 1.0, -2.0, 0.25
+    assert reading_vector(w, "geometry_msgs/msg/WrenchStamped").tolist() == [1, 0, -2, 0, 0.25, 0]
+    # Dense cloud flattened point-major: [f0x, f0y, f0z, f1x, ...].
+    flat = reading_vector(padded_cloud(False), "sensor_msgs/msg/PointCloud2")
+    assert flat[:6].tolist() == [0, 0, 0, 1, -1, 0.5]
+    with pytest.raises(ValueError, match="std_msgs/msg/String"):
+        reading_vector(p, "std_msgs/msg/String")
+
+
+def test_latency_is_prediction_receive_minus_contacts_receive_for_equal_stamps():
+    contacts_stamp = np.array([100, 200, 300, 200])      # 200 resent later: first receive counts
+    contacts_recv = np.array([1_000_000, 2_000_000, 3_000_000, 9_000_000])
+    pred_stamp = np.array([200, 100, 400])                # 400 has no contacts message: dropped
+    pred_recv = np.array([2_500_000, 4_000_000, 5_000_000])
+    # 2.5 ms - 2.0 ms = 0.5 ms; 4.0 ms - 1.0 ms = 3.0 ms.
+    np.testing.assert_allclose(latencies_ms(contacts_stamp, contacts_recv, pred_stamp, pred_recv), [0.5, 3.0])
+
+
+def series(stamps, recv, values):
+    return Series(np.array(stamps, np.int64), np.array(recv, np.int64),
+                  [np.atleast_1d(np.asarray(v, float)) for v in values])
+
+
+def test_match_by_stamp_pairs_equal_stamps_only():
+    meas = series([1, 2, 3], [0, 0, 0], [10.0, 20.0, 30.0])
+    pred = series([3, 1, 5], [7, 8, 9], [29.0, 12.0, 0.0])
+    m = match_by_stamp(meas, pred)
+    assert m["stamp_ns"].tolist() == [3, 1]
+    assert m["pred_recv_ns"].tolist() == [7, 8]
+    assert m["residual"].ravel().tolist() == [1.0, -2.0]  # 30 - 29, 10 - 12
+
+
+def test_residual_rms_is_split_at_the_tare_call_by_prediction_receive_time():
+    # Six samples; tare request sent at wall 35, answered at 45.
+    stamps = [0, 1, 2, 3, 4, 5]
+    pred_recv = [10, 20, 30, 40, 50, 60]     # 10, 20, 30 before; 40 in flight; 50, 60 after
+    measured = [103.0, 104.0, 102.0, 110.0, 200.0, 301.0]
+    predicted = [0.0, 0.0, 0.0, 0.0, 199.0, 302.0]
+    numbers = sensor_numbers(series(stamps, pred_recv, predicted), series(stamps, [0] * 6, measured),
+                             contacts_stamp_ns=np.array(stamps),
+                             contacts_recv_ns=np.array([8, 17, 26, 35, 44, 53]),
+                             tare_request_ns=35, tare_response_ns=45)
+    assert numbers["published"] == 6
+    assert numbers["matched_samples"] == 6
+    # Before: residuals 103, 104, 102 -> sqrt((103² + 104² + 102²) / 3).
+    assert numbers["residual_rms_before_tare"] == pytest.approx(np.sqrt((103**2 + 104**2 + 102**2) / 3))
+    # After: residuals 1, -1 -> 1.
+    assert numbers["residual_rms_after_tare"] == pytest.approx(1.0)
+    # Latencies (ns -> ms): 2, 3, 4, 5, 6, 7 ns = 2e-6 ... 7e-6 ms; median 4.5e-6 ms.
+    assert numbers["latency_ms_p50"] == pytest.approx(4.5e-6)
+    assert numbers["latency_samples"] == 6
+
+
+def test_sensor_numbers_without_measurements_or_tare_report_none():
+    pred = series([0, 1], [5, 6], [[1.0, 2.0], [3.0, 4.0]])
+    numbers = sensor_numbers(pred, None, np.array([0, 1]), np.array([1, 2]), None, None)
+    assert numbers["published"] == 2
+    assert numbers["residual_rms_before_tare"] is None and numbers["residual_rms_after_tare"] is None
+    empty = sensor_numbers(series([], [], []), None, np.array([0]), np.array([1]), None, None)
+    assert empty["published"] == 0 and empty["latency_ms_p50"] is None

@@ -1,0 +1,211 @@
+"""Turn a recorded session into per-sensor numbers: latency, residuals around the tare.
+
+Definitions (also written into ``summary.json`` under ``definitions``):
+
+* **latency** of a prediction = wall-clock receive time of ``<s>/predicted``
+  minus wall-clock receive time of the ``contacts`` message with the same
+  ``header.stamp``, both taken by the same recorder process.  It therefore
+  covers contacts transport to the node, decoding, the models, encoding and
+  transport back, i.e. what a subscriber of the prediction experiences.
+* **residual** of a sample = measured − predicted for the ``<s>/measured`` and
+  ``<s>/predicted`` messages with the same stamp, in the predicted message's
+  units (SI).  ``residual_rms`` is the RMS over every entry of every matched
+  sample.  *Before tare* = predictions received before the ``tare`` request was
+  sent; *after tare* = predictions received after its response arrived;
+  predictions received while the call was in flight are in neither set.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from vsf_sensor_ros.apps.recorder import TopicLog
+
+_CLOUD_DTYPES = {1: "i1", 2: "u1", 3: "i2", 4: "u2", 5: "i4", 6: "u4", 7: "f4", 8: "f8"}
+
+
+def cloud_fields(msg, names: Sequence[str]) -> np.ndarray:
+    """Read named fields of a ``sensor_msgs/PointCloud2`` as float64.
+
+    Honours field offsets and datatypes, ``point_step``, ``row_step`` padding,
+    ``height > 1`` and ``is_bigendian``.
+
+    Args:
+        msg: a ``sensor_msgs.msg.PointCloud2``.
+        names: field names to read, in the order wanted.
+
+    Returns:
+        ``(height*width, len(names))`` float64 array.
+
+    Raises:
+        ValueError: a field is missing, has ``count != 1``, or the data is
+            shorter than ``height * row_step``.
+    """
+    fields = {f.name: f for f in msg.fields}
+    missing = [n for n in names if n not in fields]
+    if missing:
+        raise ValueError(f"PointCloud2 lacks field(s) {missing}; has {sorted(fields)}")
+    for n in names:
+        if fields[n].count != 1 or fields[n].datatype not in _CLOUD_DTYPES:
+            raise ValueError(f"PointCloud2 field {n!r} has unsupported count/datatype "
+                             f"{fields[n].count}/{fields[n].datatype}")
+    h, w = int(msg.height), int(msg.width)
+    if h * w == 0:
+        return np.zeros((0, len(names)))
+    raw = np.frombuffer(bytes(msg.data), dtype=np.uint8)
+    if raw.size < h * msg.row_step or msg.row_step < w * msg.point_step:
+        raise ValueError(f"PointCloud2 data of {raw.size} bytes does not hold {h} rows of "
+                         f"{w} points (row_step {msg.row_step}, point_step {msg.point_step})")
+    order = ">" if msg.is_bigendian else "<"
+    dtype = np.dtype({"names": list(names),
+                      "formats": [order + _CLOUD_DTYPES[fields[n].datatype] for n in names],
+                      "offsets": [fields[n].offset for n in names],
+                      "itemsize": msg.point_step})
+    rows = raw[:h * msg.row_step].reshape(h, msg.row_step)[:, :w * msg.point_step]
+    pts = np.ascontiguousarray(rows).view(dtype).reshape(-1)
+    return np.stack([pts[n].astype(np.float64) for n in names], axis=1)
+
+
+def reading_vector(msg, msgtype: str) -> np.ndarray:
+    """Numeric content of a sensor reading message, flattened to float64.
+
+    * ``sensor_msgs/msg/FluidPressure`` -> ``[fluid_pressure]`` (Pa)
+    * ``geometry_msgs/msg/WrenchStamped`` -> ``[fx, fy, fz, tx, ty, tz]`` (N, N m)
+    * ``geometry_msgs/msg/Vector3Stamped`` -> ``[x, y, z]``
+    * ``sensor_msgs/msg/PointCloud2`` -> fields ``fx fy fz`` of every point,
+      point-major (``[f0x, f0y, f0z, f1x, ...]``, N)
+
+    Raises:
+        ValueError: a message type not in this list.
+    """
+    if msgtype == "sensor_msgs/msg/FluidPressure":
+        return np.array([msg.fluid_pressure], dtype=np.float64)
+    if msgtype == "geometry_msgs/msg/WrenchStamped":
+        f, t = msg.wrench.force, msg.wrench.torque
+        return np.array([f.x, f.y, f.z, t.x, t.y, t.z], dtype=np.float64)
+    if msgtype == "geometry_msgs/msg/Vector3Stamped":
+        v = msg.vector
+        return np.array([v.x, v.y, v.z], dtype=np.float64)
+    if msgtype == "sensor_msgs/msg/PointCloud2":
+        return cloud_fields(msg, ("fx", "fy", "fz")).reshape(-1)
+    raise ValueError(f"no numeric reading defined for message type {msgtype!r}")
+
+
+@dataclass
+class Series:
+    """Decoded readings of one topic, in receive order.
+
+    Attributes:
+        stamp_ns: ``(M,)`` int64 header stamps (ns, simulation time).
+        recv_ns: ``(M,)`` int64 wall receive times (ns).
+        values: list of M float64 vectors (see :func:`reading_vector`).
+    """
+
+    stamp_ns: np.ndarray
+    recv_ns: np.ndarray
+    values: List[np.ndarray]
+
+    @classmethod
+    def from_log(cls, log: TopicLog) -> "Series":
+        """Decode every message of ``log`` (its type must suit :func:`reading_vector`)."""
+        msgs = log.decode()
+        return cls(np.array(log.stamps_ns(), dtype=np.int64), np.array(log.recv_ns, dtype=np.int64),
+                   [reading_vector(m, log.msgtype) for m in msgs])
+
+
+def first_index_by_stamp(stamp_ns: np.ndarray) -> Dict[int, int]:
+    """Map each stamp to the index of its first occurrence (a resent stamp keeps the first)."""
+    out: Dict[int, int] = {}
+    for i, s in enumerate(stamp_ns.tolist()):
+        out.setdefault(s, i)
+    return out
+
+
+def latencies_ms(contacts_stamp_ns: np.ndarray, contacts_recv_ns: np.ndarray,
+                 pred_stamp_ns: np.ndarray, pred_recv_ns: np.ndarray) -> np.ndarray:
+    """Contacts -> prediction latency per prediction whose contacts message was received.
+
+    Args:
+        contacts_stamp_ns, contacts_recv_ns: ``(K,)`` int64 stamps / wall receive times of ``contacts``.
+        pred_stamp_ns, pred_recv_ns: ``(M,)`` int64 stamps / wall receive times of ``<s>/predicted``.
+
+    Returns:
+        ``(m,)`` float64 latencies in milliseconds, ``m <= M`` (predictions
+        whose stamp matches no received contacts message are dropped).
+    """
+    first = first_index_by_stamp(np.asarray(contacts_stamp_ns))
+    pairs = [(i, first[s]) for i, s in enumerate(np.asarray(pred_stamp_ns).tolist()) if s in first]
+    if not pairs:
+        return np.zeros(0)
+    pi, ci = (np.array(v, dtype=np.int64) for v in zip(*pairs))
+    return (np.asarray(pred_recv_ns)[pi] - np.asarray(contacts_recv_ns)[ci]) / 1e6
+
+
+def match_by_stamp(measured: Series, predicted: Series) -> Dict[str, np.ndarray]:
+    """Pair measured and predicted samples with equal stamps.
+
+    Returns:
+        ``{"stamp_ns": (m,), "pred_recv_ns": (m,), "residual": (m, D)}`` with
+        residual = measured − predicted; samples whose vector lengths differ are
+        dropped.  ``m = 0`` gives a ``(0, 0)`` residual.
+    """
+    meas_first = first_index_by_stamp(measured.stamp_ns)
+    stamps, recv, res = [], [], []
+    for i, s in enumerate(predicted.stamp_ns.tolist()):
+        j = meas_first.get(s)
+        if j is None or measured.values[j].shape != predicted.values[i].shape:
+            continue
+        stamps.append(s)
+        recv.append(predicted.recv_ns[i])
+        res.append(measured.values[j] - predicted.values[i])
+    if not res:
+        return {"stamp_ns": np.zeros(0, np.int64), "pred_recv_ns": np.zeros(0, np.int64),
+                "residual": np.zeros((0, 0))}
+    return {"stamp_ns": np.array(stamps, np.int64), "pred_recv_ns": np.array(recv, np.int64),
+            "residual": np.stack(res)}
+
+
+def rms(x: np.ndarray) -> Optional[float]:
+    """RMS over all entries; ``None`` for an empty array (JSON ``null``)."""
+    return float(np.sqrt(np.mean(np.square(x)))) if x.size else None
+
+
+def percentile(x: np.ndarray, q: float) -> Optional[float]:
+    """``q``-th percentile (linear interpolation); ``None`` for an empty array."""
+    return float(np.percentile(x, q)) if x.size else None
+
+
+def sensor_numbers(predicted: Series, measured: Optional[Series], contacts_stamp_ns: np.ndarray,
+                   contacts_recv_ns: np.ndarray, tare_request_ns: Optional[int],
+                   tare_response_ns: Optional[int]) -> Dict[str, object]:
+    """Per-sensor summary numbers (see the module docstring for the definitions).
+
+    Returns:
+        ``published``, ``latency_ms_p50``, ``latency_ms_p99``, ``latency_ms_max``,
+        ``latency_samples``, ``matched_samples``, ``residual_rms_before_tare``,
+        ``residual_rms_after_tare`` (``None`` where there is nothing to average).
+    """
+    lat = latencies_ms(contacts_stamp_ns, contacts_recv_ns, predicted.stamp_ns, predicted.recv_ns)
+    out: Dict[str, object] = {
+        "published": int(len(predicted.values)),
+        "latency_ms_p50": percentile(lat, 50),
+        "latency_ms_p99": percentile(lat, 99),
+        "latency_ms_max": float(lat.max()) if lat.size else None,
+        "latency_samples": int(lat.size),
+        "matched_samples": 0,
+        "residual_rms_before_tare": None,
+        "residual_rms_after_tare": None,
+    }
+    if measured is None:
+        return out
+    m = match_by_stamp(measured, predicted)
+    out["matched_samples"] = int(m["residual"].shape[0])
+    if tare_request_ns is not None:
+        out["residual_rms_before_tare"] = rms(m["residual"][m["pred_recv_ns"] < tare_request_ns])
+    else:
+        out["residual_rms_before_tare"] = rms(m["residual"])
+    if tare_response_ns is not None:
+        out["residual_rms_after_tare"] = rms(m["residual"][m["pred_recv_ns"] > tare_response_ns])
+    return out

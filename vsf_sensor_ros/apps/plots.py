@@ -1,0 +1,160 @@
+"""Demo figures (matplotlib, Agg; no display needed, pyplot's global state is not touched).
+
+Time axes are simulation time (the messages' ``header.stamp``) in seconds from
+the first ``contacts`` stamp of the session.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+
+def _new_figure(size: Tuple[float, float]) -> Figure:
+    fig = Figure(figsize=size, dpi=110)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _mark_session(ax, tare_t: Optional[float], contact_span: Optional[Tuple[float, float]]) -> None:
+    if contact_span is not None:
+        ax.axvspan(contact_span[0], contact_span[1], color="0.9", zorder=0, label="contact")
+    if tare_t is not None:
+        ax.axvline(tare_t, color="tab:red", linestyle="--", linewidth=1.2, label="tare")
+
+
+def plot_pressure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_pred: np.ndarray,
+                  path: Path, tare_t: Optional[float] = None,
+                  contact_span: Optional[Tuple[float, float]] = None, title: str = "pressure") -> Path:
+    """Predicted vs measured pressure over time, residual underneath.
+
+    Args:
+        t_meas, p_meas: ``(M,)`` times (s) and measured pressures (Pa).
+        t_pred, p_pred: ``(K,)`` times (s) and predicted pressures (Pa).
+        path: PNG file to write.
+        tare_t: simulation time of the tare call (s), drawn as a dashed line.
+        contact_span: ``(start, end)`` (s) of the contact stretch, shaded.
+        title: figure title.
+
+    Returns:
+        ``path``.
+    """
+    fig = _new_figure((8.0, 5.5))
+    ax, ax_r = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [2.2, 1]})
+    _mark_session(ax, tare_t, contact_span)
+    ax.plot(t_meas, p_meas, color="0.2", linewidth=1.0, label="measured")
+    ax.plot(t_pred, p_pred, color="tab:blue", linewidth=1.6, alpha=0.85, label="predicted")
+    ax.set_ylabel("pressure [Pa]")
+    ax.set_title(title)
+    ax.legend(loc="best", fontsize=8)
+    ax.grid(alpha=0.3)
+    # Residual on common stamps only (measured − predicted).
+    common, im, ip = np.intersect1d(np.asarray(t_meas), np.asarray(t_pred), return_indices=True)
+    _mark_session(ax_r, tare_t, None)
+    ax_r.plot(common, np.asarray(p_meas)[im] - np.asarray(p_pred)[ip], color="tab:purple", linewidth=1.0)
+    ax_r.axhline(0.0, color="0.5", linewidth=0.6)
+    ax_r.set_ylabel("measured − predicted [Pa]", fontsize=8)
+    ax_r.set_xlabel("simulation time [s]")
+    ax_r.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    return Path(path)
+
+
+def plot_force_field(points: np.ndarray, forces: np.ndarray, path: Path,
+                     measured_forces: Optional[np.ndarray] = None, title: str = "force field",
+                     frame: str = "") -> Path:
+    """Dense force field on a mesh: vertices as a 3-D scatter coloured by |f|.
+
+    Args:
+        points: ``(V, 3)`` vertex positions (m) in the sensor body frame.
+        forces: ``(V, 3)`` predicted per-vertex forces (N), same frame.
+        path: PNG file to write.
+        measured_forces: optional ``(V, 3)`` measured forces, drawn in a second
+            panel with the same colour scale.
+        title: figure title.
+        frame: frame name for the axis labels.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        ValueError: shapes not ``(V, 3)`` or disagreeing.
+    """
+    points, forces = np.asarray(points, float), np.asarray(forces, float)
+    if points.ndim != 2 or points.shape[1] != 3 or forces.shape != points.shape:
+        raise ValueError(f"points and forces must both be (V, 3), got {points.shape} and {forces.shape}")
+    panels = [("predicted", forces)]
+    if measured_forces is not None:
+        measured_forces = np.asarray(measured_forces, float)
+        if measured_forces.shape != points.shape:
+            raise ValueError(f"measured_forces must be {points.shape}, got {measured_forces.shape}")
+        panels.append(("measured", measured_forces))
+    mags = [np.linalg.norm(f, axis=1) for _, f in panels]
+    vmax = max(float(m.max()) for m in mags) if points.shape[0] else 1.0
+    vmax = vmax if vmax > 0 else 1.0
+    fig = _new_figure((5.2 * len(panels) + 1.0, 5.0))
+    sc = None
+    for k, ((label, _), mag) in enumerate(zip(panels, mags)):
+        ax = fig.add_subplot(1, len(panels), k + 1, projection="3d")
+        order = np.argsort(mag)  # strongest vertices drawn last, on top
+        sc = ax.scatter(points[order, 0], points[order, 1], points[order, 2], c=mag[order],
+                        cmap="viridis", vmin=0.0, vmax=vmax, s=10 + 40 * mag[order] / vmax, depthshade=False)
+        ax.set_title(f"{label}: Σ|f| = {mag.sum():.3g} N", fontsize=9)
+        suffix = f" ({frame})" if frame else ""
+        ax.set_xlabel("x [m]" + suffix, fontsize=7)
+        ax.set_ylabel("y [m]", fontsize=7)
+        ax.set_zlabel("z [m]", fontsize=7)
+        ax.tick_params(labelsize=6)
+        ax.set_box_aspect(np.ptp(points, axis=0) + 1e-9)
+    fig.colorbar(sc, ax=fig.axes, shrink=0.7, label="|f| per vertex [N]")
+    fig.suptitle(title)
+    fig.savefig(path)
+    return Path(path)
+
+
+def plot_components(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], t_pred: np.ndarray,
+                    pred: np.ndarray, labels: Sequence[str], path: Path, tare_t: Optional[float] = None,
+                    contact_span: Optional[Tuple[float, float]] = None, title: str = "",
+                    unit: str = "") -> Path:
+    """Each reading component over time: predicted solid, measured dashed.
+
+    Args:
+        t_meas, meas: ``(M,)`` times (s) and ``(M, D)`` measured readings, or ``None``.
+        t_pred, pred: ``(K,)`` times (s) and ``(K, D)`` predicted readings.
+        labels: ``D`` component names.
+        path: PNG file to write.
+        tare_t, contact_span: as in :func:`plot_pressure`.
+        title, unit: figure title and y-axis unit.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        ValueError: ``pred`` is not ``(K, len(labels))``.
+    """
+    pred = np.asarray(pred, float).reshape(len(t_pred), -1)
+    if pred.shape[1] != len(labels):
+        raise ValueError(f"predicted readings have {pred.shape[1]} components but {len(labels)} labels")
+    fig = _new_figure((8.0, 4.2))
+    ax = fig.add_subplot(1, 1, 1)
+    _mark_session(ax, tare_t, contact_span)
+    colors = [f"C{k}" for k in range(len(labels))]
+    for k, name in enumerate(labels):
+        ax.plot(t_pred, pred[:, k], color=colors[k], linewidth=1.5, label=f"{name} predicted")
+        if meas is not None and t_meas is not None and len(t_meas):
+            m = np.asarray(meas, float).reshape(len(t_meas), -1)
+            if m.shape[1] == len(labels):
+                ax.plot(t_meas, m[:, k], color=colors[k], linewidth=0.9, linestyle="--",
+                        label=f"{name} measured")
+    ax.set_xlabel("simulation time [s]")
+    ax.set_ylabel(unit)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path)
+    return Path(path)
