@@ -60,6 +60,26 @@ def test_reading_vector_per_type():
         reading_vector(p, "std_msgs/msg/String")
 
 
+def test_reading_vector_by_kind_compares_what_the_node_compares():
+    w = WrenchStamped()
+    w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = 3.0, 0.0, -4.0
+    w.wrench.torque.x = 9.0
+    # wrench: force only; torque never predicted.
+    assert reading_vector(w, "geometry_msgs/msg/WrenchStamped", "wrench").tolist() == [3.0, 0.0, -4.0]
+    # load: predicted carries the value on force.z; a measured load cell may use any axis -> |f| = 5.
+    assert reading_vector(w, "geometry_msgs/msg/WrenchStamped", "load").tolist() == [-4.0]
+    assert reading_vector(w, "geometry_msgs/msg/WrenchStamped", "load", measured=True).tolist() == [5.0]
+    # measured hPa x 100 = Pa; predicted values are not scaled.
+    p = FluidPressure()
+    p.fluid_pressure = 2.5
+    assert reading_vector(p, "sensor_msgs/msg/FluidPressure", "pressure", True, 100.0).tolist() == [250.0]
+    assert reading_vector(p, "sensor_msgs/msg/FluidPressure", "pressure", False, 100.0).tolist() == [2.5]
+    with pytest.raises(ValueError, match="must be sensor_msgs/msg/FluidPressure"):
+        reading_vector(w, "geometry_msgs/msg/WrenchStamped", "pressure")
+    with pytest.raises(ValueError, match="'torque'"):
+        reading_vector(w, "geometry_msgs/msg/WrenchStamped", "torque")
+
+
 def test_latency_is_prediction_receive_minus_contacts_receive_for_equal_stamps():
     contacts_stamp = np.array([100, 200, 300, 200])      # 200 resent later: first receive counts
     contacts_recv = np.array([1_000_000, 2_000_000, 3_000_000, 9_000_000])

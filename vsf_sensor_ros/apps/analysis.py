@@ -68,8 +68,14 @@ def cloud_fields(msg, names: Sequence[str]) -> np.ndarray:
     return np.stack([pts[n].astype(np.float64) for n in names], axis=1)
 
 
-def reading_vector(msg, msgtype: str) -> np.ndarray:
-    """Numeric content of a sensor reading message, flattened to float64.
+KINDS = ("pressure", "dense_force", "wrench", "load")
+
+
+def reading_vector(msg, msgtype: str, kind: Optional[str] = None, measured: bool = False,
+                   scale: float = 1.0) -> np.ndarray:
+    """Numeric content of a sensor reading message, flattened to float64, in SI units.
+
+    Without ``kind`` (generic):
 
     * ``sensor_msgs/msg/FluidPressure`` -> ``[fluid_pressure]`` (Pa)
     * ``geometry_msgs/msg/WrenchStamped`` -> ``[fx, fy, fz, tx, ty, tz]`` (N, N m)
@@ -77,20 +83,47 @@ def reading_vector(msg, msgtype: str) -> np.ndarray:
     * ``sensor_msgs/msg/PointCloud2`` -> fields ``fx fy fz`` of every point,
       point-major (``[f0x, f0y, f0z, f1x, ...]``, N)
 
+    With the sensor ``kind`` the vector is the part the sensor node compares
+    (``vsf_sensor_ros.ros.outputs``): ``pressure`` -> ``[p]``; ``dense_force``
+    -> per-vertex ``fx fy fz``; ``wrench`` -> ``[fx, fy, fz]``; ``load`` ->
+    predicted ``[force.z]``, measured ``[|force|]`` (a load cell may report
+    along any one axis).  ``scale`` multiplies measured values into SI (e.g.
+    100 for hPa); predicted values are already SI.
+
     Raises:
-        ValueError: a message type not in this list.
+        ValueError: a message type not in this list, an unknown ``kind``, or a
+            ``kind`` whose message type differs.
     """
-    if msgtype == "sensor_msgs/msg/FluidPressure":
-        return np.array([msg.fluid_pressure], dtype=np.float64)
-    if msgtype == "geometry_msgs/msg/WrenchStamped":
-        f, t = msg.wrench.force, msg.wrench.torque
-        return np.array([f.x, f.y, f.z, t.x, t.y, t.z], dtype=np.float64)
-    if msgtype == "geometry_msgs/msg/Vector3Stamped":
-        v = msg.vector
-        return np.array([v.x, v.y, v.z], dtype=np.float64)
-    if msgtype == "sensor_msgs/msg/PointCloud2":
-        return cloud_fields(msg, ("fx", "fy", "fz")).reshape(-1)
-    raise ValueError(f"no numeric reading defined for message type {msgtype!r}")
+    if kind is None:
+        if msgtype == "sensor_msgs/msg/FluidPressure":
+            return np.array([msg.fluid_pressure], dtype=np.float64)
+        if msgtype == "geometry_msgs/msg/WrenchStamped":
+            f, t = msg.wrench.force, msg.wrench.torque
+            return np.array([f.x, f.y, f.z, t.x, t.y, t.z], dtype=np.float64)
+        if msgtype == "geometry_msgs/msg/Vector3Stamped":
+            v = msg.vector
+            return np.array([v.x, v.y, v.z], dtype=np.float64)
+        if msgtype == "sensor_msgs/msg/PointCloud2":
+            return cloud_fields(msg, ("fx", "fy", "fz")).reshape(-1)
+        raise ValueError(f"no numeric reading defined for message type {msgtype!r}")
+    expected = {"pressure": "sensor_msgs/msg/FluidPressure", "dense_force": "sensor_msgs/msg/PointCloud2",
+                "wrench": "geometry_msgs/msg/WrenchStamped", "load": "geometry_msgs/msg/WrenchStamped"}
+    if kind not in expected:
+        raise ValueError(f"unknown sensor kind {kind!r}; use one of {KINDS}")
+    if msgtype != expected[kind]:
+        raise ValueError(f"a {kind} sensor reading must be {expected[kind]}, got {msgtype!r}")
+    if kind == "pressure":
+        vec = np.array([msg.fluid_pressure], dtype=np.float64)
+    elif kind == "dense_force":
+        vec = cloud_fields(msg, ("fx", "fy", "fz")).reshape(-1)
+    else:
+        f = msg.wrench.force
+        xyz = np.array([f.x, f.y, f.z], dtype=np.float64)
+        if kind == "wrench":
+            vec = xyz
+        else:
+            vec = np.array([np.linalg.norm(xyz) if measured else xyz[2]])
+    return vec * scale if measured else vec
 
 
 @dataclass
@@ -108,11 +141,12 @@ class Series:
     values: List[np.ndarray]
 
     @classmethod
-    def from_log(cls, log: TopicLog) -> "Series":
-        """Decode every message of ``log`` (its type must suit :func:`reading_vector`)."""
+    def from_log(cls, log: TopicLog, kind: Optional[str] = None, measured: bool = False,
+                 scale: float = 1.0) -> "Series":
+        """Decode every message of ``log`` with :func:`reading_vector` (same arguments)."""
         msgs = log.decode()
         return cls(np.array(log.stamps_ns(), dtype=np.int64), np.array(log.recv_ns, dtype=np.int64),
-                   [reading_vector(m, log.msgtype) for m in msgs])
+                   [reading_vector(m, log.msgtype, kind, measured, scale) for m in msgs])
 
 
 def first_index_by_stamp(stamp_ns: np.ndarray) -> Dict[int, int]:
