@@ -1,0 +1,131 @@
+"""Counters and ``/diagnostics`` reports of the sensor node (DESIGN §3).
+
+The node keeps one :class:`InputStats` (messages rejected per reason, stamp
+jumps) and one :class:`SensorStats` per sensor (output rate, processing
+latency, measured messages rejected per reason, calibration state).
+:func:`build_diagnostics` turns them into a ``diagnostic_msgs/DiagnosticArray``
+with one ``DiagnosticStatus`` named ``sensor_node: inputs`` and one named
+``sensor_node: <sensor>`` per sensor.  Keys are stable (tests and dashboards
+read them):
+
+* inputs: ``contacts_received``, ``contacts_processed``, ``joint_states_received``,
+  ``rejected.<reason>`` (one key per reason seen, e.g. ``rejected.non_finite``),
+  ``rejected_total``, ``stamp_jumps_backwards``, ``last_stamp_jump``.
+* sensor: ``type``, ``attachment``, ``rate_hz``, ``latency_ms_mean``,
+  ``latency_ms_max`` (receipt of the contacts message -> last publish, wall
+  clock, over the last report period), ``published``, ``measured_received``,
+  ``residuals_published``, ``rejected.<reason>``, ``calibration``, ``contact``,
+  ``reading``.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, List
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+
+from .outputs import make_header
+
+
+@dataclass
+class InputStats:
+    """Node-wide input counters (monotonic; never reset while the node runs)."""
+
+    contacts_received: int = 0
+    contacts_processed: int = 0
+    joint_states_received: int = 0
+    rejected: Counter = field(default_factory=Counter)
+    stamp_jumps_backwards: int = 0
+    last_stamp_jump: str = "none"
+
+    def reject(self, reason: str) -> None:
+        """Count one rejected message under ``reason``."""
+        self.rejected[reason] += 1
+
+
+@dataclass
+class SensorStats:
+    """Per-sensor counters; the window fields are cleared on every report."""
+
+    published: int = 0
+    measured_received: int = 0
+    residuals_published: int = 0
+    rejected: Counter = field(default_factory=Counter)
+    calibration: str = "uncalibrated"
+    contact: bool = False
+    reading: str = ""
+    window_count: int = 0
+    window_latency_sum: float = 0.0
+    window_latency_max: float = 0.0
+
+    def record_publish(self, latency_s: float) -> None:
+        """One prediction published ``latency_s`` after its input arrived."""
+        self.published += 1
+        self.window_count += 1
+        self.window_latency_sum += latency_s
+        self.window_latency_max = max(self.window_latency_max, latency_s)
+
+
+def _kv(key: str, value) -> KeyValue:
+    return KeyValue(key=key, value=str(value))
+
+
+def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
+                      sensors: Dict[str, tuple], period_s: float) -> DiagnosticArray:
+    """Assemble the report and clear the per-window sensor fields.
+
+    Args:
+        stamp: ``builtin_interfaces/Time`` for the header (node clock).
+        hardware_id: reported in every status (the node's name).
+        inputs: node-wide counters.
+        sensors: name -> ``(type_name, attachment, SensorStats)``.
+        period_s: wall time since the previous report (s), for ``rate_hz``.
+
+    Levels: WARN when messages were rejected (inputs: since start; sensor:
+    measured messages since start), OK otherwise.
+    """
+    statuses: List[DiagnosticStatus] = []
+    values = [
+        _kv("contacts_received", inputs.contacts_received),
+        _kv("contacts_processed", inputs.contacts_processed),
+        _kv("joint_states_received", inputs.joint_states_received),
+        _kv("rejected_total", sum(inputs.rejected.values())),
+        _kv("stamp_jumps_backwards", inputs.stamp_jumps_backwards),
+        _kv("last_stamp_jump", inputs.last_stamp_jump),
+    ] + [_kv(f"rejected.{r}", n) for r, n in sorted(inputs.rejected.items())]
+    rejected = sum(inputs.rejected.values())
+    statuses.append(DiagnosticStatus(
+        level=DiagnosticStatus.WARN if rejected else DiagnosticStatus.OK,
+        name="sensor_node: inputs", hardware_id=hardware_id,
+        message=f"{rejected} messages rejected" if rejected else "OK", values=values))
+    for name, (type_name, attachment, st) in sensors.items():
+        rate = st.window_count / period_s if period_s > 0 else 0.0
+        mean = 1e3 * st.window_latency_sum / st.window_count if st.window_count else 0.0
+        vals = [
+            _kv("type", type_name), _kv("attachment", attachment),
+            _kv("rate_hz", f"{rate:.2f}"), _kv("latency_ms_mean", f"{mean:.3f}"),
+            _kv("latency_ms_max", f"{1e3 * st.window_latency_max:.3f}"),
+            _kv("published", st.published), _kv("measured_received", st.measured_received),
+            _kv("residuals_published", st.residuals_published),
+            _kv("calibration", st.calibration), _kv("contact", st.contact),
+            _kv("reading", st.reading),
+        ] + [_kv(f"rejected.{r}", n) for r, n in sorted(st.rejected.items())]
+        warn = bool(st.rejected)
+        statuses.append(DiagnosticStatus(
+            level=DiagnosticStatus.WARN if warn else DiagnosticStatus.OK,
+            name=f"sensor_node: {name}", hardware_id=hardware_id,
+            message=(f"{sum(st.rejected.values())} measured messages rejected" if warn
+                     else f"{rate:.1f} Hz"), values=vals))
+        st.window_count = 0
+        st.window_latency_sum = 0.0
+        st.window_latency_max = 0.0
+    return DiagnosticArray(header=make_header(stamp, ""), status=statuses)
+
+
+def status_values(array: DiagnosticArray, name: str) -> Dict[str, str]:
+    """``{key: value}`` of the status called ``name`` in ``array`` (empty if absent)."""
+    for st in array.status:
+        if st.name == name:
+            return {kv.key: kv.value for kv in st.values}
+    return {}

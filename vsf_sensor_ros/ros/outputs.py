@@ -1,0 +1,507 @@
+"""Encoders and decoders between sensor-model vectors and standard ROS 2 messages (DESIGN §3).
+
+Only ``common_interfaces`` types go on the wire.  Each sensor type has a
+*kind* that fixes its message types:
+
+=========================  ==============  ==================================  =====================
+sensor type                kind            ``<s>/predicted``, ``<s>/residual``  default ``measured``
+=========================  ==============  ==================================  =====================
+PunyoPressureSensor        ``pressure``    ``sensor_msgs/FluidPressure``        FluidPressure
+PunyoDenseForceSensor      ``dense_force`` ``sensor_msgs/PointCloud2``          PointCloud2
+ContactSensor (Klampt)     ``wrench``      ``geometry_msgs/WrenchStamped``      WrenchStamped
+IsaacContactSensor         ``load``        ``geometry_msgs/WrenchStamped``      WrenchStamped
+=========================  ==============  ==================================  =====================
+
+Mappings (all SI; ``header.frame_id`` = the sensor's attachment body):
+
+* ``pressure``: ``fluid_pressure`` = the ``pressure`` reading (Pa);
+  ``variance`` = the square of ``measurement_errors()[0]`` (Pa², 0 = unknown).
+* ``dense_force``: one point per mesh vertex, in vertex order, fields
+  ``x y z`` (vertex position in the body frame, m) and ``fx fy fz`` (the
+  local force ``p{i}_x/y/z``, N), all float32 so rviz and Foxglove colour
+  the cloud by any field.
+* ``wrench`` (Klampt ``ContactSensor``): ``force`` = ``(force_x, force_y,
+  force_z)`` as the model reports them (Klampt's sensor frame ``Tsensor`` on
+  the link), ``torque`` = 0 (the model measures none).  The ``contact``
+  flag has no slot in a wrench: it is reported on ``/diagnostics`` (key
+  ``contact``) and colours the sensor's markers; the full vector, ``contact``
+  included, is available from the Python API.
+* ``load`` (Isaac-style contact sensor): the scalar ``value`` (N, the
+  magnitude of the net contact force on the sensing region after the
+  thresholds) goes to ``force.z`` -- the load-cell convention of one sensing
+  axis -- and ``force.x``, ``force.y``, ``torque`` are 0.  ``inContact``
+  follows from ``value > 0`` and is reported on ``/diagnostics``.
+
+A measured message is decoded into the model's measurement space (SI, after
+multiplying by the sensor's ``measured_scale``); entries the message type
+cannot carry (``contact`` of a wrench, ``in_contact`` of a load) are NaN
+and ignored by the residual and the tare.
+"""
+from __future__ import annotations
+
+import array
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Point, WrenchStamped
+from sensor_msgs.msg import FluidPressure, PointCloud2, PointField
+from std_msgs.msg import ColorRGBA, Header
+from visualization_msgs.msg import Marker, MarkerArray
+
+# sensor type name -> kind
+SENSOR_KINDS: Dict[str, str] = {
+    "PunyoPressureSensor": "pressure",
+    "PunyoDenseForceSensor": "dense_force",
+    "ContactSensor": "wrench",
+    "IsaacContactSensor": "load",
+}
+
+# kind -> (predicted/residual message class, unit of its values)
+KIND_MESSAGES: Dict[str, type] = {
+    "pressure": FluidPressure,
+    "dense_force": PointCloud2,
+    "wrench": WrenchStamped,
+    "load": WrenchStamped,
+}
+KIND_UNITS: Dict[str, str] = {"pressure": "Pa", "dense_force": "N", "wrench": "N", "load": "N"}
+
+# Accepted ``measured_type`` strings -> message class.
+MEASURED_TYPES: Dict[str, type] = {
+    "sensor_msgs/msg/FluidPressure": FluidPressure,
+    "sensor_msgs/msg/PointCloud2": PointCloud2,
+    "geometry_msgs/msg/WrenchStamped": WrenchStamped,
+}
+DEFAULT_MEASURED_TYPE: Dict[str, str] = {
+    "pressure": "sensor_msgs/msg/FluidPressure",
+    "dense_force": "sensor_msgs/msg/PointCloud2",
+    "wrench": "geometry_msgs/msg/WrenchStamped",
+    "load": "geometry_msgs/msg/WrenchStamped",
+}
+
+
+class MeasuredDecodeError(ValueError):
+    """A measured message that cannot be mapped to the sensor's measurement vector.
+
+    Attributes:
+        reason: snake_case counter key for ``/diagnostics``.
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def normalise_measured_type(text: str) -> str:
+    """Canonical ``pkg/msg/Type`` form of ``text`` (``pkg/Type`` accepted).
+
+    Raises:
+        ValueError: not one of :data:`MEASURED_TYPES`, naming the value.
+    """
+    parts = text.strip().split("/")
+    if len(parts) == 2:
+        parts = [parts[0], "msg", parts[1]]
+    canon = "/".join(parts)
+    if canon not in MEASURED_TYPES:
+        raise ValueError(f"unsupported measured type {text!r}; use one of {sorted(MEASURED_TYPES)}")
+    return canon
+
+
+def stamp_to_ns(stamp: Time) -> int:
+    """``builtin_interfaces/Time`` -> integer nanoseconds."""
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+def ns_to_stamp(ns: int) -> Time:
+    """Integer nanoseconds -> ``builtin_interfaces/Time`` (non-negative ``ns``)."""
+    return Time(sec=int(ns // 1_000_000_000), nanosec=int(ns % 1_000_000_000))
+
+
+def make_header(stamp: Time, frame_id: str) -> Header:
+    """A ``std_msgs/Header`` with a copy of ``stamp``."""
+    return Header(stamp=Time(sec=stamp.sec, nanosec=stamp.nanosec), frame_id=frame_id)
+
+
+# -- PointCloud2 helpers ---------------------------------------------------------
+_NP_TO_FIELD = {
+    np.dtype("<f4"): PointField.FLOAT32, np.dtype("<f8"): PointField.FLOAT64,
+    np.dtype("<u4"): PointField.UINT32, np.dtype("<i4"): PointField.INT32,
+    np.dtype("<u2"): PointField.UINT16,
+}
+_FIELD_TO_NP = {
+    PointField.INT8: "i1", PointField.UINT8: "u1", PointField.INT16: "i2", PointField.UINT16: "u2",
+    PointField.INT32: "i4", PointField.UINT32: "u4", PointField.FLOAT32: "f4", PointField.FLOAT64: "f8",
+}
+
+
+def _bytes_field(buf: bytes) -> array.array:
+    # array('B') is accepted by the uint8[] setter on every distribution without a per-byte check.
+    out = array.array("B")
+    out.frombytes(buf)
+    return out
+
+
+def make_cloud(header: Header, columns: Sequence[Tuple[str, np.ndarray]]) -> PointCloud2:
+    """Build an unorganised (``height`` 1) little-endian ``PointCloud2``.
+
+    Args:
+        header: header to use (stamp, frame id).
+        columns: ``(field name, 1-D array)`` pairs, all of one length ``N``;
+            each array's dtype must be little-endian float32/float64/uint32/
+            int32/uint16 and becomes that field's datatype, packed in order.
+
+    Raises:
+        ValueError: columns of different lengths or an unsupported dtype.
+    """
+    n = len(columns[0][1]) if columns else 0
+    fields, descr, offset = [], [], 0
+    for name, col in columns:
+        dt = np.dtype(col.dtype).newbyteorder("<")
+        if dt not in _NP_TO_FIELD:
+            raise ValueError(f"cloud field {name!r} has unsupported dtype {col.dtype}")
+        if len(col) != n:
+            raise ValueError(f"cloud field {name!r} has {len(col)} entries, expected {n}")
+        fields.append(PointField(name=name, offset=offset, datatype=_NP_TO_FIELD[dt], count=1))
+        descr.append((name, dt))
+        offset += dt.itemsize
+    rec = np.empty(n, dtype=np.dtype(descr))
+    for name, col in columns:
+        rec[name] = col
+    msg = PointCloud2(header=header, height=1, width=n, fields=fields, is_bigendian=False,
+                      point_step=offset, row_step=offset * n, is_dense=True)
+    msg.data = _bytes_field(rec.tobytes())
+    return msg
+
+
+def read_cloud_fields(msg: PointCloud2, names: Sequence[str]) -> Dict[str, np.ndarray]:
+    """Read float64 columns ``names`` from any ``PointCloud2`` layout.
+
+    Honours field offsets, datatypes, ``is_bigendian``, ``point_step``,
+    ``row_step`` and ``height > 1`` (points in row-major order).
+
+    Raises:
+        MeasuredDecodeError: ``missing_field`` / ``bad_cloud_layout`` /
+            ``non_finite`` with a message naming the problem.
+    """
+    by_name = {f.name: f for f in msg.fields}
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        raise MeasuredDecodeError("missing_field", f"cloud lacks fields {missing}")
+    h, w, step, row_step = int(msg.height), int(msg.width), int(msg.point_step), int(msg.row_step)
+    end = ">" if msg.is_bigendian else "<"
+    formats, offsets = [], []
+    for n in names:
+        f = by_name[n]
+        code = _FIELD_TO_NP.get(int(f.datatype))
+        if code is None or int(f.count) != 1:
+            raise MeasuredDecodeError("bad_cloud_layout",
+                                      f"field {n!r} datatype {f.datatype} count {f.count}")
+        if f.offset + np.dtype(code).itemsize > step:
+            raise MeasuredDecodeError("bad_cloud_layout", f"field {n!r} overruns point_step {step}")
+        formats.append(end + code)
+        offsets.append(int(f.offset))
+    data = np.frombuffer(msg.data, dtype=np.uint8)
+    if h * w == 0:
+        return {n: np.zeros(0) for n in names}
+    if row_step < w * step or len(data) < (h - 1) * row_step + w * step:
+        raise MeasuredDecodeError(
+            "bad_cloud_layout",
+            f"data length {len(data)} disagrees with height {h}, width {w}, point_step {step}, "
+            f"row_step {row_step}")
+    dt = np.dtype({"names": list(names), "formats": formats, "offsets": offsets, "itemsize": step})
+    rows = [np.frombuffer(data, dtype=dt, count=w, offset=r * row_step) for r in range(h)] \
+        if h > 1 else [np.frombuffer(data, dtype=dt, count=w)]
+    rec = np.concatenate(rows) if h > 1 else rows[0]
+    out = {n: rec[n].astype(np.float64) for n in names}
+    for n, col in out.items():
+        if not np.isfinite(col).all():
+            raise MeasuredDecodeError("non_finite", f"field {n!r} has a non-finite value")
+    return out
+
+
+# -- predicted / residual encoders ---------------------------------------------------
+@dataclass
+class SensorLayout:
+    """Where the message slots sit in a sensor's measurement vector.
+
+    Attributes:
+        kind: ``pressure`` | ``dense_force`` | ``wrench`` | ``load``.
+        frame_id: attachment body name (frame of the published values).
+        names: the sensor's ``measurement_names()``.
+        slots: indices of the entries the message carries, in message order
+            (pressure: ``[i_pressure]``; wrench: ``[i_fx, i_fy, i_fz]``, -1 for
+            an axis the sensor does not measure (Klampt ``hasForce``);
+            load: ``[i_value]``; dense force: ``0 .. 3V-1``).
+        flag: index of a boolean entry the message cannot carry
+            (``contact`` / ``in_contact``), or None.
+        vertices: ``(V, 3)`` float32 vertex positions (body frame, m) for
+            dense force, else None.
+        std: ``(#meas,)`` standard deviations (None when unknown).
+    """
+
+    kind: str
+    frame_id: str
+    names: List[str]
+    slots: np.ndarray
+    flag: Optional[int]
+    vertices: Optional[np.ndarray]
+    std: Optional[np.ndarray]
+
+
+def _index(names: List[str], *candidates: str) -> int:
+    for c in candidates:
+        if c in names:
+            return names.index(c)
+    raise ValueError(f"measurement names {names} have none of {candidates}")
+
+
+def sensor_layout(type_name: str, frame_id: str, names: List[str],
+                  errors: Optional[Sequence[float]],
+                  vertices: Optional[np.ndarray] = None) -> SensorLayout:
+    """Describe how a sensor's vector maps to its messages.
+
+    Args:
+        type_name: the sensor's ``type_name``.
+        frame_id: attachment body name.
+        names: ``measurement_names()``.
+        errors: ``measurement_errors()`` (std per entry, or None).
+        vertices: ``(V, 3)`` mesh vertices in the body frame (dense force only).
+
+    Raises:
+        ValueError: unknown type, names not matching the type, or a dense
+            force sensor whose ``3V`` entries disagree with ``vertices``.
+    """
+    kind = SENSOR_KINDS.get(type_name)
+    if kind is None:
+        raise ValueError(f"no ROS encoding for sensor type {type_name!r}")
+    flag = None
+    if kind == "pressure":
+        slots = np.array([_index(names, "pressure")])
+    elif kind == "wrench":
+        # Klampt lists only the axes with hasForce set; a missing axis is -1 (published as 0)
+        slots = np.array([names.index(a) if a in names else -1 for a in ("force_x", "force_y", "force_z")])
+        flag = _index(names, "contact") if "contact" in names else None
+    elif kind == "load":
+        slots = np.array([_index(names, "value", "force", "load")])
+        for cand in ("in_contact", "inContact", "contact"):
+            if cand in names:
+                flag = names.index(cand)
+    else:
+        if vertices is None or 3 * len(vertices) != len(names):
+            nv = None if vertices is None else len(vertices)
+            raise ValueError(f"dense force sensor has {len(names)} entries but mesh has {nv} vertices")
+        slots = np.arange(len(names))
+    std = None if errors is None else np.asarray(errors, dtype=np.float64).reshape(-1)
+    if std is not None and std.shape[0] != len(names):
+        std = None
+    verts = None if vertices is None else np.ascontiguousarray(vertices, dtype=np.float32)
+    return SensorLayout(kind, frame_id, list(names), slots, flag, verts, std)
+
+
+def encode_vector(layout: SensorLayout, values: np.ndarray, stamp: Time):
+    """Encode a measurement-space vector (predicted or residual) as the kind's message.
+
+    Args:
+        layout: from :func:`sensor_layout`.
+        values: ``(#meas,)`` float64 in SI units (Pa or N).
+        stamp: header stamp (the contacts message's stamp).
+
+    Returns:
+        ``FluidPressure`` | ``PointCloud2`` | ``WrenchStamped`` (see module doc).
+    """
+    header = make_header(stamp, layout.frame_id)
+    if layout.kind == "pressure":
+        var = 0.0 if layout.std is None else float(layout.std[layout.slots[0]] ** 2)
+        return FluidPressure(header=header, fluid_pressure=float(values[layout.slots[0]]), variance=var)
+    if layout.kind == "dense_force":
+        f = np.asarray(values, dtype=np.float32).reshape(-1, 3)
+        v = layout.vertices
+        return make_cloud(header, [("x", v[:, 0]), ("y", v[:, 1]), ("z", v[:, 2]),
+                                   ("fx", f[:, 0]), ("fy", f[:, 1]), ("fz", f[:, 2])])
+    msg = WrenchStamped(header=header)
+    if layout.kind == "wrench":
+        fx, fy, fz = (float(values[i]) if i >= 0 else 0.0 for i in layout.slots)
+        msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = fx, fy, fz
+    else:
+        msg.wrench.force.z = float(values[layout.slots[0]])
+    return msg
+
+
+def decode_measured(layout: SensorLayout, msg, scale: float) -> np.ndarray:
+    """Decode a measured message into the sensor's measurement space (SI).
+
+    Args:
+        layout: from :func:`sensor_layout`.
+        msg: a ``FluidPressure`` (pressure), ``PointCloud2`` with ``fx fy fz``
+            per vertex in vertex order (dense force), or ``WrenchStamped``
+            (wrench: force xyz; load: ``|force|``, the magnitude, so a load
+            cell reporting along any single axis decodes the same).
+        scale: multiplier to SI (e.g. 100.0 for a pressure in hPa).
+
+    Returns:
+        ``(#meas,)`` float64; entries the message cannot carry are NaN.
+
+    Raises:
+        MeasuredDecodeError: wrong message type for the kind
+            (``measured_type_mismatch``), vertex count mismatch
+            (``measured_size_mismatch``), bad layout or non-finite values.
+    """
+    out = np.full(len(layout.names), np.nan)
+    if isinstance(msg, FluidPressure):
+        if layout.kind != "pressure":
+            raise MeasuredDecodeError("measured_type_mismatch", f"FluidPressure for a {layout.kind} sensor")
+        vals = np.array([msg.fluid_pressure], dtype=np.float64)
+    elif isinstance(msg, PointCloud2):
+        if layout.kind != "dense_force":
+            raise MeasuredDecodeError("measured_type_mismatch", f"PointCloud2 for a {layout.kind} sensor")
+        cols = read_cloud_fields(msg, ["fx", "fy", "fz"])
+        if 3 * len(cols["fx"]) != len(layout.names):
+            raise MeasuredDecodeError("measured_size_mismatch",
+                                      f"{len(cols['fx'])} points for {len(layout.names) // 3} vertices")
+        vals = np.stack([cols["fx"], cols["fy"], cols["fz"]], axis=1).reshape(-1)
+    elif isinstance(msg, WrenchStamped):
+        f = msg.wrench.force
+        if layout.kind == "wrench":
+            vals = np.array([f.x, f.y, f.z], dtype=np.float64)
+        elif layout.kind == "load":
+            vals = np.array([np.sqrt(f.x * f.x + f.y * f.y + f.z * f.z)])
+        else:
+            raise MeasuredDecodeError("measured_type_mismatch", f"WrenchStamped for a {layout.kind} sensor")
+    else:
+        raise MeasuredDecodeError("measured_type_mismatch", f"unsupported message {type(msg).__name__}")
+    if not np.isfinite(vals).all():
+        raise MeasuredDecodeError("non_finite", "measured message has a non-finite value")
+    present = layout.slots >= 0
+    out[layout.slots[present]] = vals[present] * scale
+    return out
+
+
+# -- Jacobian --------------------------------------------------------------------------
+def jacobian_message_columns(cols: np.ndarray, pairs: Sequence[Tuple[str, str]],
+                             offsets: Sequence[int],
+                             pair_rows: Dict[Tuple[str, str], np.ndarray]) -> np.ndarray:
+    """Remap library columns ``3·c + k`` (c over the concatenated ``pairs``) to message rows.
+
+    Args:
+        cols: ``(nnz,)`` int64 library columns.
+        pairs: ``SparseJacobian.pairs``; offsets: ``SparseJacobian.offsets``.
+        pair_rows: ``DecodedContacts.rows``: pair -> message row of each of its contacts.
+
+    Returns:
+        ``(nnz,)`` int64 columns ``3·r + k`` with ``r`` the contacts message row.
+
+    Raises:
+        ValueError: a pair's contact count disagrees with its message rows.
+    """
+    if len(pairs) == 0:
+        return np.zeros(0, dtype=np.int64)
+    parts = []
+    for p, pair in enumerate(pairs):
+        rows = pair_rows.get(tuple(pair))
+        n = offsets[p + 1] - offsets[p]
+        if rows is None or len(rows) != n:
+            raise ValueError(f"pair {pair} has {n} contacts but {None if rows is None else len(rows)} "
+                             "message rows")
+        parts.append(np.asarray(rows, dtype=np.int64))
+    lookup = np.concatenate(parts)
+    c, k = np.divmod(np.asarray(cols, dtype=np.int64), 3)
+    return 3 * lookup[c] + k
+
+
+def encode_jacobian(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, stamp: Time,
+                    frame_id: str) -> PointCloud2:
+    """Sparse COO Jacobian as ``PointCloud2`` (``row`` uint32, ``col`` uint32, ``value`` float64).
+
+    Entries whose value is exactly 0 are dropped (nonzeros only).  ``col``
+    must already be in message-row form (:func:`jacobian_message_columns`).
+    ``frame_id`` is the world frame, the frame of the force axes ``k``.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    keep = values != 0.0
+    return make_cloud(make_header(stamp, frame_id), [
+        ("row", np.asarray(rows)[keep].astype("<u4")),
+        ("col", np.asarray(cols)[keep].astype("<u4")),
+        ("value", values[keep].astype("<f8")),
+    ])
+
+
+# -- markers ---------------------------------------------------------------------------
+def _points(arr: np.ndarray) -> List[Point]:
+    return [Point(x=float(a), y=float(b), z=float(c)) for a, b, c in arr.tolist()]
+
+
+def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, stamp: Time,
+                   points_world: np.ndarray, forces_world: np.ndarray,
+                   values: np.ndarray, force_scale: float,
+                   in_contact: bool) -> MarkerArray:
+    """rviz markers for one sensor at one step.
+
+    * ``<s>/contacts`` (id 0): SPHERE_LIST of the contact points acting on the
+      sensor body, world frame; red when the sensor reports contact, grey otherwise.
+    * ``<s>/forces`` (id 1): LINE_LIST, one segment per contact from the point
+      along its force (on the sensor body) scaled by ``force_scale`` (m/N).
+    * ``<s>/field`` (id 2, dense force only): LINE_LIST in the body frame, one
+      segment per loaded vertex along its predicted local force.
+    * ``<s>/label`` (id 3): text with the main reading at the body origin.
+
+    Args:
+        points_world, forces_world: ``(N, 3)`` contacts on the sensor body.
+        values: the predicted vector.
+        force_scale: arrow length per newton (m/N).
+        in_contact: colour switch.
+    """
+    header = make_header(stamp, world_frame)
+    red = ColorRGBA(r=1.0, g=0.2, b=0.1, a=1.0)
+    grey = ColorRGBA(r=0.6, g=0.6, b=0.6, a=1.0)
+    colour = red if in_contact else grey
+    pts = Marker(header=header, ns=f"{sensor_name}/contacts", id=0, type=Marker.SPHERE_LIST,
+                 action=Marker.ADD, color=colour)
+    pts.pose.orientation.w = 1.0
+    pts.scale.x = pts.scale.y = pts.scale.z = 0.005
+    pts.points = _points(points_world)
+    arrows = Marker(header=header, ns=f"{sensor_name}/forces", id=1, type=Marker.LINE_LIST,
+                    action=Marker.ADD, color=ColorRGBA(r=0.1, g=0.4, b=1.0, a=1.0))
+    arrows.pose.orientation.w = 1.0
+    arrows.scale.x = 0.002
+    seg = np.empty((2 * len(points_world), 3))
+    seg[0::2] = points_world
+    seg[1::2] = points_world + force_scale * forces_world
+    arrows.points = _points(seg)
+    out = [pts, arrows]
+    body_header = make_header(stamp, layout.frame_id)
+    if layout.kind == "dense_force":
+        f = np.asarray(values, dtype=np.float64).reshape(-1, 3)
+        loaded = np.abs(f).sum(axis=1) > 0
+        v = layout.vertices[loaded].astype(np.float64)
+        fseg = np.empty((2 * len(v), 3))
+        fseg[0::2] = v
+        fseg[1::2] = v + force_scale * f[loaded]
+        field = Marker(header=body_header, ns=f"{sensor_name}/field", id=2, type=Marker.LINE_LIST,
+                       action=Marker.ADD, color=ColorRGBA(r=1.0, g=0.6, b=0.0, a=1.0))
+        field.pose.orientation.w = 1.0
+        field.scale.x = 0.001
+        field.points = _points(fseg)
+        out.append(field)
+    label = Marker(header=body_header, ns=f"{sensor_name}/label", id=3,
+                   type=Marker.TEXT_VIEW_FACING, action=Marker.ADD, color=colour)
+    label.pose.orientation.w = 1.0
+    label.scale.z = 0.02
+    label.text = summary_text(sensor_name, layout, values)
+    out.append(label)
+    return MarkerArray(markers=out)
+
+
+def summary_text(sensor_name: str, layout: SensorLayout, values: np.ndarray) -> str:
+    """One-line human summary of a reading (marker label, diagnostics)."""
+    unit = KIND_UNITS[layout.kind]
+    if layout.kind == "dense_force":
+        total = np.asarray(values, dtype=np.float64).reshape(-1, 3).sum(axis=0)
+        return f"{sensor_name}: sum f = ({total[0]:.3g}, {total[1]:.3g}, {total[2]:.3g}) {unit}"
+    main = ", ".join(f"{float(values[i]):.6g}" if i >= 0 else "-" for i in layout.slots)
+    return f"{sensor_name}: {main} {unit}"
+
+
+def vector_decoder(layout: SensorLayout, scale_getter: Callable[[], float]) -> Callable:
+    """Closure ``msg -> vector`` reading the current scale at call time."""
+    return lambda msg: decode_measured(layout, msg, scale_getter())

@@ -1,0 +1,416 @@
+"""Parameters of the sensor node: declarations, descriptors, validation (DESIGN §3).
+
+The layout follows nav2 / ros2_control: name lists, then one namespace per name.
+
+Node-wide (``read_only`` ones are fixed at start)::
+
+    robot_description          URDF text (the ROS convention); read-only
+    robot_description_path     URDF file, used when robot_description is empty; read-only
+    assets_dir                 base for relative paths; $VSF_ASSETS wins when set; read-only
+    world_frame                frame of contacts and free-body poses; read-only
+    contact_body_names         body index table of the contacts cloud (body1/body2); read-only
+    bodies                     extra rigid bodies: [punyo, ...]; read-only
+    <b>.mesh                   triangle mesh file of body <b> (vertices in its frame)
+    <b>.parent_link            link (or earlier body) it is fixed to; '' = free body
+    <b>.transform              16 floats, row-major T_parent_body (initial world pose if free)
+    <b>.transform_file         JSON file holding the 4x4 (overrides <b>.transform)
+    <b>.transform_key          key of the 4x4 in that JSON
+    <b>.pose_topic             geometry_msgs/PoseStamped topic driving a free body
+    sensors                    [a, b, ...]; live: adding/removing names adds/removes sensors
+    <s>.type                   sensor class; read-only once declared
+    <s>.attachment             body the sensor is attached to; live (re-attach)
+    <s>.measured_type          message type of <s>/measured; live (re-subscribes)
+    <s>.measured_scale         measured value x scale = SI (e.g. 100.0 for hPa); live
+    <s>.publish_jacobian       publish <s>/jacobian; live
+    <s>.publish_markers        publish <s>/markers; live
+    <s>.<setting>              type-specific model settings (see SENSOR_SETTINGS); live
+    tare_samples, tare_on_start, calibration_file, max_stamp_difference,
+    alignment_buffer_size, markers_max_rate, marker_force_scale, diagnostics_period,
+    qos.inputs.reliability, qos.inputs.depth, qos.outputs.reliability, qos.outputs.depth
+
+When neither ``robot_description`` nor ``robot_description_path`` is given,
+the node uses the package's embedded world
+(:func:`vsf_sensor_ros.embedded_world.embedded_world`): a small arm with a
+Punyo-like bubble body, so the node runs with no robot files at all.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
+
+from .outputs import DEFAULT_MEASURED_TYPE, SENSOR_KINDS, normalise_measured_type
+
+INF = float("inf")
+
+
+class ConfigError(ValueError):
+    """A configuration problem found at start or on a parameter change.
+
+    Attributes:
+        parameter: the parameter's full name (e.g. ``punyo.mesh``).
+        value: the offending value.
+        detail: why it is wrong.
+
+    ``str(err)`` is one line: ``parameter '<p>' = <value>: <detail>``.
+    """
+
+    def __init__(self, parameter: str, value: Any, detail: str) -> None:
+        self.parameter, self.value, self.detail = parameter, value, detail
+        super().__init__(f"parameter '{parameter}' = {value!r}: {detail}")
+
+
+@dataclass
+class Spec:
+    """One parameter: default value, description, and what may change live.
+
+    Attributes:
+        key: name within its namespace.
+        default: value used when no override is given (its Python type fixes
+            the ROS type; ``ptype`` overrides for empty arrays).
+        description: one line, shown by ``ros2 param describe``.
+        read_only: cannot change after start.
+        lo, hi: numeric range (inclusive) reported in the descriptor and
+            enforced by rclpy.
+        ptype: explicit ``ParameterType`` (for empty-array defaults).
+        constraints: free text for ``additional_constraints``.
+        length: required array length (checked by :func:`check_value`).
+        finite: reject NaN / inf (arrays elementwise).
+        positive: reject values <= 0 (after the finite check, inf allowed when not ``finite``).
+    """
+
+    key: str
+    default: Any
+    description: str
+    read_only: bool = False
+    lo: Optional[float] = None
+    hi: Optional[float] = None
+    ptype: Optional[int] = None
+    constraints: str = ""
+    length: Optional[int] = None
+    finite: bool = False
+    positive: bool = False
+
+    def descriptor(self, full_name: str) -> ParameterDescriptor:
+        """A ``ParameterDescriptor`` for this spec named ``full_name``."""
+        d = ParameterDescriptor(name=full_name, description=self.description,
+                                read_only=self.read_only, additional_constraints=self.constraints)
+        if self.ptype is not None:
+            d.type = self.ptype
+        if self.lo is not None and self.hi is not None:
+            if isinstance(self.default, bool):
+                pass
+            elif isinstance(self.default, int):
+                d.integer_range = [IntegerRange(from_value=int(self.lo), to_value=int(self.hi), step=0)]
+            elif isinstance(self.default, float):
+                d.floating_point_range = [FloatingPointRange(
+                    from_value=float(self.lo), to_value=float(self.hi), step=0.0)]
+        return d
+
+
+def check_value(full_name: str, spec: Spec, value: Any) -> None:
+    """Validate ``value`` for ``spec`` beyond what rclpy's descriptor checks.
+
+    Raises:
+        ConfigError: wrong array length, non-finite or non-positive entries,
+            outside the range.
+    """
+    if spec.length is not None:
+        if value is None or len(value) != spec.length:
+            raise ConfigError(full_name, value, f"needs exactly {spec.length} values")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        arr = np.array([value], dtype=np.float64)
+    elif isinstance(value, (list, tuple, np.ndarray)) and len(value) and \
+            not isinstance(value[0], (str, bool, np.bool_)):
+        arr = np.asarray(value, dtype=np.float64)
+    else:
+        return
+    if spec.finite and not np.isfinite(arr).all():
+        raise ConfigError(full_name, value, "must be finite")
+    if np.isnan(arr).any():
+        raise ConfigError(full_name, value, "must not be NaN")
+    if spec.positive and (arr <= 0).any():
+        raise ConfigError(full_name, value, "must be > 0")
+    if spec.lo is not None and (arr < spec.lo).any():
+        raise ConfigError(full_name, value, f"must be >= {spec.lo}")
+    if spec.hi is not None and (arr > spec.hi).any():
+        raise ConfigError(full_name, value, f"must be <= {spec.hi}")
+
+
+STRING_ARRAY = ParameterType.PARAMETER_STRING_ARRAY
+DOUBLE_ARRAY = ParameterType.PARAMETER_DOUBLE_ARRAY
+IDENTITY16 = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+
+NODE_SPECS: List[Spec] = [
+    Spec("robot_description", "", "URDF text of the robot (ROS convention); empty: use "
+         "robot_description_path, or the package's embedded world when both are empty", read_only=True),
+    Spec("robot_description_path", "", "URDF file of the robot, used when robot_description is empty "
+         "(relative paths resolve against assets_dir)", read_only=True),
+    Spec("assets_dir", "", "directory that relative file parameters resolve against (empty: current "
+         "directory); the VSF_ASSETS environment variable, when set, takes precedence", read_only=True),
+    Spec("world_frame", "world", "frame of contact points/forces and free-body poses (REP 103)",
+         read_only=True),
+    Spec("contact_body_names", [], "body names indexed by the body1/body2 fields of the contacts "
+         "cloud, shared with the simulator; empty: every body of the world in its body_names order",
+         read_only=True, ptype=STRING_ARRAY),
+    Spec("bodies", [], "extra rigid bodies (each configured under <name>.*)", read_only=True,
+         ptype=STRING_ARRAY),
+    Spec("sensors", [], "sensor names (each configured under <name>.*); add or remove names live "
+         "to add or remove sensors", ptype=STRING_ARRAY),
+    Spec("tare_samples", 10, "N: contact-free measured samples averaged by a tare", lo=1, hi=100000),
+    Spec("tare_on_start", False, "tare each sensor once, as soon as N contact-free samples exist"),
+    Spec("calibration_file", "", "YAML calibration file: loaded at start when it exists, written by "
+         "save_calibration (relative paths resolve against assets_dir)"),
+    Spec("max_stamp_difference", 0.005, "largest stamp difference (s) for pairing a measured message "
+         "with a prediction (residual, tare)", lo=0.0, hi=10.0),
+    Spec("alignment_buffer_size", 200, "predictions and measured messages kept per sensor for "
+         "pairing by stamp", lo=1, hi=100000, read_only=True),
+    Spec("markers_max_rate", 10.0, "highest rate (Hz) of <s>/markers; 0 = every contacts message",
+         lo=0.0, hi=10000.0),
+    Spec("marker_force_scale", 0.01, "length of force arrows in markers (m per N)", lo=0.0, hi=1000.0),
+    Spec("diagnostics_period", 1.0, "period of /diagnostics reports (s)", lo=0.01, hi=3600.0,
+         read_only=True),
+    Spec("qos.inputs.reliability", "best_effort", "QoS reliability of every subscription: "
+         "best_effort (sensor-data profile; accepts reliable and best-effort publishers) or reliable",
+         read_only=True, constraints="best_effort | reliable"),
+    Spec("qos.inputs.depth", 5, "QoS history depth of every subscription (keep last)", lo=1, hi=10000,
+         read_only=True),
+    Spec("qos.outputs.reliability", "reliable", "QoS reliability of every publisher: reliable or "
+         "best_effort", read_only=True, constraints="best_effort | reliable"),
+    Spec("qos.outputs.depth", 10, "QoS history depth of every publisher (keep last)", lo=1, hi=10000,
+         read_only=True),
+]
+
+BODY_SPECS: List[Spec] = [
+    Spec("mesh", "", "triangle mesh file (ply/stl/obj), vertices in the body frame (m)", read_only=True),
+    Spec("parent_link", "", "link or earlier body this body is fixed to; empty = free body "
+         "(pose from pose_topic)", read_only=True),
+    Spec("transform", list(IDENTITY16), "16 floats, row-major 4x4 body -> parent transform (the "
+         "initial world pose of a free body)", read_only=True, length=16, finite=True),
+    Spec("transform_file", "", "JSON file holding the 4x4 body -> parent transform (overrides "
+         "transform)", read_only=True),
+    Spec("transform_key", "", "key of the 4x4 in transform_file (empty: the file is the matrix)",
+         read_only=True),
+    Spec("pose_topic", "", "geometry_msgs/PoseStamped topic setting a free body's world pose",
+         read_only=True),
+]
+
+SENSOR_COMMON_SPECS: List[Spec] = [
+    Spec("type", "", "sensor model: " + " | ".join(SENSOR_KINDS), read_only=True,
+         constraints=" | ".join(SENSOR_KINDS)),
+    Spec("attachment", "", "body the sensor is attached to (link or extra body)"),
+    Spec("measured_type", "", "type of <s>/measured (empty: the type of <s>/predicted)",
+         constraints="sensor_msgs/msg/FluidPressure | sensor_msgs/msg/PointCloud2 | "
+                     "geometry_msgs/msg/WrenchStamped"),
+    Spec("measured_scale", 1.0, "multiplier from the measured topic's unit to SI (100.0 for hPa)",
+         finite=True),
+    Spec("publish_jacobian", True, "publish <s>/jacobian (sparse COO PointCloud2)"),
+    Spec("publish_markers", True, "publish <s>/markers (rviz MarkerArray)"),
+]
+
+# Type-specific model settings: key -> Spec.  Keys are the sensor library's
+# configuration keys (Klampt names for ContactSensor, Isaac names for the
+# load sensor); all are live.
+SENSOR_SETTINGS: Dict[str, List[Spec]] = {
+    "PunyoPressureSensor": [
+        Spec("base_normal_local", [0.0, 0.0, 1.0], "base normal n in the body frame (unit vector "
+             "after normalisation)", length=3, finite=True),
+    ],
+    "PunyoDenseForceSensor": [],
+    "ContactSensor": [
+        Spec("Tsensor", list(IDENTITY16), "16 floats, row-major sensor -> link transform (origin = "
+             "patch centre, z = outward normal)", length=16, finite=True),
+        Spec("patchMin", [-0.01, -0.01], "patch lower corner (x, y) in the sensor frame (m)", length=2,
+             finite=True),
+        Spec("patchMax", [0.01, 0.01], "patch upper corner (x, y) in the sensor frame (m)", length=2,
+             finite=True),
+        Spec("patchTolerance", 0.001, "a contact counts when |z_sensor| <= tolerance (m)", lo=0.0,
+             hi=INF),
+        Spec("hasForce", [False, False, True], "which force axes (x, y, z) are measured", length=3),
+        Spec("fResolution", [0.0, 0.0, 0.0], "quantisation step per axis (N; 0 = none)", length=3,
+             lo=0.0),
+        Spec("fVariance", [0.0, 0.0, 0.0], "noise variance per axis (N^2), reported as the error",
+             length=3, lo=0.0),
+        Spec("fSensitivity", 0.0, "minimum normal force that registers contact (N)", lo=0.0, hi=INF),
+        Spec("fSaturation", [INF, INF, INF], "per-axis clamp (N; inf = none)", length=3, lo=0.0),
+        Spec("falloffCoefficient", 0.0, "patch weight (1 - 4|x||y|/(xsize*ysize))^falloff; 0 = rigid",
+             lo=0.0, hi=INF),
+    ],
+    "IsaacContactSensor": [
+        Spec("radius", -1.0, "sensing radius around position (m); negative = whole body",
+             lo=-INF, hi=INF, finite=True),
+        Spec("minThreshold", 0.0, "below this force (N) the sensor is not triggered", lo=0.0, hi=INF),
+        Spec("maxThreshold", 100000.0, "readings are clamped to this force (N)", lo=0.0, hi=INF),
+        Spec("sensorPeriod", 0.0, "time between readings (s); 0 = every step", lo=0.0, hi=INF,
+             finite=True),
+        Spec("position", [0.0, 0.0, 0.0], "sensor position in the body frame (m)", length=3,
+             finite=True),
+    ],
+}
+
+SENSOR_KEYS = {s.key for s in SENSOR_COMMON_SPECS} | {
+    s.key for specs in SENSOR_SETTINGS.values() for s in specs}
+BODY_KEYS = {s.key for s in BODY_SPECS}
+_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+
+def check_name(parameter: str, name: str) -> None:
+    """A sensor/body name must be a valid ROS name token (it prefixes topics and parameters).
+
+    Raises:
+        ConfigError: naming ``parameter`` and ``name``.
+    """
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise ConfigError(parameter, name, "names must start with a letter and hold only letters, "
+                                           "digits and '_'")
+
+
+def sensor_specs(type_name: str) -> List[Spec]:
+    """Common + type-specific specs of a sensor type.
+
+    Raises:
+        KeyError: unknown type (callers turn it into a ``ConfigError``).
+    """
+    return SENSOR_COMMON_SPECS + SENSOR_SETTINGS[type_name]
+
+
+def spec_for(full_name: str, sensor_types: Dict[str, str], bodies: Sequence[str]) -> Optional[Spec]:
+    """The spec governing ``full_name`` given the configured sensors/bodies (None if none)."""
+    for s in NODE_SPECS:
+        if s.key == full_name:
+            return s
+    ns, _, key = full_name.partition(".")
+    if ns in sensor_types:
+        t = sensor_types[ns]
+        for s in SENSOR_COMMON_SPECS + SENSOR_SETTINGS.get(t, []):
+            if s.key == key:
+                return s
+    if ns in bodies:
+        for s in BODY_SPECS:
+            if s.key == key:
+                return s
+    return None
+
+
+def resolve_path(text: str, assets_dir: str) -> Path:
+    """Resolve a file parameter: absolute as is, relative against ``assets_dir`` (or cwd)."""
+    p = Path(os.path.expanduser(text))
+    if p.is_absolute():
+        return p
+    return (Path(assets_dir) if assets_dir else Path.cwd()) / p
+
+
+def effective_assets_dir(param_value: str) -> str:
+    """``$VSF_ASSETS`` when set and non-empty, else the ``assets_dir`` parameter."""
+    env = os.environ.get("VSF_ASSETS", "")
+    return env if env else param_value
+
+
+def transform_from_params(body: str, flat: Sequence[float], transform_file: str, key: str,
+                          assets_dir: str) -> np.ndarray:
+    """The ``(4, 4)`` body -> parent transform of an extra body.
+
+    ``transform_file`` (JSON, like ``punyo2end_effector_transform.json``) wins
+    over the 16 row-major floats of ``transform``.
+
+    Raises:
+        ConfigError: unreadable file, missing key, or not a 4x4 of numbers.
+    """
+    if transform_file:
+        path = resolve_path(transform_file, assets_dir)
+        pname = f"{body}.transform_file"
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError(pname, transform_file, f"file {str(path)!r} does not exist") from None
+        except (OSError, ValueError) as exc:
+            raise ConfigError(pname, transform_file, f"cannot read JSON: {exc}") from None
+        if key:
+            if not isinstance(data, dict) or key not in data:
+                keys = sorted(data) if isinstance(data, dict) else []
+                raise ConfigError(f"{body}.transform_key", key, f"not a key of {path.name} (keys: {keys})")
+            data = data[key]
+        try:
+            T = np.asarray(data, dtype=np.float64)
+        except (TypeError, ValueError):
+            T = np.zeros(0)
+        if T.shape != (4, 4) or not np.isfinite(T).all():
+            raise ConfigError(pname, transform_file, f"entry is not a finite 4x4 matrix (shape {T.shape})")
+        return T
+    T = np.asarray(flat, dtype=np.float64)
+    if T.shape != (16,) or not np.isfinite(T).all():
+        raise ConfigError(f"{body}.transform", list(flat), "needs 16 finite floats (row-major 4x4)")
+    return T.reshape(4, 4)
+
+
+def qos_reliability(parameter: str, value: str):
+    """Map ``best_effort`` / ``reliable`` to rclpy's policy.
+
+    Raises:
+        ConfigError: any other value.
+    """
+    from rclpy.qos import ReliabilityPolicy
+    v = value.strip().lower().replace("-", "_")
+    if v == "best_effort":
+        return ReliabilityPolicy.BEST_EFFORT
+    if v == "reliable":
+        return ReliabilityPolicy.RELIABLE
+    raise ConfigError(parameter, value, "must be 'best_effort' or 'reliable'")
+
+
+@dataclass
+class SensorConfig:
+    """A sensor's parameter namespace as plain values.
+
+    Attributes:
+        name: sensor name.
+        type: sensor type name.
+        values: every declared key of the namespace -> value (ROS types).
+    """
+
+    name: str
+    type: str
+    values: Dict[str, Any] = field(default_factory=dict)
+
+    def model_config(self) -> Dict[str, Any]:
+        """The dict for ``sensor_from_config``: name, type, attachment + type settings.
+
+        Array values become lists; ROS-side keys (measured_*, publish_*) are left out.
+        """
+        cfg: Dict[str, Any] = {"name": self.name, "type": self.type,
+                               "attachment": self.values.get("attachment", "")}
+        for spec in SENSOR_SETTINGS.get(self.type, []):
+            if spec.key in self.values:
+                v = self.values[spec.key]
+                cfg[spec.key] = list(v) if isinstance(v, (list, tuple, np.ndarray)) else v
+        return cfg
+
+    def measured_type(self) -> str:
+        """Canonical measured message type (the predicted type when unset).
+
+        Raises:
+            ConfigError: an unsupported type string.
+        """
+        text = self.values.get("measured_type", "") or DEFAULT_MEASURED_TYPE[SENSOR_KINDS[self.type]]
+        try:
+            return normalise_measured_type(text)
+        except ValueError as exc:
+            raise ConfigError(f"{self.name}.measured_type", text, str(exc)) from None
+
+
+def finite_or_none(x: float) -> Optional[float]:
+    """``x`` when finite, else None (for YAML output)."""
+    return x if math.isfinite(x) else None
+
+
+def split_name(full_name: str) -> Tuple[str, str]:
+    """``'a.b.c'`` -> ``('a', 'b.c')``; no dot -> ``('', name)``."""
+    ns, dot, key = full_name.partition(".")
+    return (ns, key) if dot else ("", full_name)
