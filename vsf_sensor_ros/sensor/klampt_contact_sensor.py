@@ -1,0 +1,557 @@
+"""Klampt-style tactile patch sensor (seed: Klampt ``ContactSensor``, ``Cpp/Sensing/ForceSensors.cpp``).
+
+The sensor is a box on the surface of a link.  ``Tsensor`` places its frame in
+the link frame: origin at the patch centre, ``z`` the surface normal pointing
+out of the robot.  For one simulator step, with every contact ``c`` of the
+pairs ``(link, other)`` (force ``f_c`` applied *to the link*, world frame)::
+
+    x_c, f_c^s   = contact point and force in the sensor frame
+                   (T_world_sensor = T_world_link · Tsensor; f^s = R_ws^T f)
+    inside_c     = patchMin.x <= x <= patchMax.x  and  patchMin.y <= y <= patchMax.y
+                   and |z| <= patchTolerance                       (all inclusive)
+    w_c          = (1 - 4 |x - cx| |y - cy| / (xsize · ysize)) ^ falloffCoefficient
+                   (cx, cy = patch centre; w = 1 when falloffCoefficient = 0, i.e. a rigid
+                   strain gauge, and when the patch has zero area)
+    F            = Σ_c inside_c · w_c · f_c^s                       (3,), N, sensor frame
+    contact      = |F_z| > fSensitivity                             (strict, on the noise-free F)
+    F'           = F + n,  n_k ~ N(0, fVariance_k)                  (only when noise is asked for)
+    F''_k        = sign(F'_k) · floor(|F'_k| / r_k + 1/2) · r_k     (r_k = fResolution_k > 0;
+                                                                     C ``round``: half away from 0)
+    reading_k    = sign(F''_k) · fSaturation_k  if |F''_k| > fSaturation_k  else F''_k
+
+The measurement vector is ``[contact, force_x, force_y, force_z]`` restricted,
+as Klampt's ``MeasurementNames`` does, to the axes whose ``hasForce`` flag is
+set (``['contact']`` alone by default).  Forces are those *on the link* (the
+seed negates ODE feedback for the link when it is the second body), so an
+object pressing on an outward-facing patch reads a negative ``force_z``.
+
+Jacobian w.r.t. the world force of contact ``c``: row ``force_k`` is
+``inside_c · w_c · g_k · R_ws[:, k]ᵀ`` where ``g_k`` = 0 when axis ``k`` is
+clamped (``|F''_k| > fSaturation_k``: zero derivative beyond the clamp) and 1
+otherwise.  Quantisation is treated as straight-through (slope 1): the
+quantised reading follows the continuous force to within half a step, and a
+zero slope would blind any estimator that uses the Jacobian.  ``predict_torch``
+implements the same choice (``x + (q(x) - x).detach()``), so autograd equals
+the returned Jacobian.  The ``contact`` row is a step function: derivative 0.
+
+Settings are typed attributes and Klampt-formatted strings
+(``getSetting``/``setSetting``/``settings``).  String layout follows Klampt
+0.10: numbers space separated, ``hasForce`` with a trailing space, booleans
+``1``/``0``, ``Tsensor`` as the three rotation *rows* then the translation on
+four lines.  Numbers print with Klampt's 6 significant digits when that is
+exact and with the shortest exact form otherwise, so a string read back
+always gives the same value.  Deliberate differences from Klampt: ``link`` is
+the body *name* (Klampt stores a link index; see ``from_klampt_settings``),
+``inf`` is accepted back (Klampt prints it but cannot parse it), and a
+malformed or out-of-range value raises ``ValueError`` instead of being
+half-read.  ``enabled`` and ``rate`` (Hz, 0 = every step) are stored and
+reported for the node that schedules the sensor; they do not change
+``predict``.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+from .base import BaseSensor, Pair, SparseJacobian
+from .state import SimState
+
+# Klampt's Settings() map, in its (sorted) order.
+SETTING_NAMES: Tuple[str, ...] = (
+    "Tsensor", "enabled", "fResolution", "fSaturation", "fSensitivity", "fVariance",
+    "falloffCoefficient", "hasForce", "link", "patchMax", "patchMin", "patchTolerance", "rate")
+
+_AXES = ("force_x", "force_y", "force_z")
+_NUMBER = re.compile(r"^[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)$", re.IGNORECASE)
+
+
+def format_klampt_float(value: float) -> str:
+    """Format a float as Klampt's ``stringstream`` does (``%g``, 6 digits) when that is exact.
+
+    Values that 6 significant digits would round (e.g. ``1234567.125``) get the
+    fewest extra digits that read back exactly.  ``inf`` prints ``inf``.
+    """
+    v = float(value)
+    if not math.isfinite(v):
+        return "%g" % v
+    for digits in range(6, 18):
+        text = "%.*g" % (digits, v)
+        if float(text) == v:
+            return text
+    return repr(v)
+
+
+def _fail(name: str, value: Any, reason: str) -> ValueError:
+    return ValueError(f"ContactSensor setting {name!r}: value {value!r} rejected: {reason}")
+
+
+def _parse_numbers(name: str, text: str, count: int) -> List[float]:
+    tokens = text.split()
+    if len(tokens) != count:
+        raise _fail(name, text, f"expected {count} number(s), got {len(tokens)}")
+    for tok in tokens:
+        if not _NUMBER.match(tok):
+            raise _fail(name, text, f"{tok!r} is not a number")
+    return [float(tok) for tok in tokens]
+
+
+def _parse_string(name: str, text: str) -> Any:
+    """Klampt string -> typed value (not yet range-checked)."""
+    if not isinstance(text, str):
+        raise _fail(name, text, "setSetting takes a string")
+    if name == "link":
+        return text
+    if name in ("hasForce", "enabled"):
+        tokens = text.split()
+        count = 3 if name == "hasForce" else 1
+        if len(tokens) != count or any(tok not in ("0", "1") for tok in tokens):
+            raise _fail(name, text, f"expected {count} flag(s), each 0 or 1")
+        flags = tuple(tok == "1" for tok in tokens)
+        return flags if name == "hasForce" else flags[0]
+    if name == "Tsensor":
+        vals = _parse_numbers(name, text, 12)
+        T = np.eye(4)
+        T[:3, :3] = np.array(vals[:9]).reshape(3, 3)   # rows of R, as Klampt prints them
+        T[:3, 3] = vals[9:]
+        return T
+    count = {"patchMin": 2, "patchMax": 2, "fResolution": 3, "fVariance": 3, "fSaturation": 3}.get(name, 1)
+    vals = _parse_numbers(name, text, count)
+    return vals[0] if count == 1 else tuple(vals)
+
+
+def _floats(name: str, value: Any, count: int) -> Tuple[float, ...]:
+    try:
+        arr = np.asarray(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise _fail(name, value, f"expected {count} numbers") from None
+    if arr.shape != (count,):
+        raise _fail(name, value, f"expected {count} numbers, got {arr.size}")
+    if np.isnan(arr).any():
+        raise _fail(name, value, "NaN")
+    return tuple(float(v) for v in arr)
+
+
+def _scalar(name: str, value: Any) -> float:
+    if isinstance(value, bool):
+        raise _fail(name, value, "expected a number, got a bool")
+    return _floats(name, value, 1)[0]
+
+
+def _normalise(name: str, value: Any) -> Any:
+    """Typed value -> canonical stored value, range-checked.  Raises ValueError naming it."""
+    if isinstance(value, str) and name != "link":
+        value = _parse_string(name, value)
+    if name == "link":
+        if not isinstance(value, str) or not value.strip():
+            raise _fail(name, value, "expected a non-empty body name")
+        return value.strip()
+    if name == "Tsensor":
+        try:
+            T = np.array(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise _fail(name, value, "expected a 4x4 matrix or 16 row-major numbers") from None
+        if T.size == 16:
+            T = T.reshape(4, 4)
+        if T.shape != (4, 4):
+            raise _fail(name, value, "expected a 4x4 matrix or 16 row-major numbers")
+        if not np.isfinite(T).all():
+            raise _fail(name, value, "non-finite entry")
+        if not np.allclose(T[3], [0.0, 0.0, 0.0, 1.0], atol=1e-9, rtol=0):
+            raise _fail(name, value, "last row must be 0 0 0 1")
+        R = T[:3, :3]
+        if not np.allclose(R @ R.T, np.eye(3), atol=1e-6, rtol=0) or np.linalg.det(R) <= 0:
+            raise _fail(name, value, "rotation part is not a proper rotation (R R^T = I, det R = +1)")
+        T[3] = [0.0, 0.0, 0.0, 1.0]
+        return T
+    if name in ("hasForce", "enabled"):
+        flags = np.asarray(value, dtype=object).reshape(-1)
+        count = 3 if name == "hasForce" else 1
+        if flags.shape != (count,) or not all(isinstance(f, (bool, np.bool_)) or f in (0, 1) for f in flags):
+            raise _fail(name, value, f"expected {count} bool(s)")
+        out = tuple(bool(f) for f in flags)
+        return out if name == "hasForce" else out[0]
+    if name in ("patchMin", "patchMax"):
+        vals = _floats(name, value, 2)
+        if not all(math.isfinite(v) for v in vals):
+            raise _fail(name, value, "must be finite")
+        return vals
+    if name in ("fResolution", "fVariance", "fSaturation"):
+        vals = _floats(name, value, 3)
+        if any(v < 0 for v in vals):
+            raise _fail(name, value, "must be >= 0")
+        if name != "fSaturation" and not all(math.isfinite(v) for v in vals):
+            raise _fail(name, value, "must be finite")
+        return vals
+    if name in ("patchTolerance", "fSensitivity", "falloffCoefficient", "rate"):
+        v = _scalar(name, value)
+        if not math.isfinite(v) or v < 0:
+            raise _fail(name, value, "must be finite and >= 0")
+        return v
+    raise ValueError(f"ContactSensor has no setting {name!r}; settings: {', '.join(SETTING_NAMES)}")
+
+
+def _format(name: str, value: Any) -> str:
+    if name == "link":
+        return value
+    if name == "enabled":
+        return "1" if value else "0"
+    if name == "hasForce":
+        return "".join("1 " if f else "0 " for f in value)   # Klampt's array macro: trailing space
+    if name == "Tsensor":
+        rows = [" ".join(format_klampt_float(v) for v in value[i, :3]) for i in range(3)]
+        return "\n".join(rows + [" ".join(format_klampt_float(v) for v in value[:3, 3])])
+    if isinstance(value, tuple):
+        return " ".join(format_klampt_float(v) for v in value)
+    return format_klampt_float(value)
+
+
+def _defaults() -> Dict[str, Any]:
+    # Klampt's ContactSensor() constructor plus SensorBase (rate 0, enabled).
+    return {"link": "", "Tsensor": np.eye(4), "patchMin": (0.0, 0.0), "patchMax": (0.0, 0.0),
+            "patchTolerance": 0.001, "hasForce": (False, False, False),
+            "fResolution": (0.0, 0.0, 0.0), "fVariance": (0.0, 0.0, 0.0), "fSensitivity": 0.0,
+            "fSaturation": (math.inf, math.inf, math.inf), "falloffCoefficient": 0.0,
+            "enabled": True, "rate": 0.0}
+
+
+def _setting_property(name: str, doc: str) -> property:
+    def fget(self: "ContactSensor") -> Any:
+        v = self._cfg[name]
+        return v.copy() if isinstance(v, np.ndarray) else v
+
+    def fset(self: "ContactSensor", value: Any) -> None:
+        self.configure(**{name: value})
+
+    return property(fget, fset, doc=doc)
+
+
+class ContactSensor(BaseSensor):
+    """Klampt ``ContactSensor``: a tactile patch on a link (equations in the module docstring).
+
+    Args:
+        name: sensor name.
+        link: body (link) name the patch sits on; ``attachModelName``.
+        **settings: any typed setting (see the attributes); applied atomically.
+
+    Attributes (typed, validated on assignment; a rejected value raises
+    ``ValueError`` naming the setting and value and leaves the sensor as it was):
+        link (str): body name, same as ``attachModelName``.
+        Tsensor (np.ndarray 4x4 float64): sensor frame in the link frame (copy
+            returned); set from a 4x4 array or 16 row-major numbers; the
+            rotation must be proper (tolerance 1e-6).
+        patchMin, patchMax (tuple of 2 floats, m): patch corners in the sensor
+            frame, ``patchMin <= patchMax`` per axis.
+        patchTolerance (float, m, >= 0): accepted ``|z|`` of a contact.
+        hasForce (tuple of 3 bools): force axes reported.
+        fResolution (3 floats, N, >= 0): quantisation step, 0 = none.
+        fVariance (3 floats, N², >= 0): noise variance per axis.
+        fSensitivity (float, N, >= 0, finite): ``|F_z|`` must exceed it for contact.
+        fSaturation (3 floats, N, >= 0, inf allowed): per-axis clamp.
+        falloffCoefficient (float, >= 0): edge falloff exponent.
+        enabled (bool), rate (float, Hz, >= 0): scheduling hints for the node.
+    """
+
+    type_name = "ContactSensor"
+
+    link = _setting_property("link", "Body (link) name; same as attachModelName.")
+    Tsensor = _setting_property("Tsensor", "Sensor frame in the link frame, 4x4 float64.")
+    patchMin = _setting_property("patchMin", "Lower patch corner (x, y) in the sensor frame, m.")
+    patchMax = _setting_property("patchMax", "Upper patch corner (x, y) in the sensor frame, m.")
+    patchTolerance = _setting_property("patchTolerance", "Accepted |z| in the sensor frame, m.")
+    hasForce = _setting_property("hasForce", "Reported force axes (x, y, z).")
+    fResolution = _setting_property("fResolution", "Quantisation step per axis, N (0 = none).")
+    fVariance = _setting_property("fVariance", "Noise variance per axis, N^2.")
+    fSensitivity = _setting_property("fSensitivity", "Minimum |F_z| for contact, N.")
+    fSaturation = _setting_property("fSaturation", "Per-axis clamp, N (inf = none).")
+    falloffCoefficient = _setting_property("falloffCoefficient", "Edge falloff exponent (0 = rigid).")
+    enabled = _setting_property("enabled", "Whether the node should publish this sensor.")
+    rate = _setting_property("rate", "Publishing rate hint, Hz (0 = every step).")
+
+    def __init__(self, name: str = "", link: str = "", **settings: Any) -> None:
+        self._cfg: Dict[str, Any] = _defaults()
+        super().__init__(name)
+        if link:
+            settings = {"link": link, **settings}
+        if settings:
+            self.configure(**settings)
+
+    @property  # type: ignore[override]
+    def attachModelName(self) -> str:
+        """The link name (Klampt's ``link`` setting, by name)."""
+        return self._cfg["link"]
+
+    @attachModelName.setter
+    def attachModelName(self, value: str) -> None:
+        if value == self._cfg["link"]:
+            return
+        self.configure(link=value)
+
+    # -- settings --------------------------------------------------------------
+    def configure(self, **settings: Any) -> None:
+        """Set several typed settings at once; all are validated before any is applied.
+
+        Raises:
+            ValueError: an unknown name, a malformed or out-of-range value, or
+                ``patchMin > patchMax`` on an axis; nothing is changed.
+        """
+        new = dict(self._cfg)
+        for key, value in settings.items():
+            new[key] = _normalise(key, value)
+        for a in range(2):
+            if new["patchMin"][a] > new["patchMax"][a]:
+                key = "patchMin" if "patchMin" in settings else "patchMax"
+                raise _fail(key, settings.get(key, new[key]),
+                            f"patchMin {new['patchMin']} exceeds patchMax {new['patchMax']} on axis {'xy'[a]}")
+        self._cfg = new
+
+    def settings(self) -> Dict[str, str]:
+        """All settings as Klampt-formatted strings (seed ``Settings()``)."""
+        return {k: _format(k, self._cfg[k]) for k in SETTING_NAMES}
+
+    def getSetting(self, name: str) -> str:
+        """One setting as a Klampt-formatted string (seed ``GetSetting``).
+
+        Raises:
+            ValueError: unknown setting name.
+        """
+        if name not in SETTING_NAMES:
+            raise ValueError(f"ContactSensor has no setting {name!r}; settings: {', '.join(SETTING_NAMES)}")
+        return _format(name, self._cfg[name])
+
+    def setSetting(self, name: str, value: str) -> None:
+        """Set one setting from a Klampt-formatted string (seed ``SetSetting``).
+
+        Raises:
+            ValueError: unknown name, wrong token count, a token that is not a
+                number (or not 0/1 for flags), NaN, or an out-of-range value;
+                the message names the setting and the string; nothing changes.
+        """
+        if name not in SETTING_NAMES:
+            raise ValueError(f"ContactSensor has no setting {name!r}; settings: {', '.join(SETTING_NAMES)}")
+        typed = _parse_string(name, value)
+        try:
+            self.configure(**{name: typed})
+        except ValueError as err:
+            raise _fail(name, value, str(err)) from None
+
+    @classmethod
+    def from_config(cls, name: str, config: Dict[str, Any]) -> "ContactSensor":
+        """Build from a parameter namespace.
+
+        Keys: ``attachment`` (or ``link``; body name, required), optional
+        ``type`` (must be ``'ContactSensor'``), and any setting name with a
+        typed value (``Tsensor``: 16 row-major numbers of the 4x4 transform, or
+        a 4x4 nested list; ``patchMin``/``patchMax``: 2 numbers;
+        ``hasForce``: 3 bools; ``fResolution``/``fVariance``/``fSaturation``:
+        3 numbers; scalars otherwise) or a Klampt-formatted string.
+
+        Raises:
+            ValueError: unknown key, missing attachment, conflicting
+                ``attachment``/``link``, wrong ``type`` or a bad value (named).
+        """
+        allowed = set(SETTING_NAMES) | {"attachment", "type"}
+        for key in config:
+            if key not in allowed:
+                raise ValueError(f"ContactSensor {name!r}: unknown config key {key!r}; "
+                                 f"allowed: {', '.join(sorted(allowed))}")
+        if "type" in config and config["type"] != cls.type_name:
+            raise ValueError(f"ContactSensor {name!r}: config key 'type' is {config['type']!r}, "
+                             f"expected {cls.type_name!r}")
+        att, link = config.get("attachment"), config.get("link")
+        if att is not None and link is not None and att != link:
+            raise ValueError(f"ContactSensor {name!r}: 'attachment' {att!r} and 'link' {link!r} disagree")
+        body = att if att is not None else link
+        if body is None:
+            raise ValueError(f"ContactSensor {name!r}: config needs 'attachment' (the link name)")
+        settings = {k: v for k, v in config.items() if k in SETTING_NAMES and k != "link"}
+        return cls(name, body, **settings)
+
+    @classmethod
+    def from_klampt_settings(cls, name: str, settings: Mapping[str, str],
+                             link_names: Optional[Sequence[str]] = None) -> "ContactSensor":
+        """Build from Klampt setting strings (e.g. a robot's ``<sensors>`` XML attributes).
+
+        An integer ``link`` is Klampt's link index and is resolved through
+        ``link_names`` (the robot's link names in index order); any other
+        ``link`` string is taken as the name.
+
+        Raises:
+            ValueError: unknown setting, bad string, or an index that
+                ``link_names`` cannot resolve.
+        """
+        strings = dict(settings)
+        sensor = cls(name)
+        link = strings.pop("link", None)
+        if link is not None:
+            text = link.strip()
+            if re.fullmatch(r"[+-]?\d+", text):
+                idx = int(text)
+                if link_names is None or not 0 <= idx < len(link_names):
+                    raise _fail("link", link, "a Klampt link index needs link_names covering it")
+                text = link_names[idx]
+            sensor.configure(link=text)
+        typed = {}
+        for key, value in strings.items():
+            if key not in SETTING_NAMES:
+                raise ValueError(f"ContactSensor has no setting {key!r}; settings: {', '.join(SETTING_NAMES)}")
+            typed[key] = _parse_string(key, value)
+        sensor.configure(**typed)
+        return sensor
+
+    def attach(self, model: Any) -> None:
+        """Attach to a link model: takes its name (anything with ``getName()``, e.g. Klampt's)."""
+        self.configure(link=model.getName())
+
+    # -- measurement contract -----------------------------------------------------
+    def _axes(self) -> List[int]:
+        return [k for k in range(3) if self._cfg["hasForce"][k]]
+
+    def measurement_names(self) -> List[str]:
+        """``['contact']`` plus ``force_x/force_y/force_z`` for each ``hasForce`` axis (as Klampt)."""
+        return ["contact"] + [_AXES[k] for k in self._axes()]
+
+    def measurement_errors(self) -> List[float]:
+        """Standard deviation per entry: 0 for ``contact``, ``sqrt(fVariance_k)`` per force axis (N)."""
+        return [0.0] + [math.sqrt(self._cfg["fVariance"][k]) for k in self._axes()]
+
+    def sensor_transform(self, state: SimState) -> torch.Tensor:
+        """Sensor frame -> world, ``(4, 4)`` of the state's dtype/device (``T_link · Tsensor``).
+
+        Raises:
+            ValueError: the link is not in the state.
+        """
+        state._check_body(self.link)
+        T_link = state.body_transforms[self.link]
+        return T_link @ torch.as_tensor(self._cfg["Tsensor"], dtype=T_link.dtype, device=T_link.device)
+
+    def sample_noise(self, generator: torch.Generator, dtype: torch.dtype = torch.float64,
+                     device: Optional[torch.device] = None) -> torch.Tensor:
+        """One draw of the force noise ``n ~ N(0, diag(fVariance))``, ``(3,)``, sensor frame, N.
+
+        ``generator`` is a seeded ``torch.Generator`` on ``device`` (CPU by
+        default); the same seed gives the same draw.
+        """
+        std = torch.tensor(self._cfg["fVariance"], dtype=dtype, device=device).sqrt()
+        return torch.randn(3, generator=generator, dtype=dtype, device=device) * std
+
+    def _check_state(self, state: SimState) -> List[Pair]:
+        pairs = self.contact_bodies(state)   # raises ValueError for an unknown link
+        for pair in pairs:
+            c = state.contacts[pair]
+            if c.points.dtype != state.dtype or c.points.device != state.device:
+                raise ValueError(
+                    f"ContactSensor {self.name!r}: contacts {pair} are {c.points.dtype} on "
+                    f"{c.points.device} but the state is {state.dtype} on {state.device}; convert them first")
+        return pairs
+
+    def _weighted(self, state: SimState) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Per-contact weights ``inside·w`` (N,), sensor-frame forces (N, 3), R_world_sensor (3, 3)."""
+        cfg = self._cfg
+        pts, frc = state.contacts_on_body(self.link, local=True)
+        Ts = torch.as_tensor(cfg["Tsensor"], dtype=pts.dtype, device=pts.device)
+        Rs, ts = Ts[:3, :3], Ts[:3, 3]
+        # row vectors: x_s = R_s^T (x_l - t_s)  ->  (x_l - t_s) @ R_s
+        ps = (pts - ts) @ Rs
+        fs = frc @ Rs
+        x, y, z = ps[:, 0], ps[:, 1], ps[:, 2]
+        (x0, y0), (x1, y1) = cfg["patchMin"], cfg["patchMax"]
+        inside = (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1) & (z.abs() <= cfg["patchTolerance"])
+        w = inside.to(pts.dtype)
+        area = (x1 - x0) * (y1 - y0)
+        if cfg["falloffCoefficient"] > 0 and area > 0:
+            base = 1.0 - 4.0 * (x - 0.5 * (x0 + x1)).abs() * (y - 0.5 * (y0 + y1)).abs() / area
+            # clamp: rounding may dip below 0 at a corner; outside points are masked anyway
+            w = w * base.clamp(min=0.0) ** cfg["falloffCoefficient"]
+        R_link = state.body_transforms[self.link][:3, :3].to(pts.dtype)
+        return w.detach(), fs, R_link @ Rs
+
+    def _process(self, F: torch.Tensor, noise: Optional[torch.Tensor]
+                 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Weighted force (3,) -> (contact flag, processed force (3,), not-clamped mask (3,))."""
+        cfg = self._cfg
+        dtype, device = F.dtype, F.device
+        contact = (F[2].detach().abs() > cfg["fSensitivity"]).to(dtype)
+        Fn = F if noise is None else F + noise
+        res = torch.tensor(cfg["fResolution"], dtype=dtype, device=device)
+        step = torch.where(res > 0, res, torch.ones_like(res))
+        q = torch.where(res > 0, torch.sign(Fn) * torch.floor(Fn.abs() / step + 0.5) * step, Fn)
+        Fq = Fn + (q - Fn).detach()            # straight-through quantisation
+        sat = torch.tensor(cfg["fSaturation"], dtype=dtype, device=device)
+        free = Fq.detach().abs() <= sat
+        clamp_val = torch.sign(Fq.detach()) * torch.where(torch.isfinite(sat), sat, torch.zeros_like(sat))
+        out = torch.where(free, Fq, clamp_val)
+        return contact, out, free
+
+    def predict_torch(self, state: SimState, noise: bool = False,
+                      generator: Optional[torch.Generator] = None) -> torch.Tensor:
+        """Differentiable reading, ``(#meas,)`` of the state's dtype/device.
+
+        Args:
+            state: the simulator step; contacts of ``(link, other)`` pairs are read.
+            noise: add ``N(0, fVariance)`` force noise before quantisation (Klampt
+                order).  Off by default: predictions are deterministic.
+            generator: seeded ``torch.Generator`` on the state's device; required
+                when ``noise`` is True.
+
+        Raises:
+            ValueError: link not in the state, contacts whose dtype/device differ
+                from the state's, or ``noise`` without a generator (or on another device).
+        """
+        self._check_state(state)
+        w, fs, _ = self._weighted(state)
+        F = (w[:, None] * fs).sum(dim=0)
+        n = None
+        if noise:
+            if generator is None:
+                raise ValueError(f"ContactSensor {self.name!r}: noise=True needs a seeded torch.Generator "
+                                 "(generator=...)")
+            if generator.device.type != state.device.type:
+                raise ValueError(f"ContactSensor {self.name!r}: generator is on {generator.device}, "
+                                 f"state on {state.device}")
+            n = self.sample_noise(generator, F.dtype, F.device)
+        contact, out, _ = self._process(F, n)
+        return torch.cat([contact.reshape(1), out[self._axes()]])
+
+    def predict(self, state: SimState, noise: bool = False,
+                generator: Optional[torch.Generator] = None) -> torch.Tensor:
+        """``predict_torch`` without gradient tracking (same arguments and errors)."""
+        with torch.no_grad():
+            return self.predict_torch(state, noise=noise, generator=generator)
+
+    def _jacobian_all(self, state: SimState) -> Tuple[torch.Tensor, List[Pair], List[int]]:
+        """Dense ``(#meas, N, 3)`` over all contacts of the link's pairs, with pairs and offsets."""
+        pairs = self._check_state(state)
+        with torch.no_grad():
+            w, fs, R_ws = self._weighted(state)
+            F = (w[:, None] * fs).sum(dim=0)
+            _, _, free = self._process(F, None)
+            axes = self._axes()
+            # d f_s[k] / d f_world = R_ws[:, k]; scaled by the contact weight and the clamp gate
+            gate = free.to(F.dtype)[axes]                                  # (A,)
+            J_force = gate[:, None, None] * w[None, :, None] * R_ws.T[axes][:, None, :]
+            J = torch.cat([torch.zeros(1, len(w), 3, dtype=F.dtype, device=F.device), J_force])
+        offsets = [0]
+        for pair in pairs:
+            offsets.append(offsets[-1] + len(state.contacts[pair]))
+        return J, pairs, offsets
+
+    def measurement_force_jacobian(self, state: SimState) -> Dict[Pair, torch.Tensor]:
+        """Seed-form ``{(link, other): Tensor[#meas, N_pair, 3]}`` (world-frame force columns).
+
+        Raises:
+            ValueError: as ``predict``.
+        """
+        J, pairs, offsets = self._jacobian_all(state)
+        return {pair: J[:, offsets[p]:offsets[p + 1]] for p, pair in enumerate(pairs)}
+
+    def sparse_force_jacobian(self, state: SimState) -> SparseJacobian:
+        """COO Jacobian (nonzeros only) over the contacts of ``contact_bodies(state)``."""
+        J, pairs, offsets = self._jacobian_all(state)
+        flat = J.reshape(J.shape[0], -1)
+        rows, cols = flat.nonzero(as_tuple=True)
+        return SparseJacobian(rows=rows, cols=cols, values=flat[rows, cols], shape=tuple(flat.shape),
+                              pairs=pairs, offsets=offsets)
