@@ -138,7 +138,7 @@ def test_falloff_on_a_degenerate_patch_is_one_not_nan():
     assert y.tolist() == [1.0, 0.0, 0.0, -4.0]
 
 
-# --------------------------------------------------------------------------- sensitivity, saturation, resolution
+# ------------------------------------------------------------- sensitivity, saturation, resolution
 def test_sensitivity_is_a_strict_threshold_on_abs_normal_force():
     s = square_patch_sensor(fSensitivity=2.0)
     assert s.predict(state_with([[0, 0, 0]], [[0, 0, -2.0]]))[0].item() == 0.0

@@ -89,6 +89,10 @@ def _fail(name: str, value: Any, reason: str) -> ValueError:
     return ValueError(f"ContactSensor setting {name!r}: value {value!r} rejected: {reason}")
 
 
+def _unknown(name: str) -> ValueError:
+    return ValueError(f"ContactSensor has no setting {name!r}; settings: {', '.join(SETTING_NAMES)}")
+
+
 def _parse_numbers(name: str, text: str, count: int) -> List[float]:
     tokens = text.split()
     if len(tokens) != count:
@@ -191,7 +195,7 @@ def _normalise(name: str, value: Any) -> Any:
         if not math.isfinite(v) or v < 0:
             raise _fail(name, value, "must be finite and >= 0")
         return v
-    raise ValueError(f"ContactSensor has no setting {name!r}; settings: {', '.join(SETTING_NAMES)}")
+    raise _unknown(name)
 
 
 def _format(name: str, value: Any) -> str:
@@ -305,7 +309,8 @@ class ContactSensor(BaseSensor):
             if new["patchMin"][a] > new["patchMax"][a]:
                 key = "patchMin" if "patchMin" in settings else "patchMax"
                 raise _fail(key, settings.get(key, new[key]),
-                            f"patchMin {new['patchMin']} exceeds patchMax {new['patchMax']} on axis {'xy'[a]}")
+                            f"patchMin {new['patchMin']} exceeds patchMax {new['patchMax']} "
+                            f"on axis {'xy'[a]}")
         self._cfg = new
 
     def settings(self) -> Dict[str, str]:
@@ -319,7 +324,7 @@ class ContactSensor(BaseSensor):
             ValueError: unknown setting name.
         """
         if name not in SETTING_NAMES:
-            raise ValueError(f"ContactSensor has no setting {name!r}; settings: {', '.join(SETTING_NAMES)}")
+            raise _unknown(name)
         return _format(name, self._cfg[name])
 
     def setSetting(self, name: str, value: str) -> None:
@@ -331,7 +336,7 @@ class ContactSensor(BaseSensor):
                 the message names the setting and the string; nothing changes.
         """
         if name not in SETTING_NAMES:
-            raise ValueError(f"ContactSensor has no setting {name!r}; settings: {', '.join(SETTING_NAMES)}")
+            raise _unknown(name)
         typed = _parse_string(name, value)
         try:
             self.configure(**{name: typed})
@@ -397,7 +402,7 @@ class ContactSensor(BaseSensor):
         typed = {}
         for key, value in strings.items():
             if key not in SETTING_NAMES:
-                raise ValueError(f"ContactSensor has no setting {key!r}; settings: {', '.join(SETTING_NAMES)}")
+                raise _unknown(key)
             typed[key] = _parse_string(key, value)
         sensor.configure(**typed)
         return sensor
