@@ -14,7 +14,8 @@ read them):
 * sensor: ``type``, ``attachment``, ``rate_hz``, ``latency_ms_mean``,
   ``latency_ms_max`` (receipt of the contacts message -> last publish, wall
   clock, over the last report period), ``published``, ``measured_received``,
-  ``residuals_published``, ``rejected.<reason>``, ``calibration``, ``contact``,
+  ``residuals_published``, ``measured_stamp_jumps_backwards``,
+  ``rejected.<reason>``, ``calibration``, ``contact``,
   ``reading``.
 """
 from __future__ import annotations
@@ -52,6 +53,7 @@ class SensorStats:
     measured_received: int = 0
     residuals_published: int = 0
     rejected: Counter = field(default_factory=Counter)
+    measured_stamp_jumps: int = 0
     calibration: str = "uncalibrated"
     contact: bool = False
     reading: str = ""
@@ -108,6 +110,7 @@ def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
             _kv("latency_ms_max", f"{1e3 * st.window_latency_max:.3f}"),
             _kv("published", st.published), _kv("measured_received", st.measured_received),
             _kv("residuals_published", st.residuals_published),
+            _kv("measured_stamp_jumps_backwards", st.measured_stamp_jumps),
             _kv("calibration", st.calibration), _kv("contact", st.contact),
             _kv("reading", st.reading),
         ] + [_kv(f"rejected.{r}", n) for r, n in sorted(st.rejected.items())]
