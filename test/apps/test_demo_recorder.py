@@ -8,10 +8,11 @@ from geometry_msgs.msg import WrenchStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import serialize_message
-from sensor_msgs.msg import FluidPressure
+from sensor_msgs.msg import FluidPressure, PointCloud2
 from std_msgs.msg import String
 
-from vsf_sensor_ros.apps.recorder import TopicRecorder, header_stamp_ns, message_class, write_bag
+from vsf_sensor_ros.apps.recorder import (TopicRecorder, cloud_point_count, header_stamp_ns, message_class,
+                                          write_bag)
 from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id, release_domain_id
 
 
@@ -67,6 +68,18 @@ def test_header_stamp_rejects_short_or_headerless_bytes():
     s.data = "no header here, just text"
     with pytest.raises(ValueError, match="nanosec"):
         header_stamp_ns(serialize_message(s))
+
+
+@pytest.mark.parametrize("frame_id", ["", "w", "wo", "wor", "world", "base_link_long_name"])
+def test_cloud_point_count_reads_height_times_width_for_any_frame_id_padding(frame_id):
+    cloud = PointCloud2()
+    cloud.header.frame_id = frame_id
+    cloud.height, cloud.width = 3, 7
+    assert cloud_point_count(serialize_message(cloud)) == 21
+    cloud.height, cloud.width = 1, 0
+    assert cloud_point_count(serialize_message(cloud)) == 0
+    with pytest.raises(ValueError, match="ends before"):
+        cloud_point_count(serialize_message(cloud)[:16 + len(frame_id)])
 
 
 def test_message_class_imports_the_type_or_raises_naming_it():

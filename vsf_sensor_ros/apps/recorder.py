@@ -77,6 +77,27 @@ def header_stamp_ns(data: bytes) -> int:
     return sec * 1_000_000_000 + nanosec
 
 
+def cloud_point_count(data: bytes) -> int:
+    """``height * width`` of a serialized ``sensor_msgs/PointCloud2``, read from its CDR bytes.
+
+    Layout after the 4-byte encapsulation header: ``header.stamp`` (8 bytes),
+    ``header.frame_id`` (uint32 length incl. NUL, then the bytes), padding to
+    a multiple of 4 relative to the payload start, ``height``, ``width`` (uint32).
+
+    Raises:
+        ValueError: the bytes end before ``width``.
+    """
+    e = "<" if data[1] & 1 else ">"
+    if len(data) < 16:
+        raise ValueError(f"serialized PointCloud2 of {len(data)} bytes is too short")
+    n = struct.unpack_from(e + "I", data, 12)[0]
+    off = 16 + n + (-n) % 4
+    if len(data) < off + 8:
+        raise ValueError(f"serialized PointCloud2 of {len(data)} bytes ends before its width field")
+    height, width = struct.unpack_from(e + "II", data, off)
+    return int(height) * int(width)
+
+
 @dataclass
 class TopicLog:
     """Everything received on one topic.

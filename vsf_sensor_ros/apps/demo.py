@@ -1,0 +1,790 @@
+"""One-command demo: simulator + sensor node on this host, recorded, tared, summarised.
+
+``python -m vsf_sensor_ros.apps.demo [--world embedded|kinova] [--assets DIR]
+[--out demo_out] [--duration S] [--rate HZ] [--seed N]``
+
+What it does:
+
+1. Leases a free ``ROS_DOMAIN_ID`` and confines discovery to loopback
+   (:mod:`vsf_sensor_ros.apps.ros_env`), so parallel runs never meet.
+2. Starts the sensor node (``vsf_sensor_ros.ros.sensor_node``) with the
+   world's parameter file, waits for its ``tare`` service, subscribes to every
+   topic on the graph, then starts the simulator
+   (``vsf_sensor_ros.apps.contact_sim_node``): two separate ROS 2 processes.
+3. Records every topic (:mod:`vsf_sensor_ros.apps.recorder`), prints a
+   progress line per second, and calls the ``tare`` service (``std_srvs/Trigger``)
+   once the contact-free stretch at the start of the session has given every
+   sensor at least ``tare_samples`` contact-free measured samples -- i.e. before
+   the press.
+4. When the simulator has finished (it exits after ``duration_s``), stops both
+   children (SIGINT, then SIGTERM/SIGKILL after a grace period; always, also
+   on Ctrl-C, errors and the overall timeout) and writes to ``--out``:
+   ``run.mcap`` + ``metadata.yaml`` (a rosbag2 bag: ``ros2 bag info <out>``),
+   ``pressure.png``, ``force_field.png``, one ``<sensor>.png`` per other
+   sensor, ``summary.json`` and ``logs/`` (the children's output).
+5. Prints a summary table; exits 1 when a sensor published nothing, the tare
+   failed or a child died, 2 on bad arguments, 130 on Ctrl-C.
+
+``summary.json`` definitions (also stored in the file): see
+:mod:`vsf_sensor_ros.apps.analysis`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+SIM_MODULE = "vsf_sensor_ros.apps.contact_sim_node"
+NODE_MODULE = "vsf_sensor_ros.ros.sensor_node"
+WORLD_PARAMS = {"embedded": "sensor_node.yaml", "kinova": "kinova_punyo.yaml"}
+STARTUP_TIMEOUT_S = 90.0   # python + torch + klampt imports on a busy 2-core machine
+DRAIN_S = 1.5              # after the simulator ends, wait this long for the last predictions
+
+
+class DemoError(RuntimeError):
+    """A failure the demo reports with a clear message and exit code 1."""
+
+
+class _Terminated(Exception):
+    """SIGTERM received: unwind like Ctrl-C so the children are stopped."""
+
+
+# -- configuration ---------------------------------------------------------------------------
+@dataclass
+class SensorInfo:
+    """A sensor of the demo world as configured in the node's parameter file.
+
+    Attributes:
+        name: sensor name (topic namespace ``<name>/...``).
+        type_name: sensor class (``PunyoPressureSensor`` ...).
+        kind: ``pressure`` | ``dense_force`` | ``wrench`` | ``load``.
+        measured_scale: measured value x scale = SI.
+    """
+
+    name: str
+    type_name: str
+    kind: str
+    measured_scale: float = 1.0
+
+
+@dataclass
+class DemoConfig:
+    """Everything a run needs, resolved from the command line."""
+
+    world: str
+    params_file: Path
+    assets: Optional[Path]
+    out: Path
+    duration_s: float
+    rate_hz: float
+    seed: int
+    timeout_s: float
+    sensors: List[SensorInfo]
+    tare_samples: int
+    node_name: str = "sensor_node"
+
+
+def config_dir() -> Path:
+    """The ``config/`` directory: the source checkout's, else the installed share directory.
+
+    Raises:
+        DemoError: neither exists.
+    """
+    local = PACKAGE_ROOT / "config"
+    if local.is_dir():
+        return local
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        share = Path(get_package_share_directory("vsf_sensor_ros")) / "config"
+        if share.is_dir():
+            return share
+    except (ImportError, LookupError, ValueError):
+        pass
+    raise DemoError(f"no config directory found (looked in {local} and the ament index)")
+
+
+def _flatten(prefix: str, value: Any, out: Dict[str, Any]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    else:
+        out[prefix] = value
+
+
+def read_params_file(path: Path) -> Tuple[str, Dict[str, Any]]:
+    """Parameters of the first node entry of a ROS 2 parameter YAML file.
+
+    Nested namespaces are flattened to dotted names (``punyo_pressure.type``).
+
+    Returns:
+        ``(node_key, {name: value})`` (``node_key`` as written, e.g. ``sensor_node`` or ``/**``).
+
+    Raises:
+        DemoError: unreadable file or no ``ros__parameters`` entry.
+    """
+    import yaml
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise DemoError(f"cannot read parameter file {path}: {exc}") from exc
+    for key, val in (doc or {}).items():
+        if isinstance(val, dict) and "ros__parameters" in val:
+            flat: Dict[str, Any] = {}
+            _flatten("", val["ros__parameters"], flat)
+            return str(key), flat
+        if isinstance(val, dict):  # namespaced: /ns: {node: {ros__parameters: ...}}
+            for k2, v2 in val.items():
+                if isinstance(v2, dict) and "ros__parameters" in v2:
+                    flat = {}
+                    _flatten("", v2["ros__parameters"], flat)
+                    return str(k2), flat
+    raise DemoError(f"parameter file {path} has no 'ros__parameters' entry")
+
+
+def sensors_from_params(params: Dict[str, Any], path: Path) -> List[SensorInfo]:
+    """The ``sensors`` list of a node parameter set, with each sensor's type and kind.
+
+    Raises:
+        DemoError: no sensors, or a sensor whose type has no ROS encoding.
+    """
+    from vsf_sensor_ros.ros.outputs import SENSOR_KINDS
+    names = params.get("sensors") or []
+    if not names:
+        raise DemoError(f"parameter file {path} lists no sensors")
+    out = []
+    for name in names:
+        type_name = params.get(f"{name}.type")
+        if type_name not in SENSOR_KINDS:
+            raise DemoError(f"sensor {name!r} in {path} has type {type_name!r}; "
+                            f"known types: {sorted(SENSOR_KINDS)}")
+        out.append(SensorInfo(name, type_name, SENSOR_KINDS[type_name],
+                              float(params.get(f"{name}.measured_scale", 1.0))))
+    return out
+
+
+def default_assets() -> Optional[Path]:
+    """``$VSF_ASSETS``, else the shared Kinova fixture next to the checkout, else ``None``."""
+    env = os.environ.get("VSF_ASSETS")
+    if env:
+        return Path(env)
+    shared = PACKAGE_ROOT.parent / "shared" / "fixtures" / "kinova_punyo"
+    return shared if shared.is_dir() else None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The demo's command line (see the module docstring)."""
+    p = argparse.ArgumentParser(
+        prog="python -m vsf_sensor_ros.apps.demo",
+        description="Run the contact simulator and the sensor node on this host, record every "
+                    "topic to a rosbag2 MCAP, tare after the contact-free stretch, and write "
+                    "plots and summary.json.")
+    p.add_argument("--world", choices=sorted(WORLD_PARAMS), default="embedded",
+                   help="embedded: the package's small arm + bubble (no files needed); "
+                        "kinova: Kinova Gen3 + Punyo from --assets (default: embedded)")
+    p.add_argument("--assets", type=Path, default=None,
+                   help="directory with the Kinova/Punyo assets (kinova world; default: $VSF_ASSETS or "
+                        "../shared/fixtures/kinova_punyo next to the checkout)")
+    p.add_argument("--out", type=Path, default=Path("demo_out"), help="output directory (default: demo_out)")
+    p.add_argument("--duration", type=float, default=8.0,
+                   help="simulated seconds (default: 8; the sim runs in real time)")
+    p.add_argument("--rate", type=float, default=50.0, help="simulator step rate in Hz (default: 50)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the simulated noise (default: 0)")
+    p.add_argument("--params-file", type=Path, default=None,
+                   help="sensor node parameter file (default: config/<world's file>)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="hard limit on the whole run in seconds (default: duration + 150)")
+    return p
+
+
+def resolve_config(args: argparse.Namespace) -> DemoConfig:
+    """Check the arguments and find the files they point to.
+
+    Raises:
+        ValueError: a numeric argument out of range (named in the message).
+        DemoError: missing parameter file or assets.
+    """
+    if not (math.isfinite(args.duration) and args.duration > 0):
+        raise ValueError(f"--duration must be a positive number of seconds, got {args.duration}")
+    if not (math.isfinite(args.rate) and 0 < args.rate <= 1000):
+        raise ValueError(f"--rate must be in (0, 1000] Hz, got {args.rate}")
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
+    timeout = args.timeout if args.timeout is not None else args.duration + 150.0
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"--timeout must be positive, got {args.timeout}")
+    params_file = args.params_file or config_dir() / WORLD_PARAMS[args.world]
+    if not Path(params_file).is_file():
+        raise DemoError(f"sensor node parameter file {params_file} not found")
+    node_key, params = read_params_file(params_file)
+    sensors = sensors_from_params(params, params_file)
+    assets = args.assets if args.assets is not None else default_assets()
+    if args.world == "kinova":
+        if assets is None or not Path(assets).is_dir():
+            raise DemoError("the kinova world needs its assets: pass --assets DIR (the folder with "
+                            f"kinova_gen3.urdf and punyo_mesh_*.ply) or set VSF_ASSETS; got {assets}")
+        assets = Path(assets).resolve()
+    node_name = node_key.strip("/") if node_key not in ("/**", "**") else "sensor_node"
+    return DemoConfig(world=args.world, params_file=Path(params_file).resolve(), assets=assets,
+                      out=Path(args.out), duration_s=float(args.duration), rate_hz=float(args.rate),
+                      seed=int(args.seed), timeout_s=float(timeout), sensors=sensors,
+                      tare_samples=int(params.get("tare_samples", 10)), node_name=node_name or "sensor_node")
+
+
+# -- the session ------------------------------------------------------------------------------
+@dataclass
+class TareResult:
+    """Outcome of the ``tare`` call.
+
+    Attributes:
+        success, message: the ``std_srvs/Trigger`` response.
+        request_ns, response_ns: wall clock (``time.time_ns``) when sent / answered.
+        sim_time_s: latest ``contacts`` stamp (s) received when the request was sent.
+        per_sensor: sensor -> ``{"tare_offset": ..., "tare_samples": ...}`` parsed from the answer.
+    """
+
+    success: bool = False
+    message: str = ""
+    request_ns: Optional[int] = None
+    response_ns: Optional[int] = None
+    sim_time_s: Optional[float] = None
+    per_sensor: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class SessionResult:
+    """What a session produced, before analysis."""
+
+    logs: Dict[str, Any]
+    skipped: Dict[str, str]
+    tare: TareResult
+    wall_s: float
+    sim_exit: Optional[int]
+    node_exit: Optional[int]
+    node_died: bool = False
+    sim_died: bool = False
+    errors: List[str] = field(default_factory=list)
+
+
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf"
+
+
+def parse_tare_answer(message: str, sensors: Sequence[str]) -> Dict[str, Dict[str, Any]]:
+    """Per-sensor offset and sample count from a ``tare`` service answer.
+
+    Accepts a JSON object ``{sensor: {"offset": ..., "samples": ...}}`` (or
+    ``tare_offset`` / ``tare_samples`` keys), or text where each sensor's part
+    mentions its name followed by ``<n> samples`` and ``offset <value or [values]>``.
+
+    Returns:
+        sensor -> ``{"tare_offset": float | list | None, "tare_samples": int | None}``
+        for every sensor in ``sensors``.
+    """
+    out: Dict[str, Dict[str, Any]] = {s: {"tare_offset": None, "tare_samples": None} for s in sensors}
+    try:
+        doc = json.loads(message)
+    except (ValueError, TypeError):
+        doc = None
+    if isinstance(doc, dict):
+        for s in sensors:
+            entry = doc.get(s) if isinstance(doc.get(s), dict) else None
+            if entry is None and isinstance(doc.get("sensors"), dict):
+                entry = doc["sensors"].get(s)
+            if isinstance(entry, dict):
+                off = entry.get("tare_offset", entry.get("offset"))
+                n = entry.get("tare_samples", entry.get("samples"))
+                out[s] = {"tare_offset": off, "tare_samples": None if n is None else int(n)}
+        return out
+    # Text: split at sensor names, read "<n> samples" and "offset X" / "offset [..]" in each part.
+    positions = sorted((m.start(), s) for s in sensors for m in re.finditer(rf"\b{re.escape(s)}\b", message))
+    for k, (pos, s) in enumerate(positions):
+        end = positions[k + 1][0] if k + 1 < len(positions) else len(message)
+        part = message[pos:end]
+        n = re.search(r"(\d+)\s+(?:contact-free\s+)?samples?", part)
+        off = re.search(rf"offset[^-+\d\[na]*(\[[^\]]*\]|{_NUMBER})", part)
+        if n and out[s]["tare_samples"] is None:
+            out[s]["tare_samples"] = int(n.group(1))
+        if off and out[s]["tare_offset"] is None:
+            txt = off.group(1)
+            if txt.startswith("["):
+                vals = [float(v) for v in re.findall(_NUMBER, txt)]
+                out[s]["tare_offset"] = vals[0] if len(vals) == 1 else vals
+            else:
+                out[s]["tare_offset"] = float(txt)
+    return out
+
+
+class Progress:
+    """One status line per second on stdout (plain lines: they survive logs and pipes)."""
+
+    def __init__(self, stream=None) -> None:
+        self.stream = stream or sys.stdout
+        self.last = 0.0
+
+    def say(self, text: str) -> None:
+        """Print a line now."""
+        print(text, file=self.stream, flush=True)
+
+    def tick(self, text_fn) -> None:
+        """Print ``text_fn()`` if a second has passed since the last tick."""
+        now = time.monotonic()
+        if now - self.last >= 1.0:
+            self.last = now
+            self.say(text_fn())
+
+
+def _child_env(domain_id: int, assets: Optional[Path]) -> Dict[str, str]:
+    from vsf_sensor_ros.apps.ros_env import localhost_env
+    env = localhost_env(domain_id)
+    # The children import the package from this checkout even when it is not installed.
+    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(
+        os.pathsep) if p])
+    env["PYTHONUNBUFFERED"] = "1"
+    env["RCUTILS_COLORIZED_OUTPUT"] = "0"
+    if assets is not None:
+        env["VSF_ASSETS"] = str(assets)
+    return env
+
+
+def node_command(cfg: DemoConfig) -> List[str]:
+    """argv of the sensor node child."""
+    cmd = [sys.executable, "-m", NODE_MODULE, "--ros-args", "--params-file", str(cfg.params_file)]
+    if cfg.assets is not None:
+        cmd += ["-p", f"assets_dir:={cfg.assets}"]
+    return cmd
+
+
+def sim_command(cfg: DemoConfig) -> List[str]:
+    """argv of the simulator child."""
+    cmd = [sys.executable, "-m", SIM_MODULE, "--ros-args",
+           "-p", f"world:={cfg.world}", "-p", f"rate_hz:={cfg.rate_hz}",
+           "-p", f"duration_s:={cfg.duration_s}", "-p", f"seed:={cfg.seed}"]
+    if cfg.assets is not None:
+        cmd += ["-p", f"assets_dir:={cfg.assets}"]
+    return cmd
+
+
+def run_session(cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: Path) -> SessionResult:
+    """Start the children, record, tare, wait for the simulator, stop everything.
+
+    Raises:
+        DemoError: the node or the simulator did not come up in time, or the
+            overall timeout passed.
+        KeyboardInterrupt / _Terminated: propagated after the children are stopped.
+    """
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from std_srvs.srv import Trigger
+
+    from vsf_sensor_ros.apps.processes import ManagedProcess
+    from vsf_sensor_ros.apps.recorder import TopicRecorder, cloud_point_count, header_stamp_ns
+
+    env = _child_env(domain_id, cfg.assets)
+    node_proc = ManagedProcess("sensor_node", node_command(cfg), env, logs_dir / "sensor_node.log")
+    sim_proc = ManagedProcess("contact_sim_node", sim_command(cfg), env, logs_dir / "contact_sim_node.log")
+    t0 = time.monotonic()
+    deadline = t0 + cfg.timeout_s
+    ctx = rclpy.Context()
+    try:
+        from rclpy.signals import SignalHandlerOptions
+        rclpy.init(context=ctx, domain_id=domain_id, signal_handler_options=SignalHandlerOptions.NO)
+    except (ImportError, TypeError):
+        rclpy.init(context=ctx, domain_id=domain_id)
+    node = rclpy.create_node("vsf_demo_recorder", context=ctx)
+    executor = SingleThreadedExecutor(context=ctx)
+    executor.add_node(node)
+    recorder = TopicRecorder(node)
+    tare = TareResult()
+    result = SessionResult({}, {}, tare, 0.0, None, None)
+    n_contacts_seen = 0
+    free_steps = 0          # contact-free contacts messages before the first contact
+    first_contact_seen = False
+    last_stamp_s: Optional[float] = None
+    tare_future = None
+
+    def spin(seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while True:
+            executor.spin_once(timeout_sec=min(0.02, max(0.0, end - time.monotonic())))
+            if time.monotonic() >= end:
+                return
+
+    def check_deadline(stage: str) -> None:
+        if time.monotonic() > deadline:
+            raise DemoError(f"timed out after {cfg.timeout_s:.0f} s while {stage}")
+
+    def pred_count(s: SensorInfo) -> int:
+        log = recorder.logs.get(f"/{s.name}/predicted")
+        return 0 if log is None else len(log)
+
+    def status() -> str:
+        sim_t = "-" if last_stamp_s is None else f"{last_stamp_s:6.2f}"
+        preds = "  ".join(f"{s.name} {pred_count(s)}" for s in cfg.sensors)
+        tare_txt = ("done" if tare.success else "FAILED") if tare.response_ns else (
+            "called" if tare_future is not None else "pending")
+        return (f"[{time.monotonic() - t0:5.1f} s] sim t={sim_t} s  steps {n_contacts_seen}  "
+                f"predicted: {preds}  tare: {tare_txt}")
+
+    try:
+        progress.say(f"ROS_DOMAIN_ID={domain_id} (localhost only); logs in {logs_dir}")
+        progress.say(f"starting sensor node: {cfg.params_file.name}")
+        node_proc.start()
+        tare_client = node.create_client(Trigger, "/tare")
+        while not tare_client.service_is_ready():
+            spin(0.1)
+            if node_proc.poll() is not None:
+                result.node_died = True
+                raise DemoError(f"sensor node exited with code {node_proc.poll()} before it was ready:\n"
+                                f"{node_proc.tail()}")
+            if time.monotonic() - t0 > STARTUP_TIMEOUT_S:
+                raise DemoError(f"sensor node offered no 'tare' service within {STARTUP_TIMEOUT_S:.0f} s:\n"
+                                f"{node_proc.tail()}")
+            check_deadline("waiting for the sensor node")
+        # Subscribe to everything the node offers or expects (its measured inputs
+        # included) before the simulator publishes its first message.
+        recorder.refresh()
+        spin(0.3)
+        recorder.refresh()
+        progress.say(f"sensor node ready after {time.monotonic() - t0:.1f} s; "
+                     f"recording {len(recorder.logs)} topics; starting simulator ({cfg.world} world, "
+                     f"{cfg.duration_s:g} s at {cfg.rate_hz:g} Hz, seed {cfg.seed})")
+        sim_proc.start()
+        sim_started = time.monotonic()
+        last_refresh = 0.0
+        while True:
+            executor.spin_once(timeout_sec=0.02)
+            now = time.monotonic()
+            if now - last_refresh > 0.25:
+                recorder.refresh()
+                last_refresh = now
+            contacts = recorder.logs.get("/contacts")
+            if contacts is not None and len(contacts) > n_contacts_seen:
+                for data in contacts.data[n_contacts_seen:]:
+                    if cloud_point_count(data) > 0:
+                        first_contact_seen = True
+                    elif not first_contact_seen:
+                        free_steps += 1
+                    last_stamp_s = header_stamp_ns(data) * 1e-9
+                n_contacts_seen = len(contacts)
+            # Tare once every sensor has had enough contact-free samples, before the press.
+            if tare_future is None and n_contacts_seen > 0:
+                enough = free_steps >= cfg.tare_samples + 3 and all(
+                    pred_count(s) >= cfg.tare_samples for s in cfg.sensors)
+                if enough or first_contact_seen:
+                    if first_contact_seen and not enough:
+                        result.errors.append(
+                            f"contact started after only {free_steps} contact-free steps "
+                            f"(tare wants {cfg.tare_samples}); tare called late")
+                    tare.request_ns = time.time_ns()
+                    tare.sim_time_s = last_stamp_s
+                    tare_future = tare_client.call_async(Trigger.Request())
+            if tare_future is not None and tare.response_ns is None and tare_future.done():
+                tare.response_ns = time.time_ns()
+                resp = tare_future.result()
+                tare.success = bool(resp is not None and resp.success)
+                tare.message = "" if resp is None else resp.message
+                tare.per_sensor = parse_tare_answer(tare.message, [s.name for s in cfg.sensors])
+                progress.say(f"tare at sim t={tare.sim_time_s:.2f} s: "
+                             f"{'ok' if tare.success else 'FAILED'}: {tare.message}")
+            progress.tick(status)
+            if node_proc.poll() is not None:
+                result.node_died = True
+                raise DemoError(f"sensor node exited with code {node_proc.poll()} during the run:\n"
+                                f"{node_proc.tail()}")
+            sim_code = sim_proc.poll()
+            if sim_code is not None:
+                result.sim_exit = sim_code
+                if sim_code != 0:
+                    result.sim_died = True
+                    raise DemoError(f"simulator exited with code {sim_code}:\n{sim_proc.tail()}")
+                break
+            if n_contacts_seen == 0 and now - sim_started > STARTUP_TIMEOUT_S:
+                raise DemoError(f"simulator published no contacts within {STARTUP_TIMEOUT_S:.0f} s:\n"
+                                f"{sim_proc.tail()}")
+            check_deadline("the simulation was running")
+        # Let the last predictions (and a pending tare answer) arrive.
+        drain_end = time.monotonic() + DRAIN_S
+        while time.monotonic() < drain_end or (tare_future is not None and tare.response_ns is None
+                                               and time.monotonic() < drain_end + 5.0):
+            executor.spin_once(timeout_sec=0.02)
+            if tare_future is not None and tare.response_ns is None and tare_future.done():
+                tare.response_ns = time.time_ns()
+                resp = tare_future.result()
+                tare.success = bool(resp is not None and resp.success)
+                tare.message = "" if resp is None else resp.message
+                tare.per_sensor = parse_tare_answer(tare.message, [s.name for s in cfg.sensors])
+        progress.say(status())
+        if tare_future is None:
+            result.errors.append("the tare service was never called (no contacts received)")
+        elif tare.response_ns is None:
+            result.errors.append("the tare service never answered")
+    finally:
+        result.sim_exit = sim_proc.stop()
+        node_code = node_proc.stop()
+        result.node_exit = node_code
+        recorder.stop()
+        result.logs = dict(recorder.logs)
+        result.skipped = dict(recorder.skipped)
+        result.wall_s = time.monotonic() - t0
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)
+    return result
+
+
+# -- outputs ------------------------------------------------------------------------------------
+DEFINITIONS = {
+    "steps": "contacts messages (simulator steps) recorded",
+    "sim_rate_hz": "simulator step rate requested (simulated Hz); achieved_rate_hz = steps / wall "
+                   "time between the first and last contacts message",
+    "published": "<sensor>/predicted messages recorded",
+    "latency_ms": "wall receive time of <sensor>/predicted minus wall receive time of the contacts "
+                  "message with the same header.stamp, both taken in the demo's recorder process",
+    "residual_rms": "RMS over all entries of measured - predicted (SI units, measured x measured_scale), "
+                    "samples matched by header.stamp; before_tare = predictions received before the tare "
+                    "request, after_tare = received after its answer",
+    "tare_offset": "offset the node reported in its tare answer (SI; list for vector sensors)",
+    "tare_samples": "contact-free measured samples the node averaged for the tare",
+}
+
+
+def _series_for(session: SessionResult, s: SensorInfo):
+    from vsf_sensor_ros.apps.analysis import Series
+    pred_log = session.logs.get(f"/{s.name}/predicted")
+    meas_log = session.logs.get(f"/{s.name}/measured")
+    pred = Series.from_log(pred_log, s.kind) if pred_log is not None and len(pred_log) else None
+    meas = Series.from_log(meas_log, s.kind, measured=True, scale=s.measured_scale) \
+        if meas_log is not None and len(meas_log) else None
+    return pred, meas
+
+
+def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[Any, Any]],
+                  bag: Dict[str, Any]) -> Dict[str, Any]:
+    """``summary.json`` content (see :data:`DEFINITIONS`)."""
+    from vsf_sensor_ros.apps.analysis import sensor_numbers
+    contacts = session.logs.get("/contacts")
+    c_stamp = np.array(contacts.stamps_ns() if contacts else [], dtype=np.int64)
+    c_recv = np.array(contacts.recv_ns if contacts else [], dtype=np.int64)
+    steps = int(c_stamp.size)
+    span_s = (c_recv[-1] - c_recv[0]) * 1e-9 if steps > 1 else 0.0
+    sensors: Dict[str, Any] = {}
+    for s in cfg.sensors:
+        pred, meas = series[s.name]
+        if pred is None:
+            numbers: Dict[str, Any] = {"published": 0, "latency_ms_p50": None, "latency_ms_p99": None,
+                                       "residual_rms_before_tare": None, "residual_rms_after_tare": None}
+        else:
+            numbers = sensor_numbers(pred, meas, c_stamp, c_recv, session.tare.request_ns,
+                                     session.tare.response_ns)
+        numbers = {"type": s.type_name, **numbers,
+                   "measured": 0 if meas is None else len(meas.values), **session.tare.per_sensor.get(
+                       s.name, {"tare_offset": None, "tare_samples": None})}
+        sensors[s.name] = numbers
+    return {
+        "world": cfg.world,
+        "steps": steps,
+        "sim_rate_hz": cfg.rate_hz,
+        "achieved_rate_hz": (steps - 1) / span_s if span_s > 0 else None,
+        "duration_s": cfg.duration_s,
+        "sim_time_span_s": float((c_stamp[-1] - c_stamp[0]) * 1e-9) if steps > 1 else 0.0,
+        "seed": cfg.seed,
+        "wall_time_s": round(session.wall_s, 3),
+        "tare": {"success": session.tare.success, "message": session.tare.message,
+                 "sim_time_s": session.tare.sim_time_s,
+                 "call_ms": None if session.tare.response_ns is None or session.tare.request_ns is None
+                 else (session.tare.response_ns - session.tare.request_ns) / 1e6},
+        "sensors": sensors,
+        "bag": {"path": str(bag.get("path", "")), "topics": bag.get("counts", {}),
+                "left_out": bag.get("left_out", {}), "not_recorded": session.skipped},
+        "errors": list(session.errors),
+        "definitions": DEFINITIONS,
+    }
+
+
+def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[Any, Any]]) -> List[Path]:
+    """Write ``pressure.png``, ``force_field.png`` and one ``<sensor>.png`` per other sensor."""
+    from vsf_sensor_ros.apps.analysis import cloud_fields
+    from vsf_sensor_ros.apps.plots import plot_components, plot_force_field, plot_pressure
+    from vsf_sensor_ros.apps.recorder import cloud_point_count
+    contacts = session.logs.get("/contacts")
+    if contacts is None or not len(contacts):
+        return []
+    c_stamp = np.array(contacts.stamps_ns(), dtype=np.int64)
+    t_origin = int(c_stamp[0])
+    counts = np.array([cloud_point_count(d) for d in contacts.data])
+    in_contact = c_stamp[counts > 0]
+    span = None if not in_contact.size else ((in_contact[0] - t_origin) * 1e-9,
+                                             (in_contact[-1] - t_origin) * 1e-9)
+    tare_t = None if session.tare.sim_time_s is None else session.tare.sim_time_s - t_origin * 1e-9
+
+    def t(series_) -> np.ndarray:
+        return (series_.stamp_ns - t_origin) * 1e-9
+
+    written: List[Path] = []
+    pressure_done = dense_done = False
+    for s in cfg.sensors:
+        pred, meas = series[s.name]
+        if pred is None:
+            continue
+        if s.kind == "pressure" and not pressure_done:
+            pressure_done = True
+            tm = t(meas) if meas is not None else np.zeros(0)
+            pm = np.array([v[0] for v in meas.values]) if meas is not None else np.zeros(0)
+            written.append(plot_pressure(tm, pm, t(pred), np.array([v[0] for v in pred.values]),
+                                         cfg.out / "pressure.png", tare_t, span,
+                                         title=f"{s.name}: predicted vs measured ({cfg.world} world)"))
+        elif s.kind == "dense_force" and not dense_done:
+            dense_done = True
+            log = session.logs[f"/{s.name}/predicted"]
+            totals = np.array([np.abs(v).sum() for v in pred.values])
+            k = int(np.argmax(totals))
+            msg = log.decode([k])[0]
+            xyz = cloud_fields(msg, ("x", "y", "z"))
+            f_pred = pred.values[k].reshape(-1, 3)
+            f_meas = None
+            if meas is not None:
+                j = np.flatnonzero(meas.stamp_ns == pred.stamp_ns[k])
+                if j.size and meas.values[j[0]].size == f_pred.size:
+                    f_meas = meas.values[j[0]].reshape(-1, 3)
+            written.append(plot_force_field(
+                xyz, f_pred, cfg.out / "force_field.png", f_meas, frame=msg.header.frame_id,
+                title=f"{s.name} at peak contact, sim t={(pred.stamp_ns[k] - t_origin) * 1e-9:.2f} s"))
+        else:
+            labels = {"pressure": ["pressure"], "dense_force": None,
+                      "wrench": ["force_x", "force_y", "force_z"], "load": ["load"]}[s.kind]
+            p = np.stack(pred.values)
+            if labels is None:  # a second dense sensor: plot its total force per axis
+                p = p.reshape(len(p), -1, 3).sum(axis=1)
+                labels = ["Σfx", "Σfy", "Σfz"]
+                m = None if meas is None else \
+                    np.stack(meas.values).reshape(len(meas.values), -1, 3).sum(axis=1)
+            else:
+                m = None if meas is None else np.stack(meas.values)
+            written.append(plot_components(None if meas is None else t(meas), m, t(pred), p, labels,
+                                           cfg.out / f"{s.name}.png", tare_t, span,
+                                           title=f"{s.name} ({s.type_name})",
+                                           unit="Pa" if s.kind == "pressure" else "N"))
+    return written
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{digits}g}"
+    if isinstance(v, list):
+        return f"[{len(v)} values]"
+    return str(v)
+
+
+def summary_table(summary: Dict[str, Any]) -> str:
+    """A one-screen text table of ``summary.json``."""
+    head = (f"world {summary['world']}: {summary['steps']} steps at {summary['sim_rate_hz']:g} Hz "
+            f"(achieved {_fmt(summary['achieved_rate_hz'])} Hz), {summary['duration_s']:g} s simulated, "
+            f"{summary['wall_time_s']:.1f} s wall; tare "
+            f"{'ok' if summary['tare']['success'] else 'FAILED'} "
+            f"at sim t={_fmt(summary['tare']['sim_time_s'])} s")
+    cols = ["sensor", "published", "lat p50 ms", "lat p99 ms", "rms before", "rms after",
+            "tare offset", "n tare"]
+    rows = [cols]
+    for name, s in summary["sensors"].items():
+        rows.append([name, str(s["published"]), _fmt(s["latency_ms_p50"]), _fmt(s["latency_ms_p99"]),
+                     _fmt(s["residual_rms_before_tare"]), _fmt(s["residual_rms_after_tare"]),
+                     _fmt(s["tare_offset"]), _fmt(s["tare_samples"])])
+    widths = [max(len(r[k]) for r in rows) for k in range(len(cols))]
+    lines = [head, ""]
+    for i, r in enumerate(rows):
+        lines.append("  ".join(c.ljust(w) if k == 0 else c.rjust(w)
+                               for k, (c, w) in enumerate(zip(r, widths))))
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _clean_out(out: Path) -> None:
+    # Remove only what a previous demo run wrote here; other files stay.
+    for name in ("run.mcap", "metadata.yaml", "summary.json", "pressure.png", "force_field.png"):
+        (out / name).unlink(missing_ok=True)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Command-line entry point (``vsf_demo``); returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        cfg = resolve_config(args)
+    except (ValueError, DemoError) as exc:
+        parser.print_usage(sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from vsf_sensor_ros.apps.recorder import write_bag
+    from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id, release_domain_id
+
+    def on_sigterm(signum, frame):
+        raise _Terminated()
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    progress = Progress()
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    _clean_out(cfg.out)
+    logs_dir = cfg.out / "logs"
+    domain_id = free_domain_id()
+    apply_localhost_env(domain_id)
+    session: Optional[SessionResult] = None
+    failure: Optional[str] = None
+    code = 0
+    try:
+        try:
+            session = run_session(cfg, progress, domain_id, logs_dir)
+        except DemoError as exc:
+            failure = str(exc)
+        if session is None:
+            print(f"\ndemo FAILED: {failure}\n(children's output: {logs_dir})", file=sys.stderr)
+            return 1
+        bag = write_bag(session.logs.values(), cfg.out, "run")
+        series = {s.name: _series_for(session, s) for s in cfg.sensors}
+        summary = build_summary(cfg, session, series, bag)
+        plots = make_plots(cfg, session, series)
+        (cfg.out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+        print()
+        print(summary_table(summary))
+        print()
+        print(f"files in {cfg.out}/:")
+        print(f"  run.mcap + metadata.yaml  rosbag2 (MCAP) of {len(bag['counts'])} topics, "
+              f"{sum(bag['counts'].values())} messages  (ros2 bag info {cfg.out}; PlotJuggler / Foxglove: "
+              f"open {bag['path']})")
+        for p in plots:
+            print(f"  {p.name}")
+        print("  summary.json  logs/")
+        problems = list(session.errors)
+        silent = [n for n, s in summary["sensors"].items() if s["published"] == 0]
+        if silent:
+            problems.append(f"sensor(s) published nothing: {', '.join(silent)}")
+        if not session.tare.success:
+            problems.append(f"tare failed: {session.tare.message or 'no answer'}")
+        hard = bool(silent) or not session.tare.success
+        if problems:
+            kind = "error" if hard else "warning"
+            print("\n" + "\n".join(f"{kind}: {p}" for p in problems), file=sys.stderr)
+        code = 1 if hard else 0
+        return code
+    except (KeyboardInterrupt, _Terminated):
+        print("\ninterrupted: children stopped", file=sys.stderr)
+        return 130
+    finally:
+        release_domain_id(domain_id)
+        signal.signal(signal.SIGTERM, previous)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
