@@ -15,7 +15,7 @@ Node-wide (``read_only`` ones are fixed at start)::
     <b>.transform              16 floats, row-major T_parent_body (initial world pose if free)
     <b>.transform_file         JSON file holding the 4x4 (overrides <b>.transform)
     <b>.transform_key          key of the 4x4 in that JSON
-    <b>.pose_topic             geometry_msgs/PoseStamped topic driving a free body
+    <b>.pose_topic             geometry_msgs/PoseStamped topic driving a free body ('' = <b>/pose)
     sensors                    [a, b, ...]; live: adding/removing names adds/removes sensors
     <s>.type                   sensor class; read-only once declared
     <s>.attachment             body the sensor is attached to; live (re-attach)
@@ -198,8 +198,8 @@ BODY_SPECS: List[Spec] = [
          "transform)", read_only=True),
     Spec("transform_key", "", "key of the 4x4 in transform_file (empty: the file is the matrix)",
          read_only=True),
-    Spec("pose_topic", "", "geometry_msgs/PoseStamped topic setting a free body's world pose",
-         read_only=True),
+    Spec("pose_topic", "", "geometry_msgs/PoseStamped topic setting a free body's world pose "
+         "(empty: <name>/pose)", read_only=True),
 ]
 
 SENSOR_COMMON_SPECS: List[Spec] = [
@@ -225,29 +225,34 @@ SENSOR_SETTINGS: Dict[str, List[Spec]] = {
     ],
     "PunyoDenseForceSensor": [],
     "ContactSensor": [
+        # defaults are Klampt's ContactSensor() constructor (zero-size patch, no force axes)
         Spec("Tsensor", list(IDENTITY16), "16 floats, row-major sensor -> link transform (origin = "
              "patch centre, z = outward normal)", length=16, finite=True),
-        Spec("patchMin", [-0.01, -0.01], "patch lower corner (x, y) in the sensor frame (m)", length=2,
+        Spec("patchMin", [0.0, 0.0], "patch lower corner (x, y) in the sensor frame (m)", length=2,
              finite=True),
-        Spec("patchMax", [0.01, 0.01], "patch upper corner (x, y) in the sensor frame (m)", length=2,
+        Spec("patchMax", [0.0, 0.0], "patch upper corner (x, y) in the sensor frame (m)", length=2,
              finite=True),
         Spec("patchTolerance", 0.001, "a contact counts when |z_sensor| <= tolerance (m)", lo=0.0,
              hi=INF),
-        Spec("hasForce", [False, False, True], "which force axes (x, y, z) are measured", length=3),
+        Spec("hasForce", [False, False, False], "which force axes (x, y, z) are measured", length=3),
         Spec("fResolution", [0.0, 0.0, 0.0], "quantisation step per axis (N; 0 = none)", length=3,
              lo=0.0),
         Spec("fVariance", [0.0, 0.0, 0.0], "noise variance per axis (N^2), reported as the error",
              length=3, lo=0.0),
-        Spec("fSensitivity", 0.0, "minimum normal force that registers contact (N)", lo=0.0, hi=INF),
+        Spec("fSensitivity", 0.0, "|F_z| must exceed this to register contact (N)", lo=0.0, hi=INF,
+             finite=True),
         Spec("fSaturation", [INF, INF, INF], "per-axis clamp (N; inf = none)", length=3, lo=0.0),
         Spec("falloffCoefficient", 0.0, "patch weight (1 - 4|x||y|/(xsize*ysize))^falloff; 0 = rigid",
              lo=0.0, hi=INF),
+        Spec("enabled", True, "false: the node computes and publishes nothing for this sensor"),
+        Spec("rate", 0.0, "Klampt publishing-rate hint (Hz), kept with the model; the node "
+             "publishes every contacts message", lo=0.0, hi=INF),
     ],
     "IsaacContactSensor": [
         Spec("radius", -1.0, "sensing radius around position (m); negative = whole body",
              lo=-INF, hi=INF, finite=True),
         Spec("minThreshold", 0.0, "below this force (N) the sensor is not triggered", lo=0.0, hi=INF),
-        Spec("maxThreshold", 100000.0, "readings are clamped to this force (N)", lo=0.0, hi=INF),
+        Spec("maxThreshold", INF, "readings are clamped to this force (N; inf = no clamp)", lo=0.0, hi=INF),
         Spec("sensorPeriod", 0.0, "time between readings (s); 0 = every step", lo=0.0, hi=INF,
              finite=True),
         Spec("position", [0.0, 0.0, 0.0], "sensor position in the body frame (m)", length=3,

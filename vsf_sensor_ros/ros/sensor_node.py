@@ -9,7 +9,8 @@ which accepts reliable and best-effort publishers):
   :mod:`vsf_sensor_ros.ros.contacts_msg`);
 * ``joint_states`` (``sensor_msgs/JointState``, matched by URDF joint name;
   partial, reordered and extra names are fine);
-* ``<b>.pose_topic`` (``geometry_msgs/PoseStamped``) per free extra body;
+* ``<b>/pose`` (``geometry_msgs/PoseStamped``, in ``world_frame``) for every free
+  body of the world (an extra body's ``<b>.pose_topic`` renames it);
 * ``<s>/measured`` per sensor (type ``<s>.measured_type``, unit x ``<s>.measured_scale`` = SI).
 
 Outputs (QoS: ``qos.outputs.*``, default reliable, depth 10), all stamped
@@ -152,9 +153,14 @@ class SensorNode(Node):
                                                                p["qos.outputs.reliability"]),
                                    durability=DurabilityPolicy.VOLATILE)
         self.world = self._build_world(p)
-        self._body_subs = []
+        self._pose_topics: Dict[str, str] = {}
         for body in p["bodies"] or []:
             self._add_body(body)
+        # every free body (embedded scene objects included) follows a PoseStamped topic
+        self._body_subs = [
+            self.create_subscription(PoseStamped, self._pose_topics.get(b, f"{b}/pose"),
+                                     lambda msg, b=b: self._on_pose(b, msg), self._qos_in)
+            for b in self.world.free_body_names]
         names = list(p["contact_body_names"] or []) or list(self.world.body_names)
         self._contact_body_names = names
         self._dense_vertex_counts: Dict[str, int] = {}
@@ -269,8 +275,7 @@ class SensorNode(Node):
             if parent is not None:
                 raise ConfigError(f"{body}.pose_topic", v["pose_topic"],
                                   f"body is fixed to {parent!r}; only free bodies follow a pose topic")
-            self._body_subs.append(self.create_subscription(
-                PoseStamped, v["pose_topic"], lambda msg, b=body: self._on_pose(b, msg), self._qos_in))
+            self._pose_topics[body] = v["pose_topic"]
 
     def _check_sensor_list(self, sensors: Sequence[str]) -> None:
         seen = set()
@@ -522,11 +527,9 @@ class SensorNode(Node):
     def _on_contacts(self, msg: PointCloud2) -> None:
         t_recv = time.perf_counter()
         self.inputs.contacts_received += 1
-        frame = msg.header.frame_id
-        if frame and frame != self._p["world_frame"]:
-            return self._reject("wrong_frame", f"contacts in {frame!r}, expected {self._p['world_frame']!r}")
         try:
-            decoded = pointcloud2_to_contacts(msg, self._contact_body_names, DTYPE, DEVICE)
+            decoded = pointcloud2_to_contacts(msg, self._contact_body_names, DTYPE, DEVICE,
+                                              expected_frame_id=self._p["world_frame"])
         except ContactsDecodeError as exc:
             return self._reject(exc.reason, str(exc))
         bad = self._check_elements(decoded)
@@ -543,6 +546,8 @@ class SensorNode(Node):
         # Validate first: every model must succeed before anything is published.
         results = []
         for h in self._handles.values():
+            if not getattr(h.sensor, "enabled", True):  # Klampt's 'enabled' setting
+                continue
             try:
                 values = h.sensor.predict(state).detach().cpu().numpy().astype(np.float64)
                 jac = h.sensor.sparse_force_jacobian(state) if h.pub_jacobian is not None else None
@@ -558,6 +563,12 @@ class SensorNode(Node):
         now = time.monotonic()
         for h, values, jac, jac_cols, pts, frc in results:
             h.pub_predicted.publish(enc.encode_vector(h.layout, values, stamp))
+            if h.layout.kind == "load":
+                # keeps the Isaac sensor's period-sampled reading buffer (Python API, diagnostics)
+                try:
+                    h.sensor.update(state, stamp_ns * 1e-9)
+                except ValueError as exc:
+                    self._reject("sensor_update_failed", f"{h.name}: {exc}", h)
             if jac is not None and h.pub_jacobian is not None:
                 h.pub_jacobian.publish(enc.encode_jacobian(
                     jac.rows.cpu().numpy(), jac_cols, jac.values.detach().cpu().numpy(), stamp,

@@ -1,0 +1,32 @@
+"""ROS test session: real rclpy + DDS, confined to this host, on a domain no one else uses.
+
+Before ``rclpy.init`` (this module is imported first): a free ``ROS_DOMAIN_ID``
+is leased with a lock file under ``/tmp`` (``vsf_sensor_ros.apps.ros_env``)
+and ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` / ``ROS_LOCALHOST_ONLY=1``
+are set, so parallel sessions never see each other and nothing leaves the
+machine (DESIGN §4).  Child processes (the sensor node under test) inherit
+the environment.
+"""
+from __future__ import annotations
+
+import pytest
+
+from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id
+
+DOMAIN_ID = free_domain_id()
+apply_localhost_env(DOMAIN_ID)
+
+
+@pytest.fixture(scope="session")
+def ros_domain_id() -> int:
+    """The leased ``ROS_DOMAIN_ID`` of this test session."""
+    return DOMAIN_ID
+
+
+@pytest.fixture(scope="session")
+def rclpy_context():
+    """``rclpy.init()`` once per session (after the environment above is set)."""
+    import rclpy
+    rclpy.init()
+    yield
+    rclpy.try_shutdown()

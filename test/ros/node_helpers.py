@@ -1,0 +1,193 @@
+"""Test-side helpers: run ``sensor_node`` as a child process and talk to it over real DDS.
+
+The node runs through its console entry point code (``python -m
+vsf_sensor_ros.ros.sensor_node --ros-args --params-file ...``), so ``main()``
+is exercised exactly as ``ros2 run`` would.  A :class:`Probe` node in the
+test process publishes inputs and records every message on the topics it
+subscribes to.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import rclpy
+import yaml
+from diagnostic_msgs.msg import DiagnosticArray
+from rcl_interfaces.msg import Parameter as ParameterMsg
+from rcl_interfaces.srv import SetParameters, SetParametersAtomically
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState, PointCloud2
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / ".." / "shared" / "fixtures" / "kinova_punyo"
+RELIABLE = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.VOLATILE)
+BEST_EFFORT = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                         reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE)
+
+
+def write_params(path: Path, params: Dict[str, Any], node_name: str = "sensor_node") -> Path:
+    """Write a ROS 2 parameter file ``{node: {ros__parameters: params}}`` (dotted keys kept flat)."""
+    path.write_text(yaml.safe_dump({node_name: {"ros__parameters": params}}, sort_keys=False))
+    return path
+
+
+class NodeProcess:
+    """``sensor_node`` in a child process (its own process group, output to a log file)."""
+
+    def __init__(self, params_file: Path, log_path: Path, extra_args: Sequence[str] = (),
+                 env: Optional[Dict[str, str]] = None) -> None:
+        self.cmd = [sys.executable, "-m", "vsf_sensor_ros.ros.sensor_node", "--ros-args",
+                    "--params-file", str(params_file), *extra_args]
+        self.log_path = log_path
+        self.env = dict(os.environ if env is None else env)
+        self.env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [
+            p for p in self.env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        self.env["PYTHONUNBUFFERED"] = "1"
+        self.env["RCUTILS_COLORIZED_OUTPUT"] = "0"
+        self.proc: Optional[subprocess.Popen] = None
+
+    def start(self) -> "NodeProcess":
+        """Start the child."""
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(self.cmd, env=self.env, cwd=str(ROOT), stdout=self._log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+        return self
+
+    def alive(self) -> bool:
+        """The child is still running."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait(self, timeout: float) -> int:
+        """Wait for the child to exit; its return code."""
+        assert self.proc is not None
+        return self.proc.wait(timeout=timeout)
+
+    def stop(self, timeout: float = 10.0) -> Optional[int]:
+        """SIGINT (clean rclpy shutdown), then SIGKILL if it hangs; the return code."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=timeout)
+        self._log.close()
+        return self.proc.returncode
+
+    def output(self) -> str:
+        """Everything the child printed so far."""
+        return self.log_path.read_text(errors="replace")
+
+
+class Probe(Node):
+    """A test node: publishes inputs, records outputs per topic, calls services and parameters."""
+
+    def __init__(self, name: str = "probe", target: str = "sensor_node") -> None:
+        super().__init__(name)
+        self.target = target
+        self.received: Dict[str, List[Any]] = {}
+        self._subs: Dict[str, Any] = {}
+        self._pubs: Dict[str, Any] = {}
+
+    def listen(self, topic: str, msg_type: type, qos: QoSProfile = RELIABLE) -> List[Any]:
+        """Record every message on ``topic`` in ``self.received[topic]`` (returned)."""
+        if topic not in self._subs:
+            self.received[topic] = []
+            self._subs[topic] = self.create_subscription(
+                msg_type, topic, lambda m, t=topic: self.received[t].append(m), qos)
+        return self.received[topic]
+
+    def publisher(self, topic: str, msg_type: type, qos: QoSProfile = RELIABLE):
+        """A (cached) publisher on ``topic``."""
+        key = f"{topic}|{qos.reliability}"
+        if key not in self._pubs:
+            self._pubs[key] = self.create_publisher(msg_type, topic, qos)
+        return self._pubs[key]
+
+    def spin_until(self, cond: Callable[[], bool], timeout: float = 10.0) -> bool:
+        """Spin until ``cond()`` or ``timeout`` (s); the final value of ``cond()``."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if cond():
+                return True
+            rclpy.spin_once(self, timeout_sec=0.02)
+        return cond()
+
+    def spin_for(self, seconds: float) -> None:
+        """Spin for ``seconds``."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            rclpy.spin_once(self, timeout_sec=0.02)
+
+    def wait_for_subscriber(self, topic: str, msg_type: type, timeout: float = 15.0,
+                            qos: QoSProfile = RELIABLE) -> bool:
+        """Wait until the node subscribes ``topic`` (so a publish is not lost)."""
+        pub = self.publisher(topic, msg_type, qos)
+        return self.spin_until(lambda: pub.get_subscription_count() > 0, timeout)
+
+    def send(self, topic: str, msg: Any, qos: QoSProfile = RELIABLE) -> None:
+        """Publish ``msg`` on ``topic``."""
+        self.publisher(topic, type(msg), qos).publish(msg)
+
+    def call(self, srv_type: type, name: str, request: Any, timeout: float = 15.0) -> Any:
+        """Call a service and return the response.
+
+        Raises:
+            TimeoutError: service missing or no answer in ``timeout`` s.
+        """
+        client = self.create_client(srv_type, name)
+        try:
+            if not client.wait_for_service(timeout_sec=timeout):
+                raise TimeoutError(f"service {name} not available")
+            future = client.call_async(request)
+            self.spin_until(future.done, timeout)
+            if not future.done():
+                raise TimeoutError(f"service {name} did not answer")
+            return future.result()
+        finally:
+            self.destroy_client(client)
+
+    def set_params(self, values: Dict[str, Any], atomic: bool = False) -> List[Any]:
+        """Set parameters of the target node through its parameter services; the results."""
+        msgs: List[ParameterMsg] = [Parameter(k, value=v).to_parameter_msg() for k, v in values.items()]
+        if atomic:
+            req = SetParametersAtomically.Request(parameters=msgs)
+            return [self.call(SetParametersAtomically, f"/{self.target}/set_parameters_atomically",
+                              req).result]
+        req = SetParameters.Request(parameters=msgs)
+        return list(self.call(SetParameters, f"/{self.target}/set_parameters", req).results)
+
+    def diagnostics(self, timeout: float = 5.0, after: Optional[float] = None) -> Dict[str, Dict[str, str]]:
+        """The next ``/diagnostics`` report: ``{status name: {key: value}}``."""
+        msgs = self.listen("/diagnostics", DiagnosticArray)
+        start = len(msgs)
+        self.spin_until(lambda: len(msgs) > start, timeout)
+        if len(msgs) == start:
+            raise TimeoutError("no /diagnostics report")
+        return {st.name: {kv.key: kv.value for kv in st.values} for st in msgs[-1].status}
+
+
+def joint_state(names: Sequence[str], positions: Sequence[float]) -> JointState:
+    """A ``JointState`` with only names and positions."""
+    return JointState(name=list(names), position=[float(p) for p in positions])
+
+
+def wait_count(probe: Probe, topic: str, n: int, timeout: float = 10.0) -> bool:
+    """Spin until at least ``n`` messages arrived on ``topic``."""
+    return probe.spin_until(lambda: len(probe.received.get(topic, [])) >= n, timeout)
+
+
+__all__ = ["BEST_EFFORT", "FIXTURES", "NodeProcess", "PointCloud2", "Probe", "RELIABLE", "ROOT",
+           "joint_state", "wait_count", "write_params"]
