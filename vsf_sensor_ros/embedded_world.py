@@ -1,0 +1,322 @@
+"""The package's own default world, and the Kinova Gen3 + Punyo world from assets.
+
+:func:`embedded_world` needs no files outside the package: a 4-joint arm
+(``data/embedded_arm.urdf``, primitive link geometry) with a Punyo-like
+bubble on its flange, a table and an object to press on.  The node and the
+demo use it when no robot is configured.
+
+Layout (world frame, REP 103, metres)::
+
+    table   top surface z = 0, x in [0.25, 0.85], y in [-0.4, 0.4]   (free body)
+    object  6 x 6 x 4 cm block resting on the table at (0.45, 0, 0.02) (free body)
+    arm     base at the origin; shoulder pitch axis at z = 0.18
+    punyo   bubble on the flange ``tool_link``: base plane z = 0 of its
+            frame on the flange, dome bulging along the flange +z
+
+The bubble follows the real Punyo mesh's convention (checked against
+``punyo_mesh_complete.ply``): the membrane bulges toward +z of the mesh
+frame and the base normal (into the dome) is +z, which is
+``PunyoPressureSensor``'s default ``base_normal_local``.  (The real mesh's
+base plane is tilted about 23 deg about its y axis; the generated bubble's
+base is exactly the plane z = 0.)
+
+:func:`kinova_world` builds the Kinova Gen3 arm with the real Punyo mesh
+from an assets directory laid out like ``shared/fixtures/kinova_punyo``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple, Union
+
+import numpy as np
+import trimesh
+
+from .world import World, load_mesh
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+"""Folder of the package's own data files (installed as package data)."""
+
+EMBEDDED_URDF_FILE = "embedded_arm.urdf"
+BUBBLE_MESH_FILE = "punyo_bubble.ply"
+TABLE_MESH_FILE = "table.ply"
+OBJECT_MESH_FILE = "object.ply"
+
+BUBBLE_BODY = "punyo"
+"""Name of the bubble body (both worlds)."""
+TABLE_BODY = "table"
+OBJECT_BODY = "object"
+END_LINK = "tool_link"
+"""Flange link of the embedded arm; the bubble is fixed to it."""
+EMBEDDED_JOINTS: List[str] = ["shoulder_yaw", "shoulder_pitch", "elbow_pitch", "wrist_pitch"]
+EMBEDDED_LINKS: List[str] = ["base_link", "shoulder_link", "upper_arm_link", "forearm_link", "wrist_link",
+                             END_LINK]
+
+# Bubble geometry (m): 10 cm across, 3 cm tall like the real membrane (3.1 cm above its base plane).
+BUBBLE_RADIUS = 0.05
+BUBBLE_HEIGHT = 0.03
+
+# Arm geometry, as written in data/embedded_arm.urdf (m).
+SHOULDER_HEIGHT = 0.18      # shoulder pitch axis above the world origin
+UPPER_ARM_LENGTH = 0.30     # shoulder pitch -> elbow pitch
+FOREARM_LENGTH = 0.25       # elbow pitch -> wrist pitch
+WRIST_LENGTH = 0.06         # wrist pitch -> flange (tool_link origin)
+
+# Scene (m).
+TABLE_SIZE = (0.6, 0.8, 0.04)
+TABLE_POSITION = (0.55, 0.0, -0.02)       # box centre: top surface at z = 0
+OBJECT_SIZE = (0.06, 0.06, 0.04)
+OBJECT_POSITION = (0.45, 0.0, 0.02)       # resting on the table: top at z = 0.04
+HOME_APEX_CLEARANCE = 0.01                # bubble apex above the object's top at HOME
+
+ASSETS_ENV = "VSF_ASSETS"
+"""Environment variable naming the Kinova/Punyo assets directory."""
+KINOVA_URDF_FILE = "kinova_gen3.urdf"
+KINOVA_PUNYO_MESH_FILE = "punyo_mesh_complete.ply"
+KINOVA_PUNYO_TRANSFORM_FILE = "punyo2end_effector_transform.json"
+KINOVA_PUNYO_TRANSFORM_KEY = "punyo2ee"
+KINOVA_END_LINK = "EndEffector_Link"
+KINOVA_JOINTS: List[str] = [f"Actuator{i}" for i in range(1, 8)]
+KINOVA_LINKS: List[str] = ["Base_Link", "Shoulder_Link", "HalfArm1_Link", "HalfArm2_Link", "ForeArm_Link",
+                           "SphericalWrist1_Link", "SphericalWrist2_Link", "Bracelet_Link", KINOVA_END_LINK]
+
+
+# --------------------------------------------------------------------------- meshes
+
+def bubble_mesh(radius: float = BUBBLE_RADIUS, height: float = BUBBLE_HEIGHT, n_rings: int = 10,
+                n_segments: int = 24, n_base_rings: int = 4,
+                radius_y: Optional[float] = None) -> trimesh.Trimesh:
+    """A closed Punyo-like bubble: half-ellipsoid dome on a flat base.
+
+    Frame: base plane ``z = 0`` (a disc, or an ellipse when ``radius_y`` is
+    given, centred on the origin), dome bulging toward ``+z`` up to
+    ``z = height`` at the apex; base normal ``+z`` (points into the dome),
+    like the real Punyo mesh.  Dome ring ``k`` (``k = 1..n_rings``) lies at
+    polar angle ``θ_k = (π/2)·k/n_rings``: ``(R sinθ cosφ, R_y sinθ sinφ,
+    height·cosθ)``, ``φ_j = 2πj/n_segments``; ring ``n_rings`` is the rim at
+    ``z = 0``.  The base is filled by ``n_base_rings - 1`` inner rings and a
+    centre vertex.  Faces are wound counter-clockwise seen from outside.
+
+    Vertex order: apex (0), dome rings top to rim, base rings outside in,
+    base centre (last).  Count ``2 + (n_rings + n_base_rings - 1) ·
+    n_segments`` (314 with the defaults).  The base polygon's area is
+    ``½·n_segments·R·R_y·sin(2π/n_segments)``.
+
+    Args:
+        radius: base radius along x (m).
+        height: dome height (m).
+        n_rings: dome rings including the rim (>= 2).
+        n_segments: vertices per ring (>= 3).
+        n_base_rings: rings on the base including the rim (>= 1).
+        radius_y: base radius along y (m); ``radius`` when ``None``.
+
+    Returns:
+        A watertight ``trimesh.Trimesh`` (``process=False``: the order above is kept).
+
+    Raises:
+        ValueError: non-positive sizes or too few rings/segments.
+    """
+    ry = radius if radius_y is None else radius_y
+    if not (radius > 0 and ry > 0 and height > 0 and all(map(math.isfinite, (radius, ry, height)))):
+        raise ValueError(f"bubble sizes must be positive and finite: radius={radius}, radius_y={ry}, "
+                         f"height={height}")
+    if n_rings < 2 or n_segments < 3 or n_base_rings < 1:
+        raise ValueError(f"need n_rings >= 2, n_segments >= 3, n_base_rings >= 1; got {n_rings}, "
+                         f"{n_segments}, {n_base_rings}")
+    S = n_segments
+    phi = 2.0 * np.pi * np.arange(S) / S
+    theta = 0.5 * np.pi * np.arange(1, n_rings + 1) / n_rings
+    theta_sin = np.sin(theta)
+    theta_sin[-1], z_ring = 1.0, height * np.cos(theta)
+    z_ring[-1] = 0.0                                   # rim exactly on the base plane
+    dome = np.stack([radius * np.outer(theta_sin, np.cos(phi)), ry * np.outer(theta_sin, np.sin(phi)),
+                     np.repeat(z_ring[:, None], S, axis=1)], axis=-1).reshape(-1, 3)
+    scale = (n_base_rings - np.arange(1, n_base_rings)) / n_base_rings     # inner base rings, outside in
+    base = np.stack([radius * np.outer(scale, np.cos(phi)), ry * np.outer(scale, np.sin(phi)),
+                     np.zeros((scale.size, S))], axis=-1).reshape(-1, 3)
+    verts = np.concatenate([[[0.0, 0.0, height]], dome, base, [[0.0, 0.0, 0.0]]])
+
+    j = np.arange(S)
+    jn = (j + 1) % S
+    apex, center = 0, len(verts) - 1
+    ring = 1 + np.arange(n_rings + n_base_rings - 1)[:, None] * S + j     # (rings, S): dome then base
+    faces = [np.stack([np.full(S, apex), ring[0, j], ring[0, jn]], axis=1)]
+    # quads between consecutive rings: dome rings go outward/down, base rings go inward;
+    # the same index pattern gives outward normals on both (+z-ish on the dome, -z on the base)
+    a, b = ring[:-1], ring[1:]
+    a_n, b_n = a[:, jn], b[:, jn]
+    faces.append(np.stack([a, b, b_n], axis=-1).reshape(-1, 3))
+    faces.append(np.stack([a, b_n, a_n], axis=-1).reshape(-1, 3))
+    last = ring[-1]
+    faces.append(np.stack([last[j], np.full(S, center), last[jn]], axis=1))
+    return trimesh.Trimesh(verts, np.concatenate(faces), process=False)
+
+
+def table_mesh() -> trimesh.Trimesh:
+    """Table slab, ``TABLE_SIZE`` box centred on its frame origin (m)."""
+    return trimesh.creation.box(TABLE_SIZE)
+
+
+def object_mesh() -> trimesh.Trimesh:
+    """The object to press on, ``OBJECT_SIZE`` box centred on its frame origin (m)."""
+    return trimesh.creation.box(OBJECT_SIZE)
+
+
+def write_data_files(directory: Union[str, os.PathLike] = DATA_DIR) -> Dict[str, Path]:
+    """(Re)write the generated meshes shipped in ``data/`` (bubble, table, object) as PLY.
+
+    The shipped files let a parameter file name them (``package://vsf_sensor_ros/data/...``);
+    a test checks they equal what the functions above generate.
+
+    Returns:
+        ``{body name: path written}``.
+    """
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for body, fn, mesh in ((BUBBLE_BODY, BUBBLE_MESH_FILE, bubble_mesh()),
+                           (TABLE_BODY, TABLE_MESH_FILE, table_mesh()),
+                           (OBJECT_BODY, OBJECT_MESH_FILE, object_mesh())):
+        mesh.export(str(d / fn), encoding="ascii")
+        out[body] = d / fn
+    return out
+
+
+# --------------------------------------------------------------------------- embedded world
+
+def embedded_urdf_path() -> str:
+    """Absolute path of the embedded arm's URDF (inside the installed package)."""
+    return str(DATA_DIR / EMBEDDED_URDF_FILE)
+
+
+def _translation(xyz: Tuple[float, float, float]) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, 3] = xyz
+    return T
+
+
+def add_scene(world: World) -> None:
+    """Attach the table and the object as free bodies at their rest poses.
+
+    Raises:
+        ValueError: ``table``/``object`` already exist in ``world``.
+    """
+    world.attach_body(TABLE_BODY, table_mesh(), None, _translation(TABLE_POSITION))
+    world.attach_body(OBJECT_BODY, object_mesh(), None, _translation(OBJECT_POSITION))
+
+
+def tool_down_joint_positions(x: float, y: float, apex_z: float) -> Dict[str, float]:
+    """Embedded-arm joint positions putting the bubble apex at ``(x, y, apex_z)``, bubble facing down.
+
+    Closed-form: shoulder yaw ``atan2(y, x)``, then the planar 2-link
+    problem (elbow up) for the wrist pitch axis ``WRIST_LENGTH +
+    BUBBLE_HEIGHT`` above the apex, and the wrist pitch that makes the
+    flange z axis point along world ``-z``.
+
+    Returns:
+        ``{joint name: position (rad)}`` for :data:`EMBEDDED_JOINTS`.
+
+    Raises:
+        ValueError: the point is out of reach.
+    """
+    r = math.hypot(x, y)
+    wx, wz = r, apex_z + BUBBLE_HEIGHT + WRIST_LENGTH - SHOULDER_HEIGHT   # wrist, shoulder-relative
+    d = math.hypot(wx, wz)
+    L1, L2 = UPPER_ARM_LENGTH, FOREARM_LENGTH
+    if not (abs(L1 - L2) < d < L1 + L2):
+        raise ValueError(f"apex ({x}, {y}, {apex_z}) is out of reach of the embedded arm")
+    # angles measured from the vertical (+z) toward the reach direction, as a pitch about +y does
+    beta = math.atan2(wx, wz)
+    alpha = math.acos((L1 * L1 + d * d - L2 * L2) / (2 * L1 * d))
+    q_elbow = math.acos((d * d - L1 * L1 - L2 * L2) / (2 * L1 * L2))
+    q_shoulder = beta - alpha
+    q_wrist = math.pi - (q_shoulder + q_elbow)
+    return dict(zip(EMBEDDED_JOINTS, (math.atan2(y, x), q_shoulder, q_elbow, q_wrist)))
+
+
+HOME_APEX = (OBJECT_POSITION[0], OBJECT_POSITION[1],
+             OBJECT_POSITION[2] + OBJECT_SIZE[2] / 2 + HOME_APEX_CLEARANCE)
+"""Bubble apex position at :data:`HOME`: 1 cm above the object's top face centre."""
+HOME: Dict[str, float] = tool_down_joint_positions(*HOME_APEX)
+"""Embedded-arm configuration with the bubble facing down just above the object."""
+
+
+def embedded_world(with_scene: bool = True) -> World:
+    """The package's default world: 4-joint arm, bubble on ``tool_link``, table and object.
+
+    Bodies: :data:`EMBEDDED_LINKS`, ``world``, :data:`BUBBLE_BODY`
+    (fixed to :data:`END_LINK`, identity mount), and with ``with_scene``
+    :data:`TABLE_BODY` and :data:`OBJECT_BODY` (free bodies).  The arm
+    starts at :data:`HOME`.
+    """
+    w = World.from_urdf(embedded_urdf_path())
+    w.attach_body(BUBBLE_BODY, bubble_mesh(), END_LINK, np.eye(4))
+    if with_scene:
+        add_scene(w)
+    w.set_joint_positions(list(HOME), list(HOME.values()))
+    return w
+
+
+# --------------------------------------------------------------------------- Kinova + Punyo
+
+def default_assets_dir() -> Optional[Path]:
+    """Kinova/Punyo assets: ``$VSF_ASSETS``, else ``../shared/fixtures/kinova_punyo`` next to
+    the source checkout; ``None`` when neither holds the URDF."""
+    env = os.environ.get(ASSETS_ENV)
+    candidates = [Path(env).expanduser()] if env else []
+    candidates.append(Path(__file__).resolve().parents[1] / ".." / "shared" / "fixtures" / "kinova_punyo")
+    for c in candidates:
+        if (c / KINOVA_URDF_FILE).is_file():
+            return c.resolve()
+    return None
+
+
+def kinova_punyo_transform(assets_dir: Union[str, os.PathLike]) -> np.ndarray:
+    """The ``punyo2ee`` 4x4 (Punyo mesh frame -> ``EndEffector_Link``) from the assets JSON.
+
+    Raises:
+        FileNotFoundError: the JSON is missing.
+        ValueError: the key is missing or not a 4x4.
+    """
+    path = Path(assets_dir) / KINOVA_PUNYO_TRANSFORM_FILE
+    data = json.loads(path.read_text())
+    if KINOVA_PUNYO_TRANSFORM_KEY not in data:
+        raise ValueError(f"{path} has no key {KINOVA_PUNYO_TRANSFORM_KEY!r}; keys: {list(data)}")
+    T = np.asarray(data[KINOVA_PUNYO_TRANSFORM_KEY], dtype=np.float64)
+    if T.shape != (4, 4):
+        raise ValueError(f"{path}: {KINOVA_PUNYO_TRANSFORM_KEY!r} must be 4x4, got shape {T.shape}")
+    return T
+
+
+def kinova_world(assets_dir: Optional[Union[str, os.PathLike]] = None, with_scene: bool = True,
+                 punyo_mesh: str = KINOVA_PUNYO_MESH_FILE) -> World:
+    """Kinova Gen3 with the real Punyo mesh on ``EndEffector_Link``.
+
+    Args:
+        assets_dir: folder with ``kinova_gen3.urdf``, ``kinova_gen3/*.stl``,
+            the Punyo PLY and ``punyo2end_effector_transform.json``;
+            :func:`default_assets_dir` when ``None``.
+        with_scene: also attach :data:`TABLE_BODY` and :data:`OBJECT_BODY`
+            at the same poses as in the embedded world.
+        punyo_mesh: which membrane file (``punyo_mesh_complete.ply`` or
+            ``punyo_mesh_partial.ply``).
+
+    Returns:
+        World with bodies :data:`KINOVA_LINKS`, ``world``, :data:`BUBBLE_BODY`
+        (vertex order of the PLY kept) [, table, object]; joints
+        :data:`KINOVA_JOINTS` at zero (arm straight up).
+
+    Raises:
+        FileNotFoundError: no assets directory found, or a file missing.
+    """
+    d = Path(assets_dir).expanduser() if assets_dir is not None else default_assets_dir()
+    if d is None or not (d / KINOVA_URDF_FILE).is_file():
+        where = d if d is not None else f"${ASSETS_ENV} or ../shared/fixtures/kinova_punyo"
+        raise FileNotFoundError(f"Kinova/Punyo assets not found in {where} (need {KINOVA_URDF_FILE})")
+    w = World.from_urdf(str(d / KINOVA_URDF_FILE))
+    w.attach_body(BUBBLE_BODY, load_mesh(d / punyo_mesh), KINOVA_END_LINK, kinova_punyo_transform(d))
+    if with_scene:
+        add_scene(w)
+    return w
