@@ -196,9 +196,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="directory with the Kinova/Punyo assets (kinova world; default: $VSF_ASSETS or "
                         "../shared/fixtures/kinova_punyo next to the checkout)")
     p.add_argument("--out", type=Path, default=Path("demo_out"), help="output directory (default: demo_out)")
-    p.add_argument("--duration", type=float, default=8.0,
-                   help="simulated seconds (default: 8; the sim runs in real time)")
-    p.add_argument("--rate", type=float, default=50.0, help="simulator step rate in Hz (default: 50)")
+    p.add_argument("--duration", type=float, default=10.0,
+                   help="simulated seconds; the simulation runs in real time and the press trajectory "
+                        "(2 s contact-free, approach, press, hold, release, retreat) takes 9 s (default: 10)")
+    p.add_argument("--rate", type=float, default=100.0,
+                   help="simulator steps per second (one contacts message each; default: 100)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the simulated noise (default: 0)")
     p.add_argument("--params-file", type=Path, default=None,
                    help="sensor node parameter file (default: config/<world's file>)")
@@ -276,51 +278,74 @@ class SessionResult:
     errors: List[str] = field(default_factory=list)
 
 
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf"
-
-
 def parse_tare_answer(message: str, sensors: Sequence[str]) -> Dict[str, Dict[str, Any]]:
-    """Per-sensor offset and sample count from a ``tare`` service answer.
+    """Per-sensor sample count and offset text from the sensor node's ``tare`` answer.
 
-    Accepts a JSON object ``{sensor: {"offset": ..., "samples": ...}}`` (or
-    ``tare_offset`` / ``tare_samples`` keys), or text where each sensor's part
-    mentions its name followed by ``<n> samples`` and ``offset <value or [values]>``.
+    The node answers ``"<s>: tared with <used> of <N> samples (...); offset <text>"``
+    per sensor, joined by ``"; "`` (or ``"<s>: cannot tare: <why>"``).  A
+    single-valued offset (``pressure=101325 Pa``) is returned as a float.
 
     Returns:
-        sensor -> ``{"tare_offset": float | list | None, "tare_samples": int | None}``
+        sensor -> ``{"tare_samples": int | None, "tare_offset": float | str | None}``
         for every sensor in ``sensors``.
     """
-    out: Dict[str, Dict[str, Any]] = {s: {"tare_offset": None, "tare_samples": None} for s in sensors}
-    try:
-        doc = json.loads(message)
-    except (ValueError, TypeError):
-        doc = None
-    if isinstance(doc, dict):
-        for s in sensors:
-            entry = doc.get(s) if isinstance(doc.get(s), dict) else None
-            if entry is None and isinstance(doc.get("sensors"), dict):
-                entry = doc["sensors"].get(s)
-            if isinstance(entry, dict):
-                off = entry.get("tare_offset", entry.get("offset"))
-                n = entry.get("tare_samples", entry.get("samples"))
-                out[s] = {"tare_offset": off, "tare_samples": None if n is None else int(n)}
-        return out
-    # Text: split at sensor names, read "<n> samples" and "offset X" / "offset [..]" in each part.
-    positions = sorted((m.start(), s) for s in sensors for m in re.finditer(rf"\b{re.escape(s)}\b", message))
-    for k, (pos, s) in enumerate(positions):
-        end = positions[k + 1][0] if k + 1 < len(positions) else len(message)
+    out: Dict[str, Dict[str, Any]] = {s: {"tare_samples": None, "tare_offset": None} for s in sensors}
+    marks = sorted((m.start(), s) for s in sensors
+                   for m in re.finditer(rf"(?:^|; ){re.escape(s)}: ", message))
+    for k, (pos, s) in enumerate(marks):
+        end = marks[k + 1][0] if k + 1 < len(marks) else len(message)
         part = message[pos:end]
-        n = re.search(r"(\d+)\s+(?:contact-free\s+)?samples?", part)
-        off = re.search(rf"offset[^-+\d\[na]*(\[[^\]]*\]|{_NUMBER})", part)
-        if n and out[s]["tare_samples"] is None:
-            out[s]["tare_samples"] = int(n.group(1))
-        if off and out[s]["tare_offset"] is None:
-            txt = off.group(1)
-            if txt.startswith("["):
-                vals = [float(v) for v in re.findall(_NUMBER, txt)]
-                out[s]["tare_offset"] = vals[0] if len(vals) == 1 else vals
+        used = re.search(r"tared with (\d+)", part)
+        if used:
+            out[s]["tare_samples"] = int(used.group(1))
+        off = re.search(r"offset (.*)$", part.strip())
+        if off:
+            text = off.group(1).strip().rstrip(";")
+            single = re.fullmatch(r"[A-Za-z_][\w\[\]]*=([-+0-9.eEinfa]+)(?: \S+)?", text)
+            try:
+                out[s]["tare_offset"] = float(single.group(1)) if single else text
+            except ValueError:
+                out[s]["tare_offset"] = text
+    return out
+
+
+def offsets_from_calibration(path: Path, sensors: Sequence[str]) -> Dict[str, Dict[str, Any]]:
+    """Per-sensor tare offset and sample count from the node's ``save_calibration`` YAML.
+
+    File layout (``sensor_node``): ``sensors: {<s>: {samples: n, calibration: {tare: [...], ...}}}``.
+    An offset of one entry is returned as a float, up to 6 entries as a list, more
+    (dense force fields) as ``{"entries", "mean", "max_abs"}`` (the full vector stays in the file).
+
+    Returns:
+        sensor -> ``{"tare_samples", "tare_offset"}`` for the sensors found in the file.
+
+    Raises:
+        DemoError: the file cannot be read or parsed.
+    """
+    import yaml
+    try:
+        doc = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise DemoError(f"cannot read calibration file {path}: {exc}") from exc
+    out: Dict[str, Dict[str, Any]] = {}
+    for s in sensors:
+        entry = (doc.get("sensors") or {}).get(s)
+        if not isinstance(entry, dict):
+            continue
+        tare = (entry.get("calibration") or {}).get("tare")
+        if tare is None:
+            offset: Any = None
+        else:
+            arr = np.asarray(tare, dtype=np.float64).reshape(-1)
+            if arr.size == 1:
+                offset = float(arr[0])
+            elif arr.size <= 6:
+                offset = [float(v) for v in arr]
             else:
-                out[s]["tare_offset"] = float(txt)
+                offset = {"entries": int(arr.size), "mean": float(arr.mean()),
+                          "max_abs": float(np.abs(arr).max())}
+        n = entry.get("samples")
+        out[s] = {"tare_samples": None if n is None else int(n), "tare_offset": offset}
     return out
 
 
@@ -357,18 +382,32 @@ def _child_env(domain_id: int, assets: Optional[Path]) -> Dict[str, str]:
 
 
 def node_command(cfg: DemoConfig) -> List[str]:
-    """argv of the sensor node child."""
-    cmd = [sys.executable, "-m", NODE_MODULE, "--ros-args", "--params-file", str(cfg.params_file)]
+    """argv of the sensor node child.
+
+    The node keeps its calibration in ``<out>/calibration.yaml`` (written by
+    ``save_calibration`` after the tare) and does not tare on its own.
+    """
+    cmd = [sys.executable, "-m", NODE_MODULE, "--ros-args", "--params-file", str(cfg.params_file),
+           "-p", f"calibration_file:={(cfg.out / 'calibration.yaml').resolve()}",
+           "-p", "tare_on_start:=false"]
     if cfg.assets is not None:
         cmd += ["-p", f"assets_dir:={cfg.assets}"]
     return cmd
 
 
 def sim_command(cfg: DemoConfig) -> List[str]:
-    """argv of the simulator child."""
+    """argv of the simulator child.
+
+    ``rate_hz`` steps per wall second with ``sim_dt = 1 / rate_hz`` simulated
+    seconds each: the simulation runs in real time.  It waits until both the
+    sensor node and the recorder subscribe to ``contacts`` before its first
+    step, and exits (code 0) after ``duration_s`` simulated seconds.
+    """
     cmd = [sys.executable, "-m", SIM_MODULE, "--ros-args",
-           "-p", f"world:={cfg.world}", "-p", f"rate_hz:={cfg.rate_hz}",
-           "-p", f"duration_s:={cfg.duration_s}", "-p", f"seed:={cfg.seed}"]
+           "-p", f"world:={cfg.world}", "-p", f"rate_hz:={cfg.rate_hz!r}",
+           "-p", f"sim_dt:={1.0 / cfg.rate_hz!r}", "-p", f"physics_dt:={min(0.001, 1.0 / cfg.rate_hz)!r}",
+           "-p", f"duration_s:={cfg.duration_s!r}", "-p", f"seed:={cfg.seed}",
+           "-p", "wait_for_subscribers:=2", "-p", "exit_on_done:=true"]
     if cfg.assets is not None:
         cmd += ["-p", f"assets_dir:={cfg.assets}"]
     return cmd
@@ -377,9 +416,11 @@ def sim_command(cfg: DemoConfig) -> List[str]:
 def run_session(cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: Path) -> SessionResult:
     """Start the children, record, tare, wait for the simulator, stop everything.
 
+    The children are stopped and reaped on every way out of this function.
+
     Raises:
-        DemoError: the node or the simulator did not come up in time, or the
-            overall timeout passed.
+        DemoError: the node or the simulator did not come up in time, died,
+            or the overall timeout passed.
         KeyboardInterrupt / _Terminated: propagated after the children are stopped.
     """
     import rclpy
@@ -397,6 +438,7 @@ def run_session(cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: P
     ctx = rclpy.Context()
     try:
         from rclpy.signals import SignalHandlerOptions
+        # The demo handles Ctrl-C itself (stop children, then exit); rclpy must not shut down first.
         rclpy.init(context=ctx, domain_id=domain_id, signal_handler_options=SignalHandlerOptions.NO)
     except (ImportError, TypeError):
         rclpy.init(context=ctx, domain_id=domain_id)
@@ -406,58 +448,87 @@ def run_session(cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: P
     recorder = TopicRecorder(node)
     tare = TareResult()
     result = SessionResult({}, {}, tare, 0.0, None, None)
-    n_contacts_seen = 0
-    free_steps = 0          # contact-free contacts messages before the first contact
-    first_contact_seen = False
-    last_stamp_s: Optional[float] = None
-    tare_future = None
+    seen = {"contacts": 0, "free_steps": 0, "contact": False, "stamp_s": None}
 
-    def spin(seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while True:
-            executor.spin_once(timeout_sec=min(0.02, max(0.0, end - time.monotonic())))
-            if time.monotonic() >= end:
-                return
-
-    def check_deadline(stage: str) -> None:
+    def check(stage: str) -> None:
         if time.monotonic() > deadline:
             raise DemoError(f"timed out after {cfg.timeout_s:.0f} s while {stage}")
+        if node_proc.poll() is not None:
+            result.node_died = True
+            raise DemoError(f"sensor node exited with code {node_proc.poll()} while {stage}:\n"
+                            f"{node_proc.tail()}")
+
+    def spin_for(seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.02)
+
+    def call_trigger(client, stage: str, timeout_s: float = 10.0):
+        # Spin (so recording goes on) until the answer arrives.
+        future = client.call_async(Trigger.Request())
+        end = time.monotonic() + timeout_s
+        while not future.done() and time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.02)
+            check(stage)
+        return future.result() if future.done() else None
 
     def pred_count(s: SensorInfo) -> int:
         log = recorder.logs.get(f"/{s.name}/predicted")
         return 0 if log is None else len(log)
 
     def status() -> str:
-        sim_t = "-" if last_stamp_s is None else f"{last_stamp_s:6.2f}"
+        sim_t = "-" if seen["stamp_s"] is None else f"{seen['stamp_s']:6.2f}"
         preds = "  ".join(f"{s.name} {pred_count(s)}" for s in cfg.sensors)
-        tare_txt = ("done" if tare.success else "FAILED") if tare.response_ns else (
-            "called" if tare_future is not None else "pending")
-        return (f"[{time.monotonic() - t0:5.1f} s] sim t={sim_t} s  steps {n_contacts_seen}  "
+        tare_txt = ("ok" if tare.success else "FAILED") if tare.response_ns else "pending"
+        return (f"[{time.monotonic() - t0:5.1f} s] sim t={sim_t} s  steps {seen['contacts']}  "
                 f"predicted: {preds}  tare: {tare_txt}")
 
+    def do_tare() -> None:
+        if seen["contact"] and seen["free_steps"] < cfg.tare_samples:
+            result.errors.append(f"contact started after only {seen['free_steps']} contact-free steps "
+                                 f"(tare wants {cfg.tare_samples})")
+        tare.sim_time_s = seen["stamp_s"]
+        tare.request_ns = time.time_ns()
+        resp = call_trigger(tare_client, "waiting for the tare answer")
+        tare.response_ns = time.time_ns()
+        tare.success = bool(resp is not None and resp.success)
+        tare.message = "no answer within 10 s" if resp is None else resp.message
+        names = [s.name for s in cfg.sensors]
+        tare.per_sensor = parse_tare_answer(tare.message, names)
+        progress.say(f"tare at sim t={tare.sim_time_s:.2f} s: {'ok' if tare.success else 'FAILED'}: "
+                     f"{tare.message}")
+        if tare.success:
+            saved = call_trigger(save_client, "saving the calibration")
+            if saved is not None and saved.success:
+                try:
+                    for name, entry in offsets_from_calibration(cfg.out / "calibration.yaml", names).items():
+                        tare.per_sensor[name] = entry
+                except DemoError as exc:
+                    result.errors.append(str(exc))
+            else:
+                result.errors.append("save_calibration failed: "
+                                     + ("no answer" if saved is None else saved.message))
+
     try:
-        progress.say(f"ROS_DOMAIN_ID={domain_id} (localhost only); logs in {logs_dir}")
-        progress.say(f"starting sensor node: {cfg.params_file.name}")
+        progress.say(f"ROS_DOMAIN_ID={domain_id} (localhost only); children's output in {logs_dir}/")
+        progress.say(f"starting sensor node ({cfg.params_file.name}) ...")
         node_proc.start()
         tare_client = node.create_client(Trigger, "/tare")
+        save_client = node.create_client(Trigger, "/save_calibration")
         while not tare_client.service_is_ready():
-            spin(0.1)
-            if node_proc.poll() is not None:
-                result.node_died = True
-                raise DemoError(f"sensor node exited with code {node_proc.poll()} before it was ready:\n"
-                                f"{node_proc.tail()}")
+            spin_for(0.1)
+            check("starting")
             if time.monotonic() - t0 > STARTUP_TIMEOUT_S:
                 raise DemoError(f"sensor node offered no 'tare' service within {STARTUP_TIMEOUT_S:.0f} s:\n"
                                 f"{node_proc.tail()}")
-            check_deadline("waiting for the sensor node")
         # Subscribe to everything the node offers or expects (its measured inputs
         # included) before the simulator publishes its first message.
         recorder.refresh()
-        spin(0.3)
+        spin_for(0.3)
         recorder.refresh()
-        progress.say(f"sensor node ready after {time.monotonic() - t0:.1f} s; "
-                     f"recording {len(recorder.logs)} topics; starting simulator ({cfg.world} world, "
-                     f"{cfg.duration_s:g} s at {cfg.rate_hz:g} Hz, seed {cfg.seed})")
+        progress.say(f"sensor node ready after {time.monotonic() - t0:.1f} s; recording {len(recorder.logs)} "
+                     f"topics; starting simulator ({cfg.world} world, {cfg.duration_s:g} s at "
+                     f"{cfg.rate_hz:g} Hz, seed {cfg.seed}) ...")
         sim_proc.start()
         sim_started = time.monotonic()
         last_refresh = 0.0
@@ -468,39 +539,23 @@ def run_session(cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: P
                 recorder.refresh()
                 last_refresh = now
             contacts = recorder.logs.get("/contacts")
-            if contacts is not None and len(contacts) > n_contacts_seen:
-                for data in contacts.data[n_contacts_seen:]:
+            if contacts is not None and len(contacts) > seen["contacts"]:
+                for data in contacts.data[seen["contacts"]:]:
                     if cloud_point_count(data) > 0:
-                        first_contact_seen = True
-                    elif not first_contact_seen:
-                        free_steps += 1
-                    last_stamp_s = header_stamp_ns(data) * 1e-9
-                n_contacts_seen = len(contacts)
-            # Tare once every sensor has had enough contact-free samples, before the press.
-            if tare_future is None and n_contacts_seen > 0:
-                enough = free_steps >= cfg.tare_samples + 3 and all(
-                    pred_count(s) >= cfg.tare_samples for s in cfg.sensors)
-                if enough or first_contact_seen:
-                    if first_contact_seen and not enough:
-                        result.errors.append(
-                            f"contact started after only {free_steps} contact-free steps "
-                            f"(tare wants {cfg.tare_samples}); tare called late")
-                    tare.request_ns = time.time_ns()
-                    tare.sim_time_s = last_stamp_s
-                    tare_future = tare_client.call_async(Trigger.Request())
-            if tare_future is not None and tare.response_ns is None and tare_future.done():
-                tare.response_ns = time.time_ns()
-                resp = tare_future.result()
-                tare.success = bool(resp is not None and resp.success)
-                tare.message = "" if resp is None else resp.message
-                tare.per_sensor = parse_tare_answer(tare.message, [s.name for s in cfg.sensors])
-                progress.say(f"tare at sim t={tare.sim_time_s:.2f} s: "
-                             f"{'ok' if tare.success else 'FAILED'}: {tare.message}")
+                        seen["contact"] = True
+                    elif not seen["contact"]:
+                        seen["free_steps"] += 1
+                    seen["stamp_s"] = header_stamp_ns(data) * 1e-9
+                seen["contacts"] = len(contacts)
+            # Tare once every sensor has enough contact-free samples (before the press),
+            # or at the latest when contact starts.
+            if tare.request_ns is None and seen["contacts"] > 0:
+                enough = seen["free_steps"] >= cfg.tare_samples + 5 and all(
+                    pred_count(s) >= cfg.tare_samples + 5 for s in cfg.sensors)
+                if enough or seen["contact"]:
+                    do_tare()
             progress.tick(status)
-            if node_proc.poll() is not None:
-                result.node_died = True
-                raise DemoError(f"sensor node exited with code {node_proc.poll()} during the run:\n"
-                                f"{node_proc.tail()}")
+            check("the simulation was running")
             sim_code = sim_proc.poll()
             if sim_code is not None:
                 result.sim_exit = sim_code
@@ -508,30 +563,16 @@ def run_session(cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: P
                     result.sim_died = True
                     raise DemoError(f"simulator exited with code {sim_code}:\n{sim_proc.tail()}")
                 break
-            if n_contacts_seen == 0 and now - sim_started > STARTUP_TIMEOUT_S:
+            if seen["contacts"] == 0 and now - sim_started > STARTUP_TIMEOUT_S:
                 raise DemoError(f"simulator published no contacts within {STARTUP_TIMEOUT_S:.0f} s:\n"
                                 f"{sim_proc.tail()}")
-            check_deadline("the simulation was running")
-        # Let the last predictions (and a pending tare answer) arrive.
-        drain_end = time.monotonic() + DRAIN_S
-        while time.monotonic() < drain_end or (tare_future is not None and tare.response_ns is None
-                                               and time.monotonic() < drain_end + 5.0):
-            executor.spin_once(timeout_sec=0.02)
-            if tare_future is not None and tare.response_ns is None and tare_future.done():
-                tare.response_ns = time.time_ns()
-                resp = tare_future.result()
-                tare.success = bool(resp is not None and resp.success)
-                tare.message = "" if resp is None else resp.message
-                tare.per_sensor = parse_tare_answer(tare.message, [s.name for s in cfg.sensors])
+        spin_for(DRAIN_S)  # the last predictions of the final steps
         progress.say(status())
-        if tare_future is None:
+        if tare.request_ns is None:
             result.errors.append("the tare service was never called (no contacts received)")
-        elif tare.response_ns is None:
-            result.errors.append("the tare service never answered")
     finally:
         result.sim_exit = sim_proc.stop()
-        node_code = node_proc.stop()
-        result.node_exit = node_code
+        result.node_exit = node_proc.stop()
         recorder.stop()
         result.logs = dict(recorder.logs)
         result.skipped = dict(recorder.skipped)
@@ -713,7 +754,9 @@ def summary_table(summary: Dict[str, Any]) -> str:
 
 def _clean_out(out: Path) -> None:
     # Remove only what a previous demo run wrote here; other files stay.
-    for name in ("run.mcap", "metadata.yaml", "summary.json", "pressure.png", "force_field.png"):
+    # calibration.yaml must go: the node would load it at start and begin tared.
+    for name in ("run.mcap", "metadata.yaml", "summary.json", "pressure.png", "force_field.png",
+                 "calibration.yaml"):
         (out / name).unlink(missing_ok=True)
 
 

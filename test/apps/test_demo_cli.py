@@ -1,0 +1,117 @@
+"""Demo command line, configuration and report helpers (no ROS session needed)."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vsf_sensor_ros.apps.demo import (DemoError, build_parser, offsets_from_calibration, parse_tare_answer,
+                                      read_params_file, resolve_config, sim_command, summary_table)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_tare_answer_of_the_sensor_node_is_split_per_sensor():
+    # The node's answer to `tare`: one "<s>: ..." part per sensor, joined by "; ".
+    msg = ("punyo_pressure: tared with 10 of 10 samples (most recent contact-free run); "
+           "offset pressure=101324.5 Pa; "
+           "punyo_force: tared with 8 of 10 samples (most recent contact-free run); "
+           "offset 1500 entries, mean 0.001 N, max |.| 0.0071 N; "
+           "punyo_pad: cannot tare: no contact-free samples")
+    got = parse_tare_answer(msg, ["punyo_pressure", "punyo_force", "punyo_pad", "object_load"])
+    assert got["punyo_pressure"] == {"tare_samples": 10, "tare_offset": 101324.5}
+    assert got["punyo_force"] == {"tare_samples": 8,
+                                  "tare_offset": "1500 entries, mean 0.001 N, max |.| 0.0071 N"}
+    assert got["punyo_pad"] == {"tare_samples": None, "tare_offset": None}
+    assert got["object_load"] == {"tare_samples": None, "tare_offset": None}
+
+
+def test_offsets_from_calibration_file_scalar_short_and_long_vectors(tmp_path):
+    f = tmp_path / "calibration.yaml"
+    f.write_text("sensors:\n"
+                 "  p: {samples: 10, calibration: {tare: [101320.0], tare_sim_avg: [0.0]}}\n"
+                 "  w: {samples: 9, calibration: {tare: [0.0, 0.05, 0.04, 0.06]}}\n"
+                 "  d: {samples: 10, calibration: {tare: [0.001, -0.003, 0.002, 0.0, 0.0, 0.0, 0.004]}}\n")
+    got = offsets_from_calibration(f, ["p", "w", "d", "absent"])
+    assert got["p"] == {"tare_samples": 10, "tare_offset": 101320.0}
+    assert got["w"] == {"tare_samples": 9, "tare_offset": [0.0, 0.05, 0.04, 0.06]}
+    # 7 entries: mean = 0.004 / 7, max |.| = 0.004.
+    assert got["d"]["tare_offset"]["entries"] == 7
+    assert got["d"]["tare_offset"]["mean"] == pytest.approx(0.004 / 7)
+    assert got["d"]["tare_offset"]["max_abs"] == pytest.approx(0.004)
+    assert "absent" not in got
+    with pytest.raises(DemoError, match="nope.yaml"):
+        offsets_from_calibration(tmp_path / "nope.yaml", ["p"])
+
+
+def test_params_file_is_flattened_from_nested_or_dotted_yaml(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("sensor_node:\n  ros__parameters:\n    sensors: [a]\n"
+                 "    a:\n      type: PunyoPressureSensor\n      measured_scale: 100.0\n"
+                 "    b.type: ContactSensor\n")
+    key, params = read_params_file(f)
+    assert key == "sensor_node"
+    assert params == {"sensors": ["a"], "a.type": "PunyoPressureSensor", "a.measured_scale": 100.0,
+                      "b.type": "ContactSensor"}
+    f.write_text("just: text\n")
+    with pytest.raises(DemoError, match="ros__parameters"):
+        read_params_file(f)
+
+
+def write_params(tmp_path, sensors_yaml):
+    f = tmp_path / "node.yaml"
+    f.write_text("/**:\n  ros__parameters:\n" + sensors_yaml)
+    return f
+
+
+def test_resolve_config_reads_sensor_kinds_and_rejects_bad_numbers(tmp_path):
+    f = write_params(tmp_path, "    sensors: [p, pad]\n    p.type: PunyoPressureSensor\n"
+                               "    p.measured_scale: 100.0\n    pad.type: ContactSensor\n"
+                               "    tare_samples: 7\n")
+    args = build_parser().parse_args(["--params-file", str(f), "--out", str(tmp_path / "o"),
+                                      "--rate", "50"])
+    cfg = resolve_config(args)
+    assert [(s.name, s.kind, s.measured_scale) for s in cfg.sensors] == [("p", "pressure", 100.0),
+                                                                         ("pad", "wrench", 1.0)]
+    assert cfg.tare_samples == 7 and cfg.node_name == "sensor_node"
+    # Real-time simulation: 50 steps per second of 1/50 = 0.02 simulated seconds.
+    cmd = sim_command(cfg)
+    assert "rate_hz:=50.0" in cmd and "sim_dt:=0.02" in cmd and "duration_s:=10.0" in cmd
+    for bad, text in (("--duration=-1", "--duration"), ("--rate=0", "--rate"), ("--rate=nan", "--rate"),
+                      ("--seed=-3", "--seed")):
+        with pytest.raises(ValueError, match=text):
+            resolve_config(build_parser().parse_args(["--params-file", str(f), bad]))
+    unknown = write_params(tmp_path, "    sensors: [x]\n    x.type: Thermometer\n")
+    with pytest.raises(DemoError, match="Thermometer"):
+        resolve_config(build_parser().parse_args(["--params-file", str(unknown)]))
+
+
+def test_kinova_world_without_assets_exits_2_with_a_clear_message(tmp_path):
+    f = write_params(tmp_path, "    sensors: [p]\n    p.type: PunyoPressureSensor\n")
+    res = subprocess.run([sys.executable, "-m", "vsf_sensor_ros.apps.demo", "--world", "kinova",
+                          "--assets", str(tmp_path / "missing"), "--params-file", str(f),
+                          "--out", str(tmp_path / "o")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2
+    assert "--assets" in res.stderr and "missing" in res.stderr
+    assert not (tmp_path / "o").exists()  # nothing started, nothing written
+
+
+def test_summary_table_has_a_row_per_sensor_with_dashes_for_missing_numbers():
+    summary = {"world": "embedded", "steps": 1000, "sim_rate_hz": 100.0, "achieved_rate_hz": 99.5,
+               "duration_s": 10.0, "wall_time_s": 25.0,
+               "tare": {"success": True, "sim_time_s": 0.2},
+               "sensors": {"punyo_pressure": {"published": 1000, "latency_ms_p50": 3.21,
+                                              "latency_ms_p99": 9.9,
+                                              "residual_rms_before_tare": 101325.0,
+                                              "residual_rms_after_tare": 5.1, "tare_offset": 101325.2,
+                                              "tare_samples": 10},
+                           "object_load": {"published": 0, "latency_ms_p50": None, "latency_ms_p99": None,
+                                           "residual_rms_before_tare": None, "residual_rms_after_tare": None,
+                                           "tare_offset": [0.0, 0.05], "tare_samples": None}}}
+    lines = summary_table(summary).splitlines()
+    assert "1000 steps at 100 Hz" in lines[0] and "tare ok" in lines[0]
+    row = next(line for line in lines if line.startswith("punyo_pressure"))
+    assert row.split() == ["punyo_pressure", "1000", "3.21", "9.9", "1.01e+05", "5.1", "1.01e+05", "10"]
+    row = next(line for line in lines if line.startswith("object_load"))
+    assert row.split() == ["object_load", "0", "-", "-", "-", "-", "[2", "values]", "-"]
