@@ -258,8 +258,8 @@ def test_attached_bodies_follow_parent_free_and_world(arm):
     arm.set_body_pose("cup", transform_from_xyz_quat([0.1, 0.2, 0.3], [0, 0, s, s]))
     T = arm.body_transforms(dtype=torch.float32)
     assert T["cup"].dtype == torch.float32
-    np.testing.assert_allclose(T["cup"].numpy(), [[0, -1, 0, 0.1], [1, 0, 0, 0.2], [0, 0, 1, 0.3], [0, 0, 0, 1]],
-                               atol=1e-6)
+    expected = [[0, -1, 0, 0.1], [1, 0, 0, 0.2], [0, 0, 1, 0.3], [0, 0, 0, 1]]
+    np.testing.assert_allclose(T["cup"].numpy(), expected, atol=1e-6)
     # the Klampt object carries the same pose (simulators read klampt_world)
     R, t = arm.body_model("cup").getTransform()
     np.testing.assert_allclose(t, [0.1, 0.2, 0.3])
