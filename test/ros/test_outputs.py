@@ -1,0 +1,151 @@
+"""Message encoders/decoders of the sensor node; every expected number is written out by hand."""
+import struct
+
+import numpy as np
+import pytest
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import WrenchStamped
+from sensor_msgs.msg import FluidPressure, PointCloud2, PointField
+
+from vsf_sensor_ros.ros import outputs as enc
+from vsf_sensor_ros.ros.tare import PairedSample, select_samples
+
+STAMP = Time(sec=12, nanosec=500)
+
+
+def test_jacobian_columns_are_remapped_to_contact_message_rows():
+    # Library order: pair A = (punyo, object) with 2 contacts, then pair B = (punyo, table) with 1.
+    # In the message, A's contacts are rows 4 and 1, B's contact is row 2.
+    pairs = [("punyo", "object"), ("punyo", "table")]
+    offsets = [0, 2, 3]
+    rows = {("punyo", "object"): np.array([4, 1]), ("punyo", "table"): np.array([2])}
+    lib_cols = np.array([0, 2, 3, 5, 6, 8])          # c = 0, 0, 1, 1, 2, 2 ; k = 0, 2, 0, 2, 0, 2
+    expected = np.array([3 * 4 + 0, 3 * 4 + 2, 3 * 1 + 0, 3 * 1 + 2, 3 * 2 + 0, 3 * 2 + 2])
+    got = enc.jacobian_message_columns(lib_cols, pairs, offsets, rows)
+    assert got.tolist() == expected.tolist()
+
+
+def test_jacobian_remap_rejects_a_pair_whose_rows_disagree():
+    with pytest.raises(ValueError, match="message rows"):
+        enc.jacobian_message_columns(np.array([0]), [("a", "b")], [0, 2], {("a", "b"): np.array([0])})
+
+
+def test_jacobian_cloud_keeps_nonzeros_with_uint32_row_col_and_float64_value():
+    msg = enc.encode_jacobian(np.array([0, 0, 1]), np.array([3, 4, 5]), np.array([0.25, 0.0, -2.0]),
+                              STAMP, "world")
+    assert [(f.name, f.offset, f.datatype) for f in msg.fields] == [
+        ("row", 0, PointField.UINT32), ("col", 4, PointField.UINT32), ("value", 8, PointField.FLOAT64)]
+    assert msg.point_step == 16 and msg.width == 2 and msg.height == 1
+    raw = bytes(msg.data)
+    assert struct.unpack("<IId", raw[:16]) == (0, 3, 0.25)
+    assert struct.unpack("<IId", raw[16:]) == (1, 5, -2.0)
+    assert msg.header.frame_id == "world" and msg.header.stamp == STAMP
+
+
+def _big_endian_force_cloud(forces, pad=4):
+    # fields fz, fx, fy (any order), float64 big endian, with padding and a 2-row layout
+    n = len(forces)
+    step = 24 + pad
+    fields = [PointField(name="fz", offset=0, datatype=PointField.FLOAT64, count=1),
+              PointField(name="fx", offset=8, datatype=PointField.FLOAT64, count=1),
+              PointField(name="fy", offset=16, datatype=PointField.FLOAT64, count=1)]
+    w = n // 2
+    row_step = w * step + 8
+    data = bytearray()
+    for r in range(2):
+        for u in range(w):
+            fx, fy, fz = forces[r * w + u]
+            data += struct.pack(">ddd", fz, fx, fy) + b"\0" * pad
+        data += b"\0" * 8
+    return PointCloud2(height=2, width=w, fields=fields, is_bigendian=True, point_step=step,
+                       row_step=row_step, data=bytes(data))
+
+
+def test_measured_dense_force_cloud_any_layout_scaled_to_si():
+    layout = enc.sensor_layout("PunyoDenseForceSensor", "punyo",
+                               [f"p{i}_{a}" for i in range(4) for a in "xyz"], None,
+                               np.zeros((4, 3)))
+    forces = [(1.0, 2.0, 3.0), (4.0, 5.0, 6.0), (-1.0, 0.0, 0.5), (0.0, 0.0, -2.0)]
+    vec = enc.decode_measured(layout, _big_endian_force_cloud(forces), 0.5)
+    assert vec.tolist() == [0.5, 1.0, 1.5, 2.0, 2.5, 3.0, -0.5, 0.0, 0.25, 0.0, 0.0, -1.0]
+
+
+def test_measured_dense_force_with_wrong_vertex_count_is_rejected_with_reason():
+    layout = enc.sensor_layout("PunyoDenseForceSensor", "punyo",
+                               [f"p{i}_{a}" for i in range(3) for a in "xyz"], None, np.zeros((3, 3)))
+    with pytest.raises(enc.MeasuredDecodeError) as err:
+        enc.decode_measured(layout, _big_endian_force_cloud([(0, 0, 0)] * 4), 1.0)
+    assert err.value.reason == "measured_size_mismatch"
+
+
+def test_pressure_in_hpa_is_scaled_and_variance_is_the_squared_error():
+    layout = enc.sensor_layout("PunyoPressureSensor", "punyo", ["pressure"], [3.0])
+    vec = enc.decode_measured(layout, FluidPressure(fluid_pressure=1013.25), 100.0)
+    assert vec.tolist() == [101325.0]
+    msg = enc.encode_vector(layout, np.array([-42.5]), STAMP)
+    assert isinstance(msg, FluidPressure)
+    assert (msg.fluid_pressure, msg.variance, msg.header.frame_id) == (-42.5, 9.0, "punyo")
+
+
+def test_klampt_wrench_skips_axes_without_hasforce_and_contact_is_not_measured():
+    # hasForce = (x, z): names contact, force_x, force_z
+    layout = enc.sensor_layout("ContactSensor", "tool_link", ["contact", "force_x", "force_z"], None)
+    msg = enc.encode_vector(layout, np.array([1.0, 0.5, -3.0]), STAMP)
+    f = msg.wrench.force
+    assert (f.x, f.y, f.z) == (0.5, 0.0, -3.0)
+    m = WrenchStamped()
+    m.wrench.force.x, m.wrench.force.y, m.wrench.force.z = 2.0, 7.0, -1.0
+    vec = enc.decode_measured(layout, m, 2.0)
+    assert np.isnan(vec[0]) and vec[1:].tolist() == [4.0, -2.0]
+
+
+def test_isaac_load_goes_to_force_z_and_measured_wrench_decodes_as_magnitude():
+    layout = enc.sensor_layout("IsaacContactSensor", "object", ["in_contact", "value"], None)
+    msg = enc.encode_vector(layout, np.array([1.0, 13.0]), STAMP)
+    assert (msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z) == (0.0, 0.0, 13.0)
+    m = WrenchStamped()
+    m.wrench.force.x, m.wrench.force.y, m.wrench.force.z = 3.0, 4.0, 12.0
+    vec = enc.decode_measured(layout, m, 1.0)
+    assert np.isnan(vec[0]) and vec[1] == 13.0
+
+
+def test_non_finite_or_wrong_type_measured_is_rejected_with_reason():
+    layout = enc.sensor_layout("PunyoPressureSensor", "punyo", ["pressure"], None)
+    with pytest.raises(enc.MeasuredDecodeError) as err:
+        enc.decode_measured(layout, FluidPressure(fluid_pressure=float("nan")), 1.0)
+    assert err.value.reason == "non_finite"
+    with pytest.raises(enc.MeasuredDecodeError) as err:
+        enc.decode_measured(layout, WrenchStamped(), 1.0)
+    assert err.value.reason == "measured_type_mismatch"
+
+
+def test_dense_force_cloud_has_vertex_positions_and_local_forces_per_vertex():
+    verts = np.array([[0.0, 0.0, 0.0], [0.01, 0.0, 0.02]])
+    layout = enc.sensor_layout("PunyoDenseForceSensor", "punyo",
+                               [f"p{i}_{a}" for i in range(2) for a in "xyz"], None, verts)
+    msg = enc.encode_vector(layout, np.array([0.0, 0.0, 0.0, 1.5, -2.0, 0.25]), STAMP)
+    assert [f.name for f in msg.fields] == ["x", "y", "z", "fx", "fy", "fz"]
+    cols = enc.read_cloud_fields(msg, ["x", "z", "fx", "fy", "fz"])
+    assert cols["x"].tolist() == pytest.approx([0.0, 0.01])
+    assert cols["z"].tolist() == pytest.approx([0.0, 0.02])
+    assert (cols["fx"][1], cols["fy"][1], cols["fz"][1]) == (1.5, -2.0, 0.25)
+
+
+def _pair(stamp, free):
+    return PairedSample(stamp, np.array([float(stamp)]), None, free)
+
+
+def test_tare_uses_the_last_n_of_the_most_recent_contact_free_run():
+    # free free contact free free free contact : the most recent run is stamps 4, 5, 6
+    pairs = [_pair(1, True), _pair(2, True), _pair(3, False), _pair(4, True), _pair(5, True),
+             _pair(6, True), _pair(7, False)]
+    got, why = select_samples(pairs, 2)
+    assert why is None and [p.stamp_ns for p in got] == [5, 6]
+    got, why = select_samples(pairs, 10)
+    assert [p.stamp_ns for p in got] == [4, 5, 6]
+
+
+def test_tare_sample_selection_explains_why_nothing_is_usable():
+    assert select_samples([], 10) == ([], "no measured sample paired with a prediction yet")
+    got, why = select_samples([_pair(1, False), _pair(2, False)], 10)
+    assert got == [] and "all 2 buffered samples have contact" in why
