@@ -1,0 +1,472 @@
+"""Isaac-Sim-style contact (load) sensor (seed: Isaac Sim contact sensor extension,
+``omni.isaac.sensor`` / ``isaacsim.sensors.physics`` ``_contact_sensor`` interface).
+
+A sensor sits on a rigid body at ``position`` (body frame, m) and reports the
+load on a region of that body, like a single-cell contact pad.  With every
+contact ``c`` of the pairs ``(body, other)`` (force ``f_c`` applied *to the
+body*, world frame) and ``p`` the sensor position in the world::
+
+    inside_c   = |x_c - p| < radius            (strict, as the seed; radius <= 0: every contact)
+    F          = Σ_c inside_c · f_c            net force, world frame, N
+    v          = min(|F|, maxThreshold)
+    inContact  = (any inside_c) and v >= minThreshold
+    value      = v if inContact else 0
+
+``value`` is the magnitude of the *net* (vector-summed) force, which is what
+the seed computes (``|Σ impulse| / dt``), not the sum of per-contact
+magnitudes: opposing forces cancel.  A contact exactly on the radius is
+outside (the seed compares ``distance < radius``); ``radius`` 0 or negative
+means the whole body, as in the seed's implementation.  A contact with zero
+force inside the radius still sets ``inContact`` when ``minThreshold`` is 0.
+
+Measurements: ``['in_contact', 'value']`` (1.0/0.0 and N) — the two quantities
+of the seed's reading, so a ROS message can carry both.
+
+Jacobian of ``value`` w.r.t. the world force ``f_c``: ``inside_c · Fᵀ/|F|``
+when the sensor is in contact, unclamped (``|F| <= maxThreshold``; at exactly
+``maxThreshold`` the slope is kept) and ``|F| > 0``; zero when clamped, below
+``minThreshold``, outside the radius, or ``|F| = 0`` (where ``|F|`` has no
+derivative; 0 is its minimal-norm subgradient and what torch's norm returns).
+``in_contact`` is a step: derivative 0.  ``predict_torch`` is differentiable
+with the same derivative.
+
+Time behaviour (``update(state, time)``), following the seed's ``onPhysicsStep``:
+every update evaluates the reading above (the *latest* reading).  A *sample*
+is taken on the first update after construction/reset, on every update when
+``sensorPeriod`` is 0 or the step is at least one period long (a sensor never
+runs faster than the simulator), and otherwise whenever the update time
+reaches the next nominal time ``t_last_sample + sensorPeriod`` (1 ns slack):
+the sample is whichever of the previous and current evaluations is closer in
+time to the nominal time, stamped with the nominal time.  Samples are appended
+to a bounded buffer (``max_buffer``, oldest dropped) that
+``get_sensor_readings()`` returns and clears.  ``get_sensor_reading()``
+returns the latest evaluation by default, so a contact that ended between two
+periods reads "not in contact" at the very next update instead of staying
+stale; ``get_sensor_reading(use_latest_data=False)`` returns the last sample
+(sample-and-hold, the seed's default).  Time going backwards (a simulator
+reset) restarts the sampling clock; the buffer is kept.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Deque, Dict, List, Optional, Tuple
+
+import torch
+
+from .base import BaseSensor, Pair, SparseJacobian
+from .state import SimState
+
+INVALID_HANDLE = -1           # seed constant; never returned (invalid input raises instead)
+_TIME_SLACK = 1e-9            # s; absorbs float error in accumulated nominal sample times
+_PROPERTY_NAMES = ("radius", "minThreshold", "maxThreshold", "sensorPeriod", "position")
+
+
+def _bad(field_name: str, value: Any, reason: str) -> ValueError:
+    return ValueError(f"IsaacContactSensor property {field_name!r}: value {value!r} rejected: {reason}")
+
+
+def _number(field_name: str, value: Any) -> float:
+    if isinstance(value, (bool, str, bytes)):
+        raise _bad(field_name, value, "expected a number")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise _bad(field_name, value, "expected a number") from None
+    if math.isnan(v):
+        raise _bad(field_name, value, "NaN")
+    return v
+
+
+@dataclass
+class CsProperties:
+    """Contact sensor properties (seed ``CsProperties`` / ``SensorProperties``).
+
+    Attributes:
+        radius: m; contacts strictly closer than this to ``position`` count;
+            ``<= 0`` = the whole body.  Not NaN.
+        minThreshold: N, finite, >= 0; a net force below it reads "no contact".
+        maxThreshold: N, >= minThreshold (``inf`` = no clamp); the value is clamped to it.
+        sensorPeriod: s, finite, >= 0; 0 = a sample at every update.
+        position: 3 floats, m, sensor position in the body frame.
+
+    Defaults: whole body, no thresholds, a sample every update, at the body origin.
+    """
+
+    radius: float = -1.0
+    minThreshold: float = 0.0
+    maxThreshold: float = math.inf
+    sensorPeriod: float = 0.0
+    position: Tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+    def validated(self) -> "CsProperties":
+        """A normalised copy (floats, ``position`` a 3-tuple).
+
+        Raises:
+            ValueError: naming the first bad field and its value.
+        """
+        radius = _number("radius", self.radius)
+        lo = _number("minThreshold", self.minThreshold)
+        if not math.isfinite(lo) or lo < 0:
+            raise _bad("minThreshold", self.minThreshold, "must be finite and >= 0")
+        hi = _number("maxThreshold", self.maxThreshold)
+        if hi < lo:
+            raise _bad("maxThreshold", self.maxThreshold, f"must be >= minThreshold ({lo})")
+        period = _number("sensorPeriod", self.sensorPeriod)
+        if not math.isfinite(period) or period < 0:
+            raise _bad("sensorPeriod", self.sensorPeriod, "must be finite and >= 0")
+        try:
+            pos = tuple(float(v) for v in self.position)
+        except (TypeError, ValueError):
+            raise _bad("position", self.position, "expected 3 numbers") from None
+        if len(pos) != 3 or not all(math.isfinite(v) for v in pos):
+            raise _bad("position", self.position, "expected 3 finite numbers")
+        return CsProperties(radius, lo, hi, period, pos)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class CsSensorReading:
+    """One reading (seed ``CsReading``): ``time`` (s), ``value`` (N), ``inContact``, ``isValid``.
+
+    ``isValid`` is False only for the empty reading returned before the first update.
+    """
+
+    time: float = 0.0
+    value: float = 0.0
+    inContact: bool = False
+    isValid: bool = False
+
+
+def _property(name: str) -> property:
+    def fget(self: "IsaacContactSensor") -> Any:
+        return getattr(self._props, name)
+
+    def fset(self: "IsaacContactSensor", value: Any) -> None:
+        self.set_properties(replace(self._props, **{name: value}))
+
+    return property(fget, fset, doc=f"``CsProperties.{name}``; validated on assignment.")
+
+
+@dataclass
+class _Clock:
+    latest: CsSensorReading = field(default_factory=CsSensorReading)
+    sample: CsSensorReading = field(default_factory=CsSensorReading)
+    sample_time: Optional[float] = None
+
+
+class IsaacContactSensor(BaseSensor):
+    """Isaac-style contact load sensor on one body (equations in the module docstring).
+
+    Args:
+        name: sensor name.
+        attachModelName: the body it sits on.
+        properties: ``CsProperties`` (defaults when None); validated.
+        max_buffer: maximum number of buffered samples (>= 1); oldest dropped.
+
+    Raises:
+        ValueError: invalid properties (named) or ``max_buffer``.
+    """
+
+    type_name = "IsaacContactSensor"
+
+    radius = _property("radius")
+    minThreshold = _property("minThreshold")
+    maxThreshold = _property("maxThreshold")
+    sensorPeriod = _property("sensorPeriod")
+    position = _property("position")
+
+    def __init__(self, name: str = "", attachModelName: str = "",
+                 properties: Optional[CsProperties] = None, *, max_buffer: int = 1000) -> None:
+        super().__init__(name, attachModelName)
+        self._props = (properties if properties is not None else CsProperties()).validated()
+        if isinstance(max_buffer, bool) or not isinstance(max_buffer, int) or max_buffer < 1:
+            raise ValueError(f"IsaacContactSensor max_buffer must be an int >= 1, got {max_buffer!r}")
+        self._buffer: Deque[CsSensorReading] = deque(maxlen=max_buffer)
+        self._clock = _Clock()
+
+    # -- configuration ------------------------------------------------------------
+    @property
+    def properties(self) -> CsProperties:
+        """A copy of the current properties."""
+        return replace(self._props)
+
+    def set_properties(self, properties: CsProperties) -> None:
+        """Replace all properties at once (validated first; nothing changes on error)."""
+        self._props = properties.validated()
+
+    @classmethod
+    def from_config(cls, name: str, config: Dict[str, Any]) -> "IsaacContactSensor":
+        """Build from a parameter namespace.
+
+        Keys: ``attachment`` (body name, required), optional ``type`` (must be
+        ``'IsaacContactSensor'``), ``radius``, ``minThreshold``,
+        ``maxThreshold``, ``sensorPeriod``, ``position`` (3 numbers); missing
+        ones take the ``CsProperties`` defaults.
+
+        Raises:
+            ValueError: unknown key, missing attachment, wrong type or a bad value (named).
+        """
+        allowed = set(_PROPERTY_NAMES) | {"attachment", "type"}
+        for key in config:
+            if key not in allowed:
+                raise ValueError(f"IsaacContactSensor {name!r}: unknown config key {key!r}; "
+                                 f"allowed: {', '.join(sorted(allowed))}")
+        if "type" in config and config["type"] != cls.type_name:
+            raise ValueError(f"IsaacContactSensor {name!r}: config key 'type' is {config['type']!r}, "
+                             f"expected {cls.type_name!r}")
+        body = config.get("attachment")
+        if not isinstance(body, str) or not body.strip():
+            raise ValueError(f"IsaacContactSensor {name!r}: config needs 'attachment' (a body name), "
+                             f"got {body!r}")
+        props = CsProperties(**{k: config[k] for k in _PROPERTY_NAMES if k in config})
+        return cls(name, body.strip(), props)
+
+    # -- instantaneous model -----------------------------------------------------------
+    def measurement_names(self) -> List[str]:
+        """``['in_contact', 'value']`` (1.0/0.0, N)."""
+        return ["in_contact", "value"]
+
+    def _check_state(self, state: SimState) -> List[Pair]:
+        pairs = self.contact_bodies(state)   # raises ValueError for an unknown body
+        for pair in pairs:
+            c = state.contacts[pair]
+            if c.points.dtype != state.dtype or c.points.device != state.device:
+                raise ValueError(
+                    f"IsaacContactSensor {self.name!r}: contacts {pair} are {c.points.dtype} on "
+                    f"{c.points.device} but the state is {state.dtype} on {state.device}; convert them first")
+        return pairs
+
+    def _net_force(self, state: SimState) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Inside mask ``(N,)`` bool and net force ``(3,)`` (world, N) over the body's contacts."""
+        pts, frc = state.contacts_on_body(self.attachModelName, local=False)
+        if self._props.radius <= 0:
+            inside = torch.ones(len(pts), dtype=torch.bool, device=pts.device)
+        else:
+            T = state.body_transforms[self.attachModelName]
+            p = T[:3, :3] @ torch.tensor(self._props.position, dtype=T.dtype, device=T.device) + T[:3, 3]
+            inside = torch.linalg.vector_norm(pts.detach() - p.detach(), dim=1) < self._props.radius
+        F = (inside.to(frc.dtype)[:, None] * frc).sum(dim=0)
+        return inside, F
+
+    def _value(self, inside: torch.Tensor, F: torch.Tensor
+               ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(in_contact 0/1, value, slope gate) from the mask and the net force."""
+        p = self._props
+        n = torch.linalg.vector_norm(F)       # its gradient at F = 0 is 0
+        clamped = bool(n.detach() > p.maxThreshold)
+        v = torch.full_like(n, p.maxThreshold) if clamped else n
+        in_contact = bool(inside.any()) and bool(v.detach() >= p.minThreshold)
+        value = v if in_contact else torch.zeros_like(n)
+        gate = in_contact and not clamped and bool(n.detach() > 0)
+        return torch.tensor(float(in_contact), dtype=F.dtype, device=F.device), value, \
+            torch.tensor(float(gate), dtype=F.dtype, device=F.device)
+
+    def predict_torch(self, state: SimState) -> torch.Tensor:
+        """Instantaneous ``[in_contact, value]``, ``(2,)`` of the state's dtype/device, differentiable.
+
+        Raises:
+            ValueError: body not in the state, or contacts whose dtype/device differ from the state's.
+        """
+        self._check_state(state)
+        inside, F = self._net_force(state)
+        in_contact, value, _ = self._value(inside, F)
+        return torch.stack([in_contact, value])
+
+    def evaluate(self, state: SimState, time: float) -> CsSensorReading:
+        """Instantaneous reading at ``time`` (s) without touching the sensor's clock or buffer."""
+        y = self.predict(state)
+        return CsSensorReading(float(time), float(y[1]), bool(y[0] > 0), True)
+
+    def _jacobian_all(self, state: SimState) -> Tuple[torch.Tensor, List[Pair], List[int]]:
+        pairs = self._check_state(state)
+        with torch.no_grad():
+            inside, F = self._net_force(state)
+            _, _, gate = self._value(inside, F)
+            n = torch.linalg.vector_norm(F)
+            unit = F / n if bool(n > 0) else torch.zeros_like(F)
+            J = torch.zeros(2, len(inside), 3, dtype=F.dtype, device=F.device)
+            J[1] = gate * inside.to(F.dtype)[:, None] * unit[None, :]
+        offsets = [0]
+        for pair in pairs:
+            offsets.append(offsets[-1] + len(state.contacts[pair]))
+        return J, pairs, offsets
+
+    def measurement_force_jacobian(self, state: SimState) -> Dict[Pair, torch.Tensor]:
+        """Seed-form ``{(body, other): Tensor[2, N_pair, 3]}``; row 0 (in_contact) is zero."""
+        J, pairs, offsets = self._jacobian_all(state)
+        return {pair: J[:, offsets[i]:offsets[i + 1]] for i, pair in enumerate(pairs)}
+
+    def sparse_force_jacobian(self, state: SimState) -> SparseJacobian:
+        """COO Jacobian (nonzeros only) over the contacts of ``contact_bodies(state)``."""
+        J, pairs, offsets = self._jacobian_all(state)
+        flat = J.reshape(2, -1)
+        rows, cols = flat.nonzero(as_tuple=True)
+        return SparseJacobian(rows=rows, cols=cols, values=flat[rows, cols], shape=(2, flat.shape[1]),
+                              pairs=pairs, offsets=offsets)
+
+    # -- stateful sensor ------------------------------------------------------------------
+    @staticmethod
+    def _check_time(time: Any) -> float:
+        if isinstance(time, bool) or not isinstance(time, (int, float)) or not math.isfinite(time):
+            raise ValueError(
+                f"IsaacContactSensor.update: time must be a finite number of seconds, got {time!r}")
+        return float(time)
+
+    def update(self, state: SimState, time: Optional[float] = None) -> Optional[CsSensorReading]:
+        """Evaluate at ``time`` (s); take a sample when one is due (see the module docstring).
+
+        Returns:
+            The sample appended to the buffer, or None when no sample was due.
+
+        Raises:
+            ValueError: ``time`` missing or not finite, or a bad state; nothing changes.
+        """
+        t = self._check_time(time)
+        return self._advance(self.evaluate(state, t))
+
+    def _advance(self, reading: CsSensorReading) -> Optional[CsSensorReading]:
+        clock, period, t = self._clock, self._props.sensorPeriod, reading.time
+        prev: Optional[CsSensorReading] = clock.latest if clock.latest.isValid else None
+        if prev is not None and t < prev.time:      # simulator reset: restart the sampling clock
+            prev, clock.sample_time = None, None
+        sample: Optional[CsSensorReading] = None
+        long_step = prev is not None and t - prev.time >= period - _TIME_SLACK
+        if clock.sample_time is None or period == 0 or long_step:
+            sample = reading
+        elif t >= clock.sample_time + period - _TIME_SLACK:
+            nominal = clock.sample_time + period
+            assert prev is not None
+            chosen = reading if abs(t - nominal) <= abs(prev.time - nominal) else prev
+            sample = replace(chosen, time=nominal)
+        clock.latest = reading
+        if sample is not None:
+            clock.sample, clock.sample_time = sample, sample.time
+            self._buffer.append(sample)
+        return sample
+
+    def get_sensor_reading(self, use_latest_data: bool = True) -> CsSensorReading:
+        """Current reading, without clearing anything.
+
+        ``use_latest_data`` True (default): the evaluation of the latest
+        ``update``; False: the last period sample (sample-and-hold).  Before
+        the first update: an empty reading with ``isValid`` False.
+        """
+        return self._clock.latest if use_latest_data else self._clock.sample
+
+    def get_sensor_readings(self) -> List[CsSensorReading]:
+        """All samples since the last call, oldest first; clears the buffer."""
+        out = list(self._buffer)
+        self._buffer.clear()
+        return out
+
+    def reset(self) -> None:
+        """Forget readings, samples and the sampling clock."""
+        self._buffer.clear()
+        self._clock = _Clock()
+
+    def get_internal_state(self) -> dict:
+        """Readings, sampling clock and buffer as plain Python values."""
+        return {"latest": asdict(self._clock.latest), "sample": asdict(self._clock.sample),
+                "sample_time": self._clock.sample_time, "buffer": [asdict(r) for r in self._buffer]}
+
+    def set_internal_state(self, state: dict) -> None:
+        """Restore from ``get_internal_state()``.
+
+        Raises:
+            ValueError: missing keys or malformed readings; nothing changes.
+        """
+        try:
+            clock = _Clock(CsSensorReading(**state["latest"]), CsSensorReading(**state["sample"]),
+                           None if state["sample_time"] is None else float(state["sample_time"]))
+            buffer = [CsSensorReading(**r) for r in state["buffer"]]
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"IsaacContactSensor.set_internal_state: malformed state ({err})") from None
+        self._clock = clock
+        self._buffer.clear()
+        self._buffer.extend(buffer)
+
+
+class ContactSensorInterface:
+    """Registry of contact sensors by handle (seed ``_contact_sensor`` interface).
+
+    Sensors are added to and removed from bodies at run time; handles are
+    positive ints, never reused.  Unknown handles raise ``ValueError`` (the
+    seed returns an invalid reading instead).
+    """
+
+    def __init__(self, max_buffer: int = 1000) -> None:
+        self._sensors: Dict[int, IsaacContactSensor] = {}
+        self._next = 1
+        self._max_buffer = max_buffer
+
+    def _get(self, handle: int) -> IsaacContactSensor:
+        try:
+            return self._sensors[handle]
+        except (KeyError, TypeError):
+            raise ValueError(f"unknown contact sensor handle {handle!r}; "
+                             f"known: {sorted(self._sensors)}") from None
+
+    def add_sensor_on_body(self, body_name: str, properties: CsProperties,
+                           name: Optional[str] = None) -> int:
+        """Add a sensor on ``body_name``; returns its handle.
+
+        Raises:
+            ValueError: empty body name or invalid properties (nothing is added).
+        """
+        if not isinstance(body_name, str) or not body_name.strip():
+            raise ValueError(f"add_sensor_on_body: body name must be a non-empty string, got {body_name!r}")
+        handle = self._next
+        sensor = IsaacContactSensor(name or f"{body_name}/contact_sensor_{handle}", body_name.strip(),
+                                    properties, max_buffer=self._max_buffer)
+        self._sensors[handle] = sensor
+        self._next += 1
+        return handle
+
+    def remove_sensor(self, handle: int) -> None:
+        """Remove a sensor.  Raises ``ValueError`` for an unknown handle."""
+        self._get(handle)
+        del self._sensors[handle]
+
+    def get_sensor(self, handle: int) -> IsaacContactSensor:
+        """The sensor object behind ``handle``."""
+        return self._get(handle)
+
+    def handles(self) -> List[int]:
+        """All handles, in creation order."""
+        return list(self._sensors)
+
+    def get_sensors_on_body(self, body_name: str) -> List[int]:
+        """Handles of the sensors on ``body_name`` in creation order (empty when none)."""
+        return [h for h, s in self._sensors.items() if s.attachModelName == body_name]
+
+    def get_num_sensors_on_body(self, body_name: str) -> int:
+        """Number of sensors on ``body_name``."""
+        return len(self.get_sensors_on_body(body_name))
+
+    def get_sensor_properties(self, handle: int) -> CsProperties:
+        """A copy of the sensor's properties."""
+        return self._get(handle).properties
+
+    def set_sensor_properties(self, handle: int, properties: CsProperties) -> None:
+        """Replace the sensor's properties (validated; nothing changes on error)."""
+        self._get(handle).set_properties(properties)
+
+    def get_sensor_reading(self, handle: int, use_latest_data: bool = True) -> CsSensorReading:
+        """Current reading of one sensor (see ``IsaacContactSensor.get_sensor_reading``)."""
+        return self._get(handle).get_sensor_reading(use_latest_data)
+
+    def get_sensor_readings(self, handle: int) -> List[CsSensorReading]:
+        """Buffered samples of one sensor since the last call; clears its buffer."""
+        return self._get(handle).get_sensor_readings()
+
+    def update(self, state: SimState, time: float) -> Dict[int, Optional[CsSensorReading]]:
+        """Update every sensor at ``time`` (s); returns ``{handle: sample or None}``.
+
+        All sensors are evaluated before any is advanced, so a bad state
+        (e.g. a sensor's body missing from it) raises ``ValueError`` and
+        changes no sensor.
+        """
+        t = IsaacContactSensor._check_time(time)
+        readings = {h: s.evaluate(state, t) for h, s in self._sensors.items()}
+        return {h: self._sensors[h]._advance(r) for h, r in readings.items()}
