@@ -391,3 +391,28 @@ def test_punyo_mount_rounded_to_8_digits_is_made_orthonormal():
     T = validate_transform(_punyo2ee(), "punyo2ee")
     np.testing.assert_allclose(T[:3, :3].T @ T[:3, :3], np.eye(3), atol=1e-14)
     np.testing.assert_allclose(T, _punyo2ee(), atol=1e-7)
+
+
+def test_root_link_not_named_world_gets_a_fixed_floating_base():
+    # Klampt adds a 6-DOF virtual base when the root is not 'world'; it stays at the identity and
+    # its virtual links are not bodies.  The 'world' frame is still provided.
+    text = ARM.replace('name="world"', 'name="map"').replace('link="world"', 'link="map"')
+    w = World.from_urdf(text)
+    assert w.link_names == ["map", "base", "l1", "l2", "l3"]
+    assert w.body_names == ["map", "base", "l1", "l2", "l3", WORLD_FRAME]
+    assert w.joint_names == ["j_pitch", "j_slide"]
+    w.set_joint_positions(["j_pitch", "j_slide"], [0.4, -0.3])
+    ref = independent_fk(text, {"j_pitch": 0.4, "j_slide": -0.3, "j_copy": 0.9})
+    T = w.body_transforms()
+    for link in w.link_names:
+        np.testing.assert_allclose(T[link].numpy(), ref[link], atol=1e-12, err_msg=link)
+
+
+def test_joint_state_arrays_as_rclpy_delivers_them():
+    import array
+    from sensor_msgs.msg import JointState
+    w = World.from_urdf("\ufeff" + ARM)           # robot_description text with a BOM
+    msg = JointState(name=["j_slide", "j_pitch"], position=[0.125, -0.5])
+    assert isinstance(msg.position, array.array)
+    assert w.set_joint_positions(msg.name, msg.position) == []
+    np.testing.assert_array_equal(w.joint_positions(), [-0.5, 0.125])

@@ -369,6 +369,8 @@ class World:
         urdf_root_link: name of the URDF root link.
         last_ignored_joints: names ignored by the last
             :meth:`set_joint_positions` call (not joints of this robot).
+
+    Not thread-safe: call it from one thread (one rclpy callback group).
     """
 
     def __init__(self, klampt_world: klampt.WorldModel, robot: klampt.RobotModel,
@@ -444,7 +446,7 @@ class World:
             ValueError: not a URDF, relative meshes without ``base_dir``, or
                 Klampt fails to load it.
         """
-        text_or_path = os.fspath(urdf)
+        text_or_path = os.fspath(urdf).lstrip("\ufeff")   # a UTF-8 BOM may precede robot_description
         if text_or_path.lstrip().startswith("<"):
             text = text_or_path
         else:

@@ -102,6 +102,7 @@ class DecodedContacts:
         depths: ``pair -> (N,)`` float64 depths when the cloud has ``depth``.
         frame_id: ``header.frame_id`` of the cloud.
         stamp_ns: ``header.stamp`` in integer nanoseconds.
+        fields: names of all fields of the cloud, in message order.
     """
 
     contacts: Dict[Pair, ContactState]
