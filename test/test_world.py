@@ -416,3 +416,15 @@ def test_joint_state_arrays_as_rclpy_delivers_them():
     assert isinstance(msg.position, array.array)
     assert w.set_joint_positions(msg.name, msg.position) == []
     np.testing.assert_array_equal(w.joint_positions(), [-0.5, 0.125])
+
+
+def test_attach_body_relative_mesh_path(arm, tmp_path, monkeypatch):
+    _write_box_stl(tmp_path / "meshes" / "box.stl")
+    arm.attach_body("a", "meshes/box.stl", "l1", base_dir=tmp_path)
+    monkeypatch.chdir(tmp_path)                      # no base_dir: relative to the current directory
+    arm.attach_body("b", "meshes/box.stl", "l1")
+    for name in ("a", "b"):
+        np.testing.assert_allclose(arm.body_mesh(name).extents, [0.1, 0.2, 0.3], atol=1e-6)
+    with pytest.raises(FileNotFoundError, match="nothing.stl"):
+        arm.attach_body("c", "nothing.stl", "l1")
+    assert "c" not in arm.body_names

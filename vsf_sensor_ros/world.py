@@ -309,6 +309,8 @@ def load_mesh(mesh: MeshLike, base_dir: Optional[Union[str, os.PathLike]] = None
     Args:
         mesh: a path or URI (``ply``/``stl``/``obj``…, see :func:`resolve_uri`)
             or a ``trimesh.Trimesh`` (copied).
+        base_dir: directory for a relative path; the current directory when
+            ``None``.
 
     Raises:
         FileNotFoundError: the file does not exist.
@@ -317,7 +319,7 @@ def load_mesh(mesh: MeshLike, base_dir: Optional[Union[str, os.PathLike]] = None
     if isinstance(mesh, trimesh.Trimesh):
         m = mesh.copy()
     else:
-        path = resolve_uri(os.fspath(mesh), base_dir)
+        path = resolve_uri(os.fspath(mesh), Path.cwd() if base_dir is None else base_dir)
         m = trimesh.load(str(path), process=False, force="mesh")
         if not isinstance(m, trimesh.Trimesh):
             raise ValueError(f"{path} holds no triangle mesh")
@@ -367,6 +369,7 @@ class World:
             prismatic, non-mimic) joints, in URDF order.
         body_names: every body that :meth:`body_transforms` returns.
         urdf_root_link: name of the URDF root link.
+        joints: every URDF joint (:class:`UrdfJoint`), in file order.
         last_ignored_joints: names ignored by the last
             :meth:`set_joint_positions` call (not joints of this robot).
 
@@ -479,7 +482,8 @@ class World:
         return cls(kw, kw.robot(kw.numRobots() - 1), joints, links)
 
     def attach_body(self, name: str, mesh: MeshLike, parent_link: Optional[str],
-                    T_parent_body: Optional[np.ndarray] = None) -> None:
+                    T_parent_body: Optional[np.ndarray] = None,
+                    base_dir: Optional[Union[str, os.PathLike]] = None) -> None:
         """Add a rigid body with a triangle mesh.
 
         Args:
@@ -492,6 +496,8 @@ class World:
                 (initially ``T_parent_body`` or the identity).
             T_parent_body: ``(4, 4)`` body -> parent transform (identity when
                 ``None``).
+            base_dir: directory for a relative mesh path (current directory
+                when ``None``).
 
         Raises:
             ValueError: name taken, unknown parent (message names it and
@@ -506,7 +512,7 @@ class World:
             raise ValueError(f"unknown parent link {parent_link!r}; known: {', '.join(self.body_names)}")
         T = np.eye(4) if T_parent_body is None else validate_transform(
             T_parent_body, f"T_parent_body of {name!r}")
-        m = load_mesh(mesh)
+        m = load_mesh(mesh, base_dir)
         obj = self.klampt_world.makeRigidObject(name)
         obj.geometry().setTriangleMesh(trimesh_to_klampt(m))
         if parent_link is None:
