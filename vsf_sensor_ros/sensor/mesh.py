@@ -13,6 +13,7 @@ are read through their methods (duck typing).
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, Sequence, Tuple
 
@@ -133,19 +134,32 @@ class ClosestTriangleResult:
 class ClosestTriangleQuery:
     """Exact batched closest-point-on-mesh query, built once per mesh.
 
-    Method: a KD-tree over triangle centroids gives each query point its
-    ``k`` nearest-centroid candidate triangles; the exact point-triangle
-    distance is evaluated for all candidates at once (vectorised: projection
-    onto the triangle's plane when it falls inside, else the closest point on
-    each of the three edges, parameters clamped to [0, 1]).  Correctness
-    bound: with ``r_max`` the largest centroid-to-corner distance of any
-    triangle, a triangle whose centroid is at least ``d_k`` away (the k-th
-    candidate's centroid distance) is at least ``d_k − r_max`` away, so when
-    ``d_k − r_max ≥`` the best distance found, no unvisited triangle can be
-    closer.  Points failing the bound are re-queried with ``k`` doubled
-    (vectorised over those points) until they pass or ``k`` covers every
-    triangle, which is exact by exhaustion.  Points on or near the surface
-    pass in the first round; far-away points take up to ``log2(T/k)`` rounds.
+    Method: every triangle is covered by proxy points so that each of its
+    points lies within ``h`` (the median centroid-to-corner radius ``r_t``)
+    of one of its own proxies: a triangle with ``r_t <= h`` is its centroid;
+    a larger one (e.g. the sliver fan across the Punyo base) gets a square
+    grid of cell size ``√2·h`` in its plane, one proxy per cell near it = the
+    triangle's closest point to the cell centre (projection onto a convex set
+    brings the centre no farther from any point of the set, so the cell's
+    half-diagonal ``h`` still bounds the distance).  Proxy density is thus
+    about uniform whatever the triangle shapes.  A KD-tree over the proxies
+    gives each query point its ``k`` nearest proxies; their triangles are the
+    candidates, and the exact point-triangle distance is evaluated for all
+    candidates at once (vectorised: projection onto the triangle's plane when
+    it falls inside, else the closest point on each of the three edges with
+    the parameter clamped to [0, 1]).  Correctness bound: a triangle with no
+    proxy among the ``k`` nearest has all proxies at least ``d_k`` away (the
+    k-th proxy distance), hence is at least ``d_k − h`` away; when
+    ``d_k − h ≥`` the best distance found, no other triangle can be closer.
+    Points failing the bound (a few percent of points on the surface, more
+    for points a cover radius or more off it) get one exact second round: the
+    best distance ``d`` found so far bounds the answer from above, so every
+    closer triangle has a proxy within ``d + h``; a KD-tree ball query
+    collects those triangles, de-duplicated, and they are all evaluated
+    (vectorised over the flattened point-triangle pairs, in chunks of at
+    most ``max_pairs`` so far-away points, whose balls hold the whole mesh,
+    stay within memory).  The ragged ball lists are flattened with C-level
+    iterators; there is no Python loop over points or triangles.
 
     Degenerate triangles (zero area: collinear or coincident corners, within
     a relative tolerance of 1e-12) never use the face projection; their
@@ -155,7 +169,9 @@ class ClosestTriangleQuery:
     Attributes:
         vertices: ``(V, 3)`` float64, read-only.
         triangles: ``(T, 3)`` int64, read-only.
-        k: candidates evaluated per point in the first round.
+        k: proxies (candidate slots) per point in the first round.
+        cover_radius: ``h``, every mesh point is within ``h`` of a proxy of
+            its own triangle (m).
     """
 
     def __init__(self, vertices: Any, triangles: Any, k: int = 8) -> None:
@@ -166,12 +182,13 @@ class ClosestTriangleQuery:
         F.setflags(write=False)
         self.vertices: np.ndarray = V
         self.triangles: np.ndarray = F
-        self.k: int = min(int(k), len(F))
         a, b, c = V[F[:, 0]], V[F[:, 1]], V[F[:, 2]]
         centroids = (a + b + c) / 3.0
-        self._radius_max = float(np.max(np.linalg.norm(
-            np.stack([a, b, c]) - centroids[None], axis=2)))
-        self._tree = cKDTree(centroids)
+        radius = np.max(np.linalg.norm(np.stack([a, b, c]) - centroids[None], axis=2), axis=0)
+        h = float(np.median(radius))
+        if h <= 0.0:                                      # mostly collapsed triangles
+            h = max(float(radius.max()), 1e-300)
+        self.cover_radius: float = h
         ab, ac = b - a, c - a
         d00 = np.einsum("ij,ij->i", ab, ab)
         d01 = np.einsum("ij,ij->i", ab, ac)
@@ -191,6 +208,52 @@ class ClosestTriangleQuery:
             inv(dbc, dbc > 0), face_ok.astype(np.float64),
         ]))
         self.face_ok: np.ndarray = face_ok
+        proxies, labels = self._proxies(centroids, radius, h)
+        self._proxy_tri = labels
+        self._tree = cKDTree(proxies)
+        self.k: int = min(int(k), len(labels))
+        self.max_pairs: int = 200_000
+        # absolute slack on distances, far above the rounding of the expanded |p - x|^2 formulas
+        self._slack: float = 1e-7 * h
+
+    def _proxies(self, centroids: np.ndarray, radius: np.ndarray, h: float):
+        """Proxy points ``(P, 3)`` and their triangle labels ``(P,)`` covering the mesh within ``h``."""
+        small = radius <= h
+        big = np.nonzero(~small)[0]
+        pts, labels = [centroids[small]], [np.nonzero(small)[0]]
+        if len(big):
+            V, F = self.vertices, self.triangles
+            corners = V[F[big]]                                       # (B, 3, 3)
+            edges = np.roll(corners, -1, axis=1) - corners            # ab, bc, ca
+            longest = np.argmax(np.einsum("bij,bij->bi", edges, edges), axis=1)
+            e1 = edges[np.arange(len(big)), longest]
+            e1 /= np.linalg.norm(e1, axis=1, keepdims=True)           # r_t > h > 0: not collapsed
+            # in-plane perpendicular: the component of the other edges orthogonal to e1
+            rest = corners - corners[:, :1]
+            perp = rest - np.einsum("bij,bj->bi", rest, e1)[..., None] * e1[:, None]
+            j = np.argmax(np.einsum("bij,bij->bi", perp, perp), axis=1)
+            e2 = perp[np.arange(len(big)), j]
+            n2 = np.linalg.norm(e2, axis=1, keepdims=True)
+            e2 = np.where(n2 > 0, e2 / np.where(n2 > 0, n2, 1.0), 0.0)   # collinear: one row of cells
+            x = np.einsum("bij,bj->bi", rest, e1)
+            y = np.einsum("bij,bj->bi", rest, e2)
+            g = np.sqrt(2.0) * h
+            nx = np.maximum(1, np.ceil((x.max(1) - x.min(1)) / g)).astype(np.int64)
+            ny = np.maximum(1, np.ceil((y.max(1) - y.min(1)) / g)).astype(np.int64)
+            counts = nx * ny
+            owner = np.repeat(np.arange(len(big)), counts)            # ragged expansion, no loop
+            local = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+            ix, iy = local // ny[owner], local % ny[owner]
+            cx = x.min(1)[owner] + (ix + 0.5) * g
+            cy = y.min(1)[owner] + (iy + 0.5) * g
+            centre = corners[owner, 0] + cx[:, None] * e1[owner] + cy[:, None] * e2[owner]
+            d2, region, *params = self._evaluate(centre, big[owner][:, None])
+            w = _weights_from_region(region[:, 0], *(p[:, 0] for p in params))
+            proxy = np.einsum("mj,mjk->mk", w, corners[owner])
+            near = d2[:, 0] <= 0.5 * g * g * (1.0 + 1e-9)           # cell's circumcircle meets it
+            pts.append(proxy[near])
+            labels.append(big[owner][near])
+        return np.concatenate(pts), np.concatenate(labels)
 
     @property
     def num_vertices(self) -> int:
@@ -209,6 +272,30 @@ class ClosestTriangleQuery:
         return self._consts
 
     # -- core evaluation on candidate triangles -----------------------------------------------
+    def _refine(self, P: np.ndarray, ids: np.ndarray, dbest: np.ndarray, tri: np.ndarray,
+                reg: np.ndarray, par: np.ndarray) -> None:
+        """Exact answer for points ``ids`` by a ball query of radius ``dbest + h`` (in place)."""
+        lists = self._tree.query_ball_point(P[ids], dbest + self.cover_radius)
+        counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+        flat = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=int(counts.sum()))
+        n_tri = self.num_triangles
+        key = np.unique(np.repeat(np.arange(len(ids)), counts) * n_tri + self._proxy_tri[flat])
+        owner, cand = key // n_tri, key % n_tri                        # sorted by owner
+        d2 = np.empty(len(key))
+        region = np.empty(len(key), dtype=np.int64)
+        prm = np.empty((5, len(key)))
+        for lo in range(0, len(key), self.max_pairs):                  # chunks bound memory only
+            sl = slice(lo, lo + self.max_pairs)
+            d, r_, *pp = self._evaluate(P[ids[owner[sl]]], cand[sl, None])
+            d2[sl], region[sl] = d[:, 0], r_[:, 0]
+            prm[:, sl] = np.stack([x[:, 0] for x in pp])
+        order = np.lexsort((d2, owner))
+        first = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
+        # the ball contains the first-round winner, so every point has a pair
+        tri[ids] = cand[first]
+        reg[ids] = region[first]
+        par[:, ids] = prm[:, first]
+
     def _evaluate(self, P: np.ndarray, idx: np.ndarray):
         """Squared distance and features of points ``P (M, 3)`` to candidates ``idx (M, K)``."""
         C = self._consts[:, idx]                                  # (18, M, K)
@@ -219,22 +306,23 @@ class ClosestTriangleQuery:
         pp = apx * apx + apy * apy + apz * apz
         d20 = apx * C[3] + apy * C[4] + apz * C[5]               # ap . ab
         d21 = apx * C[6] + apy * C[7] + apz * C[8]               # ap . ac
-        # face: projection p' = a + v ab + w ac
+        # face: projection p' = a + v ab + w ac; |p - p'|^2 = pp - v d20 - w d21 at the projection
         v = (d11 * d20 - d01 * d21) * C[13]
         w = (d00 * d21 - d01 * d20) * C[13]
         inside = (v >= 0.0) & (w >= 0.0) & (v + w <= 1.0) & (C[17] > 0.0)
-        dist_f = pp - 2.0 * (v * d20 + w * d21) + v * v * d00 + 2.0 * v * w * d01 + w * w * d11
-        # edges, parameters clamped to the segment
-        t = np.clip(d20 * C[14], 0.0, 1.0)
-        dist_ab = pp - 2.0 * t * d20 + t * t * d00
-        s = np.clip(d21 * C[15], 0.0, 1.0)
-        dist_ac = pp - 2.0 * s * d21 + s * s * d11
+        dist = np.empty((4,) + d20.shape)
+        np.subtract(pp, v * d20 + w * d21, out=dist[0])
+        dist[0][~inside] = np.inf
+        # edges, parameters clamped to the segment: |ap - t ab|^2 = pp - t (2 d20 - t d00)
+        t = np.minimum(np.maximum(d20 * C[14], 0.0), 1.0)
+        np.subtract(pp, t * (2.0 * d20 - t * d00), out=dist[1])
+        s = np.minimum(np.maximum(d21 * C[15], 0.0), 1.0)
+        np.subtract(pp, s * (2.0 * d21 - s * d11), out=dist[2])
         bpbc = d21 - d20 - d01 + d00                              # (p - b) . (c - b)
-        r = np.clip(bpbc * C[16], 0.0, 1.0)
-        dist_bc = pp - 2.0 * d20 + d00 - 2.0 * r * bpbc + r * r * dbc
-        dist = np.stack([np.where(inside, dist_f, np.inf), dist_ab, dist_ac, dist_bc])
+        r = np.minimum(np.maximum(bpbc * C[16], 0.0), 1.0)
+        np.subtract(pp - 2.0 * d20 + d00, r * (2.0 * bpbc - r * dbc), out=dist[3])
         region = dist.argmin(axis=0)
-        best = np.take_along_axis(dist, region[None], axis=0)[0]
+        best = dist.min(axis=0)
         return np.maximum(best, 0.0), region, v, w, t, s, r
 
     def query(self, points: Any) -> ClosestTriangleResult:
@@ -257,28 +345,20 @@ class ClosestTriangleQuery:
         if not np.all(np.isfinite(P)):
             row = int(np.nonzero(~np.isfinite(P).all(axis=1))[0][0])
             raise ValueError(f"query point {row} is non-finite: {P[row].tolist()}")
-        M, T = len(P), self.num_triangles
-        tri = np.zeros(M, dtype=np.int64)
-        reg = np.zeros(M, dtype=np.int64)
-        par = np.zeros((5, M))                                    # v, w, t, s, r of the winner
-        todo = np.arange(M)
-        k = self.k
-        while len(todo):
-            cd, idx = self._tree.query(P[todo], k=k)
-            cd, idx = cd.reshape(len(todo), k), idx.reshape(len(todo), k)
-            d2, region, *params = self._evaluate(P[todo], idx)
-            j = d2.argmin(axis=1)[:, None]
-            tri[todo] = np.take_along_axis(idx, j, axis=1)[:, 0]
-            reg[todo] = np.take_along_axis(region, j, axis=1)[:, 0]
-            for row, p in enumerate(params):
-                par[row, todo] = np.take_along_axis(p, j, axis=1)[:, 0]
-            if k >= T:
-                break
-            dbest = np.sqrt(np.take_along_axis(d2, j, axis=1)[:, 0])
-            # unvisited triangles are >= cd[:, -1] - r_max away; the slack covers rounding of dbest
-            unsure = cd[:, -1] - self._radius_max < dbest * (1.0 + 1e-9) + 1e-12
-            todo = todo[unsure]
-            k = min(2 * k, T)
+        M = len(P)
+        cd, proxy = self._tree.query(P, k=self.k)
+        cd, idx = cd.reshape(M, self.k), self._proxy_tri[proxy.reshape(M, self.k)]
+        d2, region, *params = self._evaluate(P, idx)
+        rows = np.arange(M)
+        j = d2.argmin(axis=1) if M else np.zeros(0, dtype=np.int64)
+        tri, reg, best2 = idx[rows, j], region[rows, j], d2[rows, j]
+        par = np.stack([p[rows, j] for p in params])                    # v, w, t, s, r
+        if self.k < len(self._proxy_tri):
+            # a triangle without a proxy among the k nearest is >= cd[:, -1] - h away
+            dbest = np.sqrt(best2) * (1.0 + 1e-9) + self._slack
+            unsure = np.nonzero(cd[:, -1] - self.cover_radius < dbest)[0]
+            if len(unsure):
+                self._refine(P, unsure, dbest[unsure], tri, reg, par)
         weights = _weights_from_region(reg, *par)
         corners = self.vertices[self.triangles[tri]]              # (M, 3, 3)
         point = np.einsum("mj,mjk->mk", weights, corners)
@@ -290,11 +370,12 @@ class ClosestTriangleQuery:
 def _weights_from_region(reg: np.ndarray, v: np.ndarray, w: np.ndarray, t: np.ndarray,
                          s: np.ndarray, r: np.ndarray) -> np.ndarray:
     """Barycentric weights ``(M, 3)`` from the winning feature and its parameters."""
-    wa = np.select([reg == REGION_FACE, reg == REGION_AB, reg == REGION_AC], [1.0 - v - w, 1.0 - t, 1.0 - s],
-                   0.0)
-    wb = np.select([reg == REGION_FACE, reg == REGION_AB, reg == REGION_BC], [v, t, 1.0 - r], 0.0)
-    wc = np.select([reg == REGION_FACE, reg == REGION_AC, reg == REGION_BC], [w, s, r], 0.0)
-    return np.stack([wa, wb, wc], axis=1)
+    f, e_ab, e_ac, e_bc = (reg == REGION_FACE), (reg == REGION_AB), (reg == REGION_AC), (reg == REGION_BC)
+    out = np.empty((len(reg), 3))
+    out[:, 0] = f * (1.0 - v - w) + e_ab * (1.0 - t) + e_ac * (1.0 - s)
+    out[:, 1] = f * v + e_ab * t + e_bc * (1.0 - r)
+    out[:, 2] = f * w + e_ac * s + e_bc * r
+    return out
 
 
 def projected_area(vertices: Any, triangles: Any, normal: Sequence[float]) -> float:
