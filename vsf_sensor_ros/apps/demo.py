@@ -93,6 +93,9 @@ class DemoConfig:
     sensors: List[SensorInfo]
     tare_samples: int
     node_name: str = "sensor_node"
+    base_params: Dict[str, Any] = field(default_factory=dict)
+    overlay_file: Optional[Path] = None
+    contact_body_names: List[str] = field(default_factory=list)
 
 
 def config_dir() -> Path:
@@ -231,7 +234,9 @@ def resolve_config(args: argparse.Namespace) -> DemoConfig:
     node_key, params = read_params_file(params_file)
     sensors = sensors_from_params(params, params_file)
     assets = args.assets if args.assets is not None else default_assets()
-    if args.world == "kinova":
+    if args.world != "kinova":
+        assets = None  # the embedded world needs no files
+    else:
         if assets is None or not Path(assets).is_dir():
             raise DemoError("the kinova world needs its assets: pass --assets DIR (the folder with "
                             f"kinova_gen3.urdf and punyo_mesh_*.ply) or set VSF_ASSETS; got {assets}")
@@ -240,7 +245,61 @@ def resolve_config(args: argparse.Namespace) -> DemoConfig:
     return DemoConfig(world=args.world, params_file=Path(params_file).resolve(), assets=assets,
                       out=Path(args.out), duration_s=float(args.duration), rate_hz=float(args.rate),
                       seed=int(args.seed), timeout_s=float(timeout), sensors=sensors,
-                      tare_samples=int(params.get("tare_samples", 10)), node_name=node_name or "sensor_node")
+                      tare_samples=int(params.get("tare_samples", 10)), node_name=node_name or "sensor_node",
+                      base_params=params)
+
+
+def _nest(flat: Dict[str, Any]) -> Dict[str, Any]:
+    # "<s>.<key>" -> {s: {key: ...}}: the form every ROS 2 YAML parser reads.
+    out: Dict[str, Any] = {}
+    for k, v in flat.items():
+        head, _, rest = k.partition(".")
+        if rest:
+            out.setdefault(head, {})[rest] = v
+        else:
+            out[k] = v
+    return out
+
+
+def write_demo_overlay(cfg: DemoConfig) -> Path:
+    """Make the sensor node model exactly the sensors the simulator measures.
+
+    The simulator publishes ``<s>/measured`` for the demo sensors of its world
+    (:func:`vsf_sensor_ros.apps.sim_sensors.demo_sensor_specs`, whose settings
+    depend on the world's bubble mesh) in SI units, and indexes contact bodies
+    by its ``contact_body_names``.  This writes ``<out>/sensor_node_demo.yaml``,
+    loaded after the world's parameter file, with those sensors
+    (:func:`~vsf_sensor_ros.apps.sim_sensors.sensor_node_sensor_params`),
+    ``measured_scale: 1.0`` (SI on the wire) and the simulator's body table,
+    which is also passed to the simulator.  ``cfg.sensors``,
+    ``cfg.overlay_file`` and ``cfg.contact_body_names`` are updated.
+
+    Raises:
+        DemoError: the world's assets cannot be loaded.
+    """
+    import yaml
+
+    from vsf_sensor_ros.apps.contact_sim_node import PARAMS as SIM_PARAMS
+    from vsf_sensor_ros.apps.sim_sensors import demo_sensor_specs, sensor_node_sensor_params
+    from vsf_sensor_ros.apps.sim_world import load_assets
+    try:
+        assets = load_assets(cfg.world, None if cfg.assets is None else str(cfg.assets))
+    except (OSError, ValueError) as exc:
+        raise DemoError(f"cannot load the {cfg.world} world's assets: {exc}") from exc
+    overlay = sensor_node_sensor_params(list(demo_sensor_specs(assets).values()))
+    for name in overlay["sensors"]:
+        overlay[f"{name}.measured_scale"] = 1.0
+    cfg.contact_body_names = [str(b) for b in SIM_PARAMS["contact_body_names"][0]]
+    overlay["contact_body_names"] = list(cfg.contact_body_names)
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    path = (cfg.out / "sensor_node_demo.yaml").resolve()
+    path.write_text("# Written by the demo: the simulator's demo sensors and body table for the\n"
+                    "# sensor node,"
+                    f" loaded after {cfg.params_file}.\n"
+                    + yaml.safe_dump({cfg.node_name: {"ros__parameters": _nest(overlay)}}, sort_keys=False))
+    cfg.overlay_file = path
+    cfg.sensors = sensors_from_params({**cfg.base_params, **overlay}, path)
+    return path
 
 
 # -- the session ------------------------------------------------------------------------------
@@ -387,9 +446,11 @@ def node_command(cfg: DemoConfig) -> List[str]:
     The node keeps its calibration in ``<out>/calibration.yaml`` (written by
     ``save_calibration`` after the tare) and does not tare on its own.
     """
-    cmd = [sys.executable, "-m", NODE_MODULE, "--ros-args", "--params-file", str(cfg.params_file),
-           "-p", f"calibration_file:={(cfg.out / 'calibration.yaml').resolve()}",
-           "-p", "tare_on_start:=false"]
+    cmd = [sys.executable, "-m", NODE_MODULE, "--ros-args", "--params-file", str(cfg.params_file)]
+    if cfg.overlay_file is not None:
+        cmd += ["--params-file", str(cfg.overlay_file)]
+    cmd += ["-p", f"calibration_file:={(cfg.out / 'calibration.yaml').resolve()}",
+            "-p", "tare_on_start:=false"]
     if cfg.assets is not None:
         cmd += ["-p", f"assets_dir:={cfg.assets}"]
     return cmd
@@ -408,6 +469,8 @@ def sim_command(cfg: DemoConfig) -> List[str]:
            "-p", f"sim_dt:={1.0 / cfg.rate_hz!r}", "-p", f"physics_dt:={min(0.001, 1.0 / cfg.rate_hz)!r}",
            "-p", f"duration_s:={cfg.duration_s!r}", "-p", f"seed:={cfg.seed}",
            "-p", "wait_for_subscribers:=2", "-p", "exit_on_done:=true"]
+    if cfg.contact_body_names:
+        cmd += ["-p", f"contact_body_names:=[{','.join(cfg.contact_body_names)}]"]
     if cfg.assets is not None:
         cmd += ["-p", f"assets_dir:={cfg.assets}"]
     return cmd
@@ -781,6 +844,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     cfg.out.mkdir(parents=True, exist_ok=True)
     _clean_out(cfg.out)
     logs_dir = cfg.out / "logs"
+    try:
+        write_demo_overlay(cfg)
+    except DemoError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     domain_id = free_domain_id()
     apply_localhost_env(domain_id)
     session: Optional[SessionResult] = None
