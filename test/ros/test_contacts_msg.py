@@ -14,7 +14,7 @@ from sensor_msgs.msg import PointCloud2, PointField
 
 from vsf_sensor_ros.ros.contacts_msg import (CONTACT_FIELDS, DECODE_REASONS, ContactsDecodeError,
                                              contacts_to_pointcloud2, pointcloud2_to_contacts)
-from vsf_sensor_ros.sensor.state import ContactState
+from vsf_sensor_ros.sensor.state import ContactState, validate_contact_state
 
 BODIES = ["punyo", "object", "table"]
 F32, F64, U16, U32, I32 = PointField.FLOAT32, PointField.FLOAT64, PointField.UINT16, PointField.UINT32, \
@@ -234,6 +234,7 @@ def test_round_trip_float64_is_exact_with_elems_normals_and_depths():
     dec = pointcloud2_to_contacts(msg, BODIES)
     assert list(dec.contacts) == list(contacts)
     for p, c in contacts.items():
+        validate_contact_state(dec.contacts[p])     # decoded states meet ContactState's invariants
         assert torch.equal(dec.contacts[p].points, c.points)
         assert torch.equal(dec.contacts[p].forces, c.forces)
         np.testing.assert_array_equal(dec.normals[p], normals[p])

@@ -26,6 +26,7 @@ message buffer, with no per-point Python loop.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -132,7 +133,14 @@ def _trusted_contact_state(points: torch.Tensor, forces: torch.Tensor, elems1: O
     re-checking per pair costs more than the decode itself at 1 kHz.
     """
     c = ContactState.__new__(ContactState)
-    c.points, c.forces, c.elems1, c.elems2 = points, forces, elems1, elems2
+    values = {"points": points, "forces": forces, "elems1": elems1, "elems2": elems2}
+    for f in dataclasses.fields(ContactState):   # any field added later keeps its default
+        if f.name in values:
+            setattr(c, f.name, values[f.name])
+        elif f.default is not dataclasses.MISSING:
+            setattr(c, f.name, f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            setattr(c, f.name, f.default_factory())
     return c
 
 
