@@ -513,3 +513,78 @@ def test_jacobian_rows_follow_hasForce():
     J = s.measurement_force_jacobian(state_with([[0, 0, 0]], [[0, 0, -1.0]]))[("link", "obj")]
     assert J.shape == (2, 1, 3)
     assert J.tolist() == [[[0.0, 0.0, 0.0]], [[0.0, 0.0, 1.0]]]
+
+
+# --------------------------------------------------------------------------- against Klampt's simulator
+PAD_URDF = """<?xml version="1.0"?>
+<robot name="pad">
+  <link name="world"/>
+  <joint name="fix" type="fixed"><parent link="world"/><child link="base"/><origin xyz="0 0 0"/></joint>
+  <link name="base">
+    <inertial><mass value="1.0"/>
+      <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>
+  </link>
+  <joint name="weld" type="fixed"><parent link="base"/><child link="pad"/><origin xyz="0 0 0"/></joint>
+  <link name="pad">
+    <inertial><mass value="1.0"/>
+      <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>
+    <collision><origin xyz="0 0 -0.05"/><geometry><box size="0.4 0.4 0.1"/></geometry></collision>
+  </link>
+</robot>
+"""
+
+
+def test_agrees_with_klampts_own_sensor_for_a_block_resting_on_a_pad(tmp_path):
+    # A 1 kg block rests on a fixed pad in Klampt's ODE simulator.  Klampt's own ContactSensor
+    # (patch 0.4 m square, tolerance 1 cm) reads force_z ~ -9.75 N: the weight pushes the link down.
+    # Our model, given the simulator's contact points and the forces *on the link*
+    # (sim.getContactForces(block, link)), must agree with it.
+    klampt = pytest.importorskip("klampt")
+    from klampt.model.create import primitives
+    urdf = tmp_path / "pad.urdf"
+    urdf.write_text(PAD_URDF)
+    w = klampt.WorldModel()
+    assert w.loadElement(str(urdf)) >= 0
+    robot = w.robot(0)
+    block = w.makeRigidObject("block")
+    block.geometry().set(primitives.box(0.1, 0.1, 0.1, center=(0, 0, 0)))
+    mass = block.getMass()
+    mass.setMass(1.0)
+    block.setMass(mass)
+    block.setTransform([1, 0, 0, 0, 1, 0, 0, 0, 1], [0.03, -0.02, 0.06])
+    sim = klampt.Simulator(w)
+    sim.setGravity([0, 0, -9.8])
+    ctrl = sim.controller(0)
+    settings = {"link": str(robot.link("pad").getIndex()), "patchMin": "-0.2 -0.2", "patchMax": "0.2 0.2",
+                "patchTolerance": "0.01", "hasForce": "1 1 1 "}
+    ks = ctrl.addSensor("cs", "ContactSensor")
+    for k, v in settings.items():
+        ks.setSetting(k, v)
+    ours = ContactSensor.from_klampt_settings(
+        "cs", settings, link_names=[robot.link(i).getName() for i in range(robot.numLinks())])
+    assert ours.link == "pad"
+    lid, bid = robot.link("pad").getID(), block.getID()
+    sim.enableContactFeedback(lid, bid)
+    ours_z, klampt_z = [], []
+    for step in range(300):
+        sim.simulate(0.01)
+        if step < 150:
+            continue
+        pts = np.array(sim.getContacts(lid, bid)).reshape(-1, 7)[:, :3]
+        on_link = np.array(sim.getContactForces(bid, lid)).reshape(-1, 3)
+        R, t = robot.link("pad").getTransform()
+        T_pad = np.eye(4)
+        T_pad[:3, :3] = np.array(R).reshape(3, 3).T      # Klampt so3 lists are column-major
+        T_pad[:3, 3] = t
+        st = SimState({"pad": torch.tensor(T_pad), "block": torch.eye(4, dtype=F64)}, {},
+                      {("pad", "block"): ContactState(torch.tensor(pts), torch.tensor(on_link))})
+        y = ours.predict(st)
+        k = ctrl.sensor("cs").getMeasurements()
+        assert y[0].item() == k[0] == 1.0
+        ours_z.append(y[3].item())
+        klampt_z.append(k[3])
+    # ODE contacts chatter, so single steps differ by up to ~2 N between the two samplings; over
+    # 150 steps the support force of a resting block averages to its weight m*g in both.
+    assert len(ours_z) == 150
+    assert np.mean(ours_z) == pytest.approx(np.mean(klampt_z), abs=0.05)
+    assert np.mean(ours_z) == pytest.approx(-9.8, abs=0.1)
