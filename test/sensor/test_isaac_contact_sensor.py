@@ -374,3 +374,16 @@ def test_dtype_follows_state_and_mismatch_is_rejected():
                    {("body", "obj"): ContactState(torch.zeros(1, 3), torch.ones(1, 3))})
     with pytest.raises(ValueError, match="float32"):
         sensor().predict(bad)
+
+
+def test_raw_data_lists_contacts_with_their_radius_membership():
+    cs = ContactSensorInterface()
+    h = cs.add_sensor_on_body("body", CsProperties(radius=0.1))
+    extra = {("body", "other"): ContactState(torch.tensor([[0.05, 0.0, 0.0]], dtype=F64),
+                                             torch.tensor([[0.0, 1.0, 0.0]], dtype=F64))}
+    st = state_with([[0.0, 0.0, 0.0], [0.2, 0.0, 0.0]], [[0.0, 0.0, 2.0], [0.0, 0.0, 3.0]], extra=extra)
+    raw = cs.get_contact_sensor_raw_data(h, st)
+    assert raw.body0 == ["body"] * 3 and raw.body1 == ["obj", "obj", "other"]
+    assert raw.in_radius.tolist() == [True, False, True]       # 0, 0.2 and 0.05 m from the origin
+    assert raw.force.tolist() == [[0.0, 0.0, 2.0], [0.0, 0.0, 3.0], [0.0, 1.0, 0.0]]
+    assert raw.position[1].tolist() == [0.2, 0.0, 0.0]

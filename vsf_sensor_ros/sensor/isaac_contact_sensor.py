@@ -138,6 +138,25 @@ class CsSensorReading:
     isValid: bool = False
 
 
+@dataclass
+class CsRawData:
+    """Raw contacts seen by a sensor (seed ``CsRawData``, with forces instead of impulses).
+
+    Attributes:
+        body0: sensor body name per contact (length N).
+        body1: other body name per contact.
+        position: ``(N, 3)`` contact points, world frame, m.
+        force: ``(N, 3)`` forces applied to ``body0``, world frame, N.
+        in_radius: ``(N,)`` bool, the contact counts for this sensor.
+    """
+
+    body0: List[str]
+    body1: List[str]
+    position: torch.Tensor
+    force: torch.Tensor
+    in_radius: torch.Tensor
+
+
 def _property(name: str) -> property:
     def fget(self: "IsaacContactSensor") -> Any:
         return getattr(self._props, name)
@@ -277,6 +296,18 @@ class IsaacContactSensor(BaseSensor):
         """Instantaneous reading at ``time`` (s) without touching the sensor's clock or buffer."""
         y = self.predict(state)
         return CsSensorReading(float(time), float(y[1]), bool(y[0] > 0), True)
+
+    def get_contact_sensor_raw_data(self, state: SimState) -> CsRawData:
+        """The contacts on the sensor's body in ``state`` and which of them are inside the radius.
+
+        Raises:
+            ValueError: as ``predict``.
+        """
+        pairs = self._check_state(state)
+        inside, _ = self._net_force(state)
+        pts, frc = state.contacts_on_body(self.attachModelName, local=False)
+        names = [b for (_, b) in pairs for _ in range(len(state.contacts[(self.attachModelName, b)]))]
+        return CsRawData([self.attachModelName] * len(names), names, pts.detach(), frc.detach(), inside)
 
     def _jacobian_all(self, state: SimState) -> Tuple[torch.Tensor, List[Pair], List[int]]:
         pairs = self._check_state(state)
@@ -459,6 +490,10 @@ class ContactSensorInterface:
     def get_sensor_readings(self, handle: int) -> List[CsSensorReading]:
         """Buffered samples of one sensor since the last call; clears its buffer."""
         return self._get(handle).get_sensor_readings()
+
+    def get_contact_sensor_raw_data(self, handle: int, state: SimState) -> CsRawData:
+        """Raw contacts of one sensor's body in ``state`` (see ``IsaacContactSensor``)."""
+        return self._get(handle).get_contact_sensor_raw_data(state)
 
     def update(self, state: SimState, time: float) -> Dict[int, Optional[CsSensorReading]]:
         """Update every sensor at ``time`` (s); returns ``{handle: sample or None}``.
