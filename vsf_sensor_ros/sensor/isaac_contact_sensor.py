@@ -92,6 +92,9 @@ class CsProperties:
         position: 3 floats, m, sensor position in the body frame.
 
     Defaults: whole body, no thresholds, a sample every update, at the body origin.
+    (The seed's C++ struct defaults to radius 0 and maxThreshold 0, and its
+    creation command to radius -1 and maxThreshold 100000 N; a default that
+    clamps every reading to 0 helps nobody, so ``maxThreshold`` defaults to inf.)
     """
 
     radius: float = -1.0
