@@ -684,11 +684,9 @@ class SensorNode(Node):
         calibrator = self._TareCalibrator(num_samples=n, output_key=TARE_KEY)
         if hasattr(calibrator, "compatible") and not calibrator.compatible(h.sensor):
             return False, f"{h.name}: cannot tare: {h.config.type} has no tare calibration"
-        before = h.sensor.get_calibration()
         try:
             used = tare_sensor(h.sensor, samples, calibrator)
         except (ValueError, RuntimeError) as exc:
-            h.sensor.set_calibration(before)
             return False, f"{h.name}: cannot tare: {exc}"
         cal = h.sensor.get_calibration()
         unit = enc.KIND_UNITS[h.layout.kind]

@@ -96,12 +96,29 @@ def select_samples(pairs: Sequence[PairedSample], n: int) -> Tuple[List[PairedSa
 def tare_sensor(sensor: BaseSensor, samples: Sequence[PairedSample], calibrator: Any) -> int:
     """Run ``calibrator`` (a ``TareCalibrator``) over ``samples`` and apply its result.
 
-    Entries a measured message does not carry (NaN) are replaced by the
-    sample's prediction, so the tare leaves them unchanged.
+    The previous calibration is cleared first, so the replayed predictions
+    are the raw (untared) model and a second tare does not stack on the
+    first; on any error the previous calibration is restored.  Entries a
+    measured message does not carry (NaN) are replaced by the sample's raw
+    prediction, so the tare leaves them at zero offset.
 
     Returns:
         The number of samples the calibrator used.
+
+    Raises:
+        ValueError / RuntimeError: from the calibrator or the sensor
+            (calibration restored).
     """
+    before = sensor.get_calibration()
+    sensor.set_calibration({})
+    try:
+        return _calibrate(sensor, samples, calibrator)
+    except Exception:
+        sensor.set_calibration(before)
+        raise
+
+
+def _calibrate(sensor: BaseSensor, samples: Sequence[PairedSample], calibrator: Any) -> int:
     sim = ReplaySimulator(sensor, [s.state for s in samples])
     observations = []
     for i, s in enumerate(samples):
@@ -115,13 +132,27 @@ def tare_sensor(sensor: BaseSensor, samples: Sequence[PairedSample], calibrator:
     return int(calibrator.calibrate(sensor, sim, commands, observations))
 
 
+def _array(val: Any) -> np.ndarray:
+    if hasattr(val, "detach"):
+        val = val.detach().cpu().numpy()
+    return np.asarray(val, dtype=np.float64).reshape(-1)
+
+
+def effective_offset(calibration: Dict[str, Any], key: str) -> Optional[np.ndarray]:
+    """What the tare adds to the raw model: ``tare − tare_sim_avg`` (``tare`` alone when no average)."""
+    if key not in calibration:
+        return None
+    off = _array(calibration[key])
+    if "tare_sim_avg" in calibration:
+        off = off - _array(calibration["tare_sim_avg"])
+    return off
+
+
 def format_offset(calibration: Dict[str, Any], key: str, unit: str, names: Sequence[str]) -> str:
-    """Human text of the tare entry: ``pressure=101325 Pa`` or ``3V entries, max |.| = .. N``."""
-    val = calibration.get(key)
-    if val is None:
+    """Human text of the effective offset: ``pressure=101325 Pa`` or a summary for long vectors."""
+    arr = effective_offset(calibration, key)
+    if arr is None:
         return f"(no '{key}' in calibration)"
-    arr = np.asarray(val.detach().cpu().numpy() if hasattr(val, "detach") else val,
-                     dtype=np.float64).reshape(-1)
     if arr.size <= 4:
         labels = list(names) if len(names) == arr.size else [f"[{i}]" for i in range(arr.size)]
         return ", ".join(f"{k}={v:.9g} {unit}" for k, v in zip(labels, arr))

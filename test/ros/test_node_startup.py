@@ -1,0 +1,116 @@
+"""sensor_node start-up: configuration errors end the process with one message; shipped configs run.
+
+Every case starts the real node process (``main()``): a configuration error must give a non-zero
+exit code and exactly one log line naming the parameter and its value, with no traceback.  The
+error cases run in parallel (they share nothing) to keep the suite short.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from sensor_msgs.msg import FluidPressure, JointState, PointCloud2
+
+from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+from vsf_sensor_ros.sensor import ContactState
+
+from .node_helpers import FIXTURES, ROOT, NodeProcess, Probe, joint_state, write_params
+
+BAD_CONFIGS = {
+    "missing_mesh": ({"bodies": ["pad"], "pad.mesh": "/nonexistent/pad.ply", "pad.parent_link": "tool_link"},
+                     "pad.mesh", "/nonexistent/pad.ply"),
+    "unknown_link": ({"bodies": ["pad"], "pad.mesh": str(FIXTURES / "punyo_mesh_partial.ply"),
+                      "pad.parent_link": "no_such_link"}, "pad.parent_link", "no_such_link"),
+    "unknown_type": ({"sensors": ["s"], "s.type": "FooSensor", "s.attachment": "punyo"},
+                     "s.type", "FooSensor"),
+    "no_triangle_mesh": ({"sensors": ["s"], "s.type": "PunyoDenseForceSensor", "s.attachment": "world"},
+                         "s.attachment", "world"),
+    "unknown_attachment": ({"sensors": ["s"], "s.type": "PunyoPressureSensor", "s.attachment": "nobody"},
+                           "s.attachment", "nobody"),
+    "bad_setting": ({"sensors": ["s"], "s.type": "ContactSensor", "s.attachment": "tool_link",
+                     "s.fSaturation": [1.0, -2.0, 1.0]}, "s.fSaturation", "[1.0, -2.0, 1.0]"),
+    "missing_urdf": ({"robot_description_path": "/nonexistent/robot.urdf"}, "robot_description_path",
+                     "/nonexistent/robot.urdf"),
+}
+
+
+def test_configuration_errors_stop_the_node_with_one_message(tmp_path, rclpy_context):
+    if not FIXTURES.is_dir():
+        BAD_CONFIGS.pop("unknown_link")
+    procs = {}
+    for case, (params, _, _) in BAD_CONFIGS.items():
+        f = write_params(tmp_path / f"{case}.yaml", params)
+        procs[case] = NodeProcess(f, tmp_path / f"{case}.log").start()
+    for case, proc in procs.items():
+        code = proc.wait(timeout=60)
+        out = proc.output()
+        _, parameter, value = BAD_CONFIGS[case]
+        lines = [ln for ln in out.splitlines() if "configuration error" in ln]
+        assert code != 0, f"{case}: exited {code}\n{out[-2000:]}"
+        assert len(lines) == 1, f"{case}: {out[-2000:]}"
+        assert f"'{parameter}'" in lines[0] and value in lines[0], f"{case}: {lines[0]}"
+        assert "Traceback" not in out, f"{case}: {out[-3000:]}"
+
+
+def test_shipped_embedded_config_starts_and_predicts(tmp_path, rclpy_context):
+    proc = NodeProcess(ROOT / "config" / "sensor_node.yaml", tmp_path / "node.log").start()
+    probe = Probe("embedded_config_probe")
+    try:
+        got = probe.listen("/punyo_pressure/predicted", FluidPressure)
+        assert probe.wait_for_subscriber("/contacts", PointCloud2, timeout=30.0), proc.output()[-3000:]
+        probe.spin_for(0.5)
+        from vsf_sensor_ros.embedded_world import embedded_world
+        names = embedded_world().body_names
+        msg = contacts_to_pointcloud2({}, names, stamp=None, frame_id="world")
+        msg.header.stamp.sec = 5
+        probe.send("/contacts", msg)
+        assert probe.spin_until(lambda: len(got) > 0, 10.0), proc.output()[-3000:]
+        # uncalibrated, no contact: zero gauge pressure
+        assert got[0].fluid_pressure == 0.0 and got[0].header.stamp.sec == 5
+    finally:
+        probe.destroy_node()
+        code = proc.stop()
+    assert code == 0 and "Traceback" not in proc.output()
+
+
+def test_kinova_fixture_config_runs(tmp_path, rclpy_context):
+    if not (FIXTURES / "kinova_gen3.urdf").is_file():
+        pytest.skip(f"Kinova/Punyo fixtures absent at {FIXTURES}")
+    env = dict(os.environ)
+    # VSF_ASSETS wins over assets_dir: point it at a copy to prove the override is used
+    assets = tmp_path / "assets"
+    shutil.copytree(FIXTURES, assets)
+    env["VSF_ASSETS"] = str(assets)
+    proc = NodeProcess(ROOT / "config" / "kinova_punyo.yaml", tmp_path / "node.log", env=env).start()
+    probe = Probe("kinova_probe")
+    try:
+        got = probe.listen("/punyo_pressure/predicted", FluidPressure)
+        forces = probe.listen("/punyo_force/predicted", PointCloud2)
+        assert probe.wait_for_subscriber("/contacts", PointCloud2, timeout=30.0), proc.output()[-3000:]
+        assert probe.wait_for_subscriber("/joint_states", JointState)
+        probe.send("/joint_states", joint_state(["Actuator2", "Actuator4"], [0.3, 1.2]))
+        probe.spin_for(0.3)
+        from vsf_sensor_ros.embedded_world import kinova_world
+        w = kinova_world(assets)
+        w.set_joint_positions(["Actuator2", "Actuator4"], [0.3, 1.2])
+        T = w.body_transform("punyo")
+        # one contact on vertex 0 of the real mesh, pressing along the mesh's -z (into the bubble)
+        V = np.asarray(w.body_mesh("punyo").vertices)
+        p = T[:3, :3] @ V[0] + T[:3, 3]
+        f = T[:3, :3] @ np.array([0.0, 0.0, -2.0])
+        cs = {("punyo", "world"): ContactState(torch.tensor(p[None], dtype=torch.float64),
+                                               torch.tensor(f[None], dtype=torch.float64),
+                                               torch.tensor([0]), torch.tensor([-1]))}
+        msg = contacts_to_pointcloud2(cs, w.body_names, stamp=None, frame_id="world")
+        msg.header.stamp.sec = 7
+        probe.send("/contacts", msg)
+        assert probe.spin_until(lambda: got and forces, 10.0), proc.output()[-3000:]
+        assert got[0].header.frame_id == "punyo" and got[0].fluid_pressure > 0.0
+        assert forces[0].width == len(V)
+    finally:
+        probe.destroy_node()
+        code = proc.stop()
+    assert code == 0 and "Traceback" not in proc.output()
