@@ -1,0 +1,122 @@
+"""Validation helpers shared by the Punyo sensor models (private to ``vsf_sensor_ros.sensor``)."""
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+
+import numpy as np
+import torch
+
+from .state import ContactState, SimState
+
+
+def body_pose(state: SimState, name: str) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Rotation ``R`` (3, 3) and translation ``t`` (3,) of body ``name`` (body -> world).
+
+    Raises:
+        ValueError: unknown body (the state's own message, naming it and the
+            known bodies), a transform that is not ``(4, 4)`` or has NaN/inf.
+    """
+    state.bodies_in_contact(name)                       # raises ValueError naming unknown bodies
+    T = state.body_transforms[name]
+    if not isinstance(T, torch.Tensor) or T.shape != (4, 4):
+        shape = tuple(T.shape) if isinstance(T, torch.Tensor) else type(T).__name__
+        raise ValueError(f"body {name!r}: transform must be a (4, 4) tensor, got {shape}")
+    if not bool(torch.isfinite(T).all()):
+        raise ValueError(f"body {name!r}: transform has a non-finite entry: {T.tolist()}")
+    return T[:3, :3], T[:3, 3]
+
+
+def gather_contacts(state: SimState, name: str, pairs: List[Tuple[str, str]]
+                    ) -> Tuple[List[ContactState], List[int]]:
+    """Contact states of ``pairs`` (``(name, other)``, in order) and the concatenation offsets."""
+    states = state.contact_states_on_body(name)
+    offsets = [0]
+    for c in states:
+        offsets.append(offsets[-1] + len(c))
+    return states, offsets
+
+
+def check_config_keys(cls_name: str, type_name: str, name: str, config: Mapping[str, Any],
+                      allowed: Iterable[str]) -> str:
+    """Validate a sensor config dict's keys and return its ``attachment``.
+
+    ``config`` may hold ``type`` (must equal ``type_name``), ``attachment``
+    (required, non-empty string) and the keys in ``allowed``.
+
+    Raises:
+        ValueError: unknown key(s) (named, with the allowed ones), wrong
+            ``type``, missing or empty ``attachment``.
+    """
+    allowed_all = set(allowed) | {"attachment", "type"}
+    unknown = sorted(str(k) for k in config if k not in allowed_all)
+    if unknown:
+        raise ValueError(f"{cls_name} {name!r}: unknown config key(s) {', '.join(map(repr, unknown))}; "
+                         f"allowed: {', '.join(sorted(allowed_all))}")
+    if "type" in config and config["type"] != type_name:
+        raise ValueError(f"{cls_name} {name!r}: config 'type' is {config['type']!r}, "
+                         f"expected {type_name!r}")
+    body = config.get("attachment")
+    if not isinstance(body, str) or not body.strip():
+        raise ValueError(f"{cls_name} {name!r}: config needs 'attachment' (a body name), got {body!r}")
+    return body.strip()
+
+
+def check_model_name(model: Any, expected: str, sensor: str) -> None:
+    """Reject a Klampt-like model (with ``getName()``) whose name is not ``expected``."""
+    get = getattr(model, "getName", None)
+    if callable(get):
+        got = get()
+        if got != expected:
+            raise ValueError(f"sensor {sensor!r} is attached to body {expected!r} but was given "
+                             f"body {got!r}")
+
+
+def as_vector(value: Any, label: str, length: Optional[int]) -> np.ndarray:
+    """``value`` (array-like, torch tensor or scalar) as a finite float64 ``(length,)`` copy.
+
+    A 0-d value is accepted when ``length == 1``.
+
+    Raises:
+        ValueError: wrong size or non-finite entries, naming ``label``.
+    """
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    try:
+        arr = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{label} must be numeric, got {value!r}") from exc
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1 or (length is not None and arr.shape[0] != length):
+        want = f"({length},)" if length is not None else "1-D"
+        raise ValueError(f"{label} must have shape {want}, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{label} has non-finite entries: {arr.tolist()[:8]}")
+    return arr
+
+
+def parse_tare(calib: Mapping[str, Any], sensor: str, length: Optional[int]
+               ) -> Dict[str, np.ndarray]:
+    """Validate a ``{'tare': ..., 'tare_sim_avg': ...}`` dict (both optional; None = absent).
+
+    Returns the entries present as float64 ``(length,)`` arrays; ``{}`` clears.
+
+    Raises:
+        ValueError: unknown keys (named), ``tare_sim_avg`` without ``tare``,
+            wrong lengths or non-finite values.
+    """
+    if not isinstance(calib, Mapping):
+        raise ValueError(f"sensor {sensor!r}: calibration must be a dict, got {type(calib).__name__}")
+    unknown = sorted(str(k) for k in calib if k not in ("tare", "tare_sim_avg"))
+    if unknown:
+        raise ValueError(f"sensor {sensor!r}: unknown calibration key(s) {', '.join(map(repr, unknown))}; "
+                         "known: 'tare', 'tare_sim_avg'")
+    out: Dict[str, np.ndarray] = {}
+    if calib.get("tare") is not None:
+        out["tare"] = as_vector(calib["tare"], f"sensor {sensor!r}: calibration 'tare'", length)
+    if calib.get("tare_sim_avg") is not None:
+        if "tare" not in out:
+            raise ValueError(f"sensor {sensor!r}: calibration has 'tare_sim_avg' but no 'tare'")
+        out["tare_sim_avg"] = as_vector(calib["tare_sim_avg"],
+                                        f"sensor {sensor!r}: calibration 'tare_sim_avg'", length)
+    return out
