@@ -61,7 +61,8 @@ from ..sensor.base import BaseSensor
 from . import outputs as enc
 from .contacts_msg import ContactsDecodeError, pointcloud2_to_contacts
 from .diagnostics import InputStats, SensorStats, build_diagnostics
-from .params import (BODY_SPECS, BODY_KEYS, NODE_SPECS, SENSOR_KEYS, SENSOR_SETTINGS, ConfigError,
+from .params import (BODY_KEYS, BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, SENSOR_KEYS,
+                     SENSOR_SETTINGS, ConfigError,
                      SensorConfig, Spec, check_name, check_value, effective_assets_dir,
                      qos_reliability, resolve_path, sensor_specs, transform_from_params)
 from .tare import (PairedSample, calibration_from_yaml, calibration_to_yaml, format_offset,
@@ -166,6 +167,9 @@ class SensorNode(Node):
         self._dense_vertex_counts: Dict[str, int] = {}
 
         self._tare_samples = int(p["tare_samples"])
+        # live scalars read per message, refreshed by _apply
+        self._live = {k: p[k] for k in ("markers_max_rate", "marker_force_scale", "max_stamp_difference",
+                                        "tare_on_start")}
         self._sensor_from_config, self._TareCalibrator = _sensor_api()
         sensors = list(p["sensors"] or [])
         self._check_sensor_list(sensors)
@@ -302,7 +306,7 @@ class SensorNode(Node):
             if key not in staged and self.has_parameter(full) and not self._is_declared_by_us(full):
                 staged[key] = self.get_parameter(full).value
         values: Dict[str, Any] = {}
-        type_spec = sensor_specs_common("type")
+        type_spec = next(s for s in SENSOR_COMMON_SPECS if s.key == "type")
         values["type"] = self._declare_key(name, type_spec, staged)
         t = values["type"]
         if t not in SENSOR_SETTINGS:
@@ -575,12 +579,12 @@ class SensorNode(Node):
                     self._p["world_frame"]))
             in_contact = self._reading_contact(h, values, len(pts))
             h.stats.contact = in_contact
-            rate = self.get_parameter("markers_max_rate").value
+            rate = self._live["markers_max_rate"]
             if h.pub_markers is not None and (rate <= 0 or now - h.last_marker_time >= 1.0 / rate):
                 h.last_marker_time = now
                 h.pub_markers.publish(enc.encode_markers(
                     h.name, h.layout, self._p["world_frame"], stamp, pts.cpu().numpy(), frc.cpu().numpy(),
-                    values, self.get_parameter("marker_force_scale").value, in_contact))
+                    values, self._live["marker_force_scale"], in_contact))
             h.stats.record_publish(time.perf_counter() - t_recv)
             h.stats.reading = enc.summary_text(h.name, h.layout, values)
             self._push_prediction(h, stamp_ns, values, state, len(pts) == 0)
@@ -623,7 +627,7 @@ class SensorNode(Node):
         """Index of the buffered stamp nearest ``stamp_ns`` within ``max_stamp_difference``."""
         if not stamps:
             return None
-        tol = int(round(self.get_parameter("max_stamp_difference").value * 1e9))
+        tol = int(round(self._live["max_stamp_difference"] * 1e9))
         i = bisect.bisect_left(stamps, stamp_ns)
         best = None
         for j in (i - 1, i):
@@ -668,7 +672,7 @@ class SensorNode(Node):
         h.pub_residual.publish(enc.encode_vector(h.layout, residual, enc.ns_to_stamp(stamp_ns)))
         h.stats.residuals_published += 1
         h.pairs.append(PairedSample(stamp_ns, measured, state, contact_free))
-        if self.get_parameter("tare_on_start").value and not h.tared_on_start:
+        if self._live["tare_on_start"] and not h.tared_on_start:
             samples, _ = select_samples(list(h.pairs), self._tare_samples)
             if len(samples) >= self._tare_samples:
                 ok, text = self._tare(h)
@@ -867,6 +871,9 @@ class SensorNode(Node):
             return
         if "tare_samples" in plan["scalars"]:
             self._tare_samples = int(plan["scalars"]["tare_samples"])
+        for key in self._live:
+            if key in plan["scalars"]:
+                self._live[key] = plan["scalars"][key]
         for name, (cfg, sensor, layout) in plan["rebuild"].items():
             h = self._handles.get(name)
             if h is None:
@@ -896,12 +903,6 @@ class SensorNode(Node):
                 self._install(cfg, sensor, layout)
                 self.get_logger().info(f"sensor {name!r} ({cfg.type} on {cfg.values['attachment']}) added")
             self._sensor_list = list(new)
-
-
-def sensor_specs_common(key: str) -> Spec:
-    """The common sensor spec called ``key``."""
-    from .params import SENSOR_COMMON_SPECS
-    return next(s for s in SENSOR_COMMON_SPECS if s.key == key)
 
 
 def main(args: Optional[List[str]] = None) -> int:
