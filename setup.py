@@ -22,6 +22,7 @@ setup(
         "scipy",
         "torch>=2.0",
         "trimesh",
+        "shapely>=2.0",
         "rtree",
         "klampt>=0.10",
         "pyyaml",

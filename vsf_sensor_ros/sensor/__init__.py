@@ -1,10 +1,18 @@
 """ROS-free sensor models with the seed ``vsf.sensor`` API (imports without rclpy)."""
 from .base import BaseCalibrator, BaseSensor, SparseJacobian
+from .calibration import TareCalibrator, TareSimulator
+from .config import calibration_from_config, register_sensor_type, sensor_class, sensor_from_config
 from .isaac_contact_sensor import ContactSensorInterface, CsProperties, CsSensorReading, IsaacContactSensor
 from .klampt_contact_sensor import ContactSensor
+from .mesh import ClosestTriangleQuery, ClosestTriangleResult, projected_area, triangle_mesh_of
+from .punyo_dense_force import PunyoDenseForceSensor
+from .punyo_pressure import PunyoPressureSensor
 from .state import ContactState, SimState
 
 __all__ = [
     "ContactSensor", "ContactSensorInterface", "CsProperties", "CsSensorReading", "IsaacContactSensor",
     "BaseCalibrator", "BaseSensor", "ContactState", "SimState", "SparseJacobian",
+    "ClosestTriangleQuery", "ClosestTriangleResult", "PunyoDenseForceSensor", "PunyoPressureSensor",
+    "TareCalibrator", "TareSimulator", "calibration_from_config", "projected_area", "register_sensor_type",
+    "sensor_class", "sensor_from_config", "triangle_mesh_of",
 ]

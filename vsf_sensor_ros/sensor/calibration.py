@@ -1,0 +1,161 @@
+"""Tare calibration against a contact-free simulation (seed ``vsf.sensor.TareCalibrator``)."""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Dict, List, Mapping, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from ._punyo_common import as_vector
+from .base import BaseCalibrator, BaseSensor
+from .state import SimState
+
+__all__ = ["TareCalibrator", "TareSimulator"]
+
+
+@runtime_checkable
+class TareSimulator(Protocol):
+    """What :meth:`TareCalibrator.calibrate` needs from a simulator (the seed's
+    ``QuasistaticVSFSimulator`` has it; so can a thin adapter over any other).
+
+    * ``step(command, dt)`` advances one step (``dt`` = 0.1 s, as the seed);
+    * ``state()`` returns the :class:`SimState` after the step;
+    * ``measurements()`` returns ``{sensor name: predicted measurement}``
+      (array-like or tensor of ``len(sensor.measurement_names())``) for the
+      current state, computed with the *same* sensor object being
+      calibrated, so it sees the calibration cleared during the tare.
+    """
+
+    def step(self, command: Any, dt: float) -> Any:
+        """Advance the simulation by one step under ``command``."""
+
+    def state(self) -> SimState:
+        """Current simulation state."""
+
+    def measurements(self) -> Mapping[str, Any]:
+        """Predicted measurement of every sensor for the current state."""
+
+
+class TareCalibrator(BaseCalibrator):
+    """Average of the first contact-free observations and simulated readings (seed semantics).
+
+    For ``i = 0 .. min(num_samples, len(observations)) − 1``: step the
+    simulator with ``command_sequence[i]``; stop *before* sample ``i`` when
+    the simulated state has contact (any pair with at least one contact),
+    except at ``i = 0``, where a warning is issued and the sample is used so
+    at least one sample is averaged.  The calibration set on the sensor is
+    ``{output_key: mean observation, 'tare_sim_avg': mean simulated
+    measurement}`` over the samples used, and their number is returned (the
+    seed's sensors then predict ``raw + tare − tare_sim_avg``; the Punyo
+    pressure sensor, as the seed, uses ``tare`` alone because its raw
+    contact-free reading is 0).
+
+    Choices beyond the seed, documented here:
+
+    * The sensor's previous calibration is cleared before sampling, so the
+      simulated average is the raw model and re-taring gives the same result
+      as the first tare (the seed averaged whatever the sensor was already
+      calibrated to).  On any error the previous calibration is restored.
+    * Every observation used is checked up front (present, finite, shape
+      ``(#measurements,)``; a scalar is accepted for a 1-measurement
+      sensor); a bad one raises ``ValueError`` before the simulator or the
+      sensor is touched.  ``nsamples == 0`` returns 0 and touches nothing
+      (the seed returned None).
+    * A pair with zero contacts (e.g. from an empty contacts message) is not
+      contact; the seed counted any pair present.
+    """
+
+    def __init__(self, num_samples: int = 10, output_key: str = "tare") -> None:
+        """Raises ValueError for a negative/non-integer ``num_samples`` or an empty ``output_key``."""
+        if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 0:
+            raise ValueError(f"TareCalibrator: num_samples must be an integer >= 0, got {num_samples!r}")
+        if not isinstance(output_key, str) or not output_key:
+            raise ValueError(f"TareCalibrator: output_key must be a non-empty string, got {output_key!r}")
+        self.num_samples: int = int(num_samples)
+        self.output_key: str = output_key
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> "TareCalibrator":
+        """Build from ``{'type': 'TareCalibrator', 'num_samples': 10, 'output_key': 'tare'}``
+        (``type`` optional; other keys default).
+
+        Raises:
+            ValueError: unknown keys (named) or bad values.
+        """
+        allowed = {"type", "num_samples", "output_key"}
+        unknown = sorted(str(k) for k in config if k not in allowed)
+        if unknown:
+            raise ValueError(f"TareCalibrator: unknown config key(s) {', '.join(map(repr, unknown))}; "
+                             f"allowed: {', '.join(sorted(allowed))}")
+        if config.get("type", "TareCalibrator") != "TareCalibrator":
+            raise ValueError(f"TareCalibrator: config 'type' is {config['type']!r}")
+        return cls(config.get("num_samples", 10), config.get("output_key", "tare"))
+
+    def compatible(self, sensor: BaseSensor) -> bool:
+        """Every sensor can be tared (as the seed)."""
+        return True
+
+    def calibrate(self, sensor: BaseSensor, sim: TareSimulator,
+                  command_sequence: Sequence[Any],
+                  observation_sequence: Sequence[Mapping[str, Any]]) -> int:
+        """Tare ``sensor`` from the first contact-free samples; return how many were used.
+
+        Args:
+            sensor: the sensor; calibrated through ``set_calibration``.
+            sim: a :class:`TareSimulator`.
+            command_sequence: one command per step (at least as many as samples used).
+            observation_sequence: ``{sensor name: observation}`` per step, in
+                the sensor's units and measurement order.
+
+        Raises:
+            ValueError: missing/non-finite/wrongly shaped observation or
+                simulated measurement, too few commands, or the sensor
+                rejecting the calibration dict; the sensor keeps its
+                previous calibration.
+        """
+        nsamples = min(self.num_samples, len(observation_sequence))
+        if nsamples == 0:
+            return 0
+        n_meas = len(sensor.measurement_names())
+        if n_meas == 0:
+            raise ValueError(f"sensor {sensor.name!r} reports no measurements (attach it first)")
+        if len(command_sequence) < nsamples:
+            raise ValueError(f"TareCalibrator: {nsamples} samples need {nsamples} commands, "
+                             f"got {len(command_sequence)}")
+        observations: List[np.ndarray] = []
+        for i in range(nsamples):                      # validate before touching anything
+            obs = observation_sequence[i]
+            if sensor.name not in obs:
+                raise ValueError(f"observation {i} has no entry for sensor {sensor.name!r}; "
+                                 f"keys: {sorted(obs)}")
+            observations.append(as_vector(obs[sensor.name], f"observation {i} of sensor {sensor.name!r}",
+                                          n_meas))
+        previous: Dict[str, Any] = sensor.get_calibration()
+        sensor.set_calibration({})
+        try:
+            used = nsamples
+            obs_sum = np.zeros(n_meas)
+            sim_sum = np.zeros(n_meas)
+            for i in range(nsamples):                  # one simulator step per sample, as the seed
+                sim.step(command_sequence[i], dt=0.1)
+                if _has_contact(sim.state()):
+                    if i == 0:
+                        warnings.warn(f"TareCalibrator: contact at the first sample while taring sensor "
+                                      f"{sensor.name!r}; using it anyway, check the command sequence",
+                                      stacklevel=2)
+                    else:
+                        used = i
+                        break
+                obs_sum += observations[i]
+                sim_sum += as_vector(sim.measurements()[sensor.name],
+                                     f"simulated measurement {i} of sensor {sensor.name!r}", n_meas)
+            sensor.set_calibration({self.output_key: obs_sum / used, "tare_sim_avg": sim_sum / used})
+        except BaseException:
+            sensor.set_calibration(previous)
+            raise
+        return used
+
+
+def _has_contact(state: SimState) -> bool:
+    """True when any pair of the state holds at least one contact."""
+    return any(len(c) > 0 for c in state.contacts.values())

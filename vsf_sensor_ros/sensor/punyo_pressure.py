@@ -1,0 +1,182 @@
+"""Punyo bubble pressure from the contact forces on its membrane (seed ``PunyoPressureSensor``)."""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+import torch
+
+from ._punyo_common import body_pose, check_config_keys, check_model_name, parse_tare
+from .base import BaseSensor, Pair, SparseJacobian
+from .mesh import projected_area, triangle_mesh_of
+from .state import SimState
+
+__all__ = ["PunyoPressureSensor"]
+
+
+class PunyoPressureSensor(BaseSensor):
+    r"""One pressure reading (Pa) of a Punyo soft bubble.
+
+    Model (seed): the membrane is in equilibrium between its tension, the
+    internal pressure acting on the base area and the contact forces; with
+    the tension change neglected, a contact load changes the pressure by the
+    load's component along the base normal over the base area:
+
+    .. math::  p = \text{tare} - \frac{1}{A_{base}} \sum_c (R^\top f_c) \cdot n
+
+    ``f_c`` are the world forces of all contacts on the attached body (pairs
+    ``(body, other)``), ``R`` the rotation of the body's transform (body →
+    world), ``n`` the unit base normal in the body frame and ``A_base`` the
+    area of the mesh's shadow on the plane normal to ``n`` (the union of the
+    projected triangles, computed once in ``attach``).  Jacobian w.r.t. the
+    world force of every contact: ``−(1/A_base) R n`` (the contact point and
+    its element do not matter).
+
+    Calibration: ``{'tare': (1,)}`` as the seed (None or absent = 0).  A
+    ``'tare_sim_avg'`` entry (written by ``TareCalibrator``) is validated and
+    kept but, as in the seed, does not shift the reading: with no contact the
+    model reads exactly 0 before the tare, so the observed average *is* the
+    offset.  ``base_normal_local`` is normalised (the seed used it as given).
+
+    Attributes:
+        base_normal_local: ``(3,)`` float64 unit normal, body frame.
+        base_area: ``A_base`` (m²), None before ``attach``.
+        variance: noise variance (Pa²); ``measurement_errors()`` is its root.
+        tare: ``(1,)`` float64 offset (Pa) or None.
+    """
+
+    type_name = "PunyoPressureSensor"
+
+    def __init__(self, name: str, punyo_link: str, base_normal_local: Sequence[float] = (0.0, 0.0, 1.0),
+                 variance: float = 0.0) -> None:
+        """Raises ValueError for a zero/non-finite/non-3 normal or a negative/non-finite variance."""
+        super().__init__(name, punyo_link)
+        n = np.asarray(base_normal_local, dtype=np.float64).reshape(-1)
+        if n.shape != (3,) or not np.all(np.isfinite(n)) or float(np.linalg.norm(n)) == 0.0:
+            raise ValueError(f"sensor {name!r}: base_normal_local must be a finite non-zero 3-vector, "
+                             f"got {list(np.atleast_1d(base_normal_local))}")
+        try:
+            var = float(variance)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"sensor {name!r}: variance must be a number (Pa^2), got {variance!r}") from exc
+        if not math.isfinite(var) or var < 0.0:
+            raise ValueError(f"sensor {name!r}: variance must be finite and >= 0 (Pa^2), got {variance!r}")
+        self.base_normal_local: np.ndarray = n / np.linalg.norm(n)
+        self.variance: float = var
+        self.base_area: Optional[float] = None
+        self.object: Any = None
+        self.tare: Optional[np.ndarray] = None
+        self._calib: Dict[str, np.ndarray] = {}
+
+    @classmethod
+    def from_config(cls, name: str, config: Dict[str, Any]) -> "PunyoPressureSensor":
+        """Build from ``{'attachment': body, 'base_normal_local': [x, y, z], 'variance': Pa²}``.
+
+        ``base_normal_local`` defaults to ``[0, 0, 1]``, ``variance`` to 0; an
+        optional ``'type'`` must match.
+
+        Raises:
+            ValueError: unknown keys (named), missing ``attachment``, bad values.
+        """
+        body = check_config_keys(cls.__name__, cls.type_name, name, config,
+                                 ("base_normal_local", "variance"))
+        return cls(name, body, config.get("base_normal_local", (0.0, 0.0, 1.0)),
+                   config.get("variance", 0.0))
+
+    def attach(self, model: Any) -> None:
+        """Compute ``A_base`` from the body's mesh (Klampt body named ``attachModelName``,
+        ``trimesh.Trimesh`` or ``(V, F)``).
+
+        Raises:
+            ValueError: no triangle mesh (names the body), a Klampt body of
+                another name, or a mesh with zero shadow area.  Unchanged on error.
+        """
+        check_model_name(model, self.attachModelName, self.name)
+        V, F = triangle_mesh_of(model)
+        area = projected_area(V, F, self.base_normal_local)
+        if not area > 0.0:
+            raise ValueError(f"sensor {self.name!r}: the mesh's shadow along "
+                             f"{self.base_normal_local.tolist()} has zero area")
+        self.base_area, self.object = area, model
+
+    def measurement_names(self) -> List[str]:
+        """``['pressure']``."""
+        return ["pressure"]
+
+    def measurement_errors(self) -> Optional[List[float]]:
+        """``[sqrt(variance)]`` (Pa)."""
+        return [math.sqrt(self.variance)]
+
+    # -- model -------------------------------------------------------------------------------
+    def _gradient_row(self, state: SimState):
+        """``(forces (N, 3), −(1/A) R n (3,), pairs, offsets)`` of the state's contacts on the body."""
+        if self.base_area is None:
+            raise RuntimeError(f"sensor {self.name!r}: call attach() with the body's mesh first")
+        R, _ = body_pose(state, self.attachModelName)
+        pairs = self.contact_bodies(state)
+        states = state.contact_states_on_body(self.attachModelName)
+        offsets = [0]
+        for pair, c in zip(pairs, states):
+            if c.forces.dtype != R.dtype or c.forces.device != R.device:
+                raise ValueError(f"sensor {self.name!r}: contacts {pair} are {c.forces.dtype} on "
+                                 f"{c.forces.device} but the state is {R.dtype} on {R.device}")
+            offsets.append(offsets[-1] + len(c))
+        if len(states) == 1:
+            forces = states[0].forces
+        elif states:
+            forces = torch.cat([c.forces for c in states])
+        else:
+            forces = torch.zeros(0, 3, dtype=R.dtype, device=R.device)
+        n = torch.as_tensor(self.base_normal_local, dtype=R.dtype, device=R.device)
+        return forces, -(R @ n) / self.base_area, pairs, offsets
+
+    def predict_torch(self, state: SimState) -> torch.Tensor:
+        """``(1,)`` pressure (Pa), state dtype/device; differentiable in forces and transform.
+
+        Raises:
+            RuntimeError: not attached.
+            ValueError: unknown body, bad transform, contacts of another dtype/device.
+        """
+        forces, g, _, _ = self._gradient_row(state)
+        p = (forces @ g).sum().reshape(1)
+        if self.tare is not None:
+            p = p + torch.as_tensor(self.tare, dtype=p.dtype, device=p.device)
+        return p
+
+    def predict(self, state: SimState) -> torch.Tensor:
+        """:meth:`predict_torch` without autograd."""
+        with torch.no_grad():
+            return self.predict_torch(state)
+
+    def sparse_force_jacobian(self, state: SimState) -> SparseJacobian:
+        """Row 0, columns ``3c + k``, value ``(−(1/A) R n)[k]``: 3 entries per contact."""
+        with torch.no_grad():
+            forces, g, pairs, offsets = self._gradient_row(state)
+            n = offsets[-1]
+            return SparseJacobian(
+                rows=torch.zeros(3 * n, dtype=torch.int64, device=g.device),
+                cols=torch.arange(3 * n, dtype=torch.int64, device=g.device),
+                values=g.repeat(n), shape=(1, 3 * n), pairs=list(pairs), offsets=list(offsets))
+
+    def measurement_force_jacobian(self, state: SimState) -> Dict[Pair, torch.Tensor]:
+        """Seed form ``{(body, other): Tensor[1, N_pair, 3]}``, every row ``−(1/A) R n``."""
+        with torch.no_grad():
+            _, g, pairs, offsets = self._gradient_row(state)
+            return {pair: g.expand(1, offsets[p + 1] - offsets[p], 3).clone()
+                    for p, pair in enumerate(pairs)}
+
+    # -- calibration ---------------------------------------------------------------------------
+    def set_calibration(self, calib_dict: dict) -> None:
+        """Set ``{'tare': (1,) or scalar, 'tare_sim_avg': (1,)}``; ``{}``/``{'tare': None}`` clears.
+
+        Raises:
+            ValueError: unknown keys, wrong size, non-finite; previous calibration kept.
+        """
+        calib = parse_tare(calib_dict, self.name, 1)
+        self._calib = calib
+        self.tare = calib["tare"].copy() if "tare" in calib else None
+
+    def get_calibration(self) -> dict:
+        """``{'tare': (1,)}`` (plus ``'tare_sim_avg'`` when set), ``{}`` when uncalibrated."""
+        return {k: v.copy() for k, v in self._calib.items()}
