@@ -1,0 +1,368 @@
+"""``contact_sim_node``: a Klampt physics session of a robot pressing the Punyo bubble into a box.
+
+It stands in for both the simulator bridge and the real gripper of a live
+session (DESIGN §1): each simulator step it publishes the robot state and
+the contacts a sensor node consumes, plus stand-in *measured* readings.
+
+Simulation (:mod:`vsf_sensor_ros.apps.contact_sim`): ``klampt.Simulator``
+(ODE) of the world named by ``world`` (:mod:`vsf_sensor_ros.apps.sim_world`);
+the joints follow a press trajectory (:mod:`vsf_sensor_ros.apps.trajectory`)
+through the simulator's PID servos: a contact-free ``tare`` stretch, approach,
+press, hold, release, retreat, rest.
+
+Published topics (all stamped with the step's *simulation* time, starting
+at ``sim_dt``; one message each per step, in this order):
+
+* ``joint_states`` -- ``sensor_msgs/JointState``: URDF joint names, position
+  (rad), velocity (rad/s) as simulated.
+* ``object/pose`` -- ``geometry_msgs/PoseStamped``: the box's pose, frame
+  ``world_frame`` (a sensor node drives its free body ``object`` with it).
+* ``contacts`` -- ``sensor_msgs/PointCloud2`` built by
+  :func:`~vsf_sensor_ros.ros.contacts_msg.contacts_to_pointcloud2`: every
+  touching pair of ``contact_body_names`` in *both* orders, force applied to
+  body1 by body2 (world frame, N); an empty cloud when nothing touches.
+* ``<s>/measured`` per name in ``sensors`` -- the stand-in reading
+  (:mod:`vsf_sensor_ros.apps.sim_sensors`), encoded with
+  :func:`vsf_sensor_ros.ros.outputs.encode_vector`: pressure ->
+  ``sensor_msgs/FluidPressure``, dense force -> ``sensor_msgs/PointCloud2``
+  (``x y z fx fy fz`` per vertex), Klampt contact sensor and Isaac load ->
+  ``geometry_msgs/WrenchStamped``; ``frame_id`` = the attachment body.
+* ``sim_done`` -- ``std_msgs/Bool``, transient-local (late joiners get the
+  latest): ``false`` at start, ``true`` after the last step.  With
+  ``exit_on_done`` (default) the process then exits with code 0 after
+  ``linger_s``.
+
+Parameters (read-only unless marked live): see :data:`PARAMS` -- ``world``,
+``assets_dir``, ``rate_hz`` (live), ``sim_dt``, ``physics_dt``,
+``duration_s``, ``trajectory.*``, ``object.size``, ``object.mass``,
+``bubble.stiffness``, ``bubble.damping``, ``bubble.padding``, ``arm_collision``, ``seed``,
+``contact_body_names``, ``sensors``, ``<s>.offset``, ``<s>.noise_std``,
+``world_frame``, ``start_delay_s``, ``wait_for_subscribers``,
+``exit_on_done``, ``linger_s``.
+
+Run: ``python -m vsf_sensor_ros.apps.contact_sim_node --ros-args -p world:=kinova``.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+import rclpy
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import PoseStamped
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
+
+from vsf_sensor_ros import embedded_world as ew
+from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.outputs import encode_vector, make_header, sensor_layout
+from vsf_sensor_ros.world import xyz_quat_from_transform
+
+from .contact_sim import ContactSimulation
+from .sim_sensors import DEMO_SENSORS, MeasuredStream, demo_sensor_specs
+from .sim_world import BUBBLE, OBJECT, TABLE, WORLDS, build_scene, load_assets
+from .trajectory import PressProfile, PressTrajectory, bubble_tip
+
+INF = float("inf")
+
+# name -> (default, description, read_only, (lo, hi) or None)
+PARAMS: Dict[str, tuple] = {
+    "world": ("embedded", "simulated world: embedded (package assets) | kinova (Kinova Gen3 + Punyo files)",
+              True, None),
+    "assets_dir": ("", "Kinova assets directory (empty: $VSF_ASSETS, else ../shared/fixtures/kinova_punyo)",
+                   True, None),
+    "rate_hz": (100.0, "simulator steps per wall-clock second; 0 = as fast as possible", False, (0.0, 1e6)),
+    "sim_dt": (0.01, "simulated seconds per step (one contacts message each)", True, (1e-4, 1.0)),
+    "physics_dt": (0.001, "ODE integration step (s), <= sim_dt", True, (1e-5, 1.0)),
+    "duration_s": (12.0, "simulated seconds to run", True, (0.0, 1e6)),
+    "trajectory.tare_s": (2.0, "contact-free hold at the start (s, >= 1: a tare uses it)", True, (1.0, 1e4)),
+    "trajectory.approach_s": (1.5, "approach duration (s)", True, (1e-3, 1e4)),
+    "trajectory.press_s": (1.0, "press duration (s)", True, (1e-3, 1e4)),
+    "trajectory.hold_s": (2.0, "hold duration (s)", True, (1e-3, 1e4)),
+    "trajectory.release_s": (1.0, "release duration (s)", True, (1e-3, 1e4)),
+    "trajectory.retreat_s": (1.5, "retreat duration (s)", True, (1e-3, 1e4)),
+    "trajectory.clearance": (0.05, "bubble tip height above the object at start and end (m)", True,
+                             (1e-3, 1.0)),
+    "trajectory.press_depth": (0.01, "commanded tip depth below the object's top while pressing (m)",
+                               True, (0.0, 0.1)),
+    "object.size": (list(ew.OBJECT_SIZE), "box extents x y z (m)", True, None),
+    "object.mass": (0.3, "box mass (kg)", True, (1e-3, 100.0)),
+    "bubble.stiffness": (3000.0, "bubble skin contact stiffness (N/m); inf = rigid ODE contact (chatters)",
+                         True, (1.0, INF)),
+    "bubble.damping": (30.0, "bubble skin contact damping (N s/m), with a finite stiffness", True,
+                       (0.0, 1e6)),
+    "bubble.padding": (0.01, "bubble collision padding = skin thickness (m); keep force/stiffness below it",
+                       True, (1e-4, 0.05)),
+    "arm_collision": (False, "keep the arm links' collision meshes (slower; default: only bubble, "
+                             "table and object collide)", True, None),
+    "seed": (0, "seed of the measured streams' noise", True, (0, 2 ** 31 - 1)),
+    "contact_body_names": ([BUBBLE, OBJECT, TABLE], "body index table of the contacts cloud "
+                           "(body1/body2); configure the sensor node with the same list", True, None),
+    "sensors": (list(DEMO_SENSORS), "demo sensors whose <s>/measured stream is published; subset of "
+                + ", ".join(DEMO_SENSORS), True, None),
+    "world_frame": ("world", "frame of contacts and poses (REP 103)", True, None),
+    "start_delay_s": (0.5, "wall seconds to wait before the first step (lets subscribers connect)", True,
+                      (0.0, 3600.0)),
+    "wait_for_subscribers": (0, "before the first step, wait (up to 30 s) until contacts has this many "
+                                "subscribers", True, (0, 1000)),
+    "exit_on_done": (True, "exit the process (code 0) once the run is finished", True, None),
+    "linger_s": (0.5, "wall seconds to keep the node alive after the last step (message delivery)", True,
+                 (0.0, 3600.0)),
+}
+
+
+def sim_time_msg(t: float) -> Time:
+    """Simulation seconds -> ``builtin_interfaces/Time`` (rounded to the nanosecond)."""
+    ns = int(round(t * 1e9))
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def _descriptor(name: str, description: str, read_only: bool, bounds: Optional[tuple],
+                default: Any) -> ParameterDescriptor:
+    d = ParameterDescriptor(name=name, description=description, read_only=read_only)
+    if bounds is not None and not isinstance(default, bool):
+        lo, hi = bounds
+        if isinstance(default, int):
+            d.integer_range = [IntegerRange(from_value=int(lo), to_value=int(hi), step=0)]
+        elif math.isfinite(hi):
+            d.floating_point_range = [FloatingPointRange(from_value=float(lo), to_value=float(hi), step=0.0)]
+    return d
+
+
+class ContactSimNode(Node):
+    """The simulator node (see module doc).  Owns its publishers, simulation and worker thread.
+
+    Raises:
+        ValueError: a parameter value is invalid (message names it); the
+            node is then not usable.
+        FileNotFoundError: Kinova assets missing.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("contact_sim_node", **kwargs)
+        self.p: Dict[str, Any] = {}
+        for name, (default, desc, ro, bounds) in PARAMS.items():
+            self.p[name] = self.declare_parameter(
+                name, default, _descriptor(name, desc, ro, bounds, default)).value
+        self._check_bounds()
+        unknown = [s for s in self.p["sensors"] if s not in DEMO_SENSORS]
+        if unknown or len(set(self.p["sensors"])) != len(self.p["sensors"]):
+            raise ValueError(f"sensors must be distinct names from {list(DEMO_SENSORS)}, "
+                             f"got {self.p['sensors']}")
+        if self.p["world"] not in WORLDS:
+            raise ValueError(f"world must be one of {list(WORLDS)}, got {self.p['world']!r}")
+        self.add_on_set_parameters_callback(self._on_set)
+
+        # -- simulation
+        assets = load_assets(self.p["world"], self.p["assets_dir"] or None)
+        scene = build_scene(assets, self.p["object.size"], self.p["object.mass"], self.p["arm_collision"])
+        profile = PressProfile(**{k.split(".", 1)[1]: float(self.p[k]) for k in PARAMS
+                                  if k.startswith("trajectory.")})
+        tip = bubble_tip(np.asarray(assets.bubble_mesh.vertices), assets.bubble_normal_local)
+        traj = PressTrajectory(scene.robot, scene.bubble, tip, assets.bubble_normal_local, assets.object_xy,
+                               scene.touch_z(self.p["bubble.padding"]), profile,
+                               scene.config_from_joints(assets.seed_config))
+        self.sim = ContactSimulation(scene, traj, self.p["sim_dt"], self.p["physics_dt"],
+                                     self.p["contact_body_names"], self.p["bubble.stiffness"],
+                                     self.p["bubble.damping"], self.p["bubble.padding"])
+        self.scene = scene
+
+        # -- measured streams
+        specs = demo_sensor_specs(assets)
+        self.streams: List[MeasuredStream] = []
+        self._layouts = []
+        for i, name in enumerate(self.p["sensors"]):
+            spec = specs[name]
+            for key in ("offset", "noise_std"):
+                full = f"{name}.{key}"
+                desc = ("constant added to the physical entries of the measured stream (SI)"
+                        if key == "offset" else "std of the Gaussian noise on the measured stream (SI)")
+                self.p[full] = self.declare_parameter(
+                    full, float(getattr(spec, key)),
+                    _descriptor(full, desc, True, (0.0, INF) if key == "noise_std" else None,
+                                float(getattr(spec, key)))).value
+            if self.p[f"{name}.noise_std"] < 0.0 or not math.isfinite(self.p[f"{name}.offset"]):
+                raise ValueError(f"{name}.noise_std must be >= 0 and {name}.offset finite")
+            spec.offset = float(self.p[f"{name}.offset"])
+            spec.noise_std = float(self.p[f"{name}.noise_std"])
+            att = spec.config["attachment"]
+            model = scene.robot.link(att) if att in scene.link_names else scene.world.rigidObject(att)
+            stream = MeasuredStream(spec, model, int(self.p["seed"]), i)
+            dense = spec.config["type"] == "PunyoDenseForceSensor"
+            verts = np.asarray(assets.bubble_mesh.vertices) if dense else None
+            layout = sensor_layout(spec.config["type"], att, stream.names, stream.sensor.measurement_errors(),
+                                   verts)
+            stream.slots = layout.slots  # the entries the message carries get offset and noise
+            self.streams.append(stream)
+            self._layouts.append(layout)
+
+        # -- publishers
+        reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                              reliability=ReliabilityPolicy.RELIABLE)
+        latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.pub_joints = self.create_publisher(JointState, "joint_states", reliable)
+        self.pub_pose = self.create_publisher(PoseStamped, "object/pose", reliable)
+        self.pub_contacts = self.create_publisher(type(contacts_to_pointcloud2({}, [BUBBLE])), "contacts",
+                                                  reliable)
+        self.pub_measured = [self.create_publisher(type(encode_vector(lay, np.zeros(len(lay.names)),
+                                                                      Time())), f"{s.spec.name}/measured",
+                                                   reliable)
+                             for s, lay in zip(self.streams, self._layouts)]
+        self.pub_done = self.create_publisher(Bool, "sim_done", latched)
+        self.pub_done.publish(Bool(data=False))
+
+        self.done = threading.Event()
+        self.failed: Optional[BaseException] = None
+        self.step_times: List[float] = []
+        self._stop = threading.Event()
+        self._worker = threading.Thread(target=self._run, name="contact_sim", daemon=True)
+        self._worker.start()
+        self.get_logger().info(
+            f"world {self.p['world']}: joints {scene.joint_names}, contact bodies "
+            f"{self.p['contact_body_names']}, sensors {self.p['sensors']}; {self.p['duration_s']} s "
+            f"simulated at sim_dt {self.p['sim_dt']} s, rate {self.p['rate_hz']} Hz")
+
+    # ------------------------------------------------------------------ parameters
+    def _check_bounds(self) -> None:
+        for name, (default, _, _, bounds) in PARAMS.items():
+            v = self.p[name]
+            if bounds is not None and not isinstance(v, (bool, list)):
+                lo, hi = bounds
+                if not (lo <= v <= hi) or (isinstance(v, float) and math.isnan(v)):
+                    raise ValueError(f"parameter {name}={v} outside [{lo}, {hi}]")
+        if self.p["physics_dt"] > self.p["sim_dt"]:
+            raise ValueError(f"physics_dt={self.p['physics_dt']} must be <= sim_dt={self.p['sim_dt']}")
+
+    def _on_set(self, params: List[Parameter]) -> SetParametersResult:
+        for prm in params:
+            if prm.name == "rate_hz":
+                v = prm.value
+                if not isinstance(v, (int, float)) or isinstance(v, bool) or not (0.0 <= float(v) <= 1e6):
+                    return SetParametersResult(successful=False,
+                                               reason=f"rate_hz must be in [0, 1e6], got {v}")
+        for prm in params:
+            if prm.name == "rate_hz":
+                self.p["rate_hz"] = float(prm.value)
+        return SetParametersResult(successful=True)
+
+    # ------------------------------------------------------------------ stepping
+    def _wait_start(self) -> None:
+        n = int(self.p["wait_for_subscribers"])
+        deadline = time.monotonic() + 30.0
+        while n > 0 and self.pub_contacts.get_subscription_count() < n and time.monotonic() < deadline:
+            if self._stop.wait(0.05):
+                return
+        self._stop.wait(float(self.p["start_delay_s"]))
+
+    def _run(self) -> None:
+        try:
+            self._wait_start()
+            n_steps = int(round(self.p["duration_s"] / self.p["sim_dt"]))
+            t_next = time.monotonic()
+            for _ in range(n_steps):
+                if self._stop.is_set():
+                    return
+                t0 = time.perf_counter()
+                self.step_once()
+                self.step_times.append(time.perf_counter() - t0)
+                rate = float(self.p["rate_hz"])
+                if rate > 0.0:
+                    t_next += 1.0 / rate
+                    delay = t_next - time.monotonic()
+                    if delay > 0.0:
+                        self._stop.wait(delay)
+                    else:
+                        t_next = time.monotonic()  # behind: do not burst to catch up
+            if self.step_times:
+                st = np.asarray(self.step_times) * 1e3
+                self.get_logger().info(
+                    f"done: {len(st)} steps, {self.sim.time:.2f} s simulated; step cost mean "
+                    f"{st.mean():.2f} ms, p95 {np.percentile(st, 95):.2f} ms")
+            self.pub_done.publish(Bool(data=True))
+        except Exception as exc:  # noqa: BLE001 - reported, then the node ends
+            self.get_logger().error(f"simulation failed: {type(exc).__name__}: {exc}")
+            self.failed = exc
+        finally:
+            self.done.set()
+
+    def step_once(self) -> None:
+        """Advance one step and publish joint states, object pose, contacts and measured streams."""
+        self.sim.step()
+        stamp = sim_time_msg(self.sim.time)
+        frame = self.p["world_frame"]
+        js = JointState(header=make_header(stamp, ""))
+        js.name = list(self.scene.joint_names)
+        js.position = self.sim.joint_positions().tolist()
+        js.velocity = self.sim.joint_velocities().tolist()
+        self.pub_joints.publish(js)
+
+        pose = PoseStamped(header=make_header(stamp, frame))
+        xyz, q = xyz_quat_from_transform(self.sim.body_transform(OBJECT))
+        pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = (float(v) for v in xyz)
+        (pose.pose.orientation.x, pose.pose.orientation.y, pose.pose.orientation.z,
+         pose.pose.orientation.w) = (float(v) for v in q)
+        self.pub_pose.publish(pose)
+
+        state = self.sim.sim_state()
+        self.pub_contacts.publish(contacts_to_pointcloud2(state.contacts, self.p["contact_body_names"], stamp,
+                                                          frame))
+        for stream, layout, pub in zip(self.streams, self._layouts, self.pub_measured):
+            pub.publish(encode_vector(layout, stream.measure(state), stamp))
+
+    def stop(self) -> None:
+        """Stop the worker thread (idempotent)."""
+        self._stop.set()
+        if self._worker.is_alive():
+            self._worker.join(timeout=5.0)
+
+    def destroy_node(self) -> None:
+        """Stop stepping, then release the ROS entities."""
+        self.stop()
+        super().destroy_node()
+
+
+def main(args: Optional[List[str]] = None) -> int:
+    """Console entry point: init, spin until done (or Ctrl-C), shut down cleanly.
+
+    Returns:
+        0 on a finished (or interrupted) run, 1 when the simulation failed,
+        2 on a configuration error.
+    """
+    rclpy.init(args=args)
+    node: Optional[ContactSimNode] = None
+    code = 0
+    try:
+        node = ContactSimNode()
+        while rclpy.ok():
+            rclpy.spin_once(node, timeout_sec=0.1)
+            if node.done.is_set() and node.p["exit_on_done"]:
+                end = time.monotonic() + float(node.p["linger_s"])
+                while rclpy.ok() and time.monotonic() < end:
+                    rclpy.spin_once(node, timeout_sec=0.05)
+                break
+        if node.failed is not None:
+            code = 1
+    except (ValueError, FileNotFoundError) as exc:
+        rclpy.logging.get_logger("contact_sim_node").fatal(f"configuration error: {exc}")
+        code = 2
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

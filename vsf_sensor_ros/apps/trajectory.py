@@ -1,0 +1,191 @@
+"""Press-and-release joint trajectory for the contact simulator, from Klampt IK.
+
+The bubble's *tip* (the mesh vertex furthest along the membrane's outward
+normal ``n``) is driven along a vertical line over the object centre with the
+membrane normal pointing straight down (``R n = -z``; rotation about the
+vertical is left to IK).  Its height above the object's top face follows
+these phases (durations in seconds of simulated time):
+
+=========  ==========================================================
+``tare``    hold at ``clearance`` above the object (contact-free; a
+            calibrator tares on it, so it lasts at least 1 s)
+``approach``  ``clearance`` -> 0 (touching the top face)
+``press``     0 -> ``-press_depth`` (the commanded tip goes into the box;
+              the servos and the contact push back: that is the load)
+``hold``      stay at ``-press_depth``
+``release``   ``-press_depth`` -> 0
+``retreat``   0 -> ``clearance``
+``rest``      hold at ``clearance`` until the end
+=========  ==========================================================
+
+Each moving phase uses a smooth (cosine) time profile, so velocity is zero
+at phase boundaries.  IK is solved every ``ik_dt`` seconds of the moving
+phases, each solve seeded with the previous one (the arm stays on one
+branch), and the command in between is the linear interpolation of the two
+neighbouring solutions; its velocity is the finite difference.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Sequence, Tuple
+
+import numpy as np
+from klampt.model import ik
+
+PHASES = ("tare", "approach", "press", "hold", "release", "retreat", "rest")
+"""Phase names, in order."""
+
+
+@dataclass
+class PressProfile:
+    """Timing and depths of a press (s and m).
+
+    Attributes:
+        tare_s: contact-free hold at the start (>= 1 s).
+        approach_s, press_s, hold_s, release_s, retreat_s: phase durations (> 0).
+        clearance: tip height above the object's top face at start and end (> 0).
+        press_depth: commanded tip depth below the top face while pressing (>= 0).
+    """
+
+    tare_s: float = 2.0
+    approach_s: float = 1.5
+    press_s: float = 1.0
+    hold_s: float = 2.0
+    release_s: float = 1.0
+    retreat_s: float = 1.5
+    clearance: float = 0.05
+    press_depth: float = 0.01
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first bad value."""
+        if not (np.isfinite(self.tare_s) and self.tare_s >= 1.0):
+            raise ValueError(f"tare_s must be >= 1 s (a contact-free stretch to tare on), got {self.tare_s}")
+        for label in ("approach_s", "press_s", "hold_s", "release_s", "retreat_s", "clearance"):
+            v = getattr(self, label)
+            if not (np.isfinite(v) and v > 0.0):
+                raise ValueError(f"{label} must be positive, got {v}")
+        if not (np.isfinite(self.press_depth) and self.press_depth >= 0.0):
+            raise ValueError(f"press_depth must be >= 0 m, got {self.press_depth}")
+
+    def boundaries(self) -> np.ndarray:
+        """``(7,)`` start times of the phases in :data:`PHASES` order (s)."""
+        d = [self.tare_s, self.approach_s, self.press_s, self.hold_s, self.release_s, self.retreat_s]
+        return np.concatenate([[0.0], np.cumsum(d)])
+
+    @property
+    def active_s(self) -> float:
+        """Time at which ``rest`` begins (s)."""
+        return float(self.boundaries()[-1])
+
+    def phase(self, t: float) -> str:
+        """Name of the phase at time ``t`` (s)."""
+        i = int(np.searchsorted(self.boundaries(), t, side="right")) - 1
+        return PHASES[max(0, min(i, len(PHASES) - 1))]
+
+    def height(self, t: np.ndarray) -> np.ndarray:
+        """Commanded tip height above the object's top face at times ``t`` (m), vectorised."""
+        t = np.asarray(t, dtype=np.float64)
+        b = self.boundaries()
+        levels = [self.clearance, self.clearance, 0.0, -self.press_depth, -self.press_depth, 0.0,
+                  self.clearance]
+        # phase k runs from levels[k] to levels[k + 1] over [b[k], b[k + 1]]
+        k = np.clip(np.searchsorted(b, t, side="right") - 1, 0, len(b) - 2)
+        s = np.clip((t - b[k]) / (b[k + 1] - b[k]), 0.0, 1.0)
+        s = 0.5 - 0.5 * np.cos(np.pi * s)
+        lv = np.asarray(levels)
+        h = lv[k] + s * (lv[k + 1] - lv[k])
+        return np.where(t >= b[-1], self.clearance, h)
+
+
+def bubble_tip(vertices: np.ndarray, normal_local: Sequence[float]) -> np.ndarray:
+    """The vertex furthest along ``normal_local`` (bubble frame, m): the first point to touch."""
+    v = np.asarray(vertices, dtype=np.float64)
+    n = np.asarray(normal_local, dtype=np.float64)
+    return v[int(np.argmax(v @ n))].copy()
+
+
+class PressTrajectory:
+    """Joint-space press trajectory (see module doc).
+
+    Args:
+        robot: Klampt ``RobotModel`` (its configuration is changed while solving
+            and left at the start configuration).
+        link: the bubble link (``RobotModelLink``).
+        tip_local: ``(3,)`` tip point in the link frame (m).
+        normal_local: ``(3,)`` outward membrane normal in the link frame.
+        target_xy: ``(x, y)`` of the press point (m, world).
+        top_z: height of the object's top face (m, world).
+        profile: timing and depths.
+        seed_config: Klampt configuration to start IK from.
+        ik_dt: IK sampling period over moving phases (s).
+
+    Raises:
+        ValueError: invalid profile or ``ik_dt``.
+        RuntimeError: IK fails for some target (message gives the target).
+    """
+
+    def __init__(self, robot, link, tip_local: Sequence[float], normal_local: Sequence[float],
+                 target_xy: Tuple[float, float], top_z: float, profile: PressProfile,
+                 seed_config: Sequence[float], ik_dt: float = 0.02) -> None:
+        profile.validate()
+        if not (np.isfinite(ik_dt) and ik_dt > 0.0):
+            raise ValueError(f"ik_dt must be positive, got {ik_dt}")
+        self.profile = profile
+        self.robot = robot
+        tip = np.asarray(tip_local, dtype=np.float64)
+        n = np.asarray(normal_local, dtype=np.float64)
+        n = n / np.linalg.norm(n)
+        above = tip - 0.05 * n  # a point 5 cm inside the bubble along -n: aligns n with -z
+        self._local = [tip.tolist(), above.tolist()]
+        self._xy = (float(target_xy[0]), float(target_xy[1]))
+        self._top = float(top_z)
+        self._link = link
+
+        b = profile.boundaries()
+        # sample times: phase boundaries plus every ik_dt inside moving phases
+        ts: List[float] = [0.0]
+        for k in range(1, len(b) - 1):
+            n_seg = max(1, int(np.ceil((b[k + 1] - b[k]) / ik_dt)))
+            ts += np.linspace(b[k], b[k + 1], n_seg + 1).tolist()
+        self.times = np.unique(np.round(np.asarray(ts), 9))
+        heights = profile.height(self.times)
+        robot.setConfig(list(seed_config))
+        qs = []
+        prev_h = None
+        for h in heights:
+            if prev_h is None or h != prev_h:
+                self._solve(h)
+            qs.append(robot.getConfig())
+            prev_h = h
+        self.configs = np.asarray(qs, dtype=np.float64)
+        robot.setConfig(self.configs[0].tolist())
+
+    def _solve(self, h: float) -> None:
+        x, y = self._xy
+        z = self._top + float(h)
+        obj = ik.objective(self._link, local=self._local, world=[[x, y, z], [x, y, z + 0.05]])
+        solver = ik.solver(obj)
+        solver.setMaxIters(200)
+        solver.setTolerance(1e-6)
+        if not solver.solve():
+            err = float(np.linalg.norm(solver.getResidual()))
+            raise RuntimeError(f"IK failed for bubble tip target ({x:.3f}, {y:.3f}, {z:.4f}) m "
+                               f"with the membrane facing down (residual {err:.2e})")
+
+    @property
+    def start_config(self) -> List[float]:
+        """Klampt configuration at ``t = 0``."""
+        return self.configs[0].tolist()
+
+    def command(self, t: float) -> Tuple[np.ndarray, np.ndarray]:
+        """Commanded ``(q, dq)`` (full Klampt configuration, rad and rad/s) at time ``t`` (s)."""
+        ts = self.times
+        if t <= ts[0]:
+            return self.configs[0].copy(), np.zeros(self.configs.shape[1])
+        if t >= ts[-1]:
+            return self.configs[-1].copy(), np.zeros(self.configs.shape[1])
+        i = int(np.searchsorted(ts, t, side="right")) - 1
+        dt = ts[i + 1] - ts[i]
+        s = (t - ts[i]) / dt
+        dq = (self.configs[i + 1] - self.configs[i]) / dt
+        return self.configs[i] + s * (self.configs[i + 1] - self.configs[i]), dq
