@@ -142,34 +142,51 @@ def _bytes_field(buf: bytes) -> array.array:
     return out
 
 
+_LAYOUT_CACHE: Dict[Tuple[Tuple[str, str], ...], Tuple[List[PointField], np.dtype]] = {}
+
+
+def _cloud_layout(columns: Sequence[Tuple[str, np.ndarray]]) -> Tuple[List[PointField], np.dtype]:
+    """Packed ``PointField`` list and record dtype for the columns (cached: built once per layout)."""
+    key = tuple((name, np.dtype(col.dtype).newbyteorder("<").str) for name, col in columns)
+    hit = _LAYOUT_CACHE.get(key)
+    if hit is not None:
+        return hit
+    fields, descr, offset = [], [], 0
+    for name, code in key:
+        dt = np.dtype(code)
+        if dt not in _NP_TO_FIELD:
+            raise ValueError(f"cloud field {name!r} has unsupported dtype {dt}")
+        fields.append(PointField(name=name, offset=offset, datatype=_NP_TO_FIELD[dt], count=1))
+        descr.append((name, dt))
+        offset += dt.itemsize
+    out = (fields, np.dtype(descr))
+    if len(_LAYOUT_CACHE) < 64:
+        _LAYOUT_CACHE[key] = out
+    return out
+
+
 def make_cloud(header: Header, columns: Sequence[Tuple[str, np.ndarray]]) -> PointCloud2:
     """Build an unorganised (``height`` 1) little-endian ``PointCloud2``.
 
     Args:
         header: header to use (stamp, frame id).
         columns: ``(field name, 1-D array)`` pairs, all of one length ``N``;
-            each array's dtype must be little-endian float32/float64/uint32/
-            int32/uint16 and becomes that field's datatype, packed in order.
+            each array's dtype must be float32/float64/uint32/int32/uint16 and
+            becomes that field's datatype, packed in order.
 
     Raises:
         ValueError: columns of different lengths or an unsupported dtype.
     """
     n = len(columns[0][1]) if columns else 0
-    fields, descr, offset = [], [], 0
+    fields, rec_dtype = _cloud_layout(columns)
+    rec = np.empty(n, dtype=rec_dtype)
     for name, col in columns:
-        dt = np.dtype(col.dtype).newbyteorder("<")
-        if dt not in _NP_TO_FIELD:
-            raise ValueError(f"cloud field {name!r} has unsupported dtype {col.dtype}")
         if len(col) != n:
             raise ValueError(f"cloud field {name!r} has {len(col)} entries, expected {n}")
-        fields.append(PointField(name=name, offset=offset, datatype=_NP_TO_FIELD[dt], count=1))
-        descr.append((name, dt))
-        offset += dt.itemsize
-    rec = np.empty(n, dtype=np.dtype(descr))
-    for name, col in columns:
         rec[name] = col
-    msg = PointCloud2(header=header, height=1, width=n, fields=fields, is_bigendian=False,
-                      point_step=offset, row_step=offset * n, is_dense=True)
+    step = rec_dtype.itemsize
+    msg = PointCloud2(header=header, height=1, width=n, fields=list(fields), is_bigendian=False,
+                      point_step=step, row_step=step * n, is_dense=True)
     msg.data = _bytes_field(rec.tobytes())
     return msg
 

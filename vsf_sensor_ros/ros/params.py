@@ -222,6 +222,8 @@ SENSOR_SETTINGS: Dict[str, List[Spec]] = {
     "PunyoPressureSensor": [
         Spec("base_normal_local", [0.0, 0.0, 1.0], "base normal n in the body frame (unit vector "
              "after normalisation)", length=3, finite=True),
+        Spec("variance", 0.0, "noise variance (Pa^2), published as FluidPressure.variance", lo=0.0,
+             hi=INF, finite=True),
     ],
     "PunyoDenseForceSensor": [],
     "ContactSensor": [

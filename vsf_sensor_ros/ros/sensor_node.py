@@ -553,19 +553,24 @@ class SensorNode(Node):
             if not getattr(h.sensor, "enabled", True):  # Klampt's 'enabled' setting
                 continue
             try:
-                values = h.sensor.predict(state).detach().cpu().numpy().astype(np.float64)
-                jac = h.sensor.sparse_force_jacobian(state) if h.pub_jacobian is not None else None
+                if h.pub_jacobian is not None and hasattr(h.sensor, "predict_with_jacobian"):
+                    pred, jac = h.sensor.predict_with_jacobian(state)   # one contact mapping for both
+                else:
+                    pred = h.sensor.predict(state)
+                    jac = h.sensor.sparse_force_jacobian(state) if h.pub_jacobian is not None else None
+                values = pred.detach().cpu().numpy().astype(np.float64)
                 jac_cols = None
                 if jac is not None:
                     jac_cols = enc.jacobian_message_columns(jac.cols.cpu().numpy(), jac.pairs, jac.offsets,
                                                             decoded.rows)
-                pts, frc = state.contacts_on_body(h.layout.frame_id, local=False)
+                body = h.layout.frame_id
+                n_on_body = sum(len(c) for (b1, _), c in decoded.contacts.items() if b1 == body)
             except (ValueError, IndexError, RuntimeError) as exc:
                 return self._reject("model_error", f"{h.name}: {exc}")
-            results.append((h, values, jac, jac_cols, pts, frc))
+            results.append((h, values, jac, jac_cols, n_on_body))
         self._last_stamp = stamp_ns
         now = time.monotonic()
-        for h, values, jac, jac_cols, pts, frc in results:
+        for h, values, jac, jac_cols, n_on_body in results:
             h.pub_predicted.publish(enc.encode_vector(h.layout, values, stamp))
             if h.layout.kind == "load":
                 # keeps the Isaac sensor's period-sampled reading buffer (Python API, diagnostics)
@@ -577,17 +582,18 @@ class SensorNode(Node):
                 h.pub_jacobian.publish(enc.encode_jacobian(
                     jac.rows.cpu().numpy(), jac_cols, jac.values.detach().cpu().numpy(), stamp,
                     self._p["world_frame"]))
-            in_contact = self._reading_contact(h, values, len(pts))
+            in_contact = self._reading_contact(h, values, n_on_body)
             h.stats.contact = in_contact
             rate = self._live["markers_max_rate"]
             if h.pub_markers is not None and (rate <= 0 or now - h.last_marker_time >= 1.0 / rate):
                 h.last_marker_time = now
+                pts, frc = state.contacts_on_body(h.layout.frame_id, local=False)
                 h.pub_markers.publish(enc.encode_markers(
                     h.name, h.layout, self._p["world_frame"], stamp, pts.cpu().numpy(), frc.cpu().numpy(),
                     values, self._live["marker_force_scale"], in_contact))
             h.stats.record_publish(time.perf_counter() - t_recv)
             h.stats.reading = enc.summary_text(h.name, h.layout, values)
-            self._push_prediction(h, stamp_ns, values, state, len(pts) == 0)
+            self._push_prediction(h, stamp_ns, values, state, n_on_body == 0)
         self.inputs.contacts_processed += 1
 
     @staticmethod

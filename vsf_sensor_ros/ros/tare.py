@@ -65,8 +65,19 @@ class ReplaySimulator:
         self._i = int(idx)
 
     def state(self) -> SimState:
-        """``SimState`` of the current sample."""
-        return self._states[self._i]
+        """``SimState`` of the current sample, with only the contacts acting on the sensor's body.
+
+        ``TareCalibrator`` stops at a sample with *any* contact; restricting
+        the replayed state to the sensor's own pairs makes "contact-free"
+        mean "nothing touches this sensor" (a bubble can be tared while the
+        object it will grasp rests on the table), the same test the node
+        used to choose the samples.  The sensor reads only these pairs, so
+        its prediction is unchanged.
+        """
+        st = self._states[self._i]
+        pairs = set(self._sensor.contact_bodies(st))
+        return SimState(st.body_transforms, st.body_states,
+                        {p: c for p, c in st.contacts.items() if p in pairs})
 
     def measurements(self) -> Dict[str, np.ndarray]:
         """``{sensor.name: prediction}`` for the current sample (float64 numpy)."""
