@@ -374,9 +374,12 @@ def test_tare_averages_the_contact_free_samples_and_reports_count_and_offset(nod
 
 def test_tare_all_answers_for_every_sensor(node, probe):
     r = probe.call(Trigger, "/tare", Trigger.Request())
-    # only the pressure sensor has measured data: the others explain why not
-    for s in SENSORS:
-        assert f"{s}:" in r.message
+    # the pressure sensor has contact-free pairs; the dense force sensor has no measured data yet;
+    # the Klampt patch and the Isaac load models keep no calibration offset
+    parts = {p.split(":", 1)[0]: p for p in r.message.split("; ") if ":" in p}
+    assert "tared with 3 of 3 samples" in parts["pressure"]
+    assert "no measured sample" in parts["force"]
+    assert "has no tare offset" in parts["patch"] and "has no tare offset" in parts["load"]
     assert r.success is False
 
 
@@ -387,6 +390,38 @@ def test_save_calibration_writes_the_tare_to_yaml(node, probe):
     data = yaml.safe_load(cal.read_text())
     assert data["sensors"]["pressure"]["calibration"]["tare"] == pytest.approx([101320.0], rel=1e-12)
     assert data["sensors"]["pressure"]["samples"] == N_TARE
+
+
+def _measured_forces(forces: np.ndarray, t: Time) -> PointCloud2:
+    """A measured dense-force cloud: fields fx fy fz (float64) per vertex, built by hand."""
+    dt = np.dtype([("fx", "<f8"), ("fy", "<f8"), ("fz", "<f8")])
+    rec = np.zeros(len(forces), dtype=dt)
+    rec["fx"], rec["fy"], rec["fz"] = forces[:, 0], forces[:, 1], forces[:, 2]
+    msg = PointCloud2(height=1, width=len(forces), is_bigendian=False, point_step=24,
+                      row_step=24 * len(forces), is_dense=True,
+                      fields=[PointField(name=n, offset=8 * i, datatype=PointField.FLOAT64, count=1)
+                              for i, n in enumerate(("fx", "fy", "fz"))])
+    msg.header.stamp, msg.header.frame_id = t, "punyo"
+    msg.data = rec.tobytes()
+    return msg
+
+
+def test_tare_on_start_tares_once_n_contact_free_pairs_exist(node, probe, world):
+    # Dense force: measured 0.25, 0.5, 0.75 N on every vertex/axis over three contact-free steps;
+    # the raw contact-free prediction is 0, so the offset is their mean, 0.5 N, on every entry.
+    assert probe.set_params({"tare_on_start": True})[0].successful
+    nv = len(world.body_mesh("punyo").vertices)
+    probe.wait_for_subscriber("/force/measured", PointCloud2)
+    for k, v in enumerate((0.25, 0.5, 0.75)):
+        t = stamp(65, k)
+        probe.send("/contacts", empty_cloud(t))
+        probe.send("/force/measured", _measured_forces(np.full((nv, 3), v), t))
+        wait_stamp(probe, "/force/residual", t)
+    t = stamp(66)
+    probe.send("/contacts", empty_cloud(t))
+    cols = read_cloud_fields(wait_stamp(probe, "/force/predicted", t), ["fx", "fy", "fz"])
+    np.testing.assert_allclose(np.stack([cols["fx"], cols["fy"], cols["fz"]]), 0.5, rtol=1e-6)
+    assert probe.set_params({"tare_on_start": False})[0].successful
 
 
 def test_live_parameter_change_is_applied_and_invalid_value_rejected(node, probe, world):
@@ -408,6 +443,13 @@ def test_live_parameter_change_is_applied_and_invalid_value_rejected(node, probe
     np.testing.assert_allclose([f.x, f.y, f.z], np.clip(local, -1.0, 1.0), atol=1e-12)
     unknown = probe.set_params({"patch.colour": 3.0})
     assert not unknown[0].successful and "patch.colour" in unknown[0].reason
+    assert not probe.set_params({"world_frame": "map"})[0].successful       # read-only
+    # measured_scale applies to the next measured message: 2.0 Pa x 1 = 2 Pa, residual 2 - predicted
+    assert probe.set_params({"pressure.measured_scale": 1.0})[0].successful
+    probe.send("/pressure/measured", _measured_pressure(2.0, t))
+    res = wait_stamp(probe, "/pressure/residual", t)
+    pred = for_stamp(probe, "/pressure/predicted", t)[-1].fluid_pressure
+    assert res.fluid_pressure == pytest.approx(2.0 - pred, rel=1e-12)
     # switching the Jacobian off stops <s>/jacobian
     assert probe.set_params({"load.publish_jacobian": False})[0].successful
     t = stamp(72)
@@ -430,7 +472,7 @@ def test_sensor_added_and_removed_at_run_time(node, probe):
     probe.send("/contacts", empty_cloud(t))
     assert wait_stamp(probe, topic, t).header.frame_id == "object"
     r = probe.call(Trigger, "/extra/tare", Trigger.Request())
-    assert r.success is False and "no measured sample" in r.message
+    assert r.success is False and "has no tare offset" in r.message
     # The new sensor senses within 0.5 m of the object origin (0.45, 0, 0.02).  A contact there
     # reads |f| = 5 N; after the object's pose moves it 1 m up, the same world point is 1 m away.
     row = [("object", "punyo", np.array([0.45, 0.0, 0.02]), np.array([0.0, 3.0, 4.0]), -1, -1)]

@@ -688,6 +688,9 @@ class SensorNode(Node):
     def _tare(self, h: SensorHandle) -> Tuple[bool, str]:
         """Tare one sensor from its buffered pairs; ``(success, message)``."""
         n = self._tare_samples
+        if type(h.sensor).set_calibration is BaseSensor.set_calibration:
+            # the model keeps no calibration (Klampt ContactSensor, Isaac load sensor): nothing to tare
+            return False, f"{h.name}: cannot tare: the {h.config.type} model has no tare offset"
         samples, why = select_samples(list(h.pairs), n)
         if why is not None:
             return False, f"{h.name}: cannot tare: {why}"
@@ -699,6 +702,8 @@ class SensorNode(Node):
         except (ValueError, RuntimeError) as exc:
             return False, f"{h.name}: cannot tare: {exc}"
         cal = h.sensor.get_calibration()
+        if TARE_KEY not in cal:
+            return False, f"{h.name}: cannot tare: the {h.config.type} model kept no '{TARE_KEY}' entry"
         unit = enc.KIND_UNITS[h.layout.kind]
         offset = format_offset(cal, TARE_KEY, unit, h.layout.names)
         stamp_s = samples[-1].stamp_ns * 1e-9
