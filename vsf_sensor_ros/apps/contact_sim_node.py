@@ -177,7 +177,7 @@ class ContactSimNode(Node):
         self.scene = scene
 
         # -- measured streams
-        specs = demo_sensor_specs(assets)
+        specs = demo_sensor_specs(assets, scene.object_size)
         self.streams: List[MeasuredStream] = []
         self._layouts = []
         for i, name in enumerate(self.p["sensors"]):

@@ -61,8 +61,13 @@ def _frame_with_z(n: np.ndarray) -> np.ndarray:
     return np.column_stack([x, np.cross(z, x), z])
 
 
-def demo_sensor_specs(assets: SceneAssets) -> Dict[str, DemoSensorSpec]:
+def demo_sensor_specs(assets: SceneAssets, object_size: Optional[Sequence[float]] = None
+                      ) -> Dict[str, DemoSensorSpec]:
     """The demo sensor set of a scene, keyed by name (order of :data:`DEMO_SENSORS`).
+
+    Args:
+        assets: the world's assets (bubble mesh and normal).
+        object_size: the box extents (m); default ``assets.object_size``.
 
     * ``punyo_pressure`` -- ``PunyoPressureSensor`` on the bubble, base normal
       = the membrane normal; measured = gauge pressure + 101325 Pa, noise 5 Pa.
@@ -72,9 +77,15 @@ def demo_sensor_specs(assets: SceneAssets) -> Dict[str, DemoSensorSpec]:
       centred on the membrane tip with z along the outward normal,
       ``patchTolerance`` 1 cm (the dome curves away from the tangent plane),
       all three axes; offset 0.05 N, noise 0.02 N.
-    * ``object_load`` -- Isaac-style contact sensor on the object, whole body
-      (``radius`` -1), every step; offset 0.05 N, noise 0.05 N.
+    * ``object_load`` -- Isaac-style contact sensor on the object, centred on
+      its top face (``position`` = (0, 0, height/2)) with ``radius`` 3 cm: a
+      load cell under the pressed spot.  It sums only the bubble's contacts;
+      the table's, at the bottom face 4+ cm away, stay outside (a whole-body
+      sensor would read the net contact force, i.e. the box's weight, however
+      hard it is pressed).  Every step; offset 0.05 N, noise 0.05 N.
     """
+    size = assets.object_size if object_size is None else object_size
+    half_height = float(size[2]) / 2.0
     n = np.asarray(assets.bubble_normal_local, dtype=np.float64)
     n = n / np.linalg.norm(n)
     T = np.eye(4)
@@ -91,9 +102,9 @@ def demo_sensor_specs(assets: SceneAssets) -> Dict[str, DemoSensorSpec]:
                                      "patchMax": [0.03, 0.03], "patchTolerance": 0.01,
                                      "hasForce": [True, True, True]}, offset=0.05, noise_std=0.02),
         DemoSensorSpec("object_load", {"name": "object_load", "type": "IsaacContactSensor",
-                                       "attachment": OBJECT, "radius": -1.0, "minThreshold": 0.0,
+                                       "attachment": OBJECT, "radius": 0.03, "minThreshold": 0.0,
                                        "maxThreshold": 100000.0, "sensorPeriod": 0.0,
-                                       "position": [0.0, 0.0, 0.0]}, offset=0.05, noise_std=0.05),
+                                       "position": [0.0, 0.0, half_height]}, offset=0.05, noise_std=0.05),
     ]
     return {s.name: s for s in specs}
 
