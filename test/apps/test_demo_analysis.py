@@ -131,3 +131,17 @@ def test_sensor_numbers_without_measurements_or_tare_report_none():
     assert numbers["residual_rms_before_tare"] is None and numbers["residual_rms_after_tare"] is None
     empty = sensor_numbers(series([], [], []), None, np.array([0]), np.array([1]), None, None)
     assert empty["published"] == 0 and empty["latency_ms_p50"] is None
+
+
+def test_tare_split_uses_send_times_when_known_not_late_receive_times():
+    # Prediction 2 was sent at 30 (before the request at 35) but received late, at 50.
+    stamps = [0, 1, 2, 3]
+    pred = Series(np.array(stamps), np.array([10, 20, 50, 60]), [np.array([0.0]), np.array([0.0]),
+                                                                 np.array([0.0]), np.array([100.0])],
+                  sent_ns=np.array([9, 19, 30, 55]))
+    meas = series(stamps, [0] * 4, [100.0, 100.0, 100.0, 101.0])
+    n = sensor_numbers(pred, meas, np.array(stamps), np.array([5, 15, 25, 50]), 35, 45)
+    assert n["residual_rms_before_tare"] == pytest.approx(100.0)  # samples 0, 1, 2 (by send time)
+    assert n["residual_rms_after_tare"] == pytest.approx(1.0)     # sample 3 only
+    # Latency stays receive-to-receive: 5, 5, 25, 10 ns -> p50 = 7.5e-6 ms.
+    assert n["latency_ms_p50"] == pytest.approx(7.5e-6)

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from vsf_sensor_ros.apps.demo import (DemoError, build_parser, offsets_from_calibration, parse_tare_answer,
-                                      read_params_file, resolve_config, sim_command, summary_table)
+                                      read_params_file, resolve_config, sim_command, summary_table,
+                                      tare_succeeded)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,11 +20,30 @@ def test_tare_answer_of_the_sensor_node_is_split_per_sensor():
            "offset 1500 entries, mean 0.001 N, max |.| 0.0071 N; "
            "punyo_pad: cannot tare: no contact-free samples")
     got = parse_tare_answer(msg, ["punyo_pressure", "punyo_force", "punyo_pad", "object_load"])
-    assert got["punyo_pressure"] == {"tare_samples": 10, "tare_offset": 101324.5}
-    assert got["punyo_force"] == {"tare_samples": 8,
+    assert got["punyo_pressure"] == {"tare_samples": 10, "tare_offset": 101324.5, "tare_status": "tared"}
+    assert got["punyo_force"] == {"tare_samples": 8, "tare_status": "tared",
                                   "tare_offset": "1500 entries, mean 0.001 N, max |.| 0.0071 N"}
-    assert got["punyo_pad"] == {"tare_samples": None, "tare_offset": None}
-    assert got["object_load"] == {"tare_samples": None, "tare_offset": None}
+    assert got["punyo_pad"] == {"tare_samples": None, "tare_offset": None,
+                                "tare_status": "failed: no contact-free samples"}
+    assert got["object_load"] == {"tare_samples": None, "tare_offset": None, "tare_status": "missing"}
+
+
+def test_tare_counts_as_done_when_only_untareable_sensors_fail():
+    def answer(pad_reason):
+        return parse_tare_answer("p: tared with 10 of 10 samples (x); offset pressure=5.0 Pa; "
+                                 f"pad: cannot tare: {pad_reason}", ["p", "pad"])
+    # A model without a tare offset cannot tare: not applicable, the demo's tare is done.
+    per = answer("the ContactSensor model has no tare offset")
+    assert tare_succeeded(False, per)
+    assert per["pad"]["tare_status"] == "not applicable: the ContactSensor model has no tare offset"
+    # A body never free of contact: likewise.
+    assert tare_succeeded(False, answer("all 200 buffered samples have contact on the sensor body"))
+    # Anything else fails the tare.
+    assert not tare_succeeded(False, answer("no measured sample paired with a prediction yet"))
+    # Nothing tared at all fails too, even if every failure is "not applicable".
+    only_pad = parse_tare_answer("pad: cannot tare: the ContactSensor model has no tare offset", ["pad"])
+    assert not tare_succeeded(False, only_pad)
+    assert tare_succeeded(True, {})
 
 
 def test_offsets_from_calibration_file_scalar_short_and_long_vectors(tmp_path):

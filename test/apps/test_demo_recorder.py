@@ -130,6 +130,9 @@ def test_records_reliable_best_effort_and_latched_topics_and_writes_readable_mca
     assert log.stamps_ns() == [k * 100_000_000 for k in range(20)]
     assert all(b >= a for a, b in zip(log.recv_ns, log.recv_ns[1:]))
     assert [m.fluid_pressure for m in log.decode()] == values
+    # Send times (publisher's DDS source timestamp, same host clock) precede receive times.
+    assert len(log.sent_ns) == 20
+    assert all(0 <= r - s < 5e9 for s, r in zip(log.sent_ns, log.recv_ns))
     recorder.stop()
     n_wrench = len(recorder.logs["/pad/predicted"])
 

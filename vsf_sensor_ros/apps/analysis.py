@@ -10,9 +10,13 @@ Definitions (also written into ``summary.json`` under ``definitions``):
 * **residual** of a sample = measured − predicted for the ``<s>/measured`` and
   ``<s>/predicted`` messages with the same stamp, in the predicted message's
   units (SI).  ``residual_rms`` is the RMS over every entry of every matched
-  sample.  *Before tare* = predictions received before the ``tare`` request was
-  sent; *after tare* = predictions received after its response arrived;
-  predictions received while the call was in flight are in neither set.
+  sample.  *Before tare* = predictions the node *published* (DDS source
+  timestamp) before the ``tare`` request was sent; *after tare* = published
+  after its answer arrived; predictions published while the call was in flight
+  are in neither set.  Send times, not receive times: a busy subscriber can
+  receive predictions computed before the tare after the service answer,
+  since a topic and a service answer travel separately.  Where rclpy reports
+  no send time (Humble) receive times are used.
 """
 from __future__ import annotations
 
@@ -126,6 +130,24 @@ def reading_vector(msg, msgtype: str, kind: Optional[str] = None, measured: bool
     return vec * scale if measured else vec
 
 
+def touches(msg, bodies: Sequence[int]) -> bool:
+    """Whether a contacts cloud has a point whose ``body1`` or ``body2`` index is in ``bodies``.
+
+    Args:
+        msg: ``sensor_msgs/PointCloud2`` in the contacts layout (DESIGN §3).
+        bodies: body indices (into ``contact_body_names``); empty = any point counts.
+
+    Raises:
+        ValueError: a non-empty cloud without ``body1``/``body2`` fields.
+    """
+    if int(msg.height) * int(msg.width) == 0:
+        return False
+    if not bodies:
+        return True
+    idx = cloud_fields(msg, ("body1", "body2"))
+    return bool(np.isin(idx, np.asarray(list(bodies), dtype=np.float64)).any())
+
+
 @dataclass
 class Series:
     """Decoded readings of one topic, in receive order.
@@ -134,19 +156,27 @@ class Series:
         stamp_ns: ``(M,)`` int64 header stamps (ns, simulation time).
         recv_ns: ``(M,)`` int64 wall receive times (ns).
         values: list of M float64 vectors (see :func:`reading_vector`).
+        sent_ns: ``(M,)`` int64 publisher send times (ns), or None when unknown.
     """
 
     stamp_ns: np.ndarray
     recv_ns: np.ndarray
     values: List[np.ndarray]
+    sent_ns: Optional[np.ndarray] = None
+
+    @property
+    def event_ns(self) -> np.ndarray:
+        """Send times when known, else receive times (what the tare split uses)."""
+        return self.recv_ns if self.sent_ns is None else self.sent_ns
 
     @classmethod
     def from_log(cls, log: TopicLog, kind: Optional[str] = None, measured: bool = False,
                  scale: float = 1.0) -> "Series":
         """Decode every message of ``log`` with :func:`reading_vector` (same arguments)."""
         msgs = log.decode()
+        sent = np.array(log.sent_ns, dtype=np.int64) if len(log.sent_ns) == len(log.data) else None
         return cls(np.array(log.stamps_ns(), dtype=np.int64), np.array(log.recv_ns, dtype=np.int64),
-                   [reading_vector(m, log.msgtype, kind, measured, scale) for m in msgs])
+                   [reading_vector(m, log.msgtype, kind, measured, scale) for m in msgs], sent)
 
 
 def first_index_by_stamp(stamp_ns: np.ndarray) -> Dict[int, int]:
@@ -182,8 +212,9 @@ def match_by_stamp(measured: Series, predicted: Series) -> Dict[str, np.ndarray]
 
     Returns:
         ``{"stamp_ns": (m,), "pred_recv_ns": (m,), "residual": (m, D)}`` with
-        residual = measured − predicted; samples whose vector lengths differ are
-        dropped.  ``m = 0`` gives a ``(0, 0)`` residual.
+        residual = measured − predicted; ``pred_recv_ns`` holds the prediction's
+        :attr:`Series.event_ns` (send time when known).  Samples whose vector
+        lengths differ are dropped.  ``m = 0`` gives a ``(0, 0)`` residual.
     """
     meas_first = first_index_by_stamp(measured.stamp_ns)
     stamps, recv, res = [], [], []
@@ -192,7 +223,7 @@ def match_by_stamp(measured: Series, predicted: Series) -> Dict[str, np.ndarray]
         if j is None or measured.values[j].shape != predicted.values[i].shape:
             continue
         stamps.append(s)
-        recv.append(predicted.recv_ns[i])
+        recv.append(predicted.event_ns[i])
         res.append(measured.values[j] - predicted.values[i])
     if not res:
         return {"stamp_ns": np.zeros(0, np.int64), "pred_recv_ns": np.zeros(0, np.int64),

@@ -50,6 +50,12 @@ NODE_MODULE = "vsf_sensor_ros.ros.sensor_node"
 WORLD_PARAMS = {"embedded": "sensor_node.yaml", "kinova": "kinova_punyo.yaml"}
 STARTUP_TIMEOUT_S = 90.0   # python + torch + klampt imports on a busy 2-core machine
 DRAIN_S = 1.5              # after the simulator ends, wait this long for the last predictions
+TARE_STRETCH_S = 2.0       # simulated contact-free hold at the start (simulator trajectory.tare_s)
+TARE_AT_S = 1.0            # tare at this simulated time: mid-way through the contact-free hold
+# Node answers meaning "this sensor cannot be tared here", not "the tare went wrong":
+# a model without a tare offset (Klampt ContactSensor, Isaac load sensor), or a
+# body that is never free of contact (the box resting on the table).
+NOT_TAREABLE = ("has no tare", "have contact on the sensor body")
 
 
 class DemoError(RuntimeError):
@@ -70,12 +76,14 @@ class SensorInfo:
         type_name: sensor class (``PunyoPressureSensor`` ...).
         kind: ``pressure`` | ``dense_force`` | ``wrench`` | ``load``.
         measured_scale: measured value x scale = SI.
+        attachment: body the sensor is attached to.
     """
 
     name: str
     type_name: str
     kind: str
     measured_scale: float = 1.0
+    attachment: str = ""
 
 
 @dataclass
@@ -172,7 +180,8 @@ def sensors_from_params(params: Dict[str, Any], path: Path) -> List[SensorInfo]:
             raise DemoError(f"sensor {name!r} in {path} has type {type_name!r}; "
                             f"known types: {sorted(SENSOR_KINDS)}")
         out.append(SensorInfo(name, type_name, SENSOR_KINDS[type_name],
-                              float(params.get(f"{name}.measured_scale", 1.0))))
+                              float(params.get(f"{name}.measured_scale", 1.0)),
+                              str(params.get(f"{name}.attachment", ""))))
     return out
 
 
@@ -292,6 +301,19 @@ def write_demo_overlay(cfg: DemoConfig) -> Path:
     cfg.contact_body_names = [str(b) for b in SIM_PARAMS["contact_body_names"][0]]
     overlay["contact_body_names"] = list(cfg.contact_body_names)
     cfg.out.mkdir(parents=True, exist_ok=True)
+    if cfg.world == "kinova":
+        # The Kinova parameter file models the robot and the bubble only; the pressed
+        # box (where the load sensor sits) joins as a free body following the
+        # simulator's object/pose, with the simulator's box as its mesh.
+        import trimesh
+        box = trimesh.creation.box(extents=[float(v) for v in SIM_PARAMS["object.size"][0]])
+        mesh_path = (cfg.out / "object_box.stl").resolve()
+        box.export(mesh_path)
+        bodies = [b for b in (cfg.base_params.get("bodies") or []) if b]
+        overlay["bodies"] = bodies + [b for b in ("object",) if b not in bodies]
+        overlay["object.mesh"] = str(mesh_path)
+        overlay["object.parent_link"] = ""
+        overlay["object.pose_topic"] = "object/pose"
     path = (cfg.out / "sensor_node_demo.yaml").resolve()
     path.write_text("# Written by the demo: the simulator's demo sensors and body table for the\n"
                     "# sensor node,"
@@ -345,15 +367,18 @@ def parse_tare_answer(message: str, sensors: Sequence[str]) -> Dict[str, Dict[st
     single-valued offset (``pressure=101325 Pa``) is returned as a float.
 
     Returns:
-        sensor -> ``{"tare_samples": int | None, "tare_offset": float | str | None}``
-        for every sensor in ``sensors``.
+        sensor -> ``{"tare_samples": int | None, "tare_offset": float | str | None,
+        "tare_status": "tared" | "failed: <why>" | "missing"}`` for every sensor in ``sensors``.
     """
-    out: Dict[str, Dict[str, Any]] = {s: {"tare_samples": None, "tare_offset": None} for s in sensors}
+    out: Dict[str, Dict[str, Any]] = {s: {"tare_samples": None, "tare_offset": None, "tare_status": "missing"}
+                                      for s in sensors}
     marks = sorted((m.start(), s) for s in sensors
                    for m in re.finditer(rf"(?:^|; ){re.escape(s)}: ", message))
     for k, (pos, s) in enumerate(marks):
         end = marks[k + 1][0] if k + 1 < len(marks) else len(message)
         part = message[pos:end]
+        why = re.search(r"cannot tare: (.*?)(?:;\s*)?$", part.strip())
+        out[s]["tare_status"] = f"failed: {why.group(1)}" if why else "tared"
         used = re.search(r"tared with (\d+)", part)
         if used:
             out[s]["tare_samples"] = int(used.group(1))
@@ -406,6 +431,27 @@ def offsets_from_calibration(path: Path, sensors: Sequence[str]) -> Dict[str, Di
         n = entry.get("samples")
         out[s] = {"tare_samples": None if n is None else int(n), "tare_offset": offset}
     return out
+
+
+def tare_succeeded(service_success: bool, per_sensor: Dict[str, Dict[str, Any]]) -> bool:
+    """Whether the demo's tare counts as done; marks untareable sensors ``not applicable``.
+
+    The node's ``tare`` answers ``success`` only when *every* sensor tared.
+    Some cannot by nature: models without a tare offset (Klampt
+    ``ContactSensor``, the Isaac-style load sensor) and sensors on a body that
+    is never free of contact (see :data:`NOT_TAREABLE`).  Their status becomes
+    ``"not applicable: <why>"`` (in place) and they do not fail the demo; any
+    other failure does, and at least one sensor must have tared.
+    """
+    for entry in per_sensor.values():
+        st = entry["tare_status"]
+        if st.startswith("failed") and any(p in st for p in NOT_TAREABLE):
+            entry["tare_status"] = "not applicable: " + st.split(": ", 1)[1]
+    if service_success:
+        return True
+    statuses = [e["tare_status"] for e in per_sensor.values()]
+    return any(st == "tared" for st in statuses) and all(
+        st == "tared" or st.startswith("not applicable") for st in statuses)
 
 
 class Progress:
@@ -468,12 +514,24 @@ def sim_command(cfg: DemoConfig) -> List[str]:
            "-p", f"world:={cfg.world}", "-p", f"rate_hz:={cfg.rate_hz!r}",
            "-p", f"sim_dt:={1.0 / cfg.rate_hz!r}", "-p", f"physics_dt:={min(0.001, 1.0 / cfg.rate_hz)!r}",
            "-p", f"duration_s:={cfg.duration_s!r}", "-p", f"seed:={cfg.seed}",
+           "-p", f"trajectory.tare_s:={TARE_STRETCH_S!r}",
            "-p", "wait_for_subscribers:=2", "-p", "exit_on_done:=true"]
     if cfg.contact_body_names:
         cmd += ["-p", f"contact_body_names:=[{','.join(cfg.contact_body_names)}]"]
     if cfg.assets is not None:
         cmd += ["-p", f"assets_dir:={cfg.assets}"]
     return cmd
+
+
+def press_body_indices(cfg: DemoConfig) -> List[int]:
+    """Indices (into ``contact_body_names``) of the bubble: the bodies of the Punyo sensors.
+
+    "Contact" for the tare timing and the plots' shading means contact on these
+    bodies: the box resting on the table is in contact all the time.  Empty
+    (= any contact counts) when the demo has no Punyo sensor.
+    """
+    watched = {s.attachment for s in cfg.sensors if s.kind in ("pressure", "dense_force")}
+    return [i for i, b in enumerate(cfg.contact_body_names) if b in watched]
 
 
 def run_session(cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: Path) -> SessionResult:
@@ -490,6 +548,10 @@ def run_session(cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: P
     from rclpy.executors import SingleThreadedExecutor
     from std_srvs.srv import Trigger
 
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import PointCloud2
+
+    from vsf_sensor_ros.apps.analysis import touches
     from vsf_sensor_ros.apps.processes import ManagedProcess
     from vsf_sensor_ros.apps.recorder import TopicRecorder, cloud_point_count, header_stamp_ns
 
@@ -512,6 +574,7 @@ def run_session(cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: P
     tare = TareResult()
     result = SessionResult({}, {}, tare, 0.0, None, None)
     seen = {"contacts": 0, "free_steps": 0, "contact": False, "stamp_s": None}
+    press_bodies = press_body_indices(cfg)
 
     def check(stage: str) -> None:
         if time.monotonic() > deadline:
@@ -548,24 +611,25 @@ def run_session(cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: P
 
     def do_tare() -> None:
         if seen["contact"] and seen["free_steps"] < cfg.tare_samples:
-            result.errors.append(f"contact started after only {seen['free_steps']} contact-free steps "
+            result.errors.append(f"the bubble touched after only {seen['free_steps']} contact-free steps "
                                  f"(tare wants {cfg.tare_samples})")
         tare.sim_time_s = seen["stamp_s"]
         tare.request_ns = time.time_ns()
         resp = call_trigger(tare_client, "waiting for the tare answer")
         tare.response_ns = time.time_ns()
-        tare.success = bool(resp is not None and resp.success)
         tare.message = "no answer within 10 s" if resp is None else resp.message
         names = [s.name for s in cfg.sensors]
         tare.per_sensor = parse_tare_answer(tare.message, names)
+        tare.success = tare_succeeded(resp is not None and resp.success, tare.per_sensor)
         progress.say(f"tare at sim t={tare.sim_time_s:.2f} s: {'ok' if tare.success else 'FAILED'}: "
                      f"{tare.message}")
-        if tare.success:
+        if any(e["tare_status"] == "tared" for e in tare.per_sensor.values()):
             saved = call_trigger(save_client, "saving the calibration")
             if saved is not None and saved.success:
                 try:
                     for name, entry in offsets_from_calibration(cfg.out / "calibration.yaml", names).items():
-                        tare.per_sensor[name] = entry
+                        if tare.per_sensor[name]["tare_status"] == "tared":
+                            tare.per_sensor[name].update(entry)
                 except DemoError as exc:
                     result.errors.append(str(exc))
             else:
@@ -604,17 +668,18 @@ def run_session(cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: P
             contacts = recorder.logs.get("/contacts")
             if contacts is not None and len(contacts) > seen["contacts"]:
                 for data in contacts.data[seen["contacts"]:]:
-                    if cloud_point_count(data) > 0:
+                    if cloud_point_count(data) > 0 and touches(deserialize_message(data, PointCloud2),
+                                                               press_bodies):
                         seen["contact"] = True
                     elif not seen["contact"]:
                         seen["free_steps"] += 1
                     seen["stamp_s"] = header_stamp_ns(data) * 1e-9
                 seen["contacts"] = len(contacts)
-            # Tare once every sensor has enough contact-free samples (before the press),
-            # or at the latest when contact starts.
+            # Tare mid-way through the contact-free hold, once every sensor has enough
+            # samples -- or at the latest when the bubble touches.
             if tare.request_ns is None and seen["contacts"] > 0:
-                enough = seen["free_steps"] >= cfg.tare_samples + 5 and all(
-                    pred_count(s) >= cfg.tare_samples + 5 for s in cfg.sensors)
+                enough = seen["stamp_s"] >= TARE_AT_S and all(
+                    pred_count(s) >= cfg.tare_samples for s in cfg.sensors)
                 if enough or seen["contact"]:
                     do_tare()
             progress.tick(status)
@@ -655,8 +720,10 @@ DEFINITIONS = {
     "latency_ms": "wall receive time of <sensor>/predicted minus wall receive time of the contacts "
                   "message with the same header.stamp, both taken in the demo's recorder process",
     "residual_rms": "RMS over all entries of measured - predicted (SI units, measured x measured_scale), "
-                    "samples matched by header.stamp; before_tare = predictions received before the tare "
-                    "request, after_tare = received after its answer",
+                    "samples matched by header.stamp; before_tare = predictions the node published (DDS "
+                    "send time) before the tare request was sent, after_tare = published after its answer "
+                    "arrived",
+    "tare.sim_time_s": "newest prediction stamp the node had published when the tare request was sent",
     "tare_offset": "offset the node reported in its tare answer (SI; list for vector sensors)",
     "tare_samples": "contact-free measured samples the node averaged for the tare",
 }
@@ -672,6 +739,19 @@ def _series_for(session: SessionResult, s: SensorInfo):
     return pred, meas
 
 
+def tare_sim_time(request_ns: Optional[int], predicted: Sequence[Any]) -> Optional[float]:
+    """Simulation time of the tare: the newest stamp (s) among predictions the node
+    published (send time; receive time where unknown) before the request was sent.
+
+    Returns ``None`` when there was no request or no such prediction.
+    """
+    if request_ns is None:
+        return None
+    stamps = [p.stamp_ns[p.event_ns < request_ns] for p in predicted if p is not None]
+    stamps = [s for s in stamps if s.size]
+    return float(max(s.max() for s in stamps)) * 1e-9 if stamps else None
+
+
 def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[Any, Any]],
                   bag: Dict[str, Any]) -> Dict[str, Any]:
     """``summary.json`` content (see :data:`DEFINITIONS`)."""
@@ -680,6 +760,9 @@ def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tup
     c_stamp = np.array(contacts.stamps_ns() if contacts else [], dtype=np.int64)
     c_recv = np.array(contacts.recv_ns if contacts else [], dtype=np.int64)
     steps = int(c_stamp.size)
+    tare_t = tare_sim_time(session.tare.request_ns, [p for p, _ in series.values()])
+    if tare_t is not None:
+        session.tare.sim_time_s = tare_t
     span_s = (c_recv[-1] - c_recv[0]) * 1e-9 if steps > 1 else 0.0
     sensors: Dict[str, Any] = {}
     for s in cfg.sensors:
@@ -717,7 +800,7 @@ def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tup
 
 def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[Any, Any]]) -> List[Path]:
     """Write ``pressure.png``, ``force_field.png`` and one ``<sensor>.png`` per other sensor."""
-    from vsf_sensor_ros.apps.analysis import cloud_fields
+    from vsf_sensor_ros.apps.analysis import cloud_fields, touches
     from vsf_sensor_ros.apps.plots import plot_components, plot_force_field, plot_pressure
     from vsf_sensor_ros.apps.recorder import cloud_point_count
     contacts = session.logs.get("/contacts")
@@ -725,8 +808,10 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
         return []
     c_stamp = np.array(contacts.stamps_ns(), dtype=np.int64)
     t_origin = int(c_stamp[0])
-    counts = np.array([cloud_point_count(d) for d in contacts.data])
-    in_contact = c_stamp[counts > 0]
+    bodies = press_body_indices(cfg)
+    pressed = np.array([cloud_point_count(d) > 0 and touches(m, bodies)
+                        for d, m in zip(contacts.data, contacts.decode())], dtype=bool)
+    in_contact = c_stamp[pressed]
     span = None if not in_contact.size else ((in_contact[0] - t_origin) * 1e-9,
                                              (in_contact[-1] - t_origin) * 1e-9)
     tare_t = None if session.tare.sim_time_s is None else session.tare.sim_time_s - t_origin * 1e-9
@@ -788,6 +873,8 @@ def _fmt(v: Any, digits: int = 3) -> str:
         return f"{v:.{digits}g}"
     if isinstance(v, list):
         return f"[{len(v)} values]"
+    if isinstance(v, dict) and "entries" in v:
+        return f"[{v['entries']} values]"
     return str(v)
 
 
@@ -812,6 +899,10 @@ def summary_table(summary: Dict[str, Any]) -> str:
                                for k, (c, w) in enumerate(zip(r, widths))))
         if i == 0:
             lines.append("  ".join("-" * w for w in widths))
+    notes = [f"  {name}: {s['tare_status']}" for name, s in summary["sensors"].items()
+             if s.get("tare_status", "tared") != "tared"]
+    if notes:
+        lines += ["", "not tared:"] + notes
     return "\n".join(lines)
 
 

@@ -24,6 +24,14 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.subscription import Subscription
 
+# rclpy hands subscription callbacks a MessageInfo (send time, sequence numbers)
+# from Iron on; Humble's callbacks take the message only.
+try:
+    from rclpy.subscription import MessageInfo  # noqa: F401
+    _HAS_MESSAGE_INFO = True
+except ImportError:
+    _HAS_MESSAGE_INFO = False
+
 #: Bag format version written.  8 is read by rosbag2 Jazzy/Kilted and by
 #: Humble (which ignores the newer keys), PlotJuggler and Foxglove read the MCAP.
 BAG_VERSION = 8
@@ -107,6 +115,9 @@ class TopicLog:
         msgtype: ``"pkg/msg/Name"``.
         recv_ns: wall-clock receive times (``time.time_ns()``), one per message.
         data: serialized CDR bytes, one per message, in receive order.
+        sent_ns: publisher-side send times (DDS source timestamp, wall clock of the
+            publishing host, ns) per message; empty when the ROS distribution's
+            rclpy cannot report them (Humble).
         qos: QoS profiles the topic's publishers offered when last seen.
     """
 
@@ -115,6 +126,7 @@ class TopicLog:
     recv_ns: List[int] = field(default_factory=list)
     data: List[bytes] = field(default_factory=list)
     qos: List[QoSProfile] = field(default_factory=list)
+    sent_ns: List[int] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.data)
@@ -211,7 +223,14 @@ class TopicRecorder:
             self._subs[topic] = (sub, qos)
         return new
 
-    def _callback(self, log: TopicLog) -> Callable[[bytes], None]:
+    def _callback(self, log: TopicLog) -> Callable:
+        if _HAS_MESSAGE_INFO:
+            def on_message_with_info(data: bytes, info) -> None:
+                log.recv_ns.append(self._clock_ns())
+                log.data.append(bytes(data))
+                log.sent_ns.append(int(info["source_timestamp"]))
+            return on_message_with_info
+
         def on_message(data: bytes) -> None:
             log.recv_ns.append(self._clock_ns())
             log.data.append(bytes(data))
