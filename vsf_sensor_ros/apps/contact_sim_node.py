@@ -50,6 +50,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional
 
+import klampt
 import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
@@ -162,7 +163,9 @@ class ContactSimNode(Node):
             raise ValueError(f"world must be one of {list(WORLDS)}, got {self.p['world']!r}")
         self.add_on_set_parameters_callback(self._on_set)
 
-        # -- simulation
+        # -- simulation (Klampt's INFO/WARN console chatter about URDF materials and ODE
+        # joint stops would drown the node's log)
+        klampt.set_log_level("ERROR")
         assets = load_assets(self.p["world"], self.p["assets_dir"] or None)
         scene = build_scene(assets, self.p["object.size"], self.p["object.mass"], self.p["arm_collision"])
         profile = PressProfile(**{k.split(".", 1)[1]: float(self.p[k]) for k in PARAMS
