@@ -10,6 +10,7 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
 
 
@@ -26,10 +27,23 @@ def _mark_session(ax, tare_t: Optional[float], contact_span: Optional[Tuple[floa
         ax.axvline(tare_t, color="tab:red", linestyle="--", linewidth=1.2, label="tare")
 
 
+def _zoom_limits(values: np.ndarray) -> Optional[Tuple[float, float]]:
+    if values.size == 0:
+        return None
+    lo, hi = np.percentile(values, [0.5, 99.5])
+    pad = max(0.08 * (hi - lo), 1e-6 * max(abs(lo), abs(hi)), 1e-9)
+    return float(lo - pad), float(hi + pad)
+
+
 def plot_pressure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_pred: np.ndarray,
                   path: Path, tare_t: Optional[float] = None,
                   contact_span: Optional[Tuple[float, float]] = None, title: str = "pressure") -> Path:
-    """Predicted vs measured pressure over time, residual underneath.
+    """Predicted vs measured pressure over time: overview, zoom after the tare, residual.
+
+    An absolute pressure sensor reads ~10^5 Pa while a press changes it by
+    ~10^3 Pa, so the overview shows the tare step and the zoomed panel (time
+    after ``tare_t``, y range of that stretch) shows the press.  The residual
+    panel is zoomed the same way; its pre-tare level is written on it.
 
     Args:
         t_meas, p_meas: ``(M,)`` times (s) and measured pressures (Pa).
@@ -42,20 +56,39 @@ def plot_pressure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_
     Returns:
         ``path``.
     """
-    fig = _new_figure((8.0, 5.5))
-    ax, ax_r = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [2.2, 1]})
-    _mark_session(ax, tare_t, contact_span)
-    ax.plot(t_meas, p_meas, color="0.2", linewidth=1.0, label="measured")
-    ax.plot(t_pred, p_pred, color="tab:blue", linewidth=1.6, alpha=0.85, label="predicted")
+    t_meas, p_meas = np.asarray(t_meas, float), np.asarray(p_meas, float)
+    t_pred, p_pred = np.asarray(t_pred, float), np.asarray(p_pred, float)
+    fig = _new_figure((8.0, 8.0))
+    ax_all, ax, ax_r = fig.subplots(3, 1, sharex=True, gridspec_kw={"height_ratios": [1, 2.2, 1.1]})
+    after = -np.inf if tare_t is None else tare_t
+    for a in (ax_all, ax):
+        _mark_session(a, tare_t, contact_span)
+        a.plot(t_meas, p_meas, color="0.2", linewidth=0.9, label="measured")
+        a.plot(t_pred, p_pred, color="tab:blue", linewidth=1.5, alpha=0.85, label="predicted")
+        a.grid(alpha=0.3)
+    ax_all.set_title(title)
+    ax_all.set_ylabel("[Pa]")
+    ax_all.legend(loc="lower right", fontsize=7)
+    ax_all.text(0.01, 0.92, "whole run", transform=ax_all.transAxes, fontsize=8, va="top")
+    late = np.concatenate([p_meas[t_meas > after], p_pred[t_pred > after]])
+    lim = _zoom_limits(late)
+    if lim is not None and tare_t is not None:
+        ax.set_ylim(*lim)
+        ax.text(0.01, 0.97, "after the tare (zoom)", transform=ax.transAxes, fontsize=8, va="top")
     ax.set_ylabel("pressure [Pa]")
-    ax.set_title(title)
-    ax.legend(loc="best", fontsize=8)
-    ax.grid(alpha=0.3)
     # Residual on common stamps only (measured − predicted).
-    common, im, ip = np.intersect1d(np.asarray(t_meas), np.asarray(t_pred), return_indices=True)
+    common, im, ip = np.intersect1d(t_meas, t_pred, return_indices=True)
+    res = p_meas[im] - p_pred[ip]
     _mark_session(ax_r, tare_t, None)
-    ax_r.plot(common, np.asarray(p_meas)[im] - np.asarray(p_pred)[ip], color="tab:purple", linewidth=1.0)
+    ax_r.plot(common, res, color="tab:purple", linewidth=0.9)
     ax_r.axhline(0.0, color="0.5", linewidth=0.6)
+    lim_r = _zoom_limits(res[common > after])
+    if lim_r is not None and tare_t is not None:
+        ax_r.set_ylim(*lim_r)
+        before = res[common < tare_t]
+        if before.size:
+            ax_r.text(0.01, 0.95, f"before the tare: mean {before.mean():.6g} Pa (off scale)",
+                      transform=ax_r.transAxes, fontsize=8, va="top")
     ax_r.set_ylabel("measured − predicted [Pa]", fontsize=8)
     ax_r.set_xlabel("simulation time [s]")
     ax_r.grid(alpha=0.3)
@@ -96,13 +129,17 @@ def plot_force_field(points: np.ndarray, forces: np.ndarray, path: Path,
     mags = [np.linalg.norm(f, axis=1) for _, f in panels]
     vmax = max(float(m.max()) for m in mags) if points.shape[0] else 1.0
     vmax = vmax if vmax > 0 else 1.0
-    fig = _new_figure((5.2 * len(panels) + 1.0, 5.0))
+    fig = _new_figure((4.6 * len(panels) + 1.2, 4.6))
+    # Contact forces concentrate on a few vertices: a square-root colour scale keeps
+    # the small ones around the contact patch visible.
+    norm = PowerNorm(gamma=0.5, vmin=0.0, vmax=vmax)
     sc = None
     for k, ((label, _), mag) in enumerate(zip(panels, mags)):
         ax = fig.add_subplot(1, len(panels), k + 1, projection="3d")
         order = np.argsort(mag)  # strongest vertices drawn last, on top
         sc = ax.scatter(points[order, 0], points[order, 1], points[order, 2], c=mag[order],
-                        cmap="viridis", vmin=0.0, vmax=vmax, s=10 + 40 * mag[order] / vmax, depthshade=False)
+                        cmap="viridis", norm=norm, s=8 + 60 * np.sqrt(mag[order] / vmax), depthshade=False)
+        ax.view_init(elev=28, azim=-60)
         ax.set_title(f"{label}: Σ|f| = {mag.sum():.3g} N", fontsize=9)
         suffix = f" ({frame})" if frame else ""
         ax.set_xlabel("x [m]" + suffix, fontsize=7)
@@ -110,9 +147,9 @@ def plot_force_field(points: np.ndarray, forces: np.ndarray, path: Path,
         ax.set_zlabel("z [m]", fontsize=7)
         ax.tick_params(labelsize=6)
         ax.set_box_aspect(np.ptp(points, axis=0) + 1e-9)
-    fig.colorbar(sc, ax=fig.axes, shrink=0.7, label="|f| per vertex [N]")
+    fig.colorbar(sc, ax=fig.axes, shrink=0.7, pad=0.08, label="|f| per vertex [N] (sqrt scale)")
     fig.suptitle(title)
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight")
     return Path(path)
 
 
