@@ -723,7 +723,8 @@ DEFINITIONS = {
                     "samples matched by header.stamp; before_tare = predictions the node published (DDS "
                     "send time) before the tare request was sent, after_tare = published after its answer "
                     "arrived",
-    "tare.sim_time_s": "newest prediction stamp the node had published when the tare request was sent",
+    "tare.sim_time_s": "newest prediction stamp the node had published when its tare answer arrived "
+                       "(where the tare took effect, to within a step)",
     "tare_offset": "offset the node reported in its tare answer (SI; list for vector sensors)",
     "tare_samples": "contact-free measured samples the node averaged for the tare",
 }
@@ -739,15 +740,16 @@ def _series_for(session: SessionResult, s: SensorInfo):
     return pred, meas
 
 
-def tare_sim_time(request_ns: Optional[int], predicted: Sequence[Any]) -> Optional[float]:
+def tare_sim_time(response_ns: Optional[int], predicted: Sequence[Any]) -> Optional[float]:
     """Simulation time of the tare: the newest stamp (s) among predictions the node
-    published (send time; receive time where unknown) before the request was sent.
+    published (send time; receive time where unknown) before its tare answer arrived.
 
-    Returns ``None`` when there was no request or no such prediction.
+    The node answers right after applying the tare, so this is where the tare
+    took effect (to within a step).  ``None`` without an answer or such a prediction.
     """
-    if request_ns is None:
+    if response_ns is None:
         return None
-    stamps = [p.stamp_ns[p.event_ns < request_ns] for p in predicted if p is not None]
+    stamps = [p.stamp_ns[p.event_ns < response_ns] for p in predicted if p is not None]
     stamps = [s for s in stamps if s.size]
     return float(max(s.max() for s in stamps)) * 1e-9 if stamps else None
 
@@ -760,7 +762,7 @@ def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tup
     c_stamp = np.array(contacts.stamps_ns() if contacts else [], dtype=np.int64)
     c_recv = np.array(contacts.recv_ns if contacts else [], dtype=np.int64)
     steps = int(c_stamp.size)
-    tare_t = tare_sim_time(session.tare.request_ns, [p for p, _ in series.values()])
+    tare_t = tare_sim_time(session.tare.response_ns, [p for p, _ in series.values()])
     if tare_t is not None:
         session.tare.sim_time_s = tare_t
     span_s = (c_recv[-1] - c_recv[0]) * 1e-9 if steps > 1 else 0.0
