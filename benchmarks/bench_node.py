@@ -265,6 +265,11 @@ def summarize_phase(phase: Dict[str, Any], receiver: Receiver, sampler: Sampler)
         "duration_s": (end - lo) * 1e-9,
     }
     res.update(sampler.window(lo, end))
+    # CPU per processed message: unlike the share of wall time it is not capped by what the
+    # host leaves the node, so cores_needed = what keeping up with the rate takes.
+    if len(complete) and res["cpu_cores"] == res["cpu_cores"]:
+        res["cpu_ms_per_msg"] = 1e3 * res["cpu_cores"] * (end - lo) * 1e-9 / len(complete)
+        res["cores_needed_at_rate"] = res["cpu_ms_per_msg"] * 1e-3 * float(phase["rate_hz"])
     if res["rss_start_mb"] == res["rss_start_mb"] and res["rss_start_mb"] > 0:
         res["rss_growth_pct"] = 100.0 * (res["rss_end_mb"] - res["rss_start_mb"]) / res["rss_start_mb"]
     return res
@@ -308,9 +313,9 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
 
     import rclpy
     rclpy.init()
-    node = ManagedProcess("sensor_node", [sys.executable, "-m", "vsf_sensor_ros.ros.sensor_node", "--ros-args",
-                                          "--params-file", str(params_file)], env, workdir / "sensor_node.log",
-                          cwd=ROOT)
+    node_cmd = [sys.executable, "-m", "vsf_sensor_ros.ros.sensor_node", "--ros-args",
+                "--params-file", str(params_file)]
+    node = ManagedProcess("sensor_node", node_cmd, env, workdir / "sensor_node.log", cwd=ROOT)
     all_phases = ([{"name": "warmup", "rate": 100.0, "count": warmup}] if warmup else []) + list(phases)
     pub_out = workdir / "publisher.json"
     pub = ManagedProcess("bench_publisher", [
@@ -320,7 +325,8 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
     receiver: Optional[Receiver] = None
     sampler: Optional[Sampler] = None
     result: Dict[str, Any] = {"world": world, "assets": str(assets) if assets else None, "qos": QOS_TEXT,
-                              "contacts_per_message": contacts, "contacts_mode": "barycentric",
+                              "workdir": str(workdir), "contacts_per_message": contacts,
+                              "contacts_mode": "barycentric",
                               "sensors": list(SENSORS), "markers": "off", "ros_domain_id": domain,
                               "rmw": os.environ.get("RMW_IMPLEMENTATION", "default (rmw_fastrtps_cpp)")}
     try:
@@ -330,8 +336,8 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
         sampler = Sampler(node.pid)
         sampler.start()
         if not receiver.wait_for_publishers(90.0):
-            return {**result, "skipped": f"sensor_node did not come up within 90 s (exit code {node.poll()}); "
-                                         f"log tail:\n{node.tail()}"}
+            return {**result, "skipped": f"sensor_node did not come up within 90 s (exit code "
+                                         f"{node.poll()}); log tail:\n{node.tail()}"}
         result["node_start_s"] = time.monotonic() - t_start
         time.sleep(1.0)
         sampler.sample()
