@@ -182,6 +182,19 @@ def test_distances_match_brute_force_over_all_triangles_on_a_perturbed_sphere(of
     _check_consistent(q, pts)
 
 
+def test_grid_path_and_kd_path_give_identical_answers():
+    rng = np.random.default_rng(11)
+    sphere = trimesh.creation.icosphere(subdivisions=3, radius=0.05)
+    surf, _ = trimesh.sample.sample_surface(sphere, 400, seed=2)
+    pts = surf + 0.003 * rng.standard_normal(surf.shape)
+    with_grid = ClosestTriangleQuery(sphere.vertices, sphere.faces)
+    kd_only = ClosestTriangleQuery(sphere.vertices, sphere.faces, grid=False)
+    assert with_grid.grid_candidates == 16 and kd_only.grid_candidates == 0
+    a, b = with_grid.query(pts), kd_only.query(pts)
+    np.testing.assert_allclose(a.distance, b.distance, atol=1e-15)
+    np.testing.assert_allclose(a.point, b.point, atol=1e-15)
+
+
 def test_query_of_zero_points_returns_empty_arrays():
     r = ClosestTriangleQuery(SQ_V, SQ_F).query(np.zeros((0, 3)))
     assert r.triangle.shape == (0,) and r.weights.shape == (0, 3) and r.point.shape == (0, 3)

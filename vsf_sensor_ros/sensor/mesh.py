@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -135,8 +135,8 @@ class ClosestTriangleQuery:
     """Exact batched closest-point-on-mesh query, built once per mesh.
 
     Method: every triangle is covered by proxy points so that each of its
-    points lies within ``h`` (the median centroid-to-corner radius ``r_t``)
-    of one of its own proxies: a triangle with ``r_t <= h`` is its centroid;
+    points lies within ``h`` (half the median centroid-to-corner radius
+    ``r_t``) of one of its own proxies: a triangle with ``r_t <= h`` is its centroid;
     a larger one (e.g. the sliver fan across the Punyo base) gets a square
     grid of cell size ``√2·h`` in its plane, one proxy per cell near it = the
     triangle's closest point to the cell centre (projection onto a convex set
@@ -161,6 +161,19 @@ class ClosestTriangleQuery:
     stay within memory).  The ragged ball lists are flattened with C-level
     iterators; there is no Python loop over points or triangles.
 
+    Near the surface a faster exact path skips the KD-tree: at construction
+    the band of space within ``r_med`` (the median ``r_t``) of the mesh is cut
+    into cubic cells of side ``r_med / 2``; a cell whose centre ``x`` is
+    ``d(x)`` from the mesh can only have closest triangles within
+    ``d(x) + 2ρ`` of ``x`` (``ρ`` = the cell's half-diagonal: any point ``y``
+    of the cell has ``d(y) ≤ d(x) + ρ``, and its closest triangle is within
+    ``d(y) + ρ`` of ``x``), so that exact candidate set is stored per cell
+    (cells with more than ``grid_candidates`` = 16 candidates, and points
+    outside the band, use the KD-tree path).  A query then costs one
+    evaluation of 16 candidates per point.  On the Punyo mesh ~99 % of
+    surface points take the grid path; building it takes a fraction of a
+    second and ~1 MB.
+
     Degenerate triangles (zero area: collinear or coincident corners, within
     a relative tolerance of 1e-12) never use the face projection; their
     closest point is the closest point on their edges, and zero-length edges
@@ -169,12 +182,15 @@ class ClosestTriangleQuery:
     Attributes:
         vertices: ``(V, 3)`` float64, read-only.
         triangles: ``(T, 3)`` int64, read-only.
-        k: proxies (candidate slots) per point in the first round.
+        k: proxies (candidate slots) per point in the first round of the
+            KD-tree path.
+        grid_candidates: candidate slots per cell of the near-surface grid
+            (0 when the grid is disabled).
         cover_radius: ``h``, every mesh point is within ``h`` of a proxy of
             its own triangle (m).
     """
 
-    def __init__(self, vertices: Any, triangles: Any, k: int = 8) -> None:
+    def __init__(self, vertices: Any, triangles: Any, k: int = 12, grid: bool = True) -> None:
         V, F = validate_mesh(vertices, triangles)
         if int(k) < 1:
             raise ValueError(f"k must be >= 1, got {k}")
@@ -185,7 +201,9 @@ class ClosestTriangleQuery:
         a, b, c = V[F[:, 0]], V[F[:, 1]], V[F[:, 2]]
         centroids = (a + b + c) / 3.0
         radius = np.max(np.linalg.norm(np.stack([a, b, c]) - centroids[None], axis=2), axis=0)
-        h = float(np.median(radius))
+        # h = half the median radius: a few proxies per typical triangle, so k = 12 nearest proxies
+        # settle ~99 % of near-surface points in the first round (measured on the Punyo mesh)
+        h = 0.5 * float(np.median(radius))
         if h <= 0.0:                                      # mostly collapsed triangles
             h = max(float(radius.max()), 1e-300)
         self.cover_radius: float = h
@@ -215,6 +233,10 @@ class ClosestTriangleQuery:
         self.max_pairs: int = 200_000
         # absolute slack on distances, far above the rounding of the expanded |p - x|^2 formulas
         self._slack: float = 1e-7 * h
+        self._grid_row: Optional[np.ndarray] = None
+        self.grid_candidates: int = 0
+        if grid:
+            self._build_grid(2.0 * h)
 
     def _proxies(self, centroids: np.ndarray, radius: np.ndarray, h: float):
         """Proxy points ``(P, 3)`` and their triangle labels ``(P,)`` covering the mesh within ``h``."""
@@ -272,29 +294,83 @@ class ClosestTriangleQuery:
         return self._consts
 
     # -- core evaluation on candidate triangles -----------------------------------------------
-    def _refine(self, P: np.ndarray, ids: np.ndarray, dbest: np.ndarray, tri: np.ndarray,
-                reg: np.ndarray, par: np.ndarray) -> None:
-        """Exact answer for points ``ids`` by a ball query of radius ``dbest + h`` (in place)."""
-        lists = self._tree.query_ball_point(P[ids], dbest + self.cover_radius)
+    def _ball_pairs(self, C: np.ndarray, radius: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """Unique ``(owner, triangle)`` pairs: triangles with a proxy within ``radius[i]`` of ``C[i]``.
+
+        Sorted by owner.  The ragged ball lists are flattened with C-level iterators.
+        """
+        lists = self._tree.query_ball_point(C, radius)
         counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
         flat = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=int(counts.sum()))
         n_tri = self.num_triangles
-        key = np.unique(np.repeat(np.arange(len(ids)), counts) * n_tri + self._proxy_tri[flat])
-        owner, cand = key // n_tri, key % n_tri                        # sorted by owner
-        d2 = np.empty(len(key))
-        region = np.empty(len(key), dtype=np.int64)
-        prm = np.empty((5, len(key)))
-        for lo in range(0, len(key), self.max_pairs):                  # chunks bound memory only
+        key = np.unique(np.repeat(np.arange(len(C)), counts) * n_tri + self._proxy_tri[flat])
+        return key // n_tri, key % n_tri
+
+    def _evaluate_pairs(self, P: np.ndarray, owner: np.ndarray, cand: np.ndarray):
+        """``_evaluate`` of point ``P[owner[i]]`` against triangle ``cand[i]``, flattened, in chunks."""
+        d2 = np.empty(len(owner))
+        region = np.empty(len(owner), dtype=np.int64)
+        prm = np.empty((5, len(owner)))
+        for lo in range(0, len(owner), self.max_pairs):                # chunks bound memory only
             sl = slice(lo, lo + self.max_pairs)
-            d, r_, *pp = self._evaluate(P[ids[owner[sl]]], cand[sl, None])
+            d, r_, *pp = self._evaluate(P[owner[sl]], cand[sl, None])
             d2[sl], region[sl] = d[:, 0], r_[:, 0]
             prm[:, sl] = np.stack([x[:, 0] for x in pp])
+        return d2, region, prm
+
+    def _refine(self, P: np.ndarray, ids: np.ndarray, dbest: np.ndarray, tri: np.ndarray,
+                reg: np.ndarray, par: np.ndarray) -> None:
+        """Exact answer for points ``ids`` by a ball query of radius ``dbest + h`` (in place)."""
+        owner, cand = self._ball_pairs(P[ids], dbest + self.cover_radius)
+        d2, region, prm = self._evaluate_pairs(P[ids], owner, cand)
         order = np.lexsort((d2, owner))
         first = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
         # the ball contains the first-round winner, so every point has a pair
         tri[ids] = cand[first]
         reg[ids] = region[first]
         par[:, ids] = prm[:, first]
+
+    def _build_grid(self, r_med: float, slots: int = 16, max_cells: int = 2_000_000) -> None:
+        """Exact per-cell candidate lists in the band within ``r_med`` of the mesh (see class doc)."""
+        self.grid_candidates = 0
+        if not r_med > 0.0:
+            return
+        cell, band = 0.5 * r_med, r_med
+        rho = cell * np.sqrt(3.0) / 2.0
+        lo = self.vertices.min(axis=0) - band
+        shape_f = np.maximum(1.0, np.ceil((self.vertices.max(axis=0) + band - lo) / cell))
+        if not np.all(np.isfinite(shape_f)) or float(np.prod(shape_f)) > max_cells:
+            return                                            # extreme aspect ratio: KD path only
+        shape = shape_f.astype(np.int64)
+        ijk = np.stack(np.unravel_index(np.arange(int(np.prod(shape))), tuple(shape)), axis=1)
+        centres = lo + (ijk + 0.5) * cell
+        # a centre within `band` of the mesh is within band + h of one of its proxies
+        dp, _ = self._tree.query(centres, k=1, distance_upper_bound=band + self.cover_radius * 1.001)
+        near = np.nonzero(np.isfinite(dp))[0]
+        dist = np.concatenate([self._query_kd(centres[near[i:i + 8192]])[3]
+                               for i in range(0, len(near), 8192)] or [np.zeros(0)])
+        cells = near[dist <= band]
+        reach = dist[dist <= band] + 2.0 * rho + self._slack
+        owner, cand = self._ball_pairs(centres[cells], reach + self.cover_radius)
+        d2, _, _ = self._evaluate_pairs(centres[cells], owner, cand)
+        keep = np.sqrt(d2) <= reach[owner]
+        owner, cand, d2 = owner[keep], cand[keep], d2[keep]
+        counts = np.bincount(owner, minlength=len(cells))
+        ok = (counts >= 1) & (counts <= slots)
+        order = np.lexsort((d2, owner))                        # per cell, closest candidate first
+        owner, cand = owner[order], cand[order]
+        start = np.cumsum(counts) - counts
+        pos = np.arange(len(owner)) - start[owner]
+        row_of_cell = np.full(len(cells), -1, dtype=np.int64)
+        row_of_cell[ok] = np.arange(int(ok.sum()))
+        table = np.repeat(cand[start[ok]][:, None], slots, axis=1)   # pad with the closest one
+        sel = ok[owner]
+        table[row_of_cell[owner[sel]], pos[sel]] = cand[sel]
+        grid_row = np.full(int(np.prod(shape)), -1, dtype=np.int64)
+        grid_row[cells[ok]] = row_of_cell[ok]
+        self._grid_lo, self._grid_cell, self._grid_shape = lo, cell, shape
+        self._grid_row, self._grid_table = grid_row, table
+        self.grid_candidates = slots
 
     def _evaluate(self, P: np.ndarray, idx: np.ndarray):
         """Squared distance and features of points ``P (M, 3)`` to candidates ``idx (M, K)``."""
@@ -346,6 +422,44 @@ class ClosestTriangleQuery:
             row = int(np.nonzero(~np.isfinite(P).all(axis=1))[0][0])
             raise ValueError(f"query point {row} is non-finite: {P[row].tolist()}")
         M = len(P)
+        tri = np.zeros(M, dtype=np.int64)
+        reg = np.zeros(M, dtype=np.int64)
+        par = np.zeros((5, M))
+        rest = np.arange(M)
+        if self._grid_row is not None and M:
+            f = np.floor((P - self._grid_lo) / self._grid_cell)
+            inside = np.all((f >= 0) & (f < self._grid_shape), axis=1)
+            ijk = np.where(inside[:, None], f, 0.0).astype(np.int64)
+            cid = (ijk[:, 0] * self._grid_shape[1] + ijk[:, 1]) * self._grid_shape[2] + ijk[:, 2]
+            row = np.where(inside, self._grid_row[np.where(inside, cid, 0)], -1)
+            hit = row >= 0
+            if hit.all():
+                tri, reg, par = self._best_of(P, self._grid_table[row])
+                rest = rest[:0]
+            elif hit.any():
+                h_ids = np.nonzero(hit)[0]
+                tri[h_ids], reg[h_ids], par[:, h_ids] = self._best_of(P[h_ids], self._grid_table[row[h_ids]])
+                rest = np.nonzero(~hit)[0]
+        if len(rest):
+            t_, r_, p_, _ = self._query_kd(P[rest])
+            tri[rest], reg[rest], par[:, rest] = t_, r_, p_
+        weights = _weights_from_region(reg, *par)
+        corners = self.vertices[self.triangles[tri]]              # (M, 3, 3)
+        point = np.einsum("mj,mjk->mk", weights, corners)
+        return ClosestTriangleResult(
+            triangle=tri, point=point, weights=weights,
+            distance=np.linalg.norm(P - point, axis=1), region=reg.astype(np.int8))
+
+    def _best_of(self, P: np.ndarray, idx: np.ndarray):
+        """Winner among candidate triangles ``idx (M, K)``: ``(tri, region, params (5, M))``."""
+        d2, region, *params = self._evaluate(P, idx)
+        rows = np.arange(len(P))
+        j = d2.argmin(axis=1)
+        return idx[rows, j], region[rows, j], np.stack([p[rows, j] for p in params])
+
+    def _query_kd(self, P: np.ndarray):
+        """KD-tree path (exact): ``(tri, region, params (5, M), distance)`` for validated points."""
+        M = len(P)
         cd, proxy = self._tree.query(P, k=self.k)
         cd, idx = cd.reshape(M, self.k), self._proxy_tri[proxy.reshape(M, self.k)]
         d2, region, *params = self._evaluate(P, idx)
@@ -359,12 +473,9 @@ class ClosestTriangleQuery:
             unsure = np.nonzero(cd[:, -1] - self.cover_radius < dbest)[0]
             if len(unsure):
                 self._refine(P, unsure, dbest[unsure], tri, reg, par)
-        weights = _weights_from_region(reg, *par)
-        corners = self.vertices[self.triangles[tri]]              # (M, 3, 3)
-        point = np.einsum("mj,mjk->mk", weights, corners)
-        return ClosestTriangleResult(
-            triangle=tri, point=point, weights=weights,
-            distance=np.linalg.norm(P - point, axis=1), region=reg.astype(np.int8))
+        corners = self.vertices[self.triangles[tri]]
+        point = np.einsum("mj,mjk->mk", _weights_from_region(reg, *par), corners)
+        return tri, reg, par, np.linalg.norm(P - point, axis=1)
 
 
 def _weights_from_region(reg: np.ndarray, v: np.ndarray, w: np.ndarray, t: np.ndarray,
