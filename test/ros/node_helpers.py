@@ -133,13 +133,25 @@ class Probe(Node):
 
     def wait_for_subscriber(self, topic: str, msg_type: type, timeout: float = 15.0,
                             qos: QoSProfile = RELIABLE) -> bool:
-        """Wait until the node subscribes ``topic`` (so a publish is not lost)."""
+        """Wait until the node subscribes ``topic`` (so a publish is not lost).
+
+        Matching is seen from this side first; the short settle afterwards
+        lets the node's side of the discovery finish too.
+        """
         pub = self.publisher(topic, msg_type, qos)
-        return self.spin_until(lambda: pub.get_subscription_count() > 0, timeout)
+        ok = self.spin_until(lambda: pub.get_subscription_count() > 0, timeout)
+        if ok:
+            self.spin_for(0.5)
+        return ok
 
     def send(self, topic: str, msg: Any, qos: QoSProfile = RELIABLE) -> None:
-        """Publish ``msg`` on ``topic``."""
-        self.publisher(topic, type(msg), qos).publish(msg)
+        """Publish ``msg`` on ``topic``; the first time, wait (up to 5 s) for a subscriber to match."""
+        key = f"{topic}|{qos.reliability}"
+        fresh = key not in self._pubs
+        pub = self.publisher(topic, type(msg), qos)
+        if fresh:
+            self.wait_for_subscriber(topic, type(msg), timeout=5.0, qos=qos)
+        pub.publish(msg)
 
     def call(self, srv_type: type, name: str, request: Any, timeout: float = 15.0) -> Any:
         """Call a service and return the response.

@@ -104,6 +104,7 @@ class SensorHandle:
         self.last_meas_stamp: Optional[int] = None
         self.tared_on_start = False
         self.tare_samples_used: Optional[int] = None
+        self.last_values: Optional[np.ndarray] = None
         self.last_marker_time = 0.0
 
     @property
@@ -541,8 +542,7 @@ class SensorNode(Node):
             return self._reject("element_index_out_of_range", bad)
         stamp = msg.header.stamp
         stamp_ns = enc.stamp_to_ns(stamp)
-        if self._last_stamp is not None and stamp_ns < self._last_stamp:
-            self._on_stamp_jump(self._last_stamp, stamp_ns)
+        jumped_back = self._last_stamp is not None and stamp_ns < self._last_stamp
         try:
             state = SimState(self._body_transforms(), {}, decoded.contacts)
         except ValueError as exc:
@@ -568,6 +568,8 @@ class SensorNode(Node):
             except (ValueError, IndexError, RuntimeError) as exc:
                 return self._reject("model_error", f"{h.name}: {exc}")
             results.append((h, values, jac, jac_cols, n_on_body))
+        if jumped_back:   # acted on only for a message that is used
+            self._on_stamp_jump(self._last_stamp, stamp_ns)
         self._last_stamp = stamp_ns
         now = time.monotonic()
         for h, values, jac, jac_cols, n_on_body in results:
@@ -592,7 +594,7 @@ class SensorNode(Node):
                     h.name, h.layout, self._p["world_frame"], stamp, pts.cpu().numpy(), frc.cpu().numpy(),
                     values, self._live["marker_force_scale"], in_contact))
             h.stats.record_publish(time.perf_counter() - t_recv)
-            h.stats.reading = enc.summary_text(h.name, h.layout, values)
+            h.last_values = values
             self._push_prediction(h, stamp_ns, values, state, n_on_body == 0)
         self.inputs.contacts_processed += 1
 
@@ -762,6 +764,9 @@ class SensorNode(Node):
         now = time.monotonic()
         period = now - self._last_diag
         self._last_diag = now
+        for h in self._handles.values():
+            if h.last_values is not None and len(h.last_values) == len(h.layout.names):
+                h.stats.reading = enc.summary_text(h.name, h.layout, h.last_values)
         sensors = {n: (h.config.type, h.config.values["attachment"], h.stats)
                    for n, h in self._handles.items()}
         self.pub_diag.publish(build_diagnostics(self.get_clock().now().to_msg(), self.get_name(),
