@@ -226,6 +226,7 @@ class ClosestTriangleQuery:
             inv(dbc, dbc > 0), face_ok.astype(np.float64),
         ]))
         self.face_ok: np.ndarray = face_ok
+        self._centroids, self._radius = centroids, radius
         proxies, labels = self._proxies(centroids, radius, h)
         self._proxy_tri = labels
         self._tree = cKDTree(proxies)
@@ -294,16 +295,19 @@ class ClosestTriangleQuery:
         return self._consts
 
     # -- core evaluation on candidate triangles -----------------------------------------------
-    def _ball_pairs(self, C: np.ndarray, radius: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    def _ball_pairs(self, C: np.ndarray, radius: np.ndarray, tree: Optional[cKDTree] = None,
+                    labels: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
         """Unique ``(owner, triangle)`` pairs: triangles with a proxy within ``radius[i]`` of ``C[i]``.
 
         Sorted by owner.  The ragged ball lists are flattened with C-level iterators.
         """
-        lists = self._tree.query_ball_point(C, radius)
+        tree = self._tree if tree is None else tree
+        labels = self._proxy_tri if labels is None else labels
+        lists = tree.query_ball_point(C, radius)
         counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
         flat = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=int(counts.sum()))
         n_tri = self.num_triangles
-        key = np.unique(np.repeat(np.arange(len(C)), counts) * n_tri + self._proxy_tri[flat])
+        key = np.unique(np.repeat(np.arange(len(C)), counts) * n_tri + labels[flat])
         return key // n_tri, key % n_tri
 
     def _evaluate_pairs(self, P: np.ndarray, owner: np.ndarray, cand: np.ndarray):
@@ -345,13 +349,17 @@ class ClosestTriangleQuery:
         ijk = np.stack(np.unravel_index(np.arange(int(np.prod(shape))), tuple(shape)), axis=1)
         centres = lo + (ijk + 0.5) * cell
         # a centre within `band` of the mesh is within band + h of one of its proxies
-        dp, _ = self._tree.query(centres, k=1, distance_upper_bound=band + self.cover_radius * 1.001)
-        near = np.nonzero(np.isfinite(dp))[0]
-        dist = np.concatenate([self._query_kd(centres[near[i:i + 8192]])[3]
-                               for i in range(0, len(near), 8192)] or [np.zeros(0)])
+        dp, proxy = self._tree.query(centres, k=4, distance_upper_bound=band + self.cover_radius * 1.001)
+        near = np.nonzero(np.isfinite(dp[:, 0]))[0]
+        # upper bound of the centre's distance: the best of its 4 nearest proxies' triangles (a
+        # larger bound only enlarges the candidate set, so the lists stay exact)
+        labels = self._proxy_tri[np.minimum(proxy[near], len(self._proxy_tri) - 1)]
+        dist = np.sqrt(self._evaluate(centres[near], labels)[0].min(axis=1))
         cells = near[dist <= band]
         reach = dist[dist <= band] + 2.0 * rho + self._slack
-        owner, cand = self._ball_pairs(centres[cells], reach + self.cover_radius)
+        # candidates from a coarser proxy set (cover radius r_med): fewer pairs to sort and test
+        coarse_pts, coarse_tri = self._proxies(self._centroids, self._radius, r_med)
+        owner, cand = self._ball_pairs(centres[cells], reach + r_med, cKDTree(coarse_pts), coarse_tri)
         d2, _, _ = self._evaluate_pairs(centres[cells], owner, cand)
         keep = np.sqrt(d2) <= reach[owner]
         owner, cand, d2 = owner[keep], cand[keep], d2[keep]
