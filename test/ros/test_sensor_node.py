@@ -53,6 +53,7 @@ def node_params(calibration_file: str) -> dict:
         "patch.patchMin": [-0.05, -0.05], "patch.patchMax": [0.05, 0.05],
         "patch.hasForce": [True, True, True],
         "load.type": "IsaacContactSensor", "load.attachment": "object",
+        "load.position": [0, 0, 0],      # integers in the file are accepted for doubles
     }
 
 
@@ -445,7 +446,7 @@ def test_live_parameter_change_is_applied_and_invalid_value_rejected(node, probe
     assert not unknown[0].successful and "patch.colour" in unknown[0].reason
     assert not probe.set_params({"world_frame": "map"})[0].successful       # read-only
     # measured_scale applies to the next measured message: 2.0 Pa x 1 = 2 Pa, residual 2 - predicted
-    assert probe.set_params({"pressure.measured_scale": 1.0})[0].successful
+    assert probe.set_params({"pressure.measured_scale": 1})[0].successful    # int accepted for a double
     probe.send("/pressure/measured", _measured_pressure(2.0, t))
     res = wait_stamp(probe, "/pressure/residual", t)
     pred = for_stamp(probe, "/pressure/predicted", t)[-1].fluid_pressure

@@ -191,6 +191,8 @@ class SensorNode(Node):
         self.srv_save = self.create_service(Trigger, "save_calibration", self._on_save_calibration)
         self.timer_diag = self.create_timer(float(p["diagnostics_period"]), self._on_diagnostics)
 
+        if hasattr(self, "add_pre_set_parameters_callback"):   # Iron and newer
+            self.add_pre_set_parameters_callback(self._coerce_request)
         self.add_on_set_parameters_callback(self._validate)
         self._has_post_set = hasattr(self, "add_post_set_parameters_callback")
         if self._has_post_set:  # Iron and newer; on Humble _validate applies after validating
@@ -213,6 +215,7 @@ class SensorNode(Node):
                 and isinstance(default, list):
             default = [float(v) for v in default]
         desc = spec.descriptor(name)
+        self._coerce_override(name, spec)
         arg: Any = default
         if spec.ptype is not None and (default is None or default == []):
             arg = Parameter.Type(spec.ptype)
@@ -232,6 +235,34 @@ class SensorNode(Node):
             val = list(val)
         check_value(name, spec, val)
         return val
+
+    def _coerce_override(self, name: str, spec: Spec) -> None:
+        """Accept ``100`` for a double and ``[0, 1]`` for a double array in a parameter file."""
+        ov = self._parameter_overrides.get(name)
+        if ov is None:
+            return
+        fixed = _as_double(ov.value, spec.default)
+        if fixed is not None:
+            self._parameter_overrides[name] = Parameter(name, value=fixed)
+
+    def _coerce_request(self, params: List[Parameter]) -> List[Parameter]:
+        """``pre_set_parameters``: the same int -> double leniency for ``ros2 param set``."""
+        out = []
+        for prm in params:
+            spec = self._spec_of(prm.name)
+            fixed = None if spec is None else _as_double(prm.value, spec.default)
+            out.append(prm if fixed is None else Parameter(prm.name, value=fixed))
+        return out
+
+    def _spec_of(self, full: str) -> Optional[Spec]:
+        spec = next((sp for sp in NODE_SPECS if sp.key == full), None)
+        if spec is not None:
+            return spec
+        ns, _, key = full.partition(".")
+        h = self._handles.get(ns)
+        if h is not None:
+            return next((sp for sp in sensor_specs(h.config.type) if sp.key == key), None)
+        return None
 
     def _build_world(self, p: Dict[str, Any]):
         from ..world import World
@@ -919,6 +950,18 @@ class SensorNode(Node):
                 self._install(cfg, sensor, layout)
                 self.get_logger().info(f"sensor {name!r} ({cfg.type} on {cfg.values['attachment']}) added")
             self._sensor_list = list(new)
+
+
+def _as_double(value: Any, default: Any) -> Any:
+    """``value`` as float / list of floats when ``default`` is a double (array) and ``value``
+    holds integers; None when no conversion applies."""
+    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(default, list) and default and isinstance(default[0], float) \
+            and not isinstance(value, (str, bytes)) and hasattr(value, "__len__") and len(value) \
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return [float(v) for v in value]
+    return None
 
 
 def main(args: Optional[List[str]] = None) -> int:
