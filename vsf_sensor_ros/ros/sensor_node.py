@@ -56,27 +56,21 @@ from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 from diagnostic_msgs.msg import DiagnosticArray
 
-from ..sensor import SimState
+from ..sensor import SimState, TareCalibrator, sensor_from_config
 from ..sensor.base import BaseSensor
 from . import outputs as enc
 from .contacts_msg import ContactsDecodeError, pointcloud2_to_contacts
 from .diagnostics import InputStats, SensorStats, build_diagnostics
 from .params import (BODY_KEYS, BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, SENSOR_KEYS,
-                     SENSOR_SETTINGS, ConfigError,
-                     SensorConfig, Spec, check_name, check_value, effective_assets_dir,
-                     qos_reliability, resolve_path, sensor_specs, transform_from_params)
+                     SENSOR_SETTINGS, ConfigError, SensorConfig, Spec, check_name, check_value,
+                     effective_assets_dir, qos_reliability, resolve_path, sensor_specs,
+                     transform_from_params)
 from .tare import (PairedSample, calibration_from_yaml, calibration_to_yaml, format_offset,
                    select_samples, tare_sensor)
 
 DTYPE = torch.float64
 DEVICE = torch.device("cpu")
 TARE_KEY = "tare"
-
-
-def _sensor_api():
-    """The sensor library's factory functions (imported late: they land with the models)."""
-    from ..sensor import TareCalibrator, sensor_from_config
-    return sensor_from_config, TareCalibrator
 
 
 class SensorHandle:
@@ -134,6 +128,14 @@ class SensorNode(Node):
         # not configured yet (validated by name in _validate); they let `ros2 param set`
         # prepare `c.type`, `c.attachment` before `c` is added to `sensors`.
         super().__init__(node_name, allow_undeclared_parameters=True, **kwargs)
+        try:
+            self._configure()
+        except ConfigError:
+            self.destroy_node()   # nothing half-built stays on the graph
+            raise
+
+    def _configure(self) -> None:
+        """Declare parameters, build the world and sensors, create every endpoint (see the class doc)."""
         self._declaring = False
         self._pending: Dict[str, Any] = {}
         self.inputs = InputStats()
@@ -171,7 +173,6 @@ class SensorNode(Node):
         # live scalars read per message, refreshed by _apply
         self._live = {k: p[k] for k in ("markers_max_rate", "marker_force_scale", "max_stamp_difference",
                                         "tare_on_start")}
-        self._sensor_from_config, self._TareCalibrator = _sensor_api()
         sensors = list(p["sensors"] or [])
         self._check_sensor_list(sensors)
         calibration = self._read_calibration_file()
@@ -351,8 +352,8 @@ class SensorNode(Node):
         return cfg
 
     def _is_declared_by_us(self, full: str) -> bool:
-        d = self._descriptors.get(full)
-        return d is not None and not d.dynamic_typing
+        # parameters set before their sensor existed carry rclpy's dynamic-typing descriptor
+        return self.has_parameter(full) and not self.describe_parameter(full).dynamic_typing
 
     def _declare_key(self, name: str, spec: Spec, staged: Dict[str, Any]) -> Any:
         full = f"{name}.{spec.key}"
@@ -381,7 +382,7 @@ class SensorNode(Node):
             raise ConfigError(f"{cfg.name}.attachment", att,
                               f"unknown body; known: {', '.join(self.world.body_names)}")
         try:
-            sensor = self._sensor_from_config(cfg.model_config())
+            sensor = sensor_from_config(cfg.model_config())
         except (ValueError, TypeError, KeyError) as exc:
             param, value = self._blame(cfg, str(exc))
             raise ConfigError(param, value, str(exc)) from None
@@ -727,7 +728,7 @@ class SensorNode(Node):
         samples, why = select_samples(list(h.pairs), n)
         if why is not None:
             return False, f"{h.name}: cannot tare: {why}"
-        calibrator = self._TareCalibrator(num_samples=n, output_key=TARE_KEY)
+        calibrator = TareCalibrator(num_samples=n, output_key=TARE_KEY)
         if hasattr(calibrator, "compatible") and not calibrator.compatible(h.sensor):
             return False, f"{h.name}: cannot tare: {h.config.type} has no tare calibration"
         try:
