@@ -113,9 +113,11 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         import psutil
         self.proc = psutil.Process(pid)
+        self.harness = [psutil.Process()]     # this process (the receiver); the publisher is added
+        self._harness_last: Dict[int, float] = {}
         self.period = period
-        # (wall ns, node cpu s, node rss bytes, host busy cpu s summed over all cores)
-        self.samples: List[Tuple[int, float, int, float]] = []
+        # (wall ns, node cpu s, node rss bytes, host busy cpu s over all cores, harness cpu s)
+        self.samples: List[Tuple[int, float, int, float, float]] = []
         self._halt = threading.Event()
 
     def sample(self) -> None:
@@ -129,7 +131,19 @@ class Sampler(threading.Thread):
             return
         h = psutil.cpu_times()
         busy = h.user + h.nice + h.system + h.irq + h.softirq + getattr(h, "steal", 0.0)
-        self.samples.append((time.time_ns(), c.user + c.system, rss, busy))
+        for p in self.harness:
+            try:
+                ct = p.cpu_times()
+                self._harness_last[p.pid] = ct.user + ct.system
+            except Exception:  # noqa: BLE001 - exited: keep its last reading
+                pass
+        harness = sum(self._harness_last.values())
+        self.samples.append((time.time_ns(), c.user + c.system, rss, busy, harness))
+
+    def add_harness_pid(self, pid: int) -> None:
+        """Also account the CPU of ``pid`` (the publisher) as the harness's own load."""
+        import psutil
+        self.harness.append(psutil.Process(pid))
 
     def run(self) -> None:
         while not self._halt.wait(self.period):
@@ -143,17 +157,19 @@ class Sampler(threading.Thread):
     def window(self, a_ns: int, b_ns: int) -> Dict[str, float]:
         """CPU share (cores) and RSS at the ends of ``[a_ns, b_ns]`` (linear interpolation)."""
         if len(self.samples) < 2:
-            return {"cpu_cores": float("nan"), "host_busy_cores": float("nan"), "rss_start_mb": float("nan"),
-                    "rss_end_mb": float("nan")}
+            return {"cpu_cores": float("nan"), "host_busy_cores": float("nan"), "harness_cores": float("nan"),
+                    "rss_start_mb": float("nan"), "rss_end_mb": float("nan")}
         s = np.asarray(self.samples, dtype=np.float64)
-        t, cpu, rss, busy = s[:, 0], s[:, 1], s[:, 2], s[:, 3]
+        t, cpu, rss, busy, harness = s[:, 0], s[:, 1], s[:, 2], s[:, 3], s[:, 4]
         ca, cb = np.interp([a_ns, b_ns], t, cpu)
         ra, rb = np.interp([a_ns, b_ns], t, rss)
         ha, hb = np.interp([a_ns, b_ns], t, busy)
+        xa, xb = np.interp([a_ns, b_ns], t, harness)
         dt = (b_ns - a_ns) * 1e-9
         nan = float("nan")
         return {"cpu_cores": float((cb - ca) / dt) if dt > 0 else nan,
                 "host_busy_cores": float((hb - ha) / dt) if dt > 0 else nan,
+                "harness_cores": float((xb - xa) / dt) if dt > 0 else nan,
                 "rss_start_mb": float(ra / 2**20), "rss_end_mb": float(rb / 2**20)}
 
 
@@ -347,6 +363,7 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
         budget = sum(float(p.get("max_seconds", 3.0 * p["count"] / p["rate"] + 5.0)) + 2.5
                      for p in all_phases) + 60.0
         pub.start()
+        sampler.add_harness_pid(pub.pid)
         deadline = time.monotonic() + budget
         while pub.running() and time.monotonic() < deadline:
             if not node.running():

@@ -156,12 +156,12 @@ def _cols(cells: Sequence[Any], widths: Sequence[int]) -> str:
     return "  " + " ".join(f"{str(c):<{-w}}" if w < 0 else f"{str(c):>{w}}" for c, w in zip(cells, widths))
 
 
-LIB_HEAD = ("mesh", "V", "sensor", "mode", "N", "lib med ms", "p90 ms", "ref med ms", "p90 ms", "ref/lib",
+LIB_HEAD = ("mesh", "V", "sensor", "mode", "N", "lib med ms", "p90", "min", "ref med ms", "p90", "ref/lib",
             "sparse kB", "dense kB")
-LIB_W = (-6, 4, -11, -11, 4, 10, 7, 10, 7, 7, 9, 9)
+LIB_W = (-6, 4, -11, -11, 4, 10, 7, 7, 10, 8, 7, 9, 9)
 NODE_HEAD = ("phase", "rate Hz", "sent", "recv", "lost", "p50 ms", "p99 ms", "max ms", "node CPU", "ms/msg",
-             "host busy", "RSS MB start", "end", "growth %")
-NODE_W = (-11, 7, 6, 6, 5, 7, 7, 7, 8, 6, 9, 12, 5, 8)
+             "harness", "host busy", "RSS MB", "end", "growth %")
+NODE_W = (-11, 7, 6, 6, 5, 7, 7, 7, 8, 6, 7, 9, 7, 5, 8)
 
 
 def format_table(results: Dict[str, Any]) -> str:
@@ -183,7 +183,7 @@ def format_table(results: Dict[str, Any]) -> str:
         for r in sec.get("rows", []):
             lib, ref = r["library"], r.get("reference") or {}
             L.append(_cols((r["mesh"], r["vertices"], r["sensor"], r["mode"], r["contacts"],
-                            _f(1e3 * lib["median_s"]), _f(1e3 * lib["p90_s"]),
+                            _f(1e3 * lib["median_s"]), _f(1e3 * lib["p90_s"]), _f(1e3 * lib["min_s"]),
                             _f(1e3 * ref["median_s"] if ref else None),
                             _f(1e3 * ref["p90_s"] if ref else None),
                             _f(r.get("ratio"), "{:.1f}"), _f(r["sparse_bytes"] / 1e3, "{:.1f}"),
@@ -207,13 +207,16 @@ def format_table(results: Dict[str, Any]) -> str:
                                 p["lost"], _f(lat["p50"], "{:.2f}"), _f(lat["p99"], "{:.2f}"),
                                 _f(lat["max"], "{:.1f}"),
                                 _f(p["cpu_cores"], "{:.2f}"), _f(p.get("cpu_ms_per_msg"), "{:.2f}"),
-                                _f(p.get("host_busy_cores"), "{:.2f}"), _f(p["rss_start_mb"], "{:.0f}"),
+                                _f(p.get("harness_cores"), "{:.2f}"), _f(p.get("host_busy_cores"), "{:.2f}"),
+                                _f(p["rss_start_mb"], "{:.0f}"),
                                 _f(p["rss_end_mb"], "{:.0f}"), _f(p.get("rss_growth_pct"), "{:.2f}")),
                                NODE_W))
             L.append("  (node CPU in cores: 1.00 = one core busy; ms/msg = node CPU time per processed "
                      "message;")
-            L.append(f"   host busy = all processes, of {m['cpu_count']} cores; latency = contacts stamp -> "
-                     "receipt of the step's last output)")
+            L.append("   harness = publisher + receiver processes; host busy = all processes, of "
+                     f"{m['cpu_count']} cores;")
+            L.append("   latency = contacts stamp -> receipt of the step's last output; RSS = node resident "
+                     "memory at phase start / end)")
     sc = results.get("scaling")
     if sc:
         L.append(f"\n== Scaling (1 thread, barycentric; plot {sc.get('plot', '-')}) ==")
