@@ -232,8 +232,7 @@ class SensorNode(Node):
         val = param.value
         if spec.ptype is not None and val is None:
             val = []
-        if isinstance(val, (list, tuple)) or hasattr(val, "tolist"):
-            val = list(val)
+        val = _plain(val)
         check_value(name, spec, val)
         return val
 
@@ -361,7 +360,7 @@ class SensorNode(Node):
             val = self.get_parameter(full).value
             if spec.key in staged:  # a new value in the same request as the sensor's addition
                 val = staged[spec.key]
-            return list(val) if isinstance(val, (list, tuple)) or hasattr(val, "tolist") else val
+            return _plain(val)
         if spec.key in staged:
             if self.has_parameter(full):
                 self.undeclare_parameter(full)
@@ -822,14 +821,16 @@ class SensorNode(Node):
         """Work out what a request changes; build new sensor models to prove they are valid.
 
         Returns:
-            ``{'sensors': new list or None, 'rebuild': {name: (cfg, sensor, layout)},
-            'add': {name: staged dict}, 'flags': [(name, key, value)]}``.
+            ``{'sensors': new name list or None, 'scalars': {node parameter: value},
+            'rebuild': {name: (cfg, new sensor or None, new layout or None)},
+            'add': {name: (staged values, cfg, sensor, layout)}}``; a sensor is
+            rebuilt only when a model setting or its attachment changes.
 
         Raises:
             ConfigError: the first invalid value.
         """
         batch = {p.name: p.value for p in params}
-        plan: Dict[str, Any] = {"sensors": None, "rebuild": {}, "add": {}, "flags": [], "scalars": {}}
+        plan: Dict[str, Any] = {"sensors": None, "rebuild": {}, "add": {}, "scalars": {}}
         for pname, value in batch.items():
             spec = next((s for s in NODE_SPECS if s.key == pname), None)
             if spec is not None:
@@ -866,7 +867,7 @@ class SensorNode(Node):
         for ns, changes in touched.items():
             h = self._handles[ns]
             values = dict(h.config.values)
-            values.update({k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in changes.items()})
+            values.update({k: _plain(v) for k, v in changes.items()})
             cfg = SensorConfig(ns, h.config.type, values)
             cfg.measured_type()
             model_keys = {"attachment"} | {s.key for s in SENSOR_SETTINGS[h.config.type]}
@@ -903,7 +904,7 @@ class SensorNode(Node):
         values = {}
         for spec in sensor_specs(t):
             v = current(spec.key, spec.default)
-            v = list(v) if isinstance(v, (list, tuple)) or hasattr(v, "tolist") else v
+            v = _plain(v)
             check_value(f"{name}.{spec.key}", spec, v)
             values[spec.key] = v
         cfg = SensorConfig(name, t, values)
@@ -951,6 +952,13 @@ class SensorNode(Node):
                 self._install(cfg, sensor, layout)
                 self.get_logger().info(f"sensor {name!r} ({cfg.type} on {cfg.values['attachment']}) added")
             self._sensor_list = list(new)
+
+
+def _plain(value: Any) -> Any:
+    """Parameter values as plain Python: arrays (list, tuple, array.array, numpy) become lists."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        return value
+    return list(value)
 
 
 def _as_double(value: Any, default: Any) -> Any:
