@@ -508,19 +508,24 @@ def _missing_field_cloud(t):
     return msg
 
 
-@pytest.mark.parametrize("case", ["missing_field", "non_finite", "body_index_out_of_range",
-                                  "element_index_out_of_range", "joint_state_empty", "joint_state_short",
-                                  "joint_nan"])
+BAD_CASES = ["missing_field", "bad_size", "non_finite", "body_index_out_of_range",
+             "element_index_out_of_range", "joint_state_empty", "joint_state_short", "joint_nan"]
+
+
+@pytest.mark.parametrize("case", BAD_CASES)
 def test_bad_input_is_rejected_counted_and_the_node_lives(node, probe, world, case):
     proc, _ = node
     world.set_joint_positions(JOINT_NAMES, JOINT_POS)
     rows, _ = scene_contacts(world)
     before = diag(probe)
-    t = stamp(100 + ["missing_field", "non_finite", "body_index_out_of_range", "element_index_out_of_range",
-                     "joint_state_empty", "joint_state_short", "joint_nan"].index(case))
+    t = stamp(100 + BAD_CASES.index(case))
     reason = case
     if case == "missing_field":
         probe.send("/contacts", _missing_field_cloud(t))
+    elif case == "bad_size":
+        msg = rows_to_cloud(rows, t)
+        msg.data = bytes(msg.data)[:-5]       # data length disagrees with width x point_step
+        probe.send("/contacts", msg)
     elif case == "non_finite":
         bad = list(rows)
         bad[2] = (bad[2][0], bad[2][1], bad[2][2], np.array([np.nan, 0.0, 1.0]), -1, -1)
