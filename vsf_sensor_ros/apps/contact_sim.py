@@ -77,6 +77,8 @@ class ContactSimulation:
             with a finite stiffness.
         bubble_padding: the bubble's collision padding (m): a compliant skin
             around the mesh in which contacts are generated.
+        max_contacts: most contact points Klampt keeps per body pair and step
+            (its ``maxContacts`` setting; Klampt's default is 20), >= 1.
 
     The bubble is modelled as a soft skin (defaults: 3000 N/m, 30 N s/m,
     1 cm): ODE's penalty contact lets it yield a few millimetres, which gives
@@ -94,7 +96,7 @@ class ContactSimulation:
     def __init__(self, scene: SimScene, trajectory: PressTrajectory, sim_dt: float = 0.01,
                  physics_dt: float = 0.001, contact_body_names: Optional[Sequence[str]] = None,
                  bubble_stiffness: float = 3000.0, bubble_damping: float = 30.0,
-                 bubble_padding: float = 0.01) -> None:
+                 bubble_padding: float = 0.01, max_contacts: int = 12) -> None:
         if not (np.isfinite(sim_dt) and sim_dt > 0.0):
             raise ValueError(f"sim_dt must be positive (s), got {sim_dt}")
         if not (np.isfinite(physics_dt) and 0.0 < physics_dt <= sim_dt):
@@ -104,6 +106,8 @@ class ContactSimulation:
                              f"got {bubble_stiffness}, {bubble_damping}")
         if not (np.isfinite(bubble_padding) and bubble_padding > 0.0):
             raise ValueError(f"bubble_padding must be positive (m), got {bubble_padding}")
+        if isinstance(max_contacts, bool) or int(max_contacts) != max_contacts or max_contacts < 1:
+            raise ValueError(f"max_contacts must be a positive integer, got {max_contacts}")
         names = list(contact_body_names) if contact_body_names is not None else [BUBBLE, OBJECT, TABLE]
         if len(set(names)) != len(names) or not names:
             raise ValueError(f"contact_body_names must be non-empty and unique, got {names}")
@@ -113,6 +117,7 @@ class ContactSimulation:
         self.physics_dt = float(physics_dt)
         self.contact_body_names: List[str] = names
         self.bubble_padding = float(bubble_padding)
+        self.max_contacts = int(max_contacts)
         self.time = 0.0
         self.steps = 0
 
@@ -120,6 +125,9 @@ class ContactSimulation:
         robot.setConfig(trajectory.start_config)
         self.sim = klampt.Simulator(scene.world)
         self.sim.setSimStep(self.physics_dt)
+        # Klampt clusters each pair's ODE contacts to at most this many points; the ODE
+        # solve cost in contact grows steeply with it (hold phase: ~3x from 8 to 20).
+        self.sim.setSetting("maxContacts", str(self.max_contacts))
         ids = scene.body_ids
         present = [n for n in names if n in ids]
         links = set(scene.link_names)

@@ -35,7 +35,7 @@ at ``sim_dt``; one message each per step, in this order):
 Parameters (read-only unless marked live): see :data:`PARAMS` -- ``world``,
 ``assets_dir``, ``rate_hz`` (live), ``sim_dt``, ``physics_dt``,
 ``duration_s``, ``trajectory.*``, ``object.size``, ``object.mass``,
-``bubble.stiffness``, ``bubble.damping``, ``bubble.padding``, ``arm_collision``, ``seed``,
+``bubble.stiffness``, ``bubble.damping``, ``bubble.padding``, ``max_contacts``, ``arm_collision``, ``seed``,
 ``contact_body_names``, ``sensors``, ``<s>.offset``, ``<s>.noise_std``,
 ``world_frame``, ``start_delay_s``, ``wait_for_subscribers``,
 ``exit_on_done``, ``linger_s``.
@@ -103,6 +103,8 @@ PARAMS: Dict[str, tuple] = {
                        (0.0, 1e6)),
     "bubble.padding": (0.01, "bubble collision padding = skin thickness (m); keep force/stiffness below it",
                        True, (1e-4, 0.05)),
+    "max_contacts": (12, "most contact points per body pair and step (Klampt maxContacts; more = richer "
+                         "patches, slower ODE solves)", True, (1, 1000)),
     "arm_collision": (False, "keep the arm links' collision meshes (slower; default: only bubble, "
                              "table and object collide)", True, None),
     "seed": (0, "seed of the measured streams' noise", True, (0, 2 ** 31 - 1)),
@@ -176,7 +178,8 @@ class ContactSimNode(Node):
                                scene.config_from_joints(assets.seed_config))
         self.sim = ContactSimulation(scene, traj, self.p["sim_dt"], self.p["physics_dt"],
                                      self.p["contact_body_names"], self.p["bubble.stiffness"],
-                                     self.p["bubble.damping"], self.p["bubble.padding"])
+                                     self.p["bubble.damping"], self.p["bubble.padding"],
+                                     self.p["max_contacts"])
         self.scene = scene
 
         # -- measured streams
