@@ -12,12 +12,18 @@ from .base import BaseSensor, Pair, SparseJacobian
 from .mesh import REGION_AB, REGION_AC, REGION_BC, REGION_FACE, ClosestTriangleQuery, triangle_mesh_of
 from .state import SimState
 
-__all__ = ["PunyoDenseForceSensor"]
+__all__ = ["ContactMap", "PunyoDenseForceSensor"]
 
 
 @dataclass
-class _ContactMap:
-    """How each contact on the sensor body maps onto mesh vertices (one call's worth)."""
+class ContactMap:
+    """How each contact on the sensor body maps onto mesh vertices, for one state.
+
+    Returned by :meth:`PunyoDenseForceSensor.contact_map` (e.g. to draw where
+    each contact's force lands).  Contacts are those of ``pairs`` concatenated
+    (rows ``offsets[p] .. offsets[p+1]-1`` belong to ``pairs[p]``); tensors are
+    on the state's device, floats in its dtype.
+    """
 
     R: torch.Tensor                # (3, 3) body -> world rotation
     t: torch.Tensor                # (3,) body origin in the world
@@ -147,7 +153,7 @@ class PunyoDenseForceSensor(BaseSensor):
             raise RuntimeError(f"sensor {self.name!r}: call attach() with the body's mesh first")
         return self.query
 
-    def contact_map(self, state: SimState) -> _ContactMap:
+    def contact_map(self, state: SimState) -> ContactMap:
         """Per-contact vertices and weights for ``state`` (used by every output path).
 
         Raises:
@@ -201,11 +207,11 @@ class PunyoDenseForceSensor(BaseSensor):
             tri = regions = np.zeros(0, dtype=np.int64)
             bary_vertices = torch.zeros(0, 3, dtype=torch.int64, device=device)
             bary_weights = torch.zeros(0, 3, dtype=dtype, device=device)
-        return _ContactMap(R, t, points, forces, pairs, offsets, pv_contacts, elem[pv_contacts],
-                           bary_contacts, bary_vertices, bary_weights, tri, regions)
+        return ContactMap(R, t, points, forces, pairs, offsets, pv_contacts, elem[pv_contacts],
+                          bary_contacts, bary_vertices, bary_weights, tri, regions)
 
     # -- predictions ---------------------------------------------------------------------------
-    def _assemble(self, cmap: _ContactMap, weights: torch.Tensor) -> torch.Tensor:
+    def _assemble(self, cmap: ContactMap, weights: torch.Tensor) -> torch.Tensor:
         """``Σ_c w_ic Rᵀ f_c`` (+ calibration offset) as a ``(3V,)`` vector."""
         V = self.num_vertices
         local = cmap.forces @ cmap.R                                   # rows R^T f_c
@@ -263,7 +269,7 @@ class PunyoDenseForceSensor(BaseSensor):
         return torch.stack([wa, wb, wc], dim=1)
 
     # -- Jacobians --------------------------------------------------------------------------
-    def _sparse(self, cmap: _ContactMap) -> SparseJacobian:
+    def _sparse(self, cmap: ContactMap) -> SparseJacobian:
         """COO triples of ``∂F[3i+d]/∂f_c[e] = w_ic R[e, d]``."""
         device, dtype = cmap.R.device, cmap.R.dtype
         Rt = cmap.R.detach().T                                         # Rt[d, e] = R[e, d]
