@@ -383,30 +383,36 @@ class ClosestTriangleQuery:
     def _evaluate(self, P: np.ndarray, idx: np.ndarray):
         """Squared distance and features of points ``P (M, 3)`` to candidates ``idx (M, K)``."""
         C = self._consts[:, idx]                                  # (18, M, K)
-        apx = P[:, 0:1] - C[0]
-        apy = P[:, 1:2] - C[1]
-        apz = P[:, 2:3] - C[2]
+        ap = P.T[:, :, None] - C[0:3]                             # (3, M, K)
+        pp = np.einsum("imk,imk->mk", ap, ap)
+        d20 = np.einsum("imk,imk->mk", ap, C[3:6])               # ap . ab
+        d21 = np.einsum("imk,imk->mk", ap, C[6:9])               # ap . ac
         d00, d01, d11, dbc = C[9], C[10], C[11], C[12]
-        pp = apx * apx + apy * apy + apz * apz
-        d20 = apx * C[3] + apy * C[4] + apz * C[5]               # ap . ab
-        d21 = apx * C[6] + apy * C[7] + apz * C[8]               # ap . ac
-        # face: projection p' = a + v ab + w ac; |p - p'|^2 = pp - v d20 - w d21 at the projection
+        # face: projection p' = a + v ab + w ac, |p - p'|^2 = pp - v d20 - w d21.  A degenerate
+        # triangle has 1/|ab x ac|^2 stored as 0, so v = w = 0: "the face" is its corner a, a
+        # valid point that its edges match or beat (ties keep the face, i.e. corner a).
         v = (d11 * d20 - d01 * d21) * C[13]
         w = (d00 * d21 - d01 * d20) * C[13]
-        inside = (v >= 0.0) & (w >= 0.0) & (v + w <= 1.0) & (C[17] > 0.0)
-        dist = np.empty((4,) + d20.shape)
-        np.subtract(pp, v * d20 + w * d21, out=dist[0])
-        dist[0][~inside] = np.inf
-        # edges, parameters clamped to the segment: |ap - t ab|^2 = pp - t (2 d20 - t d00)
-        t = np.minimum(np.maximum(d20 * C[14], 0.0), 1.0)
-        np.subtract(pp, t * (2.0 * d20 - t * d00), out=dist[1])
-        s = np.minimum(np.maximum(d21 * C[15], 0.0), 1.0)
-        np.subtract(pp, s * (2.0 * d21 - s * d11), out=dist[2])
+        inside = (np.minimum(v, w) >= 0.0) & (v + w <= 1.0)
+        best = np.where(inside, pp - (v * d20 + w * d21), np.inf)
+        region = np.zeros(best.shape, dtype=np.int64)
+        # edges, parameter clamped to the segment: |ap - t ab|^2 = pp - t (2 d20 - t d00)
+        t = np.clip(d20 * C[14], 0.0, 1.0)
+        d = pp - t * (2.0 * d20 - t * d00)
+        closer = d < best
+        best = np.where(closer, d, best)
+        region[closer] = REGION_AB
+        s = np.clip(d21 * C[15], 0.0, 1.0)
+        d = pp - s * (2.0 * d21 - s * d11)
+        closer = d < best
+        best = np.where(closer, d, best)
+        region[closer] = REGION_AC
         bpbc = d21 - d20 - d01 + d00                              # (p - b) . (c - b)
-        r = np.minimum(np.maximum(bpbc * C[16], 0.0), 1.0)
-        np.subtract(pp - 2.0 * d20 + d00, r * (2.0 * bpbc - r * dbc), out=dist[3])
-        region = dist.argmin(axis=0)
-        best = dist.min(axis=0)
+        r = np.clip(bpbc * C[16], 0.0, 1.0)
+        d = pp - 2.0 * d20 + d00 - r * (2.0 * bpbc - r * dbc)    # |p - b|^2 - ...
+        closer = d < best
+        best = np.where(closer, d, best)
+        region[closer] = REGION_BC
         return np.maximum(best, 0.0), region, v, w, t, s, r
 
     def query(self, points: Any) -> ClosestTriangleResult:
