@@ -292,7 +292,7 @@ def summarize_phase(phase: Dict[str, Any], receiver: Receiver, sampler: Sampler)
 
 
 def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: int = 200,
-                   workdir: Optional[Path] = None, log: Any = print) -> Dict[str, Any]:
+                   workdir: Optional[Path] = None, log: Any = print, world: str = "auto") -> Dict[str, Any]:
     """Start the node, drive it through ``phases`` and measure; always stops both children.
 
     Args:
@@ -301,6 +301,8 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
         warmup: messages at 100 Hz before the first phase (not reported; first-call costs).
         workdir: folder for the params file, logs and the publisher summary (default: temp dir).
         log: progress printer.
+        world: ``'auto'`` (Kinova + real Punyo mesh when the fixture is there, else the
+            embedded world), ``'kinova'`` or ``'embedded'``.
 
     Returns:
         ``{"world", "qos", "contacts", "node_start_s", "phases": [summary...], ...}`` or
@@ -309,10 +311,17 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
     from vsf_sensor_ros.apps.processes import ManagedProcess
     from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id, localhost_env
 
+    if world not in ("auto", "kinova", "embedded"):
+        raise ValueError(f"world must be 'auto', 'kinova' or 'embedded', got {world!r}")
     assets = fixtures_dir()
-    world = "kinova" if assets is not None else "embedded"
-    if assets is None:
-        log(f"  node: fixture {FIXTURES} absent -> embedded world (generated bubble)")
+    if world == "kinova" and assets is None:
+        return {"skipped": f"world 'kinova' asked for but the fixture {FIXTURES} is absent"}
+    if world == "auto":
+        world = "kinova" if assets is not None else "embedded"
+        if assets is None:
+            log(f"  node: fixture {FIXTURES} absent -> embedded world (generated bubble)")
+    if world == "embedded":
+        assets = None
     workdir = Path(workdir or tempfile.mkdtemp(prefix="vsf_bench_node_"))
     workdir.mkdir(parents=True, exist_ok=True)
     params_file = workdir / "node_params.yaml"

@@ -286,7 +286,7 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
             phases.append({"name": "memory_1000", "rate": 1000.0, "count": int(1000 * cfg["memory_s"]),
                            "max_seconds": 1.5 * cfg["memory_s"]})
         t0 = time.monotonic()
-        results["node"] = run_node_bench(phases, warmup=cfg["node_warmup"])
+        results["node"] = run_node_bench(phases, warmup=cfg["node_warmup"], world=args.node_world)
         results["node"]["seconds"] = time.monotonic() - t0
         if results["node"].get("skipped"):
             print(f"  node skipped: {results['node']['skipped']}", flush=True)
@@ -319,6 +319,8 @@ def main(argv: Sequence[str] = ()) -> int:
     ap.add_argument("--plot", default="", help="scaling PNG (default: scaling.png beside --out)")
     ap.add_argument("--sections", default=",".join(SECTIONS), help=f"comma list of {', '.join(SECTIONS)}")
     ap.add_argument("--node-count", type=int, default=None, help="messages per node rate (override)")
+    ap.add_argument("--node-world", choices=["auto", "kinova", "embedded"], default="auto",
+                    help="world of the node run (auto: Kinova + Punyo mesh when the fixture is there)")
     args = ap.parse_args(list(argv) or None)
     run(args)
     return 0
