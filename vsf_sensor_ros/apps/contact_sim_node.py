@@ -45,6 +45,7 @@ Run: ``python -m vsf_sensor_ros.apps.contact_sim_node --ros-args -p world:=kinov
 from __future__ import annotations
 
 import math
+import signal
 import sys
 import threading
 import time
@@ -56,6 +57,7 @@ import rclpy
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -151,11 +153,13 @@ class ContactSimNode(Node):
     """
 
     def __init__(self, **kwargs: Any) -> None:
+        # set first: destroy_node() may run on a half-built node (constructor error)
+        self._stop = threading.Event()
+        self._worker: Optional[threading.Thread] = None
         super().__init__("contact_sim_node", **kwargs)
         self.p: Dict[str, Any] = {}
         for name, (default, desc, ro, bounds) in PARAMS.items():
-            self.p[name] = self.declare_parameter(
-                name, default, _descriptor(name, desc, ro, bounds, default)).value
+            self.p[name] = self._declare(name, default, _descriptor(name, desc, ro, bounds, default))
         self._check_bounds()
         unknown = [s for s in self.p["sensors"] if s not in DEMO_SENSORS]
         if unknown or len(set(self.p["sensors"])) != len(self.p["sensors"]):
@@ -192,10 +196,10 @@ class ContactSimNode(Node):
                 full = f"{name}.{key}"
                 desc = ("constant added to the physical entries of the measured stream (SI)"
                         if key == "offset" else "std of the Gaussian noise on the measured stream (SI)")
-                self.p[full] = self.declare_parameter(
+                self.p[full] = self._declare(
                     full, float(getattr(spec, key)),
                     _descriptor(full, desc, True, (0.0, INF) if key == "noise_std" else None,
-                                float(getattr(spec, key)))).value
+                                float(getattr(spec, key))))
             if self.p[f"{name}.noise_std"] < 0.0 or not math.isfinite(self.p[f"{name}.offset"]):
                 raise ValueError(f"{name}.noise_std must be >= 0 and {name}.offset finite")
             spec.offset = float(self.p[f"{name}.offset"])
@@ -230,7 +234,6 @@ class ContactSimNode(Node):
         self.done = threading.Event()
         self.failed: Optional[BaseException] = None
         self.step_times: List[float] = []
-        self._stop = threading.Event()
         self._worker = threading.Thread(target=self._run, name="contact_sim", daemon=True)
         self._worker.start()
         self.get_logger().info(
@@ -239,6 +242,27 @@ class ContactSimNode(Node):
             f"simulated at sim_dt {self.p['sim_dt']} s, rate {self.p['rate_hz']} Hz")
 
     # ------------------------------------------------------------------ parameters
+    def _declare(self, name: str, default: Any, descriptor: ParameterDescriptor) -> Any:
+        """Declare a parameter, accepting ``5`` for a double and ``[1, 2]`` for a double array.
+
+        Raises:
+            ValueError: an override of the wrong type, naming the parameter and value.
+        """
+        ov = self._parameter_overrides.get(name)
+        if ov is not None:
+            v = ov.value
+            if isinstance(default, float) and isinstance(v, int) and not isinstance(v, bool):
+                self._parameter_overrides[name] = Parameter(name, value=float(v))
+            elif (isinstance(default, list) and default and isinstance(default[0], float)
+                  and isinstance(v, (list, tuple)) and v
+                  and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)):
+                self._parameter_overrides[name] = Parameter(name, value=[float(x) for x in v])
+        try:
+            return self.declare_parameter(name, default, descriptor).value
+        except (InvalidParameterTypeException, InvalidParameterValueException) as exc:
+            shown = ov.value if ov is not None else default
+            raise ValueError(f"parameter {name}={shown!r} is invalid: {exc}") from None
+
     def _check_bounds(self) -> None:
         for name, (default, _, _, bounds) in PARAMS.items():
             v = self.p[name]
@@ -296,6 +320,8 @@ class ContactSimNode(Node):
                     f"{st.mean():.2f} ms, p95 {np.percentile(st, 95):.2f} ms")
             self.pub_done.publish(Bool(data=True))
         except Exception as exc:  # noqa: BLE001 - reported, then the node ends
+            if self._stop.is_set() or not self.context.ok():
+                return  # shutting down: publishers may already be gone
             self.get_logger().error(f"simulation failed: {type(exc).__name__}: {exc}")
             self.failed = exc
         finally:
@@ -328,7 +354,7 @@ class ContactSimNode(Node):
     def stop(self) -> None:
         """Stop the worker thread (idempotent)."""
         self._stop.set()
-        if self._worker.is_alive():
+        if self._worker is not None and self._worker.is_alive():
             self._worker.join(timeout=5.0)
 
     def destroy_node(self) -> None:
@@ -337,18 +363,32 @@ class ContactSimNode(Node):
         super().destroy_node()
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main(args: Optional[List[str]] = None) -> int:
     """Console entry point: init, spin until done (or Ctrl-C), shut down cleanly.
 
     Returns:
         0 on a finished (or interrupted) run, 1 when the simulation failed,
-        2 on a configuration error.
+        2 on a configuration error (bad parameter, missing assets, unreachable
+        press pose).
     """
     rclpy.init(args=args)
-    node: Optional[ContactSimNode] = None
-    code = 0
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        # stop like Ctrl-C on SIGTERM too (process managers send it), where rclpy does not
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         node = ContactSimNode()
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        rclpy.logging.get_logger("contact_sim_node").fatal(f"configuration error: {exc}")
+        rclpy.try_shutdown()
+        return 2
+    except (KeyboardInterrupt, ExternalShutdownException):
+        rclpy.try_shutdown()
+        return 0
+    try:
         while rclpy.ok():
             rclpy.spin_once(node, timeout_sec=0.1)
             if node.done.is_set() and node.p["exit_on_done"]:
@@ -356,16 +396,12 @@ def main(args: Optional[List[str]] = None) -> int:
                 while rclpy.ok() and time.monotonic() < end:
                     rclpy.spin_once(node, timeout_sec=0.05)
                 break
-        if node.failed is not None:
-            code = 1
-    except (ValueError, FileNotFoundError) as exc:
-        rclpy.logging.get_logger("contact_sim_node").fatal(f"configuration error: {exc}")
-        code = 2
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
-        if node is not None:
-            node.destroy_node()
+        node.stop()
+        code = 1 if node.failed is not None else 0
+        node.destroy_node()
         rclpy.try_shutdown()
     return code
 
