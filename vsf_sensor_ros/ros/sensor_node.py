@@ -604,21 +604,24 @@ class SensorNode(Node):
         self._last_stamp = stamp_ns
         now = time.monotonic()
         for h, values, jac, jac_cols, n_on_body in results:
-            h.pub_predicted.publish(enc.encode_vector(h.layout, values, stamp))
+            # encoding is skipped for outputs nobody subscribes to (serialising clouds costs)
+            if _wanted(h.pub_predicted):
+                h.pub_predicted.publish(enc.encode_vector(h.layout, values, stamp))
             if h.layout.kind == "load":
                 # keeps the Isaac sensor's period-sampled reading buffer (Python API, diagnostics)
                 try:
                     h.sensor.update(state, stamp_ns * 1e-9)
                 except ValueError as exc:
                     self._reject("sensor_update_failed", f"{h.name}: {exc}", h)
-            if jac is not None and h.pub_jacobian is not None:
+            if jac is not None and h.pub_jacobian is not None and _wanted(h.pub_jacobian):
                 h.pub_jacobian.publish(enc.encode_jacobian(
                     jac.rows.cpu().numpy(), jac_cols, jac.values.detach().cpu().numpy(), stamp,
                     self._p["world_frame"]))
             in_contact = self._reading_contact(h, values, n_on_body)
             h.stats.contact = in_contact
             rate = self._live["markers_max_rate"]
-            if h.pub_markers is not None and (rate <= 0 or now - h.last_marker_time >= 1.0 / rate):
+            if h.pub_markers is not None and (rate <= 0 or now - h.last_marker_time >= 1.0 / rate) \
+                    and _wanted(h.pub_markers):
                 h.last_marker_time = now
                 pts, frc = state.contacts_on_body(h.layout.frame_id, local=False)
                 h.pub_markers.publish(enc.encode_markers(
@@ -708,8 +711,9 @@ class SensorNode(Node):
                 state: SimState, contact_free: bool) -> None:
         """A measured vector met its prediction: publish the residual, keep the pair for tares."""
         residual = np.where(np.isnan(measured), 0.0, measured - predicted)
-        h.pub_residual.publish(enc.encode_vector(h.layout, residual, enc.ns_to_stamp(stamp_ns)))
-        h.stats.residuals_published += 1
+        if _wanted(h.pub_residual):
+            h.pub_residual.publish(enc.encode_vector(h.layout, residual, enc.ns_to_stamp(stamp_ns)))
+            h.stats.residuals_published += 1
         h.pairs.append(PairedSample(stamp_ns, measured, state, contact_free))
         if self._live["tare_on_start"] and not h.tared_on_start:
             samples, _ = select_samples(list(h.pairs), self._tare_samples)
@@ -952,6 +956,11 @@ class SensorNode(Node):
                 self._install(cfg, sensor, layout)
                 self.get_logger().info(f"sensor {name!r} ({cfg.type} on {cfg.values['attachment']}) added")
             self._sensor_list = list(new)
+
+
+def _wanted(pub: Any) -> bool:
+    """A publisher has at least one matched subscription."""
+    return pub.get_subscription_count() > 0
 
 
 def _plain(value: Any) -> Any:
