@@ -100,3 +100,34 @@ def test_trajectory_puts_the_bubble_tip_over_the_object_facing_down():
     np.testing.assert_allclose(dq_hold, 0.0, atol=1e-9)
     _, dq_move = traj.command(1.25)
     assert np.abs(dq_move).max() > 0.0
+
+
+def _press(scene, assets):
+    tip = bubble_tip(np.asarray(assets.bubble_mesh.vertices), assets.bubble_normal_local)
+    return PressTrajectory(scene.robot, scene.bubble, tip, assets.bubble_normal_local, assets.object_xy,
+                           scene.touch_z(0.01), PressProfile(), scene.config_from_joints(assets.seed_config))
+
+
+def test_simulation_rejects_unknown_contact_bodies_and_bad_steps_naming_them():
+    from vsf_sensor_ros.apps.contact_sim import ContactSimulation
+    assets = load_assets("embedded")
+    scene = build_scene(assets)
+    traj = _press(scene, assets)
+    with pytest.raises(ValueError, match="'floor'"):
+        ContactSimulation(scene, traj, contact_body_names=[BUBBLE, "floor"])
+    with pytest.raises(ValueError, match="physics_dt"):
+        ContactSimulation(scene, traj, sim_dt=0.01, physics_dt=0.02)
+    with pytest.raises(ValueError, match="max_contacts"):
+        ContactSimulation(scene, traj, max_contacts=0)
+
+
+def test_sim_state_adds_transforms_of_extra_bodies():
+    from vsf_sensor_ros.apps.contact_sim import ContactSimulation
+    assets = load_assets("embedded")
+    scene = build_scene(assets)
+    sim = ContactSimulation(scene, _press(scene, assets), contact_body_names=[BUBBLE, TABLE])
+    state = sim.sim_state(extra_bodies=[OBJECT, BUBBLE])
+    assert list(state.body_transforms) == [BUBBLE, TABLE, OBJECT]
+    # table frame = slab centre (0.55, 0, -0.02); the box starts 1 mm above the table: z = 0.021
+    np.testing.assert_allclose(state.body_transforms[TABLE][:3, 3].numpy(), ew.TABLE_POSITION)
+    np.testing.assert_allclose(state.body_transforms[OBJECT][:3, 3].numpy(), [0.45, 0.0, 0.021], atol=1e-9)

@@ -69,8 +69,9 @@ class ContactSimulation:
         sim_dt: simulated seconds per :meth:`step` (one published step), > 0.
         physics_dt: ODE integration step (s), ``0 < physics_dt <= sim_dt``.
         contact_body_names: bodies whose mutual contacts are reported
-            (default: bubble, object, table).  Names without collision
-            geometry never touch anything and are kept only as names.
+            (default: bubble, object, table); robot links, :data:`OBJECT` or
+            :data:`TABLE`.  Links without collision geometry never touch
+            anything.
         bubble_stiffness: contact stiffness of the bubble surface (N/m);
             ``inf`` = ODE's rigid contact.
         bubble_damping: contact damping of the bubble surface (N s/m), used
@@ -90,7 +91,8 @@ class ContactSimulation:
     ``force / stiffness`` well below the padding.
 
     Raises:
-        ValueError: bad step sizes, stiffness or duplicate body names.
+        ValueError: bad step sizes, stiffness, padding, ``max_contacts``, or
+            duplicate or unknown body names.
     """
 
     def __init__(self, scene: SimScene, trajectory: PressTrajectory, sim_dt: float = 0.01,
@@ -111,6 +113,10 @@ class ContactSimulation:
         names = list(contact_body_names) if contact_body_names is not None else [BUBBLE, OBJECT, TABLE]
         if len(set(names)) != len(names) or not names:
             raise ValueError(f"contact_body_names must be non-empty and unique, got {names}")
+        known = list(scene.link_names) + [OBJECT, TABLE]
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ValueError(f"contact_body_names has unknown bodies {unknown}; known: {known}")
         self.scene = scene
         self.trajectory = trajectory
         self.sim_dt = float(sim_dt)
@@ -226,8 +232,24 @@ class ContactSimulation:
         """Transforms of ``names`` (default: the contact bodies)."""
         return {n: self.body_transform(n) for n in (names or self.contact_body_names)}
 
-    def sim_state(self, dtype: torch.dtype = torch.float64) -> SimState:
-        """The current step as a ``SimState``: contact-body transforms, robot config, contacts."""
-        T = {n: torch.from_numpy(m).to(dtype) for n, m in self.body_transforms().items()}
+    def sim_state(self, dtype: torch.dtype = torch.float64,
+                  extra_bodies: Sequence[str] = ()) -> SimState:
+        """The current step as a ``SimState``.
+
+        Args:
+            dtype: floating dtype of every tensor.
+            extra_bodies: bodies whose transforms are needed besides the
+                contact bodies (e.g. a sensor's attachment).
+
+        Returns:
+            Transforms of the contact bodies and ``extra_bodies``, the robot
+            configuration (``body_states['robot']``, URDF joint order) and
+            :meth:`contacts`.
+
+        Raises:
+            ValueError: an unknown name in ``extra_bodies``.
+        """
+        names = list(self.contact_body_names) + [n for n in extra_bodies if n not in self.contact_body_names]
+        T = {n: torch.from_numpy(m).to(dtype) for n, m in self.body_transforms(names).items()}
         q = torch.from_numpy(self.joint_positions()).to(dtype)
         return SimState(body_transforms=T, body_states={"robot": q}, contacts=self.contacts(dtype))

@@ -62,12 +62,12 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import JointState, PointCloud2
 from std_msgs.msg import Bool
 
 from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
-from vsf_sensor_ros.ros.outputs import encode_vector, make_header, sensor_layout
+from vsf_sensor_ros.ros.outputs import KIND_MESSAGES, encode_vector, make_header, sensor_layout
 from vsf_sensor_ros.world import xyz_quat_from_transform
 
 from .contact_sim import ContactSimulation
@@ -189,6 +189,7 @@ class ContactSimNode(Node):
         # -- measured streams
         specs = demo_sensor_specs(assets, scene.object_size)
         self.streams: List[MeasuredStream] = []
+        self._attachments = sorted({specs[n].config["attachment"] for n in self.p["sensors"]})
         self._layouts = []
         for i, name in enumerate(self.p["sensors"]):
             spec = specs[name]
@@ -222,12 +223,10 @@ class ContactSimNode(Node):
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.pub_joints = self.create_publisher(JointState, "joint_states", reliable)
         self.pub_pose = self.create_publisher(PoseStamped, "object/pose", reliable)
-        self.pub_contacts = self.create_publisher(type(contacts_to_pointcloud2({}, [BUBBLE])), "contacts",
-                                                  reliable)
-        self.pub_measured = [self.create_publisher(type(encode_vector(lay, np.zeros(len(lay.names)),
-                                                                      Time())), f"{s.spec.name}/measured",
-                                                   reliable)
-                             for s, lay in zip(self.streams, self._layouts)]
+        self.pub_contacts = self.create_publisher(PointCloud2, "contacts", reliable)
+        self.pub_measured = [
+            self.create_publisher(KIND_MESSAGES[lay.kind], f"{s.spec.name}/measured", reliable)
+            for s, lay in zip(self.streams, self._layouts)]
         self.pub_done = self.create_publisher(Bool, "sim_done", latched)
         self.pub_done.publish(Bool(data=False))
 
@@ -345,7 +344,7 @@ class ContactSimNode(Node):
          pose.pose.orientation.w) = (float(v) for v in q)
         self.pub_pose.publish(pose)
 
-        state = self.sim.sim_state()
+        state = self.sim.sim_state(extra_bodies=self._attachments)
         self.pub_contacts.publish(contacts_to_pointcloud2(state.contacts, self.p["contact_body_names"], stamp,
                                                           frame))
         for stream, layout, pub in zip(self.streams, self._layouts, self.pub_measured):
