@@ -307,7 +307,8 @@ class ClosestTriangleQuery:
         counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
         flat = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=int(counts.sum()))
         n_tri = self.num_triangles
-        key = np.unique(np.repeat(np.arange(len(C)), counts) * n_tri + labels[flat])
+        key = np.sort(np.repeat(np.arange(len(C)), counts) * n_tri + labels[flat])
+        key = key[np.r_[True, key[1:] != key[:-1]]] if len(key) else key   # (np.unique is far slower)
         return key // n_tri, key % n_tri
 
     def _evaluate_pairs(self, P: np.ndarray, owner: np.ndarray, cand: np.ndarray):
@@ -349,11 +350,13 @@ class ClosestTriangleQuery:
         ijk = np.stack(np.unravel_index(np.arange(int(np.prod(shape))), tuple(shape)), axis=1)
         centres = lo + (ijk + 0.5) * cell
         # a centre within `band` of the mesh is within band + h of one of its proxies
-        dp, proxy = self._tree.query(centres, k=4, distance_upper_bound=band + self.cover_radius * 1.001)
-        near = np.nonzero(np.isfinite(dp[:, 0]))[0]
+        dp, _ = self._tree.query(centres, k=1, distance_upper_bound=band + self.cover_radius * 1.001)
+        near = np.nonzero(np.isfinite(dp))[0]
         # upper bound of the centre's distance: the best of its 4 nearest proxies' triangles (a
         # larger bound only enlarges the candidate set, so the lists stay exact)
-        labels = self._proxy_tri[np.minimum(proxy[near], len(self._proxy_tri) - 1)]
+        kk = min(4, len(self._proxy_tri))
+        _, proxy = self._tree.query(centres[near], k=kk)
+        labels = self._proxy_tri[proxy.reshape(len(near), kk)]
         dist = np.sqrt(self._evaluate(centres[near], labels)[0].min(axis=1))
         cells = near[dist <= band]
         reach = dist[dist <= band] + 2.0 * rho + self._slack
