@@ -6,6 +6,7 @@ error cases run in parallel (they share nothing) to keep the suite short.
 """
 from __future__ import annotations
 
+import math
 import os
 import shutil
 
@@ -70,6 +71,43 @@ def test_shipped_embedded_config_starts_and_predicts(tmp_path, rclpy_context):
         assert probe.spin_until(lambda: len(got) > 0, 10.0), proc.output()[-3000:]
         # uncalibrated, no contact: zero gauge pressure
         assert got[0].fluid_pressure == 0.0 and got[0].header.stamp.sec == 5
+    finally:
+        probe.destroy_node()
+        code = proc.stop()
+    assert code == 0 and "Traceback" not in proc.output()
+
+
+def test_robot_description_text_with_an_extra_body_on_a_transform(tmp_path, rclpy_context):
+    # URDF given as text (the ROS convention); the bubble mesh attached as an extra body 5 cm
+    # above tool_link (row-major 4x4 with a translation (0, 0, 0.05)); a pressure sensor on it.
+    data = ROOT / "vsf_sensor_ros" / "data"
+    T = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.05, 0.0, 0.0, 0.0, 1.0]
+    params = {"robot_description": (data / "embedded_arm.urdf").read_text(), "bodies": ["pad"],
+              "pad.mesh": str(data / "punyo_bubble.ply"), "pad.parent_link": "tool_link",
+              "pad.transform": T, "sensors": ["p"], "p.type": "PunyoPressureSensor", "p.attachment": "pad"}
+    proc = NodeProcess(write_params(tmp_path / "p.yaml", params), tmp_path / "node.log").start()
+    probe = Probe("text_urdf_probe")
+    try:
+        got = probe.listen("/p/predicted", FluidPressure)
+        assert probe.wait_for_subscriber("/contacts", PointCloud2, timeout=30.0), proc.output()[-3000:]
+        from vsf_sensor_ros.world import World
+        w = World.from_urdf((data / "embedded_arm.urdf").read_text())
+        w.attach_body("pad", str(data / "punyo_bubble.ply"), "tool_link", np.array(T).reshape(4, 4))
+        assert w.body_names[-1] == "pad"
+        # a 3 N push on the pad's base normal (+z of the pad, in the world) at the pad origin
+        Tp = w.body_transform("pad")
+        f = Tp[:3, :3] @ np.array([0.0, 0.0, 3.0])
+        cs = {("pad", "world"): ContactState(torch.tensor(Tp[:3, 3][None], dtype=torch.float64),
+                                             torch.tensor(f[None], dtype=torch.float64))}
+        msg = contacts_to_pointcloud2(cs, w.body_names, stamp=None, frame_id="world")
+        msg.header.stamp.sec = 3
+        probe.send("/contacts", msg)
+        assert probe.spin_until(lambda: len(got) > 0, 10.0), proc.output()[-3000:]
+        # p = -(1/A) (R^T f) . n = -3 / A, A = 24-gon of radius 0.05 (the PLY stores float32
+        # vertices, hence the 1e-6 tolerance)
+        A = 0.5 * 24 * 0.05 ** 2 * math.sin(2 * math.pi / 24)
+        assert got[0].fluid_pressure == pytest.approx(-3.0 / A, rel=1e-6)
+        assert got[0].header.frame_id == "pad"
     finally:
         probe.destroy_node()
         code = proc.stop()
