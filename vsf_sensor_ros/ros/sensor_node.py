@@ -719,8 +719,8 @@ class SensorNode(Node):
             samples, _ = select_samples(list(h.pairs), self._tare_samples)
             if len(samples) >= self._tare_samples:
                 ok, text = self._tare(h)
-                h.tared_on_start = ok
-                self.get_logger().info(f"tare_on_start: {text}")
+                h.tared_on_start = True     # one attempt per sensor, successful or not
+                (self.get_logger().info if ok else self.get_logger().warn)(f"tare_on_start: {text}")
 
     def _tare(self, h: SensorHandle) -> Tuple[bool, str]:
         """Tare one sensor from its buffered pairs; ``(success, message)``."""
