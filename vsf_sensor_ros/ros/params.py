@@ -36,12 +36,11 @@ Punyo-like bubble body, so the node runs with no robot files at all.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
@@ -288,24 +287,6 @@ def sensor_specs(type_name: str) -> List[Spec]:
     return SENSOR_COMMON_SPECS + SENSOR_SETTINGS[type_name]
 
 
-def spec_for(full_name: str, sensor_types: Dict[str, str], bodies: Sequence[str]) -> Optional[Spec]:
-    """The spec governing ``full_name`` given the configured sensors/bodies (None if none)."""
-    for s in NODE_SPECS:
-        if s.key == full_name:
-            return s
-    ns, _, key = full_name.partition(".")
-    if ns in sensor_types:
-        t = sensor_types[ns]
-        for s in SENSOR_COMMON_SPECS + SENSOR_SETTINGS.get(t, []):
-            if s.key == key:
-                return s
-    if ns in bodies:
-        for s in BODY_SPECS:
-            if s.key == key:
-                return s
-    return None
-
-
 def resolve_path(text: str, assets_dir: str) -> Path:
     """Resolve a file parameter: absolute as is, relative against ``assets_dir`` (or cwd)."""
     p = Path(os.path.expanduser(text))
@@ -410,14 +391,3 @@ class SensorConfig:
             return normalise_measured_type(text)
         except ValueError as exc:
             raise ConfigError(f"{self.name}.measured_type", text, str(exc)) from None
-
-
-def finite_or_none(x: float) -> Optional[float]:
-    """``x`` when finite, else None (for YAML output)."""
-    return x if math.isfinite(x) else None
-
-
-def split_name(full_name: str) -> Tuple[str, str]:
-    """``'a.b.c'`` -> ``('a', 'b.c')``; no dot -> ``('', name)``."""
-    ns, dot, key = full_name.partition(".")
-    return (ns, key) if dot else ("", full_name)

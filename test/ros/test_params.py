@@ -1,0 +1,72 @@
+"""The node's parameter schema agrees with the sensor library, and file parameters resolve."""
+import math
+
+import numpy as np
+import pytest
+
+from vsf_sensor_ros.ros.params import (SENSOR_SETTINGS, ConfigError, SensorConfig, check_value,
+                                       effective_assets_dir, sensor_specs, transform_from_params)
+from vsf_sensor_ros.sensor import sensor_from_config
+
+from .node_helpers import FIXTURES
+
+
+@pytest.mark.parametrize("type_name", sorted(SENSOR_SETTINGS))
+def test_every_declared_setting_default_is_accepted_by_the_library(type_name):
+    values = {s.key: s.default for s in sensor_specs(type_name)}
+    values["attachment"] = "body"
+    sensor = sensor_from_config(SensorConfig("s", type_name, values).model_config())
+    assert sensor.type_name == type_name and sensor.attachModelName == "body"
+
+
+def test_klampt_defaults_are_the_klampt_constructor_values():
+    s = sensor_from_config({"name": "c", "type": "ContactSensor", "attachment": "link"})
+    defaults = {sp.key: sp.default for sp in SENSOR_SETTINGS["ContactSensor"]}
+    assert np.asarray(s.Tsensor).reshape(-1).tolist() == defaults["Tsensor"]
+    for key in ("patchMin", "patchMax", "hasForce", "fResolution", "fVariance", "fSaturation"):
+        assert list(getattr(s, key)) == defaults[key], key
+    for key in ("patchTolerance", "fSensitivity", "falloffCoefficient", "enabled", "rate"):
+        assert getattr(s, key) == defaults[key], key
+
+
+def test_isaac_defaults_are_the_library_defaults():
+    s = sensor_from_config({"name": "l", "type": "IsaacContactSensor", "attachment": "obj"})
+    d = {sp.key: sp.default for sp in SENSOR_SETTINGS["IsaacContactSensor"]}
+    p = s.properties
+    assert (p.radius, p.minThreshold, p.maxThreshold, p.sensorPeriod, list(p.position)) == \
+        (d["radius"], d["minThreshold"], d["maxThreshold"], d["sensorPeriod"], d["position"])
+    assert math.isinf(d["maxThreshold"])
+
+
+def test_check_value_names_the_parameter_and_value():
+    spec = next(s for s in SENSOR_SETTINGS["ContactSensor"] if s.key == "fSaturation")
+    check_value("p.fSaturation", spec, [1.0, math.inf, 0.0])
+    with pytest.raises(ConfigError, match=r"parameter 'p.fSaturation' = \[1.0, -1.0, 0.0\]: must be >= 0.0"):
+        check_value("p.fSaturation", spec, [1.0, -1.0, 0.0])
+    with pytest.raises(ConfigError, match="exactly 3 values"):
+        check_value("p.fSaturation", spec, [1.0])
+
+
+def test_transform_file_key_reads_the_punyo_mount():
+    if not (FIXTURES / "punyo2end_effector_transform.json").is_file():
+        pytest.skip(f"Kinova/Punyo fixtures absent at {FIXTURES}")
+    T = transform_from_params("punyo", [], "punyo2end_effector_transform.json", "punyo2ee", str(FIXTURES))
+    # the numbers as written in the fixture file
+    assert T.tolist() == [[0.0, -1.0, 0.0, 0.0], [0.34202014, 0.0, -0.93969262, 0.02111],
+                          [0.93969262, 0.0, 0.34202014, 0.096142], [0.0, 0.0, 0.0, 1.0]]
+    with pytest.raises(ConfigError, match="punyo.transform_key"):
+        transform_from_params("punyo", [], "punyo2end_effector_transform.json", "nope", str(FIXTURES))
+
+
+def test_row_major_transform_and_bad_lengths():
+    T = transform_from_params("b", [1, 0, 0, 0.1, 0, 1, 0, 0.2, 0, 0, 1, 0.3, 0, 0, 0, 1], "", "", "")
+    assert T[:3, 3].tolist() == [0.1, 0.2, 0.3]
+    with pytest.raises(ConfigError, match="b.transform"):
+        transform_from_params("b", [1.0] * 12, "", "", "")
+
+
+def test_vsf_assets_environment_wins_over_the_parameter(monkeypatch):
+    monkeypatch.setenv("VSF_ASSETS", "/from/env")
+    assert effective_assets_dir("/from/param") == "/from/env"
+    monkeypatch.delenv("VSF_ASSETS")
+    assert effective_assets_dir("/from/param") == "/from/param"
