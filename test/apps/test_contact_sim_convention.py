@@ -62,6 +62,9 @@ def test_block_on_terrain_table_pushes_the_table_down_with_its_weight():
     pts2, f_on_block = contacts_between(sim, bid, tid)
     np.testing.assert_allclose(f_on_block.sum(axis=0), [0.0, 0.0, +WEIGHT], atol=0.05)
     np.testing.assert_allclose(pts2, pts)
+    # Klampt's contactForce(a, b) does not depend on the argument order (same vector both
+    # ways), so it cannot tell which body a force acts on: the simulator never uses it.
+    np.testing.assert_allclose(sim.contactForce(tid, bid), sim.contactForce(bid, tid))
     # The contact points lie on the block's bottom face (z = 0 up to the 2.5 mm padding), under it.
     assert len(pts) >= 3
     assert np.all(np.abs(pts[:, 2]) < 0.003)

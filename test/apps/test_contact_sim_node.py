@@ -129,3 +129,18 @@ def test_main_exits_zero_after_the_run(ros):
 def test_main_reports_a_configuration_error_with_exit_code_2(ros):
     code = main(["contact_sim_node", "--ros-args", "-p", "world:=mars"])
     assert code == 2
+
+
+def test_rate_is_live_and_validated_other_settings_are_read_only(ros):
+    ctx, executor, _ = ros
+    sim = ContactSimNode(context=ctx, parameter_overrides=[Parameter("duration_s", value=0.0)])
+    try:
+        assert sim.done.wait(5.0)                      # zero steps: done at once
+        assert sim.set_parameters([Parameter("rate_hz", value=-5.0)])[0].successful is False
+        assert sim.get_parameter("rate_hz").value == 100.0
+        assert sim.set_parameters([Parameter("rate_hz", value=50.0)])[0].successful is True
+        assert sim.p["rate_hz"] == 50.0
+        assert sim.set_parameters([Parameter("sim_dt", value=0.02)])[0].successful is False
+        assert sim.get_parameter("sim_dt").value == 0.01
+    finally:
+        sim.destroy_node()
