@@ -168,9 +168,10 @@ class ClosestTriangleQuery:
     ``d(x) + 2ρ`` of ``x`` (``ρ`` = the cell's half-diagonal: any point ``y``
     of the cell has ``d(y) ≤ d(x) + ρ``, and its closest triangle is within
     ``d(y) + ρ`` of ``x``), so that exact candidate set is stored per cell
-    (cells with more than ``grid_candidates`` = 16 candidates, and points
-    outside the band, use the KD-tree path).  A query then costs one
-    evaluation of 16 candidates per point.  On the Punyo mesh ~99 % of
+    in a table ``grid_candidates`` = 16 wide (the few crowded cells with more
+    candidates, up to 128, in a second, wider table; points outside the band
+    use the KD-tree path).  A query then costs one evaluation of 16
+    candidates per point.  On the Punyo mesh ~99 % of
     surface points take the grid path; building it takes 0.3–1 s of CPU
     (once, at construction) and ~3.5 MB; ``grid=False`` skips it.
 
@@ -335,7 +336,8 @@ class ClosestTriangleQuery:
         reg[ids] = region[first]
         par[:, ids] = prm[:, first]
 
-    def _build_grid(self, r_med: float, slots: int = 16, max_cells: int = 2_000_000) -> None:
+    def _build_grid(self, r_med: float, slots: int = 16, max_wide: int = 128,
+                    max_cells: int = 2_000_000) -> None:
         """Exact per-cell candidate lists in the band within ``r_med`` of the mesh (see class doc)."""
         self.grid_candidates = 0
         if not r_med > 0.0:
@@ -367,20 +369,27 @@ class ClosestTriangleQuery:
         keep = np.sqrt(d2) <= reach[owner]
         owner, cand, d2 = owner[keep], cand[keep], d2[keep]
         counts = np.bincount(owner, minlength=len(cells))
-        ok = (counts >= 1) & (counts <= slots)
         order = np.lexsort((d2, owner))                        # per cell, closest candidate first
         owner, cand = owner[order], cand[order]
         start = np.cumsum(counts) - counts
         pos = np.arange(len(owner)) - start[owner]
-        row_of_cell = np.full(len(cells), -1, dtype=np.int64)
-        row_of_cell[ok] = np.arange(int(ok.sum()))
-        table = np.repeat(cand[start[ok]][:, None], slots, axis=1)   # pad with the closest one
-        sel = ok[owner]
-        table[row_of_cell[owner[sel]], pos[sel]] = cand[sel]
         grid_row = np.full(int(np.prod(shape)), -1, dtype=np.int64)
-        grid_row[cells[ok]] = row_of_cell[ok]
+        # two tables: `slots` wide for most cells, and a wider one for the few crowded cells
+        # (where many triangles meet, e.g. the Punyo base's fan apex); grid_row >= 0 indexes the
+        # first, <= -2 the second (-2 - row), -1 = not in the grid
+        wide = int(min(max(int(counts.max(initial=0)), slots), max_wide))
+        tables = []
+        for t_id, (sel_cells, width) in enumerate((((counts >= 1) & (counts <= slots), slots),
+                                                   ((counts > slots) & (counts <= wide), wide))):
+            row_of_cell = np.full(len(cells), -1, dtype=np.int64)
+            row_of_cell[sel_cells] = np.arange(int(sel_cells.sum()))
+            table = np.repeat(cand[start[sel_cells]][:, None], width, axis=1)   # pad: closest one
+            sel = sel_cells[owner]
+            table[row_of_cell[owner[sel]], pos[sel]] = cand[sel]
+            grid_row[cells[sel_cells]] = row_of_cell[sel_cells] if t_id == 0 else -2 - row_of_cell[sel_cells]
+            tables.append(table)
         self._grid_lo, self._grid_cell, self._grid_shape = lo, cell, shape
-        self._grid_row, self._grid_table = grid_row, table
+        self._grid_row, self._grid_tables = grid_row, tables
         self.grid_candidates = slots
 
     def _evaluate(self, P: np.ndarray, idx: np.ndarray):
@@ -449,14 +458,17 @@ class ClosestTriangleQuery:
             ijk = np.where(inside[:, None], f, 0.0).astype(np.int64)
             cid = (ijk[:, 0] * self._grid_shape[1] + ijk[:, 1]) * self._grid_shape[2] + ijk[:, 2]
             row = np.where(inside, self._grid_row[np.where(inside, cid, 0)], -1)
-            hit = row >= 0
-            if hit.all():
-                tri, reg, par = self._best_of(P, self._grid_table[row])
+            narrow = row >= 0
+            if narrow.all():                                  # the usual case: one evaluation
+                tri, reg, par = self._best_of(P, self._grid_tables[0][row])
                 rest = rest[:0]
-            elif hit.any():
-                h_ids = np.nonzero(hit)[0]
-                tri[h_ids], reg[h_ids], par[:, h_ids] = self._best_of(P[h_ids], self._grid_table[row[h_ids]])
-                rest = np.nonzero(~hit)[0]
+            else:
+                narrow_t, wide_t = self._grid_tables
+                for mask, rows_, table in ((narrow, row, narrow_t), (row <= -2, -2 - row, wide_t)):
+                    ids = np.nonzero(mask)[0]
+                    if len(ids):
+                        tri[ids], reg[ids], par[:, ids] = self._best_of(P[ids], table[rows_[ids]])
+                rest = np.nonzero(row == -1)[0]
         if len(rest):
             t_, r_, p_, _ = self._query_kd(P[rest])
             tri[rest], reg[rest], par[:, rest] = t_, r_, p_

@@ -84,7 +84,9 @@ class PunyoDenseForceSensor(BaseSensor):
     The mesh and its closest-triangle query are built once in ``attach``.
     ``predict`` is the fast path (no autograd; the closest-point search runs
     on the CPU in float64 and its weights are cast to the state's
-    dtype/device); ``predict_torch`` gives the same numbers and is
+    dtype/device; for CPU states the bookkeeping is numpy on zero-copy views,
+    whose per-call overhead is far below torch's, for other devices torch);
+    ``predict_torch`` gives the same numbers and is
     differentiable w.r.t. the forces and the body transform (including the
     barycentric weights' dependence on where the contact point lands; the
     choice of triangle is piecewise constant).  Outputs follow the state's
@@ -210,6 +212,87 @@ class PunyoDenseForceSensor(BaseSensor):
         return ContactMap(R, t, points, forces, pairs, offsets, pv_contacts, elem[pv_contacts],
                           bary_contacts, bary_vertices, bary_weights, tri, regions)
 
+    # -- CPU fast path (numpy views of the state's tensors; torch per-op overhead dominates) --
+    def _check_elems(self, e: np.ndarray, pair: Pair) -> None:
+        bad = (e < -1) | (e >= self.num_vertices)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"sensor {self.name!r}: contacts {pair} row {row} has elems1 = {int(e[row])}, "
+                             f"not a vertex index 0..{self.num_vertices - 1} or -1 (barycentric)")
+
+    def _numpy_map(self, state: SimState):
+        """``contact_map`` in numpy for CPU states, or None for other devices.
+
+        Returns ``(R, forces_local, pv_contacts, pv_vertices, bary_contacts, bary_vertices,
+        bary_weights, pairs, offsets)`` with floats in the state's dtype.
+        """
+        q = self._require_attached()
+        name = self.attachModelName
+        R_t, t_t = body_pose(state, name)
+        if R_t.device.type != "cpu":
+            return None
+        dtype = R_t.dtype
+        R, t = R_t.detach().numpy(), t_t.detach().numpy()
+        pairs = self.contact_bodies(state)
+        states = state.contact_states_on_body(name)
+        offsets = [0]
+        pts, frc, elems = [], [], []
+        for pair, c in zip(pairs, states):
+            if c.points.dtype != dtype or c.points.device != R_t.device:
+                raise ValueError(f"sensor {self.name!r}: contacts {pair} are {c.points.dtype} on "
+                                 f"{c.points.device} but the state is {dtype} on {R_t.device}")
+            n = len(c)
+            e = np.full(n, -1, dtype=np.int64) if c.elems1 is None else c.elems1.detach().cpu().numpy()
+            self._check_elems(e, pair)
+            pts.append(c.points.detach().numpy())
+            frc.append(c.forces.detach().numpy())
+            elems.append(e)
+            offsets.append(offsets[-1] + n)
+        if len(states) == 1:
+            points, forces, elem = pts[0], frc[0], elems[0]
+        elif states:
+            points, forces, elem = np.concatenate(pts), np.concatenate(frc), np.concatenate(elems)
+        else:
+            points = forces = np.zeros((0, 3), dtype=R.dtype)
+            elem = np.zeros(0, dtype=np.int64)
+        pv = elem >= 0
+        pv_contacts, bary_contacts = np.flatnonzero(pv), np.flatnonzero(~pv)
+        if len(bary_contacts):
+            res = q.query((points[bary_contacts] - t) @ R)
+            bary_vertices, bary_weights = q.triangles[res.triangle], res.weights.astype(R.dtype, copy=False)
+        else:
+            bary_vertices, bary_weights = np.zeros((0, 3), dtype=np.int64), np.zeros((0, 3), dtype=R.dtype)
+        return (R, forces @ R, pv_contacts, elem[pv_contacts].astype(np.int64, copy=False), bary_contacts,
+                bary_vertices, bary_weights, pairs, offsets)
+
+    def _numpy_predict(self, nmap) -> torch.Tensor:
+        R, local, pv_c, pv_v, b_c, b_v, b_w, _, _ = nmap
+        idx = np.concatenate([pv_v, b_v.reshape(-1)])
+        vals = np.concatenate([local[pv_c], (b_w[:, :, None] * local[b_c][:, None, :]).reshape(-1, 3)])
+        V = self.num_vertices
+        out = np.stack([np.bincount(idx, weights=vals[:, d], minlength=V) for d in range(3)], axis=1)
+        pred = torch.from_numpy(out.astype(R.dtype, copy=False).reshape(-1))
+        offset = self._offset(pred.dtype, pred.device)
+        return pred if offset is None else pred + offset
+
+    def _numpy_sparse(self, nmap) -> SparseJacobian:
+        R, _, pv_c, pv_v, b_c, b_v, b_w, pairs, offsets = nmap
+        d = np.arange(3)
+        Rt = R.T                                                       # Rt[d, e] = R[e, d]
+        n, nb = len(pv_c), len(b_c)
+        # entry (contact, [corner,] d, e): row 3 v + d, column 3 c + e, value w R[e, d]
+        rows = np.concatenate([np.broadcast_to(3 * pv_v[:, None, None] + d[:, None], (n, 3, 3)).reshape(-1),
+                               np.broadcast_to(3 * b_v[:, :, None, None] + d[:, None], (nb, 3, 3, 3))
+                               .reshape(-1)])
+        cols = np.concatenate([np.broadcast_to(3 * pv_c[:, None, None] + d, (n, 3, 3)).reshape(-1),
+                               np.broadcast_to(3 * b_c[:, None, None, None] + d, (nb, 3, 3, 3)).reshape(-1)])
+        vals = np.concatenate([np.broadcast_to(Rt, (n, 3, 3)).reshape(-1),
+                               (b_w[:, :, None, None] * Rt).reshape(-1)])
+        return SparseJacobian(rows=torch.from_numpy(rows), cols=torch.from_numpy(cols),
+                              values=torch.from_numpy(np.ascontiguousarray(vals, dtype=R.dtype)),
+                              shape=(3 * self.num_vertices, 3 * offsets[-1]), pairs=list(pairs),
+                              offsets=list(offsets))
+
     # -- predictions ---------------------------------------------------------------------------
     def _assemble(self, cmap: ContactMap, weights: torch.Tensor) -> torch.Tensor:
         """``Σ_c w_ic Rᵀ f_c`` (+ calibration offset) as a ``(3V,)`` vector."""
@@ -231,6 +314,9 @@ class PunyoDenseForceSensor(BaseSensor):
         Raises: as :meth:`contact_map`.
         """
         with torch.no_grad():
+            nmap = self._numpy_map(state)
+            if nmap is not None:
+                return self._numpy_predict(nmap)
             cmap = self.contact_map(state)
             return self._assemble(cmap, cmap.bary_weights)
 
@@ -304,6 +390,9 @@ class PunyoDenseForceSensor(BaseSensor):
         which sum.  Values are in the state's dtype/device.
         """
         with torch.no_grad():
+            nmap = self._numpy_map(state)
+            if nmap is not None:
+                return self._numpy_sparse(nmap)
             return self._sparse(self.contact_map(state))
 
     def measurement_force_jacobian(self, state: SimState) -> Dict[Pair, torch.Tensor]:
@@ -313,6 +402,9 @@ class PunyoDenseForceSensor(BaseSensor):
     def predict_with_jacobian(self, state: SimState) -> Tuple[torch.Tensor, SparseJacobian]:
         """``(predict(state), sparse_force_jacobian(state))`` sharing one closest-point search."""
         with torch.no_grad():
+            nmap = self._numpy_map(state)
+            if nmap is not None:
+                return self._numpy_predict(nmap), self._numpy_sparse(nmap)
             cmap = self.contact_map(state)
             return self._assemble(cmap, cmap.bary_weights), self._sparse(cmap)
 
