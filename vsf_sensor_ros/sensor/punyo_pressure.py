@@ -144,14 +144,51 @@ class PunyoPressureSensor(BaseSensor):
             p = p + torch.as_tensor(self.tare, dtype=p.dtype, device=p.device)
         return p
 
+    def _numpy_row(self, state: SimState):
+        """``_gradient_row`` in numpy for CPU states (torch's per-op overhead dominates this
+        tiny model), or None for other devices."""
+        if self.base_area is None:
+            raise RuntimeError(f"sensor {self.name!r}: call attach() with the body's mesh first")
+        R_t, _ = body_pose(state, self.attachModelName)
+        if R_t.device.type != "cpu":
+            return None
+        R = R_t.detach().numpy()
+        pairs = self.contact_bodies(state)
+        states = state.contact_states_on_body(self.attachModelName)
+        offsets = [0]
+        for pair, c in zip(pairs, states):
+            if c.forces.dtype != R_t.dtype or c.forces.device != R_t.device:
+                raise ValueError(f"sensor {self.name!r}: contacts {pair} are {c.forces.dtype} on "
+                                 f"{c.forces.device} but the state is {R_t.dtype} on {R_t.device}")
+            offsets.append(offsets[-1] + len(c))
+        forces = (np.concatenate([c.forces.detach().numpy() for c in states]) if states
+                  else np.zeros((0, 3), dtype=R.dtype))
+        g = -(R @ self.base_normal_local.astype(R.dtype)) / R.dtype.type(self.base_area)
+        return forces, g, pairs, offsets
+
     def predict(self, state: SimState) -> torch.Tensor:
-        """:meth:`predict_torch` without autograd."""
+        """:meth:`predict_torch` without autograd (numpy for CPU states)."""
         with torch.no_grad():
-            return self.predict_torch(state)
+            row = self._numpy_row(state)
+            if row is None:
+                return self.predict_torch(state)
+            forces, g, _, _ = row
+            p = np.array([(forces @ g).sum()], dtype=g.dtype)
+            if self.tare is not None:
+                p += self.tare.astype(g.dtype)
+            return torch.from_numpy(p)
 
     def sparse_force_jacobian(self, state: SimState) -> SparseJacobian:
         """Row 0, columns ``3c + k``, value ``(−(1/A) R n)[k]``: 3 entries per contact."""
         with torch.no_grad():
+            row = self._numpy_row(state)
+            if row is not None:
+                _, g, pairs, offsets = row
+                n = offsets[-1]
+                return SparseJacobian(rows=torch.zeros(3 * n, dtype=torch.int64),
+                                      cols=torch.arange(3 * n, dtype=torch.int64),
+                                      values=torch.from_numpy(np.tile(g, n)), shape=(1, 3 * n),
+                                      pairs=list(pairs), offsets=list(offsets))
             forces, g, pairs, offsets = self._gradient_row(state)
             n = offsets[-1]
             return SparseJacobian(
