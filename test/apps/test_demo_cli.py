@@ -89,14 +89,14 @@ def test_resolve_config_reads_sensor_kinds_and_rejects_bad_numbers(tmp_path):
                                "    p.measured_scale: 100.0\n    pad.type: ContactSensor\n"
                                "    tare_samples: 7\n")
     args = build_parser().parse_args(["--params-file", str(f), "--out", str(tmp_path / "o"),
-                                      "--rate", "50"])
+                                      "--rate", "40"])
     cfg = resolve_config(args)
     assert [(s.name, s.kind, s.measured_scale) for s in cfg.sensors] == [("p", "pressure", 100.0),
                                                                          ("pad", "wrench", 1.0)]
     assert cfg.tare_samples == 7 and cfg.node_name == "sensor_node"
-    # Real-time simulation: 50 steps per second of 1/50 = 0.02 simulated seconds.
+    # Real-time simulation: 40 steps per second of 1/40 = 0.025 simulated seconds.
     cmd = sim_command(cfg)
-    assert "rate_hz:=50.0" in cmd and "sim_dt:=0.02" in cmd and "duration_s:=10.0" in cmd
+    assert "rate_hz:=40.0" in cmd and "sim_dt:=0.025" in cmd and "duration_s:=10.0" in cmd
     for bad, text in (("--duration=-1", "--duration"), ("--rate=0", "--rate"), ("--rate=nan", "--rate"),
                       ("--seed=-3", "--seed")):
         with pytest.raises(ValueError, match=text):

@@ -137,6 +137,8 @@ def test_records_reliable_best_effort_and_latched_topics_and_writes_readable_mca
     n_wrench = len(recorder.logs["/pad/predicted"])
 
     info = write_bag(recorder.logs.values(), tmp_path / "out")
+    # zstd-compressed MCAP chunks: the file says so in its chunk records.
+    assert b"zstd" in (tmp_path / "out" / "run.mcap").read_bytes()
     assert info["path"] == tmp_path / "out" / "run.mcap"
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["metadata.yaml", "run.mcap"]
 
@@ -175,8 +177,9 @@ def test_write_bag_leaves_out_types_rosbags_does_not_know(tmp_path):
     good = TopicLog("/p", "sensor_msgs/msg/FluidPressure", [1, 2],
                     [serialize_message(pressure(0, 1, 5.0)), serialize_message(pressure(0, 2, 6.0))])
     odd = TopicLog("/x", "my_pkg/msg/Custom", [3], [b"\0\1\0\0"])
-    info = write_bag([good, odd], tmp_path)
+    info = write_bag([good, odd], tmp_path, compress=False)
     assert info["counts"] == {"/p": 2}
+    assert b"zstd" not in (tmp_path / "run.mcap").read_bytes()
     assert "my_pkg/msg/Custom" in info["left_out"]["/x"]
     with pytest.raises(ValueError, match="a/b"):
         write_bag([good], tmp_path, name="a/b")

@@ -211,8 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--duration", type=float, default=10.0,
                    help="simulated seconds; the simulation runs in real time and the press trajectory "
                         "(2 s contact-free, approach, press, hold, release, retreat) takes 9 s (default: 10)")
-    p.add_argument("--rate", type=float, default=100.0,
-                   help="simulator steps per second (one contacts message each; default: 100)")
+    p.add_argument("--rate", type=float, default=50.0,
+                   help="simulator steps per second, each 1/rate simulated seconds (one contacts message "
+                        "each; default: 50)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the simulated noise (default: 0)")
     p.add_argument("--params-file", type=Path, default=None,
                    help="sensor node parameter file (default: config/<world's file>)")
@@ -603,11 +604,11 @@ def run_session(cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: P
         return 0 if log is None else len(log)
 
     def status() -> str:
-        sim_t = "-" if seen["stamp_s"] is None else f"{seen['stamp_s']:6.2f}"
-        preds = "  ".join(f"{s.name} {pred_count(s)}" for s in cfg.sensors)
+        sim_t = "  -  " if seen["stamp_s"] is None else f"{seen['stamp_s']:5.2f}"
+        preds = "/".join(str(pred_count(s)) for s in cfg.sensors)
         tare_txt = ("ok" if tare.success else "FAILED") if tare.response_ns else "pending"
-        return (f"[{time.monotonic() - t0:5.1f} s] sim t={sim_t} s  steps {seen['contacts']}  "
-                f"predicted: {preds}  tare: {tare_txt}")
+        return (f"[{time.monotonic() - t0:5.1f} s] sim t={sim_t} s | steps {seen['contacts']:5d} | "
+                f"predicted {preds} | tare {tare_txt}")
 
     def do_tare() -> None:
         if seen["contact"] and seen["free_steps"] < cfg.tare_samples:
@@ -621,8 +622,10 @@ def run_session(cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: P
         names = [s.name for s in cfg.sensors]
         tare.per_sensor = parse_tare_answer(tare.message, names)
         tare.success = tare_succeeded(resp is not None and resp.success, tare.per_sensor)
-        progress.say(f"tare at sim t={tare.sim_time_s:.2f} s: {'ok' if tare.success else 'FAILED'}: "
-                     f"{tare.message}")
+        parts = [f"{n} {e['tare_status']}" + (f" ({e['tare_samples']} samples)" if e["tare_samples"] else "")
+                 for n, e in tare.per_sensor.items()]
+        progress.say(f"tare (called at sim t={tare.sim_time_s:.2f} s): {'ok' if tare.success else 'FAILED'}: "
+                     + "; ".join(parts))
         if any(e["tare_status"] == "tared" for e in tare.per_sensor.values()):
             saved = call_trigger(save_client, "saving the calibration")
             if saved is not None and saved.success:
@@ -656,6 +659,8 @@ def run_session(cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: P
         progress.say(f"sensor node ready after {time.monotonic() - t0:.1f} s; recording {len(recorder.logs)} "
                      f"topics; starting simulator ({cfg.world} world, {cfg.duration_s:g} s at "
                      f"{cfg.rate_hz:g} Hz, seed {cfg.seed}) ...")
+        progress.say("progress: [wall time] simulated time | contacts steps recorded | predictions "
+                     f"recorded per sensor ({'/'.join(s.name for s in cfg.sensors)}) | tare")
         sim_proc.start()
         sim_started = time.monotonic()
         last_refresh = 0.0
