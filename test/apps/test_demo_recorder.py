@@ -172,6 +172,30 @@ def test_records_reliable_best_effort_and_latched_topics_and_writes_readable_mca
     rec_node.destroy_node()
 
 
+def test_bag_reads_with_the_official_mcap_library_as_foxglove_sees_it(tmp_path):
+    """Independent reader: Foxglove's own ``mcap`` package, no rosbags, no rclpy."""
+    mcap_reader = pytest.importorskip("mcap.reader")
+    from vsf_sensor_ros.apps.recorder import TopicLog
+    raw = [serialize_message(pressure(0, k, 100.0 + k)) for k in range(5)]
+    write_bag([TopicLog("/punyo_pressure/predicted", "sensor_msgs/msg/FluidPressure",
+                        [10 + k for k in range(5)], raw)], tmp_path)
+    with open(tmp_path / "run.mcap", "rb") as f:
+        reader = mcap_reader.make_reader(f)
+        assert reader.get_header().profile == "ros2"
+        got = list(reader.iter_messages())
+        stats = reader.get_summary().statistics
+    assert stats.message_count == 5
+    schema, channel, message = got[0]
+    assert schema.name == "sensor_msgs/msg/FluidPressure" and schema.encoding == "ros2msg"
+    # The embedded definition is the standard one, with Header's definition appended.
+    text = schema.data.decode()
+    assert "float64 fluid_pressure" in text and "float64 variance" in text and "MSG: std_msgs/Header" in text
+    assert channel.topic == "/punyo_pressure/predicted" and channel.message_encoding == "cdr"
+    # Bytes unchanged, log times = receive times.
+    assert [m.data for _, _, m in got] == raw
+    assert [m.log_time for _, _, m in got] == [10, 11, 12, 13, 14]
+
+
 def test_write_bag_leaves_out_types_rosbags_does_not_know(tmp_path):
     from vsf_sensor_ros.apps.recorder import TopicLog
     good = TopicLog("/p", "sensor_msgs/msg/FluidPressure", [1, 2],
