@@ -69,7 +69,7 @@ def plot_scaling(section: Dict[str, Any], path: Path) -> Path:
                              ("reference", "s--", "dense reference")):
         med = [1e3 * r[key]["median_s"] for r in rc]
         p90 = [1e3 * r[key]["p90_s"] for r in rc]
-        a.plot(n, med, style, label=f"{name} (median)")
+        a.plot(n, med, style, label=f"{name} (median; band to p90)")
         a.fill_between(n, med, p90, alpha=0.2)
     a.axhline(0.3, color="grey", lw=0.8, ls=":", label="0.3 ms target (100 contacts)")
     a.set(xscale="log", yscale="log", xlabel="barycentric contacts",
@@ -86,8 +86,14 @@ def plot_scaling(section: Dict[str, Any], path: Path) -> Path:
                label=f"{sensor} reference")
     b.set(xscale="log", yscale="log", xlabel="mesh vertices (Punyo mesh subdivided)",
           ylabel="ms per call (1 thread)", title="vs mesh size (100 barycentric contacts)")
+    from matplotlib.ticker import NullFormatter
+    verts = sorted({r["vertices"] for r in section["vs_vertices"]})
+    b.set_xticks(verts, [str(v) for v in verts])
+    b.xaxis.set_minor_formatter(NullFormatter())
+    lo, hi = b.get_ylim()
+    b.set_ylim(lo, hi * 30)          # head room: the legend sits above the curves
     b.grid(True, which="both", alpha=0.3)
-    b.legend(fontsize=8)
+    b.legend(fontsize=8, loc="upper left", ncol=2)
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
