@@ -604,7 +604,9 @@ def run_session(cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: P
         return 0 if log is None else len(log)
 
     def status() -> str:
-        sim_t = "  -  " if seen["stamp_s"] is None else f"{seen['stamp_s']:5.2f}"
+        if seen["stamp_s"] is None:
+            return f"[{time.monotonic() - t0:5.1f} s] simulator loading its world ..."
+        sim_t = f"{seen['stamp_s']:5.2f}"
         preds = "/".join(str(pred_count(s)) for s in cfg.sensors)
         tare_txt = ("ok" if tare.success else "FAILED") if tare.response_ns else "pending"
         return (f"[{time.monotonic() - t0:5.1f} s] sim t={sim_t} s | steps {seen['contacts']:5d} | "
@@ -756,7 +758,7 @@ def tare_sim_time(response_ns: Optional[int], predicted: Sequence[Any]) -> Optio
         return None
     stamps = [p.stamp_ns[p.event_ns < response_ns] for p in predicted if p is not None]
     stamps = [s for s in stamps if s.size]
-    return float(max(s.max() for s in stamps)) * 1e-9 if stamps else None
+    return round(float(max(s.max() for s in stamps)) * 1e-9, 9) if stamps else None
 
 
 def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[Any, Any]],
