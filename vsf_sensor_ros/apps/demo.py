@@ -7,15 +7,20 @@ What it does:
 
 1. Leases a free ``ROS_DOMAIN_ID`` and confines discovery to loopback
    (:mod:`vsf_sensor_ros.apps.ros_env`), so parallel runs never meet.
-2. Starts the sensor node (``vsf_sensor_ros.ros.sensor_node``) with the
-   world's parameter file, waits for its ``tare`` service, subscribes to every
-   topic on the graph, then starts the simulator
+2. Writes ``<out>/sensor_node_demo.yaml`` (:func:`write_demo_overlay`: the
+   simulator's demo sensors and body table, so node and simulator model the
+   same sensors), starts the sensor node (``vsf_sensor_ros.ros.sensor_node``)
+   with the world's parameter file plus that overlay, waits for its ``tare``
+   service, subscribes to every topic on the graph, then starts the simulator
    (``vsf_sensor_ros.apps.contact_sim_node``): two separate ROS 2 processes.
+   The simulator runs ``--rate`` steps per second of ``1/rate`` simulated
+   seconds each (real time when the machine keeps up).
 3. Records every topic (:mod:`vsf_sensor_ros.apps.recorder`), prints a
-   progress line per second, and calls the ``tare`` service (``std_srvs/Trigger``)
-   once the contact-free stretch at the start of the session has given every
-   sensor at least ``tare_samples`` contact-free measured samples -- i.e. before
-   the press.
+   progress line per second, and calls the ``tare`` service
+   (``std_srvs/Trigger``) at simulated time :data:`TARE_AT_S`, mid-way through
+   the 2 s contact-free hold that starts the press trajectory (earlier if the
+   bubble touches first), then ``save_calibration`` into
+   ``<out>/calibration.yaml``.
 4. When the simulator has finished (it exits after ``duration_s``), stops both
    children (SIGINT, then SIGTERM/SIGKILL after a grace period; always, also
    on Ctrl-C, errors and the overall timeout) and writes to ``--out``:
@@ -25,8 +30,8 @@ What it does:
 5. Prints a summary table; exits 1 when a sensor published nothing, the tare
    failed or a child died, 2 on bad arguments, 130 on Ctrl-C.
 
-``summary.json`` definitions (also stored in the file): see
-:mod:`vsf_sensor_ros.apps.analysis`.
+``summary.json`` definitions (also stored in the file under ``definitions``):
+see :data:`DEFINITIONS` and :mod:`vsf_sensor_ros.apps.analysis`.
 """
 from __future__ import annotations
 
