@@ -21,7 +21,7 @@ Definitions (also written into ``summary.json`` under ``definitions``):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from vsf_sensor_ros.apps.recorder import TopicLog
 _CLOUD_DTYPES = {1: "i1", 2: "u1", 3: "i2", 4: "u2", 5: "i4", 6: "u4", 7: "f4", 8: "f8"}
 
 
-def cloud_fields(msg, names: Sequence[str]) -> np.ndarray:
+def cloud_fields(msg: Any, names: Sequence[str]) -> np.ndarray:
     """Read named fields of a ``sensor_msgs/PointCloud2`` as float64.
 
     Honours field offsets and datatypes, ``point_step``, ``row_step`` padding,
@@ -75,7 +75,7 @@ def cloud_fields(msg, names: Sequence[str]) -> np.ndarray:
 KINDS = ("pressure", "dense_force", "wrench", "load")
 
 
-def reading_vector(msg, msgtype: str, kind: Optional[str] = None, measured: bool = False,
+def reading_vector(msg: Any, msgtype: str, kind: Optional[str] = None, measured: bool = False,
                    scale: float = 1.0) -> np.ndarray:
     """Numeric content of a sensor reading message, flattened to float64, in SI units.
 
@@ -130,7 +130,7 @@ def reading_vector(msg, msgtype: str, kind: Optional[str] = None, measured: bool
     return vec * scale if measured else vec
 
 
-def touches(msg, bodies: Sequence[int]) -> bool:
+def touches(msg: Any, bodies: Sequence[int]) -> bool:
     """Whether a contacts cloud has a point whose ``body1`` or ``body2`` index is in ``bodies``.
 
     Args:

@@ -45,7 +45,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -463,7 +463,7 @@ def tare_succeeded(service_success: bool, per_sensor: Dict[str, Dict[str, Any]])
 class Progress:
     """One status line per second on stdout (plain lines: they survive logs and pipes)."""
 
-    def __init__(self, stream=None) -> None:
+    def __init__(self, stream: Optional[Any] = None) -> None:
         self.stream = stream or sys.stdout
         self.last = 0.0
 
@@ -471,7 +471,7 @@ class Progress:
         """Print a line now."""
         print(text, file=self.stream, flush=True)
 
-    def tick(self, text_fn) -> None:
+    def tick(self, text_fn: Callable[[], str]) -> None:
         """Print ``text_fn()`` if a second has passed since the last tick."""
         now = time.monotonic()
         if now - self.last >= 1.0:
@@ -595,7 +595,7 @@ def run_session(cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: P
         while time.monotonic() < end:
             executor.spin_once(timeout_sec=0.02)
 
-    def call_trigger(client, stage: str, timeout_s: float = 10.0):
+    def call_trigger(client: Any, stage: str, timeout_s: float = 10.0) -> Optional[Any]:
         # Spin (so recording goes on) until the answer arrives.
         future = client.call_async(Trigger.Request())
         end = time.monotonic() + timeout_s
@@ -742,7 +742,7 @@ DEFINITIONS = {
 }
 
 
-def _series_for(session: SessionResult, s: SensorInfo):
+def _series_for(session: SessionResult, s: SensorInfo) -> Tuple[Any, Any]:
     from vsf_sensor_ros.apps.analysis import Series
     pred_log = session.logs.get(f"/{s.name}/predicted")
     meas_log = session.logs.get(f"/{s.name}/measured")
@@ -830,7 +830,7 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
                                              (in_contact[-1] - t_origin) * 1e-9)
     tare_t = None if session.tare.sim_time_s is None else session.tare.sim_time_s - t_origin * 1e-9
 
-    def t(series_) -> np.ndarray:
+    def t(series_: Any) -> np.ndarray:
         return (series_.stamp_ns - t_origin) * 1e-9
 
     written: List[Path] = []
@@ -941,7 +941,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from vsf_sensor_ros.apps.recorder import write_bag
     from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id, release_domain_id
 
-    def on_sigterm(signum, frame):
+    def on_sigterm(signum: int, frame: Any) -> None:
         raise _Terminated()
 
     previous = signal.signal(signal.SIGTERM, on_sigterm)

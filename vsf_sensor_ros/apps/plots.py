@@ -6,7 +6,7 @@ the first ``contacts`` stamp of the session.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -20,7 +20,7 @@ def _new_figure(size: Tuple[float, float]) -> Figure:
     return fig
 
 
-def _mark_session(ax, tare_t: Optional[float], contact_span: Optional[Tuple[float, float]]) -> None:
+def _mark_session(ax: Any, tare_t: Optional[float], contact_span: Optional[Tuple[float, float]]) -> None:
     if contact_span is not None:
         ax.axvspan(contact_span[0], contact_span[1], color="0.9", zorder=0, label="contact")
     if tare_t is not None:

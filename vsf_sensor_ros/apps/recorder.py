@@ -18,7 +18,7 @@ import struct
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -225,7 +225,7 @@ class TopicRecorder:
 
     def _callback(self, log: TopicLog) -> Callable:
         if _HAS_MESSAGE_INFO:
-            def on_message_with_info(data: bytes, info) -> None:
+            def on_message_with_info(data: bytes, info: Any) -> None:
                 log.recv_ns.append(self._clock_ns())
                 log.data.append(bytes(data))
                 log.sent_ns.append(int(info["source_timestamp"]))
@@ -247,11 +247,11 @@ class TopicRecorder:
         return {t: len(log) for t, log in self.logs.items()}
 
 
-def _rosbags_qos(profile: QoSProfile):
+def _rosbags_qos(profile: QoSProfile) -> Any:
     from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness, QosReliability,
                                     QosTime)
 
-    def dur(d) -> QosTime:
+    def dur(d: Any) -> QosTime:
         ns = int(getattr(d, "nanoseconds", 0))
         return QosTime(ns // 1_000_000_000, ns % 1_000_000_000)
 
