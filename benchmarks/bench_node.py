@@ -292,7 +292,8 @@ def summarize_phase(phase: Dict[str, Any], receiver: Receiver, sampler: Sampler)
 
 
 def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: int = 200,
-                   workdir: Optional[Path] = None, log: Any = print, world: str = "auto") -> Dict[str, Any]:
+                   workdir: Optional[Path] = None, log: Any = print, world: str = "auto",
+                   node_module: str = "vsf_sensor_ros.ros.sensor_node") -> Dict[str, Any]:
     """Start the node, drive it through ``phases`` and measure; always stops both children.
 
     Args:
@@ -303,6 +304,8 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
         log: progress printer.
         world: ``'auto'`` (Kinova + real Punyo mesh when the fixture is there, else the
             embedded world), ``'kinova'`` or ``'embedded'``.
+        node_module: module run with ``python -m`` as the node (the shipped node by
+            default; another entry point for experiments, e.g. a different executor).
 
     Returns:
         ``{"world", "qos", "contacts", "node_start_s", "phases": [summary...], ...}`` or
@@ -338,7 +341,7 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
 
     import rclpy
     rclpy.init()
-    node_cmd = [sys.executable, "-m", "vsf_sensor_ros.ros.sensor_node", "--ros-args",
+    node_cmd = [sys.executable, "-m", node_module, "--ros-args",
                 "--params-file", str(params_file)]
     node = ManagedProcess("sensor_node", node_cmd, env, workdir / "sensor_node.log", cwd=ROOT)
     all_phases = ([{"name": "warmup", "rate": 100.0, "count": warmup}] if warmup else []) + list(phases)
