@@ -28,7 +28,7 @@ setup(
         "pyyaml",
     ],
     extras_require={
-        "test": ["pytest", "flake8"],
+        "test": ["pytest", "flake8", "mcap"],
         "demo": ["matplotlib", "rosbags>=0.10", "psutil"],
     },
     zip_safe=True,
