@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from vsf_sensor_ros.sensor import (ContactState, PunyoDenseForceSensor, PunyoPressureSensor, SimState,
-                                   TareCalibrator, TareSimulator, calibration_from_config)
+from vsf_sensor_ros.sensor import (ContactSensor, ContactState, CsProperties, IsaacContactSensor,
+                                   PunyoDenseForceSensor, PunyoPressureSensor, SimState, TareCalibrator,
+                                   TareSimulator, calibration_from_config)
 
 SQ_V = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
 SQ_F = np.array([[0, 1, 2], [0, 2, 3]])
@@ -166,7 +167,8 @@ def test_too_few_commands_is_an_error():
                                    [{"pressure": [1.0]}, {"pressure": [1.0]}])
 
 
-@pytest.mark.parametrize("kw", [{"num_samples": -1}, {"num_samples": 2.5}, {"output_key": ""}])
+@pytest.mark.parametrize("kw", [{"num_samples": -1}, {"num_samples": 2.5}, {"output_key": ""},
+                                {"contact_scope": "body"}])
 def test_constructor_rejects_bad_settings(kw):
     with pytest.raises(ValueError):
         TareCalibrator(**kw)
@@ -180,3 +182,70 @@ def test_calibration_from_config():
         calibration_from_config({"type": "Nope"})
     with pytest.raises(ValueError, match="samples"):
         calibration_from_config({"type": "TareCalibrator", "samples": 3})
+
+
+# --------------------------------------------------------------------------- pad and load sensors
+EYE = torch.eye(4, dtype=torch.float64)
+
+
+def box_on_table(top_force=None):
+    """A 6 x 6 x 4 cm box (frame at its centre) resting on a table with 2.94 N spread over two
+    bottom contacts (z = -0.02); optionally a press on the top face centre (z = +0.02)."""
+    contacts = {("box", "table"): ContactState(torch.tensor([[0.02, 0.0, -0.02], [-0.02, 0.0, -0.02]],
+                                                            dtype=torch.float64),
+                                               torch.tensor([[0.0, 0.0, 1.47], [0.0, 0.0, 1.47]],
+                                                            dtype=torch.float64))}
+    if top_force is not None:
+        contacts[("box", "bubble")] = ContactState(torch.tensor([[0.0, 0.0, 0.02]], dtype=torch.float64),
+                                                   torch.tensor([[0.0, 0.0, top_force]], dtype=torch.float64))
+    return SimState({"box": EYE, "table": EYE, "bubble": EYE}, {}, contacts)
+
+
+def load_cell():
+    # radius 3 cm around the top face centre: the table contacts, 4.5 cm away, are outside
+    return IsaacContactSensor("load", "box", CsProperties(radius=0.03, position=(0.0, 0.0, 0.02)))
+
+
+def test_load_sensor_is_tared_while_its_box_rests_on_the_table():
+    s = load_cell()
+    sim = ScriptedSim([box_on_table()] * 3 + [box_on_table(-4.0)], [s])
+    obs = [{"load": [0.0, v]} for v in (0.04, 0.05, 0.09, 4.1)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")           # no "contact at the first sample" warning
+        used = TareCalibrator(num_samples=4, contact_scope="sensor").calibrate(s, sim, [None] * 4, obs)
+    assert used == 3                              # stops before the press on the top face
+    cal = s.get_calibration()
+    assert cal["tare"].tolist() == pytest.approx([0.0, 0.06])          # (0.04 + 0.05 + 0.09) / 3
+    assert cal["tare_sim_avg"].tolist() == [0.0, 0.0]                   # nothing inside the radius
+    assert s.predict(box_on_table()).tolist() == pytest.approx([0.0, 0.06])
+    assert s.predict(box_on_table(-4.0)).tolist() == pytest.approx([1.0, 4.06])
+
+
+def test_seed_contact_scope_stops_at_the_table_contact():
+    # The seed's rule ('any', the default) sees the table under the box as contact at every sample.
+    s = load_cell()
+    sim = ScriptedSim([box_on_table()] * 3, [s])
+    with pytest.warns(UserWarning, match="first sample"):
+        used = TareCalibrator(num_samples=3).calibrate(s, sim, [None] * 3, [{"load": [0.0, 0.05]}] * 3)
+    assert used == 1
+
+
+def test_pad_sensor_tare_offsets_the_forces_and_not_the_contact_flag():
+    # Pad: 2 x 2 cm patch at the link origin, all axes; nothing touches it while taring.
+    pad = ContactSensor("pad", "box", patchMin=(-0.01, -0.01), patchMax=(0.01, 0.01),
+                        hasForce=(True, True, True))
+    sim = ScriptedSim([box_on_table()] * 2, [pad])       # the table contacts are 2 cm below the patch
+    obs = [{"pad": [0.0, 0.04, -0.02, 0.10]}, {"pad": [0.0, 0.06, 0.00, 0.20]}]
+    assert TareCalibrator(num_samples=2, contact_scope="sensor").calibrate(pad, sim, [None] * 2, obs) == 2
+    assert pad.get_calibration()["tare"].tolist() == pytest.approx([0.0, 0.05, -0.01, 0.15])
+    assert pad.get_calibration()["tare_sim_avg"].tolist() == [0.0, 0.0, 0.0, 0.0]
+    # A centre press of -3 N on z: raw (1, 0, 0, -3) + offset (0, 0.05, -0.01, 0.15)
+    pressed = SimState({"box": EYE, "bubble": EYE}, {}, {("box", "bubble"): ContactState(
+        torch.zeros(1, 3, dtype=torch.float64), torch.tensor([[0.0, 0.0, -3.0]], dtype=torch.float64))})
+    assert pad.predict(pressed).tolist() == pytest.approx([1.0, 0.05, -0.01, -2.85])
+
+
+def test_contact_scope_from_config():
+    c = calibration_from_config({"type": "TareCalibrator", "contact_scope": "sensor"})
+    assert c.contact_scope == "sensor"
+    assert calibration_from_config({"type": "TareCalibrator"}).contact_scope == "any"

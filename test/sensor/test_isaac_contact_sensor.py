@@ -11,6 +11,7 @@ import torch
 
 from vsf_sensor_ros.sensor import (ContactSensorInterface, ContactState, CsProperties, CsSensorReading,
                                    IsaacContactSensor, SimState)
+from vsf_sensor_ros.sensor.base import BaseSensor
 
 F64 = torch.float64
 RZ90 = [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
@@ -387,3 +388,75 @@ def test_raw_data_lists_contacts_with_their_radius_membership():
     assert raw.in_radius.tolist() == [True, False, True]       # 0, 0.2 and 0.05 m from the origin
     assert raw.force.tolist() == [[0.0, 0.0, 2.0], [0.0, 0.0, 3.0], [0.0, 1.0, 0.0]]
     assert raw.position[1].tolist() == [0.2, 0.0, 0.0]
+
+
+# --------------------------------------------------------------------------- tare calibration
+def test_uncalibrated_sensor_reports_an_empty_calibration():
+    assert sensor().get_calibration() == {}
+
+
+def test_tare_offset_is_added_to_value_only_even_when_not_in_contact():
+    # tare − tare_sim_avg = (1 - 0, 0.3 - 0.1): value offset 0.2 N; in_contact keeps offset 0.
+    s = sensor()
+    s.set_calibration({"tare": [1.0, 0.3], "tare_sim_avg": [0.0, 0.1]})
+    assert s.predict(state_with([], [])).tolist() == pytest.approx([0.0, 0.2])   # unloaded: the zero error
+    assert s.predict(force_state((3.0, 4.0, 0.0))).tolist() == pytest.approx([1.0, 5.2])
+    assert s.calibration_offset().tolist() == pytest.approx([0.0, 0.2])
+    assert s.get_calibration()["tare"].tolist() == [1.0, 0.3]
+
+
+def test_tare_offset_comes_after_the_clamp_and_the_min_threshold():
+    # |F| = 13 N clamped to maxThreshold 10, + 0.5 -> 10.5; |F| = 1 N below minThreshold 2 -> 0 + 0.5.
+    s = sensor(minThreshold=2.0, maxThreshold=10.0)
+    s.set_calibration({"tare": [0.0, 0.5]})
+    assert s.predict(force_state((3.0, 4.0, 12.0))).tolist() == pytest.approx([1.0, 10.5])
+    assert s.predict(force_state((0.0, 1.0, 0.0))).tolist() == pytest.approx([0.0, 0.5])
+
+
+def test_readings_taken_by_update_include_the_offset():
+    s = sensor()
+    s.set_calibration({"tare": [0.0, 0.25]})
+    r = s.update(force_state((0.0, 0.0, 2.0)), 0.1)
+    assert (r.value, r.inContact) == (pytest.approx(2.25), True)
+
+
+def test_tare_offset_leaves_the_jacobian_equal_to_autograd():
+    st = random_state(F64, 2)
+    s = sensor(radius=0.5, position=(0.0, 0.0, 0.0))
+    J0 = s.measurement_force_jacobian(st)
+    s.set_calibration({"tare": [1.0, 3.0], "tare_sim_avg": [0.0, 1.0]})
+    J, A = s.measurement_force_jacobian(st), autograd_jacobian(s, st)
+    for p in J:
+        torch.testing.assert_close(J[p], J0[p])
+        torch.testing.assert_close(J[p], A[p])
+
+
+@pytest.mark.parametrize("bad", [{"tare": [1.0]}, {"tare": [0.0, float("inf")]},
+                                 {"tare_sim_avg": [0.0, 0.0]}, {"zero": [0.0, 0.0]}, "tare"])
+def test_bad_calibration_raises_and_keeps_the_previous_one(bad):
+    s = sensor()
+    s.set_calibration({"tare": [0.0, 0.4]})
+    with pytest.raises(ValueError):
+        s.set_calibration(bad)
+    assert s.get_calibration()["tare"].tolist() == [0.0, 0.4]
+    s.set_calibration({})
+    assert s.get_calibration() == {} and s.predict(state_with([], [])).tolist() == [0.0, 0.0]
+
+
+# --------------------------------------------------------------------------- contact for a tare
+def test_in_contact_counts_contacts_inside_the_radius_whatever_their_force():
+    # Sensor 3 cm around (0, 0, 0.02) on the body (a box's top face); the table touches the bottom face
+    # at z = -0.02, 4 cm away: outside, so the box resting on the table is contact-free for a tare.
+    s = sensor(radius=0.03, position=(0.0, 0.0, 0.02), minThreshold=1.0)
+    table = {("body", "other"): ContactState(
+        torch.tensor([[0.01, 0.0, -0.02], [-0.01, 0.0, -0.02]], dtype=F64),
+        torch.tensor([[0.0, 0.0, 1.5], [0.0, 0.0, 1.5]], dtype=F64))}
+    resting = state_with([], [], extra=table)
+    assert s.in_contact(resting) is False
+    assert BaseSensor.in_contact(s, resting) is True          # the body itself is touched
+    # a 0.1 N touch 1 cm from the sensor point: below minThreshold (in_contact entry 0) but inside
+    touched = state_with([[0.0, 0.01, 0.02]], [[0.0, 0.0, -0.1]], extra=table)
+    assert s.predict(touched)[0].item() == 0.0 and s.in_contact(touched) is True
+    # whole body (radius <= 0): the table contact counts
+    assert sensor(radius=-1.0).in_contact(resting) is True
+    assert sensor(radius=0.0).in_contact(state_with([], [])) is False

@@ -588,3 +588,91 @@ def test_agrees_with_klampts_own_sensor_for_a_block_resting_on_a_pad(tmp_path):
     assert len(ours_z) == 150
     assert np.mean(ours_z) == pytest.approx(np.mean(klampt_z), abs=0.05)
     assert np.mean(ours_z) == pytest.approx(-9.8, abs=0.1)
+
+
+# --------------------------------------------------------------------------- tare calibration
+def test_uncalibrated_sensor_reports_an_empty_calibration():
+    assert square_patch_sensor().get_calibration() == {}
+
+
+def test_tare_offset_is_added_to_the_force_entries_only():
+    # tare − tare_sim_avg = [1-0, 0.5-0.25, -0.25-0, 2-1] -> force offset (0.25, -0.25, 1); contact keeps 0.
+    s = square_patch_sensor()
+    s.set_calibration({"tare": [1.0, 0.5, -0.25, 2.0], "tare_sim_avg": [0.0, 0.25, 0.0, 1.0]})
+    free = state_with(np.zeros((0, 3)), np.zeros((0, 3)))
+    assert s.predict(free).tolist() == [0.0, 0.25, -0.25, 1.0]
+    # one centre contact pushing -3 N on z (sensor frame = link frame): raw (1, 0, 0, -3) + offset
+    pressed = state_with([[0.0, 0.0, 0.0]], [[0.0, 0.0, -3.0]])
+    assert s.predict(pressed).tolist() == [1.0, 0.25, -0.25, -2.0]
+    cal = s.get_calibration()
+    assert sorted(cal) == ["tare", "tare_sim_avg"] and cal["tare"].tolist() == [1.0, 0.5, -0.25, 2.0]
+    assert s.calibration_offset().tolist() == [0.0, 0.25, -0.25, 1.0]
+
+
+def test_tare_offset_comes_after_saturation_and_quantisation_and_does_not_touch_contact():
+    # Raw F_z = -2.37 N; resolution 0.5 -> -2.5; saturation 2 -> -2; then + offset 0.1 -> -1.9.
+    # fSensitivity 2.4: |F_z| = 2.37 is below it, so contact = 0 despite the offset.
+    s = square_patch_sensor(fResolution=(0.0, 0.0, 0.5), fSaturation=(math.inf, math.inf, 2.0),
+                            fSensitivity=2.4, hasForce=(False, False, True))
+    s.set_calibration({"tare": [0.7, 0.1]})                 # no tare_sim_avg: offset = tare
+    y = s.predict(state_with([[0.0, 0.0, 0.0]], [[0.0, 0.0, -2.37]]))
+    assert y.tolist() == pytest.approx([0.0, -1.9], abs=1e-12)
+
+
+def test_tare_offset_leaves_the_jacobian_equal_to_autograd():
+    st, Ts, _ = random_state(F64, 5)
+    s = square_patch_sensor(Tsensor=Ts)
+    J0 = s.measurement_force_jacobian(st)
+    s.set_calibration({"tare": [0.0, 1.0, 2.0, 3.0], "tare_sim_avg": [0.0, 0.5, 0.5, 0.5]})
+    J = s.measurement_force_jacobian(st)
+    A = autograd_jacobian(s, st)
+    for p in J:
+        torch.testing.assert_close(J[p], J0[p])
+        torch.testing.assert_close(J[p], A[p])
+
+
+@pytest.mark.parametrize("bad", [{"tare": [1.0, 2.0]},                       # wrong length (4 entries)
+                                 {"tare": [0.0, 1.0, float("nan"), 0.0]},     # non-finite
+                                 {"tare_sim_avg": [0.0] * 4},                 # average without tare
+                                 {"offset": [0.0] * 4},                       # unknown key
+                                 [0.0] * 4])                                  # not a dict
+def test_bad_calibration_raises_and_keeps_the_previous_one(bad):
+    s = square_patch_sensor()
+    s.set_calibration({"tare": [0.0, 0.1, 0.2, 0.3]})
+    with pytest.raises(ValueError):
+        s.set_calibration(bad)
+    assert s.get_calibration()["tare"].tolist() == [0.0, 0.1, 0.2, 0.3]
+    assert "tare_sim_avg" not in s.get_calibration()
+
+
+def test_empty_calibration_clears_the_offset():
+    s = square_patch_sensor()
+    s.set_calibration({"tare": [0.0, 1.0, 1.0, 1.0]})
+    s.set_calibration({})
+    assert s.get_calibration() == {} and s.calibration_offset() is None
+    assert s.predict(state_with(np.zeros((0, 3)), np.zeros((0, 3)))).tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_a_hasForce_change_drops_the_calibration_other_settings_keep_it():
+    s = square_patch_sensor()
+    s.set_calibration({"tare": [0.0, 1.0, 1.0, 1.0]})
+    s.fSaturation = (5.0, 5.0, 5.0)                 # same layout: kept
+    assert s.get_calibration()["tare"].tolist() == [0.0, 1.0, 1.0, 1.0]
+    s.hasForce = (False, False, True)               # 2 entries now: the 4-entry tare no longer lines up
+    assert s.get_calibration() == {}
+    assert s.predict(state_with(np.zeros((0, 3)), np.zeros((0, 3)))).tolist() == [0.0, 0.0]
+
+
+# --------------------------------------------------------------------------- contact for a tare
+def test_in_contact_counts_only_contacts_inside_the_patch_whatever_their_force():
+    s = square_patch_sensor(fSensitivity=5.0)
+    # (0.02, 0, 0) is outside the 2 x 2 cm patch; (0, 0, 0.01) is beyond the 1 mm tolerance
+    outside = state_with([[0.02, 0.0, 0.0], [0.0, 0.0, 0.01]], [[0.0, 0.0, -9.0], [0.0, 0.0, -9.0]])
+    assert s.in_contact(outside) is False
+    # a 0.1 N contact on the patch edge: below fSensitivity (contact reads 0) but touching the pad
+    light = state_with([[0.01, 0.0, 0.0]], [[0.0, 0.0, -0.1]])
+    assert s.predict(light)[0].item() == 0.0 and s.in_contact(light) is True
+    # no pair at all on the link, and a pair acting on another body only
+    assert s.in_contact(state_with(np.zeros((0, 3)), np.zeros((0, 3)))) is False
+    with pytest.raises(ValueError, match="nolink"):
+        ContactSensor("cs", "nolink").in_contact(light)

@@ -169,6 +169,21 @@ class BaseSensor:
         """Pairs ``(sensor_body, other_body)`` in the order of the Jacobian blocks."""
         return [(self.attachModelName, b) for b in state.bodies_in_contact(self.attachModelName)]
 
+    def in_contact(self, state: SimState) -> bool:
+        """True when something touches what this sensor senses (a tare needs this False).
+
+        Default: at least one contact point acts on the sensor's body (a pair
+        ``(attachModelName, other)`` holding one or more contacts).  Sensors
+        with a sensing region (a Klampt patch, an Isaac radius) override it
+        with contacts inside that region, so a body resting elsewhere (a box
+        on a table) does not block a tare.
+
+        Raises:
+            ValueError: the body is not in the state (named).
+        """
+        state.bodies_in_contact(self.attachModelName)      # raises ValueError naming unknown bodies
+        return any(len(c) > 0 for (b1, _), c in state.contacts.items() if b1 == self.attachModelName)
+
     # -- calibration and internal state -------------------------------------------
     def set_calibration(self, calib_dict: dict) -> None:
         """Apply a calibration dict (e.g. ``{'tare': array}``)."""

@@ -41,7 +41,8 @@ class TareCalibrator(BaseCalibrator):
 
     For ``i = 0 .. min(num_samples, len(observations)) − 1``: step the
     simulator with ``command_sequence[i]``; stop *before* sample ``i`` when
-    the simulated state has contact (any pair with at least one contact),
+    the simulated state has contact (any pair with at least one contact;
+    see ``contact_scope`` below),
     except at ``i = 0``, where a warning is issued and the sample is used so
     at least one sample is averaged.  The calibration set on the sensor is
     ``{output_key: mean observation, 'tare_sim_avg': mean simulated
@@ -63,33 +64,47 @@ class TareCalibrator(BaseCalibrator):
       (the seed returned None).
     * A pair with zero contacts (e.g. from an empty contacts message) is not
       contact; the seed counted any pair present.
+    * ``contact_scope``: ``'any'`` (default, the seed) stops at any contact
+      in the simulated state; ``'sensor'`` stops only when
+      ``sensor.in_contact(state)`` (something touches what the sensor
+      senses: its body, its Klampt patch, its Isaac radius), so a load
+      sensor on a box resting on a table can be tared.  The sensor node
+      tares with ``'sensor'``.
     """
 
-    def __init__(self, num_samples: int = 10, output_key: str = "tare") -> None:
-        """Raises ValueError for a negative/non-integer ``num_samples`` or an empty ``output_key``."""
+    CONTACT_SCOPES = ("any", "sensor")
+
+    def __init__(self, num_samples: int = 10, output_key: str = "tare", contact_scope: str = "any") -> None:
+        """Raises ValueError for a negative/non-integer ``num_samples``, an empty ``output_key``
+        or a ``contact_scope`` other than ``'any'`` / ``'sensor'``."""
         if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 0:
             raise ValueError(f"TareCalibrator: num_samples must be an integer >= 0, got {num_samples!r}")
         if not isinstance(output_key, str) or not output_key:
             raise ValueError(f"TareCalibrator: output_key must be a non-empty string, got {output_key!r}")
+        if contact_scope not in self.CONTACT_SCOPES:
+            raise ValueError(f"TareCalibrator: contact_scope must be 'any' or 'sensor', "
+                             f"got {contact_scope!r}")
         self.num_samples: int = int(num_samples)
         self.output_key: str = output_key
+        self.contact_scope: str = contact_scope
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "TareCalibrator":
-        """Build from ``{'type': 'TareCalibrator', 'num_samples': 10, 'output_key': 'tare'}``
-        (``type`` optional; other keys default).
+        """Build from ``{'type': 'TareCalibrator', 'num_samples': 10, 'output_key': 'tare',
+        'contact_scope': 'any'}`` (``type`` optional; other keys default).
 
         Raises:
             ValueError: unknown keys (named) or bad values.
         """
-        allowed = {"type", "num_samples", "output_key"}
+        allowed = {"type", "num_samples", "output_key", "contact_scope"}
         unknown = sorted(str(k) for k in config if k not in allowed)
         if unknown:
             raise ValueError(f"TareCalibrator: unknown config key(s) {', '.join(map(repr, unknown))}; "
                              f"allowed: {', '.join(sorted(allowed))}")
         if config.get("type", "TareCalibrator") != "TareCalibrator":
             raise ValueError(f"TareCalibrator: config 'type' is {config['type']!r}")
-        return cls(config.get("num_samples", 10), config.get("output_key", "tare"))
+        return cls(config.get("num_samples", 10), config.get("output_key", "tare"),
+                   config.get("contact_scope", "any"))
 
     def compatible(self, sensor: BaseSensor) -> bool:
         """Every sensor can be tared (as the seed)."""
@@ -138,7 +153,8 @@ class TareCalibrator(BaseCalibrator):
             sim_sum = np.zeros(n_meas)
             for i in range(nsamples):                  # one simulator step per sample, as the seed
                 sim.step(command_sequence[i], dt=0.1)
-                if _has_contact(sim.state()):
+                st = sim.state()
+                if sensor.in_contact(st) if self.contact_scope == "sensor" else _has_contact(st):
                     if i == 0:
                         warnings.warn(f"TareCalibrator: contact at the first sample while taring sensor "
                                       f"{sensor.name!r}; using it anyway, check the command sequence",

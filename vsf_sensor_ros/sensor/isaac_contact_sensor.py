@@ -10,7 +10,7 @@ body*, world frame) and ``p`` the sensor position in the world::
     F          = Σ_c inside_c · f_c            net force, world frame, N
     v          = min(|F|, maxThreshold)
     inContact  = (any inside_c) and v >= minThreshold
-    value      = v if inContact else 0
+    value      = (v if inContact else 0) + (tare - tare_sim_avg)_value   (calibration offset)
 
 ``value`` is the magnitude of the *net* (vector-summed) force, which is what
 the seed computes (``|Σ impulse| / dt``), not the sum of per-contact
@@ -21,6 +21,24 @@ force inside the radius still sets ``inContact`` when ``minThreshold`` is 0.
 
 Measurements: ``['in_contact', 'value']`` (1.0/0.0 and N) — the two quantities
 of the seed's reading, so a ROS message can carry both.
+
+Calibration (not in the seed, whose sensor is ideal; a real load cell has a
+zero error that researchers tare): ``set_calibration({'tare': obs_avg,
+'tare_sim_avg': sim_avg})``, each ``(2,)`` in measurement order, as
+:class:`~vsf_sensor_ros.sensor.calibration.TareCalibrator` stores it.  The
+``value`` entry of ``tare − tare_sim_avg`` is added *after* the threshold
+and clamp: it models the real cell's zero error on top of the ideal sensor
+above, so an unloaded sensor reads the offset (what a tare measures), a
+reading may exceed ``maxThreshold`` by it, and ``inContact`` (decided on the
+model's force) is unaffected.  ``in_contact`` keeps offset 0: it is a 0/1
+indicator, and a zero error of the force channel does not trigger contact.
+Readings taken by ``update`` include the offset.  The offset does not
+depend on the forces, so the Jacobian is unchanged.
+
+Contact for a tare (:meth:`IsaacContactSensor.in_contact`): any contact
+inside the radius (the whole body when ``radius <= 0``), whatever its force
+and ``minThreshold``; a box resting on a table outside the radius stays
+tare-able.
 
 Jacobian of ``value`` w.r.t. the world force ``f_c``: ``inside_c · Fᵀ/|F|``
 when the sensor is in contact, unclamped (``|F| <= maxThreshold``; at exactly
@@ -53,8 +71,10 @@ from collections import deque
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
+import numpy as np
 import torch
 
+from ._punyo_common import parse_tare
 from .base import BaseSensor, Pair, SparseJacobian
 from .state import SimState
 
@@ -206,6 +226,7 @@ class IsaacContactSensor(BaseSensor):
             raise ValueError(f"IsaacContactSensor max_buffer must be an int >= 1, got {max_buffer!r}")
         self._buffer: Deque[CsSensorReading] = deque(maxlen=max_buffer)
         self._clock = _Clock()
+        self._calib: Dict[str, np.ndarray] = {}
 
     # -- configuration ------------------------------------------------------------
     @property
@@ -293,7 +314,48 @@ class IsaacContactSensor(BaseSensor):
         self._check_state(state)
         inside, F = self._net_force(state)
         in_contact, value, _ = self._value(inside, F)
+        if "tare" in self._calib:
+            value = value + float(self.calibration_offset()[1])
         return torch.stack([in_contact, value])
+
+    def in_contact(self, state: SimState) -> bool:
+        """True when at least one contact of the body lies inside the radius (any, when ``radius <= 0``).
+
+        Regardless of force and ``minThreshold`` (see the module docstring).
+
+        Raises:
+            ValueError: as ``predict``.
+        """
+        self._check_state(state)
+        inside, _ = self._net_force(state)
+        return bool(inside.any())
+
+    # -- calibration -------------------------------------------------------------------
+    def set_calibration(self, calib_dict: dict) -> None:
+        """Set ``{'tare': (2,), 'tare_sim_avg': (2,)}`` (order ``[in_contact, value]``).
+
+        ``{}`` or ``{'tare': None}`` clears.  The ``value`` entry of
+        ``tare − tare_sim_avg`` is added to every prediction; the
+        ``in_contact`` entry is stored but adds nothing (module docstring).
+
+        Raises:
+            ValueError: not a dict, unknown keys, ``tare_sim_avg`` without
+                ``tare``, a length other than 2, non-finite values; the
+                sensor keeps its previous calibration.
+        """
+        self._calib = parse_tare(calib_dict, self.name, 2)
+
+    def get_calibration(self) -> dict:
+        """The calibration set last (copies of float64 arrays), ``{}`` when uncalibrated."""
+        return {k: v.copy() for k, v in self._calib.items()}
+
+    def calibration_offset(self) -> Optional[np.ndarray]:
+        """What the calibration adds to a reading, ``(2,)`` float64 (``in_contact`` entry 0), or None."""
+        if "tare" not in self._calib:
+            return None
+        off = self._calib["tare"] - self._calib.get("tare_sim_avg", 0.0)
+        off[0] = 0.0                     # the contact indicator has no zero error
+        return off
 
     def evaluate(self, state: SimState, time: float) -> CsSensorReading:
         """Instantaneous reading at ``time`` (s) without touching the sensor's clock or buffer."""

@@ -18,6 +18,7 @@ pairs ``(link, other)`` (force ``f_c`` applied *to the link*, world frame)::
     F''_k        = sign(F'_k) · floor(|F'_k| / r_k + 1/2) · r_k     (r_k = fResolution_k > 0;
                                                                      C ``round``: half away from 0)
     reading_k    = sign(F''_k) · fSaturation_k  if |F''_k| > fSaturation_k  else F''_k
+                   + (tare - tare_sim_avg)_k                         (calibration offset, see below)
 
 The measurement vector is ``[contact, force_x, force_y, force_z]`` restricted,
 as Klampt's ``MeasurementNames`` does, to the axes whose ``hasForce`` flag is
@@ -33,6 +34,29 @@ quantised reading follows the continuous force to within half a step, and a
 zero slope would blind any estimator that uses the Jacobian.  ``predict_torch``
 implements the same choice (``x + (q(x) - x).detach()``), so autograd equals
 the returned Jacobian.  The ``contact`` row is a step function: derivative 0.
+
+Calibration (not in Klampt, which models an ideal pad; a real pad has a zero
+error that researchers tare): ``set_calibration({'tare': obs_avg,
+'tare_sim_avg': sim_avg})``, each ``(#meas,)`` in the current measurement
+order, as :class:`~vsf_sensor_ros.sensor.calibration.TareCalibrator` stores
+it.  The constant ``tare − tare_sim_avg`` is added to the ``force_*``
+entries *after* quantisation and saturation: it models the real sensor's
+zero error on top of the ideal pad the equations above describe, so a tare
+measured on the real pad is reproduced exactly, a reading may then exceed
+``fSaturation`` by the offset, and the contact test is unaffected.  The
+``contact`` entry keeps offset 0: it is a 0/1 indicator computed from the
+model's own force, and a zero error of the force channel does not make the
+pad detect contact (averaging the indicator over contact-free samples
+would only ever give 0 anyway).  The offset does not depend on the forces,
+so the Jacobian is unchanged.  A ``hasForce`` change that alters the
+measurement layout drops the calibration (its entries would no longer line
+up with the readings).
+
+Contact for a tare (:meth:`ContactSensor.in_contact`): any contact inside
+the patch (``inside_c``), whatever its force or weight, i.e. before
+``fSensitivity``: a contact below the sensitivity still loads the real pad
+and would bias a tare, and contacts elsewhere on the link (outside the
+patch) do not touch the pad at all.
 
 Settings are typed attributes and Klampt-formatted strings
 (``getSetting``/``setSetting``/``settings``).  String layout follows Klampt
@@ -57,6 +81,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from ._punyo_common import parse_tare
 from .base import BaseSensor, Pair, SparseJacobian
 from .state import SimState
 
@@ -277,6 +302,8 @@ class ContactSensor(BaseSensor):
 
     def __init__(self, name: str = "", link: str = "", **settings: Any) -> None:
         self._cfg: Dict[str, Any] = _defaults()
+        self._calib: Dict[str, np.ndarray] = {}
+        self._offset_cache: Dict[Tuple[torch.dtype, torch.device], torch.Tensor] = {}
         super().__init__(name)
         if link:
             settings = {"link": link, **settings}
@@ -311,6 +338,10 @@ class ContactSensor(BaseSensor):
                 raise _fail(key, settings.get(key, new[key]),
                             f"patchMin {new['patchMin']} exceeds patchMax {new['patchMax']} "
                             f"on axis {'xy'[a]}")
+        if self._calib and new["hasForce"] != self._cfg["hasForce"]:
+            # the calibration's entries follow the old measurement layout
+            self._calib = {}
+            self._offset_cache.clear()
         self._cfg = new
 
     def settings(self) -> Dict[str, str]:
@@ -453,8 +484,12 @@ class ContactSensor(BaseSensor):
                     f"{c.points.device} but the state is {state.dtype} on {state.device}; convert them first")
         return pairs
 
-    def _weighted(self, state: SimState) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Per-contact weights ``inside·w`` (N,), sensor-frame forces (N, 3), R_world_sensor (3, 3)."""
+    def _weighted(self, state: SimState, inside_only: bool = False
+                  ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Per-contact weights ``inside·w`` (N,), sensor-frame forces (N, 3), R_world_sensor (3, 3).
+
+        ``inside_only``: return the bool mask ``inside`` (N,) in place of the weights.
+        """
         cfg = self._cfg
         pts, frc = state.contacts_on_body(self.link, local=True)
         Ts = torch.as_tensor(cfg["Tsensor"], dtype=pts.dtype, device=pts.device)
@@ -465,13 +500,15 @@ class ContactSensor(BaseSensor):
         x, y, z = ps[:, 0], ps[:, 1], ps[:, 2]
         (x0, y0), (x1, y1) = cfg["patchMin"], cfg["patchMax"]
         inside = (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1) & (z.abs() <= cfg["patchTolerance"])
+        R_link = state.body_transforms[self.link][:3, :3].to(pts.dtype)
+        if inside_only:
+            return inside, fs, R_link @ Rs
         w = inside.to(pts.dtype)
         area = (x1 - x0) * (y1 - y0)
         if cfg["falloffCoefficient"] > 0 and area > 0:
             base = 1.0 - 4.0 * (x - 0.5 * (x0 + x1)).abs() * (y - 0.5 * (y0 + y1)).abs() / area
             # clamp: rounding may dip below 0 at a corner; outside points are masked anyway
             w = w * base.clamp(min=0.0) ** cfg["falloffCoefficient"]
-        R_link = state.body_transforms[self.link][:3, :3].to(pts.dtype)
         return w.detach(), fs, R_link @ Rs
 
     def _process(self, F: torch.Tensor, noise: Optional[torch.Tensor]
@@ -519,13 +556,65 @@ class ContactSensor(BaseSensor):
                                  f"state on {state.device}")
             n = self.sample_noise(generator, F.dtype, F.device)
         contact, out, _ = self._process(F, n)
-        return torch.cat([contact.reshape(1), out[self._axes()]])
+        reading = torch.cat([contact.reshape(1), out[self._axes()]])
+        offset = self._offset(reading.dtype, reading.device)
+        return reading if offset is None else reading + offset
 
     def predict(self, state: SimState, noise: bool = False,
                 generator: Optional[torch.Generator] = None) -> torch.Tensor:
         """``predict_torch`` without gradient tracking (same arguments and errors)."""
         with torch.no_grad():
             return self.predict_torch(state, noise=noise, generator=generator)
+
+    def in_contact(self, state: SimState) -> bool:
+        """True when at least one contact of the link lies inside the patch (``inside_c``).
+
+        Membership as in the model (patch rectangle and ``patchTolerance``,
+        inclusive), regardless of force, weight and ``fSensitivity`` (see the
+        module docstring); contacts elsewhere on the link do not count.
+
+        Raises:
+            ValueError: as ``predict``.
+        """
+        self._check_state(state)
+        w, _, _ = self._weighted(state, inside_only=True)
+        return bool(w.any())
+
+    # -- calibration ---------------------------------------------------------------------------
+    def set_calibration(self, calib_dict: dict) -> None:
+        """Set ``{'tare': (#meas,), 'tare_sim_avg': (#meas,)}`` (current measurement order).
+
+        ``{}`` or ``{'tare': None}`` clears.  The ``force_*`` entries of
+        ``tare − tare_sim_avg`` are added to every prediction; the
+        ``contact`` entry is stored but adds nothing (module docstring).
+
+        Raises:
+            ValueError: not a dict, unknown keys, ``tare_sim_avg`` without
+                ``tare``, a length other than ``len(measurement_names())``,
+                non-finite values; the sensor keeps its previous calibration.
+        """
+        self._calib = parse_tare(calib_dict, self.name, len(self.measurement_names()))
+        self._offset_cache.clear()
+
+    def get_calibration(self) -> dict:
+        """The calibration set last (copies of float64 arrays), ``{}`` when uncalibrated."""
+        return {k: v.copy() for k, v in self._calib.items()}
+
+    def calibration_offset(self) -> Optional[np.ndarray]:
+        """What the calibration adds to a reading, ``(#meas,)`` float64 (``contact`` entry 0), or None."""
+        if "tare" not in self._calib:
+            return None
+        off = self._calib["tare"] - self._calib.get("tare_sim_avg", 0.0)
+        off[0] = 0.0                     # the contact indicator has no zero error
+        return off
+
+    def _offset(self, dtype: torch.dtype, device: torch.device) -> Optional[torch.Tensor]:
+        if "tare" not in self._calib:
+            return None
+        key = (dtype, device)
+        if key not in self._offset_cache:
+            self._offset_cache[key] = torch.as_tensor(self.calibration_offset(), dtype=dtype, device=device)
+        return self._offset_cache[key]
 
     def _jacobian_all(self, state: SimState) -> Tuple[torch.Tensor, List[Pair], List[int]]:
         """Dense ``(#meas, N, 3)`` over all contacts of the link's pairs, with pairs and offsets."""
