@@ -26,6 +26,7 @@ setup(
         "rtree",
         "klampt>=0.10",
         "pyyaml",
+        "numba>=0.61",
     ],
     extras_require={
         "test": ["pytest", "flake8", "mcap"],

@@ -320,3 +320,40 @@ def test_cuda_state_gives_cuda_outputs():
     assert out.device.type == "cuda"
     assert s.sparse_force_jacobian(st).values.device.type == "cuda"
     np.testing.assert_allclose(per_vertex(out).cpu().numpy()[:3, 2], [-0.5, -1.0, -0.5])
+
+
+# ----------------------------------------------------------------------------------------------
+# fast (numpy) path vs torch path; pairs with and without elems1; dtypes without numpy support
+# ----------------------------------------------------------------------------------------------
+def test_pairs_with_and_without_elems1_mix_in_contact_order():
+    # pair finger, no elems1 (barycentric): (0.75, 0.25) on t0 = (v0, v1, v2): x = v + w, y = w
+    #   -> v = 0.5, w = 0.25, u = 0.25; force (0, 0, -4) -> z: v0 -1, v1 -2, v2 -1
+    # pair box, elems1 = [3, -1]: (1, 0, 0) on v3; (0.25, 0.75) on t1 = (v0, v2, v3): x = v,
+    #   y = v + w -> v = 0.25, w = 0.5, u = 0.25; force (0, 2, 0) -> y: v0 0.5, v2 0.5, v3 1
+    s = sensor()
+    st = state({("punyo", "finger"): cs([[0.75, 0.25, 1.0]], [[0.0, 0.0, -4.0]]),
+                ("punyo", "box"): cs([[9.0, 9.0, 9.0], [0.25, 0.75, -0.5]], [[1.0, 0, 0], [0, 2.0, 0]],
+                                     elems1=[3, -1])})
+    expect = np.array([[0, 0.5, -1], [0, 0, -2], [0, 0.5, -1], [1, 1, 0]])
+    fast, J = s.predict_with_jacobian(st)
+    np.testing.assert_allclose(per_vertex(fast).numpy(), expect, atol=1e-14)
+    np.testing.assert_allclose(per_vertex(s.predict_torch(st)).detach().numpy(), expect, atol=1e-14)
+    cmap = s.contact_map(st)                                  # the torch path of other devices
+    np.testing.assert_allclose(per_vertex(s._assemble(cmap, cmap.bary_weights)).numpy(), expect, atol=1e-14)
+    torch.testing.assert_close(J.to_dense(), s._sparse(cmap).to_dense())
+    # J f over the concatenated forces (finger first, then box) reproduces the prediction
+    f = torch.tensor([0.0, 0, -4, 1, 0, 0, 0, 2, 0], dtype=torch.float64)
+    np.testing.assert_allclose((J.to_dense() @ f).numpy(), expect.reshape(-1), atol=1e-14)
+    assert J.offsets == [0, 1, 3] and len(J.values) == 27 + 9 + 27
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_states_take_the_torch_path_and_keep_their_dtype(dtype):
+    # numpy has no bfloat16: such states use the torch path; same numbers as the
+    # float32 hand values of test_float32_state_gives_float32_prediction_and_jacobian
+    s = sensor()
+    st = state({("punyo", "finger"): cs([[0.75, 0.25, 0.5]], [[0.0, 0.0, -2.0]], dtype=dtype)}, dtype=dtype)
+    out, J = s.predict_with_jacobian(st)
+    assert out.dtype == dtype and J.values.dtype == dtype
+    np.testing.assert_allclose(per_vertex(out).float().numpy()[:3, 2], [-0.5, -1.0, -0.5])
+    assert s.sparse_force_jacobian(st).values.dtype == dtype

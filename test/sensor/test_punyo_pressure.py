@@ -184,3 +184,24 @@ def test_from_config_reads_every_key():
 def test_from_config_rejects_bad_keys(cfg, word):
     with pytest.raises(ValueError, match=word):
         PunyoPressureSensor.from_config("pp", cfg)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_predict_with_jacobian_is_predict_and_sparse_jacobian_in_one_call(dtype):
+    # RX90 takes body z to world -y: R n = (0, -1, 0), and (R^T f) . n = f . (R n) = -f_y.
+    # Two pairs, f1 = (0, -4, 0) and f2 = (1, 2, 0): -f_y = 4 and -2, so with tare 1.5 and A = 2:
+    # p = 1.5 - (4 - 2) / 2 = 0.5
+    s = sensor()
+    s.set_calibration({"tare": 1.5})
+    st = state({("punyo", "finger"): cs([[0.0, -4.0, 0.0]], dtype=dtype),
+                ("punyo", "box"): cs([[1.0, 2.0, 0.0]], dtype=dtype)},
+               T=T_of(RX90, dtype=dtype), dtype=dtype)
+    st.body_transforms["box"] = T_of(dtype=dtype)
+    p, J = s.predict_with_jacobian(st)
+    assert p.dtype == dtype and J.values.dtype == dtype
+    assert p.item() == pytest.approx(0.5, abs=1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-6)
+    torch.testing.assert_close(p, s.predict(st))
+    # every contact's row is -(1/A) R n = -(0, -1, 0) / 2 = (0, 0.5, 0)
+    np.testing.assert_allclose(J.to_dense().float().numpy(), [[0, 0.5, 0, 0, 0.5, 0]], atol=1e-7)
+    assert J.offsets == [0, 1, 2] and J.pairs == [("punyo", "finger"), ("punyo", "box")]
+    torch.testing.assert_close(J.to_dense(), s.sparse_force_jacobian(st).to_dense())

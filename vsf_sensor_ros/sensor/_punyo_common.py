@@ -26,6 +26,50 @@ def body_pose(state: SimState, name: str) -> Tuple[torch.Tensor, torch.Tensor]:
     return T[:3, :3], T[:3, 3]
 
 
+_NUMPY_DTYPES = (torch.float32, torch.float64)
+
+
+def numpy_pose(state: SimState, name: str) -> Optional[Tuple[np.ndarray, np.ndarray, torch.Tensor]]:
+    """``(R (3, 3), t (3,), T)`` of body ``name`` as numpy views, for the numpy fast paths.
+
+    Same checks and errors as :func:`body_pose`, in numpy (torch's per-op overhead is larger
+    than this whole check).  Returns None when the transform is not a float32/float64 CPU tensor
+    (the caller then takes its torch path, which handles any device/dtype).
+
+    Raises:
+        ValueError: as :func:`body_pose`.
+    """
+    if name not in state.body_transforms:
+        state.bodies_in_contact(name)                   # raises ValueError naming unknown bodies
+    T = state.body_transforms[name]
+    if not isinstance(T, torch.Tensor) or T.shape != (4, 4):
+        shape = tuple(T.shape) if isinstance(T, torch.Tensor) else type(T).__name__
+        raise ValueError(f"body {name!r}: transform must be a (4, 4) tensor, got {shape}")
+    if T.device.type != "cpu" or T.dtype not in _NUMPY_DTYPES:
+        return None
+    Tn = T.detach().numpy()
+    if not np.isfinite(Tn).all():
+        raise ValueError(f"body {name!r}: transform has a non-finite entry: {T.tolist()}")
+    return Tn[:3, :3], Tn[:3, 3], T
+
+
+def pairs_and_states(state: SimState, name: str) -> Tuple[List[Tuple[str, str]], List[ContactState]]:
+    """``(contact_bodies, contact_states_on_body)`` of body ``name`` in one pass over the contacts
+    (the same pairs ``(name, other)`` in the same order as ``BaseSensor.contact_bodies``).
+
+    Raises:
+        ValueError: ``name`` has no transform in the state (the state's own message).
+    """
+    if name not in state.body_transforms:
+        state.bodies_in_contact(name)                   # raises ValueError naming unknown bodies
+    pairs, states = [], []
+    for pair, c in state.contacts.items():
+        if pair[0] == name:
+            pairs.append(pair)
+            states.append(c)
+    return pairs, states
+
+
 def gather_contacts(state: SimState, name: str, pairs: List[Tuple[str, str]]
                     ) -> Tuple[List[ContactState], List[int]]:
     """Contact states of ``pairs`` (``(name, other)``, in order) and the concatenation offsets."""

@@ -14,6 +14,7 @@ are read through their methods (duck typing).
 from __future__ import annotations
 
 import itertools
+import warnings
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Tuple
 
@@ -180,7 +181,15 @@ class ClosestTriangleQuery:
     closest point is the closest point on their edges, and zero-length edges
     resolve to their first corner, so weights stay finite and sum to 1.
 
+    Backends (``backend=``): ``'numba'`` runs the per-point work (grid lookup, candidate
+    evaluation, weights) in compiled loops (:mod:`._mesh_kernels`), ``'numpy'`` is the vectorised
+    reference above, ``'auto'`` (default) = numba when it is installed.  Both evaluate the same
+    formulas in the same order and return bit-identical results; the numba kernels are compiled
+    (or loaded from numba's on-disk cache) in the constructor, i.e. in a sensor's ``attach``,
+    never on the first query.  See the module docstring, "Performance".
+
     Attributes:
+        backend: ``'numba'`` or ``'numpy'``, the backend in use.
         vertices: ``(V, 3)`` float64, read-only.
         triangles: ``(T, 3)`` int64, read-only.
         k: proxies (candidate slots) per point in the first round of the
@@ -191,10 +200,12 @@ class ClosestTriangleQuery:
             its own triangle (m).
     """
 
-    def __init__(self, vertices: Any, triangles: Any, k: int = 12, grid: bool = True) -> None:
+    def __init__(self, vertices: Any, triangles: Any, k: int = 12, grid: bool = True,
+                 backend: str = "auto") -> None:
         V, F = validate_mesh(vertices, triangles)
         if int(k) < 1:
             raise ValueError(f"k must be >= 1, got {k}")
+        kernels = _load_kernels(backend)                  # compiled here, never on the first query
         V.setflags(write=False)
         F.setflags(write=False)
         self.vertices: np.ndarray = V
@@ -226,6 +237,9 @@ class ClosestTriangleQuery:
             d00, d01, d11, dbc, inv(denom, face_ok), inv(d00, d00 > 0), inv(d11, d11 > 0),
             inv(dbc, dbc > 0), face_ok.astype(np.float64),
         ]))
+        self._consts_t = np.ascontiguousarray(self._consts.T)   # (T, 18): the kernels' layout
+        self._kernels = kernels
+        self.backend: str = "numpy" if kernels is None else "numba"
         self.face_ok: np.ndarray = face_ok
         self._centroids, self._radius = centroids, radius
         proxies, labels = self._proxies(centroids, radius, h)
@@ -312,11 +326,15 @@ class ClosestTriangleQuery:
         key = key[np.r_[True, key[1:] != key[:-1]]] if len(key) else key   # (np.unique is far slower)
         return key // n_tri, key % n_tri
 
-    def _evaluate_pairs(self, P: np.ndarray, owner: np.ndarray, cand: np.ndarray):
-        """``_evaluate`` of point ``P[owner[i]]`` against triangle ``cand[i]``, flattened, in chunks."""
+    def _evaluate_pairs(self, P: np.ndarray, owner: np.ndarray, cand: np.ndarray, compiled: bool = True):
+        """``_evaluate`` of point ``P[owner[i]]`` against triangle ``cand[i]``, flattened, in chunks
+        (numpy), or in one kernel call when ``compiled`` and the kernels are loaded."""
         d2 = np.empty(len(owner))
         region = np.empty(len(owner), dtype=np.int64)
         prm = np.empty((5, len(owner)))
+        if compiled and self._kernels is not None:
+            self._kernels.pairs_eval(np.ascontiguousarray(P), owner, cand, self._consts_t, d2, region, prm)
+            return d2, region, prm
         for lo in range(0, len(owner), self.max_pairs):                # chunks bound memory only
             sl = slice(lo, lo + self.max_pairs)
             d, r_, *pp = self._evaluate(P[owner[sl]], cand[sl, None])
@@ -365,7 +383,8 @@ class ClosestTriangleQuery:
         # candidates from a coarser proxy set (cover radius r_med): fewer pairs to sort and test
         coarse_pts, coarse_tri = self._proxies(self._centroids, self._radius, r_med)
         owner, cand = self._ball_pairs(centres[cells], reach + r_med, cKDTree(coarse_pts), coarse_tri)
-        d2, _, _ = self._evaluate_pairs(centres[cells], owner, cand)
+        # numpy at construction whatever the backend, so both backends build identical tables
+        d2, _, _ = self._evaluate_pairs(centres[cells], owner, cand, compiled=False)
         keep = np.sqrt(d2) <= reach[owner]
         owner, cand, d2 = owner[keep], cand[keep], d2[keep]
         counts = np.bincount(owner, minlength=len(cells))
@@ -395,10 +414,12 @@ class ClosestTriangleQuery:
     def _evaluate(self, P: np.ndarray, idx: np.ndarray):
         """Squared distance and features of points ``P (M, 3)`` to candidates ``idx (M, K)``."""
         C = self._consts[:, idx]                                  # (18, M, K)
-        ap = P.T[:, :, None] - C[0:3]                             # (3, M, K)
-        pp = np.einsum("imk,imk->mk", ap, ap)
-        d20 = np.einsum("imk,imk->mk", ap, C[3:6])               # ap . ab
-        d21 = np.einsum("imk,imk->mk", ap, C[6:9])               # ap . ac
+        ap0, ap1, ap2 = P.T[:, :, None] - C[0:3]                  # (M, K) each
+        # dot products summed left to right (not einsum, whose summation order differs): the
+        # compiled kernels use the same order, so both backends round identically
+        pp = ap0 * ap0 + ap1 * ap1 + ap2 * ap2
+        d20 = ap0 * C[3] + ap1 * C[4] + ap2 * C[5]               # ap . ab
+        d21 = ap0 * C[6] + ap1 * C[7] + ap2 * C[8]               # ap . ac
         d00, d01, d11, dbc = C[9], C[10], C[11], C[12]
         # face: projection p' = a + v ab + w ac, |p - p'|^2 = pp - v d20 - w d21.  A degenerate
         # triangle has 1/|ab x ac|^2 stored as 0, so v = w = 0: "the face" is its corner a, a
@@ -447,6 +468,8 @@ class ClosestTriangleQuery:
         if not np.all(np.isfinite(P)):
             row = int(np.nonzero(~np.isfinite(P).all(axis=1))[0][0])
             raise ValueError(f"query point {row} is non-finite: {P[row].tolist()}")
+        if self._kernels is not None:
+            return self._query_compiled(P)
         M = len(P)
         tri = np.zeros(M, dtype=np.int64)
         reg = np.zeros(M, dtype=np.int64)
@@ -473,11 +496,35 @@ class ClosestTriangleQuery:
             t_, r_, p_, _ = self._query_kd(P[rest])
             tri[rest], reg[rest], par[:, rest] = t_, r_, p_
         weights = _weights_from_region(reg, *par)
-        corners = self.vertices[self.triangles[tri]]              # (M, 3, 3)
-        point = np.einsum("mj,mjk->mk", weights, corners)
+        point = _combine(weights, self.vertices[self.triangles[tri]])
         return ClosestTriangleResult(
             triangle=tri, point=point, weights=weights,
             distance=np.linalg.norm(P - point, axis=1), region=reg.astype(np.int8))
+
+    def _query_compiled(self, P: np.ndarray) -> ClosestTriangleResult:
+        """``query`` with the numba kernels (same answers as the numpy path, see _mesh_kernels)."""
+        kn = self._kernels
+        M = len(P)
+        if not (P.flags.c_contiguous and P.flags.writeable):   # one compiled specialisation only
+            P = np.array(P, order="C")
+        tri = np.empty(M, dtype=np.int64)
+        reg = np.empty(M, dtype=np.int64)
+        par = np.empty((5, M))
+        best2 = np.empty(M)
+        if self._grid_row is not None:
+            narrow, wide = self._grid_tables
+            missing = kn.grid_best(P, self._grid_lo, self._grid_cell, self._grid_shape, self._grid_row,
+                                   narrow, wide, self._consts_t, tri, reg, par, best2)
+        else:
+            missing = M
+        if missing:
+            rest = np.flatnonzero(tri < 0) if missing < M else np.arange(M)
+            t_, r_, p_, _ = self._query_kd(P[rest])
+            tri[rest], reg[rest], par[:, rest] = t_, r_, p_
+        weights, point, dist = np.empty((M, 3)), np.empty((M, 3)), np.empty(M)
+        kn.finish(P, tri, reg, par, self.vertices, self.triangles, weights, point, dist)
+        return ClosestTriangleResult(triangle=tri, point=point, weights=weights, distance=dist,
+                                     region=reg.astype(np.int8))
 
     def _best_of(self, P: np.ndarray, idx: np.ndarray):
         """Winner among candidate triangles ``idx (M, K)``: ``(tri, region, params (5, M))``."""
@@ -491,20 +538,57 @@ class ClosestTriangleQuery:
         M = len(P)
         cd, proxy = self._tree.query(P, k=self.k)
         cd, idx = cd.reshape(M, self.k), self._proxy_tri[proxy.reshape(M, self.k)]
-        d2, region, *params = self._evaluate(P, idx)
-        rows = np.arange(M)
-        j = d2.argmin(axis=1) if M else np.zeros(0, dtype=np.int64)
-        tri, reg, best2 = idx[rows, j], region[rows, j], d2[rows, j]
-        par = np.stack([p[rows, j] for p in params])                    # v, w, t, s, r
+        if self._kernels is not None:
+            tri, reg = np.empty(M, dtype=np.int64), np.empty(M, dtype=np.int64)
+            par, best2 = np.empty((5, M)), np.empty(M)
+            self._kernels.table_best(P, np.ascontiguousarray(idx), self._consts_t, tri, reg, par, best2)
+        else:
+            d2, region, *params = self._evaluate(P, idx)
+            rows = np.arange(M)
+            j = d2.argmin(axis=1) if M else np.zeros(0, dtype=np.int64)
+            tri, reg, best2 = idx[rows, j], region[rows, j], d2[rows, j]
+            par = np.stack([p[rows, j] for p in params])                # v, w, t, s, r
         if self.k < len(self._proxy_tri):
             # a triangle without a proxy among the k nearest is >= cd[:, -1] - h away
             dbest = np.sqrt(best2) * (1.0 + 1e-9) + self._slack
             unsure = np.nonzero(cd[:, -1] - self.cover_radius < dbest)[0]
             if len(unsure):
                 self._refine(P, unsure, dbest[unsure], tri, reg, par)
-        corners = self.vertices[self.triangles[tri]]
-        point = np.einsum("mj,mjk->mk", _weights_from_region(reg, *par), corners)
+        point = _combine(_weights_from_region(reg, *par), self.vertices[self.triangles[tri]])
         return tri, reg, par, np.linalg.norm(P - point, axis=1)
+
+
+_KERNELS_READY = False
+
+
+def _load_kernels(backend: str) -> Any:
+    """The compiled-kernel module for ``backend`` (compiled/loaded now), or None for numpy.
+
+    ``'auto'``: numba when it imports and compiles, else None (numpy, with a warning when numba
+    is installed but fails).  ``'numba'``: the kernels or ValueError.  ``'numpy'``: None.
+    """
+    global _KERNELS_READY
+    if backend not in ("auto", "numba", "numpy"):
+        raise ValueError(f"backend must be 'auto', 'numba' or 'numpy', got {backend!r}")
+    if backend == "numpy":
+        return None
+    try:
+        from . import _mesh_kernels
+    except ImportError as exc:
+        if backend == "numba":
+            raise ValueError(f"backend 'numba' needs the numba package: {exc}") from exc
+        return None
+    if not _KERNELS_READY:
+        try:
+            _mesh_kernels.warm_up()
+        except Exception as exc:                   # an LLVM/numba failure must not stop a sensor
+            if backend == "numba":
+                raise ValueError(f"backend 'numba': compiling the kernels failed: {exc}") from exc
+            warnings.warn(f"ClosestTriangleQuery: numba kernels failed to compile ({exc}); "
+                          "using the numpy implementation", RuntimeWarning, stacklevel=3)
+            return None
+        _KERNELS_READY = True
+    return _mesh_kernels
 
 
 def _weights_from_region(reg: np.ndarray, v: np.ndarray, w: np.ndarray, t: np.ndarray,
@@ -512,10 +596,18 @@ def _weights_from_region(reg: np.ndarray, v: np.ndarray, w: np.ndarray, t: np.nd
     """Barycentric weights ``(M, 3)`` from the winning feature and its parameters."""
     f, e_ab, e_ac, e_bc = (reg == REGION_FACE), (reg == REGION_AB), (reg == REGION_AC), (reg == REGION_BC)
     out = np.empty((len(reg), 3))
-    out[:, 0] = f * (1.0 - v - w) + e_ab * (1.0 - t) + e_ac * (1.0 - s)
+    # inside the face v + w <= 1 was tested on the rounded sum, so 1 - v - w can come out as
+    # -1e-16: clamp it so weights stay >= 0 (their sum stays 1 to rounding)
+    out[:, 0] = f * np.maximum(1.0 - v - w, 0.0) + e_ab * (1.0 - t) + e_ac * (1.0 - s)
     out[:, 1] = f * v + e_ab * t + e_bc * (1.0 - r)
     out[:, 2] = f * w + e_ac * s + e_bc * r
     return out
+
+
+def _combine(weights: np.ndarray, corners: np.ndarray) -> np.ndarray:
+    """``Σ_j weights[:, j] corners[:, j]`` ``(M, 3)``, summed left to right as the kernels do."""
+    return (weights[:, 0, None] * corners[:, 0] + weights[:, 1, None] * corners[:, 1]
+            + weights[:, 2, None] * corners[:, 2])
 
 
 def projected_area(vertices: Any, triangles: Any, normal: Sequence[float]) -> float:

@@ -7,12 +7,19 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from ._punyo_common import body_pose, check_config_keys, check_model_name, parse_tare
+from ._punyo_common import (
+    body_pose, check_config_keys, check_model_name, numpy_pose, pairs_and_states, parse_tare)
 from .base import BaseSensor, Pair, SparseJacobian
 from .mesh import REGION_AB, REGION_AC, REGION_BC, REGION_FACE, ClosestTriangleQuery, triangle_mesh_of
 from .state import SimState
 
 __all__ = ["ContactMap", "PunyoDenseForceSensor"]
+
+# index patterns of the numpy fast path: _D3[d] = d; _ROW_D[d, e] = d; _COL_E[j, d, e] = e
+_D3 = np.arange(3)
+_ROW_D = np.repeat(_D3[:, None], 3, axis=1)
+_COL_E = np.broadcast_to(_D3, (3, 3, 3)).copy()
+_EMPTY_I = np.zeros(0, dtype=np.int64)
 
 
 @dataclass
@@ -200,7 +207,8 @@ class PunyoDenseForceSensor(BaseSensor):
         pv_contacts = pv.nonzero()[:, 0]
         bary_contacts = (~pv).nonzero()[:, 0]
         if len(bary_contacts):
-            local = ((points[bary_contacts] - t) @ R).detach().cpu().numpy().astype(np.float64, copy=False)
+            # (to float64 in torch: numpy has no bfloat16)
+            local = ((points[bary_contacts] - t) @ R).detach().to(device="cpu", dtype=torch.float64).numpy()
             res = q.query(local)
             tri, regions = res.triangle, res.region
             bary_vertices = torch.from_numpy(q.triangles[tri]).to(device)
@@ -221,29 +229,30 @@ class PunyoDenseForceSensor(BaseSensor):
                              f"not a vertex index 0..{self.num_vertices - 1} or -1 (barycentric)")
 
     def _numpy_map(self, state: SimState):
-        """``contact_map`` in numpy for CPU states, or None for other devices.
+        """``contact_map`` in numpy for float32/float64 CPU states, or None otherwise.
 
         Returns ``(R, forces_local, pv_contacts, pv_vertices, bary_contacts, bary_vertices,
-        bary_weights, pairs, offsets)`` with floats in the state's dtype.
+        bary_weights, pairs, offsets)``: ``forces_local`` ``(N, 3)`` rows ``Rᵀ f_c``,
+        ``bary_weights`` ``(Nb, 3)``, floats in the state's dtype; indices int64.
         """
         q = self._require_attached()
         name = self.attachModelName
-        R_t, t_t = body_pose(state, name)
-        if R_t.device.type != "cpu":
+        pose = numpy_pose(state, name)
+        if pose is None:
             return None
-        dtype = R_t.dtype
-        R, t = R_t.detach().numpy(), t_t.detach().numpy()
-        pairs = self.contact_bodies(state)
-        states = state.contact_states_on_body(name)
+        R, t, T = pose
+        pairs, states = pairs_and_states(state, name)
         offsets = [0]
         pts, frc, elems = [], [], []
         for pair, c in zip(pairs, states):
-            if c.points.dtype != dtype or c.points.device != R_t.device:
+            if c.points.dtype != T.dtype or c.points.device != T.device:
                 raise ValueError(f"sensor {self.name!r}: contacts {pair} are {c.points.dtype} on "
-                                 f"{c.points.device} but the state is {dtype} on {R_t.device}")
+                                 f"{c.points.device} but the state is {T.dtype} on {T.device}")
             n = len(c)
-            e = np.full(n, -1, dtype=np.int64) if c.elems1 is None else c.elems1.detach().cpu().numpy()
-            self._check_elems(e, pair)
+            e = None
+            if c.elems1 is not None:
+                e = c.elems1.detach().cpu().numpy()
+                self._check_elems(e, pair)
             pts.append(c.points.detach().numpy())
             frc.append(c.forces.detach().numpy())
             elems.append(e)
@@ -251,45 +260,57 @@ class PunyoDenseForceSensor(BaseSensor):
         if len(states) == 1:
             points, forces, elem = pts[0], frc[0], elems[0]
         elif states:
-            points, forces, elem = np.concatenate(pts), np.concatenate(frc), np.concatenate(elems)
+            points, forces = np.concatenate(pts), np.concatenate(frc)
+            elem = None if all(e is None for e in elems) else np.concatenate(
+                [np.full(len(p), -1, dtype=np.int64) if e is None else e for p, e in zip(pts, elems)])
         else:
             points = forces = np.zeros((0, 3), dtype=R.dtype)
-            elem = np.zeros(0, dtype=np.int64)
-        pv = elem >= 0
-        pv_contacts, bary_contacts = np.flatnonzero(pv), np.flatnonzero(~pv)
-        if len(bary_contacts):
-            res = q.query((points[bary_contacts] - t) @ R)
+            elem = None
+        local = forces @ R                                             # rows R^T f_c
+        if elem is None:                                               # all barycentric
+            pv_c = pv_v = _EMPTY_I
+            bary_c = np.arange(len(points))
+            bary_pts = points
+        else:
+            pv = elem >= 0
+            pv_c, bary_c = np.flatnonzero(pv), np.flatnonzero(~pv)
+            pv_v = elem[pv_c].astype(np.int64, copy=False)
+            bary_pts = points[bary_c]
+        if len(bary_c):
+            res = q.query((bary_pts - t) @ R)
             bary_vertices, bary_weights = q.triangles[res.triangle], res.weights.astype(R.dtype, copy=False)
         else:
             bary_vertices, bary_weights = np.zeros((0, 3), dtype=np.int64), np.zeros((0, 3), dtype=R.dtype)
-        return (R, forces @ R, pv_contacts, elem[pv_contacts].astype(np.int64, copy=False), bary_contacts,
-                bary_vertices, bary_weights, pairs, offsets)
+        return (R, local, pv_c, pv_v, bary_c, bary_vertices, bary_weights, pairs, offsets)
 
     def _numpy_predict(self, nmap) -> torch.Tensor:
-        R, local, pv_c, pv_v, b_c, b_v, b_w, _, _ = nmap
-        idx = np.concatenate([pv_v, b_v.reshape(-1)])
-        vals = np.concatenate([local[pv_c], (b_w[:, :, None] * local[b_c][:, None, :]).reshape(-1, 3)])
-        V = self.num_vertices
-        out = np.stack([np.bincount(idx, weights=vals[:, d], minlength=V) for d in range(3)], axis=1)
-        pred = torch.from_numpy(out.astype(R.dtype, copy=False).reshape(-1))
+        R, local, pv_c, pv_v, b_c, b_v, b_w, _, offsets = nmap
+        # one bincount over entry 3 v + d; contributions to each entry are summed in the same order
+        # as the torch path's index_add (per-vertex contacts first, then barycentric ones)
+        b_local = local if len(b_c) == offsets[-1] else local[b_c]
+        idx = ((3 * b_v)[:, :, None] + _D3).reshape(-1)
+        vals = (b_w[:, :, None] * b_local[:, None, :]).reshape(-1)
+        if len(pv_c):
+            idx = np.concatenate([((3 * pv_v)[:, None] + _D3).reshape(-1), idx])
+            vals = np.concatenate([local[pv_c].reshape(-1), vals])
+        out = np.bincount(idx, weights=vals, minlength=3 * self.num_vertices)
+        pred = torch.from_numpy(out.astype(R.dtype, copy=False))
         offset = self._offset(pred.dtype, pred.device)
         return pred if offset is None else pred + offset
 
     def _numpy_sparse(self, nmap) -> SparseJacobian:
         R, _, pv_c, pv_v, b_c, b_v, b_w, pairs, offsets = nmap
-        d = np.arange(3)
         Rt = R.T                                                       # Rt[d, e] = R[e, d]
-        n, nb = len(pv_c), len(b_c)
         # entry (contact, [corner,] d, e): row 3 v + d, column 3 c + e, value w R[e, d]
-        rows = np.concatenate([np.broadcast_to(3 * pv_v[:, None, None] + d[:, None], (n, 3, 3)).reshape(-1),
-                               np.broadcast_to(3 * b_v[:, :, None, None] + d[:, None], (nb, 3, 3, 3))
-                               .reshape(-1)])
-        cols = np.concatenate([np.broadcast_to(3 * pv_c[:, None, None] + d, (n, 3, 3)).reshape(-1),
-                               np.broadcast_to(3 * b_c[:, None, None, None] + d, (nb, 3, 3, 3)).reshape(-1)])
-        vals = np.concatenate([np.broadcast_to(Rt, (n, 3, 3)).reshape(-1),
-                               (b_w[:, :, None, None] * Rt).reshape(-1)])
+        rows = ((3 * b_v)[:, :, None, None] + _ROW_D).reshape(-1)
+        cols = ((3 * b_c)[:, None, None, None] + _COL_E).reshape(-1)
+        vals = (b_w[:, :, None, None] * Rt).reshape(-1)
+        if len(pv_c):
+            rows = np.concatenate([((3 * pv_v)[:, None, None] + _ROW_D).reshape(-1), rows])
+            cols = np.concatenate([((3 * pv_c)[:, None, None] + _COL_E[0]).reshape(-1), cols])
+            vals = np.concatenate([np.tile(Rt.reshape(-1), len(pv_c)), vals])
         return SparseJacobian(rows=torch.from_numpy(rows), cols=torch.from_numpy(cols),
-                              values=torch.from_numpy(np.ascontiguousarray(vals, dtype=R.dtype)),
+                              values=torch.from_numpy(vals.astype(R.dtype, copy=False)),
                               shape=(3 * self.num_vertices, 3 * offsets[-1]), pairs=list(pairs),
                               offsets=list(offsets))
 
@@ -313,10 +334,10 @@ class PunyoDenseForceSensor(BaseSensor):
 
         Raises: as :meth:`contact_map`.
         """
+        nmap = self._numpy_map(state)
+        if nmap is not None:                               # numpy: no autograd involved
+            return self._numpy_predict(nmap)
         with torch.no_grad():
-            nmap = self._numpy_map(state)
-            if nmap is not None:
-                return self._numpy_predict(nmap)
             cmap = self.contact_map(state)
             return self._assemble(cmap, cmap.bary_weights)
 
@@ -389,10 +410,10 @@ class PunyoDenseForceSensor(BaseSensor):
         repeating a vertex index yields duplicate ``(row, col)`` entries,
         which sum.  Values are in the state's dtype/device.
         """
+        nmap = self._numpy_map(state)
+        if nmap is not None:
+            return self._numpy_sparse(nmap)
         with torch.no_grad():
-            nmap = self._numpy_map(state)
-            if nmap is not None:
-                return self._numpy_sparse(nmap)
             return self._sparse(self.contact_map(state))
 
     def measurement_force_jacobian(self, state: SimState) -> Dict[Pair, torch.Tensor]:
@@ -401,10 +422,10 @@ class PunyoDenseForceSensor(BaseSensor):
 
     def predict_with_jacobian(self, state: SimState) -> Tuple[torch.Tensor, SparseJacobian]:
         """``(predict(state), sparse_force_jacobian(state))`` sharing one closest-point search."""
+        nmap = self._numpy_map(state)
+        if nmap is not None:
+            return self._numpy_predict(nmap), self._numpy_sparse(nmap)
         with torch.no_grad():
-            nmap = self._numpy_map(state)
-            if nmap is not None:
-                return self._numpy_predict(nmap), self._numpy_sparse(nmap)
             cmap = self.contact_map(state)
             return self._assemble(cmap, cmap.bary_weights), self._sparse(cmap)
 

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
-from ._punyo_common import body_pose, check_config_keys, check_model_name, parse_tare
+from ._punyo_common import (
+    body_pose, check_config_keys, check_model_name, numpy_pose, pairs_and_states, parse_tare)
 from .base import BaseSensor, Pair, SparseJacobian
 from .mesh import projected_area, triangle_mesh_of
 from .state import SimState
@@ -145,56 +146,73 @@ class PunyoPressureSensor(BaseSensor):
         return p
 
     def _numpy_row(self, state: SimState):
-        """``_gradient_row`` in numpy for CPU states (torch's per-op overhead dominates this
-        tiny model), or None for other devices."""
+        """``_gradient_row`` in numpy for float32/float64 CPU states (torch's per-op overhead
+        dominates this tiny model), or None otherwise."""
         if self.base_area is None:
             raise RuntimeError(f"sensor {self.name!r}: call attach() with the body's mesh first")
-        R_t, _ = body_pose(state, self.attachModelName)
-        if R_t.device.type != "cpu":
+        pose = numpy_pose(state, self.attachModelName)
+        if pose is None:
             return None
-        R = R_t.detach().numpy()
-        pairs = self.contact_bodies(state)
-        states = state.contact_states_on_body(self.attachModelName)
+        R, _, T = pose
+        pairs, states = pairs_and_states(state, self.attachModelName)
         offsets = [0]
         for pair, c in zip(pairs, states):
-            if c.forces.dtype != R_t.dtype or c.forces.device != R_t.device:
+            if c.forces.dtype != T.dtype or c.forces.device != T.device:
                 raise ValueError(f"sensor {self.name!r}: contacts {pair} are {c.forces.dtype} on "
-                                 f"{c.forces.device} but the state is {R_t.dtype} on {R_t.device}")
+                                 f"{c.forces.device} but the state is {T.dtype} on {T.device}")
             offsets.append(offsets[-1] + len(c))
-        forces = (np.concatenate([c.forces.detach().numpy() for c in states]) if states
-                  else np.zeros((0, 3), dtype=R.dtype))
+        if len(states) == 1:
+            forces = states[0].forces.detach().numpy()
+        elif states:
+            forces = np.concatenate([c.forces.detach().numpy() for c in states])
+        else:
+            forces = np.zeros((0, 3), dtype=R.dtype)
         g = -(R @ self.base_normal_local.astype(R.dtype)) / R.dtype.type(self.base_area)
         return forces, g, pairs, offsets
 
+    def _numpy_predict(self, row) -> torch.Tensor:
+        forces, g, _, _ = row
+        p = np.array([(forces @ g).sum()], dtype=g.dtype)
+        if self.tare is not None:
+            p += self.tare.astype(g.dtype)
+        return torch.from_numpy(p)
+
+    @staticmethod
+    def _numpy_sparse(row) -> SparseJacobian:
+        _, g, pairs, offsets = row
+        n = offsets[-1]
+        return SparseJacobian(rows=torch.from_numpy(np.zeros(3 * n, dtype=np.int64)),
+                              cols=torch.from_numpy(np.arange(3 * n, dtype=np.int64)),
+                              values=torch.from_numpy(np.tile(g, n)), shape=(1, 3 * n),
+                              pairs=list(pairs), offsets=list(offsets))
+
     def predict(self, state: SimState) -> torch.Tensor:
-        """:meth:`predict_torch` without autograd (numpy for CPU states)."""
-        with torch.no_grad():
-            row = self._numpy_row(state)
-            if row is None:
+        """:meth:`predict_torch` without autograd (numpy for float32/float64 CPU states)."""
+        row = self._numpy_row(state)
+        if row is None:
+            with torch.no_grad():
                 return self.predict_torch(state)
-            forces, g, _, _ = row
-            p = np.array([(forces @ g).sum()], dtype=g.dtype)
-            if self.tare is not None:
-                p += self.tare.astype(g.dtype)
-            return torch.from_numpy(p)
+        return self._numpy_predict(row)
 
     def sparse_force_jacobian(self, state: SimState) -> SparseJacobian:
         """Row 0, columns ``3c + k``, value ``(−(1/A) R n)[k]``: 3 entries per contact."""
+        row = self._numpy_row(state)
+        if row is not None:
+            return self._numpy_sparse(row)
         with torch.no_grad():
-            row = self._numpy_row(state)
-            if row is not None:
-                _, g, pairs, offsets = row
-                n = offsets[-1]
-                return SparseJacobian(rows=torch.zeros(3 * n, dtype=torch.int64),
-                                      cols=torch.arange(3 * n, dtype=torch.int64),
-                                      values=torch.from_numpy(np.tile(g, n)), shape=(1, 3 * n),
-                                      pairs=list(pairs), offsets=list(offsets))
             forces, g, pairs, offsets = self._gradient_row(state)
             n = offsets[-1]
             return SparseJacobian(
                 rows=torch.zeros(3 * n, dtype=torch.int64, device=g.device),
                 cols=torch.arange(3 * n, dtype=torch.int64, device=g.device),
                 values=g.repeat(n), shape=(1, 3 * n), pairs=list(pairs), offsets=list(offsets))
+
+    def predict_with_jacobian(self, state: SimState) -> Tuple[torch.Tensor, SparseJacobian]:
+        """``(predict(state), sparse_force_jacobian(state))`` from one pass over the state."""
+        row = self._numpy_row(state)
+        if row is None:
+            return self.predict(state), self.sparse_force_jacobian(state)
+        return self._numpy_predict(row), self._numpy_sparse(row)
 
     def measurement_force_jacobian(self, state: SimState) -> Dict[Pair, torch.Tensor]:
         """Seed form ``{(body, other): Tensor[1, N_pair, 3]}``, every row ``−(1/A) R n``."""

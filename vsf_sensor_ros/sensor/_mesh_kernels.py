@@ -1,0 +1,200 @@
+"""Numba-compiled kernels of :class:`~vsf_sensor_ros.sensor.mesh.ClosestTriangleQuery`.
+
+Private to :mod:`vsf_sensor_ros.sensor.mesh`, which imports this module lazily (when a query
+object is built, i.e. at a sensor's ``attach``) and falls back to its numpy reference when numba
+is missing.  Each kernel is the loop form of a numpy routine in ``mesh.py`` with the same
+floating-point formulas in the same order, so both paths agree to the last bit on ordinary
+inputs (tests compare them at 1e-15):
+
+* :func:`grid_best` = ``query``'s near-surface grid path (``_best_of`` over a cell's candidates);
+* :func:`table_best` = the first round of ``_query_kd`` (``_best_of`` over ``(M, K)`` candidates);
+* :func:`pairs_eval` = ``_evaluate_pairs`` (flattened point-triangle pairs of ``_refine``);
+* :func:`finish` = ``_weights_from_region`` + closest point + distance.
+
+Candidates are evaluated in table order and a later one replaces the best only when strictly
+closer (``numpy.argmin``'s first-minimum rule); within a triangle the face, then edges ab, ac, bc,
+each replacing only when strictly closer, as ``_evaluate``.
+
+Triangle constants are read from ``CT``, the ``(T, 18)`` transpose of
+``ClosestTriangleQuery.constants()`` (one triangle's constants in one or two cache lines).
+
+Compiled with ``cache=True``: the machine code is stored next to this file (``__pycache__``) or,
+when that directory is read-only (an installed package), in numba's per-user cache directory
+(``NUMBA_CACHE_DIR`` overrides both).  When no cache location is writable at all, numba raises at
+decoration time; the kernels are then compiled without a cache (a one-off ~1-2 s per process,
+still at ``attach``).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+from numba import njit
+
+__all__ = ["finish", "grid_best", "pairs_eval", "table_best", "warm_up"]
+
+
+def _jit(fn: Callable) -> Callable:
+    """``njit(cache=True)`` when numba finds a writable cache location, else plain ``njit``."""
+    try:
+        return njit(cache=True, nogil=True)(fn)
+    except RuntimeError:                       # "cannot cache function ...: no locator available"
+        return njit(nogil=True)(fn)
+
+
+@_jit
+def _eval_one(px: float, py: float, pz: float, CT: np.ndarray, j: int):
+    """Squared distance, region and ``(v, w, t, s, r)`` of point ``p`` to triangle ``j``."""
+    apx, apy, apz = px - CT[j, 0], py - CT[j, 1], pz - CT[j, 2]
+    pp = apx * apx + apy * apy + apz * apz
+    d20 = apx * CT[j, 3] + apy * CT[j, 4] + apz * CT[j, 5]
+    d21 = apx * CT[j, 6] + apy * CT[j, 7] + apz * CT[j, 8]
+    d00, d01, d11, dbc = CT[j, 9], CT[j, 10], CT[j, 11], CT[j, 12]
+    v = (d11 * d20 - d01 * d21) * CT[j, 13]
+    w = (d00 * d21 - d01 * d20) * CT[j, 13]
+    best = math.inf
+    if min(v, w) >= 0.0 and v + w <= 1.0:
+        best = pp - (v * d20 + w * d21)
+    region = 0
+    t = min(max(d20 * CT[j, 14], 0.0), 1.0)
+    d = pp - t * (2.0 * d20 - t * d00)
+    if d < best:
+        best, region = d, 1
+    s = min(max(d21 * CT[j, 15], 0.0), 1.0)
+    d = pp - s * (2.0 * d21 - s * d11)
+    if d < best:
+        best, region = d, 2
+    bpbc = d21 - d20 - d01 + d00
+    r = min(max(bpbc * CT[j, 16], 0.0), 1.0)
+    d = pp - 2.0 * d20 + d00 - r * (2.0 * bpbc - r * dbc)
+    if d < best:
+        best, region = d, 3
+    return max(best, 0.0), region, v, w, t, s, r
+
+
+@_jit
+def _best_in_row(P: np.ndarray, i: int, table: np.ndarray, row: int, CT: np.ndarray,
+                 tri: np.ndarray, reg: np.ndarray, par: np.ndarray, best2: np.ndarray) -> None:
+    """Closest of the candidates ``table[row]`` to ``P[i]``, written to slot ``i`` of the outputs.
+
+    A row's trailing entries may repeat its first candidate (grid padding); they are skipped.
+    """
+    px, py, pz = P[i, 0], P[i, 1], P[i, 2]
+    first = table[row, 0]
+    bd = math.inf
+    for k in range(table.shape[1]):
+        c = table[row, k]
+        if k > 0 and c == first:
+            break
+        d2, rg, v, w, t, s, r = _eval_one(px, py, pz, CT, c)
+        if k == 0 or d2 < bd:
+            bd = d2
+            tri[i], reg[i] = c, rg
+            par[0, i], par[1, i], par[2, i], par[3, i], par[4, i] = v, w, t, s, r
+    best2[i] = bd
+
+
+@_jit
+def grid_best(P: np.ndarray, lo: np.ndarray, cell: float, shape: np.ndarray, grid_row: np.ndarray,
+              narrow: np.ndarray, wide: np.ndarray, CT: np.ndarray, tri: np.ndarray, reg: np.ndarray,
+              par: np.ndarray, best2: np.ndarray) -> int:
+    """Grid path for every point of ``P (M, 3)``; returns how many points are off the grid.
+
+    Off-grid points (outside the box or in a cell outside the band) get ``tri = -1`` and are
+    left for the KD-tree path.  ``par`` is ``(5, M)``: ``v, w, t, s, r``.
+    """
+    missing = 0
+    s0, s1, s2 = shape[0], shape[1], shape[2]
+    for i in range(P.shape[0]):
+        fx = math.floor((P[i, 0] - lo[0]) / cell)
+        fy = math.floor((P[i, 1] - lo[1]) / cell)
+        fz = math.floor((P[i, 2] - lo[2]) / cell)
+        row = -1
+        if fx >= 0 and fy >= 0 and fz >= 0 and fx < s0 and fy < s1 and fz < s2:
+            row = grid_row[(int(fx) * s1 + int(fy)) * s2 + int(fz)]
+        if row >= 0:
+            _best_in_row(P, i, narrow, row, CT, tri, reg, par, best2)
+        elif row <= -2:
+            _best_in_row(P, i, wide, -2 - row, CT, tri, reg, par, best2)
+        else:
+            tri[i] = -1
+            missing += 1
+    return missing
+
+
+@_jit
+def table_best(P: np.ndarray, idx: np.ndarray, CT: np.ndarray, tri: np.ndarray, reg: np.ndarray,
+               par: np.ndarray, best2: np.ndarray) -> None:
+    """Closest of candidates ``idx[i] (K,)`` for each point ``P[i]`` (no padding in ``idx``)."""
+    for i in range(P.shape[0]):
+        px, py, pz = P[i, 0], P[i, 1], P[i, 2]
+        bd = math.inf
+        for k in range(idx.shape[1]):
+            c = idx[i, k]
+            d2, rg, v, w, t, s, r = _eval_one(px, py, pz, CT, c)
+            if k == 0 or d2 < bd:
+                bd = d2
+                tri[i], reg[i] = c, rg
+                par[0, i], par[1, i], par[2, i], par[3, i], par[4, i] = v, w, t, s, r
+        best2[i] = bd
+
+
+@_jit
+def pairs_eval(P: np.ndarray, owner: np.ndarray, cand: np.ndarray, CT: np.ndarray, d2: np.ndarray,
+               region: np.ndarray, prm: np.ndarray) -> None:
+    """Squared distance, region and ``(5, n)`` parameters of each pair ``(P[owner[n]], cand[n])``."""
+    for n in range(owner.shape[0]):
+        i = owner[n]
+        dd, rg, v, w, t, s, r = _eval_one(P[i, 0], P[i, 1], P[i, 2], CT, cand[n])
+        d2[n], region[n] = dd, rg
+        prm[0, n], prm[1, n], prm[2, n], prm[3, n], prm[4, n] = v, w, t, s, r
+
+
+@_jit
+def finish(P: np.ndarray, tri: np.ndarray, reg: np.ndarray, par: np.ndarray, V: np.ndarray,
+           F: np.ndarray, weights: np.ndarray, point: np.ndarray, dist: np.ndarray) -> None:
+    """Barycentric weights ``(M, 3)``, closest point ``(M, 3)`` and distance ``(M,)`` per point."""
+    for i in range(P.shape[0]):
+        rg = reg[i]
+        if rg == 0:
+            w0, w1, w2 = max(1.0 - par[0, i] - par[1, i], 0.0), par[0, i], par[1, i]
+        elif rg == 1:
+            w0, w1, w2 = 1.0 - par[2, i], par[2, i], 0.0
+        elif rg == 2:
+            w0, w1, w2 = 1.0 - par[3, i], 0.0, par[3, i]
+        else:
+            w0, w1, w2 = 0.0, 1.0 - par[4, i], par[4, i]
+        weights[i, 0], weights[i, 1], weights[i, 2] = w0, w1, w2
+        a, b, c = F[tri[i], 0], F[tri[i], 1], F[tri[i], 2]
+        acc = 0.0
+        for k in range(3):
+            x = w0 * V[a, k] + w1 * V[b, k] + w2 * V[c, k]
+            point[i, k] = x
+            e = P[i, k] - x
+            acc += e * e
+        dist[i] = math.sqrt(acc)
+
+
+def warm_up() -> None:
+    """Compile (or load from the cache) every kernel for the argument types ``mesh.py`` passes.
+
+    Numba compiles one specialisation per argument-type tuple (dtype, layout, read-only flag), so
+    these dummy arguments mirror the query's exactly; a test checks that queries add no new one.
+    """
+    V = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    F = np.array([[0, 1, 2]], dtype=np.int64)
+    V.setflags(write=False)                    # the query's mesh arrays are read-only (another
+    F.setflags(write=False)                    # numba type than writable ones)
+    CT = np.zeros((1, 18))
+    CT[0, 3], CT[0, 7], CT[0, 9], CT[0, 11], CT[0, 12] = 1.0, 1.0, 1.0, 1.0, 2.0
+    CT[0, 13:17] = 1.0, 1.0, 1.0, 0.5
+    P = np.array([[0.2, 0.2, 0.1]])
+    one = np.zeros((1, 1), dtype=np.int64)
+    tri, reg = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    par, best2 = np.zeros((5, 1)), np.zeros(1)
+    grid_best(P, np.zeros(3), 1.0, np.ones(3, dtype=np.int64), np.zeros(1, dtype=np.int64), one, one, CT,
+              tri, reg, par, best2)
+    table_best(P, one, CT, tri, reg, par, best2)
+    pairs_eval(P, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), CT, best2, reg, par)
+    finish(P, tri, reg, par, V, F, np.zeros((1, 3)), np.zeros((1, 3)), np.zeros(1))
