@@ -139,10 +139,11 @@ def test_kinova_fixture_config_runs(tmp_path, rclpy_context):
         V = np.asarray(w.body_mesh("punyo").vertices)
         p = T[:3, :3] @ V[0] + T[:3, 3]
         f = T[:3, :3] @ np.array([0.0, 0.0, -2.0])
-        cs = {("punyo", "world"): ContactState(torch.tensor(p[None], dtype=torch.float64),
-                                               torch.tensor(f[None], dtype=torch.float64),
-                                               torch.tensor([0]), torch.tensor([-1]))}
-        msg = contacts_to_pointcloud2(cs, w.body_names, stamp=None, frame_id="world")
+        cs = {("punyo", "object"): ContactState(torch.tensor(p[None], dtype=torch.float64),
+                                                torch.tensor(f[None], dtype=torch.float64),
+                                                torch.tensor([0]), torch.tensor([-1]))}
+        # body indices of the simulator's table, which the config shares
+        msg = contacts_to_pointcloud2(cs, ["punyo", "object", "table"], stamp=None, frame_id="world")
         msg.header.stamp.sec = 7
         probe.send("/contacts", msg)
         assert probe.spin_until(lambda: got and forces, 10.0), proc.output()[-3000:]

@@ -188,7 +188,8 @@ NODE_SPECS: List[Spec] = [
 ]
 
 BODY_SPECS: List[Spec] = [
-    Spec("mesh", "", "triangle mesh file (ply/stl/obj), vertices in the body frame (m)", read_only=True),
+    Spec("mesh", "", "triangle mesh file (ply/stl/obj) or package:// URI, vertices in the body frame (m)",
+         read_only=True),
     Spec("parent_link", "", "link or earlier body this body is fixed to; empty = free body "
          "(pose from pose_topic)", read_only=True),
     Spec("transform", list(IDENTITY16), "16 floats, row-major 4x4 body -> parent transform (the "

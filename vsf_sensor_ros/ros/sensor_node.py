@@ -65,8 +65,8 @@ from .params import (BODY_KEYS, BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, SEN
                      SENSOR_SETTINGS, ConfigError, SensorConfig, Spec, check_name, check_value,
                      effective_assets_dir, qos_reliability, resolve_path, sensor_specs,
                      transform_from_params)
-from .tare import (PairedSample, calibration_from_yaml, calibration_to_yaml, format_offset,
-                   select_samples, tare_sensor)
+from .tare import (PairedSample, calibration_from_yaml, calibration_to_yaml, effective_offset,
+                   format_offset, select_samples, tare_sensor)
 
 DTYPE = torch.float64
 DEVICE = torch.device("cpu")
@@ -289,7 +289,15 @@ class SensorNode(Node):
         v = {s.key: self._declare(f"{body}.{s.key}", s) for s in BODY_SPECS}
         if not v["mesh"]:
             raise ConfigError(f"{body}.mesh", v["mesh"], "every extra body needs a triangle mesh file")
-        mesh_path = resolve_path(v["mesh"], self._assets)
+        if "://" in v["mesh"]:
+            # package://pkg/path (ament index, installed Python package) or file:///abs/path
+            from ..world import resolve_uri
+            try:
+                mesh_path = resolve_uri(v["mesh"], self._assets or None)
+            except (FileNotFoundError, ValueError) as exc:
+                raise ConfigError(f"{body}.mesh", v["mesh"], str(exc)) from None
+        else:
+            mesh_path = resolve_path(v["mesh"], self._assets)
         if not mesh_path.is_file():
             raise ConfigError(f"{body}.mesh", v["mesh"], f"file {str(mesh_path)!r} does not exist")
         T = transform_from_params(body, v["transform"], v["transform_file"], v["transform_key"],
@@ -596,14 +604,16 @@ class SensorNode(Node):
                                                             decoded.rows)
                 body = h.layout.frame_id
                 n_on_body = sum(len(c) for (b1, _), c in decoded.contacts.items() if b1 == body)
+                # contact-free for a tare: nothing touches what the sensor senses (its patch/radius)
+                touched = n_on_body > 0 and h.sensor.in_contact(state)
             except (ValueError, IndexError, RuntimeError) as exc:
                 return self._reject("model_error", f"{h.name}: {exc}")
-            results.append((h, values, jac, jac_cols, n_on_body))
+            results.append((h, values, jac, jac_cols, n_on_body, touched))
         if jumped_back:   # acted on only for a message that is used
             self._on_stamp_jump(self._last_stamp, stamp_ns)
         self._last_stamp = stamp_ns
         now = time.monotonic()
-        for h, values, jac, jac_cols, n_on_body in results:
+        for h, values, jac, jac_cols, n_on_body, touched in results:
             # encoding is skipped for outputs nobody subscribes to (serialising clouds costs)
             if _wanted(h.pub_predicted):
                 h.pub_predicted.publish(enc.encode_vector(h.layout, values, stamp))
@@ -629,7 +639,7 @@ class SensorNode(Node):
                     values, self._live["marker_force_scale"], in_contact))
             h.stats.record_publish(time.perf_counter() - t_recv)
             h.last_values = values
-            self._push_prediction(h, stamp_ns, values, state, n_on_body == 0)
+            self._push_prediction(h, stamp_ns, values, state, not touched)
         self.inputs.contacts_processed += 1
 
     @staticmethod
@@ -726,12 +736,13 @@ class SensorNode(Node):
         """Tare one sensor from its buffered pairs; ``(success, message)``."""
         n = self._tare_samples
         if type(h.sensor).set_calibration is BaseSensor.set_calibration:
-            # the model keeps no calibration (Klampt ContactSensor, Isaac load sensor): nothing to tare
+            # every shipped model has a tare offset; a model that keeps no calibration cannot be tared
             return False, f"{h.name}: cannot tare: the {h.config.type} model has no tare offset"
         samples, why = select_samples(list(h.pairs), n)
         if why is not None:
             return False, f"{h.name}: cannot tare: {why}"
-        calibrator = TareCalibrator(num_samples=n, output_key=TARE_KEY)
+        # contact-free = nothing touches what this sensor senses, as the samples were chosen
+        calibrator = TareCalibrator(num_samples=n, output_key=TARE_KEY, contact_scope="sensor")
         if hasattr(calibrator, "compatible") and not calibrator.compatible(h.sensor):
             return False, f"{h.name}: cannot tare: {h.config.type} has no tare calibration"
         try:
@@ -742,7 +753,10 @@ class SensorNode(Node):
         if TARE_KEY not in cal:
             return False, f"{h.name}: cannot tare: the {h.config.type} model kept no '{TARE_KEY}' entry"
         unit = enc.KIND_UNITS[h.layout.kind]
-        offset = format_offset(cal, TARE_KEY, unit, h.layout.names)
+        # report the physical entries (the indicator entries of pad/load sensors carry no offset)
+        slots = [int(i) for i in h.layout.slots if i >= 0]
+        eff = effective_offset(cal, TARE_KEY)
+        offset = format_offset({TARE_KEY: eff[slots]}, TARE_KEY, unit, [h.layout.names[i] for i in slots])
         stamp_s = samples[-1].stamp_ns * 1e-9
         h.stats.calibration = f"tared with {used} samples up to stamp {stamp_s:.9f} s: {offset}"
         h.tare_samples_used = used
@@ -761,9 +775,10 @@ class SensorNode(Node):
         if not self._handles:
             response.success, response.message = False, "no sensors configured"
             return response
+        # success only when every sensor tared; one line per sensor, "<s>: ..."
         results = [self._tare(h) for h in self._handles.values()]
         response.success = all(ok for ok, _ in results)
-        response.message = "; ".join(text for _, text in results)
+        response.message = "\n".join(text for _, text in results)
         return response
 
     def _on_save_calibration(self, request: Trigger.Request,
@@ -934,7 +949,13 @@ class SensorNode(Node):
             old_type = h.config.measured_type()
             h.config = cfg
             if sensor is not None:
-                sensor.set_calibration(h.sensor.get_calibration())
+                try:
+                    sensor.set_calibration(h.sensor.get_calibration())
+                except ValueError as exc:
+                    # e.g. a ContactSensor's hasForce changed: the tare no longer matches the readings
+                    h.stats.calibration = "none (dropped: measurement layout changed)"
+                    h.tare_samples_used = None
+                    self.get_logger().warn(f"sensor {name!r}: calibration dropped ({exc}); tare again")
                 sensor.set_internal_state(h.sensor.get_internal_state())
                 h.sensor = sensor
                 if layout.kind != h.layout.kind or len(layout.names) != len(h.layout.names):

@@ -11,7 +11,10 @@ arithmetic (average observation, average contact-free simulation); this
 module only chooses the samples and formats the answer.
 
 Which samples: the **most recent run of consecutive contact-free pairs**
-(no contact on the sensor's body in the paired ``SimState``), its last ``N``
+(``not sensor.in_contact(state)`` for the paired ``SimState``: nothing
+touches what the sensor senses -- its body, or its Klampt patch / Isaac
+radius, so a load sensor on a box resting on a table is contact-free while
+nothing presses its top), its last ``N``
 samples (``N`` = ``tare_samples``), oldest first.  "Most recent" because a
 tare is asked for *now*: an operator lifts the gripper off the object and
 calls ``tare``, and readings from before a contact may belong to another
@@ -37,7 +40,7 @@ class PairedSample:
         stamp_ns: stamp of the contacts message (ns).
         measured: ``(#meas,)`` float64 measured vector in SI (NaN = not carried by the message).
         state: the ``SimState`` the prediction came from.
-        contact_free: no contact acts on the sensor's body in ``state``.
+        contact_free: ``not sensor.in_contact(state)`` (see the module docstring).
     """
 
     stamp_ns: int
@@ -65,19 +68,13 @@ class ReplaySimulator:
         self._i = int(idx)
 
     def state(self) -> SimState:
-        """``SimState`` of the current sample, with only the contacts acting on the sensor's body.
+        """The recorded ``SimState`` of the current sample (all its contacts).
 
-        ``TareCalibrator`` stops at a sample with *any* contact; restricting
-        the replayed state to the sensor's own pairs makes "contact-free"
-        mean "nothing touches this sensor" (a bubble can be tared while the
-        object it will grasp rests on the table), the same test the node
-        used to choose the samples.  The sensor reads only these pairs, so
-        its prediction is unchanged.
+        The node tares with ``TareCalibrator(contact_scope='sensor')``, which
+        asks ``sensor.in_contact(state)`` -- the same test the node used to
+        choose the samples -- instead of stopping at any contact in the world.
         """
-        st = self._states[self._i]
-        pairs = set(self._sensor.contact_bodies(st))
-        return SimState(st.body_transforms, st.body_states,
-                        {p: c for p, c in st.contacts.items() if p in pairs})
+        return self._states[self._i]
 
     def measurements(self) -> Dict[str, np.ndarray]:
         """``{sensor.name: prediction}`` for the current sample (float64 numpy)."""
@@ -97,7 +94,7 @@ def select_samples(pairs: Sequence[PairedSample], n: int) -> Tuple[List[PairedSa
     while end > 0 and not pairs[end - 1].contact_free:
         end -= 1
     if end == 0:
-        return [], f"all {len(pairs)} buffered samples have contact on the sensor body"
+        return [], f"all {len(pairs)} buffered samples have contact on what the sensor senses"
     start = end
     while start > 0 and pairs[start - 1].contact_free and end - start < n:
         start -= 1
