@@ -13,37 +13,42 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_tare_answer_of_the_sensor_node_is_split_per_sensor():
-    # The node's answer to `tare`: one "<s>: ..." part per sensor, joined by "; ".
+    # The node's answer to `tare`: one "<s>: ..." line per sensor.
     msg = ("punyo_pressure: tared with 10 of 10 samples (most recent contact-free run); "
-           "offset pressure=101324.5 Pa; "
+           "offset pressure=101324.5 Pa\n"
            "punyo_force: tared with 8 of 10 samples (most recent contact-free run); "
-           "offset 1500 entries, mean 0.001 N, max |.| 0.0071 N; "
+           "offset 1500 entries, mean 0.001 N, max |.| 0.0071 N\n"
+           "object_load: tared with 10 of 10 samples (most recent contact-free run); offset value=0.05 N\n"
            "punyo_pad: cannot tare: no contact-free samples")
-    got = parse_tare_answer(msg, ["punyo_pressure", "punyo_force", "punyo_pad", "object_load"])
+    got = parse_tare_answer(msg, ["punyo_pressure", "punyo_force", "punyo_pad", "object_load", "other"])
     assert got["punyo_pressure"] == {"tare_samples": 10, "tare_offset": 101324.5, "tare_status": "tared"}
     assert got["punyo_force"] == {"tare_samples": 8, "tare_status": "tared",
                                   "tare_offset": "1500 entries, mean 0.001 N, max |.| 0.0071 N"}
+    assert got["object_load"] == {"tare_samples": 10, "tare_offset": 0.05, "tare_status": "tared"}
     assert got["punyo_pad"] == {"tare_samples": None, "tare_offset": None,
                                 "tare_status": "failed: no contact-free samples"}
-    assert got["object_load"] == {"tare_samples": None, "tare_offset": None, "tare_status": "missing"}
+    assert got["other"] == {"tare_samples": None, "tare_offset": None, "tare_status": "missing"}
+    # an older node joined the sensors with "; ": still split
+    old = parse_tare_answer("a: tared with 3 of 3 samples (x); offset pressure=5.0 Pa; b: cannot tare: why",
+                            ["a", "b"])
+    assert old["a"]["tare_offset"] == 5.0 and old["b"]["tare_status"] == "failed: why"
 
 
-def test_tare_counts_as_done_when_only_untareable_sensors_fail():
-    def answer(pad_reason):
-        return parse_tare_answer("p: tared with 10 of 10 samples (x); offset pressure=5.0 Pa; "
-                                 f"pad: cannot tare: {pad_reason}", ["p", "pad"])
-    # A model without a tare offset cannot tare: not applicable, the demo's tare is done.
-    per = answer("the ContactSensor model has no tare offset")
-    assert tare_succeeded(False, per)
-    assert per["pad"]["tare_status"] == "not applicable: the ContactSensor model has no tare offset"
-    # A body never free of contact: likewise.
-    assert tare_succeeded(False, answer("all 200 buffered samples have contact on the sensor body"))
-    # Anything else fails the tare.
-    assert not tare_succeeded(False, answer("no measured sample paired with a prediction yet"))
-    # Nothing tared at all fails too, even if every failure is "not applicable".
-    only_pad = parse_tare_answer("pad: cannot tare: the ContactSensor model has no tare offset", ["pad"])
-    assert not tare_succeeded(False, only_pad)
-    assert tare_succeeded(True, {})
+def test_tare_is_done_only_when_the_node_succeeded_and_every_sensor_tared():
+    ok = parse_tare_answer("p: tared with 10 of 10 samples (x); offset pressure=5.0 Pa\n"
+                           "pad: tared with 10 of 10 samples (x); offset force_x=0.05 N, force_y=0 N, "
+                           "force_z=0.05 N", ["p", "pad"])
+    assert tare_succeeded(True, ok)
+    # a sensor whose model keeps no offset fails the tare like any other failure (no exception)
+    no_offset = parse_tare_answer("p: tared with 10 of 10 samples (x); offset pressure=5.0 Pa\n"
+                                  "pad: cannot tare: the Foo model has no tare offset", ["p", "pad"])
+    assert no_offset["pad"]["tare_status"] == "failed: the Foo model has no tare offset"
+    assert not tare_succeeded(False, no_offset)
+    # a sensor missing from the answer, or a service failure, fails too; so does an empty answer
+    assert not tare_succeeded(True, parse_tare_answer("p: tared with 1 of 1 samples (x); offset p=1 Pa",
+                                                      ["p", "pad"]))
+    assert not tare_succeeded(False, ok)
+    assert not tare_succeeded(True, {})
 
 
 def test_offsets_from_calibration_file_scalar_short_and_long_vectors(tmp_path):
@@ -55,6 +60,19 @@ def test_offsets_from_calibration_file_scalar_short_and_long_vectors(tmp_path):
     got = offsets_from_calibration(f, ["p", "w", "d", "absent"])
     assert got["p"] == {"tare_samples": 10, "tare_offset": 101320.0}
     assert got["w"] == {"tare_samples": 9, "tare_offset": [0.0, 0.05, 0.04, 0.06]}
+    # with kinds: the pad's and the load's contact indicator (entry 0) carries no offset, and the
+    # offset is tare − tare_sim_avg: 0.06 − 0.01 = 0.05
+    f.write_text("sensors:\n"
+                 "  w: {samples: 9, calibration: {tare: [1.0, 0.05, 0.04, 0.06], "
+                 "tare_sim_avg: [1.0, 0.0, 0.0, 0.0]}}\n"
+                 "  l: {samples: 10, calibration: {tare: [0.0, 0.06], tare_sim_avg: [0.0, 0.01]}}\n")
+    got = offsets_from_calibration(f, ["w", "l"], {"w": "wrench", "l": "load"})
+    assert got["w"] == {"tare_samples": 9, "tare_offset": pytest.approx([0.05, 0.04, 0.06])}
+    assert got["l"] == {"tare_samples": 10, "tare_offset": pytest.approx(0.05)}
+    f.write_text("sensors:\n"
+                 "  p: {samples: 10, calibration: {tare: [101320.0], tare_sim_avg: [0.0]}}\n"
+                 "  d: {samples: 10, calibration: {tare: [0.001, -0.003, 0.002, 0.0, 0.0, 0.0, 0.004]}}\n")
+    got = offsets_from_calibration(f, ["p", "d", "absent"])
     # 7 entries: mean = 0.004 / 7, max |.| = 0.004.
     assert got["d"]["tare_offset"]["entries"] == 7
     assert got["d"]["tare_offset"]["mean"] == pytest.approx(0.004 / 7)
@@ -135,3 +153,41 @@ def test_summary_table_has_a_row_per_sensor_with_dashes_for_missing_numbers():
     assert row.split() == ["punyo_pressure", "1000", "3.21", "9.9", "1.01e+05", "5.1", "1.01e+05", "10"]
     row = next(line for line in lines if line.startswith("object_load"))
     assert row.split() == ["object_load", "0", "-", "-", "-", "-", "[2", "values]", "-"]
+
+
+def test_shipped_parameter_files_pair_with_the_simulator(tmp_path):
+    # Same body table as contact_sim_node publishes, the simulator's demo sensors with its settings,
+    # and SI measured streams (measured_scale 1.0).
+    from vsf_sensor_ros.apps.contact_sim_node import PARAMS as SIM_PARAMS
+    from vsf_sensor_ros.apps.demo import check_pairing
+    worlds = ["embedded"]
+    fixture = ROOT / ".." / "shared" / "fixtures" / "kinova_punyo"
+    if fixture.is_dir():
+        worlds.append("kinova")
+    for world in worlds:
+        extra = ["--assets", str(fixture.resolve())] if world == "kinova" else []
+        cfg = resolve_config(build_parser().parse_args(["--world", world, "--out", str(tmp_path), *extra]))
+        sim_bodies = list(SIM_PARAMS["contact_body_names"][0])
+        assert cfg.contact_body_names == sim_bodies == ["punyo", "object", "table"]
+        assert [s.name for s in cfg.sensors] == ["punyo_pressure", "punyo_force", "punyo_pad", "object_load"]
+        assert check_pairing(cfg) == [], world
+        assert "contact_body_names:=[punyo,object,table]" in sim_command(cfg)
+
+
+def test_a_parameter_file_that_differs_from_the_simulator_is_reported(tmp_path):
+    from vsf_sensor_ros.apps.demo import check_pairing
+    text = (ROOT / "config" / "sensor_node.yaml").read_text()
+    text = text.replace("radius: 0.03 ", "radius: 0.05 ").replace(
+        "measured_scale: 1.0              # the simulator publishes Pa",
+        "measured_scale: 100.0            # hPa, but the simulator publishes Pa")
+    f = tmp_path / "p.yaml"
+    f.write_text(text)
+    cfg = resolve_config(build_parser().parse_args(["--params-file", str(f), "--out", str(tmp_path)]))
+    problems = check_pairing(cfg)
+    assert len(problems) == 2, problems
+    assert any("object_load.radius is 0.05" in p for p in problems)
+    assert any("punyo_pressure.measured_scale is 100.0" in p for p in problems)
+    f.write_text(text.replace("contact_body_names: [punyo, object, table]", "contact_body_names: []"))
+    cfg = resolve_config(build_parser().parse_args(["--params-file", str(f), "--out", str(tmp_path)]))
+    with pytest.raises(DemoError, match="contact_body_names"):
+        check_pairing(cfg)

@@ -7,12 +7,15 @@ What it does:
 
 1. Leases a free ``ROS_DOMAIN_ID`` and confines discovery to loopback
    (:mod:`vsf_sensor_ros.apps.ros_env`), so parallel runs never meet.
-2. Writes ``<out>/sensor_node_demo.yaml`` (:func:`write_demo_overlay`: the
-   simulator's demo sensors and body table, so node and simulator model the
-   same sensors), starts the sensor node (``vsf_sensor_ros.ros.sensor_node``)
-   with the world's parameter file plus that overlay, waits for its ``tare``
+2. Checks that the world's parameter file (``config/sensor_node.yaml`` or
+   ``config/kinova_punyo.yaml``) pairs with the simulator
+   (:func:`check_pairing`: same body table, the simulator's demo sensors with
+   the same settings, SI on the wire), starts the sensor node
+   (``vsf_sensor_ros.ros.sensor_node``) with that file plus what differs per
+   run (``calibration_file``, ``assets_dir``), waits for its ``tare``
    service, subscribes to every topic on the graph, then starts the simulator
-   (``vsf_sensor_ros.apps.contact_sim_node``): two separate ROS 2 processes.
+   (``vsf_sensor_ros.apps.contact_sim_node``) with the file's body table: two
+   separate ROS 2 processes.
    The simulator runs ``--rate`` steps per second of ``1/rate`` simulated
    seconds each (real time when the machine keeps up).
 3. Records every topic (:mod:`vsf_sensor_ros.apps.recorder`), prints a
@@ -57,10 +60,6 @@ STARTUP_TIMEOUT_S = 90.0   # python + torch + klampt imports on a busy 2-core ma
 DRAIN_S = 1.5              # after the simulator ends, wait this long for the last predictions
 TARE_STRETCH_S = 2.0       # simulated contact-free hold at the start (simulator trajectory.tare_s)
 TARE_AT_S = 1.0            # tare at this simulated time: mid-way through the contact-free hold
-# Node answers meaning "this sensor cannot be tared here", not "the tare went wrong":
-# a model without a tare offset (Klampt ContactSensor, Isaac load sensor), or a
-# body that is never free of contact (the box resting on the table).
-NOT_TAREABLE = ("has no tare", "have contact on the sensor body")
 
 
 class DemoError(RuntimeError):
@@ -107,7 +106,6 @@ class DemoConfig:
     tare_samples: int
     node_name: str = "sensor_node"
     base_params: Dict[str, Any] = field(default_factory=dict)
-    overlay_file: Optional[Path] = None
     contact_body_names: List[str] = field(default_factory=list)
 
 
@@ -261,73 +259,64 @@ def resolve_config(args: argparse.Namespace) -> DemoConfig:
                       out=Path(args.out), duration_s=float(args.duration), rate_hz=float(args.rate),
                       seed=int(args.seed), timeout_s=float(timeout), sensors=sensors,
                       tare_samples=int(params.get("tare_samples", 10)), node_name=node_name or "sensor_node",
-                      base_params=params)
+                      base_params=params,
+                      contact_body_names=[str(b) for b in (params.get("contact_body_names") or [])])
 
 
-def _nest(flat: Dict[str, Any]) -> Dict[str, Any]:
-    # "<s>.<key>" -> {s: {key: ...}}: the form every ROS 2 YAML parser reads.
-    out: Dict[str, Any] = {}
-    for k, v in flat.items():
-        head, _, rest = k.partition(".")
-        if rest:
-            out.setdefault(head, {})[rest] = v
-        else:
-            out[k] = v
-    return out
+def _same(a: Any, b: Any) -> bool:
+    """Parameter values equal (numbers and number lists to 1e-9 relative, others exactly)."""
+    try:
+        x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    except (TypeError, ValueError):
+        return a == b
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    return x.shape == y.shape and bool(np.allclose(x, y, rtol=1e-9, atol=0.0))
 
 
-def write_demo_overlay(cfg: DemoConfig) -> Path:
-    """Make the sensor node model exactly the sensors the simulator measures.
+def check_pairing(cfg: DemoConfig) -> List[str]:
+    """What in the node's parameter file does not pair with the simulator's measured streams.
 
-    The simulator publishes ``<s>/measured`` for the demo sensors of its world
+    The simulator (:mod:`vsf_sensor_ros.apps.contact_sim_node`) publishes
+    ``<s>/measured`` in SI for the demo sensors of its world
     (:func:`vsf_sensor_ros.apps.sim_sensors.demo_sensor_specs`, whose settings
-    depend on the world's bubble mesh) in SI units, and indexes contact bodies
-    by its ``contact_body_names``.  This writes ``<out>/sensor_node_demo.yaml``,
-    loaded after the world's parameter file, with those sensors
-    (:func:`~vsf_sensor_ros.apps.sim_sensors.sensor_node_sensor_params`),
-    ``measured_scale: 1.0`` (SI on the wire) and the simulator's body table,
-    which is also passed to the simulator.  ``cfg.sensors``,
-    ``cfg.overlay_file`` and ``cfg.contact_body_names`` are updated.
+    depend on the world's bubble mesh).  The shipped files set exactly those
+    sensors, ``measured_scale: 1.0`` and the simulator's body table; a custom
+    ``--params-file`` that differs still runs, with these differences reported
+    as warnings (residuals of a differing sensor compare different models).
+
+    Returns:
+        One line per difference (empty when the file pairs).
 
     Raises:
-        DemoError: the world's assets cannot be loaded.
+        DemoError: the file has no ``contact_body_names`` (the simulator would
+            index bodies the node does not know), or the world's assets cannot
+            be loaded.
     """
-    import yaml
-
-    from vsf_sensor_ros.apps.contact_sim_node import PARAMS as SIM_PARAMS
     from vsf_sensor_ros.apps.sim_sensors import demo_sensor_specs, sensor_node_sensor_params
     from vsf_sensor_ros.apps.sim_world import load_assets
+    if not cfg.contact_body_names:
+        raise DemoError(f"{cfg.params_file} sets no contact_body_names: the demo passes the node's body "
+                        "table to the simulator, e.g. contact_body_names: [punyo, object, table]")
     try:
         assets = load_assets(cfg.world, None if cfg.assets is None else str(cfg.assets))
     except (OSError, ValueError) as exc:
         raise DemoError(f"cannot load the {cfg.world} world's assets: {exc}") from exc
-    overlay = sensor_node_sensor_params(list(demo_sensor_specs(assets).values()))
-    for name in overlay["sensors"]:
-        overlay[f"{name}.measured_scale"] = 1.0
-    cfg.contact_body_names = [str(b) for b in SIM_PARAMS["contact_body_names"][0]]
-    overlay["contact_body_names"] = list(cfg.contact_body_names)
-    cfg.out.mkdir(parents=True, exist_ok=True)
-    if cfg.world == "kinova":
-        # The Kinova parameter file models the robot and the bubble only; the pressed
-        # box (where the load sensor sits) joins as a free body following the
-        # simulator's object/pose, with the simulator's box as its mesh.
-        import trimesh
-        box = trimesh.creation.box(extents=[float(v) for v in SIM_PARAMS["object.size"][0]])
-        mesh_path = (cfg.out / "object_box.stl").resolve()
-        box.export(mesh_path)
-        bodies = [b for b in (cfg.base_params.get("bodies") or []) if b]
-        overlay["bodies"] = bodies + [b for b in ("object",) if b not in bodies]
-        overlay["object.mesh"] = str(mesh_path)
-        overlay["object.parent_link"] = ""
-        overlay["object.pose_topic"] = "object/pose"
-    path = (cfg.out / "sensor_node_demo.yaml").resolve()
-    path.write_text("# Written by the demo: the simulator's demo sensors and body table for the\n"
-                    "# sensor node,"
-                    f" loaded after {cfg.params_file}.\n"
-                    + yaml.safe_dump({cfg.node_name: {"ros__parameters": _nest(overlay)}}, sort_keys=False))
-    cfg.overlay_file = path
-    cfg.sensors = sensors_from_params({**cfg.base_params, **overlay}, path)
-    return path
+    expected = sensor_node_sensor_params(list(demo_sensor_specs(assets).values()))
+    params = cfg.base_params
+    problems: List[str] = []
+    for name in expected["sensors"]:
+        if name not in (params.get("sensors") or []):
+            problems.append(f"the simulator measures {name!r} but {cfg.params_file.name} has no such sensor")
+            continue
+        for key, want in expected.items():
+            if key.startswith(name + ".") and not _same(params.get(key), want):
+                problems.append(f"{key} is {params.get(key)!r} in {cfg.params_file.name}; the simulator "
+                                f"measures with {want!r}")
+        scale = params.get(f"{name}.measured_scale", 1.0)
+        if not _same(scale, 1.0):
+            problems.append(f"{name}.measured_scale is {scale!r}; the simulator publishes SI (1.0)")
+    return problems
 
 
 # -- the session ------------------------------------------------------------------------------
@@ -369,8 +358,9 @@ def parse_tare_answer(message: str, sensors: Sequence[str]) -> Dict[str, Dict[st
     """Per-sensor sample count and offset text from the sensor node's ``tare`` answer.
 
     The node answers ``"<s>: tared with <used> of <N> samples (...); offset <text>"``
-    per sensor, joined by ``"; "`` (or ``"<s>: cannot tare: <why>"``).  A
-    single-valued offset (``pressure=101325 Pa``) is returned as a float.
+    per sensor, one line each (or ``"<s>: cannot tare: <why>"``; ``"; "``
+    between sensors is accepted too).  A single-valued offset
+    (``pressure=101325 Pa``) is returned as a float.
 
     Returns:
         sensor -> ``{"tare_samples": int | None, "tare_offset": float | str | None,
@@ -379,7 +369,7 @@ def parse_tare_answer(message: str, sensors: Sequence[str]) -> Dict[str, Dict[st
     out: Dict[str, Dict[str, Any]] = {s: {"tare_samples": None, "tare_offset": None, "tare_status": "missing"}
                                       for s in sensors}
     marks = sorted((m.start(), s) for s in sensors
-                   for m in re.finditer(rf"(?:^|; ){re.escape(s)}: ", message))
+                   for m in re.finditer(rf"(?:^|; |\n){re.escape(s)}: ", message))
     for k, (pos, s) in enumerate(marks):
         end = marks[k + 1][0] if k + 1 < len(marks) else len(message)
         part = message[pos:end]
@@ -399,11 +389,15 @@ def parse_tare_answer(message: str, sensors: Sequence[str]) -> Dict[str, Dict[st
     return out
 
 
-def offsets_from_calibration(path: Path, sensors: Sequence[str]) -> Dict[str, Dict[str, Any]]:
+def offsets_from_calibration(path: Path, sensors: Sequence[str],
+                             kinds: Optional[Dict[str, str]] = None) -> Dict[str, Dict[str, Any]]:
     """Per-sensor tare offset and sample count from the node's ``save_calibration`` YAML.
 
-    File layout (``sensor_node``): ``sensors: {<s>: {samples: n, calibration: {tare: [...], ...}}}``.
-    An offset of one entry is returned as a float, up to 6 entries as a list, more
+    File layout (``sensor_node``): ``sensors: {<s>: {samples: n, calibration: {tare: [...],
+    tare_sim_avg: [...]}}}``.  The offset is what the model adds, ``tare − tare_sim_avg``
+    (``tare`` when there is no average); for the kinds ``wrench`` and ``load`` (``kinds``:
+    sensor -> kind) the leading contact indicator entry, which carries no offset, is left
+    out.  An offset of one entry is returned as a float, up to 6 entries as a list, more
     (dense force fields) as ``{"entries", "mean", "max_abs"}`` (the full vector stays in the file).
 
     Returns:
@@ -422,11 +416,16 @@ def offsets_from_calibration(path: Path, sensors: Sequence[str]) -> Dict[str, Di
         entry = (doc.get("sensors") or {}).get(s)
         if not isinstance(entry, dict):
             continue
-        tare = (entry.get("calibration") or {}).get("tare")
+        calib = entry.get("calibration") or {}
+        tare = calib.get("tare")
         if tare is None:
             offset: Any = None
         else:
             arr = np.asarray(tare, dtype=np.float64).reshape(-1)
+            if calib.get("tare_sim_avg") is not None:
+                arr = arr - np.asarray(calib["tare_sim_avg"], dtype=np.float64).reshape(-1)
+            if (kinds or {}).get(s) in ("wrench", "load"):
+                arr = arr[1:]
             if arr.size == 1:
                 offset = float(arr[0])
             elif arr.size <= 6:
@@ -440,24 +439,15 @@ def offsets_from_calibration(path: Path, sensors: Sequence[str]) -> Dict[str, Di
 
 
 def tare_succeeded(service_success: bool, per_sensor: Dict[str, Dict[str, Any]]) -> bool:
-    """Whether the demo's tare counts as done; marks untareable sensors ``not applicable``.
+    """Whether the demo's tare is done: the node answered ``success`` and every sensor tared.
 
-    The node's ``tare`` answers ``success`` only when *every* sensor tared.
-    Some cannot by nature: models without a tare offset (Klampt
-    ``ContactSensor``, the Isaac-style load sensor) and sensors on a body that
-    is never free of contact (see :data:`NOT_TAREABLE`).  Their status becomes
-    ``"not applicable: <why>"`` (in place) and they do not fail the demo; any
-    other failure does, and at least one sensor must have tared.
+    The node's global ``tare`` answers ``success`` only when every sensor
+    tared; every shipped model has a tare offset and every demo sensor is
+    contact-free during the hold (the load sensor's radius leaves out the
+    table under the box), so any failed or missing sensor fails the demo.
     """
-    for entry in per_sensor.values():
-        st = entry["tare_status"]
-        if st.startswith("failed") and any(p in st for p in NOT_TAREABLE):
-            entry["tare_status"] = "not applicable: " + st.split(": ", 1)[1]
-    if service_success:
-        return True
-    statuses = [e["tare_status"] for e in per_sensor.values()]
-    return any(st == "tared" for st in statuses) and all(
-        st == "tared" or st.startswith("not applicable") for st in statuses)
+    return service_success and bool(per_sensor) and all(
+        e["tare_status"] == "tared" for e in per_sensor.values())
 
 
 class Progress:
@@ -499,8 +489,6 @@ def node_command(cfg: DemoConfig) -> List[str]:
     ``save_calibration`` after the tare) and does not tare on its own.
     """
     cmd = [sys.executable, "-m", NODE_MODULE, "--ros-args", "--params-file", str(cfg.params_file)]
-    if cfg.overlay_file is not None:
-        cmd += ["--params-file", str(cfg.overlay_file)]
     cmd += ["-p", f"calibration_file:={(cfg.out / 'calibration.yaml').resolve()}",
             "-p", "tare_on_start:=false"]
     if cfg.assets is not None:
@@ -637,7 +625,9 @@ def run_session(cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: P
             saved = call_trigger(save_client, "saving the calibration")
             if saved is not None and saved.success:
                 try:
-                    for name, entry in offsets_from_calibration(cfg.out / "calibration.yaml", names).items():
+                    kinds = {s.name: s.kind for s in cfg.sensors}
+                    for name, entry in offsets_from_calibration(cfg.out / "calibration.yaml", names,
+                                                                kinds).items():
                         if tare.per_sensor[name]["tare_status"] == "tared":
                             tare.per_sensor[name].update(entry)
                 except DemoError as exc:
@@ -950,10 +940,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     _clean_out(cfg.out)
     logs_dir = cfg.out / "logs"
     try:
-        write_demo_overlay(cfg)
+        pairing = check_pairing(cfg)
     except DemoError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    for line in pairing:
+        print(f"warning: {line}", file=sys.stderr)
     domain_id = free_domain_id()
     apply_localhost_env(domain_id)
     session: Optional[SessionResult] = None
@@ -967,6 +959,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if session is None:
             print(f"\ndemo FAILED: {failure}\n(children's output: {logs_dir})", file=sys.stderr)
             return 1
+        session.errors[:0] = [f"parameter file does not pair with the simulator: {p}" for p in pairing]
         bag = write_bag(session.logs.values(), cfg.out, "run")
         series = {s.name: _series_for(session, s) for s in cfg.sensors}
         summary = build_summary(cfg, session, series, bag)
