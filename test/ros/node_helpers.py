@@ -26,6 +26,8 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState, PointCloud2
 
+from vsf_sensor_ros.apps.processes import default_sigint
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / ".." / "shared" / "fixtures" / "kinova_punyo"
 RELIABLE = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000, reliability=ReliabilityPolicy.RELIABLE,
@@ -60,7 +62,7 @@ class NodeProcess:
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(self.cmd, env=self.env, cwd=str(ROOT), stdout=self._log,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=default_sigint)
         return self
 
     def alive(self) -> bool:

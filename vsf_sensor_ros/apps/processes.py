@@ -17,6 +17,16 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 
+def default_sigint() -> None:
+    """Restore the default SIGINT action in a child (run between fork and exec).
+
+    A program started from a background job inherits SIGINT as *ignored*, and
+    Python then installs no KeyboardInterrupt handler: the graceful stop
+    (SIGINT first) would be lost and every child would end by SIGTERM.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class ManagedProcess:
     """One child process with its output in a log file.
 
@@ -54,7 +64,7 @@ class ManagedProcess:
             log.flush()
             self.proc = subprocess.Popen(self.cmd, env=self.env, cwd=self.cwd, stdout=log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
+                                         start_new_session=True, preexec_fn=default_sigint)
         self.started_at = time.monotonic()
 
     @property
