@@ -160,3 +160,19 @@ def test_global_tare_succeeds_for_all_four_sensors_with_the_box_resting_on_the_t
     f = for_stamp(probe, "/punyo_pad/predicted", t)[-1].wrench.force
     assert (f.x, f.y, f.z) == pytest.approx((0.05, 0.0, 0.05), abs=1e-12)
     assert for_stamp(probe, "/object_load/predicted", t)[-1].wrench.force.z == pytest.approx(0.06, abs=1e-12)
+
+
+def test_a_hasForce_change_drops_the_pad_calibration_and_keeps_the_others(node, probe):
+    # The pad's tare has 4 entries [contact, fx, fy, fz]; with one axis left it would not line up.
+    _, cal = node
+    assert probe.set_params({"punyo_pad.hasForce": [False, False, True]})[0].successful
+    t = Time(sec=40)
+    probe.send("/contacts", box_on_table(t))
+    for s in ("punyo_pad", "object_load"):
+        assert probe.spin_until(lambda s=s: for_stamp(probe, f"/{s}/predicted", t), 10.0), s
+    f = for_stamp(probe, "/punyo_pad/predicted", t)[-1].wrench.force
+    assert (f.x, f.y, f.z) == (0.0, 0.0, 0.0)            # untared: no offset, nothing on the patch
+    assert for_stamp(probe, "/object_load/predicted", t)[-1].wrench.force.z == pytest.approx(0.06, abs=1e-12)
+    assert probe.call(Trigger, "/save_calibration", Trigger.Request()).success
+    saved = yaml.safe_load(Path(cal).read_text())["sensors"]
+    assert sorted(saved) == ["object_load", "punyo_force", "punyo_pressure"]
