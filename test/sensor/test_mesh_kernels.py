@@ -151,6 +151,26 @@ def test_queries_compile_nothing_after_construction():
     assert [len(k.signatures) for k in kernels] == before
 
 
+def test_dense_force_sensor_calls_compile_nothing_after_attach():
+    import torch
+
+    from vsf_sensor_ros.sensor import ContactState, PunyoDenseForceSensor, SimState
+    V, F = _bumpy_sphere()
+    s = PunyoDenseForceSensor("f", "punyo")
+    s.attach((V, F))
+    kernels = (_mesh_kernels.grid_best, _mesh_kernels.finish, _mesh_kernels.dense_force_outputs)
+    before = [len(k.signatures) for k in kernels]
+    for dtype in (torch.float32, torch.float64):
+        for elems in (None, torch.tensor([-1, 3, -1]), torch.tensor([1, 3, 2], dtype=torch.int32)):
+            st = SimState({"punyo": torch.eye(4, dtype=dtype), "o": torch.eye(4, dtype=dtype)}, {},
+                          {("punyo", "o"): ContactState(torch.tensor(V[:3] * 1.01, dtype=dtype),
+                                                        torch.ones(3, 3, dtype=dtype), elems)})
+            s.predict_with_jacobian(st)
+            s.predict(st)
+            s.sparse_force_jacobian(st)
+    assert [len(k.signatures) for k in kernels] == before
+
+
 def test_backend_names_are_checked_and_numpy_is_the_reference():
     V, F = _bumpy_sphere()
     with pytest.raises(ValueError, match="backend"):

@@ -357,3 +357,36 @@ def test_half_precision_states_take_the_torch_path_and_keep_their_dtype(dtype):
     assert out.dtype == dtype and J.values.dtype == dtype
     np.testing.assert_allclose(per_vertex(out).float().numpy()[:3, 2], [-0.5, -1.0, -0.5])
     assert s.sparse_force_jacobian(st).values.dtype == dtype
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_compiled_assembly_equals_the_numpy_assembly_bit_for_bit(dtype):
+    # predict/Jacobian of a CPU state run in one compiled pass when numba is present; the numpy
+    # functions are the reference (and the fallback without numba): same entries, same rounding
+    pytest.importorskip("numba", reason="numba not installed: only the numpy assembly exists")
+    import trimesh
+    sphere = trimesh.creation.icosphere(subdivisions=2, radius=0.05)
+    s = PunyoDenseForceSensor("f", "punyo")
+    s.attach(sphere)
+    assert s.query.backend == "numba"
+    rng = np.random.default_rng(1)
+    surf, _ = trimesh.sample.sample_surface(sphere, 60, seed=1)
+    T = T_of(RZ90, (0.1, -0.2, 0.3), dtype=dtype)
+    world = torch.tensor(surf, dtype=dtype) @ T[:3, :3].T + T[:3, 3]
+    elems = torch.tensor(np.where(rng.random(60) < 0.4, rng.integers(0, len(sphere.vertices), 60), -1))
+    forces = torch.tensor(rng.standard_normal((60, 3)), dtype=dtype)
+    st = state({("punyo", "finger"): ContactState(world[:40], forces[:40], elems[:40]),
+                ("punyo", "box"): ContactState(world[40:], forces[40:])}, T=T, dtype=dtype)
+    s.set_calibration({"tare": rng.standard_normal(3 * len(sphere.vertices))})
+    nmap = s._numpy_map(st)
+    assert len(nmap[2]) > 0 and len(nmap[4]) > 0                  # both modes present
+    pred, J = s._fast_outputs(nmap, True, True)
+    ref_pred, ref_J = s._numpy_predict(nmap), s._numpy_sparse(nmap)
+    assert pred.dtype == dtype and J.values.dtype == dtype
+    np.testing.assert_array_equal(pred.numpy(), ref_pred.numpy())
+    for field in ("rows", "cols", "values"):
+        np.testing.assert_array_equal(getattr(J, field).numpy(), getattr(ref_J, field).numpy())
+    assert (J.shape, J.pairs, J.offsets) == (ref_J.shape, ref_J.pairs, ref_J.offsets)
+    # and the public calls use it
+    np.testing.assert_array_equal(s.predict(st).numpy(), ref_pred.numpy())
+    np.testing.assert_array_equal(s.sparse_force_jacobian(st).values.numpy(), ref_J.values.numpy())

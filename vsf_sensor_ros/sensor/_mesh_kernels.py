@@ -9,7 +9,8 @@ inputs (tests compare them at 1e-15):
 * :func:`grid_best` = ``query``'s near-surface grid path (``_best_of`` over a cell's candidates);
 * :func:`table_best` = the first round of ``_query_kd`` (``_best_of`` over ``(M, K)`` candidates);
 * :func:`pairs_eval` = ``_evaluate_pairs`` (flattened point-triangle pairs of ``_refine``);
-* :func:`finish` = ``_weights_from_region`` + closest point + distance.
+* :func:`finish` = ``_weights_from_region`` + closest point + distance;
+* :func:`dense_force_outputs` = ``PunyoDenseForceSensor``'s numpy prediction + COO Jacobian.
 
 Candidates are evaluated in table order and a later one replaces the best only when strictly
 closer (``numpy.argmin``'s first-minimum rule); within a triangle the face, then edges ab, ac, bc,
@@ -32,7 +33,7 @@ from typing import Callable
 import numpy as np
 from numba import njit
 
-__all__ = ["finish", "grid_best", "pairs_eval", "table_best", "warm_up"]
+__all__ = ["dense_force_outputs", "finish", "grid_best", "pairs_eval", "table_best", "warm_up"]
 
 
 def _jit(fn: Callable) -> Callable:
@@ -176,6 +177,41 @@ def finish(P: np.ndarray, tri: np.ndarray, reg: np.ndarray, par: np.ndarray, V: 
         dist[i] = math.sqrt(acc)
 
 
+@_jit
+def dense_force_outputs(local: np.ndarray, pv_c: np.ndarray, pv_v: np.ndarray, b_c: np.ndarray,
+                        b_v: np.ndarray, b_w: np.ndarray, Rt: np.ndarray, out: np.ndarray,
+                        rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, jac: bool) -> None:
+    """Punyo dense-force prediction and COO Jacobian (``PunyoDenseForceSensor``'s numpy path).
+
+    ``out (3V,)`` float64 zeros on entry accumulates ``w · local[c]`` on rows ``3 v + d``,
+    per-vertex contacts first, then barycentric ones corner by corner (the order of the numpy
+    path's ``bincount``, so the float64 sums round identically); products are formed in the
+    input dtype as numpy does.  When ``jac``: ``rows/cols/vals`` (``9 n_pv + 27 n_b``) get entry
+    ``(3 v + d, 3 c + e, w Rt[d, e])`` in the numpy path's order.
+    """
+    k = 0
+    for n in range(pv_c.shape[0]):
+        c, v = pv_c[n], pv_v[n]
+        for d in range(3):
+            out[3 * v + d] += local[c, d]
+        if jac:
+            for d in range(3):
+                for e in range(3):
+                    rows[k], cols[k], vals[k] = 3 * v + d, 3 * c + e, Rt[d, e]
+                    k += 1
+    for n in range(b_c.shape[0]):
+        c = b_c[n]
+        for j in range(3):
+            v, w = b_v[n, j], b_w[n, j]
+            for d in range(3):
+                out[3 * v + d] += w * local[c, d]
+            if jac:
+                for d in range(3):
+                    for e in range(3):
+                        rows[k], cols[k], vals[k] = 3 * v + d, 3 * c + e, w * Rt[d, e]
+                        k += 1
+
+
 def warm_up() -> None:
     """Compile (or load from the cache) every kernel for the argument types ``mesh.py`` passes.
 
@@ -198,3 +234,9 @@ def warm_up() -> None:
     table_best(P, one, CT, tri, reg, par, best2)
     pairs_eval(P, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), CT, best2, reg, par)
     finish(P, tri, reg, par, V, F, np.zeros((1, 3)), np.zeros((1, 3)), np.zeros(1))
+    i1, i13 = np.zeros(1, dtype=np.int64), np.zeros((1, 3), dtype=np.int64)
+    for dt in (np.float32, np.float64):                       # states are float32 or float64
+        f13, f33 = np.zeros((1, 3), dtype=dt), np.zeros((3, 3), dtype=dt)
+        for jac in (False, True):
+            dense_force_outputs(f13, i1, i1, i1, i13, f13, f33, np.zeros(3), np.zeros(36, dtype=np.int64),
+                                np.zeros(36, dtype=np.int64), np.zeros(36, dtype=dt), jac)

@@ -91,8 +91,14 @@ class PunyoDenseForceSensor(BaseSensor):
     The mesh and its closest-triangle query are built once in ``attach``.
     ``predict`` is the fast path (no autograd; the closest-point search runs
     on the CPU in float64 and its weights are cast to the state's
-    dtype/device; for CPU states the bookkeeping is numpy on zero-copy views,
-    whose per-call overhead is far below torch's, for other devices torch);
+    dtype/device; for float32/float64 CPU states the bookkeeping is numpy on
+    zero-copy views, whose per-call overhead is far below torch's, and the
+    prediction + COO Jacobian are filled in one compiled pass when numba is
+    installed (bit-identical to the numpy functions that are the fallback);
+    for other devices/dtypes torch).  Measured with 100 barycentric contacts
+    on the real Punyo mesh, one thread: ``predict_with_jacobian`` ~0.09 ms
+    (was ~0.76 ms before the numba kernels; the seed-style dense reference
+    takes ~5-7 ms);
     ``predict_torch`` gives the same numbers and is
     differentiable w.r.t. the forces and the body transform (including the
     barycentric weights' dependence on where the contact point lands; the
@@ -283,6 +289,30 @@ class PunyoDenseForceSensor(BaseSensor):
             bary_vertices, bary_weights = np.zeros((0, 3), dtype=np.int64), np.zeros((0, 3), dtype=R.dtype)
         return (R, local, pv_c, pv_v, bary_c, bary_vertices, bary_weights, pairs, offsets)
 
+    def _fast_outputs(self, nmap, pred: bool, jac: bool):
+        """``(prediction or None, SparseJacobian or None)`` from a ``_numpy_map``: one compiled
+        pass when the query has numba kernels, else the numpy functions below (same numbers)."""
+        kn = self._require_attached()._kernels
+        if kn is None:
+            return (self._numpy_predict(nmap) if pred else None), (self._numpy_sparse(nmap) if jac else None)
+        R, local, pv_c, pv_v, b_c, b_v, b_w, pairs, offsets = nmap
+        nnz = 9 * len(pv_c) + 27 * len(b_c) if jac else 0
+        out = np.zeros(3 * self.num_vertices)
+        rows, cols = np.empty(nnz, dtype=np.int64), np.empty(nnz, dtype=np.int64)
+        vals = np.empty(nnz, dtype=R.dtype)
+        kn.dense_force_outputs(local, pv_c, pv_v, b_c, b_v, b_w, np.ascontiguousarray(R.T), out, rows, cols,
+                               vals, jac)
+        prediction = J = None
+        if pred:
+            prediction = torch.from_numpy(out.astype(R.dtype, copy=False))
+            offset = self._offset(prediction.dtype, prediction.device)
+            prediction = prediction if offset is None else prediction + offset
+        if jac:
+            J = SparseJacobian(rows=torch.from_numpy(rows), cols=torch.from_numpy(cols),
+                               values=torch.from_numpy(vals), shape=(3 * self.num_vertices, 3 * offsets[-1]),
+                               pairs=list(pairs), offsets=list(offsets))
+        return prediction, J
+
     def _numpy_predict(self, nmap) -> torch.Tensor:
         R, local, pv_c, pv_v, b_c, b_v, b_w, _, offsets = nmap
         # one bincount over entry 3 v + d; contributions to each entry are summed in the same order
@@ -336,7 +366,7 @@ class PunyoDenseForceSensor(BaseSensor):
         """
         nmap = self._numpy_map(state)
         if nmap is not None:                               # numpy: no autograd involved
-            return self._numpy_predict(nmap)
+            return self._fast_outputs(nmap, True, False)[0]
         with torch.no_grad():
             cmap = self.contact_map(state)
             return self._assemble(cmap, cmap.bary_weights)
@@ -412,7 +442,7 @@ class PunyoDenseForceSensor(BaseSensor):
         """
         nmap = self._numpy_map(state)
         if nmap is not None:
-            return self._numpy_sparse(nmap)
+            return self._fast_outputs(nmap, False, True)[1]
         with torch.no_grad():
             return self._sparse(self.contact_map(state))
 
@@ -424,7 +454,7 @@ class PunyoDenseForceSensor(BaseSensor):
         """``(predict(state), sparse_force_jacobian(state))`` sharing one closest-point search."""
         nmap = self._numpy_map(state)
         if nmap is not None:
-            return self._numpy_predict(nmap), self._numpy_sparse(nmap)
+            return self._fast_outputs(nmap, True, True)
         with torch.no_grad():
             cmap = self.contact_map(state)
             return self._assemble(cmap, cmap.bary_weights), self._sparse(cmap)
