@@ -176,3 +176,19 @@ def test_a_hasForce_change_drops_the_pad_calibration_and_keeps_the_others(node, 
     assert probe.call(Trigger, "/save_calibration", Trigger.Request()).success
     saved = yaml.safe_load(Path(cal).read_text())["sensors"]
     assert sorted(saved) == ["object_load", "punyo_force", "punyo_pressure"]
+
+    # Tare the z-only pad (measured z: 0.02, 0.03, 0.04 -> offset 0.03 N), then switch to x only: the
+    # entry count stays 2, but force_z's offset must not move to force_x.
+    for k, fz in enumerate((0.02, 0.03, 0.04)):
+        t = Time(sec=50 + k)
+        probe.send("/contacts", box_on_table(t))
+        probe.send("/punyo_pad/measured", wrench((0.0, 0.0, fz), t))
+        assert probe.spin_until(lambda: for_stamp(probe, "/punyo_pad/residual", t), 10.0), k
+    r = probe.call(Trigger, "/punyo_pad/tare", Trigger.Request())
+    assert r.success and "force_z=0.03 N" in r.message, r.message
+    assert probe.set_params({"punyo_pad.hasForce": [True, False, False]})[0].successful
+    t = Time(sec=60)
+    probe.send("/contacts", box_on_table(t))
+    assert probe.spin_until(lambda: for_stamp(probe, "/punyo_pad/predicted", t), 10.0)
+    f = for_stamp(probe, "/punyo_pad/predicted", t)[-1].wrench.force
+    assert (f.x, f.y, f.z) == (0.0, 0.0, 0.0)

@@ -949,10 +949,14 @@ class SensorNode(Node):
             old_type = h.config.measured_type()
             h.config = cfg
             if sensor is not None:
+                old_cal = h.sensor.get_calibration()
                 try:
-                    sensor.set_calibration(h.sensor.get_calibration())
+                    if old_cal and sensor.measurement_names() != h.sensor.measurement_names():
+                        # e.g. a ContactSensor's hasForce changed: the tare's entries no longer line up
+                        raise ValueError(f"measurements {h.sensor.measurement_names()} -> "
+                                         f"{sensor.measurement_names()}")
+                    sensor.set_calibration(old_cal)
                 except ValueError as exc:
-                    # e.g. a ContactSensor's hasForce changed: the tare no longer matches the readings
                     h.stats.calibration = "none (dropped: measurement layout changed)"
                     h.tare_samples_used = None
                     self.get_logger().warn(f"sensor {name!r}: calibration dropped ({exc}); tare again")
