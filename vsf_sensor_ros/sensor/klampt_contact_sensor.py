@@ -48,9 +48,8 @@ measured on the real pad is reproduced exactly, a reading may then exceed
 model's own force, and a zero error of the force channel does not make the
 pad detect contact (averaging the indicator over contact-free samples
 would only ever give 0 anyway).  The offset does not depend on the forces,
-so the Jacobian is unchanged.  A ``hasForce`` change that alters the
-measurement layout drops the calibration (its entries would no longer line
-up with the readings).
+so the Jacobian is unchanged.  Any ``hasForce`` change drops the
+calibration (its entries follow the measurement layout it was set for).
 
 Contact for a tare (:meth:`ContactSensor.in_contact`): any contact inside
 the patch (``inside_c``), whatever its force or weight, i.e. before
@@ -577,8 +576,8 @@ class ContactSensor(BaseSensor):
             ValueError: as ``predict``.
         """
         self._check_state(state)
-        w, _, _ = self._weighted(state, inside_only=True)
-        return bool(w.any())
+        inside, _, _ = self._weighted(state, inside_only=True)
+        return bool(inside.any())
 
     # -- calibration ---------------------------------------------------------------------------
     def set_calibration(self, calib_dict: dict) -> None:
