@@ -56,13 +56,14 @@ def fixtures_dir() -> Optional[Path]:
     return d if ok else None
 
 
-def node_params(world_kind: str, assets_dir: Optional[Path]) -> Dict[str, Any]:
+def node_params(world_kind: str, assets_dir: Optional[Path], jacobians: bool = True) -> Dict[str, Any]:
     """``ros__parameters`` of the node under test (flat dotted keys).
 
     Args:
         world_kind: ``'kinova'`` (Kinova Gen3 + real Punyo mesh on
             ``EndEffector_Link``; needs ``assets_dir``) or ``'embedded'``.
         assets_dir: the fixture folder for ``'kinova'``.
+        jacobians: both sensors publish ``<s>/jacobian`` (the benchmark's configuration).
     """
     from benchmarks.bench_publisher import CONTACT_BODY_NAMES
     p: Dict[str, Any] = {}
@@ -91,19 +92,20 @@ def node_params(world_kind: str, assets_dir: Optional[Path]) -> Dict[str, Any]:
         "sensors": list(SENSORS),
         "punyo_pressure.type": "PunyoPressureSensor",
         "punyo_pressure.attachment": "punyo",
-        "punyo_pressure.publish_jacobian": True,
+        "punyo_pressure.publish_jacobian": jacobians,
         "punyo_pressure.publish_markers": False,
         "punyo_force.type": "PunyoDenseForceSensor",
         "punyo_force.attachment": "punyo",
-        "punyo_force.publish_jacobian": True,
+        "punyo_force.publish_jacobian": jacobians,
         "punyo_force.publish_markers": False,
     })
     return p
 
 
-def output_topics() -> List[str]:
+def output_topics(jacobians: bool = True) -> List[str]:
     """Every topic the node publishes once per contacts message (in publication order)."""
-    return [f"/{s}/{k}" for s in SENSORS for k in ("predicted", "jacobian")]
+    kinds = ("predicted", "jacobian") if jacobians else ("predicted",)
+    return [f"/{s}/{k}" for s in SENSORS for k in kinds]
 
 
 class Sampler(threading.Thread):
@@ -293,7 +295,8 @@ def summarize_phase(phase: Dict[str, Any], receiver: Receiver, sampler: Sampler)
 
 def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: int = 200,
                    workdir: Optional[Path] = None, log: Any = print, world: str = "auto",
-                   node_module: str = "vsf_sensor_ros.ros.sensor_node") -> Dict[str, Any]:
+                   node_module: str = "vsf_sensor_ros.ros.sensor_node", jacobians: bool = True
+                   ) -> Dict[str, Any]:
     """Start the node, drive it through ``phases`` and measure; always stops both children.
 
     Args:
@@ -306,6 +309,7 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
             embedded world), ``'kinova'`` or ``'embedded'``.
         node_module: module run with ``python -m`` as the node (the shipped node by
             default; another entry point for experiments, e.g. a different executor).
+        jacobians: publish (and receive) the Jacobian topics; False measures predictions only.
 
     Returns:
         ``{"world", "qos", "contacts", "node_start_s", "phases": [summary...], ...}`` or
@@ -328,8 +332,8 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
     workdir = Path(workdir or tempfile.mkdtemp(prefix="vsf_bench_node_"))
     workdir.mkdir(parents=True, exist_ok=True)
     params_file = workdir / "node_params.yaml"
-    params_file.write_text(yaml.safe_dump({"sensor_node": {"ros__parameters": node_params(world, assets)}},
-                                          sort_keys=False))
+    params = node_params(world, assets, jacobians)
+    params_file.write_text(yaml.safe_dump({"sensor_node": {"ros__parameters": params}}, sort_keys=False))
     domain = free_domain_id()
     apply_localhost_env(domain)
     env = localhost_env(domain)
@@ -355,10 +359,11 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
     result: Dict[str, Any] = {"world": world, "assets": str(assets) if assets else None, "qos": QOS_TEXT,
                               "workdir": str(workdir), "contacts_per_message": contacts,
                               "contacts_mode": "barycentric",
-                              "sensors": list(SENSORS), "markers": "off", "ros_domain_id": domain,
+                              "sensors": list(SENSORS), "jacobians": jacobians, "markers": "off",
+                              "ros_domain_id": domain,
                               "rmw": os.environ.get("RMW_IMPLEMENTATION", "default (rmw_fastrtps_cpp)")}
     try:
-        receiver = Receiver(output_topics())
+        receiver = Receiver(output_topics(jacobians))
         t_start = time.monotonic()
         node.start()
         sampler = Sampler(node.pid)
