@@ -5,12 +5,14 @@ Three independent answers are compared on every point set:
 * ``backend='numba'`` and ``backend='numpy'`` of ``ClosestTriangleQuery`` must agree bit for bit
   (same formulas in the same order; same triangle, region, weights, point, distance);
 * both must match a brute force over ALL triangles computed with trimesh's own exact
-  point-triangle routine: the distance to the mesh, and the distance to the triangle the query
-  picked (so the chosen triangle itself is a closest one, not just the reported distance).
+  point-triangle routine (independent of the query's own pruned brute-force path): the
+  distance to the mesh, and the distance to the triangle the query picked (so the chosen
+  triangle itself is a closest one, not just the reported distance).
 
 Point sets: random surface samples with offsets from 0 to far off the mesh, exact vertices,
 points on edges, and meshes with degenerate (collinear / coincident / zero-length-edge)
-triangles; with the near-surface grid and with the KD-tree path alone.
+triangles; with the near-surface grid, with the pruned brute force alone and with the KD-tree
+path alone.
 """
 import json
 import os
@@ -48,17 +50,23 @@ def _brute(V: np.ndarray, F: np.ndarray, pts: np.ndarray):
 _QUERIES = {}
 
 
-def _queries(V: np.ndarray, F: np.ndarray, grid: bool):
+# how points are answered: near-surface grid (+ off-grid brute force), no grid (pruned brute
+# force over all triangles), no grid and no brute force (KD-tree path)
+PATHS = {"grid": {"grid": True}, "brute": {"grid": False},
+         "kd": {"grid": False, "brute_force_max": 0}}
+
+
+def _queries(V: np.ndarray, F: np.ndarray, path: str):
     """``(numba, numpy)`` query objects, built once per mesh (the grid takes ~0.5 s to build)."""
-    key = (V.tobytes(), F.tobytes(), grid)
+    key = (V.tobytes(), F.tobytes(), path)
     if key not in _QUERIES:
-        _QUERIES[key] = (ClosestTriangleQuery(V, F, grid=grid, backend="numba"),
-                         ClosestTriangleQuery(V, F, grid=grid, backend="numpy"))
+        _QUERIES[key] = (ClosestTriangleQuery(V, F, backend="numba", **PATHS[path]),
+                         ClosestTriangleQuery(V, F, backend="numpy", **PATHS[path]))
     return _QUERIES[key]
 
 
-def _check_three_ways(V: np.ndarray, F: np.ndarray, pts: np.ndarray, grid: bool = True) -> None:
-    fast, ref = _queries(V, F, grid)
+def _check_three_ways(V: np.ndarray, F: np.ndarray, pts: np.ndarray, path: str = "grid") -> None:
+    fast, ref = _queries(V, F, path)
     assert fast.backend == "numba" and ref.backend == "numpy"
     a, b = fast.query(pts), ref.query(pts)
     # compiled == numpy reference, to the bit
@@ -82,13 +90,13 @@ def _bumpy_sphere():
     return s.vertices * (1.0 + 0.1 * rng.random((len(s.vertices), 1))), np.asarray(s.faces)
 
 
-@pytest.mark.parametrize("grid", [True, False])
+@pytest.mark.parametrize("path", sorted(PATHS))
 @pytest.mark.parametrize("offset", [0.0, 1e-4, 3e-3, 0.02, 0.5])
-def test_random_points_near_and_far_agree_with_reference_and_brute_force(offset, grid):
+def test_random_points_near_and_far_agree_with_reference_and_brute_force(offset, path):
     V, F = _bumpy_sphere()
     rng = np.random.default_rng(int(offset * 1e4) + 1)
     surf, _ = trimesh.sample.sample_surface(trimesh.Trimesh(V, F, process=False), 150, seed=9)
-    _check_three_ways(V, F, surf + offset * rng.standard_normal(surf.shape), grid=grid)
+    _check_three_ways(V, F, surf + offset * rng.standard_normal(surf.shape), path=path)
 
 
 def test_exact_vertices_and_points_on_edges():
@@ -116,8 +124,8 @@ def test_degenerate_triangles_next_to_real_ones():
         V,                                                    # exactly on every corner
         [[0.5, 1.0, 0.3], [2.0, 2.0, 1.0], [-0.5, 0.0, 0.2], [-2.0, 0.0, 0.0]],
     ])
-    _check_three_ways(V, F, pts, grid=True)
-    _check_three_ways(V, F, pts, grid=False)
+    for path in PATHS:
+        _check_three_ways(V, F, pts, path=path)
 
 
 def test_real_punyo_mesh_near_and_off_the_surface():
@@ -128,7 +136,9 @@ def test_real_punyo_mesh_near_and_off_the_surface():
     rng = np.random.default_rng(12)
     surf, _ = trimesh.sample.sample_surface(m, 300, seed=12)
     scales = np.repeat([0.0, 2e-4, 2e-3, 2e-2], 75)[:, None]
-    _check_three_ways(V, F, surf + scales * rng.standard_normal(surf.shape))
+    pts = surf + scales * rng.standard_normal(surf.shape)
+    _check_three_ways(V, F, pts)
+    _check_three_ways(V, F, pts[150:], path="kd")              # the off-surface half, KD path too
 
 
 def test_queries_compile_nothing_after_construction():
@@ -137,7 +147,7 @@ def test_queries_compile_nothing_after_construction():
     V, F = _bumpy_sphere()
     q = ClosestTriangleQuery(V, F, backend="numba")
     kernels = (_mesh_kernels.grid_best, _mesh_kernels.table_best, _mesh_kernels.pairs_eval,
-               _mesh_kernels.finish)
+               _mesh_kernels.finish, _mesh_kernels.brute_best)
     before = [len(k.signatures) for k in kernels]
     assert all(n >= 1 for n in before)
     rng = np.random.default_rng(0)
@@ -148,6 +158,7 @@ def test_queries_compile_nothing_after_construction():
     q.query(ro)
     q.query(np.asfortranarray(pts))
     ClosestTriangleQuery(V, F, grid=False, backend="numba").query(pts)
+    ClosestTriangleQuery(V, F, grid=False, brute_force_max=0, backend="numba").query(pts)
     assert [len(k.signatures) for k in kernels] == before
 
 
