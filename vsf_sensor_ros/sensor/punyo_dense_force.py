@@ -256,9 +256,13 @@ class PunyoDenseForceSensor(BaseSensor):
                                  f"{c.points.device} but the state is {T.dtype} on {T.device}")
             n = len(c)
             e = None
-            if c.elems1 is not None:
+            if c.elems1 is not None and n:
                 e = c.elems1.detach().cpu().numpy()
-                self._check_elems(e, pair)
+                lo, hi = e.min(), e.max()
+                if lo < -1 or hi >= self.num_vertices:
+                    self._check_elems(e, pair)                         # raises, naming the row
+                if hi < 0:                                             # all -1: all barycentric
+                    e = None
             pts.append(c.points.detach().numpy())
             frc.append(c.forces.detach().numpy())
             elems.append(e)
