@@ -77,18 +77,22 @@ def _eval_one(px: float, py: float, pz: float, CT: np.ndarray, j: int):
 
 
 @_jit
-def _best_in_row(P: np.ndarray, i: int, table: np.ndarray, row: int, CT: np.ndarray,
+def _best_in_row(P: np.ndarray, i: int, table: np.ndarray, lower: np.ndarray, row: int, CT: np.ndarray,
                  tri: np.ndarray, reg: np.ndarray, par: np.ndarray, best2: np.ndarray) -> None:
     """Closest of the candidates ``table[row]`` to ``P[i]``, written to slot ``i`` of the outputs.
 
-    A row's trailing entries may repeat its first candidate (grid padding); they are skipped.
+    ``lower[row]`` (ascending) bounds each candidate's distance from below; the scan stops at
+    the first candidate whose bound exceeds the best distance so far: it and the rest are
+    strictly farther (the bounds include a margin above rounding), so they could not replace
+    the best under the strict-``<`` rule and the answer is the full scan's.  A row's trailing
+    entries may repeat its first candidate (grid padding, bound ``inf``).
     """
     px, py, pz = P[i, 0], P[i, 1], P[i, 2]
     first = table[row, 0]
     bd = math.inf
     for k in range(table.shape[1]):
         c = table[row, k]
-        if k > 0 and c == first:
+        if k > 0 and (c == first or (lower[row, k] > 0.0 and lower[row, k] * lower[row, k] > bd)):
             break
         d2, rg, v, w, t, s, r = _eval_one(px, py, pz, CT, c)
         if k == 0 or d2 < bd:
@@ -100,9 +104,12 @@ def _best_in_row(P: np.ndarray, i: int, table: np.ndarray, row: int, CT: np.ndar
 
 @_jit
 def grid_best(P: np.ndarray, lo: np.ndarray, cell: float, shape: np.ndarray, grid_row: np.ndarray,
-              narrow: np.ndarray, wide: np.ndarray, CT: np.ndarray, tri: np.ndarray, reg: np.ndarray,
-              par: np.ndarray, best2: np.ndarray) -> int:
+              narrow: np.ndarray, wide: np.ndarray, narrow_lower: np.ndarray, wide_lower: np.ndarray,
+              CT: np.ndarray, tri: np.ndarray, reg: np.ndarray, par: np.ndarray, best2: np.ndarray) -> int:
     """Grid path for every point of ``P (M, 3)``; returns how many points are off the grid.
+
+    ``narrow_lower``/``wide_lower``: per-entry distance lower bounds of the two tables (see
+    ``_best_in_row``).
 
     Off-grid points (outside the box or in a cell outside the band) get ``tri = -1`` and are
     left for the KD-tree path.  ``par`` is ``(5, M)``: ``v, w, t, s, r``.
@@ -117,9 +124,9 @@ def grid_best(P: np.ndarray, lo: np.ndarray, cell: float, shape: np.ndarray, gri
         if fx >= 0 and fy >= 0 and fz >= 0 and fx < s0 and fy < s1 and fz < s2:
             row = grid_row[(int(fx) * s1 + int(fy)) * s2 + int(fz)]
         if row >= 0:
-            _best_in_row(P, i, narrow, row, CT, tri, reg, par, best2)
+            _best_in_row(P, i, narrow, narrow_lower, row, CT, tri, reg, par, best2)
         elif row <= -2:
-            _best_in_row(P, i, wide, -2 - row, CT, tri, reg, par, best2)
+            _best_in_row(P, i, wide, wide_lower, -2 - row, CT, tri, reg, par, best2)
         else:
             tri[i] = -1
             missing += 1
@@ -272,8 +279,9 @@ def warm_up() -> None:
     one = np.zeros((1, 1), dtype=np.int64)
     tri, reg = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
     par, best2 = np.zeros((5, 1)), np.zeros(1)
-    grid_best(P, np.zeros(3), 1.0, np.ones(3, dtype=np.int64), np.zeros(1, dtype=np.int64), one, one, CT,
-              tri, reg, par, best2)
+    low = np.zeros((1, 1))
+    grid_best(P, np.zeros(3), 1.0, np.ones(3, dtype=np.int64), np.zeros(1, dtype=np.int64), one, one,
+              low, low, CT, tri, reg, par, best2)
     table_best(P, one, CT, tri, reg, par, best2)
     brute_best(P, np.zeros((1, 3)), np.ones(1), 1e-9, CT, tri, reg, par, best2)
     pairs_eval(P, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), CT, best2, reg, par)

@@ -212,7 +212,10 @@ class ClosestTriangleQuery:
     take the off-grid path below).  A query then costs one evaluation of 16
     candidates per point.  On the Punyo mesh ~99 % of
     surface points take the grid path; building it takes 0.3–1 s of CPU
-    (once, at construction) and ~3.5 MB; ``grid=False`` skips it.
+    (once, at construction) and ~6 MB (including, per table entry, a lower
+    bound of the candidate's distance from any point of the cell, with which
+    the compiled scan stops early; ascending along a row since rows are
+    sorted by distance from the cell centre); ``grid=False`` skips it.
 
     Off the grid (or without it), meshes of at most ``brute_force_max``
     triangles use a pruned brute force instead of the KD-tree: triangle ``t``
@@ -445,6 +448,10 @@ class ClosestTriangleQuery:
         counts = np.bincount(owner, minlength=len(cells))
         order = np.lexsort((d2, owner))                        # per cell, closest candidate first
         owner, cand = owner[order], cand[order]
+        # lower bound of a candidate's distance from any point of its cell (distance from the
+        # centre minus the half-diagonal, minus a margin above rounding): ascending along a row,
+        # so the compiled scan stops at the first one beyond its best distance so far
+        lower = np.sqrt(d2[order]) - rho - self._brute_slack
         start = np.cumsum(counts) - counts
         pos = np.arange(len(owner)) - start[owner]
         grid_row = np.full(int(np.prod(shape)), -1, dtype=np.int64)
@@ -452,7 +459,7 @@ class ClosestTriangleQuery:
         # (where many triangles meet, e.g. the Punyo base's fan apex); grid_row >= 0 indexes the
         # first, <= -2 the second (-2 - row), -1 = not in the grid
         wide = int(min(max(int(counts.max(initial=0)), slots), max_wide))
-        tables = []
+        tables, lower_tables = [], []
         for t_id, (sel_cells, width) in enumerate((((counts >= 1) & (counts <= slots), slots),
                                                    ((counts > slots) & (counts <= wide), wide))):
             row_of_cell = np.full(len(cells), -1, dtype=np.int64)
@@ -460,10 +467,13 @@ class ClosestTriangleQuery:
             table = np.repeat(cand[start[sel_cells]][:, None], width, axis=1)   # pad: closest one
             sel = sel_cells[owner]
             table[row_of_cell[owner[sel]], pos[sel]] = cand[sel]
+            low = np.full(table.shape, np.inf)                 # padding: never needed
+            low[row_of_cell[owner[sel]], pos[sel]] = lower[sel]
+            lower_tables.append(low)
             grid_row[cells[sel_cells]] = row_of_cell[sel_cells] if t_id == 0 else -2 - row_of_cell[sel_cells]
             tables.append(table)
         self._grid_lo, self._grid_cell, self._grid_shape = lo, cell, shape
-        self._grid_row, self._grid_tables = grid_row, tables
+        self._grid_row, self._grid_tables, self._grid_lower = grid_row, tables, lower_tables
         self.grid_candidates = slots
 
     def _evaluate(self, P: np.ndarray, idx: np.ndarray):
@@ -569,7 +579,7 @@ class ClosestTriangleQuery:
         if self._grid_row is not None:
             narrow, wide = self._grid_tables
             missing = kn.grid_best(P, self._grid_lo, self._grid_cell, self._grid_shape, self._grid_row,
-                                   narrow, wide, self._consts_t, tri, reg, par, best2)
+                                   narrow, wide, *self._grid_lower, self._consts_t, tri, reg, par, best2)
         else:
             missing = M
         if missing:
