@@ -212,7 +212,7 @@ class ClosestTriangleQuery:
     take the off-grid path below).  A query then costs one evaluation of 16
     candidates per point.  On the Punyo mesh ~99 % of
     surface points take the grid path; building it takes 0.3–1 s of CPU
-    (once, at construction) and ~6 MB (including, per table entry, a lower
+    (once, at construction) and ~7.4 MB (including, per table entry, a lower
     bound of the candidate's distance from any point of the cell, with which
     the compiled scan stops early; ascending along a row since rows are
     sorted by distance from the cell centre); ``grid=False`` skips it.
