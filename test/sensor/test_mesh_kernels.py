@@ -225,3 +225,26 @@ def test_kernels_work_without_any_writable_cache_location(tmp_path):
     # projection of (0.2, 0.3, 0.5) onto z = 0 is (0.2, 0.3): weights (1 - 0.2 - 0.3, 0.2, 0.3)
     np.testing.assert_allclose(json.loads(weights), [[0.5, 0.2, 0.3]], atol=1e-15)
     assert not list(tmp_path.rglob("*.nbi"))                  # nothing was cached anywhere
+
+
+def test_without_numba_auto_falls_back_to_numpy_and_numba_backend_is_refused(tmp_path):
+    # numba made unimportable in a subprocess: 'auto' silently uses numpy with the same answer,
+    # 'numba' is refused with a ValueError that says why
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["numba"] = None                  # "import numba" now raises ImportError
+        import numpy as np
+        from vsf_sensor_ros.sensor.mesh import ClosestTriangleQuery
+        V, F = np.array([[0., 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]])
+        q = ClosestTriangleQuery(V, F)
+        print(q.backend, q.query(np.array([[2.0, 0.0, 0.0]])).weights.tolist())
+        try:
+            ClosestTriangleQuery(V, F, backend="numba")
+        except ValueError as exc:
+            print("refused:", "numba" in str(exc))
+    """)
+    out = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", code], cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    # (2, 0, 0) is beyond corner b = (1, 0, 0): weights (0, 1, 0)
+    assert out.stdout.splitlines() == ["numpy [[0.0, 1.0, 0.0]]", "refused: True"]

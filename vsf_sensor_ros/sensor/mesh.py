@@ -689,9 +689,12 @@ def _load_kernels(backend: str) -> Any:
         return None
     try:
         from . import _mesh_kernels
-    except ImportError as exc:
+    except Exception as exc:                       # absent, or broken (e.g. numpy too new for it)
         if backend == "numba":
-            raise ValueError(f"backend 'numba' needs the numba package: {exc}") from exc
+            raise ValueError(f"backend 'numba' needs a working numba package: {exc}") from exc
+        if not isinstance(exc, ImportError) or "numba" not in str(exc):
+            warnings.warn(f"ClosestTriangleQuery: numba kernels unavailable ({exc}); using the numpy "
+                          "implementation", RuntimeWarning, stacklevel=3)
         return None
     if not _KERNELS_READY:
         try:
