@@ -3,8 +3,8 @@
 Private to :mod:`vsf_sensor_ros.sensor.mesh`, which imports this module lazily (when a query
 object is built, i.e. at a sensor's ``attach``) and falls back to its numpy reference when numba
 is missing.  Each kernel is the loop form of a numpy routine in ``mesh.py`` with the same
-floating-point formulas in the same order, so both paths agree to the last bit on ordinary
-inputs (tests compare them at 1e-15):
+floating-point formulas in the same order, so both paths agree to the last bit (tests compare
+them with ``assert_array_equal``):
 
 * :func:`grid_best` = ``query``'s near-surface grid path (``_best_of`` over a cell's candidates);
 * :func:`table_best` = the first round of ``_query_kd`` (``_best_of`` over ``(M, K)`` candidates);
@@ -23,8 +23,10 @@ Triangle constants are read from ``CT``, the ``(T, 18)`` transpose of
 Compiled with ``cache=True``: the machine code is stored next to this file (``__pycache__``) or,
 when that directory is read-only (an installed package), in numba's per-user cache directory
 (``NUMBA_CACHE_DIR`` overrides both).  When no cache location is writable at all, numba raises at
-decoration time; the kernels are then compiled without a cache (a one-off ~1-2 s per process,
-still at ``attach``).
+decoration time; the kernels are then compiled without a cache (a one-off ~1-2 s per process on
+an idle core, ~5-10 s on a loaded one, still at ``attach``).  The early exits (grid lower bounds,
+bounding spheres) only skip candidates that are strictly farther than the best found, so they
+never change the answer.
 """
 from __future__ import annotations
 
