@@ -205,3 +205,19 @@ def test_predict_with_jacobian_is_predict_and_sparse_jacobian_in_one_call(dtype)
     np.testing.assert_allclose(J.to_dense().float().numpy(), [[0, 0.5, 0, 0, 0.5, 0]], atol=1e-7)
     assert J.offsets == [0, 1, 2] and J.pairs == [("punyo", "finger"), ("punyo", "box")]
     torch.testing.assert_close(J.to_dense(), s.sparse_force_jacobian(st).to_dense())
+
+
+def test_pose_check_rejects_nan_and_inf_but_not_huge_finite_entries():
+    # numpy_pose tests finiteness by the sum of the 16 entries, falling back to the element-wise
+    # test when the sum overflows: 1e308 + 1e308 = inf, yet both entries are finite
+    from vsf_sensor_ros.sensor._punyo_common import numpy_pose
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        T = T_of()
+        T[1, 3] = bad
+        with pytest.raises(ValueError, match="non-finite"):
+            numpy_pose(state({}, T=T), "punyo")
+    T = T_of(t=(1e308, 1e308, 0.0))
+    R, t, _ = numpy_pose(state({}, T=T), "punyo")
+    np.testing.assert_array_equal(t, [1e308, 1e308, 0.0])
+    np.testing.assert_array_equal(R, np.eye(3))
+    assert numpy_pose(state({}, T=T_of(dtype=torch.float16), dtype=torch.float16), "punyo") is None

@@ -1,6 +1,7 @@
 """Validation helpers shared by the Punyo sensor models (private to ``vsf_sensor_ros.sensor``)."""
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -47,8 +48,10 @@ def numpy_pose(state: SimState, name: str) -> Optional[Tuple[np.ndarray, np.ndar
         raise ValueError(f"body {name!r}: transform must be a (4, 4) tensor, got {shape}")
     if T.device.type != "cpu" or T.dtype not in _NUMPY_DTYPES:
         return None
-    Tn = T.detach().numpy()
-    if not np.isfinite(Tn).all():
+    Tn = T.detach().numpy() if T.requires_grad else T.numpy()
+    # a finite sum of the 16 entries means all are finite (inf/nan propagate); only an overflowing
+    # sum of huge entries needs the element-wise test
+    if not math.isfinite(sum(Tn.ravel().tolist())) and not np.isfinite(Tn).all():
         raise ValueError(f"body {name!r}: transform has a non-finite entry: {T.tolist()}")
     return Tn[:3, :3], Tn[:3, 3], T
 
