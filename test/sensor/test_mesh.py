@@ -5,6 +5,7 @@ by an independent second method (trimesh's proximity query, a 2-D convex hull, a
 rasterised point-in-triangle count).
 """
 import math
+import re
 
 import numpy as np
 import pytest
@@ -336,3 +337,45 @@ def test_triangle_mesh_of_a_klampt_body_without_mesh_names_the_body():
 def test_triangle_mesh_of_rejects_other_objects():
     with pytest.raises(ValueError, match="str"):
         triangle_mesh_of("not a mesh")
+
+
+# ----------------------------------------------------------------------------------------------
+# far-off points: answered exactly up to 1e6 x the mesh size, refused beyond (both backends)
+# ----------------------------------------------------------------------------------------------
+def _backends():
+    try:
+        import numba  # noqa: F401
+        return ["numpy", "numba"]
+    except ImportError:
+        return ["numpy"]
+
+
+@pytest.mark.parametrize("backend", _backends())
+def test_points_up_to_a_million_mesh_sizes_away_get_exact_weights_summing_to_one(backend):
+    q = ClosestTriangleQuery(SQ_V, SQ_F, backend=backend)
+    # square: centre (0.5, 0.5, 0), box diagonal sqrt(2) -> bound 1e6 * sqrt(2) = 1.41421e6 m
+    assert q.max_query_distance == pytest.approx(1e6 * math.sqrt(2.0))
+    r = q.query(np.array([[0.25, 0.5, 1.4e6], [1e6, 0.25, 0.0]]))
+    # (0.25, 0.5) lies in triangle (0, 2, 3) (y > x): x = v, y = v + w -> v = w = 0.25, u = 0.5
+    assert r.triangle[0] == 1
+    np.testing.assert_allclose(r.weights[0], [0.5, 0.25, 0.25], atol=1e-12)
+    # (1e6, 0.25, 0) is closest to the edge x = 1 at y = 0.25: vertices 1 (1,0) and 2 (1,1),
+    # weights 0.75 and 0.25, distance 1e6 - 1
+    assert r.distance[1] == pytest.approx(1e6 - 1.0)
+    w = dict(zip(q.triangles[r.triangle[1]].tolist(), r.weights[1].tolist()))
+    assert w.get(1, 0.0) == pytest.approx(0.75) and w.get(2, 0.0) == pytest.approx(0.25)
+    np.testing.assert_allclose(r.weights.sum(axis=1), 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", _backends())
+@pytest.mark.parametrize("far", [1.5e6, 1e155, 1e300])
+def test_points_beyond_the_bound_raise_naming_the_point_and_leave_no_trace(backend, far):
+    q = ClosestTriangleQuery(SQ_V, SQ_F, backend=backend)
+    pattern = r"query point \[0\.5, 0\.5, " + re.escape(repr(far)) + r"\].*beyond"
+    with pytest.raises(ValueError, match=pattern):
+        q.query(np.array([[0.2, 0.1, 0.0], [0.5, 0.5, far]]))
+    # the next query is unaffected: (0.3, 0.1, 0.3) projects onto triangle (0, 1, 2) at
+    # a + v(b - a) + w(c - a) = (v + w, w) = (0.3, 0.1): w = 0.1, v = 0.2, u = 0.7
+    r = q.query(np.array([[0.3, 0.1, 0.3]]))
+    assert r.triangle[0] == 0
+    np.testing.assert_allclose(r.weights[0], [0.7, 0.2, 0.1], atol=1e-12)

@@ -390,3 +390,19 @@ def test_compiled_assembly_equals_the_numpy_assembly_bit_for_bit(dtype):
     # and the public calls use it
     np.testing.assert_array_equal(s.predict(st).numpy(), ref_pred.numpy())
     np.testing.assert_array_equal(s.sparse_force_jacobian(st).values.numpy(), ref_J.values.numpy())
+
+
+@pytest.mark.parametrize("far", [1e155, 1e200])
+def test_contact_far_beyond_the_mesh_is_refused_by_every_output_and_leaves_no_trace(far):
+    s = sensor()
+    # unit square: bound = 1e6 x box diagonal sqrt(2) ~ 1.41e6 m from its centre
+    bad = state({("punyo", "box"): cs([[far, 0.0, 0.0]], [[0.0, 0.0, -1.0]])})
+    for call in (s.predict, s.predict_torch, s.sparse_force_jacobian, s.predict_with_jacobian):
+        with pytest.raises(ValueError, match="beyond"):
+            call(bad)
+    # a contact a million metres off (inside the bound) still splits exactly: (1e6, 0.25, 0) is
+    # closest to the edge x = 1 at y = 0.25 -> 0.75 of the force on vertex 1, 0.25 on vertex 2
+    out = per_vertex(s.predict(state({("punyo", "box"): cs([[1e6, 0.25, 0.0]], [[0.0, 0.0, -1.0]])})))
+    expected = torch.zeros(4, 3, dtype=torch.float64)
+    expected[1, 2], expected[2, 2] = -0.75, -0.25
+    torch.testing.assert_close(out, expected, atol=1e-12, rtol=0)

@@ -307,6 +307,12 @@ class ClosestTriangleQuery:
         # absolute error in a distance is ~1e-8 x the point-corner distance near the surface
         self.brute_force_max: int = int(brute_force_max)
         self._brute_slack: float = 1e-6 * max(float(np.linalg.norm(np.ptp(V, axis=0))), h)
+        # farthest accepted query point from the bounding-box centre: 1e6 x the mesh size (box
+        # diagonal), at least 1e6 m (a collapsed mesh has size 0).  Beyond it squared distances
+        # (|p|^2) lose every digit of the mesh's detail and overflow near 1e154, so such points
+        # are refused instead of answered with garbage.
+        self.centre: np.ndarray = 0.5 * (V.min(axis=0) + V.max(axis=0))
+        self.max_query_distance: float = 1e6 * max(float(np.linalg.norm(np.ptp(V, axis=0))), 1.0)
         self._grid_row: Optional[np.ndarray] = None
         self.grid_candidates: int = 0
         if grid:
@@ -525,7 +531,10 @@ class ClosestTriangleQuery:
             edge) resolve to either triangle; both give the same point.
 
         Raises:
-            ValueError: ``points`` is not ``(M, 3)`` or holds NaN/inf.
+            ValueError: ``points`` is not ``(M, 3)``, holds NaN/inf, or holds a point
+                farther than ``max_query_distance`` (1e6 x the mesh's bounding-box
+                diagonal, at least 1e6 m) from the box centre ``centre``; the message
+                names the point.
         """
         P = np.asarray(points, dtype=np.float64)
         if P.ndim != 2 or P.shape[1] != 3:
@@ -595,8 +604,21 @@ class ClosestTriangleQuery:
         """Points off the near-surface grid: ``(tri, region, params (5, M))``, exact.
 
         Meshes of at most ``brute_force_max`` triangles: pruned brute force (below); larger
-        ones: the KD-tree path.
+        ones: the KD-tree path.  Every far point passes here (the grid only covers a band around
+        the mesh), so the distance bound of :meth:`query` is checked here, off the hot path.
+
+        Raises:
+            ValueError: a point farther than ``max_query_distance`` from ``centre``.
         """
+        d = P - self.centre
+        dist = np.hypot(np.hypot(d[:, 0], d[:, 1]), d[:, 2])            # no overflow of |d|^2
+        far = np.flatnonzero(~(dist <= self.max_query_distance))
+        if len(far):
+            i = int(far[0])
+            raise ValueError(f"query point {P[i].tolist()} (mesh frame) is {float(dist[i]):.6g} m from the "
+                             f"mesh centre, "
+                             f"beyond the supported {self.max_query_distance:.6g} m "
+                             "(1e6 x the mesh's bounding-box diagonal, at least 1e6 m)")
         if self.num_triangles <= self.brute_force_max:
             return self._query_brute(P)
         return self._query_kd(P)[:3]
