@@ -150,9 +150,9 @@ def test_summary_table_has_a_row_per_sensor_with_dashes_for_missing_numbers():
     lines = summary_table(summary).splitlines()
     assert "1000 steps at 100 Hz" in lines[0] and "tare ok" in lines[0]
     row = next(line for line in lines if line.startswith("punyo_pressure"))
-    assert row.split() == ["punyo_pressure", "1000", "3.21", "9.9", "1.01e+05", "5.1", "1.01e+05", "10"]
+    assert row.split() == ["punyo_pressure", "1000/1000", "3.21", "9.9", "1.01e+05", "5.1", "1.01e+05", "10"]
     row = next(line for line in lines if line.startswith("object_load"))
-    assert row.split() == ["object_load", "0", "-", "-", "-", "-", "[2", "values]", "-"]
+    assert row.split() == ["object_load", "0/1000", "-", "-", "-", "-", "[2", "values]", "-"]
 
 
 def test_shipped_parameter_files_pair_with_the_simulator(tmp_path):

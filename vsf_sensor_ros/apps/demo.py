@@ -212,7 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "../shared/fixtures/kinova_punyo next to the checkout)")
     p.add_argument("--out", type=Path, default=Path("demo_out"), help="output directory (default: demo_out)")
     p.add_argument("--duration", type=float, default=10.0,
-                   help="simulated seconds; the simulation runs in real time and the press trajectory "
+                   help="simulated seconds (real time when the machine keeps up, slower otherwise); "
+                        "the press trajectory "
                         "(2 s contact-free, approach, press, hold, release, retreat) takes 9 s (default: 10)")
     p.add_argument("--rate", type=float, default=50.0,
                    help="simulator steps per second, each 1/rate simulated seconds (one contacts message "
@@ -482,15 +483,23 @@ def _child_env(domain_id: int, assets: Optional[Path]) -> Dict[str, str]:
     return env
 
 
+# Input queue of the demo's sensor node: seconds of simulator steps at the default rate.
+INPUT_QUEUE_DEPTH = 500
+
+
 def node_command(cfg: DemoConfig) -> List[str]:
     """argv of the sensor node child.
 
     The node keeps its calibration in ``<out>/calibration.yaml`` (written by
-    ``save_calibration`` after the tare) and does not tare on its own.
+    ``save_calibration`` after the tare) and does not tare on its own.  Its
+    inputs are reliable with a deep queue: a recorded session should predict
+    every simulator step, even when the node falls behind for a moment on a
+    busy machine (the live default, best effort depth 5, drops stale steps).
     """
     cmd = [sys.executable, "-m", NODE_MODULE, "--ros-args", "--params-file", str(cfg.params_file)]
     cmd += ["-p", f"calibration_file:={(cfg.out / 'calibration.yaml').resolve()}",
-            "-p", "tare_on_start:=false"]
+            "-p", "tare_on_start:=false",
+            "-p", "qos.inputs.reliability:=reliable", "-p", f"qos.inputs.depth:={INPUT_QUEUE_DEPTH}"]
     if cfg.assets is not None:
         cmd += ["-p", f"assets_dir:={cfg.assets}"]
     return cmd
@@ -889,11 +898,12 @@ def summary_table(summary: Dict[str, Any]) -> str:
             f"{summary['wall_time_s']:.1f} s wall; tare "
             f"{'ok' if summary['tare']['success'] else 'FAILED'} "
             f"at sim t={_fmt(summary['tare']['sim_time_s'])} s")
-    cols = ["sensor", "published", "lat p50 ms", "lat p99 ms", "rms before", "rms after",
+    cols = ["sensor", "predicted/steps", "lat p50 ms", "lat p99 ms", "rms before", "rms after",
             "tare offset", "n tare"]
     rows = [cols]
     for name, s in summary["sensors"].items():
-        rows.append([name, str(s["published"]), _fmt(s["latency_ms_p50"]), _fmt(s["latency_ms_p99"]),
+        rows.append([name, f"{s['published']}/{summary['steps']}",
+                     _fmt(s["latency_ms_p50"]), _fmt(s["latency_ms_p99"]),
                      _fmt(s["residual_rms_before_tare"]), _fmt(s["residual_rms_after_tare"]),
                      _fmt(s["tare_offset"]), _fmt(s["tare_samples"])])
     widths = [max(len(r[k]) for r in rows) for k in range(len(cols))]
@@ -979,6 +989,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         silent = [n for n, s in summary["sensors"].items() if s["published"] == 0]
         if silent:
             problems.append(f"sensor(s) published nothing: {', '.join(silent)}")
+        short = {n: s["published"] for n, s in summary["sensors"].items()
+                 if 0 < s["published"] < summary["steps"]}
+        if short:
+            problems.append("steps without a prediction: " + ", ".join(
+                f"{n} {summary['steps'] - k} of {summary['steps']}" for n, k in short.items()))
         if not session.tare.success:
             problems.append(f"tare failed: {session.tare.message or 'no answer'}")
         hard = bool(silent) or not session.tare.success
