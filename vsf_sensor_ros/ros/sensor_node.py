@@ -184,9 +184,11 @@ class SensorNode(Node):
                 self._apply_file_calibration(self._handles[name], calibration[name])
         self._sensor_list = sensors
 
-        self.sub_contacts = self.create_subscription(PointCloud2, "contacts", self._on_contacts, self._qos_in)
+        # joint_states before contacts: the executor serves ready subscriptions in creation order,
+        # so a step's joint state (published first by a simulator) is applied before its contacts.
         self.sub_joints = self.create_subscription(JointState, "joint_states", self._on_joint_state,
                                                    self._qos_in)
+        self.sub_contacts = self.create_subscription(PointCloud2, "contacts", self._on_contacts, self._qos_in)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", self._qos_out)
         self.srv_tare_all = self.create_service(Trigger, "tare", self._on_tare_all)
         self.srv_save = self.create_service(Trigger, "save_calibration", self._on_save_calibration)
