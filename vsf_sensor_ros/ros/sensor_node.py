@@ -71,6 +71,8 @@ from .tare import (PairedSample, calibration_from_yaml, calibration_to_yaml, eff
 DTYPE = torch.float64
 DEVICE = torch.device("cpu")
 TARE_KEY = "tare"
+# Stamped joint states kept to pair each contacts message with its own step's configuration.
+JOINT_HISTORY = 200
 
 
 class SensorHandle:
@@ -142,6 +144,8 @@ class SensorNode(Node):
         self._reason_loggers: Dict[str, Any] = {}
         self._last_stamp: Optional[int] = None
         self._transforms: Optional[Dict[str, torch.Tensor]] = None
+        # Stamped joint states applied so far: (stamp_ns, positions in world.joint_names order).
+        self._joint_history: Deque[Tuple[int, np.ndarray]] = deque(maxlen=JOINT_HISTORY)
         self._handles: Dict[str, SensorHandle] = {}
         self._last_diag = time.monotonic()
 
@@ -537,6 +541,15 @@ class SensorNode(Node):
         except ValueError as exc:
             return self._reject("joint_state_invalid", str(exc))
         self._transforms = None
+        self._remember_joint_state(enc.stamp_to_ns(msg.header.stamp))
+
+    def _remember_joint_state(self, stamp_ns: int) -> None:
+        """Keep the configuration of a stamped joint state (unstamped ones: latest wins)."""
+        if stamp_ns <= 0:
+            return
+        if self._joint_history and stamp_ns < self._joint_history[-1][0]:
+            self._joint_history.clear()          # simulator reset: older stamps belong to the old run
+        self._joint_history.append((stamp_ns, self.world.joint_positions()))
 
     def _on_pose(self, body: str, msg: PoseStamped) -> None:
         from ..world import transform_from_xyz_quat
@@ -553,7 +566,24 @@ class SensorNode(Node):
             return self._reject(reason, str(exc))
         self._transforms = None
 
-    def _body_transforms(self) -> Dict[str, torch.Tensor]:
+    def _body_transforms(self, stamp_ns: int) -> Dict[str, torch.Tensor]:
+        """Body transforms for the contacts of ``stamp_ns``.
+
+        Normally those of the latest joint state.  When the executor has already served the
+        joint state of a later step (both waited in the queues), the newest stamped configuration
+        not later than ``stamp_ns`` is used instead, so each step pairs with its own joint state.
+        """
+        hist = self._joint_history
+        if hist and hist[-1][0] > stamp_ns:
+            i = bisect.bisect_right([h[0] for h in hist], stamp_ns) - 1
+            if i >= 0:
+                names = self.world.joint_names
+                latest = hist[-1][1]
+                self.world.set_joint_positions(names, hist[i][1])
+                try:
+                    return self.world.body_transforms(DTYPE, DEVICE)
+                finally:
+                    self.world.set_joint_positions(names, latest)
         if self._transforms is None:
             self._transforms = self.world.body_transforms(DTYPE, DEVICE)
         return self._transforms
@@ -585,7 +615,7 @@ class SensorNode(Node):
         stamp_ns = enc.stamp_to_ns(stamp)
         jumped_back = self._last_stamp is not None and stamp_ns < self._last_stamp
         try:
-            state = SimState(self._body_transforms(), {}, decoded.contacts)
+            state = SimState(self._body_transforms(stamp_ns), {}, decoded.contacts)
         except ValueError as exc:
             return self._reject("invalid_contacts", str(exc))
         # Validate first: every model must succeed before anything is published.
