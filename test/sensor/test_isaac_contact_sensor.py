@@ -460,3 +460,23 @@ def test_in_contact_counts_contacts_inside_the_radius_whatever_their_force():
     # whole body (radius <= 0): the table contact counts
     assert sensor(radius=-1.0).in_contact(resting) is True
     assert sensor(radius=0.0).in_contact(state_with([], [])) is False
+
+
+def _bad_transforms():
+    nan = T()
+    nan[0, 3] = math.nan
+    scaled = T()
+    scaled[:3, :3] *= 2.0
+    return [(nan, "non-finite"), (torch.eye(3, dtype=F64), r"\(4, 4\)"), (scaled, "not orthonormal")]
+
+
+@pytest.mark.parametrize("which", range(3))
+@pytest.mark.parametrize("radius", [0.05, 0.0])
+def test_bad_body_transform_is_rejected_by_every_output_naming_the_body(which, radius):
+    T_bad, word = _bad_transforms()[which]
+    s = sensor(radius=radius)
+    st = state_with([[0.0, 0.0, 0.0]], [[0.0, 0.0, -1.0]], T_body=T_bad)
+    for call in (s.predict, s.predict_torch, s.in_contact, s.sparse_force_jacobian,
+                 s.measurement_force_jacobian, s.get_contact_sensor_raw_data):
+        with pytest.raises(ValueError, match="'body'.*" + word):
+            call(st)

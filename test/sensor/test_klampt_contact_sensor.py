@@ -676,3 +676,22 @@ def test_in_contact_counts_only_contacts_inside_the_patch_whatever_their_force()
     assert s.in_contact(state_with(np.zeros((0, 3)), np.zeros((0, 3)))) is False
     with pytest.raises(ValueError, match="nolink"):
         ContactSensor("cs", "nolink").in_contact(light)
+
+
+def _bad_transforms():
+    nan = torch.eye(4, dtype=F64)
+    nan[0, 3] = math.nan
+    scaled = torch.eye(4, dtype=F64)
+    scaled[:3, :3] *= 2.0
+    return [(nan, "non-finite"), (torch.eye(3, dtype=F64), r"\(4, 4\)"), (scaled, "not orthonormal")]
+
+
+@pytest.mark.parametrize("which", range(3))
+def test_bad_link_transform_is_rejected_by_every_output_naming_the_link(which):
+    T_bad, word = _bad_transforms()[which]
+    s = square_patch_sensor()
+    st = state_with([[0.0, 0.0, 0.0]], [[0.0, 0.0, -1.0]], T_link=T_bad)
+    for call in (s.predict, s.predict_torch, s.in_contact, s.sparse_force_jacobian,
+                 s.measurement_force_jacobian, s.sensor_transform):
+        with pytest.raises(ValueError, match="'link'.*" + word):
+            call(st)

@@ -406,3 +406,15 @@ def test_contact_far_beyond_the_mesh_is_refused_by_every_output_and_leaves_no_tr
     expected = torch.zeros(4, 3, dtype=torch.float64)
     expected[1, 2], expected[2, 2] = -0.75, -0.25
     torch.testing.assert_close(out, expected, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_scaled_body_rotation_is_rejected_not_read_as_a_doubled_force(dtype):
+    # before: with R scaled by 2 a 1 N barycentric contact summed to 2 N over the vertices
+    s = sensor()
+    T = T_of(dtype=dtype)
+    T[:3, :3] *= 2.0
+    st = state({("punyo", "box"): cs([[0.2, 0.3, 0.0]], [[0.0, 0.0, -1.0]], dtype=dtype)}, T=T, dtype=dtype)
+    for call in (s.predict, s.predict_torch, s.sparse_force_jacobian, s.predict_with_jacobian):
+        with pytest.raises(ValueError, match=r"'punyo'.*not orthonormal \(max \|R R\^T - I\| = 3 "):
+            call(st)

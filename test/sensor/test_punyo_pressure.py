@@ -221,3 +221,23 @@ def test_pose_check_rejects_nan_and_inf_but_not_huge_finite_entries():
     np.testing.assert_array_equal(t, [1e308, 1e308, 0.0])
     np.testing.assert_array_equal(R, np.eye(3))
     assert numpy_pose(state({}, T=T_of(dtype=torch.float16), dtype=torch.float16), "punyo") is None
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16])
+def test_scaled_or_reflected_body_rotation_is_rejected_not_read_as_a_larger_force(dtype):
+    # before: a rotation scaled by 2 read a 1 N push as 2 N; now every output refuses it
+    s = sensor()
+    scaled, mirrored = T_of(dtype=dtype), T_of(dtype=dtype)
+    scaled[:3, :3] *= 2.0
+    mirrored[2, 2] = -1.0
+    for T, word in ((scaled, "not orthonormal"), (mirrored, "determinant")):
+        st = state({("punyo", "finger"): cs([[0.0, 0.0, -1.0]], dtype=dtype)}, T=T, dtype=dtype)
+        for call in (s.predict, s.predict_torch, s.sparse_force_jacobian, s.predict_with_jacobian):
+            with pytest.raises(ValueError, match="'punyo'.*" + word):
+                call(st)
+
+
+def test_numpy_body_transform_is_rejected_naming_the_type():
+    st = SimState({"punyo": np.eye(4), "finger": T_of()}, {}, {})
+    with pytest.raises(ValueError, match=r"'punyo'.*torch\.Tensor.*ndarray"):
+        sensor().predict(st)

@@ -1,10 +1,13 @@
 """ContactState validation and SimState queries (seed ``SimState`` semantics), by hand."""
 import math
+import re
 
+import numpy as np
 import pytest
 import torch
 
 from vsf_sensor_ros.sensor import ContactState, SimState
+from vsf_sensor_ros.sensor.state import rigid_transform
 
 
 def T_rz(angle, t, dtype=torch.float64):
@@ -102,3 +105,80 @@ def test_contact_state_to_keeps_dtype_and_elements():
 def test_contact_state_rejects_bad_input_naming_it(kw, word):
     with pytest.raises(ValueError, match=word):
         ContactState(**kw)
+
+
+# ----------------------------------------------------------------------------------------------
+# rigid_transform: the one check of a body transform that every sensor uses
+# ----------------------------------------------------------------------------------------------
+def _state_T(T):
+    return SimState({"pad": T, "obj": torch.eye(4, dtype=torch.float64)})
+
+
+def test_rigid_transform_returns_rotation_and_translation_views():
+    T = T_rz(math.pi / 2, (1.0, 2.0, 3.0))
+    R, t = rigid_transform(_state_T(T), "pad")
+    # Rz(90 deg) = [[0, -1, 0], [1, 0, 0], [0, 0, 1]]
+    torch.testing.assert_close(R, torch.tensor([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]],
+                                               dtype=torch.float64), atol=1e-15, rtol=0)
+    assert t.tolist() == [1.0, 2.0, 3.0]
+
+
+def _scaled(k):
+    T = torch.eye(4, dtype=torch.float64)
+    T[:3, :3] *= k
+    return T
+
+
+def _sheared():
+    T = torch.eye(4, dtype=torch.float64)
+    T[0, 1] = 0.1
+    return T
+
+
+def _reflected():
+    T = torch.eye(4, dtype=torch.float64)
+    T[2, 2] = -1.0                                       # orthonormal, det = -1
+    return T
+
+
+def _bottom():
+    T = torch.eye(4, dtype=torch.float64)
+    T[3, 0] = 0.5
+    return T
+
+
+def _nan():
+    T = torch.eye(4, dtype=torch.float64)
+    T[0, 3] = math.nan
+    return T
+
+
+@pytest.mark.parametrize("T, words", [
+    (_nan(), r"'pad'.*non-finite.*nan"),
+    (torch.eye(3, dtype=torch.float64), r"'pad'.*\(4, 4\).*\(3, 3\)"),
+    (np.eye(4), r"'pad'.*torch\.Tensor.*ndarray"),
+    (torch.eye(4, dtype=torch.int64), r"'pad'.*floating"),
+    (_scaled(2.0), r"'pad'.*not orthonormal.*3"),          # |R R^T - I| = 4 - 1 = 3
+    (_scaled(1.0 + 1e-4), r"'pad'.*not orthonormal.*0\.0002"),  # (1 + 1e-4)^2 - 1 = 2.0001e-4
+    (_sheared(), r"'pad'.*not orthonormal.*0\.1"),          # row 0 . row 1 = 0.1
+    (_reflected(), r"'pad'.*determinant -1"),
+    (_bottom(), r"'pad'.*bottom row.*\[0\.5, 0\.0, 0\.0, 1\.0\]"),
+])
+def test_rigid_transform_rejects_bad_transforms_naming_body_and_value(T, words):
+    with pytest.raises(ValueError, match=words):
+        rigid_transform(_state_T(T), "pad")
+
+
+def test_rigid_transform_tolerates_rounding_below_1e5_and_names_unknown_bodies():
+    # scale 1 + 2e-6: |R R^T - I| = 4e-6 < 1e-5, accepted; float32 rotation of 30 deg too
+    rigid_transform(_state_T(_scaled(1.0 + 2e-6)), "pad")
+    rigid_transform(_state_T(T_rz(math.pi / 6, (0.0, 0.0, 0.0), dtype=torch.float32)), "pad")
+    with pytest.raises(ValueError, match="'nope'.*known bodies: obj, pad"):
+        rigid_transform(_state_T(torch.eye(4, dtype=torch.float64)), "nope")
+
+
+@pytest.mark.parametrize("key", ["punyo", ("punyo",), ("a", "b", "c")])
+def test_contact_keys_that_are_not_body_pairs_are_rejected_naming_the_key(key):
+    c = cs([[0.0, 0.0, 0.0]], [[0.0, 0.0, 1.0]])
+    with pytest.raises(ValueError, match=r"\(body1, body2\).*" + re.escape(repr(key))):
+        SimState({"punyo": torch.eye(4, dtype=torch.float64)}, {}, {key: c})

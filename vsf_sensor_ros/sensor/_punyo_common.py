@@ -1,30 +1,24 @@
 """Validation helpers shared by the Punyo sensor models (private to ``vsf_sensor_ros.sensor``)."""
 from __future__ import annotations
 
-import math
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
 import torch
 
-from .state import ContactState, SimState
+from .state import ContactState, SimState, check_rigid_values, rigid_transform
 
 
 def body_pose(state: SimState, name: str) -> Tuple[torch.Tensor, torch.Tensor]:
     """Rotation ``R`` (3, 3) and translation ``t`` (3,) of body ``name`` (body -> world).
 
+    :func:`~vsf_sensor_ros.sensor.state.rigid_transform` (the shared check of every sensor).
+
     Raises:
-        ValueError: unknown body (the state's own message, naming it and the
-            known bodies), a transform that is not ``(4, 4)`` or has NaN/inf.
+        ValueError: unknown body, or a transform that is not a rigid ``(4, 4)`` tensor
+            (see ``rigid_transform``), naming the body and the transform.
     """
-    state.bodies_in_contact(name)                       # raises ValueError naming unknown bodies
-    T = state.body_transforms[name]
-    if not isinstance(T, torch.Tensor) or T.shape != (4, 4):
-        shape = tuple(T.shape) if isinstance(T, torch.Tensor) else type(T).__name__
-        raise ValueError(f"body {name!r}: transform must be a (4, 4) tensor, got {shape}")
-    if not bool(torch.isfinite(T).all()):
-        raise ValueError(f"body {name!r}: transform has a non-finite entry: {T.tolist()}")
-    return T[:3, :3], T[:3, 3]
+    return rigid_transform(state, name)
 
 
 _NUMPY_DTYPES = (torch.float32, torch.float64)
@@ -33,26 +27,23 @@ _NUMPY_DTYPES = (torch.float32, torch.float64)
 def numpy_pose(state: SimState, name: str) -> Optional[Tuple[np.ndarray, np.ndarray, torch.Tensor]]:
     """``(R (3, 3), t (3,), T)`` of body ``name`` as numpy views, for the numpy fast paths.
 
-    Same checks and errors as :func:`body_pose`, in numpy (torch's per-op overhead is larger
-    than this whole check).  Returns None when the transform is not a float32/float64 CPU tensor
-    (the caller then takes its torch path, which handles any device/dtype).
+    Same checks and errors as :func:`body_pose` (the plain-Python check of
+    ``check_rigid_values``: torch's per-op overhead is larger than this whole check).
+    Returns None when the transform is not a float32/float64 CPU tensor (the caller then
+    takes its torch path, which handles any device/dtype).
 
     Raises:
         ValueError: as :func:`body_pose`.
     """
-    if name not in state.body_transforms:
-        state.bodies_in_contact(name)                   # raises ValueError naming unknown bodies
-    T = state.body_transforms[name]
+    T = state.body_transforms.get(name)
+    if T is None:
+        state._check_body(name)                         # raises ValueError naming unknown bodies
     if not isinstance(T, torch.Tensor) or T.shape != (4, 4):
-        shape = tuple(T.shape) if isinstance(T, torch.Tensor) else type(T).__name__
-        raise ValueError(f"body {name!r}: transform must be a (4, 4) tensor, got {shape}")
+        rigid_transform(state, name)                    # raises the shared message
     if T.device.type != "cpu" or T.dtype not in _NUMPY_DTYPES:
         return None
     Tn = T.detach().numpy() if T.requires_grad else T.numpy()
-    # a finite sum of the 16 entries means all are finite (inf/nan propagate); only an overflowing
-    # sum of huge entries needs the element-wise test
-    if not math.isfinite(sum(Tn.ravel().tolist())) and not np.isfinite(Tn).all():
-        raise ValueError(f"body {name!r}: transform has a non-finite entry: {T.tolist()}")
+    check_rigid_values(Tn.ravel().tolist(), name, T.dtype, T)
     return Tn[:3, :3], Tn[:3, 3], T
 
 

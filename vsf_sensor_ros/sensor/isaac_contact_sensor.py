@@ -76,7 +76,7 @@ import torch
 
 from ._punyo_common import parse_tare
 from .base import BaseSensor, Pair, SparseJacobian
-from .state import SimState
+from .state import SimState, rigid_transform
 
 INVALID_HANDLE = -1           # seed constant; never returned (invalid input raises instead)
 _TIME_SLACK = 1e-9            # s; absorbs float error in accumulated nominal sample times
@@ -271,7 +271,8 @@ class IsaacContactSensor(BaseSensor):
         return ["in_contact", "value"]
 
     def _check_state(self, state: SimState) -> List[Pair]:
-        pairs = self.contact_bodies(state)   # raises ValueError for an unknown body
+        rigid_transform(state, self.attachModelName)   # unknown body, non-finite / non-rigid / not (4, 4)
+        pairs = self.contact_bodies(state)
         for pair in pairs:
             c = state.contacts[pair]
             if c.points.dtype != state.dtype or c.points.device != state.device:
@@ -309,7 +310,9 @@ class IsaacContactSensor(BaseSensor):
         """Instantaneous ``[in_contact, value]``, ``(2,)`` of the state's dtype/device, differentiable.
 
         Raises:
-            ValueError: body not in the state, or contacts whose dtype/device differ from the state's.
+            ValueError: body not in the state, its transform not a finite rigid ``(4, 4)``
+                tensor (``state.rigid_transform``), or contacts whose dtype/device differ
+                from the state's.
         """
         self._check_state(state)
         inside, F = self._net_force(state)

@@ -82,7 +82,7 @@ import torch
 
 from ._punyo_common import parse_tare
 from .base import BaseSensor, Pair, SparseJacobian
-from .state import SimState
+from .state import SimState, rigid_transform
 
 # Klampt's Settings() map, in its (sorted) order.
 SETTING_NAMES: Tuple[str, ...] = (
@@ -457,9 +457,10 @@ class ContactSensor(BaseSensor):
         """Sensor frame -> world, ``(4, 4)`` of the state's dtype/device (``T_link · Tsensor``).
 
         Raises:
-            ValueError: the link is not in the state.
+            ValueError: the link is not in the state, or its transform is not a finite rigid
+                ``(4, 4)`` tensor (:func:`~vsf_sensor_ros.sensor.state.rigid_transform`).
         """
-        state._check_body(self.link)
+        rigid_transform(state, self.link)
         T_link = state.body_transforms[self.link]
         return T_link @ torch.as_tensor(self._cfg["Tsensor"], dtype=T_link.dtype, device=T_link.device)
 
@@ -474,7 +475,8 @@ class ContactSensor(BaseSensor):
         return torch.randn(3, generator=generator, dtype=dtype, device=device) * std
 
     def _check_state(self, state: SimState) -> List[Pair]:
-        pairs = self.contact_bodies(state)   # raises ValueError for an unknown link
+        rigid_transform(state, self.link)    # unknown link, non-finite / non-rigid / not (4, 4)
+        pairs = self.contact_bodies(state)
         for pair in pairs:
             c = state.contacts[pair]
             if c.points.dtype != state.dtype or c.points.device != state.device:
@@ -539,8 +541,9 @@ class ContactSensor(BaseSensor):
                 when ``noise`` is True.
 
         Raises:
-            ValueError: link not in the state, contacts whose dtype/device differ
-                from the state's, or ``noise`` without a generator (or on another device).
+            ValueError: link not in the state, its transform not a finite rigid
+                ``(4, 4)`` tensor (``state.rigid_transform``), contacts whose dtype/device
+                differ from the state's, or ``noise`` without a generator (or on another device).
         """
         self._check_state(state)
         w, fs, _ = self._weighted(state)

@@ -7,8 +7,9 @@ forces in newtons, both in the world frame unless a method says otherwise.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -104,6 +105,13 @@ class SimState:
     body_states: Dict[str, torch.Tensor] = field(default_factory=dict)
     contacts: Dict[Tuple[str, str], ContactState] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # every accessor unpacks the keys as (body1, body2); a string key would unpack into its
+        # characters (or fail obscurely), so refuse it here, once per state (a few pairs: cheap)
+        for key in self.contacts:
+            if type(key) is not tuple or len(key) != 2:
+                raise ValueError(f"SimState.contacts keys must be (body1, body2) tuples, got {key!r}")
+
     def _check_body(self, name: str) -> None:
         if name not in self.body_transforms:
             known = ", ".join(sorted(self.body_transforms)) or "(none)"
@@ -181,3 +189,91 @@ class SimState:
         if not self.body_transforms:
             return torch.float32
         return next(iter(self.body_transforms.values())).dtype
+
+
+def _show(value: object) -> object:
+    """A tensor/array as nested lists for an error message; anything else as is."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().tolist()
+    return value.tolist() if hasattr(value, "tolist") else value
+
+
+def rigid_tolerance(dtype: torch.dtype) -> float:
+    """Tolerance of :func:`rigid_transform` for a transform of ``dtype``.
+
+    ``max(1e-5, 64 * eps(dtype))``: 1e-5 for float64 and float32, looser for half
+    precision.  It is dimensionless (bounds ``|R Rᵀ − I|`` entries, i.e. a relative scale
+    error): far above the rounding of composed float32 rotations (~1e-6) and of
+    finite-difference probes of a transform (a 1e-6 step), far below any real scale or
+    shear (a 1e-5 scale error changes forces read through ``R`` by 1e-5 relative).
+    """
+    tol = _TOLERANCES.get(dtype)
+    if tol is None:
+        tol = _TOLERANCES[dtype] = max(1e-5, 64.0 * torch.finfo(dtype).eps)
+    return tol
+
+
+_TOLERANCES: Dict[torch.dtype, float] = {}
+
+
+def check_rigid_values(vals: Sequence[float], name: str, dtype: torch.dtype, shown: object) -> None:
+    """Check the 16 row-major entries ``vals`` of a homogeneous transform in plain Python.
+
+    Shared by :func:`rigid_transform` and the sensors' numpy fast paths (a few
+    microseconds: cheaper than any torch/numpy call for a 4x4).  ``shown`` is
+    the transform printed in an error (a tensor/array is shown as nested lists).
+
+    Raises:
+        ValueError: as :func:`rigid_transform`.
+    """
+    # a finite sum means every entry is finite (inf/nan propagate); only an overflowing sum of
+    # huge entries needs the element-wise test
+    if not math.isfinite(sum(vals)) and not all(math.isfinite(v) for v in vals):
+        raise ValueError(f"body {name!r}: transform has a non-finite entry: {_show(shown)}")
+    tol = rigid_tolerance(dtype)
+    if abs(vals[12]) > tol or abs(vals[13]) > tol or abs(vals[14]) > tol or abs(vals[15] - 1.0) > tol:
+        raise ValueError(f"body {name!r}: transform's bottom row must be [0, 0, 0, 1], got "
+                         f"{list(vals[12:16])} in {_show(shown)}")
+    a0, a1, a2, _, b0, b1, b2, _, c0, c1, c2 = vals[:11]
+    # Gram matrix R R^T of the rows minus the identity (rows orthonormal <=> R orthonormal)
+    gram_err = max(abs(a0 * a0 + a1 * a1 + a2 * a2 - 1.0), abs(b0 * b0 + b1 * b1 + b2 * b2 - 1.0),
+                   abs(c0 * c0 + c1 * c1 + c2 * c2 - 1.0), abs(a0 * b0 + a1 * b1 + a2 * b2),
+                   abs(a0 * c0 + a1 * c1 + a2 * c2), abs(b0 * c0 + b1 * c1 + b2 * c2))
+    if not gram_err <= tol:
+        raise ValueError(f"body {name!r}: transform's rotation is not orthonormal "
+                         f"(max |R R^T - I| = {gram_err:.3g} > {tol:.3g}; scaled or sheared?): "
+                         f"{_show(shown)}")
+    det = a0 * (b1 * c2 - b2 * c1) - a1 * (b0 * c2 - b2 * c0) + a2 * (b0 * c1 - b1 * c0)
+    if det <= 0.0:
+        raise ValueError(f"body {name!r}: transform's rotation has determinant {det:.6g} "
+                         f"(a reflection, not a rotation): {_show(shown)}")
+
+
+def rigid_transform(state: SimState, name: str) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Rotation ``R`` ``(3, 3)`` and translation ``t`` ``(3,)`` (m) of body ``name``, body -> world,
+    after checking that its transform is rigid.  The one validation every sensor uses.
+
+    ``R`` and ``t`` are views of the state's tensor (same dtype/device, autograd kept).
+
+    Checks, with ``tol = rigid_tolerance(dtype)`` (1e-5 for float64 and float32):
+    a ``torch.Tensor`` of shape ``(4, 4)`` (a numpy array is refused: ``SimState`` holds
+    tensors, convert with ``torch.as_tensor``), every entry finite, bottom row
+    ``[0, 0, 0, 1]`` within ``tol``, ``max |R Rᵀ − I| ≤ tol`` (no scale or shear: a rotation
+    scaled by 2 would double every force read through it) and ``det R > 0`` (no reflection).
+
+    Raises:
+        ValueError: unknown body (naming it and the known bodies) or a transform failing a
+            check; the message names the body and shows the offending transform.
+    """
+    state._check_body(name)
+    T = state.body_transforms[name]
+    if not isinstance(T, torch.Tensor):
+        raise ValueError(f"body {name!r}: transform must be a (4, 4) torch.Tensor, got "
+                         f"{type(T).__name__} {T!r} (convert with torch.as_tensor)")
+    if T.shape != (4, 4):
+        raise ValueError(f"body {name!r}: transform must be a (4, 4) tensor, got shape {tuple(T.shape)}")
+    if not T.is_floating_point():
+        raise ValueError(f"body {name!r}: transform must be floating point, got {T.dtype}")
+    vals = T.detach().reshape(-1).tolist()
+    check_rigid_values(vals, name, T.dtype, T)
+    return T[:3, :3], T[:3, 3]
