@@ -151,12 +151,24 @@ def test_failure_while_sampling_restores_the_previous_calibration():
     assert s.get_calibration()["tare"].tolist() == [5.0]
 
 
-def test_an_output_key_the_sensor_does_not_know_is_rejected_and_rolled_back():
+@pytest.mark.parametrize("key", ["bias", "zero", "tare_sim_avg"])
+def test_an_output_key_no_sensor_reads_is_rejected_by_the_constructor_naming_it(key):
+    # every sensor reads its offset from 'tare'; before, 'zero' was accepted here and only
+    # refused by set_calibration after the simulator had been stepped through every sample
+    with pytest.raises(ValueError, match=f"output_key.*'tare'.*got '{key}'"):
+        TareCalibrator(output_key=key)
+    assert TareCalibrator(output_key="tare").output_key == "tare"
+
+
+def test_simulator_measurements_without_the_sensor_name_it_and_the_keys_and_roll_back():
     s = pressure()
     s.set_calibration({"tare": [5.0]})
-    with pytest.raises(ValueError, match="bias"):
-        TareCalibrator(output_key="bias").calibrate(
-            s, ScriptedSim([free_state()], [s]), [None], [{"pressure": [1.0]}])
+
+    class OtherSim(ScriptedSim):
+        def measurements(self):
+            return {"load": [0.0], "pad": [1.0, 0.0]}
+    with pytest.raises(ValueError, match=r"sample 0.*'pressure'.*keys: \['load', 'pad'\]"):
+        TareCalibrator().calibrate(s, OtherSim([free_state()], [s]), [None], [{"pressure": [1.0]}])
     assert s.get_calibration()["tare"].tolist() == [5.0]
 
 

@@ -480,3 +480,26 @@ def test_bad_body_transform_is_rejected_by_every_output_naming_the_body(which, r
                  s.measurement_force_jacobian, s.get_contact_sensor_raw_data):
         with pytest.raises(ValueError, match="'body'.*" + word):
             call(st)
+
+
+def test_set_properties_accepts_a_dict_of_fields_and_defaults_the_rest():
+    s = sensor(radius=0.5, minThreshold=1.0)
+    s.set_properties({"radius": 0.05, "maxThreshold": 10.0})
+    # all replaced: minThreshold back to its default 0, position the origin
+    assert s.properties == CsProperties(radius=0.05, minThreshold=0.0, maxThreshold=10.0,
+                                        sensorPeriod=0.0, position=(0.0, 0.0, 0.0))
+    # 1 N at 0.04 m from the origin: inside 0.05 -> value 1 N
+    assert s.predict(state_with([[0.04, 0.0, 0.0]], [[0.0, 0.0, 1.0]])).tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("props, words", [
+    ({"radius": 1.0, "colour": 2}, r"'load'.*unknown properties 'colour'"),
+    ({"radius": "wide"}, r"radius.*'wide'"),
+    ([("radius", 1.0)], r"'load'.*CsProperties or a dict.*list"),
+    (None, r"'load'.*CsProperties or a dict.*NoneType"),
+])
+def test_set_properties_rejects_other_types_and_bad_fields_and_keeps_the_old_ones(props, words):
+    s = sensor(radius=0.5)
+    with pytest.raises(ValueError, match=words):
+        s.set_properties(props)
+    assert s.properties == CsProperties(radius=0.5)

@@ -7,6 +7,7 @@ sensor-frame ``x, y`` lie in ``[patchMin, patchMax]`` (inclusive) and ``|z| <= p
 (C ``round``, half away from zero) and saturation, in that order.
 """
 import math
+import re
 
 import numpy as np
 import pytest
@@ -695,3 +696,17 @@ def test_bad_link_transform_is_rejected_by_every_output_naming_the_link(which):
                  s.measurement_force_jacobian, s.sensor_transform):
         with pytest.raises(ValueError, match="'link'.*" + word):
             call(st)
+
+
+@pytest.mark.parametrize("model", [None, "link", 3])
+def test_attach_without_a_named_model_is_a_value_error_and_keeps_the_link(model):
+    s = square_patch_sensor()
+    with pytest.raises(ValueError, match=r"'cs'.*getName\(\).*" + re.escape(repr(model))):
+        s.attach(model)
+    assert s.link == "link"
+
+    class Link:
+        def getName(self):
+            return "wrist"
+    s.attach(Link())
+    assert s.link == "wrist"

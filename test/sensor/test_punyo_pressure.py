@@ -5,6 +5,7 @@ Seen along the base normal z, the box's shadow is the 1 x 2 rectangle: A_base = 
 pressure = tare - (1/A_base) * sum_c (R^T f_c) . n
 """
 import math
+import re
 
 import numpy as np
 import pytest
@@ -241,3 +242,9 @@ def test_numpy_body_transform_is_rejected_naming_the_type():
     st = SimState({"punyo": np.eye(4), "finger": T_of()}, {}, {})
     with pytest.raises(ValueError, match=r"'punyo'.*torch\.Tensor.*ndarray"):
         sensor().predict(st)
+
+
+@pytest.mark.parametrize("value", ["up", [0.0, "x", 1.0], [[0.0, 1.0], [1.0]]])
+def test_from_config_with_a_non_numeric_base_normal_names_the_key_and_value(value):
+    with pytest.raises(ValueError, match=r"'pp'.*base_normal_local.*" + re.escape(repr(value))):
+        PunyoPressureSensor.from_config("pp", {"attachment": "punyo", "base_normal_local": value})

@@ -73,14 +73,19 @@ class TareCalibrator(BaseCalibrator):
     """
 
     CONTACT_SCOPES = ("any", "sensor")
+    #: calibration keys the sensors read the tare from (every sensor here reads ``'tare'``);
+    #: any other ``output_key`` would be rejected by ``set_calibration`` after a full run
+    OUTPUT_KEYS = ("tare",)
 
     def __init__(self, num_samples: int = 10, output_key: str = "tare", contact_scope: str = "any") -> None:
-        """Raises ValueError for a negative/non-integer ``num_samples``, an empty ``output_key``
-        or a ``contact_scope`` other than ``'any'`` / ``'sensor'``."""
+        """Raises ValueError for a negative/non-integer ``num_samples``, an ``output_key`` that is
+        not one the sensors read (``OUTPUT_KEYS``: ``'tare'``) or a ``contact_scope`` other than
+        ``'any'`` / ``'sensor'``."""
         if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 0:
             raise ValueError(f"TareCalibrator: num_samples must be an integer >= 0, got {num_samples!r}")
-        if not isinstance(output_key, str) or not output_key:
-            raise ValueError(f"TareCalibrator: output_key must be a non-empty string, got {output_key!r}")
+        if output_key not in self.OUTPUT_KEYS:
+            raise ValueError(f"TareCalibrator: output_key must be the calibration key the sensors read "
+                             f"({', '.join(map(repr, self.OUTPUT_KEYS))}), got {output_key!r}")
         if contact_scope not in self.CONTACT_SCOPES:
             raise ValueError(f"TareCalibrator: contact_scope must be 'any' or 'sensor', "
                              f"got {contact_scope!r}")
@@ -124,7 +129,8 @@ class TareCalibrator(BaseCalibrator):
 
         Raises:
             ValueError: missing/non-finite/wrongly shaped observation or
-                simulated measurement, too few commands, or the sensor
+                simulated measurement (a measurement dict without the sensor's
+                name: names the sensor and the keys present), too few commands, or the sensor
                 rejecting the calibration dict; the sensor keeps its
                 previous calibration.
         """
@@ -163,7 +169,11 @@ class TareCalibrator(BaseCalibrator):
                         used = i
                         break
                 obs_sum += observations[i]
-                sim_sum += as_vector(sim.measurements()[sensor.name],
+                measured = sim.measurements()
+                if sensor.name not in measured:
+                    raise ValueError(f"TareCalibrator: the simulator's measurements at sample {i} have no "
+                                     f"entry for sensor {sensor.name!r}; keys: {sorted(map(str, measured))}")
+                sim_sum += as_vector(measured[sensor.name],
                                      f"simulated measurement {i} of sensor {sensor.name!r}", n_meas)
             sensor.set_calibration({self.output_key: obs_sum / used, "tare_sim_avg": sim_sum / used})
         except BaseException:

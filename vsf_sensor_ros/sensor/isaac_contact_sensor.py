@@ -69,7 +69,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -180,6 +180,24 @@ class CsRawData:
     in_radius: torch.Tensor
 
 
+def _as_properties(properties: Any, owner: str) -> CsProperties:
+    """``properties`` (``CsProperties`` or a dict of its fields) as validated ``CsProperties``.
+
+    Raises:
+        ValueError: another type, unknown keys (named) or a bad field value (named).
+    """
+    if isinstance(properties, Mapping):
+        unknown = sorted(str(k) for k in properties if k not in _PROPERTY_NAMES)
+        if unknown:
+            raise ValueError(f"{owner}: unknown properties {', '.join(map(repr, unknown))}; "
+                             f"known: {', '.join(_PROPERTY_NAMES)}")
+        properties = CsProperties(**properties)
+    if not isinstance(properties, CsProperties):
+        raise ValueError(f"{owner}: properties must be a CsProperties or a dict of its fields, got "
+                         f"{type(properties).__name__} {properties!r}")
+    return properties.validated()
+
+
 def _property(name: str) -> property:
     def fget(self: "IsaacContactSensor") -> Any:
         return getattr(self._props, name)
@@ -203,7 +221,7 @@ class IsaacContactSensor(BaseSensor):
     Args:
         name: sensor name.
         attachModelName: the body it sits on.
-        properties: ``CsProperties`` (defaults when None); validated.
+        properties: ``CsProperties`` or a dict of its fields (defaults when None); validated.
         max_buffer: maximum number of buffered samples (>= 1); oldest dropped.
 
     Raises:
@@ -219,9 +237,11 @@ class IsaacContactSensor(BaseSensor):
     position = _property("position")
 
     def __init__(self, name: str = "", attachModelName: str = "",
-                 properties: Optional[CsProperties] = None, *, max_buffer: int = 1000) -> None:
+                 properties: Optional[Union[CsProperties, Mapping[str, Any]]] = None, *,
+                 max_buffer: int = 1000) -> None:
         super().__init__(name, attachModelName)
-        self._props = (properties if properties is not None else CsProperties()).validated()
+        self._props = _as_properties(properties if properties is not None else CsProperties(),
+                                     f"IsaacContactSensor {name!r}")
         if isinstance(max_buffer, bool) or not isinstance(max_buffer, int) or max_buffer < 1:
             raise ValueError(f"IsaacContactSensor max_buffer must be an int >= 1, got {max_buffer!r}")
         self._buffer: Deque[CsSensorReading] = deque(maxlen=max_buffer)
@@ -234,9 +254,17 @@ class IsaacContactSensor(BaseSensor):
         """A copy of the current properties."""
         return replace(self._props)
 
-    def set_properties(self, properties: CsProperties) -> None:
-        """Replace all properties at once (validated first; nothing changes on error)."""
-        self._props = properties.validated()
+    def set_properties(self, properties: Union[CsProperties, Mapping[str, Any]]) -> None:
+        """Replace all properties at once (validated first; nothing changes on error).
+
+        ``properties``: a ``CsProperties``, or a dict of its fields (``radius``,
+        ``minThreshold``, ``maxThreshold``, ``sensorPeriod``, ``position``); fields
+        missing from the dict take the ``CsProperties`` defaults (all are replaced).
+
+        Raises:
+            ValueError: another type, unknown dict keys (named), or a bad field value.
+        """
+        self._props = _as_properties(properties, f"IsaacContactSensor {self.name!r}")
 
     @classmethod
     def from_config(cls, name: str, config: Dict[str, Any]) -> "IsaacContactSensor":
@@ -547,8 +575,9 @@ class ContactSensorInterface:
         """A copy of the sensor's properties."""
         return self._get(handle).properties
 
-    def set_sensor_properties(self, handle: int, properties: CsProperties) -> None:
-        """Replace the sensor's properties (validated; nothing changes on error)."""
+    def set_sensor_properties(self, handle: int, properties: Union[CsProperties, Mapping[str, Any]]) -> None:
+        """Replace the sensor's properties (``CsProperties`` or a dict of its fields, as
+        ``IsaacContactSensor.set_properties``; validated, nothing changes on error)."""
         self._get(handle).set_properties(properties)
 
     def get_sensor_reading(self, handle: int, use_latest_data: bool = True) -> CsSensorReading:

@@ -438,8 +438,17 @@ class ContactSensor(BaseSensor):
         return sensor
 
     def attach(self, model: Any) -> None:
-        """Attach to a link model: takes its name (anything with ``getName()``, e.g. Klampt's)."""
-        self.configure(link=model.getName())
+        """Attach to a link model: takes its name (anything with ``getName()``, e.g. Klampt's).
+
+        Raises:
+            ValueError: ``model`` has no callable ``getName`` (e.g. None), or its name is not
+                a non-empty string; the sensor is unchanged.
+        """
+        get = getattr(model, "getName", None)
+        if not callable(get):
+            raise ValueError(f"ContactSensor {self.name!r}: attach() needs a link model with getName() "
+                             f"(e.g. a Klampt RobotModelLink), got {type(model).__name__} {model!r}")
+        self.configure(link=get())
 
     # -- measurement contract -----------------------------------------------------
     def _axes(self) -> List[int]:

@@ -53,10 +53,13 @@ class PunyoPressureSensor(BaseSensor):
                  variance: float = 0.0) -> None:
         """Raises ValueError for a zero/non-finite/non-3 normal or a negative/non-finite variance."""
         super().__init__(name, punyo_link)
-        n = np.asarray(base_normal_local, dtype=np.float64).reshape(-1)
-        if n.shape != (3,) or not np.all(np.isfinite(n)) or float(np.linalg.norm(n)) == 0.0:
+        try:
+            n = np.asarray(base_normal_local, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):                  # e.g. 'up', [1, 'x', 0], ragged lists
+            n = None
+        if n is None or n.shape != (3,) or not np.all(np.isfinite(n)) or float(np.linalg.norm(n)) == 0.0:
             raise ValueError(f"sensor {name!r}: base_normal_local must be a finite non-zero 3-vector, "
-                             f"got {list(np.atleast_1d(base_normal_local))}")
+                             f"got {base_normal_local!r}")
         try:
             var = float(variance)
         except (TypeError, ValueError) as exc:
