@@ -170,6 +170,7 @@ class SensorNode(Node):
                                      lambda msg, b=b: self._on_pose(b, msg), self._qos_in)
             for b in self.world.free_body_names]
         names = list(p["contact_body_names"] or []) or list(self.world.body_names)
+        self._check_contact_body_names(names)
         self._contact_body_names = names
         self._dense_vertex_counts: Dict[str, int] = {}
 
@@ -326,6 +327,30 @@ class SensorNode(Node):
                 raise ConfigError(f"{body}.pose_topic", v["pose_topic"],
                                   f"body is fixed to {parent!r}; only free bodies follow a pose topic")
             self._pose_topics[body] = v["pose_topic"]
+
+    def _check_contact_body_names(self, names: Sequence[str]) -> None:
+        """The body index table of the contacts cloud: unique, non-empty names.
+
+        Names that are not bodies of the world are allowed (a simulator may
+        report contacts with bodies the node does not model; such contacts
+        touch no sensor) and logged once as a warning.
+
+        Raises:
+            ConfigError: a duplicate or empty name (body indices would be ambiguous).
+        """
+        seen = set()
+        for n in names:
+            if not n.strip():
+                raise ConfigError("contact_body_names", list(names), "names must be non-empty")
+            if n in seen:
+                raise ConfigError("contact_body_names", list(names),
+                                  f"name {n!r} appears twice; body1/body2 indices must be unambiguous")
+            seen.add(n)
+        unknown = [n for n in names if n not in self.world.body_names]
+        if unknown:
+            self.get_logger().warn(
+                f"contact_body_names {unknown} are not bodies of the world; contacts with them are "
+                f"decoded but touch no sensor (bodies: {', '.join(self.world.body_names)})")
 
     def _check_sensor_list(self, sensors: Sequence[str]) -> None:
         seen = set()
@@ -601,8 +626,23 @@ class SensorNode(Node):
         return None
 
     def _on_contacts(self, msg: PointCloud2) -> None:
+        """Subscription callback: one contacts message, never fatal to the node.
+
+        Any exception not foreseen by :meth:`_process_contacts` (a bug or a
+        library failure on odd input) is counted as ``internal_error`` and
+        logged (throttled, with the exception text) instead of ending the
+        spin; the predictions are computed and checked before anything is
+        published, so a failure there publishes nothing for that message.
+        """
         t_recv = time.perf_counter()
         self.inputs.contacts_received += 1
+        try:
+            self._process_contacts(msg, t_recv)
+        except Exception as exc:  # noqa: BLE001 -- the node must outlive one bad message
+            self._reject("internal_error", f"{type(exc).__name__}: {exc}")
+
+    def _process_contacts(self, msg: PointCloud2, t_recv: float) -> None:
+        """Decode, predict every sensor, check, then publish (see the module docstring)."""
         try:
             decoded = pointcloud2_to_contacts(msg, self._contact_body_names, DTYPE, DEVICE,
                                               expected_frame_id=self._p["world_frame"])

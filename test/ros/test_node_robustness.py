@@ -1,0 +1,115 @@
+"""sensor_node message handling that must neither crash the node nor publish nonsense.
+
+An in-process ``SensorNode`` (real rclpy, the package's embedded world) with a Punyo pressure
+sensor and a Punyo dense force sensor on the bubble.  Its subscription callbacks and services are
+called directly with real messages, so the counters can be read right after each message.
+
+Hand-derived numbers used below: the embedded bubble's base is a 24-gon of radius 0.05 m, area
+``A = 0.5 * 24 * 0.05**2 * sin(2*pi/24) = 7.76e-3 m^2``, and the Punyo pressure of a force ``F``
+pressing along the base normal is ``p = F / A`` in magnitude (``1/A = 128.8 m^-2``).  A force at a
+vertex with ``elem1`` set loads that vertex of the dense force field with the force in the body
+frame, so a component of ``F`` shows up there unchanged.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from rclpy.parameter import Parameter
+
+from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.params import ConfigError
+from vsf_sensor_ros.ros.sensor_node import SensorNode
+from vsf_sensor_ros.sensor import ContactState
+
+A = 0.5 * 24 * 0.05 ** 2 * math.sin(2 * math.pi / 24)   # bubble base area (m^2)
+
+
+def _overrides(**extra):
+    params = {"sensors": ["pressure", "force"],
+              "pressure.type": "PunyoPressureSensor", "pressure.attachment": "punyo",
+              "pressure.measured_scale": 100.0, "pressure.publish_markers": False,
+              "force.type": "PunyoDenseForceSensor", "force.attachment": "punyo",
+              "force.publish_markers": False}
+    params.update(extra)
+    return [Parameter(k, value=v) for k, v in params.items()]
+
+
+@pytest.fixture(scope="module")
+def node(rclpy_context):
+    n = SensorNode("robust_sensor_node", namespace="/robustness_test", parameter_overrides=_overrides())
+    yield n
+    n.destroy_node()
+
+
+def _push(node: SensorNode, force_along_normal: float, sec: int):
+    """A contacts message: one contact at vertex 0 of the bubble, force ``F`` along the base's -z
+    (into the bubble, the pressure's positive direction) in the world frame."""
+    T = node.world.body_transform("punyo")
+    V = np.asarray(node.world.body_mesh("punyo").vertices)
+    p = T[:3, :3] @ V[0] + T[:3, 3]
+    f = T[:3, :3] @ np.array([0.0, 0.0, -force_along_normal])
+    cs = {("punyo", "object"): ContactState(torch.tensor(p[None], dtype=torch.float64),
+                                            torch.tensor(f[None], dtype=torch.float64),
+                                            torch.tensor([0]), torch.tensor([-1]))}
+    msg = contacts_to_pointcloud2(cs, node.world.body_names, stamp=None, frame_id="world")
+    msg.header.stamp.sec = sec
+    return msg
+
+
+def _published(node):
+    return {n: h.stats.published for n, h in node._handles.items()}
+
+
+def test_a_normal_contact_is_published_for_both_sensors(node):
+    before, done = _published(node), node.inputs.contacts_processed
+    node._on_contacts(_push(node, 2.0, sec=1))
+    assert node.inputs.contacts_processed == done + 1
+    assert _published(node) == {n: v + 1 for n, v in before.items()}
+    # 2 N along the normal: p = 2 / A = 257.6 Pa (the PLY stores float32 vertices)
+    assert node._handles["pressure"].last_values[0] == pytest.approx(2.0 / A, rel=1e-6)
+
+
+def test_an_unexpected_exception_in_a_model_is_counted_and_the_node_carries_on(node, monkeypatch):
+    h = node._handles["force"]
+
+    def broken(*_args, **_kwargs):
+        raise KeyError("simulated library fault")
+
+    # fault injection in the sensor model (not in ROS): an exception type the node does not expect
+    monkeypatch.setattr(h.sensor, "predict", broken)
+    monkeypatch.setattr(h.sensor, "predict_with_jacobian", broken)
+    before, done = _published(node), node.inputs.contacts_processed
+    node._on_contacts(_push(node, 2.0, sec=2))          # must not raise
+    assert node.inputs.rejected["internal_error"] == 1
+    assert node.inputs.contacts_processed == done and _published(node) == before
+    monkeypatch.undo()
+    node._on_contacts(_push(node, 2.0, sec=3))
+    assert node.inputs.contacts_processed == done + 1
+
+
+def test_duplicate_contact_body_names_are_a_configuration_error(rclpy_context):
+    with pytest.raises(ConfigError) as err:
+        SensorNode("dup_names_node", namespace="/robustness_test",
+                   parameter_overrides=_overrides(contact_body_names=["punyo", "punyo", "table"]))
+    assert err.value.parameter == "contact_body_names" and "'punyo' appears twice" in str(err.value)
+
+
+def test_contact_body_names_outside_the_world_are_allowed_with_one_warning(rclpy_context, capfd):
+    n = SensorNode("ghost_names_node", namespace="/robustness_test",
+                   parameter_overrides=_overrides(contact_body_names=["punyo", "object", "ghost"]))
+    try:
+        # a contact between the bubble and the unmodelled body is decoded and predicted
+        T = n.world.body_transform("punyo")
+        cs = {("punyo", "ghost"): ContactState(torch.tensor(T[:3, 3][None], dtype=torch.float64),
+                                               torch.tensor([[0.0, 0.0, 1.0]], dtype=torch.float64))}
+        msg = contacts_to_pointcloud2(cs, ["punyo", "object", "ghost"], stamp=None, frame_id="world")
+        n._on_contacts(msg)
+        assert n.inputs.contacts_processed == 1 and not n.inputs.rejected
+    finally:
+        n.destroy_node()
+    err = capfd.readouterr().err
+    warnings = [ln for ln in err.splitlines() if "not bodies of the world" in ln]
+    assert len(warnings) == 1 and "['ghost']" in warnings[0], err[-2000:]
