@@ -38,22 +38,65 @@ BAD_CONFIGS = {
 }
 
 
+def _bad_file_configs(tmp_path):
+    """Cases needing files: (params, parameter named, value shown, text the line must hold)."""
+    not_a_mesh = tmp_path / "pad.yaml"          # an extension trimesh has no loader for
+    not_a_mesh.write_text("a: 1\n")
+    empty_ply = tmp_path / "empty.ply"
+    empty_ply.write_bytes(b"")
+    mesh_dir = tmp_path / "meshes"
+    mesh_dir.mkdir()
+    body = {"bodies": ["pad"], "pad.parent_link": "tool_link"}
+    return {
+        "unsupported_mesh_type": (dict(body, **{"pad.mesh": str(not_a_mesh)}), "pad.mesh",
+                                  str(not_a_mesh), "cannot load a triangle mesh"),
+        "empty_ply": (dict(body, **{"pad.mesh": str(empty_ply)}), "pad.mesh", str(empty_ply),
+                      "cannot load a triangle mesh"),
+        "mesh_is_a_directory": (dict(body, **{"pad.mesh": str(mesh_dir)}), "pad.mesh", str(mesh_dir),
+                                "is a directory"),
+    }
+
+
+MORE_BAD_CONFIGS = {
+    "duplicate_contact_body_names": ({"contact_body_names": ["punyo", "punyo", "table"]},
+                                     "contact_body_names", "['punyo', 'punyo', 'table']", "appears twice"),
+}
+
+
 def test_configuration_errors_stop_the_node_with_one_message(tmp_path, rclpy_context):
+    cases = {k: v + ("",) for k, v in BAD_CONFIGS.items()}
     if not FIXTURES.is_dir():
-        BAD_CONFIGS.pop("unknown_link")
+        cases.pop("unknown_link")
+    cases.update(MORE_BAD_CONFIGS)
+    cases.update(_bad_file_configs(tmp_path))
     procs = {}
-    for case, (params, _, _) in BAD_CONFIGS.items():
+    for case, (params, _, _, _) in cases.items():
         f = write_params(tmp_path / f"{case}.yaml", params)
         procs[case] = NodeProcess(f, tmp_path / f"{case}.log").start()
     for case, proc in procs.items():
-        code = proc.wait(timeout=60)
+        code = proc.wait(timeout=120)
         out = proc.output()
-        _, parameter, value = BAD_CONFIGS[case]
+        _, parameter, value, text = cases[case]
         lines = [ln for ln in out.splitlines() if "configuration error" in ln]
-        assert code != 0, f"{case}: exited {code}\n{out[-2000:]}"
+        assert code == 2, f"{case}: exited {code}\n{out[-2000:]}"
         assert len(lines) == 1, f"{case}: {out[-2000:]}"
-        assert f"'{parameter}'" in lines[0] and value in lines[0], f"{case}: {lines[0]}"
+        assert f"'{parameter}'" in lines[0] and value in lines[0] and text in lines[0], f"{case}: {lines[0]}"
         assert "Traceback" not in out, f"{case}: {out[-3000:]}"
+
+
+def test_a_params_file_rcl_cannot_parse_gives_one_line_with_a_hint(tmp_path, rclpy_context):
+    # [-0.03, 0] mixes a double and an integer: rcl's YAML parser refuses the whole file
+    f = tmp_path / "mixed.yaml"
+    f.write_text("sensor_node:\n  ros__parameters:\n    sensors: [pad]\n    pad.type: ContactSensor\n"
+                 "    pad.attachment: punyo\n    pad.patchMin: [-0.03, 0]\n")
+    proc = NodeProcess(f, tmp_path / "mixed.log").start()
+    code = proc.wait(timeout=60)
+    out = proc.output()
+    lines = [ln for ln in out.splitlines() if "configuration error" in ln]
+    assert code == 2, out[-2000:]
+    assert len(lines) == 1, out[-2000:]
+    assert "Sequence should be of same type" in lines[0] and "write 0.0 not 0" in lines[0], lines[0]
+    assert "Traceback" not in out, out[-3000:]
 
 
 def test_shipped_embedded_config_starts_and_predicts(tmp_path, rclpy_context):

@@ -48,6 +48,7 @@ from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.executors import ExternalShutdownException
+from rclpy._rclpy_pybind11 import RCLError
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile
@@ -305,8 +306,20 @@ class SensorNode(Node):
                 raise ConfigError(f"{body}.mesh", v["mesh"], str(exc)) from None
         else:
             mesh_path = resolve_path(v["mesh"], self._assets)
+        if mesh_path.is_dir():
+            raise ConfigError(f"{body}.mesh", v["mesh"],
+                              f"{str(mesh_path)!r} is a directory, not a mesh file")
         if not mesh_path.is_file():
             raise ConfigError(f"{body}.mesh", v["mesh"], f"file {str(mesh_path)!r} does not exist")
+        from ..world import load_mesh
+        try:
+            # loaded here so a bad file is blamed on <b>.mesh; trimesh raises many types
+            # (NotImplementedError for an unknown extension, ValueError, KeyError, ...)
+            mesh = load_mesh(str(mesh_path))
+        except Exception as exc:  # noqa: BLE001
+            raise ConfigError(f"{body}.mesh", v["mesh"],
+                              f"cannot load a triangle mesh from {str(mesh_path)!r}: "
+                              f"{type(exc).__name__}: {exc}") from None
         T = transform_from_params(body, v["transform"], v["transform_file"], v["transform_key"],
                                   self._assets)
         parent = v["parent_link"] or None
@@ -314,14 +327,12 @@ class SensorNode(Node):
             raise ConfigError(f"{body}.parent_link", parent,
                               f"unknown link; known: {', '.join(self.world.body_names)}")
         try:
-            self.world.attach_body(body, str(mesh_path), parent, T)
-        except FileNotFoundError as exc:
-            raise ConfigError(f"{body}.mesh", v["mesh"], str(exc)) from None
-        except ValueError as exc:
+            self.world.attach_body(body, mesh, parent, T)
+        except ValueError as exc:   # the mesh is loaded: name clash or transform
+            if "already exists" in str(exc):
+                raise ConfigError("bodies", body, str(exc)) from None
             which = "transform_file" if v["transform_file"] else "transform"
-            param, value = ((f"{body}.mesh", v["mesh"]) if "mesh" in str(exc).lower()
-                            else (f"{body}.{which}", v[which]))
-            raise ConfigError(param, value, str(exc)) from None
+            raise ConfigError(f"{body}.{which}", v[which], str(exc)) from None
         if v["pose_topic"]:
             if parent is not None:
                 raise ConfigError(f"{body}.pose_topic", v["pose_topic"],
@@ -1080,8 +1091,20 @@ def _as_double(value: Any, default: Any) -> Any:
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """Console entry point: init, spin, shut down cleanly; exit code 2 on a configuration error."""
-    rclpy.init(args=args)
+    """Console entry point: init, spin, shut down cleanly; exit code 2 on a configuration error.
+
+    A parameter file rcl cannot parse fails in ``rclpy.init``: reported as
+    one ``configuration error`` line (rcl's message and a hint), exit code 2.
+    """
+    try:
+        rclpy.init(args=args)
+    except RCLError as exc:
+        text = " ".join(str(exc).split())
+        hint = ""
+        if "same type" in text:
+            hint = " (ROS 2 parameter files need one element type per list: write 0.0 not 0)"
+        print(f"[FATAL] [sensor_node]: configuration error: {text}{hint}", file=sys.stderr, flush=True)
+        return 2
     node: Optional[SensorNode] = None
     code = 0
     try:
