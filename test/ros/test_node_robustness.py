@@ -17,9 +17,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from builtin_interfaces.msg import Time
 from rclpy.parameter import Parameter
+from sensor_msgs.msg import FluidPressure
 
 from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.outputs import make_cloud, make_header
 from vsf_sensor_ros.ros.params import ConfigError
 from vsf_sensor_ros.ros.sensor_node import SensorNode
 from vsf_sensor_ros.sensor import ContactState
@@ -88,6 +91,48 @@ def test_an_unexpected_exception_in_a_model_is_counted_and_the_node_carries_on(n
     monkeypatch.undo()
     node._on_contacts(_push(node, 2.0, sec=3))
     assert node.inputs.contacts_processed == done + 1
+
+
+def test_a_force_beyond_float32_rejects_the_message_for_every_sensor(node):
+    # F = 1e300 N: pressure 1e300 / A = 1.29e302 Pa is a finite float64, but vertex 0's local
+    # force z = -1e300 N does not fit the float32 fields of the dense force cloud (max 3.4e38)
+    before, done = _published(node), node.inputs.contacts_processed
+    node._on_contacts(_push(node, 1e300, sec=4))
+    assert node.inputs.rejected["out_of_range"] == 1
+    assert node.inputs.contacts_processed == done and _published(node) == before
+
+
+def test_a_finite_force_giving_an_infinite_pressure_rejects_the_message(node):
+    # F = 1e308 N: 1e308 / A = 1.29e310 overflows float64 (max 1.797e308) -> inf pressure
+    assert 1e308 / A > np.finfo(np.float64).max
+    before, done = _published(node), node.inputs.contacts_processed
+    node._on_contacts(_push(node, 1e308, sec=5))
+    assert node.inputs.rejected["non_finite_prediction"] == 1
+    assert node.inputs.contacts_processed == done and _published(node) == before
+
+
+def test_measured_overflowing_after_its_scale_is_rejected_and_counted(node):
+    h = node._handles["pressure"]
+    m = FluidPressure(fluid_pressure=1e307)      # hPa; x 100 = 1e309 Pa, beyond float64
+    m.header.stamp.sec = 6
+    node._on_measured("pressure", m)
+    assert h.stats.rejected["non_finite"] == 1 and 6_000_000_000 not in h.meas_stamps
+
+
+def test_a_dense_residual_beyond_float32_is_not_published_and_is_counted(node):
+    h = node._handles["force"]
+    # predicted: F = 3e38 N on vertex 0 along the base's -z -> local force (0, 0, -3e38) N, within
+    # float32 (max 3.4e38); measured (float64 fields): +1e38 N there -> residual fz = 4e38 N, which
+    # the float32 residual cloud cannot carry
+    node._on_contacts(_push(node, 3e38, sec=7))
+    assert h.last_values[2] == pytest.approx(-3e38, rel=1e-6)
+    nv = len(h.layout.vertices)
+    fz = np.zeros(nv)
+    fz[0] = 1e38
+    m = make_cloud(make_header(Time(sec=7), "punyo"),
+                   [("fx", np.zeros(nv)), ("fy", np.zeros(nv)), ("fz", fz)])
+    node._on_measured("force", m)
+    assert h.stats.rejected["residual_out_of_range"] == 1
 
 
 def test_duplicate_contact_body_names_are_a_configuration_error(rclpy_context):

@@ -119,6 +119,16 @@ def test_non_finite_or_wrong_type_measured_is_rejected_with_reason():
     assert err.value.reason == "measured_type_mismatch"
 
 
+def test_measured_value_finite_in_its_unit_but_overflowing_in_si_is_rejected():
+    layout = enc.sensor_layout("PunyoPressureSensor", "punyo", ["pressure"], None)
+    # 1e306 hPa x 100 = 1e308 Pa: below the float64 maximum (1.797e308), kept
+    assert enc.decode_measured(layout, FluidPressure(fluid_pressure=1e306), 100.0)[0] == 1e308
+    # 1e307 hPa x 100 = 1e309 Pa: beyond float64, would become inf in SI
+    with pytest.raises(enc.MeasuredDecodeError, match="measured_scale") as err:
+        enc.decode_measured(layout, FluidPressure(fluid_pressure=1e307), 100.0)
+    assert err.value.reason == "non_finite"
+
+
 def test_dense_force_cloud_has_vertex_positions_and_local_forces_per_vertex():
     verts = np.array([[0.0, 0.0, 0.0], [0.01, 0.0, 0.02]])
     layout = enc.sensor_layout("PunyoDenseForceSensor", "punyo",

@@ -692,6 +692,9 @@ class SensorNode(Node):
             except (ValueError, IndexError, RuntimeError) as exc:
                 return self._reject("model_error", f"{h.name}: {exc}")
             results.append((h, values, jac, jac_cols, n_on_body, touched))
+        bad = _check_predictions(results)
+        if bad is not None:
+            return self._reject(*bad)
         if jumped_back:   # acted on only for a message that is used
             self._on_stamp_jump(self._last_stamp, stamp_ns)
         self._last_stamp = stamp_ns
@@ -804,7 +807,10 @@ class SensorNode(Node):
                 state: SimState, contact_free: bool) -> None:
         """A measured vector met its prediction: publish the residual, keep the pair for tares."""
         residual = np.where(np.isnan(measured), 0.0, measured - predicted)
-        if _wanted(h.pub_residual):
+        limit = F32_MAX if h.layout.kind == "dense_force" else np.inf   # float32 cloud fields
+        if not (np.abs(residual) <= limit).all():
+            self._reject("residual_out_of_range", f"{h.name}: measured - predicted overflows its message", h)
+        elif _wanted(h.pub_residual):
             h.pub_residual.publish(enc.encode_vector(h.layout, residual, enc.ns_to_stamp(stamp_ns)))
             h.stats.residuals_published += 1
         h.pairs.append(PairedSample(stamp_ns, measured, state, contact_free))
@@ -1064,6 +1070,35 @@ class SensorNode(Node):
                 self._install(cfg, sensor, layout)
                 self.get_logger().info(f"sensor {name!r} ({cfg.type} on {cfg.values['attachment']}) added")
             self._sensor_list = list(new)
+
+
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _check_predictions(results: Sequence[tuple]) -> Optional[Tuple[str, str]]:
+    """``(reason, detail)`` when a message's predictions cannot be published, else None.
+
+    Finite input can still overflow a model (a huge force over a small area):
+    any non-finite predicted value or Jacobian value gives
+    ``non_finite_prediction``; a dense-force value beyond the float32 range
+    of its ``PointCloud2`` fields gives ``out_of_range``.  Either rejects the
+    whole message for every sensor.
+
+    Args:
+        results: ``(handle, values (#meas,) float64, SparseJacobian or None, ...)`` per sensor.
+    """
+    for h, values, jac, *_ in results:
+        if not np.isfinite(values).all():
+            i = int(np.flatnonzero(~np.isfinite(values))[0])
+            return "non_finite_prediction", f"{h.name}: {h.layout.names[i]} = {values[i]}"
+        if jac is not None and not bool(torch.isfinite(jac.values).all()):
+            return "non_finite_prediction", f"{h.name}: non-finite Jacobian value"
+    for h, values, *_ in results:
+        if h.layout.kind == "dense_force" and values.size and float(np.abs(values).max()) > F32_MAX:
+            i = int(np.argmax(np.abs(values)))
+            return "out_of_range", (f"{h.name}: {h.layout.names[i]} = {values[i]:.6g} N exceeds the float32 "
+                                    f"range (+-{F32_MAX:.6g}) of the dense force cloud")
+    return None
 
 
 def _wanted(pub: Any) -> bool:
