@@ -135,6 +135,14 @@ def test_a_dense_residual_beyond_float32_is_not_published_and_is_counted(node):
     assert h.stats.rejected["residual_out_of_range"] == 1
 
 
+def test_an_incompatible_measured_type_is_refused_live(node):
+    wrench = Parameter("pressure.measured_type", value="geometry_msgs/msg/WrenchStamped")
+    res = node.set_parameters([wrench])[0]
+    assert not res.successful
+    assert "pressure.measured_type" in res.reason and "sensor_msgs/msg/FluidPressure" in res.reason
+    assert node.get_parameter("pressure.measured_type").value == ""
+
+
 def test_duplicate_contact_body_names_are_a_configuration_error(rclpy_context):
     with pytest.raises(ConfigError) as err:
         SensorNode("dup_names_node", namespace="/robustness_test",

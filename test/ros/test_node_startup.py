@@ -60,6 +60,21 @@ def _bad_file_configs(tmp_path):
 MORE_BAD_CONFIGS = {
     "duplicate_contact_body_names": ({"contact_body_names": ["punyo", "punyo", "table"]},
                                      "contact_body_names", "['punyo', 'punyo', 'table']", "appears twice"),
+    "empty_world_frame": ({"world_frame": ""}, "world_frame", "''", "must name the frame"),
+    "pressure_measured_as_cloud": ({"sensors": ["s"], "s.type": "PunyoPressureSensor",
+                                    "s.attachment": "punyo",
+                                    "s.measured_type": "sensor_msgs/msg/PointCloud2"},
+                                   "s.measured_type", "sensor_msgs/msg/PointCloud2",
+                                   "use sensor_msgs/msg/FluidPressure"),
+    "dense_force_measured_as_wrench": ({"sensors": ["s"], "s.type": "PunyoDenseForceSensor",
+                                        "s.attachment": "punyo",
+                                        "s.measured_type": "geometry_msgs/msg/WrenchStamped"},
+                                       "s.measured_type", "geometry_msgs/msg/WrenchStamped",
+                                       "use sensor_msgs/msg/PointCloud2"),
+    "load_measured_as_pressure": ({"sensors": ["s"], "s.type": "IsaacContactSensor", "s.attachment": "object",
+                                   "s.measured_type": "sensor_msgs/msg/FluidPressure"},
+                                  "s.measured_type", "sensor_msgs/msg/FluidPressure",
+                                  "use geometry_msgs/msg/WrenchStamped"),
 }
 
 

@@ -81,6 +81,14 @@ DEFAULT_MEASURED_TYPE: Dict[str, str] = {
 }
 
 
+# kind -> the measured types :func:`decode_measured` maps to that kind's measurement space.
+# One per kind: a pressure is only a FluidPressure, a dense force field only a PointCloud2
+# with fx fy fz per vertex, a Klampt patch or an Isaac load only a WrenchStamped (the load
+# as the force magnitude).  Any other pairing would reject every measured message.
+COMPATIBLE_MEASURED_TYPES: Dict[str, Tuple[str, ...]] = {
+    kind: (t,) for kind, t in DEFAULT_MEASURED_TYPE.items()}
+
+
 class MeasuredDecodeError(ValueError):
     """A measured message that cannot be mapped to the sensor's measurement vector.
 

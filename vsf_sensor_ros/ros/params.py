@@ -45,7 +45,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
 
-from .outputs import DEFAULT_MEASURED_TYPE, SENSOR_KINDS, normalise_measured_type
+from .outputs import COMPATIBLE_MEASURED_TYPES, DEFAULT_MEASURED_TYPE, SENSOR_KINDS, normalise_measured_type
 
 INF = float("inf")
 
@@ -206,7 +206,9 @@ SENSOR_COMMON_SPECS: List[Spec] = [
     Spec("type", "", "sensor model: " + " | ".join(SENSOR_KINDS), read_only=True,
          constraints=" | ".join(SENSOR_KINDS)),
     Spec("attachment", "", "body the sensor is attached to (link or extra body)"),
-    Spec("measured_type", "", "type of <s>/measured (empty: the type of <s>/predicted)",
+    Spec("measured_type", "", "type of <s>/measured (empty: the type of <s>/predicted); must be the "
+         "one type the sensor's reading decodes from: FluidPressure (Punyo pressure), PointCloud2 "
+         "(Punyo dense force), WrenchStamped (ContactSensor, IsaacContactSensor)",
          constraints="sensor_msgs/msg/FluidPressure | sensor_msgs/msg/PointCloud2 | "
                      "geometry_msgs/msg/WrenchStamped"),
     Spec("measured_scale", 1.0, "multiplier from the measured topic's unit to SI (100.0 for hPa)",
@@ -385,10 +387,19 @@ class SensorConfig:
         """Canonical measured message type (the predicted type when unset).
 
         Raises:
-            ConfigError: an unsupported type string.
+            ConfigError: an unsupported type string, or one the sensor's kind
+                cannot decode (see ``outputs.COMPATIBLE_MEASURED_TYPES``:
+                pressure -> FluidPressure, dense force -> PointCloud2,
+                ContactSensor / IsaacContactSensor -> WrenchStamped).
         """
-        text = self.values.get("measured_type", "") or DEFAULT_MEASURED_TYPE[SENSOR_KINDS[self.type]]
+        kind = SENSOR_KINDS[self.type]
+        text = self.values.get("measured_type", "") or DEFAULT_MEASURED_TYPE[kind]
         try:
-            return normalise_measured_type(text)
+            canon = normalise_measured_type(text)
         except ValueError as exc:
             raise ConfigError(f"{self.name}.measured_type", text, str(exc)) from None
+        if canon not in COMPATIBLE_MEASURED_TYPES[kind]:
+            raise ConfigError(f"{self.name}.measured_type", text,
+                              f"a {self.type} reading cannot be decoded from {canon}; use "
+                              f"{' or '.join(COMPATIBLE_MEASURED_TYPES[kind])}")
+        return canon

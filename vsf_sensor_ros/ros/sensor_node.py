@@ -152,6 +152,10 @@ class SensorNode(Node):
 
         p = {s.key: self._declare(s.key, s) for s in NODE_SPECS}
         self._p = p
+        if not p["world_frame"].strip():
+            # every contacts cloud and pose carries a frame; an empty one would reject them all
+            raise ConfigError("world_frame", p["world_frame"], "must name the frame of contacts and "
+                                                               "free-body poses (e.g. 'world')")
         self._assets = effective_assets_dir(p["assets_dir"])
         self._qos_in = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=int(p["qos.inputs.depth"]),
                                   reliability=qos_reliability("qos.inputs.reliability",
