@@ -20,6 +20,7 @@ import torch
 from builtin_interfaces.msg import Time
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import FluidPressure
+from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.outputs import make_cloud, make_header
@@ -133,6 +134,17 @@ def test_a_dense_residual_beyond_float32_is_not_published_and_is_counted(node):
                    [("fx", np.zeros(nv)), ("fy", np.zeros(nv)), ("fz", fz)])
     node._on_measured("force", m)
     assert h.stats.rejected["residual_out_of_range"] == 1
+
+
+def test_save_calibration_with_no_calibrated_sensor_leaves_the_file_unchanged(node, tmp_path):
+    f = tmp_path / "cal.yaml"
+    f.write_text("sensors:\n  pressure: {type: PunyoPressureSensor, calibration: {tare: [12.5]}}\n")
+    assert node.set_parameters([Parameter("calibration_file", value=str(f))])[0].successful
+    assert not any(h.sensor.get_calibration() for h in node._handles.values())
+    resp = node._on_save_calibration(Trigger.Request(), Trigger.Response())
+    assert resp.success is False
+    assert resp.message == f"no sensor is calibrated; {f} left unchanged"
+    assert f.read_text() == "sensors:\n  pressure: {type: PunyoPressureSensor, calibration: {tare: [12.5]}}\n"
 
 
 def test_an_incompatible_measured_type_is_refused_live(node):

@@ -129,6 +129,20 @@ def test_measured_value_finite_in_its_unit_but_overflowing_in_si_is_rejected():
     assert err.value.reason == "non_finite"
 
 
+def test_measured_dense_cloud_with_integer_force_fields_is_rejected():
+    verts = np.zeros((2, 3))
+    layout = enc.sensor_layout("PunyoDenseForceSensor", "punyo",
+                               [f"p{i}_{a}" for i in range(2) for a in "xyz"], None, verts)
+    # two points, fx fy fz as INT32 (what the contacts decoder refuses for forces too)
+    msg = PointCloud2(height=1, width=2, point_step=12, row_step=24, is_bigendian=False,
+                      fields=[PointField(name=n, offset=4 * k, datatype=PointField.INT32, count=1)
+                              for k, n in enumerate(("fx", "fy", "fz"))])
+    msg.data = struct.pack("<6i", 1, 2, 3, 4, 5, 6)
+    with pytest.raises(enc.MeasuredDecodeError, match="FLOAT32 or FLOAT64") as err:
+        enc.decode_measured(layout, msg, 1.0)
+    assert err.value.reason == "bad_field_type"
+
+
 def test_dense_force_cloud_has_vertex_positions_and_local_forces_per_vertex():
     verts = np.array([[0.0, 0.0, 0.0], [0.01, 0.0, 0.02]])
     layout = enc.sensor_layout("PunyoDenseForceSensor", "punyo",

@@ -370,7 +370,9 @@ def decode_measured(layout: SensorLayout, msg, scale: float) -> np.ndarray:
     Raises:
         MeasuredDecodeError: wrong message type for the kind
             (``measured_type_mismatch``), vertex count mismatch
-            (``measured_size_mismatch``), bad layout or non-finite values.
+            (``measured_size_mismatch``), integer ``fx fy fz`` fields
+            (``bad_field_type``), bad layout, or values that are non-finite
+            before or after scaling (``non_finite``).
     """
     out = np.full(len(layout.names), np.nan)
     if isinstance(msg, FluidPressure):
@@ -380,6 +382,10 @@ def decode_measured(layout: SensorLayout, msg, scale: float) -> np.ndarray:
     elif isinstance(msg, PointCloud2):
         if layout.kind != "dense_force":
             raise MeasuredDecodeError("measured_type_mismatch", f"PointCloud2 for a {layout.kind} sensor")
+        ints = [f.name for f in msg.fields if f.name in ("fx", "fy", "fz")
+                and int(f.datatype) not in (PointField.FLOAT32, PointField.FLOAT64)]
+        if ints:   # as the contacts decoder: forces are float fields
+            raise MeasuredDecodeError("bad_field_type", f"field(s) {ints} must be FLOAT32 or FLOAT64")
         cols = read_cloud_fields(msg, ["fx", "fy", "fz"])
         if 3 * len(cols["fx"]) != len(layout.names):
             raise MeasuredDecodeError("measured_size_mismatch",

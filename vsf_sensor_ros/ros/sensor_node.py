@@ -443,6 +443,10 @@ class SensorNode(Node):
             model = self.world.body_model(att)
             sensor.attach(model)
         except (ValueError, TypeError) as exc:
+            if att in (self._p["bodies"] or []):
+                # an extra body's geometry is its mesh file: that is the parameter to fix
+                raise ConfigError(f"{att}.mesh", self.get_parameter(f"{att}.mesh").value,
+                                  f"sensor {cfg.name!r} cannot attach to body {att!r}: {exc}") from None
             raise ConfigError(f"{cfg.name}.attachment", att, f"cannot attach: {exc}") from None
         return sensor
 
@@ -889,6 +893,10 @@ class SensorNode(Node):
                 "type": h.config.type, "attachment": h.config.values["attachment"],
                 "samples": h.tare_samples_used,
                 "calibration": calibration_to_yaml(cal)}
+        if not data["sensors"]:
+            # an empty file would wipe a calibration saved earlier (e.g. before a restart)
+            response.success, response.message = False, f"no sensor is calibrated; {path} left unchanged"
+            return response
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(path.suffix + ".tmp")
