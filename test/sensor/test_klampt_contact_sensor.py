@@ -710,3 +710,29 @@ def test_attach_without_a_named_model_is_a_value_error_and_keeps_the_link(model)
             return "wrist"
     s.attach(Link())
     assert s.link == "wrist"
+
+
+@pytest.mark.parametrize("value", ["\u0661 0", "0 \u0968", "\uff11 0", "1\u00b2 0"])
+def test_setting_numbers_must_be_ascii_digits(value):
+    # Arabic-Indic one, Devanagari two, full-width one, superscript two: Python's float()
+    # reads the first three as digits; a Klampt (C++ stream) setting string would not
+    s = square_patch_sensor(patchMin=(-0.01, -0.01), patchMax=(5.0, 5.0))
+    before = s.settings()
+    bad = value.split()[0] if not value.split()[0].isascii() else value.split()[1]
+    with pytest.raises(ValueError, match=re.escape(f"{bad!r} is not a number")):
+        s.setSetting("patchMin", value)
+    assert s.settings() == before
+    s.setSetting("patchMin", "1 0")                  # the ASCII spelling is accepted
+    assert s.patchMin == (1.0, 0.0)
+
+
+@pytest.mark.parametrize("name, value, reason", [
+    ("fSaturation", "nan 1 2", "NaN"),
+    ("falloffCoefficient", "-1", "must be finite and >= 0"),
+    ("patchMin", "0.02 0", "patchMin (0.02, 0.0) exceeds patchMax (0.01, 0.01) on axis x"),
+])
+def test_a_rejected_setting_string_gives_one_message_naming_setting_and_string(name, value, reason):
+    s = square_patch_sensor()
+    with pytest.raises(ValueError) as err:
+        s.setSetting(name, value)
+    assert str(err.value) == f"ContactSensor setting {name!r}: value {value!r} rejected: {reason}"

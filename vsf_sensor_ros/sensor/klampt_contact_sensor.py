@@ -90,7 +90,10 @@ SETTING_NAMES: Tuple[str, ...] = (
     "falloffCoefficient", "hasForce", "link", "patchMax", "patchMin", "patchTolerance", "rate")
 
 _AXES = ("force_x", "force_y", "force_z")
-_NUMBER = re.compile(r"^[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)$", re.IGNORECASE)
+# ASCII float syntax only (as C++ streams read): Python's \d and float() also take other scripts'
+# digits ('١' reads as 1), which Klampt would refuse
+_NUMBER = re.compile(r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)$",
+                     re.IGNORECASE | re.ASCII)
 
 
 def format_klampt_float(value: float) -> str:
@@ -109,8 +112,16 @@ def format_klampt_float(value: float) -> str:
     return repr(v)
 
 
+class _SettingError(ValueError):
+    """A rejected setting; ``reason`` alone lets ``setSetting`` restate it with the raw string."""
+
+    def __init__(self, name: str, value: Any, reason: str) -> None:
+        super().__init__(f"ContactSensor setting {name!r}: value {value!r} rejected: {reason}")
+        self.reason = reason
+
+
 def _fail(name: str, value: Any, reason: str) -> ValueError:
-    return ValueError(f"ContactSensor setting {name!r}: value {value!r} rejected: {reason}")
+    return _SettingError(name, value, reason)
 
 
 def _unknown(name: str) -> ValueError:
@@ -361,8 +372,9 @@ class ContactSensor(BaseSensor):
         """Set one setting from a Klampt-formatted string (seed ``SetSetting``).
 
         Raises:
-            ValueError: unknown name, wrong token count, a token that is not a
-                number (or not 0/1 for flags), NaN, or an out-of-range value;
+            ValueError: unknown name, wrong token count, a token that is not an
+                ASCII number (``[+-]digits[.digits][e[+-]digits]``, ``inf``, ``infinity``,
+                ``nan``, any case; or not 0/1 for flags), NaN, or an out-of-range value;
                 the message names the setting and the string; nothing changes.
         """
         if name not in SETTING_NAMES:
@@ -370,8 +382,8 @@ class ContactSensor(BaseSensor):
         typed = _parse_string(name, value)
         try:
             self.configure(**{name: typed})
-        except ValueError as err:
-            raise _fail(name, value, str(err)) from None
+        except _SettingError as err:          # one message, naming the string that was given
+            raise _fail(name, value, err.reason) from None
 
     @classmethod
     def from_config(cls, name: str, config: Dict[str, Any]) -> "ContactSensor":
