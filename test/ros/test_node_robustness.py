@@ -178,3 +178,17 @@ def test_contact_body_names_outside_the_world_are_allowed_with_one_warning(rclpy
     err = capfd.readouterr().err
     warnings = [ln for ln in err.splitlines() if "not bodies of the world" in ln]
     assert len(warnings) == 1 and "['ghost']" in warnings[0], err[-2000:]
+
+
+def test_a_residual_overflowing_float64_is_not_published_and_is_counted(node):
+    # runs last: the dense force sensor is removed so its float32 limit does not reject the message
+    assert node.set_parameters([Parameter("sensors", value=["pressure"])])[0].successful
+    h = node._handles["pressure"]
+    # predicted p = F / A with F = 1e306 N: 1.288e308 Pa (finite, float64 max 1.797e308);
+    # measured -1e306 hPa x 100 = -1e308 Pa; measured - predicted = -2.29e308 -> -inf
+    node._on_contacts(_push(node, 1e306, sec=8))
+    assert h.last_values[0] == pytest.approx(1e306 / A, rel=1e-6)
+    m = FluidPressure(fluid_pressure=-1e306)
+    m.header.stamp.sec = 8
+    node._on_measured("pressure", m)
+    assert h.stats.rejected["residual_out_of_range"] == 1

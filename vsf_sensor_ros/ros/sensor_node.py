@@ -816,7 +816,7 @@ class SensorNode(Node):
         """A measured vector met its prediction: publish the residual, keep the pair for tares."""
         residual = np.where(np.isnan(measured), 0.0, measured - predicted)
         limit = F32_MAX if h.layout.kind == "dense_force" else np.inf   # float32 cloud fields
-        if not (np.abs(residual) <= limit).all():
+        if not (np.isfinite(residual).all() and (np.abs(residual) <= limit).all()):
             self._reject("residual_out_of_range", f"{h.name}: measured - predicted overflows its message", h)
         elif _wanted(h.pub_residual):
             h.pub_residual.publish(enc.encode_vector(h.layout, residual, enc.ns_to_stamp(stamp_ns)))
