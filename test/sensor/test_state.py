@@ -182,3 +182,10 @@ def test_contact_keys_that_are_not_body_pairs_are_rejected_naming_the_key(key):
     c = cs([[0.0, 0.0, 0.0]], [[0.0, 0.0, 1.0]])
     with pytest.raises(ValueError, match=r"\(body1, body2\).*" + re.escape(repr(key))):
         SimState({"punyo": torch.eye(4, dtype=torch.float64)}, {}, {key: c})
+
+
+def test_contacts_on_body_with_a_numpy_transform_says_it_must_be_a_tensor():
+    st = SimState({"a": np.eye(4)})
+    for local in (True, False):
+        with pytest.raises(ValueError, match=r"'a'.*torch\.Tensor.*ndarray"):
+            st.contacts_on_body("a", local=local)

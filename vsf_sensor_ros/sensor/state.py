@@ -158,9 +158,15 @@ class SimState:
             in N), else in the world frame.
 
         Raises:
-            ValueError: ``name`` has no transform in this state.
+            ValueError: ``name`` has no transform in this state, or its transform is
+                not a torch tensor.  Sensors check the transform fully
+                with :func:`rigid_transform` first.
         """
         self._check_body(name)
+        T = self.body_transforms[name]
+        if not isinstance(T, torch.Tensor):
+            raise ValueError(f"body {name!r}: transform must be a (4, 4) torch.Tensor, got "
+                             f"{type(T).__name__} (convert with torch.as_tensor)")
         states = self.contact_states_on_body(name)
         if states:
             pts = torch.cat([c.points for c in states])
@@ -169,7 +175,7 @@ class SimState:
             pts = torch.empty(0, 3, device=self.device, dtype=self.dtype)
             frc = torch.empty(0, 3, device=self.device, dtype=self.dtype)
         if local:
-            T = self.body_transforms[name].to(device=pts.device, dtype=pts.dtype)
+            T = T.to(device=pts.device, dtype=pts.dtype)
             R, t = T[:3, :3], T[:3, 3]
             # x_local = R^T (x_world - t); for row vectors: (x - t) @ R
             pts = (pts - t) @ R
