@@ -192,3 +192,11 @@ def test_a_residual_overflowing_float64_is_not_published_and_is_counted(node):
     m.header.stamp.sec = 8
     node._on_measured("pressure", m)
     assert h.stats.rejected["residual_out_of_range"] == 1
+
+
+def test_an_empty_array_of_another_type_removes_every_sensor(node):
+    # `ros2 param set /sensor_node sensors "[]"` sends an empty BOOL array (an empty YAML list has
+    # no element type); the node takes it as the empty sensor list
+    res = node.set_parameters([Parameter("sensors", Parameter.Type.BOOL_ARRAY, [])])[0]
+    assert res.successful, res.reason
+    assert node._handles == {} and node.get_parameter("sensors").value == []

@@ -63,7 +63,7 @@ from . import outputs as enc
 from .contacts_msg import ContactsDecodeError, pointcloud2_to_contacts
 from .diagnostics import InputStats, SensorStats, build_diagnostics
 from .params import (BODY_KEYS, BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, SENSOR_KEYS,
-                     SENSOR_SETTINGS, ConfigError, SensorConfig, Spec, check_name, check_value,
+                     SENSOR_SETTINGS, STRING_ARRAY, ConfigError, SensorConfig, Spec, check_name, check_value,
                      effective_assets_dir, qos_reliability, resolve_path, sensor_specs,
                      transform_from_params)
 from .tare import (PairedSample, calibration_from_yaml, calibration_to_yaml, effective_offset,
@@ -258,10 +258,19 @@ class SensorNode(Node):
             self._parameter_overrides[name] = Parameter(name, value=fixed)
 
     def _coerce_request(self, params: List[Parameter]) -> List[Parameter]:
-        """``pre_set_parameters``: the same int -> double leniency for ``ros2 param set``."""
+        """``pre_set_parameters``: the same int -> double leniency for ``ros2 param set``.
+
+        An empty array of any type for a string-array parameter becomes an
+        empty string array: ``ros2 param set /sensor_node sensors "[]"`` sends
+        an empty *bool* array (the CLI cannot type an empty YAML list).
+        """
         out = []
         for prm in params:
             spec = self._spec_of(prm.name)
+            if spec is not None and spec.ptype == STRING_ARRAY and prm.type_ != Parameter.Type.STRING_ARRAY \
+                    and prm.type_ in _ARRAY_TYPES and len(prm.value) == 0:
+                out.append(Parameter(prm.name, Parameter.Type.STRING_ARRAY, []))
+                continue
             fixed = None if spec is None else _as_double(prm.value, spec.default)
             out.append(prm if fixed is None else Parameter(prm.name, value=fixed))
         return out
@@ -1085,6 +1094,8 @@ class SensorNode(Node):
 
 
 F32_MAX = float(np.finfo(np.float32).max)
+_ARRAY_TYPES = (Parameter.Type.BYTE_ARRAY, Parameter.Type.BOOL_ARRAY, Parameter.Type.INTEGER_ARRAY,
+                Parameter.Type.DOUBLE_ARRAY)
 
 
 def _check_predictions(results: Sequence[tuple]) -> Optional[Tuple[str, str]]:
