@@ -236,11 +236,12 @@ def check_rigid_values(vals: Sequence[float], name: str, dtype: torch.dtype, sho
     # huge entries needs the element-wise test
     if not math.isfinite(sum(vals)) and not all(math.isfinite(v) for v in vals):
         raise ValueError(f"body {name!r}: transform has a non-finite entry: {_show(shown)}")
-    tol = rigid_tolerance(dtype)
-    if abs(vals[12]) > tol or abs(vals[13]) > tol or abs(vals[14]) > tol or abs(vals[15] - 1.0) > tol:
+    tol = _TOLERANCES.get(dtype) or rigid_tolerance(dtype)
+    a0, a1, a2, _, b0, b1, b2, _, c0, c1, c2, _, z0, z1, z2, one = vals
+    # (exact [0, 0, 0, 1], the usual case, skips the tolerance test)
+    if (z0 or z1 or z2 or one != 1.0) and max(abs(z0), abs(z1), abs(z2), abs(one - 1.0)) > tol:
         raise ValueError(f"body {name!r}: transform's bottom row must be [0, 0, 0, 1], got "
-                         f"{list(vals[12:16])} in {_show(shown)}")
-    a0, a1, a2, _, b0, b1, b2, _, c0, c1, c2 = vals[:11]
+                         f"{[z0, z1, z2, one]} in {_show(shown)}")
     # Gram matrix R R^T of the rows minus the identity (rows orthonormal <=> R orthonormal)
     gram_err = max(abs(a0 * a0 + a1 * a1 + a2 * a2 - 1.0), abs(b0 * b0 + b1 * b1 + b2 * b2 - 1.0),
                    abs(c0 * c0 + c1 * c1 + c2 * c2 - 1.0), abs(a0 * b0 + a1 * b1 + a2 * b2),
