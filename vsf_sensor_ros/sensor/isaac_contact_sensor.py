@@ -71,11 +71,10 @@ from collections import deque
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple, Union
 
-import numpy as np
 import torch
 
-from ._punyo_common import parse_tare
 from .base import BaseSensor, Pair, SparseJacobian
+from .indicator_tare import IndicatorTareMixin
 from .state import SimState, rigid_transform
 
 INVALID_HANDLE = -1           # seed constant; never returned (invalid input raises instead)
@@ -215,7 +214,7 @@ class _Clock:
     sample_time: Optional[float] = None
 
 
-class IsaacContactSensor(BaseSensor):
+class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
     """Isaac-style contact load sensor on one body (equations in the module docstring).
 
     Args:
@@ -246,7 +245,7 @@ class IsaacContactSensor(BaseSensor):
             raise ValueError(f"IsaacContactSensor max_buffer must be an int >= 1, got {max_buffer!r}")
         self._buffer: Deque[CsSensorReading] = deque(maxlen=max_buffer)
         self._clock = _Clock()
-        self._calib: Dict[str, np.ndarray] = {}
+        self._init_tare()
 
     # -- configuration ------------------------------------------------------------
     @property
@@ -360,33 +359,6 @@ class IsaacContactSensor(BaseSensor):
         self._check_state(state)
         inside, _ = self._net_force(state)
         return bool(inside.any())
-
-    # -- calibration -------------------------------------------------------------------
-    def set_calibration(self, calib_dict: dict) -> None:
-        """Set ``{'tare': (2,), 'tare_sim_avg': (2,)}`` (order ``[in_contact, value]``).
-
-        ``{}`` or ``{'tare': None}`` clears.  The ``value`` entry of
-        ``tare − tare_sim_avg`` is added to every prediction; the
-        ``in_contact`` entry is stored but adds nothing (module docstring).
-
-        Raises:
-            ValueError: not a dict, unknown keys, ``tare_sim_avg`` without
-                ``tare``, a length other than 2, non-finite values; the
-                sensor keeps its previous calibration.
-        """
-        self._calib = parse_tare(calib_dict, self.name, 2)
-
-    def get_calibration(self) -> dict:
-        """The calibration set last (copies of float64 arrays), ``{}`` when uncalibrated."""
-        return {k: v.copy() for k, v in self._calib.items()}
-
-    def calibration_offset(self) -> Optional[np.ndarray]:
-        """What the calibration adds to a reading, ``(2,)`` float64 (``in_contact`` entry 0), or None."""
-        if "tare" not in self._calib:
-            return None
-        off = self._calib["tare"] - self._calib.get("tare_sim_avg", 0.0)
-        off[0] = 0.0                     # the contact indicator has no zero error
-        return off
 
     def evaluate(self, state: SimState, time: float) -> CsSensorReading:
         """Instantaneous reading at ``time`` (s) without touching the sensor's clock or buffer."""

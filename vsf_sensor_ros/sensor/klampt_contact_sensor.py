@@ -80,8 +80,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from ._punyo_common import parse_tare
 from .base import BaseSensor, Pair, SparseJacobian
+from .indicator_tare import IndicatorTareMixin
 from .state import SimState, rigid_transform
 
 # Klampt's Settings() map, in its (sorted) order.
@@ -268,7 +268,7 @@ def _setting_property(name: str, doc: str) -> property:
     return property(fget, fset, doc=doc)
 
 
-class ContactSensor(BaseSensor):
+class ContactSensor(IndicatorTareMixin, BaseSensor):
     """Klampt ``ContactSensor``: a tactile patch on a link (equations in the module docstring).
 
     Args:
@@ -312,8 +312,7 @@ class ContactSensor(BaseSensor):
 
     def __init__(self, name: str = "", link: str = "", **settings: Any) -> None:
         self._cfg: Dict[str, Any] = _defaults()
-        self._calib: Dict[str, np.ndarray] = {}
-        self._offset_cache: Dict[Tuple[torch.dtype, torch.device], torch.Tensor] = {}
+        self._init_tare()
         super().__init__(name)
         if link:
             settings = {"link": link, **settings}
@@ -350,8 +349,7 @@ class ContactSensor(BaseSensor):
                             f"on axis {'xy'[a]}")
         if self._calib and new["hasForce"] != self._cfg["hasForce"]:
             # the calibration's entries follow the old measurement layout
-            self._calib = {}
-            self._offset_cache.clear()
+            self.clear_calibration()
         self._cfg = new
 
     def settings(self) -> Dict[str, str]:
@@ -602,42 +600,6 @@ class ContactSensor(BaseSensor):
         self._check_state(state)
         inside, _, _ = self._weighted(state, inside_only=True)
         return bool(inside.any())
-
-    # -- calibration ---------------------------------------------------------------------------
-    def set_calibration(self, calib_dict: dict) -> None:
-        """Set ``{'tare': (#meas,), 'tare_sim_avg': (#meas,)}`` (current measurement order).
-
-        ``{}`` or ``{'tare': None}`` clears.  The ``force_*`` entries of
-        ``tare − tare_sim_avg`` are added to every prediction; the
-        ``contact`` entry is stored but adds nothing (module docstring).
-
-        Raises:
-            ValueError: not a dict, unknown keys, ``tare_sim_avg`` without
-                ``tare``, a length other than ``len(measurement_names())``,
-                non-finite values; the sensor keeps its previous calibration.
-        """
-        self._calib = parse_tare(calib_dict, self.name, len(self.measurement_names()))
-        self._offset_cache.clear()
-
-    def get_calibration(self) -> dict:
-        """The calibration set last (copies of float64 arrays), ``{}`` when uncalibrated."""
-        return {k: v.copy() for k, v in self._calib.items()}
-
-    def calibration_offset(self) -> Optional[np.ndarray]:
-        """What the calibration adds to a reading, ``(#meas,)`` float64 (``contact`` entry 0), or None."""
-        if "tare" not in self._calib:
-            return None
-        off = self._calib["tare"] - self._calib.get("tare_sim_avg", 0.0)
-        off[0] = 0.0                     # the contact indicator has no zero error
-        return off
-
-    def _offset(self, dtype: torch.dtype, device: torch.device) -> Optional[torch.Tensor]:
-        if "tare" not in self._calib:
-            return None
-        key = (dtype, device)
-        if key not in self._offset_cache:
-            self._offset_cache[key] = torch.as_tensor(self.calibration_offset(), dtype=dtype, device=device)
-        return self._offset_cache[key]
 
     def _jacobian_all(self, state: SimState) -> Tuple[torch.Tensor, List[Pair], List[int]]:
         """Dense ``(#meas, N, 3)`` over all contacts of the link's pairs, with pairs and offsets."""
