@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import pytest
 
-from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id
+from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id, release_domain_id
 
 DOMAIN_ID = free_domain_id()
 apply_localhost_env(DOMAIN_ID)
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    """End the domain-id lease (the kernel would drop it at exit; this closes the lock file)."""
+    release_domain_id(DOMAIN_ID)
 
 
 @pytest.fixture(scope="session")
