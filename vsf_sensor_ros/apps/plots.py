@@ -157,7 +157,7 @@ def plot_components(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], t_
                     pred: np.ndarray, labels: Sequence[str], path: Path, tare_t: Optional[float] = None,
                     contact_span: Optional[Tuple[float, float]] = None, title: str = "",
                     unit: str = "") -> Path:
-    """Each reading component over time: predicted solid, measured dashed.
+    """Each reading component over time: predicted solid, measured dashed, and their residual.
 
     Args:
         t_meas, meas: ``(M,)`` times (s) and ``(M, D)`` measured readings, or ``None``.
@@ -176,9 +176,11 @@ def plot_components(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], t_
     pred = np.asarray(pred, float).reshape(len(t_pred), -1)
     if pred.shape[1] != len(labels):
         raise ValueError(f"predicted readings have {pred.shape[1]} components but {len(labels)} labels")
-    fig = _new_figure((8.0, 4.2))
-    ax = fig.add_subplot(1, 1, 1)
+    fig = _new_figure((8.0, 5.8))
+    ax = fig.add_subplot(3, 1, (1, 2))
+    ax_r = fig.add_subplot(3, 1, 3, sharex=ax)
     _mark_session(ax, tare_t, contact_span)
+    _mark_session(ax_r, tare_t, contact_span)
     colors = [f"C{k}" for k in range(len(labels))]
     for k, name in enumerate(labels):
         ax.plot(t_pred, pred[:, k], color=colors[k], linewidth=1.5, label=f"{name} predicted")
@@ -187,7 +189,15 @@ def plot_components(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], t_
             if m.shape[1] == len(labels):
                 ax.plot(t_meas, m[:, k], color=colors[k], linewidth=0.9, linestyle="--",
                         label=f"{name} measured")
-    ax.set_xlabel("simulation time [s]")
+                # The curves overlap at this scale: the residual panel shows how well they agree.
+                common, i_m, i_p = np.intersect1d(np.round(t_meas, 6), np.round(t_pred, 6),
+                                                  return_indices=True)
+                ax_r.plot(common, m[i_m, k] - pred[i_p, k], color=colors[k], linewidth=0.8)
+    ax_r.axhline(0.0, color="0.5", linewidth=0.6)
+    ax_r.set_xlabel("simulation time [s]")
+    ax_r.set_ylabel(f"measured − predicted [{unit}]" if unit else "measured − predicted", fontsize=8)
+    ax_r.grid(alpha=0.3)
+    ax.tick_params(labelbottom=False)
     ax.set_ylabel(unit)
     ax.set_title(title)
     ax.grid(alpha=0.3)
