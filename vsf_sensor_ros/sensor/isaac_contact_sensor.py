@@ -75,7 +75,7 @@ import torch
 
 from .base import BaseSensor, Pair, SparseJacobian
 from .indicator_tare import IndicatorTareMixin
-from .state import SimState, rigid_transform
+from .state import SimState, check_contacts_match_state, rigid_transform
 
 INVALID_HANDLE = -1           # seed constant; never returned (invalid input raises instead)
 _TIME_SLACK = 1e-9            # s; absorbs float error in accumulated nominal sample times
@@ -300,12 +300,7 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
     def _check_state(self, state: SimState) -> List[Pair]:
         rigid_transform(state, self.attachModelName)   # unknown body, non-finite / non-rigid / not (4, 4)
         pairs = self.contact_bodies(state)
-        for pair in pairs:
-            c = state.contacts[pair]
-            if c.points.dtype != state.dtype or c.points.device != state.device:
-                raise ValueError(
-                    f"IsaacContactSensor {self.name!r}: contacts {pair} are {c.points.dtype} on "
-                    f"{c.points.device} but the state is {state.dtype} on {state.device}; convert them first")
+        check_contacts_match_state(state, pairs, f"IsaacContactSensor {self.name!r}")
         return pairs
 
     def _net_force(self, state: SimState) -> Tuple[torch.Tensor, torch.Tensor]:

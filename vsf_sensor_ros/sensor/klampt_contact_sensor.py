@@ -82,7 +82,7 @@ import torch
 
 from .base import BaseSensor, Pair, SparseJacobian
 from .indicator_tare import IndicatorTareMixin
-from .state import SimState, rigid_transform
+from .state import SimState, check_contacts_match_state, rigid_transform
 
 # Klampt's Settings() map, in its (sorted) order.
 SETTING_NAMES: Tuple[str, ...] = (
@@ -496,12 +496,7 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
     def _check_state(self, state: SimState) -> List[Pair]:
         rigid_transform(state, self.link)    # unknown link, non-finite / non-rigid / not (4, 4)
         pairs = self.contact_bodies(state)
-        for pair in pairs:
-            c = state.contacts[pair]
-            if c.points.dtype != state.dtype or c.points.device != state.device:
-                raise ValueError(
-                    f"ContactSensor {self.name!r}: contacts {pair} are {c.points.dtype} on "
-                    f"{c.points.device} but the state is {state.dtype} on {state.device}; convert them first")
+        check_contacts_match_state(state, pairs, f"ContactSensor {self.name!r}")
         return pairs
 
     def _weighted(self, state: SimState, inside_only: bool = False

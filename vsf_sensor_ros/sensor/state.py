@@ -256,6 +256,24 @@ def check_rigid_values(vals: Sequence[float], name: str, dtype: torch.dtype, sho
                          f"(a reflection, not a rotation): {_show(shown)}")
 
 
+def check_contacts_match_state(state: SimState, pairs: List[Tuple[str, str]], owner: str) -> None:
+    """Require the contacts of ``pairs`` to share the state's dtype and device.
+
+    Sensors never convert silently (a float32 contact in a float64 state is a
+    caller error, not something to paper over).
+
+    Raises:
+        ValueError: naming ``owner`` (e.g. ``"ContactSensor 'pad'"``), the pair
+            and both dtypes/devices.
+    """
+    for pair in pairs:
+        c = state.contacts[pair]
+        if c.points.dtype != state.dtype or c.points.device != state.device:
+            raise ValueError(
+                f"{owner}: contacts {pair} are {c.points.dtype} on {c.points.device} but the state "
+                f"is {state.dtype} on {state.device}; convert them first")
+
+
 def rigid_transform(state: SimState, name: str) -> Tuple[torch.Tensor, torch.Tensor]:
     """Rotation ``R`` ``(3, 3)`` and translation ``t`` ``(3,)`` (m) of body ``name``, body -> world,
     after checking that its transform is rigid.  The one validation every sensor uses.
