@@ -64,10 +64,10 @@ def _setup(context, *args, **kwargs):
                     remappings=joints, output="screen", emulate_tty=True)]
     if _truthy(arg["robot_state_publisher"]):
         name_map = ls.parse_joint_name_map(params.get("joint_name_map") or [])
+        description = ls.urdf_for_state_publisher(str(urdf), name_map)
         actions.append(Node(package="robot_state_publisher", executable="robot_state_publisher",
                             namespace=arg["namespace"], output="screen", remappings=joints,
-                            parameters=[{"robot_description": ls.urdf_for_state_publisher(str(urdf), name_map),
-                                         "use_sim_time": sim_time}]))
+                            parameters=[{"robot_description": description, "use_sim_time": sim_time}]))
     if _truthy(arg["rviz"]):
         # rviz stays global (it reads /tf); its config's topics move into the namespace instead
         rviz_config = ls.rviz_config_in_namespace(arg["rviz_config"], arg["namespace"])

@@ -38,7 +38,8 @@ def _displays():
 
 def test_rviz_config_is_yaml_with_the_configs_world_frame_as_fixed_frame():
     data, displays = _displays()
-    assert data["Visualization Manager"]["Global Options"]["Fixed Frame"] == _params()["world_frame"] == "world"
+    fixed = data["Visualization Manager"]["Global Options"]["Fixed Frame"]
+    assert fixed == _params()["world_frame"] == "world"
     assert all("Class" in d and "Name" in d for d in displays)
 
 

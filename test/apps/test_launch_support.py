@@ -45,7 +45,8 @@ def _file_of(uri: str) -> Path:
                                  "/**"])
 def test_the_node_section_is_found_under_every_key_ros_accepts(tmp_path, key):
     f = _write(tmp_path / "p.yaml", {"other_node": {"ros__parameters": {"x": 1}},
-                                     key: {"ros__parameters": {"world_frame": "map", "punyo": {"mesh": "m.ply"}}}})
+                                     key: {"ros__parameters": {"world_frame": "map",
+                                                               "punyo": {"mesh": "m.ply"}}}})
     assert ls.load_node_parameters(str(f)) == {"world_frame": "map", "punyo": {"mesh": "m.ply"}}
 
 
@@ -160,7 +161,8 @@ def test_rviz_topics_move_into_the_namespace_and_tf_stays_global(tmp_path):
         {"Class": "y", "Topic": {"Value": "/robot1/already"}}]}}))
     assert ls.rviz_config_in_namespace(str(src), "") == src
     out = yaml.safe_load(ls.rviz_config_in_namespace(str(src), "robot1", str(tmp_path)).read_text())
-    values = [d.get("Topic", d.get("Description Topic"))["Value"] for d in out["Visualization Manager"]["Displays"]]
+    displays = out["Visualization Manager"]["Displays"]
+    values = [d.get("Topic", d.get("Description Topic"))["Value"] for d in displays]
     assert values == ["/robot1/punyo_pressure/markers", "/robot1/robot_description", "/tf", "/robot1/already"]
 
 

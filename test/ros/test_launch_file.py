@@ -65,8 +65,7 @@ def _read_arguments(tree):
     """Names read with LaunchConfiguration("x") or from the ``for k in (...)`` perform loops."""
     names = _first_str_args(tree, "LaunchConfiguration")
     for comp in ast.walk(tree):
-        if isinstance(comp, ast.DictComp) and any(
-                getattr(c.func, "id", None) == "LaunchConfiguration" for c in _calls(comp, "LaunchConfiguration")):
+        if isinstance(comp, ast.DictComp) and _calls(comp, "LaunchConfiguration"):
             for gen in comp.generators:
                 if isinstance(gen.iter, ast.Tuple):
                     names |= {e.value for e in gen.iter.elts if isinstance(e, ast.Constant)}
@@ -115,7 +114,8 @@ def test_launch_file_executables_exist(name):
 def test_package_files_named_by_launch_files_exist_and_are_installed(name):
     text = (LAUNCH_DIR / name).read_text()
     named = re.findall(r'_share\("(config|launch)", "([\w.]+)"\)', text)
-    named += [("config", n) for n in re.findall(r'"config", "([\w.]+)"\)', text) if ("config", n) not in named]
+    named += [("config", n) for n in re.findall(r'"config", "([\w.]+)"\)', text)
+              if ("config", n) not in named]
     for folder, fname in named:
         assert (ROOT / folder / fname).is_file(), f"{name} names {folder}/{fname}, which does not exist"
     setup = (ROOT / "setup.py").read_text()

@@ -32,7 +32,8 @@ def _wait_ready(proc: NodeProcess, timeout: float = 90.0) -> str:
 
 
 def test_kinova_config_table_is_the_simulators_static_table():
-    params = yaml.safe_load((ROOT / "config" / "kinova_punyo.yaml").read_text())["sensor_node"]["ros__parameters"]
+    params = yaml.safe_load((ROOT / "config" / "kinova_punyo.yaml").read_text())
+    params = params["sensor_node"]["ros__parameters"]
     assert set(params["contact_body_names"]) <= set(params["bodies"])
     table = params["table"]
     assert table["parent_link"] == "world" and table["pose_topic"] == ""

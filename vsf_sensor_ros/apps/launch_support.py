@@ -274,6 +274,6 @@ def rviz_config_in_namespace(rviz_path: str, namespace: str, directory: Optional
     return Path(name)
 
 
-__all__ = ["rviz_config_in_namespace", "SIM_WORLD_CONFIGS", "sim_world_config", "ASSETS_ENV", "EMBEDDED_URDF", "LaunchConfigError", "load_node_parameters",
-           "write_node_parameters", "effective_assets_dir", "robot_description_file",
-           "parse_joint_name_map", "urdf_for_state_publisher"]
+__all__ = ["ASSETS_ENV", "EMBEDDED_URDF", "SIM_WORLD_CONFIGS", "LaunchConfigError", "sim_world_config",
+           "load_node_parameters", "write_node_parameters", "effective_assets_dir", "robot_description_file",
+           "parse_joint_name_map", "urdf_for_state_publisher", "rviz_config_in_namespace"]
