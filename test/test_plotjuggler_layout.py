@@ -33,3 +33,43 @@ def test_layout_curves_use_the_fields_of_the_sensor_message_types():
         s = c.split("/")[1]
         assert s in sensors, c
         assert fields[params[s]["type"]] in c, c
+
+
+LAYOUTS = ("plotjuggler_layout.xml", "plotjuggler_layout_real.xml")
+
+
+def test_layouts_autoscale_their_axes():
+    # PlotJuggler applies a saved <range> as a fixed zoom; without one each plot fits its data,
+    # and a <limitY/> without min/max sets no limit.
+    for name in LAYOUTS:
+        root = ET.parse(ROOT / "config" / name).getroot()
+        plots = list(root.iter("plot"))
+        assert plots, name
+        for plot in plots:
+            assert plot.find("range") is None, name
+            limit = plot.find("limitY")
+            assert limit is None or not ({"min", "max"} & set(limit.attrib)), name
+
+
+def _real_sensor():
+    cfg = yaml.safe_load((ROOT / "config" / "kinova_punyo_real.yaml").read_text())
+    return next(iter(cfg.values()))["ros__parameters"]
+
+
+def test_real_layout_plots_prediction_residual_and_the_drivers_own_reading():
+    params = _real_sensor()
+    root = ET.parse(ROOT / "config" / "plotjuggler_layout_real.xml").getroot()
+    curves = [c.get("name") for c in root.iter("curve")]
+    subscribed = {t.get("name") for t in root.iter("topic")}
+    pressure = [s for s in params["sensors"] if params[s]["type"] == "PunyoPressureSensor"]
+    assert pressure == ["punyo_pressure"]
+    s = pressure[0]
+    # the driver's std_msgs/Float32 has one field, `data`, under its own topic
+    assert params[s]["measured_type"] == "std_msgs/msg/Float32"
+    driver = params[s]["measured_topic"]
+    assert sorted(curves) == sorted([f"/{s}/predicted/fluid_pressure", f"/{s}/residual/fluid_pressure",
+                                     f"{driver}/data"])
+    for c in curves:   # every curve comes from a subscribed topic
+        assert any(c.startswith(t + "/") for t in subscribed), c
+    # header-less driver messages: all curves on receive time
+    assert root.find(".//plugin[@ID='ROS2 Topic Subscriber']/use_header_stamp").get("value") == "false"

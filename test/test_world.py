@@ -1,4 +1,4 @@
-"""World: URDF robot + attached bodies -> body transforms (DESIGN §4 pitfalls).
+"""World: URDF robot + attached bodies -> body transforms (URDF, Klampt and mesh pitfalls).
 
 Forward kinematics is checked against an independent chain composed here from
 the URDF XML with scipy rotations (URDF rpy = extrinsic x-y-z), never against

@@ -1,4 +1,4 @@
-"""Contacts PointCloud2 codec (DESIGN §3 table, §4 parsing pitfalls).
+"""Contacts PointCloud2 codec (docs/interface.md field table; parsing pitfalls).
 
 Hand-built clouds are packed here with ``struct`` (an independent writer),
 point by point, so the decoder is checked against bytes it did not produce.

@@ -1,7 +1,7 @@
 """``contact_sim_node``: a Klampt physics session of a robot pressing the Punyo bubble into a box.
 
 It stands in for both the simulator bridge and the real gripper of a live
-session (DESIGN §1): each simulator step it publishes the robot state and
+session: each simulator step it publishes the robot state and
 the contacts a sensor node consumes, plus stand-in *measured* readings.
 
 Simulation (:mod:`vsf_sensor_ros.apps.contact_sim`): ``klampt.Simulator``

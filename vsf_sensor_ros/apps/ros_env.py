@@ -1,4 +1,4 @@
-"""Keep a ROS 2 session on this host, on a domain no other session uses (DESIGN §4).
+"""Keep a ROS 2 session on this host, on a domain no other session uses (discovery confined to localhost).
 
 DDS discovery is multicast: two demos, two test sessions, or a demo and a
 real robot on the same domain id see each other's topics.  Everything that

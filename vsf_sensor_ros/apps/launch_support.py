@@ -1,0 +1,279 @@
+"""What the launch files compute before starting processes, without ``launch`` itself.
+
+The launch files in ``launch/`` call these functions from an ``OpaqueFunction``;
+keeping the logic here lets it be tested on machines without ``launch``
+(the pip install has no ``launch`` wheels).  Nothing here imports rclpy.
+
+* :func:`load_node_parameters` -- the ``ros__parameters`` section of a node
+  parameter file.  The launch files hand it to the node re-keyed as ``/**``
+  (:func:`write_node_parameters`), so a ``namespace`` argument does not
+  orphan a file keyed by the plain node name (a parameter-file key must match
+  the node's fully qualified name, ``/ns/sensor_node``).
+* :func:`effective_assets_dir` -- the directory the node resolves relative
+  file parameters against, computed the same way as the node does
+  (``$VSF_ASSETS`` wins, then the ``assets_dir`` argument, then the file's
+  ``assets_dir``; a relative directory is relative to the working
+  directory), returned absolute and checked to exist.
+* :func:`robot_description_file` -- the URDF the node will load, so that
+  robot_state_publisher (rviz's robot model and the link frames) is given
+  the very same file.
+* :func:`urdf_for_state_publisher` -- that URDF's text with relative mesh
+  references made absolute ``file://`` URIs (rviz resolves only URIs) and,
+  with a ``joint_name_map``, its joints renamed to the driver's names
+  (robot_state_publisher matches ``JointState.name`` exactly and has no map
+  of its own; link names, i.e. the frames, are unchanged).
+* :func:`rviz_config_in_namespace` -- the shipped rviz configuration with
+  its topics moved into the launch ``namespace`` (rviz stores absolute topic
+  names; ``/tf`` and ``/tf_static`` stay global).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Sequence
+
+import yaml
+
+ASSETS_ENV = "VSF_ASSETS"
+"""Environment variable that wins over ``assets_dir`` (the node reads the same one)."""
+PACKAGE_DATA = Path(__file__).resolve().parents[1] / "data"
+EMBEDDED_URDF = PACKAGE_DATA / "embedded_arm.urdf"
+"""The package's own arm: the node's world when no URDF is configured."""
+
+
+SIM_WORLD_CONFIGS = {"embedded": "sensor_node.yaml", "kinova": "kinova_punyo.yaml"}
+"""Simulator world -> the shipped sensor_node parameter file that pairs with it."""
+
+
+class LaunchConfigError(ValueError):
+    """A launch argument or parameter file that cannot start the setup; the message names it."""
+
+
+def sim_world_config(world: str) -> str:
+    """File name (in the package's ``config/``) of the node parameters for simulator ``world``.
+
+    Raises:
+        LaunchConfigError: ``world`` is not one of :data:`SIM_WORLD_CONFIGS`.
+    """
+    if world not in SIM_WORLD_CONFIGS:
+        raise LaunchConfigError(f"world = {world!r}: use one of {sorted(SIM_WORLD_CONFIGS)}")
+    return SIM_WORLD_CONFIGS[world]
+
+
+def load_node_parameters(config_path: str, node_name: str = "sensor_node") -> Dict[str, Any]:
+    """The ``ros__parameters`` mapping of ``node_name`` in a ROS 2 parameter file.
+
+    Keys accepted for the node (first found wins, most specific first):
+    ``/<node_name>``-suffixed fully qualified names (``/ns/sensor_node``),
+    ``<node_name>``, ``/<node_name>``, ``/**/<node_name>``, ``/**``.  Nested
+    mappings stay nested (``punyo_pressure: {type: ...}``), as in the file.
+
+    Raises:
+        LaunchConfigError: the file is missing or unreadable, or has no
+            section for the node (the message lists the keys it has).
+    """
+    path = Path(config_path).expanduser()
+    if not path.is_file():
+        raise LaunchConfigError(f"config {str(path)!r} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise LaunchConfigError(f"config {str(path)!r} is not readable YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise LaunchConfigError(f"config {str(path)!r} is not a mapping of node names")
+    candidates = [k for k in data if isinstance(k, str) and k.startswith("/") and k.endswith("/" + node_name)]
+    candidates += [node_name, "/" + node_name, "/**/" + node_name, "/**"]
+    for key in candidates:
+        section = data.get(key)
+        if isinstance(section, dict) and isinstance(section.get("ros__parameters"), dict):
+            return dict(section["ros__parameters"])
+    raise LaunchConfigError(f"config {str(path)!r} has no ros__parameters for node {node_name!r} "
+                            f"(top-level keys: {sorted(map(str, data))})")
+
+
+def write_node_parameters(params: Mapping[str, Any], directory: Optional[str] = None) -> Path:
+    """Write ``params`` as a parameter file keyed ``/**`` (any node name and namespace).
+
+    The file is given to one node only, so ``/**`` cannot reach another
+    node.  Returns the path of the new file (in ``directory`` or the
+    system's temporary directory; it is left for the process to read).
+    """
+    fd, name = tempfile.mkstemp(prefix="vsf_sensor_node_", suffix=".yaml", dir=directory)
+    with os.fdopen(fd, "w") as fh:
+        yaml.safe_dump({"/**": {"ros__parameters": dict(params)}}, fh, default_flow_style=None,
+                       sort_keys=False)
+    return Path(name)
+
+
+def effective_assets_dir(argument: str, params: Mapping[str, Any],
+                         environ: Optional[Mapping[str, str]] = None,
+                         cwd: Optional[str] = None) -> str:
+    """The absolute assets directory the node will use, or ``""`` when none is set.
+
+    Order as in the node: ``$VSF_ASSETS`` (non-empty) wins, then the launch
+    ``assets_dir`` argument (non-empty), then the file's ``assets_dir``.  A
+    relative directory is taken relative to ``cwd`` (default: the working
+    directory, which ``ros2 launch`` passes on to the node).
+
+    Raises:
+        LaunchConfigError: the chosen directory does not exist (names where
+            the value came from).
+    """
+    env = os.environ if environ is None else environ
+    for source, value in ((f"${ASSETS_ENV}", env.get(ASSETS_ENV, "")),
+                          ("launch argument assets_dir", argument or ""),
+                          ("parameter assets_dir", str(params.get("assets_dir", "") or ""))):
+        if value.strip():
+            p = Path(os.path.expanduser(value.strip()))
+            if not p.is_absolute():
+                p = Path(cwd or os.getcwd()) / p
+            if not p.is_dir():
+                raise LaunchConfigError(
+                    f"{source} = {value!r}: directory {str(p)!r} does not exist (give "
+                    f"assets_dir:=/path/to/the/robot/files)")
+            return str(p.resolve())
+    return ""
+
+
+def robot_description_file(params: Mapping[str, Any], assets_dir: str, argument: str = "") -> Path:
+    """The URDF file of the node's world.
+
+    ``argument`` (the launch ``urdf`` argument) wins; else the file's
+    ``robot_description_path`` resolved against ``assets_dir`` (the working
+    directory when empty); else the package's embedded arm (the node's
+    world when no URDF is configured).
+
+    Raises:
+        LaunchConfigError: the file does not exist, or the parameter file
+            gives ``robot_description`` text (then there is no file to share:
+            give the ``urdf`` argument).
+    """
+    text = str(params.get("robot_description", "") or "")
+    rel = argument.strip() or str(params.get("robot_description_path", "") or "").strip()
+    if not rel:
+        if text.strip():
+            raise LaunchConfigError("the parameter file carries robot_description text; give the same "
+                                    "URDF as the urdf:= launch argument")
+        return EMBEDDED_URDF
+    p = Path(os.path.expanduser(rel))
+    if not p.is_absolute():
+        p = Path(assets_dir or os.getcwd()) / p
+    if not p.is_file():
+        which = "launch argument urdf" if argument.strip() else "parameter robot_description_path"
+        raise LaunchConfigError(f"{which} = {rel!r}: file {str(p)!r} does not exist")
+    return p.resolve()
+
+
+def parse_joint_name_map(entries: Sequence[str]) -> Dict[str, str]:
+    """``["driver:urdf", ...]`` -> ``{driver: urdf}`` (the node's ``joint_name_map`` format).
+
+    Raises:
+        LaunchConfigError: an entry without exactly one ``:`` or with an
+            empty side, or a driver or URDF name given twice.
+    """
+    out: Dict[str, str] = {}
+    seen_urdf = set()
+    for e in entries or []:
+        parts = str(e).split(":")
+        if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+            raise LaunchConfigError(f"joint_name_map entry {e!r} is not 'driver_name:urdf_name'")
+        drv, urdf = parts[0].strip(), parts[1].strip()
+        if drv in out or urdf in seen_urdf:
+            raise LaunchConfigError(f"joint_name_map entry {e!r} repeats a name")
+        out[drv] = urdf
+        seen_urdf.add(urdf)
+    return out
+
+
+def urdf_for_state_publisher(urdf_path: str, joint_name_map: Optional[Mapping[str, str]] = None) -> str:
+    """URDF text for robot_state_publisher and rviz, from the node's URDF file.
+
+    * Every ``<mesh filename=...>`` that is a plain path (relative to the
+      URDF's directory, or absolute) becomes an absolute ``file://`` URI;
+      ``package://`` and other URIs are kept.
+    * ``joint_name_map`` (driver name -> URDF name): each URDF joint named
+      on the right is renamed to the driver's name, as are the references to
+      it (``<mimic joint=...>``, ``<transmission>`` joints), so
+      robot_state_publisher applies the driver's ``JointState`` directly.
+
+    Raises:
+        LaunchConfigError: unreadable XML, or a map naming a URDF joint that
+            does not exist.
+    """
+    path = Path(urdf_path)
+    try:
+        root = ET.parse(str(path)).getroot()
+    except (OSError, ET.ParseError) as exc:
+        raise LaunchConfigError(f"URDF {str(path)!r} cannot be read: {exc}") from None
+    base = path.resolve().parent
+    for mesh in root.iter("mesh"):
+        fn = mesh.get("filename", "")
+        if fn and "://" not in fn:
+            p = Path(fn) if Path(fn).is_absolute() else base / fn
+            mesh.set("filename", p.resolve().as_uri())
+    rename = {urdf: drv for drv, urdf in (joint_name_map or {}).items()}
+    if rename:
+        joints = {j.get("name") for j in root.findall("joint")}
+        unknown = sorted(set(rename) - joints)
+        if unknown:
+            raise LaunchConfigError(f"joint_name_map names URDF joints {unknown} that {path.name} does not "
+                                    f"have (joints: {sorted(j for j in joints if j)})")
+        for el in root.iter():
+            if el.tag == "joint" and el.get("name") in rename:
+                el.set("name", rename[el.get("name")])
+            elif el.tag == "mimic" and el.get("joint") in rename:
+                el.set("joint", rename[el.get("joint")])
+    return ET.tostring(root, encoding="unicode")
+
+
+def _namespaced(topic: str, namespace: str) -> str:
+    ns = "/" + namespace.strip("/")
+    if not topic.startswith("/"):
+        topic = "/" + topic
+    if topic in ("/tf", "/tf_static") or topic.startswith(ns + "/"):
+        return topic
+    return ns + topic
+
+
+def rviz_config_in_namespace(rviz_path: str, namespace: str, directory: Optional[str] = None) -> Path:
+    """A copy of an rviz configuration whose topic names start with ``namespace``.
+
+    Every ``Value`` under a ``Topic`` key (rviz2's layout for a display's
+    topic, including ``Description Topic`` of a robot model) is prefixed;
+    ``/tf`` and ``/tf_static`` stay global.  An empty ``namespace`` returns
+    ``rviz_path`` itself.
+
+    Raises:
+        LaunchConfigError: the file is missing or not YAML.
+    """
+    if not namespace.strip("/ "):
+        return Path(rviz_path)
+    try:
+        data = yaml.safe_load(Path(rviz_path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise LaunchConfigError(f"rviz_config {rviz_path!r} cannot be read: {exc}") from None
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, val in node.items():
+                if isinstance(key, str) and key.endswith("Topic") and isinstance(val, dict) \
+                        and isinstance(val.get("Value"), str):
+                    val["Value"] = _namespaced(val["Value"], namespace.strip())
+                else:
+                    walk(val)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(data)
+    fd, name = tempfile.mkstemp(prefix="vsf_sensor_node_", suffix=".rviz", dir=directory)
+    with os.fdopen(fd, "w") as fh:
+        yaml.safe_dump(data, fh, sort_keys=False)
+    return Path(name)
+
+
+__all__ = ["ASSETS_ENV", "EMBEDDED_URDF", "SIM_WORLD_CONFIGS", "LaunchConfigError", "sim_world_config",
+           "load_node_parameters", "write_node_parameters", "effective_assets_dir", "robot_description_file",
+           "parse_joint_name_map", "urdf_for_state_publisher", "rviz_config_in_namespace"]
