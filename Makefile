@@ -28,7 +28,7 @@ test: venv
 	$(PY) -m pytest -q test
 
 demo: venv
-	$(PY) -m vsf_sensor_ros.apps.demo --world embedded --out demo_out
+	$(PY) -m vsf_sensor_ros.apps.demo --world embedded --out demo_out/embedded
 
 demo-kinova: venv
 	$(PY) -m vsf_sensor_ros.apps.demo --world kinova --out demo_out/kinova

@@ -96,10 +96,10 @@ def contact_pool(world: Any, n_contacts: int, pool: int, seed: int = 0) -> List[
 def run(args: argparse.Namespace) -> Dict[str, Any]:
     """Publish every phase; return the summary written to ``--out``."""
     import rclpy
-    from builtin_interfaces.msg import Time
     from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState, PointCloud2
     from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+    from vsf_sensor_ros.ros.stamps import ns_to_stamp
 
     world, names, q = world_and_joints(args.world, args.assets)
     clouds = [contacts_to_pointcloud2(c, CONTACT_BODY_NAMES, frame_id="world")
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
             if now - t0 > max_s:
                 break
             ns = time.time_ns()
-            stamp = Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+            stamp = ns_to_stamp(ns)
             js.header.stamp = stamp
             pub_js.publish(js)
             msg = clouds[i % len(clouds)]

@@ -33,6 +33,7 @@ def profile_node(steps: int = 500, contacts: int = 100, top: int = 25) -> Dict[s
     from rclpy.parameter import Parameter
     from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id
     from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+    from vsf_sensor_ros.ros.stamps import ns_to_stamp
     from vsf_sensor_ros.ros.sensor_node import SensorNode
     from sensor_msgs.msg import JointState
     from benchmarks import bench_node, bench_publisher as bp
@@ -50,9 +51,9 @@ def profile_node(steps: int = 500, contacts: int = 100, top: int = 25) -> Dict[s
         js = JointState(name=names, position=q)
 
         def step(i: int) -> None:
-            ns = time.time_ns()
+            stamp = ns_to_stamp(time.time_ns())
             for m in (js, clouds[i % len(clouds)]):
-                m.header.stamp.sec, m.header.stamp.nanosec = ns // 10**9, ns % 10**9
+                m.header.stamp = stamp
             node._on_joint_state(js)
             node._on_contacts(clouds[i % len(clouds)])
 

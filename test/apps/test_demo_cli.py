@@ -5,50 +5,57 @@ from pathlib import Path
 
 import pytest
 
-from vsf_sensor_ros.apps.demo import (DemoError, build_parser, offsets_from_calibration, parse_tare_answer,
-                                      read_params_file, resolve_config, sim_command, summary_table,
-                                      tare_succeeded)
+from vsf_sensor_ros.apps.demo import build_parser
+from vsf_sensor_ros.apps.demo_config import DemoError, SensorInfo, read_params_file, resolve_config
+from vsf_sensor_ros.apps.demo_session import sim_command
+from vsf_sensor_ros.apps.demo_tare import (TARE_AT_S, offsets_from_calibration, tare_due, tare_outcome,
+                                           tare_succeeded)
+from vsf_sensor_ros.apps.summary import summary_table
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_tare_answer_of_the_sensor_node_is_split_per_sensor():
-    # The node's answer to `tare`: one "<s>: ..." line per sensor.
-    msg = ("punyo_pressure: tared with 10 of 10 samples (most recent contact-free run); "
-           "offset pressure=101324.5 Pa\n"
-           "punyo_force: tared with 8 of 10 samples (most recent contact-free run); "
-           "offset 1500 entries, mean 0.001 N, max |.| 0.0071 N\n"
-           "object_load: tared with 10 of 10 samples (most recent contact-free run); offset value=0.05 N\n"
-           "punyo_pad: cannot tare: no contact-free samples")
-    got = parse_tare_answer(msg, ["punyo_pressure", "punyo_force", "punyo_pad", "object_load", "other"])
-    assert got["punyo_pressure"] == {"tare_samples": 10, "tare_offset": 101324.5, "tare_status": "tared"}
-    assert got["punyo_force"] == {"tare_samples": 8, "tare_status": "tared",
-                                  "tare_offset": "1500 entries, mean 0.001 N, max |.| 0.0071 N"}
-    assert got["object_load"] == {"tare_samples": 10, "tare_offset": 0.05, "tare_status": "tared"}
-    assert got["punyo_pad"] == {"tare_samples": None, "tare_offset": None,
-                                "tare_status": "failed: no contact-free samples"}
-    assert got["other"] == {"tare_samples": None, "tare_offset": None, "tare_status": "missing"}
-    # an older node joined the sensors with "; ": still split
-    old = parse_tare_answer("a: tared with 3 of 3 samples (x); offset pressure=5.0 Pa; b: cannot tare: why",
-                            ["a", "b"])
-    assert old["a"]["tare_offset"] == 5.0 and old["b"]["tare_status"] == "failed: why"
+SENSORS = [SensorInfo("p", "PunyoPressureSensor", "pressure"), SensorInfo("pad", "ContactSensor", "wrench"),
+           SensorInfo("d", "PunyoDenseForceSensor", "dense_force")]
 
 
-def test_tare_is_done_only_when_the_node_succeeded_and_every_sensor_tared():
-    ok = parse_tare_answer("p: tared with 10 of 10 samples (x); offset pressure=5.0 Pa\n"
-                           "pad: tared with 10 of 10 samples (x); offset force_x=0.05 N, force_y=0 N, "
-                           "force_z=0.05 N", ["p", "pad"])
-    assert tare_succeeded(True, ok)
-    # a sensor whose model keeps no offset fails the tare like any other failure (no exception)
-    no_offset = parse_tare_answer("p: tared with 10 of 10 samples (x); offset pressure=5.0 Pa\n"
-                                  "pad: cannot tare: the Foo model has no tare offset", ["p", "pad"])
-    assert no_offset["pad"]["tare_status"] == "failed: the Foo model has no tare offset"
-    assert not tare_succeeded(False, no_offset)
-    # a sensor missing from the answer, or a service failure, fails too; so does an empty answer
-    assert not tare_succeeded(True, parse_tare_answer("p: tared with 1 of 1 samples (x); offset p=1 Pa",
-                                                      ["p", "pad"]))
-    assert not tare_succeeded(False, ok)
+def test_tare_outcome_is_read_from_the_saved_calibration_file(tmp_path):
+    f = tmp_path / "calibration.yaml"
+    # what the node saves: p and pad tared (samples + tare), d absent (its tare failed)
+    f.write_text("sensors:\n"
+                 "  p: {samples: 10, calibration: {tare: [101320.0], tare_sim_avg: [0.0]}}\n"
+                 "  pad: {samples: 9, calibration: {tare: [1.0, 0.05, 0.04, 0.06], "
+                 "tare_sim_avg: [1.0, 0.0, 0.0, 0.0]}}\n")
+    answer = ("p: tared with 10 of 10 samples; offset pressure=1 Pa\n"     # numbers here are not used
+              "pad: tared with 9 of 10 samples; offset force_x=7 N\n"
+              "d: cannot tare: no contact-free samples")
+    got = tare_outcome(f, SENSORS, answer)
+    assert got["p"] == {"tare_status": "tared", "tare_samples": 10, "tare_offset": 101320.0}
+    # the pad's contact indicator (entry 0) carries no offset: 0.05, 0.04, 0.06 from the file
+    assert got["pad"] == {"tare_status": "tared", "tare_samples": 9,
+                          "tare_offset": pytest.approx([0.05, 0.04, 0.06])}
+    assert got["d"] == {"tare_status": "failed: not in the saved calibration "
+                                       "(node: cannot tare: no contact-free samples)",
+                        "tare_samples": None, "tare_offset": None}
+    assert not tare_succeeded(True, got)
+    assert tare_succeeded(True, {k: got[k] for k in ("p", "pad")})
+    assert not tare_succeeded(False, {k: got[k] for k in ("p", "pad")})
     assert not tare_succeeded(True, {})
+    # save_calibration failed: the file (possibly from before) does not count
+    unsaved = tare_outcome(f, SENSORS, answer, saved=False)
+    assert all(e["tare_status"].startswith("failed: the calibration was not saved") for e in unsaved.values())
+    # an entry without a sample count was loaded from an older file, not tared now
+    f.write_text("sensors:\n  p: {samples: null, calibration: {tare: [101320.0]}}\n")
+    assert tare_outcome(f, SENSORS[:1])["p"]["tare_status"] == "failed: not in the saved calibration"
+    assert tare_outcome(tmp_path / "absent.yaml", SENSORS[:1])["p"]["tare_samples"] is None
+
+
+def test_tare_is_due_mid_hold_with_enough_samples_or_at_the_first_touch():
+    assert not tare_due(None, [0, 0], 10, False)                       # no contacts yet
+    assert not tare_due(TARE_AT_S - 0.02, [60, 60], 10, False)          # too early
+    assert not tare_due(TARE_AT_S, [60, 9], 10, False)                 # a sensor lacks samples
+    assert tare_due(TARE_AT_S, [10, 10], 10, False)
+    assert tare_due(0.1, [2, 2], 10, True)                             # touched: now or never
 
 
 def test_offsets_from_calibration_file_scalar_short_and_long_vectors(tmp_path):
@@ -159,7 +166,7 @@ def test_shipped_parameter_files_pair_with_the_simulator(tmp_path):
     # Same body table as contact_sim_node publishes, the simulator's demo sensors with its settings,
     # and SI measured streams (measured_scale 1.0).
     from vsf_sensor_ros.apps.contact_sim_node import PARAMS as SIM_PARAMS
-    from vsf_sensor_ros.apps.demo import check_pairing
+    from vsf_sensor_ros.apps.demo_config import check_pairing
     worlds = ["embedded"]
     fixture = ROOT / ".." / "shared" / "fixtures" / "kinova_punyo"
     if fixture.is_dir():
@@ -175,7 +182,7 @@ def test_shipped_parameter_files_pair_with_the_simulator(tmp_path):
 
 
 def test_a_parameter_file_that_differs_from_the_simulator_is_reported(tmp_path):
-    from vsf_sensor_ros.apps.demo import check_pairing
+    from vsf_sensor_ros.apps.demo_config import check_pairing
     text = (ROOT / "config" / "sensor_node.yaml").read_text()
     text = text.replace("radius: 0.03 ", "radius: 0.05 ").replace(
         "measured_scale: 1.0              # the simulator publishes Pa",
@@ -191,3 +198,12 @@ def test_a_parameter_file_that_differs_from_the_simulator_is_reported(tmp_path):
     cfg = resolve_config(build_parser().parse_args(["--params-file", str(f), "--out", str(tmp_path)]))
     with pytest.raises(DemoError, match="contact_body_names"):
         check_pairing(cfg)
+
+
+def test_each_world_writes_its_own_output_folder_by_default():
+    cfg = resolve_config(build_parser().parse_args(["--world", "embedded"]))
+    assert cfg.out == Path("demo_out") / "embedded"
+    fixture = ROOT / ".." / "shared" / "fixtures" / "kinova_punyo"
+    if fixture.is_dir():
+        cfg = resolve_config(build_parser().parse_args(["--world", "kinova", "--assets", str(fixture)]))
+        assert cfg.out == Path("demo_out") / "kinova"

@@ -8,10 +8,6 @@ subscribes to.
 """
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
@@ -26,7 +22,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState, PointCloud2
 
-from vsf_sensor_ros.apps.processes import default_sigint
+from vsf_sensor_ros.apps.processes import ManagedProcess, child_env, module_command
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / ".." / "shared" / "fixtures" / "kinova_punyo"
@@ -42,55 +38,32 @@ def write_params(path: Path, params: Dict[str, Any], node_name: str = "sensor_no
     return path
 
 
-class NodeProcess:
-    """``sensor_node`` in a child process (its own process group, output to a log file)."""
+class NodeProcess(ManagedProcess):
+    """``sensor_node`` in a child process, through the package's own process helper.
+
+    :class:`vsf_sensor_ros.apps.processes.ManagedProcess` (the demo's): own
+    process group, output to a log file, stopped SIGINT first (clean rclpy
+    shutdown) and reaped.
+    """
 
     def __init__(self, params_file: Path, log_path: Path, extra_args: Sequence[str] = (),
                  env: Optional[Dict[str, str]] = None) -> None:
-        self.cmd = [sys.executable, "-m", "vsf_sensor_ros.ros.sensor_node", "--ros-args",
-                    "--params-file", str(params_file), *extra_args]
-        self.log_path = log_path
-        self.env = dict(os.environ if env is None else env)
-        self.env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [
-            p for p in self.env.get("PYTHONPATH", "").split(os.pathsep) if p])
-        self.env["PYTHONUNBUFFERED"] = "1"
-        self.env["RCUTILS_COLORIZED_OUTPUT"] = "0"
-        self.proc: Optional[subprocess.Popen] = None
+        super().__init__("sensor_node", module_command("vsf_sensor_ros.ros.sensor_node",
+                                                       ["--params-file", str(params_file), *extra_args]),
+                         child_env(env), log_path, cwd=ROOT)
 
     def start(self) -> "NodeProcess":
-        """Start the child."""
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(self.cmd, env=self.env, cwd=str(ROOT), stdout=self._log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True, preexec_fn=default_sigint)
+        """Start the child; ``self``."""
+        super().start()
         return self
 
     def alive(self) -> bool:
         """The child is still running."""
-        return self.proc is not None and self.proc.poll() is None
-
-    def wait(self, timeout: float) -> int:
-        """Wait for the child to exit; its return code."""
-        assert self.proc is not None
-        return self.proc.wait(timeout=timeout)
+        return self.running()
 
     def stop(self, timeout: float = 10.0) -> Optional[int]:
-        """SIGINT (clean rclpy shutdown), then SIGKILL if it hangs; the return code."""
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=timeout)
-        self._log.close()
-        return self.proc.returncode
-
-    def output(self) -> str:
-        """Everything the child printed so far."""
-        return self.log_path.read_text(errors="replace")
+        """SIGINT (clean rclpy shutdown), then SIGTERM / SIGKILL if it hangs; the return code."""
+        return super().stop(grace_int_s=timeout)
 
 
 class Probe(Node):

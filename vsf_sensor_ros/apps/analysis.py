@@ -26,15 +26,16 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from vsf_sensor_ros.apps.recorder import TopicLog
-
-_CLOUD_DTYPES = {1: "i1", 2: "u1", 3: "i2", 4: "u2", 5: "i4", 6: "u4", 7: "f4", 8: "f8"}
+from vsf_sensor_ros.ros.pointcloud import float_columns, read_cloud
 
 
 def cloud_fields(msg: Any, names: Sequence[str]) -> np.ndarray:
     """Read named fields of a ``sensor_msgs/PointCloud2`` as float64.
 
     Honours field offsets and datatypes, ``point_step``, ``row_step`` padding,
-    ``height > 1`` and ``is_bigendian``.
+    ``height > 1`` and ``is_bigendian`` (the package's one cloud reader,
+    :func:`vsf_sensor_ros.ros.pointcloud.read_cloud`).  Values are returned
+    as recorded, NaN included.
 
     Args:
         msg: a ``sensor_msgs.msg.PointCloud2``.
@@ -44,32 +45,12 @@ def cloud_fields(msg: Any, names: Sequence[str]) -> np.ndarray:
         ``(height*width, len(names))`` float64 array.
 
     Raises:
-        ValueError: a field is missing, has ``count != 1``, or the data is
-            shorter than ``height * row_step``.
+        ValueError: (a :class:`~vsf_sensor_ros.ros.pointcloud.CloudDecodeError`)
+            a field is missing or named twice, has ``count != 1`` or an
+            unknown datatype, does not fit in ``point_step``, or the data does
+            not reach the end of the last point.
     """
-    fields = {f.name: f for f in msg.fields}
-    missing = [n for n in names if n not in fields]
-    if missing:
-        raise ValueError(f"PointCloud2 lacks field(s) {missing}; has {sorted(fields)}")
-    for n in names:
-        if fields[n].count != 1 or fields[n].datatype not in _CLOUD_DTYPES:
-            raise ValueError(f"PointCloud2 field {n!r} has unsupported count/datatype "
-                             f"{fields[n].count}/{fields[n].datatype}")
-    h, w = int(msg.height), int(msg.width)
-    if h * w == 0:
-        return np.zeros((0, len(names)))
-    raw = np.frombuffer(bytes(msg.data), dtype=np.uint8)
-    if raw.size < h * msg.row_step or msg.row_step < w * msg.point_step:
-        raise ValueError(f"PointCloud2 data of {raw.size} bytes does not hold {h} rows of "
-                         f"{w} points (row_step {msg.row_step}, point_step {msg.point_step})")
-    order = ">" if msg.is_bigendian else "<"
-    dtype = np.dtype({"names": list(names),
-                      "formats": [order + _CLOUD_DTYPES[fields[n].datatype] for n in names],
-                      "offsets": [fields[n].offset for n in names],
-                      "itemsize": msg.point_step})
-    rows = raw[:h * msg.row_step].reshape(h, msg.row_step)[:, :w * msg.point_step]
-    pts = np.ascontiguousarray(rows).view(dtype).reshape(-1)
-    return np.stack([pts[n].astype(np.float64) for n in names], axis=1)
+    return float_columns(read_cloud(msg, names, exact_size=False), names)
 
 
 KINDS = ("pressure", "dense_force", "wrench", "load")

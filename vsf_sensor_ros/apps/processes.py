@@ -1,4 +1,8 @@
-"""Child ROS processes the demo starts and always stops (no zombies, no orphans left running).
+"""Child ROS processes the demo and the tests start and always stop (no zombies, no orphans).
+
+One helper for both: the demo runs the simulator and the sensor node with
+it, the ROS tests run the sensor node under test with it
+(``test/ros/node_helpers.py``).
 
 Each child runs in its own session / process group, so a Ctrl-C in the
 terminal reaches only the demo, which then stops the children in order:
@@ -12,9 +16,34 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+"""The checkout (or install prefix) holding the ``vsf_sensor_ros`` package."""
+
+
+def child_env(base: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """Environment for a Python child of this package.
+
+    ``base`` (default: this process's environment) plus: :data:`PACKAGE_ROOT`
+    first on ``PYTHONPATH`` (the child imports the package from this checkout
+    even when it is not installed), unbuffered output (its log is complete
+    when it dies) and no ANSI colours in ROS log lines.
+    """
+    env = dict(os.environ if base is None else base)
+    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT)] + [
+        p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["PYTHONUNBUFFERED"] = "1"
+    env["RCUTILS_COLORIZED_OUTPUT"] = "0"
+    return env
+
+
+def module_command(module: str, ros_args: Sequence[str] = ()) -> List[str]:
+    """argv running ``python -m module --ros-args *ros_args`` with this interpreter."""
+    return [sys.executable, "-m", module, "--ros-args", *[str(a) for a in ros_args]]
 
 
 def default_sigint() -> None:
@@ -47,6 +76,7 @@ class ManagedProcess:
         self.cwd = cwd
         self.proc: Optional[subprocess.Popen] = None
         self.started_at: Optional[float] = None
+        self._header_bytes = 0
 
     def start(self) -> None:
         """Start the child in a new session.
@@ -60,8 +90,10 @@ class ManagedProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
             # One line: the command, shell-quoted, newlines escaped.
-            log.write(("$ " + shlex.join(self.cmd).replace("\n", "\\n") + "\n").encode())
+            header = ("$ " + shlex.join(self.cmd).replace("\n", "\\n") + "\n").encode()
+            log.write(header)
             log.flush()
+            self._header_bytes = len(header)
             self.proc = subprocess.Popen(self.cmd, env=self.env, cwd=self.cwd, stdout=log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True, preexec_fn=default_sigint)
@@ -79,6 +111,17 @@ class ManagedProcess:
     def running(self) -> bool:
         """True while the child has been started and has not exited."""
         return self.proc is not None and self.proc.poll() is None
+
+    def wait(self, timeout: Optional[float] = None) -> int:
+        """Wait for the child to exit by itself; its exit code.
+
+        Raises:
+            RuntimeError: not started.
+            subprocess.TimeoutExpired: still running after ``timeout`` s.
+        """
+        if self.proc is None:
+            raise RuntimeError(f"{self.name} was never started")
+        return self.proc.wait(timeout=timeout)
 
     def _signal_group(self, sig: int) -> None:
         try:
@@ -110,6 +153,15 @@ class ManagedProcess:
                 except subprocess.TimeoutExpired:
                     continue
         return self.proc.wait()
+
+    def output(self) -> str:
+        """Everything the child printed so far (the log without its command line)."""
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(self._header_bytes)
+                return log.read().decode(errors="replace")
+        except OSError:
+            return ""
 
     def tail(self, lines: int = 15) -> str:
         """Last ``lines`` lines of the child's log (for error messages)."""

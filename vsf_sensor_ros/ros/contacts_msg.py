@@ -21,23 +21,28 @@ nothing of it is used.  Points are the *rows* of the message in row-major
 order (``row = v * width + u``); a Jacobian column ``3·c + k`` refers to row
 ``c`` (:attr:`DecodedContacts.rows`).
 
-No ``sensor_msgs_py`` is needed: the codec is numpy structured arrays over the
-message buffer, with no per-point Python loop.
+Bytes are read and written by :mod:`vsf_sensor_ros.ros.pointcloud` (one
+strided, validated reader for every cloud of the package); this module adds
+what is particular to contacts: the field table, the body index table, and
+grouping rows by ordered body pair.  :func:`contacts_from_buffer` decodes from
+a layout and a byte buffer, so a serialised message can be decoded without
+building the Python message first.
 """
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
-from builtin_interfaces.msg import Time
 from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
 
 from ..sensor.state import ContactState
+from .pointcloud import (FLOAT_TYPES, CloudDecodeError, CloudLayout, as_byte_array, check_data_size,
+                         float_columns, read_points, require_finite, write_cloud)
+from .stamps import stamp_to_ns, to_stamp
 
 Pair = Tuple[str, str]
 
@@ -53,18 +58,12 @@ CONTACT_FIELDS: Tuple[str, ...] = POINT_FIELDS + FORCE_FIELDS + BODY_FIELDS
 OPTIONAL_CONTACT_FIELDS: Tuple[str, ...] = ELEM_FIELDS + NORMAL_FIELDS + (DEPTH_FIELD,)
 """Fields read when present."""
 
-_FLOAT_TYPES = {PointField.FLOAT32: "f4", PointField.FLOAT64: "f8"}
-_BODY_TYPES = {PointField.UINT16: "u2", PointField.UINT32: "u4"}
-_ELEM_TYPES = {PointField.INT32: "i4"}
-ALLOWED_DATATYPES: Dict[str, Dict[int, str]] = {
-    **{n: _FLOAT_TYPES for n in POINT_FIELDS + FORCE_FIELDS + NORMAL_FIELDS + (DEPTH_FIELD,)},
-    **{n: _BODY_TYPES for n in BODY_FIELDS},
-    **{n: _ELEM_TYPES for n in ELEM_FIELDS},
+ALLOWED_DATATYPES: Dict[str, Tuple[int, ...]] = {
+    **{n: FLOAT_TYPES for n in POINT_FIELDS + FORCE_FIELDS + NORMAL_FIELDS + (DEPTH_FIELD,)},
+    **{n: (PointField.UINT16, PointField.UINT32) for n in BODY_FIELDS},
+    **{n: (PointField.INT32,) for n in ELEM_FIELDS},
 }
-"""Field name -> accepted ``PointField`` datatypes (-> numpy type code)."""
-
-_SIZES = {PointField.INT8: 1, PointField.UINT8: 1, PointField.INT16: 2, PointField.UINT16: 2,
-          PointField.INT32: 4, PointField.UINT32: 4, PointField.FLOAT32: 4, PointField.FLOAT64: 8}
+"""Field name -> accepted ``PointField`` datatypes."""
 
 DECODE_REASONS: Tuple[str, ...] = (
     "missing_field", "duplicate_field", "bad_field_type", "bad_field_count", "bad_field_offset",
@@ -73,16 +72,15 @@ DECODE_REASONS: Tuple[str, ...] = (
 """Every ``ContactsDecodeError.reason`` (keys for diagnostics counters)."""
 
 
-class ContactsDecodeError(ValueError):
+class ContactsDecodeError(CloudDecodeError):
     """A contacts cloud that cannot be used; the whole message is rejected.
+
+    A :class:`~vsf_sensor_ros.ros.pointcloud.CloudDecodeError` (layout
+    problems) or one of the contacts' own reasons.
 
     Attributes:
         reason: one of :data:`DECODE_REASONS` (snake_case, for counters).
     """
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 @dataclass
@@ -144,17 +142,6 @@ def _trusted_contact_state(points: torch.Tensor, forces: torch.Tensor, elems1: O
     return c
 
 
-_DTYPE_CACHE: Dict[Tuple, np.dtype] = {}
-
-
-def _buffer(data: object) -> np.ndarray:
-    """The message's byte buffer as a uint8 array (zero-copy where possible)."""
-    try:
-        return np.frombuffer(data, dtype=np.uint8)
-    except TypeError:
-        return np.asarray(data, dtype=np.uint8)
-
-
 def pointcloud2_to_contacts(msg: PointCloud2, body_names: Sequence[str],
                             dtype: torch.dtype = torch.float64,
                             device: Union[str, torch.device] = "cpu",
@@ -173,6 +160,34 @@ def pointcloud2_to_contacts(msg: PointCloud2, body_names: Sequence[str],
         :class:`DecodedContacts`; an empty cloud gives no contacts.
 
     Raises:
+        ContactsDecodeError: see :func:`contacts_from_buffer`.
+        ValueError: ``body_names`` has duplicates (a configuration error).
+    """
+    return contacts_from_buffer(CloudLayout.of(msg), msg.data, body_names, dtype, device,
+                                frame_id=msg.header.frame_id, stamp_ns=stamp_to_ns(msg.header.stamp),
+                                expected_frame_id=expected_frame_id)
+
+
+def contacts_from_buffer(layout: CloudLayout, data: Any, body_names: Sequence[str],
+                         dtype: torch.dtype = torch.float64,
+                         device: Union[str, torch.device] = "cpu", frame_id: str = "",
+                         stamp_ns: int = 0, expected_frame_id: Optional[str] = None) -> DecodedContacts:
+    """Decode contacts from a cloud layout and its data buffer.
+
+    Args:
+        layout: the cloud's fields, size and steps
+            (:class:`~vsf_sensor_ros.ros.pointcloud.CloudLayout`).
+        data: its data bytes (``bytes``, ``memoryview``, ``array.array``).
+        body_names, dtype, device, expected_frame_id: as
+            :func:`pointcloud2_to_contacts`.
+        frame_id: ``header.frame_id`` of the cloud.
+        stamp_ns: ``header.stamp`` in integer nanoseconds.
+
+    Returns:
+        :class:`DecodedContacts`; an empty cloud gives no contacts (its
+        fields are not checked: it carries no point).
+
+    Raises:
         ContactsDecodeError: ``missing_field``, ``duplicate_field``,
             ``bad_field_type`` (datatype not allowed for that field),
             ``bad_field_count`` (count != 1), ``bad_field_offset`` (field runs
@@ -183,78 +198,29 @@ def pointcloud2_to_contacts(msg: PointCloud2, body_names: Sequence[str],
         ValueError: ``body_names`` has duplicates (a configuration error).
     """
     names = _check_body_names(body_names)
-    frame_id = msg.header.frame_id
-    stamp_ns = int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
+    field_names = [f.name for f in layout.fields]
     if expected_frame_id is not None and frame_id and frame_id != expected_frame_id:
         raise ContactsDecodeError(
             "bad_frame_id", f"contacts are in frame {frame_id!r}, expected {expected_frame_id!r}")
-    height, width = int(msg.height), int(msg.width)
-    point_step, row_step = int(msg.point_step), int(msg.row_step)
-    data = _buffer(msg.data)
-    n = height * width
-    if n == 0:
-        if data.size not in (0, height * row_step):
-            raise ContactsDecodeError(
-                "bad_size", f"empty cloud ({height}x{width}) carries {data.size} bytes of data")
-        return DecodedContacts({}, {}, 0, frame_id=frame_id, stamp_ns=stamp_ns,
-                               fields=[f.name for f in msg.fields])
-
-    by_name: Dict[str, PointField] = {}
-    for f in msg.fields:
-        if f.name in by_name:
-            raise ContactsDecodeError("duplicate_field", f"field {f.name!r} appears twice")
-        by_name[f.name] = f
-    missing = [name for name in CONTACT_FIELDS if name not in by_name]
-    if missing:
-        raise ContactsDecodeError(
-            "missing_field", f"contacts cloud lacks field(s) {missing}; has {list(by_name)}")
-    if point_step <= 0:
-        raise ContactsDecodeError("bad_size", f"point_step is {point_step}")
-    endian = ">" if msg.is_bigendian else "<"
-    used = [name for name in CONTACT_FIELDS + OPTIONAL_CONTACT_FIELDS if name in by_name]
-    formats, offsets = [], []
-    for name in used:
-        f = by_name[name]
-        code = ALLOWED_DATATYPES[name].get(int(f.datatype))
-        if code is None:
-            allowed = [k for k in ALLOWED_DATATYPES[name]]
-            raise ContactsDecodeError(
-                "bad_field_type", f"field {name!r} has datatype {f.datatype}; allowed {allowed}")
-        if int(f.count) != 1:
-            raise ContactsDecodeError("bad_field_count", f"field {name!r} has count {f.count}, expected 1")
-        if int(f.offset) < 0 or int(f.offset) + _SIZES[int(f.datatype)] > point_step:
-            raise ContactsDecodeError(
-                "bad_field_offset",
-                f"field {name!r} at offset {f.offset} does not fit in point_step {point_step}")
-        formats.append(endian + code)
-        offsets.append(int(f.offset))
-    if width * point_step > row_step:
-        raise ContactsDecodeError(
-            "bad_size", f"width {width} x point_step {point_step} exceeds row_step {row_step}")
-    if data.size != height * row_step:
-        raise ContactsDecodeError(
-            "bad_size", f"data has {data.size} bytes, expected height {height} x row_step {row_step}")
-
-    key = (tuple(used), tuple(formats), tuple(offsets), point_step)
-    rec = _DTYPE_CACHE.get(key)
-    if rec is None:
-        rec = np.dtype({"names": used, "formats": formats, "offsets": offsets, "itemsize": point_step})
-        if len(_DTYPE_CACHE) < 32:
-            _DTYPE_CACHE[key] = rec
-    # Strided view over the buffer: row padding (row_step > width*point_step) is skipped, not copied.
-    arr = np.ndarray(shape=(height, width), dtype=rec, buffer=data, strides=(row_step, point_step)).reshape(n)
-
-    def floats(cols: Sequence[str]) -> np.ndarray:
-        return np.stack([arr[c].astype(np.float64) for c in cols], axis=1)
-
-    points, forces = floats(POINT_FIELDS), floats(FORCE_FIELDS)
-    normals = floats(NORMAL_FIELDS) if all(c in by_name for c in NORMAL_FIELDS) else None
-    depth = arr[DEPTH_FIELD].astype(np.float64) if DEPTH_FIELD in by_name else None
-    for label, values in (("x/y/z", points), ("fx/fy/fz", forces), ("nx/ny/nz", normals), ("depth", depth)):
-        if values is not None and not np.isfinite(values).all():
-            bad = np.flatnonzero(~np.isfinite(values.reshape(n, -1)).all(axis=1))
-            raise ContactsDecodeError(
-                "non_finite", f"non-finite {label} at {bad.size} row(s), first row {int(bad[0])}")
+    n = layout.num_points
+    try:
+        if n == 0:
+            check_data_size(layout, int(as_byte_array(data).size), exact=True)
+            return DecodedContacts({}, {}, 0, frame_id=frame_id, stamp_ns=stamp_ns, fields=field_names)
+        arr = read_points(layout, data, CONTACT_FIELDS, OPTIONAL_CONTACT_FIELDS, ALLOWED_DATATYPES,
+                          exact_size=True)
+        present = set(arr.dtype.names)
+        points, forces = float_columns(arr, POINT_FIELDS), float_columns(arr, FORCE_FIELDS)
+        normals = float_columns(arr, NORMAL_FIELDS) if present.issuperset(NORMAL_FIELDS) else None
+        depth = arr[DEPTH_FIELD].astype(np.float64) if DEPTH_FIELD in present else None
+        for label, values in (("x/y/z", points), ("fx/fy/fz", forces), ("nx/ny/nz", normals),
+                              ("depth", depth)):
+            if values is not None:
+                require_finite(values, label)
+    except ContactsDecodeError:
+        raise
+    except CloudDecodeError as exc:
+        raise ContactsDecodeError(exc.reason, str(exc)) from None
     b1 = arr["body1"].astype(np.int64)
     b2 = arr["body2"].astype(np.int64)
     nb = len(names)
@@ -266,7 +232,7 @@ def pointcloud2_to_contacts(msg: PointCloud2, body_names: Sequence[str],
             f"row {r}: body indices ({int(b1[r])}, {int(b2[r])}) but contact_body_names has {nb} entries")
     elems = {}
     for c in ELEM_FIELDS:
-        if c in by_name:
+        if c in present:
             e = arr[c].astype(np.int64)
             if (e < -1).any():
                 r = int(np.flatnonzero(e < -1)[0])
@@ -298,23 +264,7 @@ def pointcloud2_to_contacts(msg: PointCloud2, body_names: Sequence[str],
             nrm[pair] = normals[perm[s:e]]
         if dep is not None:
             dep[pair] = depth[perm[s:e]]
-    return DecodedContacts(contacts, rows, n, nrm, dep, frame_id, stamp_ns, [f.name for f in msg.fields])
-
-
-def _to_time(stamp: object) -> Time:
-    if stamp is None:
-        return Time()
-    if isinstance(stamp, Time):
-        return stamp
-    if hasattr(stamp, "to_msg"):
-        return stamp.to_msg()
-    if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
-        if not math.isfinite(stamp) or stamp < 0:
-            raise ValueError(f"stamp must be finite and non-negative seconds, got {stamp}")
-        ns = int(round(float(stamp) * 1e9))
-        return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
-    raise ValueError(
-        f"stamp must be builtin_interfaces/Time, rclpy Time or seconds, got {type(stamp).__name__}")
+    return DecodedContacts(contacts, rows, n, nrm, dep, frame_id, stamp_ns, field_names)
 
 
 def _per_pair(values: object, n: int, tail: Tuple[int, ...], label: str) -> np.ndarray:
@@ -380,52 +330,25 @@ def contacts_to_pointcloud2(contacts: Mapping[Pair, ContactState], body_names: S
     has_e1 = any(contacts[p].elems1 is not None for p in pairs)
     has_e2 = any(contacts[p].elems2 is not None for p in pairs)
 
-    cols: List[Tuple[str, np.dtype]] = [(c, ft) for c in POINT_FIELDS + FORCE_FIELDS]
-    cols += [(c, np.dtype("<u4")) for c in BODY_FIELDS]
-    if has_e1:
-        cols.append(("elem1", np.dtype("<i4")))
-    if has_e2:
-        cols.append(("elem2", np.dtype("<i4")))
-    if normals is not None:
-        cols += [(c, ft) for c in NORMAL_FIELDS]
-    if depths is not None:
-        cols.append((DEPTH_FIELD, ft))
-    rec = np.dtype([(c, t.newbyteorder("<")) for c, t in cols])
-    arr = np.zeros(n, dtype=rec)
+    pts, frc = np.zeros((0, 3)), np.zeros((0, 3))
     if n:
         pts = np.concatenate([contacts[p].points.detach().cpu().numpy() for p in pairs])
         frc = np.concatenate([contacts[p].forces.detach().cpu().numpy() for p in pairs])
-        for k, c in enumerate(POINT_FIELDS):
-            arr[c] = pts[:, k]
-        for k, c in enumerate(FORCE_FIELDS):
-            arr[c] = frc[:, k]
-        arr["body1"] = np.repeat([index[a] for a, _ in pairs], counts)
-        arr["body2"] = np.repeat([index[b] for _, b in pairs], counts)
-        for c, attr, present in (("elem1", "elems1", has_e1), ("elem2", "elems2", has_e2)):
-            if present:
-                parts = [getattr(contacts[p], attr) for p in pairs]
-                arr[c] = np.concatenate([np.full(k, -1) if e is None else e.detach().cpu().numpy()
-                                         for e, k in zip(parts, counts)])
-        if normals is not None:
-            nrm = np.concatenate([_per_pair(normals[p], k, (3,), f"normals of {p}")
-                                  for p, k in zip(pairs, counts)])
-            for k, c in enumerate(NORMAL_FIELDS):
-                arr[c] = nrm[:, k]
-        if depths is not None:
-            arr[DEPTH_FIELD] = np.concatenate([_per_pair(depths[p], k, (), f"depths of {p}")
-                                               for p, k in zip(pairs, counts)])
-
-    code = {np.dtype("<f4"): PointField.FLOAT32, np.dtype("<f8"): PointField.FLOAT64,
-            np.dtype("<u4"): PointField.UINT32, np.dtype("<i4"): PointField.INT32}
-    msg = PointCloud2()
-    msg.header = Header(stamp=_to_time(stamp), frame_id=frame_id)
-    msg.height = 1
-    msg.width = n
-    msg.fields = [PointField(name=c, offset=rec.fields[c][1], datatype=code[t.newbyteorder("<")], count=1)
-                  for c, t in cols]
-    msg.is_bigendian = False
-    msg.point_step = rec.itemsize
-    msg.row_step = rec.itemsize * n
-    msg.is_dense = True
-    msg.data = arr.tobytes()
-    return msg
+    cols: List[Tuple[str, np.ndarray]] = [(c, pts[:, k].astype(ft)) for k, c in enumerate(POINT_FIELDS)]
+    cols += [(c, frc[:, k].astype(ft)) for k, c in enumerate(FORCE_FIELDS)]
+    cols.append(("body1", np.repeat(np.array([index[a] for a, _ in pairs], dtype="<u4"), counts)))
+    cols.append(("body2", np.repeat(np.array([index[b] for _, b in pairs], dtype="<u4"), counts)))
+    for c, attr, present in (("elem1", "elems1", has_e1), ("elem2", "elems2", has_e2)):
+        if present:
+            parts = [getattr(contacts[p], attr) for p in pairs]
+            cols.append((c, np.concatenate([np.full(k, -1) if e is None else e.detach().cpu().numpy()
+                                            for e, k in zip(parts, counts)]).astype("<i4")))
+    if normals is not None:
+        nrm = np.concatenate([_per_pair(normals[p], k, (3,), f"normals of {p}")
+                              for p, k in zip(pairs, counts)]) if n else np.zeros((0, 3))
+        cols += [(c, nrm[:, k].astype(ft)) for k, c in enumerate(NORMAL_FIELDS)]
+    if depths is not None:
+        dep = np.concatenate([_per_pair(depths[p], k, (), f"depths of {p}")
+                              for p, k in zip(pairs, counts)]) if n else np.zeros(0)
+        cols.append((DEPTH_FIELD, dep.astype(ft)))
+    return write_cloud(Header(stamp=to_stamp(stamp), frame_id=frame_id), cols)

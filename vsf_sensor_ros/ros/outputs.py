@@ -39,16 +39,19 @@ and ignored by the residual and the tare.
 """
 from __future__ import annotations
 
-import array
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point, WrenchStamped
-from sensor_msgs.msg import FluidPressure, PointCloud2, PointField
+from sensor_msgs.msg import FluidPressure, PointCloud2
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
+
+from .pointcloud import FLOAT_TYPES, CloudDecodeError, float_columns, read_cloud, require_finite, write_cloud
+# stamp_to_ns / ns_to_stamp stay importable from here for callers written before ros.stamps existed
+from .stamps import copy_stamp, ns_to_stamp, stamp_to_ns  # noqa: F401
 
 # sensor type name -> kind
 SENSOR_KINDS: Dict[str, str] = {
@@ -116,133 +119,56 @@ def normalise_measured_type(text: str) -> str:
     return canon
 
 
-def stamp_to_ns(stamp: Time) -> int:
-    """``builtin_interfaces/Time`` -> integer nanoseconds."""
-    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
-
-
-def ns_to_stamp(ns: int) -> Time:
-    """Integer nanoseconds -> ``builtin_interfaces/Time`` (non-negative ``ns``)."""
-    return Time(sec=int(ns // 1_000_000_000), nanosec=int(ns % 1_000_000_000))
-
-
 def make_header(stamp: Time, frame_id: str) -> Header:
     """A ``std_msgs/Header`` with a copy of ``stamp``."""
-    return Header(stamp=Time(sec=stamp.sec, nanosec=stamp.nanosec), frame_id=frame_id)
+    return Header(stamp=copy_stamp(stamp), frame_id=frame_id)
 
 
-# -- PointCloud2 helpers ---------------------------------------------------------
-_NP_TO_FIELD = {
-    np.dtype("<f4"): PointField.FLOAT32, np.dtype("<f8"): PointField.FLOAT64,
-    np.dtype("<u4"): PointField.UINT32, np.dtype("<i4"): PointField.INT32,
-    np.dtype("<u2"): PointField.UINT16,
-}
-_FIELD_TO_NP = {
-    PointField.INT8: "i1", PointField.UINT8: "u1", PointField.INT16: "i2", PointField.UINT16: "u2",
-    PointField.INT32: "i4", PointField.UINT32: "u4", PointField.FLOAT32: "f4", PointField.FLOAT64: "f8",
-}
-
-
-def _bytes_field(buf: bytes) -> array.array:
-    # array('B') is accepted by the uint8[] setter on every distribution without a per-byte check.
-    out = array.array("B")
-    out.frombytes(buf)
-    return out
-
-
-_LAYOUT_CACHE: Dict[Tuple[Tuple[str, str], ...], Tuple[List[PointField], np.dtype]] = {}
-
-
-def _cloud_layout(columns: Sequence[Tuple[str, np.ndarray]]) -> Tuple[List[PointField], np.dtype]:
-    """Packed ``PointField`` list and record dtype for the columns (cached: built once per layout)."""
-    key = tuple((name, np.dtype(col.dtype).newbyteorder("<").str) for name, col in columns)
-    hit = _LAYOUT_CACHE.get(key)
-    if hit is not None:
-        return hit
-    fields, descr, offset = [], [], 0
-    for name, code in key:
-        dt = np.dtype(code)
-        if dt not in _NP_TO_FIELD:
-            raise ValueError(f"cloud field {name!r} has unsupported dtype {dt}")
-        fields.append(PointField(name=name, offset=offset, datatype=_NP_TO_FIELD[dt], count=1))
-        descr.append((name, dt))
-        offset += dt.itemsize
-    out = (fields, np.dtype(descr))
-    if len(_LAYOUT_CACHE) < 64:
-        _LAYOUT_CACHE[key] = out
-    return out
-
-
+# -- PointCloud2 ------------------------------------------------------------------------
 def make_cloud(header: Header, columns: Sequence[Tuple[str, np.ndarray]]) -> PointCloud2:
     """Build an unorganised (``height`` 1) little-endian ``PointCloud2``.
+
+    :func:`vsf_sensor_ros.ros.pointcloud.write_cloud` (kept here for the
+    encoders' callers).
 
     Args:
         header: header to use (stamp, frame id).
         columns: ``(field name, 1-D array)`` pairs, all of one length ``N``;
-            each array's dtype must be float32/float64/uint32/int32/uint16 and
-            becomes that field's datatype, packed in order.
+            each array's dtype becomes that field's datatype, packed in order.
 
     Raises:
         ValueError: columns of different lengths or an unsupported dtype.
     """
-    n = len(columns[0][1]) if columns else 0
-    fields, rec_dtype = _cloud_layout(columns)
-    rec = np.empty(n, dtype=rec_dtype)
-    for name, col in columns:
-        if len(col) != n:
-            raise ValueError(f"cloud field {name!r} has {len(col)} entries, expected {n}")
-        rec[name] = col
-    step = rec_dtype.itemsize
-    msg = PointCloud2(header=header, height=1, width=n, fields=list(fields), is_bigendian=False,
-                      point_step=step, row_step=step * n, is_dense=True)
-    msg.data = _bytes_field(rec.tobytes())
-    return msg
+    return write_cloud(header, columns)
+
+
+# Reasons of the shared cloud reader kept as they are; every other layout problem is one counter.
+_KEPT_CLOUD_REASONS = ("missing_field", "non_finite")
 
 
 def read_cloud_fields(msg: PointCloud2, names: Sequence[str]) -> Dict[str, np.ndarray]:
     """Read float64 columns ``names`` from any ``PointCloud2`` layout.
 
     Honours field offsets, datatypes, ``is_bigendian``, ``point_step``,
-    ``row_step`` and ``height > 1`` (points in row-major order).
+    ``row_step`` and ``height > 1`` (points in row-major order), through
+    :func:`vsf_sensor_ros.ros.pointcloud.read_cloud`.  The data must reach
+    the end of the last point (a missing pad after the last row is
+    accepted, as are trailing bytes).
 
     Raises:
-        MeasuredDecodeError: ``missing_field`` / ``bad_cloud_layout`` /
-            ``non_finite`` with a message naming the problem.
+        MeasuredDecodeError: ``missing_field`` / ``bad_cloud_layout`` (any
+            other layout problem: duplicate or unknown datatype, count, offset,
+            data length) / ``non_finite``, with a message naming the problem.
     """
-    by_name = {f.name: f for f in msg.fields}
-    missing = [n for n in names if n not in by_name]
-    if missing:
-        raise MeasuredDecodeError("missing_field", f"cloud lacks fields {missing}")
-    h, w, step, row_step = int(msg.height), int(msg.width), int(msg.point_step), int(msg.row_step)
-    end = ">" if msg.is_bigendian else "<"
-    formats, offsets = [], []
-    for n in names:
-        f = by_name[n]
-        code = _FIELD_TO_NP.get(int(f.datatype))
-        if code is None or int(f.count) != 1:
-            raise MeasuredDecodeError("bad_cloud_layout",
-                                      f"field {n!r} datatype {f.datatype} count {f.count}")
-        if f.offset + np.dtype(code).itemsize > step:
-            raise MeasuredDecodeError("bad_cloud_layout", f"field {n!r} overruns point_step {step}")
-        formats.append(end + code)
-        offsets.append(int(f.offset))
-    data = np.frombuffer(msg.data, dtype=np.uint8)
-    if h * w == 0:
-        return {n: np.zeros(0) for n in names}
-    if row_step < w * step or len(data) < (h - 1) * row_step + w * step:
-        raise MeasuredDecodeError(
-            "bad_cloud_layout",
-            f"data length {len(data)} disagrees with height {h}, width {w}, point_step {step}, "
-            f"row_step {row_step}")
-    dt = np.dtype({"names": list(names), "formats": formats, "offsets": offsets, "itemsize": step})
-    rows = [np.frombuffer(data, dtype=dt, count=w, offset=r * row_step) for r in range(h)] \
-        if h > 1 else [np.frombuffer(data, dtype=dt, count=w)]
-    rec = np.concatenate(rows) if h > 1 else rows[0]
-    out = {n: rec[n].astype(np.float64) for n in names}
-    for n, col in out.items():
-        if not np.isfinite(col).all():
-            raise MeasuredDecodeError("non_finite", f"field {n!r} has a non-finite value")
-    return out
+    try:
+        points = read_cloud(msg, names, exact_size=False)
+        cols = float_columns(points, names)
+        for k, n in enumerate(names):
+            require_finite(cols[:, k], n)
+    except CloudDecodeError as exc:
+        reason = exc.reason if exc.reason in _KEPT_CLOUD_REASONS else "bad_cloud_layout"
+        raise MeasuredDecodeError(reason, str(exc)) from None
+    return {n: cols[:, k] for k, n in enumerate(names)}
 
 
 # -- predicted / residual encoders ---------------------------------------------------
@@ -383,7 +309,7 @@ def decode_measured(layout: SensorLayout, msg, scale: float) -> np.ndarray:
         if layout.kind != "dense_force":
             raise MeasuredDecodeError("measured_type_mismatch", f"PointCloud2 for a {layout.kind} sensor")
         ints = [f.name for f in msg.fields if f.name in ("fx", "fy", "fz")
-                and int(f.datatype) not in (PointField.FLOAT32, PointField.FLOAT64)]
+                and int(f.datatype) not in FLOAT_TYPES]
         if ints:   # as the contacts decoder: forces are float fields
             raise MeasuredDecodeError("bad_field_type", f"field(s) {ints} must be FLOAT32 or FLOAT64")
         cols = read_cloud_fields(msg, ["fx", "fy", "fz"])

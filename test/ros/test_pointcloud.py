@@ -1,0 +1,132 @@
+"""The one PointCloud2 reader/writer; clouds are packed by hand with ``struct``, point by point."""
+import struct
+
+import numpy as np
+import pytest
+from builtin_interfaces.msg import Time
+from sensor_msgs.msg import PointCloud2, PointField
+from std_msgs.msg import Header
+
+from vsf_sensor_ros.ros.pointcloud import (CLOUD_REASONS, CloudDecodeError, CloudLayout, FieldSpec,
+                                           float_columns, read_cloud, read_points, require_finite,
+                                           write_cloud)
+
+# name, offset, datatype, struct code: every integer type, both float widths, a 3-byte hole at 9..11
+LAYOUT = [("i8", 0, PointField.INT8, "b"), ("u8", 1, PointField.UINT8, "B"),
+          ("i16", 2, PointField.INT16, "h"), ("u16", 4, PointField.UINT16, "H"),
+          ("f32", 6, PointField.FLOAT32, "f"), ("u32", 12, PointField.UINT32, "I"),
+          ("i32", 16, PointField.INT32, "i"), ("f64", 20, PointField.FLOAT64, "d")]
+STEP = 30        # 28 bytes of fields + 2 bytes tail padding per point
+
+
+def point(k):
+    """Point k holds i8 = -k, u8 = 200 + k, i16 = -300 k, u16 = 60000 + k, f32 = k / 4,
+    u32 = 4e9 + k, i32 = -2e9 + k, f64 = k / 3 (all exactly representable except k/3)."""
+    return {"i8": -k, "u8": 200 + k, "i16": -300 * k, "u16": 60000 + k, "f32": k / 4,
+            "u32": 4_000_000_000 + k, "i32": -2_000_000_000 + k, "f64": k / 3}
+
+
+def pack(height, width, big_endian, row_pad=5):
+    e = ">" if big_endian else "<"
+    row_step = width * STEP + row_pad
+    data = bytearray(b"\xab" * (height * row_step))
+    for v in range(height):
+        for u in range(width):
+            p = point(v * width + u)
+            for name, off, _, code in LAYOUT:
+                struct.pack_into(e + code, data, v * row_step + u * STEP + off, p[name])
+    fields = [PointField(name=n, offset=o, datatype=d, count=1) for n, o, d, _ in reversed(LAYOUT)]
+    return PointCloud2(height=height, width=width, fields=fields, is_bigendian=big_endian,
+                       point_step=STEP, row_step=row_step, data=bytes(data))
+
+
+@pytest.mark.parametrize("big_endian", [False, True])
+def test_every_datatype_any_order_padding_rows_and_endianness(big_endian):
+    msg = pack(2, 3, big_endian)
+    names = [n for n, *_ in LAYOUT]
+    pts = read_cloud(msg, names)
+    assert pts.shape == (6,)
+    for k in range(6):                          # row-major: point k = (v, u) = divmod(k, 3)
+        want = point(k)
+        for n in names:
+            assert pts[n][k] == pytest.approx(want[n], rel=1e-15), (k, n)
+    # the integers come back exact, with their sign and full range
+    assert pts["u32"].astype(np.int64).tolist() == [4_000_000_000 + k for k in range(6)]
+    assert pts["i8"].astype(np.int64).tolist() == [0, -1, -2, -3, -4, -5]
+
+
+def test_raw_buffer_with_plain_field_specs_reads_like_the_message():
+    msg = pack(2, 3, False)
+    specs = [FieldSpec(f.name, f.offset, f.datatype, f.count) for f in msg.fields]
+    layout = CloudLayout(specs, 2, 3, STEP, msg.row_step, False)
+    raw = memoryview(bytes(msg.data))
+    got = float_columns(read_points(layout, raw, ["f64", "u16"]), ["f64", "u16"])
+    want = float_columns(read_cloud(msg, ["f64", "u16"]), ["f64", "u16"])
+    np.testing.assert_array_equal(got, want)
+    assert got[4].tolist() == [4 / 3, 60004.0]
+
+
+def test_optional_fields_are_read_only_when_present():
+    pts = read_cloud(pack(1, 2, False), ["f32"], optional=["depth", "u8"])
+    assert pts.dtype.names == ("f32", "u8")
+
+
+def _reason(fn, reason, match):
+    with pytest.raises(CloudDecodeError, match=match) as info:
+        fn()
+    assert info.value.reason == reason and reason in CLOUD_REASONS
+    assert isinstance(info.value, ValueError)
+
+
+def test_rejections_name_the_problem():
+    msg = pack(2, 3, False)
+    _reason(lambda: read_cloud(msg, ["x"]), "missing_field", "'x'")
+    _reason(lambda: read_cloud(msg, ["i32"], datatypes={"i32": (PointField.FLOAT32,)}),
+            "bad_field_type", "'i32' has datatype 5")
+    dup = pack(1, 2, False)
+    dup.fields = list(dup.fields) + [PointField(name="f32", offset=0, datatype=PointField.FLOAT32, count=1)]
+    _reason(lambda: read_cloud(dup, ["f32"]), "duplicate_field", "'f32' appears twice")
+    read_cloud(dup, ["u8"])                      # a duplicate the caller does not read is harmless
+    wide = pack(1, 2, False)
+    wide.fields[0].count = 2
+    _reason(lambda: read_cloud(wide, [wide.fields[0].name]), "bad_field_count", "count 2")
+    over = pack(1, 2, False)
+    over.point_step = 27                         # f64 at 20..27 no longer fits
+    over.row_step = 2 * 27 + 5
+    _reason(lambda: read_cloud(over, ["f64"]), "bad_field_offset", "'f64' at offset 20")
+
+
+def test_data_length_exact_and_tolerant():
+    msg = pack(2, 3, False)                      # row_step 95, 190 bytes
+    short = PointCloud2(height=2, width=3, fields=msg.fields, point_step=STEP, row_step=95,
+                        data=bytes(msg.data)[:-5])   # last row without its 5 pad bytes
+    _reason(lambda: read_cloud(short, ["f32"]), "bad_size", "185 bytes, expected height 2 x row_step 95")
+    # tolerant: the last point ends at byte 95 + 90 = 185, so the values are all there
+    assert read_cloud(short, ["f32"], exact_size=False)["f32"].tolist() == [k / 4 for k in range(6)]
+    shorter = PointCloud2(height=2, width=3, fields=msg.fields, point_step=STEP, row_step=95,
+                          data=bytes(msg.data)[:-6])
+    _reason(lambda: read_cloud(shorter, ["f32"], exact_size=False), "bad_size", "184 bytes")
+    squeezed = pack(2, 3, False)
+    squeezed.row_step = 89                       # 3 x 30 = 90 bytes do not fit in a row
+    _reason(lambda: read_cloud(squeezed, ["f32"], exact_size=False), "bad_size", "exceeds row_step 89")
+
+
+def test_require_finite_names_the_first_bad_row():
+    vals = np.array([[0.0, 1.0], [2.0, np.nan], [np.inf, 0.0]])
+    _reason(lambda: require_finite(vals, "fx/fy"), "non_finite", "fx/fy at 2 row.*first row 1")
+    require_finite(vals[:1], "fx/fy")
+
+
+def test_writer_packs_columns_in_order_little_endian():
+    header = Header(stamp=Time(sec=4, nanosec=7), frame_id="punyo")
+    msg = write_cloud(header, [("row", np.array([1, 7], dtype=np.uint32)),
+                               ("value", np.array([0.5, -2.0])), ("k", np.array([-3, 4], dtype=np.int8))])
+    assert [(f.name, f.offset, f.datatype, f.count) for f in msg.fields] == [
+        ("row", 0, PointField.UINT32, 1), ("value", 4, PointField.FLOAT64, 1), ("k", 12, PointField.INT8, 1)]
+    assert (msg.height, msg.width, msg.point_step, msg.row_step, msg.is_bigendian) == (1, 2, 13, 26, False)
+    assert bytes(msg.data) == struct.pack("<Idb", 1, 0.5, -3) + struct.pack("<Idb", 7, -2.0, 4)
+    assert msg.header.frame_id == "punyo" and msg.header.stamp == Time(sec=4, nanosec=7)
+    with pytest.raises(ValueError, match="'value' has 1 entries"):
+        write_cloud(header, [("row", np.zeros(2, np.uint32)), ("value", np.zeros(1))])
+    with pytest.raises(ValueError, match="'c'.*complex"):
+        write_cloud(header, [("c", np.zeros(2, np.complex64))])

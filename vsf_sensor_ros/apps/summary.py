@@ -1,0 +1,218 @@
+"""The demo's summary: ``summary.json``, the plots, and the one-screen table.
+
+Numbers come from the recorded session (:mod:`vsf_sensor_ros.apps.analysis`
+defines them, :data:`DEFINITIONS` says them in words and is stored in the
+file); the tare outcome comes from the session's :class:`TareResult`, which
+the session read from the node's saved calibration file.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from vsf_sensor_ros.apps.demo_config import DemoConfig, SensorInfo, press_body_indices
+from vsf_sensor_ros.apps.demo_session import SessionResult
+
+DEFINITIONS = {
+    "steps": "contacts messages (simulator steps) recorded",
+    "sim_rate_hz": "simulator step rate requested (simulated Hz); achieved_rate_hz = steps / wall "
+                   "time between the first and last contacts message",
+    "published": "<sensor>/predicted messages recorded",
+    "latency_ms": "wall receive time of <sensor>/predicted minus wall receive time of the contacts "
+                  "message with the same header.stamp, both taken in the demo's recorder process",
+    "residual_rms": "RMS over all entries of measured - predicted (SI units, measured x measured_scale), "
+                    "samples matched by header.stamp; before_tare = predictions the node published (DDS "
+                    "send time) before the tare request was sent, after_tare = published after its answer "
+                    "arrived",
+    "tare.sim_time_s": "newest prediction stamp the node had published when its tare answer arrived "
+                       "(where the tare took effect, to within a step)",
+    "tare_offset": "offset the tare added, tare - tare_sim_avg from the calibration file the node saved "
+                   "after the tare (SI; list for vector sensors, entries/mean/max_abs for dense fields)",
+    "tare_samples": "contact-free measured samples the node averaged for the tare (calibration file)",
+    "tare_status": "tared when the saved calibration file holds the sensor's tare, else why not",
+}
+
+
+def series_for(session: SessionResult, s: SensorInfo) -> Tuple[Any, Any]:
+    """``(predicted, measured)`` :class:`~vsf_sensor_ros.apps.analysis.Series` of a sensor.
+
+    Either is ``None`` when its topic was not recorded or is empty.
+    """
+    from vsf_sensor_ros.apps.analysis import Series
+    pred_log = session.logs.get(f"/{s.name}/predicted")
+    meas_log = session.logs.get(f"/{s.name}/measured")
+    pred = Series.from_log(pred_log, s.kind) if pred_log is not None and len(pred_log) else None
+    meas = Series.from_log(meas_log, s.kind, measured=True, scale=s.measured_scale) \
+        if meas_log is not None and len(meas_log) else None
+    return pred, meas
+
+
+def tare_sim_time(response_ns: Optional[int], predicted: Sequence[Any]) -> Optional[float]:
+    """Simulation time of the tare: the newest stamp (s) among predictions the node
+    published (send time; receive time where unknown) before its tare answer arrived.
+
+    The node answers right after applying the tare, so this is where the tare
+    took effect (to within a step).  ``None`` without an answer or such a prediction.
+    """
+    if response_ns is None:
+        return None
+    stamps = [p.stamp_ns[p.event_ns < response_ns] for p in predicted if p is not None]
+    stamps = [s for s in stamps if s.size]
+    return round(float(max(s.max() for s in stamps)) * 1e-9, 9) if stamps else None
+
+
+def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[Any, Any]],
+                  bag: Dict[str, Any]) -> Dict[str, Any]:
+    """``summary.json`` content (see :data:`DEFINITIONS`)."""
+    from vsf_sensor_ros.apps.analysis import sensor_numbers
+    contacts = session.logs.get("/contacts")
+    c_stamp = np.array(contacts.stamps_ns() if contacts else [], dtype=np.int64)
+    c_recv = np.array(contacts.recv_ns if contacts else [], dtype=np.int64)
+    steps = int(c_stamp.size)
+    tare_t = tare_sim_time(session.tare.response_ns, [p for p, _ in series.values()])
+    if tare_t is not None:
+        session.tare.sim_time_s = tare_t
+    span_s = (c_recv[-1] - c_recv[0]) * 1e-9 if steps > 1 else 0.0
+    sensors: Dict[str, Any] = {}
+    for s in cfg.sensors:
+        pred, meas = series[s.name]
+        if pred is None:
+            numbers: Dict[str, Any] = {"published": 0, "latency_ms_p50": None, "latency_ms_p99": None,
+                                       "residual_rms_before_tare": None, "residual_rms_after_tare": None}
+        else:
+            numbers = sensor_numbers(pred, meas, c_stamp, c_recv, session.tare.request_ns,
+                                     session.tare.response_ns)
+        numbers = {"type": s.type_name, **numbers,
+                   "measured": 0 if meas is None else len(meas.values), **session.tare.per_sensor.get(
+                       s.name, {"tare_offset": None, "tare_samples": None})}
+        sensors[s.name] = numbers
+    return {
+        "world": cfg.world,
+        "steps": steps,
+        "sim_rate_hz": cfg.rate_hz,
+        "achieved_rate_hz": (steps - 1) / span_s if span_s > 0 else None,
+        "duration_s": cfg.duration_s,
+        "sim_time_span_s": float((c_stamp[-1] - c_stamp[0]) * 1e-9) if steps > 1 else 0.0,
+        "seed": cfg.seed,
+        "wall_time_s": round(session.wall_s, 3),
+        "tare": {"success": session.tare.success, "message": session.tare.message,
+                 "sim_time_s": session.tare.sim_time_s,
+                 "call_ms": None if session.tare.response_ns is None or session.tare.request_ns is None
+                 else (session.tare.response_ns - session.tare.request_ns) / 1e6},
+        "sensors": sensors,
+        "bag": {"path": str(bag.get("path", "")), "topics": bag.get("counts", {}),
+                "left_out": bag.get("left_out", {}), "not_recorded": session.skipped},
+        "errors": list(session.errors),
+        "definitions": DEFINITIONS,
+    }
+
+
+def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[Any, Any]]) -> List[Path]:
+    """Write ``pressure.png``, ``force_field.png`` and one ``<sensor>.png`` per other sensor."""
+    from vsf_sensor_ros.apps.analysis import cloud_fields, touches
+    from vsf_sensor_ros.apps.plots import plot_components, plot_force_field, plot_pressure
+    from vsf_sensor_ros.apps.recorder import cloud_point_count
+    contacts = session.logs.get("/contacts")
+    if contacts is None or not len(contacts):
+        return []
+    c_stamp = np.array(contacts.stamps_ns(), dtype=np.int64)
+    t_origin = int(c_stamp[0])
+    bodies = press_body_indices(cfg)
+    pressed = np.array([cloud_point_count(d) > 0 and touches(m, bodies)
+                        for d, m in zip(contacts.data, contacts.decode())], dtype=bool)
+    in_contact = c_stamp[pressed]
+    span = None if not in_contact.size else ((in_contact[0] - t_origin) * 1e-9,
+                                             (in_contact[-1] - t_origin) * 1e-9)
+    tare_t = None if session.tare.sim_time_s is None else session.tare.sim_time_s - t_origin * 1e-9
+
+    def t(series_: Any) -> np.ndarray:
+        return (series_.stamp_ns - t_origin) * 1e-9
+
+    written: List[Path] = []
+    pressure_done = dense_done = False
+    for s in cfg.sensors:
+        pred, meas = series[s.name]
+        if pred is None:
+            continue
+        if s.kind == "pressure" and not pressure_done:
+            pressure_done = True
+            tm = t(meas) if meas is not None else np.zeros(0)
+            pm = np.array([v[0] for v in meas.values]) if meas is not None else np.zeros(0)
+            written.append(plot_pressure(tm, pm, t(pred), np.array([v[0] for v in pred.values]),
+                                         cfg.out / "pressure.png", tare_t, span,
+                                         title=f"{s.name}: predicted vs measured ({cfg.world} world)"))
+        elif s.kind == "dense_force" and not dense_done:
+            dense_done = True
+            log = session.logs[f"/{s.name}/predicted"]
+            totals = np.array([np.abs(v).sum() for v in pred.values])
+            k = int(np.argmax(totals))
+            msg = log.decode([k])[0]
+            xyz = cloud_fields(msg, ("x", "y", "z"))
+            f_pred = pred.values[k].reshape(-1, 3)
+            f_meas = None
+            if meas is not None:
+                j = np.flatnonzero(meas.stamp_ns == pred.stamp_ns[k])
+                if j.size and meas.values[j[0]].size == f_pred.size:
+                    f_meas = meas.values[j[0]].reshape(-1, 3)
+            written.append(plot_force_field(
+                xyz, f_pred, cfg.out / "force_field.png", f_meas, frame=msg.header.frame_id,
+                title=f"{s.name} at peak contact, sim t={(pred.stamp_ns[k] - t_origin) * 1e-9:.2f} s"))
+        else:
+            labels = {"pressure": ["pressure"], "dense_force": None,
+                      "wrench": ["force_x", "force_y", "force_z"], "load": ["load"]}[s.kind]
+            p = np.stack(pred.values)
+            if labels is None:  # a second dense sensor: plot its total force per axis
+                p = p.reshape(len(p), -1, 3).sum(axis=1)
+                labels = ["Σfx", "Σfy", "Σfz"]
+                m = None if meas is None else \
+                    np.stack(meas.values).reshape(len(meas.values), -1, 3).sum(axis=1)
+            else:
+                m = None if meas is None else np.stack(meas.values)
+            written.append(plot_components(None if meas is None else t(meas), m, t(pred), p, labels,
+                                           cfg.out / f"{s.name}.png", tare_t, span,
+                                           title=f"{s.name} ({s.type_name})",
+                                           unit="Pa" if s.kind == "pressure" else "N"))
+    return written
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{digits}g}"
+    if isinstance(v, list):
+        return f"[{len(v)} values]"
+    if isinstance(v, dict) and "entries" in v:
+        return f"[{v['entries']} values]"
+    return str(v)
+
+
+def summary_table(summary: Dict[str, Any]) -> str:
+    """A one-screen text table of ``summary.json``."""
+    head = (f"world {summary['world']}: {summary['steps']} steps at {summary['sim_rate_hz']:g} Hz "
+            f"(achieved {_fmt(summary['achieved_rate_hz'])} Hz), {summary['duration_s']:g} s simulated, "
+            f"{summary['wall_time_s']:.1f} s wall; tare "
+            f"{'ok' if summary['tare']['success'] else 'FAILED'} "
+            f"at sim t={_fmt(summary['tare']['sim_time_s'])} s")
+    cols = ["sensor", "predicted/steps", "lat p50 ms", "lat p99 ms", "rms before", "rms after",
+            "tare offset", "n tare"]
+    rows = [cols]
+    for name, s in summary["sensors"].items():
+        rows.append([name, f"{s['published']}/{summary['steps']}",
+                     _fmt(s["latency_ms_p50"]), _fmt(s["latency_ms_p99"]),
+                     _fmt(s["residual_rms_before_tare"]), _fmt(s["residual_rms_after_tare"]),
+                     _fmt(s["tare_offset"]), _fmt(s["tare_samples"])])
+    widths = [max(len(r[k]) for r in rows) for k in range(len(cols))]
+    lines = [head, ""]
+    for i, r in enumerate(rows):
+        lines.append("  ".join(c.ljust(w) if k == 0 else c.rjust(w)
+                               for k, (c, w) in enumerate(zip(r, widths))))
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    notes = [f"  {name}: {s['tare_status']}" for name, s in summary["sensors"].items()
+             if s.get("tare_status", "tared") != "tared"]
+    if notes:
+        lines += ["", "not tared:"] + notes
+    return "\n".join(lines)
