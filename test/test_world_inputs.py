@@ -80,8 +80,8 @@ def test_zero_axis_is_a_configuration_error_naming_joint_and_value(jtype):
 
 
 def test_non_finite_axis_is_rejected():
-    urdf = _robot(_joint("fix", "fixed", "world", "base"), _joint("nan_j", "revolute", "base", "l", axis="0 nan 1"),
-                  links=("base", "l"))
+    urdf = _robot(_joint("fix", "fixed", "world", "base"),
+                  _joint("nan_j", "revolute", "base", "l", axis="0 nan 1"), links=("base", "l"))
     with pytest.raises(ValueError, match="'nan_j'"):
         World.from_urdf(urdf)
 
@@ -213,7 +213,8 @@ f -3 -2 -1
 """)
     m = load_mesh(p)
     # every v line, in order, even vertex 5 (9, 9, 9) that only the last face uses
-    np.testing.assert_array_equal(m.vertices, [[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0], [0, 0, 1], [9, 9, 9]])
+    np.testing.assert_array_equal(m.vertices, [[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0], [0, 0, 1],
+                                               [9, 9, 9]])
     # the quad fanned from its first corner; -3 -2 -1 = the last three vertices read
     np.testing.assert_array_equal(m.faces, [[0, 1, 2], [0, 2, 3], [4, 0, 1], [3, 4, 5]])
 
