@@ -61,16 +61,19 @@ from .transforms import (klampt_to_matrix, matrix_to_klampt, rpy_from_matrix, rp
 from .urdf import (MOVABLE_JOINT_TYPES, UrdfError, UrdfJoint, mimic_order, normalize_joint_axes,
                    parse_urdf_joints)
 
-__all__ = ["MOVABLE_JOINT_TYPES", "MeshLike", "UrdfError", "UrdfJoint", "WORLD_FRAME", "World",
-           "klampt_to_matrix", "load_mesh", "matrix_to_klampt", "mimic_order", "normalize_joint_axes",
-           "parse_urdf_joints", "read_obj_geometry", "resolve_uri", "rpy_from_matrix", "rpy_matrix",
-           "transform_from_xyz_quat", "trimesh_to_klampt", "validate_transform", "write_off",
-           "xyz_quat_from_transform"]
+__all__ = ["FILE_ORDER_FORMATS", "MOVABLE_JOINT_TYPES", "MeshLike", "UrdfError", "UrdfJoint",
+           "WORLD_FRAME", "World", "klampt_to_matrix", "load_mesh", "matrix_to_klampt", "mimic_order",
+           "normalize_joint_axes", "parse_urdf_joints", "read_obj_geometry", "resolve_uri",
+           "rpy_from_matrix", "rpy_matrix", "transform_from_xyz_quat", "trimesh_to_klampt",
+           "validate_transform", "write_off", "xyz_quat_from_transform"]
 
 _rpy_matrix = rpy_matrix            # former private name, still imported by callers
 
 WORLD_FRAME = "world"
 """Name of the fixed world frame (identity transform), REP 103 ``world``."""
+
+FILE_ORDER_FORMATS = (".obj", ".stl", ".ply", ".off")
+"""URDF mesh formats handed to Klampt as file-order copies (see :func:`load_mesh`)."""
 
 
 # --------------------------------------------------------------------------- world
@@ -80,9 +83,11 @@ def _file_order_link_meshes(root: ET.Element, base_dir: Optional[Union[str, os.P
     """Point every ``<mesh filename>`` of ``root`` at a file-order OFF copy in ``tmp`` (in place).
 
     Klampt's own loader (Assimp) splits OBJ vertices at texture seams and
-    may reorder others; OFF is read by Klampt itself, in order.  A file that
-    :func:`load_mesh` cannot read is resolved and left to Klampt, with a
-    warning.
+    merges or splits others by normals; OFF is read by Klampt itself, in
+    order.  Only the formats whose vertex order :mod:`~vsf_sensor_ros.mesh_io`
+    defines (OBJ, STL, PLY, OFF) are copied; any other (e.g. COLLADA, whose
+    unit and scene handling is Klampt's) is only resolved and left to Klampt,
+    as is a file that :func:`load_mesh` cannot read (with a warning).
 
     Raises:
         FileNotFoundError, ValueError: as :func:`resolve_uri`.
@@ -93,6 +98,8 @@ def _file_order_link_meshes(root: ET.Element, base_dir: Optional[Union[str, os.P
         if not fn:
             continue
         path = resolve_uri(fn, base_dir)
+        if path.suffix.lower() not in FILE_ORDER_FORMATS:
+            copies[path] = str(path)
         if path not in copies:
             try:
                 out = tmp / f"mesh_{len(copies)}.off"
@@ -206,11 +213,12 @@ class World:
         paths against ``base_dir``, which defaults to the file's directory
         for a path) and the rewritten URDF is handed to Klampt, so a URDF
         given as text with ``package://`` or relative meshes loads the same
-        as from its file.  Each mesh is read with :func:`load_mesh` (the
-        file's vertices, in order) and handed to Klampt as an OFF copy, so
-        link meshes follow the same vertex-order rule as attached bodies;
-        a file trimesh cannot read is left to Klampt's own loader (with a
-        warning).  Joint axes are normalised in the copy given to Klampt.
+        as from its file.  Each OBJ, STL, PLY or OFF mesh is read with
+        :func:`load_mesh` (the file's vertices, in order) and handed to
+        Klampt as an OFF copy, so link meshes follow the same vertex-order
+        rule as attached bodies; other formats (e.g. COLLADA) and files
+        trimesh cannot read are left to Klampt's own loader (the latter
+        with a warning).  Joint axes are normalised in the copy given to Klampt.
 
         Args:
             urdf: URDF XML text (starts with ``<``) or a path to a ``.urdf``.
