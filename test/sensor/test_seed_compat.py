@@ -160,6 +160,18 @@ def test_sensor_from_the_seeds_config_object(type_name, cls):
     s = sensor_from_config(SensorConfig(name="punyo", type=type_name, attachment_name="bubble"))
     assert type(s) is cls and isinstance(s, BaseSensor)
     assert (s.name, s.attachModelName) == ("punyo", "bubble")
+    # the same fields as a plain dict (e.g. read from the seed's YAML)
+    s = sensor_from_config({"name": "punyo", "type": type_name, "attachment_name": "bubble",
+                            "link_names": None})
+    assert (type(s), s.attachModelName) == (cls, "bubble")
+
+
+def test_seed_keyword_names_of_the_constructors():
+    d = PunyoDenseForceSensor(sensor_name="punyo_sensor", attachModelName="link0")
+    p = PunyoPressureSensor(name="p", punyo_link="link0", base_normal_local=[0.0, 0.0, 1.0])
+    t = TareCalibrator(num_samples=5, output_key="tare")
+    assert (d.name, d.attachModelName, p.attachModelName) == ("punyo_sensor", "link0", "link0")
+    assert (t.num_samples, t.output_key) == (5, "tare")
 
 
 def test_sensor_config_with_both_attachment_spellings_that_disagree_is_rejected():
