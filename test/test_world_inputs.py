@@ -136,6 +136,18 @@ def test_reported_mimic_value_is_used_and_its_mimics_follow_it():
     np.testing.assert_allclose(T["tip"].numpy()[:3, 3], [-0.01, 0.4, 0], atol=1e-12)
 
 
+def test_configuration_snapshot_keeps_a_reported_mimic_value():
+    w = World.from_urdf(GRIPPER)
+    w.set_joint_positions(["grip", "finger"], [0.02, -0.035])
+    snap = w.configuration()
+    # re-applying joint_positions() would re-derive finger = -grip = -0.02; the snapshot does not
+    w.set_joint_positions(w.joint_names, [0.5])
+    w.set_configuration(snap)
+    np.testing.assert_allclose(w.body_transforms()["finger_link"].numpy()[:3, 3], [-0.035, 0, 0], atol=1e-12)
+    with pytest.raises(ValueError, match="finite"):
+        w.set_configuration(np.full_like(snap, np.nan))
+
+
 def test_mimic_named_twice_is_rejected_and_nothing_applied():
     w = World.from_urdf(GRIPPER)
     before = w.body_transforms()["finger_link"].clone()

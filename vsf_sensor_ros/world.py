@@ -401,8 +401,35 @@ class World:
         return list(ignored)
 
     def joint_positions(self) -> np.ndarray:
-        """Current positions of :attr:`joint_names` (float64, rad or m)."""
+        """Current positions of :attr:`joint_names` (float64, rad or m).
+
+        Mimic joints are not included: re-applying these positions re-derives
+        every mimic from its source, which loses a mimic value that a
+        JointState reported.  To save and restore a configuration exactly,
+        use :meth:`configuration` / :meth:`set_configuration`.
+        """
         return self._q[[self._joint_lookup[n] for n in self.joint_names]].copy()
+
+    def configuration(self) -> np.ndarray:
+        """The whole configuration as last set, mimic joints included (float64 copy).
+
+        An opaque snapshot (Klampt's configuration vector) for
+        :meth:`set_configuration`, e.g. to evaluate an earlier joint state and
+        come back to the latest one.
+        """
+        return self._q.copy()
+
+    def set_configuration(self, q: np.ndarray) -> None:
+        """Restore a snapshot taken with :meth:`configuration` (nothing re-derived).
+
+        Raises:
+            ValueError: not a finite float vector of this world's size.
+        """
+        q = np.asarray(q, dtype=np.float64)
+        if q.shape != self._q.shape or not np.isfinite(q).all():
+            raise ValueError(f"configuration must be {self._q.shape[0]} finite values, got shape {q.shape}")
+        self._q[:] = q
+        self._robot_dirty = True
 
     def update(self) -> None:
         """Recompute transforms if anything changed and push them into the Klampt models.
