@@ -103,7 +103,8 @@ def row(mesh_label: str, mesh_VF: MeshVF, sensor: str, mode: str, n: int, repeat
         s.attach(mesh_VF)
         call = (lambda: (s.predict(state), s.sparse_force_jacobian(state)))
         pred, J = call()
-        ref_call = (lambda: bl.reference_pressure(s.base_area, s.base_normal_local, T, forces))
+        n_local = s.base_normal_local.double().numpy()       # the seed keeps it as a tensor
+        ref_call = (lambda: bl.reference_pressure(s.base_area, n_local, T, forces))
     else:
         raise ValueError(f"sensor must be 'dense_force' or 'pressure', got {sensor!r}")
     ref_pred, ref_J = ref_call()

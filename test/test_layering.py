@@ -1,4 +1,4 @@
-"""The package's layers import one way: sensor -> world -> ros -> apps."""
+"""The package's layers import one way: sensor -> world (transforms, urdf, mesh_io, world) -> ros -> apps."""
 import ast
 import subprocess
 import sys
@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "vsf_sensor_ros"
 
 # A layer may import only itself and the layers listed before it.
-LAYERS = ["sensor", "world", "embedded_world", "ros", "apps"]
+LAYERS = ["sensor", "transforms", "urdf", "mesh_io", "world", "embedded_world", "ros", "apps"]
 
 
 def _layer_of(module: str) -> str:

@@ -23,15 +23,26 @@ Conventions (DESIGN §4):
   available, else through the installed Python package ``pkg``, else
   relative to the URDF directory (``base_dir``) and its parents.
 * ROS quaternions are ``(x, y, z, w)``; Klampt's are ``(w, x, y, z)``.  The
-  helpers below take and return ROS order only.
+  helpers of :mod:`vsf_sensor_ros.transforms` take and return ROS order only.
 * Klampt rotations are 9-lists in column-major order; everything public here
   is a plain ``(4, 4)`` homogeneous ``numpy``/``torch`` matrix.
+* Joint axes of other than unit length are normalised (warned once per
+  URDF), as robot_state_publisher does; a zero axis is a :class:`UrdfError`.
+* Mimic joints are evaluated in dependency order within each JointState; a
+  mimic joint whose position the JointState carries takes that value
+  (:meth:`World.set_joint_positions`).
+* Every mesh, attached or of a URDF link, has the file's vertices in the
+  file's order and count (:mod:`vsf_sensor_ros.mesh_io`).
+
+Transforms, URDF parsing and mesh files have their own modules
+(:mod:`~vsf_sensor_ros.transforms`, :mod:`~vsf_sensor_ros.urdf`,
+:mod:`~vsf_sensor_ros.mesh_io`); their public names are re-exported here.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import tempfile
+import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,301 +53,64 @@ import numpy as np
 import torch
 import trimesh
 
+# Transforms, URDF parsing and mesh files live in their own modules; their names are
+# re-exported here so ``from vsf_sensor_ros.world import ...`` keeps working.
+from .mesh_io import MeshLike, load_mesh, read_obj_geometry, resolve_uri, trimesh_to_klampt, write_off
+from .transforms import (klampt_to_matrix, matrix_to_klampt, rpy_from_matrix, rpy_matrix,
+                         transform_from_xyz_quat, validate_transform, xyz_quat_from_transform)
+from .urdf import (MOVABLE_JOINT_TYPES, UrdfError, UrdfJoint, mimic_order, normalize_joint_axes,
+                   parse_urdf_joints)
+
+__all__ = ["FILE_ORDER_FORMATS", "MOVABLE_JOINT_TYPES", "MeshLike", "UrdfError", "UrdfJoint",
+           "WORLD_FRAME", "World", "klampt_to_matrix", "load_mesh", "matrix_to_klampt", "mimic_order",
+           "normalize_joint_axes", "parse_urdf_joints", "read_obj_geometry", "resolve_uri",
+           "rpy_from_matrix", "rpy_matrix", "transform_from_xyz_quat", "trimesh_to_klampt",
+           "validate_transform", "write_off", "xyz_quat_from_transform"]
+
+_rpy_matrix = rpy_matrix            # former private name, still imported by callers
+
 WORLD_FRAME = "world"
 """Name of the fixed world frame (identity transform), REP 103 ``world``."""
 
-MOVABLE_JOINT_TYPES = ("revolute", "continuous", "prismatic")
-"""URDF joint types that ``set_joint_positions`` accepts (one DOF each)."""
-
-MeshLike = Union[str, os.PathLike, trimesh.Trimesh]
-
-
-# --------------------------------------------------------------------------- transforms
-
-def transform_from_xyz_quat(xyz: Sequence[float], quat_xyzw: Sequence[float]) -> np.ndarray:
-    """Homogeneous transform from a position and a ROS-ordered quaternion.
-
-    Args:
-        xyz: translation ``(x, y, z)`` in metres.
-        quat_xyzw: rotation as ``(x, y, z, w)`` (ROS / ``geometry_msgs`` order,
-            not Klampt's ``(w, x, y, z)``).  Normalised here; a zero or
-            non-finite quaternion is rejected.
-
-    Returns:
-        ``(4, 4)`` float64 matrix ``[[R, t], [0, 0, 0, 1]]``.
-
-    Raises:
-        ValueError: wrong lengths, non-finite values, or a quaternion of norm
-            below 1e-9.
-    """
-    p = np.asarray(xyz, dtype=np.float64).reshape(-1)
-    q = np.asarray(quat_xyzw, dtype=np.float64).reshape(-1)
-    if p.shape != (3,) or q.shape != (4,):
-        raise ValueError(f"expected xyz of length 3 and quaternion of length 4, got {p.shape} and {q.shape}")
-    if not (np.isfinite(p).all() and np.isfinite(q).all()):
-        raise ValueError(f"non-finite pose: xyz={p.tolist()} quat_xyzw={q.tolist()}")
-    n = float(np.linalg.norm(q))
-    if n < 1e-9:
-        raise ValueError(f"quaternion (x, y, z, w)={q.tolist()} has zero norm")
-    x, y, z, w = q / n
-    T = np.eye(4)
-    T[:3, :3] = [
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ]
-    T[:3, 3] = p
-    return T
-
-
-def xyz_quat_from_transform(T: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """Inverse of :func:`transform_from_xyz_quat`.
-
-    Args:
-        T: ``(4, 4)`` homogeneous transform with a rotation block.
-
-    Returns:
-        ``(xyz, quat_xyzw)``: float64 arrays of shape ``(3,)`` and ``(4,)``,
-        quaternion in ROS order with ``w >= 0``.
-
-    Raises:
-        ValueError: ``T`` is not a valid rigid transform (see
-            :func:`validate_transform`).
-    """
-    T = validate_transform(T, "T")
-    R = T[:3, :3]
-    # Shepperd's method: pick the largest diagonal term for stability.
-    tr = np.trace(R)
-    if tr > 0:
-        s = 2.0 * np.sqrt(tr + 1.0)
-        w, x, y, z = 0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s
-    else:
-        i = int(np.argmax(np.diag(R)))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
-        v = np.empty(3)
-        v[i] = 0.25 * s
-        v[j] = (R[j, i] + R[i, j]) / s
-        v[k] = (R[k, i] + R[i, k]) / s
-        w = (R[k, j] - R[j, k]) / s
-        x, y, z = v
-    q = np.array([x, y, z, w])
-    if q[3] < 0:
-        q = -q
-    return T[:3, 3].copy(), q / np.linalg.norm(q)
-
-
-def klampt_to_matrix(T_klampt: Tuple[Sequence[float], Sequence[float]]) -> np.ndarray:
-    """Convert a Klampt ``(R, t)`` (R column-major 9-list) to a ``(4, 4)`` float64 matrix."""
-    R, t = T_klampt
-    T = np.eye(4)
-    T[:3, :3] = np.asarray(R, dtype=np.float64).reshape(3, 3).T
-    T[:3, 3] = t
-    return T
-
-
-def matrix_to_klampt(T: np.ndarray) -> Tuple[List[float], List[float]]:
-    """Convert a ``(4, 4)`` matrix to Klampt's ``(R, t)`` (R column-major 9-list)."""
-    T = np.asarray(T, dtype=np.float64)
-    return T[:3, :3].T.reshape(-1).tolist(), T[:3, 3].tolist()
-
-
-def validate_transform(T: object, label: str, tol: float = 1e-5) -> np.ndarray:
-    """Check a rigid transform and return it as a clean float64 ``(4, 4)`` array.
-
-    The rotation block is projected onto the nearest rotation (SVD) so that
-    values printed with 8 digits (such as the Punyo mount transform) become
-    exactly orthonormal; anything further than ``tol`` from a rotation is
-    rejected rather than silently repaired.
-
-    Args:
-        T: array-like ``(4, 4)``.
-        label: name used in error messages.
-        tol: allowed max-abs deviation of ``RᵀR`` from the identity and of the
-            last row from ``[0, 0, 0, 1]``.
-
-    Raises:
-        ValueError: wrong shape, non-finite entries, bottom row not
-            ``[0, 0, 0, 1]``, rotation not orthonormal or a reflection.
-    """
-    try:
-        A = np.array(T, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{label} is not a numeric 4x4 array: {exc}") from None
-    if A.shape != (4, 4):
-        raise ValueError(f"{label} must have shape (4, 4), got {A.shape}")
-    if not np.isfinite(A).all():
-        raise ValueError(f"{label} has non-finite entries: {A.tolist()}")
-    if np.abs(A[3] - [0, 0, 0, 1]).max() > tol:
-        raise ValueError(f"{label} bottom row must be [0, 0, 0, 1], got {A[3].tolist()}")
-    R = A[:3, :3]
-    if np.abs(R.T @ R - np.eye(3)).max() > tol or np.linalg.det(R) < 0:
-        raise ValueError(f"{label} rotation block is not a proper rotation: {R.tolist()}")
-    U, _, Vt = np.linalg.svd(R)
-    A[:3, :3] = U @ Vt
-    A[3] = [0, 0, 0, 1]
-    return A
-
-
-def _rpy_matrix(rpy: Sequence[float]) -> np.ndarray:
-    """URDF fixed-axis roll-pitch-yaw: ``R = Rz(yaw) Ry(pitch) Rx(roll)``."""
-    r, p, y = rpy
-    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
-    return np.array([
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr],
-    ])
-
-
-# --------------------------------------------------------------------------- URDF parsing
-
-@dataclass(frozen=True)
-class UrdfJoint:
-    """One ``<joint>`` of a URDF, as written in the file.
-
-    Attributes:
-        name, type, parent, child: the URDF attributes (link names).
-        origin: ``(4, 4)`` parent-link -> joint frame at zero position.
-        axis: unit axis in the joint frame (``[1, 0, 0]`` when absent).
-        mimic: ``(joint, multiplier, offset)`` when the joint mimics another.
-    """
-
-    name: str
-    type: str
-    parent: str
-    child: str
-    origin: np.ndarray
-    axis: np.ndarray
-    mimic: Optional[Tuple[str, float, float]] = None
-
-
-def _floats(text: Optional[str], default: Sequence[float]) -> List[float]:
-    if text is None:
-        return list(default)
-    return [float(v) for v in text.split()]
-
-
-def parse_urdf_joints(root: ET.Element) -> List[UrdfJoint]:
-    """All joints of a parsed URDF ``<robot>`` element, in file order.
-
-    Raises:
-        ValueError: a joint without name, type, parent or child.
-    """
-    joints = []
-    for j in root.findall("joint"):
-        name, jtype = j.get("name"), j.get("type")
-        parent, child = j.find("parent"), j.find("child")
-        if not name or not jtype or parent is None or child is None:
-            raise ValueError(f"URDF joint {name!r} lacks a name, type, parent or child")
-        o = j.find("origin")
-        T = np.eye(4)
-        if o is not None:
-            T[:3, :3] = _rpy_matrix(_floats(o.get("rpy"), (0, 0, 0)))
-            T[:3, 3] = _floats(o.get("xyz"), (0, 0, 0))
-        a = j.find("axis")
-        axis = np.array(_floats(None if a is None else a.get("xyz"), (1, 0, 0)))
-        n = np.linalg.norm(axis)
-        axis = axis / n if n > 0 else axis
-        m = j.find("mimic")
-        mimic = None
-        if m is not None:
-            mimic = (m.get("joint"), float(m.get("multiplier", 1.0)), float(m.get("offset", 0.0)))
-        joints.append(UrdfJoint(name, jtype, parent.get("link"), child.get("link"), T, axis, mimic))
-    return joints
-
-
-def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) -> Path:
-    """Resolve a mesh reference from a URDF or a parameter to an existing file.
-
-    Accepted forms: ``package://pkg/rel/path``, ``file:///abs/path``, an
-    absolute path, or a path relative to ``base_dir``.  ``package://`` is
-    tried, in order, through the ament index (``share/pkg``), the installed
-    Python package ``pkg``, then ``base_dir/pkg``, ``base_dir/../pkg``,
-    ``base_dir/../../pkg`` and finally ``base_dir`` itself (URDFs shipped next
-    to their meshes).
-
-    Raises:
-        FileNotFoundError: no candidate exists (message lists those tried).
-        ValueError: a relative path or ``package://`` URI with nothing to
-            resolve it against.
-    """
-    uri = uri.strip()
-    tried: List[Path] = []
-    base = Path(base_dir).resolve() if base_dir is not None else None
-    if uri.startswith("package://"):
-        rest = uri[len("package://"):]
-        pkg, _, rel = rest.partition("/")
-        if not pkg or not rel:
-            raise ValueError(f"malformed package URI {uri!r}")
-        try:
-            from ament_index_python.packages import get_package_share_directory
-            tried.append(Path(get_package_share_directory(pkg)) / rel)
-        except Exception:  # noqa: BLE001 - no ament index, or the package is not in it
-            pass
-        try:
-            spec = importlib.util.find_spec(pkg)
-        except (ImportError, ValueError):
-            spec = None
-        if spec is not None and spec.submodule_search_locations:
-            tried += [Path(p) / rel for p in spec.submodule_search_locations]
-        if base is not None:
-            tried += [d / pkg / rel for d in (base, base.parent, base.parent.parent)]
-            tried.append(base / rel)
-        elif not tried:
-            raise ValueError(f"cannot resolve {uri!r}: package {pkg!r} not found and no base_dir given")
-    else:
-        path = uri[len("file://"):] if uri.startswith("file://") else uri
-        p = Path(path).expanduser()
-        if p.is_absolute():
-            tried.append(p)
-        elif base is not None:
-            tried.append(base / p)
-        else:
-            raise ValueError(f"relative mesh path {uri!r} needs base_dir (URDF given as text)")
-    for c in tried:
-        if c.is_file():
-            return c
-    raise FileNotFoundError(f"mesh {uri!r} not found; tried: {', '.join(str(c) for c in tried)}")
-
-
-def load_mesh(mesh: MeshLike, base_dir: Optional[Union[str, os.PathLike]] = None) -> trimesh.Trimesh:
-    """Load a triangle mesh without reordering its vertices.
-
-    ``process=False`` keeps the file's vertex order and count: element
-    indices in contact messages (``elem1``) index those vertices.
-
-    Args:
-        mesh: a path or URI (``ply``/``stl``/``obj``…, see :func:`resolve_uri`)
-            or a ``trimesh.Trimesh`` (copied).
-        base_dir: directory for a relative path; the current directory when
-            ``None``.
-
-    Raises:
-        FileNotFoundError: the file does not exist.
-        ValueError: the file holds no triangles.
-    """
-    if isinstance(mesh, trimesh.Trimesh):
-        m = mesh.copy()
-    else:
-        path = resolve_uri(os.fspath(mesh), Path.cwd() if base_dir is None else base_dir)
-        m = trimesh.load(str(path), process=False, force="mesh")
-        if not isinstance(m, trimesh.Trimesh):
-            raise ValueError(f"{path} holds no triangle mesh")
-    if len(m.faces) == 0:
-        raise ValueError(f"mesh {mesh!r} has no triangles")
-    return m
-
-
-def trimesh_to_klampt(mesh: trimesh.Trimesh) -> klampt.TriangleMesh:
-    """Copy a ``trimesh.Trimesh`` into a Klampt ``TriangleMesh`` (same vertex order)."""
-    tm = klampt.TriangleMesh()
-    tm.setVertices(np.ascontiguousarray(mesh.vertices, dtype=np.float64))
-    tm.setIndices(np.ascontiguousarray(mesh.faces, dtype=np.int32))
-    return tm
+FILE_ORDER_FORMATS = (".obj", ".stl", ".ply", ".off")
+"""URDF mesh formats handed to Klampt as file-order copies (see :func:`load_mesh`)."""
 
 
 # --------------------------------------------------------------------------- world
+
+def _file_order_link_meshes(root: ET.Element, base_dir: Optional[Union[str, os.PathLike]],
+                            tmp: Path) -> None:
+    """Point every ``<mesh filename>`` of ``root`` at a file-order OFF copy in ``tmp`` (in place).
+
+    Klampt's own loader (Assimp) splits OBJ vertices at texture seams and
+    merges or splits others by normals; OFF is read by Klampt itself, in
+    order.  Only the formats whose vertex order :mod:`~vsf_sensor_ros.mesh_io`
+    defines (OBJ, STL, PLY, OFF) are copied; any other (e.g. COLLADA, whose
+    unit and scene handling is Klampt's) is only resolved and left to Klampt,
+    as is a file that :func:`load_mesh` cannot read (with a warning).
+
+    Raises:
+        FileNotFoundError, ValueError: as :func:`resolve_uri`.
+    """
+    copies: Dict[Path, str] = {}
+    for mesh in root.iter("mesh"):
+        fn = mesh.get("filename")
+        if not fn:
+            continue
+        path = resolve_uri(fn, base_dir)
+        if path.suffix.lower() not in FILE_ORDER_FORMATS:
+            copies[path] = str(path)
+        if path not in copies:
+            try:
+                out = tmp / f"mesh_{len(copies)}.off"
+                write_off(load_mesh(path), out)
+                copies[path] = str(out)
+            except ValueError as exc:
+                warnings.warn(f"mesh {str(path)!r} is loaded by Klampt as is (its vertex order may differ "
+                              f"from the file's): {exc}", stacklevel=3)
+                copies[path] = str(path)
+        mesh.set("filename", copies[path])
+
 
 @dataclass
 class _Attached:
@@ -366,7 +140,8 @@ class World:
             dropped ``world`` root and Klampt's virtual floating-base links are
             not included).
         joint_names: URDF names of the movable (revolute, continuous,
-            prismatic, non-mimic) joints, in URDF order.
+            prismatic, non-mimic) joints, in URDF order.  Mimic joints are
+            derived from them, but a JointState may also set them.
         body_names: every body that :meth:`body_transforms` returns.
         urdf_root_link: name of the URDF root link.
         joints: every URDF joint (:class:`UrdfJoint`), in file order.
@@ -388,6 +163,7 @@ class World:
 
         Raises:
             ValueError: a movable joint's child link is missing from the robot.
+            UrdfError: the mimic tags form a cycle (names the joints).
         """
         self.klampt_world = klampt_world
         self.robot = robot
@@ -408,14 +184,14 @@ class World:
         self.joint_names: List[str] = [j.name for j in movable if j.mimic is None]
         self._joint_dof: Dict[str, int] = {j.name: klampt_index[j.child] for j in movable}
         self._joint_lookup = {n: self._joint_dof[n] for n in self.joint_names}
-        dof = dict(self._joint_dof)
+        dof = self._joint_dof
         self._mimic_names = {j.name for j in movable if j.mimic is not None}
-        mim = [(dof[j.name], dof[j.mimic[0]], j.mimic[1], j.mimic[2])
-               for j in movable if j.mimic is not None and j.mimic[0] in dof]
-        self._mimic = (np.array([m[0] for m in mim], dtype=np.int64),
-                       np.array([m[1] for m in mim], dtype=np.int64),
-                       np.array([m[2] for m in mim]), np.array([m[3] for m in mim]))
-
+        # (joint, its dof, source dof, multiplier, offset) in dependency order: a mimic of a mimic
+        # after its source, so one pass gives every mimic its source's value of the same message.
+        # A mimic of a joint that is not movable (or not in the URDF) is left alone, as before.
+        self._mimic_steps: List[Tuple[str, int, int, float, float]] = [
+            (j.name, dof[j.name], dof[j.mimic[0]], j.mimic[1], j.mimic[2])
+            for j in mimic_order(movable) if j.mimic[0] in dof]
         self._q = np.asarray(robot.getConfig(), dtype=np.float64)
         self._frames: List[str] = [] if WORLD_FRAME in klampt_index else [WORLD_FRAME]
         self._attached: Dict[str, _Attached] = {}
@@ -437,7 +213,12 @@ class World:
         paths against ``base_dir``, which defaults to the file's directory
         for a path) and the rewritten URDF is handed to Klampt, so a URDF
         given as text with ``package://`` or relative meshes loads the same
-        as from its file.
+        as from its file.  Each OBJ, STL, PLY or OFF mesh is read with
+        :func:`load_mesh` (the file's vertices, in order) and handed to
+        Klampt as an OFF copy, so link meshes follow the same vertex-order
+        rule as attached bodies; other formats (e.g. COLLADA) and files
+        trimesh cannot read are left to Klampt's own loader (the latter
+        with a warning).  Joint axes are normalised in the copy given to Klampt.
 
         Args:
             urdf: URDF XML text (starts with ``<``) or a path to a ``.urdf``.
@@ -446,8 +227,13 @@ class World:
 
         Raises:
             FileNotFoundError: the URDF file or a mesh does not exist.
+            UrdfError: a movable joint with a zero/non-finite axis, a mimic
+                cycle, or malformed joint values (a ``ValueError``).
             ValueError: not a URDF, relative meshes without ``base_dir``, or
                 Klampt fails to load it.
+
+        Warns:
+            UserWarning: once, listing the joints whose axis was normalised.
         """
         text_or_path = os.fspath(urdf).lstrip("\ufeff")   # a UTF-8 BOM may precede robot_description
         if text_or_path.lstrip().startswith("<"):
@@ -465,14 +251,16 @@ class World:
             raise ValueError(f"URDF is not valid XML: {exc}") from None
         if root.tag != "robot":
             raise ValueError(f"URDF root element must be <robot>, got <{root.tag}>")
-        for mesh in root.iter("mesh"):
-            fn = mesh.get("filename")
-            if fn:
-                mesh.set("filename", str(resolve_uri(fn, base_dir)))
-        joints = parse_urdf_joints(root)
+        joints = parse_urdf_joints(root)              # raises UrdfError for a zero axis
+        rescaled = normalize_joint_axes(root)
+        if rescaled:
+            warnings.warn("URDF joint axes not of unit length were normalised (as robot_state_publisher "
+                          "does; a joint turns by q, not q * |axis|): "
+                          + ", ".join(f"{n!r} xyz={a}" for n, a in rescaled), stacklevel=2)
         links = [link.get("name") for link in root.findall("link")]
         kw = klampt.WorldModel()
         with tempfile.TemporaryDirectory(prefix="vsf_urdf_") as tmp:
+            _file_order_link_meshes(root, base_dir, Path(tmp))
             name = (root.get("name") or "robot").replace("/", "_")
             fpath = Path(tmp) / f"{name}.urdf"
             fpath.write_text(ET.tostring(root, encoding="unicode"))
@@ -560,6 +348,13 @@ class World:
         that are not joints of this robot are ignored and returned (also kept
         in :attr:`last_ignored_joints`).  Atomic: on error nothing changes.
 
+        Mimic joints (robot_state_publisher's rule): after the named joints
+        are set, every mimic joint *not* named in this message is set to
+        ``multiplier * source + offset``, in dependency order, so a chain
+        ``q -> m1 -> m2`` is consistent within one message.  A mimic joint
+        named in the message keeps the reported value (its own mimics
+        follow that value).
+
         Args:
             names: URDF joint names (``JointState.name``).
             positions: same length, finite (``JointState.position``).
@@ -584,28 +379,57 @@ class World:
         key = tuple(names)
         cached = self._name_map_cache.get(key)
         if cached is None:
-            known = [i for i, n in enumerate(names) if n in self._joint_lookup]
-            dof = [self._joint_lookup[names[i]] for i in known]
+            lookup = self._joint_dof                  # actuated and mimic joints
+            known = [i for i, n in enumerate(names) if n in lookup]
+            dof = [lookup[names[i]] for i in known]
             if len(set(dof)) != len(dof):
                 uniq, counts = np.unique([names[i] for i in known], return_counts=True)
                 raise ValueError(f"joint {str(uniq[counts > 1][0])!r} appears more than once in JointState")
-            # mimic joints are derived from their source joint: accepted silently, not applied
-            ignored = [n for n in names if n not in self._joint_lookup and n not in self._mimic_names]
-            cached = (np.array(known, dtype=np.int64), np.array(dof, dtype=np.int64), ignored)
+            ignored = [n for n in names if n not in lookup]
+            given = set(names)
+            steps = [(d, s, m, o) for (n, d, s, m, o) in self._mimic_steps if n not in given]
+            cached = (np.array(known, dtype=np.int64), np.array(dof, dtype=np.int64), ignored, steps)
             if len(self._name_map_cache) < 64:
                 self._name_map_cache[key] = cached
-        src, dst, ignored = cached
-        self._q[dst] = pos[src]
-        m_dst, m_src, m_mul, m_off = self._mimic
-        if m_dst.size:
-            self._q[m_dst] = m_mul * self._q[m_src] + m_off
+        src, dst, ignored, steps = cached
+        q = self._q
+        q[dst] = pos[src]
+        for d, s, m, o in steps:                      # dependency order: sources first
+            q[d] = m * q[s] + o
         self._robot_dirty = True
         self.last_ignored_joints = list(ignored)
         return list(ignored)
 
     def joint_positions(self) -> np.ndarray:
-        """Current positions of :attr:`joint_names` (float64, rad or m)."""
+        """Current positions of :attr:`joint_names` (float64, rad or m).
+
+        Mimic joints are not included: re-applying these positions re-derives
+        every mimic from its source, which loses a mimic value that a
+        JointState reported.  To save and restore a configuration exactly,
+        use :meth:`configuration` / :meth:`set_configuration`.
+        """
         return self._q[[self._joint_lookup[n] for n in self.joint_names]].copy()
+
+    def configuration(self) -> np.ndarray:
+        """The whole configuration as last set, mimic joints included (float64 copy).
+
+        An opaque snapshot (Klampt's configuration vector) for
+        :meth:`set_configuration`, e.g. to evaluate an earlier joint state and
+        come back to the latest one.
+        """
+        return self._q.copy()
+
+    def set_configuration(self, q: np.ndarray) -> None:
+        """Restore a snapshot taken with :meth:`configuration` (nothing re-derived).
+
+        Raises:
+            ValueError: not a finite float vector of this world's size.
+        """
+        q = np.asarray(q, dtype=np.float64)
+        if q.shape != self._q.shape or not np.isfinite(q).all():
+            raise ValueError(f"configuration must be {self._q.shape[0]} finite values, got shape {q.shape}")
+        self._q[:] = q
+        self._robot_dirty = True
 
     def update(self) -> None:
         """Recompute transforms if anything changed and push them into the Klampt models.

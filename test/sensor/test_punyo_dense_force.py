@@ -4,6 +4,8 @@ Unit square mesh in the body frame (z = 0):  v0 (0,0,0)  v1 (1,0,0)  v2 (1,1,0) 
 triangles t0 = (v0, v1, v2) (below the diagonal, x > y) and t1 = (v0, v2, v3).
 Output entry 3 i + d = local force component d on vertex i.
 """
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -272,7 +274,7 @@ def test_attaching_a_body_without_mesh_raises_and_keeps_the_old_mesh():
     assert s.num_vertices == 4
 
 
-def test_attaching_a_klampt_body_with_another_name_is_rejected():
+def test_attaching_a_klampt_body_with_another_name_warns_and_attaches_as_the_seed():
     klampt = pytest.importorskip("klampt")
     world = klampt.WorldModel()
     obj = world.makeRigidObject("other_body")
@@ -280,10 +282,14 @@ def test_attaching_a_klampt_body_with_another_name_is_rejected():
     m.setVertices(SQ_V)
     m.setIndices(SQ_F.astype(np.int32))
     obj.geometry().setTriangleMesh(m)
-    with pytest.raises(ValueError, match="other_body"):
-        PunyoDenseForceSensor("f", "punyo").attach(obj)
+    s = PunyoDenseForceSensor("f", "punyo")
+    with pytest.warns(UserWarning, match="'punyo'.*'other_body'"):
+        s.attach(obj)
+    assert s.num_vertices == 4 and s.attachModelName == "punyo" and s.object is obj
     s = PunyoDenseForceSensor("f", "other_body")
-    s.attach(obj)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # the matching name does not warn
+        s.attach(obj)
     assert s.num_vertices == 4
 
 

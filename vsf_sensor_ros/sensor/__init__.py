@@ -7,12 +7,12 @@ from .klampt_contact_sensor import ContactSensor
 from .mesh import ClosestTriangleQuery, ClosestTriangleResult, projected_area, triangle_mesh_of
 from .punyo_dense_force import PunyoDenseForceSensor
 from .punyo_pressure import PunyoPressureSensor
-from .state import ContactState, SimState, rigid_transform
+from .state import ContactState, SimState, rigid_transform, with_reverse_pairs
 
 __all__ = [
     "ContactSensor", "ContactSensorInterface", "CsProperties", "CsSensorReading", "IsaacContactSensor",
     "BaseCalibrator", "BaseSensor", "ContactState", "SimState", "SparseJacobian",
     "ClosestTriangleQuery", "ClosestTriangleResult", "PunyoDenseForceSensor", "PunyoPressureSensor",
     "TareCalibrator", "TareSimulator", "calibration_from_config", "projected_area", "register_sensor_type",
-    "rigid_transform", "sensor_class", "sensor_from_config", "triangle_mesh_of",
+    "rigid_transform", "sensor_class", "sensor_from_config", "triangle_mesh_of", "with_reverse_pairs",
 ]

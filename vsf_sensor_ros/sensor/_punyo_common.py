@@ -1,6 +1,7 @@
 """Validation helpers shared by the Punyo sensor models (private to ``vsf_sensor_ros.sensor``)."""
 from __future__ import annotations
 
+import warnings
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -100,13 +101,21 @@ def check_config_keys(cls_name: str, type_name: str, name: str, config: Mapping[
 
 
 def check_model_name(model: Any, expected: str, sensor: str) -> None:
-    """Reject a Klampt-like model (with ``getName()``) whose name is not ``expected``."""
+    """Warn when a Klampt-like model (with ``getName()``) is not named ``expected``.
+
+    The seed's ``PunyoDenseForceSensor.attach`` takes any model's mesh without
+    checking its name (its own tests attach ``'link0'`` sensors to a rigid
+    object named otherwise), so a mismatch is allowed: the mesh is used,
+    contacts are still read from ``attachModelName``.  It is usually a
+    configuration slip, hence the warning.
+    """
     get = getattr(model, "getName", None)
     if callable(get):
         got = get()
         if got != expected:
-            raise ValueError(f"sensor {sensor!r} is attached to body {expected!r} but was given "
-                             f"body {got!r}")
+            warnings.warn(f"sensor {sensor!r} is attached to body {expected!r} but was given the model "
+                          f"of body {got!r}; using its mesh, contacts are read from {expected!r}",
+                          stacklevel=3)
 
 
 def as_vector(value: Any, label: str, length: Optional[int]) -> np.ndarray:

@@ -8,12 +8,14 @@ it is configured.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from typing import Any, Dict, Mapping, Type, Union
 
 from .base import BaseCalibrator, BaseSensor
 
-__all__ = ["SENSOR_TYPES", "CALIBRATOR_TYPES", "calibration_from_config", "register_sensor_type",
+__all__ = ["SENSOR_TYPES", "CALIBRATOR_ALIASES", "CALIBRATOR_TYPES", "calibration_from_config",
+           "register_sensor_type",
            "sensor_class", "sensor_from_config"]
 
 #: type string -> "module:Class" (or the class itself once registered directly)
@@ -27,6 +29,48 @@ SENSOR_TYPES: Dict[str, Union[str, type]] = {
 CALIBRATOR_TYPES: Dict[str, Union[str, type]] = {
     "TareCalibrator": "vsf_sensor_ros.sensor.calibration:TareCalibrator",
 }
+
+#: the seed's calibrator type names -> the names above (the seed's factory knows ``'tare'``)
+CALIBRATOR_ALIASES: Dict[str, str] = {"tare": "TareCalibrator"}
+
+
+def _config_dict(config: Any, kind: str) -> Dict[str, Any]:
+    """A config as a plain dict: a mapping as is, or the fields of a config object.
+
+    The seed's factories take dataclass objects (``SensorConfig(name, type,
+    attachment_name, link_names)``, ``CalibrationConfig(type, num_samples,
+    output_key)``); any dataclass instance, or object with attributes, is read
+    through its fields.
+
+    Raises:
+        ValueError: neither a mapping nor an object with fields.
+    """
+    if isinstance(config, Mapping):
+        return dict(config)
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    if hasattr(config, "__dict__") and not isinstance(config, type):
+        return {k: v for k, v in vars(config).items() if not k.startswith("_")}
+    raise ValueError(f"{kind} config must be a mapping or a config object, got {type(config).__name__}")
+
+
+def _seed_sensor_keys(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """Map the seed's ``SensorConfig`` field names onto this package's keys (in a copy).
+
+    ``attachment_name`` -> ``attachment`` (both given and different: an error);
+    ``link_names=None`` (the seed's default, used only by its joint torque
+    sensor) is dropped.
+    """
+    cfg = dict(cfg)
+    if "attachment_name" in cfg:
+        seed_name = cfg.pop("attachment_name")
+        if "attachment" in cfg and cfg["attachment"] != seed_name:
+            raise ValueError(f"sensor {cfg.get('name')!r}: config gives attachment {cfg['attachment']!r} "
+                             f"and attachment_name {seed_name!r}; give one")
+        cfg["attachment"] = seed_name
+    if "link_names" in cfg and cfg["link_names"] is None:
+        del cfg["link_names"]
+    return cfg
 
 
 def _resolve(table: Dict[str, Union[str, type]], kind: str, type_name: Any) -> type:
@@ -61,8 +105,13 @@ def sensor_class(type_name: str) -> Type[BaseSensor]:
     return _resolve(SENSOR_TYPES, "sensor", type_name)
 
 
-def sensor_from_config(config: Mapping[str, Any]) -> BaseSensor:
+def sensor_from_config(config: Union[Mapping[str, Any], Any]) -> BaseSensor:
     """Build a sensor from ``{'name', 'type', 'attachment', ...type-specific keys}``.
+
+    ``config`` may also be a config object, as the seed passes its
+    ``SensorConfig(name, type, attachment_name, link_names=None)``: its fields
+    are read, ``attachment_name`` is taken as ``attachment`` and a ``None``
+    ``link_names`` is ignored.
 
     Dispatches to ``Class.from_config(name, cfg)`` with ``cfg`` = every key
     but ``name`` (``type`` included; each class checks it matches).  Keys per
@@ -74,8 +123,7 @@ def sensor_from_config(config: Mapping[str, Any]) -> BaseSensor:
         ValueError: not a mapping, missing/empty ``name``, unknown ``type``
             (named, with the known types), or the class's own key errors.
     """
-    if not isinstance(config, Mapping):
-        raise ValueError(f"sensor config must be a mapping, got {type(config).__name__}")
+    config = _seed_sensor_keys(_config_dict(config, "sensor"))
     name = config.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError(f"sensor config needs a non-empty 'name', got {name!r}")
@@ -86,13 +134,30 @@ def sensor_from_config(config: Mapping[str, Any]) -> BaseSensor:
     return cls.from_config(name, {k: v for k, v in config.items() if k != "name"})
 
 
-def calibration_from_config(config: Mapping[str, Any]) -> BaseCalibrator:
+def calibration_from_config(config: Union[Mapping[str, Any], Any]) -> BaseCalibrator:
     """Build a calibrator, e.g. ``{'type': 'TareCalibrator', 'num_samples': 10, 'output_key': 'tare'}``.
 
+    Seed forms are accepted too: the type name ``'tare'`` (the seed's) for
+    ``'TareCalibrator'``, and a config object such as the seed's
+    ``CalibrationConfig(type='tare', num_samples=10, output_key='tare')``.
+    The seed's ``CalibrationConfig`` declares ``num_samples`` with the
+    default ``'10'``, a string; from a config object, a string of decimal
+    digits is therefore read as that integer (in a mapping it stays an
+    error, as any other wrongly typed value).
+
     Raises:
-        ValueError: unknown ``type`` (named, with the known ones) or bad keys.
+        ValueError: unknown ``type`` (named, with the known ones and the
+            seed aliases) or bad keys.
     """
-    if not isinstance(config, Mapping):
-        raise ValueError(f"calibrator config must be a mapping, got {type(config).__name__}")
-    cls = _resolve(CALIBRATOR_TYPES, "calibrator", config.get("type"))
+    from_object = not isinstance(config, Mapping)
+    config = _config_dict(config, "calibrator")
+    type_name = config.get("type")
+    if isinstance(type_name, str) and type_name in CALIBRATOR_ALIASES:
+        config["type"] = type_name = CALIBRATOR_ALIASES[type_name]
+    if from_object and isinstance(config.get("num_samples"), str) and config["num_samples"].strip().isdigit():
+        config["num_samples"] = int(config["num_samples"])
+    if not isinstance(type_name, str) or type_name not in CALIBRATOR_TYPES:
+        known = sorted(CALIBRATOR_TYPES) + sorted(CALIBRATOR_ALIASES)
+        raise ValueError(f"unknown calibrator type {type_name!r}; known types: {', '.join(known)}")
+    cls = _resolve(CALIBRATOR_TYPES, "calibrator", type_name)
     return cls.from_config(config)

@@ -134,14 +134,18 @@ class PunyoDenseForceSensor(BaseSensor):
         """Read the body's triangle mesh and build the closest-triangle query.
 
         Args:
-            model: Klampt ``RobotModelLink``/``RigidObjectModel`` (its
-                ``getName()`` must equal ``attachModelName``), a
-                ``trimesh.Trimesh`` or a ``(V, F)`` tuple, in the body frame.
+            model: Klampt ``RobotModelLink``/``RigidObjectModel`` (normally
+                named ``attachModelName``), a ``trimesh.Trimesh`` or a
+                ``(V, F)`` tuple, in the body frame.
 
         Raises:
-            ValueError: no triangle mesh (names the body), a Klampt body of
-                another name, or a mesh whose vertex count disagrees with a
-                calibration already set.  The sensor is unchanged on error.
+            ValueError: no triangle mesh (names the body), or a mesh whose
+                vertex count disagrees with a calibration already set.  The
+                sensor is unchanged on error.
+
+        Warns:
+            UserWarning: a Klampt body of another name (the seed attaches
+                it without checking; so does this, with the warning).
         """
         check_model_name(model, self.attachModelName, self.name)
         V, F = triangle_mesh_of(model)

@@ -41,7 +41,8 @@ class PunyoPressureSensor(BaseSensor):
     offset.  ``base_normal_local`` is normalised (the seed used it as given).
 
     Attributes:
-        base_normal_local: ``(3,)`` float64 unit normal, body frame.
+        base_normal_local: ``(3,)`` unit normal, body frame, a torch tensor of
+            the default dtype as in the seed (computations use a float64 copy).
         base_area: ``A_base`` (m²), None before ``attach``.
         variance: noise variance (Pa²); ``measurement_errors()`` is its root.
         tare: ``(1,)`` float64 offset (Pa) or None.
@@ -53,25 +54,45 @@ class PunyoPressureSensor(BaseSensor):
                  variance: float = 0.0) -> None:
         """Raises ValueError for a zero/non-finite/non-3 normal or a negative/non-finite variance."""
         super().__init__(name, punyo_link)
-        try:
-            n = np.asarray(base_normal_local, dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError):                  # e.g. 'up', [1, 'x', 0], ragged lists
-            n = None
-        if n is None or n.shape != (3,) or not np.all(np.isfinite(n)) or float(np.linalg.norm(n)) == 0.0:
-            raise ValueError(f"sensor {name!r}: base_normal_local must be a finite non-zero 3-vector, "
-                             f"got {base_normal_local!r}")
+        self.base_normal_local = base_normal_local       # validated by the property setter
         try:
             var = float(variance)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"sensor {name!r}: variance must be a number (Pa^2), got {variance!r}") from exc
         if not math.isfinite(var) or var < 0.0:
             raise ValueError(f"sensor {name!r}: variance must be finite and >= 0 (Pa^2), got {variance!r}")
-        self.base_normal_local: np.ndarray = n / np.linalg.norm(n)
         self.variance: float = var
         self.base_area: Optional[float] = None
         self.object: Any = None
         self.tare: Optional[np.ndarray] = None
         self._calib: Dict[str, np.ndarray] = {}
+
+    @property
+    def base_normal_local(self) -> torch.Tensor:
+        """Unit base normal ``n`` in the body frame: a ``(3,)`` tensor of torch's default dtype
+        (float32 unless changed), as the seed keeps it.
+
+        Setting it (a sequence, array or tensor) normalises and validates the value; the
+        models compute with a float64 copy, so the tensor's dtype costs no precision.
+        Changing it after :meth:`attach` does not recompute ``base_area`` (as the seed).
+
+        Raises:
+            ValueError: (on setting) not a finite non-zero 3-vector, naming the value.
+        """
+        return self._normal_tensor
+
+    @base_normal_local.setter
+    def base_normal_local(self, value: Any) -> None:
+        try:
+            raw = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
+            n = np.asarray(raw, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):                  # e.g. 'up', [1, 'x', 0], ragged lists
+            n = None
+        if n is None or n.shape != (3,) or not np.all(np.isfinite(n)) or float(np.linalg.norm(n)) == 0.0:
+            raise ValueError(f"sensor {self.name!r}: base_normal_local must be a finite non-zero 3-vector, "
+                             f"got {value!r}")
+        self._normal_np: np.ndarray = n / np.linalg.norm(n)
+        self._normal_tensor: torch.Tensor = torch.tensor(self._normal_np, dtype=torch.get_default_dtype())
 
     @classmethod
     def from_config(cls, name: str, config: Dict[str, Any]) -> "PunyoPressureSensor":
@@ -93,15 +114,19 @@ class PunyoPressureSensor(BaseSensor):
         ``trimesh.Trimesh`` or ``(V, F)``).
 
         Raises:
-            ValueError: no triangle mesh (names the body), a Klampt body of
-                another name, or a mesh with zero shadow area.  Unchanged on error.
+            ValueError: no triangle mesh (names the body), or a mesh with zero
+                shadow area.  Unchanged on error.
+
+        Warns:
+            UserWarning: a Klampt body of another name (attached anyway, as
+                the seed's dense force sensor does).
         """
         check_model_name(model, self.attachModelName, self.name)
         V, F = triangle_mesh_of(model)
-        area = projected_area(V, F, self.base_normal_local)
+        area = projected_area(V, F, self._normal_np)
         if not area > 0.0:
             raise ValueError(f"sensor {self.name!r}: the mesh's shadow along "
-                             f"{self.base_normal_local.tolist()} has zero area")
+                             f"{self._normal_np.tolist()} has zero area")
         self.base_area, self.object = area, model
 
     def measurement_names(self) -> List[str]:
@@ -132,7 +157,7 @@ class PunyoPressureSensor(BaseSensor):
             forces = torch.cat([c.forces for c in states])
         else:
             forces = torch.zeros(0, 3, dtype=R.dtype, device=R.device)
-        n = torch.as_tensor(self.base_normal_local, dtype=R.dtype, device=R.device)
+        n = torch.as_tensor(self._normal_np, dtype=R.dtype, device=R.device)
         return forces, -(R @ n) / self.base_area, pairs, offsets
 
     def predict_torch(self, state: SimState) -> torch.Tensor:
@@ -170,7 +195,7 @@ class PunyoPressureSensor(BaseSensor):
             forces = np.concatenate([c.forces.detach().numpy() for c in states])
         else:
             forces = np.zeros((0, 3), dtype=R.dtype)
-        g = -(R @ self.base_normal_local.astype(R.dtype)) / R.dtype.type(self.base_area)
+        g = -(R @ self._normal_np.astype(R.dtype)) / R.dtype.type(self.base_area)
         return forces, g, pairs, offsets
 
     def _numpy_predict(self, row) -> torch.Tensor:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
@@ -25,6 +25,11 @@ class ContactState:
         elems1: optional length-``N`` int64 tensor, element (vertex) index on
             body 1 of each contact; ``-1`` means "no element".
         elems2: optional length-``N`` int64 tensor, element index on body 2.
+
+    As the seed, ``elems1``/``elems2`` may be given as a floating-point
+    tensor whose values are all exact integers (e.g. ``torch.tensor([0.,
+    3.])``): it is converted to int64 here.  A non-integral or non-finite
+    value is rejected (``ValueError`` naming the field, the row and the value).
     """
 
     points: torch.Tensor
@@ -33,6 +38,8 @@ class ContactState:
     elems2: Optional[torch.Tensor] = None
 
     def __post_init__(self) -> None:
+        self.elems1 = _integral_elems(self.elems1, "elems1")
+        self.elems2 = _integral_elems(self.elems2, "elems2")
         validate_contact_state(self)
 
     def __len__(self) -> int:
@@ -46,6 +53,23 @@ class ContactState:
             None if self.elems1 is None else self.elems1.to(device),
             None if self.elems2 is None else self.elems2.to(device),
         )
+
+
+def _integral_elems(e: Optional[torch.Tensor], label: str) -> Optional[torch.Tensor]:
+    """A floating-point element tensor of exact integers as int64; anything else unchanged.
+
+    Raises:
+        ValueError: a floating-point tensor with a non-finite or fractional value,
+            naming ``label``, the row and the value.
+    """
+    if not isinstance(e, torch.Tensor) or not e.is_floating_point():
+        return e
+    bad = ~torch.isfinite(e) | (e != torch.round(e))
+    if bool(bad.any()):
+        row = int(bad.reshape(-1).nonzero()[0, 0])
+        raise ValueError(f"ContactState.{label} must hold element indices (integers); got "
+                         f"{e.reshape(-1)[row].item()!r} at row {row} of a {e.dtype} tensor")
+    return e.to(torch.int64)
 
 
 def validate_contact_state(c: ContactState) -> None:
@@ -98,7 +122,10 @@ class SimState:
             which is the state's ``dtype``/``device``.
         body_states: body name -> state tensor (e.g. a robot configuration).
         contacts: ``(body1, body2)`` -> ``ContactState`` with the forces on
-            body 1.  Not assumed symmetric: store ``(b, a)`` too if wanted.
+            body 1.  Not assumed symmetric, as the seed: a sensor on ``b``
+            sees only the pairs ``(b, *)``, so store ``(b, a)`` too, or build
+            the dict with :func:`with_reverse_pairs` (one row per contact,
+            either order; the reverse implied with ``-f``).
     """
 
     body_transforms: Dict[str, torch.Tensor] = field(default_factory=dict)
@@ -195,6 +222,52 @@ class SimState:
         if not self.body_transforms:
             return torch.float32
         return next(iter(self.body_transforms.values())).dtype
+
+
+def with_reverse_pairs(contacts: Mapping[Tuple[str, str], ContactState]
+                       ) -> Dict[Tuple[str, str], ContactState]:
+    """Complete contacts reported once per body pair with the other order of each pair.
+
+    Simulator bridges often write one row per contact, e.g. only ``(tool, pad)``
+    with the force on ``tool``; a sensor on ``pad`` reads the pairs
+    ``(pad, *)`` and would see nothing.  The rule (Newton's third law):
+
+    * a pair ``(a, b)`` present in only one order implies ``(b, a)`` with the
+      same points, the force ``-f`` (the force on ``b``) and the element
+      arrays swapped (``elems1`` of ``(b, a)`` is ``elems2`` of ``(a, b)``);
+    * a pair present in both orders is used as given, never added twice
+      (the caller wrote both sides; they are not checked against each other);
+    * a pair ``(a, a)`` is its own reverse and is kept as given.
+
+    The seed's ``SimState`` does *not* do this: it documents that forces are
+    not assumed symmetric and that both orders must be stored.  This
+    package's ``SimState`` keeps the seed's semantics; call this function on
+    the contacts before building the state to get the one-row-per-contact
+    semantics.
+
+    Args:
+        contacts: ``(body1, body2) -> ContactState`` with forces on ``body1``
+            (world frame, N).
+
+    Returns:
+        A new dict (the input is not changed): every given pair, in the given
+        order, each followed by its implied reverse when that is absent.  The
+        implied states share ``points`` and the element tensors with the given
+        ones; their forces are new tensors (autograd kept).
+
+    Raises:
+        ValueError: a key that is not a ``(body1, body2)`` tuple.
+    """
+    out: Dict[Tuple[str, str], ContactState] = {}
+    for key, c in contacts.items():
+        if type(key) is not tuple or len(key) != 2:
+            raise ValueError(f"contacts keys must be (body1, body2) tuples, got {key!r}")
+        out[key] = c
+        a, b = key
+        rev = (b, a)
+        if rev not in contacts:
+            out[rev] = ContactState(c.points, -c.forces, c.elems2, c.elems1)
+    return out
 
 
 def _show(value: object) -> object:

@@ -1,0 +1,231 @@
+"""Seed code runs after swapping ``vsf.sensor`` for ``vsf_sensor_ros.sensor``.
+
+Written the way OpenVSF's own sensor tests and constructors use the API: seed module paths
+(``base_sensor``, ``punyo_pressure_sensor``, ``punyo_dense_force_sensor``, ``constructors``),
+keyword arguments, Klampt rigid objects whose mesh is set through ``.vertices``/``.indices``,
+a ``SimState()`` filled in after construction, element indices given as float tensors, and
+the seed's config objects (``SensorConfig``, ``CalibrationConfig(type='tare')``).
+Expected values are worked out by hand in the comments.
+"""
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import torch
+from scipy.spatial.transform import Rotation
+
+from vsf_sensor_ros.sensor import BaseCalibrator, BaseSensor, TareCalibrator
+from vsf_sensor_ros.sensor.base_sensor import ContactState, SimState
+from vsf_sensor_ros.sensor.constructors import (CalibrationConfig, SensorConfig, calibration_from_config,
+                                                sensor_from_config)
+from vsf_sensor_ros.sensor.punyo_dense_force_sensor import PunyoDenseForceSensor
+from vsf_sensor_ros.sensor.punyo_pressure_sensor import PunyoPressureSensor
+
+klampt = pytest.importorskip("klampt")
+
+
+def _triangle_object(name: str):
+    """A Klampt rigid object with the seed tests' one triangle (0,0,0), (1,0,0), (0,1,0): area 0.5."""
+    world = klampt.WorldModel()
+    obj = world.makeRigidObject(name)
+    mesh = klampt.TriangleMesh()
+    mesh.vertices = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
+    mesh.indices = [[0, 1, 2]]
+    obj.geometry().setTriangleMesh(mesh)
+    return world, obj           # the world owns the object: keep it alive
+
+
+# ------------------------------------------------------------------ PunyoPressureSensor
+
+def test_pressure_sensor_as_the_seed_builds_and_reads_it():
+    sensor = PunyoPressureSensor(name="test_sensor", punyo_link="punyo_link",
+                                 base_normal_local=[0.0, 0.0, 1.0])
+    assert (sensor.name, sensor.attachModelName, sensor.tare) == ("test_sensor", "punyo_link", None)
+    assert sensor.measurement_names() == ["pressure"]
+    _world, obj = _triangle_object("punyo_link")
+    sensor.attach(obj)
+    assert sensor.object == obj
+    assert np.isclose(sensor.base_area, 0.5)
+    # the seed keeps the normal as a tensor of torch's default dtype
+    assert isinstance(sensor.base_normal_local, torch.Tensor)
+    assert sensor.base_normal_local.shape == (3,)
+    assert torch.allclose(sensor.base_normal_local, torch.tensor([0.0, 0.0, 1.0]))
+
+    state = SimState()
+    state.contacts = {("punyo_link", "other_body"): ContactState(
+        points=torch.zeros((0, 3)), forces=torch.zeros((0, 3)), elems1=torch.zeros((0,), dtype=torch.int64))}
+    state.body_transforms = {"punyo_link": torch.eye(4)}
+    state.body_states = {"punyo_link": torch.zeros(6)}
+    assert torch.allclose(sensor.predict(state), torch.tensor([0.0]))
+
+    # force (-1, -1, -1) on the membrane: p = -(1/A) f.n = -(1/0.5)(-1) = 2
+    state.contacts = {("punyo_link", "other_body"): ContactState(
+        points=torch.zeros((1, 3)), forces=-torch.ones((1, 3)), elems1=torch.tensor([0]), elems2=None)}
+    assert torch.allclose(sensor.predict(state), torch.tensor([2.0]))
+    jac = sensor.measurement_force_jacobian(state)
+    assert list(jac) == [("punyo_link", "other_body")]
+    assert torch.allclose(jac["punyo_link", "other_body"], torch.tensor([[[0.0, 0.0, -2.0]]]))
+
+
+def test_pressure_normal_assigned_as_a_tensor_is_used():
+    sensor = PunyoPressureSensor("s", "punyo_link")
+    sensor.base_normal_local = torch.tensor([0.0, 2.0, 0.0])           # normalised to +y
+    assert torch.equal(sensor.base_normal_local, torch.tensor([0.0, 1.0, 0.0]))
+    # triangle in the x-z plane: its shadow along y has area 0.5
+    sensor.attach((np.array([[0.0, 0, 0], [1, 0, 0], [0, 0, 1]]), np.array([[0, 1, 2]])))
+    st = SimState({"punyo_link": torch.eye(4, dtype=torch.float64)}, {}, {("punyo_link", "o"): ContactState(
+        torch.zeros(1, 3, dtype=torch.float64), torch.tensor([[0.0, 1.0, 0.0]], dtype=torch.float64))})
+    assert sensor.predict(st).item() == pytest.approx(-2.0)          # -(1/0.5) * 1
+    with pytest.raises(ValueError, match="base_normal_local"):
+        sensor.base_normal_local = torch.zeros(3)
+
+
+@pytest.mark.parametrize("num_contacts", [1, 11, 51, 91])
+def test_pressure_float_element_tensor_and_jacobian_agree_as_the_seed_checks(num_contacts):
+    sensor = PunyoPressureSensor(name="test_sensor", punyo_link="punyo_link",
+                                 base_normal_local=[0.0, 0.0, 1.0])
+    _world, obj = _triangle_object("punyo_link")
+    sensor.attach(obj)
+    torch.manual_seed(num_contacts)
+    H = torch.eye(4)
+    H[:3, :3] = torch.tensor(Rotation.random(random_state=num_contacts).as_matrix(), dtype=torch.float32)
+    H[:3, 3] = torch.rand(3)
+    forces = torch.rand((num_contacts, 3))
+    state = SimState()
+    state.contacts = {("punyo_link", "other_body"): ContactState(
+        points=torch.rand((num_contacts, 3)), forces=forces,
+        elems1=torch.zeros((num_contacts,)), elems2=None)}                # float zeros, as the seed writes it
+    state.body_transforms = {"punyo_link": H}
+    measurement = sensor.predict(state)
+    jacobian = sensor.measurement_force_jacobian(state)[("punyo_link", "other_body")]
+    assert torch.allclose(torch.einsum("opc,pc->o", jacobian, forces), measurement, atol=1e-5)
+    # by hand: -(1/A) sum_i f_i . (R n), R n = third column of R
+    by_hand = -(forces.double() @ H[:3, 2].double()).sum() / 0.5
+    assert measurement.item() == pytest.approx(by_hand.item(), rel=1e-5, abs=1e-5)
+
+
+# ------------------------------------------------------------------ PunyoDenseForceSensor
+
+def test_dense_sensor_attaches_to_a_rigid_object_of_another_name_with_a_warning():
+    _world, obj = _triangle_object("test_rigid_obj")
+    sensor = PunyoDenseForceSensor("punyo_sensor", "link0")            # the seed's test names
+    with pytest.warns(UserWarning, match="'link0'.*'test_rigid_obj'"):
+        sensor.attach(obj)
+    mesh = obj.geometry().getTriangleMesh()
+    np.testing.assert_allclose(sensor.vertices, mesh.getVertices())
+    np.testing.assert_array_equal(sensor.triangles, mesh.getIndices())
+    assert len(sensor.measurement_names()) == 3 * 3
+
+    # per-vertex contact on vertex 1 with force (0, 0, 2), elements as a float tensor
+    state = SimState({"link0": torch.eye(4)}, {}, {("link0", "some_other_body"): ContactState(
+        torch.zeros(1, 3), torch.tensor([[0.0, 0.0, 2.0]]), elems1=torch.tensor([1.0]))})
+    out = sensor.predict_torch(state).reshape(3, 3)
+    np.testing.assert_allclose(out.numpy(), [[0, 0, 0], [0, 0, 2], [0, 0, 0]], atol=1e-6)
+    J = sensor.measurement_force_jacobian(state)[("link0", "some_other_body")]
+    assert J.shape == (9, 1, 3)
+    np.testing.assert_allclose(J[3:6, 0, :].numpy(), np.eye(3), atol=1e-6)
+
+
+def test_matching_name_attaches_without_warning():
+    _world, obj = _triangle_object("link0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        PunyoDenseForceSensor("punyo_sensor", "link0").attach(obj)
+        PunyoPressureSensor("p", "link0").attach(obj)
+
+
+# ------------------------------------------------------------------ ContactState elements
+
+def test_float_elements_of_integral_value_become_int64():
+    c = ContactState(torch.zeros(3, 3), torch.zeros(3, 3), elems1=torch.tensor([0.0, 2.0, -1.0]),
+                     elems2=torch.tensor([4.0, 5.0, 6.0], dtype=torch.float64))
+    assert c.elems1.dtype == torch.int64 and c.elems1.tolist() == [0, 2, -1]
+    assert c.elems2.dtype == torch.int64 and c.elems2.tolist() == [4, 5, 6]
+
+
+@pytest.mark.parametrize("bad, shown", [([0.0, 1.5], "1.5"), ([float("nan")], "nan"),
+                                        ([2.0, float("inf")], "inf")])
+def test_non_integral_float_elements_are_rejected_naming_the_value(bad, shown):
+    n = len(bad)
+    with pytest.raises(ValueError, match=rf"elems2.*{shown}.*row {n - 1}"):
+        ContactState(torch.zeros(n, 3), torch.zeros(n, 3), elems2=torch.tensor(bad))
+
+
+# ------------------------------------------------------------------ the seed's config objects
+
+@pytest.mark.parametrize("type_name, cls", [("PunyoPressureSensor", PunyoPressureSensor),
+                                            ("PunyoDenseForceSensor", PunyoDenseForceSensor)])
+def test_sensor_from_the_seeds_config_object(type_name, cls):
+    s = sensor_from_config(SensorConfig(name="punyo", type=type_name, attachment_name="bubble"))
+    assert type(s) is cls and isinstance(s, BaseSensor)
+    assert (s.name, s.attachModelName) == ("punyo", "bubble")
+    # the same fields as a plain dict (e.g. read from the seed's YAML)
+    s = sensor_from_config({"name": "punyo", "type": type_name, "attachment_name": "bubble",
+                            "link_names": None})
+    assert (type(s), s.attachModelName) == (cls, "bubble")
+
+
+def test_seed_keyword_names_of_the_constructors():
+    d = PunyoDenseForceSensor(sensor_name="punyo_sensor", attachModelName="link0")
+    p = PunyoPressureSensor(name="p", punyo_link="link0", base_normal_local=[0.0, 0.0, 1.0])
+    t = TareCalibrator(num_samples=5, output_key="tare")
+    assert (d.name, d.attachModelName, p.attachModelName) == ("punyo_sensor", "link0", "link0")
+    assert (t.num_samples, t.output_key) == (5, "tare")
+
+
+def test_sensor_config_with_both_attachment_spellings_that_disagree_is_rejected():
+    with pytest.raises(ValueError, match="'a'.*'b'"):
+        sensor_from_config({"name": "s", "type": "PunyoPressureSensor", "attachment": "a",
+                            "attachment_name": "b"})
+
+
+def test_tare_calibrator_from_the_seeds_config_object_and_type_name():
+    c = calibration_from_config(CalibrationConfig(type="tare"))
+    assert type(c) is TareCalibrator and isinstance(c, BaseCalibrator)
+    assert (c.num_samples, c.output_key) == (10, "tare")
+    c = calibration_from_config({"type": "tare", "num_samples": 3})
+    assert c.num_samples == 3
+
+
+def test_the_seeds_string_default_for_num_samples_is_read():
+    @dataclass
+    class SeedCalibrationConfig:           # the seed declares num_samples: int = '10'
+        type: str
+        num_samples: int = "10"
+        output_key: str = "tare"
+
+    assert calibration_from_config(SeedCalibrationConfig(type="tare")).num_samples == 10
+
+
+def test_unknown_calibrator_type_lists_the_seed_alias():
+    with pytest.raises(ValueError, match=r"'scale'.*TareCalibrator.*tare"):
+        calibration_from_config(CalibrationConfig(type="scale"))
+
+
+class _ContactFreeSim:
+    """A stand-in for the seed's simulator: no contact, the sensor's raw prediction."""
+
+    def __init__(self, sensor):
+        self.sensor = sensor
+        self._state = SimState({"punyo_link": torch.eye(4)}, {}, {})
+
+    def step(self, command, dt):
+        assert dt == 0.1
+
+    def state(self):
+        return self._state
+
+    def measurements(self):
+        return {self.sensor.name: self.sensor.predict(self._state)}
+
+
+def test_tare_as_the_seed_runs_it():
+    sensor = PunyoPressureSensor("p", "punyo_link")
+    _world, obj = _triangle_object("punyo_link")
+    sensor.attach(obj)
+    calib = calibration_from_config(CalibrationConfig(type="tare", num_samples=2))
+    obs = [{"p": np.array([3.0])}, {"p": np.array([5.0])}, {"p": np.array([100.0])}]
+    used = calib.calibrate(sensor, _ContactFreeSim(sensor), [{}, {}, {}], obs)
+    assert used == 2
+    np.testing.assert_allclose(sensor.get_calibration()["tare"], [4.0])        # (3 + 5) / 2

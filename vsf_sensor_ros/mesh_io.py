@@ -1,0 +1,228 @@
+"""Mesh files: finding them (``package://``, ``file://``, relative paths) and loading them
+with the file's own vertices.
+
+**Vertex-order rule.**  Contact element indices (``elem1``/``elem2``) and the
+dense per-vertex outputs index a body's vertices, so the vertices the sensors
+use and publish are the file's, in the file's order and count:
+
+* OBJ: the ``v`` lines, in order, every one of them (also one no face uses).
+  Texture seams (``vt``), normals (``vn``), objects, groups and materials do
+  not split or duplicate vertices.  Polygons are fanned into triangles
+  ``(a, b, c), (a, c, d), ...``; negative (relative) indices are resolved.
+  trimesh's OBJ loader is not used for this: it copies a vertex at every
+  texture seam (an OBJ with 4 vertices loads as 5 or 6), and even with
+  ``maintain_order=True`` duplicates vertices across objects and materials.
+* PLY, OFF: the vertex list as stored (trimesh with ``process=False``, which
+  neither merges nor reorders).
+* STL: the format has no shared vertices (each triangle stores its own three
+  corners), so "file order" is defined as: exactly equal corner positions
+  are merged, and vertices are numbered in the order of their first
+  appearance in the file.  (Klampt's own STL loader also merges, but keeps
+  corners with different face normals apart, so its count depends on the
+  shape, not on the file; the Kinova Gen3 base link has 634 distinct
+  corner positions and 3078 Klampt vertices.)
+* any other format trimesh reads: its vertices with ``process=False``
+  (trimesh's own order; no merging or reordering here).
+
+URDF link meshes follow the same rule: :func:`write_off` lets the world hand
+Klampt a copy in its native OFF format, read back in the same order.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+from typing import List, Optional, Tuple, Union
+
+import klampt
+import numpy as np
+import trimesh
+
+__all__ = ["MeshLike", "load_mesh", "read_obj_geometry", "resolve_uri", "trimesh_to_klampt",
+           "write_off"]
+
+MeshLike = Union[str, os.PathLike, trimesh.Trimesh]
+
+
+def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) -> Path:
+    """Resolve a mesh reference from a URDF or a parameter to an existing file.
+
+    Accepted forms: ``package://pkg/rel/path``, ``file:///abs/path``, an
+    absolute path, or a path relative to ``base_dir``.  ``package://`` is
+    tried, in order, through the ament index (``share/pkg``), the installed
+    Python package ``pkg``, then ``base_dir/pkg``, ``base_dir/../pkg``,
+    ``base_dir/../../pkg`` and finally ``base_dir`` itself (URDFs shipped next
+    to their meshes).
+
+    Raises:
+        FileNotFoundError: no candidate exists (message lists those tried).
+        ValueError: a relative path or ``package://`` URI with nothing to
+            resolve it against.
+    """
+    uri = uri.strip()
+    tried: List[Path] = []
+    base = Path(base_dir).resolve() if base_dir is not None else None
+    if uri.startswith("package://"):
+        rest = uri[len("package://"):]
+        pkg, _, rel = rest.partition("/")
+        if not pkg or not rel:
+            raise ValueError(f"malformed package URI {uri!r}")
+        try:
+            from ament_index_python.packages import get_package_share_directory
+            tried.append(Path(get_package_share_directory(pkg)) / rel)
+        except Exception:  # noqa: BLE001 - no ament index, or the package is not in it
+            pass
+        try:
+            spec = importlib.util.find_spec(pkg)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.submodule_search_locations:
+            tried += [Path(p) / rel for p in spec.submodule_search_locations]
+        if base is not None:
+            tried += [d / pkg / rel for d in (base, base.parent, base.parent.parent)]
+            tried.append(base / rel)
+        elif not tried:
+            raise ValueError(f"cannot resolve {uri!r}: package {pkg!r} not found and no base_dir given")
+    else:
+        path = uri[len("file://"):] if uri.startswith("file://") else uri
+        p = Path(path).expanduser()
+        if p.is_absolute():
+            tried.append(p)
+        elif base is not None:
+            tried.append(base / p)
+        else:
+            raise ValueError(f"relative mesh path {uri!r} needs base_dir (URDF given as text)")
+    for c in tried:
+        if c.is_file():
+            return c
+    raise FileNotFoundError(f"mesh {uri!r} not found; tried: {', '.join(str(c) for c in tried)}")
+
+
+def read_obj_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.ndarray]:
+    """Vertices and triangles of a Wavefront OBJ file, in the file's vertex order and count.
+
+    Reads ``v x y z [w | r g b]`` and ``f`` lines (``i``, ``i/t``, ``i//n``,
+    ``i/t/n``; 1-based or negative = relative to the vertices read so far);
+    every other statement (``vt``, ``vn``, ``o``, ``g``, ``usemtl``, ``l``,
+    ...) is ignored.  A polygon of ``k`` corners becomes ``k - 2`` triangles
+    fanned from its first corner.
+
+    Returns:
+        ``(V, F)``: float64 ``(V, 3)`` (the ``v`` lines in order) and int64
+        ``(T, 3)`` vertex indices (0-based).
+
+    Raises:
+        ValueError: a malformed ``v``/``f`` line or an index outside the
+            vertices defined so far (the message names the file, line and
+            text).
+    """
+    verts: List[Tuple[float, float, float]] = []
+    faces: List[Tuple[int, int, int]] = []
+    with open(path, "r", encoding="utf-8", errors="replace") as fh:
+        text = fh.read().replace("\\\n", " ")           # line continuation
+    for lineno, line in enumerate(text.splitlines(), 1):
+        parts = line.split("#", 1)[0].split()
+        if not parts:
+            continue
+        if parts[0] == "v":
+            try:
+                x, y, z = (float(v) for v in parts[1:4])
+            except ValueError:
+                raise ValueError(f"{path}:{lineno}: bad vertex line {line.strip()!r}") from None
+            verts.append((x, y, z))
+        elif parts[0] == "f":
+            idx = []
+            for corner in parts[1:]:
+                try:
+                    i = int(corner.split("/", 1)[0])
+                except ValueError:
+                    raise ValueError(f"{path}:{lineno}: bad face corner {corner!r} in "
+                                     f"{line.strip()!r}") from None
+                j = i - 1 if i > 0 else len(verts) + i
+                if i == 0 or not 0 <= j < len(verts):
+                    raise ValueError(f"{path}:{lineno}: face index {i} is outside the {len(verts)} "
+                                     f"vertices defined so far: {line.strip()!r}")
+                idx.append(j)
+            if len(idx) < 3:
+                raise ValueError(f"{path}:{lineno}: a face needs 3 or more corners: {line.strip()!r}")
+            faces += [(idx[0], idx[k], idx[k + 1]) for k in range(1, len(idx) - 1)]
+    return (np.array(verts, dtype=np.float64).reshape(-1, 3),
+            np.array(faces, dtype=np.int64).reshape(-1, 3))
+
+
+def _merge_exact_duplicates(V: np.ndarray, F: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Merge exactly equal vertices; number the survivors by first appearance."""
+    _, first, inverse = np.unique(V, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(first, kind="stable")        # unique rows -> first-appearance rank
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return V[np.sort(first)], rank[inverse][F]
+
+
+def load_mesh(mesh: MeshLike, base_dir: Optional[Union[str, os.PathLike]] = None) -> trimesh.Trimesh:
+    """Load a triangle mesh with the file's vertices, in the file's order and count.
+
+    See the module docstring for the rule per format (OBJ read directly,
+    PLY/OFF as stored, STL corners merged by exact position in
+    first-appearance order).  Element indices in contact messages
+    (``elem1``) index these vertices.
+
+    Args:
+        mesh: a path or URI (``ply``/``stl``/``obj``…, see :func:`resolve_uri`)
+            or a ``trimesh.Trimesh`` (copied as is).
+        base_dir: directory for a relative path; the current directory when
+            ``None``.
+
+    Returns:
+        A ``trimesh.Trimesh`` built with ``process=False`` (float64 vertices
+        in m, as in the file; int64 faces).
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: the file holds no triangles or cannot be parsed (the
+            message names the file).
+    """
+    if isinstance(mesh, trimesh.Trimesh):
+        m = mesh.copy()
+    else:
+        path = resolve_uri(os.fspath(mesh), Path.cwd() if base_dir is None else base_dir)
+        suffix = path.suffix.lower()
+        if suffix == ".obj":
+            V, F = read_obj_geometry(path)
+            m = trimesh.Trimesh(V, F, process=False)
+        else:
+            try:
+                m = trimesh.load(str(path), process=False, force="mesh")
+            except Exception as exc:  # noqa: BLE001 - trimesh raises many types for a bad file
+                raise ValueError(f"cannot read mesh {str(path)!r}: {type(exc).__name__}: {exc}") from None
+            if not isinstance(m, trimesh.Trimesh):
+                raise ValueError(f"{path} holds no triangle mesh")
+            if suffix == ".stl" and len(m.faces):
+                V, F = _merge_exact_duplicates(np.asarray(m.vertices, dtype=np.float64),
+                                               np.asarray(m.faces, dtype=np.int64))
+                m = trimesh.Trimesh(V, F, process=False)
+    if len(m.faces) == 0:
+        raise ValueError(f"mesh {mesh!r} has no triangles")
+    return m
+
+
+def write_off(mesh: trimesh.Trimesh, path: Union[str, os.PathLike]) -> None:
+    """Write ``mesh`` as an ASCII OFF file, vertices in order at full float64 precision.
+
+    Klampt reads OFF itself (no Assimp post-processing), keeping the order.
+    """
+    V = np.asarray(mesh.vertices, dtype=np.float64)
+    F = np.asarray(mesh.faces, dtype=np.int64)
+    with open(path, "w", encoding="ascii") as fh:
+        fh.write(f"OFF\n{len(V)} {len(F)} 0\n")
+        np.savetxt(fh, V, fmt="%.17g")
+        np.savetxt(fh, np.hstack([np.full((len(F), 1), 3), F]), fmt="%d")
+
+
+def trimesh_to_klampt(mesh: trimesh.Trimesh) -> klampt.TriangleMesh:
+    """Copy a ``trimesh.Trimesh`` into a Klampt ``TriangleMesh`` (same vertex order)."""
+    tm = klampt.TriangleMesh()
+    tm.setVertices(np.ascontiguousarray(mesh.vertices, dtype=np.float64))
+    tm.setIndices(np.ascontiguousarray(mesh.faces, dtype=np.int32))
+    return tm

@@ -1,0 +1,153 @@
+"""Rigid-transform helpers: ROS poses, Klampt transforms, URDF roll-pitch-yaw.
+
+Everything public here is a plain ``(4, 4)`` homogeneous float64 ``numpy``
+matrix (body -> parent, metres).  Quaternion and RPY conversions go through
+``scipy.spatial.transform.Rotation``:
+
+* ROS quaternions are ``(x, y, z, w)`` (``geometry_msgs/Quaternion``), which
+  is scipy's default scalar-last order; Klampt's are ``(w, x, y, z)`` and
+  never appear here.
+* URDF ``rpy`` is fixed-axis roll, pitch, yaw: ``R = Rz(yaw) Ry(pitch)
+  Rx(roll)``, scipy's *extrinsic* ``'xyz'`` sequence.
+* Klampt rotations are 9-lists in column-major order.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import List, Sequence, Tuple
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+__all__ = ["klampt_to_matrix", "matrix_to_klampt", "rpy_from_matrix", "rpy_matrix",
+           "transform_from_xyz_quat", "validate_transform", "xyz_quat_from_transform"]
+
+#: a quaternion shorter than this is taken as zero (no rotation can be read from it)
+_MIN_QUAT_NORM = 1e-9
+
+
+def transform_from_xyz_quat(xyz: Sequence[float], quat_xyzw: Sequence[float]) -> np.ndarray:
+    """Homogeneous transform from a position and a ROS-ordered quaternion.
+
+    Args:
+        xyz: translation ``(x, y, z)`` in metres.
+        quat_xyzw: rotation as ``(x, y, z, w)`` (ROS / ``geometry_msgs`` order,
+            not Klampt's ``(w, x, y, z)``).  Normalised here; a zero or
+            non-finite quaternion is rejected.
+
+    Returns:
+        ``(4, 4)`` float64 matrix ``[[R, t], [0, 0, 0, 1]]``.
+
+    Raises:
+        ValueError: wrong lengths, non-finite values, or a quaternion of norm
+            below 1e-9.
+    """
+    p = np.asarray(xyz, dtype=np.float64).reshape(-1)
+    q = np.asarray(quat_xyzw, dtype=np.float64).reshape(-1)
+    if p.shape != (3,) or q.shape != (4,):
+        raise ValueError(f"expected xyz of length 3 and quaternion of length 4, got {p.shape} and {q.shape}")
+    if not (np.isfinite(p).all() and np.isfinite(q).all()):
+        raise ValueError(f"non-finite pose: xyz={p.tolist()} quat_xyzw={q.tolist()}")
+    if float(np.linalg.norm(q)) < _MIN_QUAT_NORM:
+        raise ValueError(f"quaternion (x, y, z, w)={q.tolist()} has zero norm")
+    T = np.eye(4)
+    T[:3, :3] = Rotation.from_quat(q).as_matrix()       # scalar-last = ROS order; normalises
+    T[:3, 3] = p
+    return T
+
+
+def xyz_quat_from_transform(T: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Inverse of :func:`transform_from_xyz_quat`.
+
+    Args:
+        T: ``(4, 4)`` homogeneous transform with a rotation block.
+
+    Returns:
+        ``(xyz, quat_xyzw)``: float64 arrays of shape ``(3,)`` and ``(4,)``,
+        unit quaternion in ROS order with ``w >= 0``.
+
+    Raises:
+        ValueError: ``T`` is not a valid rigid transform (see
+            :func:`validate_transform`).
+    """
+    T = validate_transform(T, "T")
+    q = Rotation.from_matrix(T[:3, :3]).as_quat()
+    if q[3] < 0:                     # one of the two equal quaternions: the one with w >= 0
+        q = -q
+    return T[:3, 3].copy(), q / np.linalg.norm(q)
+
+
+def klampt_to_matrix(T_klampt: Tuple[Sequence[float], Sequence[float]]) -> np.ndarray:
+    """Convert a Klampt ``(R, t)`` (R column-major 9-list) to a ``(4, 4)`` float64 matrix."""
+    R, t = T_klampt
+    T = np.eye(4)
+    T[:3, :3] = np.asarray(R, dtype=np.float64).reshape(3, 3).T
+    T[:3, 3] = t
+    return T
+
+
+def matrix_to_klampt(T: np.ndarray) -> Tuple[List[float], List[float]]:
+    """Convert a ``(4, 4)`` matrix to Klampt's ``(R, t)`` (R column-major 9-list)."""
+    T = np.asarray(T, dtype=np.float64)
+    return T[:3, :3].T.reshape(-1).tolist(), T[:3, 3].tolist()
+
+
+def validate_transform(T: object, label: str, tol: float = 1e-5) -> np.ndarray:
+    """Check a rigid transform and return it as a clean float64 ``(4, 4)`` array.
+
+    The rotation block is projected onto the nearest rotation (SVD) so that
+    values printed with 8 digits (such as the Punyo mount transform) become
+    exactly orthonormal; anything further than ``tol`` from a rotation is
+    rejected rather than silently repaired.
+
+    Args:
+        T: array-like ``(4, 4)``.
+        label: name used in error messages.
+        tol: allowed max-abs deviation of ``RᵀR`` from the identity and of the
+            last row from ``[0, 0, 0, 1]``.
+
+    Raises:
+        ValueError: wrong shape, non-finite entries, bottom row not
+            ``[0, 0, 0, 1]``, rotation not orthonormal or a reflection.
+    """
+    try:
+        A = np.array(T, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{label} is not a numeric 4x4 array: {exc}") from None
+    if A.shape != (4, 4):
+        raise ValueError(f"{label} must have shape (4, 4), got {A.shape}")
+    if not np.isfinite(A).all():
+        raise ValueError(f"{label} has non-finite entries: {A.tolist()}")
+    if np.abs(A[3] - [0, 0, 0, 1]).max() > tol:
+        raise ValueError(f"{label} bottom row must be [0, 0, 0, 1], got {A[3].tolist()}")
+    R = A[:3, :3]
+    if np.abs(R.T @ R - np.eye(3)).max() > tol or np.linalg.det(R) < 0:
+        raise ValueError(f"{label} rotation block is not a proper rotation: {R.tolist()}")
+    U, _, Vt = np.linalg.svd(R)
+    A[:3, :3] = U @ Vt
+    A[3] = [0, 0, 0, 1]
+    return A
+
+
+def rpy_matrix(rpy: Sequence[float]) -> np.ndarray:
+    """URDF fixed-axis roll-pitch-yaw (rad) as a ``(3, 3)`` rotation ``Rz(yaw) Ry(pitch) Rx(roll)``.
+
+    Raises:
+        ValueError: not three finite numbers.
+    """
+    a = np.asarray(rpy, dtype=np.float64).reshape(-1)
+    if a.shape != (3,) or not np.isfinite(a).all():
+        raise ValueError(f"rpy must be three finite angles (rad), got {list(rpy)!r}")
+    return Rotation.from_euler("xyz", a).as_matrix()     # lowercase = extrinsic (fixed) axes
+
+
+def rpy_from_matrix(R: np.ndarray) -> Tuple[float, float, float]:
+    """URDF ``(roll, pitch, yaw)`` (rad) of a ``(3, 3)`` rotation; inverse of :func:`rpy_matrix`.
+
+    At pitch ±90° (gimbal lock) roll and yaw are not separable; scipy then
+    sets the third angle (yaw) to 0 and warns, which this function silences.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        r, p, y = Rotation.from_matrix(np.asarray(R, dtype=np.float64)).as_euler("xyz")
+    return float(r), float(p), float(y)

@@ -1,0 +1,181 @@
+"""URDF parsing: joints as written in the file, axis normalisation and mimic order.
+
+Klampt loads the robot itself; this module reads what Klampt does not expose
+by URDF name (joint names, types, parents/children, mimic tags) and checks
+what other URDF consumers check:
+
+* **Joint axes** are normalised, as robot_state_publisher (through KDL) does:
+  an exporter's ``<axis xyz="0 0 2"/>`` turns the joint by ``q`` rad (or moves
+  it by ``q`` m), not ``2 q``.  A zero or non-finite axis on a movable joint
+  is a configuration error (:class:`UrdfError`).
+* **Mimic joints** (``<mimic joint="src" multiplier="m" offset="o"/>``,
+  ``q = m * q_src + o``) are ordered so that a mimic of a mimic is evaluated
+  after its source (:func:`mimic_order`); a cycle is a configuration error.
+"""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .transforms import rpy_matrix
+
+__all__ = ["MOVABLE_JOINT_TYPES", "UrdfError", "UrdfJoint", "mimic_order", "normalize_joint_axes",
+           "parse_urdf_joints"]
+
+MOVABLE_JOINT_TYPES = ("revolute", "continuous", "prismatic")
+"""URDF joint types that ``World.set_joint_positions`` accepts (one DOF each)."""
+
+
+class UrdfError(ValueError):
+    """A URDF that cannot be used as written (a configuration error, raised at start).
+
+    A ``ValueError`` subclass, so callers that catch ``ValueError`` keep working.
+    """
+
+
+@dataclass(frozen=True)
+class UrdfJoint:
+    """One ``<joint>`` of a URDF, as written in the file.
+
+    Attributes:
+        name, type, parent, child: the URDF attributes (link names).
+        origin: ``(4, 4)`` parent-link -> joint frame at zero position.
+        axis: unit axis in the joint frame (``[1, 0, 0]`` when absent; a
+            written axis of another length is normalised).
+        mimic: ``(joint, multiplier, offset)`` when the joint mimics another.
+        axis_written: the ``xyz`` of ``<axis>`` as in the file (``[1, 0, 0]``
+            when absent).
+    """
+
+    name: str
+    type: str
+    parent: str
+    child: str
+    origin: np.ndarray
+    axis: np.ndarray
+    mimic: Optional[Tuple[str, float, float]] = None
+    axis_written: Optional[np.ndarray] = None
+
+
+def _floats(text: Optional[str], default: Sequence[float], what: str) -> List[float]:
+    if text is None:
+        return list(default)
+    try:
+        return [float(v) for v in text.split()]
+    except ValueError:
+        raise UrdfError(f"{what} must be numbers, got {text!r}") from None
+
+
+def _unit_axis(name: str, jtype: str, xyz: List[float]) -> np.ndarray:
+    a = np.array(xyz, dtype=np.float64)
+    if a.shape != (3,):
+        raise UrdfError(f"URDF joint {name!r}: <axis xyz> must have 3 values, got {xyz}")
+    n = float(np.linalg.norm(a))
+    if jtype in MOVABLE_JOINT_TYPES and not (np.isfinite(a).all() and n > 0.0):
+        raise UrdfError(f"URDF joint {name!r} ({jtype}) has axis xyz={xyz}: a {jtype} joint needs "
+                        f"a finite non-zero axis")
+    return a / n if n > 0.0 and np.isfinite(n) else a
+
+
+def parse_urdf_joints(root: ET.Element) -> List[UrdfJoint]:
+    """All joints of a parsed URDF ``<robot>`` element, in file order.
+
+    Raises:
+        UrdfError: a joint without name, type, parent or child; non-numeric
+            origin/axis/mimic values; a movable joint whose axis is zero or
+            non-finite (the message names the joint and the axis).
+    """
+    joints = []
+    for j in root.findall("joint"):
+        name, jtype = j.get("name"), j.get("type")
+        parent, child = j.find("parent"), j.find("child")
+        if not name or not jtype or parent is None or child is None:
+            raise UrdfError(f"URDF joint {name!r} lacks a name, type, parent or child")
+        o = j.find("origin")
+        T = np.eye(4)
+        if o is not None:
+            T[:3, :3] = rpy_matrix(_floats(o.get("rpy"), (0, 0, 0), f"joint {name!r} origin rpy"))
+            T[:3, 3] = _floats(o.get("xyz"), (0, 0, 0), f"joint {name!r} origin xyz")
+        a = j.find("axis")
+        written = _floats(None if a is None else a.get("xyz"), (1, 0, 0), f"joint {name!r} axis xyz")
+        axis = _unit_axis(name, jtype, written)
+        m = j.find("mimic")
+        mimic = None
+        if m is not None:
+            try:
+                mimic = (m.get("joint"), float(m.get("multiplier", 1.0)), float(m.get("offset", 0.0)))
+            except ValueError:
+                raise UrdfError(f"URDF joint {name!r}: <mimic> multiplier/offset must be numbers, got "
+                                f"{m.get('multiplier')!r} / {m.get('offset')!r}") from None
+            if not mimic[0]:
+                raise UrdfError(f"URDF joint {name!r}: <mimic> names no joint")
+        joints.append(UrdfJoint(name, jtype, parent.get("link"), child.get("link"), T, axis, mimic,
+                                np.array(written, dtype=np.float64)))
+    return joints
+
+
+def normalize_joint_axes(root: ET.Element) -> List[Tuple[str, List[float]]]:
+    """Rewrite every movable joint's ``<axis xyz>`` of ``root`` to unit length, in place.
+
+    Klampt (like any consumer that scales by the axis length) would turn a
+    joint with ``xyz="0 0 2"`` twice as far; robot_state_publisher and KDL
+    normalise, and so does this.  Fixed, floating and planar joints are left
+    as written.
+
+    Returns:
+        ``(joint name, axis as written)`` of each axis that was rescaled, in
+        file order (empty when all were unit length within 1e-9).
+
+    Raises:
+        UrdfError: as :func:`parse_urdf_joints` (zero/non-finite axis, ...).
+    """
+    rescaled = []
+    for j in root.findall("joint"):
+        name, jtype = j.get("name"), j.get("type")
+        a = j.find("axis")
+        if jtype not in MOVABLE_JOINT_TYPES or a is None or a.get("xyz") is None:
+            continue
+        written = _floats(a.get("xyz"), (1, 0, 0), f"joint {name!r} axis xyz")
+        unit = _unit_axis(name, jtype, written)
+        if abs(float(np.linalg.norm(written)) - 1.0) > 1e-9:
+            a.set("xyz", " ".join(repr(float(v)) for v in unit))
+            rescaled.append((name, written))
+    return rescaled
+
+
+def mimic_order(joints: Sequence[UrdfJoint]) -> List[UrdfJoint]:
+    """The mimic joints of ``joints`` in dependency order (a source before its mimics).
+
+    A mimic of a mimic (``m2`` mimics ``m1``, which mimics ``q``) is listed
+    after ``m1``, so evaluating the list in order gives every mimic its
+    source's value of the same update.  Joints whose source is not itself a
+    mimic joint come first, in file order.
+
+    Raises:
+        UrdfError: the mimic tags form a cycle (``a`` mimics ``b``, ``b``
+            mimics ``a``, or a joint mimics itself); the message names the
+            joints of the cycle.
+    """
+    mimics: Dict[str, UrdfJoint] = {j.name: j for j in joints if j.mimic is not None}
+    order: List[UrdfJoint] = []
+    state: Dict[str, int] = {}           # 1 = on the current path, 2 = placed
+
+    for start in mimics:
+        path: List[str] = []
+        name: Optional[str] = start
+        # walk up the (single-parent) chain of sources until a placed or non-mimic joint
+        while name in mimics and state.get(name) != 2:
+            if state.get(name) == 1:
+                cycle = path[path.index(name):] + [name]
+                raise UrdfError("URDF mimic joints form a cycle: " + " -> ".join(
+                    f"{n!r}" for n in cycle) + " (each mimics the next)")
+            state[name] = 1
+            path.append(name)
+            name = mimics[name].mimic[0]
+        for n in reversed(path):         # sources first
+            state[n] = 2
+            order.append(mimics[n])
+    return order
