@@ -1,0 +1,100 @@
+"""GainCalibrator: least-squares gain on the contact term, on top of the tare (hand-derived cases).
+
+The sensor is a Punyo pressure sensor on a 0.1 m x 0.1 m flat square (A_base = 0.01 m^2, base
+normal +z, body at the world origin): a contact force (0, 0, -F) on the body raises the raw model
+by F / A = 100 F Pa.
+"""
+import numpy as np
+import pytest
+import torch
+
+from vsf_sensor_ros.sensor import (ContactState, GainCalibrator, PunyoDenseForceSensor, PunyoPressureSensor,
+                                   SimState)
+
+SQ_V = np.array([[0.0, 0.0, 0.0], [0.1, 0.0, 0.0], [0.1, 0.1, 0.0], [0.0, 0.1, 0.0]])
+SQ_F = np.array([[0, 1, 2], [0, 2, 3]])
+TARE = 1000.0
+
+
+def state(fz):
+    """Body 'punyo' at the origin; one contact pushing with (0, 0, fz) N, none when fz is None."""
+    T = {"punyo": torch.eye(4, dtype=torch.float64), "finger": torch.eye(4, dtype=torch.float64)}
+    if fz is None:
+        return SimState(T, {}, {})
+    c = ContactState(torch.tensor([[0.05, 0.05, 0.0]], dtype=torch.float64),
+                     torch.tensor([[0.0, 0.0, fz]], dtype=torch.float64))
+    return SimState(T, {}, {("punyo", "finger"): c})
+
+
+def tared_sensor():
+    s = PunyoPressureSensor("p", "punyo")
+    s.attach((SQ_V, SQ_F))
+    s.set_calibration({"tare": [TARE]})
+    return s
+
+
+def test_recovers_a_known_gain_from_synthetic_pairs():
+    s = tared_sensor()
+    forces = [float(f) for f in range(1, 13)]            # 1..12 N pressing into the base (-z)
+    states = [state(None)] * 5 + [state(-f) for f in forces]
+    # The real bubble shows 0.8 of the model's 100 F Pa, on top of the 1000 Pa offset.
+    obs = [TARE + 3.0] * 5 + [TARE + 0.8 * 100.0 * f for f in forces]
+    cal = GainCalibrator(min_samples=10)
+    used = cal.fit(s, states, obs)
+    assert used == 12                                      # contact samples only
+    assert s.get_calibration()["gain"] == pytest.approx([0.8], rel=1e-12)
+    assert s.get_calibration()["tare"] == pytest.approx([TARE])        # tare untouched
+    # The sensor applies it: 1000 + 0.8 * 100 * 5 = 1400 Pa; Jacobian -(0.8 / 0.01) n = (0, 0, -80).
+    assert float(s.predict(state(-5.0))[0]) == pytest.approx(1400.0, rel=1e-12)
+    J = s.measurement_force_jacobian(state(-5.0))[("punyo", "finger")]
+    assert J[0, 0].tolist() == pytest.approx([0.0, 0.0, -80.0])
+    assert cal.last_fit.rms_after == pytest.approx(0.0, abs=1e-9)
+    # before: residual 0.2 * 100 F, RMS over F = 1..12 -> 20 * sqrt(mean(F^2)) = 20 * sqrt(650 / 12)
+    assert cal.last_fit.rms_before == pytest.approx(20.0 * np.sqrt(650.0 / 12.0), rel=1e-12)
+
+
+def test_least_squares_with_noise_matches_the_closed_form():
+    s = tared_sensor()
+    forces = np.array([2.0, 4.0, 6.0, 8.0])
+    noise = np.array([5.0, -5.0, 5.0, -5.0])
+    obs = TARE + 50.0 * forces + noise                      # true gain 0.5, x = 100 F
+    cal = GainCalibrator(min_samples=4)
+    cal.fit(s, [state(-f) for f in forces], [{"p": o} for o in obs])
+    x = 100.0 * forces
+    # k = sum x (y - tare) / sum x^2 = (sum 5000 F^2 + sum 100 F noise) / (10^4 sum F^2)
+    k = (5000.0 * 120.0 + 100.0 * (10 - 20 + 30 - 40)) / (1e4 * 120.0)
+    assert s.get_calibration()["gain"][0] == pytest.approx(k, rel=1e-12)
+    assert np.allclose(k, (x @ (obs - TARE)) / (x @ x))
+
+
+def test_refuses_with_too_few_contact_samples_and_keeps_the_calibration():
+    s = tared_sensor()
+    states = [state(None)] * 10 + [state(-1.0)] * 5
+    obs = [TARE] * 10 + [TARE + 80.0] * 5
+    with pytest.raises(ValueError, match=r"5 contact samples of 15; at least 10"):
+        GainCalibrator(min_samples=10).fit(s, states, obs)
+    assert "gain" not in s.get_calibration()
+    assert float(s.predict(state(-1.0))[0]) == pytest.approx(TARE + 100.0)
+
+
+def test_refuses_an_ill_conditioned_fit():
+    s = tared_sensor()
+    forces = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    # the measured change ignores the load: alternating +-300 Pa around the tare
+    obs = [TARE + (300.0 if i % 2 else -300.0) + 1.0 for i in range(len(forces))]
+    with pytest.raises(ValueError, match="not positive|ill-conditioned"):
+        GainCalibrator(min_samples=4).fit(s, [state(-f) for f in forces], obs)
+    obs = [TARE + 100.0 * f * 0.5 + (120.0 if i % 2 else -120.0) for i, f in enumerate(forces)]
+    with pytest.raises(ValueError, match="ill-conditioned fit over 6 contact samples"):
+        GainCalibrator(min_samples=4, max_relative_error=0.05).fit(s, [state(-f) for f in forces], obs)
+    assert s.get_calibration() == {"tare": pytest.approx(np.array([TARE]))}
+
+
+def test_compatibility_and_bad_gain_values():
+    assert GainCalibrator().compatible(tared_sensor())
+    assert not GainCalibrator().compatible(PunyoDenseForceSensor("f", "punyo"))
+    s = tared_sensor()
+    with pytest.raises(ValueError, match="'gain' must be > 0"):
+        s.set_calibration({"tare": [0.0], "gain": [0.0]})
+    with pytest.raises(ValueError, match="min_samples"):
+        GainCalibrator(min_samples=1)
