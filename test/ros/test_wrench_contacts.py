@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from vsf_sensor_ros.ros.wrench_contacts import (BiasTare, ForceBuffer, WrenchContactConfig, WrenchContactSource,
+from vsf_sensor_ros.ros.wrench_contacts import (BiasTare, ForceBuffer, WrenchContactConfig,
+                                                WrenchContactSource,
                                                 wrench_contact)
 from vsf_sensor_ros.world import World
 

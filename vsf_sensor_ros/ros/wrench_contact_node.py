@@ -65,7 +65,8 @@ class WrenchContactNode(Node):
         self.body_names = [n for n in p["contact_body_names"] if n]
         for key in ("body", "other_body"):
             if p[key] not in self.body_names:
-                raise ValueError(f"parameter '{key}' = {p[key]!r} is not in contact_body_names {self.body_names}")
+                raise ValueError(f"parameter '{key}' = {p[key]!r} is not in contact_body_names "
+                                 f"{self.body_names}")
         cfg = WrenchContactConfig(
             body=p["body"], other_body=p["other_body"], body_parent=p["body_parent"],
             body_transform=np.asarray(p["body_transform"], dtype=float).reshape(4, 4),

@@ -82,7 +82,8 @@ def wrench_contact(force: Sequence[float], R_world_frame: np.ndarray, T_world_bo
         return None
     T = np.asarray(T_world_body, dtype=np.float64)
     p = T[:3, :3] @ np.asarray(point_body, dtype=np.float64).reshape(3) + T[:3, 3]
-    return ContactState(torch.from_numpy(p.reshape(1, 3).copy()), torch.from_numpy(f_world.reshape(1, 3).copy()))
+    return ContactState(torch.from_numpy(p.reshape(1, 3).copy()),
+                        torch.from_numpy(f_world.reshape(1, 3).copy()))
 
 
 class BiasTare:

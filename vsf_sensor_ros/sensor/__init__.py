@@ -14,6 +14,7 @@ __all__ = [
     "ContactSensor", "ContactSensorInterface", "CsProperties", "CsSensorReading", "IsaacContactSensor",
     "BaseCalibrator", "BaseSensor", "ContactState", "SimState", "SparseJacobian",
     "ClosestTriangleQuery", "ClosestTriangleResult", "PunyoDenseForceSensor", "PunyoPressureSensor",
-    "GainCalibrator", "GainFit", "TareCalibrator", "TareSimulator", "calibration_from_config", "projected_area", "register_sensor_type",
-    "rigid_transform", "sensor_class", "sensor_from_config", "triangle_mesh_of",
+    "GainCalibrator", "GainFit", "TareCalibrator", "TareSimulator", "calibration_from_config",
+    "projected_area", "register_sensor_type", "rigid_transform", "sensor_class", "sensor_from_config",
+    "triangle_mesh_of",
 ]

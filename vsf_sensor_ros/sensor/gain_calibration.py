@@ -89,7 +89,8 @@ class GainCalibrator(BaseCalibrator):
             raise ValueError(f"GainCalibrator: min_samples must be an integer >= 2, got {min_samples!r}")
         if not (isinstance(min_excitation, (int, float)) and math.isfinite(min_excitation)
                 and min_excitation >= 0):
-            raise ValueError(f"GainCalibrator: min_excitation must be finite and >= 0, got {min_excitation!r}")
+            raise ValueError(f"GainCalibrator: min_excitation must be finite and >= 0, "
+                             f"got {min_excitation!r}")
         if not (isinstance(max_relative_error, (int, float)) and max_relative_error > 0):
             raise ValueError(f"GainCalibrator: max_relative_error must be > 0, got {max_relative_error!r}")
         self.min_samples = int(min_samples)
@@ -114,7 +115,8 @@ class GainCalibrator(BaseCalibrator):
         """
         n = len(observation_sequence)
         if len(command_sequence) < n:
-            raise ValueError(f"GainCalibrator: {n} observations need {n} commands, got {len(command_sequence)}")
+            raise ValueError(f"GainCalibrator: {n} observations need {n} commands, "
+                             f"got {len(command_sequence)}")
         states: List[SimState] = []
         for i in range(n):
             sim.step(command_sequence[i], dt=0.1)
@@ -198,8 +200,8 @@ class GainCalibrator(BaseCalibrator):
         bad = fitted & ~(np.isfinite(gain) & (gain > 0))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"GainCalibrator: sensor {name!r}: fitted gain {gain[i]:.4g} for entry {i} is not "
-                             "positive: the measured change does not follow the predicted one")
+            raise ValueError(f"GainCalibrator: sensor {name!r}: fitted gain {gain[i]:.4g} for entry {i} "
+                             "is not positive: the measured change does not follow the predicted one")
         r = y - x * gain
         if self.per_measurement:
             ssr = (r ** 2).sum(axis=0)
@@ -209,8 +211,8 @@ class GainCalibrator(BaseCalibrator):
         rel[fitted] = np.sqrt(ssr[fitted] / max(dof, 1) / sxx[fitted]) / gain[fitted]
         worst = float(np.nanmax(rel))
         if worst > self.max_relative_error:
-            raise ValueError(f"GainCalibrator: sensor {name!r}: ill-conditioned fit over {n} contact samples, "
-                             f"relative standard error of the gain {worst:.3g} > max_relative_error="
+            raise ValueError(f"GainCalibrator: sensor {name!r}: ill-conditioned fit over {n} contact "
+                             f"samples, relative standard error of the gain {worst:.3g} > max_relative_error="
                              f"{self.max_relative_error:g}")
         rms_before = float(np.sqrt(((y - x)[:, fitted] ** 2).mean()))
         rms_after = float(np.sqrt((r[:, fitted] ** 2).mean()))
