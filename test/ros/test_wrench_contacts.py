@@ -109,3 +109,16 @@ def test_deadband_and_pure_function():
     b.add(1.0, [1, 1, 1], "a")
     b.add(0.0, [0, 0, 0], "a")                                 # out of order: kept sorted
     assert b.at(0.25)[0] == pytest.approx([0.25] * 3) and b.at(1.5) is None
+
+
+def test_shipped_config_lists_every_parameter_with_the_ur5e_mount():
+    import yaml
+
+    from vsf_sensor_ros.apps.ur5e import punyo_apex_local, punyo_mount_transform
+    from vsf_sensor_ros.ros.wrench_contact_node import DEFAULTS
+    root = __import__("pathlib").Path(__file__).resolve().parents[2]
+    params = yaml.safe_load((root / "config" / "wrench_contact_node.yaml").read_text())[
+        "wrench_contact_node"]["ros__parameters"]
+    assert set(params) == set(DEFAULTS)
+    assert np.allclose(np.reshape(params["body_transform"], (4, 4)), punyo_mount_transform())
+    assert np.allclose(params["contact_point"], punyo_apex_local())
