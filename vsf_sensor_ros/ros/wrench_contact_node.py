@@ -53,9 +53,11 @@ DEFAULTS = {
 class WrenchContactNode(Node):
     """Wiring only: parameters → :class:`WrenchContactSource`; messages in, clouds out."""
 
-    def __init__(self) -> None:
-        """Raises ValueError / FileNotFoundError on a configuration error (named)."""
-        super().__init__("wrench_contact_node")
+    def __init__(self, **kwargs: Any) -> None:
+        """``kwargs`` go to ``rclpy.node.Node`` (e.g. ``context``, ``parameter_overrides``).
+
+        Raises ValueError / FileNotFoundError on a configuration error (named)."""
+        super().__init__("wrench_contact_node", **kwargs)
         p = {k: self.declare_parameter(k, v).value for k, v in DEFAULTS.items()}
         self.p = p
         urdf = p["robot_description"] or p["robot_description_path"]
