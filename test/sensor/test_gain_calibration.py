@@ -98,3 +98,31 @@ def test_compatibility_and_bad_gain_values():
         s.set_calibration({"tare": [0.0], "gain": [0.0]})
     with pytest.raises(ValueError, match="min_samples"):
         GainCalibrator(min_samples=1)
+
+
+def test_a_re_tare_keeps_the_gain():
+    from vsf_sensor_ros.sensor import TareCalibrator
+
+    class Replay:
+        """Steps through recorded contact-free states; measurements are the sensor's own."""
+
+        def __init__(self, states, sensor):
+            self.states, self.sensor, self.i = states, sensor, -1
+
+        def step(self, command, dt):
+            self.i += 1
+
+        def state(self):
+            return self.states[self.i]
+
+        def measurements(self):
+            return {"p": self.sensor.predict(self.states[self.i])}
+
+    s = tared_sensor()
+    s.set_calibration({"tare": [TARE], "gain": [0.8]})
+    obs = [{"p": 1010.0}, {"p": 1012.0}, {"p": 1014.0}]
+    used = TareCalibrator(num_samples=3).calibrate(s, Replay([state(None)] * 3, s), [None] * 3, obs)
+    assert used == 3
+    cal = s.get_calibration()
+    assert cal["tare"] == pytest.approx([1012.0]) and cal["gain"] == pytest.approx([0.8])
+    assert float(s.predict(state(-1.0))[0]) == pytest.approx(1012.0 + 80.0)
