@@ -12,14 +12,16 @@ dense force.  The session:
    into ``--out``;
 2. starts ``sensor_node`` (a ``PunyoPressureSensor`` and a ``PunyoDenseForceSensor`` on the
    bubble) and ``wrench_contact_node`` (one contact at the bubble apex carrying the recorded
-   force, bias from the first contact-free frames, ``time_shift`` = the F/T lag);
+   force, ``time_shift`` = the F/T lag), and warms the chain up with restamped copies of the first
+   frame until a residual comes back;
 3. publishes, frame by frame at the recorded pace / ``--speed``: the wrench
    (``wrench``, ``geometry_msgs/WrenchStamped``, frame ``base``), ``joint_states``, the pressure
    as the real Punyo driver does (``punyo/pressure``, ``std_msgs/Float32``, hPa, no header) and
    the same value in SI for the node's measured input (``punyo_pressure/measured``,
    ``sensor_msgs/FluidPressure``, Pa, stamped with the frame time);
-4. tares the pressure sensor (``punyo_pressure/tare``) on the contact-free start, records every
-   topic to ``run.mcap``, and writes ``summary.json`` and ``pressure_real.png``.
+4. three frames before the poke, tares the wrench bias (``/wrench_contact_node/tare``: the last
+   contact-free wrenches) and the pressure sensor (``punyo_pressure/tare``), records every topic
+   to ``run.mcap``, and writes ``summary.json`` and ``pressure_real.png``.
 
 The pressure analysis reads the recorded ``punyo_pressure/predicted`` and the recorded Float32
 hPa stream (k-th Float32 ↔ k-th ``joint_states``: they are published together, one per frame,
@@ -57,6 +59,9 @@ MAX_BIAS_SAMPLES = 30
 TARE_SAMPLES = 10
 MAX_LAG_FRAMES = 6
 STARTUP_TIMEOUT_S = 60.0
+PREDICT_WAIT_S = 60.0
+WARMUP_LEAD_S = 100.0         # warm-up frames are stamped this long before the recording
+WARMUP_STEP_S = 0.05
 HPA_TO_PA = 100.0
 
 
@@ -216,7 +221,7 @@ def wrench_node_args(urdf: Path, time_shift: float, bias_samples: int) -> List[s
             "-p", f"body_transform:={arr(punyo_mount_transform())}",
             "-p", f"contact_point:={arr(punyo_apex_local())}", "-p", "force_sign:=1.0",
             "-p", f"time_shift:={time_shift!r}", "-p", f"bias_samples:={bias_samples}",
-            "-p", "bias_on_start:=true", "-p", f"min_force:={MIN_FORCE_N!r}", "-p", "qos_depth:=500"]
+            "-p", "bias_on_start:=false", "-p", f"min_force:={MIN_FORCE_N!r}", "-p", "qos_depth:=500"]
 
 
 # -- the live session ----------------------------------------------------------------------------
@@ -255,7 +260,7 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
     from std_srvs.srv import Trigger
 
     from vsf_sensor_ros.apps.processes import ManagedProcess
-    from vsf_sensor_ros.apps.recorder import TopicRecorder
+    from vsf_sensor_ros.apps.recorder import TopicRecorder, header_stamp_ns
     from vsf_sensor_ros.apps.ur5e import UR5E_JOINTS
     from vsf_sensor_ros.ros.outputs import ns_to_stamp
 
@@ -282,6 +287,7 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
     pub_hpa = node.create_publisher(Float32, PRESSURE_TOPIC, qos)
     pub_pa = node.create_publisher(FluidPressure, f"{PRESSURE_SENSOR}/measured", qos)
     tare_client = node.create_client(Trigger, f"/{PRESSURE_SENSOR}/tare")
+    bias_client = node.create_client(Trigger, "/wrench_contact_node/tare")
     save_client = node.create_client(Trigger, "/save_calibration")
 
     def check(stage: str) -> None:
@@ -304,6 +310,32 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
             check(stage)
         return future.result() if future.done() else None
 
+    first_ns = int(round(rec.t[0] * 1e9))
+
+    def recorded_frames(topic: str) -> int:
+        """Messages on ``topic`` stamped at or after the recording's start (warm-up excluded)."""
+        log = recorder.logs.get(topic)
+        return 0 if log is None else sum(1 for d in log.data if header_stamp_ns(d) >= first_ns)
+
+    def publish(k: int, t: float, with_hpa: bool) -> None:
+        """Frame ``k`` stamped ``t``: wrench, joint state, pressure (Pa, stamped; hPa as the driver)."""
+        stamp = ns_to_stamp(int(round(t * 1e9)))
+        w = WrenchStamped()
+        w.header.stamp, w.header.frame_id = stamp, WRENCH_FRAME
+        (w.wrench.force.x, w.wrench.force.y, w.wrench.force.z,
+         w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z) = map(float, rec.wrench[k])
+        pub_w.publish(w)
+        js = JointState()
+        js.header.stamp, js.header.frame_id = stamp, ""
+        js.name, js.position = list(UR5E_JOINTS), [float(v) for v in rec.q[k]]
+        pub_js.publish(js)
+        fp = FluidPressure()
+        fp.header.stamp, fp.header.frame_id = stamp, "punyo"
+        fp.fluid_pressure, fp.variance = float(rec.pressure_pa[k]), 0.0
+        pub_pa.publish(fp)
+        if with_hpa:
+            pub_hpa.publish(Float32(data=float(rec.pressure_pa[k] / HPA_TO_PA)))
+
     tare_msg, tare_ok, offset = "not called", False, None
     try:
         node_proc.start()
@@ -314,7 +346,7 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
             recorder.refresh()
             spin_for(0.1)
             check("starting")
-            ready = tare_client.service_is_ready() and all(
+            ready = tare_client.service_is_ready() and bias_client.service_is_ready() and all(
                 node.count_subscribers(t) >= n for t, n in needs.items() if t != "/contacts")
             contacts_ready = node.count_subscribers("/contacts") >= 2
             if ready and contacts_ready:
@@ -325,16 +357,42 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
         recorder.refresh()
         spin_for(0.5)
         recorder.refresh()
-        say(f"nodes ready after {time.monotonic() - t0:.1f} s; replaying {len(rec)} frames "
-            f"({rec.t[-1] - rec.t[0]:.2f} s) at speed {speed:g}")
+        # Warm-up: the recording's first frame, restamped before it, until the whole chain answers
+        # (replay -> wrench node -> sensor node, and the measured input: a residual comes back).
+        # The graph can list a subscriber before the publishing process has matched it, and a
+        # message sent before that is lost; the node's first prediction also compiles its kernels.
+        warm, residuals = 0, f"/{PRESSURE_SENSOR}/residual"
+        while not len(recorder.logs.get(residuals, ())):
+            publish(0, rec.t[0] - WARMUP_LEAD_S + WARMUP_STEP_S * warm, with_hpa=False)
+            warm += 1
+            spin_for(WARMUP_STEP_S)
+            recorder.refresh()
+            check("warming up")
+            if warm * WARMUP_STEP_S > PREDICT_WAIT_S or warm * WARMUP_STEP_S >= WARMUP_LEAD_S - 1.0:
+                raise ReplayError(f"no residual from the sensor node after {warm} warm-up frames:\n"
+                                  f"{node_proc.tail()}\n{wrench_proc.tail()}")
+        say(f"nodes ready after {time.monotonic() - t0:.1f} s ({warm} warm-up frames); replaying {len(rec)} "
+            f"frames ({rec.t[-1] - rec.t[0]:.2f} s) at speed {speed:g}")
         start = time.monotonic()
         for k in range(len(rec)):
             if k == tare_frame:
-                spin_for(0.5)                         # let the node predict the frames so far
+                # the wrench bias from the last contact-free wrenches, then the pressure tare once the
+                # node has predicted every cloud so far
+                resp = call(bias_client, "taring the wrench bias")
+                say(f"wrench bias before frame {k}: " + ("no answer" if resp is None else resp.message))
+                end = time.monotonic() + PREDICT_WAIT_S
+                while time.monotonic() < end and (recorded_frames(f"/{PRESSURE_SENSOR}/predicted")
+                                                  < recorded_frames("/contacts")):
+                    spin_for(0.05)
+                    check("waiting for the predictions before the tare")
+                spin_for(0.2)
                 resp = call(tare_client, "taring")
                 tare_msg = "no answer" if resp is None else resp.message
                 tare_ok = resp is not None and resp.success
-                say(f"tare before frame {k}: {'ok' if tare_ok else 'FAILED'}: {tare_msg}")
+                watched = ("/contacts", f"/{PRESSURE_SENSOR}/predicted", f"/{PRESSURE_SENSOR}/measured")
+                seen = {t: recorded_frames(t) for t in watched}
+                say(f"tare before frame {k} (recorded so far: {seen}): {'ok' if tare_ok else 'FAILED'}: "
+                    f"{tare_msg}")
                 if tare_ok:
                     saved = call(save_client, "saving the calibration")
                     offset = _offset_from(out / "calibration.yaml", tare_msg) if saved is not None else None
@@ -342,21 +400,7 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
             due = start + (rec.t[k] - rec.t[0]) / speed
             while time.monotonic() < due:
                 executor.spin_once(timeout_sec=max(0.0, min(0.005, due - time.monotonic())))
-            stamp = ns_to_stamp(int(round(rec.t[k] * 1e9)))
-            w = WrenchStamped()
-            w.header.stamp, w.header.frame_id = stamp, WRENCH_FRAME
-            (w.wrench.force.x, w.wrench.force.y, w.wrench.force.z,
-             w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z) = map(float, rec.wrench[k])
-            pub_w.publish(w)
-            js = JointState()
-            js.header.stamp, js.header.frame_id = stamp, ""
-            js.name, js.position = list(UR5E_JOINTS), [float(v) for v in rec.q[k]]
-            pub_js.publish(js)
-            fp = FluidPressure()
-            fp.header.stamp, fp.header.frame_id = stamp, "punyo"
-            fp.fluid_pressure, fp.variance = float(rec.pressure_pa[k]), 0.0
-            pub_pa.publish(fp)
-            pub_hpa.publish(Float32(data=float(rec.pressure_pa[k] / HPA_TO_PA)))
+            publish(k, rec.t[k], with_hpa=True)
             check("replaying")
         # drain: predictions of the last frames
         last, quiet = -1, 0
@@ -410,11 +454,13 @@ def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any]
 
     if session.tare_offset_pa is None:
         raise ReplayError(f"the pressure tare failed: {session.tare_message}")
-    js = log("/joint_states").decode()
+    frame_of = {int(round(rec.t[k] * 1e9)): k for k in range(len(rec))}
+    # warm-up joint states (stamped before the recording, no Float32 with them) are left out
+    js = [m for m in log("/joint_states").decode()
+          if m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec in frame_of]
     hpa = [m.data for m in log(f"/{PRESSURE_TOPIC}").decode()]
     if len(hpa) != len(js):
-        raise ReplayError(f"{len(hpa)} Float32 pressures but {len(js)} joint states recorded")
-    frame_of = {int(round(rec.t[k] * 1e9)): k for k in range(len(rec))}
+        raise ReplayError(f"{len(hpa)} Float32 pressures but {len(js)} joint states of recorded frames")
     meas = np.full(len(rec), np.nan)
     for m, p in zip(js, hpa):
         k = frame_of.get(m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec)
@@ -591,8 +637,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     for name in ("run.mcap", "metadata.yaml", "summary.json", "pressure_real.png", "calibration.yaml"):
         (out / name).unlink(missing_ok=True)
-    print(f"recording: {len(rec)} frames, poke from frame {onset}; wrench bias from the first "
-          f"{bias_samples}; "
+    print(f"recording: {len(rec)} frames, poke from frame {onset}; wrench bias from the last "
+          f"{bias_samples} before frame {onset - 3}; "
           f"F/T lag {lag * 1000:.0f} ms" + (f" ({shift} frames, estimated)" if shift is not None else ""))
 
     def on_sigterm(signum: int, frame: Any) -> None:
