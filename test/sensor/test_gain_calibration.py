@@ -92,7 +92,7 @@ def test_refuses_an_ill_conditioned_fit():
 
 def test_compatibility_and_bad_gain_values():
     assert GainCalibrator().compatible(tared_sensor())
-    assert not GainCalibrator().compatible(PunyoDenseForceSensor("f", "punyo"))
+    assert GainCalibrator().compatible(PunyoDenseForceSensor("f", "punyo"))
     s = tared_sensor()
     with pytest.raises(ValueError, match="'gain' must be > 0"):
         s.set_calibration({"tare": [0.0], "gain": [0.0]})
@@ -126,3 +126,40 @@ def test_a_re_tare_keeps_the_gain():
     cal = s.get_calibration()
     assert cal["tare"] == pytest.approx([1012.0]) and cal["gain"] == pytest.approx([0.8])
     assert float(s.predict(state(-1.0))[0]) == pytest.approx(1012.0 + 80.0)
+
+
+def test_dense_force_gain_shared_and_per_entry():
+    # Per-vertex contacts (elems1) on the square: vertex 1 gets (0, 0, -F) -> entries p1_z = -F.
+    def vstate(f1, f2):
+        c = ContactState(torch.tensor([[0.1, 0.0, 0.0], [0.1, 0.1, 0.0]], dtype=torch.float64),
+                         torch.tensor([[0.0, 0.0, -f1], [0.0, 0.0, -f2]], dtype=torch.float64),
+                         elems1=torch.tensor([1, 2]))
+        eye = torch.eye(4, dtype=torch.float64)
+        return SimState({"punyo": eye, "finger": eye}, {}, {("punyo", "finger"): c})
+
+    def obs(f1, f2, g1, g2):                        # the real field: vertex 1 at gain g1, vertex 2 at g2
+        o = np.zeros(12)
+        o[5], o[8] = -g1 * f1, -g2 * f2            # p1_z = 3*1+2, p2_z = 3*2+2
+        return o
+
+    loads = [(1.0, 2.0), (2.0, 1.0), (3.0, 3.0), (4.0, 2.0)]
+    s = PunyoDenseForceSensor("f", "punyo")
+    s.attach((SQ_V, SQ_F))
+    assert GainCalibrator().compatible(s)
+    states = [vstate(a, b) for a, b in loads]
+    # shared gain, both vertices at 0.5: k = 0.5 on every entry
+    GainCalibrator(min_samples=4).fit(s, states, [obs(a, b, 0.5, 0.5) for a, b in loads])
+    assert s.get_calibration()["gain"] == pytest.approx(np.full(12, 0.5))
+    # per entry, vertex 1 at 0.5 and vertex 2 at 0.9; unexcited entries keep their previous gain
+    per_entry = GainCalibrator(min_samples=4, per_measurement=True)
+    per_entry.fit(s, states, [obs(a, b, 0.5, 0.9) for a, b in loads])
+    g = s.get_calibration()["gain"]
+    assert g[5] == pytest.approx(0.5) and g[8] == pytest.approx(0.9)
+    assert np.delete(g, [5, 8]) == pytest.approx(np.full(10, 0.5))        # from the shared fit
+    s.set_calibration({})
+    per_entry.fit(s, states, [obs(a, b, 0.5, 0.9) for a, b in loads])
+    assert np.delete(s.get_calibration()["gain"], [5, 8]) == pytest.approx(np.ones(10))   # default 1
+    assert s.predict(vstate(2.0, 2.0)).numpy()[[5, 8]] == pytest.approx([-1.0, -1.8])
+    J = s.sparse_force_jacobian(vstate(2.0, 2.0)).to_dense().numpy()
+    assert J[5, 2] == pytest.approx(0.5) and J[8, 5] == pytest.approx(0.9)   # d p1_z/d f1_z, d p2_z/d f2_z
+    assert s.predict_torch(vstate(2.0, 2.0)).detach().numpy()[[5, 8]] == pytest.approx([-1.0, -1.8])
