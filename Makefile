@@ -9,7 +9,7 @@ STAMP := $(VENV)/.vsf_sensor_ros-installed
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export ROS_LOCALHOST_ONLY ?= 1
 
-.PHONY: venv test demo demo-kinova bench lint clean
+.PHONY: venv test demo demo-kinova demo-real bench lint clean
 
 venv: $(STAMP)
 
@@ -32,6 +32,9 @@ demo: venv
 
 demo-kinova: venv
 	$(PY) -m vsf_sensor_ros.apps.demo --world kinova --out demo_out/kinova
+
+demo-real: venv
+	$(PY) -m vsf_sensor_ros.apps.replay --recording ../shared/fixtures/punyo_poke_ur5e/data.json --out demo_out/real
 
 bench: venv
 	$(PY) -m benchmarks.run

@@ -43,6 +43,8 @@ setup(
             "sensor_node = vsf_sensor_ros.ros.sensor_node:main",
             "contact_sim_node = vsf_sensor_ros.apps.contact_sim_node:main",
             "vsf_demo = vsf_sensor_ros.apps.demo:main",
+            "wrench_contact_node = vsf_sensor_ros.ros.wrench_contact_node:main",
+            "vsf_replay = vsf_sensor_ros.apps.replay:main",
         ],
     },
 )

@@ -24,7 +24,7 @@ measurement says otherwise.)  Hence the force on ``body1`` by ``body2`` is
 from __future__ import annotations
 
 import itertools
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import klampt
 import numpy as np
@@ -58,6 +58,41 @@ def contacts_between(sim: klampt.Simulator, id1: int, id2: int) -> Tuple[np.ndar
     # getContactForces(a, b) is the force on b by a (module doc): negate for the force on a.
     frc = -np.asarray(sim.getContactForces(id1, id2), dtype=np.float64).reshape(-1, 3)
     return pts, frc
+
+
+def add_klampt_contact_sensor(sim: klampt.Simulator, robot_index: int, name: str, link_index: int,
+                              settings: Mapping[str, str]) -> klampt.SimRobotSensor:
+    """Klampt's own C++ ``ContactSensor`` on a robot link, simulated in ``sim``'s ODE world.
+
+    It reads the ODE contact feedback of the link itself (Klampt ``ForceSensors.cpp``), an
+    implementation independent of this package's ``ContactSensor`` model.  It sees the contacts
+    of the pairs whose contact feedback is enabled (``sim.enableContactFeedback``).
+
+    Args:
+        sim: the simulator.
+        robot_index: the robot's index in the world.
+        name: sensor name.
+        link_index: the link's index in the robot.
+        settings: Klampt-formatted settings (as :meth:`ContactSensor.settings` gives them, e.g.
+            ``Tsensor``, ``patchMin``); a value equal to Klampt's current one is not set (Klampt
+            cannot parse ``inf``, its default ``fSaturation``).
+
+    Returns:
+        The ``SimRobotSensor``; ``getMeasurements()`` after each simulate.
+
+    Raises:
+        ValueError: Klampt rejects a setting (named).
+    """
+    sensor = sim.controller(robot_index).addSensor(name, "ContactSensor")
+    sensor.setSetting("link", str(int(link_index)))
+    for key, value in settings.items():
+        if key == "link" or sensor.getSetting(key) == value:
+            continue
+        try:
+            sensor.setSetting(key, value)
+        except RuntimeError as exc:
+            raise ValueError(f"Klampt ContactSensor {name!r} rejects {key} = {value!r}: {exc}") from None
+    return sensor
 
 
 class ContactSimulation:
@@ -201,6 +236,47 @@ class ContactSimulation:
         """:meth:`contact_arrays` as ``ContactState`` objects (no element indices)."""
         return {k: ContactState(torch.from_numpy(p).to(dtype), torch.from_numpy(f).to(dtype))
                 for k, (p, f) in self.contact_arrays().items()}
+
+    def add_klampt_contact_sensor(self, name: str, link: str, settings: Mapping[str, str]) -> None:
+        """Add Klampt's own ``ContactSensor`` on ``link`` (see :func:`add_klampt_contact_sensor`).
+
+        Raises:
+            ValueError: ``link`` is not a robot link of the scene, or a setting is rejected.
+        """
+        if link not in self.scene.link_names:
+            raise ValueError(f"Klampt ContactSensor {name!r}: {link!r} is not a robot link; "
+                             f"links: {self.scene.link_names}")
+        index = self.scene.robot.link(link).getIndex()
+        self._klampt_sensors = getattr(self, "_klampt_sensors", {})
+        self._klampt_sensors[name] = add_klampt_contact_sensor(self.sim, 0, name, index, settings)
+
+    def klampt_sensor_names(self, name: str) -> List[str]:
+        """Measurement names of an added Klampt sensor (Klampt's ``measurementNames``)."""
+        return list(self._klampt_sensors[name].measurementNames())
+
+    def klampt_sensor_reading(self, name: str) -> np.ndarray:
+        """The Klampt sensor's measurements after the last step, float64 ``(#meas,)``.
+
+        Raises:
+            KeyError: no such sensor was added.
+        """
+        return np.asarray(self._klampt_sensors[name].getMeasurements(), dtype=np.float64)
+
+    def summed_contact_force(self, body1: str, body2: str) -> np.ndarray:
+        """The simulator's own sum of the contact forces between two bodies, ``(3,)`` N, world.
+
+        Klampt's ``contactForce`` (summed inside the simulator, not from the contact list
+        :meth:`contacts` reads); its sign does not depend on the argument order, so only its
+        magnitude is meaningful (a load cell's reading).
+
+        Raises:
+            ValueError: a body without a simulated pair.
+        """
+        for a, b, ia, ib in self._pairs:
+            if {a, b} == {body1, body2}:
+                return np.asarray(self.sim.contactForce(ia, ib), dtype=np.float64)
+        raise ValueError(f"no simulated contact pair ({body1!r}, {body2!r}); pairs: "
+                         f"{[(a, b) for a, b, _, _ in self._pairs]}")
 
     def joint_positions(self) -> np.ndarray:
         """``(J,)`` float64 joint positions (rad or m) in ``scene.joint_names`` order."""

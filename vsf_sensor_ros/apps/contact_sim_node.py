@@ -22,7 +22,12 @@ at ``sim_dt``; one message each per step, in this order):
   touching pair of ``contact_body_names`` in *both* orders, force applied to
   body1 by body2 (world frame, N); an empty cloud when nothing touches.
 * ``<s>/measured`` per name in ``sensors`` -- the stand-in reading
-  (:mod:`vsf_sensor_ros.apps.sim_sensors`), encoded with
+  (:mod:`vsf_sensor_ros.apps.sim_sensors`): with ``measured_source:
+  independent`` (default) the Klampt pad comes from Klampt's own C++
+  ``ContactSensor`` in the same ODE world and the load cell from the
+  simulator's summed bubble-object contact force; the Punyo pressure and
+  dense force remain *synthetic* (the package's model on the simulator's
+  contacts); each plus its offset and noise; encoded with
   :func:`vsf_sensor_ros.ros.outputs.encode_vector`: pressure ->
   ``sensor_msgs/FluidPressure``, dense force -> ``sensor_msgs/PointCloud2``
   (``x y z fx fy fz`` per vertex), Klampt contact sensor and Isaac load ->
@@ -71,7 +76,7 @@ from vsf_sensor_ros.ros.outputs import KIND_MESSAGES, encode_vector, make_header
 from vsf_sensor_ros.world import xyz_quat_from_transform
 
 from .contact_sim import ContactSimulation
-from .sim_sensors import DEMO_SENSORS, MeasuredStream, demo_sensor_specs
+from .sim_sensors import DEMO_SENSORS, MeasuredStream, demo_sensor_specs, independent_source
 from .sim_world import BUBBLE, OBJECT, TABLE, WORLDS, build_scene, load_assets
 from .trajectory import PressProfile, PressTrajectory, bubble_tip
 
@@ -114,6 +119,10 @@ PARAMS: Dict[str, tuple] = {
                            "(body1/body2); configure the sensor node with the same list", True, None),
     "sensors": (list(DEMO_SENSORS), "demo sensors whose <s>/measured stream is published; subset of "
                 + ", ".join(DEMO_SENSORS), True, None),
+    "measured_source": ("independent", "where <s>/measured comes from: independent (Klampt's own "
+                        "ContactSensor for the pad, the simulator's summed contact force for the load "
+                        "cell; the Punyo streams stay synthetic) | model (every stream from the package's "
+                        "models: synthetic)", True, None),
     "world_frame": ("world", "frame of contacts and poses (REP 103)", True, None),
     "start_delay_s": (0.5, "wall seconds to wait before the first step (lets subscribers connect)", True,
                       (0.0, 3600.0)),
@@ -165,6 +174,9 @@ class ContactSimNode(Node):
         if unknown or len(set(self.p["sensors"])) != len(self.p["sensors"]):
             raise ValueError(f"sensors must be distinct names from {list(DEMO_SENSORS)}, "
                              f"got {self.p['sensors']}")
+        if self.p["measured_source"] not in ("independent", "model"):
+            raise ValueError(f"measured_source must be 'independent' or 'model', "
+                             f"got {self.p['measured_source']!r}")
         if self.p["world"] not in WORLDS:
             raise ValueError(f"world must be one of {list(WORLDS)}, got {self.p['world']!r}")
         self.add_on_set_parameters_callback(self._on_set)
@@ -208,6 +220,8 @@ class ContactSimNode(Node):
             att = spec.config["attachment"]
             model = scene.robot.link(att) if att in scene.link_names else scene.world.rigidObject(att)
             stream = MeasuredStream(spec, model, int(self.p["seed"]), i)
+            if self.p["measured_source"] == "independent":
+                stream.source = independent_source(spec, self.sim, stream.sensor)
             dense = spec.config["type"] == "PunyoDenseForceSensor"
             verts = np.asarray(assets.bubble_mesh.vertices) if dense else None
             layout = sensor_layout(spec.config["type"], att, stream.names, stream.sensor.measurement_errors(),
@@ -215,6 +229,10 @@ class ContactSimNode(Node):
             stream.slots = layout.slots  # the entries the message carries get offset and noise
             self.streams.append(stream)
             self._layouts.append(layout)
+        synthetic = [s.spec.name for s in self.streams if s.synthetic]
+        self.get_logger().info(
+            f"measured streams: independent {[s.spec.name for s in self.streams if not s.synthetic]}, "
+            f"synthetic (the package's own model + offset + noise) {synthetic}")
 
         # -- publishers
         reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,

@@ -1,12 +1,19 @@
 """Demo sensors of the simulated session and their stand-in "measured" streams (no ROS).
 
 The contact simulator plays the real gripper too: for each demo sensor it
-publishes ``<s>/measured``, the sensor's physical quantity computed by the
-library model from the simulator's own contacts, plus a constant offset (a
-real Punyo reads *absolute* pressure, ~101325 Pa at rest; load cells and
-pads have small zero offsets) plus Gaussian noise from a fixed seed.  A tare
-on the contact-free start recovers the offset; the residual after it is the
-noise.
+publishes ``<s>/measured``, the sensor's physical quantity plus a constant
+offset (a real Punyo reads *absolute* pressure, ~101325 Pa at rest; load
+cells and pads have small zero offsets) plus Gaussian noise from a fixed
+seed.  A tare on the contact-free start recovers the offset.
+
+Where an implementation independent of the package's models exists, the
+physical quantity comes from it (:func:`independent_source`): the Klampt pad
+from Klampt's own C++ ``ContactSensor`` simulated in the same ODE world, the
+load cell from the contact force the simulator sums itself.  Otherwise
+(Punyo pressure and dense force: nothing but the model exists) it is the
+library model on the simulator's contacts, and the stream is **synthetic**
+(:attr:`MeasuredStream.synthetic`): its agreement with the prediction holds
+by construction, up to the noise.
 
 :func:`demo_sensor_specs` is the single source of the demo sensor set for a
 scene: the simulator uses it for the measured streams and a demo can turn it
@@ -16,7 +23,7 @@ sides model the same sensors.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -123,8 +130,52 @@ def sensor_node_sensor_params(specs: Sequence[DemoSensorSpec]) -> Dict[str, Any]
     return out
 
 
+def independent_source(spec: DemoSensorSpec, sim: Any, sensor: Any) -> Optional[Callable[[], np.ndarray]]:
+    """A reading of ``spec``'s quantity by an implementation independent of the package's model.
+
+    * ``ContactSensor`` on a robot link: Klampt's own C++ ``ContactSensor`` added to the
+      simulator with the model's settings (``sensor.settings()``, Klampt-formatted); its
+      measurements ``[contact, force_x, force_y, force_z]`` (the axes of ``hasForce``).
+    * ``IsaacContactSensor`` on the object: ``[in_contact, value]`` with ``value`` = the magnitude
+      of the contact force between the bubble and the object as the simulator sums it
+      (``ContactSimulation.summed_contact_force``), thresholded like the Isaac sensor
+      (``< minThreshold`` → 0 and not in contact, ``> maxThreshold`` → clamped).  It covers the
+      whole bubble–object contact, not just the sensor's ``radius``: where the bubble touches the
+      box outside that radius the two disagree, as a real load cell and the model would.
+    * anything else: None (the stream stays synthetic).
+
+    Args:
+        spec: the demo sensor.
+        sim: the :class:`~vsf_sensor_ros.apps.contact_sim.ContactSimulation`.
+        sensor: the package model of ``spec`` (attached), for its settings and measurement names.
+
+    Raises:
+        ValueError: Klampt's sensor reports other measurement names than the model.
+    """
+    kind = spec.config["type"]
+    if kind == "ContactSensor" and spec.config["attachment"] in sim.scene.link_names:
+        sim.add_klampt_contact_sensor(spec.name, spec.config["attachment"], sensor.settings())
+        names = sim.klampt_sensor_names(spec.name)
+        if names != list(sensor.measurement_names()):
+            raise ValueError(f"Klampt's ContactSensor {spec.name!r} measures {names}, the model "
+                             f"{sensor.measurement_names()}")
+        return lambda: sim.klampt_sensor_reading(spec.name)
+    on_object = spec.config["attachment"] == OBJECT
+    if kind == "IsaacContactSensor" and on_object and BUBBLE in sim.contact_body_names:
+        lo = float(spec.config.get("minThreshold", 0.0))
+        hi = float(spec.config.get("maxThreshold", np.inf))
+
+        def load() -> np.ndarray:
+            value = float(np.linalg.norm(sim.summed_contact_force(BUBBLE, OBJECT)))
+            if value < lo or value == 0.0:
+                return np.zeros(2)
+            return np.array([1.0, min(value, hi)])
+        return load
+    return None
+
+
 class MeasuredStream:
-    """Stand-in for a real sensor: a library model on the sim state, plus offset and noise.
+    """Stand-in for a real sensor: a physical reading (independent or model) plus offset and noise.
 
     Args:
         spec: the demo sensor.
@@ -132,6 +183,8 @@ class MeasuredStream:
         seed: noise seed; streams built with the same ``(seed, stream_index)``
             produce the same noise sequence.
         stream_index: distinguishes the streams of one run.
+        source: the independent reading (:func:`independent_source`), in the model's
+            measurement layout; None = the library model on the state (a synthetic stream).
 
     Raises:
         ValueError: the config is rejected by ``sensor_from_config``.
@@ -142,26 +195,38 @@ class MeasuredStream:
             measured message carries so flags such as ``contact`` stay clean.
     """
 
-    def __init__(self, spec: DemoSensorSpec, model: Any, seed: int, stream_index: int) -> None:
+    def __init__(self, spec: DemoSensorSpec, model: Any, seed: int, stream_index: int,
+                 source: Optional[Callable[[], np.ndarray]] = None) -> None:
         from vsf_sensor_ros.sensor import sensor_from_config
         self.spec = spec
+        self.source = source
         self.sensor = sensor_from_config(dict(spec.config))
         self.sensor.attach(model)
         self.names: List[str] = list(self.sensor.measurement_names())
         self.slots = np.arange(len(self.names), dtype=np.int64)
         self._rng = np.random.default_rng([int(seed), int(stream_index)])
 
+    @property
+    def synthetic(self) -> bool:
+        """True when the physical reading is the package's own model (no independent source)."""
+        return self.source is None
+
     def measure(self, state: SimState, true_values: Optional[np.ndarray] = None) -> np.ndarray:
-        """One measured vector: model prediction + offset + noise on the physical entries.
+        """One measured vector: physical reading + offset + noise on the physical entries.
+
+        The physical reading is ``source()`` when the stream has one, else the model's
+        prediction on ``state`` (``true_values`` when already computed).
 
         Args:
             state: the simulator's state of this step.
-            true_values: the noiseless prediction when already computed.
+            true_values: the noiseless prediction when already computed (synthetic streams).
 
         Returns:
             ``(#meas,)`` float64 in SI units.
         """
-        if true_values is None:
+        if self.source is not None:
+            true_values = self.source()
+        elif true_values is None:
             true_values = self.sensor.predict(state).detach().cpu().numpy()
         out = np.asarray(true_values, dtype=np.float64).copy()
         out[self.slots] += self.spec.offset + self._rng.normal(0.0, self.spec.noise_std, len(self.slots))

@@ -1,6 +1,7 @@
 """ROS-free sensor models with the seed ``vsf.sensor`` API (imports without rclpy)."""
 from .base import BaseCalibrator, BaseSensor, SparseJacobian
 from .calibration import TareCalibrator, TareSimulator
+from .gain_calibration import GainCalibrator, GainFit
 from .config import calibration_from_config, register_sensor_type, sensor_class, sensor_from_config
 from .isaac_contact_sensor import ContactSensorInterface, CsProperties, CsSensorReading, IsaacContactSensor
 from .klampt_contact_sensor import ContactSensor
@@ -13,6 +14,7 @@ __all__ = [
     "ContactSensor", "ContactSensorInterface", "CsProperties", "CsSensorReading", "IsaacContactSensor",
     "BaseCalibrator", "BaseSensor", "ContactState", "SimState", "SparseJacobian",
     "ClosestTriangleQuery", "ClosestTriangleResult", "PunyoDenseForceSensor", "PunyoPressureSensor",
-    "TareCalibrator", "TareSimulator", "calibration_from_config", "projected_area", "register_sensor_type",
-    "rigid_transform", "sensor_class", "sensor_from_config", "triangle_mesh_of", "with_reverse_pairs",
+    "GainCalibrator", "GainFit", "TareCalibrator", "TareSimulator", "calibration_from_config",
+    "projected_area", "register_sensor_type", "rigid_transform", "sensor_class", "sensor_from_config",
+    "triangle_mesh_of", "with_reverse_pairs",
 ]

@@ -142,23 +142,31 @@ def as_vector(value: Any, label: str, length: Optional[int]) -> np.ndarray:
     return arr
 
 
-def parse_tare(calib: Mapping[str, Any], sensor: str, length: Optional[int]
-               ) -> Dict[str, np.ndarray]:
+def parse_tare(calib: Mapping[str, Any], sensor: str, length: Optional[int],
+               allow_gain: bool = False) -> Dict[str, np.ndarray]:
     """Validate a ``{'tare': ..., 'tare_sim_avg': ...}`` dict (both optional; None = absent).
 
-    Returns the entries present as float64 ``(length,)`` arrays; ``{}`` clears.
+    With ``allow_gain`` a ``'gain'`` entry (``(length,)``, every entry finite and > 0, written
+    by ``GainCalibrator``) is accepted too.  Returns the entries present as float64
+    ``(length,)`` arrays; ``{}`` clears.
 
     Raises:
         ValueError: unknown keys (named), ``tare_sim_avg`` without ``tare``,
-            wrong lengths or non-finite values.
+            wrong lengths, non-finite values or a non-positive gain.
     """
     if not isinstance(calib, Mapping):
         raise ValueError(f"sensor {sensor!r}: calibration must be a dict, got {type(calib).__name__}")
-    unknown = sorted(str(k) for k in calib if k not in ("tare", "tare_sim_avg"))
+    known = ("tare", "tare_sim_avg", "gain") if allow_gain else ("tare", "tare_sim_avg")
+    unknown = sorted(str(k) for k in calib if k not in known)
     if unknown:
         raise ValueError(f"sensor {sensor!r}: unknown calibration key(s) {', '.join(map(repr, unknown))}; "
-                         "known: 'tare', 'tare_sim_avg'")
+                         f"known: {', '.join(map(repr, known))}")
     out: Dict[str, np.ndarray] = {}
+    if allow_gain and calib.get("gain") is not None:
+        gain = as_vector(calib["gain"], f"sensor {sensor!r}: calibration 'gain'", length)
+        if not np.all(gain > 0):
+            raise ValueError(f"sensor {sensor!r}: calibration 'gain' must be > 0, got {gain.tolist()[:8]}")
+        out["gain"] = gain
     if calib.get("tare") is not None:
         out["tare"] = as_vector(calib["tare"], f"sensor {sensor!r}: calibration 'tare'", length)
     if calib.get("tare_sim_avg") is not None:

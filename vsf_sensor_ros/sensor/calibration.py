@@ -56,7 +56,10 @@ class TareCalibrator(BaseCalibrator):
     * The sensor's previous calibration is cleared before sampling, so the
       simulated average is the raw model and re-taring gives the same result
       as the first tare (the seed averaged whatever the sensor was already
-      calibrated to).  On any error the previous calibration is restored.
+      calibrated to).  A ``'gain'`` entry (written by
+      :class:`~vsf_sensor_ros.sensor.gain_calibration.GainCalibrator`) is kept:
+      a re-tare moves the offset, not the gain.  On any error the previous
+      calibration is restored.
     * Every observation used is checked up front (present, finite, shape
       ``(#measurements,)``; a scalar is accepted for a 1-measurement
       sensor); a bad one raises ``ValueError`` before the simulator or the
@@ -175,7 +178,8 @@ class TareCalibrator(BaseCalibrator):
                                      f"entry for sensor {sensor.name!r}; keys: {sorted(map(str, measured))}")
                 sim_sum += as_vector(measured[sensor.name],
                                      f"simulated measurement {i} of sensor {sensor.name!r}", n_meas)
-            sensor.set_calibration({self.output_key: obs_sum / used, "tare_sim_avg": sim_sum / used})
+            kept = {k: previous[k] for k in ("gain",) if k in previous}    # a GainCalibrator result
+            sensor.set_calibration({**kept, self.output_key: obs_sum / used, "tare_sim_avg": sim_sum / used})
         except BaseException:
             sensor.set_calibration(previous)
             raise

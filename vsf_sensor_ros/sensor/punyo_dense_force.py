@@ -86,7 +86,10 @@ class PunyoDenseForceSensor(BaseSensor):
     :class:`~vsf_sensor_ros.sensor.calibration.TareCalibrator`, adds the
     constant ``tare − tare_sim_avg`` to every prediction: the reading the
     real sensor shows, minus what this model predicted, over contact-free
-    samples.  The seed sensor had no calibration.
+    samples.  An optional ``'gain'`` ``(3V,)`` (default 1, fitted by
+    :class:`~vsf_sensor_ros.sensor.gain_calibration.GainCalibrator`) multiplies
+    entry ``k`` of the contact term and row ``k`` of the Jacobian:
+    ``F_k = gain_k Σ_c (…) + offset_k``.  The seed sensor had no calibration.
 
     The mesh and its closest-triangle query are built once in ``attach``.
     ``predict`` is the fast path (no autograd; the closest-point search runs
@@ -107,6 +110,7 @@ class PunyoDenseForceSensor(BaseSensor):
     """
 
     type_name = "PunyoDenseForceSensor"
+    supports_gain = True
 
     def __init__(self, sensor_name: str, attachModelName: str) -> None:
         super().__init__(sensor_name, attachModelName)
@@ -117,6 +121,7 @@ class PunyoDenseForceSensor(BaseSensor):
         self._names: List[str] = []
         self._calib: Dict[str, np.ndarray] = {}
         self._offset_cache: Dict[Tuple[torch.dtype, torch.device], torch.Tensor] = {}
+        self._gain_cache: Dict[Tuple[torch.dtype, torch.device], torch.Tensor] = {}
         self._torch_cache: Dict[Tuple[torch.dtype, torch.device], Tuple[torch.Tensor, torch.Tensor]] = {}
 
     # -- configuration --------------------------------------------------------------------
@@ -150,9 +155,10 @@ class PunyoDenseForceSensor(BaseSensor):
         check_model_name(model, self.attachModelName, self.name)
         V, F = triangle_mesh_of(model)
         q = ClosestTriangleQuery(V, F)
-        if "tare" in self._calib and len(self._calib["tare"]) != 3 * len(V):
-            raise ValueError(f"sensor {self.name!r}: calibration has {len(self._calib['tare'])} entries "
-                             f"but the new mesh has {len(V)} vertices ({3 * len(V)} entries)")
+        for key in ("tare", "gain"):
+            if key in self._calib and len(self._calib[key]) != 3 * len(V):
+                raise ValueError(f"sensor {self.name!r}: calibration has {len(self._calib[key])} entries "
+                                 f"but the new mesh has {len(V)} vertices ({3 * len(V)} entries)")
         self.vertices, self.triangles, self.query, self.object = q.vertices, q.triangles, q, model
         self._names = [f"p{i}_{axis}" for i in range(len(V)) for axis in "xyz"]
         self._torch_cache.clear()
@@ -312,13 +318,11 @@ class PunyoDenseForceSensor(BaseSensor):
                                vals, jac)
         prediction = J = None
         if pred:
-            prediction = torch.from_numpy(out.astype(R.dtype, copy=False))
-            offset = self._offset(prediction.dtype, prediction.device)
-            prediction = prediction if offset is None else prediction + offset
+            prediction = self._calibrated(torch.from_numpy(out.astype(R.dtype, copy=False)))
         if jac:
-            J = SparseJacobian(rows=torch.from_numpy(rows), cols=torch.from_numpy(cols),
-                               values=torch.from_numpy(vals), shape=(3 * self.num_vertices, 3 * offsets[-1]),
-                               pairs=list(pairs), offsets=list(offsets))
+            J = self._gained(SparseJacobian(
+                rows=torch.from_numpy(rows), cols=torch.from_numpy(cols), values=torch.from_numpy(vals),
+                shape=(3 * self.num_vertices, 3 * offsets[-1]), pairs=list(pairs), offsets=list(offsets)))
         return prediction, J
 
     def _numpy_predict(self, nmap) -> torch.Tensor:
@@ -332,9 +336,7 @@ class PunyoDenseForceSensor(BaseSensor):
             idx = np.concatenate([((3 * pv_v)[:, None] + _D3).reshape(-1), idx])
             vals = np.concatenate([local[pv_c].reshape(-1), vals])
         out = np.bincount(idx, weights=vals, minlength=3 * self.num_vertices)
-        pred = torch.from_numpy(out.astype(R.dtype, copy=False))
-        offset = self._offset(pred.dtype, pred.device)
-        return pred if offset is None else pred + offset
+        return self._calibrated(torch.from_numpy(out.astype(R.dtype, copy=False)))
 
     def _numpy_sparse(self, nmap) -> SparseJacobian:
         R, _, pv_c, pv_v, b_c, b_v, b_w, pairs, offsets = nmap
@@ -347,10 +349,10 @@ class PunyoDenseForceSensor(BaseSensor):
             rows = np.concatenate([((3 * pv_v)[:, None, None] + _ROW_D).reshape(-1), rows])
             cols = np.concatenate([((3 * pv_c)[:, None, None] + _COL_E[0]).reshape(-1), cols])
             vals = np.concatenate([np.tile(Rt.reshape(-1), len(pv_c)), vals])
-        return SparseJacobian(rows=torch.from_numpy(rows), cols=torch.from_numpy(cols),
-                              values=torch.from_numpy(vals.astype(R.dtype, copy=False)),
-                              shape=(3 * self.num_vertices, 3 * offsets[-1]), pairs=list(pairs),
-                              offsets=list(offsets))
+        return self._gained(SparseJacobian(rows=torch.from_numpy(rows), cols=torch.from_numpy(cols),
+                                           values=torch.from_numpy(vals.astype(R.dtype, copy=False)),
+                                           shape=(3 * self.num_vertices, 3 * offsets[-1]), pairs=list(pairs),
+                                           offsets=list(offsets)))
 
     # -- predictions ---------------------------------------------------------------------------
     def _assemble(self, cmap: ContactMap, weights: torch.Tensor) -> torch.Tensor:
@@ -363,9 +365,7 @@ class PunyoDenseForceSensor(BaseSensor):
         if len(cmap.bary_contacts):
             split = weights[:, :, None] * local[cmap.bary_contacts][:, None, :]
             out = out.index_add(0, cmap.bary_vertices.reshape(-1), split.reshape(-1, 3))
-        out = out.reshape(-1)
-        offset = self._offset(out.dtype, out.device)
-        return out if offset is None else out + offset
+        return self._calibrated(out.reshape(-1))
 
     def predict(self, state: SimState) -> torch.Tensor:
         """Predicted ``(3V,)`` local vertex forces (N), state dtype/device, no autograd.
@@ -433,12 +433,12 @@ class PunyoDenseForceSensor(BaseSensor):
                         .expand(n, 3, 3, 3).reshape(-1))
             vals.append((cmap.bary_weights.detach()[:, :, None, None] * Rt).reshape(-1))
         empty_i = torch.zeros(0, dtype=torch.int64, device=device)
-        return SparseJacobian(
+        return self._gained(SparseJacobian(
             rows=torch.cat(rows) if rows else empty_i,
             cols=torch.cat(cols) if cols else empty_i.clone(),
             values=torch.cat(vals) if vals else torch.zeros(0, dtype=dtype, device=device),
             shape=(3 * self.num_vertices, 3 * cmap.offsets[-1]),
-            pairs=list(cmap.pairs), offsets=list(cmap.offsets))
+            pairs=list(cmap.pairs), offsets=list(cmap.offsets)))
 
     def sparse_force_jacobian(self, state: SimState) -> SparseJacobian:
         """COO Jacobian over the concatenated contacts of ``contact_bodies(state)``.
@@ -469,7 +469,8 @@ class PunyoDenseForceSensor(BaseSensor):
 
     # -- calibration ---------------------------------------------------------------------------
     def set_calibration(self, calib_dict: dict) -> None:
-        """Set ``{'tare': (3V,), 'tare_sim_avg': (3V,)}``; ``{}`` or ``{'tare': None}`` clears.
+        """Set ``{'tare': (3V,), 'tare_sim_avg': (3V,), 'gain': (3V,)}``; ``{}`` clears
+        (``{'tare': None}`` clears the tare; an absent gain is 1).
 
         Raises:
             ValueError: unknown keys, wrong length (3V once attached),
@@ -477,12 +478,37 @@ class PunyoDenseForceSensor(BaseSensor):
                 previous calibration is kept.
         """
         length = 3 * self.num_vertices if self.vertices is not None else None
-        self._calib = parse_tare(calib_dict, self.name, length)
+        self._calib = parse_tare(calib_dict, self.name, length, allow_gain=True)
         self._offset_cache.clear()
+        self._gain_cache.clear()
 
     def get_calibration(self) -> dict:
         """The calibration dict set last (copies of float64 arrays), ``{}`` when none."""
         return {k: v.copy() for k, v in self._calib.items()}
+
+    def _gain(self, dtype: torch.dtype, device: torch.device) -> Optional[torch.Tensor]:
+        """The ``'gain'`` calibration entry as a ``(3V,)`` tensor (cached), None when absent."""
+        if "gain" not in self._calib:
+            return None
+        key = (dtype, device)
+        if key not in self._gain_cache:
+            self._gain_cache[key] = torch.as_tensor(self._calib["gain"], dtype=dtype, device=device)
+        return self._gain_cache[key]
+
+    def _calibrated(self, raw: torch.Tensor) -> torch.Tensor:
+        """``gain ⊙ raw + offset`` (each only when calibrated) of a ``(3V,)`` contact term."""
+        gain = self._gain(raw.dtype, raw.device)
+        offset = self._offset(raw.dtype, raw.device)
+        out = raw if gain is None else raw * gain
+        return out if offset is None else out + offset
+
+    def _gained(self, J: SparseJacobian) -> SparseJacobian:
+        """``J`` with each value scaled by the gain of its row (``J`` itself without a gain)."""
+        gain = self._gain(J.values.dtype, J.values.device)
+        if gain is None:
+            return J
+        J.values = J.values * gain[J.rows]
+        return J
 
     def _offset(self, dtype: torch.dtype, device: torch.device) -> Optional[torch.Tensor]:
         if "tare" not in self._calib:

@@ -34,6 +34,12 @@ class PunyoPressureSensor(BaseSensor):
     world force of every contact: ``−(1/A_base) R n`` (the contact point and
     its element do not matter).
 
+    Gain: ``{'gain': (1,)}`` (default 1, fitted by
+    :class:`~vsf_sensor_ros.sensor.gain_calibration.GainCalibrator`) multiplies
+    the contact term and its Jacobian: ``p = tare + gain · (−(1/A_base) Σ ...)``,
+    i.e. an effective base area ``A_base / gain`` (the membrane carries part of
+    the load on a real bubble).
+
     Calibration: ``{'tare': (1,)}`` as the seed (None or absent = 0).  A
     ``'tare_sim_avg'`` entry (written by ``TareCalibrator``) is validated and
     kept but, as in the seed, does not shift the reading: with no contact the
@@ -49,6 +55,7 @@ class PunyoPressureSensor(BaseSensor):
     """
 
     type_name = "PunyoPressureSensor"
+    supports_gain = True
 
     def __init__(self, name: str, punyo_link: str, base_normal_local: Sequence[float] = (0.0, 0.0, 1.0),
                  variance: float = 0.0) -> None:
@@ -65,6 +72,7 @@ class PunyoPressureSensor(BaseSensor):
         self.base_area: Optional[float] = None
         self.object: Any = None
         self.tare: Optional[np.ndarray] = None
+        self.gain: float = 1.0
         self._calib: Dict[str, np.ndarray] = {}
 
     @property
@@ -158,7 +166,7 @@ class PunyoPressureSensor(BaseSensor):
         else:
             forces = torch.zeros(0, 3, dtype=R.dtype, device=R.device)
         n = torch.as_tensor(self._normal_np, dtype=R.dtype, device=R.device)
-        return forces, -(R @ n) / self.base_area, pairs, offsets
+        return forces, -(R @ n) * (self.gain / self.base_area), pairs, offsets
 
     def predict_torch(self, state: SimState) -> torch.Tensor:
         """``(1,)`` pressure (Pa), state dtype/device; differentiable in forces and transform.
@@ -195,7 +203,7 @@ class PunyoPressureSensor(BaseSensor):
             forces = np.concatenate([c.forces.detach().numpy() for c in states])
         else:
             forces = np.zeros((0, 3), dtype=R.dtype)
-        g = -(R @ self._normal_np.astype(R.dtype)) / R.dtype.type(self.base_area)
+        g = -(R @ self._normal_np.astype(R.dtype)) * R.dtype.type(self.gain / self.base_area)
         return forces, g, pairs, offsets
 
     def _numpy_predict(self, row) -> torch.Tensor:
@@ -257,15 +265,17 @@ class PunyoPressureSensor(BaseSensor):
 
     # -- calibration ---------------------------------------------------------------------------
     def set_calibration(self, calib_dict: dict) -> None:
-        """Set ``{'tare': (1,) or scalar, 'tare_sim_avg': (1,)}``; ``{}``/``{'tare': None}`` clears.
+        """Set ``{'tare': (1,) or scalar, 'tare_sim_avg': (1,), 'gain': (1,)}``; ``{}`` clears
+        (``{'tare': None}`` clears the tare; an absent gain is 1).
 
         Raises:
-            ValueError: unknown keys, wrong size, non-finite; previous calibration kept.
+            ValueError: unknown keys, wrong size, non-finite, gain <= 0; previous calibration kept.
         """
-        calib = parse_tare(calib_dict, self.name, 1)
+        calib = parse_tare(calib_dict, self.name, 1, allow_gain=True)
         self._calib = calib
         self.tare = calib["tare"].copy() if "tare" in calib else None
+        self.gain = float(calib["gain"][0]) if "gain" in calib else 1.0
 
     def get_calibration(self) -> dict:
-        """``{'tare': (1,)}`` (plus ``'tare_sim_avg'`` when set), ``{}`` when uncalibrated."""
+        """``{'tare': (1,)}`` (plus ``'tare_sim_avg'`` / ``'gain'`` when set), ``{}`` when uncalibrated."""
         return {k: v.copy() for k, v in self._calib.items()}

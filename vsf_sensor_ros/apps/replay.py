@@ -1,0 +1,684 @@
+"""Replay a recorded real Punyo poke through the sensor node and compare with the real pressure.
+
+``python -m vsf_sensor_ros.apps.replay --recording ../shared/fixtures/punyo_poke_ur5e/data.json
+--out DIR [--speed S] [--frames A:B] [--lag auto|SECONDS]`` (``make demo-real``).
+
+The recording (a JSON list of frames ``[unix time s, pressure hPa, 6 UR5e joint angles rad,
+wrench [Fx Fy Fz Tx Ty Tz] N / N·m in the arm's base frame]``) has no contacts, object pose or
+dense force.  The session:
+
+1. builds the UR5e world (:mod:`vsf_sensor_ros.apps.ur5e`: URDF from UR's DH parameters, the
+   package's bubble on ``tool0`` facing tool −y) and writes ``ur5e.urdf`` + ``sensor_node.yaml``
+   into ``--out``;
+2. starts ``sensor_node`` (a ``PunyoPressureSensor`` and a ``PunyoDenseForceSensor`` on the
+   bubble) and ``wrench_contact_node`` (one contact at the bubble apex carrying the recorded
+   force, ``time_shift`` = the F/T lag), and warms the chain up with restamped copies of the first
+   frame until a residual comes back;
+3. publishes, frame by frame at the recorded pace / ``--speed``: the wrench
+   (``wrench``, ``geometry_msgs/WrenchStamped``, frame ``base``), ``joint_states``, the pressure
+   as the real Punyo driver does (``punyo/pressure``, ``std_msgs/Float32``, hPa, no header) and
+   the same value in SI for the node's measured input (``punyo_pressure/measured``,
+   ``sensor_msgs/FluidPressure``, Pa, stamped with the frame time);
+4. three frames before the poke, tares the wrench bias (``/wrench_contact_node/tare``: the last
+   contact-free wrenches) and the pressure sensor (``punyo_pressure/tare``), records every topic
+   to ``run.mcap``, and writes ``summary.json`` and ``pressure_real.png``.
+
+The pressure analysis reads the recorded ``punyo_pressure/predicted`` and the recorded Float32
+hPa stream (k-th Float32 ↔ k-th ``joint_states``: they are published together, one per frame,
+reliably), so it does not depend on the node's own measured pairing.  The gain is fitted by the
+library's :class:`~vsf_sensor_ros.sensor.GainCalibrator` on ``SimState`` s rebuilt from the
+recorded contacts and joint states.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_RECORDING = PACKAGE_ROOT / ".." / "shared" / "fixtures" / "punyo_poke_ur5e" / "data.json"
+PRESSURE_SENSOR = "punyo_pressure"
+FORCE_SENSOR = "punyo_force"
+PRESSURE_TOPIC = "punyo/pressure"
+WRENCH_FRAME = "base"
+CONTACT_BODIES = ["punyo", "world"]
+CONTACT_DP_PA = 50.0          # frames whose measured Δp exceeds this count as "contact" in the summary
+ONSET_DP_PA = 50.0            # first frame above this marks the poke (tare and bias happen before)
+MIN_FORCE_N = 1.0             # wrench deadband: above the recorded contact-free noise (max 0.92 N)
+MAX_BIAS_SAMPLES = 30
+TARE_SAMPLES = 10
+MAX_LAG_FRAMES = 6
+STARTUP_TIMEOUT_S = 60.0
+PREDICT_WAIT_S = 60.0
+WARMUP_LEAD_S = 100.0         # warm-up frames are stamped this long before the recording
+WARMUP_STEP_S = 0.05
+HPA_TO_PA = 100.0
+
+
+class ReplayError(RuntimeError):
+    """The session could not run (a child died, a timeout, a bad recording)."""
+
+
+@dataclass
+class Recording:
+    """Frames of a recorded poke: ``t`` (n,) s, ``pressure_pa`` (n,), ``q`` (n, 6) rad,
+    ``wrench`` (n, 6) N / N·m (base frame)."""
+
+    t: np.ndarray
+    pressure_pa: np.ndarray
+    q: np.ndarray
+    wrench: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+
+def load_recording(path: Path, frames: Optional[Tuple[int, int]] = None) -> Recording:
+    """Read ``data.json`` (optionally frames ``a:b``).
+
+    Raises:
+        ReplayError: missing file, wrong layout (names the frame) or too few frames.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ReplayError(f"recording {str(path)!r} does not exist")
+    data = json.loads(path.read_text())
+    if frames is not None:
+        data = data[frames[0]:frames[1]]
+    rows = []
+    for i, f in enumerate(data):
+        try:
+            t, p, q, w = f
+            row = [float(t), float(p)] + [float(v) for v in q] + [float(v) for v in w]
+        except (TypeError, ValueError) as exc:
+            raise ReplayError(f"frame {i} is not [t, hPa, 6 joints, 6 wrench]: {exc}") from None
+        if len(row) != 14 or not all(map(math.isfinite, row)):
+            raise ReplayError(f"frame {i} has {len(row) - 2} joint+wrench values or non-finite ones")
+        rows.append(row)
+    if len(rows) < 2 * TARE_SAMPLES:
+        raise ReplayError(f"recording has {len(rows)} frames; at least {2 * TARE_SAMPLES} are needed")
+    a = np.asarray(rows)
+    order = np.argsort(a[:, 0], kind="stable")
+    a = a[order]
+    return Recording(a[:, 0], a[:, 1] * HPA_TO_PA, a[:, 2:8], a[:, 8:14])
+
+
+def poke_onset(rec: Recording) -> int:
+    """First frame whose pressure exceeds the median of the first 5 by ``ONSET_DP_PA``.
+
+    Raises:
+        ReplayError: no such frame, or fewer than ``TARE_SAMPLES + 4`` frames before it.
+    """
+    dp = rec.pressure_pa - np.median(rec.pressure_pa[:5])
+    above = np.flatnonzero(dp > ONSET_DP_PA)
+    if above.size == 0:
+        raise ReplayError(f"the pressure never rises {ONSET_DP_PA:g} Pa above its start: no poke")
+    k = int(above[0])
+    if k < TARE_SAMPLES + 4:
+        raise ReplayError(f"the poke starts at frame {k}: fewer than {TARE_SAMPLES + 4} contact-free frames "
+                          "before it for the tare")
+    return k
+
+
+def estimate_lag(rec: Recording, bias_frames: int, max_frames: int = MAX_LAG_FRAMES) -> Tuple[int, float]:
+    """F/T lag behind the pressure: the frame shift ``s`` maximising the correlation of Δp[k] with
+    ``|F − bias|[k + s]``; returns ``(s, s × median frame step)``."""
+    dp = rec.pressure_pa - rec.pressure_pa[:bias_frames].mean()
+    mag = np.linalg.norm(rec.wrench[:, :3] - rec.wrench[:bias_frames, :3].mean(axis=0), axis=1)
+    best, best_r = 0, -np.inf
+    for s in range(0, max_frames + 1):
+        a, b = dp[:len(dp) - s], mag[s:]
+        r = float(np.corrcoef(a, b)[0, 1])
+        if r > best_r:
+            best, best_r = s, r
+    return best, best * float(np.median(np.diff(rec.t)))
+
+
+def pressure_metrics(meas_dp: np.ndarray, pred_dp: np.ndarray, gain_dp: np.ndarray,
+                     threshold: float = CONTACT_DP_PA) -> Dict[str, Any]:
+    """Summary numbers over the frames with ``meas_dp > threshold`` (all in Pa).
+
+    * ``correlation``: Pearson r of ``pred_dp`` and ``meas_dp``;
+    * ``gain``: least-squares ``pred_dp ≈ gain · meas_dp`` (Σ pred·meas / Σ meas²);
+    * ``residual_rms_contact_after_tare_pa``: RMS of ``meas_dp − pred_dp``;
+    * ``residual_rms_contact_after_gain_pa``: RMS of ``meas_dp − gain_dp`` (the prediction after
+      the gain calibration).
+
+    Raises:
+        ReplayError: fewer than 3 such frames.
+    """
+    sel = meas_dp > threshold
+    n = int(sel.sum())
+    if n < 3:
+        raise ReplayError(f"only {n} frames with measured dp > {threshold:g} Pa")
+    m, p, g = meas_dp[sel], pred_dp[sel], gain_dp[sel]
+    return {
+        "frames_contact": n,
+        "correlation": float(np.corrcoef(p, m)[0, 1]),
+        "gain": float((p @ m) / (m @ m)),
+        "residual_rms_contact_after_tare_pa": float(np.sqrt(np.mean((m - p) ** 2))),
+        "residual_rms_contact_after_gain_pa": float(np.sqrt(np.mean((m - g) ** 2))),
+    }
+
+
+# -- session files -------------------------------------------------------------------------------
+
+def _bubble_mesh_path() -> Path:
+    from vsf_sensor_ros.embedded_world import BUBBLE_MESH_FILE, DATA_DIR
+    return DATA_DIR / BUBBLE_MESH_FILE
+
+
+def write_session_files(out: Path) -> Dict[str, Path]:
+    """``ur5e.urdf`` and ``sensor_node.yaml`` (the node's parameters) in ``out``."""
+    import yaml
+
+    from vsf_sensor_ros.apps.ur5e import TOOL_LINK, punyo_mount_transform, ur5e_urdf
+    urdf = out / "ur5e.urdf"
+    urdf.write_text(ur5e_urdf())
+    params = {
+        "robot_description_path": str(urdf.resolve()),
+        "world_frame": "world",
+        "contact_body_names": CONTACT_BODIES,
+        "bodies": ["punyo"],
+        "punyo": {"mesh": str(_bubble_mesh_path()), "parent_link": TOOL_LINK,
+                  "transform": [float(v) for v in punyo_mount_transform().reshape(-1)], "pose_topic": ""},
+        "tare_samples": TARE_SAMPLES,
+        "tare_on_start": False,
+        "calibration_file": str((out / "calibration.yaml").resolve()),
+        "max_stamp_difference": 0.005,
+        "qos.inputs.reliability": "reliable",
+        "qos.inputs.depth": 500,
+        "sensors": [PRESSURE_SENSOR, FORCE_SENSOR],
+        PRESSURE_SENSOR: {"type": "PunyoPressureSensor", "attachment": "punyo",
+                          "measured_type": "sensor_msgs/msg/FluidPressure", "measured_scale": 1.0,
+                          "base_normal_local": [0.0, 0.0, 1.0]},
+        FORCE_SENSOR: {"type": "PunyoDenseForceSensor", "attachment": "punyo"},
+    }
+    yml = out / "sensor_node.yaml"
+    yml.write_text(yaml.safe_dump({"sensor_node": {"ros__parameters": params}}, sort_keys=False))
+    return {"urdf": urdf, "params": yml}
+
+
+def wrench_node_args(urdf: Path, time_shift: float, bias_samples: int) -> List[str]:
+    """``--ros-args`` of the wrench contact node for the recording."""
+    from vsf_sensor_ros.apps.ur5e import TOOL_LINK, punyo_apex_local, punyo_mount_transform
+
+    def arr(v: Any) -> str:
+        return "[" + ",".join(repr(float(x)) for x in np.asarray(v).reshape(-1)) + "]"
+    return ["--ros-args", "-p", f"robot_description_path:={urdf.resolve()}",
+            "-p", f"contact_body_names:=[{','.join(CONTACT_BODIES)}]", "-p", "body:=punyo",
+            "-p", "other_body:=world", "-p", f"body_parent:={TOOL_LINK}",
+            "-p", f"body_transform:={arr(punyo_mount_transform())}",
+            "-p", f"contact_point:={arr(punyo_apex_local())}", "-p", "force_sign:=1.0",
+            "-p", f"time_shift:={time_shift!r}", "-p", f"bias_samples:={bias_samples}",
+            "-p", "bias_on_start:=false", "-p", f"min_force:={MIN_FORCE_N!r}", "-p", "qos_depth:=500"]
+
+
+# -- the live session ----------------------------------------------------------------------------
+
+@dataclass
+class Session:
+    """What a run recorded: topic logs, the tare answer, the offset, frame of the tare."""
+
+    logs: Dict[str, Any]
+    tare_message: str
+    tare_success: bool
+    tare_offset_pa: Optional[float]
+    tare_frame: int
+    wall_s: float
+
+
+def _child_env(domain_id: int) -> Dict[str, str]:
+    from vsf_sensor_ros.apps.ros_env import localhost_env
+    env = localhost_env(domain_id)
+    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(
+        os.pathsep) if p])
+    env["PYTHONUNBUFFERED"] = "1"
+    env["RCUTILS_COLORIZED_OUTPUT"] = "0"
+    return env
+
+
+def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias_samples: int,
+                tare_frame: int, domain_id: int, say: Any = print) -> Session:
+    """Start the two nodes, publish the recording, tare, record; children always stopped."""
+    import rclpy
+    from geometry_msgs.msg import WrenchStamped
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import FluidPressure, JointState
+    from std_msgs.msg import Float32
+    from std_srvs.srv import Trigger
+
+    from vsf_sensor_ros.apps.processes import ManagedProcess
+    from vsf_sensor_ros.apps.recorder import TopicRecorder, header_stamp_ns
+    from vsf_sensor_ros.apps.ur5e import UR5E_JOINTS
+    from vsf_sensor_ros.ros.outputs import ns_to_stamp
+
+    files = write_session_files(out)
+    logs_dir = out / "logs"
+    env = _child_env(domain_id)
+    node_proc = ManagedProcess("sensor_node", [sys.executable, "-m", "vsf_sensor_ros.ros.sensor_node",
+                                               "--ros-args", "--params-file", str(files["params"])],
+                               env, logs_dir / "sensor_node.log")
+    wrench_proc = ManagedProcess("wrench_contact_node",
+                                 [sys.executable, "-m", "vsf_sensor_ros.ros.wrench_contact_node"]
+                                 + wrench_node_args(files["urdf"], time_shift, bias_samples),
+                                 env, logs_dir / "wrench_contact_node.log")
+    t0 = time.monotonic()
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=domain_id)
+    node = rclpy.create_node("vsf_replay", context=ctx)
+    executor = SingleThreadedExecutor(context=ctx)
+    executor.add_node(node)
+    recorder = TopicRecorder(node)
+    qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
+    pub_js = node.create_publisher(JointState, "joint_states", qos)
+    pub_w = node.create_publisher(WrenchStamped, "wrench", qos)
+    pub_hpa = node.create_publisher(Float32, PRESSURE_TOPIC, qos)
+    pub_pa = node.create_publisher(FluidPressure, f"{PRESSURE_SENSOR}/measured", qos)
+    tare_client = node.create_client(Trigger, f"/{PRESSURE_SENSOR}/tare")
+    bias_client = node.create_client(Trigger, "/wrench_contact_node/tare")
+    save_client = node.create_client(Trigger, "/save_calibration")
+
+    def check(stage: str) -> None:
+        for p in (node_proc, wrench_proc):
+            if p.poll() is not None:
+                raise ReplayError(f"{p.name} exited with code {p.poll()} while {stage}:\n{p.tail()}")
+        if time.monotonic() - t0 > STARTUP_TIMEOUT_S + 10.0 * len(rec) / speed + 60.0:
+            raise ReplayError(f"timed out while {stage}")
+
+    def spin_for(seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.01)
+
+    def call(client: Any, stage: str) -> Optional[Any]:
+        future = client.call_async(Trigger.Request())
+        end = time.monotonic() + 15.0
+        while not future.done() and time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.02)
+            check(stage)
+        return future.result() if future.done() else None
+
+    first_ns = int(round(rec.t[0] * 1e9))
+
+    def recorded_frames(topic: str) -> int:
+        """Messages on ``topic`` stamped at or after the recording's start (warm-up excluded)."""
+        log = recorder.logs.get(topic)
+        return 0 if log is None else sum(1 for d in log.data if header_stamp_ns(d) >= first_ns)
+
+    def publish(k: int, t: float, with_hpa: bool) -> None:
+        """Frame ``k`` stamped ``t``: wrench, joint state, pressure (Pa, stamped; hPa as the driver)."""
+        stamp = ns_to_stamp(int(round(t * 1e9)))
+        w = WrenchStamped()
+        w.header.stamp, w.header.frame_id = stamp, WRENCH_FRAME
+        (w.wrench.force.x, w.wrench.force.y, w.wrench.force.z,
+         w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z) = map(float, rec.wrench[k])
+        pub_w.publish(w)
+        js = JointState()
+        js.header.stamp, js.header.frame_id = stamp, ""
+        js.name, js.position = list(UR5E_JOINTS), [float(v) for v in rec.q[k]]
+        pub_js.publish(js)
+        fp = FluidPressure()
+        fp.header.stamp, fp.header.frame_id = stamp, "punyo"
+        fp.fluid_pressure, fp.variance = float(rec.pressure_pa[k]), 0.0
+        pub_pa.publish(fp)
+        if with_hpa:
+            pub_hpa.publish(Float32(data=float(rec.pressure_pa[k] / HPA_TO_PA)))
+
+    tare_msg, tare_ok, offset = "not called", False, None
+    try:
+        node_proc.start()
+        wrench_proc.start()
+        say(f"ROS_DOMAIN_ID={domain_id} (localhost only); children's output in {logs_dir}/")
+        needs = {"/joint_states": 3, "/wrench": 2, "/contacts": 2, f"/{PRESSURE_SENSOR}/measured": 2}
+        while True:
+            recorder.refresh()
+            spin_for(0.1)
+            check("starting")
+            ready = tare_client.service_is_ready() and bias_client.service_is_ready() and all(
+                node.count_subscribers(t) >= n for t, n in needs.items() if t != "/contacts")
+            contacts_ready = node.count_subscribers("/contacts") >= 2
+            if ready and contacts_ready:
+                break
+            if time.monotonic() - t0 > STARTUP_TIMEOUT_S:
+                raise ReplayError(f"nodes not ready within {STARTUP_TIMEOUT_S:.0f} s:\n{node_proc.tail()}\n"
+                                  f"{wrench_proc.tail()}")
+        recorder.refresh()
+        spin_for(0.5)
+        recorder.refresh()
+        # Warm-up: the recording's first frame, restamped before it, until the whole chain answers
+        # (replay -> wrench node -> sensor node, and the measured input: a residual comes back).
+        # The graph can list a subscriber before the publishing process has matched it, and a
+        # message sent before that is lost; the node's first prediction also compiles its kernels.
+        warm, residuals = 0, f"/{PRESSURE_SENSOR}/residual"
+        while not len(recorder.logs.get(residuals, ())):
+            publish(0, rec.t[0] - WARMUP_LEAD_S + WARMUP_STEP_S * warm, with_hpa=False)
+            warm += 1
+            spin_for(WARMUP_STEP_S)
+            recorder.refresh()
+            check("warming up")
+            if warm * WARMUP_STEP_S > PREDICT_WAIT_S or warm * WARMUP_STEP_S >= WARMUP_LEAD_S - 1.0:
+                raise ReplayError(f"no residual from the sensor node after {warm} warm-up frames:\n"
+                                  f"{node_proc.tail()}\n{wrench_proc.tail()}")
+        say(f"nodes ready after {time.monotonic() - t0:.1f} s ({warm} warm-up frames); replaying {len(rec)} "
+            f"frames ({rec.t[-1] - rec.t[0]:.2f} s) at speed {speed:g}")
+        start = time.monotonic()
+        for k in range(len(rec)):
+            if k == tare_frame:
+                # the wrench bias from the last contact-free wrenches, then the pressure tare once the
+                # node has predicted every cloud so far
+                resp = call(bias_client, "taring the wrench bias")
+                say(f"wrench bias before frame {k}: " + ("no answer" if resp is None else resp.message))
+                end = time.monotonic() + PREDICT_WAIT_S
+                while time.monotonic() < end and (recorded_frames(f"/{PRESSURE_SENSOR}/predicted")
+                                                  < recorded_frames("/contacts")):
+                    spin_for(0.05)
+                    check("waiting for the predictions before the tare")
+                spin_for(0.2)
+                resp = call(tare_client, "taring")
+                tare_msg = "no answer" if resp is None else resp.message
+                tare_ok = resp is not None and resp.success
+                watched = ("/contacts", f"/{PRESSURE_SENSOR}/predicted", f"/{PRESSURE_SENSOR}/measured")
+                seen = {t: recorded_frames(t) for t in watched}
+                say(f"tare before frame {k} (recorded so far: {seen}): {'ok' if tare_ok else 'FAILED'}: "
+                    f"{tare_msg}")
+                if tare_ok:
+                    saved = call(save_client, "saving the calibration")
+                    offset = _offset_from(out / "calibration.yaml", tare_msg) if saved is not None else None
+                start = time.monotonic() - (rec.t[k] - rec.t[0]) / speed
+            due = start + (rec.t[k] - rec.t[0]) / speed
+            while time.monotonic() < due:
+                executor.spin_once(timeout_sec=max(0.0, min(0.005, due - time.monotonic())))
+            publish(k, rec.t[k], with_hpa=True)
+            check("replaying")
+        # drain: predictions of the last frames
+        last, quiet = -1, 0
+        while quiet < 10:
+            spin_for(0.1)
+            n = len(recorder.logs.get(f"/{PRESSURE_SENSOR}/predicted", []))
+            quiet = quiet + 1 if n == last else 0
+            last = n
+            check("draining")
+    finally:
+        node_proc.stop()
+        wrench_proc.stop()
+        recorder.stop()
+        logs = dict(recorder.logs)
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)
+    return Session(logs, tare_msg, tare_ok, offset, tare_frame, time.monotonic() - t0)
+
+
+def _offset_from(calibration: Path, message: str) -> Optional[float]:
+    """The pressure tare (Pa) from the saved calibration, else from the tare answer's text."""
+    import yaml
+    try:
+        doc = yaml.safe_load(calibration.read_text())
+        return float(doc["sensors"][PRESSURE_SENSOR]["calibration"]["tare"][0])
+    except (OSError, KeyError, TypeError, ValueError, IndexError):
+        m = re.search(r"offset \w+=([-+0-9.eE]+)", message)
+        return float(m.group(1)) if m else None
+
+
+# -- analysis ------------------------------------------------------------------------------------
+
+def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
+    """Summary dict and the per-frame series (see the module docstring).
+
+    Raises:
+        ReplayError: a topic missing, the tare offset unknown, or too few contact frames.
+    """
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import PointCloud2
+
+    from vsf_sensor_ros.apps.ur5e import PUNYO_BODY, UR5E_JOINTS, ur5e_world
+    from vsf_sensor_ros.ros.contacts_msg import pointcloud2_to_contacts
+    from vsf_sensor_ros.sensor import GainCalibrator, PunyoPressureSensor, SimState
+
+    def log(topic: str) -> Any:
+        if topic not in session.logs or not len(session.logs[topic]):
+            raise ReplayError(f"nothing recorded on {topic}")
+        return session.logs[topic]
+
+    if session.tare_offset_pa is None:
+        raise ReplayError(f"the pressure tare failed: {session.tare_message}")
+    frame_of = {int(round(rec.t[k] * 1e9)): k for k in range(len(rec))}
+    # warm-up joint states (stamped before the recording, no Float32 with them) are left out
+    js = [m for m in log("/joint_states").decode()
+          if m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec in frame_of]
+    hpa = [m.data for m in log(f"/{PRESSURE_TOPIC}").decode()]
+    if len(hpa) != len(js):
+        raise ReplayError(f"{len(hpa)} Float32 pressures but {len(js)} joint states of recorded frames")
+    meas = np.full(len(rec), np.nan)
+    for m, p in zip(js, hpa):
+        k = frame_of.get(m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec)
+        if k is not None:
+            meas[k] = float(p) * HPA_TO_PA                     # float32 hPa -> Pa
+    pred = np.full(len(rec), np.nan)
+    for m in log(f"/{PRESSURE_SENSOR}/predicted").decode():
+        k = _nearest_frame(rec.t, m.header.stamp.sec + m.header.stamp.nanosec * 1e-9)
+        if k is not None:
+            pred[k] = m.fluid_pressure
+    clouds = {}
+    for data in log("/contacts").data:
+        c = pointcloud2_to_contacts(deserialize_message(data, PointCloud2), CONTACT_BODIES)
+        k = _nearest_frame(rec.t, c.stamp_ns * 1e-9)
+        if k is not None:
+            clouds[k] = c.contacts
+    off = float(session.tare_offset_pa)
+    after = np.arange(len(rec)) >= session.tare_frame
+    usable = after & np.isfinite(meas) & np.isfinite(pred) & np.array([k in clouds for k in range(len(rec))])
+    idx = np.flatnonzero(usable)
+
+    # The library on the same recorded states: the pressure model, then its gain calibration.
+    world = ur5e_world()
+    sensor = PunyoPressureSensor(PRESSURE_SENSOR, PUNYO_BODY)
+    sensor.attach(world.body_model(PUNYO_BODY))
+    sensor.set_calibration({"tare": [off]})
+    states = []
+    for k in idx:
+        world.set_joint_positions(UR5E_JOINTS, rec.q[k])
+        states.append(SimState(world.body_transforms(), {}, clouds[k]))
+    lib = np.array([float(sensor.predict(s)[0]) for s in states])
+    calibrator = GainCalibrator(min_samples=10)
+    used = calibrator.fit(sensor, states, [meas[k] for k in idx])
+    after_gain = np.array([float(sensor.predict(s)[0]) for s in states])
+
+    meas_dp, pred_dp, gain_dp = meas[idx] - off, pred[idx] - off, after_gain - off
+    metrics = pressure_metrics(meas_dp, pred_dp, gain_dp)
+    k_gain = float(calibrator.last_fit.gain[0])
+    summary = {
+        "recording": {"frames": len(rec), "duration_s": float(rec.t[-1] - rec.t[0])},
+        "tare": {"frame": session.tare_frame, "success": session.tare_success, "offset_pa": off,
+                 "answer": session.tare_message},
+        "published": {t.strip("/"): len(session.logs[t]) for t in sorted(session.logs)},
+        "pressure": {
+            **metrics,
+            "lag_s": None,                                     # filled by main()
+            "frames_compared": int(idx.size),
+            "gain_calibrator": {"gain": k_gain, "contact_samples": used,
+                                "relative_std_error": float(calibrator.last_fit.relative_std_error[0])},
+            "base_area_m2": float(sensor.base_area),
+            "effective_base_area_m2": float(sensor.base_area) / k_gain,
+            "library_vs_node_max_abs_pa": float(np.max(np.abs(lib - pred[idx]))),
+            "peak_measured_dp_pa": float(np.max(meas_dp)),
+            "peak_predicted_dp_pa": float(np.max(pred_dp)),
+        },
+        "definitions": DEFINITIONS,
+        "wall_s": session.wall_s,
+    }
+    series = {"t": rec.t[idx] - rec.t[0], "meas": meas[idx], "pred": pred[idx], "gain": after_gain,
+              "offset": np.full(idx.size, off), "tare_t": np.array([rec.t[session.tare_frame] - rec.t[0]])}
+    return summary, series
+
+
+def _nearest_frame(t: np.ndarray, s: float, tol: float = 0.002) -> Optional[int]:
+    k = int(np.argmin(np.abs(t - s)))
+    return k if abs(t[k] - s) <= tol else None
+
+
+DEFINITIONS = {
+    "dp": "pressure minus the node's tare offset (Pa): measured from the recorded std_msgs/Float32 hPa "
+          "x 100, "
+          "predicted from the recorded punyo_pressure/predicted; frames from the tare on",
+    "contact frames": f"frames whose measured dp exceeds {CONTACT_DP_PA:g} Pa",
+    "correlation": "Pearson r of predicted dp and measured dp over the contact frames",
+    "gain": "least-squares predicted dp / measured dp over the contact frames (sum p*m / sum m^2); "
+            "> 1 = the model predicts more than the bubble shows",
+    "residual_rms_contact_after_tare_pa": "RMS of measured - predicted over the contact frames, tare only",
+    "residual_rms_contact_after_gain_pa": "the same after GainCalibrator (fitted in-sample on every frame "
+                                          "with "
+                                          "a contact in the recorded contacts stream)",
+    "gain_calibrator.gain": "the gain the pressure sensor applies to its contact term (measured ~ gain x "
+                            "model); effective base area = base area / gain",
+    "lag_s": "time shift applied to the wrench (F/T lag behind pressure and joints)",
+    "library_vs_node_max_abs_pa": "largest difference between the node's prediction and the library's on "
+                                  "the states rebuilt from the recorded contacts and joint states",
+}
+
+
+def plot(series: Dict[str, np.ndarray], summary: Dict[str, Any], path: Path) -> Path:
+    """Pressure over time (measured, predicted after tare, after gain) and a Δp scatter."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(12, 4.6), layout="constrained")
+    ax, sc = fig.subplots(1, 2, width_ratios=[1.7, 1])
+    t, off = series["t"], series["offset"]
+    ax.plot(t, series["meas"] / 100.0, "k-", lw=1.6, label="measured (real Punyo, Float32 hPa)")
+    ax.plot(t, series["pred"] / 100.0, "C3--", lw=1.3, label="predicted, tare only (seed model)")
+    ax.plot(t, series["gain"] / 100.0, "C0-", lw=1.0, label="predicted, tare + gain calibration")
+    ax.set_xlabel("recording time (s)")
+    ax.set_ylabel("bubble pressure (hPa)")
+    p = summary["pressure"]
+    ax.set_title(f"Real UR5e poke: r = {p['correlation']:.3f}, "
+                 f"RMS {p['residual_rms_contact_after_tare_pa']:.0f} "
+                 f"-> {p['residual_rms_contact_after_gain_pa']:.0f} Pa after gain (dp > 50 Pa)")
+    ax.legend(loc="upper right", fontsize=8)
+    ax.grid(alpha=0.3)
+    m, pr, g = series["meas"] - off, series["pred"] - off, series["gain"] - off
+    sc.plot(m, pr, "C3.", ms=5, label="tare only")
+    sc.plot(m, g, "C0.", ms=5, label="after gain")
+    hi = float(max(np.max(m), np.max(pr), 1.0)) * 1.05
+    sc.plot([0, hi], [0, hi], "k-", lw=0.8, label="predicted = measured")
+    sc.plot([0, hi], [0, hi * p["gain"]], "C3:", lw=0.8, label=f"LS fit, gain {p['gain']:.2f}")
+    sc.axvline(CONTACT_DP_PA, color="0.6", lw=0.8, ls="--")
+    sc.set_xlabel("measured dp (Pa)")
+    sc.set_ylabel("predicted dp (Pa)")
+    sc.legend(loc="upper left", fontsize=8)
+    sc.grid(alpha=0.3)
+    fig.savefig(path, dpi=110)
+    return path
+
+
+# -- command line --------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    """The replay's command line."""
+    ap = argparse.ArgumentParser(prog="python -m vsf_sensor_ros.apps.replay",
+                                 description=__doc__.split("\n")[0])
+    ap.add_argument("--recording", type=Path, default=DEFAULT_RECORDING, help="data.json of the poke")
+    ap.add_argument("--out", type=Path, default=Path("demo_out/real"), help="output directory")
+    ap.add_argument("--speed", type=float, default=1.0, help="playback speed (1 = recorded pace)")
+    ap.add_argument("--frames", default="", help="replay frames A:B only (Python slice, e.g. 30:130)")
+    ap.add_argument("--lag", default="auto",
+                    help="wrench time shift in s, or 'auto' (cross-correlation of dp with |F - bias|)")
+    return ap
+
+
+def _parse_frames(text: str) -> Optional[Tuple[int, int]]:
+    if not text:
+        return None
+    m = re.fullmatch(r"\s*(\d*)\s*:\s*(\d*)\s*", text)
+    if not m:
+        raise ValueError(f"--frames must look like A:B, got {text!r}")
+    return (int(m.group(1) or 0), int(m.group(2)) if m.group(2) else 1 << 30)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point: 0 on success, 1 when the session or analysis failed, 2 on bad arguments."""
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    try:
+        frames = _parse_frames(args.frames)
+        if not (args.speed > 0 and math.isfinite(args.speed)):
+            raise ValueError(f"--speed must be > 0, got {args.speed}")
+        lag_arg = None if args.lag == "auto" else float(args.lag)
+        if lag_arg is not None and not (lag_arg >= 0 and math.isfinite(lag_arg)):
+            raise ValueError(f"--lag must be 'auto' or seconds >= 0, got {args.lag!r}")
+        rec = load_recording(args.recording, frames)
+        onset = poke_onset(rec)
+    except (ValueError, ReplayError) as exc:
+        ap.print_usage(sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id, release_domain_id
+
+    bias_samples = max(5, min(MAX_BIAS_SAMPLES, onset - 5))
+    if lag_arg is None:
+        shift, lag = estimate_lag(rec, bias_samples)
+    else:
+        shift, lag = None, lag_arg
+    tare_frame = onset - 3
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("run.mcap", "metadata.yaml", "summary.json", "pressure_real.png", "calibration.yaml"):
+        (out / name).unlink(missing_ok=True)
+    print(f"recording: {len(rec)} frames, poke from frame {onset}; wrench bias from the last "
+          f"{bias_samples} before frame {onset - 3}; "
+          f"F/T lag {lag * 1000:.0f} ms" + (f" ({shift} frames, estimated)" if shift is not None else ""))
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    domain_id = free_domain_id()
+    apply_localhost_env(domain_id)
+    try:
+        session = run_session(rec, out, args.speed, lag, bias_samples, tare_frame, domain_id)
+        from vsf_sensor_ros.apps.recorder import write_bag
+        bag = write_bag(session.logs.values(), out, "run")
+        summary, series = analyse(session, rec, out)
+        summary["pressure"]["lag_s"] = lag
+        summary["pressure"]["lag_estimated"] = shift is not None
+        summary["bag"] = {"path": str(bag["path"]), "topics": len(bag["counts"])}
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+        png = plot(series, summary, out / "pressure_real.png")
+    except ReplayError as exc:
+        print(f"\nreplay FAILED: {exc}\n(children's output: {out / 'logs'})", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\ninterrupted: children stopped", file=sys.stderr)
+        return 130
+    finally:
+        release_domain_id(domain_id)
+        signal.signal(signal.SIGTERM, previous)
+    p = summary["pressure"]
+    print(f"\npressure over {p['frames_contact']} frames with measured dp > {CONTACT_DP_PA:g} Pa:")
+    print(f"  correlation            {p['correlation']:.4f}")
+    print(f"  gain (pred/meas)       {p['gain']:.3f}   (calibrated sensor gain "
+          f"{p['gain_calibrator']['gain']:.3f}, effective base area "
+          f"{p['effective_base_area_m2'] * 1e4:.1f} cm^2 "
+          f"of {p['base_area_m2'] * 1e4:.1f})")
+    print(f"  RMS after tare         {p['residual_rms_contact_after_tare_pa']:.1f} Pa")
+    print(f"  RMS after gain         {p['residual_rms_contact_after_gain_pa']:.1f} Pa")
+    print(f"  lag                    {lag * 1000:.0f} ms")
+    print(f"files in {out}/: run.mcap + metadata.yaml, summary.json, {png.name}, calibration.yaml, "
+          "ur5e.urdf, sensor_node.yaml, logs/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""A Universal Robots UR5e world written from the published DH parameters, with a Punyo bubble.
+
+The URDF is generated here (not shipped) from UR's standard Denavit-Hartenberg table, so the link
+frames are exactly the DH frames: ``base`` = DH frame 0 (the frame the UR controller reports
+poses and wrenches in), link ``i`` = DH frame ``i - 1`` turned by joint ``i``, ``tool0`` = DH frame
+6 (the tool flange).  Standard DH, joint ``i``::
+
+    T_{i-1,i} = Rz(q_i) · Tz(d_i) · Tx(a_i) · Rx(α_i)
+
+A URDF joint applies its fixed ``origin`` *before* its rotation, so joint ``i``'s origin holds
+row ``i − 1``'s constant part ``Tz(d)·Tx(a)·Rx(α)`` (= ``xyz="a 0 d" rpy="α 0 0"``) and a fixed
+joint to ``tool0`` holds row 6's.  Masses and inertias are nominal: only the kinematics are used.
+
+The Punyo body (the package's bubble mesh: base plane ``z = 0``, dome toward ``+z``, base normal
+``+z``) is fixed to ``tool0`` with its ``+z`` along tool ``−y``: the recorded poke pressed the bubble
+against the indenter while the tool moved mostly along its ``−y``, so the bubble faces that way.
+The mount offset along ``−y`` (:data:`PUNYO_MOUNT_OFFSET`) is assumed; the pressure model does not
+depend on it (only on the force direction and the base area).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from vsf_sensor_ros.embedded_world import BUBBLE_HEIGHT, bubble_mesh
+from vsf_sensor_ros.world import World
+
+__all__ = ["UR5E_DH", "UR5E_JOINTS", "UR5E_LINKS", "PUNYO_BODY", "TOOL_LINK", "BASE_LINK",
+           "PUNYO_MOUNT_OFFSET", "dh_forward_kinematics", "ur5e_urdf", "punyo_mount_transform",
+           "punyo_apex_local", "ur5e_world"]
+
+#: Universal Robots' published UR5e DH parameters: one ``(d, a, alpha)`` per joint (m, m, rad).
+UR5E_DH: Tuple[Tuple[float, float, float], ...] = (
+    (0.1625, 0.0, math.pi / 2),
+    (0.0, -0.425, 0.0),
+    (0.0, -0.3922, 0.0),
+    (0.1333, 0.0, math.pi / 2),
+    (0.0997, 0.0, -math.pi / 2),
+    (0.0996, 0.0, 0.0),
+)
+#: URDF joint names, in the order the UR driver publishes them.
+UR5E_JOINTS: List[str] = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint",
+                          "wrist_1_joint", "wrist_2_joint", "wrist_3_joint"]
+BASE_LINK = "base"
+TOOL_LINK = "tool0"
+UR5E_LINKS: List[str] = [BASE_LINK, "shoulder_link", "upper_arm_link", "forearm_link",
+                         "wrist_1_link", "wrist_2_link", "wrist_3_link", TOOL_LINK]
+PUNYO_BODY = "punyo"
+#: Assumed distance (m) from the flange origin to the bubble's base plane, along tool −y.
+PUNYO_MOUNT_OFFSET = 0.05
+# UR5e joint limits (rad, rad/s) and a nominal link mass; dynamics are not used.
+_LIMIT = 2.0 * math.pi
+_VELOCITY = math.pi
+_MASS = 1.0
+
+
+def dh_forward_kinematics(q: Sequence[float], dh: Sequence[Tuple[float, float, float]] = UR5E_DH
+                          ) -> np.ndarray:
+    """Flange pose ``(4, 4)`` float64 (DH frame 6 → frame 0, m) from the standard DH product.
+
+    Raises:
+        ValueError: ``q`` does not have one angle per DH row.
+    """
+    q = np.asarray(q, dtype=np.float64).reshape(-1)
+    if q.shape[0] != len(dh):
+        raise ValueError(f"need {len(dh)} joint angles, got {q.shape[0]}")
+    T = np.eye(4)
+    for qi, (d, a, alpha) in zip(q, dh):
+        ct, st, ca, sa = math.cos(qi), math.sin(qi), math.cos(alpha), math.sin(alpha)
+        T = T @ np.array([[ct, -st * ca, st * sa, a * ct],
+                          [st, ct * ca, -ct * sa, a * st],
+                          [0.0, sa, ca, d],
+                          [0.0, 0.0, 0.0, 1.0]])
+    return T
+
+
+def _inertial() -> str:
+    return (f'<inertial><mass value="{_MASS}"/><origin xyz="0 0 0"/>'
+            '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>')
+
+
+def ur5e_urdf(dh: Sequence[Tuple[float, float, float]] = UR5E_DH, name: str = "ur5e") -> str:
+    """URDF text of the arm (links :data:`UR5E_LINKS`, joints :data:`UR5E_JOINTS`), DH frames as above."""
+    parts = [f'<?xml version="1.0"?>\n<robot name="{name}">']
+    for link in UR5E_LINKS:
+        body = "" if link == TOOL_LINK else _inertial()
+        parts.append(f'  <link name="{link}">{body}</link>')
+    prev = (0.0, 0.0, 0.0)                       # joint 1 sits on the base frame
+    for i, joint in enumerate(UR5E_JOINTS):
+        d, a, alpha = prev
+        parts.append(
+            f'  <joint name="{joint}" type="revolute">'
+            f'<parent link="{UR5E_LINKS[i]}"/><child link="{UR5E_LINKS[i + 1]}"/>'
+            f'<origin xyz="{a!r} 0 {d!r}" rpy="{alpha!r} 0 0"/><axis xyz="0 0 1"/>'
+            f'<limit lower="{-_LIMIT!r}" upper="{_LIMIT!r}" effort="150" velocity="{_VELOCITY!r}"/></joint>')
+        prev = dh[i]
+    d, a, alpha = prev
+    parts.append(f'  <joint name="flange" type="fixed"><parent link="{UR5E_LINKS[-2]}"/>'
+                 f'<child link="{TOOL_LINK}"/><origin xyz="{a!r} 0 {d!r}" rpy="{alpha!r} 0 0"/></joint>')
+    parts.append("</robot>\n")
+    return "\n".join(parts)
+
+
+def punyo_mount_transform(offset: float = PUNYO_MOUNT_OFFSET) -> np.ndarray:
+    """Bubble body → ``tool0`` ``(4, 4)``: ``Rx(+π/2)`` (body ``+z`` → tool ``−y``), base plane
+    ``offset`` m along tool ``−y``."""
+    T = np.array([[1.0, 0.0, 0.0, 0.0],
+                  [0.0, 0.0, -1.0, -offset],
+                  [0.0, 1.0, 0.0, 0.0],
+                  [0.0, 0.0, 0.0, 1.0]])
+    return T
+
+
+def punyo_apex_local() -> np.ndarray:
+    """The bubble's apex ``(3,)`` in the bubble's body frame (m): ``(0, 0, BUBBLE_HEIGHT)``."""
+    return np.array([0.0, 0.0, BUBBLE_HEIGHT])
+
+
+def ur5e_world(with_punyo: bool = True, urdf_path: Optional[Union[str, Path]] = None) -> World:
+    """The UR5e :class:`World` (from :func:`ur5e_urdf`), with the bubble on ``tool0`` when asked.
+
+    ``urdf_path``: where to write the URDF first (and load it from); text only when ``None``.
+    """
+    text = ur5e_urdf()
+    if urdf_path is not None:
+        Path(urdf_path).write_text(text)
+        w = World.from_urdf(str(urdf_path))
+    else:
+        w = World.from_urdf(text)
+    if with_punyo:
+        w.attach_body(PUNYO_BODY, bubble_mesh(), TOOL_LINK, punyo_mount_transform())
+    return w
+
+
+def joint_dict(q: Sequence[float]) -> Dict[str, float]:
+    """``{joint name: angle}`` for six angles in driver order."""
+    return dict(zip(UR5E_JOINTS, map(float, q)))

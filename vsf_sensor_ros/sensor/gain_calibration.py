@@ -1,0 +1,225 @@
+"""Gain calibration on top of a tare: what the contact model cannot know about the real sensor.
+
+A tare removes a constant offset.  A real Punyo bubble also shows a smaller
+pressure rise than the seed's model ``Δp = F·n / A_base`` predicts, because the
+membrane carries part of the load: the change scales by an effective gain
+(equivalently, an effective base area ``A_eff = A_base / gain``).  No offset
+removes that; :class:`GainCalibrator` fits it by least squares from pairs of
+measured and predicted samples that have contact.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+
+from ._punyo_common import as_vector
+from .base import BaseCalibrator, BaseSensor
+from .state import SimState
+
+__all__ = ["GainCalibrator", "GainFit"]
+
+
+@dataclass
+class GainFit:
+    """Result of the last :meth:`GainCalibrator.fit`.
+
+    Attributes:
+        gain: ``(#meas,)`` float64, the gain written to the sensor's calibration.
+        samples: contact samples used.
+        relative_std_error: ``(#meas,)`` float64, standard error of each fitted
+            gain over the gain (NaN for entries kept at their previous value).
+        fitted: ``(#meas,)`` bool, entries that were excited enough to be fitted.
+        rms_before: RMS of measured − predicted change over the samples with gain 1 (sensor units).
+        rms_after: the same with the fitted gain.
+    """
+
+    gain: np.ndarray
+    samples: int
+    relative_std_error: np.ndarray
+    fitted: np.ndarray
+    rms_before: float
+    rms_after: float
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+class GainCalibrator(BaseCalibrator):
+    r"""Least-squares gain on the contact-driven change of a reading, on top of its tare offset.
+
+    Model, per measurement entry ``i`` (sensor units, e.g. Pa):
+
+    .. math::  y_i = \text{offset}_i + k_i \, x_i
+
+    ``x_i`` = the raw model's reading (calibration cleared: the contact term
+    alone, 0 without contact), ``offset_i`` = what the sensor's current
+    calibration (its tare) adds, and ``y_i`` the observation.  Over the ``n``
+    samples with contact (``sensor.in_contact(state)``) the least-squares gain
+    through the origin is
+
+    .. math::  k_i = \frac{\sum_s x_{si} (y_{si} - \text{offset}_{si})}{\sum_s x_{si}^2}
+
+    with standard error ``sqrt(Σ r² / (n − 1) / Σ x²)``, ``r = y − offset − k x``.
+    For the Punyo pressure sensor ``k = A_base / A_eff``.
+
+    ``per_measurement=False`` (default) fits one gain shared by every entry
+    (sums over entries too) and writes it to every entry: the right choice for
+    a dense field where most vertices are never loaded.  ``True`` fits each
+    entry alone; entries whose predicted change is smaller than
+    ``min_excitation`` (RMS over the samples) keep their previous gain.
+
+    The sensor reads the result from ``calibration['gain']`` (``(#meas,)``),
+    kept next to its tare (``'tare'``, ``'tare_sim_avg'`` are not changed).
+    :meth:`compatible` is true for sensors that accept a ``'gain'`` entry
+    (``supports_gain = True``; the Punyo pressure sensor today).
+
+    Refusals (``ValueError``, the sensor keeps its calibration): fewer than
+    ``min_samples`` contact samples; no entry excited above
+    ``min_excitation``; a non-positive or non-finite gain; a relative standard
+    error above ``max_relative_error`` (the fit is ill-conditioned: the
+    predicted change does not explain the measured one).
+    """
+
+    def __init__(self, min_samples: int = 10, min_excitation: float = 1e-9,
+                 max_relative_error: float = 0.2, per_measurement: bool = False) -> None:
+        """Raises ValueError for ``min_samples < 2``, a negative/non-finite ``min_excitation`` or a
+        non-positive ``max_relative_error``."""
+        if isinstance(min_samples, bool) or not isinstance(min_samples, (int, np.integer)) or min_samples < 2:
+            raise ValueError(f"GainCalibrator: min_samples must be an integer >= 2, got {min_samples!r}")
+        if not (isinstance(min_excitation, (int, float)) and math.isfinite(min_excitation)
+                and min_excitation >= 0):
+            raise ValueError(f"GainCalibrator: min_excitation must be finite and >= 0, "
+                             f"got {min_excitation!r}")
+        if not (isinstance(max_relative_error, (int, float)) and max_relative_error > 0):
+            raise ValueError(f"GainCalibrator: max_relative_error must be > 0, got {max_relative_error!r}")
+        self.min_samples = int(min_samples)
+        self.min_excitation = float(min_excitation)
+        self.max_relative_error = float(max_relative_error)
+        self.per_measurement = bool(per_measurement)
+        self.last_fit: Optional[GainFit] = None
+
+    def compatible(self, sensor: BaseSensor) -> bool:
+        """True for sensors that apply a ``'gain'`` calibration entry (``supports_gain``)."""
+        return bool(getattr(sensor, "supports_gain", False))
+
+    def calibrate(self, sensor: BaseSensor, sim: Any, command_sequence: Sequence[Any],
+                  observation_sequence: Sequence[Mapping[str, Any]]) -> int:
+        """Seed-style entry: step ``sim`` once per command (``dt`` = 0.1 s, as the seed's
+        ``TareCalibrator``), collect ``sim.state()``, then :meth:`fit`.
+
+        Returns the number of contact samples used.
+
+        Raises:
+            ValueError: fewer commands than observations, or as :meth:`fit`.
+        """
+        n = len(observation_sequence)
+        if len(command_sequence) < n:
+            raise ValueError(f"GainCalibrator: {n} observations need {n} commands, "
+                             f"got {len(command_sequence)}")
+        states: List[SimState] = []
+        for i in range(n):
+            sim.step(command_sequence[i], dt=0.1)
+            states.append(sim.state())
+        return self.fit(sensor, states, observation_sequence)
+
+    def fit(self, sensor: BaseSensor, states: Sequence[SimState],
+            observation_sequence: Sequence[Any]) -> int:
+        """Fit the gain from recorded states and observations; set it; return contact samples used.
+
+        Args:
+            sensor: an attached sensor with ``supports_gain``; its tare (if any) is kept.
+            states: recorded :class:`SimState` s, one per observation.
+            observation_sequence: per state, either ``{sensor name: observation}`` or the
+                observation itself, ``(#meas,)`` (scalar for one entry), sensor units.
+
+        Raises:
+            ValueError: incompatible sensor, length mismatch, a bad observation (named), too
+                few contact samples (says how many of how many), nothing excited, a
+                non-positive gain or an ill-conditioned fit (names the relative error).
+                The sensor's calibration is unchanged on every error.
+        """
+        if not self.compatible(sensor):
+            raise ValueError(f"GainCalibrator: sensor {sensor.name!r} ({type(sensor).__name__}) does not "
+                             "apply a 'gain' calibration entry")
+        if len(states) != len(observation_sequence):
+            raise ValueError(f"GainCalibrator: {len(states)} states but {len(observation_sequence)} "
+                             "observations")
+        n_meas = len(sensor.measurement_names())
+        if n_meas == 0:
+            raise ValueError(f"sensor {sensor.name!r} reports no measurements (attach it first)")
+        contact = [i for i, st in enumerate(states) if sensor.in_contact(st)]
+        if len(contact) < self.min_samples:
+            raise ValueError(f"GainCalibrator: sensor {sensor.name!r} has {len(contact)} contact samples "
+                             f"of {len(states)}; at least {self.min_samples} are needed")
+        ys = []
+        for i in contact:
+            obs = observation_sequence[i]
+            if isinstance(obs, Mapping):
+                if sensor.name not in obs:
+                    raise ValueError(f"observation {i} has no entry for sensor {sensor.name!r}; "
+                                     f"keys: {sorted(map(str, obs))}")
+                obs = obs[sensor.name]
+            ys.append(as_vector(obs, f"observation {i} of sensor {sensor.name!r}", n_meas))
+        previous = sensor.get_calibration()
+        base = {k: v for k, v in previous.items() if k != "gain"}
+        prev_gain = np.asarray(previous.get("gain", np.ones(n_meas)), dtype=np.float64)
+        try:
+            sensor.set_calibration(base)
+            with_offset = np.stack([_vec(sensor.predict(states[i])) for i in contact])
+            sensor.set_calibration({})
+            raw = np.stack([_vec(sensor.predict(states[i])) for i in contact])
+        finally:
+            sensor.set_calibration(previous)
+        x = raw
+        y = np.stack(ys) - (with_offset - raw)
+        fit = self._solve(sensor.name, x, y, prev_gain)
+        sensor.set_calibration({**base, "gain": fit.gain})
+        self.last_fit = fit
+        return fit.samples
+
+    def _solve(self, name: str, x: np.ndarray, y: np.ndarray, prev_gain: np.ndarray) -> GainFit:
+        n, m = x.shape
+        excitation = np.sqrt((x ** 2).mean(axis=0))
+        if self.per_measurement:
+            fitted = excitation > self.min_excitation
+            sxx, sxy = (x ** 2).sum(axis=0), (x * y).sum(axis=0)
+            dof = n - 1
+        else:
+            total = float(np.sqrt((x ** 2).mean()))
+            fitted = np.full(m, total > self.min_excitation)
+            sxx = np.full(m, (x ** 2).sum())
+            sxy = np.full(m, (x * y).sum())
+            dof = n * m - 1
+        if not fitted.any():
+            raise ValueError(f"GainCalibrator: sensor {name!r}: the predicted change is below "
+                             f"min_excitation={self.min_excitation:g} over all {n} contact samples "
+                             f"(largest RMS {excitation.max():.3g}); nothing to fit")
+        gain = prev_gain.copy()
+        gain[fitted] = sxy[fitted] / sxx[fitted]
+        bad = fitted & ~(np.isfinite(gain) & (gain > 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"GainCalibrator: sensor {name!r}: fitted gain {gain[i]:.4g} for entry {i} "
+                             "is not positive: the measured change does not follow the predicted one")
+        r = y - x * gain
+        if self.per_measurement:
+            ssr = (r ** 2).sum(axis=0)
+        else:
+            ssr = np.full(m, (r[:, fitted] ** 2).sum())
+        rel = np.full(m, np.nan)
+        rel[fitted] = np.sqrt(ssr[fitted] / max(dof, 1) / sxx[fitted]) / gain[fitted]
+        worst = float(np.nanmax(rel))
+        if worst > self.max_relative_error:
+            raise ValueError(f"GainCalibrator: sensor {name!r}: ill-conditioned fit over {n} contact "
+                             f"samples, relative standard error of the gain {worst:.3g} > max_relative_error="
+                             f"{self.max_relative_error:g}")
+        rms_before = float(np.sqrt(((y - x)[:, fitted] ** 2).mean()))
+        rms_after = float(np.sqrt((r[:, fitted] ** 2).mean()))
+        return GainFit(gain=gain, samples=n, relative_std_error=rel, fitted=fitted,
+                       rms_before=rms_before, rms_after=rms_after)
+
+
+def _vec(t: Any) -> np.ndarray:
+    """A prediction tensor as a float64 numpy vector."""
+    return np.asarray(t.detach().cpu().numpy() if hasattr(t, "detach") else t, dtype=np.float64).reshape(-1)
