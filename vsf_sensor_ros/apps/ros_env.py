@@ -4,10 +4,18 @@ DDS discovery is multicast: two demos, two test sessions, or a demo and a
 real robot on the same domain id see each other's topics.  Everything that
 starts ROS processes here (the demo, the ROS test fixtures) therefore
 
-* restricts discovery to loopback: ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``
-  (Iron and newer) and ``ROS_LOCALHOST_ONLY=1`` (Humble; ignored with a
-  deprecation note by newer distributions when the range is set), and
+* restricts discovery to loopback with the one variable the running
+  distribution reads (:func:`discovery_env`): ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``
+  on Iron and newer (Jazzy, Kilted), ``ROS_LOCALHOST_ONLY=1`` on Humble.  Newer
+  distributions still honour ``ROS_LOCALHOST_ONLY`` but print two deprecation
+  warnings per process when it is set, so it is removed there; and
 * leases a free ``ROS_DOMAIN_ID`` with :func:`free_domain_id`.
+
+The distribution is told apart by the installed ``rclpy``'s version (package
+metadata, read without importing rclpy): major version 3 is Humble, 4 Iron,
+7 Jazzy, 9 Kilted.  Where the metadata is missing the ``ROS_DISTRO`` variable
+every sourced ROS 2 install sets (and ``make`` exports) decides; where neither
+says, both variables are set so the process stays on this host whatever runs.
 
 A lease is an exclusive ``fcntl`` lock on ``<lock_dir>/vsf_sensor_ros_domain_<id>.lock``.
 The kernel drops the lock when the owning process exits, however it exits
@@ -17,10 +25,11 @@ left in place (deleting them would race with another process locking them).
 from __future__ import annotations
 
 import fcntl
+import importlib.metadata
 import os
 import tempfile
 from pathlib import Path
-from typing import Dict, Mapping, Optional, TextIO
+from typing import Dict, FrozenSet, Mapping, Optional, TextIO
 
 # Linux DDS implementations map domain ids 0..101 to UDP ports without
 # clashing with the ephemeral range; 0 is everybody's default, so skip it.
@@ -29,6 +38,69 @@ LAST_DOMAIN_ID = 101
 
 _LOCK_PREFIX = "vsf_sensor_ros_domain_"
 _held: Dict[int, TextIO] = {}
+
+#: The variables that confine discovery: the Iron-and-newer one, then Humble's.
+DISCOVERY_RANGE_VAR = "ROS_AUTOMATIC_DISCOVERY_RANGE"
+LOCALHOST_ONLY_VAR = "ROS_LOCALHOST_ONLY"
+DISCOVERY_VARS = (DISCOVERY_RANGE_VAR, LOCALHOST_ONLY_VAR)
+
+# Distributions released before Iron (2023) read ROS_LOCALHOST_ONLY only.
+_PRE_RANGE_DISTROS = frozenset({"ardent", "bouncy", "crystal", "dashing", "eloquent",
+                                "foxy", "galactic", "humble"})
+# rclpy's major version per distribution: Humble 3.x, Iron 4.x, Jazzy 7.x, Kilted 9.x.
+_FIRST_RANGE_RCLPY_MAJOR = 4
+
+
+def has_discovery_range(environ: Optional[Mapping[str, str]] = None,
+                        rclpy_version: Optional[str] = None) -> Optional[bool]:
+    """Whether the ROS 2 distribution in use reads ``ROS_AUTOMATIC_DISCOVERY_RANGE``.
+
+    Iron and newer do (and deprecate ``ROS_LOCALHOST_ONLY``); Humble and older
+    know only ``ROS_LOCALHOST_ONLY``.
+
+    Args:
+        environ: environment holding ``ROS_DISTRO`` (default: ``os.environ``).
+        rclpy_version: version of the installed ``rclpy`` (default: read from
+            its package metadata, without importing it; ``""`` = unknown).
+
+    Returns:
+        ``True``/``False`` from the rclpy major version (>= 4 is Iron or newer)
+        when it is known, else from ``ROS_DISTRO`` when set; ``None`` when
+        neither says.
+    """
+    if rclpy_version is None:
+        try:
+            rclpy_version = importlib.metadata.version("rclpy")
+        except importlib.metadata.PackageNotFoundError:
+            rclpy_version = ""
+    major = rclpy_version.split(".", 1)[0]
+    if major.isdigit():
+        return int(major) >= _FIRST_RANGE_RCLPY_MAJOR
+    distro = (os.environ if environ is None else environ).get("ROS_DISTRO", "").strip().lower()
+    if distro:
+        return distro not in _PRE_RANGE_DISTROS
+    return None
+
+
+def discovery_env(environ: Optional[Mapping[str, str]] = None,
+                  rclpy_version: Optional[str] = None) -> Dict[str, str]:
+    """The discovery variables that keep this distribution's DDS on loopback.
+
+    Args:
+        environ, rclpy_version: as for :func:`has_discovery_range`.
+
+    Returns:
+        ``{"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}`` on Iron and newer,
+        ``{"ROS_LOCALHOST_ONLY": "1"}`` on Humble and older, both when the
+        distribution cannot be told.
+    """
+    has_range = has_discovery_range(environ, rclpy_version)
+    env: Dict[str, str] = {}
+    if has_range is not False:
+        env[DISCOVERY_RANGE_VAR] = "LOCALHOST"
+    if has_range is not True:
+        env[LOCALHOST_ONLY_VAR] = "1"
+    return env
 
 
 def _lock_dir(lock_dir: Optional[str]) -> Path:
@@ -96,6 +168,12 @@ def release_domain_id(domain_id: int) -> None:
     handle.close()
 
 
+def held_domain_ids() -> FrozenSet[int]:
+    """Domain ids this process leases now (:func:`free_domain_id` never hands them out again,
+    whatever ``lock_dir`` is asked for: the id is in use by this process's ROS traffic)."""
+    return frozenset(_held)
+
+
 def localhost_env(domain_id: int, base: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
     """Environment for a ROS 2 process confined to this host on ``domain_id``.
 
@@ -104,9 +182,10 @@ def localhost_env(domain_id: int, base: Optional[Mapping[str, str]] = None) -> D
         base: environment to start from (default: ``os.environ``); not modified.
 
     Returns:
-        A new dict: ``base`` plus ``ROS_DOMAIN_ID``, ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``
-        and ``ROS_LOCALHOST_ONLY=1``.  ``ROS_STATIC_PEERS`` is cleared so no
-        peer outside this host is contacted.
+        A new dict: ``base`` plus ``ROS_DOMAIN_ID`` and :func:`discovery_env`
+        (``ROS_DISTRO`` read from ``base``); the discovery variable this
+        distribution does not need is removed, and so is ``ROS_STATIC_PEERS``,
+        so no peer outside this host is contacted.
 
     Raises:
         ValueError: ``domain_id`` outside ``0..232``.
@@ -115,8 +194,9 @@ def localhost_env(domain_id: int, base: Optional[Mapping[str, str]] = None) -> D
         raise ValueError(f"ROS_DOMAIN_ID must be in 0..232, got {domain_id}")
     env = dict(os.environ if base is None else base)
     env["ROS_DOMAIN_ID"] = str(int(domain_id))
-    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    env["ROS_LOCALHOST_ONLY"] = "1"
+    for key in DISCOVERY_VARS:
+        env.pop(key, None)
+    env.update(discovery_env(env))
     env.pop("ROS_STATIC_PEERS", None)
     return env
 
@@ -128,6 +208,9 @@ def apply_localhost_env(domain_id: int) -> None:
     when the ROS context is created.
     """
     env = localhost_env(domain_id)
-    for key in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_LOCALHOST_ONLY"):
-        os.environ[key] = env[key]
+    for key in ("ROS_DOMAIN_ID",) + DISCOVERY_VARS:
+        if key in env:
+            os.environ[key] = env[key]
+        else:
+            os.environ.pop(key, None)
     os.environ.pop("ROS_STATIC_PEERS", None)
