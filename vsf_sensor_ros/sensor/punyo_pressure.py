@@ -10,6 +10,7 @@ import torch
 from ._punyo_common import (
     body_pose, check_config_keys, check_model_name, numpy_pose, pairs_and_states, parse_tare)
 from .base import BaseSensor, Pair, SparseJacobian
+from .errors import SettingError
 from .mesh import projected_area, triangle_mesh_of
 from .state import SimState
 
@@ -58,14 +59,16 @@ class PunyoPressureSensor(BaseSensor):
         except (TypeError, ValueError):                  # e.g. 'up', [1, 'x', 0], ragged lists
             n = None
         if n is None or n.shape != (3,) or not np.all(np.isfinite(n)) or float(np.linalg.norm(n)) == 0.0:
-            raise ValueError(f"sensor {name!r}: base_normal_local must be a finite non-zero 3-vector, "
-                             f"got {base_normal_local!r}")
+            raise SettingError(f"sensor {name!r}: base_normal_local must be a finite non-zero 3-vector, "
+                               f"got {base_normal_local!r}", "base_normal_local", base_normal_local)
         try:
             var = float(variance)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"sensor {name!r}: variance must be a number (Pa^2), got {variance!r}") from exc
+            raise SettingError(f"sensor {name!r}: variance must be a number (Pa^2), got {variance!r}",
+                               "variance", variance) from exc
         if not math.isfinite(var) or var < 0.0:
-            raise ValueError(f"sensor {name!r}: variance must be finite and >= 0 (Pa^2), got {variance!r}")
+            raise SettingError(f"sensor {name!r}: variance must be finite and >= 0 (Pa^2), got {variance!r}",
+                               "variance", variance)
         self.base_normal_local: np.ndarray = n / np.linalg.norm(n)
         self.variance: float = var
         self.base_area: Optional[float] = None
