@@ -23,8 +23,9 @@ from .sensor_node_scene import empty_cloud, stamp, start_node, tare_pressure, wa
 
 
 def _tree(root: Path) -> dict:
-    """Every path under ``root`` with its bytes (directories map to None)."""
-    return {str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes()) for p in sorted(root.rglob("*"))}
+    """Every path under ``root`` with its bytes (directories map to None); the node's own log aside."""
+    return {str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes())
+            for p in sorted(root.rglob("*")) if p.name != "node.log"}
 
 
 def _still_serving(proc: NodeProcess, probe: Probe, sec: int) -> None:
@@ -58,12 +59,14 @@ def test_calibration_file_cannot_be_set_live_and_nothing_is_written_there(tmp_pa
 def test_save_over_a_foreign_file_is_refused_and_the_file_is_unchanged(tmp_path, rclpy_context):
     foreign = tmp_path / "robot_setup.yaml"
     foreign.write_text("robot: {joints: 6}\nsensors: {}\n")      # YAML, but not written by this package
-    with start_node(tmp_path, "cal_security_probe", extra={"calibration_file": str(foreign)}) as (proc, probe, _):
+    extra = {"calibration_file": str(foreign)}
+    with start_node(tmp_path, "cal_security_probe", extra=extra) as (proc, probe, _):
         assert tare_pressure(probe).success
         before = _tree(tmp_path)
         r = _save(probe)
         assert r.success is False
-        assert "not a calibration file written by vsf_sensor_ros" in r.message and "left unchanged" in r.message
+        assert "not a calibration file written by vsf_sensor_ros" in r.message
+        assert "left unchanged" in r.message
         assert str(foreign) in r.message
         assert _tree(tmp_path) == before
         _still_serving(proc, probe, 70)
@@ -71,7 +74,8 @@ def test_save_over_a_foreign_file_is_refused_and_the_file_is_unchanged(tmp_path,
 
 def test_save_into_a_missing_directory_is_refused_and_nothing_is_created(tmp_path, rclpy_context):
     target = tmp_path / "missing" / "sub" / "calibration.yaml"
-    with start_node(tmp_path, "cal_security_probe", extra={"calibration_file": str(target)}) as (proc, probe, _):
+    extra = {"calibration_file": str(target)}
+    with start_node(tmp_path, "cal_security_probe", extra=extra) as (proc, probe, _):
         assert tare_pressure(probe).success
         before = _tree(tmp_path)
         r = _save(probe)

@@ -134,6 +134,45 @@ class ChangePlan:
 Build = Callable[[SensorConfig], Tuple[BaseSensor, enc.SensorLayout]]
 
 
+def declare_spec(node: Node, name: str, spec: Spec, value: Any = None, ignore_override: bool = False) -> Any:
+    """Declare parameter ``name`` on ``node`` from a :class:`Spec`; its value as plain Python.
+
+    The value is the override (parameter file, ``-p``) unless ``ignore_override``,
+    else ``value``, else ``spec.default``.  An integer override of a double
+    (array) is accepted as a double (see the module docstring).  Used by every
+    node of the package.
+
+    Raises:
+        ConfigError: the value has the wrong type, is out of range or fails
+            :func:`~vsf_sensor_ros.ros.params.check_value`.
+    """
+    default = spec.default if value is None else value
+    if isinstance(spec.default, float) and isinstance(default, int) and not isinstance(default, bool):
+        default = float(default)
+    if isinstance(spec.default, list) and spec.default and isinstance(spec.default[0], float) \
+            and isinstance(default, list):
+        default = [float(v) for v in default]
+    override = parameter_override(node, name)
+    if override is not None:
+        fixed = as_double(override.value, spec.default)
+        if fixed is not None:
+            replace_parameter_override(node, name, fixed)
+    arg: Any = default
+    if spec.ptype is not None and (default is None or default == []):
+        arg = Parameter.Type(spec.ptype)
+    try:
+        param = node.declare_parameter(name, arg, spec.descriptor(name), ignore_override=ignore_override)
+    except (InvalidParameterTypeException, InvalidParameterValueException, TypeError) as exc:
+        shown = override.value if override is not None else default
+        raise ConfigError(name, shown, f"invalid: {exc}") from None
+    val = param.value
+    if spec.ptype is not None and val is None:
+        val = []
+    val = plain(val)
+    check_value(name, spec, val)
+    return val
+
+
 class NodeParameters:
     """Declares the node's parameters on ``node`` and plans live changes.
 
@@ -157,44 +196,16 @@ class NodeParameters:
     def declare(self, name: str, spec: Spec, value: Any = None, staged: bool = False) -> Any:
         """Declare ``name`` with ``spec``'s descriptor; its value (override > value > default).
 
+        ``staged``: ``value`` wins over an override (a live request's value).
+
         Raises:
             ConfigError: the override has the wrong type or is out of range.
         """
-        default = spec.default if value is None else value
-        if isinstance(spec.default, float) and isinstance(default, int) and not isinstance(default, bool):
-            default = float(default)
-        if isinstance(spec.default, list) and spec.default and isinstance(spec.default[0], float) \
-                and isinstance(default, list):
-            default = [float(v) for v in default]
-        desc = spec.descriptor(name)
-        self._coerce_override(name, spec)
-        arg: Any = default
-        if spec.ptype is not None and (default is None or default == []):
-            arg = Parameter.Type(spec.ptype)
         self.declaring = True
         try:
-            param = self._node.declare_parameter(name, arg, desc, ignore_override=staged)
-        except (InvalidParameterTypeException, InvalidParameterValueException, TypeError) as exc:
-            override = parameter_override(self._node, name)
-            shown = override.value if override is not None else default
-            raise ConfigError(name, shown, f"invalid: {exc}") from None
+            return declare_spec(self._node, name, spec, value, ignore_override=staged)
         finally:
             self.declaring = False
-        val = param.value
-        if spec.ptype is not None and val is None:
-            val = []
-        val = plain(val)
-        check_value(name, spec, val)
-        return val
-
-    def _coerce_override(self, name: str, spec: Spec) -> None:
-        """Accept ``100`` for a double and ``[0, 1]`` for a double array in a parameter file."""
-        ov = parameter_override(self._node, name)
-        if ov is None:
-            return
-        fixed = as_double(ov.value, spec.default)
-        if fixed is not None:
-            replace_parameter_override(self._node, name, fixed)
 
     def declare_node(self) -> Dict[str, Any]:
         """Declare every node-wide parameter; ``{name: value}`` (also kept in :attr:`values`)."""
@@ -445,4 +456,4 @@ def _check_size(pname: str, value: Any) -> None:
 
 
 __all__ = ["Build", "ChangePlan", "LiveSettings", "MAX_LIVE_TEXT", "NodeParameters", "RESERVED_NAMES",
-           "SensorAddition", "SensorChange"]
+           "SensorAddition", "SensorChange", "declare_spec"]
