@@ -91,6 +91,38 @@ class SensorEndpoints:
             enc.MEASURED_TYPES[measured_type], f"{self.name}/measured",
             lambda msg, n=self.name: self._on_measured(n, msg), self._qos.inputs)
 
+    def publish_step(self, layout: enc.SensorLayout, r: Any, state: SimState, stamp: Any, world_frame: str,
+                     in_contact: bool, marker_force_scale: Optional[float]) -> bool:
+        """Publish a checked step: prediction, Jacobian, and markers when ``marker_force_scale`` is given.
+
+        Outputs nobody subscribes to are not encoded (serialising clouds costs).
+
+        Args:
+            layout: the sensor's layout.
+            r: its :class:`~vsf_sensor_ros.ros.step.SensorResult`.
+            state: the step's ``SimState`` (contact points for the markers).
+            stamp: the contacts message's stamp.
+            world_frame: frame of the Jacobian and the markers' points.
+            in_contact: the sensor's contact state (colours the markers).
+            marker_force_scale: m per N of the arrows, or None: no markers this step.
+
+        Returns:
+            True when markers were published.
+        """
+        values, jac = r.values, r.jacobian
+        if wanted(self.predicted):
+            self.predicted.publish(enc.encode_vector(layout, values, stamp))
+        if jac is not None and self.jacobian is not None and wanted(self.jacobian):
+            self.jacobian.publish(enc.encode_jacobian(
+                jac.rows.cpu().numpy(), r.jacobian_cols, jac.values.detach().cpu().numpy(), stamp,
+                world_frame))
+        if marker_force_scale is None or self.markers is None or not wanted(self.markers):
+            return False
+        pts, frc = state.contacts_on_body(layout.frame_id, local=False)
+        self.markers.publish(enc.encode_markers(self.name, layout, world_frame, stamp, pts.cpu().numpy(),
+                                                frc.cpu().numpy(), values, marker_force_scale, in_contact))
+        return True
+
     def destroy(self) -> None:
         """Destroy every endpoint (the sensor leaves the graph)."""
         node = self._node
@@ -101,6 +133,11 @@ class SensorEndpoints:
             node.destroy_subscription(self.measured)
         node.destroy_service(self.tare)
         self.jacobian = self.markers = self.measured = None
+
+
+def wanted(pub: Any) -> bool:
+    """A publisher has at least one matched subscription."""
+    return pub.get_subscription_count() > 0
 
 
 class SensorHandle:
@@ -168,4 +205,4 @@ class SensorHandle:
         self.pairs.clear()
 
 
-__all__ = ["EndpointQoS", "Prediction", "SensorEndpoints", "SensorHandle"]
+__all__ = ["EndpointQoS", "Prediction", "SensorEndpoints", "SensorHandle", "wanted"]

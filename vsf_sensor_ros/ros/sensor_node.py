@@ -71,7 +71,7 @@ from .model_builder import SensorFactory, build_scene, check_contact_body_names
 from .node_params import ChangePlan, LiveSettings, NodeParameters
 from .pairing import Pair
 from .params import ConfigError, SensorConfig, effective_assets_dir, qos_reliability, resolve_path
-from .sensor_endpoints import EndpointQoS, Prediction, SensorEndpoints, SensorHandle
+from .sensor_endpoints import EndpointQoS, Prediction, SensorEndpoints, SensorHandle, wanted
 from .step import SensorResult, check_elements, check_predictions, predict_sensor, reading_in_contact, \
     residual_or_none
 from .tare import PairedSample, select_samples
@@ -294,32 +294,21 @@ class SensorNode(Node):
         self.inputs.contacts_processed += 1
 
     def _publish_step(self, r: SensorResult, state: SimState, stamp: Any, now: float) -> None:
-        """Publish one sensor's prediction, Jacobian and markers for a checked step."""
-        h, values, jac = r.handle, r.values, r.jacobian
-        ep = h.endpoints
-        # encoding is skipped for outputs nobody subscribes to (serialising clouds costs)
-        if _wanted(ep.predicted):
-            ep.predicted.publish(enc.encode_vector(h.layout, values, stamp))
+        """Publish one sensor's outputs for a checked step; keep its contact state."""
+        h = r.handle
         if h.layout.kind == "load":
             # keeps the Isaac sensor's period-sampled reading buffer (Python API, diagnostics)
             try:
                 h.sensor.update(state, enc.stamp_to_ns(stamp) * 1e-9)
             except ValueError as exc:
                 self._reject("sensor_update_failed", f"{h.name}: {exc}", h)
-        if jac is not None and ep.jacobian is not None and _wanted(ep.jacobian):
-            ep.jacobian.publish(enc.encode_jacobian(
-                jac.rows.cpu().numpy(), r.jacobian_cols, jac.values.detach().cpu().numpy(), stamp,
-                self._world_frame))
-        in_contact = reading_in_contact(h.layout, values, r.n_on_body)
+        in_contact = reading_in_contact(h.layout, r.values, r.n_on_body)
         h.stats.contact = in_contact
         rate = self.live.markers_max_rate
-        if ep.markers is not None and (rate <= 0 or now - h.last_marker_time >= 1.0 / rate) \
-                and _wanted(ep.markers):
+        markers = rate <= 0 or now - h.last_marker_time >= 1.0 / rate
+        if h.endpoints.publish_step(h.layout, r, state, stamp, self._world_frame, in_contact,
+                                    self.live.marker_force_scale if markers else None):
             h.last_marker_time = now
-            pts, frc = state.contacts_on_body(h.layout.frame_id, local=False)
-            ep.markers.publish(enc.encode_markers(
-                h.name, h.layout, self._world_frame, stamp, pts.cpu().numpy(), frc.cpu().numpy(),
-                values, self.live.marker_force_scale, in_contact))
 
     def _on_stamp_jump(self, old_ns: int, new_ns: int) -> None:
         self.inputs.stamp_jumps_backwards += 1
@@ -357,7 +346,7 @@ class SensorNode(Node):
         residual = residual_or_none(h.layout, measured, predicted)
         if residual is None:
             self._reject("residual_out_of_range", f"{h.name}: measured - predicted overflows its message", h)
-        elif _wanted(h.endpoints.residual):
+        elif wanted(h.endpoints.residual):
             stamp = enc.ns_to_stamp(pair.stamp_ns)
             h.endpoints.residual.publish(enc.encode_vector(h.layout, residual, stamp))
             h.stats.residuals_published += 1
@@ -480,11 +469,6 @@ def _qos(p: Dict[str, Any], side: str) -> QoSProfile:
     return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=int(p[f"qos.{side}.depth"]),
                       reliability=qos_reliability(f"qos.{side}.reliability", p[f"qos.{side}.reliability"]),
                       durability=DurabilityPolicy.VOLATILE)
-
-
-def _wanted(pub: Any) -> bool:
-    """A publisher has at least one matched subscription."""
-    return pub.get_subscription_count() > 0
 
 
 def main(args: Optional[List[str]] = None) -> int:
