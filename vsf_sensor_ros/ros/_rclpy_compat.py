@@ -21,6 +21,15 @@ try:
 except ImportError:  # pragma: no cover - a future rclpy that moves it
     RCLError = RuntimeError  # type: ignore[misc,assignment]
 
+try:
+    # Subscription callbacks may take a second argument, a MessageInfo (send time, sequence
+    # numbers), from Iron on; Humble's callbacks take the message only.  (apps/recorder.py holds
+    # its own copy of this guard today.)
+    from rclpy.subscription import MessageInfo  # noqa: F401
+    HAS_MESSAGE_INFO = True
+except ImportError:  # Humble
+    HAS_MESSAGE_INFO = False
+
 
 def parameter_override(node: Node, name: str) -> Optional[Parameter]:
     """The value given for ``name`` in a parameter file / ``-p`` / ``parameter_overrides``, or None.
@@ -66,4 +75,5 @@ def add_parameter_callbacks(node: Node, pre_set: Callable[[List[Parameter]], Lis
     return False
 
 
-__all__ = ["RCLError", "add_parameter_callbacks", "parameter_override", "replace_parameter_override"]
+__all__ = ["HAS_MESSAGE_INFO", "RCLError", "add_parameter_callbacks", "parameter_override",
+           "replace_parameter_override"]

@@ -398,6 +398,7 @@ class SensorNode(Node):
         for h in self._handles.values():
             if h.last_values is not None and len(h.last_values) == len(h.layout.names):
                 h.stats.reading = enc.summary_text(h.name, h.layout, h.last_values)
+            h.stats.pairing = h.pairer.offset_hint() or "ok"
         sensors = {n: (h.config.type, h.config.values["attachment"], h.stats)
                    for n, h in self._handles.items()}
         self.pub_diag.publish(build_diagnostics(self.get_clock().now().to_msg(), self.get_name(),
