@@ -339,6 +339,8 @@ class NodeParameters:
             _check_size(pname, value)
             spec = _NODE_SPEC.get(pname)
             if spec is not None:
+                if spec.read_only:   # rclpy refuses these too; never rely on the order of its checks
+                    raise ConfigError(pname, value, "read-only: fixed at start")
                 if pname == "sensors":
                     new = list(value or [])
                     self.check_sensor_list(new)
@@ -355,6 +357,8 @@ class NodeParameters:
                 if key not in specs:
                     raise ConfigError(pname, value, f"not a setting of {configs[ns].type}; settings: "
                                                     f"{sorted(specs)}")
+                if specs[key].read_only:
+                    raise ConfigError(pname, value, "read-only once declared (use a new sensor name)")
                 check_value(pname, specs[key], value)
                 continue
             if key in SENSOR_KEYS or key in BODY_KEYS:
