@@ -41,8 +41,9 @@ def _overrides(**extra):
     return [Parameter(k, value=v) for k, v in params.items()]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def node(rclpy_context):
+    """A node of its own per test: no test sees another's counters, sensors or buffers."""
     n = SensorNode("robust_sensor_node", namespace="/robustness_test", parameter_overrides=_overrides())
     yield n
     n.destroy_node()
@@ -186,7 +187,7 @@ def test_contact_body_names_outside_the_world_are_allowed_with_one_warning(rclpy
 
 
 def test_a_residual_overflowing_float64_is_not_published_and_is_counted(node):
-    # runs last: the dense force sensor is removed so its float32 limit does not reject the message
+    # the dense force sensor is removed so its float32 limit does not reject the message
     assert node.set_parameters([Parameter("sensors", value=["pressure"])])[0].successful
     h = node._handles["pressure"]
     # predicted p = F / A with F = 1e306 N: 1.288e308 Pa (finite, float64 max 1.797e308);
