@@ -41,8 +41,9 @@ def _overrides(**extra):
     return [Parameter(k, value=v) for k, v in params.items()]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def node(rclpy_context):
+    """A node of its own per test: no test sees another's counters, sensors or buffers."""
     n = SensorNode("robust_sensor_node", namespace="/robustness_test", parameter_overrides=_overrides())
     yield n
     n.destroy_node()
@@ -117,7 +118,7 @@ def test_measured_overflowing_after_its_scale_is_rejected_and_counted(node):
     m = FluidPressure(fluid_pressure=1e307)      # hPa; x 100 = 1e309 Pa, beyond float64
     m.header.stamp.sec = 6
     node._on_measured("pressure", m)
-    assert h.stats.rejected["non_finite"] == 1 and 6_000_000_000 not in h.meas_stamps
+    assert h.stats.rejected["non_finite"] == 1 and 6_000_000_000 not in h.pairer.measurement_stamps
 
 
 def test_a_dense_residual_beyond_float32_is_not_published_and_is_counted(node):
@@ -136,15 +137,20 @@ def test_a_dense_residual_beyond_float32_is_not_published_and_is_counted(node):
     assert h.stats.rejected["residual_out_of_range"] == 1
 
 
-def test_save_calibration_with_no_calibrated_sensor_leaves_the_file_unchanged(node, tmp_path):
+def test_save_calibration_with_no_calibrated_sensor_leaves_the_file_unchanged(rclpy_context, tmp_path):
     f = tmp_path / "cal.yaml"
-    f.write_text("sensors:\n  pressure: {type: PunyoPressureSensor, calibration: {tare: [12.5]}}\n")
-    assert node.set_parameters([Parameter("calibration_file", value=str(f))])[0].successful
-    assert not any(h.sensor.get_calibration() for h in node._handles.values())
-    resp = node._on_save_calibration(Trigger.Request(), Trigger.Response())
+    text = "sensors:\n  pressure: {type: PunyoPressureSensor, calibration: {tare: [12.5]}}\n"
+    f.write_text(text)
+    n = SensorNode("save_nothing_node", namespace="/robustness_test",
+                   parameter_overrides=_overrides(calibration_file=str(f), sensors=["force"]))
+    try:
+        assert not any(h.sensor.get_calibration() for h in n._handles.values())
+        resp = n._on_save_calibration(Trigger.Request(), Trigger.Response())
+    finally:
+        n.destroy_node()
     assert resp.success is False
     assert resp.message == f"no sensor is calibrated; {f} left unchanged"
-    assert f.read_text() == "sensors:\n  pressure: {type: PunyoPressureSensor, calibration: {tare: [12.5]}}\n"
+    assert f.read_text() == text
 
 
 def test_an_incompatible_measured_type_is_refused_live(node):
@@ -181,7 +187,7 @@ def test_contact_body_names_outside_the_world_are_allowed_with_one_warning(rclpy
 
 
 def test_a_residual_overflowing_float64_is_not_published_and_is_counted(node):
-    # runs last: the dense force sensor is removed so its float32 limit does not reject the message
+    # the dense force sensor is removed so its float32 limit does not reject the message
     assert node.set_parameters([Parameter("sensors", value=["pressure"])])[0].successful
     h = node._handles["pressure"]
     # predicted p = F / A with F = 1e306 N: 1.288e308 Pa (finite, float64 max 1.797e308);

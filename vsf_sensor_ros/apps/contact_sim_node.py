@@ -61,8 +61,7 @@ import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import PoseStamped
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
-from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -72,6 +71,8 @@ from std_msgs.msg import Bool
 
 from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.node_params import declare_spec
+from vsf_sensor_ros.ros.params import Spec, check_value
 from vsf_sensor_ros.ros.outputs import KIND_MESSAGES, encode_vector, make_header, sensor_layout
 from vsf_sensor_ros.world import xyz_quat_from_transform
 
@@ -140,16 +141,22 @@ def sim_time_msg(t: float) -> Time:
     return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
-def _descriptor(name: str, description: str, read_only: bool, bounds: Optional[tuple],
-                default: Any) -> ParameterDescriptor:
-    d = ParameterDescriptor(name=name, description=description, read_only=read_only)
+def param_spec(name: str, default: Any, description: str, read_only: bool, bounds: Optional[tuple]) -> Spec:
+    """The :class:`~vsf_sensor_ros.ros.params.Spec` of one simulator parameter.
+
+    ``bounds`` ``(lo, hi)`` become the descriptor's range and the check of the
+    value; an infinite ``hi`` (``bubble.stiffness``: inf = rigid contact) is
+    checked as ``>= lo`` only, with no descriptor range.
+    """
+    lo = hi = None
     if bounds is not None and not isinstance(default, bool):
         lo, hi = bounds
-        if isinstance(default, int):
-            d.integer_range = [IntegerRange(from_value=int(lo), to_value=int(hi), step=0)]
-        elif math.isfinite(hi):
-            d.floating_point_range = [FloatingPointRange(from_value=float(lo), to_value=float(hi), step=0.0)]
-    return d
+        if not math.isfinite(hi):
+            hi = None
+    return Spec(name, default, description, read_only=read_only, lo=lo, hi=hi)
+
+
+SPECS: Dict[str, Spec] = {name: param_spec(name, *row) for name, row in PARAMS.items()}
 
 
 class ContactSimNode(Node):
@@ -166,10 +173,10 @@ class ContactSimNode(Node):
         self._stop = threading.Event()
         self._worker: Optional[threading.Thread] = None
         super().__init__("contact_sim_node", **kwargs)
-        self.p: Dict[str, Any] = {}
-        for name, (default, desc, ro, bounds) in PARAMS.items():
-            self.p[name] = self._declare(name, default, _descriptor(name, desc, ro, bounds, default))
-        self._check_bounds()
+        # declared with the sensor node's Spec machinery (descriptors, int -> double, range checks)
+        self.p: Dict[str, Any] = {name: declare_spec(self, name, spec) for name, spec in SPECS.items()}
+        if self.p["physics_dt"] > self.p["sim_dt"]:
+            raise ValueError(f"physics_dt={self.p['physics_dt']} must be <= sim_dt={self.p['sim_dt']}")
         unknown = [s for s in self.p["sensors"] if s not in DEMO_SENSORS]
         if unknown or len(set(self.p["sensors"])) != len(self.p["sensors"]):
             raise ValueError(f"sensors must be distinct names from {list(DEMO_SENSORS)}, "
@@ -209,10 +216,8 @@ class ContactSimNode(Node):
                 full = f"{name}.{key}"
                 desc = ("constant added to the physical entries of the measured stream (SI)"
                         if key == "offset" else "std of the Gaussian noise on the measured stream (SI)")
-                self.p[full] = self._declare(
-                    full, float(getattr(spec, key)),
-                    _descriptor(full, desc, True, (0.0, INF) if key == "noise_std" else None,
-                                float(getattr(spec, key))))
+                self.p[full] = declare_spec(self, full, param_spec(
+                    full, float(getattr(spec, key)), desc, True, (0.0, INF) if key == "noise_std" else None))
             if self.p[f"{name}.noise_std"] < 0.0 or not math.isfinite(self.p[f"{name}.offset"]):
                 raise ValueError(f"{name}.noise_std must be >= 0 and {name}.offset finite")
             spec.offset = float(self.p[f"{name}.offset"])
@@ -259,44 +264,17 @@ class ContactSimNode(Node):
             f"simulated at sim_dt {self.p['sim_dt']} s, rate {self.p['rate_hz']} Hz")
 
     # ------------------------------------------------------------------ parameters
-    def _declare(self, name: str, default: Any, descriptor: ParameterDescriptor) -> Any:
-        """Declare a parameter, accepting ``5`` for a double and ``[1, 2]`` for a double array.
-
-        Raises:
-            ValueError: an override of the wrong type, naming the parameter and value.
-        """
-        ov = self._parameter_overrides.get(name)
-        if ov is not None:
-            v = ov.value
-            if isinstance(default, float) and isinstance(v, int) and not isinstance(v, bool):
-                self._parameter_overrides[name] = Parameter(name, value=float(v))
-            elif (isinstance(default, list) and default and isinstance(default[0], float)
-                  and isinstance(v, (list, tuple)) and v
-                  and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)):
-                self._parameter_overrides[name] = Parameter(name, value=[float(x) for x in v])
-        try:
-            return self.declare_parameter(name, default, descriptor).value
-        except (InvalidParameterTypeException, InvalidParameterValueException) as exc:
-            shown = ov.value if ov is not None else default
-            raise ValueError(f"parameter {name}={shown!r} is invalid: {exc}") from None
-
-    def _check_bounds(self) -> None:
-        for name, (default, _, _, bounds) in PARAMS.items():
-            v = self.p[name]
-            if bounds is not None and not isinstance(v, (bool, list)):
-                lo, hi = bounds
-                if not (lo <= v <= hi) or (isinstance(v, float) and math.isnan(v)):
-                    raise ValueError(f"parameter {name}={v} outside [{lo}, {hi}]")
-        if self.p["physics_dt"] > self.p["sim_dt"]:
-            raise ValueError(f"physics_dt={self.p['physics_dt']} must be <= sim_dt={self.p['sim_dt']}")
-
     def _on_set(self, params: List[Parameter]) -> SetParametersResult:
         for prm in params:
             if prm.name == "rate_hz":
                 v = prm.value
-                if not isinstance(v, (int, float)) or isinstance(v, bool) or not (0.0 <= float(v) <= 1e6):
+                if not isinstance(v, (int, float)) or isinstance(v, bool):
                     return SetParametersResult(successful=False,
-                                               reason=f"rate_hz must be in [0, 1e6], got {v}")
+                                               reason=f"rate_hz must be a number, got {v!r}")
+                try:
+                    check_value("rate_hz", SPECS["rate_hz"], v)
+                except ValueError as exc:
+                    return SetParametersResult(successful=False, reason=str(exc))
         for prm in params:
             if prm.name == "rate_hz":
                 self.p["rate_hz"] = float(prm.value)

@@ -14,7 +14,9 @@ read them):
 * sensor: ``type``, ``attachment``, ``rate_hz``, ``latency_ms_mean``,
   ``latency_ms_max`` (receipt of the contacts message -> last publish, wall
   clock, over the last report period), ``published``, ``measured_received``,
-  ``residuals_published``, ``measured_stamp_jumps_backwards``,
+  ``residuals_published``, ``measured_stamp_jumps_backwards``, ``pairing`` (``ok``, or a
+  sentence when measured and contacts stamps are seconds apart, e.g. ``measured stamps are
+  1.7e+09 s ahead of contacts stamps``: two clocks, no pair possible),
   ``rejected.<reason>``, ``calibration``, ``contact``,
   ``reading``.
 """
@@ -55,6 +57,7 @@ class SensorStats:
     rejected: Counter = field(default_factory=Counter)
     measured_stamp_jumps: int = 0
     calibration: str = "uncalibrated"
+    pairing: str = "ok"
     contact: bool = False
     reading: str = ""
     window_count: int = 0
@@ -109,7 +112,7 @@ def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
             _kv("rate_hz", f"{rate:.2f}"), _kv("latency_ms_mean", f"{mean:.3f}"),
             _kv("latency_ms_max", f"{1e3 * st.window_latency_max:.3f}"),
             _kv("published", st.published), _kv("measured_received", st.measured_received),
-            _kv("residuals_published", st.residuals_published),
+            _kv("residuals_published", st.residuals_published), _kv("pairing", st.pairing),
             _kv("measured_stamp_jumps_backwards", st.measured_stamp_jumps),
             _kv("calibration", st.calibration), _kv("contact", st.contact),
             _kv("reading", st.reading),

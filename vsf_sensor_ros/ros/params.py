@@ -24,7 +24,8 @@ Node-wide (``read_only`` ones are fixed at start)::
     <s>.publish_jacobian       publish <s>/jacobian; live
     <s>.publish_markers        publish <s>/markers; live
     <s>.<setting>              type-specific model settings (see SENSOR_SETTINGS); live
-    tare_samples, tare_on_start, calibration_file, max_stamp_difference,
+    tare_samples, tare_on_start, calibration_file, calibration_create_dirs, max_sensor_names,
+    max_stamp_difference,
     alignment_buffer_size, markers_max_rate, marker_force_scale, diagnostics_period,
     qos.inputs.reliability, qos.inputs.depth, qos.outputs.reliability, qos.outputs.depth
 
@@ -165,8 +166,14 @@ NODE_SPECS: List[Spec] = [
          "to add or remove sensors", ptype=STRING_ARRAY),
     Spec("tare_samples", 10, "N: contact-free measured samples averaged by a tare", lo=1, hi=100000),
     Spec("tare_on_start", False, "tare each sensor once, as soon as N contact-free samples exist"),
-    Spec("calibration_file", "", "YAML calibration file: loaded at start when it exists, written by "
-         "save_calibration (relative paths resolve against assets_dir)"),
+    Spec("calibration_file", "", "YAML calibration file: loaded at start when it exists, the only file "
+         "save_calibration writes (relative paths resolve against assets_dir); fixed at start",
+         read_only=True),
+    Spec("calibration_create_dirs", False, "save_calibration may create the missing directories of "
+         "calibration_file", read_only=True),
+    Spec("max_sensor_names", 64, "most distinct sensor names the node holds parameters for (configured, "
+         "removed live, or staged for a later addition); bounds what a live request can allocate",
+         lo=1, hi=10000, read_only=True),
     Spec("max_stamp_difference", 0.005, "largest stamp difference (s) for pairing a measured message "
          "with a prediction (residual, tare)", lo=0.0, hi=10.0),
     Spec("alignment_buffer_size", 200, "predictions and measured messages kept per sensor for "
@@ -268,17 +275,46 @@ SENSOR_KEYS = {s.key for s in SENSOR_COMMON_SPECS} | {
     s.key for specs in SENSOR_SETTINGS.values() for s in specs}
 BODY_KEYS = {s.key for s in BODY_SPECS}
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+# Longest sensor / body name: it prefixes topic names, which DDS limits to about 250 characters.
+MAX_NAME_LENGTH = 64
 
 
 def check_name(parameter: str, name: str) -> None:
     """A sensor/body name must be a valid ROS name token (it prefixes topics and parameters).
 
     Raises:
-        ConfigError: naming ``parameter`` and ``name``.
+        ConfigError: naming ``parameter`` and ``name``: not a token, or longer
+            than :data:`MAX_NAME_LENGTH` characters.
     """
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise ConfigError(parameter, name, "names must start with a letter and hold only letters, "
                                            "digits and '_'")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ConfigError(parameter, name[:20] + "...", f"names are at most {MAX_NAME_LENGTH} characters "
+                                                        f"(got {len(name)})")
+
+
+def plain(value: Any) -> Any:
+    """Parameter values as plain Python: arrays (list, tuple, array.array, numpy) become lists."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        return value
+    return list(value)
+
+
+def as_double(value: Any, default: Any) -> Any:
+    """``value`` as float / list of floats when ``default`` is a double (array) and ``value``
+    holds integers; None when no conversion applies.
+
+    The int -> double leniency of every node of the package: ``measured_scale: 100``
+    in a parameter file or ``ros2 param set ... position "[0, 0, 0]"`` for doubles.
+    """
+    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(default, list) and default and isinstance(default[0], float) \
+            and not isinstance(value, (str, bytes)) and hasattr(value, "__len__") and len(value) \
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return [float(v) for v in value]
+    return None
 
 
 def sensor_specs(type_name: str) -> List[Spec]:

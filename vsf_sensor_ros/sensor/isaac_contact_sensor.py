@@ -74,6 +74,7 @@ from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple, Union
 import torch
 
 from .base import BaseSensor, Pair, SparseJacobian
+from .errors import SettingError
 from .indicator_tare import IndicatorTareMixin
 from .state import SimState, check_contacts_match_state, rigid_transform
 
@@ -83,7 +84,8 @@ _PROPERTY_NAMES = ("radius", "minThreshold", "maxThreshold", "sensorPeriod", "po
 
 
 def _bad(field_name: str, value: Any, reason: str) -> ValueError:
-    return ValueError(f"IsaacContactSensor property {field_name!r}: value {value!r} rejected: {reason}")
+    return SettingError(f"IsaacContactSensor property {field_name!r}: value {value!r} rejected: {reason}",
+                        field_name, value)
 
 
 def _number(field_name: str, value: Any) -> float:

@@ -81,6 +81,7 @@ import numpy as np
 import torch
 
 from .base import BaseSensor, Pair, SparseJacobian
+from .errors import SettingError
 from .indicator_tare import IndicatorTareMixin
 from .state import SimState, check_contacts_match_state, rigid_transform
 
@@ -112,11 +113,11 @@ def format_klampt_float(value: float) -> str:
     return repr(v)
 
 
-class _SettingError(ValueError):
+class _SettingError(SettingError):
     """A rejected setting; ``reason`` alone lets ``setSetting`` restate it with the raw string."""
 
     def __init__(self, name: str, value: Any, reason: str) -> None:
-        super().__init__(f"ContactSensor setting {name!r}: value {value!r} rejected: {reason}")
+        super().__init__(f"ContactSensor setting {name!r}: value {value!r} rejected: {reason}", name, value)
         self.reason = reason
 
 

@@ -10,6 +10,7 @@ import torch
 from ._punyo_common import (
     body_pose, check_config_keys, check_model_name, numpy_pose, pairs_and_states, parse_tare)
 from .base import BaseSensor, Pair, SparseJacobian
+from .errors import SettingError
 from .mesh import projected_area, triangle_mesh_of
 from .state import SimState
 
@@ -65,9 +66,11 @@ class PunyoPressureSensor(BaseSensor):
         try:
             var = float(variance)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"sensor {name!r}: variance must be a number (Pa^2), got {variance!r}") from exc
+            raise SettingError(f"sensor {name!r}: variance must be a number (Pa^2), got {variance!r}",
+                               "variance", variance) from exc
         if not math.isfinite(var) or var < 0.0:
-            raise ValueError(f"sensor {name!r}: variance must be finite and >= 0 (Pa^2), got {variance!r}")
+            raise SettingError(f"sensor {name!r}: variance must be finite and >= 0 (Pa^2), got {variance!r}",
+                               "variance", variance)
         self.variance: float = var
         self.base_area: Optional[float] = None
         self.object: Any = None
@@ -85,7 +88,7 @@ class PunyoPressureSensor(BaseSensor):
         Changing it after :meth:`attach` does not recompute ``base_area`` (as the seed).
 
         Raises:
-            ValueError: (on setting) not a finite non-zero 3-vector, naming the value.
+            SettingError: (a ValueError, on setting) not a finite non-zero 3-vector, naming the value.
         """
         return self._normal_tensor
 
@@ -97,8 +100,8 @@ class PunyoPressureSensor(BaseSensor):
         except (TypeError, ValueError):                  # e.g. 'up', [1, 'x', 0], ragged lists
             n = None
         if n is None or n.shape != (3,) or not np.all(np.isfinite(n)) or float(np.linalg.norm(n)) == 0.0:
-            raise ValueError(f"sensor {self.name!r}: base_normal_local must be a finite non-zero 3-vector, "
-                             f"got {value!r}")
+            raise SettingError(f"sensor {self.name!r}: base_normal_local must be a finite non-zero 3-vector, "
+                               f"got {value!r}", "base_normal_local", value)
         self._normal_np: np.ndarray = n / np.linalg.norm(n)
         self._normal_tensor: torch.Tensor = torch.tensor(self._normal_np, dtype=torch.get_default_dtype())
 

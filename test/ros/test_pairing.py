@@ -1,0 +1,134 @@
+"""The stamp pairer, without ROS: hand-worked sequences of stamps (ns) and the pairs they must give."""
+from __future__ import annotations
+
+import pytest
+
+from vsf_sensor_ros.ros.pairing import PeriodEstimate, StampPairer, nearest_within
+
+
+# --------------------------------------------------------------------------- the matching rule
+@pytest.mark.parametrize("stamps, query, tol, expected", [
+    ([10, 20, 30], 24, 5, 1),        # |24-20| = 4 <= 5, |24-30| = 6 > 5
+    ([10, 20, 30], 25, 5, 1),        # a tie (5 and 5): the earlier stamp
+    ([10, 20, 30], 26, 3, None),     # nearest is 30, 4 ns away, beyond 3
+    ([10, 20, 30], 10, 0, 0),        # tolerance 0: equal stamps only
+    ([10, 20, 30], 5, 5, 0),         # before every stamp
+    ([10, 20, 30], 36, 6, 2),        # after every stamp
+    ([], 10, 100, None),             # nothing buffered
+])
+def test_nearest_within_picks_the_closest_stamp_inside_the_tolerance(stamps, query, tol, expected):
+    assert nearest_within(stamps, query, tol) == expected
+
+
+# --------------------------------------------------------------------------- pairing
+def test_a_measurement_pairs_with_a_queued_prediction_and_the_pair_carries_the_prediction_stamp():
+    p = StampPairer(capacity=10, tolerance_ns=5)
+    assert p.add_prediction(100, "pred100") is None
+    pair = p.add_measurement(103, "meas103")
+    assert (pair.stamp_ns, pair.measured_stamp_ns, pair.prediction, pair.measurement) == \
+        (100, 103, "pred100", "meas103")
+    assert p.prediction_stamps == [] and p.measurement_stamps == []
+
+
+def test_a_prediction_pairs_with_a_queued_measurement():
+    p = StampPairer(capacity=10, tolerance_ns=5)
+    assert p.add_measurement(98, "m") is None
+    pair = p.add_prediction(100, "p")
+    assert (pair.stamp_ns, pair.measured_stamp_ns) == (100, 98)
+
+
+def test_the_nearest_of_several_candidates_is_taken_and_the_others_stay():
+    p = StampPairer(capacity=10, tolerance_ns=5)
+    p.add_prediction(100, "a")
+    p.add_prediction(104, "b")
+    pair = p.add_measurement(103, "m")      # 104 is 1 ns away, 100 is 3 ns away
+    assert pair.prediction == "b"
+    assert p.prediction_stamps == [100]
+
+
+def test_beyond_the_tolerance_both_are_queued():
+    p = StampPairer(capacity=10, tolerance_ns=5)
+    p.add_prediction(100, "p")
+    assert p.add_measurement(106, "m") is None
+    assert p.prediction_stamps == [100] and p.measurement_stamps == [106]
+
+
+def test_queues_stay_sorted_and_drop_the_oldest_stamp_beyond_capacity():
+    p = StampPairer(capacity=2, tolerance_ns=0)
+    for s in (30, 10, 20):                   # out of order: sorted 10, 20, 30, then 10 dropped
+        p.add_prediction(s, s)
+    assert p.prediction_stamps == [20, 30]
+
+
+def test_the_tolerance_can_change_between_messages():
+    p = StampPairer(capacity=10, tolerance_ns=1)
+    p.add_prediction(100, "p")
+    assert p.add_measurement(104, "m") is None        # 4 ns > 1 ns
+    p.tolerance_ns = 10
+    pair = p.add_prediction(110, "q")                 # 104 is 6 ns from 110, within 10
+    assert (pair.stamp_ns, pair.measured_stamp_ns) == (110, 104)
+
+
+def test_a_restarted_measured_source_is_detected_and_its_queue_cleared():
+    p = StampPairer(capacity=10, tolerance_ns=0)
+    p.add_measurement(500, "old")
+    assert not p.measurement_went_back(600)
+    assert p.measurement_went_back(10)
+    p.clear_measurements()
+    assert p.measurement_stamps == []
+    p.clear()
+    assert not p.measurement_went_back(10)            # everything forgotten, the last stamp too
+
+
+def test_invalid_capacity_and_tolerance_are_refused():
+    with pytest.raises(ValueError, match="capacity"):
+        StampPairer(capacity=0, tolerance_ns=0)
+    with pytest.raises(ValueError, match="tolerance"):
+        StampPairer(capacity=1, tolerance_ns=-1)
+
+
+# --------------------------------------------------------------------------- adaptive tolerance
+def test_period_estimate_is_the_median_step_and_a_step_back_starts_afresh():
+    e = PeriodEstimate()
+    assert e.period_ns is None
+    for s in (0, 10, 20, 50):                 # steps 10, 10, 30: median 10
+        e.observe(s)
+    assert e.period_ns == 10
+    e.observe(5)                               # back in time: a restart
+    assert e.period_ns is None
+    e.observe(9)
+    assert e.period_ns == 4
+
+
+def test_without_a_fixed_tolerance_half_the_longer_period_is_used():
+    # predictions every 10 ns, measurements every 4 ns: tolerance = max(10, 4) // 2 = 5 ns
+    p = StampPairer(capacity=10, tolerance_ns=None)
+    assert p.add_prediction(0, "p0") is None          # no period known yet: equal stamps only
+    assert p.add_measurement(3, "m3") is None
+    assert p.add_prediction(10, "p10") is None        # prediction period 10, measured still unknown
+    assert p.effective_tolerance_ns() == 0
+    pair = p.add_measurement(7, "m7")                 # measured period 4 -> tolerance 5; 10 is 3 away
+    assert p.effective_tolerance_ns() == 5
+    assert (pair.stamp_ns, pair.measured_stamp_ns) == (10, 7)
+    assert p.prediction_stamps == [0] and p.measurement_stamps == [3]
+
+
+# --------------------------------------------------------------------------- clock offset
+def test_offset_hint_names_a_gap_no_tolerance_bridges():
+    p = StampPairer(capacity=10, tolerance_ns=5_000_000)              # 5 ms
+    p.add_prediction(2_000_000_000, "sim")                            # simulation time: 2 s
+    p.add_measurement(1_700_000_002_000_000_000, "wall")              # wall clock: 1.7e9 s + 2 s
+    # gap = 1.7e18 ns = 1.7e9 s
+    assert p.offset_hint() == "measured stamps are 1.7e+09 s ahead of contacts stamps"
+    q = StampPairer(capacity=10, tolerance_ns=5_000_000)
+    q.add_prediction(10_000_000_000, "sim")
+    q.add_measurement(7_000_000_000, "meas")                          # 3 s behind
+    assert q.offset_hint() == "measured stamps are 3 s behind contacts stamps"
+
+
+def test_offset_hint_is_silent_for_jitter_and_empty_queues():
+    p = StampPairer(capacity=10, tolerance_ns=5_000_000)
+    assert p.offset_hint() is None
+    p.add_prediction(1_000_000_000, "p")
+    p.add_measurement(1_900_000_000, "m")                             # 0.9 s: not above 1 s
+    assert p.offset_hint() is None

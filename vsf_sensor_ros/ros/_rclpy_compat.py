@@ -1,0 +1,79 @@
+"""Every private rclpy API use and every ROS 2 distribution guard of the package, in one place.
+
+Supported distributions: Humble, Jazzy and Kilted.  Each function says which
+private name or version difference it hides and why the package needs it;
+nothing else in the package touches ``rclpy._*`` or tests for a method's
+existence.  When rclpy grows a public way to do one of these, only this file
+changes.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional
+
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+try:
+    # rcl's error type is only exported from the private pybind module (all three
+    # distributions).  ``rclpy.init`` raises it for a parameter file rcl cannot parse,
+    # which ``main()`` turns into one "configuration error" line instead of a traceback.
+    from rclpy._rclpy_pybind11 import RCLError
+except ImportError:  # pragma: no cover - a future rclpy that moves it
+    RCLError = RuntimeError  # type: ignore[misc,assignment]
+
+try:
+    # Subscription callbacks may take a second argument, a MessageInfo (send time, sequence
+    # numbers), from Iron on; Humble's callbacks take the message only.  (apps/recorder.py holds
+    # its own copy of this guard today.)
+    from rclpy.subscription import MessageInfo  # noqa: F401
+    HAS_MESSAGE_INFO = True
+except ImportError:  # Humble
+    HAS_MESSAGE_INFO = False
+
+
+def parameter_override(node: Node, name: str) -> Optional[Parameter]:
+    """The value given for ``name`` in a parameter file / ``-p`` / ``parameter_overrides``, or None.
+
+    rclpy keeps these in the private ``Node._parameter_overrides`` (Humble to
+    Kilted); there is no public getter before the parameter is declared, and
+    the node must read them to (a) coerce ``100`` to ``100.0`` for a double
+    before declaring, and (b) preview a sensor's staged settings before it
+    exists.
+    """
+    return node._parameter_overrides.get(name)
+
+
+def replace_parameter_override(node: Node, name: str, value: Any) -> None:
+    """Replace the override of ``name`` (private ``_parameter_overrides``, see above).
+
+    Used only for the int -> double leniency: rclpy would otherwise refuse
+    ``measured_scale: 100`` for a double parameter at declaration time.
+    """
+    node._parameter_overrides[name] = Parameter(name, value=value)
+
+
+def add_parameter_callbacks(node: Node, pre_set: Callable[[List[Parameter]], List[Parameter]],
+                            on_set: Callable[[List[Parameter]], Any],
+                            post_set: Callable[[List[Parameter]], None]) -> bool:
+    """Register the three parameter callbacks where the distribution has them.
+
+    ``add_pre_set_parameters_callback`` and ``add_post_set_parameters_callback``
+    arrived in Iron (so Jazzy and Kilted have them, Humble does not).  On
+    Humble ``pre_set`` is skipped (``ros2 param set`` then needs ``100.0``, not
+    ``100``, for a double) and the caller applies the change at the end of
+    ``on_set`` itself.
+
+    Returns:
+        True when ``post_set`` was registered (the caller must not apply in ``on_set``).
+    """
+    if hasattr(node, "add_pre_set_parameters_callback"):      # Iron and newer
+        node.add_pre_set_parameters_callback(pre_set)
+    node.add_on_set_parameters_callback(on_set)
+    if hasattr(node, "add_post_set_parameters_callback"):     # Iron and newer
+        node.add_post_set_parameters_callback(post_set)
+        return True
+    return False
+
+
+__all__ = ["HAS_MESSAGE_INFO", "RCLError", "add_parameter_callbacks", "parameter_override",
+           "replace_parameter_override"]

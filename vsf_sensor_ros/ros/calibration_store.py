@@ -1,0 +1,249 @@
+"""The calibration file of the sensor node (load at start, ``save_calibration``) and the tare of one sensor.
+
+File format (YAML, SI units), written by :meth:`CalibrationStore.save`::
+
+    # vsf_sensor_ros sensor_node calibration (SI units); loaded at start
+    sensors:
+      <s>: {type: <sensor type>, attachment: <body>, samples: <n used by the tare>,
+            calibration: {tare: [...], tare_sim_avg: [...]}}
+
+The first line, :data:`HEADER`, marks a file this package wrote.  The file is
+the node's own, not the graph's (anyone on an unsecured ROS 2 domain can call
+the node's services), so a save:
+
+* writes only the path fixed at start (``calibration_file`` is read-only);
+* never replaces an existing file that is not a calibration file this
+  package wrote (first line :data:`HEADER` and a ``sensors`` mapping), nor
+  anything that is not a regular file;
+* creates missing directories only when the start-time, read-only
+  ``calibration_create_dirs`` allows it;
+* writes atomically: a new temporary file in the same directory (created
+  exclusively, so it never clobbers anything), flushed to disk, then renamed
+  over the target; on any error the temporary file is removed and the target
+  is untouched.
+
+Loading at start accepts any file with that layout (a hand-written one too).
+"""
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple
+
+import yaml
+
+from ..sensor import TareCalibrator
+from ..sensor.base import BaseSensor
+from . import outputs as enc
+from .params import ConfigError
+from .tare import (calibration_from_yaml, calibration_to_yaml, effective_offset, format_offset,
+                   select_samples, tare_sensor)
+
+if TYPE_CHECKING:  # the handle type only, for annotations (no import cycle at run time)
+    from .sensor_endpoints import SensorHandle
+
+HEADER = "# vsf_sensor_ros sensor_node calibration (SI units); loaded at start"
+TARE_KEY = "tare"
+# A file larger than this is not one the node wrote (a calibration of the real Punyo is ~40 kB).
+MAX_CHECKED_BYTES = 64 * 1024 * 1024
+
+
+class SaveRefused(ValueError):
+    """``save_calibration`` declined to write; the message says why and that nothing changed."""
+
+
+@dataclass(frozen=True)
+class CalibrationStore:
+    """The calibration file fixed at start.
+
+    Attributes:
+        path: absolute path of ``calibration_file``, or None when it is empty.
+        create_dirs: a save may create missing parent directories.
+    """
+
+    path: Optional[Path]
+    create_dirs: bool = False
+
+    def load(self) -> Dict[str, Dict[str, Any]]:
+        """The ``sensors`` entries of the file (``{}`` when unset or missing).
+
+        Raises:
+            ConfigError: naming ``calibration_file``: unreadable file, bad YAML,
+                ``sensors`` not a mapping.
+        """
+        if self.path is None or not self.path.is_file():
+            return {}
+        try:
+            data = yaml.safe_load(self.path.read_text()) or {}
+            entries = data.get("sensors", {})
+            if not isinstance(entries, dict):
+                raise ValueError("'sensors' must be a mapping")
+        except (OSError, ValueError, yaml.YAMLError, AttributeError) as exc:
+            raise ConfigError("calibration_file", str(self.path), f"unreadable calibration: {exc}") from None
+        return entries
+
+    def save(self, entries: Mapping[str, Dict[str, Any]]) -> str:
+        """Write ``{'sensors': entries}`` to :attr:`path` (see the module docstring); the answer text.
+
+        Raises:
+            SaveRefused: no path configured, nothing to write, a missing directory
+                (without ``create_dirs``), a foreign or non-regular file at the
+                path, or an OS error; the file system is then as it was.
+        """
+        path = self.path
+        if path is None:
+            raise SaveRefused("parameter calibration_file is empty")
+        if not entries:
+            # an empty file would wipe a calibration saved earlier (e.g. before a restart)
+            raise SaveRefused(f"no sensor is calibrated; {path} left unchanged")
+        self._check_target(path)
+        text = HEADER + "\n" + yaml.safe_dump({"sensors": dict(entries)}, sort_keys=True)
+        try:
+            if not path.parent.is_dir():
+                path.parent.mkdir(parents=True, exist_ok=True)   # only with create_dirs (checked above)
+            _atomic_write(path, text)
+        except OSError as exc:
+            raise SaveRefused(f"cannot write {path}: {exc}") from None
+        return f"wrote calibration of {len(entries)} sensors to {path}"
+
+    def _check_target(self, path: Path) -> None:
+        """Refuse a missing directory (unless allowed) and any existing file that is not ours."""
+        parent = path.parent
+        if not parent.is_dir():
+            if parent.exists():
+                raise SaveRefused(f"refused: {parent} is not a directory; {path} not written")
+            if not self.create_dirs:
+                raise SaveRefused(f"refused: directory {parent} does not exist and calibration_create_dirs "
+                                  f"is false; nothing was created")
+            return
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise SaveRefused(f"refused: cannot inspect {path}: {exc}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise SaveRefused(f"refused: {path} exists and is not a regular file; left unchanged")
+        why = foreign_reason(path, st.st_size)
+        if why is not None:
+            raise SaveRefused(f"refused: {path} exists and is not a calibration file written by "
+                              f"vsf_sensor_ros ({why}); left unchanged")
+
+
+def foreign_reason(path: Path, size: int) -> Optional[str]:
+    """Why an existing regular file is not a calibration file this package wrote, or None when it is.
+
+    Ours = first line :data:`HEADER`, then YAML holding a mapping with a
+    ``sensors`` mapping.
+    """
+    if size > MAX_CHECKED_BYTES:
+        return f"{size} bytes, larger than any calibration"
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_CHECKED_BYTES)
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"unreadable as text: {exc}"
+    first = text.split("\n", 1)[0].rstrip("\r")
+    if first != HEADER:
+        return f"first line is not {HEADER!r}"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return "not valid YAML"
+    if not isinstance(data, dict) or not isinstance(data.get("sensors"), dict):
+        return "no 'sensors' mapping"
+    return None
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to a fresh temporary file beside ``path``, fsync, rename over ``path``."""
+    mode = 0o644
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)   # replacing our own file keeps its permissions
+    except FileNotFoundError:
+        pass
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def calibration_entry(h: "SensorHandle") -> Optional[Dict[str, Any]]:
+    """The file entry of one sensor, or None when it holds no calibration."""
+    cal = h.sensor.get_calibration()
+    if not cal:
+        return None
+    return {"type": h.config.type, "attachment": h.config.values["attachment"],
+            "samples": h.tare_samples_used, "calibration": calibration_to_yaml(cal)}
+
+
+def apply_file_entry(h: "SensorHandle", entry: Dict[str, Any], file_param: str) -> Optional[str]:
+    """Load one file entry into a sensor; a warning text when the entry is for another type (ignored).
+
+    ``file_param``: the ``calibration_file`` parameter as given (named in errors).
+
+    Raises:
+        ConfigError: naming ``calibration_file`` when the model rejects the entry.
+    """
+    if entry.get("type") not in (None, h.config.type):
+        return f"calibration of {h.name!r} is for type {entry.get('type')!r}, not {h.config.type!r}; ignored"
+    try:
+        h.sensor.set_calibration(calibration_from_yaml(entry.get("calibration", {})))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ConfigError("calibration_file", file_param, f"entry {h.name!r}: {exc}") from None
+    h.stats.calibration = f"loaded from file ({entry.get('samples', '?')} samples)"
+    return None
+
+
+def tare(h: "SensorHandle", n: int) -> Tuple[bool, str]:
+    """Tare one sensor from its buffered pairs; ``(success, answer text)``.
+
+    Uses the last ``n`` samples of the most recent contact-free run
+    (:func:`vsf_sensor_ros.ros.tare.select_samples`) through the library's
+    ``TareCalibrator``; on success the sensor's calibration, its
+    ``stats.calibration`` text and ``tare_samples_used`` are updated.
+    """
+    if type(h.sensor).set_calibration is BaseSensor.set_calibration:
+        # every shipped model has a tare offset; a model that keeps no calibration cannot be tared
+        return False, f"{h.name}: cannot tare: the {h.config.type} model has no tare offset"
+    samples, why = select_samples(list(h.pairs), n)
+    if why is not None:
+        return False, f"{h.name}: cannot tare: {why}"
+    # contact-free = nothing touches what this sensor senses, as the samples were chosen
+    calibrator = TareCalibrator(num_samples=n, output_key=TARE_KEY, contact_scope="sensor")
+    if hasattr(calibrator, "compatible") and not calibrator.compatible(h.sensor):
+        return False, f"{h.name}: cannot tare: {h.config.type} has no tare calibration"
+    try:
+        used = tare_sensor(h.sensor, samples, calibrator)
+    except (ValueError, RuntimeError) as exc:
+        return False, f"{h.name}: cannot tare: {exc}"
+    cal = h.sensor.get_calibration()
+    if TARE_KEY not in cal:
+        return False, f"{h.name}: cannot tare: the {h.config.type} model kept no '{TARE_KEY}' entry"
+    unit = enc.KIND_UNITS[h.layout.kind]
+    # report the physical entries (the indicator entries of pad/load sensors carry no offset)
+    slots = [int(i) for i in h.layout.slots if i >= 0]
+    eff = effective_offset(cal, TARE_KEY)
+    offset = format_offset({TARE_KEY: eff[slots]}, TARE_KEY, unit, [h.layout.names[i] for i in slots])
+    stamp_s = samples[-1].stamp_ns * 1e-9
+    h.stats.calibration = f"tared with {used} samples up to stamp {stamp_s:.9f} s: {offset}"
+    h.tare_samples_used = used
+    return True, f"{h.name}: tared with {used} of {n} samples (most recent contact-free run); offset {offset}"
+
+
+__all__ = ["CalibrationStore", "HEADER", "SaveRefused", "TARE_KEY", "apply_file_entry", "calibration_entry",
+           "foreign_reason", "tare"]

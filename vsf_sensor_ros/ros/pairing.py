@@ -1,0 +1,235 @@
+"""Pairing of two stamped streams (predictions and measurements) by nearest stamp; no ROS.
+
+Modelled on ``message_filters``' ``ApproximateTimeSynchronizer`` reduced to
+two inputs: one queue per input, sorted by stamp, and a pure matching rule
+(:func:`nearest_within`).  A new item is matched against the *other* queue:
+
+* the buffered item whose stamp is nearest to the new one, within the
+  tolerance ``|t_a - t_b| <= tolerance``, is taken out of its queue and the
+  two form a :class:`Pair` (the pair's stamp is the prediction's stamp);
+  on a tie the earlier stamp wins;
+* otherwise the new item is inserted in its own queue (stable: after
+  equal stamps) and, when the queue then holds more than ``capacity``
+  items, the oldest stamp is dropped.
+
+Stamps are integer nanoseconds; the pairer never looks at the items.  The
+stamp is whatever the caller chooses: the message header's stamp, or the
+receive time for a header-less message.
+
+Tolerance: a fixed value (the node's ``max_stamp_difference``), or, when
+none is set (``tolerance_ns=None``), half the longer of the two streams'
+observed periods (:class:`PeriodEstimate`); until both periods are known
+that adaptive rule pairs only equal stamps.  :meth:`StampPairer.offset_hint`
+describes a gap between the streams that no tolerance would bridge (e.g. a
+simulator stamping from 0 against a driver stamping wall-clock time).
+"""
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from dataclasses import dataclass
+from typing import Deque, Generic, List, Optional, Sequence, TypeVar
+
+P = TypeVar("P")
+M = TypeVar("M")
+
+# Differences between consecutive stamps kept to estimate a stream's period.
+PERIOD_WINDOW = 16
+
+
+def nearest_within(stamps: Sequence[int], stamp_ns: int, tolerance_ns: int) -> Optional[int]:
+    """Index of the stamp in sorted ``stamps`` nearest ``stamp_ns`` with ``|difference| <= tolerance_ns``.
+
+    Args:
+        stamps: ascending stamps (ns).
+        stamp_ns: the stamp to match (ns).
+        tolerance_ns: largest accepted difference (ns, >= 0).
+
+    Returns:
+        The index, or None when no stamp is close enough; of two equally near
+        stamps the earlier one.
+    """
+    i = bisect.bisect_left(stamps, stamp_ns)
+    best: Optional[int] = None
+    for j in (i - 1, i):
+        if 0 <= j < len(stamps) and abs(stamps[j] - stamp_ns) <= tolerance_ns:
+            if best is None or abs(stamps[j] - stamp_ns) < abs(stamps[best] - stamp_ns):
+                best = j
+    return best
+
+
+class PeriodEstimate:
+    """The period of a stream: median of the last :data:`PERIOD_WINDOW` positive stamp steps (ns)."""
+
+    def __init__(self) -> None:
+        self._last: Optional[int] = None
+        self._steps: Deque[int] = deque(maxlen=PERIOD_WINDOW)
+
+    def observe(self, stamp_ns: int) -> None:
+        """Note one stamp; a step back (a restart) is not a period and starts afresh."""
+        if self._last is not None:
+            step = stamp_ns - self._last
+            if step > 0:
+                self._steps.append(step)
+            elif step < 0:
+                self._steps.clear()
+        self._last = stamp_ns
+
+    @property
+    def period_ns(self) -> Optional[int]:
+        """The median step (ns), or None before two increasing stamps were seen."""
+        if not self._steps:
+            return None
+        s = sorted(self._steps)
+        return s[len(s) // 2]
+
+    def clear(self) -> None:
+        """Forget everything observed."""
+        self._last = None
+        self._steps.clear()
+
+
+@dataclass(frozen=True)
+class Pair(Generic[P, M]):
+    """A prediction and a measurement matched by stamp.
+
+    Attributes:
+        stamp_ns: the prediction's stamp (outputs derived from the pair carry it).
+        measured_stamp_ns: the measurement's own stamp.
+        prediction, measurement: the items as given to the pairer.
+    """
+
+    stamp_ns: int
+    measured_stamp_ns: int
+    prediction: P
+    measurement: M
+
+
+class _Queue(Generic[P]):
+    """Items sorted by stamp, at most ``capacity`` (oldest stamp dropped first)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.stamps: List[int] = []
+        self.items: List[P] = []
+        self.period = PeriodEstimate()
+
+    def insert(self, stamp_ns: int, item: P) -> None:
+        i = bisect.bisect_right(self.stamps, stamp_ns)
+        self.stamps.insert(i, stamp_ns)
+        self.items.insert(i, item)
+        if len(self.stamps) > self.capacity:
+            del self.stamps[0], self.items[0]
+
+    def pop(self, i: int) -> tuple:
+        return self.stamps.pop(i), self.items.pop(i)
+
+    def clear(self) -> None:
+        self.stamps.clear()
+        self.items.clear()
+        self.period.clear()
+
+
+class StampPairer(Generic[P, M]):
+    """Pairs predictions with measurements of (nearly) the same stamp (see the module docstring).
+
+    Args:
+        capacity: most unmatched items kept per queue (>= 1).
+        tolerance_ns: fixed pairing tolerance (ns, >= 0), or None for the
+            adaptive rule (half the longer observed period).
+
+    Raises:
+        ValueError: ``capacity < 1`` or a negative tolerance.
+    """
+
+    def __init__(self, capacity: int, tolerance_ns: Optional[int]) -> None:
+        if capacity < 1:
+            raise ValueError(f"pairing capacity must be >= 1, got {capacity}")
+        self._pred: _Queue[P] = _Queue(capacity)
+        self._meas: _Queue[M] = _Queue(capacity)
+        self.tolerance_ns = tolerance_ns
+        self._last_measured: Optional[int] = None
+
+    @property
+    def tolerance_ns(self) -> Optional[int]:
+        """The fixed tolerance (ns), or None for the adaptive rule."""
+        return self._tolerance
+
+    @tolerance_ns.setter
+    def tolerance_ns(self, value: Optional[int]) -> None:
+        if value is not None and value < 0:
+            raise ValueError(f"pairing tolerance must be >= 0 ns, got {value}")
+        self._tolerance = value
+
+    def effective_tolerance_ns(self) -> int:
+        """The tolerance in use now: the fixed one, else half the longer observed period (0 if unknown)."""
+        if self._tolerance is not None:
+            return self._tolerance
+        periods = [p for p in (self._pred.period.period_ns, self._meas.period.period_ns) if p is not None]
+        return max(periods) // 2 if len(periods) == 2 else 0
+
+    @property
+    def prediction_stamps(self) -> List[int]:
+        """Stamps of the unmatched predictions, ascending (a copy)."""
+        return list(self._pred.stamps)
+
+    @property
+    def measurement_stamps(self) -> List[int]:
+        """Stamps of the unmatched measurements, ascending (a copy)."""
+        return list(self._meas.stamps)
+
+    def add_prediction(self, stamp_ns: int, item: P) -> Optional[Pair[P, M]]:
+        """Offer a prediction; the pair it completes, else None (the prediction is queued)."""
+        self._pred.period.observe(stamp_ns)
+        m = nearest_within(self._meas.stamps, stamp_ns, self.effective_tolerance_ns())
+        if m is not None:
+            mstamp, meas = self._meas.pop(m)
+            return Pair(stamp_ns, mstamp, item, meas)
+        self._pred.insert(stamp_ns, item)
+        return None
+
+    def add_measurement(self, stamp_ns: int, item: M) -> Optional[Pair[P, M]]:
+        """Offer a measurement; the pair it completes, else None (the measurement is queued).
+
+        Call :meth:`measurement_went_back` first to detect a restarted source.
+        """
+        self._last_measured = stamp_ns
+        self._meas.period.observe(stamp_ns)
+        p = nearest_within(self._pred.stamps, stamp_ns, self.effective_tolerance_ns())
+        if p is not None:
+            pstamp, pred = self._pred.pop(p)
+            return Pair(pstamp, stamp_ns, pred, item)
+        self._meas.insert(stamp_ns, item)
+        return None
+
+    def measurement_went_back(self, stamp_ns: int) -> bool:
+        """True when ``stamp_ns`` is earlier than the previous measurement's stamp (a restart)."""
+        return self._last_measured is not None and stamp_ns < self._last_measured
+
+    def clear_measurements(self) -> None:
+        """Drop the unmatched measurements (their source restarted)."""
+        self._meas.clear()
+
+    def clear(self) -> None:
+        """Drop everything (both queues, periods, the last measured stamp)."""
+        self._pred.clear()
+        self._meas.clear()
+        self._last_measured = None
+
+    def offset_hint(self) -> Optional[str]:
+        """A sentence when the newest unmatched stamps of the two streams are far apart, else None.
+
+        "Far" = more than 1 s and more than 100 tolerances: such a gap is a
+        clock mismatch (e.g. simulation time against wall-clock time), not
+        jitter.  Example: ``"measured stamps are 1.7e+09 s ahead of contacts stamps"``.
+        """
+        if not self._pred.stamps or not self._meas.stamps:
+            return None
+        gap = self._meas.stamps[-1] - self._pred.stamps[-1]
+        if abs(gap) <= max(1_000_000_000, 100 * self.effective_tolerance_ns()):
+            return None
+        side = "ahead of" if gap > 0 else "behind"
+        return f"measured stamps are {abs(gap) * 1e-9:.2g} s {side} contacts stamps"
+
+
+__all__ = ["PERIOD_WINDOW", "Pair", "PeriodEstimate", "StampPairer", "nearest_within"]

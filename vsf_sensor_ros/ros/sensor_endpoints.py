@@ -1,0 +1,208 @@
+"""One sensor inside the node: its model and buffers (:class:`SensorHandle`) and its ROS endpoints.
+
+Per sensor ``<s>`` (:class:`SensorEndpoints`, created and destroyed together):
+
+* publishers ``<s>/predicted`` and ``<s>/residual`` (type of the sensor's kind),
+  ``<s>/jacobian`` while ``<s>.publish_jacobian``, ``<s>/markers`` while
+  ``<s>.publish_markers``;
+* the subscription ``<s>/measured`` (type ``<s>.measured_type``);
+* the service ``<s>/tare`` (``std_srvs/Trigger``).
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Deque, Optional, Tuple
+
+import numpy as np
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+from sensor_msgs.msg import PointCloud2
+from std_srvs.srv import Trigger
+from visualization_msgs.msg import MarkerArray
+
+from ..sensor.base import BaseSensor
+from ..sensor.state import SimState
+from . import outputs as enc
+from .diagnostics import SensorStats
+from .pairing import StampPairer
+from .params import SensorConfig
+from .tare import PairedSample
+
+# A buffered prediction: (values (#meas,) float64, the SimState it came from, contact-free for a tare).
+Prediction = Tuple[np.ndarray, SimState, bool]
+
+
+@dataclass(frozen=True)
+class EndpointQoS:
+    """QoS of a sensor's subscription (``inputs``) and publishers (``outputs``)."""
+
+    inputs: QoSProfile
+    outputs: QoSProfile
+
+
+class SensorEndpoints:
+    """The publishers, subscription and service of one sensor, owned by ``node``.
+
+    Args:
+        node: the node that creates (and later destroys) every endpoint.
+        config: the sensor's parameters (name, measured type, publish flags).
+        layout: the sensor's message layout (predicted / residual type).
+        qos: QoS profiles.
+        on_measured: ``f(sensor_name, msg)`` for ``<s>/measured``.
+        on_tare: ``f(sensor_name, request, response) -> response`` for ``<s>/tare``.
+    """
+
+    def __init__(self, node: Node, config: SensorConfig, layout: enc.SensorLayout, qos: EndpointQoS,
+                 on_measured: Callable[[str, Any], None],
+                 on_tare: Callable[[str, Trigger.Request, Trigger.Response], Trigger.Response]) -> None:
+        self._node, self._qos, self._on_measured = node, qos, on_measured
+        self.name = config.name
+        kind_msg = enc.KIND_MESSAGES[layout.kind]
+        self.predicted = node.create_publisher(kind_msg, f"{self.name}/predicted", qos.outputs)
+        self.residual = node.create_publisher(kind_msg, f"{self.name}/residual", qos.outputs)
+        self.jacobian: Optional[Any] = None
+        self.markers: Optional[Any] = None
+        self.measured: Optional[Any] = None
+        self.set_optional(bool(config.values["publish_jacobian"]), bool(config.values["publish_markers"]))
+        self.subscribe_measured(config.measured_type())
+        self.tare = node.create_service(Trigger, f"{self.name}/tare",
+                                        lambda req, resp, n=self.name: on_tare(n, req, resp))
+
+    def set_optional(self, jacobian: bool, markers: bool) -> None:
+        """Create or destroy ``<s>/jacobian`` and ``<s>/markers`` to match the flags."""
+        node, qos = self._node, self._qos.outputs
+        if jacobian and self.jacobian is None:
+            self.jacobian = node.create_publisher(PointCloud2, f"{self.name}/jacobian", qos)
+        elif not jacobian and self.jacobian is not None:
+            node.destroy_publisher(self.jacobian)
+            self.jacobian = None
+        if markers and self.markers is None:
+            self.markers = node.create_publisher(MarkerArray, f"{self.name}/markers", qos)
+        elif not markers and self.markers is not None:
+            node.destroy_publisher(self.markers)
+            self.markers = None
+
+    def subscribe_measured(self, measured_type: str) -> None:
+        """(Re)subscribe ``<s>/measured`` with the canonical type name ``measured_type``."""
+        if self.measured is not None:
+            self._node.destroy_subscription(self.measured)
+        self.measured = self._node.create_subscription(
+            enc.MEASURED_TYPES[measured_type], f"{self.name}/measured",
+            lambda msg, n=self.name: self._on_measured(n, msg), self._qos.inputs)
+
+    def publish_step(self, layout: enc.SensorLayout, r: Any, state: SimState, stamp: Any, world_frame: str,
+                     in_contact: bool, marker_force_scale: Optional[float]) -> bool:
+        """Publish a checked step: prediction, Jacobian, and markers when ``marker_force_scale`` is given.
+
+        Outputs nobody subscribes to are not encoded (serialising clouds costs).
+
+        Args:
+            layout: the sensor's layout.
+            r: its :class:`~vsf_sensor_ros.ros.step.SensorResult`.
+            state: the step's ``SimState`` (contact points for the markers).
+            stamp: the contacts message's stamp.
+            world_frame: frame of the Jacobian and the markers' points.
+            in_contact: the sensor's contact state (colours the markers).
+            marker_force_scale: m per N of the arrows, or None: no markers this step.
+
+        Returns:
+            True when markers were published.
+        """
+        values, jac = r.values, r.jacobian
+        if wanted(self.predicted):
+            self.predicted.publish(enc.encode_vector(layout, values, stamp))
+        if jac is not None and self.jacobian is not None and wanted(self.jacobian):
+            self.jacobian.publish(enc.encode_jacobian(
+                jac.rows.cpu().numpy(), r.jacobian_cols, jac.values.detach().cpu().numpy(), stamp,
+                world_frame))
+        if marker_force_scale is None or self.markers is None or not wanted(self.markers):
+            return False
+        pts, frc = state.contacts_on_body(layout.frame_id, local=False)
+        self.markers.publish(enc.encode_markers(self.name, layout, world_frame, stamp, pts.cpu().numpy(),
+                                                frc.cpu().numpy(), values, marker_force_scale, in_contact))
+        return True
+
+    def destroy(self) -> None:
+        """Destroy every endpoint (the sensor leaves the graph)."""
+        node = self._node
+        for pub in (self.predicted, self.residual, self.jacobian, self.markers):
+            if pub is not None:
+                node.destroy_publisher(pub)
+        if self.measured is not None:
+            node.destroy_subscription(self.measured)
+        node.destroy_service(self.tare)
+        self.jacobian = self.markers = self.measured = None
+
+
+def wanted(pub: Any) -> bool:
+    """A publisher has at least one matched subscription."""
+    return pub.get_subscription_count() > 0
+
+
+class SensorHandle:
+    """Everything the node keeps for one sensor: model, layout, endpoints, pairing buffers, stats.
+
+    Args:
+        config: the sensor's parameters.
+        sensor: the attached model.
+        layout: its message layout.
+        buffer_size: capacity of each pairing queue (``alignment_buffer_size``).
+        tolerance_ns: pairing tolerance (``max_stamp_difference``, ns).
+    """
+
+    def __init__(self, config: SensorConfig, sensor: BaseSensor, layout: enc.SensorLayout,
+                 buffer_size: int, tolerance_ns: int) -> None:
+        self.config = config
+        self.sensor = sensor
+        self.layout = layout
+        self.endpoints: Optional[SensorEndpoints] = None
+        self.stats = SensorStats()
+        self.pairer: StampPairer[Prediction, np.ndarray] = StampPairer(buffer_size, tolerance_ns)
+        # paired samples kept for tares (most recent last)
+        self.pairs: Deque[PairedSample] = deque(maxlen=max(4 * buffer_size, 100))
+        self.tared_on_start = False
+        self.tare_samples_used: Optional[int] = None
+        self.last_values: Optional[np.ndarray] = None
+        self.last_marker_time = 0.0
+
+    @property
+    def name(self) -> str:
+        """The sensor's name."""
+        return self.config.name
+
+    def replace_model(self, sensor: BaseSensor, layout: enc.SensorLayout) -> Optional[str]:
+        """Swap in a rebuilt model (new settings), keeping calibration and internal state where they fit.
+
+        The calibration carries over unless the measurement names change (e.g.
+        a ContactSensor's ``hasForce``: the tare's entries no longer line up);
+        the pairing buffers are cleared when the layout's kind or size changes.
+
+        Returns:
+            Why the calibration was dropped, or None when it was kept.
+        """
+        dropped = None
+        old_cal = self.sensor.get_calibration()
+        try:
+            if old_cal and sensor.measurement_names() != self.sensor.measurement_names():
+                raise ValueError(f"measurements {self.sensor.measurement_names()} -> "
+                                 f"{sensor.measurement_names()}")
+            sensor.set_calibration(old_cal)
+        except ValueError as exc:
+            self.stats.calibration = "none (dropped: measurement layout changed)"
+            self.tare_samples_used = None
+            dropped = str(exc)
+        sensor.set_internal_state(self.sensor.get_internal_state())
+        self.sensor = sensor
+        if layout.kind != self.layout.kind or len(layout.names) != len(self.layout.names):
+            self.clear_buffers()
+        self.layout = layout
+        return dropped
+
+    def clear_buffers(self) -> None:
+        """Forget everything paired by stamp (after a stamp jump or a layout change)."""
+        self.pairer.clear()
+        self.pairs.clear()
+
+
+__all__ = ["EndpointQoS", "Prediction", "SensorEndpoints", "SensorHandle", "wanted"]
