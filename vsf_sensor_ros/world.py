@@ -7,7 +7,7 @@ free-body poses into the ``body_transforms`` dictionary of a
 :class:`~vsf_sensor_ros.sensor.state.SimState`, and hands sensors the Klampt
 models their ``attach()`` expects.
 
-Conventions (DESIGN §4):
+Conventions:
 
 * Joints are addressed by their URDF *joint* names (what ``JointState.name``
   carries).  Klampt names its links and drivers after the URDF *child links*,

@@ -115,7 +115,7 @@ def touches(msg: Any, bodies: Sequence[int]) -> bool:
     """Whether a contacts cloud has a point whose ``body1`` or ``body2`` index is in ``bodies``.
 
     Args:
-        msg: ``sensor_msgs/PointCloud2`` in the contacts layout (DESIGN §3).
+        msg: ``sensor_msgs/PointCloud2`` in the contacts layout (docs/interface.md).
         bodies: body indices (into ``contact_body_names``); empty = any point counts.
 
     Raises:

@@ -262,7 +262,7 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
     from vsf_sensor_ros.apps.processes import ManagedProcess
     from vsf_sensor_ros.apps.recorder import TopicRecorder, header_stamp_ns
     from vsf_sensor_ros.apps.ur5e import UR5E_JOINTS
-    from vsf_sensor_ros.ros.outputs import ns_to_stamp
+    from vsf_sensor_ros.ros.stamps import ns_to_stamp
 
     files = write_session_files(out)
     logs_dir = out / "logs"

@@ -33,7 +33,7 @@ class BodyTransforms:
                  history: int = JOINT_HISTORY) -> None:
         self._world, self._dtype, self._device = world, dtype, device
         self._cache: Optional[Dict[str, torch.Tensor]] = None
-        # (stamp_ns, positions in world.joint_names order)
+        # (stamp_ns, the world's whole configuration: mimic joints as set, nothing re-derived)
         self._history: Deque[Tuple[int, np.ndarray]] = deque(maxlen=history)
 
     def invalidate(self) -> None:
@@ -50,7 +50,7 @@ class BodyTransforms:
             return
         if self._history and stamp_ns < self._history[-1][0]:
             self._history.clear()
-        self._history.append((stamp_ns, self._world.joint_positions()))
+        self._history.append((stamp_ns, self._world.configuration()))
 
     def at(self, stamp_ns: int) -> Dict[str, torch.Tensor]:
         """Body name -> ``(4, 4)`` body -> world transform for contacts stamped ``stamp_ns``."""
@@ -58,13 +58,12 @@ class BodyTransforms:
         if hist and hist[-1][0] > stamp_ns:
             i = bisect.bisect_right([h[0] for h in hist], stamp_ns) - 1
             if i >= 0:
-                names = world.joint_names
                 latest = hist[-1][1]
-                world.set_joint_positions(names, hist[i][1])
+                world.set_configuration(hist[i][1])
                 try:
                     return world.body_transforms(self._dtype, self._device)
                 finally:
-                    world.set_joint_positions(names, latest)
+                    world.set_configuration(latest)
         if self._cache is None:
             self._cache = world.body_transforms(self._dtype, self._device)
         return self._cache

@@ -1,4 +1,4 @@
-"""Contacts <-> ``sensor_msgs/PointCloud2`` (DESIGN §3, "Contacts").
+"""Contacts <-> ``sensor_msgs/PointCloud2`` (the contacts input, docs/interface.md).
 
 One cloud per simulator step; one point per contact.  Fields are found by
 name through their ``PointField`` offsets, so any order, padding, endianness

@@ -1,4 +1,4 @@
-"""Counters and ``/diagnostics`` reports of the sensor node (DESIGN §3).
+"""Counters and ``/diagnostics`` reports of the sensor node.
 
 The node keeps one :class:`InputStats` (messages rejected per reason, stamp
 jumps) and one :class:`SensorStats` per sensor (output rate, processing

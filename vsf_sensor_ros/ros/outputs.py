@@ -1,4 +1,4 @@
-"""Encoders and decoders between sensor-model vectors and standard ROS 2 messages (DESIGN §3).
+"""Encoders and decoders between sensor-model vectors and standard ROS 2 messages.
 
 Only ``common_interfaces`` types go on the wire.  Each sensor type has a
 *kind* that fixes its message types:

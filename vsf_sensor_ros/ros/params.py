@@ -1,4 +1,4 @@
-"""Parameters of the sensor node: declarations, descriptors, validation (DESIGN §3).
+"""Parameters of the sensor node: declarations, descriptors, validation.
 
 The layout follows nav2 / ros2_control: name lists, then one namespace per name.
 

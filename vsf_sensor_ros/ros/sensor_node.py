@@ -1,6 +1,6 @@
 """``sensor_node``: predicted tactile readings and their force Jacobians, live over ROS 2.
 
-A thin adapter (DESIGN §1, §3): decode -> ``SimState`` -> sensor models -> encode.
+A thin adapter: decode -> ``SimState`` -> sensor models -> encode.
 
 Inputs (QoS: ``qos.inputs.*``, default the sensor-data profile, best effort,
 which accepts reliable and best-effort publishers):
@@ -72,6 +72,7 @@ from .node_params import ChangePlan, LiveSettings, NodeParameters
 from .pairing import Pair
 from .params import ConfigError, SensorConfig, effective_assets_dir, qos_reliability, resolve_path
 from .sensor_endpoints import EndpointQoS, Prediction, SensorEndpoints, SensorHandle, wanted
+from .stamps import ns_to_stamp, stamp_to_ns
 from .step import SensorResult, check_elements, check_predictions, predict_sensor, reading_in_contact, \
     residual_or_none
 from .tare import PairedSample, select_samples
@@ -128,7 +129,7 @@ class SensorNode(Node):
         names = list(p["contact_body_names"] or []) or list(self.world.body_names)
         unknown = check_contact_body_names(names, self.world)
         if unknown:
-            self.get_logger().warn(
+            self.get_logger().warning(
                 f"contact_body_names {unknown} are not bodies of the world; contacts with them are "
                 f"decoded but touch no sensor (bodies: {', '.join(self.world.body_names)})")
         self._contact_body_names = names
@@ -151,7 +152,7 @@ class SensorNode(Node):
             if name in calibration:
                 warning = cal_store.apply_file_entry(h, calibration[name], text)
                 if warning:
-                    self.get_logger().warn(warning)
+                    self.get_logger().warning(warning)
 
         # joint_states before contacts: the executor serves ready subscriptions in creation order,
         # so a step's joint state (published first by a simulator) is applied before its contacts.
@@ -199,7 +200,7 @@ class SensorNode(Node):
         logger = self._reason_loggers.get(reason)
         if logger is None:
             logger = self._reason_loggers[reason] = self.get_logger().get_child(reason)
-        logger.warn(f"rejected message ({reason}): {detail}", throttle_duration_sec=1.0)
+        logger.warning(f"rejected message ({reason}): {detail}", throttle_duration_sec=1.0)
 
     def _on_joint_state(self, msg: JointState) -> None:
         self.inputs.joint_states_received += 1
@@ -215,7 +216,7 @@ class SensorNode(Node):
         except ValueError as exc:
             return self._reject("joint_state_invalid", str(exc))
         self._transforms.invalidate()
-        self._transforms.remember(enc.stamp_to_ns(msg.header.stamp))
+        self._transforms.remember(stamp_to_ns(msg.header.stamp))
 
     def _on_pose(self, body: str, msg: PoseStamped) -> None:
         from ..world import transform_from_xyz_quat
@@ -261,7 +262,7 @@ class SensorNode(Node):
         if bad is not None:
             return self._reject("element_index_out_of_range", bad)
         stamp = msg.header.stamp
-        stamp_ns = enc.stamp_to_ns(stamp)
+        stamp_ns = stamp_to_ns(stamp)
         jumped_back = self._last_stamp is not None and stamp_ns < self._last_stamp
         try:
             state = SimState(self._transforms.at(stamp_ns), {}, decoded.contacts)
@@ -299,7 +300,7 @@ class SensorNode(Node):
         if h.layout.kind == "load":
             # keeps the Isaac sensor's period-sampled reading buffer (Python API, diagnostics)
             try:
-                h.sensor.update(state, enc.stamp_to_ns(stamp) * 1e-9)
+                h.sensor.update(state, stamp_to_ns(stamp) * 1e-9)
             except ValueError as exc:
                 self._reject("sensor_update_failed", f"{h.name}: {exc}", h)
         in_contact = reading_in_contact(h.layout, r.values, r.n_on_body)
@@ -317,8 +318,8 @@ class SensorNode(Node):
             h.clear_buffers()
             h.sensor.reset()
         logger = self._reason_loggers.setdefault("stamp_jump", self.get_logger().get_child("stamp_jump"))
-        logger.warn(f"contacts stamp went backwards ({self.inputs.last_stamp_jump}); simulator reset "
-                    "assumed: pairing buffers and sensor states cleared", throttle_duration_sec=1.0)
+        logger.warning(f"contacts stamp went backwards ({self.inputs.last_stamp_jump}); simulator reset "
+                       "assumed: pairing buffers and sensor states cleared", throttle_duration_sec=1.0)
 
     # ------------------------------------------------------------------ measured, residual, tare
     def _on_measured(self, name: str, msg: Any) -> None:
@@ -330,7 +331,7 @@ class SensorNode(Node):
             vec = enc.decode_measured(h.layout, msg, float(h.config.values["measured_scale"]))
         except enc.MeasuredDecodeError as exc:
             return self._reject(exc.reason, f"{name}/measured: {exc}", h)
-        stamp_ns = enc.stamp_to_ns(msg.header.stamp)
+        stamp_ns = stamp_to_ns(msg.header.stamp)
         if h.pairer.measurement_went_back(stamp_ns):
             # the measured source restarted: unmatched measurements and tare pairs are stale
             h.stats.measured_stamp_jumps += 1
@@ -347,7 +348,7 @@ class SensorNode(Node):
         if residual is None:
             self._reject("residual_out_of_range", f"{h.name}: measured - predicted overflows its message", h)
         elif wanted(h.endpoints.residual):
-            stamp = enc.ns_to_stamp(pair.stamp_ns)
+            stamp = ns_to_stamp(pair.stamp_ns)
             h.endpoints.residual.publish(enc.encode_vector(h.layout, residual, stamp))
             h.stats.residuals_published += 1
         h.pairs.append(PairedSample(pair.stamp_ns, measured, state, contact_free))
@@ -387,7 +388,7 @@ class SensorNode(Node):
         except cal_store.SaveRefused as exc:
             response.success, response.message = False, str(exc)
             if self.calibration.path is not None and entries:
-                self.get_logger().warn(f"save_calibration: {exc}")
+                self.get_logger().warning(f"save_calibration: {exc}")
         return response
 
     # ------------------------------------------------------------------ diagnostics
@@ -457,7 +458,7 @@ class SensorNode(Node):
         if sensor is not None and layout is not None:
             dropped = h.replace_model(sensor, layout)
             if dropped:
-                self.get_logger().warn(f"sensor {h.name!r}: calibration dropped ({dropped}); tare again")
+                self.get_logger().warning(f"sensor {h.name!r}: calibration dropped ({dropped}); tare again")
             self._refresh_dense_counts()
         h.endpoints.set_optional(bool(cfg.values["publish_jacobian"]), bool(cfg.values["publish_markers"]))
         if cfg.measured_type() != old_type:

@@ -37,7 +37,7 @@ from sensor_msgs.msg import JointState, PointCloud2
 from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
-from vsf_sensor_ros.ros.outputs import ns_to_stamp, stamp_to_ns
+from vsf_sensor_ros.ros.stamps import ns_to_stamp, stamp_to_ns
 from vsf_sensor_ros.ros.wrench_contacts import WrenchContactConfig, WrenchContactSource
 from vsf_sensor_ros.world import World
 
