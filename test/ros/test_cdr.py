@@ -300,7 +300,8 @@ def test_encoded_cloud_round_trips_through_the_decoder():
     got = cdr.decode_pointcloud2(cdr.encode_pointcloud2(5_000_000_001, "wörld", recs))
     assert (got.header.stamp.sec, got.header.stamp.nanosec, got.header.frame_id) == (5, 1, "wörld")
     assert [(f.name, f.offset, f.datatype, f.count) for f in got.fields] == [
-        ("row", 0, PointField.UINT32, 1), ("col", 4, PointField.UINT32, 1), ("value", 8, PointField.FLOAT64, 1)]
+        ("row", 0, PointField.UINT32, 1), ("col", 4, PointField.UINT32, 1),
+        ("value", 8, PointField.FLOAT64, 1)]
     assert (got.height, got.width, got.point_step, got.row_step) == (1, 3, 16, 48)
     assert struct.unpack_from("<IId", got.data.tobytes(), 16) == (2, 5, -1.0)
 
@@ -313,8 +314,8 @@ def test_encoders_reject_bad_input_with_the_value_named():
     with pytest.raises(ValueError, match="'q'"):
         cdr.encode_pointcloud2(0, "a", np.zeros(2, dtype=[("q", "<i8")]))
     with pytest.raises(ValueError, match="offset"):
-        cdr.encode_pointcloud2(0, "a", np.zeros(2, dtype={"names": ["a"], "formats": ["<f4"],
-                                                           "offsets": [4], "itemsize": 8}))
+        gap = np.dtype({"names": ["a"], "formats": ["<f4"], "offsets": [4], "itemsize": 8})
+        cdr.encode_pointcloud2(0, "a", np.zeros(2, dtype=gap))
 
 
 # -- over real DDS ----------------------------------------------------------------------------

@@ -501,4 +501,3 @@ def encode_vector(layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> by
     else:
         force = [0.0, 0.0, float(values[layout.slots[0]])]
     return encode_wrench_stamped(stamp_ns, layout.frame_id, force)
-
