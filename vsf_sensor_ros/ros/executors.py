@@ -20,6 +20,8 @@ from rclpy.context import Context
 from rclpy.executors import ExternalShutdownException, Executor, SingleThreadedExecutor
 from rclpy.node import Node
 
+from vsf_sensor_ros.ros.memory import release_free_heap
+
 EXECUTOR_KINDS: Tuple[str, ...] = ("auto", "events", "single_threaded")
 """Accepted ``kind`` values of :func:`make_executor`."""
 
@@ -91,11 +93,14 @@ def spin(executor: Executor, context: Optional[Context] = None, poll_sec: float 
         pass
 
 
-def spin_node(node: Node, kind: str = "auto", poll_sec: float = POLL_SEC) -> Executor:
+def spin_node(node: Node, kind: str = "auto", poll_sec: float = POLL_SEC,
+              trim_heap: bool = True) -> Executor:
     """Add ``node`` to a new executor of ``kind`` and :func:`spin` it until shutdown.
 
     The console-script form: SIGINT (``KeyboardInterrupt``, raised by
-    rclpy's signal handler) and external shutdown end it normally.
+    rclpy's signal handler) and external shutdown end it normally.  With
+    ``trim_heap`` the start-up temporaries freed by now are first returned to
+    the kernel (:func:`vsf_sensor_ros.ros.memory.release_free_heap`).
 
     Returns:
         The executor (already shut down), for logging which kind ran.
@@ -105,6 +110,8 @@ def spin_node(node: Node, kind: str = "auto", poll_sec: float = POLL_SEC) -> Exe
     """
     executor = make_executor(kind, node.context)
     executor.add_node(node)
+    if trim_heap:
+        release_free_heap()
     try:
         spin(executor, node.context, poll_sec)
     except KeyboardInterrupt:
