@@ -147,9 +147,15 @@ class RawJointState:
 
 
 class _Reader:
-    """Cursor over one CDR buffer; every read aligns and bounds-checks."""
+    """Cursor over one CDR buffer.
 
-    __slots__ = ("buf", "pos", "end", "e", "max_align", "_u32", "_2u32")
+    Reads are unchecked ``struct.unpack_from`` calls (which raise
+    ``struct.error`` past the end); the public decoders turn that into
+    :class:`CdrDecodeError` naming the field being read (``self.what``), so
+    the common path builds no error text.
+    """
+
+    __slots__ = ("buf", "pos", "end", "e", "a8", "u32s", "ii", "what")
 
     def __init__(self, data: object, what: str) -> None:
         buf = memoryview(data)
@@ -163,70 +169,70 @@ class _Reader:
             raise CdrDecodeError("unsupported_encapsulation",
                                  f"{what}: encapsulation 0x{rep:04x} (plain CDR/XCDR2 only)")
         self.buf, self.pos, self.end = buf, 4, len(buf)
-        self.e, self.max_align = enc
-        self._u32 = _STRUCTS[(self.e, "I")]
-        self._2u32 = _STRUCTS[(self.e, "II")]
+        self.e, self.a8 = enc[0], enc[1] == 8
+        self.u32s = _STRUCTS[(self.e, "I")].unpack_from
+        self.ii = _STRUCTS[(self.e, "II")].unpack_from
+        self.what = "header"
 
-    def _need(self, n: int, what: str) -> None:
-        if self.pos + n > self.end:
-            raise CdrDecodeError("malformed_cdr",
-                                 f"buffer ends at byte {self.end} while reading {what} at {self.pos}")
+    def fail(self, detail: str = "") -> CdrDecodeError:
+        """The error for a read of ``self.what`` that ran past the buffer or found garbage."""
+        return CdrDecodeError("malformed_cdr", detail or f"buffer ends at byte {self.end} while reading "
+                              f"{self.what} at byte {self.pos}")
 
-    def align(self, size: int) -> None:
-        a = min(size, self.max_align)
-        self.pos += (-(self.pos - 4)) % a
+    def u32(self) -> int:
+        pos = self.pos + (-self.pos & 3)
+        self.pos = pos + 4
+        return self.u32s(self.buf, pos)[0]
 
-    def u32(self, what: str) -> int:
-        self.align(4)
-        self._need(4, what)
-        v = self._u32.unpack_from(self.buf, self.pos)[0]
-        self.pos += 4
-        return v
+    def u8(self) -> int:
+        pos = self.pos
+        self.pos = pos + 1
+        return self.buf[pos]
 
-    def u8(self, what: str) -> int:
-        self._need(1, what)
-        v = self.buf[self.pos]
-        self.pos += 1
-        return v
-
-    def string(self, what: str) -> str:
-        n = self.u32(what)
+    def string(self) -> str:
+        n = self.u32()
         if n == 0:   # tolerated: some writers send an empty string without its NUL
             return ""
-        self._need(n, what)
-        raw = self.buf[self.pos:self.pos + n]
-        if raw[n - 1] != 0:
-            raise CdrDecodeError("malformed_cdr", f"{what} at byte {self.pos} is not NUL-terminated")
-        self.pos += n
+        pos, end = self.pos, self.pos + n
+        if end > self.end:
+            raise self.fail()
+        if self.buf[end - 1] != 0:
+            raise self.fail(f"{self.what} at byte {pos} is not NUL-terminated")
+        self.pos = end
         try:
-            return str(raw[:n - 1], "utf-8")
+            return str(self.buf[pos:end - 1], "utf-8")
         except UnicodeDecodeError as exc:
-            raise CdrDecodeError("malformed_cdr", f"{what} is not UTF-8: {exc}") from None
+            raise self.fail(f"{self.what} is not UTF-8: {exc}") from None
 
     def header(self) -> RawHeader:
-        self.align(4)
-        self._need(8, "header.stamp")
-        sec, nsec = self._2u32.unpack_from(self.buf, self.pos)
-        self.pos += 8
+        sec, nsec = self.ii(self.buf, 4)
+        self.pos = 12
         if sec >= 1 << 31:   # int32 seconds
             sec -= 1 << 32
-        return RawHeader(RawTime(sec, nsec), self.string("header.frame_id"))
+        self.what = "header.frame_id"
+        return RawHeader(RawTime(sec, nsec), self.string())
 
-    def float64s(self, what: str) -> np.ndarray:
-        n = self.u32(what)
-        if n == 0:
-            return np.zeros(0)
-        self.align(8)
-        self._need(8 * n, what)
-        out = np.frombuffer(self.buf, dtype=self.e + "f8", count=n, offset=self.pos)
-        self.pos += 8 * n
-        return out
+    def float64s(self) -> np.ndarray:
+        n = self.u32()
+        if n == 0:           # no alignment padding before an empty sequence
+            return _EMPTY_F8
+        if self.a8:
+            self.pos += -(self.pos - 4) & 7
+        pos = self.pos
+        if pos + 8 * n > self.end:
+            raise self.fail()
+        self.pos = pos + 8 * n
+        return np.frombuffer(self.buf, dtype=self.e + "f8", count=n, offset=pos)
 
-    def strings(self, what: str) -> List[str]:
-        n = self.u32(what)
-        if n > self.end:   # each string takes at least 4 bytes: a huge count is garbage
-            raise CdrDecodeError("malformed_cdr", f"{what} count {n} exceeds the buffer")
-        return [self.string(what) for _ in range(n)]
+    def strings(self) -> List[str]:
+        n = self.u32()
+        if 4 * n > self.end:   # each string takes at least 4 bytes: a larger count is garbage
+            raise self.fail(f"{self.what} count {n} exceeds the buffer")
+        return [self.string() for _ in range(n)]
+
+
+_EMPTY_F8 = np.zeros(0)
+_EMPTY_F8.setflags(write=False)
 
 
 def encapsulation(data: object) -> int:
@@ -257,10 +263,18 @@ def decode_joint_state(data: object) -> RawJointState:
             (truncated, bad string), naming the field and byte offset.
     """
     r = _Reader(data, "JointState")
-    header = r.header()
-    names = r.strings("name")
-    return RawJointState(header, names, r.float64s("position"), r.float64s("velocity"),
-                         r.float64s("effort"))
+    try:
+        header = r.header()
+        r.what = "name"
+        names = r.strings()
+        r.what = "position"
+        pos = r.float64s()
+        r.what = "velocity"
+        vel = r.float64s()
+        r.what = "effort"
+        return RawJointState(header, names, pos, vel, r.float64s())
+    except (struct.error, IndexError):
+        raise r.fail() from None
 
 
 def decode_pointcloud2(data: object) -> RawPointCloud2:
@@ -280,26 +294,40 @@ def decode_pointcloud2(data: object) -> RawPointCloud2:
         CdrDecodeError: ``unsupported_encapsulation`` or ``malformed_cdr``.
     """
     r = _Reader(data, "PointCloud2")
-    header = r.header()
-    height = r.u32("height")
-    width = r.u32("width")
-    nf = r.u32("fields")
-    if nf > r.end:
-        raise CdrDecodeError("malformed_cdr", f"fields count {nf} exceeds the buffer")
-    fields = []
-    for i in range(nf):
-        name = r.string(f"fields[{i}].name")
-        offset = r.u32(f"fields[{i}].offset")
-        datatype = r.u8(f"fields[{i}].datatype")
-        fields.append(RawPointField(name, offset, datatype, r.u32(f"fields[{i}].count")))
-    is_bigendian = bool(r.u8("is_bigendian"))
-    point_step = r.u32("point_step")
-    row_step = r.u32("row_step")
-    n = r.u32("data")
-    r._need(n, "data")
-    payload = np.frombuffer(r.buf, dtype=np.uint8, count=n, offset=r.pos)
-    r.pos += n
-    is_dense = bool(r.u8("is_dense"))
+    try:
+        header = r.header()
+        r.what = "height, width, fields"
+        pos = r.pos + (-r.pos & 3)
+        height, width = r.ii(r.buf, pos)
+        r.pos = pos + 8
+        nf = r.u32()
+        if 4 * nf > r.end:
+            raise r.fail(f"fields count {nf} exceeds the buffer")
+        fields = []
+        u32s, buf = r.u32s, r.buf
+        for i in range(nf):
+            r.what = f"fields[{i}]"
+            name = r.string()
+            pos = r.pos + (-r.pos & 3)
+            offset = u32s(buf, pos)[0]
+            datatype = buf[pos + 4]
+            pos += 5
+            pos += -pos & 3
+            fields.append(RawPointField(name, offset, datatype, u32s(buf, pos)[0]))
+            r.pos = pos + 4
+        r.what = "is_bigendian, point_step, row_step, data"
+        is_bigendian = bool(r.u8())
+        pos = r.pos + (-r.pos & 3)
+        point_step, row_step = r.ii(buf, pos)
+        n = u32s(buf, pos + 8)[0]
+        pos += 12
+        if pos + n + 1 > r.end:
+            r.pos = pos
+            raise r.fail()
+        payload = np.frombuffer(buf, dtype=np.uint8, count=n, offset=pos)
+        is_dense = bool(buf[pos + n])
+    except (struct.error, IndexError):
+        raise r.fail() from None
     return RawPointCloud2(header, height, width, tuple(fields), is_bigendian, point_step, row_step,
                           payload, is_dense)
 
