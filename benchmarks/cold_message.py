@@ -16,7 +16,9 @@ timed
   evicted by a sleeping core's neighbours either);
 * after ``--idle`` seconds asleep, then a *primer*: one call of the workload
   on throw-away inputs just before the timed call (what a node could do on a
-  timer, or on the joint state that precedes each contacts message).
+  timer, or on the joint state that precedes each contacts message);
+* with no pause at all, right after writing a 64 MB array (more than the
+  last-level cache): the caches emptied by this process itself.
 
 Each variant reports the median cold/warm ratio over ``--trials`` pauses.
 The torch thread count and ``OMP_WAIT_POLICY`` are taken from the
@@ -27,12 +29,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 from typing import Callable, Dict, List, Sequence
 
 import numpy as np
 import torch
+
+
+VARIANTS = ("sleep", "busy", "primed", "thrash")
+THRASH_BYTES = 64 * 2**20     # more than the last-level cache: writing it evicts everything else
 
 
 def _workloads(contacts: int) -> Dict[str, Callable[[], object]]:
@@ -85,14 +92,27 @@ def measure(idle: float, trials: int, contacts: int) -> Dict[str, Dict[str, floa
         for _ in range(20):
             f()
     warm = {name: float(np.median([_time(f) for _ in range(60)])) for name, f in work.items()}
-    cold: Dict[str, Dict[str, List[float]]] = {n: {"sleep": [], "busy": [], "primed": []} for n in work}
+    cold: Dict[str, Dict[str, List[float]]] = {n: {v: [] for v in VARIANTS} for n in work}
+    junk = np.ones(THRASH_BYTES // 8)
+    # busy-wait pauses split by whether the kernel preempted this process during the pause
+    # (another process ran on the core): None = not preempted, True = preempted
+    by_preempt: Dict[str, Dict[bool, List[float]]] = {n: {False: [], True: []} for n in work}
     for _ in range(trials):
-        for variant in ("sleep", "busy", "primed"):
+        for variant in VARIANTS:
             for name, f in work.items():
+                if variant == "thrash":        # no pause: evict the caches ourselves, then call
+                    junk += 1.0
+                    cold[name][variant].append(_time(f))
+                    continue
                 if variant == "busy":
+                    before = resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
                     _busy_wait(idle)
-                else:
-                    time.sleep(idle)
+                    preempted = resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw > before
+                    dt = _time(f)
+                    cold[name][variant].append(dt)
+                    by_preempt[name][preempted].append(dt)
+                    continue
+                time.sleep(idle)
                 if variant == "primed":
                     for g in fns:          # the whole pipeline once, as a wake-up call would
                         g()
@@ -102,6 +122,10 @@ def measure(idle: float, trials: int, contacts: int) -> Dict[str, Dict[str, floa
         for variant, vals in cold[name].items():
             out[name][f"{variant}_x"] = float(np.median(vals)) / warm[name]
             out[name][f"{variant}_max_x"] = float(np.max(vals)) / warm[name]
+        for flag, key in ((False, "busy_alone"), (True, "busy_preempted")):
+            vals = by_preempt[name][flag]
+            out[name][f"{key}_n"] = len(vals)
+            out[name][f"{key}_x"] = float(np.median(vals)) / warm[name] if vals else float("nan")
     return out
 
 
@@ -119,10 +143,13 @@ def main(argv: Sequence[str] = ()) -> int:
             f"load avg {os.getloadavg()[0]:.1f}")
     print(head)
     print(f"{'workload':<36} {'warm us':>8} {'sleep x':>8} {'max':>6} {'busy x':>7} {'max':>6} "
-          f"{'primed x':>8} {'max':>6}")
+          f"{'primed x':>8} {'max':>6} {'thrash x':>8}  busy, alone / preempted (n)")
     for name, r in res.items():
         print(f"{name:<36} {r['warm_us']:8.0f} {r['sleep_x']:8.1f} {r['sleep_max_x']:6.1f} "
-              f"{r['busy_x']:7.1f} {r['busy_max_x']:6.1f} {r['primed_x']:8.1f} {r['primed_max_x']:6.1f}")
+              f"{r['busy_x']:7.1f} {r['busy_max_x']:6.1f} {r['primed_x']:8.1f} {r['primed_max_x']:6.1f} "
+              f"{r['thrash_x']:8.1f}  "
+              f"{r['busy_alone_x']:.1f} ({r['busy_alone_n']}) / {r['busy_preempted_x']:.1f} "
+              f"({r['busy_preempted_n']})")
     if args.json:
         print(json.dumps({"settings": head, "rows": res}))
     return 0
