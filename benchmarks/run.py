@@ -9,7 +9,11 @@ Sections (each can be chosen with ``--sections``):
   bubble, 10 / 100 / 1000 contacts, one torch thread, median and p90 of
   individual calls, beside the dense reference timed in the same run;
 * ``node`` -- ``sensor_node`` end to end over DDS at 100 / 500 / 1000 Hz, and
-  (full run only) 60 s at 1 kHz for memory flatness;
+  (full run only) 10 messages 2 s apart (the cold-message case) and 60 s at
+  1 kHz for memory flatness; its start-up time and idle RSS; then the same
+  phases (without the 60 s) through ``benchmarks.relay_node``, a bare rclpy
+  relay of the same messages in the node's place: the transport floor, with
+  the node's latency reported as a ratio to it;
 * ``scaling`` -- latency vs contacts and vs mesh size, plotted to ``scaling.png``;
 * ``cuda`` -- the library rows on CUDA when ``torch.cuda.is_available()``.
 
@@ -39,10 +43,12 @@ def settings(quick: bool, node_count: Optional[int]) -> Dict[str, Any]:
     if quick:
         s = {"lib_counts": [10, 100], "repeats": 30, "budget_s": 0.15,
              "node_rates": [100, 500, 1000], "node_count": 200, "node_warmup": 50, "memory_s": 0,
+             "idle_phase": False,
              "scale_counts": [10, 100], "scale_subdiv": [0, 1]}
     else:
         s = {"lib_counts": [10, 100, 1000], "repeats": 300, "budget_s": 1.0,
              "node_rates": [100, 500, 1000], "node_count": 2000, "node_warmup": 200, "memory_s": 60,
+             "idle_phase": True,
              "scale_counts": [10, 100, 1000, 5000], "scale_subdiv": [0, 1, 2]}
     if node_count is not None:
         s["node_count"] = int(node_count)
@@ -139,6 +145,16 @@ def evaluate_targets(results: Dict[str, Any]) -> List[Dict[str, Any]]:
     ratio = floor_ratios(node).get("rate_1000", {}).get("p99")
     add("node 1 kHz p99 / transport floor p99", ratio, "reported", None, "x",
         "bare rclpy relay of the same messages in the same run")
+    idle = next((p for p in node.get("phases", []) if p["name"] == "idle_2s"), None)
+    warm = next((p for p in node.get("phases", []) if p["name"] == "rate_100"), None)
+    if idle is not None and warm is not None:
+        a, b = idle["latency_ms"]["p50"], warm["latency_ms"]["p50"]
+        cold = a / b if a is not None and b and math.isfinite(a) and math.isfinite(b) else None
+        add("node message after 2 s idle: p50 latency / 100 Hz p50", cold, "<= 3x",
+            None if cold is None else cold <= 3.0, "x", f"{idle['received_complete']} idle messages")
+    else:
+        add("node message after 2 s idle: p50 latency / 100 Hz p50", None, "<= 3x", None, "x",
+            "full run only" if results["meta"]["quick"] else node.get("skipped", "node section not run"))
     mem = next((p for p in node.get("phases", []) if p["name"] == "memory_1000"), None)
     if mem is not None:
         g = mem.get("rss_growth_pct")
@@ -326,6 +342,9 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
         from benchmarks.bench_node import run_node_bench
         phases = [{"name": f"rate_{r}", "rate": float(r), "count": cfg["node_count"]}
                   for r in cfg["node_rates"]]
+        if cfg["idle_phase"]:
+            # one message every 2 s: each arrives after >= 2 s of idleness (the cold-message case)
+            phases.append({"name": "idle_2s", "rate": 0.5, "count": 10, "max_seconds": 30.0})
         if cfg["memory_s"]:
             phases.append({"name": "memory_1000", "rate": 1000.0, "count": int(1000 * cfg["memory_s"]),
                            "max_seconds": 1.5 * cfg["memory_s"]})
