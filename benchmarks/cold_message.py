@@ -18,7 +18,10 @@ timed
   on throw-away inputs just before the timed call (what a node could do on a
   timer, or on the joint state that precedes each contacts message);
 * with no pause at all, right after writing a 64 MB array (more than the
-  last-level cache): the caches emptied by this process itself.
+  last-level cache): the caches emptied by this process itself;
+* after ``--idle`` seconds during which the workload itself ran every 5 ms
+  (what :class:`vsf_sensor_ros.ros.keep_warm.KeepWarm` does), the call
+  coming 5 ms after the last run (its worst case).
 
 Each variant reports the median cold/warm ratio over ``--trials`` pauses.
 The torch thread count and ``OMP_WAIT_POLICY`` are taken from the
@@ -38,7 +41,8 @@ import numpy as np
 import torch
 
 
-VARIANTS = ("sleep", "busy", "primed", "thrash")
+VARIANTS = ("sleep", "busy", "primed", "thrash", "keepwarm")
+KEEP_WARM_PERIOD = 0.005      # as vsf_sensor_ros.ros.keep_warm.KeepWarm's default
 THRASH_BYTES = 64 * 2**20     # more than the last-level cache: writing it evicts everything else
 
 
@@ -104,6 +108,14 @@ def measure(idle: float, trials: int, contacts: int) -> Dict[str, Dict[str, floa
                     junk += 1.0
                     cold[name][variant].append(_time(f))
                     continue
+                if variant == "keepwarm":     # the pause spent as KeepWarm would: work every 5 ms
+                    end = time.perf_counter() + idle
+                    while time.perf_counter() < end:
+                        time.sleep(KEEP_WARM_PERIOD)
+                        f()
+                    time.sleep(KEEP_WARM_PERIOD)   # the message arrives just before the next tick
+                    cold[name][variant].append(_time(f))
+                    continue
                 if variant == "busy":
                     before = resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
                     _busy_wait(idle)
@@ -143,11 +155,11 @@ def main(argv: Sequence[str] = ()) -> int:
             f"load avg {os.getloadavg()[0]:.1f}")
     print(head)
     print(f"{'workload':<36} {'warm us':>8} {'sleep x':>8} {'max':>6} {'busy x':>7} {'max':>6} "
-          f"{'primed x':>8} {'max':>6} {'thrash x':>8}  busy, alone / preempted (n)")
+          f"{'primed x':>8} {'max':>6} {'thrash x':>8} {'kw5ms x':>7}  busy, alone / preempted (n)")
     for name, r in res.items():
         print(f"{name:<36} {r['warm_us']:8.0f} {r['sleep_x']:8.1f} {r['sleep_max_x']:6.1f} "
               f"{r['busy_x']:7.1f} {r['busy_max_x']:6.1f} {r['primed_x']:8.1f} {r['primed_max_x']:6.1f} "
-              f"{r['thrash_x']:8.1f}  "
+              f"{r['thrash_x']:8.1f} {r['keepwarm_x']:7.1f}  "
               f"{r['busy_alone_x']:.1f} ({r['busy_alone_n']}) / {r['busy_preempted_x']:.1f} "
               f"({r['busy_preempted_n']})")
     if args.json:
