@@ -173,6 +173,32 @@ def test_decoded_contacts_cloud_gives_the_same_contacts_as_the_message():
             assert got.rows[pair].tolist() == ref.rows[pair].tolist()
 
 
+def test_decoded_cloud_reads_the_same_field_columns_as_the_message():
+    # the measured-cloud reader takes any object with the PointCloud2 attributes
+    rng = np.random.default_rng(8)
+    checked = 0
+    for _ in range(200):
+        msg = rand_cloud(rng, names=["fx", "fy", "fz", "q"])
+        if any(f.count != 1 for f in msg.fields):
+            continue
+        floats = rng.standard_normal(len(msg.data) // 8 + 1).tobytes()[:len(msg.data)]
+        # bytes of random doubles: read at other offsets or widths some values are NaN/inf, and then
+        # both readers must reject the cloud with the same reason
+        msg.data = floats
+        try:
+            ref = enc.read_cloud_fields(msg, ["fx", "fy", "fz"])
+        except enc.MeasuredDecodeError as exc:
+            with pytest.raises(enc.MeasuredDecodeError) as err:
+                enc.read_cloud_fields(cdr.decode_pointcloud2(serialize_message(msg)), ["fx", "fy", "fz"])
+            assert err.value.reason == exc.reason
+            continue
+        got = enc.read_cloud_fields(cdr.decode_pointcloud2(serialize_message(msg)), ["fx", "fy", "fz"])
+        for k in ref:
+            assert got[k].tobytes() == ref[k].tobytes()
+        checked += 1
+    assert checked >= 20
+
+
 def test_big_endian_and_xcdr2_joint_states_written_by_hand():
     # JointState{stamp 7 s 9 ns, frame "ab", name ["j"], position [1.5], velocity [], effort [-2.0]}.
     # Offsets below count from the end of the 4-byte encapsulation header.
