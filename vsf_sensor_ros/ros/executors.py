@@ -1,6 +1,7 @@
 """Executor choice for the node: rclpy's EventsExecutor where available, spun safely.
 
-The EventsExecutor (``rclpy.experimental``, rclpy 8.x/9.x: Jazzy, Kilted)
+The EventsExecutor (``rclpy.experimental``; present in Kilted's rclpy 9.x,
+absent in Humble's, probed at run time rather than assumed per distribution)
 dispatches ready callbacks from C++ and costs about 0.2-0.35 ms less per
 message than the SingleThreadedExecutor, which rebuilds its wait set on
 every ``spin_once``.  Its ``spin()`` is not used: in rclpy 9.1.2 it ran at
@@ -8,8 +9,8 @@ every ``spin_once``.  Its ``spin()`` is not used: in rclpy 9.1.2 it ran at
 ran) and ignored SIGINT and ``rclpy.shutdown()``.  :func:`spin` instead calls
 ``spin_once`` with a short timeout in a loop that ends when the context shuts
 down, which serves callbacks normally and stops on SIGINT/SIGTERM or
-shutdown within one timeout.  Where the EventsExecutor is absent (Humble)
-the SingleThreadedExecutor is used with the same loop.
+shutdown within one timeout.  Where the EventsExecutor is absent the
+SingleThreadedExecutor is used with the same loop.
 """
 from __future__ import annotations
 
@@ -61,8 +62,8 @@ def make_executor(kind: str = "auto", context: Optional[Context] = None) -> Exec
         from rclpy.experimental import EventsExecutor
         return EventsExecutor(context=context)
     if kind == "events":
-        raise ValueError("executor kind 'events' needs rclpy.experimental.EventsExecutor "
-                         "(rclpy >= 8, ROS 2 Jazzy); this rclpy has none")
+        raise ValueError("executor kind 'events' needs rclpy.experimental.EventsExecutor, "
+                         "which this rclpy does not have")
     return SingleThreadedExecutor(context=context)
 
 
