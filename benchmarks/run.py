@@ -9,7 +9,11 @@ Sections (each can be chosen with ``--sections``):
   bubble, 10 / 100 / 1000 contacts, one torch thread, median and p90 of
   individual calls, beside the dense reference timed in the same run;
 * ``node`` -- ``sensor_node`` end to end over DDS at 100 / 500 / 1000 Hz, and
-  (full run only) 60 s at 1 kHz for memory flatness;
+  (full run only) 10 messages 2 s apart (the cold-message case) and 60 s at
+  1 kHz for memory flatness; its start-up time and idle RSS; then the same
+  phases (without the 60 s) through ``benchmarks.relay_node``, a bare rclpy
+  relay of the same messages in the node's place: the transport floor, with
+  the node's latency reported as a ratio to it;
 * ``scaling`` -- latency vs contacts and vs mesh size, plotted to ``scaling.png``;
 * ``cuda`` -- the library rows on CUDA when ``torch.cuda.is_available()``.
 
@@ -39,10 +43,12 @@ def settings(quick: bool, node_count: Optional[int]) -> Dict[str, Any]:
     if quick:
         s = {"lib_counts": [10, 100], "repeats": 30, "budget_s": 0.15,
              "node_rates": [100, 500, 1000], "node_count": 200, "node_warmup": 50, "memory_s": 0,
+             "idle_phase": False,
              "scale_counts": [10, 100], "scale_subdiv": [0, 1]}
     else:
         s = {"lib_counts": [10, 100, 1000], "repeats": 300, "budget_s": 1.0,
              "node_rates": [100, 500, 1000], "node_count": 2000, "node_warmup": 200, "memory_s": 60,
+             "idle_phase": True,
              "scale_counts": [10, 100, 1000, 5000], "scale_subdiv": [0, 1, 2]}
     if node_count is not None:
         s["node_count"] = int(node_count)
@@ -131,6 +137,24 @@ def evaluate_targets(results: Dict[str, Any]) -> List[Dict[str, Any]]:
         for name, lim in (("node 1 kHz: messages lost", "0"), ("node 1 kHz: latency p99", "< 2 ms"),
                           ("node 1 kHz: CPU", "< 1 core")):
             add(name, None, lim, None, "", why.splitlines()[0] if why else "")
+    rss, start = node.get("node_rss_idle_mb"), node.get("node_start_s")
+    how = f"{world} world, pressure + dense force + Jacobians; under the run's load"
+    add("node idle RSS", rss, "<= 450 MB", None if rss is None or rss != rss else rss <= 450.0, "MB", how)
+    add("node start-up (exec to all outputs advertised)", start, "<= 3 s",
+        None if start is None else start <= 3.0, "s", how)
+    ratio = floor_ratios(node).get("rate_1000", {}).get("p99")
+    add("node 1 kHz p99 / transport floor p99", ratio, "reported", None, "x",
+        "bare rclpy relay of the same messages in the same run")
+    idle = next((p for p in node.get("phases", []) if p["name"] == "idle_2s"), None)
+    warm = next((p for p in node.get("phases", []) if p["name"] == "rate_100"), None)
+    if idle is not None and warm is not None:
+        a, b = idle["latency_ms"]["p50"], warm["latency_ms"]["p50"]
+        cold = a / b if a is not None and b and math.isfinite(a) and math.isfinite(b) else None
+        add("node message after 2 s idle: p50 latency / 100 Hz p50", cold, "<= 3x",
+            None if cold is None else cold <= 3.0, "x", f"{idle['received_complete']} idle messages")
+    else:
+        add("node message after 2 s idle: p50 latency / 100 Hz p50", None, "<= 3x", None, "x",
+            "full run only" if results["meta"]["quick"] else node.get("skipped", "node section not run"))
     mem = next((p for p in node.get("phases", []) if p["name"] == "memory_1000"), None)
     if mem is not None:
         g = mem.get("rss_growth_pct")
@@ -142,6 +166,24 @@ def evaluate_targets(results: Dict[str, Any]) -> List[Dict[str, Any]]:
     total = results.get("total_seconds")
     add("whole benchmark wall time", total, "< 600 s", total is not None and total < TEN_MINUTES_S, "s",
         "quick run" if results["meta"]["quick"] else "full run")
+    return out
+
+
+def floor_ratios(node: Dict[str, Any]) -> Dict[str, Dict[str, Optional[float]]]:
+    """Per rate phase: node latency p50/p99 and CPU per message over the transport floor's."""
+    out: Dict[str, Dict[str, Optional[float]]] = {}
+    floor = {p["name"]: p for p in (node.get("floor") or {}).get("phases", [])}
+    for p in node.get("phases", []):
+        f = floor.get(p["name"])
+        if f is None:
+            continue
+        r: Dict[str, Optional[float]] = {}
+        for key in ("p50", "p99"):
+            a, b = p["latency_ms"].get(key), f["latency_ms"].get(key)
+            r[key] = a / b if a is not None and b and math.isfinite(a) and math.isfinite(b) else None
+        a, b = p.get("cpu_ms_per_msg"), f.get("cpu_ms_per_msg")
+        r["cpu_ms_per_msg"] = a / b if a is not None and b else None
+        out[p["name"]] = r
     return out
 
 
@@ -212,6 +254,23 @@ def format_table(results: Dict[str, Any]) -> str:
                                 _f(p["rss_start_mb"], "{:.0f}"),
                                 _f(p["rss_end_mb"], "{:.0f}"), _f(p.get("rss_growth_pct"), "{:.2f}")),
                                NODE_W))
+            floor = node.get("floor") or {}
+            if floor.get("phases"):
+                L.append("  transport floor (bare rclpy relay, same messages, same run):")
+                for p in floor["phases"]:
+                    lat = p["latency_ms"]
+                    L.append(_cols((f"floor {p['name'].split('_')[-1]}", f"{p['rate_hz']:.0f}", p["sent"],
+                                    p["received_complete"], p["lost"], _f(lat["p50"], "{:.2f}"),
+                                    _f(lat["p99"], "{:.2f}"), _f(lat["max"], "{:.1f}"),
+                                    _f(p["cpu_cores"], "{:.2f}"), _f(p.get("cpu_ms_per_msg"), "{:.2f}"),
+                                    _f(p.get("harness_cores"), "{:.2f}"),
+                                    _f(p.get("host_busy_cores"), "{:.2f}"), _f(p["rss_start_mb"], "{:.0f}"),
+                                    _f(p["rss_end_mb"], "{:.0f}"), "-"), NODE_W))
+                for name, r in floor_ratios(node).items():
+                    L.append(f"  node / floor at {name}: p50 {_f(r['p50'], '{:.1f}')}x, "
+                             f"p99 {_f(r['p99'], '{:.1f}')}x, CPU/msg {_f(r['cpu_ms_per_msg'], '{:.1f}')}x")
+            elif floor.get("skipped"):
+                L.append(f"  transport floor skipped: {floor['skipped'].splitlines()[0]}")
             L.append("  (node CPU in cores: 1.00 = one core busy; ms/msg = node CPU time per processed "
                      "message;")
             L.append("   harness = publisher + receiver processes; host busy = all processes, of "
@@ -283,6 +342,9 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
         from benchmarks.bench_node import run_node_bench
         phases = [{"name": f"rate_{r}", "rate": float(r), "count": cfg["node_count"]}
                   for r in cfg["node_rates"]]
+        if cfg["idle_phase"]:
+            # one message every 2 s: each arrives after >= 2 s of idleness (the cold-message case)
+            phases.append({"name": "idle_2s", "rate": 0.5, "count": 10, "max_seconds": 30.0})
         if cfg["memory_s"]:
             phases.append({"name": "memory_1000", "rate": 1000.0, "count": int(1000 * cfg["memory_s"]),
                            "max_seconds": 1.5 * cfg["memory_s"]})
@@ -291,6 +353,17 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
         results["node"]["seconds"] = time.monotonic() - t0
         if results["node"].get("skipped"):
             print(f"  node skipped: {results['node']['skipped']}", flush=True)
+        else:
+            # The same messages through a bare rclpy relay in the node's place, in the same run.
+            print("[node] transport floor: bare rclpy relay in the node's place", flush=True)
+            t0 = time.monotonic()
+            floor = run_node_bench([p for p in phases if not p["name"].startswith("memory")],
+                                   warmup=cfg["node_warmup"], world=results["node"]["world"],
+                                   node_module="benchmarks.relay_node")
+            floor["seconds"] = time.monotonic() - t0
+            results["node"]["floor"] = floor
+            if floor.get("skipped"):
+                print(f"  transport floor skipped: {floor['skipped']}", flush=True)
     if "scaling" in sections:
         print("[scaling] latency vs contacts and vs mesh size", flush=True)
         from benchmarks.bench_scaling import plot_scaling, scaling_section
