@@ -92,7 +92,8 @@ def calibrate_gain(h: "SensorHandle") -> Tuple[bool, str]:
     fit = calibrator.last_fit
     gain = fit.gain[fit.fitted]
     rel = fit.relative_std_error[fit.fitted]
-    k = f"{float(gain[0]):.9g}" if np.allclose(gain, gain[0]) else f"{gain.size} entries, mean {gain.mean():.6g}"
+    shared = np.allclose(gain, gain[0])
+    k = f"{float(gain[0]):.9g}" if shared else f"{gain.size} entries, mean {gain.mean():.6g}"
     unit = enc.KIND_UNITS[h.layout.kind]
     tare_text = str(h.stats.calibration).split("; gain ")[0]     # a new gain replaces the last one
     h.stats.calibration = f"{tare_text}; gain {k} from {used} contact samples"
