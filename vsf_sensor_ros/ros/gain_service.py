@@ -96,7 +96,9 @@ def calibrate_gain(h: "SensorHandle") -> Tuple[bool, str]:
     k = f"{float(gain[0]):.9g}" if shared else f"{gain.size} entries, mean {gain.mean():.6g}"
     unit = enc.KIND_UNITS[h.layout.kind]
     tare_text = str(h.stats.calibration).split("; gain ")[0]     # a new gain replaces the last one
-    h.stats.calibration = f"{tare_text}; gain {k} from {used} contact samples"
+    gain_text = f"gain {k} from {used} contact samples"
+    uncalibrated = tare_text in ("", "uncalibrated") or tare_text.startswith("gain ")
+    h.stats.calibration = gain_text if uncalibrated else f"{tare_text}; {gain_text}"
     return True, (f"{h.name}: gain {k} from {used} contact samples (relative standard error "
                   f"{float(np.nanmax(rel)):.3g}); RMS of measured - predicted change "
                   f"{fit.rms_before:.6g} -> {fit.rms_after:.6g} {unit}")
