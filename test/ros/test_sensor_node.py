@@ -24,6 +24,7 @@ from sensor_msgs.msg import JointState, PointCloud2
 
 from vsf_sensor_ros.embedded_world import BUBBLE_RADIUS, embedded_world
 from vsf_sensor_ros.ros.outputs import read_cloud_fields
+from vsf_sensor_ros.sensor import SimState, with_reverse_pairs
 
 from .node_helpers import BEST_EFFORT, Probe, joint_state
 from .sensor_node_scene import (JOINT_NAMES, JOINT_POS, MEASURED_SCALE, PRESSURE_TARE_FROM_FILE, SENSORS,
@@ -114,13 +115,17 @@ def test_predictions_match_hand_derivation_and_library_for_the_same_state(node, 
     # Klampt patch at the flange origin, Tsensor = identity: force in the link frame = Rt^T f2.
     fp = patch.wrench.force
     np.testing.assert_allclose([fp.x, fp.y, fp.z], Rt.T @ g["f2"], rtol=1e-12, atol=1e-12)
-    # Isaac load on the object: |net force on the object| = |-f0|.
-    assert load.wrench.force.z == pytest.approx(np.linalg.norm(g["f0"]), rel=1e-12)
+    # Isaac load on the object: |net force on the object| = |-f0 - f2|: row 1 gives -f0 (the pair
+    # (object, punyo) is in the message, so row 3 is not reversed again), and row 2, reported only as
+    # (tool_link, object), implies -f2 on the object at the flange origin (the contact-row rule).
+    # -f0 - f2 = (-1.5, -1.75, 1): |.| = sqrt(6.3125)
+    assert load.wrench.force.z == pytest.approx(math.sqrt(6.3125), rel=1e-12)
 
     # The library, fed the same state built here, agrees with the node.
     models = library_models(world)
     models["pressure"].set_calibration({"tare": np.array([PRESSURE_TARE_FROM_FILE])})
     st = library_state(world, rows)
+    st = SimState(st.body_transforms, {}, with_reverse_pairs(st.contacts))   # the node's row rule
     assert pressure.fluid_pressure == pytest.approx(models["pressure"].predict(st).item(), rel=1e-12)
     np.testing.assert_allclose(F.reshape(-1), models["force"].predict(st).numpy(), rtol=1e-6, atol=1e-6)
     lp = models["patch"].predict(st).numpy()
@@ -156,9 +161,15 @@ def test_jacobian_columns_index_contact_message_rows(node, probe, posed):
     assert set(jp) == set(expected_p)
     for key, val in expected_p.items():
         assert jp[key] == pytest.approx(val, rel=1e-9)
-    # Isaac load on the object reads only row 1 (the (object, punyo) contact).
+    # Isaac load on the object, |F| with F = f_row1 - f_row2 (row 2 reaches the object only through
+    # the implied pair (object, tool_link) with -f): d|F|/d f_row1 = F/|F|, d|F|/d f_row2 = -F/|F|.
     jl = _triples(wait_stamp(probe, "/load/jacobian", t))
-    assert {c // 3 for (_, c) in jl} == {1}
+    assert {c // 3 for (_, c) in jl} == {1, 2}
+    F = -g["f0"] - g["f2"]
+    (r_value,) = {r for (r, _) in jl}
+    for k in range(3):
+        assert jl[(r_value, 3 + k)] == pytest.approx(F[k] / np.linalg.norm(F), rel=1e-9)
+        assert jl[(r_value, 6 + k)] == pytest.approx(-F[k] / np.linalg.norm(F), rel=1e-9)
 
 
 def test_markers_show_contact_points_on_the_sensor_body(node, probe, posed):

@@ -5,7 +5,7 @@ File format (YAML, SI units), written by :meth:`CalibrationStore.save`::
     # vsf_sensor_ros sensor_node calibration (SI units); loaded at start
     sensors:
       <s>: {type: <sensor type>, attachment: <body>, samples: <n used by the tare>,
-            calibration: {tare: [...], tare_sim_avg: [...]}}
+            calibration: {tare: [...], tare_sim_avg: [...], gain: [...] (when fitted)}}
 
 The first line, :data:`HEADER`, marks a file this package wrote.  The file is
 the node's own, not the graph's (anyone on an unsecured ROS 2 domain can call

@@ -19,7 +19,9 @@ A malformed cloud is rejected whole with a :class:`ContactsDecodeError` whose
 ``reason`` is a short key for diagnostics counters (:data:`DECODE_REASONS`);
 nothing of it is used.  Points are the *rows* of the message in row-major
 order (``row = v * width + u``); a Jacobian column ``3·c + k`` refers to row
-``c`` (:attr:`DecodedContacts.rows`).
+``c`` (:attr:`DecodedContacts.rows`).  The node completes each message with
+:func:`with_implied_pairs` (a pair reported in one order implies the other
+with ``-f``), so a sensor sees every contact touching its body.
 
 Bytes are read and written by :mod:`vsf_sensor_ros.ros.pointcloud` (one
 strided, validated reader for every cloud of the package); this module adds
@@ -32,14 +34,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
 from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
 
-from ..sensor.state import ContactState
+from ..sensor.state import ContactState, with_reverse_pairs
 from .pointcloud import (FLOAT_TYPES, CloudDecodeError, CloudLayout, as_byte_array, check_data_size,
                          float_columns, read_points, require_finite, write_cloud)
 from .stamps import stamp_to_ns, to_stamp
@@ -102,6 +104,11 @@ class DecodedContacts:
         frame_id: ``header.frame_id`` of the cloud.
         stamp_ns: ``header.stamp`` in integer nanoseconds.
         fields: names of all fields of the cloud, in message order.
+        implied: pairs that the message does not carry but :func:`with_implied_pairs`
+            added (the other order of a pair reported once): their contacts are the
+            rows of ``rows[pair]`` with the force negated, so a derivative with
+            respect to such a contact's force is minus the one with respect to the
+            row's force.  Empty for a decoded message.
     """
 
     contacts: Dict[Pair, ContactState]
@@ -112,6 +119,37 @@ class DecodedContacts:
     frame_id: str = ""
     stamp_ns: int = 0
     fields: List[str] = field(default_factory=list)
+    implied: FrozenSet[Pair] = frozenset()
+
+
+def with_implied_pairs(decoded: DecodedContacts) -> DecodedContacts:
+    """The node's contact-row rule: every pair in both orders, each contact row used once.
+
+    A bridge may write one row per contact, e.g. only ``(tool, pad)`` with the
+    force on ``tool``; a sensor on ``pad`` must still see it.  With the
+    library's :func:`~vsf_sensor_ros.sensor.state.with_reverse_pairs`:
+
+    * a pair ``(a, b)`` present in only one order implies ``(b, a)``: the same
+      points and message rows, the force ``-f`` (on ``b``), ``elem1``/``elem2``
+      swapped; it is listed in :attr:`DecodedContacts.implied`;
+    * a pair present in both orders in the message is used as given, never
+      twice (the two sides are not checked against each other);
+    * ``(a, a)`` is kept as given.
+
+    Args:
+        decoded: a decoded message (:func:`pointcloud2_to_contacts`).
+
+    Returns:
+        A new :class:`DecodedContacts` (the input is not changed) whose
+        ``contacts`` and ``rows`` cover both orders; ``normals``/``depths``
+        stay those of the message's own pairs; ``implied`` names the added pairs.
+    """
+    contacts = with_reverse_pairs(decoded.contacts)
+    implied = frozenset(p for p in contacts if p not in decoded.contacts)
+    rows = dict(decoded.rows)
+    for a, b in implied:
+        rows[(a, b)] = decoded.rows[(b, a)]
+    return dataclasses.replace(decoded, contacts=contacts, rows=rows, implied=implied)
 
 
 def _check_body_names(body_names: Sequence[str]) -> List[str]:

@@ -6,7 +6,9 @@ Per sensor ``<s>`` (:class:`SensorEndpoints`, created and destroyed together):
   ``<s>/jacobian`` while ``<s>.publish_jacobian``, ``<s>/markers`` while
   ``<s>.publish_markers``;
 * the subscription ``<s>/measured`` (type ``<s>.measured_type``);
-* the service ``<s>/tare`` (``std_srvs/Trigger``).
+* the service ``<s>/tare`` (``std_srvs/Trigger``);
+* the service ``<s>/calibrate_gain`` (``std_srvs/Trigger``) for a sensor with a gain
+  (:mod:`vsf_sensor_ros.ros.gain_service`).
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from visualization_msgs.msg import MarkerArray
 
 from ..sensor.base import BaseSensor
 from ..sensor.state import SimState
+from . import gain_service
 from . import outputs as enc
 from .diagnostics import SensorStats
 from .pairing import StampPairer
@@ -51,11 +54,17 @@ class SensorEndpoints:
         qos: QoS profiles.
         on_measured: ``f(sensor_name, msg)`` for ``<s>/measured``.
         on_tare: ``f(sensor_name, request, response) -> response`` for ``<s>/tare``.
+        on_calibrate_gain: the same for ``<s>/calibrate_gain``, created when given and the
+            sensor ``sensor`` takes a gain (``gain_service.supports_gain``).
+        sensor: the sensor's model (decides ``<s>/calibrate_gain``).
     """
 
     def __init__(self, node: Node, config: SensorConfig, layout: enc.SensorLayout, qos: EndpointQoS,
                  on_measured: Callable[[str, Any], None],
-                 on_tare: Callable[[str, Trigger.Request, Trigger.Response], Trigger.Response]) -> None:
+                 on_tare: Callable[[str, Trigger.Request, Trigger.Response], Trigger.Response],
+                 on_calibrate_gain: Optional[Callable[[str, Trigger.Request, Trigger.Response],
+                                                      Trigger.Response]] = None,
+                 sensor: Optional[BaseSensor] = None) -> None:
         self._node, self._qos, self._on_measured = node, qos, on_measured
         self.name = config.name
         kind_msg = enc.KIND_MESSAGES[layout.kind]
@@ -68,6 +77,11 @@ class SensorEndpoints:
         self.subscribe_measured(config.measured_type())
         self.tare = node.create_service(Trigger, f"{self.name}/tare",
                                         lambda req, resp, n=self.name: on_tare(n, req, resp))
+        self.calibrate_gain: Optional[Any] = None
+        if on_calibrate_gain is not None and sensor is not None and gain_service.supports_gain(sensor):
+            self.calibrate_gain = node.create_service(
+                Trigger, f"{self.name}/calibrate_gain",
+                lambda req, resp, n=self.name: on_calibrate_gain(n, req, resp))
 
     def set_optional(self, jacobian: bool, markers: bool) -> None:
         """Create or destroy ``<s>/jacobian`` and ``<s>/markers`` to match the flags."""
@@ -132,6 +146,9 @@ class SensorEndpoints:
         if self.measured is not None:
             node.destroy_subscription(self.measured)
         node.destroy_service(self.tare)
+        if self.calibrate_gain is not None:
+            node.destroy_service(self.calibrate_gain)
+            self.calibrate_gain = None
         self.jacobian = self.markers = self.measured = None
 
 
@@ -161,6 +178,8 @@ class SensorHandle:
         self.pairer: StampPairer[Prediction, np.ndarray] = StampPairer(buffer_size, tolerance_ns)
         # paired samples kept for tares (most recent last)
         self.pairs: Deque[PairedSample] = deque(maxlen=max(4 * buffer_size, 100))
+        # paired samples with contact kept for a gain fit (most recent last)
+        self.contact_pairs: Deque[PairedSample] = gain_service.new_buffer(buffer_size)
         self.tared_on_start = False
         self.tare_samples_used: Optional[int] = None
         self.last_values: Optional[np.ndarray] = None
@@ -203,6 +222,7 @@ class SensorHandle:
         """Forget everything paired by stamp (after a stamp jump or a layout change)."""
         self.pairer.clear()
         self.pairs.clear()
+        self.contact_pairs.clear()
 
 
 __all__ = ["EndpointQoS", "Prediction", "SensorEndpoints", "SensorHandle", "wanted"]

@@ -20,11 +20,13 @@ with the stamp of the contacts message they derive from:
 * ``<s>/jacobian`` (``publish_jacobian``), ``<s>/markers`` (``publish_markers``,
   at most ``markers_max_rate``), ``/diagnostics``.
 
-Services (``std_srvs/Trigger``): ``<s>/tare``, ``tare``, ``save_calibration`` (writes only the
+Services (``std_srvs/Trigger``): ``<s>/tare``, ``tare``, ``<s>/calibrate_gain`` (sensors with a
+gain, :mod:`.gain_service`), ``save_calibration`` (writes only the
 calibration file fixed at start, see :mod:`vsf_sensor_ros.ros.calibration_store`).
 
 Per contacts message: one ``SimState`` (body transforms from the latest
-joint state and free-body poses, contacts from the cloud), then every
+joint state and free-body poses, contacts from the cloud with a pair
+reported in one order implying the other, see ``contacts_msg.with_implied_pairs``), then every
 sensor's prediction (and Jacobian) is computed, and only when all succeed
 is anything published -- a bad message is rejected whole, for every sensor,
 counted by reason on ``/diagnostics`` and logged at most once a second per
@@ -62,10 +64,11 @@ from std_srvs.srv import Trigger
 from ..sensor import SimState
 from ..sensor.base import BaseSensor
 from . import calibration_store as cal_store
+from . import gain_service
 from . import outputs as enc
 from ._rclpy_compat import RCLError, add_parameter_callbacks
 from .body_transforms import BodyTransforms
-from .contacts_msg import ContactsDecodeError, pointcloud2_to_contacts
+from .contacts_msg import ContactsDecodeError, pointcloud2_to_contacts, with_implied_pairs
 from .diagnostics import InputStats, build_diagnostics
 from .model_builder import SensorFactory, build_scene, check_contact_body_names
 from .node_params import ChangePlan, LiveSettings, NodeParameters
@@ -174,7 +177,8 @@ class SensorNode(Node):
         """Create a sensor's handle with its publishers, subscription and tare service."""
         h = SensorHandle(cfg, sensor, layout, int(self.params.values["alignment_buffer_size"]),
                          self.live.tolerance_ns)
-        h.endpoints = SensorEndpoints(self, cfg, layout, self._qos, self._on_measured, self._on_tare)
+        h.endpoints = SensorEndpoints(self, cfg, layout, self._qos, self._on_measured, self._on_tare,
+                                      self._on_calibrate_gain, sensor)
         self._handles[cfg.name] = h
         self._refresh_dense_counts()
         return h
@@ -261,6 +265,7 @@ class SensorNode(Node):
         bad = check_elements(decoded, self._dense_vertex_counts)
         if bad is not None:
             return self._reject("element_index_out_of_range", bad)
+        decoded = with_implied_pairs(decoded)   # each sensor sees every contact on its body
         stamp = msg.header.stamp
         stamp_ns = stamp_to_ns(stamp)
         jumped_back = self._last_stamp is not None and stamp_ns < self._last_stamp
@@ -337,6 +342,7 @@ class SensorNode(Node):
             h.stats.measured_stamp_jumps += 1
             h.pairer.clear_measurements()
             h.pairs.clear()
+            h.contact_pairs.clear()
         pair = h.pairer.add_measurement(stamp_ns, vec)
         if pair is not None:
             self._paired(h, pair)
@@ -352,6 +358,7 @@ class SensorNode(Node):
             h.endpoints.residual.publish(enc.encode_vector(h.layout, residual, stamp))
             h.stats.residuals_published += 1
         h.pairs.append(PairedSample(pair.stamp_ns, measured, state, contact_free))
+        gain_service.record(h.contact_pairs, h.pairs[-1])
         n = self.live.tare_samples
         if self.live.tare_on_start and not h.tared_on_start:
             samples, _ = select_samples(list(h.pairs), n)
@@ -366,6 +373,15 @@ class SensorNode(Node):
             response.success, response.message = False, f"no sensor {name!r}"
             return response
         response.success, response.message = cal_store.tare(h, self.live.tare_samples)
+        return response
+
+    def _on_calibrate_gain(self, name: str, request: Trigger.Request,
+                           response: Trigger.Response) -> Trigger.Response:
+        h = self._handles.get(name)
+        if h is None:
+            response.success, response.message = False, f"no sensor {name!r}"
+            return response
+        response.success, response.message = gain_service.calibrate_gain(h)
         return response
 
     def _on_tare_all(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:

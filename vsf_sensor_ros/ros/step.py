@@ -5,6 +5,7 @@ wrong with *any* sensor's result, so a bad message is rejected whole.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence, Tuple
 
@@ -24,9 +25,10 @@ class SensorResult:
     Attributes:
         handle: the sensor's :class:`~vsf_sensor_ros.ros.sensor_endpoints.SensorHandle`.
         values: ``(#meas,)`` float64 prediction.
-        jacobian: the ``SparseJacobian`` or None (not wanted).
+        jacobian: the ``SparseJacobian`` or None (not wanted); its values are with
+            respect to the message's rows (entries of an implied pair negated).
         jacobian_cols: its columns renumbered to contacts-message rows, or None.
-        n_on_body: contacts with the sensor's body as body1.
+        n_on_body: contacts with the sensor's body as body1 (implied pairs included).
         touched: something touches what the sensor senses (not contact-free for a tare).
     """
 
@@ -44,8 +46,14 @@ def predict_sensor(h: Any, state: SimState, decoded: Any, want_jacobian: bool) -
     Args:
         h: the sensor's handle (``sensor``, ``layout``).
         state: the step's ``SimState``.
-        decoded: the decoded contacts message (``contacts``, ``rows``).
+        decoded: the decoded contacts message (``contacts``, ``rows``, ``implied``),
+            completed by :func:`~vsf_sensor_ros.ros.contacts_msg.with_implied_pairs`.
         want_jacobian: compute the sparse force Jacobian too.
+
+    The published Jacobian's columns are ``3·r + k`` with ``r`` the message row.
+    A contact of an implied pair ``(b, a)`` carries ``-f`` of its row ``r`` of
+    ``(a, b)``, so ``d reading / d f_r = -d reading / d f_implied``: its
+    entries are negated here.
 
     Raises:
         ValueError, IndexError, RuntimeError: from the model (the node counts
@@ -60,11 +68,24 @@ def predict_sensor(h: Any, state: SimState, decoded: Any, want_jacobian: bool) -
     cols = None
     if jac is not None:
         cols = enc.jacobian_message_columns(jac.cols.cpu().numpy(), jac.pairs, jac.offsets, decoded.rows)
+        jac = _signed_to_rows(jac, getattr(decoded, "implied", frozenset()))
     body = h.layout.frame_id
     n_on_body = sum(len(c) for (b1, _), c in decoded.contacts.items() if b1 == body)
     # contact-free for a tare: nothing touches what the sensor senses (its patch/radius)
     touched = n_on_body > 0 and h.sensor.in_contact(state)
     return SensorResult(h, values, jac, cols, n_on_body, touched)
+
+
+def _signed_to_rows(jac: Any, implied: Any) -> Any:
+    """``jac`` with the entries of contacts of ``implied`` pairs negated (a new object), or ``jac``."""
+    flip = [p for p, pair in enumerate(jac.pairs) if tuple(pair) in implied]
+    if not flip:
+        return jac
+    n = int(jac.offsets[-1])
+    sign = torch.ones(n, dtype=jac.values.dtype, device=jac.values.device)
+    for p in flip:
+        sign[int(jac.offsets[p]):int(jac.offsets[p + 1])] = -1.0
+    return dataclasses.replace(jac, values=jac.values * sign[jac.cols // 3])
 
 
 def check_elements(decoded: Any, dense_vertex_counts: Mapping[str, int]) -> Optional[str]:

@@ -104,9 +104,11 @@ def select_samples(pairs: Sequence[PairedSample], n: int) -> Tuple[List[PairedSa
 def tare_sensor(sensor: BaseSensor, samples: Sequence[PairedSample], calibrator: Any) -> int:
     """Run ``calibrator`` (a ``TareCalibrator``) over ``samples`` and apply its result.
 
-    The previous calibration is cleared first, so the replayed predictions
-    are the raw (untared) model and a second tare does not stack on the
-    first; on any error the previous calibration is restored.  Entries a
+    The previous calibration is cleared first (its ``'gain'``, fitted by
+    ``<s>/calibrate_gain``, kept: a tare moves the offset, not the gain), so
+    the replayed predictions are the raw (untared) model and a second tare
+    does not stack on the first; on any error the previous calibration is
+    restored.  Entries a
     measured message does not carry (NaN) are replaced by the sample's raw
     prediction, so the tare leaves them at zero offset.
 
@@ -118,7 +120,7 @@ def tare_sensor(sensor: BaseSensor, samples: Sequence[PairedSample], calibrator:
             (calibration restored).
     """
     before = sensor.get_calibration()
-    sensor.set_calibration({})
+    sensor.set_calibration({k: before[k] for k in ("gain",) if k in before})
     try:
         return _calibrate(sensor, samples, calibrator)
     except Exception:
