@@ -94,8 +94,9 @@ class FrameTransform:
     def command(self) -> str:
         """A ``static_transform_publisher`` command line announcing this transform (Humble and newer)."""
         xyz, q = xyz_quat_from_transform(self.T)
-        nums = " ".join(f"--{k} {float(v) + 0.0:.9g}" for k, v in zip(("x", "y", "z", "qx", "qy", "qz", "qw"),
-                                                                  [*xyz, *q]))
+        keys = ("x", "y", "z", "qx", "qy", "qz", "qw")
+        # + 0.0 writes -0.0 as 0
+        nums = " ".join(f"--{k} {float(v) + 0.0:.9g}" for k, v in zip(keys, [*xyz, *q]))
         return (f"ros2 run tf2_ros static_transform_publisher --frame-id {self.parent} "
                 f"--child-frame-id {self.child} {nums}")
 

@@ -32,8 +32,9 @@ announces, see :mod:`vsf_sensor_ros.ros.frames`):
 * ``load`` (Isaac-style contact sensor): the scalar ``value`` (N, the
   magnitude of the net contact force on the sensing region after the
   thresholds) goes to ``force.z`` -- the load-cell convention of one sensing
-  axis, the z axis of the sensor frame ``<s>_frame`` at ``position`` -- and ``force.x``, ``force.y``, ``torque`` are 0.  ``inContact``
-  follows from ``value > 0`` and is reported on ``/diagnostics``.
+  axis, the z axis of the sensor frame ``<s>_frame`` at ``position`` -- and
+  ``force.x``, ``force.y``, ``torque`` are 0.  ``inContact`` follows from
+  ``value > 0`` and is reported on ``/diagnostics``.
 
 A measured message is decoded into the model's measurement space (SI, after
 multiplying by the sensor's ``measured_scale``); entries the message type
