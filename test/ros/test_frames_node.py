@@ -161,4 +161,3 @@ def test_every_stamped_frame_resolves_and_the_pad_reads_in_its_announced_frame(s
     assert _at(probe, "/patch/residual", t)[-1].header.frame_id == "patch_frame"
     for s, kind in KINDS.items():
         assert isinstance(_at(probe, f"/{s}/predicted", t)[-1], kind)
-
