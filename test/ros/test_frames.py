@@ -78,7 +78,8 @@ def test_command_line_states_the_transform_for_static_transform_publisher():
     table = frame_table("world", LINKS, "world", [], [("pad_frame", "tool", _T(RX90[:3, :3], (0, 0, 0.03)))])
     (line,) = table.instructions()
     m = re.fullmatch(r"ros2 run tf2_ros static_transform_publisher --frame-id tool "
-                     r"--child-frame-id pad_frame --x (\S+) --y (\S+) --z (\S+) --qx (\S+) --qy (\S+) --qz (\S+) --qw (\S+)", line)
+                     r"--child-frame-id pad_frame --x (\S+) --y (\S+) --z (\S+) "
+                     r"--qx (\S+) --qy (\S+) --qz (\S+) --qw (\S+)", line)
     assert m, line
     np.testing.assert_allclose([float(v) for v in m.groups()], [0, 0, 0.03, S45, 0, 0, S45], atol=1e-8)
 
@@ -102,7 +103,7 @@ def world():
 
 
 def test_klampt_pad_reads_in_its_announced_frame_and_the_value_is_right_in_the_link_frame(world):
-    """Tsensor = Rx(90), 2 N on the pad along the link's +y: (0, 0, -2) in pad_frame, (0, 2, 0) in the link."""
+    """Tsensor = Rx(90), 2 N along the link's +y: (0, 0, -2) in pad_frame = (0, 2, 0) in tool_link."""
     import torch
 
     from vsf_sensor_ros.sensor import ContactState, SimState
