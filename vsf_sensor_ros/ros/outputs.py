@@ -182,7 +182,8 @@ class SensorLayout:
 
     Attributes:
         kind: ``pressure`` | ``dense_force`` | ``wrench`` | ``load``.
-        frame_id: attachment body name (frame of the published values).
+        frame_id: attachment body name (the body frame; values are expressed in
+            :attr:`reading_frame`).
         names: the sensor's ``measurement_names()``.
         slots: indices of the entries the message carries, in message order
             (pressure: ``[i_pressure]``; wrench: ``[i_fx, i_fy, i_fz]``, -1 for
