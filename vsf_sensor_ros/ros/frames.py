@@ -18,7 +18,7 @@ the frame it is stamped with.  The frames are
   link) and an Isaac contact sensor (``position``: a translation in the body
   frame) -> a static transform ``attachment -> <s>_frame``.
 
-:func:`frame_table` is pure (numpy only) and gives the transforms the node
+:func:`frame_table` is pure (numpy only, no ROS calls) and gives the transforms the node
 announces.  :class:`FramePublisher` publishes them: ``/tf_static`` for the fixed
 frames (reliable, transient local, depth 1: each message carries the whole
 set, as tf2's static broadcaster does) and ``/tf`` for free bodies, while
@@ -33,8 +33,10 @@ from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
+from geometry_msgs.msg import TransformStamped
 
 from ..transforms import xyz_quat_from_transform
+from .stamps import copy_stamp
 
 try:
     # The TF message type: part of a ROS install (geometry2), absent from the ROS 2 pip wheels
@@ -207,11 +209,8 @@ def world_frame_table(world: Any, world_frame: str, sensors: Iterable[Any]) -> F
     return frame_table(world_frame, world.urdf_link_names, world.urdf_root_link, bodies, frames)
 
 
-def transform_msg(parent: str, child: str, T: np.ndarray, stamp: Any):
+def transform_msg(parent: str, child: str, T: np.ndarray, stamp: Any) -> TransformStamped:
     """A ``geometry_msgs/TransformStamped`` of the ``(4, 4)`` child -> parent transform ``T``."""
-    from geometry_msgs.msg import TransformStamped
-
-    from .stamps import copy_stamp
     xyz, q = xyz_quat_from_transform(np.asarray(T, dtype=np.float64))
     msg = TransformStamped()
     msg.header.stamp, msg.header.frame_id, msg.child_frame_id = copy_stamp(stamp), parent, child
