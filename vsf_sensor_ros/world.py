@@ -144,6 +144,8 @@ class World:
             derived from them, but a JointState may also set them.
         body_names: every body that :meth:`body_transforms` returns.
         urdf_root_link: name of the URDF root link.
+        urdf_link_names: every link of the URDF in file order (the TF frames
+            robot_state_publisher publishes for it, the root included).
         joints: every URDF joint (:class:`UrdfJoint`), in file order.
         last_ignored_joints: names ignored by the last
             :meth:`set_joint_positions` call (not joints of this robot).
@@ -172,6 +174,8 @@ class World:
         children = {j.child for j in self.joints}
         roots = [n for n in urdf_links if n not in children]
         self.urdf_root_link = roots[0] if roots else ""
+        # every URDF link (Klampt may drop the root): the frames robot_state_publisher announces
+        self.urdf_link_names: List[str] = [n for n in urdf_links if n]
         klampt_index = {robot.link(i).getName(): i for i in range(robot.numLinks())}
         self.link_names: List[str] = [n for n, _ in sorted(klampt_index.items(), key=lambda kv: kv[1])
                                       if n in urdf_link_set]
@@ -527,6 +531,20 @@ class World:
         self._check(name)
         a = self._attached.get(name)
         return None if a is None else a.parent
+
+    def body_mount(self, name: str) -> Optional[np.ndarray]:
+        """The fixed ``(4, 4)`` body -> parent transform of an attached body (a copy).
+
+        Returns:
+            ``T_parent_body`` as given to :meth:`attach_body` for a body fixed to
+            a parent (see :meth:`body_parent`); ``None`` for a free body or a link.
+
+        Raises:
+            ValueError: unknown body.
+        """
+        self._check(name)
+        a = self._attached.get(name)
+        return None if a is None or a.T_parent_body is None else a.T_parent_body.copy()
 
     @property
     def attached_body_names(self) -> List[str]:

@@ -112,9 +112,10 @@ def test_node_publishes_joint_states_contacts_pose_measured_and_done(ros):
     np.testing.assert_allclose(fz["z"].max(), ew.BUBBLE_HEIGHT, atol=1e-6)  # vertices in the bubble frame
     assert abs(np.mean(fz["fz"]) - 0.001) < 0.001                          # 0.001 N offset, 0.002 N noise
     pad_z = np.array([m.wrench.force.z for m in got["pad"]])
+    assert got["pad"][-1].header.frame_id == "punyo_pad_frame"       # Klampt's sensor frame (Tsensor)
     assert abs(pad_z.mean() - 0.05) < 0.02
     load = np.array([m.wrench.force.z for m in got["load"]])
-    assert got["load"][-1].header.frame_id == "object"
+    assert got["load"][-1].header.frame_id == "object_load_frame"    # at the load cell's position
     assert abs(load.mean() - 0.05) < 0.03                   # no bubble contact: 0 N + 0.05 N offset
 
 

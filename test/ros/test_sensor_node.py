@@ -98,7 +98,7 @@ def test_predictions_match_hand_derivation_and_library_for_the_same_state(node, 
     patch = wait_stamp(probe, "/patch/predicted", t)
     load = wait_stamp(probe, "/load/predicted", t)
     assert [m.header.frame_id for m in (pressure, force, patch, load)] == \
-        ["punyo", "punyo", "tool_link", "object"]
+        ["punyo", "punyo", "patch_frame", "load_frame"]   # sensor frames: Tsensor, position
 
     R, Rt = g["Tp"][:3, :3], g["Tt"][:3, :3]
     # Pressure: tare - (1/A) sum_c (R^T f_c) . n, n = +z of the bubble; A = area of the 24-gon base.

@@ -16,6 +16,7 @@ from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.embedded_world import embedded_world
 from vsf_sensor_ros.ros.calibration_store import HEADER
+from vsf_sensor_ros.ros.frames import TFMessage
 from vsf_sensor_ros.ros.outputs import read_cloud_fields
 
 from .node_helpers import Probe, joint_state
@@ -161,7 +162,7 @@ def test_live_parameter_change_is_applied_and_invalid_value_rejected(fresh, worl
 
 
 def test_sensor_added_and_removed_at_run_time(fresh):
-    _, probe, _ = fresh
+    proc, probe, _ = fresh
     topic = "/extra/predicted"
     probe.listen(topic, WrenchStamped)
     res = probe.set_params({"sensors": SENSORS + ["extra"], "extra.type": "IsaacContactSensor",
@@ -172,7 +173,11 @@ def test_sensor_added_and_removed_at_run_time(fresh):
     t = stamp(80)
     probe.spin_for(0.5)
     probe.send("/contacts", empty_cloud(t))
-    assert wait_stamp(probe, topic, t).header.frame_id == "object"
+    # stamped with the new sensor's frame (at its position on the object), announced by the node
+    assert wait_stamp(probe, topic, t).header.frame_id == "extra_frame"
+    if TFMessage is None:   # no TF here: the node names the frame to provide in its log
+        announced = "--frame-id object --child-frame-id extra_frame"
+        assert probe.spin_until(lambda: announced in proc.output(), 5.0)
     r = probe.call(Trigger, "/extra/tare", Trigger.Request())
     assert r.success is False and "no measured sample" in r.message
     # The new sensor senses within 0.5 m of the object origin (0.45, 0, 0.02).  A contact there

@@ -31,7 +31,8 @@ at ``sim_dt``; one message each per step, in this order):
   :func:`vsf_sensor_ros.ros.outputs.encode_vector`: pressure ->
   ``sensor_msgs/FluidPressure``, dense force -> ``sensor_msgs/PointCloud2``
   (``x y z fx fy fz`` per vertex), Klampt contact sensor and Isaac load ->
-  ``geometry_msgs/WrenchStamped``; ``frame_id`` = the attachment body.
+  ``geometry_msgs/WrenchStamped``; ``frame_id`` = the frame of the node's
+  prediction (the attachment body, or ``<s>_frame`` of a pad or load cell).
 * ``sim_done`` -- ``std_msgs/Bool``, transient-local (late joiners get the
   latest): ``false`` at start, ``true`` after the last step.  With
   ``exit_on_done`` (default) the process then exits with code 0 after
@@ -73,6 +74,7 @@ from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.node_params import declare_spec
 from vsf_sensor_ros.ros.params import Spec, check_value
+from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
 from vsf_sensor_ros.ros.outputs import KIND_MESSAGES, encode_vector, make_header, sensor_layout
 from vsf_sensor_ros.world import xyz_quat_from_transform
 
@@ -229,8 +231,11 @@ class ContactSimNode(Node):
                 stream.source = independent_source(spec, self.sim, stream.sensor)
             dense = spec.config["type"] == "PunyoDenseForceSensor"
             verts = np.asarray(assets.bubble_mesh.vertices) if dense else None
+            # stamped like the node's prediction: a pad / load cell reads in its sensor frame <s>_frame
+            T_sensor = sensor_frame_transform(spec.config["type"], stream.sensor)
+            frame = sensor_frame_name(spec.name) if T_sensor is not None else ""
             layout = sensor_layout(spec.config["type"], att, stream.names, stream.sensor.measurement_errors(),
-                                   verts)
+                                   verts, frame, T_sensor)
             stream.slots = layout.slots  # the entries the message carries get offset and noise
             self.streams.append(stream)
             self._layouts.append(layout)

@@ -20,6 +20,7 @@ from ..sensor import sensor_from_config
 from ..sensor.base import BaseSensor
 from ..sensor.errors import SettingError
 from . import outputs as enc
+from .frames import sensor_frame_name, sensor_frame_transform
 from .params import ConfigError, SensorConfig, resolve_path, transform_from_params
 
 
@@ -203,10 +204,20 @@ class SensorFactory:
     def layout(self, cfg: SensorConfig, sensor: BaseSensor) -> enc.SensorLayout:
         """The sensor's message layout (vertices of its body for a dense force field).
 
+        A model whose values are expressed in a frame of its own (Klampt
+        ``Tsensor``, Isaac ``position``) gets the frame ``<s>_frame`` with its
+        sensor -> body transform (:mod:`vsf_sensor_ros.ros.frames`).
+
         Raises:
-            ConfigError: a dense-force sensor on a body without a triangle mesh.
+            ConfigError: a dense-force sensor on a body without a triangle mesh;
+                a sensor frame name that is already a body or URDF link (``sensors``).
         """
         att = cfg.values["attachment"]
+        T_sensor = sensor_frame_transform(cfg.type, sensor)
+        frame = sensor_frame_name(cfg.name) if T_sensor is not None else ""
+        if frame and (frame in self.world.body_names or frame in self.world.urdf_link_names):
+            raise ConfigError("sensors", cfg.name, f"the sensor's frame {frame!r} is already a body or "
+                                                   "link of the world; rename the sensor")
         verts = None
         if enc.SENSOR_KINDS.get(cfg.type) == "dense_force":
             mesh = self.world.body_mesh(att)
@@ -215,7 +226,7 @@ class SensorFactory:
             verts = np.asarray(mesh.vertices)
         try:
             return enc.sensor_layout(cfg.type, att, sensor.measurement_names(), sensor.measurement_errors(),
-                                     verts)
+                                     verts, frame, T_sensor)
         except ValueError as exc:
             raise ConfigError(f"{cfg.name}.type", cfg.type, str(exc)) from None
 

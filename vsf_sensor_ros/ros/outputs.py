@@ -12,7 +12,10 @@ ContactSensor (Klampt)     ``wrench``      ``geometry_msgs/WrenchStamped``      
 IsaacContactSensor         ``load``        ``geometry_msgs/WrenchStamped``      WrenchStamped
 =========================  ==============  ==================================  =====================
 
-Mappings (all SI; ``header.frame_id`` = the sensor's attachment body):
+Mappings (all SI; ``header.frame_id`` = the frame the values are expressed in: the
+sensor's attachment body, or the sensor's own frame ``<s>_frame`` for the models that
+define one -- Klampt's ``Tsensor``, the Isaac sensor's ``position`` -- which the node
+announces, see :mod:`vsf_sensor_ros.ros.frames`):
 
 * ``pressure``: ``fluid_pressure`` = the ``pressure`` reading (Pa);
   ``variance`` = the square of ``measurement_errors()[0]`` (Pa², 0 = unknown).
@@ -21,16 +24,17 @@ Mappings (all SI; ``header.frame_id`` = the sensor's attachment body):
   local force ``p{i}_x/y/z``, N), all float32 so rviz and Foxglove colour
   the cloud by any field.
 * ``wrench`` (Klampt ``ContactSensor``): ``force`` = ``(force_x, force_y,
-  force_z)`` as the model reports them (Klampt's sensor frame ``Tsensor`` on
-  the link), ``torque`` = 0 (the model measures none).  The ``contact``
+  force_z)`` as the model reports them, in Klampt's sensor frame ``Tsensor``
+  on the link (stamped ``<s>_frame``), ``torque`` = 0 (the model measures none).  The ``contact``
   flag has no slot in a wrench: it is reported on ``/diagnostics`` (key
   ``contact``) and colours the sensor's markers; the full vector, ``contact``
   included, is available from the Python API.
 * ``load`` (Isaac-style contact sensor): the scalar ``value`` (N, the
   magnitude of the net contact force on the sensing region after the
   thresholds) goes to ``force.z`` -- the load-cell convention of one sensing
-  axis -- and ``force.x``, ``force.y``, ``torque`` are 0.  ``inContact``
-  follows from ``value > 0`` and is reported on ``/diagnostics``.
+  axis, the z axis of the sensor frame ``<s>_frame`` at ``position`` -- and
+  ``force.x``, ``force.y``, ``torque`` are 0.  ``inContact`` follows from
+  ``value > 0`` and is reported on ``/diagnostics``.
 
 A measured message is decoded into the model's measurement space (SI, after
 multiplying by the sensor's ``measured_scale``); entries the message type
@@ -178,7 +182,8 @@ class SensorLayout:
 
     Attributes:
         kind: ``pressure`` | ``dense_force`` | ``wrench`` | ``load``.
-        frame_id: attachment body name (frame of the published values).
+        frame_id: attachment body name (the body frame; values are expressed in
+            :attr:`reading_frame`).
         names: the sensor's ``measurement_names()``.
         slots: indices of the entries the message carries, in message order
             (pressure: ``[i_pressure]``; wrench: ``[i_fx, i_fy, i_fz]``, -1 for
@@ -189,6 +194,11 @@ class SensorLayout:
         vertices: ``(V, 3)`` float32 vertex positions (body frame, m) for
             dense force, else None.
         std: ``(#meas,)`` standard deviations (None when unknown).
+        sensor_frame: name of the sensor's own frame when its values are
+            expressed in one (Klampt ``Tsensor``, Isaac ``position``), else ""
+            (the values are in the body frame ``frame_id``).
+        body_T_sensor: ``(4, 4)`` float64 sensor frame -> body transform of
+            ``sensor_frame`` (None without one).
     """
 
     kind: str
@@ -198,6 +208,13 @@ class SensorLayout:
     flag: Optional[int]
     vertices: Optional[np.ndarray]
     std: Optional[np.ndarray]
+    sensor_frame: str = ""
+    body_T_sensor: Optional[np.ndarray] = None
+
+    @property
+    def reading_frame(self) -> str:
+        """The frame a reading is expressed in and stamped with (predicted, residual, label)."""
+        return self.sensor_frame or self.frame_id
 
 
 def _index(names: List[str], *candidates: str) -> int:
@@ -209,7 +226,8 @@ def _index(names: List[str], *candidates: str) -> int:
 
 def sensor_layout(type_name: str, frame_id: str, names: List[str],
                   errors: Optional[Sequence[float]],
-                  vertices: Optional[np.ndarray] = None) -> SensorLayout:
+                  vertices: Optional[np.ndarray] = None, sensor_frame: str = "",
+                  body_T_sensor: Optional[np.ndarray] = None) -> SensorLayout:
     """Describe how a sensor's vector maps to its messages.
 
     Args:
@@ -218,6 +236,8 @@ def sensor_layout(type_name: str, frame_id: str, names: List[str],
         names: ``measurement_names()``.
         errors: ``measurement_errors()`` (std per entry, or None).
         vertices: ``(V, 3)`` mesh vertices in the body frame (dense force only).
+        sensor_frame, body_T_sensor: the sensor's own frame and its ``(4, 4)``
+            sensor -> body transform, when its values are expressed in it.
 
     Raises:
         ValueError: unknown type, names not matching the type, or a dense
@@ -247,7 +267,8 @@ def sensor_layout(type_name: str, frame_id: str, names: List[str],
     if std is not None and std.shape[0] != len(names):
         std = None
     verts = None if vertices is None else np.ascontiguousarray(vertices, dtype=np.float32)
-    return SensorLayout(kind, frame_id, list(names), slots, flag, verts, std)
+    T = None if body_T_sensor is None else np.array(body_T_sensor, dtype=np.float64).reshape(4, 4)
+    return SensorLayout(kind, frame_id, list(names), slots, flag, verts, std, sensor_frame, T)
 
 
 def encode_vector(layout: SensorLayout, values: np.ndarray, stamp: Time):
@@ -261,7 +282,7 @@ def encode_vector(layout: SensorLayout, values: np.ndarray, stamp: Time):
     Returns:
         ``FluidPressure`` | ``PointCloud2`` | ``WrenchStamped`` (see module doc).
     """
-    header = make_header(stamp, layout.frame_id)
+    header = make_header(stamp, layout.reading_frame)
     if layout.kind == "pressure":
         var = 0.0 if layout.std is None else float(layout.std[layout.slots[0]] ** 2)
         return FluidPressure(header=header, fluid_pressure=float(values[layout.slots[0]]), variance=var)
@@ -404,7 +425,8 @@ def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, sta
       along its force (on the sensor body) scaled by ``force_scale`` (m/N).
     * ``<s>/field`` (id 2, dense force only): LINE_LIST in the body frame, one
       segment per loaded vertex along its predicted local force.
-    * ``<s>/label`` (id 3): text with the main reading at the body origin.
+    * ``<s>/label`` (id 3): text with the main reading at the origin of the
+      reading's frame (``layout.reading_frame``: the sensor frame or the body).
 
     Args:
         points_world, forces_world: ``(N, 3)`` contacts on the sensor body.
@@ -444,7 +466,7 @@ def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, sta
         field.scale.x = 0.001
         field.points = _points(fseg)
         out.append(field)
-    label = Marker(header=body_header, ns=f"{sensor_name}/label", id=3,
+    label = Marker(header=make_header(stamp, layout.reading_frame), ns=f"{sensor_name}/label", id=3,
                    type=Marker.TEXT_VIEW_FACING, action=Marker.ADD, color=colour)
     label.pose.orientation.w = 1.0
     label.scale.z = 0.02

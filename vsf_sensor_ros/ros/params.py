@@ -27,7 +27,8 @@ Node-wide (``read_only`` ones are fixed at start)::
     tare_samples, tare_on_start, calibration_file, calibration_create_dirs, max_sensor_names,
     max_stamp_difference,
     alignment_buffer_size, markers_max_rate, marker_force_scale, diagnostics_period,
-    qos.inputs.reliability, qos.inputs.depth, qos.outputs.reliability, qos.outputs.depth
+    qos.inputs.reliability, qos.inputs.depth, qos.outputs.reliability, qos.outputs.depth,
+    publish_tf                 announce the frames the node adds on /tf_static and /tf; read-only
 
 When neither ``robot_description`` nor ``robot_description_path`` is given,
 the node uses the package's embedded world
@@ -191,6 +192,10 @@ NODE_SPECS: List[Spec] = [
     Spec("qos.outputs.reliability", "reliable", "QoS reliability of every publisher: reliable or "
          "best_effort", read_only=True, constraints="best_effort | reliable"),
     Spec("qos.outputs.depth", 10, "QoS history depth of every publisher (keep last)", lo=1, hi=10000,
+         read_only=True),
+    Spec("publish_tf", True, "announce the frames the node adds (extra bodies, sensor frames <s>_frame, "
+         "world_frame when not a URDF link) on /tf_static and free bodies on /tf; needs tf2_msgs (a ROS "
+         "install), else the node logs the frames to provide; false when another node publishes them",
          read_only=True),
 ]
 

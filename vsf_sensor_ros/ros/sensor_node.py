@@ -38,7 +38,7 @@ Where things live: parameters and change plans :mod:`.node_params` (the table
 in :mod:`.params`), models from parameters :mod:`.model_builder`, one
 sensor's endpoints and buffers :mod:`.sensor_endpoints`, stamp pairing
 :mod:`.pairing`, calibration file and tare :mod:`.calibration_store`, a
-step's body transforms :mod:`.body_transforms`, private rclpy API and
+step's body transforms :mod:`.body_transforms`, frames and TF :mod:`.frames`, private rclpy API and
 distribution guards :mod:`._rclpy_compat`.  This module is the wiring and
 the callbacks.
 """
@@ -70,6 +70,7 @@ from ._rclpy_compat import RCLError, add_parameter_callbacks
 from .body_transforms import BodyTransforms
 from .contacts_msg import ContactsDecodeError, pointcloud2_to_contacts, with_implied_pairs
 from .diagnostics import InputStats, build_diagnostics
+from .frames import FramePublisher
 from .model_builder import SensorFactory, build_scene, check_contact_body_names
 from .node_params import ChangePlan, LiveSettings, NodeParameters
 from .pairing import Pair
@@ -149,6 +150,7 @@ class SensorNode(Node):
             self.get_logger().info(f"calibration file {self.calibration.path} does not exist yet; "
                                    "sensors start uncalibrated")
         calibration = self.calibration.load()
+        self._frames = FramePublisher(self, bool(p["publish_tf"]), self._world_frame, self.world)
         for name in sensors:
             cfg = self.params.declare_sensor(name)
             h = self._install(cfg, *self._factory.build(cfg))
@@ -168,6 +170,7 @@ class SensorNode(Node):
         self.srv_save = self.create_service(Trigger, "save_calibration", self._on_save_calibration)
         self.timer_diag = self.create_timer(float(p["diagnostics_period"]), self._on_diagnostics)
         self._has_post_set = add_parameter_callbacks(self, self._coerce_request, self._validate, self._apply)
+        self._frames.refresh(h.layout for h in self._handles.values())
         self.get_logger().info(
             f"sensor_node ready: {len(self._handles)} sensors ({', '.join(self._handles) or 'none'}), "
             f"{len(self.world.body_names)} bodies, contact bodies {self._contact_body_names}")
@@ -297,6 +300,7 @@ class SensorNode(Node):
             pair = h.pairer.add_prediction(stamp_ns, (r.values, state, not r.touched))
             if pair is not None:
                 self._paired(h, pair)
+        self._frames.on_step(stamp, state.body_transforms)
         self.inputs.contacts_processed += 1
 
     def _publish_step(self, r: SensorResult, state: SimState, stamp: Any, now: float) -> None:
@@ -465,6 +469,7 @@ class SensorNode(Node):
                 self._install(cfg, add.sensor, add.layout)
                 self.get_logger().info(f"sensor {name!r} ({cfg.type} on {cfg.values['attachment']}) added")
         self.params.applied(plan)
+        self._frames.refresh(h.layout for h in self._handles.values())
 
     def _change_sensor(self, h: SensorHandle, cfg: SensorConfig, sensor: Optional[BaseSensor],
                        layout: Optional[enc.SensorLayout]) -> None:

@@ -1,0 +1,303 @@
+"""The frames ``sensor_node`` stamps, and the TF it publishes for the frames it adds.
+
+Rule: every ``frame_id`` the node stamps resolves in the TF tree of a user who
+runs robot_state_publisher with the same URDF, and every value is expressed in
+the frame it is stamped with.  The frames are
+
+* the URDF's links (robot_state_publisher publishes them);
+* ``world_frame`` (contacts, poses, the Jacobian, contact and force markers);
+  the node's model puts it at the URDF root link, so when it is not a URDF
+  link the node announces it as the identity parent of the root link;
+* extra bodies (``bodies``, e.g. ``punyo``, and the embedded world's
+  ``punyo``, ``object``, ``table``): fixed to a parent -> a static transform
+  ``parent -> body`` (``<b>.transform``); free -> a transform
+  ``world_frame -> body`` at every contacts step, with the step's stamp and the
+  pose the step used (the latest ``<b>/pose``);
+* sensor frames ``<s>_frame`` of the models that express their reading in a
+  frame of their own: a Klampt ``ContactSensor`` (``Tsensor``: sensor ->
+  link) and an Isaac contact sensor (``position``: a translation in the body
+  frame) -> a static transform ``attachment -> <s>_frame``.
+
+:func:`frame_table` is pure (numpy only, no ROS calls) and gives the transforms the node
+announces.  :class:`FramePublisher` publishes them: ``/tf_static`` for the fixed
+frames (reliable, transient local, depth 1: each message carries the whole
+set, as tf2's static broadcaster does) and ``/tf`` for free bodies, while
+``publish_tf`` is true and ``tf2_msgs`` is importable.  ``tf2_msgs`` ships with a
+ROS install but not with the pip wheels of ROS 2; without it (or with
+``publish_tf: false``) the node says once which frames the user must provide,
+as ``static_transform_publisher`` command lines.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+
+import numpy as np
+from geometry_msgs.msg import TransformStamped
+
+from ..transforms import xyz_quat_from_transform
+from .stamps import copy_stamp
+
+try:
+    # The TF message type: part of a ROS install (geometry2), absent from the ROS 2 pip wheels
+    # this package installs (no ros-tf2-msgs wheel exists).  Without it the node cannot publish
+    # TF and only names the frames a user must provide (see FramePublisher).
+    from tf2_msgs.msg import TFMessage
+except ImportError:
+    TFMessage = None  # type: ignore[assignment,misc]
+
+#: suffix of a sensor's own frame: ``<s>_frame``
+SENSOR_FRAME_SUFFIX = "_frame"
+#: the node's fixed world body (see ``World``), identical to the URDF root link's frame
+NODE_WORLD_BODY = "world"
+
+
+def sensor_frame_name(sensor: str) -> str:
+    """The frame ``<s>_frame`` that a sensor's reading is stamped with when it has one."""
+    return f"{sensor}{SENSOR_FRAME_SUFFIX}"
+
+
+def sensor_frame_transform(type_name: str, model: Any) -> Optional[np.ndarray]:
+    """The ``(4, 4)`` float64 sensor -> body transform of a model's own frame, or None.
+
+    * ``ContactSensor`` (Klampt): ``Tsensor`` (its values are in that frame).
+    * ``IsaacContactSensor``: a translation by ``position`` (body axes).
+    * The Punyo models express their values in the body frame: None.
+    """
+    if type_name == "ContactSensor":
+        return np.array(model.Tsensor, dtype=np.float64).reshape(4, 4)
+    if type_name == "IsaacContactSensor":
+        T = np.eye(4)
+        T[:3, 3] = np.asarray(model.position, dtype=np.float64).reshape(3)
+        return T
+    return None
+
+
+@dataclass(frozen=True)
+class FrameTransform:
+    """One transform the node announces.
+
+    Attributes:
+        parent: frame the transform is expressed in.
+        child: the frame the node adds.
+        T: ``(4, 4)`` float64 child -> parent transform (m).
+        why: what the frame is, for log lines (e.g. ``extra body``).
+    """
+
+    parent: str
+    child: str
+    T: np.ndarray
+    why: str
+
+    def same_as(self, other: "FrameTransform") -> bool:
+        """Same frames and (bit for bit) the same transform."""
+        return (self.parent, self.child) == (other.parent, other.child) and np.array_equal(self.T, other.T)
+
+    def command(self) -> str:
+        """A ``static_transform_publisher`` command line announcing this transform (Humble and newer)."""
+        xyz, q = xyz_quat_from_transform(self.T)
+        keys = ("x", "y", "z", "qx", "qy", "qz", "qw")
+        # + 0.0 writes -0.0 as 0
+        nums = " ".join(f"--{k} {float(v) + 0.0:.9g}" for k, v in zip(keys, [*xyz, *q]))
+        return (f"ros2 run tf2_ros static_transform_publisher --frame-id {self.parent} "
+                f"--child-frame-id {self.child} {nums}")
+
+
+@dataclass
+class FrameTable:
+    """The frames of one configuration: what resolves, what the node announces.
+
+    Attributes:
+        world_frame: the ``world_frame`` parameter.
+        urdf_links: the URDF's links (robot_state_publisher's frames).
+        static: fixed transforms the node announces (``/tf_static``), parents first.
+        free: free body -> its parent frame (``world_frame``); announced on ``/tf``
+            at every contacts step.
+    """
+
+    world_frame: str
+    urdf_links: FrozenSet[str]
+    static: List[FrameTransform]
+    free: Dict[str, str]
+
+    def announced(self) -> Set[str]:
+        """Every frame the node adds (children of :attr:`static` and the free bodies)."""
+        return {t.child for t in self.static} | set(self.free)
+
+    def resolves(self, frame: str) -> bool:
+        """``frame`` is a URDF link, ``world_frame`` or a frame the node announces."""
+        return frame in self.urdf_links or frame == self.world_frame or frame in self.announced()
+
+    def same_static(self, other: Optional["FrameTable"]) -> bool:
+        """The static transforms equal ``other``'s (order kept)."""
+        return other is not None and len(self.static) == len(other.static) and all(
+            a.same_as(b) for a, b in zip(self.static, other.static))
+
+    def instructions(self) -> List[str]:
+        """Lines telling a user how to provide every announced frame without the node's TF."""
+        return [t.command() for t in self.static] + [free_instruction(b, p) for b, p in self.free.items()]
+
+
+def free_instruction(body: str, parent: str) -> str:
+    """How a user provides a free body's frame: a ``parent -> body`` broadcaster on ``/tf``."""
+    return (f"{body}: a free body (pose on its pose topic, in {parent!r}); broadcast {parent} -> {body} "
+            "on /tf from that PoseStamped topic")
+
+
+def frame_table(world_frame: str, urdf_links: Iterable[str], urdf_root: str,
+                bodies: Sequence[Tuple[str, Optional[str], Optional[np.ndarray]]],
+                sensors: Sequence[Tuple[str, str, np.ndarray]]) -> FrameTable:
+    """The frames a configuration stamps and which of them the node must announce.
+
+    Args:
+        world_frame: the ``world_frame`` parameter (frame of contacts and poses;
+            the node's model places it at the URDF root link).
+        urdf_links: every link of the URDF.
+        urdf_root: the URDF's root link ("" when unknown).
+        bodies: extra bodies in attach order: ``(name, parent or None for a free
+            body, (4, 4) body -> parent transform or None)``.  A parent may be a
+            link, an earlier body, or the node's fixed ``world`` body.
+        sensors: sensor frames: ``(frame name, body, (4, 4) sensor -> body)``.
+
+    Returns:
+        The :class:`FrameTable`.  ``world_frame`` not a URDF link -> the identity
+        ``world_frame -> urdf_root`` comes first; a parent ``world`` that is not a
+        URDF link is the same frame as ``world_frame`` and is written so.
+
+    Raises:
+        ValueError: a fixed body without its transform, or a transform not ``(4, 4)``.
+    """
+    links = frozenset(urdf_links)
+    static: List[FrameTransform] = []
+    if world_frame not in links and urdf_root:
+        static.append(FrameTransform(world_frame, urdf_root, np.eye(4), "world_frame at the URDF root"))
+
+    def parent_frame(name: str) -> str:
+        return world_frame if name == NODE_WORLD_BODY and name not in links else name
+
+    free: Dict[str, str] = {}
+    for name, parent, T in bodies:
+        if parent is None:
+            free[name] = world_frame
+            continue
+        if T is None:
+            raise ValueError(f"body {name!r} is fixed to {parent!r} but has no transform")
+        static.append(FrameTransform(parent_frame(parent), name, _matrix(T, name), "extra body"))
+    for frame, body, T in sensors:
+        static.append(FrameTransform(parent_frame(body), frame, _matrix(T, frame), "sensor frame"))
+    return FrameTable(world_frame, links, static, free)
+
+
+def _matrix(T: Any, label: str) -> np.ndarray:
+    M = np.array(T, dtype=np.float64)
+    if M.shape != (4, 4):
+        raise ValueError(f"transform of {label!r} must be 4x4, got shape {M.shape}")
+    return M
+
+
+def world_frame_table(world: Any, world_frame: str, sensors: Iterable[Any]) -> FrameTable:
+    """:func:`frame_table` of a ``World`` and the layouts of the configured sensors.
+
+    Args:
+        world: the node's ``World`` (links, attached bodies and their mounts).
+        world_frame: the ``world_frame`` parameter.
+        sensors: :class:`~vsf_sensor_ros.ros.outputs.SensorLayout` of each sensor;
+            those with a ``sensor_frame`` add it.
+    """
+    bodies = [(b, world.body_parent(b), world.body_mount(b)) for b in world.attached_body_names]
+    frames = [(lay.sensor_frame, lay.frame_id, lay.body_T_sensor) for lay in sensors if lay.sensor_frame]
+    return frame_table(world_frame, world.urdf_link_names, world.urdf_root_link, bodies, frames)
+
+
+def transform_msg(parent: str, child: str, T: np.ndarray, stamp: Any) -> TransformStamped:
+    """A ``geometry_msgs/TransformStamped`` of the ``(4, 4)`` child -> parent transform ``T``."""
+    xyz, q = xyz_quat_from_transform(np.asarray(T, dtype=np.float64))
+    msg = TransformStamped()
+    msg.header.stamp, msg.header.frame_id, msg.child_frame_id = copy_stamp(stamp), parent, child
+    t, r = msg.transform.translation, msg.transform.rotation
+    t.x, t.y, t.z = (float(v) for v in xyz)
+    r.x, r.y, r.z, r.w = (float(v) for v in q)
+    return msg
+
+
+class FramePublisher:
+    """Announces the node's frames on ``/tf_static`` and ``/tf``, or names them once in the log.
+
+    Args:
+        node: the sensor node (publishers, clock, logger).
+        publish_tf: the ``publish_tf`` parameter.
+        world_frame: the ``world_frame`` parameter.
+        world: the node's ``World``.
+    """
+
+    def __init__(self, node: Any, publish_tf: bool, world_frame: str, world: Any) -> None:
+        self._node, self._world, self._world_frame = node, world, world_frame
+        self.enabled = bool(publish_tf) and TFMessage is not None
+        self._wanted = bool(publish_tf)
+        self.table: Optional[FrameTable] = None
+        self._told: Set[Tuple[str, str]] = set()
+        self._static_pub = self._dynamic_pub = None
+        if self.enabled:
+            from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+            latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                                 reliability=ReliabilityPolicy.RELIABLE,
+                                 durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            dynamic = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                                 reliability=ReliabilityPolicy.RELIABLE,
+                                 durability=DurabilityPolicy.VOLATILE)
+            self._static_pub = node.create_publisher(TFMessage, "/tf_static", latched)
+            self._dynamic_pub = node.create_publisher(TFMessage, "/tf", dynamic)
+
+    def refresh(self, layouts: Iterable[Any]) -> FrameTable:
+        """Recompute the table for the current sensors; announce what changed.
+
+        Publishing: the whole static set on ``/tf_static`` when it changed.
+        Otherwise: log (info) the command lines of the frames not told before,
+        saying why the node does not publish them.
+        """
+        table = world_frame_table(self._world, self._world_frame, layouts)
+        changed = not table.same_static(self.table)
+        self.table = table
+        if self.enabled:
+            if changed and table.static:
+                now = self._node.get_clock().now().to_msg()
+                self._static_pub.publish(TFMessage(transforms=[
+                    transform_msg(t.parent, t.child, t.T, now) for t in table.static]))
+            return table
+        lines = []
+        for key in [(t.child, t.command()) for t in table.static] + [
+                (b, free_instruction(b, p)) for b, p in table.free.items()]:
+            if key not in self._told:   # each frame once, again only when it changes
+                self._told.add(key)
+                lines.append(key[1])
+        if lines:
+            # info, not a warning: without tf2_msgs there is no ROS install, hence no rviz to serve
+            # (rviz2 comes with one); the lines are for a user who brings such a tool along
+            head = ("cannot publish TF: tf2_msgs is not importable (a ROS install has it; the ROS 2 pip "
+                    "wheels do not)" if self._wanted else "publish_tf is false")
+            self._node.get_logger().info("\n  ".join(
+                [f"{head}; frames the node stamps that a TF tree must provide:", *lines]))
+        return table
+
+    def on_step(self, stamp: Any, body_transforms: Dict[str, Any]) -> None:
+        """``/tf`` for every free body with the step's stamp and the pose the step used.
+
+        Args:
+            stamp: the contacts message's stamp.
+            body_transforms: the step's body -> world ``(4, 4)`` transforms (tensors or arrays).
+        """
+        if not self.enabled or self.table is None or not self.table.free:
+            return
+        msgs = []
+        for body, parent in self.table.free.items():
+            T = body_transforms.get(body)
+            if T is not None:
+                T = T.detach().cpu().numpy() if hasattr(T, "detach") else np.asarray(T)
+                msgs.append(transform_msg(parent, body, T, stamp))
+        if msgs:
+            self._dynamic_pub.publish(TFMessage(transforms=msgs))
+
+
+__all__ = ["FramePublisher", "FrameTable", "FrameTransform", "NODE_WORLD_BODY", "SENSOR_FRAME_SUFFIX",
+           "TFMessage", "frame_table", "sensor_frame_name", "sensor_frame_transform", "transform_msg",
+           "world_frame_table"]
