@@ -78,19 +78,18 @@ def test_tare_averages_the_contact_free_samples_and_reports_count_and_offset(fre
                             diag(probe)["sensor_node: pressure"]["calibration"], 5.0)
 
 
-def test_tare_all_answers_for_every_sensor(fresh):
+def test_tare_all_skips_sensors_without_a_measured_stream(fresh):
     _, probe, _ = fresh
     assert tare_pressure(probe).success
     r = probe.call(Trigger, "/tare", Trigger.Request())
-    # one line per sensor: the pressure sensor has contact-free pairs; the others have no measured
-    # data yet, so the global tare fails (test_tare_all.py covers the all-sensor success)
+    # the pressure sensor has contact-free pairs; the others never received a measured message:
+    # they are skipped and listed, and success covers the sensors that can tare
+    # (test_tare_all.py covers the all-sensor success, test_real_drivers.py all or nothing)
     lines = r.message.split("\n")
-    parts = {p.split(":", 1)[0]: p for p in lines}
-    assert len(lines) == len(SENSORS) and set(parts) == set(SENSORS)
-    assert "tared with 3 of 3 samples" in parts["pressure"]
-    for s in ("force", "patch", "load"):
-        assert "no measured sample" in parts[s], parts[s]
-    assert r.success is False
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("pressure: tared with 3 of 3 samples")
+    assert lines[1] == "skipped (no measured stream): force, patch, load"
+    assert r.success is True
 
 
 def test_save_calibration_writes_the_tare_to_yaml(fresh):
