@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 import pytest
+import rclpy
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from rosgraph_msgs.msg import Clock
@@ -71,8 +72,8 @@ def _stream(probe: Probe, seconds: float, contacts_topic: str = "/contacts", mea
     events += [(i / rates["j"], "j") for i in range(int(seconds * rates["j"]))] if joints else []
     events += [(i / rates["k"], "k") for i in range(int(seconds * rates["k"]))] if sim_clock else []
     events.sort()
-    pubs = {"c": probe.publisher(contacts_topic, PointCloud2), "j": probe.publisher("/joint_states", JointState),
-            "k": probe.publisher("/clock", Clock)}
+    pubs = {"c": probe.publisher(contacts_topic, PointCloud2),
+            "j": probe.publisher("/joint_states", JointState), "k": probe.publisher("/clock", Clock)}
     mpubs = {t: probe.publisher(t, type(f(0.0))) for t, f in (measured or {}).items()}
     sent: List[int] = []
     start = time.monotonic()
@@ -95,7 +96,6 @@ def _stream(probe: Probe, seconds: float, contacts_topic: str = "/contacts", mea
 
 
 def rclpy_spin(probe: Probe) -> None:
-    import rclpy
     rclpy.spin_once(probe, timeout_sec=0.001)
 
 
@@ -205,8 +205,8 @@ def _wall_pressure(_t: float) -> FluidPressure:
 
 
 def test_sim_time_from_clock_pairs_a_headerless_driver_and_names_a_wall_clock_one(tmp_path, rclpy_context):
-    proc, probe = _start(_sim_params(tmp_path), tmp_path / "node.log", "sim_clock_probe", ["pressure", "wall"],
-                         {"/punyo/pressure": Float32, "/wall/measured": FluidPressure})
+    proc, probe = _start(_sim_params(tmp_path), tmp_path / "node.log", "sim_clock_probe",
+                         ["pressure", "wall"], {"/punyo/pressure": Float32, "/wall/measured": FluidPressure})
     try:
         sent = _stream(probe, 2.0, measured={"/punyo/pressure": _float32(BASELINE_HPA),
                                              "/wall/measured": _wall_pressure}, sim_clock=True, t0_sim=5.0)
