@@ -7,11 +7,17 @@ which accepts reliable and best-effort publishers):
 
 * ``contacts`` (``sensor_msgs/PointCloud2``, one per simulator step, see
   :mod:`vsf_sensor_ros.ros.contacts_msg`);
-* ``joint_states`` (``sensor_msgs/JointState``, matched by URDF joint name;
-  partial, reordered and extra names are fine);
+* ``joint_states`` (``sensor_msgs/JointState``, matched by URDF joint name after
+  ``joint_name_map`` (:mod:`.joint_names`); partial, reordered and extra names are fine,
+  unknown names are counted and warned about once);
 * ``<b>/pose`` (``geometry_msgs/PoseStamped``, in ``world_frame``) for every free
   body of the world (an extra body's ``<b>.pose_topic`` renames it);
-* ``<s>/measured`` per sensor (type ``<s>.measured_type``, unit x ``<s>.measured_scale`` = SI).
+* ``<s>/measured`` per sensor (topic ``<s>.measured_topic`` when set, type
+  ``<s>.measured_type``, unit x ``<s>.measured_scale`` = SI).  A header-less type
+  (``std_msgs/Float32``, ``Float64``) is stamped with its receive time on the node's clock
+  and pairs with the receive times of the contacts messages; other types pair by header
+  stamps.  The pairing tolerance is ``max_stamp_difference``, or when 0 half the longer
+  observed period of the two streams (:mod:`.pairing`).
 
 Outputs (QoS: ``qos.outputs.*``, default reliable, depth 10), all stamped
 with the stamp of the contacts message they derive from:
@@ -20,7 +26,8 @@ with the stamp of the contacts message they derive from:
 * ``<s>/jacobian`` (``publish_jacobian``), ``<s>/markers`` (``publish_markers``,
   at most ``markers_max_rate``), ``/diagnostics``.
 
-Services (``std_srvs/Trigger``): ``<s>/tare``, ``tare``, ``save_calibration`` (writes only the
+Services (``std_srvs/Trigger``): ``<s>/tare``, ``tare`` (every sensor with a measured stream,
+all or nothing; the others are listed as skipped), ``save_calibration`` (writes only the
 calibration file fixed at start, see :mod:`vsf_sensor_ros.ros.calibration_store`).
 
 Per contacts message: one ``SimState`` (body transforms from the latest
@@ -36,7 +43,8 @@ Where things live: parameters and change plans :mod:`.node_params` (the table
 in :mod:`.params`), models from parameters :mod:`.model_builder`, one
 sensor's endpoints and buffers :mod:`.sensor_endpoints`, stamp pairing
 :mod:`.pairing`, calibration file and tare :mod:`.calibration_store`, a
-step's body transforms :mod:`.body_transforms`, private rclpy API and
+step's body transforms :mod:`.body_transforms`, driver joint names
+:mod:`.joint_names`, private rclpy API and
 distribution guards :mod:`._rclpy_compat`.  This module is the wiring and
 the callbacks.
 """
