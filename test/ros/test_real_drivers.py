@@ -259,3 +259,13 @@ def test_global_tare_skips_sensors_without_a_measured_stream_and_is_all_or_nothi
         assert float(a.sensor.get_calibration()["tare"][0]) == pytest.approx(BASELINE_HPA * 100, rel=1e-6)
     finally:
         node.destroy_node()
+
+
+def test_measured_topic_renames_the_subscription_live(headerless):
+    node = headerless
+    h = node._handles["pressure"]
+    assert h.endpoints.measured.topic_name == "/real_drivers_test/pressure/measured"
+    assert node.set_parameters([Parameter("pressure.measured_topic", value="/punyo/pressure")])[0].successful
+    assert h.endpoints.measured.topic_name == "/punyo/pressure"
+    assert node.set_parameters([Parameter("pressure.measured_topic", value="")])[0].successful
+    assert h.endpoints.measured.topic_name == "/real_drivers_test/pressure/measured"

@@ -9,7 +9,8 @@
   warned about.
 * ``use_sim_time``: a simulator publishes ``/clock`` and its contacts in its own time; a
   header-less driver pairs by receive time (node clock = the simulator's), while a driver with a
-  header on wall-clock time never pairs and the node says so.
+  header on wall-clock time (reaching its sensor by a standard remapping of ``<s>/measured``)
+  never pairs and the node says so.
 
 Expected values are the stand-ins' own: the driver's baseline in hPa x 100 = Pa.
 """
@@ -205,11 +206,15 @@ def _wall_pressure(_t: float) -> FluidPressure:
 
 
 def test_sim_time_from_clock_pairs_a_headerless_driver_and_names_a_wall_clock_one(tmp_path, rclpy_context):
+    # the wall-clock driver's topic reaches 'wall' by a standard remapping of wall/measured
     proc, probe = _start(_sim_params(tmp_path), tmp_path / "node.log", "sim_clock_probe",
-                         ["pressure", "wall"], {"/punyo/pressure": Float32, "/wall/measured": FluidPressure})
+                         ["pressure", "wall"],
+                         {"/punyo/pressure": Float32, "/wall_driver/pressure": FluidPressure},
+                         extra_args=["-r", "wall/measured:=/wall_driver/pressure"])
     try:
         sent = _stream(probe, 2.0, measured={"/punyo/pressure": _float32(BASELINE_HPA),
-                                             "/wall/measured": _wall_pressure}, sim_clock=True, t0_sim=5.0)
+                                             "/wall_driver/pressure": _wall_pressure}, sim_clock=True,
+                       t0_sim=5.0)
         probe.spin_for(0.5)
         # the node's clock is the simulator's: its reports are stamped at about 5-8 s
         assert 5.0 <= probe.received["/diagnostics"][-1].header.stamp.sec <= 9
