@@ -244,19 +244,26 @@ def test_global_tare_skips_sensors_without_a_measured_stream_and_is_all_or_nothi
     try:
         a, b = node._handles["pressure"], node._handles["pressure_b"]
         _run_schedule(node, 0.5)                       # only 'pressure' gets a measured stream
+        assert node._on_tare("pressure", Trigger.Request(), Trigger.Response()).success
+        before, text_before = a.sensor.get_calibration(), a.stats.calibration
+        assert float(before["tare"][0]) == pytest.approx(BASELINE_HPA * 100, rel=1e-6)
+        _run_schedule(node, 0.5, lambda j: 1000.0, t0_sim=3000.0)   # 'pressure' alone would now tare to 1e5
         node._on_measured("pressure_b", Float32(data=BASELINE_HPA))   # arrives, pairs with nothing
         r = node._on_tare_all(Trigger.Request(), Trigger.Response())
         assert not r.success
+        assert r.message.startswith("pressure: tared with 10 of 10 samples"), r.message
         assert "pressure_b: cannot tare" in r.message and "no offset changed" in r.message
         assert "skipped (no measured stream): force" in r.message
-        assert a.sensor.get_calibration() == {} and b.sensor.get_calibration() == {}
-        assert a.stats.calibration == "uncalibrated"
+        # all or nothing: 'pressure' keeps its earlier offset, not the 1e5 Pa its own tare just found
+        after = a.sensor.get_calibration()
+        assert set(after) == set(before) and all(np.array_equal(after[k], before[k]) for k in before)
+        assert a.stats.calibration == text_before and b.sensor.get_calibration() == {}
         # without the failing sensor the tare succeeds and still lists the skipped one
         assert node.set_parameters([Parameter("sensors", value=["pressure", "force"])])[0].successful
         r = node._on_tare_all(Trigger.Request(), Trigger.Response())
         assert r.success, r.message
         assert "skipped (no measured stream): force" in r.message
-        assert float(a.sensor.get_calibration()["tare"][0]) == pytest.approx(BASELINE_HPA * 100, rel=1e-6)
+        assert float(a.sensor.get_calibration()["tare"][0]) == pytest.approx(1000.0 * 100, rel=1e-6)
     finally:
         node.destroy_node()
 
