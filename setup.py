@@ -40,7 +40,7 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
-            "sensor_node = vsf_sensor_ros.ros.sensor_node:main",
+            "sensor_node = vsf_sensor_ros.ros.sensor_node:run",
             "contact_sim_node = vsf_sensor_ros.apps.contact_sim_node:main",
             "vsf_demo = vsf_sensor_ros.apps.demo:main",
             "wrench_contact_node = vsf_sensor_ros.ros.wrench_contact_node:main",

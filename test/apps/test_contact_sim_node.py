@@ -145,3 +145,34 @@ def test_rate_is_live_and_validated_other_settings_are_read_only(ros):
         assert sim.get_parameter("sim_dt").value == 0.01
     finally:
         sim.destroy_node()
+
+
+def test_publish_clock_gives_the_simulation_time_before_each_steps_messages(ros):
+    from rosgraph_msgs.msg import Clock
+    ctx, executor, _ = ros
+    got = {"clock": [], "joints": [], "done": []}
+    probe = Node("clock_probe", context=ctx)
+    qos = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
+    probe.create_subscription(Clock, "/clock", lambda m: got["clock"].append(m.clock), qos)
+    probe.create_subscription(JointState, "joint_states", lambda m: got["joints"].append(m.header.stamp), qos)
+    probe.create_subscription(PointCloud2, "contacts", lambda m: None, qos)   # the simulator waits for it
+    probe.create_subscription(Bool, "sim_done", lambda m: got["done"].append(m.data), QoSProfile(
+        depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    sim = ContactSimNode(context=ctx, parameter_overrides=[
+        Parameter("duration_s", value=0.1), Parameter("rate_hz", value=0.0),
+        Parameter("publish_clock", value=True),
+        Parameter("wait_for_subscribers", value=1), Parameter("start_delay_s", value=0.3),
+        Parameter("sensors", value=["punyo_pressure"])])
+    executor.add_node(probe)
+    executor.add_node(sim)
+    try:
+        assert spin_until(executor, lambda: True in got["done"] and len(got["joints"]) >= 10)
+    finally:
+        executor.remove_node(sim)
+        sim.destroy_node()
+        executor.remove_node(probe)
+        probe.destroy_node()
+    # sim_dt 0.01 s, 0.1 s: steps at 0.01 ... 0.10 s; /clock carries each step's stamp
+    want = [round(0.01 * (k + 1), 9) for k in range(10)]
+    assert [c.sec + c.nanosec * 1e-9 for c in got["clock"]] == pytest.approx(want, abs=1e-9)
+    assert got["clock"] == got["joints"]

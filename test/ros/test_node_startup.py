@@ -75,6 +75,16 @@ MORE_BAD_CONFIGS = {
                                    "s.measured_type": "sensor_msgs/msg/FluidPressure"},
                                   "s.measured_type", "sensor_msgs/msg/FluidPressure",
                                   "use geometry_msgs/msg/WrenchStamped"),
+    "pad_measured_as_bare_float": ({"sensors": ["s"], "s.type": "ContactSensor", "s.attachment": "tool_link",
+                                    "s.measured_type": "std_msgs/msg/Float32"},
+                                   "s.measured_type", "std_msgs/msg/Float32",
+                                   "use geometry_msgs/msg/WrenchStamped"),
+    "negative_measured_scale": ({"sensors": ["s"], "s.type": "PunyoPressureSensor", "s.attachment": "punyo",
+                                 "s.measured_scale": -100.0}, "s.measured_scale", "-100.0", "must be > 0"),
+    "joint_name_map_without_colon": ({"joint_name_map": ["joint_1:shoulder_yaw", "joint_2"]},
+                                     "joint_name_map", "'joint_2'", "driver_name:urdf_name"),
+    "joint_name_map_to_no_urdf_joint": ({"joint_name_map": ["joint_1:Actuator1"]}, "joint_name_map",
+                                        "'joint_1:Actuator1'", "not a joint of the URDF"),
 }
 
 
@@ -211,3 +221,39 @@ def test_kinova_fixture_config_runs(tmp_path, rclpy_context):
         probe.destroy_node()
         code = proc.stop()
     assert code == 0 and "Traceback" not in proc.output()
+
+
+def test_help_prints_the_usage_and_starts_no_node(tmp_path):
+    import subprocess
+    import sys
+    for flag in ("--help", "-h"):
+        res = subprocess.run([sys.executable, "-m", "vsf_sensor_ros.ros.sensor_node", flag], cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert res.stdout.startswith("usage: sensor_node") and "--ros-args" in res.stdout
+        assert "sensor_node ready" not in res.stdout + res.stderr
+
+
+def test_sigterm_while_contacts_flow_ends_the_node_cleanly(tmp_path, rclpy_context):
+    # SIGTERM in the middle of a stream of contacts: exit code 0, no internal_error from a publish
+    # on the shut-down context, no traceback (the shutdown time is measured by hand, not here)
+    import signal
+    proc = NodeProcess(ROOT / "config" / "sensor_node.yaml", tmp_path / "node.log").start()
+    probe = Probe("sigterm_probe")
+    try:
+        assert probe.wait_for_subscriber("/contacts", PointCloud2, timeout=60.0), proc.output()[-3000:]
+        names = ["punyo", "object", "table"]
+        for k in range(200):
+            msg = contacts_to_pointcloud2({}, names, stamp=1.0 + 0.01 * k, frame_id="world")
+            probe.send("/contacts", msg)
+            if k == 150:
+                os.kill(proc.pid, signal.SIGTERM)
+            probe.spin_for(0.002)
+        code = proc.wait(timeout=60)
+    finally:
+        probe.destroy_node()
+        proc.stop()
+    out = proc.output()
+    assert code == 0, out[-3000:]
+    for text in ("internal_error", "Traceback", "context is invalid"):
+        assert text not in out, out[-3000:]

@@ -87,6 +87,25 @@ def test_pressure_in_hpa_is_scaled_and_variance_is_the_squared_error():
     assert (msg.fluid_pressure, msg.variance, msg.header.frame_id) == (-42.5, 9.0, "punyo")
 
 
+def test_a_bare_float_pressure_in_hpa_decodes_for_the_pressure_sensor_only():
+    from std_msgs.msg import Float32, Float64
+    layout = enc.sensor_layout("PunyoPressureSensor", "punyo", ["pressure"], None)
+    # float32 of 1013.25 is exact (1013.25 = 4053 / 4): x 100 = 101325 Pa
+    assert enc.decode_measured(layout, Float32(data=1013.25), 100.0).tolist() == [101325.0]
+    assert enc.decode_measured(layout, Float64(data=0.5), 100.0).tolist() == [50.0]
+    with pytest.raises(enc.MeasuredDecodeError) as err:
+        enc.decode_measured(layout, Float32(data=float("inf")), 100.0)
+    assert err.value.reason == "non_finite"
+    pad = enc.sensor_layout("ContactSensor", "tool_link", ["contact", "force_x", "force_z"], None)
+    with pytest.raises(enc.MeasuredDecodeError) as err:
+        enc.decode_measured(pad, Float64(data=1.0), 1.0)
+    assert err.value.reason == "measured_type_mismatch"
+    assert enc.COMPATIBLE_MEASURED_TYPES["pressure"] == (
+        "sensor_msgs/msg/FluidPressure", "std_msgs/msg/Float32", "std_msgs/msg/Float64")
+    assert "std_msgs/msg/Float32" not in enc.COMPATIBLE_MEASURED_TYPES["wrench"]
+    assert enc.normalise_measured_type("std_msgs/Float32") == "std_msgs/msg/Float32"
+
+
 def test_klampt_wrench_skips_axes_without_hasforce_and_contact_is_not_measured():
     # hasForce = (x, z): names contact, force_x, force_z
     layout = enc.sensor_layout("ContactSensor", "tool_link", ["contact", "force_x", "force_z"], None)

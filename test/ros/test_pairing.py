@@ -119,11 +119,11 @@ def test_offset_hint_names_a_gap_no_tolerance_bridges():
     p.add_prediction(2_000_000_000, "sim")                            # simulation time: 2 s
     p.add_measurement(1_700_000_002_000_000_000, "wall")              # wall clock: 1.7e9 s + 2 s
     # gap = 1.7e18 ns = 1.7e9 s
-    assert p.offset_hint() == "measured stamps are 1.7e+09 s ahead of contacts stamps"
+    assert p.offset_hint() == "measured stamps are 1.7e+09 s ahead of contacts stamps: different clocks?"
     q = StampPairer(capacity=10, tolerance_ns=5_000_000)
     q.add_prediction(10_000_000_000, "sim")
     q.add_measurement(7_000_000_000, "meas")                          # 3 s behind
-    assert q.offset_hint() == "measured stamps are 3 s behind contacts stamps"
+    assert q.offset_hint() == "measured stamps are 3 s behind contacts stamps: different clocks?"
 
 
 def test_offset_hint_is_silent_for_jitter_and_empty_queues():
@@ -132,3 +132,26 @@ def test_offset_hint_is_silent_for_jitter_and_empty_queues():
     p.add_prediction(1_000_000_000, "p")
     p.add_measurement(1_900_000_000, "m")                             # 0.9 s: not above 1 s
     assert p.offset_hint() is None
+
+
+def test_a_100_hz_stream_against_60_hz_predictions_pairs_every_prediction_once_periods_are_known():
+    # Receive times (ns) of a header-less 100 Hz driver (3, 13, 23, ... ms) and 60 Hz contacts
+    # (0, 16.67, 33.33, 50 ms), offered in arrival order.  Tolerance once both periods are known:
+    # 16_666_667 // 2 = 8_333_333 ns.  By hand:
+    #   p0    no period yet: queued          m3, m13  measured period 10 ms, prediction's unknown: queued
+    #   p16.7 nearest of [3, 13] is 13 (3.67 ms): pair       m23, m33: nearest prediction 0 is too far: queued
+    #   p33.3 nearest of [3, 23, 33] is 33 (0.33 ms): pair   m43: queued
+    #   p50   nearest of [3, 23, 43] is 43 (7 ms <= 8.33 ms): pair           m53: queued
+    ms = 1_000_000
+    p_times = [0, 16_666_667, 33_333_333, 50_000_000]
+    m_times = [3 * ms, 13 * ms, 23 * ms, 33 * ms, 43 * ms, 53 * ms]
+    events = sorted([(t, "p") for t in p_times] + [(t, "m") for t in m_times])
+    p = StampPairer(capacity=50, tolerance_ns=None)
+    pairs = []
+    for t, kind in events:
+        pair = p.add_prediction(t, t) if kind == "p" else p.add_measurement(t, t)
+        if pair is not None:
+            pairs.append((pair.stamp_ns, pair.measured_stamp_ns))
+    assert pairs == [(16_666_667, 13 * ms), (33_333_333, 33 * ms), (50_000_000, 43 * ms)]
+    assert p.effective_tolerance_ns() == 8_333_333
+    assert p.prediction_stamps == [0] and p.measurement_stamps == [3 * ms, 23 * ms, 53 * ms]

@@ -79,19 +79,18 @@ def test_tare_averages_the_contact_free_samples_and_reports_count_and_offset(fre
                             diag(probe)["sensor_node: pressure"]["calibration"], 5.0)
 
 
-def test_tare_all_answers_for_every_sensor(fresh):
+def test_tare_all_skips_sensors_without_a_measured_stream(fresh):
     _, probe, _ = fresh
     assert tare_pressure(probe).success
     r = probe.call(Trigger, "/tare", Trigger.Request())
-    # one line per sensor: the pressure sensor has contact-free pairs; the others have no measured
-    # data yet, so the global tare fails (test_tare_all.py covers the all-sensor success)
+    # the pressure sensor has contact-free pairs; the others never received a measured message:
+    # they are skipped and listed, and success covers the sensors that can tare
+    # (test_tare_all.py covers the all-sensor success, test_real_drivers.py all or nothing)
     lines = r.message.split("\n")
-    parts = {p.split(":", 1)[0]: p for p in lines}
-    assert len(lines) == len(SENSORS) and set(parts) == set(SENSORS)
-    assert "tared with 3 of 3 samples" in parts["pressure"]
-    for s in ("force", "patch", "load"):
-        assert "no measured sample" in parts[s], parts[s]
-    assert r.success is False
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("pressure: tared with 3 of 3 samples")
+    assert lines[1] == "skipped (no measured stream): force, patch, load"
+    assert r.success is True
 
 
 def test_save_calibration_writes_the_tare_to_yaml(fresh):
@@ -210,7 +209,7 @@ def test_sensor_added_and_removed_at_run_time(fresh):
 
 def test_a_clock_offset_between_measured_and_contacts_stamps_is_named_on_diagnostics(fresh):
     # contacts in simulation time (600 s), the measured pressure stamped in wall-clock time
-    # (1.7e9 s + 600 s): 1.7e9 s apart, far beyond the 5 ms tolerance -- no residual, and
+    # (1.7e9 s + 600 s): 1.7e9 s apart, far beyond any tolerance -- no residual, and
     # /diagnostics says why
     _, probe, _ = fresh
     t_sim, t_wall = stamp(600), stamp(1_700_000_600)
@@ -218,6 +217,6 @@ def test_a_clock_offset_between_measured_and_contacts_stamps_is_named_on_diagnos
     wait_stamp(probe, "/pressure/predicted", t_sim)
     probe.send("/pressure/measured", measured_pressure(1013.0, t_wall))
     assert probe.spin_until(lambda: diag(probe)["sensor_node: pressure"]["pairing"] ==
-                            "measured stamps are 1.7e+09 s ahead of contacts stamps", 10.0)
+                            "measured stamps are 1.7e+09 s ahead of contacts stamps: different clocks?", 10.0)
     assert not probe.received["/pressure/residual"]
     assert diag(probe)["sensor_node: force"]["pairing"] == "ok"

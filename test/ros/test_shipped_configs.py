@@ -100,3 +100,29 @@ def test_real_config_names_only_files_that_resolve_in_the_assets(tmp_path):
     # the calibration file is written by save_calibration: its directory must exist
     assert (Path(assets) / params["calibration_file"]).parent.is_dir()
     assert params["punyo_pressure"]["measured_scale"] == 100   # hPa -> Pa
+
+
+def test_real_config_starts_as_the_real_punyo_launch_file_hands_it_over(tmp_path, rclpy_context):
+    # real_punyo.launch.py's default: kinova_punyo_real.yaml, assets_dir made absolute, the
+    # parameter file re-keyed; the node must start on it (Float32 pressure on the driver's topic,
+    # joint_name_map) without a warning
+    if not (FIXTURES / "kinova_gen3.urdf").is_file():
+        pytest.skip(f"Kinova/Punyo fixtures absent at {FIXTURES}")
+    from std_msgs.msg import Float32
+    params = ls.load_node_parameters(str(ROOT / "config" / "kinova_punyo_real.yaml"))
+    assets = ls.effective_assets_dir(str(FIXTURES), params, environ={})
+    params["assets_dir"] = assets
+    params["robot_description_path"] = str(ls.robot_description_file(params, assets))
+    params["calibration_file"] = str(tmp_path / "calibration.yaml")   # the fixtures stay untouched
+    proc = NodeProcess(ls.write_node_parameters(params, str(tmp_path)), tmp_path / "node.log").start()
+    probe = Probe("real_config_probe")
+    try:
+        assert probe.wait_for_subscriber("/punyo/pressure", Float32, timeout=90.0), proc.output()[-3000:]
+        out = _wait_ready(proc)
+        assert READY in out, out[-3000:]
+    finally:
+        probe.destroy_node()
+        code = proc.stop()
+    out = proc.output()
+    assert code == 0 and "Traceback" not in out, out[-3000:]
+    assert "WARN" not in out, out[-3000:]

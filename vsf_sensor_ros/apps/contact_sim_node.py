@@ -33,6 +33,8 @@ at ``sim_dt``; one message each per step, in this order):
   (``x y z fx fy fz`` per vertex), Klampt contact sensor and Isaac load ->
   ``geometry_msgs/WrenchStamped``; ``frame_id`` = the frame of the node's
   prediction (the attachment body, or ``<s>_frame`` of a pad or load cell).
+* ``/clock`` -- ``rosgraph_msgs/Clock`` with the step's simulation time, first of the step's
+  messages, when ``publish_clock`` (nodes started with ``use_sim_time`` then follow it).
 * ``sim_done`` -- ``std_msgs/Bool``, transient-local (late joiners get the
   latest): ``false`` at start, ``true`` after the last step.  With
   ``exit_on_done`` (default) the process then exits with code 0 after
@@ -44,7 +46,7 @@ Parameters (read-only unless marked live): see :data:`PARAMS` -- ``world``,
 ``bubble.stiffness``, ``bubble.damping``, ``bubble.padding``, ``max_contacts``, ``arm_collision``, ``seed``,
 ``contact_body_names``, ``sensors``, ``<s>.offset``, ``<s>.noise_std``,
 ``world_frame``, ``start_delay_s``, ``wait_for_subscribers``,
-``exit_on_done``, ``linger_s``.
+``exit_on_done``, ``linger_s``, ``publish_clock``.
 
 Run: ``python -m vsf_sensor_ros.apps.contact_sim_node --ros-args -p world:=kinova``.
 """
@@ -67,6 +69,7 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState, PointCloud2
 from std_msgs.msg import Bool
 
@@ -134,6 +137,8 @@ PARAMS: Dict[str, tuple] = {
     "exit_on_done": (True, "exit the process (code 0) once the run is finished", True, None),
     "linger_s": (0.5, "wall seconds to keep the node alive after the last step (message delivery)", True,
                  (0.0, 3600.0)),
+    "publish_clock": (False, "publish /clock (rosgraph_msgs/Clock) with the simulation time before every "
+                             "step's messages, for nodes run with use_sim_time", True, None),
 }
 
 
@@ -257,6 +262,7 @@ class ContactSimNode(Node):
             for s, lay in zip(self.streams, self._layouts)]
         self.pub_done = self.create_publisher(Bool, "sim_done", latched)
         self.pub_done.publish(Bool(data=False))
+        self.pub_clock = self.create_publisher(Clock, "/clock", reliable) if self.p["publish_clock"] else None
 
         self.done = threading.Event()
         self.failed: Optional[BaseException] = None
@@ -331,6 +337,8 @@ class ContactSimNode(Node):
         """Advance one step and publish joint states, object pose, contacts and measured streams."""
         self.sim.step()
         stamp = sim_time_msg(self.sim.time)
+        if self.pub_clock is not None:
+            self.pub_clock.publish(Clock(clock=stamp))
         frame = self.p["world_frame"]
         js = JointState(header=make_header(stamp, ""))
         js.name = list(self.scene.joint_names)

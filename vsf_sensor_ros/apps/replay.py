@@ -13,12 +13,13 @@ dense force.  The session:
 2. starts ``sensor_node`` (a ``PunyoPressureSensor`` and a ``PunyoDenseForceSensor`` on the
    bubble) and ``wrench_contact_node`` (one contact at the bubble apex carrying the recorded
    force, ``time_shift`` = the F/T lag), and warms the chain up with restamped copies of the first
-   frame until a residual comes back;
+   frame (without pressure) until a prediction comes back;
 3. publishes, frame by frame at the recorded pace / ``--speed``: the wrench
-   (``wrench``, ``geometry_msgs/WrenchStamped``, frame ``base``), ``joint_states``, the pressure
-   as the real Punyo driver does (``punyo/pressure``, ``std_msgs/Float32``, hPa, no header) and
-   the same value in SI for the node's measured input (``punyo_pressure/measured``,
-   ``sensor_msgs/FluidPressure``, Pa, stamped with the frame time);
+   (``wrench``, ``geometry_msgs/WrenchStamped``, frame ``base``), ``joint_states`` and the
+   pressure as the real Punyo driver does (``punyo/pressure``, ``std_msgs/Float32``, hPa, no
+   header), which the node reads directly (``measured_type: std_msgs/msg/Float32``,
+   ``measured_topic: punyo/pressure``, ``measured_scale: 100``): header-less, it pairs with the
+   contacts by receive time;
 4. three frames before the poke, tares the wrench bias (``/wrench_contact_node/tare``: the last
    contact-free wrenches) and the pressure sensor (``punyo_pressure/tare``), records every topic
    to ``run.mcap``, and writes ``summary.json`` and ``pressure_real.png``.
@@ -195,12 +196,13 @@ def write_session_files(out: Path) -> Dict[str, Path]:
         "tare_samples": TARE_SAMPLES,
         "tare_on_start": False,
         "calibration_file": str((out / "calibration.yaml").resolve()),
-        "max_stamp_difference": 0.005,
+        "max_stamp_difference": 0.0,     # adaptive: half the longer period of the two streams
         "qos.inputs.reliability": "reliable",
         "qos.inputs.depth": 500,
         "sensors": [PRESSURE_SENSOR, FORCE_SENSOR],
         PRESSURE_SENSOR: {"type": "PunyoPressureSensor", "attachment": "punyo",
-                          "measured_type": "sensor_msgs/msg/FluidPressure", "measured_scale": 1.0,
+                          "measured_type": "std_msgs/msg/Float32", "measured_topic": PRESSURE_TOPIC,
+                          "measured_scale": HPA_TO_PA,
                           "base_normal_local": [0.0, 0.0, 1.0]},
         FORCE_SENSOR: {"type": "PunyoDenseForceSensor", "attachment": "punyo"},
     }
@@ -255,7 +257,7 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
     from geometry_msgs.msg import WrenchStamped
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from sensor_msgs.msg import FluidPressure, JointState
+    from sensor_msgs.msg import JointState
     from std_msgs.msg import Float32
     from std_srvs.srv import Trigger
 
@@ -285,7 +287,6 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
     pub_js = node.create_publisher(JointState, "joint_states", qos)
     pub_w = node.create_publisher(WrenchStamped, "wrench", qos)
     pub_hpa = node.create_publisher(Float32, PRESSURE_TOPIC, qos)
-    pub_pa = node.create_publisher(FluidPressure, f"{PRESSURE_SENSOR}/measured", qos)
     tare_client = node.create_client(Trigger, f"/{PRESSURE_SENSOR}/tare")
     bias_client = node.create_client(Trigger, "/wrench_contact_node/tare")
     save_client = node.create_client(Trigger, "/save_calibration")
@@ -318,7 +319,8 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
         return 0 if log is None else sum(1 for d in log.data if header_stamp_ns(d) >= first_ns)
 
     def publish(k: int, t: float, with_hpa: bool) -> None:
-        """Frame ``k`` stamped ``t``: wrench, joint state, pressure (Pa, stamped; hPa as the driver)."""
+        """Frame ``k`` stamped ``t``: wrench, joint state, and the pressure (hPa, as the driver) when
+        ``with_hpa``."""
         stamp = ns_to_stamp(int(round(t * 1e9)))
         w = WrenchStamped()
         w.header.stamp, w.header.frame_id = stamp, WRENCH_FRAME
@@ -329,10 +331,6 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
         js.header.stamp, js.header.frame_id = stamp, ""
         js.name, js.position = list(UR5E_JOINTS), [float(v) for v in rec.q[k]]
         pub_js.publish(js)
-        fp = FluidPressure()
-        fp.header.stamp, fp.header.frame_id = stamp, "punyo"
-        fp.fluid_pressure, fp.variance = float(rec.pressure_pa[k]), 0.0
-        pub_pa.publish(fp)
         if with_hpa:
             pub_hpa.publish(Float32(data=float(rec.pressure_pa[k] / HPA_TO_PA)))
 
@@ -341,7 +339,7 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
         node_proc.start()
         wrench_proc.start()
         say(f"ROS_DOMAIN_ID={domain_id} (localhost only); children's output in {logs_dir}/")
-        needs = {"/joint_states": 3, "/wrench": 2, "/contacts": 2, f"/{PRESSURE_SENSOR}/measured": 2}
+        needs = {"/joint_states": 3, "/wrench": 2, "/contacts": 2, f"/{PRESSURE_TOPIC}": 2}
         while True:
             recorder.refresh()
             spin_for(0.1)
@@ -358,18 +356,19 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
         spin_for(0.5)
         recorder.refresh()
         # Warm-up: the recording's first frame, restamped before it, until the whole chain answers
-        # (replay -> wrench node -> sensor node, and the measured input: a residual comes back).
-        # The graph can list a subscriber before the publishing process has matched it, and a
-        # message sent before that is lost; the node's first prediction also compiles its kernels.
-        warm, residuals = 0, f"/{PRESSURE_SENSOR}/residual"
-        while not len(recorder.logs.get(residuals, ())):
+        # (replay -> wrench node -> sensor node: a prediction comes back).  The graph can list a
+        # subscriber before the publishing process has matched it, and a message sent before that
+        # is lost; the node's first prediction also compiles its kernels.  No pressure here: the
+        # header-less Float32 stream carries no stamp to tell warm-up from recording afterwards.
+        warm, predictions = 0, f"/{PRESSURE_SENSOR}/predicted"
+        while not len(recorder.logs.get(predictions, ())):
             publish(0, rec.t[0] - WARMUP_LEAD_S + WARMUP_STEP_S * warm, with_hpa=False)
             warm += 1
             spin_for(WARMUP_STEP_S)
             recorder.refresh()
             check("warming up")
             if warm * WARMUP_STEP_S > PREDICT_WAIT_S or warm * WARMUP_STEP_S >= WARMUP_LEAD_S - 1.0:
-                raise ReplayError(f"no residual from the sensor node after {warm} warm-up frames:\n"
+                raise ReplayError(f"no prediction from the sensor node after {warm} warm-up frames:\n"
                                   f"{node_proc.tail()}\n{wrench_proc.tail()}")
         say(f"nodes ready after {time.monotonic() - t0:.1f} s ({warm} warm-up frames); replaying {len(rec)} "
             f"frames ({rec.t[-1] - rec.t[0]:.2f} s) at speed {speed:g}")
@@ -389,8 +388,9 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
                 resp = call(tare_client, "taring")
                 tare_msg = "no answer" if resp is None else resp.message
                 tare_ok = resp is not None and resp.success
-                watched = ("/contacts", f"/{PRESSURE_SENSOR}/predicted", f"/{PRESSURE_SENSOR}/measured")
-                seen = {t: recorded_frames(t) for t in watched}
+                watched = ("/contacts", f"/{PRESSURE_SENSOR}/predicted", f"/{PRESSURE_TOPIC}")
+                seen = {t: recorded_frames(t) if t != f"/{PRESSURE_TOPIC}"   # no header: all of them
+                        else len(recorder.logs.get(t, ())) for t in watched}
                 say(f"tare before frame {k} (recorded so far: {seen}): {'ok' if tare_ok else 'FAILED'}: "
                     f"{tare_msg}")
                 if tare_ok:

@@ -10,13 +10,16 @@ read them):
 
 * inputs: ``contacts_received``, ``contacts_processed``, ``joint_states_received``,
   ``rejected.<reason>`` (one key per reason seen, e.g. ``rejected.non_finite``),
-  ``rejected_total``, ``stamp_jumps_backwards``, ``last_stamp_jump``.
+  ``rejected_total``, ``stamp_jumps_backwards``, ``last_stamp_jump``,
+  ``joint_states.unknown_names`` (how many distinct JointState names matched no URDF joint),
+  ``joint_states.unknown_names_list`` (``name=messages, ...``), ``joint_states.missing``
+  (joints moving a sensor body never received after 50 joint states, or ``none``).
 * sensor: ``type``, ``attachment``, ``rate_hz``, ``latency_ms_mean``,
   ``latency_ms_max`` (receipt of the contacts message -> last publish, wall
   clock, over the last report period), ``published``, ``measured_received``,
   ``residuals_published``, ``measured_stamp_jumps_backwards``, ``pairing`` (``ok``, or a
   sentence when measured and contacts stamps are seconds apart, e.g. ``measured stamps are
-  1.7e+09 s ahead of contacts stamps``: two clocks, no pair possible),
+  1.7e+09 s ahead of contacts stamps: different clocks?``: two clocks, no pair possible),
   ``rejected.<reason>``, ``calibration``, ``contact``,
   ``reading``.
 """
@@ -41,6 +44,8 @@ class InputStats:
     rejected: Counter = field(default_factory=Counter)
     stamp_jumps_backwards: int = 0
     last_stamp_jump: str = "none"
+    unknown_joint_names: Dict[str, int] = field(default_factory=dict)
+    missing_joints: str = "none"
 
     def reject(self, reason: str) -> None:
         """Count one rejected message under ``reason``."""
@@ -88,7 +93,9 @@ def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
         period_s: wall time since the previous report (s), for ``rate_hz``.
 
     Levels: WARN when messages were rejected (inputs: since start; sensor:
-    measured messages since start), OK otherwise.
+    measured messages since start), when JointState names matched no URDF joint or
+    sensor-moving joints were never received (inputs), or when the measured and
+    contacts stamps are far apart (sensor ``pairing``); OK otherwise.
     """
     statuses: List[DiagnosticStatus] = []
     values = [
@@ -98,12 +105,21 @@ def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
         _kv("rejected_total", sum(inputs.rejected.values())),
         _kv("stamp_jumps_backwards", inputs.stamp_jumps_backwards),
         _kv("last_stamp_jump", inputs.last_stamp_jump),
+        _kv("joint_states.unknown_names", len(inputs.unknown_joint_names)),
+        _kv("joint_states.unknown_names_list",
+            ", ".join(f"{n}={c}" for n, c in inputs.unknown_joint_names.items()) or "none"),
+        _kv("joint_states.missing", inputs.missing_joints),
     ] + [_kv(f"rejected.{r}", n) for r, n in sorted(inputs.rejected.items())]
     rejected = sum(inputs.rejected.values())
+    problems = [f"{rejected} messages rejected"] if rejected else []
+    if inputs.unknown_joint_names:
+        problems.append(f"{len(inputs.unknown_joint_names)} unknown joint names")
+    if inputs.missing_joints != "none":
+        problems.append(f"joints never received: {inputs.missing_joints}")
     statuses.append(DiagnosticStatus(
-        level=DiagnosticStatus.WARN if rejected else DiagnosticStatus.OK,
+        level=DiagnosticStatus.WARN if problems else DiagnosticStatus.OK,
         name="sensor_node: inputs", hardware_id=hardware_id,
-        message=f"{rejected} messages rejected" if rejected else "OK", values=values))
+        message="; ".join(problems) or "OK", values=values))
     for name, (type_name, attachment, st) in sensors.items():
         rate = st.window_count / period_s if period_s > 0 else 0.0
         mean = 1e3 * st.window_latency_sum / st.window_count if st.window_count else 0.0
@@ -117,12 +133,13 @@ def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
             _kv("calibration", st.calibration), _kv("contact", st.contact),
             _kv("reading", st.reading),
         ] + [_kv(f"rejected.{r}", n) for r, n in sorted(st.rejected.items())]
-        warn = bool(st.rejected)
+        problems = [f"{sum(st.rejected.values())} measured messages rejected"] if st.rejected else []
+        if st.pairing != "ok":
+            problems.append(st.pairing)
         statuses.append(DiagnosticStatus(
-            level=DiagnosticStatus.WARN if warn else DiagnosticStatus.OK,
+            level=DiagnosticStatus.WARN if problems else DiagnosticStatus.OK,
             name=f"sensor_node: {name}", hardware_id=hardware_id,
-            message=(f"{sum(st.rejected.values())} measured messages rejected" if warn
-                     else f"{rate:.1f} Hz"), values=vals))
+            message="; ".join(problems) or f"{rate:.1f} Hz", values=vals))
         st.window_count = 0
         st.window_latency_sum = 0.0
         st.window_latency_max = 0.0

@@ -52,7 +52,7 @@ class LiveSettings:
     Attributes:
         tare_samples: N of a tare.
         tare_on_start: tare each sensor once when N contact-free pairs exist.
-        max_stamp_difference: pairing tolerance (s).
+        max_stamp_difference: pairing tolerance (s); 0 = adaptive.
         markers_max_rate: highest marker rate (Hz; 0 = every message).
         marker_force_scale: arrow length (m per N).
     """
@@ -76,9 +76,11 @@ class LiveSettings:
         return LiveSettings.from_values({**self.__dict__, **known}) if known else self
 
     @property
-    def tolerance_ns(self) -> int:
-        """``max_stamp_difference`` in integer nanoseconds."""
-        return int(round(self.max_stamp_difference * 1e9))
+    def tolerance_ns(self) -> Optional[int]:
+        """``max_stamp_difference`` in integer nanoseconds; None when 0 (the adaptive rule of
+        :class:`~vsf_sensor_ros.ros.pairing.StampPairer`: half the longer observed period)."""
+        ns = int(round(self.max_stamp_difference * 1e9))
+        return ns if ns > 0 else None
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point, WrenchStamped
 from sensor_msgs.msg import FluidPressure, PointCloud2
-from std_msgs.msg import ColorRGBA, Header
+from std_msgs.msg import ColorRGBA, Float32, Float64, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from .pointcloud import FLOAT_TYPES, CloudDecodeError, float_columns, read_cloud, require_finite, write_cloud
@@ -79,7 +79,12 @@ MEASURED_TYPES: Dict[str, type] = {
     "sensor_msgs/msg/FluidPressure": FluidPressure,
     "sensor_msgs/msg/PointCloud2": PointCloud2,
     "geometry_msgs/msg/WrenchStamped": WrenchStamped,
+    # a bare number without a header (e.g. the Punyo driver's pressure in hPa)
+    "std_msgs/msg/Float32": Float32,
+    "std_msgs/msg/Float64": Float64,
 }
+# Measured types without a header: the node stamps them with their receive time.
+HEADERLESS_MEASURED_TYPES: Tuple[str, ...] = ("std_msgs/msg/Float32", "std_msgs/msg/Float64")
 DEFAULT_MEASURED_TYPE: Dict[str, str] = {
     "pressure": "sensor_msgs/msg/FluidPressure",
     "dense_force": "sensor_msgs/msg/PointCloud2",
@@ -89,11 +94,13 @@ DEFAULT_MEASURED_TYPE: Dict[str, str] = {
 
 
 # kind -> the measured types :func:`decode_measured` maps to that kind's measurement space.
-# One per kind: a pressure is only a FluidPressure, a dense force field only a PointCloud2
-# with fx fy fz per vertex, a Klampt patch or an Isaac load only a WrenchStamped (the load
-# as the force magnitude).  Any other pairing would reject every measured message.
+# A pressure is a FluidPressure or a bare Float32 / Float64 (a driver publishing the number
+# alone), a dense force field only a PointCloud2 with fx fy fz per vertex, a Klampt patch or
+# an Isaac load only a WrenchStamped (the load as the force magnitude).  Any other pairing
+# would reject every measured message.
 COMPATIBLE_MEASURED_TYPES: Dict[str, Tuple[str, ...]] = {
     kind: (t,) for kind, t in DEFAULT_MEASURED_TYPE.items()}
+COMPATIBLE_MEASURED_TYPES["pressure"] = ("sensor_msgs/msg/FluidPressure",) + HEADERLESS_MEASURED_TYPES
 
 
 class MeasuredDecodeError(ValueError):
@@ -305,7 +312,7 @@ def decode_measured(layout: SensorLayout, msg, scale: float) -> np.ndarray:
 
     Args:
         layout: from :func:`sensor_layout`.
-        msg: a ``FluidPressure`` (pressure), ``PointCloud2`` with ``fx fy fz``
+        msg: a ``FluidPressure`` or ``Float32`` / ``Float64`` (pressure), ``PointCloud2`` with ``fx fy fz``
             per vertex in vertex order (dense force), or ``WrenchStamped``
             (wrench: force xyz; load: ``|force|``, the magnitude, so a load
             cell reporting along any single axis decodes the same).
@@ -326,6 +333,11 @@ def decode_measured(layout: SensorLayout, msg, scale: float) -> np.ndarray:
         if layout.kind != "pressure":
             raise MeasuredDecodeError("measured_type_mismatch", f"FluidPressure for a {layout.kind} sensor")
         vals = np.array([msg.fluid_pressure], dtype=np.float64)
+    elif isinstance(msg, (Float32, Float64)):
+        if layout.kind != "pressure":
+            raise MeasuredDecodeError("measured_type_mismatch",
+                                      f"{type(msg).__name__} for a {layout.kind} sensor")
+        vals = np.array([msg.data], dtype=np.float64)
     elif isinstance(msg, PointCloud2):
         if layout.kind != "dense_force":
             raise MeasuredDecodeError("measured_type_mismatch", f"PointCloud2 for a {layout.kind} sensor")

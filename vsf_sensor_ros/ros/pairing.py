@@ -221,7 +221,8 @@ class StampPairer(Generic[P, M]):
 
         "Far" = more than 1 s and more than 100 tolerances: such a gap is a
         clock mismatch (e.g. simulation time against wall-clock time), not
-        jitter.  Example: ``"measured stamps are 1.7e+09 s ahead of contacts stamps"``.
+        jitter.  Example: ``"measured stamps are 1.7e+09 s ahead of contacts stamps: different
+        clocks?"``.
         """
         if not self._pred.stamps or not self._meas.stamps:
             return None
@@ -229,7 +230,7 @@ class StampPairer(Generic[P, M]):
         if abs(gap) <= max(1_000_000_000, 100 * self.effective_tolerance_ns()):
             return None
         side = "ahead of" if gap > 0 else "behind"
-        return f"measured stamps are {abs(gap) * 1e-9:.2g} s {side} contacts stamps"
+        return f"measured stamps are {abs(gap) * 1e-9:.2g} s {side} contacts stamps: different clocks?"
 
 
 __all__ = ["PERIOD_WINDOW", "Pair", "PeriodEstimate", "StampPairer", "nearest_within"]

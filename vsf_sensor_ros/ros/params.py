@@ -20,7 +20,8 @@ Node-wide (``read_only`` ones are fixed at start)::
     <s>.type                   sensor class; read-only once declared
     <s>.attachment             body the sensor is attached to; live (re-attach)
     <s>.measured_type          message type of <s>/measured; live (re-subscribes)
-    <s>.measured_scale         measured value x scale = SI (e.g. 100.0 for hPa); live
+    <s>.measured_scale         measured value x scale = SI (e.g. 100.0 for hPa), > 0; live
+    <s>.measured_topic         topic of the measured reading ('' = <s>/measured); live
     <s>.publish_jacobian       publish <s>/jacobian; live
     <s>.publish_markers        publish <s>/markers; live
     <s>.<setting>              type-specific model settings (see SENSOR_SETTINGS); live
@@ -29,6 +30,7 @@ Node-wide (``read_only`` ones are fixed at start)::
     alignment_buffer_size, markers_max_rate, marker_force_scale, diagnostics_period,
     qos.inputs.reliability, qos.inputs.depth, qos.outputs.reliability, qos.outputs.depth,
     publish_tf                 announce the frames the node adds on /tf_static and /tf; read-only
+    joint_name_map             ['driver:urdf', ...] JointState names -> URDF joint names; read-only
 
 When neither ``robot_description`` nor ``robot_description_path`` is given,
 the node uses the package's embedded world
@@ -175,8 +177,9 @@ NODE_SPECS: List[Spec] = [
     Spec("max_sensor_names", 64, "most distinct sensor names the node holds parameters for (configured, "
          "removed live, or staged for a later addition); bounds what a live request can allocate",
          lo=1, hi=10000, read_only=True),
-    Spec("max_stamp_difference", 0.005, "largest stamp difference (s) for pairing a measured message "
-         "with a prediction (residual, tare)", lo=0.0, hi=10.0),
+    Spec("max_stamp_difference", 0.0, "largest stamp difference (s) for pairing a measured message "
+         "with a prediction (residual, tare); 0 = adaptive: half the longer observed period of the "
+         "two streams", lo=0.0, hi=10.0),
     Spec("alignment_buffer_size", 200, "predictions and measured messages kept per sensor for "
          "pairing by stamp", lo=1, hi=100000, read_only=True),
     Spec("markers_max_rate", 10.0, "highest rate (Hz) of <s>/markers; 0 = every contacts message",
@@ -197,6 +200,9 @@ NODE_SPECS: List[Spec] = [
          "world_frame when not a URDF link) on /tf_static and free bodies on /tf; needs tf2_msgs (a ROS "
          "install), else the node logs the frames to provide; false when another node publishes them",
          read_only=True),
+    Spec("joint_name_map", [], "driver joint names -> URDF joint names, as 'driver:urdf' pairs "
+         "(e.g. joint_1:Actuator1); names not listed are used as they are", read_only=True,
+         ptype=STRING_ARRAY),
 ]
 
 BODY_SPECS: List[Spec] = [
@@ -218,15 +224,18 @@ SENSOR_COMMON_SPECS: List[Spec] = [
     Spec("type", "", "sensor model: " + " | ".join(SENSOR_KINDS), read_only=True,
          constraints=" | ".join(SENSOR_KINDS)),
     Spec("attachment", "", "body the sensor is attached to (link or extra body)"),
-    Spec("measured_type", "", "type of <s>/measured (empty: the type of <s>/predicted); must be the "
-         "one type the sensor's reading decodes from: FluidPressure (Punyo pressure), PointCloud2 "
-         "(Punyo dense force), WrenchStamped (ContactSensor, IsaacContactSensor)",
-         constraints="sensor_msgs/msg/FluidPressure | sensor_msgs/msg/PointCloud2 | "
-                     "geometry_msgs/msg/WrenchStamped"),
-    Spec("measured_scale", 1.0, "multiplier from the measured topic's unit to SI (100.0 for hPa)",
-         finite=True),
+    Spec("measured_type", "", "type of <s>/measured (empty: the type of <s>/predicted); a type the "
+         "sensor's reading decodes from: FluidPressure, Float32 or Float64 (Punyo pressure; the "
+         "header-less ones are stamped with their receive time), PointCloud2 (Punyo dense force), "
+         "WrenchStamped (ContactSensor, IsaacContactSensor)",
+         constraints="sensor_msgs/msg/FluidPressure | std_msgs/msg/Float32 | std_msgs/msg/Float64 | "
+                     "sensor_msgs/msg/PointCloud2 | geometry_msgs/msg/WrenchStamped"),
+    Spec("measured_scale", 1.0, "multiplier from the measured topic's unit to SI (100.0 for hPa); > 0",
+         finite=True, positive=True),
     Spec("publish_jacobian", True, "publish <s>/jacobian (sparse COO PointCloud2)"),
     Spec("publish_markers", True, "publish <s>/markers (rviz MarkerArray)"),
+    Spec("measured_topic", "", "topic of the measured reading (empty: <s>/measured; a relative name "
+         "resolves in the node's namespace); live (re-subscribes)"),
 ]
 
 # Type-specific model settings: key -> Spec.  Keys are the sensor library's

@@ -5,7 +5,8 @@ Per sensor ``<s>`` (:class:`SensorEndpoints`, created and destroyed together):
 * publishers ``<s>/predicted`` and ``<s>/residual`` (type of the sensor's kind),
   ``<s>/jacobian`` while ``<s>.publish_jacobian``, ``<s>/markers`` while
   ``<s>.publish_markers``;
-* the subscription ``<s>/measured`` (type ``<s>.measured_type``);
+* the subscription ``<s>/measured`` (type ``<s>.measured_type``; topic ``<s>.measured_topic``
+  when set);
 * the service ``<s>/tare`` (``std_srvs/Trigger``);
 * the service ``<s>/calibrate_gain`` (``std_srvs/Trigger``) for a sensor with a gain
   (:mod:`vsf_sensor_ros.ros.gain_service`).
@@ -32,8 +33,9 @@ from .pairing import StampPairer
 from .params import SensorConfig
 from .tare import PairedSample
 
-# A buffered prediction: (values (#meas,) float64, the SimState it came from, contact-free for a tare).
-Prediction = Tuple[np.ndarray, SimState, bool]
+# A buffered prediction: (values (#meas,) float64, the SimState it came from, contact-free for a tare,
+# the contacts message's stamp in ns -- the pairing key may be the receive time instead).
+Prediction = Tuple[np.ndarray, SimState, bool, int]
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ class SensorEndpoints:
         self.markers: Optional[Any] = None
         self.measured: Optional[Any] = None
         self.set_optional(bool(config.values["publish_jacobian"]), bool(config.values["publish_markers"]))
-        self.subscribe_measured(config.measured_type())
+        self.subscribe_measured(config.measured_type(), measured_topic(config))
         self.tare = node.create_service(Trigger, f"{self.name}/tare",
                                         lambda req, resp, n=self.name: on_tare(n, req, resp))
         self.calibrate_gain: Optional[Any] = None
@@ -97,12 +99,12 @@ class SensorEndpoints:
             node.destroy_publisher(self.markers)
             self.markers = None
 
-    def subscribe_measured(self, measured_type: str) -> None:
-        """(Re)subscribe ``<s>/measured`` with the canonical type name ``measured_type``."""
+    def subscribe_measured(self, measured_type: str, topic: str) -> None:
+        """(Re)subscribe the measured topic ``topic`` with the canonical type name ``measured_type``."""
         if self.measured is not None:
             self._node.destroy_subscription(self.measured)
         self.measured = self._node.create_subscription(
-            enc.MEASURED_TYPES[measured_type], f"{self.name}/measured",
+            enc.MEASURED_TYPES[measured_type], topic,
             lambda msg, n=self.name: self._on_measured(n, msg), self._qos.inputs)
 
     def publish_step(self, layout: enc.SensorLayout, r: Any, state: SimState, stamp: Any, world_frame: str,
@@ -152,6 +154,11 @@ class SensorEndpoints:
         self.jacobian = self.markers = self.measured = None
 
 
+def measured_topic(config: SensorConfig) -> str:
+    """The measured topic of a sensor: ``<s>.measured_topic``, or ``<s>/measured`` when empty."""
+    return str(config.values.get("measured_topic", "") or "").strip() or f"{config.name}/measured"
+
+
 def wanted(pub: Any) -> bool:
     """A publisher has at least one matched subscription."""
     return pub.get_subscription_count() > 0
@@ -165,11 +172,15 @@ class SensorHandle:
         sensor: the attached model.
         layout: its message layout.
         buffer_size: capacity of each pairing queue (``alignment_buffer_size``).
-        tolerance_ns: pairing tolerance (``max_stamp_difference``, ns).
+        tolerance_ns: pairing tolerance (``max_stamp_difference``, ns), None = adaptive.
+
+    Attributes:
+        headerless: the measured type has no header: both streams pair by receive time.
+        plausibility_warned: the implausible-pressure warning was given (once per scale).
     """
 
     def __init__(self, config: SensorConfig, sensor: BaseSensor, layout: enc.SensorLayout,
-                 buffer_size: int, tolerance_ns: int) -> None:
+                 buffer_size: int, tolerance_ns: Optional[int]) -> None:
         self.config = config
         self.sensor = sensor
         self.layout = layout
@@ -184,6 +195,8 @@ class SensorHandle:
         self.tare_samples_used: Optional[int] = None
         self.last_values: Optional[np.ndarray] = None
         self.last_marker_time = 0.0
+        self.headerless = config.measured_type() in enc.HEADERLESS_MEASURED_TYPES
+        self.plausibility_warned = False
 
     @property
     def name(self) -> str:
@@ -218,6 +231,12 @@ class SensorHandle:
         self.layout = layout
         return dropped
 
+    def clear_measured(self) -> None:
+        """Forget the buffered measured samples (unmatched and paired): their unit or type changed."""
+        self.pairer.clear_measurements()
+        self.pairs.clear()
+        self.plausibility_warned = False
+
     def clear_buffers(self) -> None:
         """Forget everything paired by stamp (after a stamp jump or a layout change)."""
         self.pairer.clear()
@@ -225,4 +244,4 @@ class SensorHandle:
         self.contact_pairs.clear()
 
 
-__all__ = ["EndpointQoS", "Prediction", "SensorEndpoints", "SensorHandle", "wanted"]
+__all__ = ["EndpointQoS", "Prediction", "SensorEndpoints", "SensorHandle", "measured_topic", "wanted"]
