@@ -23,11 +23,13 @@ Node-wide (``read_only`` ones are fixed at start)::
     <s>.measured_scale         measured value x scale = SI (e.g. 100.0 for hPa); live
     <s>.publish_jacobian       publish <s>/jacobian; live
     <s>.publish_markers        publish <s>/markers; live
+    <s>.jacobian_decimation    publish every k-th Jacobian (1 = all); live
     <s>.<setting>              type-specific model settings (see SENSOR_SETTINGS); live
     tare_samples, tare_on_start, calibration_file, calibration_create_dirs, max_sensor_names,
     max_stamp_difference,
     alignment_buffer_size, markers_max_rate, marker_force_scale, diagnostics_period,
-    qos.inputs.reliability, qos.inputs.depth, qos.outputs.reliability, qos.outputs.depth
+    qos.inputs.reliability, qos.inputs.depth, qos.outputs.reliability, qos.outputs.depth,
+    fast_path, executor, keep_warm_period (read-only)
 
 When neither ``robot_description`` nor ``robot_description_path`` is given,
 the node uses the package's embedded world
@@ -192,6 +194,15 @@ NODE_SPECS: List[Spec] = [
          "best_effort", read_only=True, constraints="best_effort | reliable"),
     Spec("qos.outputs.depth", 10, "QoS history depth of every publisher (keep last)", lo=1, hi=10000,
          read_only=True),
+    Spec("fast_path", True, "read contacts/joint_states from their serialised bytes and publish "
+         "predicted/residual/jacobian as serialised bytes (numpy CDR codec); false: the standard "
+         "message objects (the reference implementation, same messages)", read_only=True),
+    Spec("executor", "auto", "executor of the node's main(): auto (EventsExecutor where rclpy has it, "
+         "else single-threaded), events or single_threaded", read_only=True,
+         constraints="auto | events | single_threaded"),
+    Spec("keep_warm_period", 0.0, "s; > 0: while no contacts message arrived for this long, rerun the "
+         "last one's decode and predictions (nothing published) every period, keeping the per-message "
+         "path in the CPU caches; 0 = off", lo=0.0, hi=10.0, read_only=True),
 ]
 
 BODY_SPECS: List[Spec] = [
@@ -222,6 +233,8 @@ SENSOR_COMMON_SPECS: List[Spec] = [
          finite=True),
     Spec("publish_jacobian", True, "publish <s>/jacobian (sparse COO PointCloud2)"),
     Spec("publish_markers", True, "publish <s>/markers (rviz MarkerArray)"),
+    Spec("jacobian_decimation", 1, "k: compute and publish <s>/jacobian for every k-th contacts "
+         "message only (the first, then every k-th; 1 = every message)", lo=1, hi=10000),
 ]
 
 # Type-specific model settings: key -> Spec.  Keys are the sensor library's

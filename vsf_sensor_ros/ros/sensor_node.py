@@ -32,6 +32,13 @@ reason.  A stamp earlier than the previous one (simulator reset) clears the
 pairing buffers and stateful sensors, is counted as a stamp jump, and the
 message is processed normally.
 
+Hot path (``fast_path``, default true): ``contacts`` and ``joint_states``
+are read from their serialised bytes and the predicted, residual and
+Jacobian messages are published as serialised bytes, both with numpy
+(:mod:`.fast_io`, :mod:`.cdr`); ``fast_path: false`` uses the standard
+message objects (the reference implementation, same messages).  ``main()``
+spins with the ``executor`` parameter's choice (:mod:`.executors`).
+
 Where things live: parameters and change plans :mod:`.node_params` (the table
 in :mod:`.params`), models from parameters :mod:`.model_builder`, one
 sensor's endpoints and buffers :mod:`.sensor_endpoints`, stamp pairing
@@ -62,17 +69,20 @@ from std_srvs.srv import Trigger
 from ..sensor import SimState
 from ..sensor.base import BaseSensor
 from . import calibration_store as cal_store
+from . import executors
+from . import fast_io
 from . import outputs as enc
 from ._rclpy_compat import RCLError, add_parameter_callbacks
 from .body_transforms import BodyTransforms
 from .contacts_msg import ContactsDecodeError, pointcloud2_to_contacts
 from .diagnostics import InputStats, build_diagnostics
+from .keep_warm import KeepWarm
 from .model_builder import SensorFactory, build_scene, check_contact_body_names
 from .node_params import ChangePlan, LiveSettings, NodeParameters
 from .pairing import Pair
 from .params import ConfigError, SensorConfig, effective_assets_dir, qos_reliability, resolve_path
-from .sensor_endpoints import EndpointQoS, Prediction, SensorEndpoints, SensorHandle, wanted
-from .stamps import ns_to_stamp, stamp_to_ns
+from .sensor_endpoints import EndpointQoS, Prediction, SensorEndpoints, SensorHandle
+from .stamps import stamp_to_ns
 from .step import SensorResult, check_elements, check_predictions, predict_sensor, reading_in_contact, \
     residual_or_none
 from .tare import PairedSample, select_samples
@@ -118,6 +128,10 @@ class SensorNode(Node):
         self._world_frame = p["world_frame"]
         assets = effective_assets_dir(p["assets_dir"])
         self._qos = EndpointQoS(_qos(p, "inputs"), _qos(p, "outputs"))
+        self._fast = bool(p["fast_path"])
+        if p["executor"] not in executors.EXECUTOR_KINDS:
+            raise ConfigError("executor", p["executor"],
+                              f"must be one of {', '.join(executors.EXECUTOR_KINDS)}")
         self.world, pose_topics, body_meshes = build_scene(p, assets, self.params.declare_body)
         self._factory = SensorFactory(self.world, body_meshes)
         self._transforms = BodyTransforms(self.world, DTYPE, DEVICE)
@@ -156,10 +170,12 @@ class SensorNode(Node):
 
         # joint_states before contacts: the executor serves ready subscriptions in creation order,
         # so a step's joint state (published first by a simulator) is applied before its contacts.
-        self.sub_joints = self.create_subscription(JointState, "joint_states", self._on_joint_state,
-                                                   self._qos.inputs)
-        self.sub_contacts = self.create_subscription(PointCloud2, "contacts", self._on_contacts,
-                                                     self._qos.inputs)
+        self.sub_joints, self.sub_contacts = fast_io.subscribe_inputs(
+            self, self._qos.inputs, self._on_joint_state, self._on_contacts, self._reject, self._fast)
+        self._last_contacts: Optional[Any] = None
+        self.keep_warm: Optional[KeepWarm] = None
+        if float(p["keep_warm_period"]) > 0:
+            self.keep_warm = KeepWarm(self, self._warm_step, float(p["keep_warm_period"]))
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", self._qos.outputs)
         self.srv_tare_all = self.create_service(Trigger, "tare", self._on_tare_all)
         self.srv_save = self.create_service(Trigger, "save_calibration", self._on_save_calibration)
@@ -174,7 +190,8 @@ class SensorNode(Node):
         """Create a sensor's handle with its publishers, subscription and tare service."""
         h = SensorHandle(cfg, sensor, layout, int(self.params.values["alignment_buffer_size"]),
                          self.live.tolerance_ns)
-        h.endpoints = SensorEndpoints(self, cfg, layout, self._qos, self._on_measured, self._on_tare)
+        h.endpoints = SensorEndpoints(self, cfg, layout, self._qos, self._on_measured, self._on_tare,
+                                      fast=self._fast)
         self._handles[cfg.name] = h
         self._refresh_dense_counts()
         return h
@@ -189,6 +206,10 @@ class SensorNode(Node):
         self._dense_vertex_counts = {
             h.layout.frame_id: len(h.layout.vertices) for h in self._handles.values()
             if h.layout.kind == "dense_force"}
+        # forward kinematics only for what a step can read: the sensors' bodies and the contact bodies
+        self._transforms.need([b for h in self._handles.values()
+                               for b in (h.config.values["attachment"], h.layout.frame_id)]
+                              + list(self._contact_body_names))
 
     # ------------------------------------------------------------------ input callbacks
     def _reject(self, reason: str, detail: str, handle: Optional[SensorHandle] = None) -> None:
@@ -250,6 +271,22 @@ class SensorNode(Node):
             self._process_contacts(msg, t_recv)
         except Exception as exc:  # noqa: BLE001 -- the node must outlive one bad message
             self._reject("internal_error", f"{type(exc).__name__}: {exc}")
+        if self.keep_warm is not None:
+            self._last_contacts = msg
+            self.keep_warm.touch()
+
+    def _warm_step(self) -> None:
+        """Keep-warm work: the last contacts message through decode and every model; nothing
+        published, counted or kept (see :mod:`.keep_warm`)."""
+        msg = self._last_contacts
+        if msg is None:
+            return
+        decoded = pointcloud2_to_contacts(msg, self._contact_body_names, DTYPE, DEVICE,
+                                          expected_frame_id=self._world_frame)
+        state = SimState(self._transforms.at(stamp_to_ns(msg.header.stamp)), {}, decoded.contacts)
+        results = [predict_sensor(h, state, decoded, h.endpoints.jacobian is not None)
+                   for h in self._handles.values() if getattr(h.sensor, "enabled", True)]
+        check_predictions(results)
 
     def _process_contacts(self, msg: PointCloud2, t_recv: float) -> None:
         """Decode, predict every sensor, check, then publish (see the module docstring)."""
@@ -274,7 +311,8 @@ class SensorNode(Node):
             if not getattr(h.sensor, "enabled", True):  # Klampt's 'enabled' setting
                 continue
             try:
-                results.append(predict_sensor(h, state, decoded, h.endpoints.jacobian is not None))
+                want_jacobian = h.endpoints.jacobian_due(int(h.config.values["jacobian_decimation"]))
+                results.append(predict_sensor(h, state, decoded, want_jacobian))
             except (ValueError, IndexError, RuntimeError) as exc:
                 return self._reject("model_error", f"{h.name}: {exc}")
         bad = check_predictions(results)
@@ -347,9 +385,7 @@ class SensorNode(Node):
         residual = residual_or_none(h.layout, measured, predicted)
         if residual is None:
             self._reject("residual_out_of_range", f"{h.name}: measured - predicted overflows its message", h)
-        elif wanted(h.endpoints.residual):
-            stamp = ns_to_stamp(pair.stamp_ns)
-            h.endpoints.residual.publish(enc.encode_vector(h.layout, residual, stamp))
+        elif h.endpoints.publish_residual(h.layout, residual, pair.stamp_ns):
             h.stats.residuals_published += 1
         h.pairs.append(PairedSample(pair.stamp_ns, measured, state, contact_free))
         n = self.live.tare_samples
@@ -493,7 +529,7 @@ def main(args: Optional[List[str]] = None) -> int:
     code = 0
     try:
         node = SensorNode()
-        rclpy.spin(node)
+        executors.spin_node(node, str(node.params.values["executor"]))
     except ConfigError as exc:
         rclpy.logging.get_logger("sensor_node").fatal(f"configuration error: {exc}")
         code = 2
