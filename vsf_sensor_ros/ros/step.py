@@ -73,7 +73,8 @@ def check_elements(decoded: Any, dense_vertex_counts: Mapping[str, int]) -> Opti
             nv = dense_vertex_counts.get(body)
             if nv is None or elems is None or elems.numel() == 0:
                 continue
-            lo, hi = int(elems.min()), int(elems.max())
+            e = elems.numpy() if elems.device.type == "cpu" else elems.cpu().numpy()   # numpy: cheaper
+            lo, hi = int(e.min()), int(e.max())
             if lo < -1 or hi >= nv:
                 return f"element index {hi if hi >= nv else lo} on {body!r} outside -1..{nv - 1}"
     return None
