@@ -168,8 +168,10 @@ class SensorNode(Node):
                 if warning:
                     self.get_logger().warning(warning)
 
-        # joint_states before contacts: the executor serves ready subscriptions in creation order,
-        # so a step's joint state (published first by a simulator) is applied before its contacts.
+        # joint_states before contacts: the single-threaded executor serves ready subscriptions in
+        # creation order, so a step's joint state (published first by a simulator) is applied before
+        # its contacts; the EventsExecutor serves them in arrival order.  Either way a contacts
+        # message uses the stamped joint state of its own step (body_transforms' history).
         self.sub_joints, self.sub_contacts = fast_io.subscribe_inputs(
             self, self._qos.inputs, self._on_joint_state, self._on_contacts, self._reject, self._fast)
         self._last_contacts: Optional[Any] = None
