@@ -250,8 +250,16 @@ def _pct(x: np.ndarray, q: float) -> float:
     return float(np.percentile(x, q)) if len(x) else float("nan")
 
 
-def summarize_phase(phase: Dict[str, Any], receiver: Receiver, sampler: Sampler) -> Dict[str, Any]:
-    """Loss, latency, CPU and memory of one publisher phase (by its stamp range)."""
+def summarize_phase(phase: Dict[str, Any], receiver: Receiver, sampler: Sampler,
+                    complete_topics: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+    """Loss, latency, CPU and memory of one publisher phase (by its stamp range).
+
+    A step counts as received (``received_complete``) when every topic of
+    ``complete_topics`` (default: every recorded topic) carried its stamp;
+    its latency is the receipt of the last of those.  With decimated
+    Jacobians only the predictions complete a step; the Jacobian topics'
+    counts stay in ``received_per_topic``.
+    """
     lo, hi = int(phase["first_stamp_ns"]), int(phase["last_stamp_ns"])
     received: Dict[str, int] = {}
     per_topic: Dict[str, Dict[str, float]] = {}
@@ -264,6 +272,8 @@ def summarize_phase(phase: Dict[str, Any], receiver: Receiver, sampler: Sampler)
         uniq = np.unique(st)
         received[t] = int(len(uniq))
         per_topic[t] = {"p50": _pct((rx - st) * 1e-6, 50), "p99": _pct((rx - st) * 1e-6, 99)}
+        if complete_topics is not None and t not in complete_topics:
+            continue
         for s, r in zip(st.tolist(), rx.tolist()):
             if r > last_rx.get(s, 0):
                 last_rx[s] = r
@@ -295,8 +305,9 @@ def summarize_phase(phase: Dict[str, Any], receiver: Receiver, sampler: Sampler)
 
 def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: int = 200,
                    workdir: Optional[Path] = None, log: Any = print, world: str = "auto",
-                   node_module: str = "vsf_sensor_ros.ros.sensor_node", jacobians: bool = True
-                   ) -> Dict[str, Any]:
+                   node_module: str = "vsf_sensor_ros.ros.sensor_node", jacobians: bool = True,
+                   extra_params: Optional[Dict[str, Any]] = None,
+                   complete_kinds: Sequence[str] = ("predicted", "jacobian")) -> Dict[str, Any]:
     """Start the node, drive it through ``phases`` and measure; always stops both children.
 
     Args:
@@ -310,6 +321,10 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
         node_module: module run with ``python -m`` as the node (the shipped node by
             default; another entry point for experiments, e.g. a different executor).
         jacobians: publish (and receive) the Jacobian topics; False measures predictions only.
+        extra_params: node parameters over :func:`node_params` (e.g. ``fast_path: false``, or
+            ``<s>.jacobian_decimation``).
+        complete_kinds: output kinds (``predicted``, ``jacobian``) that must all arrive for a
+            step to count as received; ``("predicted",)`` with decimated Jacobians.
 
     Returns:
         ``{"world", "qos", "contacts", "node_start_s", "phases": [summary...], ...}`` or
@@ -332,7 +347,7 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
     workdir = Path(workdir or tempfile.mkdtemp(prefix="vsf_bench_node_"))
     workdir.mkdir(parents=True, exist_ok=True)
     params_file = workdir / "node_params.yaml"
-    params = node_params(world, assets, jacobians)
+    params = {**node_params(world, assets, jacobians), **(extra_params or {})}
     params_file.write_text(yaml.safe_dump({"sensor_node": {"ros__parameters": params}}, sort_keys=False))
     domain = free_domain_id()
     apply_localhost_env(domain)
@@ -360,6 +375,8 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
                               "workdir": str(workdir), "contacts_per_message": contacts,
                               "contacts_mode": "barycentric",
                               "sensors": list(SENSORS), "jacobians": jacobians, "markers": "off",
+                              "extra_params": dict(extra_params or {}),
+                              "complete_kinds": list(complete_kinds),
                               "ros_domain_id": domain,
                               "rmw": os.environ.get("RMW_IMPLEMENTATION", "default (rmw_fastrtps_cpp)")}
     try:
@@ -395,7 +412,8 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
             return {**result, "skipped": f"publisher failed (exit {pub.poll()}):\n{pub.tail()}\n"
                                          f"node log:\n{node.tail()}"}
         summary = json.loads(pub_out.read_text())
-        result["phases"] = [summarize_phase(p, receiver, sampler) for p in summary["phases"]
+        complete = [t for t in receiver.topics if t.rsplit("/", 1)[-1] in complete_kinds]
+        result["phases"] = [summarize_phase(p, receiver, sampler, complete) for p in summary["phases"]
                             if p["name"] != "warmup"]
         if receiver.diagnostics:
             from vsf_sensor_ros.ros.diagnostics import status_values

@@ -2,10 +2,12 @@
 
 Builds the node in this process with the benchmark's parameters
 (:func:`benchmarks.bench_node.node_params`), then calls its ``joint_states``
-and ``contacts`` callbacks directly with the publisher's messages, so the
-numbers are the node's own work per simulator step (decode, forward
-kinematics, models, Jacobians, encode, publish into DDS) without transport
-or scheduling.  Reports the wall time per step and the functions with the
+and ``contacts`` callbacks directly with the publisher's messages (as
+serialised bytes with ``fast_path``, the default), so the numbers are the
+node's own work per simulator step (decode, forward kinematics, models,
+Jacobians, checks) without transport or scheduling.  Nothing subscribes to
+the outputs here, so the node encodes and publishes nothing (as it does
+for an output nobody subscribes to).  Reports the wall time per step and the functions with the
 largest cumulative time per step (µs).
 
 ``python -m benchmarks.profile_node [--steps 500] [--top 25]``
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
+import struct
 import sys
 import time
 from typing import Any, Dict, List, Sequence
@@ -31,6 +34,7 @@ def profile_node(steps: int = 500, contacts: int = 100, top: int = 25) -> Dict[s
     """
     import rclpy
     from rclpy.parameter import Parameter
+    from rclpy.serialization import serialize_message
     from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id
     from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
     from vsf_sensor_ros.ros.stamps import ns_to_stamp
@@ -49,8 +53,21 @@ def profile_node(steps: int = 500, contacts: int = 100, top: int = 25) -> Dict[s
         clouds = [contacts_to_pointcloud2(c, bp.CONTACT_BODY_NAMES, frame_id="world")
                   for c in bp.contact_pool(world, contacts, 20)]
         js = JointState(name=names, position=q)
+        # With fast_path (the default) the subscriptions take serialised bytes: feed them the
+        # bytes, header stamp patched in place (CDR: 4-byte encapsulation, int32 sec, uint32 nsec).
+        raw = bool(node.params.values["fast_path"])
+        raw_js = bytearray(serialize_message(js))
+        raw_clouds = [bytearray(serialize_message(c)) for c in clouds]
 
         def step(i: int) -> None:
+            if raw:
+                sec, nsec = divmod(time.time_ns(), 1_000_000_000)
+                cloud = raw_clouds[i % len(raw_clouds)]
+                for buf in (raw_js, cloud):
+                    struct.pack_into("<iI", buf, 4, sec, nsec)
+                node.sub_joints.callback(bytes(raw_js))
+                node.sub_contacts.callback(bytes(cloud))
+                return
             stamp = ns_to_stamp(time.time_ns())
             for m in (js, clouds[i % len(clouds)]):
                 m.header.stamp = stamp

@@ -13,7 +13,10 @@ Sections (each can be chosen with ``--sections``):
   1 kHz for memory flatness; its start-up time and idle RSS; then the same
   phases (without the 60 s) through ``benchmarks.relay_node``, a bare rclpy
   relay of the same messages in the node's place: the transport floor, with
-  the node's latency reported as a ratio to it;
+  the node's latency reported as a ratio to it; then the rate phases again with
+  ``<s>.jacobian_decimation: 10`` (a step counts when its predictions arrive) and
+  with the reference message path (``fast_path: false``, single-threaded
+  executor: the node before its hot path), for CPU per message side by side;
 * ``scaling`` -- latency vs contacts and vs mesh size, plotted to ``scaling.png``;
 * ``cuda`` -- the library rows on CUDA when ``torch.cuda.is_available()``.
 
@@ -36,6 +39,21 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results.json"
 SECTIONS = ("library", "node", "scaling", "cuda")
 TEN_MINUTES_S = 600.0
+
+
+# Node variants run after the node and its transport floor: (results key, title, node parameters,
+# output kinds completing a step, most messages per rate).
+VARIANTS = (
+    ("decimated", "jacobian_decimation: 10 (both sensors; a step counts when its predictions arrive)",
+     {"punyo_pressure.jacobian_decimation": 10, "punyo_force.jacobian_decimation": 10}, ("predicted",),
+     10**9),
+    ("reference", "reference message path (fast_path: false, single-threaded executor)",
+     {"fast_path": False, "executor": "single_threaded"}, ("predicted", "jacobian"), 500),
+)
+
+
+KEEP_WARM_PERIOD_S = 0.005
+KEEP_WARM_TITLE = f"messages 2 s apart with keep_warm_period: {KEEP_WARM_PERIOD_S}"
 
 
 def settings(quick: bool, node_count: Optional[int]) -> Dict[str, Any]:
@@ -126,7 +144,16 @@ def evaluate_targets(results: Dict[str, Any]) -> List[Dict[str, Any]]:
         ctx = f"{world} world, pressure + dense force + Jacobians, {ph['sent']} msgs"
         add("node 1 kHz: messages lost", ph["lost"], "0", ph["lost"] == 0, "msgs", ctx)
         p99 = ph["latency_ms"]["p99"]
-        add("node 1 kHz: latency p99", p99, "< 2 ms", p99 is not None and p99 < 2.0, "ms", ctx)
+        add("node 1 kHz: latency p99", p99, "<= 20 ms", p99 is not None and p99 <= 20.0, "ms", ctx)
+        add("node 1 kHz: latency p99, long-term goal", p99, "<= 2 ms", p99 is not None and p99 <= 2.0,
+            "ms", ctx)
+        cpu = ph.get("cpu_ms_per_msg")
+        add("node 1 kHz: CPU per message", cpu, "<= 0.7 ms", None if cpu is None else cpu <= 0.7, "ms",
+            ctx)
+        p5 = next((p for p in node.get("phases", []) if p["name"] == "rate_500"), None)
+        if p5 is not None:
+            v = p5["latency_ms"]["p99"]
+            add("node 500 Hz: latency p99", v, "<= 5 ms", v is not None and v <= 5.0, "ms", ctx)
         need = ph.get("cores_needed_at_rate")
         share = f"{ph.get('cpu_ms_per_msg', float('nan')):.2f} ms CPU/msg; measured share " \
                 f"{ph['cpu_cores']:.2f} of {ph.get('host_busy_cores', float('nan')):.2f} busy host cores"
@@ -134,7 +161,7 @@ def evaluate_targets(results: Dict[str, Any]) -> List[Dict[str, Any]]:
             None if need is None else need < 1.0, "cores", share)
     else:
         why = node.get("skipped", "node section not run")
-        for name, lim in (("node 1 kHz: messages lost", "0"), ("node 1 kHz: latency p99", "< 2 ms"),
+        for name, lim in (("node 1 kHz: messages lost", "0"), ("node 1 kHz: latency p99", "<= 20 ms"),
                           ("node 1 kHz: CPU", "< 1 core")):
             add(name, None, lim, None, "", why.splitlines()[0] if why else "")
     rss, start = node.get("node_rss_idle_mb"), node.get("node_start_s")
@@ -152,6 +179,13 @@ def evaluate_targets(results: Dict[str, Any]) -> List[Dict[str, Any]]:
         cold = a / b if a is not None and b and math.isfinite(a) and math.isfinite(b) else None
         add("node message after 2 s idle: p50 latency / 100 Hz p50", cold, "<= 3x",
             None if cold is None else cold <= 3.0, "x", f"{idle['received_complete']} idle messages")
+        kw = next((p for p in (node.get("keep_warm") or {}).get("phases", []) if p["name"] == "idle_2s"),
+                  None)
+        if kw is not None:
+            a = kw["latency_ms"]["p50"]
+            cold = a / b if a is not None and b and math.isfinite(a) and math.isfinite(b) else None
+            add(f"same, keep_warm_period {KEEP_WARM_PERIOD_S} s", cold, "<= 3x",
+                None if cold is None else cold <= 3.0, "x", f"{kw['received_complete']} idle messages")
     else:
         add("node message after 2 s idle: p50 latency / 100 Hz p50", None, "<= 3x", None, "x",
             "full run only" if results["meta"]["quick"] else node.get("skipped", "node section not run"))
@@ -271,6 +305,23 @@ def format_table(results: Dict[str, Any]) -> str:
                              f"p99 {_f(r['p99'], '{:.1f}')}x, CPU/msg {_f(r['cpu_ms_per_msg'], '{:.1f}')}x")
             elif floor.get("skipped"):
                 L.append(f"  transport floor skipped: {floor['skipped'].splitlines()[0]}")
+            for key in [v[0] for v in VARIANTS] + ["keep_warm"]:
+                var = node.get(key) or {}
+                if var.get("skipped"):
+                    L.append(f"  {key} skipped: {var['skipped'].splitlines()[0]}")
+                if not var.get("phases"):
+                    continue
+                L.append(f"  {var['title']}; start {var.get('node_start_s', float('nan')):.1f} s, "
+                         f"idle RSS {var.get('node_rss_idle_mb', float('nan')):.0f} MB:")
+                for p in var["phases"]:
+                    lat = p["latency_ms"]
+                    L.append(_cols((f"{key[:5]} {p['name'].split('_')[-1]}", f"{p['rate_hz']:.0f}", p["sent"],
+                                    p["received_complete"], p["lost"], _f(lat["p50"], "{:.2f}"),
+                                    _f(lat["p99"], "{:.2f}"), _f(lat["max"], "{:.1f}"),
+                                    _f(p["cpu_cores"], "{:.2f}"), _f(p.get("cpu_ms_per_msg"), "{:.2f}"),
+                                    _f(p.get("harness_cores"), "{:.2f}"),
+                                    _f(p.get("host_busy_cores"), "{:.2f}"), _f(p["rss_start_mb"], "{:.0f}"),
+                                    _f(p["rss_end_mb"], "{:.0f}"), "-"), NODE_W))
             L.append("  (node CPU in cores: 1.00 = one core busy; ms/msg = node CPU time per processed "
                      "message;")
             L.append("   harness = publisher + receiver processes; host busy = all processes, of "
@@ -364,6 +415,26 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
             results["node"]["floor"] = floor
             if floor.get("skipped"):
                 print(f"  transport floor skipped: {floor['skipped']}", flush=True)
+            rates = [p for p in phases if p["name"].startswith("rate_")]
+            for key, text, extra, kinds, count in VARIANTS:
+                print(f"[node] {text}", flush=True)
+                t0 = time.monotonic()
+                ph = [{**p, "count": min(p["count"], count)} for p in rates]
+                var = run_node_bench(ph, warmup=cfg["node_warmup"], world=results["node"]["world"],
+                                     extra_params=extra, complete_kinds=kinds)
+                var["seconds"] = time.monotonic() - t0
+                var["title"] = text
+                results["node"][key] = var
+                if var.get("skipped"):
+                    print(f"  {key} skipped: {var['skipped']}", flush=True)
+            idle = [p for p in phases if p["name"] == "idle_2s"]
+            if idle:
+                # the cold-message case again, with the node's keep-warm timer on
+                print(f"[node] {KEEP_WARM_TITLE}", flush=True)
+                kw = run_node_bench(idle, warmup=cfg["node_warmup"], world=results["node"]["world"],
+                                    extra_params={"keep_warm_period": KEEP_WARM_PERIOD_S})
+                kw["title"] = KEEP_WARM_TITLE
+                results["node"]["keep_warm"] = kw
     if "scaling" in sections:
         print("[scaling] latency vs contacts and vs mesh size", flush=True)
         from benchmarks.bench_scaling import plot_scaling, scaling_section

@@ -318,6 +318,9 @@ class World:
         self._index = {n: i for i, n in enumerate(self.body_names)}
         self._T = np.tile(np.eye(4), (len(self.body_names), 1, 1))
         self._n_links = len(self.link_names)
+        # links whose row of _T matches the robot's current configuration
+        self._links_fresh = np.zeros(self._n_links, dtype=bool)
+        self._link_sets: Dict[Tuple[str, ...], np.ndarray] = {}
         self._robot_dirty = True
         self._bodies_dirty = True
 
@@ -435,21 +438,34 @@ class World:
         self._q[:] = q
         self._robot_dirty = True
 
-    def update(self) -> None:
+    def update(self, bodies: Optional[Sequence[str]] = None) -> None:
         """Recompute transforms if anything changed and push them into the Klampt models.
 
         Called by :meth:`body_transforms`; call it directly before using
         :attr:`klampt_world` (e.g. collision queries) after a state change.
+
+        Args:
+            bodies: refresh only the links among these bodies (plus the links
+                every attached body hangs from); None = every link.  Klampt's
+                own link transforms are always complete (its forward
+                kinematics runs in ``setConfig``); this only limits which
+                links are read back into Python.
+
+        Raises:
+            ValueError: an unknown body name.
         """
         if self._robot_dirty:
             self.robot.setConfig(self._q.tolist())
-            out = [link.getTransform() for link in self._links]
-            if out:
-                n = self._n_links
-                self._T[:n, :3, :3] = np.array([o[0] for o in out]).reshape(-1, 3, 3).transpose(0, 2, 1)
-                self._T[:n, :3, 3] = np.array([o[1] for o in out])
+            self._links_fresh[:] = False
             self._robot_dirty = False
             self._bodies_dirty = True
+        need = self._links_of(bodies)
+        stale = need[~self._links_fresh[need]]
+        if len(stale):
+            out = [self._links[i].getTransform() for i in stale.tolist()]
+            self._T[stale, :3, :3] = np.array([o[0] for o in out]).reshape(-1, 3, 3).transpose(0, 2, 1)
+            self._T[stale, :3, 3] = np.array([o[1] for o in out])
+            self._links_fresh[stale] = True
         if self._bodies_dirty:
             # attached bodies in attach order: a parent is always attached before its child
             for a in self._attached.values():
@@ -459,20 +475,56 @@ class World:
                 a.obj.setTransform(*matrix_to_klampt(a.pose))
             self._bodies_dirty = False
 
+    def _links_of(self, bodies: Optional[Sequence[str]]) -> np.ndarray:
+        """Link indices to refresh for ``bodies`` (None: all), always with the attached bodies' links."""
+        key = None if bodies is None else tuple(bodies)
+        hit = self._link_sets.get(key)
+        if hit is not None:
+            return hit
+        if key is None:
+            idx = set(range(self._n_links))
+        else:
+            for b in key:
+                self._check(b)
+            idx = {self._index[b] for b in key if self._index[b] < self._n_links}
+            for a in self._attached.values():     # every attached pose follows its parent's chain
+                parent = a.parent
+                while parent in self._attached:
+                    parent = self._attached[parent].parent
+                if parent is not None and self._index[parent] < self._n_links:
+                    idx.add(self._index[parent])
+        hit = np.array(sorted(idx), dtype=np.int64)
+        if len(self._link_sets) < 64:
+            self._link_sets[key] = hit
+        return hit
+
     # ------------------------------------------------------------------ queries
 
     def body_transforms(self, dtype: torch.dtype = torch.float64,
-                        device: Union[str, torch.device] = "cpu") -> Dict[str, torch.Tensor]:
-        """Body -> world transforms of every body, for ``SimState.body_transforms``.
+                        device: Union[str, torch.device] = "cpu",
+                        names: Optional[Sequence[str]] = None) -> Dict[str, torch.Tensor]:
+        """Body -> world transforms, for ``SimState.body_transforms``.
+
+        Args:
+            dtype, device: of the returned tensors.
+            names: only these bodies (forward kinematics read back only for
+                the links they and the attached bodies need); None = every body.
 
         Returns:
-            ``{name: (4, 4) tensor}`` in :attr:`body_names` order, metres.
-            The tensors are views of one fresh ``(B, 4, 4)`` tensor (not
-            shared with earlier calls).
+            ``{name: (4, 4) tensor}`` in :attr:`body_names` order (or the
+            order of ``names``), metres.  The tensors are views of one fresh
+            ``(B, 4, 4)`` tensor (not shared with earlier calls).
+
+        Raises:
+            ValueError: an unknown name in ``names`` (lists the known bodies).
         """
-        self.update()
-        T = torch.from_numpy(self._T.copy()).to(dtype=dtype, device=device)
-        return dict(zip(self.body_names, T.unbind(0)))
+        self.update(names)
+        if names is None:
+            T = torch.from_numpy(self._T.copy()).to(dtype=dtype, device=device)
+            return dict(zip(self.body_names, T.unbind(0)))
+        rows = [self._index[n] for n in names]
+        T = torch.from_numpy(self._T[rows]).to(dtype=dtype, device=device)
+        return dict(zip(names, T.unbind(0)))
 
     def body_transform(self, name: str) -> np.ndarray:
         """Body -> world transform of one body as a float64 ``(4, 4)`` array (a copy).

@@ -61,6 +61,7 @@ MORE_BAD_CONFIGS = {
     "duplicate_contact_body_names": ({"contact_body_names": ["punyo", "punyo", "table"]},
                                      "contact_body_names", "['punyo', 'punyo', 'table']", "appears twice"),
     "empty_world_frame": ({"world_frame": ""}, "world_frame", "''", "must name the frame"),
+    "unknown_executor": ({"executor": "fastest"}, "executor", "'fastest'", "must be one of auto, events"),
     "pressure_measured_as_cloud": ({"sensors": ["s"], "s.type": "PunyoPressureSensor",
                                     "s.attachment": "punyo",
                                     "s.measured_type": "sensor_msgs/msg/PointCloud2"},

@@ -6,12 +6,15 @@ When the executor has already served the joint state of a *later* step (both
 waited in the queues), the newest stamped configuration not later than the
 contacts stamp is used instead, so each step pairs with its own joint state.
 Unstamped joint states (stamp 0) are not remembered: the latest wins.
+
+Only the bodies a step can use are computed (:meth:`BodyTransforms.need`:
+the sensors' bodies and the contact bodies); None = every body.
 """
 from __future__ import annotations
 
 import bisect
 from collections import deque
-from typing import Any, Deque, Dict, Optional, Tuple
+from typing import Any, Deque, Dict, Iterable, Optional, Tuple
 
 import numpy as np
 import torch
@@ -35,6 +38,18 @@ class BodyTransforms:
         self._cache: Optional[Dict[str, torch.Tensor]] = None
         # (stamp_ns, the world's whole configuration: mimic joints as set, nothing re-derived)
         self._history: Deque[Tuple[int, np.ndarray]] = deque(maxlen=history)
+        self._names: Optional[Tuple[str, ...]] = None
+
+    def need(self, names: Optional[Iterable[str]]) -> None:
+        """Compute only these bodies from now on (unknown names are left out); None = every body."""
+        if names is None:
+            new = None
+        else:
+            known = set(self._world.body_names)
+            new = tuple(n for n in dict.fromkeys(names) if n in known)
+        if new != self._names:
+            self._names = new
+            self._cache = None
 
     def invalidate(self) -> None:
         """The world changed (a joint state or a pose was applied)."""
@@ -61,11 +76,11 @@ class BodyTransforms:
                 latest = hist[-1][1]
                 world.set_configuration(hist[i][1])
                 try:
-                    return world.body_transforms(self._dtype, self._device)
+                    return world.body_transforms(self._dtype, self._device, self._names)
                 finally:
                     world.set_configuration(latest)
         if self._cache is None:
-            self._cache = world.body_transforms(self._dtype, self._device)
+            self._cache = world.body_transforms(self._dtype, self._device, self._names)
         return self._cache
 
 

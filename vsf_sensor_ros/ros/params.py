@@ -24,6 +24,7 @@ Node-wide (``read_only`` ones are fixed at start)::
     <s>.measured_topic         topic of the measured reading ('' = <s>/measured); live
     <s>.publish_jacobian       publish <s>/jacobian; live
     <s>.publish_markers        publish <s>/markers; live
+    <s>.jacobian_decimation    publish every k-th Jacobian (1 = all); live
     <s>.<setting>              type-specific model settings (see SENSOR_SETTINGS); live
     tare_samples, tare_on_start, calibration_file, calibration_create_dirs, max_sensor_names,
     max_stamp_difference,
@@ -31,6 +32,7 @@ Node-wide (``read_only`` ones are fixed at start)::
     qos.inputs.reliability, qos.inputs.depth, qos.outputs.reliability, qos.outputs.depth,
     publish_tf                 announce the frames the node adds on /tf_static and /tf; read-only
     joint_name_map             ['driver:urdf', ...] JointState names -> URDF joint names; read-only
+    fast_path, executor, keep_warm_period   hot path and executor choice; read-only
 
 When neither ``robot_description`` nor ``robot_description_path`` is given,
 the node uses the package's embedded world
@@ -203,6 +205,15 @@ NODE_SPECS: List[Spec] = [
     Spec("joint_name_map", [], "driver joint names -> URDF joint names, as 'driver:urdf' pairs "
          "(e.g. joint_1:Actuator1); names not listed are used as they are", read_only=True,
          ptype=STRING_ARRAY),
+    Spec("fast_path", True, "read contacts/joint_states from their serialised bytes and publish "
+         "predicted/residual/jacobian as serialised bytes (numpy CDR codec); false: the standard "
+         "message objects (the reference implementation, same messages)", read_only=True),
+    Spec("executor", "auto", "executor of the node's main(): auto (EventsExecutor where rclpy has it, "
+         "else single-threaded), events or single_threaded", read_only=True,
+         constraints="auto | events | single_threaded"),
+    Spec("keep_warm_period", 0.0, "s; > 0: while no contacts message arrived for this long, rerun the "
+         "last one's decode and predictions (nothing published) every period, keeping the per-message "
+         "path in the CPU caches; 0 = off", lo=0.0, hi=10.0, read_only=True),
 ]
 
 BODY_SPECS: List[Spec] = [
@@ -236,6 +247,8 @@ SENSOR_COMMON_SPECS: List[Spec] = [
     Spec("publish_markers", True, "publish <s>/markers (rviz MarkerArray)"),
     Spec("measured_topic", "", "topic of the measured reading (empty: <s>/measured; a relative name "
          "resolves in the node's namespace); live (re-subscribes)"),
+    Spec("jacobian_decimation", 1, "k: compute and publish <s>/jacobian for every k-th contacts "
+         "message only (the first, then every k-th; 1 = every message)", lo=1, hi=10000),
 ]
 
 # Type-specific model settings: key -> Spec.  Keys are the sensor library's

@@ -10,6 +10,10 @@ Per sensor ``<s>`` (:class:`SensorEndpoints`, created and destroyed together):
 * the service ``<s>/tare`` (``std_srvs/Trigger``);
 * the service ``<s>/calibrate_gain`` (``std_srvs/Trigger``) for a sensor with a gain
   (:mod:`vsf_sensor_ros.ros.gain_service`).
+
+With ``fast`` (the node's ``fast_path``) predicted, residual and Jacobian
+messages are serialised from numpy and published as bytes
+(:mod:`vsf_sensor_ros.ros.fast_io`); markers always use message objects.
 """
 from __future__ import annotations
 
@@ -27,10 +31,12 @@ from visualization_msgs.msg import MarkerArray
 from ..sensor.base import BaseSensor
 from ..sensor.state import SimState
 from . import gain_service
+from . import fast_io
 from . import outputs as enc
 from .diagnostics import SensorStats
 from .pairing import StampPairer
 from .params import SensorConfig
+from .stamps import ns_to_stamp, stamp_to_ns
 from .tare import PairedSample
 
 # A buffered prediction: (values (#meas,) float64, the SimState it came from, contact-free for a tare,
@@ -59,6 +65,7 @@ class SensorEndpoints:
         on_calibrate_gain: the same for ``<s>/calibrate_gain``, created when given and the
             sensor ``sensor`` takes a gain (``gain_service.supports_gain``).
         sensor: the sensor's model (decides ``<s>/calibrate_gain``).
+        fast: publish serialised bytes built with numpy (same messages).
     """
 
     def __init__(self, node: Node, config: SensorConfig, layout: enc.SensorLayout, qos: EndpointQoS,
@@ -66,8 +73,12 @@ class SensorEndpoints:
                  on_tare: Callable[[str, Trigger.Request, Trigger.Response], Trigger.Response],
                  on_calibrate_gain: Optional[Callable[[str, Trigger.Request, Trigger.Response],
                                                       Trigger.Response]] = None,
-                 sensor: Optional[BaseSensor] = None) -> None:
+                 sensor: Optional[BaseSensor] = None,
+                 fast: bool = False) -> None:
         self._node, self._qos, self._on_measured = node, qos, on_measured
+        self.fast = bool(fast)
+        # contacts messages since the last published Jacobian (jacobian_decimation)
+        self._since_jacobian = 0
         self.name = config.name
         kind_msg = enc.KIND_MESSAGES[layout.kind]
         self.predicted = node.create_publisher(kind_msg, f"{self.name}/predicted", qos.outputs)
@@ -90,6 +101,7 @@ class SensorEndpoints:
         node, qos = self._node, self._qos.outputs
         if jacobian and self.jacobian is None:
             self.jacobian = node.create_publisher(PointCloud2, f"{self.name}/jacobian", qos)
+            self._since_jacobian = 0
         elif not jacobian and self.jacobian is not None:
             node.destroy_publisher(self.jacobian)
             self.jacobian = None
@@ -126,18 +138,40 @@ class SensorEndpoints:
             True when markers were published.
         """
         values, jac = r.values, r.jacobian
+        stamp_ns = stamp_to_ns(stamp)
         if wanted(self.predicted):
-            self.predicted.publish(enc.encode_vector(layout, values, stamp))
+            self.predicted.publish(fast_io.vector_message(layout, values, stamp_ns, self.fast))
         if jac is not None and self.jacobian is not None and wanted(self.jacobian):
-            self.jacobian.publish(enc.encode_jacobian(
-                jac.rows.cpu().numpy(), r.jacobian_cols, jac.values.detach().cpu().numpy(), stamp,
-                world_frame))
+            self.jacobian.publish(fast_io.jacobian_message(
+                jac.rows.cpu().numpy(), r.jacobian_cols, jac.values.detach().cpu().numpy(), stamp_ns,
+                world_frame, self.fast))
         if marker_force_scale is None or self.markers is None or not wanted(self.markers):
             return False
         pts, frc = state.contacts_on_body(layout.frame_id, local=False)
-        self.markers.publish(enc.encode_markers(self.name, layout, world_frame, stamp, pts.cpu().numpy(),
+        self.markers.publish(enc.encode_markers(self.name, layout, world_frame, ns_to_stamp(stamp_ns),
+                                                pts.cpu().numpy(),
                                                 frc.cpu().numpy(), values, marker_force_scale, in_contact))
         return True
+
+    def publish_residual(self, layout: enc.SensorLayout, residual: np.ndarray, stamp_ns: int) -> bool:
+        """Publish ``<s>/residual`` (``(#meas,)`` float64, SI) when someone subscribes; True if sent."""
+        if not wanted(self.residual):
+            return False
+        self.residual.publish(fast_io.vector_message(layout, residual, stamp_ns, self.fast))
+        return True
+
+    def jacobian_due(self, decimation: int) -> bool:
+        """Whether this contacts message's Jacobian is computed and published; advances the count.
+
+        With ``<s>.jacobian_decimation`` k: the first message after start
+        (or after the Jacobian was switched on), then every k-th.  False
+        while ``<s>/jacobian`` is off.
+        """
+        if self.jacobian is None:
+            return False
+        due = self._since_jacobian % max(int(decimation), 1) == 0
+        self._since_jacobian = 1 if due else self._since_jacobian + 1
+        return due
 
     def destroy(self) -> None:
         """Destroy every endpoint (the sensor leaves the graph)."""

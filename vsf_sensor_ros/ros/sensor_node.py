@@ -41,6 +41,13 @@ reason.  A stamp earlier than the previous one (simulator reset) clears the
 pairing buffers and stateful sensors, is counted as a stamp jump, and the
 message is processed normally.
 
+Hot path (``fast_path``, default true): ``contacts`` and ``joint_states``
+are read from their serialised bytes and the predicted, residual and
+Jacobian messages are published as serialised bytes, both with numpy
+(:mod:`.fast_io`, :mod:`.cdr`); ``fast_path: false`` uses the standard
+message objects (the reference implementation, same messages).  ``main()``
+spins with the ``executor`` parameter's choice (:mod:`.executors`).
+
 Where things live: parameters and change plans :mod:`.node_params` (the table
 in :mod:`.params`), models from parameters :mod:`.model_builder`, one
 sensor's endpoints and buffers :mod:`.sensor_endpoints`, stamp pairing
@@ -75,6 +82,8 @@ from ..sensor import SimState
 from ..sensor.base import BaseSensor
 from . import calibration_store as cal_store
 from . import gain_service
+from . import executors
+from . import fast_io
 from . import outputs as enc
 from ._rclpy_compat import RCLError, add_parameter_callbacks
 from .body_transforms import BodyTransforms
@@ -82,12 +91,13 @@ from .contacts_msg import ContactsDecodeError, pointcloud2_to_contacts, with_imp
 from .diagnostics import InputStats, build_diagnostics
 from .frames import FramePublisher
 from .joint_names import JointNameTracker, joints_moving, parse_joint_name_map
+from .keep_warm import KeepWarm
 from .model_builder import SensorFactory, build_scene, check_contact_body_names
 from .node_params import ChangePlan, LiveSettings, NodeParameters
 from .pairing import Pair
 from .params import ConfigError, SensorConfig, effective_assets_dir, qos_reliability, resolve_path
-from .sensor_endpoints import EndpointQoS, Prediction, SensorEndpoints, SensorHandle, measured_topic, wanted
-from .stamps import ns_to_stamp, stamp_to_ns
+from .sensor_endpoints import EndpointQoS, Prediction, SensorEndpoints, SensorHandle, measured_topic
+from .stamps import stamp_to_ns
 from .step import SensorResult, check_elements, check_predictions, predict_sensor, reading_in_contact, \
     residual_or_none
 from .tare import PairedSample, select_samples
@@ -138,6 +148,10 @@ class SensorNode(Node):
         self._world_frame = p["world_frame"]
         assets = effective_assets_dir(p["assets_dir"])
         self._qos = EndpointQoS(_qos(p, "inputs"), _qos(p, "outputs"))
+        self._fast = bool(p["fast_path"])
+        if p["executor"] not in executors.EXECUTOR_KINDS:
+            raise ConfigError("executor", p["executor"],
+                              f"must be one of {', '.join(executors.EXECUTOR_KINDS)}")
         self.world, pose_topics, body_meshes = build_scene(p, assets, self.params.declare_body)
         self._factory = SensorFactory(self.world, body_meshes)
         self._transforms = BodyTransforms(self.world, DTYPE, DEVICE)
@@ -179,18 +193,23 @@ class SensorNode(Node):
                 if warning:
                     self.get_logger().warning(warning)
 
-        # joint_states before contacts: the executor serves ready subscriptions in creation order,
-        # so a step's joint state (published first by a simulator) is applied before its contacts.
-        self.sub_joints = self.create_subscription(JointState, "joint_states", self._on_joint_state,
-                                                   self._qos.inputs)
-        self.sub_contacts = self.create_subscription(PointCloud2, "contacts", self._on_contacts,
-                                                     self._qos.inputs)
+        # joint_states before contacts: the single-threaded executor serves ready subscriptions in
+        # creation order, so a step's joint state (published first by a simulator) is applied before
+        # its contacts; the EventsExecutor serves them in arrival order.  Either way a contacts
+        # message uses the stamped joint state of its own step (body_transforms' history).
+        self.sub_joints, self.sub_contacts = fast_io.subscribe_inputs(
+            self, self._qos.inputs, self._on_joint_state, self._on_contacts, self._reject, self._fast)
+        self._last_contacts: Optional[Any] = None
+        self.keep_warm: Optional[KeepWarm] = None
+        if float(p["keep_warm_period"]) > 0:
+            self.keep_warm = KeepWarm(self, self._warm_step, float(p["keep_warm_period"]))
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", self._qos.outputs)
         self.srv_tare_all = self.create_service(Trigger, "tare", self._on_tare_all)
         self.srv_save = self.create_service(Trigger, "save_calibration", self._on_save_calibration)
         self.timer_diag = self.create_timer(float(p["diagnostics_period"]), self._on_diagnostics)
         self._has_post_set = add_parameter_callbacks(self, self._coerce_request, self._validate, self._apply)
         self._frames.refresh(h.layout for h in self._handles.values())
+        self._refresh_dense_counts()   # now that the free bodies on /tf are known
         self.get_logger().info(
             f"sensor_node ready: {len(self._handles)} sensors ({', '.join(self._handles) or 'none'}), "
             f"{len(self.world.body_names)} bodies, contact bodies {self._contact_body_names}")
@@ -201,7 +220,8 @@ class SensorNode(Node):
         h = SensorHandle(cfg, sensor, layout, int(self.params.values["alignment_buffer_size"]),
                          self.live.tolerance_ns)
         h.endpoints = SensorEndpoints(self, cfg, layout, self._qos, self._on_measured, self._on_tare,
-                                      self._on_calibrate_gain, sensor)
+                                      self._on_calibrate_gain, sensor,
+                                      fast=self._fast)
         self._handles[cfg.name] = h
         self._refresh_dense_counts()
         return h
@@ -226,6 +246,12 @@ class SensorNode(Node):
             for j in joints_moving(str(h.config.values["attachment"]), parents, joints):
                 watched.setdefault(j, []).append(h.name)
         self.joint_names.watched = watched
+        # forward kinematics only for what a step can read: the sensors' bodies, the contact bodies
+        # and the free bodies whose poses go on /tf
+        free = list(self._frames.table.free) if self._frames.table is not None else []
+        self._transforms.need([b for h in self._handles.values()
+                               for b in (h.config.values["attachment"], h.layout.frame_id)]
+                              + list(self._contact_body_names) + free)
 
     # ------------------------------------------------------------------ input callbacks
     def _reject(self, reason: str, detail: str, handle: Optional[SensorHandle] = None) -> None:
@@ -294,6 +320,22 @@ class SensorNode(Node):
             if not self.context.ok():
                 return   # a shutdown signal arrived mid-message: the publish failed, nothing is wrong
             self._reject("internal_error", f"{type(exc).__name__}: {exc}")
+        if self.keep_warm is not None:
+            self._last_contacts = msg
+            self.keep_warm.touch()
+
+    def _warm_step(self) -> None:
+        """Keep-warm work: the last contacts message through decode and every model; nothing
+        published, counted or kept (see :mod:`.keep_warm`)."""
+        msg = self._last_contacts
+        if msg is None:
+            return
+        decoded = pointcloud2_to_contacts(msg, self._contact_body_names, DTYPE, DEVICE,
+                                          expected_frame_id=self._world_frame)
+        state = SimState(self._transforms.at(stamp_to_ns(msg.header.stamp)), {}, decoded.contacts)
+        results = [predict_sensor(h, state, decoded, h.endpoints.jacobian is not None)
+                   for h in self._handles.values() if getattr(h.sensor, "enabled", True)]
+        check_predictions(results)
 
     def _process_contacts(self, msg: PointCloud2, t_recv: float) -> None:
         """Decode, predict every sensor, check, then publish (see the module docstring)."""
@@ -321,7 +363,8 @@ class SensorNode(Node):
             if not getattr(h.sensor, "enabled", True):  # Klampt's 'enabled' setting
                 continue
             try:
-                results.append(predict_sensor(h, state, decoded, h.endpoints.jacobian is not None))
+                want_jacobian = h.endpoints.jacobian_due(int(h.config.values["jacobian_decimation"]))
+                results.append(predict_sensor(h, state, decoded, want_jacobian))
             except (ValueError, IndexError, RuntimeError) as exc:
                 return self._reject("model_error", f"{h.name}: {exc}")
         bad = check_predictions(results)
@@ -417,9 +460,7 @@ class SensorNode(Node):
         residual = residual_or_none(h.layout, measured, predicted)
         if residual is None:
             self._reject("residual_out_of_range", f"{h.name}: measured - predicted overflows its message", h)
-        elif wanted(h.endpoints.residual):
-            stamp = ns_to_stamp(stamp_ns)   # the contacts message's stamp, whatever the pairing key
-            h.endpoints.residual.publish(enc.encode_vector(h.layout, residual, stamp))
+        elif h.endpoints.publish_residual(h.layout, residual, stamp_ns):   # the contacts stamp
             h.stats.residuals_published += 1
         h.pairs.append(PairedSample(stamp_ns, measured, state, contact_free))
         gain_service.record(h.contact_pairs, h.pairs[-1])
@@ -554,6 +595,7 @@ class SensorNode(Node):
                 self.get_logger().info(f"sensor {name!r} ({cfg.type} on {cfg.values['attachment']}) added")
         self.params.applied(plan)
         self._frames.refresh(h.layout for h in self._handles.values())
+        self._refresh_dense_counts()
 
     def _change_sensor(self, h: SensorHandle, cfg: SensorConfig, sensor: Optional[BaseSensor],
                        layout: Optional[enc.SensorLayout]) -> None:
@@ -648,7 +690,7 @@ def main(args: Optional[List[str]] = None) -> int:
     code = 0
     try:
         node = SensorNode()
-        rclpy.spin(node)
+        executors.spin_node(node, str(node.params.values["executor"]))
     except ConfigError as exc:
         rclpy.logging.get_logger("sensor_node").fatal(f"configuration error: {exc}")
         code = 2
