@@ -511,7 +511,8 @@ def encode_vector(layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> by
     Args:
         layout: from :func:`vsf_sensor_ros.ros.outputs.sensor_layout`.
         values: ``(#meas,)`` float64, SI.
-        stamp_ns: header stamp (ns).
+        stamp_ns: header stamp (ns); ``frame_id`` is ``layout.reading_frame``, the frame the
+            values are in (the sensor frame or the body), as ``outputs.encode_vector``.
 
     Returns:
         Bytes of a ``FluidPressure`` (pressure), ``PointCloud2`` (dense
@@ -520,12 +521,12 @@ def encode_vector(layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> by
     """
     if layout.kind == "pressure":
         var = 0.0 if layout.std is None else float(layout.std[layout.slots[0]] ** 2)
-        return encode_fluid_pressure(stamp_ns, layout.frame_id, float(values[layout.slots[0]]), var)
+        return encode_fluid_pressure(stamp_ns, layout.reading_frame, float(values[layout.slots[0]]), var)
     if layout.kind == "dense_force":
-        return encode_dense_force(stamp_ns, layout.frame_id, layout.vertices,
+        return encode_dense_force(stamp_ns, layout.reading_frame, layout.vertices,
                                   np.asarray(values, dtype=np.float32))
     if layout.kind == "wrench":
         force = [float(values[i]) if i >= 0 else 0.0 for i in layout.slots]
     else:
         force = [0.0, 0.0, float(values[layout.slots[0]])]
-    return encode_wrench_stamped(stamp_ns, layout.frame_id, force)
+    return encode_wrench_stamped(stamp_ns, layout.reading_frame, force)
