@@ -170,15 +170,16 @@ def test_agreement_numbers_per_axis_after_the_tare_and_in_contact():
     assert c["rms"]["force_z"] == pytest.approx(np.sqrt((0.36 + 0.64) / 2))
     assert c["max_abs"]["force_z"] == pytest.approx(0.8)
     # Without a tare every matched sample counts: max |fx| = 9.
-    assert agreement_numbers(pred, meas, None, np.array([]), ["x", "y", "z"])["after_tare"]["max_abs"]["x"] == 9
+    everything = agreement_numbers(pred, meas, None, np.array([]), ["x", "y", "z"])
+    assert everything["after_tare"]["max_abs"]["x"] == 9
 
 
 def test_agreement_numbers_empty_and_wrong_width():
     pred = series([0], [10], [[1.0, 2.0]])
     meas = series([0], [0], [[1.0, 2.0]])
     empty = agreement_numbers(pred, meas, 100, np.array([0]), ["a", "b"])
-    assert empty["after_tare"] == {"samples": 0, "mean": {"a": None, "b": None}, "rms": {"a": None, "b": None},
-                                   "max_abs": {"a": None, "b": None}}
+    none = {"a": None, "b": None}
+    assert empty["after_tare"] == {"samples": 0, "mean": none, "rms": none, "max_abs": none}
     with pytest.raises(ValueError, match="2 components but 3 names"):
         agreement_numbers(pred, meas, None, np.array([0]), ["a", "b", "c"])
 
@@ -206,7 +207,7 @@ def test_summary_labels_every_measured_stream_and_reports_the_pad_against_klampt
     cfg = resolve_config(build_parser().parse_args(["--world", "embedded", "--out", str(tmp_path)]))
     bodies = cfg.contact_body_names                      # [punyo, object, table]
     touch = {("punyo", "object"): ContactState(torch.zeros(1, 3, dtype=torch.float64),
-                                                torch.tensor([[0.0, 0.0, -6.0]], dtype=torch.float64))}
+                                               torch.tensor([[0.0, 0.0, -6.0]], dtype=torch.float64))}
     contacts = TopicLog("/contacts", "sensor_msgs/msg/PointCloud2")
     for k, t in enumerate([1.0, 2.0, 3.0, 4.0]):        # the bubble touches the box at 3 s and 4 s
         contacts.data.append(serialize_message(contacts_to_pointcloud2(touch if k >= 2 else {}, bodies, t)))
@@ -248,8 +249,9 @@ def test_summary_labels_every_measured_stream_and_reports_the_pad_against_klampt
     assert "pad_vs_klampt_native" in summary["definitions"] and "measured_source" in summary["definitions"]
     text = summary_table(summary)
     assert "vs Klampt's C++ ContactSensor" in text
-    # fz: after the tare sqrt(0.41 / 3) = 0.370, in contact sqrt(0.41 / 2) = 0.453; max 0.5.
-    assert "after tare (3 samples)" in text and "z 0.37/0.5" in text
-    assert "in contact (2 samples)" in text and "z 0.453/0.5" in text
+    # fz: after the tare mean 0.1 / 3, rms sqrt(0.41 / 3) = 0.370; in contact mean 0.05, rms
+    # sqrt(0.41 / 2) = 0.453; max 0.5.
+    assert "after tare (3 samples)" in text and "z 0.0333/0.37/0.5" in text
+    assert "in contact (2 samples)" in text and "z 0.05/0.453/0.5" in text
     row = next(line for line in text.splitlines() if line.startswith("punyo_pad"))
     assert row.split()[1] == "klampt-native-contact-sensor"

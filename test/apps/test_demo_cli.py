@@ -152,7 +152,8 @@ def test_summary_table_has_a_row_per_sensor_with_dashes_for_missing_numbers():
                                               "residual_rms_before_tare": 101325.0,
                                               "residual_rms_after_tare": 5.1, "tare_offset": 101325.2,
                                               "tare_samples": 10},
-                           "object_load": {"measured_source": None, "published": 0, "latency_ms_p50": None, "latency_ms_p99": None,
+                           "object_load": {"measured_source": None, "published": 0, "latency_ms_p50": None,
+                                           "latency_ms_p99": None,
                                            "residual_rms_before_tare": None, "residual_rms_after_tare": None,
                                            "tare_offset": [0.0, 0.05], "tare_samples": None}}}
     lines = summary_table(summary).splitlines()
@@ -202,8 +203,8 @@ def test_measured_streams_are_labelled_by_where_the_simulator_takes_them_from(tm
                                "    object_load.attachment: object\n    extra.type: ContactSensor\n"
                                "    extra.attachment: punyo\n    contact_body_names: [object, table]\n")
     cfg = resolve_config(build_parser().parse_args(["--params-file", str(f), "--out", str(tmp_path)]))
-    assert {s.name: s.measured_source for s in cfg.sensors} == {"object_load": "synthetic-model",
-                                                                 "extra": None}
+    got = {s.name: s.measured_source for s in cfg.sensors}
+    assert got == {"object_load": "synthetic-model", "extra": None}
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--measured-source", "guess"])
 

@@ -232,8 +232,8 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
                                            cfg.out / f"{s.name}.png", tare_t, span,
                                            title=f"{s.name} ({s.type_name}); measured = {source}",
                                            unit="Pa" if s.kind == "pressure" else "N",
-                                           measured_label="measured"
-                                           + (" (synthetic)" if s.measured_source == SOURCE_SYNTHETIC else "")))
+                                           measured_label="measured (synthetic)"
+                                           if s.measured_source == SOURCE_SYNTHETIC else "measured"))
     return written
 
 
@@ -283,8 +283,9 @@ def summary_table(summary: Dict[str, Any]) -> str:
                       f"measured - predicted after the tare [{agree['units']}]:"]
         for part in ("after_tare", "in_contact"):
             b = agree[part]
-            axes = ", ".join(f"{k[-1]} {_fmt(b['rms'][k])}/{_fmt(b['max_abs'][k])}" for k in b["rms"])
-            lines.append(f"  {part.replace('_', ' ')} ({b['samples']} samples) rms/max|.|: {axes}")
+            axes = ", ".join(f"{k[-1]} {_fmt(b['mean'][k])}/{_fmt(b['rms'][k])}/{_fmt(b['max_abs'][k])}"
+                             for k in b["rms"])
+            lines.append(f"  {part.replace('_', ' ')} ({b['samples']} samples) mean/rms/max|.|: {axes}")
     notes = [f"  {name}: {s['tare_status']}" for name, s in summary["sensors"].items()
              if s.get("tare_status", "tared") != "tared"]
     if notes:
