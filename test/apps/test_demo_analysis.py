@@ -6,8 +6,8 @@ import pytest
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import FluidPressure, PointCloud2, PointField
 
-from vsf_sensor_ros.apps.analysis import (Series, cloud_fields, latencies_ms, match_by_stamp,
-                                          reading_vector, sensor_numbers)
+from vsf_sensor_ros.apps.analysis import (Series, agreement_numbers, cloud_fields, latencies_ms,
+                                          match_by_stamp, reading_vector, sensor_numbers)
 
 
 def padded_cloud(big_endian: bool) -> PointCloud2:
@@ -145,3 +145,113 @@ def test_tare_split_uses_send_times_when_known_not_late_receive_times():
     assert n["residual_rms_after_tare"] == pytest.approx(1.0)     # sample 3 only
     # Latency stays receive-to-receive: 5, 5, 25, 10 ns -> p50 = 7.5e-6 ms.
     assert n["latency_ms_p50"] == pytest.approx(7.5e-6)
+
+
+def test_agreement_numbers_per_axis_after_the_tare_and_in_contact():
+    # Five pad samples (fx, fy, fz); the tare answer arrived at wall 25, so samples sent at
+    # 10 and 20 do not count.  Steps 3 and 4 are in contact.
+    stamps = [0, 1, 2, 3, 4]
+    pred = series(stamps, [10, 20, 30, 40, 50],
+                  [[0, 0, 0], [0, 0, 0], [0, 0, 0], [1.0, 0, -5.0], [0, 2.0, -8.0]])
+    meas = series(stamps, [0] * 5,
+                  [[9, 9, 9], [9, 9, 9], [0.3, 0, -0.4], [1.0, 0, -5.6], [0.5, 2.0, -7.2]])
+    got = agreement_numbers(pred, meas, 25, np.array([3, 4, 7]), ["force_x", "force_y", "force_z"])
+    # Residuals kept: step 2 (0.3, 0, -0.4), step 3 (0, 0, -0.6), step 4 (0.5, 0, 0.8).
+    a = got["after_tare"]
+    assert a["samples"] == 3
+    assert a["rms"]["force_x"] == pytest.approx(np.sqrt((0.09 + 0.25) / 3))
+    assert a["rms"]["force_y"] == 0.0
+    assert a["rms"]["force_z"] == pytest.approx(np.sqrt((0.16 + 0.36 + 0.64) / 3))
+    assert a["max_abs"] == pytest.approx({"force_x": 0.5, "force_y": 0.0, "force_z": 0.8})
+    assert a["mean"] == pytest.approx({"force_x": 0.8 / 3, "force_y": 0.0, "force_z": -0.2 / 3})
+    c = got["in_contact"]
+    assert c["samples"] == 2
+    assert c["rms"]["force_x"] == pytest.approx(np.sqrt(0.25 / 2))
+    assert c["rms"]["force_z"] == pytest.approx(np.sqrt((0.36 + 0.64) / 2))
+    assert c["max_abs"]["force_z"] == pytest.approx(0.8)
+    # Without a tare every matched sample counts: max |fx| = 9.
+    everything = agreement_numbers(pred, meas, None, np.array([]), ["x", "y", "z"])
+    assert everything["after_tare"]["max_abs"]["x"] == 9
+
+
+def test_agreement_numbers_empty_and_wrong_width():
+    pred = series([0], [10], [[1.0, 2.0]])
+    meas = series([0], [0], [[1.0, 2.0]])
+    empty = agreement_numbers(pred, meas, 100, np.array([0]), ["a", "b"])
+    none = {"a": None, "b": None}
+    assert empty["after_tare"] == {"samples": 0, "mean": none, "rms": none, "max_abs": none}
+    with pytest.raises(ValueError, match="2 components but 3 names"):
+        agreement_numbers(pred, meas, None, np.array([0]), ["a", "b", "c"])
+
+
+def _wrench(t_s: float, f) -> WrenchStamped:
+    w = WrenchStamped()
+    w.header.stamp.sec, w.header.stamp.nanosec = int(t_s), int(round((t_s % 1) * 1e9))
+    w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(v) for v in f)
+    return w
+
+
+def test_summary_labels_every_measured_stream_and_reports_the_pad_against_klampt(tmp_path):
+    """A four-step recording of the pad alone, built by hand (serialized like the recorder stores it)."""
+    import torch
+    from rclpy.serialization import serialize_message
+
+    from vsf_sensor_ros.apps.demo import build_parser
+    from vsf_sensor_ros.apps.demo_config import resolve_config
+    from vsf_sensor_ros.apps.demo_session import SessionResult
+    from vsf_sensor_ros.apps.demo_tare import TareResult
+    from vsf_sensor_ros.apps.recorder import TopicLog
+    from vsf_sensor_ros.apps.summary import build_summary, series_for, summary_table
+    from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+    from vsf_sensor_ros.sensor import ContactState
+    cfg = resolve_config(build_parser().parse_args(["--world", "embedded", "--out", str(tmp_path)]))
+    bodies = cfg.contact_body_names                      # [punyo, object, table]
+    touch = {("punyo", "object"): ContactState(torch.zeros(1, 3, dtype=torch.float64),
+                                               torch.tensor([[0.0, 0.0, -6.0]], dtype=torch.float64))}
+    contacts = TopicLog("/contacts", "sensor_msgs/msg/PointCloud2")
+    for k, t in enumerate([1.0, 2.0, 3.0, 4.0]):        # the bubble touches the box at 3 s and 4 s
+        contacts.data.append(serialize_message(contacts_to_pointcloud2(touch if k >= 2 else {}, bodies, t)))
+        contacts.recv_ns.append(k * 100)
+    pred = TopicLog("/punyo_pad/predicted", "geometry_msgs/msg/WrenchStamped")
+    meas = TopicLog("/punyo_pad/measured", "geometry_msgs/msg/WrenchStamped")
+    # Predicted sent at wall 10, 110, 210, 310; the tare answer arrives at 50 (step 1 is before it).
+    for k, (p, m) in enumerate([((0, 0, 0), (0.05, 0.05, 0.05)), ((0, 0, 0), (0.1, -0.2, 0.0)),
+                                ((0.5, 0, -6.0), (0.2, 0.1, -6.4)), ((0.4, 0.1, -6.2), (0.4, 0.4, -5.7))]):
+        t = float(k + 1)
+        pred.data.append(serialize_message(_wrench(t, p)))
+        pred.recv_ns.append(k * 100 + 20)
+        pred.sent_ns.append(k * 100 + 10)
+        meas.data.append(serialize_message(_wrench(t, m)))
+        meas.recv_ns.append(k * 100 + 5)
+    session = SessionResult({"/contacts": contacts, pred.topic: pred, meas.topic: meas}, {},
+                            TareResult(success=True, request_ns=30, response_ns=50), 1.0, 0, 0)
+    series = {s.name: series_for(session, s) for s in cfg.sensors}
+    summary = build_summary(cfg, session, series, {})
+    labels = {n: s["measured_source"] for n, s in summary["sensors"].items()}
+    assert labels == {"punyo_pressure": "synthetic-model", "punyo_force": "synthetic-model",
+                      "punyo_pad": "klampt-native-contact-sensor", "object_load": "simulator-contact-forces"}
+    assert summary["measured_source"] == "independent"
+    agree = summary["pad_vs_klampt_native"]
+    assert agree["sensor"] == "punyo_pad" and agree["units"] == "N"
+    # After the tare: steps 2..4, residuals (0.1, -0.2, 0), (-0.3, 0.1, -0.4), (0, 0.3, 0.5).
+    a = agree["after_tare"]
+    assert a["samples"] == 3
+    assert a["rms"]["force_x"] == pytest.approx(np.sqrt((0.01 + 0.09) / 3))
+    assert a["rms"]["force_y"] == pytest.approx(np.sqrt((0.04 + 0.01 + 0.09) / 3))
+    assert a["rms"]["force_z"] == pytest.approx(np.sqrt((0.16 + 0.25) / 3))
+    assert a["max_abs"] == pytest.approx({"force_x": 0.3, "force_y": 0.3, "force_z": 0.5})
+    # In contact: steps 3 and 4.
+    c = agree["in_contact"]
+    assert c["samples"] == 2
+    assert c["rms"]["force_z"] == pytest.approx(np.sqrt((0.16 + 0.25) / 2))
+    assert c["max_abs"]["force_x"] == pytest.approx(0.3)
+    assert c["mean"]["force_z"] == pytest.approx(0.05)              # (-0.4 + 0.5) / 2
+    assert "pad_vs_klampt_native" in summary["definitions"] and "measured_source" in summary["definitions"]
+    text = summary_table(summary)
+    assert "vs Klampt's C++ ContactSensor" in text
+    # fz: after the tare mean 0.1 / 3, rms sqrt(0.41 / 3) = 0.370; in contact mean 0.05, rms
+    # sqrt(0.41 / 2) = 0.453; max 0.5.
+    assert "after tare (3 samples)" in text and "z 0.0333/0.37/0.5" in text
+    assert "in contact (2 samples)" in text and "z 0.05/0.453/0.5" in text
+    row = next(line for line in text.splitlines() if line.startswith("punyo_pad"))
+    assert row.split()[1] == "klampt-native-contact-sensor"

@@ -146,20 +146,24 @@ def test_summary_table_has_a_row_per_sensor_with_dashes_for_missing_numbers():
     summary = {"world": "embedded", "steps": 1000, "sim_rate_hz": 100.0, "achieved_rate_hz": 99.5,
                "duration_s": 10.0, "wall_time_s": 25.0,
                "tare": {"success": True, "sim_time_s": 0.2},
-               "sensors": {"punyo_pressure": {"published": 1000, "latency_ms_p50": 3.21,
+               "sensors": {"punyo_pressure": {"measured_source": "synthetic-model", "published": 1000,
+                                              "latency_ms_p50": 3.21,
                                               "latency_ms_p99": 9.9,
                                               "residual_rms_before_tare": 101325.0,
                                               "residual_rms_after_tare": 5.1, "tare_offset": 101325.2,
                                               "tare_samples": 10},
-                           "object_load": {"published": 0, "latency_ms_p50": None, "latency_ms_p99": None,
+                           "object_load": {"measured_source": None, "published": 0, "latency_ms_p50": None,
+                                           "latency_ms_p99": None,
                                            "residual_rms_before_tare": None, "residual_rms_after_tare": None,
                                            "tare_offset": [0.0, 0.05], "tare_samples": None}}}
     lines = summary_table(summary).splitlines()
     assert "1000 steps at 100 Hz" in lines[0] and "tare ok" in lines[0]
     row = next(line for line in lines if line.startswith("punyo_pressure"))
-    assert row.split() == ["punyo_pressure", "1000/1000", "3.21", "9.9", "1.01e+05", "5.1", "1.01e+05", "10"]
+    assert row.split() == ["punyo_pressure", "synthetic-model", "1000/1000", "3.21", "9.9", "1.01e+05", "5.1",
+                           "1.01e+05", "10"]
     row = next(line for line in lines if line.startswith("object_load"))
-    assert row.split() == ["object_load", "0/1000", "-", "-", "-", "-", "[2", "values]", "-"]
+    assert row.split() == ["object_load", "-", "0/1000", "-", "-", "-", "-", "[2", "values]", "-"]
+    assert not any("Klampt" in line for line in lines)   # no pad_vs_klampt_native entry: no such lines
 
 
 def test_shipped_parameter_files_pair_with_the_simulator(tmp_path):
@@ -179,6 +183,30 @@ def test_shipped_parameter_files_pair_with_the_simulator(tmp_path):
         assert [s.name for s in cfg.sensors] == ["punyo_pressure", "punyo_force", "punyo_pad", "object_load"]
         assert check_pairing(cfg) == [], world
         assert "contact_body_names:=[punyo,object,table]" in sim_command(cfg)
+
+
+def test_measured_streams_are_labelled_by_where_the_simulator_takes_them_from(tmp_path):
+    labels = {"punyo_pressure": "synthetic-model", "punyo_force": "synthetic-model",
+              "punyo_pad": "klampt-native-contact-sensor", "object_load": "simulator-contact-forces"}
+    cfg = resolve_config(build_parser().parse_args(["--world", "embedded", "--out", str(tmp_path)]))
+    assert cfg.measured_source == "independent"
+    assert {s.name: s.measured_source for s in cfg.sensors} == labels
+    assert "measured_source:=independent" in sim_command(cfg)
+    # Every stream from the package's models: all synthetic, and the simulator is told so.
+    cfg = resolve_config(build_parser().parse_args(["--world", "embedded", "--out", str(tmp_path),
+                                                    "--measured-source", "model"]))
+    assert {s.measured_source for s in cfg.sensors} == {"synthetic-model"}
+    assert "measured_source:=model" in sim_command(cfg)
+    # A sensor the simulator does not measure has no source; without the bubble in the body
+    # table the load cell has no simulator force to read and stays synthetic.
+    f = write_params(tmp_path, "    sensors: [object_load, extra]\n    object_load.type: IsaacContactSensor\n"
+                               "    object_load.attachment: object\n    extra.type: ContactSensor\n"
+                               "    extra.attachment: punyo\n    contact_body_names: [object, table]\n")
+    cfg = resolve_config(build_parser().parse_args(["--params-file", str(f), "--out", str(tmp_path)]))
+    got = {s.name: s.measured_source for s in cfg.sensors}
+    assert got == {"object_load": "synthetic-model", "extra": None}
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--measured-source", "guess"])
 
 
 def test_a_parameter_file_that_differs_from_the_simulator_is_reported(tmp_path):

@@ -255,3 +255,44 @@ def sensor_numbers(predicted: Series, measured: Optional[Series], contacts_stamp
     if tare_response_ns is not None:
         out["residual_rms_after_tare"] = rms(m["residual"][m["pred_recv_ns"] > tare_response_ns])
     return out
+
+
+def agreement_numbers(predicted: Series, measured: Series, after_ns: Optional[int],
+                      contact_stamp_ns: np.ndarray, names: Sequence[str]) -> Dict[str, object]:
+    """How closely two implementations agree on the same contacts: measured − predicted per component.
+
+    Samples are matched by stamp (:func:`match_by_stamp`) and kept when the
+    prediction was published after ``after_ns`` (the tare's answer; all when
+    ``None``), so a tared offset does not count.  ``in_contact`` is the subset
+    whose stamp is in ``contact_stamp_ns``.
+
+    Args:
+        predicted, measured: the two streams, vectors of ``len(names)`` entries (SI).
+        after_ns: wall time (ns) after which a prediction counts (its :attr:`Series.event_ns`).
+        contact_stamp_ns: ``(C,)`` int64 stamps of the steps in contact.
+        names: component names, e.g. ``["force_x", "force_y", "force_z"]``.
+
+    Returns:
+        ``{"after_tare": block, "in_contact": block}``, each block
+        ``{"samples": n, "mean": {name: float}, "rms": {name: float}, "max_abs": {name: float}}``
+        (``mean`` = systematic difference, ``rms`` and ``max_abs`` include the spikes)
+        (values ``None`` when ``n = 0``).
+
+    Raises:
+        ValueError: the matched vectors do not have ``len(names)`` entries.
+    """
+    m = match_by_stamp(measured, predicted)
+    res = m["residual"]
+    if res.size and res.shape[1] != len(names):
+        raise ValueError(f"readings have {res.shape[1]} components but {len(names)} names: {list(names)}")
+    keep = np.ones(len(res), dtype=bool) if after_ns is None else m["pred_recv_ns"] > after_ns
+    res, stamps = res[keep], m["stamp_ns"][keep]
+    touching = np.isin(stamps, np.asarray(contact_stamp_ns, dtype=np.int64))
+
+    def block(r: np.ndarray) -> Dict[str, object]:
+        n = int(r.shape[0])
+        return {"samples": n,
+                "mean": {k: (float(r[:, i].mean()) if n else None) for i, k in enumerate(names)},
+                "rms": {k: (rms(r[:, i]) if n else None) for i, k in enumerate(names)},
+                "max_abs": {k: (float(np.abs(r[:, i]).max()) if n else None) for i, k in enumerate(names)}}
+    return {"after_tare": block(res), "in_contact": block(res[touching])}

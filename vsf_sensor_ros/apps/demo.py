@@ -1,8 +1,9 @@
 """One-command demo: simulator + sensor node on this host, recorded, tared, summarised.
 
 ``python -m vsf_sensor_ros.apps.demo [--world embedded|kinova] [--assets DIR]
-[--out DIR] [--duration S] [--rate HZ] [--seed N]`` (``--out`` defaults to
-``demo_out/<world>``: each world writes its own folder)
+[--out DIR] [--duration S] [--rate HZ] [--seed N] [--measured-source
+independent|model]`` (``--out`` defaults to ``demo_out/<world>``: each world
+writes its own folder)
 
 What it does:
 
@@ -31,7 +32,11 @@ What it does:
    on Ctrl-C, errors and the overall timeout) and writes to ``--out``:
    ``run.mcap`` + ``metadata.yaml`` (a rosbag2 bag: ``ros2 bag info <out>``),
    ``pressure.png``, ``force_field.png``, one ``<sensor>.png`` per other
-   sensor, ``summary.json`` and ``logs/`` (the children's output).
+   sensor, ``summary.json`` and ``logs/`` (the children's output).  Plots and
+   summary say where each measured stream comes from (``measured_source``:
+   synthetic = the package's model + offset + noise, or an independent
+   implementation), and the summary holds the pad's agreement with Klampt's
+   own ``ContactSensor`` (``pad_vs_klampt_native``).
 5. Prints a summary table; exits 1 when a sensor published nothing, the tare
    failed or a child died, 2 on bad arguments, 130 on Ctrl-C.
 
@@ -84,6 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="simulator steps per second, each 1/rate simulated seconds (one contacts message "
                         "each; default: 50)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the simulated noise (default: 0)")
+    p.add_argument("--measured-source", choices=["independent", "model"], default="independent",
+                   help="where the simulator's measured streams come from: independent (Klampt's own C++ "
+                        "ContactSensor for the pad, the simulator's contact forces for the load cell; the "
+                        "Punyo streams stay synthetic) | model (every stream the package's model + offset + "
+                        "noise: synthetic) (default: independent)")
     p.add_argument("--params-file", type=Path, default=None,
                    help="sensor node parameter file (default: config/<world's file>)")
     p.add_argument("--timeout", type=float, default=None,

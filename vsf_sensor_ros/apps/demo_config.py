@@ -35,6 +35,11 @@ class SensorInfo:
         kind: ``pressure`` | ``dense_force`` | ``wrench`` | ``load``.
         measured_scale: measured value x scale = SI.
         attachment: body the sensor is attached to.
+        measured_source: where the simulator's ``<name>/measured`` comes from
+            (:func:`vsf_sensor_ros.apps.sim_sensors.measured_source_label`:
+            ``synthetic-model`` | ``klampt-native-contact-sensor`` |
+            ``simulator-contact-forces``); ``None`` when the simulator measures
+            no sensor of that name.
     """
 
     name: str
@@ -42,6 +47,7 @@ class SensorInfo:
     kind: str
     measured_scale: float = 1.0
     attachment: str = ""
+    measured_source: Optional[str] = None
 
 
 @dataclass
@@ -61,6 +67,8 @@ class DemoConfig:
     node_name: str = "sensor_node"
     base_params: Dict[str, Any] = field(default_factory=dict)
     contact_body_names: List[str] = field(default_factory=list)
+    measured_source: str = "independent"
+    """The simulator's ``measured_source``: ``independent`` | ``model`` (every stream synthetic)."""
 
 
 def config_dir() -> Path:
@@ -181,13 +189,21 @@ def resolve_config(args: argparse.Namespace) -> DemoConfig:
                             f"kinova_gen3.urdf and punyo_mesh_*.ply) or set VSF_ASSETS; got {assets}")
         assets = Path(assets).resolve()
     node_name = node_key.strip("/") if node_key not in ("/**", "**") else "sensor_node"
+    from vsf_sensor_ros.apps.sim_sensors import DEMO_SENSORS, MEASURED_SOURCE_MODES, measured_source_label
+    mode = str(getattr(args, "measured_source", "independent"))
+    if mode not in MEASURED_SOURCE_MODES:
+        raise ValueError(f"--measured-source must be one of {MEASURED_SOURCE_MODES}, got {mode!r}")
+    bodies = [str(b) for b in (params.get("contact_body_names") or [])]
+    for s in sensors:
+        # The simulator measures its demo sensors with the settings the pairing check compares.
+        if s.name in DEMO_SENSORS:
+            s.measured_source = measured_source_label(s.type_name, s.attachment, mode, bodies)
     out = Path(args.out) if args.out is not None else DEFAULT_OUT / args.world
     return DemoConfig(world=args.world, params_file=Path(params_file).resolve(), assets=assets,
                       out=out, duration_s=float(args.duration), rate_hz=float(args.rate),
                       seed=int(args.seed), timeout_s=float(timeout), sensors=sensors,
                       tare_samples=int(params.get("tare_samples", 10)), node_name=node_name or "sensor_node",
-                      base_params=params,
-                      contact_body_names=[str(b) for b in (params.get("contact_body_names") or [])])
+                      base_params=params, contact_body_names=bodies, measured_source=mode)
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -114,7 +114,7 @@ def sim_command(cfg: DemoConfig) -> List[str]:
            "-p", f"world:={cfg.world}", "-p", f"rate_hz:={cfg.rate_hz!r}",
            "-p", f"sim_dt:={1.0 / cfg.rate_hz!r}", "-p", f"physics_dt:={min(0.001, 1.0 / cfg.rate_hz)!r}",
            "-p", f"duration_s:={cfg.duration_s!r}", "-p", f"seed:={cfg.seed}",
-           "-p", f"trajectory.tare_s:={TARE_STRETCH_S!r}",
+           "-p", f"trajectory.tare_s:={TARE_STRETCH_S!r}", "-p", f"measured_source:={cfg.measured_source}",
            "-p", "wait_for_subscribers:=2", "-p", "exit_on_done:=true"])
     if cfg.contact_body_names:
         cmd += ["-p", f"contact_body_names:=[{','.join(cfg.contact_body_names)}]"]

@@ -37,7 +37,8 @@ def _zoom_limits(values: np.ndarray) -> Optional[Tuple[float, float]]:
 
 def plot_pressure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_pred: np.ndarray,
                   path: Path, tare_t: Optional[float] = None,
-                  contact_span: Optional[Tuple[float, float]] = None, title: str = "pressure") -> Path:
+                  contact_span: Optional[Tuple[float, float]] = None, title: str = "pressure",
+                  measured_label: str = "measured") -> Path:
     """Predicted vs measured pressure over time: overview, zoom after the tare, residual.
 
     An absolute pressure sensor reads ~10^5 Pa while a press changes it by
@@ -52,6 +53,8 @@ def plot_pressure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_
         tare_t: simulation time of the tare call (s), drawn as a dashed line.
         contact_span: ``(start, end)`` (s) of the contact stretch, shaded.
         title: figure title.
+        measured_label: legend entry of the measured curve (say where it comes from,
+            e.g. ``measured (synthetic: model + offset + noise)``).
 
     Returns:
         ``path``.
@@ -63,7 +66,7 @@ def plot_pressure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_
     after = -np.inf if tare_t is None else tare_t
     for a in (ax_all, ax):
         _mark_session(a, tare_t, contact_span)
-        a.plot(t_meas, p_meas, color="0.2", linewidth=0.9, label="measured")
+        a.plot(t_meas, p_meas, color="0.2", linewidth=0.9, label=measured_label)
         a.plot(t_pred, p_pred, color="tab:blue", linewidth=1.5, alpha=0.85, label="predicted")
         a.grid(alpha=0.3)
     ax_all.set_title(title)
@@ -99,7 +102,7 @@ def plot_pressure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_
 
 def plot_force_field(points: np.ndarray, forces: np.ndarray, path: Path,
                      measured_forces: Optional[np.ndarray] = None, title: str = "force field",
-                     frame: str = "") -> Path:
+                     frame: str = "", measured_label: str = "measured") -> Path:
     """Dense force field on a mesh: vertices as a 3-D scatter coloured by |f|.
 
     Args:
@@ -110,6 +113,7 @@ def plot_force_field(points: np.ndarray, forces: np.ndarray, path: Path,
             panel with the same colour scale.
         title: figure title.
         frame: frame name for the axis labels.
+        measured_label: title of the measured panel (say where it comes from).
 
     Returns:
         ``path``.
@@ -125,7 +129,7 @@ def plot_force_field(points: np.ndarray, forces: np.ndarray, path: Path,
         measured_forces = np.asarray(measured_forces, float)
         if measured_forces.shape != points.shape:
             raise ValueError(f"measured_forces must be {points.shape}, got {measured_forces.shape}")
-        panels.append(("measured", measured_forces))
+        panels.append((measured_label, measured_forces))
     mags = [np.linalg.norm(f, axis=1) for _, f in panels]
     vmax = max(float(m.max()) for m in mags) if points.shape[0] else 1.0
     vmax = vmax if vmax > 0 else 1.0
@@ -140,7 +144,7 @@ def plot_force_field(points: np.ndarray, forces: np.ndarray, path: Path,
         sc = ax.scatter(points[order, 0], points[order, 1], points[order, 2], c=mag[order],
                         cmap="viridis", norm=norm, s=8 + 60 * np.sqrt(mag[order] / vmax), depthshade=False)
         ax.view_init(elev=28, azim=-60)
-        ax.set_title(f"{label}: Σ|f| = {mag.sum():.3g} N", fontsize=9)
+        ax.set_title(f"{label}\nΣ|f| = {mag.sum():.3g} N", fontsize=9)
         suffix = f" ({frame})" if frame else ""
         ax.set_xlabel("x [m]" + suffix, fontsize=7)
         ax.set_ylabel("y [m]", fontsize=7)
@@ -156,7 +160,7 @@ def plot_force_field(points: np.ndarray, forces: np.ndarray, path: Path,
 def plot_components(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], t_pred: np.ndarray,
                     pred: np.ndarray, labels: Sequence[str], path: Path, tare_t: Optional[float] = None,
                     contact_span: Optional[Tuple[float, float]] = None, title: str = "",
-                    unit: str = "") -> Path:
+                    unit: str = "", measured_label: str = "measured") -> Path:
     """Each reading component over time: predicted solid, measured dashed, and their residual.
 
     Args:
@@ -166,6 +170,7 @@ def plot_components(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], t_
         path: PNG file to write.
         tare_t, contact_span: as in :func:`plot_pressure`.
         title, unit: figure title and y-axis unit.
+        measured_label: legend suffix of the measured curves (``<component> <measured_label>``).
 
     Returns:
         ``path``.
@@ -188,7 +193,7 @@ def plot_components(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], t_
             m = np.asarray(meas, float).reshape(len(t_meas), -1)
             if m.shape[1] == len(labels):
                 ax.plot(t_meas, m[:, k], color=colors[k], linewidth=0.9, linestyle="--",
-                        label=f"{name} measured")
+                        label=f"{name} {measured_label}")
                 # The curves overlap at this scale: the residual panel shows how well they agree.
                 common, i_m, i_p = np.intersect1d(np.round(t_meas, 6), np.round(t_pred, 6),
                                                   return_indices=True)

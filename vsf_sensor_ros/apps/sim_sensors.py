@@ -29,7 +29,7 @@ import numpy as np
 
 from vsf_sensor_ros.sensor.state import SimState
 
-from .sim_world import BUBBLE, OBJECT, SceneAssets
+from .sim_world import BUBBLE, OBJECT, TABLE, SceneAssets
 from .trajectory import bubble_tip
 
 ATMOSPHERIC_PA = 101325.0
@@ -130,6 +130,52 @@ def sensor_node_sensor_params(specs: Sequence[DemoSensorSpec]) -> Dict[str, Any]
     return out
 
 
+SOURCE_SYNTHETIC = "synthetic-model"
+"""Label of a measured stream that is the package's own model + offset + noise."""
+SOURCE_KLAMPT_NATIVE = "klampt-native-contact-sensor"
+"""Label of a measured stream from Klampt's own C++ ``ContactSensor`` in the same ODE world."""
+SOURCE_SIM_FORCES = "simulator-contact-forces"
+"""Label of a measured stream from the contact forces the simulator sums itself."""
+SOURCE_TEXT = {SOURCE_SYNTHETIC: "synthetic: model + offset + noise",
+               SOURCE_KLAMPT_NATIVE: "independent: Klampt's C++ ContactSensor",
+               SOURCE_SIM_FORCES: "independent: simulator's contact forces"}
+"""Short human-readable form of each label (plot titles and legends)."""
+MEASURED_SOURCE_MODES = ("independent", "model")
+"""Values of the simulator's ``measured_source`` parameter."""
+
+
+def measured_source_label(sensor_type: str, attachment: str, mode: str,
+                          contact_body_names: Sequence[str]) -> str:
+    """Where the simulator's ``<s>/measured`` of a demo sensor comes from, as a label.
+
+    The single decision :func:`independent_source` follows (so a demo can label
+    the streams without a simulator of its own): with ``mode`` ``independent``,
+    a ``ContactSensor`` on a robot link (every simulated body but the object
+    and the table) reads from Klampt's own C++ sensor
+    (:data:`SOURCE_KLAMPT_NATIVE`), an ``IsaacContactSensor`` on the object
+    from the simulator's summed bubble-object force when the bubble is in the
+    contact body table (:data:`SOURCE_SIM_FORCES`); everything else, and every
+    sensor with ``mode`` ``model``, is :data:`SOURCE_SYNTHETIC`.
+
+    Args:
+        sensor_type: the sensor's ``type`` (``ContactSensor``, ``PunyoPressureSensor`` ...).
+        attachment: the body it is attached to.
+        mode: the simulator's ``measured_source`` parameter.
+        contact_body_names: the simulator's contact body table.
+
+    Raises:
+        ValueError: ``mode`` is not in :data:`MEASURED_SOURCE_MODES`.
+    """
+    if mode not in MEASURED_SOURCE_MODES:
+        raise ValueError(f"measured_source must be one of {MEASURED_SOURCE_MODES}, got {mode!r}")
+    if mode == "independent":
+        if sensor_type == "ContactSensor" and attachment not in (OBJECT, TABLE):
+            return SOURCE_KLAMPT_NATIVE
+        if sensor_type == "IsaacContactSensor" and attachment == OBJECT and BUBBLE in contact_body_names:
+            return SOURCE_SIM_FORCES
+    return SOURCE_SYNTHETIC
+
+
 def independent_source(spec: DemoSensorSpec, sim: Any, sensor: Any) -> Optional[Callable[[], np.ndarray]]:
     """A reading of ``spec``'s quantity by an implementation independent of the package's model.
 
@@ -152,16 +198,16 @@ def independent_source(spec: DemoSensorSpec, sim: Any, sensor: Any) -> Optional[
     Raises:
         ValueError: Klampt's sensor reports other measurement names than the model.
     """
-    kind = spec.config["type"]
-    if kind == "ContactSensor" and spec.config["attachment"] in sim.scene.link_names:
+    label = measured_source_label(spec.config["type"], spec.config["attachment"], "independent",
+                                  sim.contact_body_names)
+    if label == SOURCE_KLAMPT_NATIVE:
         sim.add_klampt_contact_sensor(spec.name, spec.config["attachment"], sensor.settings())
         names = sim.klampt_sensor_names(spec.name)
         if names != list(sensor.measurement_names()):
             raise ValueError(f"Klampt's ContactSensor {spec.name!r} measures {names}, the model "
                              f"{sensor.measurement_names()}")
         return lambda: sim.klampt_sensor_reading(spec.name)
-    on_object = spec.config["attachment"] == OBJECT
-    if kind == "IsaacContactSensor" and on_object and BUBBLE in sim.contact_body_names:
+    if label == SOURCE_SIM_FORCES:
         lo = float(spec.config.get("minThreshold", 0.0))
         hi = float(spec.config.get("maxThreshold", np.inf))
 

@@ -32,6 +32,19 @@ DEFINITIONS = {
                    "after the tare (SI; list for vector sensors, entries/mean/max_abs for dense fields)",
     "tare_samples": "contact-free measured samples the node averaged for the tare (calibration file)",
     "tare_status": "tared when the saved calibration file holds the sensor's tare, else why not",
+    "measured_source": "where the simulator's <sensor>/measured comes from: synthetic-model = the package's "
+                       "own model on the simulator's contacts + offset + noise (agreement holds by "
+                       "construction, up to the noise); klampt-native-contact-sensor = Klampt's own C++ "
+                       "ContactSensor in the same ODE world + offset + noise; simulator-contact-forces = "
+                       "the bubble-object contact force summed by the simulator + offset + noise; null = "
+                       "not measured by the simulator",
+    "pad_vs_klampt_native": "agreement of the package's Klampt-semantics ContactSensor (<pad>/predicted) "
+                            "with Klampt's own C++ ContactSensor on the same contacts (<pad>/measured): "
+                            "measured - predicted per force axis (N), samples matched by header.stamp and "
+                            "published after the tare answer (the tare removes the simulated zero offset); "
+                            "mean, rms and max_abs over those samples (after_tare) and over the ones whose "
+                            "contacts message has a bubble contact (in_contact); includes the measured "
+                            "stream's noise; null without a pad measured by Klampt's sensor",
 }
 
 
@@ -63,6 +76,47 @@ def tare_sim_time(response_ns: Optional[int], predicted: Sequence[Any]) -> Optio
     return round(float(max(s.max() for s in stamps)) * 1e-9, 9) if stamps else None
 
 
+def bubble_contact_stamps(cfg: DemoConfig, contacts: Any) -> np.ndarray:
+    """Stamps (ns, int64) of the recorded ``contacts`` messages in which the bubble touches something.
+
+    The bubble = :func:`~vsf_sensor_ros.apps.demo_config.press_body_indices`
+    (any body when the demo has no Punyo sensor).  Empty without a log.
+    """
+    from vsf_sensor_ros.apps.analysis import touches
+    from vsf_sensor_ros.apps.recorder import cloud_point_count
+    if contacts is None or not len(contacts):
+        return np.zeros(0, dtype=np.int64)
+    bodies = press_body_indices(cfg)
+    stamps = np.array(contacts.stamps_ns(), dtype=np.int64)
+    pressed = np.array([cloud_point_count(d) > 0 and touches(m, bodies)
+                        for d, m in zip(contacts.data, contacts.decode())], dtype=bool)
+    return stamps[pressed]
+
+
+PAD_AXES = ["force_x", "force_y", "force_z"]
+
+
+def pad_vs_klampt_native(cfg: DemoConfig, series: Dict[str, Tuple[Any, Any]],
+                         tare_response_ns: Optional[int], contact_stamp_ns: np.ndarray
+                         ) -> Optional[Dict[str, Any]]:
+    """The ``pad_vs_klampt_native`` entry of ``summary.json`` (see :data:`DEFINITIONS`).
+
+    The first pad (a ``wrench`` sensor) whose measured stream is Klampt's own
+    ``ContactSensor``: :func:`~vsf_sensor_ros.apps.analysis.agreement_numbers`
+    of its predicted and measured force after the tare.  ``None`` when there
+    is no such pad or one of its streams is empty.
+    """
+    from vsf_sensor_ros.apps.analysis import agreement_numbers
+    from vsf_sensor_ros.apps.sim_sensors import SOURCE_KLAMPT_NATIVE
+    for s in cfg.sensors:
+        pred, meas = series.get(s.name, (None, None))
+        if s.kind == "wrench" and s.measured_source == SOURCE_KLAMPT_NATIVE and pred is not None \
+                and meas is not None:
+            return {"sensor": s.name, "units": "N",
+                    **agreement_numbers(pred, meas, tare_response_ns, contact_stamp_ns, PAD_AXES)}
+    return None
+
+
 def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[Any, Any]],
                   bag: Dict[str, Any]) -> Dict[str, Any]:
     """``summary.json`` content (see :data:`DEFINITIONS`)."""
@@ -84,7 +138,7 @@ def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tup
         else:
             numbers = sensor_numbers(pred, meas, c_stamp, c_recv, session.tare.request_ns,
                                      session.tare.response_ns)
-        numbers = {"type": s.type_name, **numbers,
+        numbers = {"type": s.type_name, "measured_source": s.measured_source, **numbers,
                    "measured": 0 if meas is None else len(meas.values), **session.tare.per_sensor.get(
                        s.name, {"tare_offset": None, "tare_samples": None})}
         sensors[s.name] = numbers
@@ -101,7 +155,10 @@ def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tup
                  "sim_time_s": session.tare.sim_time_s,
                  "call_ms": None if session.tare.response_ns is None or session.tare.request_ns is None
                  else (session.tare.response_ns - session.tare.request_ns) / 1e6},
+        "measured_source": cfg.measured_source,
         "sensors": sensors,
+        "pad_vs_klampt_native": pad_vs_klampt_native(cfg, series, session.tare.response_ns,
+                                                     bubble_contact_stamps(cfg, contacts)),
         "bag": {"path": str(bag.get("path", "")), "topics": bag.get("counts", {}),
                 "left_out": bag.get("left_out", {}), "not_recorded": session.skipped},
         "errors": list(session.errors),
@@ -111,18 +168,15 @@ def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tup
 
 def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[Any, Any]]) -> List[Path]:
     """Write ``pressure.png``, ``force_field.png`` and one ``<sensor>.png`` per other sensor."""
-    from vsf_sensor_ros.apps.analysis import cloud_fields, touches
+    from vsf_sensor_ros.apps.analysis import cloud_fields
     from vsf_sensor_ros.apps.plots import plot_components, plot_force_field, plot_pressure
-    from vsf_sensor_ros.apps.recorder import cloud_point_count
+    from vsf_sensor_ros.apps.sim_sensors import SOURCE_SYNTHETIC
     contacts = session.logs.get("/contacts")
     if contacts is None or not len(contacts):
         return []
     c_stamp = np.array(contacts.stamps_ns(), dtype=np.int64)
     t_origin = int(c_stamp[0])
-    bodies = press_body_indices(cfg)
-    pressed = np.array([cloud_point_count(d) > 0 and touches(m, bodies)
-                        for d, m in zip(contacts.data, contacts.decode())], dtype=bool)
-    in_contact = c_stamp[pressed]
+    in_contact = bubble_contact_stamps(cfg, contacts)
     span = None if not in_contact.size else ((in_contact[0] - t_origin) * 1e-9,
                                              (in_contact[-1] - t_origin) * 1e-9)
     tare_t = None if session.tare.sim_time_s is None else session.tare.sim_time_s - t_origin * 1e-9
@@ -136,13 +190,16 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
         pred, meas = series[s.name]
         if pred is None:
             continue
+        source = measured_label(s.measured_source)
         if s.kind == "pressure" and not pressure_done:
             pressure_done = True
             tm = t(meas) if meas is not None else np.zeros(0)
             pm = np.array([v[0] for v in meas.values]) if meas is not None else np.zeros(0)
             written.append(plot_pressure(tm, pm, t(pred), np.array([v[0] for v in pred.values]),
                                          cfg.out / "pressure.png", tare_t, span,
-                                         title=f"{s.name}: predicted vs measured ({cfg.world} world)"))
+                                         title=f"{s.name}: predicted vs measured ({cfg.world} world)\n"
+                                               f"measured = {source}",
+                                         measured_label=f"measured ({source})"))
         elif s.kind == "dense_force" and not dense_done:
             dense_done = True
             log = session.logs[f"/{s.name}/predicted"]
@@ -158,7 +215,8 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
                     f_meas = meas.values[j[0]].reshape(-1, 3)
             written.append(plot_force_field(
                 xyz, f_pred, cfg.out / "force_field.png", f_meas, frame=msg.header.frame_id,
-                title=f"{s.name} at peak contact, sim t={(pred.stamp_ns[k] - t_origin) * 1e-9:.2f} s"))
+                title=f"{s.name} at peak contact, sim t={(pred.stamp_ns[k] - t_origin) * 1e-9:.2f} s",
+                measured_label=f"measured ({source})"))
         else:
             labels = {"pressure": ["pressure"], "dense_force": None,
                       "wrench": ["force_x", "force_y", "force_z"], "load": ["load"]}[s.kind]
@@ -172,9 +230,17 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
                 m = None if meas is None else np.stack(meas.values)
             written.append(plot_components(None if meas is None else t(meas), m, t(pred), p, labels,
                                            cfg.out / f"{s.name}.png", tare_t, span,
-                                           title=f"{s.name} ({s.type_name})",
-                                           unit="Pa" if s.kind == "pressure" else "N"))
+                                           title=f"{s.name} ({s.type_name}); measured = {source}",
+                                           unit="Pa" if s.kind == "pressure" else "N",
+                                           measured_label="measured (synthetic)"
+                                           if s.measured_source == SOURCE_SYNTHETIC else "measured"))
     return written
+
+
+def measured_label(source: Optional[str]) -> str:
+    """Plot text for a measured-source label (:data:`~vsf_sensor_ros.apps.sim_sensors.SOURCE_TEXT`)."""
+    from vsf_sensor_ros.apps.sim_sensors import SOURCE_TEXT
+    return SOURCE_TEXT.get(source, "not from the simulator") if source else "not from the simulator"
 
 
 def _fmt(v: Any, digits: int = 3) -> str:
@@ -196,11 +262,11 @@ def summary_table(summary: Dict[str, Any]) -> str:
             f"{summary['wall_time_s']:.1f} s wall; tare "
             f"{'ok' if summary['tare']['success'] else 'FAILED'} "
             f"at sim t={_fmt(summary['tare']['sim_time_s'])} s")
-    cols = ["sensor", "predicted/steps", "lat p50 ms", "lat p99 ms", "rms before", "rms after",
-            "tare offset", "n tare"]
+    cols = ["sensor", "measured source", "predicted/steps", "lat p50 ms", "lat p99 ms", "rms before",
+            "rms after", "tare offset", "n tare"]
     rows = [cols]
     for name, s in summary["sensors"].items():
-        rows.append([name, f"{s['published']}/{summary['steps']}",
+        rows.append([name, _fmt(s.get("measured_source")), f"{s['published']}/{summary['steps']}",
                      _fmt(s["latency_ms_p50"]), _fmt(s["latency_ms_p99"]),
                      _fmt(s["residual_rms_before_tare"]), _fmt(s["residual_rms_after_tare"]),
                      _fmt(s["tare_offset"]), _fmt(s["tare_samples"])])
@@ -211,6 +277,15 @@ def summary_table(summary: Dict[str, Any]) -> str:
                                for k, (c, w) in enumerate(zip(r, widths))))
         if i == 0:
             lines.append("  ".join("-" * w for w in widths))
+    agree = summary.get("pad_vs_klampt_native")
+    if agree:
+        lines += ["", f"{agree['sensor']} (package ContactSensor) vs Klampt's C++ ContactSensor, "
+                      f"measured - predicted after the tare [{agree['units']}]:"]
+        for part in ("after_tare", "in_contact"):
+            b = agree[part]
+            axes = ", ".join(f"{k[-1]} {_fmt(b['mean'][k])}/{_fmt(b['rms'][k])}/{_fmt(b['max_abs'][k])}"
+                             for k in b["rms"])
+            lines.append(f"  {part.replace('_', ' ')} ({b['samples']} samples) mean/rms/max|.|: {axes}")
     notes = [f"  {name}: {s['tare_status']}" for name, s in summary["sensors"].items()
              if s.get("tare_status", "tared") != "tared"]
     if notes:
