@@ -280,9 +280,11 @@ def measured_cloud_columns(fields: Sequence[Any], h: int, w: int, step: int, row
 
 # ------------------------------------------------------------------------------------ joint states
 
+JointResult = Tuple[Dict[str, float], List[str]]
+
+
 def joint_state(joint_names: Sequence[str], mimic_names: Sequence[str], current: Mapping[str, float],
-                names: Sequence[str], positions: Sequence[float]) -> Union[Rejected, Tuple[Dict[str, float],
-                                                                                     List[str]]]:
+                names: Sequence[str], positions: Sequence[float]) -> Union[Rejected, JointResult]:
     """Positions after applying a JointState, and the ignored names; or its faults.
 
     The rule (README, "Bad input"): a JointState is rejected whole when it

@@ -363,7 +363,8 @@ def contact_columns(num_bodies: int) -> Tuple[List[Column], List[Column]]:
                   set_one((-2, -1000, -2 ** 31)))
     required = [floats(n) for n in ("x", "y", "z", "fx", "fy", "fz")] + [body, replace(body, name="body2")]
     optional = [elem, replace(elem, name="elem2"), floats("depth"),
-                Column("intensity", (FLOAT32, UINT8)), Column("rgb", (UINT32, FLOAT32)), Column("t", (FLOAT64,))]
+                Column("intensity", (FLOAT32, UINT8)), Column("rgb", (UINT32, FLOAT32)),
+                Column("t", (FLOAT64,))]
     return required, optional
 
 
@@ -431,10 +432,14 @@ def sensor_specs(draw) -> SensorSpec:
     return SensorSpec("PunyoDenseForceSensor", names, None, vertices)
 
 
+_MODERATE = st.floats(-1e6, 1e6)
+_FINITE = st.floats(allow_nan=False, allow_infinity=False)
+_ANY_FLOAT = st.one_of(_MODERATE, _MODERATE, _MODERATE, _MODERATE, _FINITE, _FINITE, _FINITE, st.floats())
+
+
 def any_float() -> st.SearchStrategy[float]:
-    """Any double: mostly moderate, also huge, tiny, subnormal, zero, NaN and infinities."""
-    return st.one_of(st.floats(-1e6, 1e6), st.floats(allow_nan=False, allow_infinity=False),
-                     st.floats())
+    """Any double: mostly moderate, also huge, tiny, subnormal, zero, rarely NaN and infinities."""
+    return _ANY_FLOAT
 
 
 @st.composite
@@ -454,7 +459,7 @@ def measured_messages(draw, spec: SensorSpec) -> Any:
         return m
     nv = len(spec.names) // 3 if spec.vertices is not None else draw(st.integers(0, 4))
     n = nv if draw(weighted_bool(0.85)) else max(0, nv + draw(st.sampled_from((-1, 1, 2))))
-    force_types = (FLOAT32, FLOAT64, FLOAT32, FLOAT64, FLOAT32, FLOAT64, FLOAT32, INT16, INT32, UINT8)
+    force_types = FLOATS * 8 + (INT16, INT32, UINT8)
     cols = [Column(a, force_types) for a in ("fx", "fy", "fz")]
     opt = [Column(a, (FLOAT32,)) for a in ("x", "y", "z")] + [Column("intensity", (FLOAT32, UINT16))]
     return draw(clouds(cols, opt, n_points=n, malformed=0.3)).message()
@@ -462,9 +467,11 @@ def measured_messages(draw, spec: SensorSpec) -> Any:
 
 def measured_scales() -> st.SearchStrategy[float]:
     """``measured_scale`` values: 1, unit factors, any finite double, rarely NaN/inf."""
-    return st.one_of(st.sampled_from((1.0, 100.0, 1e-3, 9.80665)), st.floats(allow_nan=False,
-                                                                          allow_infinity=False),
-                     st.floats())
+    return _SCALES
+
+
+_SCALES = st.one_of(st.sampled_from((1.0, 100.0, 1e-3, 9.80665)), st.sampled_from((1.0, -1.0, 0.0)), _FINITE,
+                    _FINITE, st.floats())
 
 
 # ------------------------------------------------------------------------------------ joint states
@@ -538,7 +545,7 @@ def quaternions(draw, max_component: float = 1e150) -> Tuple[float, float, float
 
 @st.composite
 def poses(draw, max_quaternion_component: float = 1e150) -> PoseStamped:
-    """A ``geometry_msgs/PoseStamped``: any position (rarely NaN/inf), any quaternion (:func:`quaternions`)."""
+    """A ``geometry_msgs/PoseStamped``: any position (rarely NaN/inf), any :func:`quaternions`."""
     msg = PoseStamped()
     msg.header.frame_id = draw(st.sampled_from(FRAME_IDS))
     p = st.one_of(st.floats(-100, 100), st.floats(allow_nan=False, allow_infinity=False))

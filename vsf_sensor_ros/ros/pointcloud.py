@@ -248,7 +248,8 @@ def float_columns(points: np.ndarray, names: Sequence[str]) -> np.ndarray:
     """Fields ``names`` of a :func:`read_points` result as an ``(N, len(names))`` float64 array."""
     if not len(names):
         return np.zeros((points.shape[0], 0))
-    return np.stack([points[c].astype(np.float64) for c in names], axis=1)
+    with np.errstate(invalid="ignore"):    # a signalling NaN warns when widened; callers check finiteness
+        return np.stack([points[c].astype(np.float64) for c in names], axis=1)
 
 
 def require_finite(values: np.ndarray, label: str) -> None:
