@@ -9,7 +9,7 @@ STAMP := $(VENV)/.vsf_sensor_ros-installed
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export ROS_LOCALHOST_ONLY ?= 1
 
-.PHONY: venv test demo demo-kinova bench lint clean
+.PHONY: venv test fuzz demo demo-kinova bench lint clean
 
 venv: $(STAMP)
 
@@ -27,6 +27,10 @@ $(STAMP): setup.py setup.cfg requirements-ros.txt
 test: venv
 	$(PY) -m pytest -q test
 
+# The fuzz targets of test/fuzz at full size (>= 10^5 examples in all; `make test` runs a CI-sized profile).
+fuzz: venv
+	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -q test/fuzz
+
 demo: venv
 	$(PY) -m vsf_sensor_ros.apps.demo --world embedded --out demo_out/embedded
 
@@ -37,4 +41,4 @@ bench: venv
 	$(PY) -m benchmarks.run
 
 clean:
-	rm -rf $(VENV) build install log *.egg-info demo_out
+	rm -rf $(VENV) build install log *.egg-info demo_out .hypothesis
