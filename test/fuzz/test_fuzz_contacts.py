@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from rclpy.serialization import deserialize_message, serialize_message
+from sensor_msgs.msg import PointCloud2
 
 from test.fuzz import reference as ref
 from test.fuzz.profiles import record
@@ -26,12 +28,12 @@ from vsf_sensor_ros.ros.contacts_msg import (DECODE_REASONS, ContactsDecodeError
 
 @st.composite
 def decode_calls(draw):
-    """Body table, cloud, expected frame, output dtype and whether to go through the message."""
+    """Body table, cloud, expected frame, output dtype and the path: raw buffer, message, or CDR."""
     names = draw(body_name_tables())
     cloud = draw(contact_clouds(names))
     expected = draw(st.sampled_from((None, None, None, "world", "world", "world", "map")))
     dtype = torch.float32 if draw(weighted_bool(0.15)) else torch.float64
-    return names, cloud, expected, dtype, draw(st.booleans())
+    return names, cloud, expected, dtype, draw(st.sampled_from(("buffer", "message", "serialised")))
 
 
 def _equal(a: np.ndarray, b: np.ndarray) -> bool:
@@ -40,13 +42,16 @@ def _equal(a: np.ndarray, b: np.ndarray) -> bool:
 
 @given(call=decode_calls(), data=st.data())
 def test_contacts_decode_equals_reference_or_rejects_whole(call, data):
-    names, cloud, expected, dtype, via_message = call
+    names, cloud, expected, dtype, via = call
     want = ref.contacts(cloud.fields, cloud.height, cloud.width, cloud.point_step, cloud.row_step,
                         cloud.is_bigendian, cloud.data, names, cloud.frame_id, expected,
                         float32=dtype == torch.float32)
     try:
-        if via_message:
+        if via == "message":
             got = pointcloud2_to_contacts(cloud.message(), names, dtype, "cpu", expected_frame_id=expected)
+        elif via == "serialised":     # as a subscription hands it over: through CDR and back
+            msg = deserialize_message(serialize_message(cloud.message()), PointCloud2)
+            got = pointcloud2_to_contacts(msg, names, dtype, "cpu", expected_frame_id=expected)
         else:
             got = contacts_from_buffer(cloud.layout, data.draw(data_buffers(cloud.data)), names, dtype, "cpu",
                                        frame_id=cloud.frame_id, stamp_ns=cloud.stamp_ns,

@@ -215,7 +215,8 @@ def contacts_from_buffer(layout: CloudLayout, data: Any, body_names: Sequence[st
         present = set(arr.dtype.names)
         points, forces = float_columns(arr, POINT_FIELDS), float_columns(arr, FORCE_FIELDS)
         normals = float_columns(arr, NORMAL_FIELDS) if present.issuperset(NORMAL_FIELDS) else None
-        depth = arr[DEPTH_FIELD].astype(np.float64) if DEPTH_FIELD in present else None
+        with np.errstate(invalid="ignore"):     # a signalling NaN warns when widened; checked below
+            depth = arr[DEPTH_FIELD].astype(np.float64) if DEPTH_FIELD in present else None
         for label, values in (("x/y/z", points), ("fx/fy/fz", forces), ("nx/ny/nz", normals),
                               ("depth", depth)):
             if values is not None:

@@ -338,7 +338,7 @@ def decode_measured(layout: SensorLayout, msg, scale: float) -> np.ndarray:
         raise MeasuredDecodeError("measured_type_mismatch", f"unsupported message {type(msg).__name__}")
     if not np.isfinite(vals).all():
         raise MeasuredDecodeError("non_finite", "measured message has a non-finite value")
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):     # inf x 0 or a NaN scale: rejected below
         vals = vals * scale
     if not np.isfinite(vals).all():   # finite in the message's unit, overflows in SI
         raise MeasuredDecodeError("non_finite", f"measured value x measured_scale {scale} is not finite")
