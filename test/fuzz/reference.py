@@ -96,7 +96,7 @@ def read_points(fields: Sequence[Any], h: int, w: int, step: int, row_step: int,
         return Rejected(frozenset(faults))
     e = ">" if big else "<"
     out: Dict[str, List[Any]] = {n: [] for n in used}
-    for v in range(h):
+    for v in range(h if w else 0):          # a cloud of 2**31 empty rows has no point to visit
         for u in range(w):
             base = v * row_step + u * step
             for n in used:

@@ -9,7 +9,10 @@ message.  The strategies only bias the draw so that both kinds are common.
 The strategies return plain values (:class:`Cloud`, ``JointState``,
 ``PoseStamped``, ``FluidPressure``, ``WrenchStamped``) and know nothing of
 the code under test, so the node's message handlers can be fuzzed with the
-same draws and the same references.
+same draws and the same references: e.g. ``contact_clouds(names)`` then
+``cloud.message()`` into the contacts handler, with
+``reference.contacts(...)`` deciding whether it must be counted under
+``rejected.<reason>`` with nothing published, or decoded and predicted.
 
 Every integer that goes into a message field stays within that field's ROS
 type (``uint8`` datatype, ``uint32`` offsets and sizes, ``int32`` seconds):
