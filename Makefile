@@ -27,7 +27,7 @@ else
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 endif
 
-.PHONY: venv test demo demo-kinova demo-real bench lint clean
+.PHONY: venv test fuzz demo demo-kinova demo-real bench lint clean
 
 venv: $(STAMP)
 
@@ -47,6 +47,10 @@ $(STAMP): setup.py setup.cfg $(wildcard $(ROS_REQUIREMENTS))
 test: venv
 	$(PY) -m pytest -q test
 
+# The fuzz targets of test/fuzz at full size (>= 10^5 examples in all; `make test` runs a CI-sized profile).
+fuzz: venv
+	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -q test/fuzz
+
 demo: venv
 	$(PY) -m vsf_sensor_ros.apps.demo --world embedded --out demo_out/embedded
 
@@ -60,4 +64,4 @@ bench: venv
 	$(PY) -m benchmarks.run
 
 clean:
-	rm -rf $(VENV) build install log *.egg-info demo_out
+	rm -rf $(VENV) build install log *.egg-info demo_out .hypothesis

@@ -29,7 +29,7 @@ setup(
         "numba>=0.61",
     ],
     extras_require={
-        "test": ["pytest", "flake8", "mcap"],
+        "test": ["pytest", "flake8", "mcap", "hypothesis>=6.100"],
         "demo": ["matplotlib", "rosbags>=0.10", "psutil"],
     },
     zip_safe=True,

@@ -289,3 +289,13 @@ def test_bridge_example_two_pairs_through_serialization():
     np.testing.assert_array_equal(dec.rows[("object", "table")], [2])
     np.testing.assert_array_equal(dec.contacts[("punyo", "object")].elems1.numpy(), [12, 13])
     np.testing.assert_array_equal(dec.contacts[("object", "table")].elems1.numpy(), [-1])
+
+
+def test_float64_values_past_the_float32_range_reject_a_float32_decode():
+    rows = [dict(r) for r in ROWS]
+    rows[1]["fz"] = 1e39                  # float32 tops out at 3.4028235e38: would become inf
+    msg = hand_cloud(BASE_LAYOUT, rows, 60)
+    assert pointcloud2_to_contacts(msg, BODIES).contacts[("table", "object")].forces[0, 2].item() == 1e39
+    with pytest.raises(ContactsDecodeError, match="float32") as info:
+        pointcloud2_to_contacts(msg, BODIES, dtype=torch.float32)
+    assert info.value.reason == "non_finite"

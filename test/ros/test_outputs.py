@@ -192,3 +192,14 @@ def test_tare_sample_selection_explains_why_nothing_is_usable():
     assert select_samples([], 10) == ([], "no measured sample paired with a prediction yet")
     got, why = select_samples([_pair(1, False), _pair(2, False)], 10)
     assert got == [] and "all 2 buffered samples have contact" in why
+
+
+def test_isaac_load_magnitude_of_huge_and_tiny_forces_neither_overflows_nor_underflows():
+    layout = enc.sensor_layout("IsaacContactSensor", "object", ["value"], None)
+    m = WrenchStamped()
+    # |(3, 4, 12) x 1e200| = 13e200: the squares (1e401) would overflow to inf
+    m.wrench.force.x, m.wrench.force.y, m.wrench.force.z = 3e200, 4e200, 12e200
+    assert enc.decode_measured(layout, m, 1.0)[0] == pytest.approx(13e200, rel=1e-15)
+    # |(3, 4, 12) x 1e-200| = 13e-200: the squares (1e-399) would underflow to 0
+    m.wrench.force.x, m.wrench.force.y, m.wrench.force.z = 3e-200, 4e-200, 12e-200
+    assert enc.decode_measured(layout, m, 1.0)[0] == pytest.approx(13e-200, rel=1e-15)

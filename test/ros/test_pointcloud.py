@@ -130,3 +130,14 @@ def test_writer_packs_columns_in_order_little_endian():
         write_cloud(header, [("row", np.zeros(2, np.uint32)), ("value", np.zeros(1))])
     with pytest.raises(ValueError, match="'c'.*complex"):
         write_cloud(header, [("c", np.zeros(2, np.complex64))])
+
+
+def test_point_step_past_what_a_record_can_span_is_a_size_error_not_a_crash():
+    fields = [FieldSpec("x", 0, PointField.FLOAT32)]
+    # an empty cloud reads as no points whatever its point_step (2**31 bytes cannot back a numpy record)
+    empty = read_points(CloudLayout(fields, 0, 5, 2 ** 31, 0, False), b"", ["x"])
+    assert empty.shape == (0,) and empty.dtype.names == ("x",)
+    # with a point, 2**31 bytes per point: far more than the data holds
+    with pytest.raises(CloudDecodeError) as err:
+        read_points(CloudLayout(fields, 1, 1, 2 ** 31, 2 ** 31, False), bytes(8), ["x"])
+    assert err.value.reason == "bad_size"

@@ -41,3 +41,24 @@ def test_to_stamp_accepts_what_callers_hold():
         to_stamp(True)
     c = copy_stamp(t)
     assert c == t and c is not t
+
+
+def test_stamps_past_int32_seconds_are_rejected_not_wrapped():
+    # 2**31 s (2038-01-19T03:14:08Z) is one second past the largest Time.sec
+    assert ns_to_stamp((2 ** 31 - 1) * 10 ** 9 + 999_999_999) == Time(sec=2 ** 31 - 1, nanosec=999_999_999)
+    with pytest.raises(ValueError, match="not an int32"):
+        ns_to_stamp(2 ** 31 * 10 ** 9)
+    with pytest.raises(ValueError, match="not an int32"):
+        ns_to_stamp(-(2 ** 31) * 10 ** 9 - 1)     # one ns before the smallest Time
+    with pytest.raises(ValueError, match="not an int32"):
+        to_stamp(1e10)
+    with pytest.raises(ValueError, match="non-negative"):
+        to_stamp(-(10 ** 400))                   # an int too large for a float is still an error
+    with pytest.raises(ValueError, match="not an int32"):
+        to_stamp(10 ** 400)
+
+
+def test_seconds_round_exactly_to_the_nearest_nanosecond():
+    # 1700000000.1234567 is stored as 1700000000 + 517815 / 2**22 s = ...0.123456716537... s
+    assert seconds_to_stamp(1700000000.1234567) == Time(sec=1700000000, nanosec=123456717)
+    assert seconds_to_stamp(2) == Time(sec=2, nanosec=0)

@@ -190,7 +190,9 @@ def pointcloud2_to_contacts(msg: PointCloud2, body_names: Sequence[str],
         msg: the cloud (layout in the module docstring).
         body_names: the ``contact_body_names`` table that ``body1``/``body2``
             index.
-        dtype, device: of the returned points/forces tensors.
+        dtype, device: of the returned points/forces tensors (a value
+            beyond the range of a narrower ``dtype`` rejects the cloud,
+            ``non_finite``).
         expected_frame_id: when given, a cloud with another non-empty
             ``header.frame_id`` is rejected (``bad_frame_id``).
 
@@ -231,7 +233,8 @@ def contacts_from_buffer(layout: CloudLayout, data: Any, body_names: Sequence[st
             ``bad_field_count`` (count != 1), ``bad_field_offset`` (field runs
             past ``point_step``), ``bad_size`` (``len(data) != height *
             row_step`` or ``width * point_step > row_step``), ``non_finite``
-            (NaN/inf in any float field), ``body_index_out_of_range``,
+            (NaN/inf in a point, force, depth or complete normal, or a point
+            or force beyond the range of ``dtype``), ``body_index_out_of_range``,
             ``elem_index_invalid`` (element below -1), ``bad_frame_id``.
         ValueError: ``body_names`` has duplicates (a configuration error).
     """
@@ -250,7 +253,8 @@ def contacts_from_buffer(layout: CloudLayout, data: Any, body_names: Sequence[st
         present = set(arr.dtype.names)
         points, forces = float_columns(arr, POINT_FIELDS), float_columns(arr, FORCE_FIELDS)
         normals = float_columns(arr, NORMAL_FIELDS) if present.issuperset(NORMAL_FIELDS) else None
-        depth = arr[DEPTH_FIELD].astype(np.float64) if DEPTH_FIELD in present else None
+        with np.errstate(invalid="ignore"):     # a signalling NaN warns when widened; checked below
+            depth = arr[DEPTH_FIELD].astype(np.float64) if DEPTH_FIELD in present else None
         for label, values in (("x/y/z", points), ("fx/fy/fz", forces), ("nx/ny/nz", normals),
                               ("depth", depth)):
             if values is not None:
@@ -287,6 +291,9 @@ def contacts_from_buffer(layout: CloudLayout, data: Any, body_names: Sequence[st
     bounds = np.concatenate([[0], np.cumsum(np.bincount(rank[inverse], minlength=order.size))])
     P = torch.from_numpy(points[perm]).to(dtype=dtype, device=device)
     F = torch.from_numpy(forces[perm]).to(dtype=dtype, device=device)
+    if dtype != torch.float64 and not (torch.isfinite(P).all() and torch.isfinite(F).all()):
+        # finite float64 values past a narrower dtype's range would become +-inf
+        raise ContactsDecodeError("non_finite", f"x/y/z or fx/fy/fz exceed the range of {dtype}")
     E = {c: torch.from_numpy(e[perm]).to(device=device) for c, e in elems.items()}
     contacts: Dict[Pair, ContactState] = {}
     rows: Dict[Pair, np.ndarray] = {}

@@ -43,6 +43,7 @@ and ignored by the residual and the tare.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -103,11 +104,18 @@ COMPATIBLE_MEASURED_TYPES: Dict[str, Tuple[str, ...]] = {
 COMPATIBLE_MEASURED_TYPES["pressure"] = ("sensor_msgs/msg/FluidPressure",) + HEADERLESS_MEASURED_TYPES
 
 
+MEASURED_REASONS: Tuple[str, ...] = (
+    "measured_type_mismatch", "measured_size_mismatch", "bad_field_type", "missing_field",
+    "bad_cloud_layout", "non_finite",
+)
+"""Every :attr:`MeasuredDecodeError.reason` (snake_case keys for diagnostics counters)."""
+
+
 class MeasuredDecodeError(ValueError):
     """A measured message that cannot be mapped to the sensor's measurement vector.
 
     Attributes:
-        reason: snake_case counter key for ``/diagnostics``.
+        reason: one of :data:`MEASURED_REASONS` (counter key for ``/diagnostics``).
     """
 
     def __init__(self, reason: str, message: str) -> None:
@@ -355,14 +363,15 @@ def decode_measured(layout: SensorLayout, msg, scale: float) -> np.ndarray:
         if layout.kind == "wrench":
             vals = np.array([f.x, f.y, f.z], dtype=np.float64)
         elif layout.kind == "load":
-            vals = np.array([np.sqrt(f.x * f.x + f.y * f.y + f.z * f.z)])
+            # hypot: no overflow of the squares for huge finite components, no underflow for tiny ones
+            vals = np.array([math.hypot(f.x, f.y, f.z)])
         else:
             raise MeasuredDecodeError("measured_type_mismatch", f"WrenchStamped for a {layout.kind} sensor")
     else:
         raise MeasuredDecodeError("measured_type_mismatch", f"unsupported message {type(msg).__name__}")
     if not np.isfinite(vals).all():
         raise MeasuredDecodeError("non_finite", "measured message has a non-finite value")
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):     # inf x 0 or a NaN scale: rejected below
         vals = vals * scale
     if not np.isfinite(vals).all():   # finite in the message's unit, overflows in SI
         raise MeasuredDecodeError("non_finite", f"measured value x measured_scale {scale} is not finite")

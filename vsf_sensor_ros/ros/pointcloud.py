@@ -154,12 +154,19 @@ def check_data_size(layout: CloudLayout, nbytes: int, exact: bool = True) -> Non
 _DTYPE_CACHE: Dict[Tuple, np.dtype] = {}
 
 
+_MAX_ITEMSIZE = 2 ** 31 - 1
+"""Largest ``point_step`` a numpy record can span (a C int)."""
+
+
 def _record_dtype(names: List[str], formats: List[str], offsets: List[int], itemsize: int) -> np.dtype:
     # Built once per layout: a simulator sends the same layout every step.
     key = (tuple(names), tuple(formats), tuple(offsets), itemsize)
     rec = _DTYPE_CACHE.get(key)
     if rec is None:
-        rec = np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": itemsize})
+        spec = {"names": names, "formats": formats, "offsets": offsets}
+        if itemsize:
+            spec["itemsize"] = itemsize
+        rec = np.dtype(spec)
         if len(_DTYPE_CACHE) < 64:
             _DTYPE_CACHE[key] = rec
     return rec
@@ -188,7 +195,8 @@ def read_points(layout: CloudLayout, data: Any, names: Sequence[str], optional: 
     Raises:
         CloudDecodeError: ``duplicate_field`` (a read field named twice),
             ``missing_field``, ``bad_size`` (``point_step <= 0`` with points,
-            or the data length, see :func:`check_data_size`),
+            the data length, see :func:`check_data_size`, or a
+            ``point_step`` of 2**31 bytes or more with points),
             ``bad_field_type`` (datatype unknown or not in ``datatypes``),
             ``bad_field_count`` (``count != 1``), ``bad_field_offset`` (the
             field runs past ``point_step``).  Checks run in that order.
@@ -228,9 +236,11 @@ def read_points(layout: CloudLayout, data: Any, names: Sequence[str], optional: 
         offsets.append(int(f.offset))
     buf = as_byte_array(data)
     check_data_size(layout, int(buf.size), exact_size)
-    rec = _record_dtype(used, formats, offsets, max(step, 1))
-    if n == 0:
-        return np.zeros(0, dtype=rec)
+    if n == 0:     # no point: a packed record (point_step may exceed what a numpy dtype can span)
+        return np.zeros(0, dtype=_record_dtype(used, formats, offsets, 0))
+    if step > _MAX_ITEMSIZE:
+        raise CloudDecodeError("bad_size", f"point_step {step} exceeds {_MAX_ITEMSIZE} bytes")
+    rec = _record_dtype(used, formats, offsets, step)
     h, w, row_step = int(layout.height), int(layout.width), int(layout.row_step)
     # Strided view over the buffer: row padding (row_step > width*point_step) is skipped, not copied.
     grid = np.ndarray(shape=(h, w), dtype=rec, buffer=buf, strides=(row_step, step))
@@ -248,7 +258,8 @@ def float_columns(points: np.ndarray, names: Sequence[str]) -> np.ndarray:
     """Fields ``names`` of a :func:`read_points` result as an ``(N, len(names))`` float64 array."""
     if not len(names):
         return np.zeros((points.shape[0], 0))
-    return np.stack([points[c].astype(np.float64) for c in names], axis=1)
+    with np.errstate(invalid="ignore"):    # a signalling NaN warns when widened; callers check finiteness
+        return np.stack([points[c].astype(np.float64) for c in names], axis=1)
 
 
 def require_finite(values: np.ndarray, label: str) -> None:

@@ -5,16 +5,22 @@ float rounding); seconds are for people (logs, plots, parameters).  A
 ``Time`` is ``sec`` (int32) + ``nanosec`` (uint32, ``< 10**9``); a time
 before the epoch is a negative ``sec`` with a non-negative ``nanosec``
 (``-0.5 s`` = ``sec -1, nanosec 500000000``), the same normalisation rclpy
-uses.
+uses.  ``sec`` is an int32: a time outside about 1901-2038 cannot be
+stamped, and converting one raises ``ValueError`` rather than writing a
+stamp that would wrap on the wire.
 """
 from __future__ import annotations
 
 import math
+import numbers
+from fractions import Fraction
 from typing import Any
 
 from builtin_interfaces.msg import Time
 
 NS_PER_S = 1_000_000_000
+SEC_MIN, SEC_MAX = -2 ** 31, 2 ** 31 - 1
+"""Range of ``Time.sec`` (int32)."""
 
 
 def stamp_to_ns(stamp: Time) -> int:
@@ -23,8 +29,15 @@ def stamp_to_ns(stamp: Time) -> int:
 
 
 def ns_to_stamp(ns: int) -> Time:
-    """Integer nanoseconds -> ``builtin_interfaces/Time`` (``nanosec`` in ``[0, 10**9)``)."""
+    """Integer nanoseconds -> ``builtin_interfaces/Time`` (``nanosec`` in ``[0, 10**9)``).
+
+    Raises:
+        ValueError: ``sec`` would not fit an int32, naming the value.
+    """
     sec, nanosec = divmod(int(ns), NS_PER_S)
+    if not SEC_MIN <= sec <= SEC_MAX:
+        raise ValueError(f"stamp of {int(ns)} ns is outside builtin_interfaces/Time "
+                         f"(sec {sec} is not an int32)")
     return Time(sec=sec, nanosec=nanosec)
 
 
@@ -34,14 +47,29 @@ def stamp_to_seconds(stamp: Time) -> float:
 
 
 def seconds_to_stamp(seconds: float) -> Time:
-    """Float seconds -> ``builtin_interfaces/Time``, rounded to the nearest nanosecond.
+    """Seconds (float or integer) -> ``builtin_interfaces/Time``, at the nearest nanosecond.
+
+    The rounding is exact (the value times 10**9 as a fraction, ties to
+    even): the float product ``seconds * 1e9`` is itself rounded, by up to
+    128 ns for today's epoch seconds.
 
     Raises:
-        ValueError: ``seconds`` is not finite or negative, naming the value.
+        ValueError: ``seconds`` is not a real number, not finite, negative,
+            or past the range of ``Time`` (:func:`ns_to_stamp`), naming the
+            value.
     """
-    if not math.isfinite(seconds) or seconds < 0:
+    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
+        raise ValueError(f"stamp must be seconds as a real number, got {type(seconds).__name__}")
+    if isinstance(seconds, numbers.Integral):
+        exact = Fraction(int(seconds))
+    else:
+        f = float(seconds)
+        if not math.isfinite(f):
+            raise ValueError(f"stamp must be finite and non-negative seconds, got {seconds}")
+        exact = Fraction(f)
+    if exact < 0:
         raise ValueError(f"stamp must be finite and non-negative seconds, got {seconds}")
-    return ns_to_stamp(int(round(float(seconds) * NS_PER_S)))
+    return ns_to_stamp(round(exact * NS_PER_S))
 
 
 def copy_stamp(stamp: Time) -> Time:
@@ -58,14 +86,19 @@ def to_stamp(value: Any) -> Time:
             (zero).
 
     Raises:
-        ValueError: another type, or seconds that are not finite or negative.
+        ValueError: another type, seconds that are not finite or negative,
+            or a time past the range of ``Time``.
     """
     if value is None:
         return Time()
     if isinstance(value, Time):
         return value
     if hasattr(value, "to_msg"):
-        return value.to_msg()
+        msg = value.to_msg()
+        if isinstance(msg, Time) and not SEC_MIN <= int(msg.sec) <= SEC_MAX:
+            raise ValueError(f"stamp {value} is outside builtin_interfaces/Time "
+                             f"(sec {msg.sec} is not an int32)")
+        return msg
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return seconds_to_stamp(value)
     raise ValueError(
