@@ -82,7 +82,7 @@ def start_node(d: Path, probe_name: str, extra: Optional[dict] = None,
             p.listen(f"/{s}/jacobian", PointCloud2)
         p.listen("/force/markers", MarkerArray)
         p.listen("/diagnostics", DiagnosticArray)
-        assert p.wait_for_subscriber("/contacts", PointCloud2, timeout=30.0), proc.output()[-3000:]
+        assert p.wait_for_subscriber("/contacts", PointCloud2, timeout=90.0), proc.output()[-3000:]
         assert p.wait_for_subscriber("/joint_states", JointState)
         assert p.wait_for_subscriber("/pressure/measured", FluidPressure)
         # outputs are matched once a report arrived (the node publishes diagnostics from the start)

@@ -130,7 +130,7 @@ def test_shipped_embedded_config_starts_and_predicts(tmp_path, rclpy_context):
     probe = Probe("embedded_config_probe")
     try:
         got = probe.listen("/punyo_pressure/predicted", FluidPressure)
-        assert probe.wait_for_subscriber("/contacts", PointCloud2, timeout=30.0), proc.output()[-3000:]
+        assert probe.wait_for_subscriber("/contacts", PointCloud2, timeout=90.0), proc.output()[-3000:]
         probe.spin_for(0.5)
         from vsf_sensor_ros.embedded_world import embedded_world
         names = embedded_world().body_names
@@ -158,7 +158,7 @@ def test_robot_description_text_with_an_extra_body_on_a_transform(tmp_path, rclp
     probe = Probe("text_urdf_probe")
     try:
         got = probe.listen("/p/predicted", FluidPressure)
-        assert probe.wait_for_subscriber("/contacts", PointCloud2, timeout=30.0), proc.output()[-3000:]
+        assert probe.wait_for_subscriber("/contacts", PointCloud2, timeout=90.0), proc.output()[-3000:]
         from vsf_sensor_ros.world import World
         w = World.from_urdf((data / "embedded_arm.urdf").read_text())
         w.attach_body("pad", str(data / "punyo_bubble.ply"), "tool_link", np.array(T).reshape(4, 4))
@@ -196,7 +196,7 @@ def test_kinova_fixture_config_runs(tmp_path, rclpy_context):
     try:
         got = probe.listen("/punyo_pressure/predicted", FluidPressure)
         forces = probe.listen("/punyo_force/predicted", PointCloud2)
-        assert probe.wait_for_subscriber("/contacts", PointCloud2, timeout=30.0), proc.output()[-3000:]
+        assert probe.wait_for_subscriber("/contacts", PointCloud2, timeout=90.0), proc.output()[-3000:]
         assert probe.wait_for_subscriber("/joint_states", JointState)
         probe.send("/joint_states", joint_state(["Actuator2", "Actuator4"], [0.3, 1.2]))
         probe.spin_for(0.3)

@@ -49,7 +49,7 @@ def test_each_contacts_message_uses_the_joint_state_of_its_own_step(node, rclpy_
     probe = Probe("ordering_probe")
     try:
         got = probe.listen("/pressure/predicted", FluidPressure)
-        assert probe.wait_for_subscriber("/contacts", PointCloud2, timeout=30.0), node.output()[-3000:]
+        assert probe.wait_for_subscriber("/contacts", PointCloud2, timeout=90.0), node.output()[-3000:]
         assert probe.wait_for_subscriber("/joint_states", JointState)
         world = embedded_world()
         area = 0.5 * 24 * BUBBLE_RADIUS ** 2 * math.sin(2 * math.pi / 24)   # the 24-gon base

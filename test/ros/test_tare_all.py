@@ -59,7 +59,7 @@ def probe(node, rclpy_context):
         p.listen(f"/{s}/predicted", kind)
         p.listen(f"/{s}/residual", kind)
     proc, _ = node
-    assert p.wait_for_subscriber("/contacts", PointCloud2, timeout=30.0), proc.output()[-3000:]
+    assert p.wait_for_subscriber("/contacts", PointCloud2, timeout=90.0), proc.output()[-3000:]
     for s, kind in kinds.items():
         assert p.wait_for_subscriber(f"/{s}/measured", kind)
     yield p
