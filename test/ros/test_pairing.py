@@ -213,9 +213,9 @@ def test_a_fixed_tolerance_run_with_one_early_unpaired_prediction_is_not_diagnos
 
 def test_a_real_offset_is_reported_as_the_gap_between_the_streams_recent_stamps_and_does_not_grow():
     # The measured driver's stamps run 1.8 s ahead of the contacts' (two clocks): 100 Hz measured
-    # arriving at 10j ms stamped 1800 + 10j ms, 50 Hz contacts at 20k ms.  Nothing can pair (1.8 s >> any tolerance);
-    # the newest stamps of the two streams are always 1.79-1.81 s apart, at every check of a
-    # one-minute run: "1.8 s ahead", never 2, 3, ... s.
+    # arriving at 10j ms stamped 1800 + 10j ms, 50 Hz contacts at 20k ms.  Nothing can pair
+    # (1.8 s >> any tolerance); the newest stamps of the two streams are always 1.79-1.81 s apart,
+    # at every check of a one-minute run: "1.8 s ahead", never 2, 3, ... s.
     n = 3000
     p_times = [20 * MS * k for k in range(n)]
     m_times = [10 * MS * j for j in range(2 * n)]
@@ -249,8 +249,8 @@ def test_an_offset_that_appears_later_is_diagnosed_and_a_pair_clears_it():
     p = StampPairer(capacity=50, tolerance_ns=5 * MS)
     _run(p, [20 * MS * k for k in range(50)], [20 * MS * k + 1 * MS for k in range(50)])
     assert p.offset_hint() is None
-    _run(p, [1_000 * MS + 20 * MS * k for k in range(50)], [1_000 * MS + 20 * MS * k + 1 * MS for k in range(50)],
-         m_clock_ns=5_000 * MS)
+    _run(p, [1_000 * MS + 20 * MS * k for k in range(50)],
+         [1_000 * MS + 20 * MS * k + 1 * MS for k in range(50)], m_clock_ns=5_000 * MS)
     assert p.offset_hint() == "measured stamps are 5 s ahead of contacts stamps: different clocks?"
     # the driver comes back to the contacts' clock (a step back: cleared as a restart), pairs again
     assert p.measurement_went_back(2_000 * MS + 1 * MS)
