@@ -15,8 +15,9 @@ which accepts reliable and best-effort publishers):
 * ``<s>/measured`` per sensor (topic ``<s>.measured_topic`` when set, type
   ``<s>.measured_type``, unit x ``<s>.measured_scale`` = SI).  A header-less type
   (``std_msgs/Float32``, ``Float64``) is stamped with its receive time on the node's clock
-  and pairs with the receive times of the contacts messages; other types pair by header
-  stamps.  The pairing tolerance is ``max_stamp_difference``, or when 0 half the longer
+  plus ``<s>.measured_delay`` (how much later the contacts of the same instant arrive, e.g.
+  behind a ``wrench_contact_node`` with a ``time_shift``) and pairs with the receive times of
+  the contacts messages; other types pair by header stamps.  The pairing tolerance is ``max_stamp_difference``, or when 0 half the longer
   observed period of the two streams (:mod:`.pairing`).
 
 Outputs (QoS: ``qos.outputs.*``, default reliable, depth 10), all stamped
@@ -423,8 +424,8 @@ class SensorNode(Node):
             vec = enc.decode_measured(h.layout, msg, float(h.config.values["measured_scale"]))
         except enc.MeasuredDecodeError as exc:
             return self._reject(exc.reason, f"{name}/measured: {exc}", h)
-        if h.headerless:   # no header: stamped with its receive time (node clock)
-            stamp_ns = self.get_clock().now().nanoseconds
+        if h.headerless:   # no header: stamped with its receive time (node clock) + measured_delay
+            stamp_ns = self.get_clock().now().nanoseconds + h.measured_delay_ns()
         else:
             stamp_ns = stamp_to_ns(msg.header.stamp)
         self._check_plausible(h, vec)
@@ -602,6 +603,7 @@ class SensorNode(Node):
         """New settings for a configured sensor; a new model keeps the calibration when it still fits."""
         old_type, old_topic = h.config.measured_type(), measured_topic(h.config)
         old_scale = float(h.config.values["measured_scale"])
+        old_delay = h.measured_delay_ns()
         h.config = cfg
         if sensor is not None and layout is not None:
             dropped = h.replace_model(sensor, layout)
@@ -618,6 +620,12 @@ class SensorNode(Node):
                 h.clear_buffers()
             self.get_logger().info(f"sensor {h.name!r}: measured type or scale changed; buffered measured "
                                    "samples cleared")
+        if h.headerless and h.measured_delay_ns() != old_delay:
+            # the pairing key of the measured stream moved: what was paired or queued with the old
+            # delay would mix frames (and a smaller delay is no restart of the source)
+            h.clear_buffers()
+            self.get_logger().info(f"sensor {h.name!r}: measured_delay {h.measured_delay_ns() * 1e-9:g} s; "
+                                   "pairing buffers cleared")
         if cfg.measured_type() != old_type or measured_topic(cfg) != old_topic:
             h.endpoints.subscribe_measured(cfg.measured_type(), measured_topic(cfg))
         self.get_logger().info(f"sensor {h.name!r} settings applied")
