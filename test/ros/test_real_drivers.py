@@ -344,3 +344,25 @@ def test_measured_topic_renames_the_subscription_live(headerless):
     assert h.endpoints.measured.topic_name == "/punyo/pressure"
     assert node.set_parameters([Parameter("pressure.measured_topic", value="")])[0].successful
     assert h.endpoints.measured.topic_name == "/real_drivers_test/pressure/measured"
+
+
+# --------------------------------------------------------------------------- calibration file at start
+def test_loading_a_calibration_file_is_logged_with_the_sensors_and_offsets_restored(
+        rclpy_context, tmp_path, capfd):
+    f = tmp_path / "cal.yaml"
+    f.write_text("sensors:\n  pressure: {type: PunyoPressureSensor, calibration: {tare: [101325.0], "
+                 "gain: [0.8]}}\n  gone: {type: PunyoPressureSensor, calibration: {tare: [1.0]}}\n")
+    node = _node("cal_log_node", calibration_file=str(f))
+    try:
+        assert float(node._handles["pressure"].sensor.get_calibration()["tare"][0]) == 101325.0
+    finally:
+        node.destroy_node()
+    err = capfd.readouterr().err
+    line = next((ln for ln in err.splitlines() if "calibration file" in ln), "")
+    assert f"calibration file {f} loaded: restored pressure (offset " in line, err
+    assert "=101325 Pa; gain 0.8)" in line and "gone" not in line, line
+    # no file yet: said as before, and nothing about loading
+    node = _node("cal_log_missing_node", calibration_file=str(tmp_path / "none.yaml"))
+    node.destroy_node()
+    err = capfd.readouterr().err
+    assert "does not exist yet" in err and "loaded" not in err, err

@@ -17,8 +17,9 @@ which accepts reliable and best-effort publishers):
   (``std_msgs/Float32``, ``Float64``) is stamped with its receive time on the node's clock
   plus ``<s>.measured_delay`` (how much later the contacts of the same instant arrive, e.g.
   behind a ``wrench_contact_node`` with a ``time_shift``) and pairs with the receive times of
-  the contacts messages; other types pair by header stamps.  The pairing tolerance is ``max_stamp_difference``, or when 0 half the longer
-  observed period of the two streams (:mod:`.pairing`).
+  the contacts messages; other types pair by header stamps.  The pairing tolerance is
+  ``max_stamp_difference``, or when 0 half the longer observed period of the two streams
+  (:mod:`.pairing`).
 
 Outputs (QoS: ``qos.outputs.*``, default reliable, depth 10), all stamped
 with the stamp of the contacts message they derive from:
@@ -186,6 +187,7 @@ class SensorNode(Node):
                                    "sensors start uncalibrated")
         calibration = self.calibration.load()
         self._frames = FramePublisher(self, bool(p["publish_tf"]), self._world_frame, self.world)
+        restored = []
         for name in sensors:
             cfg = self.params.declare_sensor(name)
             h = self._install(cfg, *self._factory.build(cfg))
@@ -193,6 +195,12 @@ class SensorNode(Node):
                 warning = cal_store.apply_file_entry(h, calibration[name], text)
                 if warning:
                     self.get_logger().warning(warning)
+                else:
+                    restored.append(cal_store.restored_text(h))
+        if self.calibration.path is not None and self.calibration.path.is_file():
+            self.get_logger().info(f"calibration file {self.calibration.path} loaded: "
+                                   + (f"restored {', '.join(restored)}" if restored
+                                      else "no entry for the configured sensors"))
 
         # joint_states before contacts: the single-threaded executor serves ready subscriptions in
         # creation order, so a step's joint state (published first by a simulator) is applied before
