@@ -65,6 +65,7 @@ import argparse
 import os
 import sys
 import time
+import traceback
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -732,11 +733,28 @@ def run() -> None:
     libraries, which took 1.5 s on an idle 2-core machine and 7-17 s on a loaded one.  The
     process exits with :func:`os._exit` after flushing Python's streams instead, so a SIGINT or
     SIGTERM ends it in well under 2 s.  Call :func:`main` to stay in the interpreter.
+
+    SIGINT takes the same path as SIGTERM: rclpy's handler shuts the context down and Python then
+    raises ``KeyboardInterrupt`` at whatever bytecode runs next -- possibly in :func:`main`'s own
+    clean-up (destroying the node), out of its reach; that is still a normal exit (0), never a
+    traceback and the slow teardown.  ``SystemExit`` keeps its code (``--help``: 0); any other
+    escaping exception is printed and gives 1.
     """
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    code = 1
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+    except BaseException:   # noqa: B902 -- reported, then the same fast exit
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 if __name__ == "__main__":
