@@ -88,3 +88,36 @@ def test_replay_of_a_cut_correlates_and_the_gain_helps(tmp_path):
     assert summary["published"]["punyo/pressure"] == 100
     assert summary["published"]["punyo_force/predicted"] > 80
     assert (tmp_path / "run.mcap").is_file() and (tmp_path / "pressure_real.png").is_file()
+    # the node's live residuals compare frame k's prediction with frame k's pressure
+    # (punyo_pressure.measured_delay): measured = residual + predicted of the same stamp must be
+    # the recorded pressure of the frame of that stamp (float32 hPa x 100, as the driver sends it)
+    aligned, total = _aligned_residuals(tmp_path, load_recording(RECORDING, (30, 130)))
+    assert total >= 60 and aligned >= 0.9 * total, (aligned, total)
+
+
+def _aligned_residuals(out, rec):
+    """(residuals whose measured value is their own frame's pressure, residuals) read from the bag
+    with rosbags (independent of rclpy); a stamp's frame is the recorded time within 2 ms."""
+    from rosbags.rosbag2 import Reader
+    from rosbags.typesys import Stores, get_typestore
+    store = get_typestore(Stores.ROS2_KILTED)
+    msgs = {"/punyo_pressure/predicted": [], "/punyo_pressure/residual": []}
+    with Reader(out) as reader:
+        conns = [c for c in reader.connections if c.topic in msgs]
+        for conn, _, raw in reader.messages(connections=conns):
+            msgs[conn.topic].append(store.deserialize_cdr(raw, conn.msgtype))
+
+    def frame(m):
+        s = m.header.stamp.sec + m.header.stamp.nanosec * 1e-9
+        k = int(np.argmin(np.abs(rec.t - s)))
+        return k if abs(rec.t[k] - s) <= 0.002 else None
+    sent_pa = np.float32(rec.pressure_pa / 100.0).astype(np.float64) * 100.0
+    predicted = {frame(m): m.fluid_pressure for m in msgs["/punyo_pressure/predicted"]}
+    aligned = total = 0
+    for m in msgs["/punyo_pressure/residual"]:
+        k = frame(m)
+        if k is None or k not in predicted:
+            continue
+        total += 1
+        aligned += abs(m.fluid_pressure + predicted[k] - sent_pa[k]) < 1e-3
+    return aligned, total

@@ -258,3 +258,23 @@ def test_sigterm_while_contacts_flow_ends_the_node_cleanly(tmp_path, rclpy_conte
     assert code == 0, out[-3000:]
     for text in ("internal_error", "Traceback", "context is invalid"):
         assert text not in out, out[-3000:]
+
+
+def test_a_keyboard_interrupt_escaping_main_still_takes_the_fast_exit():
+    # SIGINT raises KeyboardInterrupt at whatever bytecode runs next, which can be main()'s own
+    # clean-up (destroying the node) where main() cannot catch it.  run() must still end the
+    # process at once with 0: no traceback and no interpreter teardown (an atexit hook of the
+    # interpreter would run in a normal teardown; os._exit skips it).
+    import subprocess
+    import sys
+    code = ("import atexit, vsf_sensor_ros.ros.sensor_node as s\n"
+            "atexit.register(lambda: print('interpreter teardown ran', flush=True))\n"
+            "def interrupted():\n"
+            "    print('main ran', flush=True)\n"
+            "    raise KeyboardInterrupt\n"
+            "s.main = interrupted\n"
+            "s.run()\n")
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "main ran" in res.stdout and "interpreter teardown ran" not in res.stdout, res.stdout
+    assert "Traceback" not in res.stderr, res.stderr[-2000:]

@@ -155,3 +155,107 @@ def test_a_100_hz_stream_against_60_hz_predictions_pairs_every_prediction_once_p
     assert pairs == [(16_666_667, 13 * ms), (33_333_333, 33 * ms), (50_000_000, 43 * ms)]
     assert p.effective_tolerance_ns() == 8_333_333
     assert p.prediction_stamps == [0] and p.measurement_stamps == [3 * ms, 23 * ms, 53 * ms]
+
+
+# --------------------------------------------------------------------------- the clock diagnosis in long runs
+MS = 1_000_000
+
+
+def _run(p, p_times, m_times, check_every_ns=None, m_clock_ns=0):
+    """Offer the two streams in arrival order (a prediction first on equal times); return the pairs
+    and the hints read every ``check_every_ns`` of arrival time (as the node's diagnostics timer
+    does).  Times are arrival times (ns); a measurement's stamp is its arrival time plus
+    ``m_clock_ns`` (its driver's clock offset)."""
+    events = sorted([(t, 0, "p") for t in p_times] + [(t, 1, "m") for t in m_times])
+    pairs, hints, next_check = [], [], check_every_ns
+    for t, _, kind in events:
+        if check_every_ns is not None and t >= next_check:
+            hints.append(p.offset_hint())
+            next_check += check_every_ns
+        pair = p.add_prediction(t, t) if kind == "p" else p.add_measurement(t + m_clock_ns, t)
+        if pair is not None:
+            pairs.append((pair.stamp_ns, pair.measured_stamp_ns))
+    return pairs, hints
+
+
+def test_a_100_hz_measured_stream_pairing_with_50_hz_contacts_is_never_called_a_clock_offset():
+    # The trial's setup: a header-less 100 Hz pressure (receive times 3, 13, 23, ... ms) and 50 Hz
+    # contacts (0, 20, 40, ... ms), one minute, adaptive tolerance.  By hand: p0 comes before any
+    # period is known and never pairs (it stays queued for good); from then on the tolerance is
+    # max(20, 10) // 2 = 10 ms and every prediction 20k ms pairs with the measurement 7 ms before
+    # it (20k - 7 = 10 (2k - 1) + 3), the odd measurements 20k + 3 stay unmatched.  Pairs are being
+    # made all along, so the diagnosis must say nothing at every once-a-second check -- before
+    # the fix it compared the newest unmatched measurement with the stale p0 and reported
+    # "measured stamps are 1 s, 2 s, ... ahead of contacts stamps".
+    n = 3000                                            # 60 s of contacts
+    p_times = [20 * MS * k for k in range(n)]
+    m_times = [10 * MS * j + 3 * MS for j in range(2 * n)]
+    p = StampPairer(capacity=50, tolerance_ns=None)
+    pairs, hints = _run(p, p_times, m_times, check_every_ns=1_000 * MS)
+    assert pairs == [(20 * MS * k, 20 * MS * k - 7 * MS) for k in range(1, n)]
+    assert p.prediction_stamps == [0]                   # the stale entry that fooled the old rule
+    assert len(hints) == 59 and hints == [None] * 59
+    assert p.offset_hint() is None
+
+
+def test_a_fixed_tolerance_run_with_one_early_unpaired_prediction_is_not_diagnosed_either():
+    # FluidPressure with header stamps, same clock, fixed tolerance 4 ms: the first prediction
+    # (stamp 0) finds the measurement 5 ms away -- beyond 4 ms, both queued; every later
+    # prediction 20k pairs with the measurement at 20k + 1 ms (1 ms <= 4 ms).
+    n = 500                                              # 10 s
+    p_times = [20 * MS * k for k in range(n)]
+    m_times = [5 * MS] + [10 * MS * j + 1 * MS for j in range(1, 2 * n)]
+    p = StampPairer(capacity=50, tolerance_ns=4 * MS)
+    pairs, hints = _run(p, p_times, m_times, check_every_ns=1_000 * MS)
+    assert pairs == [(20 * MS * k, 20 * MS * k + 1 * MS) for k in range(1, n)]
+    assert hints == [None] * 9 and p.offset_hint() is None
+
+
+def test_a_real_offset_is_reported_as_the_gap_between_the_streams_recent_stamps_and_does_not_grow():
+    # The measured driver's stamps run 1.8 s ahead of the contacts' (two clocks): 100 Hz measured
+    # arriving at 10j ms stamped 1800 + 10j ms, 50 Hz contacts at 20k ms.  Nothing can pair
+    # (1.8 s >> any tolerance); the newest stamps of the two streams are always 1.79-1.81 s apart,
+    # at every check of a one-minute run: "1.8 s ahead", never 2, 3, ... s.
+    n = 3000
+    p_times = [20 * MS * k for k in range(n)]
+    m_times = [10 * MS * j for j in range(2 * n)]
+    p = StampPairer(capacity=50, tolerance_ns=None)
+    pairs, hints = _run(p, p_times, m_times, check_every_ns=1_000 * MS, m_clock_ns=1_800 * MS)
+    assert pairs == []
+    sentence = "measured stamps are 1.8 s ahead of contacts stamps: different clocks?"
+    assert hints[1:] == [sentence] * 58                  # from the first check after both streams ran
+    assert p.offset_hint() == sentence
+    # the other way round: the measured stamps 3 s behind
+    q = StampPairer(capacity=50, tolerance_ns=None)
+    _run(q, [20 * MS * k for k in range(200)], [10 * MS * j for j in range(400)], m_clock_ns=-3_000 * MS)
+    assert q.offset_hint() == "measured stamps are 3 s behind contacts stamps: different clocks?"
+
+
+def test_a_stopped_stream_is_not_a_clock_offset():
+    # Pairing 1:1 at 50 Hz (measured 2 ms after each prediction), then the measured stream stops
+    # while contacts go on for 5 s: the newest measured stamp falls further behind, but nothing
+    # is offered against it -- no diagnosis.  Then the reverse: contacts stop, measured go on.
+    p = StampPairer(capacity=50, tolerance_ns=5 * MS)
+    pairs, _ = _run(p, [20 * MS * k for k in range(300)], [20 * MS * k + 2 * MS for k in range(50)])
+    assert len(pairs) == 50 and p.offset_hint() is None
+    q = StampPairer(capacity=50, tolerance_ns=5 * MS)
+    pairs, _ = _run(q, [20 * MS * k for k in range(50)], [20 * MS * k + 2 * MS for k in range(300)])
+    assert len(pairs) == 50 and q.offset_hint() is None
+
+
+def test_an_offset_that_appears_later_is_diagnosed_and_a_pair_clears_it():
+    # 1 s of pairing 1:1 (measured 1 ms after each 20 ms prediction), then the measured driver's
+    # clock jumps 5 s ahead: from then on nothing pairs and the gap of the recent stamps is 5 s.
+    p = StampPairer(capacity=50, tolerance_ns=5 * MS)
+    _run(p, [20 * MS * k for k in range(50)], [20 * MS * k + 1 * MS for k in range(50)])
+    assert p.offset_hint() is None
+    _run(p, [1_000 * MS + 20 * MS * k for k in range(50)],
+         [1_000 * MS + 20 * MS * k + 1 * MS for k in range(50)], m_clock_ns=5_000 * MS)
+    assert p.offset_hint() == "measured stamps are 5 s ahead of contacts stamps: different clocks?"
+    # the driver comes back to the contacts' clock (a step back: cleared as a restart), pairs again
+    assert p.measurement_went_back(2_000 * MS + 1 * MS)
+    p.clear_measurements()
+    assert p.offset_hint() is None
+    p.add_prediction(2_000 * MS, "p")
+    assert p.add_measurement(2_000 * MS + 1 * MS, "m") is not None
+    assert p.offset_hint() is None

@@ -214,6 +214,74 @@ def test_a_live_measured_type_change_clears_the_buffers(headerless):
     assert len(h.pairs) == 0 and h.pairer.measurement_stamps == [] and not h.headerless
 
 
+# --------------------------------------------------------------------------- a delayed contacts source
+def _delayed_contacts_schedule(node: SensorNode, frames: range, latency_ms: int = 72):
+    """Frames every 30 ms: frame k's pressure (1000 + k hPa, header-less) reaches the node at 30k ms,
+    its contacts (stamped 1000 s + 30k ms) ``latency_ms`` later -- a ``wrench_contact_node``
+    waiting ``time_shift`` for the force of the same instant.  The node's clock is set to each
+    arrival time (use_sim_time: the override is its ROS time), so its receive times are exact."""
+    from rclpy.time import Time
+    events = sorted([(30 * k, 1, k) for k in frames] + [(30 * k + latency_ms, 0, k) for k in frames])
+    clock = node.get_clock()
+    for t_ms, kind, k in events:
+        clock.set_ros_time_override(Time(nanoseconds=2_000_000_000 + t_ms * 1_000_000))
+        if kind == 0:
+            node._on_contacts(_contacts(node, 1000.0 + 0.03 * k))
+        else:
+            node._on_measured("pressure", Float32(data=1000.0 + k))
+
+
+def _frames_of_pairs(node: SensorNode):
+    """(frame of the contacts stamp, frame of the measured value) of every pair kept for tares."""
+    out = []
+    for s in node._handles["pressure"].pairs:
+        k_contacts = round((s.stamp_ns - 1_000_000_000_000) / 30_000_000)
+        out.append((k_contacts, round(float(s.measured[0]) / 100.0 - 1000.0)))
+    return out
+
+
+def test_measured_delay_pairs_a_headerless_pressure_with_the_late_contacts_of_the_same_frame(rclpy_context):
+    # Tolerance 15 ms.  By hand, with delay 0: the contacts of frame k arrive at 30k + 72 ms; the
+    # pressures received by then are those of frames <= k + 2 (30k + 60 ms, 12 ms away: the
+    # nearest within 15 ms) -> frame k is compared with frame k + 2's pressure (frames 38, 39 of
+    # 40 find none: no pressure of frame 40, 41).  With
+    # measured_delay 0.07 s the pressure of frame j counts as received at 30j + 70 ms: frame k's
+    # (2 ms from 30k + 72) is the nearest, frame k + 1's (30k + 100) is 28 ms away -> aligned.
+    node = _node("delay_node", use_sim_time=True, max_stamp_difference=0.015)
+    try:
+        _delayed_contacts_schedule(node, range(40))
+        pairs = _frames_of_pairs(node)
+        assert pairs == [(k, k + 2) for k in range(38)], pairs
+        ok = node.set_parameters([Parameter("pressure.measured_delay", value=0.07)])
+        assert ok[0].successful, ok[0].reason
+        assert len(node._handles["pressure"].pairs) == 0       # pairs of the old key dropped
+        _delayed_contacts_schedule(node, range(40, 80))       # the same source, 40 frames on
+        pairs = _frames_of_pairs(node)
+        assert pairs == [(k, k) for k in range(40, 80)], pairs
+        for bad in (1.5, -2.0, float("nan")):
+            res = node.set_parameters([Parameter("pressure.measured_delay", value=bad)])
+            assert not res[0].successful and "measured_delay" in res[0].reason, res[0].reason
+        assert node._handles["pressure"].measured_delay_ns() == 70_000_000
+    finally:
+        node.destroy_node()
+
+
+def test_measured_delay_is_ignored_for_a_stamped_measured_type(rclpy_context):
+    # FluidPressure carries the stamp of its instant: frame k's pressure stamped like its contacts
+    # pairs with them whatever the delay (1 s here) and whenever each arrives.
+    node = _node("delay_stamped_node", **{"pressure.measured_type": "sensor_msgs/msg/FluidPressure",
+                                          "pressure.measured_delay": 1.0, "max_stamp_difference": 0.005})
+    try:
+        for k in range(10):
+            node._on_contacts(_contacts(node, 1000.0 + 0.03 * k))
+            m = FluidPressure(fluid_pressure=1000.0 + k)
+            m.header.stamp.sec, m.header.stamp.nanosec = 1000, 30_000_000 * k
+            node._on_measured("pressure", m)
+        assert _frames_of_pairs(node) == [(k, k) for k in range(10)]
+    finally:
+        node.destroy_node()
+
+
 # --------------------------------------------------------------------------- clocks
 def test_a_wall_clock_driver_against_a_simulator_clock_is_diagnosed_in_diagnostics_and_tare(rclpy_context):
     node = _node("clocks_node", **{"pressure.measured_type": "sensor_msgs/msg/FluidPressure"})
@@ -276,3 +344,25 @@ def test_measured_topic_renames_the_subscription_live(headerless):
     assert h.endpoints.measured.topic_name == "/punyo/pressure"
     assert node.set_parameters([Parameter("pressure.measured_topic", value="")])[0].successful
     assert h.endpoints.measured.topic_name == "/real_drivers_test/pressure/measured"
+
+
+# --------------------------------------------------------------------------- calibration file at start
+def test_loading_a_calibration_file_is_logged_with_the_sensors_and_offsets_restored(
+        rclpy_context, tmp_path, capfd):
+    f = tmp_path / "cal.yaml"
+    f.write_text("sensors:\n  pressure: {type: PunyoPressureSensor, calibration: {tare: [101325.0], "
+                 "gain: [0.8]}}\n  gone: {type: PunyoPressureSensor, calibration: {tare: [1.0]}}\n")
+    node = _node("cal_log_node", calibration_file=str(f))
+    try:
+        assert float(node._handles["pressure"].sensor.get_calibration()["tare"][0]) == 101325.0
+    finally:
+        node.destroy_node()
+    err = capfd.readouterr().err
+    line = next((ln for ln in err.splitlines() if "calibration file" in ln), "")
+    assert f"calibration file {f} loaded: restored pressure (offset " in line, err
+    assert "=101325 Pa; gain 0.8)" in line and "gone" not in line, line
+    # no file yet: said as before, and nothing about loading
+    node = _node("cal_log_missing_node", calibration_file=str(tmp_path / "none.yaml"))
+    node.destroy_node()
+    err = capfd.readouterr().err
+    assert "does not exist yet" in err and "loaded" not in err, err

@@ -19,7 +19,14 @@ dense force.  The session:
    pressure as the real Punyo driver does (``punyo/pressure``, ``std_msgs/Float32``, hPa, no
    header), which the node reads directly (``measured_type: std_msgs/msg/Float32``,
    ``measured_topic: punyo/pressure``, ``measured_scale: 100``): header-less, it pairs with the
-   contacts by receive time;
+   contacts by receive time.  The wrench node emits frame k's contacts once a wrench stamped at or
+   after ``t_k + time_shift`` arrived; the recording's wrench comes only with the frames (about
+   30 Hz, 21-50 ms apart), where a real F/T stream is dense, so the replay also publishes one
+   wrench stamped ``t_k + time_shift`` (linear interpolation of the recorded ones: the value the
+   wrench node interpolates there anyway) at that time: frame k's contacts then leave a constant
+   ``time_shift / speed`` after its pressure, and the node's ``punyo_pressure.measured_delay`` is
+   set to that plus :data:`WRENCH_NODE_LATENCY_S`, so live residuals (and a ``calibrate_gain``)
+   compare frame k's prediction with frame k's pressure;
 4. three frames before the poke, tares the wrench bias (``/wrench_contact_node/tare``: the last
    contact-free wrenches) and the pressure sensor (``punyo_pressure/tare``), records every topic
    to ``run.mcap``, and writes ``summary.json`` and ``pressure_real.png``.
@@ -64,6 +71,11 @@ PREDICT_WAIT_S = 60.0
 WARMUP_LEAD_S = 100.0         # warm-up frames are stamped this long before the recording
 WARMUP_STEP_S = 0.05
 HPA_TO_PA = 100.0
+# Measured (median over a replay's recorded arrival times, 2 shared cores: contacts of frame k minus
+# its pressure, less time_shift / speed): the contacts of a step arrive about 2 ms after the wrench
+# that completes them was published (one more hop and the wrench node's kinematics than the
+# pressure's direct path).
+WRENCH_NODE_LATENCY_S = 0.002
 
 
 class ReplayError(RuntimeError):
@@ -179,8 +191,9 @@ def _bubble_mesh_path() -> Path:
     return DATA_DIR / BUBBLE_MESH_FILE
 
 
-def write_session_files(out: Path) -> Dict[str, Path]:
-    """``ur5e.urdf`` and ``sensor_node.yaml`` (the node's parameters) in ``out``."""
+def write_session_files(out: Path, measured_delay: float = 0.0) -> Dict[str, Path]:
+    """``ur5e.urdf`` and ``sensor_node.yaml`` (the node's parameters) in ``out``;
+    ``measured_delay`` (s) is the pressure sensor's ``measured_delay``."""
     import yaml
 
     from vsf_sensor_ros.apps.ur5e import TOOL_LINK, punyo_mount_transform, ur5e_urdf
@@ -202,7 +215,7 @@ def write_session_files(out: Path) -> Dict[str, Path]:
         "sensors": [PRESSURE_SENSOR, FORCE_SENSOR],
         PRESSURE_SENSOR: {"type": "PunyoPressureSensor", "attachment": "punyo",
                           "measured_type": "std_msgs/msg/Float32", "measured_topic": PRESSURE_TOPIC,
-                          "measured_scale": HPA_TO_PA,
+                          "measured_scale": HPA_TO_PA, "measured_delay": float(measured_delay),
                           "base_normal_local": [0.0, 0.0, 1.0]},
         FORCE_SENSOR: {"type": "PunyoDenseForceSensor", "attachment": "punyo"},
     }
@@ -266,7 +279,9 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
     from vsf_sensor_ros.apps.ur5e import UR5E_JOINTS
     from vsf_sensor_ros.ros.stamps import ns_to_stamp
 
-    files = write_session_files(out)
+    # the contacts of frame k leave the wrench node time_shift / speed after its pressure (see the
+    # module docstring): the pressure counts as received that much later
+    files = write_session_files(out, min(1.0, time_shift / speed + WRENCH_NODE_LATENCY_S))
     logs_dir = out / "logs"
     env = _child_env(domain_id)
     node_proc = ManagedProcess("sensor_node", [sys.executable, "-m", "vsf_sensor_ros.ros.sensor_node",
@@ -274,7 +289,8 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
                                env, logs_dir / "sensor_node.log")
     wrench_proc = ManagedProcess("wrench_contact_node",
                                  [sys.executable, "-m", "vsf_sensor_ros.ros.wrench_contact_node"]
-                                 + wrench_node_args(files["urdf"], time_shift, bias_samples),
+                                 # twice the wrenches: each frame also has its interpolated one
+                                 + wrench_node_args(files["urdf"], time_shift, 2 * bias_samples),
                                  env, logs_dir / "wrench_contact_node.log")
     t0 = time.monotonic()
     ctx = rclpy.Context()
@@ -313,20 +329,35 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
 
     first_ns = int(round(rec.t[0] * 1e9))
 
+    def wait_until(due: float) -> None:
+        while time.monotonic() < due:
+            executor.spin_once(timeout_sec=max(0.0, min(0.005, due - time.monotonic())))
+
     def recorded_frames(topic: str) -> int:
         """Messages on ``topic`` stamped at or after the recording's start (warm-up excluded)."""
         log = recorder.logs.get(topic)
         return 0 if log is None else sum(1 for d in log.data if header_stamp_ns(d) >= first_ns)
 
+    def publish_wrench(t: float, wrench: np.ndarray) -> None:
+        w = WrenchStamped()
+        w.header.stamp, w.header.frame_id = ns_to_stamp(int(round(t * 1e9))), WRENCH_FRAME
+        (w.wrench.force.x, w.wrench.force.y, w.wrench.force.z,
+         w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z) = map(float, wrench)
+        pub_w.publish(w)
+
+    # one wrench at t_k + time_shift per frame k (inside the recording, not on a recorded stamp),
+    # interpolated linearly as the wrench node does: (stamp s, wrench).  1 us later than that: a
+    # stamp near 1.7e9 s in float seconds is only good to 0.24 us, and one a hair early would leave
+    # the frame waiting for the next recorded wrench.
+    extra_t = [t + time_shift + 1e-6 for t in rec.t if t + time_shift + 1e-6 <= rec.t[-1]
+               and np.min(np.abs(rec.t - (t + time_shift))) > 1e-5]
+    extra = [(t, np.array([np.interp(t, rec.t, rec.wrench[:, i]) for i in range(6)])) for t in extra_t]
+
     def publish(k: int, t: float, with_hpa: bool) -> None:
         """Frame ``k`` stamped ``t``: wrench, joint state, and the pressure (hPa, as the driver) when
         ``with_hpa``."""
         stamp = ns_to_stamp(int(round(t * 1e9)))
-        w = WrenchStamped()
-        w.header.stamp, w.header.frame_id = stamp, WRENCH_FRAME
-        (w.wrench.force.x, w.wrench.force.y, w.wrench.force.z,
-         w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z) = map(float, rec.wrench[k])
-        pub_w.publish(w)
+        publish_wrench(t, rec.wrench[k])
         js = JointState()
         js.header.stamp, js.header.frame_id = stamp, ""
         js.name, js.position = list(UR5E_JOINTS), [float(v) for v in rec.q[k]]
@@ -397,9 +428,11 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
                     saved = call(save_client, "saving the calibration")
                     offset = _offset_from(out / "calibration.yaml", tare_msg) if saved is not None else None
                 start = time.monotonic() - (rec.t[k] - rec.t[0]) / speed
-            due = start + (rec.t[k] - rec.t[0]) / speed
-            while time.monotonic() < due:
-                executor.spin_once(timeout_sec=max(0.0, min(0.005, due - time.monotonic())))
+            while extra and extra[0][0] < rec.t[k]:
+                te, we = extra.pop(0)
+                wait_until(start + (te - rec.t[0]) / speed)
+                publish_wrench(te, we)
+            wait_until(start + (rec.t[k] - rec.t[0]) / speed)
             publish(k, rec.t[k], with_hpa=True)
             check("replaying")
         # drain: predictions of the last frames

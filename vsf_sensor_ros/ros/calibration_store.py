@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple
 
+import numpy as np
 import yaml
 
 from ..sensor import TareCalibrator
@@ -209,6 +210,25 @@ def apply_file_entry(h: "SensorHandle", entry: Dict[str, Any], file_param: str) 
     return None
 
 
+def restored_text(h: "SensorHandle") -> str:
+    """One sensor's restored calibration for the start-up log: ``name (offset pressure=101325 Pa,
+    gain 0.8)``; only what the calibration holds (an offset over the physical entries, a gain)."""
+    cal = h.sensor.get_calibration()
+    parts = []
+    eff = effective_offset(cal, TARE_KEY)
+    if eff is not None:
+        slots = [int(i) for i in h.layout.slots if i >= 0 and int(i) < eff.size]
+        parts.append("offset " + format_offset({TARE_KEY: eff[slots]}, TARE_KEY,
+                                               enc.KIND_UNITS[h.layout.kind],
+                                               [h.layout.names[i] for i in slots]))
+    if "gain" in cal:
+        g = cal["gain"]
+        gain = np.asarray(g.detach().cpu().numpy() if hasattr(g, "detach") else g,
+                          dtype=np.float64).reshape(-1)
+        parts.append("gain " + ", ".join(f"{g:.6g}" for g in gain))
+    return f"{h.name} ({'; '.join(parts) or 'no offset or gain'})"
+
+
 def tare(h: "SensorHandle", n: int) -> Tuple[bool, str]:
     """Tare one sensor from its buffered pairs; ``(success, answer text)``.
 
@@ -246,4 +266,4 @@ def tare(h: "SensorHandle", n: int) -> Tuple[bool, str]:
 
 
 __all__ = ["CalibrationStore", "HEADER", "SaveRefused", "TARE_KEY", "apply_file_entry", "calibration_entry",
-           "foreign_reason", "tare"]
+           "foreign_reason", "restored_text", "tare"]

@@ -19,9 +19,18 @@ receive time for a header-less message.
 Tolerance: a fixed value (the node's ``max_stamp_difference``), or, when
 none is set (``tolerance_ns=None``), half the longer of the two streams'
 observed periods (:class:`PeriodEstimate`); until both periods are known
-that adaptive rule pairs only equal stamps.  :meth:`StampPairer.offset_hint`
-describes a gap between the streams that no tolerance would bridge (e.g. a
-simulator stamping from 0 against a driver stamping wall-clock time).
+that adaptive rule pairs only equal stamps.
+
+Clock diagnosis (:meth:`StampPairer.offset_hint`): a gap between the streams
+that no tolerance would bridge (e.g. a simulator stamping from 0 against a
+driver stamping wall-clock time).  It is read from the streams' *recent*
+stamps, never from the queues: an item that found no partner while the other
+stream is arriving (the other stream offered something since this stream's
+previous offer) records the gap between its stamp and the other stream's
+newest stamp; any pair clears it.  So the diagnosis appears only while both
+streams arrive and nothing pairs, and a stale queued item (a prediction made
+before the periods were known, a measurement of an odd 100 Hz sample against
+50 Hz contacts) or a stream that stopped never produces it.
 """
 from __future__ import annotations
 
@@ -149,6 +158,13 @@ class StampPairer(Generic[P, M]):
         self._meas: _Queue[M] = _Queue(capacity)
         self.tolerance_ns = tolerance_ns
         self._last_measured: Optional[int] = None
+        self._last_predicted: Optional[int] = None
+        # offered since the other stream's last offer: the streams are arriving together
+        self._pred_since_meas = False
+        self._meas_since_pred = False
+        # measured - contacts stamp (ns) of the latest offer that found no partner while both
+        # streams arrive; None after a pair (see the module docstring)
+        self._unpaired_gap: Optional[int] = None
 
     @property
     def tolerance_ns(self) -> Optional[int]:
@@ -181,10 +197,15 @@ class StampPairer(Generic[P, M]):
     def add_prediction(self, stamp_ns: int, item: P) -> Optional[Pair[P, M]]:
         """Offer a prediction; the pair it completes, else None (the prediction is queued)."""
         self._pred.period.observe(stamp_ns)
+        interleaved, self._meas_since_pred, self._pred_since_meas = self._meas_since_pred, False, True
+        self._last_predicted = stamp_ns
         m = nearest_within(self._meas.stamps, stamp_ns, self.effective_tolerance_ns())
         if m is not None:
             mstamp, meas = self._meas.pop(m)
+            self._unpaired_gap = None
             return Pair(stamp_ns, mstamp, item, meas)
+        if interleaved and self._last_measured is not None:
+            self._unpaired_gap = self._last_measured - stamp_ns
         self._pred.insert(stamp_ns, item)
         return None
 
@@ -195,10 +216,14 @@ class StampPairer(Generic[P, M]):
         """
         self._last_measured = stamp_ns
         self._meas.period.observe(stamp_ns)
+        interleaved, self._pred_since_meas, self._meas_since_pred = self._pred_since_meas, False, True
         p = nearest_within(self._pred.stamps, stamp_ns, self.effective_tolerance_ns())
         if p is not None:
             pstamp, pred = self._pred.pop(p)
+            self._unpaired_gap = None
             return Pair(pstamp, stamp_ns, pred, item)
+        if interleaved and self._last_predicted is not None:
+            self._unpaired_gap = stamp_ns - self._last_predicted
         self._meas.insert(stamp_ns, item)
         return None
 
@@ -207,27 +232,35 @@ class StampPairer(Generic[P, M]):
         return self._last_measured is not None and stamp_ns < self._last_measured
 
     def clear_measurements(self) -> None:
-        """Drop the unmatched measurements (their source restarted)."""
+        """Drop the unmatched measurements (their source restarted) and the clock diagnosis.
+
+        The last measured stamp is kept: the restarted source's next stamps are compared with it.
+        """
         self._meas.clear()
+        self._meas_since_pred = False
+        self._unpaired_gap = None
 
     def clear(self) -> None:
-        """Drop everything (both queues, periods, the last measured stamp)."""
+        """Drop everything (both queues, periods, the last stamps, the clock diagnosis)."""
         self._pred.clear()
         self._meas.clear()
-        self._last_measured = None
+        self._last_measured = self._last_predicted = None
+        self._pred_since_meas = self._meas_since_pred = False
+        self._unpaired_gap = None
 
     def offset_hint(self) -> Optional[str]:
-        """A sentence when the newest unmatched stamps of the two streams are far apart, else None.
+        """A sentence when both streams arrive, nothing pairs and their recent stamps are far apart.
 
-        "Far" = more than 1 s and more than 100 tolerances: such a gap is a
-        clock mismatch (e.g. simulation time against wall-clock time), not
-        jitter.  Example: ``"measured stamps are 1.7e+09 s ahead of contacts stamps: different
-        clocks?"``.
+        The gap is the one recorded by the latest offer that found no partner
+        while the other stream was arriving (measured stamp minus the newest
+        contacts stamp, or the newest measured stamp minus the contacts
+        stamp); a pair clears it, so pairs being made give None.  "Far" = more
+        than 1 s and more than 100 tolerances: such a gap is a clock mismatch
+        (e.g. simulation time against wall-clock time), not jitter.  Example:
+        ``"measured stamps are 1.7e+09 s ahead of contacts stamps: different clocks?"``.
         """
-        if not self._pred.stamps or not self._meas.stamps:
-            return None
-        gap = self._meas.stamps[-1] - self._pred.stamps[-1]
-        if abs(gap) <= max(1_000_000_000, 100 * self.effective_tolerance_ns()):
+        gap = self._unpaired_gap
+        if gap is None or abs(gap) <= max(1_000_000_000, 100 * self.effective_tolerance_ns()):
             return None
         side = "ahead of" if gap > 0 else "behind"
         return f"measured stamps are {abs(gap) * 1e-9:.2g} s {side} contacts stamps: different clocks?"

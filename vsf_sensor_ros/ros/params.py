@@ -22,6 +22,7 @@ Node-wide (``read_only`` ones are fixed at start)::
     <s>.measured_type          message type of <s>/measured; live (re-subscribes)
     <s>.measured_scale         measured value x scale = SI (e.g. 100.0 for hPa), > 0; live
     <s>.measured_topic         topic of the measured reading ('' = <s>/measured); live
+    <s>.measured_delay         s added to a header-less measured message's receive time; live
     <s>.publish_jacobian       publish <s>/jacobian; live
     <s>.publish_markers        publish <s>/markers; live
     <s>.jacobian_decimation    publish every k-th Jacobian (1 = all); live
@@ -247,6 +248,10 @@ SENSOR_COMMON_SPECS: List[Spec] = [
     Spec("publish_markers", True, "publish <s>/markers (rviz MarkerArray)"),
     Spec("measured_topic", "", "topic of the measured reading (empty: <s>/measured; a relative name "
          "resolves in the node's namespace); live (re-subscribes)"),
+    Spec("measured_delay", 0.0, "s; a header-less measured message counts as received this much later "
+         "for pairing: how much later the contacts of the same instant reach the node (e.g. a "
+         "wrench_contact_node with time_shift 0.066 s: about 0.07); ignored for stamped types",
+         lo=-1.0, hi=1.0, finite=True),
     Spec("jacobian_decimation", 1, "k: compute and publish <s>/jacobian for every k-th contacts "
          "message only (the first, then every k-th; 1 = every message)", lo=1, hi=10000),
 ]

@@ -237,6 +237,10 @@ class SensorHandle:
         """The sensor's name."""
         return self.config.name
 
+    def measured_delay_ns(self) -> int:
+        """``<s>.measured_delay`` in ns: added to a header-less measured message's receive time."""
+        return round(float(self.config.values.get("measured_delay", 0.0)) * 1e9)
+
     def replace_model(self, sensor: BaseSensor, layout: enc.SensorLayout) -> Optional[str]:
         """Swap in a rebuilt model (new settings), keeping calibration and internal state where they fit.
 

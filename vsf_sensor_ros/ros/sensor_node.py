@@ -15,9 +15,11 @@ which accepts reliable and best-effort publishers):
 * ``<s>/measured`` per sensor (topic ``<s>.measured_topic`` when set, type
   ``<s>.measured_type``, unit x ``<s>.measured_scale`` = SI).  A header-less type
   (``std_msgs/Float32``, ``Float64``) is stamped with its receive time on the node's clock
-  and pairs with the receive times of the contacts messages; other types pair by header
-  stamps.  The pairing tolerance is ``max_stamp_difference``, or when 0 half the longer
-  observed period of the two streams (:mod:`.pairing`).
+  plus ``<s>.measured_delay`` (how much later the contacts of the same instant arrive, e.g.
+  behind a ``wrench_contact_node`` with a ``time_shift``) and pairs with the receive times of
+  the contacts messages; other types pair by header stamps.  The pairing tolerance is
+  ``max_stamp_difference``, or when 0 half the longer observed period of the two streams
+  (:mod:`.pairing`).
 
 Outputs (QoS: ``qos.outputs.*``, default reliable, depth 10), all stamped
 with the stamp of the contacts message they derive from:
@@ -63,6 +65,7 @@ import argparse
 import os
 import sys
 import time
+import traceback
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -185,6 +188,7 @@ class SensorNode(Node):
                                    "sensors start uncalibrated")
         calibration = self.calibration.load()
         self._frames = FramePublisher(self, bool(p["publish_tf"]), self._world_frame, self.world)
+        restored = []
         for name in sensors:
             cfg = self.params.declare_sensor(name)
             h = self._install(cfg, *self._factory.build(cfg))
@@ -192,6 +196,12 @@ class SensorNode(Node):
                 warning = cal_store.apply_file_entry(h, calibration[name], text)
                 if warning:
                     self.get_logger().warning(warning)
+                else:
+                    restored.append(cal_store.restored_text(h))
+        if self.calibration.path is not None and self.calibration.path.is_file():
+            self.get_logger().info(f"calibration file {self.calibration.path} loaded: "
+                                   + (f"restored {', '.join(restored)}" if restored
+                                      else "no entry for the configured sensors"))
 
         # joint_states before contacts: the single-threaded executor serves ready subscriptions in
         # creation order, so a step's joint state (published first by a simulator) is applied before
@@ -423,8 +433,8 @@ class SensorNode(Node):
             vec = enc.decode_measured(h.layout, msg, float(h.config.values["measured_scale"]))
         except enc.MeasuredDecodeError as exc:
             return self._reject(exc.reason, f"{name}/measured: {exc}", h)
-        if h.headerless:   # no header: stamped with its receive time (node clock)
-            stamp_ns = self.get_clock().now().nanoseconds
+        if h.headerless:   # no header: stamped with its receive time (node clock) + measured_delay
+            stamp_ns = self.get_clock().now().nanoseconds + h.measured_delay_ns()
         else:
             stamp_ns = stamp_to_ns(msg.header.stamp)
         self._check_plausible(h, vec)
@@ -602,6 +612,7 @@ class SensorNode(Node):
         """New settings for a configured sensor; a new model keeps the calibration when it still fits."""
         old_type, old_topic = h.config.measured_type(), measured_topic(h.config)
         old_scale = float(h.config.values["measured_scale"])
+        old_delay = h.measured_delay_ns()
         h.config = cfg
         if sensor is not None and layout is not None:
             dropped = h.replace_model(sensor, layout)
@@ -618,6 +629,12 @@ class SensorNode(Node):
                 h.clear_buffers()
             self.get_logger().info(f"sensor {h.name!r}: measured type or scale changed; buffered measured "
                                    "samples cleared")
+        if h.headerless and h.measured_delay_ns() != old_delay:
+            # the pairing key of the measured stream moved: what was paired or queued with the old
+            # delay would mix frames (and a smaller delay is no restart of the source)
+            h.clear_buffers()
+            self.get_logger().info(f"sensor {h.name!r}: measured_delay {h.measured_delay_ns() * 1e-9:g} s; "
+                                   "pairing buffers cleared")
         if cfg.measured_type() != old_type or measured_topic(cfg) != old_topic:
             h.endpoints.subscribe_measured(cfg.measured_type(), measured_topic(cfg))
         self.get_logger().info(f"sensor {h.name!r} settings applied")
@@ -716,11 +733,28 @@ def run() -> None:
     libraries, which took 1.5 s on an idle 2-core machine and 7-17 s on a loaded one.  The
     process exits with :func:`os._exit` after flushing Python's streams instead, so a SIGINT or
     SIGTERM ends it in well under 2 s.  Call :func:`main` to stay in the interpreter.
+
+    SIGINT takes the same path as SIGTERM: rclpy's handler shuts the context down and Python then
+    raises ``KeyboardInterrupt`` at whatever bytecode runs next -- possibly in :func:`main`'s own
+    clean-up (destroying the node), out of its reach; that is still a normal exit (0), never a
+    traceback and the slow teardown.  ``SystemExit`` keeps its code (``--help``: 0); any other
+    escaping exception is printed and gives 1.
     """
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    code = 1
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+    except BaseException:   # noqa: B902 -- reported, then the same fast exit
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 if __name__ == "__main__":
