@@ -26,36 +26,39 @@ Properties:
   and sensor unchanged, or accepted, after which a contacts message still
   goes through without ``internal_error``.
 
-The node targets run fewer examples than the decoder targets (each example
-goes through the whole node): :data:`NODE_SHARE` of the profile's count.
+The contacts targets run half the profile's count (each example is a whole
+node step through both sensor models, and the reference prediction again):
+:data:`CONTACTS_SHARE`; the other node targets the full count.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Dict, List
 
 import numpy as np
 import pytest
 import torch
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from rclpy.parameter import Parameter
 from rclpy.serialization import serialize_message
 
 from test.fuzz import reference as ref
 from test.fuzz.profiles import record
-from test.fuzz.strategies import (SensorSpec, any_float, contact_clouds, joint_states, measured_messages,
-                                  poses, weighted_bool)
+from test.fuzz.strategies import (FLOAT32, FLOAT64, NORMAL_NAMES, Column, SensorSpec, any_float, clouds,
+                                  contact_clouds, contact_columns, joint_states, measured_messages, poses,
+                                  stamps, weighted_bool)
 from vsf_sensor_ros.ros.fast_io import CDR_REJECT_REASONS
 from vsf_sensor_ros.ros.sensor_node import SensorNode
 from vsf_sensor_ros.sensor import ContactState, SimState
 from vsf_sensor_ros.sensor.state import with_reverse_pairs
 
-CONTACTS_SHARE = 0.05
+CONTACTS_SHARE = 0.5
 """The contacts targets run this share of the profile's examples (each one is a whole node step with
-both sensor models, and the reference prediction again): 100 in ``make test``, 750 in ``make fuzz``."""
-NODE_SHARE = 0.15
-"""The other node targets run this share: 300 in ``make test``, 2 250 in ``make fuzz``."""
+both sensor models, and the reference prediction again): 1 000 in ``make test``, 7 500 in ``make fuzz``."""
+NODE_SHARE = 1.0
+"""The other node targets run this share: the profile's full count."""
 F32_MAX = float(np.finfo(np.float32).max)
 WORLD = "world"
 
@@ -140,11 +143,33 @@ def _reference_outcome(node: SensorNode, want: ref.Contacts):
     return None, values
 
 
+def _near(centre: float):
+    """Column values within 6 cm of ``centre`` (the bubble's radius is 5 cm), float32-rounded or not."""
+    def values(rng: np.random.Generator, dtype: np.dtype, n: int) -> np.ndarray:
+        return (centre + rng.uniform(-0.06, 0.06, n)).astype(dtype)
+    return values
+
+
 @st.composite
-def contact_calls(draw, names):
-    cloud = draw(contact_clouds(names))
-    truncate = draw(weighted_bool(0.05))
+def contact_calls(draw, names, centre):
+    """A contacts cloud; half of them with their points around the bubble so the sensors read them."""
+    if draw(st.booleans()):
+        cloud = draw(contact_clouds(names))
+    else:
+        required, optional = contact_columns(len(set(names)))
+        required = [replace(c, values=_near(float(centre[i]))) if i < 3 else c
+                    for i, c in enumerate(required)]      # x y z first, as contact_columns lists them
+        normals = draw(st.sampled_from(((), NORMAL_NAMES)))
+        cloud = draw(clouds(required + [Column(n, (FLOAT32, FLOAT64)) for n in normals], optional))
+        cloud.frame_id = draw(st.sampled_from((WORLD, WORLD, "", "map")))
+        cloud.stamp = draw(stamps())
+    truncate = draw(weighted_bool(0.1))
     return cloud, truncate
+
+
+def _bubble_centre(node: SensorNode) -> np.ndarray:
+    T = node.world.body_transform("punyo")
+    return T[:3, :3] @ np.asarray(node.world.body_mesh("punyo").vertices).mean(axis=0) + T[:3, 3]
 
 
 def _check_contacts(node: SensorNode, cloud, deliver, target: str, cdr_fault: bool) -> None:
@@ -188,7 +213,7 @@ def _check_contacts(node: SensorNode, cloud, deliver, target: str, cdr_fault: bo
 
 def test_contacts_message_path(msg_node):
     @_node_settings(CONTACTS_SHARE)
-    @given(call=contact_calls(msg_node._contact_body_names))
+    @given(call=contact_calls(msg_node._contact_body_names, _bubble_centre(msg_node)))
     def run(call):
         cloud, _ = call
         msg = cloud.message()
@@ -200,7 +225,7 @@ def test_contacts_raw_bytes_path(fast_node):
     callback = fast_node.sub_contacts.callback     # the raw subscription's own callback
 
     @_node_settings(CONTACTS_SHARE)
-    @given(call=contact_calls(fast_node._contact_body_names), data=st.data())
+    @given(call=contact_calls(fast_node._contact_body_names, _bubble_centre(fast_node)), data=st.data())
     def run(call, data):
         cloud, truncate = call
         raw = serialize_message(cloud.message())
@@ -248,6 +273,9 @@ def test_joint_state_handler(msg_node):
 
 # ------------------------------------------------------------------------------------ poses
 
+POSE_FRAMES = st.sampled_from((WORLD, WORLD, WORLD, "", None))
+
+
 def test_pose_handler(msg_node):
     w = msg_node.world
     free = list(w.free_body_names)
@@ -255,8 +283,10 @@ def test_pose_handler(msg_node):
         pytest.skip("the embedded world has no free body")
 
     @_node_settings()
-    @given(msg=poses(), body=st.sampled_from(free))
-    def run(msg, body):
+    @given(msg=poses(), body=st.sampled_from(free), frame=POSE_FRAMES)
+    def run(msg, body, frame):
+        if frame is not None:            # mostly the world frame, so that most poses are read
+            msg.header.frame_id = frame
         T0 = w.body_transform(body).copy()
         before_pub, before_rej = _published(msg_node), _rejected(msg_node)
         p, q = msg.pose.position, msg.pose.orientation
@@ -405,11 +435,15 @@ def _probe(node: SensorNode, sec: int):
     return msg
 
 
+PARAMETERS_SHARE = 0.5
+"""Parameter requests (1-3 parameters each, plus a contacts message after each request): half the count."""
+
+
 def test_parameter_updates(rclpy_context):
     node = _make("param_node", fast=False)
     sec = [1000]
     try:
-        @_node_settings()
+        @_node_settings(PARAMETERS_SHARE)
         @given(request=parameter_requests())
         def run(request):
             # node.set_parameters applies a list one parameter at a time (each through the pre-set,
