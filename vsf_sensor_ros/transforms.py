@@ -48,10 +48,14 @@ def transform_from_xyz_quat(xyz: Sequence[float], quat_xyzw: Sequence[float]) ->
         raise ValueError(f"expected xyz of length 3 and quaternion of length 4, got {p.shape} and {q.shape}")
     if not (np.isfinite(p).all() and np.isfinite(q).all()):
         raise ValueError(f"non-finite pose: xyz={p.tolist()} quat_xyzw={q.tolist()}")
-    if float(np.linalg.norm(q)) < _MIN_QUAT_NORM:
+    # Scale by the largest component before the norm: squaring components above ~1.3e154
+    # overflows to inf, and scipy would then normalise the quaternion to zero (identity).
+    big = float(np.abs(q).max())
+    norm = big * float(np.linalg.norm(q / big)) if big > 0.0 else 0.0
+    if norm < _MIN_QUAT_NORM:
         raise ValueError(f"quaternion (x, y, z, w)={q.tolist()} has zero norm")
     T = np.eye(4)
-    T[:3, :3] = Rotation.from_quat(q).as_matrix()       # scalar-last = ROS order; normalises
+    T[:3, :3] = Rotation.from_quat(q / big).as_matrix()     # scalar-last = ROS order; normalises
     T[:3, 3] = p
     return T
 

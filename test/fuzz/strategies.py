@@ -21,6 +21,7 @@ a deserialised message cannot hold anything else.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -522,7 +523,7 @@ def joint_states(draw, joint_names: Sequence[str], other_names: Sequence[str] = 
 # ------------------------------------------------------------------------------------ poses
 
 @st.composite
-def quaternions(draw, max_component: float = 1e150) -> Tuple[float, float, float, float]:
+def quaternions(draw, max_component: float = sys.float_info.max) -> Tuple[float, float, float, float]:
     """``(x, y, z, w)``: unit, scaled (non-unit), tiny, zero, NaN/inf, or any four doubles.
 
     Components stay within ``±max_component`` (NaN and infinities aside).
@@ -554,7 +555,7 @@ def quaternions(draw, max_component: float = 1e150) -> Tuple[float, float, float
 
 
 @st.composite
-def poses(draw, max_quaternion_component: float = 1e150) -> PoseStamped:
+def poses(draw, max_quaternion_component: float = sys.float_info.max) -> PoseStamped:
     """A ``geometry_msgs/PoseStamped``: any position (rarely NaN/inf), any :func:`quaternions`."""
     msg = PoseStamped()
     msg.header.frame_id = draw(st.sampled_from(FRAME_IDS))
