@@ -81,7 +81,8 @@ def test_a_valid_new_measured_topic_replaces_the_subscription(node):
     assert node.set_parameters([Parameter("pressure.measured_topic", value="/driver/pressure")])[0].successful
     assert _measured_endpoint(node, "pressure") == ("/driver/pressure", "FluidPressure")
     # the type alone changes on the same topic (the old subscription must go first)
-    assert node.set_parameters([Parameter("pressure.measured_type", value="std_msgs/msg/Float64")])[0].successful
+    res = node.set_parameters([Parameter("pressure.measured_type", value="std_msgs/msg/Float64")])[0]
+    assert res.successful, res.reason
     assert _measured_endpoint(node, "pressure") == ("/driver/pressure", "Float64")
     assert len(node.get_subscriptions_info_by_topic("/driver/pressure")) == 1
 
@@ -141,7 +142,7 @@ def test_a_scale_change_clears_the_contact_samples_of_calibrate_gain(node):
     assert len(node._handles["pressure"].contact_pairs) == 3
     assert node.set_parameters([Parameter("pressure.measured_scale", value=100.0)])[0].successful
     assert len(node._handles["pressure"].contact_pairs) == 0
-    assert "0 samples" in _gain_answer(node) or "0 contact samples" in _gain_answer(node), _gain_answer(node)
+    assert "has 0 contact samples" in _gain_answer(node), _gain_answer(node)
 
 
 def _tare_all(node: SensorNode) -> Trigger.Response:

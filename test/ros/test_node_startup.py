@@ -47,7 +47,25 @@ def _bad_file_configs(tmp_path):
     mesh_dir = tmp_path / "meshes"
     mesh_dir.mkdir()
     body = {"bodies": ["pad"], "pad.parent_link": "tool_link"}
+    not_an_entry = tmp_path / "entry_not_a_mapping.yaml"
+    not_an_entry.write_text("sensors: {punyo_pressure: hello}\n")
+    list_calibration = tmp_path / "list_calibration.yaml"    # (not a case name: those are params files)
+    list_calibration.write_text("sensors: {punyo_pressure: {type: PunyoPressureSensor, "
+                                "calibration: [1, 2]}}\n")
+    cal_dir = tmp_path / "calibration_dir"
+    cal_dir.mkdir()
+    fifo = tmp_path / "calibration_fifo"
+    os.mkfifo(fifo)
     return {
+        "calibration_entry_not_a_mapping": ({"calibration_file": str(not_an_entry)}, "calibration_file",
+                                            str(not_an_entry), "entry 'punyo_pressure' must be a mapping"),
+        "calibration_a_list": ({"calibration_file": str(list_calibration)}, "calibration_file",
+                               str(list_calibration),
+                               "entry 'punyo_pressure': 'calibration' must be a mapping"),
+        "calibration_file_is_a_directory": ({"calibration_file": str(cal_dir)}, "calibration_file",
+                                            str(cal_dir), "is a directory, not a calibration file"),
+        "calibration_file_is_a_fifo": ({"calibration_file": str(fifo)}, "calibration_file", str(fifo),
+                                       "is a FIFO, not a calibration file"),
         "unsupported_mesh_type": (dict(body, **{"pad.mesh": str(not_a_mesh)}), "pad.mesh",
                                   str(not_a_mesh), "cannot load a triangle mesh"),
         "empty_ply": (dict(body, **{"pad.mesh": str(empty_ply)}), "pad.mesh", str(empty_ply),
@@ -58,6 +76,16 @@ def _bad_file_configs(tmp_path):
 
 
 MORE_BAD_CONFIGS = {
+    "measured_topic_repeated_slash": ({"sensors": ["s"], "s.type": "PunyoPressureSensor",
+                                       "s.attachment": "punyo", "s.measured_topic": "a//b"},
+                                      "s.measured_topic", "'a//b'",
+                                      "not a valid topic name"),
+    "measured_topic_trailing_slash": ({"sensors": ["s"], "s.type": "PunyoPressureSensor",
+                                       "s.attachment": "punyo", "s.measured_topic": "/punyo/pressure/"},
+                                      "s.measured_topic", "'/punyo/pressure/'",
+                                      "must not end with a forward slash"),
+    "pose_topic_repeated_slash": ({"bodies": ["pad"], "pad.pose_topic": "a//b"}, "pad.pose_topic", "'a//b'",
+                                  "not a valid topic name"),
     "duplicate_contact_body_names": ({"contact_body_names": ["punyo", "punyo", "table"]},
                                      "contact_body_names", "['punyo', 'punyo', 'table']", "appears twice"),
     "empty_world_frame": ({"world_frame": ""}, "world_frame", "''", "must name the frame"),
