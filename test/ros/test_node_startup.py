@@ -286,3 +286,21 @@ def test_sigterm_while_contacts_flow_ends_the_node_cleanly(tmp_path, rclpy_conte
     assert code == 0, out[-3000:]
     for text in ("internal_error", "Traceback", "context is invalid"):
         assert text not in out, out[-3000:]
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_program_still_imports_ends_it_quietly(tmp_path, signame):
+    # the imports (torch, Klampt, rclpy) take about a second: a signal 0.2 s after the start lands
+    # in them; the program ends with exit code 0 and no traceback, as a signal once it runs
+    import signal
+    import time
+    proc = NodeProcess(ROOT / "config" / "sensor_node.yaml", tmp_path / "node.log").start()
+    try:
+        time.sleep(0.2)
+        os.kill(proc.pid, getattr(signal, signame))
+        code = proc.wait(timeout=60)
+    finally:
+        proc.stop()
+    out = proc.output()
+    assert code == 0, out[-3000:]
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out[-3000:]

@@ -65,6 +65,8 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
+from . import _quiet_start   # first: a signal during the imports below ends the program quietly
+
 import numpy as np
 import rclpy
 import torch
@@ -676,15 +678,19 @@ def main(args: Optional[List[str]] = None) -> int:
     A parameter file rcl cannot parse fails in ``rclpy.init``: reported as
     one ``configuration error`` line (rcl's message and a hint), exit code 2.
     ``-h`` / ``--help`` before ``--ros-args`` prints the usage and returns 0
-    without starting a node.
+    without starting a node.  A SIGINT / SIGTERM before the node is up (during the
+    imports: :mod:`._quiet_start`; in ``rclpy.init``) or while it runs ends it with 0.
 
     Args:
         args: the command line, program name first (``sys.argv`` when None).
     """
     argv = list(sys.argv if args is None else args)
     _usage().parse_known_args(_user_args(argv))   # exits 0 after printing for -h / --help
+    _quiet_start.restore()   # from here on a signal shuts the node down cleanly (below)
     try:
         rclpy.init(args=args)
+    except KeyboardInterrupt:
+        return 0
     except RCLError as exc:
         text = " ".join(str(exc).split())
         hint = ""
