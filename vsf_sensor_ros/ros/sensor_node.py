@@ -189,6 +189,7 @@ class SensorNode(Node):
         self._frames = FramePublisher(self, bool(p["publish_tf"]), self._world_frame, self.world)
         for name in sensors:
             cfg = self.params.declare_sensor(name)
+            self.params.check_measured_topic(cfg, None)   # a topic of another type: a ConfigError
             h = self._install(cfg, *self._factory.build(cfg))
             if name in calibration:
                 warning = cal_store.apply_file_entry(h, calibration[name], text)
