@@ -41,6 +41,7 @@ Punyo-like bubble body, so the node runs with no robot files at all.
 """
 from __future__ import annotations
 
+import array
 import json
 import os
 import re
@@ -167,8 +168,9 @@ def _type_mismatch(spec: Spec, value: Any) -> str:
         ok, want = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value), \
             "a string array"
     elif spec.ptype == DOUBLE_ARRAY or (isinstance(d, list) and d and number(d[0])):
-        ok, want = isinstance(value, (list, tuple, np.ndarray)) and all(number(v) for v in value), \
-            "a double array"
+        # (rclpy hands double and integer arrays over as array.array)
+        seq = (list, tuple, np.ndarray, array.array)
+        ok, want = isinstance(value, seq) and all(number(v) for v in value), "a double array"
     elif isinstance(d, list) and d and isinstance(d[0], bool):
         ok, want = isinstance(value, (list, tuple)) and all(isinstance(v, bool) for v in value), \
             "a bool array"
