@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -294,13 +295,17 @@ def test_sigterm_while_contacts_flow_ends_the_node_cleanly(tmp_path, rclpy_conte
 
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
 def test_a_signal_while_the_program_still_imports_ends_it_quietly(tmp_path, signame):
-    # the imports (torch, Klampt, rclpy) take about a second: a signal 0.2 s after the start lands
-    # in them; the program ends with exit code 0 and no traceback, as a signal once it runs
+    # the imports (torch, Klampt, rclpy) take about a second: the signal is sent as soon as torch's
+    # library is mapped into the process (so the import is under way, the node not up yet); the
+    # program ends with exit code 0 and no traceback, as a signal once it runs
     import signal
     import time
     proc = NodeProcess(ROOT / "config" / "sensor_node.yaml", tmp_path / "node.log").start()
     try:
-        time.sleep(0.2)
+        deadline = time.monotonic() + 60.0
+        while time.monotonic() < deadline and "libtorch" not in Path(f"/proc/{proc.pid}/maps").read_text():
+            time.sleep(0.002)
+        assert "sensor_node ready" not in proc.output()
         os.kill(proc.pid, getattr(signal, signame))
         code = proc.wait(timeout=60)
     finally:
