@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -47,7 +48,25 @@ def _bad_file_configs(tmp_path):
     mesh_dir = tmp_path / "meshes"
     mesh_dir.mkdir()
     body = {"bodies": ["pad"], "pad.parent_link": "tool_link"}
+    not_an_entry = tmp_path / "entry_not_a_mapping.yaml"
+    not_an_entry.write_text("sensors: {punyo_pressure: hello}\n")
+    list_calibration = tmp_path / "list_calibration.yaml"    # (not a case name: those are params files)
+    list_calibration.write_text("sensors: {punyo_pressure: {type: PunyoPressureSensor, "
+                                "calibration: [1, 2]}}\n")
+    cal_dir = tmp_path / "calibration_dir"
+    cal_dir.mkdir()
+    fifo = tmp_path / "calibration_fifo"
+    os.mkfifo(fifo)
     return {
+        "calibration_entry_not_a_mapping": ({"calibration_file": str(not_an_entry)}, "calibration_file",
+                                            str(not_an_entry), "entry 'punyo_pressure' must be a mapping"),
+        "calibration_a_list": ({"calibration_file": str(list_calibration)}, "calibration_file",
+                               str(list_calibration),
+                               "entry 'punyo_pressure': 'calibration' must be a mapping"),
+        "calibration_file_is_a_directory": ({"calibration_file": str(cal_dir)}, "calibration_file",
+                                            str(cal_dir), "is a directory, not a calibration file"),
+        "calibration_file_is_a_fifo": ({"calibration_file": str(fifo)}, "calibration_file", str(fifo),
+                                       "is a FIFO, not a calibration file"),
         "unsupported_mesh_type": (dict(body, **{"pad.mesh": str(not_a_mesh)}), "pad.mesh",
                                   str(not_a_mesh), "cannot load a triangle mesh"),
         "empty_ply": (dict(body, **{"pad.mesh": str(empty_ply)}), "pad.mesh", str(empty_ply),
@@ -58,6 +77,20 @@ def _bad_file_configs(tmp_path):
 
 
 MORE_BAD_CONFIGS = {
+    "measured_topic_repeated_slash": ({"sensors": ["s"], "s.type": "PunyoPressureSensor",
+                                       "s.attachment": "punyo", "s.measured_topic": "a//b"},
+                                      "s.measured_topic", "'a//b'",
+                                      "not a valid topic name"),
+    "measured_topic_trailing_slash": ({"sensors": ["s"], "s.type": "PunyoPressureSensor",
+                                       "s.attachment": "punyo", "s.measured_topic": "/punyo/pressure/"},
+                                      "s.measured_topic", "'/punyo/pressure/'",
+                                      "must not end with a forward slash"),
+    "measured_topic_of_another_type": ({"sensors": ["s"], "s.type": "PunyoPressureSensor",
+                                        "s.attachment": "punyo", "s.measured_topic": "/rosout"},
+                                       "s.measured_topic", "'/rosout'",
+                                       "already carries rcl_interfaces/msg/Log"),
+    "pose_topic_repeated_slash": ({"bodies": ["pad"], "pad.pose_topic": "a//b"}, "pad.pose_topic", "'a//b'",
+                                  "not a valid topic name"),
     "duplicate_contact_body_names": ({"contact_body_names": ["punyo", "punyo", "table"]},
                                      "contact_body_names", "['punyo', 'punyo', 'table']", "appears twice"),
     "empty_world_frame": ({"world_frame": ""}, "world_frame", "''", "must name the frame"),
@@ -278,3 +311,25 @@ def test_a_keyboard_interrupt_escaping_main_still_takes_the_fast_exit():
     assert res.returncode == 0, res.stderr[-2000:]
     assert "main ran" in res.stdout and "interpreter teardown ran" not in res.stdout, res.stdout
     assert "Traceback" not in res.stderr, res.stderr[-2000:]
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_program_still_imports_ends_it_quietly(tmp_path, signame):
+    # the imports (torch, Klampt, rclpy) take about a second: the signal is sent as soon as torch's
+    # library is mapped into the process (so the import is under way, the node not up yet); the
+    # program ends with exit code 0 and no traceback, as a signal once it runs
+    import signal
+    import time
+    proc = NodeProcess(ROOT / "config" / "sensor_node.yaml", tmp_path / "node.log").start()
+    try:
+        deadline = time.monotonic() + 60.0
+        while time.monotonic() < deadline and "libtorch" not in Path(f"/proc/{proc.pid}/maps").read_text():
+            time.sleep(0.002)
+        assert "sensor_node ready" not in proc.output()
+        os.kill(proc.pid, getattr(signal, signame))
+        code = proc.wait(timeout=60)
+    finally:
+        proc.stop()
+    out = proc.output()
+    assert code == 0, out[-3000:]
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out[-3000:]

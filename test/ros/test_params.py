@@ -1,11 +1,14 @@
 """The node's parameter schema agrees with the sensor library, and file parameters resolve."""
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from vsf_sensor_ros.ros.params import (SENSOR_SETTINGS, ConfigError, SensorConfig, check_value,
-                                       effective_assets_dir, sensor_specs, transform_from_params)
+from vsf_sensor_ros.ros.params import (BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, SENSOR_SETTINGS,
+                                       ConfigError, SensorConfig, check_value, effective_assets_dir,
+                                       sensor_specs, transform_from_params)
 from vsf_sensor_ros.sensor import sensor_from_config
 
 from .node_helpers import FIXTURES
@@ -70,3 +73,40 @@ def test_vsf_assets_environment_wins_over_the_parameter(monkeypatch):
     assert effective_assets_dir("/from/param") == "/from/env"
     monkeypatch.delenv("VSF_ASSETS")
     assert effective_assets_dir("/from/param") == "/from/param"
+
+
+def _doc_parameter_rows():
+    """``(names, live column)`` of each row of docs/interface.md's parameter table."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "interface.md").read_text()
+    section = text.split("## Parameters", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 4 or not cells[0].startswith("`"):
+            continue
+        names = []
+        for code in re.findall(r"`([^`]+)`", cells[0]):
+            words = code.split()
+            prefix = words[0].rpartition(".")[0] + "." if "." in words[0] else ""
+            names += [words[0]] + [prefix + w for w in words[1:]]
+        rows.append((names, cells[2]))
+    return rows
+
+
+def test_the_live_column_of_the_documented_parameters_matches_the_specs():
+    # the table is written by hand: each name's live column must say what its Spec's read_only says
+    specs = {s.key: s for s in NODE_SPECS}
+    specs.update({f"<b>.{s.key}": s for s in BODY_SPECS})
+    specs.update({f"<s>.{s.key}": s for s in SENSOR_COMMON_SPECS})
+    for settings in SENSOR_SETTINGS.values():
+        specs.update({f"<s>.{s.key}": s for s in settings})
+    documented = set()
+    for names, live in _doc_parameter_rows():
+        for name in names:
+            if name == "use_sim_time":   # ROS's own parameter, not the package's
+                continue
+            assert name in specs, f"docs/interface.md documents {name}, which is no parameter"
+            expected = "no" if specs[name].read_only else "yes"
+            assert live == expected, f"docs/interface.md: {name} live {live!r}, its Spec says {expected!r}"
+            documented.add(name)
+    assert not set(specs) - documented, f"not in docs/interface.md: {sorted(set(specs) - documented)}"

@@ -72,16 +72,28 @@ class CalibrationStore:
         """The ``sensors`` entries of the file (``{}`` when unset or missing).
 
         Raises:
-            ConfigError: naming ``calibration_file``: unreadable file, bad YAML,
-                ``sensors`` not a mapping.
+            ConfigError: naming ``calibration_file``: something other than a
+                regular file at the path (a directory, FIFO, socket or device:
+                it could neither be loaded nor saved to), unreadable file, bad
+                YAML, ``sensors`` not a mapping, an entry (or its
+                ``calibration``) not a mapping.
         """
-        if self.path is None or not self.path.is_file():
+        if self.path is None or not os.path.lexists(self.path):
             return {}
+        if not self.path.is_file():
+            raise ConfigError("calibration_file", str(self.path),
+                              f"is {_file_kind(self.path)}, not a calibration file")
         try:
             data = yaml.safe_load(self.path.read_text()) or {}
             entries = data.get("sensors", {})
             if not isinstance(entries, dict):
                 raise ValueError("'sensors' must be a mapping")
+            for name, entry in entries.items():
+                if not isinstance(entry, dict):
+                    raise ValueError(f"entry {name!r} must be a mapping, not {entry!r}")
+                if not isinstance(entry.get("calibration", {}), dict):
+                    raise ValueError(f"entry {name!r}: 'calibration' must be a mapping, not "
+                                     f"{entry['calibration']!r}")
         except (OSError, ValueError, yaml.YAMLError, AttributeError) as exc:
             raise ConfigError("calibration_file", str(self.path), f"unreadable calibration: {exc}") from None
         return entries
@@ -190,6 +202,19 @@ def calibration_entry(h: "SensorHandle") -> Optional[Dict[str, Any]]:
         return None
     return {"type": h.config.type, "attachment": h.config.values["attachment"],
             "samples": h.tare_samples_used, "calibration": calibration_to_yaml(cal)}
+
+
+def _file_kind(path: Path) -> str:
+    """What is at ``path`` in words ('a directory', 'a FIFO', ..., 'a broken symbolic link')."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "a broken symbolic link"
+    for test, text in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return text
+    return "not a regular file"
 
 
 def apply_file_entry(h: "SensorHandle", entry: Dict[str, Any], file_param: str) -> Optional[str]:

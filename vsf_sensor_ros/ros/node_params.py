@@ -33,8 +33,9 @@ from ..sensor.base import BaseSensor
 from . import outputs as enc
 from ._rclpy_compat import parameter_override, replace_parameter_override
 from .params import (BODY_KEYS, BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, SENSOR_KEYS, SENSOR_SETTINGS,
-                     STRING_ARRAY, ConfigError, SensorConfig, Spec, as_double, check_name, check_value, plain,
-                     sensor_specs)
+                     STRING_ARRAY, ConfigError, SensorConfig, Spec, as_double, check_name, check_topic_name,
+                     check_value, plain, sensor_specs)
+from .sensor_endpoints import measured_topic
 
 # Node endpoints a sensor name must not shadow.
 RESERVED_NAMES = ("tare", "save_calibration", "contacts", "joint_states")
@@ -149,6 +150,8 @@ def declare_spec(node: Node, name: str, spec: Spec, value: Any = None, ignore_ov
             :func:`~vsf_sensor_ros.ros.params.check_value`.
     """
     default = spec.default if value is None else value
+    if value is not None:   # a staged value: rclpy would declare it with its own (dynamic) type
+        check_value(name, spec, plain(value))
     if isinstance(spec.default, float) and isinstance(default, int) and not isinstance(default, bool):
         default = float(default)
     if isinstance(spec.default, list) and spec.default and isinstance(spec.default[0], float) \
@@ -367,14 +370,61 @@ class NodeParameters:
                 if ns in bodies:
                     raise ConfigError(pname, value, "body parameters are read-only")
                 check_name(pname, ns)
+                _check_staged(pname, key, value, batch.get(f"{ns}.type", self._staged_type(ns)))
                 staged_names.add(ns)   # staged for a sensor that may be added later
                 continue
             raise ConfigError(pname, value, "unknown parameter")
         if staged_names:
             first = next(p for p in batch if p.partition(".")[0] in staged_names)
             self._check_name_budget(first, batch[first], staged_names | set(sensors or ()))
-        return ChangePlan(sensors, MappingProxyType(scalars), self._changes(batch, configs, build),
-                          self._additions(batch, sensors, configs, build), tuple(sorted(staged_names)))
+        changes = self._changes(batch, configs, build)
+        additions = self._additions(batch, sensors, configs, build)
+        for name, ch in changes.items():
+            old = configs[name]
+            new_key = (measured_topic(ch.config), ch.config.measured_type())
+            if new_key != (measured_topic(old), old.measured_type()):
+                self.check_measured_topic(ch.config, old)
+        for add in additions.values():
+            self.check_measured_topic(add.config, None)
+        return ChangePlan(sensors, MappingProxyType(scalars), changes, additions, tuple(sorted(staged_names)))
+
+    def _staged_type(self, ns: str) -> Any:
+        full = f"{ns}.type"
+        if self._node.has_parameter(full):
+            return self._node.get_parameter(full).value
+        override = parameter_override(self._node, full)
+        return None if override is None else override.value
+
+    def check_measured_topic(self, cfg: SensorConfig, old: Optional[SensorConfig]) -> None:
+        """The measured topic of ``cfg`` is a valid name and carries no other message type.
+
+        rclpy's name rules apply with the node's own name and namespace (``~``,
+        relative names); a type clash is read from the ROS graph, which also
+        lists this node's own publishers and subscriptions (``contacts``,
+        ``/rosout``, ``<s>/predicted``...).  ``old``: the sensor's current
+        config, whose own subscription does not count as a clash.
+
+        Raises:
+            ConfigError: naming ``<s>.measured_topic`` and the value.
+        """
+        node = self._node
+        topic = measured_topic(cfg)
+        pname = f"{cfg.name}.measured_topic"
+        full = check_topic_name(pname, topic, node.get_name(), node.get_namespace())
+        cls = enc.MEASURED_TYPES[cfg.measured_type()]
+        want = f"{cls.__module__.split('.')[0]}/msg/{cls.__name__}"
+        mine = None
+        if old is not None:
+            old_cls = enc.MEASURED_TYPES[old.measured_type()]
+            old_full = check_topic_name(pname, measured_topic(old), node.get_name(), node.get_namespace())
+            mine = (old_full, f"{old_cls.__module__.split('.')[0]}/msg/{old_cls.__name__}")
+        for name, types in node.get_topic_names_and_types():
+            if name != full:
+                continue
+            others = sorted(t for t in types if t != want and (name, t) != mine)
+            if others:
+                raise ConfigError(pname, cfg.values.get("measured_topic", ""),
+                                  f"topic {full} already carries {', '.join(others)}, not {want}")
 
     def _changes(self, batch: Mapping[str, Any], configs: Mapping[str, SensorConfig],
                  build: Build) -> Mapping[str, SensorChange]:
@@ -448,6 +498,30 @@ class NodeParameters:
         self.values.update(plan.scalars)
         if plan.sensors is not None:
             self.values["sensors"] = list(plan.sensors)
+
+
+def _check_staged(pname: str, key: str, value: Any, sensor_type: Any) -> None:
+    """A staged ``<c>.<key>`` value against its Spec (the staged type's, else every type's with that key).
+
+    Raises:
+        ConfigError: naming ``pname`` and ``value`` (wrong type, out of range, bad topic name).
+    """
+    if sensor_type in SENSOR_SETTINGS:
+        specs = [s for s in sensor_specs(sensor_type) if s.key == key]
+    else:
+        specs = [s for t in SENSOR_SETTINGS for s in sensor_specs(t) if s.key == key]
+    if not specs:
+        if key in BODY_KEYS or key in SENSOR_KEYS:
+            return
+        raise ConfigError(pname, value, "unknown parameter")
+    errors = []
+    for spec in specs:
+        try:
+            check_value(pname, spec, value)
+            return
+        except ConfigError as exc:
+            errors.append(exc)
+    raise errors[0]
 
 
 def _check_size(pname: str, value: Any) -> None:

@@ -42,6 +42,7 @@ Punyo-like bubble body, so the node runs with no robot files at all.
 """
 from __future__ import annotations
 
+import array
 import json
 import os
 import re
@@ -90,6 +91,8 @@ class Spec:
         length: required array length (checked by :func:`check_value`).
         finite: reject NaN / inf (arrays elementwise).
         positive: reject values <= 0 (after the finite check, inf allowed when not ``finite``).
+        topic: the value is a topic name (empty = the default topic), checked
+            with rclpy's own name rules (:func:`check_topic_name`).
     """
 
     key: str
@@ -103,6 +106,7 @@ class Spec:
     length: Optional[int] = None
     finite: bool = False
     positive: bool = False
+    topic: bool = False
 
     def descriptor(self, full_name: str) -> ParameterDescriptor:
         """A ``ParameterDescriptor`` for this spec named ``full_name``."""
@@ -125,9 +129,15 @@ def check_value(full_name: str, spec: Spec, value: Any) -> None:
     """Validate ``value`` for ``spec`` beyond what rclpy's descriptor checks.
 
     Raises:
-        ConfigError: wrong array length, non-finite or non-positive entries,
-            outside the range.
+        ConfigError: the wrong type (a staged value is not checked by rclpy),
+            wrong array length, non-finite or non-positive entries, outside the
+            range, an invalid topic name.
     """
+    wrong = _type_mismatch(spec, value)
+    if wrong:
+        raise ConfigError(full_name, value, f"wrong type: {wrong}")
+    if spec.topic and value:
+        check_topic_name(full_name, value)
     if spec.length is not None:
         if value is None or len(value) != spec.length:
             raise ConfigError(full_name, value, f"needs exactly {spec.length} values")
@@ -148,6 +158,57 @@ def check_value(full_name: str, spec: Spec, value: Any) -> None:
         raise ConfigError(full_name, value, f"must be >= {spec.lo}")
     if spec.hi is not None and (arr > spec.hi).any():
         raise ConfigError(full_name, value, f"must be <= {spec.hi}")
+
+
+def _type_mismatch(spec: Spec, value: Any) -> str:
+    """Why ``value`` does not have ``spec``'s ROS type ('' when it does; an int passes for a double)."""
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+    d = spec.default
+    if spec.ptype == STRING_ARRAY or (isinstance(d, list) and d and isinstance(d[0], str)):
+        ok, want = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value), \
+            "a string array"
+    elif spec.ptype == DOUBLE_ARRAY or (isinstance(d, list) and d and number(d[0])):
+        # (rclpy hands double and integer arrays over as array.array)
+        seq = (list, tuple, np.ndarray, array.array)
+        ok, want = isinstance(value, seq) and all(number(v) for v in value), "a double array"
+    elif isinstance(d, list) and d and isinstance(d[0], bool):
+        ok, want = isinstance(value, (list, tuple)) and all(isinstance(v, bool) for v in value), \
+            "a bool array"
+    elif isinstance(d, bool):
+        ok, want = isinstance(value, (bool, np.bool_)), "a bool"
+    elif isinstance(d, int):
+        ok, want = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)), \
+            "an integer"
+    elif isinstance(d, float):
+        ok, want = number(value), "a double"
+    elif isinstance(d, str):
+        ok, want = isinstance(value, str), "a string"
+    else:
+        return ""
+    return "" if ok else f"needs {want}, got {type(value).__name__}"
+
+
+def check_topic_name(parameter: str, topic: str, node_name: str = "sensor_node", namespace: str = "/") -> str:
+    """``topic`` expanded to a full name by rclpy's own rules (relative names under ``namespace``).
+
+    Raises:
+        ConfigError: naming ``parameter`` and ``topic`` with rclpy's reason
+            (empty, repeated or trailing '/', a token starting with a digit,
+            characters other than alphanumerics and '_', an unknown ``{substitution}``,
+            too long).
+    """
+    from rclpy.expand_topic_name import expand_topic_name
+    from rclpy.validate_full_topic_name import validate_full_topic_name
+    from rclpy.validate_topic_name import validate_topic_name
+    try:
+        validate_topic_name(topic)
+        full = expand_topic_name(topic, node_name, namespace)
+        validate_full_topic_name(full)
+    except Exception as exc:   # rclpy raises InvalidTopicNameException or ValueError (substitutions)
+        reason = str(exc).splitlines()[0].replace("Invalid topic name: ", "").rstrip(":")
+        raise ConfigError(parameter, topic, f"not a valid topic name: {reason.split(', at /')[0]}") from None
+    return full
 
 
 STRING_ARRAY = ParameterType.PARAMETER_STRING_ARRAY
@@ -229,7 +290,7 @@ BODY_SPECS: List[Spec] = [
     Spec("transform_key", "", "key of the 4x4 in transform_file (empty: the file is the matrix)",
          read_only=True),
     Spec("pose_topic", "", "geometry_msgs/PoseStamped topic setting a free body's world pose "
-         "(empty: <name>/pose)", read_only=True),
+         "(empty: <name>/pose)", read_only=True, topic=True),
 ]
 
 SENSOR_COMMON_SPECS: List[Spec] = [
@@ -247,7 +308,7 @@ SENSOR_COMMON_SPECS: List[Spec] = [
     Spec("publish_jacobian", True, "publish <s>/jacobian (sparse COO PointCloud2)"),
     Spec("publish_markers", True, "publish <s>/markers (rviz MarkerArray)"),
     Spec("measured_topic", "", "topic of the measured reading (empty: <s>/measured; a relative name "
-         "resolves in the node's namespace); live (re-subscribes)"),
+         "resolves in the node's namespace); live (re-subscribes)", topic=True),
     Spec("measured_delay", 0.0, "s; a header-less measured message counts as received this much later "
          "for pairing: how much later the contacts of the same instant reach the node (e.g. a "
          "wrench_contact_node with time_shift 0.066 s: about 0.07); ignored for stamped types",

@@ -87,6 +87,7 @@ class SensorEndpoints:
         self.markers: Optional[Any] = None
         self.measured: Optional[Any] = None
         self.set_optional(bool(config.values["publish_jacobian"]), bool(config.values["publish_markers"]))
+        self._measured_key: Optional[Tuple[str, str]] = None
         self.subscribe_measured(config.measured_type(), measured_topic(config))
         self.tare = node.create_service(Trigger, f"{self.name}/tare",
                                         lambda req, resp, n=self.name: on_tare(n, req, resp))
@@ -112,12 +113,36 @@ class SensorEndpoints:
             self.markers = None
 
     def subscribe_measured(self, measured_type: str, topic: str) -> None:
-        """(Re)subscribe the measured topic ``topic`` with the canonical type name ``measured_type``."""
-        if self.measured is not None:
-            self._node.destroy_subscription(self.measured)
-        self.measured = self._node.create_subscription(
-            enc.MEASURED_TYPES[measured_type], topic,
-            lambda msg, n=self.name: self._on_measured(n, msg), self._qos.inputs)
+        """(Re)subscribe the measured topic ``topic`` with the canonical type name ``measured_type``.
+
+        The new subscription is created before the old one is destroyed, so a
+        failure keeps the old one.  Only when the topic stays and the type
+        changes must the old one go first (DDS refuses two types on one topic
+        in a participant); should the new one then fail, the old one is made
+        again.
+
+        Raises:
+            Exception: rclpy's error when the new subscription cannot be made
+                (the old subscription is still in place).
+        """
+        def make(mtype: str, name: str) -> Any:
+            return self._node.create_subscription(enc.MEASURED_TYPES[mtype], name,
+                                                  lambda msg, n=self.name: self._on_measured(n, msg),
+                                                  self._qos.inputs)
+        old, old_key = self.measured, self._measured_key
+        if old is not None and old_key is not None and old_key[1] == topic and old_key[0] != measured_type:
+            self._node.destroy_subscription(old)
+            self.measured = None
+            try:
+                self.measured = make(measured_type, topic)
+            except Exception:
+                self.measured = make(*old_key)
+                raise
+        else:
+            self.measured = make(measured_type, topic)
+            if old is not None:
+                self._node.destroy_subscription(old)
+        self._measured_key = (measured_type, topic)
 
     def publish_step(self, layout: enc.SensorLayout, r: Any, state: SimState, stamp: Any, world_frame: str,
                      in_contact: bool, marker_force_scale: Optional[float]) -> bool:
@@ -225,6 +250,8 @@ class SensorHandle:
         self.pairs: Deque[PairedSample] = deque(maxlen=max(4 * buffer_size, 100))
         # paired samples with contact kept for a gain fit (most recent last)
         self.contact_pairs: Deque[PairedSample] = gain_service.new_buffer(buffer_size)
+        # measured messages decoded and accepted (rejected ones are in stats.rejected)
+        self.measured_accepted = 0
         self.tared_on_start = False
         self.tare_samples_used: Optional[int] = None
         self.last_values: Optional[np.ndarray] = None
@@ -270,9 +297,11 @@ class SensorHandle:
         return dropped
 
     def clear_measured(self) -> None:
-        """Forget the buffered measured samples (unmatched and paired): their unit or type changed."""
+        """Forget the buffered measured samples (unmatched and paired, the tare pairs and the contact
+        samples of ``calibrate_gain``): their unit or type changed."""
         self.pairer.clear_measurements()
         self.pairs.clear()
+        self.contact_pairs.clear()
         self.plausibility_warned = False
 
     def clear_buffers(self) -> None:

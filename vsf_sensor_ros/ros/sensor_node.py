@@ -68,6 +68,8 @@ import time
 import traceback
 from typing import Any, Dict, List, Optional
 
+from . import _quiet_start   # first: a signal during the imports below ends the program quietly
+
 import numpy as np
 import rclpy
 import torch
@@ -183,14 +185,15 @@ class SensorNode(Node):
         # fixed at start (read-only): the only file save_calibration ever writes
         self.calibration = cal_store.CalibrationStore(resolve_path(text, assets) if text else None,
                                                       bool(p["calibration_create_dirs"]))
+        calibration = self.calibration.load()   # refuses a directory, FIFO... at the path
         if self.calibration.path is not None and not self.calibration.path.is_file():
             self.get_logger().info(f"calibration file {self.calibration.path} does not exist yet; "
                                    "sensors start uncalibrated")
-        calibration = self.calibration.load()
         self._frames = FramePublisher(self, bool(p["publish_tf"]), self._world_frame, self.world)
         restored = []
         for name in sensors:
             cfg = self.params.declare_sensor(name)
+            self.params.check_measured_topic(cfg, None)   # a topic of another type: a ConfigError
             h = self._install(cfg, *self._factory.build(cfg))
             if name in calibration:
                 warning = cal_store.apply_file_entry(h, calibration[name], text)
@@ -433,6 +436,7 @@ class SensorNode(Node):
             vec = enc.decode_measured(h.layout, msg, float(h.config.values["measured_scale"]))
         except enc.MeasuredDecodeError as exc:
             return self._reject(exc.reason, f"{name}/measured: {exc}", h)
+        h.measured_accepted += 1
         if h.headerless:   # no header: stamped with its receive time (node clock) + measured_delay
             stamp_ns = self.get_clock().now().nanoseconds + h.measured_delay_ns()
         else:
@@ -511,8 +515,9 @@ class SensorNode(Node):
             return response
         # Sensors with no measured stream are skipped and listed; the others tare all or nothing:
         # when one fails, every calibration is put back as it was.
-        skipped = [h.name for h in self._handles.values() if h.stats.measured_received == 0]
-        handles = [h for h in self._handles.values() if h.stats.measured_received > 0]
+        # (a stream = at least one accepted measured message: rejected ones do not count)
+        skipped = [h.name for h in self._handles.values() if h.measured_accepted == 0]
+        handles = [h for h in self._handles.values() if h.measured_accepted > 0]
         if not handles:
             response.success = False
             response.message = f"no sensor has a measured stream yet (skipped: {', '.join(skipped)})"
@@ -521,7 +526,8 @@ class SensorNode(Node):
         results = [self._tare(h) for h in handles]
         response.success = all(ok for ok, _ in results)
         lines = [text for _, text in results]
-        if not response.success:
+        if not response.success:   # say plainly that no line's tare took effect
+            lines = [f"not applied: {text}" for text in lines]
             for h, cal, text, used in before:
                 h.sensor.set_calibration(cal)
                 h.stats.calibration, h.tare_samples_used = text, used
@@ -636,7 +642,11 @@ class SensorNode(Node):
             self.get_logger().info(f"sensor {h.name!r}: measured_delay {h.measured_delay_ns() * 1e-9:g} s; "
                                    "pairing buffers cleared")
         if cfg.measured_type() != old_type or measured_topic(cfg) != old_topic:
-            h.endpoints.subscribe_measured(cfg.measured_type(), measured_topic(cfg))
+            try:
+                h.endpoints.subscribe_measured(cfg.measured_type(), measured_topic(cfg))
+            except Exception as exc:   # the plan checked name and graph; a race keeps the old subscription
+                self.get_logger().error(f"sensor {h.name!r}: cannot subscribe {measured_topic(cfg)!r} as "
+                                        f"{cfg.measured_type()} ({exc}); still reading {old_topic!r}")
         self.get_logger().info(f"sensor {h.name!r} settings applied")
 
 
@@ -686,15 +696,19 @@ def main(args: Optional[List[str]] = None) -> int:
     A parameter file rcl cannot parse fails in ``rclpy.init``: reported as
     one ``configuration error`` line (rcl's message and a hint), exit code 2.
     ``-h`` / ``--help`` before ``--ros-args`` prints the usage and returns 0
-    without starting a node.
+    without starting a node.  A SIGINT / SIGTERM before the node is up (during the
+    imports: :mod:`._quiet_start`; in ``rclpy.init``) or while it runs ends it with 0.
 
     Args:
         args: the command line, program name first (``sys.argv`` when None).
     """
     argv = list(sys.argv if args is None else args)
     _usage().parse_known_args(_user_args(argv))   # exits 0 after printing for -h / --help
+    _quiet_start.restore()   # from here on a signal shuts the node down cleanly (below)
     try:
         rclpy.init(args=args)
+    except KeyboardInterrupt:
+        return 0
     except RCLError as exc:
         text = " ".join(str(exc).split())
         hint = ""

@@ -1,0 +1,190 @@
+"""Live parameter requests and messages a remote caller controls must never take the node down.
+
+An in-process ``SensorNode`` (real rclpy, the package's embedded world) with a Punyo pressure
+sensor and a Klampt pad.  Requests go through ``set_parameters`` (rclpy's own callbacks, as
+``ros2 param set`` would), messages through the subscription callbacks, services are called
+directly, so every answer and counter can be read right after each step.  Each refusal must name
+the offending value and leave the sensor exactly as it was (its measured subscription included).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from geometry_msgs.msg import WrenchStamped
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import FluidPressure
+from std_srvs.srv import Trigger
+
+from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.sensor_node import SensorNode
+from vsf_sensor_ros.sensor import ContactState
+
+A = 0.5 * 24 * 0.05 ** 2 * math.sin(2 * math.pi / 24)   # the embedded bubble's base area (m^2)
+NS = "/live_input_test"
+
+
+def _overrides():
+    params = {"sensors": ["pressure", "pad"],
+              "pressure.type": "PunyoPressureSensor", "pressure.attachment": "punyo",
+              "pressure.publish_markers": False,
+              "pad.type": "ContactSensor", "pad.attachment": "tool_link", "pad.publish_markers": False,
+              "pad.patchMin": [-0.05, -0.05], "pad.patchMax": [0.05, 0.05]}
+    return [Parameter(k, value=v) for k, v in params.items()]
+
+
+@pytest.fixture
+def node(rclpy_context):
+    n = SensorNode("live_input_node", namespace=NS, parameter_overrides=_overrides())
+    yield n
+    n.destroy_node()
+
+
+def _measured_endpoint(node: SensorNode, name: str):
+    """(topic name, type name) of sensor ``name``'s measured subscription, read from the object."""
+    sub = node._handles[name].endpoints.measured
+    return sub.topic_name, sub.msg_type.__name__
+
+
+def _refused(node: SensorNode, name: str, value):
+    res = node.set_parameters([Parameter(name, value=value)])[0]
+    assert not res.successful, f"{name}={value!r} accepted"
+    assert repr(value)[:60] in res.reason or str(value)[:60] in res.reason, res.reason
+    return res.reason
+
+
+@pytest.mark.parametrize("topic", ["/", "bad topic name", "a//b", "1abc", "{bad}", "x" * 300,
+                                   "/punyo/pressure/"])
+def test_an_invalid_measured_topic_is_refused_and_the_old_subscription_stays(node, topic):
+    before = _measured_endpoint(node, "pressure")
+    assert before == (f"{NS}/pressure/measured", "FluidPressure")
+    reason = _refused(node, "pressure.measured_topic", topic)
+    assert "not a valid topic name" in reason
+    assert _measured_endpoint(node, "pressure") == before
+    assert node.get_parameter("pressure.measured_topic").value == ""
+
+
+@pytest.mark.parametrize("topic, other", [("contacts", "sensor_msgs/msg/PointCloud2"),
+                                          ("/rosout", "rcl_interfaces/msg/Log"),
+                                          ("/parameter_events", "rcl_interfaces/msg/ParameterEvent"),
+                                          ("pad/predicted", "geometry_msgs/msg/WrenchStamped")])
+def test_a_measured_topic_carrying_another_type_is_refused(node, topic, other):
+    before = _measured_endpoint(node, "pressure")
+    reason = _refused(node, "pressure.measured_topic", topic)
+    assert other in reason and "sensor_msgs/msg/FluidPressure" in reason
+    assert _measured_endpoint(node, "pressure") == before
+
+
+def test_a_valid_new_measured_topic_replaces_the_subscription(node):
+    assert node.set_parameters([Parameter("pressure.measured_topic", value="/driver/pressure")])[0].successful
+    assert _measured_endpoint(node, "pressure") == ("/driver/pressure", "FluidPressure")
+    # the type alone changes on the same topic (the old subscription must go first)
+    res = node.set_parameters([Parameter("pressure.measured_type", value="std_msgs/msg/Float64")])[0]
+    assert res.successful, res.reason
+    assert _measured_endpoint(node, "pressure") == ("/driver/pressure", "Float64")
+    assert len(node.get_subscriptions_info_by_topic("/driver/pressure")) == 1
+
+
+@pytest.mark.parametrize("key, value", [("measured_scale", "abc"), ("measured_type", 5),
+                                        ("measured_type", ["a"]), ("measured_topic", 5),
+                                        ("measured_topic", "a//b"), ("publish_jacobian", "yes"),
+                                        ("enabled", "no"), ("measured_scale", -1.0)])
+def test_a_staged_value_of_the_wrong_type_or_range_is_refused_when_set(node, key, value):
+    assert node.set_parameters([Parameter("newp.type", value="ContactSensor"),
+                                Parameter("newp.attachment", value="tool_link")])[0].successful
+    _refused(node, f"newp.{key}", value)
+    assert not node.has_parameter(f"newp.{key}")
+    # and in the same request as the sensor's addition: refused whole, nothing added
+    res = node.set_parameters_atomically([Parameter(f"newp.{key}", value=value),
+                                          Parameter("sensors", value=["pressure", "pad", "newp"])])
+    assert not res.successful and f"newp.{key}" in res.reason
+    assert set(node._handles) == {"pressure", "pad"}
+
+
+def test_staged_values_are_declared_with_the_settings_types(node):
+    res = node.set_parameters_atomically([Parameter("newp.type", value="ContactSensor"),
+                                          Parameter("newp.attachment", value="tool_link"),
+                                          Parameter("newp.publish_jacobian", value=False),
+                                          Parameter("newp.measured_scale", value=2.0),
+                                          Parameter("sensors", value=["pressure", "pad", "newp"])])
+    assert res.successful, res.reason
+    assert node.get_parameter("newp.publish_jacobian").type_ == Parameter.Type.BOOL
+    # a later correct bool is accepted, a string refused
+    assert node.set_parameters([Parameter("newp.publish_jacobian", value=True)])[0].successful
+    assert not node.set_parameters([Parameter("newp.publish_jacobian", value="yes")])[0].successful
+
+
+def _bubble_contact(node: SensorNode, force: float, sec: int):
+    T = node.world.body_transform("punyo")
+    V = np.asarray(node.world.body_mesh("punyo").vertices)
+    p = T[:3, :3] @ V[0] + T[:3, 3]
+    f = T[:3, :3] @ np.array([0.0, 0.0, -force])
+    cs = {("punyo", "object"): ContactState(torch.tensor(p[None], dtype=torch.float64),
+                                            torch.tensor(f[None], dtype=torch.float64),
+                                            torch.tensor([0]), torch.tensor([-1]))}
+    msg = contacts_to_pointcloud2(cs, node.world.body_names, stamp=None, frame_id="world")
+    msg.header.stamp.sec = sec
+    return msg
+
+
+def _gain_answer(node: SensorNode) -> str:
+    return node._on_calibrate_gain("pressure", Trigger.Request(), Trigger.Response()).message
+
+
+def test_a_scale_change_clears_the_contact_samples_of_calibrate_gain(node):
+    for sec in range(1, 4):   # three pairs with contact, 1 N .. 3 N (p = F / A)
+        node._on_contacts(_bubble_contact(node, float(sec), sec))
+        m = FluidPressure(fluid_pressure=101325.0 + sec / A)
+        m.header.stamp.sec = sec
+        node._on_measured("pressure", m)
+    assert len(node._handles["pressure"].contact_pairs) == 3
+    assert node.set_parameters([Parameter("pressure.measured_scale", value=100.0)])[0].successful
+    assert len(node._handles["pressure"].contact_pairs) == 0
+    assert "has 0 contact samples" in _gain_answer(node), _gain_answer(node)
+
+
+def _tare_all(node: SensorNode) -> Trigger.Response:
+    return node._on_tare_all(Trigger.Request(), Trigger.Response())
+
+
+def _empty(node: SensorNode, sec: int):
+    msg = contacts_to_pointcloud2({}, node.world.body_names, stamp=None, frame_id="world")
+    msg.header.stamp.sec = sec
+    return msg
+
+
+def test_a_rejected_message_does_not_make_a_measured_stream(node):
+    for sec in range(1, 11):   # ten contact-free pairs for the pressure sensor
+        node._on_contacts(_empty(node, sec))
+        m = FluidPressure(fluid_pressure=101325.0)
+        m.header.stamp.sec = sec
+        node._on_measured("pressure", m)
+    bad = WrenchStamped()
+    bad.wrench.force.x = float("nan")
+    bad.header.stamp.sec = 10
+    node._on_measured("pad", bad)
+    assert sum(node._handles["pad"].stats.rejected.values()) == 1
+    resp = _tare_all(node)
+    assert resp.success, resp.message
+    assert resp.message.splitlines()[0].startswith("pressure: tared with 10 of 10 samples")
+    assert "skipped (no measured stream): pad" in resp.message
+
+
+def test_a_refused_global_tare_says_no_line_was_applied(node):
+    for sec in range(1, 11):
+        node._on_contacts(_empty(node, sec))
+        m = FluidPressure(fluid_pressure=101325.0)
+        m.header.stamp.sec = sec
+        node._on_measured("pressure", m)
+    w = WrenchStamped()
+    w.header.stamp.sec = 1000   # accepted, but pairs with no prediction: the pad's tare fails
+    node._on_measured("pad", w)
+    before = node._handles["pressure"].sensor.get_calibration()
+    resp = _tare_all(node)
+    assert not resp.success
+    lines = resp.message.splitlines()
+    assert lines[0].startswith("not applied: pressure: tared with 10 of 10 samples"), lines
+    assert lines[1].startswith("not applied: pad"), lines
+    assert node._handles["pressure"].sensor.get_calibration() == before
