@@ -319,8 +319,8 @@ def test_global_tare_skips_sensors_without_a_measured_stream_and_is_all_or_nothi
         node._on_measured("pressure_b", Float32(data=BASELINE_HPA))   # arrives, pairs with nothing
         r = node._on_tare_all(Trigger.Request(), Trigger.Response())
         assert not r.success
-        assert r.message.startswith("pressure: tared with 10 of 10 samples"), r.message
-        assert "pressure_b: cannot tare" in r.message and "no offset changed" in r.message
+        assert r.message.startswith("not applied: pressure: tared with 10 of 10 samples"), r.message
+        assert "not applied: pressure_b: cannot tare" in r.message and "no offset changed" in r.message
         assert "skipped (no measured stream): force" in r.message
         # all or nothing: 'pressure' keeps its earlier offset, not the 1e5 Pa its own tare just found
         after = a.sensor.get_calibration()
