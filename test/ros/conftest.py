@@ -31,8 +31,16 @@ def ros_domain_id() -> int:
 
 @pytest.fixture(scope="session")
 def rclpy_context():
-    """``rclpy.init()`` once per session (after the environment above is set)."""
+    """``rclpy.init()`` once per session (after the environment above is set).
+
+    test/fuzz imports this fixture into its own conftest, which makes pytest hold two
+    session-scoped definitions: whichever runs second finds the context initialised and
+    leaves it to the first (the default context can be initialised only once).
+    """
     import rclpy
-    rclpy.init()
+    owner = not rclpy.ok()
+    if owner:
+        rclpy.init()
     yield
-    rclpy.try_shutdown()
+    if owner:
+        rclpy.try_shutdown()
