@@ -20,12 +20,11 @@ import torch
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 
+from ..urdf import MOVABLE_JOINT_TYPES
 from .body_transforms import BodyTransforms
 from .joint_names import JointNameTracker, joints_moving
 from .sensor_endpoints import SensorHandle
 from .stamps import stamp_to_ns
-
-MOVING_JOINT_TYPES = ("revolute", "continuous", "prismatic")
 
 
 class KinematicInputs:
@@ -102,7 +101,7 @@ class KinematicInputs:
         # the joints a driver must send for each sensor's body to move (reported when never received)
         parents = {b: w.body_parent(b) for b in w.attached_body_names}
         joints = [(j.name, j.parent, j.child, j.mimic[0] if j.mimic else None,
-                   j.type in MOVING_JOINT_TYPES) for j in w.joints]
+                   j.type in MOVABLE_JOINT_TYPES) for j in w.joints]
         watched: Dict[str, List[str]] = {}
         for h in handles:
             for j in joints_moving(str(h.config.values["attachment"]), parents, joints):

@@ -85,6 +85,7 @@ from std_srvs.srv import Trigger
 
 from ..sensor import SimState
 from ..sensor.base import BaseSensor
+from ..urdf import MOVABLE_JOINT_TYPES
 from . import calibration_store as cal_store
 from . import executors
 from . import node_cli
@@ -95,7 +96,7 @@ from .contacts_msg import ContactsDecodeError, pointcloud2_to_contacts, with_imp
 from .diagnostics import InputStats, build_diagnostics
 from .frames import FramePublisher
 from .joint_names import parse_joint_name_map
-from .kinematic_inputs import MOVING_JOINT_TYPES, KinematicInputs
+from .kinematic_inputs import KinematicInputs
 from .keep_warm import KeepWarm
 from .model_builder import SensorFactory, build_scene, check_contact_body_names
 from .node_params import ChangePlan, LiveSettings, NodeParameters
@@ -165,7 +166,7 @@ class SensorNode(Node):
                 f"decoded but touch no sensor (bodies: {', '.join(self.world.body_names)})")
         self._contact_body_names = names
         self._dense_vertex_counts: Dict[str, int] = {}
-        urdf_joints = [j.name for j in self.world.joints if j.type in MOVING_JOINT_TYPES]
+        urdf_joints = [j.name for j in self.world.joints if j.type in MOVABLE_JOINT_TYPES]
         # driver -> URDF joint names; the watched joints follow the sensors (_refresh_dense_counts)
         name_map = parse_joint_name_map(list(p["joint_name_map"] or []), urdf_joints)
         self.kinematics = KinematicInputs(self.world, self._world_frame, name_map, DTYPE, DEVICE,
