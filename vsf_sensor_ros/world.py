@@ -1,3 +1,6 @@
+# One module, and World one class, although both are over the size guide: the Klampt world and its one
+# body table (robot links, attached and free bodies, joints with mimics) are one state that every
+# method reads or updates together; URDF parsing and mesh files already live in urdf.py and mesh_io.py.
 """Robot and attached rigid bodies -> body transforms, on top of Klampt.
 
 A :class:`World` owns one Klampt ``WorldModel`` holding a robot loaded from a

@@ -506,7 +506,7 @@ def _check_staged(pname: str, key: str, value: Any, sensor_type: Any) -> None:
     Raises:
         ConfigError: naming ``pname`` and ``value`` (wrong type, out of range, bad topic name).
     """
-    if sensor_type in SENSOR_SETTINGS:
+    if isinstance(sensor_type, str) and sensor_type in SENSOR_SETTINGS:   # a staged type may be any value
         specs = [s for s in sensor_specs(sensor_type) if s.key == key]
     else:
         specs = [s for t in SENSOR_SETTINGS for s in sensor_specs(t) if s.key == key]

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Deque, Optional, Tuple
+from typing import Any, Callable, Deque, Mapping, Optional, Tuple
 
 import numpy as np
 from rclpy.node import Node
-from rclpy.qos import QoSProfile
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile
 from sensor_msgs.msg import PointCloud2
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
@@ -35,7 +35,7 @@ from . import fast_io
 from . import outputs as enc
 from .diagnostics import SensorStats
 from .pairing import StampPairer
-from .params import SensorConfig
+from .params import SensorConfig, qos_reliability
 from .stamps import ns_to_stamp, stamp_to_ns
 from .tare import PairedSample
 
@@ -50,6 +50,20 @@ class EndpointQoS:
 
     inputs: QoSProfile
     outputs: QoSProfile
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> "EndpointQoS":
+        """The keep-last, volatile profiles of ``qos.inputs.*`` and ``qos.outputs.*`` (parameter values).
+
+        Raises:
+            ConfigError: for a reliability that is neither ``reliable`` nor ``best_effort``.
+        """
+        def side(s: str) -> QoSProfile:
+            key = f"qos.{s}.reliability"
+            return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=int(values[f"qos.{s}.depth"]),
+                              reliability=qos_reliability(key, values[key]),
+                              durability=DurabilityPolicy.VOLATILE)
+        return cls(side("inputs"), side("outputs"))
 
 
 class SensorEndpoints:

@@ -52,16 +52,18 @@ spins with the ``executor`` parameter's choice (:mod:`.executors`).
 
 Where things live: parameters and change plans :mod:`.node_params` (the table
 in :mod:`.params`), models from parameters :mod:`.model_builder`, one
-sensor's endpoints and buffers :mod:`.sensor_endpoints`, stamp pairing
-:mod:`.pairing`, calibration file and tare :mod:`.calibration_store`, a
-step's body transforms :mod:`.body_transforms`, frames and TF :mod:`.frames`, driver joint names
-:mod:`.joint_names`, private rclpy API and
-distribution guards :mod:`._rclpy_compat`.  This module is the wiring and
-the callbacks.
+sensor's endpoints and buffers :mod:`.sensor_endpoints`, joint states and poses
+:mod:`.kinematic_inputs`, measured messages, residuals, tare, gain and save services
+:mod:`.measurements`, stamp pairing :mod:`.pairing`, calibration file and tare
+:mod:`.calibration_store`, a step's body transforms :mod:`.body_transforms`, frames and TF
+:mod:`.frames`, driver joint names :mod:`.joint_names`, the command line :mod:`.node_cli`,
+private rclpy API and distribution guards :mod:`._rclpy_compat`.  This module is the
+wiring (it owns every publisher, subscription, service and timer), the contacts path and
+the callbacks, which hand measured messages, joint states, poses and the calibration
+services to those helpers.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -70,7 +72,6 @@ from typing import Any, Dict, List, Optional
 
 from . import _quiet_start   # first: a signal during the imports below ends the program quietly
 
-import numpy as np
 import rclpy
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
@@ -79,41 +80,34 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile
 from sensor_msgs.msg import JointState, PointCloud2
 from std_srvs.srv import Trigger
 
 from ..sensor import SimState
 from ..sensor.base import BaseSensor
+from ..urdf import MOVABLE_JOINT_TYPES
 from . import calibration_store as cal_store
-from . import gain_service
 from . import executors
+from . import node_cli
 from . import fast_io
 from . import outputs as enc
 from ._rclpy_compat import RCLError, add_parameter_callbacks
-from .body_transforms import BodyTransforms
 from .contacts_msg import ContactsDecodeError, pointcloud2_to_contacts, with_implied_pairs
 from .diagnostics import InputStats, build_diagnostics
 from .frames import FramePublisher
-from .joint_names import JointNameTracker, joints_moving, parse_joint_name_map
+from .joint_names import parse_joint_name_map
+from .kinematic_inputs import KinematicInputs
 from .keep_warm import KeepWarm
 from .model_builder import SensorFactory, build_scene, check_contact_body_names
 from .node_params import ChangePlan, LiveSettings, NodeParameters
-from .pairing import Pair
-from .params import ConfigError, SensorConfig, effective_assets_dir, qos_reliability, resolve_path
-from .sensor_endpoints import EndpointQoS, Prediction, SensorEndpoints, SensorHandle, measured_topic
+from .measurements import Measurements
+from .params import ConfigError, SensorConfig, effective_assets_dir, resolve_path
+from .sensor_endpoints import EndpointQoS, SensorEndpoints, SensorHandle
 from .stamps import stamp_to_ns
-from .step import SensorResult, check_elements, check_predictions, predict_sensor, reading_in_contact, \
-    residual_or_none
-from .tare import PairedSample, select_samples
+from .step import SensorResult, check_elements, check_predictions, predict_sensor, reading_in_contact
 
 DTYPE = torch.float64
 DEVICE = torch.device("cpu")
-# Plausible absolute pressures (Pa) of a measured pressure: from high-altitude air (~2e4 Pa) to
-# an inflated membrane well above any Punyo (1e6 Pa = 10 bar).  Outside: a unit mistake (hPa
-# read as Pa gives ~1e3, Pa scaled by 100 gives ~1e7) or a gauge pressure; warned once.
-PA_PLAUSIBLE_MIN = 2.0e4
-PA_PLAUSIBLE_MAX = 1.0e6
 
 
 class SensorNode(Node):
@@ -152,14 +146,13 @@ class SensorNode(Node):
                                                                "free-body poses (e.g. 'world')")
         self._world_frame = p["world_frame"]
         assets = effective_assets_dir(p["assets_dir"])
-        self._qos = EndpointQoS(_qos(p, "inputs"), _qos(p, "outputs"))
+        self._qos = EndpointQoS.from_values(p)
         self._fast = bool(p["fast_path"])
         if p["executor"] not in executors.EXECUTOR_KINDS:
             raise ConfigError("executor", p["executor"],
                               f"must be one of {', '.join(executors.EXECUTOR_KINDS)}")
         self.world, pose_topics, body_meshes = build_scene(p, assets, self.params.declare_body)
         self._factory = SensorFactory(self.world, body_meshes)
-        self._transforms = BodyTransforms(self.world, DTYPE, DEVICE)
         # every free body (embedded scene objects included) follows a PoseStamped topic
         self._body_subs = [
             self.create_subscription(PoseStamped, pose_topics.get(b, f"{b}/pose"),
@@ -173,10 +166,12 @@ class SensorNode(Node):
                 f"decoded but touch no sensor (bodies: {', '.join(self.world.body_names)})")
         self._contact_body_names = names
         self._dense_vertex_counts: Dict[str, int] = {}
-        urdf_joints = [j.name for j in self.world.joints if j.type in ("revolute", "continuous", "prismatic")]
+        urdf_joints = [j.name for j in self.world.joints if j.type in MOVABLE_JOINT_TYPES]
         # driver -> URDF joint names; the watched joints follow the sensors (_refresh_dense_counts)
         name_map = parse_joint_name_map(list(p["joint_name_map"] or []), urdf_joints)
-        self.joint_names = JointNameTracker(name_map, {})
+        self.kinematics = KinematicInputs(self.world, self._world_frame, name_map, DTYPE, DEVICE,
+                                          self._reject, self.get_logger())
+        self.joint_names, self._transforms = self.kinematics.joint_names, self.kinematics.transforms
         self.live = LiveSettings.from_values(p)
 
         sensors = list(p["sensors"] or [])
@@ -185,6 +180,8 @@ class SensorNode(Node):
         # fixed at start (read-only): the only file save_calibration ever writes
         self.calibration = cal_store.CalibrationStore(resolve_path(text, assets) if text else None,
                                                       bool(p["calibration_create_dirs"]))
+        self.measurements = Measurements(self._handles, self.calibration, lambda: self.live, self._reject,
+                                         self.get_logger(), self.get_clock())
         calibration = self.calibration.load()   # refuses a directory, FIFO... at the path
         if self.calibration.path is not None and not self.calibration.path.is_file():
             self.get_logger().info(f"calibration file {self.calibration.path} does not exist yet; "
@@ -249,22 +246,8 @@ class SensorNode(Node):
         self._dense_vertex_counts = {
             h.layout.frame_id: len(h.layout.vertices) for h in self._handles.values()
             if h.layout.kind == "dense_force"}
-        # the joints a driver must send for each sensor's body to move (reported when never received)
-        w = self.world
-        parents = {b: w.body_parent(b) for b in w.attached_body_names}
-        joints = [(j.name, j.parent, j.child, j.mimic[0] if j.mimic else None,
-                   j.type in ("revolute", "continuous", "prismatic")) for j in w.joints]
-        watched: Dict[str, List[str]] = {}
-        for h in self._handles.values():
-            for j in joints_moving(str(h.config.values["attachment"]), parents, joints):
-                watched.setdefault(j, []).append(h.name)
-        self.joint_names.watched = watched
-        # forward kinematics only for what a step can read: the sensors' bodies, the contact bodies
-        # and the free bodies whose poses go on /tf
         free = list(self._frames.table.free) if self._frames.table is not None else []
-        self._transforms.need([b for h in self._handles.values()
-                               for b in (h.config.values["attachment"], h.layout.frame_id)]
-                              + list(self._contact_body_names) + free)
+        self.kinematics.follow(self._handles.values(), self._contact_body_names, free)
 
     # ------------------------------------------------------------------ input callbacks
     def _reject(self, reason: str, detail: str, handle: Optional[SensorHandle] = None) -> None:
@@ -280,39 +263,10 @@ class SensorNode(Node):
 
     def _on_joint_state(self, msg: JointState) -> None:
         self.inputs.joint_states_received += 1
-        names, pos = list(msg.name), np.asarray(msg.position, dtype=np.float64)
-        if pos.size == 0:
-            return self._reject("joint_state_empty", f"no positions for {len(names)} names")
-        if pos.size != len(names):
-            return self._reject("joint_state_short", f"{len(names)} names but {pos.size} positions")
-        if not np.isfinite(pos).all():
-            return self._reject("non_finite", "JointState position has NaN/inf")
-        applied = self.joint_names.rename(names)
-        try:
-            ignored = self.world.set_joint_positions(applied, pos)
-        except ValueError as exc:
-            return self._reject("joint_state_invalid", str(exc))
-        for line in self.joint_names.note(names, applied, ignored):
-            self.get_logger().warning(line)
-        self._transforms.invalidate()
-        self._transforms.remember(stamp_to_ns(msg.header.stamp))
+        self.kinematics.on_joint_state(msg)
 
     def _on_pose(self, body: str, msg: PoseStamped) -> None:
-        from ..world import transform_from_xyz_quat
-        frame = msg.header.frame_id
-        if frame and frame != self._world_frame:
-            return self._reject("pose_wrong_frame", f"pose of {body!r} in {frame!r}, expected "
-                                                    f"{self._world_frame!r}")
-        p, q = msg.pose.position, msg.pose.orientation
-        xyz, quat = [p.x, p.y, p.z], [q.x, q.y, q.z, q.w]
-        try:
-            T = transform_from_xyz_quat(xyz, quat)
-            self.world.set_body_pose(body, T)
-        except ValueError as exc:
-            # told apart by the input, not by the message text
-            reason = "pose_invalid" if np.isfinite(xyz + quat).all() else "non_finite"
-            return self._reject(reason, str(exc))
-        self._transforms.invalidate()
+        self.kinematics.on_pose(body, msg)
 
     def _on_contacts(self, msg: PointCloud2) -> None:
         """Subscription callback: one contacts message, never fatal to the node.
@@ -395,7 +349,7 @@ class SensorNode(Node):
             key = recv_ns if h.headerless else stamp_ns
             pair = h.pairer.add_prediction(key, (r.values, state, not r.touched, stamp_ns))
             if pair is not None:
-                self._paired(h, pair)
+                self.measurements.paired(h, pair)
         self._frames.on_step(stamp, state.body_transforms)
         self.inputs.contacts_processed += 1
 
@@ -426,129 +380,23 @@ class SensorNode(Node):
         logger.warning(f"contacts stamp went backwards ({self.inputs.last_stamp_jump}); simulator reset "
                        "assumed: pairing buffers and sensor states cleared", throttle_duration_sec=1.0)
 
-    # ------------------------------------------------------------------ measured, residual, tare
+    # ------------------------------------------------------------------ measured, tare (.measurements)
     def _on_measured(self, name: str, msg: Any) -> None:
-        h = self._handles.get(name)
-        if h is None:
-            return
-        h.stats.measured_received += 1
-        try:
-            vec = enc.decode_measured(h.layout, msg, float(h.config.values["measured_scale"]))
-        except enc.MeasuredDecodeError as exc:
-            return self._reject(exc.reason, f"{name}/measured: {exc}", h)
-        h.measured_accepted += 1
-        if h.headerless:   # no header: stamped with its receive time (node clock) + measured_delay
-            stamp_ns = self.get_clock().now().nanoseconds + h.measured_delay_ns()
-        else:
-            stamp_ns = stamp_to_ns(msg.header.stamp)
-        self._check_plausible(h, vec)
-        if h.pairer.measurement_went_back(stamp_ns):
-            # the measured source restarted: unmatched measurements and tare pairs are stale
-            h.stats.measured_stamp_jumps += 1
-            h.pairer.clear_measurements()
-            h.pairs.clear()
-            h.contact_pairs.clear()
-        pair = h.pairer.add_measurement(stamp_ns, vec)
-        if pair is not None:
-            self._paired(h, pair)
-
-    def _check_plausible(self, h: SensorHandle, vec: np.ndarray) -> None:
-        """Warn once (per scale) when a pressure in Pa is outside [PA_PLAUSIBLE_MIN, PA_PLAUSIBLE_MAX]."""
-        if h.layout.kind != "pressure" or h.plausibility_warned:
-            return
-        pa = float(vec[h.layout.slots[0]])
-        if PA_PLAUSIBLE_MIN <= pa <= PA_PLAUSIBLE_MAX:
-            return
-        h.plausibility_warned = True
-        scale = float(h.config.values["measured_scale"])
-        hint = (" (hPa read as Pa? set measured_scale: 100.0)" if pa < PA_PLAUSIBLE_MIN and scale == 1.0
-                else "")
-        self.get_logger().warning(
-            f"sensor {h.name!r}: measured pressure {pa:.6g} Pa (reading x measured_scale {scale:g}) is "
-            f"not a plausible absolute pressure ({PA_PLAUSIBLE_MIN:g}..{PA_PLAUSIBLE_MAX:g} Pa){hint}; "
-            "residuals and tares use it as it is")
-
-    def _paired(self, h: SensorHandle, pair: "Pair[Prediction, np.ndarray]") -> None:
-        """A measured vector met its prediction: publish the residual, keep the pair for tares."""
-        (predicted, state, contact_free, stamp_ns), measured = pair.prediction, pair.measurement
-        residual = residual_or_none(h.layout, measured, predicted)
-        if residual is None:
-            self._reject("residual_out_of_range", f"{h.name}: measured - predicted overflows its message", h)
-        elif h.endpoints.publish_residual(h.layout, residual, stamp_ns):   # the contacts stamp
-            h.stats.residuals_published += 1
-        h.pairs.append(PairedSample(stamp_ns, measured, state, contact_free))
-        gain_service.record(h.contact_pairs, h.pairs[-1])
-        n = self.live.tare_samples
-        if self.live.tare_on_start and not h.tared_on_start:
-            samples, _ = select_samples(list(h.pairs), n)
-            if len(samples) >= n:
-                ok, text = cal_store.tare(h, n)
-                h.tared_on_start = True     # one attempt per sensor, successful or not
-                (self.get_logger().info if ok else self.get_logger().warning)(f"tare_on_start: {text}")
+        self.measurements.on_measured(name, msg)
 
     def _on_tare(self, name: str, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        h = self._handles.get(name)
-        if h is None:
-            response.success, response.message = False, f"no sensor {name!r}"
-            return response
-        response.success, response.message = self._tare(h)
-        return response
+        return self.measurements.on_tare(name, request, response)
 
     def _on_calibrate_gain(self, name: str, request: Trigger.Request,
                            response: Trigger.Response) -> Trigger.Response:
-        h = self._handles.get(name)
-        if h is None:
-            response.success, response.message = False, f"no sensor {name!r}"
-            return response
-        response.success, response.message = gain_service.calibrate_gain(h)
-        return response
-
-    def _tare(self, h: SensorHandle) -> "tuple[bool, str]":
-        """Tare one sensor; a failure with nothing paired names a clock offset when there is one."""
-        ok, text = cal_store.tare(h, self.live.tare_samples)
-        hint = None if ok or h.pairs else h.pairer.offset_hint()
-        return ok, (f"{text} ({hint})" if hint else text)
+        return self.measurements.on_calibrate_gain(name, request, response)
 
     def _on_tare_all(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        if not self._handles:
-            response.success, response.message = False, "no sensors configured"
-            return response
-        # Sensors with no measured stream are skipped and listed; the others tare all or nothing:
-        # when one fails, every calibration is put back as it was.
-        # (a stream = at least one accepted measured message: rejected ones do not count)
-        skipped = [h.name for h in self._handles.values() if h.measured_accepted == 0]
-        handles = [h for h in self._handles.values() if h.measured_accepted > 0]
-        if not handles:
-            response.success = False
-            response.message = f"no sensor has a measured stream yet (skipped: {', '.join(skipped)})"
-            return response
-        before = [(h, h.sensor.get_calibration(), h.stats.calibration, h.tare_samples_used) for h in handles]
-        results = [self._tare(h) for h in handles]
-        response.success = all(ok for ok, _ in results)
-        lines = [text for _, text in results]
-        if not response.success:   # say plainly that no line's tare took effect
-            lines = [f"not applied: {text}" for text in lines]
-            for h, cal, text, used in before:
-                h.sensor.set_calibration(cal)
-                h.stats.calibration, h.tare_samples_used = text, used
-            lines.append("no offset changed: a tare of the sensors with a measured stream is all or nothing")
-        if skipped:
-            lines.append(f"skipped (no measured stream): {', '.join(skipped)}")
-        response.message = "\n".join(lines)
-        return response
+        return self.measurements.on_tare_all(request, response)
 
     def _on_save_calibration(self, request: Trigger.Request,
                              response: Trigger.Response) -> Trigger.Response:
-        entries = {h.name: e for h in self._handles.values()
-                   if (e := cal_store.calibration_entry(h)) is not None}
-        try:
-            response.message = self.calibration.save(entries)
-            response.success = True
-        except cal_store.SaveRefused as exc:
-            response.success, response.message = False, str(exc)
-            if self.calibration.path is not None and entries:
-                self.get_logger().warning(f"save_calibration: {exc}")
-        return response
+        return self.measurements.on_save_calibration(request, response)
 
     # ------------------------------------------------------------------ diagnostics
     def _on_diagnostics(self) -> None:
@@ -600,7 +448,7 @@ class SensorNode(Node):
         for name, change in plan.changes.items():
             h = self._handles.get(name)
             if h is not None:
-                self._change_sensor(h, change.config, change.sensor, change.layout)
+                self.measurements.change_settings(h, change.config, change.sensor, change.layout)
         if plan.sensors is not None:
             for name in [n for n in self._handles if n not in plan.sensors]:
                 self._uninstall(name)
@@ -612,82 +460,6 @@ class SensorNode(Node):
         self.params.applied(plan)
         self._frames.refresh(h.layout for h in self._handles.values())
         self._refresh_dense_counts()
-
-    def _change_sensor(self, h: SensorHandle, cfg: SensorConfig, sensor: Optional[BaseSensor],
-                       layout: Optional[enc.SensorLayout]) -> None:
-        """New settings for a configured sensor; a new model keeps the calibration when it still fits."""
-        old_type, old_topic = h.config.measured_type(), measured_topic(h.config)
-        old_scale = float(h.config.values["measured_scale"])
-        old_delay = h.measured_delay_ns()
-        h.config = cfg
-        if sensor is not None and layout is not None:
-            dropped = h.replace_model(sensor, layout)
-            if dropped:
-                self.get_logger().warning(f"sensor {h.name!r}: calibration dropped ({dropped}); tare again")
-            self._refresh_dense_counts()
-        h.endpoints.set_optional(bool(cfg.values["publish_jacobian"]), bool(cfg.values["publish_markers"]))
-        if cfg.measured_type() != old_type or float(cfg.values["measured_scale"]) != old_scale:
-            # samples of the old unit or type must not be averaged with new ones by a tare
-            h.clear_measured()
-            headerless = cfg.measured_type() in enc.HEADERLESS_MEASURED_TYPES
-            if headerless != h.headerless:   # the pairing key changes: stamps <-> receive times
-                h.headerless = headerless
-                h.clear_buffers()
-            self.get_logger().info(f"sensor {h.name!r}: measured type or scale changed; buffered measured "
-                                   "samples cleared")
-        if h.headerless and h.measured_delay_ns() != old_delay:
-            # the pairing key of the measured stream moved: what was paired or queued with the old
-            # delay would mix frames (and a smaller delay is no restart of the source)
-            h.clear_buffers()
-            self.get_logger().info(f"sensor {h.name!r}: measured_delay {h.measured_delay_ns() * 1e-9:g} s; "
-                                   "pairing buffers cleared")
-        if cfg.measured_type() != old_type or measured_topic(cfg) != old_topic:
-            try:
-                h.endpoints.subscribe_measured(cfg.measured_type(), measured_topic(cfg))
-            except Exception as exc:   # the plan checked name and graph; a race keeps the old subscription
-                self.get_logger().error(f"sensor {h.name!r}: cannot subscribe {measured_topic(cfg)!r} as "
-                                        f"{cfg.measured_type()} ({exc}); still reading {old_topic!r}")
-        self.get_logger().info(f"sensor {h.name!r} settings applied")
-
-
-def _qos(p: Dict[str, Any], side: str) -> QoSProfile:
-    """The keep-last, volatile QoS of ``qos.<side>.*``."""
-    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=int(p[f"qos.{side}.depth"]),
-                      reliability=qos_reliability(f"qos.{side}.reliability", p[f"qos.{side}.reliability"]),
-                      durability=DurabilityPolicy.VOLATILE)
-
-
-def _usage() -> argparse.ArgumentParser:
-    """The command line: only ``-h`` / ``--help``; everything else goes through ``--ros-args``."""
-    return argparse.ArgumentParser(
-        prog="sensor_node", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Predicted tactile readings (and their force Jacobians) of the configured sensors, "
-                    "live over ROS 2: contacts + joint_states in, <s>/predicted, <s>/residual, "
-                    "<s>/jacobian, <s>/markers and /diagnostics out; services tare, <s>/tare, "
-                    "save_calibration.",
-        epilog="examples:\n"
-               "  ros2 run vsf_sensor_ros sensor_node --ros-args --params-file config/sensor_node.yaml\n"
-               "  ros2 run vsf_sensor_ros sensor_node --ros-args -p use_sim_time:=true "
-               "--params-file config/kinova_punyo_real.yaml\n"
-               "Parameters: ros2 param describe /sensor_node <name>, README.md and docs/interface.md.")
-
-
-def _user_args(argv: List[str]) -> List[str]:
-    """The arguments outside ``--ros-args ... [--]`` blocks (program name dropped).
-
-    Split by hand: rclpy's ``remove_ros_args`` parses the parameter files too, and a file rcl
-    cannot read must reach ``rclpy.init`` to be reported as a configuration error.
-    """
-    out: List[str] = []
-    in_ros = False
-    for a in argv[1:]:
-        if a == "--ros-args":
-            in_ros = True
-        elif in_ros and a == "--":
-            in_ros = False
-        elif not in_ros:
-            out.append(a)
-    return out
 
 
 def main(args: Optional[List[str]] = None) -> int:
@@ -703,19 +475,14 @@ def main(args: Optional[List[str]] = None) -> int:
         args: the command line, program name first (``sys.argv`` when None).
     """
     argv = list(sys.argv if args is None else args)
-    _usage().parse_known_args(_user_args(argv))   # exits 0 after printing for -h / --help
+    node_cli.usage().parse_known_args(node_cli.user_args(argv))   # exits 0 after printing for -h / --help
     _quiet_start.restore()   # from here on a signal shuts the node down cleanly (below)
     try:
         rclpy.init(args=args)
     except KeyboardInterrupt:
         return 0
     except RCLError as exc:
-        text = " ".join(str(exc).split())
-        hint = ""
-        # rcl reports every parse failure as one RCLError; this hint only adds to its text
-        if "same type" in text:
-            hint = " (ROS 2 parameter files need one element type per list: write 0.0 not 0)"
-        print(f"[FATAL] [sensor_node]: configuration error: {text}{hint}", file=sys.stderr, flush=True)
+        print(node_cli.parameter_file_error(exc), file=sys.stderr, flush=True)
         return 2
     node: Optional[SensorNode] = None
     code = 0

@@ -1,3 +1,5 @@
+# One module although over the size guide: one sensor and Klampt's full settings semantics (setting
+# strings parsed, normalised and formatted back as Klampt does), used by nothing else.
 """Klampt-style tactile patch sensor (seed: Klampt ``ContactSensor``, ``Cpp/Sensing/ForceSensors.cpp``).
 
 The sensor is a box on the surface of a link.  ``Tsensor`` places its frame in
