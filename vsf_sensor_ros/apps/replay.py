@@ -53,135 +53,26 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from vsf_sensor_ros.apps.replay_analysis import DEFINITIONS, analyse, plot  # noqa: F401 (re-exported)
+from vsf_sensor_ros.apps.replay_recording import (  # noqa: F401 (re-exported)
+    CONTACT_BODIES, CONTACT_DP_PA, HPA_TO_PA, MAX_LAG_FRAMES, ONSET_DP_PA, PRESSURE_SENSOR, PRESSURE_TOPIC,
+    TARE_SAMPLES, Recording, ReplayError, estimate_lag, load_recording, poke_onset, pressure_metrics)
+
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_RECORDING = PACKAGE_ROOT / ".." / "shared" / "fixtures" / "punyo_poke_ur5e" / "data.json"
-PRESSURE_SENSOR = "punyo_pressure"
 FORCE_SENSOR = "punyo_force"
-PRESSURE_TOPIC = "punyo/pressure"
 WRENCH_FRAME = "base"
-CONTACT_BODIES = ["punyo", "world"]
-CONTACT_DP_PA = 50.0          # frames whose measured Δp exceeds this count as "contact" in the summary
-ONSET_DP_PA = 50.0            # first frame above this marks the poke (tare and bias happen before)
 MIN_FORCE_N = 1.0             # wrench deadband: above the recorded contact-free noise (max 0.92 N)
 MAX_BIAS_SAMPLES = 30
-TARE_SAMPLES = 10
-MAX_LAG_FRAMES = 6
 STARTUP_TIMEOUT_S = 60.0
 PREDICT_WAIT_S = 60.0
 WARMUP_LEAD_S = 100.0         # warm-up frames are stamped this long before the recording
 WARMUP_STEP_S = 0.05
-HPA_TO_PA = 100.0
 # Measured (median over a replay's recorded arrival times, 2 shared cores: contacts of frame k minus
 # its pressure, less time_shift / speed): the contacts of a step arrive about 2 ms after the wrench
 # that completes them was published (one more hop and the wrench node's kinematics than the
 # pressure's direct path).
 WRENCH_NODE_LATENCY_S = 0.002
-
-
-class ReplayError(RuntimeError):
-    """The session could not run (a child died, a timeout, a bad recording)."""
-
-
-@dataclass
-class Recording:
-    """Frames of a recorded poke: ``t`` (n,) s, ``pressure_pa`` (n,), ``q`` (n, 6) rad,
-    ``wrench`` (n, 6) N / N·m (base frame)."""
-
-    t: np.ndarray
-    pressure_pa: np.ndarray
-    q: np.ndarray
-    wrench: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.t)
-
-
-def load_recording(path: Path, frames: Optional[Tuple[int, int]] = None) -> Recording:
-    """Read ``data.json`` (optionally frames ``a:b``).
-
-    Raises:
-        ReplayError: missing file, wrong layout (names the frame) or too few frames.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise ReplayError(f"recording {str(path)!r} does not exist")
-    data = json.loads(path.read_text())
-    if frames is not None:
-        data = data[frames[0]:frames[1]]
-    rows = []
-    for i, f in enumerate(data):
-        try:
-            t, p, q, w = f
-            row = [float(t), float(p)] + [float(v) for v in q] + [float(v) for v in w]
-        except (TypeError, ValueError) as exc:
-            raise ReplayError(f"frame {i} is not [t, hPa, 6 joints, 6 wrench]: {exc}") from None
-        if len(row) != 14 or not all(map(math.isfinite, row)):
-            raise ReplayError(f"frame {i} has {len(row) - 2} joint+wrench values or non-finite ones")
-        rows.append(row)
-    if len(rows) < 2 * TARE_SAMPLES:
-        raise ReplayError(f"recording has {len(rows)} frames; at least {2 * TARE_SAMPLES} are needed")
-    a = np.asarray(rows)
-    order = np.argsort(a[:, 0], kind="stable")
-    a = a[order]
-    return Recording(a[:, 0], a[:, 1] * HPA_TO_PA, a[:, 2:8], a[:, 8:14])
-
-
-def poke_onset(rec: Recording) -> int:
-    """First frame whose pressure exceeds the median of the first 5 by ``ONSET_DP_PA``.
-
-    Raises:
-        ReplayError: no such frame, or fewer than ``TARE_SAMPLES + 4`` frames before it.
-    """
-    dp = rec.pressure_pa - np.median(rec.pressure_pa[:5])
-    above = np.flatnonzero(dp > ONSET_DP_PA)
-    if above.size == 0:
-        raise ReplayError(f"the pressure never rises {ONSET_DP_PA:g} Pa above its start: no poke")
-    k = int(above[0])
-    if k < TARE_SAMPLES + 4:
-        raise ReplayError(f"the poke starts at frame {k}: fewer than {TARE_SAMPLES + 4} contact-free frames "
-                          "before it for the tare")
-    return k
-
-
-def estimate_lag(rec: Recording, bias_frames: int, max_frames: int = MAX_LAG_FRAMES) -> Tuple[int, float]:
-    """F/T lag behind the pressure: the frame shift ``s`` maximising the correlation of Δp[k] with
-    ``|F − bias|[k + s]``; returns ``(s, s × median frame step)``."""
-    dp = rec.pressure_pa - rec.pressure_pa[:bias_frames].mean()
-    mag = np.linalg.norm(rec.wrench[:, :3] - rec.wrench[:bias_frames, :3].mean(axis=0), axis=1)
-    best, best_r = 0, -np.inf
-    for s in range(0, max_frames + 1):
-        a, b = dp[:len(dp) - s], mag[s:]
-        r = float(np.corrcoef(a, b)[0, 1])
-        if r > best_r:
-            best, best_r = s, r
-    return best, best * float(np.median(np.diff(rec.t)))
-
-
-def pressure_metrics(meas_dp: np.ndarray, pred_dp: np.ndarray, gain_dp: np.ndarray,
-                     threshold: float = CONTACT_DP_PA) -> Dict[str, Any]:
-    """Summary numbers over the frames with ``meas_dp > threshold`` (all in Pa).
-
-    * ``correlation``: Pearson r of ``pred_dp`` and ``meas_dp``;
-    * ``gain``: least-squares ``pred_dp ≈ gain · meas_dp`` (Σ pred·meas / Σ meas²);
-    * ``residual_rms_contact_after_tare_pa``: RMS of ``meas_dp − pred_dp``;
-    * ``residual_rms_contact_after_gain_pa``: RMS of ``meas_dp − gain_dp`` (the prediction after
-      the gain calibration).
-
-    Raises:
-        ReplayError: fewer than 3 such frames.
-    """
-    sel = meas_dp > threshold
-    n = int(sel.sum())
-    if n < 3:
-        raise ReplayError(f"only {n} frames with measured dp > {threshold:g} Pa")
-    m, p, g = meas_dp[sel], pred_dp[sel], gain_dp[sel]
-    return {
-        "frames_contact": n,
-        "correlation": float(np.corrcoef(p, m)[0, 1]),
-        "gain": float((p @ m) / (m @ m)),
-        "residual_rms_contact_after_tare_pa": float(np.sqrt(np.mean((m - p) ** 2))),
-        "residual_rms_contact_after_gain_pa": float(np.sqrt(np.mean((m - g) ** 2))),
-    }
 
 
 # -- session files -------------------------------------------------------------------------------
@@ -463,158 +354,6 @@ def _offset_from(calibration: Path, message: str) -> Optional[float]:
     except (OSError, KeyError, TypeError, ValueError, IndexError):
         m = re.search(r"offset \w+=([-+0-9.eE]+)", message)
         return float(m.group(1)) if m else None
-
-
-# -- analysis ------------------------------------------------------------------------------------
-
-def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
-    """Summary dict and the per-frame series (see the module docstring).
-
-    Raises:
-        ReplayError: a topic missing, the tare offset unknown, or too few contact frames.
-    """
-    from rclpy.serialization import deserialize_message
-    from sensor_msgs.msg import PointCloud2
-
-    from vsf_sensor_ros.apps.ur5e import PUNYO_BODY, UR5E_JOINTS, ur5e_world
-    from vsf_sensor_ros.ros.contacts_msg import pointcloud2_to_contacts
-    from vsf_sensor_ros.sensor import GainCalibrator, PunyoPressureSensor, SimState
-
-    def log(topic: str) -> Any:
-        if topic not in session.logs or not len(session.logs[topic]):
-            raise ReplayError(f"nothing recorded on {topic}")
-        return session.logs[topic]
-
-    if session.tare_offset_pa is None:
-        raise ReplayError(f"the pressure tare failed: {session.tare_message}")
-    frame_of = {int(round(rec.t[k] * 1e9)): k for k in range(len(rec))}
-    # warm-up joint states (stamped before the recording, no Float32 with them) are left out
-    js = [m for m in log("/joint_states").decode()
-          if m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec in frame_of]
-    hpa = [m.data for m in log(f"/{PRESSURE_TOPIC}").decode()]
-    if len(hpa) != len(js):
-        raise ReplayError(f"{len(hpa)} Float32 pressures but {len(js)} joint states of recorded frames")
-    meas = np.full(len(rec), np.nan)
-    for m, p in zip(js, hpa):
-        k = frame_of.get(m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec)
-        if k is not None:
-            meas[k] = float(p) * HPA_TO_PA                     # float32 hPa -> Pa
-    pred = np.full(len(rec), np.nan)
-    for m in log(f"/{PRESSURE_SENSOR}/predicted").decode():
-        k = _nearest_frame(rec.t, m.header.stamp.sec + m.header.stamp.nanosec * 1e-9)
-        if k is not None:
-            pred[k] = m.fluid_pressure
-    clouds = {}
-    for data in log("/contacts").data:
-        c = pointcloud2_to_contacts(deserialize_message(data, PointCloud2), CONTACT_BODIES)
-        k = _nearest_frame(rec.t, c.stamp_ns * 1e-9)
-        if k is not None:
-            clouds[k] = c.contacts
-    off = float(session.tare_offset_pa)
-    after = np.arange(len(rec)) >= session.tare_frame
-    usable = after & np.isfinite(meas) & np.isfinite(pred) & np.array([k in clouds for k in range(len(rec))])
-    idx = np.flatnonzero(usable)
-
-    # The library on the same recorded states: the pressure model, then its gain calibration.
-    world = ur5e_world()
-    sensor = PunyoPressureSensor(PRESSURE_SENSOR, PUNYO_BODY)
-    sensor.attach(world.body_model(PUNYO_BODY))
-    sensor.set_calibration({"tare": [off]})
-    states = []
-    for k in idx:
-        world.set_joint_positions(UR5E_JOINTS, rec.q[k])
-        states.append(SimState(world.body_transforms(), {}, clouds[k]))
-    lib = np.array([float(sensor.predict(s)[0]) for s in states])
-    calibrator = GainCalibrator(min_samples=10)
-    used = calibrator.fit(sensor, states, [meas[k] for k in idx])
-    after_gain = np.array([float(sensor.predict(s)[0]) for s in states])
-
-    meas_dp, pred_dp, gain_dp = meas[idx] - off, pred[idx] - off, after_gain - off
-    metrics = pressure_metrics(meas_dp, pred_dp, gain_dp)
-    k_gain = float(calibrator.last_fit.gain[0])
-    summary = {
-        "recording": {"frames": len(rec), "duration_s": float(rec.t[-1] - rec.t[0])},
-        "tare": {"frame": session.tare_frame, "success": session.tare_success, "offset_pa": off,
-                 "answer": session.tare_message},
-        "published": {t.strip("/"): len(session.logs[t]) for t in sorted(session.logs)},
-        "pressure": {
-            **metrics,
-            "lag_s": None,                                     # filled by main()
-            "frames_compared": int(idx.size),
-            "gain_calibrator": {"gain": k_gain, "contact_samples": used,
-                                "relative_std_error": float(calibrator.last_fit.relative_std_error[0])},
-            "base_area_m2": float(sensor.base_area),
-            "effective_base_area_m2": float(sensor.base_area) / k_gain,
-            "library_vs_node_max_abs_pa": float(np.max(np.abs(lib - pred[idx]))),
-            "peak_measured_dp_pa": float(np.max(meas_dp)),
-            "peak_predicted_dp_pa": float(np.max(pred_dp)),
-        },
-        "definitions": DEFINITIONS,
-        "wall_s": session.wall_s,
-    }
-    series = {"t": rec.t[idx] - rec.t[0], "meas": meas[idx], "pred": pred[idx], "gain": after_gain,
-              "offset": np.full(idx.size, off), "tare_t": np.array([rec.t[session.tare_frame] - rec.t[0]])}
-    return summary, series
-
-
-def _nearest_frame(t: np.ndarray, s: float, tol: float = 0.002) -> Optional[int]:
-    k = int(np.argmin(np.abs(t - s)))
-    return k if abs(t[k] - s) <= tol else None
-
-
-DEFINITIONS = {
-    "dp": "pressure minus the node's tare offset (Pa): measured from the recorded std_msgs/Float32 hPa "
-          "x 100, "
-          "predicted from the recorded punyo_pressure/predicted; frames from the tare on",
-    "contact frames": f"frames whose measured dp exceeds {CONTACT_DP_PA:g} Pa",
-    "correlation": "Pearson r of predicted dp and measured dp over the contact frames",
-    "gain": "least-squares predicted dp / measured dp over the contact frames (sum p*m / sum m^2); "
-            "> 1 = the model predicts more than the bubble shows",
-    "residual_rms_contact_after_tare_pa": "RMS of measured - predicted over the contact frames, tare only",
-    "residual_rms_contact_after_gain_pa": "the same after GainCalibrator (fitted in-sample on every frame "
-                                          "with "
-                                          "a contact in the recorded contacts stream)",
-    "gain_calibrator.gain": "the gain the pressure sensor applies to its contact term (measured ~ gain x "
-                            "model); effective base area = base area / gain",
-    "lag_s": "time shift applied to the wrench (F/T lag behind pressure and joints)",
-    "library_vs_node_max_abs_pa": "largest difference between the node's prediction and the library's on "
-                                  "the states rebuilt from the recorded contacts and joint states",
-}
-
-
-def plot(series: Dict[str, np.ndarray], summary: Dict[str, Any], path: Path) -> Path:
-    """Pressure over time (measured, predicted after tare, after gain) and a Δp scatter."""
-    import matplotlib
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(12, 4.6), layout="constrained")
-    ax, sc = fig.subplots(1, 2, width_ratios=[1.7, 1])
-    t, off = series["t"], series["offset"]
-    ax.plot(t, series["meas"] / 100.0, "k-", lw=1.6, label="measured (real Punyo, Float32 hPa)")
-    ax.plot(t, series["pred"] / 100.0, "C3--", lw=1.3, label="predicted, tare only (seed model)")
-    ax.plot(t, series["gain"] / 100.0, "C0-", lw=1.0, label="predicted, tare + gain calibration")
-    ax.set_xlabel("recording time (s)")
-    ax.set_ylabel("bubble pressure (hPa)")
-    p = summary["pressure"]
-    ax.set_title(f"Real UR5e poke: r = {p['correlation']:.3f}, "
-                 f"RMS {p['residual_rms_contact_after_tare_pa']:.0f} "
-                 f"-> {p['residual_rms_contact_after_gain_pa']:.0f} Pa after gain (dp > 50 Pa)")
-    ax.legend(loc="upper right", fontsize=8)
-    ax.grid(alpha=0.3)
-    m, pr, g = series["meas"] - off, series["pred"] - off, series["gain"] - off
-    sc.plot(m, pr, "C3.", ms=5, label="tare only")
-    sc.plot(m, g, "C0.", ms=5, label="after gain")
-    hi = float(max(np.max(m), np.max(pr), 1.0)) * 1.05
-    sc.plot([0, hi], [0, hi], "k-", lw=0.8, label="predicted = measured")
-    sc.plot([0, hi], [0, hi * p["gain"]], "C3:", lw=0.8, label=f"LS fit, gain {p['gain']:.2f}")
-    sc.axvline(CONTACT_DP_PA, color="0.6", lw=0.8, ls="--")
-    sc.set_xlabel("measured dp (Pa)")
-    sc.set_ylabel("predicted dp (Pa)")
-    sc.legend(loc="upper left", fontsize=8)
-    sc.grid(alpha=0.3)
-    fig.savefig(path, dpi=110)
-    return path
 
 
 # -- command line --------------------------------------------------------------------------------
