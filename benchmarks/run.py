@@ -241,6 +241,16 @@ NODE_HEAD = ("phase", "rate Hz", "sent", "recv", "lost", "p50 ms", "p99 ms", "ma
 NODE_W = (-11, 7, 6, 6, 5, 7, 7, 7, 8, 6, 7, 9, 7, 5, 8)
 
 
+def _phase_row(label: str, p: Dict[str, Any], growth: str) -> str:
+    """One node-phase line of the printed table (``growth``: the RSS growth column's text)."""
+    lat = p["latency_ms"]
+    return _cols((label, f"{p['rate_hz']:.0f}", p["sent"], p["received_complete"], p["lost"],
+                  _f(lat["p50"], "{:.2f}"), _f(lat["p99"], "{:.2f}"), _f(lat["max"], "{:.1f}"),
+                  _f(p["cpu_cores"], "{:.2f}"), _f(p.get("cpu_ms_per_msg"), "{:.2f}"),
+                  _f(p.get("harness_cores"), "{:.2f}"), _f(p.get("host_busy_cores"), "{:.2f}"),
+                  _f(p["rss_start_mb"], "{:.0f}"), _f(p["rss_end_mb"], "{:.0f}"), growth), NODE_W)
+
+
 def format_table(results: Dict[str, Any]) -> str:
     """The human-readable report (also what the README's Performance section quotes)."""
     L: List[str] = []
@@ -279,27 +289,12 @@ def format_table(results: Dict[str, Any]) -> str:
                      f"{node.get('node_rss_idle_mb', float('nan')):.0f} MB")
             L.append(_cols(NODE_HEAD, NODE_W))
             for p in node["phases"]:
-                lat = p["latency_ms"]
-                L.append(_cols((p["name"], f"{p['rate_hz']:.0f}", p["sent"], p["received_complete"],
-                                p["lost"], _f(lat["p50"], "{:.2f}"), _f(lat["p99"], "{:.2f}"),
-                                _f(lat["max"], "{:.1f}"),
-                                _f(p["cpu_cores"], "{:.2f}"), _f(p.get("cpu_ms_per_msg"), "{:.2f}"),
-                                _f(p.get("harness_cores"), "{:.2f}"), _f(p.get("host_busy_cores"), "{:.2f}"),
-                                _f(p["rss_start_mb"], "{:.0f}"),
-                                _f(p["rss_end_mb"], "{:.0f}"), _f(p.get("rss_growth_pct"), "{:.2f}")),
-                               NODE_W))
+                L.append(_phase_row(p["name"], p, _f(p.get("rss_growth_pct"), "{:.2f}")))
             floor = node.get("floor") or {}
             if floor.get("phases"):
                 L.append("  transport floor (bare rclpy relay, same messages, same run):")
                 for p in floor["phases"]:
-                    lat = p["latency_ms"]
-                    L.append(_cols((f"floor {p['name'].split('_')[-1]}", f"{p['rate_hz']:.0f}", p["sent"],
-                                    p["received_complete"], p["lost"], _f(lat["p50"], "{:.2f}"),
-                                    _f(lat["p99"], "{:.2f}"), _f(lat["max"], "{:.1f}"),
-                                    _f(p["cpu_cores"], "{:.2f}"), _f(p.get("cpu_ms_per_msg"), "{:.2f}"),
-                                    _f(p.get("harness_cores"), "{:.2f}"),
-                                    _f(p.get("host_busy_cores"), "{:.2f}"), _f(p["rss_start_mb"], "{:.0f}"),
-                                    _f(p["rss_end_mb"], "{:.0f}"), "-"), NODE_W))
+                    L.append(_phase_row(f"floor {p['name'].split('_')[-1]}", p, "-"))
                 for name, r in floor_ratios(node).items():
                     L.append(f"  node / floor at {name}: p50 {_f(r['p50'], '{:.1f}')}x, "
                              f"p99 {_f(r['p99'], '{:.1f}')}x, CPU/msg {_f(r['cpu_ms_per_msg'], '{:.1f}')}x")
@@ -314,14 +309,7 @@ def format_table(results: Dict[str, Any]) -> str:
                 L.append(f"  {var['title']}; start {var.get('node_start_s', float('nan')):.1f} s, "
                          f"idle RSS {var.get('node_rss_idle_mb', float('nan')):.0f} MB:")
                 for p in var["phases"]:
-                    lat = p["latency_ms"]
-                    L.append(_cols((f"{key[:5]} {p['name'].split('_')[-1]}", f"{p['rate_hz']:.0f}", p["sent"],
-                                    p["received_complete"], p["lost"], _f(lat["p50"], "{:.2f}"),
-                                    _f(lat["p99"], "{:.2f}"), _f(lat["max"], "{:.1f}"),
-                                    _f(p["cpu_cores"], "{:.2f}"), _f(p.get("cpu_ms_per_msg"), "{:.2f}"),
-                                    _f(p.get("harness_cores"), "{:.2f}"),
-                                    _f(p.get("host_busy_cores"), "{:.2f}"), _f(p["rss_start_mb"], "{:.0f}"),
-                                    _f(p["rss_end_mb"], "{:.0f}"), "-"), NODE_W))
+                    L.append(_phase_row(f"{key[:5]} {p['name'].split('_')[-1]}", p, "-"))
             L.append("  (node CPU in cores: 1.00 = one core busy; ms/msg = node CPU time per processed "
                      "message;")
             L.append("   harness = publisher + receiver processes; host busy = all processes, of "

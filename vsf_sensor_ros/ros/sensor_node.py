@@ -104,7 +104,8 @@ from .measurements import Measurements
 from .params import ConfigError, SensorConfig, effective_assets_dir, resolve_path
 from .sensor_endpoints import EndpointQoS, SensorEndpoints, SensorHandle
 from .stamps import stamp_to_ns
-from .step import SensorResult, check_elements, check_predictions, predict_sensor, reading_in_contact
+from .step import SensorResult, StepRejected, check_elements, check_predictions, predict_sensor, \
+    reading_in_contact
 
 DTYPE = torch.float64
 DEVICE = torch.device("cpu")
@@ -291,39 +292,48 @@ class SensorNode(Node):
             self._last_contacts = msg
             self.keep_warm.touch()
 
+    def _decode_step(self, msg: Any, stamp_ns: int) -> "tuple[Any, SimState]":
+        """A contacts message's decoded contacts (with implied reverse pairs) and its ``SimState``.
+
+        Raises:
+            StepRejected: the message is rejected whole, with the reason to count.
+        """
+        try:
+            decoded = pointcloud2_to_contacts(msg, self._contact_body_names, DTYPE, DEVICE,
+                                              expected_frame_id=self._world_frame)
+        except ContactsDecodeError as exc:
+            raise StepRejected(exc.reason, str(exc)) from exc
+        bad = check_elements(decoded, self._dense_vertex_counts)
+        if bad is not None:
+            raise StepRejected("element_index_out_of_range", bad)
+        decoded = with_implied_pairs(decoded)   # each sensor sees every contact on its body
+        try:
+            return decoded, SimState(self._transforms.at(stamp_ns), {}, decoded.contacts)
+        except ValueError as exc:
+            raise StepRejected("invalid_contacts", str(exc)) from exc
+
     def _warm_step(self) -> None:
         """Keep-warm work: the last contacts message through decode and every model; nothing
         published, counted or kept (see :mod:`.keep_warm`)."""
         msg = self._last_contacts
         if msg is None:
             return
-        decoded = pointcloud2_to_contacts(msg, self._contact_body_names, DTYPE, DEVICE,
-                                          expected_frame_id=self._world_frame)
-        state = SimState(self._transforms.at(stamp_to_ns(msg.header.stamp)), {}, decoded.contacts)
+        decoded, state = self._decode_step(msg, stamp_to_ns(msg.header.stamp))
         results = [predict_sensor(h, state, decoded, h.endpoints.jacobian is not None)
                    for h in self._handles.values() if getattr(h.sensor, "enabled", True)]
         check_predictions(results)
 
     def _process_contacts(self, msg: PointCloud2, t_recv: float) -> None:
         """Decode, predict every sensor, check, then publish (see the module docstring)."""
-        try:
-            decoded = pointcloud2_to_contacts(msg, self._contact_body_names, DTYPE, DEVICE,
-                                              expected_frame_id=self._world_frame)
-        except ContactsDecodeError as exc:
-            return self._reject(exc.reason, str(exc))
-        bad = check_elements(decoded, self._dense_vertex_counts)
-        if bad is not None:
-            return self._reject("element_index_out_of_range", bad)
-        decoded = with_implied_pairs(decoded)   # each sensor sees every contact on its body
         stamp = msg.header.stamp
         stamp_ns = stamp_to_ns(stamp)
+        try:
+            decoded, state = self._decode_step(msg, stamp_ns)
+        except StepRejected as exc:
+            return self._reject(exc.reason, exc.detail)
         # header-less measured streams pair by receive time (node clock: ROS time under use_sim_time)
         recv_ns = self.get_clock().now().nanoseconds
         jumped_back = self._last_stamp is not None and stamp_ns < self._last_stamp
-        try:
-            state = SimState(self._transforms.at(stamp_ns), {}, decoded.contacts)
-        except ValueError as exc:
-            return self._reject("invalid_contacts", str(exc))
         # Validate first: every model must succeed before anything is published.
         results = []
         for h in self._handles.values():

@@ -40,6 +40,14 @@ class SensorResult:
     touched: bool
 
 
+class StepRejected(Exception):
+    """A contacts message rejected whole: ``reason`` (a counted rejection reason) and ``detail``."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason, self.detail = reason, detail
+
+
 def predict_sensor(h: Any, state: SimState, decoded: Any, want_jacobian: bool) -> SensorResult:
     """Predict one sensor (and its Jacobian when wanted) for ``state``.
 
@@ -148,5 +156,5 @@ def reading_in_contact(layout: enc.SensorLayout, values: np.ndarray, n_contacts:
     return n_contacts > 0
 
 
-__all__ = ["F32_MAX", "SensorResult", "check_elements", "check_predictions", "predict_sensor",
+__all__ = ["F32_MAX", "SensorResult", "StepRejected", "check_elements", "check_predictions", "predict_sensor",
            "reading_in_contact", "residual_or_none"]
