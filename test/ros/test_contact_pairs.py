@@ -193,3 +193,19 @@ def test_with_implied_pairs_rows_forces_and_elements(world):
     assert done.rows[("object", "tool_link")].tolist() == [1]
     assert done.contacts[("punyo", "tool_link")] is decoded.contacts[("punyo", "tool_link")]
     assert decoded.implied == frozenset() and ("punyo", "object") not in decoded.contacts   # input unchanged
+
+
+def test_with_implied_pairs_only_for_the_given_bodies(world):
+    rows = one_order_rows(world)
+    decoded = pointcloud2_to_contacts(rows_to_cloud(rows, stamp(3)), body_names(), F64)
+    every = with_implied_pairs(decoded)
+    only = with_implied_pairs(decoded, {"punyo"})
+    # only the reverse read by a sensor on punyo is built; the other reverse is left out
+    assert only.implied == {("punyo", "object")}
+    assert list(only.contacts) == [("object", "punyo"), ("punyo", "object"), ("tool_link", "object")]
+    a, b = only.contacts[("punyo", "object")], every.contacts[("punyo", "object")]
+    np.testing.assert_array_equal(a.forces.numpy(), b.forces.numpy())
+    np.testing.assert_array_equal(a.points.numpy(), b.points.numpy())
+    assert a.elems1.tolist() == b.elems1.tolist() and a.elems2.tolist() == b.elems2.tolist()
+    assert only.rows[("punyo", "object")].tolist() == [0, 2]
+    assert with_implied_pairs(decoded, set()).implied == frozenset()

@@ -141,3 +141,28 @@ def test_point_step_past_what_a_record_can_span_is_a_size_error_not_a_crash():
     with pytest.raises(CloudDecodeError) as err:
         read_points(CloudLayout(fields, 1, 1, 2 ** 31, 2 ** 31, False), bytes(8), ["x"])
     assert err.value.reason == "bad_size"
+
+
+@pytest.mark.parametrize("big_endian", [False, True])
+@pytest.mark.parametrize("code,datatype", [("f", PointField.FLOAT32), ("d", PointField.FLOAT64)])
+def test_float_columns_of_adjacent_fields_match_the_values_packed(big_endian, code, datatype):
+    # x y z adjacent (one strided block) and a, b apart (column by column), 2 rows with row padding
+    size = struct.calcsize(code)
+    step, height, width, row_pad = 5 * size + 8, 2, 3, 3
+    e = ">" if big_endian else "<"
+    data = bytearray(b"\xcd" * (height * (width * step + row_pad)))
+    for k in range(height * width):
+        base = (k // width) * (width * step + row_pad) + (k % width) * step
+        struct.pack_into(e + 3 * code, data, base + size, k + 0.5, -k - 0.25, 2.0 * k)
+        struct.pack_into(e + code, data, base, 10.0 * k)
+        struct.pack_into(e + code, data, base + 4 * size + 4, -10.0 * k)
+    fields = [PointField(name=n, offset=o, datatype=datatype, count=1)
+              for n, o in (("z", 3 * size), ("a", 0), ("x", size), ("y", 2 * size), ("b", 4 * size + 4))]
+    msg = PointCloud2(height=height, width=width, fields=fields, is_bigendian=big_endian, point_step=step,
+                      row_step=width * step + row_pad, data=bytes(data))
+    pts = read_cloud(msg, ["x", "y", "z", "a", "b"])
+    xyz = float_columns(pts, ["x", "y", "z"])
+    assert xyz.dtype == np.float64 and xyz.flags.c_contiguous and xyz.flags.writeable
+    np.testing.assert_array_equal(xyz, [[k + 0.5, -k - 0.25, 2.0 * k] for k in range(6)])
+    np.testing.assert_array_equal(float_columns(pts, ["a", "b"]), [[10.0 * k, -10.0 * k] for k in range(6)])
+    np.testing.assert_array_equal(float_columns(pts, ["y", "x"]), xyz[:, [1, 0]])   # not in memory order

@@ -34,14 +34,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
 from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
 
-from ..sensor.state import ContactState, with_reverse_pairs
+from ..sensor.state import ContactState
 from .pointcloud import (FLOAT_TYPES, CloudDecodeError, CloudLayout, as_byte_array, check_data_size,
                          float_columns, read_points, require_finite, write_cloud)
 from .stamps import stamp_to_ns, to_stamp
@@ -122,11 +122,12 @@ class DecodedContacts:
     implied: FrozenSet[Pair] = frozenset()
 
 
-def with_implied_pairs(decoded: DecodedContacts) -> DecodedContacts:
+def with_implied_pairs(decoded: DecodedContacts,
+                       bodies: Optional[Collection[str]] = None) -> DecodedContacts:
     """The node's contact-row rule: every pair in both orders, each contact row used once.
 
     A bridge may write one row per contact, e.g. only ``(tool, pad)`` with the
-    force on ``tool``; a sensor on ``pad`` must still see it.  With the
+    force on ``tool``; a sensor on ``pad`` must still see it.  The rule of the
     library's :func:`~vsf_sensor_ros.sensor.state.with_reverse_pairs`:
 
     * a pair ``(a, b)`` present in only one order implies ``(b, a)``: the same
@@ -138,18 +139,33 @@ def with_implied_pairs(decoded: DecodedContacts) -> DecodedContacts:
 
     Args:
         decoded: a decoded message (:func:`pointcloud2_to_contacts`).
+        bodies: when given, only implied pairs ``(b, a)`` with ``b`` in
+            ``bodies`` are added: a sensor on ``b`` reads only the pairs
+            ``(b, *)``, so the node passes its sensors' bodies and builds no
+            reverse that nothing reads.  None: every implied pair
+            (:func:`~vsf_sensor_ros.sensor.state.with_reverse_pairs`).
 
     Returns:
         A new :class:`DecodedContacts` (the input is not changed) whose
-        ``contacts`` and ``rows`` cover both orders; ``normals``/``depths``
-        stay those of the message's own pairs; ``implied`` names the added pairs.
+        ``contacts`` and ``rows`` cover both orders (of the pairs ``bodies``
+        selects); implied pairs follow the pair they reverse, as in
+        ``with_reverse_pairs``; ``normals``/``depths`` stay those of the
+        message's own pairs; ``implied`` names the added pairs.
     """
-    contacts = with_reverse_pairs(decoded.contacts)
-    implied = frozenset(p for p in contacts if p not in decoded.contacts)
+    given = decoded.contacts
+    contacts: Dict[Pair, ContactState] = {}
     rows = dict(decoded.rows)
-    for a, b in implied:
-        rows[(a, b)] = decoded.rows[(b, a)]
-    return dataclasses.replace(decoded, contacts=contacts, rows=rows, implied=implied)
+    implied = []
+    for (a, b), c in given.items():
+        contacts[(a, b)] = c
+        rev = (b, a)
+        if rev in given or (bodies is not None and b not in bodies):
+            continue
+        # the decoder validated the rows; -f of finite forces is finite: no second validation
+        contacts[rev] = _trusted_contact_state(c.points, -c.forces, c.elems2, c.elems1)
+        rows[rev] = decoded.rows[(a, b)]
+        implied.append(rev)
+    return dataclasses.replace(decoded, contacts=contacts, rows=rows, implied=frozenset(implied))
 
 
 def _check_body_names(body_names: Sequence[str]) -> List[str]:
@@ -158,6 +174,22 @@ def _check_body_names(body_names: Sequence[str]) -> List[str]:
         dup = sorted({n for n in names if names.count(n) > 1})
         raise ValueError(f"contact_body_names has duplicates: {dup}")
     return names
+
+
+def _contact_state_extras() -> List[Tuple[str, Any]]:
+    """``(name, default factory)`` of ``ContactState`` fields beyond points/forces/elems1/elems2."""
+    out = []
+    for f in dataclasses.fields(ContactState):   # any field added later keeps its default
+        if f.name in ("points", "forces", "elems1", "elems2"):
+            continue
+        if f.default is not dataclasses.MISSING:
+            out.append((f.name, lambda d=f.default: d))
+        elif f.default_factory is not dataclasses.MISSING:
+            out.append((f.name, f.default_factory))
+    return out
+
+
+_CONTACT_STATE_EXTRAS = _contact_state_extras()
 
 
 def _trusted_contact_state(points: torch.Tensor, forces: torch.Tensor, elems1: Optional[torch.Tensor],
@@ -169,14 +201,9 @@ def _trusted_contact_state(points: torch.Tensor, forces: torch.Tensor, elems1: O
     re-checking per pair costs more than the decode itself at 1 kHz.
     """
     c = ContactState.__new__(ContactState)
-    values = {"points": points, "forces": forces, "elems1": elems1, "elems2": elems2}
-    for f in dataclasses.fields(ContactState):   # any field added later keeps its default
-        if f.name in values:
-            setattr(c, f.name, values[f.name])
-        elif f.default is not dataclasses.MISSING:
-            setattr(c, f.name, f.default)
-        elif f.default_factory is not dataclasses.MISSING:
-            setattr(c, f.name, f.default_factory())
+    c.points, c.forces, c.elems1, c.elems2 = points, forces, elems1, elems2
+    for name, make in _CONTACT_STATE_EXTRAS:
+        setattr(c, name, make())
     return c
 
 
@@ -283,32 +310,43 @@ def contacts_from_buffer(layout: CloudLayout, data: Any, body_names: Sequence[st
 
     # Group rows by ordered pair, pairs in order of first appearance, rows in message order.
     key = b1 * nb + b2
-    uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    order = np.argsort(first)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    perm = np.argsort(rank[inverse], kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(rank[inverse], minlength=order.size))])
-    P = torch.from_numpy(points[perm]).to(dtype=dtype, device=device)
-    F = torch.from_numpy(forces[perm]).to(dtype=dtype, device=device)
+    if (key == key[0]).all():
+        # one pair (the usual simulator step): the rows in message order, no grouping to do
+        pair_keys, bounds, perm = [int(key[0])], [0, n], None
+    else:
+        uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        order = np.argsort(first)
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        perm = np.argsort(rank[inverse], kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(rank[inverse], minlength=order.size))]).tolist()
+        pair_keys = uniq[order].tolist()
+        points, forces = points[perm], forces[perm]
+        elems = {c: e[perm] for c, e in elems.items()}
+        normals = None if normals is None else normals[perm]
+        depth = None if depth is None else depth[perm]
+    P = torch.from_numpy(points).to(dtype=dtype, device=device)
+    F = torch.from_numpy(forces).to(dtype=dtype, device=device)
     if dtype != torch.float64 and not (torch.isfinite(P).all() and torch.isfinite(F).all()):
         # finite float64 values past a narrower dtype's range would become +-inf
         raise ContactsDecodeError("non_finite", f"x/y/z or fx/fy/fz exceed the range of {dtype}")
-    E = {c: torch.from_numpy(e[perm]).to(device=device) for c, e in elems.items()}
+    E = {c: torch.from_numpy(e).to(device=device) for c, e in elems.items()}
+    E1, E2 = E.get("elem1"), E.get("elem2")
+    row_of = np.arange(n, dtype=np.int64) if perm is None else perm.astype(np.int64)
     contacts: Dict[Pair, ContactState] = {}
     rows: Dict[Pair, np.ndarray] = {}
     nrm: Optional[Dict[Pair, np.ndarray]] = {} if normals is not None else None
     dep: Optional[Dict[Pair, np.ndarray]] = {} if depth is not None else None
-    for i, k in enumerate(uniq[order]):
-        s, e = int(bounds[i]), int(bounds[i + 1])
-        pair = (names[int(k) // nb], names[int(k) % nb])
-        contacts[pair] = _trusted_contact_state(P[s:e], F[s:e], E["elem1"][s:e] if "elem1" in E else None,
-                                                E["elem2"][s:e] if "elem2" in E else None)
-        rows[pair] = perm[s:e].astype(np.int64)
+    for i, k in enumerate(pair_keys):
+        s, e = bounds[i], bounds[i + 1]
+        pair = (names[k // nb], names[k % nb])
+        contacts[pair] = _trusted_contact_state(P[s:e], F[s:e], None if E1 is None else E1[s:e],
+                                                None if E2 is None else E2[s:e])
+        rows[pair] = row_of[s:e]
         if nrm is not None:
-            nrm[pair] = normals[perm[s:e]]
+            nrm[pair] = normals[s:e]
         if dep is not None:
-            dep[pair] = depth[perm[s:e]]
+            dep[pair] = depth[s:e]
     return DecodedContacts(contacts, rows, n, nrm, dep, frame_id, stamp_ns, field_names)
 
 

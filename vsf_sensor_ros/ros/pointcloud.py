@@ -38,6 +38,7 @@ import array
 from typing import (Any, Collection, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple)
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
 
@@ -258,7 +259,17 @@ def float_columns(points: np.ndarray, names: Sequence[str]) -> np.ndarray:
     """Fields ``names`` of a :func:`read_points` result as an ``(N, len(names))`` float64 array."""
     if not len(names):
         return np.zeros((points.shape[0], 0))
+    fields = points.dtype.fields
+    first, off0 = fields[names[0]][:2]
+    size = first.itemsize
     with np.errstate(invalid="ignore"):    # a signalling NaN warns when widened; callers check finiteness
+        if all(fields[c][0] == first and fields[c][1] == off0 + i * size for i, c in enumerate(names)):
+            # adjacent fields of one type (x y z, fx fy fz as writers lay them out): one strided
+            # (N, k) view of the records and one conversion instead of k columns and a stack
+            col = points[names[0]]
+            block = as_strided(col, shape=(col.shape[0], len(names)), strides=(col.strides[0], size),
+                               writeable=False)
+            return block.astype(np.float64)
         return np.stack([points[c].astype(np.float64) for c in names], axis=1)
 
 

@@ -167,6 +167,7 @@ class SensorNode(Node):
                 f"decoded but touch no sensor (bodies: {', '.join(self.world.body_names)})")
         self._contact_body_names = names
         self._dense_vertex_counts: Dict[str, int] = {}
+        self._sensor_bodies: frozenset = frozenset()
         urdf_joints = [j.name for j in self.world.joints if j.type in MOVABLE_JOINT_TYPES]
         # driver -> URDF joint names; the watched joints follow the sensors (_refresh_dense_counts)
         name_map = parse_joint_name_map(list(p["joint_name_map"] or []), urdf_joints)
@@ -247,6 +248,8 @@ class SensorNode(Node):
         self._dense_vertex_counts = {
             h.layout.frame_id: len(h.layout.vertices) for h in self._handles.values()
             if h.layout.kind == "dense_force"}
+        # bodies some sensor reads pairs (body, *) of: the only implied reverse pairs worth building
+        self._sensor_bodies = frozenset(h.sensor.attachModelName for h in self._handles.values())
         free = list(self._frames.table.free) if self._frames.table is not None else []
         self.kinematics.follow(self._handles.values(), self._contact_body_names, free)
 
@@ -306,7 +309,7 @@ class SensorNode(Node):
         bad = check_elements(decoded, self._dense_vertex_counts)
         if bad is not None:
             raise StepRejected("element_index_out_of_range", bad)
-        decoded = with_implied_pairs(decoded)   # each sensor sees every contact on its body
+        decoded = with_implied_pairs(decoded, self._sensor_bodies)   # every contact on a sensor's body
         try:
             return decoded, SimState(self._transforms.at(stamp_ns), {}, decoded.contacts)
         except ValueError as exc:
