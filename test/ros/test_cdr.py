@@ -69,6 +69,38 @@ def test_joint_state_decoder_equals_the_message_for_random_messages():
             assert getattr(got, attr).tobytes() == want.tobytes(), (trial, attr)
 
 
+def test_repeated_joint_names_and_layouts_are_decoded_afresh_when_their_bytes_change():
+    # a driver repeats its names (the decoder reuses the parse of identical bytes); names of the
+    # same length at the same offset, a renamed field and a truncated copy must still be read anew
+    def js(names, frame="base"):
+        return JointState(name=names, position=[0.5] * len(names))
+    seq = [js(["j1", "j2"]), js(["j1", "j2"]), js(["j1", "j3"]), js(["j1", "j2"], "bas2"), js(["j1", "j2"]),
+           js(["j1"]), js(["j1", "j2", "j4"])]
+    for msg in seq:
+        got = cdr.decode_joint_state(serialize_message(msg))
+        assert got.name == list(msg.name) and got.header.frame_id == msg.header.frame_id
+        got.name.append("x")          # the caller's list is its own
+    raw = serialize_message(js(["j1", "j2"]))
+    cdr.decode_joint_state(raw)
+    with pytest.raises(cdr.CdrDecodeError):
+        cdr.decode_joint_state(raw[:20])       # inside the names section that was just cached
+
+    def cloud(names, step=12, dt=PointField.FLOAT32):
+        fields = [PointField(name=n, offset=4 * i, datatype=dt, count=1) for i, n in enumerate(names)]
+        return PointCloud2(height=1, width=2, fields=fields, point_step=step, row_step=2 * step,
+                           data=bytes(range(2 * step)))
+    for msg in (cloud("xyz"), cloud("xyz"), cloud("xyw"), cloud("xyz", step=16), cloud("xyz", dt=PointField.INT32),
+                cloud("xyz")):
+        got = cdr.decode_pointcloud2(serialize_message(msg))
+        assert [(f.name, f.offset, f.datatype) for f in got.fields] == [
+            (f.name, f.offset, f.datatype) for f in msg.fields]
+        assert (got.point_step, got.row_step, got.data.tobytes()) == (msg.point_step, msg.row_step,
+                                                                      bytes(msg.data))
+    raw = serialize_message(cloud("xyz"))
+    with pytest.raises(cdr.CdrDecodeError):
+        cdr.decode_pointcloud2(raw[:40])
+
+
 def rand_cloud(rng: np.random.Generator, names=None, data: bytes = None) -> PointCloud2:
     """A cloud of random layout: field order, gaps, datatypes, endianness, height, row padding."""
     if names is None:
@@ -380,3 +412,21 @@ def test_raw_subscription_delivers_bytes_and_publisher_sends_bytes(rclpy_context
     finally:
         ex.shutdown()
         node.destroy_node()
+
+
+def test_a_repeated_contacts_layout_is_still_checked_against_each_message():
+    rng = np.random.default_rng(7)
+    msg = contacts_cloud(rng, 3)
+    first = cdr.decode_pointcloud2(serialize_message(msg))
+    again = cdr.decode_pointcloud2(serialize_message(msg))
+    assert again.fields is first.fields            # the repeated layout's parse is reused
+    bodies = ["punyo", "object", "table"]
+    want = pointcloud2_to_contacts(msg, bodies)
+    got = pointcloud2_to_contacts(again, bodies)
+    assert list(got.contacts) == list(want.contacts)
+    short = PointCloud2(header=msg.header, height=msg.height, width=msg.width, fields=msg.fields,
+                        is_bigendian=msg.is_bigendian, point_step=msg.point_step, row_step=msg.row_step,
+                        data=bytes(msg.data)[:-1])
+    with pytest.raises(ValueError) as info:        # same layout, data one byte short: still rejected
+        pointcloud2_to_contacts(cdr.decode_pointcloud2(serialize_message(short)), bodies)
+    assert info.value.reason == "bad_size"

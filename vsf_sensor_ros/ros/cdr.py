@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -88,7 +88,7 @@ class RawHeader:
         return self.stamp.sec * 1_000_000_000 + self.stamp.nanosec
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class RawPointField:
     """``sensor_msgs/PointField``: ``name``, byte ``offset``, ``datatype`` (1..8), ``count``."""
 
@@ -266,15 +266,44 @@ def decode_joint_state(data: object) -> RawJointState:
     try:
         header = r.header()
         r.what = "name"
-        names = r.strings()
+        names = _cached_section(_JOINT_NAMES, r, _read_names)
         r.what = "position"
         pos = r.float64s()
         r.what = "velocity"
         vel = r.float64s()
         r.what = "effort"
-        return RawJointState(header, names, pos, vel, r.float64s())
+        return RawJointState(header, list(names), pos, vel, r.float64s())
     except (struct.error, IndexError):
         raise r.fail() from None
+
+
+def _read_names(r: "_Reader") -> Tuple[str, ...]:
+    return tuple(r.strings())
+
+
+# A driver sends the same joint names and a simulator the same cloud layout in every message:
+# the bytes of that part are compared with the previous message's and, when equal at the same
+# offset and encoding, its parse is reused (same bytes, same parse; different bytes are parsed).
+_JOINT_NAMES: List[Any] = [None]
+_CLOUD_LAYOUT: List[Any] = [None]
+
+
+def _cached_section(slot: List[Any], r: "_Reader", parse: Callable[["_Reader"], Any]) -> Any:
+    """``parse(r)`` from ``r.pos``, or the previous result when the bytes it read are the same.
+
+    ``slot[0]`` holds ``(encoding, start, section bytes, result)`` of the last parse; only a
+    section that was parsed without error is kept.
+    """
+    start, key = r.pos, (r.e, r.a8)
+    hit = slot[0]
+    if hit is not None and hit[0] == key and hit[1] == start:
+        end = start + len(hit[2])
+        if end <= r.end and r.buf[start:end] == hit[2]:
+            r.pos = end
+            return hit[3]
+    result = parse(r)
+    slot[0] = (key, start, bytes(r.buf[start:r.pos]), result)
+    return result
 
 
 def decode_pointcloud2(data: object) -> RawPointCloud2:
@@ -296,31 +325,13 @@ def decode_pointcloud2(data: object) -> RawPointCloud2:
     r = _Reader(data, "PointCloud2")
     try:
         header = r.header()
-        r.what = "height, width, fields"
+        height, width, fields, is_bigendian, point_step, row_step = _cached_section(
+            _CLOUD_LAYOUT, r, _read_cloud_layout)
+        r.what = "data"
+        buf = r.buf
         pos = r.pos + (-r.pos & 3)
-        height, width = r.ii(r.buf, pos)
-        r.pos = pos + 8
-        nf = r.u32()
-        if 4 * nf > r.end:
-            raise r.fail(f"fields count {nf} exceeds the buffer")
-        fields = []
-        u32s, buf = r.u32s, r.buf
-        for i in range(nf):
-            r.what = f"fields[{i}]"
-            name = r.string()
-            pos = r.pos + (-r.pos & 3)
-            offset = u32s(buf, pos)[0]
-            datatype = buf[pos + 4]
-            pos += 5
-            pos += -pos & 3
-            fields.append(RawPointField(name, offset, datatype, u32s(buf, pos)[0]))
-            r.pos = pos + 4
-        r.what = "is_bigendian, point_step, row_step, data"
-        is_bigendian = bool(r.u8())
-        pos = r.pos + (-r.pos & 3)
-        point_step, row_step = r.ii(buf, pos)
-        n = u32s(buf, pos + 8)[0]
-        pos += 12
+        n = r.u32s(buf, pos)[0]
+        pos += 4
         if pos + n + 1 > r.end:
             r.pos = pos
             raise r.fail()
@@ -328,8 +339,37 @@ def decode_pointcloud2(data: object) -> RawPointCloud2:
         is_dense = bool(buf[pos + n])
     except (struct.error, IndexError):
         raise r.fail() from None
-    return RawPointCloud2(header, height, width, tuple(fields), is_bigendian, point_step, row_step,
+    return RawPointCloud2(header, height, width, fields, is_bigendian, point_step, row_step,
                           payload, is_dense)
+
+
+def _read_cloud_layout(r: "_Reader") -> Tuple[int, int, Tuple[RawPointField, ...], bool, int, int]:
+    """``height`` .. ``row_step`` of a ``PointCloud2`` from ``r.pos`` (just after the header)."""
+    r.what = "height, width, fields"
+    pos = r.pos + (-r.pos & 3)
+    height, width = r.ii(r.buf, pos)
+    r.pos = pos + 8
+    nf = r.u32()
+    if 4 * nf > r.end:
+        raise r.fail(f"fields count {nf} exceeds the buffer")
+    fields = []
+    u32s, buf = r.u32s, r.buf
+    for i in range(nf):
+        r.what = f"fields[{i}]"
+        name = r.string()
+        pos = r.pos + (-r.pos & 3)
+        offset = u32s(buf, pos)[0]
+        datatype = buf[pos + 4]
+        pos += 5
+        pos += -pos & 3
+        fields.append(RawPointField(name, offset, datatype, u32s(buf, pos)[0]))
+        r.pos = pos + 4
+    r.what = "is_bigendian, point_step, row_step"
+    is_bigendian = bool(r.u8())
+    pos = r.pos + (-r.pos & 3)
+    point_step, row_step = r.ii(buf, pos)
+    r.pos = pos + 8
+    return height, width, tuple(fields), is_bigendian, point_step, row_step
 
 
 # -- encoders ---------------------------------------------------------------------------

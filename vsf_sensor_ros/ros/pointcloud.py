@@ -173,6 +173,49 @@ def _record_dtype(names: List[str], formats: List[str], offsets: List[int], item
     return rec
 
 
+_LAST_PLAN: List[Any] = [None]
+"""The last validated field plan of :func:`read_points`, for a decoder that hands it the same
+(immutable) field tuple every message (:mod:`vsf_sensor_ros.ros.cdr` does for repeated layouts)."""
+
+
+def _field_plan(layout: CloudLayout, names: Sequence[str], optional: Sequence[str],
+                datatypes: Optional[Mapping[str, Collection[int]]], step: int,
+                endian: str) -> Tuple[List[str], List[str], List[int]]:
+    """``(used names, numpy formats, offsets)`` of the fields read; raises the layout's
+    :class:`CloudDecodeError` (see :func:`read_points`)."""
+    wanted = list(names) + [n for n in optional if n not in names]
+    by_name: Dict[str, Any] = {}
+    for f in layout.fields:
+        if f.name in by_name and f.name in wanted:
+            raise CloudDecodeError("duplicate_field", f"field {f.name!r} appears twice")
+        by_name.setdefault(f.name, f)
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        raise CloudDecodeError("missing_field",
+                               f"cloud lacks field(s) {missing}; has {[f.name for f in layout.fields]}")
+    if step <= 0 and layout.num_points:
+        raise CloudDecodeError("bad_size", f"point_step is {step}")
+    used = [name for name in wanted if name in by_name]
+    formats, offsets = [], []
+    for name in used:
+        f = by_name[name]
+        dt = int(f.datatype)
+        code = DATATYPE_CODES.get(dt)
+        allowed = None if datatypes is None else datatypes.get(name)
+        if code is None or (allowed is not None and dt not in allowed):
+            accepted = sorted(allowed) if allowed is not None else sorted(DATATYPE_CODES)
+            raise CloudDecodeError(
+                "bad_field_type", f"field {name!r} has datatype {f.datatype}; allowed {accepted}")
+        if int(f.count) != 1:
+            raise CloudDecodeError("bad_field_count", f"field {name!r} has count {f.count}, expected 1")
+        if int(f.offset) < 0 or int(f.offset) + np.dtype(code).itemsize > max(step, 0):
+            raise CloudDecodeError(
+                "bad_field_offset", f"field {name!r} at offset {f.offset} does not fit in point_step {step}")
+        formats.append(endian + code)
+        offsets.append(int(f.offset))
+    return used, formats, offsets
+
+
 def read_points(layout: CloudLayout, data: Any, names: Sequence[str], optional: Sequence[str] = (),
                 datatypes: Optional[Mapping[str, Collection[int]]] = None,
                 exact_size: bool = True) -> np.ndarray:
@@ -202,46 +245,30 @@ def read_points(layout: CloudLayout, data: Any, names: Sequence[str], optional: 
             ``bad_field_count`` (``count != 1``), ``bad_field_offset`` (the
             field runs past ``point_step``).  Checks run in that order.
     """
-    wanted = list(names) + [n for n in optional if n not in names]
-    by_name: Dict[str, Any] = {}
-    for f in layout.fields:
-        if f.name in by_name and f.name in wanted:
-            raise CloudDecodeError("duplicate_field", f"field {f.name!r} appears twice")
-        by_name.setdefault(f.name, f)
-    missing = [n for n in names if n not in by_name]
-    if missing:
-        raise CloudDecodeError("missing_field",
-                               f"cloud lacks field(s) {missing}; has {[f.name for f in layout.fields]}")
     step = int(layout.point_step)
-    n = layout.num_points
-    if step <= 0 and n:
-        raise CloudDecodeError("bad_size", f"point_step is {step}")
     endian = ">" if layout.is_bigendian else "<"
-    used = [name for name in wanted if name in by_name]
-    formats, offsets = [], []
-    for name in used:
-        f = by_name[name]
-        dt = int(f.datatype)
-        code = DATATYPE_CODES.get(dt)
-        allowed = None if datatypes is None else datatypes.get(name)
-        if code is None or (allowed is not None and dt not in allowed):
-            accepted = sorted(allowed) if allowed is not None else sorted(DATATYPE_CODES)
-            raise CloudDecodeError(
-                "bad_field_type", f"field {name!r} has datatype {f.datatype}; allowed {accepted}")
-        if int(f.count) != 1:
-            raise CloudDecodeError("bad_field_count", f"field {name!r} has count {f.count}, expected 1")
-        if int(f.offset) < 0 or int(f.offset) + np.dtype(code).itemsize > max(step, 0):
-            raise CloudDecodeError(
-                "bad_field_offset", f"field {name!r} at offset {f.offset} does not fit in point_step {step}")
-        formats.append(endian + code)
-        offsets.append(int(f.offset))
+    n = layout.num_points
+    plan = _LAST_PLAN[0]
+    if (plan is not None and plan[0] is layout.fields and plan[1] == step and plan[2] == endian
+            and plan[3] is names and plan[4] is optional and plan[5] is datatypes):
+        used, formats, offsets, rec = plan[6]    # the same field table as the last read: checked then
+    else:
+        used, formats, offsets = _field_plan(layout, names, optional, datatypes, step, endian)
+        rec = None
+        # an immutable field tuple (the cdr decoder's, repeated for a repeated layout) is safe to
+        # recognise by identity; only a plan valid for any number of points is kept
+        if isinstance(layout.fields, tuple) and 0 < step <= _MAX_ITEMSIZE:
+            rec = _record_dtype(used, formats, offsets, step)
+            _LAST_PLAN[0] = (layout.fields, step, endian, names, optional, datatypes,
+                             (used, formats, offsets, rec))
     buf = as_byte_array(data)
     check_data_size(layout, int(buf.size), exact_size)
     if n == 0:     # no point: a packed record (point_step may exceed what a numpy dtype can span)
         return np.zeros(0, dtype=_record_dtype(used, formats, offsets, 0))
     if step > _MAX_ITEMSIZE:
         raise CloudDecodeError("bad_size", f"point_step {step} exceeds {_MAX_ITEMSIZE} bytes")
-    rec = _record_dtype(used, formats, offsets, step)
+    if rec is None:
+        rec = _record_dtype(used, formats, offsets, step)
     h, w, row_step = int(layout.height), int(layout.width), int(layout.row_step)
     # Strided view over the buffer: row padding (row_step > width*point_step) is skipped, not copied.
     grid = np.ndarray(shape=(h, w), dtype=rec, buffer=buf, strides=(row_step, step))
