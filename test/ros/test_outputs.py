@@ -25,6 +25,18 @@ def test_jacobian_columns_are_remapped_to_contact_message_rows():
     assert got.tolist() == expected.tolist()
 
 
+def test_jacobian_columns_of_one_pair_follow_its_rows_in_every_arrangement():
+    cols = np.array([0, 4, 8, 2])                       # c = 0, 1, 2, 0 ; k = 0, 1, 2, 2
+    pair = [("punyo", "object")]
+    for rows, want_c in (([0, 1, 2], [0, 1, 2, 0]),     # rows 0..2 in order: columns unchanged
+                         ([1, 2, 3], [1, 2, 3, 1]),     # shifted by a row of another pair
+                         ([0, 2, 1], [0, 2, 1, 0]),     # first 0 and last n-1, but not in order
+                         ([0, 5, 2], [0, 5, 2, 0])):
+        got = enc.jacobian_message_columns(cols, pair, [0, 3], {pair[0]: np.array(rows)})
+        assert got.tolist() == [3 * c + k for c, k in zip(want_c, [0, 1, 2, 2])], rows
+        assert got.dtype == np.int64 and got is not cols
+
+
 def test_jacobian_remap_rejects_a_pair_whose_rows_disagree():
     with pytest.raises(ValueError, match="message rows"):
         enc.jacobian_message_columns(np.array([0]), [("a", "b")], [0, 2], {("a", "b"): np.array([0])})
