@@ -86,6 +86,7 @@ from std_srvs.srv import Trigger
 from ..sensor import SimState
 from ..sensor.base import BaseSensor
 from ..urdf import MOVABLE_JOINT_TYPES
+from ..trimesh_extras import skip_trimesh_extras
 from . import calibration_store as cal_store
 from . import executors
 from . import node_cli
@@ -488,6 +489,7 @@ def main(args: Optional[List[str]] = None) -> int:
         args: the command line, program name first (``sys.argv`` when None).
     """
     argv = list(sys.argv if args is None else args)
+    skip_trimesh_extras()    # trimesh as its minimal install: ~27 MB less resident (see the module)
     node_cli.usage().parse_known_args(node_cli.user_args(argv))   # exits 0 after printing for -h / --help
     _quiet_start.restore()   # from here on a signal shuts the node down cleanly (below)
     try:
