@@ -166,3 +166,4 @@ def test_float_columns_of_adjacent_fields_match_the_values_packed(big_endian, co
     np.testing.assert_array_equal(xyz, [[k + 0.5, -k - 0.25, 2.0 * k] for k in range(6)])
     np.testing.assert_array_equal(float_columns(pts, ["a", "b"]), [[10.0 * k, -10.0 * k] for k in range(6)])
     np.testing.assert_array_equal(float_columns(pts, ["y", "x"]), xyz[:, [1, 0]])   # not in memory order
+    np.testing.assert_array_equal(float_columns(pts[::2], ["x", "y", "z"]), xyz[::2])   # a strided selection

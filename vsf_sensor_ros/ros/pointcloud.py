@@ -288,16 +288,25 @@ def float_columns(points: np.ndarray, names: Sequence[str]) -> np.ndarray:
         return np.zeros((points.shape[0], 0))
     fields = points.dtype.fields
     first, off0 = fields[names[0]][:2]
-    size = first.itemsize
+    # adjacent fields of one type (x y z, fx fy fz as writers lay them out): one strided (N, k)
+    # view of the records and one conversion instead of k columns and a stack
+    adjacent = all(fields[c][0] == first and fields[c][1] == off0 + i * first.itemsize
+                   for i, c in enumerate(names))
+    if adjacent and first.kind == "f" and first.itemsize == 8:
+        return _adjacent_block(points, names[0], len(names)).astype(np.float64)   # a copy: nothing warns
     with np.errstate(invalid="ignore"):    # a signalling NaN warns when widened; callers check finiteness
-        if all(fields[c][0] == first and fields[c][1] == off0 + i * size for i, c in enumerate(names)):
-            # adjacent fields of one type (x y z, fx fy fz as writers lay them out): one strided
-            # (N, k) view of the records and one conversion instead of k columns and a stack
-            col = points[names[0]]
-            block = as_strided(col, shape=(col.shape[0], len(names)), strides=(col.strides[0], size),
-                               writeable=False)
-            return block.astype(np.float64)
+        if adjacent:
+            return _adjacent_block(points, names[0], len(names)).astype(np.float64)
         return np.stack([points[c].astype(np.float64) for c in names], axis=1)
+
+
+def _adjacent_block(points: np.ndarray, name: str, k: int) -> np.ndarray:
+    """``(N, k)`` read-only view of field ``name`` and the ``k - 1`` fields of its type after it."""
+    dtype, offset = points.dtype.fields[name][:2]
+    shape, strides = (points.shape[0], k), (points.strides[0], dtype.itemsize)
+    if points.flags.c_contiguous:    # the usual case: a view straight on the records' buffer
+        return np.ndarray(shape=shape, dtype=dtype, buffer=points, offset=offset, strides=strides)
+    return as_strided(points[name], shape=shape, strides=strides, writeable=False)
 
 
 def require_finite(values: np.ndarray, label: str) -> None:
