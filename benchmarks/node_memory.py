@@ -58,7 +58,8 @@ def import_costs(modules: Sequence[str] = IMPORT_ORDER,
     (:func:`vsf_sensor_ros.trimesh_extras.skip_trimesh_extras`), so trimesh's row is the node's.
     """
     flag = ["--node-imports"] if node_imports else []
-    out = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, *flag, *modules], cwd=ROOT, capture_output=True,
+    out = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, *flag, *modules], cwd=ROOT,
+                         capture_output=True,
                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     if out.returncode:
         raise RuntimeError(out.stderr[-2000:])

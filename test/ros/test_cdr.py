@@ -89,8 +89,8 @@ def test_repeated_joint_names_and_layouts_are_decoded_afresh_when_their_bytes_ch
         fields = [PointField(name=n, offset=4 * i, datatype=dt, count=1) for i, n in enumerate(names)]
         return PointCloud2(height=1, width=2, fields=fields, point_step=step, row_step=2 * step,
                            data=bytes(range(2 * step)))
-    for msg in (cloud("xyz"), cloud("xyz"), cloud("xyw"), cloud("xyz", step=16), cloud("xyz", dt=PointField.INT32),
-                cloud("xyz")):
+    for msg in (cloud("xyz"), cloud("xyz"), cloud("xyw"), cloud("xyz", step=16),
+                cloud("xyz", dt=PointField.INT32), cloud("xyz")):
         got = cdr.decode_pointcloud2(serialize_message(msg))
         assert [(f.name, f.offset, f.datatype) for f in got.fields] == [
             (f.name, f.offset, f.datatype) for f in msg.fields]
