@@ -284,8 +284,8 @@ def read_cloud(msg: PointCloud2, names: Sequence[str], optional: Sequence[str] =
 
 def float_columns(points: np.ndarray, names: Sequence[str]) -> np.ndarray:
     """Fields ``names`` of a :func:`read_points` result as an ``(N, len(names))`` float64 array."""
-    if not len(names):
-        return np.zeros((points.shape[0], 0))
+    if not len(names) or not points.shape[0]:
+        return np.zeros((points.shape[0], len(names)))
     fields = points.dtype.fields
     first, off0 = fields[names[0]][:2]
     # adjacent fields of one type (x y z, fx fy fz as writers lay them out): one strided (N, k)
