@@ -167,6 +167,7 @@ def test_float_columns_of_adjacent_fields_match_the_values_packed(big_endian, co
     np.testing.assert_array_equal(float_columns(pts, ["a", "b"]), [[10.0 * k, -10.0 * k] for k in range(6)])
     np.testing.assert_array_equal(float_columns(pts, ["y", "x"]), xyz[:, [1, 0]])   # not in memory order
     np.testing.assert_array_equal(float_columns(pts[::2], ["x", "y", "z"]), xyz[::2])   # a strided selection
-    empty = PointCloud2(height=1, width=0, fields=fields, is_bigendian=big_endian, point_step=step, row_step=0)
+    empty = PointCloud2(height=1, width=0, fields=fields, is_bigendian=big_endian, point_step=step,
+                        row_step=0)
     got = float_columns(read_cloud(empty, ["x", "y", "z"]), ["x", "y", "z"])   # no point: no buffer to view
     assert got.shape == (0, 3) and got.dtype == np.float64
