@@ -14,26 +14,25 @@ absent), on one thread.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 import torch
 import trimesh
 
+from benchmarks import assets
 from vsf_sensor_ros.sensor import (ClosestTriangleQuery, ContactState, PunyoDenseForceSensor,
                                    PunyoPressureSensor, SimState)
 
 MeshVF = Tuple[np.ndarray, np.ndarray]
-PUNYO_PLY = (Path(__file__).resolve().parents[1] / ".." / "shared" / "fixtures" / "kinova_punyo"
-             / "punyo_mesh_complete.ply")
 
 
 def punyo_mesh() -> Optional[MeshVF]:
-    """The real Punyo membrane ``(V, F)`` from the shared fixtures, or None when absent."""
-    if not PUNYO_PLY.exists():
+    """The real Punyo membrane ``(V, F)`` from the assets (:mod:`benchmarks.assets`), or None."""
+    d = assets.kinova_punyo_dir()
+    if d is None:
         return None
-    m = trimesh.load(str(PUNYO_PLY), process=False)
+    m = trimesh.load(str(d / "punyo_mesh_complete.ply"), process=False)
     return np.asarray(m.vertices), np.asarray(m.faces)
 
 

@@ -41,19 +41,18 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import yaml
 
+from benchmarks import assets
+
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / ".." / "shared" / "fixtures" / "kinova_punyo"
 SENSORS = ("punyo_pressure", "punyo_force")
 QOS_DEPTH = 1000
 QOS_TEXT = f"reliable, keep_last depth {QOS_DEPTH}, volatile (publisher, node inputs, node outputs, receiver)"
 
 
 def fixtures_dir() -> Optional[Path]:
-    """The Kinova/Punyo fixture folder (``../shared/fixtures/kinova_punyo`` from the repo root),
-    or None when its URDF or Punyo mesh is absent."""
-    d = FIXTURES.resolve()
-    ok = (d / "kinova_gen3.urdf").is_file() and (d / "punyo_mesh_complete.ply").is_file()
-    return d if ok else None
+    """The Kinova/Punyo assets (``$VSF_ASSETS``, else ``../shared/fixtures/kinova_punyo`` beside
+    the clone: :mod:`benchmarks.assets`), or None when neither holds the URDF and the Punyo mesh."""
+    return assets.kinova_punyo_dir()
 
 
 def node_params(world_kind: str, assets_dir: Optional[Path], jacobians: bool = True) -> Dict[str, Any]:
@@ -337,11 +336,11 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
         raise ValueError(f"world must be 'auto', 'kinova' or 'embedded', got {world!r}")
     assets = fixtures_dir()
     if world == "kinova" and assets is None:
-        return {"skipped": f"world 'kinova' asked for but the fixture {FIXTURES} is absent"}
+        return {"skipped": f"world 'kinova' asked for but the assets are absent ({assets.describe()})"}
     if world == "auto":
         world = "kinova" if assets is not None else "embedded"
         if assets is None:
-            log(f"  node: fixture {FIXTURES} absent -> embedded world (generated bubble)")
+            log(f"  node: assets absent ({assets.describe()}) -> embedded world (generated bubble)")
     if world == "embedded":
         assets = None
     workdir = Path(workdir or tempfile.mkdtemp(prefix="vsf_bench_node_"))

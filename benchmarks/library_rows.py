@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from benchmarks import assets
 from benchmarks import bench_library as bl
 
 MeshVF = Tuple[np.ndarray, np.ndarray]
@@ -58,7 +59,7 @@ def meshes() -> Tuple[Dict[str, MeshVF], List[str]]:
     skipped: List[str] = []
     punyo = bl.punyo_mesh()
     if punyo is None:
-        skipped.append(f"punyo mesh rows skipped: fixture {bl.PUNYO_PLY} absent")
+        skipped.append(f"punyo mesh rows skipped: assets absent ({assets.describe()})")
     else:
         out["punyo"] = punyo
     b = bubble_mesh()

@@ -16,16 +16,19 @@ import cProfile
 import pstats
 import sys
 import time
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Sequence
 
 import numpy as np
 import torch
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def _hot(prof: cProfile.Profile, calls: int, top: int) -> List[Dict[str, Any]]:
     rows = []
     for (fname, line, func), (_cc, nc, tt, ct, _callers) in pstats.Stats(prof).stats.items():
-        short = fname.split("/site-packages/")[-1].split("/work/main/")[-1]
+        short = fname.split("/site-packages/")[-1].replace(str(ROOT) + "/", "")
         rows.append({"function": f"{short}:{line}({func})", "calls_per_call": nc / calls,
                      "cum_us": 1e6 * ct / calls, "self_us": 1e6 * tt / calls})
     return sorted(rows, key=lambda r: -r["cum_us"])[:top]

@@ -330,6 +330,8 @@ def format_table(results: Dict[str, Any]) -> str:
     L.append("\n== Targets (reported, not asserted) ==")
     for t in results.get("targets", []):
         mark = {True: "MET", False: "MISSED", None: "not measured"}[t["met"]]
+        if t["met"] is None and t["limit"] == "reported" and t["value"] is not None:
+            mark = "reported"      # a number to read, not a limit to meet
         L.append(f"  [{mark:^12}] {t['target']:<52} {_f(t['value'], '{:.3g}'):>9} {t['unit']:<5} "
                  f"(target {t['limit']}) {t['note']}")
     return "\n".join(L)
