@@ -35,8 +35,17 @@ if sys.argv[1]:
     out["punyo"] = world.body_mesh("punyo").vertices.tolist()
     out["T"] = {k: v.tolist() for k, v in world.body_transforms().items()}
 out["absent"] = [n for n in TRIMESH_EXTRAS if sys.modules.get(n, "missing") is None]
+from vsf_sensor_ros.trimesh_extras import skipped_extra_hint
+try:
+    try:
+        import networkx  # noqa: F401
+    except ImportError as exc:
+        raise ValueError("a loader failed") from exc
+    out["hint"] = ""
+except ValueError as exc:
+    out["hint"] = skipped_extra_hint(exc)
 out["loaded"] = sorted({m.split(".")[0] for m in sys.modules if sys.modules[m] is not None}
-                       & {"networkx", "rtree", "PIL"})
+                       & {"networkx", "rtree"})
 print(json.dumps(out))
 """
 
@@ -50,7 +59,13 @@ def _write_meshes(d: Path):
     (d / "two.stl").write_text("solid t\n" + "".join(
         f"facet normal 0 0 1\nouter loop\n{''.join(f'vertex {p}' + chr(10) for p in tri)}endloop\nendfacet\n"
         for tri in (("0 0 0", "1 0 0", "0 1 0"), ("1 0 0", "1 1 0", "0 1 0"))) + "endsolid t\n")
-    return [str(d / n) for n in ("quad.obj", "tet.off", "tri.ply", "two.stl")]
+    # a PLY with texture coordinates, as Blender and MeshLab export it: trimesh builds a texture
+    # material for it (Pillow must stay loaded)
+    (d / "uv.ply").write_text("ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
+                              "property float z\nproperty float s\nproperty float t\nelement face 1\n"
+                              "property list uchar uint vertex_indices\nend_header\n"
+                              "0 0 0 0 0\n1 0 0 1 0\n0 1 0 0 1\n3 0 1 2\n")
+    return [str(d / n) for n in ("quad.obj", "tet.off", "tri.ply", "two.stl", "uv.ply")]
 
 
 def _child(args, env_extra=None):
@@ -73,7 +88,9 @@ def test_minimal_trimesh_loads_the_same_meshes_and_skips_its_extras(tmp_path):
         np.testing.assert_array_equal(np.array(v), m.vertices, err_msg=path)
         np.testing.assert_array_equal(np.array(f), m.faces, err_msg=path)
     # the file's own vertex counts (mesh_io's rule), independent of either process
-    assert [len(got["meshes"][p][0]) for p in files] == [4, 4, 3, 4]
+    assert [len(got["meshes"][p][0]) for p in files] == [4, 4, 3, 4, 3]
+    # an error caused by a skipped module names the remedy
+    assert "optional dependency networkx" in got["hint"] and "VSF_TRIMESH_EXTRAS=1" in got["hint"]
 
 
 @pytest.mark.skipif(not KINOVA.is_dir(), reason=f"fixture {KINOVA} absent")
@@ -89,7 +106,9 @@ def test_minimal_trimesh_builds_the_same_kinova_punyo_world():
 
 
 def test_extras_load_when_asked_or_when_trimesh_is_already_imported():
-    got = _child([""], {ENV_LOAD_EXTRAS: "1"})
-    assert got["skipped"] == [] and got["absent"] == [] and "networkx" in got["loaded"]
+    for value in ("1", "true", "Yes"):
+        got = _child([""], {ENV_LOAD_EXTRAS: value})
+        assert got["skipped"] == [] and got["absent"] == [] and "networkx" in got["loaded"], value
+        assert got["hint"] == ""
     # this test process imported trimesh above: nothing is marked absent here
     assert skip_trimesh_extras({}) == []

@@ -35,6 +35,8 @@ def test_jacobian_columns_of_one_pair_follow_its_rows_in_every_arrangement():
         got = enc.jacobian_message_columns(cols, pair, [0, 3], {pair[0]: np.array(rows)})
         assert got.tolist() == [3 * c + k for c, k in zip(want_c, [0, 1, 2, 2])], rows
         assert got.dtype == np.int64 and got is not cols
+    with pytest.raises(IndexError):    # a column past the pair's contacts is not passed through
+        enc.jacobian_message_columns(np.array([0, 1, 2, 3]), pair, [0, 1], {pair[0]: np.array([0])})
 
 
 def test_jacobian_remap_rejects_a_pair_whose_rows_disagree():

@@ -8,8 +8,8 @@ from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
 
 from vsf_sensor_ros.ros.pointcloud import (CLOUD_REASONS, CloudDecodeError, CloudLayout, FieldSpec,
-                                           float_columns, read_cloud, read_points, require_finite,
-                                           write_cloud)
+                                           FrozenFields, float_columns, read_cloud, read_points,
+                                           require_finite, write_cloud)
 
 # name, offset, datatype, struct code: every integer type, both float widths, a 3-byte hole at 9..11
 LAYOUT = [("i8", 0, PointField.INT8, "b"), ("u8", 1, PointField.UINT8, "B"),
@@ -171,3 +171,34 @@ def test_float_columns_of_adjacent_fields_match_the_values_packed(big_endian, co
                         row_step=0)
     got = float_columns(read_cloud(empty, ["x", "y", "z"]), ["x", "y", "z"])   # no point: no buffer to view
     assert got.shape == (0, 3) and got.dtype == np.float64
+
+
+def test_a_field_plan_is_reused_only_for_inputs_that_cannot_change():
+    # read_points may reuse its last checked plan; an input changed in place must be read anew
+    data = np.arange(6, dtype="<f4").tobytes()
+    lay = CloudLayout((FieldSpec("x", 0, 7), FieldSpec("y", 4, 7), FieldSpec("z", 8, 7)), 1, 2, 12, 24, False)
+    names = ["x"]
+    read_points(lay, data, names)
+    names.append("y")
+    assert read_points(lay, data, names).dtype.names == ("x", "y")
+    names[0] = "nope"
+    with pytest.raises(CloudDecodeError, match="nope"):
+        read_points(lay, data, names)
+    allowed = {"x": (PointField.FLOAT32,)}
+    read_points(lay, data, ("x",), (), allowed)
+    allowed["x"] = (PointField.FLOAT64,)
+    _reason(lambda: read_points(lay, data, ("x",), (), allowed), "bad_field_type", "x")
+    fields = (PointField(name="x", offset=0, datatype=7, count=1),
+              PointField(name="y", offset=4, datatype=7, count=1))
+    lay2 = CloudLayout(fields, 1, 2, 12, 24, False)
+    assert read_points(lay2, data, ("x", "y"))["y"].tolist() == [1.0, 4.0]
+    fields[1].offset = 8                       # a message's PointField is mutable
+    assert read_points(lay2, data, ("x", "y"))["y"].tolist() == [2.0, 5.0]
+    fields[1].datatype = 8
+    _reason(lambda: read_points(lay2, data, ("x", "y")), "bad_field_offset", "y")
+    frozen = CloudLayout(FrozenFields(lay.fields), 1, 2, 12, 24, False)   # a plan may be kept for it
+    names = ["x"]
+    assert read_points(frozen, data, names).dtype.names == ("x",)
+    names.append("z")
+    assert read_points(frozen, data, names)["z"].tolist() == [2.0, 5.0]
+    _reason(lambda: read_points(frozen, data[:-4], names), "bad_size", "bytes")   # data still checked

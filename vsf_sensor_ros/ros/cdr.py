@@ -37,6 +37,7 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 import numpy as np
 
 from vsf_sensor_ros.ros.outputs import SensorLayout
+from vsf_sensor_ros.ros.pointcloud import FrozenFields
 
 # encapsulation id -> (byte-order prefix, maximum alignment)
 ENCAPSULATIONS: Dict[int, Tuple[str, int]] = {
@@ -343,7 +344,7 @@ def decode_pointcloud2(data: object) -> RawPointCloud2:
                           payload, is_dense)
 
 
-def _read_cloud_layout(r: "_Reader") -> Tuple[int, int, Tuple[RawPointField, ...], bool, int, int]:
+def _read_cloud_layout(r: "_Reader") -> Tuple[int, int, FrozenFields, bool, int, int]:
     """``height`` .. ``row_step`` of a ``PointCloud2`` from ``r.pos`` (just after the header)."""
     r.what = "height, width, fields"
     pos = r.pos + (-r.pos & 3)
@@ -369,7 +370,7 @@ def _read_cloud_layout(r: "_Reader") -> Tuple[int, int, Tuple[RawPointField, ...
     pos = r.pos + (-r.pos & 3)
     point_step, row_step = r.ii(buf, pos)
     r.pos = pos + 8
-    return height, width, tuple(fields), is_bigendian, point_step, row_step
+    return height, width, FrozenFields(fields), is_bigendian, point_step, row_step
 
 
 # -- encoders ---------------------------------------------------------------------------

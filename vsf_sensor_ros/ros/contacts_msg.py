@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -60,12 +61,13 @@ CONTACT_FIELDS: Tuple[str, ...] = POINT_FIELDS + FORCE_FIELDS + BODY_FIELDS
 OPTIONAL_CONTACT_FIELDS: Tuple[str, ...] = ELEM_FIELDS + NORMAL_FIELDS + (DEPTH_FIELD,)
 """Fields read when present."""
 
-ALLOWED_DATATYPES: Dict[str, Tuple[int, ...]] = {
+ALLOWED_DATATYPES: Mapping[str, Tuple[int, ...]] = MappingProxyType({
     **{n: FLOAT_TYPES for n in POINT_FIELDS + FORCE_FIELDS + NORMAL_FIELDS + (DEPTH_FIELD,)},
     **{n: (PointField.UINT16, PointField.UINT32) for n in BODY_FIELDS},
     **{n: (PointField.INT32,) for n in ELEM_FIELDS},
-}
-"""Field name -> accepted ``PointField`` datatypes."""
+})
+"""Field name -> accepted ``PointField`` datatypes (read-only: ``read_points`` may reuse a plan
+checked against it)."""
 
 DECODE_REASONS: Tuple[str, ...] = (
     "missing_field", "duplicate_field", "bad_field_type", "bad_field_count", "bad_field_offset",

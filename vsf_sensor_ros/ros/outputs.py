@@ -402,11 +402,12 @@ def jacobian_message_columns(cols: np.ndarray, pairs: Sequence[Tuple[str, str]],
     if len(pairs) == 1:
         rows = pair_rows.get(tuple(pairs[0]))
         n = offsets[1] - offsets[0]
+        c = np.array(cols, dtype=np.int64)
         if rows is not None and len(rows) == n and n and rows[0] == 0 and rows[-1] == n - 1 \
-                and bool((np.diff(rows) == 1).all()):
+                and bool((np.diff(rows) == 1).all()) and (not c.size or (c.min() >= 0 and c.max() < 3 * n)):
             # one pair whose contacts are the message rows 0..n-1 in order (a one-pair step): the
             # library columns already are message columns
-            return np.array(cols, dtype=np.int64)
+            return c
     parts = []
     for p, pair in enumerate(pairs):
         rows = pair_rows.get(tuple(pair))

@@ -35,6 +35,7 @@ per-point Python loop.
 from __future__ import annotations
 
 import array
+from types import MappingProxyType
 from typing import (Any, Collection, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple)
 
 import numpy as np
@@ -173,9 +174,20 @@ def _record_dtype(names: List[str], formats: List[str], offsets: List[int], item
     return rec
 
 
+class FrozenFields(tuple):
+    """A cloud's fields as a tuple of immutable field records (:class:`FieldSpec` or frozen
+    dataclass records), never changed after it is made.
+
+    :func:`read_points` reuses its last validated plan for the very same object (the CDR decoder,
+    :mod:`vsf_sensor_ros.ros.cdr`, hands out one such tuple for as long as a sender repeats its
+    layout); any other fields sequence is validated on every call.
+    """
+
+    __slots__ = ()
+
+
 _LAST_PLAN: List[Any] = [None]
-"""The last validated field plan of :func:`read_points`, for a decoder that hands it the same
-(immutable) field tuple every message (:mod:`vsf_sensor_ros.ros.cdr` does for repeated layouts)."""
+"""The last validated field plan of :func:`read_points` (see :class:`FrozenFields`)."""
 
 
 def _field_plan(layout: CloudLayout, names: Sequence[str], optional: Sequence[str],
@@ -248,19 +260,21 @@ def read_points(layout: CloudLayout, data: Any, names: Sequence[str], optional: 
     step = int(layout.point_step)
     endian = ">" if layout.is_bigendian else "<"
     n = layout.num_points
+    # a plan is reused only for immutable inputs: the same FrozenFields object, names compared by
+    # value, no datatypes table or a read-only one (MappingProxyType) of immutable values
+    cacheable = type(layout.fields) is FrozenFields and (datatypes is None
+                                                         or type(datatypes) is MappingProxyType)
+    key = (step, endian, tuple(names), tuple(optional)) if cacheable else None
     plan = _LAST_PLAN[0]
-    if (plan is not None and plan[0] is layout.fields and plan[1] == step and plan[2] == endian
-            and plan[3] is names and plan[4] is optional and plan[5] is datatypes):
-        used, formats, offsets, rec = plan[6]    # the same field table as the last read: checked then
+    if cacheable and plan is not None and plan[0] is layout.fields and plan[1] == key \
+            and plan[2] is datatypes:
+        used, formats, offsets, rec = plan[3]    # the same field table as the last read: checked then
     else:
         used, formats, offsets = _field_plan(layout, names, optional, datatypes, step, endian)
         rec = None
-        # an immutable field tuple (the cdr decoder's, repeated for a repeated layout) is safe to
-        # recognise by identity; only a plan valid for any number of points is kept
-        if isinstance(layout.fields, tuple) and 0 < step <= _MAX_ITEMSIZE:
+        if cacheable and 0 < step <= _MAX_ITEMSIZE:   # only a plan valid for any number of points
             rec = _record_dtype(used, formats, offsets, step)
-            _LAST_PLAN[0] = (layout.fields, step, endian, names, optional, datatypes,
-                             (used, formats, offsets, rec))
+            _LAST_PLAN[0] = (layout.fields, key, datatypes, (used, formats, offsets, rec))
     buf = as_byte_array(data)
     check_data_size(layout, int(buf.size), exact_size)
     if n == 0:     # no point: a packed record (point_step may exceed what a numpy dtype can span)
@@ -290,8 +304,8 @@ def float_columns(points: np.ndarray, names: Sequence[str]) -> np.ndarray:
     first, off0 = fields[names[0]][:2]
     # adjacent fields of one type (x y z, fx fy fz as writers lay them out): one strided (N, k)
     # view of the records and one conversion instead of k columns and a stack
-    adjacent = all(fields[c][0] == first and fields[c][1] == off0 + i * first.itemsize
-                   for i, c in enumerate(names))
+    adjacent = points.ndim == 1 and all(fields[c][0] == first and fields[c][1] == off0 + i * first.itemsize
+                                        for i, c in enumerate(names))
     if adjacent and first.kind == "f" and first.itemsize == 8:
         return _adjacent_block(points, names[0], len(names)).astype(np.float64)   # a copy: nothing warns
     with np.errstate(invalid="ignore"):    # a signalling NaN warns when widened; callers check finiteness
