@@ -5,13 +5,13 @@ dependencies) and otherwise replaces a feature by an error raised when that
 feature is called.  Importing ``trimesh`` loads every soft dependency it
 finds, among them networkx (graph algorithms), rtree (spatial index) and
 ``scipy.optimize`` / ``scipy.ndimage`` / ``scipy.fft`` (sphere fits, voxels).
-Those five are ~26 MB of the sensor node's resident memory (measured: idle
-RSS 462 -> 436 MB on the Kinova + Punyo benchmark configuration), and the
-node reads meshes with ``process=False`` only (:mod:`vsf_sensor_ros.mesh_io`),
-which needs none of them.  Pillow stays (trimesh's PLY and OBJ loaders build
-a texture material when a file has texture coordinates, and copy it; without
-Pillow that copy fails), and so does shapely (the Punyo pressure sensor's
-projected area uses it).
+Those five are ~23 MB of the sensor node's resident memory (``import trimesh``
+after numpy, scipy.spatial, torch and numba: +38 MB with them, +15 MB without;
+idle RSS 463 -> 440 MB between two full benchmark runs), and the node reads
+meshes with ``process=False`` only (:mod:`vsf_sensor_ros.mesh_io`), which needs
+none of them.  Pillow stays (trimesh's PLY loader builds a texture material
+for a file with texture coordinates, and copies it; without Pillow that copy
+fails), and so does shapely (the Punyo pressure sensor's projected area uses it).
 
 :func:`skip_trimesh_extras` marks those modules as absent *before* trimesh is
 imported, exactly as if they were not installed, so trimesh runs without
