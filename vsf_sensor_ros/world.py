@@ -463,22 +463,12 @@ class World:
             self._robot_dirty = False
             self._bodies_dirty = True
         need = self._links_of(bodies)
-        fresh = self._links_fresh
-        if len(need) <= 4:    # a step's few links: plain indexing beats array bookkeeping
-            for i in need.tolist():
-                if not fresh[i]:
-                    R, t = self._links[i].getTransform()     # Klampt: R column-major
-                    T = self._T[i]
-                    T[:3, :3] = np.reshape(R, (3, 3)).T
-                    T[:3, 3] = t
-                    fresh[i] = True
-        else:
-            stale = need[~fresh[need]]
-            if len(stale):
-                out = [self._links[i].getTransform() for i in stale.tolist()]
-                self._T[stale, :3, :3] = np.array([o[0] for o in out]).reshape(-1, 3, 3).transpose(0, 2, 1)
-                self._T[stale, :3, 3] = np.array([o[1] for o in out])
-                fresh[stale] = True
+        stale = need[~self._links_fresh[need]]
+        if len(stale):
+            out = [self._links[i].getTransform() for i in stale.tolist()]
+            self._T[stale, :3, :3] = np.array([o[0] for o in out]).reshape(-1, 3, 3).transpose(0, 2, 1)
+            self._T[stale, :3, 3] = np.array([o[1] for o in out])
+            self._links_fresh[stale] = True
         if self._bodies_dirty:
             # attached bodies in attach order: a parent is always attached before its child
             for a in self._attached.values():

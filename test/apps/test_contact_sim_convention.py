@@ -83,8 +83,9 @@ URDF_PLATE = """<robot name="plate_robot">
 """
 
 
-def test_block_on_robot_link_pushes_the_link_down_with_its_weight():
-    # The support is a robot link (as the bubble is in the press simulation).
+def plate_world() -> klampt.WorldModel:
+    """A Klampt world holding one robot: the welded link ``plate``, a 0.6 x 0.6 x 0.1 m slab whose
+    top face is at z = 0 of the link frame."""
     with tempfile.TemporaryDirectory() as tmp:
         slab = trimesh.creation.box((0.6, 0.6, 0.1))
         slab.apply_translation([0.0, 0.0, -0.05])      # top face at z = 0 of the link frame
@@ -94,6 +95,12 @@ def test_block_on_robot_link_pushes_the_link_down_with_its_weight():
         urdf.write_text(URDF_PLATE.format(mesh=mesh))
         world = klampt.WorldModel()
         assert world.loadElement(str(urdf)) >= 0
+    return world
+
+
+def test_block_on_robot_link_pushes_the_link_down_with_its_weight():
+    # The support is a robot link (as the bubble is in the press simulation).
+    world = plate_world()
     robot = world.robot(0)
     link = robot.link("plate")
     assert robot.numLinks() == 1 and robot.getJointType(0) == "weld"

@@ -1,5 +1,4 @@
 """contact_sim_node over real DDS (loopback only, leased ROS_DOMAIN_ID): topics, names, stamps, exit."""
-import time
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ from vsf_sensor_ros.apps.contact_sim_node import ContactSimNode, main
 from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id, release_domain_id
 from vsf_sensor_ros.ros.contacts_msg import pointcloud2_to_contacts
 from vsf_sensor_ros.ros.outputs import read_cloud_fields
+from test.ros.node_helpers import spin_until
 
 G = 9.8
 BODIES = ["punyo", "object", "table"]
@@ -36,15 +36,6 @@ def ros(monkeypatch):
     executor.shutdown()
     rclpy.shutdown(context=ctx)
     release_domain_id(domain)
-
-
-def spin_until(executor, cond, timeout=30.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        executor.spin_once(timeout_sec=0.02)
-        if cond():
-            return True
-    return False
 
 
 def test_node_publishes_joint_states_contacts_pose_measured_and_done(ros):

@@ -14,6 +14,7 @@ from std_msgs.msg import String
 from vsf_sensor_ros.apps.recorder import (TopicRecorder, cloud_point_count, header_stamp_ns, message_class,
                                           passes_message_info, write_bag)
 from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id, release_domain_id
+from test.ros.node_helpers import spin_until
 
 
 @pytest.fixture
@@ -30,15 +31,6 @@ def ros(monkeypatch):
     executor.shutdown()
     rclpy.shutdown(context=ctx)
     release_domain_id(domain)
-
-
-def spin_until(executor, cond, timeout=10.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        executor.spin_once(timeout_sec=0.02)
-        if cond():
-            return True
-    return False
 
 
 def pressure(sec, nanosec, value):

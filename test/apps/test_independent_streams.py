@@ -5,15 +5,11 @@ Resting weight: a 1 kg block at rest on a flat robot link; the link's outward no
 the pad (force on the link, sensor frame = link frame) must read (0, 0, -m g) = (0, 0, -9.8) N,
 in Klampt's C++ sensor and in the package's model alike.
 """
-import tempfile
-from pathlib import Path
-
 import klampt
 import numpy as np
 import torch
-import trimesh
 
-from test.apps.test_contact_sim_convention import URDF_PLATE, WEIGHT, _add_block
+from test.apps.test_contact_sim_convention import WEIGHT, _add_block, plate_world
 from test.apps.test_contact_sim_headless import PROFILE, RUN_S
 from vsf_sensor_ros.apps.contact_sim import ContactSimulation, add_klampt_contact_sensor, contacts_between
 from vsf_sensor_ros.apps.sim_sensors import MeasuredStream, demo_sensor_specs, independent_source
@@ -24,15 +20,7 @@ from vsf_sensor_ros.world import klampt_to_matrix
 
 
 def test_pad_and_klampt_native_sensor_agree_on_a_resting_weight():
-    with tempfile.TemporaryDirectory() as tmp:
-        slab = trimesh.creation.box((0.6, 0.6, 0.1))
-        slab.apply_translation([0.0, 0.0, -0.05])          # top face at z = 0 of the link frame
-        mesh = Path(tmp) / "plate.off"
-        slab.export(str(mesh))
-        urdf = Path(tmp) / "plate.urdf"
-        urdf.write_text(URDF_PLATE.format(mesh=mesh))
-        world = klampt.WorldModel()
-        assert world.loadElement(str(urdf)) >= 0
+    world = plate_world()
     link = world.robot(0).link("plate")
     block = _add_block(world, 0.0)
     pad = ContactSensor("pad", "plate", patchMin=[-0.1, -0.1], patchMax=[0.1, 0.1], patchTolerance=0.005,

@@ -178,3 +178,33 @@ def wait_count(probe: Probe, topic: str, n: int, timeout: float = 10.0) -> bool:
 
 __all__ = ["BEST_EFFORT", "FIXTURES", "NodeProcess", "PointCloud2", "Probe", "RELIABLE", "ROOT",
            "joint_state", "wait_count", "write_params"]
+
+
+def spin_until(executor: Any, cond: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Spin ``executor`` until ``cond()`` or ``timeout`` (s); the final value of ``cond()``."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        executor.spin_once(timeout_sec=0.02)
+        if cond():
+            return True
+    return bool(cond())
+
+
+def bubble_push_cloud(node: Any, force: float, sec: int) -> PointCloud2:
+    """A contacts message for an in-process node on the embedded world: one contact at vertex 0 of
+    the bubble (``elem1`` 0), force ``force`` N along the bubble's -z (into it, the pressure's
+    positive direction) in the world frame, header stamp ``sec`` s."""
+    import numpy as np
+    import torch
+    from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+    from vsf_sensor_ros.sensor import ContactState
+    T = node.world.body_transform("punyo")
+    V = np.asarray(node.world.body_mesh("punyo").vertices)
+    p = T[:3, :3] @ V[0] + T[:3, 3]
+    f = T[:3, :3] @ np.array([0.0, 0.0, -force])
+    cs = {("punyo", "object"): ContactState(torch.tensor(p[None], dtype=torch.float64),
+                                            torch.tensor(f[None], dtype=torch.float64),
+                                            torch.tensor([0]), torch.tensor([-1]))}
+    msg = contacts_to_pointcloud2(cs, node.world.body_names, stamp=None, frame_id="world")
+    msg.header.stamp.sec = sec
+    return msg

@@ -26,7 +26,7 @@ from vsf_sensor_ros.ros.calibration_store import HEADER
 from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
 from vsf_sensor_ros.sensor import ContactState, SimState
 
-from .node_helpers import NodeProcess, Probe, write_params
+from .node_helpers import NodeProcess, Probe, joint_state, write_params
 
 F64 = torch.float64
 N_TARE = 3
@@ -94,6 +94,19 @@ def start_node(d: Path, probe_name: str, extra: Optional[dict] = None,
         out = proc.output()
     assert code == 0, out[-3000:]
     assert "Traceback" not in out, out[-3000:]
+
+
+def posed_world():
+    """A fresh embedded world in the configuration the tests send to the node (JOINT_POS)."""
+    w = embedded_world()
+    w.set_joint_positions(JOINT_NAMES, JOINT_POS)
+    return w
+
+
+def send_pose(probe: Probe) -> None:
+    """Put the node's robot in JOINT_POS (sent by the test, not left over by another)."""
+    probe.send("/joint_states", joint_state(JOINT_NAMES, JOINT_POS))
+    probe.spin_for(0.3)
 
 
 def stamp(sec: int, nsec: int = 0) -> Time:

@@ -1,6 +1,5 @@
 """Raw CDR fast path against rclpy's own serialiser (the reference), over randomised messages."""
 import struct
-import time
 
 import numpy as np
 import pytest
@@ -16,6 +15,8 @@ from sensor_msgs.msg import FluidPressure, JointState, PointCloud2, PointField
 from vsf_sensor_ros.ros import cdr
 from vsf_sensor_ros.ros import outputs as enc
 from vsf_sensor_ros.ros.contacts_msg import pointcloud2_to_contacts
+
+from .node_helpers import spin_until
 
 ALPHABET = list("abcxyz_019 ") + ["é", "ß", "中", "文", "😀", "Ω"]
 SIZES = {PointField.INT8: 1, PointField.UINT8: 1, PointField.INT16: 2, PointField.UINT16: 2,
@@ -377,12 +378,6 @@ def test_encoders_reject_bad_input_with_the_value_named():
 
 
 # -- over real DDS ----------------------------------------------------------------------------
-def spin_until(executor, done, timeout: float = 10.0) -> None:
-    end = time.monotonic() + timeout
-    while not done() and time.monotonic() < end:
-        executor.spin_once(timeout_sec=0.05)
-
-
 def test_raw_subscription_delivers_bytes_and_publisher_sends_bytes(rclpy_context):
     qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
     node = rclpy.create_node("cdr_wire_test")

@@ -21,16 +21,15 @@ import pytest
 from sensor_msgs.msg import PointCloud2
 from std_srvs.srv import Trigger
 
-from vsf_sensor_ros.embedded_world import BUBBLE_RADIUS, embedded_world
+from vsf_sensor_ros.embedded_world import BUBBLE_RADIUS
 from vsf_sensor_ros.ros import outputs as enc
 from vsf_sensor_ros.ros.contacts_msg import pointcloud2_to_contacts, with_implied_pairs
 from vsf_sensor_ros.ros.outputs import read_cloud_fields
 from vsf_sensor_ros.ros.step import predict_sensor
 from vsf_sensor_ros.sensor import SimState
 
-from .node_helpers import joint_state
-from .sensor_node_scene import (F64, JOINT_NAMES, JOINT_POS, N_TARE, PRESSURE_TARE_FROM_FILE, body_names,
-                                library_models, measured_pressure, rows_to_cloud, stamp, start_node,
+from .sensor_node_scene import (F64, N_TARE, PRESSURE_TARE_FROM_FILE, body_names, library_models,
+                                measured_pressure, posed_world, rows_to_cloud, send_pose, stamp, start_node,
                                 wait_stamp)
 
 A = 0.5 * 24 * BUBBLE_RADIUS ** 2 * math.sin(2 * math.pi / 24)     # the bubble's base area (m^2)
@@ -39,9 +38,7 @@ G1, G2 = np.array([0.5, -0.25, -3.0]), np.array([-0.5, 0.25, -2.0])    # forces 
 
 @pytest.fixture(scope="module")
 def world():
-    w = embedded_world()
-    w.set_joint_positions(JOINT_NAMES, JOINT_POS)
-    return w
+    return posed_world()
 
 
 def one_order_rows(world, g1=G1, g2=G2):
@@ -131,8 +128,7 @@ def test_a_pair_in_both_orders_is_used_as_given(world):
 def running(tmp_path_factory, rclpy_context):
     with start_node(tmp_path_factory.mktemp("contact_pairs"), "contact_pairs_probe") as r:
         _, probe, _ = r
-        probe.send("/joint_states", joint_state(JOINT_NAMES, JOINT_POS))
-        probe.spin_for(0.3)
+        send_pose(probe)
         yield r
 
 

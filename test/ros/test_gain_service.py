@@ -21,11 +21,11 @@ import pytest
 import yaml
 from std_srvs.srv import Trigger
 
-from vsf_sensor_ros.embedded_world import BUBBLE_RADIUS, embedded_world
+from vsf_sensor_ros.embedded_world import BUBBLE_RADIUS
 
-from .node_helpers import Probe, joint_state
-from .sensor_node_scene import (JOINT_NAMES, JOINT_POS, MEASURED_SCALE, empty_cloud, measured_pressure,
-                                rows_to_cloud, stamp, start_node, tare_pressure, wait_stamp)
+from .node_helpers import Probe
+from .sensor_node_scene import (MEASURED_SCALE, empty_cloud, measured_pressure, posed_world, rows_to_cloud,
+                                send_pose, stamp, start_node, tare_pressure, wait_stamp)
 
 A = 0.5 * 24 * BUBBLE_RADIUS ** 2 * math.sin(2 * math.pi / 24)
 K = 0.8                      # the stand-in sensor's gain: its pressure rises 0.8 x the model's
@@ -35,14 +35,7 @@ N_CONTACT = 12
 
 @pytest.fixture(scope="module")
 def world():
-    w = embedded_world()
-    w.set_joint_positions(JOINT_NAMES, JOINT_POS)
-    return w
-
-
-def _pose(probe: Probe) -> None:
-    probe.send("/joint_states", joint_state(JOINT_NAMES, JOINT_POS))
-    probe.spin_for(0.3)
+    return posed_world()
 
 
 def _contact(world, i: int):
@@ -78,7 +71,7 @@ def _predicted_at(probe: Probe, world, sec: int, i: int) -> float:
 def test_gain_is_fitted_kept_by_a_tare_saved_and_loaded_at_start(tmp_path, rclpy_context, world):
     (tmp_path / "a").mkdir()
     with start_node(tmp_path / "a", "gain_probe_a") as (_, probe, cal):
-        _pose(probe)
+        send_pose(probe)
         assert tare_pressure(probe).success                      # offset P0 (see tare_pressure)
         # only the sensors with a gain (the Punyo pressure and dense-force models) offer the service
         names = {n for n, _ in probe.get_service_names_and_types()}
@@ -120,14 +113,14 @@ def test_gain_is_fitted_kept_by_a_tare_saved_and_loaded_at_start(tmp_path, rclpy
     # a restart loads the gain with the tare
     (tmp_path / "b").mkdir()
     with start_node(tmp_path / "b", "gain_probe_b", extra={"calibration_file": str(kept)}) as (_, probe, _):
-        _pose(probe)
+        send_pose(probe)
         _, dp5 = _contact(world, 5)
         assert _predicted_at(probe, world, 10, 5) == pytest.approx(101400.0 + K * dp5, rel=1e-9)
 
 
 def test_gain_refused_with_too_few_contact_samples_or_an_ill_conditioned_fit(tmp_path, rclpy_context, world):
     with start_node(tmp_path, "gain_probe_refusals") as (_, probe, cal):
-        _pose(probe)
+        send_pose(probe)
         r = probe.call(Trigger, "/pressure/calibrate_gain", Trigger.Request())
         assert r.success is False and "has 0 contact samples" in r.message, r.message
 

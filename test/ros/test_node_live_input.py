@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
-import torch
 from geometry_msgs.msg import WrenchStamped
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import FluidPressure
@@ -20,7 +18,8 @@ from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.sensor_node import SensorNode
-from vsf_sensor_ros.sensor import ContactState
+
+from .node_helpers import bubble_push_cloud
 
 A = 0.5 * 24 * 0.05 ** 2 * math.sin(2 * math.pi / 24)   # the embedded bubble's base area (m^2)
 NS = "/live_input_test"
@@ -116,26 +115,13 @@ def test_staged_values_are_declared_with_the_settings_types(node):
     assert not node.set_parameters([Parameter("newp.publish_jacobian", value="yes")])[0].successful
 
 
-def _bubble_contact(node: SensorNode, force: float, sec: int):
-    T = node.world.body_transform("punyo")
-    V = np.asarray(node.world.body_mesh("punyo").vertices)
-    p = T[:3, :3] @ V[0] + T[:3, 3]
-    f = T[:3, :3] @ np.array([0.0, 0.0, -force])
-    cs = {("punyo", "object"): ContactState(torch.tensor(p[None], dtype=torch.float64),
-                                            torch.tensor(f[None], dtype=torch.float64),
-                                            torch.tensor([0]), torch.tensor([-1]))}
-    msg = contacts_to_pointcloud2(cs, node.world.body_names, stamp=None, frame_id="world")
-    msg.header.stamp.sec = sec
-    return msg
-
-
 def _gain_answer(node: SensorNode) -> str:
     return node._on_calibrate_gain("pressure", Trigger.Request(), Trigger.Response()).message
 
 
 def test_a_scale_change_clears_the_contact_samples_of_calibrate_gain(node):
     for sec in range(1, 4):   # three pairs with contact, 1 N .. 3 N (p = F / A)
-        node._on_contacts(_bubble_contact(node, float(sec), sec))
+        node._on_contacts(bubble_push_cloud(node, float(sec), sec))
         m = FluidPressure(fluid_pressure=101325.0 + sec / A)
         m.header.stamp.sec = sec
         node._on_measured("pressure", m)

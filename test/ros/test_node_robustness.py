@@ -28,6 +28,8 @@ from vsf_sensor_ros.ros.params import ConfigError
 from vsf_sensor_ros.ros.sensor_node import SensorNode
 from vsf_sensor_ros.sensor import ContactState
 
+from .node_helpers import bubble_push_cloud
+
 A = 0.5 * 24 * 0.05 ** 2 * math.sin(2 * math.pi / 24)   # bubble base area (m^2)
 
 
@@ -49,28 +51,13 @@ def node(rclpy_context):
     n.destroy_node()
 
 
-def _push(node: SensorNode, force_along_normal: float, sec: int):
-    """A contacts message: one contact at vertex 0 of the bubble, force ``F`` along the base's -z
-    (into the bubble, the pressure's positive direction) in the world frame."""
-    T = node.world.body_transform("punyo")
-    V = np.asarray(node.world.body_mesh("punyo").vertices)
-    p = T[:3, :3] @ V[0] + T[:3, 3]
-    f = T[:3, :3] @ np.array([0.0, 0.0, -force_along_normal])
-    cs = {("punyo", "object"): ContactState(torch.tensor(p[None], dtype=torch.float64),
-                                            torch.tensor(f[None], dtype=torch.float64),
-                                            torch.tensor([0]), torch.tensor([-1]))}
-    msg = contacts_to_pointcloud2(cs, node.world.body_names, stamp=None, frame_id="world")
-    msg.header.stamp.sec = sec
-    return msg
-
-
 def _published(node):
     return {n: h.stats.published for n, h in node._handles.items()}
 
 
 def test_a_normal_contact_is_published_for_both_sensors(node):
     before, done = _published(node), node.inputs.contacts_processed
-    node._on_contacts(_push(node, 2.0, sec=1))
+    node._on_contacts(bubble_push_cloud(node, 2.0, sec=1))
     assert node.inputs.contacts_processed == done + 1
     assert _published(node) == {n: v + 1 for n, v in before.items()}
     # 2 N along the normal: p = 2 / A = 257.6 Pa (the PLY stores float32 vertices)
@@ -87,11 +74,11 @@ def test_an_unexpected_exception_in_a_model_is_counted_and_the_node_carries_on(n
     monkeypatch.setattr(h.sensor, "predict", broken)
     monkeypatch.setattr(h.sensor, "predict_with_jacobian", broken)
     before, done = _published(node), node.inputs.contacts_processed
-    node._on_contacts(_push(node, 2.0, sec=2))          # must not raise
+    node._on_contacts(bubble_push_cloud(node, 2.0, sec=2))          # must not raise
     assert node.inputs.rejected["internal_error"] == 1
     assert node.inputs.contacts_processed == done and _published(node) == before
     monkeypatch.undo()
-    node._on_contacts(_push(node, 2.0, sec=3))
+    node._on_contacts(bubble_push_cloud(node, 2.0, sec=3))
     assert node.inputs.contacts_processed == done + 1
 
 
@@ -99,7 +86,7 @@ def test_a_force_beyond_float32_rejects_the_message_for_every_sensor(node):
     # F = 1e300 N: pressure 1e300 / A = 1.29e302 Pa is a finite float64, but vertex 0's local
     # force z = -1e300 N does not fit the float32 fields of the dense force cloud (max 3.4e38)
     before, done = _published(node), node.inputs.contacts_processed
-    node._on_contacts(_push(node, 1e300, sec=4))
+    node._on_contacts(bubble_push_cloud(node, 1e300, sec=4))
     assert node.inputs.rejected["out_of_range"] == 1
     assert node.inputs.contacts_processed == done and _published(node) == before
 
@@ -108,7 +95,7 @@ def test_a_finite_force_giving_an_infinite_pressure_rejects_the_message(node):
     # F = 1e308 N: 1e308 / A = 1.29e310 overflows float64 (max 1.797e308) -> inf pressure
     assert 1e308 / A > np.finfo(np.float64).max
     before, done = _published(node), node.inputs.contacts_processed
-    node._on_contacts(_push(node, 1e308, sec=5))
+    node._on_contacts(bubble_push_cloud(node, 1e308, sec=5))
     assert node.inputs.rejected["non_finite_prediction"] == 1
     assert node.inputs.contacts_processed == done and _published(node) == before
 
@@ -126,7 +113,7 @@ def test_a_dense_residual_beyond_float32_is_not_published_and_is_counted(node):
     # predicted: F = 3e38 N on vertex 0 along the base's -z -> local force (0, 0, -3e38) N, within
     # float32 (max 3.4e38); measured (float64 fields): +1e38 N there -> residual fz = 4e38 N, which
     # the float32 residual cloud cannot carry
-    node._on_contacts(_push(node, 3e38, sec=7))
+    node._on_contacts(bubble_push_cloud(node, 3e38, sec=7))
     assert h.last_values[2] == pytest.approx(-3e38, rel=1e-6)
     nv = len(h.layout.vertices)
     fz = np.zeros(nv)
@@ -192,7 +179,7 @@ def test_a_residual_overflowing_float64_is_not_published_and_is_counted(node):
     h = node._handles["pressure"]
     # predicted p = F / A with F = 1e306 N: 1.288e308 Pa (finite, float64 max 1.797e308);
     # measured -1e306 hPa x 100 = -1e308 Pa; measured - predicted = -2.29e308 -> -inf
-    node._on_contacts(_push(node, 1e306, sec=8))
+    node._on_contacts(bubble_push_cloud(node, 1e306, sec=8))
     assert h.last_values[0] == pytest.approx(1e306 / A, rel=1e-6)
     m = FluidPressure(fluid_pressure=-1e306)
     m.header.stamp.sec = 8

@@ -122,25 +122,39 @@ MORE_BAD_CONFIGS = {
 }
 
 
+BATCH = 6
+"""Nodes started together by the configuration-error test."""
+
+
 def test_configuration_errors_stop_the_node_with_one_message(tmp_path, rclpy_context):
     cases = {k: v + ("",) for k, v in BAD_CONFIGS.items()}
     if not FIXTURES.is_dir():
         cases.pop("unknown_link")
     cases.update(MORE_BAD_CONFIGS)
     cases.update(_bad_file_configs(tmp_path))
-    procs = {}
-    for case, (params, _, _, _) in cases.items():
-        f = write_params(tmp_path / f"{case}.yaml", params)
-        procs[case] = NodeProcess(f, tmp_path / f"{case}.log").start()
-    for case, proc in procs.items():
-        code = proc.wait(timeout=120)
-        out = proc.output()
-        _, parameter, value, text = cases[case]
-        lines = [ln for ln in out.splitlines() if "configuration error" in ln]
-        assert code == 2, f"{case}: exited {code}\n{out[-2000:]}"
-        assert len(lines) == 1, f"{case}: {out[-2000:]}"
-        assert f"'{parameter}'" in lines[0] and value in lines[0] and text in lines[0], f"{case}: {lines[0]}"
-        assert "Traceback" not in out, f"{case}: {out[-3000:]}"
+    names = list(cases)
+    # A few nodes at a time: ~35 participants discovering each other at once can deadlock Fast DDS
+    # 3.2 inside create_datareader (seen here twice; eProsima/Fast-DDS#3496 describes the same
+    # lock), which would hang a node in its start-up, not in what this test checks.
+    for first in range(0, len(names), BATCH):
+        procs = {}
+        try:
+            for case in names[first:first + BATCH]:
+                f = write_params(tmp_path / f"{case}.yaml", cases[case][0])
+                procs[case] = NodeProcess(f, tmp_path / f"{case}.log").start()
+            for case, proc in procs.items():
+                code = proc.wait(timeout=120)
+                out = proc.output()
+                _, parameter, value, text = cases[case]
+                lines = [ln for ln in out.splitlines() if "configuration error" in ln]
+                assert code == 2, f"{case}: exited {code}\n{out[-2000:]}"
+                assert len(lines) == 1, f"{case}: {out[-2000:]}"
+                assert f"'{parameter}'" in lines[0] and value in lines[0] and text in lines[0], \
+                    f"{case}: {lines[0]}"
+                assert "Traceback" not in out, f"{case}: {out[-3000:]}"
+        finally:
+            for proc in procs.values():   # none may outlive the test, whatever failed
+                proc.stop(timeout=2.0)
 
 
 def test_a_params_file_rcl_cannot_parse_gives_one_line_with_a_hint(tmp_path, rclpy_context):

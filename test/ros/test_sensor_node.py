@@ -22,15 +22,15 @@ import pytest
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState, PointCloud2
 
-from vsf_sensor_ros.embedded_world import BUBBLE_RADIUS, embedded_world
+from vsf_sensor_ros.embedded_world import BUBBLE_RADIUS
 from vsf_sensor_ros.ros.outputs import read_cloud_fields
 from vsf_sensor_ros.sensor import SimState, with_reverse_pairs
 
-from .node_helpers import BEST_EFFORT, Probe, joint_state
-from .sensor_node_scene import (JOINT_NAMES, JOINT_POS, MEASURED_SCALE, PRESSURE_TARE_FROM_FILE, SENSORS,
-                                body_names, counter, diag, empty_cloud, for_stamp, library_models,
-                                library_state, measured_pressure, rows_to_cloud, scene_contacts, stamp,
-                                start_node, wait_stamp)
+from .node_helpers import BEST_EFFORT, Probe
+from .sensor_node_scene import (MEASURED_SCALE, PRESSURE_TARE_FROM_FILE, SENSORS, body_names, counter, diag,
+                                empty_cloud, for_stamp, library_models, library_state, measured_pressure,
+                                posed_world, rows_to_cloud, scene_contacts, send_pose, stamp, start_node,
+                                wait_stamp)
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -54,16 +54,13 @@ def probe(running) -> Probe:
 @pytest.fixture
 def world():
     """A fresh embedded world per test, in the configuration the test sends to the node."""
-    w = embedded_world()
-    w.set_joint_positions(JOINT_NAMES, JOINT_POS)
-    return w
+    return posed_world()
 
 
 @pytest.fixture
 def posed(probe, world):
     """The node's robot in JOINT_POS (sent by this test, not left over by another)."""
-    probe.send("/joint_states", joint_state(JOINT_NAMES, JOINT_POS))
-    probe.spin_for(0.3)
+    send_pose(probe)
     return world
 
 

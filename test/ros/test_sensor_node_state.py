@@ -14,15 +14,13 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from sensor_msgs.msg import PointCloud2
 from std_srvs.srv import Trigger
 
-from vsf_sensor_ros.embedded_world import embedded_world
 from vsf_sensor_ros.ros.calibration_store import HEADER
 from vsf_sensor_ros.ros.frames import TFMessage
 from vsf_sensor_ros.ros.outputs import read_cloud_fields
 
-from .node_helpers import Probe, joint_state
-from .sensor_node_scene import (JOINT_NAMES, JOINT_POS, N_TARE, SENSORS, diag, empty_cloud, for_stamp,
-                                measured_forces, measured_pressure, rows_to_cloud, scene_contacts, stamp,
-                                start_node, tare_pressure, wait_stamp)
+from .sensor_node_scene import (N_TARE, SENSORS, diag, empty_cloud, for_stamp, measured_forces,
+                                measured_pressure, posed_world, rows_to_cloud, scene_contacts, send_pose,
+                                stamp, start_node, tare_pressure, wait_stamp)
 
 
 @pytest.fixture
@@ -34,14 +32,7 @@ def fresh(tmp_path, rclpy_context):
 
 @pytest.fixture
 def world():
-    w = embedded_world()
-    w.set_joint_positions(JOINT_NAMES, JOINT_POS)
-    return w
-
-
-def _pose(probe: Probe) -> None:
-    probe.send("/joint_states", joint_state(JOINT_NAMES, JOINT_POS))
-    probe.spin_for(0.3)
+    return posed_world()
 
 
 def test_tare_refused_before_any_measured_sample(fresh):
@@ -53,7 +44,7 @@ def test_tare_refused_before_any_measured_sample(fresh):
 
 def test_tare_refused_when_every_sample_has_contact(fresh, world):
     _, probe, _ = fresh
-    _pose(probe)
+    send_pose(probe)
     rows, _ = scene_contacts(world)
     for k in range(N_TARE):
         t = stamp(40 + k)
@@ -126,7 +117,7 @@ def test_tare_on_start_tares_once_n_contact_free_pairs_exist(fresh, world):
 
 def test_live_parameter_change_is_applied_and_invalid_value_rejected(fresh, world):
     _, probe, _ = fresh
-    _pose(probe)
+    send_pose(probe)
     rows, g = scene_contacts(world)
     res = probe.set_params({"patch.fSaturation": [1.0, 1.0, 1.0]})
     assert res[0].successful, res[0].reason

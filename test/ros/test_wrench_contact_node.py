@@ -5,7 +5,6 @@ Same one-joint world as test_wrench_contacts: at q = pi/2 the tool's x axis is w
 sits 0.1 m up the tool's z and the contact point is (0.02, 0, 0) in the body frame.
 """
 import math
-import time
 
 import numpy as np
 import pytest
@@ -22,17 +21,9 @@ from test.ros.test_wrench_contacts import BODY_T, URDF
 from vsf_sensor_ros.ros.contacts_msg import pointcloud2_to_contacts
 from vsf_sensor_ros.ros.outputs import ns_to_stamp
 from vsf_sensor_ros.ros.wrench_contact_node import WrenchContactNode
+from .node_helpers import spin_until
 
 BODIES = ["punyo", "indenter"]
-
-
-def spin_until(executor, cond, timeout=15.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        executor.spin_once(timeout_sec=0.02)
-        if cond():
-            return True
-    return False
 
 
 @pytest.fixture

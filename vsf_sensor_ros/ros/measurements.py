@@ -137,21 +137,18 @@ class Measurements:
     # ------------------------------------------------------------------ services
     def on_tare(self, name: str, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         """``<s>/tare`` of sensor ``name``."""
-        h = self._handles.get(name)
-        if h is None:
-            response.success, response.message = False, f"no sensor {name!r}"
-            return response
-        response.success, response.message = self._tare(h)
-        return response
+        return self._answer(name, response, self._tare)
 
     def on_calibrate_gain(self, name: str, request: Trigger.Request,
                           response: Trigger.Response) -> Trigger.Response:
         """``<s>/calibrate_gain`` of sensor ``name`` (:func:`.gain_service.calibrate_gain`)."""
+        return self._answer(name, response, gain_service.calibrate_gain)
+
+    def _answer(self, name: str, response: Trigger.Response,
+                action: Callable[[SensorHandle], Tuple[bool, str]]) -> Trigger.Response:
+        """``response`` filled by ``action(handle of name)``, or a refusal when there is no such sensor."""
         h = self._handles.get(name)
-        if h is None:
-            response.success, response.message = False, f"no sensor {name!r}"
-            return response
-        response.success, response.message = gain_service.calibrate_gain(h)
+        response.success, response.message = (False, f"no sensor {name!r}") if h is None else action(h)
         return response
 
     def _tare(self, h: SensorHandle) -> Tuple[bool, str]:

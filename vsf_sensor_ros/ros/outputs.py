@@ -399,15 +399,6 @@ def jacobian_message_columns(cols: np.ndarray, pairs: Sequence[Tuple[str, str]],
     """
     if len(pairs) == 0:
         return np.zeros(0, dtype=np.int64)
-    if len(pairs) == 1:
-        rows = pair_rows.get(tuple(pairs[0]))
-        n = offsets[1] - offsets[0]
-        c = np.array(cols, dtype=np.int64)
-        if rows is not None and len(rows) == n and n and rows[0] == 0 and rows[-1] == n - 1 \
-                and bool((np.diff(rows) == 1).all()) and (not c.size or (c.min() >= 0 and c.max() < 3 * n)):
-            # one pair whose contacts are the message rows 0..n-1 in order (a one-pair step): the
-            # library columns already are message columns
-            return c
     parts = []
     for p, pair in enumerate(pairs):
         rows = pair_rows.get(tuple(pair))
@@ -416,8 +407,13 @@ def jacobian_message_columns(cols: np.ndarray, pairs: Sequence[Tuple[str, str]],
             raise ValueError(f"pair {pair} has {n} contacts but {None if rows is None else len(rows)} "
                              "message rows")
         parts.append(np.asarray(rows, dtype=np.int64))
-    lookup = np.concatenate(parts)
-    c, k = np.divmod(np.asarray(cols, dtype=np.int64), 3)
+    lookup = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    cols = np.array(cols, dtype=np.int64)
+    n = len(lookup)
+    if n and lookup[0] == 0 and lookup[-1] == n - 1 and bool((np.diff(lookup) == 1).all()) \
+            and (not cols.size or (cols.min() >= 0 and cols.max() < 3 * n)):
+        return cols    # the contacts are the message rows 0..n-1 in order (a one-pair step): no remap
+    c, k = np.divmod(cols, 3)
     return 3 * lookup[c] + k
 
 
