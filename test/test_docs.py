@@ -47,3 +47,11 @@ def test_no_reference_to_design_notes_outside_the_repository(doc):
 
 def test_readme_links_the_interface_document():
     assert "](docs/interface.md" in (ROOT / "README.md").read_text()
+
+
+def test_readme_is_a_readme_not_the_manual():
+    """The README stays short; the manual lives in docs/ (every document one link away)."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 250
+    linked = set(re.findall(r"\]\(docs/([\w.]+\.md)", text))
+    assert {p.name for p in (ROOT / "docs").glob("*.md")} <= linked

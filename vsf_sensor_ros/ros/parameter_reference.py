@@ -1,0 +1,123 @@
+"""The parameter reference, ``docs/parameters.md``, generated from the node's parameter table.
+
+The table of :class:`Spec` entries is the one source of every parameter's default, range,
+live-or-not and description (``ros2 param describe`` shows the same text).  This module renders
+it as Markdown; ``test/ros/test_parameter_reference.py`` fails when the committed file is stale.
+
+Usage::
+
+    python -m vsf_sensor_ros.ros.parameter_reference            # rewrite docs/parameters.md
+    python -m vsf_sensor_ros.ros.parameter_reference --check    # exit 1 when it is stale
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Any, Iterable, List
+
+from .params import BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, SENSOR_SETTINGS, Spec
+
+DEFAULT_PATH = Path(__file__).resolve().parents[2] / "docs" / "parameters.md"
+
+HEADER = """\
+# `sensor_node` parameters
+
+Generated from the node's parameter table (`python -m vsf_sensor_ros.ros.parameter_reference`);
+do not edit by hand.  The same descriptions, ranges and read-only flags are what
+`ros2 param describe` shows.
+
+The layout is nav2's and ros2_control's: lists of names (`bodies`, `sensors`), then one namespace
+per name (`<b>.*`, `<s>.*`).  *Live* parameters apply on `ros2 param set` after validation (a
+rejected value changes nothing and the answer names the parameter and value); the others are
+fixed at start.  Relative file paths resolve against `assets_dir` (`$VSF_ASSETS` wins when set).
+Integers are accepted for double parameters.  Units are SI.
+"""
+
+
+def _value(value: Any) -> str:
+    """One default or bound as it is written in a parameter file (inf as `.inf`)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isinf(value):
+            return ".inf" if value > 0 else "-.inf"
+        return repr(value)
+    if isinstance(value, str):
+        return '""' if value == "" else value
+    if isinstance(value, (list, tuple)):
+        if len(value) == 16 and list(value) == [float(i % 5 == 0) for i in range(16)]:
+            return "identity (16 floats)"
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    return str(value)
+
+
+def _range(spec: Spec) -> str:
+    parts = []
+    if spec.lo is not None or spec.hi is not None:
+        lo = "-inf" if spec.lo is None else _value(spec.lo).replace(".inf", "inf")
+        hi = "inf" if spec.hi is None else _value(spec.hi).replace(".inf", "inf")
+        parts.append(f"{lo} … {hi}")
+    if spec.positive:
+        parts.append("> 0")
+    if spec.length is not None:
+        parts.append(f"{spec.length} values")
+    if spec.constraints:
+        parts.append(spec.constraints)
+    return "; ".join(parts)
+
+
+def _cell(text: str) -> str:
+    """Markdown table cell: pipes and angle brackets escaped (``<s>`` is no HTML tag)."""
+    return text.replace("|", "\\|").replace("<", "\\<")
+
+
+def _table(specs: Iterable[Spec], prefix: str) -> List[str]:
+    rows = ["| parameter | default | range | live | description |", "|---|---|---|---|---|"]
+    for spec in specs:
+        rows.append("| `{}` | `{}` | {} | {} | {} |".format(
+            prefix + spec.key, _cell(_value(spec.default)), _cell(_range(spec)),
+            "no" if spec.read_only else "yes", _cell(spec.description)))
+    return rows
+
+
+def render() -> str:
+    """The whole ``docs/parameters.md`` text (str, ends with a newline)."""
+    out = [HEADER, "## Node", ""]
+    out += _table(NODE_SPECS, "")
+    out += ["| `use_sim_time` | `false` |  | yes | ROS's own: follow `/clock` (stamps of /diagnostics and "
+            "receive times of header-less messages) |", ""]
+    out += ["## Extra bodies (`<b>.*`, one namespace per name in `bodies`)", ""]
+    out += _table(BODY_SPECS, "<b>.") + [""]
+    out += ["## Every sensor (`<s>.*`, one namespace per name in `sensors`)", ""]
+    out += _table(SENSOR_COMMON_SPECS, "<s>.") + [""]
+    for kind, specs in SENSOR_SETTINGS.items():
+        out += [f"## `{kind}` settings (`<s>.*`)", ""]
+        if specs:
+            out += _table(specs, "<s>.") + [""]
+        else:
+            out += ["No settings beyond the common ones.", ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def main(argv: List[str] | None = None) -> int:
+    """Write (or with ``--check`` compare) the reference; returns the exit code."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when the file is stale")
+    parser.add_argument("--path", type=Path, default=DEFAULT_PATH, help="the Markdown file")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check:
+        current = args.path.read_text() if args.path.exists() else ""
+        if current != text:
+            print(f"{args.path} is stale: run python -m vsf_sensor_ros.ros.parameter_reference",
+                  file=sys.stderr)
+            return 1
+        return 0
+    args.path.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
