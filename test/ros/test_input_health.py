@@ -25,6 +25,7 @@ def test_contacts_never_arriving_is_a_warning_naming_topic_and_type():
     contacts, measured, inputs = _inputs()
     measured.arrived(0.5)
     assert sensor_health(1.0, 0.0, 2.0, inputs) == (WARN, ["no prediction yet"])   # within the grace
+    measured.arrived(4.5)
     level, problems = sensor_health(5.0, 0.0, 2.0, inputs)
     assert level == WARN
     assert problems == ["no sensor_msgs/msg/PointCloud2 on contacts since start (5 s)"]
