@@ -67,6 +67,7 @@ class BodyTransforms:
         # source (the joint names a message carries, URDF names, sorted) -> its history
         self._sources: Dict[Tuple[str, ...], _Source] = {}
         self._keys: Dict[Tuple[str, ...], Tuple[Tuple[str, ...], Optional[np.ndarray]]] = {}
+        self._newest = 0                  # the newest stamp of any source (ns)
         self._names: Optional[Tuple[str, ...]] = None
         self.stamp_jumps = 0
         self.last_stamp_jump = "none"
@@ -104,14 +105,16 @@ class BodyTransforms:
         if stamp_ns <= 0:
             return False
         key, perm = self._source_key(names)
-        pos = np.asarray(positions, dtype=np.float64)
-        pos = pos.copy() if perm is None else pos[perm]
+        pos = np.array(positions, dtype=np.float64)
+        if perm is not None:
+            pos = pos[perm]
         src = self._sources.get(key)
         jumped = False
         if src is None:
             if len(self._sources) >= MAX_SOURCES:     # a driver changing its name set: drop the stalest
                 stalest = min(self._sources, key=lambda k: self._sources[k].stamps[-1])
                 del self._sources[stalest]
+                self._newest = max((x.stamps[-1] for x in self._sources.values()), default=0)
             src = self._sources[key] = _Source(self._history_len)
         elif stamp_ns < src.stamps[-1]:
             jumped = True
@@ -120,14 +123,18 @@ class BodyTransforms:
             self.last_stamp_jump = f"{src.stamps[-1] * 1e-9:.9f} -> {stamp_ns * 1e-9:.9f} s ({shown})"
             src.stamps.clear()
             src.positions.clear()
+            others = [x.stamps[-1] for x in self._sources.values() if x.stamps]
+            self._newest = max(others, default=0)
         src.stamps.append(stamp_ns)
         src.positions.append(pos)
+        if stamp_ns > self._newest:
+            self._newest = stamp_ns
         return jumped
 
     def _source_key(self, names: Sequence[str]) -> Tuple[Tuple[str, ...], Optional[np.ndarray]]:
         """A source's key (its joint names, sorted: a driver may reorder them) and the permutation
         from message order to key order (None when already sorted)."""
-        given = tuple(names)
+        given = names if isinstance(names, tuple) else tuple(names)
         hit = self._keys.get(given)
         if hit is None:
             order = sorted(range(len(given)), key=given.__getitem__)
@@ -147,7 +154,7 @@ class BodyTransforms:
         and the world is put back to its latest configuration afterwards.
         """
         world = self._world
-        if any(src.stamps[-1] > stamp_ns for src in self._sources.values()):
+        if self._newest > stamp_ns:       # some source already sent a later joint state
             merged = self._positions_at(stamp_ns)
             if merged is not None:
                 latest, ignored = world.configuration(), world.last_ignored_joints
