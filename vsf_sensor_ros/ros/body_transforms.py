@@ -172,8 +172,8 @@ class BodyTransforms:
         """Joint -> its newest remembered position stamped ``<= stamp_ns`` (None: nothing to rewind).
 
         Every source contributes its entry at the stamp (a source with nothing
-        that early, its latest); where two sources name one joint, the later
-        entry wins, as it did when the messages were applied.
+        that early, its latest); where two sources name one joint, the entry
+        stamped later wins.
         """
         chosen: List[Tuple[int, Tuple[str, ...], np.ndarray]] = []
         rewound = False

@@ -119,10 +119,17 @@ class CalibrationStore:
     def save(self, entries: Mapping[str, Dict[str, Any]]) -> str:
         """Write ``{'sensors': entries}`` to :attr:`path` (see the module docstring); the answer text.
 
+        A symbolic link at :attr:`path` is followed (:func:`write_target`);
+        the answer then names both, ``<path> (a link to <target>)``, and ends
+        with `` in place (...)`` when the file could not be renamed over.
+
         Raises:
             SaveRefused: no path configured, nothing to write, a missing directory
                 (without ``create_dirs``), a foreign or non-regular file at the
-                path, or an OS error; the file system is then as it was.
+                path, an in-place write whose backup cannot be kept, or an OS
+                error; the file system is then as it was (after a failed
+                in-place write: the previous content written back, and kept in
+                ``<name>.bak``).
         """
         path = self.path
         if path is None:
