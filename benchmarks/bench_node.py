@@ -417,9 +417,9 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
         if receiver.diagnostics:
             from vsf_sensor_ros.ros.diagnostics import status_values
             last = receiver.diagnostics[-1]
-            result["node_diagnostics"] = {"inputs": status_values(last, "sensor_node: inputs")}
+            result["node_diagnostics"] = {"inputs": status_values(last, "/sensor_node: inputs")}
             for name in SENSORS:
-                result["node_diagnostics"][name] = status_values(last, f"sensor_node: {name}")
+                result["node_diagnostics"][name] = status_values(last, f"/sensor_node: {name}")
         return result
     finally:
         # children first: nothing may outlive the benchmark, whatever failed above

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import urllib.parse
 from pathlib import Path
 from typing import List, Optional, Tuple, Union
 
@@ -40,7 +41,7 @@ import trimesh
 
 from .trimesh_extras import skipped_extra_hint
 
-__all__ = ["MeshLike", "load_mesh", "read_obj_geometry", "resolve_uri", "trimesh_to_klampt",
+__all__ = ["MeshLike", "file_uri_path", "load_mesh", "read_obj_geometry", "resolve_uri", "trimesh_to_klampt",
            "write_off"]
 
 MeshLike = Union[str, os.PathLike, trimesh.Trimesh]
@@ -49,8 +50,11 @@ MeshLike = Union[str, os.PathLike, trimesh.Trimesh]
 def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) -> Path:
     """Resolve a mesh reference from a URDF or a parameter to an existing file.
 
-    Accepted forms: ``package://pkg/rel/path``, ``file:///abs/path``, an
-    absolute path, or a path relative to ``base_dir``.  ``package://`` is
+    Accepted forms: ``package://pkg/rel/path``, a ``file:`` URI (RFC 8089,
+    see :func:`file_uri_path`: ``file:///abs/path``,
+    ``file://localhost/abs/path``, ``file:/abs/path``, percent-encoded), an
+    absolute path, or a path relative to ``base_dir`` (taken as written: a
+    plain path is not percent-decoded).  ``package://`` is
     tried, in order, through the ament index (``share/pkg``), the installed
     Python package ``pkg``, then ``base_dir/pkg``, ``base_dir/../pkg``,
     ``base_dir/../../pkg`` and finally ``base_dir`` itself (URDFs shipped next
@@ -59,7 +63,8 @@ def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) ->
     Raises:
         FileNotFoundError: no candidate exists (message lists those tried).
         ValueError: a relative path or ``package://`` URI with nothing to
-            resolve it against.
+            resolve it against; a ``file:`` URI that names another host or
+            no absolute path (:func:`file_uri_path`).
     """
     uri = uri.strip()
     tried: List[Path] = []
@@ -86,8 +91,10 @@ def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) ->
         elif not tried:
             raise ValueError(f"cannot resolve {uri!r}: package {pkg!r} not found and no base_dir given")
     else:
-        path = uri[len("file://"):] if uri.startswith("file://") else uri
-        p = Path(path).expanduser()
+        if uri[:5].lower() == "file:":
+            p = file_uri_path(uri)
+        else:
+            p = Path(uri).expanduser()
         if p.is_absolute():
             tried.append(p)
         elif base is not None:
@@ -98,6 +105,39 @@ def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) ->
         if c.is_file():
             return c
     raise FileNotFoundError(f"mesh {uri!r} not found; tried: {', '.join(str(c) for c in tried)}")
+
+
+def file_uri_path(uri: str) -> Path:
+    """The local path a ``file:`` URI names (RFC 8089), percent-decoded as UTF-8.
+
+    ``file:///abs/path``, ``file://localhost/abs/path`` (the host
+    ``localhost``, any case, is this machine) and the minimal
+    ``file:/abs/path`` all name ``/abs/path``; ``%20``, ``%C3%A9`` and the
+    like are decoded after the URI is split, so an encoded ``#`` (``%23``) or
+    ``?`` (``%3F``) is part of a file name, while a bare one starts the
+    fragment or query (not part of the path).  The scheme is
+    case-insensitive.  Splitting and decoding are ``urllib.parse``'s.
+
+    Raises:
+        ValueError: not a ``file:`` URI, a host other than ``localhost`` (a
+            file on another machine: the message names the host), a path
+            that is not absolute (``file:mesh.stl``), or percent-encoded
+            bytes that are not UTF-8.
+    """
+    parts = urllib.parse.urlsplit(uri)
+    if parts.scheme.lower() != "file":
+        raise ValueError(f"{uri!r} is not a file: URI")
+    host = parts.netloc
+    if host and host.lower() != "localhost":
+        raise ValueError(f"file URI {uri!r} names host {host!r}; only local files "
+                         f"(file:///path or file://localhost/path) can be read")
+    try:
+        path = urllib.parse.unquote(parts.path, encoding="utf-8", errors="strict")
+    except UnicodeDecodeError:
+        raise ValueError(f"file URI {uri!r}: its percent-encoded bytes are not UTF-8") from None
+    if not path.startswith("/"):
+        raise ValueError(f"file URI {uri!r} does not name an absolute path (use file:///abs/path)")
+    return Path(path)
 
 
 def read_obj_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.ndarray]:

@@ -1,4 +1,4 @@
-"""URDF parsing: joints as written in the file, axis normalisation and mimic order.
+"""URDF parsing: joints as written in the file, axis normalisation, mimic order, collision pieces.
 
 Klampt loads the robot itself; this module reads what Klampt does not expose
 by URDF name (joint names, types, parents/children, mimic tags) and checks
@@ -11,6 +11,8 @@ what other URDF consumers check:
 * **Mimic joints** (``<mimic joint="src" multiplier="m" offset="o"/>``,
   ``q = m * q_src + o``) are ordered so that a mimic of a mimic is evaluated
   after its source (:func:`mimic_order`); a cycle is a configuration error.
+* **Collision geometry** of a link is the union of all its ``<collision>``
+  elements (:func:`collision_elements`), not only the first.
 """
 from __future__ import annotations
 
@@ -22,8 +24,8 @@ import numpy as np
 
 from .transforms import rpy_matrix
 
-__all__ = ["MOVABLE_JOINT_TYPES", "UrdfError", "UrdfJoint", "mimic_order", "normalize_joint_axes",
-           "parse_urdf_joints"]
+__all__ = ["MOVABLE_JOINT_TYPES", "UrdfError", "UrdfJoint", "collision_elements", "mimic_order",
+           "normalize_joint_axes", "parse_urdf_joints"]
 
 MOVABLE_JOINT_TYPES = ("revolute", "continuous", "prismatic")
 """URDF joint types that ``World.set_joint_positions`` accepts (one DOF each)."""
@@ -144,6 +146,26 @@ def normalize_joint_axes(root: ET.Element) -> List[Tuple[str, List[float]]]:
             a.set("xyz", " ".join(repr(float(v)) for v in unit))
             rescaled.append((name, written))
     return rescaled
+
+
+def collision_elements(root: ET.Element) -> Dict[str, List[ET.Element]]:
+    """Every link's ``<collision>`` elements, in document order (links without one left out).
+
+    The URDF specification makes a link's collision geometry the union of
+    all its ``<collision>`` elements, each placed by its own ``<origin>``;
+    Klampt's loader keeps only the first, so the world merges the others in
+    (:meth:`vsf_sensor_ros.world.World.from_urdf`).
+
+    Returns:
+        ``{link name: [<collision> element, ...]}`` in file order of the
+        links; the elements are those of ``root`` (not copies).
+    """
+    out: Dict[str, List[ET.Element]] = {}
+    for link in root.findall("link"):
+        pieces = link.findall("collision")
+        if pieces:
+            out[link.get("name") or ""] = pieces
+    return out
 
 
 def mimic_order(joints: Sequence[UrdfJoint]) -> List[UrdfJoint]:

@@ -36,6 +36,8 @@ Conventions:
   (:meth:`World.set_joint_positions`).
 * Every mesh, attached or of a URDF link, has the file's vertices in the
   file's order and count (:mod:`vsf_sensor_ros.mesh_io`).
+* A link's collision geometry is the union of all its ``<collision>``
+  elements, pieces in document order (Klampt alone keeps only the first).
 
 Transforms, URDF parsing and mesh files have their own modules
 (:mod:`~vsf_sensor_ros.transforms`, :mod:`~vsf_sensor_ros.urdf`,
@@ -43,6 +45,7 @@ Transforms, URDF parsing and mesh files have their own modules
 """
 from __future__ import annotations
 
+import copy
 import os
 import tempfile
 import warnings
@@ -61,8 +64,8 @@ import trimesh
 from .mesh_io import MeshLike, load_mesh, read_obj_geometry, resolve_uri, trimesh_to_klampt, write_off
 from .transforms import (klampt_to_matrix, matrix_to_klampt, rpy_from_matrix, rpy_matrix,
                          transform_from_xyz_quat, validate_transform, xyz_quat_from_transform)
-from .urdf import (MOVABLE_JOINT_TYPES, UrdfError, UrdfJoint, mimic_order, normalize_joint_axes,
-                   parse_urdf_joints)
+from .urdf import (MOVABLE_JOINT_TYPES, UrdfError, UrdfJoint, collision_elements, mimic_order,
+                   normalize_joint_axes, parse_urdf_joints)
 
 __all__ = ["FILE_ORDER_FORMATS", "MOVABLE_JOINT_TYPES", "MeshLike", "UrdfError", "UrdfJoint",
            "WORLD_FRAME", "World", "klampt_to_matrix", "load_mesh", "matrix_to_klampt", "mimic_order",
@@ -113,6 +116,69 @@ def _file_order_link_meshes(root: ET.Element, base_dir: Optional[Union[str, os.P
                               f"from the file's): {exc}", stacklevel=3)
                 copies[path] = str(path)
         mesh.set("filename", copies[path])
+
+
+def _collision_unions(root: ET.Element, tmp: Path) -> Dict[str, trimesh.Trimesh]:
+    """The union mesh of every link of ``root`` with two or more ``<collision>`` elements.
+
+    Klampt's URDF loader keeps only a link's first ``<collision>``; the URDF
+    specification makes the link's geometry the union of all of them.  Each
+    piece is meshed by Klampt itself, exactly as it would mesh a link with
+    that one piece (its ``<origin>`` applied, a mesh's ``scale``, Klampt's
+    tessellation of a box, cylinder or sphere): every piece becomes a link of
+    a scratch URDF, fixed to one root, loaded into a scratch world.  Call it
+    after :func:`_file_order_link_meshes`, so mesh pieces are the file-order
+    copies.  The union is the pieces' vertices and triangles concatenated in
+    document order, each piece's vertices in its file's order (vertex ``i``
+    of piece ``k`` is vertex ``n_0 + ... + n_{k-1} + i`` of the link).
+
+    Returns:
+        ``{link name: (V, 3) float64 mesh in the link frame (m)}``; empty
+        when no link has more than one piece (nothing is loaded then).
+
+    Raises:
+        UrdfError: a piece from which Klampt makes no triangles (names the
+            link and the piece).
+    """
+    multi = {link: pieces for link, pieces in collision_elements(root).items() if len(pieces) > 1}
+    if not multi:
+        return {}
+    scratch = ET.Element("robot", name="collision_pieces")
+    ET.SubElement(scratch, "link", name="pieces_root")
+    names: Dict[str, List[str]] = {}
+    for n, (link, pieces) in enumerate(multi.items()):
+        for k, piece in enumerate(pieces):
+            piece_link = f"link{n}_piece{k}"        # our own names: a URDF's link names never clash
+            names.setdefault(link, []).append(piece_link)
+            ET.SubElement(scratch, "link", name=piece_link).append(copy.deepcopy(piece))
+            joint = ET.SubElement(scratch, "joint", name=f"{piece_link}_mount", type="fixed")
+            ET.SubElement(joint, "origin", xyz="0 0 0", rpy="0 0 0")
+            ET.SubElement(joint, "parent", link="pieces_root")
+            ET.SubElement(joint, "child", link=piece_link)
+    fpath = tmp / "collision_pieces.urdf"
+    fpath.write_text(ET.tostring(scratch, encoding="unicode"))
+    kw = klampt.WorldModel()
+    if kw.loadElement(str(fpath)) < 0 or kw.numRobots() == 0:
+        raise UrdfError(f"Klampt could not load the collision pieces of links {', '.join(multi)}")
+    robot = kw.robot(0)
+    index = {robot.link(i).getName(): i for i in range(robot.numLinks())}
+    unions: Dict[str, trimesh.Trimesh] = {}
+    for link, piece_links in names.items():
+        verts, faces, offset = [], [], 0
+        for k, piece_link in enumerate(piece_links):
+            g = robot.link(index[piece_link]).geometry()
+            if not g.empty() and g.type() == "GeometricPrimitive":
+                g = g.convert("TriangleMesh")
+            if g.empty() or g.type() != "TriangleMesh" or len(g.getTriangleMesh().indices) == 0:
+                raise UrdfError(f"URDF link {link!r}: <collision> {k + 1} of {len(piece_links)} gives no "
+                                f"triangles (Klampt made {'nothing' if g.empty() else g.type()} of it)")
+            tm = g.getTriangleMesh()
+            V = np.array(tm.vertices, dtype=np.float64).reshape(-1, 3)
+            verts.append(V)
+            faces.append(np.array(tm.indices, dtype=np.int64).reshape(-1, 3) + offset)
+            offset += len(V)
+        unions[link] = trimesh.Trimesh(np.vstack(verts), np.vstack(faces), process=False)
+    return unions
 
 
 @dataclass
@@ -226,6 +292,10 @@ class World:
         rule as attached bodies; other formats (e.g. COLLADA) and files
         trimesh cannot read are left to Klampt's own loader (the latter
         with a warning).  Joint axes are normalised in the copy given to Klampt.
+        A link with several ``<collision>`` elements gets their union (the
+        URDF specification; Klampt alone keeps the first): each piece with
+        its origin applied, pieces concatenated in document order, each
+        piece's vertices in its file's order (:func:`_collision_unions`).
 
         Args:
             urdf: URDF XML text (starts with ``<``) or a path to a ``.urdf``.
@@ -235,7 +305,8 @@ class World:
         Raises:
             FileNotFoundError: the URDF file or a mesh does not exist.
             UrdfError: a movable joint with a zero/non-finite axis, a mimic
-                cycle, or malformed joint values (a ``ValueError``).
+                cycle, malformed joint values, or a collision piece of a
+                several-piece link that gives no triangles (a ``ValueError``).
             ValueError: not a URDF, relative meshes without ``base_dir``, or
                 Klampt fails to load it.
 
@@ -268,13 +339,19 @@ class World:
         kw = klampt.WorldModel()
         with tempfile.TemporaryDirectory(prefix="vsf_urdf_") as tmp:
             _file_order_link_meshes(root, base_dir, Path(tmp))
+            unions = _collision_unions(root, Path(tmp))
             name = (root.get("name") or "robot").replace("/", "_")
             fpath = Path(tmp) / f"{name}.urdf"
             fpath.write_text(ET.tostring(root, encoding="unicode"))
             idx = kw.loadElement(str(fpath))
         if idx < 0 or kw.numRobots() == 0:
             raise ValueError("Klampt failed to load the URDF (see its log above)")
-        return cls(kw, kw.robot(kw.numRobots() - 1), joints, links)
+        robot = kw.robot(kw.numRobots() - 1)
+        for i in range(robot.numLinks()):        # Klampt kept only the first piece of these links
+            union = unions.get(robot.link(i).getName())
+            if union is not None:
+                robot.link(i).geometry().setTriangleMesh(trimesh_to_klampt(union))
+        return cls(kw, robot, joints, links)
 
     def attach_body(self, name: str, mesh: MeshLike, parent_link: Optional[str],
                     T_parent_body: Optional[np.ndarray] = None,

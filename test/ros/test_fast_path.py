@@ -160,7 +160,7 @@ def _inputs_of(probe: Probe, path: str) -> dict:
     def found():
         for m in msgs[start:]:
             for st in m.status:
-                if st.name == "sensor_node: inputs" and st.hardware_id == f"{path}_node":
+                if st.name == f"/{path}/{path}_node: inputs" and st.hardware_id == f"/{path}/{path}_node":
                     return {kv.key: kv.value for kv in st.values}
         return None
     assert probe.spin_until(lambda: found() is not None, 10.0), f"no inputs status of {path}_node"

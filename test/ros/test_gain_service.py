@@ -88,7 +88,7 @@ def test_gain_is_fitted_kept_by_a_tare_saved_and_loaded_at_start(tmp_path, rclpy
         assert float(m.group(1)) == pytest.approx(K, rel=1e-9)
         assert int(m.group(2)) == N_CONTACT
         assert float(m.group(3)) < 1e-6                           # noiseless data: an exact fit
-        report = probe.diagnostics()["sensor_node: pressure"]["calibration"]
+        report = probe.diagnostics()["/sensor_node: pressure"]["calibration"]
         assert report.startswith("tared with 3 samples") and f"; gain {m.group(1)} from 12" in report, report
         # the prediction scales: P0 + K * dp
         _, dp3 = _contact(world, 3)

@@ -152,7 +152,7 @@ def test_real_config_with_the_kinova_and_punyo_drivers(tmp_path, rclpy_context):
         sent = _stream(probe, 2.0, measured={"/punyo/pressure": _float32(BASELINE_HPA)}, joints=DRIVER_JOINTS)
         probe.spin_for(0.5)
         assert _residual_fraction(probe, "punyo_pressure", sent) >= 0.9
-        d = _diag(probe)["sensor_node: inputs"]
+        d = _diag(probe)["/sensor_node: inputs"]
         assert d["joint_states.unknown_names"] == "0" and d["joint_states.missing"] == "none", d
         r = probe.call(Trigger, "/punyo_pressure/tare", Trigger.Request())
         assert r.success, r.message
@@ -172,9 +172,9 @@ def test_real_config_without_the_joint_name_map_counts_and_names_the_driver_join
                          ["punyo_pressure"], {"/punyo/pressure": Float32})
     try:
         _stream(probe, 1.5, joints=DRIVER_JOINTS)       # 75 joint states, past the first 50
-        assert probe.spin_until(lambda: _diag(probe).get("sensor_node: inputs", {}).get(
+        assert probe.spin_until(lambda: _diag(probe).get("/sensor_node: inputs", {}).get(
             "joint_states.missing", "none") != "none", 5.0)
-        d = _diag(probe)["sensor_node: inputs"]
+        d = _diag(probe)["/sensor_node: inputs"]
         assert d["joint_states.unknown_names"] == "7", d
         counts = dict(kv.split("=") for kv in d["joint_states.unknown_names_list"].split(", "))
         assert set(counts) == set(DRIVER_JOINTS) and len(set(counts.values())) == 1
@@ -221,7 +221,7 @@ def test_sim_time_from_clock_pairs_a_headerless_driver_and_names_a_wall_clock_on
         assert _residual_fraction(probe, "pressure", sent) >= 0.9
         assert not probe.received["/wall/residual"]
         hint = re.compile(r"measured stamps are 1\.[78]e\+09 s ahead of contacts stamps: different clocks\?")
-        assert probe.spin_until(lambda: hint.fullmatch(_diag(probe)["sensor_node: wall"]["pairing"]), 5.0)
+        assert probe.spin_until(lambda: hint.fullmatch(_diag(probe)["/sensor_node: wall"]["pairing"]), 5.0)
         r = probe.call(Trigger, "/wall/tare", Trigger.Request())
         assert not r.success and hint.search(r.message), r.message
         r = probe.call(Trigger, "/pressure/tare", Trigger.Request())

@@ -259,8 +259,8 @@ def test_bad_input_is_rejected_counted_and_the_node_lives(node, probe, world, ca
         reason = "non_finite"
         probe.send("/joint_states", JointState(name=["elbow_pitch"], position=[float("nan")]))
     key = f"rejected.{reason}"
-    assert probe.spin_until(lambda: counter(diag(probe), "sensor_node: inputs", key) >
-                            counter(before, "sensor_node: inputs", key), 10.0)
+    assert probe.spin_until(lambda: counter(diag(probe), "/sensor_node: inputs", key) >
+                            counter(before, "/sensor_node: inputs", key), 10.0)
     probe.spin_for(0.2)
     # rejected whole: no sensor published anything for that stamp
     for s in SENSORS:
@@ -275,8 +275,8 @@ def test_bad_measured_message_is_counted_per_sensor(node, probe):
     before = diag(probe)
     probe.send("/pressure/measured", measured_pressure(float("inf"), stamp(300)))
     key = "rejected.non_finite"
-    assert probe.spin_until(lambda: counter(diag(probe), "sensor_node: pressure", key) >
-                            counter(before, "sensor_node: pressure", key), 10.0)
+    assert probe.spin_until(lambda: counter(diag(probe), "/sensor_node: pressure", key) >
+                            counter(before, "/sensor_node: pressure", key), 10.0)
 
 
 def test_stamp_going_backwards_recovers_and_is_reported(node, probe):
@@ -287,8 +287,8 @@ def test_stamp_going_backwards_recovers_and_is_reported(node, probe):
     probe.send("/contacts", empty_cloud(t))
     assert wait_stamp(probe, "/pressure/predicted", t)
     key = "stamp_jumps_backwards"
-    assert probe.spin_until(lambda: counter(diag(probe), "sensor_node: inputs", key) >
-                            counter(before, "sensor_node: inputs", key), 10.0)
+    assert probe.spin_until(lambda: counter(diag(probe), "/sensor_node: inputs", key) >
+                            counter(before, "/sensor_node: inputs", key), 10.0)
     t2 = stamp(2)
     probe.send("/contacts", empty_cloud(t2))
     assert wait_stamp(probe, "/pressure/predicted", t2)
@@ -301,8 +301,8 @@ def test_free_body_pose_with_a_zero_quaternion_is_rejected(node, probe):
     msg.pose.orientation.w = 0.0   # (0, 0, 0, 0): no rotation
     probe.send("/object/pose", msg)
     key = "rejected.pose_invalid"
-    assert probe.spin_until(lambda: counter(diag(probe), "sensor_node: inputs", key) >
-                            counter(before, "sensor_node: inputs", key), 10.0)
+    assert probe.spin_until(lambda: counter(diag(probe), "/sensor_node: inputs", key) >
+                            counter(before, "/sensor_node: inputs", key), 10.0)
 
 
 def test_diagnostics_report_rate_latency_and_calibration_per_sensor(node, probe):
@@ -310,7 +310,7 @@ def test_diagnostics_report_rate_latency_and_calibration_per_sensor(node, probe)
         probe.send("/contacts", empty_cloud(stamp(400, k * 1000)))
         time.sleep(0.005)
     rep = diag(probe)
-    st = rep["sensor_node: pressure"]
+    st = rep["/sensor_node: pressure"]
     assert st["type"] == "PunyoPressureSensor" and st["attachment"] == "punyo"
     # the calibration file's entry gives no sample count (a tare's count: test_sensor_node_state.py)
     assert st["calibration"] == "loaded from file (? samples)"

@@ -67,7 +67,7 @@ def test_tare_averages_the_contact_free_samples_and_reports_count_and_offset(fre
     probe.send("/contacts", empty_cloud(t))
     assert wait_stamp(probe, "/pressure/predicted", t).fluid_pressure == pytest.approx(101320.0, rel=1e-12)
     assert probe.spin_until(lambda: "tared with 3 samples" in
-                            diag(probe)["sensor_node: pressure"]["calibration"], 5.0)
+                            diag(probe)["/sensor_node: pressure"]["calibration"], 5.0)
 
 
 def test_tare_all_skips_sensors_without_a_measured_stream(fresh):
@@ -207,7 +207,7 @@ def test_a_clock_offset_between_measured_and_contacts_stamps_is_named_on_diagnos
     probe.send("/contacts", empty_cloud(t_sim))
     wait_stamp(probe, "/pressure/predicted", t_sim)
     probe.send("/pressure/measured", measured_pressure(1013.0, t_wall))
-    assert probe.spin_until(lambda: diag(probe)["sensor_node: pressure"]["pairing"] ==
+    assert probe.spin_until(lambda: diag(probe)["/sensor_node: pressure"]["pairing"] ==
                             "measured stamps are 1.7e+09 s ahead of contacts stamps: different clocks?", 10.0)
     assert not probe.received["/pressure/residual"]
-    assert diag(probe)["sensor_node: force"]["pairing"] == "ok"
+    assert diag(probe)["/sensor_node: force"]["pairing"] == "ok"

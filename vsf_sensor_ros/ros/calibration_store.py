@@ -18,14 +18,32 @@ the node's services), so a save:
 * creates missing directories only when the start-time, read-only
   ``calibration_create_dirs`` allows it;
 * writes atomically: a new temporary file in the same directory (created
-  exclusively, so it never clobbers anything), flushed to disk, then renamed
-  over the target; on any error the temporary file is removed and the target
-  is untouched.
+  exclusively, so it never clobbers anything), flushed to disk, read back and
+  checked, then renamed over the target; on any error the temporary file is
+  removed and the target is untouched.
+
+Where the file really is:
+
+* a **symbolic link** (a chain of them, or one whose target does not exist
+  yet) is followed: the save writes the link's final target, and the link
+  stays a link (renaming over the link would have replaced it with a copy and
+  left the target with the old calibration);
+* an **empty file** (a placeholder made with ``touch``, as containers need
+  for a single-file mount) is taken as ours to write;
+* a **single-file bind mount** (a container's ``-v host_file:file``) cannot
+  be renamed over (``EBUSY``), so the checked temporary file is copied into
+  the existing file instead (:func:`_write_in_place`): the previous content
+  is first kept beside it as ``<name>.bak`` (the save is refused, nothing
+  changed, when that backup cannot be written), then one write at offset 0,
+  a truncate and an fsync, then the file is read back; on a mismatch the
+  previous content is written back.  The file keeps its inode, owner and
+  permissions.
 
 Loading at start accepts any file with that layout (a hand-written one too).
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -101,10 +119,17 @@ class CalibrationStore:
     def save(self, entries: Mapping[str, Dict[str, Any]]) -> str:
         """Write ``{'sensors': entries}`` to :attr:`path` (see the module docstring); the answer text.
 
+        A symbolic link at :attr:`path` is followed (:func:`write_target`);
+        the answer then names both, ``<path> (a link to <target>)``, and ends
+        with `` in place (...)`` when the file could not be renamed over.
+
         Raises:
             SaveRefused: no path configured, nothing to write, a missing directory
                 (without ``create_dirs``), a foreign or non-regular file at the
-                path, or an OS error; the file system is then as it was.
+                path, an in-place write whose backup cannot be kept, or an OS
+                error; the file system is then as it was (after a failed
+                in-place write: the previous content written back, and kept in
+                ``<name>.bak``).
         """
         path = self.path
         if path is None:
@@ -112,18 +137,24 @@ class CalibrationStore:
         if not entries:
             # an empty file would wipe a calibration saved earlier (e.g. before a restart)
             raise SaveRefused(f"no sensor is calibrated; {path} left unchanged")
-        self._check_target(path)
+        target = write_target(path)
+        checked = self._check_target(target)
         text = HEADER + "\n" + yaml.safe_dump({"sensors": dict(entries)}, sort_keys=True)
         try:
-            if not path.parent.is_dir():
-                path.parent.mkdir(parents=True, exist_ok=True)   # only with create_dirs (checked above)
-            _atomic_write(path, text)
+            if not target.parent.is_dir():
+                target.parent.mkdir(parents=True, exist_ok=True)   # only with create_dirs (checked above)
+            how = _atomic_write(target, text, checked)
         except OSError as exc:
-            raise SaveRefused(f"cannot write {path}: {exc}") from None
-        return f"wrote calibration of {len(entries)} sensors to {path}"
+            raise SaveRefused(f"cannot write {target}: {exc}") from None
+        shown = str(path) if target == path else f"{path} (a link to {target})"
+        return f"wrote calibration of {len(entries)} sensors to {shown}{how}"
 
-    def _check_target(self, path: Path) -> None:
-        """Refuse a missing directory (unless allowed) and any existing file that is not ours."""
+    def _check_target(self, path: Path) -> Optional[os.stat_result]:
+        """Refuse a missing directory (unless allowed) and any existing file that is not ours.
+
+        ``path`` is the file a save writes (:func:`write_target`).  Returns its
+        ``stat`` (None when it does not exist yet).
+        """
         parent = path.parent
         if not parent.is_dir():
             if parent.exists():
@@ -131,11 +162,11 @@ class CalibrationStore:
             if not self.create_dirs:
                 raise SaveRefused(f"refused: directory {parent} does not exist and calibration_create_dirs "
                                   f"is false; nothing was created")
-            return
+            return None
         try:
             st = os.stat(path)
         except FileNotFoundError:
-            return
+            return None
         except OSError as exc:
             raise SaveRefused(f"refused: cannot inspect {path}: {exc}") from None
         if not stat.S_ISREG(st.st_mode):
@@ -144,14 +175,32 @@ class CalibrationStore:
         if why is not None:
             raise SaveRefused(f"refused: {path} exists and is not a calibration file written by "
                               f"vsf_sensor_ros ({why}); left unchanged")
+        return st
+
+
+def write_target(path: Path) -> Path:
+    """The file a save of ``path`` writes: the final target of a symbolic link, else ``path``.
+
+    A chain of links is followed to its end (``os.path.realpath``); a link
+    whose target does not exist yet names the file to create.  A path that is
+    not itself a link is returned as given (links among its directories are
+    left to the file system).
+    """
+    if not os.path.islink(path):
+        return path
+    return Path(os.path.realpath(path))
 
 
 def foreign_reason(path: Path, size: int) -> Optional[str]:
     """Why an existing regular file is not a calibration file this package wrote, or None when it is.
 
     Ours = first line :data:`HEADER`, then YAML holding a mapping with a
-    ``sensors`` mapping.
+    ``sensors`` mapping; or an empty file (``size`` 0: a placeholder created
+    with ``touch``, e.g. for a container's single-file mount, holds nothing
+    to lose).
     """
+    if size == 0:
+        return None
     if size > MAX_CHECKED_BYTES:
         return f"{size} bytes, larger than any calibration"
     try:
@@ -172,27 +221,183 @@ def foreign_reason(path: Path, size: int) -> Optional[str]:
     return None
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to a fresh temporary file beside ``path``, fsync, rename over ``path``."""
-    mode = 0o644
-    try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)   # replacing our own file keeps its permissions
-    except FileNotFoundError:
-        pass
+def _atomic_write(path: Path, text: str, checked: Optional[os.stat_result] = None) -> str:
+    """Write ``text`` to a fresh temporary file beside ``path``, fsync, verify, rename over ``path``.
+
+    Args:
+        path: the file to write (a link already resolved, :func:`write_target`).
+        text: the whole new content.
+        checked: ``os.stat(path)`` as checked before the save (None: ``path`` did not exist).
+
+    Returns:
+        ``""`` after a rename; after an in-place write (rename onto ``path``
+        fails with ``EBUSY``: a single-file bind mount), the note of
+        :func:`_write_in_place`.
+
+    Raises:
+        OSError: writing, reading back or renaming failed; ``path`` is as it was.
+        SaveRefused: from :func:`_write_in_place`.
+    """
+    data = text.encode("utf-8")
+    # replacing our own file keeps its permissions
+    mode = stat.S_IMODE(checked.st_mode) if checked is not None else 0o644
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    renamed = False
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        _verify_written(Path(tmp), data)
         os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+            renamed = True
+            return ""
+        except OSError as exc:
+            # a single-file bind mount is a mount point: it cannot be renamed over
+            if exc.errno != errno.EBUSY or checked is None:
+                raise
+        return _write_in_place(path, data, checked)
+    finally:
+        if not renamed:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _verify_written(path: Path, data: bytes) -> None:
+    """Read ``path`` back: exactly ``data``, and a calibration file of ours (else ``OSError``)."""
+    with open(path, "rb") as f:
+        back = f.read(len(data) + 1)
+    if back != data:
+        raise OSError(errno.EIO, f"read back {len(back)} bytes that differ from the {len(data)} written",
+                      str(path))
+    why = foreign_reason(path, len(data))
+    if why is not None:
+        raise OSError(errno.EIO, f"written file does not read as a calibration file ({why})", str(path))
+
+
+def _write_in_place(path: Path, data: bytes, checked: os.stat_result) -> str:
+    """Copy ``data`` into the existing file ``path`` (no rename possible), keeping a backup first.
+
+    Steps: open ``path`` without following a link and check it is still the
+    file that was checked (same device and inode, still ours); keep its
+    content as ``<name>.bak`` beside it (:func:`_write_backup`; skipped for
+    an empty placeholder); write ``data`` at offset 0, truncate to its
+    length, fsync; read back.  A mismatch writes the previous content back.
+
+    Returns:
+        The note for the answer: `` in place (...)``, naming the backup.
+
+    Raises:
+        SaveRefused: the file changed since it was checked, or the backup
+            cannot be written (``path`` untouched); writing, syncing or the
+            read-back failed (previous content written back, and kept in the
+            backup).
+        OSError: ``path`` cannot be opened (untouched).
+    """
+    fd = os.open(path, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        now = os.fstat(fd)
+        if (now.st_dev, now.st_ino) != (checked.st_dev, checked.st_ino) or not stat.S_ISREG(now.st_mode):
+            raise SaveRefused(f"refused: {path} was replaced while saving; left unchanged")
+        old = _read_fd(fd, MAX_CHECKED_BYTES + 1)
+        if old and (old.split(b"\n", 1)[0].rstrip(b"\r") != HEADER.encode()):
+            raise SaveRefused(f"refused: {path} changed while saving and is no longer ours; left unchanged")
+        backup = None
+        if old:
+            try:
+                backup = _write_backup(path, old)
+            except (OSError, SaveRefused) as exc:
+                raise SaveRefused(f"refused: {path} can only be written in place (a mount point) and its "
+                                  f"backup cannot be kept: {exc}; left unchanged") from None
+        also = f" (also in {backup})" if backup else ""
+        try:
+            _pwrite_all(fd, data)
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+            ok = _read_fd(fd, len(data) + 1) == data
+        except OSError as exc:
+            _restore(fd, old)
+            raise SaveRefused(f"cannot write {path} in place: {exc}; previous content "
+                              f"restored{also}") from None
+        if not ok:
+            _restore(fd, old)
+            raise SaveRefused(f"refused: {path} did not read back as written; previous content "
+                              f"restored{also}")
+    finally:
+        os.close(fd)
+    kept = f"; previous content kept in {backup}" if backup else ""
+    return f" in place (a mount point: no rename possible){kept}"
+
+
+def _write_backup(path: Path, old: bytes) -> Path:
+    """Keep ``old`` (the file's current content) as ``<name>.bak`` beside ``path``, atomically.
+
+    Raises:
+        SaveRefused: a ``<name>.bak`` exists that is not a regular file of ours.
+        OSError: it cannot be written.
+    """
+    bak = path.with_name(path.name + ".bak")
+    try:
+        st = os.lstat(bak)
+    except FileNotFoundError:
+        st = None
+    if st is not None:
+        if not stat.S_ISREG(st.st_mode):
+            raise SaveRefused(f"{bak} exists and is not a regular file")
+        why = foreign_reason(bak, st.st_size)
+        if why is not None:
+            raise SaveRefused(f"{bak} exists and is not ours ({why})")
+    fd, tmp = tempfile.mkstemp(prefix=f".{bak.name}.", suffix=".tmp", dir=str(bak.parent))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(old)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, bak)
     except BaseException:
         try:
             os.unlink(tmp)
         except OSError:
             pass
         raise
+    return bak
+
+
+def _restore(fd: int, old: bytes) -> None:
+    """Best effort: put ``old`` back into the open file (a failure leaves the ``.bak`` copy)."""
+    try:
+        _pwrite_all(fd, old)
+        os.ftruncate(fd, len(old))
+        os.fsync(fd)
+    except OSError:
+        pass
+
+
+def _read_fd(fd: int, limit: int) -> bytes:
+    """Up to ``limit`` bytes of an open file from offset 0."""
+    chunks, off = [], 0
+    while off < limit:
+        chunk = os.pread(fd, min(1 << 20, limit - off), off)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        off += len(chunk)
+    return b"".join(chunks)
+
+
+def _pwrite_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` at offset 0 (one ``pwrite`` for a regular file; continued if short)."""
+    off = 0
+    view = memoryview(data)
+    while off < len(data):
+        n = os.pwrite(fd, view[off:], off)
+        if n <= 0:
+            raise OSError(errno.EIO, "short write", None)
+        off += n
 
 
 def calibration_entry(h: "SensorHandle") -> Optional[Dict[str, Any]]:
@@ -291,4 +496,4 @@ def tare(h: "SensorHandle", n: int) -> Tuple[bool, str]:
 
 
 __all__ = ["CalibrationStore", "HEADER", "SaveRefused", "TARE_KEY", "apply_file_entry", "calibration_entry",
-           "foreign_reason", "restored_text", "tare"]
+           "foreign_reason", "restored_text", "tare", "write_target"]

@@ -4,8 +4,12 @@ The node keeps one :class:`InputStats` (messages rejected per reason, stamp
 jumps) and one :class:`SensorStats` per sensor (output rate, processing
 latency, measured messages rejected per reason, calibration state).
 :func:`build_diagnostics` turns them into a ``diagnostic_msgs/DiagnosticArray``
-with one ``DiagnosticStatus`` named ``sensor_node: inputs`` and one named
-``sensor_node: <sensor>`` per sensor.  Keys are stable (tests and dashboards
+with one ``DiagnosticStatus`` named ``<node>: inputs`` and one named
+``<node>: <sensor>`` per sensor, where ``<node>`` is the node's fully
+qualified name (``/left/sensor_node: punyo_pressure``), also its
+``hardware_id``: the ``diagnostic_updater`` form ``<node name>: <task>``, with
+the namespace kept so that two nodes of one name in different namespaces never
+report under the same status name.  Keys are stable (tests and dashboards
 read them):
 
 * inputs: ``contacts_received``, ``contacts_processed``, ``joint_states_received``,
@@ -13,7 +17,10 @@ read them):
   ``rejected_total``, ``stamp_jumps_backwards``, ``last_stamp_jump``,
   ``joint_states.unknown_names`` (how many distinct JointState names matched no URDF joint),
   ``joint_states.unknown_names_list`` (``name=messages, ...``), ``joint_states.missing``
-  (joints moving a sensor body never received after 50 joint states, or ``none``).
+  (joints moving a sensor body never received after 50 joint states, or ``none``),
+  ``joint_states.stamp_jumps_backwards`` (joint states stamped earlier than the newest of
+  the same source, i.e. the same joint names: that driver restarted),
+  ``joint_states.last_stamp_jump`` (``<old> -> <new> s (<joints>)``, or ``none``).
 * sensor: ``type``, ``attachment``, ``rate_hz``, ``latency_ms_mean``,
   ``latency_ms_max`` (receipt of the contacts message -> last publish, wall
   clock, over the last report period), ``published``, ``measured_received``,
@@ -27,7 +34,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
@@ -46,6 +53,8 @@ class InputStats:
     last_stamp_jump: str = "none"
     unknown_joint_names: Dict[str, int] = field(default_factory=dict)
     missing_joints: str = "none"
+    joint_stamp_jumps_backwards: int = 0
+    last_joint_stamp_jump: str = "none"
 
     def reject(self, reason: str) -> None:
         """Count one rejected message under ``reason``."""
@@ -82,15 +91,19 @@ def _kv(key: str, value) -> KeyValue:
 
 
 def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
-                      sensors: Dict[str, tuple], period_s: float) -> DiagnosticArray:
+                      sensors: Dict[str, tuple], period_s: float,
+                      node_name: Optional[str] = None) -> DiagnosticArray:
     """Assemble the report and clear the per-window sensor fields.
 
     Args:
         stamp: ``builtin_interfaces/Time`` for the header (node clock).
-        hardware_id: reported in every status (the node's name).
+        hardware_id: reported in every status (the node's fully qualified name).
         inputs: node-wide counters.
         sensors: name -> ``(type_name, attachment, SensorStats)``.
         period_s: wall time since the previous report (s), for ``rate_hz``.
+        node_name: the prefix of every status name, ``<node_name>: inputs``
+            (the node's fully qualified name, e.g. ``/left/sensor_node``);
+            None = ``hardware_id``.
 
     Levels: WARN when messages were rejected (inputs: since start; sensor:
     measured messages since start), when JointState names matched no URDF joint or
@@ -109,6 +122,8 @@ def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
         _kv("joint_states.unknown_names_list",
             ", ".join(f"{n}={c}" for n, c in inputs.unknown_joint_names.items()) or "none"),
         _kv("joint_states.missing", inputs.missing_joints),
+        _kv("joint_states.stamp_jumps_backwards", inputs.joint_stamp_jumps_backwards),
+        _kv("joint_states.last_stamp_jump", inputs.last_joint_stamp_jump),
     ] + [_kv(f"rejected.{r}", n) for r, n in sorted(inputs.rejected.items())]
     rejected = sum(inputs.rejected.values())
     problems = [f"{rejected} messages rejected"] if rejected else []
@@ -116,9 +131,10 @@ def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
         problems.append(f"{len(inputs.unknown_joint_names)} unknown joint names")
     if inputs.missing_joints != "none":
         problems.append(f"joints never received: {inputs.missing_joints}")
+    prefix = hardware_id if node_name is None else node_name
     statuses.append(DiagnosticStatus(
         level=DiagnosticStatus.WARN if problems else DiagnosticStatus.OK,
-        name="sensor_node: inputs", hardware_id=hardware_id,
+        name=f"{prefix}: inputs", hardware_id=hardware_id,
         message="; ".join(problems) or "OK", values=values))
     for name, (type_name, attachment, st) in sensors.items():
         rate = st.window_count / period_s if period_s > 0 else 0.0
@@ -138,7 +154,7 @@ def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
             problems.append(st.pairing)
         statuses.append(DiagnosticStatus(
             level=DiagnosticStatus.WARN if problems else DiagnosticStatus.OK,
-            name=f"sensor_node: {name}", hardware_id=hardware_id,
+            name=f"{prefix}: {name}", hardware_id=hardware_id,
             message="; ".join(problems) or f"{rate:.1f} Hz", values=vals))
         st.window_count = 0
         st.window_latency_sum = 0.0

@@ -2,8 +2,9 @@
 
 :class:`KinematicInputs` applies each ``joint_states`` message (after
 ``joint_name_map``, :mod:`.joint_names`) and each ``<b>/pose`` to the node's
-``World`` and remembers the stamped configuration for the contacts of the same
-step (:mod:`.body_transforms`).  A message that is empty, short, non-finite,
+``World`` and remembers the stamped joint positions, per source (the joint
+names a message carries), for the contacts of the same step
+(:mod:`.body_transforms`).  A message that is empty, short, non-finite,
 in another frame or rejected by the world is counted by reason through the
 node's ``reject`` and changes nothing.  :meth:`KinematicInputs.follow` sets
 what depends on the configured sensors: the joints a driver must send for each
@@ -67,7 +68,14 @@ class KinematicInputs:
         for line in self.joint_names.note(names, applied, ignored):
             self._log.warning(line)
         self.transforms.invalidate()
-        self.transforms.remember(stamp_to_ns(msg.header.stamp))
+        if ignored:     # a source is the joints of this robot it sets
+            bad = set(ignored)
+            keep = [i for i, n in enumerate(applied) if n not in bad]
+            applied, pos = [applied[i] for i in keep], pos[keep]
+        if applied and self.transforms.remember(stamp_to_ns(msg.header.stamp), applied, pos):
+            self._log.warning(f"joint_states stamp went backwards ({self.transforms.last_stamp_jump}); "
+                              "that driver restarted (simulator reset?): its joint history cleared",
+                              throttle_duration_sec=1.0)
 
     def on_pose(self, body: str, msg: PoseStamped) -> None:
         """One ``<b>/pose`` of free body ``body`` (in ``world_frame``): applied or rejected."""

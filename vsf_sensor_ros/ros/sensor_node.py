@@ -425,8 +425,11 @@ class SensorNode(Node):
                    for n, h in self._handles.items()}
         self.inputs.unknown_joint_names = dict(self.joint_names.unknown)
         self.inputs.missing_joints = self.joint_names.missing_text()
-        self.pub_diag.publish(build_diagnostics(self.get_clock().now().to_msg(), self.get_name(),
-                                                self.inputs, sensors, period))
+        self.inputs.joint_stamp_jumps_backwards = self._transforms.stamp_jumps
+        self.inputs.last_joint_stamp_jump = self._transforms.last_stamp_jump
+        fqn = self.get_fully_qualified_name()     # two nodes of one name in two namespaces stay apart
+        self.pub_diag.publish(build_diagnostics(self.get_clock().now().to_msg(), fqn,
+                                                self.inputs, sensors, period, node_name=fqn))
 
     # ------------------------------------------------------------------ live parameters
     def _configs(self) -> Dict[str, SensorConfig]:
