@@ -334,19 +334,19 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
 
     if world not in ("auto", "kinova", "embedded"):
         raise ValueError(f"world must be 'auto', 'kinova' or 'embedded', got {world!r}")
-    assets = fixtures_dir()
-    if world == "kinova" and assets is None:
+    asset_dir = fixtures_dir()
+    if world == "kinova" and asset_dir is None:
         return {"skipped": f"world 'kinova' asked for but the assets are absent ({assets.describe()})"}
     if world == "auto":
-        world = "kinova" if assets is not None else "embedded"
-        if assets is None:
+        world = "kinova" if asset_dir is not None else "embedded"
+        if asset_dir is None:
             log(f"  node: assets absent ({assets.describe()}) -> embedded world (generated bubble)")
     if world == "embedded":
-        assets = None
+        asset_dir = None
     workdir = Path(workdir or tempfile.mkdtemp(prefix="vsf_bench_node_"))
     workdir.mkdir(parents=True, exist_ok=True)
     params_file = workdir / "node_params.yaml"
-    params = {**node_params(world, assets, jacobians), **(extra_params or {})}
+    params = {**node_params(world, asset_dir, jacobians), **(extra_params or {})}
     params_file.write_text(yaml.safe_dump({"sensor_node": {"ros__parameters": params}}, sort_keys=False))
     domain = free_domain_id()
     apply_localhost_env(domain)
@@ -365,12 +365,12 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
     all_phases = ([{"name": "warmup", "rate": 100.0, "count": warmup}] if warmup else []) + list(phases)
     pub_out = workdir / "publisher.json"
     pub = ManagedProcess("bench_publisher", [
-        sys.executable, "-m", "benchmarks.bench_publisher", "--world", world, "--assets", str(assets or ""),
+        sys.executable, "-m", "benchmarks.bench_publisher", "--world", world, "--assets", str(asset_dir or ""),
         "--contacts", str(contacts), "--phases", json.dumps(all_phases), "--out", str(pub_out)],
         env, workdir / "publisher.log", cwd=ROOT)
     receiver: Optional[Receiver] = None
     sampler: Optional[Sampler] = None
-    result: Dict[str, Any] = {"world": world, "assets": str(assets) if assets else None, "qos": QOS_TEXT,
+    result: Dict[str, Any] = {"world": world, "assets": str(asset_dir) if asset_dir else None, "qos": QOS_TEXT,
                               "workdir": str(workdir), "contacts_per_message": contacts,
                               "contacts_mode": "barycentric",
                               "sensors": list(SENSORS), "jacobians": jacobians, "markers": "off",
