@@ -365,12 +365,14 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
     all_phases = ([{"name": "warmup", "rate": 100.0, "count": warmup}] if warmup else []) + list(phases)
     pub_out = workdir / "publisher.json"
     pub = ManagedProcess("bench_publisher", [
-        sys.executable, "-m", "benchmarks.bench_publisher", "--world", world, "--assets", str(asset_dir or ""),
+        sys.executable, "-m", "benchmarks.bench_publisher", "--world", world,
+        "--assets", str(asset_dir or ""),
         "--contacts", str(contacts), "--phases", json.dumps(all_phases), "--out", str(pub_out)],
         env, workdir / "publisher.log", cwd=ROOT)
     receiver: Optional[Receiver] = None
     sampler: Optional[Sampler] = None
-    result: Dict[str, Any] = {"world": world, "assets": str(asset_dir) if asset_dir else None, "qos": QOS_TEXT,
+    result: Dict[str, Any] = {"world": world, "assets": str(asset_dir) if asset_dir else None,
+                              "qos": QOS_TEXT,
                               "workdir": str(workdir), "contacts_per_message": contacts,
                               "contacts_mode": "barycentric",
                               "sensors": list(SENSORS), "jacobians": jacobians, "markers": "off",
