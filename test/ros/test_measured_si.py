@@ -27,7 +27,8 @@ def _node(name: str, measured_type: str) -> SensorNode:
               "pressure.attachment": "punyo", "pressure.measured_type": measured_type,
               "pressure.measured_scale": 100.0,
               "pressure.publish_markers": False, "pressure.publish_jacobian": False}
-    return SensorNode(name, namespace=NS, parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+    return SensorNode(name, namespace=NS,
+                      parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
 
 
 def _stamp_ns(stamp: Time) -> int:
