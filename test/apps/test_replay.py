@@ -53,10 +53,10 @@ def test_pressure_metrics_by_hand():
     m = pressure_metrics(meas, pred, after_gain)
     assert m["frames_contact"] == 3
     assert m["correlation"] == pytest.approx(1.0)
-    assert m["gain"] == pytest.approx(1.2)
+    assert m["predicted_over_measured_dp"] == pytest.approx(1.2)
     rms_tare = math.sqrt((20 ** 2 + 40 ** 2 + 60 ** 2) / 3)
     assert m["residual_rms_contact_after_tare_pa"] == pytest.approx(rms_tare)
-    assert m["residual_rms_contact_after_gain_pa"] == pytest.approx(math.sqrt((10 ** 2 + 10 ** 2) / 3))
+    assert m["residual_rms_contact_after_gain_in_sample_pa"] == pytest.approx(math.sqrt((10 ** 2 + 10 ** 2) / 3))
     with pytest.raises(ReplayError, match="only 0 frames"):
         pressure_metrics(meas[:1], pred[:1], pred[:1])
 
@@ -79,8 +79,8 @@ def test_replay_of_a_cut_correlates_and_the_gain_helps(tmp_path):
     summary = json.loads((tmp_path / "summary.json").read_text())
     p = summary["pressure"]
     assert p["correlation"] >= 0.95
-    assert p["residual_rms_contact_after_gain_pa"] < p["residual_rms_contact_after_tare_pa"]
-    assert p["gain"] > 1.0                                  # the seed model over-predicts the real bubble
+    assert p["residual_rms_contact_after_gain_in_sample_pa"] < p["residual_rms_contact_after_tare_pa"]
+    assert p["predicted_over_measured_dp"] > 1.0            # the seed model over-predicts the real bubble
     assert p["frames_contact"] >= 20
     assert summary["tare"]["success"]
     # the node's prediction and the library's on the rebuilt states agree
