@@ -163,6 +163,11 @@ def _nearest_frame(t: np.ndarray, s: float, tol: float = 0.002) -> Optional[int]
 
 
 DEFINITIONS = {
+    "recording": "the recorded poke",
+    "tare": "the pressure tare called during the replay",
+    "pressure": "the pressure analysis (keys below)",
+    "bag": "the MCAP recording of the replay's topics",
+    "gain_fit_in_sample": "GainCalibrator on every compared frame, scored on the same frames (keys below)",
     "recording.frames": "frames of the recording replayed",
     "recording.duration_s": "last minus first frame time (s)",
     "tare.frame": "frame at which the wrench bias and the pressure tare were called (three before the poke)",
@@ -231,6 +236,12 @@ def _span(*arrays: np.ndarray) -> Tuple[float, float]:
 
 
 def plot(series: Dict[str, np.ndarray], summary: Dict[str, Any], path: Path) -> Path:
+    """Write :func:`replay_figure` to ``path`` (PNG); ``path``."""
+    replay_figure(series, summary).savefig(path, dpi=110)
+    return path
+
+
+def replay_figure(series: Dict[str, np.ndarray], summary: Dict[str, Any]) -> Any:
     """The real poke as evidence: Δp over time, predicted against measured, residuals, out-of-sample.
 
     Four panels, every axis autoscaled to include all its points (nothing clipped):
@@ -238,6 +249,15 @@ def plot(series: Dict[str, np.ndarray], summary: Dict[str, Any], path: Path) -> 
     Δp against measured Δp over the contact frames; measured − predicted over time; and, when
     the summary has one, the gain fitted on the loading scored on the unloading.  Titles and
     legends say which numbers are fitted on the frames they are scored on ("in-sample").
+
+    Args:
+        series: :func:`analyse`'s per-frame series (``t`` s, ``meas``, ``pred``, ``gain``, ``offset``
+            Pa, and ``oos_gain`` Pa / ``oos_test`` bool when the out-of-sample fit ran).
+        summary: :func:`analyse`'s summary (``pressure`` block, ``lag_s`` filled).
+
+    Returns:
+        A ``matplotlib.figure.Figure`` (Agg), axes in order: Δp over time, predicted against
+        measured, residual over time, out of sample.
     """
     import matplotlib
     matplotlib.use("Agg")
@@ -317,5 +337,4 @@ def plot(series: Dict[str, np.ndarray], summary: Dict[str, Any], path: Path) -> 
     ax_o.set_xlabel("recording time t [s]")
     ax_o.set_ylabel("pressure change Δp [Pa]")
     ax_o.grid(alpha=0.3)
-    fig.savefig(path, dpi=110)
-    return path
+    return fig

@@ -56,7 +56,8 @@ DEFINITIONS = {
     "latency_samples": "predictions whose contacts message was recorded (the latency samples)",
     "residual_rms_contact_free_before_tare": "RMS over all entries of measured - predicted (SI, measured x "
                                              "measured_scale), samples matched by header.stamp, over the "
-                                             "contact-free steps (no contact on the bubble) whose prediction "
+                                             "contact-free steps (no contact on the bubble in the step nor "
+                                             "in the steps just before and after it) whose prediction "
                                              "the node published (DDS send time) before the tare request "
                                              "was sent: the offset the tare is there to remove",
     "residual_rms_contact_free_after_tare": "the same RMS over the contact-free steps published after the "
@@ -136,6 +137,19 @@ def bubble_contact_stamps(cfg: DemoConfig, contacts: Any) -> np.ndarray:
     return stamps[pressed]
 
 
+def adjacent_stamps(stamps_ns: np.ndarray, contact_ns: np.ndarray) -> np.ndarray:
+    """Stamps (ns, int64) of the steps right before and after a step in ``contact_ns``.
+
+    Args:
+        stamps_ns: ``(K,)`` the recorded contacts stamps, in any order.
+        contact_ns: ``(C,)`` the stamps in contact.
+    """
+    order = np.unique(np.asarray(stamps_ns, dtype=np.int64))
+    hit = np.flatnonzero(np.isin(order, np.asarray(contact_ns, dtype=np.int64)))
+    idx = np.concatenate([hit - 1, hit + 1])
+    return order[idx[(idx >= 0) & (idx < order.size)]]
+
+
 PAD_AXES = ["force_x", "force_y", "force_z"]
 
 
@@ -173,6 +187,7 @@ def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tup
         session.tare.sim_time_s = tare_t
     span_s = (c_recv[-1] - c_recv[0]) * 1e-9 if steps > 1 else 0.0
     touching = bubble_contact_stamps(cfg, contacts)
+    near = adjacent_stamps(c_stamp, touching)
     sensors: Dict[str, Any] = {}
     for s in cfg.sensors:
         pred, meas = series[s.name]
@@ -183,7 +198,7 @@ def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tup
                                        "residual_rms_in_contact_after_tare": None}
         else:
             numbers = sensor_numbers(pred, meas, c_stamp, c_recv, session.tare.request_ns,
-                                     session.tare.response_ns, touching)
+                                     session.tare.response_ns, touching, near)
         numbers = {"type": s.type_name, "measured_source": s.measured_source, **numbers,
                    "measured": 0 if meas is None else len(meas.values), **session.tare.per_sensor.get(
                        s.name, {"tare_offset": None, "tare_samples": None})}
