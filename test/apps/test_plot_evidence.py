@@ -132,3 +132,21 @@ def test_component_axis_quantity_follows_the_unit(unit, quantity):
     t = np.arange(5) * 0.1
     fig = components_figure(None, None, t, np.zeros((5, 1)), ["x"], unit=unit)
     assert fig.axes[0].get_ylabel() == quantity
+
+
+def test_predictions_in_flight_during_the_tare_call_stay_out_of_the_zoom_and_are_counted():
+    t, meas, pred = _pressure_case()
+    # the two predictions stamped right after the tare call are still untared (computed in flight)
+    after = np.flatnonzero(t >= 1.0)[:2]
+    pred[after] = 0.0
+    fig = pressure_figure(t, meas, t, pred, tare_t=1.0, contact_span=(2.0, 3.0))
+    zoom, ax_r = fig.axes[1], fig.axes[2]
+    tared = t > t[after[-1]]
+    lo, hi = zoom.get_ylim()
+    assert lo > 1e5 - 100                              # zoomed on the tared stretch: 0 Pa is out
+    assert lo <= min(meas[tared].min(), pred[tared].min()) and hi >= max(meas[tared].max(), pred[tared].max())
+    assert any("2 prediction(s) published while the tare call was in flight" in x.get_text()
+               for x in zoom.texts)
+    lo, hi = ax_r.get_ylim()
+    res = (meas - pred)[tared]
+    assert lo <= res.min() and res.max() <= hi and hi < 1000.0

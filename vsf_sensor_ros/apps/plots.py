@@ -53,6 +53,33 @@ def _markevery(n: int) -> int:
     return max(1, n // 60)
 
 
+def _tare_effect(t: np.ndarray, res: np.ndarray, tare_t: Optional[float]) -> Tuple[float, int]:
+    """``(t_eff, in_flight)``: the first time from which every residual is tared, and how many
+    samples stamped after ``tare_t`` came before it.
+
+    The tare is called at ``tare_t`` (the newest prediction published when its answer arrived);
+    predictions computed while the call was in flight carry later stamps but no offset yet.  A
+    residual counts as tared once it is below half the mean residual before ``tare_t`` (the
+    offset the tare removes).  Without a tare (or nothing before it): ``(-inf, 0)``.
+    """
+    if tare_t is None:
+        return -np.inf, 0
+    before = res[t < tare_t]
+    if not before.size:
+        return tare_t, 0
+    level = 0.5 * abs(float(before.mean()))
+    later = np.flatnonzero(t >= tare_t)
+    untared = later[np.abs(res[later]) >= level]
+    # the last untared sample right after the tare ends the in-flight stretch (not a later spike)
+    k = 0
+    while k < untared.size and untared[k] == later[k]:
+        k += 1
+    if k == 0:
+        return tare_t, 0
+    nxt = later[k] if k < later.size else later[-1]
+    return float(t[nxt]), k
+
+
 def pressure_figure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_pred: np.ndarray,
                     tare_t: Optional[float] = None, contact_span: Optional[Tuple[float, float]] = None,
                     title: str = "pressure", measured_label: str = "measured") -> Figure:
@@ -64,7 +91,9 @@ def pressure_figure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, 
     t_pred, p_pred = np.asarray(t_pred, float), np.asarray(p_pred, float)
     fig = _new_figure((8.0, 8.6))
     ax_all, ax, ax_r = fig.subplots(3, 1, sharex=True, gridspec_kw={"height_ratios": [1, 2.2, 1.2]})
-    after = -np.inf if tare_t is None else tare_t
+    common, im, ip = np.intersect1d(t_meas, t_pred, return_indices=True)
+    res = p_meas[im] - p_pred[ip]
+    after, in_flight = _tare_effect(common, res, tare_t)
     for a in (ax_all, ax):
         _mark_session(a, tare_t, contact_span)
         a.plot(t_meas, p_meas, markevery=_markevery(len(t_meas)), label=measured_label, **MEASURED_STYLE)
@@ -74,19 +103,19 @@ def pressure_figure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, 
     ax_all.set_ylabel("pressure p [Pa]")
     ax_all.legend(loc="lower right", fontsize=7)
     ax_all.text(0.01, 0.92, "whole run", transform=ax_all.transAxes, fontsize=8, va="top")
-    late = np.concatenate([p_meas[t_meas > after], p_pred[t_pred > after]])
+    late = np.concatenate([p_meas[t_meas >= after], p_pred[t_pred >= after]])
     lim = _zoom_limits(late)
     if lim is not None and tare_t is not None:
         ax.set_ylim(*lim)
-        ax.text(0.01, 0.97, "after the tare (y axis fitted to every point)", transform=ax.transAxes,
-                fontsize=8, va="top")
+        flight = (f"; {in_flight} prediction(s) published while the tare call was in flight, untared, "
+                  "shown in the top panel only" if in_flight else "")
+        ax.text(0.01, 0.97, f"from the first tared prediction on (y axis fitted to every point){flight}",
+                transform=ax.transAxes, fontsize=8, va="top", wrap=True)
     ax.set_ylabel("pressure p [Pa]")
     # Residual on common stamps (measured − predicted).  Before the tare it is the whole offset
     # (~10^5 Pa), after it the noise (~Pa): one axis cannot show both, so the panel draws every
     # point after the tare (none clipped) and states the level before it.
-    common, im, ip = np.intersect1d(t_meas, t_pred, return_indices=True)
-    res = p_meas[im] - p_pred[ip]
-    shown = common > after
+    shown = common >= after
     _mark_session(ax_r, tare_t, None)
     ax_r.plot(common[shown], res[shown], markevery=_markevery(int(shown.sum())), **RESIDUAL_STYLE)
     ax_r.axhline(0.0, color="0.5", linewidth=0.6)

@@ -324,10 +324,9 @@ def replay_figure(series: Dict[str, np.ndarray], summary: Dict[str, Any]) -> Any
         ax_o.plot(t[test], pr[test], label="predicted, tare only", **TARE_ONLY_STYLE)
         ax_o.plot(t[test], go[test], label=f"predicted, gain {o['sensor_gain']:.2f} fitted on the loading",
                   **GAIN_OUT_OF_SAMPLE_STYLE)
-        ax_o.set_title(f"out of sample: gain fitted on the loading, scored on the unloading "
-                       f"({o['test_frames']} frames)\nRMS {o['residual_rms_unloading_after_tare_pa']:.0f} Pa "
-                       "tare only, "
-                       f"{o['residual_rms_unloading_after_gain_pa']:.0f} Pa with the loading gain",
+        ax_o.set_title(f"out of sample: gain fitted on the loading only,\nscored on the unloading "
+                       f"({o['test_frames']} frames): RMS {o['residual_rms_unloading_after_tare_pa']:.0f} Pa "
+                       f"tare only, {o['residual_rms_unloading_after_gain_pa']:.0f} Pa with that gain",
                        fontsize=10)
         ax_o.legend(loc="lower left", fontsize=8)
     else:
