@@ -325,7 +325,7 @@ def replay_figure(series: Dict[str, np.ndarray], summary: Dict[str, Any]) -> Any
         ax_o.plot(t[test], go[test], label=f"predicted, gain {o['sensor_gain']:.2f} fitted on the loading",
                   **GAIN_OUT_OF_SAMPLE_STYLE)
         ax_o.set_title(f"out of sample: gain fitted on the loading only,\nscored on the unloading "
-                       f"({o['test_frames']} frames): RMS {o['residual_rms_unloading_after_tare_pa']:.0f} Pa "
+                       f"({o['test_frames']} frames)\nRMS {o['residual_rms_unloading_after_tare_pa']:.0f} Pa "
                        f"tare only, {o['residual_rms_unloading_after_gain_pa']:.0f} Pa with that gain",
                        fontsize=10)
         ax_o.legend(loc="lower left", fontsize=8)
