@@ -124,7 +124,7 @@ def test_pad_and_load_offsets_are_the_simulated_zero_errors(demo):
 
 def test_summary_says_where_each_measured_stream_comes_from(demo):
     s = demo["summary"]
-    assert s["measured_source"] == "independent"
+    assert s["measured_source_mode"] == "independent"
     assert {n: e["measured_source"] for n, e in s["sensors"].items()} == {
         "punyo_pressure": "synthetic-model", "punyo_force": "synthetic-model",
         "punyo_pad": "klampt-native-contact-sensor", "object_load": "simulator-contact-forces"}

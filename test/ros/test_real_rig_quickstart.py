@@ -268,3 +268,8 @@ def test_the_quick_start_as_written_tares_and_predicts_a_press_against_the_stand
         for p in nodes:
             p.stop()
         probe.destroy_node()
+
+
+def test_the_kinova_contacts_config_lists_every_parameter_of_the_node():
+    from vsf_sensor_ros.ros.wrench_contact_node import DEFAULTS
+    assert set(_wrench_params()) == set(DEFAULTS)
