@@ -19,8 +19,8 @@ Arguments:
         (default ``joint_states``, relative to the namespace; e.g. ``/joint_states``).
     robot_state_publisher: start robot_state_publisher with that URDF (default true). Its
         joints carry the driver's names when the config has a ``joint_name_map``.
-    rviz: start rviz2 (default true) with rviz_config (default: config/sensor_node.rviz; its
-        topics are moved into the namespace).
+    rviz: start rviz2 (default true) with rviz_config (default: config/kinova_punyo_real.rviz,
+        the displays of the real configuration's sensors; its topics are moved into the namespace).
 
 A problem found before starting (missing config, assets directory or URDF, a bad
 joint_name_map entry) stops the launch with one message naming the argument or parameter.
@@ -96,7 +96,7 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument("robot_state_publisher", default_value="true",
                               description="start robot_state_publisher with the same URDF"),
         DeclareLaunchArgument("rviz", default_value="true", description="start rviz2"),
-        DeclareLaunchArgument("rviz_config", default_value=_share("config", "sensor_node.rviz"),
+        DeclareLaunchArgument("rviz_config", default_value=_share("config", "kinova_punyo_real.rviz"),
                               description="rviz2 configuration"),
         OpaqueFunction(function=_setup),
     ])

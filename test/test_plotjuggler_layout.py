@@ -56,7 +56,7 @@ def _real_sensor():
     return next(iter(cfg.values()))["ros__parameters"]
 
 
-def test_real_layout_plots_prediction_residual_and_the_drivers_own_reading():
+def test_real_layout_plots_prediction_measured_si_residual_and_the_drivers_own_reading():
     params = _real_sensor()
     root = ET.parse(ROOT / "config" / "plotjuggler_layout_real.xml").getroot()
     curves = [c.get("name") for c in root.iter("curve")]
@@ -67,8 +67,8 @@ def test_real_layout_plots_prediction_residual_and_the_drivers_own_reading():
     # the driver's std_msgs/Float32 has one field, `data`, under its own topic
     assert params[s]["measured_type"] == "std_msgs/msg/Float32"
     driver = params[s]["measured_topic"]
-    assert sorted(curves) == sorted([f"/{s}/predicted/fluid_pressure", f"/{s}/residual/fluid_pressure",
-                                     f"{driver}/data"])
+    assert sorted(curves) == sorted([f"/{s}/predicted/fluid_pressure", f"/{s}/measured_si/fluid_pressure",
+                                     f"/{s}/residual/fluid_pressure", f"{driver}/data"])
     for c in curves:   # every curve comes from a subscribed topic
         assert any(c.startswith(t + "/") for t in subscribed), c
     # header-less driver messages: all curves on receive time

@@ -104,7 +104,7 @@ def test_match_by_stamp_pairs_equal_stamps_only():
 
 
 def test_residual_rms_is_split_at_the_tare_call_by_prediction_receive_time():
-    # Six samples; tare request sent at wall 35, answered at 45.
+    # Six samples; tare request sent at wall 35, answered at 45; step 5 (stamp 5) is in contact.
     stamps = [0, 1, 2, 3, 4, 5]
     pred_recv = [10, 20, 30, 40, 50, 60]     # 10, 20, 30 before; 40 in flight; 50, 60 after
     measured = [103.0, 104.0, 102.0, 110.0, 200.0, 301.0]
@@ -112,13 +112,15 @@ def test_residual_rms_is_split_at_the_tare_call_by_prediction_receive_time():
     numbers = sensor_numbers(series(stamps, pred_recv, predicted), series(stamps, [0] * 6, measured),
                              contacts_stamp_ns=np.array(stamps),
                              contacts_recv_ns=np.array([8, 17, 26, 35, 44, 53]),
-                             tare_request_ns=35, tare_response_ns=45)
+                             tare_request_ns=35, tare_response_ns=45, contact_stamp_ns=np.array([5]))
     assert numbers["published"] == 6
     assert numbers["matched_samples"] == 6
-    # Before: residuals 103, 104, 102 -> sqrt((103² + 104² + 102²) / 3).
-    assert numbers["residual_rms_before_tare"] == pytest.approx(np.sqrt((103**2 + 104**2 + 102**2) / 3))
-    # After: residuals 1, -1 -> 1.
-    assert numbers["residual_rms_after_tare"] == pytest.approx(1.0)
+    # Before, contact-free: residuals 103, 104, 102 -> sqrt((103² + 104² + 102²) / 3).
+    assert numbers["residual_rms_contact_free_before_tare"] == pytest.approx(
+        np.sqrt((103**2 + 104**2 + 102**2) / 3))
+    # After: contact-free step 4 (residual 1), in contact step 5 (residual -1).
+    assert numbers["residual_rms_contact_free_after_tare"] == pytest.approx(1.0)
+    assert numbers["residual_rms_in_contact_after_tare"] == pytest.approx(1.0)
     # Latencies (ns -> ms): 2, 3, 4, 5, 6, 7 ns = 2e-6 ... 7e-6 ms; median 4.5e-6 ms.
     assert numbers["latency_ms_p50"] == pytest.approx(4.5e-6)
     assert numbers["latency_samples"] == 6
@@ -128,7 +130,9 @@ def test_sensor_numbers_without_measurements_or_tare_report_none():
     pred = series([0, 1], [5, 6], [[1.0, 2.0], [3.0, 4.0]])
     numbers = sensor_numbers(pred, None, np.array([0, 1]), np.array([1, 2]), None, None)
     assert numbers["published"] == 2
-    assert numbers["residual_rms_before_tare"] is None and numbers["residual_rms_after_tare"] is None
+    assert all(numbers[k] is None for k in ("residual_rms_contact_free_before_tare",
+                                            "residual_rms_contact_free_after_tare",
+                                            "residual_rms_in_contact_after_tare"))
     empty = sensor_numbers(series([], [], []), None, np.array([0]), np.array([1]), None, None)
     assert empty["published"] == 0 and empty["latency_ms_p50"] is None
 
@@ -141,8 +145,9 @@ def test_tare_split_uses_send_times_when_known_not_late_receive_times():
                   sent_ns=np.array([9, 19, 30, 55]))
     meas = series(stamps, [0] * 4, [100.0, 100.0, 100.0, 101.0])
     n = sensor_numbers(pred, meas, np.array(stamps), np.array([5, 15, 25, 50]), 35, 45)
-    assert n["residual_rms_before_tare"] == pytest.approx(100.0)  # samples 0, 1, 2 (by send time)
-    assert n["residual_rms_after_tare"] == pytest.approx(1.0)     # sample 3 only
+    assert n["residual_rms_contact_free_before_tare"] == pytest.approx(100.0)  # 0, 1, 2 (by send time)
+    assert n["residual_rms_contact_free_after_tare"] == pytest.approx(1.0)     # sample 3 only
+    assert n["residual_rms_in_contact_after_tare"] is None                    # no step in contact
     # Latency stays receive-to-receive: 5, 5, 25, 10 ns -> p50 = 7.5e-6 ms.
     assert n["latency_ms_p50"] == pytest.approx(7.5e-6)
 
@@ -230,7 +235,7 @@ def test_summary_labels_every_measured_stream_and_reports_the_pad_against_klampt
     labels = {n: s["measured_source"] for n, s in summary["sensors"].items()}
     assert labels == {"punyo_pressure": "synthetic-model", "punyo_force": "synthetic-model",
                       "punyo_pad": "klampt-native-contact-sensor", "object_load": "simulator-contact-forces"}
-    assert summary["measured_source"] == "independent"
+    assert summary["measured_source_mode"] == "independent"
     agree = summary["pad_vs_klampt_native"]
     assert agree["sensor"] == "punyo_pad" and agree["units"] == "N"
     # After the tare: steps 2..4, residuals (0.1, -0.2, 0), (-0.3, 0.1, -0.4), (0, 0.3, 0.5).

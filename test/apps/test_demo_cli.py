@@ -149,20 +149,24 @@ def test_summary_table_has_a_row_per_sensor_with_dashes_for_missing_numbers():
                "sensors": {"punyo_pressure": {"measured_source": "synthetic-model", "published": 1000,
                                               "latency_ms_p50": 3.21,
                                               "latency_ms_p99": 9.9,
-                                              "residual_rms_before_tare": 101325.0,
-                                              "residual_rms_after_tare": 5.1, "tare_offset": 101325.2,
+                                              "residual_rms_contact_free_before_tare": 101325.0,
+                                              "residual_rms_contact_free_after_tare": 5.1,
+                                              "residual_rms_in_contact_after_tare": 6.2,
+                                              "tare_offset": 101325.2,
                                               "tare_samples": 10},
                            "object_load": {"measured_source": None, "published": 0, "latency_ms_p50": None,
                                            "latency_ms_p99": None,
-                                           "residual_rms_before_tare": None, "residual_rms_after_tare": None,
+                                           "residual_rms_contact_free_before_tare": None,
+                                           "residual_rms_contact_free_after_tare": None,
+                                           "residual_rms_in_contact_after_tare": None,
                                            "tare_offset": [0.0, 0.05], "tare_samples": None}}}
     lines = summary_table(summary).splitlines()
     assert "1000 steps at 100 Hz" in lines[0] and "tare ok" in lines[0]
     row = next(line for line in lines if line.startswith("punyo_pressure"))
     assert row.split() == ["punyo_pressure", "synthetic-model", "1000/1000", "3.21", "9.9", "1.01e+05", "5.1",
-                           "1.01e+05", "10"]
+                           "6.2", "1.01e+05", "10"]
     row = next(line for line in lines if line.startswith("object_load"))
-    assert row.split() == ["object_load", "-", "0/1000", "-", "-", "-", "-", "[2", "values]", "-"]
+    assert row.split() == ["object_load", "-", "0/1000", "-", "-", "-", "-", "-", "[2", "values]", "-"]
     assert not any("Klampt" in line for line in lines)   # no pad_vs_klampt_native entry: no such lines
 
 

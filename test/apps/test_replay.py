@@ -53,10 +53,11 @@ def test_pressure_metrics_by_hand():
     m = pressure_metrics(meas, pred, after_gain)
     assert m["frames_contact"] == 3
     assert m["correlation"] == pytest.approx(1.0)
-    assert m["gain"] == pytest.approx(1.2)
+    assert m["predicted_over_measured_dp"] == pytest.approx(1.2)
     rms_tare = math.sqrt((20 ** 2 + 40 ** 2 + 60 ** 2) / 3)
     assert m["residual_rms_contact_after_tare_pa"] == pytest.approx(rms_tare)
-    assert m["residual_rms_contact_after_gain_pa"] == pytest.approx(math.sqrt((10 ** 2 + 10 ** 2) / 3))
+    assert m["residual_rms_contact_after_gain_in_sample_pa"] == pytest.approx(
+        math.sqrt((10 ** 2 + 10 ** 2) / 3))
     with pytest.raises(ReplayError, match="only 0 frames"):
         pressure_metrics(meas[:1], pred[:1], pred[:1])
 
@@ -79,8 +80,8 @@ def test_replay_of_a_cut_correlates_and_the_gain_helps(tmp_path):
     summary = json.loads((tmp_path / "summary.json").read_text())
     p = summary["pressure"]
     assert p["correlation"] >= 0.95
-    assert p["residual_rms_contact_after_gain_pa"] < p["residual_rms_contact_after_tare_pa"]
-    assert p["gain"] > 1.0                                  # the seed model over-predicts the real bubble
+    assert p["residual_rms_contact_after_gain_in_sample_pa"] < p["residual_rms_contact_after_tare_pa"]
+    assert p["predicted_over_measured_dp"] > 1.0            # the seed model over-predicts the real bubble
     assert p["frames_contact"] >= 20
     assert summary["tare"]["success"]
     # the node's prediction and the library's on the rebuilt states agree
@@ -88,6 +89,9 @@ def test_replay_of_a_cut_correlates_and_the_gain_helps(tmp_path):
     assert summary["published"]["punyo/pressure"] == 100
     assert summary["published"]["punyo_force/predicted"] > 80
     assert (tmp_path / "run.mcap").is_file() and (tmp_path / "pressure_real.png").is_file()
+    from test.apps.test_summary_definitions import undefined_keys
+    assert undefined_keys(summary, summary["definitions"]) == []
+    assert p["lag_fitted_in_sample"] is True                # --lag auto: estimated on this recording
     # the node's live residuals compare frame k's prediction with frame k's pressure
     # (punyo_pressure.measured_delay): measured = residual + predicted of the same stamp must be
     # the recorded pressure of the frame of that stamp (float32 hPa x 100, as the driver sends it)

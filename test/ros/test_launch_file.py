@@ -132,7 +132,7 @@ def test_launch_defaults_name_the_shipped_files():
         ["sensor_node.yaml"]
     real = (LAUNCH_DIR / "real_punyo.launch.py").read_text()
     assert '_share("config", "kinova_punyo_real.yaml")' in real
-    assert '_share("config", "sensor_node.rviz")' in real
+    assert '_share("config", "kinova_punyo_real.rviz")' in real
 
 
 # --------------------------------------------------------------------------- with launch installed

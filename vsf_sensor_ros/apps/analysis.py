@@ -9,14 +9,26 @@ Definitions (also written into ``summary.json`` under ``definitions``):
   transport back, i.e. what a subscriber of the prediction experiences.
 * **residual** of a sample = measured − predicted for the ``<s>/measured`` and
   ``<s>/predicted`` messages with the same stamp, in the predicted message's
-  units (SI).  ``residual_rms`` is the RMS over every entry of every matched
-  sample.  *Before tare* = predictions the node *published* (DDS source
-  timestamp) before the ``tare`` request was sent; *after tare* = published
-  after its answer arrived; predictions published while the call was in flight
-  are in neither set.  Send times, not receive times: a busy subscriber can
-  receive predictions computed before the tare after the service answer,
-  since a topic and a service answer travel separately.  Where rclpy reports
-  no send time (Humble) receive times are used.
+  units (SI).  A ``residual_rms_*`` is the RMS over every entry of the matched
+  samples it names, split two ways so that two numbers compared cover the same
+  kind of frames:
+
+  - by the tare: *before tare* = predictions the node *published* (DDS source
+    timestamp) before the ``tare`` request was sent; *after tare* = published
+    after its answer arrived; predictions published while the call was in
+    flight are in neither set.  Send times, not receive times: a busy
+    subscriber can receive predictions computed before the tare after the
+    service answer, since a topic and a service answer travel separately.
+    Where rclpy reports no send time (Humble) receive times are used.
+  - by contact: *in contact* = samples whose contacts message (same stamp)
+    has a contact on the pressed body (the demo's bubble); *contact-free* =
+    samples neither in contact nor one step next to a step in contact (at a
+    transition a measured source and the contacts stream can disagree by a
+    step: one such frame can dominate an RMS of noise).  The tare is taken while nothing touches, so
+    ``residual_rms_contact_free_before_tare`` against
+    ``residual_rms_contact_free_after_tare`` is what the tare changed;
+    ``residual_rms_in_contact_after_tare`` is how well the model follows the
+    press (a different question: the two must not be read as before/after).
 """
 from __future__ import annotations
 
@@ -225,13 +237,27 @@ def percentile(x: np.ndarray, q: float) -> Optional[float]:
 
 def sensor_numbers(predicted: Series, measured: Optional[Series], contacts_stamp_ns: np.ndarray,
                    contacts_recv_ns: np.ndarray, tare_request_ns: Optional[int],
-                   tare_response_ns: Optional[int]) -> Dict[str, object]:
+                   tare_response_ns: Optional[int],
+                   contact_stamp_ns: Optional[np.ndarray] = None,
+                   near_contact_stamp_ns: Optional[np.ndarray] = None) -> Dict[str, object]:
     """Per-sensor summary numbers (see the module docstring for the definitions).
+
+    Args:
+        predicted, measured: the sensor's streams (``measured`` None when not recorded).
+        contacts_stamp_ns, contacts_recv_ns: ``(K,)`` int64 stamps / wall receive times of ``contacts``.
+        tare_request_ns, tare_response_ns: wall times (ns) the tare was sent / answered, or None.
+        contact_stamp_ns: ``(C,)`` int64 stamps of the contacts messages in contact (the pressed
+            body touches something); None = no step is in contact.
+        near_contact_stamp_ns: stamps that are not contact-free either (e.g. the steps next to a
+            contact step, where two sources may disagree about the transition by a step); None =
+            ``contact_stamp_ns``.
 
     Returns:
         ``published``, ``latency_ms_p50``, ``latency_ms_p99``, ``latency_ms_max``,
-        ``latency_samples``, ``matched_samples``, ``residual_rms_before_tare``,
-        ``residual_rms_after_tare`` (``None`` where there is nothing to average).
+        ``latency_samples``, ``matched_samples``, ``residual_rms_contact_free_before_tare``,
+        ``residual_rms_contact_free_after_tare``, ``residual_rms_in_contact_after_tare``
+        (``None`` where there is nothing to average; without a tare request every matched
+        contact-free sample counts as before the tare).
     """
     lat = latencies_ms(contacts_stamp_ns, contacts_recv_ns, predicted.stamp_ns, predicted.recv_ns)
     out: Dict[str, object] = {
@@ -241,19 +267,27 @@ def sensor_numbers(predicted: Series, measured: Optional[Series], contacts_stamp
         "latency_ms_max": float(lat.max()) if lat.size else None,
         "latency_samples": int(lat.size),
         "matched_samples": 0,
-        "residual_rms_before_tare": None,
-        "residual_rms_after_tare": None,
+        "residual_rms_contact_free_before_tare": None,
+        "residual_rms_contact_free_after_tare": None,
+        "residual_rms_in_contact_after_tare": None,
     }
     if measured is None:
         return out
     m = match_by_stamp(measured, predicted)
-    out["matched_samples"] = int(m["residual"].shape[0])
-    if tare_request_ns is not None:
-        out["residual_rms_before_tare"] = rms(m["residual"][m["pred_recv_ns"] < tare_request_ns])
-    else:
-        out["residual_rms_before_tare"] = rms(m["residual"])
+    res, sent = m["residual"], m["pred_recv_ns"]
+    out["matched_samples"] = int(res.shape[0])
+
+    def member(stamps: Optional[np.ndarray]) -> np.ndarray:
+        return np.isin(m["stamp_ns"], np.zeros(0, np.int64) if stamps is None
+                       else np.asarray(stamps, dtype=np.int64))
+    touching = member(contact_stamp_ns)
+    free = ~(touching | member(near_contact_stamp_ns))
+    before = np.ones(len(res), bool) if tare_request_ns is None else sent < tare_request_ns
+    out["residual_rms_contact_free_before_tare"] = rms(res[before & free])
     if tare_response_ns is not None:
-        out["residual_rms_after_tare"] = rms(m["residual"][m["pred_recv_ns"] > tare_response_ns])
+        after = sent > tare_response_ns
+        out["residual_rms_contact_free_after_tare"] = rms(res[after & free])
+        out["residual_rms_in_contact_after_tare"] = rms(res[after & touching])
     return out
 
 

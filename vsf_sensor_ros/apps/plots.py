@@ -28,11 +28,110 @@ def _mark_session(ax: Any, tare_t: Optional[float], contact_span: Optional[Tuple
 
 
 def _zoom_limits(values: np.ndarray) -> Optional[Tuple[float, float]]:
+    """y limits holding every finite value (nothing clipped), padded by 8 % of the range."""
+    values = np.asarray(values, float)
+    values = values[np.isfinite(values)]
     if values.size == 0:
         return None
-    lo, hi = np.percentile(values, [0.5, 99.5])
+    lo, hi = float(values.min()), float(values.max())
     pad = max(0.08 * (hi - lo), 1e-6 * max(abs(lo), abs(hi)), 1e-9)
-    return float(lo - pad), float(hi + pad)
+    return lo - pad, hi + pad
+
+
+# Measured first, thickest, black, round markers; the prediction over it, thinner, dashed, with
+# hollow squares: both visible where they overlap, and told apart in greyscale by dash and marker.
+MEASURED_STYLE = dict(color="black", linestyle="-", linewidth=2.4, marker="o", markersize=3.5, zorder=2)
+PREDICTED_STYLE = dict(color="tab:blue", linestyle="--", linewidth=1.2, marker="s", markersize=3.5,
+                       markerfacecolor="none", zorder=3)
+RESIDUAL_STYLE = dict(color="tab:purple", linestyle="-", linewidth=0.9, marker=".", markersize=3, zorder=2)
+COMPONENT_MARKERS = ("o", "s", "^", "D", "v", "P")      # one per component of a vector reading
+QUANTITY = {"Pa": "pressure p", "N": "force F"}         # axis label quantity per unit
+
+
+def _markevery(n: int) -> int:
+    """Every k-th point carries a marker: about 60 per curve."""
+    return max(1, n // 60)
+
+
+def _tare_effect(t: np.ndarray, res: np.ndarray, tare_t: Optional[float]) -> Tuple[float, int]:
+    """``(t_eff, in_flight)``: the first time from which every residual is tared, and how many
+    samples stamped after ``tare_t`` came before it.
+
+    The tare is called at ``tare_t`` (the newest prediction published when its answer arrived);
+    predictions computed while the call was in flight carry later stamps but no offset yet.  A
+    residual counts as tared once it is below half the mean residual before ``tare_t`` (the
+    offset the tare removes).  Without a tare (or nothing before it): ``(-inf, 0)``.
+    """
+    if tare_t is None:
+        return -np.inf, 0
+    before = res[t < tare_t]
+    if not before.size:
+        return tare_t, 0
+    level = 0.5 * abs(float(before.mean()))
+    later = np.flatnonzero(t >= tare_t)
+    untared = later[np.abs(res[later]) >= level]
+    # the last untared sample right after the tare ends the in-flight stretch (not a later spike)
+    k = 0
+    while k < untared.size and untared[k] == later[k]:
+        k += 1
+    if k == 0:
+        return tare_t, 0
+    nxt = later[k] if k < later.size else later[-1]
+    return float(t[nxt]), k
+
+
+def pressure_figure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_pred: np.ndarray,
+                    tare_t: Optional[float] = None, contact_span: Optional[Tuple[float, float]] = None,
+                    title: str = "pressure", measured_label: str = "measured") -> Figure:
+    """The figure of :func:`plot_pressure` (its arguments but ``path``), not saved.
+
+    Axes, top to bottom: the whole run, the stretch after the tare, the residual after the tare.
+    """
+    t_meas, p_meas = np.asarray(t_meas, float), np.asarray(p_meas, float)
+    t_pred, p_pred = np.asarray(t_pred, float), np.asarray(p_pred, float)
+    fig = _new_figure((8.0, 8.6))
+    ax_all, ax, ax_r = fig.subplots(3, 1, sharex=True, gridspec_kw={"height_ratios": [1, 2.2, 1.2]})
+    common, im, ip = np.intersect1d(t_meas, t_pred, return_indices=True)
+    res = p_meas[im] - p_pred[ip]
+    after, in_flight = _tare_effect(common, res, tare_t)
+    for a in (ax_all, ax):
+        _mark_session(a, tare_t, contact_span)
+        a.plot(t_meas, p_meas, markevery=_markevery(len(t_meas)), label=measured_label, **MEASURED_STYLE)
+        a.plot(t_pred, p_pred, markevery=_markevery(len(t_pred)), label="predicted", **PREDICTED_STYLE)
+        a.grid(alpha=0.3)
+    ax_all.set_title(title)
+    ax_all.set_ylabel("pressure p [Pa]")
+    ax_all.legend(loc="lower right", fontsize=7)
+    ax_all.text(0.01, 0.92, "whole run", transform=ax_all.transAxes, fontsize=8, va="top")
+    late = np.concatenate([p_meas[t_meas >= after], p_pred[t_pred >= after]])
+    lim = _zoom_limits(late)
+    if lim is not None and tare_t is not None:
+        ax.set_ylim(*lim)
+        flight = (f"; {in_flight} prediction(s) published while the tare call was in flight, untared, "
+                  "shown in the top panel only" if in_flight else "")
+        ax.text(0.01, 0.97, f"from the first tared prediction on (y axis fitted to every point){flight}",
+                transform=ax.transAxes, fontsize=8, va="top", wrap=True)
+    ax.set_ylabel("pressure p [Pa]")
+    # Residual on common stamps (measured − predicted).  Before the tare it is the whole offset
+    # (~10^5 Pa), after it the noise (~Pa): one axis cannot show both, so the panel draws every
+    # point after the tare (none clipped) and states the level before it.
+    shown = common >= after
+    _mark_session(ax_r, tare_t, None)
+    ax_r.plot(common[shown], res[shown], markevery=_markevery(int(shown.sum())), **RESIDUAL_STYLE)
+    ax_r.axhline(0.0, color="0.5", linewidth=0.6)
+    lim_r = _zoom_limits(res[shown])
+    if lim_r is not None:
+        ax_r.set_ylim(*lim_r)
+    if tare_t is not None:
+        before = res[common < tare_t]
+        if before.size:
+            ax_r.text(0.01, 0.95, f"before the tare (not drawn): mean {before.mean():.6g} Pa",
+                      transform=ax_r.transAxes, fontsize=8, va="top")
+    ax_r.set_ylabel("residual, measured − predicted p [Pa]", fontsize=8)
+    ax_r.set_xlabel("simulation time t [s]")
+    ax_r.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
 
 
 def plot_pressure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_pred: np.ndarray,
@@ -43,8 +142,12 @@ def plot_pressure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_
 
     An absolute pressure sensor reads ~10^5 Pa while a press changes it by
     ~10^3 Pa, so the overview shows the tare step and the zoomed panel (time
-    after ``tare_t``, y range of that stretch) shows the press.  The residual
-    panel is zoomed the same way; its pre-tare level is written on it.
+    after ``tare_t``, y range of every point of that stretch) shows the press.
+    The residual panel draws every point after the tare, none clipped; its
+    pre-tare level is written on it.  The measured curve is drawn first,
+    thickest, black, with round markers; the prediction over it thinner,
+    dashed, with hollow squares, so neither hides the other and greyscale
+    keeps them apart.
 
     Args:
         t_meas, p_meas: ``(M,)`` times (s) and measured pressures (Pa).
@@ -59,44 +162,7 @@ def plot_pressure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_
     Returns:
         ``path``.
     """
-    t_meas, p_meas = np.asarray(t_meas, float), np.asarray(p_meas, float)
-    t_pred, p_pred = np.asarray(t_pred, float), np.asarray(p_pred, float)
-    fig = _new_figure((8.0, 8.0))
-    ax_all, ax, ax_r = fig.subplots(3, 1, sharex=True, gridspec_kw={"height_ratios": [1, 2.2, 1.1]})
-    after = -np.inf if tare_t is None else tare_t
-    for a in (ax_all, ax):
-        _mark_session(a, tare_t, contact_span)
-        a.plot(t_meas, p_meas, color="0.2", linewidth=0.9, label=measured_label)
-        a.plot(t_pred, p_pred, color="tab:blue", linewidth=1.5, alpha=0.85, label="predicted")
-        a.grid(alpha=0.3)
-    ax_all.set_title(title)
-    ax_all.set_ylabel("[Pa]")
-    ax_all.legend(loc="lower right", fontsize=7)
-    ax_all.text(0.01, 0.92, "whole run", transform=ax_all.transAxes, fontsize=8, va="top")
-    late = np.concatenate([p_meas[t_meas > after], p_pred[t_pred > after]])
-    lim = _zoom_limits(late)
-    if lim is not None and tare_t is not None:
-        ax.set_ylim(*lim)
-        ax.text(0.01, 0.97, "after the tare (zoom)", transform=ax.transAxes, fontsize=8, va="top")
-    ax.set_ylabel("pressure [Pa]")
-    # Residual on common stamps only (measured − predicted).
-    common, im, ip = np.intersect1d(t_meas, t_pred, return_indices=True)
-    res = p_meas[im] - p_pred[ip]
-    _mark_session(ax_r, tare_t, None)
-    ax_r.plot(common, res, color="tab:purple", linewidth=0.9)
-    ax_r.axhline(0.0, color="0.5", linewidth=0.6)
-    lim_r = _zoom_limits(res[common > after])
-    if lim_r is not None and tare_t is not None:
-        ax_r.set_ylim(*lim_r)
-        before = res[common < tare_t]
-        if before.size:
-            ax_r.text(0.01, 0.95, f"before the tare: mean {before.mean():.6g} Pa (off scale)",
-                      transform=ax_r.transAxes, fontsize=8, va="top")
-    ax_r.set_ylabel("measured − predicted [Pa]", fontsize=8)
-    ax_r.set_xlabel("simulation time [s]")
-    ax_r.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
+    pressure_figure(t_meas, p_meas, t_pred, p_pred, tare_t, contact_span, title, measured_label).savefig(path)
     return Path(path)
 
 
@@ -157,23 +223,13 @@ def plot_force_field(points: np.ndarray, forces: np.ndarray, path: Path,
     return Path(path)
 
 
-def plot_components(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], t_pred: np.ndarray,
-                    pred: np.ndarray, labels: Sequence[str], path: Path, tare_t: Optional[float] = None,
-                    contact_span: Optional[Tuple[float, float]] = None, title: str = "",
-                    unit: str = "", measured_label: str = "measured") -> Path:
-    """Each reading component over time: predicted solid, measured dashed, and their residual.
+def components_figure(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], t_pred: np.ndarray,
+                      pred: np.ndarray, labels: Sequence[str], tare_t: Optional[float] = None,
+                      contact_span: Optional[Tuple[float, float]] = None, title: str = "",
+                      unit: str = "", measured_label: str = "measured", quantity: str = "") -> Figure:
+    """The figure of :func:`plot_components` (its arguments but ``path``), not saved.
 
-    Args:
-        t_meas, meas: ``(M,)`` times (s) and ``(M, D)`` measured readings, or ``None``.
-        t_pred, pred: ``(K,)`` times (s) and ``(K, D)`` predicted readings.
-        labels: ``D`` component names.
-        path: PNG file to write.
-        tare_t, contact_span: as in :func:`plot_pressure`.
-        title, unit: figure title and y-axis unit.
-        measured_label: legend suffix of the measured curves (``<component> <measured_label>``).
-
-    Returns:
-        ``path``.
+    Axes: the readings (top), the residual (bottom, autoscaled to every point).
 
     Raises:
         ValueError: ``pred`` is not ``(K, len(labels))``.
@@ -181,32 +237,71 @@ def plot_components(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], t_
     pred = np.asarray(pred, float).reshape(len(t_pred), -1)
     if pred.shape[1] != len(labels):
         raise ValueError(f"predicted readings have {pred.shape[1]} components but {len(labels)} labels")
-    fig = _new_figure((8.0, 5.8))
+    quantity = quantity or QUANTITY.get(unit, "reading")
+    fig = _new_figure((8.0, 6.2))
     ax = fig.add_subplot(3, 1, (1, 2))
     ax_r = fig.add_subplot(3, 1, 3, sharex=ax)
     _mark_session(ax, tare_t, contact_span)
     _mark_session(ax_r, tare_t, contact_span)
-    colors = [f"C{k}" for k in range(len(labels))]
+    m = None
+    if meas is not None and t_meas is not None and len(t_meas):
+        m = np.asarray(meas, float).reshape(len(t_meas), -1)
+        m = m if m.shape[1] == len(labels) else None
+    if m is not None:
+        common, i_m, i_p = np.intersect1d(np.round(t_meas, 6), np.round(t_pred, 6), return_indices=True)
     for k, name in enumerate(labels):
-        ax.plot(t_pred, pred[:, k], color=colors[k], linewidth=1.5, label=f"{name} predicted")
-        if meas is not None and t_meas is not None and len(t_meas):
-            m = np.asarray(meas, float).reshape(len(t_meas), -1)
-            if m.shape[1] == len(labels):
-                ax.plot(t_meas, m[:, k], color=colors[k], linewidth=0.9, linestyle="--",
-                        label=f"{name} {measured_label}")
-                # The curves overlap at this scale: the residual panel shows how well they agree.
-                common, i_m, i_p = np.intersect1d(np.round(t_meas, 6), np.round(t_pred, 6),
-                                                  return_indices=True)
-                ax_r.plot(common, m[i_m, k] - pred[i_p, k], color=colors[k], linewidth=0.8)
+        color, marker = f"C{k}", COMPONENT_MARKERS[k % len(COMPONENT_MARKERS)]
+        if m is not None:   # measured first and thickest, the prediction over it (thin, dashed, hollow)
+            ax.plot(t_meas, m[:, k], color=color, linestyle="-", linewidth=2.4, marker=marker, markersize=3.5,
+                    markevery=_markevery(len(t_meas)), zorder=2, label=f"{name} {measured_label}")
+        ax.plot(t_pred, pred[:, k], color=color, linestyle="--", linewidth=1.1, marker=marker, markersize=3.5,
+                markerfacecolor="white", markevery=_markevery(len(t_pred)), zorder=3,
+                label=f"{name} predicted")
+        if m is not None:
+            ax_r.plot(common, m[i_m, k] - pred[i_p, k], color=color, linestyle="-", linewidth=0.8,
+                      marker=marker, markersize=3, markevery=_markevery(len(common)), label=name)
     ax_r.axhline(0.0, color="0.5", linewidth=0.6)
-    ax_r.set_xlabel("simulation time [s]")
-    ax_r.set_ylabel(f"measured − predicted [{unit}]" if unit else "measured − predicted", fontsize=8)
+    ax_r.set_xlabel("simulation time t [s]")
+    ax_r.set_ylabel(f"residual, measured − predicted [{unit}]" if unit else "residual, measured − predicted",
+                    fontsize=8)
     ax_r.grid(alpha=0.3)
+    if m is not None:
+        ax_r.legend(loc="best", fontsize=6, ncol=len(labels))
     ax.tick_params(labelbottom=False)
-    ax.set_ylabel(unit)
+    ax.set_ylabel(f"{quantity} [{unit}]" if unit else quantity)
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=7, ncol=2)
     fig.tight_layout()
-    fig.savefig(path)
+    return fig
+
+
+def plot_components(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], t_pred: np.ndarray,
+                    pred: np.ndarray, labels: Sequence[str], path: Path, tare_t: Optional[float] = None,
+                    contact_span: Optional[Tuple[float, float]] = None, title: str = "",
+                    unit: str = "", measured_label: str = "measured", quantity: str = "") -> Path:
+    """Each reading component over time, measured and predicted, and their residual.
+
+    Per component one colour and one marker; measured solid, thick, drawn first, predicted
+    dashed, thin, hollow markers, drawn over it (greyscale keeps them apart by dash and marker
+    fill).  The residual panel is autoscaled to every point.
+
+    Args:
+        t_meas, meas: ``(M,)`` times (s) and ``(M, D)`` measured readings, or ``None``.
+        t_pred, pred: ``(K,)`` times (s) and ``(K, D)`` predicted readings.
+        labels: ``D`` component names.
+        path: PNG file to write.
+        tare_t, contact_span: as in :func:`plot_pressure`.
+        title, unit: figure title and the readings' unit (``Pa``, ``N``).
+        measured_label: legend suffix of the measured curves (``<component> <measured_label>``).
+        quantity: y-axis quantity (default from the unit: ``pressure p`` for Pa, ``force F`` for N).
+
+    Returns:
+        ``path``.
+
+    Raises:
+        ValueError: ``pred`` is not ``(K, len(labels))``.
+    """
+    components_figure(t_meas, meas, t_pred, pred, labels, tare_t, contact_span, title, unit, measured_label,
+                      quantity).savefig(path)
     return Path(path)

@@ -424,7 +424,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         bag = write_bag(session.logs.values(), out, "run")
         summary, series = analyse(session, rec, out)
         summary["pressure"]["lag_s"] = lag
-        summary["pressure"]["lag_estimated"] = shift is not None
+        summary["pressure"]["lag_fitted_in_sample"] = shift is not None
         summary["bag"] = {"path": str(bag["path"]), "topics": len(bag["counts"])}
         (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
         png = plot(series, summary, out / "pressure_real.png")
@@ -440,13 +440,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p = summary["pressure"]
     print(f"\npressure over {p['frames_contact']} frames with measured dp > {CONTACT_DP_PA:g} Pa:")
     print(f"  correlation            {p['correlation']:.4f}")
-    print(f"  gain (pred/meas)       {p['gain']:.3f}   (calibrated sensor gain "
-          f"{p['gain_calibrator']['gain']:.3f}, effective base area "
-          f"{p['effective_base_area_m2'] * 1e4:.1f} cm^2 "
-          f"of {p['base_area_m2'] * 1e4:.1f})")
-    print(f"  RMS after tare         {p['residual_rms_contact_after_tare_pa']:.1f} Pa")
-    print(f"  RMS after gain         {p['residual_rms_contact_after_gain_pa']:.1f} Pa")
-    print(f"  lag                    {lag * 1000:.0f} ms")
+    print(f"  predicted/measured dp  {p['predicted_over_measured_dp']:.3f}   (tare only)")
+    print(f"  RMS, tare only         {p['residual_rms_contact_after_tare_pa']:.1f} Pa")
+    rms_in = p['residual_rms_contact_after_gain_in_sample_pa']
+    print(f"  RMS, gain in-sample    {rms_in:.1f} Pa   (sensor gain "
+          f"{p['gain_fit_in_sample']['sensor_gain']:.3f} fitted on these frames; effective base area "
+          f"{p['effective_base_area_in_sample_m2'] * 1e4:.1f} cm^2 of {p['base_area_m2'] * 1e4:.1f})")
+    o = p["gain_fit_out_of_sample"]
+    if "skipped" in o:
+        print(f"  out of sample          skipped: {o['skipped']}")
+    else:
+        print(f"  out of sample          gain {o['sensor_gain']:.3f} fitted on the loading; on the "
+              f"{o['test_frames']} unloading frames RMS {o['residual_rms_unloading_after_tare_pa']:.1f} Pa "
+              f"tare only -> {o['residual_rms_unloading_after_gain_pa']:.1f} Pa with that gain")
+    print(f"  lag                    {lag * 1000:.0f} ms" + (" (fitted in-sample)" if shift is not None
+                                                             else ""))
     print(f"files in {out}/: run.mcap + metadata.yaml, summary.json, {png.name}, calibration.yaml, "
           "ur5e.urdf, sensor_node.yaml, logs/")
     return 0

@@ -105,11 +105,14 @@ def pressure_metrics(meas_dp: np.ndarray, pred_dp: np.ndarray, gain_dp: np.ndarr
                      threshold: float = CONTACT_DP_PA) -> Dict[str, Any]:
     """Summary numbers over the frames with ``meas_dp > threshold`` (all in Pa).
 
+    * ``frames_contact``: how many such frames;
     * ``correlation``: Pearson r of ``pred_dp`` and ``meas_dp``;
-    * ``gain``: least-squares ``pred_dp ≈ gain · meas_dp`` (Σ pred·meas / Σ meas²);
+    * ``predicted_over_measured_dp``: least-squares slope ``pred_dp ≈ s · meas_dp``
+      (Σ pred·meas / Σ meas²): > 1 = the model predicts more than the bubble shows (the
+      inverse sense of a sensor gain, which scales the model to the measurement);
     * ``residual_rms_contact_after_tare_pa``: RMS of ``meas_dp − pred_dp``;
-    * ``residual_rms_contact_after_gain_pa``: RMS of ``meas_dp − gain_dp`` (the prediction after
-      the gain calibration).
+    * ``residual_rms_contact_after_gain_in_sample_pa``: RMS of ``meas_dp − gain_dp`` (the
+      prediction after a gain calibration fitted on these same frames).
 
     Raises:
         ReplayError: fewer than 3 such frames.
@@ -122,7 +125,7 @@ def pressure_metrics(meas_dp: np.ndarray, pred_dp: np.ndarray, gain_dp: np.ndarr
     return {
         "frames_contact": n,
         "correlation": float(np.corrcoef(p, m)[0, 1]),
-        "gain": float((p @ m) / (m @ m)),
+        "predicted_over_measured_dp": float((p @ m) / (m @ m)),
         "residual_rms_contact_after_tare_pa": float(np.sqrt(np.mean((m - p) ** 2))),
-        "residual_rms_contact_after_gain_pa": float(np.sqrt(np.mean((m - g) ** 2))),
+        "residual_rms_contact_after_gain_in_sample_pa": float(np.sqrt(np.mean((m - g) ** 2))),
     }

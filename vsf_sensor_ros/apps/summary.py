@@ -16,35 +16,79 @@ from vsf_sensor_ros.apps.demo_config import DemoConfig, SensorInfo, press_body_i
 from vsf_sensor_ros.apps.demo_session import SessionResult
 
 DEFINITIONS = {
+    # the run
+    "world": "simulated world: embedded (the package's own arm) or kinova (Kinova Gen3 + Punyo assets)",
     "steps": "contacts messages (simulator steps) recorded",
-    "sim_rate_hz": "simulator step rate requested (simulated Hz); achieved_rate_hz = steps / wall "
-                   "time between the first and last contacts message",
-    "published": "<sensor>/predicted messages recorded",
-    "latency_ms": "wall receive time of <sensor>/predicted minus wall receive time of the contacts "
-                  "message with the same header.stamp, both taken in the demo's recorder process",
-    "residual_rms": "RMS over all entries of measured - predicted (SI units, measured x measured_scale), "
-                    "samples matched by header.stamp; before_tare = predictions the node published (DDS "
-                    "send time) before the tare request was sent, after_tare = published after its answer "
-                    "arrived",
+    "sim_rate_hz": "simulator step rate requested (simulated Hz)",
+    "achieved_rate_hz": "(steps - 1) / wall time between the first and last contacts message received",
+    "duration_s": "simulated duration requested (s)",
+    "sim_time_span_s": "last minus first contacts stamp recorded (simulated s)",
+    "seed": "random seed of the simulator's measurement noise",
+    "wall_time_s": "wall time of the whole session, start-up included (s)",
+    "measured_source_mode": "the simulator's measured_source parameter: independent (each measured stream "
+                            "from the most independent source the simulator has, per sensor below) or "
+                            "model (every stream synthetic)",
+    "measured_source": "per sensor: where the simulator's <sensor>/measured comes from: synthetic-model = "
+                       "the package's own model on the simulator's contacts + offset + noise (agreement "
+                       "holds by construction, up to the noise); klampt-native-contact-sensor = Klampt's own "
+                       "C++ ContactSensor in the same ODE world + offset + noise; simulator-contact-forces = "
+                       "the bubble-object contact force summed by the simulator + offset + noise; null = not "
+                       "measured by the simulator",
+    "tare": "the demo's one call of the node's global tare service",
+    "tare.success": "the tare answered success and every sensor's tare is in the saved calibration file",
+    "tare.message": "the node's answer, as sent (for the reader; nothing is parsed from it)",
     "tare.sim_time_s": "newest prediction stamp the node had published when its tare answer arrived "
                        "(where the tare took effect, to within a step)",
+    "tare.call_ms": "wall time from sending the tare request to receiving its answer (ms)",
+    "errors": "what went wrong in the session (empty when nothing did)",
+    "definitions": "this table",
+    # per sensor (sensors.<name>.<key>)
+    "sensors": "one block per configured sensor, keys below",
+    "type": "the sensor's model class",
+    "published": "<sensor>/predicted messages recorded",
+    "measured": "<sensor>/measured messages recorded",
+    "matched_samples": "measured and predicted messages paired by equal header.stamp (the residual samples)",
+    "latency_ms_p50": "median latency: wall receive time of <sensor>/predicted minus wall receive time of "
+                      "the contacts message with the same header.stamp, both taken in the demo's recorder "
+                      "process (ms)",
+    "latency_ms_p99": "99th percentile of the same latency (ms)",
+    "latency_ms_max": "largest latency (ms)",
+    "latency_samples": "predictions whose contacts message was recorded (the latency samples)",
+    "residual_rms_contact_free_before_tare": "RMS over all entries of measured - predicted (SI, measured x "
+                                             "measured_scale), samples matched by header.stamp, over the "
+                                             "contact-free steps (no contact on the bubble in the step nor "
+                                             "in the steps just before and after it) whose prediction "
+                                             "the node published (DDS send time) before the tare request "
+                                             "was sent: the offset the tare is there to remove",
+    "residual_rms_contact_free_after_tare": "the same RMS over the contact-free steps published after the "
+                                            "tare answer arrived: compare with ..._contact_free_before_tare "
+                                            "(same kind of steps) to see what the tare did",
+    "residual_rms_in_contact_after_tare": "the same RMS over the steps in contact (the bubble touches "
+                                          "something) published after the tare answer: how well the "
+                                          "prediction follows the press, not a before/after of the tare",
     "tare_offset": "offset the tare added, tare - tare_sim_avg from the calibration file the node saved "
                    "after the tare (SI; list for vector sensors, entries/mean/max_abs for dense fields)",
     "tare_samples": "contact-free measured samples the node averaged for the tare (calibration file)",
     "tare_status": "tared when the saved calibration file holds the sensor's tare, else why not",
-    "measured_source": "where the simulator's <sensor>/measured comes from: synthetic-model = the package's "
-                       "own model on the simulator's contacts + offset + noise (agreement holds by "
-                       "construction, up to the noise); klampt-native-contact-sensor = Klampt's own C++ "
-                       "ContactSensor in the same ODE world + offset + noise; simulator-contact-forces = "
-                       "the bubble-object contact force summed by the simulator + offset + noise; null = "
-                       "not measured by the simulator",
+    # the pad against Klampt
     "pad_vs_klampt_native": "agreement of the package's Klampt-semantics ContactSensor (<pad>/predicted) "
                             "with Klampt's own C++ ContactSensor on the same contacts (<pad>/measured): "
                             "measured - predicted per force axis (N), samples matched by header.stamp and "
                             "published after the tare answer (the tare removes the simulated zero offset); "
-                            "mean, rms and max_abs over those samples (after_tare) and over the ones whose "
-                            "contacts message has a bubble contact (in_contact); includes the measured "
+                            "samples, mean, rms and max_abs over those samples (after_tare) and over the "
+                            "ones "
+                            "whose contacts message has a bubble contact (in_contact); includes the measured "
                             "stream's noise; null without a pad measured by Klampt's sensor",
+    "pad_vs_klampt_native.sensor": "the pad compared",
+    "pad_vs_klampt_native.units": "unit of mean, rms and max_abs",
+    "pad_vs_klampt_native.after_tare": "every matched sample published after the tare answer",
+    "pad_vs_klampt_native.in_contact": "the after_tare samples whose step has a bubble contact",
+    # the recording
+    "bag": "the MCAP recording of the session",
+    "bag.path": "the recording's file",
+    "bag.topics": "messages written per topic",
+    "bag.left_out": "messages received but not written per topic, and why",
+    "bag.not_recorded": "topics the session could not record, and why",
 }
 
 
@@ -93,6 +137,19 @@ def bubble_contact_stamps(cfg: DemoConfig, contacts: Any) -> np.ndarray:
     return stamps[pressed]
 
 
+def adjacent_stamps(stamps_ns: np.ndarray, contact_ns: np.ndarray) -> np.ndarray:
+    """Stamps (ns, int64) of the steps right before and after a step in ``contact_ns``.
+
+    Args:
+        stamps_ns: ``(K,)`` the recorded contacts stamps, in any order.
+        contact_ns: ``(C,)`` the stamps in contact.
+    """
+    order = np.unique(np.asarray(stamps_ns, dtype=np.int64))
+    hit = np.flatnonzero(np.isin(order, np.asarray(contact_ns, dtype=np.int64)))
+    idx = np.concatenate([hit - 1, hit + 1])
+    return order[idx[(idx >= 0) & (idx < order.size)]]
+
+
 PAD_AXES = ["force_x", "force_y", "force_z"]
 
 
@@ -129,15 +186,19 @@ def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tup
     if tare_t is not None:
         session.tare.sim_time_s = tare_t
     span_s = (c_recv[-1] - c_recv[0]) * 1e-9 if steps > 1 else 0.0
+    touching = bubble_contact_stamps(cfg, contacts)
+    near = adjacent_stamps(c_stamp, touching)
     sensors: Dict[str, Any] = {}
     for s in cfg.sensors:
         pred, meas = series[s.name]
         if pred is None:
             numbers: Dict[str, Any] = {"published": 0, "latency_ms_p50": None, "latency_ms_p99": None,
-                                       "residual_rms_before_tare": None, "residual_rms_after_tare": None}
+                                       "residual_rms_contact_free_before_tare": None,
+                                       "residual_rms_contact_free_after_tare": None,
+                                       "residual_rms_in_contact_after_tare": None}
         else:
             numbers = sensor_numbers(pred, meas, c_stamp, c_recv, session.tare.request_ns,
-                                     session.tare.response_ns)
+                                     session.tare.response_ns, touching, near)
         numbers = {"type": s.type_name, "measured_source": s.measured_source, **numbers,
                    "measured": 0 if meas is None else len(meas.values), **session.tare.per_sensor.get(
                        s.name, {"tare_offset": None, "tare_samples": None})}
@@ -155,10 +216,9 @@ def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tup
                  "sim_time_s": session.tare.sim_time_s,
                  "call_ms": None if session.tare.response_ns is None or session.tare.request_ns is None
                  else (session.tare.response_ns - session.tare.request_ns) / 1e6},
-        "measured_source": cfg.measured_source,
+        "measured_source_mode": cfg.measured_source,
         "sensors": sensors,
-        "pad_vs_klampt_native": pad_vs_klampt_native(cfg, series, session.tare.response_ns,
-                                                     bubble_contact_stamps(cfg, contacts)),
+        "pad_vs_klampt_native": pad_vs_klampt_native(cfg, series, session.tare.response_ns, touching),
         "bag": {"path": str(bag.get("path", "")), "topics": bag.get("counts", {}),
                 "left_out": bag.get("left_out", {}), "not_recorded": session.skipped},
         "errors": list(session.errors),
@@ -262,13 +322,16 @@ def summary_table(summary: Dict[str, Any]) -> str:
             f"{summary['wall_time_s']:.1f} s wall; tare "
             f"{'ok' if summary['tare']['success'] else 'FAILED'} "
             f"at sim t={_fmt(summary['tare']['sim_time_s'])} s")
-    cols = ["sensor", "measured source", "predicted/steps", "lat p50 ms", "lat p99 ms", "rms before",
-            "rms after", "tare offset", "n tare"]
+    # residual RMS columns: contact-free before / after the tare (same kind of steps), then in contact
+    cols = ["sensor", "measured source", "predicted/steps", "lat p50 ms", "lat p99 ms",
+            "rms free pre-tare", "rms free post-tare", "rms contact post-tare", "tare offset", "n tare"]
     rows = [cols]
     for name, s in summary["sensors"].items():
         rows.append([name, _fmt(s.get("measured_source")), f"{s['published']}/{summary['steps']}",
                      _fmt(s["latency_ms_p50"]), _fmt(s["latency_ms_p99"]),
-                     _fmt(s["residual_rms_before_tare"]), _fmt(s["residual_rms_after_tare"]),
+                     _fmt(s["residual_rms_contact_free_before_tare"]),
+                     _fmt(s["residual_rms_contact_free_after_tare"]),
+                     _fmt(s["residual_rms_in_contact_after_tare"]),
                      _fmt(s["tare_offset"]), _fmt(s["tare_samples"])])
     widths = [max(len(r[k]) for r in rows) for k in range(len(cols))]
     lines = [head, ""]

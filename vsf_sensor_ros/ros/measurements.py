@@ -12,8 +12,8 @@ here):
   measurement stamp that goes back (the source restarted) clears the measured
   buffers and tare pairs;
 * a pair publishes ``<s>/residual`` (measured - predicted, stamped with the
-  contacts stamp), is kept for tares and gain fits, and triggers
-  ``tare_on_start`` once per sensor;
+  contacts stamp) and ``<s>/measured_si`` (the measured vector in SI, same stamp),
+  is kept for tares and gain fits, and triggers ``tare_on_start`` once per sensor;
 * ``<s>/tare``, ``tare`` (every sensor with a measured stream, all or nothing),
   ``<s>/calibrate_gain`` (:mod:`.gain_service`) and ``save_calibration``
   (:mod:`.calibration_store`);
@@ -116,13 +116,15 @@ class Measurements:
             "residuals and tares use it as it is")
 
     def paired(self, h: SensorHandle, pair: "Pair[Prediction, np.ndarray]") -> None:
-        """A measured vector met its prediction: publish the residual, keep the pair for tares."""
+        """A measured vector met its prediction: publish the residual and the measured value in SI
+        (both stamped with the prediction's contacts stamp), keep the pair for tares."""
         (predicted, state, contact_free, stamp_ns), measured = pair.prediction, pair.measurement
         residual = residual_or_none(h.layout, measured, predicted)
         if residual is None:
             self._reject("residual_out_of_range", f"{h.name}: measured - predicted overflows its message", h)
         elif h.endpoints.publish_residual(h.layout, residual, stamp_ns):   # the contacts stamp
             h.stats.residuals_published += 1
+        h.endpoints.publish_measured_si(h.layout, measured, stamp_ns)
         h.pairs.append(PairedSample(stamp_ns, measured, state, contact_free))
         gain_service.record(h.contact_pairs, h.pairs[-1])
         live = self._live()

@@ -2,7 +2,9 @@
 
 Per sensor ``<s>`` (:class:`SensorEndpoints`, created and destroyed together):
 
-* publishers ``<s>/predicted`` and ``<s>/residual`` (type of the sensor's kind),
+* publishers ``<s>/predicted``, ``<s>/residual`` and ``<s>/measured_si`` (type of the sensor's
+  kind; ``measured_si`` = the measured stream as the node understood it: SI, stamped with the
+  contacts stamp of the prediction it was paired with),
   ``<s>/jacobian`` while ``<s>.publish_jacobian``, ``<s>/markers`` while
   ``<s>.publish_markers``;
 * the subscription ``<s>/measured`` (type ``<s>.measured_type``; topic ``<s>.measured_topic``
@@ -97,6 +99,7 @@ class SensorEndpoints:
         kind_msg = enc.KIND_MESSAGES[layout.kind]
         self.predicted = node.create_publisher(kind_msg, f"{self.name}/predicted", qos.outputs)
         self.residual = node.create_publisher(kind_msg, f"{self.name}/residual", qos.outputs)
+        self.measured_si = node.create_publisher(kind_msg, f"{self.name}/measured_si", qos.outputs)
         self.jacobian: Optional[Any] = None
         self.markers: Optional[Any] = None
         self.measured: Optional[Any] = None
@@ -199,6 +202,20 @@ class SensorEndpoints:
         self.residual.publish(fast_io.vector_message(layout, residual, stamp_ns, self.fast))
         return True
 
+    def publish_measured_si(self, layout: enc.SensorLayout, measured: np.ndarray, stamp_ns: int) -> bool:
+        """Publish ``<s>/measured_si`` when someone subscribes; True if sent.
+
+        ``measured`` is the ``(#meas,)`` float64 measured vector in SI (the reading x
+        ``measured_scale``, as the residual uses it; entries the measured type cannot carry are
+        NaN and have no slot in the message).  ``stamp_ns`` is the contacts stamp of the
+        prediction it was paired with, so ``<s>/predicted`` and ``<s>/measured_si`` of one
+        instant carry the same stamp and overlay in one unit in a plot.
+        """
+        if not wanted(self.measured_si):
+            return False
+        self.measured_si.publish(fast_io.vector_message(layout, measured, stamp_ns, self.fast))
+        return True
+
     def jacobian_due(self, decimation: int) -> bool:
         """Whether this contacts message's Jacobian is computed and published; advances the count.
 
@@ -215,7 +232,7 @@ class SensorEndpoints:
     def destroy(self) -> None:
         """Destroy every endpoint (the sensor leaves the graph)."""
         node = self._node
-        for pub in (self.predicted, self.residual, self.jacobian, self.markers):
+        for pub in (self.predicted, self.residual, self.measured_si, self.jacobian, self.markers):
             if pub is not None:
                 node.destroy_publisher(pub)
         if self.measured is not None:

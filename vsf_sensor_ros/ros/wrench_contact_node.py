@@ -19,7 +19,9 @@ frame), ``wrench_frame`` (empty = the message's ``frame_id``), ``force_sign`` (+
 the force on the body; −1: the force the body applies), ``time_shift`` (s >= 0, the wrench's lag
 behind the joint states), ``bias_samples`` (10), ``bias_on_start`` (true: the first
 ``bias_samples`` wrenches set the bias), ``min_force`` (N deadband, 0), ``qos_depth`` (100,
-reliable).
+reliable), ``joint_name_map`` (``driver:urdf`` pairs, as ``sensor_node``'s: a driver that names
+its joints differently from the URDF, e.g. Kinova's ``joint_1:Actuator1``; a bad entry is a
+configuration error naming it).
 """
 from __future__ import annotations
 
@@ -37,8 +39,10 @@ from sensor_msgs.msg import JointState, PointCloud2
 from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.joint_names import parse_joint_name_map
 from vsf_sensor_ros.ros.stamps import ns_to_stamp, stamp_to_ns
 from vsf_sensor_ros.ros.wrench_contacts import WrenchContactConfig, WrenchContactSource
+from vsf_sensor_ros.urdf import MOVABLE_JOINT_TYPES
 from vsf_sensor_ros.world import World
 
 DEFAULTS = {
@@ -46,7 +50,7 @@ DEFAULTS = {
     "contact_body_names": [""], "body": "punyo", "other_body": "", "body_parent": "",
     "body_transform": [float(v) for v in np.eye(4).reshape(-1)], "contact_point": [0.0, 0.0, 0.0],
     "wrench_frame": "", "force_sign": 1.0, "time_shift": 0.0, "bias_samples": 10, "bias_on_start": True,
-    "min_force": 0.0, "qos_depth": 100,
+    "min_force": 0.0, "qos_depth": 100, "joint_name_map": [""],
 }
 
 
@@ -64,6 +68,10 @@ class WrenchContactNode(Node):
         if not urdf:
             raise ValueError("parameter 'robot_description' or 'robot_description_path' is required")
         world = World.from_urdf(urdf)
+        # driver -> URDF joint names (unmapped names pass through; the world ignores unknown ones)
+        self.joint_name_map = parse_joint_name_map([e for e in p["joint_name_map"] if e.strip()],
+                                                   [j.name for j in world.joints
+                                                    if j.type in MOVABLE_JOINT_TYPES])
         self.body_names = [n for n in p["contact_body_names"] if n]
         for key in ("body", "other_body"):
             if p[key] not in self.body_names:
@@ -91,7 +99,9 @@ class WrenchContactNode(Node):
             self.published += 1
 
     def _on_joint_state(self, msg: JointState) -> None:
-        self._publish(self.source.on_joint_state(stamp_to_ns(msg.header.stamp) * 1e-9, list(msg.name),
+        m = self.joint_name_map
+        names = [m.get(n, n) for n in msg.name] if m else list(msg.name)
+        self._publish(self.source.on_joint_state(stamp_to_ns(msg.header.stamp) * 1e-9, names,
                                                  list(msg.position)))
 
     def _on_wrench(self, msg: WrenchStamped) -> None:
