@@ -15,8 +15,8 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
 def _slug(heading: str) -> str:
-    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces -> '-'."""
-    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    """GitHub's anchor of a heading: lower case, punctuation but '-' and '_' dropped, spaces -> '-'."""
+    text = re.sub(r"[`*]", "", heading.strip().lower())   # GitHub keeps underscores
     text = re.sub(r"[^\w\- ]", "", text)
     return text.replace(" ", "-")
 
