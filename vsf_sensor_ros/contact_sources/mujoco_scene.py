@@ -130,7 +130,8 @@ class MujocoSceneConfig:
         if ref.shape != (2,) or not np.isfinite(ref).all() or ref.min() <= 0.0:
             raise ValueError(f"solref must be (timeconst, dampratio), both positive, got {list(ref)}")
         if ref[0] < 2.0 * self.physics_dt:
-            raise ValueError(f"solref timeconst {ref[0]} s must be >= 2 physics_dt ({2 * self.physics_dt} s): "
+            raise ValueError(f"solref timeconst {ref[0]} s must be >= 2 physics_dt "
+                             f"({2 * self.physics_dt} s): "
                              "MuJoCo would stiffen it to that")
         if not (math.isfinite(self.friction) and self.friction >= 0.0):
             raise ValueError(f"friction must be >= 0, got {self.friction}")
@@ -148,7 +149,8 @@ def _link_inertial(link: ET.Element) -> Optional[ET.Element]:
         T[:3, :3] = rpy_matrix([float(v) for v in (o.get("rpy") or "0 0 0").split()])
         T[:3, 3] = [float(v) for v in (o.get("xyz") or "0 0 0").split()]
     i = inert.find("inertia")
-    v = {k: float(i.get(k, 0.0)) if i is not None else 0.0 for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
+    v = {k: float(i.get(k, 0.0)) if i is not None else 0.0
+         for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
     inertia = np.array([[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]],
                         [v["ixz"], v["iyz"], v["izz"]]])
     # MJCF takes a full tensor only in the link frame's axes: rotate it there (R I Rᵀ)
@@ -225,7 +227,8 @@ def robot_bodies(urdf_text: str) -> Tuple[List[ET.Element], Dict[str, ET.Element
     return top, bodies, movable
 
 
-def scene_mjcf(cfg: MujocoSceneConfig, bubble_mesh: Optional[trimesh.Trimesh] = None) -> Tuple[str, List[str]]:
+def scene_mjcf(cfg: MujocoSceneConfig,
+               bubble_mesh: Optional[trimesh.Trimesh] = None) -> Tuple[str, List[str]]:
     """MJCF text of the scene (see the module doc) and the arm's movable joint names.
 
     Args:
@@ -509,6 +512,37 @@ def load_reading(scene: MujocoScene, min_threshold: float = 0.0,
     return np.array([1.0, min(v, max_threshold)])
 
 
+SOURCE_MUJOCO_FORCE = "mujoco-force-sensor"
+"""Label of a measured stream from MuJoCo's ``force`` sensor on the bubble (the pad)."""
+SOURCE_MUJOCO_TOUCH = "mujoco-touch-sensor"
+"""Label of a measured stream from MuJoCo's ``touch`` sensor on the object's top face (the load cell)."""
+SOURCE_TEXT = {SOURCE_MUJOCO_FORCE: "independent: MuJoCo's force sensor",
+               SOURCE_MUJOCO_TOUCH: "independent: MuJoCo's touch sensor"}
+"""Short human-readable form of the MuJoCo labels (plot legends)."""
+
+
+def mujoco_source_label(sensor_type: str, attachment: str, mode: str) -> str:
+    """Where ``mujoco_contact_node``'s ``<s>/measured`` of a demo sensor comes from, as a label.
+
+    With ``mode`` ``independent``: a ``ContactSensor`` on the bubble reads MuJoCo's ``force``
+    sensor (:data:`SOURCE_MUJOCO_FORCE`), an ``IsaacContactSensor`` on the object MuJoCo's
+    ``touch`` sensor (:data:`SOURCE_MUJOCO_TOUCH`); everything else, and every sensor with
+    ``model``, is the package's model (``synthetic-model``, the label of
+    :mod:`vsf_sensor_ros.apps.sim_sensors`).
+
+    Raises:
+        ValueError: ``mode`` is not ``independent`` or ``model``.
+    """
+    if mode not in ("independent", "model"):
+        raise ValueError(f"measured_source must be 'independent' or 'model', got {mode!r}")
+    if mode == "independent":
+        if sensor_type == "ContactSensor" and attachment == BUBBLE:
+            return SOURCE_MUJOCO_FORCE
+        if sensor_type == "IsaacContactSensor" and attachment == OBJECT:
+            return SOURCE_MUJOCO_TOUCH
+    return "synthetic-model"
+
+
 class PressPlan:
     """Joint targets that press the bubble apex straight down onto the object's top face centre.
 
@@ -543,4 +577,5 @@ class PressPlan:
 
 __all__ = ["BUBBLE", "OBJECT", "TABLE", "PAD_SITE", "LOAD_SITE", "MujocoSceneConfig", "robot_bodies",
            "scene_mjcf", "ContactRows", "contact_rows", "contacts_by_pair", "MujocoScene", "pad_reading",
-           "load_reading", "PressPlan"]
+           "load_reading", "PressPlan", "SOURCE_MUJOCO_FORCE", "SOURCE_MUJOCO_TOUCH", "SOURCE_TEXT",
+           "mujoco_source_label"]
