@@ -2,7 +2,7 @@
 
 ``python -m vsf_sensor_ros.apps.demo [--world embedded|kinova] [--assets DIR]
 [--out DIR] [--duration S] [--rate HZ] [--seed N] [--measured-source
-independent|model]`` (``--out`` defaults to ``demo_out/<world>``: each world
+independent|model] [--backend klampt|mujoco]`` (``--out`` defaults to ``demo_out/<world>``: each world
 writes its own folder)
 
 What it does:
@@ -94,6 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "ContactSensor for the pad, the simulator's contact forces for the load cell; the "
                         "Punyo streams stay synthetic) | model (every stream the package's model + offset + "
                         "noise: synthetic) (default: independent)")
+    p.add_argument("--backend", choices=["klampt", "mujoco"], default="klampt",
+                   help="simulator: klampt (the package's Klampt/ODE contact_sim_node) | mujoco "
+                        "(mujoco_contact_node: MuJoCo's contacts, its force and touch sensors measure the "
+                        "pad and the load cell; embedded world only; default --out demo_out/mujoco) "
+                        "(default: klampt)")
     p.add_argument("--params-file", type=Path, default=None,
                    help="sensor node parameter file (default: config/<world's file>)")
     p.add_argument("--timeout", type=float, default=None,
