@@ -188,3 +188,10 @@ def test_vs_mujoco_compares_after_the_tare_and_reports_the_peak():
     assert peak["relative_difference"] == pytest.approx((m - p) / m)
     cfg.backend, cfg.sensors[0].measured_source = "klampt", "klampt-native-contact-sensor"
     assert vs_mujoco(cfg, {"punyo_pad": (pred, meas)}, 1500, stamps) is None
+
+
+def test_docs_list_every_parameter_of_the_node():
+    from vsf_sensor_ros.contact_sources.mujoco_contact_node import PARAMS
+    text = (ROOT / "docs" / "mujoco.md").read_text()
+    missing = [name for name in PARAMS if f"| `{name}` |" not in text]
+    assert missing == []
