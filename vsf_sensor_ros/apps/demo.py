@@ -40,6 +40,12 @@ What it does:
 5. Prints a summary table; exits 1 when a sensor published nothing, the tare
    failed or a child died, 2 on bad arguments, 130 on Ctrl-C.
 
+With ``--backend mujoco`` the simulator child is
+``vsf_sensor_ros.contact_sources.mujoco_contact_node`` instead (embedded world only, output in
+``demo_out/mujoco`` by default): MuJoCo's contacts drive the node, MuJoCo's own ``force`` and
+``touch`` sensors measure the pad and the load cell, and ``summary.json`` compares the package's
+predictions with them (``vs_mujoco``).
+
 Where the parts live: :mod:`~vsf_sensor_ros.apps.demo_config` (arguments,
 parameter file, pairing check), :mod:`~vsf_sensor_ros.apps.demo_session`
 (:class:`~vsf_sensor_ros.apps.demo_session.DemoSession`: children,
