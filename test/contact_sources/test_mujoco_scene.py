@@ -56,6 +56,21 @@ def test_a_resting_box_presses_the_slab_with_its_weight_downward():
     assert (rows.depths > 0).all() and rows.depths.max() < 1e-3
 
 
+def test_a_box_on_a_ground_plane_presses_the_world_body_with_its_weight():
+    # the plane belongs to MuJoCo's world body, whose model name is "world"
+    slab = '<body name="slab" pos="0 0 -0.05"><geom type="box" size="0.5 0.5 0.05"/></body>'
+    assert slab in BOX_ON_SLAB
+    xml = BOX_ON_SLAB.replace(slab, '<geom type="plane" size="1 1 0.1"/>')
+    model, data = settled(xml)
+    rows = contact_rows(model, data)
+    assert set(rows.body1) == {"world"} and set(rows.body2) == {"box"}
+    np.testing.assert_allclose(rows.forces.sum(axis=0), [0.0, 0.0, -2.0 * G], atol=1e-6)
+    assert {(round(x, 3), round(y, 3)) for x, y in rows.points[:, :2]} == {
+        (0.2, -0.25), (0.2, -0.15), (0.4, -0.25), (0.4, -0.15)}
+    pairs = contacts_by_pair(rows, ["box", "world"])
+    np.testing.assert_allclose(pairs[("box", "world")].forces.sum(0).numpy(), [0, 0, 2.0 * G], atol=1e-6)
+
+
 def test_pairs_come_in_both_orders_with_opposite_forces_and_foreign_bodies_are_dropped():
     model, data = settled(BOX_ON_SLAB)
     rows = contact_rows(model, data)
@@ -152,6 +167,25 @@ def test_pressing_mujocos_force_sensor_and_its_contact_forces_agree_on_the_force
     assert reading[0] == 1.0
     np.testing.assert_allclose(reading[1:], R_pad.T @ on_bubble, atol=1e-6)
     assert reading[3] < -3.0            # Klampt semantics: pressing the outward pad reads negative z
+
+
+def test_the_pad_reads_in_its_own_frame_when_tsensor_rotates():
+    plain = pressed_scene(seconds=4.5)
+    turned_T = np.eye(4)
+    turned_T[:3, :3] = [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]   # pad x = bubble y
+    turned_T[:3, 3] = [0.0, 0.0, ew.BUBBLE_HEIGHT]
+    scene = MujocoScene(MujocoSceneConfig(pad_T=turned_T))
+    plan = PressPlan(PressProfile(), ew.OBJECT_POSITION[:2], ew.OBJECT_SIZE[2])
+    scene.reset(plan.targets(0.0))
+    while scene.time < 4.5:
+        scene.set_targets(plan.targets(scene.time + 0.01))
+        scene.step(10)
+    mujoco.mj_forward(scene.model, scene.data)
+    names = ["force_x", "force_y", "force_z"]
+    f_plain, f_turned = pad_reading(plain, names), pad_reading(scene, names)
+    assert abs(f_plain[0]) > 0.5                     # mid-press the bubble also feels a sideways force
+    # the same physics (the site does not change it): rotated components, R_padᵀ f
+    np.testing.assert_allclose(f_turned, turned_T[:3, :3].T @ f_plain, atol=1e-9)
 
 
 def test_the_touch_sensor_sums_the_normal_forces_of_the_bubble_on_the_top_face():
