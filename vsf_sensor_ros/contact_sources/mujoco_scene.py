@@ -24,8 +24,8 @@ Sensors MuJoCo itself computes (the independent "measured" streams):
   massless, the contact force on the bubble is its negative (:func:`pad_reading`).
 * :data:`LOAD_SITE` -- a ``touch`` sensor whose zone is a sphere at the object's top face centre
   with the demo load cell's radius: the sum of the *normal* contact forces in the zone (N, >= 0).
-  The package's Isaac-style load sensor sums the whole force vector and takes its norm; with a
-  straight press the tangential part is small, and the two differ by exactly that.
+  The package's Isaac-style load sensor sums the whole force vector and takes its norm, so the
+  two differ by the tangential (friction) part of the contact force.
 
 There is no MuJoCo counterpart of the Punyo pressure or the dense membrane force: MuJoCo has
 no fluid-filled membrane.  A session measures those with the package's own models (synthetic).
@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import mujoco
@@ -239,7 +240,7 @@ def scene_mjcf(cfg: MujocoSceneConfig,
     Raises:
         ValueError: a bad setting (see :meth:`MujocoSceneConfig.validate`).
     """
-    urdf = open(ew.embedded_urdf_path()).read()
+    urdf = Path(ew.embedded_urdf_path()).read_text()
     top, bodies, movable = robot_bodies(urdf)
     cfg.validate(len(movable))
     mesh = ew.bubble_mesh() if bubble_mesh is None else bubble_mesh
