@@ -27,7 +27,7 @@ else
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 endif
 
-.PHONY: venv test fuzz demo demo-kinova demo-real bench lint clean
+.PHONY: venv test fuzz demo demo-kinova demo-mujoco demo-real bench lint clean
 
 venv: $(STAMP)
 
@@ -57,6 +57,10 @@ demo: venv
 
 demo-kinova: venv
 	$(PY) -m vsf_sensor_ros.apps.demo --world kinova --out demo_out/kinova
+
+# The same session with MuJoCo as the contact source (its force and touch sensors measure the pad and the load cell).
+demo-mujoco: venv
+	$(PY) -m vsf_sensor_ros.apps.demo --world embedded --backend mujoco --out demo_out/mujoco
 
 demo-real: venv
 	$(PY) -m vsf_sensor_ros.apps.replay --recording ../shared/fixtures/punyo_poke_ur5e/data.json --out demo_out/real

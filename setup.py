@@ -30,7 +30,7 @@ setup(
     ],
     extras_require={
         "test": ["pytest", "flake8", "mcap", "hypothesis>=6.100"],
-        "demo": ["matplotlib", "rosbags>=0.10", "psutil"],
+        "demo": ["matplotlib", "rosbags>=0.10", "psutil", "mujoco>=3.2"],
     },
     zip_safe=True,
     maintainer="vsf_sensor_ros developers",
@@ -45,6 +45,7 @@ setup(
             "vsf_demo = vsf_sensor_ros.apps.demo:main",
             "wrench_contact_node = vsf_sensor_ros.ros.wrench_contact_node:main",
             "vsf_replay = vsf_sensor_ros.apps.replay:main",
+            "mujoco_contact_node = vsf_sensor_ros.contact_sources.mujoco_contact_node:main",
         ],
     },
 )

@@ -2,7 +2,7 @@
 
 ``python -m vsf_sensor_ros.apps.demo [--world embedded|kinova] [--assets DIR]
 [--out DIR] [--duration S] [--rate HZ] [--seed N] [--measured-source
-independent|model]`` (``--out`` defaults to ``demo_out/<world>``: each world
+independent|model] [--backend klampt|mujoco]`` (``--out`` defaults to ``demo_out/<world>``: each world
 writes its own folder)
 
 What it does:
@@ -39,6 +39,12 @@ What it does:
    own ``ContactSensor`` (``pad_vs_klampt_native``).
 5. Prints a summary table; exits 1 when a sensor published nothing, the tare
    failed or a child died, 2 on bad arguments, 130 on Ctrl-C.
+
+With ``--backend mujoco`` the simulator child is
+``vsf_sensor_ros.contact_sources.mujoco_contact_node`` instead (embedded world only, output in
+``demo_out/mujoco`` by default): MuJoCo's contacts drive the node, MuJoCo's own ``force`` and
+``touch`` sensors measure the pad and the load cell, and ``summary.json`` compares the package's
+predictions with them (``vs_mujoco``).
 
 Where the parts live: :mod:`~vsf_sensor_ros.apps.demo_config` (arguments,
 parameter file, pairing check), :mod:`~vsf_sensor_ros.apps.demo_session`
@@ -94,6 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "ContactSensor for the pad, the simulator's contact forces for the load cell; the "
                         "Punyo streams stay synthetic) | model (every stream the package's model + offset + "
                         "noise: synthetic) (default: independent)")
+    p.add_argument("--backend", choices=["klampt", "mujoco"], default="klampt",
+                   help="simulator: klampt (the package's Klampt/ODE contact_sim_node) | mujoco "
+                        "(mujoco_contact_node: MuJoCo's contacts, its force and touch sensors measure the "
+                        "pad and the load cell; embedded world only; default --out demo_out/mujoco) "
+                        "(default: klampt)")
     p.add_argument("--params-file", type=Path, default=None,
                    help="sensor node parameter file (default: config/<world's file>)")
     p.add_argument("--timeout", type=float, default=None,

@@ -19,6 +19,8 @@ from vsf_sensor_ros.apps.processes import PACKAGE_ROOT
 WORLD_PARAMS = {"embedded": "sensor_node.yaml", "kinova": "kinova_punyo.yaml"}
 DEFAULT_OUT = Path("demo_out")
 """Parent of the per-world output folders (``demo_out/<world>``) when ``--out`` is not given."""
+BACKENDS = ("klampt", "mujoco")
+"""Simulator programs a demo can run (``--backend``); ``mujoco`` writes ``demo_out/mujoco`` by default."""
 
 
 class DemoError(RuntimeError):
@@ -69,6 +71,8 @@ class DemoConfig:
     contact_body_names: List[str] = field(default_factory=list)
     measured_source: str = "independent"
     """The simulator's ``measured_source``: ``independent`` | ``model`` (every stream synthetic)."""
+    backend: str = "klampt"
+    """The simulator program: ``klampt`` (``contact_sim_node``) | ``mujoco`` (``mujoco_contact_node``)."""
 
 
 def config_dir() -> Path:
@@ -198,12 +202,25 @@ def resolve_config(args: argparse.Namespace) -> DemoConfig:
         # The simulator measures its demo sensors with the settings the pairing check compares.
         if s.name in DEMO_SENSORS:
             s.measured_source = measured_source_label(s.type_name, s.attachment, mode, bodies)
-    out = Path(args.out) if args.out is not None else DEFAULT_OUT / args.world
+    backend = str(getattr(args, "backend", "klampt"))
+    if backend not in BACKENDS:
+        raise ValueError(f"--backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "mujoco":
+        if args.world != "embedded":
+            raise ValueError(f"the mujoco backend simulates the embedded world only, "
+                             f"got --world {args.world}")
+        # MuJoCo's own sensors measure the pad and the load cell (mujoco_scene.mujoco_source_label)
+        from vsf_sensor_ros.contact_sources.mujoco_scene import mujoco_source_label
+        for s in sensors:
+            if s.name in DEMO_SENSORS:
+                s.measured_source = mujoco_source_label(s.type_name, s.attachment, mode)
+    out = Path(args.out) if args.out is not None else DEFAULT_OUT / (
+        "mujoco" if backend == "mujoco" else args.world)
     return DemoConfig(world=args.world, params_file=Path(params_file).resolve(), assets=assets,
                       out=out, duration_s=float(args.duration), rate_hz=float(args.rate),
                       seed=int(args.seed), timeout_s=float(timeout), sensors=sensors,
                       tare_samples=int(params.get("tare_samples", 10)), node_name=node_name or "sensor_node",
-                      base_params=params, contact_body_names=bodies, measured_source=mode)
+                      base_params=params, contact_body_names=bodies, measured_source=mode, backend=backend)
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -19,6 +19,7 @@ The steps, in order:
 """
 from __future__ import annotations
 
+import math
 import sys
 import time
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from vsf_sensor_ros.apps.demo_tare import (TARE_STRETCH_S, TareResult, tare_due,
 from vsf_sensor_ros.apps.processes import ManagedProcess, child_env, module_command
 
 SIM_MODULE = "vsf_sensor_ros.apps.contact_sim_node"
+MUJOCO_SIM_MODULE = "vsf_sensor_ros.contact_sources.mujoco_contact_node"
 NODE_MODULE = "vsf_sensor_ros.ros.sensor_node"
 STARTUP_TIMEOUT_S = 90.0   # python + torch + klampt imports on a busy 2-core machine
 DRAIN_S = 1.5              # after the simulator ends, wait this long for the last predictions
@@ -123,6 +125,24 @@ def sim_command(cfg: DemoConfig) -> List[str]:
     return cmd
 
 
+def mujoco_sim_command(cfg: DemoConfig) -> List[str]:
+    """argv of the MuJoCo simulator child (``--backend mujoco``), timed like :func:`sim_command`.
+
+    MuJoCo integrates in whole steps of at most 1 ms inside each ``1 / rate_hz`` step.
+    """
+    sim_dt = 1.0 / cfg.rate_hz
+    physics_dt = sim_dt / max(1, math.ceil(sim_dt / 0.001 - 1e-9))
+    cmd = module_command(MUJOCO_SIM_MODULE, [
+           "-p", f"rate_hz:={cfg.rate_hz!r}", "-p", f"sim_dt:={sim_dt!r}",
+           "-p", f"physics_dt:={physics_dt!r}",
+           "-p", f"duration_s:={cfg.duration_s!r}", "-p", f"seed:={cfg.seed}",
+           "-p", f"trajectory.tare_s:={TARE_STRETCH_S!r}", "-p", f"measured_source:={cfg.measured_source}",
+           "-p", "wait_for_subscribers:=2", "-p", "exit_on_done:=true"])
+    if cfg.contact_body_names:
+        cmd += ["-p", f"contact_body_names:=[{','.join(cfg.contact_body_names)}]"]
+    return cmd
+
+
 @dataclass
 class ContactWatch:
     """What the recorded ``contacts`` messages say so far (drives the tare schedule and progress).
@@ -177,8 +197,9 @@ class DemoSession:
         self.logs_dir = logs_dir
         env = demo_child_env(domain_id, cfg.assets)
         self.node_proc = ManagedProcess("sensor_node", node_command(cfg), env, logs_dir / "sensor_node.log")
-        self.sim_proc = ManagedProcess("contact_sim_node", sim_command(cfg), env,
-                                       logs_dir / "contact_sim_node.log")
+        sim_name, sim_cmd = (("mujoco_contact_node", mujoco_sim_command(cfg)) if cfg.backend == "mujoco"
+                             else ("contact_sim_node", sim_command(cfg)))
+        self.sim_proc = ManagedProcess(sim_name, sim_cmd, env, logs_dir / f"{sim_name}.log")
         self.tare_result = TareResult()
         self.result = SessionResult({}, {}, self.tare_result, 0.0, None, None)
         self.watch = ContactWatch(press_body_indices(cfg))
@@ -233,7 +254,8 @@ class DemoSession:
         self.recorder.refresh()
         cfg = self.cfg
         self.progress.say(f"sensor node ready after {time.monotonic() - self.t0:.1f} s; recording "
-                          f"{len(self.recorder.logs)} topics; starting simulator ({cfg.world} world, "
+                          f"{len(self.recorder.logs)} topics; starting {cfg.backend} simulator "
+                          f"({cfg.world} world, "
                           f"{cfg.duration_s:g} s at {cfg.rate_hz:g} Hz, seed {cfg.seed}) ...")
         self.progress.say("progress: [wall time] simulated time | contacts steps recorded | predictions "
                           f"recorded per sensor ({'/'.join(s.name for s in cfg.sensors)}) | tare")

@@ -89,6 +89,17 @@ DEFINITIONS = {
     "bag.topics": "messages written per topic",
     "bag.left_out": "messages received but not written per topic, and why",
     "bag.not_recorded": "topics the session could not record, and why",
+    "vs_mujoco": "with --backend mujoco, per sensor MuJoCo measures itself (the pad from MuJoCo's force "
+                 "sensor on the bubble: the contact force on the bubble in the pad frame; the load cell "
+                 "from MuJoCo's touch sensor: the sum of the normal contact forces in a sphere of the "
+                 "sensor's radius at the object's top face): measured - predicted per component (N, "
+                 "predicted = the package's model on MuJoCo's contacts), samples matched by header.stamp "
+                 "and published after the tare answer; mean, rms and max_abs over those samples "
+                 "(after_tare) and over the ones with a bubble contact (in_contact); peak = the in-contact "
+                 "sample of largest measured magnitude: measured and predicted there and "
+                 "relative_difference = (|measured| - |predicted|) / |measured|; includes the measured "
+                 "stream's offset left after the tare and its noise; the Punyo pressure and dense force "
+                 "have no MuJoCo counterpart (synthetic); null with the klampt backend",
 }
 
 
@@ -174,6 +185,48 @@ def pad_vs_klampt_native(cfg: DemoConfig, series: Dict[str, Tuple[Any, Any]],
     return None
 
 
+MUJOCO_SOURCES = ("mujoco-force-sensor", "mujoco-touch-sensor")
+"""Measured-source labels of MuJoCo's own sensors (:mod:`vsf_sensor_ros.contact_sources.mujoco_scene`)."""
+
+
+def vs_mujoco(cfg: DemoConfig, series: Dict[str, Tuple[Any, Any]], tare_response_ns: Optional[int],
+              contact_stamp_ns: np.ndarray) -> Optional[Dict[str, Any]]:
+    """The ``vs_mujoco`` entry of ``summary.json`` (see :data:`DEFINITIONS`); ``None`` without one.
+
+    Keyed by sensor name: :func:`~vsf_sensor_ros.apps.analysis.agreement_numbers` of its
+    predicted and MuJoCo-measured streams after the tare, plus the ``peak`` sample.
+    """
+    from vsf_sensor_ros.apps.analysis import agreement_numbers, first_index_by_stamp
+    out: Dict[str, Any] = {}
+    for s in cfg.sensors:
+        pred, meas = series.get(s.name, (None, None))
+        if s.measured_source not in MUJOCO_SOURCES or pred is None or meas is None:
+            continue
+        names = PAD_AXES if s.kind == "wrench" else ["load"]
+        entry: Dict[str, Any] = {"measured_source": s.measured_source, "units": "N",
+                                 **agreement_numbers(pred, meas, tare_response_ns, contact_stamp_ns, names),
+                                 "peak": None}
+        first = first_index_by_stamp(meas.stamp_ns)
+        touching = set(np.asarray(contact_stamp_ns, dtype=np.int64).tolist())
+        best = None
+        for i, st in enumerate(pred.stamp_ns.tolist()):
+            j = first.get(st)
+            early = tare_response_ns is not None and pred.event_ns[i] <= tare_response_ns
+            if j is None or st not in touching or early:
+                continue
+            m, p = np.asarray(meas.values[j], dtype=np.float64), np.asarray(pred.values[i], dtype=np.float64)
+            if m.shape == p.shape and (best is None or np.linalg.norm(m) > np.linalg.norm(best[0])):
+                best = (m, p, st)
+        if best is not None and np.linalg.norm(best[0]) > 0.0:
+            m, p, st = best
+            entry["peak"] = {"sim_time_s": st * 1e-9, "measured": dict(zip(names, m.tolist())),
+                             "predicted": dict(zip(names, p.tolist())),
+                             "relative_difference": float((np.linalg.norm(m) - np.linalg.norm(p))
+                                                          / np.linalg.norm(m))}
+        out[s.name] = entry
+    return out or None
+
+
 def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[Any, Any]],
                   bag: Dict[str, Any]) -> Dict[str, Any]:
     """``summary.json`` content (see :data:`DEFINITIONS`)."""
@@ -205,6 +258,7 @@ def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tup
         sensors[s.name] = numbers
     return {
         "world": cfg.world,
+        "backend": cfg.backend,
         "steps": steps,
         "sim_rate_hz": cfg.rate_hz,
         "achieved_rate_hz": (steps - 1) / span_s if span_s > 0 else None,
@@ -219,6 +273,7 @@ def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tup
         "measured_source_mode": cfg.measured_source,
         "sensors": sensors,
         "pad_vs_klampt_native": pad_vs_klampt_native(cfg, series, session.tare.response_ns, touching),
+        "vs_mujoco": vs_mujoco(cfg, series, session.tare.response_ns, touching),
         "bag": {"path": str(bag.get("path", "")), "topics": bag.get("counts", {}),
                 "left_out": bag.get("left_out", {}), "not_recorded": session.skipped},
         "errors": list(session.errors),
@@ -300,6 +355,9 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
 def measured_label(source: Optional[str]) -> str:
     """Plot text for a measured-source label (:data:`~vsf_sensor_ros.apps.sim_sensors.SOURCE_TEXT`)."""
     from vsf_sensor_ros.apps.sim_sensors import SOURCE_TEXT
+    if source in MUJOCO_SOURCES:
+        from vsf_sensor_ros.contact_sources.mujoco_scene import SOURCE_TEXT as MUJOCO_TEXT
+        return MUJOCO_TEXT[source]
     return SOURCE_TEXT.get(source, "not from the simulator") if source else "not from the simulator"
 
 
@@ -349,6 +407,20 @@ def summary_table(summary: Dict[str, Any]) -> str:
             axes = ", ".join(f"{k[-1]} {_fmt(b['mean'][k])}/{_fmt(b['rms'][k])}/{_fmt(b['max_abs'][k])}"
                              for k in b["rms"])
             lines.append(f"  {part.replace('_', ' ')} ({b['samples']} samples) mean/rms/max|.|: {axes}")
+    for name, agree in (summary.get("vs_mujoco") or {}).items():
+        lines += ["", f"{name} (package model) vs MuJoCo ({agree['measured_source']}), measured - predicted "
+                      f"after the tare [{agree['units']}]:"]
+        for part in ("after_tare", "in_contact"):
+            b = agree[part]
+            axes = ", ".join(f"{k} {_fmt(b['mean'][k])}/{_fmt(b['rms'][k])}/{_fmt(b['max_abs'][k])}"
+                             for k in b["rms"])
+            lines.append(f"  {part.replace('_', ' ')} ({b['samples']} samples) mean/rms/max|.|: {axes}")
+        peak = agree.get("peak")
+        if peak:
+            lines.append(f"  peak at sim t={peak['sim_time_s']:.2f} s: measured "
+                         + ", ".join(f"{k} {_fmt(v)}" for k, v in peak["measured"].items()) + "; predicted "
+                         + ", ".join(f"{k} {_fmt(v)}" for k, v in peak["predicted"].items())
+                         + f"; (|m| - |p|)/|m| = {_fmt(peak['relative_difference'])}")
     notes = [f"  {name}: {s['tare_status']}" for name, s in summary["sensors"].items()
              if s.get("tare_status", "tared") != "tared"]
     if notes:

@@ -1,0 +1,1 @@
+"""Programs that produce the contacts a sensor node reads (simulators and their scenes)."""

@@ -1,0 +1,431 @@
+"""``mujoco_contact_node``: MuJoCo as the contact source -- the embedded arm presses the Punyo bubble.
+
+It plays the simulator bridge and the real gripper of a live session, like the package's
+Klampt simulator (``contact_sim_node``), with MuJoCo doing the physics
+(:mod:`vsf_sensor_ros.contact_sources.mujoco_scene`: the embedded world as MJCF, the bubble a
+mesh geom from the membrane mesh the sensors use).  The arm's position servos follow a press
+(:class:`~vsf_sensor_ros.contact_sources.mujoco_scene.PressPlan`): a contact-free ``tare``
+stretch, approach, press, hold, release, retreat, rest.
+
+Published topics (stamped with the step's *simulation* time, starting at ``sim_dt``; one
+message each per step, in this order):
+
+* ``/clock`` -- ``rosgraph_msgs/Clock``, first, when ``publish_clock``.
+* ``joint_states`` -- ``sensor_msgs/JointState``: the arm's URDF joint names, position (rad),
+  velocity (rad/s) as MuJoCo integrates them.
+* ``object/pose`` -- ``geometry_msgs/PoseStamped``: the box's pose in ``world_frame``.
+* ``contacts`` -- ``sensor_msgs/PointCloud2`` from
+  :func:`~vsf_sensor_ros.ros.contacts_msg.contacts_to_pointcloud2`: MuJoCo's contacts between
+  bodies of ``contact_body_names`` (names from the MuJoCo model), each pair in *both* orders,
+  force applied to body1 by body2 from ``mj_contactForce`` turned into the world frame (N); an
+  empty cloud when nothing touches.
+* ``<s>/measured`` per name in ``sensors`` -- the stand-in reading, plus the sensor's
+  ``offset`` and Gaussian noise (``noise_std``, seeded by ``seed``), encoded as the sensor node
+  reads it.  With ``measured_source: independent`` (default) the pad (``punyo_pad``) comes from
+  MuJoCo's ``force`` sensor on the bubble and the load cell (``object_load``) from MuJoCo's
+  ``touch`` sensor on the object's top face (labels :data:`SOURCE_MUJOCO_FORCE`,
+  :data:`SOURCE_MUJOCO_TOUCH`); MuJoCo has nothing like the Punyo pressure or the dense membrane
+  force, so those two are the package's own models on MuJoCo's contacts (synthetic).  With
+  ``model`` every stream is synthetic.
+* ``sim_done`` -- ``std_msgs/Bool``, transient-local: ``false`` at start, ``true`` after the last
+  step; with ``exit_on_done`` the process then exits 0 after ``linger_s``.
+
+Parameters: see :data:`PARAMS` (read-only unless marked live).
+
+Run: ``mujoco_contact_node --ros-args -p rate_hz:=50.0``; ``-h`` prints the usage.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import signal
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+import mujoco
+import numpy as np
+import rclpy
+import torch
+from geometry_msgs.msg import PoseStamped
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState, PointCloud2
+from std_msgs.msg import Bool
+
+from vsf_sensor_ros import embedded_world as ew
+from vsf_sensor_ros.apps.contact_sim_node import param_spec, sim_time_msg
+from vsf_sensor_ros.apps.sim_sensors import DEMO_SENSORS, MeasuredStream, demo_sensor_specs
+from vsf_sensor_ros.apps.sim_world import embedded_assets
+from vsf_sensor_ros.apps.trajectory import PressProfile
+from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
+from vsf_sensor_ros.ros.node_cli import user_args
+from vsf_sensor_ros.ros.node_params import declare_spec
+from vsf_sensor_ros.ros.outputs import KIND_MESSAGES, encode_vector, make_header, sensor_layout
+from vsf_sensor_ros.ros.params import Spec, check_value
+from vsf_sensor_ros.sensor.state import SimState
+from vsf_sensor_ros.world import xyz_quat_from_transform
+
+from .mujoco_scene import (BUBBLE, OBJECT, SOURCE_MUJOCO_FORCE, SOURCE_MUJOCO_TOUCH, TABLE, MujocoScene,
+                           MujocoSceneConfig, PressPlan, load_reading, mujoco_source_label, pad_reading)
+
+INF = float("inf")
+
+_DEFAULT_CFG = MujocoSceneConfig()
+
+# name -> (default, description, read_only, (lo, hi) or None)
+PARAMS: Dict[str, tuple] = {
+    "rate_hz": (100.0, "simulator steps per wall-clock second; 0 = as fast as possible", False, (0.0, 1e6)),
+    "sim_dt": (0.01, "simulated seconds per step (one contacts message each)", True, (1e-4, 1.0)),
+    "physics_dt": (0.001, "MuJoCo integration step (s), <= sim_dt", True, (1e-5, 0.1)),
+    "duration_s": (12.0, "simulated seconds to run", True, (0.0, 1e6)),
+    "trajectory.tare_s": (2.0, "contact-free hold at the start (s, >= 1: a tare uses it)", True, (1.0, 1e4)),
+    "trajectory.approach_s": (1.5, "approach duration (s)", True, (1e-3, 1e4)),
+    "trajectory.press_s": (1.0, "press duration (s)", True, (1e-3, 1e4)),
+    "trajectory.hold_s": (2.0, "hold duration (s)", True, (1e-3, 1e4)),
+    "trajectory.release_s": (1.0, "release duration (s)", True, (1e-3, 1e4)),
+    "trajectory.retreat_s": (1.5, "retreat duration (s)", True, (1e-3, 1e4)),
+    "trajectory.clearance": (0.05, "bubble apex height above the object at start and end (m)", True,
+                             (1e-3, 0.2)),
+    "trajectory.press_depth": (0.01, "commanded apex depth below the object's top while pressing (m)",
+                               True, (0.0, 0.03)),
+    "object.size": (list(ew.OBJECT_SIZE), "box extents x y z (m)", True, None),
+    "object.mass": (0.3, "box mass (kg)", True, (1e-3, 100.0)),
+    "arm.kp": (list(_DEFAULT_CFG.arm_kp), "position-servo stiffness per arm joint (N m/rad), URDF order",
+               True, None),
+    "arm.kv": (list(_DEFAULT_CFG.arm_kv), "servo damping per arm joint (N m s/rad)", True, None),
+    "bubble.solref": (list(_DEFAULT_CFG.solref), "MuJoCo contact solref of the bubble skin (time constant "
+                      "s, damping ratio): larger = softer", True, None),
+    "friction": (_DEFAULT_CFG.friction, "sliding friction coefficient of every geom", True, (0.0, 10.0)),
+    "multiccd": (True, "several contact points per convex pair (MuJoCo's multiccd flag)", True, None),
+    "seed": (0, "seed of the measured streams' noise", True, (0, 2 ** 31 - 1)),
+    "contact_body_names": ([BUBBLE, OBJECT, TABLE], "body index table of the contacts cloud "
+                           "(body1/body2; MuJoCo body names); configure the sensor node with the same list",
+                           True, None),
+    "sensors": (list(DEMO_SENSORS), "demo sensors whose <s>/measured stream is published; subset of "
+                + ", ".join(DEMO_SENSORS), True, None),
+    "measured_source": ("independent", "where <s>/measured comes from: independent (MuJoCo's force sensor "
+                        "for the pad, its touch sensor for the load cell; the Punyo streams are the "
+                        "package's models: MuJoCo has no membrane) | model (every stream synthetic)",
+                        True, None),
+    "world_frame": ("world", "frame of contacts and poses (REP 103)", True, None),
+    "start_delay_s": (0.5, "wall seconds to wait before the first step (lets subscribers connect)", True,
+                      (0.0, 3600.0)),
+    "wait_for_subscribers": (0, "before the first step, wait (up to 30 s) until contacts has this many "
+                                "subscribers", True, (0, 1000)),
+    "exit_on_done": (True, "exit the process (code 0) once the run is finished", True, None),
+    "linger_s": (0.5, "wall seconds to keep the node alive after the last step (message delivery)", True,
+                 (0.0, 3600.0)),
+    "publish_clock": (False, "publish /clock with the simulation time before every step's messages", True,
+                      None),
+}
+
+SPECS: Dict[str, Spec] = {name: param_spec(name, *row) for name, row in PARAMS.items()}
+
+
+class _Named:
+    """A body model that only has a name (what a pad model's ``attach`` reads)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def getName(self) -> str:  # noqa: N802 - Klampt's spelling, which the sensor models read
+        """The body name."""
+        return self._name
+
+
+class MujocoContactNode(Node):
+    """The MuJoCo contact source node (see the module doc).  Owns its publishers, scene and worker.
+
+    Raises:
+        ValueError: a parameter value is invalid (the message names it), or MuJoCo rejects
+            the scene; the node is then not usable.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._stop = threading.Event()      # first: destroy_node() may run on a half-built node
+        self._worker: Optional[threading.Thread] = None
+        super().__init__("mujoco_contact_node", **kwargs)
+        self.p: Dict[str, Any] = {name: declare_spec(self, name, spec) for name, spec in SPECS.items()}
+        p = self.p
+        if p["physics_dt"] > p["sim_dt"]:
+            raise ValueError(f"physics_dt={p['physics_dt']} must be <= sim_dt={p['sim_dt']}")
+        substeps = p["sim_dt"] / p["physics_dt"]
+        if abs(substeps - round(substeps)) > 1e-6:
+            raise ValueError(f"sim_dt={p['sim_dt']} must be a whole number of physics_dt={p['physics_dt']}")
+        self._substeps = int(round(substeps))
+        unknown = [s for s in p["sensors"] if s not in DEMO_SENSORS]
+        if unknown or len(set(p["sensors"])) != len(p["sensors"]):
+            raise ValueError(f"sensors must be distinct names from {list(DEMO_SENSORS)}, got {p['sensors']}")
+        if p["measured_source"] not in ("independent", "model"):
+            raise ValueError(f"measured_source must be 'independent' or 'model', "
+                             f"got {p['measured_source']!r}")
+        names = list(p["contact_body_names"])
+        if len(set(names)) != len(names) or not all(names):
+            raise ValueError(f"contact_body_names must be distinct non-empty names, got {names}")
+        self.add_on_set_parameters_callback(self._on_set)
+
+        # -- scene and press
+        assets = embedded_assets()
+        specs = demo_sensor_specs(assets, p["object.size"])
+        pad = specs["punyo_pad"].config
+        cfg = MujocoSceneConfig(
+            object_size=tuple(float(v) for v in p["object.size"]), object_mass=float(p["object.mass"]),
+            physics_dt=float(p["physics_dt"]), arm_kp=tuple(float(v) for v in p["arm.kp"]),
+            arm_kv=tuple(float(v) for v in p["arm.kv"]), solref=tuple(float(v) for v in p["bubble.solref"]),
+            friction=float(p["friction"]), multiccd=bool(p["multiccd"]),
+            pad_T=np.asarray(pad["Tsensor"], dtype=np.float64).reshape(4, 4),
+            load_radius=float(specs["object_load"].config["radius"]))
+        self.scene = MujocoScene(cfg, assets.bubble_mesh)
+        missing = [b for b in names if b not in {self.scene.model.body(i).name
+                                                 for i in range(self.scene.model.nbody)}]
+        if missing:
+            raise ValueError(f"contact_body_names {missing} are not bodies of the MuJoCo scene")
+        profile = PressProfile(**{k.split(".", 1)[1]: float(p[k]) for k in PARAMS
+                                  if k.startswith("trajectory.")})
+        self.plan = PressPlan(profile, (ew.OBJECT_POSITION[0], ew.OBJECT_POSITION[1]),
+                              float(p["object.size"][2]))
+        self.scene.reset(self.plan.targets(0.0))
+
+        # -- measured streams
+        self.streams: List[MeasuredStream] = []
+        self._layouts = []
+        self.sources: Dict[str, str] = {}
+        for i, name in enumerate(p["sensors"]):
+            spec = specs[name]
+            for key in ("offset", "noise_std"):
+                full = f"{name}.{key}"
+                desc = ("constant added to the physical entries of the measured stream (SI)"
+                        if key == "offset" else "std of the Gaussian noise on the measured stream (SI)")
+                p[full] = declare_spec(self, full, param_spec(
+                    full, float(getattr(spec, key)), desc, True, (0.0, INF) if key == "noise_std" else None))
+            if p[f"{name}.noise_std"] < 0.0 or not math.isfinite(p[f"{name}.offset"]):
+                raise ValueError(f"{name}.noise_std must be >= 0 and {name}.offset finite")
+            spec.offset, spec.noise_std = float(p[f"{name}.offset"]), float(p[f"{name}.noise_std"])
+            kind = spec.config["type"]
+            att = spec.config["attachment"]
+            model = assets.bubble_mesh if kind.startswith("Punyo") else _Named(att)
+            stream = MeasuredStream(spec, model, int(p["seed"]), i)
+            label = mujoco_source_label(kind, att, p["measured_source"])
+            if label == SOURCE_MUJOCO_FORCE:
+                stream.source = (lambda names=list(stream.names): pad_reading(self.scene, names))
+            elif label == SOURCE_MUJOCO_TOUCH:
+                lo = float(spec.config.get("minThreshold", 0.0))
+                hi = float(spec.config.get("maxThreshold", INF))
+                stream.source = (lambda lo=lo, hi=hi: load_reading(self.scene, lo, hi))
+            self.sources[name] = label
+            verts = np.asarray(assets.bubble_mesh.vertices) if kind == "PunyoDenseForceSensor" else None
+            T_sensor = sensor_frame_transform(kind, stream.sensor)
+            frame = sensor_frame_name(spec.name) if T_sensor is not None else ""
+            layout = sensor_layout(kind, att, stream.names, stream.sensor.measurement_errors(), verts, frame,
+                                   T_sensor)
+            stream.slots = layout.slots
+            self.streams.append(stream)
+            self._layouts.append(layout)
+        self.get_logger().info("measured streams: "
+                               + ", ".join(f"{n} <- {s}" for n, s in self.sources.items())
+                               + " (MuJoCo has no counterpart of the Punyo pressure or membrane force)")
+
+        # -- publishers
+        reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                              reliability=ReliabilityPolicy.RELIABLE)
+        latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.pub_joints = self.create_publisher(JointState, "joint_states", reliable)
+        self.pub_pose = self.create_publisher(PoseStamped, "object/pose", reliable)
+        self.pub_contacts = self.create_publisher(PointCloud2, "contacts", reliable)
+        self.pub_measured = [self.create_publisher(KIND_MESSAGES[lay.kind], f"{s.spec.name}/measured",
+                                                   reliable)
+                             for s, lay in zip(self.streams, self._layouts)]
+        self.pub_done = self.create_publisher(Bool, "sim_done", latched)
+        self.pub_done.publish(Bool(data=False))
+        self.pub_clock = self.create_publisher(Clock, "/clock", reliable) if p["publish_clock"] else None
+
+        self.done = threading.Event()
+        self.failed: Optional[BaseException] = None
+        self.step_times: List[float] = []
+        self._worker = threading.Thread(target=self._run, name="mujoco_contact", daemon=True)
+        self._worker.start()
+        self.get_logger().info(
+            f"MuJoCo scene: joints {self.scene.joint_names}, contact bodies {names}, sensors {p['sensors']}; "
+            f"{p['duration_s']} s simulated at sim_dt {p['sim_dt']} s ({self._substeps} MuJoCo steps), "
+            f"rate {p['rate_hz']} Hz")
+
+    # ------------------------------------------------------------------ parameters
+    def _on_set(self, params: List[Parameter]) -> SetParametersResult:
+        for prm in params:
+            if prm.name == "rate_hz":
+                v = prm.value
+                if not isinstance(v, (int, float)) or isinstance(v, bool):
+                    return SetParametersResult(successful=False,
+                                               reason=f"rate_hz must be a number, got {v!r}")
+                try:
+                    check_value("rate_hz", SPECS["rate_hz"], v)
+                except ValueError as exc:
+                    return SetParametersResult(successful=False, reason=str(exc))
+        for prm in params:
+            if prm.name == "rate_hz":
+                self.p["rate_hz"] = float(prm.value)
+        return SetParametersResult(successful=True)
+
+    # ------------------------------------------------------------------ stepping
+    def _wait_start(self) -> None:
+        n = int(self.p["wait_for_subscribers"])
+        deadline = time.monotonic() + 30.0
+        while n > 0 and self.pub_contacts.get_subscription_count() < n and time.monotonic() < deadline:
+            if self._stop.wait(0.05):
+                return
+        self._stop.wait(float(self.p["start_delay_s"]))
+
+    def _run(self) -> None:
+        try:
+            self._wait_start()
+            n_steps = int(round(self.p["duration_s"] / self.p["sim_dt"]))
+            t_next = time.monotonic()
+            for _ in range(n_steps):
+                if self._stop.is_set():
+                    return
+                t0 = time.perf_counter()
+                self.step_once()
+                self.step_times.append(time.perf_counter() - t0)
+                rate = float(self.p["rate_hz"])
+                if rate > 0.0:
+                    t_next += 1.0 / rate
+                    delay = t_next - time.monotonic()
+                    if delay > 0.0:
+                        self._stop.wait(delay)
+                    else:
+                        t_next = time.monotonic()  # behind: do not burst to catch up
+            if self.step_times:
+                st = np.asarray(self.step_times) * 1e3
+                self.get_logger().info(f"done: {len(st)} steps, {self.scene.time:.2f} s simulated; step cost "
+                                       f"mean {st.mean():.2f} ms, p95 {np.percentile(st, 95):.2f} ms")
+            self.pub_done.publish(Bool(data=True))
+        except Exception as exc:  # noqa: BLE001 - reported, then the node ends
+            if self._stop.is_set() or not self.context.ok():
+                return
+            self.get_logger().error(f"simulation failed: {type(exc).__name__}: {exc}")
+            self.failed = exc
+        finally:
+            self.done.set()
+
+    def step_once(self) -> None:
+        """Advance ``sim_dt`` and publish clock, joint states, object pose, contacts and measured streams."""
+        sc = self.scene
+        sc.set_targets(self.plan.targets(sc.time + float(self.p["sim_dt"])))
+        sc.step(self._substeps)
+        # MuJoCo's contacts and sensors after mj_step belong to the state the step started from;
+        # mj_forward evaluates them (and the body poses) at the state just reached, the one stamped.
+        mujoco.mj_forward(sc.model, sc.data)
+        stamp = sim_time_msg(sc.time)
+        if self.pub_clock is not None:
+            self.pub_clock.publish(Clock(clock=stamp))
+        frame = self.p["world_frame"]
+        js = JointState(header=make_header(stamp, ""))
+        js.name = list(sc.joint_names)
+        js.position = sc.joint_positions().tolist()
+        js.velocity = sc.joint_velocities().tolist()
+        self.pub_joints.publish(js)
+
+        pose = PoseStamped(header=make_header(stamp, frame))
+        xyz, q = xyz_quat_from_transform(sc.body_transform(OBJECT))
+        pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = (float(v) for v in xyz)
+        (pose.pose.orientation.x, pose.pose.orientation.y, pose.pose.orientation.z,
+         pose.pose.orientation.w) = (float(v) for v in q)
+        self.pub_pose.publish(pose)
+
+        contacts = sc.contacts(self.p["contact_body_names"])
+        self.pub_contacts.publish(contacts_to_pointcloud2(contacts, self.p["contact_body_names"], stamp,
+                                                          frame))
+        if self.streams:
+            state = self._state(contacts)
+            for stream, layout, pub in zip(self.streams, self._layouts, self.pub_measured):
+                pub.publish(encode_vector(layout, stream.measure(state), stamp))
+
+    def _state(self, contacts: Dict[Any, Any]) -> Any:
+        """The package's ``SimState`` of this step (body poses of the contact bodies, the contacts)."""
+        bodies = {b for pair in contacts for b in pair} | {s.spec.config["attachment"] for s in self.streams}
+        transforms = {b: torch.as_tensor(self.scene.body_transform(b), dtype=torch.float64) for b in bodies}
+        return SimState(transforms, {}, contacts)
+
+    def stop(self) -> None:
+        """Stop the worker thread (idempotent)."""
+        self._stop.set()
+        if self._worker is not None and self._worker.is_alive():
+            self._worker.join(timeout=5.0)
+
+    def destroy_node(self) -> None:
+        """Stop stepping, then release the ROS entities."""
+        self.stop()
+        super().destroy_node()
+
+
+def usage() -> argparse.ArgumentParser:
+    """The command line: only ``-h`` / ``--help``; parameters go through ``--ros-args``."""
+    return argparse.ArgumentParser(
+        prog="mujoco_contact_node", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="MuJoCo as a contact source: steps a MuJoCo scene of the package's embedded arm "
+                    "pressing the Punyo bubble into a box and publishes joint_states, object/pose, "
+                    "contacts (sensor_msgs/PointCloud2: force on body1 by body2, world frame, from "
+                    "mj_contactForce), <s>/measured (the pad from MuJoCo's force sensor, the load cell "
+                    "from its touch sensor; the Punyo pressure and membrane force from the package's "
+                    "models, MuJoCo having no membrane) and sim_done.",
+        epilog="example:\n"
+               "  mujoco_contact_node --ros-args -p rate_hz:=50.0 -p duration_s:=10.0\n"
+               "Parameters: ros2 param describe /mujoco_contact_node <name>; docs/mujoco.md.")
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def main(args: Optional[Sequence[str]] = None) -> int:
+    """Console entry point: init, spin until done (or Ctrl-C), shut down cleanly.
+
+    ``-h`` / ``--help`` before ``--ros-args`` prints the usage and exits 0 without creating a
+    ROS participant.
+
+    Returns:
+        0 on a finished (or interrupted) run, 1 when the simulation failed, 2 on a
+        configuration error.
+    """
+    argv = list(sys.argv if args is None else args)
+    usage().parse_known_args(user_args(argv))       # exits 0 after printing for -h / --help
+    rclpy.init(args=argv)
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, _interrupt)     # stop like Ctrl-C on SIGTERM too
+    try:
+        node = MujocoContactNode()
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        rclpy.logging.get_logger("mujoco_contact_node").fatal(f"configuration error: {exc}")
+        rclpy.try_shutdown()
+        return 2
+    except (KeyboardInterrupt, ExternalShutdownException):
+        rclpy.try_shutdown()
+        return 0
+    try:
+        while rclpy.ok():
+            rclpy.spin_once(node, timeout_sec=0.1)
+            if node.done.is_set() and node.p["exit_on_done"]:
+                end = time.monotonic() + float(node.p["linger_s"])
+                while rclpy.ok() and time.monotonic() < end:
+                    rclpy.spin_once(node, timeout_sec=0.05)
+                break
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.stop()
+        code = 1 if node.failed is not None else 0
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

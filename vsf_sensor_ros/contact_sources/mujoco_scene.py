@@ -1,0 +1,582 @@
+"""MuJoCo scene of the embedded arm pressing the Punyo bubble into a box, and its contacts (no ROS).
+
+The scene is the package's embedded world (:mod:`vsf_sensor_ros.embedded_world`) written as
+MJCF, so a sensor node configured for that world (``config/sensor_node.yaml``) reads it
+unchanged:
+
+* the arm's links and joints from ``data/embedded_arm.urdf`` (same body and joint names, joint
+  origins and axes, masses and inertias); the URDF root link ``world`` becomes MuJoCo's world
+  body.  The arm has no collision geometry (only the bubble, the object and the table collide,
+  as in the package's Klampt simulator) and its gravity is compensated (``gravcomp``), so its
+  position servos only push against the contact;
+* the bubble, body :data:`BUBBLE` fixed to the flange ``tool_link`` (identity mount), collides
+  through a ``mesh`` geom built from the membrane mesh the sensors use
+  (``data/punyo_bubble.ply``).  MuJoCo collides a mesh as its convex hull; the bubble is a
+  convex dome, so the hull is the bubble itself.  The bubble body is massless, so MuJoCo's
+  ``force`` sensor on it reads exactly the contact force (no weight, no inertia);
+* the table (static body :data:`TABLE`, top face at z = 0) and the object (free body
+  :data:`OBJECT`, a box resting on the table).
+
+Sensors MuJoCo itself computes (the independent "measured" streams):
+
+* :data:`PAD_SITE` -- a ``force`` sensor at a site on the bubble placed like the demo pad's
+  ``Tsensor``: the force the flange exerts on the bubble, in the site frame.  The bubble being
+  massless, the contact force on the bubble is its negative (:func:`pad_reading`).
+* :data:`LOAD_SITE` -- a ``touch`` sensor whose zone is a sphere at the object's top face centre
+  with the demo load cell's radius: the sum of the *normal* contact forces in the zone (N, >= 0).
+  The package's Isaac-style load sensor sums the whole force vector and takes its norm, so the
+  two differ by the tangential (friction) part of the contact force.
+
+There is no MuJoCo counterpart of the Punyo pressure or the dense membrane force: MuJoCo has
+no fluid-filled membrane.  A session measures those with the package's own models (synthetic).
+
+Contacts (:func:`contact_rows`): for contact ``i`` MuJoCo's ``mj_contactForce`` returns the
+force in the contact frame ``data.contact[i].frame`` (three rows: the normal, pointing from
+``geom1`` to ``geom2``, then two tangents); a positive normal component pushes the geoms apart.
+``frameᵀ f`` is therefore the force on ``geom2``'s body (world frame) and the force applied to
+body1 (``geom1``'s body) by body2 is ``−frameᵀ f`` -- pinned by a test: a box resting on the
+table presses the table with its weight, ``−m g`` along z.
+"""
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import mujoco
+import numpy as np
+import torch
+import trimesh
+from scipy.spatial.transform import Rotation
+
+from vsf_sensor_ros import embedded_world as ew
+from vsf_sensor_ros.sensor.state import ContactState
+from vsf_sensor_ros.urdf import parse_urdf_joints
+
+BUBBLE = ew.BUBBLE_BODY
+"""Body name of the bubble (``punyo``)."""
+OBJECT = ew.OBJECT_BODY
+"""Body name of the pressed box (``object``)."""
+TABLE = ew.TABLE_BODY
+"""Body name of the static table (``table``)."""
+PAD_SITE = "punyo_pad"
+"""Site and ``force`` sensor on the bubble (the pad's frame)."""
+LOAD_SITE = "object_load"
+"""Site and ``touch`` sensor at the object's top face (the load cell's zone)."""
+
+Pair = Tuple[str, str]
+
+
+def _quat_wxyz(R: np.ndarray) -> List[float]:
+    """MuJoCo's quaternion order ``(w, x, y, z)`` of a rotation matrix."""
+    x, y, z, w = Rotation.from_matrix(np.asarray(R, dtype=np.float64)).as_quat()
+    return [float(w), float(x), float(y), float(z)]
+
+
+def _fmt(values: Sequence[float]) -> str:
+    return " ".join(f"{float(v):.12g}" for v in values)
+
+
+def _pose_attrs(T: np.ndarray) -> Dict[str, str]:
+    """``pos`` / ``quat`` attributes of an MJCF element at the ``(4, 4)`` transform ``T``."""
+    return {"pos": _fmt(T[:3, 3]), "quat": _fmt(_quat_wxyz(T[:3, :3]))}
+
+
+@dataclass
+class MujocoSceneConfig:
+    """Physical settings of the scene (SI units).
+
+    Attributes:
+        object_size: box extents ``(x, y, z)`` (m).
+        object_mass: box mass (kg).
+        physics_dt: MuJoCo integration step (s).
+        arm_kp: position-servo stiffness per arm joint (N m / rad), URDF joint order.
+        arm_kv: servo damping per arm joint (N m s / rad).
+        solref: MuJoCo contact ``solref`` of the bubble ``(timeconst s, dampratio)``: how soft
+            the bubble skin is (a larger time constant is softer).
+        friction: sliding friction coefficient of every geom.
+        multiccd: MuJoCo's ``multiccd`` flag: several contact points per convex pair (a patch,
+            not a single deepest point).
+        pad_T: ``(4, 4)`` pad frame in the bubble frame (the demo pad's ``Tsensor``).
+        load_radius: radius of the load cell's touch zone (m), centred on the object's top face.
+    """
+
+    object_size: Tuple[float, float, float] = tuple(ew.OBJECT_SIZE)  # type: ignore[assignment]
+    object_mass: float = 0.3
+    physics_dt: float = 0.001
+    arm_kp: Tuple[float, ...] = (300.0, 300.0, 150.0, 60.0)
+    arm_kv: Tuple[float, ...] = (8.0, 6.0, 2.0, 0.2)
+    solref: Tuple[float, float] = (0.01, 1.0)
+    friction: float = 0.8
+    multiccd: bool = True
+    pad_T: Optional[np.ndarray] = None
+    load_radius: float = 0.03
+
+    def validate(self, n_joints: int) -> None:
+        """Raise ``ValueError`` naming the first bad value."""
+        size = np.asarray(self.object_size, dtype=np.float64)
+        if size.shape != (3,) or not np.isfinite(size).all() or size.min() <= 0.0:
+            raise ValueError(f"object_size must be 3 positive lengths (m), got {list(self.object_size)}")
+        for label in ("object_mass", "physics_dt", "load_radius"):
+            v = float(getattr(self, label))
+            if not (math.isfinite(v) and v > 0.0):
+                raise ValueError(f"{label} must be positive, got {v}")
+        for label in ("arm_kp", "arm_kv"):
+            v = np.asarray(getattr(self, label), dtype=np.float64)
+            if v.shape != (n_joints,) or not np.isfinite(v).all() or v.min() < 0.0:
+                raise ValueError(f"{label} must be {n_joints} non-negative numbers, got {list(v)}")
+        ref = np.asarray(self.solref, dtype=np.float64)
+        if ref.shape != (2,) or not np.isfinite(ref).all() or ref.min() <= 0.0:
+            raise ValueError(f"solref must be (timeconst, dampratio), both positive, got {list(ref)}")
+        if ref[0] < 2.0 * self.physics_dt:
+            raise ValueError(f"solref timeconst {ref[0]} s must be >= 2 physics_dt "
+                             f"({2 * self.physics_dt} s): "
+                             "MuJoCo would stiffen it to that")
+        if not (math.isfinite(self.friction) and self.friction >= 0.0):
+            raise ValueError(f"friction must be >= 0, got {self.friction}")
+
+
+def _link_inertial(link: ET.Element) -> Optional[ET.Element]:
+    """MJCF ``<inertial>`` of a URDF ``<link>`` (``None`` when it has none)."""
+    inert = link.find("inertial")
+    if inert is None or inert.find("mass") is None:
+        return None
+    o = inert.find("origin")
+    T = np.eye(4)
+    if o is not None:
+        from vsf_sensor_ros.transforms import rpy_matrix
+        T[:3, :3] = rpy_matrix([float(v) for v in (o.get("rpy") or "0 0 0").split()])
+        T[:3, 3] = [float(v) for v in (o.get("xyz") or "0 0 0").split()]
+    i = inert.find("inertia")
+    v = {k: float(i.get(k, 0.0)) if i is not None else 0.0
+         for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
+    inertia = np.array([[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]],
+                        [v["ixz"], v["iyz"], v["izz"]]])
+    # MJCF takes a full tensor only in the link frame's axes: rotate it there (R I Rᵀ)
+    R = T[:3, :3]
+    inertia = R @ inertia @ R.T
+    return ET.Element("inertial", pos=_fmt(T[:3, 3]), mass=f"{float(inert.find('mass').get('value')):.12g}",
+                      fullinertia=_fmt([inertia[0, 0], inertia[1, 1], inertia[2, 2], inertia[0, 1],
+                                        inertia[0, 2], inertia[1, 2]]))
+
+
+def robot_bodies(urdf_text: str) -> Tuple[List[ET.Element], Dict[str, ET.Element], List[str]]:
+    """The URDF's link tree as nested MJCF ``<body>`` elements (no geometry).
+
+    Each URDF joint becomes its child link's ``<body>`` at the joint origin, with a ``hinge``
+    (revolute, continuous) or ``slide`` (prismatic) joint of the same name and axis, ``range``
+    from the URDF limits of a revolute or prismatic joint; a fixed joint adds no MuJoCo joint.
+    Link inertials carry over.  A root link named ``world`` is MuJoCo's world body (its
+    children go straight into ``<worldbody>``), as ``robot_state_publisher`` treats it.
+
+    Returns:
+        ``(top-level bodies, {link name: body element}, movable joint names in URDF order)``.
+
+    Raises:
+        ValueError: joints of a type MuJoCo cannot express here (floating, planar), or a link
+            tree with more than one root besides ``world``.
+    """
+    root = ET.fromstring(urdf_text)
+    joints = parse_urdf_joints(root)
+    links = {link.get("name"): link for link in root.findall("link")}
+    children = {j.child for j in joints}
+    roots = [n for n in links if n not in children]
+    bodies: Dict[str, ET.Element] = {}
+    top: List[ET.Element] = []
+    for name in roots:
+        if name == "world":
+            continue
+        body = ET.Element("body", name=name, gravcomp="1")
+        inert = _link_inertial(links[name])
+        if inert is not None:
+            body.append(inert)
+        bodies[name] = body
+        top.append(body)
+    movable: List[str] = []
+    pending = list(joints)
+    while pending:   # parents before children, whatever the file order
+        progressed = False
+        for j in list(pending):
+            if j.parent != "world" and j.parent not in bodies:
+                continue
+            pending.remove(j)
+            progressed = True
+            body = ET.Element("body", name=j.child, gravcomp="1", **_pose_attrs(j.origin))
+            inert = _link_inertial(links[j.child]) if j.child in links else None
+            if inert is not None:
+                body.append(inert)
+            if j.type in ("revolute", "continuous", "prismatic"):
+                attrs = {"name": j.name, "type": "slide" if j.type == "prismatic" else "hinge",
+                         "axis": _fmt(j.axis)}
+                lim = root.find(f"joint[@name='{j.name}']/limit")
+                if j.type != "continuous" and lim is not None and lim.get("lower") is not None:
+                    attrs["range"] = _fmt([float(lim.get("lower")), float(lim.get("upper", 0.0))])
+                ET.SubElement(body, "joint", attrs)
+                movable.append(j.name)
+            elif j.type != "fixed":
+                raise ValueError(f"URDF joint {j.name!r} has type {j.type!r}; the MuJoCo scene takes "
+                                 "revolute, continuous, prismatic and fixed joints")
+            if j.parent == "world":
+                top.append(body)
+            else:
+                bodies[j.parent].append(body)
+            bodies[j.child] = body
+        if not progressed:
+            raise ValueError(f"URDF joints {[j.name for j in pending]} hang from links outside the tree")
+    return top, bodies, movable
+
+
+def scene_mjcf(cfg: MujocoSceneConfig,
+               bubble_mesh: Optional[trimesh.Trimesh] = None) -> Tuple[str, List[str]]:
+    """MJCF text of the scene (see the module doc) and the arm's movable joint names.
+
+    Args:
+        cfg: the physical settings (validated here).
+        bubble_mesh: the membrane mesh in the bubble frame (m); default the package's
+            ``data/punyo_bubble.ply`` (:func:`vsf_sensor_ros.embedded_world.bubble_mesh`).
+
+    Raises:
+        ValueError: a bad setting (see :meth:`MujocoSceneConfig.validate`).
+    """
+    urdf = Path(ew.embedded_urdf_path()).read_text()
+    top, bodies, movable = robot_bodies(urdf)
+    cfg.validate(len(movable))
+    mesh = ew.bubble_mesh() if bubble_mesh is None else bubble_mesh
+    sx, sy, sz = (float(v) for v in cfg.object_size)
+
+    mj = ET.Element("mujoco", model="vsf_punyo_press")
+    ET.SubElement(mj, "compiler", angle="radian", autolimits="true")
+    opt = ET.SubElement(mj, "option", timestep=f"{cfg.physics_dt:.12g}", integrator="implicitfast",
+                        cone="elliptic")
+    ET.SubElement(opt, "flag", multiccd="enable" if cfg.multiccd else "disable")
+    default = ET.SubElement(mj, "default")
+    ET.SubElement(default, "geom", friction=f"{cfg.friction:.12g} 0.005 0.0001")
+    asset = ET.SubElement(mj, "asset")
+    ET.SubElement(asset, "mesh", name=BUBBLE, vertex=_fmt(np.asarray(mesh.vertices).ravel()),
+                  face=" ".join(str(int(i)) for i in np.asarray(mesh.faces).ravel()))
+    world = ET.SubElement(mj, "worldbody")
+    table = ET.SubElement(world, "body", name=TABLE, pos=_fmt(ew.TABLE_POSITION))
+    ET.SubElement(table, "geom", name=TABLE, type="box", size=_fmt(np.asarray(ew.TABLE_SIZE) / 2.0))
+    obj = ET.SubElement(world, "body", name=OBJECT,
+                        pos=_fmt([ew.OBJECT_POSITION[0], ew.OBJECT_POSITION[1], sz / 2.0]))
+    ET.SubElement(obj, "freejoint", name=OBJECT)
+    ET.SubElement(obj, "geom", name=OBJECT, type="box", size=_fmt([sx / 2.0, sy / 2.0, sz / 2.0]),
+                  mass=f"{cfg.object_mass:.12g}")
+    ET.SubElement(obj, "site", name=LOAD_SITE, type="sphere", pos=_fmt([0.0, 0.0, sz / 2.0]),
+                  size=f"{cfg.load_radius:.12g}")
+    for b in top:
+        world.append(b)
+    bubble = ET.SubElement(bodies[ew.END_LINK], "body", name=BUBBLE)
+    # massless: the flange's force sensor then reads the contact force alone
+    ET.SubElement(bubble, "geom", name=BUBBLE, type="mesh", mesh=BUBBLE, mass="0",
+                  solref=_fmt(cfg.solref))
+    pad_T = np.eye(4) if cfg.pad_T is None else np.asarray(cfg.pad_T, dtype=np.float64).reshape(4, 4)
+    ET.SubElement(bubble, "site", name=PAD_SITE, type="box", size="0.03 0.03 0.001", **_pose_attrs(pad_T))
+    act = ET.SubElement(mj, "actuator")
+    for name, kp, kv in zip(movable, cfg.arm_kp, cfg.arm_kv):
+        ET.SubElement(act, "position", name=name, joint=name, kp=f"{kp:.12g}", kv=f"{kv:.12g}")
+    sensors = ET.SubElement(mj, "sensor")
+    ET.SubElement(sensors, "force", name=PAD_SITE, site=PAD_SITE)
+    ET.SubElement(sensors, "touch", name=LOAD_SITE, site=LOAD_SITE)
+    return ET.tostring(mj, encoding="unicode"), movable
+
+
+# --------------------------------------------------------------------------- contacts
+
+@dataclass
+class ContactRows:
+    """Every active MuJoCo contact of one step, as the package's contacts carry them.
+
+    Attributes:
+        body1, body2: ``(N,)`` body names (``geom1``'s and ``geom2``'s bodies).
+        points: ``(N, 3)`` float64 contact points (world frame, m): MuJoCo's ``contact.pos``,
+            midway between the two surfaces.
+        forces: ``(N, 3)`` float64 force applied to body1 by body2 (world frame, N).
+        normals: ``(N, 3)`` float64 unit contact normals, from body1 toward body2 (world).
+        depths: ``(N,)`` float64 penetration depths (m, ``-contact.dist``; > 0 when overlapping).
+    """
+
+    body1: List[str]
+    body2: List[str]
+    points: np.ndarray
+    forces: np.ndarray
+    normals: np.ndarray
+    depths: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.body1)
+
+
+def contact_rows(model: "mujoco.MjModel", data: "mujoco.MjData") -> ContactRows:
+    """The contacts of ``data`` (after ``mj_step`` / ``mj_forward``) in world frame.
+
+    For each of ``data.ncon`` contacts: ``mj_contactForce`` gives ``f`` in the contact frame
+    (rows of ``contact.frame``: normal from geom1 to geom2, then two tangents); the force on
+    body1 by body2 is ``−frameᵀ f[:3]`` (see the module doc).  Bodies come from
+    ``model.geom_bodyid``, names from the model.  Contacts MuJoCo excluded from the solver
+    (``efc_address < 0``) carry no force and are left out.
+    """
+    n = int(data.ncon)
+    b1: List[str] = []
+    b2: List[str] = []
+    pts, frc, nrm, dep = [], [], [], []
+    f6 = np.zeros(6)
+    for i in range(n):
+        c = data.contact[i]
+        if c.efc_address < 0:
+            continue
+        mujoco.mj_contactForce(model, data, i, f6)
+        frame = np.asarray(c.frame, dtype=np.float64).reshape(3, 3)
+        b1.append(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, int(model.geom_bodyid[c.geom1])) or "")
+        b2.append(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, int(model.geom_bodyid[c.geom2])) or "")
+        pts.append(np.asarray(c.pos, dtype=np.float64).copy())
+        frc.append(-(frame.T @ f6[:3]))
+        nrm.append(frame[0].copy())
+        dep.append(-float(c.dist))
+    if not b1:
+        z = np.zeros((0, 3))
+        return ContactRows([], [], z, z.copy(), z.copy(), np.zeros(0))
+    return ContactRows(b1, b2, np.array(pts), np.array(frc), np.array(nrm), np.array(dep))
+
+
+def contacts_by_pair(rows: ContactRows, body_names: Sequence[str],
+                     both_orders: bool = True) -> Dict[Pair, ContactState]:
+    """``{(body1, body2): ContactState}`` of the rows whose two bodies are both in ``body_names``.
+
+    Pairs are ordered by ``body_names`` (the lower index first as ``body1``); with
+    ``both_orders`` each pair also appears reversed, with the forces negated (what the package's
+    Klampt simulator publishes).  Forces are on body1 by body2, world frame (N); points world (m).
+    Contacts of a body outside the table, or of a body with itself, are left out.
+    """
+    index = {n: i for i, n in enumerate(body_names)}
+    grouped: Dict[Pair, List[Tuple[np.ndarray, np.ndarray]]] = {}
+    for k in range(len(rows)):
+        a, b = rows.body1[k], rows.body2[k]
+        if a not in index or b not in index or a == b:
+            continue
+        p, f = rows.points[k], rows.forces[k]
+        if index[a] > index[b]:
+            a, b, f = b, a, -f
+        grouped.setdefault((a, b), []).append((p, f))
+    out: Dict[Pair, ContactState] = {}
+    for (a, b) in sorted(grouped, key=lambda pr: (index[pr[0]], index[pr[1]])):
+        pts = torch.as_tensor(np.array([p for p, _ in grouped[(a, b)]]), dtype=torch.float64)
+        frc = torch.as_tensor(np.array([f for _, f in grouped[(a, b)]]), dtype=torch.float64)
+        out[(a, b)] = ContactState(pts, frc)
+        if both_orders:
+            out[(b, a)] = ContactState(pts.clone(), -frc)
+    return out
+
+
+# --------------------------------------------------------------------------- the scene
+
+class MujocoScene:
+    """The compiled scene with its state, servo targets, contacts and MuJoCo's own sensors.
+
+    Args:
+        cfg: physical settings.
+        bubble_mesh: membrane mesh (default the package's bubble).
+
+    Raises:
+        ValueError: a bad setting, or MuJoCo rejects the generated model (its message).
+    """
+
+    def __init__(self, cfg: Optional[MujocoSceneConfig] = None,
+                 bubble_mesh: Optional[trimesh.Trimesh] = None) -> None:
+        self.cfg = cfg or MujocoSceneConfig()
+        self.xml, self.joint_names = scene_mjcf(self.cfg, bubble_mesh)
+        try:
+            self.model = mujoco.MjModel.from_xml_string(self.xml)
+        except ValueError as exc:  # MuJoCo's compile errors are ValueError
+            raise ValueError(f"MuJoCo rejected the scene: {exc}") from exc
+        self.data = mujoco.MjData(self.model)
+        self._qadr = np.array([self.model.joint(n).qposadr[0] for n in self.joint_names], dtype=np.int64)
+        self._dadr = np.array([self.model.joint(n).dofadr[0] for n in self.joint_names], dtype=np.int64)
+        self._act = np.array([self.model.actuator(n).id for n in self.joint_names], dtype=np.int64)
+        self.bubble_geom = int(self.model.geom(BUBBLE).id)
+
+    @property
+    def time(self) -> float:
+        """Simulated time (s) since the last :meth:`reset`."""
+        return float(self.data.time)
+
+    def reset(self, joints: Dict[str, float], settle_s: float = 0.3) -> None:
+        """Put the arm at ``joints`` (held there by the servos) and let the object settle.
+
+        The object starts resting on the table; ``settle_s`` simulated seconds let it sink into
+        MuJoCo's soft contact.  The clock is then set back to 0.
+
+        Raises:
+            ValueError: a name that is not a movable joint.
+        """
+        mujoco.mj_resetData(self.model, self.data)
+        self.set_targets(joints)
+        for name, q in joints.items():
+            self.data.qpos[self._qadr[self.joint_names.index(name)]] = float(q)
+        mujoco.mj_forward(self.model, self.data)
+        for _ in range(int(round(settle_s / self.cfg.physics_dt))):
+            mujoco.mj_step(self.model, self.data)
+        self.data.time = 0.0
+
+    def set_targets(self, joints: Dict[str, float]) -> None:
+        """Servo targets (rad) by URDF joint name.
+
+        Raises:
+            ValueError: a name that is not a movable joint (nothing changed).
+        """
+        bad = [n for n in joints if n not in self.joint_names]
+        if bad:
+            raise ValueError(f"{bad} are not movable joints; joints: {self.joint_names}")
+        for name, q in joints.items():
+            self.data.ctrl[self._act[self.joint_names.index(name)]] = float(q)
+
+    def step(self, n: int = 1) -> None:
+        """``n`` MuJoCo steps of ``physics_dt``."""
+        for _ in range(int(n)):
+            mujoco.mj_step(self.model, self.data)
+
+    def joint_positions(self) -> np.ndarray:
+        """``(J,)`` float64 arm joint positions (rad), :attr:`joint_names` order."""
+        return self.data.qpos[self._qadr].copy()
+
+    def joint_velocities(self) -> np.ndarray:
+        """``(J,)`` float64 arm joint velocities (rad/s)."""
+        return self.data.qvel[self._dadr].copy()
+
+    def body_transform(self, name: str) -> np.ndarray:
+        """``(4, 4)`` float64 body frame -> world.
+
+        Raises:
+            KeyError: no body of that name.
+        """
+        b = self.model.body(name)
+        T = np.eye(4)
+        T[:3, :3] = self.data.xmat[b.id].reshape(3, 3)
+        T[:3, 3] = self.data.xpos[b.id]
+        return T
+
+    def contacts(self, body_names: Sequence[str], both_orders: bool = True) -> Dict[Pair, ContactState]:
+        """This step's contacts between bodies of ``body_names`` (:func:`contacts_by_pair`)."""
+        return contacts_by_pair(contact_rows(self.model, self.data), body_names, both_orders)
+
+    def sensor(self, name: str) -> np.ndarray:
+        """MuJoCo's reading of sensor ``name`` (copy; see the module doc for the two sensors)."""
+        return np.asarray(self.data.sensor(name).data, dtype=np.float64).copy()
+
+    def bubble_in_contact(self) -> bool:
+        """True when an active contact involves the bubble's geom."""
+        for i in range(int(self.data.ncon)):
+            c = self.data.contact[i]
+            if c.efc_address >= 0 and self.bubble_geom in (c.geom1, c.geom2):
+                return True
+        return False
+
+
+def pad_reading(scene: MujocoScene, names: Sequence[str]) -> np.ndarray:
+    """The pad's measurement from MuJoCo's ``force`` sensor, in the layout of ``names``.
+
+    MuJoCo's ``force`` sensor gives the force the flange exerts on the (massless) bubble, in the
+    pad's site frame; the contact force *on* the bubble is its negative, which is what the
+    package's Klampt-semantics pad reports (``force_x/y/z``; an object pressing the outward
+    pad reads a negative ``force_z``).  ``contact`` is 1.0 while MuJoCo has a contact on the
+    bubble.
+
+    Args:
+        scene: the scene after a step.
+        names: the pad model's measurement names (``contact``, ``force_x`` ...).
+
+    Raises:
+        ValueError: a name other than ``contact``, ``force_x``, ``force_y``, ``force_z``.
+    """
+    f = -scene.sensor(PAD_SITE)
+    value = {"contact": 1.0 if scene.bubble_in_contact() else 0.0,
+             "force_x": f[0], "force_y": f[1], "force_z": f[2]}
+    bad = [n for n in names if n not in value]
+    if bad:
+        raise ValueError(f"the MuJoCo pad measures contact, force_x, force_y, force_z; not {bad}")
+    return np.array([value[n] for n in names], dtype=np.float64)
+
+
+def load_reading(scene: MujocoScene, min_threshold: float = 0.0,
+                 max_threshold: float = math.inf) -> np.ndarray:
+    """``[in_contact, value]`` of the load cell from MuJoCo's ``touch`` sensor (N).
+
+    ``value`` is the touch reading (sum of normal contact forces in the zone), thresholded as
+    the Isaac-style sensor does: below ``min_threshold`` (or zero) -> ``[0, 0]``, above
+    ``max_threshold`` -> clamped.
+    """
+    v = float(scene.sensor(LOAD_SITE)[0])
+    if v <= 0.0 or v < min_threshold:
+        return np.zeros(2)
+    return np.array([1.0, min(v, max_threshold)])
+
+
+SOURCE_MUJOCO_FORCE = "mujoco-force-sensor"
+"""Label of a measured stream from MuJoCo's ``force`` sensor on the bubble (the pad)."""
+SOURCE_MUJOCO_TOUCH = "mujoco-touch-sensor"
+"""Label of a measured stream from MuJoCo's ``touch`` sensor on the object's top face (the load cell)."""
+SOURCE_TEXT = {SOURCE_MUJOCO_FORCE: "independent: MuJoCo's force sensor",
+               SOURCE_MUJOCO_TOUCH: "independent: MuJoCo's touch sensor"}
+"""Short human-readable form of the MuJoCo labels (plot legends)."""
+
+
+def mujoco_source_label(sensor_type: str, attachment: str, mode: str) -> str:
+    """Where ``mujoco_contact_node``'s ``<s>/measured`` of a demo sensor comes from, as a label.
+
+    With ``mode`` ``independent``: a ``ContactSensor`` on the bubble reads MuJoCo's ``force``
+    sensor (:data:`SOURCE_MUJOCO_FORCE`), an ``IsaacContactSensor`` on the object MuJoCo's
+    ``touch`` sensor (:data:`SOURCE_MUJOCO_TOUCH`); everything else, and every sensor with
+    ``model``, is the package's model (``synthetic-model``, the label of
+    :mod:`vsf_sensor_ros.apps.sim_sensors`).
+
+    Raises:
+        ValueError: ``mode`` is not ``independent`` or ``model``.
+    """
+    if mode not in ("independent", "model"):
+        raise ValueError(f"measured_source must be 'independent' or 'model', got {mode!r}")
+    if mode == "independent":
+        if sensor_type == "ContactSensor" and attachment == BUBBLE:
+            return SOURCE_MUJOCO_FORCE
+        if sensor_type == "IsaacContactSensor" and attachment == OBJECT:
+            return SOURCE_MUJOCO_TOUCH
+    return "synthetic-model"
+
+
+class PressPlan:
+    """Joint targets that press the bubble apex straight down onto the object's top face centre.
+
+    The apex height above the top face follows the package's press profile
+    (:class:`~vsf_sensor_ros.apps.trajectory.PressProfile`: tare hold, approach, press, hold,
+    release, retreat, rest); the joints come from the embedded arm's closed-form inverse
+    kinematics (:func:`~vsf_sensor_ros.embedded_world.tool_down_joint_positions`), bubble facing
+    down.
+
+    Args:
+        profile: timing and depths (validated).
+        object_xy: ``(x, y)`` of the press point (m, world).
+        top_z: height of the object's top face (m, world).
+
+    Raises:
+        ValueError: a bad profile, or a target out of the arm's reach.
+    """
+
+    def __init__(self, profile: object, object_xy: Tuple[float, float], top_z: float) -> None:
+        profile.validate()  # type: ignore[attr-defined]
+        self.profile = profile
+        self.xy = (float(object_xy[0]), float(object_xy[1]))
+        self.top_z = float(top_z)
+        for h in (profile.clearance, -profile.press_depth):  # type: ignore[attr-defined]
+            ew.tool_down_joint_positions(self.xy[0], self.xy[1], self.top_z + h)   # raises when unreachable
+
+    def targets(self, t: float) -> Dict[str, float]:
+        """Joint targets (rad) at simulated time ``t`` (s)."""
+        h = float(self.profile.height(np.array([t]))[0])  # type: ignore[attr-defined]
+        return ew.tool_down_joint_positions(self.xy[0], self.xy[1], self.top_z + h)
+
+
+__all__ = ["BUBBLE", "OBJECT", "TABLE", "PAD_SITE", "LOAD_SITE", "MujocoSceneConfig", "robot_bodies",
+           "scene_mjcf", "ContactRows", "contact_rows", "contacts_by_pair", "MujocoScene", "pad_reading",
+           "load_reading", "PressPlan", "SOURCE_MUJOCO_FORCE", "SOURCE_MUJOCO_TOUCH", "SOURCE_TEXT",
+           "mujoco_source_label"]
