@@ -25,6 +25,8 @@ DEFINITIONS = {
     "sim_time_span_s": "last minus first contacts stamp recorded (simulated s)",
     "seed": "random seed of the simulator's measurement noise",
     "wall_time_s": "wall time of the whole session, start-up included (s)",
+    "backend": "the physics engine that produced the contacts and the independent measured streams: "
+               "klampt (contact_sim_node, Klampt/ODE) or mujoco (mujoco_contact_node)",
     "measured_source_mode": "the simulator's measured_source parameter: independent (each measured stream "
                             "from the most independent source the simulator has, per sensor below) or "
                             "model (every stream synthetic)",
