@@ -93,7 +93,8 @@ class BrownConradyCamera:
         d = [float(x) for x in d]
         if len(d) > 5:
             if any(x != 0.0 for x in d[5:]):
-                raise ValueError(f"only 5 distortion coefficients (k1, k2, p1, p2, k3) are supported, got {d}")
+                raise ValueError(f"only 5 distortion coefficients (k1, k2, p1, p2, k3) are supported, "
+                                 f"got {d}")
             d = d[:5]
         d = d + [0.0] * (5 - len(d))
         return cls(width, height, float(k[0]), float(k[4]), float(k[2]), float(k[5]), tuple(d))
@@ -173,7 +174,8 @@ class BrownConradyCamera:
             raise ValueError(f"points must have shape (..., 3), got {p.shape}")
         bad = ~np.isfinite(p).all(axis=-1) | (p[..., 2] <= 0.0)
         if bad.any():
-            raise ValueError(f"{int(bad.sum())} point(s) are not finite or not in front of the camera (z <= 0)")
+            raise ValueError(f"{int(bad.sum())} point(s) are not finite or not in front of the camera "
+                             "(z <= 0)")
         tx, ty = p[..., 0] / p[..., 2], p[..., 1] / p[..., 2]
         xn, yn = tx.copy(), ty.copy()
         k1, k2, p1, p2, k3 = self.coeffs

@@ -28,9 +28,11 @@ displacement :math:`u` and a pressure change :math:`\delta p`:
   linear shape functions. It dominates the stiffness against indentation.
 * :math:`K_m` — material stiffness, plane stress, per triangle
   :math:`A\,B^\top D B` (constant-strain triangle in its own plane).
-* :math:`H = \partial^2 V/\partial x^2` — the pressure (follower-load)
-  stiffness: per triangle :math:`(a, b, c)`, :math:`H^{ab} = -\tfrac16[x_c]_\times`
-  and cyclic.
+* :math:`H = \partial g/\partial x` — the pressure (follower-load)
+  stiffness; :math:`g` lumps a third of each triangle's area vector on each of
+  its vertices, so per triangle :math:`(a, b, c)` every vertex's row gets
+  :math:`\tfrac16[x_c - x_b]_\times` in column a (and cyclic). At free vertices
+  :math:`g = \partial V/\partial x` and :math:`H` is the Hessian of :math:`V`.
 
 Constants, and where each comes from (none is fitted to a force reading):
 
@@ -183,7 +185,8 @@ class MembraneModel:
         p0 = float(gauge_pressure)
         fixed_tension = not isinstance(prestress, str)
         if not fixed_tension and prestress not in ("uniform", "equilibrium"):
-            raise ValueError(f"prestress must be 'uniform', 'equilibrium' or a tension in N/m, got {prestress!r}")
+            raise ValueError(f"prestress must be 'uniform', 'equilibrium' or a tension in N/m, "
+                             f"got {prestress!r}")
         if fixed_tension and not (np.isfinite(float(prestress)) and float(prestress) > 0):
             raise ValueError(f"a prescribed pre-tension must be positive and finite (N/m), got {prestress}")
         if not np.isfinite(p0) or p0 < 0.0 or (p0 == 0.0 and not fixed_tension):
@@ -200,7 +203,8 @@ class MembraneModel:
         if abs(volume) < 1e-12 and not fixed_tension:
             raise ValueError("the membrane encloses no volume over its base; its pre-tension cannot be "
                              "found from the pressure (pass prestress=<tension in N/m>)")
-        sign = -1.0 if volume < -1e-12 else 1.0  # orient so that g points outward (flat: the winding's normal)
+        # Orient so that g points outward (a flat membrane: along its winding's normal).
+        sign = -1.0 if volume < -1e-12 else 1.0
         self.volume = abs(volume)
 
         # Pressure load: a third of each triangle's area vector per vertex (= dV/dx at free vertices),
@@ -209,12 +213,13 @@ class MembraneModel:
         avec = sign * np.cross(b - a, c - a) / 6.0
         for k in range(3):
             np.add.at(g, tri[:, k], avec)
+        # H = d g / d x: a triangle's area vector changes with its vertex j by ½[x_{j+2} − x_{j+1}]×,
+        # a third of it on each of its vertices. At free vertices this is the Hessian of V.
         hblk = np.zeros((len(tri), 3, 3, 3, 3))
-        for k in range(3):
-            i, j, m = k, (k + 1) % 3, (k + 2) % 3
-            s = sign * _skew(xc[tri[:, m]]) / 6.0
-            hblk[:, i, :, j, :] = -s
-            hblk[:, j, :, i, :] = s
+        for j in range(3):
+            s = sign * _skew(xc[tri[:, (j + 2) % 3]] - xc[tri[:, (j + 1) % 3]]) / 6.0
+            for i in range(3):
+                hblk[:, i, :, j, :] = s
         H = _blocks_to_csr(tri, hblk.reshape(len(tri), 9, 9), n_v)
 
         # Triangle geometry: basis (e1, e2), area, shape-function gradients (local and 3-D).
@@ -233,7 +238,8 @@ class MembraneModel:
             grad[:, k, 1] = (loc[:, m, 0] - loc[:, j, 0]) / (2.0 * area)
         self.area = area
 
-        # Pre-tension: nodal force of a unit stress component, r_a = A (N11 gx e1 + N22 gy e2 + N12 (gy e1 + gx e2)).
+        # Pre-tension: nodal force of a unit stress component,
+        # r_a = A (N11 gx e1 + N22 gy e2 + N12 (gy e1 + gx e2)).
         unit = np.stack([grad[:, :, 0:1] * e1[:, None, :], grad[:, :, 1:2] * e2[:, None, :],
                          grad[:, :, 1:2] * e1[:, None, :] + grad[:, :, 0:1] * e2[:, None, :]], axis=-1)
         unit *= area[:, None, None, None]  # (T, 3 nodes, 3 xyz, 3 components)
@@ -266,7 +272,8 @@ class MembraneModel:
         self.mean_tension = float((tr_half * area).sum() / area.sum())
 
         # Geometric stiffness: A (grad_a . N . grad_b) I3, N in local components.
-        nloc = np.stack([np.stack([stress[:, 0], stress[:, 2]], -1), np.stack([stress[:, 2], stress[:, 1]], -1)], -2)
+        nloc = np.stack([np.stack([stress[:, 0], stress[:, 2]], -1),
+                         np.stack([stress[:, 2], stress[:, 1]], -1)], -2)
         gng = area[:, None, None] * np.einsum("tai,tij,tbj->tab", grad, nloc, grad)
         kblk = np.einsum("tab,ij->taibj", gng, np.eye(3))
 
@@ -286,7 +293,8 @@ class MembraneModel:
             bm[:, 1] = grad[:, :, 1:2] * e2[:, None, :]
             bm[:, 2] = grad[:, :, 1:2] * e1[:, None, :] + grad[:, :, 0:1] * e2[:, None, :]
             bm = bm.reshape(len(tri), 3, 9)
-            kblk = kblk + (area[:, None, None] * np.einsum("tsa,sr,trb->tab", bm, dmat, bm)).reshape(kblk.shape)
+            kmat = area[:, None, None] * np.einsum("tsa,sr,trb->tab", bm, dmat, bm)
+            kblk = kblk + kmat.reshape(kblk.shape)
         else:
             self.material_tangent = np.zeros((3, 3))
         Kint = _blocks_to_csr(tri, kblk.reshape(len(tri), 9, 9), n_v)
@@ -446,7 +454,8 @@ class MembraneForceEstimator:
             raise FrameRejected(f"frame must be a {hw} depth image or a {hw + (3,)} organised cloud, "
                                 f"got shape {arr.shape}", "wrong_size")
         if not np.issubdtype(z.dtype, np.floating):
-            raise FrameRejected(f"frame must hold depths in metres as floats, got dtype {z.dtype}", "wrong_size")
+            raise FrameRejected(f"frame must hold depths in metres as floats, got dtype {z.dtype}",
+                                "wrong_size")
         z = z.astype(np.float64, copy=False)
         if np.isinf(z).any():
             raise FrameRejected(f"frame holds {int(np.isinf(z).sum())} infinite depth value(s)", "nan")
@@ -529,7 +538,7 @@ class MembraneForceEstimator:
         self.startup_s = time.perf_counter() - t0
 
     def reset_reference(self) -> None:
-        """Forget the reference; :meth:`estimate` raises ``FrameRejected('no_reference')`` until the next one."""
+        """Forget the reference: :meth:`estimate` raises ``FrameRejected`` (no_reference) until the next."""
         self.model = None
         self._seen = np.zeros(0, dtype=bool)
 
@@ -573,7 +582,8 @@ class MembraneForceEstimator:
         """
         t0 = time.perf_counter()
         if self.model is None:
-            raise FrameRejected("no reference: call set_reference with contact-free frames first", "no_reference")
+            raise FrameRejected("no reference: call set_reference with contact-free frames first",
+                                "no_reference")
         z = self._depth_of(frame)
         dp = 0.0 if pressure is None else self._pressure_pa(pressure, "frame") - self._p_ref
         diff = self._window_depths(z)[self._seen] - self._ref
@@ -635,8 +645,9 @@ class WrenchComparison:
     peak_frame: int
 
 
-def compare_with_wrench(estimate: np.ndarray, wrench_force: np.ndarray, bias_frames: Sequence[int] = range(30),
-                        threshold: float = 0.5, max_lag: int = 3) -> WrenchComparison:
+def compare_with_wrench(estimate: np.ndarray, wrench_force: np.ndarray,
+                        bias_frames: Sequence[int] = range(30), threshold: float = 0.5,
+                        max_lag: int = 3) -> WrenchComparison:
     """Compare an estimated contact-force series with a force/torque reading.
 
     The F/T bias is the mean of ``wrench_force`` over ``bias_frames``; loaded

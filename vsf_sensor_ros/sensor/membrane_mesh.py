@@ -42,12 +42,15 @@ class MembraneMesh:
         if tri.min() < 0 or tri.max() >= len(pts):
             raise ValueError(f"triangle index out of range 0..{len(pts) - 1}: {tri.min()}..{tri.max()}")
         if bnd.size == 0 or bnd.size >= len(pts):
-            raise ValueError(f"boundary must name some but not all of the {len(pts)} vertices, got {bnd.size}")
+            raise ValueError(f"boundary must name some but not all of the {len(pts)} vertices, "
+                             f"got {bnd.size}")
         if bnd.min() < 0 or bnd.max() >= len(pts):
             raise ValueError(f"boundary index out of range 0..{len(pts) - 1}: {bnd.min()}..{bnd.max()}")
-        area2 = np.linalg.norm(np.cross(pts[tri[:, 1]] - pts[tri[:, 0]], pts[tri[:, 2]] - pts[tri[:, 0]]), axis=1)
+        edge1, edge2 = pts[tri[:, 1]] - pts[tri[:, 0]], pts[tri[:, 2]] - pts[tri[:, 0]]
+        area2 = np.linalg.norm(np.cross(edge1, edge2), axis=1)
         if (area2 <= 1e-18).any():
-            raise ValueError(f"degenerate (zero-area) triangle(s): {np.flatnonzero(area2 <= 1e-18)[:10].tolist()}")
+            bad = np.flatnonzero(area2 <= 1e-18)[:10].tolist()
+            raise ValueError(f"degenerate (zero-area) triangle(s): {bad}")
         for name, arr in (("points", pts), ("triangles", tri), ("boundary", bnd)):
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)
