@@ -318,6 +318,14 @@ class MembraneModel:
         return (self.K @ u).reshape(-1, 3) - float(pressure_change) * self.g0
 
 
+def _row_nanmedian(a: np.ndarray) -> np.ndarray:
+    """Median of each row ignoring NaN (every row holds at least one number); = ``np.nanmedian(a, 1)``."""
+    s = np.sort(a, axis=1)  # NaN sorts last
+    n = np.isfinite(a).sum(axis=1)
+    r = np.arange(len(a))
+    return 0.5 * (s[r, (n - 1) // 2] + s[r, n // 2])
+
+
 def _polygon_area(ring: np.ndarray) -> float:
     """Area (m²) of a closed 3-D polygon (vertices in ring order), by the vector-area formula."""
     return float(0.5 * np.linalg.norm(np.cross(ring, np.roll(ring, -1, axis=0)).sum(axis=0)))
@@ -593,11 +601,18 @@ class MembraneForceEstimator:
             raise FrameRejected(f"too few valid pixels: {int(have.sum())} of {n_seen} vertices have a depth "
                                 f"reading (need {self.min_vertex_fraction:.0%})", "too_few_valid_pixels")
         rows = np.flatnonzero(self._seen)[have]
-        ds = np.nanmedian(diff[have], axis=1) * self._ray_len[rows]  # along the ray, m
+        ds = _row_nanmedian(diff[have]) * self._ray_len[rows]  # along the ray, m
         w = ds * self._dot[rows]
         t1 = time.perf_counter()
 
-        push, rnorm = nnls(self._w_push[rows], w - dp * self._w_dp[rows], maxiter=10 * len(self._free))
+        b = w - dp * self._w_dp[rows]  # measured minus the pressure-only response
+        # Candidate pushes: the vertices read pressed in beyond the pressure response, and those not
+        # read (a push on a vertex moves it inward, so one read bulging out carries none).
+        cand = np.ones(len(self._free), dtype=bool)
+        cand[rows[b >= 0.0]] = False
+        sol, rnorm = nnls(self._w_push[rows][:, cand], b, maxiter=10 * len(self._free))
+        push = np.zeros(len(self._free))
+        push[cand] = sol
         u_free = self._u_push @ push + dp * self._u_dp
         n_v = len(self.mesh.points)
         u = np.zeros(3 * n_v)
