@@ -610,9 +610,11 @@ class MembraneForceEstimator:
         # read (a push on a vertex moves it inward, so one read bulging out carries none).
         cand = np.ones(len(self._free), dtype=bool)
         cand[rows[b >= 0.0]] = False
-        sol, rnorm = nnls(self._w_push[rows][:, cand], b, maxiter=10 * len(self._free))
         push = np.zeros(len(self._free))
-        push[cand] = sol
+        if cand.any():  # (SciPy's nnls aborts the process on a matrix without columns)
+            push[cand], rnorm = nnls(self._w_push[rows][:, cand], b, maxiter=10 * len(self._free))
+        else:
+            rnorm = float(np.linalg.norm(b))
         u_free = self._u_push @ push + dp * self._u_dp
         n_v = len(self.mesh.points)
         u = np.zeros(3 * n_v)
