@@ -40,11 +40,13 @@ Constants, and where each comes from (none is fitted to a force reading):
   reference frames) minus the ambient pressure. The ambient pressure is a
   constructor argument; :func:`isa_pressure` gives the ICAO standard atmosphere
   (ISO 2533) at a site's altitude when no barometer reading is at hand.
-* :math:`N` (pre-tension): solved from the reference equilibrium
-  :math:`\sum_e A_e N_e \nabla\phi_a = p_0 g_a` at every free vertex — the
-  discrete Young–Laplace law on the measured reference shape — taking, among
-  the fields that satisfy it, the one nearest (area-weighted least squares) to
-  the uniform isotropic tension that best balances :math:`p_0` on its own.
+* :math:`N` (pre-tension), from the reference equilibrium
+  :math:`\sum_e A_e N_e \nabla\phi_a = p_0 g_a` at the free vertices — the
+  discrete Young–Laplace law on the reference mesh. By default the uniform
+  isotropic tension that satisfies it best (least squares); the exact
+  per-triangle field nearest to it is available (``prestress='equilibrium'``),
+  but on a measured mesh it follows the mesh's millimetre-scale ripples with
+  compressive patches a membrane cannot carry (it would wrinkle).
 * :math:`D` (material tangent): incompressible neo-Hookean latex (Treloar,
   *The Physics of Rubber Elasticity*; Poisson ratio 0.5 for rubber), inflated
   from a flat, unstressed sheet clamped on the ring. With the areal stretch
@@ -55,21 +57,34 @@ Constants, and where each comes from (none is fitted to a force reading):
   :math:`\mu t_0 = \bar T/(1 - J^{-3})` with :math:`\bar T` the area-weighted
   mean of :math:`\tfrac12 \mathrm{tr} N`. No separate modulus or thickness is needed.
 
-Measurement
------------
-Each free vertex is seen by the camera on the ray through its reference
-position; the camera measures how far the surface moved *along that ray*,
+Measurement and solve
+---------------------
+Each free vertex is read on the camera ray through its reference position:
+the camera measures how far the surface moved *along that ray*,
 :math:`\delta s = |r|\,\operatorname{median}(z - z_{ref})` over a small pixel
-window (r = the ray's slope vector ``(x/z, y/z, 1)``). That fixes the normal
-displacement :math:`w = \delta s\,(\hat d\cdot\hat n)` (:math:`\hat d` unit
-ray, :math:`\hat n` outward vertex normal), not the sliding of the material.
-The unmeasured components — the two tangential ones of every seen vertex and
-all three of a vertex the camera cannot see (tube, label) — are solved for
-with no external force on them (frictionless contact; unseen = untouched):
-:math:`K_{ff} u_f = \delta p\,g_f - K_{fw} w`. :math:`K_{ff}` is factorised
-once (sparse LU), so a frame costs the pixel gathers, one back-substitution
-and one sparse product. Boundary vertices do not move (:math:`u = 0`); their
-forces are the clamp's reactions and are reported apart from the contact forces.
+window (:math:`r = (x/z, y/z, 1)` the ray's slope vector). That fixes the
+normal displacement :math:`w = \delta s\,(\hat d\cdot\hat n)` (:math:`\hat d`
+unit ray, :math:`\hat n` outward vertex normal), not the sliding of the material.
+
+Contact is unilateral and frictionless: the environment pushes each vertex
+along its inward normal with a magnitude :math:`c_i \ge 0` and applies no
+other force. With the boundary clamped, the membrane's normal response is
+:math:`w = W c + \delta p\, w_p`, where column i of the compliance
+:math:`W` is the normal displacement field of a unit inward push at vertex i
+and :math:`w_p` that of a unit pressure rise (:math:`K_{ff}^{-1}` applied to
+the loads). Per frame
+
+.. math::  c = \arg\min_{c \ge 0} \| W_{s} c + \delta p\, w_{p,s} - w_s \|_2
+
+over the vertices read (s), by Lawson–Hanson non-negative least squares; a
+push is sought only where a read vertex lies inward of the pressure-only
+response, and on vertices the camera cannot see (their force is then fixed by
+how their push would move the vertices that are seen). Contact force
+:math:`f_i = -c_i \hat n_i`; the displacement :math:`u = K_{ff}^{-1}(f + \delta p\, g)`
+and the clamp's reactions :math:`K_{bf} u - \delta p\, g_b` follow. :math:`K_{ff}` is
+factorised once (sparse LU) and :math:`W`, :math:`w_p` formed from it in
+:meth:`MembraneForceEstimator.set_reference`; a frame costs the pixel gathers
+and one small NNLS.
 
 Frames: the membrane mesh frame of the mesh file (``p_cam = R_cam_mesh p_mesh``;
 for the Punyo reference mesh a 25° rotation about the camera's y axis, no
