@@ -531,11 +531,10 @@ class MembraneForceEstimator:
                                 f"{len(self._free)} free vertices read", "too_few_valid_pixels")
         p0 = p_abs - self.ambient_pressure
         fixed = not isinstance(self.prestress, str)
-        if p0 <= 0 and not (fixed and p0 == 0):
-            if not fixed or p0 < 0:
-                raise FrameRejected(f"reference pressure {p_abs:.1f} Pa is not above the ambient "
-                                    f"{self.ambient_pressure:.1f} Pa", "bad_pressure")
-        model = MembraneModel(self.mesh, max(p0, 0.0), prestress=self.prestress, material=self.material)
+        if p0 < 0.0 or (p0 == 0.0 and not fixed):  # only a prescribed tension allows no gauge pressure
+            raise FrameRejected(f"reference pressure {p_abs:.1f} Pa is not above the ambient "
+                                f"{self.ambient_pressure:.1f} Pa", "bad_pressure")
+        model = MembraneModel(self.mesh, p0, prestress=self.prestress, material=self.material)
 
         # Normal compliance: normal displacement of every free vertex under a unit inward push at
         # each one, and under a unit pressure rise (boundary clamped).
