@@ -626,7 +626,10 @@ class MembraneForceEstimator:
         cand[rows[b >= 0.0]] = False
         push = np.zeros(len(self._free))
         if cand.any():  # (SciPy's nnls aborts the process on a matrix without columns)
-            push[cand], rnorm = nnls(self._w_push[rows][:, cand], b, maxiter=10 * len(self._free))
+            try:
+                push[cand], rnorm = nnls(self._w_push[rows][:, cand], b, maxiter=10 * len(self._free))
+            except RuntimeError as exc:  # iteration limit: never seen, but a node must stay up
+                raise FrameRejected(f"contact solve did not converge: {exc}", "solver_failed") from exc
         else:
             rnorm = float(np.linalg.norm(b))
         u_free = self._u_push @ push + dp * self._u_dp
