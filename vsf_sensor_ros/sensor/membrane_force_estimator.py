@@ -115,7 +115,7 @@ class FrameRejected(ValueError):
 
     Attributes:
         reason: short machine-readable cause (``'wrong_size'``, ``'nan'``,
-            ``'too_few_valid_pixels'``, ``'bad_pressure'``, ``'no_reference'``),
+            ``'too_few_valid_pixels'``, ``'bad_pressure'``, ``'no_reference'``, ``'solver_failed'``),
             for a node's rejection counters.
     """
 
