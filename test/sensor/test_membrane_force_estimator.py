@@ -98,6 +98,54 @@ def test_infinitesimal_rotation_of_the_equilibrium_state_gives_no_contact_force(
     assert np.abs(f_rot).max() < 1e-6 * np.abs(model.forces(dimple)).max()
 
 
+def _exact_forces(mesh, model, x: np.ndarray, p: float) -> np.ndarray:
+    """Exact (non-linear) external forces of a pre-stressed membrane at positions x under pressure p.
+
+    Written independently of the model's assembly: first Piola stress P = F S with the second
+    Piola stress S = N0 + D : E (Green strain E in each triangle's reference plane), nodal forces
+    A0 P grad(phi), minus p times a third of each deformed triangle's area vector per vertex.
+    """
+    tri, x0 = mesh.triangles, mesh.points
+    a0, b0, c0 = x0[tri[:, 0]], x0[tri[:, 1]], x0[tri[:, 2]]
+    n0 = np.cross(b0 - a0, c0 - a0)
+    area0 = 0.5 * np.linalg.norm(n0, axis=1)
+    e1 = (b0 - a0) / np.linalg.norm(b0 - a0, axis=1)[:, None]
+    e2 = np.cross(n0 / (2 * area0[:, None]), e1)
+    ref = np.stack([np.stack([np.einsum("ij,ij->i", q - a0, e1), np.einsum("ij,ij->i", q - a0, e2)], -1)
+                    for q in (b0, c0)], -1)  # (T, 2, 2): columns = edges in the local plane
+    inv = np.linalg.inv(ref)
+    grads = np.concatenate([-inv.sum(axis=1, keepdims=True), inv], axis=1)  # (T, 3 nodes, 2)
+    a, b, c = x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]]
+    F = np.stack([b - a, c - a], -1) @ inv  # (T, 3, 2)
+    E = 0.5 * (np.einsum("tki,tkj->tij", F, F) - np.eye(2))
+    S = model.stress + np.stack([E[:, 0, 0], E[:, 1, 1], 2 * E[:, 0, 1]], -1) @ model.material_tangent.T
+    Sm = np.stack([np.stack([S[:, 0], S[:, 2]], -1), np.stack([S[:, 2], S[:, 1]], -1)], -2)
+    P = F @ Sm
+    f = np.zeros_like(x)
+    load = np.cross(b - a, c - a) / 6.0
+    for k in range(3):
+        np.add.at(f, tri[:, k], area0[:, None] * np.einsum("tki,ti->tk", P, grads[:, k]) - p * load)
+    return f
+
+
+def test_stiffness_is_the_derivative_of_the_exact_membrane_forces(dome):
+    """K (pre-tension + material + pressure) against central differences of the exact forces."""
+    p0 = 4000.0
+    model = MembraneModel(dome, p0, prestress="equilibrium")
+    rng = np.random.default_rng(3)
+    u = rng.normal(size=dome.points.shape) * 1e-4
+    u[dome.boundary] = 0.0
+    h = 1e-3
+    fd = (_exact_forces(dome, model, dome.points + h * u, p0)
+          - _exact_forces(dome, model, dome.points - h * u, p0)) / (2 * h)
+    lin = model.forces(u)
+    free = dome.interior
+    assert np.abs(fd[free] - lin[free]).max() < 1e-6 * np.abs(lin[free]).max()
+    # ... and the pressure term: d f / d p = -g.
+    dp = (_exact_forces(dome, model, dome.points, p0 + 1.0) - _exact_forces(dome, model, dome.points, p0))
+    assert np.abs(dp[free] + model.g0[free]).max() < 1e-12
+
+
 # ---------------------------------------------------------------------------- pipeline
 P_REF = 105000.0  # absolute, Pa
 P0 = 4000.0  # gauge; sphere of 50 mm: T = 100 N/m
