@@ -106,7 +106,7 @@ from .membrane_mesh import MembraneMesh
 
 __all__ = [
     "FrameRejected", "MembraneForceEstimator", "MembraneForceResult", "MembraneModel",
-    "WrenchComparison", "compare_with_wrench", "isa_pressure", "punyo_camera_rotation",
+    "WrenchComparison", "compare_with_wrench", "isa_pressure", "peak_distance", "punyo_camera_rotation",
 ]
 
 
@@ -730,3 +730,29 @@ def compare_with_wrench(estimate: np.ndarray, wrench_force: np.ndarray,
     return WrenchComparison(lag=lag, correlation=corr, ratio_at_peak=float(e[k] / f[k]),
                             rms_error=float(np.sqrt(np.mean((e - f) ** 2))), frames=frames, bias=bias,
                             peak_frame=int(frames[k]))
+
+
+def peak_distance(forces: np.ndarray, positions: np.ndarray, point: Sequence[float]) -> np.ndarray:
+    """Distance from a point to the vertex carrying the largest force, per frame.
+
+    Args:
+        forces: ``(N, V, 3)`` or ``(V, 3)`` contact forces (N), e.g. ``contact_forces`` per frame.
+        positions: vertex positions (m), ``(V, 3)`` for all frames or ``(N, V, 3)`` per frame.
+        point: ``(3,)`` the point (m), same frame (e.g. the deepest indentation).
+
+    Returns:
+        ``(N,)`` float64 distances, m (``(1,)`` for a single frame).
+
+    Raises:
+        ValueError: shapes that do not match.
+    """
+    f = np.asarray(forces, dtype=np.float64)
+    f = f[None] if f.ndim == 2 else f
+    pos = np.asarray(positions, dtype=np.float64)
+    if pos.ndim == 2 and f.ndim == 3 and pos.shape == f.shape[1:]:
+        pos = np.broadcast_to(pos, f.shape)
+    if f.ndim != 3 or f.shape[2] != 3 or pos.shape != f.shape:
+        raise ValueError(f"forces (N, V, 3) and positions (V, 3) or (N, V, 3) must match, got {f.shape} "
+                         f"and {np.shape(positions)}")
+    k = np.argmax(np.linalg.norm(f, axis=2), axis=1)
+    return np.linalg.norm(pos[np.arange(len(f)), k] - np.asarray(point, dtype=np.float64), axis=1)
