@@ -27,6 +27,7 @@ setup(
         "klampt>=0.10",
         "pyyaml",
         "numba>=0.61",
+        "meshio>=5.3",
     ],
     extras_require={
         "test": ["pytest", "flake8", "mcap", "hypothesis>=6.100"],

@@ -137,6 +137,23 @@ def evaluate_targets(results: Dict[str, Any]) -> List[Dict[str, Any]]:
         add("library: pressure, 100 contacts, median", 1e3 * pr["library"]["median_s"], "< 0.3 ms",
             pr["library"]["median_s"] < 0.3e-3, "ms", f"{pr['mesh']} mesh, predict + sparse J")
 
+    mfe = results.get("library", {}).get("membrane")
+    if mfe and not mfe.get("skipped"):
+        ctx = f"real Punyo poke, {mfe['frames']} frames x {mfe['passes']}"
+        add("membrane force: estimate per frame, median", mfe["median_ms"], "<= 10 ms",
+            mfe["median_ms"] <= 10.0, "ms", f"{ctx}; p99 {mfe['p99_ms']:.1f} ms; reference estimator 810 ms")
+        add("membrane force: start-up (assembly + factorisation)", mfe["startup_s"], "<= 5 s",
+            mfe["startup_s"] <= 5.0, "s", ctx)
+        add("membrane force: correlation with the arm F/T", mfe["correlation"], ">= 0.98",
+            mfe["correlation"] >= 0.98, "", f"lag {mfe['lag']} frame(s); reference estimator 0.99")
+        add("membrane force: ratio at the F/T peak", mfe["ratio_at_peak"], "0.8 - 1.2",
+            0.8 <= mfe["ratio_at_peak"] <= 1.2, "", "no parameter fitted; reference estimator 0.59")
+        add("membrane force: RMS of the magnitude error", mfe["rms_error_n"], "<= 0.6 N",
+            mfe["rms_error_n"] <= 0.6, "N", "reference estimator 1.37 N")
+        add("membrane force: peak from the deepest indentation", mfe["peak_distance_mm"], "<= 3 mm",
+            mfe["peak_distance_mm"] <= 3.0, "mm", "frames 78-101, worst frame")
+    elif mfe is not None:
+        add("membrane force: estimate per frame, median", None, "<= 10 ms", None, "ms", mfe["skipped"])
     node = results.get("node", {})
     ph = next((p for p in node.get("phases", []) if p["name"] == "rate_1000"), None)
     world = node.get("world", "?")
@@ -275,6 +292,9 @@ def format_table(results: Dict[str, Any]) -> str:
                             _f(1e3 * ref["p90_s"] if ref else None),
                             _f(r.get("ratio"), "{:.1f}"), _f(r["sparse_bytes"] / 1e3, "{:.1f}"),
                             _f(r["dense_bytes"] / 1e3, "{:.1f}")), LIB_W))
+        if sec.get("membrane"):
+            from benchmarks.bench_membrane import format_rows
+            L.extend(format_rows(sec["membrane"]))
     node = results.get("node")
     if node:
         L.append("\n== Node end to end over DDS (sensor_node child process) ==")
@@ -367,6 +387,9 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
         from benchmarks.library_rows import library_section
         t0 = time.monotonic()
         results["library"] = library_section(cfg["lib_counts"], cfg["repeats"], cfg["budget_s"])
+        print("[library] membrane force estimator on the real Punyo poke", flush=True)
+        from benchmarks.bench_membrane import membrane_section
+        results["library"]["membrane"] = membrane_section(1 if args.quick else 3)
         results["library"]["seconds"] = time.monotonic() - t0
     if "cuda" in sections:
         if torch.cuda.is_available():

@@ -1,0 +1,72 @@
+"""RealSense camera model: the inverse Brown-Conrady deprojection by hand, its inverse, CameraInfo."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vsf_sensor_ros.sensor.camera_model import BrownConradyCamera
+
+CAMERA = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "punyo_poke_ur5e" / "camera"
+
+
+def test_radial_term_by_hand():
+    cam = BrownConradyCamera(640, 480, 400.0, 400.0, 320.0, 240.0, (0.1, 0.0, 0.0, 0.0, 0.0))
+    # u = 420: xn = 0.25, r^2 = 0.0625, f = 1 + 0.1 * 0.0625 = 1.00625
+    assert cam.deproject(420.0, 240.0) == pytest.approx([0.25 * 1.00625, 0.0], abs=1e-15)
+
+
+def test_tangential_terms_by_hand():
+    cam = BrownConradyCamera(640, 480, 400.0, 200.0, 320.0, 240.0, (0.0, 0.0, 0.01, 0.02, 0.0))
+    # xn = yn = 0.25, r^2 = 0.125: x = 0.25 + 2*0.01*0.0625 + 0.02*(0.125 + 0.125) = 0.25625
+    #                              y = 0.25 + 2*0.02*0.0625 + 0.01*(0.125 + 0.125) = 0.255
+    assert cam.deproject(420.0, 290.0) == pytest.approx([0.25625, 0.255], abs=1e-15)
+
+
+def test_project_inverts_deproject_to_a_nanopixel():
+    coeffs = (-0.0568, 0.0607, 0.00076, 0.00099, -0.0202)
+    cam = BrownConradyCamera(640, 480, 429.5, 428.9, 313.8, 247.7, coeffs)
+    v, u = np.mgrid[0:480:13, 0:640:17].astype(float)
+    rays = cam.deproject(u, v)
+    pts = np.concatenate([rays, np.ones(rays.shape[:-1] + (1,))], axis=-1) * 0.08
+    uv = cam.project(pts)
+    assert np.abs(uv[..., 0] - u).max() < 1e-9 and np.abs(uv[..., 1] - v).max() < 1e-9
+
+
+def test_points_from_depth_and_rejections():
+    cam = BrownConradyCamera(4, 3, 2.0, 2.0, 1.5, 1.0)
+    depth = np.full((3, 4), 0.5)
+    depth[0, 0] = 0.0
+    pts = cam.points_from_depth(depth)
+    assert np.isnan(pts[0, 0]).all()
+    assert pts[1, 3] == pytest.approx([0.5 * 0.75, 0.0, 0.5])  # u = 3: (3 - 1.5) / 2 = 0.75
+    with pytest.raises(ValueError, match=r"\(3, 4\)"):
+        cam.points_from_depth(np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="z <= 0"):
+        cam.project(np.array([[0.0, 0.0, -1.0]]))
+    with pytest.raises(ValueError, match="fx"):
+        BrownConradyCamera(4, 3, 0.0, 2.0, 1.5, 1.0)
+    with pytest.raises(ValueError, match="5 finite"):
+        BrownConradyCamera(4, 3, 2.0, 2.0, 1.5, 1.0, (0.0, 0.0))
+
+
+def test_from_camera_info_reads_k_and_d():
+    k = [429.5, 0.0, 313.8, 0.0, 428.9, 247.7, 0.0, 0.0, 1.0]
+    cam = BrownConradyCamera.from_camera_info(640, 480, k, [-0.05, 0.06, 0.001, 0.002])
+    assert (cam.fx, cam.fy, cam.cx, cam.cy) == (429.5, 428.9, 313.8, 247.7)
+    assert cam.coeffs == (-0.05, 0.06, 0.001, 0.002, 0.0)
+    with pytest.raises(ValueError, match="9 numbers"):
+        BrownConradyCamera.from_camera_info(640, 480, k[:8])
+    with pytest.raises(ValueError, match="only 5"):
+        BrownConradyCamera.from_camera_info(640, 480, k, [0.0] * 5 + [0.1, 0.0, 0.0])
+
+
+def test_matches_the_recorded_per_pixel_rays():
+    if not (CAMERA / "rays.npy").exists():
+        pytest.skip(f"shared fixture {CAMERA} absent (user clone)")
+    d = json.loads((CAMERA / "camera.json").read_text())["distortion_fit"]
+    cam = BrownConradyCamera(640, 480, d["fx"], d["fy"], d["cx"], d["cy"],
+                             (d["k1"], d["k2"], d["p1"], d["p2"], d["k3"]))
+    rays = np.load(CAMERA / "rays.npy")
+    known = np.isfinite(rays[..., 0])
+    assert np.abs(cam.ray_table()[known] - rays[known]).max() < 1e-6

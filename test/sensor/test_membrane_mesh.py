@@ -1,0 +1,54 @@
+"""Membrane mesh reading (meshio) and validation."""
+from pathlib import Path
+
+import meshio
+import numpy as np
+import pytest
+
+from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh, read_membrane_mesh
+
+VTK = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "punyo_poke_ur5e" / "camera" \
+    / "membrane_equalized.vtk"
+
+SQUARE = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.5, 0.5, 0.1]])
+TRIS = np.array([[0, 1, 4], [1, 2, 4], [2, 3, 4], [3, 0, 4]])
+
+
+def test_boundary_from_vertex_cells_then_line_cells(tmp_path):
+    path = tmp_path / "m.vtk"
+    meshio.write(str(path), meshio.Mesh(SQUARE, [("triangle", TRIS), ("vertex", np.arange(4)[:, None])]),
+                 binary=True)
+    m = read_membrane_mesh(path)
+    assert m.boundary.tolist() == [0, 1, 2, 3] and m.interior.tolist() == [4]
+    assert m.points.dtype == np.float64 and m.triangles.shape == (4, 3)
+    path2 = tmp_path / "l.vtk"
+    lines = np.array([[0, 1], [1, 2], [2, 3], [3, 0]])
+    meshio.write(str(path2), meshio.Mesh(SQUARE, [("triangle", TRIS), ("line", lines)]))
+    assert read_membrane_mesh(path2).boundary.tolist() == [0, 1, 2, 3]
+    path3 = tmp_path / "n.vtk"
+    meshio.write(str(path3), meshio.Mesh(SQUARE, [("triangle", TRIS)]))
+    with pytest.raises(ValueError, match="boundary"):
+        read_membrane_mesh(path3)
+    assert read_membrane_mesh(path3, boundary=[0, 1, 2, 3]).interior.tolist() == [4]
+    with pytest.raises(FileNotFoundError):
+        read_membrane_mesh(tmp_path / "missing.vtk")
+
+
+def test_invalid_meshes_are_named():
+    with pytest.raises(ValueError, match="out of range"):
+        MembraneMesh(SQUARE, [[0, 1, 7]], [0])
+    with pytest.raises(ValueError, match="degenerate"):
+        MembraneMesh(SQUARE, [[0, 1, 1]], [0])
+    with pytest.raises(ValueError, match="some but not all"):
+        MembraneMesh(SQUARE, TRIS, np.arange(5))
+    with pytest.raises(ValueError, match="finite"):
+        MembraneMesh(np.where(SQUARE == 0.1, np.nan, SQUARE), TRIS, [0])
+
+
+def test_reads_the_punyo_reference_mesh():
+    if not VTK.exists():
+        pytest.skip(f"shared fixture {VTK} absent (user clone)")
+    m = read_membrane_mesh(VTK)
+    assert m.points.shape == (390, 3) and m.triangles.shape == (714, 3)
+    assert m.boundary.tolist() == list(range(64))
+    assert m.points[m.boundary, 2] == pytest.approx(np.full(64, 0.054), abs=1e-6)

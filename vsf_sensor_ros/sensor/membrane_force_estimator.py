@@ -1,0 +1,758 @@
+r"""Dense membrane force of a Punyo bubble measured by its own depth camera (library, no ROS).
+
+The Punyo bubble is a latex membrane clamped on an elliptic ring and inflated
+to a gauge pressure :math:`p_0`; a depth camera inside looks at the membrane.
+From the membrane's measured shape and the measured air pressure this module
+estimates the external force on every mesh vertex.
+
+Model
+-----
+Energy of the membrane (vertex positions :math:`x`, gauge pressure :math:`p`,
+external nodal forces :math:`f`):
+
+.. math::  \Pi(x) = \Pi_{int}(x) - p\,V(x) - f\cdot x
+
+:math:`V` is the volume enclosed by the membrane and its flat base.
+Equilibrium gives the external force :math:`f = r(x) - p\,g(x)` with
+:math:`r = \partial\Pi_{int}/\partial x` and :math:`g = \partial V/\partial x`
+(the pressure load: a third of each triangle's area vector per vertex).
+In the contact-free reference :math:`(x_0, p_0)` every free vertex is in
+equilibrium, :math:`r(x_0) = p_0 g(x_0)`. Linearised about it, for a
+displacement :math:`u` and a pressure change :math:`\delta p`:
+
+.. math::  f = K u - \delta p\, g_0,\qquad K = K_m + K_\sigma - p_0 H
+
+* :math:`K_\sigma` — geometric (initial-stress) stiffness of the pre-tension:
+  per triangle :math:`K_\sigma^{ab} = A\,(\nabla\phi_a^\top N \nabla\phi_b) I_3`
+  with :math:`N` the in-plane stress resultant (N/m) and :math:`\phi_a` the
+  linear shape functions. It dominates the stiffness against indentation.
+* :math:`K_m` — material stiffness, plane stress, per triangle
+  :math:`A\,B^\top D B` (constant-strain triangle in its own plane).
+* :math:`H = \partial g/\partial x` — the pressure (follower-load)
+  stiffness; :math:`g` lumps a third of each triangle's area vector on each of
+  its vertices, so per triangle :math:`(a, b, c)` every vertex's row gets
+  :math:`\tfrac16[x_c - x_b]_\times` in column a (and cyclic). At free vertices
+  :math:`g = \partial V/\partial x` and :math:`H` is the Hessian of :math:`V`.
+
+Constants, and where each comes from (none is fitted to a force reading):
+
+* :math:`p_0` = reference absolute pressure (measured, the mean over the
+  reference frames) minus the ambient pressure. The ambient pressure is a
+  constructor argument; :func:`isa_pressure` gives the ICAO standard atmosphere
+  (ISO 2533) at a site's altitude when no barometer reading is at hand.
+* :math:`N` (pre-tension), from the reference equilibrium
+  :math:`\sum_e A_e N_e \nabla\phi_a = p_0 g_a` at the free vertices — the
+  discrete Young–Laplace law on the reference mesh. By default the uniform
+  isotropic tension that satisfies it best (least squares); the exact
+  per-triangle field nearest to it is available (``prestress='equilibrium'``),
+  but on a measured mesh it follows the mesh's millimetre-scale ripples with
+  compressive patches a membrane cannot carry (it would wrinkle).
+* :math:`D` (material tangent): incompressible neo-Hookean latex (Treloar,
+  *The Physics of Rubber Elasticity*; Poisson ratio 0.5 for rubber), inflated
+  from a flat, unstressed sheet clamped on the ring. With the areal stretch
+  :math:`J = A_{dome}/A_{base}` taken as equibiaxial, the tension is
+  :math:`T = \mu t_0 (1 - J^{-3})` and the spatial tangent of the tension is
+  :math:`D = \mu t_0 J^{-3}\,[[4, 2, 0], [2, 4, 0], [0, 0, 1]]` (Voigt, engineering
+  shear). The unknown product :math:`\mu t_0` follows from the pre-tension:
+  :math:`\mu t_0 = \bar T/(1 - J^{-3})` with :math:`\bar T` the area-weighted
+  mean of :math:`\tfrac12 \mathrm{tr} N`. No separate modulus or thickness is needed.
+
+Measurement and solve
+---------------------
+Each free vertex is read on the camera ray through its reference position:
+the camera measures how far the surface moved *along that ray*,
+:math:`\delta s = |r|\,\operatorname{median}(z - z_{ref})` over a small pixel
+window (:math:`r = (x/z, y/z, 1)` the ray's slope vector). That fixes the
+normal displacement :math:`w = \delta s\,(\hat d\cdot\hat n)` (:math:`\hat d`
+unit ray, :math:`\hat n` outward vertex normal), not the sliding of the material.
+
+Contact is unilateral and frictionless: the environment pushes each vertex
+along its inward normal with a magnitude :math:`c_i \ge 0` and applies no
+other force. With the boundary clamped, the membrane's normal response is
+:math:`w = W c + \delta p\, w_p`, where column i of the compliance
+:math:`W` is the normal displacement field of a unit inward push at vertex i
+and :math:`w_p` that of a unit pressure rise (:math:`K_{ff}^{-1}` applied to
+the loads). Per frame
+
+.. math::  c = \arg\min_{c \ge 0} \| W_{s} c + \delta p\, w_{p,s} - w_s \|_2
+
+over the vertices read (s), by Lawson–Hanson non-negative least squares; a
+push is sought only where a read vertex lies inward of the pressure-only
+response, and on vertices the camera cannot see (their force is then fixed by
+how their push would move the vertices that are seen). Contact force
+:math:`f_i = -c_i \hat n_i`; the displacement :math:`u = K_{ff}^{-1}(f + \delta p\, g)`
+and the clamp's reactions :math:`K_{bf} u - \delta p\, g_b` follow. :math:`K_{ff}` is
+factorised once (sparse LU) and :math:`W`, :math:`w_p` formed from it in
+:meth:`MembraneForceEstimator.set_reference`; a frame costs the pixel gathers
+and one small NNLS.
+
+Frames: the membrane mesh frame of the mesh file (``p_cam = R_cam_mesh p_mesh``;
+for the Punyo reference mesh a 25° rotation about the camera's y axis, no
+translation). Units: m, N, Pa, s.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Sequence, Union
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+from scipy.optimize import nnls
+
+from .camera_model import BrownConradyCamera
+from .membrane_mesh import MembraneMesh
+
+__all__ = [
+    "FrameRejected", "MembraneForceEstimator", "MembraneForceResult", "MembraneModel",
+    "WrenchComparison", "compare_with_wrench", "isa_pressure", "peak_distance", "punyo_camera_rotation",
+]
+
+
+class FrameRejected(ValueError):
+    """A camera frame (or reference) the estimator cannot use; nothing was changed.
+
+    Attributes:
+        reason: short machine-readable cause (``'wrong_size'``, ``'nan'``,
+            ``'too_few_valid_pixels'``, ``'bad_pressure'``, ``'no_reference'``, ``'solver_failed'``),
+            for a node's rejection counters.
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def isa_pressure(altitude_m: float) -> float:
+    """ICAO standard-atmosphere pressure (Pa) at a geopotential altitude below 11 km (ISO 2533).
+
+    ``p = 101325 (1 − 0.0065 h / 288.15)^5.25588``.
+
+    Raises:
+        ValueError: altitude outside −500 … 11000 m.
+    """
+    h = float(altitude_m)
+    if not -500.0 <= h <= 11000.0:
+        raise ValueError(f"altitude must be within -500..11000 m for the troposphere formula, got {h}")
+    return 101325.0 * (1.0 - 0.0065 * h / 288.15) ** 5.25588
+
+
+def punyo_camera_rotation(angle_deg: float = 25.0) -> np.ndarray:
+    """``R_cam_mesh`` of the Punyo reference mesh: rotation by ``angle_deg`` about the camera y axis.
+
+    ``p_cam = R p_mesh`` with ``R = [[cos θ, 0, −sin θ], [0, 1, 0], [sin θ, 0, cos θ]]``
+    (the reference estimator's camera-to-mesh convention). Returns ``(3, 3)`` float64.
+    """
+    t = np.deg2rad(float(angle_deg))
+    return np.array([[np.cos(t), 0.0, -np.sin(t)], [0.0, 1.0, 0.0], [np.sin(t), 0.0, np.cos(t)]])
+
+
+def _skew(v: np.ndarray) -> np.ndarray:
+    """``(..., 3)`` → ``(..., 3, 3)`` cross-product matrices ``[v]_×``."""
+    s = np.zeros(v.shape[:-1] + (3, 3))
+    s[..., 0, 1], s[..., 0, 2] = -v[..., 2], v[..., 1]
+    s[..., 1, 0], s[..., 1, 2] = v[..., 2], -v[..., 0]
+    s[..., 2, 0], s[..., 2, 1] = -v[..., 1], v[..., 0]
+    return s
+
+
+def _blocks_to_csr(tri: np.ndarray, blocks: np.ndarray, n_vertices: int) -> sp.csr_matrix:
+    """Assemble per-triangle ``(T, 9, 9)`` blocks (vertex-major, xyz-minor) into a ``(3V, 3V)`` CSR."""
+    dof = (3 * tri[:, :, None] + np.arange(3)).reshape(len(tri), 9)
+    rows = np.repeat(dof, 9, axis=1).ravel()
+    cols = np.tile(dof, (1, 9)).ravel()
+    return sp.csr_matrix((blocks.ravel(), (rows, cols)), shape=(3 * n_vertices, 3 * n_vertices))
+
+
+class MembraneModel:
+    r"""Linearised mechanics of an inflated membrane about its reference shape (see the module text).
+
+    Args:
+        mesh: the membrane in its reference (contact-free, inflated) shape, mesh frame.
+        gauge_pressure: :math:`p_0`, Pa (> 0), the reference gauge pressure.
+        prestress: the pre-tension :math:`N` of :math:`K_\sigma`: ``'uniform'`` (default) the
+            isotropic tension that best balances :math:`p_0` on the reference shape (least
+            squares over the free vertices); ``'equilibrium'`` the per-triangle field that
+            balances it exactly, nearest to the uniform one; or a number, a prescribed
+            isotropic tension in N/m (a flat membrane, whose tension no pressure fixes).
+        material: ``True`` (default) adds the neo-Hookean material stiffness
+            :math:`K_m`; ``False`` keeps the pre-tension and pressure terms only.
+
+    Attributes:
+        K: ``(3V, 3V)`` CSR stiffness :math:`K_m + K_\sigma - p_0 H`, N/m.
+        g0: ``(V, 3)`` pressure load per unit pressure :math:`\partial V/\partial x`, m².
+        normals: ``(V, 3)`` outward unit vertex normals (direction of ``g0``).
+        stress: ``(T, 3)`` pre-tension :math:`(N_{11}, N_{22}, N_{12})` per triangle, N/m, in the
+            triangle's own basis (e1 along its first edge).
+        mean_tension: area-weighted mean of ½ tr N, N/m.
+        areal_stretch: :math:`J = A_{dome}/A_{base}`.
+        equilibrium_residual: max over free vertices of :math:`|r(x_0) - p_0 g_0|`, N.
+
+    Raises:
+        ValueError: a negative or non-finite pressure (zero is allowed only with a prescribed
+            tension), no enclosed volume without a prescribed tension, an unknown ``prestress``,
+            or ``material`` on a membrane that is not stretched (areal stretch <= 1).
+    """
+
+    def __init__(self, mesh: MembraneMesh, gauge_pressure: float, prestress: Union[str, float] = "uniform",
+                 material: bool = True) -> None:
+        p0 = float(gauge_pressure)
+        fixed_tension = not isinstance(prestress, str)
+        if not fixed_tension and prestress not in ("uniform", "equilibrium"):
+            raise ValueError(f"prestress must be 'uniform', 'equilibrium' or a tension in N/m, "
+                             f"got {prestress!r}")
+        if fixed_tension and not (np.isfinite(float(prestress)) and float(prestress) > 0):
+            raise ValueError(f"a prescribed pre-tension must be positive and finite (N/m), got {prestress}")
+        if not np.isfinite(p0) or p0 < 0.0 or (p0 == 0.0 and not fixed_tension):
+            raise ValueError(f"gauge pressure must be a positive finite value in Pa, got {gauge_pressure}")
+        self.mesh = mesh
+        self.gauge_pressure = p0
+        x = mesh.points
+        tri = mesh.triangles
+        n_v = len(x)
+        centre = x[mesh.boundary].mean(axis=0)
+        xc = x - centre  # volume and its derivatives about the base centre
+        a, b, c = xc[tri[:, 0]], xc[tri[:, 1]], xc[tri[:, 2]]
+        volume = float(np.einsum("ij,ij->", a, np.cross(b, c))) / 6.0
+        if abs(volume) < 1e-12 and not fixed_tension:
+            raise ValueError("the membrane encloses no volume over its base; its pre-tension cannot be "
+                             "found from the pressure (pass prestress=<tension in N/m>)")
+        # Orient so that g points outward (a flat membrane: along its winding's normal).
+        sign = -1.0 if volume < -1e-12 else 1.0
+        self.volume = abs(volume)
+
+        # Pressure load: a third of each triangle's area vector per vertex (= dV/dx at free vertices),
+        # and the Hessian H of the volume (per triangle, cyclic blocks).
+        g = np.zeros((n_v, 3))
+        avec = sign * np.cross(b - a, c - a) / 6.0
+        for k in range(3):
+            np.add.at(g, tri[:, k], avec)
+        # H = d g / d x: a triangle's area vector changes with its vertex j by ½[x_{j+2} − x_{j+1}]×,
+        # a third of it on each of its vertices. At free vertices this is the Hessian of V.
+        hblk = np.zeros((len(tri), 3, 3, 3, 3))
+        for j in range(3):
+            s = sign * _skew(xc[tri[:, (j + 2) % 3]] - xc[tri[:, (j + 1) % 3]]) / 6.0
+            for i in range(3):
+                hblk[:, i, :, j, :] = s
+        H = _blocks_to_csr(tri, hblk.reshape(len(tri), 9, 9), n_v)
+
+        # Triangle geometry: basis (e1, e2), area, shape-function gradients (local and 3-D).
+        x1, x2, x3 = x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]]
+        nrm = np.cross(x2 - x1, x3 - x1)
+        area = 0.5 * np.linalg.norm(nrm, axis=1)
+        nhat = nrm / (2.0 * area[:, None])
+        e1 = (x2 - x1) / np.linalg.norm(x2 - x1, axis=1)[:, None]
+        e2 = np.cross(nhat, e1)
+        loc = np.stack([np.stack([np.einsum("ij,ij->i", p - x1, e1), np.einsum("ij,ij->i", p - x1, e2)], -1)
+                        for p in (x1, x2, x3)], axis=1)  # (T, 3 nodes, 2)
+        grad = np.empty((len(tri), 3, 2))
+        for k in range(3):
+            j, m = (k + 1) % 3, (k + 2) % 3
+            grad[:, k, 0] = (loc[:, j, 1] - loc[:, m, 1]) / (2.0 * area)
+            grad[:, k, 1] = (loc[:, m, 0] - loc[:, j, 0]) / (2.0 * area)
+        self.area = area
+
+        # Pre-tension: nodal force of a unit stress component,
+        # r_a = A (N11 gx e1 + N22 gy e2 + N12 (gy e1 + gx e2)).
+        unit = np.stack([grad[:, :, 0:1] * e1[:, None, :], grad[:, :, 1:2] * e2[:, None, :],
+                         grad[:, :, 1:2] * e1[:, None, :] + grad[:, :, 0:1] * e2[:, None, :]], axis=-1)
+        unit *= area[:, None, None, None]  # (T, 3 nodes, 3 xyz, 3 components)
+        rows = (3 * tri[:, :, None, None] + np.arange(3)[None, None, :, None]).repeat(3, axis=3)
+        cols = np.broadcast_to(3 * np.arange(len(tri))[:, None, None, None] + np.arange(3), rows.shape)
+        C = sp.csr_matrix((unit.ravel(), (rows.ravel(), cols.ravel())), shape=(3 * n_v, 3 * len(tri)))
+        free = mesh.interior
+        free_dof = (3 * free[:, None] + np.arange(3)).ravel()
+        Cf = C[free_dof]
+        bvec = p0 * g.ravel()[free_dof]
+        iso = np.tile([1.0, 1.0, 0.0], len(tri))
+        ciso = Cf @ iso
+        t_uniform = float(ciso @ bvec / (ciso @ ciso)) if p0 > 0 else float("nan")
+        self.uniform_tension = t_uniform
+        if fixed_tension:
+            stress = float(prestress) * iso
+        elif prestress == "uniform":
+            stress = t_uniform * iso
+        else:
+            # Nearest field (weights = areas) to t_uniform*iso satisfying Cf n = bvec.
+            winv = sp.diags(np.repeat(1.0 / area, 3))
+            S = (Cf @ winv @ Cf.T).tocsc()
+            y = spla.spsolve(S + 1e-12 * sp.identity(S.shape[0], format="csc") * S.diagonal().mean(),
+                             bvec - Cf @ (t_uniform * iso))
+            stress = t_uniform * iso + winv @ (Cf.T @ y)
+        stress = stress.reshape(-1, 3)
+        self.stress = stress
+        self.equilibrium_residual = float(np.abs((Cf @ stress.ravel() - bvec).reshape(-1, 3)).max())
+        tr_half = 0.5 * (stress[:, 0] + stress[:, 1])
+        self.mean_tension = float((tr_half * area).sum() / area.sum())
+
+        # Geometric stiffness: A (grad_a . N . grad_b) I3, N in local components.
+        nloc = np.stack([np.stack([stress[:, 0], stress[:, 2]], -1),
+                         np.stack([stress[:, 2], stress[:, 1]], -1)], -2)
+        gng = area[:, None, None] * np.einsum("tai,tij,tbj->tab", grad, nloc, grad)
+        kblk = np.einsum("tab,ij->taibj", gng, np.eye(3))
+
+        # Material stiffness (neo-Hookean tangent on the inflated sheet).
+        base_area = _polygon_area(x[mesh.boundary] - centre)
+        self.areal_stretch = float(area.sum() / base_area) if base_area > 0 else float("nan")
+        if material:
+            if not self.areal_stretch > 1.0 + 1e-6:
+                raise ValueError(f"the material tangent needs an inflated membrane (areal stretch > 1), "
+                                 f"got {self.areal_stretch:.6f}; pass material=False")
+            jm3 = self.areal_stretch ** -3.0
+            mu_t0 = self.mean_tension / (1.0 - jm3)
+            dmat = mu_t0 * jm3 * np.array([[4.0, 2.0, 0.0], [2.0, 4.0, 0.0], [0.0, 0.0, 1.0]])
+            self.material_tangent = dmat
+            bm = np.zeros((len(tri), 3, 3, 3))  # (T, strain, node, xyz)
+            bm[:, 0] = grad[:, :, 0:1] * e1[:, None, :]
+            bm[:, 1] = grad[:, :, 1:2] * e2[:, None, :]
+            bm[:, 2] = grad[:, :, 1:2] * e1[:, None, :] + grad[:, :, 0:1] * e2[:, None, :]
+            bm = bm.reshape(len(tri), 3, 9)
+            kmat = area[:, None, None] * np.einsum("tsa,sr,trb->tab", bm, dmat, bm)
+            kblk = kblk + kmat.reshape(kblk.shape)
+        else:
+            self.material_tangent = np.zeros((3, 3))
+        Kint = _blocks_to_csr(tri, kblk.reshape(len(tri), 9, 9), n_v)
+        self.K = (Kint - p0 * H).tocsr()
+        self.H = H
+        self.g0 = g
+        self.normals = g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-300)
+        self.base_area = base_area
+
+    def forces(self, displacement: np.ndarray, pressure_change: float = 0.0) -> np.ndarray:
+        """External nodal forces of a displacement and a pressure change, :math:`K u - \\delta p\\,g_0`.
+
+        Args:
+            displacement: ``(V, 3)`` vertex displacements, m, mesh frame.
+            pressure_change: :math:`\\delta p`, Pa.
+
+        Returns:
+            ``(V, 3)`` float64 forces, N, mesh frame (boundary rows = support reactions).
+        """
+        u = np.asarray(displacement, dtype=np.float64).reshape(-1)
+        return (self.K @ u).reshape(-1, 3) - float(pressure_change) * self.g0
+
+
+def _row_nanmedian(a: np.ndarray) -> np.ndarray:
+    """Median of each row ignoring NaN (every row holds at least one number); = ``np.nanmedian(a, 1)``."""
+    s = np.sort(a, axis=1)  # NaN sorts last
+    n = np.isfinite(a).sum(axis=1)
+    r = np.arange(len(a))
+    return 0.5 * (s[r, (n - 1) // 2] + s[r, n // 2])
+
+
+def _polygon_area(ring: np.ndarray) -> float:
+    """Area (m²) of a closed 3-D polygon (vertices in ring order), by the vector-area formula."""
+    return float(0.5 * np.linalg.norm(np.cross(ring, np.roll(ring, -1, axis=0)).sum(axis=0)))
+
+
+@dataclass(frozen=True)
+class MembraneForceResult:
+    """One frame's estimate.
+
+    Attributes:
+        forces: ``(V, 3)`` float64 external force on every vertex, N, mesh frame;
+            boundary rows hold the support reactions (see ``contact_forces``).
+        contact_forces: ``(V, 3)`` the same with the boundary rows zeroed: the
+            force the environment applies to the membrane (each one along the
+            vertex's inward normal, frictionless model).
+        reaction_forces: ``(B, 3)`` change of the clamp's force on each boundary
+            vertex from the reference (``mesh.boundary`` order), N.
+        total_contact_force: ``(3,)`` sum of ``contact_forces``, N, mesh frame.
+        positions: ``(V, 3)`` estimated vertex positions, m, mesh frame: for a
+            vertex the camera reads, the membrane point seen on the vertex's
+            camera ray; otherwise the model's displaced position.
+        displacement: ``(V, 3)`` the model's vertex displacements, m (boundary 0).
+        displacement_normal: ``(V,)`` measured normal displacement, m (outward
+            positive; NaN where not read this frame).
+        pressure_change: gauge pressure change from the reference, Pa.
+        residual_rms: RMS misfit of the measured normal displacements, m.
+        vertices_measured: number of free vertices with a depth reading this frame.
+        timings: seconds per stage: ``'sample'``, ``'solve'``, ``'total'``.
+    """
+
+    forces: np.ndarray
+    contact_forces: np.ndarray
+    reaction_forces: np.ndarray
+    total_contact_force: np.ndarray
+    positions: np.ndarray
+    displacement: np.ndarray
+    displacement_normal: np.ndarray
+    pressure_change: float
+    residual_rms: float
+    vertices_measured: int
+    timings: Dict[str, float] = field(default_factory=dict)
+
+
+class MembraneForceEstimator:
+    """Per-vertex membrane force from depth frames and the bubble pressure (see the module text).
+
+    Construct once; call :meth:`set_reference` with contact-free frames (a
+    tare), then :meth:`estimate` per frame. :meth:`set_reference` assembles the
+    stiffness for the measured reference pressure, factorises it and forms the
+    membrane's normal compliance (a few hundred back-substitutions, once); a
+    frame then costs the pixel gathers and one small non-negative least-squares
+    solve.
+
+    Args:
+        mesh: the membrane mesh (reference shape, mesh frame, m) and its boundary.
+        camera: the depth camera (intrinsics + distortion), e.g.
+            ``BrownConradyCamera.from_camera_info(...)``.
+        R_cam_mesh: ``(3, 3)`` rotation, ``p_cam = R p_mesh + t_cam_mesh``.
+        t_cam_mesh: ``(3,)`` translation, m (default 0).
+        ambient_pressure: atmospheric pressure, Pa (default: ISA at sea level;
+            pass a barometer reading or :func:`isa_pressure` of the site's altitude).
+        prestress: ``'uniform'`` (default), ``'equilibrium'`` or a tension in N/m
+            (see :class:`MembraneModel`); a number also allows a flat membrane
+            with no gauge pressure.
+        material: include the neo-Hookean material stiffness (default True).
+        window: odd side of the pixel window read around each vertex (default 9).
+        max_depth: readings at or beyond this depth (m) are not membrane (default 0.2).
+        min_window_fraction: a vertex is read when at least this fraction of its
+            window has a reading (in every reference frame; in the frame) (default 0.5).
+        min_vertex_fraction: a frame is rejected when fewer than this fraction of
+            the vertices read in the reference are read in it (default 0.8).
+
+    Raises:
+        ValueError: a rotation that is not orthonormal, a bad window, a
+            non-positive ambient pressure, or a free vertex behind the camera.
+    """
+
+    def __init__(self, mesh: MembraneMesh, camera: BrownConradyCamera, R_cam_mesh: np.ndarray,
+                 t_cam_mesh: Sequence[float] = (0.0, 0.0, 0.0), ambient_pressure: float = 101325.0,
+                 prestress: Union[str, float] = "uniform", material: bool = True, window: int = 9,
+                 max_depth: float = 0.2, min_window_fraction: float = 0.5,
+                 min_vertex_fraction: float = 0.8) -> None:
+        R = np.asarray(R_cam_mesh, dtype=np.float64)
+        if R.shape != (3, 3) or not np.allclose(R @ R.T, np.eye(3), atol=1e-6) or np.linalg.det(R) < 0:
+            raise ValueError(f"R_cam_mesh must be a 3x3 rotation, got {R.tolist()}")
+        if int(window) < 1 or int(window) % 2 == 0:
+            raise ValueError(f"window must be a positive odd number of pixels, got {window}")
+        if not (np.isfinite(ambient_pressure) and ambient_pressure > 0):
+            raise ValueError(f"ambient pressure must be a positive value in Pa, got {ambient_pressure}")
+        self.mesh = mesh
+        self.camera = camera
+        self.R = R
+        self.t = np.asarray(t_cam_mesh, dtype=np.float64).reshape(3)
+        self.ambient_pressure = float(ambient_pressure)
+        self.prestress = prestress
+        self.material = bool(material)
+        self.window = int(window)
+        self.max_depth = float(max_depth)
+        self.min_window_fraction = float(min_window_fraction)
+        self.min_vertex_fraction = float(min_vertex_fraction)
+        self.model: Optional[MembraneModel] = None
+        self.startup_s = float("nan")
+        self._seen = np.zeros(0, dtype=bool)
+
+        # Pixel window and camera ray of every free vertex (fixed: the camera is fixed to the clamp).
+        free = mesh.interior
+        p_cam = mesh.points[free] @ R.T + self.t
+        if (p_cam[:, 2] <= 0).any():
+            raise ValueError("some free membrane vertices are behind the camera (z <= 0); check R_cam_mesh")
+        uv = camera.project(p_cam)
+        h = self.window // 2
+        du, dv = np.meshgrid(np.arange(-h, h + 1), np.arange(-h, h + 1))
+        cu = np.rint(uv[:, 0]).astype(np.int64)[:, None] + du.ravel()
+        cv = np.rint(uv[:, 1]).astype(np.int64)[:, None] + dv.ravel()
+        inside = (cu >= 0) & (cu < camera.width) & (cv >= 0) & (cv < camera.height)
+        self._free = free
+        self._in_image = inside.all(axis=1)
+        self._pix = np.where(inside, cv * camera.width + cu, 0)
+        slope = camera.deproject(uv[:, 0], uv[:, 1])
+        ray = np.concatenate([slope, np.ones((len(free), 1))], axis=1)
+        self._ray_len = np.linalg.norm(ray, axis=1)  # metres along the ray per metre of depth
+        self._ray_mesh = (ray / self._ray_len[:, None]) @ R  # unit rays, mesh frame
+
+    # ------------------------------------------------------------------ input checks
+    def _depth_of(self, frame: np.ndarray) -> np.ndarray:
+        """Depth image (m, float64) of a depth image or an organised cloud; raises FrameRejected."""
+        arr = np.asarray(frame)
+        hw = (self.camera.height, self.camera.width)
+        if arr.shape == hw:
+            z = arr
+        elif arr.shape == hw + (3,):
+            z = arr[..., 2]
+        else:
+            raise FrameRejected(f"frame must be a {hw} depth image or a {hw + (3,)} organised cloud, "
+                                f"got shape {arr.shape}", "wrong_size")
+        if not np.issubdtype(z.dtype, np.floating):
+            raise FrameRejected(f"frame must hold depths in metres as floats, got dtype {z.dtype}",
+                                "wrong_size")
+        z = z.astype(np.float64, copy=False)
+        if np.isinf(z).any():
+            raise FrameRejected(f"frame holds {int(np.isinf(z).sum())} infinite depth value(s)", "nan")
+        if np.isnan(z).all():
+            raise FrameRejected("frame holds only NaN depths", "nan")
+        return z
+
+    def _window_depths(self, z: np.ndarray) -> np.ndarray:
+        """``(n_free, window²)`` depths at the vertex windows; NaN where no membrane reading (0, NaN, far)."""
+        vals = z.reshape(-1)[self._pix]
+        with np.errstate(invalid="ignore"):
+            ok = (vals > 0.0) & (vals < self.max_depth) & self._in_image[:, None]
+        return np.where(ok, vals, np.nan)
+
+    @staticmethod
+    def _pressure_pa(pressure: object, what: str) -> float:
+        try:
+            p = float(pressure)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise FrameRejected(f"{what} pressure must be a number in Pa, got {pressure!r}", "bad_pressure")
+        if not (np.isfinite(p) and p > 0.0):
+            raise FrameRejected(f"{what} pressure must be a positive absolute pressure in Pa, got {p}",
+                                "bad_pressure")
+        return p
+
+    # ------------------------------------------------------------------ reference
+    def set_reference(self, frames: Sequence[np.ndarray], pressures: Sequence[float]) -> None:
+        """Take contact-free frames as the reference shape and pressure; assemble and factorise.
+
+        Args:
+            frames: one or more depth images ``(H, W)`` (m, float) or organised clouds ``(H, W, 3)``.
+            pressures: the absolute bubble pressure of each frame, Pa (the Punyo's hPa × 100).
+
+        Raises:
+            FrameRejected: a frame of the wrong size or type, a bad pressure, a
+                reference pressure not above ambient, or too few vertices read;
+                the previous reference, if any, stays in force.
+            ValueError: ``frames`` and ``pressures`` differ in length or are empty.
+        """
+        t0 = time.perf_counter()
+        if len(frames) == 0 or len(frames) != len(pressures):
+            raise ValueError(f"need as many pressures as frames (>= 1), got {len(frames)} frames and "
+                             f"{len(pressures)} pressures")
+        wins = np.stack([self._window_depths(self._depth_of(f)) for f in frames])
+        p_abs = float(np.mean([self._pressure_pa(p, "reference") for p in pressures]))
+        ref = np.mean(wins, axis=0)  # NaN wherever a reference frame lacks the reading
+        seen = np.isfinite(ref).mean(axis=1) >= self.min_window_fraction
+        if seen.sum() < 3:
+            raise FrameRejected(f"too few valid pixels in the reference: {int(seen.sum())} of "
+                                f"{len(self._free)} free vertices read", "too_few_valid_pixels")
+        p0 = p_abs - self.ambient_pressure
+        fixed = not isinstance(self.prestress, str)
+        if p0 < 0.0 or (p0 == 0.0 and not fixed):  # only a prescribed tension allows no gauge pressure
+            raise FrameRejected(f"reference pressure {p_abs:.1f} Pa is not above the ambient "
+                                f"{self.ambient_pressure:.1f} Pa", "bad_pressure")
+        model = MembraneModel(self.mesh, p0, prestress=self.prestress, material=self.material)
+
+        # Normal compliance: normal displacement of every free vertex under a unit inward push at
+        # each one, and under a unit pressure rise (boundary clamped).
+        free = self._free
+        dof = (3 * free[:, None] + np.arange(3)).ravel()
+        lu = spla.splu(model.K[dof][:, dof].tocsc())
+        nrm = model.normals[free]
+        push = np.zeros((3 * len(free), len(free)))
+        push[3 * np.arange(len(free))[:, None] + np.arange(3), np.arange(len(free))[:, None]] = -nrm
+        u_push = lu.solve(push)  # (3F, F) displacement per unit inward push, m/N
+        u_dp = lu.solve(model.g0[free].ravel())  # (3F,) per Pa
+        w_push = np.einsum("fk,fkc->fc", nrm, u_push.reshape(len(free), 3, len(free)))
+        w_dp = np.einsum("fk,fk->f", nrm, u_dp.reshape(-1, 3))
+
+        self.model = model
+        self._seen = seen
+        self._ref = ref[seen]
+        self._p_ref = p_abs
+        self._u_push, self._u_dp = u_push, u_dp
+        self._w_push, self._w_dp = w_push, w_dp
+        self._dot = np.einsum("ij,ij->i", self._ray_mesh, nrm)  # d . n per free vertex
+        self._dof = dof
+        self.startup_s = time.perf_counter() - t0
+
+    def reset_reference(self) -> None:
+        """Forget the reference: :meth:`estimate` raises ``FrameRejected`` (no_reference) until the next."""
+        self.model = None
+        self._seen = np.zeros(0, dtype=bool)
+
+    @property
+    def reference_pressure(self) -> float:
+        """Absolute reference pressure, Pa (mean over the reference frames); NaN without reference."""
+        return self._p_ref if self.model is not None else float("nan")
+
+    @property
+    def seen_vertices(self) -> np.ndarray:
+        """Indices of the free vertices read in the reference (empty without reference)."""
+        return self._free[self._seen] if self.model is not None else np.zeros(0, dtype=np.int64)
+
+    # ------------------------------------------------------------------ per frame
+    def estimate(self, frame: np.ndarray, colour: Optional[np.ndarray] = None,
+                 pressure: Optional[float] = None) -> MembraneForceResult:
+        r"""Estimate the vertex forces of one frame.
+
+        Solves :math:`\min_{c \ge 0} \| W_s c + \delta p\, w_p - w \|` over the vertices read
+        this frame (:math:`W_s` the normal compliance to inward pushes, :math:`w_p` the normal
+        response to a unit pressure rise, :math:`w` the measured normal displacements), by
+        Lawson–Hanson non-negative least squares: the environment can push on the membrane,
+        never pull. Contact force at vertex i: :math:`-c_i \hat n_i`.
+
+        Args:
+            frame: ``(H, W)`` depth image (m, float; 0 or NaN = no reading) or
+                ``(H, W, 3)`` organised camera-frame cloud (m; its z channel is used).
+            colour: accepted for interface stability and not used: only the
+                normal displacement is measured (tangential motion would need
+                the speckle pattern's optical flow).
+            pressure: absolute bubble pressure, Pa; ``None`` = the reference
+                pressure (no pressure term: forces come out low under load).
+
+        Returns:
+            :class:`MembraneForceResult`.
+
+        Raises:
+            FrameRejected: no reference, a wrong size or dtype, infinite values
+                or all NaN, a bad pressure, or too few read vertices (the reason
+                names the count); nothing is changed.
+        """
+        t0 = time.perf_counter()
+        if self.model is None:
+            raise FrameRejected("no reference: call set_reference with contact-free frames first",
+                                "no_reference")
+        z = self._depth_of(frame)
+        dp = 0.0 if pressure is None else self._pressure_pa(pressure, "frame") - self._p_ref
+        diff = self._window_depths(z)[self._seen] - self._ref
+        have = np.isfinite(diff).mean(axis=1) >= self.min_window_fraction
+        n_seen = len(self._ref)
+        if have.sum() < self.min_vertex_fraction * n_seen:
+            raise FrameRejected(f"too few valid pixels: {int(have.sum())} of {n_seen} vertices have a depth "
+                                f"reading (need {self.min_vertex_fraction:.0%})", "too_few_valid_pixels")
+        rows = np.flatnonzero(self._seen)[have]
+        ds = _row_nanmedian(diff[have]) * self._ray_len[rows]  # along the ray, m
+        w = ds * self._dot[rows]
+        t1 = time.perf_counter()
+
+        b = w - dp * self._w_dp[rows]  # measured minus the pressure-only response
+        # Candidate pushes: the vertices read pressed in beyond the pressure response, and those not
+        # read (a push on a vertex moves it inward, so one read bulging out carries none).
+        cand = np.ones(len(self._free), dtype=bool)
+        cand[rows[b >= 0.0]] = False
+        push = np.zeros(len(self._free))
+        if cand.any():  # (SciPy's nnls aborts the process on a matrix without columns)
+            try:
+                push[cand], rnorm = nnls(self._w_push[rows][:, cand], b, maxiter=10 * len(self._free))
+            except RuntimeError as exc:  # iteration limit: never seen, but a node must stay up
+                raise FrameRejected(f"contact solve did not converge: {exc}", "solver_failed") from exc
+        else:
+            rnorm = float(np.linalg.norm(b))
+        u_free = self._u_push @ push + dp * self._u_dp
+        n_v = len(self.mesh.points)
+        u = np.zeros(3 * n_v)
+        u[self._dof] = u_free
+        u = u.reshape(n_v, 3)
+        forces = self.model.forces(u, dp)
+        contact = np.zeros((n_v, 3))
+        contact[self._free] = -push[:, None] * self.model.normals[self._free]
+        forces[self._free] = contact[self._free]  # exact where the solve is exact; drop round-off
+        t2 = time.perf_counter()
+
+        positions = self.mesh.points + u
+        positions[self._free[rows]] = self.mesh.points[self._free[rows]] + ds[:, None] * self._ray_mesh[rows]
+        w_full = np.full(n_v, np.nan)
+        w_full[self._free[rows]] = w
+        return MembraneForceResult(
+            forces=forces, contact_forces=contact, reaction_forces=forces[self.mesh.boundary].copy(),
+            total_contact_force=contact.sum(axis=0), positions=positions, displacement=u,
+            displacement_normal=w_full, pressure_change=dp, residual_rms=float(rnorm / np.sqrt(len(rows))),
+            vertices_measured=int(len(rows)),
+            timings={"sample": t1 - t0, "solve": t2 - t1, "total": time.perf_counter() - t0})
+
+
+# ---------------------------------------------------------------------- evaluation
+@dataclass(frozen=True)
+class WrenchComparison:
+    """Estimated total contact force against a force/torque reading (see :func:`compare_with_wrench`).
+
+    Attributes:
+        lag: frames by which the F/T series is shifted (F/T frame = estimate frame + lag).
+        correlation: Pearson correlation of |estimate| with |F − bias| over the loaded frames.
+        ratio_at_peak: |estimate| / |F − bias| at the F/T peak.
+        rms_error: RMS of (|estimate| − |F − bias|) over the loaded frames, N.
+        frames: estimate frame indices used (loaded frames).
+        bias: ``(3,)`` F/T bias removed, N.
+        peak_frame: estimate frame index paired with the F/T peak.
+    """
+
+    lag: int
+    correlation: float
+    ratio_at_peak: float
+    rms_error: float
+    frames: np.ndarray
+    bias: np.ndarray
+    peak_frame: int
+
+
+def compare_with_wrench(estimate: np.ndarray, wrench_force: np.ndarray,
+                        bias_frames: Sequence[int] = range(30), threshold: float = 0.5,
+                        max_lag: int = 3) -> WrenchComparison:
+    """Compare an estimated contact-force series with a force/torque reading.
+
+    The F/T bias is the mean of ``wrench_force`` over ``bias_frames``; loaded
+    frames are those with ``|F − bias| > threshold``. Magnitudes are compared
+    (the two are in different frames). The lag in ``−max_lag … max_lag`` with
+    the highest correlation is chosen and reported.
+
+    Args:
+        estimate: ``(N, 3)`` estimated total contact force per frame (N) or ``(N,)`` magnitudes.
+        wrench_force: ``(N, 3)`` F/T force per frame, N (any fixed frame).
+        bias_frames: frames averaged for the bias (default 0–29).
+        threshold: loaded-frame threshold on ``|F − bias|``, N (default 0.5).
+        max_lag: largest shift tried, frames (default 3).
+
+    Returns:
+        :class:`WrenchComparison`.
+
+    Raises:
+        ValueError: length mismatch, non-finite values, or no loaded frame.
+    """
+    est = np.asarray(estimate, dtype=np.float64)
+    mag_est = np.linalg.norm(est, axis=1) if est.ndim == 2 else est.ravel()
+    ft = np.asarray(wrench_force, dtype=np.float64)
+    if ft.ndim != 2 or ft.shape[1] != 3 or len(ft) != len(mag_est):
+        raise ValueError(f"wrench_force must be ({len(mag_est)}, 3), got {ft.shape}")
+    if not (np.isfinite(ft).all() and np.isfinite(mag_est).all()):
+        raise ValueError("estimate and wrench must be finite")
+    bias = ft[list(bias_frames)].mean(axis=0)
+    mag_ft = np.linalg.norm(ft - bias, axis=1)
+    n = len(mag_ft)
+    best = None
+    for lag in range(-int(max_lag), int(max_lag) + 1):
+        i = np.arange(max(0, -lag), min(n, n - lag))  # estimate frames with an F/T partner
+        loaded = mag_ft[i + lag] > threshold
+        if loaded.sum() < 3:
+            continue
+        e, f = mag_est[i[loaded]], mag_ft[i[loaded] + lag]
+        corr = float(np.corrcoef(e, f)[0, 1])
+        if best is None or corr > best[1]:
+            best = (lag, corr, i[loaded])
+    if best is None:
+        raise ValueError(f"no frame with |F - bias| > {threshold} N")
+    lag, corr, frames = best
+    e, f = mag_est[frames], mag_ft[frames + lag]
+    k = int(np.argmax(f))
+    return WrenchComparison(lag=lag, correlation=corr, ratio_at_peak=float(e[k] / f[k]),
+                            rms_error=float(np.sqrt(np.mean((e - f) ** 2))), frames=frames, bias=bias,
+                            peak_frame=int(frames[k]))
+
+
+def peak_distance(forces: np.ndarray, positions: np.ndarray, point: Sequence[float]) -> np.ndarray:
+    """Distance from a point to the vertex carrying the largest force, per frame.
+
+    Args:
+        forces: ``(N, V, 3)`` or ``(V, 3)`` contact forces (N), e.g. ``contact_forces`` per frame.
+        positions: vertex positions (m), ``(V, 3)`` for all frames or ``(N, V, 3)`` per frame.
+        point: ``(3,)`` the point (m), same frame (e.g. the deepest indentation).
+
+    Returns:
+        ``(N,)`` float64 distances, m (``(1,)`` for a single frame).
+
+    Raises:
+        ValueError: shapes that do not match.
+    """
+    f = np.asarray(forces, dtype=np.float64)
+    f = f[None] if f.ndim == 2 else f
+    pos = np.asarray(positions, dtype=np.float64)
+    if pos.ndim == 2 and f.ndim == 3 and pos.shape == f.shape[1:]:
+        pos = np.broadcast_to(pos, f.shape)
+    if f.ndim != 3 or f.shape[2] != 3 or pos.shape != f.shape:
+        raise ValueError(f"forces (N, V, 3) and positions (V, 3) or (N, V, 3) must match, got {f.shape} "
+                         f"and {np.shape(positions)}")
+    k = np.argmax(np.linalg.norm(f, axis=2), axis=1)
+    return np.linalg.norm(pos[np.arange(len(f)), k] - np.asarray(point, dtype=np.float64), axis=1)
