@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-ros_gz = pytest.importorskip("ros_gz_interfaces.msg", reason="ros_gz_interfaces not built (make venv builds it)")
+ros_gz = pytest.importorskip("ros_gz_interfaces.msg",
+                             reason="ros_gz_interfaces not importable (make venv builds it)")
 from geometry_msgs.msg import Vector3  # noqa: E402
 
 from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2, pointcloud2_to_contacts  # noqa: E402

@@ -63,7 +63,8 @@ def test_the_built_packages_import():
     assert [n for n in Contact.get_fields_and_field_types()] == [
         "collision1", "collision2", "positions", "normals", "depths", "wrenches"]
     assert JointWrench.get_fields_and_field_types()["body_1_wrench"] == "geometry_msgs/Wrench"
-    assert TFMessage.get_fields_and_field_types() == {"transforms": "sequence<geometry_msgs/TransformStamped>"}
+    assert TFMessage.get_fields_and_field_types() == {
+        "transforms": "sequence<geometry_msgs/TransformStamped>"}
 
 
 def test_tf_and_gz_contacts_cross_processes(rclpy_context):
@@ -71,10 +72,12 @@ def test_tf_and_gz_contacts_cross_processes(rclpy_context):
     from tf2_msgs.msg import TFMessage
     got = {}
     node = rclpy.create_node("interface_packages_subscriber")
-    qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
     node.create_subscription(TFMessage, "interface_test_tf", lambda m: got.setdefault("tf", m), qos)
     node.create_subscription(Contacts, "interface_test_contacts", lambda m: got.setdefault("gz", m), qos)
-    child = subprocess.Popen([sys.executable, "-c", PUBLISHER], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    child = subprocess.Popen([sys.executable, "-c", PUBLISHER], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
     try:
         end = time.monotonic() + 25.0
         while len(got) < 2 and time.monotonic() < end and child.poll() is None:

@@ -161,7 +161,8 @@ def _row_columns(msg: Any, body_map: ContactBodyMap) -> Tuple[
         for label, k in (("normals", nn), ("depths", nd)):
             if k not in (0, n):
                 raise GzContactsDecodeError(
-                    "mismatched_lengths", f"contact {i} ({names[0]} / {names[1]}): {n} positions, {k} {label}")
+                    "mismatched_lengths",
+                    f"contact {i} ({names[0]} / {names[1]}): {n} positions, {k} {label}")
         used += 1
         with_normals += nn > 0
         with_depths += nd > 0
@@ -181,8 +182,9 @@ def _row_columns(msg: Any, body_map: ContactBodyMap) -> Tuple[
                 "all or none must carry them")
     normals = np.array(nrm, dtype=np.float64).reshape(-1, 3) if with_normals else None
     depths = np.array(dep, dtype=np.float64) if with_depths else None
-    return pairs, np.array(pts, dtype=np.float64).reshape(-1, 3), np.array(frc, dtype=np.float64).reshape(-1, 3), \
-        normals, depths
+    points = np.array(pts, dtype=np.float64).reshape(-1, 3)
+    forces = np.array(frc, dtype=np.float64).reshape(-1, 3)
+    return pairs, points, forces, normals, depths
 
 
 @dataclass(frozen=True)
@@ -254,8 +256,8 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
     layout = CloudLayout(fields, 1, n, step, n * step, False)
     header = msg.header
     try:
-        return contacts_from_buffer(layout, rec.tobytes(), table, dtype, device, frame_id=str(header.frame_id),
-                                    stamp_ns=stamp_to_ns(header.stamp))
+        return contacts_from_buffer(layout, rec.tobytes(), table, dtype, device,
+                                    frame_id=str(header.frame_id), stamp_ns=stamp_to_ns(header.stamp))
     except CloudDecodeError as exc:
         # only the value checks can fail on rows built here (non_finite)
         raise GzContactsDecodeError(exc.reason, str(exc).replace("x/y/z", "positions")
