@@ -57,7 +57,9 @@ prefix_path=$venv
 rclpy_file=$("$py" -c 'import rclpy; print(rclpy.__file__)')
 case $rclpy_file in
   "$venv"/*)   # the wheels' rclpy: the toolchain comes as wheels as well
-    "$py" -m pip install --quiet -r "$reqs" ;;
+    t0=$(date +%s)
+    "$py" -m pip install --quiet -r "$reqs"
+    echo "interfaces: build toolchain ($reqs) installed in $(( $(date +%s) - t0 )) s" ;;
   *)           # a sourced ROS 2: its ament_cmake and generators, its message packages
     prefix_path="$venv;${AMENT_PREFIX_PATH//:/;}" ;;
 esac

@@ -32,6 +32,7 @@ Node-wide (``read_only`` ones are fixed at start)::
     alignment_buffer_size, markers_max_rate, marker_force_scale, diagnostics_period,
     qos.inputs.reliability, qos.inputs.depth, qos.outputs.reliability, qos.outputs.depth,
     publish_tf                 announce the frames the node adds on /tf_static and /tf; read-only
+    frame_prefix               prepended to every frame the node stamps or announces ('left/'); read-only
     joint_name_map             ['driver:urdf', ...] JointState names -> URDF joint names; read-only
     fast_path, executor, keep_warm_period   hot path and executor choice; read-only
 
@@ -264,6 +265,9 @@ NODE_SPECS: List[Spec] = [
          "world_frame when not a URDF link) on /tf_static and free bodies on /tf; needs tf2_msgs (a ROS "
          "install), else the node logs the frames to provide; false when another node publishes them",
          read_only=True),
+    Spec("frame_prefix", "", "prepended to every frame the node stamps (outputs, markers) and announces "
+         "on /tf_static and /tf, world_frame included, as robot_state_publisher's frame_prefix (e.g. "
+         "'left/'); inputs keep the bare world_frame", read_only=True),
     Spec("joint_name_map", [], "driver joint names -> URDF joint names, as 'driver:urdf' pairs "
          "(e.g. joint_1:Actuator1); names not listed are used as they are", read_only=True,
          ptype=STRING_ARRAY),

@@ -147,6 +147,11 @@ class SensorNode(Node):
             raise ConfigError("world_frame", p["world_frame"], "must name the frame of contacts and "
                                                                "free-body poses (e.g. 'world')")
         self._world_frame = p["world_frame"]
+        # robot_state_publisher's rule: the prefix goes on every frame on the wire; the model keeps
+        # the bare names (inputs are checked against the bare world_frame)
+        self._frame_prefix = str(p["frame_prefix"])
+        if any(ch.isspace() for ch in self._frame_prefix):
+            raise ConfigError("frame_prefix", self._frame_prefix, "must not contain white space")
         assets = effective_assets_dir(p["assets_dir"])
         self._qos = EndpointQoS.from_values(p)
         self._fast = bool(p["fast_path"])
@@ -154,7 +159,7 @@ class SensorNode(Node):
             raise ConfigError("executor", p["executor"],
                               f"must be one of {', '.join(executors.EXECUTOR_KINDS)}")
         self.world, pose_topics, body_meshes = build_scene(p, assets, self.params.declare_body)
-        self._factory = SensorFactory(self.world, body_meshes)
+        self._factory = SensorFactory(self.world, body_meshes, self._frame_prefix)
         # every free body (embedded scene objects included) follows a PoseStamped topic
         self._body_subs = [
             self.create_subscription(PoseStamped, pose_topics.get(b, f"{b}/pose"),
@@ -189,7 +194,8 @@ class SensorNode(Node):
         if self.calibration.path is not None and not self.calibration.path.is_file():
             self.get_logger().info(f"calibration file {self.calibration.path} does not exist yet; "
                                    "sensors start uncalibrated")
-        self._frames = FramePublisher(self, bool(p["publish_tf"]), self._world_frame, self.world)
+        self._frames = FramePublisher(self, bool(p["publish_tf"]), self._world_frame, self.world,
+                                      self._frame_prefix)
         restored = []
         for name in sensors:
             cfg = self.params.declare_sensor(name)
@@ -380,7 +386,8 @@ class SensorNode(Node):
         h.stats.contact = in_contact
         rate = self.live.markers_max_rate
         markers = rate <= 0 or now - h.last_marker_time >= 1.0 / rate
-        if h.endpoints.publish_step(h.layout, r, state, stamp, self._world_frame, in_contact,
+        world_frame = self._frame_prefix + self._world_frame    # as stamped on the wire
+        if h.endpoints.publish_step(h.layout, r, state, stamp, world_frame, in_contact,
                                     self.live.marker_force_scale if markers else None):
             h.last_marker_time = now
 
