@@ -49,7 +49,7 @@ fi
 lacking=()
 for tool in gcc g++ cmake; do command -v "$tool" >/dev/null 2>&1 || lacking+=("$tool"); done
 if [ ${#lacking[@]} -gt 0 ]; then
-  echo "error: building ${todo[*]} (not importable) needs ${lacking[*]}: install them (Debian/Ubuntu: apt-get install g++ cmake) and run make again" >&2
+  echo "error: building ${todo[*]} (ROS 2 interface packages without a wheel) needs ${lacking[*]}: install them (Debian/Ubuntu: apt-get install g++ cmake) and run make again" >&2
   exit 1
 fi
 
