@@ -9,6 +9,8 @@ Node-wide (``read_only`` ones are fixed at start)::
     assets_dir                 base for relative paths; $VSF_ASSETS wins when set; read-only
     world_frame                frame of contacts and free-body poses; read-only
     contact_body_names         body index table of the contacts cloud (body1/body2); read-only
+    contacts_type              message type of contacts: our PointCloud2 or gz Contacts; read-only
+    contact_body_map           ['pattern=body', ...] gz scoped collision names -> bodies; read-only
     bodies                     extra rigid bodies: [punyo, ...]; read-only
     <b>.mesh                   triangle mesh file of body <b> (vertices in its frame)
     <b>.parent_link            link (or earlier body) it is fixed to; '' = free body
@@ -228,6 +230,13 @@ NODE_SPECS: List[Spec] = [
     Spec("contact_body_names", [], "body names indexed by the body1/body2 fields of the contacts "
          "cloud, shared with the simulator; empty: every body of the world in its body_names order",
          read_only=True, ptype=STRING_ARRAY),
+    Spec("contacts_type", "sensor_msgs/msg/PointCloud2", "message type of the contacts topic: "
+         "sensor_msgs/msg/PointCloud2 (the contacts cloud) or ros_gz_interfaces/msg/Contacts (gz-sim's "
+         "contact sensor through ros_gz_bridge; needs ros_gz_interfaces, which make venv builds)",
+         read_only=True, constraints="sensor_msgs/msg/PointCloud2 | ros_gz_interfaces/msg/Contacts"),
+    Spec("contact_body_map", [], "gz contacts: 'pattern=body' entries mapping scoped collision names "
+         "(glob, first match wins, e.g. 'punyo_model::*=punyo') to bodies; a name no pattern matches "
+         "is its link's name (model::link::collision -> link)", read_only=True, ptype=STRING_ARRAY),
     Spec("bodies", [], "extra rigid bodies (each configured under <name>.*)", read_only=True,
          ptype=STRING_ARRAY),
     Spec("sensors", [], "sensor names (each configured under <name>.*); add or remove names live "

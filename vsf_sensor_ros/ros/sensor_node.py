@@ -6,7 +6,8 @@ Inputs (QoS: ``qos.inputs.*``, default the sensor-data profile, best effort,
 which accepts reliable and best-effort publishers):
 
 * ``contacts`` (``sensor_msgs/PointCloud2``, one per simulator step, see
-  :mod:`vsf_sensor_ros.ros.contacts_msg`);
+  :mod:`vsf_sensor_ros.ros.contacts_msg`; with ``contacts_type:
+  ros_gz_interfaces/msg/Contacts`` gz-sim's contacts, :mod:`.gz_contacts`);
 * ``joint_states`` (``sensor_msgs/JointState``, matched by URDF joint name after
   ``joint_name_map`` (:mod:`.joint_names`); partial, reordered and extra names are fine,
   unknown names are counted and warned about once);
@@ -68,7 +69,7 @@ import os
 import sys
 import time
 import traceback
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import _quiet_start   # first: a signal during the imports below ends the program quietly
 
@@ -96,6 +97,7 @@ from ._rclpy_compat import RCLError, add_parameter_callbacks
 from .contacts_msg import ContactsDecodeError, pointcloud2_to_contacts, with_implied_pairs
 from .diagnostics import InputStats, build_diagnostics
 from .frames import FramePublisher
+from .gz_contacts import GZ_CONTACTS_TYPE, ContactBodyMap, gz_contacts_to_contacts
 from .joint_names import parse_joint_name_map
 from .kinematic_inputs import KinematicInputs
 from .keep_warm import KeepWarm
@@ -172,6 +174,7 @@ class SensorNode(Node):
                 f"contact_body_names {unknown} are not bodies of the world; contacts with them are "
                 f"decoded but touch no sensor (bodies: {', '.join(self.world.body_names)})")
         self._contact_body_names = names
+        self._gz_contacts = self._gz_contacts_input(p)
         self._dense_vertex_counts: Dict[str, int] = {}
         self._sensor_bodies: frozenset = frozenset()
         urdf_joints = [j.name for j in self.world.joints if j.type in MOVABLE_JOINT_TYPES]
@@ -217,7 +220,8 @@ class SensorNode(Node):
         # its contacts; the EventsExecutor serves them in arrival order.  Either way a contacts
         # message uses the stamped joint state of its own step (body_transforms' history).
         self.sub_joints, self.sub_contacts = fast_io.subscribe_inputs(
-            self, self._qos.inputs, self._on_joint_state, self._on_contacts, self._reject, self._fast)
+            self, self._qos.inputs, self._on_joint_state, self._on_contacts, self._reject, self._fast,
+            self._gz_contacts[0] if self._gz_contacts else None)
         self._last_contacts: Optional[Any] = None
         self.keep_warm: Optional[KeepWarm] = None
         if float(p["keep_warm_period"]) > 0:
@@ -232,6 +236,30 @@ class SensorNode(Node):
         self.get_logger().info(
             f"sensor_node ready: {len(self._handles)} sensors ({', '.join(self._handles) or 'none'}), "
             f"{len(self.world.body_names)} bodies, contact bodies {self._contact_body_names}")
+
+    @staticmethod
+    def _gz_contacts_input(p: Dict[str, Any]) -> Optional[Tuple[type, ContactBodyMap]]:
+        """``contacts_type``: None for the contacts cloud, else gz ``Contacts`` and its body map.
+
+        Raises:
+            ConfigError: an unknown type, ``ros_gz_interfaces`` not importable, or a
+                malformed ``contact_body_map`` entry.
+        """
+        kind = p["contacts_type"]
+        if kind == "sensor_msgs/msg/PointCloud2":
+            return None
+        if kind != GZ_CONTACTS_TYPE:
+            raise ConfigError("contacts_type", kind,
+                              f"must be sensor_msgs/msg/PointCloud2 or {GZ_CONTACTS_TYPE}")
+        try:
+            from ros_gz_interfaces.msg import Contacts
+        except ImportError:
+            raise ConfigError("contacts_type", kind, "ros_gz_interfaces is not importable (a ROS install "
+                                                     "has it; on the pip path make venv builds it)") from None
+        try:
+            return Contacts, ContactBodyMap.parse(p["contact_body_map"] or [])
+        except ValueError as exc:
+            raise ConfigError("contact_body_map", list(p["contact_body_map"]), str(exc)) from None
 
     # ------------------------------------------------------------------ sensors
     def _install(self, cfg: SensorConfig, sensor: BaseSensor, layout: enc.SensorLayout) -> SensorHandle:
@@ -309,8 +337,13 @@ class SensorNode(Node):
             StepRejected: the message is rejected whole, with the reason to count.
         """
         try:
-            decoded = pointcloud2_to_contacts(msg, self._contact_body_names, DTYPE, DEVICE,
-                                              expected_frame_id=self._world_frame)
+            if self._gz_contacts is not None:
+                # gz: header.frame_id names the contact sensor, not a frame (positions are in world)
+                decoded = gz_contacts_to_contacts(msg, self._contact_body_names, self._gz_contacts[1],
+                                                  DTYPE, DEVICE)
+            else:
+                decoded = pointcloud2_to_contacts(msg, self._contact_body_names, DTYPE, DEVICE,
+                                                  expected_frame_id=self._world_frame)
         except ContactsDecodeError as exc:
             raise StepRejected(exc.reason, str(exc)) from exc
         bad = check_elements(decoded, self._dense_vertex_counts)
