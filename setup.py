@@ -45,6 +45,7 @@ setup(
             "vsf_demo = vsf_sensor_ros.apps.demo:main",
             "wrench_contact_node = vsf_sensor_ros.ros.wrench_contact_node:main",
             "vsf_replay = vsf_sensor_ros.apps.replay:main",
+            "link_frames_node = vsf_sensor_ros.apps.link_frames_node:main",
         ],
     },
 )
