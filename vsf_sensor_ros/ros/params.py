@@ -272,7 +272,8 @@ NODE_SPECS: List[Spec] = [
          read_only=True),
     Spec("publish_tf", True, "announce the frames the node adds (extra bodies, sensor frames <s>_frame, "
          "world_frame when not a URDF link) on /tf_static and free bodies on /tf; needs tf2_msgs (a ROS "
-         "install), else the node logs the frames to provide; false when another node publishes them",
+         "install has it, make venv builds it), else the node logs the frames to provide; false when "
+         "another node publishes them",
          read_only=True),
     Spec("frame_prefix", "", "prepended to every frame the node stamps (outputs, markers) and announces "
          "on /tf_static and /tf, world_frame included, as robot_state_publisher's frame_prefix (e.g. "
