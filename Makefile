@@ -10,9 +10,11 @@ ROS_DISTRO ?= kilted
 ifeq ($(ROS_DISTRO),kilted)
 VENV ?= .venv
 ROS_REQUIREMENTS ?= requirements-ros.txt
+ROS_BUILD_REQUIREMENTS ?= requirements-ros-build.txt
 else
 VENV ?= .venv-$(ROS_DISTRO)
 ROS_REQUIREMENTS ?= requirements-ros-$(ROS_DISTRO).txt
+ROS_BUILD_REQUIREMENTS ?= requirements-ros-$(ROS_DISTRO)-build.txt
 endif
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
@@ -31,7 +33,9 @@ endif
 
 venv: $(STAMP)
 
-$(STAMP): setup.py setup.cfg $(wildcard $(ROS_REQUIREMENTS))
+INTERFACE_SOURCES := $(wildcard interfaces/*/* interfaces/*/*/*) tools/build_interfaces.sh tools/local_python.cmake
+
+$(STAMP): setup.py setup.cfg $(wildcard $(ROS_REQUIREMENTS) $(ROS_BUILD_REQUIREMENTS)) $(INTERFACE_SOURCES)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	@# The ROS 2 Python runtime comes from wheels only when no ROS install is sourced.
@@ -43,6 +47,9 @@ $(STAMP): setup.py setup.cfg $(wildcard $(ROS_REQUIREMENTS))
 	@# venv beforehand (e.g. the CPU build from PyTorch's CPU wheel index, see README) is kept.
 	@$(PY) -c 'import torch' 2>/dev/null || $(PIP) install --quiet torch==2.13.0
 	$(PIP) install --quiet -e '.[test,demo]'
+	@# tf2_msgs and ros_gz_interfaces have no wheel: built from interfaces/ into the venv when
+	@# they do not import (a sourced ROS 2 keeps its own); needs gcc, g++ and cmake.
+	@tools/build_interfaces.sh $(VENV) $(ROS_BUILD_REQUIREMENTS)
 	@touch $(STAMP)
 
 test: venv

@@ -47,6 +47,7 @@ setup(
             "wrench_contact_node = vsf_sensor_ros.ros.wrench_contact_node:main",
             "vsf_replay = vsf_sensor_ros.apps.replay:main",
             "mujoco_contact_node = vsf_sensor_ros.contact_sources.mujoco_contact_node:main",
+            "link_frames_node = vsf_sensor_ros.apps.link_frames_node:main",
         ],
     },
 )

@@ -86,3 +86,11 @@ def test_the_real_configuration_shows_a_subset_of_the_same_topics():
     named = {d["Topic"]["Value"] for d in displays if "Topic" in d}
     # the real setup's sensors all appear; the simulator-only ones (Klampt pad, load cell) stay empty
     assert {t for t, kind in real.items() if t.endswith("/markers")} <= named
+
+
+def test_the_tf_display_is_on_so_every_announced_frame_shows():
+    """The node announces its frames on /tf_static and /tf; rviz places every display through TF."""
+    cfg = yaml.safe_load(RVIZ.read_text())
+    displays = cfg["Visualization Manager"]["Displays"]
+    (tf,) = [d for d in displays if d["Class"] == "rviz_default_plugins/TF"]
+    assert tf["Enabled"] is True and tf["Value"] is True

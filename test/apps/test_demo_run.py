@@ -189,6 +189,35 @@ def test_bag_holds_every_topic_of_the_session_with_the_right_counts(demo):
     assert min(times) > 1.6e18  # wall-clock log times (ns since 1970)
 
 
+def test_the_bag_alone_places_every_frame_the_outputs_are_stamped_with(demo):
+    """/tf_static and /tf in the bag (the sensor node's frames and the URDF links, the latter from
+    link_frames_node) link every stamped frame_id to the world frame, as Foxglove needs."""
+    from vsf_sensor_ros.ros.frames import TFMessage
+    if TFMessage is None:
+        pytest.skip("tf2_msgs is not importable (make venv builds it): the session had no TF")
+    topics = read_bag(demo["out"])
+    assert topics["/tf_static"][0] == topics["/tf"][0] == "tf2_msgs/msg/TFMessage"
+    parent = {}
+    for _, msg in topics["/tf_static"][1] + topics["/tf"][1]:
+        for t in msg.transforms:
+            parent[t.child_frame_id] = t.header.frame_id
+    stamped = set()
+    for topic, (msgtype, msgs) in topics.items():
+        if topic.startswith("/tf") or not msgs:
+            continue
+        for _, m in msgs[-3:]:
+            if msgtype == "visualization_msgs/msg/MarkerArray":
+                stamped |= {mk.header.frame_id for mk in m.markers}
+            elif hasattr(m, "header") and topic.rsplit("/", 1)[-1] in ("predicted", "residual", "jacobian"):
+                stamped.add(m.header.frame_id)
+    assert {f"{s}_frame" for s in ("punyo_pad", "object_load")} <= stamped, stamped
+    for frame in stamped:
+        f, hops = frame, 0
+        while f in parent and hops < 50:
+            f, hops = parent[f], hops + 1
+        assert f == "world", (frame, f, sorted(parent))
+
+
 def test_predicted_pressure_rises_when_the_bubble_is_pressed_and_tracks_the_measurement(demo):
     topics = read_bag(demo["out"])
     pred = {round(stamp_s(m), 4): m.fluid_pressure for _, m in topics["/punyo_pressure/predicted"][1]}

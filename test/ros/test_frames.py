@@ -84,8 +84,8 @@ def test_command_line_states_the_transform_for_static_transform_publisher():
     np.testing.assert_allclose([float(v) for v in m.groups()], [0, 0, 0.03, S45, 0, 0, S45], atol=1e-8)
 
 
-@pytest.mark.skipif(TFMessage is None, reason="tf2_msgs is not importable (no ROS install; the ROS 2 pip "
-                                              "wheels do not ship it): the node cannot publish TF here")
+@pytest.mark.skipif(TFMessage is None, reason="tf2_msgs is not importable (make venv builds it; a build "
+                                              "without a compiler has none): the node cannot publish TF here")
 def test_tf_message_carries_every_static_transform():
     table = frame_table("world", LINKS, "world", [("bubble", "tool", _T(t=(0, 0, 0.1)))],
                         [("pad_frame", "bubble", RX90)])

@@ -34,6 +34,7 @@ from vsf_sensor_ros.apps.processes import ManagedProcess, child_env, module_comm
 SIM_MODULE = "vsf_sensor_ros.apps.contact_sim_node"
 MUJOCO_SIM_MODULE = "vsf_sensor_ros.contact_sources.mujoco_contact_node"
 NODE_MODULE = "vsf_sensor_ros.ros.sensor_node"
+LINK_FRAMES_MODULE = "vsf_sensor_ros.apps.link_frames_node"
 STARTUP_TIMEOUT_S = 90.0   # python + torch + klampt imports on a busy 2-core machine
 DRAIN_S = 1.5              # after the simulator ends, wait this long for the last predictions
 CALL_TIMEOUT_S = 10.0      # a Trigger service of the node answers within this
@@ -102,6 +103,21 @@ def node_command(cfg: DemoConfig) -> List[str]:
     if cfg.assets is not None:
         cmd += ["-p", f"assets_dir:={cfg.assets}"]
     return cmd
+
+
+def link_frames_command(cfg: DemoConfig) -> List[str]:
+    """argv of the link-frame publisher child: the URDF the sensor node loads, its link frames on TF.
+
+    robot_state_publisher's job, for the recording: with it the bag places every frame the
+    node stamps, the URDF links included (:mod:`vsf_sensor_ros.apps.link_frames_node`).
+    """
+    args = []
+    for key in ("robot_description_path", "frame_prefix"):
+        if cfg.base_params.get(key):
+            args += ["-p", f"{key}:={cfg.base_params[key]}"]
+    if cfg.assets is not None:
+        args += ["-p", f"assets_dir:={cfg.assets}"]
+    return module_command(LINK_FRAMES_MODULE, args)
 
 
 def sim_command(cfg: DemoConfig) -> List[str]:
@@ -200,6 +216,10 @@ class DemoSession:
         sim_name, sim_cmd = (("mujoco_contact_node", mujoco_sim_command(cfg)) if cfg.backend == "mujoco"
                              else ("contact_sim_node", sim_command(cfg)))
         self.sim_proc = ManagedProcess(sim_name, sim_cmd, env, logs_dir / f"{sim_name}.log")
+        from vsf_sensor_ros.ros.frames import TFMessage
+        # the link frames (robot_state_publisher's part), where TF can be published at all
+        self.frames_proc: Optional[ManagedProcess] = None if TFMessage is None else ManagedProcess(
+            "link_frames_node", link_frames_command(cfg), env, logs_dir / "link_frames_node.log")
         self.tare_result = TareResult()
         self.result = SessionResult({}, {}, self.tare_result, 0.0, None, None)
         self.watch = ContactWatch(press_body_indices(cfg))
@@ -239,6 +259,8 @@ class DemoSession:
                           f"{self.logs_dir}/")
         self.progress.say(f"starting sensor node ({self.cfg.params_file.name}) ...")
         self.node_proc.start()
+        if self.frames_proc is not None:
+            self.frames_proc.start()
         self._clients = {name: self._node.create_client(Trigger, f"/{name}")
                          for name in ("tare", "save_calibration")}
         while not self._clients["tare"].service_is_ready():
@@ -345,6 +367,8 @@ class DemoSession:
         self._stopped = True
         self.result.sim_exit = self.sim_proc.stop()
         self.result.node_exit = self.node_proc.stop()
+        if self.frames_proc is not None:
+            self.frames_proc.stop()
         if self.recorder is not None:
             self.recorder.stop()
             self.result.logs = dict(self.recorder.logs)

@@ -46,7 +46,8 @@ def _decoding(decode: Callable[[Any], Any], handler: Callable[[Any], None],
 
 
 def subscribe_inputs(node: Node, qos: QoSProfile, on_joint_state: Callable[[Any], None],
-                     on_contacts: Callable[[Any], None], reject: Reject, fast: bool) -> Tuple[Any, Any]:
+                     on_contacts: Callable[[Any], None], reject: Reject, fast: bool,
+                     contacts_type: Any = None) -> Tuple[Any, Any]:
     """Create the ``joint_states`` and ``contacts`` subscriptions (in that order).
 
     Args:
@@ -58,10 +59,21 @@ def subscribe_inputs(node: Node, qos: QoSProfile, on_joint_state: Callable[[Any]
             :class:`~vsf_sensor_ros.ros.cdr.RawPointCloud2` decoded from the bytes.
         reject: ``f(reason, detail)``, the node's reject counter (bad bytes).
         fast: raw subscriptions decoded with :mod:`~vsf_sensor_ros.ros.cdr`.
+        contacts_type: the contacts message class when it is not ``PointCloud2``
+            (gz ``Contacts``): subscribed as standard messages, the fast path has no
+            decoder for it.
 
     Returns:
         ``(joint_states subscription, contacts subscription)``.
     """
+    if contacts_type is not None and contacts_type is not PointCloud2:
+        if fast:
+            joints = node.create_subscription(
+                JointState, "joint_states",
+                _decoding(cdr.decode_joint_state, on_joint_state, reject, "joint_states"), qos, raw=True)
+        else:
+            joints = node.create_subscription(JointState, "joint_states", on_joint_state, qos)
+        return joints, node.create_subscription(contacts_type, "contacts", on_contacts, qos)
     if not fast:
         return (node.create_subscription(JointState, "joint_states", on_joint_state, qos),
                 node.create_subscription(PointCloud2, "contacts", on_contacts, qos))

@@ -23,9 +23,16 @@ announces.  :class:`FramePublisher` publishes them: ``/tf_static`` for the fixed
 frames (reliable, transient local, depth 1: each message carries the whole
 set, as tf2's static broadcaster does) and ``/tf`` for free bodies, while
 ``publish_tf`` is true and ``tf2_msgs`` is importable.  ``tf2_msgs`` ships with a
-ROS install but not with the pip wheels of ROS 2; without it (or with
-``publish_tf: false``) the node says once which frames the user must provide,
-as ``static_transform_publisher`` command lines.
+ROS install; on the pip path ``make venv`` builds it into the virtual
+environment.  Without it (a build without a compiler) or with ``publish_tf:
+false`` the node says once which frames the user must provide, as
+``static_transform_publisher`` command lines.
+
+``frame_prefix`` (as robot_state_publisher's): prepended to every frame the node
+stamps or announces, ``world_frame`` included, so two nodes in two namespaces
+(``left/``, ``right/``) publish distinct trees next to robot_state_publishers
+run with the same prefixes.  The table here keeps the bare names (they are the
+model's body names); the prefix is applied where a frame goes on the wire.
 """
 from __future__ import annotations
 
@@ -39,9 +46,9 @@ from ..transforms import xyz_quat_from_transform
 from .stamps import copy_stamp
 
 try:
-    # The TF message type: part of a ROS install (geometry2), absent from the ROS 2 pip wheels
-    # this package installs (no ros-tf2-msgs wheel exists).  Without it the node cannot publish
-    # TF and only names the frames a user must provide (see FramePublisher).
+    # The TF message type: part of a ROS install (geometry2); no ROS 2 wheel has it, so on the pip
+    # path make venv builds it from interfaces/tf2_msgs.  Without it (no compiler) the node cannot
+    # publish TF and only names the frames a user must provide (see FramePublisher).
     from tf2_msgs.msg import TFMessage
 except ImportError:
     TFMessage = None  # type: ignore[assignment,misc]
@@ -93,14 +100,18 @@ class FrameTransform:
         """Same frames and (bit for bit) the same transform."""
         return (self.parent, self.child) == (other.parent, other.child) and np.array_equal(self.T, other.T)
 
-    def command(self) -> str:
-        """A ``static_transform_publisher`` command line announcing this transform (Humble and newer)."""
+    def command(self, prefix: str = "") -> str:
+        """A ``static_transform_publisher`` command line announcing this transform (Humble and newer).
+
+        Args:
+            prefix: ``frame_prefix``, prepended to both frame names.
+        """
         xyz, q = xyz_quat_from_transform(self.T)
         keys = ("x", "y", "z", "qx", "qy", "qz", "qw")
         # + 0.0 writes -0.0 as 0
         nums = " ".join(f"--{k} {float(v) + 0.0:.9g}" for k, v in zip(keys, [*xyz, *q]))
-        return (f"ros2 run tf2_ros static_transform_publisher --frame-id {self.parent} "
-                f"--child-frame-id {self.child} {nums}")
+        return (f"ros2 run tf2_ros static_transform_publisher --frame-id {prefix}{self.parent} "
+                f"--child-frame-id {prefix}{self.child} {nums}")
 
 
 @dataclass
@@ -133,9 +144,14 @@ class FrameTable:
         return other is not None and len(self.static) == len(other.static) and all(
             a.same_as(b) for a, b in zip(self.static, other.static))
 
-    def instructions(self) -> List[str]:
-        """Lines telling a user how to provide every announced frame without the node's TF."""
-        return [t.command() for t in self.static] + [free_instruction(b, p) for b, p in self.free.items()]
+    def instructions(self, prefix: str = "") -> List[str]:
+        """Lines telling a user how to provide every announced frame without the node's TF.
+
+        Args:
+            prefix: ``frame_prefix``, prepended to every frame name.
+        """
+        return [t.command(prefix) for t in self.static] + [
+            free_instruction(prefix + b, prefix + p) for b, p in self.free.items()]
 
 
 def free_instruction(body: str, parent: str) -> str:
@@ -228,10 +244,14 @@ class FramePublisher:
         publish_tf: the ``publish_tf`` parameter.
         world_frame: the ``world_frame`` parameter.
         world: the node's ``World``.
+        frame_prefix: the ``frame_prefix`` parameter, prepended to every published
+            (or logged) frame name; :attr:`table` keeps the bare names.
     """
 
-    def __init__(self, node: Any, publish_tf: bool, world_frame: str, world: Any) -> None:
+    def __init__(self, node: Any, publish_tf: bool, world_frame: str, world: Any,
+                 frame_prefix: str = "") -> None:
         self._node, self._world, self._world_frame = node, world, world_frame
+        self._prefix = frame_prefix
         self.enabled = bool(publish_tf) and TFMessage is not None
         self._wanted = bool(publish_tf)
         self.table: Optional[FrameTable] = None
@@ -261,20 +281,23 @@ class FramePublisher:
         if self.enabled:
             if changed and table.static:
                 now = self._node.get_clock().now().to_msg()
+                p = self._prefix
                 self._static_pub.publish(TFMessage(transforms=[
-                    transform_msg(t.parent, t.child, t.T, now) for t in table.static]))
+                    transform_msg(p + t.parent, p + t.child, t.T, now) for t in table.static]))
             return table
         lines = []
-        for key in [(t.child, t.command()) for t in table.static] + [
-                (b, free_instruction(b, p)) for b, p in table.free.items()]:
+        p = self._prefix
+        for key in [(t.child, t.command(p)) for t in table.static] + [
+                (b, free_instruction(p + b, p + f)) for b, f in table.free.items()]:
             if key not in self._told:   # each frame once, again only when it changes
                 self._told.add(key)
                 lines.append(key[1])
         if lines:
-            # info, not a warning: without tf2_msgs there is no ROS install, hence no rviz to serve
-            # (rviz2 comes with one); the lines are for a user who brings such a tool along
-            head = ("cannot publish TF: tf2_msgs is not importable (a ROS install has it; the ROS 2 pip "
-                    "wheels do not)" if self._wanted else "publish_tf is false")
+            # info, not a warning: tf2_msgs is missing only from a pip install built without a
+            # compiler, which has no rviz to serve either; the lines are for a user who brings one
+            head = ("cannot publish TF: tf2_msgs is not importable (a ROS install has it; on the pip "
+                    "path make venv builds it, which needs gcc, g++ and cmake)" if self._wanted
+                    else "publish_tf is false")
             self._node.get_logger().info("\n  ".join(
                 [f"{head}; frames the node stamps that a TF tree must provide:", *lines]))
         return table
@@ -293,7 +316,7 @@ class FramePublisher:
             T = body_transforms.get(body)
             if T is not None:
                 T = T.detach().cpu().numpy() if hasattr(T, "detach") else np.asarray(T)
-                msgs.append(transform_msg(parent, body, T, stamp))
+                msgs.append(transform_msg(self._prefix + parent, self._prefix + body, T, stamp))
         if msgs:
             self._dynamic_pub.publish(TFMessage(transforms=msgs))
 

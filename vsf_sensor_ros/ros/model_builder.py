@@ -159,11 +159,14 @@ class SensorFactory:
         world: the node's ``World``.
         body_meshes: ``<b>.mesh`` value per extra body (an extra body's geometry
             is its mesh file, the parameter to blame when a sensor cannot attach).
+        frame_prefix: the ``frame_prefix`` parameter, prepended to the frames the
+            layouts stamp (:attr:`~vsf_sensor_ros.ros.outputs.SensorLayout.reading_frame`).
     """
 
-    def __init__(self, world: Any, body_meshes: Mapping[str, str]) -> None:
+    def __init__(self, world: Any, body_meshes: Mapping[str, str], frame_prefix: str = "") -> None:
         self.world = world
         self.body_meshes: Dict[str, str] = dict(body_meshes)
+        self.frame_prefix = frame_prefix
 
     def build(self, cfg: SensorConfig) -> Tuple[BaseSensor, enc.SensorLayout]:
         """A new attached model and its layout (see :meth:`sensor` and :meth:`layout`)."""
@@ -226,7 +229,7 @@ class SensorFactory:
             verts = np.asarray(mesh.vertices)
         try:
             return enc.sensor_layout(cfg.type, att, sensor.measurement_names(), sensor.measurement_errors(),
-                                     verts, frame, T_sensor)
+                                     verts, frame, T_sensor, self.frame_prefix)
         except ValueError as exc:
             raise ConfigError(f"{cfg.name}.type", cfg.type, str(exc)) from None
 

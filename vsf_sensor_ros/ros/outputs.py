@@ -214,6 +214,10 @@ class SensorLayout:
             (the values are in the body frame ``frame_id``).
         body_T_sensor: ``(4, 4)`` float64 sensor frame -> body transform of
             ``sensor_frame`` (None without one).
+        frame_prefix: the node's ``frame_prefix`` (e.g. ``left/``), prepended to
+            every frame a message is stamped with (:attr:`reading_frame`,
+            :attr:`body_frame`); ``frame_id`` and ``sensor_frame`` stay the bare
+            names (the model's body names).
     """
 
     kind: str
@@ -225,11 +229,17 @@ class SensorLayout:
     std: Optional[np.ndarray]
     sensor_frame: str = ""
     body_T_sensor: Optional[np.ndarray] = None
+    frame_prefix: str = ""
 
     @property
     def reading_frame(self) -> str:
-        """The frame a reading is expressed in and stamped with (predicted, residual, label)."""
-        return self.sensor_frame or self.frame_id
+        """The frame a reading is expressed in and stamped with (predicted, residual, label), prefixed."""
+        return self.frame_prefix + (self.sensor_frame or self.frame_id)
+
+    @property
+    def body_frame(self) -> str:
+        """The attachment body's frame as stamped (``frame_prefix`` + ``frame_id``)."""
+        return self.frame_prefix + self.frame_id
 
 
 def _index(names: List[str], *candidates: str) -> int:
@@ -242,7 +252,7 @@ def _index(names: List[str], *candidates: str) -> int:
 def sensor_layout(type_name: str, frame_id: str, names: List[str],
                   errors: Optional[Sequence[float]],
                   vertices: Optional[np.ndarray] = None, sensor_frame: str = "",
-                  body_T_sensor: Optional[np.ndarray] = None) -> SensorLayout:
+                  body_T_sensor: Optional[np.ndarray] = None, frame_prefix: str = "") -> SensorLayout:
     """Describe how a sensor's vector maps to its messages.
 
     Args:
@@ -253,6 +263,7 @@ def sensor_layout(type_name: str, frame_id: str, names: List[str],
         vertices: ``(V, 3)`` mesh vertices in the body frame (dense force only).
         sensor_frame, body_T_sensor: the sensor's own frame and its ``(4, 4)``
             sensor -> body transform, when its values are expressed in it.
+        frame_prefix: prepended to the stamped frames (see :class:`SensorLayout`).
 
     Raises:
         ValueError: unknown type, names not matching the type, or a dense
@@ -283,7 +294,7 @@ def sensor_layout(type_name: str, frame_id: str, names: List[str],
         std = None
     verts = None if vertices is None else np.ascontiguousarray(vertices, dtype=np.float32)
     T = None if body_T_sensor is None else np.array(body_T_sensor, dtype=np.float64).reshape(4, 4)
-    return SensorLayout(kind, frame_id, list(names), slots, flag, verts, std, sensor_frame, T)
+    return SensorLayout(kind, frame_id, list(names), slots, flag, verts, std, sensor_frame, T, frame_prefix)
 
 
 def encode_vector(layout: SensorLayout, values: np.ndarray, stamp: Time):
@@ -478,7 +489,7 @@ def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, sta
     seg[1::2] = points_world + force_scale * forces_world
     arrows.points = _points(seg)
     out = [pts, arrows]
-    body_header = make_header(stamp, layout.frame_id)
+    body_header = make_header(stamp, layout.body_frame)
     if layout.kind == "dense_force":
         f = np.asarray(values, dtype=np.float64).reshape(-1, 3)
         loaded = np.abs(f).sum(axis=1) > 0

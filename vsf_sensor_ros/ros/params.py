@@ -9,6 +9,8 @@ Node-wide (``read_only`` ones are fixed at start)::
     assets_dir                 base for relative paths; $VSF_ASSETS wins when set; read-only
     world_frame                frame of contacts and free-body poses; read-only
     contact_body_names         body index table of the contacts cloud (body1/body2); read-only
+    contacts_type              message type of contacts: our PointCloud2 or gz Contacts; read-only
+    contact_body_map           ['pattern=body', ...] gz scoped collision names -> bodies; read-only
     bodies                     extra rigid bodies: [punyo, ...]; read-only
     <b>.mesh                   triangle mesh file of body <b> (vertices in its frame)
     <b>.parent_link            link (or earlier body) it is fixed to; '' = free body
@@ -32,6 +34,7 @@ Node-wide (``read_only`` ones are fixed at start)::
     alignment_buffer_size, markers_max_rate, marker_force_scale, diagnostics_period,
     qos.inputs.reliability, qos.inputs.depth, qos.outputs.reliability, qos.outputs.depth,
     publish_tf                 announce the frames the node adds on /tf_static and /tf; read-only
+    frame_prefix               prepended to every frame the node stamps or announces ('left/'); read-only
     joint_name_map             ['driver:urdf', ...] JointState names -> URDF joint names; read-only
     fast_path, executor, keep_warm_period   hot path and executor choice; read-only
 
@@ -227,6 +230,13 @@ NODE_SPECS: List[Spec] = [
     Spec("contact_body_names", [], "body names indexed by the body1/body2 fields of the contacts "
          "cloud, shared with the simulator; empty: every body of the world in its body_names order",
          read_only=True, ptype=STRING_ARRAY),
+    Spec("contacts_type", "sensor_msgs/msg/PointCloud2", "message type of the contacts topic: "
+         "sensor_msgs/msg/PointCloud2 (the contacts cloud) or ros_gz_interfaces/msg/Contacts (gz-sim's "
+         "contact sensor through ros_gz_bridge; needs ros_gz_interfaces, which make venv builds)",
+         read_only=True, constraints="sensor_msgs/msg/PointCloud2 | ros_gz_interfaces/msg/Contacts"),
+    Spec("contact_body_map", [], "gz contacts: 'pattern=body' entries mapping scoped collision names "
+         "(glob, first match wins, e.g. 'punyo_model::*=punyo') to bodies; a name no pattern matches "
+         "is its link's name (model::link::collision -> link)", read_only=True, ptype=STRING_ARRAY),
     Spec("bodies", [], "extra rigid bodies (each configured under <name>.*)", read_only=True,
          ptype=STRING_ARRAY),
     Spec("sensors", [], "sensor names (each configured under <name>.*); add or remove names live "
@@ -262,8 +272,12 @@ NODE_SPECS: List[Spec] = [
          read_only=True),
     Spec("publish_tf", True, "announce the frames the node adds (extra bodies, sensor frames <s>_frame, "
          "world_frame when not a URDF link) on /tf_static and free bodies on /tf; needs tf2_msgs (a ROS "
-         "install), else the node logs the frames to provide; false when another node publishes them",
+         "install has it, make venv builds it), else the node logs the frames to provide; false when "
+         "another node publishes them",
          read_only=True),
+    Spec("frame_prefix", "", "prepended to every frame the node stamps (outputs, markers) and announces "
+         "on /tf_static and /tf, world_frame included, as robot_state_publisher's frame_prefix (e.g. "
+         "'left/'); inputs keep the bare world_frame", read_only=True),
     Spec("joint_name_map", [], "driver joint names -> URDF joint names, as 'driver:urdf' pairs "
          "(e.g. joint_1:Actuator1); names not listed are used as they are", read_only=True,
          ptype=STRING_ARRAY),

@@ -6,7 +6,8 @@ Inputs (QoS: ``qos.inputs.*``, default the sensor-data profile, best effort,
 which accepts reliable and best-effort publishers):
 
 * ``contacts`` (``sensor_msgs/PointCloud2``, one per simulator step, see
-  :mod:`vsf_sensor_ros.ros.contacts_msg`);
+  :mod:`vsf_sensor_ros.ros.contacts_msg`; with ``contacts_type:
+  ros_gz_interfaces/msg/Contacts`` gz-sim's contacts, :mod:`.gz_contacts`);
 * ``joint_states`` (``sensor_msgs/JointState``, matched by URDF joint name after
   ``joint_name_map`` (:mod:`.joint_names`); partial, reordered and extra names are fine,
   unknown names are counted and warned about once);
@@ -68,7 +69,7 @@ import os
 import sys
 import time
 import traceback
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import _quiet_start   # first: a signal during the imports below ends the program quietly
 
@@ -96,6 +97,7 @@ from ._rclpy_compat import RCLError, add_parameter_callbacks
 from .contacts_msg import ContactsDecodeError, pointcloud2_to_contacts, with_implied_pairs
 from .diagnostics import InputStats, build_diagnostics
 from .frames import FramePublisher
+from .gz_contacts import GZ_CONTACTS_TYPE, ContactBodyMap, gz_contacts_to_contacts
 from .joint_names import parse_joint_name_map
 from .kinematic_inputs import KinematicInputs
 from .keep_warm import KeepWarm
@@ -147,6 +149,11 @@ class SensorNode(Node):
             raise ConfigError("world_frame", p["world_frame"], "must name the frame of contacts and "
                                                                "free-body poses (e.g. 'world')")
         self._world_frame = p["world_frame"]
+        # robot_state_publisher's rule: the prefix goes on every frame on the wire; the model keeps
+        # the bare names (inputs are checked against the bare world_frame)
+        self._frame_prefix = str(p["frame_prefix"])
+        if any(ch.isspace() for ch in self._frame_prefix):
+            raise ConfigError("frame_prefix", self._frame_prefix, "must not contain white space")
         assets = effective_assets_dir(p["assets_dir"])
         self._qos = EndpointQoS.from_values(p)
         self._fast = bool(p["fast_path"])
@@ -154,7 +161,7 @@ class SensorNode(Node):
             raise ConfigError("executor", p["executor"],
                               f"must be one of {', '.join(executors.EXECUTOR_KINDS)}")
         self.world, pose_topics, body_meshes = build_scene(p, assets, self.params.declare_body)
-        self._factory = SensorFactory(self.world, body_meshes)
+        self._factory = SensorFactory(self.world, body_meshes, self._frame_prefix)
         # every free body (embedded scene objects included) follows a PoseStamped topic
         self._body_subs = [
             self.create_subscription(PoseStamped, pose_topics.get(b, f"{b}/pose"),
@@ -167,6 +174,7 @@ class SensorNode(Node):
                 f"contact_body_names {unknown} are not bodies of the world; contacts with them are "
                 f"decoded but touch no sensor (bodies: {', '.join(self.world.body_names)})")
         self._contact_body_names = names
+        self._gz_contacts = self._gz_contacts_input(p)
         self._dense_vertex_counts: Dict[str, int] = {}
         self._sensor_bodies: frozenset = frozenset()
         urdf_joints = [j.name for j in self.world.joints if j.type in MOVABLE_JOINT_TYPES]
@@ -189,7 +197,8 @@ class SensorNode(Node):
         if self.calibration.path is not None and not self.calibration.path.is_file():
             self.get_logger().info(f"calibration file {self.calibration.path} does not exist yet; "
                                    "sensors start uncalibrated")
-        self._frames = FramePublisher(self, bool(p["publish_tf"]), self._world_frame, self.world)
+        self._frames = FramePublisher(self, bool(p["publish_tf"]), self._world_frame, self.world,
+                                      self._frame_prefix)
         restored = []
         for name in sensors:
             cfg = self.params.declare_sensor(name)
@@ -211,7 +220,8 @@ class SensorNode(Node):
         # its contacts; the EventsExecutor serves them in arrival order.  Either way a contacts
         # message uses the stamped joint state of its own step (body_transforms' history).
         self.sub_joints, self.sub_contacts = fast_io.subscribe_inputs(
-            self, self._qos.inputs, self._on_joint_state, self._on_contacts, self._reject, self._fast)
+            self, self._qos.inputs, self._on_joint_state, self._on_contacts, self._reject, self._fast,
+            self._gz_contacts[0] if self._gz_contacts else None)
         self._last_contacts: Optional[Any] = None
         self.keep_warm: Optional[KeepWarm] = None
         if float(p["keep_warm_period"]) > 0:
@@ -226,6 +236,30 @@ class SensorNode(Node):
         self.get_logger().info(
             f"sensor_node ready: {len(self._handles)} sensors ({', '.join(self._handles) or 'none'}), "
             f"{len(self.world.body_names)} bodies, contact bodies {self._contact_body_names}")
+
+    @staticmethod
+    def _gz_contacts_input(p: Dict[str, Any]) -> Optional[Tuple[type, ContactBodyMap]]:
+        """``contacts_type``: None for the contacts cloud, else gz ``Contacts`` and its body map.
+
+        Raises:
+            ConfigError: an unknown type, ``ros_gz_interfaces`` not importable, or a
+                malformed ``contact_body_map`` entry.
+        """
+        kind = p["contacts_type"]
+        if kind == "sensor_msgs/msg/PointCloud2":
+            return None
+        if kind != GZ_CONTACTS_TYPE:
+            raise ConfigError("contacts_type", kind,
+                              f"must be sensor_msgs/msg/PointCloud2 or {GZ_CONTACTS_TYPE}")
+        try:
+            from ros_gz_interfaces.msg import Contacts
+        except ImportError:
+            raise ConfigError("contacts_type", kind, "ros_gz_interfaces is not importable (a ROS install "
+                                                     "has it; on the pip path make venv builds it)") from None
+        try:
+            return Contacts, ContactBodyMap.parse(p["contact_body_map"] or [])
+        except ValueError as exc:
+            raise ConfigError("contact_body_map", list(p["contact_body_map"]), str(exc)) from None
 
     # ------------------------------------------------------------------ sensors
     def _install(self, cfg: SensorConfig, sensor: BaseSensor, layout: enc.SensorLayout) -> SensorHandle:
@@ -303,8 +337,13 @@ class SensorNode(Node):
             StepRejected: the message is rejected whole, with the reason to count.
         """
         try:
-            decoded = pointcloud2_to_contacts(msg, self._contact_body_names, DTYPE, DEVICE,
-                                              expected_frame_id=self._world_frame)
+            if self._gz_contacts is not None:
+                # gz: header.frame_id names the contact sensor, not a frame (positions are in world)
+                decoded = gz_contacts_to_contacts(msg, self._contact_body_names, self._gz_contacts[1],
+                                                  DTYPE, DEVICE)
+            else:
+                decoded = pointcloud2_to_contacts(msg, self._contact_body_names, DTYPE, DEVICE,
+                                                  expected_frame_id=self._world_frame)
         except ContactsDecodeError as exc:
             raise StepRejected(exc.reason, str(exc)) from exc
         bad = check_elements(decoded, self._dense_vertex_counts)
@@ -380,7 +419,8 @@ class SensorNode(Node):
         h.stats.contact = in_contact
         rate = self.live.markers_max_rate
         markers = rate <= 0 or now - h.last_marker_time >= 1.0 / rate
-        if h.endpoints.publish_step(h.layout, r, state, stamp, self._world_frame, in_contact,
+        world_frame = self._frame_prefix + self._world_frame    # as stamped on the wire
+        if h.endpoints.publish_step(h.layout, r, state, stamp, world_frame, in_contact,
                                     self.live.marker_force_scale if markers else None):
             h.last_marker_time = now
 
