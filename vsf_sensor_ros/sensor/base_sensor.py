@@ -1,9 +1,377 @@
-"""The seed's module path ``vsf.sensor.base_sensor``: the same names, from this package.
+"""Simulation state passed to sensor models (seed: ``vsf.sensor.base_sensor``).
 
-Seed code imports ``from vsf.sensor.base_sensor import SimState, ContactState``; after
-swapping ``vsf.sensor`` for ``vsf_sensor_ros.sensor`` that import lands here.
+Plain data, no ROS: ``ContactState`` holds the contacts between one ordered
+pair of bodies, ``SimState`` holds body poses, body states and every pair's
+contacts for one simulator step.  Frames follow REP 103: points in metres and
+forces in newtons, both in the world frame unless a method says otherwise.
 """
-from .base import BaseSensor
-from .state import ContactState, SimState
+from __future__ import annotations
 
-__all__ = ["BaseSensor", "ContactState", "SimState"]
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import torch
+
+
+@dataclass
+class ContactState:
+    """Contacts between two bodies, in the world frame (seed ``ContactState``).
+
+    Attributes:
+        points: ``(N, 3)`` float tensor, contact points in the world frame (m).
+        forces: ``(N, 3)`` float tensor, force applied to body 1 by body 2,
+            world frame (N).  Same dtype and device as ``points``.
+        elems1: optional length-``N`` int64 tensor, element (vertex) index on
+            body 1 of each contact; ``-1`` means "no element".
+        elems2: optional length-``N`` int64 tensor, element index on body 2.
+
+    As the seed, ``elems1``/``elems2`` may be given as a floating-point
+    tensor whose values are all exact integers (e.g. ``torch.tensor([0.,
+    3.])``): it is converted to int64 here.  A non-integral or non-finite
+    value is rejected (``ValueError`` naming the field, the row and the value).
+    """
+
+    points: torch.Tensor
+    forces: torch.Tensor
+    elems1: Optional[torch.Tensor] = None
+    elems2: Optional[torch.Tensor] = None
+
+    def __post_init__(self) -> None:
+        self.elems1 = _integral_elems(self.elems1, "elems1")
+        self.elems2 = _integral_elems(self.elems2, "elems2")
+        validate_contact_state(self)
+
+    def __len__(self) -> int:
+        return int(self.points.shape[0])
+
+    def to(self, device) -> ContactState:
+        """Return a copy on ``device`` (seed ``ContactState.to``); dtype kept."""
+        return ContactState(
+            self.points.to(device),
+            self.forces.to(device),
+            None if self.elems1 is None else self.elems1.to(device),
+            None if self.elems2 is None else self.elems2.to(device),
+        )
+
+
+def _integral_elems(e: Optional[torch.Tensor], label: str) -> Optional[torch.Tensor]:
+    """A floating-point element tensor of exact integers as int64; anything else unchanged.
+
+    Raises:
+        ValueError: a floating-point tensor with a non-finite or fractional value,
+            naming ``label``, the row and the value.
+    """
+    if not isinstance(e, torch.Tensor) or not e.is_floating_point():
+        return e
+    bad = ~torch.isfinite(e) | (e != torch.round(e))
+    if bool(bad.any()):
+        row = int(bad.reshape(-1).nonzero()[0, 0])
+        raise ValueError(f"ContactState.{label} must hold element indices (integers); got "
+                         f"{e.reshape(-1)[row].item()!r} at row {row} of a {e.dtype} tensor")
+    return e.to(torch.int64)
+
+
+def validate_contact_state(c: ContactState) -> None:
+    """Check shapes and finiteness of a ``ContactState``.
+
+    Raises:
+        ValueError: ``points``/``forces`` not ``(N, 3)`` of one floating
+            dtype, lengths that disagree, element arrays of the wrong length
+            or not integer, or NaN/inf in points or forces.  The message
+            names the offending field and value.
+    """
+    for label, t in (("points", c.points), ("forces", c.forces)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"ContactState.{label} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2 or t.shape[1] != 3:
+            raise ValueError(f"ContactState.{label} must have shape (N, 3), got {tuple(t.shape)}")
+        if not t.is_floating_point():
+            raise ValueError(f"ContactState.{label} must be floating point, got {t.dtype}")
+    if c.points.shape[0] != c.forces.shape[0]:
+        raise ValueError(
+            f"ContactState has {c.points.shape[0]} points but {c.forces.shape[0]} forces")
+    if c.points.dtype != c.forces.dtype or c.points.device != c.forces.device:
+        raise ValueError(
+            f"ContactState points ({c.points.dtype}, {c.points.device}) and forces "
+            f"({c.forces.dtype}, {c.forces.device}) must share dtype and device")
+    for label, t in (("points", c.points), ("forces", c.forces)):
+        bad = ~torch.isfinite(t)
+        if bool(bad.any()):
+            row = int(bad.any(dim=1).nonzero()[0, 0])
+            raise ValueError(
+                f"ContactState.{label} has a non-finite value at row {row}: {t[row].tolist()}")
+    n = c.points.shape[0]
+    for label, e in (("elems1", c.elems1), ("elems2", c.elems2)):
+        if e is None:
+            continue
+        if not isinstance(e, torch.Tensor) or e.dim() != 1 or e.shape[0] != n:
+            shape = tuple(e.shape) if isinstance(e, torch.Tensor) else type(e).__name__
+            raise ValueError(f"ContactState.{label} must have shape ({n},), got {shape}")
+        if e.is_floating_point() or e.dtype == torch.bool:
+            raise ValueError(f"ContactState.{label} must be an integer tensor, got {e.dtype}")
+
+
+@dataclass
+class SimState:
+    """One simulator step (seed ``SimState``).
+
+    Attributes:
+        body_transforms: body name -> ``(4, 4)`` homogeneous transform,
+            body frame -> world frame (metres).  All share one dtype/device,
+            which is the state's ``dtype``/``device``.
+        body_states: body name -> state tensor (e.g. a robot configuration).
+        contacts: ``(body1, body2)`` -> ``ContactState`` with the forces on
+            body 1.  Not assumed symmetric, as the seed: a sensor on ``b``
+            sees only the pairs ``(b, *)``, so store ``(b, a)`` too, or build
+            the dict with :func:`with_reverse_pairs` (one row per contact,
+            either order; the reverse implied with ``-f``).
+    """
+
+    body_transforms: Dict[str, torch.Tensor] = field(default_factory=dict)
+    body_states: Dict[str, torch.Tensor] = field(default_factory=dict)
+    contacts: Dict[Tuple[str, str], ContactState] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # every accessor unpacks the keys as (body1, body2); a string key would unpack into its
+        # characters (or fail obscurely), so refuse it here, once per state (a few pairs: cheap)
+        for key in self.contacts:
+            if type(key) is not tuple or len(key) != 2:
+                raise ValueError(f"SimState.contacts keys must be (body1, body2) tuples, got {key!r}")
+
+    def _check_body(self, name: str) -> None:
+        if name not in self.body_transforms:
+            known = ", ".join(sorted(self.body_transforms)) or "(none)"
+            raise ValueError(f"body {name!r} not found in state; known bodies: {known}")
+
+    def subgraph(self, names: List[str]) -> SimState:
+        """Return the state restricted to ``names`` (contacts between them only)."""
+        keep = set(names)
+        return SimState(
+            {k: t for k, t in self.body_transforms.items() if k in keep},
+            dict(self.body_states),
+            {(a, b): c for (a, b), c in self.contacts.items() if a in keep and b in keep},
+        )
+
+    def bodies_in_contact(self, name: str, reverse: bool = False) -> List[str]:
+        """Bodies touching ``name``: ``b`` of pairs ``(name, b)``, or ``a`` of
+        ``(a, name)`` when ``reverse``.  Order = insertion order of ``contacts``.
+
+        Raises:
+            ValueError: ``name`` has no transform in this state.
+        """
+        self._check_body(name)
+        if reverse:
+            return [a for (a, b) in self.contacts if b == name]
+        return [b for (a, b) in self.contacts if a == name]
+
+    def contact_states_on_body(self, name: str, reverse: bool = False) -> List[ContactState]:
+        """``ContactState`` objects in the order of ``bodies_in_contact``.
+
+        Raises:
+            ValueError: ``name`` has no transform in this state.
+        """
+        self._check_body(name)
+        if reverse:
+            return [c for (a, b), c in self.contacts.items() if b == name]
+        return [c for (a, b), c in self.contacts.items() if a == name]
+
+    def contacts_on_body(self, name: str, local: bool = True) -> Tuple[torch.Tensor, torch.Tensor]:
+        """All contacts acting on ``name``, concatenated in ``bodies_in_contact`` order.
+
+        Returns:
+            ``(points, forces)``, each ``(N, 3)`` of the state's dtype/device;
+            in the body frame of ``name`` when ``local`` (points in m, forces
+            in N), else in the world frame.
+
+        Raises:
+            ValueError: ``name`` has no transform in this state, or its transform is
+                not a torch tensor.  Sensors check the transform fully
+                with :func:`rigid_transform` first.
+        """
+        self._check_body(name)
+        T = self.body_transforms[name]
+        if not isinstance(T, torch.Tensor):
+            raise ValueError(f"body {name!r}: transform must be a (4, 4) torch.Tensor, got "
+                             f"{type(T).__name__} (convert with torch.as_tensor)")
+        states = self.contact_states_on_body(name)
+        if states:
+            pts = torch.cat([c.points for c in states])
+            frc = torch.cat([c.forces for c in states])
+        else:
+            pts = torch.empty(0, 3, device=self.device, dtype=self.dtype)
+            frc = torch.empty(0, 3, device=self.device, dtype=self.dtype)
+        if local:
+            T = T.to(device=pts.device, dtype=pts.dtype)
+            R, t = T[:3, :3], T[:3, 3]
+            # x_local = R^T (x_world - t); for row vectors: (x - t) @ R
+            pts = (pts - t) @ R
+            frc = frc @ R
+        return pts, frc
+
+    @property
+    def device(self) -> torch.device:
+        """Device of the first body transform (CPU when there is none)."""
+        if not self.body_transforms:
+            return torch.device("cpu")
+        return next(iter(self.body_transforms.values())).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """Dtype of the first body transform (float32 when there is none, as the seed)."""
+        if not self.body_transforms:
+            return torch.float32
+        return next(iter(self.body_transforms.values())).dtype
+
+
+def with_reverse_pairs(contacts: Mapping[Tuple[str, str], ContactState]
+                       ) -> Dict[Tuple[str, str], ContactState]:
+    """Complete contacts reported once per body pair with the other order of each pair.
+
+    Simulator bridges often write one row per contact, e.g. only ``(tool, pad)``
+    with the force on ``tool``; a sensor on ``pad`` reads the pairs
+    ``(pad, *)`` and would see nothing.  The rule (Newton's third law):
+
+    * a pair ``(a, b)`` present in only one order implies ``(b, a)`` with the
+      same points, the force ``-f`` (the force on ``b``) and the element
+      arrays swapped (``elems1`` of ``(b, a)`` is ``elems2`` of ``(a, b)``);
+    * a pair present in both orders is used as given, never added twice
+      (the caller wrote both sides; they are not checked against each other);
+    * a pair ``(a, a)`` is its own reverse and is kept as given.
+
+    The seed's ``SimState`` does *not* do this: it documents that forces are
+    not assumed symmetric and that both orders must be stored.  This
+    package's ``SimState`` keeps the seed's semantics; call this function on
+    the contacts before building the state to get the one-row-per-contact
+    semantics.
+
+    Args:
+        contacts: ``(body1, body2) -> ContactState`` with forces on ``body1``
+            (world frame, N).
+
+    Returns:
+        A new dict (the input is not changed): every given pair, in the given
+        order, each followed by its implied reverse when that is absent.  The
+        implied states share ``points`` and the element tensors with the given
+        ones; their forces are new tensors (autograd kept).
+
+    Raises:
+        ValueError: a key that is not a ``(body1, body2)`` tuple.
+    """
+    out: Dict[Tuple[str, str], ContactState] = {}
+    for key, c in contacts.items():
+        if type(key) is not tuple or len(key) != 2:
+            raise ValueError(f"contacts keys must be (body1, body2) tuples, got {key!r}")
+        out[key] = c
+        a, b = key
+        rev = (b, a)
+        if rev not in contacts:
+            out[rev] = ContactState(c.points, -c.forces, c.elems2, c.elems1)
+    return out
+
+
+def _show(value: object) -> object:
+    """A tensor/array as nested lists for an error message; anything else as is."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().tolist()
+    return value.tolist() if hasattr(value, "tolist") else value
+
+
+def rigid_tolerance(dtype: torch.dtype) -> float:
+    """Tolerance of :func:`rigid_transform` for a transform of ``dtype``.
+
+    ``max(1e-5, 64 * eps(dtype))``: 1e-5 for float64 and float32, looser for half
+    precision.  It is dimensionless (bounds ``|R Rᵀ − I|`` entries, i.e. a relative scale
+    error): far above the rounding of composed float32 rotations (~1e-6) and of
+    finite-difference probes of a transform (a 1e-6 step), far below any real scale or
+    shear (a 1e-5 scale error changes forces read through ``R`` by 1e-5 relative).
+    """
+    tol = _TOLERANCES.get(dtype)
+    if tol is None:
+        tol = _TOLERANCES[dtype] = max(1e-5, 64.0 * torch.finfo(dtype).eps)
+    return tol
+
+
+_TOLERANCES: Dict[torch.dtype, float] = {}
+
+
+def check_rigid_values(vals: Sequence[float], name: str, dtype: torch.dtype, shown: object) -> None:
+    """Check the 16 row-major entries ``vals`` of a homogeneous transform in plain Python.
+
+    Shared by :func:`rigid_transform` and the sensors' numpy fast paths (a few
+    microseconds: cheaper than any torch/numpy call for a 4x4).  ``shown`` is
+    the transform printed in an error (a tensor/array is shown as nested lists).
+
+    Raises:
+        ValueError: as :func:`rigid_transform`.
+    """
+    # a finite sum means every entry is finite (inf/nan propagate); only an overflowing sum of
+    # huge entries needs the element-wise test
+    if not math.isfinite(sum(vals)) and not all(math.isfinite(v) for v in vals):
+        raise ValueError(f"body {name!r}: transform has a non-finite entry: {_show(shown)}")
+    tol = _TOLERANCES.get(dtype) or rigid_tolerance(dtype)
+    a0, a1, a2, _, b0, b1, b2, _, c0, c1, c2, _, z0, z1, z2, one = vals
+    # (exact [0, 0, 0, 1], the usual case, skips the tolerance test)
+    if (z0 or z1 or z2 or one != 1.0) and max(abs(z0), abs(z1), abs(z2), abs(one - 1.0)) > tol:
+        raise ValueError(f"body {name!r}: transform's bottom row must be [0, 0, 0, 1], got "
+                         f"{[z0, z1, z2, one]} in {_show(shown)}")
+    # Gram matrix R R^T of the rows minus the identity (rows orthonormal <=> R orthonormal)
+    gram_err = max(abs(a0 * a0 + a1 * a1 + a2 * a2 - 1.0), abs(b0 * b0 + b1 * b1 + b2 * b2 - 1.0),
+                   abs(c0 * c0 + c1 * c1 + c2 * c2 - 1.0), abs(a0 * b0 + a1 * b1 + a2 * b2),
+                   abs(a0 * c0 + a1 * c1 + a2 * c2), abs(b0 * c0 + b1 * c1 + b2 * c2))
+    if not gram_err <= tol:
+        raise ValueError(f"body {name!r}: transform's rotation is not orthonormal "
+                         f"(max |R R^T - I| = {gram_err:.3g} > {tol:.3g}; scaled or sheared?): "
+                         f"{_show(shown)}")
+    det = a0 * (b1 * c2 - b2 * c1) - a1 * (b0 * c2 - b2 * c0) + a2 * (b0 * c1 - b1 * c0)
+    if det <= 0.0:
+        raise ValueError(f"body {name!r}: transform's rotation has determinant {det:.6g} "
+                         f"(a reflection, not a rotation): {_show(shown)}")
+
+
+def check_contacts_match_state(state: SimState, pairs: List[Tuple[str, str]], owner: str) -> None:
+    """Require the contacts of ``pairs`` to share the state's dtype and device.
+
+    Sensors never convert silently (a float32 contact in a float64 state is a
+    caller error, not something to paper over).
+
+    Raises:
+        ValueError: naming ``owner`` (e.g. ``"ContactSensor 'pad'"``), the pair
+            and both dtypes/devices.
+    """
+    for pair in pairs:
+        c = state.contacts[pair]
+        if c.points.dtype != state.dtype or c.points.device != state.device:
+            raise ValueError(
+                f"{owner}: contacts {pair} are {c.points.dtype} on {c.points.device} but the state "
+                f"is {state.dtype} on {state.device}; convert them first")
+
+
+def rigid_transform(state: SimState, name: str) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Rotation ``R`` ``(3, 3)`` and translation ``t`` ``(3,)`` (m) of body ``name``, body -> world,
+    after checking that its transform is rigid.  The one validation every sensor uses.
+
+    ``R`` and ``t`` are views of the state's tensor (same dtype/device, autograd kept).
+
+    Checks, with ``tol = rigid_tolerance(dtype)`` (1e-5 for float64 and float32):
+    a ``torch.Tensor`` of shape ``(4, 4)`` (a numpy array is refused: ``SimState`` holds
+    tensors, convert with ``torch.as_tensor``), every entry finite, bottom row
+    ``[0, 0, 0, 1]`` within ``tol``, ``max |R Rᵀ − I| ≤ tol`` (no scale or shear: a rotation
+    scaled by 2 would double every force read through it) and ``det R > 0`` (no reflection).
+
+    Raises:
+        ValueError: unknown body (naming it and the known bodies) or a transform failing a
+            check; the message names the body and shows the offending transform.
+    """
+    state._check_body(name)
+    T = state.body_transforms[name]
+    if not isinstance(T, torch.Tensor):
+        raise ValueError(f"body {name!r}: transform must be a (4, 4) torch.Tensor, got "
+                         f"{type(T).__name__} {T!r} (convert with torch.as_tensor)")
+    if T.shape != (4, 4):
+        raise ValueError(f"body {name!r}: transform must be a (4, 4) tensor, got shape {tuple(T.shape)}")
+    if not T.is_floating_point():
+        raise ValueError(f"body {name!r}: transform must be floating point, got {T.dtype}")
+    vals = T.detach().reshape(-1).tolist()
+    check_rigid_values(vals, name, T.dtype, T)
+    return T[:3, :3], T[:3, 3]
