@@ -1,7 +1,7 @@
-"""ROS test session: real rclpy + DDS, confined to this host, on a domain no one else uses.
+"""Every test folder's ROS session: real rclpy + DDS, confined to this host, on a domain no one else uses.
 
 Before ``rclpy.init`` (this module is imported first): a free ``ROS_DOMAIN_ID``
-is leased with a lock file under ``/tmp`` (``vsf_sensor_ros.apps.ros_env``)
+is leased with a lock file under ``/tmp`` (``vsf_sensor_ros.demo.ros_env``)
 and discovery is confined to loopback with the variable the installed
 distribution reads (``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` on Jazzy and
 Kilted, ``ROS_LOCALHOST_ONLY=1`` on Humble), so parallel sessions never see
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id, release_domain_id
+from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id, release_domain_id
 
 DOMAIN_ID = free_domain_id()
 apply_localhost_env(DOMAIN_ID)
@@ -33,9 +33,8 @@ def ros_domain_id() -> int:
 def rclpy_context():
     """``rclpy.init()`` once per session (after the environment above is set).
 
-    test/fuzz imports this fixture into its own conftest, which makes pytest hold two
-    session-scoped definitions: whichever runs second finds the context initialised and
-    leaves it to the first (the default context can be initialised only once).
+    A context someone else initialised first is left to its owner (the default context can be
+    initialised only once).
     """
     import rclpy
     owner = not rclpy.ok()

@@ -11,7 +11,7 @@ import klampt
 import numpy as np
 import trimesh
 
-from vsf_sensor_ros.apps.contact_sim import contacts_between
+from vsf_sensor_ros.contact_sources.contact_sim import contacts_between
 from vsf_sensor_ros.world import trimesh_to_klampt
 
 G = 9.8  # Klampt's default |gravity|, m/s^2

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from vsf_sensor_ros import embedded_world as ew
-from vsf_sensor_ros.apps.contact_sim import ContactSimulation
-from vsf_sensor_ros.apps.sim_world import BUBBLE, OBJECT, TABLE, build_scene, load_assets
-from vsf_sensor_ros.apps.trajectory import PressProfile, PressTrajectory, bubble_tip
+from vsf_sensor_ros.contact_sources.contact_sim import ContactSimulation
+from vsf_sensor_ros.contact_sources.sim_world import BUBBLE, OBJECT, TABLE, build_scene, load_assets
+from vsf_sensor_ros.contact_sources.trajectory import PressProfile, PressTrajectory, bubble_tip
 from vsf_sensor_ros.sensor import sensor_from_config
 
 G = 9.8

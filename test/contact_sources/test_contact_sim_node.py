@@ -12,10 +12,10 @@ from sensor_msgs.msg import FluidPressure, JointState, PointCloud2
 from std_msgs.msg import Bool
 
 from vsf_sensor_ros import embedded_world as ew
-from vsf_sensor_ros.apps.contact_sim_node import ContactSimNode, main
-from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id, release_domain_id
-from vsf_sensor_ros.ros.contacts_msg import pointcloud2_to_contacts
-from vsf_sensor_ros.ros.outputs import read_cloud_fields
+from vsf_sensor_ros.contact_sources.contact_sim_node import ContactSimNode, main
+from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id, release_domain_id
+from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts
+from vsf_sensor_ros.ros.messages.readings import read_cloud_fields
 from test.ros.node_helpers import spin_until
 
 G = 9.8

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from vsf_sensor_ros import embedded_world as ew
-from vsf_sensor_ros.apps.sim_world import (BUBBLE, CONTACT_PADDING, OBJECT, TABLE, _rpy_from_matrix,
-                                           build_scene, load_assets)
-from vsf_sensor_ros.apps.trajectory import PressProfile, PressTrajectory, bubble_tip
+from vsf_sensor_ros.contact_sources.sim_world import (BUBBLE, CONTACT_PADDING, OBJECT, TABLE,
+                                                      _rpy_from_matrix, build_scene, load_assets)
+from vsf_sensor_ros.contact_sources.trajectory import PressProfile, PressTrajectory, bubble_tip
 from vsf_sensor_ros.world import klampt_to_matrix
 
 KINOVA_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "kinova_punyo"
@@ -124,7 +124,7 @@ def _press(scene, assets):
 
 
 def test_simulation_rejects_unknown_contact_bodies_and_bad_steps_naming_them():
-    from vsf_sensor_ros.apps.contact_sim import ContactSimulation
+    from vsf_sensor_ros.contact_sources.contact_sim import ContactSimulation
     assets = load_assets("embedded")
     scene = build_scene(assets)
     traj = _press(scene, assets)
@@ -137,7 +137,7 @@ def test_simulation_rejects_unknown_contact_bodies_and_bad_steps_naming_them():
 
 
 def test_sim_state_adds_transforms_of_extra_bodies():
-    from vsf_sensor_ros.apps.contact_sim import ContactSimulation
+    from vsf_sensor_ros.contact_sources.contact_sim import ContactSimulation
     assets = load_assets("embedded")
     scene = build_scene(assets)
     sim = ContactSimulation(scene, _press(scene, assets), contact_body_names=[BUBBLE, TABLE])

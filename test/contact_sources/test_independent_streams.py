@@ -9,12 +9,13 @@ import klampt
 import numpy as np
 import torch
 
-from test.apps.test_contact_sim_convention import WEIGHT, _add_block, plate_world
-from test.apps.test_contact_sim_headless import PROFILE, RUN_S
-from vsf_sensor_ros.apps.contact_sim import ContactSimulation, add_klampt_contact_sensor, contacts_between
-from vsf_sensor_ros.apps.sim_sensors import MeasuredStream, demo_sensor_specs, independent_source
-from vsf_sensor_ros.apps.sim_world import BUBBLE, OBJECT, build_scene, load_assets
-from vsf_sensor_ros.apps.trajectory import PressTrajectory, bubble_tip
+from test.contact_sources.test_contact_sim_convention import WEIGHT, _add_block, plate_world
+from test.contact_sources.test_contact_sim_headless import PROFILE, RUN_S
+from vsf_sensor_ros.contact_sources.contact_sim import (ContactSimulation, add_klampt_contact_sensor,
+                                                        contacts_between)
+from vsf_sensor_ros.contact_sources.sim_sensors import MeasuredStream, demo_sensor_specs, independent_source
+from vsf_sensor_ros.contact_sources.sim_world import BUBBLE, OBJECT, build_scene, load_assets
+from vsf_sensor_ros.contact_sources.trajectory import PressTrajectory, bubble_tip
 from vsf_sensor_ros.sensor import ContactSensor, ContactState, SimState
 from vsf_sensor_ros.world import klampt_to_matrix
 

@@ -17,11 +17,11 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState, PointCloud2
 from std_srvs.srv import Trigger
 
-from test.ros.test_wrench_contacts import BODY_T, URDF
-from vsf_sensor_ros.ros.contacts_msg import pointcloud2_to_contacts
-from vsf_sensor_ros.ros.outputs import ns_to_stamp
-from vsf_sensor_ros.ros.wrench_contact_node import WrenchContactNode
-from .node_helpers import spin_until
+from test.contact_sources.test_wrench_contacts import BODY_T, URDF
+from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts
+from vsf_sensor_ros.ros.messages.readings import ns_to_stamp
+from vsf_sensor_ros.contact_sources.wrench_contact_node import WrenchContactNode
+from test.ros.node_helpers import spin_until
 
 BODIES = ["punyo", "indenter"]
 

@@ -9,9 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from vsf_sensor_ros.ros.wrench_contacts import (BiasTare, ForceBuffer, WrenchContactConfig,
-                                                WrenchContactSource,
-                                                wrench_contact)
+from vsf_sensor_ros.contact_sources.wrench_contacts import (BiasTare, ForceBuffer, WrenchContactConfig,
+                                                            WrenchContactSource, wrench_contact)
 from vsf_sensor_ros.world import World
 
 URDF = """<robot name="one">
@@ -114,8 +113,8 @@ def test_deadband_and_pure_function():
 def test_shipped_config_lists_every_parameter_with_the_ur5e_mount():
     import yaml
 
-    from vsf_sensor_ros.apps.ur5e import punyo_apex_local, punyo_mount_transform
-    from vsf_sensor_ros.ros.wrench_contact_node import DEFAULTS
+    from vsf_sensor_ros.demo.ur5e import punyo_apex_local, punyo_mount_transform
+    from vsf_sensor_ros.contact_sources.wrench_contact_node import DEFAULTS
     root = __import__("pathlib").Path(__file__).resolve().parents[2]
     params = yaml.safe_load((root / "config" / "wrench_contact_node.yaml").read_text())[
         "wrench_contact_node"]["ros__parameters"]

@@ -6,7 +6,7 @@ import pytest
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import FluidPressure, PointCloud2, PointField
 
-from vsf_sensor_ros.apps.analysis import (Series, agreement_numbers, cloud_fields, latencies_ms,
+from vsf_sensor_ros.demo.analysis import (Series, agreement_numbers, cloud_fields, latencies_ms,
                                           match_by_stamp, reading_vector, sensor_numbers)
 
 
@@ -196,13 +196,13 @@ def test_summary_labels_every_measured_stream_and_reports_the_pad_against_klampt
     import torch
     from rclpy.serialization import serialize_message
 
-    from vsf_sensor_ros.apps.demo import build_parser
-    from vsf_sensor_ros.apps.demo_config import resolve_config
-    from vsf_sensor_ros.apps.demo_session import SessionResult
-    from vsf_sensor_ros.apps.demo_tare import TareResult
-    from vsf_sensor_ros.apps.recorder import TopicLog
-    from vsf_sensor_ros.apps.summary import build_summary, series_for, summary_table
-    from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+    from vsf_sensor_ros.demo.demo import build_parser
+    from vsf_sensor_ros.demo.config import resolve_config
+    from vsf_sensor_ros.demo.session import SessionResult
+    from vsf_sensor_ros.demo.tare import TareResult
+    from vsf_sensor_ros.demo.recorder import TopicLog
+    from vsf_sensor_ros.demo.summary import build_summary, series_for, summary_table
+    from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
     from vsf_sensor_ros.sensor import ContactState
     cfg = resolve_config(build_parser().parse_args(["--world", "embedded", "--out", str(tmp_path)]))
     bodies = cfg.contact_body_names                      # [punyo, object, table]

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from vsf_sensor_ros.apps.demo import build_parser
-from vsf_sensor_ros.apps.demo_config import DemoError, SensorInfo, read_params_file, resolve_config
-from vsf_sensor_ros.apps.demo_session import sim_command
-from vsf_sensor_ros.apps.demo_tare import (TARE_AT_S, offsets_from_calibration, tare_due, tare_outcome,
-                                           tare_succeeded)
-from vsf_sensor_ros.apps.summary import summary_table
+from vsf_sensor_ros.demo.demo import build_parser
+from vsf_sensor_ros.demo.config import DemoError, SensorInfo, read_params_file, resolve_config
+from vsf_sensor_ros.demo.session import sim_command
+from vsf_sensor_ros.demo.tare import (TARE_AT_S, offsets_from_calibration, tare_due, tare_outcome,
+                                      tare_succeeded)
+from vsf_sensor_ros.demo.summary import summary_table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -133,7 +133,7 @@ def test_resolve_config_reads_sensor_kinds_and_rejects_bad_numbers(tmp_path):
 
 def test_kinova_world_without_assets_exits_2_with_a_clear_message(tmp_path):
     f = write_params(tmp_path, "    sensors: [p]\n    p.type: PunyoPressureSensor\n")
-    res = subprocess.run([sys.executable, "-m", "vsf_sensor_ros.apps.demo", "--world", "kinova",
+    res = subprocess.run([sys.executable, "-m", "vsf_sensor_ros.demo.demo", "--world", "kinova",
                           "--assets", str(tmp_path / "missing"), "--params-file", str(f),
                           "--out", str(tmp_path / "o")],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
@@ -169,8 +169,8 @@ def test_summary_table_has_a_row_per_sensor_with_dashes_for_missing_numbers():
 def test_shipped_parameter_files_pair_with_the_simulator(tmp_path):
     # Same body table as contact_sim_node publishes, the simulator's demo sensors with its settings,
     # and SI measured streams (measured_scale 1.0).
-    from vsf_sensor_ros.apps.contact_sim_node import PARAMS as SIM_PARAMS
-    from vsf_sensor_ros.apps.demo_config import check_pairing
+    from vsf_sensor_ros.contact_sources.contact_sim_node import PARAMS as SIM_PARAMS
+    from vsf_sensor_ros.demo.config import check_pairing
     worlds = ["embedded"]
     fixture = ROOT / ".." / "shared" / "fixtures" / "kinova_punyo"
     if fixture.is_dir():
@@ -210,7 +210,7 @@ def test_measured_streams_are_labelled_by_where_the_simulator_takes_them_from(tm
 
 
 def test_a_parameter_file_that_differs_from_the_simulator_is_reported(tmp_path):
-    from vsf_sensor_ros.apps.demo_config import check_pairing
+    from vsf_sensor_ros.demo.config import check_pairing
     text = (ROOT / "config" / "sensor_node.yaml").read_text()
     text = text.replace("radius: 0.03 ", "radius: 0.05 ").replace(
         "measured_scale: 1.0              # the simulator publishes Pa",

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from vsf_sensor_ros.apps.plots import plot_components, plot_force_field, plot_pressure
+from vsf_sensor_ros.demo.plots import plot_components, plot_force_field, plot_pressure
 
 
 def test_pressure_plot_is_a_png_with_drawn_content(tmp_path):

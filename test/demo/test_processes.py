@@ -3,7 +3,7 @@ import os
 import sys
 import time
 
-from vsf_sensor_ros.apps.processes import ManagedProcess
+from vsf_sensor_ros.demo.processes import ManagedProcess
 
 IGNORE_INT = ("import signal, time, sys\n"
               "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"

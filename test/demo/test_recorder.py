@@ -11,9 +11,9 @@ from rclpy.serialization import serialize_message
 from sensor_msgs.msg import FluidPressure, PointCloud2
 from std_msgs.msg import String
 
-from vsf_sensor_ros.apps.recorder import (TopicRecorder, cloud_point_count, header_stamp_ns, message_class,
+from vsf_sensor_ros.demo.recorder import (TopicRecorder, cloud_point_count, header_stamp_ns, message_class,
                                           passes_message_info, write_bag)
-from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id, release_domain_id
+from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id, release_domain_id
 from test.ros.node_helpers import spin_until
 
 
@@ -196,7 +196,7 @@ def test_records_reliable_best_effort_and_latched_topics_and_writes_readable_mca
 def test_bag_reads_with_the_official_mcap_library_as_foxglove_sees_it(tmp_path):
     """Independent reader: Foxglove's own ``mcap`` package, no rosbags, no rclpy."""
     mcap_reader = pytest.importorskip("mcap.reader")
-    from vsf_sensor_ros.apps.recorder import TopicLog
+    from vsf_sensor_ros.demo.recorder import TopicLog
     raw = [serialize_message(pressure(0, k, 100.0 + k)) for k in range(5)]
     write_bag([TopicLog("/punyo_pressure/predicted", "sensor_msgs/msg/FluidPressure",
                         [10 + k for k in range(5)], raw)], tmp_path)
@@ -218,7 +218,7 @@ def test_bag_reads_with_the_official_mcap_library_as_foxglove_sees_it(tmp_path):
 
 
 def test_write_bag_leaves_out_types_rosbags_does_not_know(tmp_path):
-    from vsf_sensor_ros.apps.recorder import TopicLog
+    from vsf_sensor_ros.demo.recorder import TopicLog
     good = TopicLog("/p", "sensor_msgs/msg/FluidPressure", [1, 2],
                     [serialize_message(pressure(0, 1, 5.0)), serialize_message(pressure(0, 2, 6.0))])
     odd = TopicLog("/x", "my_pkg/msg/Custom", [3], [b"\0\1\0\0"])

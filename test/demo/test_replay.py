@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vsf_sensor_ros.apps.replay import (Recording, ReplayError, estimate_lag, load_recording, poke_onset,
+from vsf_sensor_ros.demo.replay import (Recording, ReplayError, estimate_lag, load_recording, poke_onset,
                                         pressure_metrics)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,7 +72,7 @@ def test_load_recording_cut_converts_hpa():
 
 @pytest.mark.skipif(not RECORDING.is_file(), reason=f"real Punyo recording absent: {RECORDING.resolve()}")
 def test_replay_of_a_cut_correlates_and_the_gain_helps(tmp_path):
-    cmd = [sys.executable, "-m", "vsf_sensor_ros.apps.replay", "--recording", str(RECORDING), "--out",
+    cmd = [sys.executable, "-m", "vsf_sensor_ros.demo.replay", "--recording", str(RECORDING), "--out",
            str(tmp_path), "--frames", "30:130", "--speed", "2"]
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, f"replay failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"

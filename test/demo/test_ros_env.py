@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vsf_sensor_ros.apps.ros_env import (discovery_env, free_domain_id, has_discovery_range, held_domain_ids,
+from vsf_sensor_ros.demo.ros_env import (discovery_env, free_domain_id, has_discovery_range, held_domain_ids,
                                          localhost_env, release_domain_id)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,7 +90,7 @@ def test_id_leased_by_another_process_is_skipped_and_freed_when_it_exits(tmp_pat
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
             import sys
-            from vsf_sensor_ros.apps.ros_env import free_domain_id
+            from vsf_sensor_ros.demo.ros_env import free_domain_id
             print(free_domain_id(lock_dir={str(tmp_path)!r}, first={x}, last={x}), flush=True)
             sys.stdin.readline()
         """)],

@@ -1,11 +1,11 @@
 """End to end: the demo command runs simulator + sensor node, tares, and writes a correct session record.
 
-Each world runs the real ``python -m vsf_sensor_ros.apps.demo`` once (module
+Each world runs the real ``python -m vsf_sensor_ros.demo.demo`` once (module
 fixture) for 6 simulated seconds at 50 Hz: 2 s contact-free (tare stretch),
 1.5 s approach, 1 s press, then hold -- so the press is inside the run.
 
 Expected numbers, derived from the simulator's stand-in measured streams
-(``vsf_sensor_ros.apps.sim_sensors``): the measured Punyo pressure is the model's
+(``vsf_sensor_ros.contact_sources.sim_sensors``): the measured Punyo pressure is the model's
 gauge pressure + 101325 Pa (atmospheric) + N(0, 5 Pa) noise, so before the
 tare the residual is ~101325 Pa, and after a tare over N = 10 contact-free
 samples it is the noise plus the offset estimate's error:
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vsf_sensor_ros.apps.processes import default_sigint
+from vsf_sensor_ros.demo.processes import default_sigint
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / ".." / "shared" / "fixtures" / "kinova_punyo"
@@ -37,7 +37,7 @@ NOISE_PA = 5.0
 
 
 def run_demo(out: Path, world: str, extra=()) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "vsf_sensor_ros.apps.demo", "--world", world, "--out", str(out),
+    cmd = [sys.executable, "-m", "vsf_sensor_ros.demo.demo", "--world", world, "--out", str(out),
            "--duration", str(DURATION_S), "--rate", str(RATE_HZ), "--seed", "3", *extra]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=400)
 
@@ -132,7 +132,7 @@ def test_summary_says_where_each_measured_stream_comes_from(demo):
 def test_pad_vs_klampt_native_is_recomputed_from_the_bag(demo):
     """The in-contact agreement, rebuilt from the bag alone: steps whose contacts cloud has a point on
     the bubble (body index 0), measured - predicted pad force matched by stamp."""
-    from vsf_sensor_ros.apps.analysis import cloud_fields
+    from vsf_sensor_ros.demo.analysis import cloud_fields
     agree = demo["summary"]["pad_vs_klampt_native"]
     assert agree["sensor"] == "punyo_pad" and agree["units"] == "N"
     topics = read_bag(demo["out"])
@@ -238,7 +238,7 @@ def test_embedded_demo_fits_the_time_budget(demo):
 
 def test_ctrl_c_stops_both_children_and_leaves_no_process_behind(tmp_path):
     psutil = pytest.importorskip("psutil")
-    cmd = [sys.executable, "-m", "vsf_sensor_ros.apps.demo", "--out", str(tmp_path / "o"), "--duration", "30"]
+    cmd = [sys.executable, "-m", "vsf_sensor_ros.demo.demo", "--out", str(tmp_path / "o"), "--duration", "30"]
     # SIGINT restored in the child: pytest may itself run from a background job, which ignores it.
     demo_proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                  preexec_fn=default_sigint)

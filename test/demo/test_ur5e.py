@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from vsf_sensor_ros.apps.ur5e import (PUNYO_BODY, TOOL_LINK, UR5E_DH, UR5E_JOINTS, dh_forward_kinematics,
+from vsf_sensor_ros.demo.ur5e import (PUNYO_BODY, TOOL_LINK, UR5E_DH, UR5E_JOINTS, dh_forward_kinematics,
                                       punyo_apex_local, ur5e_world)
 
 CONFIGS = [

@@ -52,7 +52,7 @@ from test.fuzz.strategies import (FLOAT32, FLOAT64, NORMAL_NAMES, Column, Sensor
 from vsf_sensor_ros.ros.fast_io import CDR_REJECT_REASONS
 from vsf_sensor_ros.ros.sensor_node import SensorNode
 from vsf_sensor_ros.sensor import ContactState, SimState
-from vsf_sensor_ros.sensor.state import with_reverse_pairs
+from vsf_sensor_ros.sensor.base_sensor import with_reverse_pairs
 
 CONTACTS_SHARE = 0.5
 """The contacts targets run this share of the profile's examples (each one is a whole node step with
@@ -422,7 +422,7 @@ def _same(a, b) -> bool:
 
 def _probe(node: SensorNode, sec: int):
     """A small well-formed contacts message: one contact on the bubble's first vertex."""
-    from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+    from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
     T = node.world.body_transform("punyo")
     V = np.asarray(node.world.body_mesh("punyo").vertices)
     p = T[:3, :3] @ V[0] + T[:3, 3]

@@ -6,8 +6,8 @@ import os
 import pytest
 import yaml
 
-from vsf_sensor_ros.ros.calibration_store import HEADER, CalibrationStore, SaveRefused, foreign_reason
-from vsf_sensor_ros.ros.params import ConfigError
+from vsf_sensor_ros.ros.calibration_file import HEADER, CalibrationStore, SaveRefused, foreign_reason
+from vsf_sensor_ros.ros.parameter_table import ConfigError
 
 ENTRY = {"pressure": {"type": "PunyoPressureSensor", "attachment": "punyo", "samples": 3,
                       "calibration": {"tare": [101320.0]}}}

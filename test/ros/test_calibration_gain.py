@@ -23,9 +23,10 @@ from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.embedded_world import BUBBLE_RADIUS
 
-from .node_helpers import Probe
-from .sensor_node_scene import (MEASURED_SCALE, empty_cloud, measured_pressure, posed_world, rows_to_cloud,
-                                send_pose, stamp, start_node, tare_pressure, wait_stamp)
+from test.ros.node_helpers import Probe
+from test.ros.sensor_node_scene import (MEASURED_SCALE, empty_cloud, measured_pressure, posed_world,
+                                        rows_to_cloud, send_pose, stamp, start_node, tare_pressure,
+                                        wait_stamp)
 
 A = 0.5 * 24 * BUBBLE_RADIUS ** 2 * math.sin(2 * math.pi / 24)
 K = 0.8                      # the stand-in sensor's gain: its pressure rises 0.8 x the model's

@@ -22,9 +22,9 @@ from sensor_msgs.msg import PointCloud2
 from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.embedded_world import BUBBLE_RADIUS
-from vsf_sensor_ros.ros import outputs as enc
-from vsf_sensor_ros.ros.contacts_msg import pointcloud2_to_contacts, with_implied_pairs
-from vsf_sensor_ros.ros.outputs import read_cloud_fields
+from vsf_sensor_ros.ros.messages import readings as enc
+from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts, with_implied_pairs
+from vsf_sensor_ros.ros.messages.readings import read_cloud_fields
 from vsf_sensor_ros.ros.step import predict_sensor
 from vsf_sensor_ros.sensor import SimState
 

@@ -8,7 +8,7 @@ from urllib.request import url2pathname
 import pytest
 import yaml
 
-from vsf_sensor_ros.apps import launch_support as ls
+from vsf_sensor_ros.ros import launch_support as ls
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / ".." / "shared" / "fixtures" / "kinova_punyo"

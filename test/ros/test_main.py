@@ -12,8 +12,8 @@ from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from std_msgs.msg import String
 
-from vsf_sensor_ros.apps.processes import default_sigint
-from vsf_sensor_ros.ros import executors
+from vsf_sensor_ros.demo.processes import default_sigint
+from vsf_sensor_ros.ros import main as executors
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,7 +70,7 @@ def test_spin_runs_timer_and_subscription_callbacks_and_stops_on_shutdown(kind, 
 
 CHILD = """
 import rclpy
-from vsf_sensor_ros.ros import executors
+from vsf_sensor_ros.ros import main as executors
 rclpy.init()
 node = rclpy.create_node("executor_sigint_test")
 node.create_timer(0.05, lambda: print("tick", flush=True))

@@ -6,12 +6,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vsf_sensor_ros.ros.params import (BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, SENSOR_SETTINGS,
-                                       ConfigError, SensorConfig, check_value, effective_assets_dir,
-                                       sensor_specs, transform_from_params)
+from vsf_sensor_ros.ros.parameter_table import (BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, SENSOR_SETTINGS,
+                                                ConfigError, SensorConfig, check_value, effective_assets_dir,
+                                                sensor_specs, transform_from_params)
 from vsf_sensor_ros.sensor import sensor_from_config
 
-from .node_helpers import FIXTURES
+from test.ros.node_helpers import FIXTURES
 
 
 @pytest.mark.parametrize("type_name", sorted(SENSOR_SETTINGS))

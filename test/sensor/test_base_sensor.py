@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from vsf_sensor_ros.sensor import ContactState, SimState
-from vsf_sensor_ros.sensor.state import rigid_transform
+from vsf_sensor_ros.sensor.base_sensor import rigid_transform
 
 
 def T_rz(angle, t, dtype=torch.float64):

@@ -5,7 +5,7 @@ import pytest
 from vsf_sensor_ros.sensor import (BaseSensor, ContactSensor, IsaacContactSensor, PunyoDenseForceSensor,
                                    PunyoPressureSensor, register_sensor_type, sensor_class,
                                    sensor_from_config)
-from vsf_sensor_ros.sensor import config as config_module
+from vsf_sensor_ros.sensor import constructors as config_module
 
 
 @pytest.mark.parametrize("type_name, cls", [

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from vsf_sensor_ros.sensor import ContactState, SimState
-from vsf_sensor_ros.sensor.punyo_dense_force import PunyoDenseForceSensor
+from vsf_sensor_ros.sensor.punyo_dense_force_sensor import PunyoDenseForceSensor
 
 SQ_V = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
 SQ_F = np.array([[0, 1, 2], [0, 2, 3]])

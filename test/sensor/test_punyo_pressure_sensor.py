@@ -13,7 +13,7 @@ import torch
 import trimesh
 
 from vsf_sensor_ros.sensor import ContactState, SimState
-from vsf_sensor_ros.sensor.punyo_pressure import PunyoPressureSensor
+from vsf_sensor_ros.sensor.punyo_pressure_sensor import PunyoPressureSensor
 
 BOX = trimesh.creation.box(extents=[1.0, 2.0, 3.0])
 # rotation +90 deg about x: body y -> world z, body z -> world -y

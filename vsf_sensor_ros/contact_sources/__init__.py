@@ -1,0 +1,1 @@
+"""Programs that publish ``contacts``: the Klampt/ODE contact simulator and the wrench contact node."""

@@ -1,16 +1,16 @@
 """Klampt/ODE physics run of a press scene, read out as contract contacts (no ROS).
 
 :class:`ContactSimulation` owns a ``klampt.Simulator`` of a
-:class:`~vsf_sensor_ros.apps.sim_world.SimScene`, drives the robot's joints
+:class:`~vsf_sensor_ros.contact_sources.sim_world.SimScene`, drives the robot's joints
 with the simulator's PID servo controller along a
-:class:`~vsf_sensor_ros.apps.trajectory.PressTrajectory` (plus gravity
+:class:`~vsf_sensor_ros.contact_sources.trajectory.PressTrajectory` (plus gravity
 feed-forward so the arm does not sag), and after each step returns
 
 * the contacts of every pair of contact bodies as
   ``{(body1, body2): ContactState}`` with the force applied to *body1* by
   *body2* (world frame, N), both orders of each pair;
 * joint positions and velocities in URDF joint order;
-* body transforms and a :class:`~vsf_sensor_ros.sensor.state.SimState`.
+* body transforms and a :class:`~vsf_sensor_ros.sensor.base_sensor.SimState`.
 
 Klampt's force convention, measured (test ``test_contact_sim_convention``):
 for a 1 kg block resting on a table, ``sim.getContactForces(table, block)``
@@ -30,7 +30,7 @@ import klampt
 import numpy as np
 import torch
 
-from vsf_sensor_ros.sensor.state import ContactState, SimState
+from vsf_sensor_ros.sensor.base_sensor import ContactState, SimState
 from vsf_sensor_ros.world import klampt_to_matrix
 
 from .sim_world import BUBBLE, CONTACT_PADDING, OBJECT, TABLE, SimScene
@@ -99,7 +99,7 @@ class ContactSimulation:
     """Steps a press scene in Klampt's ODE simulator.
 
     Args:
-        scene: from :func:`~vsf_sensor_ros.apps.sim_world.build_scene`.
+        scene: from :func:`~vsf_sensor_ros.contact_sources.sim_world.build_scene`.
         trajectory: joint trajectory (its start configuration is the initial state).
         sim_dt: simulated seconds per :meth:`step` (one published step), > 0.
         physics_dt: ODE integration step (s), ``0 < physics_dt <= sim_dt``.

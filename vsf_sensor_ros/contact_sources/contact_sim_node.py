@@ -4,9 +4,9 @@ It stands in for both the simulator bridge and the real gripper of a live
 session: each simulator step it publishes the robot state and
 the contacts a sensor node consumes, plus stand-in *measured* readings.
 
-Simulation (:mod:`vsf_sensor_ros.apps.contact_sim`): ``klampt.Simulator``
-(ODE) of the world named by ``world`` (:mod:`vsf_sensor_ros.apps.sim_world`);
-the joints follow a press trajectory (:mod:`vsf_sensor_ros.apps.trajectory`)
+Simulation (:mod:`vsf_sensor_ros.contact_sources.contact_sim`): ``klampt.Simulator``
+(ODE) of the world named by ``world`` (:mod:`vsf_sensor_ros.contact_sources.sim_world`);
+the joints follow a press trajectory (:mod:`vsf_sensor_ros.contact_sources.trajectory`)
 through the simulator's PID servos: a contact-free ``tare`` stretch, approach,
 press, hold, release, retreat, rest.
 
@@ -18,17 +18,17 @@ at ``sim_dt``; one message each per step, in this order):
 * ``object/pose`` -- ``geometry_msgs/PoseStamped``: the box's pose, frame
   ``world_frame`` (a sensor node drives its free body ``object`` with it).
 * ``contacts`` -- ``sensor_msgs/PointCloud2`` built by
-  :func:`~vsf_sensor_ros.ros.contacts_msg.contacts_to_pointcloud2`: every
+  :func:`~vsf_sensor_ros.ros.messages.contacts.contacts_to_pointcloud2`: every
   touching pair of ``contact_body_names`` in *both* orders, force applied to
   body1 by body2 (world frame, N); an empty cloud when nothing touches.
 * ``<s>/measured`` per name in ``sensors`` -- the stand-in reading
-  (:mod:`vsf_sensor_ros.apps.sim_sensors`): with ``measured_source:
+  (:mod:`vsf_sensor_ros.contact_sources.sim_sensors`): with ``measured_source:
   independent`` (default) the Klampt pad comes from Klampt's own C++
   ``ContactSensor`` in the same ODE world and the load cell from the
   simulator's summed bubble-object contact force; the Punyo pressure and
   dense force remain *synthetic* (the package's model on the simulator's
   contacts); each plus its offset and noise; encoded with
-  :func:`vsf_sensor_ros.ros.outputs.encode_vector`: pressure ->
+  :func:`vsf_sensor_ros.ros.messages.readings.encode_vector`: pressure ->
   ``sensor_msgs/FluidPressure``, dense force -> ``sensor_msgs/PointCloud2``
   (``x y z fx fy fz`` per vertex), Klampt contact sensor and Isaac load ->
   ``geometry_msgs/WrenchStamped``; ``frame_id`` = the frame of the node's
@@ -48,7 +48,7 @@ Parameters (read-only unless marked live): see :data:`PARAMS` -- ``world``,
 ``world_frame``, ``start_delay_s``, ``wait_for_subscribers``,
 ``exit_on_done``, ``linger_s``, ``publish_clock``.
 
-Run: ``python -m vsf_sensor_ros.apps.contact_sim_node --ros-args -p world:=kinova``.
+Run: ``python -m vsf_sensor_ros.contact_sources.contact_sim_node --ros-args -p world:=kinova``.
 """
 from __future__ import annotations
 
@@ -73,12 +73,12 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState, PointCloud2
 from std_msgs.msg import Bool
 
-from vsf_sensor_ros import embedded_world as ew
-from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
-from vsf_sensor_ros.ros.node_params import declare_spec
-from vsf_sensor_ros.ros.params import Spec, check_value
+from .. import embedded_world as ew
+from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.parameters import declare_spec
+from vsf_sensor_ros.ros.parameter_table import Spec, check_value
 from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
-from vsf_sensor_ros.ros.outputs import KIND_MESSAGES, encode_vector, make_header, sensor_layout
+from vsf_sensor_ros.ros.messages.readings import KIND_MESSAGES, encode_vector, make_header, sensor_layout
 from vsf_sensor_ros.world import xyz_quat_from_transform
 
 from .contact_sim import ContactSimulation
@@ -149,7 +149,7 @@ def sim_time_msg(t: float) -> Time:
 
 
 def param_spec(name: str, default: Any, description: str, read_only: bool, bounds: Optional[tuple]) -> Spec:
-    """The :class:`~vsf_sensor_ros.ros.params.Spec` of one simulator parameter.
+    """The :class:`~vsf_sensor_ros.ros.parameter_table.Spec` of one simulator parameter.
 
     ``bounds`` ``(lo, hi)`` become the descriptor's range and the check of the
     value; an infinite ``hi`` (``bubble.stiffness``: inf = rigid contact) is

@@ -27,7 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from vsf_sensor_ros.sensor.state import SimState
+from vsf_sensor_ros.sensor.base_sensor import SimState
 
 from .sim_world import BUBBLE, OBJECT, TABLE, SceneAssets
 from .trajectory import bubble_tip
@@ -192,7 +192,7 @@ def independent_source(spec: DemoSensorSpec, sim: Any, sensor: Any) -> Optional[
 
     Args:
         spec: the demo sensor.
-        sim: the :class:`~vsf_sensor_ros.apps.contact_sim.ContactSimulation`.
+        sim: the :class:`~vsf_sensor_ros.contact_sources.contact_sim.ContactSimulation`.
         sensor: the package model of ``spec`` (attached), for its settings and measurement names.
 
     Raises:

@@ -38,7 +38,7 @@ import klampt
 import numpy as np
 import trimesh
 
-from vsf_sensor_ros import embedded_world as ew
+from .. import embedded_world as ew
 from vsf_sensor_ros.world import (WORLD_FRAME, load_mesh, parse_urdf_joints, resolve_uri,
                                   trimesh_to_klampt, validate_transform)
 

@@ -1,13 +1,13 @@
 """``wrench_contact_node``: contacts for ``sensor_node`` from a wrist wrench and the joint states.
 
 For a real rig with an F/T sensor (or an arm's wrench estimate) and no simulator.  The maths,
-sign convention and limits are in :mod:`vsf_sensor_ros.ros.wrench_contacts`: one contact on
+sign convention and limits are in :mod:`vsf_sensor_ros.contact_sources.wrench_contacts`: one contact on
 ``body`` at ``contact_point`` (body frame) carrying the force that body receives, in
 ``world_frame``, one cloud per joint state (after ``time_shift`` worth of wrenches has arrived).
 
 Topics (relative names): ``wrench`` (in, ``geometry_msgs/WrenchStamped``), ``joint_states``
 (in, ``sensor_msgs/JointState``), ``contacts`` (out, ``sensor_msgs/PointCloud2``, the layout of
-:func:`~vsf_sensor_ros.ros.contacts_msg.contacts_to_pointcloud2`; empty = no contact).
+:func:`~vsf_sensor_ros.ros.messages.contacts.contacts_to_pointcloud2`; empty = no contact).
 Service: ``~/tare`` (``std_srvs/Trigger``): the force bias from the last ``bias_samples``
 wrenches (call it while nothing touches the body).
 
@@ -36,9 +36,9 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState, PointCloud2
 from std_srvs.srv import Trigger
 
-from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
-from vsf_sensor_ros.ros.stamps import ns_to_stamp, stamp_to_ns
-from vsf_sensor_ros.ros.wrench_contacts import WrenchContactConfig, WrenchContactSource
+from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp, stamp_to_ns
+from vsf_sensor_ros.contact_sources.wrench_contacts import WrenchContactConfig, WrenchContactSource
 from vsf_sensor_ros.world import World
 
 DEFAULTS = {

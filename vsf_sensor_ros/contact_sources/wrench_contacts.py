@@ -4,7 +4,7 @@ A rig with an F/T sensor (or an arm's built-in wrench estimate) but no simulator
 force on the tool, not where it acts.  This module turns each wrench into **one** contact on a
 configured body at a configured point (e.g. the Punyo bubble's apex), carrying the force that
 body receives, in the world frame -- the contacts cloud ``sensor_node`` reads.  No rclpy here: the
-node (:mod:`vsf_sensor_ros.ros.wrench_contact_node`) is the thin adapter.
+node (:mod:`vsf_sensor_ros.contact_sources.wrench_contact_node`) is the thin adapter.
 
 Conventions:
 

@@ -25,8 +25,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from vsf_sensor_ros.apps.recorder import TopicLog
-from vsf_sensor_ros.ros.pointcloud import float_columns, read_cloud
+from vsf_sensor_ros.demo.recorder import TopicLog
+from vsf_sensor_ros.ros.messages.pointcloud import float_columns, read_cloud
 
 
 def cloud_fields(msg: Any, names: Sequence[str]) -> np.ndarray:
@@ -34,7 +34,7 @@ def cloud_fields(msg: Any, names: Sequence[str]) -> np.ndarray:
 
     Honours field offsets and datatypes, ``point_step``, ``row_step`` padding,
     ``height > 1`` and ``is_bigendian`` (the package's one cloud reader,
-    :func:`vsf_sensor_ros.ros.pointcloud.read_cloud`).  Values are returned
+    :func:`vsf_sensor_ros.ros.messages.pointcloud.read_cloud`).  Values are returned
     as recorded, NaN included.
 
     Args:
@@ -45,7 +45,7 @@ def cloud_fields(msg: Any, names: Sequence[str]) -> np.ndarray:
         ``(height*width, len(names))`` float64 array.
 
     Raises:
-        ValueError: (a :class:`~vsf_sensor_ros.ros.pointcloud.CloudDecodeError`)
+        ValueError: (a :class:`~vsf_sensor_ros.ros.messages.pointcloud.CloudDecodeError`)
             a field is missing or named twice, has ``count != 1`` or an
             unknown datatype, does not fit in ``point_step``, or the data does
             not reach the end of the last point.
@@ -69,7 +69,7 @@ def reading_vector(msg: Any, msgtype: str, kind: Optional[str] = None, measured:
       point-major (``[f0x, f0y, f0z, f1x, ...]``, N)
 
     With the sensor ``kind`` the vector is the part the sensor node compares
-    (``vsf_sensor_ros.ros.outputs``): ``pressure`` -> ``[p]``; ``dense_force``
+    (``vsf_sensor_ros.ros.messages.readings``): ``pressure`` -> ``[p]``; ``dense_force``
     -> per-vertex ``fx fy fz``; ``wrench`` -> ``[fx, fy, fz]``; ``load`` ->
     predicted ``[force.z]``, measured ``[|force|]`` (a load cell may report
     along any one axis).  ``scale`` multiplies measured values into SI (e.g.

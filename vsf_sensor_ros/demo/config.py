@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from vsf_sensor_ros.apps.processes import PACKAGE_ROOT
+from vsf_sensor_ros.demo.processes import PACKAGE_ROOT
 
 WORLD_PARAMS = {"embedded": "sensor_node.yaml", "kinova": "kinova_punyo.yaml"}
 DEFAULT_OUT = Path("demo_out")
@@ -36,7 +36,7 @@ class SensorInfo:
         measured_scale: measured value x scale = SI.
         attachment: body the sensor is attached to.
         measured_source: where the simulator's ``<name>/measured`` comes from
-            (:func:`vsf_sensor_ros.apps.sim_sensors.measured_source_label`:
+            (:func:`vsf_sensor_ros.contact_sources.sim_sensors.measured_source_label`:
             ``synthetic-model`` | ``klampt-native-contact-sensor`` |
             ``simulator-contact-forces``); ``None`` when the simulator measures
             no sensor of that name.
@@ -134,7 +134,7 @@ def sensors_from_params(params: Dict[str, Any], path: Path) -> List[SensorInfo]:
     Raises:
         DemoError: no sensors, or a sensor whose type has no ROS encoding.
     """
-    from vsf_sensor_ros.ros.outputs import SENSOR_KINDS
+    from vsf_sensor_ros.ros.messages.readings import SENSOR_KINDS
     names = params.get("sensors") or []
     if not names:
         raise DemoError(f"parameter file {path} lists no sensors")
@@ -189,7 +189,8 @@ def resolve_config(args: argparse.Namespace) -> DemoConfig:
                             f"kinova_gen3.urdf and punyo_mesh_*.ply) or set VSF_ASSETS; got {assets}")
         assets = Path(assets).resolve()
     node_name = node_key.strip("/") if node_key not in ("/**", "**") else "sensor_node"
-    from vsf_sensor_ros.apps.sim_sensors import DEMO_SENSORS, MEASURED_SOURCE_MODES, measured_source_label
+    from vsf_sensor_ros.contact_sources.sim_sensors import (DEMO_SENSORS, MEASURED_SOURCE_MODES,
+                                                            measured_source_label)
     mode = str(getattr(args, "measured_source", "independent"))
     if mode not in MEASURED_SOURCE_MODES:
         raise ValueError(f"--measured-source must be one of {MEASURED_SOURCE_MODES}, got {mode!r}")
@@ -220,9 +221,9 @@ def _same(a: Any, b: Any) -> bool:
 def check_pairing(cfg: DemoConfig) -> List[str]:
     """What in the node's parameter file does not pair with the simulator's measured streams.
 
-    The simulator (:mod:`vsf_sensor_ros.apps.contact_sim_node`) publishes
+    The simulator (:mod:`vsf_sensor_ros.contact_sources.contact_sim_node`) publishes
     ``<s>/measured`` in SI for the demo sensors of its world
-    (:func:`vsf_sensor_ros.apps.sim_sensors.demo_sensor_specs`, whose settings
+    (:func:`vsf_sensor_ros.contact_sources.sim_sensors.demo_sensor_specs`, whose settings
     depend on the world's bubble mesh).  The shipped files set exactly those
     sensors, ``measured_scale: 1.0`` and the simulator's body table; a custom
     ``--params-file`` that differs still runs, with these differences reported
@@ -236,8 +237,8 @@ def check_pairing(cfg: DemoConfig) -> List[str]:
             index bodies the node does not know), or the world's assets cannot
             be loaded.
     """
-    from vsf_sensor_ros.apps.sim_sensors import demo_sensor_specs, sensor_node_sensor_params
-    from vsf_sensor_ros.apps.sim_world import load_assets
+    from vsf_sensor_ros.contact_sources.sim_sensors import demo_sensor_specs, sensor_node_sensor_params
+    from vsf_sensor_ros.contact_sources.sim_world import load_assets
     if not cfg.contact_body_names:
         raise DemoError(f"{cfg.params_file} sets no contact_body_names: the demo passes the node's body "
                         "table to the simulator, e.g. contact_body_names: [punyo, object, table]")

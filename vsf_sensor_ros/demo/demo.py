@@ -1,6 +1,6 @@
 """One-command demo: simulator + sensor node on this host, recorded, tared, summarised.
 
-``python -m vsf_sensor_ros.apps.demo [--world embedded|kinova] [--assets DIR]
+``python -m vsf_sensor_ros.demo.demo [--world embedded|kinova] [--assets DIR]
 [--out DIR] [--duration S] [--rate HZ] [--seed N] [--measured-source
 independent|model]`` (``--out`` defaults to ``demo_out/<world>``: each world
 writes its own folder)
@@ -8,19 +8,19 @@ writes its own folder)
 What it does:
 
 1. Leases a free ``ROS_DOMAIN_ID`` and confines discovery to loopback
-   (:mod:`vsf_sensor_ros.apps.ros_env`), so parallel runs never meet.
+   (:mod:`vsf_sensor_ros.demo.ros_env`), so parallel runs never meet.
 2. Checks that the world's parameter file (``config/sensor_node.yaml`` or
    ``config/kinova_punyo.yaml``) pairs with the simulator
-   (:func:`~vsf_sensor_ros.apps.demo_config.check_pairing`: same body table, the simulator's demo sensors with
+   (:func:`~vsf_sensor_ros.demo.config.check_pairing`: same body table, the simulator's demo sensors with
    the same settings, SI on the wire), starts the sensor node
    (``vsf_sensor_ros.ros.sensor_node``) with that file plus what differs per
    run (``calibration_file``, ``assets_dir``), waits for its ``tare``
    service, subscribes to every topic on the graph, then starts the simulator
-   (``vsf_sensor_ros.apps.contact_sim_node``) with the file's body table: two
+   (``vsf_sensor_ros.contact_sources.contact_sim_node``) with the file's body table: two
    separate ROS 2 processes.
    The simulator runs ``--rate`` steps per second of ``1/rate`` simulated
    seconds each (real time when the machine keeps up).
-3. Records every topic (:mod:`vsf_sensor_ros.apps.recorder`), prints a
+3. Records every topic (:mod:`vsf_sensor_ros.demo.recorder`), prints a
    progress line per second, and calls the ``tare`` service
    (``std_srvs/Trigger``) at simulated time :data:`TARE_AT_S`, mid-way through
    the 2 s contact-free hold that starts the press trajectory (earlier if the
@@ -40,13 +40,13 @@ What it does:
 5. Prints a summary table; exits 1 when a sensor published nothing, the tare
    failed or a child died, 2 on bad arguments, 130 on Ctrl-C.
 
-Where the parts live: :mod:`~vsf_sensor_ros.apps.demo_config` (arguments,
-parameter file, pairing check), :mod:`~vsf_sensor_ros.apps.demo_session`
-(:class:`~vsf_sensor_ros.apps.demo_session.DemoSession`: children,
-recording, stop), :mod:`~vsf_sensor_ros.apps.demo_tare` (tare schedule and
-outcome), :mod:`~vsf_sensor_ros.apps.summary` (``summary.json``, plots,
-table; definitions in :data:`~vsf_sensor_ros.apps.summary.DEFINITIONS` and
-:mod:`vsf_sensor_ros.apps.analysis`); this module is the command line.
+Where the parts live: :mod:`~vsf_sensor_ros.demo.config` (arguments,
+parameter file, pairing check), :mod:`~vsf_sensor_ros.demo.session`
+(:class:`~vsf_sensor_ros.demo.session.DemoSession`: children,
+recording, stop), :mod:`~vsf_sensor_ros.demo.tare` (tare schedule and
+outcome), :mod:`~vsf_sensor_ros.demo.summary` (``summary.json``, plots,
+table; definitions in :data:`~vsf_sensor_ros.demo.summary.DEFINITIONS` and
+:mod:`vsf_sensor_ros.demo.analysis`); this module is the command line.
 """
 from __future__ import annotations
 
@@ -57,9 +57,9 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from vsf_sensor_ros.apps.demo_config import WORLD_PARAMS, DemoError, check_pairing, resolve_config
-from vsf_sensor_ros.apps.demo_session import Progress, SessionResult, run_session
-from vsf_sensor_ros.apps.summary import build_summary, make_plots, series_for, summary_table
+from vsf_sensor_ros.demo.config import WORLD_PARAMS, DemoError, check_pairing, resolve_config
+from vsf_sensor_ros.demo.session import Progress, SessionResult, run_session
+from vsf_sensor_ros.demo.summary import build_summary, make_plots, series_for, summary_table
 
 
 class _Terminated(Exception):
@@ -69,7 +69,7 @@ class _Terminated(Exception):
 def build_parser() -> argparse.ArgumentParser:
     """The demo's command line (see the module docstring)."""
     p = argparse.ArgumentParser(
-        prog="python -m vsf_sensor_ros.apps.demo",
+        prog="python -m vsf_sensor_ros.demo.demo",
         description="Run the contact simulator and the sensor node on this host, record every "
                     "topic to a rosbag2 MCAP, tare after the contact-free stretch, and write "
                     "plots and summary.json.")
@@ -119,8 +119,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_usage(sys.stderr)
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from vsf_sensor_ros.apps.recorder import write_bag
-    from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id, release_domain_id
+    from vsf_sensor_ros.demo.recorder import write_bag
+    from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id, release_domain_id
 
     def on_sigterm(signum: int, frame: Any) -> None:
         raise _Terminated()

@@ -1,13 +1,13 @@
 """Replay a recorded real Punyo poke through the sensor node and compare with the real pressure.
 
-``python -m vsf_sensor_ros.apps.replay --recording ../shared/fixtures/punyo_poke_ur5e/data.json
+``python -m vsf_sensor_ros.demo.replay --recording ../shared/fixtures/punyo_poke_ur5e/data.json
 --out DIR [--speed S] [--frames A:B] [--lag auto|SECONDS]`` (``make demo-real``).
 
 The recording (a JSON list of frames ``[unix time s, pressure hPa, 6 UR5e joint angles rad,
 wrench [Fx Fy Fz Tx Ty Tz] N / N·m in the arm's base frame]``) has no contacts, object pose or
 dense force.  The session:
 
-1. builds the UR5e world (:mod:`vsf_sensor_ros.apps.ur5e`: URDF from UR's DH parameters, the
+1. builds the UR5e world (:mod:`vsf_sensor_ros.demo.ur5e`: URDF from UR's DH parameters, the
    package's bubble on ``tool0`` facing tool −y) and writes ``ur5e.urdf`` + ``sensor_node.yaml``
    into ``--out``;
 2. starts ``sensor_node`` (a ``PunyoPressureSensor`` and a ``PunyoDenseForceSensor`` on the
@@ -53,8 +53,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from vsf_sensor_ros.apps.replay_analysis import DEFINITIONS, analyse, plot  # noqa: F401 (re-exported)
-from vsf_sensor_ros.apps.replay_recording import (  # noqa: F401 (re-exported)
+from vsf_sensor_ros.demo.replay_analysis import DEFINITIONS, analyse, plot  # noqa: F401 (re-exported)
+from vsf_sensor_ros.demo.replay_recording import (  # noqa: F401 (re-exported)
     CONTACT_BODIES, CONTACT_DP_PA, HPA_TO_PA, MAX_LAG_FRAMES, ONSET_DP_PA, PRESSURE_SENSOR, PRESSURE_TOPIC,
     TARE_SAMPLES, Recording, ReplayError, estimate_lag, load_recording, poke_onset, pressure_metrics)
 
@@ -87,7 +87,7 @@ def write_session_files(out: Path, measured_delay: float = 0.0) -> Dict[str, Pat
     ``measured_delay`` (s) is the pressure sensor's ``measured_delay``."""
     import yaml
 
-    from vsf_sensor_ros.apps.ur5e import TOOL_LINK, punyo_mount_transform, ur5e_urdf
+    from vsf_sensor_ros.demo.ur5e import TOOL_LINK, punyo_mount_transform, ur5e_urdf
     urdf = out / "ur5e.urdf"
     urdf.write_text(ur5e_urdf())
     params = {
@@ -117,7 +117,7 @@ def write_session_files(out: Path, measured_delay: float = 0.0) -> Dict[str, Pat
 
 def wrench_node_args(urdf: Path, time_shift: float, bias_samples: int) -> List[str]:
     """``--ros-args`` of the wrench contact node for the recording."""
-    from vsf_sensor_ros.apps.ur5e import TOOL_LINK, punyo_apex_local, punyo_mount_transform
+    from vsf_sensor_ros.demo.ur5e import TOOL_LINK, punyo_apex_local, punyo_mount_transform
 
     def arr(v: Any) -> str:
         return "[" + ",".join(repr(float(x)) for x in np.asarray(v).reshape(-1)) + "]"
@@ -145,7 +145,7 @@ class Session:
 
 
 def _child_env(domain_id: int) -> Dict[str, str]:
-    from vsf_sensor_ros.apps.ros_env import localhost_env
+    from vsf_sensor_ros.demo.ros_env import localhost_env
     env = localhost_env(domain_id)
     env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(
         os.pathsep) if p])
@@ -165,10 +165,10 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
     from std_msgs.msg import Float32
     from std_srvs.srv import Trigger
 
-    from vsf_sensor_ros.apps.processes import ManagedProcess
-    from vsf_sensor_ros.apps.recorder import TopicRecorder, header_stamp_ns
-    from vsf_sensor_ros.apps.ur5e import UR5E_JOINTS
-    from vsf_sensor_ros.ros.stamps import ns_to_stamp
+    from vsf_sensor_ros.demo.processes import ManagedProcess
+    from vsf_sensor_ros.demo.recorder import TopicRecorder, header_stamp_ns
+    from vsf_sensor_ros.demo.ur5e import UR5E_JOINTS
+    from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp
 
     # the contacts of frame k leave the wrench node time_shift / speed after its pressure (see the
     # module docstring): the pressure counts as received that much later
@@ -179,7 +179,7 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
                                                "--ros-args", "--params-file", str(files["params"])],
                                env, logs_dir / "sensor_node.log")
     wrench_proc = ManagedProcess("wrench_contact_node",
-                                 [sys.executable, "-m", "vsf_sensor_ros.ros.wrench_contact_node"]
+                                 [sys.executable, "-m", "vsf_sensor_ros.contact_sources.wrench_contact_node"]
                                  # twice the wrenches: each frame also has its interpolated one
                                  + wrench_node_args(files["urdf"], time_shift, 2 * bias_samples),
                                  env, logs_dir / "wrench_contact_node.log")
@@ -360,7 +360,7 @@ def _offset_from(calibration: Path, message: str) -> Optional[float]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The replay's command line."""
-    ap = argparse.ArgumentParser(prog="python -m vsf_sensor_ros.apps.replay",
+    ap = argparse.ArgumentParser(prog="python -m vsf_sensor_ros.demo.replay",
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--recording", type=Path, default=DEFAULT_RECORDING, help="data.json of the poke")
     ap.add_argument("--out", type=Path, default=Path("demo_out/real"), help="output directory")
@@ -397,7 +397,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         ap.print_usage(sys.stderr)
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id, release_domain_id
+    from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id, release_domain_id
 
     bias_samples = max(5, min(MAX_BIAS_SAMPLES, onset - 5))
     if lag_arg is None:
@@ -420,7 +420,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     apply_localhost_env(domain_id)
     try:
         session = run_session(rec, out, args.speed, lag, bias_samples, tare_frame, domain_id)
-        from vsf_sensor_ros.apps.recorder import write_bag
+        from vsf_sensor_ros.demo.recorder import write_bag
         bag = write_bag(session.logs.values(), out, "run")
         summary, series = analyse(session, rec, out)
         summary["pressure"]["lag_s"] = lag

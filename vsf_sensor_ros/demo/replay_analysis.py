@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from vsf_sensor_ros.apps.replay_recording import (CONTACT_BODIES, CONTACT_DP_PA, HPA_TO_PA, PRESSURE_SENSOR,
+from vsf_sensor_ros.demo.replay_recording import (CONTACT_BODIES, CONTACT_DP_PA, HPA_TO_PA, PRESSURE_SENSOR,
                                                   PRESSURE_TOPIC, Recording, ReplayError, pressure_metrics)
 
 if TYPE_CHECKING:  # the session type only, for annotations (no import cycle at run time)
-    from vsf_sensor_ros.apps.replay import Session
+    from vsf_sensor_ros.demo.replay import Session
 
 
 def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
-    """Summary dict and the per-frame series (see the docstring of :mod:`vsf_sensor_ros.apps.replay`).
+    """Summary dict and the per-frame series (see the docstring of :mod:`vsf_sensor_ros.demo.replay`).
 
     Raises:
         ReplayError: a topic missing, the tare offset unknown, or too few contact frames.
@@ -24,8 +24,8 @@ def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any]
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import PointCloud2
 
-    from vsf_sensor_ros.apps.ur5e import PUNYO_BODY, UR5E_JOINTS, ur5e_world
-    from vsf_sensor_ros.ros.contacts_msg import pointcloud2_to_contacts
+    from vsf_sensor_ros.demo.ur5e import PUNYO_BODY, UR5E_JOINTS, ur5e_world
+    from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts
     from vsf_sensor_ros.sensor import GainCalibrator, PunyoPressureSensor, SimState
 
     def log(topic: str) -> Any:

@@ -1,6 +1,6 @@
 """The recording of a real Punyo poke, pure (no ROS): reading ``data.json``, the poke onset, the F/T
 lag and the pressure metrics, with the error type and the names and thresholds the replay's
-session (:mod:`vsf_sensor_ros.apps.replay`) and analysis (:mod:`vsf_sensor_ros.apps.replay_analysis`)
+session (:mod:`vsf_sensor_ros.demo.replay`) and analysis (:mod:`vsf_sensor_ros.demo.replay_analysis`)
 share."""
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """One recorded demo run: the two children, the recorder, the tare, and a clean stop.
 
 :class:`DemoSession` owns everything a run creates -- the sensor node and
-simulator processes (:class:`~vsf_sensor_ros.apps.processes.ManagedProcess`),
+simulator processes (:class:`~vsf_sensor_ros.demo.processes.ManagedProcess`),
 an rclpy context with the recorder node
-(:class:`~vsf_sensor_ros.apps.recorder.TopicRecorder`) -- and releases all of
+(:class:`~vsf_sensor_ros.demo.recorder.TopicRecorder`) -- and releases all of
 it in :meth:`DemoSession.stop`, on every way out (errors, timeout, Ctrl-C).
 The steps, in order:
 
@@ -11,7 +11,7 @@ The steps, in order:
   service, subscribe to every topic on the graph, start the simulator;
 * :meth:`~DemoSession.record`: record until the simulator exits, printing a
   progress line per second and calling the tare when
-  :func:`~vsf_sensor_ros.apps.demo_tare.tare_due` says so
+  :func:`~vsf_sensor_ros.demo.tare.tare_due` says so
   (:meth:`~DemoSession.tare`: ``tare``, ``save_calibration``, then the
   outcome from the saved file);
 * :meth:`~DemoSession.stop`: stop both children (SIGINT first), the recorder
@@ -25,12 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from vsf_sensor_ros.apps.demo_config import DemoConfig, DemoError, SensorInfo, press_body_indices
-from vsf_sensor_ros.apps.demo_tare import (TARE_STRETCH_S, TareResult, tare_due, tare_outcome,
-                                           tare_succeeded)
-from vsf_sensor_ros.apps.processes import ManagedProcess, child_env, module_command
+from vsf_sensor_ros.demo.config import DemoConfig, DemoError, SensorInfo, press_body_indices
+from vsf_sensor_ros.demo.tare import TARE_STRETCH_S, TareResult, tare_due, tare_outcome, tare_succeeded
+from vsf_sensor_ros.demo.processes import ManagedProcess, child_env, module_command
 
-SIM_MODULE = "vsf_sensor_ros.apps.contact_sim_node"
+SIM_MODULE = "vsf_sensor_ros.contact_sources.contact_sim_node"
 NODE_MODULE = "vsf_sensor_ros.ros.sensor_node"
 STARTUP_TIMEOUT_S = 90.0   # python + torch + klampt imports on a busy 2-core machine
 DRAIN_S = 1.5              # after the simulator ends, wait this long for the last predictions
@@ -73,7 +72,7 @@ class Progress:
 
 def demo_child_env(domain_id: int, assets: Optional[Path]) -> Dict[str, str]:
     """Environment of the demo's children: this host only, ``domain_id``, the package on the path."""
-    from vsf_sensor_ros.apps.ros_env import localhost_env
+    from vsf_sensor_ros.demo.ros_env import localhost_env
     env = child_env(localhost_env(domain_id))
     if assets is not None:
         env["VSF_ASSETS"] = str(assets)
@@ -146,8 +145,8 @@ class ContactWatch:
         from rclpy.serialization import deserialize_message
         from sensor_msgs.msg import PointCloud2
 
-        from vsf_sensor_ros.apps.analysis import touches
-        from vsf_sensor_ros.apps.recorder import cloud_point_count, header_stamp_ns
+        from vsf_sensor_ros.demo.analysis import touches
+        from vsf_sensor_ros.demo.recorder import cloud_point_count, header_stamp_ns
         for raw in data[self.seen:]:
             if cloud_point_count(raw) > 0 and touches(deserialize_message(raw, PointCloud2), self.bodies):
                 self.touched = True
@@ -284,7 +283,7 @@ class DemoSession:
         Recording goes on while the services answer.  Problems (the bubble
         touched too early, no answer, the file not saved) go to
         :attr:`SessionResult.errors`; :attr:`TareResult.success` is
-        :func:`~vsf_sensor_ros.apps.demo_tare.tare_succeeded`.
+        :func:`~vsf_sensor_ros.demo.tare.tare_succeeded`.
         """
         tare, cfg, watch = self.tare_result, self.cfg, self.watch
         if watch.touched and watch.free_steps < cfg.tare_samples:
@@ -354,7 +353,7 @@ class DemoSession:
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
 
-        from vsf_sensor_ros.apps.recorder import TopicRecorder
+        from vsf_sensor_ros.demo.recorder import TopicRecorder
         self._ctx = rclpy.Context()
         try:
             from rclpy.signals import SignalHandlerOptions

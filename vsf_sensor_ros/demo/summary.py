@@ -1,6 +1,6 @@
 """The demo's summary: ``summary.json``, the plots, and the one-screen table.
 
-Numbers come from the recorded session (:mod:`vsf_sensor_ros.apps.analysis`
+Numbers come from the recorded session (:mod:`vsf_sensor_ros.demo.analysis`
 defines them, :data:`DEFINITIONS` says them in words and is stored in the
 file); the tare outcome comes from the session's :class:`TareResult`, which
 the session read from the node's saved calibration file.
@@ -12,8 +12,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from vsf_sensor_ros.apps.demo_config import DemoConfig, SensorInfo, press_body_indices
-from vsf_sensor_ros.apps.demo_session import SessionResult
+from vsf_sensor_ros.demo.config import DemoConfig, SensorInfo, press_body_indices
+from vsf_sensor_ros.demo.session import SessionResult
 
 DEFINITIONS = {
     "steps": "contacts messages (simulator steps) recorded",
@@ -49,11 +49,11 @@ DEFINITIONS = {
 
 
 def series_for(session: SessionResult, s: SensorInfo) -> Tuple[Any, Any]:
-    """``(predicted, measured)`` :class:`~vsf_sensor_ros.apps.analysis.Series` of a sensor.
+    """``(predicted, measured)`` :class:`~vsf_sensor_ros.demo.analysis.Series` of a sensor.
 
     Either is ``None`` when its topic was not recorded or is empty.
     """
-    from vsf_sensor_ros.apps.analysis import Series
+    from vsf_sensor_ros.demo.analysis import Series
     pred_log = session.logs.get(f"/{s.name}/predicted")
     meas_log = session.logs.get(f"/{s.name}/measured")
     pred = Series.from_log(pred_log, s.kind) if pred_log is not None and len(pred_log) else None
@@ -79,11 +79,11 @@ def tare_sim_time(response_ns: Optional[int], predicted: Sequence[Any]) -> Optio
 def bubble_contact_stamps(cfg: DemoConfig, contacts: Any) -> np.ndarray:
     """Stamps (ns, int64) of the recorded ``contacts`` messages in which the bubble touches something.
 
-    The bubble = :func:`~vsf_sensor_ros.apps.demo_config.press_body_indices`
+    The bubble = :func:`~vsf_sensor_ros.demo.config.press_body_indices`
     (any body when the demo has no Punyo sensor).  Empty without a log.
     """
-    from vsf_sensor_ros.apps.analysis import touches
-    from vsf_sensor_ros.apps.recorder import cloud_point_count
+    from vsf_sensor_ros.demo.analysis import touches
+    from vsf_sensor_ros.demo.recorder import cloud_point_count
     if contacts is None or not len(contacts):
         return np.zeros(0, dtype=np.int64)
     bodies = press_body_indices(cfg)
@@ -102,12 +102,12 @@ def pad_vs_klampt_native(cfg: DemoConfig, series: Dict[str, Tuple[Any, Any]],
     """The ``pad_vs_klampt_native`` entry of ``summary.json`` (see :data:`DEFINITIONS`).
 
     The first pad (a ``wrench`` sensor) whose measured stream is Klampt's own
-    ``ContactSensor``: :func:`~vsf_sensor_ros.apps.analysis.agreement_numbers`
+    ``ContactSensor``: :func:`~vsf_sensor_ros.demo.analysis.agreement_numbers`
     of its predicted and measured force after the tare.  ``None`` when there
     is no such pad or one of its streams is empty.
     """
-    from vsf_sensor_ros.apps.analysis import agreement_numbers
-    from vsf_sensor_ros.apps.sim_sensors import SOURCE_KLAMPT_NATIVE
+    from vsf_sensor_ros.demo.analysis import agreement_numbers
+    from vsf_sensor_ros.contact_sources.sim_sensors import SOURCE_KLAMPT_NATIVE
     for s in cfg.sensors:
         pred, meas = series.get(s.name, (None, None))
         if s.kind == "wrench" and s.measured_source == SOURCE_KLAMPT_NATIVE and pred is not None \
@@ -120,7 +120,7 @@ def pad_vs_klampt_native(cfg: DemoConfig, series: Dict[str, Tuple[Any, Any]],
 def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[Any, Any]],
                   bag: Dict[str, Any]) -> Dict[str, Any]:
     """``summary.json`` content (see :data:`DEFINITIONS`)."""
-    from vsf_sensor_ros.apps.analysis import sensor_numbers
+    from vsf_sensor_ros.demo.analysis import sensor_numbers
     contacts = session.logs.get("/contacts")
     c_stamp = np.array(contacts.stamps_ns() if contacts else [], dtype=np.int64)
     c_recv = np.array(contacts.recv_ns if contacts else [], dtype=np.int64)
@@ -168,9 +168,9 @@ def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tup
 
 def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[Any, Any]]) -> List[Path]:
     """Write ``pressure.png``, ``force_field.png`` and one ``<sensor>.png`` per other sensor."""
-    from vsf_sensor_ros.apps.analysis import cloud_fields
-    from vsf_sensor_ros.apps.plots import plot_components, plot_force_field, plot_pressure
-    from vsf_sensor_ros.apps.sim_sensors import SOURCE_SYNTHETIC
+    from vsf_sensor_ros.demo.analysis import cloud_fields
+    from vsf_sensor_ros.demo.plots import plot_components, plot_force_field, plot_pressure
+    from vsf_sensor_ros.contact_sources.sim_sensors import SOURCE_SYNTHETIC
     contacts = session.logs.get("/contacts")
     if contacts is None or not len(contacts):
         return []
@@ -238,8 +238,8 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
 
 
 def measured_label(source: Optional[str]) -> str:
-    """Plot text for a measured-source label (:data:`~vsf_sensor_ros.apps.sim_sensors.SOURCE_TEXT`)."""
-    from vsf_sensor_ros.apps.sim_sensors import SOURCE_TEXT
+    """Plot text for a measured-source label (:data:`~.contact_sources.sim_sensors.SOURCE_TEXT`)."""
+    from vsf_sensor_ros.contact_sources.sim_sensors import SOURCE_TEXT
     return SOURCE_TEXT.get(source, "not from the simulator") if source else "not from the simulator"
 
 

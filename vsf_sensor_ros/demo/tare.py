@@ -20,7 +20,7 @@ from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 
-from vsf_sensor_ros.apps.demo_config import DemoError, SensorInfo
+from vsf_sensor_ros.demo.config import DemoError, SensorInfo
 
 TARE_STRETCH_S = 2.0       # simulated contact-free hold at the start (simulator trajectory.tare_s)
 TARE_AT_S = 1.0            # tare at this simulated time: mid-way through the contact-free hold

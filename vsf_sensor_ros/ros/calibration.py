@@ -29,15 +29,15 @@ import numpy as np
 from rclpy.clock import Clock
 from std_srvs.srv import Trigger
 
-from ..sensor.base import BaseSensor
-from . import calibration_store as cal_store
+from ..sensor.base_sensor import BaseSensor
+from . import calibration_file as cal_store
 from . import gain_service
-from . import outputs as enc
-from .node_params import LiveSettings
+from .messages import readings as enc
+from .parameters import LiveSettings
 from .pairing import Pair
-from .params import SensorConfig
-from .sensor_endpoints import Prediction, SensorHandle, measured_topic
-from .stamps import stamp_to_ns
+from .parameter_table import SensorConfig
+from .sensor_handle import Prediction, SensorHandle, measured_topic
+from .messages.stamps import stamp_to_ns
 from .step import residual_or_none
 from .tare import PairedSample, select_samples
 

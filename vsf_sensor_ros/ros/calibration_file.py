@@ -37,14 +37,14 @@ import numpy as np
 import yaml
 
 from ..sensor import TareCalibrator
-from ..sensor.base import BaseSensor
-from . import outputs as enc
-from .params import ConfigError
+from ..sensor.base_sensor import BaseSensor
+from .messages import readings as enc
+from .parameter_table import ConfigError
 from .tare import (calibration_from_yaml, calibration_to_yaml, effective_offset, format_offset,
                    select_samples, tare_sensor)
 
 if TYPE_CHECKING:  # the handle type only, for annotations (no import cycle at run time)
-    from .sensor_endpoints import SensorHandle
+    from .sensor_handle import SensorHandle
 
 HEADER = "# vsf_sensor_ros sensor_node calibration (SI units); loaded at start"
 TARE_KEY = "tare"

@@ -2,7 +2,7 @@
 
 With ``fast_path`` (the default) the node's two per-step inputs,
 ``joint_states`` and ``contacts``, are subscribed with ``raw=True``: rclpy
-hands over the serialised bytes, which :mod:`vsf_sensor_ros.ros.cdr` decodes
+hands over the serialised bytes, which :mod:`vsf_sensor_ros.ros.messages.wire` decodes
 with numpy into records carrying the attribute names of the generated
 messages, so the node's handlers run unchanged.  Bytes that are not a
 well-formed message of the topic's type are rejected with the decoder's
@@ -23,9 +23,9 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState, PointCloud2
 
-from . import cdr
-from . import outputs as enc
-from .stamps import ns_to_stamp
+from .messages import wire as cdr
+from .messages import readings as enc
+from .messages.stamps import ns_to_stamp
 
 Reject = Callable[[str, str], None]
 
@@ -54,10 +54,10 @@ def subscribe_inputs(node: Node, qos: QoSProfile, on_joint_state: Callable[[Any]
         qos: their QoS.
         on_joint_state, on_contacts: the node's handlers; they take a
             ``JointState`` / ``PointCloud2`` or, on the fast path, the
-            :class:`~vsf_sensor_ros.ros.cdr.RawJointState` /
-            :class:`~vsf_sensor_ros.ros.cdr.RawPointCloud2` decoded from the bytes.
+            :class:`~vsf_sensor_ros.ros.messages.wire.RawJointState` /
+            :class:`~vsf_sensor_ros.ros.messages.wire.RawPointCloud2` decoded from the bytes.
         reject: ``f(reason, detail)``, the node's reject counter (bad bytes).
-        fast: raw subscriptions decoded with :mod:`~vsf_sensor_ros.ros.cdr`.
+        fast: raw subscriptions decoded with :mod:`~vsf_sensor_ros.ros.messages.wire`.
 
     Returns:
         ``(joint_states subscription, contacts subscription)``.
@@ -80,7 +80,7 @@ def vector_message(layout: enc.SensorLayout, values: np.ndarray, stamp_ns: int, 
         layout: the sensor's layout.
         values: ``(#meas,)`` float64, SI.
         stamp_ns: header stamp (ns, non-negative).
-        fast: serialise with :func:`vsf_sensor_ros.ros.cdr.encode_vector`.
+        fast: serialise with :func:`vsf_sensor_ros.ros.messages.wire.encode_vector`.
     """
     if fast:
         return cdr.encode_vector(layout, values, stamp_ns)
@@ -95,7 +95,7 @@ def jacobian_message(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, sta
         rows, cols, values: COO entries (``cols`` in contacts-message rows).
         stamp_ns: header stamp (ns).
         frame_id: the world frame.
-        fast: serialise with :func:`vsf_sensor_ros.ros.cdr.encode_jacobian`.
+        fast: serialise with :func:`vsf_sensor_ros.ros.messages.wire.encode_jacobian`.
     """
     if fast:
         return cdr.encode_jacobian(rows, cols, values, stamp_ns, frame_id)

@@ -36,12 +36,12 @@ from typing import TYPE_CHECKING, Deque, Tuple
 import numpy as np
 
 from ..sensor import GainCalibrator
-from ..sensor.base import BaseSensor
-from . import outputs as enc
+from ..sensor.base_sensor import BaseSensor
+from .messages import readings as enc
 from .tare import PairedSample
 
 if TYPE_CHECKING:  # the handle type only, for annotations (no import cycle at run time)
-    from .sensor_endpoints import SensorHandle
+    from .sensor_handle import SensorHandle
 
 GAIN_KEY = "gain"
 MIN_SAMPLES = 10

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from .params import ConfigError
+from .parameter_table import ConfigError
 
 # Joint states after which a sensor-moving joint never received is reported.
 MISSING_AFTER = 50

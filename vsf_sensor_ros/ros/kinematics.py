@@ -23,8 +23,8 @@ from sensor_msgs.msg import JointState
 from ..urdf import MOVABLE_JOINT_TYPES
 from .body_transforms import BodyTransforms
 from .joint_names import JointNameTracker, joints_moving
-from .sensor_endpoints import SensorHandle
-from .stamps import stamp_to_ns
+from .sensor_handle import SensorHandle
+from .messages.stamps import stamp_to_ns
 
 
 class KinematicInputs:

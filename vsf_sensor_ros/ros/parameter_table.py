@@ -53,7 +53,8 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
 
-from .outputs import COMPATIBLE_MEASURED_TYPES, DEFAULT_MEASURED_TYPE, SENSOR_KINDS, normalise_measured_type
+from .messages.readings import (COMPATIBLE_MEASURED_TYPES, DEFAULT_MEASURED_TYPE, SENSOR_KINDS,
+                                normalise_measured_type)
 
 INF = float("inf")
 

@@ -1,7 +1,7 @@
 """The sensor node's parameters at run time: declaration, coercion, staged values and change plans.
 
 The *table* of parameters (names, defaults, descriptors, checks) is
-:mod:`vsf_sensor_ros.ros.params`; this module declares it on a node and
+:mod:`vsf_sensor_ros.ros.parameter_table`; this module declares it on a node and
 works out what a ``ros2 param set`` request would change
 (:meth:`NodeParameters.plan`, a frozen :class:`ChangePlan`) without changing
 anything.  The node applies a plan after rclpy accepted the request.
@@ -29,13 +29,13 @@ from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValu
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from ..sensor.base import BaseSensor
-from . import outputs as enc
+from ..sensor.base_sensor import BaseSensor
+from .messages import readings as enc
 from ._rclpy_compat import parameter_override, replace_parameter_override
-from .params import (BODY_KEYS, BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, SENSOR_KEYS, SENSOR_SETTINGS,
-                     STRING_ARRAY, ConfigError, SensorConfig, Spec, as_double, check_name, check_topic_name,
-                     check_value, plain, sensor_specs)
-from .sensor_endpoints import measured_topic
+from .parameter_table import (BODY_KEYS, BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, SENSOR_KEYS,
+                              SENSOR_SETTINGS, STRING_ARRAY, ConfigError, SensorConfig, Spec, as_double,
+                              check_name, check_topic_name, check_value, plain, sensor_specs)
+from .sensor_handle import measured_topic
 
 # Node endpoints a sensor name must not shadow.
 RESERVED_NAMES = ("tare", "save_calibration", "contacts", "joint_states")
@@ -147,7 +147,7 @@ def declare_spec(node: Node, name: str, spec: Spec, value: Any = None, ignore_ov
 
     Raises:
         ConfigError: the value has the wrong type, is out of range or fails
-            :func:`~vsf_sensor_ros.ros.params.check_value`.
+            :func:`~vsf_sensor_ros.ros.parameter_table.check_value`.
     """
     default = spec.default if value is None else value
     if value is not None:   # a staged value: rclpy would declare it with its own (dynamic) type

@@ -1,6 +1,6 @@
 """From parameter values to models: the world (robot + extra bodies) and attached sensor models.
 
-Every failure is a :class:`~vsf_sensor_ros.ros.params.ConfigError` naming the
+Every failure is a :class:`~vsf_sensor_ros.ros.parameter_table.ConfigError` naming the
 parameter to fix and its value, told apart by exception *type* or by a check
 made before the call, never by matching message text:
 
@@ -17,11 +17,11 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..sensor import sensor_from_config
-from ..sensor.base import BaseSensor
+from ..sensor.base_sensor import BaseSensor
 from ..sensor.errors import SettingError
-from . import outputs as enc
+from .messages import readings as enc
 from .frames import sensor_frame_name, sensor_frame_transform
-from .params import ConfigError, SensorConfig, resolve_path, transform_from_params
+from .parameter_table import ConfigError, SensorConfig, resolve_path, transform_from_params
 
 
 def build_world(robot_description: str, robot_description_path: str, assets: str) -> Any:

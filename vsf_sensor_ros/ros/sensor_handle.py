@@ -28,15 +28,15 @@ from sensor_msgs.msg import PointCloud2
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
-from ..sensor.base import BaseSensor
-from ..sensor.state import SimState
+from ..sensor.base_sensor import BaseSensor
+from ..sensor.base_sensor import SimState
 from . import gain_service
 from . import fast_io
-from . import outputs as enc
+from .messages import readings as enc
 from .diagnostics import SensorStats
 from .pairing import StampPairer
-from .params import SensorConfig, qos_reliability
-from .stamps import ns_to_stamp, stamp_to_ns
+from .parameter_table import SensorConfig, qos_reliability
+from .messages.stamps import ns_to_stamp, stamp_to_ns
 from .tare import PairedSample
 
 # A buffered prediction: (values (#meas,) float64, the SimState it came from, contact-free for a tare,

@@ -6,7 +6,7 @@ Inputs (QoS: ``qos.inputs.*``, default the sensor-data profile, best effort,
 which accepts reliable and best-effort publishers):
 
 * ``contacts`` (``sensor_msgs/PointCloud2``, one per simulator step, see
-  :mod:`vsf_sensor_ros.ros.contacts_msg`);
+  :mod:`vsf_sensor_ros.ros.messages.contacts`);
 * ``joint_states`` (``sensor_msgs/JointState``, matched by URDF joint name after
   ``joint_name_map`` (:mod:`.joint_names`); partial, reordered and extra names are fine,
   unknown names are counted and warned about once);
@@ -24,14 +24,14 @@ which accepts reliable and best-effort publishers):
 Outputs (QoS: ``qos.outputs.*``, default reliable, depth 10), all stamped
 with the stamp of the contacts message they derive from:
 
-* ``<s>/predicted``, ``<s>/residual`` (see :mod:`vsf_sensor_ros.ros.outputs`),
+* ``<s>/predicted``, ``<s>/residual`` (see :mod:`vsf_sensor_ros.ros.messages.readings`),
 * ``<s>/jacobian`` (``publish_jacobian``), ``<s>/markers`` (``publish_markers``,
   at most ``markers_max_rate``), ``/diagnostics``.
 
 Services (``std_srvs/Trigger``): ``<s>/tare``, ``tare`` (every sensor with a measured stream,
 all or nothing; the others are listed as skipped), ``<s>/calibrate_gain`` (sensors with a
 gain, :mod:`.gain_service`), ``save_calibration`` (writes only the
-calibration file fixed at start, see :mod:`vsf_sensor_ros.ros.calibration_store`).
+calibration file fixed at start, see :mod:`vsf_sensor_ros.ros.calibration_file`).
 
 Per contacts message: one ``SimState`` (body transforms from the latest
 joint state and free-body poses, contacts from the cloud with a pair
@@ -70,7 +70,7 @@ import time
 import traceback
 from typing import Any, Dict, List, Optional
 
-from . import _quiet_start   # first: a signal during the imports below ends the program quietly
+from . import _quiet_start  # first: a signal during the imports below ends the program quietly
 
 import rclpy
 import torch
@@ -84,27 +84,27 @@ from sensor_msgs.msg import JointState, PointCloud2
 from std_srvs.srv import Trigger
 
 from ..sensor import SimState
-from ..sensor.base import BaseSensor
+from ..sensor.base_sensor import BaseSensor
 from ..urdf import MOVABLE_JOINT_TYPES
 from ..trimesh_extras import skip_trimesh_extras
-from . import calibration_store as cal_store
-from . import executors
+from . import calibration_file as cal_store
+from . import main as executors
 from . import node_cli
 from . import fast_io
-from . import outputs as enc
+from .messages import readings as enc
 from ._rclpy_compat import RCLError, add_parameter_callbacks
-from .contacts_msg import ContactsDecodeError, pointcloud2_to_contacts, with_implied_pairs
+from .messages.contacts import ContactsDecodeError, pointcloud2_to_contacts, with_implied_pairs
 from .diagnostics import InputStats, build_diagnostics
 from .frames import FramePublisher
 from .joint_names import parse_joint_name_map
-from .kinematic_inputs import KinematicInputs
+from .kinematics import KinematicInputs
 from .keep_warm import KeepWarm
-from .model_builder import SensorFactory, build_scene, check_contact_body_names
-from .node_params import ChangePlan, LiveSettings, NodeParameters
-from .measurements import Measurements
-from .params import ConfigError, SensorConfig, effective_assets_dir, resolve_path
-from .sensor_endpoints import EndpointQoS, SensorEndpoints, SensorHandle
-from .stamps import stamp_to_ns
+from .scene import SensorFactory, build_scene, check_contact_body_names
+from .parameters import ChangePlan, LiveSettings, NodeParameters
+from .calibration import Measurements
+from .parameter_table import ConfigError, SensorConfig, effective_assets_dir, resolve_path
+from .sensor_handle import EndpointQoS, SensorEndpoints, SensorHandle
+from .messages.stamps import stamp_to_ns
 from .step import SensorResult, StepRejected, check_elements, check_predictions, predict_sensor, \
     reading_in_contact
 

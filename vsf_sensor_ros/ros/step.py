@@ -12,8 +12,8 @@ from typing import Any, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from ..sensor.state import SimState
-from . import outputs as enc
+from ..sensor.base_sensor import SimState
+from .messages import readings as enc
 
 F32_MAX = float(np.finfo(np.float32).max)
 
@@ -23,7 +23,7 @@ class SensorResult:
     """One sensor's outcome for one step.
 
     Attributes:
-        handle: the sensor's :class:`~vsf_sensor_ros.ros.sensor_endpoints.SensorHandle`.
+        handle: the sensor's :class:`~vsf_sensor_ros.ros.sensor_handle.SensorHandle`.
         values: ``(#meas,)`` float64 prediction.
         jacobian: the ``SparseJacobian`` or None (not wanted); its values are with
             respect to the message's rows (entries of an implied pair negated).
@@ -55,7 +55,7 @@ def predict_sensor(h: Any, state: SimState, decoded: Any, want_jacobian: bool) -
         h: the sensor's handle (``sensor``, ``layout``).
         state: the step's ``SimState``.
         decoded: the decoded contacts message (``contacts``, ``rows``, ``implied``),
-            completed by :func:`~vsf_sensor_ros.ros.contacts_msg.with_implied_pairs`.
+            completed by :func:`~vsf_sensor_ros.ros.messages.contacts.with_implied_pairs`.
         want_jacobian: compute the sparse force Jacobian too.
 
     The published Jacobian's columns are ``3·r + k`` with ``r`` the message row.

@@ -28,8 +28,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..sensor.base import BaseSensor
-from ..sensor.state import SimState
+from ..sensor.base_sensor import BaseSensor
+from ..sensor.base_sensor import SimState
 
 
 @dataclass

@@ -1,4 +1,8 @@
-"""Tare calibration against a contact-free simulation (seed ``vsf.sensor.TareCalibrator``)."""
+"""The calibrator contract and the tare against a contact-free simulation (seed: ``base_calibrator``).
+
+A calibrator fits a sensor's calibration (``set_calibration``) from recorded commands and observations;
+the tare averages measured - predicted over contact-free samples.
+"""
 from __future__ import annotations
 
 import warnings
@@ -7,10 +11,23 @@ from typing import Any, Dict, List, Mapping, Protocol, Sequence, runtime_checkab
 import numpy as np
 
 from ._punyo_common import as_vector
-from .base import BaseCalibrator, BaseSensor
-from .state import SimState
+from .base_sensor import BaseSensor, SimState
 
-__all__ = ["TareCalibrator", "TareSimulator"]
+__all__ = ["BaseCalibrator", "TareCalibrator", "TareSimulator"]
+
+
+class BaseCalibrator:
+    """Calibrates a sensor from a data sequence (seed ``BaseCalibrator``)."""
+
+    def compatible(self, sensor: BaseSensor) -> bool:
+        """True when this calibrator can calibrate ``sensor``."""
+        raise NotImplementedError
+
+    def calibrate(self, sensor: BaseSensor, sim: Any,
+                  command_sequence: List[Dict[str, Any]],
+                  observation_sequence: List[Dict[str, Any]]) -> int:
+        """Calibrate ``sensor`` via ``sensor.set_calibration``; return samples used."""
+        raise NotImplementedError
 
 
 @runtime_checkable

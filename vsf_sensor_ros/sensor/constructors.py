@@ -1,6 +1,8 @@
-"""Build sensors and calibrators from plain configuration dicts (the node's parameter namespaces).
+"""Build sensors and calibrators from configurations (seed: ``vsf.sensor.constructors``).
 
-A sensor config is ``{'name': ..., 'type': ..., 'attachment': body, <type-specific keys>}``
+A configuration is a seed config object (:class:`SensorConfig`, :class:`CalibrationConfig`,
+with the seed's fields) or a plain dict (the node's parameter namespaces).  A dict sensor
+config is ``{'name': ..., 'type': ..., 'attachment': body, <type-specific keys>}``
 (nav2 / ros2_control style: adding a sensor is adding a block of YAML).  Types are
 looked up in a registry of ``"module:Class"`` strings, imported only when first
 used, so a type whose module needs an optional dependency costs nothing until
@@ -10,24 +12,62 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from typing import Any, Dict, Mapping, Type, Union
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Type, Union
 
-from .base import BaseCalibrator, BaseSensor
+from .base_calibrator import BaseCalibrator
+from .base_sensor import BaseSensor
 
-__all__ = ["SENSOR_TYPES", "CALIBRATOR_ALIASES", "CALIBRATOR_TYPES", "calibration_from_config",
-           "register_sensor_type",
-           "sensor_class", "sensor_from_config"]
+__all__ = ["SENSOR_TYPES", "CALIBRATOR_ALIASES", "CALIBRATOR_TYPES", "CalibrationConfig", "SensorConfig",
+           "calibration_from_config", "register_sensor_type", "sensor_class", "sensor_from_config"]
+
+
+@dataclass
+class SensorConfig:
+    """A sensor's configuration, with the seed's fields.
+
+    Attributes:
+        name: the sensor's name.
+        type: a registered sensor type, e.g. ``'PunyoPressureSensor'``.
+        attachment_name: the rigid object or link the sensor is attached to
+            (the ``attachment`` key of a dict config).
+        link_names: the seed's joint torque sensor's links; not used by the
+            sensors of this package (must stay ``None``).
+    """
+
+    name: str
+    type: str
+    attachment_name: str
+    link_names: Optional[List[str]] = None
+
+
+@dataclass
+class CalibrationConfig:
+    """A calibrator's configuration, with the seed's fields.
+
+    Attributes:
+        type: ``'tare'`` (the seed's name) or ``'TareCalibrator'``.
+        num_samples: samples averaged by the tare (an int here; the seed's
+            default is the string ``'10'``, which the factory also reads).
+        output_key: calibration key written (``'tare'``, the only one the
+            sensors read).
+    """
+
+    type: str
+    num_samples: int = 10
+    output_key: str = "tare"
+
 
 #: type string -> "module:Class" (or the class itself once registered directly)
 SENSOR_TYPES: Dict[str, Union[str, type]] = {
-    "PunyoPressureSensor": "vsf_sensor_ros.sensor.punyo_pressure:PunyoPressureSensor",
-    "PunyoDenseForceSensor": "vsf_sensor_ros.sensor.punyo_dense_force:PunyoDenseForceSensor",
+    "PunyoPressureSensor": "vsf_sensor_ros.sensor.punyo_pressure_sensor:PunyoPressureSensor",
+    "PunyoDenseForceSensor": "vsf_sensor_ros.sensor.punyo_dense_force_sensor:PunyoDenseForceSensor",
     "ContactSensor": "vsf_sensor_ros.sensor.klampt_contact_sensor:ContactSensor",
     "IsaacContactSensor": "vsf_sensor_ros.sensor.isaac_contact_sensor:IsaacContactSensor",
 }
 
 CALIBRATOR_TYPES: Dict[str, Union[str, type]] = {
-    "TareCalibrator": "vsf_sensor_ros.sensor.calibration:TareCalibrator",
+    "TareCalibrator": "vsf_sensor_ros.sensor.base_calibrator:TareCalibrator",
 }
 
 #: the seed's calibrator type names -> the names above (the seed's factory knows ``'tare'``)

@@ -9,9 +9,9 @@ import torch
 
 from ._punyo_common import (
     body_pose, check_config_keys, check_model_name, numpy_pose, pairs_and_states, parse_tare)
-from .base import BaseSensor, Pair, SparseJacobian
+from .base_sensor import BaseSensor, Pair, SparseJacobian
 from .mesh import REGION_AB, REGION_AC, REGION_BC, REGION_FACE, ClosestTriangleQuery, triangle_mesh_of
-from .state import SimState
+from .base_sensor import SimState
 
 __all__ = ["ContactMap", "PunyoDenseForceSensor"]
 
@@ -83,7 +83,7 @@ class PunyoDenseForceSensor(BaseSensor):
 
     Calibration (``set_calibration``): ``{'tare': obs_avg, 'tare_sim_avg':
     sim_avg}`` (each ``(3V,)``, ``tare_sim_avg`` optional = 0), as stored by
-    :class:`~vsf_sensor_ros.sensor.calibration.TareCalibrator`, adds the
+    :class:`~vsf_sensor_ros.sensor.base_calibrator.TareCalibrator`, adds the
     constant ``tare − tare_sim_avg`` to every prediction: the reading the
     real sensor shows, minus what this model predicted, over contact-free
     samples.  An optional ``'gain'`` ``(3V,)`` (default 1, fitted by

@@ -9,10 +9,10 @@ import torch
 
 from ._punyo_common import (
     body_pose, check_config_keys, check_model_name, numpy_pose, pairs_and_states, parse_tare)
-from .base import BaseSensor, Pair, SparseJacobian
+from .base_sensor import BaseSensor, Pair, SparseJacobian
 from .errors import SettingError
 from .mesh import projected_area, triangle_mesh_of
-from .state import SimState
+from .base_sensor import SimState
 
 __all__ = ["PunyoPressureSensor"]
 

@@ -12,9 +12,9 @@ from builtin_interfaces.msg import Time
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import PointCloud2, PointField
 
-from vsf_sensor_ros.ros.contacts_msg import (CONTACT_FIELDS, DECODE_REASONS, ContactsDecodeError,
-                                             contacts_to_pointcloud2, pointcloud2_to_contacts)
-from vsf_sensor_ros.sensor.state import ContactState, validate_contact_state
+from vsf_sensor_ros.ros.messages.contacts import (CONTACT_FIELDS, DECODE_REASONS, ContactsDecodeError,
+                                                  contacts_to_pointcloud2, pointcloud2_to_contacts)
+from vsf_sensor_ros.sensor.base_sensor import ContactState, validate_contact_state
 
 BODIES = ["punyo", "object", "table"]
 F32, F64, U16, U32, I32 = PointField.FLOAT32, PointField.FLOAT64, PointField.UINT16, PointField.UINT32, \

@@ -7,7 +7,7 @@ from builtin_interfaces.msg import Time
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import FluidPressure, PointCloud2, PointField
 
-from vsf_sensor_ros.ros import outputs as enc
+from vsf_sensor_ros.ros.messages import readings as enc
 from vsf_sensor_ros.ros.tare import PairedSample, select_samples
 
 STAMP = Time(sec=12, nanosec=500)

@@ -12,11 +12,11 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import FluidPressure, JointState, PointCloud2, PointField
 
-from vsf_sensor_ros.ros import cdr
-from vsf_sensor_ros.ros import outputs as enc
-from vsf_sensor_ros.ros.contacts_msg import pointcloud2_to_contacts
+from vsf_sensor_ros.ros.messages import wire as cdr
+from vsf_sensor_ros.ros.messages import readings as enc
+from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts
 
-from .node_helpers import spin_until
+from test.ros.node_helpers import spin_until
 
 ALPHABET = list("abcxyz_019 ") + ["é", "ß", "中", "文", "😀", "Ω"]
 SIZES = {PointField.INT8: 1, PointField.UINT8: 1, PointField.INT16: 2, PointField.UINT16: 2,

@@ -23,7 +23,7 @@ order (``row = v * width + u``); a Jacobian column ``3·c + k`` refers to row
 :func:`with_implied_pairs` (a pair reported in one order implies the other
 with ``-f``), so a sensor sees every contact touching its body.
 
-Bytes are read and written by :mod:`vsf_sensor_ros.ros.pointcloud` (one
+Bytes are read and written by :mod:`vsf_sensor_ros.ros.messages.pointcloud` (one
 strided, validated reader for every cloud of the package); this module adds
 what is particular to contacts: the field table, the body index table, and
 grouping rows by ordered body pair.  :func:`contacts_from_buffer` decodes from
@@ -42,7 +42,7 @@ import torch
 from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
 
-from ..sensor.state import ContactState
+from ...sensor.base_sensor import ContactState
 from .pointcloud import (FLOAT_TYPES, CloudDecodeError, CloudLayout, as_byte_array, check_data_size,
                          float_columns, read_points, require_finite, write_cloud)
 from .stamps import stamp_to_ns, to_stamp
@@ -79,7 +79,7 @@ DECODE_REASONS: Tuple[str, ...] = (
 class ContactsDecodeError(CloudDecodeError):
     """A contacts cloud that cannot be used; the whole message is rejected.
 
-    A :class:`~vsf_sensor_ros.ros.pointcloud.CloudDecodeError` (layout
+    A :class:`~vsf_sensor_ros.ros.messages.pointcloud.CloudDecodeError` (layout
     problems) or one of the contacts' own reasons.
 
     Attributes:
@@ -130,7 +130,7 @@ def with_implied_pairs(decoded: DecodedContacts,
 
     A bridge may write one row per contact, e.g. only ``(tool, pad)`` with the
     force on ``tool``; a sensor on ``pad`` must still see it.  The rule of the
-    library's :func:`~vsf_sensor_ros.sensor.state.with_reverse_pairs`:
+    library's :func:`~vsf_sensor_ros.sensor.base_sensor.with_reverse_pairs`:
 
     * a pair ``(a, b)`` present in only one order implies ``(b, a)``: the same
       points and message rows, the force ``-f`` (on ``b``), ``elem1``/``elem2``
@@ -145,7 +145,7 @@ def with_implied_pairs(decoded: DecodedContacts,
             ``bodies`` are added: a sensor on ``b`` reads only the pairs
             ``(b, *)``, so the node passes its sensors' bodies and builds no
             reverse that nothing reads.  None: every implied pair
-            (:func:`~vsf_sensor_ros.sensor.state.with_reverse_pairs`).
+            (:func:`~vsf_sensor_ros.sensor.base_sensor.with_reverse_pairs`).
 
     Returns:
         A new :class:`DecodedContacts` (the input is not changed) whose
@@ -245,7 +245,7 @@ def contacts_from_buffer(layout: CloudLayout, data: Any, body_names: Sequence[st
 
     Args:
         layout: the cloud's fields, size and steps
-            (:class:`~vsf_sensor_ros.ros.pointcloud.CloudLayout`).
+            (:class:`~vsf_sensor_ros.ros.messages.pointcloud.CloudLayout`).
         data: its data bytes (``bytes``, ``memoryview``, ``array.array``).
         body_names, dtype, device, expected_frame_id: as
             :func:`pointcloud2_to_contacts`.

@@ -179,7 +179,7 @@ class FrozenFields(tuple):
     dataclass records), never changed after it is made.
 
     :func:`read_points` reuses its last validated plan for the very same object (the CDR decoder,
-    :mod:`vsf_sensor_ros.ros.cdr`, hands out one such tuple for as long as a sender repeats its
+    :mod:`vsf_sensor_ros.ros.messages.wire`, hands out one such tuple for as long as a sender repeats its
     layout); any other fields sequence is validated on every call.
     """
 

@@ -147,7 +147,7 @@ def make_header(stamp: Time, frame_id: str) -> Header:
 def make_cloud(header: Header, columns: Sequence[Tuple[str, np.ndarray]]) -> PointCloud2:
     """Build an unorganised (``height`` 1) little-endian ``PointCloud2``.
 
-    :func:`vsf_sensor_ros.ros.pointcloud.write_cloud` (kept here for the
+    :func:`vsf_sensor_ros.ros.messages.pointcloud.write_cloud` (kept here for the
     encoders' callers).
 
     Args:
@@ -170,7 +170,7 @@ def read_cloud_fields(msg: PointCloud2, names: Sequence[str]) -> Dict[str, np.nd
 
     Honours field offsets, datatypes, ``is_bigendian``, ``point_step``,
     ``row_step`` and ``height > 1`` (points in row-major order), through
-    :func:`vsf_sensor_ros.ros.pointcloud.read_cloud`.  The data must reach
+    :func:`vsf_sensor_ros.ros.messages.pointcloud.read_cloud`.  The data must reach
     the end of the last point (a missing pad after the last row is
     accepted, as are trailing bytes).
 

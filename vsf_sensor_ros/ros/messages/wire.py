@@ -4,8 +4,8 @@ A subscription created with ``raw=True`` hands its callback the message as
 the bytes on the wire; a publisher accepts such bytes in ``publish``.  This
 module reads and writes those bytes with ``struct`` and numpy, skipping the
 per-field Python message objects of the standard path (which stays the
-reference implementation: :mod:`vsf_sensor_ros.ros.outputs` and
-:mod:`vsf_sensor_ros.ros.contacts_msg`).
+reference implementation: :mod:`vsf_sensor_ros.ros.messages.readings` and
+:mod:`vsf_sensor_ros.ros.messages.contacts`).
 
 Wire format (OMG CDR as the ROS 2 middlewares use it):
 
@@ -36,8 +36,8 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from vsf_sensor_ros.ros.outputs import SensorLayout
-from vsf_sensor_ros.ros.pointcloud import FrozenFields
+from vsf_sensor_ros.ros.messages.readings import SensorLayout
+from vsf_sensor_ros.ros.messages.pointcloud import FrozenFields
 
 # encapsulation id -> (byte-order prefix, maximum alignment)
 ENCAPSULATIONS: Dict[int, Tuple[str, int]] = {
@@ -447,7 +447,7 @@ def _cloud_fields_block(start: int, fields: Tuple[Tuple[str, str, int], ...], po
 def encode_pointcloud2(stamp_ns: int, frame_id: str, records: np.ndarray) -> bytes:
     """Serialised unorganised little-endian ``sensor_msgs/PointCloud2`` from a record array.
 
-    Same message as :func:`vsf_sensor_ros.ros.outputs.make_cloud`: ``height``
+    Same message as :func:`vsf_sensor_ros.ros.messages.readings.make_cloud`: ``height``
     1, ``width`` = number of records, one field per record member (packed, in
     order, ``count`` 1), ``is_bigendian`` false, ``point_step`` = record
     size, ``row_step`` = ``point_step * width``, ``is_dense`` true.
@@ -527,7 +527,7 @@ def encode_jacobian(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, stam
                     frame_id: str) -> bytes:
     """Serialised sparse COO Jacobian cloud: ``row`` uint32, ``col`` uint32, ``value`` float64.
 
-    Same message as :func:`vsf_sensor_ros.ros.outputs.encode_jacobian`:
+    Same message as :func:`vsf_sensor_ros.ros.messages.readings.encode_jacobian`:
     entries whose value is exactly 0 are dropped; ``cols`` already in
     message-row form; ``frame_id`` the world frame.
 
@@ -550,7 +550,7 @@ def encode_vector(layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> by
     """Serialised predicted/residual message of a sensor: the CDR twin of ``outputs.encode_vector``.
 
     Args:
-        layout: from :func:`vsf_sensor_ros.ros.outputs.sensor_layout`.
+        layout: from :func:`vsf_sensor_ros.ros.messages.readings.sensor_layout`.
         values: ``(#meas,)`` float64, SI.
         stamp_ns: header stamp (ns); ``frame_id`` is ``layout.reading_frame``, the frame the
             values are in (the sensor frame or the body), as ``outputs.encode_vector``.
