@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Mapping, Protocol, Sequence, runtime_checkab
 import numpy as np
 
 from ._punyo_common import as_vector
-from .base_sensor import BaseSensor, SimState
+from .base_sensor import BaseSensor, SimState, as_sim_state
 
 __all__ = ["BaseCalibrator", "TareCalibrator", "TareSimulator"]
 
@@ -205,4 +205,4 @@ class TareCalibrator(BaseCalibrator):
 
 def _has_contact(state: SimState) -> bool:
     """True when any pair of the state holds at least one contact."""
-    return any(len(c) > 0 for c in state.contacts.values())
+    return any(len(c) > 0 for c in as_sim_state(state).contacts.values())

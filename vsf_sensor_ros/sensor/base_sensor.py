@@ -18,6 +18,7 @@ sensor's body, in two forms:
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -388,6 +389,101 @@ def rigid_transform(state: SimState, name: str) -> Tuple[torch.Tensor, torch.Ten
     return T[:3, :3], T[:3, 3]
 
 
+# -- the seed's duck-typed states ---------------------------------------------------------
+def _float_tensor(value: Any, label: str, dtype: Optional[torch.dtype]) -> torch.Tensor:
+    """``value`` as a float tensor: a tensor as is, a list / array in ``dtype`` (torch's default if None)."""
+    if isinstance(value, torch.Tensor):
+        return value
+    try:
+        t = torch.as_tensor(value, dtype=dtype or torch.get_default_dtype())
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise ValueError(f"ContactState.{label} must be (N, 3) numbers, got a {type(value).__name__}: "
+                         f"{exc}") from None
+    return t.reshape(0, 3) if t.numel() == 0 else t
+
+
+def as_contact_state(c: Any, dtype: Optional[torch.dtype] = None) -> ContactState:
+    """A :class:`ContactState` from anything with the seed's ContactState attributes.
+
+    ``c`` needs ``points`` and ``forces`` (``(N, 3)`` tensors, arrays or nested lists, world
+    frame, m and N); ``elems1`` / ``elems2`` are optional (length-``N`` integers, lists allowed).
+    Lists and arrays become tensors of ``dtype`` (the state's, from :func:`as_sim_state`;
+    torch's default when None, as the seed builds them).  A ContactState is returned as is.
+
+    Raises:
+        ValueError: no ``points`` / ``forces`` attribute, or values :class:`ContactState` refuses
+            (the message names the field).
+    """
+    if type(c) is ContactState:
+        return c
+    try:
+        points, forces = c.points, c.forces
+    except AttributeError:
+        raise ValueError(f"a contact state needs .points and .forces, got a {type(c).__name__}") from None
+    elems = []
+    for label in ("elems1", "elems2"):
+        e = getattr(c, label, None)
+        if e is not None and not isinstance(e, torch.Tensor):
+            e = torch.as_tensor(e).reshape(-1)
+        elems.append(e)
+    return ContactState(_float_tensor(points, "points", dtype), _float_tensor(forces, "forces", dtype),
+                        elems[0], elems[1])
+
+
+def as_sim_state(state: Any) -> SimState:
+    """A :class:`SimState` from anything offering the seed's documented ``SimState`` interface.
+
+    That interface is ``body_transforms`` (body name -> ``(4, 4)`` body -> world transform),
+    ``bodies_in_contact(name)`` and ``contact_states_on_body(name)`` (the pairs ``(name, b)``
+    in one order); ``body_states`` is optional.  Pairs are collected for every body with a
+    transform (a sensor's body must have one), their contact states through
+    :func:`as_contact_state` in the dtype of the first transform.  A SimState whose contacts
+    are all ContactState objects is returned as is (one type check per pair).
+
+    Raises:
+        ValueError: no ``body_transforms``, the two methods disagreeing in length for a body,
+            or a contact state :func:`as_contact_state` refuses.
+    """
+    if type(state) is SimState:
+        if all(type(c) is ContactState for c in state.contacts.values()):
+            return state
+        dtype = state.dtype if state.body_transforms else None
+        return SimState(state.body_transforms, state.body_states,
+                        {pair: as_contact_state(c, dtype) for pair, c in state.contacts.items()})
+    try:
+        transforms = state.body_transforms
+    except AttributeError:
+        raise ValueError(f"a simulation state needs .body_transforms, got a {type(state).__name__}") from None
+    bt = {n: T if isinstance(T, torch.Tensor) else torch.as_tensor(T, dtype=torch.get_default_dtype())
+          for n, T in transforms.items()}
+    dtype = next(iter(bt.values())).dtype if bt else None
+    contacts: Dict[Tuple[str, str], ContactState] = {}
+    for name in transforms:
+        others = list(state.bodies_in_contact(name))
+        states = list(state.contact_states_on_body(name))
+        if len(others) != len(states):
+            raise ValueError(f"body {name!r}: bodies_in_contact gives {len(others)} bodies but "
+                             f"contact_states_on_body {len(states)} contact states")
+        for other, c in zip(others, states):
+            contacts[(name, other)] = as_contact_state(c, dtype)
+    return SimState(bt, dict(getattr(state, "body_states", None) or {}), contacts)
+
+
+# BaseSensor methods (and their overrides in subclasses) whose first argument is a state
+STATE_METHODS = ("predict", "predict_torch", "predict_with_jacobian", "measurement_force_jacobian",
+                 "sparse_force_jacobian", "update", "contact_bodies", "in_contact", "contact_map",
+                 "sensor_transform", "evaluate", "get_contact_sensor_raw_data")
+
+
+def _taking_sim_state(method: Any) -> Any:
+    """``method`` with its state argument passed through :func:`as_sim_state` first."""
+    @functools.wraps(method)
+    def call(self: Any, state: Any, *args: Any, **kwargs: Any) -> Any:
+        return method(self, as_sim_state(state), *args, **kwargs)
+    call._takes_sim_state = True
+    return call
+
+
 # -- the sensor contract ------------------------------------------------------------
 Pair = Tuple[str, str]
 
@@ -483,6 +579,15 @@ class BaseSensor:
 
     type_name: str = "BaseSensor"
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # every model, a user's registered one too, takes the seed's duck-typed states: each of its
+        # own STATE_METHODS converts its argument with as_sim_state (a SimState passes unchanged)
+        super().__init_subclass__(**kwargs)
+        for name in STATE_METHODS:
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "_takes_sim_state", False):
+                setattr(cls, name, _taking_sim_state(method))
+
     def __init__(self, name: str = "", attachModelName: str = "") -> None:
         self.name: str = name
         self.attachModelName: str = attachModelName
@@ -570,3 +675,8 @@ class BaseSensor:
 
     def set_internal_state(self, state: dict) -> None:
         """Restore internal state from ``get_internal_state()``."""
+
+
+for _name in STATE_METHODS:
+    if _name in BaseSensor.__dict__:
+        setattr(BaseSensor, _name, _taking_sim_state(BaseSensor.__dict__[_name]))
