@@ -1,4 +1,4 @@
-"""Fuzz: measured-message decoding (``outputs.decode_measured``) against a reference.
+"""Fuzz: measured-message decoding (``readings.decode_measured``) against a reference.
 
 Every sensor kind with the measurement names its model lists, fed its own
 message type (and now and then another): FluidPressure and WrenchStamped

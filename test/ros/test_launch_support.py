@@ -1,4 +1,4 @@
-"""What the launch files compute before starting anything (apps/launch_support.py), without ``launch``."""
+"""What the launch files compute before starting anything (ros/launch_support.py), without ``launch``."""
 import os
 import xml.etree.ElementTree as ET
 from pathlib import Path

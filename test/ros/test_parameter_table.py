@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from vsf_sensor_ros.ros.parameter_table import (BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, SENSOR_SETTINGS,
-                                                ConfigError, SensorConfig, check_value, effective_assets_dir,
-                                                sensor_specs, transform_from_params)
+                                                ConfigError, check_value, sensor_specs)
+from vsf_sensor_ros.ros.parameters import SensorParameters
+from vsf_sensor_ros.ros.scene import effective_assets_dir, transform_from_params
 from vsf_sensor_ros.sensor import sensor_from_config
 
 from test.ros.node_helpers import FIXTURES
@@ -18,7 +19,7 @@ from test.ros.node_helpers import FIXTURES
 def test_every_declared_setting_default_is_accepted_by_the_library(type_name):
     values = {s.key: s.default for s in sensor_specs(type_name)}
     values["attachment"] = "body"
-    sensor = sensor_from_config(SensorConfig("s", type_name, values).model_config())
+    sensor = sensor_from_config(SensorParameters("s", type_name, values).model_config())
     assert sensor.type_name == type_name and sensor.attachModelName == "body"
 
 

@@ -53,7 +53,6 @@ Run: ``python -m vsf_sensor_ros.contact_sources.contact_sim_node --ros-args -p w
 from __future__ import annotations
 
 import math
-import signal
 import sys
 import threading
 import time
@@ -65,7 +64,6 @@ import rclpy
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -74,11 +72,12 @@ from sensor_msgs.msg import JointState, PointCloud2
 from std_msgs.msg import Bool
 
 from .. import embedded_world as ew
+from vsf_sensor_ros.ros.main import run_node
 from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.parameters import declare_spec
 from vsf_sensor_ros.ros.parameter_table import Spec, check_value
 from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
-from vsf_sensor_ros.ros.messages.readings import KIND_MESSAGES, encode_vector, make_header, sensor_layout
+from vsf_sensor_ros.ros.messages.readings import encode_vector, make_header, sensor_layout
 from vsf_sensor_ros.world import xyz_quat_from_transform
 
 from .contact_sim import ContactSimulation
@@ -258,7 +257,7 @@ class ContactSimNode(Node):
         self.pub_pose = self.create_publisher(PoseStamped, "object/pose", reliable)
         self.pub_contacts = self.create_publisher(PointCloud2, "contacts", reliable)
         self.pub_measured = [
-            self.create_publisher(KIND_MESSAGES[lay.kind], f"{s.spec.name}/measured", reliable)
+            self.create_publisher(lay.codec.message, f"{s.spec.name}/measured", reliable)
             for s, lay in zip(self.streams, self._layouts)]
         self.pub_done = self.create_publisher(Bool, "sim_done", latched)
         self.pub_done.publish(Bool(data=False))
@@ -371,47 +370,34 @@ class ContactSimNode(Node):
         super().destroy_node()
 
 
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
+def _spin_until_done(node: "ContactSimNode") -> None:
+    """Spin until shutdown, or until the run is done (``exit_on_done``) and ``linger_s`` has passed."""
+    while rclpy.ok():
+        rclpy.spin_once(node, timeout_sec=0.1)
+        if node.done.is_set() and node.p["exit_on_done"]:
+            end = time.monotonic() + float(node.p["linger_s"])
+            while rclpy.ok() and time.monotonic() < end:
+                rclpy.spin_once(node, timeout_sec=0.05)
+            break
+
+
+def _finish(node: "ContactSimNode") -> int:
+    node.stop()
+    return 1 if node.failed is not None else 0
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """Console entry point: init, spin until done (or Ctrl-C), shut down cleanly.
+    """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): init, spin until done (or
+    Ctrl-C), shut down cleanly.
 
     Returns:
         0 on a finished (or interrupted) run, 1 when the simulation failed,
         2 on a configuration error (bad parameter, missing assets, unreachable
         press pose).
     """
-    rclpy.init(args=args)
-    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-        # stop like Ctrl-C on SIGTERM too (process managers send it), where rclpy does not
-        signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        node = ContactSimNode()
-    except (ValueError, FileNotFoundError, RuntimeError) as exc:
-        rclpy.logging.get_logger("contact_sim_node").fatal(f"configuration error: {exc}")
-        rclpy.try_shutdown()
-        return 2
-    except (KeyboardInterrupt, ExternalShutdownException):
-        rclpy.try_shutdown()
-        return 0
-    try:
-        while rclpy.ok():
-            rclpy.spin_once(node, timeout_sec=0.1)
-            if node.done.is_set() and node.p["exit_on_done"]:
-                end = time.monotonic() + float(node.p["linger_s"])
-                while rclpy.ok() and time.monotonic() < end:
-                    rclpy.spin_once(node, timeout_sec=0.05)
-                break
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.stop()
-        code = 1 if node.failed is not None else 0
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    return run_node("contact_sim_node", ContactSimNode, args,
+                    config_errors=(ValueError, FileNotFoundError, RuntimeError),
+                    spin=_spin_until_done, finish=_finish)
 
 
 if __name__ == "__main__":

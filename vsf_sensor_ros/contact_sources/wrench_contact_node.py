@@ -23,19 +23,17 @@ reliable).
 """
 from __future__ import annotations
 
-import signal
 import sys
 from typing import Any, List, Optional
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import WrenchStamped
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState, PointCloud2
 from std_srvs.srv import Trigger
 
+from vsf_sensor_ros.ros.main import run_node
 from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp, stamp_to_ns
 from vsf_sensor_ros.contact_sources.wrench_contacts import WrenchContactConfig, WrenchContactSource
@@ -109,32 +107,11 @@ class WrenchContactNode(Node):
         return response
 
 
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 def main(args: Optional[List[str]] = None) -> int:
-    """Console entry point: 0 on Ctrl-C / shutdown, 2 on a configuration error."""
-    rclpy.init(args=args)
-    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-        signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        node = WrenchContactNode()
-    except (ValueError, FileNotFoundError) as exc:
-        rclpy.logging.get_logger("wrench_contact_node").fatal(f"configuration error: {exc}")
-        rclpy.try_shutdown()
-        return 2
-    except (KeyboardInterrupt, ExternalShutdownException):
-        rclpy.try_shutdown()
-        return 0
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): 0 on Ctrl-C / shutdown, 2 on a
+    configuration error."""
+    return run_node("wrench_contact_node", WrenchContactNode, args,
+                    config_errors=(ValueError, FileNotFoundError))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The calibration file of the sensor node (load at start, ``save_calibration``) and the tare of one sensor.
+"""The calibration file of the sensor node: its YAML format, loading at start, the guarded save.
 
 File format (YAML, SI units), written by :meth:`CalibrationStore.save`::
 
@@ -31,17 +31,12 @@ import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence
 
 import numpy as np
 import yaml
 
-from ..sensor import TareCalibrator
-from ..sensor.base_sensor import BaseSensor
-from .messages import readings as enc
 from .parameter_table import ConfigError
-from .tare import (calibration_from_yaml, calibration_to_yaml, effective_offset, format_offset,
-                   select_samples, tare_sensor)
 
 if TYPE_CHECKING:  # the handle type only, for annotations (no import cycle at run time)
     from .sensor_handle import SensorHandle
@@ -244,7 +239,7 @@ def restored_text(h: "SensorHandle") -> str:
     if eff is not None:
         slots = [int(i) for i in h.layout.slots if i >= 0 and int(i) < eff.size]
         parts.append("offset " + format_offset({TARE_KEY: eff[slots]}, TARE_KEY,
-                                               enc.KIND_UNITS[h.layout.kind],
+                                               h.layout.codec.unit,
                                                [h.layout.names[i] for i in slots]))
     if "gain" in cal:
         g = cal["gain"]
@@ -254,41 +249,54 @@ def restored_text(h: "SensorHandle") -> str:
     return f"{h.name} ({'; '.join(parts) or 'no offset or gain'})"
 
 
-def tare(h: "SensorHandle", n: int) -> Tuple[bool, str]:
-    """Tare one sensor from its buffered pairs; ``(success, answer text)``.
+# -- calibration dicts as YAML values ------------------------------------------------------------
+def _array(val: Any) -> np.ndarray:
+    if hasattr(val, "detach"):
+        val = val.detach().cpu().numpy()
+    return np.asarray(val, dtype=np.float64).reshape(-1)
 
-    Uses the last ``n`` samples of the most recent contact-free run
-    (:func:`vsf_sensor_ros.ros.tare.select_samples`) through the library's
-    ``TareCalibrator``; on success the sensor's calibration, its
-    ``stats.calibration`` text and ``tare_samples_used`` are updated.
-    """
-    if type(h.sensor).set_calibration is BaseSensor.set_calibration:
-        # every shipped model has a tare offset; a model that keeps no calibration cannot be tared
-        return False, f"{h.name}: cannot tare: the {h.config.type} model has no tare offset"
-    samples, why = select_samples(list(h.pairs), n)
-    if why is not None:
-        return False, f"{h.name}: cannot tare: {why}"
-    # contact-free = nothing touches what this sensor senses, as the samples were chosen
-    calibrator = TareCalibrator(num_samples=n, output_key=TARE_KEY, contact_scope="sensor")
-    if hasattr(calibrator, "compatible") and not calibrator.compatible(h.sensor):
-        return False, f"{h.name}: cannot tare: {h.config.type} has no tare calibration"
-    try:
-        used = tare_sensor(h.sensor, samples, calibrator)
-    except (ValueError, RuntimeError) as exc:
-        return False, f"{h.name}: cannot tare: {exc}"
-    cal = h.sensor.get_calibration()
-    if TARE_KEY not in cal:
-        return False, f"{h.name}: cannot tare: the {h.config.type} model kept no '{TARE_KEY}' entry"
-    unit = enc.KIND_UNITS[h.layout.kind]
-    # report the physical entries (the indicator entries of pad/load sensors carry no offset)
-    slots = [int(i) for i in h.layout.slots if i >= 0]
-    eff = effective_offset(cal, TARE_KEY)
-    offset = format_offset({TARE_KEY: eff[slots]}, TARE_KEY, unit, [h.layout.names[i] for i in slots])
-    stamp_s = samples[-1].stamp_ns * 1e-9
-    h.stats.calibration = f"tared with {used} samples up to stamp {stamp_s:.9f} s: {offset}"
-    h.tare_samples_used = used
-    return True, f"{h.name}: tared with {used} of {n} samples (most recent contact-free run); offset {offset}"
+
+def effective_offset(calibration: Dict[str, Any], key: str) -> Optional[np.ndarray]:
+    """What the tare adds to the raw model: ``tare − tare_sim_avg`` (``tare`` alone when no average)."""
+    if key not in calibration:
+        return None
+    off = _array(calibration[key])
+    if "tare_sim_avg" in calibration:
+        off = off - _array(calibration["tare_sim_avg"])
+    return off
+
+
+def format_offset(calibration: Dict[str, Any], key: str, unit: str, names: Sequence[str]) -> str:
+    """Human text of the effective offset: ``pressure=101325 Pa`` or a summary for long vectors."""
+    arr = effective_offset(calibration, key)
+    if arr is None:
+        return f"(no '{key}' in calibration)"
+    if arr.size <= 4:
+        labels = list(names) if len(names) == arr.size else [f"[{i}]" for i in range(arr.size)]
+        return ", ".join(f"{k}={v:.9g} {unit}" for k, v in zip(labels, arr))
+    return f"{arr.size} entries, mean {arr.mean():.6g} {unit}, max |.| {np.abs(arr).max():.6g} {unit}"
+
+
+def calibration_to_yaml(calibration: Dict[str, Any]) -> Dict[str, Any]:
+    """Calibration dict -> plain lists/floats for YAML."""
+    out: Dict[str, Any] = {}
+    for k, v in calibration.items():
+        if hasattr(v, "detach"):
+            v = v.detach().cpu().numpy()
+        if isinstance(v, np.ndarray):
+            out[k] = [float(x) for x in v.reshape(-1)]
+        elif isinstance(v, (np.floating, np.integer)):
+            out[k] = v.item()
+        else:
+            out[k] = v
+    return out
+
+
+def calibration_from_yaml(entry: Dict[str, Any]) -> Dict[str, Any]:
+    """YAML lists -> float64 numpy arrays (scalars stay scalars)."""
+    return {k: (np.asarray(v, dtype=np.float64) if isinstance(v, list) else v) for k, v in entry.items()}
 
 
 __all__ = ["CalibrationStore", "HEADER", "SaveRefused", "TARE_KEY", "apply_file_entry", "calibration_entry",
-           "foreign_reason", "restored_text", "tare"]
+           "calibration_from_yaml", "calibration_to_yaml", "effective_offset", "foreign_reason",
+           "format_offset", "restored_text"]

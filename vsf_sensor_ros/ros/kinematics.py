@@ -1,19 +1,50 @@
-"""The node's kinematic inputs: joint states and free-body poses into the world, checked.
+"""Kinematics: joint states, free-body poses, driver joint names and the transform history.
 
 :class:`KinematicInputs` applies each ``joint_states`` message (after
-``joint_name_map``, :mod:`.joint_names`) and each ``<b>/pose`` to the node's
+``joint_name_map``, below) and each ``<b>/pose`` to the node's
 ``World`` and remembers the stamped configuration for the contacts of the same
-step (:mod:`.body_transforms`).  A message that is empty, short, non-finite,
+step (:class:`BodyTransforms`).  A message that is empty, short, non-finite,
 in another frame or rejected by the world is counted by reason through the
 node's ``reject`` and changes nothing.  :meth:`KinematicInputs.follow` sets
 what depends on the configured sensors: the joints a driver must send for each
 sensor's body to move (reported when never received) and the bodies whose
 transforms a step computes.  The node creates the subscriptions and forwards
 their callbacks here.
+
+Driver joint names
+------------------
+A real robot driver may name its joints differently from the URDF (Kinova's
+driver sends ``joint_1`` .. ``joint_7``, its URDF calls them ``Actuator1`` ..
+``Actuator7``).  Nothing matches, every joint stays at its initial value and
+the predictions are silently wrong.  This module makes that visible and
+fixable, without ROS:
+
+* :func:`parse_joint_name_map` reads the ``joint_name_map`` parameter, a
+  string array of ``driver:urdf`` pairs;
+* :func:`joints_moving` lists the URDF joints whose motion moves a body (a
+  sensor's attachment);
+* :class:`JointNameTracker` renames a ``JointState``'s names, counts the names
+  that match no URDF joint (one warning per name) and, after
+  :data:`MISSING_AFTER` joint states, names once each joint that moves a
+  sensor body and was never received.
+
+Transform history
+-----------------
+The node applies every joint state and free-body pose to its ``World`` as it
+arrives.  A contacts message normally uses the resulting (cached) transforms.
+When the executor has already served the joint state of a *later* step (both
+waited in the queues), the newest stamped configuration not later than the
+contacts stamp is used instead, so each step pairs with its own joint state.
+Unstamped joint states (stamp 0) are not remembered: the latest wins.
+
+Only the bodies a step can use are computed (:meth:`BodyTransforms.need`:
+the sensors' bodies and the contact bodies); None = every body.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, List, Mapping
+import bisect
+from collections import deque
+from typing import Any, Callable, Deque, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
 import torch
@@ -21,10 +52,9 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 
 from ..urdf import MOVABLE_JOINT_TYPES
-from .body_transforms import BodyTransforms
-from .joint_names import JointNameTracker, joints_moving
-from .sensor_handle import SensorHandle
 from .messages.stamps import stamp_to_ns
+from .parameter_table import ConfigError
+from .sensor_handle import SensorHandle
 
 
 class KinematicInputs:
@@ -111,3 +141,213 @@ class KinematicInputs:
         # and the free bodies whose poses go on /tf
         self.transforms.need([b for h in handles for b in (h.config.values["attachment"], h.layout.frame_id)]
                              + list(contact_body_names) + list(free_bodies))
+
+
+# -- driver joint names ----------------------------------------------------------------------
+# Joint states after which a sensor-moving joint never received is reported.
+MISSING_AFTER = 50
+
+
+def parse_joint_name_map(entries: Sequence[str], urdf_joints: Iterable[str],
+                         parameter: str = "joint_name_map") -> Dict[str, str]:
+    """``["joint_1:Actuator1", ...]`` -> ``{"joint_1": "Actuator1", ...}``.
+
+    Args:
+        entries: ``driver:urdf`` pairs (whitespace around either name ignored).
+        urdf_joints: every joint name the URDF's JointState may carry (movable joints,
+            mimic ones included).
+        parameter: name used in the error.
+
+    Raises:
+        ConfigError: naming the entry: not exactly one ``:`` with a name on each side,
+            a URDF name that is no joint of the URDF, a driver name or a URDF name
+            listed twice.
+    """
+    known = set(urdf_joints)
+    out: Dict[str, str] = {}
+    targets: Dict[str, str] = {}
+    for entry in entries:
+        parts = entry.split(":")
+        if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+            raise ConfigError(parameter, entry, "each entry is 'driver_name:urdf_name' "
+                                                "(e.g. 'joint_1:Actuator1')")
+        driver, urdf = parts[0].strip(), parts[1].strip()
+        if urdf not in known:
+            raise ConfigError(parameter, entry, f"{urdf!r} is not a joint of the URDF (joints: "
+                                                f"{', '.join(sorted(known)) or 'none'})")
+        if driver in out:
+            raise ConfigError(parameter, entry, f"driver name {driver!r} is mapped twice")
+        if urdf in targets:
+            raise ConfigError(parameter, entry, f"URDF joint {urdf!r} is already the target of "
+                                                f"{targets[urdf]!r}")
+        out[driver] = urdf
+        targets[urdf] = driver
+    return out
+
+
+def joints_moving(body: str, body_parent: Mapping[str, Optional[str]],
+                  joints: Sequence[Tuple[str, str, str, Optional[str], bool]]) -> List[str]:
+    """The joints a driver must send for ``body`` to move: movable joints from the root down to it.
+
+    Args:
+        body: a link, or an extra body fixed (through ``body_parent``) to one.
+        body_parent: extra body -> its parent link or body (None: a free body).
+        joints: ``(name, parent_link, child_link, mimic_source or None, movable)`` of every
+            URDF joint (fixed ones too: the chain climbs through them).
+
+    Returns:
+        Joint names, root first; a mimic joint is replaced by its source (the driver
+        sends the source).  Empty for a free body or the root link.
+    """
+    seen: Set[str] = set()
+    link: Optional[str] = body
+    while link in body_parent and link not in seen:   # climb extra bodies to their link
+        seen.add(link)
+        link = body_parent[link]
+    by_child = {child: (name, parent, mimic, movable) for name, parent, child, mimic, movable in joints}
+    out: List[str] = []
+    while link is not None and link in by_child and link not in seen:
+        seen.add(link)
+        name, parent, mimic, movable = by_child[link]
+        if movable:
+            out.append(mimic or name)
+        link = parent
+    return list(dict.fromkeys(reversed(out)))
+
+
+class JointNameTracker:
+    """Renames driver joint names and keeps what the node reports about them.
+
+    Args:
+        name_map: driver name -> URDF name (:func:`parse_joint_name_map`).
+        watched: joint -> sensors it moves (:func:`joints_moving` per sensor).
+
+    Attributes:
+        unknown: name as received (before mapping) -> JointState messages that carried it
+            and no URDF joint matched.
+        received: URDF joint names seen in at least one JointState.
+        messages: JointState messages seen.
+    """
+
+    def __init__(self, name_map: Mapping[str, str], watched: Mapping[str, Sequence[str]]) -> None:
+        self.name_map = dict(name_map)
+        self.watched = {j: list(s) for j, s in watched.items()}
+        self.unknown: Dict[str, int] = {}
+        self.received: Set[str] = set()
+        self.messages = 0
+        self._missing_reported = False
+
+    def rename(self, names: Sequence[str]) -> List[str]:
+        """The URDF names of a JointState's ``names`` (unmapped names kept as they are)."""
+        m = self.name_map
+        return [m.get(n, n) for n in names] if m else list(names)
+
+    def note(self, received_names: Sequence[str], applied_names: Sequence[str],
+             ignored: Sequence[str]) -> List[str]:
+        """Record one applied JointState; the warning lines to log now (each at most once).
+
+        Args:
+            received_names: names as the driver sent them.
+            applied_names: the same after :meth:`rename`.
+            ignored: the applied names no URDF joint matched.
+
+        Returns:
+            A line per name never seen before that matched nothing, and, at the
+            :data:`MISSING_AFTER`-th message, one line naming the sensor-moving
+            joints still never received.
+        """
+        self.messages += 1
+        lines: List[str] = []
+        bad = set(ignored)
+        self.received.update(n for n in applied_names if n not in bad)
+        for raw, applied in zip(received_names, applied_names):
+            if applied in bad:
+                if raw not in self.unknown:
+                    shown = raw if raw == applied else f"{raw} (mapped to {applied})"
+                    lines.append(f"JointState name {shown!r} matches no URDF joint: ignored; map driver "
+                                 "names with joint_name_map ['driver:urdf', ...]")
+                self.unknown[raw] = self.unknown.get(raw, 0) + 1
+        if self.messages >= MISSING_AFTER and not self._missing_reported:
+            self._missing_reported = True
+            missing = self.missing()
+            if missing:
+                lines.append(f"after {self.messages} joint states, joints moving sensors were never "
+                             f"received: {self.missing_text()}; they keep their initial positions "
+                             "(check the driver's names or joint_name_map)")
+        return lines
+
+    def missing(self) -> List[str]:
+        """Sensor-moving joints never received (empty before :data:`MISSING_AFTER` messages)."""
+        if self.messages < MISSING_AFTER:
+            return []
+        return [j for j in self.watched if j not in self.received]
+
+    def missing_text(self) -> str:
+        """``"Actuator1 (moves pressure), ..."`` for :meth:`missing`, or ``"none"``."""
+        return ", ".join(f"{j} (moves {', '.join(self.watched[j])})" for j in self.missing()) or "none"
+
+
+# -- transform history -----------------------------------------------------------------------
+# Stamped joint states kept to pair each contacts message with its own step's configuration.
+JOINT_HISTORY = 200
+
+
+class BodyTransforms:
+    """Cached body transforms of ``world`` plus a short history of stamped joint configurations.
+
+    Args:
+        world: the node's ``World``.
+        dtype, device: of the returned ``(4, 4)`` transforms.
+        history: stamped configurations kept.
+    """
+
+    def __init__(self, world: Any, dtype: torch.dtype, device: torch.device,
+                 history: int = JOINT_HISTORY) -> None:
+        self._world, self._dtype, self._device = world, dtype, device
+        self._cache: Optional[Dict[str, torch.Tensor]] = None
+        # (stamp_ns, the world's whole configuration: mimic joints as set, nothing re-derived)
+        self._history: Deque[Tuple[int, np.ndarray]] = deque(maxlen=history)
+        self._names: Optional[Tuple[str, ...]] = None
+
+    def need(self, names: Optional[Iterable[str]]) -> None:
+        """Compute only these bodies from now on (unknown names are left out); None = every body."""
+        if names is None:
+            new = None
+        else:
+            known = set(self._world.body_names)
+            new = tuple(n for n in dict.fromkeys(names) if n in known)
+        if new != self._names:
+            self._names = new
+            self._cache = None
+
+    def invalidate(self) -> None:
+        """The world changed (a joint state or a pose was applied)."""
+        self._cache = None
+
+    def remember(self, stamp_ns: int) -> None:
+        """Keep the world's current configuration under ``stamp_ns`` (ignored when ``<= 0``).
+
+        A stamp earlier than the newest kept one (simulator reset) forgets the
+        history: older stamps belong to the old run.
+        """
+        if stamp_ns <= 0:
+            return
+        if self._history and stamp_ns < self._history[-1][0]:
+            self._history.clear()
+        self._history.append((stamp_ns, self._world.configuration()))
+
+    def at(self, stamp_ns: int) -> Dict[str, torch.Tensor]:
+        """Body name -> ``(4, 4)`` body -> world transform for contacts stamped ``stamp_ns``."""
+        hist, world = self._history, self._world
+        if hist and hist[-1][0] > stamp_ns:
+            i = bisect.bisect_right([h[0] for h in hist], stamp_ns) - 1
+            if i >= 0:
+                latest = hist[-1][1]
+                world.set_configuration(hist[i][1])
+                try:
+                    return world.body_transforms(self._dtype, self._device, self._names)
+                finally:
+                    world.set_configuration(latest)
+        if self._cache is None:
+            self._cache = world.body_transforms(self._dtype, self._device, self._names)
+        return self._cache

@@ -1,60 +1,25 @@
-"""Parameters of the sensor node: declarations, descriptors, validation.
+"""The sensor node's parameter table: every parameter's name, default, type, description and
+constraints, in one place (:class:`Spec`).
 
-The layout follows nav2 / ros2_control: name lists, then one namespace per name.
-
-Node-wide (``read_only`` ones are fixed at start)::
-
-    robot_description          URDF text (the ROS convention); read-only
-    robot_description_path     URDF file, used when robot_description is empty; read-only
-    assets_dir                 base for relative paths; $VSF_ASSETS wins when set; read-only
-    world_frame                frame of contacts and free-body poses; read-only
-    contact_body_names         body index table of the contacts cloud (body1/body2); read-only
-    bodies                     extra rigid bodies: [punyo, ...]; read-only
-    <b>.mesh                   triangle mesh file of body <b> (vertices in its frame)
-    <b>.parent_link            link (or earlier body) it is fixed to; '' = free body
-    <b>.transform              16 floats, row-major T_parent_body (initial world pose if free)
-    <b>.transform_file         JSON file holding the 4x4 (overrides <b>.transform)
-    <b>.transform_key          key of the 4x4 in that JSON
-    <b>.pose_topic             geometry_msgs/PoseStamped topic driving a free body ('' = <b>/pose)
-    sensors                    [a, b, ...]; live: adding/removing names adds/removes sensors
-    <s>.type                   sensor class; read-only once declared
-    <s>.attachment             body the sensor is attached to; live (re-attach)
-    <s>.measured_type          message type of <s>/measured; live (re-subscribes)
-    <s>.measured_scale         measured value x scale = SI (e.g. 100.0 for hPa), > 0; live
-    <s>.measured_topic         topic of the measured reading ('' = <s>/measured); live
-    <s>.measured_delay         s added to a header-less measured message's receive time; live
-    <s>.publish_jacobian       publish <s>/jacobian; live
-    <s>.publish_markers        publish <s>/markers; live
-    <s>.jacobian_decimation    publish every k-th Jacobian (1 = all); live
-    <s>.<setting>              type-specific model settings (see SENSOR_SETTINGS); live
-    tare_samples, tare_on_start, calibration_file, calibration_create_dirs, max_sensor_names,
-    max_stamp_difference,
-    alignment_buffer_size, markers_max_rate, marker_force_scale, diagnostics_period,
-    qos.inputs.reliability, qos.inputs.depth, qos.outputs.reliability, qos.outputs.depth,
-    publish_tf                 announce the frames the node adds on /tf_static and /tf; read-only
-    joint_name_map             ['driver:urdf', ...] JointState names -> URDF joint names; read-only
-    fast_path, executor, keep_warm_period   hot path and executor choice; read-only
-
-When neither ``robot_description`` nor ``robot_description_path`` is given,
-the node uses the package's embedded world
-(:func:`vsf_sensor_ros.embedded_world.embedded_world`): a small arm with a
-Punyo-like bubble body, so the node runs with no robot files at all.
+:data:`NODE_SPECS` holds the node-wide parameters, :data:`BODY_SPECS` the namespace
+``<b>.*`` of an extra body, :data:`SENSOR_COMMON_SPECS` the keys every sensor ``<s>.*``
+has and :data:`SENSOR_SETTINGS` the model settings of each sensor type; the layout
+follows nav2 / ros2_control (name lists, then one namespace per name).  The node
+declares each parameter with its Spec's descriptor (so ``ros2 param describe`` shows
+the description).  :func:`check_value` checks a value against its Spec (type, range,
+choices).
 """
 from __future__ import annotations
 
 import array
-import json
-import os
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
 
-from .messages.readings import (COMPATIBLE_MEASURED_TYPES, DEFAULT_MEASURED_TYPE, SENSOR_KINDS,
-                                normalise_measured_type)
+from .messages.readings import SENSOR_KINDS
 
 INF = float("inf")
 
@@ -418,118 +383,3 @@ def sensor_specs(type_name: str) -> List[Spec]:
         KeyError: unknown type (callers turn it into a ``ConfigError``).
     """
     return SENSOR_COMMON_SPECS + SENSOR_SETTINGS[type_name]
-
-
-def resolve_path(text: str, assets_dir: str) -> Path:
-    """Resolve a file parameter: absolute as is, relative against ``assets_dir`` (or cwd)."""
-    p = Path(os.path.expanduser(text))
-    if p.is_absolute():
-        return p
-    return (Path(assets_dir) if assets_dir else Path.cwd()) / p
-
-
-def effective_assets_dir(param_value: str) -> str:
-    """``$VSF_ASSETS`` when set and non-empty, else the ``assets_dir`` parameter."""
-    env = os.environ.get("VSF_ASSETS", "")
-    return env if env else param_value
-
-
-def transform_from_params(body: str, flat: Sequence[float], transform_file: str, key: str,
-                          assets_dir: str) -> np.ndarray:
-    """The ``(4, 4)`` body -> parent transform of an extra body.
-
-    ``transform_file`` (JSON, like ``punyo2end_effector_transform.json``) wins
-    over the 16 row-major floats of ``transform``.
-
-    Raises:
-        ConfigError: unreadable file, missing key, or not a 4x4 of numbers.
-    """
-    if transform_file:
-        path = resolve_path(transform_file, assets_dir)
-        pname = f"{body}.transform_file"
-        try:
-            data = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise ConfigError(pname, transform_file, f"file {str(path)!r} does not exist") from None
-        except (OSError, ValueError) as exc:
-            raise ConfigError(pname, transform_file, f"cannot read JSON: {exc}") from None
-        if key:
-            if not isinstance(data, dict) or key not in data:
-                keys = sorted(data) if isinstance(data, dict) else []
-                raise ConfigError(f"{body}.transform_key", key, f"not a key of {path.name} (keys: {keys})")
-            data = data[key]
-        try:
-            T = np.asarray(data, dtype=np.float64)
-        except (TypeError, ValueError):
-            T = np.zeros(0)
-        if T.shape != (4, 4) or not np.isfinite(T).all():
-            raise ConfigError(pname, transform_file, f"entry is not a finite 4x4 matrix (shape {T.shape})")
-        return T
-    T = np.asarray(flat, dtype=np.float64)
-    if T.shape != (16,) or not np.isfinite(T).all():
-        raise ConfigError(f"{body}.transform", list(flat), "needs 16 finite floats (row-major 4x4)")
-    return T.reshape(4, 4)
-
-
-def qos_reliability(parameter: str, value: str):
-    """Map ``best_effort`` / ``reliable`` to rclpy's policy.
-
-    Raises:
-        ConfigError: any other value.
-    """
-    from rclpy.qos import ReliabilityPolicy
-    v = value.strip().lower().replace("-", "_")
-    if v == "best_effort":
-        return ReliabilityPolicy.BEST_EFFORT
-    if v == "reliable":
-        return ReliabilityPolicy.RELIABLE
-    raise ConfigError(parameter, value, "must be 'best_effort' or 'reliable'")
-
-
-@dataclass
-class SensorConfig:
-    """A sensor's parameter namespace as plain values.
-
-    Attributes:
-        name: sensor name.
-        type: sensor type name.
-        values: every declared key of the namespace -> value (ROS types).
-    """
-
-    name: str
-    type: str
-    values: Dict[str, Any] = field(default_factory=dict)
-
-    def model_config(self) -> Dict[str, Any]:
-        """The dict for ``sensor_from_config``: name, type, attachment + type settings.
-
-        Array values become lists; ROS-side keys (measured_*, publish_*) are left out.
-        """
-        cfg: Dict[str, Any] = {"name": self.name, "type": self.type,
-                               "attachment": self.values.get("attachment", "")}
-        for spec in SENSOR_SETTINGS.get(self.type, []):
-            if spec.key in self.values:
-                v = self.values[spec.key]
-                cfg[spec.key] = list(v) if isinstance(v, (list, tuple, np.ndarray)) else v
-        return cfg
-
-    def measured_type(self) -> str:
-        """Canonical measured message type (the predicted type when unset).
-
-        Raises:
-            ConfigError: an unsupported type string, or one the sensor's kind
-                cannot decode (see ``outputs.COMPATIBLE_MEASURED_TYPES``:
-                pressure -> FluidPressure, dense force -> PointCloud2,
-                ContactSensor / IsaacContactSensor -> WrenchStamped).
-        """
-        kind = SENSOR_KINDS[self.type]
-        text = self.values.get("measured_type", "") or DEFAULT_MEASURED_TYPE[kind]
-        try:
-            canon = normalise_measured_type(text)
-        except ValueError as exc:
-            raise ConfigError(f"{self.name}.measured_type", text, str(exc)) from None
-        if canon not in COMPATIBLE_MEASURED_TYPES[kind]:
-            raise ConfigError(f"{self.name}.measured_type", text,
-                              f"a {self.type} reading cannot be decoded from {canon}; use "
-                              f"{' or '.join(COMPATIBLE_MEASURED_TYPES[kind])}")
-        return canon

@@ -21,10 +21,11 @@ allocate without bound.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
+import numpy as np
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -33,9 +34,8 @@ from ..sensor.base_sensor import BaseSensor
 from .messages import readings as enc
 from ._rclpy_compat import parameter_override, replace_parameter_override
 from .parameter_table import (BODY_KEYS, BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, SENSOR_KEYS,
-                              SENSOR_SETTINGS, STRING_ARRAY, ConfigError, SensorConfig, Spec, as_double,
-                              check_name, check_topic_name, check_value, plain, sensor_specs)
-from .sensor_handle import measured_topic
+                              SENSOR_SETTINGS, STRING_ARRAY, ConfigError, Spec, as_double, check_name,
+                              check_topic_name, check_value, plain, sensor_specs)
 
 # Node endpoints a sensor name must not shadow.
 RESERVED_NAMES = ("tare", "save_calibration", "contacts", "joint_states")
@@ -44,6 +44,59 @@ MAX_LIVE_TEXT = 1024
 _ARRAY_TYPES = (Parameter.Type.BYTE_ARRAY, Parameter.Type.BOOL_ARRAY, Parameter.Type.INTEGER_ARRAY,
                 Parameter.Type.DOUBLE_ARRAY)
 _NODE_SPEC = {s.key: s for s in NODE_SPECS}
+
+
+@dataclass
+class SensorParameters:
+    """A sensor's parameter namespace as plain values.
+
+    Attributes:
+        name: sensor name.
+        type: sensor type name.
+        values: every declared key of the namespace -> value (ROS types).
+    """
+
+    name: str
+    type: str
+    values: Dict[str, Any] = field(default_factory=dict)
+
+    def model_config(self) -> Dict[str, Any]:
+        """The dict for ``sensor_from_config``: name, type, attachment + type settings.
+
+        Array values become lists; ROS-side keys (measured_*, publish_*) are left out.
+        """
+        cfg: Dict[str, Any] = {"name": self.name, "type": self.type,
+                               "attachment": self.values.get("attachment", "")}
+        for spec in SENSOR_SETTINGS.get(self.type, []):
+            if spec.key in self.values:
+                v = self.values[spec.key]
+                cfg[spec.key] = list(v) if isinstance(v, (list, tuple, np.ndarray)) else v
+        return cfg
+
+    def measured_type(self) -> str:
+        """Canonical measured message type (the predicted type when unset).
+
+        Raises:
+            ConfigError: an unsupported type string, or one the sensor's kind
+                cannot decode (its codec's ``measured_types``: pressure -> FluidPressure or a
+                bare Float32 / Float64, dense force -> PointCloud2, ContactSensor /
+                IsaacContactSensor -> WrenchStamped).
+        """
+        accepted = enc.codec_of_type(self.type).measured_types
+        text = self.values.get("measured_type", "") or accepted[0]
+        try:
+            canon = enc.normalise_measured_type(text)
+        except ValueError as exc:
+            raise ConfigError(f"{self.name}.measured_type", text, str(exc)) from None
+        if canon not in accepted:
+            raise ConfigError(f"{self.name}.measured_type", text,
+                              f"a {self.type} reading cannot be decoded from {canon}; use "
+                              f"{' or '.join(accepted)}")
+        return canon
+
+    def measured_topic(self) -> str:
+        """The measured topic: ``<s>.measured_topic``, or ``<s>/measured`` when empty."""
+        return str(self.values.get("measured_topic", "") or "").strip() or f"{self.name}/measured"
 
 
 @dataclass(frozen=True)
@@ -94,7 +147,7 @@ class SensorChange:
             attachment changes, else None (only ROS-side settings change).
     """
 
-    config: SensorConfig
+    config: SensorParameters
     sensor: Optional[BaseSensor]
     layout: Optional[enc.SensorLayout]
 
@@ -109,7 +162,7 @@ class SensorAddition:
     """
 
     staged: Mapping[str, Any]
-    config: SensorConfig
+    config: SensorParameters
     sensor: BaseSensor
     layout: enc.SensorLayout
 
@@ -133,8 +186,8 @@ class ChangePlan:
     staged_names: Tuple[str, ...] = ()
 
 
-# ``(configured sensor name -> its SensorConfig)``; ``build(cfg) -> (sensor, layout)`` raising ConfigError.
-Build = Callable[[SensorConfig], Tuple[BaseSensor, enc.SensorLayout]]
+# ``build(cfg) -> (sensor, layout)`` of a sensor's SensorParameters, raising ConfigError.
+Build = Callable[[SensorParameters], Tuple[BaseSensor, enc.SensorLayout]]
 
 
 def declare_spec(node: Node, name: str, spec: Spec, value: Any = None, ignore_override: bool = False) -> Any:
@@ -249,7 +302,7 @@ class NodeParameters:
             raise ConfigError(pname, value, f"would hold parameters for {total} sensor names; at most "
                                             f"max_sensor_names = {limit} (read-only, set at start)")
 
-    def declare_sensor(self, name: str, staged: Optional[Mapping[str, Any]] = None) -> SensorConfig:
+    def declare_sensor(self, name: str, staged: Optional[Mapping[str, Any]] = None) -> SensorParameters:
         """Declare ``<name>.*`` (type first, then the type's keys) and collect the values.
 
         ``staged``: values given in the same parameter request or set earlier
@@ -273,7 +326,7 @@ class NodeParameters:
         for spec in sensor_specs(t):
             if spec.key != "type":
                 values[spec.key] = self._declare_key(name, spec, staged)
-        cfg = SensorConfig(name, t, values)
+        cfg = SensorParameters(name, t, values)
         cfg.measured_type()  # validates
         self.known_names.add(name)
         return cfg
@@ -297,7 +350,8 @@ class NodeParameters:
         return self.declare(full, spec)
 
     # ------------------------------------------------------------------ live requests
-    def coerce_request(self, params: List[Parameter], configs: Mapping[str, SensorConfig]) -> List[Parameter]:
+    def coerce_request(self, params: List[Parameter],
+                       configs: Mapping[str, SensorParameters]) -> List[Parameter]:
         """``pre_set_parameters``: int -> double, and an empty array of any type for a string array."""
         out = []
         for prm in params:
@@ -311,7 +365,7 @@ class NodeParameters:
         return out
 
     @staticmethod
-    def _spec_of(full: str, configs: Mapping[str, SensorConfig]) -> Optional[Spec]:
+    def _spec_of(full: str, configs: Mapping[str, SensorParameters]) -> Optional[Spec]:
         spec = _NODE_SPEC.get(full)
         if spec is not None:
             return spec
@@ -321,13 +375,13 @@ class NodeParameters:
             return next((sp for sp in sensor_specs(cfg.type) if sp.key == key), None)
         return None
 
-    def plan(self, params: Sequence[Parameter], configs: Mapping[str, SensorConfig],
+    def plan(self, params: Sequence[Parameter], configs: Mapping[str, SensorParameters],
              build: Build) -> ChangePlan:
         """Work out what a request changes; build new sensor models to prove they are valid.
 
         Args:
             params: the request.
-            configs: configured sensors, name -> current :class:`SensorConfig`.
+            configs: configured sensors, name -> current :class:`SensorParameters`.
             build: model factory (raises ``ConfigError``).
 
         A sensor is rebuilt only when a model setting or its attachment changes.
@@ -381,8 +435,8 @@ class NodeParameters:
         additions = self._additions(batch, sensors, configs, build)
         for name, ch in changes.items():
             old = configs[name]
-            new_key = (measured_topic(ch.config), ch.config.measured_type())
-            if new_key != (measured_topic(old), old.measured_type()):
+            new_key = (ch.config.measured_topic(), ch.config.measured_type())
+            if new_key != (old.measured_topic(), old.measured_type()):
                 self.check_measured_topic(ch.config, old)
         for add in additions.values():
             self.check_measured_topic(add.config, None)
@@ -395,7 +449,7 @@ class NodeParameters:
         override = parameter_override(self._node, full)
         return None if override is None else override.value
 
-    def check_measured_topic(self, cfg: SensorConfig, old: Optional[SensorConfig]) -> None:
+    def check_measured_topic(self, cfg: SensorParameters, old: Optional[SensorParameters]) -> None:
         """The measured topic of ``cfg`` is a valid name and carries no other message type.
 
         rclpy's name rules apply with the node's own name and namespace (``~``,
@@ -408,7 +462,7 @@ class NodeParameters:
             ConfigError: naming ``<s>.measured_topic`` and the value.
         """
         node = self._node
-        topic = measured_topic(cfg)
+        topic = cfg.measured_topic()
         pname = f"{cfg.name}.measured_topic"
         full = check_topic_name(pname, topic, node.get_name(), node.get_namespace())
         cls = enc.MEASURED_TYPES[cfg.measured_type()]
@@ -416,7 +470,7 @@ class NodeParameters:
         mine = None
         if old is not None:
             old_cls = enc.MEASURED_TYPES[old.measured_type()]
-            old_full = check_topic_name(pname, measured_topic(old), node.get_name(), node.get_namespace())
+            old_full = check_topic_name(pname, old.measured_topic(), node.get_name(), node.get_namespace())
             mine = (old_full, f"{old_cls.__module__.split('.')[0]}/msg/{old_cls.__name__}")
         for name, types in node.get_topic_names_and_types():
             if name != full:
@@ -426,7 +480,7 @@ class NodeParameters:
                 raise ConfigError(pname, cfg.values.get("measured_topic", ""),
                                   f"topic {full} already carries {', '.join(others)}, not {want}")
 
-    def _changes(self, batch: Mapping[str, Any], configs: Mapping[str, SensorConfig],
+    def _changes(self, batch: Mapping[str, Any], configs: Mapping[str, SensorParameters],
                  build: Build) -> Mapping[str, SensorChange]:
         touched: Dict[str, Dict[str, Any]] = {}
         for pname, value in batch.items():
@@ -438,7 +492,7 @@ class NodeParameters:
             old = configs[ns]
             values = dict(old.values)
             values.update({k: plain(v) for k, v in changes.items()})
-            cfg = SensorConfig(ns, old.type, values)
+            cfg = SensorParameters(ns, old.type, values)
             cfg.measured_type()
             model_keys = {"attachment"} | {s.key for s in SENSOR_SETTINGS[old.type]}
             if model_keys & set(changes):
@@ -449,7 +503,7 @@ class NodeParameters:
         return MappingProxyType(out)
 
     def _additions(self, batch: Mapping[str, Any], sensors: Optional[Tuple[str, ...]],
-                   configs: Mapping[str, SensorConfig], build: Build) -> Mapping[str, SensorAddition]:
+                   configs: Mapping[str, SensorParameters], build: Build) -> Mapping[str, SensorAddition]:
         out: Dict[str, SensorAddition] = {}
         for name in sensors or ():
             if name in configs:
@@ -460,7 +514,7 @@ class NodeParameters:
             out[name] = SensorAddition(MappingProxyType(staged), cfg, sensor, layout)
         return MappingProxyType(out)
 
-    def preview_sensor(self, name: str, staged: Mapping[str, Any]) -> SensorConfig:
+    def preview_sensor(self, name: str, staged: Mapping[str, Any]) -> SensorParameters:
         """The config a sensor would get if added now (nothing declared).
 
         Raises:
@@ -487,7 +541,7 @@ class NodeParameters:
             v = plain(current(spec.key, spec.default))
             check_value(f"{name}.{spec.key}", spec, v)
             values[spec.key] = v
-        cfg = SensorConfig(name, t, values)
+        cfg = SensorParameters(name, t, values)
         cfg.measured_type()
         return cfg
 
@@ -536,4 +590,4 @@ def _check_size(pname: str, value: Any) -> None:
 
 
 __all__ = ["Build", "ChangePlan", "LiveSettings", "MAX_LIVE_TEXT", "NodeParameters", "RESERVED_NAMES",
-           "SensorAddition", "SensorChange", "declare_spec"]
+           "SensorAddition", "SensorChange", "SensorParameters", "declare_spec"]

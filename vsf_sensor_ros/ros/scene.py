@@ -11,6 +11,8 @@ made before the call, never by matching message text:
 """
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
@@ -21,7 +23,59 @@ from ..sensor.base_sensor import BaseSensor
 from ..sensor.errors import SettingError
 from .messages import readings as enc
 from .frames import sensor_frame_name, sensor_frame_transform
-from .parameter_table import ConfigError, SensorConfig, resolve_path, transform_from_params
+from .parameter_table import ConfigError
+from .parameters import SensorParameters
+
+
+def resolve_path(text: str, assets_dir: str) -> Path:
+    """Resolve a file parameter: absolute as is, relative against ``assets_dir`` (or cwd)."""
+    p = Path(os.path.expanduser(text))
+    if p.is_absolute():
+        return p
+    return (Path(assets_dir) if assets_dir else Path.cwd()) / p
+
+
+def effective_assets_dir(param_value: str) -> str:
+    """``$VSF_ASSETS`` when set and non-empty, else the ``assets_dir`` parameter."""
+    env = os.environ.get("VSF_ASSETS", "")
+    return env if env else param_value
+
+
+def transform_from_params(body: str, flat: Sequence[float], transform_file: str, key: str,
+                          assets_dir: str) -> np.ndarray:
+    """The ``(4, 4)`` body -> parent transform of an extra body.
+
+    ``transform_file`` (JSON, like ``punyo2end_effector_transform.json``) wins
+    over the 16 row-major floats of ``transform``.
+
+    Raises:
+        ConfigError: unreadable file, missing key, or not a 4x4 of numbers.
+    """
+    if transform_file:
+        path = resolve_path(transform_file, assets_dir)
+        pname = f"{body}.transform_file"
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError(pname, transform_file, f"file {str(path)!r} does not exist") from None
+        except (OSError, ValueError) as exc:
+            raise ConfigError(pname, transform_file, f"cannot read JSON: {exc}") from None
+        if key:
+            if not isinstance(data, dict) or key not in data:
+                keys = sorted(data) if isinstance(data, dict) else []
+                raise ConfigError(f"{body}.transform_key", key, f"not a key of {path.name} (keys: {keys})")
+            data = data[key]
+        try:
+            T = np.asarray(data, dtype=np.float64)
+        except (TypeError, ValueError):
+            T = np.zeros(0)
+        if T.shape != (4, 4) or not np.isfinite(T).all():
+            raise ConfigError(pname, transform_file, f"entry is not a finite 4x4 matrix (shape {T.shape})")
+        return T
+    T = np.asarray(flat, dtype=np.float64)
+    if T.shape != (16,) or not np.isfinite(T).all():
+        raise ConfigError(f"{body}.transform", list(flat), "needs 16 finite floats (row-major 4x4)")
+    return T.reshape(4, 4)
 
 
 def build_world(robot_description: str, robot_description_path: str, assets: str) -> Any:
@@ -153,7 +207,7 @@ def check_contact_body_names(names: Sequence[str], world: Any) -> list:
 
 
 class SensorFactory:
-    """Builds attached sensor models and their message layouts from a :class:`SensorConfig`.
+    """Builds attached sensor models and their message layouts from a :class:`SensorParameters`.
 
     Args:
         world: the node's ``World``.
@@ -165,12 +219,12 @@ class SensorFactory:
         self.world = world
         self.body_meshes: Dict[str, str] = dict(body_meshes)
 
-    def build(self, cfg: SensorConfig) -> Tuple[BaseSensor, enc.SensorLayout]:
+    def build(self, cfg: SensorParameters) -> Tuple[BaseSensor, enc.SensorLayout]:
         """A new attached model and its layout (see :meth:`sensor` and :meth:`layout`)."""
         sensor = self.sensor(cfg)
         return sensor, self.layout(cfg, sensor)
 
-    def sensor(self, cfg: SensorConfig) -> BaseSensor:
+    def sensor(self, cfg: SensorParameters) -> BaseSensor:
         """Instantiate and attach a sensor model.
 
         Raises:
@@ -201,7 +255,7 @@ class SensorFactory:
             raise ConfigError(f"{cfg.name}.attachment", att, f"cannot attach: {exc}") from None
         return sensor
 
-    def layout(self, cfg: SensorConfig, sensor: BaseSensor) -> enc.SensorLayout:
+    def layout(self, cfg: SensorParameters, sensor: BaseSensor) -> enc.SensorLayout:
         """The sensor's message layout (vertices of its body for a dense force field).
 
         A model whose values are expressed in a frame of its own (Klampt
@@ -219,7 +273,7 @@ class SensorFactory:
             raise ConfigError("sensors", cfg.name, f"the sensor's frame {frame!r} is already a body or "
                                                    "link of the world; rename the sensor")
         verts = None
-        if enc.SENSOR_KINDS.get(cfg.type) == "dense_force":
+        if cfg.type in enc.SENSOR_KINDS and enc.codec_of_type(cfg.type).per_vertex:
             mesh = self.world.body_mesh(att)
             if mesh is None:
                 raise ConfigError(f"{cfg.name}.attachment", att, "body has no triangle mesh")
@@ -231,4 +285,5 @@ class SensorFactory:
             raise ConfigError(f"{cfg.name}.type", cfg.type, str(exc)) from None
 
 
-__all__ = ["SensorFactory", "attach_body", "build_scene", "build_world", "check_contact_body_names"]
+__all__ = ["SensorFactory", "attach_body", "build_scene", "build_world", "check_contact_body_names",
+           "effective_assets_dir", "resolve_path", "transform_from_params"]

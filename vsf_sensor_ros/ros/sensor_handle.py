@@ -1,4 +1,9 @@
-"""One sensor inside the node: its model and buffers (:class:`SensorHandle`) and its ROS endpoints.
+"""One sensor inside the node: model, buffers, endpoints; predict, check, publish, residual.
+
+:class:`SensorHandle` is everything the node keeps for one sensor; for each contacts message
+the node asks every handle for a :class:`SensorResult` (:meth:`SensorHandle.predict`),
+checks them all together (:func:`check_predictions`: a bad message is rejected whole) and
+then has each handle's :class:`SensorEndpoints` publish its outputs.
 
 Per sensor ``<s>`` (:class:`SensorEndpoints`, created and destroyed together):
 
@@ -9,39 +14,115 @@ Per sensor ``<s>`` (:class:`SensorEndpoints`, created and destroyed together):
   when set);
 * the service ``<s>/tare`` (``std_srvs/Trigger``);
 * the service ``<s>/calibrate_gain`` (``std_srvs/Trigger``) for a sensor with a gain
-  (:mod:`vsf_sensor_ros.ros.gain_service`).
+  (:mod:`vsf_sensor_ros.ros.calibration`).
 
-With ``fast`` (the node's ``fast_path``) predicted, residual and Jacobian
-messages are serialised from numpy and published as bytes
-(:mod:`vsf_sensor_ros.ros.fast_io`); markers always use message objects.
+Predicted, residual and Jacobian messages are written by the node's
+:class:`~vsf_sensor_ros.ros.messages.encoding.Encoding` (bytes or message objects, chosen
+once at start from ``fast_path``); markers always use message objects.
 """
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Deque, Mapping, Optional, Tuple
+import dataclasses
+from typing import Any, Callable, Deque, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
+import torch
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile
 from sensor_msgs.msg import PointCloud2
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
-from ..sensor.base_sensor import BaseSensor
-from ..sensor.base_sensor import SimState
-from . import gain_service
-from . import fast_io
-from .messages import readings as enc
+from ..sensor import GainCalibrator
+from ..sensor.base_sensor import BaseSensor, SimState
 from .diagnostics import SensorStats
-from .pairing import StampPairer
-from .parameter_table import SensorConfig, qos_reliability
+from .messages import readings as enc
+from .messages.encoding import OBJECTS, Encoding
 from .messages.stamps import ns_to_stamp, stamp_to_ns
-from .tare import PairedSample
+from .pairing import StampPairer
+from .parameter_table import ConfigError
+from .parameters import SensorParameters
 
 # A buffered prediction: (values (#meas,) float64, the SimState it came from, contact-free for a tare,
 # the contacts message's stamp in ns -- the pairing key may be the receive time instead).
 Prediction = Tuple[np.ndarray, SimState, bool, int]
+
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+@dataclass
+class PairedSample:
+    """A measured message paired with the prediction of the same stamp.
+
+    Attributes:
+        stamp_ns: stamp of the contacts message (ns).
+        measured: ``(#meas,)`` float64 measured vector in SI (NaN = not carried by the message).
+        state: the ``SimState`` the prediction came from.
+        contact_free: ``not sensor.in_contact(state)`` (see the module docstring).
+    """
+
+    stamp_ns: int
+    measured: np.ndarray
+    state: SimState
+    contact_free: bool
+
+
+def contact_buffer_size(buffer_size: int) -> int:
+    """Capacity of a sensor's contact-sample buffer: ``max(4 * alignment_buffer_size, 100)``, as the
+    buffer of all paired samples."""
+    return max(4 * int(buffer_size), 100)
+
+
+def new_buffer(buffer_size: int) -> Deque[PairedSample]:
+    """An empty contact-sample buffer for ``alignment_buffer_size`` = ``buffer_size``."""
+    return deque(maxlen=contact_buffer_size(buffer_size))
+
+
+@dataclass
+class SensorResult:
+    """One sensor's outcome for one step.
+
+    Attributes:
+        handle: the sensor's :class:`~vsf_sensor_ros.ros.sensor_handle.SensorHandle`.
+        values: ``(#meas,)`` float64 prediction.
+        jacobian: the ``SparseJacobian`` or None (not wanted); its values are with
+            respect to the message's rows (entries of an implied pair negated).
+        jacobian_cols: its columns renumbered to contacts-message rows, or None.
+        n_on_body: contacts with the sensor's body as body1 (implied pairs included).
+        touched: something touches what the sensor senses (not contact-free for a tare).
+    """
+
+    handle: Any
+    values: np.ndarray
+    jacobian: Any
+    jacobian_cols: Optional[np.ndarray]
+    n_on_body: int
+    touched: bool
+
+
+class StepRejected(Exception):
+    """A contacts message rejected whole: ``reason`` (a counted rejection reason) and ``detail``."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason, self.detail = reason, detail
+
+
+def qos_reliability(parameter: str, value: str):
+    """Map ``best_effort`` / ``reliable`` to rclpy's policy.
+
+    Raises:
+        ConfigError: any other value.
+    """
+    from rclpy.qos import ReliabilityPolicy
+    v = value.strip().lower().replace("-", "_")
+    if v == "best_effort":
+        return ReliabilityPolicy.BEST_EFFORT
+    if v == "reliable":
+        return ReliabilityPolicy.RELIABLE
+    raise ConfigError(parameter, value, "must be 'best_effort' or 'reliable'")
 
 
 @dataclass(frozen=True)
@@ -77,36 +158,35 @@ class SensorEndpoints:
         on_measured: ``f(sensor_name, msg)`` for ``<s>/measured``.
         on_tare: ``f(sensor_name, request, response) -> response`` for ``<s>/tare``.
         on_calibrate_gain: the same for ``<s>/calibrate_gain``, created when given and the
-            sensor ``sensor`` takes a gain (``gain_service.supports_gain``).
+            sensor ``sensor`` takes a gain (``GainCalibrator.compatible``).
         sensor: the sensor's model (decides ``<s>/calibrate_gain``).
-        fast: publish serialised bytes built with numpy (same messages).
+        encoding: how predicted, residual and Jacobian messages are written (default: objects).
     """
 
-    def __init__(self, node: Node, config: SensorConfig, layout: enc.SensorLayout, qos: EndpointQoS,
+    def __init__(self, node: Node, config: SensorParameters, layout: enc.SensorLayout, qos: EndpointQoS,
                  on_measured: Callable[[str, Any], None],
                  on_tare: Callable[[str, Trigger.Request, Trigger.Response], Trigger.Response],
                  on_calibrate_gain: Optional[Callable[[str, Trigger.Request, Trigger.Response],
                                                       Trigger.Response]] = None,
                  sensor: Optional[BaseSensor] = None,
-                 fast: bool = False) -> None:
+                 encoding: Optional[Encoding] = None) -> None:
         self._node, self._qos, self._on_measured = node, qos, on_measured
-        self.fast = bool(fast)
+        self.encoding = encoding if encoding is not None else OBJECTS
         # contacts messages since the last published Jacobian (jacobian_decimation)
         self._since_jacobian = 0
         self.name = config.name
-        kind_msg = enc.KIND_MESSAGES[layout.kind]
-        self.predicted = node.create_publisher(kind_msg, f"{self.name}/predicted", qos.outputs)
-        self.residual = node.create_publisher(kind_msg, f"{self.name}/residual", qos.outputs)
+        self.predicted = node.create_publisher(layout.codec.message, f"{self.name}/predicted", qos.outputs)
+        self.residual = node.create_publisher(layout.codec.message, f"{self.name}/residual", qos.outputs)
         self.jacobian: Optional[Any] = None
         self.markers: Optional[Any] = None
         self.measured: Optional[Any] = None
         self.set_optional(bool(config.values["publish_jacobian"]), bool(config.values["publish_markers"]))
         self._measured_key: Optional[Tuple[str, str]] = None
-        self.subscribe_measured(config.measured_type(), measured_topic(config))
+        self.subscribe_measured(config.measured_type(), config.measured_topic())
         self.tare = node.create_service(Trigger, f"{self.name}/tare",
                                         lambda req, resp, n=self.name: on_tare(n, req, resp))
         self.calibrate_gain: Optional[Any] = None
-        if on_calibrate_gain is not None and sensor is not None and gain_service.supports_gain(sensor):
+        if on_calibrate_gain is not None and sensor is not None and GainCalibrator().compatible(sensor):
             self.calibrate_gain = node.create_service(
                 Trigger, f"{self.name}/calibrate_gain",
                 lambda req, resp, n=self.name: on_calibrate_gain(n, req, resp))
@@ -166,7 +246,7 @@ class SensorEndpoints:
 
         Args:
             layout: the sensor's layout.
-            r: its :class:`~vsf_sensor_ros.ros.step.SensorResult`.
+            r: its :class:`SensorResult`.
             state: the step's ``SimState`` (contact points for the markers).
             stamp: the contacts message's stamp.
             world_frame: frame of the Jacobian and the markers' points.
@@ -179,11 +259,11 @@ class SensorEndpoints:
         values, jac = r.values, r.jacobian
         stamp_ns = stamp_to_ns(stamp)
         if wanted(self.predicted):
-            self.predicted.publish(fast_io.vector_message(layout, values, stamp_ns, self.fast))
+            self.predicted.publish(self.encoding.vector(layout, values, stamp_ns))
         if jac is not None and self.jacobian is not None and wanted(self.jacobian):
-            self.jacobian.publish(fast_io.jacobian_message(
+            self.jacobian.publish(self.encoding.jacobian(
                 jac.rows.cpu().numpy(), r.jacobian_cols, jac.values.detach().cpu().numpy(), stamp_ns,
-                world_frame, self.fast))
+                world_frame))
         if marker_force_scale is None or self.markers is None or not wanted(self.markers):
             return False
         pts, frc = state.contacts_on_body(layout.frame_id, local=False)
@@ -196,7 +276,7 @@ class SensorEndpoints:
         """Publish ``<s>/residual`` (``(#meas,)`` float64, SI) when someone subscribes; True if sent."""
         if not wanted(self.residual):
             return False
-        self.residual.publish(fast_io.vector_message(layout, residual, stamp_ns, self.fast))
+        self.residual.publish(self.encoding.vector(layout, residual, stamp_ns))
         return True
 
     def jacobian_due(self, decimation: int) -> bool:
@@ -227,11 +307,6 @@ class SensorEndpoints:
         self.jacobian = self.markers = self.measured = None
 
 
-def measured_topic(config: SensorConfig) -> str:
-    """The measured topic of a sensor: ``<s>.measured_topic``, or ``<s>/measured`` when empty."""
-    return str(config.values.get("measured_topic", "") or "").strip() or f"{config.name}/measured"
-
-
 def wanted(pub: Any) -> bool:
     """A publisher has at least one matched subscription."""
     return pub.get_subscription_count() > 0
@@ -252,7 +327,7 @@ class SensorHandle:
         plausibility_warned: the implausible-pressure warning was given (once per scale).
     """
 
-    def __init__(self, config: SensorConfig, sensor: BaseSensor, layout: enc.SensorLayout,
+    def __init__(self, config: SensorParameters, sensor: BaseSensor, layout: enc.SensorLayout,
                  buffer_size: int, tolerance_ns: Optional[int]) -> None:
         self.config = config
         self.sensor = sensor
@@ -263,7 +338,7 @@ class SensorHandle:
         # paired samples kept for tares (most recent last)
         self.pairs: Deque[PairedSample] = deque(maxlen=max(4 * buffer_size, 100))
         # paired samples with contact kept for a gain fit (most recent last)
-        self.contact_pairs: Deque[PairedSample] = gain_service.new_buffer(buffer_size)
+        self.contact_pairs: Deque[PairedSample] = new_buffer(buffer_size)
         # measured messages decoded and accepted (rejected ones are in stats.rejected)
         self.measured_accepted = 0
         self.tared_on_start = False
@@ -287,7 +362,7 @@ class SensorHandle:
 
         The calibration carries over unless the measurement names change (e.g.
         a ContactSensor's ``hasForce``: the tare's entries no longer line up);
-        the pairing buffers are cleared when the layout's kind or size changes.
+        the pairing buffers are cleared when the layout's kind (codec) or size changes.
 
         Returns:
             Why the calibration was dropped, or None when it was kept.
@@ -305,10 +380,58 @@ class SensorHandle:
             dropped = str(exc)
         sensor.set_internal_state(self.sensor.get_internal_state())
         self.sensor = sensor
-        if layout.kind != self.layout.kind or len(layout.names) != len(self.layout.names):
+        if layout.codec is not self.layout.codec or len(layout.names) != len(self.layout.names):
             self.clear_buffers()
         self.layout = layout
         return dropped
+
+    def predict(self, state: SimState, decoded: Any, want_jacobian: bool) -> SensorResult:
+        """This sensor's prediction (and its Jacobian when wanted) for ``state``.
+
+        Args:
+            state: the step's ``SimState``.
+            decoded: the decoded contacts message (``contacts``, ``rows``, ``implied``),
+                completed by :func:`~vsf_sensor_ros.ros.messages.contacts.with_implied_pairs`.
+            want_jacobian: compute the sparse force Jacobian too.
+
+        The published Jacobian's columns are ``3·r + k`` with ``r`` the message row.
+        A contact of an implied pair ``(b, a)`` carries ``-f`` of its row ``r`` of
+        ``(a, b)``, so ``d reading / d f_r = -d reading / d f_implied``: its
+        entries are negated here.
+
+        Raises:
+            ValueError, IndexError, RuntimeError: from the model (the node counts
+                them as ``model_error``).
+        """
+        if want_jacobian and hasattr(self.sensor, "predict_with_jacobian"):
+            pred, jac = self.sensor.predict_with_jacobian(state)   # one contact mapping for both
+        else:
+            pred = self.sensor.predict(state)
+            jac = self.sensor.sparse_force_jacobian(state) if want_jacobian else None
+        values = pred.detach().cpu().numpy().astype(np.float64)
+        cols = None
+        if jac is not None:
+            cols = enc.jacobian_message_columns(jac.cols.cpu().numpy(), jac.pairs, jac.offsets, decoded.rows)
+            jac = _signed_to_rows(jac, getattr(decoded, "implied", frozenset()))
+        body = self.layout.frame_id
+        n_on_body = sum(len(c) for (b1, _), c in decoded.contacts.items() if b1 == body)
+        # contact-free for a tare: nothing touches what the sensor senses (its patch/radius)
+        touched = n_on_body > 0 and self.sensor.in_contact(state)
+        return SensorResult(self, values, jac, cols, n_on_body, touched)
+
+    def residual(self, measured: np.ndarray, predicted: np.ndarray) -> Optional[np.ndarray]:
+        """``measured - predicted`` (entries the message does not carry, NaN, read 0), or None when it
+        does not fit its message (non-finite, or beyond float32 for a kind with float32 fields)."""
+        residual = np.where(np.isnan(measured), 0.0, measured - predicted)
+        limit = F32_MAX if self.layout.codec.float32_values else np.inf
+        if not (np.isfinite(residual).all() and (np.abs(residual) <= limit).all()):
+            return None
+        return residual
+
+    def in_contact(self, values: np.ndarray, n_contacts: int) -> bool:
+        """The contact state the sensor reports (its kind's codec: a flag entry, a positive load, or
+        any contact on its body)."""
+        return self.layout.codec.in_contact(self.layout, values, n_contacts)
 
     def clear_measured(self) -> None:
         """Forget the buffered measured samples (unmatched and paired, the tare pairs and the contact
@@ -325,4 +448,58 @@ class SensorHandle:
         self.contact_pairs.clear()
 
 
-__all__ = ["EndpointQoS", "Prediction", "SensorEndpoints", "SensorHandle", "measured_topic", "wanted"]
+def _signed_to_rows(jac: Any, implied: Any) -> Any:
+    """``jac`` with the entries of contacts of ``implied`` pairs negated (a new object), or ``jac``."""
+    flip = [p for p, pair in enumerate(jac.pairs) if tuple(pair) in implied]
+    if not flip:
+        return jac
+    n = int(jac.offsets[-1])
+    sign = torch.ones(n, dtype=jac.values.dtype, device=jac.values.device)
+    for p in flip:
+        sign[int(jac.offsets[p]):int(jac.offsets[p + 1])] = -1.0
+    return dataclasses.replace(jac, values=jac.values * sign[jac.cols // 3])
+
+
+def check_elements(decoded: Any, dense_vertex_counts: Mapping[str, int]) -> Optional[str]:
+    """Element indices on bodies carrying a dense-force sensor must index its vertices; why not, or None."""
+    for (b1, b2), c in decoded.contacts.items():
+        for body, elems in ((b1, c.elems1), (b2, c.elems2)):
+            nv = dense_vertex_counts.get(body)
+            if nv is None or elems is None or elems.numel() == 0:
+                continue
+            e = elems.numpy() if elems.device.type == "cpu" else elems.cpu().numpy()   # numpy: cheaper
+            lo, hi = int(e.min()), int(e.max())
+            if lo < -1 or hi >= nv:
+                return f"element index {hi if hi >= nv else lo} on {body!r} outside -1..{nv - 1}"
+    return None
+
+
+def check_predictions(results: Sequence[SensorResult]) -> Optional[Tuple[str, str]]:
+    """``(reason, detail)`` when a message's predictions cannot be published, else None.
+
+    Finite input can still overflow a model (a huge force over a small area):
+    any non-finite predicted value or Jacobian value gives
+    ``non_finite_prediction``; a dense-force value beyond the float32 range
+    of its ``PointCloud2`` fields gives ``out_of_range``.  Either rejects the
+    whole message for every sensor.
+    """
+    for r in results:
+        h, values = r.handle, r.values
+        if not np.isfinite(values).all():
+            i = int(np.flatnonzero(~np.isfinite(values))[0])
+            return "non_finite_prediction", f"{h.name}: {h.layout.names[i]} = {values[i]}"
+        # numpy on the tensor buffer (no copy): a fraction of the torch check per call
+        if r.jacobian is not None and not np.isfinite(r.jacobian.values.detach().cpu().numpy()).all():
+            return "non_finite_prediction", f"{h.name}: non-finite Jacobian value"
+    for r in results:
+        h, values = r.handle, r.values
+        if h.layout.codec.float32_values and values.size and float(np.abs(values).max()) > F32_MAX:
+            i = int(np.argmax(np.abs(values)))
+            return "out_of_range", (f"{h.name}: {h.layout.names[i]} = {values[i]:.6g} N exceeds the float32 "
+                                    f"range (+-{F32_MAX:.6g}) of its message's fields")
+    return None
+
+
+__all__ = ["EndpointQoS", "F32_MAX", "PairedSample", "Prediction", "SensorEndpoints", "SensorHandle",
+           "SensorResult", "StepRejected", "check_elements", "check_predictions", "contact_buffer_size",
+           "new_buffer", "qos_reliability", "wanted"]

@@ -8,7 +8,8 @@ from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import FluidPressure, PointCloud2, PointField
 
 from vsf_sensor_ros.ros.messages import readings as enc
-from vsf_sensor_ros.ros.tare import PairedSample, select_samples
+from vsf_sensor_ros.ros.calibration import select_samples
+from vsf_sensor_ros.ros.sensor_handle import PairedSample
 
 STAMP = Time(sec=12, nanosec=500)
 
@@ -114,9 +115,9 @@ def test_a_bare_float_pressure_in_hpa_decodes_for_the_pressure_sensor_only():
     with pytest.raises(enc.MeasuredDecodeError) as err:
         enc.decode_measured(pad, Float64(data=1.0), 1.0)
     assert err.value.reason == "measured_type_mismatch"
-    assert enc.COMPATIBLE_MEASURED_TYPES["pressure"] == (
+    assert enc.READING_CODECS["pressure"].measured_types == (
         "sensor_msgs/msg/FluidPressure", "std_msgs/msg/Float32", "std_msgs/msg/Float64")
-    assert "std_msgs/msg/Float32" not in enc.COMPATIBLE_MEASURED_TYPES["wrench"]
+    assert "std_msgs/msg/Float32" not in enc.READING_CODECS["wrench"].measured_types
     assert enc.normalise_measured_type("std_msgs/Float32") == "std_msgs/msg/Float32"
 
 

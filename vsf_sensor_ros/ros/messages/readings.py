@@ -1,7 +1,11 @@
-"""Encoders and decoders between sensor-model vectors and standard ROS 2 messages.
+"""One codec per reading kind: sensor-model vectors <-> standard ROS 2 messages.
 
-Only ``common_interfaces`` types go on the wire.  Each sensor type has a
-*kind* that fixes its message types:
+Only ``common_interfaces`` types go on the wire.  Each sensor type has a *kind*, and each
+kind one :class:`ReadingCodec` in :data:`READING_CODECS` that holds everything about it:
+its message type and unit, its slots in the measurement vector, the message object and
+the serialised bytes of a predicted / residual vector (both built from one
+:meth:`~ReadingCodec.content`), the measured decoder, its markers and its summary.  A
+new reading kind is one new codec class here.
 
 =========================  ==============  ==================================  =====================
 sensor type                kind            ``<s>/predicted``, ``<s>/residual``  default ``measured``
@@ -54,26 +58,9 @@ from sensor_msgs.msg import FluidPressure, PointCloud2
 from std_msgs.msg import ColorRGBA, Float32, Float64, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
+from . import wire
 from .pointcloud import FLOAT_TYPES, CloudDecodeError, float_columns, read_cloud, require_finite, write_cloud
-# stamp_to_ns / ns_to_stamp stay importable from here for callers written before ros.stamps existed
-from .stamps import copy_stamp, ns_to_stamp, stamp_to_ns  # noqa: F401
-
-# sensor type name -> kind
-SENSOR_KINDS: Dict[str, str] = {
-    "PunyoPressureSensor": "pressure",
-    "PunyoDenseForceSensor": "dense_force",
-    "ContactSensor": "wrench",
-    "IsaacContactSensor": "load",
-}
-
-# kind -> (predicted/residual message class, unit of its values)
-KIND_MESSAGES: Dict[str, type] = {
-    "pressure": FluidPressure,
-    "dense_force": PointCloud2,
-    "wrench": WrenchStamped,
-    "load": WrenchStamped,
-}
-KIND_UNITS: Dict[str, str] = {"pressure": "Pa", "dense_force": "N", "wrench": "N", "load": "N"}
+from .stamps import copy_stamp
 
 # Accepted ``measured_type`` strings -> message class.
 MEASURED_TYPES: Dict[str, type] = {
@@ -86,22 +73,6 @@ MEASURED_TYPES: Dict[str, type] = {
 }
 # Measured types without a header: the node stamps them with their receive time.
 HEADERLESS_MEASURED_TYPES: Tuple[str, ...] = ("std_msgs/msg/Float32", "std_msgs/msg/Float64")
-DEFAULT_MEASURED_TYPE: Dict[str, str] = {
-    "pressure": "sensor_msgs/msg/FluidPressure",
-    "dense_force": "sensor_msgs/msg/PointCloud2",
-    "wrench": "geometry_msgs/msg/WrenchStamped",
-    "load": "geometry_msgs/msg/WrenchStamped",
-}
-
-
-# kind -> the measured types :func:`decode_measured` maps to that kind's measurement space.
-# A pressure is a FluidPressure or a bare Float32 / Float64 (a driver publishing the number
-# alone), a dense force field only a PointCloud2 with fx fy fz per vertex, a Klampt patch or
-# an Isaac load only a WrenchStamped (the load as the force magnitude).  Any other pairing
-# would reject every measured message.
-COMPATIBLE_MEASURED_TYPES: Dict[str, Tuple[str, ...]] = {
-    kind: (t,) for kind, t in DEFAULT_MEASURED_TYPE.items()}
-COMPATIBLE_MEASURED_TYPES["pressure"] = ("sensor_msgs/msg/FluidPressure",) + HEADERLESS_MEASURED_TYPES
 
 
 MEASURED_REASONS: Tuple[str, ...] = (
@@ -190,13 +161,13 @@ def read_cloud_fields(msg: PointCloud2, names: Sequence[str]) -> Dict[str, np.nd
     return {n: cols[:, k] for k, n in enumerate(names)}
 
 
-# -- predicted / residual encoders ---------------------------------------------------
+# -- the layout of one sensor's vector --------------------------------------------------------
 @dataclass
 class SensorLayout:
     """Where the message slots sit in a sensor's measurement vector.
 
     Attributes:
-        kind: ``pressure`` | ``dense_force`` | ``wrench`` | ``load``.
+        codec: the :class:`ReadingCodec` of the sensor's kind.
         frame_id: attachment body name (the body frame; values are expressed in
             :attr:`reading_frame`).
         names: the sensor's ``measurement_names()``.
@@ -216,7 +187,7 @@ class SensorLayout:
             ``sensor_frame`` (None without one).
     """
 
-    kind: str
+    codec: "ReadingCodec"
     frame_id: str
     names: List[str]
     slots: np.ndarray
@@ -225,6 +196,11 @@ class SensorLayout:
     std: Optional[np.ndarray]
     sensor_frame: str = ""
     body_T_sensor: Optional[np.ndarray] = None
+
+    @property
+    def kind(self) -> str:
+        """The reading kind's name (``pressure`` | ``dense_force`` | ``wrench`` | ``load``), for text."""
+        return self.codec.kind
 
     @property
     def reading_frame(self) -> str:
@@ -237,6 +213,256 @@ def _index(names: List[str], *candidates: str) -> int:
         if c in names:
             return names.index(c)
     raise ValueError(f"measurement names {names} have none of {candidates}")
+
+
+def _mismatch(msg: object, layout: SensorLayout) -> MeasuredDecodeError:
+    return MeasuredDecodeError("measured_type_mismatch", f"{type(msg).__name__} for a {layout.kind} sensor")
+
+
+# -- the codecs, one per reading kind -----------------------------------------------------------
+class ReadingCodec:
+    """Everything about one reading kind; subclasses fill in the kind's message.
+
+    Attributes:
+        kind: the kind's name (diagnostics text, tests).
+        sensor_types: the sensor ``type_name`` s of this kind.
+        message: message class of ``<s>/predicted`` and ``<s>/residual``.
+        unit: SI unit of the message's values.
+        measured_types: ``measured_type`` s whose messages :meth:`measured_values` reads, the
+            default first; any other pairing would reject every measured message.
+        per_vertex: the vector is one force per mesh vertex (the layout needs the vertices,
+            element indices of contacts on the body must index them).
+        float32_values: the message carries float32 fields: a value beyond that range cannot
+            be published.
+        plausible: ``(low, high)`` of a plausible measured value in SI, or None (no check).
+        steps_sensor: the model keeps a period-sampled reading (Isaac's ``update(state, t)``).
+    """
+
+    kind: str = ""
+    sensor_types: Tuple[str, ...] = ()
+    message: type = type(None)
+    unit: str = ""
+    measured_types: Tuple[str, ...] = ()
+    per_vertex = False
+    float32_values = False
+    plausible: Optional[Tuple[float, float]] = None
+    steps_sensor = False
+
+    def slots(self, names: List[str], vertices: Optional[np.ndarray]) -> Tuple[np.ndarray, Optional[int]]:
+        """``(slots, flag)`` of :class:`SensorLayout` for ``names``.
+
+        Raises:
+            ValueError: names that do not fit the kind.
+        """
+        raise NotImplementedError
+
+    def content(self, layout: SensorLayout, values: np.ndarray) -> Tuple:
+        """What the message carries for ``values`` (``(#meas,)`` float64, SI): the one place that
+        maps slots to message fields, shared by :meth:`to_message` and :meth:`to_bytes`."""
+        raise NotImplementedError
+
+    def to_message(self, layout: SensorLayout, values: np.ndarray, stamp: Time):
+        """The predicted / residual message object (stamped ``stamp``, frame ``reading_frame``)."""
+        raise NotImplementedError
+
+    def to_bytes(self, layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bytes:
+        """The same message serialised (CDR, :mod:`.wire`), byte for byte ``to_message``'s."""
+        raise NotImplementedError
+
+    def measured_values(self, layout: SensorLayout, msg) -> np.ndarray:
+        """The values a measured message carries, in message-slot order, before scaling.
+
+        Raises:
+            MeasuredDecodeError: a message of a type this kind cannot read, or malformed.
+        """
+        raise NotImplementedError
+
+    def extra_markers(self, sensor_name: str, layout: SensorLayout, body_header: Header,
+                      values: np.ndarray, force_scale: float) -> List[Marker]:
+        """Markers of this kind beyond the contacts, forces and label (none by default)."""
+        return []
+
+    def summary(self, sensor_name: str, layout: SensorLayout, values: np.ndarray) -> str:
+        """One-line summary of a reading: the message's values and the unit."""
+        main = ", ".join(f"{float(values[i]):.6g}" if i >= 0 else "-" for i in layout.slots)
+        return f"{sensor_name}: {main} {self.unit}"
+
+    def in_contact(self, layout: SensorLayout, values: np.ndarray, n_contacts: int) -> bool:
+        """The contact state the sensor reports: its flag entry, else any contact on its body."""
+        if layout.flag is not None:
+            return bool(values[layout.flag] > 0.5)
+        return n_contacts > 0
+
+
+class PressureCodec(ReadingCodec):
+    """``pressure`` (Punyo pressure): ``sensor_msgs/FluidPressure``, Pa; measured also as a bare number."""
+
+    kind, sensor_types, message, unit = "pressure", ("PunyoPressureSensor",), FluidPressure, "Pa"
+    measured_types = ("sensor_msgs/msg/FluidPressure",) + HEADERLESS_MEASURED_TYPES
+    # absolute pressures from the Dead Sea shore to a pressurised membrane: outside, a unit mistake
+    plausible = (2.0e4, 1.0e6)
+
+    def slots(self, names, vertices):
+        return np.array([_index(names, "pressure")]), None
+
+    def content(self, layout, values):
+        var = 0.0 if layout.std is None else float(layout.std[layout.slots[0]] ** 2)
+        return float(values[layout.slots[0]]), var
+
+    def to_message(self, layout, values, stamp):
+        p, var = self.content(layout, values)
+        return FluidPressure(header=make_header(stamp, layout.reading_frame), fluid_pressure=p, variance=var)
+
+    def to_bytes(self, layout, values, stamp_ns):
+        return wire.encode_fluid_pressure(stamp_ns, layout.reading_frame, *self.content(layout, values))
+
+    def measured_values(self, layout, msg):
+        if isinstance(msg, FluidPressure):
+            return np.array([msg.fluid_pressure], dtype=np.float64)
+        if isinstance(msg, (Float32, Float64)):
+            return np.array([msg.data], dtype=np.float64)
+        raise _mismatch(msg, layout)
+
+
+class DenseForceCodec(ReadingCodec):
+    """``dense_force`` (Punyo dense force): ``sensor_msgs/PointCloud2`` ``x y z fx fy fz`` per vertex, N."""
+
+    kind, sensor_types, message, unit = "dense_force", ("PunyoDenseForceSensor",), PointCloud2, "N"
+    measured_types = ("sensor_msgs/msg/PointCloud2",)
+    per_vertex = float32_values = True
+
+    def slots(self, names, vertices):
+        if vertices is None or 3 * len(vertices) != len(names):
+            nv = None if vertices is None else len(vertices)
+            raise ValueError(f"dense force sensor has {len(names)} entries but mesh has {nv} vertices")
+        return np.arange(len(names)), None
+
+    def content(self, layout, values):
+        return layout.vertices, np.asarray(values, dtype=np.float32).reshape(-1, 3)
+
+    def to_message(self, layout, values, stamp):
+        v, f = self.content(layout, values)
+        return make_cloud(make_header(stamp, layout.reading_frame),
+                          [("x", v[:, 0]), ("y", v[:, 1]), ("z", v[:, 2]),
+                           ("fx", f[:, 0]), ("fy", f[:, 1]), ("fz", f[:, 2])])
+
+    def to_bytes(self, layout, values, stamp_ns):
+        return wire.encode_dense_force(stamp_ns, layout.reading_frame, *self.content(layout, values))
+
+    def measured_values(self, layout, msg):
+        if not isinstance(msg, PointCloud2):
+            raise _mismatch(msg, layout)
+        ints = [f.name for f in msg.fields if f.name in ("fx", "fy", "fz")
+                and int(f.datatype) not in FLOAT_TYPES]
+        if ints:   # as the contacts decoder: forces are float fields
+            raise MeasuredDecodeError("bad_field_type", f"field(s) {ints} must be FLOAT32 or FLOAT64")
+        cols = read_cloud_fields(msg, ["fx", "fy", "fz"])
+        if 3 * len(cols["fx"]) != len(layout.names):
+            raise MeasuredDecodeError("measured_size_mismatch",
+                                      f"{len(cols['fx'])} points for {len(layout.names) // 3} vertices")
+        return np.stack([cols["fx"], cols["fy"], cols["fz"]], axis=1).reshape(-1)
+
+    def extra_markers(self, sensor_name, layout, body_header, values, force_scale):
+        f = np.asarray(values, dtype=np.float64).reshape(-1, 3)
+        loaded = np.abs(f).sum(axis=1) > 0
+        v = layout.vertices[loaded].astype(np.float64)
+        fseg = np.empty((2 * len(v), 3))
+        fseg[0::2] = v
+        fseg[1::2] = v + force_scale * f[loaded]
+        field = Marker(header=body_header, ns=f"{sensor_name}/field", id=2, type=Marker.LINE_LIST,
+                       action=Marker.ADD, color=ColorRGBA(r=1.0, g=0.6, b=0.0, a=1.0))
+        field.pose.orientation.w = 1.0
+        field.scale.x = 0.001
+        field.points = _points(fseg)
+        return [field]
+
+    def summary(self, sensor_name, layout, values):
+        total = np.asarray(values, dtype=np.float64).reshape(-1, 3).sum(axis=0)
+        return f"{sensor_name}: sum f = ({total[0]:.3g}, {total[1]:.3g}, {total[2]:.3g}) {self.unit}"
+
+
+class _WrenchMessageCodec(ReadingCodec):
+    """A kind published as ``geometry_msgs/WrenchStamped`` (force only, torque 0), N."""
+
+    message, unit = WrenchStamped, "N"
+    measured_types = ("geometry_msgs/msg/WrenchStamped",)
+
+    def to_message(self, layout, values, stamp):
+        msg = WrenchStamped(header=make_header(stamp, layout.reading_frame))
+        msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = self.content(layout, values)
+        return msg
+
+    def to_bytes(self, layout, values, stamp_ns):
+        return wire.encode_wrench_stamped(stamp_ns, layout.reading_frame, self.content(layout, values))
+
+
+class WrenchCodec(_WrenchMessageCodec):
+    """``wrench`` (Klampt ContactSensor): the force as the model reports it, in ``Tsensor``."""
+
+    kind, sensor_types = "wrench", ("ContactSensor",)
+
+    def slots(self, names, vertices):
+        # Klampt lists only the axes with hasForce set; a missing axis is -1 (published as 0)
+        slots = np.array([names.index(a) if a in names else -1 for a in ("force_x", "force_y", "force_z")])
+        return slots, (_index(names, "contact") if "contact" in names else None)
+
+    def content(self, layout, values):
+        return tuple(float(values[i]) if i >= 0 else 0.0 for i in layout.slots)
+
+    def measured_values(self, layout, msg):
+        if not isinstance(msg, WrenchStamped):
+            raise _mismatch(msg, layout)
+        f = msg.wrench.force
+        return np.array([f.x, f.y, f.z], dtype=np.float64)
+
+
+class LoadCodec(_WrenchMessageCodec):
+    """``load`` (Isaac contact sensor): the scalar load on ``force.z`` of the sensor frame."""
+
+    kind, sensor_types = "load", ("IsaacContactSensor",)
+    steps_sensor = True
+
+    def slots(self, names, vertices):
+        flag = None
+        for cand in ("in_contact", "inContact", "contact"):
+            if cand in names:
+                flag = names.index(cand)
+        return np.array([_index(names, "value", "force", "load")]), flag
+
+    def content(self, layout, values):
+        return 0.0, 0.0, float(values[layout.slots[0]])
+
+    def measured_values(self, layout, msg):
+        if not isinstance(msg, WrenchStamped):
+            raise _mismatch(msg, layout)
+        f = msg.wrench.force
+        # hypot: no overflow of the squares for huge finite components, no underflow for tiny ones
+        return np.array([math.hypot(f.x, f.y, f.z)])
+
+    def in_contact(self, layout, values, n_contacts):
+        if layout.flag is not None:
+            return bool(values[layout.flag] > 0.5)
+        return bool(values[layout.slots[0]] > 0)
+
+
+READING_CODECS: Dict[str, ReadingCodec] = {
+    c.kind: c for c in (PressureCodec(), DenseForceCodec(), WrenchCodec(), LoadCodec())}
+"""The codec registry: kind -> its codec."""
+
+SENSOR_KINDS: Dict[str, str] = {t: c.kind for c in READING_CODECS.values() for t in c.sensor_types}
+"""Sensor type name -> kind (the types the node can publish)."""
+
+
+def codec_of_type(type_name: str) -> ReadingCodec:
+    """The codec of a sensor type.
+
+    Raises:
+        ValueError: a type without a ROS encoding, naming it.
+    """
+    kind = SENSOR_KINDS.get(type_name)
+    if kind is None:
+        raise ValueError(f"no ROS encoding for sensor type {type_name!r}")
+    return READING_CODECS[kind]
 
 
 def sensor_layout(type_name: str, frame_id: str, names: List[str],
@@ -258,36 +484,18 @@ def sensor_layout(type_name: str, frame_id: str, names: List[str],
         ValueError: unknown type, names not matching the type, or a dense
             force sensor whose ``3V`` entries disagree with ``vertices``.
     """
-    kind = SENSOR_KINDS.get(type_name)
-    if kind is None:
-        raise ValueError(f"no ROS encoding for sensor type {type_name!r}")
-    flag = None
-    if kind == "pressure":
-        slots = np.array([_index(names, "pressure")])
-    elif kind == "wrench":
-        # Klampt lists only the axes with hasForce set; a missing axis is -1 (published as 0)
-        slots = np.array([names.index(a) if a in names else -1 for a in ("force_x", "force_y", "force_z")])
-        flag = _index(names, "contact") if "contact" in names else None
-    elif kind == "load":
-        slots = np.array([_index(names, "value", "force", "load")])
-        for cand in ("in_contact", "inContact", "contact"):
-            if cand in names:
-                flag = names.index(cand)
-    else:
-        if vertices is None or 3 * len(vertices) != len(names):
-            nv = None if vertices is None else len(vertices)
-            raise ValueError(f"dense force sensor has {len(names)} entries but mesh has {nv} vertices")
-        slots = np.arange(len(names))
+    codec = codec_of_type(type_name)
+    slots, flag = codec.slots(list(names), vertices)
     std = None if errors is None else np.asarray(errors, dtype=np.float64).reshape(-1)
     if std is not None and std.shape[0] != len(names):
         std = None
     verts = None if vertices is None else np.ascontiguousarray(vertices, dtype=np.float32)
     T = None if body_T_sensor is None else np.array(body_T_sensor, dtype=np.float64).reshape(4, 4)
-    return SensorLayout(kind, frame_id, list(names), slots, flag, verts, std, sensor_frame, T)
+    return SensorLayout(codec, frame_id, list(names), slots, flag, verts, std, sensor_frame, T)
 
 
 def encode_vector(layout: SensorLayout, values: np.ndarray, stamp: Time):
-    """Encode a measurement-space vector (predicted or residual) as the kind's message.
+    """Encode a measurement-space vector (predicted or residual) as the kind's message object.
 
     Args:
         layout: from :func:`sensor_layout`.
@@ -297,22 +505,16 @@ def encode_vector(layout: SensorLayout, values: np.ndarray, stamp: Time):
     Returns:
         ``FluidPressure`` | ``PointCloud2`` | ``WrenchStamped`` (see module doc).
     """
-    header = make_header(stamp, layout.reading_frame)
-    if layout.kind == "pressure":
-        var = 0.0 if layout.std is None else float(layout.std[layout.slots[0]] ** 2)
-        return FluidPressure(header=header, fluid_pressure=float(values[layout.slots[0]]), variance=var)
-    if layout.kind == "dense_force":
-        f = np.asarray(values, dtype=np.float32).reshape(-1, 3)
-        v = layout.vertices
-        return make_cloud(header, [("x", v[:, 0]), ("y", v[:, 1]), ("z", v[:, 2]),
-                                   ("fx", f[:, 0]), ("fy", f[:, 1]), ("fz", f[:, 2])])
-    msg = WrenchStamped(header=header)
-    if layout.kind == "wrench":
-        fx, fy, fz = (float(values[i]) if i >= 0 else 0.0 for i in layout.slots)
-        msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = fx, fy, fz
-    else:
-        msg.wrench.force.z = float(values[layout.slots[0]])
-    return msg
+    return layout.codec.to_message(layout, values, stamp)
+
+
+def encode_vector_bytes(layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bytes:
+    """:func:`encode_vector`'s message serialised (CDR): byte for byte, padding zeroed.
+
+    Raises:
+        ValueError: ``stamp_ns`` negative or beyond ``int32`` seconds.
+    """
+    return layout.codec.to_bytes(layout, values, stamp_ns)
 
 
 def decode_measured(layout: SensorLayout, msg, scale: float) -> np.ndarray:
@@ -320,10 +522,10 @@ def decode_measured(layout: SensorLayout, msg, scale: float) -> np.ndarray:
 
     Args:
         layout: from :func:`sensor_layout`.
-        msg: a ``FluidPressure`` or ``Float32`` / ``Float64`` (pressure), ``PointCloud2`` with ``fx fy fz``
-            per vertex in vertex order (dense force), or ``WrenchStamped``
-            (wrench: force xyz; load: ``|force|``, the magnitude, so a load
-            cell reporting along any single axis decodes the same).
+        msg: a message of one of the kind's ``measured_types``: ``FluidPressure`` or ``Float32`` /
+            ``Float64`` (pressure), ``PointCloud2`` with ``fx fy fz`` per vertex in vertex order
+            (dense force), or ``WrenchStamped`` (wrench: force xyz; load: ``|force|``, the
+            magnitude, so a load cell reporting along any single axis decodes the same).
         scale: multiplier to SI (e.g. 100.0 for a pressure in hPa).
 
     Returns:
@@ -337,38 +539,7 @@ def decode_measured(layout: SensorLayout, msg, scale: float) -> np.ndarray:
             before or after scaling (``non_finite``).
     """
     out = np.full(len(layout.names), np.nan)
-    if isinstance(msg, FluidPressure):
-        if layout.kind != "pressure":
-            raise MeasuredDecodeError("measured_type_mismatch", f"FluidPressure for a {layout.kind} sensor")
-        vals = np.array([msg.fluid_pressure], dtype=np.float64)
-    elif isinstance(msg, (Float32, Float64)):
-        if layout.kind != "pressure":
-            raise MeasuredDecodeError("measured_type_mismatch",
-                                      f"{type(msg).__name__} for a {layout.kind} sensor")
-        vals = np.array([msg.data], dtype=np.float64)
-    elif isinstance(msg, PointCloud2):
-        if layout.kind != "dense_force":
-            raise MeasuredDecodeError("measured_type_mismatch", f"PointCloud2 for a {layout.kind} sensor")
-        ints = [f.name for f in msg.fields if f.name in ("fx", "fy", "fz")
-                and int(f.datatype) not in FLOAT_TYPES]
-        if ints:   # as the contacts decoder: forces are float fields
-            raise MeasuredDecodeError("bad_field_type", f"field(s) {ints} must be FLOAT32 or FLOAT64")
-        cols = read_cloud_fields(msg, ["fx", "fy", "fz"])
-        if 3 * len(cols["fx"]) != len(layout.names):
-            raise MeasuredDecodeError("measured_size_mismatch",
-                                      f"{len(cols['fx'])} points for {len(layout.names) // 3} vertices")
-        vals = np.stack([cols["fx"], cols["fy"], cols["fz"]], axis=1).reshape(-1)
-    elif isinstance(msg, WrenchStamped):
-        f = msg.wrench.force
-        if layout.kind == "wrench":
-            vals = np.array([f.x, f.y, f.z], dtype=np.float64)
-        elif layout.kind == "load":
-            # hypot: no overflow of the squares for huge finite components, no underflow for tiny ones
-            vals = np.array([math.hypot(f.x, f.y, f.z)])
-        else:
-            raise MeasuredDecodeError("measured_type_mismatch", f"WrenchStamped for a {layout.kind} sensor")
-    else:
-        raise MeasuredDecodeError("measured_type_mismatch", f"unsupported message {type(msg).__name__}")
+    vals = layout.codec.measured_values(layout, msg)
     if not np.isfinite(vals).all():
         raise MeasuredDecodeError("non_finite", "measured message has a non-finite value")
     with np.errstate(over="ignore", invalid="ignore"):     # inf x 0 or a NaN scale: rejected below
@@ -478,20 +649,8 @@ def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, sta
     seg[1::2] = points_world + force_scale * forces_world
     arrows.points = _points(seg)
     out = [pts, arrows]
-    body_header = make_header(stamp, layout.frame_id)
-    if layout.kind == "dense_force":
-        f = np.asarray(values, dtype=np.float64).reshape(-1, 3)
-        loaded = np.abs(f).sum(axis=1) > 0
-        v = layout.vertices[loaded].astype(np.float64)
-        fseg = np.empty((2 * len(v), 3))
-        fseg[0::2] = v
-        fseg[1::2] = v + force_scale * f[loaded]
-        field = Marker(header=body_header, ns=f"{sensor_name}/field", id=2, type=Marker.LINE_LIST,
-                       action=Marker.ADD, color=ColorRGBA(r=1.0, g=0.6, b=0.0, a=1.0))
-        field.pose.orientation.w = 1.0
-        field.scale.x = 0.001
-        field.points = _points(fseg)
-        out.append(field)
+    out += layout.codec.extra_markers(sensor_name, layout, make_header(stamp, layout.frame_id), values,
+                                      force_scale)
     label = Marker(header=make_header(stamp, layout.reading_frame), ns=f"{sensor_name}/label", id=3,
                    type=Marker.TEXT_VIEW_FACING, action=Marker.ADD, color=colour)
     label.pose.orientation.w = 1.0
@@ -503,12 +662,7 @@ def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, sta
 
 def summary_text(sensor_name: str, layout: SensorLayout, values: np.ndarray) -> str:
     """One-line human summary of a reading (marker label, diagnostics)."""
-    unit = KIND_UNITS[layout.kind]
-    if layout.kind == "dense_force":
-        total = np.asarray(values, dtype=np.float64).reshape(-1, 3).sum(axis=0)
-        return f"{sensor_name}: sum f = ({total[0]:.3g}, {total[1]:.3g}, {total[2]:.3g}) {unit}"
-    main = ", ".join(f"{float(values[i]):.6g}" if i >= 0 else "-" for i in layout.slots)
-    return f"{sensor_name}: {main} {unit}"
+    return layout.codec.summary(sensor_name, layout, values)
 
 
 def vector_decoder(layout: SensorLayout, scale_getter: Callable[[], float]) -> Callable:

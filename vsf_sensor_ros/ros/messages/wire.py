@@ -36,7 +36,6 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from vsf_sensor_ros.ros.messages.readings import SensorLayout
 from vsf_sensor_ros.ros.messages.pointcloud import FrozenFields
 
 # encapsulation id -> (byte-order prefix, maximum alignment)
@@ -544,30 +543,3 @@ def encode_jacobian(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, stam
     rec["col"] = cols[keep]
     rec["value"] = values[keep]
     return encode_pointcloud2(stamp_ns, frame_id, rec)
-
-
-def encode_vector(layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bytes:
-    """Serialised predicted/residual message of a sensor: the CDR twin of ``outputs.encode_vector``.
-
-    Args:
-        layout: from :func:`vsf_sensor_ros.ros.messages.readings.sensor_layout`.
-        values: ``(#meas,)`` float64, SI.
-        stamp_ns: header stamp (ns); ``frame_id`` is ``layout.reading_frame``, the frame the
-            values are in (the sensor frame or the body), as ``outputs.encode_vector``.
-
-    Returns:
-        Bytes of a ``FluidPressure`` (pressure), ``PointCloud2`` (dense
-        force) or ``WrenchStamped`` (wrench, load), byte for byte the
-        reference message's serialisation (padding zeroed).
-    """
-    if layout.kind == "pressure":
-        var = 0.0 if layout.std is None else float(layout.std[layout.slots[0]] ** 2)
-        return encode_fluid_pressure(stamp_ns, layout.reading_frame, float(values[layout.slots[0]]), var)
-    if layout.kind == "dense_force":
-        return encode_dense_force(stamp_ns, layout.reading_frame, layout.vertices,
-                                  np.asarray(values, dtype=np.float32))
-    if layout.kind == "wrench":
-        force = [float(values[i]) if i >= 0 else 0.0 for i in layout.slots]
-    else:
-        force = [0.0, 0.0, float(values[layout.slots[0]])]
-    return encode_wrench_stamped(stamp_ns, layout.reading_frame, force)

@@ -4,7 +4,7 @@ import ctypes.util
 
 import pytest
 
-from vsf_sensor_ros.ros.memory import _rss_bytes, release_free_heap
+from vsf_sensor_ros.ros.main import _rss_bytes, release_free_heap
 
 
 def test_freed_small_blocks_are_given_back_to_the_kernel():
