@@ -1,3 +1,5 @@
+# Over 650 lines on purpose: it is the seed's module ``base_sensor``: the state types, their checks,
+# the duck-typed state adapter and the sensor contract, which seed code imports from this one path.
 """The simulation state and the sensor contract (seed: ``vsf.sensor.base_sensor``).
 
 Plain data, no ROS: ``ContactState`` holds the contacts between one ordered
