@@ -1,5 +1,3 @@
-# Over 650 lines on purpose: the closest-triangle query is one algorithm (grid, table and brute-force
-# search, their shared validation and the kernels' loader); split, each part would need the others.
 # One module, and ClosestTriangleQuery one class, although both are over the size guide: the exact
 # closest-triangle query is one concept -- its proxy cover, correctness bound and second round are
 # shared by its backends (numba grid, off-grid, brute force, KD-tree), which must give the same answer;
