@@ -481,6 +481,12 @@ def _taking_sim_state(method: Any) -> Any:
     """``method`` with its state argument passed through :func:`as_sim_state` first."""
     @functools.wraps(method)
     def call(self: Any, state: Any, *args: Any, **kwargs: Any) -> Any:
+        # inlined check of the common case (the node's own states, every step): no adapter call
+        if type(state) is SimState:
+            for c in state.contacts.values():
+                if type(c) is not ContactState:
+                    return method(self, as_sim_state(state), *args, **kwargs)
+            return method(self, state, *args, **kwargs)
         return method(self, as_sim_state(state), *args, **kwargs)
     call._takes_sim_state = True
     return call
