@@ -60,17 +60,17 @@ fuzz: venv
 	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -q test/fuzz
 
 demo: venv
-	$(PY) -m vsf_sensor_ros.apps.demo --world embedded --out demo_out/embedded
+	$(PY) -m vsf_sensor_ros.demo.demo --world embedded --out demo_out/embedded
 
 demo-kinova: venv
-	$(PY) -m vsf_sensor_ros.apps.demo --world kinova --out demo_out/kinova
+	$(PY) -m vsf_sensor_ros.demo.demo --world kinova --out demo_out/kinova
 
 # The same session with MuJoCo as the contact source (its force and touch sensors measure the pad and the load cell).
 demo-mujoco: venv
-	$(PY) -m vsf_sensor_ros.apps.demo --world embedded --backend mujoco --out demo_out/mujoco
+	$(PY) -m vsf_sensor_ros.demo.demo --world embedded --backend mujoco --out demo_out/mujoco
 
 demo-real: venv
-	$(PY) -m vsf_sensor_ros.apps.replay --recording ../shared/fixtures/punyo_poke_ur5e/data.json --out demo_out/real
+	$(PY) -m vsf_sensor_ros.demo.replay --recording ../shared/fixtures/punyo_poke_ur5e/data.json --out demo_out/real
 
 bench: venv
 	$(PY) -m benchmarks.run

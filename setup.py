@@ -42,12 +42,12 @@ setup(
     entry_points={
         "console_scripts": [
             "sensor_node = vsf_sensor_ros.ros.sensor_node:run",
-            "contact_sim_node = vsf_sensor_ros.apps.contact_sim_node:main",
-            "vsf_demo = vsf_sensor_ros.apps.demo:main",
-            "wrench_contact_node = vsf_sensor_ros.ros.wrench_contact_node:main",
-            "vsf_replay = vsf_sensor_ros.apps.replay:main",
+            "contact_sim_node = vsf_sensor_ros.contact_sources.contact_sim_node:main",
+            "vsf_demo = vsf_sensor_ros.demo.demo:main",
+            "wrench_contact_node = vsf_sensor_ros.contact_sources.wrench_contact_node:main",
+            "vsf_replay = vsf_sensor_ros.demo.replay:main",
             "mujoco_contact_node = vsf_sensor_ros.contact_sources.mujoco_contact_node:main",
-            "link_frames_node = vsf_sensor_ros.apps.link_frames_node:main",
+            "link_frames_node = vsf_sensor_ros.demo.link_frames_node:main",
         ],
     },
 )

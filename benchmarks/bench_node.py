@@ -22,7 +22,7 @@ cores over the phase and its RSS at the start and end of the phase.
 QoS (every endpoint): reliable, keep-last, depth 1000, volatile -- deep
 enough that nothing is dropped by history overflow at 1 kHz for a second of
 backlog, so every missing message is a real loss.  Discovery is confined to
-this host on a leased free ``ROS_DOMAIN_ID`` (``vsf_sensor_ros.apps.ros_env``).
+this host on a leased free ``ROS_DOMAIN_ID`` (``vsf_sensor_ros.demo.ros_env``).
 Markers are disabled (an rviz aid, rate-limited to 10 Hz by default; they
 are not part of the per-step cost a consumer of predictions waits for).
 """
@@ -329,8 +329,8 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
         ``{"world", "qos", "contacts", "node_start_s", "phases": [summary...], ...}`` or
         ``{"skipped": reason}`` when the node cannot run.
     """
-    from vsf_sensor_ros.apps.processes import ManagedProcess
-    from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id, localhost_env
+    from vsf_sensor_ros.demo.processes import ManagedProcess
+    from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id, localhost_env
 
     if world not in ("auto", "kinova", "embedded"):
         raise ValueError(f"world must be 'auto', 'kinova' or 'embedded', got {world!r}")

@@ -85,7 +85,7 @@ def smaps_breakdown(pid: int) -> Dict[str, float]:
 def node_footprint(world: str = "auto", idle_s: float = 2.0) -> Dict[str, object]:
     """Start the benchmark's node configuration; start-up time, idle RSS and its breakdown."""
     from benchmarks.bench_node import fixtures_dir, node_params
-    from vsf_sensor_ros.apps.ros_env import free_domain_id, localhost_env
+    from vsf_sensor_ros.demo.ros_env import free_domain_id, localhost_env
     assets = fixtures_dir()
     if world == "auto":
         world = "kinova" if assets is not None else "embedded"

@@ -10,7 +10,7 @@ sizes (``<pressure>/predicted`` FluidPressure, ``<pressure>/jacobian`` with
 3 nonzeros per contact, ``<force>/predicted`` with one point per mesh
 vertex, ``<force>/jacobian`` with 27 nonzeros per contact), stamped with the
 contacts stamp.  The payloads are byte templates built once per contact
-count with :mod:`vsf_sensor_ros.ros.cdr`; only the 8 stamp bytes change.
+count with :mod:`vsf_sensor_ros.ros.messages.wire`; only the 8 stamp bytes change.
 No model runs: what it costs is what DDS + rclpy take, the floor under any
 node written in Python with rclpy.
 """
@@ -27,8 +27,8 @@ import yaml
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import FluidPressure, JointState, PointCloud2
 
-from vsf_sensor_ros.ros import cdr
-from vsf_sensor_ros.ros.executors import spin_node
+from vsf_sensor_ros.ros.messages import wire as cdr
+from vsf_sensor_ros.ros.main import spin_node
 
 JACOBIAN_NNZ_PER_CONTACT = {"PunyoPressureSensor": 3, "PunyoDenseForceSensor": 27}
 

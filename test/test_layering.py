@@ -1,4 +1,9 @@
-"""The package's layers import one way: sensor -> world (transforms, urdf, mesh_io, world) -> ros -> apps."""
+"""The package's layers import one way.
+
+sensor -> world (transforms, urdf, mesh_io, world) -> ros -> contact_sources -> demo.
+
+Inside ``ros``, ``ros.messages`` (the message formats) is below the rest: it imports no other ``ros`` module.
+"""
 import ast
 import subprocess
 import sys
@@ -10,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "vsf_sensor_ros"
 
 # A layer may import only itself and the layers listed before it.
-LAYERS = ["sensor", "transforms", "urdf", "mesh_io", "world", "embedded_world", "ros", "apps"]
+LAYERS = ["sensor", "transforms", "urdf", "mesh_io", "world", "embedded_world", "ros", "contact_sources",
+          "demo"]
 
 
 def _layer_of(module: str) -> str:
@@ -55,3 +61,40 @@ def test_no_module_imports_a_higher_layer(path):
         layer = _layer_of(mod)
         if layer in LAYERS:
             assert LAYERS.index(layer) <= rank, f"{rel} ({own}) imports higher layer {mod}"
+
+
+@pytest.mark.parametrize("path", sorted((PKG / "ros" / "messages").rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_messages_import_no_other_ros_module(path):
+    rel = path.relative_to(PKG)
+    for mod in _imports(path):
+        if mod.startswith("vsf_sensor_ros.ros.") or mod == "vsf_sensor_ros.ros":
+            assert mod.startswith("vsf_sensor_ros.ros.messages"), f"{rel} imports {mod} (above ros.messages)"
+
+
+# Modules outside the layers: leaves any layer may use, importing nothing of the package themselves.
+LEAVES = ["trimesh_extras"]
+
+
+@pytest.mark.parametrize("path", sorted(PKG.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_module_has_a_layer(path):
+    rel = path.relative_to(PKG)
+    own = rel.parts[0] if len(rel.parts) > 1 else rel.stem
+    if own == "__init__":
+        return
+    assert own in LAYERS + LEAVES, f"{rel} is in no layer: add it to LAYERS or LEAVES"
+    if own in LEAVES:
+        found = [m for m in _imports(path) if _layer_of(m)]
+        assert not found, f"{rel} is a leaf but imports {found}"
+
+
+# The ros modules that hold pure logic (tested without a ROS graph) import no ROS client or message package.
+PURE_ROS_MODULES = ["input_health", "parameter_check"]
+
+
+@pytest.mark.parametrize("name", PURE_ROS_MODULES)
+def test_pure_ros_modules_import_no_ros(name):
+    path = PKG / "ros" / f"{name}.py"
+    rosish = [m for m in _imports(path)
+              if m.split(".")[0] in ("rclpy", "rcl_interfaces") or m.split(".")[0].endswith(("_msgs", "_srvs"))]
+    assert not rosish, f"{name} imports {rosish}"

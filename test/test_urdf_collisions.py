@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from vsf_sensor_ros.sensor import ContactState, SimState
-from vsf_sensor_ros.sensor.punyo_pressure import PunyoPressureSensor
+from vsf_sensor_ros.sensor.punyo_pressure_sensor import PunyoPressureSensor
 from vsf_sensor_ros.urdf import UrdfError, collision_elements
 from vsf_sensor_ros.world import World
 

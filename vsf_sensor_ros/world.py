@@ -7,7 +7,7 @@ A :class:`World` owns one Klampt ``WorldModel`` holding a robot loaded from a
 URDF plus rigid bodies attached to it (the Punyo membrane on a flange, a table,
 a grasped object).  It turns a ``sensor_msgs/JointState``-like update and
 free-body poses into the ``body_transforms`` dictionary of a
-:class:`~vsf_sensor_ros.sensor.state.SimState`, and hands sensors the Klampt
+:class:`~vsf_sensor_ros.sensor.base_sensor.SimState`, and hands sensors the Klampt
 models their ``attach()`` expects.
 
 Conventions:

@@ -17,14 +17,14 @@ from sensor_msgs.msg import FluidPressure, JointState, PointCloud2
 from std_msgs.msg import Bool
 
 from vsf_sensor_ros import embedded_world as ew
-from vsf_sensor_ros.apps.analysis import Series
-from vsf_sensor_ros.apps.demo import build_parser
-from vsf_sensor_ros.apps.demo_config import SensorInfo, check_pairing, resolve_config
-from vsf_sensor_ros.apps.demo_session import mujoco_sim_command
-from vsf_sensor_ros.apps.ros_env import apply_localhost_env, free_domain_id, release_domain_id
-from vsf_sensor_ros.apps.summary import vs_mujoco
+from vsf_sensor_ros.demo.analysis import Series
+from vsf_sensor_ros.demo.demo import build_parser
+from vsf_sensor_ros.demo.config import SensorInfo, check_pairing, resolve_config
+from vsf_sensor_ros.demo.session import mujoco_sim_command
+from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id, release_domain_id
+from vsf_sensor_ros.demo.summary import vs_mujoco
 from vsf_sensor_ros.contact_sources.mujoco_contact_node import MujocoContactNode, main
-from vsf_sensor_ros.ros.contacts_msg import pointcloud2_to_contacts
+from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts
 from test.ros.node_helpers import spin_until
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -24,7 +24,7 @@ PAD_NOISE_N = 0.02
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo_mujoco")
-    cmd = [sys.executable, "-m", "vsf_sensor_ros.apps.demo", "--backend", "mujoco", "--out", str(out),
+    cmd = [sys.executable, "-m", "vsf_sensor_ros.demo.demo", "--backend", "mujoco", "--out", str(out),
            "--duration", str(DURATION_S), "--rate", str(RATE_HZ), "--seed", "3"]
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=400)
     assert res.returncode == 0, f"demo failed ({res.returncode}):\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
@@ -65,7 +65,7 @@ def test_the_session_is_recorded_tared_and_labelled_as_mujocos(demo):
 
 
 def test_the_pad_agrees_with_mujocos_force_sensor_to_within_its_noise_recomputed_from_the_bag(demo):
-    from vsf_sensor_ros.apps.analysis import cloud_fields
+    from vsf_sensor_ros.demo.analysis import cloud_fields
     topics = read_bag(demo["out"])
     assert len(topics["/contacts"]) == STEPS
 
@@ -90,8 +90,8 @@ def test_the_pad_agrees_with_mujocos_force_sensor_to_within_its_noise_recomputed
 def test_the_load_cell_reads_the_normal_force_of_the_recorded_contacts(demo):
     """MuJoCo's touch sensor counts normal forces only; the recorded contacts on the object (from
     mj_contactForce) give the same vertical force while the press holds still (t >= 5 s)."""
-    from vsf_sensor_ros.apps.analysis import cloud_fields
-    from vsf_sensor_ros.ros.contacts_msg import pointcloud2_to_contacts
+    from vsf_sensor_ros.demo.analysis import cloud_fields
+    from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts
     topics = read_bag(demo["out"])
     meas = {stamp(m): m.wrench.force for m in topics["/object_load/measured"]}
     checked = 0

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from vsf_sensor_ros import embedded_world as ew
-from vsf_sensor_ros.apps.trajectory import PressProfile
+from vsf_sensor_ros.contact_sources.trajectory import PressProfile
 from vsf_sensor_ros.contact_sources.mujoco_scene import (LOAD_SITE, PAD_SITE, SOURCE_MUJOCO_FORCE,
                                                          SOURCE_MUJOCO_TOUCH, MujocoScene, MujocoSceneConfig,
                                                          PressPlan, contact_rows, contacts_by_pair,

@@ -2,9 +2,6 @@
 from __future__ import annotations
 
 from test.fuzz.profiles import load_profile, summary
-# the ROS session of test/ros: its domain-id lease and localhost-only discovery (set on import,
-# before any rclpy.init), and its rclpy context, for the node handler targets
-from test.ros.conftest import rclpy_context, ros_domain_id  # noqa: F401
 
 PROFILE = load_profile()
 

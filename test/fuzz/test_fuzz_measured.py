@@ -1,4 +1,4 @@
-"""Fuzz: measured-message decoding (``outputs.decode_measured``) against a reference.
+"""Fuzz: measured-message decoding (``readings.decode_measured``) against a reference.
 
 Every sensor kind with the measurement names its model lists, fed its own
 message type (and now and then another): FluidPressure and WrenchStamped
@@ -23,7 +23,8 @@ from sensor_msgs.msg import FluidPressure
 from test.fuzz import reference as ref
 from test.fuzz.profiles import record
 from test.fuzz.strategies import measured_messages, measured_scales, sensor_specs
-from vsf_sensor_ros.ros.outputs import MEASURED_REASONS, MeasuredDecodeError, decode_measured, sensor_layout
+from vsf_sensor_ros.ros.messages.readings import (MEASURED_REASONS, MeasuredDecodeError, decode_measured,
+                                                  sensor_layout)
 
 
 @st.composite

@@ -49,10 +49,10 @@ from test.fuzz.profiles import record
 from test.fuzz.strategies import (FLOAT32, FLOAT64, NORMAL_NAMES, Column, SensorSpec, any_float, clouds,
                                   contact_clouds, contact_columns, joint_states, measured_messages, poses,
                                   stamps, weighted_bool)
-from vsf_sensor_ros.ros.fast_io import CDR_REJECT_REASONS
+from vsf_sensor_ros.ros.messages.encoding import CDR_REJECT_REASONS
 from vsf_sensor_ros.ros.sensor_node import SensorNode
 from vsf_sensor_ros.sensor import ContactState, SimState
-from vsf_sensor_ros.sensor.state import with_reverse_pairs
+from vsf_sensor_ros.sensor.base_sensor import with_reverse_pairs
 
 CONTACTS_SHARE = 0.5
 """The contacts targets run this share of the profile's examples (each one is a whole node step with
@@ -123,7 +123,7 @@ def _reference_outcome(node: SensorNode, want: ref.Contacts):
                                       torch.tensor(w["forces"], dtype=torch.float64).reshape(k, 3),
                                       e["elem1"], e["elem2"])
     dense = {h.layout.frame_id: len(h.layout.vertices) for h in node._handles.values()
-             if h.layout.kind == "dense_force"}
+             if h.layout.codec.per_vertex}
     for (b1, b2), c in contacts.items():
         for body, elems in ((b1, c.elems1), (b2, c.elems2)):
             nv = dense.get(body)
@@ -137,7 +137,7 @@ def _reference_outcome(node: SensorNode, want: ref.Contacts):
         return "model_error", {}
     if not all(np.isfinite(v).all() for v in values.values()):
         return "non_finite_prediction", values
-    if any(node._handles[n].layout.kind == "dense_force" and v.size and float(np.abs(v).max()) > F32_MAX
+    if any(node._handles[n].layout.codec.float32_values and v.size and float(np.abs(v).max()) > F32_MAX
            for n, v in values.items()):
         return "out_of_range", values
     return None, values
@@ -320,7 +320,7 @@ def test_pose_handler(msg_node):
 
 def _spec(h) -> SensorSpec:
     return SensorSpec(h.config.type, tuple(h.layout.names), None,
-                      np.asarray(h.layout.vertices) if h.layout.kind == "dense_force" else None)
+                      np.asarray(h.layout.vertices) if h.layout.codec.per_vertex else None)
 
 
 def test_measured_handler(msg_node):
@@ -422,7 +422,7 @@ def _same(a, b) -> bool:
 
 def _probe(node: SensorNode, sec: int):
     """A small well-formed contacts message: one contact on the bubble's first vertex."""
-    from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+    from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
     T = node.world.body_transform("punyo")
     V = np.asarray(node.world.body_mesh("punyo").vertices)
     p = T[:3, :3] @ V[0] + T[:3, 3]

@@ -1,4 +1,4 @@
-"""Fuzz: stamp conversions (``ros.stamps``) against exact integer/fraction arithmetic.
+"""Fuzz: stamp conversions (``ros.messages.stamps``) against exact integer/fraction arithmetic.
 
 Any integer nanoseconds, any ``Time`` the message type can hold, and any
 value a caller may pass as a stamp (doubles of every kind, huge integers,
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from test.fuzz import reference as ref
 from test.fuzz.profiles import record
-from vsf_sensor_ros.ros.stamps import ns_to_stamp, seconds_to_stamp, stamp_to_ns, to_stamp
+from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp, seconds_to_stamp, stamp_to_ns, to_stamp
 
 NS_WIDE = st.one_of(st.integers(-2 ** 31 * 10 ** 9, 2 ** 31 * 10 ** 9), st.integers(-2 ** 80, 2 ** 80),
                     st.integers(2 ** 31 * 10 ** 9 - 5, 2 ** 31 * 10 ** 9 + 5),

@@ -22,7 +22,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState, PointCloud2
 
-from vsf_sensor_ros.apps.processes import ManagedProcess, child_env, module_command
+from vsf_sensor_ros.demo.processes import ManagedProcess, child_env, module_command
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / ".." / "shared" / "fixtures" / "kinova_punyo"
@@ -41,7 +41,7 @@ def write_params(path: Path, params: Dict[str, Any], node_name: str = "sensor_no
 class NodeProcess(ManagedProcess):
     """``sensor_node`` in a child process, through the package's own process helper.
 
-    :class:`vsf_sensor_ros.apps.processes.ManagedProcess` (the demo's): own
+    :class:`vsf_sensor_ros.demo.processes.ManagedProcess` (the demo's): own
     process group, output to a log file, stopped SIGINT first (clean rclpy
     shutdown) and reaped.
     """
@@ -196,7 +196,7 @@ def bubble_push_cloud(node: Any, force: float, sec: int) -> PointCloud2:
     positive direction) in the world frame, header stamp ``sec`` s."""
     import numpy as np
     import torch
-    from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+    from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
     from vsf_sensor_ros.sensor import ContactState
     T = node.world.body_transform("punyo")
     V = np.asarray(node.world.body_mesh("punyo").vertices)

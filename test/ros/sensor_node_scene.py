@@ -22,8 +22,8 @@ from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
 from vsf_sensor_ros.embedded_world import embedded_world
-from vsf_sensor_ros.ros.calibration_store import HEADER
-from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.calibration_file import HEADER
+from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
 from vsf_sensor_ros.sensor import ContactState, SimState
 
 from .node_helpers import NodeProcess, Probe, joint_state, write_params

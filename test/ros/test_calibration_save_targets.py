@@ -23,8 +23,8 @@ import pytest
 import yaml
 from std_srvs.srv import Trigger
 
-from vsf_sensor_ros.ros import calibration_store as cal_store
-from vsf_sensor_ros.ros.calibration_store import HEADER, CalibrationStore, SaveRefused, write_target
+from vsf_sensor_ros.ros import calibration_file as cal_store
+from vsf_sensor_ros.ros.calibration_file import HEADER, CalibrationStore, SaveRefused, write_target
 
 from .sensor_node_scene import start_node, tare_pressure
 
@@ -223,7 +223,7 @@ def _can_bind_mount() -> str:
 SAVE_IN_NAMESPACE = """
 import sys, yaml
 from pathlib import Path
-from vsf_sensor_ros.ros.calibration_store import CalibrationStore
+from vsf_sensor_ros.ros.calibration_file import CalibrationStore
 print(CalibrationStore(Path(sys.argv[1])).save(yaml.safe_load(sys.argv[2])))
 """
 

@@ -6,7 +6,7 @@ message rows with the sign of the row's force, a pair present in both orders mus
 a tare must see the contact.
 
 In-process tests run the node's own step (decode, ``with_implied_pairs``, ``SimState``,
-``predict_sensor``) and compare the published Jacobian with central differences over the message's
+``SensorHandle.predict``) and compare the published Jacobian with central differences over the message's
 force values; the DDS tests run the node process (``sensor_node_scene``) and compare with values
 derived by hand: the Punyo pressure model ``p = tare - (1/A) sum_c (R^T f_c) . n`` with ``n = +z``
 of the bubble and ``A`` the area of its 24-gon base.
@@ -22,10 +22,10 @@ from sensor_msgs.msg import PointCloud2
 from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.embedded_world import BUBBLE_RADIUS
-from vsf_sensor_ros.ros import outputs as enc
-from vsf_sensor_ros.ros.contacts_msg import pointcloud2_to_contacts, with_implied_pairs
-from vsf_sensor_ros.ros.outputs import read_cloud_fields
-from vsf_sensor_ros.ros.step import predict_sensor
+from vsf_sensor_ros.ros.messages import readings as enc
+from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts, with_implied_pairs
+from vsf_sensor_ros.ros.messages.readings import read_cloud_fields
+from vsf_sensor_ros.ros.sensor_handle import SensorHandle
 from vsf_sensor_ros.sensor import SimState
 
 from .sensor_node_scene import (F64, N_TARE, PRESSURE_TARE_FROM_FILE, body_names, library_models,
@@ -66,7 +66,7 @@ def _step(world, sensor, rows):
     verts = np.asarray(world.body_mesh("punyo").vertices) if "Dense" in type(sensor).__name__ else None
     layout = enc.sensor_layout(type(sensor).__name__, "punyo", sensor.measurement_names(),
                                sensor.measurement_errors(), verts)
-    r = predict_sensor(SimpleNamespace(sensor=sensor, layout=layout), state, decoded, True)
+    r = SensorHandle.predict(SimpleNamespace(sensor=sensor, layout=layout), state, decoded, True)
     jac = {}
     for i, c, v in zip(r.jacobian.rows.tolist(), r.jacobian_cols.tolist(), r.jacobian.values.tolist()):
         jac[(i, c)] = jac.get((i, c), 0.0) + v

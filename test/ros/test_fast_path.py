@@ -25,7 +25,7 @@ from vsf_sensor_ros.embedded_world import EMBEDDED_JOINTS, HOME, embedded_world
 
 from .node_helpers import RELIABLE, NodeProcess, Probe, write_params
 from .sensor_node_scene import KINDS, body_names, node_params, rows_to_cloud, scene_contacts, stamp
-from .test_cdr import assert_same_wire, contacts_cloud, rand_text
+from test.ros.messages.test_wire import assert_same_wire, contacts_cloud, rand_text
 
 PATHS = ("fast", "ref")
 BATCHES = 6

@@ -15,9 +15,10 @@ from builtin_interfaces.msg import Time
 from vsf_sensor_ros.embedded_world import embedded_world
 from vsf_sensor_ros.ros.frames import (TFMessage, frame_table, sensor_frame_name, transform_msg,
                                        world_frame_table)
-from vsf_sensor_ros.ros.model_builder import SensorFactory
-from vsf_sensor_ros.ros.outputs import encode_markers, encode_vector
-from vsf_sensor_ros.ros.params import ConfigError, SensorConfig, sensor_specs
+from vsf_sensor_ros.ros.scene import SensorFactory
+from vsf_sensor_ros.ros.messages.readings import encode_markers, encode_vector
+from vsf_sensor_ros.ros.parameter_table import ConfigError, sensor_specs
+from vsf_sensor_ros.ros.parameters import SensorParameters
 
 S45 = math.sqrt(0.5)
 RX90 = np.array([[1.0, 0, 0, 0], [0, 0, -1, 0], [0, 1, 0, 0], [0, 0, 0, 1]])
@@ -30,10 +31,10 @@ def _T(R=np.eye(3), t=(0.0, 0.0, 0.0)) -> np.ndarray:
     return T
 
 
-def _config(name: str, type_name: str, **values) -> SensorConfig:
+def _config(name: str, type_name: str, **values) -> SensorParameters:
     v = {s.key: s.default for s in sensor_specs(type_name)}
     v.update(values)
-    return SensorConfig(name, type_name, v)
+    return SensorParameters(name, type_name, v)
 
 
 # --------------------------------------------------------------------------- the table

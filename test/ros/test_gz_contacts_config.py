@@ -14,7 +14,7 @@ import pytest
 from geometry_msgs.msg import Vector3
 from rclpy.parameter import Parameter
 
-from vsf_sensor_ros.ros.params import ConfigError
+from vsf_sensor_ros.ros.parameter_table import ConfigError
 from vsf_sensor_ros.ros.sensor_node import SensorNode
 
 ros_gz = pytest.importorskip("ros_gz_interfaces.msg",

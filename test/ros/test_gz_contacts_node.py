@@ -25,7 +25,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Vector3
 from sensor_msgs.msg import JointState, PointCloud2
 
-from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
 from vsf_sensor_ros.sensor import ContactState
 
 from .node_helpers import NodeProcess, Probe, write_params

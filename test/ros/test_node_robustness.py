@@ -22,9 +22,9 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import FluidPressure
 from std_srvs.srv import Trigger
 
-from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
-from vsf_sensor_ros.ros.outputs import make_cloud, make_header
-from vsf_sensor_ros.ros.params import ConfigError
+from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.readings import make_cloud, make_header
+from vsf_sensor_ros.ros.parameter_table import ConfigError
 from vsf_sensor_ros.ros.sensor_node import SensorNode
 from vsf_sensor_ros.sensor import ContactState
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 from sensor_msgs.msg import FluidPressure, JointState, PointCloud2
 
-from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
 from vsf_sensor_ros.sensor import ContactState
 
 from .node_helpers import FIXTURES, ROOT, NodeProcess, Probe, joint_state, write_params

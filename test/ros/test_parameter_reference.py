@@ -2,7 +2,7 @@
 from pathlib import Path
 
 from vsf_sensor_ros.ros import parameter_reference
-from vsf_sensor_ros.ros.params import NODE_SPECS, SENSOR_SETTINGS
+from vsf_sensor_ros.ros.parameter_table import NODE_SPECS, SENSOR_SETTINGS
 
 ROOT = Path(__file__).resolve().parents[2]
 

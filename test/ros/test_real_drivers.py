@@ -24,9 +24,9 @@ from std_msgs.msg import Float32
 from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.embedded_world import embedded_world
-from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
-from vsf_sensor_ros.ros.joint_names import MISSING_AFTER, joints_moving, parse_joint_name_map
-from vsf_sensor_ros.ros.params import ConfigError
+from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.kinematics import MISSING_AFTER, joints_moving, parse_joint_name_map
+from vsf_sensor_ros.ros.parameter_table import ConfigError
 from vsf_sensor_ros.ros.sensor_node import SensorNode
 
 URDF_JOINTS = ["shoulder_yaw", "shoulder_pitch", "elbow_pitch", "wrist_pitch"]

@@ -38,7 +38,7 @@ from sensor_msgs.msg import FluidPressure, JointState
 from std_msgs.msg import Float32
 from std_srvs.srv import Trigger
 
-from vsf_sensor_ros.apps.processes import ManagedProcess, child_env
+from vsf_sensor_ros.demo.processes import ManagedProcess, child_env
 
 from .node_helpers import FIXTURES, ROOT, Probe
 
@@ -271,5 +271,5 @@ def test_the_quick_start_as_written_tares_and_predicts_a_press_against_the_stand
 
 
 def test_the_kinova_contacts_config_lists_every_parameter_of_the_node():
-    from vsf_sensor_ros.ros.wrench_contact_node import DEFAULTS
+    from vsf_sensor_ros.contact_sources.wrench_contact_node import DEFAULTS
     assert set(_wrench_params()) == set(DEFAULTS)

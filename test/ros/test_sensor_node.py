@@ -23,7 +23,7 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState, PointCloud2
 
 from vsf_sensor_ros.embedded_world import BUBBLE_RADIUS
-from vsf_sensor_ros.ros.outputs import read_cloud_fields
+from vsf_sensor_ros.ros.messages.readings import read_cloud_fields
 from vsf_sensor_ros.sensor import SimState, with_reverse_pairs
 
 from .node_helpers import BEST_EFFORT, Probe

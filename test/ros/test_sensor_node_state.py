@@ -14,9 +14,9 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from sensor_msgs.msg import PointCloud2
 from std_srvs.srv import Trigger
 
-from vsf_sensor_ros.ros.calibration_store import HEADER
+from vsf_sensor_ros.ros.calibration_file import HEADER
 from vsf_sensor_ros.ros.frames import TFMessage
-from vsf_sensor_ros.ros.outputs import read_cloud_fields
+from vsf_sensor_ros.ros.messages.readings import read_cloud_fields
 
 from .sensor_node_scene import (N_TARE, SENSORS, diag, empty_cloud, for_stamp, measured_forces,
                                 measured_pressure, posed_world, rows_to_cloud, scene_contacts, send_pose,

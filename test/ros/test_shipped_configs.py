@@ -16,8 +16,8 @@ import trimesh
 import yaml
 from sensor_msgs.msg import FluidPressure, PointCloud2
 
-from vsf_sensor_ros.apps import launch_support as ls
-from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+from vsf_sensor_ros.ros import launch_support as ls
+from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
 
 from .node_helpers import FIXTURES, ROOT, NodeProcess, Probe
 
@@ -37,7 +37,7 @@ def test_kinova_config_table_is_the_simulators_static_table():
     assert set(params["contact_body_names"]) <= set(params["bodies"])
     table = params["table"]
     assert table["parent_link"] == "world" and table["pose_topic"] == ""
-    from vsf_sensor_ros.apps.sim_world import SceneAssets   # the simulator's table, both worlds
+    from vsf_sensor_ros.contact_sources.sim_world import SceneAssets   # the simulator's table, both worlds
     centre = SceneAssets.__dataclass_fields__["table_center"].default
     size = SceneAssets.__dataclass_fields__["table_size"].default
     T = np.asarray(table["transform"], dtype=float).reshape(4, 4)

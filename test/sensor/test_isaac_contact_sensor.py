@@ -11,7 +11,7 @@ import torch
 
 from vsf_sensor_ros.sensor import (ContactSensorInterface, ContactState, CsProperties, CsSensorReading,
                                    IsaacContactSensor, SimState)
-from vsf_sensor_ros.sensor.base import BaseSensor
+from vsf_sensor_ros.sensor.base_sensor import BaseSensor
 
 F64 = torch.float64
 RZ90 = [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]

@@ -1,1 +1,2 @@
-"""Programs that produce the contacts a sensor node reads (simulators and their scenes)."""
+"""Programs that publish ``contacts``: the Klampt/ODE contact simulator, the MuJoCo contact node
+and its scene, and the wrench contact node."""

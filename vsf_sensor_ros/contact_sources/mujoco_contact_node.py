@@ -15,7 +15,7 @@ message each per step, in this order):
   velocity (rad/s) as MuJoCo integrates them.
 * ``object/pose`` -- ``geometry_msgs/PoseStamped``: the box's pose in ``world_frame``.
 * ``contacts`` -- ``sensor_msgs/PointCloud2`` from
-  :func:`~vsf_sensor_ros.ros.contacts_msg.contacts_to_pointcloud2`: MuJoCo's contacts between
+  :func:`~vsf_sensor_ros.ros.messages.contacts.contacts_to_pointcloud2`: MuJoCo's contacts between
   bodies of ``contact_body_names`` (names from the MuJoCo model), each pair in *both* orders,
   force applied to body1 by body2 from ``mj_contactForce`` turned into the world frame (N); an
   empty cloud when nothing touches.
@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import signal
 import sys
 import threading
 import time
@@ -50,7 +49,6 @@ import rclpy
 import torch
 from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -59,17 +57,17 @@ from sensor_msgs.msg import JointState, PointCloud2
 from std_msgs.msg import Bool
 
 from vsf_sensor_ros import embedded_world as ew
-from vsf_sensor_ros.apps.contact_sim_node import param_spec, sim_time_msg
-from vsf_sensor_ros.apps.sim_sensors import DEMO_SENSORS, MeasuredStream, demo_sensor_specs
-from vsf_sensor_ros.apps.sim_world import embedded_assets
-from vsf_sensor_ros.apps.trajectory import PressProfile
-from vsf_sensor_ros.ros.contacts_msg import contacts_to_pointcloud2
+from vsf_sensor_ros.contact_sources.contact_sim_node import param_spec, sim_time_msg
+from vsf_sensor_ros.contact_sources.sim_sensors import DEMO_SENSORS, MeasuredStream, demo_sensor_specs
+from vsf_sensor_ros.contact_sources.sim_world import embedded_assets
+from vsf_sensor_ros.contact_sources.trajectory import PressProfile
+from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
-from vsf_sensor_ros.ros.node_cli import user_args
-from vsf_sensor_ros.ros.node_params import declare_spec
-from vsf_sensor_ros.ros.outputs import KIND_MESSAGES, encode_vector, make_header, sensor_layout
-from vsf_sensor_ros.ros.params import Spec, check_value
-from vsf_sensor_ros.sensor.state import SimState
+from vsf_sensor_ros.ros.main import run_node, user_args
+from vsf_sensor_ros.ros.parameters import declare_spec
+from vsf_sensor_ros.ros.messages.readings import encode_vector, make_header, sensor_layout
+from vsf_sensor_ros.ros.parameter_table import Spec, check_value
+from vsf_sensor_ros.sensor.base_sensor import SimState
 from vsf_sensor_ros.world import xyz_quat_from_transform
 
 from .mujoco_scene import (BUBBLE, OBJECT, SOURCE_MUJOCO_FORCE, SOURCE_MUJOCO_TOUCH, TABLE, MujocoScene,
@@ -240,8 +238,7 @@ class MujocoContactNode(Node):
         self.pub_joints = self.create_publisher(JointState, "joint_states", reliable)
         self.pub_pose = self.create_publisher(PoseStamped, "object/pose", reliable)
         self.pub_contacts = self.create_publisher(PointCloud2, "contacts", reliable)
-        self.pub_measured = [self.create_publisher(KIND_MESSAGES[lay.kind], f"{s.spec.name}/measured",
-                                                   reliable)
+        self.pub_measured = [self.create_publisher(lay.codec.message, f"{s.spec.name}/measured", reliable)
                              for s, lay in zip(self.streams, self._layouts)]
         self.pub_done = self.create_publisher(Bool, "sim_done", latched)
         self.pub_done.publish(Bool(data=False))
@@ -381,12 +378,25 @@ def usage() -> argparse.ArgumentParser:
                "Parameters: ros2 param describe /mujoco_contact_node <name>; docs/mujoco.md.")
 
 
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
+def _spin_until_done(node: "MujocoContactNode") -> None:
+    """Spin until shutdown, or until the run is done (``exit_on_done``) and ``linger_s`` has passed."""
+    while rclpy.ok():
+        rclpy.spin_once(node, timeout_sec=0.1)
+        if node.done.is_set() and node.p["exit_on_done"]:
+            end = time.monotonic() + float(node.p["linger_s"])
+            while rclpy.ok() and time.monotonic() < end:
+                rclpy.spin_once(node, timeout_sec=0.05)
+            break
+
+
+def _finish(node: "MujocoContactNode") -> int:
+    node.stop()
+    return 1 if node.failed is not None else 0
 
 
 def main(args: Optional[Sequence[str]] = None) -> int:
-    """Console entry point: init, spin until done (or Ctrl-C), shut down cleanly.
+    """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): init, spin until done (or
+    Ctrl-C), shut down cleanly.
 
     ``-h`` / ``--help`` before ``--ros-args`` prints the usage and exits 0 without creating a
     ROS participant.
@@ -397,34 +407,9 @@ def main(args: Optional[Sequence[str]] = None) -> int:
     """
     argv = list(sys.argv if args is None else args)
     usage().parse_known_args(user_args(argv))       # exits 0 after printing for -h / --help
-    rclpy.init(args=argv)
-    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-        signal.signal(signal.SIGTERM, _interrupt)     # stop like Ctrl-C on SIGTERM too
-    try:
-        node = MujocoContactNode()
-    except (ValueError, FileNotFoundError, RuntimeError) as exc:
-        rclpy.logging.get_logger("mujoco_contact_node").fatal(f"configuration error: {exc}")
-        rclpy.try_shutdown()
-        return 2
-    except (KeyboardInterrupt, ExternalShutdownException):
-        rclpy.try_shutdown()
-        return 0
-    try:
-        while rclpy.ok():
-            rclpy.spin_once(node, timeout_sec=0.1)
-            if node.done.is_set() and node.p["exit_on_done"]:
-                end = time.monotonic() + float(node.p["linger_s"])
-                while rclpy.ok() and time.monotonic() < end:
-                    rclpy.spin_once(node, timeout_sec=0.05)
-                break
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.stop()
-        code = 1 if node.failed is not None else 0
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    return run_node("mujoco_contact_node", MujocoContactNode, argv,
+                    config_errors=(ValueError, FileNotFoundError, RuntimeError),
+                    spin=_spin_until_done, finish=_finish)
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ import trimesh
 from scipy.spatial.transform import Rotation
 
 from vsf_sensor_ros import embedded_world as ew
-from vsf_sensor_ros.sensor.state import ContactState
+from vsf_sensor_ros.sensor.base_sensor import ContactState
 from vsf_sensor_ros.urdf import parse_urdf_joints
 
 BUBBLE = ew.BUBBLE_BODY
@@ -529,7 +529,7 @@ def mujoco_source_label(sensor_type: str, attachment: str, mode: str) -> str:
     sensor (:data:`SOURCE_MUJOCO_FORCE`), an ``IsaacContactSensor`` on the object MuJoCo's
     ``touch`` sensor (:data:`SOURCE_MUJOCO_TOUCH`); everything else, and every sensor with
     ``model``, is the package's model (``synthetic-model``, the label of
-    :mod:`vsf_sensor_ros.apps.sim_sensors`).
+    :mod:`vsf_sensor_ros.contact_sources.sim_sensors`).
 
     Raises:
         ValueError: ``mode`` is not ``independent`` or ``model``.
@@ -548,7 +548,7 @@ class PressPlan:
     """Joint targets that press the bubble apex straight down onto the object's top face centre.
 
     The apex height above the top face follows the package's press profile
-    (:class:`~vsf_sensor_ros.apps.trajectory.PressProfile`: tare hold, approach, press, hold,
+    (:class:`~vsf_sensor_ros.contact_sources.trajectory.PressProfile`: tare hold, approach, press, hold,
     release, retreat, rest); the joints come from the embedded arm's closed-form inverse
     kinematics (:func:`~vsf_sensor_ros.embedded_world.tool_down_joint_positions`), bubble facing
     down.

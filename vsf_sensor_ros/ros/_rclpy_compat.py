@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - a future rclpy that moves it
 
 try:
     # Subscription callbacks may take a second argument, a MessageInfo (send time, sequence
-    # numbers), from Iron on; Humble's callbacks take the message only.  (apps/recorder.py holds
+    # numbers), from Iron on; Humble's callbacks take the message only.  (demo/recorder.py holds
     # its own copy of this guard today.)
     from rclpy.subscription import MessageInfo  # noqa: F401
     HAS_MESSAGE_INFO = True

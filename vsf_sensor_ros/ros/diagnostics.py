@@ -38,7 +38,7 @@ from typing import Dict, List, Optional
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
-from .outputs import make_header
+from .messages.readings import make_header
 
 
 @dataclass

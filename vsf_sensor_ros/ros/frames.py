@@ -43,7 +43,7 @@ import numpy as np
 from geometry_msgs.msg import TransformStamped
 
 from ..transforms import xyz_quat_from_transform
-from .stamps import copy_stamp
+from .messages.stamps import copy_stamp
 
 try:
     # The TF message type: part of a ROS install (geometry2); no ROS 2 wheel has it, so on the pip
@@ -217,7 +217,7 @@ def world_frame_table(world: Any, world_frame: str, sensors: Iterable[Any]) -> F
     Args:
         world: the node's ``World`` (links, attached bodies and their mounts).
         world_frame: the ``world_frame`` parameter.
-        sensors: :class:`~vsf_sensor_ros.ros.outputs.SensorLayout` of each sensor;
+        sensors: :class:`~vsf_sensor_ros.ros.messages.readings.SensorLayout` of each sensor;
             those with a ``sensor_frame`` add it.
     """
     bodies = [(b, world.body_parent(b), world.body_mount(b)) for b in world.attached_body_names]

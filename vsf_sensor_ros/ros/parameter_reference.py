@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, List
 
-from .params import BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, SENSOR_SETTINGS, Spec
+from .parameter_table import BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, SENSOR_SETTINGS, Spec
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "docs" / "parameters.md"
 

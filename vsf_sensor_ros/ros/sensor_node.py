@@ -6,10 +6,10 @@ Inputs (QoS: ``qos.inputs.*``, default the sensor-data profile, best effort,
 which accepts reliable and best-effort publishers):
 
 * ``contacts`` (``sensor_msgs/PointCloud2``, one per simulator step, see
-  :mod:`vsf_sensor_ros.ros.contacts_msg`; with ``contacts_type:
-  ros_gz_interfaces/msg/Contacts`` gz-sim's contacts, :mod:`.gz_contacts`);
+  :mod:`vsf_sensor_ros.ros.messages.contacts`; with ``contacts_type:
+  ros_gz_interfaces/msg/Contacts`` gz-sim's contacts, :mod:`.messages.gz_contacts`);
 * ``joint_states`` (``sensor_msgs/JointState``, matched by URDF joint name after
-  ``joint_name_map`` (:mod:`.joint_names`); partial, reordered and extra names are fine,
+  ``joint_name_map`` (:mod:`.kinematics`); partial, reordered and extra names are fine,
   unknown names are counted and warned about once);
 * ``<b>/pose`` (``geometry_msgs/PoseStamped``, in ``world_frame``) for every free
   body of the world (an extra body's ``<b>.pose_topic`` renames it);
@@ -25,18 +25,18 @@ which accepts reliable and best-effort publishers):
 Outputs (QoS: ``qos.outputs.*``, default reliable, depth 10), all stamped
 with the stamp of the contacts message they derive from:
 
-* ``<s>/predicted``, ``<s>/residual`` (see :mod:`vsf_sensor_ros.ros.outputs`),
+* ``<s>/predicted``, ``<s>/residual`` (see :mod:`vsf_sensor_ros.ros.messages.readings`),
 * ``<s>/jacobian`` (``publish_jacobian``), ``<s>/markers`` (``publish_markers``,
   at most ``markers_max_rate``), ``/diagnostics``.
 
 Services (``std_srvs/Trigger``): ``<s>/tare``, ``tare`` (every sensor with a measured stream,
 all or nothing; the others are listed as skipped), ``<s>/calibrate_gain`` (sensors with a
-gain, :mod:`.gain_service`), ``save_calibration`` (writes only the
-calibration file fixed at start, see :mod:`vsf_sensor_ros.ros.calibration_store`).
+gain, :mod:`.calibration`), ``save_calibration`` (writes only the
+calibration file fixed at start, see :mod:`vsf_sensor_ros.ros.calibration_file`).
 
 Per contacts message: one ``SimState`` (body transforms from the latest
 joint state and free-body poses, contacts from the cloud with a pair
-reported in one order implying the other, see ``contacts_msg.with_implied_pairs``), then every
+reported in one order implying the other, see ``messages.contacts.with_implied_pairs``), then every
 sensor's prediction (and Jacobian) is computed, and only when all succeed
 is anything published -- a bad message is rejected whole, for every sensor,
 counted by reason on ``/diagnostics`` and logged at most once a second per
@@ -44,71 +44,57 @@ reason.  A stamp earlier than the previous one (simulator reset) clears the
 pairing buffers and stateful sensors, is counted as a stamp jump, and the
 message is processed normally.
 
-Hot path (``fast_path``, default true): ``contacts`` and ``joint_states``
-are read from their serialised bytes and the predicted, residual and
-Jacobian messages are published as serialised bytes, both with numpy
-(:mod:`.fast_io`, :mod:`.cdr`); ``fast_path: false`` uses the standard
-message objects (the reference implementation, same messages).  ``main()``
-spins with the ``executor`` parameter's choice (:mod:`.executors`).
+Hot path (``fast_path``, default true): ``contacts`` and ``joint_states`` are read from
+their serialised bytes and the predicted, residual and Jacobian messages are published as
+serialised bytes; ``fast_path: false`` uses the standard message objects (the reference
+implementation, same messages).  The choice is made once, at start
+(:mod:`.messages.encoding`).  ``main()`` spins with the ``executor`` parameter's choice
+(:mod:`.main`).
 
-Where things live: parameters and change plans :mod:`.node_params` (the table
-in :mod:`.params`), models from parameters :mod:`.model_builder`, one
-sensor's endpoints and buffers :mod:`.sensor_endpoints`, joint states and poses
-:mod:`.kinematic_inputs`, measured messages, residuals, tare, gain and save services
-:mod:`.measurements`, stamp pairing :mod:`.pairing`, calibration file and tare
-:mod:`.calibration_store`, a step's body transforms :mod:`.body_transforms`, frames and TF
-:mod:`.frames`, driver joint names :mod:`.joint_names`, the command line :mod:`.node_cli`,
-private rclpy API and distribution guards :mod:`._rclpy_compat`.  This module is the
-wiring (it owns every publisher, subscription, service and timer), the contacts path and
-the callbacks, which hand measured messages, joint states, poses and the calibration
-services to those helpers.
+This module is the wiring (it owns every publisher, subscription, service and timer), the
+contacts path and the callbacks, which hand measured messages, joint states, poses and the
+calibration services to the module of each concept.
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
-import traceback
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _quiet_start   # first: a signal during the imports below ends the program quietly
+from . import _quiet_start  # first: a signal during the imports below ends the program quietly
 
-import rclpy
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState, PointCloud2
 from std_srvs.srv import Trigger
 
 from ..sensor import SimState
-from ..sensor.base import BaseSensor
+from ..sensor.base_sensor import BaseSensor
 from ..urdf import MOVABLE_JOINT_TYPES
 from ..trimesh_extras import skip_trimesh_extras
-from . import calibration_store as cal_store
-from . import executors
-from . import node_cli
-from . import fast_io
-from . import outputs as enc
-from ._rclpy_compat import RCLError, add_parameter_callbacks
-from .contacts_msg import ContactsDecodeError, pointcloud2_to_contacts, with_implied_pairs
+from . import calibration_file as cal_store
+from . import main as node_main
+from .messages import readings as enc
+from .messages.encoding import encoding
+from ._rclpy_compat import add_parameter_callbacks
+from .messages.contacts import ContactsDecodeError, pointcloud2_to_contacts, with_implied_pairs
 from .diagnostics import InputStats, build_diagnostics
 from .frames import FramePublisher
-from .gz_contacts import GZ_CONTACTS_TYPE, ContactBodyMap, gz_contacts_to_contacts
-from .joint_names import parse_joint_name_map
-from .kinematic_inputs import KinematicInputs
+from .kinematics import KinematicInputs, parse_joint_name_map
+from .messages.gz_contacts import GZ_CONTACTS_TYPE, ContactBodyMap, gz_contacts_to_contacts
 from .keep_warm import KeepWarm
-from .model_builder import SensorFactory, build_scene, check_contact_body_names
-from .node_params import ChangePlan, LiveSettings, NodeParameters
-from .measurements import Measurements
-from .params import ConfigError, SensorConfig, effective_assets_dir, resolve_path
-from .sensor_endpoints import EndpointQoS, SensorEndpoints, SensorHandle
-from .stamps import stamp_to_ns
-from .step import SensorResult, StepRejected, check_elements, check_predictions, predict_sensor, \
-    reading_in_contact
+from .scene import (SensorFactory, build_scene, check_contact_body_names, effective_assets_dir,
+                    resolve_path)
+from .parameters import ChangePlan, LiveSettings, NodeParameters, SensorParameters
+from .calibration import Measurements
+from .parameter_table import ConfigError
+from .sensor_handle import (EndpointQoS, SensorEndpoints, SensorHandle, SensorResult, StepRejected,
+                            check_elements, check_predictions)
+from .messages.stamps import stamp_to_ns
 
 DTYPE = torch.float64
 DEVICE = torch.device("cpu")
@@ -124,7 +110,7 @@ class SensorNode(Node):
 
     def __init__(self, node_name: str = "sensor_node", **kwargs: Any) -> None:
         # Undeclared parameters are accepted only as *staged* settings of a sensor not
-        # configured yet (see node_params); they let `ros2 param set` prepare `c.type`,
+        # configured yet (see .parameters); they let `ros2 param set` prepare `c.type`,
         # `c.attachment` before `c` is added to `sensors`.
         super().__init__(node_name, allow_undeclared_parameters=True, **kwargs)
         try:
@@ -156,10 +142,10 @@ class SensorNode(Node):
             raise ConfigError("frame_prefix", self._frame_prefix, "must not contain white space")
         assets = effective_assets_dir(p["assets_dir"])
         self._qos = EndpointQoS.from_values(p)
-        self._fast = bool(p["fast_path"])
-        if p["executor"] not in executors.EXECUTOR_KINDS:
+        self._encoding = encoding(bool(p["fast_path"]))   # bytes or message objects, fixed for the run
+        if p["executor"] not in node_main.EXECUTOR_KINDS:
             raise ConfigError("executor", p["executor"],
-                              f"must be one of {', '.join(executors.EXECUTOR_KINDS)}")
+                              f"must be one of {', '.join(node_main.EXECUTOR_KINDS)}")
         self.world, pose_topics, body_meshes = build_scene(p, assets, self.params.declare_body)
         self._factory = SensorFactory(self.world, body_meshes, self._frame_prefix)
         # every free body (embedded scene objects included) follows a PoseStamped topic
@@ -219,8 +205,8 @@ class SensorNode(Node):
         # creation order, so a step's joint state (published first by a simulator) is applied before
         # its contacts; the EventsExecutor serves them in arrival order.  Either way a contacts
         # message uses the stamped joint state of its own step (body_transforms' history).
-        self.sub_joints, self.sub_contacts = fast_io.subscribe_inputs(
-            self, self._qos.inputs, self._on_joint_state, self._on_contacts, self._reject, self._fast,
+        self.sub_joints, self.sub_contacts = self._encoding.subscribe_inputs(
+            self, self._qos.inputs, self._on_joint_state, self._on_contacts, self._reject,
             self._gz_contacts[0] if self._gz_contacts else None)
         self._last_contacts: Optional[Any] = None
         self.keep_warm: Optional[KeepWarm] = None
@@ -245,30 +231,30 @@ class SensorNode(Node):
             ConfigError: an unknown type, ``ros_gz_interfaces`` not importable, or a
                 malformed ``contact_body_map`` entry.
         """
-        kind = p["contacts_type"]
-        if kind == "sensor_msgs/msg/PointCloud2":
+        type_name = p["contacts_type"]
+        if type_name == "sensor_msgs/msg/PointCloud2":
             return None
-        if kind != GZ_CONTACTS_TYPE:
-            raise ConfigError("contacts_type", kind,
+        if type_name != GZ_CONTACTS_TYPE:
+            raise ConfigError("contacts_type", type_name,
                               f"must be sensor_msgs/msg/PointCloud2 or {GZ_CONTACTS_TYPE}")
         try:
             from ros_gz_interfaces.msg import Contacts
         except ImportError:
-            raise ConfigError("contacts_type", kind, "ros_gz_interfaces is not importable (a ROS install "
-                                                     "has it; on the pip path make venv builds it)") from None
+            raise ConfigError("contacts_type", type_name,
+                              "ros_gz_interfaces is not importable (a ROS install has it; on the pip "
+                              "path make venv builds it)") from None
         try:
             return Contacts, ContactBodyMap.parse(p["contact_body_map"] or [])
         except ValueError as exc:
             raise ConfigError("contact_body_map", list(p["contact_body_map"]), str(exc)) from None
 
     # ------------------------------------------------------------------ sensors
-    def _install(self, cfg: SensorConfig, sensor: BaseSensor, layout: enc.SensorLayout) -> SensorHandle:
+    def _install(self, cfg: SensorParameters, sensor: BaseSensor, layout: enc.SensorLayout) -> SensorHandle:
         """Create a sensor's handle with its publishers, subscription and tare service."""
         h = SensorHandle(cfg, sensor, layout, int(self.params.values["alignment_buffer_size"]),
                          self.live.tolerance_ns)
         h.endpoints = SensorEndpoints(self, cfg, layout, self._qos, self._on_measured, self._on_tare,
-                                      self._on_calibrate_gain, sensor,
-                                      fast=self._fast)
+                                      self._on_calibrate_gain, sensor, self._encoding)
         self._handles[cfg.name] = h
         self._refresh_dense_counts()
         return h
@@ -282,7 +268,7 @@ class SensorNode(Node):
     def _refresh_dense_counts(self) -> None:
         self._dense_vertex_counts = {
             h.layout.frame_id: len(h.layout.vertices) for h in self._handles.values()
-            if h.layout.kind == "dense_force"}
+            if h.layout.codec.per_vertex}
         # bodies some sensor reads pairs (body, *) of: the only implied reverse pairs worth building
         self._sensor_bodies = frozenset(h.sensor.attachModelName for h in self._handles.values())
         free = list(self._frames.table.free) if self._frames.table is not None else []
@@ -362,7 +348,7 @@ class SensorNode(Node):
         if msg is None:
             return
         decoded, state = self._decode_step(msg, stamp_to_ns(msg.header.stamp))
-        results = [predict_sensor(h, state, decoded, h.endpoints.jacobian is not None)
+        results = [h.predict(state, decoded, h.endpoints.jacobian is not None)
                    for h in self._handles.values() if getattr(h.sensor, "enabled", True)]
         check_predictions(results)
 
@@ -384,7 +370,7 @@ class SensorNode(Node):
                 continue
             try:
                 want_jacobian = h.endpoints.jacobian_due(int(h.config.values["jacobian_decimation"]))
-                results.append(predict_sensor(h, state, decoded, want_jacobian))
+                results.append(h.predict(state, decoded, want_jacobian))
             except (ValueError, IndexError, RuntimeError) as exc:
                 return self._reject("model_error", f"{h.name}: {exc}")
         bad = check_predictions(results)
@@ -409,13 +395,13 @@ class SensorNode(Node):
     def _publish_step(self, r: SensorResult, state: SimState, stamp: Any, now: float) -> None:
         """Publish one sensor's outputs for a checked step; keep its contact state."""
         h = r.handle
-        if h.layout.kind == "load":
+        if h.layout.codec.steps_sensor:
             # keeps the Isaac sensor's period-sampled reading buffer (Python API, diagnostics)
             try:
                 h.sensor.update(state, stamp_to_ns(stamp) * 1e-9)
             except ValueError as exc:
                 self._reject("sensor_update_failed", f"{h.name}: {exc}", h)
-        in_contact = reading_in_contact(h.layout, r.values, r.n_on_body)
+        in_contact = h.in_contact(r.values, r.n_on_body)
         h.stats.contact = in_contact
         rate = self.live.markers_max_rate
         markers = rate <= 0 or now - h.last_marker_time >= 1.0 / rate
@@ -472,7 +458,7 @@ class SensorNode(Node):
                                                 self.inputs, sensors, period, node_name=fqn))
 
     # ------------------------------------------------------------------ live parameters
-    def _configs(self) -> Dict[str, SensorConfig]:
+    def _configs(self) -> Dict[str, SensorParameters]:
         return {n: h.config for n, h in self._handles.items()}
 
     def _coerce_request(self, params: List[Parameter]) -> List[Parameter]:
@@ -520,80 +506,29 @@ class SensorNode(Node):
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """Console entry point: init, spin, shut down cleanly; exit code 2 on a configuration error.
+    """Console entry point (:func:`.main.run_node`): exit code 0, or 2 on a configuration error.
 
-    A parameter file rcl cannot parse fails in ``rclpy.init``: reported as
-    one ``configuration error`` line (rcl's message and a hint), exit code 2.
-    ``-h`` / ``--help`` before ``--ros-args`` prints the usage and returns 0
-    without starting a node.  A SIGINT / SIGTERM before the node is up (during the
-    imports: :mod:`._quiet_start`; in ``rclpy.init``) or while it runs ends it with 0.
+    ``-h`` / ``--help`` before ``--ros-args`` prints the usage and returns 0 without starting a
+    node.  A SIGINT / SIGTERM before the node is up (during the imports: :mod:`._quiet_start`;
+    in ``rclpy.init``) or while it runs ends it with 0.  The node spins on the ``executor``
+    parameter's choice (:func:`.main.spin_node`).
 
     Args:
         args: the command line, program name first (``sys.argv`` when None).
     """
     argv = list(sys.argv if args is None else args)
     skip_trimesh_extras()    # trimesh as its minimal install: ~27 MB less resident (see the module)
-    node_cli.usage().parse_known_args(node_cli.user_args(argv))   # exits 0 after printing for -h / --help
-    _quiet_start.restore()   # from here on a signal shuts the node down cleanly (below)
-    try:
-        rclpy.init(args=args)
-    except KeyboardInterrupt:
-        return 0
-    except RCLError as exc:
-        print(node_cli.parameter_file_error(exc), file=sys.stderr, flush=True)
-        return 2
-    node: Optional[SensorNode] = None
-    code = 0
-    try:
-        node = SensorNode()
-        executors.spin_node(node, str(node.params.values["executor"]))
-    except ConfigError as exc:
-        rclpy.logging.get_logger("sensor_node").fatal(f"configuration error: {exc}")
-        code = 2
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except RCLError:
-        # a signal shut the context down between two waits of the executor (the interrupt itself
-        # landed in a finaliser and was swallowed): a normal shutdown, not a failure
-        if rclpy.ok():
-            raise
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    node_main.usage().parse_known_args(node_main.user_args(argv))   # exits 0 after printing -h / --help
+    _quiet_start.restore()   # from here on a signal shuts the node down cleanly
+    return node_main.run_node("sensor_node", SensorNode, args, config_errors=(ConfigError,),
+                              spin=lambda n: node_main.spin_node(n, str(n.params.values["executor"])),
+                              sigterm_as_interrupt=False)
 
 
 def run() -> None:
-    """The ``sensor_node`` executable: :func:`main`, then end the process at once.
-
-    When :func:`main` returns, the node is destroyed, rclpy is shut down and its logging
-    finalised; what is left is the interpreter's own teardown of torch, Klampt and the DDS
-    libraries, which took 1.5 s on an idle 2-core machine and 7-17 s on a loaded one.  The
-    process exits with :func:`os._exit` after flushing Python's streams instead, so a SIGINT or
-    SIGTERM ends it in well under 2 s.  Call :func:`main` to stay in the interpreter.
-
-    SIGINT takes the same path as SIGTERM: rclpy's handler shuts the context down and Python then
-    raises ``KeyboardInterrupt`` at whatever bytecode runs next -- possibly in :func:`main`'s own
-    clean-up (destroying the node), out of its reach; that is still a normal exit (0), never a
-    traceback and the slow teardown.  ``SystemExit`` keeps its code (``--help``: 0); any other
-    escaping exception is printed and gives 1.
-    """
-    code = 1
-    try:
-        code = main()
-    except KeyboardInterrupt:
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        if isinstance(exc.code, str):
-            print(exc.code, file=sys.stderr)
-    except BaseException:   # noqa: B902 -- reported, then the same fast exit
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+    """The ``sensor_node`` executable: :func:`main`, then end the process at once
+    (:func:`.main.exit_now`: no slow interpreter teardown after a SIGINT or SIGTERM)."""
+    node_main.exit_now(main)
 
 
 if __name__ == "__main__":

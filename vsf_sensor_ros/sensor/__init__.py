@@ -1,14 +1,15 @@
 """ROS-free sensor models with the seed ``vsf.sensor`` API (imports without rclpy)."""
-from .base import BaseCalibrator, BaseSensor, SparseJacobian
-from .calibration import TareCalibrator, TareSimulator
+from .base_calibrator import BaseCalibrator
+from .base_sensor import BaseSensor, SparseJacobian
+from .base_calibrator import TareCalibrator, TareSimulator
 from .gain_calibration import GainCalibrator, GainFit
-from .config import calibration_from_config, register_sensor_type, sensor_class, sensor_from_config
+from .constructors import calibration_from_config, register_sensor_type, sensor_class, sensor_from_config
 from .isaac_contact_sensor import ContactSensorInterface, CsProperties, CsSensorReading, IsaacContactSensor
 from .klampt_contact_sensor import ContactSensor
 from .mesh import ClosestTriangleQuery, ClosestTriangleResult, projected_area, triangle_mesh_of
-from .punyo_dense_force import PunyoDenseForceSensor
-from .punyo_pressure import PunyoPressureSensor
-from .state import ContactState, SimState, rigid_transform, with_reverse_pairs
+from .punyo_dense_force_sensor import PunyoDenseForceSensor
+from .punyo_pressure_sensor import PunyoPressureSensor
+from .base_sensor import ContactState, SimState, rigid_transform, with_reverse_pairs
 
 __all__ = [
     "ContactSensor", "ContactSensorInterface", "CsProperties", "CsSensorReading", "IsaacContactSensor",

@@ -7,13 +7,13 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 import numpy as np
 import torch
 
-from .state import ContactState, SimState, check_rigid_values, rigid_transform
+from .base_sensor import ContactState, SimState, check_rigid_values, rigid_transform
 
 
 def body_pose(state: SimState, name: str) -> Tuple[torch.Tensor, torch.Tensor]:
     """Rotation ``R`` (3, 3) and translation ``t`` (3,) of body ``name`` (body -> world).
 
-    :func:`~vsf_sensor_ros.sensor.state.rigid_transform` (the shared check of every sensor).
+    :func:`~vsf_sensor_ros.sensor.base_sensor.rigid_transform` (the shared check of every sensor).
 
     Raises:
         ValueError: unknown body, or a transform that is not a rigid ``(4, 4)`` tensor

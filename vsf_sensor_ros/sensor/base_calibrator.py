@@ -1,5 +1,208 @@
-"""The seed's module path ``vsf.sensor.base_calibrator``: the same names, from this package."""
-from .base import BaseCalibrator
-from .calibration import TareCalibrator
+"""The calibrator contract and the tare against a contact-free simulation (seed: ``base_calibrator``).
 
-__all__ = ["BaseCalibrator", "TareCalibrator"]
+A calibrator fits a sensor's calibration (``set_calibration``) from recorded commands and observations;
+the tare averages measured - predicted over contact-free samples.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Dict, List, Mapping, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from ._punyo_common import as_vector
+from .base_sensor import BaseSensor, SimState, as_sim_state
+
+__all__ = ["BaseCalibrator", "TareCalibrator", "TareSimulator"]
+
+
+class BaseCalibrator:
+    """Calibrates a sensor from a data sequence (seed ``BaseCalibrator``)."""
+
+    def compatible(self, sensor: BaseSensor) -> bool:
+        """True when this calibrator can calibrate ``sensor``."""
+        raise NotImplementedError
+
+    def calibrate(self, sensor: BaseSensor, sim: Any,
+                  command_sequence: List[Dict[str, Any]],
+                  observation_sequence: List[Dict[str, Any]]) -> int:
+        """Calibrate ``sensor`` via ``sensor.set_calibration``; return samples used."""
+        raise NotImplementedError
+
+
+@runtime_checkable
+class TareSimulator(Protocol):
+    """What :meth:`TareCalibrator.calibrate` needs from a simulator (the seed's
+    ``QuasistaticVSFSimulator`` has it; so can a thin adapter over any other).
+
+    * ``step(command, dt)`` advances one step (``dt`` = 0.1 s, as the seed);
+    * ``state()`` returns the :class:`SimState` after the step;
+    * ``measurements()`` returns ``{sensor name: predicted measurement}``
+      (array-like or tensor of ``len(sensor.measurement_names())``) for the
+      current state, computed with the *same* sensor object being
+      calibrated, so it sees the calibration cleared during the tare.
+    """
+
+    def step(self, command: Any, dt: float) -> Any:
+        """Advance the simulation by one step under ``command``."""
+
+    def state(self) -> SimState:
+        """Current simulation state."""
+
+    def measurements(self) -> Mapping[str, Any]:
+        """Predicted measurement of every sensor for the current state."""
+
+
+class TareCalibrator(BaseCalibrator):
+    """Average of the first contact-free observations and simulated readings (seed semantics).
+
+    For ``i = 0 .. min(num_samples, len(observations)) − 1``: step the
+    simulator with ``command_sequence[i]``; stop *before* sample ``i`` when
+    the simulated state has contact (any pair with at least one contact;
+    see ``contact_scope`` below),
+    except at ``i = 0``, where a warning is issued and the sample is used so
+    at least one sample is averaged.  The calibration set on the sensor is
+    ``{output_key: mean observation, 'tare_sim_avg': mean simulated
+    measurement}`` over the samples used, and their number is returned (the
+    seed's sensors then predict ``raw + tare − tare_sim_avg``; the Punyo
+    pressure sensor, as the seed, uses ``tare`` alone because its raw
+    contact-free reading is 0).
+
+    Choices beyond the seed, documented here:
+
+    * The sensor's previous calibration is cleared before sampling, so the
+      simulated average is the raw model and re-taring gives the same result
+      as the first tare (the seed averaged whatever the sensor was already
+      calibrated to).  A ``'gain'`` entry (written by
+      :class:`~vsf_sensor_ros.sensor.gain_calibration.GainCalibrator`) is kept:
+      a re-tare moves the offset, not the gain.  On any error the previous
+      calibration is restored.
+    * Every observation used is checked up front (present, finite, shape
+      ``(#measurements,)``; a scalar is accepted for a 1-measurement
+      sensor); a bad one raises ``ValueError`` before the simulator or the
+      sensor is touched.  ``nsamples == 0`` returns 0 and touches nothing
+      (the seed returned None).
+    * A pair with zero contacts (e.g. from an empty contacts message) is not
+      contact; the seed counted any pair present.
+    * ``contact_scope``: ``'any'`` (default, the seed) stops at any contact
+      in the simulated state; ``'sensor'`` stops only when
+      ``sensor.in_contact(state)`` (something touches what the sensor
+      senses: its body, its Klampt patch, its Isaac radius), so a load
+      sensor on a box resting on a table can be tared.  The sensor node
+      tares with ``'sensor'``.
+    """
+
+    CONTACT_SCOPES = ("any", "sensor")
+    #: calibration keys the sensors read the tare from (every sensor here reads ``'tare'``);
+    #: any other ``output_key`` would be rejected by ``set_calibration`` after a full run
+    OUTPUT_KEYS = ("tare",)
+
+    def __init__(self, num_samples: int = 10, output_key: str = "tare", contact_scope: str = "any") -> None:
+        """Raises ValueError for a negative/non-integer ``num_samples``, an ``output_key`` that is
+        not one the sensors read (``OUTPUT_KEYS``: ``'tare'``) or a ``contact_scope`` other than
+        ``'any'`` / ``'sensor'``."""
+        if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 0:
+            raise ValueError(f"TareCalibrator: num_samples must be an integer >= 0, got {num_samples!r}")
+        if output_key not in self.OUTPUT_KEYS:
+            raise ValueError(f"TareCalibrator: output_key must be the calibration key the sensors read "
+                             f"({', '.join(map(repr, self.OUTPUT_KEYS))}), got {output_key!r}")
+        if contact_scope not in self.CONTACT_SCOPES:
+            raise ValueError(f"TareCalibrator: contact_scope must be 'any' or 'sensor', "
+                             f"got {contact_scope!r}")
+        self.num_samples: int = int(num_samples)
+        self.output_key: str = output_key
+        self.contact_scope: str = contact_scope
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> "TareCalibrator":
+        """Build from ``{'type': 'TareCalibrator', 'num_samples': 10, 'output_key': 'tare',
+        'contact_scope': 'any'}`` (``type`` optional; other keys default).
+
+        Raises:
+            ValueError: unknown keys (named) or bad values.
+        """
+        allowed = {"type", "num_samples", "output_key", "contact_scope"}
+        unknown = sorted(str(k) for k in config if k not in allowed)
+        if unknown:
+            raise ValueError(f"TareCalibrator: unknown config key(s) {', '.join(map(repr, unknown))}; "
+                             f"allowed: {', '.join(sorted(allowed))}")
+        if config.get("type", "TareCalibrator") != "TareCalibrator":
+            raise ValueError(f"TareCalibrator: config 'type' is {config['type']!r}")
+        return cls(config.get("num_samples", 10), config.get("output_key", "tare"),
+                   config.get("contact_scope", "any"))
+
+    def compatible(self, sensor: BaseSensor) -> bool:
+        """Every sensor can be tared (as the seed)."""
+        return True
+
+    def calibrate(self, sensor: BaseSensor, sim: TareSimulator,
+                  command_sequence: Sequence[Any],
+                  observation_sequence: Sequence[Mapping[str, Any]]) -> int:
+        """Tare ``sensor`` from the first contact-free samples; return how many were used.
+
+        Args:
+            sensor: the sensor; calibrated through ``set_calibration``.
+            sim: a :class:`TareSimulator`.
+            command_sequence: one command per step (at least as many as samples used).
+            observation_sequence: ``{sensor name: observation}`` per step, in
+                the sensor's units and measurement order.
+
+        Raises:
+            ValueError: missing/non-finite/wrongly shaped observation or
+                simulated measurement (a measurement dict without the sensor's
+                name: names the sensor and the keys present), too few commands, or the sensor
+                rejecting the calibration dict; the sensor keeps its
+                previous calibration.
+        """
+        nsamples = min(self.num_samples, len(observation_sequence))
+        if nsamples == 0:
+            return 0
+        n_meas = len(sensor.measurement_names())
+        if n_meas == 0:
+            raise ValueError(f"sensor {sensor.name!r} reports no measurements (attach it first)")
+        if len(command_sequence) < nsamples:
+            raise ValueError(f"TareCalibrator: {nsamples} samples need {nsamples} commands, "
+                             f"got {len(command_sequence)}")
+        observations: List[np.ndarray] = []
+        for i in range(nsamples):                      # validate before touching anything
+            obs = observation_sequence[i]
+            if sensor.name not in obs:
+                raise ValueError(f"observation {i} has no entry for sensor {sensor.name!r}; "
+                                 f"keys: {sorted(obs)}")
+            observations.append(as_vector(obs[sensor.name], f"observation {i} of sensor {sensor.name!r}",
+                                          n_meas))
+        previous: Dict[str, Any] = sensor.get_calibration()
+        sensor.set_calibration({})
+        try:
+            used = nsamples
+            obs_sum = np.zeros(n_meas)
+            sim_sum = np.zeros(n_meas)
+            for i in range(nsamples):                  # one simulator step per sample, as the seed
+                sim.step(command_sequence[i], dt=0.1)
+                st = sim.state()
+                if sensor.in_contact(st) if self.contact_scope == "sensor" else _has_contact(st):
+                    if i == 0:
+                        warnings.warn(f"TareCalibrator: contact at the first sample while taring sensor "
+                                      f"{sensor.name!r}; using it anyway, check the command sequence",
+                                      stacklevel=2)
+                    else:
+                        used = i
+                        break
+                obs_sum += observations[i]
+                measured = sim.measurements()
+                if sensor.name not in measured:
+                    raise ValueError(f"TareCalibrator: the simulator's measurements at sample {i} have no "
+                                     f"entry for sensor {sensor.name!r}; keys: {sorted(map(str, measured))}")
+                sim_sum += as_vector(measured[sensor.name],
+                                     f"simulated measurement {i} of sensor {sensor.name!r}", n_meas)
+            kept = {k: previous[k] for k in ("gain",) if k in previous}    # a GainCalibrator result
+            sensor.set_calibration({**kept, self.output_key: obs_sum / used, "tare_sim_avg": sim_sum / used})
+        except BaseException:
+            sensor.set_calibration(previous)
+            raise
+        return used
+
+
+def _has_contact(state: SimState) -> bool:
+    """True when any pair of the state holds at least one contact."""
+    return any(len(c) > 0 for c in as_sim_state(state).contacts.values())

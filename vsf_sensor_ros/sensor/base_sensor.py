@@ -1,9 +1,690 @@
-"""The seed's module path ``vsf.sensor.base_sensor``: the same names, from this package.
+# Over 650 lines on purpose: it is the seed's module ``base_sensor``: the state types, their checks,
+# the duck-typed state adapter and the sensor contract, which seed code imports from this one path.
+"""The simulation state and the sensor contract (seed: ``vsf.sensor.base_sensor``).
 
-Seed code imports ``from vsf.sensor.base_sensor import SimState, ContactState``; after
-swapping ``vsf.sensor`` for ``vsf_sensor_ros.sensor`` that import lands here.
+Plain data, no ROS: ``ContactState`` holds the contacts between one ordered
+pair of bodies, ``SimState`` holds body poses, body states and every pair's
+contacts for one simulator step.  Frames follow REP 103: points in metres and
+forces in newtons, both in the world frame unless a method says otherwise.
+
+A sensor model maps a :class:`~vsf_sensor_ros.sensor.base_sensor.SimState` to a
+measurement vector of ``len(measurement_names())`` floats and gives the
+Jacobian of that vector with respect to every contact force acting on the
+sensor's body, in two forms:
+
+* dense, as the seed: ``{(sensor_body, other_body): Tensor[#meas, N_pair, 3]}``,
+  entry ``(i, j, k)`` = d measurement ``i`` / d force component ``k`` (world
+  frame) of contact ``j`` of that pair;
+* sparse (:class:`SparseJacobian`): COO triples over the contacts of
+  ``contact_bodies(state)`` concatenated in that order, column ``3·c + k``.
 """
-from .base import BaseSensor
-from .state import ContactState, SimState
+from __future__ import annotations
 
-__all__ = ["BaseSensor", "ContactState", "SimState"]
+import functools
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import torch
+
+
+@dataclass
+class ContactState:
+    """Contacts between two bodies, in the world frame (seed ``ContactState``).
+
+    Attributes:
+        points: ``(N, 3)`` float tensor, contact points in the world frame (m).
+        forces: ``(N, 3)`` float tensor, force applied to body 1 by body 2,
+            world frame (N).  Same dtype and device as ``points``.
+        elems1: optional length-``N`` int64 tensor, element (vertex) index on
+            body 1 of each contact; ``-1`` means "no element".
+        elems2: optional length-``N`` int64 tensor, element index on body 2.
+
+    As the seed, ``elems1``/``elems2`` may be given as a floating-point
+    tensor whose values are all exact integers (e.g. ``torch.tensor([0.,
+    3.])``): it is converted to int64 here.  A non-integral or non-finite
+    value is rejected (``ValueError`` naming the field, the row and the value).
+    """
+
+    points: torch.Tensor
+    forces: torch.Tensor
+    elems1: Optional[torch.Tensor] = None
+    elems2: Optional[torch.Tensor] = None
+
+    def __post_init__(self) -> None:
+        self.elems1 = _integral_elems(self.elems1, "elems1")
+        self.elems2 = _integral_elems(self.elems2, "elems2")
+        validate_contact_state(self)
+
+    def __len__(self) -> int:
+        return int(self.points.shape[0])
+
+    def to(self, device) -> ContactState:
+        """Return a copy on ``device`` (seed ``ContactState.to``); dtype kept."""
+        return ContactState(
+            self.points.to(device),
+            self.forces.to(device),
+            None if self.elems1 is None else self.elems1.to(device),
+            None if self.elems2 is None else self.elems2.to(device),
+        )
+
+
+def _integral_elems(e: Optional[torch.Tensor], label: str) -> Optional[torch.Tensor]:
+    """A floating-point element tensor of exact integers as int64; anything else unchanged.
+
+    Raises:
+        ValueError: a floating-point tensor with a non-finite or fractional value,
+            naming ``label``, the row and the value.
+    """
+    if not isinstance(e, torch.Tensor) or not e.is_floating_point():
+        return e
+    bad = ~torch.isfinite(e) | (e != torch.round(e))
+    if bool(bad.any()):
+        row = int(bad.reshape(-1).nonzero()[0, 0])
+        raise ValueError(f"ContactState.{label} must hold element indices (integers); got "
+                         f"{e.reshape(-1)[row].item()!r} at row {row} of a {e.dtype} tensor")
+    return e.to(torch.int64)
+
+
+def validate_contact_state(c: ContactState) -> None:
+    """Check shapes and finiteness of a ``ContactState``.
+
+    Raises:
+        ValueError: ``points``/``forces`` not ``(N, 3)`` of one floating
+            dtype, lengths that disagree, element arrays of the wrong length
+            or not integer, or NaN/inf in points or forces.  The message
+            names the offending field and value.
+    """
+    for label, t in (("points", c.points), ("forces", c.forces)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"ContactState.{label} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2 or t.shape[1] != 3:
+            raise ValueError(f"ContactState.{label} must have shape (N, 3), got {tuple(t.shape)}")
+        if not t.is_floating_point():
+            raise ValueError(f"ContactState.{label} must be floating point, got {t.dtype}")
+    if c.points.shape[0] != c.forces.shape[0]:
+        raise ValueError(
+            f"ContactState has {c.points.shape[0]} points but {c.forces.shape[0]} forces")
+    if c.points.dtype != c.forces.dtype or c.points.device != c.forces.device:
+        raise ValueError(
+            f"ContactState points ({c.points.dtype}, {c.points.device}) and forces "
+            f"({c.forces.dtype}, {c.forces.device}) must share dtype and device")
+    for label, t in (("points", c.points), ("forces", c.forces)):
+        bad = ~torch.isfinite(t)
+        if bool(bad.any()):
+            row = int(bad.any(dim=1).nonzero()[0, 0])
+            raise ValueError(
+                f"ContactState.{label} has a non-finite value at row {row}: {t[row].tolist()}")
+    n = c.points.shape[0]
+    for label, e in (("elems1", c.elems1), ("elems2", c.elems2)):
+        if e is None:
+            continue
+        if not isinstance(e, torch.Tensor) or e.dim() != 1 or e.shape[0] != n:
+            shape = tuple(e.shape) if isinstance(e, torch.Tensor) else type(e).__name__
+            raise ValueError(f"ContactState.{label} must have shape ({n},), got {shape}")
+        if e.is_floating_point() or e.dtype == torch.bool:
+            raise ValueError(f"ContactState.{label} must be an integer tensor, got {e.dtype}")
+
+
+@dataclass
+class SimState:
+    """One simulator step (seed ``SimState``).
+
+    Attributes:
+        body_transforms: body name -> ``(4, 4)`` homogeneous transform,
+            body frame -> world frame (metres).  All share one dtype/device,
+            which is the state's ``dtype``/``device``.
+        body_states: body name -> state tensor (e.g. a robot configuration).
+        contacts: ``(body1, body2)`` -> ``ContactState`` with the forces on
+            body 1.  Not assumed symmetric, as the seed: a sensor on ``b``
+            sees only the pairs ``(b, *)``, so store ``(b, a)`` too, or build
+            the dict with :func:`with_reverse_pairs` (one row per contact,
+            either order; the reverse implied with ``-f``).
+    """
+
+    body_transforms: Dict[str, torch.Tensor] = field(default_factory=dict)
+    body_states: Dict[str, torch.Tensor] = field(default_factory=dict)
+    contacts: Dict[Tuple[str, str], ContactState] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # every accessor unpacks the keys as (body1, body2); a string key would unpack into its
+        # characters (or fail obscurely), so refuse it here, once per state (a few pairs: cheap)
+        for key in self.contacts:
+            if type(key) is not tuple or len(key) != 2:
+                raise ValueError(f"SimState.contacts keys must be (body1, body2) tuples, got {key!r}")
+
+    def _check_body(self, name: str) -> None:
+        if name not in self.body_transforms:
+            known = ", ".join(sorted(self.body_transforms)) or "(none)"
+            raise ValueError(f"body {name!r} not found in state; known bodies: {known}")
+
+    def subgraph(self, names: List[str]) -> SimState:
+        """Return the state restricted to ``names`` (contacts between them only)."""
+        keep = set(names)
+        return SimState(
+            {k: t for k, t in self.body_transforms.items() if k in keep},
+            dict(self.body_states),
+            {(a, b): c for (a, b), c in self.contacts.items() if a in keep and b in keep},
+        )
+
+    def bodies_in_contact(self, name: str, reverse: bool = False) -> List[str]:
+        """Bodies touching ``name``: ``b`` of pairs ``(name, b)``, or ``a`` of
+        ``(a, name)`` when ``reverse``.  Order = insertion order of ``contacts``.
+
+        Raises:
+            ValueError: ``name`` has no transform in this state.
+        """
+        self._check_body(name)
+        if reverse:
+            return [a for (a, b) in self.contacts if b == name]
+        return [b for (a, b) in self.contacts if a == name]
+
+    def contact_states_on_body(self, name: str, reverse: bool = False) -> List[ContactState]:
+        """``ContactState`` objects in the order of ``bodies_in_contact``.
+
+        Raises:
+            ValueError: ``name`` has no transform in this state.
+        """
+        self._check_body(name)
+        if reverse:
+            return [c for (a, b), c in self.contacts.items() if b == name]
+        return [c for (a, b), c in self.contacts.items() if a == name]
+
+    def contacts_on_body(self, name: str, local: bool = True) -> Tuple[torch.Tensor, torch.Tensor]:
+        """All contacts acting on ``name``, concatenated in ``bodies_in_contact`` order.
+
+        Returns:
+            ``(points, forces)``, each ``(N, 3)`` of the state's dtype/device;
+            in the body frame of ``name`` when ``local`` (points in m, forces
+            in N), else in the world frame.
+
+        Raises:
+            ValueError: ``name`` has no transform in this state, or its transform is
+                not a torch tensor.  Sensors check the transform fully
+                with :func:`rigid_transform` first.
+        """
+        self._check_body(name)
+        T = self.body_transforms[name]
+        if not isinstance(T, torch.Tensor):
+            raise ValueError(f"body {name!r}: transform must be a (4, 4) torch.Tensor, got "
+                             f"{type(T).__name__} (convert with torch.as_tensor)")
+        states = self.contact_states_on_body(name)
+        if states:
+            pts = torch.cat([c.points for c in states])
+            frc = torch.cat([c.forces for c in states])
+        else:
+            pts = torch.empty(0, 3, device=self.device, dtype=self.dtype)
+            frc = torch.empty(0, 3, device=self.device, dtype=self.dtype)
+        if local:
+            T = T.to(device=pts.device, dtype=pts.dtype)
+            R, t = T[:3, :3], T[:3, 3]
+            # x_local = R^T (x_world - t); for row vectors: (x - t) @ R
+            pts = (pts - t) @ R
+            frc = frc @ R
+        return pts, frc
+
+    @property
+    def device(self) -> torch.device:
+        """Device of the first body transform (CPU when there is none)."""
+        if not self.body_transforms:
+            return torch.device("cpu")
+        return next(iter(self.body_transforms.values())).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """Dtype of the first body transform (float32 when there is none, as the seed)."""
+        if not self.body_transforms:
+            return torch.float32
+        return next(iter(self.body_transforms.values())).dtype
+
+
+def with_reverse_pairs(contacts: Mapping[Tuple[str, str], ContactState]
+                       ) -> Dict[Tuple[str, str], ContactState]:
+    """Complete contacts reported once per body pair with the other order of each pair.
+
+    Simulator bridges often write one row per contact, e.g. only ``(tool, pad)``
+    with the force on ``tool``; a sensor on ``pad`` reads the pairs
+    ``(pad, *)`` and would see nothing.  The rule (Newton's third law):
+
+    * a pair ``(a, b)`` present in only one order implies ``(b, a)`` with the
+      same points, the force ``-f`` (the force on ``b``) and the element
+      arrays swapped (``elems1`` of ``(b, a)`` is ``elems2`` of ``(a, b)``);
+    * a pair present in both orders is used as given, never added twice
+      (the caller wrote both sides; they are not checked against each other);
+    * a pair ``(a, a)`` is its own reverse and is kept as given.
+
+    The seed's ``SimState`` does *not* do this: it documents that forces are
+    not assumed symmetric and that both orders must be stored.  This
+    package's ``SimState`` keeps the seed's semantics; call this function on
+    the contacts before building the state to get the one-row-per-contact
+    semantics.
+
+    Args:
+        contacts: ``(body1, body2) -> ContactState`` with forces on ``body1``
+            (world frame, N).
+
+    Returns:
+        A new dict (the input is not changed): every given pair, in the given
+        order, each followed by its implied reverse when that is absent.  The
+        implied states share ``points`` and the element tensors with the given
+        ones; their forces are new tensors (autograd kept).
+
+    Raises:
+        ValueError: a key that is not a ``(body1, body2)`` tuple.
+    """
+    out: Dict[Tuple[str, str], ContactState] = {}
+    for key, c in contacts.items():
+        if type(key) is not tuple or len(key) != 2:
+            raise ValueError(f"contacts keys must be (body1, body2) tuples, got {key!r}")
+        out[key] = c
+        a, b = key
+        rev = (b, a)
+        if rev not in contacts:
+            out[rev] = ContactState(c.points, -c.forces, c.elems2, c.elems1)
+    return out
+
+
+def _show(value: object) -> object:
+    """A tensor/array as nested lists for an error message; anything else as is."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().tolist()
+    return value.tolist() if hasattr(value, "tolist") else value
+
+
+def rigid_tolerance(dtype: torch.dtype) -> float:
+    """Tolerance of :func:`rigid_transform` for a transform of ``dtype``.
+
+    ``max(1e-5, 64 * eps(dtype))``: 1e-5 for float64 and float32, looser for half
+    precision.  It is dimensionless (bounds ``|R Rᵀ − I|`` entries, i.e. a relative scale
+    error): far above the rounding of composed float32 rotations (~1e-6) and of
+    finite-difference probes of a transform (a 1e-6 step), far below any real scale or
+    shear (a 1e-5 scale error changes forces read through ``R`` by 1e-5 relative).
+    """
+    tol = _TOLERANCES.get(dtype)
+    if tol is None:
+        tol = _TOLERANCES[dtype] = max(1e-5, 64.0 * torch.finfo(dtype).eps)
+    return tol
+
+
+_TOLERANCES: Dict[torch.dtype, float] = {}
+
+
+def check_rigid_values(vals: Sequence[float], name: str, dtype: torch.dtype, shown: object) -> None:
+    """Check the 16 row-major entries ``vals`` of a homogeneous transform in plain Python.
+
+    Shared by :func:`rigid_transform` and the sensors' numpy fast paths (a few
+    microseconds: cheaper than any torch/numpy call for a 4x4).  ``shown`` is
+    the transform printed in an error (a tensor/array is shown as nested lists).
+
+    Raises:
+        ValueError: as :func:`rigid_transform`.
+    """
+    # a finite sum means every entry is finite (inf/nan propagate); only an overflowing sum of
+    # huge entries needs the element-wise test
+    if not math.isfinite(sum(vals)) and not all(math.isfinite(v) for v in vals):
+        raise ValueError(f"body {name!r}: transform has a non-finite entry: {_show(shown)}")
+    tol = _TOLERANCES.get(dtype) or rigid_tolerance(dtype)
+    a0, a1, a2, _, b0, b1, b2, _, c0, c1, c2, _, z0, z1, z2, one = vals
+    # (exact [0, 0, 0, 1], the usual case, skips the tolerance test)
+    if (z0 or z1 or z2 or one != 1.0) and max(abs(z0), abs(z1), abs(z2), abs(one - 1.0)) > tol:
+        raise ValueError(f"body {name!r}: transform's bottom row must be [0, 0, 0, 1], got "
+                         f"{[z0, z1, z2, one]} in {_show(shown)}")
+    # Gram matrix R R^T of the rows minus the identity (rows orthonormal <=> R orthonormal)
+    gram_err = max(abs(a0 * a0 + a1 * a1 + a2 * a2 - 1.0), abs(b0 * b0 + b1 * b1 + b2 * b2 - 1.0),
+                   abs(c0 * c0 + c1 * c1 + c2 * c2 - 1.0), abs(a0 * b0 + a1 * b1 + a2 * b2),
+                   abs(a0 * c0 + a1 * c1 + a2 * c2), abs(b0 * c0 + b1 * c1 + b2 * c2))
+    if not gram_err <= tol:
+        raise ValueError(f"body {name!r}: transform's rotation is not orthonormal "
+                         f"(max |R R^T - I| = {gram_err:.3g} > {tol:.3g}; scaled or sheared?): "
+                         f"{_show(shown)}")
+    det = a0 * (b1 * c2 - b2 * c1) - a1 * (b0 * c2 - b2 * c0) + a2 * (b0 * c1 - b1 * c0)
+    if det <= 0.0:
+        raise ValueError(f"body {name!r}: transform's rotation has determinant {det:.6g} "
+                         f"(a reflection, not a rotation): {_show(shown)}")
+
+
+def check_contacts_match_state(state: SimState, pairs: List[Tuple[str, str]], owner: str) -> None:
+    """Require the contacts of ``pairs`` to share the state's dtype and device.
+
+    Sensors never convert silently (a float32 contact in a float64 state is a
+    caller error, not something to paper over).
+
+    Raises:
+        ValueError: naming ``owner`` (e.g. ``"ContactSensor 'pad'"``), the pair
+            and both dtypes/devices.
+    """
+    for pair in pairs:
+        c = state.contacts[pair]
+        if c.points.dtype != state.dtype or c.points.device != state.device:
+            raise ValueError(
+                f"{owner}: contacts {pair} are {c.points.dtype} on {c.points.device} but the state "
+                f"is {state.dtype} on {state.device}; convert them first")
+
+
+def rigid_transform(state: SimState, name: str) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Rotation ``R`` ``(3, 3)`` and translation ``t`` ``(3,)`` (m) of body ``name``, body -> world,
+    after checking that its transform is rigid.  The one validation every sensor uses.
+
+    ``R`` and ``t`` are views of the state's tensor (same dtype/device, autograd kept).
+
+    Checks, with ``tol = rigid_tolerance(dtype)`` (1e-5 for float64 and float32):
+    a ``torch.Tensor`` of shape ``(4, 4)`` (a numpy array is refused: ``SimState`` holds
+    tensors, convert with ``torch.as_tensor``), every entry finite, bottom row
+    ``[0, 0, 0, 1]`` within ``tol``, ``max |R Rᵀ − I| ≤ tol`` (no scale or shear: a rotation
+    scaled by 2 would double every force read through it) and ``det R > 0`` (no reflection).
+
+    Raises:
+        ValueError: unknown body (naming it and the known bodies) or a transform failing a
+            check; the message names the body and shows the offending transform.
+    """
+    state._check_body(name)
+    T = state.body_transforms[name]
+    if not isinstance(T, torch.Tensor):
+        raise ValueError(f"body {name!r}: transform must be a (4, 4) torch.Tensor, got "
+                         f"{type(T).__name__} {T!r} (convert with torch.as_tensor)")
+    if T.shape != (4, 4):
+        raise ValueError(f"body {name!r}: transform must be a (4, 4) tensor, got shape {tuple(T.shape)}")
+    if not T.is_floating_point():
+        raise ValueError(f"body {name!r}: transform must be floating point, got {T.dtype}")
+    vals = T.detach().reshape(-1).tolist()
+    check_rigid_values(vals, name, T.dtype, T)
+    return T[:3, :3], T[:3, 3]
+
+
+# -- the seed's duck-typed states ---------------------------------------------------------
+def _float_tensor(value: Any, label: str, dtype: Optional[torch.dtype]) -> torch.Tensor:
+    """``value`` as a float tensor: a tensor as is, a list / array in ``dtype`` (torch's default if None)."""
+    if isinstance(value, torch.Tensor):
+        return value
+    try:
+        t = torch.as_tensor(value, dtype=dtype or torch.get_default_dtype())
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise ValueError(f"ContactState.{label} must be (N, 3) numbers, got a {type(value).__name__}: "
+                         f"{exc}") from None
+    return t.reshape(0, 3) if t.numel() == 0 else t
+
+
+def as_contact_state(c: Any, dtype: Optional[torch.dtype] = None) -> ContactState:
+    """A :class:`ContactState` from anything with the seed's ContactState attributes.
+
+    ``c`` needs ``points`` and ``forces`` (``(N, 3)`` tensors, arrays or nested lists, world
+    frame, m and N); ``elems1`` / ``elems2`` are optional (length-``N`` integers, lists allowed).
+    Lists and arrays become tensors of ``dtype`` (the state's, from :func:`as_sim_state`;
+    torch's default when None, as the seed builds them).  A ContactState is returned as is.
+
+    Raises:
+        ValueError: no ``points`` / ``forces`` attribute, or values :class:`ContactState` refuses
+            (the message names the field).
+    """
+    if type(c) is ContactState:
+        return c
+    try:
+        points, forces = c.points, c.forces
+    except AttributeError:
+        raise ValueError(f"a contact state needs .points and .forces, got a {type(c).__name__}") from None
+    elems = []
+    for label in ("elems1", "elems2"):
+        e = getattr(c, label, None)
+        if e is not None and not isinstance(e, torch.Tensor):
+            e = torch.as_tensor(e).reshape(-1)
+        elems.append(e)
+    return ContactState(_float_tensor(points, "points", dtype), _float_tensor(forces, "forces", dtype),
+                        elems[0], elems[1])
+
+
+def as_sim_state(state: Any) -> SimState:
+    """A :class:`SimState` from anything offering the seed's documented ``SimState`` interface.
+
+    That interface is ``body_transforms`` (body name -> ``(4, 4)`` body -> world transform),
+    ``bodies_in_contact(name)`` and ``contact_states_on_body(name)`` (the pairs ``(name, b)``
+    in one order); ``body_states`` is optional.  Pairs are collected for every body with a
+    transform (a sensor's body must have one), their contact states through
+    :func:`as_contact_state` in the dtype of the first transform.  A SimState whose contacts
+    are all ContactState objects is returned as is (one type check per pair).
+
+    Raises:
+        ValueError: no ``body_transforms``, the two methods disagreeing in length for a body,
+            or a contact state :func:`as_contact_state` refuses.
+    """
+    if type(state) is SimState:
+        if all(type(c) is ContactState for c in state.contacts.values()):
+            return state
+        dtype = state.dtype if state.body_transforms else None
+        return SimState(state.body_transforms, state.body_states,
+                        {pair: as_contact_state(c, dtype) for pair, c in state.contacts.items()})
+    try:
+        transforms = state.body_transforms
+    except AttributeError:
+        raise ValueError(f"a simulation state needs .body_transforms, got a {type(state).__name__}") from None
+    bt = {n: T if isinstance(T, torch.Tensor) else torch.as_tensor(T, dtype=torch.get_default_dtype())
+          for n, T in transforms.items()}
+    dtype = next(iter(bt.values())).dtype if bt else None
+    contacts: Dict[Tuple[str, str], ContactState] = {}
+    for name in transforms:
+        others = list(state.bodies_in_contact(name))
+        states = list(state.contact_states_on_body(name))
+        if len(others) != len(states):
+            raise ValueError(f"body {name!r}: bodies_in_contact gives {len(others)} bodies but "
+                             f"contact_states_on_body {len(states)} contact states")
+        for other, c in zip(others, states):
+            contacts[(name, other)] = as_contact_state(c, dtype)
+    return SimState(bt, dict(getattr(state, "body_states", None) or {}), contacts)
+
+
+# BaseSensor methods (and their overrides in subclasses) whose first argument is a state
+STATE_METHODS = ("predict", "predict_torch", "predict_with_jacobian", "measurement_force_jacobian",
+                 "sparse_force_jacobian", "update", "contact_bodies", "in_contact", "contact_map",
+                 "sensor_transform", "evaluate", "get_contact_sensor_raw_data")
+
+
+def _taking_sim_state(method: Any) -> Any:
+    """``method`` with its state argument passed through :func:`as_sim_state` first."""
+    @functools.wraps(method)
+    def call(self: Any, state: Any, *args: Any, **kwargs: Any) -> Any:
+        # inlined check of the common case (the node's own states, every step): no adapter call
+        if type(state) is SimState:
+            for c in state.contacts.values():
+                if type(c) is not ContactState:
+                    return method(self, as_sim_state(state), *args, **kwargs)
+            return method(self, state, *args, **kwargs)
+        return method(self, as_sim_state(state), *args, **kwargs)
+    call._takes_sim_state = True
+    return call
+
+
+# -- the sensor contract ------------------------------------------------------------
+Pair = Tuple[str, str]
+
+
+@dataclass
+class SparseJacobian:
+    """COO Jacobian of a sensor's measurements w.r.t. the concatenated contact forces.
+
+    Attributes:
+        rows: ``(nnz,)`` int64, measurement index.
+        cols: ``(nnz,)`` int64, ``3·c + k`` with ``c`` the contact's index in
+            the concatenation of ``pairs`` (in order) and ``k`` the world
+            force axis.
+        values: ``(nnz,)`` float, same dtype/device as the state.
+        shape: ``(#meas, 3·N)`` with ``N`` the total contact count.
+        pairs: the ``(sensor_body, other_body)`` pairs, in concatenation order.
+        offsets: ``len(pairs) + 1`` ints; contacts of ``pairs[p]`` are
+            ``offsets[p] .. offsets[p+1]-1`` of the concatenation.
+    """
+
+    rows: torch.Tensor
+    cols: torch.Tensor
+    values: torch.Tensor
+    shape: Tuple[int, int]
+    pairs: List[Pair]
+    offsets: List[int]
+
+    def to_dense(self) -> torch.Tensor:
+        """Dense ``(#meas, 3·N)`` matrix (duplicates summed)."""
+        out = torch.zeros(self.shape, dtype=self.values.dtype, device=self.values.device)
+        out.index_put_((self.rows, self.cols), self.values, accumulate=True)
+        return out
+
+    def to_pair_dict(self) -> Dict[Pair, torch.Tensor]:
+        """Seed-form dense dict ``{pair: Tensor[#meas, N_pair, 3]}``."""
+        dense = self.to_dense()
+        m = self.shape[0]
+        return {
+            pair: dense[:, 3 * self.offsets[p]:3 * self.offsets[p + 1]].reshape(
+                m, self.offsets[p + 1] - self.offsets[p], 3)
+            for p, pair in enumerate(self.pairs)
+        }
+
+    def nbytes(self) -> int:
+        """Bytes held by ``rows``, ``cols`` and ``values``."""
+        return sum(t.element_size() * t.numel() for t in (self.rows, self.cols, self.values))
+
+
+def sparse_from_pair_dict(jac: Dict[Pair, torch.Tensor], pairs: Sequence[Pair],
+                          num_measurements: int, dtype: torch.dtype,
+                          device: torch.device) -> SparseJacobian:
+    """Build a :class:`SparseJacobian` from a seed-form dense dict (nonzeros only).
+
+    A generic fallback for sensors whose Jacobian is small; sensors with
+    large outputs build their sparse form directly.
+    """
+    offsets = [0]
+    rows, cols, vals = [], [], []
+    for pair in pairs:
+        J = jac[pair]
+        n = J.shape[1]
+        flat = J.reshape(num_measurements, 3 * n)
+        r, c = flat.nonzero(as_tuple=True)
+        rows.append(r)
+        cols.append(c + 3 * offsets[-1])
+        vals.append(flat[r, c])
+        offsets.append(offsets[-1] + n)
+    empty_i = torch.zeros(0, dtype=torch.int64, device=device)
+    return SparseJacobian(
+        rows=torch.cat(rows) if rows else empty_i,
+        cols=torch.cat(cols) if cols else empty_i.clone(),
+        values=torch.cat(vals) if vals else torch.zeros(0, dtype=dtype, device=device),
+        shape=(num_measurements, 3 * offsets[-1]),
+        pairs=list(pairs),
+        offsets=offsets,
+    )
+
+
+class BaseSensor:
+    """A model predicting a real sensor's reading from a ``SimState`` (seed ``BaseSensor``).
+
+    Subclasses fill in ``measurement_names``, ``predict_torch`` and
+    ``measurement_force_jacobian`` (and usually ``sparse_force_jacobian``
+    for speed).  ``predict`` defaults to ``predict_torch`` without gradient
+    tracking; subclasses may override it with a faster path that returns
+    the same numbers.
+
+    Attributes:
+        name: the sensor's name (unique in a node).
+        attachModelName: body (link or attached rigid body) it is attached to.
+        type_name: the ``type`` string used in configuration dicts.
+    """
+
+    type_name: str = "BaseSensor"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # every model, a user's registered one too, takes the seed's duck-typed states: each of its
+        # own STATE_METHODS converts its argument with as_sim_state (a SimState passes unchanged)
+        super().__init_subclass__(**kwargs)
+        for name in STATE_METHODS:
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "_takes_sim_state", False):
+                setattr(cls, name, _taking_sim_state(method))
+
+    def __init__(self, name: str = "", attachModelName: str = "") -> None:
+        self.name: str = name
+        self.attachModelName: str = attachModelName
+
+    # -- configuration -------------------------------------------------------
+    @classmethod
+    def from_config(cls, name: str, config: Dict[str, Any]) -> "BaseSensor":
+        """Build a sensor from a plain dict (the node's parameter namespace).
+
+        ``config`` holds ``attachment`` (body name) and type-specific keys.
+
+        Raises:
+            ValueError: a missing or invalid key, named in the message.
+        """
+        raise NotImplementedError(f"{cls.__name__}.from_config")
+
+    def attach(self, model: Any) -> None:
+        """Attach to a body model (Klampt link/rigid object, or a mesh object)."""
+
+    # -- measurement contract -------------------------------------------------
+    def measurement_names(self) -> List[str]:
+        """One name per measurement entry."""
+        return []
+
+    def measurement_errors(self) -> Optional[List[float]]:
+        """Standard deviation of each entry, or None for isotropic/unknown."""
+        return None
+
+    def predict(self, state: SimState) -> torch.Tensor:
+        """Predicted measurement, ``(#meas,)`` of the state's dtype/device."""
+        with torch.no_grad():
+            return self.predict_torch(state)
+
+    def predict_torch(self, state: SimState) -> torch.Tensor:
+        """Differentiable prediction, ``(#meas,)`` of the state's dtype/device."""
+        raise NotImplementedError
+
+    def measurement_force_jacobian(self, state: SimState) -> Dict[Pair, torch.Tensor]:
+        """Seed-form dense Jacobians ``{(sensor_body, other): Tensor[#meas, N, 3]}``."""
+        return self.sparse_force_jacobian(state).to_pair_dict()
+
+    def sparse_force_jacobian(self, state: SimState) -> SparseJacobian:
+        """COO Jacobian over the contacts of ``contact_bodies(state)`` concatenated."""
+        pairs = self.contact_bodies(state)
+        dense = self.measurement_force_jacobian(state)
+        return sparse_from_pair_dict(dense, pairs, len(self.measurement_names()),
+                                     state.dtype, state.device)
+
+    def update(self, state: SimState) -> None:
+        """Advance internal state (stateful sensors); no-op by default."""
+
+    def contact_bodies(self, state: SimState) -> List[Pair]:
+        """Pairs ``(sensor_body, other_body)`` in the order of the Jacobian blocks."""
+        return [(self.attachModelName, b) for b in state.bodies_in_contact(self.attachModelName)]
+
+    def in_contact(self, state: SimState) -> bool:
+        """True when something touches what this sensor senses (a tare needs this False).
+
+        Default: at least one contact point acts on the sensor's body (a pair
+        ``(attachModelName, other)`` holding one or more contacts).  Sensors
+        with a sensing region (a Klampt patch, an Isaac radius) override it
+        with contacts inside that region, so a body resting elsewhere (a box
+        on a table) does not block a tare.
+
+        Raises:
+            ValueError: the body is not in the state (named).
+        """
+        state.bodies_in_contact(self.attachModelName)      # raises ValueError naming unknown bodies
+        return any(len(c) > 0 for (b1, _), c in state.contacts.items() if b1 == self.attachModelName)
+
+    # -- calibration and internal state -------------------------------------------
+    def set_calibration(self, calib_dict: dict) -> None:
+        """Apply a calibration dict (e.g. ``{'tare': array}``)."""
+
+    def get_calibration(self) -> dict:
+        """Current calibration dict (empty when uncalibrated)."""
+        return {}
+
+    def reset(self) -> None:
+        """Reset internal state of a stateful sensor."""
+
+    def get_internal_state(self) -> dict:
+        """Extra internal state (stateful sensors)."""
+        return {}
+
+    def set_internal_state(self, state: dict) -> None:
+        """Restore internal state from ``get_internal_state()``."""
+
+
+for _name in STATE_METHODS:
+    if _name in BaseSensor.__dict__:
+        setattr(BaseSensor, _name, _taking_sim_state(BaseSensor.__dict__[_name]))

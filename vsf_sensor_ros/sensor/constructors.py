@@ -1,18 +1,25 @@
-"""The seed's module path ``vsf.sensor.constructors``: config objects and the two factories.
+"""Build sensors and calibrators from configurations (seed: ``vsf.sensor.constructors``).
 
-:class:`SensorConfig` and :class:`CalibrationConfig` have the seed's fields, so seed code that
-builds them and calls :func:`sensor_from_config` / :func:`calibration_from_config` runs after
-swapping the import.  The factories are this package's (:mod:`.config`): they also take plain
-dicts (the node's parameter namespaces) and every registered type.
+A configuration is a seed config object (:class:`SensorConfig`, :class:`CalibrationConfig`,
+with the seed's fields) or a plain dict (the node's parameter namespaces).  A dict sensor
+config is ``{'name': ..., 'type': ..., 'attachment': body, <type-specific keys>}``
+(nav2 / ros2_control style: adding a sensor is adding a block of YAML).  Types are
+looked up in a registry of ``"module:Class"`` strings, imported only when first
+used, so a type whose module needs an optional dependency costs nothing until
+it is configured.
 """
 from __future__ import annotations
 
+import dataclasses
+import importlib
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Any, Dict, List, Mapping, Optional, Type, Union
 
-from .config import calibration_from_config, sensor_from_config
+from .base_calibrator import BaseCalibrator
+from .base_sensor import BaseSensor
 
-__all__ = ["CalibrationConfig", "SensorConfig", "calibration_from_config", "sensor_from_config"]
+__all__ = ["SENSOR_TYPES", "CALIBRATOR_ALIASES", "CALIBRATOR_TYPES", "CalibrationConfig", "SensorConfig",
+           "calibration_from_config", "register_sensor_type", "sensor_class", "sensor_from_config"]
 
 
 @dataclass
@@ -49,3 +56,148 @@ class CalibrationConfig:
     type: str
     num_samples: int = 10
     output_key: str = "tare"
+
+
+#: type string -> "module:Class" (or the class itself once registered directly)
+SENSOR_TYPES: Dict[str, Union[str, type]] = {
+    "PunyoPressureSensor": "vsf_sensor_ros.sensor.punyo_pressure_sensor:PunyoPressureSensor",
+    "PunyoDenseForceSensor": "vsf_sensor_ros.sensor.punyo_dense_force_sensor:PunyoDenseForceSensor",
+    "ContactSensor": "vsf_sensor_ros.sensor.klampt_contact_sensor:ContactSensor",
+    "IsaacContactSensor": "vsf_sensor_ros.sensor.isaac_contact_sensor:IsaacContactSensor",
+}
+
+CALIBRATOR_TYPES: Dict[str, Union[str, type]] = {
+    "TareCalibrator": "vsf_sensor_ros.sensor.base_calibrator:TareCalibrator",
+}
+
+#: the seed's calibrator type names -> the names above (the seed's factory knows ``'tare'``)
+CALIBRATOR_ALIASES: Dict[str, str] = {"tare": "TareCalibrator"}
+
+
+def _config_dict(config: Any, kind: str) -> Dict[str, Any]:
+    """A config as a plain dict: a mapping as is, or the fields of a config object.
+
+    The seed's factories take dataclass objects (``SensorConfig(name, type,
+    attachment_name, link_names)``, ``CalibrationConfig(type, num_samples,
+    output_key)``); any dataclass instance, or object with attributes, is read
+    through its fields.
+
+    Raises:
+        ValueError: neither a mapping nor an object with fields.
+    """
+    if isinstance(config, Mapping):
+        return dict(config)
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    if hasattr(config, "__dict__") and not isinstance(config, type):
+        return {k: v for k, v in vars(config).items() if not k.startswith("_")}
+    raise ValueError(f"{kind} config must be a mapping or a config object, got {type(config).__name__}")
+
+
+def _seed_sensor_keys(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """Map the seed's ``SensorConfig`` field names onto this package's keys (in a copy).
+
+    ``attachment_name`` -> ``attachment`` (both given and different: an error);
+    ``link_names=None`` (the seed's default, used only by its joint torque
+    sensor) is dropped.
+    """
+    cfg = dict(cfg)
+    if "attachment_name" in cfg:
+        seed_name = cfg.pop("attachment_name")
+        if "attachment" in cfg and cfg["attachment"] != seed_name:
+            raise ValueError(f"sensor {cfg.get('name')!r}: config gives attachment {cfg['attachment']!r} "
+                             f"and attachment_name {seed_name!r}; give one")
+        cfg["attachment"] = seed_name
+    if "link_names" in cfg and cfg["link_names"] is None:
+        del cfg["link_names"]
+    return cfg
+
+
+def _resolve(table: Dict[str, Union[str, type]], kind: str, type_name: Any) -> type:
+    if not isinstance(type_name, str) or type_name not in table:
+        raise ValueError(f"unknown {kind} type {type_name!r}; known types: {', '.join(sorted(table))}")
+    target = table[type_name]
+    if isinstance(target, str):
+        module, _, attr = target.partition(":")
+        target = getattr(importlib.import_module(module), attr)
+    return target
+
+
+def register_sensor_type(type_name: str, target: Union[str, Type[BaseSensor]]) -> None:
+    """Add (or replace) a sensor type: a ``BaseSensor`` subclass or a ``"module:Class"`` string.
+
+    Raises:
+        ValueError: empty type name, or a string without ``':'``.
+    """
+    if not isinstance(type_name, str) or not type_name:
+        raise ValueError(f"sensor type name must be a non-empty string, got {type_name!r}")
+    if isinstance(target, str) and ":" not in target:
+        raise ValueError(f"sensor type target must be 'module:Class', got {target!r}")
+    SENSOR_TYPES[type_name] = target
+
+
+def sensor_class(type_name: str) -> Type[BaseSensor]:
+    """The class registered for ``type_name`` (imported on first use).
+
+    Raises:
+        ValueError: unknown type, naming it and listing the known ones.
+    """
+    return _resolve(SENSOR_TYPES, "sensor", type_name)
+
+
+def sensor_from_config(config: Union[Mapping[str, Any], Any]) -> BaseSensor:
+    """Build a sensor from ``{'name', 'type', 'attachment', ...type-specific keys}``.
+
+    ``config`` may also be a config object, as the seed passes its
+    ``SensorConfig(name, type, attachment_name, link_names=None)``: its fields
+    are read, ``attachment_name`` is taken as ``attachment`` and a ``None``
+    ``link_names`` is ignored.
+
+    Dispatches to ``Class.from_config(name, cfg)`` with ``cfg`` = every key
+    but ``name`` (``type`` included; each class checks it matches).  Keys per
+    type: ``PunyoPressureSensor``: attachment, base_normal_local, variance;
+    ``PunyoDenseForceSensor``: attachment; ``ContactSensor`` and
+    ``IsaacContactSensor``: see their ``from_config``.
+
+    Raises:
+        ValueError: not a mapping, missing/empty ``name``, unknown ``type``
+            (named, with the known types), or the class's own key errors.
+    """
+    config = _seed_sensor_keys(_config_dict(config, "sensor"))
+    name = config.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"sensor config needs a non-empty 'name', got {name!r}")
+    if "type" not in config:
+        raise ValueError(f"sensor {name!r}: config needs a 'type'; "
+                         f"known types: {', '.join(sorted(SENSOR_TYPES))}")
+    cls = sensor_class(config["type"])
+    return cls.from_config(name, {k: v for k, v in config.items() if k != "name"})
+
+
+def calibration_from_config(config: Union[Mapping[str, Any], Any]) -> BaseCalibrator:
+    """Build a calibrator, e.g. ``{'type': 'TareCalibrator', 'num_samples': 10, 'output_key': 'tare'}``.
+
+    Seed forms are accepted too: the type name ``'tare'`` (the seed's) for
+    ``'TareCalibrator'``, and a config object such as the seed's
+    ``CalibrationConfig(type='tare', num_samples=10, output_key='tare')``.
+    The seed's ``CalibrationConfig`` declares ``num_samples`` with the
+    default ``'10'``, a string; from a config object, a string of decimal
+    digits is therefore read as that integer (in a mapping it stays an
+    error, as any other wrongly typed value).
+
+    Raises:
+        ValueError: unknown ``type`` (named, with the known ones and the
+            seed aliases) or bad keys.
+    """
+    from_object = not isinstance(config, Mapping)
+    config = _config_dict(config, "calibrator")
+    type_name = config.get("type")
+    if isinstance(type_name, str) and type_name in CALIBRATOR_ALIASES:
+        config["type"] = type_name = CALIBRATOR_ALIASES[type_name]
+    if from_object and isinstance(config.get("num_samples"), str) and config["num_samples"].strip().isdigit():
+        config["num_samples"] = int(config["num_samples"])
+    if not isinstance(type_name, str) or type_name not in CALIBRATOR_TYPES:
+        known = sorted(CALIBRATOR_TYPES) + sorted(CALIBRATOR_ALIASES)
+        raise ValueError(f"unknown calibrator type {type_name!r}; known types: {', '.join(known)}")
+    cls = _resolve(CALIBRATOR_TYPES, "calibrator", type_name)
+    return cls.from_config(config)

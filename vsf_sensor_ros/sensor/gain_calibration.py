@@ -16,8 +16,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 import numpy as np
 
 from ._punyo_common import as_vector
-from .base import BaseCalibrator, BaseSensor
-from .state import SimState
+from .base_calibrator import BaseCalibrator
+from .base_sensor import BaseSensor
+from .base_sensor import SimState
 
 __all__ = ["GainCalibrator", "GainFit"]
 

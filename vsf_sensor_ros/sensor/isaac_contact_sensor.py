@@ -25,7 +25,7 @@ of the seed's reading, so a ROS message can carry both.
 Calibration (not in the seed, whose sensor is ideal; a real load cell has a
 zero error that researchers tare): ``set_calibration({'tare': obs_avg,
 'tare_sim_avg': sim_avg})``, each ``(2,)`` in measurement order, as
-:class:`~vsf_sensor_ros.sensor.calibration.TareCalibrator` stores it.  The
+:class:`~vsf_sensor_ros.sensor.base_calibrator.TareCalibrator` stores it.  The
 ``value`` entry of ``tare − tare_sim_avg`` is added *after* the threshold
 and clamp: it models the real cell's zero error on top of the ideal sensor
 above, so an unloaded sensor reads the offset (what a tare measures), a
@@ -73,10 +73,10 @@ from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple, Union
 
 import torch
 
-from .base import BaseSensor, Pair, SparseJacobian
+from .base_sensor import BaseSensor, Pair, SparseJacobian
 from .errors import SettingError
 from .indicator_tare import IndicatorTareMixin
-from .state import SimState, check_contacts_match_state, rigid_transform
+from .base_sensor import SimState, check_contacts_match_state, rigid_transform
 
 INVALID_HANDLE = -1           # seed constant; never returned (invalid input raises instead)
 _TIME_SLACK = 1e-9            # s; absorbs float error in accumulated nominal sample times

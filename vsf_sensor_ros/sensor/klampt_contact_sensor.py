@@ -40,7 +40,7 @@ the returned Jacobian.  The ``contact`` row is a step function: derivative 0.
 Calibration (not in Klampt, which models an ideal pad; a real pad has a zero
 error that researchers tare): ``set_calibration({'tare': obs_avg,
 'tare_sim_avg': sim_avg})``, each ``(#meas,)`` in the current measurement
-order, as :class:`~vsf_sensor_ros.sensor.calibration.TareCalibrator` stores
+order, as :class:`~vsf_sensor_ros.sensor.base_calibrator.TareCalibrator` stores
 it.  The constant ``tare − tare_sim_avg`` is added to the ``force_*``
 entries *after* quantisation and saturation: it models the real sensor's
 zero error on top of the ideal pad the equations above describe, so a tare
@@ -82,10 +82,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from .base import BaseSensor, Pair, SparseJacobian
+from .base_sensor import BaseSensor, Pair, SparseJacobian
 from .errors import SettingError
 from .indicator_tare import IndicatorTareMixin
-from .state import SimState, check_contacts_match_state, rigid_transform
+from .base_sensor import SimState, check_contacts_match_state, rigid_transform
 
 # Klampt's Settings() map, in its (sorted) order.
 SETTING_NAMES: Tuple[str, ...] = (
@@ -480,7 +480,7 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
 
         Raises:
             ValueError: the link is not in the state, or its transform is not a finite rigid
-                ``(4, 4)`` tensor (:func:`~vsf_sensor_ros.sensor.state.rigid_transform`).
+                ``(4, 4)`` tensor (:func:`~vsf_sensor_ros.sensor.base_sensor.rigid_transform`).
         """
         rigid_transform(state, self.link)
         T_link = state.body_transforms[self.link]

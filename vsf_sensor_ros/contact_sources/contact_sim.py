@@ -1,0 +1,331 @@
+"""Klampt/ODE physics run of a press scene, read out as contract contacts (no ROS).
+
+:class:`ContactSimulation` owns a ``klampt.Simulator`` of a
+:class:`~vsf_sensor_ros.contact_sources.sim_world.SimScene`, drives the robot's joints
+with the simulator's PID servo controller along a
+:class:`~vsf_sensor_ros.contact_sources.trajectory.PressTrajectory` (plus gravity
+feed-forward so the arm does not sag), and after each step returns
+
+* the contacts of every pair of contact bodies as
+  ``{(body1, body2): ContactState}`` with the force applied to *body1* by
+  *body2* (world frame, N), both orders of each pair;
+* joint positions and velocities in URDF joint order;
+* body transforms and a :class:`~vsf_sensor_ros.sensor.base_sensor.SimState`.
+
+Klampt's force convention, measured (test ``test_contact_sim_convention``):
+for a 1 kg block resting on a table, ``sim.getContactForces(table, block)``
+sums to ``+9.8 N`` along world z -- the force *on the block* (the second
+argument) *by the table* -- and ``getContactForces(block, table)`` to
+``-9.8 N``; ``getContacts(a, b)`` gives the matching points with normals
+pointing into ``a``.  (Klampt's docstring says "forces on object a"; the
+measurement says otherwise.)  Hence the force on ``body1`` by ``body2`` is
+``-getContactForces(body1, body2)``: :func:`contacts_between`.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import klampt
+import numpy as np
+import torch
+
+from vsf_sensor_ros.sensor.base_sensor import ContactState, SimState
+from vsf_sensor_ros.world import klampt_to_matrix
+
+from .sim_world import BUBBLE, CONTACT_PADDING, OBJECT, TABLE, SimScene
+from .trajectory import PressTrajectory
+
+Pair = Tuple[str, str]
+
+
+def contacts_between(sim: klampt.Simulator, id1: int, id2: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Contacts of the last step between two Klampt objects, contract convention.
+
+    Contact feedback must be enabled for the pair
+    (``sim.enableContactFeedback``) before the step.
+
+    Args:
+        sim: the simulator.
+        id1, id2: Klampt object ids (``getID()``) of body 1 and body 2.
+
+    Returns:
+        ``(points, forces)``: ``(N, 3)`` float64 arrays; points in the world
+        frame (m), forces applied to body 1 by body 2 (world frame, N).
+        ``N = 0`` when they did not touch.
+    """
+    pts = np.asarray(sim.getContacts(id1, id2), dtype=np.float64).reshape(-1, 7)[:, :3]
+    # getContactForces(a, b) is the force on b by a (module doc): negate for the force on a.
+    frc = -np.asarray(sim.getContactForces(id1, id2), dtype=np.float64).reshape(-1, 3)
+    return pts, frc
+
+
+def add_klampt_contact_sensor(sim: klampt.Simulator, robot_index: int, name: str, link_index: int,
+                              settings: Mapping[str, str]) -> klampt.SimRobotSensor:
+    """Klampt's own C++ ``ContactSensor`` on a robot link, simulated in ``sim``'s ODE world.
+
+    It reads the ODE contact feedback of the link itself (Klampt ``ForceSensors.cpp``), an
+    implementation independent of this package's ``ContactSensor`` model.  It sees the contacts
+    of the pairs whose contact feedback is enabled (``sim.enableContactFeedback``).
+
+    Args:
+        sim: the simulator.
+        robot_index: the robot's index in the world.
+        name: sensor name.
+        link_index: the link's index in the robot.
+        settings: Klampt-formatted settings (as :meth:`ContactSensor.settings` gives them, e.g.
+            ``Tsensor``, ``patchMin``); a value equal to Klampt's current one is not set (Klampt
+            cannot parse ``inf``, its default ``fSaturation``).
+
+    Returns:
+        The ``SimRobotSensor``; ``getMeasurements()`` after each simulate.
+
+    Raises:
+        ValueError: Klampt rejects a setting (named).
+    """
+    sensor = sim.controller(robot_index).addSensor(name, "ContactSensor")
+    sensor.setSetting("link", str(int(link_index)))
+    for key, value in settings.items():
+        if key == "link" or sensor.getSetting(key) == value:
+            continue
+        try:
+            sensor.setSetting(key, value)
+        except RuntimeError as exc:
+            raise ValueError(f"Klampt ContactSensor {name!r} rejects {key} = {value!r}: {exc}") from None
+    return sensor
+
+
+class ContactSimulation:
+    """Steps a press scene in Klampt's ODE simulator.
+
+    Args:
+        scene: from :func:`~vsf_sensor_ros.contact_sources.sim_world.build_scene`.
+        trajectory: joint trajectory (its start configuration is the initial state).
+        sim_dt: simulated seconds per :meth:`step` (one published step), > 0.
+        physics_dt: ODE integration step (s), ``0 < physics_dt <= sim_dt``.
+        contact_body_names: bodies whose mutual contacts are reported
+            (default: bubble, object, table); robot links, :data:`OBJECT` or
+            :data:`TABLE`.  Links without collision geometry never touch
+            anything.
+        bubble_stiffness: contact stiffness of the bubble surface (N/m);
+            ``inf`` = ODE's rigid contact.
+        bubble_damping: contact damping of the bubble surface (N s/m), used
+            with a finite stiffness.
+        bubble_padding: the bubble's collision padding (m): a compliant skin
+            around the mesh in which contacts are generated.
+        max_contacts: most contact points Klampt keeps per body pair and step
+            (its ``maxContacts`` setting; Klampt's default is 20), >= 1.
+
+    The bubble is modelled as a soft skin (defaults: 3000 N/m, 30 N s/m,
+    1 cm): ODE's penalty contact lets it yield a few millimetres, which gives
+    smooth, persistent contact forces as the membrane would.  A rigid bubble
+    (``inf`` stiffness, Klampt's 2.5 mm padding) chatters against the box
+    under the servos (contacts with zero force every few steps, 30-40 N
+    spikes); a soft one with a thin padding sinks through the box, because
+    mesh contacts are only generated within the padding.  Keep
+    ``force / stiffness`` well below the padding.
+
+    Raises:
+        ValueError: bad step sizes, stiffness, padding, ``max_contacts``, or
+            duplicate or unknown body names.
+    """
+
+    def __init__(self, scene: SimScene, trajectory: PressTrajectory, sim_dt: float = 0.01,
+                 physics_dt: float = 0.001, contact_body_names: Optional[Sequence[str]] = None,
+                 bubble_stiffness: float = 3000.0, bubble_damping: float = 30.0,
+                 bubble_padding: float = 0.01, max_contacts: int = 12) -> None:
+        if not (np.isfinite(sim_dt) and sim_dt > 0.0):
+            raise ValueError(f"sim_dt must be positive (s), got {sim_dt}")
+        if not (np.isfinite(physics_dt) and 0.0 < physics_dt <= sim_dt):
+            raise ValueError(f"physics_dt must be in (0, sim_dt={sim_dt}], got {physics_dt}")
+        if not (bubble_stiffness > 0.0) or not (np.isfinite(bubble_damping) and bubble_damping >= 0.0):
+            raise ValueError(f"bubble_stiffness must be > 0 (inf = rigid) and bubble_damping >= 0, "
+                             f"got {bubble_stiffness}, {bubble_damping}")
+        if not (np.isfinite(bubble_padding) and bubble_padding > 0.0):
+            raise ValueError(f"bubble_padding must be positive (m), got {bubble_padding}")
+        if isinstance(max_contacts, bool) or int(max_contacts) != max_contacts or max_contacts < 1:
+            raise ValueError(f"max_contacts must be a positive integer, got {max_contacts}")
+        names = list(contact_body_names) if contact_body_names is not None else [BUBBLE, OBJECT, TABLE]
+        if len(set(names)) != len(names) or not names:
+            raise ValueError(f"contact_body_names must be non-empty and unique, got {names}")
+        known = list(scene.link_names) + [OBJECT, TABLE]
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ValueError(f"contact_body_names has unknown bodies {unknown}; known: {known}")
+        self.scene = scene
+        self.trajectory = trajectory
+        self.sim_dt = float(sim_dt)
+        self.physics_dt = float(physics_dt)
+        self.contact_body_names: List[str] = names
+        self.bubble_padding = float(bubble_padding)
+        self.max_contacts = int(max_contacts)
+        self.time = 0.0
+        self.steps = 0
+
+        robot = scene.robot
+        robot.setConfig(trajectory.start_config)
+        self.sim = klampt.Simulator(scene.world)
+        self.sim.setSimStep(self.physics_dt)
+        # Klampt clusters each pair's ODE contacts to at most this many points; the ODE
+        # solve cost in contact grows steeply with it (hold phase: ~3x from 8 to 20).
+        self.sim.setSetting("maxContacts", str(self.max_contacts))
+        ids = scene.body_ids
+        present = [n for n in names if n in ids]
+        links = set(scene.link_names)
+        # robot-robot pairs are not simulated (no self-collision of interest)
+        self._pairs: List[Tuple[str, str, int, int]] = [
+            (a, b, ids[a], ids[b]) for a, b in itertools.combinations(present, 2)
+            if not (a in links and b in links)]
+        for _, _, ia, ib in self._pairs:
+            self.sim.enableContactFeedback(ia, ib)
+        bubble = self.sim.body(scene.bubble)
+        bubble.setCollisionPadding(self.bubble_padding)
+        self.sim.body(scene.world.rigidObject(OBJECT)).setCollisionPadding(CONTACT_PADDING)
+        self.sim.body(scene.world.terrain(TABLE)).setCollisionPadding(0.0)
+        if np.isfinite(bubble_stiffness):
+            surf = bubble.getSurface()
+            surf.kStiffness = float(bubble_stiffness)
+            surf.kDamping = float(bubble_damping)
+            bubble.setSurface(surf)
+        self._controller = self.sim.controller(0)
+        if scene.assets.pid_gains is not None:
+            kp, ki, kd = scene.assets.pid_gains
+            self._controller.setPIDGains(list(kp), list(ki), list(kd))
+        self._drivers = np.array([robot.driver(i).getAffectedLink() for i in range(robot.numDrivers())],
+                                 dtype=np.int64)
+        self._command(0.0)
+
+    def _command(self, t: float) -> None:
+        q, dq = self.trajectory.command(t)
+        robot = self.scene.robot
+        robot.setConfig(q.tolist())
+        # gravity feed-forward at the commanded posture: the PID only corrects errors
+        g = np.asarray(robot.getGravityForces([0.0, 0.0, -9.8]), dtype=np.float64)
+        self._controller.setPIDCommand(q.tolist(), dq.tolist(), g[self._drivers].tolist())
+
+    def step(self) -> None:
+        """Advance ``sim_dt`` seconds, commanding the trajectory at the step's end time."""
+        self._command(self.time + self.sim_dt)
+        self.sim.simulate(self.sim_dt)
+        self.steps += 1
+        self.time = self.steps * self.sim_dt
+        self.sim.updateWorld()
+
+    @property
+    def phase(self) -> str:
+        """Trajectory phase at the current time."""
+        return self.trajectory.profile.phase(self.time)
+
+    # ------------------------------------------------------------------ readout
+    def contact_arrays(self) -> Dict[Pair, Tuple[np.ndarray, np.ndarray]]:
+        """Contacts of the last step: ``{(body1, body2): (points, forces on body1)}``.
+
+        Both orders of every touching pair are present (forces negated);
+        pairs without contact are omitted.  float64 ``(N, 3)`` arrays, world
+        frame, m and N.
+        """
+        out: Dict[Pair, Tuple[np.ndarray, np.ndarray]] = {}
+        for a, b, ia, ib in self._pairs:
+            pts, frc = contacts_between(self.sim, ia, ib)
+            if len(pts):
+                out[(a, b)] = (pts, frc)
+                out[(b, a)] = (pts.copy(), -frc)
+        return out
+
+    def contacts(self, dtype: torch.dtype = torch.float64) -> Dict[Pair, ContactState]:
+        """:meth:`contact_arrays` as ``ContactState`` objects (no element indices)."""
+        return {k: ContactState(torch.from_numpy(p).to(dtype), torch.from_numpy(f).to(dtype))
+                for k, (p, f) in self.contact_arrays().items()}
+
+    def add_klampt_contact_sensor(self, name: str, link: str, settings: Mapping[str, str]) -> None:
+        """Add Klampt's own ``ContactSensor`` on ``link`` (see :func:`add_klampt_contact_sensor`).
+
+        Raises:
+            ValueError: ``link`` is not a robot link of the scene, or a setting is rejected.
+        """
+        if link not in self.scene.link_names:
+            raise ValueError(f"Klampt ContactSensor {name!r}: {link!r} is not a robot link; "
+                             f"links: {self.scene.link_names}")
+        index = self.scene.robot.link(link).getIndex()
+        self._klampt_sensors = getattr(self, "_klampt_sensors", {})
+        self._klampt_sensors[name] = add_klampt_contact_sensor(self.sim, 0, name, index, settings)
+
+    def klampt_sensor_names(self, name: str) -> List[str]:
+        """Measurement names of an added Klampt sensor (Klampt's ``measurementNames``)."""
+        return list(self._klampt_sensors[name].measurementNames())
+
+    def klampt_sensor_reading(self, name: str) -> np.ndarray:
+        """The Klampt sensor's measurements after the last step, float64 ``(#meas,)``.
+
+        Raises:
+            KeyError: no such sensor was added.
+        """
+        return np.asarray(self._klampt_sensors[name].getMeasurements(), dtype=np.float64)
+
+    def summed_contact_force(self, body1: str, body2: str) -> np.ndarray:
+        """The simulator's own sum of the contact forces between two bodies, ``(3,)`` N, world.
+
+        Klampt's ``contactForce`` (summed inside the simulator, not from the contact list
+        :meth:`contacts` reads); its sign does not depend on the argument order, so only its
+        magnitude is meaningful (a load cell's reading).
+
+        Raises:
+            ValueError: a body without a simulated pair.
+        """
+        for a, b, ia, ib in self._pairs:
+            if {a, b} == {body1, body2}:
+                return np.asarray(self.sim.contactForce(ia, ib), dtype=np.float64)
+        raise ValueError(f"no simulated contact pair ({body1!r}, {body2!r}); pairs: "
+                         f"{[(a, b) for a, b, _, _ in self._pairs]}")
+
+    def joint_positions(self) -> np.ndarray:
+        """``(J,)`` float64 joint positions (rad or m) in ``scene.joint_names`` order."""
+        return np.asarray(self.sim.getActualConfig(0), dtype=np.float64)[self.scene.joint_dofs]
+
+    def joint_velocities(self) -> np.ndarray:
+        """``(J,)`` float64 joint velocities (rad/s or m/s) in ``scene.joint_names`` order."""
+        return np.asarray(self.sim.getActualVelocity(0), dtype=np.float64)[self.scene.joint_dofs]
+
+    def body_transform(self, name: str) -> np.ndarray:
+        """``(4, 4)`` float64 body -> world transform of a link, the object or the table.
+
+        Raises:
+            ValueError: unknown body name.
+        """
+        w = self.scene.world
+        if name == TABLE:
+            # the terrain's geometry is stored in world coordinates; its body frame is the slab centre
+            T = np.eye(4)
+            T[:3, 3] = self.scene.assets.table_center
+            return T
+        if name == OBJECT:
+            return klampt_to_matrix(w.rigidObject(OBJECT).getTransform())
+        if name in self.scene.link_names:
+            return klampt_to_matrix(self.scene.robot.link(name).getTransform())
+        raise ValueError(f"unknown body {name!r}; known: {self.scene.link_names + [OBJECT, TABLE]}")
+
+    def body_transforms(self, names: Optional[Sequence[str]] = None) -> Dict[str, np.ndarray]:
+        """Transforms of ``names`` (default: the contact bodies)."""
+        return {n: self.body_transform(n) for n in (names or self.contact_body_names)}
+
+    def sim_state(self, dtype: torch.dtype = torch.float64,
+                  extra_bodies: Sequence[str] = ()) -> SimState:
+        """The current step as a ``SimState``.
+
+        Args:
+            dtype: floating dtype of every tensor.
+            extra_bodies: bodies whose transforms are needed besides the
+                contact bodies (e.g. a sensor's attachment).
+
+        Returns:
+            Transforms of the contact bodies and ``extra_bodies``, the robot
+            configuration (``body_states['robot']``, URDF joint order) and
+            :meth:`contacts`.
+
+        Raises:
+            ValueError: an unknown name in ``extra_bodies``.
+        """
+        names = list(self.contact_body_names) + [n for n in extra_bodies if n not in self.contact_body_names]
+        T = {n: torch.from_numpy(m).to(dtype) for n, m in self.body_transforms(names).items()}
+        q = torch.from_numpy(self.joint_positions()).to(dtype)
+        return SimState(body_transforms=T, body_states={"robot": q}, contacts=self.contacts(dtype))

@@ -1,0 +1,404 @@
+"""``contact_sim_node``: a Klampt physics session of a robot pressing the Punyo bubble into a box.
+
+It stands in for both the simulator bridge and the real gripper of a live
+session: each simulator step it publishes the robot state and
+the contacts a sensor node consumes, plus stand-in *measured* readings.
+
+Simulation (:mod:`vsf_sensor_ros.contact_sources.contact_sim`): ``klampt.Simulator``
+(ODE) of the world named by ``world`` (:mod:`vsf_sensor_ros.contact_sources.sim_world`);
+the joints follow a press trajectory (:mod:`vsf_sensor_ros.contact_sources.trajectory`)
+through the simulator's PID servos: a contact-free ``tare`` stretch, approach,
+press, hold, release, retreat, rest.
+
+Published topics (all stamped with the step's *simulation* time, starting
+at ``sim_dt``; one message each per step, in this order):
+
+* ``joint_states`` -- ``sensor_msgs/JointState``: URDF joint names, position
+  (rad), velocity (rad/s) as simulated.
+* ``object/pose`` -- ``geometry_msgs/PoseStamped``: the box's pose, frame
+  ``world_frame`` (a sensor node drives its free body ``object`` with it).
+* ``contacts`` -- ``sensor_msgs/PointCloud2`` built by
+  :func:`~vsf_sensor_ros.ros.messages.contacts.contacts_to_pointcloud2`: every
+  touching pair of ``contact_body_names`` in *both* orders, force applied to
+  body1 by body2 (world frame, N); an empty cloud when nothing touches.
+* ``<s>/measured`` per name in ``sensors`` -- the stand-in reading
+  (:mod:`vsf_sensor_ros.contact_sources.sim_sensors`): with ``measured_source:
+  independent`` (default) the Klampt pad comes from Klampt's own C++
+  ``ContactSensor`` in the same ODE world and the load cell from the
+  simulator's summed bubble-object contact force; the Punyo pressure and
+  dense force remain *synthetic* (the package's model on the simulator's
+  contacts); each plus its offset and noise; encoded with
+  :func:`vsf_sensor_ros.ros.messages.readings.encode_vector`: pressure ->
+  ``sensor_msgs/FluidPressure``, dense force -> ``sensor_msgs/PointCloud2``
+  (``x y z fx fy fz`` per vertex), Klampt contact sensor and Isaac load ->
+  ``geometry_msgs/WrenchStamped``; ``frame_id`` = the frame of the node's
+  prediction (the attachment body, or ``<s>_frame`` of a pad or load cell).
+* ``/clock`` -- ``rosgraph_msgs/Clock`` with the step's simulation time, first of the step's
+  messages, when ``publish_clock`` (nodes started with ``use_sim_time`` then follow it).
+* ``sim_done`` -- ``std_msgs/Bool``, transient-local (late joiners get the
+  latest): ``false`` at start, ``true`` after the last step.  With
+  ``exit_on_done`` (default) the process then exits with code 0 after
+  ``linger_s``.
+
+Parameters (read-only unless marked live): see :data:`PARAMS` -- ``world``,
+``assets_dir``, ``rate_hz`` (live), ``sim_dt``, ``physics_dt``,
+``duration_s``, ``trajectory.*``, ``object.size``, ``object.mass``,
+``bubble.stiffness``, ``bubble.damping``, ``bubble.padding``, ``max_contacts``, ``arm_collision``, ``seed``,
+``contact_body_names``, ``sensors``, ``<s>.offset``, ``<s>.noise_std``,
+``world_frame``, ``start_delay_s``, ``wait_for_subscribers``,
+``exit_on_done``, ``linger_s``, ``publish_clock``.
+
+Run: ``python -m vsf_sensor_ros.contact_sources.contact_sim_node --ros-args -p world:=kinova``.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+import klampt
+import numpy as np
+import rclpy
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import PoseStamped
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState, PointCloud2
+from std_msgs.msg import Bool
+
+from .. import embedded_world as ew
+from vsf_sensor_ros.ros.main import run_node
+from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.parameters import declare_spec
+from vsf_sensor_ros.ros.parameter_table import Spec, check_value
+from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
+from vsf_sensor_ros.ros.messages.readings import encode_vector, make_header, sensor_layout
+from vsf_sensor_ros.world import xyz_quat_from_transform
+
+from .contact_sim import ContactSimulation
+from .sim_sensors import DEMO_SENSORS, MeasuredStream, demo_sensor_specs, independent_source
+from .sim_world import BUBBLE, OBJECT, TABLE, WORLDS, build_scene, load_assets
+from .trajectory import PressProfile, PressTrajectory, bubble_tip
+
+INF = float("inf")
+
+# name -> (default, description, read_only, (lo, hi) or None)
+PARAMS: Dict[str, tuple] = {
+    "world": ("embedded", "simulated world: embedded (package assets) | kinova (Kinova Gen3 + Punyo files)",
+              True, None),
+    "assets_dir": ("", "Kinova assets directory (empty: $VSF_ASSETS, else ../shared/fixtures/kinova_punyo)",
+                   True, None),
+    "rate_hz": (100.0, "simulator steps per wall-clock second; 0 = as fast as possible", False, (0.0, 1e6)),
+    "sim_dt": (0.01, "simulated seconds per step (one contacts message each)", True, (1e-4, 1.0)),
+    "physics_dt": (0.001, "ODE integration step (s), <= sim_dt", True, (1e-5, 1.0)),
+    "duration_s": (12.0, "simulated seconds to run", True, (0.0, 1e6)),
+    "trajectory.tare_s": (2.0, "contact-free hold at the start (s, >= 1: a tare uses it)", True, (1.0, 1e4)),
+    "trajectory.approach_s": (1.5, "approach duration (s)", True, (1e-3, 1e4)),
+    "trajectory.press_s": (1.0, "press duration (s)", True, (1e-3, 1e4)),
+    "trajectory.hold_s": (2.0, "hold duration (s)", True, (1e-3, 1e4)),
+    "trajectory.release_s": (1.0, "release duration (s)", True, (1e-3, 1e4)),
+    "trajectory.retreat_s": (1.5, "retreat duration (s)", True, (1e-3, 1e4)),
+    "trajectory.clearance": (0.05, "bubble tip height above the object at start and end (m)", True,
+                             (1e-3, 1.0)),
+    "trajectory.press_depth": (0.01, "commanded tip depth below the object's top while pressing (m)",
+                               True, (0.0, 0.1)),
+    "object.size": (list(ew.OBJECT_SIZE), "box extents x y z (m)", True, None),
+    "object.mass": (0.3, "box mass (kg)", True, (1e-3, 100.0)),
+    "bubble.stiffness": (3000.0, "bubble skin contact stiffness (N/m); inf = rigid ODE contact (chatters)",
+                         True, (1.0, INF)),
+    "bubble.damping": (30.0, "bubble skin contact damping (N s/m), with a finite stiffness", True,
+                       (0.0, 1e6)),
+    "bubble.padding": (0.01, "bubble collision padding = skin thickness (m); keep force/stiffness below it",
+                       True, (1e-4, 0.05)),
+    "max_contacts": (12, "most contact points per body pair and step (Klampt maxContacts; more = richer "
+                         "patches, slower ODE solves)", True, (1, 1000)),
+    "arm_collision": (False, "keep the arm links' collision meshes (slower; default: only bubble, "
+                             "table and object collide)", True, None),
+    "seed": (0, "seed of the measured streams' noise", True, (0, 2 ** 31 - 1)),
+    "contact_body_names": ([BUBBLE, OBJECT, TABLE], "body index table of the contacts cloud "
+                           "(body1/body2); configure the sensor node with the same list", True, None),
+    "sensors": (list(DEMO_SENSORS), "demo sensors whose <s>/measured stream is published; subset of "
+                + ", ".join(DEMO_SENSORS), True, None),
+    "measured_source": ("independent", "where <s>/measured comes from: independent (Klampt's own "
+                        "ContactSensor for the pad, the simulator's summed contact force for the load "
+                        "cell; the Punyo streams stay synthetic) | model (every stream from the package's "
+                        "models: synthetic)", True, None),
+    "world_frame": ("world", "frame of contacts and poses (REP 103)", True, None),
+    "start_delay_s": (0.5, "wall seconds to wait before the first step (lets subscribers connect)", True,
+                      (0.0, 3600.0)),
+    "wait_for_subscribers": (0, "before the first step, wait (up to 30 s) until contacts has this many "
+                                "subscribers", True, (0, 1000)),
+    "exit_on_done": (True, "exit the process (code 0) once the run is finished", True, None),
+    "linger_s": (0.5, "wall seconds to keep the node alive after the last step (message delivery)", True,
+                 (0.0, 3600.0)),
+    "publish_clock": (False, "publish /clock (rosgraph_msgs/Clock) with the simulation time before every "
+                             "step's messages, for nodes run with use_sim_time", True, None),
+}
+
+
+def sim_time_msg(t: float) -> Time:
+    """Simulation seconds -> ``builtin_interfaces/Time`` (rounded to the nanosecond)."""
+    ns = int(round(t * 1e9))
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def param_spec(name: str, default: Any, description: str, read_only: bool, bounds: Optional[tuple]) -> Spec:
+    """The :class:`~vsf_sensor_ros.ros.parameter_table.Spec` of one simulator parameter.
+
+    ``bounds`` ``(lo, hi)`` become the descriptor's range and the check of the
+    value; an infinite ``hi`` (``bubble.stiffness``: inf = rigid contact) is
+    checked as ``>= lo`` only, with no descriptor range.
+    """
+    lo = hi = None
+    if bounds is not None and not isinstance(default, bool):
+        lo, hi = bounds
+        if not math.isfinite(hi):
+            hi = None
+    return Spec(name, default, description, read_only=read_only, lo=lo, hi=hi)
+
+
+SPECS: Dict[str, Spec] = {name: param_spec(name, *row) for name, row in PARAMS.items()}
+
+
+class ContactSimNode(Node):
+    """The simulator node (see module doc).  Owns its publishers, simulation and worker thread.
+
+    Raises:
+        ValueError: a parameter value is invalid (message names it); the
+            node is then not usable.
+        FileNotFoundError: Kinova assets missing.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        # set first: destroy_node() may run on a half-built node (constructor error)
+        self._stop = threading.Event()
+        self._worker: Optional[threading.Thread] = None
+        super().__init__("contact_sim_node", **kwargs)
+        # declared with the sensor node's Spec machinery (descriptors, int -> double, range checks)
+        self.p: Dict[str, Any] = {name: declare_spec(self, name, spec) for name, spec in SPECS.items()}
+        if self.p["physics_dt"] > self.p["sim_dt"]:
+            raise ValueError(f"physics_dt={self.p['physics_dt']} must be <= sim_dt={self.p['sim_dt']}")
+        unknown = [s for s in self.p["sensors"] if s not in DEMO_SENSORS]
+        if unknown or len(set(self.p["sensors"])) != len(self.p["sensors"]):
+            raise ValueError(f"sensors must be distinct names from {list(DEMO_SENSORS)}, "
+                             f"got {self.p['sensors']}")
+        if self.p["measured_source"] not in ("independent", "model"):
+            raise ValueError(f"measured_source must be 'independent' or 'model', "
+                             f"got {self.p['measured_source']!r}")
+        if self.p["world"] not in WORLDS:
+            raise ValueError(f"world must be one of {list(WORLDS)}, got {self.p['world']!r}")
+        self.add_on_set_parameters_callback(self._on_set)
+
+        # -- simulation (Klampt's INFO/WARN console chatter about URDF materials and ODE
+        # joint stops would drown the node's log)
+        klampt.set_log_level("ERROR")
+        assets = load_assets(self.p["world"], self.p["assets_dir"] or None)
+        scene = build_scene(assets, self.p["object.size"], self.p["object.mass"], self.p["arm_collision"])
+        profile = PressProfile(**{k.split(".", 1)[1]: float(self.p[k]) for k in PARAMS
+                                  if k.startswith("trajectory.")})
+        tip = bubble_tip(np.asarray(assets.bubble_mesh.vertices), assets.bubble_normal_local)
+        traj = PressTrajectory(scene.robot, scene.bubble, tip, assets.bubble_normal_local, assets.object_xy,
+                               scene.touch_z(self.p["bubble.padding"]), profile,
+                               scene.config_from_joints(assets.seed_config))
+        self.sim = ContactSimulation(scene, traj, self.p["sim_dt"], self.p["physics_dt"],
+                                     self.p["contact_body_names"], self.p["bubble.stiffness"],
+                                     self.p["bubble.damping"], self.p["bubble.padding"],
+                                     self.p["max_contacts"])
+        self.scene = scene
+
+        # -- measured streams
+        specs = demo_sensor_specs(assets, scene.object_size)
+        self.streams: List[MeasuredStream] = []
+        self._attachments = sorted({specs[n].config["attachment"] for n in self.p["sensors"]})
+        self._layouts = []
+        for i, name in enumerate(self.p["sensors"]):
+            spec = specs[name]
+            for key in ("offset", "noise_std"):
+                full = f"{name}.{key}"
+                desc = ("constant added to the physical entries of the measured stream (SI)"
+                        if key == "offset" else "std of the Gaussian noise on the measured stream (SI)")
+                self.p[full] = declare_spec(self, full, param_spec(
+                    full, float(getattr(spec, key)), desc, True, (0.0, INF) if key == "noise_std" else None))
+            if self.p[f"{name}.noise_std"] < 0.0 or not math.isfinite(self.p[f"{name}.offset"]):
+                raise ValueError(f"{name}.noise_std must be >= 0 and {name}.offset finite")
+            spec.offset = float(self.p[f"{name}.offset"])
+            spec.noise_std = float(self.p[f"{name}.noise_std"])
+            att = spec.config["attachment"]
+            model = scene.robot.link(att) if att in scene.link_names else scene.world.rigidObject(att)
+            stream = MeasuredStream(spec, model, int(self.p["seed"]), i)
+            if self.p["measured_source"] == "independent":
+                stream.source = independent_source(spec, self.sim, stream.sensor)
+            dense = spec.config["type"] == "PunyoDenseForceSensor"
+            verts = np.asarray(assets.bubble_mesh.vertices) if dense else None
+            # stamped like the node's prediction: a pad / load cell reads in its sensor frame <s>_frame
+            T_sensor = sensor_frame_transform(spec.config["type"], stream.sensor)
+            frame = sensor_frame_name(spec.name) if T_sensor is not None else ""
+            layout = sensor_layout(spec.config["type"], att, stream.names, stream.sensor.measurement_errors(),
+                                   verts, frame, T_sensor)
+            stream.slots = layout.slots  # the entries the message carries get offset and noise
+            self.streams.append(stream)
+            self._layouts.append(layout)
+        synthetic = [s.spec.name for s in self.streams if s.synthetic]
+        self.get_logger().info(
+            f"measured streams: independent {[s.spec.name for s in self.streams if not s.synthetic]}, "
+            f"synthetic (the package's own model + offset + noise) {synthetic}")
+
+        # -- publishers
+        reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                              reliability=ReliabilityPolicy.RELIABLE)
+        latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.pub_joints = self.create_publisher(JointState, "joint_states", reliable)
+        self.pub_pose = self.create_publisher(PoseStamped, "object/pose", reliable)
+        self.pub_contacts = self.create_publisher(PointCloud2, "contacts", reliable)
+        self.pub_measured = [
+            self.create_publisher(lay.codec.message, f"{s.spec.name}/measured", reliable)
+            for s, lay in zip(self.streams, self._layouts)]
+        self.pub_done = self.create_publisher(Bool, "sim_done", latched)
+        self.pub_done.publish(Bool(data=False))
+        self.pub_clock = self.create_publisher(Clock, "/clock", reliable) if self.p["publish_clock"] else None
+
+        self.done = threading.Event()
+        self.failed: Optional[BaseException] = None
+        self.step_times: List[float] = []
+        self._worker = threading.Thread(target=self._run, name="contact_sim", daemon=True)
+        self._worker.start()
+        self.get_logger().info(
+            f"world {self.p['world']}: joints {scene.joint_names}, contact bodies "
+            f"{self.p['contact_body_names']}, sensors {self.p['sensors']}; {self.p['duration_s']} s "
+            f"simulated at sim_dt {self.p['sim_dt']} s, rate {self.p['rate_hz']} Hz")
+
+    # ------------------------------------------------------------------ parameters
+    def _on_set(self, params: List[Parameter]) -> SetParametersResult:
+        for prm in params:
+            if prm.name == "rate_hz":
+                v = prm.value
+                if not isinstance(v, (int, float)) or isinstance(v, bool):
+                    return SetParametersResult(successful=False,
+                                               reason=f"rate_hz must be a number, got {v!r}")
+                try:
+                    check_value("rate_hz", SPECS["rate_hz"], v)
+                except ValueError as exc:
+                    return SetParametersResult(successful=False, reason=str(exc))
+        for prm in params:
+            if prm.name == "rate_hz":
+                self.p["rate_hz"] = float(prm.value)
+        return SetParametersResult(successful=True)
+
+    # ------------------------------------------------------------------ stepping
+    def _wait_start(self) -> None:
+        n = int(self.p["wait_for_subscribers"])
+        deadline = time.monotonic() + 30.0
+        while n > 0 and self.pub_contacts.get_subscription_count() < n and time.monotonic() < deadline:
+            if self._stop.wait(0.05):
+                return
+        self._stop.wait(float(self.p["start_delay_s"]))
+
+    def _run(self) -> None:
+        try:
+            self._wait_start()
+            n_steps = int(round(self.p["duration_s"] / self.p["sim_dt"]))
+            t_next = time.monotonic()
+            for _ in range(n_steps):
+                if self._stop.is_set():
+                    return
+                t0 = time.perf_counter()
+                self.step_once()
+                self.step_times.append(time.perf_counter() - t0)
+                rate = float(self.p["rate_hz"])
+                if rate > 0.0:
+                    t_next += 1.0 / rate
+                    delay = t_next - time.monotonic()
+                    if delay > 0.0:
+                        self._stop.wait(delay)
+                    else:
+                        t_next = time.monotonic()  # behind: do not burst to catch up
+            if self.step_times:
+                st = np.asarray(self.step_times) * 1e3
+                self.get_logger().info(
+                    f"done: {len(st)} steps, {self.sim.time:.2f} s simulated; step cost mean "
+                    f"{st.mean():.2f} ms, p95 {np.percentile(st, 95):.2f} ms")
+            self.pub_done.publish(Bool(data=True))
+        except Exception as exc:  # noqa: BLE001 - reported, then the node ends
+            if self._stop.is_set() or not self.context.ok():
+                return  # shutting down: publishers may already be gone
+            self.get_logger().error(f"simulation failed: {type(exc).__name__}: {exc}")
+            self.failed = exc
+        finally:
+            self.done.set()
+
+    def step_once(self) -> None:
+        """Advance one step and publish joint states, object pose, contacts and measured streams."""
+        self.sim.step()
+        stamp = sim_time_msg(self.sim.time)
+        if self.pub_clock is not None:
+            self.pub_clock.publish(Clock(clock=stamp))
+        frame = self.p["world_frame"]
+        js = JointState(header=make_header(stamp, ""))
+        js.name = list(self.scene.joint_names)
+        js.position = self.sim.joint_positions().tolist()
+        js.velocity = self.sim.joint_velocities().tolist()
+        self.pub_joints.publish(js)
+
+        pose = PoseStamped(header=make_header(stamp, frame))
+        xyz, q = xyz_quat_from_transform(self.sim.body_transform(OBJECT))
+        pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = (float(v) for v in xyz)
+        (pose.pose.orientation.x, pose.pose.orientation.y, pose.pose.orientation.z,
+         pose.pose.orientation.w) = (float(v) for v in q)
+        self.pub_pose.publish(pose)
+
+        state = self.sim.sim_state(extra_bodies=self._attachments)
+        self.pub_contacts.publish(contacts_to_pointcloud2(state.contacts, self.p["contact_body_names"], stamp,
+                                                          frame))
+        for stream, layout, pub in zip(self.streams, self._layouts, self.pub_measured):
+            pub.publish(encode_vector(layout, stream.measure(state), stamp))
+
+    def stop(self) -> None:
+        """Stop the worker thread (idempotent)."""
+        self._stop.set()
+        if self._worker is not None and self._worker.is_alive():
+            self._worker.join(timeout=5.0)
+
+    def destroy_node(self) -> None:
+        """Stop stepping, then release the ROS entities."""
+        self.stop()
+        super().destroy_node()
+
+
+def _spin_until_done(node: "ContactSimNode") -> None:
+    """Spin until shutdown, or until the run is done (``exit_on_done``) and ``linger_s`` has passed."""
+    while rclpy.ok():
+        rclpy.spin_once(node, timeout_sec=0.1)
+        if node.done.is_set() and node.p["exit_on_done"]:
+            end = time.monotonic() + float(node.p["linger_s"])
+            while rclpy.ok() and time.monotonic() < end:
+                rclpy.spin_once(node, timeout_sec=0.05)
+            break
+
+
+def _finish(node: "ContactSimNode") -> int:
+    node.stop()
+    return 1 if node.failed is not None else 0
+
+
+def main(args: Optional[List[str]] = None) -> int:
+    """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): init, spin until done (or
+    Ctrl-C), shut down cleanly.
+
+    Returns:
+        0 on a finished (or interrupted) run, 1 when the simulation failed,
+        2 on a configuration error (bad parameter, missing assets, unreachable
+        press pose).
+    """
+    return run_node("contact_sim_node", ContactSimNode, args,
+                    config_errors=(ValueError, FileNotFoundError, RuntimeError),
+                    spin=_spin_until_done, finish=_finish)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

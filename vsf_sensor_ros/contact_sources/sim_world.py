@@ -1,0 +1,407 @@
+"""Klampt physics scene for the contact simulator: a robot carrying the Punyo bubble, a table, a box.
+
+The scene is a Klampt ``WorldModel`` that ``klampt.Simulator`` (ODE) can run:
+
+* the robot from a URDF, with the bubble added as a *fixed child link* of the
+  end link (a generated ``<link>`` plus ``<joint type="fixed">``), so ODE
+  moves it rigidly with the arm and reports its contacts under the link's own
+  id; its body name is the link name (:data:`BUBBLE`, ``"punyo"``);
+* a static table (Klampt terrain :data:`TABLE`) and a free box (Klampt
+  rigid object :data:`OBJECT`) resting on it under the press point, laid out
+  as in :mod:`vsf_sensor_ros.embedded_world` (table top at z = 0, box centred
+  at x = 0.45 m) in both worlds, so a sensor node configured from that module
+  sees the same bodies.
+
+Collision geometry (documented choice, for speed): only the bubble, the table
+and the object collide.  The arm links keep their masses and inertias but
+their collision meshes are dropped unless ``arm_collision=True`` -- the Kinova
+STL meshes (1-9 k triangles each) would make ODE check eight large meshes per
+step for contacts the press trajectory never makes.
+
+Two worlds ship (:func:`load_assets`): ``embedded`` (the package's own
+4-joint arm and generated bubble, no files outside the package) and
+``kinova`` (Kinova Gen3 URDF, ``punyo_mesh_complete.ply`` on
+``EndEffector_Link`` through ``punyo2ee`` of
+``punyo2end_effector_transform.json``; directory from the ``assets_dir``
+argument, else ``$VSF_ASSETS``, else ``../shared/fixtures/kinova_punyo`` next
+to the repository).
+"""
+from __future__ import annotations
+
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import klampt
+import numpy as np
+import trimesh
+
+from .. import embedded_world as ew
+from vsf_sensor_ros.world import (WORLD_FRAME, load_mesh, parse_urdf_joints, resolve_uri,
+                                  trimesh_to_klampt, validate_transform)
+
+BUBBLE = ew.BUBBLE_BODY
+"""Body (link) name of the Punyo bubble in every simulated world (``punyo``)."""
+TABLE = ew.TABLE_BODY
+"""Body name of the static table (``table``)."""
+OBJECT = ew.OBJECT_BODY
+"""Body name of the pressed box (``object``)."""
+CONTACT_PADDING = 0.0025
+"""ODE collision padding (boundary layer, m) of the object (Klampt's default, set explicitly);
+the table has none.  Bodies touch when their paddings meet, so the resting object floats one
+padding above the table: see :meth:`SimScene.touch_z`."""
+WORLDS = ("embedded", "kinova")
+"""World names accepted by :func:`load_assets`."""
+
+KINOVA_FILES = ("kinova_gen3.urdf", "punyo_mesh_complete.ply", "punyo2end_effector_transform.json")
+"""Files a Kinova assets directory must hold."""
+
+
+@dataclass
+class SceneAssets:
+    """Everything a world contributes to a physics scene.
+
+    Attributes:
+        name: world name (``embedded`` | ``kinova``).
+        urdf_text: robot URDF XML (no bubble link yet).
+        base_dir: directory for relative / ``package://`` mesh paths in the URDF.
+        end_link: URDF link the bubble is mounted on.
+        bubble_mesh: bubble triangle mesh in the bubble frame (m); vertex
+            order is the one sensors index.
+        bubble_mesh_path: file holding that mesh, for configuring a sensor
+            node the same way (``None`` when the mesh is generated).
+        T_end_bubble: ``(4, 4)`` bubble frame -> end link frame.
+        bubble_normal_local: ``(3,)`` unit outward normal of the membrane in
+            the bubble frame (the pressure sensor's base normal); the press
+            drives the bubble along ``-R n`` into the object.
+        bubble_mass: kg, mass given to the bubble link.
+        seed_config: URDF joint name -> position (rad), an IK seed near the
+            press pose (elbow and wrist branch).
+        pid_gains: ``(kP, kI, kD)`` per driver to set on the simulator's
+            servos, or ``None`` to keep the URDF's (Klampt ``<klampt>`` block).
+        object_xy: ``(x, y)`` of the object centre on the table (m, world).
+        object_size: default box extents ``(x, y, z)`` (m).
+        table_size: ``(x, y, z)`` table slab size (m).
+        table_center: ``(x, y, z)`` of the slab centre (m, world); this is the
+            table body's frame.
+    """
+
+    name: str
+    urdf_text: str
+    base_dir: Optional[str]
+    end_link: str
+    bubble_mesh: trimesh.Trimesh
+    bubble_mesh_path: Optional[str]
+    T_end_bubble: np.ndarray
+    bubble_normal_local: np.ndarray
+    bubble_mass: float
+    seed_config: Dict[str, float]
+    pid_gains: Optional[Tuple[List[float], List[float], List[float]]] = None
+    object_xy: Tuple[float, float] = (ew.OBJECT_POSITION[0], ew.OBJECT_POSITION[1])
+    object_size: Tuple[float, float, float] = tuple(ew.OBJECT_SIZE)  # type: ignore[assignment]
+    table_size: Tuple[float, float, float] = tuple(ew.TABLE_SIZE)  # type: ignore[assignment]
+    table_center: Tuple[float, float, float] = tuple(ew.TABLE_POSITION)  # type: ignore[assignment]
+
+    @property
+    def table_top_z(self) -> float:
+        """Height of the table's top face (m, world)."""
+        return float(self.table_center[2] + self.table_size[2] / 2.0)
+
+
+def kinova_assets(assets_dir: Optional[str] = None) -> SceneAssets:
+    """Kinova Gen3 with the real Punyo mesh (see module doc for the files).
+
+    Args:
+        assets_dir: directory with :data:`KINOVA_FILES`; ``None`` or ``""`` =
+            ``$VSF_ASSETS``, else ``../shared/fixtures/kinova_punyo`` next to
+            the source checkout (``embedded_world.default_assets_dir``).
+
+    Raises:
+        FileNotFoundError: the directory or one of the files is missing
+            (message names it).
+        ValueError: the mount transform is not a rigid transform.
+    """
+    d = Path(assets_dir).expanduser() if assets_dir else ew.default_assets_dir()
+    if d is None:
+        raise FileNotFoundError("Kinova assets not found: set the assets_dir parameter or $VSF_ASSETS "
+                                "(need " + ", ".join(KINOVA_FILES) + ")")
+    missing = [f for f in KINOVA_FILES if not (d / f).is_file()]
+    if missing:
+        raise FileNotFoundError(f"Kinova assets directory {str(d)!r} lacks {', '.join(missing)} "
+                                "(set the assets_dir parameter or $VSF_ASSETS)")
+    d = d.resolve()
+    T = validate_transform(ew.kinova_punyo_transform(d), "punyo2ee")
+    mesh_path = d / ew.KINOVA_PUNYO_MESH_FILE
+    # Kinova's "home" posture branch (elbow up, wrist flexed): IK from here
+    # reaches a top-down press in front of the base without joint flips.
+    seed = dict(zip(ew.KINOVA_JOINTS, [0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57]))
+    return SceneAssets(
+        name="kinova", urdf_text=(d / ew.KINOVA_URDF_FILE).read_text(), base_dir=str(d),
+        end_link=ew.KINOVA_END_LINK, bubble_mesh=load_mesh(mesh_path), bubble_mesh_path=str(mesh_path),
+        T_end_bubble=T, bubble_normal_local=np.array([0.0, 0.0, 1.0]), bubble_mass=0.3, seed_config=seed)
+
+
+def embedded_assets() -> SceneAssets:
+    """The package's own 4-joint arm and generated bubble (:mod:`vsf_sensor_ros.embedded_world`).
+
+    The URDF has no Klampt servo block, so PID gains are set here: stiff
+    enough to track the press within a millimetre in free space, soft enough
+    that a 1 cm press depth loads the bubble with roughly 10 N.
+    """
+    urdf = Path(ew.embedded_urdf_path())
+    mesh_file = ew.DATA_DIR / ew.BUBBLE_MESH_FILE
+    return SceneAssets(
+        name="embedded", urdf_text=urdf.read_text(), base_dir=str(urdf.parent), end_link=ew.END_LINK,
+        bubble_mesh=ew.bubble_mesh(), bubble_mesh_path=str(mesh_file) if mesh_file.is_file() else None,
+        T_end_bubble=np.eye(4), bubble_normal_local=np.array([0.0, 0.0, 1.0]), bubble_mass=0.1,
+        seed_config=dict(ew.HOME),
+        pid_gains=([300.0, 300.0, 150.0, 60.0], [0.0] * 4, [8.0, 6.0, 2.0, 0.2]))
+
+
+def load_assets(world: str, assets_dir: Optional[str] = None) -> SceneAssets:
+    """Assets of a named world.
+
+    Raises:
+        ValueError: ``world`` is not one of :data:`WORLDS`.
+        FileNotFoundError: Kinova files missing (see :func:`kinova_assets`).
+    """
+    if world == "kinova":
+        return kinova_assets(assets_dir)
+    if world == "embedded":
+        return embedded_assets()
+    raise ValueError(f"unknown world {world!r}; use one of {list(WORLDS)}")
+
+
+# --------------------------------------------------------------------------- URDF with the bubble
+
+def _rpy_from_matrix(R: np.ndarray) -> Tuple[float, float, float]:
+    """URDF roll-pitch-yaw with ``R = Rz(y) Ry(p) Rx(r)``."""
+    p = float(np.arcsin(np.clip(-R[2, 0], -1.0, 1.0)))
+    if abs(R[2, 0]) < 1.0 - 1e-9:
+        r = float(np.arctan2(R[2, 1], R[2, 2]))
+        y = float(np.arctan2(R[1, 0], R[0, 0]))
+    else:  # gimbal lock: put all of the remaining rotation in yaw
+        r = 0.0
+        y = float(np.arctan2(-R[0, 1], R[1, 1]))
+    return r, p, y
+
+
+def _inertia(mesh: trimesh.Trimesh, mass: float) -> Tuple[np.ndarray, np.ndarray]:
+    """Centre of mass and inertia tensor (bubble frame) of a uniform solid of ``mass``.
+
+    Falls back to the bounding box when the mesh does not enclose a volume.
+    """
+    if mesh.is_watertight and mesh.volume > 1e-12:
+        props = mesh.copy()
+        props.density = mass / mesh.volume
+        return np.asarray(props.center_mass), np.asarray(props.moment_inertia)
+    lo, hi = mesh.bounds
+    e = hi - lo
+    inertia = mass / 12.0 * np.diag([e[1] ** 2 + e[2] ** 2, e[0] ** 2 + e[2] ** 2, e[0] ** 2 + e[1] ** 2])
+    return (lo + hi) / 2.0, inertia
+
+
+def urdf_with_bubble(assets: SceneAssets, bubble_file: str, arm_collision: bool = False) -> str:
+    """The assets' URDF with the bubble link added and mesh paths made absolute.
+
+    Args:
+        assets: the world's assets.
+        bubble_file: a mesh file Klampt can read holding ``assets.bubble_mesh``.
+        arm_collision: keep the arm links' ``<collision>`` elements (default:
+            drop them, see the module doc).
+
+    Returns:
+        URDF XML text.
+
+    Raises:
+        ValueError: the URDF already has a link named :data:`BUBBLE`, or the
+            end link is not in it.
+        FileNotFoundError: a mesh referenced by the URDF does not exist.
+    """
+    root = ET.fromstring(assets.urdf_text)
+    links = [link.get("name") for link in root.findall("link")]
+    if BUBBLE in links:
+        raise ValueError(f"URDF already has a link named {BUBBLE!r}")
+    if assets.end_link not in links:
+        raise ValueError(f"end link {assets.end_link!r} not in the URDF; links: {links}")
+    for link in root.findall("link"):
+        if not arm_collision:
+            for col in link.findall("collision"):
+                link.remove(col)
+    for mesh in root.iter("mesh"):
+        fn = mesh.get("filename")
+        if fn:
+            mesh.set("filename", str(resolve_uri(fn, assets.base_dir)))
+    com, inertia = _inertia(assets.bubble_mesh, assets.bubble_mass)
+    link = ET.Element("link", name=BUBBLE)
+    inert = ET.SubElement(link, "inertial")
+    ET.SubElement(inert, "origin", xyz=" ".join(f"{v:.9g}" for v in com), rpy="0 0 0")
+    ET.SubElement(inert, "mass", value=f"{assets.bubble_mass:.9g}")
+    ET.SubElement(inert, "inertia", ixx=f"{inertia[0, 0]:.9g}", ixy=f"{inertia[0, 1]:.9g}",
+                  ixz=f"{inertia[0, 2]:.9g}", iyy=f"{inertia[1, 1]:.9g}", iyz=f"{inertia[1, 2]:.9g}",
+                  izz=f"{inertia[2, 2]:.9g}")
+    col = ET.SubElement(link, "collision")
+    ET.SubElement(ET.SubElement(col, "geometry"), "mesh", filename=bubble_file)
+    T = validate_transform(assets.T_end_bubble, "T_end_bubble")
+    joint = ET.Element("joint", name=f"{BUBBLE}_mount", type="fixed")
+    ET.SubElement(joint, "origin", xyz=" ".join(f"{v:.12g}" for v in T[:3, 3]),
+                  rpy=" ".join(f"{v:.12g}" for v in _rpy_from_matrix(T[:3, :3])))
+    ET.SubElement(joint, "parent", link=assets.end_link)
+    ET.SubElement(joint, "child", link=BUBBLE)
+    # Klampt reads its <klampt> block after the links; keep it last.
+    extras = [e for e in root if e.tag not in ("link", "joint")]
+    for e in extras:
+        root.remove(e)
+    root.append(link)
+    root.append(joint)
+    for e in extras:
+        root.append(e)
+    return ET.tostring(root, encoding="unicode")
+
+
+# --------------------------------------------------------------------------- scene
+
+@dataclass
+class SimScene:
+    """A Klampt world ready for ``klampt.Simulator``.
+
+    Attributes:
+        assets: where it came from.
+        world: the Klampt ``WorldModel`` (robot 0, terrain :data:`TABLE`,
+            rigid object :data:`OBJECT`).
+        robot: the robot (``world.robot(0)``), bubble link included.
+        joint_names: URDF names of the movable joints, URDF order (what
+            ``JointState.name`` carries).
+        joint_dofs: ``(J,)`` int64 Klampt configuration index of each joint.
+        body_ids: body name -> Klampt object id (``getID()``) for every link
+            with geometry, the table and the object.
+        object_size: ``(x, y, z)`` box size (m).
+        object_mass: kg.
+        object_top_z: height of the object's top face when resting (m).
+    """
+
+    assets: SceneAssets
+    world: klampt.WorldModel
+    robot: klampt.RobotModel
+    joint_names: List[str]
+    joint_dofs: np.ndarray
+    body_ids: Dict[str, int]
+    object_size: Tuple[float, float, float]
+    object_mass: float
+    object_top_z: float
+    link_names: List[str] = field(default_factory=list)
+
+    def touch_z(self, bubble_padding: float) -> float:
+        """Height (m, world) at which the bubble tip first touches the resting object in ODE.
+
+        The object's top face, plus the table/object gap and the object's
+        padding (:data:`CONTACT_PADDING` each), plus the bubble's padding.
+        """
+        return self.object_top_z + 2.0 * CONTACT_PADDING + float(bubble_padding)
+
+    @property
+    def bubble(self) -> klampt.RobotModelLink:
+        """The bubble link (body :data:`BUBBLE`)."""
+        return self.robot.link(BUBBLE)
+
+    def config_from_joints(self, positions: Dict[str, float]) -> List[float]:
+        """A full Klampt configuration with the named URDF joints set (others 0).
+
+        Raises:
+            ValueError: a name that is not a movable joint of the robot.
+        """
+        q = [0.0] * self.robot.numLinks()
+        index = dict(zip(self.joint_names, self.joint_dofs.tolist()))
+        for name, value in positions.items():
+            if name not in index:
+                raise ValueError(f"{name!r} is not a movable joint; joints: {self.joint_names}")
+            q[index[name]] = float(value)
+        return q
+
+
+def box_mesh(size: Sequence[float]) -> trimesh.Trimesh:
+    """Axis-aligned box centred at the origin (m)."""
+    return trimesh.creation.box(extents=np.asarray(size, dtype=np.float64))
+
+
+def _check_size(label: str, size: Sequence[float]) -> Tuple[float, float, float]:
+    s = tuple(float(v) for v in size)
+    if len(s) != 3 or not all(np.isfinite(s)) or min(s) <= 0.0:
+        raise ValueError(f"{label} must be three positive finite lengths (m), got {list(size)}")
+    return s  # type: ignore[return-value]
+
+
+def build_scene(assets: SceneAssets, object_size: Optional[Sequence[float]] = None,
+                object_mass: float = 0.3, arm_collision: bool = False) -> SimScene:
+    """Assemble the Klampt world: robot + bubble link, table terrain, box object.
+
+    The box starts 1 mm above the table top and settles under gravity in the
+    first simulated steps.  The robot starts at the all-zero configuration;
+    the trajectory sets its real start.
+
+    Args:
+        assets: from :func:`load_assets`.
+        object_size: box extents ``(x, y, z)`` in metres (default: the assets').
+        object_mass: box mass in kg (> 0).
+        arm_collision: keep the arm links' collision meshes (slower).
+
+    Raises:
+        ValueError: non-positive sizes or mass, or a URDF Klampt cannot load.
+    """
+    size = _check_size("object_size", assets.object_size if object_size is None else object_size)
+    if not (np.isfinite(object_mass) and object_mass > 0.0):
+        raise ValueError(f"object_mass must be positive (kg), got {object_mass}")
+    world = klampt.WorldModel()
+    with tempfile.TemporaryDirectory(prefix="vsf_sim_") as tmp:
+        # OFF keeps the vertex order and needs no optional Klampt importer.
+        bubble_file = str(Path(tmp) / f"{BUBBLE}.off")
+        assets.bubble_mesh.export(bubble_file)
+        urdf_file = Path(tmp) / "robot.urdf"
+        urdf_file.write_text(urdf_with_bubble(assets, bubble_file, arm_collision))
+        if world.loadElement(str(urdf_file)) < 0 or world.numRobots() != 1:
+            raise ValueError(f"Klampt failed to load the {assets.name} URDF with the bubble link")
+    robot = world.robot(0)
+    joints = parse_urdf_joints(ET.fromstring(assets.urdf_text))
+    movable = [j for j in joints if j.type in ("revolute", "continuous", "prismatic") and j.mimic is None]
+    dofs = np.array([robot.link(j.child).getIndex() for j in movable], dtype=np.int64)
+    if (dofs < 0).any():
+        raise ValueError("a URDF joint's child link is missing from the Klampt robot")
+    if arm_collision:
+        # Environment contacts are what the sensors need; robot self-contacts are not simulated.
+        for i in range(robot.numLinks()):
+            for j in range(i + 1, robot.numLinks()):
+                robot.enableSelfCollision(i, j, False)
+
+    table = world.makeTerrain(TABLE)
+    tmesh = box_mesh(_check_size("table_size", assets.table_size))
+    # terrains have no transform: the slab is placed in world coordinates
+    tmesh.apply_translation(np.asarray(assets.table_center, dtype=np.float64))
+    table.geometry().setTriangleMesh(trimesh_to_klampt(tmesh))
+
+    obj = world.makeRigidObject(OBJECT)
+    obj.geometry().setTriangleMesh(trimesh_to_klampt(box_mesh(size)))
+    mass = obj.getMass()
+    mass.setMass(float(object_mass))
+    mass.setCom([0.0, 0.0, 0.0])
+    sx, sy, sz = size
+    mass.setInertia([object_mass * (sy ** 2 + sz ** 2) / 12.0, object_mass * (sx ** 2 + sz ** 2) / 12.0,
+                     object_mass * (sx ** 2 + sy ** 2) / 12.0])
+    obj.setMass(mass)
+    z0 = assets.table_top_z + sz / 2.0 + 1e-3
+    obj.setTransform([1, 0, 0, 0, 1, 0, 0, 0, 1], [assets.object_xy[0], assets.object_xy[1], z0])
+
+    link_names = [robot.link(i).getName() for i in range(robot.numLinks())]
+    ids = {n: robot.link(i).getID() for i, n in enumerate(link_names) if not robot.link(i).geometry().empty()}
+    ids[TABLE] = table.getID()
+    ids[OBJECT] = obj.getID()
+    return SimScene(assets=assets, world=world, robot=robot, joint_names=[j.name for j in movable],
+                    joint_dofs=dofs, body_ids=ids, object_size=size, object_mass=float(object_mass),
+                    object_top_z=assets.table_top_z + sz, link_names=link_names)
+
+
+__all__ = ["BUBBLE", "TABLE", "OBJECT", "WORLDS", "CONTACT_PADDING", "WORLD_FRAME", "SceneAssets",
+           "SimScene",
+           "kinova_assets", "embedded_assets", "load_assets", "urdf_with_bubble", "build_scene",
+           "box_mesh"]

@@ -1,0 +1,128 @@
+"""``wrench_contact_node``: contacts for ``sensor_node`` from a wrist wrench and the joint states.
+
+For a real rig with an F/T sensor (or an arm's wrench estimate) and no simulator.  The maths,
+sign convention and limits are in :mod:`vsf_sensor_ros.contact_sources.wrench_contacts`: one contact on
+``body`` at ``contact_point`` (body frame) carrying the force that body receives, in
+``world_frame``, one cloud per joint state (after ``time_shift`` worth of wrenches has arrived).
+
+Topics (relative names): ``wrench`` (in, ``geometry_msgs/WrenchStamped``), ``joint_states``
+(in, ``sensor_msgs/JointState``), ``contacts`` (out, ``sensor_msgs/PointCloud2``, the layout of
+:func:`~vsf_sensor_ros.ros.messages.contacts.contacts_to_pointcloud2`; empty = no contact).
+Service: ``~/tare`` (``std_srvs/Trigger``): the force bias from the last ``bias_samples``
+wrenches (call it while nothing touches the body).
+
+Parameters (read-only): ``robot_description`` / ``robot_description_path`` (URDF text / file),
+``world_frame`` (``world``), ``contact_body_names`` (the table shared with ``sensor_node``),
+``body``, ``other_body``, ``body_parent`` (link the body is fixed to; empty = ``body`` is a link),
+``body_transform`` (16 floats row-major, body → parent), ``contact_point`` (3 floats, m, body
+frame), ``wrench_frame`` (empty = the message's ``frame_id``), ``force_sign`` (+1: the wrench is
+the force on the body; −1: the force the body applies), ``time_shift`` (s >= 0, the wrench's lag
+behind the joint states), ``bias_samples`` (10), ``bias_on_start`` (true: the first
+``bias_samples`` wrenches set the bias), ``min_force`` (N deadband, 0), ``qos_depth`` (100,
+reliable), ``joint_name_map`` (``driver:urdf`` pairs, as ``sensor_node``'s: a driver that names
+its joints differently from the URDF, e.g. Kinova's ``joint_1:Actuator1``; a bad entry is a
+configuration error naming it).
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, List, Optional
+
+import numpy as np
+from geometry_msgs.msg import WrenchStamped
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState, PointCloud2
+from std_srvs.srv import Trigger
+
+from vsf_sensor_ros.ros.kinematics import parse_joint_name_map
+from vsf_sensor_ros.ros.main import run_node
+from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp, stamp_to_ns
+from vsf_sensor_ros.contact_sources.wrench_contacts import WrenchContactConfig, WrenchContactSource
+from vsf_sensor_ros.urdf import MOVABLE_JOINT_TYPES
+from vsf_sensor_ros.world import World
+
+DEFAULTS = {
+    "robot_description": "", "robot_description_path": "", "world_frame": "world",
+    "contact_body_names": [""], "body": "punyo", "other_body": "", "body_parent": "",
+    "body_transform": [float(v) for v in np.eye(4).reshape(-1)], "contact_point": [0.0, 0.0, 0.0],
+    "wrench_frame": "", "force_sign": 1.0, "time_shift": 0.0, "bias_samples": 10, "bias_on_start": True,
+    "min_force": 0.0, "qos_depth": 100, "joint_name_map": [""],
+}
+
+
+class WrenchContactNode(Node):
+    """Wiring only: parameters → :class:`WrenchContactSource`; messages in, clouds out."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        """``kwargs`` go to ``rclpy.node.Node`` (e.g. ``context``, ``parameter_overrides``).
+
+        Raises ValueError / FileNotFoundError on a configuration error (named)."""
+        super().__init__("wrench_contact_node", **kwargs)
+        p = {k: self.declare_parameter(k, v).value for k, v in DEFAULTS.items()}
+        self.p = p
+        urdf = p["robot_description"] or p["robot_description_path"]
+        if not urdf:
+            raise ValueError("parameter 'robot_description' or 'robot_description_path' is required")
+        world = World.from_urdf(urdf)
+        # driver -> URDF joint names (unmapped names pass through; the world ignores unknown ones)
+        self.joint_name_map = parse_joint_name_map([e for e in p["joint_name_map"] if e.strip()],
+                                                   [j.name for j in world.joints
+                                                    if j.type in MOVABLE_JOINT_TYPES])
+        self.body_names = [n for n in p["contact_body_names"] if n]
+        for key in ("body", "other_body"):
+            if p[key] not in self.body_names:
+                raise ValueError(f"parameter '{key}' = {p[key]!r} is not in contact_body_names "
+                                 f"{self.body_names}")
+        cfg = WrenchContactConfig(
+            body=p["body"], other_body=p["other_body"], body_parent=p["body_parent"],
+            body_transform=np.asarray(p["body_transform"], dtype=float).reshape(4, 4),
+            contact_point=np.asarray(p["contact_point"], dtype=float), wrench_frame=p["wrench_frame"],
+            force_sign=float(p["force_sign"]), time_shift=float(p["time_shift"]),
+            bias_samples=int(p["bias_samples"]), bias_on_start=bool(p["bias_on_start"]),
+            min_force=float(p["min_force"]))
+        self.source = WrenchContactSource(world, cfg)
+        qos = QoSProfile(depth=int(p["qos_depth"]), reliability=ReliabilityPolicy.RELIABLE)
+        self.pub = self.create_publisher(PointCloud2, "contacts", qos)
+        self.create_subscription(JointState, "joint_states", self._on_joint_state, qos)
+        self.create_subscription(WrenchStamped, "wrench", self._on_wrench, qos)
+        self.create_service(Trigger, "~/tare", self._on_tare)
+        self.published = 0
+
+    def _publish(self, ready: list) -> None:
+        for t, contacts in ready:
+            self.pub.publish(contacts_to_pointcloud2(contacts, self.body_names, ns_to_stamp(round(t * 1e9)),
+                                                     self.p["world_frame"]))
+            self.published += 1
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        m = self.joint_name_map
+        names = [m.get(n, n) for n in msg.name] if m else list(msg.name)
+        self._publish(self.source.on_joint_state(stamp_to_ns(msg.header.stamp) * 1e-9, names,
+                                                 list(msg.position)))
+
+    def _on_wrench(self, msg: WrenchStamped) -> None:
+        f = msg.wrench.force
+        before = self.source.rejected_wrenches
+        ready = self.source.on_wrench(stamp_to_ns(msg.header.stamp) * 1e-9, msg.header.frame_id,
+                                      [f.x, f.y, f.z])
+        if self.source.rejected_wrenches > before:
+            self.get_logger().warning(f"wrench rejected ({self.source.rejected_wrenches} so far): "
+                                      f"{self.source.last_error}", throttle_duration_sec=5.0)
+        self._publish(ready)
+
+    def _on_tare(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success, response.message = self.source.bias.tare()
+        return response
+
+
+def main(args: Optional[List[str]] = None) -> int:
+    """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): 0 on Ctrl-C / shutdown, 2 on a
+    configuration error."""
+    return run_node("wrench_contact_node", WrenchContactNode, args,
+                    config_errors=(ValueError, FileNotFoundError))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

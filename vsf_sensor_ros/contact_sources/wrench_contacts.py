@@ -1,0 +1,292 @@
+"""Contacts from a wrist force/torque reading: the contact source of a real rig without a simulator.
+
+A rig with an F/T sensor (or an arm's built-in wrench estimate) but no simulator knows the total
+force on the tool, not where it acts.  This module turns each wrench into **one** contact on a
+configured body at a configured point (e.g. the Punyo bubble's apex), carrying the force that
+body receives, in the world frame -- the contacts cloud ``sensor_node`` reads.  No rclpy here: the
+node (:mod:`vsf_sensor_ros.contact_sources.wrench_contact_node`) is the thin adapter.
+
+Conventions:
+
+* **Sign**: the contact row carries the force *acting on the sensor body* (the contract's "force
+  on body1 from body2").  ``force_sign = +1`` when the wrench already is that force (the recorded
+  UR5e poke: the force the indenter applies to the tool, in the arm's base frame); ``-1`` when the
+  sensor reports the force the tool applies to the environment.
+* **Frames**: the wrench's force is expressed in ``wrench_frame`` (the message's ``frame_id``
+  unless overridden), which must be a body of the world; it is rotated into ``world_frame`` with
+  that frame's orientation at the joint state being emitted.
+* **Bias**: ``bias`` (3,) N, in the wrench frame, is subtracted before the sign and the rotation.
+* **Lag** (``time_shift`` s >= 0): force channels often lag the joint states.  The contact for a
+  joint state stamped ``t`` uses the force interpolated at ``t + time_shift``; it is emitted once
+  a wrench at or after that time has arrived.
+* **Deadband** (``min_force`` N): a force no larger than this (after the bias) gives an empty cloud
+  (no contact), so sensor tares see the contact-free stretches.
+
+Limits: a single contact; its point is assumed, not measured (the torque is not used to locate
+it); joint states drive the output (one cloud per joint state).
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Deque, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+from vsf_sensor_ros.sensor import ContactState
+
+__all__ = ["BiasTare", "ForceBuffer", "WrenchContactConfig", "WrenchContactSource", "wrench_contact"]
+
+Pair = Tuple[str, str]
+
+
+def wrench_contact(force: Sequence[float], R_world_frame: np.ndarray, T_world_body: np.ndarray,
+                   point_body: Sequence[float], force_sign: float = 1.0,
+                   bias: Optional[Sequence[float]] = None, min_force: float = 0.0
+                   ) -> Optional[ContactState]:
+    """One contact from one force reading.
+
+    ``f_world = R_world_frame · (force_sign · (force − bias))``; the point is
+    ``T_world_body · point_body``.
+
+    Args:
+        force: ``(3,)`` N, in the wrench frame.
+        R_world_frame: ``(3, 3)`` rotation of the wrench frame (frame → world).
+        T_world_body: ``(4, 4)`` pose of the sensor body (body → world, m).
+        point_body: ``(3,)`` contact point in the body frame (m).
+        force_sign: +1 (the reading is the force on the body) or −1 (the force the body applies).
+        bias: ``(3,)`` N in the wrench frame, subtracted first; None = 0.
+        min_force: N; ``|f_world| <= min_force`` returns None (no contact; a zero force too).
+
+    Returns:
+        A float64 :class:`ContactState` with one row, or None.
+
+    Raises:
+        ValueError: non-finite force or bias (named), ``force_sign`` not ±1.
+    """
+    f = np.asarray(force, dtype=np.float64).reshape(3)
+    if not np.all(np.isfinite(f)):
+        raise ValueError(f"wrench force has non-finite entries: {f.tolist()}")
+    if force_sign not in (1.0, -1.0):
+        raise ValueError(f"force_sign must be +1 or -1, got {force_sign!r}")
+    if bias is not None:
+        b = np.asarray(bias, dtype=np.float64).reshape(3)
+        if not np.all(np.isfinite(b)):
+            raise ValueError(f"bias has non-finite entries: {b.tolist()}")
+        f = f - b
+    f_world = np.asarray(R_world_frame, dtype=np.float64) @ (force_sign * f)
+    if float(np.linalg.norm(f_world)) <= min_force:       # a zero force is no contact
+        return None
+    T = np.asarray(T_world_body, dtype=np.float64)
+    p = T[:3, :3] @ np.asarray(point_body, dtype=np.float64).reshape(3) + T[:3, 3]
+    return ContactState(torch.from_numpy(p.reshape(1, 3).copy()),
+                        torch.from_numpy(f_world.reshape(1, 3).copy()))
+
+
+class BiasTare:
+    """Bias of a force channel: the mean of ``num_samples`` contact-free readings (N, sensor frame).
+
+    ``on_start``: the first ``num_samples`` readings fed set the bias (the rig starts unloaded).
+    :meth:`tare` sets it from the most recent ``num_samples`` readings kept (call it while nothing
+    touches the body).  Until a bias exists, :attr:`bias` is None.
+    """
+
+    def __init__(self, num_samples: int = 10, on_start: bool = True) -> None:
+        """Raises ValueError for ``num_samples < 1``."""
+        if isinstance(num_samples, bool) or int(num_samples) != num_samples or num_samples < 1:
+            raise ValueError(f"bias num_samples must be an integer >= 1, got {num_samples!r}")
+        self.num_samples = int(num_samples)
+        self.on_start = bool(on_start)
+        self.bias: Optional[np.ndarray] = None
+        self.used = 0
+        self._recent: Deque[np.ndarray] = deque(maxlen=self.num_samples)
+        self._first: List[np.ndarray] = []
+
+    def feed(self, force: Sequence[float]) -> None:
+        """Record one raw ``(3,)`` reading (N)."""
+        f = np.asarray(force, dtype=np.float64).reshape(3)
+        self._recent.append(f)
+        if self.on_start and self.bias is None:
+            self._first.append(f)
+            if len(self._first) >= self.num_samples:
+                self.bias = np.mean(self._first, axis=0)
+                self.used = len(self._first)
+
+    def tare(self) -> Tuple[bool, str]:
+        """Bias from the most recent readings; ``(success, message)`` as a Trigger answer."""
+        if not self._recent:
+            return False, "no wrench received yet"
+        self.bias = np.mean(list(self._recent), axis=0)
+        self.used = len(self._recent)
+        return True, (f"bias from {self.used} of {self.num_samples} samples: "
+                      f"({', '.join(f'{v:.4f}' for v in self.bias)}) N")
+
+
+class ForceBuffer:
+    """Time-ordered raw force readings ``(stamp s, (3,) N, frame)``, linearly interpolated."""
+
+    def __init__(self, maxlen: int = 2000) -> None:
+        self._t: List[float] = []
+        self._f: List[np.ndarray] = []
+        self._frame: List[str] = []
+        self.maxlen = int(maxlen)
+
+    def __len__(self) -> int:
+        return len(self._t)
+
+    @property
+    def newest_stamp(self) -> Optional[float]:
+        """Stamp of the newest reading, None when empty."""
+        return self._t[-1] if self._t else None
+
+    def add(self, stamp: float, force: Sequence[float], frame: str) -> None:
+        """Insert a reading (kept sorted by stamp; the oldest go beyond ``maxlen``)."""
+        i = bisect.bisect_right(self._t, stamp)
+        self._t.insert(i, float(stamp))
+        self._f.insert(i, np.asarray(force, dtype=np.float64).reshape(3))
+        self._frame.insert(i, frame)
+        if len(self._t) > self.maxlen:
+            del self._t[0], self._f[0], self._frame[0]
+
+    def at(self, t: float) -> Optional[Tuple[np.ndarray, str]]:
+        """Force at ``t`` (linear between the neighbouring readings; the oldest before the first),
+        with the frame of the later reading; None when ``t`` is after the newest reading."""
+        if not self._t or t > self._t[-1]:
+            return None
+        i = bisect.bisect_left(self._t, t)
+        if i == 0:
+            return self._f[0].copy(), self._frame[0]
+        t0, t1 = self._t[i - 1], self._t[i]
+        w = 0.0 if t1 == t0 else (t - t0) / (t1 - t0)
+        return (1.0 - w) * self._f[i - 1] + w * self._f[i], self._frame[i]
+
+
+@dataclass
+class WrenchContactConfig:
+    """Settings of a :class:`WrenchContactSource` (the node's parameters, same names).
+
+    Attributes:
+        body: body1 of the contact row (the sensor body, e.g. ``punyo``).
+        other_body: body2 (what presses; a name of ``contact_body_names``).
+        body_parent: world body (link, ``world``) the sensor body is fixed to; empty = ``body``.
+        body_transform: ``(4, 4)`` body → ``body_parent``.
+        contact_point: ``(3,)`` m in the body frame (e.g. the bubble apex).
+        wrench_frame: frame of the wrench force; empty = each message's ``frame_id``.
+        force_sign: +1 or −1 (see the module docstring).
+        time_shift: s >= 0, the force channel's lag behind the joint states.
+        bias_samples: readings averaged by a bias tare.
+        bias_on_start: tare the bias from the first ``bias_samples`` readings.
+        min_force: N, deadband below which no contact is emitted.
+        max_pending: joint states waiting for their force (the oldest are dropped beyond).
+    """
+
+    body: str
+    other_body: str
+    body_parent: str = ""
+    body_transform: np.ndarray = field(default_factory=lambda: np.eye(4))
+    contact_point: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    wrench_frame: str = ""
+    force_sign: float = 1.0
+    time_shift: float = 0.0
+    bias_samples: int = 10
+    bias_on_start: bool = True
+    min_force: float = 0.0
+    max_pending: int = 1000
+
+    def __post_init__(self) -> None:
+        if self.force_sign not in (1.0, -1.0):
+            raise ValueError(f"force_sign must be +1 or -1, got {self.force_sign!r}")
+        if not (math.isfinite(self.time_shift) and self.time_shift >= 0.0):
+            raise ValueError(f"time_shift must be finite and >= 0 s, got {self.time_shift!r}")
+        if not (math.isfinite(self.min_force) and self.min_force >= 0.0):
+            raise ValueError(f"min_force must be finite and >= 0 N, got {self.min_force!r}")
+        self.body_transform = np.asarray(self.body_transform, dtype=np.float64).reshape(4, 4)
+        self.contact_point = np.asarray(self.contact_point, dtype=np.float64).reshape(3)
+
+
+class WrenchContactSource:
+    """Joint states + wrenches in, one contacts dict per joint state out (see the module docstring).
+
+    ``world`` is a :class:`vsf_sensor_ros.world.World` (any object with ``body_names``,
+    ``set_joint_positions(names, positions)`` and ``body_transform(name)``).
+
+    Counters: ``dropped_pending`` (joint states dropped beyond ``max_pending``),
+    ``rejected_wrenches`` (bad frame or non-finite values; reasons in ``last_error``).
+    """
+
+    def __init__(self, world, config: WrenchContactConfig) -> None:
+        """Raises ValueError naming a ``body_parent`` or ``wrench_frame`` not in the world."""
+        self.world = world
+        self.cfg = config
+        self.parent = config.body_parent or config.body
+        if self.parent not in world.body_names:
+            raise ValueError(f"body_parent {self.parent!r} is not a body of the world; "
+                             f"known: {', '.join(world.body_names)}")
+        if config.wrench_frame and config.wrench_frame not in world.body_names:
+            raise ValueError(f"wrench_frame {config.wrench_frame!r} is not a body of the world; "
+                             f"known: {', '.join(world.body_names)}")
+        self.bias = BiasTare(config.bias_samples, config.bias_on_start)
+        self.forces = ForceBuffer()
+        self._pending: Deque[Tuple[float, List[str], List[float]]] = deque()
+        self.dropped_pending = 0
+        self.rejected_wrenches = 0
+        self.last_error = ""
+
+    def on_wrench(self, stamp: float, frame_id: str, force: Sequence[float]
+                  ) -> List[Tuple[float, Dict[Pair, ContactState]]]:
+        """Take one reading; return the contacts now ready ``[(stamp, {pair: ContactState})]``.
+
+        A reading in a frame not in the world (and no ``wrench_frame`` override) or with
+        non-finite values is rejected (counted, ``last_error``) and nothing is emitted.
+        """
+        frame = self.cfg.wrench_frame or frame_id
+        f = np.asarray(force, dtype=np.float64).reshape(3)
+        if frame not in self.world.body_names:
+            return self._reject(f"wrench frame_id {frame_id!r} is not a body of the world (set "
+                                "wrench_frame to override)")
+        if not np.all(np.isfinite(f)) or not math.isfinite(stamp):
+            return self._reject(f"wrench at {stamp!r} has non-finite values {f.tolist()}")
+        self.bias.feed(f)
+        self.forces.add(stamp, f, frame)
+        return self._drain()
+
+    def on_joint_state(self, stamp: float, names: Sequence[str], positions: Sequence[float]
+                       ) -> List[Tuple[float, Dict[Pair, ContactState]]]:
+        """Queue one joint state; return the contacts now ready (as :meth:`on_wrench`)."""
+        self._pending.append((float(stamp), list(names), list(positions)))
+        while len(self._pending) > self.cfg.max_pending:
+            self._pending.popleft()
+            self.dropped_pending += 1
+        return self._drain()
+
+    def _reject(self, why: str) -> List[Tuple[float, Dict[Pair, ContactState]]]:
+        self.rejected_wrenches += 1
+        self.last_error = why
+        return []
+
+    def _drain(self) -> List[Tuple[float, Dict[Pair, ContactState]]]:
+        out = []
+        while self._pending:
+            t, names, q = self._pending[0]
+            sample = self.forces.at(t + self.cfg.time_shift)
+            if sample is None:
+                break
+            self._pending.popleft()
+            out.append((t, self.contacts_at(names, q, *sample)))
+        return out
+
+    def contacts_at(self, names: Sequence[str], positions: Sequence[float], force: np.ndarray,
+                    frame: str) -> Dict[Pair, ContactState]:
+        """The contacts dict for one joint state and one raw force (empty before a bias exists)."""
+        if self.bias.bias is None:
+            return {}
+        if names:
+            self.world.set_joint_positions(names, positions)
+        T_body = self.world.body_transform(self.parent) @ self.cfg.body_transform
+        R_frame = self.world.body_transform(frame)[:3, :3]
+        c = wrench_contact(force, R_frame, T_body, self.cfg.contact_point, self.cfg.force_sign,
+                           self.bias.bias, self.cfg.min_force)
+        return {} if c is None else {(self.cfg.body, self.cfg.other_body): c}

@@ -1,0 +1,332 @@
+"""Turn a recorded session into per-sensor numbers: latency, residuals around the tare.
+
+Definitions (also written into ``summary.json`` under ``definitions``):
+
+* **latency** of a prediction = wall-clock receive time of ``<s>/predicted``
+  minus wall-clock receive time of the ``contacts`` message with the same
+  ``header.stamp``, both taken by the same recorder process.  It therefore
+  covers contacts transport to the node, decoding, the models, encoding and
+  transport back, i.e. what a subscriber of the prediction experiences.
+* **residual** of a sample = measured − predicted for the ``<s>/measured`` and
+  ``<s>/predicted`` messages with the same stamp, in the predicted message's
+  units (SI).  A ``residual_rms_*`` is the RMS over every entry of the matched
+  samples it names, split two ways so that two numbers compared cover the same
+  kind of frames:
+
+  - by the tare: *before tare* = predictions the node *published* (DDS source
+    timestamp) before the ``tare`` request was sent; *after tare* = published
+    after its answer arrived; predictions published while the call was in
+    flight are in neither set.  Send times, not receive times: a busy
+    subscriber can receive predictions computed before the tare after the
+    service answer, since a topic and a service answer travel separately.
+    Where rclpy reports no send time (Humble) receive times are used.
+  - by contact: *in contact* = samples whose contacts message (same stamp)
+    has a contact on the pressed body (the demo's bubble); *contact-free* =
+    samples neither in contact nor one step next to a step in contact (at a
+    transition a measured source and the contacts stream can disagree by a
+    step: one such frame can dominate an RMS of noise).  The tare is taken while nothing touches, so
+    ``residual_rms_contact_free_before_tare`` against
+    ``residual_rms_contact_free_after_tare`` is what the tare changed;
+    ``residual_rms_in_contact_after_tare`` is how well the model follows the
+    press (a different question: the two must not be read as before/after).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from vsf_sensor_ros.demo.recorder import TopicLog
+from vsf_sensor_ros.ros.messages.pointcloud import float_columns, read_cloud
+
+
+def cloud_fields(msg: Any, names: Sequence[str]) -> np.ndarray:
+    """Read named fields of a ``sensor_msgs/PointCloud2`` as float64.
+
+    Honours field offsets and datatypes, ``point_step``, ``row_step`` padding,
+    ``height > 1`` and ``is_bigendian`` (the package's one cloud reader,
+    :func:`vsf_sensor_ros.ros.messages.pointcloud.read_cloud`).  Values are returned
+    as recorded, NaN included.
+
+    Args:
+        msg: a ``sensor_msgs.msg.PointCloud2``.
+        names: field names to read, in the order wanted.
+
+    Returns:
+        ``(height*width, len(names))`` float64 array.
+
+    Raises:
+        ValueError: (a :class:`~vsf_sensor_ros.ros.messages.pointcloud.CloudDecodeError`)
+            a field is missing or named twice, has ``count != 1`` or an
+            unknown datatype, does not fit in ``point_step``, or the data does
+            not reach the end of the last point.
+    """
+    return float_columns(read_cloud(msg, names, exact_size=False), names)
+
+
+KINDS = ("pressure", "dense_force", "wrench", "load")
+
+
+def reading_vector(msg: Any, msgtype: str, kind: Optional[str] = None, measured: bool = False,
+                   scale: float = 1.0) -> np.ndarray:
+    """Numeric content of a sensor reading message, flattened to float64, in SI units.
+
+    Without ``kind`` (generic):
+
+    * ``sensor_msgs/msg/FluidPressure`` -> ``[fluid_pressure]`` (Pa)
+    * ``geometry_msgs/msg/WrenchStamped`` -> ``[fx, fy, fz, tx, ty, tz]`` (N, N m)
+    * ``geometry_msgs/msg/Vector3Stamped`` -> ``[x, y, z]``
+    * ``sensor_msgs/msg/PointCloud2`` -> fields ``fx fy fz`` of every point,
+      point-major (``[f0x, f0y, f0z, f1x, ...]``, N)
+
+    With the sensor ``kind`` the vector is the part the sensor node compares
+    (``vsf_sensor_ros.ros.messages.readings``): ``pressure`` -> ``[p]``; ``dense_force``
+    -> per-vertex ``fx fy fz``; ``wrench`` -> ``[fx, fy, fz]``; ``load`` ->
+    predicted ``[force.z]``, measured ``[|force|]`` (a load cell may report
+    along any one axis).  ``scale`` multiplies measured values into SI (e.g.
+    100 for hPa); predicted values are already SI.
+
+    Raises:
+        ValueError: a message type not in this list, an unknown ``kind``, or a
+            ``kind`` whose message type differs.
+    """
+    if kind is None:
+        if msgtype == "sensor_msgs/msg/FluidPressure":
+            return np.array([msg.fluid_pressure], dtype=np.float64)
+        if msgtype == "geometry_msgs/msg/WrenchStamped":
+            f, t = msg.wrench.force, msg.wrench.torque
+            return np.array([f.x, f.y, f.z, t.x, t.y, t.z], dtype=np.float64)
+        if msgtype == "geometry_msgs/msg/Vector3Stamped":
+            v = msg.vector
+            return np.array([v.x, v.y, v.z], dtype=np.float64)
+        if msgtype == "sensor_msgs/msg/PointCloud2":
+            return cloud_fields(msg, ("fx", "fy", "fz")).reshape(-1)
+        raise ValueError(f"no numeric reading defined for message type {msgtype!r}")
+    expected = {"pressure": "sensor_msgs/msg/FluidPressure", "dense_force": "sensor_msgs/msg/PointCloud2",
+                "wrench": "geometry_msgs/msg/WrenchStamped", "load": "geometry_msgs/msg/WrenchStamped"}
+    if kind not in expected:
+        raise ValueError(f"unknown sensor kind {kind!r}; use one of {KINDS}")
+    if msgtype != expected[kind]:
+        raise ValueError(f"a {kind} sensor reading must be {expected[kind]}, got {msgtype!r}")
+    if kind == "pressure":
+        vec = np.array([msg.fluid_pressure], dtype=np.float64)
+    elif kind == "dense_force":
+        vec = cloud_fields(msg, ("fx", "fy", "fz")).reshape(-1)
+    else:
+        f = msg.wrench.force
+        xyz = np.array([f.x, f.y, f.z], dtype=np.float64)
+        if kind == "wrench":
+            vec = xyz
+        else:
+            vec = np.array([np.linalg.norm(xyz) if measured else xyz[2]])
+    return vec * scale if measured else vec
+
+
+def touches(msg: Any, bodies: Sequence[int]) -> bool:
+    """Whether a contacts cloud has a point whose ``body1`` or ``body2`` index is in ``bodies``.
+
+    Args:
+        msg: ``sensor_msgs/PointCloud2`` in the contacts layout (docs/interface.md).
+        bodies: body indices (into ``contact_body_names``); empty = any point counts.
+
+    Raises:
+        ValueError: a non-empty cloud without ``body1``/``body2`` fields.
+    """
+    if int(msg.height) * int(msg.width) == 0:
+        return False
+    if not bodies:
+        return True
+    idx = cloud_fields(msg, ("body1", "body2"))
+    return bool(np.isin(idx, np.asarray(list(bodies), dtype=np.float64)).any())
+
+
+@dataclass
+class Series:
+    """Decoded readings of one topic, in receive order.
+
+    Attributes:
+        stamp_ns: ``(M,)`` int64 header stamps (ns, simulation time).
+        recv_ns: ``(M,)`` int64 wall receive times (ns).
+        values: list of M float64 vectors (see :func:`reading_vector`).
+        sent_ns: ``(M,)`` int64 publisher send times (ns), or None when unknown.
+    """
+
+    stamp_ns: np.ndarray
+    recv_ns: np.ndarray
+    values: List[np.ndarray]
+    sent_ns: Optional[np.ndarray] = None
+
+    @property
+    def event_ns(self) -> np.ndarray:
+        """Send times when known, else receive times (what the tare split uses)."""
+        return self.recv_ns if self.sent_ns is None else self.sent_ns
+
+    @classmethod
+    def from_log(cls, log: TopicLog, kind: Optional[str] = None, measured: bool = False,
+                 scale: float = 1.0) -> "Series":
+        """Decode every message of ``log`` with :func:`reading_vector` (same arguments)."""
+        msgs = log.decode()
+        sent = np.array(log.sent_ns, dtype=np.int64) if len(log.sent_ns) == len(log.data) else None
+        return cls(np.array(log.stamps_ns(), dtype=np.int64), np.array(log.recv_ns, dtype=np.int64),
+                   [reading_vector(m, log.msgtype, kind, measured, scale) for m in msgs], sent)
+
+
+def first_index_by_stamp(stamp_ns: np.ndarray) -> Dict[int, int]:
+    """Map each stamp to the index of its first occurrence (a resent stamp keeps the first)."""
+    out: Dict[int, int] = {}
+    for i, s in enumerate(stamp_ns.tolist()):
+        out.setdefault(s, i)
+    return out
+
+
+def latencies_ms(contacts_stamp_ns: np.ndarray, contacts_recv_ns: np.ndarray,
+                 pred_stamp_ns: np.ndarray, pred_recv_ns: np.ndarray) -> np.ndarray:
+    """Contacts -> prediction latency per prediction whose contacts message was received.
+
+    Args:
+        contacts_stamp_ns, contacts_recv_ns: ``(K,)`` int64 stamps / wall receive times of ``contacts``.
+        pred_stamp_ns, pred_recv_ns: ``(M,)`` int64 stamps / wall receive times of ``<s>/predicted``.
+
+    Returns:
+        ``(m,)`` float64 latencies in milliseconds, ``m <= M`` (predictions
+        whose stamp matches no received contacts message are dropped).
+    """
+    first = first_index_by_stamp(np.asarray(contacts_stamp_ns))
+    pairs = [(i, first[s]) for i, s in enumerate(np.asarray(pred_stamp_ns).tolist()) if s in first]
+    if not pairs:
+        return np.zeros(0)
+    pi, ci = (np.array(v, dtype=np.int64) for v in zip(*pairs))
+    return (np.asarray(pred_recv_ns)[pi] - np.asarray(contacts_recv_ns)[ci]) / 1e6
+
+
+def match_by_stamp(measured: Series, predicted: Series) -> Dict[str, np.ndarray]:
+    """Pair measured and predicted samples with equal stamps.
+
+    Returns:
+        ``{"stamp_ns": (m,), "pred_recv_ns": (m,), "residual": (m, D)}`` with
+        residual = measured − predicted; ``pred_recv_ns`` holds the prediction's
+        :attr:`Series.event_ns` (send time when known).  Samples whose vector
+        lengths differ are dropped.  ``m = 0`` gives a ``(0, 0)`` residual.
+    """
+    meas_first = first_index_by_stamp(measured.stamp_ns)
+    stamps, recv, res = [], [], []
+    for i, s in enumerate(predicted.stamp_ns.tolist()):
+        j = meas_first.get(s)
+        if j is None or measured.values[j].shape != predicted.values[i].shape:
+            continue
+        stamps.append(s)
+        recv.append(predicted.event_ns[i])
+        res.append(measured.values[j] - predicted.values[i])
+    if not res:
+        return {"stamp_ns": np.zeros(0, np.int64), "pred_recv_ns": np.zeros(0, np.int64),
+                "residual": np.zeros((0, 0))}
+    return {"stamp_ns": np.array(stamps, np.int64), "pred_recv_ns": np.array(recv, np.int64),
+            "residual": np.stack(res)}
+
+
+def rms(x: np.ndarray) -> Optional[float]:
+    """RMS over all entries; ``None`` for an empty array (JSON ``null``)."""
+    return float(np.sqrt(np.mean(np.square(x)))) if x.size else None
+
+
+def percentile(x: np.ndarray, q: float) -> Optional[float]:
+    """``q``-th percentile (linear interpolation); ``None`` for an empty array."""
+    return float(np.percentile(x, q)) if x.size else None
+
+
+def sensor_numbers(predicted: Series, measured: Optional[Series], contacts_stamp_ns: np.ndarray,
+                   contacts_recv_ns: np.ndarray, tare_request_ns: Optional[int],
+                   tare_response_ns: Optional[int],
+                   contact_stamp_ns: Optional[np.ndarray] = None,
+                   near_contact_stamp_ns: Optional[np.ndarray] = None) -> Dict[str, object]:
+    """Per-sensor summary numbers (see the module docstring for the definitions).
+
+    Args:
+        predicted, measured: the sensor's streams (``measured`` None when not recorded).
+        contacts_stamp_ns, contacts_recv_ns: ``(K,)`` int64 stamps / wall receive times of ``contacts``.
+        tare_request_ns, tare_response_ns: wall times (ns) the tare was sent / answered, or None.
+        contact_stamp_ns: ``(C,)`` int64 stamps of the contacts messages in contact (the pressed
+            body touches something); None = no step is in contact.
+        near_contact_stamp_ns: stamps that are not contact-free either (e.g. the steps next to a
+            contact step, where two sources may disagree about the transition by a step); None =
+            ``contact_stamp_ns``.
+
+    Returns:
+        ``published``, ``latency_ms_p50``, ``latency_ms_p99``, ``latency_ms_max``,
+        ``latency_samples``, ``matched_samples``, ``residual_rms_contact_free_before_tare``,
+        ``residual_rms_contact_free_after_tare``, ``residual_rms_in_contact_after_tare``
+        (``None`` where there is nothing to average; without a tare request every matched
+        contact-free sample counts as before the tare).
+    """
+    lat = latencies_ms(contacts_stamp_ns, contacts_recv_ns, predicted.stamp_ns, predicted.recv_ns)
+    out: Dict[str, object] = {
+        "published": int(len(predicted.values)),
+        "latency_ms_p50": percentile(lat, 50),
+        "latency_ms_p99": percentile(lat, 99),
+        "latency_ms_max": float(lat.max()) if lat.size else None,
+        "latency_samples": int(lat.size),
+        "matched_samples": 0,
+        "residual_rms_contact_free_before_tare": None,
+        "residual_rms_contact_free_after_tare": None,
+        "residual_rms_in_contact_after_tare": None,
+    }
+    if measured is None:
+        return out
+    m = match_by_stamp(measured, predicted)
+    res, sent = m["residual"], m["pred_recv_ns"]
+    out["matched_samples"] = int(res.shape[0])
+
+    def member(stamps: Optional[np.ndarray]) -> np.ndarray:
+        return np.isin(m["stamp_ns"], np.zeros(0, np.int64) if stamps is None
+                       else np.asarray(stamps, dtype=np.int64))
+    touching = member(contact_stamp_ns)
+    free = ~(touching | member(near_contact_stamp_ns))
+    before = np.ones(len(res), bool) if tare_request_ns is None else sent < tare_request_ns
+    out["residual_rms_contact_free_before_tare"] = rms(res[before & free])
+    if tare_response_ns is not None:
+        after = sent > tare_response_ns
+        out["residual_rms_contact_free_after_tare"] = rms(res[after & free])
+        out["residual_rms_in_contact_after_tare"] = rms(res[after & touching])
+    return out
+
+
+def agreement_numbers(predicted: Series, measured: Series, after_ns: Optional[int],
+                      contact_stamp_ns: np.ndarray, names: Sequence[str]) -> Dict[str, object]:
+    """How closely two implementations agree on the same contacts: measured − predicted per component.
+
+    Samples are matched by stamp (:func:`match_by_stamp`) and kept when the
+    prediction was published after ``after_ns`` (the tare's answer; all when
+    ``None``), so a tared offset does not count.  ``in_contact`` is the subset
+    whose stamp is in ``contact_stamp_ns``.
+
+    Args:
+        predicted, measured: the two streams, vectors of ``len(names)`` entries (SI).
+        after_ns: wall time (ns) after which a prediction counts (its :attr:`Series.event_ns`).
+        contact_stamp_ns: ``(C,)`` int64 stamps of the steps in contact.
+        names: component names, e.g. ``["force_x", "force_y", "force_z"]``.
+
+    Returns:
+        ``{"after_tare": block, "in_contact": block}``, each block
+        ``{"samples": n, "mean": {name: float}, "rms": {name: float}, "max_abs": {name: float}}``
+        (``mean`` = systematic difference, ``rms`` and ``max_abs`` include the spikes)
+        (values ``None`` when ``n = 0``).
+
+    Raises:
+        ValueError: the matched vectors do not have ``len(names)`` entries.
+    """
+    m = match_by_stamp(measured, predicted)
+    res = m["residual"]
+    if res.size and res.shape[1] != len(names):
+        raise ValueError(f"readings have {res.shape[1]} components but {len(names)} names: {list(names)}")
+    keep = np.ones(len(res), dtype=bool) if after_ns is None else m["pred_recv_ns"] > after_ns
+    res, stamps = res[keep], m["stamp_ns"][keep]
+    touching = np.isin(stamps, np.asarray(contact_stamp_ns, dtype=np.int64))
+
+    def block(r: np.ndarray) -> Dict[str, object]:
+        n = int(r.shape[0])
+        return {"samples": n,
+                "mean": {k: (float(r[:, i].mean()) if n else None) for i, k in enumerate(names)},
+                "rms": {k: (rms(r[:, i]) if n else None) for i, k in enumerate(names)},
+                "max_abs": {k: (float(np.abs(r[:, i]).max()) if n else None) for i, k in enumerate(names)}}
+    return {"after_tare": block(res), "in_contact": block(res[touching])}

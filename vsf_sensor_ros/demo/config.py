@@ -1,0 +1,291 @@
+"""The demo's configuration: the world's parameter file, its sensors, and its pairing with the simulator.
+
+Read once before anything starts (:func:`resolve_config`), so a bad argument
+or a missing file is reported before any process runs.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from vsf_sensor_ros.demo.processes import PACKAGE_ROOT
+
+WORLD_PARAMS = {"embedded": "sensor_node.yaml", "kinova": "kinova_punyo.yaml"}
+DEFAULT_OUT = Path("demo_out")
+"""Parent of the per-world output folders (``demo_out/<world>``) when ``--out`` is not given."""
+BACKENDS = ("klampt", "mujoco")
+"""Simulator programs a demo can run (``--backend``); ``mujoco`` writes ``demo_out/mujoco`` by default."""
+
+
+class DemoError(RuntimeError):
+    """A failure the demo reports with a clear message and exit code 1."""
+
+
+@dataclass
+class SensorInfo:
+    """A sensor of the demo world as configured in the node's parameter file.
+
+    Attributes:
+        name: sensor name (topic namespace ``<name>/...``).
+        type_name: sensor class (``PunyoPressureSensor`` ...).
+        kind: ``pressure`` | ``dense_force`` | ``wrench`` | ``load``.
+        measured_scale: measured value x scale = SI.
+        attachment: body the sensor is attached to.
+        measured_source: where the simulator's ``<name>/measured`` comes from
+            (:func:`vsf_sensor_ros.contact_sources.sim_sensors.measured_source_label`:
+            ``synthetic-model`` | ``klampt-native-contact-sensor`` |
+            ``simulator-contact-forces``); ``None`` when the simulator measures
+            no sensor of that name.
+    """
+
+    name: str
+    type_name: str
+    kind: str
+    measured_scale: float = 1.0
+    attachment: str = ""
+    measured_source: Optional[str] = None
+
+
+@dataclass
+class DemoConfig:
+    """Everything a run needs, resolved from the command line."""
+
+    world: str
+    params_file: Path
+    assets: Optional[Path]
+    out: Path
+    duration_s: float
+    rate_hz: float
+    seed: int
+    timeout_s: float
+    sensors: List[SensorInfo]
+    tare_samples: int
+    node_name: str = "sensor_node"
+    base_params: Dict[str, Any] = field(default_factory=dict)
+    contact_body_names: List[str] = field(default_factory=list)
+    measured_source: str = "independent"
+    """The simulator's ``measured_source``: ``independent`` | ``model`` (every stream synthetic)."""
+    backend: str = "klampt"
+    """The simulator program: ``klampt`` (``contact_sim_node``) | ``mujoco`` (``mujoco_contact_node``)."""
+
+
+def config_dir() -> Path:
+    """The ``config/`` directory: the source checkout's, else the installed share directory.
+
+    Raises:
+        DemoError: neither exists.
+    """
+    local = PACKAGE_ROOT / "config"
+    if local.is_dir():
+        return local
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        share = Path(get_package_share_directory("vsf_sensor_ros")) / "config"
+        if share.is_dir():
+            return share
+    except (ImportError, LookupError, ValueError):
+        pass
+    raise DemoError(f"no config directory found (looked in {local} and the ament index)")
+
+
+def _flatten(prefix: str, value: Any, out: Dict[str, Any]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    else:
+        out[prefix] = value
+
+
+def read_params_file(path: Path) -> Tuple[str, Dict[str, Any]]:
+    """Parameters of the first node entry of a ROS 2 parameter YAML file.
+
+    Nested namespaces are flattened to dotted names (``punyo_pressure.type``).
+
+    Returns:
+        ``(node_key, {name: value})`` (``node_key`` as written, e.g. ``sensor_node`` or ``/**``).
+
+    Raises:
+        DemoError: unreadable file or no ``ros__parameters`` entry.
+    """
+    import yaml
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise DemoError(f"cannot read parameter file {path}: {exc}") from exc
+    for key, val in (doc or {}).items():
+        if isinstance(val, dict) and "ros__parameters" in val:
+            flat: Dict[str, Any] = {}
+            _flatten("", val["ros__parameters"], flat)
+            return str(key), flat
+        if isinstance(val, dict):  # namespaced: /ns: {node: {ros__parameters: ...}}
+            for k2, v2 in val.items():
+                if isinstance(v2, dict) and "ros__parameters" in v2:
+                    flat = {}
+                    _flatten("", v2["ros__parameters"], flat)
+                    return str(k2), flat
+    raise DemoError(f"parameter file {path} has no 'ros__parameters' entry")
+
+
+def sensors_from_params(params: Dict[str, Any], path: Path) -> List[SensorInfo]:
+    """The ``sensors`` list of a node parameter set, with each sensor's type and kind.
+
+    Raises:
+        DemoError: no sensors, or a sensor whose type has no ROS encoding.
+    """
+    from vsf_sensor_ros.ros.messages.readings import SENSOR_KINDS
+    names = params.get("sensors") or []
+    if not names:
+        raise DemoError(f"parameter file {path} lists no sensors")
+    out = []
+    for name in names:
+        type_name = params.get(f"{name}.type")
+        if type_name not in SENSOR_KINDS:
+            raise DemoError(f"sensor {name!r} in {path} has type {type_name!r}; "
+                            f"known types: {sorted(SENSOR_KINDS)}")
+        out.append(SensorInfo(name, type_name, SENSOR_KINDS[type_name],
+                              float(params.get(f"{name}.measured_scale", 1.0)),
+                              str(params.get(f"{name}.attachment", ""))))
+    return out
+
+
+def default_assets() -> Optional[Path]:
+    """``$VSF_ASSETS``, else the shared Kinova fixture next to the checkout, else ``None``."""
+    env = os.environ.get("VSF_ASSETS")
+    if env:
+        return Path(env)
+    shared = PACKAGE_ROOT.parent / "shared" / "fixtures" / "kinova_punyo"
+    return shared if shared.is_dir() else None
+
+
+def resolve_config(args: argparse.Namespace) -> DemoConfig:
+    """Check the arguments and find the files they point to.
+
+    Raises:
+        ValueError: a numeric argument out of range (named in the message).
+        DemoError: missing parameter file or assets.
+    """
+    if not (math.isfinite(args.duration) and args.duration > 0):
+        raise ValueError(f"--duration must be a positive number of seconds, got {args.duration}")
+    if not (math.isfinite(args.rate) and 0 < args.rate <= 1000):
+        raise ValueError(f"--rate must be in (0, 1000] Hz, got {args.rate}")
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
+    timeout = args.timeout if args.timeout is not None else args.duration + 150.0
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"--timeout must be positive, got {args.timeout}")
+    params_file = args.params_file or config_dir() / WORLD_PARAMS[args.world]
+    if not Path(params_file).is_file():
+        raise DemoError(f"sensor node parameter file {params_file} not found")
+    node_key, params = read_params_file(params_file)
+    sensors = sensors_from_params(params, params_file)
+    assets = args.assets if args.assets is not None else default_assets()
+    if args.world != "kinova":
+        assets = None  # the embedded world needs no files
+    else:
+        if assets is None or not Path(assets).is_dir():
+            raise DemoError("the kinova world needs its assets: pass --assets DIR (the folder with "
+                            f"kinova_gen3.urdf and punyo_mesh_*.ply) or set VSF_ASSETS; got {assets}")
+        assets = Path(assets).resolve()
+    node_name = node_key.strip("/") if node_key not in ("/**", "**") else "sensor_node"
+    from vsf_sensor_ros.contact_sources.sim_sensors import (DEMO_SENSORS, MEASURED_SOURCE_MODES,
+                                                            measured_source_label)
+    mode = str(getattr(args, "measured_source", "independent"))
+    if mode not in MEASURED_SOURCE_MODES:
+        raise ValueError(f"--measured-source must be one of {MEASURED_SOURCE_MODES}, got {mode!r}")
+    bodies = [str(b) for b in (params.get("contact_body_names") or [])]
+    for s in sensors:
+        # The simulator measures its demo sensors with the settings the pairing check compares.
+        if s.name in DEMO_SENSORS:
+            s.measured_source = measured_source_label(s.type_name, s.attachment, mode, bodies)
+    backend = str(getattr(args, "backend", "klampt"))
+    if backend not in BACKENDS:
+        raise ValueError(f"--backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "mujoco":
+        if args.world != "embedded":
+            raise ValueError(f"the mujoco backend simulates the embedded world only, "
+                             f"got --world {args.world}")
+        # MuJoCo's own sensors measure the pad and the load cell (mujoco_scene.mujoco_source_label)
+        from vsf_sensor_ros.contact_sources.mujoco_scene import mujoco_source_label
+        for s in sensors:
+            if s.name in DEMO_SENSORS:
+                s.measured_source = mujoco_source_label(s.type_name, s.attachment, mode)
+    out = Path(args.out) if args.out is not None else DEFAULT_OUT / (
+        "mujoco" if backend == "mujoco" else args.world)
+    return DemoConfig(world=args.world, params_file=Path(params_file).resolve(), assets=assets,
+                      out=out, duration_s=float(args.duration), rate_hz=float(args.rate),
+                      seed=int(args.seed), timeout_s=float(timeout), sensors=sensors,
+                      tare_samples=int(params.get("tare_samples", 10)), node_name=node_name or "sensor_node",
+                      base_params=params, contact_body_names=bodies, measured_source=mode, backend=backend)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Parameter values equal (numbers and number lists to 1e-9 relative, others exactly)."""
+    try:
+        x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    except (TypeError, ValueError):
+        return a == b
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    return x.shape == y.shape and bool(np.allclose(x, y, rtol=1e-9, atol=0.0))
+
+
+def check_pairing(cfg: DemoConfig) -> List[str]:
+    """What in the node's parameter file does not pair with the simulator's measured streams.
+
+    The simulator (:mod:`vsf_sensor_ros.contact_sources.contact_sim_node`) publishes
+    ``<s>/measured`` in SI for the demo sensors of its world
+    (:func:`vsf_sensor_ros.contact_sources.sim_sensors.demo_sensor_specs`, whose settings
+    depend on the world's bubble mesh).  The shipped files set exactly those
+    sensors, ``measured_scale: 1.0`` and the simulator's body table; a custom
+    ``--params-file`` that differs still runs, with these differences reported
+    as warnings (residuals of a differing sensor compare different models).
+
+    Returns:
+        One line per difference (empty when the file pairs).
+
+    Raises:
+        DemoError: the file has no ``contact_body_names`` (the simulator would
+            index bodies the node does not know), or the world's assets cannot
+            be loaded.
+    """
+    from vsf_sensor_ros.contact_sources.sim_sensors import demo_sensor_specs, sensor_node_sensor_params
+    from vsf_sensor_ros.contact_sources.sim_world import load_assets
+    if not cfg.contact_body_names:
+        raise DemoError(f"{cfg.params_file} sets no contact_body_names: the demo passes the node's body "
+                        "table to the simulator, e.g. contact_body_names: [punyo, object, table]")
+    try:
+        assets = load_assets(cfg.world, None if cfg.assets is None else str(cfg.assets))
+    except (OSError, ValueError) as exc:
+        raise DemoError(f"cannot load the {cfg.world} world's assets: {exc}") from exc
+    expected = sensor_node_sensor_params(list(demo_sensor_specs(assets).values()))
+    params = cfg.base_params
+    problems: List[str] = []
+    for name in expected["sensors"]:
+        if name not in (params.get("sensors") or []):
+            problems.append(f"the simulator measures {name!r} but {cfg.params_file.name} has no such sensor")
+            continue
+        for key, want in expected.items():
+            if key.startswith(name + ".") and not _same(params.get(key), want):
+                problems.append(f"{key} is {params.get(key)!r} in {cfg.params_file.name}; the simulator "
+                                f"measures with {want!r}")
+        scale = params.get(f"{name}.measured_scale", 1.0)
+        if not _same(scale, 1.0):
+            problems.append(f"{name}.measured_scale is {scale!r}; the simulator publishes SI (1.0)")
+    return problems
+
+
+def press_body_indices(cfg: DemoConfig) -> List[int]:
+    """Indices (into ``contact_body_names``) of the bubble: the bodies of the Punyo sensors.
+
+    "Contact" for the tare timing and the plots' shading means contact on these
+    bodies: the box resting on the table is in contact all the time.  Empty
+    (= any contact counts) when the demo has no Punyo sensor.
+    """
+    watched = {s.attachment for s in cfg.sensors if s.kind in ("pressure", "dense_force")}
+    return [i for i, b in enumerate(cfg.contact_body_names) if b in watched]

@@ -1,0 +1,206 @@
+"""One-command demo: simulator + sensor node on this host, recorded, tared, summarised.
+
+``python -m vsf_sensor_ros.demo.demo [--world embedded|kinova] [--assets DIR]
+[--out DIR] [--duration S] [--rate HZ] [--seed N] [--measured-source
+independent|model] [--backend klampt|mujoco]`` (``--out`` defaults to ``demo_out/<world>``: each world
+writes its own folder)
+
+What it does:
+
+1. Leases a free ``ROS_DOMAIN_ID`` and confines discovery to loopback
+   (:mod:`vsf_sensor_ros.demo.ros_env`), so parallel runs never meet.
+2. Checks that the world's parameter file (``config/sensor_node.yaml`` or
+   ``config/kinova_punyo.yaml``) pairs with the simulator
+   (:func:`~vsf_sensor_ros.demo.config.check_pairing`: same body table, the simulator's demo sensors with
+   the same settings, SI on the wire), starts the sensor node
+   (``vsf_sensor_ros.ros.sensor_node``) with that file plus what differs per
+   run (``calibration_file``, ``assets_dir``), waits for its ``tare``
+   service, subscribes to every topic on the graph, then starts the simulator
+   (``vsf_sensor_ros.contact_sources.contact_sim_node``) with the file's body table: two
+   separate ROS 2 processes.
+   The simulator runs ``--rate`` steps per second of ``1/rate`` simulated
+   seconds each (real time when the machine keeps up).
+3. Records every topic (:mod:`vsf_sensor_ros.demo.recorder`), prints a
+   progress line per second, and calls the ``tare`` service
+   (``std_srvs/Trigger``) at simulated time :data:`TARE_AT_S`, mid-way through
+   the 2 s contact-free hold that starts the press trajectory (earlier if the
+   bubble touches first), then ``save_calibration`` into
+   ``<out>/calibration.yaml``, and reads what the tare did (per sensor:
+   tared or not, samples, offset) from that file.
+4. When the simulator has finished (it exits after ``duration_s``), stops both
+   children (SIGINT, then SIGTERM/SIGKILL after a grace period; always, also
+   on Ctrl-C, errors and the overall timeout) and writes to ``--out``:
+   ``run.mcap`` + ``metadata.yaml`` (a rosbag2 bag: ``ros2 bag info <out>``),
+   ``pressure.png``, ``force_field.png``, one ``<sensor>.png`` per other
+   sensor, ``summary.json`` and ``logs/`` (the children's output).  Plots and
+   summary say where each measured stream comes from (``measured_source``:
+   synthetic = the package's model + offset + noise, or an independent
+   implementation), and the summary holds the pad's agreement with Klampt's
+   own ``ContactSensor`` (``pad_vs_klampt_native``).
+5. Prints a summary table; exits 1 when a sensor published nothing, the tare
+   failed or a child died, 2 on bad arguments, 130 on Ctrl-C.
+
+With ``--backend mujoco`` the simulator child is
+``vsf_sensor_ros.contact_sources.mujoco_contact_node`` instead (embedded world only, output in
+``demo_out/mujoco`` by default): MuJoCo's contacts drive the node, MuJoCo's own ``force`` and
+``touch`` sensors measure the pad and the load cell, and ``summary.json`` compares the package's
+predictions with them (``vs_mujoco``).
+
+Where the parts live: :mod:`~vsf_sensor_ros.demo.config` (arguments,
+parameter file, pairing check), :mod:`~vsf_sensor_ros.demo.session`
+(:class:`~vsf_sensor_ros.demo.session.DemoSession`: children,
+recording, stop), :mod:`~vsf_sensor_ros.demo.tare` (tare schedule and
+outcome), :mod:`~vsf_sensor_ros.demo.summary` (``summary.json``, plots,
+table; definitions in :data:`~vsf_sensor_ros.demo.summary.DEFINITIONS` and
+:mod:`vsf_sensor_ros.demo.analysis`); this module is the command line.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from vsf_sensor_ros.demo.config import WORLD_PARAMS, DemoError, check_pairing, resolve_config
+from vsf_sensor_ros.demo.session import Progress, SessionResult, run_session
+from vsf_sensor_ros.demo.summary import build_summary, make_plots, series_for, summary_table
+
+
+class _Terminated(Exception):
+    """SIGTERM received: unwind like Ctrl-C so the children are stopped."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The demo's command line (see the module docstring)."""
+    p = argparse.ArgumentParser(
+        prog="python -m vsf_sensor_ros.demo.demo",
+        description="Run the contact simulator and the sensor node on this host, record every "
+                    "topic to a rosbag2 MCAP, tare after the contact-free stretch, and write "
+                    "plots and summary.json.")
+    p.add_argument("--world", choices=sorted(WORLD_PARAMS), default="embedded",
+                   help="embedded: the package's small arm + bubble (no files needed); "
+                        "kinova: Kinova Gen3 + Punyo from --assets (default: embedded)")
+    p.add_argument("--assets", type=Path, default=None,
+                   help="directory with the Kinova/Punyo assets (kinova world; default: $VSF_ASSETS or "
+                        "../shared/fixtures/kinova_punyo next to the checkout)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="output directory (default: demo_out/<world>, one folder per world)")
+    p.add_argument("--duration", type=float, default=10.0,
+                   help="simulated seconds (real time when the machine keeps up, slower otherwise); "
+                        "the press trajectory "
+                        "(2 s contact-free, approach, press, hold, release, retreat) takes 9 s (default: 10)")
+    p.add_argument("--rate", type=float, default=50.0,
+                   help="simulator steps per second, each 1/rate simulated seconds (one contacts message "
+                        "each; default: 50)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the simulated noise (default: 0)")
+    p.add_argument("--measured-source", choices=["independent", "model"], default="independent",
+                   help="where the simulator's measured streams come from: independent (Klampt's own C++ "
+                        "ContactSensor for the pad, the simulator's contact forces for the load cell; the "
+                        "Punyo streams stay synthetic) | model (every stream the package's model + offset + "
+                        "noise: synthetic) (default: independent)")
+    p.add_argument("--backend", choices=["klampt", "mujoco"], default="klampt",
+                   help="simulator: klampt (the package's Klampt/ODE contact_sim_node) | mujoco "
+                        "(mujoco_contact_node: MuJoCo's contacts, its force and touch sensors measure the "
+                        "pad and the load cell; embedded world only; default --out demo_out/mujoco) "
+                        "(default: klampt)")
+    p.add_argument("--params-file", type=Path, default=None,
+                   help="sensor node parameter file (default: config/<world's file>)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="hard limit on the whole run in seconds (default: duration + 150)")
+    return p
+
+
+def _clean_out(out: Path) -> None:
+    # Remove only what a previous demo run wrote here; other files stay.
+    # calibration.yaml must go: the node would load it at start and begin tared.
+    for name in ("run.mcap", "metadata.yaml", "summary.json", "pressure.png", "force_field.png",
+                 "calibration.yaml"):
+        (out / name).unlink(missing_ok=True)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Command-line entry point (``vsf_demo``); returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        cfg = resolve_config(args)
+    except (ValueError, DemoError) as exc:
+        parser.print_usage(sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from vsf_sensor_ros.demo.recorder import write_bag
+    from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id, release_domain_id
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        raise _Terminated()
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    progress = Progress()
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    _clean_out(cfg.out)
+    logs_dir = cfg.out / "logs"
+    try:
+        pairing = check_pairing(cfg)
+    except DemoError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for line in pairing:
+        print(f"warning: {line}", file=sys.stderr)
+    domain_id = free_domain_id()
+    apply_localhost_env(domain_id)
+    session: Optional[SessionResult] = None
+    failure: Optional[str] = None
+    code = 0
+    try:
+        try:
+            session = run_session(cfg, progress, domain_id, logs_dir)
+        except DemoError as exc:
+            failure = str(exc)
+        if session is None:
+            print(f"\ndemo FAILED: {failure}\n(children's output: {logs_dir})", file=sys.stderr)
+            return 1
+        session.errors[:0] = [f"parameter file does not pair with the simulator: {p}" for p in pairing]
+        bag = write_bag(session.logs.values(), cfg.out, "run")
+        series = {s.name: series_for(session, s) for s in cfg.sensors}
+        summary = build_summary(cfg, session, series, bag)
+        plots = make_plots(cfg, session, series)
+        (cfg.out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+        print()
+        print(summary_table(summary))
+        print()
+        print(f"files in {cfg.out}/:")
+        print(f"  run.mcap + metadata.yaml  rosbag2 (MCAP) of {len(bag['counts'])} topics, "
+              f"{sum(bag['counts'].values())} messages  (ros2 bag info {cfg.out}; PlotJuggler / Foxglove: "
+              f"open {bag['path']})")
+        for p in plots:
+            print(f"  {p.name}")
+        print("  summary.json  logs/")
+        problems = list(session.errors)
+        silent = [n for n, s in summary["sensors"].items() if s["published"] == 0]
+        if silent:
+            problems.append(f"sensor(s) published nothing: {', '.join(silent)}")
+        short = {n: s["published"] for n, s in summary["sensors"].items()
+                 if 0 < s["published"] < summary["steps"]}
+        if short:
+            problems.append("steps without a prediction: " + ", ".join(
+                f"{n} {summary['steps'] - k} of {summary['steps']}" for n, k in short.items()))
+        if not session.tare.success:
+            problems.append(f"tare failed: {session.tare.message or 'no answer'}")
+        hard = bool(silent) or not session.tare.success
+        if problems:
+            kind = "error" if hard else "warning"
+            print("\n" + "\n".join(f"{kind}: {p}" for p in problems), file=sys.stderr)
+        code = 1 if hard else 0
+        return code
+    except (KeyboardInterrupt, _Terminated):
+        print("\ninterrupted: children stopped", file=sys.stderr)
+        return 130
+    finally:
+        release_domain_id(domain_id)
+        signal.signal(signal.SIGTERM, previous)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""``link_frames_node``: the URDF's link frames on TF, where robot_state_publisher is not at hand.
+
+On a ROS install, robot_state_publisher publishes the link frames of the URDF from
+``joint_states``; the pip path has no robot_state_publisher, so a recording made there
+(``make demo``) would hold every frame the sensor node adds on ``/tf_static`` and ``/tf`` but
+not the links those frames hang from.  This node fills that gap with robot_state_publisher's
+rules, for the same URDF the sensor node loads:
+
+* every fixed joint: ``parent -> child`` on ``/tf_static`` (reliable, transient local), once;
+* every movable joint (mimic joints included, as the ``World`` derives them): ``parent ->
+  child`` on ``/tf`` for each ``joint_states`` message, stamped with its header stamp (the
+  node clock's time when the stamp is zero);
+* ``frame_prefix`` prepended to every frame name.
+
+Parameters (all read-only): ``robot_description`` (URDF text), ``robot_description_path``
+(URDF file, used when the text is empty; relative to ``assets_dir``), ``assets_dir``,
+``frame_prefix``.  Neither URDF given: the package's embedded arm (the sensor node's default).
+
+Usage::
+
+    python -m vsf_sensor_ros.demo.link_frames_node --ros-args -p robot_description_path:=arm.urdf
+
+The transforms come from the package's ``World`` (Klampt forward kinematics):
+``T_parent_child = inv(T_world_parent) @ T_world_child``.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+
+from vsf_sensor_ros.ros.frames import TFMessage, transform_msg
+from vsf_sensor_ros.ros.main import run_node
+from vsf_sensor_ros.ros.scene import build_world
+from vsf_sensor_ros.urdf import MOVABLE_JOINT_TYPES
+
+USAGE = __doc__.split("Usage::")[1].split("The transforms")[0].strip()
+
+
+def joint_edges(world) -> Tuple[List[Tuple[str, str]], List[Tuple[str, str]]]:
+    """``(fixed, movable)`` lists of ``(parent link, child link)`` of the world's URDF joints."""
+    fixed, movable = [], []
+    for j in world.joints:
+        (movable if j.type in MOVABLE_JOINT_TYPES else fixed).append((j.parent, j.child))
+    return fixed, movable
+
+
+def relative_transforms(world, edges) -> Dict[Tuple[str, str], np.ndarray]:
+    """``(parent, child) -> (4, 4)`` child -> parent transform at the world's current configuration.
+
+    A link the world does not keep (Klampt may drop a URDF root named ``world``, which the
+    ``World`` then keeps as its fixed world frame) is at the identity.
+    """
+    known = set(world.body_names)
+
+    def T(link: str) -> np.ndarray:
+        return world.body_transform(link) if link in known else np.eye(4)
+    return {(p, c): np.linalg.solve(T(p), T(c)) for p, c in edges}
+
+
+class LinkFramesNode(Node):
+    """Publishes the URDF link frames (see the module docstring).
+
+    Raises:
+        RuntimeError: ``tf2_msgs`` is not importable.
+        ConfigError: the URDF cannot be loaded (names the parameter).
+    """
+
+    def __init__(self) -> None:
+        super().__init__("link_frames_node")
+        if TFMessage is None:
+            raise RuntimeError("tf2_msgs is not importable (make venv builds it)")
+        ro = {"read_only": True}
+        from rcl_interfaces.msg import ParameterDescriptor
+        p = {name: self.declare_parameter(name, "", ParameterDescriptor(**ro)).value
+             for name in ("robot_description", "robot_description_path", "assets_dir", "frame_prefix")}
+        self._prefix = str(p["frame_prefix"])
+        self.world = build_world(p["robot_description"], p["robot_description_path"], p["assets_dir"])
+        self._fixed, self._movable = joint_edges(self.world)
+        latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.pub_static = self.create_publisher(TFMessage, "/tf_static", latched)
+        self.pub_tf = self.create_publisher(TFMessage, "/tf", 100)
+        now = self.get_clock().now().to_msg()
+        self.pub_static.publish(self._message(relative_transforms(self.world, self._fixed), now))
+        self.sub = self.create_subscription(JointState, "joint_states", self._on_joint_state, 100)
+        self.get_logger().info(f"link frames: {len(self._fixed)} fixed on /tf_static, {len(self._movable)} "
+                               f"movable on /tf from joint_states")
+
+    def _message(self, rel: Dict[Tuple[str, str], np.ndarray], stamp) -> "TFMessage":
+        p = self._prefix
+        return TFMessage(transforms=[transform_msg(p + a, p + b, T, stamp) for (a, b), T in rel.items()])
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        if not self._movable:
+            return
+        n = min(len(msg.name), len(msg.position))
+        pos = [float(v) for v in msg.position[:n]]
+        if not all(np.isfinite(pos)):
+            return      # robot_state_publisher ignores such a message as well
+        self.world.set_joint_positions(list(msg.name[:n]), pos)
+        stamp = msg.header.stamp
+        if stamp.sec == 0 and stamp.nanosec == 0:
+            stamp = self.get_clock().now().to_msg()
+        self.pub_tf.publish(self._message(relative_transforms(self.world, self._movable), stamp))
+
+
+def main(args: Optional[List[str]] = None) -> int:
+    """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): ``--help``/``-h`` prints usage;
+    else spin until Ctrl-C or SIGTERM.
+
+    Returns:
+        0 on a clean stop, 2 on a configuration error.
+    """
+    argv = sys.argv[1:] if args is None else list(args)
+    user = argv[:argv.index("--ros-args")] if "--ros-args" in argv else argv
+    if "--help" in user or "-h" in user:
+        print(f"link_frames_node: the URDF's link frames on /tf_static and /tf (from joint_states).\n\n"
+              f"parameters: robot_description, robot_description_path, assets_dir, frame_prefix "
+              f"(default empty; no URDF: the embedded arm)\n\nexample:\n  {USAGE}")
+        return 0
+    return run_node("link_frames_node", LinkFramesNode, args,
+                    config_errors=(ValueError, FileNotFoundError, RuntimeError))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,464 @@
+"""Replay a recorded real Punyo poke through the sensor node and compare with the real pressure.
+
+``python -m vsf_sensor_ros.demo.replay --recording ../shared/fixtures/punyo_poke_ur5e/data.json
+--out DIR [--speed S] [--frames A:B] [--lag auto|SECONDS]`` (``make demo-real``).
+
+The recording (a JSON list of frames ``[unix time s, pressure hPa, 6 UR5e joint angles rad,
+wrench [Fx Fy Fz Tx Ty Tz] N / N·m in the arm's base frame]``) has no contacts, object pose or
+dense force.  The session:
+
+1. builds the UR5e world (:mod:`vsf_sensor_ros.demo.ur5e`: URDF from UR's DH parameters, the
+   package's bubble on ``tool0`` facing tool −y) and writes ``ur5e.urdf`` + ``sensor_node.yaml``
+   into ``--out``;
+2. starts ``sensor_node`` (a ``PunyoPressureSensor`` and a ``PunyoDenseForceSensor`` on the
+   bubble) and ``wrench_contact_node`` (one contact at the bubble apex carrying the recorded
+   force, ``time_shift`` = the F/T lag), and warms the chain up with restamped copies of the first
+   frame (without pressure) until a prediction comes back;
+3. publishes, frame by frame at the recorded pace / ``--speed``: the wrench
+   (``wrench``, ``geometry_msgs/WrenchStamped``, frame ``base``), ``joint_states`` and the
+   pressure as the real Punyo driver does (``punyo/pressure``, ``std_msgs/Float32``, hPa, no
+   header), which the node reads directly (``measured_type: std_msgs/msg/Float32``,
+   ``measured_topic: punyo/pressure``, ``measured_scale: 100``): header-less, it pairs with the
+   contacts by receive time.  The wrench node emits frame k's contacts once a wrench stamped at or
+   after ``t_k + time_shift`` arrived; the recording's wrench comes only with the frames (about
+   30 Hz, 21-50 ms apart), where a real F/T stream is dense, so the replay also publishes one
+   wrench stamped ``t_k + time_shift`` (linear interpolation of the recorded ones: the value the
+   wrench node interpolates there anyway) at that time: frame k's contacts then leave a constant
+   ``time_shift / speed`` after its pressure, and the node's ``punyo_pressure.measured_delay`` is
+   set to that plus :data:`WRENCH_NODE_LATENCY_S`, so live residuals (and a ``calibrate_gain``)
+   compare frame k's prediction with frame k's pressure;
+4. three frames before the poke, tares the wrench bias (``/wrench_contact_node/tare``: the last
+   contact-free wrenches) and the pressure sensor (``punyo_pressure/tare``), records every topic
+   to ``run.mcap``, and writes ``summary.json`` and ``pressure_real.png``.
+
+The pressure analysis reads the recorded ``punyo_pressure/predicted`` and the recorded Float32
+hPa stream (k-th Float32 ↔ k-th ``joint_states``: they are published together, one per frame,
+reliably), so it does not depend on the node's own measured pairing.  The gain is fitted by the
+library's :class:`~vsf_sensor_ros.sensor.GainCalibrator` on ``SimState`` s rebuilt from the
+recorded contacts and joint states.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from vsf_sensor_ros.demo.replay_analysis import DEFINITIONS, analyse, plot  # noqa: F401 (re-exported)
+from vsf_sensor_ros.demo.replay_recording import (  # noqa: F401 (re-exported)
+    CONTACT_BODIES, CONTACT_DP_PA, HPA_TO_PA, MAX_LAG_FRAMES, ONSET_DP_PA, PRESSURE_SENSOR, PRESSURE_TOPIC,
+    TARE_SAMPLES, Recording, ReplayError, estimate_lag, load_recording, poke_onset, pressure_metrics)
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_RECORDING = PACKAGE_ROOT / ".." / "shared" / "fixtures" / "punyo_poke_ur5e" / "data.json"
+FORCE_SENSOR = "punyo_force"
+WRENCH_FRAME = "base"
+MIN_FORCE_N = 1.0             # wrench deadband: above the recorded contact-free noise (max 0.92 N)
+MAX_BIAS_SAMPLES = 30
+STARTUP_TIMEOUT_S = 60.0
+PREDICT_WAIT_S = 60.0
+WARMUP_LEAD_S = 100.0         # warm-up frames are stamped this long before the recording
+WARMUP_STEP_S = 0.05
+# Measured (median over a replay's recorded arrival times, 2 shared cores: contacts of frame k minus
+# its pressure, less time_shift / speed): the contacts of a step arrive about 2 ms after the wrench
+# that completes them was published (one more hop and the wrench node's kinematics than the
+# pressure's direct path).
+WRENCH_NODE_LATENCY_S = 0.002
+
+
+# -- session files -------------------------------------------------------------------------------
+
+def _bubble_mesh_path() -> Path:
+    from vsf_sensor_ros.embedded_world import BUBBLE_MESH_FILE, DATA_DIR
+    return DATA_DIR / BUBBLE_MESH_FILE
+
+
+def write_session_files(out: Path, measured_delay: float = 0.0) -> Dict[str, Path]:
+    """``ur5e.urdf`` and ``sensor_node.yaml`` (the node's parameters) in ``out``;
+    ``measured_delay`` (s) is the pressure sensor's ``measured_delay``."""
+    import yaml
+
+    from vsf_sensor_ros.demo.ur5e import TOOL_LINK, punyo_mount_transform, ur5e_urdf
+    urdf = out / "ur5e.urdf"
+    urdf.write_text(ur5e_urdf())
+    params = {
+        "robot_description_path": str(urdf.resolve()),
+        "world_frame": "world",
+        "contact_body_names": CONTACT_BODIES,
+        "bodies": ["punyo"],
+        "punyo": {"mesh": str(_bubble_mesh_path()), "parent_link": TOOL_LINK,
+                  "transform": [float(v) for v in punyo_mount_transform().reshape(-1)], "pose_topic": ""},
+        "tare_samples": TARE_SAMPLES,
+        "tare_on_start": False,
+        "calibration_file": str((out / "calibration.yaml").resolve()),
+        "max_stamp_difference": 0.0,     # adaptive: half the longer period of the two streams
+        "qos.inputs.reliability": "reliable",
+        "qos.inputs.depth": 500,
+        "sensors": [PRESSURE_SENSOR, FORCE_SENSOR],
+        PRESSURE_SENSOR: {"type": "PunyoPressureSensor", "attachment": "punyo",
+                          "measured_type": "std_msgs/msg/Float32", "measured_topic": PRESSURE_TOPIC,
+                          "measured_scale": HPA_TO_PA, "measured_delay": float(measured_delay),
+                          "base_normal_local": [0.0, 0.0, 1.0]},
+        FORCE_SENSOR: {"type": "PunyoDenseForceSensor", "attachment": "punyo"},
+    }
+    yml = out / "sensor_node.yaml"
+    yml.write_text(yaml.safe_dump({"sensor_node": {"ros__parameters": params}}, sort_keys=False))
+    return {"urdf": urdf, "params": yml}
+
+
+def wrench_node_args(urdf: Path, time_shift: float, bias_samples: int) -> List[str]:
+    """``--ros-args`` of the wrench contact node for the recording."""
+    from vsf_sensor_ros.demo.ur5e import TOOL_LINK, punyo_apex_local, punyo_mount_transform
+
+    def arr(v: Any) -> str:
+        return "[" + ",".join(repr(float(x)) for x in np.asarray(v).reshape(-1)) + "]"
+    return ["--ros-args", "-p", f"robot_description_path:={urdf.resolve()}",
+            "-p", f"contact_body_names:=[{','.join(CONTACT_BODIES)}]", "-p", "body:=punyo",
+            "-p", "other_body:=world", "-p", f"body_parent:={TOOL_LINK}",
+            "-p", f"body_transform:={arr(punyo_mount_transform())}",
+            "-p", f"contact_point:={arr(punyo_apex_local())}", "-p", "force_sign:=1.0",
+            "-p", f"time_shift:={time_shift!r}", "-p", f"bias_samples:={bias_samples}",
+            "-p", "bias_on_start:=false", "-p", f"min_force:={MIN_FORCE_N!r}", "-p", "qos_depth:=500"]
+
+
+# -- the live session ----------------------------------------------------------------------------
+
+@dataclass
+class Session:
+    """What a run recorded: topic logs, the tare answer, the offset, frame of the tare."""
+
+    logs: Dict[str, Any]
+    tare_message: str
+    tare_success: bool
+    tare_offset_pa: Optional[float]
+    tare_frame: int
+    wall_s: float
+
+
+def _child_env(domain_id: int) -> Dict[str, str]:
+    from vsf_sensor_ros.demo.ros_env import localhost_env
+    env = localhost_env(domain_id)
+    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(
+        os.pathsep) if p])
+    env["PYTHONUNBUFFERED"] = "1"
+    env["RCUTILS_COLORIZED_OUTPUT"] = "0"
+    return env
+
+
+def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias_samples: int,
+                tare_frame: int, domain_id: int, say: Any = print) -> Session:
+    """Start the two nodes, publish the recording, tare, record; children always stopped."""
+    import rclpy
+    from geometry_msgs.msg import WrenchStamped
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float32
+    from std_srvs.srv import Trigger
+
+    from vsf_sensor_ros.demo.processes import ManagedProcess
+    from vsf_sensor_ros.demo.recorder import TopicRecorder, header_stamp_ns
+    from vsf_sensor_ros.demo.ur5e import UR5E_JOINTS
+    from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp
+
+    # the contacts of frame k leave the wrench node time_shift / speed after its pressure (see the
+    # module docstring): the pressure counts as received that much later
+    files = write_session_files(out, min(1.0, time_shift / speed + WRENCH_NODE_LATENCY_S))
+    logs_dir = out / "logs"
+    env = _child_env(domain_id)
+    node_proc = ManagedProcess("sensor_node", [sys.executable, "-m", "vsf_sensor_ros.ros.sensor_node",
+                                               "--ros-args", "--params-file", str(files["params"])],
+                               env, logs_dir / "sensor_node.log")
+    wrench_proc = ManagedProcess("wrench_contact_node",
+                                 [sys.executable, "-m", "vsf_sensor_ros.contact_sources.wrench_contact_node"]
+                                 # twice the wrenches: each frame also has its interpolated one
+                                 + wrench_node_args(files["urdf"], time_shift, 2 * bias_samples),
+                                 env, logs_dir / "wrench_contact_node.log")
+    t0 = time.monotonic()
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=domain_id)
+    node = rclpy.create_node("vsf_replay", context=ctx)
+    executor = SingleThreadedExecutor(context=ctx)
+    executor.add_node(node)
+    recorder = TopicRecorder(node)
+    qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
+    pub_js = node.create_publisher(JointState, "joint_states", qos)
+    pub_w = node.create_publisher(WrenchStamped, "wrench", qos)
+    pub_hpa = node.create_publisher(Float32, PRESSURE_TOPIC, qos)
+    tare_client = node.create_client(Trigger, f"/{PRESSURE_SENSOR}/tare")
+    bias_client = node.create_client(Trigger, "/wrench_contact_node/tare")
+    save_client = node.create_client(Trigger, "/save_calibration")
+
+    def check(stage: str) -> None:
+        for p in (node_proc, wrench_proc):
+            if p.poll() is not None:
+                raise ReplayError(f"{p.name} exited with code {p.poll()} while {stage}:\n{p.tail()}")
+        if time.monotonic() - t0 > STARTUP_TIMEOUT_S + 10.0 * len(rec) / speed + 60.0:
+            raise ReplayError(f"timed out while {stage}")
+
+    def spin_for(seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.01)
+
+    def call(client: Any, stage: str) -> Optional[Any]:
+        future = client.call_async(Trigger.Request())
+        end = time.monotonic() + 15.0
+        while not future.done() and time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.02)
+            check(stage)
+        return future.result() if future.done() else None
+
+    first_ns = int(round(rec.t[0] * 1e9))
+
+    def wait_until(due: float) -> None:
+        while time.monotonic() < due:
+            executor.spin_once(timeout_sec=max(0.0, min(0.005, due - time.monotonic())))
+
+    def recorded_frames(topic: str) -> int:
+        """Messages on ``topic`` stamped at or after the recording's start (warm-up excluded)."""
+        log = recorder.logs.get(topic)
+        return 0 if log is None else sum(1 for d in log.data if header_stamp_ns(d) >= first_ns)
+
+    def publish_wrench(t: float, wrench: np.ndarray) -> None:
+        w = WrenchStamped()
+        w.header.stamp, w.header.frame_id = ns_to_stamp(int(round(t * 1e9))), WRENCH_FRAME
+        (w.wrench.force.x, w.wrench.force.y, w.wrench.force.z,
+         w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z) = map(float, wrench)
+        pub_w.publish(w)
+
+    # one wrench at t_k + time_shift per frame k (inside the recording, not on a recorded stamp),
+    # interpolated linearly as the wrench node does: (stamp s, wrench).  1 us later than that: a
+    # stamp near 1.7e9 s in float seconds is only good to 0.24 us, and one a hair early would leave
+    # the frame waiting for the next recorded wrench.
+    extra_t = [t + time_shift + 1e-6 for t in rec.t if t + time_shift + 1e-6 <= rec.t[-1]
+               and np.min(np.abs(rec.t - (t + time_shift))) > 1e-5]
+    extra = [(t, np.array([np.interp(t, rec.t, rec.wrench[:, i]) for i in range(6)])) for t in extra_t]
+
+    def publish(k: int, t: float, with_hpa: bool) -> None:
+        """Frame ``k`` stamped ``t``: wrench, joint state, and the pressure (hPa, as the driver) when
+        ``with_hpa``."""
+        stamp = ns_to_stamp(int(round(t * 1e9)))
+        publish_wrench(t, rec.wrench[k])
+        js = JointState()
+        js.header.stamp, js.header.frame_id = stamp, ""
+        js.name, js.position = list(UR5E_JOINTS), [float(v) for v in rec.q[k]]
+        pub_js.publish(js)
+        if with_hpa:
+            pub_hpa.publish(Float32(data=float(rec.pressure_pa[k] / HPA_TO_PA)))
+
+    tare_msg, tare_ok, offset = "not called", False, None
+    try:
+        node_proc.start()
+        wrench_proc.start()
+        say(f"ROS_DOMAIN_ID={domain_id} (localhost only); children's output in {logs_dir}/")
+        needs = {"/joint_states": 3, "/wrench": 2, "/contacts": 2, f"/{PRESSURE_TOPIC}": 2}
+        while True:
+            recorder.refresh()
+            spin_for(0.1)
+            check("starting")
+            ready = tare_client.service_is_ready() and bias_client.service_is_ready() and all(
+                node.count_subscribers(t) >= n for t, n in needs.items() if t != "/contacts")
+            contacts_ready = node.count_subscribers("/contacts") >= 2
+            if ready and contacts_ready:
+                break
+            if time.monotonic() - t0 > STARTUP_TIMEOUT_S:
+                raise ReplayError(f"nodes not ready within {STARTUP_TIMEOUT_S:.0f} s:\n{node_proc.tail()}\n"
+                                  f"{wrench_proc.tail()}")
+        recorder.refresh()
+        spin_for(0.5)
+        recorder.refresh()
+        # Warm-up: the recording's first frame, restamped before it, until the whole chain answers
+        # (replay -> wrench node -> sensor node: a prediction comes back).  The graph can list a
+        # subscriber before the publishing process has matched it, and a message sent before that
+        # is lost; the node's first prediction also compiles its kernels.  No pressure here: the
+        # header-less Float32 stream carries no stamp to tell warm-up from recording afterwards.
+        warm, predictions = 0, f"/{PRESSURE_SENSOR}/predicted"
+        while not len(recorder.logs.get(predictions, ())):
+            publish(0, rec.t[0] - WARMUP_LEAD_S + WARMUP_STEP_S * warm, with_hpa=False)
+            warm += 1
+            spin_for(WARMUP_STEP_S)
+            recorder.refresh()
+            check("warming up")
+            if warm * WARMUP_STEP_S > PREDICT_WAIT_S or warm * WARMUP_STEP_S >= WARMUP_LEAD_S - 1.0:
+                raise ReplayError(f"no prediction from the sensor node after {warm} warm-up frames:\n"
+                                  f"{node_proc.tail()}\n{wrench_proc.tail()}")
+        say(f"nodes ready after {time.monotonic() - t0:.1f} s ({warm} warm-up frames); replaying {len(rec)} "
+            f"frames ({rec.t[-1] - rec.t[0]:.2f} s) at speed {speed:g}")
+        start = time.monotonic()
+        for k in range(len(rec)):
+            if k == tare_frame:
+                # the wrench bias from the last contact-free wrenches, then the pressure tare once the
+                # node has predicted every cloud so far
+                resp = call(bias_client, "taring the wrench bias")
+                say(f"wrench bias before frame {k}: " + ("no answer" if resp is None else resp.message))
+                end = time.monotonic() + PREDICT_WAIT_S
+                while time.monotonic() < end and (recorded_frames(f"/{PRESSURE_SENSOR}/predicted")
+                                                  < recorded_frames("/contacts")):
+                    spin_for(0.05)
+                    check("waiting for the predictions before the tare")
+                spin_for(0.2)
+                resp = call(tare_client, "taring")
+                tare_msg = "no answer" if resp is None else resp.message
+                tare_ok = resp is not None and resp.success
+                watched = ("/contacts", f"/{PRESSURE_SENSOR}/predicted", f"/{PRESSURE_TOPIC}")
+                seen = {t: recorded_frames(t) if t != f"/{PRESSURE_TOPIC}"   # no header: all of them
+                        else len(recorder.logs.get(t, ())) for t in watched}
+                say(f"tare before frame {k} (recorded so far: {seen}): {'ok' if tare_ok else 'FAILED'}: "
+                    f"{tare_msg}")
+                if tare_ok:
+                    saved = call(save_client, "saving the calibration")
+                    offset = _offset_from(out / "calibration.yaml", tare_msg) if saved is not None else None
+                start = time.monotonic() - (rec.t[k] - rec.t[0]) / speed
+            while extra and extra[0][0] < rec.t[k]:
+                te, we = extra.pop(0)
+                wait_until(start + (te - rec.t[0]) / speed)
+                publish_wrench(te, we)
+            wait_until(start + (rec.t[k] - rec.t[0]) / speed)
+            publish(k, rec.t[k], with_hpa=True)
+            check("replaying")
+        # drain: predictions of the last frames
+        last, quiet = -1, 0
+        while quiet < 10:
+            spin_for(0.1)
+            n = len(recorder.logs.get(f"/{PRESSURE_SENSOR}/predicted", []))
+            quiet = quiet + 1 if n == last else 0
+            last = n
+            check("draining")
+    finally:
+        node_proc.stop()
+        wrench_proc.stop()
+        recorder.stop()
+        logs = dict(recorder.logs)
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)
+    return Session(logs, tare_msg, tare_ok, offset, tare_frame, time.monotonic() - t0)
+
+
+def _offset_from(calibration: Path, message: str) -> Optional[float]:
+    """The pressure tare (Pa) from the saved calibration, else from the tare answer's text."""
+    import yaml
+    try:
+        doc = yaml.safe_load(calibration.read_text())
+        return float(doc["sensors"][PRESSURE_SENSOR]["calibration"]["tare"][0])
+    except (OSError, KeyError, TypeError, ValueError, IndexError):
+        m = re.search(r"offset \w+=([-+0-9.eE]+)", message)
+        return float(m.group(1)) if m else None
+
+
+# -- command line --------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    """The replay's command line."""
+    ap = argparse.ArgumentParser(prog="python -m vsf_sensor_ros.demo.replay",
+                                 description=__doc__.split("\n")[0])
+    ap.add_argument("--recording", type=Path, default=DEFAULT_RECORDING, help="data.json of the poke")
+    ap.add_argument("--out", type=Path, default=Path("demo_out/real"), help="output directory")
+    ap.add_argument("--speed", type=float, default=1.0, help="playback speed (1 = recorded pace)")
+    ap.add_argument("--frames", default="", help="replay frames A:B only (Python slice, e.g. 30:130)")
+    ap.add_argument("--lag", default="auto",
+                    help="wrench time shift in s, or 'auto' (cross-correlation of dp with |F - bias|)")
+    return ap
+
+
+def _parse_frames(text: str) -> Optional[Tuple[int, int]]:
+    if not text:
+        return None
+    m = re.fullmatch(r"\s*(\d*)\s*:\s*(\d*)\s*", text)
+    if not m:
+        raise ValueError(f"--frames must look like A:B, got {text!r}")
+    return (int(m.group(1) or 0), int(m.group(2)) if m.group(2) else 1 << 30)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point: 0 on success, 1 when the session or analysis failed, 2 on bad arguments."""
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    try:
+        frames = _parse_frames(args.frames)
+        if not (args.speed > 0 and math.isfinite(args.speed)):
+            raise ValueError(f"--speed must be > 0, got {args.speed}")
+        lag_arg = None if args.lag == "auto" else float(args.lag)
+        if lag_arg is not None and not (lag_arg >= 0 and math.isfinite(lag_arg)):
+            raise ValueError(f"--lag must be 'auto' or seconds >= 0, got {args.lag!r}")
+        rec = load_recording(args.recording, frames)
+        onset = poke_onset(rec)
+    except (ValueError, ReplayError) as exc:
+        ap.print_usage(sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id, release_domain_id
+
+    bias_samples = max(5, min(MAX_BIAS_SAMPLES, onset - 5))
+    if lag_arg is None:
+        shift, lag = estimate_lag(rec, bias_samples)
+    else:
+        shift, lag = None, lag_arg
+    tare_frame = onset - 3
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("run.mcap", "metadata.yaml", "summary.json", "pressure_real.png", "calibration.yaml"):
+        (out / name).unlink(missing_ok=True)
+    print(f"recording: {len(rec)} frames, poke from frame {onset}; wrench bias from the last "
+          f"{bias_samples} before frame {onset - 3}; "
+          f"F/T lag {lag * 1000:.0f} ms" + (f" ({shift} frames, estimated)" if shift is not None else ""))
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    domain_id = free_domain_id()
+    apply_localhost_env(domain_id)
+    try:
+        session = run_session(rec, out, args.speed, lag, bias_samples, tare_frame, domain_id)
+        from vsf_sensor_ros.demo.recorder import write_bag
+        bag = write_bag(session.logs.values(), out, "run")
+        summary, series = analyse(session, rec, out)
+        summary["pressure"]["lag_s"] = lag
+        summary["pressure"]["lag_fitted_in_sample"] = shift is not None
+        summary["bag"] = {"path": str(bag["path"]), "topics": len(bag["counts"])}
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+        png = plot(series, summary, out / "pressure_real.png")
+    except ReplayError as exc:
+        print(f"\nreplay FAILED: {exc}\n(children's output: {out / 'logs'})", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\ninterrupted: children stopped", file=sys.stderr)
+        return 130
+    finally:
+        release_domain_id(domain_id)
+        signal.signal(signal.SIGTERM, previous)
+    p = summary["pressure"]
+    print(f"\npressure over {p['frames_contact']} frames with measured dp > {CONTACT_DP_PA:g} Pa:")
+    print(f"  correlation            {p['correlation']:.4f}")
+    print(f"  predicted/measured dp  {p['predicted_over_measured_dp']:.3f}   (tare only)")
+    print(f"  RMS, tare only         {p['residual_rms_contact_after_tare_pa']:.1f} Pa")
+    rms_in = p['residual_rms_contact_after_gain_in_sample_pa']
+    print(f"  RMS, gain in-sample    {rms_in:.1f} Pa   (sensor gain "
+          f"{p['gain_fit_in_sample']['sensor_gain']:.3f} fitted on these frames; effective base area "
+          f"{p['effective_base_area_in_sample_m2'] * 1e4:.1f} cm^2 of {p['base_area_m2'] * 1e4:.1f})")
+    o = p["gain_fit_out_of_sample"]
+    if "skipped" in o:
+        print(f"  out of sample          skipped: {o['skipped']}")
+    else:
+        print(f"  out of sample          gain {o['sensor_gain']:.3f} fitted on the loading; on the "
+              f"{o['test_frames']} unloading frames RMS {o['residual_rms_unloading_after_tare_pa']:.1f} Pa "
+              f"tare only -> {o['residual_rms_unloading_after_gain_pa']:.1f} Pa with that gain")
+    print(f"  lag                    {lag * 1000:.0f} ms" + (" (fitted in-sample)" if shift is not None
+                                                             else ""))
+    print(f"files in {out}/: run.mcap + metadata.yaml, summary.json, {png.name}, calibration.yaml, "
+          "ur5e.urdf, sensor_node.yaml, logs/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

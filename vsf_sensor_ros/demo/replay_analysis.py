@@ -1,0 +1,339 @@
+"""The replay's analysis: the summary and per-frame series from what a session recorded
+(:func:`analyse`, with the library's pressure model and gain calibration on the rebuilt states),
+the summary's :data:`DEFINITIONS` and the pressure plot (:func:`plot`)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple
+
+import numpy as np
+
+from vsf_sensor_ros.demo.replay_recording import (CONTACT_BODIES, CONTACT_DP_PA, HPA_TO_PA, PRESSURE_SENSOR,
+                                                  PRESSURE_TOPIC, Recording, ReplayError, pressure_metrics)
+
+if TYPE_CHECKING:  # the session type only, for annotations (no import cycle at run time)
+    from vsf_sensor_ros.demo.replay import Session
+
+
+def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
+    """Summary dict and the per-frame series (see the docstring of :mod:`vsf_sensor_ros.demo.replay`).
+
+    Raises:
+        ReplayError: a topic missing, the tare offset unknown, or too few contact frames.
+    """
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import PointCloud2
+
+    from vsf_sensor_ros.demo.ur5e import PUNYO_BODY, UR5E_JOINTS, ur5e_world
+    from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts
+    from vsf_sensor_ros.sensor import GainCalibrator, PunyoPressureSensor, SimState
+
+    def log(topic: str) -> Any:
+        if topic not in session.logs or not len(session.logs[topic]):
+            raise ReplayError(f"nothing recorded on {topic}")
+        return session.logs[topic]
+
+    if session.tare_offset_pa is None:
+        raise ReplayError(f"the pressure tare failed: {session.tare_message}")
+    frame_of = {int(round(rec.t[k] * 1e9)): k for k in range(len(rec))}
+    # warm-up joint states (stamped before the recording, no Float32 with them) are left out
+    js = [m for m in log("/joint_states").decode()
+          if m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec in frame_of]
+    hpa = [m.data for m in log(f"/{PRESSURE_TOPIC}").decode()]
+    if len(hpa) != len(js):
+        raise ReplayError(f"{len(hpa)} Float32 pressures but {len(js)} joint states of recorded frames")
+    meas = np.full(len(rec), np.nan)
+    for m, p in zip(js, hpa):
+        k = frame_of.get(m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec)
+        if k is not None:
+            meas[k] = float(p) * HPA_TO_PA                     # float32 hPa -> Pa
+    pred = np.full(len(rec), np.nan)
+    for m in log(f"/{PRESSURE_SENSOR}/predicted").decode():
+        k = _nearest_frame(rec.t, m.header.stamp.sec + m.header.stamp.nanosec * 1e-9)
+        if k is not None:
+            pred[k] = m.fluid_pressure
+    clouds = {}
+    for data in log("/contacts").data:
+        c = pointcloud2_to_contacts(deserialize_message(data, PointCloud2), CONTACT_BODIES)
+        k = _nearest_frame(rec.t, c.stamp_ns * 1e-9)
+        if k is not None:
+            clouds[k] = c.contacts
+    off = float(session.tare_offset_pa)
+    after = np.arange(len(rec)) >= session.tare_frame
+    usable = after & np.isfinite(meas) & np.isfinite(pred) & np.array([k in clouds for k in range(len(rec))])
+    idx = np.flatnonzero(usable)
+
+    # The library on the same recorded states: the pressure model, then its gain calibration.
+    world = ur5e_world()
+    sensor = PunyoPressureSensor(PRESSURE_SENSOR, PUNYO_BODY)
+    sensor.attach(world.body_model(PUNYO_BODY))
+    sensor.set_calibration({"tare": [off]})
+    states = []
+    for k in idx:
+        world.set_joint_positions(UR5E_JOINTS, rec.q[k])
+        states.append(SimState(world.body_transforms(), {}, clouds[k]))
+    lib = np.array([float(sensor.predict(s)[0]) for s in states])
+    calibrator = GainCalibrator(min_samples=10)
+    used = calibrator.fit(sensor, states, [meas[k] for k in idx])
+    after_gain = np.array([float(sensor.predict(s)[0]) for s in states])
+
+    meas_dp, pred_dp, gain_dp = meas[idx] - off, pred[idx] - off, after_gain - off
+    metrics = pressure_metrics(meas_dp, pred_dp, gain_dp)
+    k_gain = float(calibrator.last_fit.gain[0])
+    fresh = PunyoPressureSensor(PRESSURE_SENSOR, PUNYO_BODY)     # tare only, for the out-of-sample fit
+    fresh.attach(world.body_model(PUNYO_BODY))
+    fresh.set_calibration({"tare": [off]})
+    oos, oos_series = out_of_sample_gain(fresh, states, meas[idx], off, pred_dp)
+    summary = {
+        "recording": {"frames": len(rec), "duration_s": float(rec.t[-1] - rec.t[0])},
+        "tare": {"frame": session.tare_frame, "success": session.tare_success, "offset_pa": off,
+                 "answer": session.tare_message},
+        "published": {t.strip("/"): len(session.logs[t]) for t in sorted(session.logs)},
+        "pressure": {
+            **metrics,
+            "lag_s": None,                                     # filled by main()
+            "frames_compared": int(idx.size),
+            "gain_fit_in_sample": {"sensor_gain": k_gain, "contact_samples": used,
+                                   "relative_std_error": float(calibrator.last_fit.relative_std_error[0])},
+            "base_area_m2": float(sensor.base_area),
+            "effective_base_area_in_sample_m2": float(sensor.base_area) / k_gain,
+            "gain_fit_out_of_sample": oos,
+            "library_vs_node_max_abs_pa": float(np.max(np.abs(lib - pred[idx]))),
+            "peak_measured_dp_pa": float(np.max(meas_dp)),
+            "peak_predicted_dp_pa": float(np.max(pred_dp)),
+        },
+        "definitions": DEFINITIONS,
+        "wall_s": session.wall_s,
+    }
+    series = {"t": rec.t[idx] - rec.t[0], "meas": meas[idx], "pred": pred[idx], "gain": after_gain,
+              "offset": np.full(idx.size, off), "tare_t": np.array([rec.t[session.tare_frame] - rec.t[0]]),
+              **oos_series}
+    return summary, series
+
+
+def out_of_sample_gain(sensor: Any, states: Sequence[Any], meas: np.ndarray, offset: float,
+                       pred_dp: np.ndarray, threshold: float = CONTACT_DP_PA
+                       ) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
+    """The gain fitted on the poke's loading, tested on its unloading (frames it never saw).
+
+    Frames up to and including the measured peak are the loading (the fit:
+    :class:`~vsf_sensor_ros.sensor.GainCalibrator` on their contact states); the frames
+    after it whose measured dp exceeds ``threshold`` are the unloading (the test).  The lag
+    applied to the wrench is still the one estimated on the whole recording.
+
+    Args:
+        sensor: an attached, tared :class:`~vsf_sensor_ros.sensor.PunyoPressureSensor` (no gain
+            yet); its calibration gets the loading gain.
+        states: ``(N,)`` the compared frames' states, in time order.
+        meas: ``(N,)`` measured pressure (Pa).
+        offset: the tare offset (Pa).
+        pred_dp: ``(N,)`` the node's tare-only prediction minus ``offset`` (Pa).
+        threshold: Pa, the contact frames' measured dp.
+
+    Returns:
+        ``(entry, series)``: the ``gain_fit_out_of_sample`` entry of the summary (``{"skipped":
+        why}`` when the loading has too few contact frames to fit or the unloading none to test)
+        and ``{"oos_gain": (N,) predicted Pa with the loading gain, "oos_test": (N,) bool}``
+        (empty when skipped).
+    """
+    from vsf_sensor_ros.sensor import GainCalibrator
+    meas_dp = np.asarray(meas, float) - offset
+    peak = int(np.argmax(meas_dp))
+    test = (np.arange(len(meas_dp)) > peak) & (meas_dp > threshold)
+    if not test.any():
+        return {"skipped": "no unloading frame above the contact threshold"}, {}
+    calibrator = GainCalibrator(min_samples=10)
+    try:
+        used = calibrator.fit(sensor, list(states[:peak + 1]), [float(v) for v in meas[:peak + 1]])
+    except ValueError as exc:
+        return {"skipped": f"loading fit refused: {exc}"}, {}
+    predicted = np.array([float(sensor.predict(s)[0]) for s in states])
+    m, g, p = meas_dp[test], predicted[test] - offset, np.asarray(pred_dp, float)[test]
+    entry = {"fit_on": "loading: frames up to the measured peak", "tested_on": "unloading: frames after the "
+             f"peak with measured dp > {threshold:g} Pa", "sensor_gain": float(calibrator.last_fit.gain[0]),
+             "fit_contact_samples": used, "test_frames": int(test.sum()),
+             "residual_rms_unloading_after_tare_pa": float(np.sqrt(np.mean((m - p) ** 2))),
+             "residual_rms_unloading_after_gain_pa": float(np.sqrt(np.mean((m - g) ** 2)))}
+    return entry, {"oos_gain": predicted, "oos_test": test}
+
+
+def _nearest_frame(t: np.ndarray, s: float, tol: float = 0.002) -> Optional[int]:
+    k = int(np.argmin(np.abs(t - s)))
+    return k if abs(t[k] - s) <= tol else None
+
+
+DEFINITIONS = {
+    "recording": "the recorded poke",
+    "tare": "the pressure tare called during the replay",
+    "pressure": "the pressure analysis (keys below)",
+    "bag": "the MCAP recording of the replay's topics",
+    "gain_fit_in_sample": "GainCalibrator on every compared frame, scored on the same frames (keys below)",
+    "recording.frames": "frames of the recording replayed",
+    "recording.duration_s": "last minus first frame time (s)",
+    "tare.frame": "frame at which the wrench bias and the pressure tare were called (three before the poke)",
+    "tare.success": "the pressure tare's answer",
+    "tare.offset_pa": "the pressure tare's offset (Pa): the contact-free measured mean",
+    "tare.answer": "the node's answer text, as sent",
+    "published": "messages recorded per topic",
+    "dp": "pressure minus the node's tare offset (Pa): measured from the recorded std_msgs/Float32 hPa "
+          "x 100, predicted from the recorded punyo_pressure/predicted; frames from the tare on",
+    "frames_compared": "frames from the tare on with a measured pressure, a prediction and a recorded "
+                       "contacts message: the frames every number below is computed on",
+    "frames_contact": f"contact frames: frames whose measured dp exceeds {CONTACT_DP_PA:g} Pa",
+    "correlation": "Pearson r of predicted dp and measured dp over the contact frames",
+    "predicted_over_measured_dp": "least-squares slope of predicted dp against measured dp over the contact "
+                                  "frames (sum p*m / sum m^2), tare only: > 1 = the model predicts more than "
+                                  "the bubble shows (the inverse sense of gain_fit_*.sensor_gain)",
+    "residual_rms_contact_after_tare_pa": "RMS of measured - predicted over the contact frames, tare only "
+                                          "(no parameter fitted on these frames)",
+    "residual_rms_contact_after_gain_in_sample_pa": "the same after GainCalibrator, fitted IN-SAMPLE: on "
+                                                    "every compared frame with a contact in the recorded "
+                                                    "contacts stream, the frames it is then scored on",
+    "gain_fit_in_sample.sensor_gain": "the gain the pressure sensor applies to its contact term (measured ~ "
+                                      "gain x model), fitted in-sample as above",
+    "gain_fit_in_sample.contact_samples": "contact states the in-sample fit used",
+    "gain_fit_in_sample.relative_std_error": "standard error of the in-sample gain / the gain",
+    "base_area_m2": "the model's A_base: area of the bubble mesh's shadow on its base plane",
+    "effective_base_area_in_sample_m2": "base_area_m2 / gain_fit_in_sample.sensor_gain",
+    "gain_fit_out_of_sample": "the gain fitted on the loading (frames up to the measured peak) and scored on "
+                              "the unloading (frames after the peak, contact frames only), which the fit "
+                              "never "
+                              "saw: sensor_gain, fit_contact_samples, test_frames, "
+                              "residual_rms_unloading_after_tare_pa (tare only, same frames) and "
+                              "residual_rms_unloading_after_gain_pa; the lag is still the one estimated on "
+                              "the whole recording; skipped (with why) when a side has too few frames",
+    "lag_s": "time shift applied to the wrench (F/T lag behind pressure and joints), s",
+    "lag_fitted_in_sample": "true: lag_s was estimated on this same recording (--lag auto), by maximising "
+                            "the "
+                            "correlation of dp with the wrench magnitude; false: given with --lag",
+    "library_vs_node_max_abs_pa": "largest difference between the node's prediction and the library's on "
+                                  "the states rebuilt from the recorded contacts and joint states",
+    "peak_measured_dp_pa": "largest measured dp over the compared frames",
+    "peak_predicted_dp_pa": "largest predicted dp (tare only) over the compared frames",
+    "bag.path": "the MCAP recording of the replay",
+    "bag.topics": "topics in it",
+    "wall_s": "wall time of the replay session (s)",
+    "definitions": "this table",
+}
+
+
+# One style per curve, told apart by dash AND marker (greyscale prints keep them apart), the
+# measured curve first, thickest and black so that the predictions drawn over it never hide it.
+MEASURED_STYLE = dict(color="black", linestyle="-", linewidth=2.6, marker="o", markersize=4, zorder=2)
+TARE_ONLY_STYLE = dict(color="tab:red", linestyle="--", linewidth=1.2, marker="s", markersize=3.5,
+                       markerfacecolor="none", zorder=3)
+GAIN_IN_SAMPLE_STYLE = dict(color="tab:blue", linestyle="-.", linewidth=1.2, marker="^", markersize=3.5,
+                            markerfacecolor="none", zorder=4)
+GAIN_OUT_OF_SAMPLE_STYLE = dict(color="tab:green", linestyle=":", linewidth=1.6, marker="x", markersize=4,
+                                zorder=4)
+
+
+def _span(*arrays: np.ndarray) -> Tuple[float, float]:
+    """``(lo, hi)`` over every finite value of ``arrays`` (for reference lines drawn across all points)."""
+    v = np.concatenate([np.asarray(a, float).ravel() for a in arrays])
+    v = v[np.isfinite(v)]
+    return (float(v.min()), float(v.max())) if v.size else (0.0, 1.0)
+
+
+def plot(series: Dict[str, np.ndarray], summary: Dict[str, Any], path: Path) -> Path:
+    """Write :func:`replay_figure` to ``path`` (PNG); ``path``."""
+    replay_figure(series, summary).savefig(path, dpi=110)
+    return path
+
+
+def replay_figure(series: Dict[str, np.ndarray], summary: Dict[str, Any]) -> Any:
+    """The real poke as evidence: Δp over time, predicted against measured, residuals, out-of-sample.
+
+    Four panels, every axis autoscaled to include all its points (nothing clipped):
+    Δp over time (measured, predicted tare only, predicted with the in-sample gain); predicted
+    Δp against measured Δp over the contact frames; measured − predicted over time; and, when
+    the summary has one, the gain fitted on the loading scored on the unloading.  Titles and
+    legends say which numbers are fitted on the frames they are scored on ("in-sample").
+
+    Args:
+        series: :func:`analyse`'s per-frame series (``t`` s, ``meas``, ``pred``, ``gain``, ``offset``
+            Pa, and ``oos_gain`` Pa / ``oos_test`` bool when the out-of-sample fit ran).
+        summary: :func:`analyse`'s summary (``pressure`` block, ``lag_s`` filled).
+
+    Returns:
+        A ``matplotlib.figure.Figure`` (Agg), axes in order: Δp over time, predicted against
+        measured, residual over time, out of sample.
+    """
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    p = summary["pressure"]
+    t, off = series["t"], series["offset"]
+    m, pr, g = series["meas"] - off, series["pred"] - off, series["gain"] - off
+    every = max(1, len(t) // 60)                 # markers on every k-th point: readable, still there
+    fig = Figure(figsize=(13, 8.4), layout="constrained")
+    (ax, sc), (ax_r, ax_o) = fig.subplots(2, 2, width_ratios=[1.6, 1])
+    lag = p.get("lag_s")
+    lag_text = "" if lag is None else (f"; wrench lag {lag * 1000:.0f} ms" +
+                                       (" fitted in-sample" if p.get("lag_fitted_in_sample") else " given"))
+    fig.suptitle("Real UR5e poke (recorded Punyo pressure) replayed through sensor_node\n"
+                 f"tare from the contact-free frames before the poke{lag_text}")
+
+    ax.plot(t, m, markevery=every, label="measured (real Punyo, Float32 hPa x 100)", **MEASURED_STYLE)
+    ax.plot(t, pr, markevery=every, label="predicted, tare only (seed model)", **TARE_ONLY_STYLE)
+    k_in = p["gain_fit_in_sample"]["sensor_gain"]
+    ax.plot(t, g, markevery=every, label=f"predicted, tare + gain {k_in:.2f} fitted in-sample",
+            **GAIN_IN_SAMPLE_STYLE)
+    ax.axhline(CONTACT_DP_PA, color="0.5", lw=0.8, ls=(0, (1, 3)), zorder=1,
+               label=f"contact threshold {CONTACT_DP_PA:g} Pa")
+    ax.set_xlabel("recording time t [s]")
+    ax.set_ylabel("pressure change Δp = p − tare offset [Pa]")
+    ax.set_title(f"Δp over time: r = {p['correlation']:.3f}; RMS over contact frames "
+                 f"{p['residual_rms_contact_after_tare_pa']:.0f} Pa tare only, "
+                 f"{p['residual_rms_contact_after_gain_in_sample_pa']:.0f} Pa with the in-sample gain",
+                 fontsize=10)
+    ax.legend(loc="upper right", fontsize=8)
+    ax.grid(alpha=0.3)
+
+    contact = m > CONTACT_DP_PA
+    sc.plot(m[contact], pr[contact], linestyle="none", marker="s", markersize=4, markerfacecolor="none",
+            color="tab:red", label="tare only")
+    sc.plot(m[contact], g[contact], linestyle="none", marker="^", markersize=4, markerfacecolor="none",
+            color="tab:blue", label="tare + gain (in-sample)")
+    lo, hi = _span(m[contact], pr[contact], g[contact])
+    sc.plot([lo, hi], [lo, hi], color="black", lw=1.0, ls="-", label="predicted = measured")
+    slope = p["predicted_over_measured_dp"]
+    sc.plot([lo, hi], [lo * slope, hi * slope], color="tab:red", lw=0.9, ls=":",
+            label=f"least-squares slope {slope:.2f} (tare only)")
+    sc.set_xlabel("measured pressure change Δp [Pa]")
+    sc.set_ylabel("predicted pressure change Δp [Pa]")
+    sc.set_title(f"contact frames (measured Δp > {CONTACT_DP_PA:g} Pa): {p['frames_contact']}", fontsize=10)
+    sc.legend(loc="upper left", fontsize=8)
+    sc.grid(alpha=0.3)
+
+    ax_r.axhline(0.0, color="0.5", lw=0.8, zorder=1)
+    ax_r.plot(t, m - pr, markevery=every, label="tare only", **{**TARE_ONLY_STYLE, "zorder": 2})
+    ax_r.plot(t, m - g, markevery=every, label="tare + gain (in-sample)", **GAIN_IN_SAMPLE_STYLE)
+    ax_r.set_xlabel("recording time t [s]")
+    ax_r.set_ylabel("residual, measured − predicted Δp [Pa]")
+    ax_r.set_title("residual over time (every frame, autoscaled)", fontsize=10)
+    ax_r.legend(loc="upper right", fontsize=8)
+    ax_r.grid(alpha=0.3)
+
+    o = p.get("gain_fit_out_of_sample") or {}
+    if "oos_gain" in series and "skipped" not in o:
+        test = series["oos_test"]
+        go = series["oos_gain"] - off
+        ax_o.plot(t[test], m[test], label="measured", **{**MEASURED_STYLE, "markevery": None})
+        ax_o.plot(t[test], pr[test], label="predicted, tare only", **TARE_ONLY_STYLE)
+        ax_o.plot(t[test], go[test], label=f"predicted, gain {o['sensor_gain']:.2f} fitted on the loading",
+                  **GAIN_OUT_OF_SAMPLE_STYLE)
+        ax_o.set_title(f"out of sample: gain fitted on the loading only,\nscored on the unloading "
+                       f"({o['test_frames']} frames)\nRMS {o['residual_rms_unloading_after_tare_pa']:.0f} Pa "
+                       f"tare only, {o['residual_rms_unloading_after_gain_pa']:.0f} Pa with that gain",
+                       fontsize=10)
+        ax_o.legend(loc="lower left", fontsize=8)
+    else:
+        ax_o.text(0.5, 0.5, f"out-of-sample fit skipped: {o.get('skipped', 'not computed')}",
+                  ha="center", va="center", transform=ax_o.transAxes, fontsize=9, wrap=True)
+        ax_o.set_title("out of sample", fontsize=10)
+    ax_o.set_xlabel("recording time t [s]")
+    ax_o.set_ylabel("pressure change Δp [Pa]")
+    ax_o.grid(alpha=0.3)
+    return fig

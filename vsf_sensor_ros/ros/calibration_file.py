@@ -1,0 +1,507 @@
+"""The calibration file of the sensor node: its YAML format, loading at start, the guarded save.
+
+File format (YAML, SI units), written by :meth:`CalibrationStore.save`::
+
+    # vsf_sensor_ros sensor_node calibration (SI units); loaded at start
+    sensors:
+      <s>: {type: <sensor type>, attachment: <body>, samples: <n used by the tare>,
+            calibration: {tare: [...], tare_sim_avg: [...], gain: [...] (when fitted)}}
+
+The first line, :data:`HEADER`, marks a file this package wrote.  The file is
+the node's own, not the graph's (anyone on an unsecured ROS 2 domain can call
+the node's services), so a save:
+
+* writes only the path fixed at start (``calibration_file`` is read-only);
+* never replaces an existing file that is not a calibration file this
+  package wrote (first line :data:`HEADER` and a ``sensors`` mapping), nor
+  anything that is not a regular file;
+* creates missing directories only when the start-time, read-only
+  ``calibration_create_dirs`` allows it;
+* writes atomically: a new temporary file in the same directory (created
+  exclusively, so it never clobbers anything), flushed to disk, read back and
+  checked, then renamed over the target; on any error the temporary file is
+  removed and the target is untouched.
+
+Where the file really is:
+
+* a **symbolic link** (a chain of them, or one whose target does not exist
+  yet) is followed: the save writes the link's final target, and the link
+  stays a link (renaming over the link would have replaced it with a copy and
+  left the target with the old calibration);
+* an **empty file** (a placeholder made with ``touch``, as containers need
+  for a single-file mount) is taken as ours to write;
+* a **single-file bind mount** (a container's ``-v host_file:file``) cannot
+  be renamed over (``EBUSY``), so the checked temporary file is copied into
+  the existing file instead (:func:`_write_in_place`): the previous content
+  is first kept beside it as ``<name>.bak`` (the save is refused, nothing
+  changed, when that backup cannot be written), then one write at offset 0,
+  a truncate and an fsync, then the file is read back; on a mismatch the
+  previous content is written back.  The file keeps its inode, owner and
+  permissions.
+
+Loading at start accepts any file with that layout (a hand-written one too).
+"""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence
+
+import numpy as np
+import yaml
+
+from .parameter_table import ConfigError
+
+if TYPE_CHECKING:  # the handle type only, for annotations (no import cycle at run time)
+    from .sensor_handle import SensorHandle
+
+HEADER = "# vsf_sensor_ros sensor_node calibration (SI units); loaded at start"
+TARE_KEY = "tare"
+# A file larger than this is not one the node wrote (a calibration of the real Punyo is ~40 kB).
+MAX_CHECKED_BYTES = 64 * 1024 * 1024
+
+
+class SaveRefused(ValueError):
+    """``save_calibration`` declined to write; the message says why and that nothing changed."""
+
+
+@dataclass(frozen=True)
+class CalibrationStore:
+    """The calibration file fixed at start.
+
+    Attributes:
+        path: absolute path of ``calibration_file``, or None when it is empty.
+        create_dirs: a save may create missing parent directories.
+    """
+
+    path: Optional[Path]
+    create_dirs: bool = False
+
+    def load(self) -> Dict[str, Dict[str, Any]]:
+        """The ``sensors`` entries of the file (``{}`` when unset or missing).
+
+        Raises:
+            ConfigError: naming ``calibration_file``: something other than a
+                regular file at the path (a directory, FIFO, socket or device:
+                it could neither be loaded nor saved to), unreadable file, bad
+                YAML, ``sensors`` not a mapping, an entry (or its
+                ``calibration``) not a mapping.
+        """
+        if self.path is None or not os.path.lexists(self.path):
+            return {}
+        if not self.path.is_file():
+            raise ConfigError("calibration_file", str(self.path),
+                              f"is {_file_kind(self.path)}, not a calibration file")
+        try:
+            data = yaml.safe_load(self.path.read_text()) or {}
+            entries = data.get("sensors", {})
+            if not isinstance(entries, dict):
+                raise ValueError("'sensors' must be a mapping")
+            for name, entry in entries.items():
+                if not isinstance(entry, dict):
+                    raise ValueError(f"entry {name!r} must be a mapping, not {entry!r}")
+                if not isinstance(entry.get("calibration", {}), dict):
+                    raise ValueError(f"entry {name!r}: 'calibration' must be a mapping, not "
+                                     f"{entry['calibration']!r}")
+        except (OSError, ValueError, yaml.YAMLError, AttributeError) as exc:
+            raise ConfigError("calibration_file", str(self.path), f"unreadable calibration: {exc}") from None
+        return entries
+
+    def save(self, entries: Mapping[str, Dict[str, Any]]) -> str:
+        """Write ``{'sensors': entries}`` to :attr:`path` (see the module docstring); the answer text.
+
+        A symbolic link at :attr:`path` is followed (:func:`write_target`);
+        the answer then names both, ``<path> (a link to <target>)``, and ends
+        with `` in place (...)`` when the file could not be renamed over.
+
+        Raises:
+            SaveRefused: no path configured, nothing to write, a missing directory
+                (without ``create_dirs``), a foreign or non-regular file at the
+                path, an in-place write whose backup cannot be kept, or an OS
+                error; the file system is then as it was (after a failed
+                in-place write: the previous content written back, and kept in
+                ``<name>.bak``).
+        """
+        path = self.path
+        if path is None:
+            raise SaveRefused("parameter calibration_file is empty")
+        if not entries:
+            # an empty file would wipe a calibration saved earlier (e.g. before a restart)
+            raise SaveRefused(f"no sensor is calibrated; {path} left unchanged")
+        target = write_target(path)
+        checked = self._check_target(target)
+        text = HEADER + "\n" + yaml.safe_dump({"sensors": dict(entries)}, sort_keys=True)
+        try:
+            if not target.parent.is_dir():
+                target.parent.mkdir(parents=True, exist_ok=True)   # only with create_dirs (checked above)
+            how = _atomic_write(target, text, checked)
+        except OSError as exc:
+            raise SaveRefused(f"cannot write {target}: {exc}") from None
+        shown = str(path) if target == path else f"{path} (a link to {target})"
+        return f"wrote calibration of {len(entries)} sensors to {shown}{how}"
+
+    def _check_target(self, path: Path) -> Optional[os.stat_result]:
+        """Refuse a missing directory (unless allowed) and any existing file that is not ours.
+
+        ``path`` is the file a save writes (:func:`write_target`).  Returns its
+        ``stat`` (None when it does not exist yet).
+        """
+        parent = path.parent
+        if not parent.is_dir():
+            if parent.exists():
+                raise SaveRefused(f"refused: {parent} is not a directory; {path} not written")
+            if not self.create_dirs:
+                raise SaveRefused(f"refused: directory {parent} does not exist and calibration_create_dirs "
+                                  f"is false; nothing was created")
+            return None
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise SaveRefused(f"refused: cannot inspect {path}: {exc}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise SaveRefused(f"refused: {path} exists and is not a regular file; left unchanged")
+        why = foreign_reason(path, st.st_size)
+        if why is not None:
+            raise SaveRefused(f"refused: {path} exists and is not a calibration file written by "
+                              f"vsf_sensor_ros ({why}); left unchanged")
+        return st
+
+
+def write_target(path: Path) -> Path:
+    """The file a save of ``path`` writes: the final target of a symbolic link, else ``path``.
+
+    A chain of links is followed to its end (``os.path.realpath``); a link
+    whose target does not exist yet names the file to create.  A path that is
+    not itself a link is returned as given (links among its directories are
+    left to the file system).
+    """
+    if not os.path.islink(path):
+        return path
+    return Path(os.path.realpath(path))
+
+
+def foreign_reason(path: Path, size: int) -> Optional[str]:
+    """Why an existing regular file is not a calibration file this package wrote, or None when it is.
+
+    Ours = first line :data:`HEADER`, then YAML holding a mapping with a
+    ``sensors`` mapping; or an empty file (``size`` 0: a placeholder created
+    with ``touch``, e.g. for a container's single-file mount, holds nothing
+    to lose).
+    """
+    if size == 0:
+        return None
+    if size > MAX_CHECKED_BYTES:
+        return f"{size} bytes, larger than any calibration"
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_CHECKED_BYTES)
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"unreadable as text: {exc}"
+    first = text.split("\n", 1)[0].rstrip("\r")
+    if first != HEADER:
+        return f"first line is not {HEADER!r}"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return "not valid YAML"
+    if not isinstance(data, dict) or not isinstance(data.get("sensors"), dict):
+        return "no 'sensors' mapping"
+    return None
+
+
+def _atomic_write(path: Path, text: str, checked: Optional[os.stat_result] = None) -> str:
+    """Write ``text`` to a fresh temporary file beside ``path``, fsync, verify, rename over ``path``.
+
+    Args:
+        path: the file to write (a link already resolved, :func:`write_target`).
+        text: the whole new content.
+        checked: ``os.stat(path)`` as checked before the save (None: ``path`` did not exist).
+
+    Returns:
+        ``""`` after a rename; after an in-place write (rename onto ``path``
+        fails with ``EBUSY``: a single-file bind mount), the note of
+        :func:`_write_in_place`.
+
+    Raises:
+        OSError: writing, reading back or renaming failed; ``path`` is as it was.
+        SaveRefused: from :func:`_write_in_place`.
+    """
+    data = text.encode("utf-8")
+    # replacing our own file keeps its permissions
+    mode = stat.S_IMODE(checked.st_mode) if checked is not None else 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    renamed = False
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        _verify_written(Path(tmp), data)
+        os.chmod(tmp, mode)
+        try:
+            os.replace(tmp, path)
+            renamed = True
+            return ""
+        except OSError as exc:
+            # a single-file bind mount is a mount point: it cannot be renamed over
+            if exc.errno != errno.EBUSY or checked is None:
+                raise
+        return _write_in_place(path, data, checked)
+    finally:
+        if not renamed:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _verify_written(path: Path, data: bytes) -> None:
+    """Read ``path`` back: exactly ``data``, and a calibration file of ours (else ``OSError``)."""
+    with open(path, "rb") as f:
+        back = f.read(len(data) + 1)
+    if back != data:
+        raise OSError(errno.EIO, f"read back {len(back)} bytes that differ from the {len(data)} written",
+                      str(path))
+    why = foreign_reason(path, len(data))
+    if why is not None:
+        raise OSError(errno.EIO, f"written file does not read as a calibration file ({why})", str(path))
+
+
+def _write_in_place(path: Path, data: bytes, checked: os.stat_result) -> str:
+    """Copy ``data`` into the existing file ``path`` (no rename possible), keeping a backup first.
+
+    Steps: open ``path`` without following a link and check it is still the
+    file that was checked (same device and inode, still ours); keep its
+    content as ``<name>.bak`` beside it (:func:`_write_backup`; skipped for
+    an empty placeholder); write ``data`` at offset 0, truncate to its
+    length, fsync; read back.  A mismatch writes the previous content back.
+
+    Returns:
+        The note for the answer: `` in place (...)``, naming the backup.
+
+    Raises:
+        SaveRefused: the file changed since it was checked, or the backup
+            cannot be written (``path`` untouched); writing, syncing or the
+            read-back failed (previous content written back, and kept in the
+            backup).
+        OSError: ``path`` cannot be opened (untouched).
+    """
+    fd = os.open(path, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        now = os.fstat(fd)
+        if (now.st_dev, now.st_ino) != (checked.st_dev, checked.st_ino) or not stat.S_ISREG(now.st_mode):
+            raise SaveRefused(f"refused: {path} was replaced while saving; left unchanged")
+        old = _read_fd(fd, MAX_CHECKED_BYTES + 1)
+        if old and (old.split(b"\n", 1)[0].rstrip(b"\r") != HEADER.encode()):
+            raise SaveRefused(f"refused: {path} changed while saving and is no longer ours; left unchanged")
+        backup = None
+        if old:
+            try:
+                backup = _write_backup(path, old)
+            except (OSError, SaveRefused) as exc:
+                raise SaveRefused(f"refused: {path} can only be written in place (a mount point) and its "
+                                  f"backup cannot be kept: {exc}; left unchanged") from None
+        also = f" (also in {backup})" if backup else ""
+        try:
+            _pwrite_all(fd, data)
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+            ok = _read_fd(fd, len(data) + 1) == data
+        except OSError as exc:
+            _restore(fd, old)
+            raise SaveRefused(f"cannot write {path} in place: {exc}; previous content "
+                              f"restored{also}") from None
+        if not ok:
+            _restore(fd, old)
+            raise SaveRefused(f"refused: {path} did not read back as written; previous content "
+                              f"restored{also}")
+    finally:
+        os.close(fd)
+    kept = f"; previous content kept in {backup}" if backup else ""
+    return f" in place (a mount point: no rename possible){kept}"
+
+
+def _write_backup(path: Path, old: bytes) -> Path:
+    """Keep ``old`` (the file's current content) as ``<name>.bak`` beside ``path``, atomically.
+
+    Raises:
+        SaveRefused: a ``<name>.bak`` exists that is not a regular file of ours.
+        OSError: it cannot be written.
+    """
+    bak = path.with_name(path.name + ".bak")
+    try:
+        st = os.lstat(bak)
+    except FileNotFoundError:
+        st = None
+    if st is not None:
+        if not stat.S_ISREG(st.st_mode):
+            raise SaveRefused(f"{bak} exists and is not a regular file")
+        why = foreign_reason(bak, st.st_size)
+        if why is not None:
+            raise SaveRefused(f"{bak} exists and is not ours ({why})")
+    fd, tmp = tempfile.mkstemp(prefix=f".{bak.name}.", suffix=".tmp", dir=str(bak.parent))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(old)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, bak)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return bak
+
+
+def _restore(fd: int, old: bytes) -> None:
+    """Best effort: put ``old`` back into the open file (a failure leaves the ``.bak`` copy)."""
+    try:
+        _pwrite_all(fd, old)
+        os.ftruncate(fd, len(old))
+        os.fsync(fd)
+    except OSError:
+        pass
+
+
+def _read_fd(fd: int, limit: int) -> bytes:
+    """Up to ``limit`` bytes of an open file from offset 0."""
+    chunks, off = [], 0
+    while off < limit:
+        chunk = os.pread(fd, min(1 << 20, limit - off), off)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        off += len(chunk)
+    return b"".join(chunks)
+
+
+def _pwrite_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` at offset 0 (one ``pwrite`` for a regular file; continued if short)."""
+    off = 0
+    view = memoryview(data)
+    while off < len(data):
+        n = os.pwrite(fd, view[off:], off)
+        if n <= 0:
+            raise OSError(errno.EIO, "short write", None)
+        off += n
+
+
+def calibration_entry(h: "SensorHandle") -> Optional[Dict[str, Any]]:
+    """The file entry of one sensor, or None when it holds no calibration."""
+    cal = h.sensor.get_calibration()
+    if not cal:
+        return None
+    return {"type": h.config.type, "attachment": h.config.values["attachment"],
+            "samples": h.tare_samples_used, "calibration": calibration_to_yaml(cal)}
+
+
+def _file_kind(path: Path) -> str:
+    """What is at ``path`` in words ('a directory', 'a FIFO', ..., 'a broken symbolic link')."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "a broken symbolic link"
+    for test, text in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return text
+    return "not a regular file"
+
+
+def apply_file_entry(h: "SensorHandle", entry: Dict[str, Any], file_param: str) -> Optional[str]:
+    """Load one file entry into a sensor; a warning text when the entry is for another type (ignored).
+
+    ``file_param``: the ``calibration_file`` parameter as given (named in errors).
+
+    Raises:
+        ConfigError: naming ``calibration_file`` when the model rejects the entry.
+    """
+    if entry.get("type") not in (None, h.config.type):
+        return f"calibration of {h.name!r} is for type {entry.get('type')!r}, not {h.config.type!r}; ignored"
+    try:
+        h.sensor.set_calibration(calibration_from_yaml(entry.get("calibration", {})))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ConfigError("calibration_file", file_param, f"entry {h.name!r}: {exc}") from None
+    h.stats.calibration = f"loaded from file ({entry.get('samples', '?')} samples)"
+    return None
+
+
+def restored_text(h: "SensorHandle") -> str:
+    """One sensor's restored calibration for the start-up log: ``name (offset pressure=101325 Pa,
+    gain 0.8)``; only what the calibration holds (an offset over the physical entries, a gain)."""
+    cal = h.sensor.get_calibration()
+    parts = []
+    eff = effective_offset(cal, TARE_KEY)
+    if eff is not None:
+        slots = [int(i) for i in h.layout.slots if i >= 0 and int(i) < eff.size]
+        parts.append("offset " + format_offset({TARE_KEY: eff[slots]}, TARE_KEY,
+                                               h.layout.codec.unit,
+                                               [h.layout.names[i] for i in slots]))
+    if "gain" in cal:
+        g = cal["gain"]
+        gain = np.asarray(g.detach().cpu().numpy() if hasattr(g, "detach") else g,
+                          dtype=np.float64).reshape(-1)
+        parts.append("gain " + ", ".join(f"{g:.6g}" for g in gain))
+    return f"{h.name} ({'; '.join(parts) or 'no offset or gain'})"
+
+
+# -- calibration dicts as YAML values ------------------------------------------------------------
+def _array(val: Any) -> np.ndarray:
+    if hasattr(val, "detach"):
+        val = val.detach().cpu().numpy()
+    return np.asarray(val, dtype=np.float64).reshape(-1)
+
+
+def effective_offset(calibration: Dict[str, Any], key: str) -> Optional[np.ndarray]:
+    """What the tare adds to the raw model: ``tare − tare_sim_avg`` (``tare`` alone when no average)."""
+    if key not in calibration:
+        return None
+    off = _array(calibration[key])
+    if "tare_sim_avg" in calibration:
+        off = off - _array(calibration["tare_sim_avg"])
+    return off
+
+
+def format_offset(calibration: Dict[str, Any], key: str, unit: str, names: Sequence[str]) -> str:
+    """Human text of the effective offset: ``pressure=101325 Pa`` or a summary for long vectors."""
+    arr = effective_offset(calibration, key)
+    if arr is None:
+        return f"(no '{key}' in calibration)"
+    if arr.size <= 4:
+        labels = list(names) if len(names) == arr.size else [f"[{i}]" for i in range(arr.size)]
+        return ", ".join(f"{k}={v:.9g} {unit}" for k, v in zip(labels, arr))
+    return f"{arr.size} entries, mean {arr.mean():.6g} {unit}, max |.| {np.abs(arr).max():.6g} {unit}"
+
+
+def calibration_to_yaml(calibration: Dict[str, Any]) -> Dict[str, Any]:
+    """Calibration dict -> plain lists/floats for YAML."""
+    out: Dict[str, Any] = {}
+    for k, v in calibration.items():
+        if hasattr(v, "detach"):
+            v = v.detach().cpu().numpy()
+        if isinstance(v, np.ndarray):
+            out[k] = [float(x) for x in v.reshape(-1)]
+        elif isinstance(v, (np.floating, np.integer)):
+            out[k] = v.item()
+        else:
+            out[k] = v
+    return out
+
+
+def calibration_from_yaml(entry: Dict[str, Any]) -> Dict[str, Any]:
+    """YAML lists -> float64 numpy arrays (scalars stay scalars)."""
+    return {k: (np.asarray(v, dtype=np.float64) if isinstance(v, list) else v) for k, v in entry.items()}
+
+
+__all__ = ["CalibrationStore", "HEADER", "SaveRefused", "TARE_KEY", "apply_file_entry", "calibration_entry",
+           "calibration_from_yaml", "calibration_to_yaml", "effective_offset", "foreign_reason",
+           "format_offset", "restored_text", "write_target"]

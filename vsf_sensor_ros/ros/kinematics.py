@@ -1,0 +1,469 @@
+"""Kinematics: joint states, free-body poses, driver joint names and the transform history.
+
+:class:`KinematicInputs` applies each ``joint_states`` message (after
+``joint_name_map``, below) and each ``<b>/pose`` to the node's
+``World`` and remembers the stamped joint positions, per source (the joint
+names a message carries), for the contacts of the same step
+(:class:`BodyTransforms`).  A message that is empty, short, non-finite,
+in another frame or rejected by the world is counted by reason through the
+node's ``reject`` and changes nothing.  :meth:`KinematicInputs.follow` sets
+what depends on the configured sensors: the joints a driver must send for each
+sensor's body to move (reported when never received) and the bodies whose
+transforms a step computes.  The node creates the subscriptions and forwards
+their callbacks here.
+
+Driver joint names
+------------------
+A real robot driver may name its joints differently from the URDF (Kinova's
+driver sends ``joint_1`` .. ``joint_7``, its URDF calls them ``Actuator1`` ..
+``Actuator7``).  Nothing matches, every joint stays at its initial value and
+the predictions are silently wrong.  This module makes that visible and
+fixable, without ROS:
+
+* :func:`parse_joint_name_map` reads the ``joint_name_map`` parameter, a
+  string array of ``driver:urdf`` pairs;
+* :func:`joints_moving` lists the URDF joints whose motion moves a body (a
+  sensor's attachment);
+* :class:`JointNameTracker` renames a ``JointState``'s names, counts the names
+  that match no URDF joint (one warning per name) and, after
+  :data:`MISSING_AFTER` joint states, names once each joint that moves a
+  sensor body and was never received.
+
+Transform history
+-----------------
+The node applies every joint state and free-body pose to its ``World`` as it
+arrives.  A contacts message normally uses the resulting (cached) transforms.
+When the executor has already served the joint state of a *later* step (both
+waited in the queues), each joint takes its newest stamped position not later
+than the contacts stamp instead, so each step pairs with its own joint state.
+Unstamped joint states (stamp 0) are not remembered: the latest wins.
+
+Histories are kept **per source**: the set of joint names a message carries
+(an arm driver and a gripper driver on one ``joint_states`` topic are two
+sources).  Their stamps interleave freely: an older stamp from one driver says
+nothing about the other.  A stamp earlier than the newest of *its own* source
+is a restart of that source (a simulator reset moves every source back):
+that source's history is forgotten, the jump is counted
+(:attr:`BodyTransforms.stamp_jumps`) and described
+(:attr:`BodyTransforms.last_stamp_jump`) for the diagnostics.
+
+Only the bodies a step can use are computed (:meth:`BodyTransforms.need`:
+the sensors' bodies and the contact bodies); None = every body.
+"""
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from typing import Any, Callable, Deque, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+
+import numpy as np
+import torch
+from geometry_msgs.msg import PoseStamped
+from sensor_msgs.msg import JointState
+
+from ..urdf import MOVABLE_JOINT_TYPES
+from .messages.stamps import stamp_to_ns
+from .parameter_table import ConfigError
+from .sensor_handle import SensorHandle
+
+
+class KinematicInputs:
+    """Joint states and free-body poses of a node's ``World``, and the transforms a step reads.
+
+    Args:
+        world: the node's ``World`` (changed in place).
+        world_frame: the frame every pose must be in (an empty ``frame_id`` is taken as it).
+        name_map: driver joint name -> URDF joint name (``joint_name_map``).
+        dtype, device: of the body transforms a step reads.
+        reject: the node's ``_reject(reason, detail)``: counts and logs a rejected message.
+        logger: the node's logger (unknown joint names, warned once).
+
+    Attributes:
+        joint_names: the driver-name tracker (unknown names, sensor joints never received).
+        transforms: the body transforms of a contacts message's own step.
+    """
+
+    def __init__(self, world: Any, world_frame: str, name_map: Mapping[str, str], dtype: torch.dtype,
+                 device: torch.device, reject: Callable[..., None], logger: Any) -> None:
+        self._world, self._world_frame = world, world_frame
+        self._reject, self._log = reject, logger
+        self.joint_names = JointNameTracker(name_map, {})
+        self.transforms = BodyTransforms(world, dtype, device)
+
+    def on_joint_state(self, msg: JointState) -> None:
+        """One ``joint_states`` message: renamed, checked, applied whole or rejected whole."""
+        names, pos = list(msg.name), np.asarray(msg.position, dtype=np.float64)
+        if pos.size == 0:
+            return self._reject("joint_state_empty", f"no positions for {len(names)} names")
+        if pos.size != len(names):
+            return self._reject("joint_state_short", f"{len(names)} names but {pos.size} positions")
+        if not np.isfinite(pos).all():
+            return self._reject("non_finite", "JointState position has NaN/inf")
+        applied = self.joint_names.rename(names)
+        try:
+            ignored = self._world.set_joint_positions(applied, pos)
+        except ValueError as exc:
+            return self._reject("joint_state_invalid", str(exc))
+        for line in self.joint_names.note(names, applied, ignored):
+            self._log.warning(line)
+        self.transforms.invalidate()
+        if ignored:     # a source is the joints of this robot it sets
+            bad = set(ignored)
+            keep = [i for i, n in enumerate(applied) if n not in bad]
+            applied, pos = [applied[i] for i in keep], pos[keep]
+        if applied and self.transforms.remember(stamp_to_ns(msg.header.stamp), applied, pos):
+            self._log.warning(f"joint_states stamp went backwards ({self.transforms.last_stamp_jump}); "
+                              "that driver restarted (simulator reset?): its joint history cleared",
+                              throttle_duration_sec=1.0)
+
+    def on_pose(self, body: str, msg: PoseStamped) -> None:
+        """One ``<b>/pose`` of free body ``body`` (in ``world_frame``): applied or rejected."""
+        from ..world import transform_from_xyz_quat
+        frame = msg.header.frame_id
+        if frame and frame != self._world_frame:
+            return self._reject("pose_wrong_frame", f"pose of {body!r} in {frame!r}, expected "
+                                                    f"{self._world_frame!r}")
+        p, q = msg.pose.position, msg.pose.orientation
+        xyz, quat = [p.x, p.y, p.z], [q.x, q.y, q.z, q.w]
+        try:
+            T = transform_from_xyz_quat(xyz, quat)
+            self._world.set_body_pose(body, T)
+        except ValueError as exc:
+            # told apart by the input, not by the message text
+            reason = "pose_invalid" if np.isfinite(xyz + quat).all() else "non_finite"
+            return self._reject(reason, str(exc))
+        self.transforms.invalidate()
+
+    def follow(self, handles: Iterable[SensorHandle], contact_body_names: Iterable[str],
+               free_bodies: Iterable[str]) -> None:
+        """Watch the joints that move the sensors' bodies; compute only the bodies a step reads.
+
+        Args:
+            handles: the configured sensors.
+            contact_body_names: the bodies of the contacts table.
+            free_bodies: the free bodies whose poses go on ``/tf``.
+        """
+        handles = list(handles)
+        w = self._world
+        # the joints a driver must send for each sensor's body to move (reported when never received)
+        parents = {b: w.body_parent(b) for b in w.attached_body_names}
+        joints = [(j.name, j.parent, j.child, j.mimic[0] if j.mimic else None,
+                   j.type in MOVABLE_JOINT_TYPES) for j in w.joints]
+        watched: Dict[str, List[str]] = {}
+        for h in handles:
+            for j in joints_moving(str(h.config.values["attachment"]), parents, joints):
+                watched.setdefault(j, []).append(h.name)
+        self.joint_names.watched = watched
+        # forward kinematics only for what a step can read: the sensors' bodies, the contact bodies
+        # and the free bodies whose poses go on /tf
+        self.transforms.need([b for h in handles for b in (h.config.values["attachment"], h.layout.frame_id)]
+                             + list(contact_body_names) + list(free_bodies))
+
+
+# -- driver joint names ----------------------------------------------------------------------
+# Joint states after which a sensor-moving joint never received is reported.
+MISSING_AFTER = 50
+
+
+def parse_joint_name_map(entries: Sequence[str], urdf_joints: Iterable[str],
+                         parameter: str = "joint_name_map") -> Dict[str, str]:
+    """``["joint_1:Actuator1", ...]`` -> ``{"joint_1": "Actuator1", ...}``.
+
+    Args:
+        entries: ``driver:urdf`` pairs (whitespace around either name ignored).
+        urdf_joints: every joint name the URDF's JointState may carry (movable joints,
+            mimic ones included).
+        parameter: name used in the error.
+
+    Raises:
+        ConfigError: naming the entry: not exactly one ``:`` with a name on each side,
+            a URDF name that is no joint of the URDF, a driver name or a URDF name
+            listed twice.
+    """
+    known = set(urdf_joints)
+    out: Dict[str, str] = {}
+    targets: Dict[str, str] = {}
+    for entry in entries:
+        parts = entry.split(":")
+        if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+            raise ConfigError(parameter, entry, "each entry is 'driver_name:urdf_name' "
+                                                "(e.g. 'joint_1:Actuator1')")
+        driver, urdf = parts[0].strip(), parts[1].strip()
+        if urdf not in known:
+            raise ConfigError(parameter, entry, f"{urdf!r} is not a joint of the URDF (joints: "
+                                                f"{', '.join(sorted(known)) or 'none'})")
+        if driver in out:
+            raise ConfigError(parameter, entry, f"driver name {driver!r} is mapped twice")
+        if urdf in targets:
+            raise ConfigError(parameter, entry, f"URDF joint {urdf!r} is already the target of "
+                                                f"{targets[urdf]!r}")
+        out[driver] = urdf
+        targets[urdf] = driver
+    return out
+
+
+def joints_moving(body: str, body_parent: Mapping[str, Optional[str]],
+                  joints: Sequence[Tuple[str, str, str, Optional[str], bool]]) -> List[str]:
+    """The joints a driver must send for ``body`` to move: movable joints from the root down to it.
+
+    Args:
+        body: a link, or an extra body fixed (through ``body_parent``) to one.
+        body_parent: extra body -> its parent link or body (None: a free body).
+        joints: ``(name, parent_link, child_link, mimic_source or None, movable)`` of every
+            URDF joint (fixed ones too: the chain climbs through them).
+
+    Returns:
+        Joint names, root first; a mimic joint is replaced by its source (the driver
+        sends the source).  Empty for a free body or the root link.
+    """
+    seen: Set[str] = set()
+    link: Optional[str] = body
+    while link in body_parent and link not in seen:   # climb extra bodies to their link
+        seen.add(link)
+        link = body_parent[link]
+    by_child = {child: (name, parent, mimic, movable) for name, parent, child, mimic, movable in joints}
+    out: List[str] = []
+    while link is not None and link in by_child and link not in seen:
+        seen.add(link)
+        name, parent, mimic, movable = by_child[link]
+        if movable:
+            out.append(mimic or name)
+        link = parent
+    return list(dict.fromkeys(reversed(out)))
+
+
+class JointNameTracker:
+    """Renames driver joint names and keeps what the node reports about them.
+
+    Args:
+        name_map: driver name -> URDF name (:func:`parse_joint_name_map`).
+        watched: joint -> sensors it moves (:func:`joints_moving` per sensor).
+
+    Attributes:
+        unknown: name as received (before mapping) -> JointState messages that carried it
+            and no URDF joint matched.
+        received: URDF joint names seen in at least one JointState.
+        messages: JointState messages seen.
+    """
+
+    def __init__(self, name_map: Mapping[str, str], watched: Mapping[str, Sequence[str]]) -> None:
+        self.name_map = dict(name_map)
+        self.watched = {j: list(s) for j, s in watched.items()}
+        self.unknown: Dict[str, int] = {}
+        self.received: Set[str] = set()
+        self.messages = 0
+        self._missing_reported = False
+
+    def rename(self, names: Sequence[str]) -> List[str]:
+        """The URDF names of a JointState's ``names`` (unmapped names kept as they are)."""
+        m = self.name_map
+        return [m.get(n, n) for n in names] if m else list(names)
+
+    def note(self, received_names: Sequence[str], applied_names: Sequence[str],
+             ignored: Sequence[str]) -> List[str]:
+        """Record one applied JointState; the warning lines to log now (each at most once).
+
+        Args:
+            received_names: names as the driver sent them.
+            applied_names: the same after :meth:`rename`.
+            ignored: the applied names no URDF joint matched.
+
+        Returns:
+            A line per name never seen before that matched nothing, and, at the
+            :data:`MISSING_AFTER`-th message, one line naming the sensor-moving
+            joints still never received.
+        """
+        self.messages += 1
+        lines: List[str] = []
+        bad = set(ignored)
+        self.received.update(n for n in applied_names if n not in bad)
+        for raw, applied in zip(received_names, applied_names):
+            if applied in bad:
+                if raw not in self.unknown:
+                    shown = raw if raw == applied else f"{raw} (mapped to {applied})"
+                    lines.append(f"JointState name {shown!r} matches no URDF joint: ignored; map driver "
+                                 "names with joint_name_map ['driver:urdf', ...]")
+                self.unknown[raw] = self.unknown.get(raw, 0) + 1
+        if self.messages >= MISSING_AFTER and not self._missing_reported:
+            self._missing_reported = True
+            missing = self.missing()
+            if missing:
+                lines.append(f"after {self.messages} joint states, joints moving sensors were never "
+                             f"received: {self.missing_text()}; they keep their initial positions "
+                             "(check the driver's names or joint_name_map)")
+        return lines
+
+    def missing(self) -> List[str]:
+        """Sensor-moving joints never received (empty before :data:`MISSING_AFTER` messages)."""
+        if self.messages < MISSING_AFTER:
+            return []
+        return [j for j in self.watched if j not in self.received]
+
+    def missing_text(self) -> str:
+        """``"Actuator1 (moves pressure), ..."`` for :meth:`missing`, or ``"none"``."""
+        return ", ".join(f"{j} (moves {', '.join(self.watched[j])})" for j in self.missing()) or "none"
+
+
+# -- transform history -----------------------------------------------------------------------
+# Stamped joint states kept per source to pair each contacts message with its own step's configuration.
+JOINT_HISTORY = 200
+# Sources (distinct joint-name sets) kept; beyond it the one silent longest is forgotten.
+MAX_SOURCES = 16
+
+
+class _Source:
+    """One source's stamped joint states: stamps ascending (ns) and the positions of each."""
+
+    __slots__ = ("stamps", "positions")
+
+    def __init__(self, history: int) -> None:
+        self.stamps: Deque[int] = deque(maxlen=history)
+        self.positions: Deque[np.ndarray] = deque(maxlen=history)
+
+
+class BodyTransforms:
+    """Cached body transforms of ``world`` plus short histories of stamped joint states, per source.
+
+    Args:
+        world: the node's ``World``.
+        dtype, device: of the returned ``(4, 4)`` transforms.
+        history: stamped joint states kept per source.
+
+    Attributes:
+        stamp_jumps: joint states whose stamp was earlier than the newest of
+            their own source (a restart of that source: its history forgotten).
+        last_stamp_jump: ``"<old> -> <new> s (<joints>)"`` of the latest such
+            jump, or ``"none"``.
+    """
+
+    def __init__(self, world: Any, dtype: torch.dtype, device: torch.device,
+                 history: int = JOINT_HISTORY) -> None:
+        self._world, self._dtype, self._device = world, dtype, device
+        self._cache: Optional[Dict[str, torch.Tensor]] = None
+        self._history_len = history
+        # source (the joint names a message carries, URDF names, sorted) -> its history
+        self._sources: Dict[Tuple[str, ...], _Source] = {}
+        self._keys: Dict[Tuple[str, ...], Tuple[Tuple[str, ...], Optional[np.ndarray]]] = {}
+        self._newest = 0                  # the newest stamp of any source (ns)
+        self._names: Optional[Tuple[str, ...]] = None
+        self.stamp_jumps = 0
+        self.last_stamp_jump = "none"
+
+    def need(self, names: Optional[Iterable[str]]) -> None:
+        """Compute only these bodies from now on (unknown names are left out); None = every body."""
+        if names is None:
+            new = None
+        else:
+            known = set(self._world.body_names)
+            new = tuple(n for n in dict.fromkeys(names) if n in known)
+        if new != self._names:
+            self._names = new
+            self._cache = None
+
+    def invalidate(self) -> None:
+        """The world changed (a joint state or a pose was applied)."""
+        self._cache = None
+
+    def remember(self, stamp_ns: int, names: Sequence[str], positions: Sequence[float]) -> bool:
+        """Keep an applied joint state of source ``names`` under ``stamp_ns`` (ignored when ``<= 0``).
+
+        Args:
+            stamp_ns: the message's stamp (ns).
+            names: the URDF joint names it set, as applied to the world: its source
+                (the same names in another order are the same source).
+            positions: the same length (rad or m), as applied.
+
+        Returns:
+            True when the stamp is earlier than the newest of the same source
+            (that source restarted, e.g. a simulator reset): its older stamps
+            belong to the old run and are forgotten; counted in
+            :attr:`stamp_jumps`.  Other sources keep their histories.
+        """
+        if stamp_ns <= 0:
+            return False
+        key, perm = self._source_key(names)
+        pos = np.array(positions, dtype=np.float64)
+        if perm is not None:
+            pos = pos[perm]
+        src = self._sources.get(key)
+        jumped = False
+        if src is None:
+            if len(self._sources) >= MAX_SOURCES:     # a driver changing its name set: drop the stalest
+                stalest = min(self._sources, key=lambda k: self._sources[k].stamps[-1])
+                del self._sources[stalest]
+                self._newest = max((x.stamps[-1] for x in self._sources.values()), default=0)
+            src = self._sources[key] = _Source(self._history_len)
+        elif stamp_ns < src.stamps[-1]:
+            jumped = True
+            self.stamp_jumps += 1
+            shown = ", ".join(list(names)[:4]) + (f", ... ({len(names)} joints)" if len(names) > 4 else "")
+            self.last_stamp_jump = f"{src.stamps[-1] * 1e-9:.9f} -> {stamp_ns * 1e-9:.9f} s ({shown})"
+            src.stamps.clear()
+            src.positions.clear()
+            others = [x.stamps[-1] for x in self._sources.values() if x.stamps]
+            self._newest = max(others, default=0)
+        src.stamps.append(stamp_ns)
+        src.positions.append(pos)
+        if stamp_ns > self._newest:
+            self._newest = stamp_ns
+        return jumped
+
+    def _source_key(self, names: Sequence[str]) -> Tuple[Tuple[str, ...], Optional[np.ndarray]]:
+        """A source's key (its joint names, sorted: a driver may reorder them) and the permutation
+        from message order to key order (None when already sorted)."""
+        given = names if isinstance(names, tuple) else tuple(names)
+        hit = self._keys.get(given)
+        if hit is None:
+            order = sorted(range(len(given)), key=given.__getitem__)
+            key = tuple(given[i] for i in order)
+            hit = (key, None if key == given else np.array(order, dtype=np.int64))
+            if len(self._keys) < 4 * MAX_SOURCES:
+                self._keys[given] = hit
+        return hit
+
+    def at(self, stamp_ns: int) -> Dict[str, torch.Tensor]:
+        """Body name -> ``(4, 4)`` body -> world transform for contacts stamped ``stamp_ns``.
+
+        The latest transforms, unless some source already sent a joint state
+        stamped later than ``stamp_ns``: then every joint takes its newest
+        position stamped ``<= stamp_ns`` (a source with none keeps its latest),
+        mimic joints follow as :meth:`World.set_joint_positions` derives them,
+        and the world is put back to its latest configuration afterwards.
+        """
+        world = self._world
+        if self._newest > stamp_ns:       # some source already sent a later joint state
+            merged = self._positions_at(stamp_ns)
+            if merged is not None:
+                latest, ignored = world.configuration(), world.last_ignored_joints
+                try:
+                    world.set_joint_positions(list(merged), list(merged.values()))
+                    return world.body_transforms(self._dtype, self._device, self._names)
+                finally:
+                    world.set_configuration(latest)
+                    world.last_ignored_joints = ignored
+        if self._cache is None:
+            self._cache = world.body_transforms(self._dtype, self._device, self._names)
+        return self._cache
+
+    def _positions_at(self, stamp_ns: int) -> Optional[Dict[str, float]]:
+        """Joint -> its newest remembered position stamped ``<= stamp_ns`` (None: nothing to rewind).
+
+        Every source contributes its entry at the stamp (a source with nothing
+        that early, its latest); where two sources name one joint, the entry
+        stamped later wins.
+        """
+        chosen: List[Tuple[int, Tuple[str, ...], np.ndarray]] = []
+        rewound = False
+        for key, src in self._sources.items():
+            i = bisect.bisect_right(src.stamps, stamp_ns) - 1
+            if 0 <= i < len(src.stamps) - 1:
+                rewound = True
+            else:
+                i = len(src.stamps) - 1
+            chosen.append((src.stamps[i], key, src.positions[i]))
+        if not rewound:
+            return None
+        merged: Dict[str, float] = {}
+        for _, key, pos in sorted(chosen, key=lambda c: c[0]):
+            merged.update(zip(key, pos.tolist()))
+        return merged

@@ -1,0 +1,1 @@
+"""The node's message formats: point clouds, contacts, one codec per reading kind, CDR bytes."""

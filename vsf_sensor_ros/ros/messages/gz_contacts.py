@@ -1,0 +1,268 @@
+"""Gazebo contacts (``ros_gz_interfaces/msg/Contacts``) -> the node's decoded contacts.
+
+gz-sim's contact sensor, bridged by ``ros_gz_bridge``, publishes one
+``Contacts`` message per step: a list of ``Contact`` entries, each between two
+collision entities (``collision1``, ``collision2``, scoped names such as
+``model::link::collision``) with per-point arrays
+
+===========================  ========================================================
+field                        meaning (gz-sim)
+===========================  ========================================================
+``positions[j]``             contact point, world frame (m)
+``normals[j]``               contact normal, world frame (unit); empty on engines
+                             that do not report it
+``depths[j]``                penetration depth (m); may be empty
+``wrenches[j]``              ``body_1_wrench.force``: force on ``collision1`` (N,
+                             world axes); ``body_2_wrench.force`` its opposite;
+                             torques not filled
+===========================  ========================================================
+
+:func:`gz_contacts_to_contacts` turns it into exactly the
+:class:`~vsf_sensor_ros.ros.contacts_msg.DecodedContacts` that the node's
+``PointCloud2`` decoder gives for the same contacts: one row per contact point
+(rows numbered through the message: contact 0's points, then contact 1's, ...),
+the force on body1 by body2 (``body_1_wrench.force``, with body1 the body of
+``collision1``), no element indices (gz reports none: ``elems1``/``elems2`` are
+None, as for a cloud without ``elem1``/``elem2``), normals and depths when every
+contact carries them.  The rows are handed to the cloud decoder itself
+(:func:`~vsf_sensor_ros.ros.messages.contacts.contacts_from_buffer`), so grouping by
+body pair, finiteness checks and dtype handling are the same code.
+
+Collision -> body: :class:`ContactBodyMap` (the ``contact_body_map``
+parameter): ``pattern=body`` entries matched against the scoped collision name
+with shell-style globs (:func:`fnmatch.fnmatchcase`), first match wins; a name
+no pattern matches is its link's name, the segment before the collision's own
+(``model::link::collision`` -> ``link``; a name without ``::`` is taken as it is).
+
+A message that cannot be used is rejected whole with a
+:class:`GzContactsDecodeError` whose ``reason`` is one of :data:`GZ_DECODE_REASONS`.
+
+Pure Python + numpy/torch: the message is read through its attributes, so the
+generated class, a deserialised one, or any object with the same attribute names
+is accepted; importing this module does not need ``ros_gz_interfaces``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import torch
+
+from .contacts import ContactsDecodeError, DecodedContacts, contacts_from_buffer
+from .pointcloud import CloudDecodeError, CloudLayout
+from .stamps import stamp_to_ns
+
+#: the ``contacts_type`` value of Gazebo contacts
+GZ_CONTACTS_TYPE = "ros_gz_interfaces/msg/Contacts"
+
+GZ_DECODE_REASONS: Tuple[str, ...] = (
+    "empty_wrenches", "mismatched_lengths", "unnamed_collision", "non_finite",
+)
+"""Every :class:`GzContactsDecodeError` reason (keys for diagnostics counters):
+
+* ``empty_wrenches``: a contact with points but no wrench (the force is unknown);
+* ``mismatched_lengths``: ``wrenches``, ``normals`` or ``depths`` neither empty
+  (normals, depths) nor one per position, or normals/depths given for some
+  contacts of the message and not for others;
+* ``unnamed_collision``: a collision entity with an empty name (nothing to map);
+* ``non_finite``: NaN/inf in a position, force, normal or depth.
+"""
+
+
+class GzContactsDecodeError(ContactsDecodeError):
+    """A ``Contacts`` message that cannot be used; the whole message is rejected.
+
+    Attributes:
+        reason: one of :data:`GZ_DECODE_REASONS` (snake_case, for counters).
+    """
+
+
+def _link_of(scoped: str) -> str:
+    """``model::link::collision`` -> ``link``; ``a::b::link::col`` -> ``link``; ``x`` -> ``x``."""
+    parts = scoped.split("::")
+    return parts[-2] if len(parts) >= 2 else parts[0]
+
+
+@dataclass(frozen=True)
+class ContactBodyMap:
+    """Scoped gz collision names -> the node's body names.
+
+    Attributes:
+        rules: ``(glob pattern, body)`` in priority order.
+    """
+
+    rules: Tuple[Tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, entries: Iterable[str]) -> "ContactBodyMap":
+        """Build from ``contact_body_map`` entries ``"pattern=body"``.
+
+        The pattern is a glob over the whole scoped name (``*`` also matches
+        ``::``), e.g. ``punyo_model::*=punyo`` or ``*::box_link::*=object``.
+        The body is split off at the last ``=`` (a body name has none).
+
+        Raises:
+            ValueError: an entry without ``=``, or with an empty pattern or body
+                (the entry is named).
+        """
+        rules = []
+        for e in entries:
+            text = str(e)
+            pattern, sep, body = text.rpartition("=")
+            pattern, body = pattern.strip(), body.strip()
+            if not sep or not pattern or not body:
+                raise ValueError(f"contact_body_map entry {text!r} must look like 'pattern=body' "
+                                 "(e.g. 'punyo_model::*=punyo')")
+            rules.append((pattern, body))
+        return cls(tuple(rules))
+
+    def body(self, scoped_name: str) -> str:
+        """The body of a scoped collision name: the first matching rule's body, else the link name."""
+        for pattern, body in self.rules:
+            if fnmatchcase(scoped_name, pattern):
+                return body
+        return _link_of(scoped_name)
+
+
+def _vec3(rows: Sequence[Any]) -> List[Tuple[float, float, float]]:
+    return [(float(v.x), float(v.y), float(v.z)) for v in rows]
+
+
+def _row_columns(msg: Any, body_map: ContactBodyMap) -> Tuple[
+        List[Tuple[str, str]], np.ndarray, np.ndarray, Optional[np.ndarray], Optional[np.ndarray]]:
+    """Per row: (body1, body2), points (n, 3), forces (n, 3), normals or None, depths or None."""
+    pairs: List[Tuple[str, str]] = []
+    pts: List[Tuple[float, float, float]] = []
+    frc: List[Tuple[float, float, float]] = []
+    nrm: List[Tuple[float, float, float]] = []
+    dep: List[float] = []
+    with_normals = with_depths = 0
+    used = 0   # contacts with at least one point
+    for i, c in enumerate(msg.contacts):
+        n = len(c.positions)
+        if n == 0:
+            continue   # no point: nothing to use, nothing to check
+        names = []
+        for side in ("collision1", "collision2"):
+            name = str(getattr(c, side).name)
+            if not name:
+                raise GzContactsDecodeError(
+                    "unnamed_collision", f"contact {i}: {side} has no name (id {int(getattr(c, side).id)})")
+            names.append(name)
+        nw, nn, nd = len(c.wrenches), len(c.normals), len(c.depths)
+        if nw == 0:
+            raise GzContactsDecodeError(
+                "empty_wrenches", f"contact {i} ({names[0]} / {names[1]}): {n} positions but no wrench")
+        if nw != n:
+            raise GzContactsDecodeError(
+                "mismatched_lengths", f"contact {i} ({names[0]} / {names[1]}): {n} positions, {nw} wrenches")
+        for label, k in (("normals", nn), ("depths", nd)):
+            if k not in (0, n):
+                raise GzContactsDecodeError(
+                    "mismatched_lengths",
+                    f"contact {i} ({names[0]} / {names[1]}): {n} positions, {k} {label}")
+        used += 1
+        with_normals += nn > 0
+        with_depths += nd > 0
+        pair = (body_map.body(names[0]), body_map.body(names[1]))
+        pairs.extend([pair] * n)
+        pts.extend(_vec3(c.positions))
+        # gz: body_1_wrench is the wrench on collision1, i.e. the force on body1 by body2
+        frc.extend(_vec3([w.body_1_wrench.force for w in c.wrenches]))
+        if nn:
+            nrm.extend(_vec3(c.normals))
+        if nd:
+            dep.extend(float(d) for d in c.depths)
+    for label, k in (("normals", with_normals), ("depths", with_depths)):
+        if k not in (0, used):
+            raise GzContactsDecodeError(
+                "mismatched_lengths", f"{label} given for {k} of the {used} contacts with points: "
+                "all or none must carry them")
+    normals = np.array(nrm, dtype=np.float64).reshape(-1, 3) if with_normals else None
+    depths = np.array(dep, dtype=np.float64) if with_depths else None
+    points = np.array(pts, dtype=np.float64).reshape(-1, 3)
+    forces = np.array(frc, dtype=np.float64).reshape(-1, 3)
+    return pairs, points, forces, normals, depths
+
+
+@dataclass(frozen=True)
+class _Field:
+    """The ``PointField`` attributes the cloud decoder reads (no ROS message needed)."""
+
+    name: str
+    offset: int
+    datatype: int
+    count: int = 1
+
+
+_FLOAT64, _UINT32 = 8, 6   # sensor_msgs/PointField datatypes
+
+
+def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optional[ContactBodyMap] = None,
+                            dtype: torch.dtype = torch.float64,
+                            device: Union[str, torch.device] = "cpu") -> DecodedContacts:
+    """Decode a ``ros_gz_interfaces/msg/Contacts`` into contacts per ordered body pair.
+
+    Args:
+        msg: the message (``header``, ``contacts``; see the module docstring).
+        body_names: the ``contact_body_names`` table.  A mapped body not in it
+            is appended to this call's table (its contacts are decoded; they
+            touch no sensor unless the other side is a sensor's body).
+        body_map: collision name -> body (:class:`ContactBodyMap`); None: link names.
+        dtype, device: of the returned points/forces tensors.
+
+    Returns:
+        :class:`~vsf_sensor_ros.ros.contacts_msg.DecodedContacts`, equal to what
+        :func:`~vsf_sensor_ros.ros.contacts_msg.pointcloud2_to_contacts` gives for
+        a cloud of the same rows (``x y z``, ``fx fy fz``, ``body1 body2``, and
+        ``nx ny nz`` / ``depth`` when present), ``num_points`` = rows,
+        ``frame_id`` and ``stamp_ns`` from the header, ``fields`` the field
+        names such a cloud has.  No positions at all: no contacts.
+
+    Raises:
+        GzContactsDecodeError: see :data:`GZ_DECODE_REASONS`.
+        ValueError: ``body_names`` has duplicates (a configuration error).
+    """
+    body_map = body_map or ContactBodyMap()
+    table = list(body_names)
+    if len(set(table)) != len(table):
+        dup = sorted({n for n in table if table.count(n) > 1})
+        raise ValueError(f"contact_body_names has duplicates: {dup}")
+    pairs, points, forces, normals, depths = _row_columns(msg, body_map)
+    index: Dict[str, int] = {n: i for i, n in enumerate(table)}
+    for pair in dict.fromkeys(pairs):
+        for b in pair:
+            if b not in index:
+                index[b] = len(table)
+                table.append(b)
+    n = len(pairs)
+    cols: List[Tuple[str, np.ndarray]] = [("x", points[:, 0]), ("y", points[:, 1]), ("z", points[:, 2]),
+                                          ("fx", forces[:, 0]), ("fy", forces[:, 1]), ("fz", forces[:, 2]),
+                                          ("body1", np.array([index[a] for a, _ in pairs], dtype="<u4")),
+                                          ("body2", np.array([index[b] for _, b in pairs], dtype="<u4"))]
+    if normals is not None:
+        cols += [("nx", normals[:, 0]), ("ny", normals[:, 1]), ("nz", normals[:, 2])]
+    if depths is not None:
+        cols.append(("depth", depths))
+    rec = np.zeros(n, dtype=[(name, "<f8" if a.dtype.kind == "f" else "<u4") for name, a in cols])
+    for name, a in cols:
+        rec[name] = a
+    offsets = [rec.dtype.fields[name][1] for name, _ in cols]
+    fields = [_Field(name, off, _FLOAT64 if rec.dtype[name].kind == "f" else _UINT32)
+              for (name, _), off in zip(cols, offsets)]
+    step = rec.dtype.itemsize
+    layout = CloudLayout(fields, 1, n, step, n * step, False)
+    header = msg.header
+    try:
+        return contacts_from_buffer(layout, rec.tobytes(), table, dtype, device,
+                                    frame_id=str(header.frame_id), stamp_ns=stamp_to_ns(header.stamp))
+    except CloudDecodeError as exc:
+        # only the value checks can fail on rows built here (non_finite)
+        raise GzContactsDecodeError(exc.reason, str(exc).replace("x/y/z", "positions")
+                                    .replace("fx/fy/fz", "body_1_wrench forces")) from None
+
+
+__all__ = ["ContactBodyMap", "GZ_CONTACTS_TYPE", "GZ_DECODE_REASONS", "GzContactsDecodeError",
+           "gz_contacts_to_contacts"]

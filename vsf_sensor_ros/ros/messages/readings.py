@@ -1,0 +1,683 @@
+# Over 650 lines on purpose: every reading kind's codec and the shared encoders they are built from
+# (header, cloud, Jacobian, markers) are one registry; a new kind is one class here.
+"""One codec per reading kind: sensor-model vectors <-> standard ROS 2 messages.
+
+Only ``common_interfaces`` types go on the wire.  Each sensor type has a *kind*, and each
+kind one :class:`ReadingCodec` in :data:`READING_CODECS` that holds everything about it:
+its message type and unit, its slots in the measurement vector, the message object and
+the serialised bytes of a predicted / residual vector (both built from one
+:meth:`~ReadingCodec.content`), the measured decoder, its markers and its summary.  A
+new reading kind is one new codec class here.
+
+=========================  ==============  ==================================  =====================
+sensor type                kind            ``<s>/predicted``, ``<s>/residual``  default ``measured``
+=========================  ==============  ==================================  =====================
+PunyoPressureSensor        ``pressure``    ``sensor_msgs/FluidPressure``        FluidPressure
+PunyoDenseForceSensor      ``dense_force`` ``sensor_msgs/PointCloud2``          PointCloud2
+ContactSensor (Klampt)     ``wrench``      ``geometry_msgs/WrenchStamped``      WrenchStamped
+IsaacContactSensor         ``load``        ``geometry_msgs/WrenchStamped``      WrenchStamped
+=========================  ==============  ==================================  =====================
+
+Mappings (all SI; ``header.frame_id`` = the frame the values are expressed in: the
+sensor's attachment body, or the sensor's own frame ``<s>_frame`` for the models that
+define one -- Klampt's ``Tsensor``, the Isaac sensor's ``position`` -- which the node
+announces, see :mod:`vsf_sensor_ros.ros.frames`):
+
+* ``pressure``: ``fluid_pressure`` = the ``pressure`` reading (Pa);
+  ``variance`` = the square of ``measurement_errors()[0]`` (Pa², 0 = unknown).
+* ``dense_force``: one point per mesh vertex, in vertex order, fields
+  ``x y z`` (vertex position in the body frame, m) and ``fx fy fz`` (the
+  local force ``p{i}_x/y/z``, N), all float32 so rviz and Foxglove colour
+  the cloud by any field.
+* ``wrench`` (Klampt ``ContactSensor``): ``force`` = ``(force_x, force_y,
+  force_z)`` as the model reports them, in Klampt's sensor frame ``Tsensor``
+  on the link (stamped ``<s>_frame``), ``torque`` = 0 (the model measures none).  The ``contact``
+  flag has no slot in a wrench: it is reported on ``/diagnostics`` (key
+  ``contact``) and colours the sensor's markers; the full vector, ``contact``
+  included, is available from the Python API.
+* ``load`` (Isaac-style contact sensor): the scalar ``value`` (N, the
+  magnitude of the net contact force on the sensing region after the
+  thresholds) goes to ``force.z`` -- the load-cell convention of one sensing
+  axis, the z axis of the sensor frame ``<s>_frame`` at ``position`` -- and
+  ``force.x``, ``force.y``, ``torque`` are 0.  ``inContact`` follows from
+  ``value > 0`` and is reported on ``/diagnostics``.
+
+A measured message is decoded into the model's measurement space (SI, after
+multiplying by the sensor's ``measured_scale``); entries the message type
+cannot carry (``contact`` of a wrench, ``in_contact`` of a load) are NaN
+and ignored by the residual and the tare.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Point, WrenchStamped
+from sensor_msgs.msg import FluidPressure, PointCloud2
+from std_msgs.msg import ColorRGBA, Float32, Float64, Header
+from visualization_msgs.msg import Marker, MarkerArray
+
+from . import wire
+from .pointcloud import FLOAT_TYPES, CloudDecodeError, float_columns, read_cloud, require_finite, write_cloud
+from .stamps import copy_stamp
+
+# Accepted ``measured_type`` strings -> message class.
+MEASURED_TYPES: Dict[str, type] = {
+    "sensor_msgs/msg/FluidPressure": FluidPressure,
+    "sensor_msgs/msg/PointCloud2": PointCloud2,
+    "geometry_msgs/msg/WrenchStamped": WrenchStamped,
+    # a bare number without a header (e.g. the Punyo driver's pressure in hPa)
+    "std_msgs/msg/Float32": Float32,
+    "std_msgs/msg/Float64": Float64,
+}
+# Measured types without a header: the node stamps them with their receive time.
+HEADERLESS_MEASURED_TYPES: Tuple[str, ...] = ("std_msgs/msg/Float32", "std_msgs/msg/Float64")
+
+
+MEASURED_REASONS: Tuple[str, ...] = (
+    "measured_type_mismatch", "measured_size_mismatch", "bad_field_type", "missing_field",
+    "bad_cloud_layout", "non_finite",
+)
+"""Every :attr:`MeasuredDecodeError.reason` (snake_case keys for diagnostics counters)."""
+
+
+class MeasuredDecodeError(ValueError):
+    """A measured message that cannot be mapped to the sensor's measurement vector.
+
+    Attributes:
+        reason: one of :data:`MEASURED_REASONS` (counter key for ``/diagnostics``).
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def normalise_measured_type(text: str) -> str:
+    """Canonical ``pkg/msg/Type`` form of ``text`` (``pkg/Type`` accepted).
+
+    Raises:
+        ValueError: not one of :data:`MEASURED_TYPES`, naming the value.
+    """
+    parts = text.strip().split("/")
+    if len(parts) == 2:
+        parts = [parts[0], "msg", parts[1]]
+    canon = "/".join(parts)
+    if canon not in MEASURED_TYPES:
+        raise ValueError(f"unsupported measured type {text!r}; use one of {sorted(MEASURED_TYPES)}")
+    return canon
+
+
+def make_header(stamp: Time, frame_id: str) -> Header:
+    """A ``std_msgs/Header`` with a copy of ``stamp``."""
+    return Header(stamp=copy_stamp(stamp), frame_id=frame_id)
+
+
+# -- PointCloud2 ------------------------------------------------------------------------
+def make_cloud(header: Header, columns: Sequence[Tuple[str, np.ndarray]]) -> PointCloud2:
+    """Build an unorganised (``height`` 1) little-endian ``PointCloud2``.
+
+    :func:`vsf_sensor_ros.ros.messages.pointcloud.write_cloud` (kept here for the
+    encoders' callers).
+
+    Args:
+        header: header to use (stamp, frame id).
+        columns: ``(field name, 1-D array)`` pairs, all of one length ``N``;
+            each array's dtype becomes that field's datatype, packed in order.
+
+    Raises:
+        ValueError: columns of different lengths or an unsupported dtype.
+    """
+    return write_cloud(header, columns)
+
+
+# Reasons of the shared cloud reader kept as they are; every other layout problem is one counter.
+_KEPT_CLOUD_REASONS = ("missing_field", "non_finite")
+
+
+def read_cloud_fields(msg: PointCloud2, names: Sequence[str]) -> Dict[str, np.ndarray]:
+    """Read float64 columns ``names`` from any ``PointCloud2`` layout.
+
+    Honours field offsets, datatypes, ``is_bigendian``, ``point_step``,
+    ``row_step`` and ``height > 1`` (points in row-major order), through
+    :func:`vsf_sensor_ros.ros.messages.pointcloud.read_cloud`.  The data must reach
+    the end of the last point (a missing pad after the last row is
+    accepted, as are trailing bytes).
+
+    Raises:
+        MeasuredDecodeError: ``missing_field`` / ``bad_cloud_layout`` (any
+            other layout problem: duplicate or unknown datatype, count, offset,
+            data length) / ``non_finite``, with a message naming the problem.
+    """
+    try:
+        points = read_cloud(msg, names, exact_size=False)
+        cols = float_columns(points, names)
+        for k, n in enumerate(names):
+            require_finite(cols[:, k], n)
+    except CloudDecodeError as exc:
+        reason = exc.reason if exc.reason in _KEPT_CLOUD_REASONS else "bad_cloud_layout"
+        raise MeasuredDecodeError(reason, str(exc)) from None
+    return {n: cols[:, k] for k, n in enumerate(names)}
+
+
+# -- the layout of one sensor's vector --------------------------------------------------------
+@dataclass
+class SensorLayout:
+    """Where the message slots sit in a sensor's measurement vector.
+
+    Attributes:
+        codec: the :class:`ReadingCodec` of the sensor's kind.
+        frame_id: attachment body name (the body frame; values are expressed in
+            :attr:`reading_frame`).
+        names: the sensor's ``measurement_names()``.
+        slots: indices of the entries the message carries, in message order
+            (pressure: ``[i_pressure]``; wrench: ``[i_fx, i_fy, i_fz]``, -1 for
+            an axis the sensor does not measure (Klampt ``hasForce``);
+            load: ``[i_value]``; dense force: ``0 .. 3V-1``).
+        flag: index of a boolean entry the message cannot carry
+            (``contact`` / ``in_contact``), or None.
+        vertices: ``(V, 3)`` float32 vertex positions (body frame, m) for
+            dense force, else None.
+        std: ``(#meas,)`` standard deviations (None when unknown).
+        sensor_frame: name of the sensor's own frame when its values are
+            expressed in one (Klampt ``Tsensor``, Isaac ``position``), else ""
+            (the values are in the body frame ``frame_id``).
+        body_T_sensor: ``(4, 4)`` float64 sensor frame -> body transform of
+            ``sensor_frame`` (None without one).
+        frame_prefix: the node's ``frame_prefix`` (e.g. ``left/``), prepended to
+            every frame a message is stamped with (:attr:`reading_frame`,
+            :attr:`body_frame`); ``frame_id`` and ``sensor_frame`` stay the bare
+            names (the model's body names).
+    """
+
+    codec: "ReadingCodec"
+    frame_id: str
+    names: List[str]
+    slots: np.ndarray
+    flag: Optional[int]
+    vertices: Optional[np.ndarray]
+    std: Optional[np.ndarray]
+    sensor_frame: str = ""
+    body_T_sensor: Optional[np.ndarray] = None
+    frame_prefix: str = ""
+
+    @property
+    def kind(self) -> str:
+        """The reading kind's name (``pressure`` | ``dense_force`` | ``wrench`` | ``load``), for text."""
+        return self.codec.kind
+
+    @property
+    def reading_frame(self) -> str:
+        """The frame a reading is expressed in and stamped with (predicted, residual, label), prefixed."""
+        return self.frame_prefix + (self.sensor_frame or self.frame_id)
+
+    @property
+    def body_frame(self) -> str:
+        """The attachment body's frame as stamped (``frame_prefix`` + ``frame_id``)."""
+        return self.frame_prefix + self.frame_id
+
+
+def _index(names: List[str], *candidates: str) -> int:
+    for c in candidates:
+        if c in names:
+            return names.index(c)
+    raise ValueError(f"measurement names {names} have none of {candidates}")
+
+
+def _mismatch(msg: object, layout: SensorLayout) -> MeasuredDecodeError:
+    return MeasuredDecodeError("measured_type_mismatch", f"{type(msg).__name__} for a {layout.kind} sensor")
+
+
+# -- the codecs, one per reading kind -----------------------------------------------------------
+class ReadingCodec:
+    """Everything about one reading kind; subclasses fill in the kind's message.
+
+    Attributes:
+        kind: the kind's name (diagnostics text, tests).
+        sensor_types: the sensor ``type_name`` s of this kind.
+        message: message class of ``<s>/predicted`` and ``<s>/residual``.
+        unit: SI unit of the message's values.
+        measured_types: ``measured_type`` s whose messages :meth:`measured_values` reads, the
+            default first; any other pairing would reject every measured message.
+        per_vertex: the vector is one force per mesh vertex (the layout needs the vertices,
+            element indices of contacts on the body must index them).
+        float32_values: the message carries float32 fields: a value beyond that range cannot
+            be published.
+        plausible: ``(low, high)`` of a plausible measured value in SI, or None (no check).
+        steps_sensor: the model keeps a period-sampled reading (Isaac's ``update(state, t)``).
+    """
+
+    kind: str = ""
+    sensor_types: Tuple[str, ...] = ()
+    message: type = type(None)
+    unit: str = ""
+    measured_types: Tuple[str, ...] = ()
+    per_vertex = False
+    float32_values = False
+    plausible: Optional[Tuple[float, float]] = None
+    steps_sensor = False
+
+    def slots(self, names: List[str], vertices: Optional[np.ndarray]) -> Tuple[np.ndarray, Optional[int]]:
+        """``(slots, flag)`` of :class:`SensorLayout` for ``names``.
+
+        Raises:
+            ValueError: names that do not fit the kind.
+        """
+        raise NotImplementedError
+
+    def content(self, layout: SensorLayout, values: np.ndarray) -> Tuple:
+        """What the message carries for ``values`` (``(#meas,)`` float64, SI): the one place that
+        maps slots to message fields, shared by :meth:`to_message` and :meth:`to_bytes`."""
+        raise NotImplementedError
+
+    def to_message(self, layout: SensorLayout, values: np.ndarray, stamp: Time):
+        """The predicted / residual message object (stamped ``stamp``, frame ``reading_frame``)."""
+        raise NotImplementedError
+
+    def to_bytes(self, layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bytes:
+        """The same message serialised (CDR, :mod:`.wire`), byte for byte ``to_message``'s."""
+        raise NotImplementedError
+
+    def measured_values(self, layout: SensorLayout, msg) -> np.ndarray:
+        """The values a measured message carries, in message-slot order, before scaling.
+
+        Raises:
+            MeasuredDecodeError: a message of a type this kind cannot read, or malformed.
+        """
+        raise NotImplementedError
+
+    def extra_markers(self, sensor_name: str, layout: SensorLayout, body_header: Header,
+                      values: np.ndarray, force_scale: float) -> List[Marker]:
+        """Markers of this kind beyond the contacts, forces and label (none by default)."""
+        return []
+
+    def summary(self, sensor_name: str, layout: SensorLayout, values: np.ndarray) -> str:
+        """One-line summary of a reading: the message's values and the unit."""
+        main = ", ".join(f"{float(values[i]):.6g}" if i >= 0 else "-" for i in layout.slots)
+        return f"{sensor_name}: {main} {self.unit}"
+
+    def in_contact(self, layout: SensorLayout, values: np.ndarray, n_contacts: int) -> bool:
+        """The contact state the sensor reports: its flag entry, else any contact on its body."""
+        if layout.flag is not None:
+            return bool(values[layout.flag] > 0.5)
+        return n_contacts > 0
+
+
+class PressureCodec(ReadingCodec):
+    """``pressure`` (Punyo pressure): ``sensor_msgs/FluidPressure``, Pa; measured also as a bare number."""
+
+    kind, sensor_types, message, unit = "pressure", ("PunyoPressureSensor",), FluidPressure, "Pa"
+    measured_types = ("sensor_msgs/msg/FluidPressure",) + HEADERLESS_MEASURED_TYPES
+    # absolute pressures from the Dead Sea shore to a pressurised membrane: outside, a unit mistake
+    plausible = (2.0e4, 1.0e6)
+
+    def slots(self, names, vertices):
+        return np.array([_index(names, "pressure")]), None
+
+    def content(self, layout, values):
+        var = 0.0 if layout.std is None else float(layout.std[layout.slots[0]] ** 2)
+        return float(values[layout.slots[0]]), var
+
+    def to_message(self, layout, values, stamp):
+        p, var = self.content(layout, values)
+        return FluidPressure(header=make_header(stamp, layout.reading_frame), fluid_pressure=p, variance=var)
+
+    def to_bytes(self, layout, values, stamp_ns):
+        return wire.encode_fluid_pressure(stamp_ns, layout.reading_frame, *self.content(layout, values))
+
+    def measured_values(self, layout, msg):
+        if isinstance(msg, FluidPressure):
+            return np.array([msg.fluid_pressure], dtype=np.float64)
+        if isinstance(msg, (Float32, Float64)):
+            return np.array([msg.data], dtype=np.float64)
+        raise _mismatch(msg, layout)
+
+
+class DenseForceCodec(ReadingCodec):
+    """``dense_force`` (Punyo dense force): ``sensor_msgs/PointCloud2`` ``x y z fx fy fz`` per vertex, N."""
+
+    kind, sensor_types, message, unit = "dense_force", ("PunyoDenseForceSensor",), PointCloud2, "N"
+    measured_types = ("sensor_msgs/msg/PointCloud2",)
+    per_vertex = float32_values = True
+
+    def slots(self, names, vertices):
+        if vertices is None or 3 * len(vertices) != len(names):
+            nv = None if vertices is None else len(vertices)
+            raise ValueError(f"dense force sensor has {len(names)} entries but mesh has {nv} vertices")
+        return np.arange(len(names)), None
+
+    def content(self, layout, values):
+        return layout.vertices, np.asarray(values, dtype=np.float32).reshape(-1, 3)
+
+    def to_message(self, layout, values, stamp):
+        v, f = self.content(layout, values)
+        return make_cloud(make_header(stamp, layout.reading_frame),
+                          [("x", v[:, 0]), ("y", v[:, 1]), ("z", v[:, 2]),
+                           ("fx", f[:, 0]), ("fy", f[:, 1]), ("fz", f[:, 2])])
+
+    def to_bytes(self, layout, values, stamp_ns):
+        return wire.encode_dense_force(stamp_ns, layout.reading_frame, *self.content(layout, values))
+
+    def measured_values(self, layout, msg):
+        if not isinstance(msg, PointCloud2):
+            raise _mismatch(msg, layout)
+        ints = [f.name for f in msg.fields if f.name in ("fx", "fy", "fz")
+                and int(f.datatype) not in FLOAT_TYPES]
+        if ints:   # as the contacts decoder: forces are float fields
+            raise MeasuredDecodeError("bad_field_type", f"field(s) {ints} must be FLOAT32 or FLOAT64")
+        cols = read_cloud_fields(msg, ["fx", "fy", "fz"])
+        if 3 * len(cols["fx"]) != len(layout.names):
+            raise MeasuredDecodeError("measured_size_mismatch",
+                                      f"{len(cols['fx'])} points for {len(layout.names) // 3} vertices")
+        return np.stack([cols["fx"], cols["fy"], cols["fz"]], axis=1).reshape(-1)
+
+    def extra_markers(self, sensor_name, layout, body_header, values, force_scale):
+        f = np.asarray(values, dtype=np.float64).reshape(-1, 3)
+        loaded = np.abs(f).sum(axis=1) > 0
+        v = layout.vertices[loaded].astype(np.float64)
+        fseg = np.empty((2 * len(v), 3))
+        fseg[0::2] = v
+        fseg[1::2] = v + force_scale * f[loaded]
+        field = Marker(header=body_header, ns=f"{sensor_name}/field", id=2, type=Marker.LINE_LIST,
+                       action=Marker.ADD, color=ColorRGBA(r=1.0, g=0.6, b=0.0, a=1.0))
+        field.pose.orientation.w = 1.0
+        field.scale.x = 0.001
+        field.points = _points(fseg)
+        return [field]
+
+    def summary(self, sensor_name, layout, values):
+        total = np.asarray(values, dtype=np.float64).reshape(-1, 3).sum(axis=0)
+        return f"{sensor_name}: sum f = ({total[0]:.3g}, {total[1]:.3g}, {total[2]:.3g}) {self.unit}"
+
+
+class _WrenchMessageCodec(ReadingCodec):
+    """A kind published as ``geometry_msgs/WrenchStamped`` (force only, torque 0), N."""
+
+    message, unit = WrenchStamped, "N"
+    measured_types = ("geometry_msgs/msg/WrenchStamped",)
+
+    def to_message(self, layout, values, stamp):
+        msg = WrenchStamped(header=make_header(stamp, layout.reading_frame))
+        msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = self.content(layout, values)
+        return msg
+
+    def to_bytes(self, layout, values, stamp_ns):
+        return wire.encode_wrench_stamped(stamp_ns, layout.reading_frame, self.content(layout, values))
+
+
+class WrenchCodec(_WrenchMessageCodec):
+    """``wrench`` (Klampt ContactSensor): the force as the model reports it, in ``Tsensor``."""
+
+    kind, sensor_types = "wrench", ("ContactSensor",)
+
+    def slots(self, names, vertices):
+        # Klampt lists only the axes with hasForce set; a missing axis is -1 (published as 0)
+        slots = np.array([names.index(a) if a in names else -1 for a in ("force_x", "force_y", "force_z")])
+        return slots, (_index(names, "contact") if "contact" in names else None)
+
+    def content(self, layout, values):
+        return tuple(float(values[i]) if i >= 0 else 0.0 for i in layout.slots)
+
+    def measured_values(self, layout, msg):
+        if not isinstance(msg, WrenchStamped):
+            raise _mismatch(msg, layout)
+        f = msg.wrench.force
+        return np.array([f.x, f.y, f.z], dtype=np.float64)
+
+
+class LoadCodec(_WrenchMessageCodec):
+    """``load`` (Isaac contact sensor): the scalar load on ``force.z`` of the sensor frame."""
+
+    kind, sensor_types = "load", ("IsaacContactSensor",)
+    steps_sensor = True
+
+    def slots(self, names, vertices):
+        flag = None
+        for cand in ("in_contact", "inContact", "contact"):
+            if cand in names:
+                flag = names.index(cand)
+        return np.array([_index(names, "value", "force", "load")]), flag
+
+    def content(self, layout, values):
+        return 0.0, 0.0, float(values[layout.slots[0]])
+
+    def measured_values(self, layout, msg):
+        if not isinstance(msg, WrenchStamped):
+            raise _mismatch(msg, layout)
+        f = msg.wrench.force
+        # hypot: no overflow of the squares for huge finite components, no underflow for tiny ones
+        return np.array([math.hypot(f.x, f.y, f.z)])
+
+    def in_contact(self, layout, values, n_contacts):
+        if layout.flag is not None:
+            return bool(values[layout.flag] > 0.5)
+        return bool(values[layout.slots[0]] > 0)
+
+
+READING_CODECS: Dict[str, ReadingCodec] = {
+    c.kind: c for c in (PressureCodec(), DenseForceCodec(), WrenchCodec(), LoadCodec())}
+"""The codec registry: kind -> its codec."""
+
+SENSOR_KINDS: Dict[str, str] = {t: c.kind for c in READING_CODECS.values() for t in c.sensor_types}
+"""Sensor type name -> kind (the types the node can publish)."""
+
+
+def codec_of_type(type_name: str) -> ReadingCodec:
+    """The codec of a sensor type.
+
+    Raises:
+        ValueError: a type without a ROS encoding, naming it.
+    """
+    kind = SENSOR_KINDS.get(type_name)
+    if kind is None:
+        raise ValueError(f"no ROS encoding for sensor type {type_name!r}")
+    return READING_CODECS[kind]
+
+
+def sensor_layout(type_name: str, frame_id: str, names: List[str],
+                  errors: Optional[Sequence[float]],
+                  vertices: Optional[np.ndarray] = None, sensor_frame: str = "",
+                  body_T_sensor: Optional[np.ndarray] = None, frame_prefix: str = "") -> SensorLayout:
+    """Describe how a sensor's vector maps to its messages.
+
+    Args:
+        type_name: the sensor's ``type_name``.
+        frame_id: attachment body name.
+        names: ``measurement_names()``.
+        errors: ``measurement_errors()`` (std per entry, or None).
+        vertices: ``(V, 3)`` mesh vertices in the body frame (dense force only).
+        sensor_frame, body_T_sensor: the sensor's own frame and its ``(4, 4)``
+            sensor -> body transform, when its values are expressed in it.
+        frame_prefix: prepended to the stamped frames (see :class:`SensorLayout`).
+
+    Raises:
+        ValueError: unknown type, names not matching the type, or a dense
+            force sensor whose ``3V`` entries disagree with ``vertices``.
+    """
+    codec = codec_of_type(type_name)
+    slots, flag = codec.slots(list(names), vertices)
+    std = None if errors is None else np.asarray(errors, dtype=np.float64).reshape(-1)
+    if std is not None and std.shape[0] != len(names):
+        std = None
+    verts = None if vertices is None else np.ascontiguousarray(vertices, dtype=np.float32)
+    T = None if body_T_sensor is None else np.array(body_T_sensor, dtype=np.float64).reshape(4, 4)
+    return SensorLayout(codec, frame_id, list(names), slots, flag, verts, std, sensor_frame, T, frame_prefix)
+
+
+def encode_vector(layout: SensorLayout, values: np.ndarray, stamp: Time):
+    """Encode a measurement-space vector (predicted or residual) as the kind's message object.
+
+    Args:
+        layout: from :func:`sensor_layout`.
+        values: ``(#meas,)`` float64 in SI units (Pa or N).
+        stamp: header stamp (the contacts message's stamp).
+
+    Returns:
+        ``FluidPressure`` | ``PointCloud2`` | ``WrenchStamped`` (see module doc).
+    """
+    return layout.codec.to_message(layout, values, stamp)
+
+
+def encode_vector_bytes(layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bytes:
+    """:func:`encode_vector`'s message serialised (CDR): byte for byte, padding zeroed.
+
+    Raises:
+        ValueError: ``stamp_ns`` negative or beyond ``int32`` seconds.
+    """
+    return layout.codec.to_bytes(layout, values, stamp_ns)
+
+
+def decode_measured(layout: SensorLayout, msg, scale: float) -> np.ndarray:
+    """Decode a measured message into the sensor's measurement space (SI).
+
+    Args:
+        layout: from :func:`sensor_layout`.
+        msg: a message of one of the kind's ``measured_types``: ``FluidPressure`` or ``Float32`` /
+            ``Float64`` (pressure), ``PointCloud2`` with ``fx fy fz`` per vertex in vertex order
+            (dense force), or ``WrenchStamped`` (wrench: force xyz; load: ``|force|``, the
+            magnitude, so a load cell reporting along any single axis decodes the same).
+        scale: multiplier to SI (e.g. 100.0 for a pressure in hPa).
+
+    Returns:
+        ``(#meas,)`` float64; entries the message cannot carry are NaN.
+
+    Raises:
+        MeasuredDecodeError: wrong message type for the kind
+            (``measured_type_mismatch``), vertex count mismatch
+            (``measured_size_mismatch``), integer ``fx fy fz`` fields
+            (``bad_field_type``), bad layout, or values that are non-finite
+            before or after scaling (``non_finite``).
+    """
+    out = np.full(len(layout.names), np.nan)
+    vals = layout.codec.measured_values(layout, msg)
+    if not np.isfinite(vals).all():
+        raise MeasuredDecodeError("non_finite", "measured message has a non-finite value")
+    with np.errstate(over="ignore", invalid="ignore"):     # inf x 0 or a NaN scale: rejected below
+        vals = vals * scale
+    if not np.isfinite(vals).all():   # finite in the message's unit, overflows in SI
+        raise MeasuredDecodeError("non_finite", f"measured value x measured_scale {scale} is not finite")
+    present = layout.slots >= 0
+    out[layout.slots[present]] = vals[present]
+    return out
+
+
+# -- Jacobian --------------------------------------------------------------------------
+def jacobian_message_columns(cols: np.ndarray, pairs: Sequence[Tuple[str, str]],
+                             offsets: Sequence[int],
+                             pair_rows: Dict[Tuple[str, str], np.ndarray]) -> np.ndarray:
+    """Remap library columns ``3·c + k`` (c over the concatenated ``pairs``) to message rows.
+
+    Args:
+        cols: ``(nnz,)`` int64 library columns.
+        pairs: ``SparseJacobian.pairs``; offsets: ``SparseJacobian.offsets``.
+        pair_rows: ``DecodedContacts.rows``: pair -> message row of each of its contacts.
+
+    Returns:
+        ``(nnz,)`` int64 columns ``3·r + k`` with ``r`` the contacts message row.
+
+    Raises:
+        ValueError: a pair's contact count disagrees with its message rows.
+    """
+    if len(pairs) == 0:
+        return np.zeros(0, dtype=np.int64)
+    parts = []
+    for p, pair in enumerate(pairs):
+        rows = pair_rows.get(tuple(pair))
+        n = offsets[p + 1] - offsets[p]
+        if rows is None or len(rows) != n:
+            raise ValueError(f"pair {pair} has {n} contacts but {None if rows is None else len(rows)} "
+                             "message rows")
+        parts.append(np.asarray(rows, dtype=np.int64))
+    lookup = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    cols = np.array(cols, dtype=np.int64)
+    n = len(lookup)
+    if n and lookup[0] == 0 and lookup[-1] == n - 1 and bool((np.diff(lookup) == 1).all()) \
+            and (not cols.size or (cols.min() >= 0 and cols.max() < 3 * n)):
+        return cols    # the contacts are the message rows 0..n-1 in order (a one-pair step): no remap
+    c, k = np.divmod(cols, 3)
+    return 3 * lookup[c] + k
+
+
+def encode_jacobian(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, stamp: Time,
+                    frame_id: str) -> PointCloud2:
+    """Sparse COO Jacobian as ``PointCloud2`` (``row`` uint32, ``col`` uint32, ``value`` float64).
+
+    Entries whose value is exactly 0 are dropped (nonzeros only).  ``col``
+    must already be in message-row form (:func:`jacobian_message_columns`).
+    ``frame_id`` is the world frame, the frame of the force axes ``k``.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    keep = values != 0.0
+    return make_cloud(make_header(stamp, frame_id), [
+        ("row", np.asarray(rows)[keep].astype("<u4")),
+        ("col", np.asarray(cols)[keep].astype("<u4")),
+        ("value", values[keep].astype("<f8")),
+    ])
+
+
+# -- markers ---------------------------------------------------------------------------
+def _points(arr: np.ndarray) -> List[Point]:
+    return [Point(x=float(a), y=float(b), z=float(c)) for a, b, c in arr.tolist()]
+
+
+def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, stamp: Time,
+                   points_world: np.ndarray, forces_world: np.ndarray,
+                   values: np.ndarray, force_scale: float,
+                   in_contact: bool) -> MarkerArray:
+    """rviz markers for one sensor at one step.
+
+    * ``<s>/contacts`` (id 0): SPHERE_LIST of the contact points acting on the
+      sensor body, world frame; red when the sensor reports contact, grey otherwise.
+    * ``<s>/forces`` (id 1): LINE_LIST, one segment per contact from the point
+      along its force (on the sensor body) scaled by ``force_scale`` (m/N).
+    * ``<s>/field`` (id 2, dense force only): LINE_LIST in the body frame, one
+      segment per loaded vertex along its predicted local force.
+    * ``<s>/label`` (id 3): text with the main reading at the origin of the
+      reading's frame (``layout.reading_frame``: the sensor frame or the body).
+
+    Args:
+        points_world, forces_world: ``(N, 3)`` contacts on the sensor body.
+        values: the predicted vector.
+        force_scale: arrow length per newton (m/N).
+        in_contact: colour switch.
+    """
+    header = make_header(stamp, world_frame)
+    red = ColorRGBA(r=1.0, g=0.2, b=0.1, a=1.0)
+    grey = ColorRGBA(r=0.6, g=0.6, b=0.6, a=1.0)
+    colour = red if in_contact else grey
+    pts = Marker(header=header, ns=f"{sensor_name}/contacts", id=0, type=Marker.SPHERE_LIST,
+                 action=Marker.ADD, color=colour)
+    pts.pose.orientation.w = 1.0
+    pts.scale.x = pts.scale.y = pts.scale.z = 0.005
+    pts.points = _points(points_world)
+    arrows = Marker(header=header, ns=f"{sensor_name}/forces", id=1, type=Marker.LINE_LIST,
+                    action=Marker.ADD, color=ColorRGBA(r=0.1, g=0.4, b=1.0, a=1.0))
+    arrows.pose.orientation.w = 1.0
+    arrows.scale.x = 0.002
+    seg = np.empty((2 * len(points_world), 3))
+    seg[0::2] = points_world
+    seg[1::2] = points_world + force_scale * forces_world
+    arrows.points = _points(seg)
+    out = [pts, arrows]
+    out += layout.codec.extra_markers(sensor_name, layout, make_header(stamp, layout.body_frame), values,
+                                      force_scale)
+    label = Marker(header=make_header(stamp, layout.reading_frame), ns=f"{sensor_name}/label", id=3,
+                   type=Marker.TEXT_VIEW_FACING, action=Marker.ADD, color=colour)
+    label.pose.orientation.w = 1.0
+    label.scale.z = 0.02
+    label.text = summary_text(sensor_name, layout, values)
+    out.append(label)
+    return MarkerArray(markers=out)
+
+
+def summary_text(sensor_name: str, layout: SensorLayout, values: np.ndarray) -> str:
+    """One-line human summary of a reading (marker label, diagnostics)."""
+    return layout.codec.summary(sensor_name, layout, values)
+
+
+def vector_decoder(layout: SensorLayout, scale_getter: Callable[[], float]) -> Callable:
+    """Closure ``msg -> vector`` reading the current scale at call time."""
+    return lambda msg: decode_measured(layout, msg, scale_getter())

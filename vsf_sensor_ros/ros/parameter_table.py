@@ -1,0 +1,396 @@
+"""The sensor node's parameter table: every parameter's name, default, type, description and
+constraints, in one place (:class:`Spec`).
+
+:data:`NODE_SPECS` holds the node-wide parameters, :data:`BODY_SPECS` the namespace
+``<b>.*`` of an extra body, :data:`SENSOR_COMMON_SPECS` the keys every sensor ``<s>.*``
+has and :data:`SENSOR_SETTINGS` the model settings of each sensor type; the layout
+follows nav2 / ros2_control (name lists, then one namespace per name).  The node
+declares each parameter with its Spec's descriptor (so ``ros2 param describe`` shows
+the description).  :func:`check_value` checks a value against its Spec (type, range,
+choices).
+"""
+from __future__ import annotations
+
+import array
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
+
+from .messages.readings import SENSOR_KINDS
+
+INF = float("inf")
+
+
+class ConfigError(ValueError):
+    """A configuration problem found at start or on a parameter change.
+
+    Attributes:
+        parameter: the parameter's full name (e.g. ``punyo.mesh``).
+        value: the offending value.
+        detail: why it is wrong.
+
+    ``str(err)`` is one line: ``parameter '<p>' = <value>: <detail>``.
+    """
+
+    def __init__(self, parameter: str, value: Any, detail: str) -> None:
+        self.parameter, self.value, self.detail = parameter, value, detail
+        super().__init__(f"parameter '{parameter}' = {value!r}: {detail}")
+
+
+@dataclass
+class Spec:
+    """One parameter: default value, description, and what may change live.
+
+    Attributes:
+        key: name within its namespace.
+        default: value used when no override is given (its Python type fixes
+            the ROS type; ``ptype`` overrides for empty arrays).
+        description: one line, shown by ``ros2 param describe``.
+        read_only: cannot change after start.
+        lo, hi: numeric range (inclusive) reported in the descriptor and
+            enforced by rclpy.
+        ptype: explicit ``ParameterType`` (for empty-array defaults).
+        constraints: free text for ``additional_constraints``.
+        length: required array length (checked by :func:`check_value`).
+        finite: reject NaN / inf (arrays elementwise).
+        positive: reject values <= 0 (after the finite check, inf allowed when not ``finite``).
+        topic: the value is a topic name (empty = the default topic), checked
+            with rclpy's own name rules (:func:`check_topic_name`).
+    """
+
+    key: str
+    default: Any
+    description: str
+    read_only: bool = False
+    lo: Optional[float] = None
+    hi: Optional[float] = None
+    ptype: Optional[int] = None
+    constraints: str = ""
+    length: Optional[int] = None
+    finite: bool = False
+    positive: bool = False
+    topic: bool = False
+
+    def descriptor(self, full_name: str) -> ParameterDescriptor:
+        """A ``ParameterDescriptor`` for this spec named ``full_name``."""
+        d = ParameterDescriptor(name=full_name, description=self.description,
+                                read_only=self.read_only, additional_constraints=self.constraints)
+        if self.ptype is not None:
+            d.type = self.ptype
+        if self.lo is not None and self.hi is not None:
+            if isinstance(self.default, bool):
+                pass
+            elif isinstance(self.default, int):
+                d.integer_range = [IntegerRange(from_value=int(self.lo), to_value=int(self.hi), step=0)]
+            elif isinstance(self.default, float):
+                d.floating_point_range = [FloatingPointRange(
+                    from_value=float(self.lo), to_value=float(self.hi), step=0.0)]
+        return d
+
+
+def check_value(full_name: str, spec: Spec, value: Any) -> None:
+    """Validate ``value`` for ``spec`` beyond what rclpy's descriptor checks.
+
+    Raises:
+        ConfigError: the wrong type (a staged value is not checked by rclpy),
+            wrong array length, non-finite or non-positive entries, outside the
+            range, an invalid topic name.
+    """
+    wrong = _type_mismatch(spec, value)
+    if wrong:
+        raise ConfigError(full_name, value, f"wrong type: {wrong}")
+    if spec.topic and value:
+        check_topic_name(full_name, value)
+    if spec.length is not None:
+        if value is None or len(value) != spec.length:
+            raise ConfigError(full_name, value, f"needs exactly {spec.length} values")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        arr = np.array([value], dtype=np.float64)
+    elif isinstance(value, (list, tuple, np.ndarray)) and len(value) and \
+            not isinstance(value[0], (str, bool, np.bool_)):
+        arr = np.asarray(value, dtype=np.float64)
+    else:
+        return
+    if spec.finite and not np.isfinite(arr).all():
+        raise ConfigError(full_name, value, "must be finite")
+    if np.isnan(arr).any():
+        raise ConfigError(full_name, value, "must not be NaN")
+    if spec.positive and (arr <= 0).any():
+        raise ConfigError(full_name, value, "must be > 0")
+    if spec.lo is not None and (arr < spec.lo).any():
+        raise ConfigError(full_name, value, f"must be >= {spec.lo}")
+    if spec.hi is not None and (arr > spec.hi).any():
+        raise ConfigError(full_name, value, f"must be <= {spec.hi}")
+
+
+def _type_mismatch(spec: Spec, value: Any) -> str:
+    """Why ``value`` does not have ``spec``'s ROS type ('' when it does; an int passes for a double)."""
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+    d = spec.default
+    if spec.ptype == STRING_ARRAY or (isinstance(d, list) and d and isinstance(d[0], str)):
+        ok, want = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value), \
+            "a string array"
+    elif spec.ptype == DOUBLE_ARRAY or (isinstance(d, list) and d and number(d[0])):
+        # (rclpy hands double and integer arrays over as array.array)
+        seq = (list, tuple, np.ndarray, array.array)
+        ok, want = isinstance(value, seq) and all(number(v) for v in value), "a double array"
+    elif isinstance(d, list) and d and isinstance(d[0], bool):
+        ok, want = isinstance(value, (list, tuple)) and all(isinstance(v, bool) for v in value), \
+            "a bool array"
+    elif isinstance(d, bool):
+        ok, want = isinstance(value, (bool, np.bool_)), "a bool"
+    elif isinstance(d, int):
+        ok, want = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)), \
+            "an integer"
+    elif isinstance(d, float):
+        ok, want = number(value), "a double"
+    elif isinstance(d, str):
+        ok, want = isinstance(value, str), "a string"
+    else:
+        return ""
+    return "" if ok else f"needs {want}, got {type(value).__name__}"
+
+
+def check_topic_name(parameter: str, topic: str, node_name: str = "sensor_node", namespace: str = "/") -> str:
+    """``topic`` expanded to a full name by rclpy's own rules (relative names under ``namespace``).
+
+    Raises:
+        ConfigError: naming ``parameter`` and ``topic`` with rclpy's reason
+            (empty, repeated or trailing '/', a token starting with a digit,
+            characters other than alphanumerics and '_', an unknown ``{substitution}``,
+            too long).
+    """
+    from rclpy.expand_topic_name import expand_topic_name
+    from rclpy.validate_full_topic_name import validate_full_topic_name
+    from rclpy.validate_topic_name import validate_topic_name
+    try:
+        validate_topic_name(topic)
+        full = expand_topic_name(topic, node_name, namespace)
+        validate_full_topic_name(full)
+    except Exception as exc:   # rclpy raises InvalidTopicNameException or ValueError (substitutions)
+        reason = str(exc).splitlines()[0].replace("Invalid topic name: ", "").rstrip(":")
+        raise ConfigError(parameter, topic, f"not a valid topic name: {reason.split(', at /')[0]}") from None
+    return full
+
+
+STRING_ARRAY = ParameterType.PARAMETER_STRING_ARRAY
+DOUBLE_ARRAY = ParameterType.PARAMETER_DOUBLE_ARRAY
+IDENTITY16 = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+
+NODE_SPECS: List[Spec] = [
+    Spec("robot_description", "", "URDF text of the robot (ROS convention); empty: use "
+         "robot_description_path, or the package's embedded world when both are empty", read_only=True),
+    Spec("robot_description_path", "", "URDF file of the robot, used when robot_description is empty "
+         "(relative paths resolve against assets_dir)", read_only=True),
+    Spec("assets_dir", "", "directory that relative file parameters resolve against (empty: current "
+         "directory); the VSF_ASSETS environment variable, when set, takes precedence", read_only=True),
+    Spec("world_frame", "world", "frame of contact points/forces and free-body poses (REP 103)",
+         read_only=True),
+    Spec("contact_body_names", [], "body names indexed by the body1/body2 fields of the contacts "
+         "cloud, shared with the simulator; empty: every body of the world in its body_names order",
+         read_only=True, ptype=STRING_ARRAY),
+    Spec("contacts_type", "sensor_msgs/msg/PointCloud2", "message type of the contacts topic: "
+         "sensor_msgs/msg/PointCloud2 (the contacts cloud) or ros_gz_interfaces/msg/Contacts (gz-sim's "
+         "contact sensor through ros_gz_bridge; needs ros_gz_interfaces, which make venv builds)",
+         read_only=True, constraints="sensor_msgs/msg/PointCloud2 | ros_gz_interfaces/msg/Contacts"),
+    Spec("contact_body_map", [], "gz contacts: 'pattern=body' entries mapping scoped collision names "
+         "(glob, first match wins, e.g. 'punyo_model::*=punyo') to bodies; a name no pattern matches "
+         "is its link's name (model::link::collision -> link)", read_only=True, ptype=STRING_ARRAY),
+    Spec("bodies", [], "extra rigid bodies (each configured under <name>.*)", read_only=True,
+         ptype=STRING_ARRAY),
+    Spec("sensors", [], "sensor names (each configured under <name>.*); add or remove names live "
+         "to add or remove sensors", ptype=STRING_ARRAY),
+    Spec("tare_samples", 10, "N: contact-free measured samples averaged by a tare", lo=1, hi=100000),
+    Spec("tare_on_start", False, "tare each sensor once, as soon as N contact-free samples exist"),
+    Spec("calibration_file", "", "YAML calibration file: loaded at start when it exists, the only file "
+         "save_calibration writes (relative paths resolve against assets_dir); fixed at start",
+         read_only=True),
+    Spec("calibration_create_dirs", False, "save_calibration may create the missing directories of "
+         "calibration_file", read_only=True),
+    Spec("max_sensor_names", 64, "most distinct sensor names the node holds parameters for (configured, "
+         "removed live, or staged for a later addition); bounds what a live request can allocate",
+         lo=1, hi=10000, read_only=True),
+    Spec("max_stamp_difference", 0.0, "largest stamp difference (s) for pairing a measured message "
+         "with a prediction (residual, tare); 0 = adaptive: half the longer observed period of the "
+         "two streams", lo=0.0, hi=10.0),
+    Spec("alignment_buffer_size", 200, "predictions and measured messages kept per sensor for "
+         "pairing by stamp", lo=1, hi=100000, read_only=True),
+    Spec("markers_max_rate", 10.0, "highest rate (Hz) of <s>/markers; 0 = every contacts message",
+         lo=0.0, hi=10000.0),
+    Spec("marker_force_scale", 0.01, "length of force arrows in markers (m per N)", lo=0.0, hi=1000.0),
+    Spec("diagnostics_period", 1.0, "period of /diagnostics reports (s)", lo=0.01, hi=3600.0,
+         read_only=True),
+    Spec("qos.inputs.reliability", "best_effort", "QoS reliability of every subscription: "
+         "best_effort (sensor-data profile; accepts reliable and best-effort publishers) or reliable",
+         read_only=True, constraints="best_effort | reliable"),
+    Spec("qos.inputs.depth", 5, "QoS history depth of every subscription (keep last)", lo=1, hi=10000,
+         read_only=True),
+    Spec("qos.outputs.reliability", "reliable", "QoS reliability of every publisher: reliable or "
+         "best_effort", read_only=True, constraints="best_effort | reliable"),
+    Spec("qos.outputs.depth", 10, "QoS history depth of every publisher (keep last)", lo=1, hi=10000,
+         read_only=True),
+    Spec("publish_tf", True, "announce the frames the node adds (extra bodies, sensor frames <s>_frame, "
+         "world_frame when not a URDF link) on /tf_static and free bodies on /tf; needs tf2_msgs (a ROS "
+         "install has it, make venv builds it), else the node logs the frames to provide; false when "
+         "another node publishes them",
+         read_only=True),
+    Spec("frame_prefix", "", "prepended to every frame the node stamps (outputs, markers) and announces "
+         "on /tf_static and /tf, world_frame included, as robot_state_publisher's frame_prefix (e.g. "
+         "'left/'); inputs keep the bare world_frame", read_only=True),
+    Spec("joint_name_map", [], "driver joint names -> URDF joint names, as 'driver:urdf' pairs "
+         "(e.g. joint_1:Actuator1); names not listed are used as they are", read_only=True,
+         ptype=STRING_ARRAY),
+    Spec("fast_path", True, "read contacts/joint_states from their serialised bytes and publish "
+         "predicted/residual/jacobian as serialised bytes (numpy CDR codec); false: the standard "
+         "message objects (the reference implementation, same messages)", read_only=True),
+    Spec("executor", "auto", "executor of the node's main(): auto (EventsExecutor where rclpy has it, "
+         "else single-threaded), events or single_threaded", read_only=True,
+         constraints="auto | events | single_threaded"),
+    Spec("keep_warm_period", 0.0, "s; > 0: while no contacts message arrived for this long, rerun the "
+         "last one's decode and predictions (nothing published) every period, keeping the per-message "
+         "path in the CPU caches; 0 = off", lo=0.0, hi=10.0, read_only=True),
+]
+
+BODY_SPECS: List[Spec] = [
+    Spec("mesh", "", "triangle mesh file (ply/stl/obj) or package:// URI, vertices in the body frame (m)",
+         read_only=True),
+    Spec("parent_link", "", "link or earlier body this body is fixed to; empty = free body "
+         "(pose from pose_topic)", read_only=True),
+    Spec("transform", list(IDENTITY16), "16 floats, row-major 4x4 body -> parent transform (the "
+         "initial world pose of a free body)", read_only=True, length=16, finite=True),
+    Spec("transform_file", "", "JSON file holding the 4x4 body -> parent transform (overrides "
+         "transform)", read_only=True),
+    Spec("transform_key", "", "key of the 4x4 in transform_file (empty: the file is the matrix)",
+         read_only=True),
+    Spec("pose_topic", "", "geometry_msgs/PoseStamped topic setting a free body's world pose "
+         "(empty: <name>/pose)", read_only=True, topic=True),
+]
+
+SENSOR_COMMON_SPECS: List[Spec] = [
+    Spec("type", "", "sensor model: " + " | ".join(SENSOR_KINDS), read_only=True,
+         constraints=" | ".join(SENSOR_KINDS)),
+    Spec("attachment", "", "body the sensor is attached to (link or extra body)"),
+    Spec("measured_type", "", "type of <s>/measured (empty: the type of <s>/predicted); a type the "
+         "sensor's reading decodes from: FluidPressure, Float32 or Float64 (Punyo pressure; the "
+         "header-less ones are stamped with their receive time), PointCloud2 (Punyo dense force), "
+         "WrenchStamped (ContactSensor, IsaacContactSensor)",
+         constraints="sensor_msgs/msg/FluidPressure | std_msgs/msg/Float32 | std_msgs/msg/Float64 | "
+                     "sensor_msgs/msg/PointCloud2 | geometry_msgs/msg/WrenchStamped"),
+    Spec("measured_scale", 1.0, "multiplier from the measured topic's unit to SI (100.0 for hPa); > 0",
+         finite=True, positive=True),
+    Spec("publish_jacobian", True, "publish <s>/jacobian (sparse COO PointCloud2)"),
+    Spec("publish_markers", True, "publish <s>/markers (rviz MarkerArray)"),
+    Spec("measured_topic", "", "topic of the measured reading (empty: <s>/measured; a relative name "
+         "resolves in the node's namespace); live (re-subscribes)", topic=True),
+    Spec("measured_delay", 0.0, "s; a header-less measured message counts as received this much later "
+         "for pairing: how much later the contacts of the same instant reach the node (e.g. a "
+         "wrench_contact_node with time_shift 0.066 s: about 0.07); ignored for stamped types",
+         lo=-1.0, hi=1.0, finite=True),
+    Spec("jacobian_decimation", 1, "k: compute and publish <s>/jacobian for every k-th contacts "
+         "message only (the first, then every k-th; 1 = every message)", lo=1, hi=10000),
+]
+
+# Type-specific model settings: key -> Spec.  Keys are the sensor library's
+# configuration keys (Klampt names for ContactSensor, Isaac names for the
+# load sensor); all are live.
+SENSOR_SETTINGS: Dict[str, List[Spec]] = {
+    "PunyoPressureSensor": [
+        Spec("base_normal_local", [0.0, 0.0, 1.0], "base normal n in the body frame (unit vector "
+             "after normalisation)", length=3, finite=True),
+        Spec("variance", 0.0, "noise variance (Pa^2), published as FluidPressure.variance", lo=0.0,
+             hi=INF, finite=True),
+    ],
+    "PunyoDenseForceSensor": [],
+    "ContactSensor": [
+        # defaults are Klampt's ContactSensor() constructor (zero-size patch, no force axes)
+        Spec("Tsensor", list(IDENTITY16), "16 floats, row-major sensor -> link transform (origin = "
+             "patch centre, z = outward normal)", length=16, finite=True),
+        Spec("patchMin", [0.0, 0.0], "patch lower corner (x, y) in the sensor frame (m)", length=2,
+             finite=True),
+        Spec("patchMax", [0.0, 0.0], "patch upper corner (x, y) in the sensor frame (m)", length=2,
+             finite=True),
+        Spec("patchTolerance", 0.001, "a contact counts when |z_sensor| <= tolerance (m)", lo=0.0,
+             hi=INF),
+        Spec("hasForce", [False, False, False], "which force axes (x, y, z) are measured", length=3),
+        Spec("fResolution", [0.0, 0.0, 0.0], "quantisation step per axis (N; 0 = none)", length=3,
+             lo=0.0),
+        Spec("fVariance", [0.0, 0.0, 0.0], "noise variance per axis (N^2), reported as the error",
+             length=3, lo=0.0),
+        Spec("fSensitivity", 0.0, "|F_z| must exceed this to register contact (N)", lo=0.0, hi=INF,
+             finite=True),
+        Spec("fSaturation", [INF, INF, INF], "per-axis clamp (N; inf = none)", length=3, lo=0.0),
+        Spec("falloffCoefficient", 0.0, "patch weight (1 - 4|x||y|/(xsize*ysize))^falloff; 0 = rigid",
+             lo=0.0, hi=INF),
+        Spec("enabled", True, "false: the node computes and publishes nothing for this sensor"),
+        Spec("rate", 0.0, "Klampt publishing-rate hint (Hz), kept with the model; the node "
+             "publishes every contacts message", lo=0.0, hi=INF),
+    ],
+    "IsaacContactSensor": [
+        Spec("radius", -1.0, "sensing radius around position (m); negative = whole body",
+             lo=-INF, hi=INF, finite=True),
+        Spec("minThreshold", 0.0, "below this force (N) the sensor is not triggered", lo=0.0, hi=INF),
+        Spec("maxThreshold", INF, "readings are clamped to this force (N; inf = no clamp)", lo=0.0, hi=INF),
+        Spec("sensorPeriod", 0.0, "time between readings (s); 0 = every step", lo=0.0, hi=INF,
+             finite=True),
+        Spec("position", [0.0, 0.0, 0.0], "sensor position in the body frame (m)", length=3,
+             finite=True),
+    ],
+}
+
+SENSOR_KEYS = {s.key for s in SENSOR_COMMON_SPECS} | {
+    s.key for specs in SENSOR_SETTINGS.values() for s in specs}
+BODY_KEYS = {s.key for s in BODY_SPECS}
+_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+# Longest sensor / body name: it prefixes topic names, which DDS limits to about 250 characters.
+MAX_NAME_LENGTH = 64
+
+
+def check_name(parameter: str, name: str) -> None:
+    """A sensor/body name must be a valid ROS name token (it prefixes topics and parameters).
+
+    Raises:
+        ConfigError: naming ``parameter`` and ``name``: not a token, or longer
+            than :data:`MAX_NAME_LENGTH` characters.
+    """
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise ConfigError(parameter, name, "names must start with a letter and hold only letters, "
+                                           "digits and '_'")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ConfigError(parameter, name[:20] + "...", f"names are at most {MAX_NAME_LENGTH} characters "
+                                                        f"(got {len(name)})")
+
+
+def plain(value: Any) -> Any:
+    """Parameter values as plain Python: arrays (list, tuple, array.array, numpy) become lists."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        return value
+    return list(value)
+
+
+def as_double(value: Any, default: Any) -> Any:
+    """``value`` as float / list of floats when ``default`` is a double (array) and ``value``
+    holds integers; None when no conversion applies.
+
+    The int -> double leniency of every node of the package: ``measured_scale: 100``
+    in a parameter file or ``ros2 param set ... position "[0, 0, 0]"`` for doubles.
+    """
+    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(default, list) and default and isinstance(default[0], float) \
+            and not isinstance(value, (str, bytes)) and hasattr(value, "__len__") and len(value) \
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return [float(v) for v in value]
+    return None
+
+
+def sensor_specs(type_name: str) -> List[Spec]:
+    """Common + type-specific specs of a sensor type.
+
+    Raises:
+        KeyError: unknown type (callers turn it into a ``ConfigError``).
+    """
+    return SENSOR_COMMON_SPECS + SENSOR_SETTINGS[type_name]

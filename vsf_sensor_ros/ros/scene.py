@@ -1,0 +1,292 @@
+"""From parameter values to models: the world (robot + extra bodies) and attached sensor models.
+
+Every failure is a :class:`~vsf_sensor_ros.ros.parameter_table.ConfigError` naming the
+parameter to fix and its value, told apart by exception *type* or by a check
+made before the call, never by matching message text:
+
+* a sensor setting the library rejects (``SettingError.setting``) ->
+  ``<s>.<setting>``; any other library ``ValueError`` -> ``<s>.type``;
+* an extra body whose name is already a body -> ``bodies``;
+* a mesh or a transform the loader rejects -> ``<b>.mesh`` / ``<b>.transform(_file)``.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..sensor import sensor_from_config
+from ..sensor.base_sensor import BaseSensor
+from ..sensor.errors import SettingError
+from .messages import readings as enc
+from .frames import sensor_frame_name, sensor_frame_transform
+from .parameter_table import ConfigError
+from .parameters import SensorParameters
+
+
+def resolve_path(text: str, assets_dir: str) -> Path:
+    """Resolve a file parameter: absolute as is, relative against ``assets_dir`` (or cwd)."""
+    p = Path(os.path.expanduser(text))
+    if p.is_absolute():
+        return p
+    return (Path(assets_dir) if assets_dir else Path.cwd()) / p
+
+
+def effective_assets_dir(param_value: str) -> str:
+    """``$VSF_ASSETS`` when set and non-empty, else the ``assets_dir`` parameter."""
+    env = os.environ.get("VSF_ASSETS", "")
+    return env if env else param_value
+
+
+def transform_from_params(body: str, flat: Sequence[float], transform_file: str, key: str,
+                          assets_dir: str) -> np.ndarray:
+    """The ``(4, 4)`` body -> parent transform of an extra body.
+
+    ``transform_file`` (JSON, like ``punyo2end_effector_transform.json``) wins
+    over the 16 row-major floats of ``transform``.
+
+    Raises:
+        ConfigError: unreadable file, missing key, or not a 4x4 of numbers.
+    """
+    if transform_file:
+        path = resolve_path(transform_file, assets_dir)
+        pname = f"{body}.transform_file"
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError(pname, transform_file, f"file {str(path)!r} does not exist") from None
+        except (OSError, ValueError) as exc:
+            raise ConfigError(pname, transform_file, f"cannot read JSON: {exc}") from None
+        if key:
+            if not isinstance(data, dict) or key not in data:
+                keys = sorted(data) if isinstance(data, dict) else []
+                raise ConfigError(f"{body}.transform_key", key, f"not a key of {path.name} (keys: {keys})")
+            data = data[key]
+        try:
+            T = np.asarray(data, dtype=np.float64)
+        except (TypeError, ValueError):
+            T = np.zeros(0)
+        if T.shape != (4, 4) or not np.isfinite(T).all():
+            raise ConfigError(pname, transform_file, f"entry is not a finite 4x4 matrix (shape {T.shape})")
+        return T
+    T = np.asarray(flat, dtype=np.float64)
+    if T.shape != (16,) or not np.isfinite(T).all():
+        raise ConfigError(f"{body}.transform", list(flat), "needs 16 finite floats (row-major 4x4)")
+    return T.reshape(4, 4)
+
+
+def build_world(robot_description: str, robot_description_path: str, assets: str) -> Any:
+    """The ``World``: URDF text, else a URDF file, else the package's embedded world.
+
+    Raises:
+        ConfigError: naming ``robot_description`` or ``robot_description_path``.
+    """
+    from ..world import World
+    text, path = robot_description, robot_description_path
+    if text.strip():
+        try:
+            return World.from_urdf(text, base_dir=assets or None)
+        except (ValueError, FileNotFoundError, RuntimeError) as exc:
+            raise ConfigError("robot_description", text[:60] + ("..." if len(text) > 60 else ""),
+                              str(exc)) from None
+    if path.strip():
+        full = resolve_path(path, assets)
+        if not full.is_file():
+            raise ConfigError("robot_description_path", path, f"file {str(full)!r} does not exist")
+        try:
+            return World.from_urdf(str(full))
+        except (ValueError, FileNotFoundError, RuntimeError) as exc:
+            raise ConfigError("robot_description_path", path, str(exc)) from None
+    from ..embedded_world import embedded_world
+    return embedded_world()
+
+
+def _mesh_path(body: str, mesh: str, assets: str) -> Path:
+    """Resolve and check ``<b>.mesh`` (a path, ``package://`` or ``file://`` URI)."""
+    if not mesh:
+        raise ConfigError(f"{body}.mesh", mesh, "every extra body needs a triangle mesh file")
+    if "://" in mesh:
+        # package://pkg/path (ament index, installed Python package) or file:///abs/path
+        from ..world import resolve_uri
+        try:
+            path = resolve_uri(mesh, assets or None)
+        except (FileNotFoundError, ValueError) as exc:
+            raise ConfigError(f"{body}.mesh", mesh, str(exc)) from None
+    else:
+        path = resolve_path(mesh, assets)
+    if path.is_dir():
+        raise ConfigError(f"{body}.mesh", mesh, f"{str(path)!r} is a directory, not a mesh file")
+    if not path.is_file():
+        raise ConfigError(f"{body}.mesh", mesh, f"file {str(path)!r} does not exist")
+    return path
+
+
+def attach_body(world: Any, body: str, v: Mapping[str, Any], assets: str) -> Optional[str]:
+    """Load extra body ``body`` (its ``<b>.*`` values ``v``) into ``world``; its pose topic or None.
+
+    Raises:
+        ConfigError: naming ``bodies``, ``<b>.mesh``, ``<b>.transform``,
+            ``<b>.transform_file``, ``<b>.parent_link`` or ``<b>.pose_topic``.
+    """
+    if body in world.body_names:
+        raise ConfigError("bodies", body, f"body {body!r} already exists")
+    mesh_path = _mesh_path(body, v["mesh"], assets)
+    from ..world import load_mesh
+    try:
+        # loaded here so a bad file is blamed on <b>.mesh; trimesh raises many types
+        # (NotImplementedError for an unknown extension, ValueError, KeyError, ...)
+        mesh = load_mesh(str(mesh_path))
+    except Exception as exc:  # noqa: BLE001
+        raise ConfigError(f"{body}.mesh", v["mesh"],
+                          f"cannot load a triangle mesh from {str(mesh_path)!r}: "
+                          f"{type(exc).__name__}: {exc}") from None
+    T = transform_from_params(body, v["transform"], v["transform_file"], v["transform_key"], assets)
+    parent = v["parent_link"] or None
+    if parent is not None and parent not in world.body_names:
+        raise ConfigError(f"{body}.parent_link", parent,
+                          f"unknown link; known: {', '.join(world.body_names)}")
+    try:
+        world.attach_body(body, mesh, parent, T)
+    except ValueError as exc:   # the name is new and the mesh loaded: the transform is at fault
+        which = "transform_file" if v["transform_file"] else "transform"
+        raise ConfigError(f"{body}.{which}", v[which], str(exc)) from None
+    if v["pose_topic"] and parent is not None:
+        raise ConfigError(f"{body}.pose_topic", v["pose_topic"],
+                          f"body is fixed to {parent!r}; only free bodies follow a pose topic")
+    return v["pose_topic"] or None
+
+
+def build_scene(p: Mapping[str, Any], assets: str, declare_body: Callable[[str], Dict[str, Any]]
+                ) -> Tuple[Any, Dict[str, str], Dict[str, str]]:
+    """The world with its extra bodies, from the node's parameter values ``p``.
+
+    Args:
+        p: node-wide parameter values (``robot_description``, ``robot_description_path``, ``bodies``).
+        assets: base directory of relative paths.
+        declare_body: declares ``<b>.*`` and returns its values.
+
+    Returns:
+        ``(world, pose topic per free extra body that renames it, <b>.mesh per extra body)``.
+
+    Raises:
+        ConfigError: see :func:`build_world` and :func:`attach_body`.
+    """
+    world = build_world(p["robot_description"], p["robot_description_path"], assets)
+    pose_topics: Dict[str, str] = {}
+    meshes: Dict[str, str] = {}
+    for body in p["bodies"] or []:
+        values = declare_body(body)
+        topic = attach_body(world, body, values, assets)
+        meshes[body] = values["mesh"]
+        if topic:
+            pose_topics[body] = topic
+    return world, pose_topics, meshes
+
+
+def check_contact_body_names(names: Sequence[str], world: Any) -> list:
+    """Check the body index table of the contacts cloud; the names that are not bodies of the world.
+
+    Names outside the world are allowed (a simulator may report contacts
+    with bodies the node does not model; such contacts touch no sensor).
+
+    Raises:
+        ConfigError: a duplicate or empty name (body indices would be ambiguous).
+    """
+    seen = set()
+    for n in names:
+        if not n.strip():
+            raise ConfigError("contact_body_names", list(names), "names must be non-empty")
+        if n in seen:
+            raise ConfigError("contact_body_names", list(names),
+                              f"name {n!r} appears twice; body1/body2 indices must be unambiguous")
+        seen.add(n)
+    return [n for n in names if n not in world.body_names]
+
+
+class SensorFactory:
+    """Builds attached sensor models and their message layouts from a :class:`SensorParameters`.
+
+    Args:
+        world: the node's ``World``.
+        body_meshes: ``<b>.mesh`` value per extra body (an extra body's geometry
+            is its mesh file, the parameter to blame when a sensor cannot attach).
+        frame_prefix: the ``frame_prefix`` parameter, prepended to the frames the
+            layouts stamp (:attr:`~vsf_sensor_ros.ros.messages.readings.SensorLayout.reading_frame`).
+    """
+
+    def __init__(self, world: Any, body_meshes: Mapping[str, str], frame_prefix: str = "") -> None:
+        self.world = world
+        self.body_meshes: Dict[str, str] = dict(body_meshes)
+        self.frame_prefix = frame_prefix
+
+    def build(self, cfg: SensorParameters) -> Tuple[BaseSensor, enc.SensorLayout]:
+        """A new attached model and its layout (see :meth:`sensor` and :meth:`layout`)."""
+        sensor = self.sensor(cfg)
+        return sensor, self.layout(cfg, sensor)
+
+    def sensor(self, cfg: SensorParameters) -> BaseSensor:
+        """Instantiate and attach a sensor model.
+
+        Raises:
+            ConfigError: naming ``<s>.attachment`` (unknown body, no mesh),
+                the setting the library rejects (``SettingError``), ``<s>.type``
+                for any other library error, or ``<b>.mesh`` of an extra body
+                the model cannot attach to.
+        """
+        att = cfg.values.get("attachment", "")
+        if not att:
+            raise ConfigError(f"{cfg.name}.attachment", att, "every sensor needs an attachment body")
+        if att not in self.world.body_names:
+            raise ConfigError(f"{cfg.name}.attachment", att,
+                              f"unknown body; known: {', '.join(self.world.body_names)}")
+        try:
+            sensor = sensor_from_config(cfg.model_config())
+        except SettingError as exc:
+            key = exc.setting if exc.setting in cfg.values else "type"
+            raise ConfigError(f"{cfg.name}.{key}", cfg.values.get(key, cfg.type), str(exc)) from None
+        except (ValueError, TypeError, KeyError) as exc:
+            raise ConfigError(f"{cfg.name}.type", cfg.type, str(exc)) from None
+        try:
+            sensor.attach(self.world.body_model(att))
+        except (ValueError, TypeError) as exc:
+            if att in self.body_meshes:
+                raise ConfigError(f"{att}.mesh", self.body_meshes[att],
+                                  f"sensor {cfg.name!r} cannot attach to body {att!r}: {exc}") from None
+            raise ConfigError(f"{cfg.name}.attachment", att, f"cannot attach: {exc}") from None
+        return sensor
+
+    def layout(self, cfg: SensorParameters, sensor: BaseSensor) -> enc.SensorLayout:
+        """The sensor's message layout (vertices of its body for a dense force field).
+
+        A model whose values are expressed in a frame of its own (Klampt
+        ``Tsensor``, Isaac ``position``) gets the frame ``<s>_frame`` with its
+        sensor -> body transform (:mod:`vsf_sensor_ros.ros.frames`).
+
+        Raises:
+            ConfigError: a dense-force sensor on a body without a triangle mesh;
+                a sensor frame name that is already a body or URDF link (``sensors``).
+        """
+        att = cfg.values["attachment"]
+        T_sensor = sensor_frame_transform(cfg.type, sensor)
+        frame = sensor_frame_name(cfg.name) if T_sensor is not None else ""
+        if frame and (frame in self.world.body_names or frame in self.world.urdf_link_names):
+            raise ConfigError("sensors", cfg.name, f"the sensor's frame {frame!r} is already a body or "
+                                                   "link of the world; rename the sensor")
+        verts = None
+        if cfg.type in enc.SENSOR_KINDS and enc.codec_of_type(cfg.type).per_vertex:
+            mesh = self.world.body_mesh(att)
+            if mesh is None:
+                raise ConfigError(f"{cfg.name}.attachment", att, "body has no triangle mesh")
+            verts = np.asarray(mesh.vertices)
+        try:
+            return enc.sensor_layout(cfg.type, att, sensor.measurement_names(), sensor.measurement_errors(),
+                                     verts, frame, T_sensor, self.frame_prefix)
+        except ValueError as exc:
+            raise ConfigError(f"{cfg.name}.type", cfg.type, str(exc)) from None
+
+
+__all__ = ["SensorFactory", "attach_body", "build_scene", "build_world", "check_contact_body_names",
+           "effective_assets_dir", "resolve_path", "transform_from_params"]
