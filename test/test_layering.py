@@ -95,6 +95,16 @@ PURE_ROS_MODULES = ["input_health", "parameter_check"]
 @pytest.mark.parametrize("name", PURE_ROS_MODULES)
 def test_pure_ros_modules_import_no_ros(name):
     path = PKG / "ros" / f"{name}.py"
-    rosish = [m for m in _imports(path)
-              if m.split(".")[0] in ("rclpy", "rcl_interfaces") or m.split(".")[0].endswith(("_msgs", "_srvs"))]
+    tops = [m.split(".")[0] for m in _imports(path)]
+    rosish = [t for t in tops if t in ("rclpy", "rcl_interfaces") or t.endswith(("_msgs", "_srvs"))]
     assert not rosish, f"{name} imports {rosish}"
+
+
+@pytest.mark.parametrize("path", sorted(p for p in PKG.rglob("*.py") if p.name != "__init__.py"),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_docs_layout_lists_every_module(path):
+    text = (ROOT / "docs" / "layout.md").read_text()
+    rel = path.relative_to(PKG)
+    # top-level modules by their full path, the others by their file name under their folder's heading
+    shown = f"vsf_sensor_ros/{rel}" if len(rel.parts) == 1 else f" {path.name} "
+    assert shown in text, f"docs/layout.md does not list {rel}"

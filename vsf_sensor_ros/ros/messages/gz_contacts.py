@@ -18,7 +18,7 @@ field                        meaning (gz-sim)
 ===========================  ========================================================
 
 :func:`gz_contacts_to_contacts` turns it into exactly the
-:class:`~vsf_sensor_ros.ros.contacts_msg.DecodedContacts` that the node's
+:class:`~vsf_sensor_ros.ros.messages.contacts.DecodedContacts` that the node's
 ``PointCloud2`` decoder gives for the same contacts: one row per contact point
 (rows numbered through the message: contact 0's points, then contact 1's, ...),
 the force on body1 by body2 (``body_1_wrench.force``, with body1 the body of
@@ -214,8 +214,8 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
         dtype, device: of the returned points/forces tensors.
 
     Returns:
-        :class:`~vsf_sensor_ros.ros.contacts_msg.DecodedContacts`, equal to what
-        :func:`~vsf_sensor_ros.ros.contacts_msg.pointcloud2_to_contacts` gives for
+        :class:`~vsf_sensor_ros.ros.messages.contacts.DecodedContacts`, equal to what
+        :func:`~vsf_sensor_ros.ros.messages.contacts.pointcloud2_to_contacts` gives for
         a cloud of the same rows (``x y z``, ``fx fy fz``, ``body1 body2``, and
         ``nx ny nz`` / ``depth`` when present), ``num_points`` = rows,
         ``frame_id`` and ``stamp_ns`` from the header, ``fields`` the field
