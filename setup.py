@@ -47,6 +47,7 @@ setup(
             "wrench_contact_node = vsf_sensor_ros.ros.wrench_contact_node:main",
             "vsf_replay = vsf_sensor_ros.apps.replay:main",
             "mujoco_contact_node = vsf_sensor_ros.contact_sources.mujoco_contact_node:main",
+            "membrane_force_node = vsf_sensor_ros.ros.membrane_force_node:run",
         ],
     },
 )
