@@ -135,7 +135,9 @@ def nodes(scene, rclpy_context):
         "camera_rotation_deg": 0.0, "ambient_pressure": P_REF - P0, "window": 3, "reference_frames": 2,
         "depth_topic": "camera/depth", "camera_info_topic": "camera/info",
         "pressure_topic": "bubble/pressure",
-        "force_topic": "/mforce/measured", "input_reliability": "reliable", "diagnostics_period": 0.2,
+        "force_topic": "/mforce/measured", "input_reliability": "reliable",
+        "pressure_reliability": "reliable",
+        "diagnostics_period": 0.2,
     }, node_name=NODE)
     sparams = write_params(d / "sensor.yaml", {
         "contact_body_names": ["membrane", "world"], "bodies": ["membrane"],

@@ -15,7 +15,9 @@ Inputs (relative names, set by parameters):
   reads the membrane's normal displacement from depth alone.
 * ``pressure_topic`` (``pressure_type``: ``std_msgs/msg/Float32`` as the Punyo firmware publishes
   it in hPa, ``std_msgs/msg/Float64`` or ``sensor_msgs/msg/FluidPressure``), times
-  ``pressure_scale`` → absolute Pa; the latest one goes with each frame.
+  ``pressure_scale`` → absolute Pa.  A bare number has no stamp: the latest one goes with each
+  frame.  A ``FluidPressure`` pairs by stamp: with the frame stamped within ``pressure_tolerance``,
+  the frame waiting for it when it comes later (a ``no_pressure`` rejection when none does).
 
 Outputs, stamped with the camera frame's header stamp, in ``frame_id`` (the body the
 ``PunyoDenseForceSensor`` is attached to):
@@ -46,8 +48,8 @@ import argparse
 import signal
 import sys
 import time
-from collections import Counter
-from typing import Any, Dict, List, Optional, Sequence
+from collections import Counter, deque
+from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import rclpy
@@ -69,7 +71,7 @@ from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh, read_membrane_mesh
 from .membrane_inputs import (PRESSURE_TYPES, InputRejected, camera_from_info, depth_from_cloud,
                               depth_from_image, pressure_pa)
 from .pointcloud import write_cloud
-from .stamps import copy_stamp
+from .stamps import copy_stamp, stamp_to_ns
 
 # Start-up parameters.  name: (default, description, (lo, hi) or None)
 PARAMETERS = {
@@ -97,6 +99,9 @@ PARAMETERS = {
                       "std_msgs/msg/Float32 | std_msgs/msg/Float64 | sensor_msgs/msg/FluidPressure", None),
     "pressure_scale": (100.0, "pressure message value x scale = Pa (100 for the firmware's hPa)",
                        (1e-9, 1e9)),
+    "pressure_tolerance": (0.02, "a stamped pressure (FluidPressure) pairs with the frame stamped within "
+                                 "this many s (a frame waits for it); Float32 / Float64: the latest",
+                           (0.0, 10.0)),
     "reference_frames": (10, "contact-free frames averaged as the reference at start and after "
                              "reset_reference", (1, 1000)),
     "window": (9, "odd side of the pixel window read around each vertex, px", (1, 51)),
@@ -106,8 +111,10 @@ PARAMETERS = {
     "force_topic": ("membrane_force", "output: per-vertex force cloud (sensor_node's measured layout)", None),
     "surface_topic": ("membrane_surface", "output: estimated membrane surface (x y z)", None),
     "total_force_topic": ("membrane_total_force", "output: total contact force (WrenchStamped)", None),
-    "input_reliability": ("best_effort", "QoS reliability of the inputs: best_effort (matches every "
-                                         "publisher) | reliable", None),
+    "input_reliability": ("best_effort", "QoS reliability of the camera inputs (frames, CameraInfo): "
+                                         "best_effort (matches every publisher) | reliable", None),
+    "pressure_reliability": ("best_effort", "QoS reliability of the pressure input: best_effort | reliable",
+                             None),
     "qos_depth": (10, "queue depth of inputs and outputs", (1, 10000)),
     "diagnostics_period": (1.0, "s between /diagnostics reports", (0.01, 3600.0)),
 }
@@ -198,9 +205,9 @@ class MembraneForceNode(Node):
         if ptype not in PRESSURE_TYPES:
             raise ConfigurationError(f"parameter 'pressure_type' = {p['pressure_type']!r}: use one of "
                                      f"{sorted(PRESSURE_TYPES)}")
-        if p["input_reliability"] not in ("best_effort", "reliable"):
-            raise ConfigurationError(f"parameter 'input_reliability' = {p['input_reliability']!r}: use "
-                                     "best_effort or reliable")
+        for key in ("input_reliability", "pressure_reliability"):
+            if p[key] not in ("best_effort", "reliable"):
+                raise ConfigurationError(f"parameter {key!r} = {p[key]!r}: use best_effort or reliable")
         if int(p["window"]) % 2 == 0:
             raise ConfigurationError(f"parameter 'window' = {p['window']}: must be odd")
         if len(p["camera_translation"]) != 3:
@@ -211,6 +218,11 @@ class MembraneForceNode(Node):
         self.estimator: Optional[MembraneForceEstimator] = None
         self.reference: List[Any] = []          # (depth, pressure) of the frames collected so far
         self.pressure: Optional[float] = None
+        # a stamped pressure (FluidPressure) pairs with the frame of the same stamp; a bare number
+        # (the firmware's Float32) has none: the latest goes with each frame
+        self.stamped = ptype == "sensor_msgs/msg/FluidPressure"
+        self.pressures: Deque[Tuple[int, float]] = deque(maxlen=500)
+        self.pending: List[Tuple[Header, Any]] = []
         self.stats: Counter = Counter()
         self.rejected: Counter = Counter()
         self.period_ms: List[float] = []
@@ -219,17 +231,21 @@ class MembraneForceNode(Node):
         reliability = (ReliabilityPolicy.RELIABLE if p["input_reliability"] == "reliable"
                        else ReliabilityPolicy.BEST_EFFORT)
         qin = QoSProfile(depth=int(p["qos_depth"]), reliability=reliability)
+        qp = QoSProfile(depth=int(p["qos_depth"]), reliability=ReliabilityPolicy.RELIABLE
+                        if p["pressure_reliability"] == "reliable" else ReliabilityPolicy.BEST_EFFORT)
         qout = QoSProfile(depth=int(p["qos_depth"]), reliability=ReliabilityPolicy.RELIABLE)
         self.pub_force = self.create_publisher(PointCloud2, p["force_topic"], qout)
         self.pub_surface = self.create_publisher(PointCloud2, p["surface_topic"], qout)
         self.pub_total = self.create_publisher(WrenchStamped, p["total_force_topic"], qout)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        # camera info and pressure first: when a frame and a pressure wait together, the executor
+        # serves them in creation order, so the frame goes with the pressure that came with it
         self.create_subscription(CameraInfo, p["camera_info_topic"], self._on_camera_info, qin)
+        self.create_subscription(PRESSURE_TYPES[ptype], p["pressure_topic"], self._on_pressure, qp)
         if p["input"] == "depth":
             self.create_subscription(Image, p["depth_topic"], self._on_image, qin)
         else:
             self.create_subscription(PointCloud2, p["points_topic"], self._on_cloud, qin)
-        self.create_subscription(PRESSURE_TYPES[ptype], p["pressure_topic"], self._on_pressure, qin)
         self.create_service(Trigger, "~/reset_reference", self._on_reset)
         self.create_timer(float(p["diagnostics_period"]), self._report)
         self._period_start = time.monotonic()
@@ -265,6 +281,33 @@ class MembraneForceNode(Node):
         except InputRejected as exc:
             self.rejected[exc.reason] += 1
             self.get_logger().warning(str(exc), throttle_duration_sec=5.0)
+            return
+        if self.stamped:
+            self.pressures.append((stamp_to_ns(msg.header.stamp), self.pressure))
+            waiting, self.pending = self.pending, []
+            for item in waiting:          # frames that waited for their pressure, in arrival order
+                self._on_frame(*item, pending=True)
+
+    def _pressure_for(self, stamp_ns: int) -> Optional[float]:
+        """The pressure for a frame: the latest one, or with a stamped type the one nearest in stamp
+        within ``pressure_tolerance``; None = not yet known (the frame waits).
+
+        Raises:
+            InputRejected: ``no_pressure``, none yet (latest mode) or none near the stamp while later
+                stamped ones exist (stamped mode)."""
+        if not self.stamped:
+            if self.pressure is None:
+                raise InputRejected("no bubble pressure received yet", "no_pressure")
+            return self.pressure
+        tol = int(float(self.p["pressure_tolerance"]) * 1e9)
+        if self.pressures:
+            best = min(self.pressures, key=lambda sp: abs(sp[0] - stamp_ns))
+            if abs(best[0] - stamp_ns) <= tol:
+                return best[1]
+            if max(sp[0] for sp in self.pressures) > stamp_ns + tol:
+                raise InputRejected(f"no pressure stamped within {tol * 1e-9:g} s of the frame",
+                                    "no_pressure")
+        return None
 
     def _on_image(self, msg: Image) -> None:
         self._on_frame(msg.header, lambda: depth_from_image(msg, float(self.p["depth_unit"])))
@@ -272,20 +315,27 @@ class MembraneForceNode(Node):
     def _on_cloud(self, msg: PointCloud2) -> None:
         self._on_frame(msg.header, lambda: depth_from_cloud(msg))
 
-    def _on_frame(self, header: Header, decode: Any) -> None:
-        self.stats["frames_received"] += 1
+    def _on_frame(self, header: Header, decode: Any, pending: bool = False) -> None:
+        if not pending:
+            self.stats["frames_received"] += 1
         try:
-            self._process(header, decode)
+            if self.estimator is None:
+                raise InputRejected("no CameraInfo received yet", "no_camera_info")
+            pressure = self._pressure_for(stamp_to_ns(header.stamp))
+            if pressure is None:
+                self.pending.append((header, decode))
+                if len(self.pending) > int(self.p["qos_depth"]):
+                    self.pending.pop(0)
+                    raise InputRejected("frame waited too long for its pressure", "no_pressure")
+                return
+            self._process(header, decode, pressure)
         except (InputRejected, FrameRejected) as exc:
             self._reject(exc.reason, str(exc))
 
-    def _process(self, header: Header, decode: Any) -> None:
+    def _process(self, header: Header, decode: Any, pressure: float) -> None:
         """Collect the reference or estimate; raises InputRejected / FrameRejected (nothing changed)."""
         est = self.estimator
-        if est is None:
-            raise InputRejected("no CameraInfo received yet", "no_camera_info")
-        if self.pressure is None:
-            raise InputRejected("no bubble pressure received yet", "no_pressure")
+        assert est is not None
         depth = decode()
         n_ref = int(self.p["reference_frames"])
         if est.model is None:
@@ -295,7 +345,7 @@ class MembraneForceNode(Node):
                                     f"{shape[1]}x{shape[0]} camera", "wrong_size")
             if not np.isfinite(depth).any():
                 raise InputRejected("frame holds no finite depth", "nan")
-            self.reference.append((depth, self.pressure))
+            self.reference.append((depth, pressure))
             self.last["reference"] = f"collecting {len(self.reference)} of {n_ref} frames"
             if len(self.reference) < n_ref:
                 return
@@ -306,7 +356,7 @@ class MembraneForceNode(Node):
             self.last["reference"] = (f"set from {n_ref} frames, {est.reference_pressure:.0f} Pa, "
                                       f"start-up {est.startup_s * 1e3:.0f} ms")
             self.get_logger().info(f"reference {self.last['reference']}")
-        res = est.estimate(depth, pressure=self.pressure)
+        res = est.estimate(depth, pressure=pressure)
         self._publish(header, res)
         self.period_ms.append(res.timings["total"] * 1e3)
         self.stats["frames_estimated"] += 1
