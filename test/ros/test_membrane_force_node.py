@@ -275,3 +275,38 @@ def test_reset_reference_collects_a_new_reference(nodes, scene):
     forces = _forces(_at(probe, "/mforce/measured", 31), len(scene["dome"].points))
     assert np.abs(forces).max() < 1e-9                  # the reference frame itself: no contact
     assert _status(probe)["reference"].startswith("set from 2 frames")
+
+
+def test_a_stamped_pressure_pairs_with_the_frame_of_its_stamp(scene, rclpy_context):
+    """FluidPressure: a frame waits for the pressure of its own stamp (it may come later), and a
+    frame whose stamp no pressure matches while later ones exist is rejected as no_pressure."""
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import FluidPressure
+
+    from vsf_sensor_ros.ros.membrane_force_node import MembraneForceNode
+    overrides = [Parameter("mesh", value=str(scene["vtk"])), Parameter("camera_rotation_deg", value=0.0),
+                 Parameter("ambient_pressure", value=P_REF - P0), Parameter("window", value=3),
+                 Parameter("reference_frames", value=1), Parameter("pressure_scale", value=1.0),
+                 Parameter("pressure_type", value="sensor_msgs/msg/FluidPressure")]
+    node = MembraneForceNode("stamped_membrane_node", parameter_overrides=overrides)
+    try:
+        node._on_camera_info(_camera_info(scene["cam"]))
+        out = []
+        node._publish = lambda header, res: out.append((header.stamp.sec, res))   # what would go out
+
+        def pressure(pa: float, sec: int) -> FluidPressure:
+            m = FluidPressure(fluid_pressure=pa)
+            m.header.stamp = Time(sec=sec)
+            return m
+        node._on_pressure(pressure(P_REF, 1))
+        node._on_image(_image_32f(scene["ref"], 1))                     # the reference
+        node._on_image(_image_32f(scene["pushed"], 2))                  # before its pressure: waits
+        assert [s for s, _ in out] == [1] and len(node.pending) == 1
+        node._on_pressure(pressure(P_REF + 500.0, 3))                   # another frame's: still waits?
+        assert len(out) == 1 and node.rejected["no_pressure"] == 1      # no: later stamps passed it
+        node._on_image(_image_32f(scene["pushed"], 4))
+        node._on_pressure(pressure(P_REF + DP, 4))                      # its own pressure arrives
+        assert [s for s, _ in out] == [1, 4]
+        assert out[1][1].pressure_change == pytest.approx(DP)           # paired with stamp 4's pressure
+    finally:
+        node.destroy_node()

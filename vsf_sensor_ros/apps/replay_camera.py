@@ -364,7 +364,22 @@ MEMBRANE_DEFINITIONS = {
     "membrane_force.lag_frames": "that lag (F/T frame = estimate frame + lag)",
     "membrane_force.ratio_at_peak": "|sum of contact forces| / |F - bias| at the F/T peak",
     "membrane_force.rms_error_n": "RMS of |sum| - |F - bias| over the loaded frames, N",
-    "membrane_force.node_*": "the same three figures from the node's published forces",
+    "membrane_force.frames": "frames replayed (camera frames = recorded frames)",
+    "membrane_force.frames_with_prediction": "frames with both a measured field and sensor_node's predicted "
+                                             "field of punyo_force",
+    "membrane_force.frames_with_residual": "frames with sensor_node's residual of punyo_force (measured - "
+                                           "predicted, paired by stamp)",
+    "membrane_force.peak_frame": "estimate frame paired with the F/T peak (the plot's field frame)",
+    "membrane_force.node_correlation": "correlation as above, from the node's published forces (the "
+                                       "library's where the node published none)",
+    "membrane_force.node_ratio_at_peak": "ratio_at_peak from the node's published forces",
+    "membrane_force.node_rms_error_n": "rms_error_n from the node's published forces, N",
+    "membrane_force.estimate_ms_p99": "99th percentile of the estimate time per frame in this process, ms",
+    "membrane_force.ft_force_at_peak_n": "|F - bias| at the F/T peak, N",
+    "membrane_force.reference_estimator.ratio_at_peak": "the reference estimator's ratio at the F/T peak",
+    "membrane_force.reference_estimator.rms_error_n": "the reference estimator's RMS magnitude error, N",
+    "membrane_force.reference_estimator.s_per_frame": "the reference estimator's time per frame on this "
+                                                      "project's machine, s",
     "membrane_force.peak_distance_held_max_mm": "largest distance, frames 78-101, of the vertex with the "
                                                 "largest contact force from the deepest indentation "
                                                 "(reference surface, mesh frame), mm",
