@@ -131,25 +131,27 @@ CAMERA = RECORDING.parent / "camera" / "depth.npz"
 
 
 @pytest.mark.skipif(not CAMERA.is_file(), reason=f"camera frames of the poke absent: {CAMERA.resolve()}")
-def test_replay_of_a_cut_with_the_camera_measures_the_dense_force(tmp_path):
+def test_replay_with_the_camera_measures_the_dense_force(tmp_path):
     """The camera frames through membrane_force_node: measured, predicted and residual dense force.
 
-    The node's forces are the library estimator's on the same frames (same reference frames 30-34,
-    same pressures), and the figures against the F/T are the issue's targets the estimator meets
-    on the whole poke (correlation >= 0.98; the ratio is 0.69 there, below the 0.8 target)."""
+    The whole poke, as ``make demo-real`` runs it (half speed; a cut leaves too few contact-free
+    frames before the poke for the tare on a loaded host).  The node's forces are the library
+    estimator's on the same frames (same reference frames 0-4, same pressures); the figures against
+    the F/T are those of the estimator's own regression test (correlation >= 0.98; the ratio is
+    0.69, below the issue's 0.8 target)."""
     cmd = [sys.executable, "-m", "vsf_sensor_ros.apps.replay", "--recording", str(RECORDING), "--out",
-           str(tmp_path), "--frames", "30:130", "--speed", "0.5"]
-    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=400)
+           str(tmp_path), "--speed", "0.5"]
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, f"replay failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
     summary = json.loads((tmp_path / "summary.json").read_text())
     m = summary["membrane_force"]
-    assert m["frames_measured_by_node"] >= 90           # 100 frames, the first 4 build the reference
+    assert m["frames_measured_by_node"] >= 140          # 150 frames, the first 4 build the reference
     assert m["frames_node_equals_library"] >= 0.9 * m["frames_measured_by_node"]
-    assert m["frames_with_residual"] >= 80
+    assert m["frames_with_residual"] >= 120
     assert m["correlation"] >= 0.98 and 0.6 <= m["ratio_at_peak"] <= 1.2
     assert m["peak_distance_held_max_mm"] < 3.0
     z = np.load(tmp_path / "membrane_force.npz")
-    assert z["force"].shape == (100, 390, 3) and z["estimate_ms"].shape == (100,)
+    assert z["force"].shape == (150, 390, 3) and z["estimate_ms"].shape == (150,)
     assert z["boundary"].tolist() == list(range(64))
     # the boundary rows carry no contact force; the contact vertex is one the camera reads
     assert np.abs(z["force"][:, z["boundary"]]).max() == 0.0 and int(z["contact_vertex"]) >= 64

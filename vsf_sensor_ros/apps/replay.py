@@ -215,14 +215,28 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
                                  env, logs_dir / "wrench_contact_node.log")
     procs = [node_proc, wrench_proc]
     if camera is not None:
+        # one BLAS thread: the estimator's figures are one-core figures, and a start-up that takes
+        # both cores of a small host would stall the other nodes
+        menv = {**env, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         procs.append(ManagedProcess("membrane_force_node",
                                     [sys.executable, "-m", "vsf_sensor_ros.ros.membrane_force_node",
                                      "--ros-args", "--params-file", str(files["membrane"])],
-                                    env, logs_dir / "membrane_force_node.log"))
+                                    menv, logs_dir / "membrane_force_node.log"))
     t0 = time.monotonic()
     ctx = rclpy.Context()
+    transports = os.environ.get("FASTDDS_BUILTIN_TRANSPORTS")
+    if camera is not None:
+        # This process sends 0.6 MB frames beside the small messages: over Fast DDS's default shared
+        # memory they share one segment, and a full one drops small samples that come back only with
+        # the next heartbeat, seconds later.  UDP only for this participant (the others keep theirs).
+        os.environ["FASTDDS_BUILTIN_TRANSPORTS"] = "UDPv4"
     rclpy.init(context=ctx, domain_id=domain_id)
     node = rclpy.create_node("vsf_replay", context=ctx)
+    if camera is not None:    # read when the participant was made: restored for anything after
+        if transports is None:
+            os.environ.pop("FASTDDS_BUILTIN_TRANSPORTS", None)
+        else:
+            os.environ["FASTDDS_BUILTIN_TRANSPORTS"] = transports
     executor = SingleThreadedExecutor(context=ctx)
     executor.add_node(node)
     qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
@@ -364,8 +378,10 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
                 resp = call(bias_client, "taring the wrench bias")
                 say(f"wrench bias before frame {k}: " + ("no answer" if resp is None else resp.message))
                 end = time.monotonic() + PREDICT_WAIT_S
+                # the chain has caught up with the frames sent (a loaded host may deliver late), and
+                # the node has predicted every cloud so far
                 while time.monotonic() < end and (recorded_frames(f"/{PRESSURE_SENSOR}/predicted")
-                                                  < recorded_frames("/contacts")):
+                                                  < max(recorded_frames("/contacts"), k - MAX_LAG_FRAMES)):
                     spin_for(0.05)
                     check("waiting for the predictions before the tare")
                 spin_for(0.2)
