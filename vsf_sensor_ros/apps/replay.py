@@ -240,7 +240,7 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
     executor = SingleThreadedExecutor(context=ctx)
     executor.add_node(node)
     qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
-    pub_depth = pub_info = None
+    pub_depth = pub_info = relay_exec = None
     if camera is not None:   # the depth images stay out of the bag (92 MB); their CameraInfo is in it
         from sensor_msgs.msg import CameraInfo, Image
         recorder = TopicRecorder(node, exclude=["/" + rc.DEPTH_TOPIC])
@@ -250,7 +250,15 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
         from sensor_msgs.msg import FluidPressure
         pub_pa = node.create_publisher(FluidPressure, rc.STAMPED_PRESSURE_TOPIC, qos)
         info_msg = rc.camera_info_msg(camera)
-        rc.ContactsRelay(node, rec, contact_vertex, mount, camera, qos)
+        # The relay in its own node and thread: behind the recorder's callbacks in this executor its
+        # latency would vary by tens of ms, and the header-less pressure pairs by receive time.
+        import threading
+        relay_node = rclpy.create_node("vsf_contacts_relay", context=ctx)
+        rc.ContactsRelay(relay_node, rec, contact_vertex, mount, camera, qos)
+        relay_exec = SingleThreadedExecutor(context=ctx)
+        relay_exec.add_node(relay_node)
+        relay_thread = threading.Thread(target=relay_exec.spin, name="contacts_relay", daemon=True)
+        relay_thread.start()
     else:
         recorder = TopicRecorder(node)
     pub_js = node.create_publisher(JointState, "joint_states", qos)
@@ -431,6 +439,10 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
         recorder.stop()
         logs = dict(recorder.logs)
         executor.shutdown()
+        if relay_exec is not None:
+            relay_exec.shutdown()
+            relay_thread.join(timeout=5.0)
+            relay_node.destroy_node()
         node.destroy_node()
         rclpy.shutdown(context=ctx)
     return Session(logs, tare_msg, tare_ok, offset, tare_frame, time.monotonic() - t0)
