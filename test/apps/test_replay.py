@@ -147,7 +147,7 @@ def test_replay_with_the_camera_measures_the_dense_force(tmp_path):
     m = summary["membrane_force"]
     assert m["frames_measured_by_node"] >= 140          # 150 frames, the first 4 build the reference
     assert m["frames_node_equals_library"] >= 0.9 * m["frames_measured_by_node"]
-    assert m["frames_with_residual"] >= 50          # paired by stamp in sensor_node: 96-142 seen on a loaded host
+    assert m["frames_with_residual"] >= 50     # paired by stamp in sensor_node: 96-142 on a loaded host
     assert m["correlation"] >= 0.98 and 0.6 <= m["ratio_at_peak"] <= 1.2
     assert m["peak_distance_held_max_mm"] < 3.0
     z = np.load(tmp_path / "membrane_force.npz")
