@@ -224,19 +224,16 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
                                     menv, logs_dir / "membrane_force_node.log"))
     t0 = time.monotonic()
     ctx = rclpy.Context()
-    transports = os.environ.get("FASTDDS_BUILTIN_TRANSPORTS")
-    if camera is not None:
-        # This process sends 0.6 MB frames beside the small messages: over Fast DDS's default shared
-        # memory they share one segment, and a full one drops small samples that come back only with
-        # the next heartbeat, seconds later.  UDP only for this participant (the others keep theirs).
-        os.environ["FASTDDS_BUILTIN_TRANSPORTS"] = "UDPv4"
     rclpy.init(context=ctx, domain_id=domain_id)
     node = rclpy.create_node("vsf_replay", context=ctx)
-    if camera is not None:    # read when the participant was made: restored for anything after
-        if transports is None:
-            os.environ.pop("FASTDDS_BUILTIN_TRANSPORTS", None)
-        else:
-            os.environ["FASTDDS_BUILTIN_TRANSPORTS"] = transports
+    cam_ctx = None
+    if camera is not None:
+        # The 0.6 MB frames from a participant of their own: behind them in one participant's send
+        # path, small samples (pressure, joint states, wrenches) were dropped and came back only
+        # with the next heartbeat, seconds late.
+        cam_ctx = rclpy.Context()
+        rclpy.init(context=cam_ctx, domain_id=domain_id)
+        cam_node = rclpy.create_node("vsf_replay_camera", context=cam_ctx)
     executor = SingleThreadedExecutor(context=ctx)
     executor.add_node(node)
     qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
@@ -244,7 +241,7 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
     if camera is not None:   # the depth images stay out of the bag (92 MB); their CameraInfo is in it
         from sensor_msgs.msg import CameraInfo, Image
         recorder = TopicRecorder(node, exclude=["/" + rc.DEPTH_TOPIC])
-        pub_depth = node.create_publisher(Image, rc.DEPTH_TOPIC, QoSProfile(
+        pub_depth = cam_node.create_publisher(Image, rc.DEPTH_TOPIC, QoSProfile(
             depth=20, reliability=ReliabilityPolicy.RELIABLE))
         pub_info = node.create_publisher(CameraInfo, rc.INFO_TOPIC, qos)
         from sensor_msgs.msg import FluidPressure
@@ -445,6 +442,9 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
             relay_node.destroy_node()
         node.destroy_node()
         rclpy.shutdown(context=ctx)
+        if cam_ctx is not None:
+            cam_node.destroy_node()
+            rclpy.shutdown(context=cam_ctx)
     return Session(logs, tare_msg, tare_ok, offset, tare_frame, time.monotonic() - t0)
 
 
