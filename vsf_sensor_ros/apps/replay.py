@@ -594,7 +594,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"  estimate per frame     {m['estimate_ms_median']:.1f} ms median, "
               f"{m['estimate_ms_p99']:.1f} ms p99 ({r['s_per_frame']} s); start-up {m['startup_s']:.2f} s")
         print(f"  node vs library        {m['node_vs_library_max_abs_n']:.2g} N at most")
-    print(f"files in {out}/: run.mcap + metadata.yaml, summary.json, {png.name}, calibration.yaml, "
+    extra = "membrane_force.npz, membrane_force.png, membrane_force_node.yaml, " if m is not None else ""
+    print(f"files in {out}/: run.mcap + metadata.yaml, summary.json, {png.name}, {extra}calibration.yaml, "
           "ur5e.urdf, sensor_node.yaml, logs/")
     return 0
 
