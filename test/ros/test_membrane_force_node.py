@@ -86,6 +86,24 @@ def test_16uc1_depth_is_scaled_by_the_depth_unit_and_bad_images_are_named():
     assert e.value.reason == "wrong_size"
 
 
+def test_an_organised_cloud_gives_its_z_as_the_depth_image():
+    from sensor_msgs.msg import PointField
+    from vsf_sensor_ros.ros.membrane_inputs import depth_from_cloud
+    z = np.array([[0.05, 0.06, 0.0], [0.07, np.nan, 0.08]], dtype=np.float32)
+    rec = np.zeros((2, 3), dtype=[("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("rgb", "<f4")])
+    rec["x"], rec["z"] = 1.0, z
+    msg = PointCloud2(height=2, width=3, is_bigendian=False, point_step=16, row_step=48, is_dense=False,
+                      fields=[PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+                              for i, n in enumerate(("x", "y", "z", "rgb"))], data=rec.tobytes())
+    out = depth_from_cloud(msg)
+    assert out.shape == (2, 3) and np.isnan(out[1, 1])
+    assert np.nan_to_num(out).ravel() == pytest.approx(np.nan_to_num(z.astype(np.float64)).ravel())
+    msg.fields = msg.fields[:2]                                # no z
+    with pytest.raises(InputRejected, match="z") as e:
+        depth_from_cloud(msg)
+    assert e.value.reason == "bad_cloud_layout"
+
+
 def test_help_prints_the_parameters_and_an_example_without_ros():
     out = subprocess.run([sys.executable, "-m", "vsf_sensor_ros.ros.membrane_force_node", "--help"],
                          capture_output=True, text=True, timeout=60, cwd=ROOT, env=child_env())
