@@ -69,8 +69,10 @@ demo-kinova: venv
 demo-mujoco: venv
 	$(PY) -m vsf_sensor_ros.demo.demo --world embedded --backend mujoco --out demo_out/mujoco
 
+# Half speed: the camera frames (0.6 MB each) beside the small messages stay within what DDS on a
+# busy 2-core host delivers in time (at full speed late repairs paired frames with stale pressures).
 demo-real: venv
-	$(PY) -m vsf_sensor_ros.demo.replay --recording ../shared/fixtures/punyo_poke_ur5e/data.json --out demo_out/real
+	$(PY) -m vsf_sensor_ros.demo.replay --recording ../shared/fixtures/punyo_poke_ur5e/data.json --out demo_out/real --speed 0.5
 
 bench: venv
 	$(PY) -m benchmarks.run

@@ -48,6 +48,7 @@ setup(
             "vsf_replay = vsf_sensor_ros.demo.replay:main",
             "mujoco_contact_node = vsf_sensor_ros.contact_sources.mujoco_contact_node:main",
             "link_frames_node = vsf_sensor_ros.demo.link_frames_node:main",
+            "membrane_force_node = vsf_sensor_ros.ros.membrane_force_node:run",
         ],
     },
 )

@@ -295,6 +295,9 @@ def format_table(results: Dict[str, Any]) -> str:
         if sec.get("membrane"):
             from benchmarks.bench_membrane import format_rows
             L.extend(format_rows(sec["membrane"]))
+        if sec.get("membrane_node"):
+            from benchmarks.bench_membrane_node import format_rows as node_rows
+            L.extend(node_rows(sec["membrane_node"]))
     node = results.get("node")
     if node:
         L.append("\n== Node end to end over DDS (sensor_node child process) ==")
@@ -390,6 +393,8 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
         print("[library] membrane force estimator on the real Punyo poke", flush=True)
         from benchmarks.bench_membrane import membrane_section
         results["library"]["membrane"] = membrane_section(1 if args.quick else 3)
+        from benchmarks.bench_membrane_node import node_frame_section
+        results["library"]["membrane_node"] = node_frame_section(1 if args.quick else 2)
         results["library"]["seconds"] = time.monotonic() - t0
     if "cuda" in sections:
         if torch.cuda.is_available():

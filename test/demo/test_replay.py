@@ -74,7 +74,7 @@ def test_load_recording_cut_converts_hpa():
 @pytest.mark.skipif(not RECORDING.is_file(), reason=f"real Punyo recording absent: {RECORDING.resolve()}")
 def test_replay_of_a_cut_correlates_and_the_gain_helps(tmp_path):
     cmd = [sys.executable, "-m", "vsf_sensor_ros.demo.replay", "--recording", str(RECORDING), "--out",
-           str(tmp_path), "--frames", "30:130", "--speed", "2"]
+           str(tmp_path), "--frames", "30:130", "--speed", "2", "--camera", "off"]
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, f"replay failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -125,3 +125,36 @@ def _aligned_residuals(out, rec):
         total += 1
         aligned += abs(m.fluid_pressure + predicted[k] - sent_pa[k]) < 1e-3
     return aligned, total
+
+
+CAMERA = RECORDING.parent / "camera" / "depth.npz"
+
+
+@pytest.mark.skipif(not CAMERA.is_file(), reason=f"camera frames of the poke absent: {CAMERA.resolve()}")
+def test_replay_with_the_camera_measures_the_dense_force(tmp_path):
+    """The camera frames through membrane_force_node: measured, predicted and residual dense force.
+
+    The whole poke, as ``make demo-real`` runs it (half speed; a cut leaves too few contact-free
+    frames before the poke for the tare on a loaded host).  The node's forces are the library
+    estimator's on the same frames (same reference frames 0-4, same pressures); the figures against
+    the F/T are those of the estimator's own regression test (correlation >= 0.98; the ratio is
+    0.69, below the issue's 0.8 target)."""
+    cmd = [sys.executable, "-m", "vsf_sensor_ros.demo.replay", "--recording", str(RECORDING), "--out",
+           str(tmp_path), "--speed", "0.5"]
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, f"replay failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    m = summary["membrane_force"]
+    assert m["frames_measured_by_node"] >= 140          # 150 frames, the first 4 build the reference
+    assert m["frames_node_equals_library"] >= 0.9 * m["frames_measured_by_node"]
+    assert m["frames_with_residual"] >= 50     # paired by stamp in sensor_node: 96-142 on a loaded host
+    assert m["correlation"] >= 0.98 and 0.6 <= m["ratio_at_peak"] <= 1.2
+    assert m["peak_distance_held_max_mm"] < 3.0
+    z = np.load(tmp_path / "membrane_force.npz")
+    assert z["force"].shape == (150, 390, 3) and z["estimate_ms"].shape == (150,)
+    assert z["boundary"].tolist() == list(range(64))
+    # the boundary rows carry no contact force; the contact vertex is one the camera reads
+    assert np.abs(z["force"][:, z["boundary"]]).max() == 0.0 and int(z["contact_vertex"]) >= 64
+    assert (tmp_path / "membrane_force.png").is_file()
+    from test.apps.test_summary_definitions import undefined_keys
+    assert undefined_keys(summary, summary["definitions"]) == []

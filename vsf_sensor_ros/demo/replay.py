@@ -73,6 +73,8 @@ WARMUP_STEP_S = 0.05
 # that completes them was published (one more hop and the wrench node's kinematics than the
 # pressure's direct path).
 WRENCH_NODE_LATENCY_S = 0.002
+DRAIN_WAIT_S = 15.0           # longest wait for late predictions after the last frame
+INFO_FRAMES = 10              # CameraInfo goes with the warm-up and the first frames only
 
 
 # -- session files -------------------------------------------------------------------------------
@@ -82,9 +84,13 @@ def _bubble_mesh_path() -> Path:
     return DATA_DIR / BUBBLE_MESH_FILE
 
 
-def write_session_files(out: Path, measured_delay: float = 0.0) -> Dict[str, Path]:
+def write_session_files(out: Path, measured_delay: float = 0.0, camera: Optional[Any] = None,
+                        membrane_mount: Optional[np.ndarray] = None) -> Dict[str, Path]:
     """``ur5e.urdf`` and ``sensor_node.yaml`` (the node's parameters) in ``out``;
-    ``measured_delay`` (s) is the pressure sensor's ``measured_delay``."""
+    ``measured_delay`` (s) is the pressure sensor's ``measured_delay``.  With ``camera`` (a
+    :class:`~vsf_sensor_ros.demo.replay_camera.CameraRecording`) the dense force sensor sits on the
+    ``punyo_membrane`` body (its mesh, fixed to ``tool0`` by ``membrane_mount``) and reads
+    ``punyo_force/measured``; ``membrane_force_node.yaml`` is written too."""
     import yaml
 
     from vsf_sensor_ros.demo.ur5e import TOOL_LINK, punyo_mount_transform, ur5e_urdf
@@ -110,9 +116,22 @@ def write_session_files(out: Path, measured_delay: float = 0.0) -> Dict[str, Pat
                           "base_normal_local": [0.0, 0.0, 1.0]},
         FORCE_SENSOR: {"type": "PunyoDenseForceSensor", "attachment": "punyo"},
     }
+    files = {"urdf": urdf}
+    if camera is not None:
+        from vsf_sensor_ros.demo.replay_camera import (MEASURED_TOPIC, MEMBRANE_BODY, SESSION_BODIES,
+                                                       membrane_node_params)
+        mount = membrane_mount if membrane_mount is not None else np.eye(4)
+        params["contact_body_names"] = SESSION_BODIES
+        params["bodies"] = ["punyo", MEMBRANE_BODY]
+        params[MEMBRANE_BODY] = {"mesh": str(camera.attachment_mesh), "parent_link": TOOL_LINK,
+                                 "transform": [float(v) for v in mount.reshape(-1)], "pose_topic": ""}
+        params[FORCE_SENSOR] = {"type": "PunyoDenseForceSensor", "attachment": MEMBRANE_BODY,
+                                "measured_topic": MEASURED_TOPIC}
+        files["membrane"] = membrane_node_params(camera, out)
     yml = out / "sensor_node.yaml"
     yml.write_text(yaml.safe_dump({"sensor_node": {"ros__parameters": params}}, sort_keys=False))
-    return {"urdf": urdf, "params": yml}
+    files["params"] = yml
+    return files
 
 
 def wrench_node_args(urdf: Path, time_shift: float, bias_samples: int) -> List[str]:
@@ -155,8 +174,13 @@ def _child_env(domain_id: int) -> Dict[str, str]:
 
 
 def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias_samples: int,
-                tare_frame: int, domain_id: int, say: Any = print) -> Session:
-    """Start the two nodes, publish the recording, tare, record; children always stopped."""
+                tare_frame: int, domain_id: int, say: Any = print, camera: Optional[Any] = None,
+                contact_vertex: int = 0) -> Session:
+    """Start the nodes, publish the recording, tare, record; children always stopped.
+
+    With ``camera`` (:class:`~vsf_sensor_ros.demo.replay_camera.CameraRecording`) also
+    ``membrane_force_node`` on the depth frames and the contacts relay with the membrane's row at
+    ``contact_vertex`` (see :mod:`vsf_sensor_ros.demo.replay_camera`)."""
     import rclpy
     from geometry_msgs.msg import WrenchStamped
     from rclpy.executors import SingleThreadedExecutor
@@ -172,7 +196,11 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
 
     # the contacts of frame k leave the wrench node time_shift / speed after its pressure (see the
     # module docstring): the pressure counts as received that much later
-    files = write_session_files(out, min(1.0, time_shift / speed + WRENCH_NODE_LATENCY_S))
+    mount = None
+    if camera is not None:
+        from vsf_sensor_ros.demo import replay_camera as rc
+        mount = rc.membrane_mount_transform(rc.ply_vertices(camera), rc.membrane_ring(camera))
+    files = write_session_files(out, min(1.0, time_shift / speed + WRENCH_NODE_LATENCY_S), camera, mount)
     logs_dir = out / "logs"
     env = _child_env(domain_id)
     node_proc = ManagedProcess("sensor_node", [sys.executable, "-m", "vsf_sensor_ros.ros.sensor_node",
@@ -181,16 +209,55 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
     wrench_proc = ManagedProcess("wrench_contact_node",
                                  [sys.executable, "-m", "vsf_sensor_ros.contact_sources.wrench_contact_node"]
                                  # twice the wrenches: each frame also has its interpolated one
-                                 + wrench_node_args(files["urdf"], time_shift, 2 * bias_samples),
+                                 + wrench_node_args(files["urdf"], time_shift, 2 * bias_samples)
+                                 + (["-r", f"contacts:={rc.WRENCH_CONTACTS_TOPIC}"] if camera is not None
+                                    else []),
                                  env, logs_dir / "wrench_contact_node.log")
+    procs = [node_proc, wrench_proc]
+    if camera is not None:
+        # one BLAS thread: the estimator's figures are one-core figures, and a start-up that takes
+        # both cores of a small host would stall the other nodes
+        menv = {**env, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        procs.append(ManagedProcess("membrane_force_node",
+                                    [sys.executable, "-m", "vsf_sensor_ros.ros.membrane_force_node",
+                                     "--ros-args", "--params-file", str(files["membrane"])],
+                                    menv, logs_dir / "membrane_force_node.log"))
     t0 = time.monotonic()
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain_id)
     node = rclpy.create_node("vsf_replay", context=ctx)
+    cam_ctx = None
+    if camera is not None:
+        # The 0.6 MB frames from a participant of their own: behind them in one participant's send
+        # path, small samples (pressure, joint states, wrenches) were dropped and came back only
+        # with the next heartbeat, seconds late.
+        cam_ctx = rclpy.Context()
+        rclpy.init(context=cam_ctx, domain_id=domain_id)
+        cam_node = rclpy.create_node("vsf_replay_camera", context=cam_ctx)
     executor = SingleThreadedExecutor(context=ctx)
     executor.add_node(node)
-    recorder = TopicRecorder(node)
     qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
+    pub_depth = pub_info = relay_exec = None
+    if camera is not None:   # the depth images stay out of the bag (92 MB); their CameraInfo is in it
+        from sensor_msgs.msg import CameraInfo, Image
+        recorder = TopicRecorder(node, exclude=["/" + rc.DEPTH_TOPIC])
+        pub_depth = cam_node.create_publisher(Image, rc.DEPTH_TOPIC, QoSProfile(
+            depth=20, reliability=ReliabilityPolicy.RELIABLE))
+        pub_info = node.create_publisher(CameraInfo, rc.INFO_TOPIC, qos)
+        from sensor_msgs.msg import FluidPressure
+        pub_pa = node.create_publisher(FluidPressure, rc.STAMPED_PRESSURE_TOPIC, qos)
+        info_msg = rc.camera_info_msg(camera)
+        # The relay in its own node and thread: behind the recorder's callbacks in this executor its
+        # latency would vary by tens of ms, and the header-less pressure pairs by receive time.
+        import threading
+        relay_node = rclpy.create_node("vsf_contacts_relay", context=ctx)
+        rc.ContactsRelay(relay_node, rec, contact_vertex, mount, camera, qos)
+        relay_exec = SingleThreadedExecutor(context=ctx)
+        relay_exec.add_node(relay_node)
+        relay_thread = threading.Thread(target=relay_exec.spin, name="contacts_relay", daemon=True)
+        relay_thread.start()
+    else:
+        recorder = TopicRecorder(node)
     pub_js = node.create_publisher(JointState, "joint_states", qos)
     pub_w = node.create_publisher(WrenchStamped, "wrench", qos)
     pub_hpa = node.create_publisher(Float32, PRESSURE_TOPIC, qos)
@@ -199,7 +266,7 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
     save_client = node.create_client(Trigger, "/save_calibration")
 
     def check(stage: str) -> None:
-        for p in (node_proc, wrench_proc):
+        for p in procs:
             if p.poll() is not None:
                 raise ReplayError(f"{p.name} exited with code {p.poll()} while {stage}:\n{p.tail()}")
         if time.monotonic() - t0 > STARTUP_TIMEOUT_S + 10.0 * len(rec) / speed + 60.0:
@@ -253,15 +320,29 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
         js.header.stamp, js.header.frame_id = stamp, ""
         js.name, js.position = list(UR5E_JOINTS), [float(v) for v in rec.q[k]]
         pub_js.publish(js)
+        if pub_info is not None and not (with_hpa and k >= INFO_FRAMES):
+            # in the warm-up and with the first frames (the node reads the first; fewer messages
+            # into a busy node leave DDS less to repair)
+            info_msg.header.stamp = stamp
+            pub_info.publish(info_msg)
         if with_hpa:
             pub_hpa.publish(Float32(data=float(rec.pressure_pa[k] / HPA_TO_PA)))
+            if pub_depth is not None:   # the camera frame and its pressure, stamped alike
+                hpa32 = float(np.float32(rec.pressure_pa[k] / HPA_TO_PA))
+                pa = FluidPressure(fluid_pressure=hpa32 * HPA_TO_PA)
+                pa.header.stamp = stamp
+                pub_pa.publish(pa)
+                pub_depth.publish(rc.depth_msg(camera, k, stamp))
 
     tare_msg, tare_ok, offset = "not called", False, None
     try:
-        node_proc.start()
-        wrench_proc.start()
+        for p in procs:
+            p.start()
         say(f"ROS_DOMAIN_ID={domain_id} (localhost only); children's output in {logs_dir}/")
         needs = {"/joint_states": 3, "/wrench": 2, "/contacts": 2, f"/{PRESSURE_TOPIC}": 2}
+        if camera is not None:
+            needs.update({"/" + rc.STAMPED_PRESSURE_TOPIC: 2, "/" + rc.DEPTH_TOPIC: 1, "/" + rc.INFO_TOPIC: 2,
+                          "/" + rc.WRENCH_CONTACTS_TOPIC: 2})
         while True:
             recorder.refresh()
             spin_for(0.1)
@@ -272,8 +353,8 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
             if ready and contacts_ready:
                 break
             if time.monotonic() - t0 > STARTUP_TIMEOUT_S:
-                raise ReplayError(f"nodes not ready within {STARTUP_TIMEOUT_S:.0f} s:\n{node_proc.tail()}\n"
-                                  f"{wrench_proc.tail()}")
+                raise ReplayError(f"nodes not ready within {STARTUP_TIMEOUT_S:.0f} s:\n"
+                                  + "\n".join(p.tail() for p in procs))
         recorder.refresh()
         spin_for(0.5)
         recorder.refresh()
@@ -302,8 +383,10 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
                 resp = call(bias_client, "taring the wrench bias")
                 say(f"wrench bias before frame {k}: " + ("no answer" if resp is None else resp.message))
                 end = time.monotonic() + PREDICT_WAIT_S
+                # the chain has caught up with the frames sent (a loaded host may deliver late), and
+                # the node has predicted every cloud so far
                 while time.monotonic() < end and (recorded_frames(f"/{PRESSURE_SENSOR}/predicted")
-                                                  < recorded_frames("/contacts")):
+                                                  < max(recorded_frames("/contacts"), k - MAX_LAG_FRAMES)):
                     spin_for(0.05)
                     check("waiting for the predictions before the tare")
                 spin_for(0.2)
@@ -326,7 +409,20 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
             wait_until(start + (rec.t[k] - rec.t[0]) / speed)
             publish(k, rec.t[k], with_hpa=True)
             check("replaying")
-        # drain: predictions of the last frames
+        # drain: predictions of the last frames.  Under load DDS may deliver a reliable message only
+        # after the writer's next heartbeat (seconds later): wait (a bounded time) until every relayed
+        # contacts cloud has its prediction and every camera frame its estimate.
+        end = time.monotonic() + DRAIN_WAIT_S
+
+        def behind() -> bool:
+            late = recorded_frames(f"/{PRESSURE_SENSOR}/predicted") < recorded_frames("/contacts")
+            if camera is not None:
+                late = late or recorded_frames("/" + rc.MEASURED_TOPIC) < len(rec) - rc.REFERENCE_FRAMES + 1
+            return late
+        while behind() and time.monotonic() < end:
+            spin_for(0.05)
+            recorder.refresh()
+            check("draining")
         last, quiet = -1, 0
         while quiet < 10:
             spin_for(0.1)
@@ -335,13 +431,20 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
             last = n
             check("draining")
     finally:
-        node_proc.stop()
-        wrench_proc.stop()
+        for p in procs:
+            p.stop()
         recorder.stop()
         logs = dict(recorder.logs)
         executor.shutdown()
+        if relay_exec is not None:
+            relay_exec.shutdown()
+            relay_thread.join(timeout=5.0)
+            relay_node.destroy_node()
         node.destroy_node()
         rclpy.shutdown(context=ctx)
+        if cam_ctx is not None:
+            cam_node.destroy_node()
+            rclpy.shutdown(context=cam_ctx)
     return Session(logs, tare_msg, tare_ok, offset, tare_frame, time.monotonic() - t0)
 
 
@@ -366,6 +469,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", type=Path, default=Path("demo_out/real"), help="output directory")
     ap.add_argument("--speed", type=float, default=1.0, help="playback speed (1 = recorded pace)")
     ap.add_argument("--frames", default="", help="replay frames A:B only (Python slice, e.g. 30:130)")
+    ap.add_argument("--camera", choices=("auto", "off"), default="auto",
+                    help="auto: also replay the camera frames beside the recording (camera/) through "
+                         "membrane_force_node, when present; off: the pressure and wrench only")
     ap.add_argument("--lag", default="auto",
                     help="wrench time shift in s, or 'auto' (cross-correlation of dp with |F - bias|)")
     return ap
@@ -393,6 +499,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise ValueError(f"--lag must be 'auto' or seconds >= 0, got {args.lag!r}")
         rec = load_recording(args.recording, frames)
         onset = poke_onset(rec)
+        from vsf_sensor_ros.demo import replay_camera as rc
+        camera = rc.load_camera(args.recording, frames) if args.camera == "auto" else None
+        if camera is not None and len(camera.depth) != len(rec):
+            raise ValueError(f"{len(camera.depth)} camera frames for {len(rec)} recorded frames")
     except (ValueError, ReplayError) as exc:
         ap.print_usage(sys.stderr)
         print(f"error: {exc}", file=sys.stderr)
@@ -407,7 +517,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     tare_frame = onset - 3
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
-    for name in ("run.mcap", "metadata.yaml", "summary.json", "pressure_real.png", "calibration.yaml"):
+    for name in ("run.mcap", "metadata.yaml", "summary.json", "pressure_real.png", "calibration.yaml",
+                 "membrane_force.npz", "membrane_force.png"):
         (out / name).unlink(missing_ok=True)
     print(f"recording: {len(rec)} frames, poke from frame {onset}; wrench bias from the last "
           f"{bias_samples} before frame {onset - 3}; "
@@ -419,13 +530,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     domain_id = free_domain_id()
     apply_localhost_env(domain_id)
     try:
-        session = run_session(rec, out, args.speed, lag, bias_samples, tare_frame, domain_id)
+        run, vertex = None, 0
+        if camera is not None:   # the estimator in this process first: the contact vertex, the timings
+            run = rc.library_run(camera, rec)
+            vertex = rc.contact_vertex(run, rec)
+            print(f"camera: {len(camera.depth)} depth frames; predicted contact at membrane vertex {vertex} "
+                  "(pressed in most)")
+        else:
+            print("camera frames not found beside the recording: the dense force is predicted only")
+        session = run_session(rec, out, args.speed, lag, bias_samples, tare_frame, domain_id, camera=camera,
+                              contact_vertex=vertex)
         from vsf_sensor_ros.demo.recorder import write_bag
         bag = write_bag(session.logs.values(), out, "run")
         summary, series = analyse(session, rec, out)
         summary["pressure"]["lag_s"] = lag
         summary["pressure"]["lag_fitted_in_sample"] = shift is not None
         summary["bag"] = {"path": str(bag["path"]), "topics": len(bag["counts"])}
+        if camera is not None and run is not None:
+            try:
+                summary["membrane_force"] = rc.analyse_membrane(session.logs, run, rec, camera, vertex, out)
+            except RuntimeError as exc:
+                raise ReplayError(str(exc)) from None
+            summary["definitions"].update(rc.MEMBRANE_DEFINITIONS)
         (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
         png = plot(series, summary, out / "pressure_real.png")
     except ReplayError as exc:
@@ -455,7 +581,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f"tare only -> {o['residual_rms_unloading_after_gain_pa']:.1f} Pa with that gain")
     print(f"  lag                    {lag * 1000:.0f} ms" + (" (fitted in-sample)" if shift is not None
                                                              else ""))
-    print(f"files in {out}/: run.mcap + metadata.yaml, summary.json, {png.name}, calibration.yaml, "
+    m = summary.get("membrane_force")
+    if m is not None:
+        r = m["reference_estimator"]
+        print(f"\ndense force from the camera ({m['frames_measured_by_node']} frames from "
+              f"membrane_force_node, {m['frames_with_residual']} residuals), against the arm's F/T "
+              "(reference estimator in brackets):")
+        print(f"  correlation            {m['correlation']:.3f}   ({r['correlation']})   "
+              f"lag {m['lag_frames']} frames")
+        print(f"  ratio at the F/T peak  {m['ratio_at_peak']:.2f}    ({r['ratio_at_peak']})")
+        print(f"  RMS of |sum| - |F|     {m['rms_error_n']:.2f} N  ({r['rms_error_n']} N)")
+        print(f"  estimate per frame     {m['estimate_ms_median']:.1f} ms median, "
+              f"{m['estimate_ms_p99']:.1f} ms p99 ({r['s_per_frame']} s); start-up {m['startup_s']:.2f} s")
+        print(f"  node vs library        {m['node_vs_library_max_abs_n']:.2g} N at most")
+    extra = "membrane_force.npz, membrane_force.png, membrane_force_node.yaml, " if m is not None else ""
+    print(f"files in {out}/: run.mcap + metadata.yaml, summary.json, {png.name}, {extra}calibration.yaml, "
           "ur5e.urdf, sensor_node.yaml, logs/")
     return 0
 

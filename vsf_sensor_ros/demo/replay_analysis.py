@@ -53,7 +53,9 @@ def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any]
         if k is not None:
             pred[k] = m.fluid_pressure
     clouds = {}
-    for data in log("/contacts").data:
+    # the wrench node's own clouds when a relay added the membrane's row to /contacts (replay_camera)
+    contacts_topic = "/wrench_contacts" if "/wrench_contacts" in session.logs else "/contacts"
+    for data in log(contacts_topic).data:
         c = pointcloud2_to_contacts(deserialize_message(data, PointCloud2), CONTACT_BODIES)
         k = _nearest_frame(rec.t, c.stamp_ns * 1e-9)
         if k is not None:

@@ -1,0 +1,330 @@
+"""membrane_force_node over real DDS: a synthetic push on a ray-cast dome, read by sensor_node.
+
+Scene (as the estimator's own tests, :mod:`test.sensor.membrane_scenes`): a spherical-cap membrane
+(rim 40 mm, sphere 50 mm, base 60 mm in front of a distortion-free 200 x 160 px camera), clamped on
+its rim, inflated to 4 kPa gauge.  Hand-derived expectations:
+
+* a push of 1.5 N along the inward normal of one vertex, the membrane's clamped response
+  rendered as a depth image: the published total is 1.5 N (5 %) along that inward normal, the
+  largest force sits on that vertex;
+* the published cloud is in the frame of the attachment mesh, which is the dome turned by a
+  known rotation (30 deg about z, then 10 deg about x) and shifted: forces are that rotation
+  times the library estimator's values, vertex for vertex;
+* ``sensor_node`` given one contact of the same 1.5 N at that vertex predicts exactly that force
+  there; its residual is measured minus predicted, and sums to nearly zero (5 %).
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import trimesh
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import WrenchStamped
+from scipy.spatial.transform import Rotation
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from std_msgs.msg import Float32
+from std_srvs.srv import Trigger
+from builtin_interfaces.msg import Time
+
+import torch
+
+from vsf_sensor_ros.demo.processes import ManagedProcess, child_env, module_command
+from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.camera import InputRejected, depth_from_image
+from vsf_sensor_ros.ros.messages.readings import decode_measured, read_cloud_fields, sensor_layout
+from vsf_sensor_ros.sensor import ContactState
+from vsf_sensor_ros.sensor.membrane_force_estimator import MembraneForceEstimator
+
+from ..sensor.membrane_scenes import camera, disc_mesh, render_depth
+from .node_helpers import ROOT, Probe, write_params
+
+P_REF = 105000.0            # Pa absolute (1050 hPa, exact in float32)
+P0 = 4000.0                 # gauge, Pa
+PUSH_N = 1.5
+DP = 40.0                   # Pa rise under the push
+R_OUT = Rotation.from_euler("zx", [30.0, 10.0], degrees=True).as_matrix()
+T_OUT = np.array([0.01, -0.02, 0.005])
+NODE = "membrane_force_node"
+
+
+def _image_32f(depth: np.ndarray, sec: int) -> Image:
+    d = depth.astype(np.float32)
+    msg = Image(height=d.shape[0], width=d.shape[1], encoding="32FC1", is_bigendian=0, step=4 * d.shape[1],
+                data=d.tobytes())
+    msg.header.stamp, msg.header.frame_id = Time(sec=sec), "camera_depth_optical_frame"
+    return msg
+
+
+def _camera_info(cam) -> CameraInfo:
+    return CameraInfo(width=cam.width, height=cam.height, distortion_model="plumb_bob", d=[0.0] * 5,
+                      k=[cam.fx, 0.0, cam.cx, 0.0, cam.fy, cam.cy, 0.0, 0.0, 1.0])
+
+
+def _hpa(pa: float) -> Float32:
+    return Float32(data=pa / 100.0)
+
+
+def _pa(pa: float) -> float:
+    """The pressure as the node gets it: float32 hPa x 100."""
+    return float(np.float32(pa / 100.0)) * 100.0
+
+
+def test_16uc1_depth_is_scaled_by_the_depth_unit_and_bad_images_are_named():
+    raw = np.array([[0, 1, 2], [65535, 1000, 7]], dtype=np.uint16)
+    # big-endian, rows padded to 8 bytes: step and byte order honoured
+    data = b"".join(row.astype(">u2").tobytes() + b"\0\0" for row in raw)
+    msg = Image(height=2, width=3, encoding="16UC1", is_bigendian=1, step=8, data=data)
+    assert depth_from_image(msg, 1e-4).ravel() == pytest.approx([0.0, 1e-4, 2e-4, 6.5535, 0.1, 7e-4])
+    with pytest.raises(InputRejected, match="encoding 'rgb8'") as e:
+        depth_from_image(Image(height=2, width=3, encoding="rgb8", step=9, data=bytes(18)), 1e-3)
+    assert e.value.reason == "bad_encoding"
+    with pytest.raises(InputRejected, match="needs 16 bytes, got 10") as e:
+        depth_from_image(Image(height=2, width=3, encoding="16UC1", step=8, data=bytes(10)), 1e-3)
+    assert e.value.reason == "wrong_size"
+
+
+def test_an_organised_cloud_gives_its_z_as_the_depth_image():
+    from sensor_msgs.msg import PointField
+    from vsf_sensor_ros.ros.messages.camera import depth_from_cloud
+    z = np.array([[0.05, 0.06, 0.0], [0.07, np.nan, 0.08]], dtype=np.float32)
+    rec = np.zeros((2, 3), dtype=[("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("rgb", "<f4")])
+    rec["x"], rec["z"] = 1.0, z
+    msg = PointCloud2(height=2, width=3, is_bigendian=False, point_step=16, row_step=48, is_dense=False,
+                      fields=[PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+                              for i, n in enumerate(("x", "y", "z", "rgb"))], data=rec.tobytes())
+    out = depth_from_cloud(msg)
+    assert out.shape == (2, 3) and np.isnan(out[1, 1])
+    assert np.nan_to_num(out).ravel() == pytest.approx(np.nan_to_num(z.astype(np.float64)).ravel())
+    msg.fields = msg.fields[:2]                                # no z
+    with pytest.raises(InputRejected, match="z") as e:
+        depth_from_cloud(msg)
+    assert e.value.reason == "bad_cloud_layout"
+
+
+def test_help_prints_the_parameters_and_an_example_without_ros():
+    out = subprocess.run([sys.executable, "-m", "vsf_sensor_ros.ros.membrane_force_node", "--help"],
+                         capture_output=True, text=True, timeout=60, cwd=ROOT, env=child_env())
+    assert out.returncode == 0, out.stderr
+    for word in ("mesh (default ''", "attachment_mesh", "pressure_scale (default 100.0", "reference_frames",
+                 "example:", "membrane_force_node --ros-args"):
+        assert word in out.stdout
+    assert "[INFO]" not in out.stdout + out.stderr   # no rclpy logging: no node was made
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory):
+    import meshio
+    d = tmp_path_factory.mktemp("membrane")
+    dome = disc_mesh(0.04, rings=8, cap_radius=0.05, base_z=0.06)
+    vtk = d / "dome.vtk"
+    cells = [("triangle", dome.triangles), ("vertex", dome.boundary[:, None])]
+    meshio.Mesh(dome.points, cells).write(str(vtk))
+    ply = d / "dome_attached.ply"
+    trimesh.Trimesh(dome.points @ R_OUT.T + T_OUT, dome.triangles, process=False).export(str(ply))
+    cam = camera()
+    est = MembraneForceEstimator(dome, cam, np.eye(3), ambient_pressure=P_REF - P0, window=3)
+    # depths as the 32FC1 images carry them (float32), so the library reads what the node reads
+    ref = render_depth(cam, dome.points, dome.triangles).astype(np.float32).astype(np.float64)
+    est.set_reference([ref, ref], [_pa(P_REF), _pa(P_REF)])
+    # the clamped response to an inward push at the vertex nearest (12 mm, 0) and a 40 Pa rise
+    off = np.linalg.norm(dome.points[dome.interior, :2] - [0.012, 0.0], axis=1)
+    vertex = int(dome.interior[np.argmin(off)])
+    model = est.model
+    load = DP * model.g0
+    load[vertex] -= PUSH_N * model.normals[vertex]
+    free = dome.interior
+    dof = (3 * free[:, None] + np.arange(3)).ravel()
+    u = np.zeros(3 * len(dome.points))
+    u[dof] = np.linalg.solve(model.K[dof][:, dof].toarray(), load.reshape(-1)[dof])
+    pushed = render_depth(cam, dome.points + u.reshape(-1, 3), dome.triangles)
+    pushed = pushed.astype(np.float32).astype(np.float64)
+    return dict(dir=d, dome=dome, vtk=vtk, ply=ply, cam=cam, est=est, ref=ref, pushed=pushed, vertex=vertex,
+                normal=model.normals[vertex].copy())
+
+
+@pytest.fixture(scope="module")
+def nodes(scene, rclpy_context):
+    d = scene["dir"]
+    mparams = write_params(d / "membrane.yaml", {
+        "mesh": str(scene["vtk"]), "attachment_mesh": str(scene["ply"]), "frame_id": "membrane",
+        "camera_rotation_deg": 0.0, "ambient_pressure": P_REF - P0, "window": 3, "reference_frames": 2,
+        "depth_topic": "camera/depth", "camera_info_topic": "camera/info",
+        "pressure_topic": "bubble/pressure",
+        "force_topic": "/mforce/measured", "input_reliability": "reliable",
+        "pressure_reliability": "reliable",
+        "diagnostics_period": 0.2,
+    }, node_name=NODE)
+    sparams = write_params(d / "sensor.yaml", {
+        "contact_body_names": ["membrane", "world"], "bodies": ["membrane"],
+        "membrane.mesh": str(scene["ply"]), "membrane.parent_link": "world",
+        "membrane.transform": [float(v) for v in np.eye(4).reshape(-1)], "membrane.pose_topic": "",
+        "sensors": ["mforce"], "mforce.type": "PunyoDenseForceSensor", "mforce.attachment": "membrane",
+        "diagnostics_period": 0.2, "markers_max_rate": 0.0,
+    })
+    env = child_env()
+    mcmd = module_command("vsf_sensor_ros.ros.membrane_force_node", ["--params-file", str(mparams)])
+    scmd = module_command("vsf_sensor_ros.ros.sensor_node", ["--params-file", str(sparams)])
+    mproc = ManagedProcess(NODE, mcmd, env, d / "membrane.log", cwd=ROOT)
+    sproc = ManagedProcess("sensor_node", scmd, env, d / "sensor.log", cwd=ROOT)
+    mproc.start()
+    sproc.start()
+    probe = Probe("membrane_probe", target=NODE)
+    try:
+        for topic, kind in (("/mforce/measured", PointCloud2), ("/membrane_surface", PointCloud2),
+                            ("/membrane_total_force", WrenchStamped), ("/mforce/predicted", PointCloud2),
+                            ("/mforce/residual", PointCloud2), ("/diagnostics", DiagnosticArray)):
+            probe.listen(topic, kind)
+        assert probe.wait_for_subscriber("/camera/depth", Image, timeout=90.0), mproc.output()[-3000:]
+        assert probe.wait_for_subscriber("/contacts", PointCloud2, timeout=90.0), sproc.output()[-3000:]
+        assert probe.wait_for_subscriber("/mforce/measured", PointCloud2, timeout=30.0)
+        probe.send("/camera/info", _camera_info(scene["cam"]))
+        probe.send("/bubble/pressure", _hpa(P_REF))
+        probe.spin_for(0.5)
+        yield probe
+    finally:
+        probe.destroy_node()
+        codes = (mproc.stop(), sproc.stop())
+        outs = (mproc.output(), sproc.output())
+    assert codes == (0, 0), outs[0][-3000:] + outs[1][-3000:]
+    assert all("Traceback" not in o for o in outs), outs[0][-3000:]
+
+
+def _at(probe: Probe, topic: str, sec: int, timeout: float = 15.0):
+    got = lambda: [m for m in probe.received[topic] if m.header.stamp.sec == sec]  # noqa: E731
+    assert probe.spin_until(lambda: bool(got()), timeout), f"nothing on {topic} stamped {sec}"
+    return got()[-1]
+
+
+def _forces(msg: PointCloud2, n: int) -> np.ndarray:
+    names = [f"p{i}_{a}" for i in range(n) for a in "xyz"]
+    layout = sensor_layout("PunyoDenseForceSensor", "membrane", names, None, np.zeros((n, 3)))
+    return decode_measured(layout, msg, 1.0).reshape(n, 3)    # sensor_node's own measured decoder
+
+
+def _status(probe: Probe) -> dict:
+    msgs = probe.received["/diagnostics"]
+    start = len(msgs)
+    probe.spin_until(lambda: any(s.name == f"/{NODE}" for m in msgs[start:] for s in m.status), 5.0)
+    for m in reversed(msgs[start:]):
+        for s in m.status:
+            if s.name == f"/{NODE}":
+                return {kv.key: kv.value for kv in s.values}
+    raise AssertionError("no diagnostics from the membrane node")
+
+
+def test_a_push_is_published_as_sensor_nodes_measured_stream(nodes, scene):
+    probe, dome, v = nodes, scene["dome"], scene["vertex"]
+    n = len(dome.points)
+    for sec in (1, 2):                         # the reference: two contact-free frames
+        probe.send("/camera/depth", _image_32f(scene["ref"], sec))
+        probe.spin_for(0.2)
+    _at(probe, "/mforce/measured", 2)          # the frame completing the reference is estimated too
+    probe.send("/bubble/pressure", _hpa(P_REF + DP))
+    probe.spin_for(0.5)
+    probe.send("/camera/depth", _image_32f(scene["pushed"], 3))
+    msg = _at(probe, "/mforce/measured", 3)
+    assert msg.header.frame_id == "membrane" and msg.width * msg.height == n
+    assert [f.name for f in msg.fields] == ["x", "y", "z", "fx", "fy", "fz"]
+    measured = _forces(msg, n)
+    # the library on the same frames, in the attachment frame by the rotation we built it with
+    lib = scene["est"].estimate(scene["pushed"], pressure=_pa(P_REF + DP))
+    assert np.abs(measured - lib.contact_forces @ R_OUT.T).max() < 1e-6
+    # hand-derived: 1.5 N along the pushed vertex's inward normal, largest on that vertex
+    expected = -PUSH_N * (R_OUT @ scene["normal"])
+    assert measured.sum(axis=0) == pytest.approx(expected, abs=0.05 * PUSH_N)
+    assert int(np.argmax(np.linalg.norm(measured, axis=1))) == v
+    assert np.abs(measured[dome.boundary]).max() == 0.0
+    # positions in the attachment frame: the library's, moved rigidly; the pushed vertex moved inward
+    xyz = read_cloud_fields(msg, ["x", "y", "z"])
+    pos = np.stack([xyz["x"], xyz["y"], xyz["z"]], axis=1)
+    assert np.abs(pos - (lib.positions @ R_OUT.T + T_OUT)).max() < 1e-6     # float32 rounding
+    assert (pos[v] - (dome.points[v] @ R_OUT.T + T_OUT)) @ (R_OUT @ scene["normal"]) < -1e-3
+    total = _at(probe, "/membrane_total_force", 3).wrench
+    assert [total.force.x, total.force.y, total.force.z] == pytest.approx(measured.sum(axis=0), abs=1e-5)
+    assert _at(probe, "/membrane_surface", 3).width == n
+
+    # sensor_node takes it as the measured stream of its PunyoDenseForceSensor
+    contact = ContactState(torch.tensor(dome.points[[v]] @ R_OUT.T + T_OUT), torch.tensor(expected[None, :]),
+                           elems1=torch.tensor([v]))
+    probe.send("/contacts", contacts_to_pointcloud2({("membrane", "world"): contact}, ["membrane", "world"],
+                                                    stamp=Time(sec=3), frame_id="world"))
+    pred = _forces(_at(probe, "/mforce/predicted", 3), n)
+    assert pred[v] == pytest.approx(expected, abs=1e-6) and np.abs(np.delete(pred, v, 0)).max() == 0.0
+    res = _forces(_at(probe, "/mforce/residual", 3), n)
+    assert np.abs(res - (measured - pred)).max() < 1e-5
+    assert np.linalg.norm(res.sum(axis=0)) < 0.05 * PUSH_N     # in sum, measured = the applied push
+
+
+def test_bad_frames_are_counted_by_reason_and_the_node_stays_up(nodes, scene):
+    probe = nodes
+    before = _status(probe)
+    ref = scene["ref"]
+    probe.send("/camera/depth", _image_32f(ref[:-1], 20))                    # one row short
+    nan = np.full_like(ref, np.nan)
+    probe.send("/camera/depth", _image_32f(nan, 21))                         # all NaN
+    sparse = np.zeros_like(ref)
+    sparse[::7, ::7] = ref[::7, ::7]                                         # most vertices unread
+    probe.send("/camera/depth", _image_32f(sparse, 22))
+    probe.send("/camera/depth", _image_32f(ref, 23))                        # a good one still goes
+    _at(probe, "/mforce/measured", 23)
+    probe.spin_for(0.5)
+    after = _status(probe)
+    for reason in ("wrong_size", "nan", "too_few_valid_pixels"):
+        assert int(after.get(f"rejected.{reason}", 0)) == int(before.get(f"rejected.{reason}", 0)) + 1, after
+    assert not [m for m in probe.received["/mforce/measured"] if m.header.stamp.sec in (20, 21, 22)]
+    assert int(after["frames_received"]) >= int(before["frames_received"]) + 4
+
+
+def test_reset_reference_collects_a_new_reference(nodes, scene):
+    probe = nodes
+    answer = probe.call(Trigger, f"/{NODE}/reset_reference", Trigger.Request())
+    assert answer.success and "next 2 frames" in answer.message
+    probe.send("/bubble/pressure", _hpa(P_REF))
+    probe.spin_for(0.5)
+    probe.send("/camera/depth", _image_32f(scene["ref"], 30))
+    probe.spin_for(1.0)
+    status = _status(probe)
+    assert status["reference"] == "collecting 1 of 2 frames" and status["reference_resets"] == "1"
+    assert not [m for m in probe.received["/mforce/measured"] if m.header.stamp.sec == 30]
+    probe.send("/camera/depth", _image_32f(scene["ref"], 31))
+    forces = _forces(_at(probe, "/mforce/measured", 31), len(scene["dome"].points))
+    assert np.abs(forces).max() < 1e-9                  # the reference frame itself: no contact
+    assert _status(probe)["reference"].startswith("set from 2 frames")
+
+
+def test_a_stamped_pressure_pairs_with_the_frame_of_its_stamp(scene, rclpy_context):
+    """FluidPressure: a frame waits for the pressure of its own stamp (it may come later), and a
+    frame whose stamp no pressure matches while later ones exist is rejected as no_pressure."""
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import FluidPressure
+
+    from vsf_sensor_ros.ros.membrane_force_node import MembraneForceNode
+    overrides = [Parameter("mesh", value=str(scene["vtk"])), Parameter("camera_rotation_deg", value=0.0),
+                 Parameter("ambient_pressure", value=P_REF - P0), Parameter("window", value=3),
+                 Parameter("reference_frames", value=1), Parameter("pressure_scale", value=1.0),
+                 Parameter("pressure_type", value="sensor_msgs/msg/FluidPressure")]
+    node = MembraneForceNode("stamped_membrane_node", parameter_overrides=overrides)
+    try:
+        node._on_camera_info(_camera_info(scene["cam"]))
+        out = []
+        node._publish = lambda header, res: out.append((header.stamp.sec, res))   # what would go out
+
+        def pressure(pa: float, sec: int) -> FluidPressure:
+            m = FluidPressure(fluid_pressure=pa)
+            m.header.stamp = Time(sec=sec)
+            return m
+        node._on_pressure(pressure(P_REF, 1))
+        node._on_image(_image_32f(scene["ref"], 1))                     # the reference
+        node._on_image(_image_32f(scene["pushed"], 2))                  # before its pressure: waits
+        assert [s for s, _ in out] == [1] and len(node.pending) == 1
+        node._on_pressure(pressure(P_REF + 500.0, 3))                   # another frame's: still waits?
+        assert len(out) == 1 and node.rejected["no_pressure"] == 1      # no: later stamps passed it
+        node._on_image(_image_32f(scene["pushed"], 4))
+        node._on_pressure(pressure(P_REF + DP, 4))                      # its own pressure arrives
+        assert [s for s, _ in out] == [1, 4]
+        assert out[1][1].pressure_change == pytest.approx(DP)           # paired with stamp 4's pressure
+    finally:
+        node.destroy_node()

@@ -1,0 +1,440 @@
+"""The real poke's camera frames in the replay: the measured dense force through ``membrane_force_node``.
+
+When the recording has its ``camera/`` folder (150 depth frames, uint16 0.1 mm, the camera's
+intrinsics and distortion, the 390-vertex membrane mesh), the replay
+(:mod:`vsf_sensor_ros.demo.replay`) also
+
+1. attaches a second body, ``punyo_membrane``, to ``tool0``: OpenVSF's ``punyo_mesh_complete.ply``
+   (the same 390 vertices, in the same order, as the camera's membrane mesh). **Assumed mount**
+   (the recording has no camera-to-tool transform): the membrane's clamped ring centred where the
+   package bubble's base is (:data:`~vsf_sensor_ros.demo.ur5e.PUNYO_MOUNT_OFFSET` along tool −y),
+   its base normal (ring plane, toward the dome) along tool −y, turned about that normal by the
+   smallest rotation that does it (:func:`membrane_mount_transform`). The normal direction is what
+   the recording supports (the tool moved along −y into the indenter); the turn about it is not
+   known, so the tangential parts of the predicted field are in an assumed orientation;
+2. starts ``membrane_force_node`` on the replayed depth images (``16UC1``, depth unit 0.1 mm),
+   their ``CameraInfo`` and the pressure as ``FluidPressure`` (the Float32 hPa × 100, stamped
+   with its frame, so each frame is estimated with its own pressure however DDS delivers them;
+   with the header-less Float32 the node takes the latest, and on a loaded host a late message
+   then pairs a frame with its predecessor's pressure); its output is ``punyo_force/measured``,
+   the measured stream of the ``PunyoDenseForceSensor`` on ``punyo_membrane``;
+3. relays the wrench node's contacts (:class:`ContactsRelay`): each cloud goes on to
+   ``sensor_node`` with one more row, the same force on ``punyo_membrane`` at the vertex where
+   the camera sees the membrane pressed most (:func:`contact_vertex`, per-vertex mode), so the
+   dense force has a prediction (contact point from the camera, force from the wrench), a
+   measurement (from the camera) and a residual; the pressure sensor keeps its contact on
+   ``punyo`` as before;
+4. runs the same estimator in this process on the same frames (:func:`library_run`: its times are
+   the ``estimate_ms`` of ``membrane_force.npz``, its forces are checked against the node's), and
+   writes ``membrane_force.npz``, ``membrane_force.png`` and the ``membrane_force`` block of
+   ``summary.json`` (:func:`analyse_membrane`).
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from vsf_sensor_ros.demo.replay_recording import CONTACT_BODIES, HPA_TO_PA, Recording
+
+MEMBRANE_BODY = "punyo_membrane"
+MEMBRANE_SENSOR = "punyo_force"
+MEASURED_TOPIC = f"{MEMBRANE_SENSOR}/measured"
+DEPTH_TOPIC = "punyo/camera/depth/image_rect_raw"
+INFO_TOPIC = "punyo/camera/depth/camera_info"
+STAMPED_PRESSURE_TOPIC = "punyo/pressure_stamped"   # FluidPressure, Pa, stamped with the frame
+WRENCH_CONTACTS_TOPIC = "wrench_contacts"      # the wrench node's clouds, before the relay
+SESSION_BODIES = CONTACT_BODIES + [MEMBRANE_BODY]
+REFERENCE_FRAMES = 5        # the recording's contact-free reference frames 0-4 (its README)
+SITE_ALTITUDE_M = 222.0     # Urbana, Illinois, where the poke was recorded: ISA ambient pressure
+# The reference estimator on the same poke and rules (docs/membrane_force.md).
+REFERENCE_ESTIMATOR = {"correlation": 0.99, "ratio_at_peak": 0.59, "rms_error_n": 1.37, "s_per_frame": 0.81}
+# Deepest indentation while it is held (frames 78-101): the reference-surface point on the deepest
+# pixel's ray at frame 84, membrane mesh frame, m (camera/README.md).
+DEEPEST_MESH = np.array([0.0268, 0.0083, 0.0824])
+HELD_FRAMES = (78, 102)
+
+
+@dataclass
+class CameraRecording:
+    """The poke's camera frames and the files the membrane node needs.
+
+    Attributes:
+        depth: ``(N, H, W)`` uint16 depth, units of ``depth_unit_m``.
+        depth_unit_m: metres per unit (1e-4).
+        k: ``(9,)`` intrinsic matrix, row-major, px; d: ``(5,)`` k1 k2 p1 p2 k3.
+        width, height: image size, px.
+        mesh: the membrane mesh (VTK) path; attachment_mesh: the PLY with the same vertices.
+        first_frame: index in the whole recording of frame 0 here (``--frames a:b``: ``a``).
+    """
+
+    depth: np.ndarray
+    depth_unit_m: float
+    k: List[float]
+    d: List[float]
+    width: int
+    height: int
+    mesh: Path
+    attachment_mesh: Path
+    first_frame: int = 0
+
+
+def load_camera(recording: Path, frames: Optional[Tuple[int, int]] = None) -> Optional[CameraRecording]:
+    """The ``camera/`` folder beside ``data.json`` (frames ``a:b`` when given); None when absent."""
+    cam = Path(recording).parent / "camera"
+    ply = Path(recording).parent.parent / "kinova_punyo" / "punyo_mesh_complete.ply"
+    if not ((cam / "depth.npz").is_file() and (cam / "camera.json").is_file() and ply.is_file()):
+        return None
+    info = json.loads((cam / "camera.json").read_text())
+    f = info["distortion_fit"]
+    depth = np.load(cam / "depth.npz")["depth"]
+    if frames is not None:
+        depth = depth[frames[0]:frames[1]]
+    return CameraRecording(depth, float(info["depth_unit_m"]),
+                           [f["fx"], 0.0, f["cx"], 0.0, f["fy"], f["cy"], 0.0, 0.0, 1.0],
+                           [f["k1"], f["k2"], f["p1"], f["p2"], f["k3"]],
+                           int(info["image_size"]["width"]), int(info["image_size"]["height"]),
+                           cam / "membrane_equalized.vtk", ply, 0 if frames is None else int(frames[0]))
+
+
+def membrane_mount_transform(vertices: np.ndarray, boundary: Sequence[int]) -> np.ndarray:
+    """``punyo_membrane`` body → ``tool0`` ``(4, 4)``: ring centre at the bubble's base centre, base
+    normal along tool −y, the smallest such rotation (see the module text)."""
+    from scipy.spatial.transform import Rotation
+
+    from vsf_sensor_ros.demo.ur5e import punyo_mount_transform
+    v = np.asarray(vertices, dtype=np.float64)
+    ring = v[list(boundary)]
+    centre = ring.mean(axis=0)
+    normal = np.linalg.svd(ring - centre)[2][2]
+    if (v - centre).mean(axis=0) @ normal < 0:      # toward the dome
+        normal = -normal
+    align, _ = Rotation.align_vectors([[0.0, 0.0, 1.0]], [normal])   # membrane normal -> bubble +z
+    bubble = punyo_mount_transform()                 # bubble +z -> tool -y, base at the offset
+    T = np.eye(4)
+    T[:3, :3] = bubble[:3, :3] @ align.as_matrix()
+    T[:3, 3] = bubble[:3, 3] - T[:3, :3] @ centre
+    return T
+
+
+def membrane_ring(cam: CameraRecording) -> np.ndarray:
+    """Indices of the membrane's clamped ring (the VTK mesh's vertex cells)."""
+    from vsf_sensor_ros.sensor.membrane_mesh import read_membrane_mesh
+    return np.asarray(read_membrane_mesh(cam.mesh).boundary)
+
+
+def membrane_node_params(cam: CameraRecording, out: Path) -> Path:
+    """``membrane_force_node.yaml`` in ``out`` for the replay (reliable inputs, reference = frames 0-4)."""
+    import yaml
+    params = {
+        "mesh": str(cam.mesh), "attachment_mesh": str(cam.attachment_mesh), "frame_id": MEMBRANE_BODY,
+        "camera_rotation_deg": 25.0, "ambient_pressure": 0.0, "altitude": SITE_ALTITUDE_M,
+        "input": "depth", "depth_topic": DEPTH_TOPIC, "camera_info_topic": INFO_TOPIC,
+        "depth_unit": cam.depth_unit_m, "pressure_topic": STAMPED_PRESSURE_TOPIC,
+        "pressure_type": "sensor_msgs/msg/FluidPressure", "pressure_scale": 1.0,
+        "reference_frames": REFERENCE_FRAMES, "force_topic": MEASURED_TOPIC,
+        "surface_topic": "punyo_membrane/surface", "total_force_topic": "punyo_membrane/total_force",
+        "input_reliability": "reliable", "pressure_reliability": "reliable", "qos_depth": 50,
+    }
+    path = out / "membrane_force_node.yaml"
+    path.write_text(yaml.safe_dump({"membrane_force_node": {"ros__parameters": params}}, sort_keys=False))
+    return path
+
+
+def camera_info_msg(cam: CameraRecording) -> Any:
+    """The recording's ``CameraInfo`` (plumb_bob = the inverse Brown–Conrady coefficients)."""
+    from sensor_msgs.msg import CameraInfo
+    msg = CameraInfo(width=cam.width, height=cam.height, distortion_model="plumb_bob", d=list(cam.d),
+                     k=list(cam.k))
+    msg.header.frame_id = "punyo_camera_depth_optical_frame"
+    return msg
+
+
+def depth_msg(cam: CameraRecording, k: int, stamp: Any) -> Any:
+    """Frame ``k`` as a RealSense driver publishes it: ``16UC1``, stamped ``stamp``."""
+    from sensor_msgs.msg import Image
+    d = np.ascontiguousarray(cam.depth[k], dtype="<u2")
+    msg = Image(height=d.shape[0], width=d.shape[1], encoding="16UC1", is_bigendian=0, step=2 * d.shape[1],
+                data=d.tobytes())
+    msg.header.stamp, msg.header.frame_id = stamp, "punyo_camera_depth_optical_frame"
+    return msg
+
+
+@dataclass
+class LibraryRun:
+    """The estimator on every frame, in this process (membrane mesh frame).
+
+    Attributes:
+        forces: ``(N, V, 3)`` contact forces, N; positions: ``(N, V, 3)`` m;
+        normal_displacement: ``(N, V)`` m (NaN where not read); estimate_ms: ``(N,)``;
+        startup_s: ``set_reference`` time; boundary: ``(B,)`` support vertex indices;
+        mesh_points: ``(V, 3)`` reference vertices, m.
+    """
+
+    forces: np.ndarray
+    positions: np.ndarray
+    normal_displacement: np.ndarray
+    estimate_ms: np.ndarray
+    startup_s: float
+    boundary: np.ndarray
+    mesh_points: np.ndarray
+
+
+def library_run(cam: CameraRecording, rec: Recording) -> LibraryRun:
+    """:class:`MembraneForceEstimator` on every frame (reference: the first :data:`REFERENCE_FRAMES`),
+    with the node's inputs: depth × unit, the float32 hPa × 100, ISA ambient at the site."""
+    from vsf_sensor_ros.sensor.camera_model import BrownConradyCamera
+    from vsf_sensor_ros.sensor.membrane_force_estimator import (MembraneForceEstimator, isa_pressure,
+                                                                punyo_camera_rotation)
+    from vsf_sensor_ros.sensor.membrane_mesh import read_membrane_mesh
+    mesh = read_membrane_mesh(cam.mesh)
+    camera = BrownConradyCamera.from_camera_info(cam.width, cam.height, cam.k, cam.d)
+    est = MembraneForceEstimator(mesh, camera, punyo_camera_rotation(25.0),
+                                 ambient_pressure=isa_pressure(SITE_ALTITUDE_M))
+    depth = [cam.depth[k].astype(np.float64) * cam.depth_unit_m for k in range(len(cam.depth))]
+    hpa = rec.pressure_pa / HPA_TO_PA
+    pa = np.array([float(np.float32(p)) * HPA_TO_PA for p in hpa])    # what the node receives
+    est.set_reference(depth[:REFERENCE_FRAMES], list(pa[:REFERENCE_FRAMES]))
+    res = [est.estimate(depth[k], pressure=pa[k]) for k in range(len(depth))]
+    return LibraryRun(np.stack([r.contact_forces for r in res]), np.stack([r.positions for r in res]),
+                      np.stack([r.displacement_normal for r in res]),
+                      np.array([r.timings["total"] * 1e3 for r in res]), float(est.startup_s),
+                      np.asarray(mesh.boundary), np.asarray(mesh.points))
+
+
+def loaded_frames(rec: Recording, threshold: float = 0.5, bias_frames: int = 30) -> np.ndarray:
+    """Frames with ``|F − bias| > threshold`` N (bias = mean of the first ``bias_frames``)."""
+    f = rec.wrench[:, :3]
+    return np.flatnonzero(np.linalg.norm(f - f[:bias_frames].mean(axis=0), axis=1) > threshold)
+
+
+def contact_vertex(run: LibraryRun, rec: Recording) -> int:
+    """The vertex the camera sees pressed in most: largest mean inward normal displacement over the
+    loaded frames (``|F − bias| > 0.5 N``; all frames when none)."""
+    frames = loaded_frames(rec)
+    w = run.normal_displacement[frames if frames.size else slice(None)]
+    read = np.isfinite(w).sum(axis=0)
+    mean_in = -np.where(np.isfinite(w), w, 0.0).sum(axis=0) / np.maximum(read, 1)
+    mean_in[read == 0] = -np.inf          # never read: not where the camera sees the press
+    return int(np.argmax(mean_in))
+
+
+class ContactsRelay:
+    """The wrench node's clouds on to ``sensor_node`` with the membrane's contact row added.
+
+    Each cloud on :data:`WRENCH_CONTACTS_TOPIC` (bodies :data:`CONTACT_BODIES`) is published on
+    ``contacts`` (bodies :data:`SESSION_BODIES`) with its rows unchanged plus, for every
+    ``(punyo, other)`` contact, one on ``(punyo_membrane, other)`` at :func:`contact_vertex`
+    (``elem1``; its world position at the frame's joint angles) with the same force.
+    """
+
+    def __init__(self, node: Any, rec: Recording, vertex: int, mount: np.ndarray, cam: CameraRecording,
+                 qos: Any) -> None:
+        from sensor_msgs.msg import PointCloud2
+
+        from vsf_sensor_ros.demo.ur5e import TOOL_LINK, UR5E_JOINTS, ur5e_world
+        self.rec, self.vertex = rec, int(vertex)
+        self.world = ur5e_world()
+        self.world.attach_body(MEMBRANE_BODY, str(cam.attachment_mesh), TOOL_LINK, mount)
+        self.joints = UR5E_JOINTS
+        self.local = ply_vertices(cam)[self.vertex]
+        self.pub = node.create_publisher(PointCloud2, "contacts", qos)
+        node.create_subscription(PointCloud2, WRENCH_CONTACTS_TOPIC, self._on_cloud, qos)
+        self.relayed = 0
+
+    def _on_cloud(self, msg: Any) -> None:
+        import torch
+
+        from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2, pointcloud2_to_contacts
+        from vsf_sensor_ros.sensor import ContactState
+        dec = pointcloud2_to_contacts(msg, CONTACT_BODIES)
+        k = int(np.argmin(np.abs(self.rec.t - dec.stamp_ns * 1e-9)))
+        self.world.set_joint_positions(self.joints, self.rec.q[k])   # warm-up frames are frame 0's
+        T = self.world.body_transform(MEMBRANE_BODY)
+        point = torch.tensor((T[:3, :3] @ self.local + T[:3, 3])[None, :])
+        contacts = dict(dec.contacts)
+        for (b1, b2), c in dec.contacts.items():
+            if b1 == CONTACT_BODIES[0]:
+                f = c.forces.sum(dim=0, keepdim=True)
+                contacts[(MEMBRANE_BODY, b2)] = ContactState(point, f, elems1=torch.tensor([self.vertex]))
+        self.pub.publish(contacts_to_pointcloud2(contacts, SESSION_BODIES, stamp=msg.header.stamp,
+                                                 frame_id=msg.header.frame_id))
+        self.relayed += 1
+
+
+def ply_vertices(cam: CameraRecording) -> np.ndarray:
+    """The attachment mesh's vertices in file order, m."""
+    import trimesh
+    return np.asarray(trimesh.load(str(cam.attachment_mesh), process=False, force="mesh").vertices)
+
+
+# -- analysis ------------------------------------------------------------------------------------
+
+def _decode_field(log: Any, rec: Recording, n: int) -> np.ndarray:
+    """``(N, V, 3)`` fx fy fz of a recorded dense-force topic by frame (NaN where none), N."""
+    from vsf_sensor_ros.ros.messages.readings import read_cloud_fields
+    out = np.full((len(rec), n, 3), np.nan)
+    for msg in log.decode():
+        s = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        k = int(np.argmin(np.abs(rec.t - s)))
+        if abs(rec.t[k] - s) <= 0.002 and msg.width * msg.height == n:
+            c = read_cloud_fields(msg, ["fx", "fy", "fz"])
+            out[k] = np.stack([c["fx"], c["fy"], c["fz"]], axis=1)
+    return out
+
+
+def analyse_membrane(logs: Dict[str, Any], run: LibraryRun, rec: Recording, cam: CameraRecording,
+                     vertex: int, out: Path) -> Dict[str, Any]:
+    """``membrane_force.npz``, ``membrane_force.png`` and the summary's ``membrane_force`` block.
+
+    Raises:
+        RuntimeError: nothing recorded on ``punyo_force/measured``.
+    """
+    from vsf_sensor_ros.sensor.membrane_force_estimator import compare_with_wrench, peak_distance
+    from vsf_sensor_ros.sensor.membrane_frame import fit_mesh_transform
+    n = run.forces.shape[1]
+    frame = fit_mesh_transform(run.mesh_points, ply_vertices(cam), run.boundary)
+    back = frame.R          # attachment (PLY) frame -> membrane mesh frame: f_mesh = R^T f_ply
+    topics = {k: f"/{MEMBRANE_SENSOR}/{k}" for k in ("measured", "predicted", "residual")}
+    if topics["measured"] not in logs or not len(logs[topics["measured"]]):
+        raise RuntimeError(f"nothing recorded on {topics['measured']}")
+    fields = {k: _decode_field(logs[t], rec, n) @ back if t in logs else np.full((len(rec), n, 3), np.nan)
+              for k, t in topics.items()}
+    node = fields["measured"]
+    have = np.isfinite(node).all(axis=(1, 2))
+    total = run.forces.sum(axis=1)
+    cmp = compare_with_wrench(total, rec.wrench[:, :3])
+    cmp_node = compare_with_wrench(np.where(have[:, None], np.nan_to_num(node).sum(axis=1), total),
+                                   rec.wrench[:, :3])
+    held = np.arange(*HELD_FRAMES) - cam.first_frame      # frame numbers of the whole recording
+    held = held[(held >= 0) & (held < len(rec))]
+    dist = peak_distance(run.forces[held], run.mesh_points, DEEPEST_MESH) if held.size else np.zeros(0)
+    ms = run.estimate_ms
+    pred_have = np.isfinite(fields["predicted"]).all(axis=(1, 2)) & have
+    res_have = np.isfinite(fields["residual"]).all(axis=(1, 2))
+    peak = int(cmp.peak_frame)
+    np.savez_compressed(out / "membrane_force.npz", force=run.forces, boundary=run.boundary,
+                        estimate_ms=ms, positions=run.positions, node_force=node,
+                        predicted=fields["predicted"], residual=fields["residual"],
+                        contact_vertex=np.array(vertex), peak_frame=np.array(peak))
+    bias = rec.wrench[:30, :3].mean(axis=0)
+    block = {
+        "frames": len(rec), "frames_measured_by_node": int(have.sum()),
+        "frames_with_prediction": int(pred_have.sum()), "frames_with_residual": int(res_have.sum()),
+        "node_vs_library_max_abs_n": (float(np.abs(node[have] - run.forces[have]).max()) if have.any()
+                                      else None),
+        "frames_node_equals_library": int((np.abs(node[have] - run.forces[have]).max(axis=(1, 2))
+                                           < 1e-5).sum()),
+        "contact_vertex": int(vertex),
+        "lag_frames": cmp.lag, "correlation": cmp.correlation, "ratio_at_peak": cmp.ratio_at_peak,
+        "rms_error_n": cmp.rms_error, "peak_frame": peak,
+        "node_correlation": cmp_node.correlation, "node_ratio_at_peak": cmp_node.ratio_at_peak,
+        "node_rms_error_n": cmp_node.rms_error,
+        "peak_distance_held_max_mm": float(dist.max() * 1e3) if dist.size else None,
+        "estimate_ms_median": float(np.median(ms)), "estimate_ms_p99": float(np.percentile(ms, 99)),
+        "startup_s": run.startup_s,
+        "residual_total_at_peak_n": (float(np.linalg.norm(fields["residual"][peak].sum(axis=0)))
+                                     if res_have[peak] else None),
+        "ft_force_at_peak_n": float(np.linalg.norm(rec.wrench[peak + cmp.lag, :3] - bias)),
+        "reference_estimator": dict(REFERENCE_ESTIMATOR),
+        "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "unset"),
+    }
+    plot_membrane(run, fields, rec, cmp, peak, out / "membrane_force.png")
+    return block
+
+
+MEMBRANE_DEFINITIONS = {
+    "membrane_force": "the dense force measured from the bubble camera (membrane_force_node) against the "
+                      "arm's F/T reading and the sensor node's prediction (keys below)",
+    "membrane_force.frames_measured_by_node": "frames the node published on punyo_force/measured (the first "
+                                              "reference_frames - 1 frames build its reference)",
+    "membrane_force.node_vs_library_max_abs_n": "largest |node - library| vertex force component over those "
+                                                "frames, N (float32 on the wire)",
+    "membrane_force.contact_vertex": "vertex of the predicted contact: the one the camera sees pressed in "
+                                     "most over the loaded frames",
+    "membrane_force.frames_node_equals_library": "frames where the node's forces equal the library's to "
+                                                 "1e-5 N (same frame, same pressure, same reference)",
+    "membrane_force.correlation": "compare_with_wrench: Pearson r of |sum of contact forces| (library, same "
+                                  "inputs as the node) with |F - bias| over frames with |F - bias| > 0.5 N, "
+                                  "F/T bias = mean of frames 0-29, best lag within 3 frames",
+    "membrane_force.lag_frames": "that lag (F/T frame = estimate frame + lag)",
+    "membrane_force.ratio_at_peak": "|sum of contact forces| / |F - bias| at the F/T peak",
+    "membrane_force.rms_error_n": "RMS of |sum| - |F - bias| over the loaded frames, N",
+    "membrane_force.frames": "frames replayed (camera frames = recorded frames)",
+    "membrane_force.frames_with_prediction": "frames with both a measured field and sensor_node's predicted "
+                                             "field of punyo_force",
+    "membrane_force.frames_with_residual": "frames with sensor_node's residual of punyo_force (measured - "
+                                           "predicted, paired by stamp)",
+    "membrane_force.peak_frame": "estimate frame paired with the F/T peak (the plot's field frame)",
+    "membrane_force.node_correlation": "correlation as above, from the node's published forces (the "
+                                       "library's where the node published none)",
+    "membrane_force.node_ratio_at_peak": "ratio_at_peak from the node's published forces",
+    "membrane_force.node_rms_error_n": "rms_error_n from the node's published forces, N",
+    "membrane_force.estimate_ms_p99": "99th percentile of the estimate time per frame in this process, ms",
+    "membrane_force.ft_force_at_peak_n": "|F - bias| at the F/T peak, N",
+    "membrane_force.reference_estimator.ratio_at_peak": "the reference estimator's ratio at the F/T peak",
+    "membrane_force.reference_estimator.rms_error_n": "the reference estimator's RMS magnitude error, N",
+    "membrane_force.reference_estimator.s_per_frame": "the reference estimator's time per frame on this "
+                                                      "project's machine, s",
+    "membrane_force.peak_distance_held_max_mm": "largest distance, frames 78-101, of the vertex with the "
+                                                "largest contact force from the deepest indentation "
+                                                "(reference surface, mesh frame), mm",
+    "membrane_force.estimate_ms_median": "median estimate time per frame in this process, ms (p99 alike)",
+    "membrane_force.startup_s": "set_reference time: assembly, factorisation, compliance, s",
+    "membrane_force.residual_total_at_peak_n": "|sum of the residual field| (measured - predicted) at the "
+                                               "F/T peak frame, N",
+    "membrane_force.reference_estimator": "the public reference estimator's figures on the same poke and "
+                                          "rules, as measured for docs/membrane_force.md",
+    "membrane_force.blas_threads": "OPENBLAS_NUM_THREADS of the replay (1 = the one-core figure)",
+}
+
+
+def plot_membrane(run: LibraryRun, fields: Dict[str, np.ndarray], rec: Recording, cmp: Any, peak: int,
+                  path: Path) -> Path:
+    """Contact-force sum against the F/T magnitude over time; measured, predicted and residual at the peak."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    t = rec.t - rec.t[0]
+    f = rec.wrench[:, :3]
+    ft = np.linalg.norm(f - f[:30].mean(axis=0), axis=1)
+    lag = int(cmp.lag)
+    fig = Figure(figsize=(14, 8), layout="constrained")
+    grid = fig.add_gridspec(2, 3)
+    ax = fig.add_subplot(grid[0, :])
+    ax.plot(t, ft, color="black", lw=2.4, marker="o", ms=3, markevery=3, label="|F - bias|, arm F/T")
+    lib = np.linalg.norm(run.forces.sum(axis=1), axis=1)
+    ax.plot(t - lag * np.median(np.diff(rec.t)), lib, color="tab:red", ls="--", marker="s", ms=3,
+            markevery=3, mfc="none", label=f"|sum of contact forces|, camera estimate (shifted {lag} frames)")
+    node = fields["measured"]
+    have = np.isfinite(node).all(axis=(1, 2))
+    ax.plot(t[have] - lag * np.median(np.diff(rec.t)), np.linalg.norm(node[have].sum(axis=1), axis=1),
+            color="tab:blue", ls=":", marker="x", ms=3, markevery=3,
+            label="the same from membrane_force_node")
+    ax.set_xlabel("recording time t [s]")
+    ax.set_ylabel("force magnitude [N]")
+    ax.set_title(f"real poke: r = {cmp.correlation:.3f}, ratio at the F/T peak {cmp.ratio_at_peak:.2f}, "
+                 f"RMS {cmp.rms_error:.2f} N (no parameter fitted)", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    xy = run.mesh_points[:, :2] * 1e3
+    panels = (("measured (camera)", fields["measured"][peak]), ("predicted (wrench at the camera's contact)",
+              fields["predicted"][peak]), ("residual = measured - predicted", fields["residual"][peak]))
+    vmax = max([float(np.nanmax(np.linalg.norm(v, axis=1))) for _, v in panels if np.isfinite(v).any()]
+               + [1e-6])
+    for i, (name, v) in enumerate(panels):
+        a = fig.add_subplot(grid[1, i])
+        mag = np.linalg.norm(v, axis=1) if np.isfinite(v).any() else np.zeros(len(xy))
+        sc = a.scatter(xy[:, 0], xy[:, 1], c=mag, cmap="viridis", vmin=0.0, vmax=vmax, s=14)
+        a.plot(*(np.r_[xy[run.boundary], xy[run.boundary[:1]]].T), color="0.5", lw=0.8)
+        a.set_aspect("equal")
+        a.set_title(f"{name}\nframe {peak}: |sum| = {np.linalg.norm(np.nansum(v, axis=0)):.2f} N", fontsize=9)
+        a.set_xlabel("x [mm], membrane mesh frame")
+        a.set_ylabel("y [mm]")
+        fig.colorbar(sc, ax=a, label="|f| per vertex [N]")
+    fig.savefig(path, dpi=100)
+    return path

@@ -1,0 +1,454 @@
+"""``membrane_force_node``: the measured dense force of a Punyo bubble, live, from its own camera.
+
+Wiring only: camera frames and the bubble pressure in,
+:class:`~vsf_sensor_ros.sensor.membrane_force_estimator.MembraneForceEstimator` in between,
+the per-vertex force out in exactly the layout ``sensor_node`` reads as the measured stream of a
+``PunyoDenseForceSensor``.
+
+Inputs (relative names, set by parameters):
+
+* ``camera_info_topic`` (``sensor_msgs/CameraInfo``): intrinsics and distortion; the first one
+  builds the estimator.
+* ``input`` = ``depth``: ``depth_topic`` (``sensor_msgs/Image`` ``16UC1`` × ``depth_unit`` m, or
+  ``32FC1`` m); ``input`` = ``points``: ``points_topic`` (organised ``sensor_msgs/PointCloud2``
+  ``x y z`` in the camera optical frame, its ``z`` is used).  Colour is not needed: the estimator
+  reads the membrane's normal displacement from depth alone.
+* ``pressure_topic`` (``pressure_type``: ``std_msgs/msg/Float32`` as the Punyo firmware publishes
+  it in hPa, ``std_msgs/msg/Float64`` or ``sensor_msgs/msg/FluidPressure``), times
+  ``pressure_scale`` → absolute Pa.  A bare number has no stamp: the latest one goes with each
+  frame.  A ``FluidPressure`` pairs by stamp: with the frame stamped within ``pressure_tolerance``,
+  the frame waiting for it when it comes later (a ``no_pressure`` rejection when none does).
+
+Outputs, stamped with the camera frame's header stamp, in ``frame_id`` (the body the
+``PunyoDenseForceSensor`` is attached to):
+
+* ``force_topic`` (``sensor_msgs/PointCloud2``): one point per mesh vertex in vertex order,
+  float32 fields ``x y z`` (estimated vertex position, m) and ``fx fy fz`` (contact force on
+  the vertex, N; boundary vertices 0: their forces are the clamp's reactions, not contact) — the
+  layout of ``sensor_node``'s dense-force messages, so it can be its ``measured_topic``.
+* ``surface_topic`` (``sensor_msgs/PointCloud2`` ``x y z``): the estimated membrane surface
+  (vertex positions).
+* ``total_force_topic`` (``geometry_msgs/WrenchStamped``): the sum of the contact forces and
+  their moment about the ``frame_id`` origin.
+* ``/diagnostics``: one status named with the node's fully qualified name: rates, estimate time,
+  rejected frames per reason, reference state.
+
+Service ``~/reset_reference`` (``std_srvs/Trigger``): forget the reference; the next
+``reference_frames`` frames (contact-free!) become the new one.
+
+Frames: the estimator works in the membrane mesh's frame (``mesh``; ``p_cam = R p_mesh + t``
+with ``R`` = ``camera_rotation_deg`` about the camera y axis).  With ``attachment_mesh`` set (the
+mesh file ``sensor_node`` attaches, same vertices in the same order), positions and forces are
+published in that file's frame, found by fitting its clamped ring onto the membrane mesh's
+(:func:`~vsf_sensor_ros.sensor.membrane_frame.fit_mesh_transform`).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter, deque
+from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import WrenchStamped
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from std_msgs.msg import Header
+from std_srvs.srv import Trigger
+
+from vsf_sensor_ros.sensor.membrane_force_estimator import (
+    FrameRejected, MembraneForceEstimator, isa_pressure, punyo_camera_rotation)
+from vsf_sensor_ros.sensor.membrane_frame import MeshFrameTransform, fit_mesh_transform, total_wrench
+from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh, read_membrane_mesh
+
+from .main import run_node, user_args
+from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, depth_from_cloud,
+                              depth_from_image, pressure_pa)
+from .messages.pointcloud import write_cloud
+from .messages.stamps import copy_stamp, stamp_to_ns
+
+# Start-up parameters.  name: (default, description, (lo, hi) or None)
+PARAMETERS = {
+    "mesh": ("", "membrane mesh file (VTK or any meshio format; its vertex cells = the clamped ring), m; "
+                 "required", None),
+    "attachment_mesh": ("", "mesh file the PunyoDenseForceSensor is attached with (same vertices, same "
+                            "order); outputs are published in its frame ('' = the membrane mesh's frame)",
+                        None),
+    "frame_id": ("punyo", "frame_id of the outputs: the sensor's attachment body", None),
+    "camera_rotation_deg": (25.0, "R_cam_mesh: rotation of the membrane mesh frame about the camera y axis, "
+                                  "degrees (the Punyo reference mesh: 25)", (-180.0, 180.0)),
+    "camera_translation": ([0.0, 0.0, 0.0], "t_cam_mesh: mesh origin in the camera frame, m", None),
+    "ambient_pressure": (0.0, "atmospheric pressure, Pa (0 = ISA standard atmosphere at 'altitude')",
+                         (0.0, 200000.0)),
+    "altitude": (0.0, "site altitude for the standard atmosphere, m (used when ambient_pressure is 0)",
+                 (-500.0, 11000.0)),
+    "input": ("depth", "camera input: 'depth' (Image + CameraInfo) or 'points' (organised PointCloud2 + "
+                       "CameraInfo)", None),
+    "depth_topic": ("camera/depth/image_rect_raw", "depth image topic (input 'depth')", None),
+    "points_topic": ("camera/depth/color/points", "organised cloud topic (input 'points')", None),
+    "camera_info_topic": ("camera/depth/camera_info", "CameraInfo of the depth stream", None),
+    "depth_unit": (0.001, "metres per 16UC1 depth unit (RealSense: 0.001)", (1e-7, 1.0)),
+    "pressure_topic": ("punyo/pressure", "bubble pressure topic", None),
+    "pressure_type": ("std_msgs/msg/Float32",
+                      "std_msgs/msg/Float32 | std_msgs/msg/Float64 | sensor_msgs/msg/FluidPressure", None),
+    "pressure_scale": (100.0, "pressure message value x scale = Pa (100 for the firmware's hPa)",
+                       (1e-9, 1e9)),
+    "pressure_tolerance": (0.02, "a stamped pressure (FluidPressure) pairs with the frame stamped within "
+                                 "this many s (a frame waits for it); Float32 / Float64: the latest",
+                           (0.0, 10.0)),
+    "reference_frames": (10, "contact-free frames averaged as the reference at start and after "
+                             "reset_reference", (1, 1000)),
+    "window": (9, "odd side of the pixel window read around each vertex, px", (1, 51)),
+    "max_depth": (0.2, "readings at or beyond this depth are not membrane, m", (0.001, 10.0)),
+    "min_vertex_fraction": (0.8, "a frame is rejected when fewer than this fraction of the reference's "
+                                 "vertices have a reading", (0.0, 1.0)),
+    "force_topic": ("membrane_force", "output: per-vertex force cloud (sensor_node's measured layout)", None),
+    "surface_topic": ("membrane_surface", "output: estimated membrane surface (x y z)", None),
+    "total_force_topic": ("membrane_total_force", "output: total contact force (WrenchStamped)", None),
+    "input_reliability": ("best_effort", "QoS reliability of the camera inputs (frames, CameraInfo): "
+                                         "best_effort (matches every publisher) | reliable", None),
+    "pressure_reliability": ("best_effort", "QoS reliability of the pressure input: best_effort | reliable",
+                             None),
+    "qos_depth": (10, "queue depth of inputs and outputs", (1, 10000)),
+    "diagnostics_period": (1.0, "s between /diagnostics reports", (0.01, 3600.0)),
+}
+
+EXAMPLE = ("  membrane_force_node --ros-args -p mesh:=equalized.vtk "
+           "-p attachment_mesh:=punyo_mesh_complete.ply -p frame_id:=punyo \\\n"
+           "      -p force_topic:=/punyo_force/measured -p depth_topic:=/camera/depth/image_rect_raw")
+
+
+def usage() -> argparse.ArgumentParser:
+    """The command line: only ``-h`` / ``--help``; everything else goes through ``--ros-args``."""
+    lines = [f"  {k} (default {v[0]!r}{'' if v[2] is None else f', {v[2][0]:g}..{v[2][1]:g}'}): {v[1]}"
+             for k, v in PARAMETERS.items()]
+    return argparse.ArgumentParser(
+        prog="membrane_force_node", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Measured dense force of a Punyo bubble from its internal depth camera and its "
+                    "pressure, published as sensor_node's measured stream of a PunyoDenseForceSensor; "
+                    "also the membrane surface, the total contact force, /diagnostics and the "
+                    "~/reset_reference service.",
+        epilog="parameters (read-only, set with -p name:=value or --params-file):\n" + "\n".join(lines)
+               + "\nexample:\n" + EXAMPLE)
+
+
+class ConfigurationError(ValueError):
+    """A start-up parameter the node cannot work with (the message names it and its value)."""
+
+
+def _descriptor(name: str, description: str, bounds: Optional[Sequence[float]], default: Any
+                ) -> ParameterDescriptor:
+    d = ParameterDescriptor(name=name, description=description, read_only=True)
+    if bounds is not None and isinstance(default, int) and not isinstance(default, bool):
+        d.integer_range = [IntegerRange(from_value=int(bounds[0]), to_value=int(bounds[1]), step=0)]
+    elif bounds is not None:
+        d.floating_point_range = [FloatingPointRange(from_value=float(bounds[0]), to_value=float(bounds[1]),
+                                                     step=0.0)]
+    return d
+
+
+def _load_attachment_vertices(path: str) -> np.ndarray:
+    """Vertices of the attachment mesh in the file's order (trimesh, no processing), m."""
+    import trimesh
+    mesh = trimesh.load(path, process=False, force="mesh")
+    return np.asarray(mesh.vertices, dtype=np.float64)
+
+
+class MembraneForceNode(Node):
+    """Camera frames + pressure → :class:`MembraneForceEstimator` → measured dense force (module text).
+
+    Keyword arguments go to ``rclpy.node.Node`` (``context``, ``parameter_overrides``, ...).
+
+    Raises:
+        ConfigurationError: no ``mesh``, a mesh that cannot be read, an ``attachment_mesh`` that
+            is not the same membrane, an unknown ``input``, ``pressure_type`` or reliability, or a
+            value outside its range (each naming the parameter and value).
+    """
+
+    def __init__(self, node_name: str = "membrane_force_node", **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        p: Dict[str, Any] = {}
+        for name, (default, text, bounds) in PARAMETERS.items():
+            try:
+                desc = _descriptor(name, text, bounds, default)
+                p[name] = self.declare_parameter(name, default, desc).value
+            except Exception as exc:   # rclpy's range / type errors differ between distributions
+                raise ConfigurationError(f"parameter {name!r}: {exc}") from None
+        self.p = p
+        if not p["mesh"]:
+            raise ConfigurationError("parameter 'mesh' (the membrane mesh file) is required")
+        try:
+            self.mesh: MembraneMesh = read_membrane_mesh(p["mesh"])
+        except Exception as exc:   # meshio raises many types for unreadable files
+            raise ConfigurationError(f"parameter 'mesh' = {p['mesh']!r}: {exc}") from None
+        self.out_frame = MeshFrameTransform.identity()
+        if p["attachment_mesh"]:
+            try:
+                verts = _load_attachment_vertices(p["attachment_mesh"])
+                self.out_frame = fit_mesh_transform(self.mesh.points, verts, self.mesh.boundary)
+            except Exception as exc:
+                raise ConfigurationError(
+                    f"parameter 'attachment_mesh' = {p['attachment_mesh']!r}: {exc}") from None
+            self.get_logger().info(f"outputs in the frame of {p['attachment_mesh']}: rotation "
+                                   f"{self.out_frame.angle_deg:.2f} deg from the membrane mesh, ring fit "
+                                   f"{self.out_frame.max_error * 1e3:.3f} mm")
+        if p["input"] not in ("depth", "points"):
+            raise ConfigurationError(f"parameter 'input' = {p['input']!r}: use 'depth' or 'points'")
+        ptype = p["pressure_type"].replace("/msg/", "/")
+        ptype = "/".join([ptype.split("/")[0], "msg", ptype.split("/")[-1]]) if "/" in ptype else ptype
+        if ptype not in PRESSURE_TYPES:
+            raise ConfigurationError(f"parameter 'pressure_type' = {p['pressure_type']!r}: use one of "
+                                     f"{sorted(PRESSURE_TYPES)}")
+        for key in ("input_reliability", "pressure_reliability"):
+            if p[key] not in ("best_effort", "reliable"):
+                raise ConfigurationError(f"parameter {key!r} = {p[key]!r}: use best_effort or reliable")
+        if int(p["window"]) % 2 == 0:
+            raise ConfigurationError(f"parameter 'window' = {p['window']}: must be odd")
+        if len(p["camera_translation"]) != 3:
+            raise ConfigurationError(f"parameter 'camera_translation' = {list(p['camera_translation'])}: "
+                                     "needs 3 numbers (m)")
+        self.ambient_pa = float(p["ambient_pressure"]) or isa_pressure(float(p["altitude"]))
+
+        self.estimator: Optional[MembraneForceEstimator] = None
+        self.reference: List[Any] = []          # (depth, pressure) of the frames collected so far
+        self.pressure: Optional[float] = None
+        # a stamped pressure (FluidPressure) pairs with the frame of the same stamp; a bare number
+        # (the firmware's Float32) has none: the latest goes with each frame
+        self.stamped = ptype == "sensor_msgs/msg/FluidPressure"
+        self.pressures: Deque[Tuple[int, float]] = deque(maxlen=500)
+        self.pending: List[Tuple[Header, Any]] = []
+        self.stats: Counter = Counter()
+        self.rejected: Counter = Counter()
+        self.period_ms: List[float] = []
+        self.last: Dict[str, str] = {"reference": f"collecting 0 of {p['reference_frames']} frames"}
+
+        reliability = (ReliabilityPolicy.RELIABLE if p["input_reliability"] == "reliable"
+                       else ReliabilityPolicy.BEST_EFFORT)
+        qin = QoSProfile(depth=int(p["qos_depth"]), reliability=reliability)
+        qp = QoSProfile(depth=int(p["qos_depth"]), reliability=ReliabilityPolicy.RELIABLE
+                        if p["pressure_reliability"] == "reliable" else ReliabilityPolicy.BEST_EFFORT)
+        qout = QoSProfile(depth=int(p["qos_depth"]), reliability=ReliabilityPolicy.RELIABLE)
+        self.pub_force = self.create_publisher(PointCloud2, p["force_topic"], qout)
+        self.pub_surface = self.create_publisher(PointCloud2, p["surface_topic"], qout)
+        self.pub_total = self.create_publisher(WrenchStamped, p["total_force_topic"], qout)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        # camera info and pressure first: when a frame and a pressure wait together, the executor
+        # serves them in creation order, so the frame goes with the pressure that came with it
+        self.create_subscription(CameraInfo, p["camera_info_topic"], self._on_camera_info, qin)
+        self.create_subscription(PRESSURE_TYPES[ptype], p["pressure_topic"], self._on_pressure, qp)
+        if p["input"] == "depth":
+            self.create_subscription(Image, p["depth_topic"], self._on_image, qin)
+        else:
+            self.create_subscription(PointCloud2, p["points_topic"], self._on_cloud, qin)
+        self.create_service(Trigger, "~/reset_reference", self._on_reset)
+        self.create_timer(float(p["diagnostics_period"]), self._report)
+        self._period_start = time.monotonic()
+        self._period_estimated = 0
+
+    # -- inputs ----------------------------------------------------------------------------------
+    def _reject(self, reason: str, message: str) -> None:
+        self.rejected[reason] += 1
+        self.last["last_rejection"] = f"{reason}: {message}"
+        self.get_logger().warning(f"frame rejected ({reason}): {message}", throttle_duration_sec=5.0)
+
+    def _on_camera_info(self, msg: CameraInfo) -> None:
+        self.stats["camera_info_received"] += 1
+        if self.estimator is not None:
+            return
+        p = self.p
+        try:
+            camera = camera_from_info(msg)
+            self.estimator = MembraneForceEstimator(
+                self.mesh, camera, punyo_camera_rotation(float(p["camera_rotation_deg"])),
+                t_cam_mesh=[float(v) for v in p["camera_translation"]], ambient_pressure=self.ambient_pa,
+                window=int(p["window"]), max_depth=float(p["max_depth"]),
+                min_vertex_fraction=float(p["min_vertex_fraction"]))
+        except InputRejected as exc:
+            self._reject(exc.reason, str(exc))
+        except ValueError as exc:   # e.g. vertices behind the camera: the rotation is wrong
+            self._reject("bad_camera_info", str(exc))
+
+    def _on_pressure(self, msg: Any) -> None:
+        try:
+            self.pressure = pressure_pa(msg, float(self.p["pressure_scale"]))
+            self.stats["pressures_received"] += 1
+        except InputRejected as exc:
+            self.rejected[exc.reason] += 1
+            self.get_logger().warning(str(exc), throttle_duration_sec=5.0)
+            return
+        if self.stamped:
+            self.pressures.append((stamp_to_ns(msg.header.stamp), self.pressure))
+            waiting, self.pending = self.pending, []
+            for item in waiting:          # frames that waited for their pressure, in arrival order
+                self._on_frame(*item, pending=True)
+
+    def _pressure_for(self, stamp_ns: int) -> Optional[float]:
+        """The pressure for a frame: the latest one, or with a stamped type the one nearest in stamp
+        within ``pressure_tolerance``; None = not yet known (the frame waits).
+
+        Raises:
+            InputRejected: ``no_pressure``, none yet (latest mode) or none near the stamp while later
+                stamped ones exist (stamped mode)."""
+        if not self.stamped:
+            if self.pressure is None:
+                raise InputRejected("no bubble pressure received yet", "no_pressure")
+            return self.pressure
+        tol = int(float(self.p["pressure_tolerance"]) * 1e9)
+        if self.pressures:
+            best = min(self.pressures, key=lambda sp: abs(sp[0] - stamp_ns))
+            if abs(best[0] - stamp_ns) <= tol:
+                return best[1]
+            if max(sp[0] for sp in self.pressures) > stamp_ns + tol:
+                raise InputRejected(f"no pressure stamped within {tol * 1e-9:g} s of the frame",
+                                    "no_pressure")
+        return None
+
+    def _on_image(self, msg: Image) -> None:
+        self._on_frame(msg.header, lambda: depth_from_image(msg, float(self.p["depth_unit"])))
+
+    def _on_cloud(self, msg: PointCloud2) -> None:
+        self._on_frame(msg.header, lambda: depth_from_cloud(msg))
+
+    def _on_frame(self, header: Header, decode: Any, pending: bool = False) -> None:
+        if not pending:
+            self.stats["frames_received"] += 1
+        try:
+            if self.estimator is None:
+                raise InputRejected("no CameraInfo received yet", "no_camera_info")
+            pressure = self._pressure_for(stamp_to_ns(header.stamp))
+            if pressure is None:
+                self.pending.append((header, decode))
+                if len(self.pending) > int(self.p["qos_depth"]):
+                    self.pending.pop(0)
+                    raise InputRejected("frame waited too long for its pressure", "no_pressure")
+                return
+            self._process(header, decode, pressure)
+        except (InputRejected, FrameRejected) as exc:
+            self._reject(exc.reason, str(exc))
+
+    def _process(self, header: Header, decode: Any, pressure: float) -> None:
+        """Collect the reference or estimate; raises InputRejected / FrameRejected (nothing changed)."""
+        est = self.estimator
+        assert est is not None
+        depth = decode()
+        n_ref = int(self.p["reference_frames"])
+        if est.model is None:
+            shape = (est.camera.height, est.camera.width)
+            if depth.shape != shape:   # a bad frame never enters the reference
+                raise InputRejected(f"frame of {depth.shape[1]}x{depth.shape[0]} px for a "
+                                    f"{shape[1]}x{shape[0]} camera", "wrong_size")
+            if not np.isfinite(depth).any():
+                raise InputRejected("frame holds no finite depth", "nan")
+            self.reference.append((depth, pressure))
+            self.last["reference"] = f"collecting {len(self.reference)} of {n_ref} frames"
+            if len(self.reference) < n_ref:
+                return
+            frames, pressures = zip(*self.reference)
+            self.reference = []
+            self.last["reference"] = f"collecting 0 of {n_ref} frames (last attempt rejected)"
+            est.set_reference(list(frames), list(pressures))
+            self.last["reference"] = (f"set from {n_ref} frames, {est.reference_pressure:.0f} Pa, "
+                                      f"start-up {est.startup_s * 1e3:.0f} ms")
+            self.get_logger().info(f"reference {self.last['reference']}")
+        res = est.estimate(depth, pressure=pressure)
+        self._publish(header, res)
+        self.period_ms.append(res.timings["total"] * 1e3)
+        self.stats["frames_estimated"] += 1
+        self.last["vertices_measured"] = str(res.vertices_measured)
+
+    # -- outputs ---------------------------------------------------------------------------------
+    def _publish(self, header: Header, res: Any) -> None:
+        out = self.out_frame
+        pos = out.points(res.positions).astype(np.float32)
+        force = out.vectors(res.contact_forces).astype(np.float32)
+        h = Header(stamp=copy_stamp(header.stamp), frame_id=self.p["frame_id"])
+        xyz = [("x", pos[:, 0]), ("y", pos[:, 1]), ("z", pos[:, 2])]
+        self.pub_force.publish(write_cloud(h, xyz + [("fx", force[:, 0]), ("fy", force[:, 1]),
+                                                     ("fz", force[:, 2])]))
+        self.pub_surface.publish(write_cloud(h, xyz))
+        f, tq = total_wrench(out.points(res.positions), out.vectors(res.contact_forces))
+        w = WrenchStamped(header=h)
+        w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(v) for v in f)
+        w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = (float(v) for v in tq)
+        self.pub_total.publish(w)
+
+    def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        n = int(self.p["reference_frames"])
+        if self.estimator is not None:
+            self.estimator.reset_reference()
+        self.reference = []
+        self.last["reference"] = f"collecting 0 of {n} frames"
+        self.stats["reference_resets"] += 1
+        response.success = True
+        response.message = (f"reference cleared: the next {n} frames (keep the membrane free of contact) "
+                            "become the new reference")
+        return response
+
+    def _report(self) -> None:
+        now = time.monotonic()
+        dt = max(now - self._period_start, 1e-9)
+        estimated = self.stats["frames_estimated"] - self._period_estimated
+        self._period_start, self._period_estimated = now, self.stats["frames_estimated"]
+        ms = np.asarray(self.period_ms)
+        self.period_ms = []
+        name = self.get_fully_qualified_name()
+        values = {
+            "frames_received": self.stats["frames_received"],
+            "frames_estimated": self.stats["frames_estimated"],
+            "pressures_received": self.stats["pressures_received"],
+            "camera_info_received": self.stats["camera_info_received"],
+            "rate_hz": f"{estimated / dt:.2f}",
+            "estimate_ms_median": f"{np.median(ms):.2f}" if ms.size else "nan",
+            "estimate_ms_max": f"{ms.max():.2f}" if ms.size else "nan",
+            "rejected_total": sum(self.rejected.values()),
+            **{f"rejected.{k}": v for k, v in sorted(self.rejected.items())},
+            "reference": self.last["reference"], "reference_resets": self.stats["reference_resets"],
+            "pressure_pa": "none" if self.pressure is None else f"{self.pressure:.1f}",
+            "vertices_measured": self.last.get("vertices_measured", "0"),
+            "last_rejection": self.last.get("last_rejection", "none"),
+            "frame_id": self.p["frame_id"],
+        }
+        if self.estimator is None:
+            level, message = DiagnosticStatus.WARN, "waiting for CameraInfo"
+        elif self.estimator.model is None:
+            level, message = DiagnosticStatus.WARN, f"reference: {self.last['reference']}"
+        elif estimated == 0:
+            level, message = DiagnosticStatus.WARN, "no frame estimated in the last period"
+        else:
+            level, message = DiagnosticStatus.OK, f"estimating at {estimated / dt:.1f} Hz"
+        status = DiagnosticStatus(level=level, name=name, message=message, hardware_id=name,
+                                  values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = self.get_clock().now().to_msg()
+        self.pub_diag.publish(array)
+
+
+def main(args: Optional[List[str]] = None) -> int:
+    """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): 0 on Ctrl-C / shutdown, 2 on
+    a configuration error.
+
+    ``-h`` / ``--help`` outside ``--ros-args`` prints the parameters, their defaults and an
+    example, and returns 0 before ``rclpy.init`` (no ROS participant is created).
+
+    Args:
+        args: the command line, program name first (``sys.argv`` when None).
+    """
+    argv = list(sys.argv if args is None else args)
+    try:
+        usage().parse_known_args(user_args(argv))   # exits 0 after printing for -h / --help
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return run_node("membrane_force_node", MembraneForceNode, argv, config_errors=(ConfigurationError,))
+
+
+def run() -> None:
+    """``console_scripts`` entry: :func:`main`'s code as the exit status."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,137 @@
+"""Decoders of the bubble camera and pressure messages for ``membrane_force_node``.
+
+What a RealSense driver and the Punyo firmware publish, turned into what
+:class:`~vsf_sensor_ros.sensor.membrane_force_estimator.MembraneForceEstimator` reads:
+
+* ``sensor_msgs/Image`` depth, encoding ``16UC1`` / ``mono16`` (integer depth units, scaled by
+  the driver's depth unit: 0.001 m on most RealSense models) or ``32FC1`` (metres) →
+  ``(H, W)`` float64 depth in metres, 0 = no reading (NaN stays NaN: the estimator counts it);
+* ``sensor_msgs/PointCloud2`` organised (``height`` = image rows, ``width`` = columns), fields
+  ``x y z`` float, camera optical frame, m → ``(H, W)`` float64 depth (its ``z``);
+* ``sensor_msgs/CameraInfo`` → :class:`~vsf_sensor_ros.sensor.camera_model.BrownConradyCamera`
+  (``K``, ``D`` in ``plumb_bob`` order);
+* pressure: ``std_msgs/Float32`` / ``Float64`` (a bare number) or ``sensor_msgs/FluidPressure``
+  (``fluid_pressure``), times a scale (100 for the firmware's hPa) → absolute Pa.
+
+Every decoder raises :class:`InputRejected` with a counter key (``reason``) and a message naming
+the offending value; nothing is decoded half.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import numpy as np
+from sensor_msgs.msg import CameraInfo, FluidPressure, Image, PointCloud2
+from std_msgs.msg import Float32, Float64
+
+from vsf_sensor_ros.sensor.camera_model import BrownConradyCamera
+
+from .pointcloud import CloudDecodeError, float_columns, read_cloud
+
+__all__ = ["InputRejected", "PRESSURE_TYPES", "camera_from_info", "depth_from_cloud", "depth_from_image",
+           "pressure_pa"]
+
+#: ``pressure_type`` parameter values → message class.
+PRESSURE_TYPES: Dict[str, type] = {
+    "std_msgs/msg/Float32": Float32, "std_msgs/msg/Float64": Float64,
+    "sensor_msgs/msg/FluidPressure": FluidPressure,
+}
+_DEPTH_ENCODINGS = {"16uc1": np.uint16, "mono16": np.uint16, "32fc1": np.float32}
+
+
+class InputRejected(ValueError):
+    """An input message the node cannot use.
+
+    Attributes:
+        reason: counter key for ``/diagnostics`` (``bad_encoding``, ``wrong_size``,
+            ``bad_cloud_layout``, ``bad_pressure``, ``bad_camera_info``).
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def depth_from_image(msg: Image, depth_unit_m: float) -> np.ndarray:
+    """Depth image in metres from a depth ``Image``.
+
+    Args:
+        msg: ``16UC1`` / ``mono16`` (values × ``depth_unit_m``) or ``32FC1`` (metres) image;
+            ``step`` and ``is_bigendian`` honoured.
+        depth_unit_m: metres per integer unit (RealSense: usually 0.001; > 0).
+
+    Returns:
+        ``(height, width)`` float64, m; 0 where the camera has no reading.
+
+    Raises:
+        InputRejected: ``bad_encoding`` (another encoding), ``wrong_size`` (data shorter than
+            ``height × step`` or ``step`` below a row's bytes).
+    """
+    enc = msg.encoding.lower()
+    if enc not in _DEPTH_ENCODINGS:
+        raise InputRejected(f"depth image encoding {msg.encoding!r} is not 16UC1, mono16 or 32FC1",
+                            "bad_encoding")
+    dt = np.dtype(_DEPTH_ENCODINGS[enc]).newbyteorder(">" if msg.is_bigendian else "<")
+    h, w, step = int(msg.height), int(msg.width), int(msg.step)
+    buf = np.frombuffer(bytes(msg.data) if not isinstance(msg.data, (bytes, bytearray, memoryview))
+                        else msg.data, dtype=np.uint8)
+    if h < 1 or w < 1 or step < w * dt.itemsize or buf.size < h * step:
+        raise InputRejected(f"depth image {w}x{h} with step {step} needs {h * step} bytes, got {buf.size}",
+                            "wrong_size")
+    img = np.ndarray((h, w), dtype=dt, buffer=buf, strides=(step, dt.itemsize))
+    if dt.kind == "u":
+        return img.astype(np.float64) * float(depth_unit_m)
+    return img.astype(np.float64)
+
+
+def depth_from_cloud(msg: PointCloud2) -> np.ndarray:
+    """Depth (its ``z``, m) of an organised camera-frame cloud, ``(height, width)`` float64.
+
+    Raises:
+        InputRejected: ``bad_cloud_layout`` (fields missing, bad offsets or data length; the
+            message says which).
+    """
+    try:
+        pts = read_cloud(msg, ["z"], exact_size=False)
+    except CloudDecodeError as exc:
+        raise InputRejected(f"camera cloud: {exc}", "bad_cloud_layout") from None
+    with np.errstate(invalid="ignore"):
+        z = float_columns(pts, ["z"])[:, 0]
+    return z.reshape(int(msg.height), int(msg.width))
+
+
+def camera_from_info(msg: CameraInfo) -> BrownConradyCamera:
+    """The camera model of a ``CameraInfo`` (``plumb_bob`` / ``inverse_brown_conrady`` / empty model).
+
+    Raises:
+        InputRejected: ``bad_camera_info`` (another distortion model, bad ``K`` or ``D``, no size).
+    """
+    model = msg.distortion_model.lower()
+    d = [float(x) for x in msg.d]
+    if model not in ("", "plumb_bob", "inverse_brown_conrady", "brown_conrady") and any(d):
+        raise InputRejected(f"distortion model {msg.distortion_model!r} is not supported (plumb_bob, "
+                            f"inverse Brown-Conrady)", "bad_camera_info")
+    try:
+        return BrownConradyCamera.from_camera_info(int(msg.width), int(msg.height), list(msg.k), d)
+    except ValueError as exc:
+        raise InputRejected(f"camera info: {exc}", "bad_camera_info") from None
+
+
+def pressure_pa(msg: Any, scale: float) -> float:
+    """Absolute pressure in Pa of a ``Float32`` / ``Float64`` / ``FluidPressure`` times ``scale``.
+
+    Raises:
+        InputRejected: ``bad_pressure`` (another type, non-finite or not positive after scaling).
+    """
+    if isinstance(msg, FluidPressure):
+        value = float(msg.fluid_pressure)
+    elif isinstance(msg, (Float32, Float64)):
+        value = float(msg.data)
+    else:
+        raise InputRejected(f"pressure message of type {type(msg).__name__} is not Float32, Float64 or "
+                            "FluidPressure", "bad_pressure")
+    p = value * float(scale)
+    if not (np.isfinite(p) and p > 0.0):
+        raise InputRejected(f"pressure {value!r} x scale {scale} = {p} Pa is not a positive absolute "
+                            "pressure", "bad_pressure")
+    return p
