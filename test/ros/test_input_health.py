@@ -1,0 +1,67 @@
+"""A sensor is OK only while its predictions flow; a missing input is named by topic and type."""
+from vsf_sensor_ros.ros.input_health import (ERROR, OK, WARN, SensorInputs, StreamClock,
+                                             missing_input_hint, sensor_health)
+
+CONTACTS = ("contacts", "sensor_msgs/msg/PointCloud2")
+PRESSURE = ("/punyo/pressure", "std_msgs/msg/Float32")
+
+
+def _inputs(**kw):
+    contacts = StreamClock(*CONTACTS)
+    measured = StreamClock(*PRESSURE, optional=True)
+    return contacts, measured, SensorInputs(streams=[contacts, measured], **kw)
+
+
+def test_flowing_predictions_are_ok():
+    contacts, measured, inputs = _inputs()
+    for t in (1.0, 1.5, 2.0):
+        contacts.arrived(t)
+        measured.arrived(t)
+    inputs.last_prediction = 2.0
+    assert sensor_health(3.0, 0.0, 2.0, inputs) == (OK, [])
+
+
+def test_contacts_never_arriving_is_a_warning_naming_topic_and_type():
+    contacts, measured, inputs = _inputs()
+    measured.arrived(0.5)
+    assert sensor_health(1.0, 0.0, 2.0, inputs) == (WARN, ["no prediction yet"])   # within the grace
+    measured.arrived(4.5)
+    level, problems = sensor_health(5.0, 0.0, 2.0, inputs)
+    assert level == WARN
+    assert problems == ["no sensor_msgs/msg/PointCloud2 on contacts since start (5 s)"]
+
+
+def test_a_stopped_stream_is_named_with_how_long_ago():
+    contacts, measured, inputs = _inputs(last_prediction=4.0)
+    contacts.arrived(4.0)
+    measured.arrived(1.0)
+    level, problems = sensor_health(4.5, 0.0, 2.0, inputs)
+    assert level == WARN and problems == ["/punyo/pressure (std_msgs/msg/Float32) stopped 4 s ago"]
+
+
+def test_prediction_only_sensor_without_a_measured_stream_is_ok():
+    contacts, measured, inputs = _inputs(last_prediction=9.5)
+    contacts.arrived(9.5)
+    assert sensor_health(10.0, 0.0, 2.0, inputs) == (OK, [])
+
+
+def test_failing_predictions_are_an_error_and_unit_and_joint_problems_warn():
+    contacts, measured, inputs = _inputs(last_prediction=9.9, failing="non_finite_prediction")
+    contacts.arrived(9.9)
+    assert sensor_health(10.0, 0.0, 2.0, inputs)[0] == ERROR
+    inputs.failing = None
+    inputs.unit_warning = "pressure 1065.8 Pa is no absolute air pressure: hPa read as Pa?"
+    inputs.missing_joints = ("Actuator7",)
+    level, problems = sensor_health(10.0, 0.0, 2.0, inputs)
+    assert level == WARN and problems[0].startswith("pressure 1065.8 Pa")
+    assert problems[1].endswith("Actuator7")
+
+
+def test_tare_hint_names_every_missing_topic_at_once():
+    contacts, measured, inputs = _inputs()
+    measured.arrived(0.1)
+    assert missing_input_hint(inputs.streams, 0.2, 0.0, 2.0) == \
+        "no sensor_msgs/msg/PointCloud2 received on contacts"
+    contacts.arrived(0.2)
+    assert missing_input_hint(inputs.streams, 5.0, 0.0, 2.0) == \
+        "nothing on contacts for 5 s; nothing on /punyo/pressure for 5 s"

@@ -1,0 +1,138 @@
+"""Whether a sensor's predictions really flow, and which input is missing when they do not.
+
+The node's ``/diagnostics`` must be OK only while a sensor's predictions flow.  Each input a
+sensor needs is a :class:`StreamClock` (its topic, message type and arrival times on a monotonic
+clock); :func:`sensor_health` turns them, with the sensor's other live problems (a unit that
+looks wrong, joints never received, predictions failing), into one diagnostic level and a
+message that names the topic and type of what is missing:
+
+* ERROR while predictions fail (the last contacts messages were rejected by the models);
+* WARN when an input it needs has never arrived ``timeout`` s after start, or has stopped
+  arriving for ``timeout`` s (contacts, joint states, a free body's pose; the measured stream
+  once it has arrived: a sensor that never had one is a prediction-only sensor), while a
+  measured value looks like the wrong unit, or while joints moving its body are missing;
+* OK otherwise, i.e. only when its last prediction is at most ``timeout`` s old.
+
+Pure (no rclpy): times are plain float seconds, the caller's monotonic clock.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence, Tuple
+
+OK, WARN, ERROR = 0, 1, 2   # diagnostic_msgs/DiagnosticStatus levels (bytes there)
+
+
+@dataclass
+class StreamClock:
+    """Arrivals of one input stream.
+
+    Attributes:
+        topic: the resolved topic name (str), as the user would ``ros2 topic echo`` it.
+        type_name: its message type, e.g. ``sensor_msgs/msg/PointCloud2``.
+        optional: True for a stream whose absence from the start is not a fault (a measured
+            stream of a prediction-only sensor); once it has arrived, stopping is a fault.
+        first, last: monotonic times (s) of the first and latest arrival, None before any.
+        count: messages arrived.
+    """
+
+    topic: str
+    type_name: str
+    optional: bool = False
+    first: Optional[float] = None
+    last: Optional[float] = None
+    count: int = 0
+
+    def arrived(self, now: float) -> None:
+        """Record one message at monotonic time ``now`` (s)."""
+        if self.first is None:
+            self.first = now
+        self.last = now
+        self.count += 1
+
+    def problem(self, now: float, started: float, timeout: float) -> Optional[str]:
+        """A sentence naming the topic and type when the stream is missing or stopped, else None.
+
+        Args:
+            now: current monotonic time (s).
+            started: when the node (or this stream's subscription) started (s).
+            timeout: seconds of silence that count as missing (> 0).
+        """
+        if self.last is None:
+            if self.optional or now - started < timeout:
+                return None
+            return f"no {self.type_name} on {self.topic} since start ({now - started:.0f} s)"
+        if now - self.last >= timeout:
+            return f"{self.topic} ({self.type_name}) stopped {now - self.last:.0f} s ago"
+        return None
+
+
+@dataclass
+class SensorInputs:
+    """What one sensor needs, and its live problems besides missing inputs.
+
+    Attributes:
+        streams: every input stream the sensor needs (contacts, joint states when joints move
+            its body, the pose topic of a free body it is on, its measured stream as optional).
+        last_prediction: monotonic time (s) of its latest published prediction, None before any.
+        failing: the reason while its predictions fail (e.g. ``non_finite_prediction``), or None.
+        unit_warning: the sentence while a measured value looks like the wrong unit, or None.
+        missing_joints: names of the joints moving its body that never arrived.
+    """
+
+    streams: List[StreamClock] = field(default_factory=list)
+    last_prediction: Optional[float] = None
+    failing: Optional[str] = None
+    unit_warning: Optional[str] = None
+    missing_joints: Sequence[str] = ()
+
+
+def sensor_health(now: float, started: float, timeout: float,
+                  inputs: SensorInputs) -> Tuple[int, List[str]]:
+    """The diagnostic level and the problems (sentences) of one sensor, worst first.
+
+    Args:
+        now, started: monotonic times (s): now, and when the node started.
+        timeout: seconds after which a silent input or an old prediction counts (> 0).
+        inputs: the sensor's streams and live problems.
+
+    Returns:
+        ``(level, problems)``: level ``ERROR`` (2) while predictions fail, ``WARN`` (1) while any
+        input is missing or stopped, a unit looks wrong, joints are missing or no prediction has
+        been published for ``timeout`` s; ``OK`` (0) with an empty list otherwise.
+    """
+    problems: List[str] = []
+    if inputs.failing:
+        problems.append(f"predictions failing: {inputs.failing}")
+    problems += [p for p in (s.problem(now, started, timeout) for s in inputs.streams) if p]
+    if inputs.unit_warning:
+        problems.append(inputs.unit_warning)
+    if inputs.missing_joints:
+        problems.append("joints never received (predictions use their initial positions): "
+                        + ", ".join(inputs.missing_joints))
+    stale = inputs.last_prediction is None or now - inputs.last_prediction >= timeout
+    if stale and not problems:
+        problems.append("no prediction yet" if inputs.last_prediction is None else
+                        f"no prediction for {now - inputs.last_prediction:.0f} s")
+    if inputs.failing:
+        return ERROR, problems
+    return (WARN if problems else OK), problems
+
+
+def missing_input_hint(streams: Sequence[StreamClock], now: float, started: float,
+                       timeout: float) -> str:
+    """For a tare or gain answer: what is missing, naming topics; empty when nothing is.
+
+    Unlike :func:`sensor_health`, a stream that never arrived counts at once (a tare is asked
+    for now), optional ones included.
+    """
+    missing = []
+    for s in streams:
+        if s.last is None:
+            missing.append(f"no {s.type_name} received on {s.topic}")
+        elif now - s.last >= timeout:
+            missing.append(f"nothing on {s.topic} for {now - s.last:.0f} s")
+    return "; ".join(missing)
+
+
+__all__ = ["ERROR", "OK", "WARN", "SensorInputs", "StreamClock", "missing_input_hint", "sensor_health"]

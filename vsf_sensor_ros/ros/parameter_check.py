@@ -1,0 +1,197 @@
+"""Configuration checked, not trusted: unknown parameter keys and parameter files meant for another node.
+
+Two silent failures of a ROS 2 node's configuration are made loud here:
+
+* **A misspelt key** (``measured_scael: 100`` in a sensor's section) is, to rclpy, just another
+  parameter override nobody declares: the setting keeps its default and nothing is said.
+  :func:`unknown_keys` names every override that is no parameter of the node, with the closest
+  known key (:func:`closest_key`, difflib's ratio as ``ros2 param`` users would guess it).
+* **A parameters file keyed by another node name** (``sensor_nod:``, or a node renamed with
+  ``-r __node:=...``) applies to nothing: rcl silently drops it.  :func:`unmatched_params_files`
+  reads the ``--params-file`` arguments of the command line, lists the node names each file is
+  keyed by, and reports the files none of whose keys matches the node's fully qualified name,
+  with rcl's matching rules (:func:`node_key_matches`: a leading ``/`` is implied, ``*`` is one
+  name token, ``**`` any number of them).
+
+Pure functions (PyYAML, no rclpy): the node calls them once at start and on each live change.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+
+import yaml
+
+# Parameters rclpy declares on every node, or reads itself, that no table of ours lists.
+RCLPY_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service"})
+RCLPY_PREFIXES = ("qos_overrides.",)
+
+
+@dataclass(frozen=True)
+class UnknownKey:
+    """One parameter override that is no parameter of the node.
+
+    Attributes:
+        name: the full parameter name as given (e.g. ``punyo_pressure.measured_scael``).
+        suggestion: the closest known full name, or None when nothing is close.
+        where: ``"node"``, ``"sensor <s>"``, ``"body <b>"`` or ``"namespace <n>"`` (a prefix
+            that is neither a sensor nor a body: values staged for a sensor not configured yet).
+    """
+
+    name: str
+    suggestion: Optional[str]
+    where: str
+
+    def message(self) -> str:
+        """One line naming the key, where it is, and the closest known key."""
+        hint = f"; did you mean '{self.suggestion}'?" if self.suggestion else ""
+        if self.where.startswith("namespace "):
+            return (f"parameter '{self.name}' belongs to no configured sensor or body "
+                    f"(kept as a staged setting){hint}")
+        return f"unknown parameter '{self.name}' ({self.where}){hint}"
+
+
+def closest_key(key: str, known: Iterable[str]) -> Optional[str]:
+    """The known key most like ``key`` (difflib ratio >= 0.6), or None.
+
+    Args:
+        key: the unknown name (str).
+        known: candidate names (any iterable of str).
+    """
+    match = difflib.get_close_matches(key, sorted(set(known)), n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def unknown_keys(names: Iterable[str], node_keys: Set[str], sensors: Mapping[str, Set[str]],
+                 bodies: Mapping[str, Set[str]], staged_keys: Set[str]) -> List[UnknownKey]:
+    """Every parameter name that no part of the node's table knows, with a suggestion.
+
+    Args:
+        names: the parameter names given (file, ``-p``, overrides, or one live request).
+        node_keys: node-wide parameter names (``tare_samples``, ``qos.inputs.depth``, ...).
+        sensors: sensor name -> the keys valid for it (common keys + its type's settings).
+        bodies: body name -> the body keys (``mesh``, ``parent_link``, ...).
+        staged_keys: keys valid under a name that is not configured yet (any sensor key: the
+            node keeps such values for a later ``sensors`` change).
+
+    Returns:
+        The unknown ones, in the order given.  A name under an unconfigured prefix whose key is a
+        valid sensor key is *not* unknown, but it is reported when the prefix is close to a
+        configured sensor or body name (a misspelt section: ``punyo_presure.type``).
+    """
+    out: List[UnknownKey] = []
+    for name in names:
+        if name in node_keys or name in RCLPY_PARAMETERS or name.startswith(RCLPY_PREFIXES):
+            continue
+        prefix, dot, key = name.partition(".")
+        if dot and prefix in sensors:
+            if key not in sensors[prefix]:
+                out.append(UnknownKey(name, _joined(prefix, closest_key(key, sensors[prefix])),
+                                      f"sensor {prefix}"))
+        elif dot and prefix in bodies:
+            if key not in bodies[prefix]:
+                out.append(UnknownKey(name, _joined(prefix, closest_key(key, bodies[prefix])),
+                                      f"body {prefix}"))
+        elif dot and key in staged_keys:
+            near = closest_key(prefix, list(sensors) + list(bodies))
+            if near is not None:
+                out.append(UnknownKey(name, f"{near}.{key}", f"namespace {prefix}"))
+        else:
+            out.append(UnknownKey(name, closest_key(name, node_keys) if not dot or prefix in {
+                k.partition(".")[0] for k in node_keys} else _staged_guess(name, staged_keys), "node"))
+    return out
+
+
+def _joined(prefix: str, key: Optional[str]) -> Optional[str]:
+    return None if key is None else f"{prefix}.{key}"
+
+
+def _staged_guess(name: str, staged_keys: Set[str]) -> Optional[str]:
+    prefix, _, key = name.partition(".")
+    return _joined(prefix, closest_key(key, staged_keys))
+
+
+def params_files(argv: Sequence[str]) -> List[str]:
+    """The ``--params-file`` paths of a ROS command line (inside ``--ros-args`` sections).
+
+    Args:
+        argv: the process arguments (``sys.argv``), program name included or not.
+    """
+    files: List[str] = []
+    in_ros = False
+    it = iter(argv)
+    for arg in it:
+        if arg == "--ros-args":
+            in_ros = True
+        elif arg == "--":
+            in_ros = False
+        elif in_ros and arg == "--params-file":
+            path = next(it, None)
+            if path is not None:
+                files.append(path)
+    return files
+
+
+def node_keys_of_file(path: str) -> List[str]:
+    """The node names a ROS 2 parameters file is keyed by (every path ending in ``ros__parameters``).
+
+    Nested namespaces (``left: {sensor_node: {ros__parameters: ...}}``) give ``left/sensor_node``.
+
+    Raises:
+        OSError: the file cannot be read.
+        yaml.YAMLError: it is not YAML (rcl has refused it before this runs, normally).
+    """
+    data = yaml.safe_load(Path(path).read_text())
+    keys: List[str] = []
+
+    def walk(node: object, trail: Tuple[str, ...]) -> None:
+        if not isinstance(node, dict):
+            return
+        for key, value in node.items():
+            if key == "ros__parameters":
+                keys.append("/".join(trail))
+            else:
+                walk(value, trail + (str(key).strip("/"),))
+    walk(data, ())
+    return keys
+
+
+def node_key_matches(key: str, fully_qualified_name: str) -> bool:
+    """Whether a parameters-file node key applies to the node ``fully_qualified_name``.
+
+    rcl's rules: the key is absolute (a missing leading ``/`` is implied); ``*`` matches one
+    name token, ``**`` any number of tokens (``/**`` matches every node).
+    """
+    pattern = ""
+    for token in key.strip("/").split("/"):
+        if token == "**":
+            pattern += "(/[^/]+)*"
+        else:
+            pattern += "/" + "[^/]*".join(re.escape(part) for part in token.split("*"))
+    return re.fullmatch(pattern, fully_qualified_name) is not None
+
+
+def unmatched_params_files(argv: Sequence[str], fully_qualified_name: str) -> List[Tuple[str, List[str]]]:
+    """The parameters files of the command line that hold nothing for this node.
+
+    Returns:
+        ``[(path, node keys found), ...]`` for each file none of whose keys matches
+        ``fully_qualified_name``; an unreadable file is listed with the reason as its only key.
+    """
+    out: List[Tuple[str, List[str]]] = []
+    for path in params_files(argv):
+        try:
+            keys = node_keys_of_file(path)
+        except (OSError, yaml.YAMLError) as exc:
+            out.append((path, [f"<unreadable: {exc.__class__.__name__}>"]))
+            continue
+        if not any(node_key_matches(k, fully_qualified_name) for k in keys):
+            out.append((path, keys))
+    return out
+
+
+__all__ = ["UnknownKey", "closest_key", "node_key_matches", "node_keys_of_file", "params_files",
+           "unknown_keys", "unmatched_params_files"]
