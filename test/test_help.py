@@ -1,4 +1,4 @@
-"""``-h`` / ``--help`` of every console script: usage with defaults and an example, exit 0, no ROS participant.
+"""``-h`` / ``--help`` of every console script: usage, defaults, an example, exit 0, no ROS participant.
 
 Each script of ``setup.py`` runs in a child process (its entry function, with ``sys.argv`` as the
 console script would have it) while a listener node on the same ``ROS_DOMAIN_ID`` watches the

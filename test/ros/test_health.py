@@ -75,13 +75,15 @@ def test_startup_problems_name_unknown_keys_and_an_empty_sensor_list():
     assert [u.name for u in unknown] == ["punyo.measured_scael"]
     assert unknown[0].suggestion == "punyo.measured_scale"
     _, lines = startup_problems([], {}, [], [], "/sensor_node")
-    assert lines == ["no sensors configured (parameter 'sensors' is empty): the node publishes no predictions"]
+    assert lines == ["no sensors configured (parameter 'sensors' is empty): the node publishes no "
+                     "predictions"]
 
 
 def test_pressure_unit_problem_names_value_unit_and_scale():
     assert pressure_unit_problem(1013.25, 100.0, 2e4, 1e6) is None
     text = pressure_unit_problem(1013.25, 1.0, 2e4, 1e6)
-    assert "1013.25 Pa" in text and "measured_scale 1" in text and "looks like hPa: set measured_scale: 100.0" in text
+    assert "1013.25 Pa" in text and "measured_scale 1" in text
+    assert "looks like hPa: set measured_scale: 100.0" in text
     assert "looks like kPa: set measured_scale: 1000.0" in pressure_unit_problem(101.325, 1.0, 2e4, 1e6)
     # Pa given a hPa scale: 101325 x 100 is 1.01e7 Pa; the reading as it is fits Pa
     assert "looks like Pa: set measured_scale: 1.0" in pressure_unit_problem(101325.0, 100.0, 2e4, 1e6)

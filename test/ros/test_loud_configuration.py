@@ -61,7 +61,7 @@ class Listener:
                         return True
             self.reports.clear()
             return False
-        assert spin_until(self.ex, look, timeout), f"no status '*{suffix}' satisfying the condition in {timeout} s"
+        assert spin_until(self.ex, look, timeout), f"no status '*{suffix}' as expected in {timeout} s"
         return found[0]
 
     def spin(self, seconds: float) -> None:
@@ -136,7 +136,8 @@ def test_a_misspelt_sensor_key_is_a_warning_naming_it_and_the_closest_key(make):
 
 def test_a_misspelt_top_level_key_names_the_closest_key(make):
     node, _ = make(parameter_overrides=_params(tare_sampels=5))
-    assert any("'tare_sampels'" in p and "did you mean 'tare_samples'" in p for p in node.health.config_problems)
+    assert any("'tare_sampels'" in p and "did you mean 'tare_samples'" in p
+               for p in node.health.config_problems)
 
 
 def test_strict_parameters_makes_an_unknown_key_a_start_up_error(rclpy_context):
@@ -155,12 +156,14 @@ def test_a_misspelt_key_in_a_live_request_is_named_with_the_closest_key(make):
     # a value staged under a misspelt sensor name is accepted (a later sensor may use it) but recorded
     res = node.set_parameters([Parameter("presure.measured_scale", value=100.0)])[0]
     assert res.successful
-    assert any("presure.measured_scale" in p and "pressure.measured_scale" in p for p in node.health.live_problems)
+    assert any("presure.measured_scale" in p and "pressure.measured_scale" in p
+               for p in node.health.live_problems)
 
 
 # -- an unmatched parameters file, no sensors ---------------------------------------------------------
 def test_a_parameters_file_keyed_by_another_name_is_a_warning_naming_file_expected_and_found(make, tmp_path):
-    path = write_params(tmp_path / "params.yaml", {"sensors": ["pressure"], "pressure.type": "PunyoPressureSensor",
+    path = write_params(tmp_path / "params.yaml", {"sensors": ["pressure"],
+                                                   "pressure.type": "PunyoPressureSensor",
                                                    "pressure.attachment": "punyo"}, node_name="sensor_nod")
     node, lis = make(cli_args=["--ros-args", "--params-file", str(path)],
                      parameter_overrides=[Parameter("diagnostics_period", value=0.2)])

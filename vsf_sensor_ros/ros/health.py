@@ -1,4 +1,4 @@
-"""The sensor node's health on ``/diagnostics``: configuration checked, inputs watched, statuses that tell the truth.
+"""The sensor node's health on ``/diagnostics``: configuration checked, inputs watched, true statuses.
 
 :class:`NodeHealth` is what the node keeps besides its counters (:mod:`.diagnostics`):
 

@@ -166,4 +166,5 @@ def missing_input_hint(streams: Sequence[StreamClock], now: float, started: floa
     return "; ".join(missing)
 
 
-__all__ = ["ERROR", "OK", "PRESSURE_UNITS", "WARN", "SensorInputs", "pressure_unit_problem", "StreamClock", "missing_input_hint", "sensor_health"]
+__all__ = ["ERROR", "OK", "PRESSURE_UNITS", "WARN", "SensorInputs", "StreamClock", "missing_input_hint",
+           "pressure_unit_problem", "sensor_health"]

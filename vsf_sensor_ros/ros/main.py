@@ -375,6 +375,7 @@ def exit_now(main: Callable[[], int]) -> None:
         os._exit(code)
 
 
-__all__ = ["EXECUTOR_KINDS", "POLL_SEC", "answer_help", "events_executor_available", "exit_now", "make_executor",
-           "parameter_file_error", "parameter_usage", "rclpy_spin", "release_free_heap", "run_node", "spin", "spin_node",
+__all__ = ["EXECUTOR_KINDS", "POLL_SEC", "answer_help", "events_executor_available", "exit_now",
+           "make_executor", "parameter_file_error", "parameter_usage", "rclpy_spin", "release_free_heap",
+           "run_node", "spin", "spin_node",
            "usage", "user_args"]

@@ -82,7 +82,8 @@ from .messages.encoding import encoding
 from ._rclpy_compat import add_parameter_callbacks, parameter_override, parameter_override_names
 from .messages.contacts import ContactsDecodeError, pointcloud2_to_contacts, with_implied_pairs
 from .diagnostics import InputStats, build_diagnostics
-from .health import JOINT_STATE, POINTCLOUD2, POSE_STAMPED, NodeHealth, known_keys, startup_problems, type_name
+from .health import (JOINT_STATE, POINTCLOUD2, POSE_STAMPED, NodeHealth, known_keys, startup_problems,
+                     type_name)
 from .input_health import SensorInputs, StreamClock
 from .parameter_check import unknown_keys
 from .frames import FramePublisher
@@ -464,8 +465,9 @@ class SensorNode(Node):
             | {c.topic for c in self._pose_clocks.values()}
             | {self._measured_clock(h).topic for h in self._handles.values()})
         missing = self.joint_names.missing()
+        watched = self.joint_names.watched
         health = {n: SensorInputs(self._needs(h), unit_warning=h.unit_warning,
-                                  missing_joints=[j for j in missing if n in self.joint_names.watched.get(j, ())])
+                                  missing_joints=[j for j in missing if n in watched.get(j, ())])
                   for n, h in self._handles.items()}
         self.pub_diag.publish(self.health.apply(array, now, self._input_timeout(), health))
 
