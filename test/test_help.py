@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = re.findall(r'"(\w+) = ([\w.]+):(\w+)"', (ROOT / "setup.py").read_text())
 # what each usage must mention: a default it lists (read from the source's own tables by hand)
 EXPECTED = {
-    "sensor_node": ["--ros-args", "examples:"],
+    "sensor_node": ["tare_samples (default: 10, live)", "strict_parameters (default: False)",
+                    "<s>.measured_scale (default: 1.0, live)", "examples:"],
     "contact_sim_node": ["duration_s (default: 12.0)", "rate_hz (default: 100.0)", "examples:"],
     "wrench_contact_node": ["bias_samples (default: 10)", "robot_description (default: '')", "examples:"],
     "vsf_demo": ["--duration", "(default: 10)", "examples:"],
@@ -45,6 +46,9 @@ def test_help_prints_usage_exits_0_and_creates_no_participant(rclpy_context):
             for t, topic in ((JointState, "/joint_states"), (PointCloud2, "/contacts"))]
     procs = {(name, flag): _start(module, func, flag) for name, module, func in SCRIPTS
              for flag in ("--help", "-h")}
+    # the control: a participant living 3 s must be seen, or the listener proves nothing
+    control = subprocess.Popen([sys.executable, "-c", "import time, rclpy; rclpy.init(); "
+                                "n = rclpy.create_node('help_control'); time.sleep(3.0)"], cwd=ROOT)
     nodes = set()
     try:
         end = time.monotonic() + 120
@@ -58,16 +62,17 @@ def test_help_prints_usage_exits_0_and_creates_no_participant(rclpy_context):
         for s in subs:
             listener.destroy_subscription(s)
         listener.destroy_node()
-        for p in procs.values():
+        for p in list(procs.values()) + [control]:
             if p.poll() is None:
                 p.kill()
+        control.wait(timeout=10)
     for (name, flag), p in procs.items():
         out, err = p.communicate(timeout=10)
         assert p.returncode == 0, f"{name} {flag}: exit {p.returncode}\n{out}\n{err}"
         assert out.lstrip().startswith("usage:"), f"{name} {flag}:\n{out}\n{err}"
         for text in EXPECTED[name]:
             assert text in out, f"{name} {flag}: {text!r} missing from\n{out}"
-    assert nodes == set(), f"nodes appeared on the graph during --help: {sorted(nodes)}"
+    assert nodes == {"help_control"}, f"nodes on the graph during --help (and the control): {sorted(nodes)}"
     assert seen == []
 
 

@@ -156,21 +156,33 @@ def spin_node(node: Node, kind: str = "auto", poll_sec: float = POLL_SEC,
 
 # -- the command line ----------------------------------------------------------------------
 def usage() -> argparse.ArgumentParser:
-    """The command line: only ``-h`` / ``--help``; everything else goes through ``--ros-args``."""
+    """The command line: only ``-h`` / ``--help``; everything else goes through ``--ros-args``.
+
+    The help lists every node-wide parameter and every key of a sensor's section with its default
+    (the parameter table, :mod:`.parameter_table`).
+    """
+    from .parameter_table import NODE_SPECS, SENSOR_COMMON_SPECS
+    rows = [f"  {s.key} (default: {_shown(s.default)}{'' if s.read_only else ', live'})"
+            for s in NODE_SPECS]
+    rows += [f"  <s>.{s.key} (default: {_shown(s.default)}{'' if s.read_only else ', live'})"
+             for s in SENSOR_COMMON_SPECS]
+    parameters = ("parameters (--ros-args -p name:=value or --params-file FILE; a sensor's type adds its "
+                  "model settings):\n" + "\n".join(rows) + "\n")
     return argparse.ArgumentParser(
         prog="sensor_node", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Predicted tactile readings (and their force Jacobians) of the configured sensors, "
                     "live over ROS 2: contacts + joint_states in, <s>/predicted, <s>/residual, "
                     "<s>/jacobian, <s>/markers and /diagnostics out; services tare, <s>/tare, "
                     "save_calibration.",
-        epilog="examples:\n"
-               "  ros2 run vsf_sensor_ros sensor_node --ros-args --params-file config/sensor_node.yaml\n"
-               "  ros2 run vsf_sensor_ros sensor_node --ros-args -p use_sim_time:=true "
-               "--params-file config/kinova_punyo_real.yaml\n"
-               "Parameters: ros2 param describe /sensor_node <name>, README.md and docs/interface.md.\n"
-               "Environment: VSF_ASSETS (base of relative paths, over assets_dir); VSF_TRIMESH_EXTRAS=1\n"
-               "  (load trimesh's optional dependencies, which the node leaves out to save memory:\n"
-               "  for a mesh format whose loader reports 'import of <module> halted').")
+        epilog=parameters
+        + "examples:\n"
+          "  ros2 run vsf_sensor_ros sensor_node --ros-args --params-file config/sensor_node.yaml\n"
+          "  ros2 run vsf_sensor_ros sensor_node --ros-args -p use_sim_time:=true "
+          "--params-file config/kinova_punyo_real.yaml\n"
+          "Parameters: ros2 param describe /sensor_node <name>, README.md and docs/interface.md.\n"
+          "Environment: VSF_ASSETS (base of relative paths, over assets_dir); VSF_TRIMESH_EXTRAS=1\n"
+          "  (load trimesh's optional dependencies, which the node leaves out to save memory:\n"
+          "  for a mesh format whose loader reports 'import of <module> halted').")
 
 
 def parameter_usage(prog: str, description: str, parameters: Iterable[Tuple[str, Any, str]],
