@@ -203,6 +203,45 @@ def test_a_sensor_with_no_contacts_is_warn_naming_topic_and_type_and_its_tare_sa
     assert "joint_states" not in ans.message and "pressure/measured" not in ans.message
 
 
+def test_gain_calibration_without_contacts_names_the_contacts_topic(make):
+    node, _ = make(parameter_overrides=_params())
+    node._on_measured("pressure", pressure(101325.0, 1))
+    ans = node._on_calibrate_gain("pressure", Trigger.Request(), Trigger.Response())
+    assert not ans.success
+    assert "cannot calibrate gain" in ans.message
+    assert f"no sensor_msgs/msg/PointCloud2 received on {NS}/contacts" in ans.message
+
+
+def test_a_sensor_on_a_free_body_needs_its_pose_topic(make):
+    # the embedded world's box 'object' is a free body: an Isaac load sensor on it needs object/pose
+    node, lis = make(parameter_overrides=_params(
+        sensors=["load"], **{"load.type": "IsaacContactSensor", "load.attachment": "object",
+                             "load.publish_markers": False, "load.publish_jacobian": False}))
+    st = lis.status(": load", lambda st: level(st) == 1 and "pose" in st.message)
+    assert f"no geometry_msgs/msg/PoseStamped on {NS}/object/pose since start" in st.message
+    assert "joint_states" not in st.message   # no joint moves the box
+    assert f"{NS}/object/pose (geometry_msgs/msg/PoseStamped)" in values(st)["inputs"]
+
+
+def test_a_measured_stream_that_stopped_is_warn_naming_it(make):
+    node, lis = make(parameter_overrides=_params())
+    node._on_measured("pressure", pressure(101325.0, 1))
+    st = lis.status(": pressure", lambda st: "pressure/measured" in st.message, timeout=5.0)
+    assert level(st) == 1
+    assert f"{NS}/pressure/measured (sensor_msgs/msg/FluidPressure) stopped" in st.message
+
+
+def test_joints_moving_the_sensor_never_received_are_warn_naming_them(make):
+    node, lis = make(parameter_overrides=_params())
+    for k in range(50):   # the driver never sends wrist_pitch (after 50 joint states it counts)
+        msg = JointState(name=JOINTS[:3], position=[0.0] * 3)
+        msg.header.stamp.sec = k + 1
+        node._on_joint_state(msg)
+    st = lis.status(": pressure", lambda st: "joints never received" in st.message)
+    assert level(st) == 1
+    assert "joints never received (predictions use their initial positions): wrist_pitch" in st.message
+
+
 def test_a_sensor_is_ok_only_while_predictions_flow_then_warn_when_contacts_stop(make):
     node, lis = make(parameter_overrides=_params())
     sec = [0]
