@@ -50,6 +50,15 @@ implementation, same messages).  The choice is made once, at start
 (:mod:`.messages.encoding`).  ``main()`` spins with the ``executor`` parameter's choice
 (:mod:`.main`).
 
+Configuration is checked, not trusted (:mod:`.health`): at start, parameter keys the node does
+not know (top level, a sensor's or a body's section; ``strict_parameters: true`` makes them a
+configuration error), ``--params-file`` files with no entry for the node's fully qualified name
+and an empty sensor list are WARN lines naming the key (and the closest known one), the file or
+the missing sensors; unknown keys of a live request are named too.  ``/diagnostics`` is OK for a
+sensor only while its predictions flow: an input it needs silent for ``input_timeout`` s, a
+measured unit that looks wrong or joints never received make it WARN, failing predictions
+ERROR; each input topic has a frequency status.
+
 This module is the wiring (it owns every publisher, subscription, service and timer), the
 contacts path and the callbacks, which hand measured messages, joint states, poses and the
 calibration services to the module of each concept.
