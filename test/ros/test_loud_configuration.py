@@ -140,6 +140,15 @@ def test_a_misspelt_top_level_key_names_the_closest_key(make):
                for p in node.health.config_problems)
 
 
+def test_a_misspelt_body_key_is_named_with_the_closest_body_key(make, tmp_path):
+    mesh = tmp_path / "tag.obj"   # one 1 cm triangle: a body needs a mesh
+    mesh.write_text("v 0 0 0\nv 0.01 0 0\nv 0 0.01 0\nf 1 2 3\n")
+    node, _ = make(parameter_overrides=_params(bodies=["tag"], **{
+        "tag.parent_link": "tool_link", "tag.mesh": str(mesh), "tag.transfrom": [1.0] * 16}))
+    assert "unknown parameter 'tag.transfrom' (body tag); did you mean 'tag.transform'?" \
+        in node.health.config_problems
+
+
 def test_strict_parameters_makes_an_unknown_key_a_start_up_error(rclpy_context):
     with pytest.raises(ConfigError) as exc:
         SensorNode("sensor_node", namespace=NS,
