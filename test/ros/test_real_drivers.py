@@ -195,13 +195,17 @@ def test_a_live_scale_change_clears_the_buffered_samples_and_a_negative_scale_is
         node._on_measured("pressure", Float32(data=BASELINE_HPA))
     err = capfd.readouterr().err
     assert err.count("is not a plausible absolute pressure") == 1, err
-    assert "hPa read as Pa?" in err
-    # only new samples (scale 1) are used by a tare now: offset 1013.25 Pa, not a mix with 101325
+    assert "it looks like hPa: set measured_scale: 100.0" in err
+    # only new samples (scale 1) are buffered now: 1013.25 Pa each, not a mix with 101325
     _run_schedule(node, 0.5, t0_sim=2000.0)
+    assert len(h.pairs) > 10
+    assert all(float(s.measured[0]) == pytest.approx(BASELINE_HPA, rel=1e-6) for s in h.pairs)
+    # and a tare on them is refused while they look like hPa read as Pa, naming value, unit and scale
+    before = {k: np.asarray(v).tolist() for k, v in h.sensor.get_calibration().items()}
     r = node._on_tare("pressure", Trigger.Request(), Trigger.Response())
-    assert r.success, r.message
-    cal = h.sensor.get_calibration()
-    assert float(cal["tare"][0]) == pytest.approx(BASELINE_HPA, rel=1e-6)
+    assert not r.success
+    assert f"{BASELINE_HPA:g}" in r.message and "hPa" in r.message and "measured_scale" in r.message
+    assert {k: np.asarray(v).tolist() for k, v in h.sensor.get_calibration().items()} == before
 
 
 def test_a_live_measured_type_change_clears_the_buffers(headerless):

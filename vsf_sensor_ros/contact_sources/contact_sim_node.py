@@ -72,7 +72,7 @@ from sensor_msgs.msg import JointState, PointCloud2
 from std_msgs.msg import Bool
 
 from .. import embedded_world as ew
-from vsf_sensor_ros.ros.main import run_node
+from vsf_sensor_ros.ros.main import answer_help, parameter_usage, run_node
 from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.parameters import declare_spec
 from vsf_sensor_ros.ros.parameter_table import Spec, check_value
@@ -386,15 +386,31 @@ def _finish(node: "ContactSimNode") -> int:
     return 1 if node.failed is not None else 0
 
 
+def usage():
+    """The ``-h`` / ``--help`` text: every parameter of :data:`PARAMS` with its default."""
+    return parameter_usage(
+        "contact_sim_node",
+        "A Klampt physics session of a robot pressing the Punyo bubble into a box: publishes "
+        "joint_states, object/pose, contacts, stand-in <s>/measured readings and sim_done, stamped "
+        "with simulation time.  A stand-in for a simulator bridge: do not run it on a real robot's "
+        "ROS domain (its joint_states would reach the robot's listeners).",
+        [(name, row[0], row[1] + ("" if row[2] else " (live)")) for name, row in PARAMS.items()],
+        ["ros2 run vsf_sensor_ros contact_sim_node --ros-args -p world:=kinova -p duration_s:=20.0",
+         "python -m vsf_sensor_ros.contact_sources.contact_sim_node --ros-args -p rate_hz:=0.0"])
+
+
 def main(args: Optional[List[str]] = None) -> int:
     """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): init, spin until done (or
-    Ctrl-C), shut down cleanly.
+    Ctrl-C), shut down cleanly.  ``-h`` / ``--help`` prints :func:`usage` and returns 0 before
+    anything touches ROS.
 
     Returns:
         0 on a finished (or interrupted) run, 1 when the simulation failed,
         2 on a configuration error (bad parameter, missing assets, unreachable
         press pose).
     """
+    argv = list(sys.argv if args is None else args)
+    answer_help(argv, usage())   # before rclpy.init: a help request simulates and publishes nothing
     return run_node("contact_sim_node", ContactSimNode, args,
                     config_errors=(ValueError, FileNotFoundError, RuntimeError),
                     spin=_spin_until_done, finish=_finish)

@@ -36,7 +36,7 @@ from sensor_msgs.msg import JointState, PointCloud2
 from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.ros.kinematics import parse_joint_name_map
-from vsf_sensor_ros.ros.main import run_node
+from vsf_sensor_ros.ros.main import answer_help, parameter_usage, run_node
 from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp, stamp_to_ns
 from vsf_sensor_ros.contact_sources.wrench_contacts import WrenchContactConfig, WrenchContactSource
@@ -50,6 +50,39 @@ DEFAULTS = {
     "wrench_frame": "", "force_sign": 1.0, "time_shift": 0.0, "bias_samples": 10, "bias_on_start": True,
     "min_force": 0.0, "qos_depth": 100, "joint_name_map": [""],
 }
+
+HELP = {
+    "robot_description": "URDF text of the robot (or give robot_description_path); required",
+    "robot_description_path": "URDF file of the robot, used when robot_description is empty",
+    "world_frame": "frame of the published contact points and forces",
+    "contact_body_names": "body table shared with sensor_node (body1/body2 index it); must hold body "
+                          "and other_body",
+    "body": "body the contact acts on (the sensor's body, e.g. the Punyo)",
+    "other_body": "the body pressing on it (row body2)",
+    "body_parent": "link the body is fixed to; empty = body is a URDF link",
+    "body_transform": "16 floats, row-major body -> body_parent transform",
+    "contact_point": "contact point in the body frame (m)",
+    "wrench_frame": "frame of the wrench (empty: the message's frame_id)",
+    "force_sign": "+1: the wrench is the force on the body; -1: the force the body applies",
+    "time_shift": "s >= 0: how much the wrench lags behind the joint states",
+    "bias_samples": "wrenches averaged by a bias tare",
+    "bias_on_start": "the first bias_samples wrenches set the bias",
+    "min_force": "deadband (N): smaller forces publish an empty cloud",
+    "qos_depth": "history depth of the (reliable) subscriptions and publisher",
+    "joint_name_map": "['driver:urdf', ...] JointState names -> URDF joint names (as sensor_node's)",
+}
+
+
+def usage():
+    """The ``-h`` / ``--help`` text: every parameter with its default."""
+    return parameter_usage(
+        "wrench_contact_node",
+        "Contacts for sensor_node from a wrist wrench (wrench, geometry_msgs/WrenchStamped) and "
+        "joint_states: one contact on body at contact_point carrying the measured force, published on "
+        "contacts (sensor_msgs/PointCloud2) per joint state; service ~/tare sets the force bias.",
+        [(k, v, HELP[k]) for k, v in DEFAULTS.items()],
+        ["ros2 run vsf_sensor_ros wrench_contact_node --ros-args --params-file "
+         "config/wrench_contact_node.yaml -p robot_description_path:=robot.urdf"])
 
 
 class WrenchContactNode(Node):
@@ -119,7 +152,9 @@ class WrenchContactNode(Node):
 
 def main(args: Optional[List[str]] = None) -> int:
     """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): 0 on Ctrl-C / shutdown, 2 on a
-    configuration error."""
+    configuration error; ``-h`` / ``--help`` prints :func:`usage` and returns 0 without touching ROS."""
+    argv = list(sys.argv if args is None else args)
+    answer_help(argv, usage())   # before rclpy.init: a help request creates no participant
     return run_node("wrench_contact_node", WrenchContactNode, args,
                     config_errors=(ValueError, FileNotFoundError))
 

@@ -75,7 +75,9 @@ class _Terminated(Exception):
 def build_parser() -> argparse.ArgumentParser:
     """The demo's command line (see the module docstring)."""
     p = argparse.ArgumentParser(
-        prog="python -m vsf_sensor_ros.demo.demo",
+        prog="vsf_demo", formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  vsf_demo --world embedded --duration 10\n"
+               "  vsf_demo --world kinova --assets /path/to/kinova_punyo --out demo_out/kinova",
         description="Run the contact simulator and the sensor node on this host, record every "
                     "topic to a rosbag2 MCAP, tare after the contact-free stretch, and write "
                     "plots and summary.json.")

@@ -59,7 +59,6 @@ from vsf_sensor_ros.demo.replay_recording import (  # noqa: F401 (re-exported)
     TARE_SAMPLES, Recording, ReplayError, estimate_lag, load_recording, poke_onset, pressure_metrics)
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_RECORDING = PACKAGE_ROOT / ".." / "shared" / "fixtures" / "punyo_poke_ur5e" / "data.json"
 FORCE_SENSOR = "punyo_force"
 WRENCH_FRAME = "base"
 MIN_FORCE_N = 1.0             # wrench deadband: above the recorded contact-free noise (max 0.92 N)
@@ -463,9 +462,13 @@ def _offset_from(calibration: Path, message: str) -> Optional[float]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The replay's command line."""
-    ap = argparse.ArgumentParser(prog="python -m vsf_sensor_ros.demo.replay",
-                                 description=__doc__.split("\n")[0])
-    ap.add_argument("--recording", type=Path, default=DEFAULT_RECORDING, help="data.json of the poke")
+    # --recording is required: a bare run must not start a whole replay into the current directory
+    ap = argparse.ArgumentParser(prog="vsf_replay", description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                                 epilog="example: vsf_replay --recording punyo_poke_ur5e/data.json "
+                                        "--out demo_out/real (make demo-real)")
+    ap.add_argument("--recording", type=Path, required=True,
+                    help="data.json of the poke (required)")
     ap.add_argument("--out", type=Path, default=Path("demo_out/real"), help="output directory")
     ap.add_argument("--speed", type=float, default=1.0, help="playback speed (1 = recorded pace)")
     ap.add_argument("--frames", default="", help="replay frames A:B only (Python slice, e.g. 30:130)")

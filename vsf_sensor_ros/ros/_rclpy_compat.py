@@ -43,6 +43,12 @@ def parameter_override(node: Node, name: str) -> Optional[Parameter]:
     return node._parameter_overrides.get(name)
 
 
+def parameter_override_names(node: Node) -> List[str]:
+    """Every parameter name given to ``node`` by a parameter file / ``-p`` / ``parameter_overrides``
+    (the private ``Node._parameter_overrides``, see :func:`parameter_override`)."""
+    return list(node._parameter_overrides)
+
+
 def replace_parameter_override(node: Node, name: str, value: Any) -> None:
     """Replace the override of ``name`` (private ``_parameter_overrides``, see above).
 
@@ -76,4 +82,4 @@ def add_parameter_callbacks(node: Node, pre_set: Callable[[List[Parameter]], Lis
 
 
 __all__ = ["HAS_MESSAGE_INFO", "RCLError", "add_parameter_callbacks", "parameter_override",
-           "replace_parameter_override"]
+           "parameter_override_names", "replace_parameter_override"]

@@ -86,6 +86,7 @@ from ..sensor import GainCalibrator, TareCalibrator
 from ..sensor.base_sensor import BaseSensor, SimState
 from . import calibration_file as cal_store
 from .calibration_file import TARE_KEY, effective_offset, format_offset
+from .input_health import pressure_unit_problem
 from .messages import readings as enc
 from .messages.stamps import stamp_to_ns
 from .pairing import Pair
@@ -126,6 +127,8 @@ class Measurements:
         self._reject = reject
         self._log = logger
         self._clock = clock
+        # what the node says is missing for a sensor (topics, types); set by the node
+        self.missing_inputs: Callable[[SensorHandle], str] = lambda h: ""
 
     # ------------------------------------------------------------------ measured, residual
     def on_measured(self, name: str, msg: Any) -> None:
@@ -155,23 +158,22 @@ class Measurements:
             self.paired(h, pair)
 
     def _check_plausible(self, h: SensorHandle, vec: np.ndarray) -> None:
-        """Warn once (per scale) when a measured value is outside its kind's plausible range (the
-        absolute pressure of :class:`~.messages.readings.PressureCodec`; other kinds have none)."""
+        """Keep ``h.unit_warning`` while the latest measured value is outside its kind's plausible
+        range (the absolute pressure of :class:`~.messages.readings.PressureCodec`; other kinds have
+        none) and log it once per scale; a tare is refused while it holds."""
         plausible = h.layout.codec.plausible
-        if plausible is None or h.plausibility_warned:
+        if plausible is None:
             return
-        low, high = plausible
+        scale = float(h.config.values["measured_scale"])
         pa = float(vec[h.layout.slots[0]])
-        if low <= pa <= high:
+        if not np.isfinite(pa):   # an entry the message does not carry
+            return
+        h.unit_warning = pressure_unit_problem(pa / scale, scale, *plausible)
+        if h.unit_warning is None or h.plausibility_warned:
             return
         h.plausibility_warned = True
-        scale = float(h.config.values["measured_scale"])
-        hint = (" (hPa read as Pa? set measured_scale: 100.0)" if pa < low and scale == 1.0
-                else "")
-        self._log.warning(
-            f"sensor {h.name!r}: measured pressure {pa:.6g} Pa (reading x measured_scale {scale:g}) is "
-            f"not a plausible absolute pressure ({low:g}..{high:g} Pa){hint}; "
-            "residuals and tares use it as it is")
+        self._log.warning(f"sensor {h.name!r}: {h.unit_warning}; residuals use it as it is, tares are "
+                          "refused while it lasts")
 
     def paired(self, h: SensorHandle, pair: "Pair[Prediction, np.ndarray]") -> None:
         """A measured vector met its prediction: publish the residual and the measured value in SI
@@ -202,7 +204,15 @@ class Measurements:
     def on_calibrate_gain(self, name: str, request: Trigger.Request,
                           response: Trigger.Response) -> Trigger.Response:
         """``<s>/calibrate_gain`` of sensor ``name`` (:func:`calibrate_gain`)."""
-        return self._answer(name, response, calibrate_gain)
+        return self._answer(name, response, self._calibrate_gain)
+
+    def _calibrate_gain(self, h: SensorHandle) -> Tuple[bool, str]:
+        """:func:`calibrate_gain`; a refusal with too few samples names the inputs missing now."""
+        if h.unit_warning is not None:
+            return False, f"{h.name}: cannot calibrate gain: {h.unit_warning}"
+        ok, text = calibrate_gain(h)
+        hint = "" if ok or len(h.contact_pairs) >= MIN_SAMPLES else self.missing_inputs(h)
+        return ok, (f"{text} ({hint})" if hint else text)
 
     def _answer(self, name: str, response: Trigger.Response,
                 action: Callable[[SensorHandle], Tuple[bool, str]]) -> Trigger.Response:
@@ -213,8 +223,10 @@ class Measurements:
 
     def _tare(self, h: SensorHandle) -> Tuple[bool, str]:
         """Tare one sensor; a failure with nothing paired names a clock offset when there is one."""
+        if h.unit_warning is not None:
+            return False, f"{h.name}: cannot tare: {h.unit_warning}"
         ok, text = tare(h, self._live().tare_samples)
-        hint = None if ok or h.pairs else h.pairer.offset_hint()
+        hint = None if ok or h.pairs else (h.pairer.offset_hint() or self.missing_inputs(h))
         return ok, (f"{text} ({hint})" if hint else text)
 
     def on_tare_all(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:

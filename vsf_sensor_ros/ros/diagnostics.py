@@ -29,6 +29,9 @@ read them):
   1.7e+09 s ahead of contacts stamps: different clocks?``: two clocks, no pair possible),
   ``rejected.<reason>``, ``calibration``, ``contact``,
   ``reading``.
+
+The node completes each report with :class:`~.health.NodeHealth` (configuration problems, the
+health of each sensor's inputs, a frequency status per input topic).
 """
 from __future__ import annotations
 

@@ -119,6 +119,37 @@ def sensor_health(now: float, started: float, timeout: float,
     return (WARN if problems else OK), problems
 
 
+# Pressure units a reading may be in, with the measured_scale that converts each to Pa
+PRESSURE_UNITS = (("Pa", 1.0), ("hPa", 100.0), ("kPa", 1000.0), ("bar", 1.0e5), ("psi", 6894.757293168),
+                  ("mbar", 100.0))
+
+
+def pressure_unit_problem(raw: float, scale: float, low: float, high: float) -> Optional[str]:
+    """The sentence when ``raw x scale`` is no plausible absolute pressure, naming the unit it looks like.
+
+    Args:
+        raw: the measured message's value, in its own unit.
+        scale: ``measured_scale`` (its unit -> Pa).
+        low, high: the plausible absolute pressure range (Pa).
+
+    Returns:
+        None while ``low <= raw * scale <= high``; else e.g. ``"measured pressure 1013.25 Pa
+        (reading 1013.25 x measured_scale 1) is not a plausible absolute pressure
+        (20000..1e+06 Pa); it looks like hPa: set measured_scale: 100.0"``.  When no unit of
+        :data:`PRESSURE_UNITS` fits, the sentence says so.
+    """
+    pa = raw * scale
+    if low <= pa <= high:
+        return None
+    text = (f"measured pressure {pa:.6g} Pa (reading {raw:.6g} x measured_scale {scale:g}) is not a "
+            f"plausible absolute pressure ({low:g}..{high:g} Pa)")
+    fits = [(unit, factor) for unit, factor in PRESSURE_UNITS if low <= raw * factor <= high]
+    if fits:
+        unit, factor = fits[0]
+        return f"{text}; it looks like {unit}: set measured_scale: {factor!r}"
+    return f"{text}; no common pressure unit (Pa, hPa, kPa, bar, psi) fits it"
+
+
 def missing_input_hint(streams: Sequence[StreamClock], now: float, started: float,
                        timeout: float) -> str:
     """For a tare or gain answer: what is missing, naming topics; empty when nothing is.
@@ -135,4 +166,5 @@ def missing_input_hint(streams: Sequence[StreamClock], now: float, started: floa
     return "; ".join(missing)
 
 
-__all__ = ["ERROR", "OK", "WARN", "SensorInputs", "StreamClock", "missing_input_hint", "sensor_health"]
+__all__ = ["ERROR", "OK", "PRESSURE_UNITS", "WARN", "SensorInputs", "StreamClock", "missing_input_hint",
+           "pressure_unit_problem", "sensor_health"]

@@ -22,7 +22,9 @@ SingleThreadedExecutor is used with the same loop.
 
 Command line
 ------------
-Only ``-h`` / ``--help`` (:func:`usage`) is the node's; everything else goes through ``--ros-args``
+Only ``-h`` / ``--help`` (:func:`usage`; :func:`parameter_usage` for the other node executables,
+answered by :func:`answer_help` before ``rclpy.init``, so a help request creates no participant)
+is the node's; everything else goes through ``--ros-args``
 (:func:`user_args` finds what is outside those blocks).  A parameter file rcl cannot parse fails in
 ``rclpy.init``; :func:`parameter_file_error` turns rcl's error into the one ``configuration error``
 line the node prints.
@@ -44,7 +46,7 @@ import ctypes.util
 import os
 import signal
 import sys
-from typing import Any, Callable, List, Optional, Tuple, Type
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Type
 
 import rclpy
 from rclpy.context import Context
@@ -154,21 +156,77 @@ def spin_node(node: Node, kind: str = "auto", poll_sec: float = POLL_SEC,
 
 # -- the command line ----------------------------------------------------------------------
 def usage() -> argparse.ArgumentParser:
-    """The command line: only ``-h`` / ``--help``; everything else goes through ``--ros-args``."""
+    """The command line: only ``-h`` / ``--help``; everything else goes through ``--ros-args``.
+
+    The help lists every node-wide parameter and every key of a sensor's section with its default
+    (the parameter table, :mod:`.parameter_table`).
+    """
+    from .parameter_table import NODE_SPECS, SENSOR_COMMON_SPECS
+    rows = [f"  {s.key} (default: {_shown(s.default)}{'' if s.read_only else ', live'})"
+            for s in NODE_SPECS]
+    rows += [f"  <s>.{s.key} (default: {_shown(s.default)}{'' if s.read_only else ', live'})"
+             for s in SENSOR_COMMON_SPECS]
+    parameters = ("parameters (--ros-args -p name:=value or --params-file FILE; a sensor's type adds its "
+                  "model settings):\n" + "\n".join(rows) + "\n")
     return argparse.ArgumentParser(
         prog="sensor_node", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Predicted tactile readings (and their force Jacobians) of the configured sensors, "
                     "live over ROS 2: contacts + joint_states in, <s>/predicted, <s>/residual, "
                     "<s>/jacobian, <s>/markers and /diagnostics out; services tare, <s>/tare, "
                     "save_calibration.",
-        epilog="examples:\n"
-               "  ros2 run vsf_sensor_ros sensor_node --ros-args --params-file config/sensor_node.yaml\n"
-               "  ros2 run vsf_sensor_ros sensor_node --ros-args -p use_sim_time:=true "
-               "--params-file config/kinova_punyo_real.yaml\n"
-               "Parameters: ros2 param describe /sensor_node <name>, README.md and docs/interface.md.\n"
-               "Environment: VSF_ASSETS (base of relative paths, over assets_dir); VSF_TRIMESH_EXTRAS=1\n"
-               "  (load trimesh's optional dependencies, which the node leaves out to save memory:\n"
-               "  for a mesh format whose loader reports 'import of <module> halted').")
+        epilog=parameters
+        + "examples:\n"
+          "  ros2 run vsf_sensor_ros sensor_node --ros-args --params-file config/sensor_node.yaml\n"
+          "  ros2 run vsf_sensor_ros sensor_node --ros-args -p use_sim_time:=true "
+          "--params-file config/kinova_punyo_real.yaml\n"
+          "Parameters: ros2 param describe /sensor_node <name>, README.md and docs/interface.md.\n"
+          "Environment: VSF_ASSETS (base of relative paths, over assets_dir); VSF_TRIMESH_EXTRAS=1\n"
+          "  (load trimesh's optional dependencies, which the node leaves out to save memory:\n"
+          "  for a mesh format whose loader reports 'import of <module> halted').")
+
+
+def parameter_usage(prog: str, description: str, parameters: Iterable[Tuple[str, Any, str]],
+                    examples: Sequence[str]) -> argparse.ArgumentParser:
+    """The ``-h`` / ``--help`` parser of a node executable whose settings are ROS parameters.
+
+    Args:
+        prog: the executable's name.
+        description: one paragraph: what the node does.
+        parameters: ``(name, default, description)`` per parameter, in the order to list them.
+        examples: command lines shown under ``examples:``.
+
+    Returns:
+        A parser that accepts only ``-h`` / ``--help`` (everything else goes through
+        ``--ros-args``); its help lists every parameter with its default.
+    """
+    lines = ["parameters (set with --ros-args -p name:=value or --params-file FILE):"]
+    for name, default, text in parameters:
+        lines.append(f"  {name} (default: {_shown(default)})")
+        lines.append(f"      {text}")
+    lines.append("examples:")
+    lines += [f"  {e}" for e in examples]
+    return argparse.ArgumentParser(prog=prog, description=description, epilog="\n".join(lines),
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def _shown(default: Any) -> str:
+    if isinstance(default, str):
+        return repr(default)
+    if isinstance(default, (list, tuple)):
+        return "[" + ", ".join(_shown(v) for v in default) + "]"
+    return str(default)
+
+
+def answer_help(argv: Sequence[str], parser: argparse.ArgumentParser) -> None:
+    """Print the usage and exit 0 when ``-h`` / ``--help`` is given outside ``--ros-args``.
+
+    Called before ``rclpy.init``: a help request creates no ROS participant.  Other arguments
+    outside ``--ros-args`` are left to rclpy, as before.
+
+    Raises:
+        SystemExit: 0 after printing the help.
+    """
+    parser.parse_known_args(user_args(list(argv)))
 
 
 def user_args(argv: List[str]) -> List[str]:
@@ -329,6 +387,7 @@ def exit_now(main: Callable[[], int]) -> None:
         os._exit(code)
 
 
-__all__ = ["EXECUTOR_KINDS", "POLL_SEC", "events_executor_available", "exit_now", "make_executor",
-           "parameter_file_error", "rclpy_spin", "release_free_heap", "run_node", "spin", "spin_node",
+__all__ = ["EXECUTOR_KINDS", "POLL_SEC", "answer_help", "events_executor_available", "exit_now",
+           "make_executor", "parameter_file_error", "parameter_usage", "rclpy_spin", "release_free_heap",
+           "run_node", "spin", "spin_node",
            "usage", "user_args"]

@@ -343,6 +343,8 @@ class SensorHandle:
     Attributes:
         headerless: the measured type has no header: both streams pair by receive time.
         plausibility_warned: the implausible-pressure warning was given (once per scale).
+        unit_warning: while the latest measured value lies outside its kind's plausible range, the
+            sentence naming the value, the unit it looks like and ``measured_scale``; else None.
     """
 
     def __init__(self, config: SensorParameters, sensor: BaseSensor, layout: enc.SensorLayout,
@@ -365,6 +367,8 @@ class SensorHandle:
         self.last_marker_time = 0.0
         self.headerless = config.measured_type() in enc.HEADERLESS_MEASURED_TYPES
         self.plausibility_warned = False
+        # the sentence while the latest measured value looks like the wrong unit (live), else None
+        self.unit_warning: Optional[str] = None
 
     @property
     def name(self) -> str:
@@ -458,6 +462,7 @@ class SensorHandle:
         self.pairs.clear()
         self.contact_pairs.clear()
         self.plausibility_warned = False
+        self.unit_warning = None
 
     def clear_buffers(self) -> None:
         """Forget everything paired by stamp (after a stamp jump or a layout change)."""

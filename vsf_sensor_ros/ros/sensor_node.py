@@ -51,6 +51,15 @@ implementation, same messages).  The choice is made once, at start
 (:mod:`.messages.encoding`).  ``main()`` spins with the ``executor`` parameter's choice
 (:mod:`.main`).
 
+Configuration is checked, not trusted (:mod:`.health`): at start, parameter keys the node does
+not know (top level, a sensor's or a body's section; ``strict_parameters: true`` makes them a
+configuration error), ``--params-file`` files with no entry for the node's fully qualified name
+and an empty sensor list are WARN lines naming the key (and the closest known one), the file or
+the missing sensors; unknown keys of a live request are named too.  ``/diagnostics`` is OK for a
+sensor only while its predictions flow: an input it needs silent for ``input_timeout`` s, a
+measured unit that looks wrong or joints never received make it WARN, failing predictions
+ERROR; each input topic has a frequency status.
+
 This module is the wiring (it owns every publisher, subscription, service and timer), the
 contacts path and the callbacks, which hand measured messages, joint states, poses and the
 calibration services to the module of each concept.
@@ -80,9 +89,13 @@ from . import calibration_file as cal_store
 from . import main as node_main
 from .messages import readings as enc
 from .messages.encoding import encoding
-from ._rclpy_compat import add_parameter_callbacks
+from ._rclpy_compat import add_parameter_callbacks, parameter_override, parameter_override_names
 from .messages.contacts import ContactsDecodeError, pointcloud2_to_contacts, with_implied_pairs
 from .diagnostics import InputStats, build_diagnostics
+from .health import (JOINT_STATE, POINTCLOUD2, POSE_STAMPED, NodeHealth, known_keys, startup_problems,
+                     type_name)
+from .input_health import SensorInputs, StreamClock
+from .parameter_check import unknown_keys
 from .frames import FramePublisher
 from .kinematics import KinematicInputs, parse_joint_name_map
 from .messages.gz_contacts import GZ_CONTACTS_TYPE, ContactBodyMap, gz_contacts_to_contacts
@@ -108,11 +121,19 @@ class SensorNode(Node):
             message names the parameter and its value.
     """
 
-    def __init__(self, node_name: str = "sensor_node", **kwargs: Any) -> None:
+    def __init__(self, node_name: str = "sensor_node", command_line: Optional[List[str]] = None,
+                 **kwargs: Any) -> None:
+        """``command_line``: the process arguments whose ``--params-file`` entries are checked for an
+        entry matching this node (default: ``sys.argv`` when global arguments apply, plus
+        ``cli_args``); ``kwargs`` go to ``rclpy.node.Node``."""
         # Undeclared parameters are accepted only as *staged* settings of a sensor not
         # configured yet (see .parameters); they let `ros2 param set` prepare `c.type`,
         # `c.attachment` before `c` is added to `sensors`.
         super().__init__(node_name, allow_undeclared_parameters=True, **kwargs)
+        if command_line is None:
+            command_line = (list(sys.argv) if kwargs.get("use_global_arguments", True) else []) \
+                + ["--"] + list(kwargs.get("cli_args") or [])
+        self._command_line = command_line
         try:
             self._configure()
         except ConfigError:
@@ -128,6 +149,7 @@ class SensorNode(Node):
         self._last_stamp: Optional[int] = None
         self._handles: Dict[str, SensorHandle] = {}
         self._last_diag = time.monotonic()
+        self.health = NodeHealth(self.get_fully_qualified_name(), self._last_diag)
 
         p = self.params.declare_node()
         if not p["world_frame"].strip():
@@ -208,6 +230,11 @@ class SensorNode(Node):
         self.sub_joints, self.sub_contacts = self._encoding.subscribe_inputs(
             self, self._qos.inputs, self._on_joint_state, self._on_contacts, self._reject,
             self._gz_contacts[0] if self._gz_contacts else None)
+        self._contacts_clock = self.health.stream(self.sub_contacts.topic_name, p["contacts_type"])
+        self._joints_clock = self.health.stream(self.sub_joints.topic_name, JOINT_STATE)
+        self._pose_clocks = {b: self.health.stream(sub.topic_name, POSE_STAMPED)
+                             for b, sub in zip(self.world.free_body_names, self._body_subs)}
+        self.measurements.missing_inputs = self._missing_inputs
         self._last_contacts: Optional[Any] = None
         self.keep_warm: Optional[KeepWarm] = None
         if float(p["keep_warm_period"]) > 0:
@@ -219,6 +246,7 @@ class SensorNode(Node):
         self._has_post_set = add_parameter_callbacks(self, self._coerce_request, self._validate, self._apply)
         self._frames.refresh(h.layout for h in self._handles.values())
         self._refresh_dense_counts()   # now that the free bodies on /tf are known
+        self._check_configuration(bool(p["strict_parameters"]))
         self.get_logger().info(
             f"sensor_node ready: {len(self._handles)} sensors ({', '.join(self._handles) or 'none'}), "
             f"{len(self.world.body_names)} bodies, contact bodies {self._contact_body_names}")
@@ -247,6 +275,26 @@ class SensorNode(Node):
             return Contacts, ContactBodyMap.parse(p["contact_body_map"] or [])
         except ValueError as exc:
             raise ConfigError("contact_body_map", list(p["contact_body_map"]), str(exc)) from None
+
+    def _check_configuration(self, strict: bool) -> None:
+        """Unknown keys, unmatched parameter files, no sensors: WARN lines (and ``/diagnostics``).
+
+        Raises:
+            ConfigError: with ``strict_parameters``, naming the first unknown key.
+        """
+        unknown, lines = startup_problems(
+            parameter_override_names(self), {n: h.config.type for n, h in self._handles.items()},
+            list(self.params.values.get("bodies") or []), self._command_line,
+            self.get_fully_qualified_name())
+        if strict and unknown:
+            first = unknown[0]
+            override = parameter_override(self, first.name)
+            raise ConfigError(first.name, None if override is None else override.value,
+                              f"{first.message()} (strict_parameters: true; "
+                              f"{len(unknown)} unknown keys in all)")
+        for line in lines:
+            self.get_logger().warning(line)
+        self.health.config_problems = lines
 
     # ------------------------------------------------------------------ sensors
     def _install(self, cfg: SensorParameters, sensor: BaseSensor, layout: enc.SensorLayout) -> SensorHandle:
@@ -279,6 +327,7 @@ class SensorNode(Node):
         """Count a rejected message under ``reason`` and log it (once a second per reason)."""
         if handle is None:
             self.inputs.reject(reason)
+            self.health.prediction_failed(reason, detail)
         else:
             handle.stats.rejected[reason] += 1
         logger = self._reason_loggers.get(reason)
@@ -288,9 +337,11 @@ class SensorNode(Node):
 
     def _on_joint_state(self, msg: JointState) -> None:
         self.inputs.joint_states_received += 1
+        self._joints_clock.arrived(time.monotonic())
         self.kinematics.on_joint_state(msg)
 
     def _on_pose(self, body: str, msg: PoseStamped) -> None:
+        self._pose_clocks[body].arrived(time.monotonic())
         self.kinematics.on_pose(body, msg)
 
     def _on_contacts(self, msg: PointCloud2) -> None:
@@ -306,6 +357,7 @@ class SensorNode(Node):
         if not self.context.ok():
             return   # shutting down (SIGINT/SIGTERM): publishing would fail on the invalid context
         self.inputs.contacts_received += 1
+        self._contacts_clock.arrived(time.monotonic())
         try:
             self._process_contacts(msg, t_recv)
         except Exception as exc:  # noqa: BLE001 -- the node must outlive one bad message
@@ -380,8 +432,10 @@ class SensorNode(Node):
             self._on_stamp_jump(self._last_stamp, stamp_ns)
         self._last_stamp = stamp_ns
         now = time.monotonic()
+        self.health.failing = None
         for r in results:
             h = r.handle
+            self.health.predicted(h.name, now)
             self._publish_step(r, state, stamp, now)
             h.stats.record_publish(time.perf_counter() - t_recv)
             h.last_values = r.values
@@ -422,6 +476,9 @@ class SensorNode(Node):
 
     # ------------------------------------------------------------------ measured, tare (.measurements)
     def _on_measured(self, name: str, msg: Any) -> None:
+        h = self._handles.get(name)
+        if h is not None:
+            self._measured_clock(h).arrived(time.monotonic())
         self.measurements.on_measured(name, msg)
 
     def _on_tare(self, name: str, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
@@ -454,8 +511,49 @@ class SensorNode(Node):
         self.inputs.joint_stamp_jumps_backwards = self._transforms.stamp_jumps
         self.inputs.last_joint_stamp_jump = self._transforms.last_stamp_jump
         fqn = self.get_fully_qualified_name()     # two nodes of one name in two namespaces stay apart
-        self.pub_diag.publish(build_diagnostics(self.get_clock().now().to_msg(), fqn,
-                                                self.inputs, sensors, period, node_name=fqn))
+        array = build_diagnostics(self.get_clock().now().to_msg(), fqn, self.inputs, sensors, period,
+                                  node_name=fqn)
+        self.health.forget_streams_except(
+            {self._contacts_clock.topic, self._joints_clock.topic}
+            | {c.topic for c in self._pose_clocks.values()}
+            | {self._measured_clock(h).topic for h in self._handles.values()})
+        missing = self.joint_names.missing()
+        watched = self.joint_names.watched
+        health = {n: SensorInputs(self._needs(h), unit_warning=h.unit_warning,
+                                  missing_joints=[j for j in missing if n in watched.get(j, ())])
+                  for n, h in self._handles.items()}
+        self.pub_diag.publish(self.health.apply(array, now, self._input_timeout(), health))
+
+    # ------------------------------------------------------------------ input health
+    def _input_timeout(self) -> float:
+        return float(self.params.values["input_timeout"])
+
+    def _measured_clock(self, h: SensorHandle) -> StreamClock:
+        """The clock of sensor ``h``'s measured topic (optional: a prediction-only sensor has none)."""
+        sub = h.endpoints.measured if h.endpoints is not None else None
+        topic = sub.topic_name if sub is not None else h.config.measured_topic()
+        return self.health.stream(topic, type_name(enc.MEASURED_TYPES[h.config.measured_type()]),
+                                  optional=True)
+
+    def _needs(self, h: SensorHandle) -> List[StreamClock]:
+        """The streams sensor ``h`` needs: contacts; joint states when joints move its body; the pose
+        of the free body it is on; its measured stream (optional until it has arrived)."""
+        needs = [self._contacts_clock]
+        if any(h.name in s for s in self.joint_names.watched.values()):
+            needs.append(self._joints_clock)
+        body: Optional[str] = str(h.config.values["attachment"])
+        attached = set(self.world.attached_body_names)
+        while body:
+            if body in self._pose_clocks:
+                needs.append(self._pose_clocks[body])
+                break
+            body = self.world.body_parent(body) if body in attached else None
+        needs.append(self._measured_clock(h))
+        return needs
+
+    def _missing_inputs(self, h: SensorHandle) -> str:
+        """For a tare / gain answer: the inputs of ``h`` missing now, naming topic and type."""
+        return self.health.hint(self._needs(h), time.monotonic(), self._input_timeout())
 
     # ------------------------------------------------------------------ live parameters
     def _configs(self) -> Dict[str, SensorParameters]:
@@ -469,10 +567,19 @@ class SensorNode(Node):
         """Check a parameter request without changing anything (``on_set_parameters``)."""
         if self.params.declaring:
             return SetParametersResult(successful=True)
+        unknown = {u.name: u for u in unknown_keys(
+            [prm.name for prm in params], **known_keys({n: h.config.type for n, h in self._handles.items()},
+                                                       list(self.params.values.get("bodies") or [])))}
+        for u in unknown.values():
+            self.get_logger().warning(f"set_parameters: {u.message()}")
         try:
             plan = self.params.plan(params, self._configs(), self._factory.build)
         except ConfigError as exc:
-            return SetParametersResult(successful=False, reason=str(exc))
+            u = unknown.get(exc.parameter)
+            hint = f"; did you mean '{u.suggestion}'?" if u is not None and u.suggestion else ""
+            return SetParametersResult(successful=False, reason=f"{exc}{hint}")
+        for u in unknown.values():   # accepted (a staged value under a misspelt section): kept on record
+            self.health.add_live_problem(u.message())
         self._pending = plan
         if not self._has_post_set:
             self._apply(params)
@@ -520,7 +627,8 @@ def main(args: Optional[List[str]] = None) -> int:
     skip_trimesh_extras()    # trimesh as its minimal install: ~27 MB less resident (see the module)
     node_main.usage().parse_known_args(node_main.user_args(argv))   # exits 0 after printing -h / --help
     _quiet_start.restore()   # from here on a signal shuts the node down cleanly
-    return node_main.run_node("sensor_node", SensorNode, args, config_errors=(ConfigError,),
+    return node_main.run_node("sensor_node", lambda: SensorNode(command_line=argv), args,
+                              config_errors=(ConfigError,),
                               spin=lambda n: node_main.spin_node(n, str(n.params.values["executor"])),
                               sigterm_as_interrupt=False)
 

@@ -1,0 +1,90 @@
+"""``NodeHealth`` (the node's /diagnostics completion) and the unit sentence, without a node.
+
+Numbers are hand-derived: 5 messages in a 2.0 s window is 2.5 Hz; 1013.25 x 100 = 101325 Pa lies
+in the plausible 2e4..1e6 Pa, 1013.25 x 1 does not.
+"""
+from __future__ import annotations
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+
+from vsf_sensor_ros.ros.health import NodeHealth, startup_problems
+from vsf_sensor_ros.ros.input_health import SensorInputs, pressure_unit_problem
+
+
+def _values(st):
+    return {kv.key: kv.value for kv in st.values}
+
+
+def test_frequency_status_has_the_frequency_status_keys_with_hand_computed_values():
+    h = NodeHealth("/left/sensor_node", started=100.0)
+    c = h.stream("/left/contacts", "sensor_msgs/msg/PointCloud2")
+    for t in (100.2, 100.6, 101.0, 101.4, 101.8):
+        c.arrived(t)
+    [st] = h.frequency_statuses(now=102.0, timeout=3.0)
+    assert st.name == "/left/sensor_node: /left/contacts topic status"
+    assert st.hardware_id == "/left/sensor_node"
+    v = _values(st)
+    assert v["Events in window"] == "5" and v["Events since startup"] == "5"
+    assert float(v["Duration of window (s)"]) == 2.0 and float(v["Actual frequency (Hz)"]) == 2.5
+    # the next window: nothing arrived in 3.5 s on a needed topic -> WARN
+    [st] = h.frequency_statuses(now=105.5, timeout=3.0)
+    v = _values(st)
+    assert v["Events in window"] == "0" and v["Events since startup"] == "5"
+    assert float(v["Duration of window (s)"]) == 3.5
+    assert st.level == DiagnosticStatus.WARN and "/left/contacts" in st.message
+
+
+def test_an_optional_stream_that_never_arrived_is_ok():
+    h = NodeHealth("/sensor_node", started=0.0)
+    h.stream("/punyo/pressure", "std_msgs/msg/Float32", optional=True)
+    [st] = h.frequency_statuses(now=10.0, timeout=3.0)
+    assert st.level == DiagnosticStatus.OK
+
+
+def test_apply_sets_error_while_failing_and_keeps_the_worse_level():
+    h = NodeHealth("/sensor_node", started=0.0)
+    c = h.stream("/contacts", "sensor_msgs/msg/PointCloud2")
+    c.arrived(9.5)
+    h.predicted("pressure", 9.5)
+    arr = DiagnosticArray(status=[DiagnosticStatus(name="/sensor_node: inputs", message="OK"),
+                                  DiagnosticStatus(name="/sensor_node: pressure", message="2.0 Hz")])
+    h.apply(arr, now=10.0, timeout=3.0, sensors={"pressure": SensorInputs([c])})
+    assert arr.status[1].level == DiagnosticStatus.OK and arr.status[1].message == "2.0 Hz"
+    h.prediction_failed("non_finite_prediction", "pressure: pressure = inf")
+    h.prediction_failed("invalid_contacts", "not a model's failure: ignored here")
+    arr = DiagnosticArray(status=[DiagnosticStatus(name="/sensor_node: pressure", message="2.0 Hz")])
+    h.apply(arr, now=10.0, timeout=3.0, sensors={"pressure": SensorInputs([c])})
+    assert arr.status[0].level == DiagnosticStatus.ERROR
+    assert arr.status[0].message == "predictions failing: non_finite_prediction (pressure: pressure = inf)"
+
+
+def test_configuration_problems_make_the_inputs_status_warn():
+    h = NodeHealth("/sensor_node", started=0.0)
+    h.config_problems = ["unknown parameter 'x' (node)"]
+    arr = DiagnosticArray(status=[DiagnosticStatus(name="/sensor_node: inputs", message="OK")])
+    h.apply(arr, now=1.0, timeout=3.0, sensors={})
+    st = arr.status[0]
+    assert st.level == DiagnosticStatus.WARN
+    assert _values(st)["configuration"] == "1"
+    assert _values(st)["configuration.problems"] == "unknown parameter 'x' (node)"
+
+
+def test_startup_problems_name_unknown_keys_and_an_empty_sensor_list():
+    unknown, lines = startup_problems(["tare_samples", "punyo.measured_scael", "punyo.type"],
+                                      {"punyo": "PunyoPressureSensor"}, [], [], "/sensor_node")
+    assert [u.name for u in unknown] == ["punyo.measured_scael"]
+    assert unknown[0].suggestion == "punyo.measured_scale"
+    _, lines = startup_problems([], {}, [], [], "/sensor_node")
+    assert lines == ["no sensors configured (parameter 'sensors' is empty): the node publishes no "
+                     "predictions"]
+
+
+def test_pressure_unit_problem_names_value_unit_and_scale():
+    assert pressure_unit_problem(1013.25, 100.0, 2e4, 1e6) is None
+    text = pressure_unit_problem(1013.25, 1.0, 2e4, 1e6)
+    assert "1013.25 Pa" in text and "measured_scale 1" in text
+    assert "looks like hPa: set measured_scale: 100.0" in text
+    assert "looks like kPa: set measured_scale: 1000.0" in pressure_unit_problem(101.325, 1.0, 2e4, 1e6)
+    # Pa given a hPa scale: 101325 x 100 is 1.01e7 Pa; the reading as it is fits Pa
+    assert "looks like Pa: set measured_scale: 1.0" in pressure_unit_problem(101325.0, 100.0, 2e4, 1e6)
+    assert "no common pressure unit" in pressure_unit_problem(1e-9, 1.0, 2e4, 1e6)

@@ -1,0 +1,227 @@
+"""The sensor node's health on ``/diagnostics``: configuration checked, inputs watched, true statuses.
+
+:class:`NodeHealth` is what the node keeps besides its counters (:mod:`.diagnostics`):
+
+* **configuration problems** found at start (:func:`startup_problems`: unknown parameter keys
+  with the closest known key, a parameters file with no entry for this node's fully qualified
+  name, no sensors configured) and on a live request (unknown keys); they are listed on the
+  inputs status (keys ``configuration``: how many, ``configuration.problems``: the sentences),
+  which is WARN while there are any;
+* **input streams** (:class:`~.input_health.StreamClock`: contacts, joint states, each free
+  body's pose topic, each sensor's measured topic) with a frequency status per topic, keys as
+  ``diagnostic_updater``'s ``FrequencyStatus``: ``Events in window``, ``Events since
+  startup``, ``Duration of window (s)``, ``Actual frequency (Hz)``;
+* per sensor, the time of its latest prediction, whether predictions fail, and which streams it
+  needs; :meth:`NodeHealth.apply` turns them into the level and message of the sensor's status
+  (:func:`~.input_health.sensor_health`: OK only while predictions flow; WARN while an input it
+  needs is silent for ``input_timeout`` s, a unit looks wrong or joints moving its body are
+  missing; ERROR while predictions fail).
+
+Status names follow the node's fully qualified name (``/sensor_node: <topic> topic status``);
+the inputs and sensor statuses are looked up by their suffix (``: inputs``, ``: <s>``).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+
+from .input_health import ERROR, OK, WARN, SensorInputs, StreamClock, missing_input_hint, sensor_health
+from .parameter_check import UnknownKey, unknown_keys, unmatched_params_files
+from .parameter_table import BODY_KEYS, NODE_SPECS, SENSOR_KEYS, sensor_specs
+
+# Reasons of a rejected contacts message that mean the models failed (not the input)
+PREDICTION_FAILURES = frozenset({"internal_error", "non_finite_prediction", "model_error", "out_of_range"})
+# Live configuration problems kept (the oldest drop out)
+MAX_LIVE_PROBLEMS = 20
+
+POINTCLOUD2 = "sensor_msgs/msg/PointCloud2"
+JOINT_STATE = "sensor_msgs/msg/JointState"
+POSE_STAMPED = "geometry_msgs/msg/PoseStamped"
+
+
+def type_name(cls: type) -> str:
+    """``pkg/msg/Type`` of a message class (``sensor_msgs/msg/FluidPressure``)."""
+    return f"{cls.__module__.split('.')[0]}/msg/{cls.__name__}"
+
+
+def known_keys(sensors: Mapping[str, str], bodies: Iterable[str]) -> Dict[str, Any]:
+    """The key sets :func:`~.parameter_check.unknown_keys` checks against.
+
+    Args:
+        sensors: configured sensor name -> its type.
+        bodies: configured extra body names.
+    """
+    return {"node_keys": {s.key for s in NODE_SPECS},
+            "sensors": {n: {s.key for s in sensor_specs(t)} for n, t in sensors.items()},
+            "bodies": {b: set(BODY_KEYS) for b in bodies},
+            "staged_keys": set(SENSOR_KEYS)}
+
+
+def startup_problems(names: Iterable[str], sensors: Mapping[str, str], bodies: Iterable[str],
+                     command_line: Sequence[str], fully_qualified_name: str
+                     ) -> "tuple[List[UnknownKey], List[str]]":
+    """Unknown parameter keys and the other start-up configuration problems.
+
+    Args:
+        names: every parameter name given to the node (files, ``-p``, overrides).
+        sensors: configured sensor name -> type; bodies: configured extra bodies.
+        command_line: the process arguments (``--params-file`` paths are read from them).
+        fully_qualified_name: the node's name as rcl matches parameter files (``/ns/name``).
+
+    Returns:
+        ``(unknown keys, sentences)``: the sentences name each unknown key (and the closest
+        known one), each parameters file with no entry for ``fully_qualified_name`` (the file,
+        the expected name, the node names found in it), and an empty sensor list.
+    """
+    unknown = unknown_keys(list(names), **known_keys(sensors, bodies))
+    lines = [u.message() for u in unknown]
+    for path, keys in unmatched_params_files(command_line, fully_qualified_name):
+        lines.append(f"parameters file {path} has no entry for this node: expected "
+                     f"'{fully_qualified_name}' (or a matching wildcard such as '/**'), found "
+                     f"{', '.join(repr(k) for k in keys) or 'no node entries'}; none of its "
+                     "parameters applies")
+    if not sensors:
+        lines.append("no sensors configured (parameter 'sensors' is empty): the node publishes no "
+                     "predictions")
+    return unknown, lines
+
+
+class NodeHealth:
+    """What ``/diagnostics`` reports beyond the counters (see the module docstring).
+
+    Args:
+        node_name: the node's fully qualified name (status names, hardware ids).
+        started: monotonic time (s) the node started.
+
+    Attributes:
+        config_problems: start-up configuration problems (sentences).
+        live_problems: configuration problems of live requests that were applied (sentences).
+        streams: input streams by resolved topic.
+        failing: the reason while the latest contacts message's predictions failed, else None.
+        last_prediction: sensor name -> monotonic time (s) of its latest published prediction.
+    """
+
+    def __init__(self, node_name: str, started: float) -> None:
+        self.node_name = node_name
+        self.started = started
+        self.config_problems: List[str] = []
+        self.live_problems: List[str] = []
+        self.streams: Dict[str, StreamClock] = {}
+        self._window: Dict[str, "tuple[int, float]"] = {}
+        self.failing: Optional[str] = None
+        self.last_prediction: Dict[str, float] = {}
+
+    # ------------------------------------------------------------------ streams
+    def stream(self, topic: str, type_name_: str, optional: bool = False) -> StreamClock:
+        """The clock of ``topic`` (created on first use; a new type or optionality replaces it)."""
+        clock = self.streams.get(topic)
+        if clock is None or clock.type_name != type_name_ or clock.optional != optional:
+            clock = self.streams[topic] = StreamClock(topic, type_name_, optional)
+            self._window.pop(topic, None)
+        return clock
+
+    def forget_streams_except(self, topics: Set[str]) -> None:
+        """Drop the clocks of topics no longer read (a sensor removed, a measured topic changed)."""
+        for t in [t for t in self.streams if t not in topics]:
+            del self.streams[t]
+            self._window.pop(t, None)
+
+    # ------------------------------------------------------------------ live problems
+    def add_live_problem(self, text: str) -> None:
+        """Keep one live configuration problem (the newest :data:`MAX_LIVE_PROBLEMS`)."""
+        self.live_problems = (self.live_problems + [text])[-MAX_LIVE_PROBLEMS:]
+
+    def prediction_failed(self, reason: str, detail: str) -> None:
+        """A contacts message was rejected with ``reason``: predictions fail when it is a model's."""
+        if reason in PREDICTION_FAILURES:
+            self.failing = f"{reason} ({detail})"
+
+    def predicted(self, sensor: str, now: float) -> None:
+        """Sensor ``sensor`` published a prediction at monotonic ``now`` (s)."""
+        self.last_prediction[sensor] = now
+
+    def hint(self, needs: Sequence[StreamClock], now: float, timeout: float) -> str:
+        """What a tare / gain answer adds: the inputs missing now, naming topics ('' when none)."""
+        return missing_input_hint(needs, now, self.started, timeout)
+
+    # ------------------------------------------------------------------ the report
+    def apply(self, array: DiagnosticArray, now: float, timeout: float,
+              sensors: Mapping[str, SensorInputs]) -> DiagnosticArray:
+        """Complete a report of :func:`~.diagnostics.build_diagnostics` in place; the array.
+
+        The inputs status gets the configuration keys (WARN while there are problems); each sensor
+        status the level and problems of :func:`~.input_health.sensor_health` (the worse of its own
+        level and the health level; the problems lead its message) and a key ``inputs`` (the
+        topics it needs); one frequency status per input topic is appended.
+
+        Args:
+            array: the report.
+            now: monotonic time (s).
+            timeout: ``input_timeout`` (s).
+            sensors: sensor name -> its :class:`~.input_health.SensorInputs` (``failing`` and
+                ``last_prediction`` are filled in here).
+        """
+        problems = self.config_problems + self.live_problems
+        for st in array.status:
+            if st.name.endswith(": inputs"):
+                st.values.append(KeyValue(key="configuration", value=str(len(problems))))
+                st.values.append(KeyValue(key="configuration.problems", value="; ".join(problems) or "none"))
+                if problems:
+                    st.level = max(_level(st.level), WARN).to_bytes(1, "little")
+                    st.message = "; ".join([f"{len(problems)} configuration problems"]
+                                           + ([st.message] if st.message != "OK" else []))
+                continue
+            name = st.name.rpartition(": ")[2]
+            inputs = sensors.get(name)
+            if inputs is None:
+                continue
+            inputs.failing = self.failing
+            inputs.last_prediction = self.last_prediction.get(name)
+            level, lines = sensor_health(now, self.started, timeout, inputs)
+            st.values.append(KeyValue(key="inputs", value=", ".join(
+                f"{s.topic} ({s.type_name}{', optional' if s.optional else ''})" for s in inputs.streams)))
+            st.values.append(KeyValue(key="health", value="; ".join(lines) or "ok"))
+            if level != OK:
+                old = _level(st.level)
+                st.message = "; ".join(lines + ([st.message] if old != OK else []))
+                st.level = max(old, level).to_bytes(1, "little")
+        array.status.extend(self.frequency_statuses(now, timeout))
+        return array
+
+    def frequency_statuses(self, now: float, timeout: float) -> List[DiagnosticStatus]:
+        """One status per input topic, ``diagnostic_updater`` FrequencyStatus keys; opens a new window.
+
+        Level: WARN when no message arrived in the window of a stream that is needed (an optional
+        stream only once it has arrived); OK otherwise, message the frequency.
+        """
+        out = []
+        for topic, clock in self.streams.items():
+            count0, t0 = self._window.get(topic, (0, self.started))
+            events, duration = clock.count - count0, max(now - t0, 1e-9)
+            self._window[topic] = (clock.count, now)
+            freq = events / duration
+            silent = events == 0 and (not clock.optional or clock.count > 0)
+            level = WARN if silent and now - self.started >= timeout else OK
+            message = (f"No events recorded on {topic} ({clock.type_name})" if events == 0
+                       else f"{freq:.2f} Hz")
+            if events == 0 and clock.optional and clock.count == 0:
+                message += " (optional: none expected yet)"
+            out.append(DiagnosticStatus(
+                level=level.to_bytes(1, "little"), name=f"{self.node_name}: {topic} topic status",
+                hardware_id=self.node_name, message=message,
+                values=[KeyValue(key="Events in window", value=str(events)),
+                        KeyValue(key="Events since startup", value=str(clock.count)),
+                        KeyValue(key="Duration of window (s)", value=f"{duration:.6f}"),
+                        KeyValue(key="Actual frequency (Hz)", value=f"{freq:.6f}"),
+                        KeyValue(key="Type", value=clock.type_name)]))
+        return out
+
+
+def _level(value: Any) -> int:
+    """A ``DiagnosticStatus.level`` (bytes in rclpy) as an int."""
+    return value[0] if isinstance(value, (bytes, bytearray)) else int(value)
+
+
+__all__ = ["ERROR", "JOINT_STATE", "MAX_LIVE_PROBLEMS", "NodeHealth", "OK", "POINTCLOUD2", "POSE_STAMPED",
+           "PREDICTION_FAILURES", "WARN", "known_keys", "startup_problems", "type_name"]
