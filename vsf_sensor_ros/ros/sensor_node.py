@@ -92,7 +92,7 @@ from .messages.encoding import encoding
 from ._rclpy_compat import add_parameter_callbacks, parameter_override, parameter_override_names
 from .messages.contacts import ContactsDecodeError, pointcloud2_to_contacts, with_implied_pairs
 from .diagnostics import InputStats, build_diagnostics
-from .health import (JOINT_STATE, POINTCLOUD2, POSE_STAMPED, NodeHealth, known_keys, startup_problems,
+from .health import (JOINT_STATE, POSE_STAMPED, NodeHealth, known_keys, startup_problems,
                      type_name)
 from .input_health import SensorInputs, StreamClock
 from .parameter_check import unknown_keys
