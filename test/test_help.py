@@ -24,6 +24,9 @@ EXPECTED = {
     "wrench_contact_node": ["bias_samples (default: 10)", "robot_description (default: '')", "examples:"],
     "vsf_demo": ["--duration", "(default: 10)", "examples:"],
     "vsf_replay": ["--recording", "(required)", "example:"],
+    "mujoco_contact_node": ["duration_s (default: 12.0)", "rate_hz (default: 100.0)", "examples:"],
+    "link_frames_node": ["frame_prefix (default: '')", "robot_description (default: '')", "examples:"],
+    "membrane_force_node": ["depth_unit (default 0.001", "reference_frames (default 10", "example:"],
 }
 
 

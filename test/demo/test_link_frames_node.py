@@ -48,6 +48,6 @@ def test_fixed_joints_go_static_and_movable_ones_follow_the_joint_state():
 
 
 def test_help_prints_usage_and_exits_0_without_ros(capsys):
-    assert main(["--help"]) == 0
+    assert main(["link_frames_node", "--help"]) == 0
     out = capsys.readouterr().out
     assert "robot_description_path" in out and "frame_prefix" in out and "--ros-args" in out

@@ -364,18 +364,19 @@ class MujocoContactNode(Node):
 
 
 def usage() -> argparse.ArgumentParser:
-    """The command line: only ``-h`` / ``--help``; parameters go through ``--ros-args``."""
-    return argparse.ArgumentParser(
-        prog="mujoco_contact_node", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="MuJoCo as a contact source: steps a MuJoCo scene of the package's embedded arm "
-                    "pressing the Punyo bubble into a box and publishes joint_states, object/pose, "
-                    "contacts (sensor_msgs/PointCloud2: force on body1 by body2, world frame, from "
-                    "mj_contactForce), <s>/measured (the pad from MuJoCo's force sensor, the load cell "
-                    "from its touch sensor; the Punyo pressure and membrane force from the package's "
-                    "models, MuJoCo having no membrane) and sim_done.",
-        epilog="example:\n"
-               "  mujoco_contact_node --ros-args -p rate_hz:=50.0 -p duration_s:=10.0\n"
-               "Parameters: ros2 param describe /mujoco_contact_node <name>; docs/mujoco.md.")
+    """The command line: only ``-h`` / ``--help`` (every parameter with its default, an example);
+    parameters go through ``--ros-args``."""
+    from vsf_sensor_ros.ros.main import parameter_usage
+    return parameter_usage(
+        "mujoco_contact_node",
+        "MuJoCo as a contact source: steps a MuJoCo scene of the package's embedded arm pressing the "
+        "Punyo bubble into a box and publishes joint_states, object/pose, contacts "
+        "(sensor_msgs/PointCloud2: force on body1 by body2, world frame, from mj_contactForce), "
+        "<s>/measured (the pad from MuJoCo's force sensor, the load cell from its touch sensor; the "
+        "Punyo pressure and membrane force from the package's models, MuJoCo having no membrane) and "
+        "sim_done.",
+        [(name, row[0], row[1]) for name, row in PARAMS.items()],
+        ["mujoco_contact_node --ros-args -p rate_hz:=50.0 -p duration_s:=10.0"])
 
 
 def _spin_until_done(node: "MujocoContactNode") -> None:

@@ -34,7 +34,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from sensor_msgs.msg import JointState
 
 from vsf_sensor_ros.ros.frames import TFMessage, transform_msg
-from vsf_sensor_ros.ros.main import run_node
+from vsf_sensor_ros.ros.main import parameter_usage, run_node, user_args
 from vsf_sensor_ros.ros.scene import build_world
 from vsf_sensor_ros.urdf import MOVABLE_JOINT_TYPES
 
@@ -109,6 +109,18 @@ class LinkFramesNode(Node):
         self.pub_tf.publish(self._message(relative_transforms(self.world, self._movable), stamp))
 
 
+def usage():
+    """The ``-h`` / ``--help`` parser: every parameter with its default, an example."""
+    return parameter_usage(
+        "link_frames_node", "The URDF's link frames on /tf_static (fixed joints) and /tf (moving joints, "
+        "from joint_states), as robot_state_publisher publishes them; no URDF: the embedded arm.",
+        [("robot_description", "", "URDF text"),
+         ("robot_description_path", "", "URDF file (used when robot_description is empty)"),
+         ("assets_dir", "", "base of relative mesh paths"),
+         ("frame_prefix", "", "prepended to every frame (as robot_state_publisher's)")],
+        [USAGE])
+
+
 def main(args: Optional[List[str]] = None) -> int:
     """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): ``--help``/``-h`` prints usage;
     else spin until Ctrl-C or SIGTERM.
@@ -116,13 +128,11 @@ def main(args: Optional[List[str]] = None) -> int:
     Returns:
         0 on a clean stop, 2 on a configuration error.
     """
-    argv = sys.argv[1:] if args is None else list(args)
-    user = argv[:argv.index("--ros-args")] if "--ros-args" in argv else argv
-    if "--help" in user or "-h" in user:
-        print(f"link_frames_node: the URDF's link frames on /tf_static and /tf (from joint_states).\n\n"
-              f"parameters: robot_description, robot_description_path, assets_dir, frame_prefix "
-              f"(default empty; no URDF: the embedded arm)\n\nexample:\n  {USAGE}")
-        return 0
+    argv = list(sys.argv if args is None else args)
+    try:
+        usage().parse_known_args(user_args(argv))   # exits 0 after printing for -h / --help
+    except SystemExit as exc:
+        return int(exc.code or 0)
     return run_node("link_frames_node", LinkFramesNode, args,
                     config_errors=(ValueError, FileNotFoundError, RuntimeError))
 
