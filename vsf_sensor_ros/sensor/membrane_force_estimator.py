@@ -685,7 +685,7 @@ class MembraneForceEstimator:
                 pixel grid; used when the reference had colour (see :meth:`set_reference`):
                 the speckle's optical flow gives each read vertex's tangential displacement
                 and the solve adds tangential (friction) forces where the normal solve
-                finds contact. Ignored without a colour reference.
+                finds contact. Checked, then ignored, without a colour reference.
             pressure: absolute bubble pressure, Pa; ``None`` = the reference
                 pressure (no pressure term: forces come out low under load).
 
@@ -693,7 +693,7 @@ class MembraneForceEstimator:
             :class:`MembraneForceResult`.
 
         Raises:
-            FrameRejected: no reference, a wrong size or dtype, infinite values
+            FrameRejected: no reference, a wrong size or dtype (depth or colour), infinite values
                 or all NaN, a bad pressure, or too few read vertices (the reason
                 names the count); nothing is changed.
         """
@@ -702,7 +702,9 @@ class MembraneForceEstimator:
             raise FrameRejected("no reference: call set_reference with contact-free frames first",
                                 "no_reference")
         z = self._depth_of(frame)
-        grey = self._grey_of(colour) if (colour is not None and self._grey_ref is not None) else None
+        grey = None if colour is None else self._grey_of(colour)  # checked even when not used
+        if self._grey_ref is None:
+            grey = None
         dp = 0.0 if pressure is None else self._pressure_pa(pressure, "frame") - self._p_ref
         diff = self._window_depths(z)[self._seen] - self._ref
         have = np.isfinite(diff).mean(axis=1) >= self.min_window_fraction
