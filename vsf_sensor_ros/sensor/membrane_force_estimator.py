@@ -86,6 +86,25 @@ factorised once (sparse LU) and :math:`W`, :math:`w_p` formed from it in
 :meth:`MembraneForceEstimator.set_reference`; a frame costs the pixel gathers
 and one small NNLS.
 
+Sliding (optional, with colour): when the reference frames come with colour
+images, the membrane's printed speckle is followed by dense optical flow (DIS,
+Kroeger et al., ECCV 2016, as OpenCV implements it; 'fast' preset on the image
+scaled down by ``flow_scale``) from the mean reference image to the frame. The
+material point seen at vertex i's reference pixel :math:`q_i` is at
+:math:`q_i + \phi(q_i)` now; the depth there, on that pixel's ray, places it
+in 3-D, so its displacement :math:`u_i = z' r(q_i + \phi) - z_{ref}\, r(q_i)`
+is measured, tangential part included. A second solve then fits the normal and
+the tangential (:math:`t_{i1}, t_{i2}` in a tangent basis) displacements of the
+read vertices together, by inward pushes (:math:`\ge 0`) at the vertices the
+first solve found in contact and tangential forces (either sign) at those of
+them the flow reads; their compliance columns come from the same factorisation
+(:math:`2F` more back-substitutions at start-up). Without normal contact there
+is no tangential force (friction needs a normal force). The flow measures the
+sliding to about a quarter of a pixel (0.05 mm at 80 mm); the linear model
+cannot represent the second-order in-plane motion of a deep indentation, so on
+the recorded poke this stage makes the total force smaller, not larger (see
+docs/membrane_force.md); it is used only when colour reference images are given.
+
 Frames: the membrane mesh frame of the mesh file (``p_cam = R_cam_mesh p_mesh``;
 for the Punyo reference mesh a 25° rotation about the camera's y axis, no
 translation). Units: m, N, Pa, s.
@@ -510,7 +529,8 @@ class MembraneForceEstimator:
         return np.where(ok, vals, np.nan)
 
     def _grey_of(self, colour: np.ndarray) -> np.ndarray:
-        """8-bit grey image (H, W) of a colour ``(H, W, 3)`` or grey ``(H, W)`` uint8 image; raises FrameRejected."""
+        """8-bit grey image of a colour ``(H, W, 3)`` or grey ``(H, W)`` uint8 image, scaled down by
+        ``flow_scale``; raises FrameRejected."""
         arr = np.asarray(colour)
         hw = (self.camera.height, self.camera.width)
         if arr.shape not in (hw, hw + (3,)) or arr.dtype != np.uint8:
@@ -549,7 +569,8 @@ class MembraneForceEstimator:
         out = np.full((len(uv), 3), np.nan)
         if good.any():
             zz = _row_nanmedian(vals[good])
-            out[good] = np.c_[self.camera.deproject(uv[good, 0], uv[good, 1]), np.ones(good.sum())] * zz[:, None]
+            slope = self.camera.deproject(uv[good, 0], uv[good, 1])
+            out[good] = np.c_[slope, np.ones(good.sum())] * zz[:, None]
         return out
 
     @staticmethod
@@ -635,7 +656,8 @@ class MembraneForceEstimator:
         t_dp = np.einsum("fjk,fk->fj", tang, u_dp.reshape(-1, 3)).reshape(-1)
         z_ref = np.full(len(free), np.nan)
         z_ref[seen] = _row_nanmedian(ref[seen])
-        p_ref_cam = np.c_[self.camera.deproject(self._uv[:, 0], self._uv[:, 1]), np.ones(len(free))] * z_ref[:, None]
+        slope = self.camera.deproject(self._uv[:, 0], self._uv[:, 1])
+        p_ref_cam = np.c_[slope, np.ones(len(free))] * z_ref[:, None]  # reference surface at each pixel
 
         self._grey_ref = grey_ref
         self._tang, self._u_tan, self._t_push, self._t_tan, self._w_tan, self._t_dp = \
@@ -733,8 +755,8 @@ class MembraneForceEstimator:
 
         # Tangential stage: with the speckle's flow, the material point seen at a vertex's reference
         # pixel is found in this frame (flowed pixel, depth there), which gives its full 3-D motion.
-        # Its tangential part is fitted together with the normal one, by pushes at the same candidates
-        # and tangential forces (either sign) at the vertices the normal solve found in contact.
+        # Its tangential part is fitted together with the normal one, by pushes (>= 0) at the vertices
+        # the normal solve found in contact and tangential forces (either sign) at those of them read.
         tforce = np.zeros(2 * len(self._free))
         u_meas = np.full((len(rows), 3), np.nan)
         n_flow = 0
@@ -745,14 +767,20 @@ class MembraneForceEstimator:
             fl = np.isfinite(u_meas).all(axis=1)
             n_flow = int(fl.sum())
             active = np.flatnonzero(push > 0.0)
+            # Tangential forces only where the camera sees the material slide: at a hidden vertex one
+            # would be free to absorb the whole membrane's sliding and the fit would put it there.
+            seen_flow = np.zeros(len(self._free), dtype=bool)
+            seen_flow[rows[fl]] = True
+            tact = active[seen_flow[active]]
             if n_flow and len(active):
                 tr = rows[fl]
                 trow = (2 * tr[:, None] + np.arange(2)).ravel()
                 t_meas = np.einsum("fjk,fk->fj", self._tang[tr], u_meas[fl]).ravel()
-                tcol = (2 * active[:, None] + np.arange(2)).ravel()
-                ci = np.flatnonzero(cand)
-                A = np.block([[self._w_push[rows][:, ci], self._w_tan[rows][:, tcol], -self._w_tan[rows][:, tcol]],
-                              [self._t_push[trow][:, ci], self._t_tan[trow][:, tcol], -self._t_tan[trow][:, tcol]]])
+                tcol = (2 * tact[:, None] + np.arange(2)).ravel()
+                ci = active  # the contact set of the normal solve: a small problem per frame
+                wt, tt = self._w_tan[rows][:, tcol], self._t_tan[trow][:, tcol]
+                A = np.block([[self._w_push[rows][:, ci], wt, -wt],
+                              [self._t_push[trow][:, ci], tt, -tt]])
                 rhs = np.r_[b, t_meas - dp * self._t_dp[trow]]
                 try:
                     x, rnorm = nnls(A, rhs, maxiter=10 * A.shape[1])
