@@ -100,10 +100,10 @@ first solve found in contact and tangential forces (either sign) at those of
 them the flow reads; their compliance columns come from the same factorisation
 (:math:`2F` more back-substitutions at start-up). Without normal contact there
 is no tangential force (friction needs a normal force). The flow measures the
-sliding to about a quarter of a pixel (0.05 mm at 80 mm); the linear model
-cannot represent the second-order in-plane motion of a deep indentation, so on
-the recorded poke this stage makes the total force smaller, not larger (see
-docs/membrane_force.md); it is used only when colour reference images are given.
+sliding to about a quarter of a pixel (0.05 mm at 80 mm). On the recorded
+poke this stage makes the total force smaller, not larger (the linear model's
+in-plane response does not match the measured sliding; see
+docs/membrane_force.md), so it is used only when colour reference images are given.
 
 Frames: the membrane mesh frame of the mesh file (``p_cam = R_cam_mesh p_mesh``;
 for the Punyo reference mesh a 25° rotation about the camera's y axis, no
