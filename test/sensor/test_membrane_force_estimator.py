@@ -499,18 +499,19 @@ def poke_with_colour(poke):
 
 
 def test_real_poke_with_colour_against_the_arm_force_sensor(poke_with_colour):
-    """The optical-flow stage on the real poke: tracks as well, finds sliding, but is smaller.
+    """The optical-flow stage on the real poke: the material slides, the size barely changes.
 
-    Measured at commit time: lag 1, correlation 0.989, ratio 0.63, RMS 1.18 N, peak 2.3 mm.
+    Measured at commit time: lag 1, correlation 0.991, ratio 0.68, RMS 0.94 N, peak 2.3 mm,
+    no-contact maximum 0.17 N.
     """
     est, mesh, results, wrench = poke_with_colour
     total = np.array([r.total_contact_force for r in results])
     cmp = compare_with_wrench(total, wrench)
     assert 0 <= cmp.lag <= 2
     assert cmp.correlation >= 0.98
-    assert 0.55 <= cmp.ratio_at_peak <= 1.2
-    assert cmp.rms_error <= 1.4
-    assert np.linalg.norm(total[5:60], axis=1).max() < 0.2
+    assert 0.6 <= cmp.ratio_at_peak <= 1.2
+    assert cmp.rms_error <= 1.1
+    assert np.linalg.norm(total[5:60], axis=1).max() < 0.25
     peak = results[84]
     assert peak.vertices_flow > 250
     # The material slides: the measured tangential motion at the peak reaches half a millimetre.

@@ -93,17 +93,22 @@ scaled down by ``flow_scale``) from the mean reference image to the frame. The
 material point seen at vertex i's reference pixel :math:`q_i` is at
 :math:`q_i + \phi(q_i)` now; the depth there, on that pixel's ray, places it
 in 3-D, so its displacement :math:`u_i = z' r(q_i + \phi) - z_{ref}\, r(q_i)`
-is measured, tangential part included. A second solve then fits the normal and
-the tangential (:math:`t_{i1}, t_{i2}` in a tangent basis) displacements of the
-read vertices together, by inward pushes (:math:`\ge 0`) at the vertices the
-first solve found in contact and tangential forces (either sign) at those of
-them the flow reads; their compliance columns come from the same factorisation
+is measured, tangential part included. The pushes stay those of the normal
+solve; tangential forces (:math:`t_{i1}, t_{i2}` in a tangent basis, either
+sign) at the contact vertices the flow reads are the least-squares fit of the
+sliding the pushes and the pressure change do not explain,
+
+.. math::  t = \arg\min_t \| T_{t} t - (s - T_c c - \delta p\, s_p) \|_2
+
+(:math:`s` the measured tangential displacements, :math:`T_t`, :math:`T_c`,
+:math:`s_p` the tangential responses to tangential forces, pushes and
+pressure); their compliance columns come from the same factorisation
 (:math:`2F` more back-substitutions at start-up). Without normal contact there
 is no tangential force (friction needs a normal force). The flow measures the
 sliding to about a quarter of a pixel (0.05 mm at 80 mm). On the recorded
-poke this stage makes the total force smaller, not larger (the linear model's
-in-plane response does not match the measured sliding; see
-docs/membrane_force.md), so it is used only when colour reference images are given.
+poke the tangential forces it finds leave the size of the total force where
+the normal solve has it (see docs/membrane_force.md). It runs only when the
+reference frames come with colour images.
 
 Frames: the membrane mesh frame of the mesh file (``p_cam = R_cam_mesh p_mesh``;
 for the Punyo reference mesh a 25° rotation about the camera's y axis, no
@@ -755,8 +760,10 @@ class MembraneForceEstimator:
 
         # Tangential stage: with the speckle's flow, the material point seen at a vertex's reference
         # pixel is found in this frame (flowed pixel, depth there), which gives its full 3-D motion.
-        # Its tangential part is fitted together with the normal one, by pushes (>= 0) at the vertices
-        # the normal solve found in contact and tangential forces (either sign) at those of them read.
+        # The pushes stay those of the depth (the reliable reading); tangential forces at the contact
+        # vertices the flow reads are fitted, by least squares, to the sliding those pushes and the
+        # pressure do not explain. (Fitted jointly with the pushes, signed tangential forces trade
+        # against pushes through the dome's normal-tangential coupling and take normal noise.)
         tforce = np.zeros(2 * len(self._free))
         u_meas = np.full((len(rows), 3), np.nan)
         n_flow = 0
@@ -772,23 +779,13 @@ class MembraneForceEstimator:
             seen_flow = np.zeros(len(self._free), dtype=bool)
             seen_flow[rows[fl]] = True
             tact = active[seen_flow[active]]
-            if n_flow and len(active):
+            if n_flow and len(tact):
                 tr = rows[fl]
                 trow = (2 * tr[:, None] + np.arange(2)).ravel()
                 t_meas = np.einsum("fjk,fk->fj", self._tang[tr], u_meas[fl]).ravel()
                 tcol = (2 * tact[:, None] + np.arange(2)).ravel()
-                ci = active  # the contact set of the normal solve: a small problem per frame
-                wt, tt = self._w_tan[rows][:, tcol], self._t_tan[trow][:, tcol]
-                A = np.block([[self._w_push[rows][:, ci], wt, -wt],
-                              [self._t_push[trow][:, ci], tt, -tt]])
-                rhs = np.r_[b, t_meas - dp * self._t_dp[trow]]
-                try:
-                    x, rnorm = nnls(A, rhs, maxiter=10 * A.shape[1])
-                except RuntimeError as exc:
-                    raise FrameRejected(f"contact solve did not converge: {exc}", "solver_failed") from exc
-                push = np.zeros(len(self._free))
-                push[ci] = x[:len(ci)]
-                tforce[tcol] = x[len(ci):len(ci) + len(tcol)] - x[len(ci) + len(tcol):]
+                resid = t_meas - dp * self._t_dp[trow] - self._t_push[trow][:, active] @ push[active]
+                tforce[tcol] = np.linalg.lstsq(self._t_tan[trow][:, tcol], resid, rcond=None)[0]
         u_free = self._u_push @ push + self._u_tan @ tforce + dp * self._u_dp
         n_v = len(self.mesh.points)
         u = np.zeros(3 * n_v)
