@@ -283,6 +283,8 @@ def test_constructor_rejects_bad_settings(dome):
         MembraneModel(dome, 4000.0, prestress="tight")
     with pytest.raises(ValueError, match="gauge pressure"):
         MembraneModel(dome, -1.0)
+    with pytest.raises(ValueError, match="flow_scale must be 1, 2 or 4, got 3"):
+        MembraneForceEstimator(dome, cam, np.eye(3), flow_scale=3)
 
 
 # ---------------------------------------------------------------------------- evaluation

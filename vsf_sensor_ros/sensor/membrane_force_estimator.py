@@ -443,9 +443,11 @@ class MembraneForceEstimator:
             window has a reading (in every reference frame; in the frame) (default 0.5).
         min_vertex_fraction: a frame is rejected when fewer than this fraction of
             the vertices read in the reference are read in it (default 0.8).
+        flow_scale: the colour images are scaled down by this factor (1, 2 or 4) before the
+            optical flow (default 2: about 2 ms per frame for a 640 × 480 image, one core).
 
     Raises:
-        ValueError: a rotation that is not orthonormal, a bad window, a
+        ValueError: a rotation that is not orthonormal, a bad window or flow_scale, a
             non-positive ambient pressure, or a free vertex behind the camera.
     """
 
@@ -703,7 +705,8 @@ class MembraneForceEstimator:
         this frame (:math:`W_s` the normal compliance to inward pushes, :math:`w_p` the normal
         response to a unit pressure rise, :math:`w` the measured normal displacements), by
         Lawson–Hanson non-negative least squares: the environment can push on the membrane,
-        never pull. Contact force at vertex i: :math:`-c_i \hat n_i`.
+        never pull. Contact force at vertex i: :math:`-c_i \hat n_i`, plus, with colour, the
+        tangential force fitted to the measured sliding (module text, *Sliding*).
 
         Args:
             frame: ``(H, W)`` depth image (m, float; 0 or NaN = no reading) or
