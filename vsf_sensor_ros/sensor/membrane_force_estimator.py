@@ -120,7 +120,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Sequence, Union
 
-import cv2
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
@@ -171,6 +170,12 @@ def punyo_camera_rotation(angle_deg: float = 25.0) -> np.ndarray:
     """
     t = np.deg2rad(float(angle_deg))
     return np.array([[np.cos(t), 0.0, -np.sin(t)], [0.0, 1.0, 0.0], [np.sin(t), 0.0, np.cos(t)]])
+
+
+def _cv2():
+    """OpenCV, imported on first use: only the colour (optical-flow) path needs it."""
+    import cv2
+    return cv2
 
 
 def _skew(v: np.ndarray) -> np.ndarray:
@@ -477,9 +482,7 @@ class MembraneForceEstimator:
         self.min_window_fraction = float(min_window_fraction)
         self.min_vertex_fraction = float(min_vertex_fraction)
         self.flow_scale = int(flow_scale)
-        # DIS optical flow (Kroeger et al., ECCV 2016) as OpenCV implements it; the 'fast' preset on a
-        # half-size image costs ~2 ms here and follows the speckle to a fraction of a pixel.
-        self._dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_FAST)
+        self._dis = None  # DIS optical flow, created with the first colour reference
         self._grey_ref: Optional[np.ndarray] = None
         self.model: Optional[MembraneModel] = None
         self.startup_s = float("nan")
@@ -543,6 +546,7 @@ class MembraneForceEstimator:
         if arr.shape not in (hw, hw + (3,)) or arr.dtype != np.uint8:
             raise FrameRejected(f"colour must be a {hw + (3,)} or {hw} uint8 image, got shape {arr.shape} "
                                 f"dtype {arr.dtype}", "wrong_size")
+        cv2 = _cv2()
         if arr.ndim == 3:  # channel order only changes the grey weights, not the speckle's motion
             arr = cv2.cvtColor(np.ascontiguousarray(arr), cv2.COLOR_RGB2GRAY)
         if self.flow_scale > 1:
@@ -620,6 +624,12 @@ class MembraneForceEstimator:
         grey_ref = None
         if colours is not None:  # mean of the reference images: less sensor noise in the flow's template
             grey_ref = np.rint(np.mean([self._grey_of(c) for c in colours], axis=0)).astype(np.uint8)
+            if self._dis is None:
+                # DIS optical flow (Kroeger et al., ECCV 2016) as OpenCV implements it; the 'fast'
+                # preset on a half-size image costs ~2 ms here and follows the speckle to a fraction
+                # of a pixel.
+                cv2 = _cv2()
+                self._dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_FAST)
         wins = np.stack([self._window_depths(self._depth_of(f)) for f in frames])
         p_abs = float(np.mean([self._pressure_pa(p, "reference") for p in pressures]))
         ref = np.mean(wins, axis=0)  # NaN wherever a reference frame lacks the reading
