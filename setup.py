@@ -28,6 +28,7 @@ setup(
         "pyyaml",
         "numba>=0.61",
         "meshio>=5.3",
+        "opencv-python-headless>=4.8",
     ],
     extras_require={
         "test": ["pytest", "flake8", "mcap", "hypothesis>=6.100"],

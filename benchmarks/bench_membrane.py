@@ -14,6 +14,7 @@ Reported (never asserted):
 * the figures against the arm's force/torque reading (``compare_with_wrench``: bias
   frames 0-29, loaded frames |F - bias| > 0.5 N, lag up to 3 frames) and the force peak's
   distance from the deepest indentation over frames 78-101;
+* the same figures with the colour frames (optical flow, tangential forces), OpenCV on one thread;
 * separately, a one-gain calibration fitted on the loading frames (60-71) and scored on
   the unloading frames (101-110) only (out of sample);
 * beside them, the reference estimator's figures on the same poke as measured on this
@@ -70,7 +71,8 @@ def load_poke(root: Path) -> Dict[str, Any]:
             "R_cam_mesh": punyo_camera_rotation(25.0), "depth": depth,
             "pressure": np.array([r[1] for r in rows]) * 100.0,
             "wrench": np.array([r[3] for r in rows])[:, :3],
-            "reference_frames": list(info.get("reference_frames", [0, 1, 2, 3, 4]))}
+            "reference_frames": list(info.get("reference_frames", [0, 1, 2, 3, 4])),
+            "colour": (np.load(cam_dir / "rgb.npz")["rgb"] if (cam_dir / "rgb.npz").is_file() else None)}
 
 
 def membrane_section(repeats: int = 3) -> Dict[str, Any]:
@@ -88,21 +90,7 @@ def membrane_section(repeats: int = 3) -> Dict[str, Any]:
                                  ambient_pressure=isa_pressure(222.0))
     est.set_reference([depth[i] for i in ref], pressure[ref])
     startup = time.perf_counter() - t0
-    times: List[float] = []
-    totals = np.zeros((len(depth), 3))
-    distance_ref, distance_now = [], []
-    deepest_now = poke["R_cam_mesh"].T @ DEEPEST_CAM_NOW
-    for rep in range(max(1, int(repeats))):
-        for i in range(len(depth)):
-            t = time.perf_counter()
-            r = est.estimate(depth[i], pressure=pressure[i])
-            times.append(time.perf_counter() - t)
-            if rep == 0:
-                totals[i] = r.total_contact_force
-                if 78 <= i <= 101:
-                    k = int(np.argmax(np.linalg.norm(r.contact_forces, axis=1)))
-                    distance_ref.append(float(np.linalg.norm(poke["mesh"].points[k] - DEEPEST_REF)))
-                    distance_now.append(float(np.linalg.norm(r.positions[k] - deepest_now)))
+    totals, times, distance_ref, distance_now = _run(est, poke, repeats, colour=False)
     cmp = compare_with_wrench(totals, poke["wrench"])
     # Out-of-sample gain: least squares on the loading frames, scored on the unloading frames.
     mag = np.linalg.norm(totals, axis=1)
@@ -128,7 +116,58 @@ def membrane_section(repeats: int = 3) -> Dict[str, Any]:
         "reference_estimator": REFERENCE,
         "ambient_pressure_pa": est.ambient_pressure, "gauge_pressure_pa": est.model.gauge_pressure,
         "mean_tension_n_per_m": est.model.mean_tension, "vertices_read": int(len(est.seen_vertices)),
+        "with_flow": _flow_section(poke, repeats),
     }
+
+
+def _run(est: Any, poke: Dict[str, Any], repeats: int, colour: bool):
+    """Estimate every frame ``repeats`` times: totals (N, 3), times (s), peak distances (m) 78-101."""
+    depth, pressure = poke["depth"], poke["pressure"]
+    times: List[float] = []
+    totals = np.zeros((len(depth), 3))
+    distance_ref, distance_now = [], []
+    deepest_now = poke["R_cam_mesh"].T @ DEEPEST_CAM_NOW
+    for rep in range(max(1, int(repeats))):
+        for i in range(len(depth)):
+            c = poke["colour"][i] if colour else None
+            t = time.perf_counter()
+            r = est.estimate(depth[i], colour=c, pressure=pressure[i])
+            times.append(time.perf_counter() - t)
+            if rep == 0:
+                totals[i] = r.total_contact_force
+                if 78 <= i <= 101:
+                    k = int(np.argmax(np.linalg.norm(r.contact_forces, axis=1)))
+                    distance_ref.append(float(np.linalg.norm(poke["mesh"].points[k] - DEEPEST_REF)))
+                    distance_now.append(float(np.linalg.norm(r.positions[k] - deepest_now)))
+    return totals, times, distance_ref, distance_now
+
+
+def _flow_section(poke: Dict[str, Any], repeats: int) -> Dict[str, Any]:
+    """The same figures with the colour frames (optical flow, tangential forces); OpenCV on one thread."""
+    import cv2
+    from vsf_sensor_ros.sensor.membrane_force_estimator import (MembraneForceEstimator, compare_with_wrench,
+                                                                isa_pressure)
+    if poke["colour"] is None:
+        return {"skipped": "no colour frames (camera/rgb.npz) in the recording"}
+    threads = cv2.getNumThreads()
+    cv2.setNumThreads(1)  # the per-frame target is for one core
+    try:
+        ref = poke["reference_frames"]
+        t0 = time.perf_counter()
+        est = MembraneForceEstimator(poke["mesh"], poke["camera"], poke["R_cam_mesh"],
+                                     ambient_pressure=isa_pressure(222.0))
+        est.set_reference([poke["depth"][i] for i in ref], poke["pressure"][ref],
+                          colours=[poke["colour"][i] for i in ref])
+        startup = time.perf_counter() - t0
+        totals, times, distance_ref, _ = _run(est, poke, repeats, colour=True)
+    finally:
+        cv2.setNumThreads(threads)
+    cmp = compare_with_wrench(totals, poke["wrench"])
+    ms = 1e3 * np.asarray(times)
+    return {"startup_s": startup, "median_ms": float(np.median(ms)), "p99_ms": float(np.percentile(ms, 99)),
+            "lag": cmp.lag, "correlation": cmp.correlation, "ratio_at_peak": cmp.ratio_at_peak,
+            "rms_error_n": cmp.rms_error, "peak_distance_mm": 1e3 * max(distance_ref),
+            "no_contact_max_n": float(np.linalg.norm(totals[5:60], axis=1).max())}
 
 
 def format_rows(m: Dict[str, Any]) -> List[str]:
@@ -150,7 +189,19 @@ def format_rows(m: Dict[str, Any]) -> List[str]:
         f"    calibrated (gain {c['gain']:.2f} fitted on frames {c['fit_frames'][0]}-{c['fit_frames'][1]}): "
         f"RMS {c['test_rms_n']:.2f} N on frames {c['test_frames'][0]}-{c['test_frames'][1]} "
         f"(uncalibrated {c['test_rms_uncalibrated_n']:.2f} N)",
-    ]
+    ] + _flow_rows(m.get("with_flow", {}))
+
+
+def _flow_rows(f: Dict[str, Any]) -> List[str]:
+    """Table lines of the run with the colour frames (optical flow and tangential forces)."""
+    if not f:
+        return []
+    if f.get("skipped"):
+        return [f"    with colour (optical flow): skipped ({f['skipped']})"]
+    return [f"    with colour (optical flow, tangential forces): per frame median {f['median_ms']:.2f} ms, "
+            f"p99 {f['p99_ms']:.2f} ms, start-up {f['startup_s']:.2f} s; correlation {f['correlation']:.3f}, "
+            f"ratio at peak {f['ratio_at_peak']:.2f}, RMS {f['rms_error_n']:.2f} N, lag {f['lag']}, "
+            f"peak {f['peak_distance_mm']:.1f} mm, no-contact max {f['no_contact_max_n']:.2f} N"]
 
 
 def main() -> None:

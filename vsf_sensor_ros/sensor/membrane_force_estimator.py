@@ -86,6 +86,30 @@ factorised once (sparse LU) and :math:`W`, :math:`w_p` formed from it in
 :meth:`MembraneForceEstimator.set_reference`; a frame costs the pixel gathers
 and one small NNLS.
 
+Sliding (optional, with colour): when the reference frames come with colour
+images, the membrane's printed speckle is followed by dense optical flow (DIS,
+Kroeger et al., ECCV 2016, as OpenCV implements it; 'fast' preset on the image
+scaled down by ``flow_scale``) from the mean reference image to the frame. The
+material point seen at vertex i's reference pixel :math:`q_i` is at
+:math:`q_i + \phi(q_i)` now; the depth there, on that pixel's ray, places it
+in 3-D, so its displacement :math:`u_i = z' r(q_i + \phi) - z_{ref}\, r(q_i)`
+is measured, tangential part included. The pushes stay those of the normal
+solve; tangential forces (:math:`t_{i1}, t_{i2}` in a tangent basis, either
+sign) at the contact vertices the flow reads are the least-squares fit of the
+sliding the pushes and the pressure change do not explain,
+
+.. math::  t = \arg\min_t \| T_{t} t - (s - T_c c - \delta p\, s_p) \|_2
+
+(:math:`s` the measured tangential displacements, :math:`T_t`, :math:`T_c`,
+:math:`s_p` the tangential responses to tangential forces, pushes and
+pressure); their compliance columns come from the same factorisation
+(:math:`2F` more back-substitutions at start-up). Without normal contact there
+is no tangential force (friction needs a normal force). The flow measures the
+sliding to about a quarter of a pixel (0.05 mm at 80 mm). On the recorded
+poke the tangential forces it finds leave the size of the total force where
+the normal solve has it (see docs/membrane_force.md). It runs only when the
+reference frames come with colour images.
+
 Frames: the membrane mesh frame of the mesh file (``p_cam = R_cam_mesh p_mesh``;
 for the Punyo reference mesh a 25° rotation about the camera's y axis, no
 translation). Units: m, N, Pa, s.
@@ -146,6 +170,12 @@ def punyo_camera_rotation(angle_deg: float = 25.0) -> np.ndarray:
     """
     t = np.deg2rad(float(angle_deg))
     return np.array([[np.cos(t), 0.0, -np.sin(t)], [0.0, 1.0, 0.0], [np.sin(t), 0.0, np.cos(t)]])
+
+
+def _cv2():
+    """OpenCV, imported on first use: only the colour (optical-flow) path needs it."""
+    import cv2
+    return cv2
 
 
 def _skew(v: np.ndarray) -> np.ndarray:
@@ -368,7 +398,11 @@ class MembraneForceResult:
         pressure_change: gauge pressure change from the reference, Pa.
         residual_rms: RMS misfit of the measured normal displacements, m.
         vertices_measured: number of free vertices with a depth reading this frame.
-        timings: seconds per stage: ``'sample'``, ``'solve'``, ``'total'``.
+        timings: seconds per stage: ``'sample'``, ``'solve'`` (with the optical flow), ``'total'``.
+        displacement_measured: ``(V, 3)`` measured 3-D displacement of the material point at each
+            read vertex (optical flow + depth), m, mesh frame; NaN where not measured (no colour,
+            no colour reference, or no depth at the flowed pixel).
+        vertices_flow: number of vertices whose 3-D displacement was measured this frame.
     """
 
     forces: np.ndarray
@@ -382,6 +416,8 @@ class MembraneForceResult:
     residual_rms: float
     vertices_measured: int
     timings: Dict[str, float] = field(default_factory=dict)
+    displacement_measured: Optional[np.ndarray] = None
+    vertices_flow: int = 0
 
 
 class MembraneForceEstimator:
@@ -412,9 +448,11 @@ class MembraneForceEstimator:
             window has a reading (in every reference frame; in the frame) (default 0.5).
         min_vertex_fraction: a frame is rejected when fewer than this fraction of
             the vertices read in the reference are read in it (default 0.8).
+        flow_scale: the colour images are scaled down by this factor (1, 2 or 4) before the
+            optical flow (default 2: about 2 ms per frame for a 640 × 480 image, one core).
 
     Raises:
-        ValueError: a rotation that is not orthonormal, a bad window, a
+        ValueError: a rotation that is not orthonormal, a bad window or flow_scale, a
             non-positive ambient pressure, or a free vertex behind the camera.
     """
 
@@ -422,12 +460,14 @@ class MembraneForceEstimator:
                  t_cam_mesh: Sequence[float] = (0.0, 0.0, 0.0), ambient_pressure: float = 101325.0,
                  prestress: Union[str, float] = "uniform", material: bool = True, window: int = 9,
                  max_depth: float = 0.2, min_window_fraction: float = 0.5,
-                 min_vertex_fraction: float = 0.8) -> None:
+                 min_vertex_fraction: float = 0.8, flow_scale: int = 2) -> None:
         R = np.asarray(R_cam_mesh, dtype=np.float64)
         if R.shape != (3, 3) or not np.allclose(R @ R.T, np.eye(3), atol=1e-6) or np.linalg.det(R) < 0:
             raise ValueError(f"R_cam_mesh must be a 3x3 rotation, got {R.tolist()}")
         if int(window) < 1 or int(window) % 2 == 0:
             raise ValueError(f"window must be a positive odd number of pixels, got {window}")
+        if int(flow_scale) not in (1, 2, 4):
+            raise ValueError(f"flow_scale must be 1, 2 or 4, got {flow_scale}")
         if not (np.isfinite(ambient_pressure) and ambient_pressure > 0):
             raise ValueError(f"ambient pressure must be a positive value in Pa, got {ambient_pressure}")
         self.mesh = mesh
@@ -441,6 +481,9 @@ class MembraneForceEstimator:
         self.max_depth = float(max_depth)
         self.min_window_fraction = float(min_window_fraction)
         self.min_vertex_fraction = float(min_vertex_fraction)
+        self.flow_scale = int(flow_scale)
+        self._dis = None  # DIS optical flow, created with the first colour reference
+        self._grey_ref: Optional[np.ndarray] = None
         self.model: Optional[MembraneModel] = None
         self.startup_s = float("nan")
         self._seen = np.zeros(0, dtype=bool)
@@ -459,6 +502,8 @@ class MembraneForceEstimator:
         self._free = free
         self._in_image = inside.all(axis=1)
         self._pix = np.where(inside, cv * camera.width + cu, 0)
+        self._uv = uv
+        self._win_du, self._win_dv = du.ravel(), dv.ravel()
         slope = camera.deproject(uv[:, 0], uv[:, 1])
         ray = np.concatenate([slope, np.ones((len(free), 1))], axis=1)
         self._ray_len = np.linalg.norm(ray, axis=1)  # metres along the ray per metre of depth
@@ -493,6 +538,52 @@ class MembraneForceEstimator:
             ok = (vals > 0.0) & (vals < self.max_depth) & self._in_image[:, None]
         return np.where(ok, vals, np.nan)
 
+    def _grey_of(self, colour: np.ndarray) -> np.ndarray:
+        """8-bit grey image of a colour ``(H, W, 3)`` or grey ``(H, W)`` uint8 image, scaled down by
+        ``flow_scale``; raises FrameRejected."""
+        arr = np.asarray(colour)
+        hw = (self.camera.height, self.camera.width)
+        if arr.shape not in (hw, hw + (3,)) or arr.dtype != np.uint8:
+            raise FrameRejected(f"colour must be a {hw + (3,)} or {hw} uint8 image, got shape {arr.shape} "
+                                f"dtype {arr.dtype}", "wrong_size")
+        cv2 = _cv2()
+        if arr.ndim == 3:  # channel order only changes the grey weights, not the speckle's motion
+            arr = cv2.cvtColor(np.ascontiguousarray(arr), cv2.COLOR_RGB2GRAY)
+        if self.flow_scale > 1:
+            arr = cv2.resize(arr, None, fx=1.0 / self.flow_scale, fy=1.0 / self.flow_scale,
+                             interpolation=cv2.INTER_AREA)
+        return np.ascontiguousarray(arr)
+
+    def _material_pixels(self, grey: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``(len(rows), 2)`` pixel (u, v), full resolution, where the material seen at each free vertex's
+        reference pixel is now: the reference pixel plus the optical flow from the reference image."""
+        flow = self._dis.calc(self._grey_ref, grey, None)  # (h, w, 2) px of the scaled image
+        s = self.flow_scale
+        uv = self._uv[rows]
+        # Nearest flow sample at the vertex's pixel (cell centres of the scaled image at s·(i + ½) − ½).
+        iu = np.clip(np.rint((uv[:, 0] + 0.5) / s - 0.5).astype(np.int64), 0, flow.shape[1] - 1)
+        iv = np.clip(np.rint((uv[:, 1] + 0.5) / s - 0.5).astype(np.int64), 0, flow.shape[0] - 1)
+        return uv + s * flow[iv, iu].astype(np.float64)
+
+    def _surface_at(self, z: np.ndarray, uv: np.ndarray) -> np.ndarray:
+        """``(n, 3)`` camera-frame points of the membrane at pixels ``uv`` (window median of the depth times
+        the pixel's ray); NaN rows where the window is mostly empty or leaves the image."""
+        w, h = self.camera.width, self.camera.height
+        cu = np.rint(uv[:, 0]).astype(np.int64)[:, None] + self._win_du
+        cv = np.rint(uv[:, 1]).astype(np.int64)[:, None] + self._win_dv
+        inside = ((cu >= 0) & (cu < w) & (cv >= 0) & (cv < h)).all(axis=1)
+        vals = z.reshape(-1)[np.where(inside[:, None], cv * w + cu, 0)]
+        with np.errstate(invalid="ignore"):
+            ok = (vals > 0.0) & (vals < self.max_depth) & inside[:, None]
+        vals = np.where(ok, vals, np.nan)
+        good = ok.mean(axis=1) >= self.min_window_fraction
+        out = np.full((len(uv), 3), np.nan)
+        if good.any():
+            zz = _row_nanmedian(vals[good])
+            slope = self.camera.deproject(uv[good, 0], uv[good, 1])
+            out[good] = np.c_[slope, np.ones(good.sum())] * zz[:, None]
+        return out
+
     @staticmethod
     def _pressure_pa(pressure: object, what: str) -> float:
         try:
@@ -505,23 +596,40 @@ class MembraneForceEstimator:
         return p
 
     # ------------------------------------------------------------------ reference
-    def set_reference(self, frames: Sequence[np.ndarray], pressures: Sequence[float]) -> None:
+    def set_reference(self, frames: Sequence[np.ndarray], pressures: Sequence[float],
+                      colours: Optional[Sequence[np.ndarray]] = None) -> None:
         """Take contact-free frames as the reference shape and pressure; assemble and factorise.
 
         Args:
             frames: one or more depth images ``(H, W)`` (m, float) or organised clouds ``(H, W, 3)``.
             pressures: the absolute bubble pressure of each frame, Pa (the Punyo's hPa × 100).
+            colours: optional colour images of the same frames, ``(H, W, 3)`` or grey ``(H, W)``
+                uint8, on the depth image's pixel grid (an aligned RealSense stream). With them,
+                :meth:`estimate` also measures how the membrane slides (optical flow of its
+                speckle against the mean reference image) and solves for tangential contact
+                forces; without them the solve is normal-only and a frame's colour is ignored.
 
         Raises:
-            FrameRejected: a frame of the wrong size or type, a bad pressure, a
+            FrameRejected: a frame or colour image of the wrong size or type, a bad pressure, a
                 reference pressure not above ambient, or too few vertices read;
                 the previous reference, if any, stays in force.
-            ValueError: ``frames`` and ``pressures`` differ in length or are empty.
+            ValueError: ``frames`` and ``pressures`` (or ``colours``) differ in length or are empty.
         """
         t0 = time.perf_counter()
         if len(frames) == 0 or len(frames) != len(pressures):
             raise ValueError(f"need as many pressures as frames (>= 1), got {len(frames)} frames and "
                              f"{len(pressures)} pressures")
+        if colours is not None and len(colours) != len(frames):
+            raise ValueError(f"need as many colour images as frames, got {len(colours)} and {len(frames)}")
+        grey_ref = None
+        if colours is not None:  # mean of the reference images: less sensor noise in the flow's template
+            grey_ref = np.rint(np.mean([self._grey_of(c) for c in colours], axis=0)).astype(np.uint8)
+            if self._dis is None:
+                # DIS optical flow (Kroeger et al., ECCV 2016) as OpenCV implements it; the 'fast'
+                # preset on a half-size image costs ~2 ms here and follows the speckle to a fraction
+                # of a pixel.
+                cv2 = _cv2()
+                self._dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_FAST)
         wins = np.stack([self._window_depths(self._depth_of(f)) for f in frames])
         p_abs = float(np.mean([self._pressure_pa(p, "reference") for p in pressures]))
         ref = np.mean(wins, axis=0)  # NaN wherever a reference frame lacks the reading
@@ -548,7 +656,30 @@ class MembraneForceEstimator:
         u_dp = lu.solve(model.g0[free].ravel())  # (3F,) per Pa
         w_push = np.einsum("fk,fkc->fc", nrm, u_push.reshape(len(free), 3, len(free)))
         w_dp = np.einsum("fk,fk->f", nrm, u_dp.reshape(-1, 3))
+        # Tangent basis per free vertex (t1 ⟂ n, t2 = n × t1) and the response to unit tangential pushes.
+        helper = np.where(np.abs(nrm[:, 0:1]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]])
+        t1 = np.cross(nrm, helper)
+        t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
+        tang = np.stack([t1, np.cross(nrm, t1)], axis=1)  # (F, 2, 3)
+        tpush = np.zeros((3 * len(free), 2 * len(free)))
+        for k in range(2):
+            tpush[3 * np.arange(len(free))[:, None] + np.arange(3), 2 * np.arange(len(free))[:, None] + k] = \
+                tang[:, k]
+        u_tan = lu.solve(tpush)  # (3F, 2F) displacement per unit tangential push, m/N
+        # Tangential components (2F rows) of every response, and the normal one of tangential pushes.
+        t_push = np.einsum("fjk,fkc->fjc", tang, u_push.reshape(len(free), 3, -1)).reshape(2 * len(free), -1)
+        t_tan = np.einsum("fjk,fkc->fjc", tang, u_tan.reshape(len(free), 3, -1)).reshape(2 * len(free), -1)
+        w_tan = np.einsum("fk,fkc->fc", nrm, u_tan.reshape(len(free), 3, -1))
+        t_dp = np.einsum("fjk,fk->fj", tang, u_dp.reshape(-1, 3)).reshape(-1)
+        z_ref = np.full(len(free), np.nan)
+        z_ref[seen] = _row_nanmedian(ref[seen])
+        slope = self.camera.deproject(self._uv[:, 0], self._uv[:, 1])
+        p_ref_cam = np.c_[slope, np.ones(len(free))] * z_ref[:, None]  # reference surface at each pixel
 
+        self._grey_ref = grey_ref
+        self._tang, self._u_tan, self._t_push, self._t_tan, self._w_tan, self._t_dp = \
+            tang, u_tan, t_push, t_tan, w_tan, t_dp
+        self._p_ref_cam = p_ref_cam
         self.model = model
         self._seen = seen
         self._ref = ref[seen]
@@ -562,6 +693,7 @@ class MembraneForceEstimator:
     def reset_reference(self) -> None:
         """Forget the reference: :meth:`estimate` raises ``FrameRejected`` (no_reference) until the next."""
         self.model = None
+        self._grey_ref = None
         self._seen = np.zeros(0, dtype=bool)
 
     @property
@@ -583,14 +715,17 @@ class MembraneForceEstimator:
         this frame (:math:`W_s` the normal compliance to inward pushes, :math:`w_p` the normal
         response to a unit pressure rise, :math:`w` the measured normal displacements), by
         Lawson–Hanson non-negative least squares: the environment can push on the membrane,
-        never pull. Contact force at vertex i: :math:`-c_i \hat n_i`.
+        never pull. Contact force at vertex i: :math:`-c_i \hat n_i`, plus, with colour, the
+        tangential force fitted to the measured sliding (module text, *Sliding*).
 
         Args:
             frame: ``(H, W)`` depth image (m, float; 0 or NaN = no reading) or
                 ``(H, W, 3)`` organised camera-frame cloud (m; its z channel is used).
-            colour: accepted for interface stability and not used: only the
-                normal displacement is measured (tangential motion would need
-                the speckle pattern's optical flow).
+            colour: ``(H, W, 3)`` or ``(H, W)`` uint8 image of the same instant on the depth
+                pixel grid; used when the reference had colour (see :meth:`set_reference`):
+                the speckle's optical flow gives each read vertex's tangential displacement
+                and the solve adds tangential (friction) forces where the normal solve
+                finds contact. Checked, then ignored, without a colour reference.
             pressure: absolute bubble pressure, Pa; ``None`` = the reference
                 pressure (no pressure term: forces come out low under load).
 
@@ -598,7 +733,7 @@ class MembraneForceEstimator:
             :class:`MembraneForceResult`.
 
         Raises:
-            FrameRejected: no reference, a wrong size or dtype, infinite values
+            FrameRejected: no reference, a wrong size or dtype (depth or colour), infinite values
                 or all NaN, a bad pressure, or too few read vertices (the reason
                 names the count); nothing is changed.
         """
@@ -607,6 +742,9 @@ class MembraneForceEstimator:
             raise FrameRejected("no reference: call set_reference with contact-free frames first",
                                 "no_reference")
         z = self._depth_of(frame)
+        grey = None if colour is None else self._grey_of(colour)  # checked even when not used
+        if self._grey_ref is None:
+            grey = None
         dp = 0.0 if pressure is None else self._pressure_pa(pressure, "frame") - self._p_ref
         diff = self._window_depths(z)[self._seen] - self._ref
         have = np.isfinite(diff).mean(axis=1) >= self.min_window_fraction
@@ -632,27 +770,62 @@ class MembraneForceEstimator:
                 raise FrameRejected(f"contact solve did not converge: {exc}", "solver_failed") from exc
         else:
             rnorm = float(np.linalg.norm(b))
-        u_free = self._u_push @ push + dp * self._u_dp
+
+        # Tangential stage: with the speckle's flow, the material point seen at a vertex's reference
+        # pixel is found in this frame (flowed pixel, depth there), which gives its full 3-D motion.
+        # The pushes stay those of the depth (the reliable reading); tangential forces at the contact
+        # vertices the flow reads are fitted, by least squares, to the sliding those pushes and the
+        # pressure do not explain. (Fitted jointly with the pushes, signed tangential forces trade
+        # against pushes through the dome's normal-tangential coupling and take normal noise.)
+        tforce = np.zeros(2 * len(self._free))
+        u_meas = np.full((len(rows), 3), np.nan)
+        n_flow = 0
+        if grey is not None:
+            uv_now = self._material_pixels(grey, rows)
+            u_cam = self._surface_at(z, uv_now) - self._p_ref_cam[rows]
+            u_meas = u_cam @ self.R  # mesh frame
+            fl = np.isfinite(u_meas).all(axis=1)
+            n_flow = int(fl.sum())
+            active = np.flatnonzero(push > 0.0)
+            # Tangential forces only where the camera sees the material slide: at a hidden vertex one
+            # would be free to absorb the whole membrane's sliding and the fit would put it there.
+            seen_flow = np.zeros(len(self._free), dtype=bool)
+            seen_flow[rows[fl]] = True
+            tact = active[seen_flow[active]]
+            if n_flow and len(tact):
+                tr = rows[fl]
+                trow = (2 * tr[:, None] + np.arange(2)).ravel()
+                t_meas = np.einsum("fjk,fk->fj", self._tang[tr], u_meas[fl]).ravel()
+                tcol = (2 * tact[:, None] + np.arange(2)).ravel()
+                resid = t_meas - dp * self._t_dp[trow] - self._t_push[trow][:, active] @ push[active]
+                tforce[tcol] = np.linalg.lstsq(self._t_tan[trow][:, tcol], resid, rcond=None)[0]
+        u_free = self._u_push @ push + self._u_tan @ tforce + dp * self._u_dp
         n_v = len(self.mesh.points)
         u = np.zeros(3 * n_v)
         u[self._dof] = u_free
         u = u.reshape(n_v, 3)
         forces = self.model.forces(u, dp)
         contact = np.zeros((n_v, 3))
-        contact[self._free] = -push[:, None] * self.model.normals[self._free]
+        contact[self._free] = (-push[:, None] * self.model.normals[self._free]
+                               + np.einsum("fj,fjk->fk", tforce.reshape(-1, 2), self._tang))
         forces[self._free] = contact[self._free]  # exact where the solve is exact; drop round-off
         t2 = time.perf_counter()
 
         positions = self.mesh.points + u
         positions[self._free[rows]] = self.mesh.points[self._free[rows]] + ds[:, None] * self._ray_mesh[rows]
+        fl = np.isfinite(u_meas).all(axis=1)
+        positions[self._free[rows[fl]]] = self.mesh.points[self._free[rows[fl]]] + u_meas[fl]
         w_full = np.full(n_v, np.nan)
         w_full[self._free[rows]] = w
+        u_full = np.full((n_v, 3), np.nan)
+        u_full[self._free[rows]] = u_meas
         return MembraneForceResult(
             forces=forces, contact_forces=contact, reaction_forces=forces[self.mesh.boundary].copy(),
             total_contact_force=contact.sum(axis=0), positions=positions, displacement=u,
             displacement_normal=w_full, pressure_change=dp, residual_rms=float(rnorm / np.sqrt(len(rows))),
             vertices_measured=int(len(rows)),
-            timings={"sample": t1 - t0, "solve": t2 - t1, "total": time.perf_counter() - t0})
+            timings={"sample": t1 - t0, "solve": t2 - t1, "total": time.perf_counter() - t0},
+            displacement_measured=u_full, vertices_flow=n_flow)
 
 
 # ---------------------------------------------------------------------- evaluation
