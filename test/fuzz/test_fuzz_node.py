@@ -217,7 +217,7 @@ def test_contacts_message_path(msg_node):
     def run(call):
         cloud, _ = call
         msg = cloud.message()
-        _check_contacts(msg_node, cloud, lambda: msg_node._on_contacts(msg), "node_contacts_msg", False)
+        _check_contacts(msg_node, cloud, lambda: msg_node._on_contacts(msg), "node_contacts_objects", False)
     run()
 
 
