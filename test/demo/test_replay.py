@@ -156,5 +156,5 @@ def test_replay_with_the_camera_measures_the_dense_force(tmp_path):
     # the boundary rows carry no contact force; the contact vertex is one the camera reads
     assert np.abs(z["force"][:, z["boundary"]]).max() == 0.0 and int(z["contact_vertex"]) >= 64
     assert (tmp_path / "membrane_force.png").is_file()
-    from test.apps.test_summary_definitions import undefined_keys
+    from test.demo.test_summary_definitions import undefined_keys
     assert undefined_keys(summary, summary["definitions"]) == []
