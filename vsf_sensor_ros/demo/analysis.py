@@ -39,6 +39,7 @@ import numpy as np
 
 from vsf_sensor_ros.demo.recorder import TopicLog
 from vsf_sensor_ros.ros.messages.pointcloud import float_columns, read_cloud
+from vsf_sensor_ros.ros.messages.readings import READING_CODECS
 
 
 def cloud_fields(msg: Any, names: Sequence[str]) -> np.ndarray:
@@ -65,7 +66,7 @@ def cloud_fields(msg: Any, names: Sequence[str]) -> np.ndarray:
     return float_columns(read_cloud(msg, names, exact_size=False), names)
 
 
-KINDS = ("pressure", "dense_force", "wrench", "load")
+KINDS = tuple(READING_CODECS)
 
 
 def reading_vector(msg: Any, msgtype: str, kind: Optional[str] = None, measured: bool = False,
@@ -81,10 +82,10 @@ def reading_vector(msg: Any, msgtype: str, kind: Optional[str] = None, measured:
       point-major (``[f0x, f0y, f0z, f1x, ...]``, N)
 
     With the sensor ``kind`` the vector is the part the sensor node compares
-    (``vsf_sensor_ros.ros.messages.readings``): ``pressure`` -> ``[p]``; ``dense_force``
-    -> per-vertex ``fx fy fz``; ``wrench`` -> ``[fx, fy, fz]``; ``load`` ->
-    predicted ``[force.z]``, measured ``[|force|]`` (a load cell may report
-    along any one axis).  ``scale`` multiplies measured values into SI (e.g.
+    (its codec's :meth:`~vsf_sensor_ros.ros.messages.readings.ReadingCodec.recorded_vector`):
+    ``pressure`` -> ``[p]``; ``dense_force`` -> per-vertex ``fx fy fz``; ``wrench`` ->
+    ``[fx, fy, fz]``; ``load`` -> predicted ``[force.z]``, measured ``[|force|]`` (a load
+    cell may report along any one axis).  ``scale`` multiplies measured values into SI (e.g.
     100 for hPa); predicted values are already SI.
 
     Raises:
@@ -103,23 +104,12 @@ def reading_vector(msg: Any, msgtype: str, kind: Optional[str] = None, measured:
         if msgtype == "sensor_msgs/msg/PointCloud2":
             return cloud_fields(msg, ("fx", "fy", "fz")).reshape(-1)
         raise ValueError(f"no numeric reading defined for message type {msgtype!r}")
-    expected = {"pressure": "sensor_msgs/msg/FluidPressure", "dense_force": "sensor_msgs/msg/PointCloud2",
-                "wrench": "geometry_msgs/msg/WrenchStamped", "load": "geometry_msgs/msg/WrenchStamped"}
-    if kind not in expected:
+    codec = READING_CODECS.get(kind)
+    if codec is None:
         raise ValueError(f"unknown sensor kind {kind!r}; use one of {KINDS}")
-    if msgtype != expected[kind]:
-        raise ValueError(f"a {kind} sensor reading must be {expected[kind]}, got {msgtype!r}")
-    if kind == "pressure":
-        vec = np.array([msg.fluid_pressure], dtype=np.float64)
-    elif kind == "dense_force":
-        vec = cloud_fields(msg, ("fx", "fy", "fz")).reshape(-1)
-    else:
-        f = msg.wrench.force
-        xyz = np.array([f.x, f.y, f.z], dtype=np.float64)
-        if kind == "wrench":
-            vec = xyz
-        else:
-            vec = np.array([np.linalg.norm(xyz) if measured else xyz[2]])
+    if msgtype != codec.message_type:
+        raise ValueError(f"a {kind} sensor reading must be {codec.message_type}, got {msgtype!r}")
+    vec = codec.recorded_vector(msg, measured)
     return vec * scale if measured else vec
 
 

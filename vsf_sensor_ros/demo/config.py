@@ -51,6 +51,16 @@ class SensorInfo:
     attachment: str = ""
     measured_source: Optional[str] = None
 
+    @property
+    def codec(self) -> Any:
+        """The :class:`~vsf_sensor_ros.ros.messages.readings.ReadingCodec` of :attr:`kind`.
+
+        Raises:
+            KeyError: ``kind`` is not a reading kind.
+        """
+        from vsf_sensor_ros.ros.messages.readings import READING_CODECS
+        return READING_CODECS[self.kind]
+
 
 @dataclass
 class DemoConfig:
@@ -287,5 +297,5 @@ def press_body_indices(cfg: DemoConfig) -> List[int]:
     bodies: the box resting on the table is in contact all the time.  Empty
     (= any contact counts) when the demo has no Punyo sensor.
     """
-    watched = {s.attachment for s in cfg.sensors if s.kind in ("pressure", "dense_force")}
+    watched = {s.attachment for s in cfg.sensors if s.codec.membrane_reading}
     return [i for i, b in enumerate(cfg.contact_body_names) if b in watched]

@@ -163,9 +163,6 @@ def adjacent_stamps(stamps_ns: np.ndarray, contact_ns: np.ndarray) -> np.ndarray
     return order[idx[(idx >= 0) & (idx < order.size)]]
 
 
-PAD_AXES = ["force_x", "force_y", "force_z"]
-
-
 def pad_vs_klampt_native(cfg: DemoConfig, series: Dict[str, Tuple[Any, Any]],
                          tare_response_ns: Optional[int], contact_stamp_ns: np.ndarray
                          ) -> Optional[Dict[str, Any]]:
@@ -180,10 +177,10 @@ def pad_vs_klampt_native(cfg: DemoConfig, series: Dict[str, Tuple[Any, Any]],
     from vsf_sensor_ros.contact_sources.sim_sensors import SOURCE_KLAMPT_NATIVE
     for s in cfg.sensors:
         pred, meas = series.get(s.name, (None, None))
-        if s.kind == "wrench" and s.measured_source == SOURCE_KLAMPT_NATIVE and pred is not None \
+        if s.codec.pad_reading and s.measured_source == SOURCE_KLAMPT_NATIVE and pred is not None \
                 and meas is not None:
             return {"sensor": s.name, "units": "N",
-                    **agreement_numbers(pred, meas, tare_response_ns, contact_stamp_ns, PAD_AXES)}
+                    **agreement_numbers(pred, meas, tare_response_ns, contact_stamp_ns, list(s.codec.axes))}
     return None
 
 
@@ -204,7 +201,7 @@ def vs_mujoco(cfg: DemoConfig, series: Dict[str, Tuple[Any, Any]], tare_response
         pred, meas = series.get(s.name, (None, None))
         if s.measured_source not in MUJOCO_SOURCES or pred is None or meas is None:
             continue
-        names = PAD_AXES if s.kind == "wrench" else ["load"]
+        names = list(s.codec.axes)   # the pad's three axes or the load cell's one
         entry: Dict[str, Any] = {"measured_source": s.measured_source, "units": "N",
                                  **agreement_numbers(pred, meas, tare_response_ns, contact_stamp_ns, names),
                                  "peak": None}
@@ -308,7 +305,8 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
         if pred is None:
             continue
         source = measured_label(s.measured_source)
-        if s.kind == "pressure" and not pressure_done:
+        codec = s.codec
+        if codec.membrane_reading and not codec.per_vertex and not pressure_done:
             pressure_done = True
             tm = t(meas) if meas is not None else np.zeros(0)
             pm = np.array([v[0] for v in meas.values]) if meas is not None else np.zeros(0)
@@ -317,7 +315,7 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
                                          title=f"{s.name}: predicted vs measured ({cfg.world} world)\n"
                                                f"measured = {source}",
                                          measured_label=f"measured ({source})"))
-        elif s.kind == "dense_force" and not dense_done:
+        elif codec.per_vertex and not dense_done:
             dense_done = True
             log = session.logs[f"/{s.name}/predicted"]
             totals = np.array([np.abs(v).sum() for v in pred.values])
@@ -335,8 +333,7 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
                 title=f"{s.name} at peak contact, sim t={(pred.stamp_ns[k] - t_origin) * 1e-9:.2f} s",
                 measured_label=f"measured ({source})"))
         else:
-            labels = {"pressure": ["pressure"], "dense_force": None,
-                      "wrench": ["force_x", "force_y", "force_z"], "load": ["load"]}[s.kind]
+            labels = None if codec.axes is None else list(codec.axes)
             p = np.stack(pred.values)
             if labels is None:  # a second dense sensor: plot its total force per axis
                 p = p.reshape(len(p), -1, 3).sum(axis=1)
@@ -348,7 +345,7 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
             written.append(plot_components(None if meas is None else t(meas), m, t(pred), p, labels,
                                            cfg.out / f"{s.name}.png", tare_t, span,
                                            title=f"{s.name} ({s.type_name}); measured = {source}",
-                                           unit="Pa" if s.kind == "pressure" else "N",
+                                           unit=codec.unit,
                                            measured_label="measured (synthetic)"
                                            if s.measured_source == SOURCE_SYNTHETIC else "measured"))
     return written

@@ -248,6 +248,13 @@ class ReadingCodec:
             be published.
         plausible: ``(low, high)`` of a plausible measured value in SI, or None (no check).
         steps_sensor: the model keeps a period-sampled reading (Isaac's ``update(state, t)``).
+        message_type: ``pkg/msg/Type`` name of :attr:`message` (the type a recording names).
+        axes: names of the message's components in slot order (plot and summary labels), or
+            None when the vector is one force per mesh vertex.
+        membrane_reading: the reading comes from the Punyo bubble's membrane (pressure, dense
+            force): contact on its body is what "pressed" means in a demo.
+        pad_reading: the reading is a tactile pad's net force on three axes (Klampt
+            ``ContactSensor``).
     """
 
     kind: str = ""
@@ -259,6 +266,10 @@ class ReadingCodec:
     float32_values = False
     plausible: Optional[Tuple[float, float]] = None
     steps_sensor = False
+    message_type: str = ""
+    axes: Optional[Tuple[str, ...]] = None
+    membrane_reading = False
+    pad_reading = False
 
     def slots(self, names: List[str], vertices: Optional[np.ndarray]) -> Tuple[np.ndarray, Optional[int]]:
         """``(slots, flag)`` of :class:`SensorLayout` for ``names``.
@@ -289,6 +300,28 @@ class ReadingCodec:
         """
         raise NotImplementedError
 
+    def recorded_vector(self, msg, measured: bool) -> np.ndarray:
+        """The vector of a recorded ``<s>/predicted`` or ``<s>/measured`` message, before scaling.
+
+        ``msg`` is any object with the field names of :attr:`message_type` (an rclpy message
+        or one deserialised from a bag); values are returned as recorded, NaN included, so a
+        recording is analysed as it was.  Message-slot order (the order of :attr:`axes`).
+
+        Args:
+            msg: the message.
+            measured: the message is a measured one (the ``load`` kind reads it as the
+                magnitude ``|force|``, the predicted one as ``force.z``).
+
+        Returns:
+            float64 array: pressure ``[p]`` (Pa); dense force ``fx fy fz`` per point,
+            point-major (N); wrench ``[fx, fy, fz]`` (N); load ``[f]`` (N).
+
+        Raises:
+            ValueError: a cloud without ``fx fy fz`` or with a bad layout
+                (a :class:`~vsf_sensor_ros.ros.messages.pointcloud.CloudDecodeError`).
+        """
+        raise NotImplementedError
+
     def extra_markers(self, sensor_name: str, layout: SensorLayout, body_header: Header,
                       values: np.ndarray, force_scale: float) -> List[Marker]:
         """Markers of this kind beyond the contacts, forces and label (none by default)."""
@@ -313,6 +346,7 @@ class PressureCodec(ReadingCodec):
     measured_types = ("sensor_msgs/msg/FluidPressure",) + HEADERLESS_MEASURED_TYPES
     # absolute pressures from the Dead Sea shore to a pressurised membrane: outside, a unit mistake
     plausible = (2.0e4, 1.0e6)
+    message_type, axes, membrane_reading = "sensor_msgs/msg/FluidPressure", ("pressure",), True
 
     def slots(self, names, vertices):
         return np.array([_index(names, "pressure")]), None
@@ -335,6 +369,9 @@ class PressureCodec(ReadingCodec):
             return np.array([msg.data], dtype=np.float64)
         raise _mismatch(msg, layout)
 
+    def recorded_vector(self, msg, measured):
+        return np.array([msg.fluid_pressure], dtype=np.float64)
+
 
 class DenseForceCodec(ReadingCodec):
     """``dense_force`` (Punyo dense force): ``sensor_msgs/PointCloud2`` ``x y z fx fy fz`` per vertex, N."""
@@ -342,6 +379,7 @@ class DenseForceCodec(ReadingCodec):
     kind, sensor_types, message, unit = "dense_force", ("PunyoDenseForceSensor",), PointCloud2, "N"
     measured_types = ("sensor_msgs/msg/PointCloud2",)
     per_vertex = float32_values = True
+    message_type, membrane_reading = "sensor_msgs/msg/PointCloud2", True
 
     def slots(self, names, vertices):
         if vertices is None or 3 * len(vertices) != len(names):
@@ -374,6 +412,10 @@ class DenseForceCodec(ReadingCodec):
                                       f"{len(cols['fx'])} points for {len(layout.names) // 3} vertices")
         return np.stack([cols["fx"], cols["fy"], cols["fz"]], axis=1).reshape(-1)
 
+    def recorded_vector(self, msg, measured):
+        names = ("fx", "fy", "fz")
+        return float_columns(read_cloud(msg, names, exact_size=False), names).reshape(-1)
+
     def extra_markers(self, sensor_name, layout, body_header, values, force_scale):
         f = np.asarray(values, dtype=np.float64).reshape(-1, 3)
         loaded = np.abs(f).sum(axis=1) > 0
@@ -398,6 +440,7 @@ class _WrenchMessageCodec(ReadingCodec):
 
     message, unit = WrenchStamped, "N"
     measured_types = ("geometry_msgs/msg/WrenchStamped",)
+    message_type = "geometry_msgs/msg/WrenchStamped"
 
     def to_message(self, layout, values, stamp):
         msg = WrenchStamped(header=make_header(stamp, layout.reading_frame))
@@ -412,6 +455,7 @@ class WrenchCodec(_WrenchMessageCodec):
     """``wrench`` (Klampt ContactSensor): the force as the model reports it, in ``Tsensor``."""
 
     kind, sensor_types = "wrench", ("ContactSensor",)
+    axes, pad_reading = ("force_x", "force_y", "force_z"), True
 
     def slots(self, names, vertices):
         # Klampt lists only the axes with hasForce set; a missing axis is -1 (published as 0)
@@ -427,12 +471,17 @@ class WrenchCodec(_WrenchMessageCodec):
         f = msg.wrench.force
         return np.array([f.x, f.y, f.z], dtype=np.float64)
 
+    def recorded_vector(self, msg, measured):
+        f = msg.wrench.force
+        return np.array([f.x, f.y, f.z], dtype=np.float64)
+
 
 class LoadCodec(_WrenchMessageCodec):
     """``load`` (Isaac contact sensor): the scalar load on ``force.z`` of the sensor frame."""
 
     kind, sensor_types = "load", ("IsaacContactSensor",)
     steps_sensor = True
+    axes = ("load",)
 
     def slots(self, names, vertices):
         flag = None
@@ -450,6 +499,12 @@ class LoadCodec(_WrenchMessageCodec):
         f = msg.wrench.force
         # hypot: no overflow of the squares for huge finite components, no underflow for tiny ones
         return np.array([math.hypot(f.x, f.y, f.z)])
+
+    def recorded_vector(self, msg, measured):
+        f = msg.wrench.force
+        xyz = np.array([f.x, f.y, f.z], dtype=np.float64)
+        # measured: any one axis of a load cell (the decoder's magnitude); predicted: force.z
+        return np.array([np.linalg.norm(xyz) if measured else xyz[2]])
 
     def in_contact(self, layout, values, n_contacts):
         if layout.flag is not None:
