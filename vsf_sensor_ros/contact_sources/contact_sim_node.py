@@ -77,7 +77,7 @@ from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.parameters import declare_spec
 from vsf_sensor_ros.ros.parameter_table import Spec, check_value
 from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
-from vsf_sensor_ros.ros.messages.readings import encode_vector, make_header, sensor_layout
+from vsf_sensor_ros.ros.messages.readings import codec_of_type, encode_vector, make_header, sensor_layout
 from vsf_sensor_ros.world import xyz_quat_from_transform
 
 from .contact_sim import ContactSimulation
@@ -233,7 +233,7 @@ class ContactSimNode(Node):
             stream = MeasuredStream(spec, model, int(self.p["seed"]), i)
             if self.p["measured_source"] == "independent":
                 stream.source = independent_source(spec, self.sim, stream.sensor)
-            dense = spec.config["type"] == "PunyoDenseForceSensor"
+            dense = codec_of_type(spec.config["type"]).per_vertex
             verts = np.asarray(assets.bubble_mesh.vertices) if dense else None
             # stamped like the node's prediction: a pad / load cell reads in its sensor frame <s>_frame
             T_sensor = sensor_frame_transform(spec.config["type"], stream.sensor)

@@ -65,7 +65,7 @@ from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
 from vsf_sensor_ros.ros.main import run_node, user_args
 from vsf_sensor_ros.ros.parameters import declare_spec
-from vsf_sensor_ros.ros.messages.readings import encode_vector, make_header, sensor_layout
+from vsf_sensor_ros.ros.messages.readings import codec_of_type, encode_vector, make_header, sensor_layout
 from vsf_sensor_ros.ros.parameter_table import Spec, check_value
 from vsf_sensor_ros.sensor.base_sensor import SimState
 from vsf_sensor_ros.world import xyz_quat_from_transform
@@ -218,7 +218,7 @@ class MujocoContactNode(Node):
                 hi = float(spec.config.get("maxThreshold", INF))
                 stream.source = (lambda lo=lo, hi=hi: load_reading(self.scene, lo, hi))
             self.sources[name] = label
-            verts = np.asarray(assets.bubble_mesh.vertices) if kind == "PunyoDenseForceSensor" else None
+            verts = np.asarray(assets.bubble_mesh.vertices) if codec_of_type(kind).per_vertex else None
             T_sensor = sensor_frame_transform(kind, stream.sensor)
             frame = sensor_frame_name(spec.name) if T_sensor is not None else ""
             layout = sensor_layout(kind, att, stream.names, stream.sensor.measurement_errors(), verts, frame,
