@@ -74,7 +74,7 @@ def test_load_recording_cut_converts_hpa():
 @pytest.mark.skipif(not RECORDING.is_file(), reason=f"real Punyo recording absent: {RECORDING.resolve()}")
 def test_replay_of_a_cut_correlates_and_the_gain_helps(tmp_path):
     cmd = [sys.executable, "-m", "vsf_sensor_ros.demo.replay", "--recording", str(RECORDING), "--out",
-           str(tmp_path), "--frames", "30:130", "--speed", "2", "--camera", "off"]
+           str(tmp_path), "--frames", "30:130", "--speed", "1", "--camera", "off"]
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, f"replay failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
     summary = json.loads((tmp_path / "summary.json").read_text())
