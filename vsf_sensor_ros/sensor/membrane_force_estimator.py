@@ -1,3 +1,6 @@
+# One module although over the size guide: the estimator is one model -- the stiffness assembled
+# once, the per-frame displacement reading, the contact solve and the evaluation against a wrench
+# share its frames, units and constants, which its docstring states once for all of them.
 r"""Dense membrane force of a Punyo bubble measured by its own depth camera (library, no ROS).
 
 The Punyo bubble is a latex membrane clamped on an elliptic ring and inflated
