@@ -186,14 +186,23 @@ class NodeHealth:
                 old = _level(st.level)
                 st.message = "; ".join(lines + ([st.message] if old != OK else []))
                 st.level = max(old, level).to_bytes(1, "little")
-        array.status.extend(self.frequency_statuses(now, timeout))
+        # a topic status warns only for a stream some sensor needs (a pose no sensor rides on, or a
+        # prediction-only sensor's measured topic, is information, not a fault)
+        needed = {s.topic for inp in sensors.values() for s in inp.streams if not s.optional or s.count}
+        array.status.extend(self.frequency_statuses(now, timeout, needed))
         return array
 
-    def frequency_statuses(self, now: float, timeout: float) -> List[DiagnosticStatus]:
+    def frequency_statuses(self, now: float, timeout: float,
+                           needed: Optional[Set[str]] = None) -> List[DiagnosticStatus]:
         """One status per input topic, ``diagnostic_updater`` FrequencyStatus keys; opens a new window.
 
-        Level: WARN when no message arrived in the window of a stream that is needed (an optional
-        stream only once it has arrived); OK otherwise, message the frequency.
+        Args:
+            now, timeout: monotonic time and the silence that counts (s).
+            needed: the topics some sensor needs now; None: every non-optional stream, and an
+                optional one once it has arrived.
+
+        Level: WARN when no message arrived in the window of a needed stream; OK otherwise,
+        message the frequency.
         """
         out = []
         for topic, clock in self.streams.items():
@@ -201,7 +210,8 @@ class NodeHealth:
             events, duration = clock.count - count0, max(now - t0, 1e-9)
             self._window[topic] = (clock.count, now)
             freq = events / duration
-            silent = events == 0 and (not clock.optional or clock.count > 0)
+            need = (not clock.optional or clock.count > 0) if needed is None else topic in needed
+            silent = events == 0 and need
             level = WARN if silent and now - self.started >= timeout else OK
             message = (f"No events recorded on {topic} ({clock.type_name})" if events == 0
                        else f"{freq:.2f} Hz")

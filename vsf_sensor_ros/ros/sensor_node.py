@@ -529,15 +529,17 @@ class SensorNode(Node):
         return float(self.params.values["input_timeout"])
 
     def _measured_clock(self, h: SensorHandle) -> StreamClock:
-        """The clock of sensor ``h``'s measured topic (optional: a prediction-only sensor has none)."""
+        """The clock of sensor ``h``'s measured topic: needed when ``<s>.measured_topic`` names one
+        (the user expects a driver there), optional on the default topic (a prediction-only sensor
+        has none) until it has arrived."""
         sub = h.endpoints.measured if h.endpoints is not None else None
         topic = sub.topic_name if sub is not None else h.config.measured_topic()
         return self.health.stream(topic, type_name(enc.MEASURED_TYPES[h.config.measured_type()]),
-                                  optional=True)
+                                  optional=not str(h.config.values.get("measured_topic") or ""))
 
     def _needs(self, h: SensorHandle) -> List[StreamClock]:
         """The streams sensor ``h`` needs: contacts; joint states when joints move its body; the pose
-        of the free body it is on; its measured stream (optional until it has arrived)."""
+        of the free body it is on; its measured stream (see :meth:`_measured_clock`)."""
         needs = [self._contacts_clock]
         if any(h.name in s for s in self.joint_names.watched.values()):
             needs.append(self._joints_clock)
