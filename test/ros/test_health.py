@@ -88,3 +88,28 @@ def test_pressure_unit_problem_names_value_unit_and_scale():
     # Pa given a hPa scale: 101325 x 100 is 1.01e7 Pa; the reading as it is fits Pa
     assert "looks like Pa: set measured_scale: 1.0" in pressure_unit_problem(101325.0, 100.0, 2e4, 1e6)
     assert "no common pressure unit" in pressure_unit_problem(1e-9, 1.0, 2e4, 1e6)
+
+
+def test_topic_status_warns_only_for_a_stream_some_sensor_needs():
+    # an untracked free body's pose (no sensor rides on it) stays OK; the contacts a sensor needs warn
+    h = NodeHealth("/sensor_node", started=0.0)
+    contacts = h.stream("/contacts", "sensor_msgs/msg/PointCloud2")
+    h.stream("/object/pose", "geometry_msgs/msg/PoseStamped")
+    arr = DiagnosticArray(status=[DiagnosticStatus(name="/sensor_node: pressure", message="")])
+    h.apply(arr, now=10.0, timeout=3.0, sensors={"pressure": SensorInputs([contacts])})
+    topics = {st.name: st.level for st in arr.status if st.name.endswith("topic status")}
+    assert topics == {"/sensor_node: /contacts topic status": DiagnosticStatus.WARN,
+                      "/sensor_node: /object/pose topic status": DiagnosticStatus.OK}
+
+
+def test_a_needed_measured_topic_warns_before_its_first_message():
+    # measured_topic named by the user: needed from the start, so a wrong driver topic is seen
+    h = NodeHealth("/sensor_node", started=0.0)
+    contacts = h.stream("/contacts", "sensor_msgs/msg/PointCloud2")
+    measured = h.stream("/punyo/pressure", "std_msgs/msg/Float32", optional=False)
+    contacts.arrived(9.9)
+    h.predicted("pressure", 9.9)
+    arr = DiagnosticArray(status=[DiagnosticStatus(name="/sensor_node: pressure", message="")])
+    h.apply(arr, now=10.0, timeout=3.0, sensors={"pressure": SensorInputs([contacts, measured])})
+    assert arr.status[0].level == DiagnosticStatus.WARN
+    assert "no std_msgs/msg/Float32 on /punyo/pressure since start (10 s)" in arr.status[0].message
