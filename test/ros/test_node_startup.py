@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -142,8 +143,16 @@ def test_configuration_errors_stop_the_node_with_one_message(tmp_path, rclpy_con
             for case in names[first:first + BATCH]:
                 f = write_params(tmp_path / f"{case}.yaml", cases[case][0])
                 procs[case] = NodeProcess(f, tmp_path / f"{case}.log").start()
-            for case, proc in procs.items():
-                code = proc.wait(timeout=120)
+            for case, proc in list(procs.items()):
+                try:
+                    code = proc.wait(timeout=120)
+                except subprocess.TimeoutExpired:
+                    # hung in start-up before a single line (the Fast DDS lock above), which is not
+                    # what this test checks: that case once more, on its own
+                    proc.stop(timeout=2.0)
+                    proc = procs[case] = NodeProcess(tmp_path / f"{case}.yaml",
+                                                     tmp_path / f"{case}.retry.log").start()
+                    code = proc.wait(timeout=120)
                 out = proc.output()
                 _, parameter, value, text = cases[case]
                 lines = [ln for ln in out.splitlines() if "configuration error" in ln]
