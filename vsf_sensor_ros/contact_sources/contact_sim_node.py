@@ -54,33 +54,26 @@ from __future__ import annotations
 
 import math
 import sys
-import threading
-import time
 from typing import Any, Dict, List, Optional
 
 import klampt
 import numpy as np
-import rclpy
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import PoseStamped
-from rcl_interfaces.msg import SetParametersResult
-from rclpy.node import Node
-from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import JointState, PointCloud2
-from std_msgs.msg import Bool
+from sensor_msgs.msg import JointState
 
 from .. import embedded_world as ew
 from vsf_sensor_ros.ros.main import answer_help, parameter_usage, run_node
 from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.parameters import declare_spec
-from vsf_sensor_ros.ros.parameter_table import Spec, check_value
+from vsf_sensor_ros.ros.parameter_table import Spec
 from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
 from vsf_sensor_ros.ros.messages.readings import codec_of_type, encode_vector, make_header, sensor_layout
 from vsf_sensor_ros.world import xyz_quat_from_transform
 
 from .contact_sim import ContactSimulation
+from .stepping import SimulatorNode, finish, spin_until_done
 from .sim_sensors import DEMO_SENSORS, MeasuredStream, demo_sensor_specs, independent_source
 from .sim_world import BUBBLE, OBJECT, TABLE, WORLDS, build_scene, load_assets
 from .trajectory import PressProfile, PressTrajectory, bubble_tip
@@ -165,7 +158,7 @@ def param_spec(name: str, default: Any, description: str, read_only: bool, bound
 SPECS: Dict[str, Spec] = {name: param_spec(name, *row) for name, row in PARAMS.items()}
 
 
-class ContactSimNode(Node):
+class ContactSimNode(SimulatorNode):
     """The simulator node (see module doc).  Owns its publishers, simulation and worker thread.
 
     Raises:
@@ -175,10 +168,7 @@ class ContactSimNode(Node):
     """
 
     def __init__(self, **kwargs: Any) -> None:
-        # set first: destroy_node() may run on a half-built node (constructor error)
-        self._stop = threading.Event()
-        self._worker: Optional[threading.Thread] = None
-        super().__init__("contact_sim_node", **kwargs)
+        super().__init__("contact_sim_node", SPECS["rate_hz"], **kwargs)
         # declared with the sensor node's Spec machinery (descriptors, int -> double, range checks)
         self.p: Dict[str, Any] = {name: declare_spec(self, name, spec) for name, spec in SPECS.items()}
         if self.p["physics_dt"] > self.p["sim_dt"]:
@@ -192,7 +182,7 @@ class ContactSimNode(Node):
                              f"got {self.p['measured_source']!r}")
         if self.p["world"] not in WORLDS:
             raise ValueError(f"world must be one of {list(WORLDS)}, got {self.p['world']!r}")
-        self.add_on_set_parameters_callback(self._on_set)
+        self.add_on_set_parameters_callback(self.on_set_parameters)
 
         # -- simulation (Klampt's INFO/WARN console chatter about URDF materials and ODE
         # joint stops would drown the node's log)
@@ -248,90 +238,20 @@ class ContactSimNode(Node):
             f"measured streams: independent {[s.spec.name for s in self.streams if not s.synthetic]}, "
             f"synthetic (the package's own model + offset + noise) {synthetic}")
 
-        # -- publishers
-        reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
-                              reliability=ReliabilityPolicy.RELIABLE)
-        latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self.pub_joints = self.create_publisher(JointState, "joint_states", reliable)
-        self.pub_pose = self.create_publisher(PoseStamped, "object/pose", reliable)
-        self.pub_contacts = self.create_publisher(PointCloud2, "contacts", reliable)
-        self.pub_measured = [
-            self.create_publisher(lay.codec.message, f"{s.spec.name}/measured", reliable)
-            for s, lay in zip(self.streams, self._layouts)]
-        self.pub_done = self.create_publisher(Bool, "sim_done", latched)
-        self.pub_done.publish(Bool(data=False))
-        self.pub_clock = self.create_publisher(Clock, "/clock", reliable) if self.p["publish_clock"] else None
-
-        self.done = threading.Event()
-        self.failed: Optional[BaseException] = None
-        self.step_times: List[float] = []
-        self._worker = threading.Thread(target=self._run, name="contact_sim", daemon=True)
-        self._worker.start()
+        self.create_outputs([(st.spec.name, lay.codec.message) for st, lay in zip(self.streams, self._layouts)],
+                            bool(self.p["publish_clock"]))
+        self.start_stepping("contact_sim")
         self.get_logger().info(
             f"world {self.p['world']}: joints {scene.joint_names}, contact bodies "
             f"{self.p['contact_body_names']}, sensors {self.p['sensors']}; {self.p['duration_s']} s "
             f"simulated at sim_dt {self.p['sim_dt']} s, rate {self.p['rate_hz']} Hz")
 
-    # ------------------------------------------------------------------ parameters
-    def _on_set(self, params: List[Parameter]) -> SetParametersResult:
-        for prm in params:
-            if prm.name == "rate_hz":
-                v = prm.value
-                if not isinstance(v, (int, float)) or isinstance(v, bool):
-                    return SetParametersResult(successful=False,
-                                               reason=f"rate_hz must be a number, got {v!r}")
-                try:
-                    check_value("rate_hz", SPECS["rate_hz"], v)
-                except ValueError as exc:
-                    return SetParametersResult(successful=False, reason=str(exc))
-        for prm in params:
-            if prm.name == "rate_hz":
-                self.p["rate_hz"] = float(prm.value)
-        return SetParametersResult(successful=True)
+    @property
+    def simulated_time(self) -> float:
+        """Simulation time reached, s."""
+        return float(self.sim.time)
 
     # ------------------------------------------------------------------ stepping
-    def _wait_start(self) -> None:
-        n = int(self.p["wait_for_subscribers"])
-        deadline = time.monotonic() + 30.0
-        while n > 0 and self.pub_contacts.get_subscription_count() < n and time.monotonic() < deadline:
-            if self._stop.wait(0.05):
-                return
-        self._stop.wait(float(self.p["start_delay_s"]))
-
-    def _run(self) -> None:
-        try:
-            self._wait_start()
-            n_steps = int(round(self.p["duration_s"] / self.p["sim_dt"]))
-            t_next = time.monotonic()
-            for _ in range(n_steps):
-                if self._stop.is_set():
-                    return
-                t0 = time.perf_counter()
-                self.step_once()
-                self.step_times.append(time.perf_counter() - t0)
-                rate = float(self.p["rate_hz"])
-                if rate > 0.0:
-                    t_next += 1.0 / rate
-                    delay = t_next - time.monotonic()
-                    if delay > 0.0:
-                        self._stop.wait(delay)
-                    else:
-                        t_next = time.monotonic()  # behind: do not burst to catch up
-            if self.step_times:
-                st = np.asarray(self.step_times) * 1e3
-                self.get_logger().info(
-                    f"done: {len(st)} steps, {self.sim.time:.2f} s simulated; step cost mean "
-                    f"{st.mean():.2f} ms, p95 {np.percentile(st, 95):.2f} ms")
-            self.pub_done.publish(Bool(data=True))
-        except Exception as exc:  # noqa: BLE001 - reported, then the node ends
-            if self._stop.is_set() or not self.context.ok():
-                return  # shutting down: publishers may already be gone
-            self.get_logger().error(f"simulation failed: {type(exc).__name__}: {exc}")
-            self.failed = exc
-        finally:
-            self.done.set()
-
     def step_once(self) -> None:
         """Advance one step and publish joint states, object pose, contacts and measured streams."""
         self.sim.step()
@@ -357,33 +277,6 @@ class ContactSimNode(Node):
                                                           frame))
         for stream, layout, pub in zip(self.streams, self._layouts, self.pub_measured):
             pub.publish(encode_vector(layout, stream.measure(state), stamp))
-
-    def stop(self) -> None:
-        """Stop the worker thread (idempotent)."""
-        self._stop.set()
-        if self._worker is not None and self._worker.is_alive():
-            self._worker.join(timeout=5.0)
-
-    def destroy_node(self) -> None:
-        """Stop stepping, then release the ROS entities."""
-        self.stop()
-        super().destroy_node()
-
-
-def _spin_until_done(node: "ContactSimNode") -> None:
-    """Spin until shutdown, or until the run is done (``exit_on_done``) and ``linger_s`` has passed."""
-    while rclpy.ok():
-        rclpy.spin_once(node, timeout_sec=0.1)
-        if node.done.is_set() and node.p["exit_on_done"]:
-            end = time.monotonic() + float(node.p["linger_s"])
-            while rclpy.ok() and time.monotonic() < end:
-                rclpy.spin_once(node, timeout_sec=0.05)
-            break
-
-
-def _finish(node: "ContactSimNode") -> int:
-    node.stop()
-    return 1 if node.failed is not None else 0
 
 
 def usage():
@@ -413,7 +306,7 @@ def main(args: Optional[List[str]] = None) -> int:
     answer_help(argv, usage())   # before rclpy.init: a help request simulates and publishes nothing
     return run_node("contact_sim_node", ContactSimNode, args,
                     config_errors=(ValueError, FileNotFoundError, RuntimeError),
-                    spin=_spin_until_done, finish=_finish)
+                    spin=spin_until_done, finish=finish)
 
 
 if __name__ == "__main__":

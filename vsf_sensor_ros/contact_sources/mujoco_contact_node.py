@@ -39,22 +39,14 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import threading
-import time
 from typing import Any, Dict, List, Optional, Sequence
 
 import mujoco
 import numpy as np
-import rclpy
 import torch
 from geometry_msgs.msg import PoseStamped
-from rcl_interfaces.msg import SetParametersResult
-from rclpy.node import Node
-from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import JointState, PointCloud2
-from std_msgs.msg import Bool
+from sensor_msgs.msg import JointState
 
 from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.contact_sources.contact_sim_node import param_spec, sim_time_msg
@@ -66,10 +58,11 @@ from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
 from vsf_sensor_ros.ros.main import run_node, user_args
 from vsf_sensor_ros.ros.parameters import declare_spec
 from vsf_sensor_ros.ros.messages.readings import codec_of_type, encode_vector, make_header, sensor_layout
-from vsf_sensor_ros.ros.parameter_table import Spec, check_value
+from vsf_sensor_ros.ros.parameter_table import Spec
 from vsf_sensor_ros.sensor.base_sensor import SimState
 from vsf_sensor_ros.world import xyz_quat_from_transform
 
+from .stepping import SimulatorNode, finish, spin_until_done
 from .mujoco_scene import (BUBBLE, OBJECT, SOURCE_MUJOCO_FORCE, SOURCE_MUJOCO_TOUCH, TABLE, MujocoScene,
                            MujocoSceneConfig, PressPlan, load_reading, mujoco_source_label, pad_reading)
 
@@ -138,7 +131,7 @@ class _Named:
         return self._name
 
 
-class MujocoContactNode(Node):
+class MujocoContactNode(SimulatorNode):
     """The MuJoCo contact source node (see the module doc).  Owns its publishers, scene and worker.
 
     Raises:
@@ -147,9 +140,7 @@ class MujocoContactNode(Node):
     """
 
     def __init__(self, **kwargs: Any) -> None:
-        self._stop = threading.Event()      # first: destroy_node() may run on a half-built node
-        self._worker: Optional[threading.Thread] = None
-        super().__init__("mujoco_contact_node", **kwargs)
+        super().__init__("mujoco_contact_node", SPECS["rate_hz"], **kwargs)
         self.p: Dict[str, Any] = {name: declare_spec(self, name, spec) for name, spec in SPECS.items()}
         p = self.p
         if p["physics_dt"] > p["sim_dt"]:
@@ -167,7 +158,7 @@ class MujocoContactNode(Node):
         names = list(p["contact_body_names"])
         if len(set(names)) != len(names) or not all(names):
             raise ValueError(f"contact_body_names must be distinct non-empty names, got {names}")
-        self.add_on_set_parameters_callback(self._on_set)
+        self.add_on_set_parameters_callback(self.on_set_parameters)
 
         # -- scene and press
         assets = embedded_assets()
@@ -230,88 +221,20 @@ class MujocoContactNode(Node):
                                + ", ".join(f"{n} <- {s}" for n, s in self.sources.items())
                                + " (MuJoCo has no counterpart of the Punyo pressure or membrane force)")
 
-        # -- publishers
-        reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
-                              reliability=ReliabilityPolicy.RELIABLE)
-        latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self.pub_joints = self.create_publisher(JointState, "joint_states", reliable)
-        self.pub_pose = self.create_publisher(PoseStamped, "object/pose", reliable)
-        self.pub_contacts = self.create_publisher(PointCloud2, "contacts", reliable)
-        self.pub_measured = [self.create_publisher(lay.codec.message, f"{s.spec.name}/measured", reliable)
-                             for s, lay in zip(self.streams, self._layouts)]
-        self.pub_done = self.create_publisher(Bool, "sim_done", latched)
-        self.pub_done.publish(Bool(data=False))
-        self.pub_clock = self.create_publisher(Clock, "/clock", reliable) if p["publish_clock"] else None
-
-        self.done = threading.Event()
-        self.failed: Optional[BaseException] = None
-        self.step_times: List[float] = []
-        self._worker = threading.Thread(target=self._run, name="mujoco_contact", daemon=True)
-        self._worker.start()
+        self.create_outputs([(st.spec.name, lay.codec.message) for st, lay in zip(self.streams, self._layouts)],
+                            bool(p["publish_clock"]))
+        self.start_stepping("mujoco_contact")
         self.get_logger().info(
             f"MuJoCo scene: joints {self.scene.joint_names}, contact bodies {names}, sensors {p['sensors']}; "
             f"{p['duration_s']} s simulated at sim_dt {p['sim_dt']} s ({self._substeps} MuJoCo steps), "
             f"rate {p['rate_hz']} Hz")
 
-    # ------------------------------------------------------------------ parameters
-    def _on_set(self, params: List[Parameter]) -> SetParametersResult:
-        for prm in params:
-            if prm.name == "rate_hz":
-                v = prm.value
-                if not isinstance(v, (int, float)) or isinstance(v, bool):
-                    return SetParametersResult(successful=False,
-                                               reason=f"rate_hz must be a number, got {v!r}")
-                try:
-                    check_value("rate_hz", SPECS["rate_hz"], v)
-                except ValueError as exc:
-                    return SetParametersResult(successful=False, reason=str(exc))
-        for prm in params:
-            if prm.name == "rate_hz":
-                self.p["rate_hz"] = float(prm.value)
-        return SetParametersResult(successful=True)
+    @property
+    def simulated_time(self) -> float:
+        """Simulation time reached, s."""
+        return float(self.scene.time)
 
     # ------------------------------------------------------------------ stepping
-    def _wait_start(self) -> None:
-        n = int(self.p["wait_for_subscribers"])
-        deadline = time.monotonic() + 30.0
-        while n > 0 and self.pub_contacts.get_subscription_count() < n and time.monotonic() < deadline:
-            if self._stop.wait(0.05):
-                return
-        self._stop.wait(float(self.p["start_delay_s"]))
-
-    def _run(self) -> None:
-        try:
-            self._wait_start()
-            n_steps = int(round(self.p["duration_s"] / self.p["sim_dt"]))
-            t_next = time.monotonic()
-            for _ in range(n_steps):
-                if self._stop.is_set():
-                    return
-                t0 = time.perf_counter()
-                self.step_once()
-                self.step_times.append(time.perf_counter() - t0)
-                rate = float(self.p["rate_hz"])
-                if rate > 0.0:
-                    t_next += 1.0 / rate
-                    delay = t_next - time.monotonic()
-                    if delay > 0.0:
-                        self._stop.wait(delay)
-                    else:
-                        t_next = time.monotonic()  # behind: do not burst to catch up
-            if self.step_times:
-                st = np.asarray(self.step_times) * 1e3
-                self.get_logger().info(f"done: {len(st)} steps, {self.scene.time:.2f} s simulated; step cost "
-                                       f"mean {st.mean():.2f} ms, p95 {np.percentile(st, 95):.2f} ms")
-            self.pub_done.publish(Bool(data=True))
-        except Exception as exc:  # noqa: BLE001 - reported, then the node ends
-            if self._stop.is_set() or not self.context.ok():
-                return
-            self.get_logger().error(f"simulation failed: {type(exc).__name__}: {exc}")
-            self.failed = exc
-        finally:
-            self.done.set()
-
     def step_once(self) -> None:
         """Advance ``sim_dt`` and publish clock, joint states, object pose, contacts and measured streams."""
         sc = self.scene
@@ -351,17 +274,6 @@ class MujocoContactNode(Node):
         transforms = {b: torch.as_tensor(self.scene.body_transform(b), dtype=torch.float64) for b in bodies}
         return SimState(transforms, {}, contacts)
 
-    def stop(self) -> None:
-        """Stop the worker thread (idempotent)."""
-        self._stop.set()
-        if self._worker is not None and self._worker.is_alive():
-            self._worker.join(timeout=5.0)
-
-    def destroy_node(self) -> None:
-        """Stop stepping, then release the ROS entities."""
-        self.stop()
-        super().destroy_node()
-
 
 def usage() -> argparse.ArgumentParser:
     """The command line: only ``-h`` / ``--help`` (every parameter with its default, an example);
@@ -379,22 +291,6 @@ def usage() -> argparse.ArgumentParser:
         ["mujoco_contact_node --ros-args -p rate_hz:=50.0 -p duration_s:=10.0"])
 
 
-def _spin_until_done(node: "MujocoContactNode") -> None:
-    """Spin until shutdown, or until the run is done (``exit_on_done``) and ``linger_s`` has passed."""
-    while rclpy.ok():
-        rclpy.spin_once(node, timeout_sec=0.1)
-        if node.done.is_set() and node.p["exit_on_done"]:
-            end = time.monotonic() + float(node.p["linger_s"])
-            while rclpy.ok() and time.monotonic() < end:
-                rclpy.spin_once(node, timeout_sec=0.05)
-            break
-
-
-def _finish(node: "MujocoContactNode") -> int:
-    node.stop()
-    return 1 if node.failed is not None else 0
-
-
 def main(args: Optional[Sequence[str]] = None) -> int:
     """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): init, spin until done (or
     Ctrl-C), shut down cleanly.
@@ -410,7 +306,7 @@ def main(args: Optional[Sequence[str]] = None) -> int:
     usage().parse_known_args(user_args(argv))       # exits 0 after printing for -h / --help
     return run_node("mujoco_contact_node", MujocoContactNode, argv,
                     config_errors=(ValueError, FileNotFoundError, RuntimeError),
-                    spin=_spin_until_done, finish=_finish)
+                    spin=spin_until_done, finish=finish)
 
 
 if __name__ == "__main__":

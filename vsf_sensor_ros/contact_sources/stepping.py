@@ -1,0 +1,180 @@
+"""What the package's simulator nodes share: outputs, a paced stepping thread, ``rate_hz`` live.
+
+:class:`SimulatorNode` is the base of ``contact_sim_node`` (Klampt/ODE) and ``mujoco_contact_node``
+(MuJoCo).  A subclass builds its scene and measured streams, calls :meth:`SimulatorNode.create_outputs`
+and :meth:`SimulatorNode.start_stepping`, and implements :meth:`SimulatorNode.step_once` (advance
+``sim_dt`` and publish) and :attr:`SimulatorNode.simulated_time`.  The worker thread steps
+``round(duration_s / sim_dt)`` times at ``rate_hz`` (0 = as fast as possible; when behind it does
+not burst to catch up), then publishes ``sim_done: true``.  A step that raises ends the run: the
+error is logged and kept in ``failed`` (exit code 1 from :func:`finish`).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+import rclpy
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from geometry_msgs.msg import PoseStamped
+from sensor_msgs.msg import JointState, PointCloud2
+from std_msgs.msg import Bool
+
+from vsf_sensor_ros.ros.parameter_table import Spec, check_value
+
+__all__ = ["SimulatorNode", "finish", "spin_until_done"]
+
+
+class SimulatorNode(Node):
+    """Base class of a simulator node: publishers, the stepping thread, the live ``rate_hz``.
+
+    The subclass must set ``self.p`` (parameter values: ``rate_hz``, ``duration_s``, ``sim_dt``,
+    ``wait_for_subscribers``, ``start_delay_s``, ``exit_on_done``, ``linger_s``) before
+    :meth:`start_stepping`, and pass its parameter table's ``rate_hz`` :class:`Spec` to the
+    constructor (the bounds a live change is checked against).
+
+    Attributes:
+        done: set when the run has ended (finished, failed or stopped).
+        failed: the exception that ended the run, or None.
+        step_times: wall seconds of each :meth:`step_once`.
+    """
+
+    def __init__(self, node_name: str, rate_spec: Spec, **kwargs: Any) -> None:
+        # set first: destroy_node() may run on a half-built node (a constructor error)
+        self._stop = threading.Event()
+        self._worker: Optional[threading.Thread] = None
+        self._rate_spec = rate_spec
+        self.p: Dict[str, Any] = {}
+        self.done = threading.Event()
+        self.failed: Optional[BaseException] = None
+        self.step_times: List[float] = []
+        super().__init__(node_name, **kwargs)
+
+    # ------------------------------------------------------------------ outputs
+    def create_outputs(self, measured: Sequence[Any], publish_clock: bool) -> None:
+        """Create ``joint_states``, ``object/pose``, ``contacts``, one ``<s>/measured`` per stream,
+        the latched ``sim_done`` (published False now) and, when asked, ``/clock``.
+
+        Args:
+            measured: ``(sensor name, message class)`` per measured stream, in stream order.
+            publish_clock: also publish simulation time on ``/clock``.
+        """
+        reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                              reliability=ReliabilityPolicy.RELIABLE)
+        latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.pub_joints = self.create_publisher(JointState, "joint_states", reliable)
+        self.pub_pose = self.create_publisher(PoseStamped, "object/pose", reliable)
+        self.pub_contacts = self.create_publisher(PointCloud2, "contacts", reliable)
+        self.pub_measured = [self.create_publisher(message, f"{name}/measured", reliable)
+                             for name, message in measured]
+        self.pub_done = self.create_publisher(Bool, "sim_done", latched)
+        self.pub_done.publish(Bool(data=False))
+        self.pub_clock = self.create_publisher(Clock, "/clock", reliable) if publish_clock else None
+
+    def start_stepping(self, thread_name: str) -> None:
+        """Start the worker thread that runs the session (see the module doc)."""
+        self._worker = threading.Thread(target=self._run, name=thread_name, daemon=True)
+        self._worker.start()
+
+    # ------------------------------------------------------------------ what a subclass provides
+    @property
+    def simulated_time(self) -> float:
+        """Simulation time reached, s."""
+        raise NotImplementedError
+
+    def step_once(self) -> None:
+        """Advance ``sim_dt`` and publish this step's messages."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ parameters
+    def on_set_parameters(self, params: List[Parameter]) -> SetParametersResult:
+        """Parameter callback: ``rate_hz`` is live (a number within its bounds); all or nothing."""
+        for prm in params:
+            if prm.name == "rate_hz":
+                v = prm.value
+                if not isinstance(v, (int, float)) or isinstance(v, bool):
+                    return SetParametersResult(successful=False, reason=f"rate_hz must be a number, got {v!r}")
+                try:
+                    check_value("rate_hz", self._rate_spec, v)
+                except ValueError as exc:
+                    return SetParametersResult(successful=False, reason=str(exc))
+        for prm in params:
+            if prm.name == "rate_hz":
+                self.p["rate_hz"] = float(prm.value)
+        return SetParametersResult(successful=True)
+
+    # ------------------------------------------------------------------ stepping
+    def _wait_start(self) -> None:
+        n = int(self.p["wait_for_subscribers"])
+        deadline = time.monotonic() + 30.0
+        while n > 0 and self.pub_contacts.get_subscription_count() < n and time.monotonic() < deadline:
+            if self._stop.wait(0.05):
+                return
+        self._stop.wait(float(self.p["start_delay_s"]))
+
+    def _run(self) -> None:
+        try:
+            self._wait_start()
+            n_steps = int(round(self.p["duration_s"] / self.p["sim_dt"]))
+            t_next = time.monotonic()
+            for _ in range(n_steps):
+                if self._stop.is_set():
+                    return
+                t0 = time.perf_counter()
+                self.step_once()
+                self.step_times.append(time.perf_counter() - t0)
+                rate = float(self.p["rate_hz"])
+                if rate > 0.0:
+                    t_next += 1.0 / rate
+                    delay = t_next - time.monotonic()
+                    if delay > 0.0:
+                        self._stop.wait(delay)
+                    else:
+                        t_next = time.monotonic()  # behind: do not burst to catch up
+            if self.step_times:
+                st = np.asarray(self.step_times) * 1e3
+                self.get_logger().info(
+                    f"done: {len(st)} steps, {self.simulated_time:.2f} s simulated; step cost mean "
+                    f"{st.mean():.2f} ms, p95 {np.percentile(st, 95):.2f} ms")
+            self.pub_done.publish(Bool(data=True))
+        except Exception as exc:  # noqa: BLE001 - reported, then the node ends
+            if self._stop.is_set() or not self.context.ok():
+                return  # shutting down: publishers may already be gone
+            self.get_logger().error(f"simulation failed: {type(exc).__name__}: {exc}")
+            self.failed = exc
+        finally:
+            self.done.set()
+
+    def stop(self) -> None:
+        """Stop the worker thread (idempotent)."""
+        self._stop.set()
+        if self._worker is not None and self._worker.is_alive():
+            self._worker.join(timeout=5.0)
+
+    def destroy_node(self) -> None:
+        """Stop stepping, then release the ROS entities."""
+        self.stop()
+        super().destroy_node()
+
+
+def spin_until_done(node: SimulatorNode) -> None:
+    """Spin until shutdown, or until the run is done (``exit_on_done``) and ``linger_s`` has passed."""
+    while rclpy.ok():
+        rclpy.spin_once(node, timeout_sec=0.1)
+        if node.done.is_set() and node.p["exit_on_done"]:
+            end = time.monotonic() + float(node.p["linger_s"])
+            while rclpy.ok() and time.monotonic() < end:
+                rclpy.spin_once(node, timeout_sec=0.05)
+            break
+
+
+def finish(node: SimulatorNode) -> int:
+    """Exit code of a run: 1 when the simulation failed, else 0 (after stopping the worker)."""
+    node.stop()
+    return 1 if node.failed is not None else 0
