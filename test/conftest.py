@@ -43,3 +43,25 @@ def rclpy_context():
     yield
     if owner:
         rclpy.try_shutdown()
+
+
+@pytest.fixture
+def private_ros(monkeypatch):
+    """A private rclpy context on its own leased domain (loopback discovery only), with an executor.
+
+    Yields ``(context, executor, domain_id)``; for tests that start nodes in-process and must not
+    share the session's domain with node processes of other tests.
+    """
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    domain = free_domain_id()
+    for key in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_LOCALHOST_ONLY"):
+        monkeypatch.delenv(key, raising=False)
+    apply_localhost_env(domain)
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=domain)
+    executor = SingleThreadedExecutor(context=ctx)
+    yield ctx, executor, domain
+    executor.shutdown()
+    rclpy.shutdown(context=ctx)
+    release_domain_id(domain)

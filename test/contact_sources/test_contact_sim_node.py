@@ -2,9 +2,7 @@
 
 import numpy as np
 import pytest
-import rclpy
 from geometry_msgs.msg import PoseStamped, WrenchStamped
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -13,7 +11,6 @@ from std_msgs.msg import Bool
 
 from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.contact_sources.contact_sim_node import ContactSimNode, main
-from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id, release_domain_id
 from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts
 from vsf_sensor_ros.ros.messages.readings import read_cloud_fields
 from test.ros.node_helpers import spin_until
@@ -23,19 +20,9 @@ BODIES = ["punyo", "object", "table"]
 
 
 @pytest.fixture
-def ros(monkeypatch):
-    """A private rclpy context on a leased domain, loopback discovery only."""
-    domain = free_domain_id()
-    for key in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_LOCALHOST_ONLY"):
-        monkeypatch.delenv(key, raising=False)
-    apply_localhost_env(domain)
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=domain)
-    executor = SingleThreadedExecutor(context=ctx)
-    yield ctx, executor, domain
-    executor.shutdown()
-    rclpy.shutdown(context=ctx)
-    release_domain_id(domain)
+def ros(private_ros):
+    """A private rclpy context on a leased domain (see the root conftest)."""
+    return private_ros
 
 
 def test_node_publishes_joint_states_contacts_pose_measured_and_done(ros):

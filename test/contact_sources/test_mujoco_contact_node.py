@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import rclpy
 from geometry_msgs.msg import PoseStamped, WrenchStamped
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -21,7 +20,6 @@ from vsf_sensor_ros.demo.analysis import Series
 from vsf_sensor_ros.demo.demo import build_parser
 from vsf_sensor_ros.demo.config import SensorInfo, check_pairing, resolve_config
 from vsf_sensor_ros.demo.session import mujoco_sim_command
-from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id, release_domain_id
 from vsf_sensor_ros.demo.summary import vs_mujoco
 from vsf_sensor_ros.contact_sources.mujoco_contact_node import MujocoContactNode, main
 from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts
@@ -33,19 +31,9 @@ BODIES = ["punyo", "object", "table"]
 
 
 @pytest.fixture
-def ros(monkeypatch):
-    """A private rclpy context on a leased domain, loopback discovery only."""
-    domain = free_domain_id()
-    for key in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_LOCALHOST_ONLY"):
-        monkeypatch.delenv(key, raising=False)
-    apply_localhost_env(domain)
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=domain)
-    executor = SingleThreadedExecutor(context=ctx)
-    yield ctx, executor, domain
-    executor.shutdown()
-    rclpy.shutdown(context=ctx)
-    release_domain_id(domain)
+def ros(private_ros):
+    """A private rclpy context on a leased domain (see the root conftest)."""
+    return private_ros
 
 
 def test_node_publishes_mujocos_state_contacts_and_sensors_over_dds(ros):

@@ -5,7 +5,6 @@ import time
 import pytest
 import rclpy
 from geometry_msgs.msg import WrenchStamped
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import FluidPressure, PointCloud2
@@ -13,24 +12,13 @@ from std_msgs.msg import String
 
 from vsf_sensor_ros.demo.recorder import (TopicRecorder, cloud_point_count, header_stamp_ns, message_class,
                                           passes_message_info, write_bag)
-from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id, release_domain_id
 from test.ros.node_helpers import spin_until
 
 
 @pytest.fixture
-def ros(monkeypatch):
-    """A private rclpy context on a leased domain, loopback discovery only."""
-    domain = free_domain_id()
-    for key in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_LOCALHOST_ONLY"):
-        monkeypatch.delenv(key, raising=False)
-    apply_localhost_env(domain)
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=domain)
-    executor = SingleThreadedExecutor(context=ctx)
-    yield ctx, executor
-    executor.shutdown()
-    rclpy.shutdown(context=ctx)
-    release_domain_id(domain)
+def ros(private_ros):
+    """A private rclpy context on a leased domain (see the root conftest)."""
+    return private_ros
 
 
 def pressure(sec, nanosec, value):
@@ -79,7 +67,7 @@ def test_message_info_detection_matches_what_rclpy_actually_passes(ros):
     # the feature exists (Jazzy and Kilted, whether or not rclpy exports the
     # MessageInfo name) and is called with the message alone where it does not
     # (Humble), which raises TypeError out of the executor.
-    ctx, executor = ros
+    ctx, executor, _ = ros
     node = rclpy.create_node("info_probe", context=ctx)
     executor.add_node(node)
     calls = []
@@ -112,7 +100,7 @@ def test_message_class_imports_the_type_or_raises_naming_it():
 
 
 def test_records_reliable_best_effort_and_latched_topics_and_writes_readable_mcap(ros, tmp_path):
-    ctx, executor = ros
+    ctx, executor, _ = ros
     talker = rclpy.create_node("tiny_talker", context=ctx)
     rec_node = rclpy.create_node("tiny_recorder", context=ctx)
     executor.add_node(talker)
