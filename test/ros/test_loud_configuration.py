@@ -131,7 +131,7 @@ def test_a_misspelt_sensor_key_is_a_warning_naming_it_and_the_closest_key(make):
     assert v["configuration"] == "1"
     assert "'pressure.measured_scael'" in v["configuration.problems"]
     assert "did you mean 'pressure.measured_scale'" in v["configuration.problems"]
-    assert "1 configuration problems" in st.message
+    assert "1 configuration problem" in st.message and "problems" not in st.message.split(";")[0]
 
 
 def test_a_misspelt_top_level_key_names_the_closest_key(make):

@@ -169,7 +169,8 @@ class NodeHealth:
                 st.values.append(KeyValue(key="configuration.problems", value="; ".join(problems) or "none"))
                 if problems:
                     st.level = max(_level(st.level), WARN).to_bytes(1, "little")
-                    st.message = "; ".join([f"{len(problems)} configuration problems"]
+                    n = len(problems)
+                    st.message = "; ".join([f"{n} configuration problem{'' if n == 1 else 's'}"]
                                            + ([st.message] if st.message != "OK" else []))
                 continue
             name = st.name.rpartition(": ")[2]

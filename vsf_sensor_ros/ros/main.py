@@ -213,7 +213,8 @@ def _shown(default: Any) -> str:
     if isinstance(default, str):
         return repr(default)
     if isinstance(default, (list, tuple)):
-        return "[" + ", ".join(_shown(v) for v in default) + "]"
+        # [''] is how an empty string array is declared (a ROS parameter's type comes from its default)
+        return "[" + ", ".join(_shown(v) for v in default if v != "") + "]"
     return str(default)
 
 
