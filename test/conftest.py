@@ -65,3 +65,17 @@ def private_ros(monkeypatch):
     executor.shutdown()
     rclpy.shutdown(context=ctx)
     release_domain_id(domain)
+
+
+@pytest.fixture
+def default_context_free():
+    """For tests of a console script's ``main()``, which initialises and shuts down rclpy's default
+    context itself (as ``ros2 run`` does): when :func:`rclpy_context` holds it for the session, it is
+    shut down for the test and initialised again afterwards (no session-wide node lives in it)."""
+    import rclpy
+    held = rclpy.ok()
+    if held:
+        rclpy.shutdown()
+    yield
+    if held and not rclpy.ok():
+        rclpy.init()

@@ -93,9 +93,9 @@ def test_vsf_replay_without_recording_prints_usage_and_one_error_line(tmp_path):
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 def test_parameter_usage_lists_each_parameter_with_its_default(flag):
     from vsf_sensor_ros.ros.main import answer_help, parameter_usage
-    parser = parameter_usage("x_node", "does x", [("rate", 2.5, "how often"), ("names", ["a", "b"], "which"),
-                              ("none_yet", [""], "an empty string array, declared as ROS declares one")],
-                             ["x_node --ros-args -p rate:=1.0"])
+    params = [("rate", 2.5, "how often"), ("names", ["a", "b"], "which"),
+              ("none_yet", [""], "an empty string array, declared as ROS declares one")]
+    parser = parameter_usage("x_node", "does x", params, ["x_node --ros-args -p rate:=1.0"])
     text = parser.format_help()
     assert "rate (default: 2.5)\n      how often" in text
     assert "names (default: ['a', 'b'])" in text

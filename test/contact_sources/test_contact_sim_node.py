@@ -97,7 +97,7 @@ def test_node_publishes_joint_states_contacts_pose_measured_and_done(ros):
     assert abs(load.mean() - 0.05) < 0.03                   # no bubble contact: 0 N + 0.05 N offset
 
 
-def test_main_exits_zero_after_the_run(ros):
+def test_main_exits_zero_after_the_run(ros, default_context_free):
     _, _, domain = ros
     # main() owns the default context: the environment above already confines it to this host.
     code = main(["contact_sim_node", "--ros-args", "-p", "duration_s:=0.05", "-p", "rate_hz:=0.0",
@@ -105,7 +105,7 @@ def test_main_exits_zero_after_the_run(ros):
     assert code == 0
 
 
-def test_main_reports_a_configuration_error_with_exit_code_2(ros):
+def test_main_reports_a_configuration_error_with_exit_code_2(ros, default_context_free):
     code = main(["contact_sim_node", "--ros-args", "-p", "world:=mars"])
     assert code == 2
 

@@ -101,7 +101,7 @@ def test_node_publishes_mujocos_state_contacts_and_sensors_over_dds(ros):
     assert np.linalg.norm([load.x, load.y, load.z]) - 0.05 == pytest.approx(on_bubble[2], rel=0.05)
 
 
-def test_help_prints_usage_and_exits_zero_without_a_ros_participant():
+def test_help_prints_usage_and_exits_zero_without_a_ros_participant(default_context_free):
     res = subprocess.run([sys.executable, "-m", "vsf_sensor_ros.contact_sources.mujoco_contact_node",
                           "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
@@ -112,7 +112,7 @@ def test_help_prints_usage_and_exits_zero_without_a_ros_participant():
     assert not rclpy.ok()                   # the default context was never initialised
 
 
-def test_main_runs_and_reports_a_configuration_error_with_exit_code_2(ros):
+def test_main_runs_and_reports_a_configuration_error_with_exit_code_2(ros, default_context_free):
     code = main(["mujoco_contact_node", "--ros-args", "-p", "duration_s:=0.05", "-p", "rate_hz:=0.0",
                  "-p", "start_delay_s:=0.0", "-p", "linger_s:=0.0", "-p", "sensors:=['object_load']"])
     assert code == 0

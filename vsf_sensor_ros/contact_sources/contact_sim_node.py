@@ -238,8 +238,8 @@ class ContactSimNode(SimulatorNode):
             f"measured streams: independent {[s.spec.name for s in self.streams if not s.synthetic]}, "
             f"synthetic (the package's own model + offset + noise) {synthetic}")
 
-        self.create_outputs([(st.spec.name, lay.codec.message) for st, lay in zip(self.streams, self._layouts)],
-                            bool(self.p["publish_clock"]))
+        measured = [(st.spec.name, lay.codec.message) for st, lay in zip(self.streams, self._layouts)]
+        self.create_outputs(measured, bool(self.p["publish_clock"]))
         self.start_stepping("contact_sim")
         self.get_logger().info(
             f"world {self.p['world']}: joints {scene.joint_names}, contact bodies "

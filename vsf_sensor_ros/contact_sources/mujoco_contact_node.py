@@ -221,8 +221,8 @@ class MujocoContactNode(SimulatorNode):
                                + ", ".join(f"{n} <- {s}" for n, s in self.sources.items())
                                + " (MuJoCo has no counterpart of the Punyo pressure or membrane force)")
 
-        self.create_outputs([(st.spec.name, lay.codec.message) for st, lay in zip(self.streams, self._layouts)],
-                            bool(p["publish_clock"]))
+        measured = [(st.spec.name, lay.codec.message) for st, lay in zip(self.streams, self._layouts)]
+        self.create_outputs(measured, bool(p["publish_clock"]))
         self.start_stepping("mujoco_contact")
         self.get_logger().info(
             f"MuJoCo scene: joints {self.scene.joint_names}, contact bodies {names}, sensors {p['sensors']}; "

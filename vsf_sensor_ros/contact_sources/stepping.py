@@ -99,7 +99,8 @@ class SimulatorNode(Node):
             if prm.name == "rate_hz":
                 v = prm.value
                 if not isinstance(v, (int, float)) or isinstance(v, bool):
-                    return SetParametersResult(successful=False, reason=f"rate_hz must be a number, got {v!r}")
+                    return SetParametersResult(successful=False,
+                                               reason=f"rate_hz must be a number, got {v!r}")
                 try:
                     check_value("rate_hz", self._rate_spec, v)
                 except ValueError as exc:
