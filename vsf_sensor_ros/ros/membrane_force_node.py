@@ -433,7 +433,7 @@ class MembraneForceNode(Node):
             return True, None, "no_colour"
         return False, None, ""
 
-    def _pair_colours(self, expired: float = float("inf")) -> None:
+    def _pair_colours(self, expired: float = float("-inf")) -> None:
         """Estimate the waiting depth frames whose colour is settled, in arrival order; a frame
         received before ``expired`` (monotonic s), or beyond ``qos_depth`` waiting, stops waiting."""
         while self.colour_pending:
@@ -451,8 +451,8 @@ class MembraneForceNode(Node):
                     image, reason = None, "colour_rejected"
             if image is None:
                 self.depth_only[reason] += 1
-                self.last["depth_only"] = (f"{reason}: frame stamped {stamp_to_ns(header.stamp) * 1e-9:.3f} s "
-                                           "estimated from depth alone")
+                t = stamp_to_ns(header.stamp) * 1e-9
+                self.last["depth_only"] = f"{reason}: frame stamped {t:.3f} s estimated from depth alone"
             self._run(header, decode, pressure, image)
 
     def _colour_expired(self) -> None:
@@ -495,7 +495,8 @@ class MembraneForceNode(Node):
             with_colour = ("with colour" if not lacking else
                            f"without colour ({lacking} of {n_ref} frames had none)") if self.colour else ""
             self.last["reference"] = (f"set from {n_ref} frames{' ' + with_colour if with_colour else ''}, "
-                                      f"{est.reference_pressure:.0f} Pa, start-up {est.startup_s * 1e3:.0f} ms")
+                                      f"{est.reference_pressure:.0f} Pa, "
+                                      f"start-up {est.startup_s * 1e3:.0f} ms")
             self.get_logger().info(f"reference {self.last['reference']}")
             if self.colour and lacking:
                 self.get_logger().warning("the reference has no colour: frames are estimated from depth "
@@ -585,8 +586,8 @@ class MembraneForceNode(Node):
         elif estimated == 0:
             level, message = DiagnosticStatus.WARN, "no frame estimated in the last period"
         elif self.colour and not self.reference_colour:
-            level, message = (DiagnosticStatus.WARN, f"estimating at {estimated / dt:.1f} Hz from depth alone: "
-                              "the reference has no colour (reset_reference with colour coming)")
+            level, message = (DiagnosticStatus.WARN, f"estimating at {estimated / dt:.1f} Hz from depth "
+                              "alone: the reference has no colour (reset_reference with colour coming)")
         elif period_depth_only:
             level, message = (DiagnosticStatus.WARN, f"estimating at {estimated / dt:.1f} Hz; "
                               f"{period_depth_only} frame(s) of the last period from depth alone (colour "
@@ -594,7 +595,8 @@ class MembraneForceNode(Node):
         else:
             level, message = DiagnosticStatus.OK, f"estimating at {estimated / dt:.1f} Hz"
         if level == DiagnosticStatus.OK and self.config_problems:
-            level, message = DiagnosticStatus.WARN, f"{message}; {len(self.config_problems)} configuration problem(s)"
+            level = DiagnosticStatus.WARN
+            message = f"{message}; {len(self.config_problems)} configuration problem(s)"
         status = DiagnosticStatus(level=level, name=name, message=message, hardware_id=name,
                                   values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
         array = DiagnosticArray(status=[status])
