@@ -236,12 +236,15 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
     executor = SingleThreadedExecutor(context=ctx)
     executor.add_node(node)
     qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
-    pub_depth = pub_info = relay_exec = None
+    pub_depth = pub_info = relay_exec = pub_colour = None
     if camera is not None:   # the depth images stay out of the bag (92 MB); their CameraInfo is in it
         from sensor_msgs.msg import CameraInfo, Image
-        recorder = TopicRecorder(node, exclude=["/" + rc.DEPTH_TOPIC])
+        recorder = TopicRecorder(node, exclude=["/" + rc.DEPTH_TOPIC, "/" + rc.COLOUR_TOPIC])
         pub_depth = cam_node.create_publisher(Image, rc.DEPTH_TOPIC, QoSProfile(
             depth=20, reliability=ReliabilityPolicy.RELIABLE))
+        if camera.rgb is not None:   # --camera-colour: the colour frames beside their depth frames
+            pub_colour = cam_node.create_publisher(Image, rc.COLOUR_TOPIC, QoSProfile(
+                depth=20, reliability=ReliabilityPolicy.RELIABLE))
         pub_info = node.create_publisher(CameraInfo, rc.INFO_TOPIC, qos)
         from sensor_msgs.msg import FluidPressure
         pub_pa = node.create_publisher(FluidPressure, rc.STAMPED_PRESSURE_TOPIC, qos)
@@ -331,6 +334,8 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
                 pa = FluidPressure(fluid_pressure=hpa32 * HPA_TO_PA)
                 pa.header.stamp = stamp
                 pub_pa.publish(pa)
+                if pub_colour is not None:
+                    pub_colour.publish(rc.colour_msg(camera, k, stamp))
                 pub_depth.publish(rc.depth_msg(camera, k, stamp))
 
     tare_msg, tare_ok, offset = "not called", False, None
@@ -342,6 +347,8 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
         if camera is not None:
             needs.update({"/" + rc.STAMPED_PRESSURE_TOPIC: 2, "/" + rc.DEPTH_TOPIC: 1, "/" + rc.INFO_TOPIC: 2,
                           "/" + rc.WRENCH_CONTACTS_TOPIC: 2})
+            if camera.rgb is not None:
+                needs["/" + rc.COLOUR_TOPIC] = 1
         while True:
             recorder.refresh()
             spin_for(0.1)
@@ -475,6 +482,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--camera", choices=("auto", "off"), default="auto",
                     help="auto: also replay the camera frames beside the recording (camera/) through "
                          "membrane_force_node, when present; off: the pressure and wrench only")
+    ap.add_argument("--camera-colour", action="store_true",
+                    help="also publish the camera's colour frames, so membrane_force_node adds the "
+                         "membrane's sliding (optical flow) and tangential forces; off by default")
     ap.add_argument("--lag", default="auto",
                     help="wrench time shift in s, or 'auto' (cross-correlation of dp with |F - bias|)")
     return ap
@@ -503,7 +513,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         rec = load_recording(args.recording, frames)
         onset = poke_onset(rec)
         from vsf_sensor_ros.demo import replay_camera as rc
-        camera = rc.load_camera(args.recording, frames) if args.camera == "auto" else None
+        camera = (rc.load_camera(args.recording, frames, colour=args.camera_colour) if args.camera == "auto"
+                  else None)
         if camera is not None and len(camera.depth) != len(rec):
             raise ValueError(f"{len(camera.depth)} camera frames for {len(rec)} recorded frames")
     except (ValueError, ReplayError) as exc:

@@ -17,7 +17,10 @@ intrinsics and distortion, the 390-vertex membrane mesh), the replay
    with its frame, so each frame is estimated with its own pressure however DDS delivers them;
    with the header-less Float32 the node takes the latest, and on a loaded host a late message
    then pairs a frame with its predecessor's pressure); its output is ``punyo_force/measured``,
-   the measured stream of the ``PunyoDenseForceSensor`` on ``punyo_membrane``;
+   the measured stream of the ``PunyoDenseForceSensor`` on ``punyo_membrane``.  With colour
+   (``vsf_replay --camera-colour``; off by default: 0.9 MB more per frame) the colour frames go
+   out too (:data:`COLOUR_TOPIC`, ``rgb8``, stamped as their depth frame: the recording's depth
+   and colour share one pixel grid) and the node estimates with the membrane's sliding;
 3. relays the wrench node's contacts (:class:`ContactsRelay`): each cloud goes on to
    ``sensor_node`` with one more row, the same force on ``punyo_membrane`` at the vertex where
    the camera sees the membrane pressed most (:func:`contact_vertex`, per-vertex mode), so the
@@ -46,6 +49,7 @@ MEMBRANE_SENSOR = "punyo_force"
 MEASURED_TOPIC = f"{MEMBRANE_SENSOR}/measured"
 DEPTH_TOPIC = "punyo/camera/depth/image_rect_raw"
 INFO_TOPIC = "punyo/camera/depth/camera_info"
+COLOUR_TOPIC = "punyo/camera/color/image_raw"     # rgb8, on the depth image's pixel grid
 STAMPED_PRESSURE_TOPIC = "punyo/pressure_stamped"   # FluidPressure, Pa, stamped with the frame
 WRENCH_CONTACTS_TOPIC = "wrench_contacts"      # the wrench node's clouds, before the relay
 SESSION_BODIES = CONTACT_BODIES + [MEMBRANE_BODY]
@@ -70,6 +74,7 @@ class CameraRecording:
         width, height: image size, px.
         mesh: the membrane mesh (VTK) path; attachment_mesh: the PLY with the same vertices.
         first_frame: index in the whole recording of frame 0 here (``--frames a:b``: ``a``).
+        rgb: ``(N, H, W, 3)`` uint8 colour frames on the depth pixel grid, or None (depth only).
     """
 
     depth: np.ndarray
@@ -81,10 +86,16 @@ class CameraRecording:
     mesh: Path
     attachment_mesh: Path
     first_frame: int = 0
+    rgb: Optional[np.ndarray] = None
 
 
-def load_camera(recording: Path, frames: Optional[Tuple[int, int]] = None) -> Optional[CameraRecording]:
-    """The ``camera/`` folder beside ``data.json`` (frames ``a:b`` when given); None when absent."""
+def load_camera(recording: Path, frames: Optional[Tuple[int, int]] = None,
+                colour: bool = False) -> Optional[CameraRecording]:
+    """The ``camera/`` folder beside ``data.json`` (frames ``a:b`` when given); None when absent.
+
+    Raises:
+        ValueError: ``colour`` asked for and the folder has no ``rgb.npz``.
+    """
     cam = Path(recording).parent / "camera"
     ply = Path(recording).parent.parent / "kinova_punyo" / "punyo_mesh_complete.ply"
     if not ((cam / "depth.npz").is_file() and (cam / "camera.json").is_file() and ply.is_file()):
@@ -94,11 +105,18 @@ def load_camera(recording: Path, frames: Optional[Tuple[int, int]] = None) -> Op
     depth = np.load(cam / "depth.npz")["depth"]
     if frames is not None:
         depth = depth[frames[0]:frames[1]]
+    rgb = None
+    if colour:
+        if not (cam / "rgb.npz").is_file():
+            raise ValueError(f"colour asked for, but {cam / 'rgb.npz'} is missing")
+        rgb = np.load(cam / "rgb.npz")["rgb"]
+        if frames is not None:
+            rgb = rgb[frames[0]:frames[1]]
     return CameraRecording(depth, float(info["depth_unit_m"]),
                            [f["fx"], 0.0, f["cx"], 0.0, f["fy"], f["cy"], 0.0, 0.0, 1.0],
                            [f["k1"], f["k2"], f["p1"], f["p2"], f["k3"]],
                            int(info["image_size"]["width"]), int(info["image_size"]["height"]),
-                           cam / "membrane_equalized.vtk", ply, 0 if frames is None else int(frames[0]))
+                           cam / "membrane_equalized.vtk", ply, 0 if frames is None else int(frames[0]), rgb)
 
 
 def membrane_mount_transform(vertices: np.ndarray, boundary: Sequence[int]) -> np.ndarray:
@@ -128,7 +146,8 @@ def membrane_ring(cam: CameraRecording) -> np.ndarray:
 
 
 def membrane_node_params(cam: CameraRecording, out: Path) -> Path:
-    """``membrane_force_node.yaml`` in ``out`` for the replay (reliable inputs, reference = frames 0-4)."""
+    """``membrane_force_node.yaml`` in ``out`` for the replay (reliable inputs, reference = frames 0-4;
+    the colour topic when ``cam`` has colour)."""
     import yaml
     params = {
         "mesh": str(cam.mesh), "attachment_mesh": str(cam.attachment_mesh), "frame_id": MEMBRANE_BODY,
@@ -140,6 +159,8 @@ def membrane_node_params(cam: CameraRecording, out: Path) -> Path:
         "surface_topic": "punyo_membrane/surface", "total_force_topic": "punyo_membrane/total_force",
         "input_reliability": "reliable", "pressure_reliability": "reliable", "qos_depth": 50,
     }
+    if cam.rgb is not None:   # same stamp as the depth frame; a late one may come a few frames after
+        params.update({"colour_topic": COLOUR_TOPIC, "colour_tolerance": 0.0, "colour_timeout": 2.0})
     path = out / "membrane_force_node.yaml"
     path.write_text(yaml.safe_dump({"membrane_force_node": {"ros__parameters": params}}, sort_keys=False))
     return path
@@ -151,6 +172,22 @@ def camera_info_msg(cam: CameraRecording) -> Any:
     msg = CameraInfo(width=cam.width, height=cam.height, distortion_model="plumb_bob", d=list(cam.d),
                      k=list(cam.k))
     msg.header.frame_id = "punyo_camera_depth_optical_frame"
+    return msg
+
+
+def colour_msg(cam: CameraRecording, k: int, stamp: Any) -> Any:
+    """Colour frame ``k`` as ``rgb8`` on the depth pixel grid, stamped ``stamp`` (as its depth frame).
+
+    Raises:
+        ValueError: ``cam`` has no colour frames.
+    """
+    from sensor_msgs.msg import Image
+    if cam.rgb is None:
+        raise ValueError("the camera recording was loaded without colour")
+    c = np.ascontiguousarray(cam.rgb[k], dtype=np.uint8)
+    msg = Image(height=c.shape[0], width=c.shape[1], encoding="rgb8", is_bigendian=0, step=3 * c.shape[1],
+                data=c.tobytes())
+    msg.header.stamp, msg.header.frame_id = stamp, "punyo_camera_color_optical_frame"
     return msg
 
 
@@ -186,7 +223,8 @@ class LibraryRun:
 
 def library_run(cam: CameraRecording, rec: Recording) -> LibraryRun:
     """:class:`MembraneForceEstimator` on every frame (reference: the first :data:`REFERENCE_FRAMES`),
-    with the node's inputs: depth × unit, the float32 hPa × 100, ISA ambient at the site."""
+    with the node's inputs: depth × unit, the float32 hPa × 100, ISA ambient at the site, and the
+    colour frames when ``cam`` has them."""
     from vsf_sensor_ros.sensor.camera_model import BrownConradyCamera
     from vsf_sensor_ros.sensor.membrane_force_estimator import (MembraneForceEstimator, isa_pressure,
                                                                 punyo_camera_rotation)
@@ -198,8 +236,11 @@ def library_run(cam: CameraRecording, rec: Recording) -> LibraryRun:
     depth = [cam.depth[k].astype(np.float64) * cam.depth_unit_m for k in range(len(cam.depth))]
     hpa = rec.pressure_pa / HPA_TO_PA
     pa = np.array([float(np.float32(p)) * HPA_TO_PA for p in hpa])    # what the node receives
-    est.set_reference(depth[:REFERENCE_FRAMES], list(pa[:REFERENCE_FRAMES]))
-    res = [est.estimate(depth[k], pressure=pa[k]) for k in range(len(depth))]
+    rgb = cam.rgb
+    est.set_reference(depth[:REFERENCE_FRAMES], list(pa[:REFERENCE_FRAMES]),
+                      None if rgb is None else list(rgb[:REFERENCE_FRAMES]))
+    res = [est.estimate(depth[k], colour=None if rgb is None else rgb[k], pressure=pa[k])
+           for k in range(len(depth))]
     return LibraryRun(np.stack([r.contact_forces for r in res]), np.stack([r.positions for r in res]),
                       np.stack([r.displacement_normal for r in res]),
                       np.array([r.timings["total"] * 1e3 for r in res]), float(est.startup_s),

@@ -11,8 +11,19 @@ Inputs (relative names, set by parameters):
   builds the estimator.
 * ``input`` = ``depth``: ``depth_topic`` (``sensor_msgs/Image`` ``16UC1`` × ``depth_unit`` m, or
   ``32FC1`` m); ``input`` = ``points``: ``points_topic`` (organised ``sensor_msgs/PointCloud2``
-  ``x y z`` in the camera optical frame, its ``z`` is used).  Colour is not needed: the estimator
-  reads the membrane's normal displacement from depth alone.
+  ``x y z`` in the camera optical frame, its ``z`` is used).  Depth alone gives the membrane's
+  normal displacement and the normal (frictionless) contact forces.
+* ``colour_topic`` (optional, '' = none): ``sensor_msgs/Image`` ``rgb8`` / ``bgr8`` / ``mono8`` on
+  the depth image's pixel grid (a RealSense colour stream with the depth aligned to it).  With
+  it the reference frames also collect colour and each frame is estimated with the colour image
+  of its stamp: the membrane speckle's optical flow adds the sliding and the tangential contact
+  forces (the estimator's *Sliding* stage).  Pairing: the colour image stamped nearest to the
+  depth frame, within ``colour_tolerance`` (0 = the same stamp only); a depth frame waits for it
+  up to ``colour_timeout`` s of receive time.  A colour image of another size than the camera's
+  or another encoding is rejected (``colour_wrong_size``, ``colour_bad_encoding``); a depth frame
+  whose colour does not come (none within the tolerance, or its colour was rejected) is estimated
+  from depth alone and counted (``depth_only.no_colour``, ``depth_only.colour_rejected``).
+  Without ``colour_topic`` the node is depth-only and subscribes no colour.
 * ``pressure_topic`` (``pressure_type``: ``std_msgs/msg/Float32`` as the Punyo firmware publishes
   it in hPa, ``std_msgs/msg/Float64`` or ``sensor_msgs/msg/FluidPressure``), times
   ``pressure_scale`` → absolute Pa.  A bare number has no stamp: the latest one goes with each
@@ -31,10 +42,14 @@ Outputs, stamped with the camera frame's header stamp, in ``frame_id`` (the body
 * ``total_force_topic`` (``geometry_msgs/WrenchStamped``): the sum of the contact forces and
   their moment about the ``frame_id`` origin.
 * ``/diagnostics``: one status named with the node's fully qualified name: rates, estimate time,
-  rejected frames per reason, reference state.
+  rejected frames per reason, reference state, frames estimated with and without colour, and
+  the configuration problems found at start (unknown parameter keys, parameter files keyed by
+  another node name); WARN while frames go depth-only for want of their colour.
 
 Service ``~/reset_reference`` (``std_srvs/Trigger``): forget the reference; the next
-``reference_frames`` frames (contact-free!) become the new one.
+``reference_frames`` frames (contact-free!) become the new one.  With ``colour_topic`` the
+reference takes their colour images too; when one of them has none, the reference is
+depth-only (its diagnostics say so) until the next reset.
 
 Frames: the estimator works in the membrane mesh's frame (``mesh``; ``p_cam = R p_mesh + t``
 with ``R`` = ``camera_rotation_deg`` about the camera y axis).  With ``attachment_mesh`` set (the
@@ -65,11 +80,13 @@ from vsf_sensor_ros.sensor.membrane_force_estimator import (
 from vsf_sensor_ros.sensor.membrane_frame import MeshFrameTransform, fit_mesh_transform, total_wrench
 from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh, read_membrane_mesh
 
+from ._rclpy_compat import parameter_override_names
 from .main import run_node, user_args
-from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, depth_from_cloud,
-                              depth_from_image, pressure_pa)
+from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, colour_from_image,
+                              depth_from_cloud, depth_from_image, pressure_pa)
 from .messages.pointcloud import write_cloud
 from .messages.stamps import copy_stamp, stamp_to_ns
+from .parameter_check import unknown_keys, unmatched_params_files
 
 # Start-up parameters.  name: (default, description, (lo, hi) or None)
 PARAMETERS = {
@@ -92,6 +109,13 @@ PARAMETERS = {
     "points_topic": ("camera/depth/color/points", "organised cloud topic (input 'points')", None),
     "camera_info_topic": ("camera/depth/camera_info", "CameraInfo of the depth stream", None),
     "depth_unit": (0.001, "metres per 16UC1 depth unit (RealSense: 0.001)", (1e-7, 1.0)),
+    "colour_topic": ("", "colour Image topic (rgb8 | bgr8 | mono8) on the depth image's pixel grid, e.g. a "
+                         "RealSense colour stream with the depth aligned to it: adds the membrane's sliding "
+                         "(optical flow) and tangential forces; '' = depth only", None),
+    "colour_tolerance": (0.01, "a depth frame takes the colour image stamped nearest to it within this many "
+                               "s (0 = the same stamp only)", (0.0, 1.0)),
+    "colour_timeout": (0.2, "longest a depth frame waits for its colour image, s of receive time; then it "
+                            "is estimated from depth alone and counted", (0.001, 10.0)),
     "pressure_topic": ("punyo/pressure", "bubble pressure topic", None),
     "pressure_type": ("std_msgs/msg/Float32",
                       "std_msgs/msg/Float32 | std_msgs/msg/Float64 | sensor_msgs/msg/FluidPressure", None),
@@ -161,7 +185,16 @@ def _load_attachment_vertices(path: str) -> np.ndarray:
 class MembraneForceNode(Node):
     """Camera frames + pressure → :class:`MembraneForceEstimator` → measured dense force (module text).
 
-    Keyword arguments go to ``rclpy.node.Node`` (``context``, ``parameter_overrides``, ...).
+    Args:
+        node_name: the node's name.
+        command_line: the process arguments; their ``--params-file`` files are checked for an
+            entry matching this node (a file keyed by another name applies nothing).
+        **kwargs: to ``rclpy.node.Node`` (``context``, ``parameter_overrides``, ...).
+
+    Attributes:
+        config_problems: sentences naming each unknown parameter key (with the closest known
+            one) and each parameters file without an entry for this node; logged as warnings
+            at start and listed on ``/diagnostics``.
 
     Raises:
         ConfigurationError: no ``mesh``, a mesh that cannot be read, an ``attachment_mesh`` that
@@ -169,7 +202,8 @@ class MembraneForceNode(Node):
             value outside its range (each naming the parameter and value).
     """
 
-    def __init__(self, node_name: str = "membrane_force_node", **kwargs: Any) -> None:
+    def __init__(self, node_name: str = "membrane_force_node", command_line: Sequence[str] = (),
+                 **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         p: Dict[str, Any] = {}
         for name, (default, text, bounds) in PARAMETERS.items():
@@ -212,15 +246,31 @@ class MembraneForceNode(Node):
             raise ConfigurationError(f"parameter 'camera_translation' = {list(p['camera_translation'])}: "
                                      "needs 3 numbers (m)")
         self.ambient_pa = float(p["ambient_pressure"]) or isa_pressure(float(p["altitude"]))
+        self.config_problems: List[str] = [u.message() for u in unknown_keys(
+            parameter_override_names(self), set(PARAMETERS), {}, {}, set())]
+        for path, keys in unmatched_params_files(command_line, self.get_fully_qualified_name()):
+            self.config_problems.append(
+                f"parameters file {path} has no entry for this node: expected "
+                f"'{self.get_fully_qualified_name()}', found {', '.join(repr(k) for k in keys) or 'none'}")
+        for line in self.config_problems:
+            self.get_logger().warning(line)
 
         self.estimator: Optional[MembraneForceEstimator] = None
-        self.reference: List[Any] = []          # (depth, pressure) of the frames collected so far
+        self.reference: List[Any] = []          # (depth, pressure, colour or None) collected so far
         self.pressure: Optional[float] = None
         # a stamped pressure (FluidPressure) pairs with the frame of the same stamp; a bare number
         # (the firmware's Float32) has none: the latest goes with each frame
         self.stamped = ptype == "sensor_msgs/msg/FluidPressure"
         self.pressures: Deque[Tuple[int, float]] = deque(maxlen=500)
         self.pending: List[Tuple[Header, Any]] = []
+        # colour pairing (colour_topic set): received colour images (stamp, RGB / grey or None when
+        # rejected), and the depth frames waiting for theirs (header, decode, pressure, received at)
+        self.colour = bool(p["colour_topic"])
+        self.colours: Deque[Tuple[int, Optional[np.ndarray]]] = deque(maxlen=int(p["qos_depth"]) + 2)
+        self.colour_pending: List[Tuple[Header, Any, float, float]] = []
+        self.depth_only: Counter = Counter()
+        self.reference_colour = False           # the reference in force has colour images
+        self._period_depth_only = 0
         self.stats: Counter = Counter()
         self.rejected: Counter = Counter()
         self.period_ms: List[float] = []
@@ -240,6 +290,9 @@ class MembraneForceNode(Node):
         # serves them in creation order, so the frame goes with the pressure that came with it
         self.create_subscription(CameraInfo, p["camera_info_topic"], self._on_camera_info, qin)
         self.create_subscription(PRESSURE_TYPES[ptype], p["pressure_topic"], self._on_pressure, qp)
+        if self.colour:   # before the frames: a colour image and its depth frame waiting together
+            self.create_subscription(Image, p["colour_topic"], self._on_colour, qin)
+            self.create_timer(max(float(p["colour_timeout"]) / 4.0, 0.001), self._colour_expired)
         if p["input"] == "depth":
             self.create_subscription(Image, p["depth_topic"], self._on_image, qin)
         else:
@@ -250,10 +303,10 @@ class MembraneForceNode(Node):
         self._period_estimated = 0
 
     # -- inputs ----------------------------------------------------------------------------------
-    def _reject(self, reason: str, message: str) -> None:
+    def _reject(self, reason: str, message: str, what: str = "frame") -> None:
         self.rejected[reason] += 1
         self.last["last_rejection"] = f"{reason}: {message}"
-        self.get_logger().warning(f"frame rejected ({reason}): {message}", throttle_duration_sec=5.0)
+        self.get_logger().warning(f"{what} rejected ({reason}): {message}", throttle_duration_sec=5.0)
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
         self.stats["camera_info_received"] += 1
@@ -326,11 +379,96 @@ class MembraneForceNode(Node):
                     self.pending.pop(0)
                     raise InputRejected("frame waited too long for its pressure", "no_pressure")
                 return
-            self._process(header, decode, pressure)
+        except (InputRejected, FrameRejected) as exc:
+            self._reject(exc.reason, str(exc))
+            return
+        if not self.colour:
+            self._run(header, decode, pressure, None)
+            return
+        self.colour_pending.append((header, decode, pressure, time.monotonic()))
+        self._pair_colours()
+
+    # -- colour ----------------------------------------------------------------------------------
+    def _on_colour(self, msg: Image) -> None:
+        """A colour image: decoded and checked against the camera now, kept for its depth frame."""
+        self.stats["colour_received"] += 1
+        image: Optional[np.ndarray] = None
+        try:
+            image = colour_from_image(msg)
+            self._check_colour(image)
+        except InputRejected as exc:
+            self._reject(f"colour_{exc.reason}", str(exc), what="colour image")
+            image = None    # kept as rejected: its depth frame goes on without waiting
+        self.colours.append((stamp_to_ns(msg.header.stamp), image))
+        self._pair_colours()
+
+    def _check_colour(self, image: np.ndarray) -> None:
+        """Raises InputRejected (``wrong_size``) when the image is not the camera's size (known
+        once a CameraInfo came; until then frames are rejected anyway)."""
+        if self.estimator is None:
+            return
+        hw = (self.estimator.camera.height, self.estimator.camera.width)
+        if image.shape[:2] != hw:
+            raise InputRejected(f"{image.shape[1]}x{image.shape[0]} px for a {hw[1]}x{hw[0]} depth image "
+                                f"(the colour must be on the depth image's pixel grid)", "wrong_size")
+
+    def _colour_for(self, stamp_ns: int, final: bool) -> Tuple[bool, Optional[np.ndarray], str]:
+        """The colour image of a depth frame: ``(resolved, image, depth-only reason)``.
+
+        The image stamped nearest within ``colour_tolerance``; resolved when one has the same
+        stamp, when a colour image stamped at or after the frame has come (the stream is in
+        stamp order: no nearer one will follow), or when ``final`` (the wait is over).  The
+        image is None with reason ``no_colour`` (none within the tolerance) or
+        ``colour_rejected`` (the nearest one was rejected).
+        """
+        tol = int(round(float(self.p["colour_tolerance"]) * 1e9))
+        near = [(abs(s - stamp_ns), img) for s, img in self.colours if abs(s - stamp_ns) <= tol]
+        later = any(s >= stamp_ns for s, _ in self.colours)
+        if near:
+            gap, image = min(near, key=lambda c: c[0])
+            if gap == 0 or later or final:
+                return True, image, "" if image is not None else "colour_rejected"
+            return False, None, ""
+        if final or any(s > stamp_ns + tol for s, _ in self.colours):
+            return True, None, "no_colour"
+        return False, None, ""
+
+    def _pair_colours(self, expired: float = float("-inf")) -> None:
+        """Estimate the waiting depth frames whose colour is settled, in arrival order; a frame
+        received before ``expired`` (monotonic s), or beyond ``qos_depth`` waiting, stops waiting."""
+        while self.colour_pending:
+            header, decode, pressure, received = self.colour_pending[0]
+            final = received <= expired or len(self.colour_pending) > int(self.p["qos_depth"])
+            resolved, image, reason = self._colour_for(stamp_to_ns(header.stamp), final)
+            if not resolved:
+                return     # later frames wait behind it: frames go out in order
+            self.colour_pending.pop(0)
+            if image is not None:
+                try:
+                    self._check_colour(image)   # kept before the CameraInfo came
+                except InputRejected as exc:
+                    self._reject(f"colour_{exc.reason}", str(exc), what="colour image")
+                    image, reason = None, "colour_rejected"
+            if image is None:
+                self.depth_only[reason] += 1
+                t = stamp_to_ns(header.stamp) * 1e-9
+                self.last["depth_only"] = f"{reason}: frame stamped {t:.3f} s estimated from depth alone"
+            self._run(header, decode, pressure, image)
+
+    def _colour_expired(self) -> None:
+        """Timer: frames that waited ``colour_timeout`` for their colour go on without it."""
+        if self.colour_pending:
+            self._pair_colours(expired=time.monotonic() - float(self.p["colour_timeout"]))
+
+    # -- estimation ------------------------------------------------------------------------------
+    def _run(self, header: Header, decode: Any, pressure: float, colour: Optional[np.ndarray]) -> None:
+        """:meth:`_process`, its rejection counted."""
+        try:
+            self._process(header, decode, pressure, colour)
         except (InputRejected, FrameRejected) as exc:
             self._reject(exc.reason, str(exc))
 
-    def _process(self, header: Header, decode: Any, pressure: float) -> None:
+    def _process(self, header: Header, decode: Any, pressure: float, colour: Optional[np.ndarray]) -> None:
         """Collect the reference or estimate; raises InputRejected / FrameRejected (nothing changed)."""
         est = self.estimator
         assert est is not None
@@ -343,22 +481,34 @@ class MembraneForceNode(Node):
                                     f"{shape[1]}x{shape[0]} camera", "wrong_size")
             if not np.isfinite(depth).any():
                 raise InputRejected("frame holds no finite depth", "nan")
-            self.reference.append((depth, pressure))
+            self.reference.append((depth, pressure, colour))
             self.last["reference"] = f"collecting {len(self.reference)} of {n_ref} frames"
             if len(self.reference) < n_ref:
                 return
-            frames, pressures = zip(*self.reference)
+            frames, pressures, colours = zip(*self.reference)
             self.reference = []
             self.last["reference"] = f"collecting 0 of {n_ref} frames (last attempt rejected)"
-            est.set_reference(list(frames), list(pressures))
-            self.last["reference"] = (f"set from {n_ref} frames, {est.reference_pressure:.0f} Pa, "
+            lacking = sum(c is None for c in colours)
+            # the speckle's flow needs a colour image of every reference frame
+            est.set_reference(list(frames), list(pressures), None if lacking else list(colours))
+            self.reference_colour = not lacking
+            with_colour = ("with colour" if not lacking else
+                           f"without colour ({lacking} of {n_ref} frames had none)") if self.colour else ""
+            self.last["reference"] = (f"set from {n_ref} frames{' ' + with_colour if with_colour else ''}, "
+                                      f"{est.reference_pressure:.0f} Pa, "
                                       f"start-up {est.startup_s * 1e3:.0f} ms")
             self.get_logger().info(f"reference {self.last['reference']}")
-        res = est.estimate(depth, pressure=pressure)
+            if self.colour and lacking:
+                self.get_logger().warning("the reference has no colour: frames are estimated from depth "
+                                          "alone until the next reset_reference")
+        res = est.estimate(depth, colour=colour, pressure=pressure)
         self._publish(header, res)
         self.period_ms.append(res.timings["total"] * 1e3)
         self.stats["frames_estimated"] += 1
+        if colour is not None and self.reference_colour:
+            self.stats["frames_with_colour"] += 1
         self.last["vertices_measured"] = str(res.vertices_measured)
+        self.last["vertices_flow"] = str(res.vertices_flow)
 
     # -- outputs ---------------------------------------------------------------------------------
     def _publish(self, header: Header, res: Any) -> None:
@@ -381,6 +531,7 @@ class MembraneForceNode(Node):
         if self.estimator is not None:
             self.estimator.reset_reference()
         self.reference = []
+        self.reference_colour = False
         self.last["reference"] = f"collecting 0 of {n} frames"
         self.stats["reference_resets"] += 1
         response.success = True
@@ -411,15 +562,41 @@ class MembraneForceNode(Node):
             "vertices_measured": self.last.get("vertices_measured", "0"),
             "last_rejection": self.last.get("last_rejection", "none"),
             "frame_id": self.p["frame_id"],
+            "config_problems": "; ".join(self.config_problems) or "none",
         }
+        depth_only = sum(self.depth_only.values())
+        period_depth_only = depth_only - self._period_depth_only
+        self._period_depth_only = depth_only
+        if self.colour:
+            values.update({
+                "colour_topic": self.p["colour_topic"],
+                "colour_received": self.stats["colour_received"],
+                "frames_with_colour": self.stats["frames_with_colour"],
+                "frames_depth_only": depth_only,
+                **{f"depth_only.{k}": v for k, v in sorted(self.depth_only.items())},
+                "frames_waiting_for_colour": len(self.colour_pending),
+                "reference_colour": "yes" if self.reference_colour else "no",
+                "vertices_flow": self.last.get("vertices_flow", "0"),
+                "last_depth_only": self.last.get("depth_only", "none"),
+            })
         if self.estimator is None:
             level, message = DiagnosticStatus.WARN, "waiting for CameraInfo"
         elif self.estimator.model is None:
             level, message = DiagnosticStatus.WARN, f"reference: {self.last['reference']}"
         elif estimated == 0:
             level, message = DiagnosticStatus.WARN, "no frame estimated in the last period"
+        elif self.colour and not self.reference_colour:
+            level, message = (DiagnosticStatus.WARN, f"estimating at {estimated / dt:.1f} Hz from depth "
+                              "alone: the reference has no colour (reset_reference with colour coming)")
+        elif period_depth_only:
+            level, message = (DiagnosticStatus.WARN, f"estimating at {estimated / dt:.1f} Hz; "
+                              f"{period_depth_only} frame(s) of the last period from depth alone (colour "
+                              "missing or rejected)")
         else:
             level, message = DiagnosticStatus.OK, f"estimating at {estimated / dt:.1f} Hz"
+        if level == DiagnosticStatus.OK and self.config_problems:
+            level = DiagnosticStatus.WARN
+            message = f"{message}; {len(self.config_problems)} configuration problem(s)"
         status = DiagnosticStatus(level=level, name=name, message=message, hardware_id=name,
                                   values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
         array = DiagnosticArray(status=[status])
@@ -442,7 +619,8 @@ def main(args: Optional[List[str]] = None) -> int:
         usage().parse_known_args(user_args(argv))   # exits 0 after printing for -h / --help
     except SystemExit as exc:
         return int(exc.code or 0)
-    return run_node("membrane_force_node", MembraneForceNode, argv, config_errors=(ConfigurationError,))
+    return run_node("membrane_force_node", lambda: MembraneForceNode(command_line=argv), argv,
+                    config_errors=(ConfigurationError,))
 
 
 def run() -> None:

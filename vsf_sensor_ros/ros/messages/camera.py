@@ -6,6 +6,8 @@ What a RealSense driver and the Punyo firmware publish, turned into what
 * ``sensor_msgs/Image`` depth, encoding ``16UC1`` / ``mono16`` (integer depth units, scaled by
   the driver's depth unit: 0.001 m on most RealSense models) or ``32FC1`` (metres) →
   ``(H, W)`` float64 depth in metres, 0 = no reading (NaN stays NaN: the estimator counts it);
+* ``sensor_msgs/Image`` colour, encoding ``rgb8`` / ``bgr8`` / ``mono8`` → ``(H, W, 3)`` uint8 in
+  RGB order (``bgr8`` reversed) or ``(H, W)`` uint8 grey, copied out of the message;
 * ``sensor_msgs/PointCloud2`` organised (``height`` = image rows, ``width`` = columns), fields
   ``x y z`` float, camera optical frame, m → ``(H, W)`` float64 depth (its ``z``);
 * ``sensor_msgs/CameraInfo`` → :class:`~vsf_sensor_ros.sensor.camera_model.BrownConradyCamera`
@@ -28,8 +30,8 @@ from vsf_sensor_ros.sensor.camera_model import BrownConradyCamera
 
 from .pointcloud import CloudDecodeError, float_columns, read_cloud
 
-__all__ = ["InputRejected", "PRESSURE_TYPES", "camera_from_info", "depth_from_cloud", "depth_from_image",
-           "pressure_pa"]
+__all__ = ["COLOUR_ENCODINGS", "InputRejected", "PRESSURE_TYPES", "camera_from_info", "colour_from_image",
+           "depth_from_cloud", "depth_from_image", "pressure_pa"]
 
 #: ``pressure_type`` parameter values → message class.
 PRESSURE_TYPES: Dict[str, type] = {
@@ -37,6 +39,8 @@ PRESSURE_TYPES: Dict[str, type] = {
     "sensor_msgs/msg/FluidPressure": FluidPressure,
 }
 _DEPTH_ENCODINGS = {"16uc1": np.uint16, "mono16": np.uint16, "32fc1": np.float32}
+#: colour ``Image`` encodings :func:`colour_from_image` reads → channels per pixel.
+COLOUR_ENCODINGS: Dict[str, int] = {"rgb8": 3, "bgr8": 3, "mono8": 1}
 
 
 class InputRejected(ValueError):
@@ -82,6 +86,40 @@ def depth_from_image(msg: Image, depth_unit_m: float) -> np.ndarray:
     if dt.kind == "u":
         return img.astype(np.float64) * float(depth_unit_m)
     return img.astype(np.float64)
+
+
+def colour_from_image(msg: Image) -> np.ndarray:
+    """Colour (or grey) pixels of an 8-bit ``Image``, copied out of the message.
+
+    Args:
+        msg: ``rgb8``, ``bgr8`` or ``mono8`` image (``step`` honoured: rows may be padded).
+
+    Returns:
+        ``(height, width, 3)`` uint8 in RGB channel order (a ``bgr8`` image's channels
+        reversed), or ``(height, width)`` uint8 for ``mono8``; C-contiguous, independent of
+        the message buffer.
+
+    Raises:
+        InputRejected: ``bad_encoding`` (another encoding, e.g. ``rgba8`` or a depth encoding),
+            ``wrong_size`` (no pixels, ``step`` below a row's bytes or data shorter than
+            ``height × step``).
+    """
+    enc = msg.encoding.lower()
+    if enc not in COLOUR_ENCODINGS:
+        raise InputRejected(f"colour image encoding {msg.encoding!r} is not one of "
+                            f"{', '.join(COLOUR_ENCODINGS)}", "bad_encoding")
+    ch = COLOUR_ENCODINGS[enc]
+    h, w, step = int(msg.height), int(msg.width), int(msg.step)
+    buf = np.frombuffer(bytes(msg.data) if not isinstance(msg.data, (bytes, bytearray, memoryview))
+                        else msg.data, dtype=np.uint8)
+    if h < 1 or w < 1 or step < w * ch or buf.size < h * step:
+        raise InputRejected(f"colour image {w}x{h} ({msg.encoding}) with step {step} needs "
+                            f"{max(h, 0) * max(step, w * ch)} bytes, got {buf.size}", "wrong_size")
+    shape, strides = ((h, w, ch), (step, ch, 1)) if ch > 1 else ((h, w), (step, 1))
+    img = np.ndarray(shape, dtype=np.uint8, buffer=buf, strides=strides)
+    if enc == "bgr8":
+        img = img[..., ::-1]
+    return np.array(img, order="C")   # a copy: the frame may wait for its depth partner
 
 
 def depth_from_cloud(msg: PointCloud2) -> np.ndarray:
