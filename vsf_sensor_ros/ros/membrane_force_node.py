@@ -81,6 +81,7 @@ from vsf_sensor_ros.sensor.membrane_frame import MeshFrameTransform, fit_mesh_tr
 from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh, read_membrane_mesh
 
 from ._rclpy_compat import parameter_override_names
+from .colour_pairing import ColourPairing
 from .main import run_node, user_args
 from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, colour_from_image,
                               depth_from_cloud, depth_from_image, pressure_pa)
@@ -266,8 +267,8 @@ class MembraneForceNode(Node):
         # colour pairing (colour_topic set): received colour images (stamp, RGB / grey or None when
         # rejected), and the depth frames waiting for theirs (header, decode, pressure, received at)
         self.colour = bool(p["colour_topic"])
-        self.colours: Deque[Tuple[int, Optional[np.ndarray]]] = deque(maxlen=int(p["qos_depth"]) + 2)
-        self.colour_pending: List[Tuple[Header, Any, float, float]] = []
+        self.pairing = ColourPairing(float(p["colour_tolerance"]), max_waiting=int(p["qos_depth"]),
+                                     history=int(p["qos_depth"]) + 2)
         self.depth_only: Counter = Counter()
         self.reference_colour = False           # the reference in force has colour images
         self._period_depth_only = 0
@@ -385,7 +386,7 @@ class MembraneForceNode(Node):
         if not self.colour:
             self._run(header, decode, pressure, None)
             return
-        self.colour_pending.append((header, decode, pressure, time.monotonic()))
+        self.pairing.add_frame(stamp_to_ns(header.stamp), (header, decode, pressure), time.monotonic())
         self._pair_colours()
 
     # -- colour ----------------------------------------------------------------------------------
@@ -399,7 +400,7 @@ class MembraneForceNode(Node):
         except InputRejected as exc:
             self._reject(f"colour_{exc.reason}", str(exc), what="colour image")
             image = None    # kept as rejected: its depth frame goes on without waiting
-        self.colours.append((stamp_to_ns(msg.header.stamp), image))
+        self.pairing.add_colour(stamp_to_ns(msg.header.stamp), image)
         self._pair_colours()
 
     def _check_colour(self, image: np.ndarray) -> None:
@@ -412,37 +413,10 @@ class MembraneForceNode(Node):
             raise InputRejected(f"{image.shape[1]}x{image.shape[0]} px for a {hw[1]}x{hw[0]} depth image "
                                 f"(the colour must be on the depth image's pixel grid)", "wrong_size")
 
-    def _colour_for(self, stamp_ns: int, final: bool) -> Tuple[bool, Optional[np.ndarray], str]:
-        """The colour image of a depth frame: ``(resolved, image, depth-only reason)``.
-
-        The image stamped nearest within ``colour_tolerance``; resolved when one has the same
-        stamp, when a colour image stamped at or after the frame has come (the stream is in
-        stamp order: no nearer one will follow), or when ``final`` (the wait is over).  The
-        image is None with reason ``no_colour`` (none within the tolerance) or
-        ``colour_rejected`` (the nearest one was rejected).
-        """
-        tol = int(round(float(self.p["colour_tolerance"]) * 1e9))
-        near = [(abs(s - stamp_ns), img) for s, img in self.colours if abs(s - stamp_ns) <= tol]
-        later = any(s >= stamp_ns for s, _ in self.colours)
-        if near:
-            gap, image = min(near, key=lambda c: c[0])
-            if gap == 0 or later or final:
-                return True, image, "" if image is not None else "colour_rejected"
-            return False, None, ""
-        if final or any(s > stamp_ns + tol for s, _ in self.colours):
-            return True, None, "no_colour"
-        return False, None, ""
-
     def _pair_colours(self, expired: float = float("-inf")) -> None:
         """Estimate the waiting depth frames whose colour is settled, in arrival order; a frame
         received before ``expired`` (monotonic s), or beyond ``qos_depth`` waiting, stops waiting."""
-        while self.colour_pending:
-            header, decode, pressure, received = self.colour_pending[0]
-            final = received <= expired or len(self.colour_pending) > int(self.p["qos_depth"])
-            resolved, image, reason = self._colour_for(stamp_to_ns(header.stamp), final)
-            if not resolved:
-                return     # later frames wait behind it: frames go out in order
-            self.colour_pending.pop(0)
+        for (header, decode, pressure), image, reason in self.pairing.settled(expired):
             if image is not None:
                 try:
                     self._check_colour(image)   # kept before the CameraInfo came
@@ -455,9 +429,14 @@ class MembraneForceNode(Node):
                 self.last["depth_only"] = f"{reason}: frame stamped {t:.3f} s estimated from depth alone"
             self._run(header, decode, pressure, image)
 
+    @property
+    def colour_pending(self) -> List[Any]:
+        """The depth frames waiting for their colour image (see :class:`.colour_pairing.ColourPairing`)."""
+        return self.pairing.pending
+
     def _colour_expired(self) -> None:
         """Timer: frames that waited ``colour_timeout`` for their colour go on without it."""
-        if self.colour_pending:
+        if self.pairing.pending:
             self._pair_colours(expired=time.monotonic() - float(self.p["colour_timeout"]))
 
     # -- estimation ------------------------------------------------------------------------------
