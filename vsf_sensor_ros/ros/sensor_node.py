@@ -111,6 +111,8 @@ from .messages.stamps import stamp_to_ns
 
 DTYPE = torch.float64
 DEVICE = torch.device("cpu")
+#: most distinct unknown gz body names counted and warned about (see ``_note_unknown_gz_bodies``)
+MAX_UNKNOWN_GZ_BODIES = 64
 
 
 class SensorNode(Node):
@@ -183,6 +185,15 @@ class SensorNode(Node):
                 f"decoded but touch no sensor (bodies: {', '.join(self.world.body_names)})")
         self._contact_body_names = names
         self._gz_contacts = self._gz_contacts_input(p)
+        self._startup_warnings: List[str] = []
+        if self._gz_contacts is not None:
+            for pattern, body in self._gz_contacts[1].rules:
+                if body not in self.world.body_names:
+                    # a misspelt target sends a sensor's contacts to a body no sensor reads
+                    self._startup_warnings.append(
+                        f"contact_body_map entry '{pattern}={body}': {body!r} is not a body of the "
+                        f"world; contacts mapped to it touch no sensor (bodies: "
+                        f"{', '.join(self.world.body_names)})")
         self._dense_vertex_counts: Dict[str, int] = {}
         self._sensor_bodies: frozenset = frozenset()
         urdf_joints = [j.name for j in self.world.joints if j.type in MOVABLE_JOINT_TYPES]
@@ -292,6 +303,7 @@ class SensorNode(Node):
             raise ConfigError(first.name, None if override is None else override.value,
                               f"{first.message()} (strict_parameters: true; "
                               f"{len(unknown)} unknown keys in all)")
+        lines = list(lines) + self._startup_warnings
         for line in lines:
             self.get_logger().warning(line)
         self.health.config_problems = lines
@@ -377,8 +389,12 @@ class SensorNode(Node):
         try:
             if self._gz_contacts is not None:
                 # gz: header.frame_id names the contact sensor, not a frame (positions are in world)
+                unknown: Dict[str, str] = {}
                 decoded = gz_contacts_to_contacts(msg, self._contact_body_names, self._gz_contacts[1],
-                                                  DTYPE, DEVICE)
+                                                  DTYPE, DEVICE, world_frame=self._world_frame,
+                                                  unknown_bodies=unknown)
+                if unknown:
+                    self._note_unknown_gz_bodies(unknown)
             else:
                 decoded = pointcloud2_to_contacts(msg, self._contact_body_names, DTYPE, DEVICE,
                                                   expected_frame_id=self._world_frame)
@@ -392,6 +408,28 @@ class SensorNode(Node):
             return decoded, SimState(self._transforms.at(stamp_ns), {}, decoded.contacts)
         except ValueError as exc:
             raise StepRejected("invalid_contacts", str(exc)) from exc
+
+    def _note_unknown_gz_bodies(self, unknown: Dict[str, str]) -> None:
+        """gz collisions that map to no body of the table: counted per body, warned once per body.
+
+        Such contacts are decoded but touch no sensor, which is right for scenery (a ground plane)
+        and silent trouble for a sensor's own link under another name; the warning names the
+        collision and the ``contact_body_map`` entry that would map it.  At most
+        :data:`MAX_UNKNOWN_GZ_BODIES` names are kept (a message with ever new names cannot grow
+        the node)."""
+        seen = self.inputs.unknown_contact_bodies
+        for body, collision in unknown.items():
+            if body in seen:
+                seen[body] += 1
+                continue
+            if len(seen) >= MAX_UNKNOWN_GZ_BODIES:
+                continue
+            seen[body] = 1
+            model = collision.split("::")[0] if "::" in collision else collision
+            self.get_logger().warning(
+                f"gz contacts: collision {collision!r} maps to body {body!r}, which is not in the body "
+                f"table ({', '.join(self._contact_body_names)}); its contacts touch no sensor. If it is "
+                f"one of these bodies, add a contact_body_map entry such as '{model}::*=<body>'")
 
     def _warm_step(self) -> None:
         """Keep-warm work: the last contacts message through decode and every model; nothing
