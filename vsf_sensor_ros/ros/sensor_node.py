@@ -104,7 +104,7 @@ from .scene import (SensorFactory, build_scene, check_contact_body_names, effect
                     resolve_path)
 from .parameters import ChangePlan, LiveSettings, NodeParameters, SensorParameters
 from .calibration import Measurements
-from .parameter_table import ConfigError
+from .parameter_table import ConfigError, plain
 from .sensor_handle import (EndpointQoS, SensorEndpoints, SensorHandle, SensorResult, StepRejected,
                             check_elements, check_predictions)
 from .messages.stamps import stamp_to_ns
@@ -146,6 +146,7 @@ class SensorNode(Node):
         """Declare parameters, build the world and sensors, create every endpoint."""
         self.params = NodeParameters(self)
         self._pending: Optional[ChangePlan] = None
+        self._wrong_types: Dict[str, ConfigError] = {}   # of the request being set (_coerce_request)
         self.inputs = InputStats()
         self._reason_loggers: Dict[str, Any] = {}
         self._last_stamp: Optional[int] = None
@@ -600,13 +601,35 @@ class SensorNode(Node):
         return {n: h.config for n, h in self._handles.items()}
 
     def _coerce_request(self, params: List[Parameter]) -> List[Parameter]:
-        """``pre_set_parameters``: the file's int -> double leniency for ``ros2 param set`` too."""
-        return self.params.coerce_request(params, self._configs())
+        """``pre_set_parameters``: the file's int -> double leniency for ``ros2 param set`` too.
+
+        A value of the wrong type for a declared, writable parameter is noted and replaced by the
+        current value: rclpy's own type check would refuse it naming neither the parameter nor the
+        value; :meth:`_validate` refuses the request naming both (nothing is set)."""
+        out = self.params.coerce_request(params, self._configs())
+        self._wrong_types = {}
+        checked = []
+        for prm in out:
+            if prm.type_ != Parameter.Type.NOT_SET and self.has_parameter(prm.name):
+                d = self.describe_parameter(prm.name)
+                if not d.dynamic_typing and not d.read_only and d.type != prm.type_.value:
+                    want, got = (_type_words(t) for t in (Parameter.Type(d.type), prm.type_))
+                    self._wrong_types[prm.name] = ConfigError(prm.name, plain(prm.value),
+                                                              f"wrong type: needs {want}, got {got}")
+                    checked.append(self.get_parameter(prm.name))
+                    continue
+            checked.append(prm)
+        return checked
 
     def _validate(self, params: List[Parameter]) -> SetParametersResult:
         """Check a parameter request without changing anything (``on_set_parameters``)."""
         if self.params.declaring:
             return SetParametersResult(successful=True)
+        wrong, self._wrong_types = self._wrong_types, {}
+        if wrong:
+            reason = str(next(iter(wrong.values())))
+            self.get_logger().warning(f"set_parameters refused: {reason}")
+            return SetParametersResult(successful=False, reason=reason)
         unknown = {u.name: u for u in unknown_keys(
             [prm.name for prm in params], **known_keys({n: h.config.type for n, h in self._handles.items()},
                                                        list(self.params.values.get("bodies") or [])))}
@@ -650,6 +673,12 @@ class SensorNode(Node):
         self.params.applied(plan)
         self._frames.refresh(h.layout for h in self._handles.values())
         self._refresh_dense_counts()
+
+
+def _type_words(t: Parameter.Type) -> str:
+    """``Type.DOUBLE`` -> ``'a double'``, ``Type.INTEGER_ARRAY`` -> ``'an integer array'``."""
+    words = t.name.lower().replace("_", " ")
+    return ("an " if words[:1] in "aeiou" else "a ") + words
 
 
 def main(args: Optional[List[str]] = None) -> int:
