@@ -328,3 +328,128 @@ def test_a_stamped_pressure_pairs_with_the_frame_of_its_stamp(scene, rclpy_conte
         assert out[1][1].pressure_change == pytest.approx(DP)           # paired with stamp 4's pressure
     finally:
         node.destroy_node()
+
+
+# -- bad input a careless or hostile user sends: counted by reason, named, nothing wrong published -----
+def _count(status: dict, reason: str) -> int:
+    return int(status.get(f"rejected.{reason}", 0))
+
+
+def test_a_pressure_in_the_wrong_unit_is_not_used_and_names_the_scale(nodes, scene):
+    probe = nodes
+    before = _status(probe)
+    good = before["pressure_pa"]
+    probe.send("/bubble/pressure", Float32(data=P_REF))        # Pa on a hPa topic: x 100 = 10.5 MPa
+    probe.spin_for(0.5)
+    after = _status(probe)
+    assert _count(after, "implausible_pressure") == _count(before, "implausible_pressure") + 1
+    assert after["pressure_pa"] == good                         # the previous pressure stays in use
+    # 105000 x 100 Pa is no absolute pressure; 105000 x 1 is: the scale to set is named
+    assert "105000" in after["last_rejection"] and "set pressure_scale: 1.0" in after["last_rejection"]
+    probe.send("/camera/depth", _image_32f(scene["ref"], 40))
+    forces = _forces(_at(probe, "/mforce/measured", 40), len(scene["dome"].points))
+    assert np.abs(forces).max() < 1e-9       # the reference frame at the reference pressure: no force
+
+
+def test_a_reference_frame_in_millimetres_is_rejected_naming_the_depth(nodes, scene):
+    probe = nodes
+    assert probe.call(Trigger, f"/{NODE}/reset_reference", Trigger.Request()).success
+    before = _status(probe)
+    probe.send("/camera/depth", _image_32f(scene["ref"] * 1000.0, 50))     # a 32FC1 image in mm
+    probe.spin_for(0.5)
+    after = _status(probe)
+    assert _count(after, "depth_out_of_range") == _count(before, "depth_out_of_range") + 1
+    assert after["reference"] == "collecting 0 of 2 frames"                # not collected
+    # the median depth of the rendered dome in mm, by hand from the frame itself
+    mm = (scene["ref"] * 1000.0).astype(np.float32).astype(np.float64)     # as the 32FC1 image holds it
+    assert f"median {float(np.median(mm[mm > 0])):.4g} m" in after["last_rejection"]
+    for sec in (51, 52):
+        probe.send("/camera/depth", _image_32f(scene["ref"], sec))
+    assert np.abs(_forces(_at(probe, "/mforce/measured", 52), len(scene["dome"].points))).max() < 1e-9
+
+
+def test_a_changed_camera_info_is_counted_and_taken_by_reset_reference(nodes, scene):
+    """Last in this module: it leaves the node on the second camera."""
+    from ..sensor.membrane_scenes import camera as make_camera
+    probe, dome = nodes, scene["dome"]
+    before = _status(probe)
+    small = make_camera(100, 80, 40.0)                              # the same view at half resolution
+    probe.send("/camera/info", _camera_info(small))
+    probe.spin_for(0.5)
+    after = _status(probe)
+    assert _count(after, "camera_info_changed") == _count(before, "camera_info_changed") + 1
+    assert "100x80 camera" in after["last_rejection"] and "200x160 camera" in after["last_rejection"]
+    probe.send("/camera/depth", _image_32f(scene["ref"], 60))       # the first camera still in use
+    _at(probe, "/mforce/measured", 60)
+    answer = probe.call(Trigger, f"/{NODE}/reset_reference", Trigger.Request())
+    assert answer.success and "camera 100x80 camera" in answer.message and "was 200x160" in answer.message
+    ref_small = render_depth(small, dome.points, dome.triangles).astype(np.float32).astype(np.float64)
+    probe.send("/camera/depth", _image_32f(scene["ref"], 61))       # the old size: now the wrong one
+    for sec in (62, 63):
+        probe.send("/camera/depth", _image_32f(ref_small, sec))
+    forces = _forces(_at(probe, "/mforce/measured", 63), len(dome.points))
+    assert np.abs(forces).max() < 1e-9
+    status = _status(probe)
+    assert status["reference"].startswith("set from 2 frames")
+    assert _count(status, "wrong_size") >= _count(after, "wrong_size") + 1
+    assert not [m for m in probe.received["/mforce/measured"] if m.header.stamp.sec == 61]
+
+
+def _bare_node(scene, name, **extra):
+    """An in-process node on the dome (no DDS traffic; its callbacks are called directly)."""
+    from rclpy.parameter import Parameter
+    from vsf_sensor_ros.ros.membrane_force_node import MembraneForceNode
+    values = dict(mesh=str(scene["vtk"]), camera_rotation_deg=0.0, ambient_pressure=P_REF - P0, window=3,
+                  reference_frames=1)
+    values.update(extra)
+    return MembraneForceNode(name, parameter_overrides=[Parameter(k, value=v) for k, v in values.items()])
+
+
+def test_frames_after_an_unusable_camera_info_name_why_and_reset_says_what_is_missing(scene, rclpy_context):
+    node = _bare_node(scene, "camera_info_membrane_node")
+    try:
+        answer = node._on_reset(Trigger.Request(), Trigger.Response())
+        assert answer.success and "no usable CameraInfo yet on camera/depth/camera_info" in answer.message
+        cam = scene["cam"]
+        info = _camera_info(cam)
+        info.k = [0.0, 0.0, cam.cx, 0.0, cam.fy, cam.cy, 0.0, 0.0, 1.0]          # fx = 0
+        node._on_camera_info(info)
+        assert node.estimator is None and node.rejected["bad_camera_info"] == 1
+        node._on_pressure(_hpa(P_REF))
+        node._on_image(_image_32f(scene["ref"], 1))
+        text = node.last["last_rejection"]
+        assert node.rejected["no_camera_info"] == 1
+        assert "1 received" in text and "fx must be a positive finite focal length in px, got 0.0" in text
+        # a usable CameraInfo after it: frames go
+        node._on_camera_info(_camera_info(cam))
+        out = []
+        node._publish = lambda header, res: out.append(header.stamp.sec)
+        node._on_image(_image_32f(scene["ref"], 2))
+        assert out == [2]
+        # a later unusable one: counted as changed; the reset that would take it changes nothing
+        node._on_camera_info(info)
+        assert node.rejected["camera_info_changed"] == 1
+        answer = node._on_reset(Trigger.Request(), Trigger.Response())
+        assert not answer.success and "nothing reset" in answer.message and "fx" in answer.message
+        assert node.estimator.model is not None                      # the reference stays
+        node._on_image(_image_32f(scene["ref"], 3))
+        assert out == [2, 3]
+    finally:
+        node.destroy_node()
+
+
+def test_stamped_pressures_on_another_clock_are_named_with_both_stamps(scene, rclpy_context):
+    from sensor_msgs.msg import FluidPressure
+    node = _bare_node(scene, "clock_membrane_node", pressure_scale=1.0, qos_depth=2,
+                      pressure_type="sensor_msgs/msg/FluidPressure")
+    try:
+        node._on_camera_info(_camera_info(scene["cam"]))
+        m = FluidPressure(fluid_pressure=P_REF)
+        m.header.stamp = Time(sec=1000)                    # the pressure driver on wall time
+        node._on_pressure(m)
+        node._on_image(_image_32f(scene["ref"], 1))        # frames on sim time: far before it
+        assert node.rejected["no_pressure"] == 1
+        assert "stamped 1.000 s" in node.last["last_rejection"]
+        assert "nearest pressure stamp 1000.000 s" in node.last["last_rejection"]
+    finally:
+        node.destroy_node()

@@ -34,7 +34,13 @@ Outputs, stamped with the camera frame's header stamp, in ``frame_id`` (the body
   rejected frames per reason, reference state.
 
 Service ``~/reset_reference`` (``std_srvs/Trigger``): forget the reference; the next
-``reference_frames`` frames (contact-free!) become the new one.
+``reference_frames`` frames (contact-free!) become the new one.  The first usable CameraInfo
+fixes the camera; a later one that differs is counted (``camera_info_changed``) and taken by
+the next reset.
+
+Bad input is counted by reason on ``/diagnostics`` and logged (once per 5 s per reason) naming
+the value; a pressure that is no plausible absolute pressure after ``pressure_scale`` (a unit
+mistake) is not used (``implausible_pressure``).
 
 Frames: the estimator works in the membrane mesh's frame (``mesh``; ``p_cam = R p_mesh + t``
 with ``R`` = ``camera_rotation_deg`` about the camera y axis).  With ``attachment_mesh`` set (the
@@ -65,10 +71,12 @@ from vsf_sensor_ros.sensor.membrane_force_estimator import (
 from vsf_sensor_ros.sensor.membrane_frame import MeshFrameTransform, fit_mesh_transform, total_wrench
 from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh, read_membrane_mesh
 
+from .input_health import pressure_unit_problem
 from .main import run_node, user_args
 from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, depth_from_cloud,
                               depth_from_image, pressure_pa)
 from .messages.pointcloud import write_cloud
+from .messages.readings import PressureCodec
 from .messages.stamps import copy_stamp, stamp_to_ns
 
 # Start-up parameters.  name: (default, description, (lo, hi) or None)
@@ -225,6 +233,8 @@ class MembraneForceNode(Node):
         self.rejected: Counter = Counter()
         self.period_ms: List[float] = []
         self.last: Dict[str, str] = {"reference": f"collecting 0 of {p['reference_frames']} frames"}
+        self.camera_info: Optional[CameraInfo] = None     # the one the estimator was built from
+        self.new_camera_info: Optional[CameraInfo] = None  # a differing later one (reset_reference takes it)
 
         reliability = (ReliabilityPolicy.RELIABLE if p["input_reliability"] == "reliable"
                        else ReliabilityPolicy.BEST_EFFORT)
@@ -250,36 +260,62 @@ class MembraneForceNode(Node):
         self._period_estimated = 0
 
     # -- inputs ----------------------------------------------------------------------------------
-    def _reject(self, reason: str, message: str) -> None:
+    def _reject(self, reason: str, message: str, what: str = "frame") -> None:
         self.rejected[reason] += 1
         self.last["last_rejection"] = f"{reason}: {message}"
-        self.get_logger().warning(f"frame rejected ({reason}): {message}", throttle_duration_sec=5.0)
+        # one throttle per reason: a flood of one kind does not hide the first of another
+        self.get_logger().get_child(reason).warning(f"{what} rejected ({reason}): {message}",
+                                                    throttle_duration_sec=5.0)
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
         self.stats["camera_info_received"] += 1
         if self.estimator is not None:
+            if not _same_camera(msg, self.camera_info):
+                # the estimator's pixel windows belong to the first camera: frames of another would
+                # be read at the wrong pixels; ~/reset_reference takes the new one
+                self.new_camera_info = msg
+                self._reject("camera_info_changed",
+                             f"{_camera_text(msg)} differs from the {_camera_text(self.camera_info)} in "
+                             "use; call ~/reset_reference (membrane free of contact) to take it",
+                             "CameraInfo")
             return
+        self.estimator = self._build_estimator(msg)
+        if self.estimator is not None:
+            self.camera_info = msg
+
+    def _build_estimator(self, msg: CameraInfo) -> Optional[MembraneForceEstimator]:
+        """The estimator for the camera of ``msg``; None (counted, logged) for a CameraInfo it
+        cannot use."""
         p = self.p
         try:
             camera = camera_from_info(msg)
-            self.estimator = MembraneForceEstimator(
+            return MembraneForceEstimator(
                 self.mesh, camera, punyo_camera_rotation(float(p["camera_rotation_deg"])),
                 t_cam_mesh=[float(v) for v in p["camera_translation"]], ambient_pressure=self.ambient_pa,
                 window=int(p["window"]), max_depth=float(p["max_depth"]),
                 min_vertex_fraction=float(p["min_vertex_fraction"]))
         except InputRejected as exc:
-            self._reject(exc.reason, str(exc))
+            self._reject(exc.reason, str(exc), "CameraInfo")
         except ValueError as exc:   # e.g. vertices behind the camera: the rotation is wrong
-            self._reject("bad_camera_info", str(exc))
+            self._reject("bad_camera_info", str(exc), "CameraInfo")
+        return None
 
     def _on_pressure(self, msg: Any) -> None:
+        scale = float(self.p["pressure_scale"])
         try:
-            self.pressure = pressure_pa(msg, float(self.p["pressure_scale"]))
-            self.stats["pressures_received"] += 1
+            pa = pressure_pa(msg, scale)
+            # hPa read as Pa (or Pa as hPa) is a factor 100 off: a membrane model built on it would
+            # publish forces 100 times too large or too small
+            problem = pressure_unit_problem(pa / scale, scale, *PressureCodec.plausible,
+                                            scale_parameter="pressure_scale")
+            if problem is not None:
+                raise InputRejected(problem.replace("measured pressure", "bubble pressure", 1),
+                                    "implausible_pressure")
         except InputRejected as exc:
-            self.rejected[exc.reason] += 1
-            self.get_logger().warning(str(exc), throttle_duration_sec=5.0)
+            self._reject(exc.reason, str(exc), "pressure")
             return
+        self.pressure = pa
+        self.stats["pressures_received"] += 1
         if self.stamped:
             self.pressures.append((stamp_to_ns(msg.header.stamp), self.pressure))
             waiting, self.pending = self.pending, []
@@ -303,8 +339,9 @@ class MembraneForceNode(Node):
             if abs(best[0] - stamp_ns) <= tol:
                 return best[1]
             if max(sp[0] for sp in self.pressures) > stamp_ns + tol:
-                raise InputRejected(f"no pressure stamped within {tol * 1e-9:g} s of the frame",
-                                    "no_pressure")
+                raise InputRejected(f"no pressure stamped within {tol * 1e-9:g} s of the frame stamped "
+                                    f"{stamp_ns * 1e-9:.3f} s (nearest pressure stamp "
+                                    f"{best[0] * 1e-9:.3f} s)", "no_pressure")
         return None
 
     def _on_image(self, msg: Image) -> None:
@@ -318,13 +355,20 @@ class MembraneForceNode(Node):
             self.stats["frames_received"] += 1
         try:
             if self.estimator is None:
-                raise InputRejected("no CameraInfo received yet", "no_camera_info")
+                got = int(self.stats["camera_info_received"])
+                raise InputRejected("no CameraInfo received yet" if not got else
+                                    f"no usable CameraInfo yet ({got} received, rejected: "
+                                    f"{self.last.get('last_rejection', 'none')})", "no_camera_info")
             pressure = self._pressure_for(stamp_to_ns(header.stamp))
             if pressure is None:
                 self.pending.append((header, decode))
                 if len(self.pending) > int(self.p["qos_depth"]):
-                    self.pending.pop(0)
-                    raise InputRejected("frame waited too long for its pressure", "no_pressure")
+                    dropped = self.pending.pop(0)[0]
+                    latest = (f"latest pressure stamped {self.pressures[-1][0] * 1e-9:.3f} s"
+                              if self.pressures else f"no pressure on {self.p['pressure_topic']} yet")
+                    raise InputRejected(f"frame stamped {stamp_to_ns(dropped.stamp) * 1e-9:.3f} s waited "
+                                        f"too long for its pressure ({latest}; the two clocks must agree "
+                                        f"within pressure_tolerance)", "no_pressure")
                 return
             self._process(header, decode, pressure)
         except (InputRejected, FrameRejected) as exc:
@@ -343,6 +387,16 @@ class MembraneForceNode(Node):
                                     f"{shape[1]}x{shape[0]} camera", "wrong_size")
             if not np.isfinite(depth).any():
                 raise InputRejected("frame holds no finite depth", "nan")
+            with np.errstate(invalid="ignore"):
+                readings = depth[np.isfinite(depth) & (depth > 0.0)]
+            far = float(self.p["max_depth"])
+            if readings.size and not (readings < far).any():
+                # a unit mistake (32FC1 in mm, a wrong depth_unit) puts the whole membrane out of range
+                raise InputRejected(
+                    f"every depth reading is at or beyond max_depth {far:g} m (median "
+                    f"{float(np.median(readings)):.4g} m): check depth_unit "
+                    f"({float(self.p['depth_unit']):g} m per 16UC1 unit) or the unit of a 32FC1 image (m)",
+                    "depth_out_of_range")
             self.reference.append((depth, pressure))
             self.last["reference"] = f"collecting {len(self.reference)} of {n_ref} frames"
             if len(self.reference) < n_ref:
@@ -378,6 +432,18 @@ class MembraneForceNode(Node):
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         n = int(self.p["reference_frames"])
+        taken = ""
+        if self.new_camera_info is not None:    # a changed camera: a new estimator for it
+            new_info, self.new_camera_info = self.new_camera_info, None
+            est = self._build_estimator(new_info)
+            if est is None:                      # nothing changed: the reference and camera stay
+                response.success = False
+                response.message = (f"nothing reset: the new CameraInfo cannot be used "
+                                    f"({self.last.get('last_rejection')}); call again to reset the "
+                                    f"reference with the {_camera_text(self.camera_info)}")
+                return response
+            taken = f"; camera {_camera_text(new_info)} taken (was {_camera_text(self.camera_info)})"
+            self.estimator, self.camera_info = est, new_info
         if self.estimator is not None:
             self.estimator.reset_reference()
         self.reference = []
@@ -385,7 +451,9 @@ class MembraneForceNode(Node):
         self.stats["reference_resets"] += 1
         response.success = True
         response.message = (f"reference cleared: the next {n} frames (keep the membrane free of contact) "
-                            "become the new reference")
+                            "become the new reference" + taken
+                            + ("" if self.estimator is not None else
+                               f"; no usable CameraInfo yet on {self.p['camera_info_topic']}"))
         return response
 
     def _report(self) -> None:
@@ -425,6 +493,22 @@ class MembraneForceNode(Node):
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
         self.pub_diag.publish(array)
+
+
+def _camera_text(msg: Optional[CameraInfo]) -> str:
+    """``'640x480 camera, K [..]'``: a CameraInfo's size and intrinsics, for messages."""
+    if msg is None:
+        return "no camera"
+    return (f"{int(msg.width)}x{int(msg.height)} camera (K {[float(v) for v in msg.k]}, "
+            f"{msg.distortion_model or 'no model'} D {[float(v) for v in msg.d]})")
+
+
+def _same_camera(a: CameraInfo, b: Optional[CameraInfo]) -> bool:
+    """The two CameraInfos describe one camera model (size, K, distortion model and D)."""
+    return b is not None and (int(a.width), int(a.height), a.distortion_model.lower()) == \
+        (int(b.width), int(b.height), b.distortion_model.lower()) \
+        and np.array_equal(np.asarray(a.k, dtype=float), np.asarray(b.k, dtype=float)) \
+        and np.array_equal(np.asarray(a.d, dtype=float), np.asarray(b.d, dtype=float))
 
 
 def main(args: Optional[List[str]] = None) -> int:
