@@ -21,7 +21,7 @@ import sys
 import numpy as np
 import pytest
 import trimesh
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
 from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
@@ -368,6 +368,21 @@ def test_a_reference_frame_in_millimetres_is_rejected_naming_the_depth(nodes, sc
     assert np.abs(_forces(_at(probe, "/mforce/measured", 52), len(scene["dome"].points))).max() < 1e-9
 
 
+def test_live_sets_are_refused_by_name_and_the_node_goes_on(nodes, scene):
+    """Every parameter is read-only; a misspelt name is refused naming it and the closest one."""
+    probe = nodes
+    res = probe.set_params({"depth_unti": 0.002})[0]
+    assert not res.successful and "'depth_unti' is not a parameter" in res.reason, res.reason
+    assert "did you mean 'depth_unit'?" in res.reason and "0.002" in res.reason
+    res = probe.set_params({"pressure_scale": 1.0})[0]
+    assert not res.successful and "read-only" in res.reason and "pressure_scale" in res.reason, res.reason
+    res = probe.set_params({"pressure_scale": 1.0, "depth_unti": 1}, atomic=True)[0]
+    assert not res.successful
+    assert _status(probe)["unknown_parameters"] == "none"
+    probe.send("/camera/depth", _image_32f(scene["ref"], 55))
+    _at(probe, "/mforce/measured", 55)
+
+
 def test_a_changed_camera_info_is_counted_and_taken_by_reset_reference(nodes, scene):
     """Last in this module: it leaves the node on the second camera."""
     from ..sensor.membrane_scenes import camera as make_camera
@@ -452,4 +467,29 @@ def test_stamped_pressures_on_another_clock_are_named_with_both_stamps(scene, rc
         assert "stamped 1.000 s" in node.last["last_rejection"]
         assert "nearest pressure stamp 1000.000 s" in node.last["last_rejection"]
     finally:
+        node.destroy_node()
+
+
+def test_a_misspelt_start_up_key_is_named_with_the_closest_one_on_diagnostics(scene, rclpy_context):
+    from rclpy.executors import SingleThreadedExecutor
+    from .node_helpers import spin_until
+    node = _bare_node(scene, "typo_membrane_node", pressure_scal=1.0, diagnostics_period=0.1)
+    listener = Probe("typo_listener")
+    reports = listener.listen("/diagnostics", DiagnosticArray)
+    ex = SingleThreadedExecutor()
+    ex.add_node(node)
+    ex.add_node(listener)
+    try:
+        assert node.unknown_parameters == ["'pressure_scal' is not a parameter of membrane_force_node "
+                                           "(did you mean 'pressure_scale'?)"]
+
+        def mine():
+            return [st for m in reports for st in m.status if st.name == "/typo_membrane_node"]
+        assert spin_until(ex, lambda: bool(mine()), 10.0)
+        st = mine()[-1]
+        assert st.level == DiagnosticStatus.WARN and "pressure_scal" in st.message
+        assert {kv.key: kv.value for kv in st.values}["unknown_parameters"] == node.unknown_parameters[0]
+    finally:
+        ex.shutdown()
+        listener.destroy_node()
         node.destroy_node()

@@ -51,6 +51,7 @@ published in that file's frame, found by fitting its clamped ring onto the membr
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 import time
 from collections import Counter, deque
@@ -59,7 +60,7 @@ from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
@@ -71,6 +72,7 @@ from vsf_sensor_ros.sensor.membrane_force_estimator import (
 from vsf_sensor_ros.sensor.membrane_frame import MeshFrameTransform, fit_mesh_transform, total_wrench
 from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh, read_membrane_mesh
 
+from ._rclpy_compat import parameter_override_names
 from .input_health import pressure_unit_problem
 from .main import run_node, user_args
 from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, depth_from_cloud,
@@ -178,7 +180,9 @@ class MembraneForceNode(Node):
     """
 
     def __init__(self, node_name: str = "membrane_force_node", **kwargs: Any) -> None:
-        super().__init__(node_name, **kwargs)
+        # undeclared names reach _on_set_parameters, which refuses them by name (rclpy's own answer
+        # to an undeclared name lists no name)
+        super().__init__(node_name, allow_undeclared_parameters=True, **kwargs)
         p: Dict[str, Any] = {}
         for name, (default, text, bounds) in PARAMETERS.items():
             try:
@@ -187,6 +191,12 @@ class MembraneForceNode(Node):
             except Exception as exc:   # rclpy's range / type errors differ between distributions
                 raise ConfigurationError(f"parameter {name!r}: {exc}") from None
         self.p = p
+        # a misspelt key of a parameter file or -p is not used: say so, with the closest known key
+        self.unknown_parameters = [_unknown_text(n) for n in parameter_override_names(self)
+                                   if not self.has_parameter(n)]
+        for text in self.unknown_parameters:
+            self.get_logger().warning(f"parameter {text}; ignored")
+        self.add_on_set_parameters_callback(self._on_set_parameters)
         if not p["mesh"]:
             raise ConfigurationError("parameter 'mesh' (the membrane mesh file) is required")
         try:
@@ -258,6 +268,15 @@ class MembraneForceNode(Node):
         self.create_timer(float(p["diagnostics_period"]), self._report)
         self._period_start = time.monotonic()
         self._period_estimated = 0
+
+    def _on_set_parameters(self, params: List[Any]) -> SetParametersResult:
+        """Live requests: every parameter of this node is read-only (rclpy refuses those by name);
+        a name it does not have is refused here, with the closest known name."""
+        for prm in params:
+            if not self.has_parameter(prm.name):
+                return SetParametersResult(successful=False,
+                                           reason=f"parameter {_unknown_text(prm.name)} (= {prm.value!r})")
+        return SetParametersResult(successful=True)
 
     # -- inputs ----------------------------------------------------------------------------------
     def _reject(self, reason: str, message: str, what: str = "frame") -> None:
@@ -479,6 +498,7 @@ class MembraneForceNode(Node):
             "vertices_measured": self.last.get("vertices_measured", "0"),
             "last_rejection": self.last.get("last_rejection", "none"),
             "frame_id": self.p["frame_id"],
+            "unknown_parameters": "; ".join(self.unknown_parameters) or "none",
         }
         if self.estimator is None:
             level, message = DiagnosticStatus.WARN, "waiting for CameraInfo"
@@ -488,11 +508,21 @@ class MembraneForceNode(Node):
             level, message = DiagnosticStatus.WARN, "no frame estimated in the last period"
         else:
             level, message = DiagnosticStatus.OK, f"estimating at {estimated / dt:.1f} Hz"
+        if self.unknown_parameters:
+            level = max(level, DiagnosticStatus.WARN)
+            message += "; parameters ignored: " + "; ".join(self.unknown_parameters)
         status = DiagnosticStatus(level=level, name=name, message=message, hardware_id=name,
                                   values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
         self.pub_diag.publish(array)
+
+
+def _unknown_text(name: str) -> str:
+    """``"'depth_unti' is not a parameter of membrane_force_node (did you mean 'depth_unit'?)"``."""
+    close = difflib.get_close_matches(name, list(PARAMETERS), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else f" (its parameters: {', '.join(PARAMETERS)})"
+    return f"{name!r} is not a parameter of membrane_force_node{hint}"
 
 
 def _camera_text(msg: Optional[CameraInfo]) -> str:
