@@ -146,13 +146,10 @@ def _names_entity(text: str, entity: Any) -> bool:
     return bool(text) and (text == str(entity.name) or (int(entity.id) != 0 and text == str(int(entity.id))))
 
 
-def _body_1_sign(w: Any, c: Any) -> float:
-    """+1 when ``w.body_1_wrench`` is the force on ``collision1`` (gz's convention, also when the
-    wrench names no body), -1 when its ``body_1_name`` names ``collision2`` and not ``collision1``."""
-    name = getattr(getattr(w, "body_1_name", None), "data", "")
-    if _names_entity(name, c.collision2) and not _names_entity(name, c.collision1):
-        return -1.0
-    return 1.0
+def _body_1_is_collision2(name: str, c: Any) -> bool:
+    """A wrench's ``body_1_name`` names ``collision2`` of contact ``c`` and not ``collision1`` (then
+    its ``body_1_wrench`` is the force on ``collision2``); False for an empty name (gz-sim's)."""
+    return bool(name) and _names_entity(name, c.collision2) and not _names_entity(name, c.collision1)
 
 
 def _row_columns(msg: Any, body_map: ContactBodyMap, world_frame: Optional[str],
@@ -197,23 +194,25 @@ def _row_columns(msg: Any, body_map: ContactBodyMap, world_frame: Optional[str],
             raise GzContactsDecodeError(
                 "same_body", f"contact {i}: {names[0]} and {names[1]} both map to body {pair[0]!r} "
                 "(a body cannot push itself; give each body its own contact_body_map entry)")
-        if world_frame is not None:
-            for w in c.wrenches:
-                frame = str(getattr(getattr(w, "header", None), "frame_id", ""))
+        # gz: body_1_wrench is the wrench on collision1, i.e. the force on body1 by body2 (unless
+        # the wrench names collision2 as its body 1: then the force on body1 is its opposite)
+        for w in c.wrenches:
+            if world_frame is not None:
+                frame = w.header.frame_id
                 if frame and frame != world_frame:
                     raise GzContactsDecodeError(
                         "wrench_frame", f"contact {i} ({names[0]} / {names[1]}): wrench in frame "
                         f"{frame!r}, expected world axes ({world_frame!r} or no frame)")
+            f = w.body_1_wrench.force
+            if _body_1_is_collision2(w.body_1_name.data, c):
+                frc.append((-float(f.x), -float(f.y), -float(f.z)))
+            else:
+                frc.append((float(f.x), float(f.y), float(f.z)))
         used += 1
         with_normals += nn > 0
         with_depths += nd > 0
         pairs.extend([pair] * n)
         pts.extend(_vec3(c.positions))
-        # gz: body_1_wrench is the wrench on collision1, i.e. the force on body1 by body2 (unless
-        # the wrench names collision2 as its body 1: then the force on body1 is its opposite)
-        for w in c.wrenches:
-            f, s = w.body_1_wrench.force, _body_1_sign(w, c)
-            frc.append((s * float(f.x), s * float(f.y), s * float(f.z)))
         if nn:
             nrm.extend(_vec3(c.normals))
         if nd:
