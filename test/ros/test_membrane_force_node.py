@@ -335,8 +335,19 @@ def _count(status: dict, reason: str) -> int:
     return int(status.get(f"rejected.{reason}", 0))
 
 
+def _fresh_reference(probe: Probe, scene, secs) -> None:
+    """A new reference from two contact-free frames at P_REF (each test stands on its own)."""
+    probe.send("/bubble/pressure", _hpa(P_REF))
+    probe.spin_for(0.3)
+    assert probe.call(Trigger, f"/{NODE}/reset_reference", Trigger.Request()).success
+    for sec in secs:
+        probe.send("/camera/depth", _image_32f(scene["ref"], sec))
+    _at(probe, "/mforce/measured", secs[-1])
+
+
 def test_a_pressure_in_the_wrong_unit_is_not_used_and_names_the_scale(nodes, scene):
     probe = nodes
+    _fresh_reference(probe, scene, (38, 39))
     before = _status(probe)
     good = before["pressure_pa"]
     probe.send("/bubble/pressure", Float32(data=P_REF))        # Pa on a hPa topic: x 100 = 10.5 MPa
@@ -371,6 +382,7 @@ def test_a_reference_frame_in_millimetres_is_rejected_naming_the_depth(nodes, sc
 def test_live_sets_are_refused_by_name_and_the_node_goes_on(nodes, scene):
     """Every parameter is read-only; a misspelt name is refused naming it and the closest one."""
     probe = nodes
+    _fresh_reference(probe, scene, (53, 54))
     res = probe.set_params({"depth_unti": 0.002})[0]
     assert not res.successful and "'depth_unti' is not a parameter" in res.reason, res.reason
     assert "did you mean 'depth_unit'?" in res.reason and "0.002" in res.reason
@@ -387,6 +399,7 @@ def test_a_changed_camera_info_is_counted_and_taken_by_reset_reference(nodes, sc
     """Last in this module: it leaves the node on the second camera."""
     from ..sensor.membrane_scenes import camera as make_camera
     probe, dome = nodes, scene["dome"]
+    _fresh_reference(probe, scene, (58, 59))
     before = _status(probe)
     small = make_camera(100, 80, 40.0)                              # the same view at half resolution
     probe.send("/camera/info", _camera_info(small))
@@ -430,11 +443,17 @@ def test_frames_after_an_unusable_camera_info_name_why_and_reset_says_what_is_mi
         info.k = [0.0, 0.0, cam.cx, 0.0, cam.fy, cam.cy, 0.0, 0.0, 1.0]          # fx = 0
         node._on_camera_info(info)
         assert node.estimator is None and node.rejected["bad_camera_info"] == 1
+        folded = _camera_info(cam)
+        folded.d = [-1e6, 0.0, 0.0, 0.0, 0.0]                  # folds inside the membrane's image
+        node._on_camera_info(folded)
+        assert node.estimator is None and node.rejected["bad_camera_info"] == 2
+        assert "folds back" in node.last["last_rejection"]
+        node._on_camera_info(info)
         node._on_pressure(_hpa(P_REF))
         node._on_image(_image_32f(scene["ref"], 1))
         text = node.last["last_rejection"]
         assert node.rejected["no_camera_info"] == 1
-        assert "1 received" in text and "fx must be a positive finite focal length in px, got 0.0" in text
+        assert "3 received" in text and "fx must be a positive finite focal length in px, got 0.0" in text
         # a usable CameraInfo after it: frames go
         node._on_camera_info(_camera_info(cam))
         out = []
