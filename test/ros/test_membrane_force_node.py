@@ -512,3 +512,24 @@ def test_a_misspelt_start_up_key_is_named_with_the_closest_one_on_diagnostics(sc
         ex.shutdown()
         listener.destroy_node()
         node.destroy_node()
+
+
+def test_a_flat_or_loose_membrane_mesh_is_a_start_up_error(scene, tmp_path, rclpy_context):
+    """A flat disc encloses no volume: no pre-tension follows from the pressure (the first
+    reference used to raise out of the frame callback and end the node); a point in no triangle
+    has no stiffness (a singular solve at the reference)."""
+    import meshio
+    from vsf_sensor_ros.ros.membrane_force_node import ConfigurationError
+    from ..sensor.membrane_scenes import disc_mesh
+    flat = disc_mesh(0.04, rings=8, base_z=0.06)
+    meshio.Mesh(flat.points, [("triangle", flat.triangles), ("vertex", flat.boundary[:, None])]).write(
+        str(tmp_path / "flat.vtk"))
+    dome = scene["dome"]
+    loose = np.vstack([dome.points, [[0.0, 0.0, 0.07]]])
+    meshio.Mesh(loose, [("triangle", dome.triangles), ("vertex", dome.boundary[:, None])]).write(
+        str(tmp_path / "loose.vtk"))
+    for name, words in (("flat.vtk", "no inflatable membrane: the membrane encloses no volume"),
+                        ("loose.vtk", f"1 free vertex(es) belong to no triangle: [{len(dome.points)}]")):
+        with pytest.raises(ConfigurationError) as err:
+            _bare_node(scene, "mesh_check_node", mesh=str(tmp_path / name))
+        assert f"parameter 'mesh' = '{tmp_path / name}'" in str(err.value) and words in str(err.value)

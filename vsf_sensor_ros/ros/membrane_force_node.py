@@ -68,7 +68,7 @@ from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.sensor.membrane_force_estimator import (
-    FrameRejected, MembraneForceEstimator, isa_pressure, punyo_camera_rotation)
+    FrameRejected, MembraneForceEstimator, MembraneModel, isa_pressure, punyo_camera_rotation)
 from vsf_sensor_ros.sensor.membrane_frame import MeshFrameTransform, fit_mesh_transform, total_wrench
 from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh, read_membrane_mesh
 
@@ -80,6 +80,9 @@ from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, d
 from .messages.pointcloud import write_cloud
 from .messages.readings import PressureCodec
 from .messages.stamps import copy_stamp, stamp_to_ns
+
+#: gauge pressure (Pa) of the start-up check that the mesh can be inflated (any positive value does)
+NOMINAL_GAUGE_PA = 1000.0
 
 # Start-up parameters.  name: (default, description, (lo, hi) or None)
 PARAMETERS = {
@@ -174,7 +177,8 @@ class MembraneForceNode(Node):
     Keyword arguments go to ``rclpy.node.Node`` (``context``, ``parameter_overrides``, ...).
 
     Raises:
-        ConfigurationError: no ``mesh``, a mesh that cannot be read, an ``attachment_mesh`` that
+        ConfigurationError: no ``mesh``, a mesh that cannot be read or not inflated (flat: no
+            pressure pre-tension), an ``attachment_mesh`` that
             is not the same membrane, an unknown ``input``, ``pressure_type`` or reliability, or a
             value outside its range (each naming the parameter and value).
     """
@@ -203,6 +207,11 @@ class MembraneForceNode(Node):
             self.mesh: MembraneMesh = read_membrane_mesh(p["mesh"])
         except Exception as exc:   # meshio raises many types for unreadable files
             raise ConfigurationError(f"parameter 'mesh' = {p['mesh']!r}: {exc}") from None
+        try:   # what the reference will need of the mesh (a flat one has no pressure pre-tension)
+            MembraneModel(self.mesh, NOMINAL_GAUGE_PA)
+        except ValueError as exc:
+            raise ConfigurationError(f"parameter 'mesh' = {p['mesh']!r} is no inflatable membrane: "
+                                     f"{exc}") from None
         self.out_frame = MeshFrameTransform.identity()
         if p["attachment_mesh"]:
             try:
@@ -392,6 +401,8 @@ class MembraneForceNode(Node):
             self._process(header, decode, pressure)
         except (InputRejected, FrameRejected) as exc:
             self._reject(exc.reason, str(exc))
+        except Exception as exc:  # noqa: BLE001 -- the node must outlive one frame (a library failure)
+            self._reject("internal_error", f"{type(exc).__name__}: {exc}")
 
     def _process(self, header: Header, decode: Any, pressure: float) -> None:
         """Collect the reference or estimate; raises InputRejected / FrameRejected (nothing changed)."""
