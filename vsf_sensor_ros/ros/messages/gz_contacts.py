@@ -74,7 +74,8 @@ GZ_DECODE_REASONS: Tuple[str, ...] = (
 * ``mismatched_lengths``: ``wrenches``, ``normals`` or ``depths`` neither empty
   (normals, depths) nor one per position, or normals/depths given for some
   contacts of the message and not for others;
-* ``unnamed_collision``: a collision entity with an empty name (nothing to map);
+* ``unnamed_collision``: a collision entity with an empty name, or one whose link part is
+  empty (``::collision``) and that no map entry maps (nothing to map);
 * ``non_finite``: NaN/inf in a position, force, normal or depth;
 * ``same_body``: both collisions of a contact map to one body (a force of a body on itself:
   ``contact_body_map`` sends two different bodies to one name);
@@ -188,6 +189,11 @@ def _row_columns(msg: Any, body_map: ContactBodyMap, world_frame: Optional[str],
                     "mismatched_lengths",
                     f"contact {i} ({names[0]} / {names[1]}): {n} positions, {k} {label}")
         pair = (body_map.body(names[0]), body_map.body(names[1]))
+        for side, name, body in zip(("collision1", "collision2"), names, pair):
+            if not body.strip():   # '::collision' has an empty link: no body to give its contacts
+                raise GzContactsDecodeError(
+                    "unnamed_collision", f"contact {i}: {side} {name!r} names no link and no "
+                    "contact_body_map entry maps it")
         collisions.setdefault(pair[0], names[0])
         collisions.setdefault(pair[1], names[1])
         if pair[0] == pair[1]:
