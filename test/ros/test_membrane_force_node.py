@@ -15,6 +15,8 @@ its rim, inflated to 4 kPa gauge.  Hand-derived expectations:
 """
 from __future__ import annotations
 
+import math
+import re
 import subprocess
 import sys
 
@@ -533,3 +535,28 @@ def test_a_flat_or_loose_membrane_mesh_is_a_start_up_error(scene, tmp_path, rclp
         with pytest.raises(ConfigurationError) as err:
             _bare_node(scene, "mesh_check_node", mesh=str(tmp_path / name))
         assert f"parameter 'mesh' = '{tmp_path / name}'" in str(err.value) and words in str(err.value)
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("force_topic", "bad topic", "parameter 'force_topic' = 'bad topic': not a valid topic name"),
+    ("depth_topic", "1abc", "parameter 'depth_topic' = '1abc': not a valid topic name"),
+    ("frame_id", "", "parameter 'frame_id' = '': must name the frame"),
+    ("camera_translation", [math.nan, 0.0, 0.0], "needs 3 finite numbers"),
+])
+def test_bad_start_up_values_are_configuration_errors_naming_them(scene, rclpy_context, key, value, words):
+    """A bad topic name used to escape as rclpy's InvalidTopicNameException (a traceback, not the
+    one configuration-error line); an empty frame_id and a NaN translation used to start."""
+    from vsf_sensor_ros.ros.membrane_force_node import ConfigurationError
+    with pytest.raises(ConfigurationError, match=re.escape(words)):
+        _bare_node(scene, "start_check_node", **{key: value})
+
+
+def test_a_camera_mount_with_vertices_behind_the_camera_is_refused_at_start(scene, rclpy_context):
+    """R = [[c, 0, -s], [0, 1, 0], [s, 0, c]] at 100 deg: z_cam = sin(100) x + cos(100) z, <= 0 for
+    x <= z tan(10 deg): those free vertices are behind the camera."""
+    from vsf_sensor_ros.ros.membrane_force_node import ConfigurationError
+    free = scene["dome"].points[scene["dome"].interior]
+    behind = int((free[:, 0] <= free[:, 2] * math.tan(math.radians(10.0))).sum())
+    assert 0 < behind < len(free)
+    with pytest.raises(ConfigurationError, match=f": {behind} free membrane vertices lie behind the camera"):
+        _bare_node(scene, "mount_check_node", camera_rotation_deg=100.0)

@@ -80,6 +80,7 @@ from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, d
 from .messages.pointcloud import write_cloud
 from .messages.readings import PressureCodec
 from .messages.stamps import copy_stamp, stamp_to_ns
+from .parameter_table import ConfigError, check_topic_name
 
 #: gauge pressure (Pa) of the start-up check that the mesh can be inflated (any positive value does)
 NOMINAL_GAUGE_PA = 1000.0
@@ -130,6 +131,10 @@ PARAMETERS = {
     "diagnostics_period": (1.0, "s between /diagnostics reports", (0.01, 3600.0)),
 }
 
+#: the parameters that name topics (checked at start with rclpy's name rules)
+TOPIC_PARAMETERS = ("depth_topic", "points_topic", "camera_info_topic", "pressure_topic", "force_topic",
+                    "surface_topic", "total_force_topic")
+
 EXAMPLE = ("  membrane_force_node --ros-args -p mesh:=equalized.vtk "
            "-p attachment_mesh:=punyo_mesh_complete.ply -p frame_id:=punyo \\\n"
            "      -p force_topic:=/punyo_force/measured -p depth_topic:=/camera/depth/image_rect_raw")
@@ -178,7 +183,8 @@ class MembraneForceNode(Node):
 
     Raises:
         ConfigurationError: no ``mesh``, a mesh that cannot be read or not inflated (flat: no
-            pressure pre-tension), an ``attachment_mesh`` that
+            pressure pre-tension), an invalid topic name, an empty ``frame_id``, a camera mount
+            (rotation, translation) that puts free vertices behind the camera, an ``attachment_mesh`` that
             is not the same membrane, an unknown ``input``, ``pressure_type`` or reliability, or a
             value outside its range (each naming the parameter and value).
     """
@@ -235,9 +241,27 @@ class MembraneForceNode(Node):
                 raise ConfigurationError(f"parameter {key!r} = {p[key]!r}: use best_effort or reliable")
         if int(p["window"]) % 2 == 0:
             raise ConfigurationError(f"parameter 'window' = {p['window']}: must be odd")
-        if len(p["camera_translation"]) != 3:
+        t_cam = np.asarray(p["camera_translation"], dtype=float)
+        if t_cam.shape != (3,) or not np.isfinite(t_cam).all():
             raise ConfigurationError(f"parameter 'camera_translation' = {list(p['camera_translation'])}: "
-                                     "needs 3 numbers (m)")
+                                     "needs 3 finite numbers (m)")
+        if not str(p["frame_id"]).strip():
+            raise ConfigurationError("parameter 'frame_id' = '': must name the frame of the outputs (the "
+                                     "PunyoDenseForceSensor's attachment body, e.g. 'punyo')")
+        for key in TOPIC_PARAMETERS:
+            try:
+                check_topic_name(key, p[key], self.get_name(), self.get_namespace())
+            except ConfigError as exc:
+                raise ConfigurationError(str(exc)) from None
+        # the camera looks at the membrane from inside: a free vertex behind it means a wrong mount
+        free_cam = self.mesh.points[self.mesh.interior] @ punyo_camera_rotation(
+            float(p["camera_rotation_deg"])).T + t_cam
+        behind = int((free_cam[:, 2] <= 0.0).sum())
+        if behind:
+            raise ConfigurationError(
+                f"parameters 'camera_rotation_deg' = {p['camera_rotation_deg']!r}, 'camera_translation' = "
+                f"{t_cam.tolist()}: {behind} free membrane vertices lie behind the camera (z <= 0 in its "
+                "optical frame)")
         self.ambient_pa = float(p["ambient_pressure"]) or isa_pressure(float(p["altitude"]))
 
         self.estimator: Optional[MembraneForceEstimator] = None
