@@ -80,3 +80,58 @@ def test_bad_gz_and_prefix_settings_are_configuration_errors(rclpy_context, key,
     with pytest.raises(ConfigError) as err:
         SensorNode("gz_bad_node", namespace="/gz_config_test", parameter_overrides=_overrides(**{key: value}))
     assert err.value.parameter == key and words in str(err.value)
+
+
+def _renamed(msg, c1=None, c2=None, body_1_name=None, wrench_frame=None):
+    c = msg.contacts[0]
+    if c1 is not None:
+        c.collision1.name = c1
+    if c2 is not None:
+        c.collision2.name = c2
+    for w in c.wrenches:
+        if body_1_name is not None:
+            w.body_1_name.data = body_1_name
+        if wrench_frame is not None:
+            w.header.frame_id = wrench_frame
+    return msg
+
+
+def test_a_wrench_naming_the_box_as_body_1_presses_the_bubble_with_its_opposite(node):
+    # the same push, written from the box's side: body_1 = the box, its force = -(force on the bubble)
+    msg = _push(node, -2.0, sec=1)                    # body_1 force = the force on the box
+    node._on_contacts(_renamed(msg, body_1_name="box_model::box::collision"))
+    assert node.inputs.contacts_processed == 1 and not node.inputs.rejected
+    assert node._handles["pressure"].last_values[0] == pytest.approx(2.0 / A, rel=1e-6)
+
+
+@pytest.mark.parametrize("change, reason", [
+    (dict(c2="bubble::punyo::collision_2"), "same_body"),
+    (dict(wrench_frame="punyo"), "wrench_frame"),
+])
+def test_a_self_contact_or_a_wrench_off_world_axes_publishes_nothing(node, change, reason):
+    node._on_contacts(_push(node, 2.0, sec=1))
+    node._on_contacts(_renamed(_push(node, 5.0, sec=2), **change))
+    assert node.inputs.rejected == {reason: 1} and node.inputs.contacts_processed == 1
+    assert node._handles["pressure"].last_values[0] == pytest.approx(2.0 / A, rel=1e-6)   # 5 N unused
+
+
+def test_a_collision_of_an_unknown_body_is_warned_once_and_counted(node):
+    from vsf_sensor_ros.ros.diagnostics import build_diagnostics, status_values
+    # the bubble's link is called 'bubble_link' in the gz model: no map entry, no world body
+    for sec in (1, 2, 3):
+        node._on_contacts(_renamed(_push(node, 2.0, sec=sec), c1="bubble::bubble_link::collision"))
+    assert node.inputs.contacts_processed == 3 and not node.inputs.rejected
+    assert node.inputs.unknown_contact_bodies == {"bubble_link": 3}
+    assert node._handles["pressure"].last_values[0] == 0.0     # nothing reached the bubble
+    array = build_diagnostics(node.get_clock().now().to_msg(), "/n", node.inputs, {}, 1.0)
+    assert status_values(array, "/n: inputs")["contacts.unknown_bodies"] == "bubble_link=3"
+
+
+def test_a_body_map_entry_naming_no_world_body_is_a_startup_warning(rclpy_context):
+    typo = _overrides(contact_body_map=["box_model::*=object", "bubble::*=punyoo"])
+    n = SensorNode("gz_typo_node", namespace="/gz_config_test", parameter_overrides=typo)
+    try:
+        lines = [p for p in n.health.config_problems if "contact_body_map" in p]
+        assert len(lines) == 1 and "'bubble::*=punyoo'" in lines[0] and "'punyoo' is not a body" in lines[0]
+    finally:
+        n.destroy_node()

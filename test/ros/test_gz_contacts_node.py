@@ -148,6 +148,24 @@ def _one_step(tmp, name, gz, message):
             counts = {}
             assert probe.spin_until(lambda: counts.update(_inputs(probe)) or
                                     counts.get("rejected.empty_wrenches") == "1", 10.0), counts
+            # a self-contact (both collisions are the bubble's), a wrench in the box's frame: rejected;
+            # a collision of a body the node does not know: used, counted by name
+            selfc = _gz(stamp(34))
+            selfc.contacts[0].collision2.name = "bubble_model::punyo::collision_2"
+            framed = _gz(stamp(35))
+            framed.contacts[0].wrenches[0].header.frame_id = "block::box"
+            shelf = _gz(stamp(36))
+            shelf.contacts[1].collision1.name = "shelf::board::collision"
+            for m in (selfc, framed, shelf, _gz(stamp(37))):
+                probe.send("/contacts", m)
+            assert probe.spin_until(lambda: any(m.header.stamp == stamp(37)
+                                                for m in probe.received["/pressure/predicted"]), 10.0)
+            sent = {m.header.stamp.sec for m in probe.received["/pressure/predicted"]}
+            assert {36, 37} <= sent and not {34, 35} & sent
+            want = {"rejected.same_body": "1", "rejected.wrench_frame": "1",
+                    "contacts.unknown_bodies": "board=1"}
+            assert probe.spin_until(lambda: counts.update(_inputs(probe)) or
+                                    all(counts.get(k) == v for k, v in want.items()), 10.0), counts
             assert proc.alive()
     return out
 

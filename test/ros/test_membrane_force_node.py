@@ -15,13 +15,15 @@ its rim, inflated to 4 kPa gauge.  Hand-derived expectations:
 """
 from __future__ import annotations
 
+import math
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 import trimesh
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
 from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
@@ -328,3 +330,233 @@ def test_a_stamped_pressure_pairs_with_the_frame_of_its_stamp(scene, rclpy_conte
         assert out[1][1].pressure_change == pytest.approx(DP)           # paired with stamp 4's pressure
     finally:
         node.destroy_node()
+
+
+# -- bad input a careless or hostile user sends: counted by reason, named, nothing wrong published -----
+def _count(status: dict, reason: str) -> int:
+    return int(status.get(f"rejected.{reason}", 0))
+
+
+def _fresh_reference(probe: Probe, scene, secs) -> None:
+    """A new reference from two contact-free frames at P_REF (each test stands on its own)."""
+    probe.send("/bubble/pressure", _hpa(P_REF))
+    probe.spin_for(0.3)
+    assert probe.call(Trigger, f"/{NODE}/reset_reference", Trigger.Request()).success
+    for sec in secs:
+        probe.send("/camera/depth", _image_32f(scene["ref"], sec))
+    _at(probe, "/mforce/measured", secs[-1])
+
+
+def test_a_pressure_in_the_wrong_unit_is_not_used_and_names_the_scale(nodes, scene):
+    probe = nodes
+    _fresh_reference(probe, scene, (38, 39))
+    before = _status(probe)
+    good = before["pressure_pa"]
+    probe.send("/bubble/pressure", Float32(data=P_REF))        # Pa on a hPa topic: x 100 = 10.5 MPa
+    probe.spin_for(0.5)
+    after = _status(probe)
+    assert _count(after, "implausible_pressure") == _count(before, "implausible_pressure") + 1
+    assert after["pressure_pa"] == good                         # the previous pressure stays in use
+    # 105000 x 100 Pa is no absolute pressure; 105000 x 1 is: the scale to set is named
+    assert "105000" in after["last_rejection"] and "set pressure_scale: 1.0" in after["last_rejection"]
+    probe.send("/camera/depth", _image_32f(scene["ref"], 40))
+    forces = _forces(_at(probe, "/mforce/measured", 40), len(scene["dome"].points))
+    assert np.abs(forces).max() < 1e-9       # the reference frame at the reference pressure: no force
+
+
+def test_a_reference_frame_in_millimetres_is_rejected_naming_the_depth(nodes, scene):
+    probe = nodes
+    assert probe.call(Trigger, f"/{NODE}/reset_reference", Trigger.Request()).success
+    before = _status(probe)
+    probe.send("/camera/depth", _image_32f(scene["ref"] * 1000.0, 50))     # a 32FC1 image in mm
+    probe.spin_for(0.5)
+    after = _status(probe)
+    assert _count(after, "depth_out_of_range") == _count(before, "depth_out_of_range") + 1
+    assert after["reference"] == "collecting 0 of 2 frames"                # not collected
+    # the median depth of the rendered dome in mm, by hand from the frame itself
+    mm = (scene["ref"] * 1000.0).astype(np.float32).astype(np.float64)     # as the 32FC1 image holds it
+    assert f"median {float(np.median(mm[mm > 0])):.4g} m" in after["last_rejection"]
+    for sec in (51, 52):
+        probe.send("/camera/depth", _image_32f(scene["ref"], sec))
+    assert np.abs(_forces(_at(probe, "/mforce/measured", 52), len(scene["dome"].points))).max() < 1e-9
+
+
+def test_live_sets_are_refused_by_name_and_the_node_goes_on(nodes, scene):
+    """Every parameter is read-only; a misspelt name is refused naming it and the closest one."""
+    probe = nodes
+    _fresh_reference(probe, scene, (53, 54))
+    res = probe.set_params({"depth_unti": 0.002})[0]
+    assert not res.successful and "'depth_unti' is not a parameter" in res.reason, res.reason
+    assert "did you mean 'depth_unit'?" in res.reason and "0.002" in res.reason
+    res = probe.set_params({"pressure_scale": 1.0})[0]
+    assert not res.successful and "read-only" in res.reason and "pressure_scale" in res.reason, res.reason
+    res = probe.set_params({"pressure_scale": 1.0, "depth_unti": 1}, atomic=True)[0]
+    assert not res.successful
+    assert _status(probe)["config_problems"] == "none"
+    probe.send("/camera/depth", _image_32f(scene["ref"], 55))
+    _at(probe, "/mforce/measured", 55)
+
+
+def test_a_changed_camera_info_is_counted_and_taken_by_reset_reference(nodes, scene):
+    """Last in this module: it leaves the node on the second camera."""
+    from ..sensor.membrane_scenes import camera as make_camera
+    probe, dome = nodes, scene["dome"]
+    _fresh_reference(probe, scene, (58, 59))
+    before = _status(probe)
+    small = make_camera(100, 80, 40.0)                              # the same view at half resolution
+    probe.send("/camera/info", _camera_info(small))
+    probe.spin_for(0.5)
+    after = _status(probe)
+    assert _count(after, "camera_info_changed") == _count(before, "camera_info_changed") + 1
+    assert "100x80 camera" in after["last_rejection"] and "200x160 camera" in after["last_rejection"]
+    probe.send("/camera/depth", _image_32f(scene["ref"], 60))       # the first camera still in use
+    _at(probe, "/mforce/measured", 60)
+    answer = probe.call(Trigger, f"/{NODE}/reset_reference", Trigger.Request())
+    assert answer.success and "camera 100x80 camera" in answer.message and "was 200x160" in answer.message
+    ref_small = render_depth(small, dome.points, dome.triangles).astype(np.float32).astype(np.float64)
+    probe.send("/camera/depth", _image_32f(scene["ref"], 61))       # the old size: now the wrong one
+    for sec in (62, 63):
+        probe.send("/camera/depth", _image_32f(ref_small, sec))
+    forces = _forces(_at(probe, "/mforce/measured", 63), len(dome.points))
+    assert np.abs(forces).max() < 1e-9
+    status = _status(probe)
+    assert status["reference"].startswith("set from 2 frames")
+    assert _count(status, "wrong_size") >= _count(after, "wrong_size") + 1
+    assert not [m for m in probe.received["/mforce/measured"] if m.header.stamp.sec == 61]
+
+
+def _bare_node(scene, name, **extra):
+    """An in-process node on the dome (no DDS traffic; its callbacks are called directly)."""
+    from rclpy.parameter import Parameter
+    from vsf_sensor_ros.ros.membrane_force_node import MembraneForceNode
+    values = dict(mesh=str(scene["vtk"]), camera_rotation_deg=0.0, ambient_pressure=P_REF - P0, window=3,
+                  reference_frames=1)
+    values.update(extra)
+    return MembraneForceNode(name, parameter_overrides=[Parameter(k, value=v) for k, v in values.items()])
+
+
+def test_frames_after_an_unusable_camera_info_name_why_and_reset_says_what_is_missing(scene, rclpy_context):
+    node = _bare_node(scene, "camera_info_membrane_node")
+    try:
+        answer = node._on_reset(Trigger.Request(), Trigger.Response())
+        assert answer.success and "no usable CameraInfo yet on camera/depth/camera_info" in answer.message
+        cam = scene["cam"]
+        info = _camera_info(cam)
+        info.k = [0.0, 0.0, cam.cx, 0.0, cam.fy, cam.cy, 0.0, 0.0, 1.0]          # fx = 0
+        node._on_camera_info(info)
+        assert node.estimator is None and node.rejected["bad_camera_info"] == 1
+        folded = _camera_info(cam)
+        folded.d = [-1e6, 0.0, 0.0, 0.0, 0.0]                  # folds inside the membrane's image
+        node._on_camera_info(folded)
+        assert node.estimator is None and node.rejected["bad_camera_info"] == 2
+        assert "folds back" in node.last["last_rejection"]
+        node._on_camera_info(info)
+        node._on_pressure(_hpa(P_REF))
+        node._on_image(_image_32f(scene["ref"], 1))
+        text = node.last["last_rejection"]
+        assert node.rejected["no_camera_info"] == 1
+        assert "3 received" in text and "fx must be a positive finite focal length in px, got 0.0" in text
+        # a usable CameraInfo after it: frames go
+        node._on_camera_info(_camera_info(cam))
+        out = []
+        node._publish = lambda header, res: out.append(header.stamp.sec)
+        node._on_image(_image_32f(scene["ref"], 2))
+        assert out == [2]
+        # a later unusable one: counted as changed; the reset that would take it changes nothing
+        node._on_camera_info(info)
+        assert node.rejected["camera_info_changed"] == 1
+        answer = node._on_reset(Trigger.Request(), Trigger.Response())
+        assert not answer.success and "nothing reset" in answer.message and "fx" in answer.message
+        assert node.estimator.model is not None                      # the reference stays
+        node._on_image(_image_32f(scene["ref"], 3))
+        assert out == [2, 3]
+    finally:
+        node.destroy_node()
+
+
+def test_stamped_pressures_on_another_clock_are_named_with_both_stamps(scene, rclpy_context):
+    from sensor_msgs.msg import FluidPressure
+    node = _bare_node(scene, "clock_membrane_node", pressure_scale=1.0, qos_depth=2,
+                      pressure_type="sensor_msgs/msg/FluidPressure")
+    try:
+        node._on_camera_info(_camera_info(scene["cam"]))
+        m = FluidPressure(fluid_pressure=P_REF)
+        m.header.stamp = Time(sec=1000)                    # the pressure driver on wall time
+        node._on_pressure(m)
+        node._on_image(_image_32f(scene["ref"], 1))        # frames on sim time: far before it
+        assert node.rejected["no_pressure"] == 1
+        assert "stamped 1.000 s" in node.last["last_rejection"]
+        assert "nearest pressure stamp 1000.000 s" in node.last["last_rejection"]
+    finally:
+        node.destroy_node()
+
+
+def test_a_misspelt_start_up_key_is_named_with_the_closest_one_on_diagnostics(scene, rclpy_context):
+    from rclpy.executors import SingleThreadedExecutor
+    from .node_helpers import spin_until
+    node = _bare_node(scene, "typo_membrane_node", pressure_scal=1.0, diagnostics_period=0.1)
+    listener = Probe("typo_listener")
+    reports = listener.listen("/diagnostics", DiagnosticArray)
+    ex = SingleThreadedExecutor()
+    ex.add_node(node)
+    ex.add_node(listener)
+    try:
+        assert len(node.config_problems) == 1
+        assert "'pressure_scal'" in node.config_problems[0] and "'pressure_scale'" in node.config_problems[0]
+
+        def mine():
+            return [st for m in reports for st in m.status if st.name == "/typo_membrane_node"]
+        assert spin_until(ex, lambda: bool(mine()), 10.0)
+        st = mine()[-1]
+        assert st.level == DiagnosticStatus.WARN and "pressure_scal" in st.message
+        assert {kv.key: kv.value for kv in st.values}["config_problems"] == node.config_problems[0]
+    finally:
+        ex.shutdown()
+        listener.destroy_node()
+        node.destroy_node()
+
+
+def test_a_flat_or_loose_membrane_mesh_is_a_start_up_error(scene, tmp_path, rclpy_context):
+    """A flat disc encloses no volume: no pre-tension follows from the pressure (the first
+    reference used to raise out of the frame callback and end the node); a point in no triangle
+    has no stiffness (a singular solve at the reference)."""
+    import meshio
+    from vsf_sensor_ros.ros.membrane_force_node import ConfigurationError
+    from ..sensor.membrane_scenes import disc_mesh
+    flat = disc_mesh(0.04, rings=8, base_z=0.06)
+    meshio.Mesh(flat.points, [("triangle", flat.triangles), ("vertex", flat.boundary[:, None])]).write(
+        str(tmp_path / "flat.vtk"))
+    dome = scene["dome"]
+    loose = np.vstack([dome.points, [[0.0, 0.0, 0.07]]])
+    meshio.Mesh(loose, [("triangle", dome.triangles), ("vertex", dome.boundary[:, None])]).write(
+        str(tmp_path / "loose.vtk"))
+    for name, words in (("flat.vtk", "no inflatable membrane: the membrane encloses no volume"),
+                        ("loose.vtk", f"1 free vertex(es) belong to no triangle: [{len(dome.points)}]")):
+        with pytest.raises(ConfigurationError) as err:
+            _bare_node(scene, "mesh_check_node", mesh=str(tmp_path / name))
+        assert f"parameter 'mesh' = '{tmp_path / name}'" in str(err.value) and words in str(err.value)
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("force_topic", "bad topic", "parameter 'force_topic' = 'bad topic': not a valid topic name"),
+    ("depth_topic", "1abc", "parameter 'depth_topic' = '1abc': not a valid topic name"),
+    ("frame_id", "", "parameter 'frame_id' = '': must name the frame"),
+    ("camera_translation", [math.nan, 0.0, 0.0], "needs 3 finite numbers"),
+])
+def test_bad_start_up_values_are_configuration_errors_naming_them(scene, rclpy_context, key, value, words):
+    """A bad topic name used to escape as rclpy's InvalidTopicNameException (a traceback, not the
+    one configuration-error line); an empty frame_id and a NaN translation used to start."""
+    from vsf_sensor_ros.ros.membrane_force_node import ConfigurationError
+    with pytest.raises(ConfigurationError, match=re.escape(words)):
+        _bare_node(scene, "start_check_node", **{key: value})
+
+
+def test_a_camera_mount_with_vertices_behind_the_camera_is_refused_at_start(scene, rclpy_context):
+    """R = [[c, 0, -s], [0, 1, 0], [s, 0, c]] at 100 deg: z_cam = sin(100) x + cos(100) z, <= 0 for
+    x <= z tan(10 deg): those free vertices are behind the camera."""
+    from vsf_sensor_ros.ros.membrane_force_node import ConfigurationError
+    free = scene["dome"].points[scene["dome"].interior]
+    behind = int((free[:, 0] <= free[:, 2] * math.tan(math.radians(10.0))).sum())
+    assert 0 < behind < len(free)
+    with pytest.raises(ConfigurationError, match=f": {behind} free membrane vertices lie behind the camera"):
+        _bare_node(scene, "mount_check_node", camera_rotation_deg=100.0)

@@ -174,3 +174,44 @@ def test_a_refused_global_tare_says_no_line_was_applied(node):
     assert lines[0].startswith("not applied: pressure: tared with 10 of 10 samples"), lines
     assert lines[1].startswith("not applied: pad"), lines
     assert node._handles["pressure"].sensor.get_calibration() == before
+
+
+def _get(probe, names):
+    from rcl_interfaces.srv import GetParameters
+    from rclpy.parameter import parameter_value_to_python
+    res = probe.call(GetParameters, "/sensor_node/get_parameters", GetParameters.Request(names=list(names)))
+    return [parameter_value_to_python(v) for v in res.values]
+
+
+def test_live_parameters_of_the_wrong_type_or_range_over_dds_change_nothing(tmp_path, rclpy_context):
+    """``ros2 param set`` through the node's SetParameters services (real DDS, a node process):
+    every refusal names parameter and value, an atomic request with one bad value sets nothing,
+    and the node keeps predicting."""
+    from .sensor_node_scene import empty_cloud, stamp, start_node, wait_stamp
+    with start_node(tmp_path, "live_types_probe") as (proc, probe, _cal):
+        names = ["input_timeout", "pressure.jacobian_decimation", "pressure.measured_delay"]
+        before = _get(probe, names)
+        assert before == [3.0, 1, 0.0]                     # the table's defaults
+        cases = [("input_timeout", "abc", "needs a double, got a string"),
+                 ("input_timeout", [1.0, 2.0], "needs a double, got a double array"),
+                 ("input_timeout", True, "needs a double, got a bool"),
+                 ("pressure.jacobian_decimation", 2.5, "needs an integer, got a double"),
+                 ("pressure.measured_delay", "0.07", "needs a double, got a string")]
+        for name, value, words in cases:
+            res = probe.set_params({name: value})[0]
+            assert not res.successful, (name, value)
+            assert f"parameter '{name}' = {value!r}" in res.reason and words in res.reason, res.reason
+        # out of range: rclpy's own range check names parameter and value
+        for name, value in (("input_timeout", 0.0), ("input_timeout", math.nan), ("input_timeout", math.inf),
+                            ("pressure.jacobian_decimation", 0)):
+            res = probe.set_params({name: value})[0]
+            assert not res.successful and name in res.reason and f"value: {value}" in res.reason, res.reason
+        # all or nothing: a good value beside a bad one is not set either
+        res = probe.set_params({"input_timeout": 7.0, "pressure.measured_delay": "x"}, atomic=True)[0]
+        assert not res.successful and "pressure.measured_delay" in res.reason
+        assert _get(probe, names) == before
+        assert probe.set_params({"input_timeout": 7})[0].successful        # an integer for a double is fine
+        assert _get(probe, ["input_timeout"]) == [7.0]
+        assert proc.alive()
+        probe.send("/contacts", empty_cloud(stamp(80)))
+        assert wait_stamp(probe, "/pressure/predicted", stamp(80))

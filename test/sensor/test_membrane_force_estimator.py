@@ -287,6 +287,22 @@ def test_constructor_rejects_bad_settings(dome):
         MembraneForceEstimator(dome, cam, np.eye(3), flow_scale=3)
 
 
+def test_a_lens_that_folds_over_the_membrane_is_refused(dome):
+    """Radial map s(r) = r (1 + k1 r^2): ds/dr = 1 + 3 k1 r^2 vanishes at r = 1/sqrt(-3 k1).
+    k1 = -1e6 folds at r = 5.77e-4, well inside the dome's image (its vertex rays reach slope
+    0.04 / 0.06); k1 = -0.1 folds at r = 1.83, outside it; k1 = +0.1 never folds."""
+    from vsf_sensor_ros.sensor.camera_model import BrownConradyCamera
+    cam = camera()
+
+    def lens(k1):
+        return BrownConradyCamera(cam.width, cam.height, cam.fx, cam.fy, cam.cx, cam.cy, (k1, 0, 0, 0, 0))
+    with pytest.raises(ValueError, match="folds back at a normalised radius of 0.000577") as e:
+        MembraneForceEstimator(dome, lens(-1e6), np.eye(3))
+    assert "-1000000.0" in str(e.value)
+    for k1 in (-0.1, 0.1):
+        assert MembraneForceEstimator(dome, lens(k1), np.eye(3)).camera.coeffs[0] == k1
+
+
 # ---------------------------------------------------------------------------- evaluation
 def test_compare_with_wrench_by_hand():
     n = 40

@@ -43,6 +43,10 @@ def test_invalid_meshes_are_named():
         MembraneMesh(SQUARE, TRIS, np.arange(5))
     with pytest.raises(ValueError, match="finite"):
         MembraneMesh(np.where(SQUARE == 0.1, np.nan, SQUARE), TRIS, [0])
+    # the square's points, one more in no triangle: it would have no stiffness (a singular solve)
+    extra = np.vstack([SQUARE, [[0.5, 0.5, 0.1]]])
+    with pytest.raises(ValueError, match=rf"1 free vertex\(es\) belong to no triangle: \[{len(SQUARE)}\]"):
+        MembraneMesh(extra, TRIS, [0])
 
 
 def test_reads_the_punyo_reference_mesh():

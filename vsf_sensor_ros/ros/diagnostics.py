@@ -58,6 +58,8 @@ class InputStats:
     missing_joints: str = "none"
     joint_stamp_jumps_backwards: int = 0
     last_joint_stamp_jump: str = "none"
+    #: gz contacts: mapped body names outside the body table -> messages that carried them
+    unknown_contact_bodies: Dict[str, int] = field(default_factory=dict)
 
     def reject(self, reason: str) -> None:
         """Count one rejected message under ``reason``."""
@@ -91,6 +93,13 @@ class SensorStats:
 
 def _kv(key: str, value) -> KeyValue:
     return KeyValue(key=key, value=str(value))
+
+
+def _unknown_bodies(inputs: InputStats) -> List[KeyValue]:
+    """``contacts.unknown_bodies`` (``name=messages, ...``) when gz contacts named bodies outside the
+    body table; nothing otherwise (the contacts cloud never does)."""
+    seen = inputs.unknown_contact_bodies
+    return [_kv("contacts.unknown_bodies", ", ".join(f"{n}={c}" for n, c in seen.items()))] if seen else []
 
 
 def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
@@ -127,7 +136,7 @@ def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
         _kv("joint_states.missing", inputs.missing_joints),
         _kv("joint_states.stamp_jumps_backwards", inputs.joint_stamp_jumps_backwards),
         _kv("joint_states.last_stamp_jump", inputs.last_joint_stamp_jump),
-    ] + [_kv(f"rejected.{r}", n) for r, n in sorted(inputs.rejected.items())]
+    ] + _unknown_bodies(inputs) + [_kv(f"rejected.{r}", n) for r, n in sorted(inputs.rejected.items())]
     rejected = sum(inputs.rejected.values())
     problems = [f"{rejected} messages rejected"] if rejected else []
     if inputs.unknown_joint_names:

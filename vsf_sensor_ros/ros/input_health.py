@@ -124,13 +124,16 @@ PRESSURE_UNITS = (("Pa", 1.0), ("hPa", 100.0), ("kPa", 1000.0), ("bar", 1.0e5), 
                   ("mbar", 100.0))
 
 
-def pressure_unit_problem(raw: float, scale: float, low: float, high: float) -> Optional[str]:
+def pressure_unit_problem(raw: float, scale: float, low: float, high: float,
+                          scale_parameter: str = "measured_scale") -> Optional[str]:
     """The sentence when ``raw x scale`` is no plausible absolute pressure, naming the unit it looks like.
 
     Args:
         raw: the measured message's value, in its own unit.
         scale: ``measured_scale`` (its unit -> Pa).
         low, high: the plausible absolute pressure range (Pa).
+        scale_parameter: the name of the scale parameter in the sentence (``measured_scale`` of
+            ``sensor_node``, ``pressure_scale`` of ``membrane_force_node``).
 
     Returns:
         None while ``low <= raw * scale <= high``; else e.g. ``"measured pressure 1013.25 Pa
@@ -141,12 +144,12 @@ def pressure_unit_problem(raw: float, scale: float, low: float, high: float) -> 
     pa = raw * scale
     if low <= pa <= high:
         return None
-    text = (f"measured pressure {pa:.6g} Pa (reading {raw:.6g} x measured_scale {scale:g}) is not a "
+    text = (f"measured pressure {pa:.6g} Pa (reading {raw:.6g} x {scale_parameter} {scale:g}) is not a "
             f"plausible absolute pressure ({low:g}..{high:g} Pa)")
     fits = [(unit, factor) for unit, factor in PRESSURE_UNITS if low <= raw * factor <= high]
     if fits:
         unit, factor = fits[0]
-        return f"{text}; it looks like {unit}: set measured_scale: {factor!r}"
+        return f"{text}; it looks like {unit}: set {scale_parameter}: {factor!r}"
     return f"{text}; no common pressure unit (Pa, hPa, kPa, bar, psi) fits it"
 
 

@@ -49,7 +49,13 @@ Outputs, stamped with the camera frame's header stamp, in ``frame_id`` (the body
 Service ``~/reset_reference`` (``std_srvs/Trigger``): forget the reference; the next
 ``reference_frames`` frames (contact-free!) become the new one.  With ``colour_topic`` the
 reference takes their colour images too; when one of them has none, the reference is
-depth-only (its diagnostics say so) until the next reset.
+depth-only (its diagnostics say so) until the next reset.  The first usable CameraInfo
+fixes the camera; a later one that differs is counted (``camera_info_changed``) and taken by
+the next reset.
+
+Bad input is counted by reason on ``/diagnostics`` and logged (once per 5 s per reason) naming
+the value; a pressure that is no plausible absolute pressure after ``pressure_scale`` (a unit
+mistake) is not used (``implausible_pressure``).
 
 Frames: the estimator works in the membrane mesh's frame (``mesh``; ``p_cam = R p_mesh + t``
 with ``R`` = ``camera_rotation_deg`` about the camera y axis).  With ``attachment_mesh`` set (the
@@ -60,6 +66,7 @@ published in that file's frame, found by fitting its clamped ring onto the membr
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 import time
 from collections import Counter, deque
@@ -68,7 +75,7 @@ from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
@@ -76,18 +83,24 @@ from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.sensor.membrane_force_estimator import (
-    FrameRejected, MembraneForceEstimator, isa_pressure, punyo_camera_rotation)
+    FrameRejected, MembraneForceEstimator, MembraneModel, isa_pressure, punyo_camera_rotation)
 from vsf_sensor_ros.sensor.membrane_frame import MeshFrameTransform, fit_mesh_transform, total_wrench
 from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh, read_membrane_mesh
 
 from ._rclpy_compat import parameter_override_names
 from .colour_pairing import ColourPairing
+from .input_health import pressure_unit_problem
 from .main import run_node, user_args
 from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, colour_from_image,
                               depth_from_cloud, depth_from_image, pressure_pa)
 from .messages.pointcloud import write_cloud
+from .messages.readings import PressureCodec
 from .messages.stamps import copy_stamp, stamp_to_ns
 from .parameter_check import unknown_keys, unmatched_params_files
+from .parameter_table import ConfigError, check_topic_name
+
+#: gauge pressure (Pa) of the start-up check that the mesh can be inflated (any positive value does)
+NOMINAL_GAUGE_PA = 1000.0
 
 # Start-up parameters.  name: (default, description, (lo, hi) or None)
 PARAMETERS = {
@@ -141,6 +154,10 @@ PARAMETERS = {
     "qos_depth": (10, "queue depth of inputs and outputs", (1, 10000)),
     "diagnostics_period": (1.0, "s between /diagnostics reports", (0.01, 3600.0)),
 }
+
+#: the parameters that name topics (checked at start with rclpy's name rules)
+TOPIC_PARAMETERS = ("depth_topic", "points_topic", "camera_info_topic", "pressure_topic", "force_topic",
+                    "surface_topic", "total_force_topic")
 
 EXAMPLE = ("  membrane_force_node --ros-args -p mesh:=equalized.vtk "
            "-p attachment_mesh:=punyo_mesh_complete.ply -p frame_id:=punyo \\\n"
@@ -198,14 +215,18 @@ class MembraneForceNode(Node):
             at start and listed on ``/diagnostics``.
 
     Raises:
-        ConfigurationError: no ``mesh``, a mesh that cannot be read, an ``attachment_mesh`` that
+        ConfigurationError: no ``mesh``, a mesh that cannot be read or not inflated (flat: no
+            pressure pre-tension), an invalid topic name, an empty ``frame_id``, a camera mount
+            (rotation, translation) that puts free vertices behind the camera, an ``attachment_mesh`` that
             is not the same membrane, an unknown ``input``, ``pressure_type`` or reliability, or a
             value outside its range (each naming the parameter and value).
     """
 
     def __init__(self, node_name: str = "membrane_force_node", command_line: Sequence[str] = (),
                  **kwargs: Any) -> None:
-        super().__init__(node_name, **kwargs)
+        # undeclared names reach _on_set_parameters, which refuses them by name (rclpy's own answer
+        # to an undeclared name lists no name)
+        super().__init__(node_name, allow_undeclared_parameters=True, **kwargs)
         p: Dict[str, Any] = {}
         for name, (default, text, bounds) in PARAMETERS.items():
             try:
@@ -214,12 +235,18 @@ class MembraneForceNode(Node):
             except Exception as exc:   # rclpy's range / type errors differ between distributions
                 raise ConfigurationError(f"parameter {name!r}: {exc}") from None
         self.p = p
+        self.add_on_set_parameters_callback(self._on_set_parameters)
         if not p["mesh"]:
             raise ConfigurationError("parameter 'mesh' (the membrane mesh file) is required")
         try:
             self.mesh: MembraneMesh = read_membrane_mesh(p["mesh"])
         except Exception as exc:   # meshio raises many types for unreadable files
             raise ConfigurationError(f"parameter 'mesh' = {p['mesh']!r}: {exc}") from None
+        try:   # what the reference will need of the mesh (a flat one has no pressure pre-tension)
+            MembraneModel(self.mesh, NOMINAL_GAUGE_PA)
+        except ValueError as exc:
+            raise ConfigurationError(f"parameter 'mesh' = {p['mesh']!r} is no inflatable membrane: "
+                                     f"{exc}") from None
         self.out_frame = MeshFrameTransform.identity()
         if p["attachment_mesh"]:
             try:
@@ -243,9 +270,27 @@ class MembraneForceNode(Node):
                 raise ConfigurationError(f"parameter {key!r} = {p[key]!r}: use best_effort or reliable")
         if int(p["window"]) % 2 == 0:
             raise ConfigurationError(f"parameter 'window' = {p['window']}: must be odd")
-        if len(p["camera_translation"]) != 3:
+        t_cam = np.asarray(p["camera_translation"], dtype=float)
+        if t_cam.shape != (3,) or not np.isfinite(t_cam).all():
             raise ConfigurationError(f"parameter 'camera_translation' = {list(p['camera_translation'])}: "
-                                     "needs 3 numbers (m)")
+                                     "needs 3 finite numbers (m)")
+        if not str(p["frame_id"]).strip():
+            raise ConfigurationError("parameter 'frame_id' = '': must name the frame of the outputs (the "
+                                     "PunyoDenseForceSensor's attachment body, e.g. 'punyo')")
+        for key in TOPIC_PARAMETERS:
+            try:
+                check_topic_name(key, p[key], self.get_name(), self.get_namespace())
+            except ConfigError as exc:
+                raise ConfigurationError(str(exc)) from None
+        # the camera looks at the membrane from inside: a free vertex behind it means a wrong mount
+        free_cam = self.mesh.points[self.mesh.interior] @ punyo_camera_rotation(
+            float(p["camera_rotation_deg"])).T + t_cam
+        behind = int((free_cam[:, 2] <= 0.0).sum())
+        if behind:
+            raise ConfigurationError(
+                f"parameters 'camera_rotation_deg' = {p['camera_rotation_deg']!r}, 'camera_translation' = "
+                f"{t_cam.tolist()}: {behind} free membrane vertices lie behind the camera (z <= 0 in its "
+                "optical frame)")
         self.ambient_pa = float(p["ambient_pressure"]) or isa_pressure(float(p["altitude"]))
         self.config_problems: List[str] = [u.message() for u in unknown_keys(
             parameter_override_names(self), set(PARAMETERS), {}, {}, set())]
@@ -276,6 +321,8 @@ class MembraneForceNode(Node):
         self.rejected: Counter = Counter()
         self.period_ms: List[float] = []
         self.last: Dict[str, str] = {"reference": f"collecting 0 of {p['reference_frames']} frames"}
+        self.camera_info: Optional[CameraInfo] = None     # the one the estimator was built from
+        self.new_camera_info: Optional[CameraInfo] = None  # a differing later one (reset_reference takes it)
 
         reliability = (ReliabilityPolicy.RELIABLE if p["input_reliability"] == "reliable"
                        else ReliabilityPolicy.BEST_EFFORT)
@@ -303,37 +350,72 @@ class MembraneForceNode(Node):
         self._period_start = time.monotonic()
         self._period_estimated = 0
 
+    def _on_set_parameters(self, params: List[Any]) -> SetParametersResult:
+        """Live requests: every parameter of this node is read-only (rclpy refuses those by name);
+        a name it does not have is refused here, with the closest known name."""
+        for prm in params:
+            if not self.has_parameter(prm.name):
+                return SetParametersResult(successful=False,
+                                           reason=f"parameter {_unknown_text(prm.name)} (= {prm.value!r})")
+        return SetParametersResult(successful=True)
+
     # -- inputs ----------------------------------------------------------------------------------
     def _reject(self, reason: str, message: str, what: str = "frame") -> None:
         self.rejected[reason] += 1
         self.last["last_rejection"] = f"{reason}: {message}"
-        self.get_logger().warning(f"{what} rejected ({reason}): {message}", throttle_duration_sec=5.0)
+        # one throttle per reason: a flood of one kind does not hide the first of another
+        self.get_logger().get_child(reason).warning(f"{what} rejected ({reason}): {message}",
+                                                    throttle_duration_sec=5.0)
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
         self.stats["camera_info_received"] += 1
         if self.estimator is not None:
+            if not _same_camera(msg, self.camera_info):
+                # the estimator's pixel windows belong to the first camera: frames of another would
+                # be read at the wrong pixels; ~/reset_reference takes the new one
+                self.new_camera_info = msg
+                self._reject("camera_info_changed",
+                             f"{_camera_text(msg)} differs from the {_camera_text(self.camera_info)} in "
+                             "use; call ~/reset_reference (membrane free of contact) to take it",
+                             "CameraInfo")
             return
+        self.estimator = self._build_estimator(msg)
+        if self.estimator is not None:
+            self.camera_info = msg
+
+    def _build_estimator(self, msg: CameraInfo) -> Optional[MembraneForceEstimator]:
+        """The estimator for the camera of ``msg``; None (counted, logged) for a CameraInfo it
+        cannot use."""
         p = self.p
         try:
             camera = camera_from_info(msg)
-            self.estimator = MembraneForceEstimator(
+            return MembraneForceEstimator(
                 self.mesh, camera, punyo_camera_rotation(float(p["camera_rotation_deg"])),
                 t_cam_mesh=[float(v) for v in p["camera_translation"]], ambient_pressure=self.ambient_pa,
                 window=int(p["window"]), max_depth=float(p["max_depth"]),
                 min_vertex_fraction=float(p["min_vertex_fraction"]))
         except InputRejected as exc:
-            self._reject(exc.reason, str(exc))
+            self._reject(exc.reason, str(exc), "CameraInfo")
         except ValueError as exc:   # e.g. vertices behind the camera: the rotation is wrong
-            self._reject("bad_camera_info", str(exc))
+            self._reject("bad_camera_info", str(exc), "CameraInfo")
+        return None
 
     def _on_pressure(self, msg: Any) -> None:
+        scale = float(self.p["pressure_scale"])
         try:
-            self.pressure = pressure_pa(msg, float(self.p["pressure_scale"]))
-            self.stats["pressures_received"] += 1
+            pa = pressure_pa(msg, scale)
+            # hPa read as Pa (or Pa as hPa) is a factor 100 off: a membrane model built on it would
+            # publish forces 100 times too large or too small
+            problem = pressure_unit_problem(pa / scale, scale, *PressureCodec.plausible,
+                                            scale_parameter="pressure_scale")
+            if problem is not None:
+                raise InputRejected(problem.replace("measured pressure", "bubble pressure", 1),
+                                    "implausible_pressure")
         except InputRejected as exc:
-            self.rejected[exc.reason] += 1
-            self.get_logger().warning(str(exc), throttle_duration_sec=5.0)
+            self._reject(exc.reason, str(exc), "pressure")
             return
+        self.pressure = pa
+        self.stats["pressures_received"] += 1
         if self.stamped:
             self.pressures.append((stamp_to_ns(msg.header.stamp), self.pressure))
             waiting, self.pending = self.pending, []
@@ -357,8 +439,9 @@ class MembraneForceNode(Node):
             if abs(best[0] - stamp_ns) <= tol:
                 return best[1]
             if max(sp[0] for sp in self.pressures) > stamp_ns + tol:
-                raise InputRejected(f"no pressure stamped within {tol * 1e-9:g} s of the frame",
-                                    "no_pressure")
+                raise InputRejected(f"no pressure stamped within {tol * 1e-9:g} s of the frame stamped "
+                                    f"{stamp_ns * 1e-9:.3f} s (nearest pressure stamp "
+                                    f"{best[0] * 1e-9:.3f} s)", "no_pressure")
         return None
 
     def _on_image(self, msg: Image) -> None:
@@ -372,13 +455,20 @@ class MembraneForceNode(Node):
             self.stats["frames_received"] += 1
         try:
             if self.estimator is None:
-                raise InputRejected("no CameraInfo received yet", "no_camera_info")
+                got = int(self.stats["camera_info_received"])
+                raise InputRejected("no CameraInfo received yet" if not got else
+                                    f"no usable CameraInfo yet ({got} received, rejected: "
+                                    f"{self.last.get('last_rejection', 'none')})", "no_camera_info")
             pressure = self._pressure_for(stamp_to_ns(header.stamp))
             if pressure is None:
                 self.pending.append((header, decode))
                 if len(self.pending) > int(self.p["qos_depth"]):
-                    self.pending.pop(0)
-                    raise InputRejected("frame waited too long for its pressure", "no_pressure")
+                    dropped = self.pending.pop(0)[0]
+                    latest = (f"latest pressure stamped {self.pressures[-1][0] * 1e-9:.3f} s"
+                              if self.pressures else f"no pressure on {self.p['pressure_topic']} yet")
+                    raise InputRejected(f"frame stamped {stamp_to_ns(dropped.stamp) * 1e-9:.3f} s waited "
+                                        f"too long for its pressure ({latest}; the two clocks must agree "
+                                        f"within pressure_tolerance)", "no_pressure")
                 return
         except (InputRejected, FrameRejected) as exc:
             self._reject(exc.reason, str(exc))
@@ -446,6 +536,8 @@ class MembraneForceNode(Node):
             self._process(header, decode, pressure, colour)
         except (InputRejected, FrameRejected) as exc:
             self._reject(exc.reason, str(exc))
+        except Exception as exc:  # noqa: BLE001 -- the node must outlive one frame (a library failure)
+            self._reject("internal_error", f"{type(exc).__name__}: {exc}")
 
     def _process(self, header: Header, decode: Any, pressure: float, colour: Optional[np.ndarray]) -> None:
         """Collect the reference or estimate; raises InputRejected / FrameRejected (nothing changed)."""
@@ -460,6 +552,16 @@ class MembraneForceNode(Node):
                                     f"{shape[1]}x{shape[0]} camera", "wrong_size")
             if not np.isfinite(depth).any():
                 raise InputRejected("frame holds no finite depth", "nan")
+            with np.errstate(invalid="ignore"):
+                readings = depth[np.isfinite(depth) & (depth > 0.0)]
+            far = float(self.p["max_depth"])
+            if readings.size and not (readings < far).any():
+                # a unit mistake (32FC1 in mm, a wrong depth_unit) puts the whole membrane out of range
+                raise InputRejected(
+                    f"every depth reading is at or beyond max_depth {far:g} m (median "
+                    f"{float(np.median(readings)):.4g} m): check depth_unit "
+                    f"({float(self.p['depth_unit']):g} m per 16UC1 unit) or the unit of a 32FC1 image (m)",
+                    "depth_out_of_range")
             self.reference.append((depth, pressure, colour))
             self.last["reference"] = f"collecting {len(self.reference)} of {n_ref} frames"
             if len(self.reference) < n_ref:
@@ -507,6 +609,18 @@ class MembraneForceNode(Node):
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         n = int(self.p["reference_frames"])
+        taken = ""
+        if self.new_camera_info is not None:    # a changed camera: a new estimator for it
+            new_info, self.new_camera_info = self.new_camera_info, None
+            est = self._build_estimator(new_info)
+            if est is None:                      # nothing changed: the reference and camera stay
+                response.success = False
+                response.message = (f"nothing reset: the new CameraInfo cannot be used "
+                                    f"({self.last.get('last_rejection')}); call again to reset the "
+                                    f"reference with the {_camera_text(self.camera_info)}")
+                return response
+            taken = f"; camera {_camera_text(new_info)} taken (was {_camera_text(self.camera_info)})"
+            self.estimator, self.camera_info = est, new_info
         if self.estimator is not None:
             self.estimator.reset_reference()
         self.reference = []
@@ -515,7 +629,9 @@ class MembraneForceNode(Node):
         self.stats["reference_resets"] += 1
         response.success = True
         response.message = (f"reference cleared: the next {n} frames (keep the membrane free of contact) "
-                            "become the new reference")
+                            "become the new reference" + taken
+                            + ("" if self.estimator is not None else
+                               f"; no usable CameraInfo yet on {self.p['camera_info_topic']}"))
         return response
 
     def _report(self) -> None:
@@ -573,14 +689,39 @@ class MembraneForceNode(Node):
                               "missing or rejected)")
         else:
             level, message = DiagnosticStatus.OK, f"estimating at {estimated / dt:.1f} Hz"
-        if level == DiagnosticStatus.OK and self.config_problems:
-            level = DiagnosticStatus.WARN
-            message = f"{message}; {len(self.config_problems)} configuration problem(s)"
+        if self.config_problems:
+            level = max(level, DiagnosticStatus.WARN)
+            n = len(self.config_problems)
+            message = (f"{message}; {n} configuration problem{'' if n == 1 else 's'}: "
+                       + "; ".join(self.config_problems))
         status = DiagnosticStatus(level=level, name=name, message=message, hardware_id=name,
                                   values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
         self.pub_diag.publish(array)
+
+
+def _unknown_text(name: str) -> str:
+    """``"'depth_unti' is not a parameter of membrane_force_node (did you mean 'depth_unit'?)"``."""
+    close = difflib.get_close_matches(name, list(PARAMETERS), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else f" (its parameters: {', '.join(PARAMETERS)})"
+    return f"{name!r} is not a parameter of membrane_force_node{hint}"
+
+
+def _camera_text(msg: Optional[CameraInfo]) -> str:
+    """``'640x480 camera, K [..]'``: a CameraInfo's size and intrinsics, for messages."""
+    if msg is None:
+        return "no camera"
+    return (f"{int(msg.width)}x{int(msg.height)} camera (K {[float(v) for v in msg.k]}, "
+            f"{msg.distortion_model or 'no model'} D {[float(v) for v in msg.d]})")
+
+
+def _same_camera(a: CameraInfo, b: Optional[CameraInfo]) -> bool:
+    """The two CameraInfos describe one camera model (size, K, distortion model and D)."""
+    return b is not None and (int(a.width), int(a.height), a.distortion_model.lower()) == \
+        (int(b.width), int(b.height), b.distortion_model.lower()) \
+        and np.array_equal(np.asarray(a.k, dtype=float), np.asarray(b.k, dtype=float)) \
+        and np.array_equal(np.asarray(a.d, dtype=float), np.asarray(b.d, dtype=float))
 
 
 def main(args: Optional[List[str]] = None) -> int:

@@ -104,13 +104,15 @@ from .scene import (SensorFactory, build_scene, check_contact_body_names, effect
                     resolve_path)
 from .parameters import ChangePlan, LiveSettings, NodeParameters, SensorParameters
 from .calibration import Measurements
-from .parameter_table import ConfigError
+from .parameter_table import ConfigError, plain
 from .sensor_handle import (EndpointQoS, SensorEndpoints, SensorHandle, SensorResult, StepRejected,
                             check_elements, check_predictions)
 from .messages.stamps import stamp_to_ns
 
 DTYPE = torch.float64
 DEVICE = torch.device("cpu")
+#: most distinct unknown gz body names counted and warned about (see ``_note_unknown_gz_bodies``)
+MAX_UNKNOWN_GZ_BODIES = 64
 
 
 class SensorNode(Node):
@@ -144,6 +146,7 @@ class SensorNode(Node):
         """Declare parameters, build the world and sensors, create every endpoint."""
         self.params = NodeParameters(self)
         self._pending: Optional[ChangePlan] = None
+        self._wrong_types: Dict[str, ConfigError] = {}   # of the request being set (_coerce_request)
         self.inputs = InputStats()
         self._reason_loggers: Dict[str, Any] = {}
         self._last_stamp: Optional[int] = None
@@ -183,6 +186,15 @@ class SensorNode(Node):
                 f"decoded but touch no sensor (bodies: {', '.join(self.world.body_names)})")
         self._contact_body_names = names
         self._gz_contacts = self._gz_contacts_input(p)
+        self._startup_warnings: List[str] = []
+        if self._gz_contacts is not None:
+            for pattern, body in self._gz_contacts[1].rules:
+                if body not in self.world.body_names:
+                    # a misspelt target sends a sensor's contacts to a body no sensor reads
+                    self._startup_warnings.append(
+                        f"contact_body_map entry '{pattern}={body}': {body!r} is not a body of the "
+                        f"world; contacts mapped to it touch no sensor (bodies: "
+                        f"{', '.join(self.world.body_names)})")
         self._dense_vertex_counts: Dict[str, int] = {}
         self._sensor_bodies: frozenset = frozenset()
         urdf_joints = [j.name for j in self.world.joints if j.type in MOVABLE_JOINT_TYPES]
@@ -292,6 +304,7 @@ class SensorNode(Node):
             raise ConfigError(first.name, None if override is None else override.value,
                               f"{first.message()} (strict_parameters: true; "
                               f"{len(unknown)} unknown keys in all)")
+        lines = list(lines) + self._startup_warnings
         for line in lines:
             self.get_logger().warning(line)
         self.health.config_problems = lines
@@ -377,8 +390,12 @@ class SensorNode(Node):
         try:
             if self._gz_contacts is not None:
                 # gz: header.frame_id names the contact sensor, not a frame (positions are in world)
+                unknown: Dict[str, str] = {}
                 decoded = gz_contacts_to_contacts(msg, self._contact_body_names, self._gz_contacts[1],
-                                                  DTYPE, DEVICE)
+                                                  DTYPE, DEVICE, world_frame=self._world_frame,
+                                                  unknown_bodies=unknown)
+                if unknown:
+                    self._note_unknown_gz_bodies(unknown)
             else:
                 decoded = pointcloud2_to_contacts(msg, self._contact_body_names, DTYPE, DEVICE,
                                                   expected_frame_id=self._world_frame)
@@ -392,6 +409,28 @@ class SensorNode(Node):
             return decoded, SimState(self._transforms.at(stamp_ns), {}, decoded.contacts)
         except ValueError as exc:
             raise StepRejected("invalid_contacts", str(exc)) from exc
+
+    def _note_unknown_gz_bodies(self, unknown: Dict[str, str]) -> None:
+        """gz collisions that map to no body of the table: counted per body, warned once per body.
+
+        Such contacts are decoded but touch no sensor, which is right for scenery (a ground plane)
+        and silent trouble for a sensor's own link under another name; the warning names the
+        collision and the ``contact_body_map`` entry that would map it.  At most
+        :data:`MAX_UNKNOWN_GZ_BODIES` names are kept (a message with ever new names cannot grow
+        the node)."""
+        seen = self.inputs.unknown_contact_bodies
+        for body, collision in unknown.items():
+            if body in seen:
+                seen[body] += 1
+                continue
+            if len(seen) >= MAX_UNKNOWN_GZ_BODIES:
+                continue
+            seen[body] = 1
+            model = collision.split("::")[0] if "::" in collision else collision
+            self.get_logger().warning(
+                f"gz contacts: collision {collision!r} maps to body {body!r}, which is not in the body "
+                f"table ({', '.join(self._contact_body_names)}); its contacts touch no sensor. If it is "
+                f"one of these bodies, add a contact_body_map entry such as '{model}::*=<body>'")
 
     def _warm_step(self) -> None:
         """Keep-warm work: the last contacts message through decode and every model; nothing
@@ -562,13 +601,35 @@ class SensorNode(Node):
         return {n: h.config for n, h in self._handles.items()}
 
     def _coerce_request(self, params: List[Parameter]) -> List[Parameter]:
-        """``pre_set_parameters``: the file's int -> double leniency for ``ros2 param set`` too."""
-        return self.params.coerce_request(params, self._configs())
+        """``pre_set_parameters``: the file's int -> double leniency for ``ros2 param set`` too.
+
+        A value of the wrong type for a declared, writable parameter is noted and replaced by the
+        current value: rclpy's own type check would refuse it naming neither the parameter nor the
+        value; :meth:`_validate` refuses the request naming both (nothing is set)."""
+        out = self.params.coerce_request(params, self._configs())
+        self._wrong_types = {}
+        checked = []
+        for prm in out:
+            if prm.type_ != Parameter.Type.NOT_SET and self.has_parameter(prm.name):
+                d = self.describe_parameter(prm.name)
+                if not d.dynamic_typing and not d.read_only and d.type != prm.type_.value:
+                    want, got = (_type_words(t) for t in (Parameter.Type(d.type), prm.type_))
+                    self._wrong_types[prm.name] = ConfigError(prm.name, plain(prm.value),
+                                                              f"wrong type: needs {want}, got {got}")
+                    checked.append(self.get_parameter(prm.name))
+                    continue
+            checked.append(prm)
+        return checked
 
     def _validate(self, params: List[Parameter]) -> SetParametersResult:
         """Check a parameter request without changing anything (``on_set_parameters``)."""
         if self.params.declaring:
             return SetParametersResult(successful=True)
+        wrong, self._wrong_types = self._wrong_types, {}
+        if wrong:
+            reason = str(next(iter(wrong.values())))
+            self.get_logger().warning(f"set_parameters refused: {reason}")
+            return SetParametersResult(successful=False, reason=reason)
         unknown = {u.name: u for u in unknown_keys(
             [prm.name for prm in params], **known_keys({n: h.config.type for n, h in self._handles.items()},
                                                        list(self.params.values.get("bodies") or [])))}
@@ -612,6 +673,12 @@ class SensorNode(Node):
         self.params.applied(plan)
         self._frames.refresh(h.layout for h in self._handles.values())
         self._refresh_dense_counts()
+
+
+def _type_words(t: Parameter.Type) -> str:
+    """``Type.DOUBLE`` -> ``'a double'``, ``Type.INTEGER_ARRAY`` -> ``'an integer array'``."""
+    words = t.name.lower().replace("_", " ")
+    return ("an " if words[:1] in "aeiou" else "a ") + words
 
 
 def main(args: Optional[List[str]] = None) -> int:

@@ -456,7 +456,8 @@ class MembraneForceEstimator:
 
     Raises:
         ValueError: a rotation that is not orthonormal, a bad window or flow_scale, a
-            non-positive ambient pressure, or a free vertex behind the camera.
+            non-positive ambient pressure, a free vertex behind the camera, or distortion
+            coefficients that fold the image of the membrane or leave its projection unconverged.
     """
 
     def __init__(self, mesh: MembraneMesh, camera: BrownConradyCamera, R_cam_mesh: np.ndarray,
@@ -497,6 +498,7 @@ class MembraneForceEstimator:
         if (p_cam[:, 2] <= 0).any():
             raise ValueError("some free membrane vertices are behind the camera (z <= 0); check R_cam_mesh")
         uv = camera.project(p_cam)
+        self._check_lens(camera, uv, p_cam)
         h = self.window // 2
         du, dv = np.meshgrid(np.arange(-h, h + 1), np.arange(-h, h + 1))
         cu = np.rint(uv[:, 0]).astype(np.int64)[:, None] + du.ravel()
@@ -511,6 +513,34 @@ class MembraneForceEstimator:
         ray = np.concatenate([slope, np.ones((len(free), 1))], axis=1)
         self._ray_len = np.linalg.norm(ray, axis=1)  # metres along the ray per metre of depth
         self._ray_mesh = (ray / self._ray_len[:, None]) @ R  # unit rays, mesh frame
+
+    @staticmethod
+    def _check_lens(camera: BrownConradyCamera, uv: np.ndarray, p_cam: np.ndarray) -> None:
+        """Refuse distortion coefficients under which the pixels of the free vertices are not one
+        image of their rays: the radial map ``s(r) = r (1 + k1 r^2 + k2 r^4 + k3 r^6)`` must
+        increase from the principal point out to the farthest vertex's pixel (a fold puts a mirror
+        image there: e.g. ``k1 = -1e6`` folds at ``r = 1/sqrt(3e6)``), and Newton's projection must
+        have converged at every vertex.
+
+        Raises:
+            ValueError: naming the coefficients, where the map folds or how many vertices fail.
+        """
+        off = np.abs(camera.deproject(uv[:, 0], uv[:, 1]) - p_cam[:, :2] / p_cam[:, 2:3]).max(axis=1)
+        k1, k2, _, _, k3 = camera.coeffs
+        xn, yn = (uv[:, 0] - camera.cx) / camera.fx, (uv[:, 1] - camera.cy) / camera.fy
+        r_max = float(np.nanmax(np.hypot(xn, yn), initial=0.0))
+        # ds/dr = 1 + 3 k1 u + 5 k2 u^2 + 7 k3 u^3 with u = r^2: its smallest positive root is the fold
+        roots = np.roots([7.0 * k3, 5.0 * k2, 3.0 * k1, 1.0]) if any((k1, k2, k3)) else np.zeros(0)
+        u = [float(z.real) for z in roots if abs(z.imag) < 1e-12 and 0.0 < z.real <= r_max ** 2]
+        if u:
+            raise ValueError(f"the camera's distortion {camera.coeffs} folds back at a normalised radius "
+                             f"of {np.sqrt(min(u)):.3g} (the membrane is seen out to {r_max:.3g}): pixels "
+                             "beyond show a mirror image; check the distortion coefficients")
+        bad = int((~(off <= 1e-9)).sum())
+        if bad:
+            raise ValueError(f"the camera's distortion {camera.coeffs}: the projection of {bad} of "
+                             f"{len(off)} free membrane vertices does not converge; check the distortion "
+                             "coefficients")
 
     # ------------------------------------------------------------------ input checks
     def _depth_of(self, frame: np.ndarray) -> np.ndarray:

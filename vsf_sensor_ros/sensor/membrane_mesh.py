@@ -22,7 +22,8 @@ class MembraneMesh:
 
     Raises:
         ValueError: wrong shapes, non-finite points, an index out of range, a
-            boundary that is empty or covers every vertex, or a degenerate triangle.
+            boundary that is empty or covers every vertex, a free vertex in no triangle, or a
+            degenerate triangle.
     """
 
     points: np.ndarray
@@ -51,6 +52,12 @@ class MembraneMesh:
         if (area2 <= 1e-18).any():
             bad = np.flatnonzero(area2 <= 1e-18)[:10].tolist()
             raise ValueError(f"degenerate (zero-area) triangle(s): {bad}")
+        loose = np.ones(len(pts), dtype=bool)
+        loose[tri.ravel()] = False
+        loose[bnd] = False
+        if loose.any():   # a free vertex in no triangle has no stiffness: the membrane cannot be solved
+            idx = np.flatnonzero(loose)
+            raise ValueError(f"{idx.size} free vertex(es) belong to no triangle: {idx[:10].tolist()}")
         for name, arr in (("points", pts), ("triangles", tri), ("boundary", bnd)):
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)

@@ -147,6 +147,7 @@ def test_an_engine_without_normals_and_depths_and_empty_contacts():
     ("more_depths", "mismatched_lengths", "2 positions, 3 depths"),
     ("normals_on_one_contact", "mismatched_lengths", "normals given for 1 of the 2 contacts"),
     ("unnamed", "unnamed_collision", "collision2 has no name"),
+    ("no_link", "unnamed_collision", "collision2 '::collision' names no link"),
     ("nan_position", "non_finite", "positions"),
     ("inf_force", "non_finite", "body_1_wrench forces"),
     ("nan_depth", "non_finite", "depth"),
@@ -163,6 +164,7 @@ def test_malformed_messages_are_rejected_whole_with_a_reason(case, reason, words
         "normals_on_one_contact": lambda: contacts(contact(a, b, two, f2, normals=[(0, 0, 1)] * 2),
                                                    contact(a, b, two, f2)),
         "unnamed": lambda: contacts(contact(a, "", two, f2)),
+        "no_link": lambda: contacts(contact(a, "::collision", two, f2)),
         "nan_position": lambda: contacts(contact(a, b, [(0, 0, 0), (math.nan, 0, 0)], f2)),
         "inf_force": lambda: contacts(contact(a, b, two, [(0, 0, 1), (0, math.inf, 0)])),
         "nan_depth": lambda: contacts(contact(a, b, two, f2, depths=[0.1, math.nan])),
@@ -175,3 +177,61 @@ def test_malformed_messages_are_rejected_whole_with_a_reason(case, reason, words
 def test_duplicate_body_names_are_a_configuration_error():
     with pytest.raises(ValueError, match="duplicates"):
         gz_contacts_to_contacts(contacts(), ["a", "a"], MAP)
+
+
+def _named_wrench_contact(body_1_name, c1="bubble_model::punyo_link::collision", c2="box::link::collision",
+                          id1=0, id2=0):
+    """One point at (0.1, 0, 0.5); body_1 force (0, 0, 2) N, the wrench's body 1 named ``body_1_name``."""
+    c = contact(c1, c2, [(0.1, 0.0, 0.5)], [(0.0, 0.0, 2.0)])
+    c.collision1.id, c.collision2.id = id1, id2
+    c.wrenches[0].body_1_name.data = body_1_name
+    return c
+
+
+@pytest.mark.parametrize("body_1_name, id2, sign", [
+    ("", 0, 1.0),                                       # gz-sim: no names: body 1 = collision1
+    ("bubble_model::punyo_link::collision", 0, 1.0),    # names collision1
+    ("box::link::collision", 0, -1.0),                  # names collision2: force on collision2
+    ("42", 42, -1.0),                                   # collision2's entity id as text
+    ("box", 0, 1.0),                                    # names neither (a model name): the convention
+])
+def test_a_wrench_naming_collision2_as_its_body_1_is_the_force_on_collision2(body_1_name, id2, sign):
+    d = gz_contacts_to_contacts(contacts(_named_wrench_contact(body_1_name, id2=id2)), NAMES, MAP)
+    # one row, pair (punyo, object): the force on punyo by the box is +-(0, 0, 2) N by hand
+    assert list(d.contacts) == [("punyo", "object")]
+    assert d.contacts[("punyo", "object")].forces.tolist() == [[0.0, 0.0, 2.0 * sign]]
+
+
+def test_two_collisions_mapped_to_one_body_are_rejected_naming_both():
+    # a careless glob: both the bubble and the box become 'punyo'; a body cannot push itself
+    msg = contacts(contact("bubble_model::punyo_link::collision", "box::link::collision",
+                           [(0, 0, 0)], [(0, 0, 1)]))
+    with pytest.raises(GzContactsDecodeError, match="both map to body 'punyo'") as err:
+        gz_contacts_to_contacts(msg, NAMES, ContactBodyMap.parse(["*=punyo"]))
+    assert err.value.reason == "same_body" and "box::link::collision" in str(err.value)
+
+
+@pytest.mark.parametrize("frame, ok", [("", True), ("world", True), ("punyo_link", False),
+                                       ("bubble_model::punyo_link", False)])
+def test_a_wrench_in_another_frame_than_world_is_rejected(frame, ok):
+    c = contact("bubble_model::punyo_link::collision", "box::link::collision", [(0, 0, 0)], [(0, 0, 1)])
+    c.wrenches[0].header.frame_id = frame
+    if ok:
+        d = gz_contacts_to_contacts(contacts(c), NAMES, MAP, world_frame="world")
+        assert d.contacts[("punyo", "object")].forces.tolist() == [[0.0, 0.0, 1.0]]
+        return
+    with pytest.raises(GzContactsDecodeError, match=f"wrench in frame '{frame}'") as err:
+        gz_contacts_to_contacts(contacts(c), NAMES, MAP, world_frame="world")
+    assert err.value.reason == "wrench_frame" and err.value.reason in GZ_DECODE_REASONS
+    # without a world frame to compare with, frames are not checked (the library default)
+    assert gz_contacts_to_contacts(contacts(c), NAMES, MAP).num_points == 1
+
+
+def test_collisions_of_bodies_outside_the_table_are_reported_with_their_collision():
+    msg = contacts(contact("box::link::collision", "ground_plane::link::collision", [(0, 0, 0)], [(0, 0, 1)]),
+                   contact("bubble_model::punyo_link::collision", "shelf::board::collision", [(0, 0, 1)],
+                           [(0, 0, 1)]))
+    unknown = {}
+    gz_contacts_to_contacts(msg, NAMES, MAP, unknown_bodies=unknown)
+    # 'link' (default map: the link of ground_plane::link::collision) and 'board' are not in NAMES
+    assert unknown == {"link": "ground_plane::link::collision", "board": "shelf::board::collision"}

@@ -47,8 +47,10 @@ class InputRejected(ValueError):
     """An input message the node cannot use.
 
     Attributes:
-        reason: counter key for ``/diagnostics`` (``bad_encoding``, ``wrong_size``,
-            ``bad_cloud_layout``, ``bad_pressure``, ``bad_camera_info``).
+        reason: counter key for ``/diagnostics`` (here: ``bad_encoding``, ``wrong_size``,
+            ``bad_cloud_layout``, ``bad_pressure``, ``bad_camera_info``; the node adds
+            ``no_camera_info``, ``no_pressure``, ``implausible_pressure``, ``depth_out_of_range``,
+            ``camera_info_changed``).
     """
 
     def __init__(self, message: str, reason: str) -> None:

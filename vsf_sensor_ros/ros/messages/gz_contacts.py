@@ -17,6 +17,13 @@ field                        meaning (gz-sim)
                              torques not filled
 ===========================  ========================================================
 
+A ``JointWrench`` may name its bodies (``body_1_name``, ``body_2_name``: scoped collision
+names, or entity ids as text).  When ``body_1_name`` names ``collision2`` and not
+``collision1``, its ``body_1_wrench`` is the force on ``collision2``, and the force on
+``collision1`` is its opposite; unnamed or otherwise named bodies follow the convention
+above.  A wrench whose ``header.frame_id`` names a frame other than the world frame is not
+in world axes and is rejected (an empty frame is gz's world).
+
 :func:`gz_contacts_to_contacts` turns it into exactly the
 :class:`~vsf_sensor_ros.ros.messages.contacts.DecodedContacts` that the node's
 ``PointCloud2`` decoder gives for the same contacts: one row per contact point
@@ -58,7 +65,8 @@ from .stamps import stamp_to_ns
 GZ_CONTACTS_TYPE = "ros_gz_interfaces/msg/Contacts"
 
 GZ_DECODE_REASONS: Tuple[str, ...] = (
-    "empty_wrenches", "mismatched_lengths", "unnamed_collision", "non_finite",
+    "empty_wrenches", "mismatched_lengths", "unnamed_collision", "non_finite", "same_body",
+    "wrench_frame",
 )
 """Every :class:`GzContactsDecodeError` reason (keys for diagnostics counters):
 
@@ -66,8 +74,12 @@ GZ_DECODE_REASONS: Tuple[str, ...] = (
 * ``mismatched_lengths``: ``wrenches``, ``normals`` or ``depths`` neither empty
   (normals, depths) nor one per position, or normals/depths given for some
   contacts of the message and not for others;
-* ``unnamed_collision``: a collision entity with an empty name (nothing to map);
-* ``non_finite``: NaN/inf in a position, force, normal or depth.
+* ``unnamed_collision``: a collision entity with an empty name, or one whose link part is
+  empty (``::collision``) and that no map entry maps (nothing to map);
+* ``non_finite``: NaN/inf in a position, force, normal or depth;
+* ``same_body``: both collisions of a contact map to one body (a force of a body on itself:
+  ``contact_body_map`` sends two different bodies to one name);
+* ``wrench_frame``: a wrench stamped in a frame other than the world frame.
 """
 
 
@@ -130,9 +142,22 @@ def _vec3(rows: Sequence[Any]) -> List[Tuple[float, float, float]]:
     return [(float(v.x), float(v.y), float(v.z)) for v in rows]
 
 
-def _row_columns(msg: Any, body_map: ContactBodyMap) -> Tuple[
+def _names_entity(text: str, entity: Any) -> bool:
+    """A JointWrench body name refers to ``entity``: its scoped name, or its nonzero id as text."""
+    return bool(text) and (text == str(entity.name) or (int(entity.id) != 0 and text == str(int(entity.id))))
+
+
+def _body_1_is_collision2(name: str, c: Any) -> bool:
+    """A wrench's ``body_1_name`` names ``collision2`` of contact ``c`` and not ``collision1`` (then
+    its ``body_1_wrench`` is the force on ``collision2``); False for an empty name (gz-sim's)."""
+    return bool(name) and _names_entity(name, c.collision2) and not _names_entity(name, c.collision1)
+
+
+def _row_columns(msg: Any, body_map: ContactBodyMap, world_frame: Optional[str],
+                 collisions: Dict[str, str]) -> Tuple[
         List[Tuple[str, str]], np.ndarray, np.ndarray, Optional[np.ndarray], Optional[np.ndarray]]:
-    """Per row: (body1, body2), points (n, 3), forces (n, 3), normals or None, depths or None."""
+    """Per row: (body1, body2), points (n, 3), forces (n, 3), normals or None, depths or None;
+    ``collisions`` gets each body's first scoped collision name."""
     pairs: List[Tuple[str, str]] = []
     pts: List[Tuple[float, float, float]] = []
     frc: List[Tuple[float, float, float]] = []
@@ -163,14 +188,37 @@ def _row_columns(msg: Any, body_map: ContactBodyMap) -> Tuple[
                 raise GzContactsDecodeError(
                     "mismatched_lengths",
                     f"contact {i} ({names[0]} / {names[1]}): {n} positions, {k} {label}")
+        pair = (body_map.body(names[0]), body_map.body(names[1]))
+        for side, name, body in zip(("collision1", "collision2"), names, pair):
+            if not body.strip():   # '::collision' has an empty link: no body to give its contacts
+                raise GzContactsDecodeError(
+                    "unnamed_collision", f"contact {i}: {side} {name!r} names no link and no "
+                    "contact_body_map entry maps it")
+        collisions.setdefault(pair[0], names[0])
+        collisions.setdefault(pair[1], names[1])
+        if pair[0] == pair[1]:
+            raise GzContactsDecodeError(
+                "same_body", f"contact {i}: {names[0]} and {names[1]} both map to body {pair[0]!r} "
+                "(a body cannot push itself; give each body its own contact_body_map entry)")
+        # gz: body_1_wrench is the wrench on collision1, i.e. the force on body1 by body2 (unless
+        # the wrench names collision2 as its body 1: then the force on body1 is its opposite)
+        for w in c.wrenches:
+            if world_frame is not None:
+                frame = w.header.frame_id
+                if frame and frame != world_frame:
+                    raise GzContactsDecodeError(
+                        "wrench_frame", f"contact {i} ({names[0]} / {names[1]}): wrench in frame "
+                        f"{frame!r}, expected world axes ({world_frame!r} or no frame)")
+            f = w.body_1_wrench.force
+            if _body_1_is_collision2(w.body_1_name.data, c):
+                frc.append((-float(f.x), -float(f.y), -float(f.z)))
+            else:
+                frc.append((float(f.x), float(f.y), float(f.z)))
         used += 1
         with_normals += nn > 0
         with_depths += nd > 0
-        pair = (body_map.body(names[0]), body_map.body(names[1]))
         pairs.extend([pair] * n)
         pts.extend(_vec3(c.positions))
-        # gz: body_1_wrench is the wrench on collision1, i.e. the force on body1 by body2
-        frc.extend(_vec3([w.body_1_wrench.force for w in c.wrenches]))
         if nn:
             nrm.extend(_vec3(c.normals))
         if nd:
@@ -202,7 +250,8 @@ _FLOAT64, _UINT32 = 8, 6   # sensor_msgs/PointField datatypes
 
 def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optional[ContactBodyMap] = None,
                             dtype: torch.dtype = torch.float64,
-                            device: Union[str, torch.device] = "cpu") -> DecodedContacts:
+                            device: Union[str, torch.device] = "cpu", world_frame: Optional[str] = None,
+                            unknown_bodies: Optional[Dict[str, str]] = None) -> DecodedContacts:
     """Decode a ``ros_gz_interfaces/msg/Contacts`` into contacts per ordered body pair.
 
     Args:
@@ -212,6 +261,10 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
             touch no sensor unless the other side is a sensor's body).
         body_map: collision name -> body (:class:`ContactBodyMap`); None: link names.
         dtype, device: of the returned points/forces tensors.
+        world_frame: when given, a wrench whose ``header.frame_id`` is neither empty nor this
+            frame is rejected (``wrench_frame``); None: wrench frames are not checked.
+        unknown_bodies: when given, filled with ``{body: scoped collision name}`` for every
+            mapped body not in ``body_names`` (the first collision that named it).
 
     Returns:
         :class:`~vsf_sensor_ros.ros.messages.contacts.DecodedContacts`, equal to what
@@ -230,13 +283,16 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
     if len(set(table)) != len(table):
         dup = sorted({n for n in table if table.count(n) > 1})
         raise ValueError(f"contact_body_names has duplicates: {dup}")
-    pairs, points, forces, normals, depths = _row_columns(msg, body_map)
+    collisions: Dict[str, str] = {}
+    pairs, points, forces, normals, depths = _row_columns(msg, body_map, world_frame, collisions)
     index: Dict[str, int] = {n: i for i, n in enumerate(table)}
     for pair in dict.fromkeys(pairs):
         for b in pair:
             if b not in index:
                 index[b] = len(table)
                 table.append(b)
+                if unknown_bodies is not None:
+                    unknown_bodies[b] = collisions[b]
     n = len(pairs)
     cols: List[Tuple[str, np.ndarray]] = [("x", points[:, 0]), ("y", points[:, 1]), ("z", points[:, 2]),
                                           ("fx", forces[:, 0]), ("fy", forces[:, 1]), ("fz", forces[:, 2]),
