@@ -65,8 +65,6 @@ published in that file's frame, found by fitting its clamped ring onto the membr
 """
 from __future__ import annotations
 
-import argparse
-import difflib
 import sys
 import time
 from collections import Counter, deque
@@ -75,7 +73,7 @@ from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
@@ -83,121 +81,26 @@ from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.sensor.membrane_force_estimator import (
-    FrameRejected, MembraneForceEstimator, MembraneModel, isa_pressure, punyo_camera_rotation)
+    FrameRejected, MembraneForceEstimator, isa_pressure, punyo_camera_rotation)
 from vsf_sensor_ros.sensor.membrane_frame import MeshFrameTransform, fit_mesh_transform, total_wrench
-from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh, read_membrane_mesh
+from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh
 
 from ._rclpy_compat import parameter_override_names
 from .colour_pairing import ColourPairing
 from .input_health import pressure_unit_problem
 from .main import run_node, user_args
-from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, colour_from_image,
-                              depth_from_cloud, depth_from_image, pressure_pa)
+# PARAMETERS, ConfigurationError and usage are also this module's public names (tests, --help)
+from .membrane_force_config import (PARAMETERS, ConfigurationError, check_settings, descriptor,
+                                    load_attachment_vertices, read_mesh, unknown_text, usage)
+from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, camera_info_text,
+                              colour_from_image, depth_from_cloud, depth_from_image, pressure_pa,
+                              same_camera_info)
 from .messages.pointcloud import write_cloud
 from .messages.readings import PressureCodec
 from .messages.stamps import copy_stamp, stamp_to_ns
 from .parameter_check import unknown_keys, unmatched_params_files
-from .parameter_table import ConfigError, check_topic_name
 
-#: gauge pressure (Pa) of the start-up check that the mesh can be inflated (any positive value does)
-NOMINAL_GAUGE_PA = 1000.0
-
-# Start-up parameters.  name: (default, description, (lo, hi) or None)
-PARAMETERS = {
-    "mesh": ("", "membrane mesh file (VTK or any meshio format; its vertex cells = the clamped ring), m; "
-                 "required", None),
-    "attachment_mesh": ("", "mesh file the PunyoDenseForceSensor is attached with (same vertices, same "
-                            "order); outputs are published in its frame ('' = the membrane mesh's frame)",
-                        None),
-    "frame_id": ("punyo", "frame_id of the outputs: the sensor's attachment body", None),
-    "camera_rotation_deg": (25.0, "R_cam_mesh: rotation of the membrane mesh frame about the camera y axis, "
-                                  "degrees (the Punyo reference mesh: 25)", (-180.0, 180.0)),
-    "camera_translation": ([0.0, 0.0, 0.0], "t_cam_mesh: mesh origin in the camera frame, m", None),
-    "ambient_pressure": (0.0, "atmospheric pressure, Pa (0 = ISA standard atmosphere at 'altitude')",
-                         (0.0, 200000.0)),
-    "altitude": (0.0, "site altitude for the standard atmosphere, m (used when ambient_pressure is 0)",
-                 (-500.0, 11000.0)),
-    "input": ("depth", "camera input: 'depth' (Image + CameraInfo) or 'points' (organised PointCloud2 + "
-                       "CameraInfo)", None),
-    "depth_topic": ("camera/depth/image_rect_raw", "depth image topic (input 'depth')", None),
-    "points_topic": ("camera/depth/color/points", "organised cloud topic (input 'points')", None),
-    "camera_info_topic": ("camera/depth/camera_info", "CameraInfo of the depth stream", None),
-    "depth_unit": (0.001, "metres per 16UC1 depth unit (RealSense: 0.001)", (1e-7, 1.0)),
-    "colour_topic": ("", "colour Image topic (rgb8 | bgr8 | mono8) on the depth image's pixel grid, e.g. a "
-                         "RealSense colour stream with the depth aligned to it: adds the membrane's sliding "
-                         "(optical flow) and tangential forces; '' = depth only", None),
-    "colour_tolerance": (0.01, "a depth frame takes the colour image stamped nearest to it within this many "
-                               "s (0 = the same stamp only)", (0.0, 1.0)),
-    "colour_timeout": (0.2, "longest a depth frame waits for its colour image, s of receive time; then it "
-                            "is estimated from depth alone and counted", (0.001, 10.0)),
-    "pressure_topic": ("punyo/pressure", "bubble pressure topic", None),
-    "pressure_type": ("std_msgs/msg/Float32",
-                      "std_msgs/msg/Float32 | std_msgs/msg/Float64 | sensor_msgs/msg/FluidPressure", None),
-    "pressure_scale": (100.0, "pressure message value x scale = Pa (100 for the firmware's hPa)",
-                       (1e-9, 1e9)),
-    "pressure_tolerance": (0.02, "a stamped pressure (FluidPressure) pairs with the frame stamped within "
-                                 "this many s (a frame waits for it); Float32 / Float64: the latest",
-                           (0.0, 10.0)),
-    "reference_frames": (10, "contact-free frames averaged as the reference at start and after "
-                             "reset_reference", (1, 1000)),
-    "window": (9, "odd side of the pixel window read around each vertex, px", (1, 51)),
-    "max_depth": (0.2, "readings at or beyond this depth are not membrane, m", (0.001, 10.0)),
-    "min_vertex_fraction": (0.8, "a frame is rejected when fewer than this fraction of the reference's "
-                                 "vertices have a reading", (0.0, 1.0)),
-    "force_topic": ("membrane_force", "output: per-vertex force cloud (sensor_node's measured layout)", None),
-    "surface_topic": ("membrane_surface", "output: estimated membrane surface (x y z)", None),
-    "total_force_topic": ("membrane_total_force", "output: total contact force (WrenchStamped)", None),
-    "input_reliability": ("best_effort", "QoS reliability of the camera inputs (frames, CameraInfo): "
-                                         "best_effort (matches every publisher) | reliable", None),
-    "pressure_reliability": ("best_effort", "QoS reliability of the pressure input: best_effort | reliable",
-                             None),
-    "qos_depth": (10, "queue depth of inputs and outputs", (1, 10000)),
-    "diagnostics_period": (1.0, "s between /diagnostics reports", (0.01, 3600.0)),
-}
-
-#: the parameters that name topics (checked at start with rclpy's name rules)
-TOPIC_PARAMETERS = ("depth_topic", "points_topic", "camera_info_topic", "pressure_topic", "force_topic",
-                    "surface_topic", "total_force_topic")
-
-EXAMPLE = ("  membrane_force_node --ros-args -p mesh:=equalized.vtk "
-           "-p attachment_mesh:=punyo_mesh_complete.ply -p frame_id:=punyo \\\n"
-           "      -p force_topic:=/punyo_force/measured -p depth_topic:=/camera/depth/image_rect_raw")
-
-
-def usage() -> argparse.ArgumentParser:
-    """The command line: only ``-h`` / ``--help``; everything else goes through ``--ros-args``."""
-    lines = [f"  {k} (default {v[0]!r}{'' if v[2] is None else f', {v[2][0]:g}..{v[2][1]:g}'}): {v[1]}"
-             for k, v in PARAMETERS.items()]
-    return argparse.ArgumentParser(
-        prog="membrane_force_node", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Measured dense force of a Punyo bubble from its internal depth camera and its "
-                    "pressure, published as sensor_node's measured stream of a PunyoDenseForceSensor; "
-                    "also the membrane surface, the total contact force, /diagnostics and the "
-                    "~/reset_reference service.",
-        epilog="parameters (read-only, set with -p name:=value or --params-file):\n" + "\n".join(lines)
-               + "\nexample:\n" + EXAMPLE)
-
-
-class ConfigurationError(ValueError):
-    """A start-up parameter the node cannot work with (the message names it and its value)."""
-
-
-def _descriptor(name: str, description: str, bounds: Optional[Sequence[float]], default: Any
-                ) -> ParameterDescriptor:
-    d = ParameterDescriptor(name=name, description=description, read_only=True)
-    if bounds is not None and isinstance(default, int) and not isinstance(default, bool):
-        d.integer_range = [IntegerRange(from_value=int(bounds[0]), to_value=int(bounds[1]), step=0)]
-    elif bounds is not None:
-        d.floating_point_range = [FloatingPointRange(from_value=float(bounds[0]), to_value=float(bounds[1]),
-                                                     step=0.0)]
-    return d
-
-
-def _load_attachment_vertices(path: str) -> np.ndarray:
-    """Vertices of the attachment mesh in the file's order (trimesh, no processing), m."""
-    import trimesh
-    mesh = trimesh.load(path, process=False, force="mesh")
-    return np.asarray(mesh.vertices, dtype=np.float64)
+__all__ = ["PARAMETERS", "ConfigurationError", "MembraneForceNode", "main", "run", "usage"]
 
 
 class MembraneForceNode(Node):
@@ -230,27 +133,17 @@ class MembraneForceNode(Node):
         p: Dict[str, Any] = {}
         for name, (default, text, bounds) in PARAMETERS.items():
             try:
-                desc = _descriptor(name, text, bounds, default)
+                desc = descriptor(name, text, bounds, default)
                 p[name] = self.declare_parameter(name, default, desc).value
             except Exception as exc:   # rclpy's range / type errors differ between distributions
                 raise ConfigurationError(f"parameter {name!r}: {exc}") from None
         self.p = p
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        if not p["mesh"]:
-            raise ConfigurationError("parameter 'mesh' (the membrane mesh file) is required")
-        try:
-            self.mesh: MembraneMesh = read_membrane_mesh(p["mesh"])
-        except Exception as exc:   # meshio raises many types for unreadable files
-            raise ConfigurationError(f"parameter 'mesh' = {p['mesh']!r}: {exc}") from None
-        try:   # what the reference will need of the mesh (a flat one has no pressure pre-tension)
-            MembraneModel(self.mesh, NOMINAL_GAUGE_PA)
-        except ValueError as exc:
-            raise ConfigurationError(f"parameter 'mesh' = {p['mesh']!r} is no inflatable membrane: "
-                                     f"{exc}") from None
+        self.mesh: MembraneMesh = read_mesh(p["mesh"])
         self.out_frame = MeshFrameTransform.identity()
         if p["attachment_mesh"]:
             try:
-                verts = _load_attachment_vertices(p["attachment_mesh"])
+                verts = load_attachment_vertices(p["attachment_mesh"])
                 self.out_frame = fit_mesh_transform(self.mesh.points, verts, self.mesh.boundary)
             except Exception as exc:
                 raise ConfigurationError(
@@ -258,39 +151,7 @@ class MembraneForceNode(Node):
             self.get_logger().info(f"outputs in the frame of {p['attachment_mesh']}: rotation "
                                    f"{self.out_frame.angle_deg:.2f} deg from the membrane mesh, ring fit "
                                    f"{self.out_frame.max_error * 1e3:.3f} mm")
-        if p["input"] not in ("depth", "points"):
-            raise ConfigurationError(f"parameter 'input' = {p['input']!r}: use 'depth' or 'points'")
-        ptype = p["pressure_type"].replace("/msg/", "/")
-        ptype = "/".join([ptype.split("/")[0], "msg", ptype.split("/")[-1]]) if "/" in ptype else ptype
-        if ptype not in PRESSURE_TYPES:
-            raise ConfigurationError(f"parameter 'pressure_type' = {p['pressure_type']!r}: use one of "
-                                     f"{sorted(PRESSURE_TYPES)}")
-        for key in ("input_reliability", "pressure_reliability"):
-            if p[key] not in ("best_effort", "reliable"):
-                raise ConfigurationError(f"parameter {key!r} = {p[key]!r}: use best_effort or reliable")
-        if int(p["window"]) % 2 == 0:
-            raise ConfigurationError(f"parameter 'window' = {p['window']}: must be odd")
-        t_cam = np.asarray(p["camera_translation"], dtype=float)
-        if t_cam.shape != (3,) or not np.isfinite(t_cam).all():
-            raise ConfigurationError(f"parameter 'camera_translation' = {list(p['camera_translation'])}: "
-                                     "needs 3 finite numbers (m)")
-        if not str(p["frame_id"]).strip():
-            raise ConfigurationError("parameter 'frame_id' = '': must name the frame of the outputs (the "
-                                     "PunyoDenseForceSensor's attachment body, e.g. 'punyo')")
-        for key in TOPIC_PARAMETERS:
-            try:
-                check_topic_name(key, p[key], self.get_name(), self.get_namespace())
-            except ConfigError as exc:
-                raise ConfigurationError(str(exc)) from None
-        # the camera looks at the membrane from inside: a free vertex behind it means a wrong mount
-        free_cam = self.mesh.points[self.mesh.interior] @ punyo_camera_rotation(
-            float(p["camera_rotation_deg"])).T + t_cam
-        behind = int((free_cam[:, 2] <= 0.0).sum())
-        if behind:
-            raise ConfigurationError(
-                f"parameters 'camera_rotation_deg' = {p['camera_rotation_deg']!r}, 'camera_translation' = "
-                f"{t_cam.tolist()}: {behind} free membrane vertices lie behind the camera (z <= 0 in its "
-                "optical frame)")
+        ptype = check_settings(p, self.mesh, self.get_name(), self.get_namespace())
         self.ambient_pa = float(p["ambient_pressure"]) or isa_pressure(float(p["altitude"]))
         self.config_problems: List[str] = [u.message() for u in unknown_keys(
             parameter_override_names(self), set(PARAMETERS), {}, {}, set())]
@@ -356,7 +217,7 @@ class MembraneForceNode(Node):
         for prm in params:
             if not self.has_parameter(prm.name):
                 return SetParametersResult(successful=False,
-                                           reason=f"parameter {_unknown_text(prm.name)} (= {prm.value!r})")
+                                           reason=f"parameter {unknown_text(prm.name)} (= {prm.value!r})")
         return SetParametersResult(successful=True)
 
     # -- inputs ----------------------------------------------------------------------------------
@@ -370,13 +231,14 @@ class MembraneForceNode(Node):
     def _on_camera_info(self, msg: CameraInfo) -> None:
         self.stats["camera_info_received"] += 1
         if self.estimator is not None:
-            if not _same_camera(msg, self.camera_info):
+            if not same_camera_info(msg, self.camera_info):
                 # the estimator's pixel windows belong to the first camera: frames of another would
                 # be read at the wrong pixels; ~/reset_reference takes the new one
                 self.new_camera_info = msg
                 self._reject("camera_info_changed",
-                             f"{_camera_text(msg)} differs from the {_camera_text(self.camera_info)} in "
-                             "use; call ~/reset_reference (membrane free of contact) to take it",
+                             f"{camera_info_text(msg)} differs from the "
+                             f"{camera_info_text(self.camera_info)} in use; call ~/reset_reference "
+                             "(membrane free of contact) to take it",
                              "CameraInfo")
             return
         self.estimator = self._build_estimator(msg)
@@ -617,9 +479,9 @@ class MembraneForceNode(Node):
                 response.success = False
                 response.message = (f"nothing reset: the new CameraInfo cannot be used "
                                     f"({self.last.get('last_rejection')}); call again to reset the "
-                                    f"reference with the {_camera_text(self.camera_info)}")
+                                    f"reference with the {camera_info_text(self.camera_info)}")
                 return response
-            taken = f"; camera {_camera_text(new_info)} taken (was {_camera_text(self.camera_info)})"
+            taken = f"; camera {camera_info_text(new_info)} taken (was {camera_info_text(self.camera_info)})"
             self.estimator, self.camera_info = est, new_info
         if self.estimator is not None:
             self.estimator.reset_reference()
@@ -699,29 +561,6 @@ class MembraneForceNode(Node):
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
         self.pub_diag.publish(array)
-
-
-def _unknown_text(name: str) -> str:
-    """``"'depth_unti' is not a parameter of membrane_force_node (did you mean 'depth_unit'?)"``."""
-    close = difflib.get_close_matches(name, list(PARAMETERS), n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]!r}?)" if close else f" (its parameters: {', '.join(PARAMETERS)})"
-    return f"{name!r} is not a parameter of membrane_force_node{hint}"
-
-
-def _camera_text(msg: Optional[CameraInfo]) -> str:
-    """``'640x480 camera, K [..]'``: a CameraInfo's size and intrinsics, for messages."""
-    if msg is None:
-        return "no camera"
-    return (f"{int(msg.width)}x{int(msg.height)} camera (K {[float(v) for v in msg.k]}, "
-            f"{msg.distortion_model or 'no model'} D {[float(v) for v in msg.d]})")
-
-
-def _same_camera(a: CameraInfo, b: Optional[CameraInfo]) -> bool:
-    """The two CameraInfos describe one camera model (size, K, distortion model and D)."""
-    return b is not None and (int(a.width), int(a.height), a.distortion_model.lower()) == \
-        (int(b.width), int(b.height), b.distortion_model.lower()) \
-        and np.array_equal(np.asarray(a.k, dtype=float), np.asarray(b.k, dtype=float)) \
-        and np.array_equal(np.asarray(a.d, dtype=float), np.asarray(b.d, dtype=float))
 
 
 def main(args: Optional[List[str]] = None) -> int:

@@ -20,7 +20,7 @@ the offending value; nothing is decoded half.
 """
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import numpy as np
 from sensor_msgs.msg import CameraInfo, FluidPressure, Image, PointCloud2
@@ -175,3 +175,19 @@ def pressure_pa(msg: Any, scale: float) -> float:
         raise InputRejected(f"pressure {value!r} x scale {scale} = {p} Pa is not a positive absolute "
                             "pressure", "bad_pressure")
     return p
+
+
+def camera_info_text(msg: Optional[CameraInfo]) -> str:
+    """``'640x480 camera, K [..]'``: a CameraInfo's size and intrinsics, for messages."""
+    if msg is None:
+        return "no camera"
+    return (f"{int(msg.width)}x{int(msg.height)} camera (K {[float(v) for v in msg.k]}, "
+            f"{msg.distortion_model or 'no model'} D {[float(v) for v in msg.d]})")
+
+
+def same_camera_info(a: CameraInfo, b: Optional[CameraInfo]) -> bool:
+    """The two CameraInfos describe one camera model (size, K, distortion model and D)."""
+    return b is not None and (int(a.width), int(a.height), a.distortion_model.lower()) == \
+        (int(b.width), int(b.height), b.distortion_model.lower()) \
+        and np.array_equal(np.asarray(a.k, dtype=float), np.asarray(b.k, dtype=float)) \
+        and np.array_equal(np.asarray(a.d, dtype=float), np.asarray(b.d, dtype=float))

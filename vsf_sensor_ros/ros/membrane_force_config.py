@@ -1,0 +1,193 @@
+"""``membrane_force_node``'s parameters: the table, ``--help``, and the checks made at start.
+
+Every parameter is read-only (a camera, mesh or pressure input changes only with a restart).
+:func:`check_settings` and :func:`read_mesh` raise :class:`ConfigurationError` naming the
+parameter and its value; the node then does not start (exit code 2).
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+from typing import Any, Dict, Optional, Sequence
+
+import numpy as np
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+
+from vsf_sensor_ros.sensor.membrane_force_estimator import MembraneModel, punyo_camera_rotation
+from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh, read_membrane_mesh
+
+from .messages.camera import PRESSURE_TYPES
+from .parameter_table import ConfigError, check_topic_name
+
+#: gauge pressure (Pa) of the start-up check that the mesh can be inflated (any positive value does)
+NOMINAL_GAUGE_PA = 1000.0
+
+# Start-up parameters.  name: (default, description, (lo, hi) or None)
+PARAMETERS = {
+    "mesh": ("", "membrane mesh file (VTK or any meshio format; its vertex cells = the clamped ring), m; "
+                 "required", None),
+    "attachment_mesh": ("", "mesh file the PunyoDenseForceSensor is attached with (same vertices, same "
+                            "order); outputs are published in its frame ('' = the membrane mesh's frame)",
+                        None),
+    "frame_id": ("punyo", "frame_id of the outputs: the sensor's attachment body", None),
+    "camera_rotation_deg": (25.0, "R_cam_mesh: rotation of the membrane mesh frame about the camera y axis, "
+                                  "degrees (the Punyo reference mesh: 25)", (-180.0, 180.0)),
+    "camera_translation": ([0.0, 0.0, 0.0], "t_cam_mesh: mesh origin in the camera frame, m", None),
+    "ambient_pressure": (0.0, "atmospheric pressure, Pa (0 = ISA standard atmosphere at 'altitude')",
+                         (0.0, 200000.0)),
+    "altitude": (0.0, "site altitude for the standard atmosphere, m (used when ambient_pressure is 0)",
+                 (-500.0, 11000.0)),
+    "input": ("depth", "camera input: 'depth' (Image + CameraInfo) or 'points' (organised PointCloud2 + "
+                       "CameraInfo)", None),
+    "depth_topic": ("camera/depth/image_rect_raw", "depth image topic (input 'depth')", None),
+    "points_topic": ("camera/depth/color/points", "organised cloud topic (input 'points')", None),
+    "camera_info_topic": ("camera/depth/camera_info", "CameraInfo of the depth stream", None),
+    "depth_unit": (0.001, "metres per 16UC1 depth unit (RealSense: 0.001)", (1e-7, 1.0)),
+    "colour_topic": ("", "colour Image topic (rgb8 | bgr8 | mono8) on the depth image's pixel grid, e.g. a "
+                         "RealSense colour stream with the depth aligned to it: adds the membrane's sliding "
+                         "(optical flow) and tangential forces; '' = depth only", None),
+    "colour_tolerance": (0.01, "a depth frame takes the colour image stamped nearest to it within this many "
+                               "s (0 = the same stamp only)", (0.0, 1.0)),
+    "colour_timeout": (0.2, "longest a depth frame waits for its colour image, s of receive time; then it "
+                            "is estimated from depth alone and counted", (0.001, 10.0)),
+    "pressure_topic": ("punyo/pressure", "bubble pressure topic", None),
+    "pressure_type": ("std_msgs/msg/Float32",
+                      "std_msgs/msg/Float32 | std_msgs/msg/Float64 | sensor_msgs/msg/FluidPressure", None),
+    "pressure_scale": (100.0, "pressure message value x scale = Pa (100 for the firmware's hPa)",
+                       (1e-9, 1e9)),
+    "pressure_tolerance": (0.02, "a stamped pressure (FluidPressure) pairs with the frame stamped within "
+                                 "this many s (a frame waits for it); Float32 / Float64: the latest",
+                           (0.0, 10.0)),
+    "reference_frames": (10, "contact-free frames averaged as the reference at start and after "
+                             "reset_reference", (1, 1000)),
+    "window": (9, "odd side of the pixel window read around each vertex, px", (1, 51)),
+    "max_depth": (0.2, "readings at or beyond this depth are not membrane, m", (0.001, 10.0)),
+    "min_vertex_fraction": (0.8, "a frame is rejected when fewer than this fraction of the reference's "
+                                 "vertices have a reading", (0.0, 1.0)),
+    "force_topic": ("membrane_force", "output: per-vertex force cloud (sensor_node's measured layout)", None),
+    "surface_topic": ("membrane_surface", "output: estimated membrane surface (x y z)", None),
+    "total_force_topic": ("membrane_total_force", "output: total contact force (WrenchStamped)", None),
+    "input_reliability": ("best_effort", "QoS reliability of the camera inputs (frames, CameraInfo): "
+                                         "best_effort (matches every publisher) | reliable", None),
+    "pressure_reliability": ("best_effort", "QoS reliability of the pressure input: best_effort | reliable",
+                             None),
+    "qos_depth": (10, "queue depth of inputs and outputs", (1, 10000)),
+    "diagnostics_period": (1.0, "s between /diagnostics reports", (0.01, 3600.0)),
+}
+
+#: the parameters that name topics (checked at start with rclpy's name rules)
+TOPIC_PARAMETERS = ("depth_topic", "points_topic", "camera_info_topic", "pressure_topic", "force_topic",
+                    "surface_topic", "total_force_topic")
+
+EXAMPLE = ("  membrane_force_node --ros-args -p mesh:=equalized.vtk "
+           "-p attachment_mesh:=punyo_mesh_complete.ply -p frame_id:=punyo \\\n"
+           "      -p force_topic:=/punyo_force/measured -p depth_topic:=/camera/depth/image_rect_raw")
+
+
+def usage() -> argparse.ArgumentParser:
+    """The command line: only ``-h`` / ``--help``; everything else goes through ``--ros-args``."""
+    lines = [f"  {k} (default {v[0]!r}{'' if v[2] is None else f', {v[2][0]:g}..{v[2][1]:g}'}): {v[1]}"
+             for k, v in PARAMETERS.items()]
+    return argparse.ArgumentParser(
+        prog="membrane_force_node", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Measured dense force of a Punyo bubble from its internal depth camera and its "
+                    "pressure, published as sensor_node's measured stream of a PunyoDenseForceSensor; "
+                    "also the membrane surface, the total contact force, /diagnostics and the "
+                    "~/reset_reference service.",
+        epilog="parameters (read-only, set with -p name:=value or --params-file):\n" + "\n".join(lines)
+               + "\nexample:\n" + EXAMPLE)
+
+
+class ConfigurationError(ValueError):
+    """A start-up parameter the node cannot work with (the message names it and its value)."""
+
+
+def descriptor(name: str, description: str, bounds: Optional[Sequence[float]], default: Any
+               ) -> ParameterDescriptor:
+    """The read-only descriptor of a parameter, with its range when ``bounds`` is given."""
+    d = ParameterDescriptor(name=name, description=description, read_only=True)
+    if bounds is not None and isinstance(default, int) and not isinstance(default, bool):
+        d.integer_range = [IntegerRange(from_value=int(bounds[0]), to_value=int(bounds[1]), step=0)]
+    elif bounds is not None:
+        d.floating_point_range = [FloatingPointRange(from_value=float(bounds[0]), to_value=float(bounds[1]),
+                                                     step=0.0)]
+    return d
+
+
+def load_attachment_vertices(path: str) -> np.ndarray:
+    """Vertices of the attachment mesh in the file's order (trimesh, no processing), m."""
+    import trimesh
+    mesh = trimesh.load(path, process=False, force="mesh")
+    return np.asarray(mesh.vertices, dtype=np.float64)
+
+
+def unknown_text(name: str) -> str:
+    """``"'depth_unti' is not a parameter of membrane_force_node (did you mean 'depth_unit'?)"``."""
+    close = difflib.get_close_matches(name, list(PARAMETERS), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else f" (its parameters: {', '.join(PARAMETERS)})"
+    return f"{name!r} is not a parameter of membrane_force_node{hint}"
+
+
+def read_mesh(path: str) -> MembraneMesh:
+    """The membrane mesh of parameter ``mesh``, checked to be one the model can inflate.
+
+    Raises:
+        ConfigurationError: no path, an unreadable file, or a mesh with no pressure pre-tension
+            (flat) or a free vertex in no triangle.
+    """
+    if not path:
+        raise ConfigurationError("parameter 'mesh' (the membrane mesh file) is required")
+    try:
+        mesh = read_membrane_mesh(path)
+    except Exception as exc:   # meshio raises many types for unreadable files
+        raise ConfigurationError(f"parameter 'mesh' = {path!r}: {exc}") from None
+    try:   # what the reference will need of the mesh (a flat one has no pressure pre-tension)
+        MembraneModel(mesh, NOMINAL_GAUGE_PA)
+    except ValueError as exc:
+        raise ConfigurationError(f"parameter 'mesh' = {path!r} is no inflatable membrane: {exc}") from None
+    return mesh
+
+
+def check_settings(p: Dict[str, Any], mesh: MembraneMesh, node_name: str, namespace: str) -> str:
+    """Check the parameters that need no file; returns the pressure message type, normalised
+    (``pkg/msg/Type``).
+
+    Raises:
+        ConfigurationError: an unknown ``input``, ``pressure_type`` or reliability, an even
+            ``window``, a non-finite ``camera_translation``, an empty ``frame_id``, a topic name
+            rclpy refuses, or a camera mount that puts free vertices behind the camera.
+    """
+    if p["input"] not in ("depth", "points"):
+        raise ConfigurationError(f"parameter 'input' = {p['input']!r}: use 'depth' or 'points'")
+    ptype = p["pressure_type"].replace("/msg/", "/")
+    ptype = "/".join([ptype.split("/")[0], "msg", ptype.split("/")[-1]]) if "/" in ptype else ptype
+    if ptype not in PRESSURE_TYPES:
+        raise ConfigurationError(f"parameter 'pressure_type' = {p['pressure_type']!r}: use one of "
+                                 f"{sorted(PRESSURE_TYPES)}")
+    for key in ("input_reliability", "pressure_reliability"):
+        if p[key] not in ("best_effort", "reliable"):
+            raise ConfigurationError(f"parameter {key!r} = {p[key]!r}: use best_effort or reliable")
+    if int(p["window"]) % 2 == 0:
+        raise ConfigurationError(f"parameter 'window' = {p['window']}: must be odd")
+    t_cam = np.asarray(p["camera_translation"], dtype=float)
+    if t_cam.shape != (3,) or not np.isfinite(t_cam).all():
+        raise ConfigurationError(f"parameter 'camera_translation' = {list(p['camera_translation'])}: "
+                                 "needs 3 finite numbers (m)")
+    if not str(p["frame_id"]).strip():
+        raise ConfigurationError("parameter 'frame_id' = '': must name the frame of the outputs (the "
+                                 "PunyoDenseForceSensor's attachment body, e.g. 'punyo')")
+    for key in TOPIC_PARAMETERS:
+        try:
+            check_topic_name(key, p[key], node_name, namespace)
+        except ConfigError as exc:
+            raise ConfigurationError(str(exc)) from None
+    # the camera looks at the membrane from inside: a free vertex behind it means a wrong mount
+    free_cam = mesh.points[mesh.interior] @ punyo_camera_rotation(
+        float(p["camera_rotation_deg"])).T + t_cam
+    behind = int((free_cam[:, 2] <= 0.0).sum())
+    if behind:
+        raise ConfigurationError(
+            f"parameters 'camera_rotation_deg' = {p['camera_rotation_deg']!r}, 'camera_translation' = "
+            f"{t_cam.tolist()}: {behind} free membrane vertices lie behind the camera (z <= 0 in its "
+            "optical frame)")
+    return ptype
