@@ -591,3 +591,33 @@ def _check_size(pname: str, value: Any) -> None:
 
 __all__ = ["Build", "ChangePlan", "LiveSettings", "MAX_LIVE_TEXT", "NodeParameters", "RESERVED_NAMES",
            "SensorAddition", "SensorChange", "SensorParameters", "declare_spec"]
+
+
+def wrong_type_errors(node: Node, params: Sequence[Parameter]
+                      ) -> Tuple[List[Parameter], Dict[str, ConfigError]]:
+    """For ``pre_set_parameters``: the request with each value of the wrong type for a declared,
+    writable, statically typed parameter replaced by the current value, and those errors by name.
+
+    rclpy's own type check would refuse such a request naming neither the parameter nor the value
+    ("expected '3' got '4'"); the node's ``on_set_parameters`` callback refuses it with these
+    errors instead (nothing of the request is set).
+    """
+    checked: List[Parameter] = []
+    wrong: Dict[str, ConfigError] = {}
+    for prm in params:
+        if prm.type_ != Parameter.Type.NOT_SET and node.has_parameter(prm.name):
+            d = node.describe_parameter(prm.name)
+            if not d.dynamic_typing and not d.read_only and d.type != prm.type_.value:
+                want, got = (_type_words(t) for t in (Parameter.Type(d.type), prm.type_))
+                wrong[prm.name] = ConfigError(prm.name, plain(prm.value),
+                                              f"wrong type: needs {want}, got {got}")
+                checked.append(node.get_parameter(prm.name))
+                continue
+        checked.append(prm)
+    return checked, wrong
+
+
+def _type_words(t: Parameter.Type) -> str:
+    """``Type.DOUBLE`` -> ``'a double'``, ``Type.INTEGER_ARRAY`` -> ``'an integer array'``."""
+    words = t.name.lower().replace("_", " ")
+    return ("an " if words[:1] in "aeiou" else "a ") + words

@@ -1,3 +1,6 @@
+# A little over the size guide on purpose: SensorNode owns every subscription, timer, service and
+# parameter callback of the node (the ROS 2 examples' node pattern); each of them delegates to the
+# module of its concern (kinematics, sensor_handle, calibration, health, parameters, messages).
 """``sensor_node``: predicted tactile readings and their force Jacobians, live over ROS 2.
 
 A thin adapter: decode -> ``SimState`` -> sensor models -> encode.
@@ -98,21 +101,20 @@ from .input_health import SensorInputs, StreamClock
 from .parameter_check import unknown_keys
 from .frames import FramePublisher
 from .kinematics import KinematicInputs, parse_joint_name_map
-from .messages.gz_contacts import GZ_CONTACTS_TYPE, ContactBodyMap, gz_contacts_to_contacts
+from .messages.gz_contacts import (GZ_CONTACTS_TYPE, ContactBodyMap, gz_contacts_to_contacts,
+                                   note_unknown_bodies)
 from .keep_warm import KeepWarm
 from .scene import (SensorFactory, build_scene, check_contact_body_names, effective_assets_dir,
                     resolve_path)
-from .parameters import ChangePlan, LiveSettings, NodeParameters, SensorParameters
+from .parameters import ChangePlan, LiveSettings, NodeParameters, SensorParameters, wrong_type_errors
 from .calibration import Measurements
-from .parameter_table import ConfigError, plain
+from .parameter_table import ConfigError
 from .sensor_handle import (EndpointQoS, SensorEndpoints, SensorHandle, SensorResult, StepRejected,
                             check_elements, check_predictions)
 from .messages.stamps import stamp_to_ns
 
 DTYPE = torch.float64
 DEVICE = torch.device("cpu")
-#: most distinct unknown gz body names counted and warned about (see ``_note_unknown_gz_bodies``)
-MAX_UNKNOWN_GZ_BODIES = 64
 
 
 class SensorNode(Node):
@@ -186,15 +188,9 @@ class SensorNode(Node):
                 f"decoded but touch no sensor (bodies: {', '.join(self.world.body_names)})")
         self._contact_body_names = names
         self._gz_contacts = self._gz_contacts_input(p)
-        self._startup_warnings: List[str] = []
-        if self._gz_contacts is not None:
-            for pattern, body in self._gz_contacts[1].rules:
-                if body not in self.world.body_names:
-                    # a misspelt target sends a sensor's contacts to a body no sensor reads
-                    self._startup_warnings.append(
-                        f"contact_body_map entry '{pattern}={body}': {body!r} is not a body of the "
-                        f"world; contacts mapped to it touch no sensor (bodies: "
-                        f"{', '.join(self.world.body_names)})")
+        # a misspelt contact_body_map target sends a sensor's contacts to a body no sensor reads
+        self._startup_warnings: List[str] = ([] if self._gz_contacts is None else
+                                             self._gz_contacts[1].unknown_targets(self.world.body_names))
         self._dense_vertex_counts: Dict[str, int] = {}
         self._sensor_bodies: frozenset = frozenset()
         urdf_joints = [j.name for j in self.world.joints if j.type in MOVABLE_JOINT_TYPES]
@@ -394,8 +390,9 @@ class SensorNode(Node):
                 decoded = gz_contacts_to_contacts(msg, self._contact_body_names, self._gz_contacts[1],
                                                   DTYPE, DEVICE, world_frame=self._world_frame,
                                                   unknown_bodies=unknown)
-                if unknown:
-                    self._note_unknown_gz_bodies(unknown)
+                for text in note_unknown_bodies(self.inputs.unknown_contact_bodies, unknown,
+                                                self._contact_body_names):
+                    self.get_logger().warning(text)
             else:
                 decoded = pointcloud2_to_contacts(msg, self._contact_body_names, DTYPE, DEVICE,
                                                   expected_frame_id=self._world_frame)
@@ -409,28 +406,6 @@ class SensorNode(Node):
             return decoded, SimState(self._transforms.at(stamp_ns), {}, decoded.contacts)
         except ValueError as exc:
             raise StepRejected("invalid_contacts", str(exc)) from exc
-
-    def _note_unknown_gz_bodies(self, unknown: Dict[str, str]) -> None:
-        """gz collisions that map to no body of the table: counted per body, warned once per body.
-
-        Such contacts are decoded but touch no sensor, which is right for scenery (a ground plane)
-        and silent trouble for a sensor's own link under another name; the warning names the
-        collision and the ``contact_body_map`` entry that would map it.  At most
-        :data:`MAX_UNKNOWN_GZ_BODIES` names are kept (a message with ever new names cannot grow
-        the node)."""
-        seen = self.inputs.unknown_contact_bodies
-        for body, collision in unknown.items():
-            if body in seen:
-                seen[body] += 1
-                continue
-            if len(seen) >= MAX_UNKNOWN_GZ_BODIES:
-                continue
-            seen[body] = 1
-            model = collision.split("::")[0] if "::" in collision else collision
-            self.get_logger().warning(
-                f"gz contacts: collision {collision!r} maps to body {body!r}, which is not in the body "
-                f"table ({', '.join(self._contact_body_names)}); its contacts touch no sensor. If it is "
-                f"one of these bodies, add a contact_body_map entry such as '{model}::*=<body>'")
 
     def _warm_step(self) -> None:
         """Keep-warm work: the last contacts message through decode and every model; nothing
@@ -607,18 +582,7 @@ class SensorNode(Node):
         current value: rclpy's own type check would refuse it naming neither the parameter nor the
         value; :meth:`_validate` refuses the request naming both (nothing is set)."""
         out = self.params.coerce_request(params, self._configs())
-        self._wrong_types = {}
-        checked = []
-        for prm in out:
-            if prm.type_ != Parameter.Type.NOT_SET and self.has_parameter(prm.name):
-                d = self.describe_parameter(prm.name)
-                if not d.dynamic_typing and not d.read_only and d.type != prm.type_.value:
-                    want, got = (_type_words(t) for t in (Parameter.Type(d.type), prm.type_))
-                    self._wrong_types[prm.name] = ConfigError(prm.name, plain(prm.value),
-                                                              f"wrong type: needs {want}, got {got}")
-                    checked.append(self.get_parameter(prm.name))
-                    continue
-            checked.append(prm)
+        checked, self._wrong_types = wrong_type_errors(self, out)
         return checked
 
     def _validate(self, params: List[Parameter]) -> SetParametersResult:
@@ -673,12 +637,6 @@ class SensorNode(Node):
         self.params.applied(plan)
         self._frames.refresh(h.layout for h in self._handles.values())
         self._refresh_dense_counts()
-
-
-def _type_words(t: Parameter.Type) -> str:
-    """``Type.DOUBLE`` -> ``'a double'``, ``Type.INTEGER_ARRAY`` -> ``'an integer array'``."""
-    words = t.name.lower().replace("_", " ")
-    return ("an " if words[:1] in "aeiou" else "a ") + words
 
 
 def main(args: Optional[List[str]] = None) -> int:

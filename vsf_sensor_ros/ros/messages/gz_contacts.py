@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -129,6 +129,14 @@ class ContactBodyMap:
                                  "(e.g. 'punyo_model::*=punyo')")
             rules.append((pattern, body))
         return cls(tuple(rules))
+
+    def unknown_targets(self, body_names: Iterable[str]) -> List[str]:
+        """A sentence per rule whose body is not one of ``body_names`` (its contacts would touch
+        no sensor: a misspelt target), for the start-up warnings."""
+        known = list(body_names)
+        return [f"contact_body_map entry '{pattern}={body}': {body!r} is not a body of the world; "
+                f"contacts mapped to it touch no sensor (bodies: {', '.join(known)})"
+                for pattern, body in self.rules if body not in known]
 
     def body(self, scoped_name: str) -> str:
         """The body of a scoped collision name: the first matching rule's body, else the link name."""
@@ -322,3 +330,37 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
 
 __all__ = ["ContactBodyMap", "GZ_CONTACTS_TYPE", "GZ_DECODE_REASONS", "GzContactsDecodeError",
            "gz_contacts_to_contacts"]
+
+
+#: most distinct unknown gz body names :func:`note_unknown_bodies` counts and warns about
+MAX_UNKNOWN_GZ_BODIES = 64
+
+
+def note_unknown_bodies(seen: Dict[str, int], unknown: Mapping[str, str], body_names: Sequence[str],
+                        limit: int = MAX_UNKNOWN_GZ_BODIES) -> List[str]:
+    """Count gz collisions that map to no body of the table; the warnings for names new to ``seen``.
+
+    Such contacts are decoded but touch no sensor, which is right for scenery (a ground plane)
+    and silent trouble for a sensor's own link under another name; each warning names the
+    collision and the ``contact_body_map`` entry that would map it.  At most ``limit`` names are
+    kept (a stream of ever new names cannot grow the node).
+
+    Args:
+        seen: body name -> messages that named it so far; updated in place.
+        unknown: body name -> one scoped collision name of it, from this message
+            (:func:`gz_contacts_to_contacts`'s ``unknown_bodies``).
+        body_names: the node's body table.
+    """
+    out = []
+    for body, collision in unknown.items():
+        if body in seen:
+            seen[body] += 1
+            continue
+        if len(seen) >= limit:
+            continue
+        seen[body] = 1
+        model = collision.split("::")[0] if "::" in collision else collision
+        out.append(f"gz contacts: collision {collision!r} maps to body {body!r}, which is not in the body "
+                   f"table ({', '.join(body_names)}); its contacts touch no sensor. If it is one of these "
+                   f"bodies, add a contact_body_map entry such as '{model}::*=<body>'")
+    return out
