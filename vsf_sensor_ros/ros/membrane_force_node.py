@@ -141,6 +141,13 @@ class MembraneForceNode(Node):
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.mesh: MembraneMesh = read_mesh(p["mesh"])
         self.out_frame = MeshFrameTransform.identity()
+        if not p["attachment_mesh"]:
+            # sensor_node reads a measured dense force in its own mesh's frame: unless that mesh is
+            # this one, its residual would be off by the rotation between the two
+            self.get_logger().warning(
+                f"parameter 'attachment_mesh' is empty: forces are published in the frame of "
+                f"{p['mesh']!r} and labelled {p['frame_id']!r}; give the mesh file sensor_node's "
+                "PunyoDenseForceSensor is attached with (e.g. punyo_mesh_complete.ply) unless it is this one")
         if p["attachment_mesh"]:
             try:
                 verts = load_attachment_vertices(p["attachment_mesh"])

@@ -299,3 +299,25 @@ def test_float64_values_past_the_float32_range_reject_a_float32_decode():
     with pytest.raises(ContactsDecodeError, match="float32") as info:
         pointcloud2_to_contacts(msg, BODIES, dtype=torch.float32)
     assert info.value.reason == "non_finite"
+
+
+def test_seed_style_contact_objects_with_lists_are_encoded_as_contact_states():
+    """A plain object with the seed's ContactState attributes (lists) gives the same cloud as the
+    ContactState of the same numbers; one without ``forces`` is refused naming what it lacks."""
+    from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2, pointcloud2_to_contacts
+
+    class Plain:
+        def __init__(self, **kw):
+            self.__dict__.update(kw)
+
+    pts, frc = [[0.1, 0.2, 0.3], [0.0, -0.1, 0.05]], [[0.0, 0.0, -2.0], [1.0, 0.5, -0.25]]
+    plain = Plain(points=pts, forces=frc, elems1=[4, -1], elems2=None)
+    ref = ContactState(torch.tensor(pts, dtype=torch.float64), torch.tensor(frc, dtype=torch.float64),
+                       torch.tensor([4, -1]), None)
+    a = contacts_to_pointcloud2({("punyo", "object"): plain}, ["punyo", "object"])
+    b = contacts_to_pointcloud2({("punyo", "object"): ref}, ["punyo", "object"])
+    assert bytes(a.data) == bytes(b.data) and a.fields == b.fields
+    back = pointcloud2_to_contacts(a, ["punyo", "object"]).contacts[("punyo", "object")]
+    assert back.forces.tolist() == frc and back.elems1.tolist() == [4, -1]
+    with pytest.raises(ValueError, match="forces"):
+        contacts_to_pointcloud2({("punyo", "object"): Plain(points=pts)}, ["punyo", "object"])

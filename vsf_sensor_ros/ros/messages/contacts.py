@@ -42,7 +42,7 @@ import torch
 from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
 
-from ...sensor.base_sensor import ContactState
+from ...sensor.base_sensor import ContactState, as_contact_state
 from .pointcloud import (FLOAT_TYPES, CloudDecodeError, CloudLayout, as_byte_array, check_data_size,
                          float_columns, read_points, require_finite, write_cloud)
 from .stamps import stamp_to_ns, to_stamp
@@ -379,7 +379,8 @@ def contacts_to_pointcloud2(contacts: Mapping[Pair, ContactState], body_names: S
 
     Args:
         contacts: ``(body1, body2) -> ContactState`` (points world m, forces
-            on body1 N).
+            on body1 N), or any object with the seed's ContactState attributes
+            (``points``, ``forces``, optional ``elems1`` / ``elems2``; lists allowed).
         body_names: the shared ``contact_body_names`` table.
         stamp: ``builtin_interfaces/Time``, an rclpy ``Time``, seconds
             (float), or ``None`` (zero).
@@ -391,7 +392,8 @@ def contacts_to_pointcloud2(contacts: Mapping[Pair, ContactState], body_names: S
             ``np.float32`` (half the bytes).
 
     Raises:
-        ValueError: a body not in ``body_names`` (named), duplicate
+        ValueError: a body not in ``body_names`` (named), a contact state without
+            ``points`` / ``forces`` or with values ContactState refuses, duplicate
             ``body_names``, ``float_type`` not float32/float64, normals or
             depths missing for a pair or of the wrong shape.
     """
@@ -405,6 +407,11 @@ def contacts_to_pointcloud2(contacts: Mapping[Pair, ContactState], body_names: S
         for body in (a, b):
             if body not in index:
                 raise ValueError(f"body {body!r} is not in contact_body_names {names}")
+    # seed-style contact states (points / forces / elems as lists or arrays) as the models take them
+    try:
+        contacts = {p: as_contact_state(contacts[p], torch.float64) for p in pairs}   # lists: no rounding
+    except ValueError as exc:
+        raise ValueError(f"contacts: {exc}") from None
     for label, extra in (("normals", normals), ("depths", depths)):
         if extra is not None:
             lacking = [p for p in pairs if p not in extra]
