@@ -171,9 +171,9 @@ def usage() -> argparse.ArgumentParser:
     return argparse.ArgumentParser(
         prog="sensor_node", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Predicted tactile readings (and their force Jacobians) of the configured sensors, "
-                    "live over ROS 2: contacts + joint_states in, <s>/predicted, <s>/residual, "
-                    "<s>/jacobian, <s>/markers and /diagnostics out; services tare, <s>/tare, "
-                    "save_calibration.",
+                    "live over ROS 2: contacts + joint_states (+ <s>/measured) in, <s>/predicted, "
+                    "<s>/residual, <s>/measured_si, <s>/jacobian, <s>/markers and /diagnostics out; "
+                    "services tare, <s>/tare, <s>/calibrate_gain, save_calibration.",
         epilog=parameters
         + "examples:\n"
           "  ros2 run vsf_sensor_ros sensor_node --ros-args --params-file config/sensor_node.yaml\n"
