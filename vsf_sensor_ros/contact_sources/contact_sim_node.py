@@ -226,7 +226,7 @@ class ContactSimNode(SimulatorNode):
             dense = codec_of_type(spec.config["type"]).per_vertex
             verts = np.asarray(assets.bubble_mesh.vertices) if dense else None
             # stamped like the node's prediction: a pad / load cell reads in its sensor frame <s>_frame
-            T_sensor = sensor_frame_transform(spec.config["type"], stream.sensor)
+            T_sensor = sensor_frame_transform(stream.sensor)
             frame = sensor_frame_name(spec.name) if T_sensor is not None else ""
             layout = sensor_layout(spec.config["type"], att, stream.names, stream.sensor.measurement_errors(),
                                    verts, frame, T_sensor)

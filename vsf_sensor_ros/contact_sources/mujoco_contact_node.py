@@ -210,7 +210,7 @@ class MujocoContactNode(SimulatorNode):
                 stream.source = (lambda lo=lo, hi=hi: load_reading(self.scene, lo, hi))
             self.sources[name] = label
             verts = np.asarray(assets.bubble_mesh.vertices) if codec_of_type(kind).per_vertex else None
-            T_sensor = sensor_frame_transform(kind, stream.sensor)
+            T_sensor = sensor_frame_transform(stream.sensor)
             frame = sensor_frame_name(spec.name) if T_sensor is not None else ""
             layout = sensor_layout(kind, att, stream.names, stream.sensor.measurement_errors(), verts, frame,
                                    T_sensor)

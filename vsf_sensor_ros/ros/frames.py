@@ -64,20 +64,13 @@ def sensor_frame_name(sensor: str) -> str:
     return f"{sensor}{SENSOR_FRAME_SUFFIX}"
 
 
-def sensor_frame_transform(type_name: str, model: Any) -> Optional[np.ndarray]:
-    """The ``(4, 4)`` float64 sensor -> body transform of a model's own frame, or None.
-
-    * ``ContactSensor`` (Klampt): ``Tsensor`` (its values are in that frame).
-    * ``IsaacContactSensor``: a translation by ``position`` (body axes).
-    * The Punyo models express their values in the body frame: None.
-    """
-    if type_name == "ContactSensor":
-        return np.array(model.Tsensor, dtype=np.float64).reshape(4, 4)
-    if type_name == "IsaacContactSensor":
-        T = np.eye(4)
-        T[:3, 3] = np.asarray(model.position, dtype=np.float64).reshape(3)
-        return T
-    return None
+def sensor_frame_transform(model: Any) -> Optional[np.ndarray]:
+    """The ``(4, 4)`` float64 sensor -> body transform of a model's own frame, or None: the model's
+    :meth:`~vsf_sensor_ros.sensor.base_sensor.BaseSensor.reading_frame` (Klampt ``ContactSensor``:
+    ``Tsensor``; ``IsaacContactSensor``: a translation by ``position``; the Punyo models and a model
+    without the method: None, their values are in the body frame)."""
+    frame = getattr(model, "reading_frame", None)
+    return None if frame is None else frame()
 
 
 @dataclass(frozen=True)

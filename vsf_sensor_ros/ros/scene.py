@@ -270,7 +270,7 @@ class SensorFactory:
                 a sensor frame name that is already a body or URDF link (``sensors``).
         """
         att = cfg.values["attachment"]
-        T_sensor = sensor_frame_transform(cfg.type, sensor)
+        T_sensor = sensor_frame_transform(sensor)
         frame = sensor_frame_name(cfg.name) if T_sensor is not None else ""
         if frame and (frame in self.world.body_names or frame in self.world.urdf_link_names):
             raise ConfigError("sensors", cfg.name, f"the sensor's frame {frame!r} is already a body or "

@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+import numpy as np
 import torch
 
 
@@ -619,6 +620,11 @@ class BaseSensor:
     def measurement_names(self) -> List[str]:
         """One name per measurement entry."""
         return []
+
+    def reading_frame(self) -> Optional[np.ndarray]:
+        """The frame this model's values are expressed in, as a ``(4, 4)`` float64 sensor -> body
+        transform (m); None when they are in the body's own frame (the default: the Punyo models)."""
+        return None
 
     def measurement_errors(self) -> Optional[List[float]]:
         """Standard deviation of each entry, or None for isotropic/unknown."""

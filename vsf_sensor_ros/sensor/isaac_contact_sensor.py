@@ -71,6 +71,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple, Union
 
+import numpy as np
 import torch
 
 from .base_sensor import BaseSensor, Pair, SparseJacobian
@@ -295,6 +296,12 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
         return cls(name, body.strip(), props)
 
     # -- instantaneous model -----------------------------------------------------------
+    def reading_frame(self) -> np.ndarray:
+        """A translation by ``position`` (body axes), ``(4, 4)`` float64: where the sensor sits."""
+        T = np.eye(4)
+        T[:3, 3] = np.asarray(self.position, dtype=np.float64).reshape(3)
+        return T
+
     def measurement_names(self) -> List[str]:
         """``['in_contact', 'value']`` (1.0/0.0, N)."""
         return ["in_contact", "value"]

@@ -467,6 +467,10 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
     def _axes(self) -> List[int]:
         return [k for k in range(3) if self._cfg["hasForce"][k]]
 
+    def reading_frame(self) -> np.ndarray:
+        """``Tsensor`` as a ``(4, 4)`` float64 sensor -> link transform: the pad's values are in it."""
+        return np.array(self.Tsensor, dtype=np.float64).reshape(4, 4)
+
     def measurement_names(self) -> List[str]:
         """``['contact']`` plus ``force_x/force_y/force_z`` for each ``hasForce`` axis (as Klampt)."""
         return ["contact"] + [_AXES[k] for k in self._axes()]
