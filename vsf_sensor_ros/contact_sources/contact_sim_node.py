@@ -73,7 +73,8 @@ from vsf_sensor_ros.ros.messages.readings import codec_of_type, encode_vector, m
 from vsf_sensor_ros.world import xyz_quat_from_transform
 
 from .contact_sim import ContactSimulation
-from .stepping import SimulatorNode, finish, spin_until_done
+from .stepping import (PACE_PARAMS, PRESS_TIMING_PARAMS, SESSION_PARAMS, SimulatorNode, finish,
+                       spin_until_done)
 from .sim_sensors import DEMO_SENSORS, MeasuredStream, demo_sensor_specs, independent_source
 from .sim_world import BUBBLE, OBJECT, TABLE, WORLDS, build_scene, load_assets
 from .trajectory import PressProfile, PressTrajectory, bubble_tip
@@ -86,16 +87,9 @@ PARAMS: Dict[str, tuple] = {
               True, None),
     "assets_dir": ("", "Kinova assets directory (empty: $VSF_ASSETS, else ../shared/fixtures/kinova_punyo)",
                    True, None),
-    "rate_hz": (100.0, "simulator steps per wall-clock second; 0 = as fast as possible", False, (0.0, 1e6)),
-    "sim_dt": (0.01, "simulated seconds per step (one contacts message each)", True, (1e-4, 1.0)),
+    **PACE_PARAMS,
     "physics_dt": (0.001, "ODE integration step (s), <= sim_dt", True, (1e-5, 1.0)),
-    "duration_s": (12.0, "simulated seconds to run", True, (0.0, 1e6)),
-    "trajectory.tare_s": (2.0, "contact-free hold at the start (s, >= 1: a tare uses it)", True, (1.0, 1e4)),
-    "trajectory.approach_s": (1.5, "approach duration (s)", True, (1e-3, 1e4)),
-    "trajectory.press_s": (1.0, "press duration (s)", True, (1e-3, 1e4)),
-    "trajectory.hold_s": (2.0, "hold duration (s)", True, (1e-3, 1e4)),
-    "trajectory.release_s": (1.0, "release duration (s)", True, (1e-3, 1e4)),
-    "trajectory.retreat_s": (1.5, "retreat duration (s)", True, (1e-3, 1e4)),
+    **PRESS_TIMING_PARAMS,
     "trajectory.clearance": (0.05, "bubble tip height above the object at start and end (m)", True,
                              (1e-3, 1.0)),
     "trajectory.press_depth": (0.01, "commanded tip depth below the object's top while pressing (m)",
@@ -121,14 +115,7 @@ PARAMS: Dict[str, tuple] = {
                         "ContactSensor for the pad, the simulator's summed contact force for the load "
                         "cell; the Punyo streams stay synthetic) | model (every stream from the package's "
                         "models: synthetic)", True, None),
-    "world_frame": ("world", "frame of contacts and poses (REP 103)", True, None),
-    "start_delay_s": (0.5, "wall seconds to wait before the first step (lets subscribers connect)", True,
-                      (0.0, 3600.0)),
-    "wait_for_subscribers": (0, "before the first step, wait (up to 30 s) until contacts has this many "
-                                "subscribers", True, (0, 1000)),
-    "exit_on_done": (True, "exit the process (code 0) once the run is finished", True, None),
-    "linger_s": (0.5, "wall seconds to keep the node alive after the last step (message delivery)", True,
-                 (0.0, 3600.0)),
+    **SESSION_PARAMS,
     "publish_clock": (False, "publish /clock (rosgraph_msgs/Clock) with the simulation time before every "
                              "step's messages, for nodes run with use_sim_time", True, None),
 }

@@ -62,7 +62,8 @@ from vsf_sensor_ros.ros.parameter_table import Spec
 from vsf_sensor_ros.sensor.base_sensor import SimState
 from vsf_sensor_ros.world import xyz_quat_from_transform
 
-from .stepping import SimulatorNode, finish, spin_until_done
+from .stepping import (PACE_PARAMS, PRESS_TIMING_PARAMS, SESSION_PARAMS, SimulatorNode, finish,
+                       spin_until_done)
 from .mujoco_scene import (BUBBLE, OBJECT, SOURCE_MUJOCO_FORCE, SOURCE_MUJOCO_TOUCH, TABLE, MujocoScene,
                            MujocoSceneConfig, PressPlan, load_reading, mujoco_source_label, pad_reading)
 
@@ -72,16 +73,9 @@ _DEFAULT_CFG = MujocoSceneConfig()
 
 # name -> (default, description, read_only, (lo, hi) or None)
 PARAMS: Dict[str, tuple] = {
-    "rate_hz": (100.0, "simulator steps per wall-clock second; 0 = as fast as possible", False, (0.0, 1e6)),
-    "sim_dt": (0.01, "simulated seconds per step (one contacts message each)", True, (1e-4, 1.0)),
+    **PACE_PARAMS,
     "physics_dt": (0.001, "MuJoCo integration step (s), <= sim_dt", True, (1e-5, 0.1)),
-    "duration_s": (12.0, "simulated seconds to run", True, (0.0, 1e6)),
-    "trajectory.tare_s": (2.0, "contact-free hold at the start (s, >= 1: a tare uses it)", True, (1.0, 1e4)),
-    "trajectory.approach_s": (1.5, "approach duration (s)", True, (1e-3, 1e4)),
-    "trajectory.press_s": (1.0, "press duration (s)", True, (1e-3, 1e4)),
-    "trajectory.hold_s": (2.0, "hold duration (s)", True, (1e-3, 1e4)),
-    "trajectory.release_s": (1.0, "release duration (s)", True, (1e-3, 1e4)),
-    "trajectory.retreat_s": (1.5, "retreat duration (s)", True, (1e-3, 1e4)),
+    **PRESS_TIMING_PARAMS,
     "trajectory.clearance": (0.05, "bubble apex height above the object at start and end (m)", True,
                              (1e-3, 0.2)),
     "trajectory.press_depth": (0.01, "commanded apex depth below the object's top while pressing (m)",
@@ -105,14 +99,7 @@ PARAMS: Dict[str, tuple] = {
                         "for the pad, its touch sensor for the load cell; the Punyo streams are the "
                         "package's models: MuJoCo has no membrane) | model (every stream synthetic)",
                         True, None),
-    "world_frame": ("world", "frame of contacts and poses (REP 103)", True, None),
-    "start_delay_s": (0.5, "wall seconds to wait before the first step (lets subscribers connect)", True,
-                      (0.0, 3600.0)),
-    "wait_for_subscribers": (0, "before the first step, wait (up to 30 s) until contacts has this many "
-                                "subscribers", True, (0, 1000)),
-    "exit_on_done": (True, "exit the process (code 0) once the run is finished", True, None),
-    "linger_s": (0.5, "wall seconds to keep the node alive after the last step (message delivery)", True,
-                 (0.0, 3600.0)),
+    **SESSION_PARAMS,
     "publish_clock": (False, "publish /clock with the simulation time before every step's messages", True,
                       None),
 }

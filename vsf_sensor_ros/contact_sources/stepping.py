@@ -27,7 +27,36 @@ from std_msgs.msg import Bool
 
 from vsf_sensor_ros.ros.parameter_table import Spec, check_value
 
-__all__ = ["SimulatorNode", "finish", "spin_until_done"]
+__all__ = ["PACE_PARAMS", "PRESS_TIMING_PARAMS", "SESSION_PARAMS", "SimulatorNode", "finish",
+           "spin_until_done"]
+
+# Parameter rows the simulator nodes share, as their tables write them:
+# name -> (default, description, read_only, (lo, hi) or None).  SimulatorNode reads these.
+PACE_PARAMS: Dict[str, tuple] = {
+    "rate_hz": (100.0, "simulator steps per wall-clock second; 0 = as fast as possible", False, (0.0, 1e6)),
+    "sim_dt": (0.01, "simulated seconds per step (one contacts message each)", True, (1e-4, 1.0)),
+}
+#: the session's length and the press-and-release timing (the same trajectory in both simulators)
+PRESS_TIMING_PARAMS: Dict[str, tuple] = {
+    "duration_s": (12.0, "simulated seconds to run", True, (0.0, 1e6)),
+    "trajectory.tare_s": (2.0, "contact-free hold at the start (s, >= 1: a tare uses it)", True, (1.0, 1e4)),
+    "trajectory.approach_s": (1.5, "approach duration (s)", True, (1e-3, 1e4)),
+    "trajectory.press_s": (1.0, "press duration (s)", True, (1e-3, 1e4)),
+    "trajectory.hold_s": (2.0, "hold duration (s)", True, (1e-3, 1e4)),
+    "trajectory.release_s": (1.0, "release duration (s)", True, (1e-3, 1e4)),
+    "trajectory.retreat_s": (1.5, "retreat duration (s)", True, (1e-3, 1e4)),
+}
+#: the output frame and how a run starts and ends
+SESSION_PARAMS: Dict[str, tuple] = {
+    "world_frame": ("world", "frame of contacts and poses (REP 103)", True, None),
+    "start_delay_s": (0.5, "wall seconds to wait before the first step (lets subscribers connect)", True,
+                      (0.0, 3600.0)),
+    "wait_for_subscribers": (0, "before the first step, wait (up to 30 s) until contacts has this many "
+                                "subscribers", True, (0, 1000)),
+    "exit_on_done": (True, "exit the process (code 0) once the run is finished", True, None),
+    "linger_s": (0.5, "wall seconds to keep the node alive after the last step (message delivery)", True,
+                 (0.0, 3600.0)),
+}
 
 
 class SimulatorNode(Node):
