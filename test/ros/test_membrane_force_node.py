@@ -560,3 +560,22 @@ def test_a_camera_mount_with_vertices_behind_the_camera_is_refused_at_start(scen
     assert 0 < behind < len(free)
     with pytest.raises(ConfigurationError, match=f": {behind} free membrane vertices lie behind the camera"):
         _bare_node(scene, "mount_check_node", camera_rotation_deg=100.0)
+
+
+def test_whole_numbers_for_decimal_parameters_are_taken_as_doubles(scene, rclpy_context):
+    """``altitude: 222`` or ``-p camera_translation:=[0,0,0]`` in a file is what a user writes; the
+    node takes it as 222.0 / [0.0, 0.0, 0.0] (sensor_node's rule), and an integer stays refused
+    where the parameter is not a double."""
+    node = _bare_node(scene, "int_membrane_node", altitude=222, camera_translation=[0, 0, 0],
+                      ambient_pressure=0)
+    try:
+        assert node.get_parameter("altitude").value == 222.0
+        assert isinstance(node.get_parameter("altitude").value, float)
+        assert list(node.get_parameter("camera_translation").value) == [0.0, 0.0, 0.0]
+        # ambient 0 = the standard atmosphere at 222 m (ISO 2533, worked by hand: 98 683 Pa)
+        assert abs(node.ambient_pa - 98683.0) < 5.0
+    finally:
+        node.destroy_node()
+    from vsf_sensor_ros.ros.membrane_force_node import ConfigurationError
+    with pytest.raises(ConfigurationError, match="window"):
+        _bare_node(scene, "float_window_node", window=3.0)

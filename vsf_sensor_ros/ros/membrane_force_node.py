@@ -99,6 +99,7 @@ from .messages.pointcloud import write_cloud
 from .messages.readings import PressureCodec
 from .messages.stamps import copy_stamp, stamp_to_ns
 from .parameter_check import unknown_keys, unmatched_params_files
+from .parameters import accept_integer_override
 
 __all__ = ["PARAMETERS", "ConfigurationError", "MembraneForceNode", "main", "run", "usage"]
 
@@ -132,6 +133,7 @@ class MembraneForceNode(Node):
         super().__init__(node_name, allow_undeclared_parameters=True, **kwargs)
         p: Dict[str, Any] = {}
         for name, (default, text, bounds) in PARAMETERS.items():
+            accept_integer_override(self, name, default)   # altitude: 222 for 222.0, as sensor_node
             try:
                 desc = descriptor(name, text, bounds, default)
                 p[name] = self.declare_parameter(name, default, desc).value

@@ -190,6 +190,19 @@ class ChangePlan:
 Build = Callable[[SensorParameters], Tuple[BaseSensor, enc.SensorLayout]]
 
 
+def accept_integer_override(node: Node, name: str, default: Any) -> Optional[Parameter]:
+    """Before declaring ``name``: an integer override (parameter file, ``-p``) of a double (array)
+    parameter whose default is ``default`` becomes that double, as every node of the package takes
+    it (:func:`~vsf_sensor_ros.ros.parameter_table.as_double`); rclpy would refuse it.  Returns the
+    override as given (None without one)."""
+    override = parameter_override(node, name)
+    if override is not None:
+        fixed = as_double(override.value, default)
+        if fixed is not None:
+            replace_parameter_override(node, name, fixed)
+    return override
+
+
 def declare_spec(node: Node, name: str, spec: Spec, value: Any = None, ignore_override: bool = False) -> Any:
     """Declare parameter ``name`` on ``node`` from a :class:`Spec`; its value as plain Python.
 
@@ -210,11 +223,7 @@ def declare_spec(node: Node, name: str, spec: Spec, value: Any = None, ignore_ov
     if isinstance(spec.default, list) and spec.default and isinstance(spec.default[0], float) \
             and isinstance(default, list):
         default = [float(v) for v in default]
-    override = parameter_override(node, name)
-    if override is not None:
-        fixed = as_double(override.value, spec.default)
-        if fixed is not None:
-            replace_parameter_override(node, name, fixed)
+    override = accept_integer_override(node, name, spec.default)
     arg: Any = default
     if spec.ptype is not None and (default is None or default == []):
         arg = Parameter.Type(spec.ptype)
