@@ -52,6 +52,12 @@ if [ ${#lacking[@]} -gt 0 ]; then
   echo "error: building ${todo[*]} (ROS 2 interface packages without a wheel) needs ${lacking[*]}: install them (Debian/Ubuntu: apt-get install g++ cmake) and run make again" >&2
   exit 1
 fi
+# ament_cmake of the wheels needs cmake 3.21 or newer; an older one fails deep in its own output.
+cmake_version=$(cmake --version | sed -n '1s/[^0-9]*\([0-9][0-9.]*\).*/\1/p')
+if ! printf '3.21\n%s\n' "$cmake_version" | sort -V -C; then
+  echo "error: building ${todo[*]} needs cmake >= 3.21, found ${cmake_version:-an unknown version} ($(command -v cmake)): install a newer one (pip install cmake, or your distribution's backports) and run make again" >&2
+  exit 1
+fi
 
 prefix_path=$venv
 rclpy_file=$("$py" -c 'import rclpy; print(rclpy.__file__)')
