@@ -27,7 +27,7 @@ from std_msgs.msg import Float32, Float64
 from vsf_sensor_ros.demo.processes import child_env
 
 from ..sensor.membrane_scenes import camera, disc_mesh, render_depth
-from .node_helpers import ROOT, spin_until
+from .node_helpers import spin_until
 
 P_REF = 105000.0            # Pa absolute: 1050 hPa
 P0 = 4000.0                 # gauge, Pa
@@ -61,13 +61,13 @@ def _image(depth: np.ndarray, sec: int) -> Image:
     return msg
 
 
-def _node(files, name, context=None, **extra):
+def _node(files, name, context=None, namespace=None, **extra):
     from rclpy.parameter import Parameter
     from vsf_sensor_ros.ros.membrane_force_node import MembraneForceNode
     values = dict(mesh=str(files["dir"] / "dome.vtk"), camera_rotation_deg=0.0, ambient_pressure=P_REF - P0,
                   window=3, reference_frames=1, diagnostics_period=0.1)
     values.update(extra)
-    kwargs = {} if context is None else {"context": context}
+    kwargs = {k: v for k, v in (("context", context), ("namespace", namespace)) if v is not None}
     return MembraneForceNode(name, parameter_overrides=[Parameter(k, value=v) for k, v in values.items()],
                              **kwargs)
 
@@ -150,13 +150,8 @@ def test_diagnostics_name_each_missing_input_with_its_topic_and_type(dome_files,
 
 def test_the_points_input_and_another_pressure_type_are_named_in_the_nodes_namespace(dome_files, private_ros):
     ctx, executor, _ = private_ros
-    from rclpy.parameter import Parameter
-    from vsf_sensor_ros.ros.membrane_force_node import MembraneForceNode
-    values = dict(mesh=str(dome_files["dir"] / "dome.vtk"), camera_rotation_deg=0.0, window=3,
-                  ambient_pressure=P_REF - P0, input="points", pressure_type="std_msgs/msg/Float64",
-                  diagnostics_period=0.1, camera_info_topic="/cam/info")
-    node = MembraneForceNode("points_membrane_node", namespace="/rig", context=ctx,
-                             parameter_overrides=[Parameter(k, value=v) for k, v in values.items()])
+    node = _node(dome_files, "points_membrane_node", context=ctx, namespace="/rig", input="points",
+                 pressure_type="std_msgs/msg/Float64", camera_info_topic="/cam/info")
     reports = _Reports(ctx, executor, node)
     try:
         st = reports.next()
@@ -213,7 +208,8 @@ def test_inputs_at_start_a_ready_line_and_one_warning_after_a_few_seconds(dome_f
         node.destroy_node()
 
 
-def test_a_publisher_of_the_wrong_type_is_named_on_diagnostics_and_logged_once(dome_files, private_ros, capfd):
+def test_a_publisher_of_the_wrong_type_is_named_on_diagnostics_and_logged_once(
+        dome_files, private_ros, capfd):
     import rclpy
     from rclpy.node import Node
     ctx, executor, domain = private_ros
@@ -261,7 +257,7 @@ def test_a_publisher_of_the_wrong_type_is_named_on_diagnostics_and_logged_once(d
 
 # -- mesh files ---------------------------------------------------------------------------------
 def test_a_missing_mesh_file_names_the_parameter_and_the_resolved_path(dome_files, tmp_path, monkeypatch,
-                                                                        rclpy_context):
+                                                                       rclpy_context):
     from vsf_sensor_ros.ros.membrane_force_node import ConfigurationError
     monkeypatch.delenv("VSF_ASSETS", raising=False)
     monkeypatch.chdir(tmp_path)
@@ -282,8 +278,8 @@ def test_a_missing_mesh_file_names_the_parameter_and_the_resolved_path(dome_file
     assert str(err.value) == f"parameter 'mesh': not a regular file: {tmp_path}"
 
 
-def test_relative_mesh_paths_resolve_against_vsf_assets_else_the_working_directory(dome_files, tmp_path,
-                                                                                   monkeypatch, rclpy_context):
+def test_relative_mesh_paths_resolve_against_vsf_assets_else_the_working_directory(
+        dome_files, tmp_path, monkeypatch, rclpy_context):
     """The attachment PLY is the dome turned 90 deg about z: the fitted output frame proves that file
     (not another) was read."""
     monkeypatch.chdir(tmp_path)                                   # holds no mesh
@@ -323,3 +319,14 @@ def test_the_executable_ends_with_one_configuration_error_line_for_a_missing_mes
     assert re.search(r"configuration error.*parameter 'mesh': no such file: " + re.escape(
         f"{os.path.realpath(tmp_path)}/nope.vtk (resolved from 'nope.vtk' against the working directory"),
         text), text
+
+
+def test_a_pressure_of_another_type_is_answered_with_the_settings_that_read_it():
+    from vsf_sensor_ros.ros.membrane_force_inputs import pressure_type_hints
+    assert pressure_type_hints("std_msgs/msg/Float32", 100.0) == {
+        "std_msgs/msg/Float64": "set pressure_type: std_msgs/msg/Float64",
+        "sensor_msgs/msg/FluidPressure": "set pressure_type: sensor_msgs/msg/FluidPressure and "
+                                         "pressure_scale: 1.0 (its unit is Pa)"}
+    assert pressure_type_hints("sensor_msgs/msg/FluidPressure", 1.0) == {
+        "std_msgs/msg/Float32": "set pressure_type: std_msgs/msg/Float32",
+        "std_msgs/msg/Float64": "set pressure_type: std_msgs/msg/Float64"}
