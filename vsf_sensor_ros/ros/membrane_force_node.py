@@ -44,7 +44,9 @@ Outputs, stamped with the camera frame's header stamp, in ``frame_id`` (the body
 * ``/diagnostics``: one status named with the node's fully qualified name: rates, estimate time,
   rejected frames per reason, reference state, frames estimated with and without colour, and
   the configuration problems found at start (unknown parameter keys, parameter files keyed by
-  another node name); WARN while frames go depth-only for want of their colour.
+  another node name); WARN while frames go depth-only for want of their colour, while an input
+  is missing (named with its type and topic: :mod:`.membrane_force_inputs`) and while the graph
+  shows a publisher of another message type on an input topic (``wrong_types``).
 
 Service ``~/reset_reference`` (``std_srvs/Trigger``): forget the reference; the next
 ``reference_frames`` frames (contact-free!) become the new one.  With ``colour_topic`` the
@@ -56,6 +58,13 @@ the next reset.
 Bad input is counted by reason on ``/diagnostics`` and logged (once per 5 s per reason) naming
 the value; a pressure that is no plausible absolute pressure after ``pressure_scale`` (a unit
 mistake) is not used (``implausible_pressure``).
+
+Log: one INFO line of the inputs at start, one WARN line for the inputs still missing 5 s after
+start, one per wrong-type problem, and a ``ready:`` INFO line naming the outputs, ``frame_id`` and
+the reference pressure whenever a reference is set.
+
+Mesh files: a relative ``mesh`` / ``attachment_mesh`` resolves against ``$VSF_ASSETS`` (set and
+not empty), else the working directory.
 
 Frames: the estimator works in the membrane mesh's frame (``mesh``; ``p_cam = R p_mesh + t``
 with ``R`` = ``camera_rotation_deg`` about the camera y axis).  With ``attachment_mesh`` set (the
