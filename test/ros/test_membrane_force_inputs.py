@@ -330,3 +330,18 @@ def test_a_pressure_of_another_type_is_answered_with_the_settings_that_read_it()
     assert pressure_type_hints("sensor_msgs/msg/FluidPressure", 1.0) == {
         "std_msgs/msg/Float32": "set pressure_type: std_msgs/msg/Float32",
         "std_msgs/msg/Float64": "set pressure_type: std_msgs/msg/Float64"}
+
+
+def test_the_replay_gives_the_nodes_absolute_mesh_paths(monkeypatch):
+    """A relative recording path (as ``make demo-real`` gives) must not become relative mesh paths:
+    with ``$VSF_ASSETS`` set, the nodes would look for them there."""
+    from pathlib import Path
+    from vsf_sensor_ros.demo.replay_camera import load_camera
+    root = Path(__file__).resolve().parents[2]
+    data = root / ".." / "shared" / "fixtures" / "punyo_poke_ur5e" / "data.json"
+    if not (data.parent / "camera" / "depth.npz").is_file():
+        pytest.skip(f"the poke recording is not at {data.parent}")
+    monkeypatch.chdir(root)
+    cam = load_camera(Path(os.path.relpath(data, root)), frames=(0, 2))
+    assert cam.mesh.is_absolute() and cam.attachment_mesh.is_absolute()
+    assert cam.mesh.is_file() and cam.attachment_mesh.is_file()
