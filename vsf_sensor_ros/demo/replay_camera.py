@@ -96,8 +96,10 @@ def load_camera(recording: Path, frames: Optional[Tuple[int, int]] = None,
     Raises:
         ValueError: ``colour`` asked for and the folder has no ``rgb.npz``.
     """
-    cam = Path(recording).parent / "camera"
-    ply = Path(recording).parent.parent / "kinova_punyo" / "punyo_mesh_complete.ply"
+    # absolute: the nodes resolve a relative mesh path against $VSF_ASSETS when it is set
+    root = Path(os.path.abspath(recording)).parent
+    cam = root / "camera"
+    ply = root.parent / "kinova_punyo" / "punyo_mesh_complete.ply"
     if not ((cam / "depth.npz").is_file() and (cam / "camera.json").is_file() and ply.is_file()):
         return None
     info = json.loads((cam / "camera.json").read_text())

@@ -1,13 +1,16 @@
 """``membrane_force_node``'s parameters: the table, ``--help``, and the checks made at start.
 
 Every parameter is read-only (a camera, mesh or pressure input changes only with a restart).
-:func:`check_settings` and :func:`read_mesh` raise :class:`ConfigurationError` naming the
-parameter and its value; the node then does not start (exit code 2).
+:func:`check_settings`, :func:`mesh_file` and :func:`read_mesh` raise :class:`ConfigurationError`
+naming the parameter and its value; the node then does not start (exit code 2).  Relative mesh
+paths resolve as ``sensor_node``'s file parameters do: against ``$VSF_ASSETS`` when it is set and
+not empty, else against the working directory.
 """
 from __future__ import annotations
 
 import argparse
 import difflib
+import os
 from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
@@ -18,6 +21,10 @@ from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh, read_membrane_mesh
 
 from .messages.camera import PRESSURE_TYPES
 from .parameter_table import ConfigError, check_topic_name
+from .scene import effective_assets_dir, resolve_path
+
+#: how the --help text of a file parameter says where a relative path is looked for
+RELATIVE_PATHS = "relative: against $VSF_ASSETS when set, else the working directory"
 
 #: gauge pressure (Pa) of the start-up check that the mesh can be inflated (any positive value does)
 NOMINAL_GAUGE_PA = 1000.0
@@ -25,9 +32,10 @@ NOMINAL_GAUGE_PA = 1000.0
 # Start-up parameters.  name: (default, description, (lo, hi) or None)
 PARAMETERS = {
     "mesh": ("", "membrane mesh file (VTK or any meshio format; its vertex cells = the clamped ring), m; "
-                 "required", None),
+                 f"required; {RELATIVE_PATHS}", None),
     "attachment_mesh": ("", "mesh file the PunyoDenseForceSensor is attached with (same vertices, same "
-                            "order); outputs are published in its frame ('' = the membrane mesh's frame)",
+                            "order); outputs are published in its frame ('' = the membrane mesh's frame); "
+                            f"{RELATIVE_PATHS}",
                         None),
     "frame_id": ("punyo", "frame_id of the outputs: the sensor's attachment body", None),
     "camera_rotation_deg": (25.0, "R_cam_mesh: rotation of the membrane mesh frame about the camera y axis, "
@@ -128,15 +136,41 @@ def unknown_text(name: str) -> str:
     return f"{name!r} is not a parameter of membrane_force_node{hint}"
 
 
-def read_mesh(path: str) -> MembraneMesh:
-    """The membrane mesh of parameter ``mesh``, checked to be one the model can inflate.
+def mesh_file(name: str, given: str) -> str:
+    """The file a mesh parameter names: ``~`` expanded, a relative path joined to ``$VSF_ASSETS``
+    (set and not empty) or else the working directory; absolute.
+
+    Args:
+        name: the parameter (``mesh``, ``attachment_mesh``), for the message.
+        given: its value, non-empty.
 
     Raises:
-        ConfigurationError: no path, an unreadable file, or a mesh with no pressure pre-tension
-            (flat) or a free vertex in no triangle.
+        ConfigurationError: no such file, e.g. ``parameter 'mesh': no such file: /abs/nope.vtk
+            (resolved from 'nope.vtk' against the working directory /abs)``, or not a regular file.
     """
-    if not path:
+    assets = effective_assets_dir("")
+    path = os.path.abspath(resolve_path(given, assets))
+    if not os.path.exists(path):
+        against = f"$VSF_ASSETS = {assets}" if assets else f"the working directory {os.getcwd()}"
+        relative = not os.path.isabs(os.path.expanduser(given))
+        raise ConfigurationError(f"parameter {name!r}: no such file: {path}"
+                                 + (f" (resolved from {given!r} against {against})" if relative else ""))
+    if not os.path.isfile(path):
+        raise ConfigurationError(f"parameter {name!r}: not a regular file: {path}")
+    return path
+
+
+def read_mesh(given: str) -> MembraneMesh:
+    """The membrane mesh of parameter ``mesh`` (resolved by :func:`mesh_file`), checked to be one
+    the model can inflate.
+
+    Raises:
+        ConfigurationError: no path, no such file, an unreadable file, or a mesh with no pressure
+            pre-tension (flat) or a free vertex in no triangle.
+    """
+    if not given:
         raise ConfigurationError("parameter 'mesh' (the membrane mesh file) is required")
+    path = mesh_file("mesh", given)
     try:
         mesh = read_membrane_mesh(path)
     except Exception as exc:   # meshio raises many types for unreadable files

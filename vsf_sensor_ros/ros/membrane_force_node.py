@@ -44,7 +44,9 @@ Outputs, stamped with the camera frame's header stamp, in ``frame_id`` (the body
 * ``/diagnostics``: one status named with the node's fully qualified name: rates, estimate time,
   rejected frames per reason, reference state, frames estimated with and without colour, and
   the configuration problems found at start (unknown parameter keys, parameter files keyed by
-  another node name); WARN while frames go depth-only for want of their colour.
+  another node name); WARN while frames go depth-only for want of their colour, while an input
+  is missing (named with its type and topic: :mod:`.membrane_force_inputs`) and while the graph
+  shows a publisher of another message type on an input topic (``wrong_types``).
 
 Service ``~/reset_reference`` (``std_srvs/Trigger``): forget the reference; the next
 ``reference_frames`` frames (contact-free!) become the new one.  With ``colour_topic`` the
@@ -56,6 +58,13 @@ the next reset.
 Bad input is counted by reason on ``/diagnostics`` and logged (once per 5 s per reason) naming
 the value; a pressure that is no plausible absolute pressure after ``pressure_scale`` (a unit
 mistake) is not used (``implausible_pressure``).
+
+Log: one INFO line of the inputs at start, one WARN line for the inputs still missing 5 s after
+start, one per wrong-type problem, and a ``ready:`` INFO line naming the outputs, ``frame_id`` and
+the reference pressure whenever a reference is set.
+
+Mesh files: a relative ``mesh`` / ``attachment_mesh`` resolves against ``$VSF_ASSETS`` (set and
+not empty), else the working directory.
 
 Frames: the estimator works in the membrane mesh's frame (``mesh``; ``p_cam = R p_mesh + t``
 with ``R`` = ``camera_rotation_deg`` about the camera y axis).  With ``attachment_mesh`` set (the
@@ -91,7 +100,9 @@ from .input_health import pressure_unit_problem
 from .main import run_node, user_args
 # PARAMETERS, ConfigurationError and usage are also this module's public names (tests, --help)
 from .membrane_force_config import (PARAMETERS, ConfigurationError, check_settings, descriptor,
-                                    load_attachment_vertices, read_mesh, unknown_text, usage)
+                                    load_attachment_vertices, mesh_file, read_mesh, unknown_text, usage)
+from .membrane_force_inputs import (Input, InputWatch, inputs_text, missing_inputs, pressure_type_hints,
+                                    ready_text, waiting_text)
 from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, camera_info_text,
                               colour_from_image, depth_from_cloud, depth_from_image, pressure_pa,
                               same_camera_info)
@@ -100,6 +111,7 @@ from .messages.readings import PressureCodec
 from .messages.stamps import copy_stamp, stamp_to_ns
 from .parameter_check import unknown_keys, unmatched_params_files
 from .parameters import accept_integer_override
+from .topic_types import type_name
 
 __all__ = ["PARAMETERS", "ConfigurationError", "MembraneForceNode", "main", "run", "usage"]
 
@@ -151,13 +163,14 @@ class MembraneForceNode(Node):
                 f"{p['mesh']!r} and labelled {p['frame_id']!r}; give the mesh file sensor_node's "
                 "PunyoDenseForceSensor is attached with (e.g. punyo_mesh_complete.ply) unless it is this one")
         if p["attachment_mesh"]:
+            attachment = mesh_file("attachment_mesh", p["attachment_mesh"])
             try:
-                verts = load_attachment_vertices(p["attachment_mesh"])
+                verts = load_attachment_vertices(attachment)
                 self.out_frame = fit_mesh_transform(self.mesh.points, verts, self.mesh.boundary)
             except Exception as exc:
                 raise ConfigurationError(
                     f"parameter 'attachment_mesh' = {p['attachment_mesh']!r}: {exc}") from None
-            self.get_logger().info(f"outputs in the frame of {p['attachment_mesh']}: rotation "
+            self.get_logger().info(f"outputs in the frame of {attachment}: rotation "
                                    f"{self.out_frame.angle_deg:.2f} deg from the membrane mesh, ring fit "
                                    f"{self.out_frame.max_error * 1e3:.3f} mm")
         ptype = check_settings(p, self.mesh, self.get_name(), self.get_namespace())
@@ -206,19 +219,28 @@ class MembraneForceNode(Node):
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         # camera info and pressure first: when a frame and a pressure wait together, the executor
         # serves them in creation order, so the frame goes with the pressure that came with it
-        self.create_subscription(CameraInfo, p["camera_info_topic"], self._on_camera_info, qin)
-        self.create_subscription(PRESSURE_TYPES[ptype], p["pressure_topic"], self._on_pressure, qp)
+        subs = {"camera_info": self.create_subscription(CameraInfo, p["camera_info_topic"],
+                                                        self._on_camera_info, qin),
+                "pressure": self.create_subscription(PRESSURE_TYPES[ptype], p["pressure_topic"],
+                                                     self._on_pressure, qp)}
         if self.colour:   # before the frames: a colour image and its depth frame waiting together
-            self.create_subscription(Image, p["colour_topic"], self._on_colour, qin)
+            subs["colour"] = self.create_subscription(Image, p["colour_topic"], self._on_colour, qin)
             self.create_timer(max(float(p["colour_timeout"]) / 4.0, 0.001), self._colour_expired)
         if p["input"] == "depth":
-            self.create_subscription(Image, p["depth_topic"], self._on_image, qin)
+            subs["frames"] = self.create_subscription(Image, p["depth_topic"], self._on_image, qin)
         else:
-            self.create_subscription(PointCloud2, p["points_topic"], self._on_cloud, qin)
+            subs["frames"] = self.create_subscription(PointCloud2, p["points_topic"], self._on_cloud, qin)
+        # named by resolved topic and graph type, in the order they are needed
+        hints = {"pressure": pressure_type_hints(ptype, float(p["pressure_scale"]))}
+        self.inputs = {k: Input(subs[k].topic_name, type_name(subs[k].msg_type),
+                                "colour, optional" if k == "colour" else "", hints.get(k, {}))
+                       for k in ("camera_info", "frames", "colour", "pressure") if k in subs}
+        self.get_logger().info("subscribes " + inputs_text(list(self.inputs.values())))
         self.create_service(Trigger, "~/reset_reference", self._on_reset)
         self.create_timer(float(p["diagnostics_period"]), self._report)
         self._period_start = time.monotonic()
         self._period_estimated = 0
+        self.watch = InputWatch(self, list(self.inputs.values()), self._period_start)
 
     def _on_set_parameters(self, params: List[Any]) -> SetParametersResult:
         """Live requests: every parameter of this node is read-only (rclpy refuses those by name);
@@ -233,6 +255,8 @@ class MembraneForceNode(Node):
     def _reject(self, reason: str, message: str, what: str = "frame") -> None:
         self.rejected[reason] += 1
         self.last["last_rejection"] = f"{reason}: {message}"
+        self.stats[f"{what}_rejected"] += 1            # what a missing input's sentence says
+        self.last[f"{what}_rejection"] = reason
         # one throttle per reason: a flood of one kind does not hide the first of another
         self.get_logger().get_child(reason).warning(f"{what} rejected ({reason}): {message}",
                                                     throttle_duration_sec=5.0)
@@ -449,7 +473,9 @@ class MembraneForceNode(Node):
             self.last["reference"] = (f"set from {n_ref} frames{' ' + with_colour if with_colour else ''}, "
                                       f"{est.reference_pressure:.0f} Pa, "
                                       f"start-up {est.startup_s * 1e3:.0f} ms")
-            self.get_logger().info(f"reference {self.last['reference']}")
+            self.get_logger().info(ready_text(self.last["reference"], [
+                ("the dense force", self.pub_force), ("the surface", self.pub_surface),
+                ("the total force", self.pub_total)], self.p["frame_id"]))
             if self.colour and lacking:
                 self.get_logger().warning("the reference has no colour: frames are estimated from depth "
                                           "alone until the next reset_reference")
@@ -529,6 +555,7 @@ class MembraneForceNode(Node):
             "last_rejection": self.last.get("last_rejection", "none"),
             "frame_id": self.p["frame_id"],
             "config_problems": "; ".join(self.config_problems) or "none",
+            "inputs": inputs_text(list(self.inputs.values())),
         }
         depth_only = sum(self.depth_only.values())
         period_depth_only = depth_only - self._period_depth_only
@@ -545,8 +572,21 @@ class MembraneForceNode(Node):
                 "vertices_flow": self.last.get("vertices_flow", "0"),
                 "last_depth_only": self.last.get("depth_only", "none"),
             })
-        if self.estimator is None:
-            level, message = DiagnosticStatus.WARN, "waiting for CameraInfo"
+        inp = self.inputs
+        missing = missing_inputs(
+            inp["camera_info"], inp["frames"], inp["pressure"], camera_ready=self.estimator is not None,
+            camera_infos=self.stats["camera_info_received"],
+            camera_info_rejection=self.last.get("CameraInfo_rejection", ""),
+            frames_received=self.stats["frames_received"], pressure_known=self.pressure is not None,
+            pressures_rejected=self.stats["pressure_rejected"],
+            pressure_rejection=self.last.get("pressure_rejection", ""))
+        wrong, to_log = self.watch.wrong_types(now)
+        values["wrong_types"] = "; ".join(wrong) or "none"
+        for line in to_log + [self.watch.waiting_log(now, missing) or ""]:
+            if line:
+                self.get_logger().warning(line)
+        if missing or self.estimator is None:
+            level, message = DiagnosticStatus.WARN, waiting_text(missing)
         elif self.estimator.model is None:
             level, message = DiagnosticStatus.WARN, f"reference: {self.last['reference']}"
         elif estimated == 0:
@@ -560,6 +600,8 @@ class MembraneForceNode(Node):
                               "missing or rejected)")
         else:
             level, message = DiagnosticStatus.OK, f"estimating at {estimated / dt:.1f} Hz"
+        if wrong:   # why an input never arrives: rclpy does not say
+            level, message = max(level, DiagnosticStatus.WARN), "; ".join([message] + wrong)
         if self.config_problems:
             level = max(level, DiagnosticStatus.WARN)
             n = len(self.config_problems)
