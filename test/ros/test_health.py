@@ -190,3 +190,25 @@ def test_explain_is_asked_once_per_silent_topic_and_its_text_ends_every_sentence
                   explain=lambda clock: "")
     assert arr.status[1].message.startswith(
         "no sensor_msgs/msg/JointState on /joint_states since start (10 s)")
+
+
+def test_another_type_on_an_optional_topic_never_received_makes_it_a_problem():
+    # a prediction-only sensor's default measured topic: silent is fine, another type there is not
+    h = NodeHealth("/sensor_node", started=0.0)
+    contacts = h.stream("/contacts", "sensor_msgs/msg/PointCloud2")
+    measured = h.stream("/pressure/measured", "sensor_msgs/msg/FluidPressure", optional=True)
+    contacts.arrived(9.9)
+    h.predicted("pressure", 9.9)
+    sensors = {"pressure": SensorInputs([contacts, measured])}
+    arr = h.apply(_report("pressure"), now=10.0, timeout=3.0, sensors=sensors, explain=lambda clock: "")
+    assert [st.level for st in arr.status] == [DiagnosticStatus.OK] * 4   # inputs, sensor, 2 topics
+    cause = ("/pressure/measured carries std_msgs/msg/Float32 (from /driver), "
+             "not sensor_msgs/msg/FluidPressure")
+    arr = h.apply(_report("pressure"), now=10.5, timeout=3.0, sensors=sensors, explain=lambda clock: cause)
+    by_name = {st.name: st for st in arr.status}
+    sentence = f"no sensor_msgs/msg/FluidPressure on /pressure/measured: {cause}"
+    assert by_name["/sensor_node: pressure"].level == DiagnosticStatus.WARN
+    assert by_name["/sensor_node: pressure"].message.startswith(sentence)
+    assert _values(by_name["/sensor_node: inputs"])["inputs.missing"] == "/pressure/measured"
+    topic = by_name["/sensor_node: /pressure/measured topic status"]
+    assert topic.level == DiagnosticStatus.WARN and "optional" not in topic.message and cause in topic.message

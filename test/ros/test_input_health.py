@@ -89,11 +89,23 @@ def test_sensor_health_takes_causes_by_topic():
                                           "x/msg/Y, not z"]
 
 
-def test_silent_streams_are_the_missing_or_stopped_ones_once_per_topic():
+def test_silent_streams_are_the_missing_stopped_and_unheard_optional_ones_once_per_topic():
     contacts, measured, _ = _inputs()
     joints = StreamClock("/joint_states", "sensor_msgs/msg/JointState")
     joints.arrived(9.0)
-    # contacts never arrived (10 s > 2 s), joints flow, the optional measured stream never arrived
-    assert list(silent_streams([contacts, joints, measured, contacts], 10.0, 0.0, 2.0)) == ["contacts"]
-    measured.arrived(1.0)   # arrived once, then stopped: now it counts
-    assert list(silent_streams([measured, contacts], 10.0, 0.0, 2.0)) == ["/punyo/pressure", "contacts"]
+    # within the grace (1 s < 2 s) nothing is silent
+    assert silent_streams([contacts, joints, measured], 1.0, 0.0, 2.0) == {}
+    # contacts and the optional measured stream never arrived (10 s > 2 s), joints flow
+    assert list(silent_streams([contacts, joints, measured, contacts], 10.0, 0.0, 2.0)) == [
+        "contacts", "/punyo/pressure"]
+    joints.arrived(10.0)
+    measured.arrived(1.0)   # arrived once, then stopped 9 s ago
+    assert list(silent_streams([joints, measured], 10.0, 0.0, 2.0)) == ["/punyo/pressure"]
+
+
+def test_an_optional_stream_never_received_is_a_problem_only_with_a_cause():
+    _, measured, _ = _inputs()
+    assert measured.problem(10.0, 0.0, 2.0) is None
+    assert measured.problem(1.0, 0.0, 2.0, "x") is None   # within the grace
+    cause = "/punyo/pressure carries std_msgs/msg/Float64 (from /driver), not std_msgs/msg/Float32"
+    assert measured.problem(10.0, 0.0, 2.0, cause) == f"no std_msgs/msg/Float32 on /punyo/pressure: {cause}"

@@ -171,20 +171,23 @@ class NodeHealth:
             timeout: ``input_timeout`` (s).
             sensors: sensor name -> its :class:`~.input_health.SensorInputs` (``failing`` and
                 ``last_prediction`` are filled in here).
-            explain: called once per report for each needed stream that is missing or stopped
-                (and for no other), returning what explains the silence (e.g. another message
-                type on its topic, :class:`~.input_types.WrongTypeWatch`) or ``""``; the text ends
-                that stream's sentences on the sensor, inputs and topic statuses.
+            explain: called once per report for each silent stream
+                (:func:`~.input_health.silent_streams`: missing, stopped, or optional and never
+                received after ``timeout``; for no other), returning what explains the silence
+                (another message type on its topic, :class:`~.input_types.WrongTypeWatch`) or
+                ``""``; the text ends that stream's sentences on the sensor, inputs and topic
+                statuses (an optional stream with a cause is a problem: its sensor WARNs).
         """
         problems = self.config_problems + self.live_problems
         silent = silent_streams((s for inp in sensors.values() for s in inp.streams), now, self.started,
                                 timeout)
         causes = {t: text for t, text in ((t, explain(c) if explain else "") for t, c in silent.items())
                   if text}
-        missing = [c.problem(now, self.started, timeout, causes.get(t, "")) or "" for t, c in silent.items()]
+        sentences = ((t, c.problem(now, self.started, timeout, causes.get(t, ""))) for t, c in silent.items())
+        missing = {t: text for t, text in sentences if text}   # an optional stream: with a cause only
         for st in array.status:
             if st.name.endswith(": inputs"):
-                self._inputs_status(st, problems, list(silent), missing)
+                self._inputs_status(st, problems, list(missing), list(missing.values()))
                 continue
             name = st.name.rpartition(": ")[2]
             inputs = sensors.get(name)
@@ -203,6 +206,7 @@ class NodeHealth:
         # a topic status warns only for a stream some sensor needs (a pose no sensor rides on, or a
         # prediction-only sensor's measured topic, is information, not a fault)
         needed = {s.topic for inp in sensors.values() for s in inp.streams if not s.optional or s.count}
+        needed |= set(causes)   # another type on an optional topic: someone meant to feed it
         array.status.extend(self.frequency_statuses(now, timeout, needed, causes))
         return array
 
@@ -251,10 +255,10 @@ class NodeHealth:
             level = WARN if silent and now - self.started >= timeout else OK
             message = (f"No events recorded on {topic} ({clock.type_name})" if events == 0
                        else f"{freq:.2f} Hz")
-            if events == 0 and clock.optional and clock.count == 0:
-                message += " (optional: none expected yet)"
             if events == 0 and causes.get(topic):
                 message += f": {causes[topic]}"
+            elif events == 0 and clock.optional and clock.count == 0:
+                message += " (optional: none expected yet)"
             out.append(DiagnosticStatus(
                 level=level.to_bytes(1, "little"), name=f"{self.node_name}: {topic} topic status",
                 hardware_id=self.node_name, message=message,

@@ -64,13 +64,16 @@ class StreamClock:
                 std_msgs/msg/String (from /driver), not sensor_msgs/msg/JointState``), appended
                 after a colon; a stream never received then reads ``no <type> on <topic>: <cause>``
                 (the cause replaces the seconds since start, so the sentence stays the same from
-                one report to the next).
+                one report to the next).  An optional stream never received is a problem only
+                with a cause: another type on its topic means someone meant to feed it.
         """
         if self.last is None:
-            if self.optional or now - started < timeout:
+            if now - started < timeout:
                 return None
             if cause:
                 return f"no {self.type_name} on {self.topic}: {cause}"
+            if self.optional:
+                return None
             return f"no {self.type_name} on {self.topic} since start ({now - started:.0f} s)"
         if now - self.last >= timeout:
             text = f"{self.topic} ({self.type_name}) stopped {now - self.last:.0f} s ago"
@@ -170,11 +173,16 @@ def pressure_unit_problem(raw: float, scale: float, low: float, high: float,
 
 def silent_streams(streams: Iterable[StreamClock], now: float, started: float,
                    timeout: float) -> Dict[str, StreamClock]:
-    """The streams of ``streams`` missing or stopped now (:meth:`StreamClock.problem` not None),
-    by topic, in first-seen order; a stream shared by several sensors appears once."""
+    """The streams of ``streams`` silent now, by topic, in first-seen order (a stream shared by
+    several sensors appears once): those missing or stopped (:meth:`StreamClock.problem` not
+    None) and, once ``timeout`` s have passed since ``started``, optional ones never received
+    (a problem only with a cause).  The streams worth asking why."""
     out: Dict[str, StreamClock] = {}
     for s in streams:
-        if s.topic not in out and s.problem(now, started, timeout) is not None:
+        if s.topic in out:
+            continue
+        unheard = s.optional and s.last is None and now - started >= timeout
+        if unheard or s.problem(now, started, timeout) is not None:
             out[s.topic] = s
     return out
 

@@ -2,8 +2,9 @@
 
 A subscription and a publisher of different types on one topic never connect, and neither side
 says so: the node's input just stays silent.  :class:`WrongTypeWatch` is what the sensor node
-gives :meth:`~.health.NodeHealth.apply` as ``explain``: for an input that is missing or stopped
-(and only then, once per ``/diagnostics`` report, never per message) it asks the graph which
+gives :meth:`~.health.NodeHealth.apply` as ``explain``: for an input that is missing or stopped,
+or an optional one never received (and only then, once per ``/diagnostics`` report, never per
+message) it asks the graph which
 publishers on the topic offer another type (:func:`~.topic_types.foreign_publishers`) and
 returns the sentence naming them (:func:`~.topic_types.wrong_type_message`), which the
 diagnostics append to the input's problem.  Each distinct problem (topic, expected type, the
