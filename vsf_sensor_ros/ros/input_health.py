@@ -14,7 +14,9 @@ message that names the topic and type of what is missing:
 * OK otherwise, i.e. only when its last prediction is at most ``timeout`` s old.
 
 A caller that knows why a stream is silent (its topic carries another message type) passes that
-sentence as the stream's cause; it is appended to the stream's problem.
+sentence as the stream's cause: it is appended to the stream's problem, and it makes an optional
+stream never received a problem too (someone meant to feed it).  :func:`silent_streams` lists
+the streams worth asking about.
 
 Pure (no rclpy): times are plain float seconds, the caller's monotonic clock.
 """
