@@ -113,3 +113,102 @@ def test_a_needed_measured_topic_warns_before_its_first_message():
     h.apply(arr, now=10.0, timeout=3.0, sensors={"pressure": SensorInputs([contacts, measured])})
     assert arr.status[0].level == DiagnosticStatus.WARN
     assert "no std_msgs/msg/Float32 on /punyo/pressure since start (10 s)" in arr.status[0].message
+
+
+def _report(*sensors):
+    return DiagnosticArray(status=[DiagnosticStatus(name="/sensor_node: inputs", message="OK")]
+                           + [DiagnosticStatus(name=f"/sensor_node: {s}", message="") for s in sensors])
+
+
+def test_the_inputs_status_warns_naming_the_inputs_a_sensor_misses_and_is_ok_when_they_flow():
+    h = NodeHealth("/sensor_node", started=0.0)
+    contacts = h.stream("/contacts", "sensor_msgs/msg/PointCloud2")
+    joints = h.stream("/joint_states", "sensor_msgs/msg/JointState")
+    untracked = h.stream("/object/pose", "geometry_msgs/msg/PoseStamped")   # no sensor rides on it
+    joints.arrived(1.0)
+    sensors = {"a": SensorInputs([contacts, joints]), "b": SensorInputs([contacts])}
+    arr = h.apply(_report("a", "b"), now=10.0, timeout=3.0, sensors=sensors)
+    st = arr.status[0]
+    assert st.level == DiagnosticStatus.WARN
+    # contacts never arrived (10 s since start), joint states stopped 9 s ago; each topic once
+    assert st.message == "inputs missing or stopped: /contacts, /joint_states"
+    v = _values(st)
+    assert v["inputs.missing"] == "/contacts, /joint_states"
+    assert v["inputs.problems"] == ("no sensor_msgs/msg/PointCloud2 on /contacts since start (10 s); "
+                                    "/joint_states (sensor_msgs/msg/JointState) stopped 9 s ago")
+    assert untracked.topic not in v["inputs.missing"]
+    # both flow again, the sensors predict: the inputs status is OK again
+    contacts.arrived(11.0)
+    joints.arrived(11.0)
+    h.predicted("a", 11.0)
+    h.predicted("b", 11.0)
+    arr = h.apply(_report("a", "b"), now=11.5, timeout=3.0, sensors=sensors)
+    st = arr.status[0]
+    assert st.level == DiagnosticStatus.OK and st.message == "OK"
+    assert _values(st)["inputs.missing"] == "none" and _values(st)["inputs.problems"] == "none"
+
+
+def test_configuration_problems_and_missing_inputs_share_the_inputs_message():
+    h = NodeHealth("/sensor_node", started=0.0)
+    h.config_problems = ["p1", "p2"]
+    contacts = h.stream("/contacts", "sensor_msgs/msg/PointCloud2")
+    arr = _report("a")
+    arr.status[0].level = DiagnosticStatus.WARN
+    arr.status[0].message = "3 messages rejected"
+    h.apply(arr, now=10.0, timeout=3.0, sensors={"a": SensorInputs([contacts])})
+    assert arr.status[0].level == DiagnosticStatus.WARN
+    assert arr.status[0].message == ("2 configuration problems; inputs missing or stopped: /contacts; "
+                                     "3 messages rejected")
+
+
+def test_explain_is_asked_once_per_silent_topic_and_its_text_ends_every_sentence_of_it():
+    h = NodeHealth("/sensor_node", started=0.0)
+    contacts = h.stream("/contacts", "sensor_msgs/msg/PointCloud2")
+    joints = h.stream("/joint_states", "sensor_msgs/msg/JointState")
+    contacts.arrived(9.9)
+    asked = []
+
+    def explain(clock):
+        asked.append(clock.topic)
+        return f"{clock.topic} carries std_msgs/msg/String (from /driver), not {clock.type_name}"
+
+    sensors = {"a": SensorInputs([contacts, joints]), "b": SensorInputs([joints])}
+    arr = h.apply(_report("a", "b"), now=10.0, timeout=3.0, sensors=sensors, explain=explain)
+    assert asked == ["/joint_states"]   # the flowing contacts are not asked about; joints only once
+    sentence = ("no sensor_msgs/msg/JointState on /joint_states: /joint_states carries std_msgs/msg/String "
+                "(from /driver), not sensor_msgs/msg/JointState")
+    by_name = {st.name: st for st in arr.status}
+    assert by_name["/sensor_node: a"].message.startswith(sentence)
+    assert by_name["/sensor_node: b"].level == DiagnosticStatus.WARN
+    assert _values(by_name["/sensor_node: inputs"])["inputs.problems"] == sentence
+    topic = by_name["/sensor_node: /joint_states topic status"]
+    assert topic.message == ("No events recorded on /joint_states (sensor_msgs/msg/JointState): "
+                             "/joint_states carries std_msgs/msg/String (from /driver), "
+                             "not sensor_msgs/msg/JointState")
+    # an explanation of "" leaves the plain sentence
+    arr = h.apply(_report("a"), now=10.0, timeout=3.0, sensors={"a": SensorInputs([joints])},
+                  explain=lambda clock: "")
+    assert arr.status[1].message.startswith(
+        "no sensor_msgs/msg/JointState on /joint_states since start (10 s)")
+
+
+def test_another_type_on_an_optional_topic_never_received_makes_it_a_problem():
+    # a prediction-only sensor's default measured topic: silent is fine, another type there is not
+    h = NodeHealth("/sensor_node", started=0.0)
+    contacts = h.stream("/contacts", "sensor_msgs/msg/PointCloud2")
+    measured = h.stream("/pressure/measured", "sensor_msgs/msg/FluidPressure", optional=True)
+    contacts.arrived(9.9)
+    h.predicted("pressure", 9.9)
+    sensors = {"pressure": SensorInputs([contacts, measured])}
+    arr = h.apply(_report("pressure"), now=10.0, timeout=3.0, sensors=sensors, explain=lambda clock: "")
+    assert [st.level for st in arr.status] == [DiagnosticStatus.OK] * 4   # inputs, sensor, 2 topics
+    cause = ("/pressure/measured carries std_msgs/msg/Float32 (from /driver), "
+             "not sensor_msgs/msg/FluidPressure")
+    arr = h.apply(_report("pressure"), now=10.5, timeout=3.0, sensors=sensors, explain=lambda clock: cause)
+    by_name = {st.name: st for st in arr.status}
+    sentence = f"no sensor_msgs/msg/FluidPressure on /pressure/measured: {cause}"
+    assert by_name["/sensor_node: pressure"].level == DiagnosticStatus.WARN
+    assert by_name["/sensor_node: pressure"].message.startswith(sentence)
+    assert _values(by_name["/sensor_node: inputs"])["inputs.missing"] == "/pressure/measured"
+    topic = by_name["/sensor_node: /pressure/measured topic status"]
+    assert topic.level == DiagnosticStatus.WARN and "optional" not in topic.message and cause in topic.message

@@ -15,18 +15,24 @@
   needs; :meth:`NodeHealth.apply` turns them into the level and message of the sensor's status
   (:func:`~.input_health.sensor_health`: OK only while predictions flow; WARN while an input it
   needs is silent for ``input_timeout`` s, a unit looks wrong or joints moving its body are
-  missing; ERROR while predictions fail).
+  missing; ERROR while predictions fail);
+* on the inputs status, the inputs some sensor needs that are missing or stopped (keys
+  ``inputs.missing``: the topics, ``inputs.problems``: the sentences), WARN while there are any,
+  so that it is never OK while a sensor status warns about a silent input.  A silent input's
+  sentences say why when the node knows (its topic carries another message type:
+  :mod:`.input_types`).
 
 Status names follow the node's fully qualified name (``/sensor_node: <topic> topic status``);
 the inputs and sensor statuses are looked up by their suffix (``: inputs``, ``: <s>``).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
-from .input_health import ERROR, OK, WARN, SensorInputs, StreamClock, missing_input_hint, sensor_health
+from .input_health import (ERROR, OK, WARN, SensorInputs, StreamClock, missing_input_hint, sensor_health,
+                           silent_streams)
 from .parameter_check import UnknownKey, unknown_keys, unmatched_params_files
 from .parameter_table import BODY_KEYS, NODE_SPECS, SENSOR_KEYS, sensor_specs
 
@@ -147,11 +153,15 @@ class NodeHealth:
 
     # ------------------------------------------------------------------ the report
     def apply(self, array: DiagnosticArray, now: float, timeout: float,
-              sensors: Mapping[str, SensorInputs]) -> DiagnosticArray:
+              sensors: Mapping[str, SensorInputs],
+              explain: Optional[Callable[[StreamClock], str]] = None) -> DiagnosticArray:
         """Complete a report of :func:`~.diagnostics.build_diagnostics` in place; the array.
 
-        The inputs status gets the configuration keys (WARN while there are problems); each sensor
-        status the level and problems of :func:`~.input_health.sensor_health` (the worse of its own
+        The inputs status gets the configuration keys and the keys of the inputs some sensor
+        needs that are missing or stopped (``inputs.missing``: their topics, ``inputs.problems``:
+        the sentences; ``none`` when there are none); it is WARN while there are any of either,
+        its message naming how many configuration problems and which topics.  Each sensor status
+        gets the level and problems of :func:`~.input_health.sensor_health` (the worse of its own
         level and the health level; the problems lead its message) and a key ``inputs`` (the
         topics it needs); one frequency status per input topic is appended.
 
@@ -161,17 +171,23 @@ class NodeHealth:
             timeout: ``input_timeout`` (s).
             sensors: sensor name -> its :class:`~.input_health.SensorInputs` (``failing`` and
                 ``last_prediction`` are filled in here).
+            explain: called once per report for each silent stream
+                (:func:`~.input_health.silent_streams`: missing, stopped, or optional and never
+                received after ``timeout``; for no other), returning what explains the silence
+                (another message type on its topic, :class:`~.input_types.WrongTypeWatch`) or
+                ``""``; the text ends that stream's sentences on the sensor, inputs and topic
+                statuses (an optional stream with a cause is a problem: its sensor WARNs).
         """
         problems = self.config_problems + self.live_problems
+        silent = silent_streams((s for inp in sensors.values() for s in inp.streams), now, self.started,
+                                timeout)
+        causes = {t: text for t, text in ((t, explain(c) if explain else "") for t, c in silent.items())
+                  if text}
+        sentences = ((t, c.problem(now, self.started, timeout, causes.get(t, ""))) for t, c in silent.items())
+        missing = {t: text for t, text in sentences if text}   # an optional stream: with a cause only
         for st in array.status:
             if st.name.endswith(": inputs"):
-                st.values.append(KeyValue(key="configuration", value=str(len(problems))))
-                st.values.append(KeyValue(key="configuration.problems", value="; ".join(problems) or "none"))
-                if problems:
-                    st.level = max(_level(st.level), WARN).to_bytes(1, "little")
-                    n = len(problems)
-                    st.message = "; ".join([f"{n} configuration problem{'' if n == 1 else 's'}"]
-                                           + ([st.message] if st.message != "OK" else []))
+                self._inputs_status(st, problems, list(missing), list(missing.values()))
                 continue
             name = st.name.rpartition(": ")[2]
             inputs = sensors.get(name)
@@ -179,7 +195,7 @@ class NodeHealth:
                 continue
             inputs.failing = self.failing
             inputs.last_prediction = self.last_prediction.get(name)
-            level, lines = sensor_health(now, self.started, timeout, inputs)
+            level, lines = sensor_health(now, self.started, timeout, inputs, causes)
             st.values.append(KeyValue(key="inputs", value=", ".join(
                 f"{s.topic} ({s.type_name}{', optional' if s.optional else ''})" for s in inputs.streams)))
             st.values.append(KeyValue(key="health", value="; ".join(lines) or "ok"))
@@ -190,21 +206,44 @@ class NodeHealth:
         # a topic status warns only for a stream some sensor needs (a pose no sensor rides on, or a
         # prediction-only sensor's measured topic, is information, not a fault)
         needed = {s.topic for inp in sensors.values() for s in inp.streams if not s.optional or s.count}
-        array.status.extend(self.frequency_statuses(now, timeout, needed))
+        needed |= set(causes)   # another type on an optional topic: someone meant to feed it
+        array.status.extend(self.frequency_statuses(now, timeout, needed, causes))
         return array
 
-    def frequency_statuses(self, now: float, timeout: float,
-                           needed: Optional[Set[str]] = None) -> List[DiagnosticStatus]:
+    @staticmethod
+    def _inputs_status(st: DiagnosticStatus, config: List[str], topics: List[str],
+                       missing: List[str]) -> None:
+        """Add the configuration and missing-input keys to the inputs status; WARN while either
+        has entries, the message leading with them (``2 configuration problems; inputs missing
+        or stopped: /contacts, /joint_states; <its own message>``)."""
+        st.values.append(KeyValue(key="configuration", value=str(len(config))))
+        st.values.append(KeyValue(key="configuration.problems", value="; ".join(config) or "none"))
+        st.values.append(KeyValue(key="inputs.missing", value=", ".join(topics) or "none"))
+        st.values.append(KeyValue(key="inputs.problems", value="; ".join(missing) or "none"))
+        lead = []
+        if config:
+            lead.append(f"{len(config)} configuration problem{'' if len(config) == 1 else 's'}")
+        if topics:
+            lead.append(f"inputs missing or stopped: {', '.join(topics)}")
+        if lead:
+            st.level = max(_level(st.level), WARN).to_bytes(1, "little")
+            st.message = "; ".join(lead + ([st.message] if st.message != "OK" else []))
+
+    def frequency_statuses(self, now: float, timeout: float, needed: Optional[Set[str]] = None,
+                           causes: Optional[Mapping[str, str]] = None) -> List[DiagnosticStatus]:
         """One status per input topic, ``diagnostic_updater`` FrequencyStatus keys; opens a new window.
 
         Args:
             now, timeout: monotonic time and the silence that counts (s).
             needed: the topics some sensor needs now; None: every non-optional stream, and an
                 optional one once it has arrived.
+            causes: topic -> what explains its silence, appended to the message of a topic with
+                no events (see :meth:`apply`).
 
         Level: WARN when no message arrived in the window of a needed stream; OK otherwise,
         message the frequency.
         """
+        causes = causes or {}
         out = []
         for topic, clock in self.streams.items():
             count0, t0 = self._window.get(topic, (0, self.started))
@@ -216,7 +255,9 @@ class NodeHealth:
             level = WARN if silent and now - self.started >= timeout else OK
             message = (f"No events recorded on {topic} ({clock.type_name})" if events == 0
                        else f"{freq:.2f} Hz")
-            if events == 0 and clock.optional and clock.count == 0:
+            if events == 0 and causes.get(topic):
+                message += f": {causes[topic]}"
+            elif events == 0 and clock.optional and clock.count == 0:
                 message += " (optional: none expected yet)"
             out.append(DiagnosticStatus(
                 level=level.to_bytes(1, "little"), name=f"{self.node_name}: {topic} topic status",

@@ -13,12 +13,17 @@ message that names the topic and type of what is missing:
   measured value looks like the wrong unit, or while joints moving its body are missing;
 * OK otherwise, i.e. only when its last prediction is at most ``timeout`` s old.
 
+A caller that knows why a stream is silent (its topic carries another message type) passes that
+sentence as the stream's cause: it is appended to the stream's problem, and it makes an optional
+stream never received a problem too (someone meant to feed it).  :func:`silent_streams` lists
+the streams worth asking about.
+
 Pure (no rclpy): times are plain float seconds, the caller's monotonic clock.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 OK, WARN, ERROR = 0, 1, 2   # diagnostic_msgs/DiagnosticStatus levels (bytes there)
 
@@ -50,20 +55,31 @@ class StreamClock:
         self.last = now
         self.count += 1
 
-    def problem(self, now: float, started: float, timeout: float) -> Optional[str]:
+    def problem(self, now: float, started: float, timeout: float, cause: str = "") -> Optional[str]:
         """A sentence naming the topic and type when the stream is missing or stopped, else None.
 
         Args:
             now: current monotonic time (s).
             started: when the node (or this stream's subscription) started (s).
             timeout: seconds of silence that count as missing (> 0).
+            cause: what the caller found out about the silence (e.g. ``/joint_states carries
+                std_msgs/msg/String (from /driver), not sensor_msgs/msg/JointState``), appended
+                after a colon; a stream never received then reads ``no <type> on <topic>: <cause>``
+                (the cause replaces the seconds since start, so the sentence stays the same from
+                one report to the next).  An optional stream never received is a problem only
+                with a cause: another type on its topic means someone meant to feed it.
         """
         if self.last is None:
-            if self.optional or now - started < timeout:
+            if now - started < timeout:
+                return None
+            if cause:
+                return f"no {self.type_name} on {self.topic}: {cause}"
+            if self.optional:
                 return None
             return f"no {self.type_name} on {self.topic} since start ({now - started:.0f} s)"
         if now - self.last >= timeout:
-            return f"{self.topic} ({self.type_name}) stopped {now - self.last:.0f} s ago"
+            text = f"{self.topic} ({self.type_name}) stopped {now - self.last:.0f} s ago"
+            return f"{text}: {cause}" if cause else text
         return None
 
 
@@ -87,14 +103,16 @@ class SensorInputs:
     missing_joints: Sequence[str] = ()
 
 
-def sensor_health(now: float, started: float, timeout: float,
-                  inputs: SensorInputs) -> Tuple[int, List[str]]:
+def sensor_health(now: float, started: float, timeout: float, inputs: SensorInputs,
+                  causes: Optional[Mapping[str, str]] = None) -> Tuple[int, List[str]]:
     """The diagnostic level and the problems (sentences) of one sensor, worst first.
 
     Args:
         now, started: monotonic times (s): now, and when the node started.
         timeout: seconds after which a silent input or an old prediction counts (> 0).
         inputs: the sensor's streams and live problems.
+        causes: topic -> what explains its silence (see :meth:`StreamClock.problem`); topics
+            absent or mapped to ``""`` get the plain sentence.
 
     Returns:
         ``(level, problems)``: level ``ERROR`` (2) while predictions fail, ``WARN`` (1) while any
@@ -104,7 +122,9 @@ def sensor_health(now: float, started: float, timeout: float,
     problems: List[str] = []
     if inputs.failing:
         problems.append(f"predictions failing: {inputs.failing}")
-    problems += [p for p in (s.problem(now, started, timeout) for s in inputs.streams) if p]
+    causes = causes or {}
+    problems += [p for p in (s.problem(now, started, timeout, causes.get(s.topic, ""))
+                             for s in inputs.streams) if p]
     if inputs.unit_warning:
         problems.append(inputs.unit_warning)
     if inputs.missing_joints:
@@ -153,6 +173,22 @@ def pressure_unit_problem(raw: float, scale: float, low: float, high: float,
     return f"{text}; no common pressure unit (Pa, hPa, kPa, bar, psi) fits it"
 
 
+def silent_streams(streams: Iterable[StreamClock], now: float, started: float,
+                   timeout: float) -> Dict[str, StreamClock]:
+    """The streams of ``streams`` silent now, by topic, in first-seen order (a stream shared by
+    several sensors appears once): those missing or stopped (:meth:`StreamClock.problem` not
+    None) and, once ``timeout`` s have passed since ``started``, optional ones never received
+    (a problem only with a cause).  The streams worth asking why."""
+    out: Dict[str, StreamClock] = {}
+    for s in streams:
+        if s.topic in out:
+            continue
+        unheard = s.optional and s.last is None and now - started >= timeout
+        if unheard or s.problem(now, started, timeout) is not None:
+            out[s.topic] = s
+    return out
+
+
 def missing_input_hint(streams: Sequence[StreamClock], now: float, started: float,
                        timeout: float) -> str:
     """For a tare or gain answer: what is missing, naming topics; empty when nothing is.
@@ -170,4 +206,4 @@ def missing_input_hint(streams: Sequence[StreamClock], now: float, started: floa
 
 
 __all__ = ["ERROR", "OK", "PRESSURE_UNITS", "WARN", "SensorInputs", "StreamClock", "missing_input_hint",
-           "pressure_unit_problem", "sensor_health"]
+           "pressure_unit_problem", "sensor_health", "silent_streams"]

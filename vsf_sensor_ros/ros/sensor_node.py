@@ -59,9 +59,10 @@ not know (top level, a sensor's or a body's section; ``strict_parameters: true``
 configuration error), ``--params-file`` files with no entry for the node's fully qualified name
 and an empty sensor list are WARN lines naming the key (and the closest known one), the file or
 the missing sensors; unknown keys of a live request are named too.  ``/diagnostics`` is OK for a
-sensor only while its predictions flow: an input it needs silent for ``input_timeout`` s, a
-measured unit that looks wrong or joints never received make it WARN, failing predictions
-ERROR; each input topic has a frequency status.
+sensor only while its predictions flow: an input it needs silent for ``input_timeout`` s (named,
+with the other message type its topic carries if so: :mod:`.input_types`; the inputs status
+then WARNs too), a measured unit that looks wrong or joints never received make it WARN,
+failing predictions ERROR; each input topic has a frequency status.
 
 This module is the wiring (it owns every publisher, subscription, service and timer), the
 contacts path and the callbacks, which hand measured messages, joint states, poses and the
@@ -98,6 +99,7 @@ from .diagnostics import InputStats, build_diagnostics
 from .health import (JOINT_STATE, POSE_STAMPED, NodeHealth, known_keys, startup_problems,
                      type_name)
 from .input_health import SensorInputs, StreamClock
+from .input_types import WrongTypeWatch
 from .parameter_check import unknown_keys
 from .frames import FramePublisher
 from .kinematics import KinematicInputs, parse_joint_name_map
@@ -243,6 +245,7 @@ class SensorNode(Node):
         self._pose_clocks = {b: self.health.stream(sub.topic_name, POSE_STAMPED)
                              for b, sub in zip(self.world.free_body_names, self._body_subs)}
         self.measurements.missing_inputs = self._missing_inputs
+        self._input_types = WrongTypeWatch(self, self.get_logger())   # asked at diagnostics time only
         self._last_contacts: Optional[Any] = None
         self.keep_warm: Optional[KeepWarm] = None
         if float(p["keep_warm_period"]) > 0:
@@ -536,7 +539,7 @@ class SensorNode(Node):
         health = {n: SensorInputs(self._needs(h), unit_warning=h.unit_warning,
                                   missing_joints=[j for j in missing if n in watched.get(j, ())])
                   for n, h in self._handles.items()}
-        self.pub_diag.publish(self.health.apply(array, now, self._input_timeout(), health))
+        self.pub_diag.publish(self.health.apply(array, now, self._input_timeout(), health, self._input_types))
 
     # ------------------------------------------------------------------ input health
     def _input_timeout(self) -> float:
