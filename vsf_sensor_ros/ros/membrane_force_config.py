@@ -41,7 +41,8 @@ PARAMETERS = {
     "camera_rotation_deg": (25.0, "R_cam_mesh: rotation of the membrane mesh frame about the camera y axis, "
                                   "degrees (the Punyo reference mesh: 25)", (-180.0, 180.0)),
     "camera_translation": ([0.0, 0.0, 0.0], "t_cam_mesh: mesh origin in the camera frame, m", None),
-    "ambient_pressure": (0.0, "atmospheric pressure, Pa (0 = ISA standard atmosphere at 'altitude')",
+    "ambient_pressure": (0.0, "atmospheric pressure, Pa, best the bubble's own sensor read deflated "
+                              "(0 = ISA standard atmosphere at 'altitude')",
                          (0.0, 200000.0)),
     "altitude": (0.0, "site altitude for the standard atmosphere, m (used when ambient_pressure is 0)",
                  (-500.0, 11000.0)),
