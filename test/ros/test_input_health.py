@@ -109,3 +109,13 @@ def test_an_optional_stream_never_received_is_a_problem_only_with_a_cause():
     assert measured.problem(1.0, 0.0, 2.0, "x") is None   # within the grace
     cause = "/punyo/pressure carries std_msgs/msg/Float64 (from /driver), not std_msgs/msg/Float32"
     assert measured.problem(10.0, 0.0, 2.0, cause) == f"no std_msgs/msg/Float32 on /punyo/pressure: {cause}"
+
+
+def test_a_stream_is_stopped_only_after_arriving_then_timeout_seconds_of_silence():
+    s = StreamClock(*PRESSURE, optional=True)
+    assert not s.stopped(100.0, 2.0)              # never arrived: missing, not stopped
+    s.arrived(10.0)
+    assert not s.stopped(11.9, 2.0)               # 1.9 s of silence < 2 s
+    assert s.stopped(12.0, 2.0) and s.stopped(50.0, 2.0)
+    s.arrived(50.0)
+    assert not s.stopped(50.5, 2.0)               # arriving again

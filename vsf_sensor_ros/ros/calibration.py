@@ -129,6 +129,8 @@ class Measurements:
         self._clock = clock
         # what the node says is missing for a sensor (topics, types); set by the node
         self.missing_inputs: Callable[[SensorHandle], str] = lambda h: ""
+        # the pairing's clock-offset sentence, or None (the node's: none while a stream is stopped)
+        self.clock_hint: Callable[[SensorHandle], Optional[str]] = lambda h: h.pairer.offset_hint()
 
     # ------------------------------------------------------------------ measured, residual
     def on_measured(self, name: str, msg: Any) -> None:
@@ -226,7 +228,7 @@ class Measurements:
         if h.unit_warning is not None:
             return False, f"{h.name}: cannot tare: {h.unit_warning}"
         ok, text = tare(h, self._live().tare_samples)
-        hint = None if ok or h.pairs else (h.pairer.offset_hint() or self.missing_inputs(h))
+        hint = None if ok or h.pairs else (self.clock_hint(h) or self.missing_inputs(h))
         return ok, (f"{text} ({hint})" if hint else text)
 
     def on_tare_all(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:

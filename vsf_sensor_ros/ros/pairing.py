@@ -30,7 +30,11 @@ previous offer) records the gap between its stamp and the other stream's
 newest stamp; any pair clears it.  So the diagnosis appears only while both
 streams arrive and nothing pairs, and a stale queued item (a prediction made
 before the periods were known, a measurement of an odd 100 Hz sample against
-50 Hz contacts) or a stream that stopped never produces it.
+50 Hz contacts) never produces it.  One case the stamps alone cannot tell from
+a clock offset: both streams pause and one resumes alone; its first offer
+records the gap across the pause.  The pairer has no clock of its own, so the
+caller, which knows when each stream last arrived, ignores the hint while a
+stream is stopped (the node does so for the measured stream).
 """
 from __future__ import annotations
 

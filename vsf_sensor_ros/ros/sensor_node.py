@@ -245,6 +245,7 @@ class SensorNode(Node):
         self._pose_clocks = {b: self.health.stream(sub.topic_name, POSE_STAMPED)
                              for b, sub in zip(self.world.free_body_names, self._body_subs)}
         self.measurements.missing_inputs = self._missing_inputs
+        self.measurements.clock_hint = self._clock_hint
         self._input_types = WrongTypeWatch(self, self.get_logger())   # asked at diagnostics time only
         self._last_contacts: Optional[Any] = None
         self.keep_warm: Optional[KeepWarm] = None
@@ -520,7 +521,7 @@ class SensorNode(Node):
         for h in self._handles.values():
             if h.last_values is not None and len(h.last_values) == len(h.layout.names):
                 h.stats.reading = enc.summary_text(h.name, h.layout, h.last_values)
-            h.stats.pairing = h.pairer.offset_hint() or "ok"
+            h.stats.pairing = self._clock_hint(h) or "ok"
         sensors = {n: (h.config.type, h.config.values["attachment"], h.stats)
                    for n, h in self._handles.items()}
         self.inputs.unknown_joint_names = dict(self.joint_names.unknown)
@@ -569,6 +570,14 @@ class SensorNode(Node):
             body = self.world.body_parent(body) if body in attached else None
         needs.append(self._measured_clock(h))
         return needs
+
+    def _clock_hint(self, h: SensorHandle) -> Optional[str]:
+        """The pairing's clock-offset sentence of sensor ``h`` (:meth:`.StampPairer.offset_hint`),
+        or None while its measured stream has stopped: the gap the pairer kept then spans the pause
+        (contacts resumed alone), i.e. a stale stream, which its input status already names."""
+        if self._measured_clock(h).stopped(time.monotonic(), self._input_timeout()):
+            return None
+        return h.pairer.offset_hint()
 
     def _missing_inputs(self, h: SensorHandle) -> str:
         """For a tare / gain answer: the inputs of ``h`` missing now, naming topic and type."""
