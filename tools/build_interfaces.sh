@@ -10,13 +10,15 @@
 # from BUILD_REQUIREMENTS, installed with pip only when rclpy itself comes from the
 # venv's wheels.  Everything is installed into the venv, so nothing has to be set
 # at run time.  Needs gcc, g++ and cmake (>= 3.21); without them it stops with one
-# line naming what is missing.
+# line naming what is missing.  The venv's own tools come first (a cmake installed
+# with the venv's pip is used even when the venv is not activated).
 set -euo pipefail
 
 venv=$(cd "${1:?usage: $0 VENV BUILD_REQUIREMENTS}" && pwd)
 reqs=${2:?usage: $0 VENV BUILD_REQUIREMENTS}
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=$venv/bin/python
+export PATH="$venv/bin:$PATH"
 packages=(tf2_msgs ros_gz_interfaces)
 
 probe() {   # a type the node uses from each package
@@ -49,18 +51,29 @@ fi
 lacking=()
 for tool in gcc g++ cmake; do command -v "$tool" >/dev/null 2>&1 || lacking+=("$tool"); done
 if [ ${#lacking[@]} -gt 0 ]; then
-  echo "error: building ${todo[*]} (ROS 2 interface packages without a wheel) needs ${lacking[*]}: install them (Debian/Ubuntu: apt-get install g++ cmake) and run make again" >&2
+  echo "error: building ${todo[*]} (ROS 2 interface packages without a wheel) needs ${lacking[*]}: install them (Debian/Ubuntu: apt-get install g++ cmake; cmake also with $venv/bin/pip install cmake) and run make again" >&2
+  exit 1
+fi
+cmake_path=$(command -v cmake)
+# a broken cmake (e.g. a missing shared library) would otherwise end the script here silently (set -e)
+status=0
+cmake_out=$(cmake --version 2>&1) || status=$?
+if [ "$status" -ne 0 ]; then
+  echo "error: building ${todo[*]} needs a working cmake, but '$cmake_path --version' failed (exit $status): $(printf '%s' "$cmake_out" | head -n 1): reinstall it ($venv/bin/pip install cmake, or your distribution's package) and run make again" >&2
   exit 1
 fi
 # ament_cmake of the wheels needs cmake 3.21 or newer; an older one fails deep in its own output.
-cmake_version=$(cmake --version | sed -n '1s/[^0-9]*\([0-9][0-9.]*\).*/\1/p')
+cmake_version=$(printf '%s\n' "$cmake_out" | sed -n '1s/[^0-9]*\([0-9][0-9.]*\).*/\1/p')
 if ! printf '3.21\n%s\n' "$cmake_version" | sort -V -C; then
-  echo "error: building ${todo[*]} needs cmake >= 3.21, found ${cmake_version:-an unknown version} ($(command -v cmake)): install a newer one (pip install cmake, or your distribution's backports) and run make again" >&2
+  echo "error: building ${todo[*]} needs cmake >= 3.21, found ${cmake_version:-an unknown version} ($cmake_path): install a newer one ($venv/bin/pip install cmake, or your distribution's backports) and run make again" >&2
   exit 1
 fi
 
 prefix_path=$venv
-rclpy_file=$("$py" -c 'import rclpy; print(rclpy.__file__)')
+if ! rclpy_file=$("$py" -c 'import rclpy; print(rclpy.__file__)' 2>/dev/null); then
+  echo "error: rclpy is not importable with $py: run make venv" >&2
+  exit 1
+fi
 case $rclpy_file in
   "$venv"/*)   # the wheels' rclpy: the toolchain comes as wheels as well
     t0=$(date +%s)
