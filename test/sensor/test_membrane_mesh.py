@@ -56,3 +56,15 @@ def test_reads_the_punyo_reference_mesh():
     assert m.points.shape == (390, 3) and m.triangles.shape == (714, 3)
     assert m.boundary.tolist() == list(range(64))
     assert m.points[m.boundary, 2] == pytest.approx(np.full(64, 0.054), abs=1e-6)
+
+
+def test_a_mesh_file_without_a_boundary_says_what_the_file_must_hold(tmp_path):
+    # a PLY of triangles only (the format of many scans): nothing marks the clamped ring
+    path = tmp_path / "membrane.ply"
+    meshio.write(str(path), meshio.Mesh(SQUARE, [("triangle", TRIS)]))
+    with pytest.raises(ValueError) as exc:
+        read_membrane_mesh(path)
+    text = str(exc.value)
+    assert str(path) in text and "no vertex or line cells" in text
+    assert "pass boundary=" in text                             # the Python API's way out, kept
+    assert "clamped ring as vertex cells" in text and "equalized.vtk" in text   # a node user's way out

@@ -107,5 +107,8 @@ def read_membrane_mesh(path: Union[str, Path], boundary: Optional[Sequence[int]]
         elif "line" in cells:
             boundary = np.unique(np.concatenate(cells["line"]).ravel())
         else:
-            raise ValueError(f"{path} marks no boundary (no vertex or line cells); pass boundary=")
+            raise ValueError(f"{path} marks no boundary (no vertex or line cells); pass boundary= "
+                             "(Python API), or give a mesh file that holds the clamped ring as vertex "
+                             "cells, one per clamped vertex, as the Punyo reference mesh "
+                             "equalized.vtk does")
     return MembraneMesh(np.asarray(mesh.points, dtype=np.float64), triangles, np.asarray(boundary))
