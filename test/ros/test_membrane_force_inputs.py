@@ -466,6 +466,35 @@ def test_the_status_names_the_colour_topic_nothing_arrives_on(dome_files, privat
         node.destroy_node()
 
 
+def test_the_status_counts_the_rejected_colour_images_of_a_colourless_reference(dome_files, private_ros):
+    """Colour comes, but at half the depth image's size: each is rejected, the reference has none,
+    and the status says how many of how many and why."""
+    ctx, executor, _ = private_ros
+    node = _node(dome_files, "small_colour_membrane_node", context=ctx, colour_topic="camera/color/image_raw")
+    reports = _Reports(ctx, executor, node)
+    small = np.zeros((80, 100, 3), dtype=np.uint8)
+    try:
+        node._on_camera_info(_camera_info(dome_files["cam"]))
+        st, want = None, ""
+        for sec in range(1, 20):
+            msg = Image(height=80, width=100, encoding="rgb8", step=300, data=small.tobytes())
+            msg.header.stamp = Time(sec=sec)
+            node._on_colour(msg)
+            node._on_pressure(Float32(data=P_REF / 100.0))
+            node._on_image(_image(dome_files["ref"], sec))
+            want = (f"the reference has no colour: {sec} of {sec} colour images on /camera/color/image_raw "
+                    "rejected, the latest as colour_wrong_size; reset_reference with colour coming gives it "
+                    "colour")
+            st = reports.until(lambda s: s.message.endswith(want), 0.3)
+            if st is not None and st.message.endswith(want):
+                break
+        assert st is not None and st.message.endswith(want), (st, want)
+        assert st.level == DiagnosticStatus.WARN and node.rejected["colour_wrong_size"] >= 1
+    finally:
+        reports.listener.destroy_node()
+        node.destroy_node()
+
+
 def test_the_ready_line_names_the_standard_atmosphere_and_sea_level_is_warned(dome_files, private_ros, capfd):
     """ambient 0 at 222 m: ISO 2533 by hand, 101325 (1 - 0.0065 x 222 / 288.15)^5.25588 = 98686.3 Pa,
     gauge 105000 - 98686.3 = 6313.7 Pa; at 0 m (both unset) one WARN says sea level is assumed."""

@@ -259,12 +259,15 @@ def check_reference_frame(depth: np.ndarray, pressure: float, shape: Tuple[int, 
                             "and that the bubble is inflated", "bad_pressure")
 
 
-def no_colour_text(colour: Input, received: int) -> str:
+def no_colour_text(colour: Input, received: int, rejected: int = 0, rejection: str = "") -> str:
     """Why the reference has no colour and what to do: ``nothing arrives on sensor_msgs/msg/Image on
     /punyo/camera/color/image_raw (colour_topic); colour_topic: '' turns colour off ...`` when no
-    colour image came (``received`` = 0), else that a reset with colour coming gives it one."""
+    colour image came (``received`` = 0); else that a reset with colour coming gives it one, after
+    the count of colour images rejected and the latest reason (``rejection``) when any were."""
     if received:
-        return "reset_reference with colour coming gives it colour"
+        bad = (f"{rejected} of {received} colour images on {colour.topic} rejected, the latest as "
+               f"{rejection}; " if rejected else "")
+        return bad + "reset_reference with colour coming gives it colour"
     return (f"nothing arrives on {colour.text()} (colour_topic); colour_topic: '' turns colour off "
             "(on the command line: -p \"colour_topic:=''\"), or reset_reference once colour comes")
 

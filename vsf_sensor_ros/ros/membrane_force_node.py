@@ -519,7 +519,9 @@ class MembraneForceNode(Node):
         return pressures_text(self.ambient_pa, self.ambient_source, self._gauge())
 
     def _no_colour(self) -> str:
-        return no_colour_text(self.inputs["colour"], int(self.stats["colour_received"]))
+        return no_colour_text(self.inputs["colour"], int(self.stats["colour_received"]),
+                              int(self.stats["colour image_rejected"]),
+                              self.last.get("colour image_rejection", ""))
 
     def _report(self) -> None:
         now = time.monotonic()
