@@ -268,9 +268,9 @@ class MembraneForceNode(Node):
         self.last["last_rejection"] = f"{reason}: {message}"
         self.stats[f"{what}_rejected"] += 1            # what a missing input's sentence says
         self.last[f"{what}_rejection"] = reason
-        # one throttle per reason: a flood of one kind does not hide the first of another
         if what == "frame":   # why frames are not collected or estimated (the status message says it)
             self.last["frame_rejection"] = f"{reason}: {message}"
+        # one throttle per reason: a flood of one kind does not hide the first of another
         logger = self._reason_loggers.get(reason)
         if logger is None:
             logger = self._reason_loggers[reason] = self.get_logger().get_child(reason)
@@ -351,10 +351,12 @@ class MembraneForceNode(Node):
                 self.pending.append((header, decode))
                 if len(self.pending) > int(self.p["qos_depth"]):
                     dropped = self.pending.pop(0)[0]
-                    latest = self.pressures.latest_text(time.monotonic())
+                    now = time.monotonic()
+                    why = ("the pressure stopped" if self.pressures.stopped(now) is not None else
+                           "the two clocks must agree within pressure_tolerance")
                     raise InputRejected(f"frame stamped {stamp_to_ns(dropped.stamp) * 1e-9:.3f} s waited "
-                                        f"too long for its pressure ({latest}; the two clocks must agree "
-                                        f"within pressure_tolerance)", "no_pressure")
+                                        f"too long for its pressure ({self.pressures.latest_text(now)}; "
+                                        f"{why})", "no_pressure")
                 return
         except (InputRejected, FrameRejected) as exc:
             self._reject(exc.reason, str(exc))
