@@ -643,6 +643,7 @@ def test_a_pressure_timeout_of_zero_never_goes_stale(scene, rclpy_context):
             "atmosphere at 'altitude', else 30000 .. 110000 Pa absolute)"),     # kPa: x 100 is no hPa either
     (150000.0, "parameter 'ambient_pressure' = 150000: not a plausible atmospheric pressure"),
     (29999.0, "parameter 'ambient_pressure' = 29999: not a plausible"),
+    (-101325.0, "parameter 'ambient_pressure' = -101325: not a plausible"),
 ])
 def test_an_implausible_ambient_pressure_is_a_start_up_error_naming_it(scene, rclpy_context, value, words):
     """1013.2 is the bubble sensor's own hPa: taken as Pa it made the gauge pressure 100 times off."""
@@ -650,7 +651,7 @@ def test_an_implausible_ambient_pressure_is_a_start_up_error_naming_it(scene, rc
     with pytest.raises(ConfigurationError) as err:
         _bare_node(scene, "ambient_check_node", ambient_pressure=value)
     assert words in str(err.value)
-    if value in (101.3, 150000.0, 29999.0):
+    if value in (101.3, 150000.0, 29999.0, -101325.0):
         assert "hPa" not in str(err.value)       # x 100 = 10130, 15 MPa, 3 MPa: no plausible hPa either
 
 

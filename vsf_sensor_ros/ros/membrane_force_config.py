@@ -51,8 +51,8 @@ PARAMETERS = {
                                   "degrees (the Punyo reference mesh: 25)", (-180.0, 180.0)),
     "camera_translation": ([0.0, 0.0, 0.0], "t_cam_mesh: mesh origin in the camera frame, m", None),
     "ambient_pressure": (0.0, "atmospheric pressure, Pa, best the bubble's own sensor read deflated "
-                              "(0 = ISA standard atmosphere at 'altitude'; else 30000..110000)",
-                         (0.0, 200000.0)),
+                              "(0 = ISA standard atmosphere at 'altitude'; else 30000..110000, checked at "
+                              "start with a word on hPa)", None),
     "altitude": (0.0, "site altitude for the standard atmosphere, m (used when ambient_pressure is 0)",
                  (-500.0, 11000.0)),
     "input": ("depth", "camera input: 'depth' (Image + CameraInfo) or 'points' (organised PointCloud2 + "
