@@ -157,6 +157,8 @@ def _params(poke_dir, **extra):
             "reference_frames": len(REF), "force_topic": "/mforce", "surface_topic": "msurface",
             "total_force_topic": "mtotal", "input_reliability": "reliable",
             "pressure_reliability": "reliable",
+            # a pressure is sent when it changes, not as a 100 Hz stream: held, it must not go stale
+            "pressure_timeout": 0.0,
             "diagnostics_period": 0.2, **extra}
 
 

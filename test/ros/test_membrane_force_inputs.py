@@ -198,7 +198,8 @@ def test_inputs_at_start_a_ready_line_and_one_warning_after_a_few_seconds(dome_f
         assert len(ready) == 1 and "[INFO]" in ready[0], err
         assert ready[0].endswith(
             "ready: reference set from 1 frames without colour (1 of 1 frames had none), 105000 Pa, "
-            f"start-up {node.estimator.startup_s * 1e3:.0f} ms; publishing the dense force on "
+            f"start-up {node.estimator.startup_s * 1e3:.0f} ms; ambient 101000 Pa (ambient_pressure), "
+            "gauge 4000 Pa; publishing the dense force on "
             "/mforce/measured (sensor_msgs/msg/PointCloud2), the surface on /membrane_surface "
             "(sensor_msgs/msg/PointCloud2) and the total force on /membrane_total_force "
             "(geometry_msgs/msg/WrenchStamped), frame_id 'membrane'"), ready[0]
@@ -345,3 +346,177 @@ def test_the_replay_gives_the_nodes_absolute_mesh_paths(monkeypatch):
     cam = load_camera(Path(os.path.relpath(data, root)), frames=(0, 2))
     assert cam.mesh.is_absolute() and cam.attachment_mesh.is_absolute()
     assert cam.mesh.is_file() and cam.attachment_mesh.is_file()
+
+
+# -- what the status says about the pressures, the rejections and the colour -------------------------------
+def _fluid(pa: float, sec: int):
+    from sensor_msgs.msg import FluidPressure
+    m = FluidPressure(fluid_pressure=pa)
+    m.header.stamp = Time(sec=sec)
+    return m
+
+
+@pytest.mark.parametrize("ptype, what", [
+    ("std_msgs/msg/Float32", "frames are not estimated"),
+    ("sensor_msgs/msg/FluidPressure", "frames wait for their pressure and are not estimated"),
+])
+def test_a_pressure_that_stopped_is_named_on_diagnostics(dome_files, private_ros, ptype, what):
+    """The pressure comes once, then stops: /diagnostics is WARN naming its type, topic and age, with
+    the ambient (given: 101000 Pa) and the gauge of the reference (105000 - 101000 = 4000 Pa)."""
+    ctx, executor, _ = private_ros
+    fluid = ptype.startswith("sensor_msgs")
+    node = _node(dome_files, "stopped_membrane_node", context=ctx, pressure_timeout=0.3, pressure_type=ptype,
+                 pressure_scale=1.0 if fluid else 100.0, qos_depth=2)
+    reports = _Reports(ctx, executor, node)
+    try:
+        node._on_camera_info(_camera_info(dome_files["cam"]))
+        node._on_pressure(_fluid(P_REF, 1) if fluid else Float32(data=P_REF / 100.0))
+        node._on_image(_image(dome_files["ref"], 1))                   # the reference
+        assert node.estimator.model is not None
+        pattern = rf"{ptype} on /punyo/pressure stopped (\d+\.\d) s ago: {what}"
+        st = reports.until(lambda s: re.fullmatch(pattern, s.message) is not None, 5.0)
+        assert re.fullmatch(pattern, st.message), st.message
+        assert st.level == DiagnosticStatus.WARN and float(re.fullmatch(pattern, st.message)[1]) >= 0.3
+        v = _values(st)
+        assert (v["ambient_pa"], v["ambient_source"], v["gauge_pa"]) == ("101000", "ambient_pressure", "4000")
+        assert float(v["pressure_age_s"]) > 0.3
+        for sec in (2, 3, 4):              # frames on: none estimated (stamped: they wait, then are dropped)
+            node._on_image(_image(dome_files["ref"], sec))
+        if fluid:
+            assert node.rejected["no_pressure"] == 1
+            assert re.search(r"latest pressure stamped 1\.000 s, received \d+\.\d s ago; the pressure "
+                             r"stopped\)$", node.last["last_rejection"]), node.last["last_rejection"]
+        else:
+            assert node.rejected["stale_pressure"] == 3
+        node._on_pressure(_fluid(P_REF, 5) if fluid else Float32(data=P_REF / 100.0))   # it comes back
+        node._on_image(_image(dome_files["ref"], 5))
+        st = reports.until(lambda s: s.message.startswith("estimating"), 5.0)
+        assert st.message.startswith("estimating") and st.level == DiagnosticStatus.OK, st.message
+    finally:
+        reports.listener.destroy_node()
+        node.destroy_node()
+
+
+def test_the_status_says_why_no_frame_is_estimated(dome_files, private_ros):
+    ctx, executor, _ = private_ros
+    node = _node(dome_files, "rejecting_membrane_node", context=ctx)
+    reports = _Reports(ctx, executor, node)
+    try:
+        node._on_camera_info(_camera_info(dome_files["cam"]))
+        node._on_pressure(Float32(data=P_REF / 100.0))
+        node._on_image(_image(dome_files["ref"], 1))                   # the reference
+        reports.next()
+        node._on_pressure(Float32(data=P_REF / 100.0))
+        node._on_image(_image(dome_files["ref"][:-1], 2))              # one row short
+        want = ("no frame estimated in the last period: 1 frame(s) rejected, the latest as wrong_size: "
+                "frame must be a (160, 200) depth image or a (160, 200, 3) organised cloud, got shape "
+                "(159, 200)")
+        st = reports.until(lambda s: s.message == want, 5.0)
+        assert st.message == want and st.level == DiagnosticStatus.WARN
+    finally:
+        reports.listener.destroy_node()
+        node.destroy_node()
+
+
+def test_a_reference_below_the_ambient_says_why_its_frames_are_not_collected(dome_files, private_ros):
+    """ambient 106000 Pa: the first frame at 107000 Pa is collected, the next at 105000 Pa is not
+    (no gauge pressure), and the status says so instead of only counting."""
+    ctx, executor, _ = private_ros
+    node = _node(dome_files, "below_ambient_membrane_node", context=ctx, ambient_pressure=106000.0,
+                 reference_frames=2)
+    reports = _Reports(ctx, executor, node)
+    try:
+        node._on_camera_info(_camera_info(dome_files["cam"]))
+        node._on_pressure(Float32(data=1070.0))
+        node._on_image(_image(dome_files["ref"], 1))
+        node._on_pressure(Float32(data=1050.0))
+        node._on_image(_image(dome_files["ref"], 2))
+        assert node.rejected["bad_pressure"] == 1 and len(node.reference) == 1
+        want = ("reference: collecting 1 of 2 frames; frames are not collected: the latest was rejected as "
+                "bad_pressure: reference pressure 105000.0 Pa is not above the ambient 106000.0 Pa "
+                "(ambient_pressure)")
+        st = reports.until(lambda s: s.message.startswith(want), 5.0)
+        assert st.message.startswith(want) and st.level == DiagnosticStatus.WARN, st.message
+        assert _values(st)["gauge_pa"] == "none"
+    finally:
+        reports.listener.destroy_node()
+        node.destroy_node()
+
+
+def test_the_status_names_the_colour_topic_nothing_arrives_on(dome_files, private_ros):
+    ctx, executor, _ = private_ros
+    node = _node(dome_files, "colourless_membrane_node", context=ctx, colour_topic="camera/color/image_raw")
+    reports = _Reports(ctx, executor, node)
+    want = ("from depth alone: the reference has no colour: nothing arrives on sensor_msgs/msg/Image on "
+            "/camera/color/image_raw (colour_topic); colour_topic: '' turns colour off (on the command line: "
+            "-p \"colour_topic:=''\"), or reset_reference once colour comes")
+    try:
+        node._on_camera_info(_camera_info(dome_files["cam"]))
+        st = None
+        for sec in range(1, 20):        # frames keep coming; each goes on without colour after 0.2 s
+            node._on_pressure(Float32(data=P_REF / 100.0))
+            node._on_image(_image(dome_files["ref"], sec))
+            st = reports.until(lambda s: want in s.message, 0.3)
+            if st is not None and want in st.message:
+                break
+        assert st is not None and want in st.message and st.message.startswith("estimating at"), st
+        assert st.level == DiagnosticStatus.WARN
+    finally:
+        reports.listener.destroy_node()
+        node.destroy_node()
+
+
+def test_the_status_counts_the_rejected_colour_images_of_a_colourless_reference(dome_files, private_ros):
+    """Colour comes, but at half the depth image's size: each is rejected, the reference has none,
+    and the status says how many of how many and why."""
+    ctx, executor, _ = private_ros
+    node = _node(dome_files, "small_colour_membrane_node", context=ctx, colour_topic="camera/color/image_raw")
+    reports = _Reports(ctx, executor, node)
+    small = np.zeros((80, 100, 3), dtype=np.uint8)
+    try:
+        node._on_camera_info(_camera_info(dome_files["cam"]))
+        st, want = None, ""
+        for sec in range(1, 20):
+            msg = Image(height=80, width=100, encoding="rgb8", step=300, data=small.tobytes())
+            msg.header.stamp = Time(sec=sec)
+            node._on_colour(msg)
+            node._on_pressure(Float32(data=P_REF / 100.0))
+            node._on_image(_image(dome_files["ref"], sec))
+            want = (f"the reference has no colour: {sec} of {sec} colour images on /camera/color/image_raw "
+                    "rejected, the latest as colour_wrong_size; reset_reference with colour coming gives it "
+                    "colour")
+            st = reports.until(lambda s: s.message.endswith(want), 0.3)
+            if st is not None and st.message.endswith(want):
+                break
+        assert st is not None and st.message.endswith(want), (st, want)
+        assert st.level == DiagnosticStatus.WARN and node.rejected["colour_wrong_size"] >= 1
+    finally:
+        reports.listener.destroy_node()
+        node.destroy_node()
+
+
+def test_the_ready_line_names_the_standard_atmosphere_and_sea_level_is_warned(dome_files, private_ros, capfd):
+    """ambient 0 at 222 m: ISO 2533 by hand, 101325 (1 - 0.0065 x 222 / 288.15)^5.25588 = 98686.3 Pa,
+    gauge 105000 - 98686.3 = 6313.7 Pa; at 0 m (both unset) one WARN says sea level is assumed."""
+    ctx, executor, _ = private_ros
+    node = _node(dome_files, "isa_membrane_node", context=ctx, ambient_pressure=0.0, altitude=222.0)
+    try:
+        node._on_camera_info(_camera_info(dome_files["cam"]))
+        node._on_pressure(Float32(data=P_REF / 100.0))
+        node._on_image(_image(dome_files["ref"], 1))
+        err = capfd.readouterr().err
+        ready = [line for line in err.splitlines() if "ready:" in line]
+        assert len(ready) == 1, err
+        assert "105000 Pa, start-up" in ready[0]
+        assert "; ambient 98686 Pa (standard atmosphere at 222 m), gauge 6314 Pa; publishing" in ready[0]
+        assert "sea level" not in err
+    finally:
+        node.destroy_node()
+    node = _node(dome_files, "sea_level_membrane_node", context=ctx, ambient_pressure=0.0)
+    try:
+        warned = [line for line in capfd.readouterr().err.splitlines() if "sea level" in line]
+        assert len(warned) == 1 and "[WARN]" in warned[0], warned
+        assert "set altitude (m) or ambient_pressure" in warned[0] and "size of every force" in warned[0]
+        assert node.ambient_pa == 101325.0 and node.ambient_source == "standard atmosphere at 0 m"
+    finally:
+        node.destroy_node()

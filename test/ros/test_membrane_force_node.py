@@ -19,6 +19,7 @@ import math
 import re
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -155,6 +156,8 @@ def nodes(scene, rclpy_context):
         "camera_rotation_deg": 0.0, "ambient_pressure": P_REF - P0, "window": 3, "reference_frames": 2,
         "depth_topic": "camera/depth", "camera_info_topic": "camera/info",
         "pressure_topic": "bubble/pressure",
+        # a pressure is sent when it changes, not as a 100 Hz stream: held, it must not go stale
+        "pressure_timeout": 0.0,
         "force_topic": "/mforce/measured", "input_reliability": "reliable",
         "pressure_reliability": "reliable",
         "diagnostics_period": 0.2,
@@ -579,3 +582,103 @@ def test_whole_numbers_for_decimal_parameters_are_taken_as_doubles(scene, rclpy_
     from vsf_sensor_ros.ros.membrane_force_node import ConfigurationError
     with pytest.raises(ConfigurationError, match="window"):
         _bare_node(scene, "float_window_node", window=3.0)
+
+
+# -- a pressure that stops, an ambient in the wrong unit, the log throttle ---------------------------------
+def test_a_float32_pressure_that_stops_goes_stale_and_its_frames_go_nowhere(scene, rclpy_context):
+    """pressure_timeout 0.3 s: a frame 0.4 s of receive time after the latest Float32 is rejected as
+    stale_pressure and publishes nothing (it used to be estimated with the old pressure: here the
+    40 Pa rise of the push would be read as no rise); a reference frame is not collected either.
+    When the stream comes back, the push gives the hand-derived 1.5 N with the 40 Pa rise."""
+    node = _bare_node(scene, "stale_membrane_node", pressure_timeout=0.3)
+    try:
+        node._on_camera_info(_camera_info(scene["cam"]))
+        out = []
+        node._publish = lambda header, res: out.append((header.stamp.sec, res))   # what would go out
+        node._on_pressure(_hpa(P_REF))
+        node._on_image(_image_32f(scene["ref"], 1))                 # the reference (one frame)
+        assert [s for s, _ in out] == [1]
+        time.sleep(0.4)                                             # the pressure stream stops
+        node._on_image(_image_32f(scene["pushed"], 2))
+        assert [s for s, _ in out] == [1] and node.rejected["stale_pressure"] == 1
+        text = node.last["last_rejection"]
+        assert re.fullmatch(r"stale_pressure: the latest std_msgs/msg/Float32 on /punyo/pressure came "
+                            r"0\.[4-9] s ago \(pressure_timeout 0\.3 s\): frames wait for a new one",
+                            text), text
+        assert node._on_reset(Trigger.Request(), Trigger.Response()).success
+        node._on_image(_image_32f(scene["ref"], 3))                 # a reference frame: not collected
+        assert node.rejected["stale_pressure"] == 2 and node.reference == [] and node.estimator.model is None
+        node._on_pressure(_hpa(P_REF))                              # the stream is back
+        node._on_image(_image_32f(scene["ref"], 4))
+        node._on_pressure(_hpa(P_REF + DP))
+        node._on_image(_image_32f(scene["pushed"], 5))
+        assert [s for s, _ in out] == [1, 4, 5]
+        res = out[-1][1]
+        assert res.pressure_change == pytest.approx(DP, abs=0.01)   # float32 hPa: 1050.4 hPa - 1050 hPa
+        assert res.total_contact_force == pytest.approx(-PUSH_N * scene["normal"], abs=0.05 * PUSH_N)
+    finally:
+        node.destroy_node()
+
+
+def test_a_pressure_timeout_of_zero_never_goes_stale(scene, rclpy_context):
+    node = _bare_node(scene, "never_stale_membrane_node", pressure_timeout=0.0)
+    try:
+        node._on_camera_info(_camera_info(scene["cam"]))
+        out = []
+        node._publish = lambda header, res: out.append(header.stamp.sec)
+        node._on_pressure(_hpa(P_REF))
+        time.sleep(0.6)                                  # beyond the default 0.5 s
+        node._on_image(_image_32f(scene["ref"], 1))
+        assert out == [1] and node.rejected["stale_pressure"] == 0
+    finally:
+        node.destroy_node()
+
+
+@pytest.mark.parametrize("value, words", [
+    (1013.2, "parameter 'ambient_pressure' = 1013.2: not a plausible atmospheric pressure (0 = the standard "
+             "atmosphere at 'altitude', else 30000 .. 110000 Pa absolute); it looks like hPa "
+             "(1013.2 x 100 = 101320 Pa?)"),
+    (950.0, "it looks like hPa (950 x 100 = 95000 Pa?)"),
+    (101.3, "parameter 'ambient_pressure' = 101.3: not a plausible atmospheric pressure (0 = the standard "
+            "atmosphere at 'altitude', else 30000 .. 110000 Pa absolute)"),     # kPa: x 100 is no hPa either
+    (150000.0, "parameter 'ambient_pressure' = 150000: not a plausible atmospheric pressure"),
+    (29999.0, "parameter 'ambient_pressure' = 29999: not a plausible"),
+    (-101325.0, "parameter 'ambient_pressure' = -101325: not a plausible"),
+])
+def test_an_implausible_ambient_pressure_is_a_start_up_error_naming_it(scene, rclpy_context, value, words):
+    """1013.2 is the bubble sensor's own hPa: taken as Pa it made the gauge pressure 100 times off."""
+    from vsf_sensor_ros.ros.membrane_force_node import ConfigurationError
+    with pytest.raises(ConfigurationError) as err:
+        _bare_node(scene, "ambient_check_node", ambient_pressure=value)
+    assert words in str(err.value)
+    if value in (101.3, 150000.0, 29999.0, -101325.0):
+        assert "hPa" not in str(err.value)       # x 100 = 10130, 15 MPa, 3 MPa: no plausible hPa either
+
+
+@pytest.mark.parametrize("value", [30000.0, 110000.0])
+def test_the_ends_of_the_plausible_ambient_range_are_taken(scene, rclpy_context, value):
+    node = _bare_node(scene, "ambient_end_node", ambient_pressure=value)
+    try:
+        assert node.ambient_pa == value and node.ambient_source == "ambient_pressure"
+    finally:
+        node.destroy_node()
+
+
+def test_the_rejection_log_is_throttled_per_reason(scene, rclpy_context, capfd):
+    """Five frames of one wrong size in a row: one WARN line for them (the throttle is 5 s per
+    reason), and a frame rejected for another reason still gets its own line at once."""
+    node = _bare_node(scene, "throttle_membrane_node")
+    try:
+        node._on_camera_info(_camera_info(scene["cam"]))
+        node._on_pressure(_hpa(P_REF))
+        capfd.readouterr()
+        for sec in range(1, 6):
+            node._on_image(_image_32f(scene["ref"][:-1], sec))         # one row short
+        node._on_image(_image_32f(np.full_like(scene["ref"], np.nan), 6))
+        err = capfd.readouterr().err
+        assert node.rejected["wrong_size"] == 5 and node.rejected["nan"] == 1
+        short = [line for line in err.splitlines() if "frame rejected (wrong_size)" in line]
+        assert len(short) == 1 and "frame of 200x159 px for a 200x160 camera" in short[0], err
+        assert len([line for line in err.splitlines() if "frame rejected (nan)" in line]) == 1, err
+    finally:
+        node.destroy_node()

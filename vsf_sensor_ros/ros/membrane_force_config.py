@@ -11,12 +11,12 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 
-from vsf_sensor_ros.sensor.membrane_force_estimator import MembraneModel, punyo_camera_rotation
+from vsf_sensor_ros.sensor.membrane_force_estimator import MembraneModel, isa_pressure, punyo_camera_rotation
 from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh, read_membrane_mesh
 
 from .messages.camera import PRESSURE_TYPES
@@ -28,6 +28,15 @@ RELATIVE_PATHS = "relative: against $VSF_ASSETS when set, else the working direc
 
 #: gauge pressure (Pa) of the start-up check that the mesh can be inflated (any positive value does)
 NOMINAL_GAUGE_PA = 1000.0
+
+#: atmospheric pressures ``ambient_pressure`` may take, Pa: the lowest shore on earth (about 107 kPa)
+#: up to about 9 km; a value outside is a unit mistake (hPa, kPa) or a gauge pressure
+AMBIENT_RANGE_PA = (30000.0, 110000.0)
+
+#: logged once at start when neither ``ambient_pressure`` nor ``altitude`` is set
+SEA_LEVEL_WARNING = ("ambient_pressure and altitude are 0: the standard atmosphere at sea level (101325 Pa) "
+                     "is assumed; set altitude (m) or ambient_pressure (Pa, best the bubble's own sensor "
+                     "read deflated): the gauge pressure sets the size of every force")
 
 # Start-up parameters.  name: (default, description, (lo, hi) or None)
 PARAMETERS = {
@@ -42,8 +51,8 @@ PARAMETERS = {
                                   "degrees (the Punyo reference mesh: 25)", (-180.0, 180.0)),
     "camera_translation": ([0.0, 0.0, 0.0], "t_cam_mesh: mesh origin in the camera frame, m", None),
     "ambient_pressure": (0.0, "atmospheric pressure, Pa, best the bubble's own sensor read deflated "
-                              "(0 = ISA standard atmosphere at 'altitude')",
-                         (0.0, 200000.0)),
+                              "(0 = ISA standard atmosphere at 'altitude'; else 30000..110000, checked at "
+                              "start with a word on hPa)", None),
     "altitude": (0.0, "site altitude for the standard atmosphere, m (used when ambient_pressure is 0)",
                  (-500.0, 11000.0)),
     "input": ("depth", "camera input: 'depth' (Image + CameraInfo) or 'points' (organised PointCloud2 + "
@@ -64,6 +73,10 @@ PARAMETERS = {
                       "std_msgs/msg/Float32 | std_msgs/msg/Float64 | sensor_msgs/msg/FluidPressure", None),
     "pressure_scale": (100.0, "pressure message value x scale = Pa (100 for the firmware's hPa)",
                        (1e-9, 1e9)),
+    "pressure_timeout": (0.5, "longest age, s of receive time, of the latest Float32 / Float64 pressure a "
+                              "frame is estimated with (older: the frame is rejected as stale_pressure and "
+                              "/diagnostics says the pressure stopped; a FluidPressure received longer ago "
+                              "is reported as stopped); 0 = never stale", (0.0, 3600.0)),
     "pressure_tolerance": (0.02, "a stamped pressure (FluidPressure) pairs with the frame stamped within "
                                  "this many s (a frame waits for it); Float32 / Float64: the latest",
                            (0.0, 10.0)),
@@ -183,15 +196,45 @@ def read_mesh(given: str) -> MembraneMesh:
     return mesh
 
 
+def ambient(p: Dict[str, Any]) -> Tuple[float, str]:
+    """The ambient (atmospheric) pressure the node uses and where it comes from.
+
+    Args:
+        p: the node's parameters (``ambient_pressure`` Pa, ``altitude`` m).
+
+    Returns:
+        ``(pa, source)``: ``ambient_pressure`` and ``"ambient_pressure"`` when it is given, else the
+        ISA standard atmosphere at ``altitude`` and ``"standard atmosphere at 222 m"``.
+
+    Raises:
+        ConfigurationError: an ``ambient_pressure`` other than 0 outside :data:`AMBIENT_RANGE_PA`
+            (named with its value; when 100 times it would be plausible, as hPa).
+    """
+    given = float(p["ambient_pressure"])
+    lo, hi = AMBIENT_RANGE_PA
+    if given == 0.0:
+        alt = float(p["altitude"])
+        return isa_pressure(alt), f"standard atmosphere at {alt:g} m"
+    if not lo <= given <= hi:
+        hpa = (f"; it looks like hPa ({given:g} x 100 = {given * 100.0:.0f} Pa?)"
+               if lo <= given * 100.0 <= hi else "")
+        raise ConfigurationError(
+            f"parameter 'ambient_pressure' = {given:g}: not a plausible atmospheric pressure (0 = the "
+            f"standard atmosphere at 'altitude', else {lo:.0f} .. {hi:.0f} Pa absolute){hpa}")
+    return given, "ambient_pressure"
+
+
 def check_settings(p: Dict[str, Any], mesh: MembraneMesh, node_name: str, namespace: str) -> str:
     """Check the parameters that need no file; returns the pressure message type, normalised
     (``pkg/msg/Type``).
 
     Raises:
-        ConfigurationError: an unknown ``input``, ``pressure_type`` or reliability, an even
+        ConfigurationError: an implausible ``ambient_pressure`` (:func:`ambient`), an unknown
+            ``input``, ``pressure_type`` or reliability, an even
             ``window``, a non-finite ``camera_translation``, an empty ``frame_id``, a topic name
             rclpy refuses, or a camera mount that puts free vertices behind the camera.
     """
+    ambient(p)
     if p["input"] not in ("depth", "points"):
         raise ConfigurationError(f"parameter 'input' = {p['input']!r}: use 'depth' or 'points'")
     ptype = p["pressure_type"].replace("/msg/", "/")

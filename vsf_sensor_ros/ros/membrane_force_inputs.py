@@ -6,6 +6,11 @@ graph spells it and its resolved topic, ``sensor_msgs/msg/CameraInfo on /camera/
 
 * :func:`missing_inputs`: the inputs the node still waits for (no usable CameraInfo, no frame yet,
   no usable pressure yet); :func:`waiting_text` joins them into the ``/diagnostics`` message.
+* :class:`Pressures`: the bubble pressures received, the one each frame goes with, and whether
+  the stream stopped.
+* :func:`stopped_text`: the pressure stream that stopped (its latest message older than
+  ``pressure_timeout``); :func:`no_colour_text`: why the reference has no colour and how to
+  turn colour off; :func:`pressures_text`: the ambient and gauge pressure in use.
 * :class:`InputWatch`, asked once per diagnostics period: the waiting line to log (once per input,
   after :data:`WAIT_WARN_S` s: a driver that is still starting is not a fault), and the inputs on
   which the graph shows a publisher of another message type (nothing of it ever arrives, and
@@ -13,16 +18,19 @@ graph spells it and its resolved topic, ``sensor_msgs/msg/CameraInfo on /camera/
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Deque, Dict, List, Optional, Sequence, Set, Tuple
 
+import numpy as np
 from rclpy.node import Node
 
-from .messages.camera import PRESSURE_TYPES
+from .messages.camera import PRESSURE_TYPES, InputRejected
 from .topic_types import foreign_publishers, type_name, wrong_type_message
 
-__all__ = ["Input", "InputWatch", "NAME_WAIT_S", "WAIT_WARN_S", "inputs_text", "missing_inputs",
-           "pressure_type_hints", "ready_text", "waiting_text"]
+__all__ = ["Input", "InputWatch", "NAME_WAIT_S", "Pressures", "WAIT_WARN_S", "inputs_text", "missing_inputs",
+           "no_colour_text", "pressure_type_hints", "pressures_text", "ready_text", "stopped_text",
+           "waiting_text"]
 
 #: s after start from which a still-missing input is logged (once) at WARN; /diagnostics names it at once
 WAIT_WARN_S = 5.0
@@ -116,17 +124,175 @@ def waiting_text(missing: Sequence[Tuple[Input, str]]) -> str:
     return "waiting for " + _join([text for _, text in missing]) if missing else ""
 
 
-def ready_text(reference: str, outputs: Sequence[Tuple[str, Any]], frame_id: str) -> str:
-    """The line logged when a reference is set: ``ready: reference <reference>; publishing the
-    dense force on /membrane_force (sensor_msgs/msg/PointCloud2), ... , frame_id 'punyo'``.
+def stopped_text(pressure: Input, age_s: float, stamped: bool) -> str:
+    """The pressure stream that stopped, for ``/diagnostics``: ``std_msgs/msg/Float32 on
+    /punyo/pressure stopped 2.3 s ago: frames are not estimated``.
+
+    Args:
+        pressure: the pressure input.
+        age_s: s of receive time since its latest usable message.
+        stamped: a stamped type (``FluidPressure``): frames wait for the pressure of their stamp
+            (and are dropped as ``no_pressure`` once ``qos_depth`` wait) instead of being rejected
+            as ``stale_pressure``.
+    """
+    what = "frames wait for their pressure and are not estimated" if stamped else "frames are not estimated"
+    return f"{pressure.text()} stopped {age_s:.1f} s ago: {what}"
+
+
+class Pressures:
+    """The bubble pressures received, and the one a frame is estimated with.
+
+    A bare number (``Float32`` / ``Float64``) has no stamp: the latest goes with every frame, while
+    it is at most ``timeout_s`` old in receive time (a stream that stopped is no pressure of now).
+    A stamped one (``FluidPressure``) pairs with the frame stamped within ``tolerance_s``; a frame
+    whose pressure has not come yet waits (the caller keeps it).
+
+    Args:
+        pressure: the pressure input (named in messages).
+        stamped: the type has a header.
+        tolerance_s: ``pressure_tolerance``, s of stamp.
+        timeout_s: ``pressure_timeout``, s of receive time; 0 = never stale.
+        history: stamped pressures kept for pairing.
+
+    Attributes:
+        latest: the latest usable pressure, Pa absolute (None before one came).
+        received_at: its receive time, monotonic s (None before one came).
+        by_stamp: ``(stamp ns, Pa)`` of the latest ``history`` stamped pressures.
+    """
+
+    def __init__(self, pressure: Input, stamped: bool, tolerance_s: float, timeout_s: float,
+                 history: int = 500) -> None:
+        self.input, self.stamped = pressure, stamped
+        self.tolerance_ns, self.timeout_s = int(tolerance_s * 1e9), float(timeout_s)
+        self.latest: Optional[float] = None
+        self.received_at: Optional[float] = None
+        self.by_stamp: Deque[Tuple[int, float]] = deque(maxlen=history)
+
+    def add(self, pa: float, stamp_ns: int, now: float) -> None:
+        """A usable pressure ``pa`` (Pa absolute) stamped ``stamp_ns`` (ignored unless stamped),
+        received at ``now`` (monotonic s)."""
+        self.latest, self.received_at = pa, now
+        if self.stamped:
+            self.by_stamp.append((stamp_ns, pa))
+
+    def age(self, now: float) -> Optional[float]:
+        """s of receive time since the latest usable pressure; None before the first."""
+        return None if self.received_at is None else now - self.received_at
+
+    def stopped(self, now: float) -> Optional[float]:
+        """The latest pressure's age (s) when older than ``timeout_s`` (not 0), else None."""
+        age = self.age(now)
+        return age if self.timeout_s and age is not None and age > self.timeout_s else None
+
+    def for_frame(self, stamp_ns: int, now: float) -> Optional[float]:
+        """The pressure (Pa) for the frame stamped ``stamp_ns`` received at ``now``: the latest one,
+        or with a stamped type the one nearest in stamp within the tolerance; None = not known yet
+        (the frame waits for it).
+
+        Raises:
+            InputRejected: ``no_pressure``: none yet (latest mode), or none near the stamp while
+                later stamped ones exist (stamped mode); ``stale_pressure``: the latest (latest
+                mode) came more than ``timeout_s`` ago.
+        """
+        if not self.stamped:
+            if self.latest is None:
+                raise InputRejected("no bubble pressure received yet", "no_pressure")
+            age = self.stopped(now)
+            if age is not None:   # the stream stopped: its last value is no pressure of now
+                raise InputRejected(f"the latest {self.input.text()} came {age:.1f} s ago (pressure_timeout "
+                                    f"{self.timeout_s:g} s): frames wait for a new one", "stale_pressure")
+            return self.latest
+        tol = self.tolerance_ns
+        if self.by_stamp:
+            best = min(self.by_stamp, key=lambda sp: abs(sp[0] - stamp_ns))
+            if abs(best[0] - stamp_ns) <= tol:
+                return best[1]
+            if max(sp[0] for sp in self.by_stamp) > stamp_ns + tol:
+                raise InputRejected(f"no pressure stamped within {tol * 1e-9:g} s of the frame stamped "
+                                    f"{stamp_ns * 1e-9:.3f} s (nearest pressure stamp "
+                                    f"{best[0] * 1e-9:.3f} s)", "no_pressure")
+        return None
+
+    def latest_text(self, now: float) -> str:
+        """``latest pressure stamped 3.000 s, received 1.2 s ago`` (stamped mode), for a frame that
+        waited too long; ``no pressure on /punyo/pressure yet`` before one."""
+        if not self.by_stamp:
+            return f"no pressure on {self.input.topic} yet"
+        return (f"latest pressure stamped {self.by_stamp[-1][0] * 1e-9:.3f} s, received "
+                f"{self.age(now) or 0.0:.1f} s ago")
+
+
+def check_reference_frame(depth: np.ndarray, pressure: float, shape: Tuple[int, int], p: Dict[str, Any],
+                          ambient_pa: float, ambient_source: str) -> None:
+    """Refuse a frame the reference must not take (a bad frame never enters it).
+
+    Args:
+        depth: ``(H, W)`` float depth image, m (0 / NaN = no reading).
+        pressure: its bubble pressure, Pa absolute.
+        shape: the camera's ``(height, width)``, px.
+        p: the node's parameters (``max_depth`` m, ``depth_unit`` m, for the message).
+        ambient_pa, ambient_source: the ambient pressure in use (Pa) and where it comes from.
+
+    Raises:
+        InputRejected: ``wrong_size``; ``nan`` (no finite depth); ``depth_out_of_range`` (every
+            reading at or beyond ``max_depth``: a unit mistake, 32FC1 in mm or a wrong
+            ``depth_unit``); ``bad_pressure`` (not above the ambient: the reference would have no
+            gauge pressure, and ``set_reference`` would refuse the whole set at its last frame).
+    """
+    if depth.shape != tuple(shape):
+        raise InputRejected(f"frame of {depth.shape[1]}x{depth.shape[0]} px for a "
+                            f"{shape[1]}x{shape[0]} camera", "wrong_size")
+    if not np.isfinite(depth).any():
+        raise InputRejected("frame holds no finite depth", "nan")
+    with np.errstate(invalid="ignore"):
+        readings = depth[np.isfinite(depth) & (depth > 0.0)]
+    far = float(p["max_depth"])
+    if readings.size and not (readings < far).any():
+        raise InputRejected(
+            f"every depth reading is at or beyond max_depth {far:g} m (median "
+            f"{float(np.median(readings)):.4g} m): check depth_unit "
+            f"({float(p['depth_unit']):g} m per 16UC1 unit) or the unit of a 32FC1 image (m)",
+            "depth_out_of_range")
+    if not pressure > ambient_pa:
+        raise InputRejected(f"reference pressure {pressure:.1f} Pa is not above the ambient "
+                            f"{ambient_pa:.1f} Pa ({ambient_source}): check ambient_pressure / altitude "
+                            "and that the bubble is inflated", "bad_pressure")
+
+
+def no_colour_text(colour: Input, received: int, rejected: int = 0, rejection: str = "") -> str:
+    """Why the reference has no colour and what to do: ``nothing arrives on sensor_msgs/msg/Image on
+    /punyo/camera/color/image_raw (colour_topic); colour_topic: '' turns colour off ...`` when no
+    colour image came (``received`` = 0); else that a reset with colour coming gives it one, after
+    the count of colour images rejected and the latest reason (``rejection``) when any were."""
+    if received:
+        bad = (f"{rejected} of {received} colour images on {colour.topic} rejected, the latest as "
+               f"{rejection}; " if rejected else "")
+        return bad + "reset_reference with colour coming gives it colour"
+    return (f"nothing arrives on {colour.text()} (colour_topic); colour_topic: '' turns colour off "
+            "(on the command line: -p \"colour_topic:=''\"), or reset_reference once colour comes")
+
+
+def pressures_text(ambient_pa: float, source: str, gauge_pa: Optional[float]) -> str:
+    """``ambient 98686 Pa (standard atmosphere at 222 m), gauge 7897 Pa`` (no gauge before a
+    reference: ``gauge_pa`` None); Pa rounded to whole numbers."""
+    gauge = "" if gauge_pa is None else f", gauge {gauge_pa:.0f} Pa"
+    return f"ambient {ambient_pa:.0f} Pa ({source}){gauge}"
+
+
+def ready_text(reference: str, outputs: Sequence[Tuple[str, Any]], frame_id: str, pressures: str = "") -> str:
+    """The line logged when a reference is set: ``ready: reference <reference>; <pressures>;
+    publishing the dense force on /membrane_force (sensor_msgs/msg/PointCloud2), ... , frame_id
+    'punyo'``.
 
     Args:
         reference: the reference's description (``set from 10 frames, 106583 Pa, start-up 130 ms``).
         outputs: (what, its rclpy publisher) in the order to name them.
         frame_id: the outputs' frame_id.
+        pressures: the ambient and gauge pressure in use (:func:`pressures_text`); '' = not named.
     """
     named = [f"{what} on {pub.topic_name} ({type_name(pub.msg_type)})" for what, pub in outputs]
-    return f"ready: reference {reference}; publishing {_join(named)}, frame_id {frame_id!r}"
+    middle = f"; {pressures}" if pressures else ""
+    return f"ready: reference {reference}{middle}; publishing {_join(named)}, frame_id {frame_id!r}"
 
 
 class InputWatch:

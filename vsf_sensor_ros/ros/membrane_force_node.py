@@ -27,8 +27,11 @@ Inputs (relative names, set by parameters):
 * ``pressure_topic`` (``pressure_type``: ``std_msgs/msg/Float32`` as the Punyo firmware publishes
   it in hPa, ``std_msgs/msg/Float64`` or ``sensor_msgs/msg/FluidPressure``), times
   ``pressure_scale`` → absolute Pa.  A bare number has no stamp: the latest one goes with each
-  frame.  A ``FluidPressure`` pairs by stamp: with the frame stamped within ``pressure_tolerance``,
-  the frame waiting for it when it comes later (a ``no_pressure`` rejection when none does).
+  frame while it is at most ``pressure_timeout`` s old (receive time; older: ``stale_pressure``,
+  the frame is neither estimated nor collected).  A ``FluidPressure`` pairs by stamp: with the
+  frame stamped within ``pressure_tolerance``, the frame waiting for it when it comes later (a
+  ``no_pressure`` rejection when none does).  Either stream received longer ago than
+  ``pressure_timeout`` is named as stopped on ``/diagnostics`` (WARN).
 
 Outputs, stamped with the camera frame's header stamp, in ``frame_id`` (the body the
 ``PunyoDenseForceSensor`` is attached to):
@@ -42,11 +45,13 @@ Outputs, stamped with the camera frame's header stamp, in ``frame_id`` (the body
 * ``total_force_topic`` (``geometry_msgs/WrenchStamped``): the sum of the contact forces and
   their moment about the ``frame_id`` origin.
 * ``/diagnostics``: one status named with the node's fully qualified name: rates, estimate time,
-  rejected frames per reason, reference state, frames estimated with and without colour, and
-  the configuration problems found at start (unknown parameter keys, parameter files keyed by
-  another node name); WARN while frames go depth-only for want of their colour, while an input
-  is missing (named with its type and topic: :mod:`.membrane_force_inputs`) and while the graph
-  shows a publisher of another message type on an input topic (``wrong_types``).
+  rejected frames per reason (the status message names the latest while frames are not
+  estimated or collected), reference state, the ambient and gauge pressure in use, frames
+  estimated with and without colour, and the configuration problems found at start (unknown
+  parameter keys, parameter files keyed by another node name); WARN while frames go depth-only
+  for want of their colour, while an input is missing or the pressure stopped (named with its
+  type and topic: :mod:`.membrane_force_inputs`) and while the graph shows a publisher of another
+  message type on an input topic (``wrong_types``).
 
 Service ``~/reset_reference`` (``std_srvs/Trigger``): forget the reference; the next
 ``reference_frames`` frames (contact-free!) become the new one.  With ``colour_topic`` the
@@ -61,7 +66,8 @@ mistake) is not used (``implausible_pressure``).
 
 Log: one INFO line of the inputs at start, one WARN line for the inputs still missing 5 s after
 start, one per wrong-type problem, and a ``ready:`` INFO line naming the outputs, ``frame_id`` and
-the reference pressure whenever a reference is set.
+the reference, ambient and gauge pressures whenever a reference is set; one WARN line at start
+when neither ``ambient_pressure`` nor ``altitude`` is set (sea level is assumed).
 
 Mesh files: a relative ``mesh`` / ``attachment_mesh`` resolves against ``$VSF_ASSETS`` (set and
 not empty), else the working directory.
@@ -76,8 +82,8 @@ from __future__ import annotations
 
 import sys
 import time
-from collections import Counter, deque
-from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
+from collections import Counter
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -90,7 +96,7 @@ from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.sensor.membrane_force_estimator import (
-    FrameRejected, MembraneForceEstimator, isa_pressure, punyo_camera_rotation)
+    FrameRejected, MembraneForceEstimator, punyo_camera_rotation)
 from vsf_sensor_ros.sensor.membrane_frame import MeshFrameTransform, fit_mesh_transform, total_wrench
 from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh
 
@@ -99,10 +105,12 @@ from .colour_pairing import ColourPairing
 from .input_health import pressure_unit_problem
 from .main import run_node, user_args
 # PARAMETERS, ConfigurationError and usage are also this module's public names (tests, --help)
-from .membrane_force_config import (PARAMETERS, ConfigurationError, check_settings, descriptor,
-                                    load_attachment_vertices, mesh_file, read_mesh, unknown_text, usage)
-from .membrane_force_inputs import (Input, InputWatch, inputs_text, missing_inputs, pressure_type_hints,
-                                    ready_text, waiting_text)
+from .membrane_force_config import (PARAMETERS, SEA_LEVEL_WARNING, ConfigurationError, ambient,
+                                    check_settings, descriptor, load_attachment_vertices, mesh_file,
+                                    read_mesh, unknown_text, usage)
+from .membrane_force_inputs import (Input, InputWatch, Pressures, check_reference_frame, inputs_text,
+                                    missing_inputs, no_colour_text, pressure_type_hints, pressures_text,
+                                    ready_text, stopped_text, waiting_text)
 from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, camera_info_text,
                               colour_from_image, depth_from_cloud, depth_from_image, pressure_pa,
                               same_camera_info)
@@ -174,7 +182,9 @@ class MembraneForceNode(Node):
                                    f"{self.out_frame.angle_deg:.2f} deg from the membrane mesh, ring fit "
                                    f"{self.out_frame.max_error * 1e3:.3f} mm")
         ptype = check_settings(p, self.mesh, self.get_name(), self.get_namespace())
-        self.ambient_pa = float(p["ambient_pressure"]) or isa_pressure(float(p["altitude"]))
+        self.ambient_pa, self.ambient_source = ambient(p)
+        if not float(p["ambient_pressure"]) and not float(p["altitude"]):
+            self.get_logger().warning(SEA_LEVEL_WARNING)
         self.config_problems: List[str] = [u.message() for u in unknown_keys(
             parameter_override_names(self), set(PARAMETERS), {}, {}, set())]
         for path, keys in unmatched_params_files(command_line, self.get_fully_qualified_name()):
@@ -186,11 +196,10 @@ class MembraneForceNode(Node):
 
         self.estimator: Optional[MembraneForceEstimator] = None
         self.reference: List[Any] = []          # (depth, pressure, colour or None) collected so far
-        self.pressure: Optional[float] = None
+        self._reason_loggers: Dict[str, Any] = {}  # one per reason, kept: its throttle lives in it
         # a stamped pressure (FluidPressure) pairs with the frame of the same stamp; a bare number
         # (the firmware's Float32) has none: the latest goes with each frame
         self.stamped = ptype == "sensor_msgs/msg/FluidPressure"
-        self.pressures: Deque[Tuple[int, float]] = deque(maxlen=500)
         self.pending: List[Tuple[Header, Any]] = []
         # colour pairing (colour_topic set): received colour images (stamp, RGB / grey or None when
         # rejected), and the depth frames waiting for theirs (header, decode, pressure, received at)
@@ -236,10 +245,12 @@ class MembraneForceNode(Node):
                                 "colour, optional" if k == "colour" else "", hints.get(k, {}))
                        for k in ("camera_info", "frames", "colour", "pressure") if k in subs}
         self.get_logger().info("subscribes " + inputs_text(list(self.inputs.values())))
+        self.pressures = Pressures(self.inputs["pressure"], self.stamped, float(p["pressure_tolerance"]),
+                                   float(p["pressure_timeout"]))
         self.create_service(Trigger, "~/reset_reference", self._on_reset)
         self.create_timer(float(p["diagnostics_period"]), self._report)
         self._period_start = time.monotonic()
-        self._period_estimated = 0
+        self._period_estimated = self._period_rejected = 0
         self.watch = InputWatch(self, list(self.inputs.values()), self._period_start)
 
     def _on_set_parameters(self, params: List[Any]) -> SetParametersResult:
@@ -257,9 +268,13 @@ class MembraneForceNode(Node):
         self.last["last_rejection"] = f"{reason}: {message}"
         self.stats[f"{what}_rejected"] += 1            # what a missing input's sentence says
         self.last[f"{what}_rejection"] = reason
+        if what == "frame":   # why frames are not collected or estimated (the status message says it)
+            self.last["frame_rejection"] = f"{reason}: {message}"
         # one throttle per reason: a flood of one kind does not hide the first of another
-        self.get_logger().get_child(reason).warning(f"{what} rejected ({reason}): {message}",
-                                                    throttle_duration_sec=5.0)
+        logger = self._reason_loggers.get(reason)
+        if logger is None:
+            logger = self._reason_loggers[reason] = self.get_logger().get_child(reason)
+        logger.warning(f"{what} rejected ({reason}): {message}", throttle_duration_sec=5.0)
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
         self.stats["camera_info_received"] += 1
@@ -309,35 +324,12 @@ class MembraneForceNode(Node):
         except InputRejected as exc:
             self._reject(exc.reason, str(exc), "pressure")
             return
-        self.pressure = pa
+        self.pressures.add(pa, stamp_to_ns(msg.header.stamp) if self.stamped else 0, time.monotonic())
         self.stats["pressures_received"] += 1
         if self.stamped:
-            self.pressures.append((stamp_to_ns(msg.header.stamp), self.pressure))
             waiting, self.pending = self.pending, []
             for item in waiting:          # frames that waited for their pressure, in arrival order
                 self._on_frame(*item, pending=True)
-
-    def _pressure_for(self, stamp_ns: int) -> Optional[float]:
-        """The pressure for a frame: the latest one, or with a stamped type the one nearest in stamp
-        within ``pressure_tolerance``; None = not yet known (the frame waits).
-
-        Raises:
-            InputRejected: ``no_pressure``, none yet (latest mode) or none near the stamp while later
-                stamped ones exist (stamped mode)."""
-        if not self.stamped:
-            if self.pressure is None:
-                raise InputRejected("no bubble pressure received yet", "no_pressure")
-            return self.pressure
-        tol = int(float(self.p["pressure_tolerance"]) * 1e9)
-        if self.pressures:
-            best = min(self.pressures, key=lambda sp: abs(sp[0] - stamp_ns))
-            if abs(best[0] - stamp_ns) <= tol:
-                return best[1]
-            if max(sp[0] for sp in self.pressures) > stamp_ns + tol:
-                raise InputRejected(f"no pressure stamped within {tol * 1e-9:g} s of the frame stamped "
-                                    f"{stamp_ns * 1e-9:.3f} s (nearest pressure stamp "
-                                    f"{best[0] * 1e-9:.3f} s)", "no_pressure")
-        return None
 
     def _on_image(self, msg: Image) -> None:
         self._on_frame(msg.header, lambda: depth_from_image(msg, float(self.p["depth_unit"])))
@@ -354,16 +346,17 @@ class MembraneForceNode(Node):
                 raise InputRejected("no CameraInfo received yet" if not got else
                                     f"no usable CameraInfo yet ({got} received, rejected: "
                                     f"{self.last.get('last_rejection', 'none')})", "no_camera_info")
-            pressure = self._pressure_for(stamp_to_ns(header.stamp))
+            pressure = self.pressures.for_frame(stamp_to_ns(header.stamp), time.monotonic())
             if pressure is None:
                 self.pending.append((header, decode))
                 if len(self.pending) > int(self.p["qos_depth"]):
                     dropped = self.pending.pop(0)[0]
-                    latest = (f"latest pressure stamped {self.pressures[-1][0] * 1e-9:.3f} s"
-                              if self.pressures else f"no pressure on {self.p['pressure_topic']} yet")
+                    now = time.monotonic()
+                    why = ("the pressure stopped" if self.pressures.stopped(now) is not None else
+                           "the two clocks must agree within pressure_tolerance")
                     raise InputRejected(f"frame stamped {stamp_to_ns(dropped.stamp) * 1e-9:.3f} s waited "
-                                        f"too long for its pressure ({latest}; the two clocks must agree "
-                                        f"within pressure_tolerance)", "no_pressure")
+                                        f"too long for its pressure ({self.pressures.latest_text(now)}; "
+                                        f"{why})", "no_pressure")
                 return
         except (InputRejected, FrameRejected) as exc:
             self._reject(exc.reason, str(exc))
@@ -440,24 +433,11 @@ class MembraneForceNode(Node):
         assert est is not None
         depth = decode()
         n_ref = int(self.p["reference_frames"])
-        if est.model is None:
-            shape = (est.camera.height, est.camera.width)
-            if depth.shape != shape:   # a bad frame never enters the reference
-                raise InputRejected(f"frame of {depth.shape[1]}x{depth.shape[0]} px for a "
-                                    f"{shape[1]}x{shape[0]} camera", "wrong_size")
-            if not np.isfinite(depth).any():
-                raise InputRejected("frame holds no finite depth", "nan")
-            with np.errstate(invalid="ignore"):
-                readings = depth[np.isfinite(depth) & (depth > 0.0)]
-            far = float(self.p["max_depth"])
-            if readings.size and not (readings < far).any():
-                # a unit mistake (32FC1 in mm, a wrong depth_unit) puts the whole membrane out of range
-                raise InputRejected(
-                    f"every depth reading is at or beyond max_depth {far:g} m (median "
-                    f"{float(np.median(readings)):.4g} m): check depth_unit "
-                    f"({float(self.p['depth_unit']):g} m per 16UC1 unit) or the unit of a 32FC1 image (m)",
-                    "depth_out_of_range")
+        if est.model is None:   # a bad frame never enters the reference
+            check_reference_frame(depth, pressure, (est.camera.height, est.camera.width), self.p,
+                                  est.ambient_pressure, self.ambient_source)
             self.reference.append((depth, pressure, colour))
+            self.last.pop("frame_rejection", None)
             self.last["reference"] = f"collecting {len(self.reference)} of {n_ref} frames"
             if len(self.reference) < n_ref:
                 return
@@ -475,14 +455,15 @@ class MembraneForceNode(Node):
                                       f"start-up {est.startup_s * 1e3:.0f} ms")
             self.get_logger().info(ready_text(self.last["reference"], [
                 ("the dense force", self.pub_force), ("the surface", self.pub_surface),
-                ("the total force", self.pub_total)], self.p["frame_id"]))
+                ("the total force", self.pub_total)], self.p["frame_id"], self._pressures()))
             if self.colour and lacking:
                 self.get_logger().warning("the reference has no colour: frames are estimated from depth "
-                                          "alone until the next reset_reference")
+                                          "alone until the next reset_reference; " + self._no_colour())
         res = est.estimate(depth, colour=colour, pressure=pressure)
         self._publish(header, res)
         self.period_ms.append(res.timings["total"] * 1e3)
         self.stats["frames_estimated"] += 1
+        self.last.pop("frame_rejection", None)
         if colour is not None and self.reference_colour:
             self.stats["frames_with_colour"] += 1
         self.last["vertices_measured"] = str(res.vertices_measured)
@@ -531,6 +512,19 @@ class MembraneForceNode(Node):
                                f"; no usable CameraInfo yet on {self.p['camera_info_topic']}"))
         return response
 
+    def _gauge(self) -> Optional[float]:
+        """The gauge pressure of the reference in force, Pa; None before one is set."""
+        est = self.estimator
+        return None if est is None or est.model is None else est.reference_pressure - est.ambient_pressure
+
+    def _pressures(self) -> str:
+        return pressures_text(self.ambient_pa, self.ambient_source, self._gauge())
+
+    def _no_colour(self) -> str:
+        return no_colour_text(self.inputs["colour"], int(self.stats["colour_received"]),
+                              int(self.stats["colour image_rejected"]),
+                              self.last.get("colour image_rejection", ""))
+
     def _report(self) -> None:
         now = time.monotonic()
         dt = max(now - self._period_start, 1e-9)
@@ -539,6 +533,10 @@ class MembraneForceNode(Node):
         ms = np.asarray(self.period_ms)
         self.period_ms = []
         name = self.get_fully_qualified_name()
+        age, gauge, stopped = self.pressures.age(now), self._gauge(), self.pressures.stopped(now)
+        rejected = self.stats["frame_rejected"] - self._period_rejected
+        self._period_rejected = self.stats["frame_rejected"]
+        why = self.last.get("frame_rejection")
         values = {
             "frames_received": self.stats["frames_received"],
             "frames_estimated": self.stats["frames_estimated"],
@@ -550,7 +548,10 @@ class MembraneForceNode(Node):
             "rejected_total": sum(self.rejected.values()),
             **{f"rejected.{k}": v for k, v in sorted(self.rejected.items())},
             "reference": self.last["reference"], "reference_resets": self.stats["reference_resets"],
-            "pressure_pa": "none" if self.pressure is None else f"{self.pressure:.1f}",
+            "pressure_pa": "none" if age is None else f"{self.pressures.latest:.1f}",
+            "pressure_age_s": "none" if age is None else f"{age:.2f}",
+            "ambient_pa": f"{self.ambient_pa:.0f}", "ambient_source": self.ambient_source,
+            "gauge_pa": "none" if gauge is None else f"{gauge:.0f}",
             "vertices_measured": self.last.get("vertices_measured", "0"),
             "last_rejection": self.last.get("last_rejection", "none"),
             "frame_id": self.p["frame_id"],
@@ -577,7 +578,7 @@ class MembraneForceNode(Node):
             inp["camera_info"], inp["frames"], inp["pressure"], camera_ready=self.estimator is not None,
             camera_infos=self.stats["camera_info_received"],
             camera_info_rejection=self.last.get("CameraInfo_rejection", ""),
-            frames_received=self.stats["frames_received"], pressure_known=self.pressure is not None,
+            frames_received=self.stats["frames_received"], pressure_known=age is not None,
             pressures_rejected=self.stats["pressure_rejected"],
             pressure_rejection=self.last.get("pressure_rejection", ""))
         wrong, to_log = self.watch.wrong_types(now)
@@ -587,13 +588,17 @@ class MembraneForceNode(Node):
                 self.get_logger().warning(line)
         if missing or self.estimator is None:
             level, message = DiagnosticStatus.WARN, waiting_text(missing)
+        elif stopped is not None:
+            level, message = DiagnosticStatus.WARN, stopped_text(inp["pressure"], stopped, self.stamped)
         elif self.estimator.model is None:
-            level, message = DiagnosticStatus.WARN, f"reference: {self.last['reference']}"
+            level, message = DiagnosticStatus.WARN, f"reference: {self.last['reference']}" + (
+                f"; frames are not collected: the latest was rejected as {why}" if why else "")
         elif estimated == 0:
-            level, message = DiagnosticStatus.WARN, "no frame estimated in the last period"
+            level, message = DiagnosticStatus.WARN, "no frame estimated in the last period" + (
+                f": {rejected} frame(s) rejected, the latest as {why}" if rejected and why else "")
         elif self.colour and not self.reference_colour:
             level, message = (DiagnosticStatus.WARN, f"estimating at {estimated / dt:.1f} Hz from depth "
-                              "alone: the reference has no colour (reset_reference with colour coming)")
+                              f"alone: the reference has no colour: {self._no_colour()}")
         elif period_depth_only:
             level, message = (DiagnosticStatus.WARN, f"estimating at {estimated / dt:.1f} Hz; "
                               f"{period_depth_only} frame(s) of the last period from depth alone (colour "
