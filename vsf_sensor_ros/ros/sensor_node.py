@@ -573,9 +573,11 @@ class SensorNode(Node):
 
     def _clock_hint(self, h: SensorHandle) -> Optional[str]:
         """The pairing's clock-offset sentence of sensor ``h`` (:meth:`.StampPairer.offset_hint`),
-        or None while its measured stream has stopped: the gap the pairer kept then spans the pause
-        (contacts resumed alone), i.e. a stale stream, which its input status already names."""
-        if self._measured_clock(h).stopped(time.monotonic(), self._input_timeout()):
+        or None while its measured stream has stopped (the gap the pairer kept then spans the pause,
+        contacts resuming alone: a stale stream, which its input status already names) and for a
+        header-less measured type (stamped on arrival with this node's own clock: a gap there is a
+        pause or a wrong ``measured_delay``, never another clock)."""
+        if h.headerless or self._measured_clock(h).stopped(time.monotonic(), self._input_timeout()):
             return None
         return h.pairer.offset_hint()
 
