@@ -520,3 +520,34 @@ def test_the_ready_line_names_the_standard_atmosphere_and_sea_level_is_warned(do
         assert node.ambient_pa == 101325.0 and node.ambient_source == "standard atmosphere at 0 m"
     finally:
         node.destroy_node()
+
+
+def test_pressures_that_come_but_are_rejected_are_named_not_stopped(dome_files, private_ros):
+    """After the reference the pressure keeps coming, but in Pa where hPa is expected (105000 x 100 Pa:
+    implausible): the status names the rejection, not a stopped stream."""
+    ctx, executor, _ = private_ros
+    node = _node(dome_files, "rejected_pressure_node", context=ctx, pressure_timeout=0.3)
+    reports = _Reports(ctx, executor, node)
+    try:
+        node._on_camera_info(_camera_info(dome_files["cam"]))
+        node._on_pressure(Float32(data=P_REF / 100.0))
+        node._on_image(_image(dome_files["ref"], 1))                   # the reference
+        assert node.estimator.model is not None
+        pattern = (r"no usable std_msgs/msg/Float32 on /punyo/pressure for (\d+\.\d) s \(the latest was "
+                   r"rejected as implausible_pressure: .*\): frames are not estimated")
+        end = time.monotonic() + 5.0
+        st = None
+        while time.monotonic() < end:
+            node._on_pressure(Float32(data=P_REF))                    # Pa sent as hPa: 100x too large
+            st = reports.until(lambda s: re.fullmatch(pattern, s.message) is not None, 0.2)
+            if st is not None and re.fullmatch(pattern, st.message):
+                break
+        assert st is not None and re.fullmatch(pattern, st.message), st and st.message
+        assert "pressure_scale" in st.message and st.level == DiagnosticStatus.WARN
+        node._on_pressure(Float32(data=P_REF / 100.0))                # usable again: a plain stop next
+        pattern = r"std_msgs/msg/Float32 on /punyo/pressure stopped (\d+\.\d) s ago: frames are not estimated"
+        st = reports.until(lambda s: re.fullmatch(pattern, s.message) is not None, 5.0)
+        assert re.fullmatch(pattern, st.message), st.message
+    finally:
+        reports.listener.destroy_node()
+        node.destroy_node()

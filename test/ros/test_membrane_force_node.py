@@ -603,7 +603,7 @@ def test_a_float32_pressure_that_stops_goes_stale_and_its_frames_go_nowhere(scen
         assert [s for s, _ in out] == [1] and node.rejected["stale_pressure"] == 1
         text = node.last["last_rejection"]
         assert re.fullmatch(r"stale_pressure: the latest std_msgs/msg/Float32 on /punyo/pressure came "
-                            r"0\.[4-9] s ago \(pressure_timeout 0\.3 s\): frames wait for a new one",
+                            r"0\.[4-9] s ago \(pressure_timeout 0\.3 s\): the frame is dropped",
                             text), text
         assert node._on_reset(Trigger.Request(), Trigger.Response()).success
         node._on_image(_image_32f(scene["ref"], 3))                 # a reference frame: not collected

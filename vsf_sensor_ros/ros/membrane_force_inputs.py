@@ -124,9 +124,11 @@ def waiting_text(missing: Sequence[Tuple[Input, str]]) -> str:
     return "waiting for " + _join([text for _, text in missing]) if missing else ""
 
 
-def stopped_text(pressure: Input, age_s: float, stamped: bool) -> str:
+def stopped_text(pressure: Input, age_s: float, stamped: bool, rejection: str = "") -> str:
     """The pressure stream that stopped, for ``/diagnostics``: ``std_msgs/msg/Float32 on
-    /punyo/pressure stopped 2.3 s ago: frames are not estimated``.
+    /punyo/pressure stopped 2.3 s ago: frames are not estimated``; or, while its messages still come
+    but are rejected, ``no usable std_msgs/msg/Float32 on /punyo/pressure for 2.3 s (the latest
+    was rejected as implausible_pressure: ...): frames are not estimated``.
 
     Args:
         pressure: the pressure input.
@@ -134,8 +136,13 @@ def stopped_text(pressure: Input, age_s: float, stamped: bool) -> str:
         stamped: a stamped type (``FluidPressure``): frames wait for the pressure of their stamp
             (and are dropped as ``no_pressure`` once ``qos_depth`` wait) instead of being rejected
             as ``stale_pressure``.
+        rejection: ``reason: text`` of the latest pressure message rejected since the latest usable
+            one, ``""`` when none was.
     """
     what = "frames wait for their pressure and are not estimated" if stamped else "frames are not estimated"
+    if rejection:
+        return (f"no usable {pressure.text()} for {age_s:.1f} s (the latest was rejected as {rejection}): "
+                f"{what}")
     return f"{pressure.text()} stopped {age_s:.1f} s ago: {what}"
 
 
@@ -200,7 +207,7 @@ class Pressures:
             age = self.stopped(now)
             if age is not None:   # the stream stopped: its last value is no pressure of now
                 raise InputRejected(f"the latest {self.input.text()} came {age:.1f} s ago (pressure_timeout "
-                                    f"{self.timeout_s:g} s): frames wait for a new one", "stale_pressure")
+                                    f"{self.timeout_s:g} s): the frame is dropped", "stale_pressure")
             return self.latest
         tol = self.tolerance_ns
         if self.by_stamp:

@@ -323,7 +323,9 @@ class MembraneForceNode(Node):
                                     "implausible_pressure")
         except InputRejected as exc:
             self._reject(exc.reason, str(exc), "pressure")
+            self.last["pressure_rejection_text"] = f"{exc.reason}: {exc}"   # pressures come, none usable
             return
+        self.last.pop("pressure_rejection_text", None)
         self.pressures.add(pa, stamp_to_ns(msg.header.stamp) if self.stamped else 0, time.monotonic())
         self.stats["pressures_received"] += 1
         if self.stamped:
@@ -589,7 +591,8 @@ class MembraneForceNode(Node):
         if missing or self.estimator is None:
             level, message = DiagnosticStatus.WARN, waiting_text(missing)
         elif stopped is not None:
-            level, message = DiagnosticStatus.WARN, stopped_text(inp["pressure"], stopped, self.stamped)
+            level, message = DiagnosticStatus.WARN, stopped_text(inp["pressure"], stopped, self.stamped,
+                                                                 self.last.get("pressure_rejection_text", ""))
         elif self.estimator.model is None:
             level, message = DiagnosticStatus.WARN, f"reference: {self.last['reference']}" + (
                 f"; frames are not collected: the latest was rejected as {why}" if why else "")
