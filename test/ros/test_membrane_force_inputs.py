@@ -551,3 +551,19 @@ def test_pressures_that_come_but_are_rejected_are_named_not_stopped(dome_files, 
     finally:
         reports.listener.destroy_node()
         node.destroy_node()
+
+
+def test_the_stopped_sentence_says_what_happens_to_the_frames():
+    from vsf_sensor_ros.ros.membrane_force_inputs import Input, stopped_text
+    p = Input("/punyo/pressure", "std_msgs/msg/Float32")
+    head = "std_msgs/msg/Float32 on /punyo/pressure"
+    assert stopped_text(p, 2.34, False) == f"{head} stopped 2.3 s ago: frames are not estimated"
+    assert stopped_text(p, 2.34, False, collecting=True) == (
+        f"{head} stopped 2.3 s ago: frames are not collected for the reference")
+    f = Input("/punyo/pressure", "sensor_msgs/msg/FluidPressure")
+    assert stopped_text(f, 1.0, True, collecting=True) == (
+        "sensor_msgs/msg/FluidPressure on /punyo/pressure stopped 1.0 s ago: frames wait for their "
+        "pressure and are not collected for the reference")
+    assert stopped_text(p, 0.5, False, "implausible_pressure: too large") == (
+        f"no usable {head} for 0.5 s (the latest was rejected as implausible_pressure: too large): "
+        "frames are not estimated")

@@ -124,7 +124,8 @@ def waiting_text(missing: Sequence[Tuple[Input, str]]) -> str:
     return "waiting for " + _join([text for _, text in missing]) if missing else ""
 
 
-def stopped_text(pressure: Input, age_s: float, stamped: bool, rejection: str = "") -> str:
+def stopped_text(pressure: Input, age_s: float, stamped: bool, rejection: str = "",
+                 collecting: bool = False) -> str:
     """The pressure stream that stopped, for ``/diagnostics``: ``std_msgs/msg/Float32 on
     /punyo/pressure stopped 2.3 s ago: frames are not estimated``; or, while its messages still come
     but are rejected, ``no usable std_msgs/msg/Float32 on /punyo/pressure for 2.3 s (the latest
@@ -138,8 +139,11 @@ def stopped_text(pressure: Input, age_s: float, stamped: bool, rejection: str = 
             as ``stale_pressure``.
         rejection: ``reason: text`` of the latest pressure message rejected since the latest usable
             one, ``""`` when none was.
+        collecting: a reference is being collected (its frames are not collected, rather than
+            not estimated).
     """
-    what = "frames wait for their pressure and are not estimated" if stamped else "frames are not estimated"
+    done = "collected for the reference" if collecting else "estimated"
+    what = f"frames wait for their pressure and are not {done}" if stamped else f"frames are not {done}"
     if rejection:
         return (f"no usable {pressure.text()} for {age_s:.1f} s (the latest was rejected as {rejection}): "
                 f"{what}")

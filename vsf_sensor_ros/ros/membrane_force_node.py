@@ -591,8 +591,9 @@ class MembraneForceNode(Node):
         if missing or self.estimator is None:
             level, message = DiagnosticStatus.WARN, waiting_text(missing)
         elif stopped is not None:
-            level, message = DiagnosticStatus.WARN, stopped_text(inp["pressure"], stopped, self.stamped,
-                                                                 self.last.get("pressure_rejection_text", ""))
+            level, message = DiagnosticStatus.WARN, stopped_text(
+                inp["pressure"], stopped, self.stamped, self.last.get("pressure_rejection_text", ""),
+                collecting=self.estimator.model is None)
         elif self.estimator.model is None:
             level, message = DiagnosticStatus.WARN, f"reference: {self.last['reference']}" + (
                 f"; frames are not collected: the latest was rejected as {why}" if why else "")
