@@ -35,6 +35,7 @@ from .input_health import (ERROR, OK, WARN, SensorInputs, StreamClock, missing_i
                            silent_streams)
 from .parameter_check import UnknownKey, unknown_keys, unmatched_params_files
 from .parameter_table import BODY_KEYS, NODE_SPECS, SENSOR_KEYS, sensor_specs
+from .topic_types import type_name   # re-exported: the node names its input types with it
 
 # Reasons of a rejected contacts message that mean the models failed (not the input)
 PREDICTION_FAILURES = frozenset({"internal_error", "non_finite_prediction", "model_error", "out_of_range"})
@@ -44,11 +45,6 @@ MAX_LIVE_PROBLEMS = 20
 POINTCLOUD2 = "sensor_msgs/msg/PointCloud2"
 JOINT_STATE = "sensor_msgs/msg/JointState"
 POSE_STAMPED = "geometry_msgs/msg/PoseStamped"
-
-
-def type_name(cls: type) -> str:
-    """``pkg/msg/Type`` of a message class (``sensor_msgs/msg/FluidPressure``)."""
-    return f"{cls.__module__.split('.')[0]}/msg/{cls.__name__}"
 
 
 def known_keys(sensors: Mapping[str, str], bodies: Iterable[str]) -> Dict[str, Any]:

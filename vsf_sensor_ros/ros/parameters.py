@@ -33,6 +33,7 @@ from rclpy.parameter import Parameter
 from ..sensor.base_sensor import BaseSensor
 from .messages import readings as enc
 from ._rclpy_compat import parameter_override, replace_parameter_override
+from .topic_types import type_name
 from .parameter_table import (BODY_KEYS, BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, SENSOR_KEYS,
                               SENSOR_SETTINGS, STRING_ARRAY, ConfigError, Spec, as_double, check_name,
                               check_topic_name, check_value, plain, sensor_specs)
@@ -475,12 +476,12 @@ class NodeParameters:
         pname = f"{cfg.name}.measured_topic"
         full = check_topic_name(pname, topic, node.get_name(), node.get_namespace())
         cls = enc.MEASURED_TYPES[cfg.measured_type()]
-        want = f"{cls.__module__.split('.')[0]}/msg/{cls.__name__}"
+        want = type_name(cls)
         mine = None
         if old is not None:
             old_cls = enc.MEASURED_TYPES[old.measured_type()]
             old_full = check_topic_name(pname, old.measured_topic(), node.get_name(), node.get_namespace())
-            mine = (old_full, f"{old_cls.__module__.split('.')[0]}/msg/{old_cls.__name__}")
+            mine = (old_full, type_name(old_cls))
         for name, types in node.get_topic_names_and_types():
             if name != full:
                 continue
