@@ -17,6 +17,7 @@ from std_msgs.msg import Float32
 from std_srvs.srv import Trigger
 
 from .node_helpers import bubble_push_cloud
+from .sensor_node_scene import empty_cloud, stamp
 from .test_loud_configuration import _params, joint_state, level, make, values  # noqa: F401 (make: fixture)
 
 TOPIC = "/punyo/pressure"
@@ -24,13 +25,14 @@ FLOAT32 = {"pressure.measured_topic": TOPIC, "pressure.measured_type": "std_msgs
            "max_stamp_difference": 0.03}
 
 
-def _run(node, lis, seconds: float, sec: list, measured: bool) -> None:
-    """Joint states and contacts (and the Float32 pressure when ``measured``) every ~50 ms."""
+def _run(node, lis, seconds: float, sec: list, measured: bool, contact: bool = True) -> None:
+    """Joint states and contacts (and the Float32 pressure when ``measured``) every ~50 ms;
+    ``contact``: a zero push on the bubble (a contact), else no contact at all."""
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         sec[0] += 1
         node._on_joint_state(joint_state(sec[0]))
-        node._on_contacts(bubble_push_cloud(node, 0.0, sec[0]))
+        node._on_contacts(bubble_push_cloud(node, 0.0, sec[0]) if contact else empty_cloud(stamp(sec[0])))
         if measured:
             node._on_measured("pressure", Float32(data=101325.0))
         lis.spin(0.05)
@@ -80,3 +82,17 @@ def test_the_float32_stream_resuming_pairs_again_and_its_status_clears_to_ok(mak
     assert len(h.pairs) > before
     st = lis.status(": pressure", lambda st: level(st) == 0, timeout=5.0)
     assert values(st)["pairing"] == "ok"
+
+
+def test_a_tare_after_the_measured_stream_stopped_succeeds_and_says_its_samples_are_older(make):  # noqa: F811
+    node, lis = make(parameter_overrides=_params(**FLOAT32))
+    sec = [0]
+    _run(node, lis, 1.0, sec, measured=True, contact=False)
+    ans = node._on_tare("pressure", Trigger.Request(), Trigger.Response())
+    assert ans.success and "note:" not in ans.message, ans.message     # streams flowing: no note
+    lis.spin(2.5)                                   # everything pauses (> input_timeout 1 s)
+    _run(node, lis, 0.3, sec, measured=False, contact=False)   # contacts resume, the pressure does not
+    ans = node._on_tare("pressure", Trigger.Request(), Trigger.Response())
+    assert ans.success, ans.message                 # the buffered contact-free pairs are still valid
+    assert f"note: nothing on {TOPIC} for " in ans.message and "from before that" in ans.message, ans.message
+    assert "/contacts" not in ans.message           # contacts flow again: only the stopped stream

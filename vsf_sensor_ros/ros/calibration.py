@@ -224,11 +224,18 @@ class Measurements:
         return response
 
     def _tare(self, h: SensorHandle) -> Tuple[bool, str]:
-        """Tare one sensor; a failure with nothing paired names a clock offset when there is one."""
+        """Tare one sensor; a failure with nothing paired names a clock offset when there is one.
+
+        A tare that succeeds while an input of the sensor is missing or stopped (its measured
+        stream, contacts, joint states) says so: its samples are the newest paired ones, from
+        before the stop, not what the sensor reads now."""
         if h.unit_warning is not None:
             return False, f"{h.name}: cannot tare: {h.unit_warning}"
         ok, text = tare(h, self._live().tare_samples)
-        hint = None if ok or h.pairs else (self.clock_hint(h) or self.missing_inputs(h))
+        if ok:
+            stopped = self.missing_inputs(h)
+            return ok, (f"{text}; note: {stopped}: these samples are from before that" if stopped else text)
+        hint = None if h.pairs else (self.clock_hint(h) or self.missing_inputs(h))
         return ok, (f"{text} ({hint})" if hint else text)
 
     def on_tare_all(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
