@@ -7,7 +7,8 @@ recorded gap spans the pause (the pause's length, seconds); that says the measur
 stale, which the stopped-stream sentence already says.  The real in-process ``SensorNode`` of
 test_loud_configuration.py reports every 0.2 s with ``input_timeout`` 1 s; a fixed pairing
 tolerance of 30 ms makes any gap over 3 s (100 tolerances) a would-be clock hint, so a 4 s pause
-is one.
+is one.  The opposite case (the stamped measured stream resuming alone, contacts stopped) is the
+same: a stopped stream, no clock hint.
 """
 from __future__ import annotations
 
@@ -17,8 +18,7 @@ from std_msgs.msg import Float32
 from std_srvs.srv import Trigger
 
 from .node_helpers import bubble_push_cloud
-from .sensor_node_scene import empty_cloud, stamp
-from .test_loud_configuration import _params, joint_state, level, make, values  # noqa: F401 (make: fixture)
+from .test_loud_configuration import _params, joint_state, level, make, no_contacts, values  # noqa: F401
 
 TOPIC = "/punyo/pressure"
 FLOAT32 = {"pressure.measured_topic": TOPIC, "pressure.measured_type": "std_msgs/msg/Float32",
@@ -32,7 +32,7 @@ def _run(node, lis, seconds: float, sec: list, measured: bool, contact: bool = T
     while time.monotonic() < end:
         sec[0] += 1
         node._on_joint_state(joint_state(sec[0]))
-        node._on_contacts(bubble_push_cloud(node, 0.0, sec[0]) if contact else empty_cloud(stamp(sec[0])))
+        node._on_contacts(bubble_push_cloud(node, 0.0, sec[0]) if contact else no_contacts(node, sec[0]))
         if measured:
             node._on_measured("pressure", Float32(data=101325.0))
         lis.spin(0.05)
@@ -96,3 +96,46 @@ def test_a_tare_after_the_measured_stream_stopped_succeeds_and_says_its_samples_
     assert ans.success, ans.message                 # the buffered contact-free pairs are still valid
     assert f"note: nothing on {TOPIC} for " in ans.message and "from before that" in ans.message, ans.message
     assert "/contacts" not in ans.message           # contacts flow again: only the stopped stream
+
+
+def test_a_stamped_measured_stream_resuming_alone_after_a_pause_gives_no_clock_hint(make):  # noqa: F811
+    """The opposite case: everything pauses, then only the stamped FluidPressure driver resumes,
+    its stamps 10 s on (the pause) from the last contacts stamp.  The pairer records that gap;
+    it is a stopped contacts stream, which the sensor's status names, not another clock."""
+    from sensor_msgs.msg import FluidPressure
+    node, lis = make(parameter_overrides=_params(max_stamp_difference=0.03))   # FluidPressure, Pa
+    h = node._handles["pressure"]
+    sec = [0]
+
+    def pressure(s: int) -> FluidPressure:
+        m = FluidPressure(fluid_pressure=101325.0)
+        m.header.stamp.sec = s
+        return m
+
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:                   # both flow with the same stamps: pairs
+        sec[0] += 1
+        node._on_joint_state(joint_state(sec[0]))
+        node._on_measured("pressure", pressure(sec[0]))
+        node._on_contacts(no_contacts(node, sec[0]))   # the last offer is a prediction
+        lis.spin(0.05)
+    assert len(h.pairs) > 0
+    lis.spin(2.5)                                   # everything pauses (> input_timeout 1 s) ...
+    lis.reports.clear()
+    sec[0] += 10
+    seen = 0
+    end = time.monotonic() + 2.0                    # ... then only the pressure resumes
+    while time.monotonic() < end:
+        sec[0] += 1
+        node._on_measured("pressure", pressure(sec[0]))
+        lis.spin(0.05)
+        for arr in lis.reports:
+            for st in arr.status:
+                if st.name.endswith(": pressure"):
+                    seen += 1
+                    assert level(st) == 1 and "/contacts" in st.message, st.message
+                    assert "different clocks" not in st.message, st.message
+                    assert values(st)["pairing"] == "ok"
+        lis.reports.clear()
+    assert "ahead of contacts stamps" in (h.pairer.offset_hint() or "")   # the pairer alone would say it
+    assert seen >= 3

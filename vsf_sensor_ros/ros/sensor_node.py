@@ -573,11 +573,12 @@ class SensorNode(Node):
 
     def _clock_hint(self, h: SensorHandle) -> Optional[str]:
         """The pairing's clock-offset sentence of sensor ``h`` (:meth:`.StampPairer.offset_hint`),
-        or None while its measured stream has stopped (the gap the pairer kept then spans the pause,
-        contacts resuming alone: a stale stream, which its input status already names) and for a
-        header-less measured type (stamped on arrival with this node's own clock: a gap there is a
-        pause or a wrong ``measured_delay``, never another clock)."""
-        if h.headerless or self._measured_clock(h).stopped(time.monotonic(), self._input_timeout()):
+        or None while its measured stream or the contacts have stopped (the gap the pairer kept
+        then spans the pause, one stream resuming alone: a stale stream, which its input status
+        already names) and for a header-less measured type (stamped on arrival with this node's
+        own clock: a gap there is a pause or a wrong ``measured_delay``, never another clock)."""
+        now, timeout = time.monotonic(), self._input_timeout()
+        if h.headerless or any(c.stopped(now, timeout) for c in (self._measured_clock(h), self._contacts_clock)):
             return None
         return h.pairer.offset_hint()
 
