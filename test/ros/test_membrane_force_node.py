@@ -494,6 +494,39 @@ def test_stamped_pressures_on_another_clock_are_named_with_both_stamps(scene, rc
         node.destroy_node()
 
 
+@pytest.mark.parametrize("pressure_timeout", [0.5, 0.0])
+def test_a_frame_dropped_waiting_for_its_pressure_says_whether_pressures_came(scene, rclpy_context,
+                                                                              pressure_timeout):
+    """Stamped pressures: a frame that waited past qos_depth is dropped as no_pressure.  None came
+    while it waited: said so, never 'clocks' (also with pressure_timeout 0, the staleness check
+    off); pressures came, all stamped before it (a driver on a clock behind): the clocks."""
+    from sensor_msgs.msg import FluidPressure
+
+    def fluid(sec: int) -> FluidPressure:
+        m = FluidPressure(fluid_pressure=P_REF)
+        m.header.stamp = Time(sec=sec)
+        return m
+    node = _bare_node(scene, "waited_membrane_node", pressure_scale=1.0, qos_depth=2,
+                      pressure_type="sensor_msgs/msg/FluidPressure", pressure_timeout=pressure_timeout)
+    try:
+        node._on_camera_info(_camera_info(scene["cam"]))
+        node._on_pressure(fluid(1))
+        for sec in (2, 3, 4):                   # no pressure after stamp 1 comes: the third drops the first
+            node._on_image(_image_32f(scene["ref"], sec))
+        assert node.rejected["no_pressure"] == 1
+        text = node.last["last_rejection"]
+        assert "frame stamped 2.000 s waited too long" in text and "no usable pressure came while it waited" in text
+        assert "clocks" not in text, text
+        node._on_pressure(fluid(1))             # pressures come again, stamped behind the frames ...
+        node._on_image(_image_32f(scene["ref"], 5))   # ... the frame stamped 3 s is dropped
+        assert node.rejected["no_pressure"] == 2
+        text = node.last["last_rejection"]
+        assert "frame stamped 3.000 s" in text and "pressures came while it waited, none stamped near it" in text
+        assert "the two clocks must agree within pressure_tolerance" in text, text
+    finally:
+        node.destroy_node()
+
+
 def test_a_misspelt_start_up_key_is_named_with_the_closest_one_on_diagnostics(scene, rclpy_context):
     from rclpy.executors import SingleThreadedExecutor
     from .node_helpers import spin_until

@@ -200,7 +200,8 @@ class MembraneForceNode(Node):
         # a stamped pressure (FluidPressure) pairs with the frame of the same stamp; a bare number
         # (the firmware's Float32) has none: the latest goes with each frame
         self.stamped = ptype == "sensor_msgs/msg/FluidPressure"
-        self.pending: List[Tuple[Header, Any]] = []
+        # depth frames waiting for their stamped pressure: (header, decode, receive time monotonic s)
+        self.pending: List[Tuple[Header, Any, float]] = []
         # colour pairing (colour_topic set): received colour images (stamp, RGB / grey or None when
         # rejected), and the depth frames waiting for theirs (header, decode, pressure, received at)
         self.colour = bool(p["colour_topic"])
@@ -331,7 +332,7 @@ class MembraneForceNode(Node):
         if self.stamped:
             waiting, self.pending = self.pending, []
             for item in waiting:          # frames that waited for their pressure, in arrival order
-                self._on_frame(*item, pending=True)
+                self._on_frame(*item[:2], pending=True, arrived=item[2])
 
     def _on_image(self, msg: Image) -> None:
         self._on_frame(msg.header, lambda: depth_from_image(msg, float(self.p["depth_unit"])))
@@ -339,7 +340,10 @@ class MembraneForceNode(Node):
     def _on_cloud(self, msg: PointCloud2) -> None:
         self._on_frame(msg.header, lambda: depth_from_cloud(msg))
 
-    def _on_frame(self, header: Header, decode: Any, pending: bool = False) -> None:
+    def _on_frame(self, header: Header, decode: Any, pending: bool = False,
+                  arrived: Optional[float] = None) -> None:
+        """One depth frame (``decode()`` gives its depth), received at ``arrived`` (monotonic s; now
+        when None); ``pending``: it waited for its stamped pressure and is offered again."""
         if not pending:
             self.stats["frames_received"] += 1
         try:
@@ -348,14 +352,18 @@ class MembraneForceNode(Node):
                 raise InputRejected("no CameraInfo received yet" if not got else
                                     f"no usable CameraInfo yet ({got} received, rejected: "
                                     f"{self.last.get('last_rejection', 'none')})", "no_camera_info")
-            pressure = self.pressures.for_frame(stamp_to_ns(header.stamp), time.monotonic())
+            now = time.monotonic()
+            pressure = self.pressures.for_frame(stamp_to_ns(header.stamp), now)
             if pressure is None:
-                self.pending.append((header, decode))
+                self.pending.append((header, decode, now if arrived is None else arrived))
                 if len(self.pending) > int(self.p["qos_depth"]):
-                    dropped = self.pending.pop(0)[0]
-                    now = time.monotonic()
-                    why = ("the pressure stopped" if self.pressures.stopped(now) is not None else
-                           "the two clocks must agree within pressure_tolerance")
+                    dropped, _, since = self.pending.pop(0)
+                    # none came while it waited: the stream stopped (whatever pressure_timeout says);
+                    # pressures came, none stamped near it: the stamps are on other clocks
+                    came = self.pressures.received_at is not None and self.pressures.received_at >= since
+                    why = ("pressures came while it waited, none stamped near it: the two clocks must "
+                           "agree within pressure_tolerance" if came else
+                           "no usable pressure came while it waited")
                     raise InputRejected(f"frame stamped {stamp_to_ns(dropped.stamp) * 1e-9:.3f} s waited "
                                         f"too long for its pressure ({self.pressures.latest_text(now)}; "
                                         f"{why})", "no_pressure")
