@@ -71,8 +71,10 @@ demo-mujoco: venv
 
 # Half speed: the camera frames (0.6 MB each) beside the small messages stay within what DDS on a
 # busy 2-core host delivers in time (at full speed late repairs paired frames with stale pressures).
+# the recording's data.json (its camera/ folder beside it); `make demo-real RECORDING=/path/to/data.json`
+RECORDING ?= ../shared/fixtures/punyo_poke_ur5e/data.json
 demo-real: venv
-	$(PY) -m vsf_sensor_ros.demo.replay --recording ../shared/fixtures/punyo_poke_ur5e/data.json --out demo_out/real --speed 0.5
+	$(PY) -m vsf_sensor_ros.demo.replay --recording $(RECORDING) --out demo_out/real --speed 0.5
 
 bench: venv
 	$(PY) -m benchmarks.run

@@ -576,6 +576,7 @@ def test_a_flat_or_loose_membrane_mesh_is_a_start_up_error(scene, tmp_path, rclp
 @pytest.mark.parametrize("key, value, words", [
     ("force_topic", "bad topic", "parameter 'force_topic' = 'bad topic': not a valid topic name"),
     ("depth_topic", "1abc", "parameter 'depth_topic' = '1abc': not a valid topic name"),
+    ("colour_topic", "cam era/colour", "parameter 'colour_topic' = 'cam era/colour': not a valid topic name"),
     ("frame_id", "", "parameter 'frame_id' = '': must name the frame"),
     ("camera_translation", [math.nan, 0.0, 0.0], "needs 3 finite numbers"),
 ])

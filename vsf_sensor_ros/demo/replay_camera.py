@@ -47,8 +47,9 @@ from vsf_sensor_ros.demo.replay_recording import CONTACT_BODIES, HPA_TO_PA, Reco
 MEMBRANE_BODY = "punyo_membrane"
 MEMBRANE_SENSOR = "punyo_force"
 MEASURED_TOPIC = f"{MEMBRANE_SENSOR}/measured"
-DEPTH_TOPIC = "punyo/camera/depth/image_rect_raw"
-INFO_TOPIC = "punyo/camera/depth/camera_info"
+# depth aligned to colour, as a RealSense driver names it (the recording's depth and colour share a grid)
+DEPTH_TOPIC = "punyo/camera/aligned_depth_to_color/image_raw"
+INFO_TOPIC = "punyo/camera/aligned_depth_to_color/camera_info"
 COLOUR_TOPIC = "punyo/camera/color/image_raw"     # rgb8, on the depth image's pixel grid
 STAMPED_PRESSURE_TOPIC = "punyo/pressure_stamped"   # FluidPressure, Pa, stamped with the frame
 WRENCH_CONTACTS_TOPIC = "wrench_contacts"      # the wrench node's clouds, before the relay

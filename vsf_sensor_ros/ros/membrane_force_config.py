@@ -254,7 +254,7 @@ def check_settings(p: Dict[str, Any], mesh: MembraneMesh, node_name: str, namesp
     if not str(p["frame_id"]).strip():
         raise ConfigurationError("parameter 'frame_id' = '': must name the frame of the outputs (the "
                                  "PunyoDenseForceSensor's attachment body, e.g. 'punyo')")
-    for key in TOPIC_PARAMETERS:
+    for key in TOPIC_PARAMETERS + (("colour_topic",) if str(p["colour_topic"]) else ()):   # '' = no colour
         try:
             check_topic_name(key, p[key], node_name, namespace)
         except ConfigError as exc:
