@@ -70,3 +70,35 @@ def test_matches_the_recorded_per_pixel_rays():
     rays = np.load(CAMERA / "rays.npy")
     known = np.isfinite(rays[..., 0])
     assert np.abs(cam.ray_table()[known] - rays[known]).max() < 1e-6
+
+
+def test_fit_to_rays_recovers_a_known_camera_from_its_own_rays():
+    true = BrownConradyCamera(320, 240, 210.0, 205.0, 161.5, 118.25, (-0.05, 0.06, 0.001, -0.0008, -0.02))
+    v, u = np.mgrid[0:240:4, 0:320:4]
+    cam, misfit = BrownConradyCamera.fit_to_rays(320, 240, u, v, true.deproject(u, v))
+    assert misfit < 1e-12
+    assert [cam.fx, cam.fy, cam.cx, cam.cy] == pytest.approx([210.0, 205.0, 161.5, 118.25], abs=1e-7)
+    assert cam.coeffs == pytest.approx(true.coeffs, abs=1e-9)
+
+
+def test_fit_to_rays_refuses_too_few_or_non_finite_rays():
+    with pytest.raises(ValueError, match="at least 9"):
+        BrownConradyCamera.fit_to_rays(640, 480, np.arange(8), np.arange(8), np.zeros((8, 2)))
+    s = np.zeros((20, 2))
+    s[3, 1] = np.nan
+    with pytest.raises(ValueError, match="1 ray"):
+        BrownConradyCamera.fit_to_rays(640, 480, np.arange(20), np.arange(20), s)
+
+
+def test_fit_to_the_recorded_rays_gives_the_fixtures_own_coefficients():
+    """The recording's per-pixel rays, fitted: the coefficients its README gives (found there by its
+    authors, rounded to 7 significant digits), to float32 rounding."""
+    if not (CAMERA / "rays.npy").exists():
+        pytest.skip(f"shared fixture {CAMERA} absent (user clone)")
+    rays = np.load(CAMERA / "rays.npy")
+    known = np.isfinite(rays).all(axis=-1)
+    v, u = np.nonzero(known)
+    cam, misfit = BrownConradyCamera.fit_to_rays(640, 480, u, v, rays[known])
+    assert misfit < 3e-7                          # the README: 2.8e-7 with its rounded values
+    assert [cam.fx, cam.fy, cam.cx, cam.cy] == pytest.approx([429.5102, 428.9313, 313.7689, 247.6749], abs=2e-4)
+    assert cam.coeffs == pytest.approx((-0.0567814, 0.0607156, 0.00075751, 0.000989167, -0.0202404), abs=2e-7)

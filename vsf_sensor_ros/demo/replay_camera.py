@@ -90,6 +90,16 @@ class CameraRecording:
     rgb: Optional[np.ndarray] = None
 
 
+def attachment_mesh(root: Path) -> Path:
+    """OpenVSF's ``punyo_mesh_complete.ply``: in ``$VSF_ASSETS`` when that holds it, else in a
+    folder ``kinova_punyo/`` beside ``root`` (the folder of ``data.json``), the development layout."""
+    from vsf_sensor_ros.embedded_world import ASSETS_ENV
+    env = os.environ.get(ASSETS_ENV, "").strip()
+    if env and (Path(env).expanduser() / "punyo_mesh_complete.ply").is_file():
+        return (Path(env).expanduser() / "punyo_mesh_complete.ply").resolve()
+    return root.parent / "kinova_punyo" / "punyo_mesh_complete.ply"
+
+
 def load_camera(recording: Path, frames: Optional[Tuple[int, int]] = None,
                 colour: bool = False) -> Optional[CameraRecording]:
     """The ``camera/`` folder beside ``data.json`` (frames ``a:b`` when given); None when absent.
@@ -100,7 +110,7 @@ def load_camera(recording: Path, frames: Optional[Tuple[int, int]] = None,
     # absolute: the nodes resolve a relative mesh path against $VSF_ASSETS when it is set
     root = Path(os.path.abspath(recording)).parent
     cam = root / "camera"
-    ply = root.parent / "kinova_punyo" / "punyo_mesh_complete.ply"
+    ply = attachment_mesh(root)
     if not ((cam / "depth.npz").is_file() and (cam / "camera.json").is_file() and ply.is_file()):
         return None
     info = json.loads((cam / "camera.json").read_text())

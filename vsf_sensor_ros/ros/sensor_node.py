@@ -578,7 +578,8 @@ class SensorNode(Node):
         already names) and for a header-less measured type (stamped on arrival with this node's
         own clock: a gap there is a pause or a wrong ``measured_delay``, never another clock)."""
         now, timeout = time.monotonic(), self._input_timeout()
-        if h.headerless or any(c.stopped(now, timeout) for c in (self._measured_clock(h), self._contacts_clock)):
+        streams = (self._measured_clock(h), self._contacts_clock)
+        if h.headerless or any(c.stopped(now, timeout) for c in streams):
             return None
         return h.pairer.offset_hint()
 

@@ -99,6 +99,52 @@ class BrownConradyCamera:
         d = d + [0.0] * (5 - len(d))
         return cls(width, height, float(k[0]), float(k[4]), float(k[2]), float(k[5]), tuple(d))
 
+    @classmethod
+    def fit_to_rays(cls, width: int, height: int, u: np.ndarray, v: np.ndarray,
+                    slopes: np.ndarray) -> Tuple["BrownConradyCamera", float]:
+        """The camera whose rays best match measured ones, and the largest ray misfit.
+
+        For a recording that kept organised clouds but not its ``CameraInfo``: every pixel with a
+        reading gives its ray ``(x/z, y/z)``. A linear pinhole fit starts a non-linear least-squares
+        fit (SciPy's trust-region reflective) of all nine parameters of :meth:`deproject`; the rays
+        of a RealSense depth stream follow that model to float32 rounding.
+
+        Args:
+            width, height: image size, px.
+            u, v: ``(N,)`` pixel column and row of each measured ray (px), N >= 9.
+            slopes: ``(N, 2)`` the rays' ``x/z, y/z`` (dimensionless, camera optical frame).
+
+        Returns:
+            ``(camera, max |slope misfit|)``; the misfit is dimensionless (× fx ≈ px).
+
+        Raises:
+            ValueError: fewer than 9 rays, shapes that disagree, or non-finite slopes.
+        """
+        from scipy.optimize import least_squares
+
+        u = np.asarray(u, dtype=np.float64).ravel()
+        v = np.asarray(v, dtype=np.float64).ravel()
+        s = np.asarray(slopes, dtype=np.float64).reshape(-1, 2)
+        if not (len(u) == len(v) == len(s)) or len(u) < 9:
+            raise ValueError(f"need as many pixels as rays, at least 9: got u {len(u)}, v {len(v)}, "
+                             f"slopes {len(s)}")
+        if not np.isfinite(s).all():
+            raise ValueError(f"{int((~np.isfinite(s)).any(axis=1).sum())} ray(s) are not finite")
+        # pinhole start: x/z = (u - cx)/fx, y/z = (v - cy)/fy, linear in (1/fx, cx/fx)
+        (ax, bx), (ay, by) = (np.linalg.lstsq(np.c_[q, np.ones_like(q)], s[:, i], rcond=None)[0]
+                              for i, q in enumerate((u, v)))
+        start = np.array([1.0 / ax, 1.0 / ay, -bx / ax, -by / ay, 0.0, 0.0, 0.0, 0.0, 0.0])
+
+        def misfit(x: np.ndarray) -> np.ndarray:
+            cam = cls(width, height, *x[:4], tuple(x[4:]))
+            return (cam.deproject(u, v) - s).ravel()
+        # scales: px for the intrinsics, 0.01 for the coefficients
+        fit = least_squares(misfit, start, x_scale=np.r_[np.full(4, 10.0), np.full(5, 0.01)],
+                            xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=200)
+        x = [float(c) for c in fit.x]
+        cam = cls(width, height, *x[:4], tuple(x[4:]))
+        return cam, float(np.abs(misfit(fit.x)).max())
+
     def distort(self, xn: np.ndarray, yn: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """Ray slopes ``(x/z, y/z)`` of normalised pixel coordinates (the polynomial above).
 
