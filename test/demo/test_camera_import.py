@@ -66,7 +66,7 @@ def test_the_import_gives_back_the_recordings_depth_colour_and_camera(tmp_path, 
     assert "wrote" in capsys.readouterr().out
 
 
-def test_a_depth_off_the_unit_and_a_gap_in_the_numbers_are_refused_and_nothing_is_written(tmp_path, capsys):
+def test_a_depth_off_the_unit_and_a_gap_in_the_numbers_are_refused_writing_nothing(tmp_path, capsys):
     expand = tmp_path / "src" / "expand"
     expand.mkdir(parents=True)
     pc = np.zeros((480 * 640, 3), dtype=np.float32)
@@ -75,7 +75,8 @@ def test_a_depth_off_the_unit_and_a_gap_in_the_numbers_are_refused_and_nothing_i
     np.save(expand / "pc_0.npy", pc)
     assert main(["--source", str(tmp_path / "src")]) == 2
     err = capsys.readouterr().err
-    assert "pc_0.npy: depths are not whole multiples of 0.0001 m" in err and "largest fraction 0.300" in err
+    assert "pc_0.npy: depths are not whole multiples of 0.0001 m" in err
+    assert "largest fraction of a unit 0.300" in err
     assert not (tmp_path / "src" / "camera").exists()
     np.save(expand / "pc_2.npy", pc)
     assert main(["--source", str(tmp_path / "src")]) == 2
@@ -98,3 +99,90 @@ def test_clouds_of_two_cameras_or_of_another_shape_are_refused(tmp_path, capsys)
     assert "pc_1.npy: its rays differ from the earlier frames'" in capsys.readouterr().err
     with pytest.raises(ValueError, match=r"expected a \(307200, 3\) cloud, got \(10, 3\)"):
         depth_of_cloud(np.zeros((10, 3)), "pc_7.npy")
+
+
+def _flat_cloud(f: float = 430.0, z: float = 0.08) -> np.ndarray:
+    """A pinhole camera (focal length ``f`` px, centre (320, 240)) seeing a plane at ``z`` m."""
+    v, u = np.mgrid[0:480, 0:640]
+    zz = np.full((480, 640), z, dtype=np.float32)
+    return np.stack([zz * (u - 320) / f, zz * (v - 240) / f, zz], axis=-1).astype(np.float32).reshape(-1, 3)
+
+
+def _run(src: Path, capsys, *extra: str):
+    code = main(["--source", str(src), *extra])
+    return code, capsys.readouterr()
+
+
+@pytest.mark.parametrize("case, words", [
+    ("text", "pc_1.npy: not a readable .npy array"),
+    ("pickle", "pc_1.npy: not a readable .npy array"),
+    ("leading_zero", "pc_01.npy: not a frame name"),
+    ("no_readings", "only 0 pixels have a reading in any frame"),
+    ("nan_x", "pc_1.npy: 1 point(s) with a depth have a non-finite x or y"),
+    ("nan_z", "pc_1.npy: 307200 depth(s) are NaN or infinite"),
+    ("complex", "pc_1.npy: expected float32 or float64 points, got complex64"),
+    ("far", "pc_1.npy: depths must lie in 0..6.5535 m, got 0.0800..7.0000 m"),
+    ("partial_rgb", "rgb_1.npy: missing (or not a file) while other rgb_<i>.npy are there"),
+    ("bent_ray", "do not follow the inverse Brown-Conrady lens model"),
+])
+def test_bad_sources_give_one_line_and_write_nothing(tmp_path, capsys, case, words):
+    """Found by trying to break it: each used to end in a traceback, or to pass silently."""
+    expand = tmp_path / "src" / "expand"
+    expand.mkdir(parents=True)
+    good = _flat_cloud()
+    np.save(expand / "pc_0.npy", good)
+    bad = good.copy()
+    if case == "text":
+        (expand / "pc_1.npy").write_text("hello")
+    elif case == "pickle":
+        np.save(expand / "pc_1.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    elif case == "leading_zero":
+        np.save(expand / "pc_01.npy", good)
+    elif case == "no_readings":
+        np.save(expand / "pc_0.npy", np.zeros_like(good))
+    else:
+        if case == "nan_x":
+            bad[1000, 0] = np.nan
+        elif case == "nan_z":
+            bad[:, 2] = np.nan
+        elif case == "complex":
+            bad = bad.astype(np.complex64)
+        elif case == "far":
+            bad[7, 2] = 7.0
+        elif case == "partial_rgb":
+            np.save(expand / "rgb_0.npy", np.zeros((480, 640, 3), dtype=np.uint8))
+        elif case == "bent_ray":
+            np.save(expand / "pc_0.npy", np.zeros_like(good))
+            bad[1000, 0] += 0.01           # one ray off the lens model (one frame: no other to compare)
+        np.save(expand / "pc_1.npy", bad)
+    code, out = _run(tmp_path / "src", capsys)
+    assert code == 2, out
+    assert len(out.err.strip().splitlines()) == 1 and words in out.err, out.err
+    assert "Traceback" not in out.err
+    assert not (tmp_path / "src" / "camera").exists()
+
+
+def test_a_new_import_replaces_an_earlier_one_whole_and_other_folders_are_refused(tmp_path, capsys):
+    expand = tmp_path / "src" / "expand"
+    expand.mkdir(parents=True)
+    np.save(expand / "pc_0.npy", _flat_cloud())
+    np.save(expand / "rgb_0.npy", np.full((480, 640, 3), 7, dtype=np.uint8))
+    out = tmp_path / "cam"
+    assert _run(tmp_path / "src", capsys, "--out", str(out))[0] == 0
+    assert sorted(p.name for p in out.iterdir()) == ["camera.json", "depth.npz", "rgb.npz"]
+    f = json.loads((out / "camera.json").read_text())["distortion_fit"]
+    assert (f["fx"], f["fy"], f["cx"], f["cy"]) == pytest.approx((430.0, 430.0, 320.0, 240.0), abs=1e-4)
+    (expand / "rgb_0.npy").unlink()                 # the colour is gone from the source ...
+    assert _run(tmp_path / "src", capsys, "--out", str(out))[0] == 0
+    assert sorted(p.name for p in out.iterdir()) == ["camera.json", "depth.npz"]   # ... and from the import
+    (out / "notes.txt").write_text("mine")
+    code, res = _run(tmp_path / "src", capsys, "--out", str(out))
+    assert code == 2 and "holds other files (notes.txt, ...)" in res.err
+    assert (out / "notes.txt").read_text() == "mine" and (out / "depth.npz").is_file()
+    code, res = _run(tmp_path / "src", capsys, "--out", str(expand))
+    assert code == 2 and "holds other files (pc_0.npy, ...)" in res.err
+    code, res = _run(tmp_path / "src", capsys, "--out", str(out / "notes.txt"))
+    assert code == 2 and "exists and is not a folder" in res.err
+    code, res = _run(tmp_path / "src", capsys, "--mesh", str(tmp_path))
+    assert code == 2 and "not a file" in res.err
+    assert not list(tmp_path.glob(".cam.*"))        # no temporary folder left behind

@@ -31,10 +31,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import shutil
 import sys
+import tempfile
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -45,6 +48,12 @@ DEPTH_UNIT_M = 1e-4
 REFERENCE_FRAMES = [0, 1, 2, 3, 4]
 RAY_AGREEMENT = 1e-6
 """Largest spread (x/z, y/z) of one pixel's ray across frames: more is not one camera."""
+MAX_RAY_MISFIT = 1e-4
+"""Largest misfit of the fitted camera (a RealSense stream: ~2e-7): more is not this lens model."""
+MIN_READINGS = 1000
+"""Fewest pixels with a reading, over all frames, to fit the camera from."""
+OUTPUT_FILES = ("depth.npz", "rgb.npz", "camera.json", "membrane_equalized.vtk")
+_FRAME_NAME = re.compile(r"pc_(0|[1-9][0-9]{0,5})\.npy", re.ASCII)
 
 
 class CameraImportError(ValueError):
@@ -52,98 +61,210 @@ class CameraImportError(ValueError):
 
 
 def frame_count(expand: Path) -> int:
-    """Number of frames ``pc_0.npy`` … ``pc_<N-1>.npy`` in ``expand``.
+    """Number of frames ``pc_0.npy`` … ``pc_<N-1>.npy`` in ``expand`` (decimal, no leading zeros).
 
     Raises:
-        CameraImportError: none, or the numbers have a gap (naming the first missing one).
+        CameraImportError: no folder, no frame, another name of the form ``pc_*.npy``, or a gap
+            in the numbers (naming the first missing one).
     """
-    numbers = sorted(int(p.stem[3:]) for p in expand.glob("pc_*.npy") if p.stem[3:].isdigit())
+    if not expand.is_dir():
+        raise CameraImportError(f"{expand}: no such folder (the source must hold expand/pc_<i>.npy)")
+    names = sorted(p.name for p in expand.glob("pc_*.npy"))
+    odd = [n for n in names if not _FRAME_NAME.fullmatch(n)]
+    if odd:
+        raise CameraImportError(f"{expand / odd[0]}: not a frame name (pc_0.npy, pc_1.npy, ...)")
+    numbers = sorted(int(n[3:-4]) for n in names)
     if not numbers:
         raise CameraImportError(f"no pc_<i>.npy frames in {expand}")
-    missing = sorted(set(range(numbers[-1] + 1)) - set(numbers))
-    if missing:
+    gap = next((k for k, n in enumerate(numbers) if n != k), None)
+    if gap is not None:
         raise CameraImportError(f"frames are not numbered 0..{numbers[-1]} in {expand}: "
-                                f"pc_{missing[0]}.npy is missing")
+                                f"pc_{gap}.npy is missing")
     return len(numbers)
+
+
+def load_array(path: Path) -> np.ndarray:
+    """``np.load`` of one ``.npy`` (no pickles).
+
+    Raises:
+        CameraImportError: not a readable ``.npy`` file, naming it and why.
+    """
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise CameraImportError(f"{path}: not a readable .npy array ({type(exc).__name__}: {exc})") from None
+    if not isinstance(arr, np.ndarray):
+        raise CameraImportError(f"{path}: an .npz archive, not one .npy array")
+    return arr
 
 
 def depth_of_cloud(cloud: np.ndarray, name: str) -> np.ndarray:
     """``(H, W)`` uint16 depth (units of 1e-4 m) of one source cloud; 0 where it has no reading.
 
     Raises:
-        CameraImportError: not ``(H·W, 3)``, a depth that is not a multiple of 0.1 mm or beyond uint16.
+        CameraImportError: not a ``(H·W, 3)`` float array; a non-finite, negative or too large
+            depth, or one that is not a multiple of 0.1 mm; a non-finite x or y where there is a depth.
     """
     cloud = np.asarray(cloud)
     if cloud.shape != (WIDTH * HEIGHT, 3):
         raise CameraImportError(f"{name}: expected a ({WIDTH * HEIGHT}, 3) cloud, got {cloud.shape}")
+    if cloud.dtype.kind != "f":
+        raise CameraImportError(f"{name}: expected float32 or float64 points, got {cloud.dtype}")
     z = cloud[:, 2].astype(np.float64).reshape(HEIGHT, WIDTH)
+    bad = int((~np.isfinite(z)).sum())
+    if bad:
+        raise CameraImportError(f"{name}: {bad} depth(s) are NaN or infinite")
+    if z.min() < 0.0 or z.max() > 65535 * DEPTH_UNIT_M:
+        raise CameraImportError(f"{name}: depths must lie in 0..{65535 * DEPTH_UNIT_M:.4f} m, got "
+                                f"{z.min():.4f}..{z.max():.4f} m")
     units = z / DEPTH_UNIT_M
     q = np.rint(units)
-    off = np.abs(units - q)
-    if not np.isfinite(z).all() or off.max() > 0.01 or q.min() < 0 or q.max() > 65535:
-        worst = float(off.max()) if np.isfinite(off).all() else float("nan")
-        raise CameraImportError(f"{name}: depths are not whole multiples of {DEPTH_UNIT_M} m within "
-                                f"uint16 (largest fraction {worst:.3f}, range {np.nanmin(z):.4f}.."
-                                f"{np.nanmax(z):.4f} m)")
+    off = float(np.abs(units - q).max())
+    if off > 0.01:
+        raise CameraImportError(f"{name}: depths are not whole multiples of {DEPTH_UNIT_M} m (largest "
+                                f"fraction of a unit {off:.3f})")
+    xy_bad = int(((q > 0) & ~np.isfinite(cloud[:, :2].reshape(HEIGHT, WIDTH, 2)).all(axis=-1)).sum())
+    if xy_bad:
+        raise CameraImportError(f"{name}: {xy_bad} point(s) with a depth have a non-finite x or y")
     return q.astype(np.uint16)
 
 
-def rays_of_cloud(cloud: np.ndarray) -> np.ndarray:
-    """``(H, W, 2)`` ray slopes ``x/z, y/z`` of one cloud; NaN where it has no reading."""
+def rays_of_cloud(cloud: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """``(H, W, 2)`` ray slopes ``x/z, y/z`` of one cloud where ``depth`` (its uint16) has a reading,
+    NaN elsewhere."""
     c = np.asarray(cloud, dtype=np.float64).reshape(HEIGHT, WIDTH, 3)
-    z = np.where(c[..., 2] > 0.0, c[..., 2], np.nan)
+    z = np.where(depth > 0, c[..., 2], np.nan)
     return np.stack([c[..., 0] / z, c[..., 1] / z], axis=-1)
 
 
-def import_camera(source: Path, out: Path, mesh: Optional[Path] = None) -> Dict[str, Any]:
-    """Read ``source/expand/`` and write the ``camera/`` folder ``out``; its ``camera.json`` dict.
+def read_frames(expand: Path) -> Tuple[np.ndarray, np.ndarray]:
+    """Depth ``(N, H, W)`` uint16 and the per-pixel rays ``(H, W, 2)`` (NaN where no frame reads).
 
     Raises:
-        CameraImportError: see the module text; ``out`` is not touched then.
+        CameraImportError: a frame that is unreadable or bad (:func:`depth_of_cloud`), or whose
+            rays differ from the earlier frames' (another camera).
     """
-    expand = source / "expand"
     n = frame_count(expand)
     depth = np.zeros((n, HEIGHT, WIDTH), dtype=np.uint16)
     rays = np.full((HEIGHT, WIDTH, 2), np.nan)
     for i in range(n):
-        cloud = np.load(expand / f"pc_{i}.npy")
+        cloud = load_array(expand / f"pc_{i}.npy")
         depth[i] = depth_of_cloud(cloud, f"pc_{i}.npy")
-        r = rays_of_cloud(cloud)
+        r = rays_of_cloud(cloud, depth[i])
         both = np.isfinite(r[..., 0]) & np.isfinite(rays[..., 0])
         spread = float(np.abs(r[both] - rays[both]).max(initial=0.0))
         if spread > RAY_AGREEMENT:
             raise CameraImportError(f"pc_{i}.npy: its rays differ from the earlier frames' by "
                                     f"{spread:.2e} (more than {RAY_AGREEMENT:g}): not one camera")
         rays = np.where(np.isfinite(rays), rays, r)
+    return depth, rays
+
+
+def fit_camera(rays: np.ndarray) -> Tuple[BrownConradyCamera, float, int]:
+    """The camera fitted to the rays, its largest misfit and the number of pixels it used.
+
+    Raises:
+        CameraImportError: too few readings, or rays that no RealSense camera explains.
+    """
     seen = np.isfinite(rays).all(axis=-1)
+    if seen.sum() < MIN_READINGS:
+        raise CameraImportError(f"only {int(seen.sum())} pixels have a reading in any frame (need "
+                                f"{MIN_READINGS} to fit the camera)")
     v, u = np.nonzero(seen)
-    cam, misfit = BrownConradyCamera.fit_to_rays(WIDTH, HEIGHT, u, v, rays[seen])
-    rgb = colour_frames(expand, n)
+    try:
+        cam, misfit = BrownConradyCamera.fit_to_rays(WIDTH, HEIGHT, u, v, rays[seen])
+    except ValueError as exc:   # a degenerate fit (e.g. a negative focal length)
+        raise CameraImportError(f"the clouds' rays determine no camera: {exc}") from None
+    if not misfit <= MAX_RAY_MISFIT:
+        raise CameraImportError(f"the clouds' rays do not follow the inverse Brown-Conrady lens model "
+                                f"(largest misfit {misfit:.2e}, more than {MAX_RAY_MISFIT:g})")
+    return cam, misfit, int(seen.sum())
+
+
+def check_output(out: Path) -> None:
+    """``out`` may be written: missing, or a folder holding nothing but an earlier import's files.
+
+    Raises:
+        CameraImportError: a file, or a folder holding other files (naming one).
+    """
+    if out.exists() and not out.is_dir():
+        raise CameraImportError(f"--out {out}: exists and is not a folder")
+    if out.is_dir():
+        other = sorted(p.name for p in out.iterdir() if p.name not in OUTPUT_FILES)
+        if other:
+            raise CameraImportError(f"--out {out}: holds other files ({other[0]}, ...): give a new or "
+                                    "empty folder, or an earlier import's")
+
+
+def import_camera(source: Path, out: Path, mesh: Optional[Path] = None) -> Dict[str, Any]:
+    """Read ``source/expand/`` and write the ``camera/`` folder ``out``; its ``camera.json`` dict.
+
+    Everything is read and checked first, then written to a new folder beside ``out`` that
+    replaces it whole (an earlier import's files, colour and mesh included, do not survive).
+
+    Raises:
+        CameraImportError: see the module text; ``out`` is not touched then.
+    """
     if mesh is not None and not mesh.is_file():
-        raise CameraImportError(f"--mesh {mesh}: no such file")
-    info = camera_json(source, n, cam, misfit, int(seen.sum()))
-    out.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(out / "depth.npz", depth=depth)
-    if rgb is not None:
-        np.savez_compressed(out / "rgb.npz", rgb=rgb)
-    if mesh is not None:
-        shutil.copyfile(mesh, out / "membrane_equalized.vtk")
-    (out / "camera.json").write_text(json.dumps(info, indent=1) + "\n")
+        raise CameraImportError(f"--mesh {mesh}: not a file")
+    check_output(out)
+    expand = source / "expand"
+    depth, rays = read_frames(expand)
+    cam, misfit, pixels = fit_camera(rays)
+    rgb = colour_frames(expand, len(depth))
+    info = camera_json(source, len(depth), cam, misfit, pixels)
+    try:
+        write_folder(out, depth, rgb, mesh, info)
+    except OSError as exc:
+        raise CameraImportError(f"--out {out}: cannot write ({type(exc).__name__}: {exc})") from None
     return info
 
 
+def write_folder(out: Path, depth: np.ndarray, rgb: Optional[np.ndarray], mesh: Optional[Path],
+                 info: Dict[str, Any]) -> None:
+    """Write the files into a fresh folder beside ``out``, then put it in ``out``'s place."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    old = None
+    try:
+        np.savez_compressed(tmp / "depth.npz", depth=depth)
+        if rgb is not None:
+            np.savez_compressed(tmp / "rgb.npz", rgb=rgb)
+        if mesh is not None:
+            shutil.copyfile(mesh, tmp / "membrane_equalized.vtk")
+        (tmp / "camera.json").write_text(json.dumps(info, indent=1) + "\n")
+        if out.exists():     # an earlier import (check_output): moved aside, removed once replaced
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            os.replace(out, old / out.name)
+        os.replace(tmp, out)
+    except BaseException:
+        if old is not None and (old / out.name).exists() and not out.exists():
+            os.replace(old / out.name, out)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+
 def colour_frames(expand: Path, n: int) -> Optional[np.ndarray]:
-    """``(n, H, W, 3)`` uint8 from ``rgb_0.npy`` … when every one is there, else None.
+    """``(n, H, W, 3)`` uint8 from ``rgb_0.npy`` … ``rgb_<n-1>.npy``; None when there is none.
 
     Raises:
-        CameraImportError: one of another shape or type (naming it).
+        CameraImportError: some but not all there (naming the first missing), or one unreadable
+            or of another shape or type (naming it).
     """
     files = [expand / f"rgb_{i}.npy" for i in range(n)]
-    if not all(f.is_file() for f in files):
+    there = [f.is_file() for f in files]
+    if not any(there):
         return None
+    if not all(there):
+        missing = files[there.index(False)]
+        raise CameraImportError(f"{missing}: missing (or not a file) while other rgb_<i>.npy are there: "
+                                "give every colour frame or none")
     rgb = np.zeros((n, HEIGHT, WIDTH, 3), dtype=np.uint8)
     for i, f in enumerate(files):
-        img = np.load(f)
+        img = load_array(f)
         if img.shape != (HEIGHT, WIDTH, 3) or img.dtype != np.uint8:
             raise CameraImportError(f"{f.name}: expected a ({HEIGHT}, {WIDTH}, 3) uint8 image, got "
                                     f"{img.shape} {img.dtype}")
