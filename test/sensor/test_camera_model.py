@@ -100,5 +100,6 @@ def test_fit_to_the_recorded_rays_gives_the_fixtures_own_coefficients():
     v, u = np.nonzero(known)
     cam, misfit = BrownConradyCamera.fit_to_rays(640, 480, u, v, rays[known])
     assert misfit < 3e-7                          # the README: 2.8e-7 with its rounded values
-    assert [cam.fx, cam.fy, cam.cx, cam.cy] == pytest.approx([429.5102, 428.9313, 313.7689, 247.6749], abs=2e-4)
+    assert [cam.fx, cam.fy, cam.cx, cam.cy] == pytest.approx([429.5102, 428.9313, 313.7689, 247.6749],
+                                                             abs=2e-4)
     assert cam.coeffs == pytest.approx((-0.0567814, 0.0607156, 0.00075751, 0.000989167, -0.0202404), abs=2e-7)
