@@ -20,7 +20,7 @@ from sensor_msgs.msg import FluidPressure, JointState, PointCloud2
 from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
 from vsf_sensor_ros.sensor import ContactState
 
-from .node_helpers import FIXTURES, ROOT, NodeProcess, Probe, joint_state, write_params
+from .node_helpers import FIXTURES, ROOT, NodeProcess, Probe, joint_state, send_until, write_params
 
 BAD_CONFIGS = {
     "missing_mesh": ({"bodies": ["pad"], "pad.mesh": "/nonexistent/pad.ply", "pad.parent_link": "tool_link"},
@@ -229,13 +229,7 @@ def test_robot_description_text_with_an_extra_body_on_a_transform(tmp_path, rclp
                                              torch.tensor(f[None], dtype=torch.float64))}
         msg = contacts_to_pointcloud2(cs, w.body_names, stamp=None, frame_id="world")
         msg.header.stamp.sec = 3
-        # resent each second: the probe seeing the node's subscription does not mean the node has
-        # matched the probe's publisher yet (a message sent before that is lost); same message each time
-        for _ in range(10):
-            probe.send("/contacts", msg)
-            if probe.spin_until(lambda: len(got) > 0, 1.0):
-                break
-        assert got, proc.output()[-3000:]
+        assert send_until(probe, "/contacts", msg, lambda: len(got) > 0), proc.output()[-3000:]
         # p = -(1/A) (R^T f) . n = -3 / A, A = 24-gon of radius 0.05 (the PLY stores float32
         # vertices, hence the 1e-6 tolerance)
         A = 0.5 * 24 * 0.05 ** 2 * math.sin(2 * math.pi / 24)

@@ -19,7 +19,7 @@ from sensor_msgs.msg import FluidPressure, PointCloud2
 from vsf_sensor_ros.ros import launch_support as ls
 from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
 
-from .node_helpers import FIXTURES, ROOT, NodeProcess, Probe
+from .node_helpers import FIXTURES, ROOT, NodeProcess, Probe, send_until
 
 READY = "sensor_node ready"
 
@@ -73,8 +73,7 @@ def test_rekeyed_parameter_file_configures_the_node_in_a_namespace(tmp_path, rcl
         got = probe.listen("/robot1/punyo_pressure/predicted", FluidPressure)
         assert probe.wait_for_subscriber("/robot1/contacts", PointCloud2, timeout=60.0), proc.output()[-3000:]
         msg = contacts_to_pointcloud2({}, params["contact_body_names"], stamp=2.5, frame_id="world")
-        probe.send("/robot1/contacts", msg)
-        assert probe.spin_until(lambda: len(got) > 0, 10.0), proc.output()[-3000:]
+        assert send_until(probe, "/robot1/contacts", msg, lambda: len(got) > 0), proc.output()[-3000:]
         # no contact: no pressure change; frame = the sensor's attachment from the file
         assert got[0].fluid_pressure == 0.0
         assert got[0].header.frame_id == params["punyo_pressure"]["attachment"] == "punyo"
