@@ -195,8 +195,7 @@ def test_shipped_embedded_config_starts_and_predicts(tmp_path, rclpy_context):
         names = embedded_world().body_names
         msg = contacts_to_pointcloud2({}, names, stamp=None, frame_id="world")
         msg.header.stamp.sec = 5
-        probe.send("/contacts", msg)
-        assert probe.spin_until(lambda: len(got) > 0, 10.0), proc.output()[-3000:]
+        assert send_until(probe, "/contacts", msg, lambda: len(got) > 0), proc.output()[-3000:]
         # uncalibrated, no contact: zero gauge pressure
         assert got[0].fluid_pressure == 0.0 and got[0].header.stamp.sec == 5
     finally:
@@ -272,8 +271,7 @@ def test_kinova_fixture_config_runs(tmp_path, rclpy_context):
         # body indices of the simulator's table, which the config shares
         msg = contacts_to_pointcloud2(cs, ["punyo", "object", "table"], stamp=None, frame_id="world")
         msg.header.stamp.sec = 7
-        probe.send("/contacts", msg)
-        assert probe.spin_until(lambda: got and forces, 10.0), proc.output()[-3000:]
+        assert send_until(probe, "/contacts", msg, lambda: bool(got and forces)), proc.output()[-3000:]
         assert got[0].header.frame_id == "punyo" and got[0].fluid_pressure > 0.0
         assert forces[0].width == len(V)
     finally:
