@@ -17,6 +17,12 @@ CAMERA = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "p
 FRAMES = (0, 80, 149)      # contact-free, pressed, released
 
 
+def _mesh(tmp: Path) -> Path:
+    """A stand-in for the membrane mesh (the import copies it byte for byte)."""
+    (tmp / "mesh.vtk").write_bytes(b"# vtk DataFile Version 5.1\n")
+    return tmp / "mesh.vtk"
+
+
 def _cloud(depth_u16: np.ndarray, rays: np.ndarray) -> np.ndarray:
     z = depth_u16.astype(np.float32) * np.float32(1e-4)
     rx = np.nan_to_num(rays[..., 0]).astype(np.float32)
@@ -56,7 +62,7 @@ def test_the_import_gives_back_the_recordings_depth_colour_and_camera(tmp_path, 
     info = json.loads((out / "camera.json").read_text())
     ref = json.loads((CAMERA / "camera.json").read_text())
     assert info["image_size"] == ref["image_size"] and info["depth_unit_m"] == ref["depth_unit_m"]
-    assert info["frames"] == 3 and info["reference_frames"] == [0, 1, 2, 3, 4]
+    assert info["frames"] == 3 and info["reference_frames"] == [0, 1, 2]   # the first 5, of 3
     f, g = info["distortion_fit"], ref["distortion_fit"]
     for k in ("fx", "fy", "cx", "cy"):
         assert f[k] == pytest.approx(g[k], abs=2e-3), k
@@ -73,17 +79,17 @@ def test_a_depth_off_the_unit_and_a_gap_in_the_numbers_are_refused_writing_nothi
     pc[:, 2] = 0.08
     pc[5, 2] = 0.08003                          # not a whole 0.1 mm
     np.save(expand / "pc_0.npy", pc)
-    assert main(["--source", str(tmp_path / "src")]) == 2
+    assert main(["--source", str(tmp_path / "src"), "--mesh", str(_mesh(tmp_path))]) == 2
     err = capsys.readouterr().err
     assert "pc_0.npy: depths are not whole multiples of 0.0001 m" in err
     assert "largest fraction of a unit 0.300" in err
     assert not (tmp_path / "src" / "camera").exists()
     np.save(expand / "pc_2.npy", pc)
-    assert main(["--source", str(tmp_path / "src")]) == 2
+    assert main(["--source", str(tmp_path / "src"), "--mesh", str(_mesh(tmp_path))]) == 2
     assert "pc_1.npy is missing" in capsys.readouterr().err
     (expand / "pc_0.npy").unlink()
     (expand / "pc_2.npy").unlink()
-    assert main(["--source", str(tmp_path / "src")]) == 2
+    assert main(["--source", str(tmp_path / "src"), "--mesh", str(_mesh(tmp_path))]) == 2
     assert "no pc_<i>.npy frames" in capsys.readouterr().err
 
 
@@ -95,7 +101,7 @@ def test_clouds_of_two_cameras_or_of_another_shape_are_refused(tmp_path, capsys)
         z = np.full((480, 640), 0.08, dtype=np.float32)
         pc = np.stack([z * (u - 320) / f, z * (v - 240) / f, z], axis=-1).astype(np.float32)
         np.save(expand / f"pc_{i}.npy", pc.reshape(-1, 3))
-    assert main(["--source", str(tmp_path / "src")]) == 2
+    assert main(["--source", str(tmp_path / "src"), "--mesh", str(_mesh(tmp_path))]) == 2
     assert "pc_1.npy: its rays differ from the earlier frames'" in capsys.readouterr().err
     with pytest.raises(ValueError, match=r"expected a \(307200, 3\) cloud, got \(10, 3\)"):
         depth_of_cloud(np.zeros((10, 3)), "pc_7.npy")
@@ -109,7 +115,8 @@ def _flat_cloud(f: float = 430.0, z: float = 0.08) -> np.ndarray:
 
 
 def _run(src: Path, capsys, *extra: str):
-    code = main(["--source", str(src), *extra])
+    mesh = () if "--mesh" in extra else ("--mesh", str(_mesh(src.parent)))
+    code = main(["--source", str(src), *mesh, *extra])
     return code, capsys.readouterr()
 
 
@@ -162,6 +169,13 @@ def test_bad_sources_give_one_line_and_write_nothing(tmp_path, capsys, case, wor
     assert not (tmp_path / "src" / "camera").exists()
 
 
+def _umask() -> int:
+    import os
+    m = os.umask(0)
+    os.umask(m)
+    return m
+
+
 def test_a_new_import_replaces_an_earlier_one_whole_and_other_folders_are_refused(tmp_path, capsys):
     expand = tmp_path / "src" / "expand"
     expand.mkdir(parents=True)
@@ -169,12 +183,18 @@ def test_a_new_import_replaces_an_earlier_one_whole_and_other_folders_are_refuse
     np.save(expand / "rgb_0.npy", np.full((480, 640, 3), 7, dtype=np.uint8))
     out = tmp_path / "cam"
     assert _run(tmp_path / "src", capsys, "--out", str(out))[0] == 0
-    assert sorted(p.name for p in out.iterdir()) == ["camera.json", "depth.npz", "rgb.npz"]
+    assert sorted(p.name for p in out.iterdir()) == ["camera.json", "depth.npz", "membrane_equalized.vtk",
+                                                     "rgb.npz"]
+    assert out.stat().st_mode & 0o777 == 0o777 & ~_umask()      # not mkdtemp's 0700
     f = json.loads((out / "camera.json").read_text())["distortion_fit"]
     assert (f["fx"], f["fy"], f["cx"], f["cy"]) == pytest.approx((430.0, 430.0, 320.0, 240.0), abs=1e-4)
     (expand / "rgb_0.npy").unlink()                 # the colour is gone from the source ...
     assert _run(tmp_path / "src", capsys, "--out", str(out))[0] == 0
-    assert sorted(p.name for p in out.iterdir()) == ["camera.json", "depth.npz"]   # ... and from the import
+    assert "rgb.npz" not in [p.name for p in out.iterdir()]       # ... and from the import
+    link = tmp_path / "link"
+    link.symlink_to(out)                            # a symlinked folder is written where it points
+    assert _run(tmp_path / "src", capsys, "--out", str(link))[0] == 0
+    assert link.is_symlink() and (out / "depth.npz").is_file()
     (out / "notes.txt").write_text("mine")
     code, res = _run(tmp_path / "src", capsys, "--out", str(out))
     assert code == 2 and "holds other files (notes.txt, ...)" in res.err

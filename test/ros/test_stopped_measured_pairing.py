@@ -96,6 +96,14 @@ def test_a_tare_after_the_measured_stream_stopped_succeeds_and_says_its_samples_
     assert ans.success, ans.message                 # the buffered contact-free pairs are still valid
     assert f"note: nothing on {TOPIC} for " in ans.message and "from before that" in ans.message, ans.message
     assert "/contacts" not in ans.message           # contacts flow again: only the stopped stream
+    end = time.monotonic() + 1.5                    # joint states stop, contacts and pressure flow:
+    while time.monotonic() < end:                   # the node predicts with the last joint state,
+        sec[0] += 1                                 # so the pairs are fresh and the tare says nothing
+        node._on_contacts(no_contacts(node, sec[0]))
+        node._on_measured("pressure", Float32(data=101325.0))
+        lis.spin(0.05)
+    ans = node._on_tare("pressure", Trigger.Request(), Trigger.Response())
+    assert ans.success and "note:" not in ans.message, ans.message
 
 
 def test_a_stamped_measured_stream_resuming_alone_after_a_pause_gives_no_clock_hint(make):  # noqa: F811

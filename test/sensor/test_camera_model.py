@@ -84,6 +84,8 @@ def test_fit_to_rays_recovers_a_known_camera_from_its_own_rays():
 def test_fit_to_rays_refuses_too_few_or_non_finite_rays():
     with pytest.raises(ValueError, match="at least 9"):
         BrownConradyCamera.fit_to_rays(640, 480, np.arange(8), np.arange(8), np.zeros((8, 2)))
+    with pytest.raises(ValueError, match="do not grow with u and v"):   # every ray the same: no focal length
+        BrownConradyCamera.fit_to_rays(640, 480, np.arange(20), np.arange(20), np.zeros((20, 2)))
     s = np.zeros((20, 2))
     s[3, 1] = np.nan
     with pytest.raises(ValueError, match="1 ray"):

@@ -15,7 +15,7 @@ reading), ``rgb_<i>.npy`` (480 × 640 × 3 uint8) and ``pressure_<i>.npy`` (hPa)
   (:meth:`~vsf_sensor_ros.sensor.camera_model.BrownConradyCamera.fit_to_rays`; the source has no
   ``CameraInfo`` of this camera), with its largest ray misfit;
 * ``rgb.npz``: key ``rgb``, the colour frames, when the source has them;
-* ``membrane_equalized.vtk``: a copy of the membrane mesh, when ``--mesh`` names it
+* ``membrane_equalized.vtk``: a copy of the membrane mesh ``--mesh`` names
   (``src/punyo_force_estimation/ref_data/equalized.vtk`` of the same repository).
 
 Usage (from the repository root, in the venv)::
@@ -45,7 +45,8 @@ from vsf_sensor_ros.sensor.camera_model import BrownConradyCamera
 
 WIDTH, HEIGHT = 640, 480
 DEPTH_UNIT_M = 1e-4
-REFERENCE_FRAMES = [0, 1, 2, 3, 4]
+REFERENCE_FRAMES = 5
+"""The first frames are the contact-free reference (0-4, those the source's estimator uses)."""
 RAY_AGREEMENT = 1e-6
 """Largest spread (x/z, y/z) of one pixel's ray across frames: more is not one camera."""
 MAX_RAY_MISFIT = 1e-4
@@ -205,6 +206,7 @@ def import_camera(source: Path, out: Path, mesh: Optional[Path] = None) -> Dict[
     Raises:
         CameraImportError: see the module text; ``out`` is not touched then.
     """
+    out = out.resolve()      # a symlinked folder: write where it points, keep the link
     if mesh is not None and not mesh.is_file():
         raise CameraImportError(f"--mesh {mesh}: not a file")
     check_output(out)
@@ -225,13 +227,20 @@ def write_folder(out: Path, depth: np.ndarray, rgb: Optional[np.ndarray], mesh: 
     """Write the files into a fresh folder beside ``out``, then put it in ``out``'s place."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)        # mkdtemp's 0700 would hide the folder from other users
     old = None
     try:
         np.savez_compressed(tmp / "depth.npz", depth=depth)
         if rgb is not None:
             np.savez_compressed(tmp / "rgb.npz", rgb=rgb)
         if mesh is not None:
-            shutil.copyfile(mesh, tmp / "membrane_equalized.vtk")
+            try:
+                shutil.copyfile(mesh, tmp / "membrane_equalized.vtk")
+            except OSError as exc:
+                raise CameraImportError(f"--mesh {mesh}: cannot read ({type(exc).__name__}: "
+                                        f"{exc})") from None
         (tmp / "camera.json").write_text(json.dumps(info, indent=1) + "\n")
         if out.exists():     # an earlier import (check_output): moved aside, removed once replaced
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
@@ -279,7 +288,7 @@ def camera_json(source: Path, n: int, cam: BrownConradyCamera, misfit: float,
     return {
         "source": f"{source} (expand/pc_<i>.npy, rgb_<i>.npy), imported by "
                   "vsf_sensor_ros.demo.camera_import",
-        "frames": n, "reference_frames": REFERENCE_FRAMES,
+        "frames": n, "reference_frames": list(range(min(REFERENCE_FRAMES, n))),
         "image_size": {"height": HEIGHT, "width": WIDTH},
         "camera_frame": "optical: x toward increasing u, y toward increasing v, z along the view; metres",
         "depth_unit_m": DEPTH_UNIT_M,
@@ -297,7 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the folder holding data.json and expand/ (the public repository's demo/0)")
     ap.add_argument("--out", type=Path, default=None,
                     help="the camera folder to write (default: <source>/camera)")
-    ap.add_argument("--mesh", type=Path, default=None, help="equalized.vtk, copied as membrane_equalized.vtk")
+    ap.add_argument("--mesh", type=Path, required=True,
+                    help="equalized.vtk of the same repository, copied as membrane_equalized.vtk (the replay "
+                         "needs it)")
     return ap
 
 
@@ -306,7 +317,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out = args.out if args.out is not None else args.source / "camera"
     try:
         info = import_camera(args.source, out, args.mesh)
-    except CameraImportError as exc:
+    except (CameraImportError, OSError) as exc:   # OSError: an unreadable folder on the way (it names it)
         print(f"camera_import: {exc}", file=sys.stderr)
         return 2
     f = info["distortion_fit"]

@@ -550,8 +550,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             vertex = rc.contact_vertex(run, rec)
             print(f"camera: {len(camera.depth)} depth frames; predicted contact at membrane vertex {vertex} "
                   "(pressed in most)")
+        elif args.camera == "off":
+            print("camera off: the dense force is predicted only")
         else:
-            print("camera frames not found beside the recording: the dense force is predicted only")
+            missing = ", ".join(str(f) for f in rc.missing_camera_files(args.recording))
+            print(f"camera frames not found beside the recording ({missing} missing): the dense force is "
+                  "predicted only")
         session = run_session(rec, out, args.speed, lag, bias_samples, tare_frame, domain_id, camera=camera,
                               contact_vertex=vertex)
         from vsf_sensor_ros.demo.recorder import write_bag

@@ -100,6 +100,16 @@ def attachment_mesh(root: Path) -> Path:
     return root.parent / "kinova_punyo" / "punyo_mesh_complete.ply"
 
 
+def missing_camera_files(recording: Path) -> List[Path]:
+    """The files of the dense-force replay that are not there: ``camera/depth.npz``,
+    ``camera/camera.json`` and ``camera/membrane_equalized.vtk`` beside ``data.json``, and the PLY
+    (:func:`attachment_mesh`)."""
+    root = Path(os.path.abspath(recording)).parent
+    cam = root / "camera"
+    needed = [cam / "depth.npz", cam / "camera.json", cam / "membrane_equalized.vtk", attachment_mesh(root)]
+    return [f for f in needed if not f.is_file()]
+
+
 def load_camera(recording: Path, frames: Optional[Tuple[int, int]] = None,
                 colour: bool = False) -> Optional[CameraRecording]:
     """The ``camera/`` folder beside ``data.json`` (frames ``a:b`` when given); None when absent.
@@ -107,12 +117,12 @@ def load_camera(recording: Path, frames: Optional[Tuple[int, int]] = None,
     Raises:
         ValueError: ``colour`` asked for and the folder has no ``rgb.npz``.
     """
+    if missing_camera_files(recording):
+        return None
     # absolute: the nodes resolve a relative mesh path against $VSF_ASSETS when it is set
     root = Path(os.path.abspath(recording)).parent
     cam = root / "camera"
     ply = attachment_mesh(root)
-    if not ((cam / "depth.npz").is_file() and (cam / "camera.json").is_file() and ply.is_file()):
-        return None
     info = json.loads((cam / "camera.json").read_text())
     f = info["distortion_fit"]
     depth = np.load(cam / "depth.npz")["depth"]

@@ -129,6 +129,8 @@ class Measurements:
         self._clock = clock
         # what the node says is missing for a sensor (topics, types); set by the node
         self.missing_inputs: Callable[[SensorHandle], str] = lambda h: ""
+        # the sensor's measured stream and contacts, when stopped (the two every pair needs); set by the node
+        self.stopped_inputs: Callable[[SensorHandle], str] = lambda h: ""
         # the pairing's clock-offset sentence, or None (the node's: none while a stream is stopped)
         self.clock_hint: Callable[[SensorHandle], Optional[str]] = lambda h: h.pairer.offset_hint()
 
@@ -226,14 +228,14 @@ class Measurements:
     def _tare(self, h: SensorHandle) -> Tuple[bool, str]:
         """Tare one sensor; a failure with nothing paired names a clock offset when there is one.
 
-        A tare that succeeds while an input of the sensor is missing or stopped (its measured
-        stream, contacts, joint states) says so: its samples are the newest paired ones, from
-        before the stop, not what the sensor reads now."""
+        A tare that succeeds while the sensor's measured stream or the contacts have stopped (the
+        two every pair needs) says so: its samples are the newest paired ones, from before the
+        stop, not what the sensor reads now."""
         if h.unit_warning is not None:
             return False, f"{h.name}: cannot tare: {h.unit_warning}"
         ok, text = tare(h, self._live().tare_samples)
         if ok:
-            stopped = self.missing_inputs(h)
+            stopped = self.stopped_inputs(h)
             return ok, (f"{text}; note: {stopped}: these samples are from before that" if stopped else text)
         hint = None if h.pairs else (self.clock_hint(h) or self.missing_inputs(h))
         return ok, (f"{text} ({hint})" if hint else text)

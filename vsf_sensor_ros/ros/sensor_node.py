@@ -245,6 +245,7 @@ class SensorNode(Node):
         self._pose_clocks = {b: self.health.stream(sub.topic_name, POSE_STAMPED)
                              for b, sub in zip(self.world.free_body_names, self._body_subs)}
         self.measurements.missing_inputs = self._missing_inputs
+        self.measurements.stopped_inputs = self._stopped_inputs
         self.measurements.clock_hint = self._clock_hint
         self._input_types = WrongTypeWatch(self, self.get_logger())   # asked at diagnostics time only
         self._last_contacts: Optional[Any] = None
@@ -582,6 +583,11 @@ class SensorNode(Node):
         if h.headerless or any(c.stopped(now, timeout) for c in streams):
             return None
         return h.pairer.offset_hint()
+
+    def _stopped_inputs(self, h: SensorHandle) -> str:
+        """For a tare answer: the measured stream of ``h`` and the contacts, when either stopped."""
+        return self.health.hint([self._measured_clock(h), self._contacts_clock], time.monotonic(),
+                                self._input_timeout())
 
     def _missing_inputs(self, h: SensorHandle) -> str:
         """For a tare / gain answer: the inputs of ``h`` missing now, naming topic and type."""

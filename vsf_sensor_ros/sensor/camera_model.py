@@ -118,7 +118,8 @@ class BrownConradyCamera:
             ``(camera, max |slope misfit|)``; the misfit is dimensionless (× fx ≈ px).
 
         Raises:
-            ValueError: fewer than 9 rays, shapes that disagree, or non-finite slopes.
+            ValueError: fewer than 9 rays, shapes that disagree, non-finite slopes, or rays that
+                do not grow with u and v (no positive focal length).
         """
         from scipy.optimize import least_squares
 
@@ -133,6 +134,9 @@ class BrownConradyCamera:
         # pinhole start: x/z = (u - cx)/fx, y/z = (v - cy)/fy, linear in (1/fx, cx/fx)
         (ax, bx), (ay, by) = (np.linalg.lstsq(np.c_[q, np.ones_like(q)], s[:, i], rcond=None)[0]
                               for i, q in enumerate((u, v)))
+        if not (np.isfinite([ax, ay]).all() and ax > 0.0 and ay > 0.0):
+            raise ValueError(f"the rays do not grow with u and v (pinhole slopes {ax:.3g}, {ay:.3g} per px): "
+                             "no camera looks that way")
         start = np.array([1.0 / ax, 1.0 / ay, -bx / ax, -by / ay, 0.0, 0.0, 0.0, 0.0, 0.0])
 
         def misfit(x: np.ndarray) -> np.ndarray:
