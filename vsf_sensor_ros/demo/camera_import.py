@@ -224,7 +224,12 @@ def import_camera(source: Path, out: Path, mesh: Optional[Path] = None) -> Dict[
 
 def write_folder(out: Path, depth: np.ndarray, rgb: Optional[np.ndarray], mesh: Optional[Path],
                  info: Dict[str, Any]) -> None:
-    """Write the files into a fresh folder beside ``out``, then put it in ``out``'s place."""
+    """Write the files into a fresh folder beside ``out``, then put it in ``out``'s place.
+
+    Raises:
+        CameraImportError: the mesh cannot be read.  OSError: a file cannot be written; either way
+            the temporary folder is removed and an earlier ``out`` is put back.
+    """
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     umask = os.umask(0)
@@ -300,6 +305,7 @@ def camera_json(source: Path, n: int, cam: BrownConradyCamera, misfit: float,
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line: ``--source`` (required), ``--mesh`` (required), ``--out``."""
     ap = argparse.ArgumentParser(prog="python -m vsf_sensor_ros.demo.camera_import",
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--source", type=Path, required=True,
@@ -313,6 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the import; 0 with a two-line summary on stdout, 2 with one ``camera_import: ...`` line
+    on stderr for a source or folder that cannot be imported (nothing written)."""
     args = build_parser().parse_args(argv)
     out = args.out if args.out is not None else args.source / "camera"
     try:

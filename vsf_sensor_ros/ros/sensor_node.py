@@ -579,15 +579,17 @@ class SensorNode(Node):
         already names) and for a header-less measured type (stamped on arrival with this node's
         own clock: a gap there is a pause or a wrong ``measured_delay``, never another clock)."""
         now, timeout = time.monotonic(), self._input_timeout()
-        streams = (self._measured_clock(h), self._contacts_clock)
-        if h.headerless or any(c.stopped(now, timeout) for c in streams):
+        if h.headerless or any(c.stopped(now, timeout) for c in self._paired_streams(h)):
             return None
         return h.pairer.offset_hint()
 
+    def _paired_streams(self, h: SensorHandle) -> List[StreamClock]:
+        """The two streams every pair of ``h`` needs: its measured stream and the contacts."""
+        return [self._measured_clock(h), self._contacts_clock]
+
     def _stopped_inputs(self, h: SensorHandle) -> str:
         """For a tare answer: the measured stream of ``h`` and the contacts, when either stopped."""
-        return self.health.hint([self._measured_clock(h), self._contacts_clock], time.monotonic(),
-                                self._input_timeout())
+        return self.health.hint(self._paired_streams(h), time.monotonic(), self._input_timeout())
 
     def _missing_inputs(self, h: SensorHandle) -> str:
         """For a tare / gain answer: the inputs of ``h`` missing now, naming topic and type."""
