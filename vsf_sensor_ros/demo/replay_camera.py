@@ -91,13 +91,14 @@ class CameraRecording:
 
 
 def attachment_mesh(root: Path) -> Path:
-    """OpenVSF's ``punyo_mesh_complete.ply``: in ``$VSF_ASSETS`` when that holds it, else in a
-    folder ``kinova_punyo/`` beside ``root`` (the folder of ``data.json``), the development layout."""
-    from vsf_sensor_ros.embedded_world import ASSETS_ENV
-    env = os.environ.get(ASSETS_ENV, "").strip()
-    if env and (Path(env).expanduser() / "punyo_mesh_complete.ply").is_file():
-        return (Path(env).expanduser() / "punyo_mesh_complete.ply").resolve()
-    return root.parent / "kinova_punyo" / "punyo_mesh_complete.ply"
+    """OpenVSF's ``punyo_mesh_complete.ply``: in the package's assets folder
+    (:func:`~vsf_sensor_ros.embedded_world.default_assets_dir`: ``$VSF_ASSETS``) when that holds it,
+    else in a folder ``kinova_punyo/`` beside ``root`` (the folder of ``data.json``)."""
+    from vsf_sensor_ros.embedded_world import KINOVA_PUNYO_MESH_FILE, default_assets_dir
+    assets = default_assets_dir()
+    if assets is not None and (assets / KINOVA_PUNYO_MESH_FILE).is_file():
+        return assets / KINOVA_PUNYO_MESH_FILE
+    return root.parent / "kinova_punyo" / KINOVA_PUNYO_MESH_FILE
 
 
 def missing_camera_files(recording: Path) -> List[Path]:
@@ -121,8 +122,7 @@ def load_camera(recording: Path, frames: Optional[Tuple[int, int]] = None,
         return None
     # absolute: the nodes resolve a relative mesh path against $VSF_ASSETS when it is set
     root = Path(os.path.abspath(recording)).parent
-    cam = root / "camera"
-    ply = attachment_mesh(root)
+    cam, ply = root / "camera", attachment_mesh(root)
     info = json.loads((cam / "camera.json").read_text())
     f = info["distortion_fit"]
     depth = np.load(cam / "depth.npz")["depth"]
