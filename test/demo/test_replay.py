@@ -62,6 +62,16 @@ def test_pressure_metrics_by_hand():
         pressure_metrics(meas[:1], pred[:1], pred[:1])
 
 
+def test_a_folder_or_a_file_that_is_not_json_is_named(tmp_path):
+    with pytest.raises(ReplayError, match="is a folder: give its data.json"):
+        load_recording(tmp_path)
+    (tmp_path / "data.json").write_text("not json")
+    with pytest.raises(ReplayError, match=r"data.json' is not valid JSON: Expecting value"):
+        load_recording(tmp_path / "data.json")
+    with pytest.raises(ReplayError, match="does not exist .*RECORDING=/path/to/data.json"):
+        load_recording(tmp_path / "missing.json")
+
+
 @pytest.mark.skipif(not RECORDING.is_file(), reason=f"real Punyo recording absent: {RECORDING.resolve()}")
 def test_load_recording_cut_converts_hpa():
     rec = load_recording(RECORDING, (30, 130))

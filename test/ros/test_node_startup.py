@@ -184,6 +184,19 @@ def test_a_params_file_rcl_cannot_parse_gives_one_line_with_a_hint(tmp_path, rcl
     assert "Traceback" not in out, out[-3000:]
 
 
+def test_a_word_after_ros_args_that_is_no_ros_argument_gives_one_line(tmp_path, rclpy_context):
+    """An unquoted value with a space (``-p frame:=a b``) leaves ``b`` after --ros-args: rclpy's
+    UnknownROSArgsError used to end the node in a traceback."""
+    proc = NodeProcess(ROOT / "config" / "sensor_node.yaml", tmp_path / "args.log",
+                       extra_args=["-p", "input_timeout:=2.0", "stray"]).start()
+    code = proc.wait(timeout=60)
+    out = proc.output()
+    lines = [ln for ln in out.splitlines() if "configuration error" in ln]
+    assert code == 2, out[-2000:]
+    assert len(lines) == 1 and "not ROS arguments after --ros-args" in lines[0] and "stray" in lines[0], out
+    assert "Traceback" not in out, out[-3000:]
+
+
 def test_shipped_embedded_config_starts_and_predicts(tmp_path, rclpy_context):
     proc = NodeProcess(ROOT / "config" / "sensor_node.yaml", tmp_path / "node.log").start()
     probe = Probe("embedded_config_probe")

@@ -532,7 +532,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     for name in ("run.mcap", "metadata.yaml", "summary.json", "pressure_real.png", "calibration.yaml",
-                 "membrane_force.npz", "membrane_force.png"):
+                 "membrane_force.npz", "membrane_force.png", "membrane_force_node.yaml",
+                 "logs/membrane_force_node.log"):
         (out / name).unlink(missing_ok=True)
     print(f"recording: {len(rec)} frames, poke from frame {onset}; wrench bias from the last "
           f"{bias_samples} before frame {onset - 3}; "
@@ -553,9 +554,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         elif args.camera == "off":
             print("camera off: the dense force is predicted only")
         else:
-            missing = ", ".join(str(f) for f in rc.missing_camera_files(args.recording))
-            print(f"camera frames not found beside the recording ({missing} missing): the dense force is "
-                  "predicted only")
+            from vsf_sensor_ros.embedded_world import ASSETS_ENV, KINOVA_PUNYO_MESH_FILE
+            missing = rc.missing_camera_files(args.recording)
+            ply = [f for f in missing if f.name == KINOVA_PUNYO_MESH_FILE]
+            hint = f" (set {ASSETS_ENV} to the folder holding {KINOVA_PUNYO_MESH_FILE})" if ply else ""
+            print(f"dense-force files not found: {', '.join(map(str, missing))} missing{hint}: the dense "
+                  "force is predicted only")
         session = run_session(rec, out, args.speed, lag, bias_samples, tare_frame, domain_id, camera=camera,
                               contact_vertex=vertex)
         from vsf_sensor_ros.demo.recorder import write_bag

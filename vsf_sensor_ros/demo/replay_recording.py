@@ -44,12 +44,19 @@ def load_recording(path: Path, frames: Optional[Tuple[int, int]] = None) -> Reco
     """Read ``data.json`` (optionally frames ``a:b``).
 
     Raises:
-        ReplayError: missing file, wrong layout (names the frame) or too few frames.
+        ReplayError: missing file (or a folder), not JSON, wrong layout (names the frame) or too few
+            frames.
     """
     path = Path(path)
+    if path.is_dir():
+        raise ReplayError(f"recording {str(path)!r} is a folder: give its data.json")
     if not path.is_file():
-        raise ReplayError(f"recording {str(path)!r} does not exist")
-    data = json.loads(path.read_text())
+        raise ReplayError(f"recording {str(path)!r} does not exist (the recording's data.json: "
+                          "make demo-real RECORDING=/path/to/data.json, or --recording)")
+    try:
+        data = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ReplayError(f"recording {str(path)!r} is not valid JSON: {exc}") from None
     if frames is not None:
         data = data[frames[0]:frames[1]]
     rows = []

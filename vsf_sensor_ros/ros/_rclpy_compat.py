@@ -22,6 +22,13 @@ except ImportError:  # pragma: no cover - a future rclpy that moves it
     RCLError = RuntimeError  # type: ignore[misc,assignment]
 
 try:
+    # the same module's error for an argument after --ros-args that is no ROS argument (e.g. the
+    # second word of an unquoted `-p colour_topic:=bad topic`)
+    from rclpy._rclpy_pybind11 import UnknownROSArgsError
+except ImportError:  # pragma: no cover - a future rclpy that moves it
+    UnknownROSArgsError = RCLError  # type: ignore[misc,assignment]
+
+try:
     # Subscription callbacks may take a second argument, a MessageInfo (send time, sequence
     # numbers), from Iron on; Humble's callbacks take the message only.  (demo/recorder.py holds
     # its own copy of this guard today.)
@@ -81,5 +88,6 @@ def add_parameter_callbacks(node: Node, pre_set: Callable[[List[Parameter]], Lis
     return False
 
 
-__all__ = ["HAS_MESSAGE_INFO", "RCLError", "add_parameter_callbacks", "parameter_override",
+__all__ = ["HAS_MESSAGE_INFO", "RCLError", "UnknownROSArgsError", "add_parameter_callbacks",
+           "parameter_override",
            "parameter_override_names", "replace_parameter_override"]

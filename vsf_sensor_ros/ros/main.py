@@ -53,7 +53,7 @@ from rclpy.context import Context
 from rclpy.executors import ExternalShutdownException, Executor, SingleThreadedExecutor
 from rclpy.node import Node
 
-from ._rclpy_compat import RCLError
+from ._rclpy_compat import RCLError, UnknownROSArgsError
 
 EXECUTOR_KINDS: Tuple[str, ...] = ("auto", "events", "single_threaded")
 """Accepted ``kind`` values of :func:`make_executor`."""
@@ -328,6 +328,10 @@ def run_node(name: str, make_node: Callable[[], Node], args: Optional[List[str]]
         rclpy.init(args=args)
     except KeyboardInterrupt:
         return 0
+    except UnknownROSArgsError as exc:   # before RCLError: a word after --ros-args that is no ROS argument
+        print(f"[FATAL] [{name}]: configuration error: not ROS arguments after --ros-args: {exc} "
+              "(a value with spaces needs quotes: -p 'name:=a b')", file=sys.stderr, flush=True)
+        return 2
     except RCLError as exc:
         print(parameter_file_error(exc, name), file=sys.stderr, flush=True)
         return 2
