@@ -26,7 +26,7 @@ from vsf_sensor_ros.ros.calibration_file import HEADER
 from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
 from vsf_sensor_ros.sensor import ContactState, SimState
 
-from .node_helpers import NodeProcess, Probe, joint_state, write_params
+from .node_helpers import NodeProcess, Probe, joint_state, send_until, write_params
 
 F64 = torch.float64
 N_TARE = 3
@@ -104,9 +104,9 @@ def posed_world():
 
 
 def send_pose(probe: Probe) -> None:
-    """Put the node's robot in JOINT_POS (sent by the test, not left over by another)."""
-    probe.send("/joint_states", joint_state(JOINT_NAMES, JOINT_POS))
-    probe.spin_for(0.3)
+    """Put the node's robot in JOINT_POS (sent by the test, not left over by another), confirmed
+    by the node's ``joint_states_received`` counter (resending a pose is harmless)."""
+    deliver(probe, "/joint_states", joint_state(JOINT_NAMES, JOINT_POS), "inputs", "joint_states_received")
 
 
 def stamp(sec: int, nsec: int = 0) -> Time:
@@ -118,8 +118,20 @@ def for_stamp(probe: Probe, topic: str, t: Time):
 
 
 def wait_stamp(probe: Probe, topic: str, t: Time, timeout: float = 10.0):
-    assert probe.spin_until(lambda: for_stamp(probe, topic, t), timeout), f"no {topic} at {t}"
+    """The last message on ``topic`` stamped ``t``, waiting up to ``timeout`` s; failing, the
+    assertion shows the node's last input and sensor counters (was a message lost going in or out?)."""
+    assert probe.spin_until(lambda: for_stamp(probe, topic, t), timeout), \
+        f"no {topic} at {t}; the node's last report: {last_counts(probe, topic.split('/')[1])}"
     return for_stamp(probe, topic, t)[-1]
+
+
+def last_counts(probe: Probe, sensor: str) -> dict:
+    """The input counters and sensor ``sensor``'s counters of the last ``/diagnostics`` report."""
+    keys = {"inputs": ("contacts_received", "contacts_processed", "joint_states_received", "rejected_total"),
+            sensor: ("published", "measured_received", "residuals_published", "pairing")}
+    values = last_report(probe)
+    return {f"{status}.{k}": values.get(f"/sensor_node: {status}", {}).get(k) for status, ks in keys.items()
+            for k in ks}
 
 
 def empty_cloud(t: Time) -> PointCloud2:
@@ -228,16 +240,56 @@ def counter(report, status: str, key: str) -> int:
     return int(report.get(status, {}).get(key, "0"))
 
 
+def latest_counter(probe: Probe, status: str, key: str) -> int:
+    """``key`` of the node's status ``/sensor_node: <status>`` in the last report received (0 before any)."""
+    return counter(last_report(probe), f"/sensor_node: {status}", key)
+
+
+def last_report(probe: Probe) -> dict:
+    """The last ``/diagnostics`` report received, ``{status name: {key: value}}`` ({} before any)."""
+    reports = probe.received.get("/diagnostics", [])
+    return {st.name: {kv.key: kv.value for kv in st.values} for st in reports[-1].status} if reports else {}
+
+
+def deliver(probe: Probe, topic: str, msg, status: str, key: str, timeout: float = 15.0) -> None:
+    """Send ``msg`` until the node's diagnostics counter ``key`` of ``status`` grows.
+
+    A test's first message on a topic can be lost even after the probe has matched the node's
+    subscription (the node's side of the discovery may lag on a loaded host); the node's own
+    counter tells a lost message from a slow answer.  The message is resent only while the
+    counter has not grown, once a second, so use it where a second copy is harmless."""
+    before = counter(diag(probe), f"/sensor_node: {status}", key)
+    assert send_until(probe, topic, msg, lambda: latest_counter(probe, status, key) > before, timeout), \
+        f"the node did not count {topic} in {status}.{key} within {timeout} s"
+
+
+# which node counter confirms a message on each input topic (see deliver)
+COUNTERS = {"/contacts": ("inputs", "contacts_received"),
+            "/joint_states": ("inputs", "joint_states_received")}
+COUNTERS.update({f"/{s}/measured": (s, "measured_received") for s in SENSORS})
+
+
+def first_send(probe: Probe):
+    """A ``send(topic, msg)`` for a test's first message on a topic: :func:`deliver` with the
+    topic's counter (:data:`COUNTERS`)."""
+    return lambda topic, msg: deliver(probe, topic, msg, *COUNTERS[topic])
+
+
 def tare_pressure(probe: Probe) -> Trigger.Response:
     """Three contact-free steps with measured 1013.0, 1013.2, 1013.4 hPa, then ``pressure/tare``.
 
     The measured pressures are 101300, 101320, 101340 Pa; the contact-free prediction before the
     tare is 500 Pa (the file's tare).  The new offset averages the measured pressure:
     (101300 + 101320 + 101340) / 3 = 101320 Pa.
+
+    The first step's messages are confirmed by the node's counters (see :func:`deliver`): a
+    resent copy is a second prediction, or a second measurement of the same stamp, and
+    neither changes the three samples' average.
     """
     for k, v in enumerate([1013.0, 1013.2, 1013.4]):
         t = stamp(50 + k)
-        probe.send("/contacts", empty_cloud(t))
-        probe.send("/pressure/measured", measured_pressure(v, t))
+        send = probe.send if k else first_send(probe)
+        send("/contacts", empty_cloud(t))
+        send("/pressure/measured", measured_pressure(v, t))
         wait_stamp(probe, "/pressure/residual", t)
     return probe.call(Trigger, "/pressure/tare", Trigger.Request())

@@ -21,7 +21,7 @@ from visualization_msgs.msg import MarkerArray
 from vsf_sensor_ros.embedded_world import embedded_world
 from vsf_sensor_ros.ros.frames import TFMessage
 
-from .sensor_node_scene import (KINDS, SENSORS, measured_forces, measured_pressure, rows_to_cloud,
+from .sensor_node_scene import (KINDS, SENSORS, first_send, measured_forces, measured_pressure, rows_to_cloud,
                                 stamp, start_node)
 
 URDF = Path(__file__).resolve().parents[2] / "vsf_sensor_ros" / "data" / "embedded_arm.urdf"
@@ -93,13 +93,14 @@ def _press_pad(probe, t):
     rows = [("tool_link", "object", Tt[:3, 3], f_world, -1, -1),
             ("object", "tool_link", Tt[:3, 3], -f_world, -1, -1)]
     n_vertices = len(world.body_mesh("punyo").vertices)
-    probe.send("/pressure/measured", measured_pressure(1013.0, t))
-    probe.send("/force/measured", measured_forces(np.zeros((n_vertices, 3)), t))
+    send = first_send(probe)   # the probe's first messages, each confirmed by a counter (see deliver)
+    send("/pressure/measured", measured_pressure(1013.0, t))
+    send("/force/measured", measured_forces(np.zeros((n_vertices, 3)), t))
     for s in ("patch", "load"):
         w = WrenchStamped()
         w.header.stamp = t
-        probe.send(f"/{s}/measured", w)
-    probe.send("/contacts", rows_to_cloud(rows, t))
+        send(f"/{s}/measured", w)
+    send("/contacts", rows_to_cloud(rows, t))
 
 
 def test_every_stamped_frame_resolves_and_the_pad_reads_in_its_announced_frame(session):

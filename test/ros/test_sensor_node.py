@@ -28,9 +28,9 @@ from vsf_sensor_ros.sensor import SimState, with_reverse_pairs
 
 from .node_helpers import BEST_EFFORT, Probe
 from .sensor_node_scene import (MEASURED_SCALE, PRESSURE_TARE_FROM_FILE, SENSORS, body_names, counter, diag,
-                                empty_cloud, for_stamp, library_models, library_state, measured_pressure,
-                                posed_world, rows_to_cloud, scene_contacts, send_pose, stamp, start_node,
-                                wait_stamp)
+                                empty_cloud, first_send, for_stamp, library_models, library_state,
+                                measured_pressure, posed_world, rows_to_cloud, scene_contacts, send_pose,
+                                stamp, start_node, wait_stamp)
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -75,7 +75,7 @@ def _scene_step(probe: Probe, world, t):
 def test_calibration_file_is_loaded_at_start_and_empty_cloud_still_publishes(node, probe):
     # An empty cloud: no contacts, yet every sensor publishes, stamped with the cloud's stamp.
     t = stamp(10)
-    probe.send("/contacts", empty_cloud(t))
+    first_send(probe)("/contacts", empty_cloud(t))   # the module's first contacts (see deliver)
     p = wait_stamp(probe, "/pressure/predicted", t)
     # no contact: pressure = tare, and the tare came from the calibration file (500 Pa)
     assert p.fluid_pressure == PRESSURE_TARE_FROM_FILE
@@ -200,7 +200,7 @@ def test_residual_is_measured_minus_predicted_at_the_same_stamp(node, probe, pos
     t = stamp(40)
     _scene_step(probe, posed, t)
     pred = wait_stamp(probe, "/pressure/predicted", t).fluid_pressure
-    probe.send("/pressure/measured", measured_pressure(1000.0, t))
+    first_send(probe)("/pressure/measured", measured_pressure(1000.0, t))   # the module's first
     res = wait_stamp(probe, "/pressure/residual", t)
     assert res.fluid_pressure == pytest.approx(1000.0 * MEASURED_SCALE - pred, rel=1e-12)
     assert res.header.frame_id == "punyo"

@@ -30,7 +30,8 @@ from vsf_sensor_ros.embedded_world import embedded_world
 from vsf_sensor_ros.ros.frames import TFMessage
 
 from .node_helpers import joint_state
-from .sensor_node_scene import SENSORS, measured_forces, measured_pressure, rows_to_cloud, stamp, start_node
+from .sensor_node_scene import (SENSORS, first_send, measured_forces, measured_pressure, rows_to_cloud, stamp,
+                                start_node)
 
 pytestmark = pytest.mark.skipif(TFMessage is None,
                                 reason="tf2_msgs is not importable (make venv builds it)")
@@ -140,19 +141,19 @@ def test_every_stamped_frame_resolves_with_the_prefix_and_the_hand_derived_trans
     # the robot at zero (the node starts at the embedded world's HOME), as the buffer's URDF frames
     js = joint_state(["shoulder_yaw", "shoulder_pitch", "elbow_pitch", "wrist_pitch"], [0.0] * 4)
     js.header.stamp = t
-    probe.send("/joint_states", js)
-    probe.spin_for(0.3)
+    send = first_send(probe)   # the probe's first messages, each confirmed by a counter (see deliver)
+    send("/joint_states", js)
     # 2 N on the pad (tool_link) along world +y at the flange origin, the opposite on the object
     f = np.array([0.0, 2.0, 0.0])
     rows = [("tool_link", "object", FLANGE, f, -1, -1), ("object", "tool_link", FLANGE, -f, -1, -1)]
-    probe.send("/pressure/measured", measured_pressure(1013.0, t))
+    send("/pressure/measured", measured_pressure(1013.0, t))
     n_vertices = len(embedded_world().body_mesh("punyo").vertices)
-    probe.send("/force/measured", measured_forces(np.zeros((n_vertices, 3)), t))
+    send("/force/measured", measured_forces(np.zeros((n_vertices, 3)), t))
     for s in ("patch", "load"):
         w = WrenchStamped()
         w.header.stamp = t
-        probe.send(f"/{s}/measured", w)
-    probe.send("/contacts", rows_to_cloud(rows, t))
+        send(f"/{s}/measured", w)
+    send("/contacts", rows_to_cloud(rows, t))
     wanted = [f"/{s}/{o}" for s in SENSORS for o in ("predicted", "residual", "jacobian", "markers")]
     assert probe.spin_until(lambda: set(_outputs_at(probe, t)) == set(wanted), 20.0), \
         (sorted(set(wanted) - set(_outputs_at(probe, t))), proc.output()[-3000:])
