@@ -265,7 +265,8 @@ def deliver(probe: Probe, topic: str, msg, status: str, key: str, timeout: float
 
 # which node counter confirms a message on each input topic (see deliver)
 COUNTERS = {"/contacts": ("inputs", "contacts_received"),
-            "/joint_states": ("inputs", "joint_states_received")}
+            "/joint_states": ("inputs", "joint_states_received"),
+            "/object/pose": ("inputs", "poses_received")}
 COUNTERS.update({f"/{s}/measured": (s, "measured_received") for s in SENSORS})
 
 

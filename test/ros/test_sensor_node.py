@@ -299,7 +299,7 @@ def test_free_body_pose_with_a_zero_quaternion_is_rejected(node, probe):
     msg = PoseStamped()
     msg.header.frame_id = "world"
     msg.pose.orientation.w = 0.0   # (0, 0, 0, 0): no rotation
-    probe.send("/object/pose", msg)
+    first_send(probe)("/object/pose", msg)   # counted as received (poses_received), then rejected
     key = "rejected.pose_invalid"
     assert probe.spin_until(lambda: counter(diag(probe), "/sensor_node: inputs", key) >
                             counter(before, "/sensor_node: inputs", key), 10.0)

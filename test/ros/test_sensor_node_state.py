@@ -181,8 +181,7 @@ def test_sensor_added_and_removed_at_run_time(fresh):
     pose = PoseStamped()
     pose.header.frame_id = "world"
     pose.pose.position.x, pose.pose.position.z, pose.pose.orientation.w = 0.45, 1.02, 1.0
-    probe.send("/object/pose", pose)
-    probe.spin_for(0.3)
+    first_send(probe)("/object/pose", pose)
     t = stamp(82)
     probe.send("/contacts", rows_to_cloud(row, t))
     assert wait_stamp(probe, topic, t).wrench.force.z == 0.0

@@ -137,11 +137,11 @@ def test_every_stamped_frame_resolves_with_the_prefix_and_the_hand_derived_trans
     pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = OBJECT_XYZ
     q = pose.pose.orientation
     q.x, q.y, q.z, q.w = OBJECT_QUAT
-    probe.send("/object/pose", pose)
+    send = first_send(probe)   # the probe's first messages, each confirmed by a counter (see deliver)
+    send("/object/pose", pose)
     # the robot at zero (the node starts at the embedded world's HOME), as the buffer's URDF frames
     js = joint_state(["shoulder_yaw", "shoulder_pitch", "elbow_pitch", "wrist_pitch"], [0.0] * 4)
     js.header.stamp = t
-    send = first_send(probe)   # the probe's first messages, each confirmed by a counter (see deliver)
     send("/joint_states", js)
     # 2 N on the pad (tool_link) along world +y at the flange origin, the opposite on the object
     f = np.array([0.0, 2.0, 0.0])

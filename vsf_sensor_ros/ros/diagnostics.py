@@ -51,6 +51,7 @@ class InputStats:
     contacts_received: int = 0
     contacts_processed: int = 0
     joint_states_received: int = 0
+    poses_received: int = 0          # free-body PoseStamped messages, every body
     rejected: Counter = field(default_factory=Counter)
     stamp_jumps_backwards: int = 0
     last_stamp_jump: str = "none"
@@ -127,6 +128,7 @@ def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
         _kv("contacts_received", inputs.contacts_received),
         _kv("contacts_processed", inputs.contacts_processed),
         _kv("joint_states_received", inputs.joint_states_received),
+        _kv("poses_received", inputs.poses_received),
         _kv("rejected_total", sum(inputs.rejected.values())),
         _kv("stamp_jumps_backwards", inputs.stamp_jumps_backwards),
         _kv("last_stamp_jump", inputs.last_stamp_jump),

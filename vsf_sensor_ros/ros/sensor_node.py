@@ -355,6 +355,7 @@ class SensorNode(Node):
         self.kinematics.on_joint_state(msg)
 
     def _on_pose(self, body: str, msg: PoseStamped) -> None:
+        self.inputs.poses_received += 1
         self._pose_clocks[body].arrived(time.monotonic())
         self.kinematics.on_pose(body, msg)
 
