@@ -18,9 +18,11 @@ import torch
 from sensor_msgs.msg import FluidPressure, JointState, PointCloud2
 
 from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.readings import read_cloud_fields
 from vsf_sensor_ros.sensor import ContactState
 
 from .node_helpers import FIXTURES, ROOT, NodeProcess, Probe, joint_state, send_until, write_params
+from .sensor_node_scene import deliver
 
 BAD_CONFIGS = {
     "missing_mesh": ({"bodies": ["pad"], "pad.mesh": "/nonexistent/pad.ply", "pad.parent_link": "tool_link"},
@@ -266,12 +268,15 @@ def test_kinova_fixture_config_runs(tmp_path, rclpy_context):
     try:
         got = probe.listen("/punyo_pressure/predicted", FluidPressure)
         forces = probe.listen("/punyo_force/predicted", PointCloud2)
+        jac = probe.listen("/punyo_pressure/jacobian", PointCloud2)
         assert probe.wait_for_subscriber("/contacts", PointCloud2, timeout=90.0), proc.output()[-3000:]
         assert probe.wait_for_subscriber("/joint_states", JointState)
-        probe.send("/joint_states", joint_state(["Actuator2", "Actuator4"], [0.3, 1.2]))
-        probe.spin_for(0.3)
+        # confirmed by the node's counter: a lost joint state would leave the robot at HOME
+        deliver(probe, "/joint_states", joint_state(["Actuator2", "Actuator4"], [0.3, 1.2]),
+                "inputs", "joint_states_received")
         from vsf_sensor_ros.embedded_world import kinova_world
         w = kinova_world(assets)
+        home_normal = w.body_transform("punyo")[:3, 2]
         w.set_joint_positions(["Actuator2", "Actuator4"], [0.3, 1.2])
         T = w.body_transform("punyo")
         # one contact on vertex 0 of the real mesh, pressing along the mesh's -z (into the bubble)
@@ -284,9 +289,18 @@ def test_kinova_fixture_config_runs(tmp_path, rclpy_context):
         # body indices of the simulator's table, which the config shares
         msg = contacts_to_pointcloud2(cs, ["punyo", "object", "table"], stamp=None, frame_id="world")
         msg.header.stamp.sec = 7
-        assert send_until(probe, "/contacts", msg, lambda: bool(got and forces)), proc.output()[-3000:]
+        assert send_until(probe, "/contacts", msg, lambda: bool(got and forces and jac)), \
+            proc.output()[-3000:]
         assert got[0].header.frame_id == "punyo" and got[0].fluid_pressure > 0.0
         assert forces[0].width == len(V)
+        # d p / d f = -(1/A_base) R n, n = +z (base_normal_local): along the posed bubble's -z axis,
+        # far from HOME's (so a lost joint state fails); and p = J . f (no tare, gain 1)
+        c = read_cloud_fields(jac[0], ["row", "col", "value"])
+        entries = {int(k): v for r, k, v in zip(c["row"], c["col"], c["value"]) if int(r) == 0}
+        J = np.array([entries.get(k, 0.0) for k in range(3)])
+        np.testing.assert_allclose(J / np.linalg.norm(J), -T[:3, 2], atol=1e-9)
+        assert np.linalg.norm(home_normal - T[:3, 2]) > 0.3          # 0.47 at this pose
+        assert got[0].fluid_pressure == pytest.approx(float(J @ f), rel=1e-9)
     finally:
         probe.destroy_node()
         code = proc.stop()
