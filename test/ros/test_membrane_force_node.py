@@ -590,6 +590,28 @@ def test_bad_start_up_values_are_configuration_errors_naming_them(scene, rclpy_c
         _bare_node(scene, "start_check_node", **{key: value})
 
 
+def test_every_start_up_problem_is_named_in_the_one_error(scene, tmp_path, rclpy_context):
+    """A missing mesh, an even window, a bad topic name, an empty frame_id and an ambient in hPa:
+    all five in the one error (the node stopped at the first, so a user fixed one per start)."""
+    from vsf_sensor_ros.ros.membrane_force_node import ConfigurationError
+    with pytest.raises(ConfigurationError) as err:
+        _bare_node(scene, "all_problems_node", mesh=str(tmp_path / "gone.vtk"), window=4,
+                   force_topic="bad topic", frame_id="", ambient_pressure=1013.2)
+    text = str(err.value)
+    for words in (f"parameter 'mesh': no such file: {tmp_path}/gone.vtk",
+                  "parameter 'window' = 4: must be odd",
+                  "parameter 'force_topic' = 'bad topic': not a valid topic name",
+                  "parameter 'frame_id' = '': must name the frame",
+                  "parameter 'ambient_pressure' = 1013.2: not a plausible atmospheric pressure"):
+        assert words in text, text
+    assert "\n" not in text
+    # with the mesh readable, the mount check runs too: 100 deg puts free vertices behind the camera
+    with pytest.raises(ConfigurationError) as err:
+        _bare_node(scene, "mount_and_window_node", window=4, camera_rotation_deg=100.0)
+    assert "'window' = 4" in str(err.value)
+    assert "free membrane vertices lie behind the camera" in str(err.value)
+
+
 def test_a_camera_mount_with_vertices_behind_the_camera_is_refused_at_start(scene, rclpy_context):
     """R = [[c, 0, -s], [0, 1, 0], [s, 0, c]] at 100 deg: z_cam = sin(100) x + cos(100) z, <= 0 for
     x <= z tan(10 deg): those free vertices are behind the camera."""

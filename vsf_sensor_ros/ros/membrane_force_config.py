@@ -1,8 +1,9 @@
 """``membrane_force_node``'s parameters: the table, ``--help``, and the checks made at start.
 
 Every parameter is read-only (a camera, mesh or pressure input changes only with a restart).
-:func:`check_settings`, :func:`mesh_file` and :func:`read_mesh` raise :class:`ConfigurationError`
-naming the parameter and its value; the node then does not start (exit code 2).  Relative mesh
+:func:`mesh_file` and :func:`read_mesh` raise :class:`ConfigurationError` naming the parameter
+and its value, and :func:`settings_problems` lists every other problem; the node reports them all
+in one error and does not start (exit code 2).  Relative mesh
 paths resolve as ``sensor_node``'s file parameters do: against ``$VSF_ASSETS`` when it is set and
 not empty, else against the working directory.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
@@ -224,48 +225,58 @@ def ambient(p: Dict[str, Any]) -> Tuple[float, str]:
     return given, "ambient_pressure"
 
 
-def check_settings(p: Dict[str, Any], mesh: MembraneMesh, node_name: str, namespace: str) -> str:
-    """Check the parameters that need no file; returns the pressure message type, normalised
-    (``pkg/msg/Type``).
+def pressure_type_name(given: str) -> str:
+    """``pressure_type`` normalised to ``pkg/msg/Type`` (``std_msgs/Float32`` -> ``std_msgs/msg/Float32``)."""
+    ptype = given.replace("/msg/", "/")
+    return "/".join([ptype.split("/")[0], "msg", ptype.split("/")[-1]]) if "/" in ptype else ptype
 
-    Raises:
-        ConfigurationError: an implausible ``ambient_pressure`` (:func:`ambient`), an unknown
-            ``input``, ``pressure_type`` or reliability, an even
-            ``window``, a non-finite ``camera_translation``, an empty ``frame_id``, a topic name
-            rclpy refuses, or a camera mount that puts free vertices behind the camera.
+
+def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name: str,
+                      namespace: str) -> List[str]:
+    """Every problem of the parameters that need no file, one sentence each naming the parameter
+    and its value (empty: none), so that a user fixes them in one go.
+
+    Checked: an implausible ``ambient_pressure`` (:func:`ambient`), an unknown ``input``,
+    ``pressure_type`` or reliability, an even ``window``, a non-finite ``camera_translation``, an
+    empty ``frame_id``, a topic name rclpy refuses, and -- with a ``mesh`` (None: skipped, the
+    mesh's own problem is reported instead) -- a camera mount that puts free vertices behind the
+    camera.
     """
-    ambient(p)
+    out: List[str] = []
+    try:
+        ambient(p)
+    except ConfigurationError as exc:
+        out.append(str(exc))
     if p["input"] not in ("depth", "points"):
-        raise ConfigurationError(f"parameter 'input' = {p['input']!r}: use 'depth' or 'points'")
-    ptype = p["pressure_type"].replace("/msg/", "/")
-    ptype = "/".join([ptype.split("/")[0], "msg", ptype.split("/")[-1]]) if "/" in ptype else ptype
-    if ptype not in PRESSURE_TYPES:
-        raise ConfigurationError(f"parameter 'pressure_type' = {p['pressure_type']!r}: use one of "
-                                 f"{sorted(PRESSURE_TYPES)}")
-    for key in ("input_reliability", "pressure_reliability"):
-        if p[key] not in ("best_effort", "reliable"):
-            raise ConfigurationError(f"parameter {key!r} = {p[key]!r}: use best_effort or reliable")
+        out.append(f"parameter 'input' = {p['input']!r}: use 'depth' or 'points'")
+    if pressure_type_name(p["pressure_type"]) not in PRESSURE_TYPES:
+        out.append(f"parameter 'pressure_type' = {p['pressure_type']!r}: use one of "
+                   f"{sorted(PRESSURE_TYPES)}")
+    out += [f"parameter {key!r} = {p[key]!r}: use best_effort or reliable"
+            for key in ("input_reliability", "pressure_reliability")
+            if p[key] not in ("best_effort", "reliable")]
     if int(p["window"]) % 2 == 0:
-        raise ConfigurationError(f"parameter 'window' = {p['window']}: must be odd")
+        out.append(f"parameter 'window' = {p['window']}: must be odd")
     t_cam = np.asarray(p["camera_translation"], dtype=float)
-    if t_cam.shape != (3,) or not np.isfinite(t_cam).all():
-        raise ConfigurationError(f"parameter 'camera_translation' = {list(p['camera_translation'])}: "
-                                 "needs 3 finite numbers (m)")
+    mount_known = t_cam.shape == (3,) and bool(np.isfinite(t_cam).all())
+    if not mount_known:
+        out.append(f"parameter 'camera_translation' = {list(p['camera_translation'])}: "
+                   "needs 3 finite numbers (m)")
     if not str(p["frame_id"]).strip():
-        raise ConfigurationError("parameter 'frame_id' = '': must name the frame of the outputs (the "
-                                 "PunyoDenseForceSensor's attachment body, e.g. 'punyo')")
+        out.append("parameter 'frame_id' = '': must name the frame of the outputs (the "
+                   "PunyoDenseForceSensor's attachment body, e.g. 'punyo')")
     for key in TOPIC_PARAMETERS + (("colour_topic",) if str(p["colour_topic"]) else ()):   # '' = no colour
         try:
             check_topic_name(key, p[key], node_name, namespace)
         except ConfigError as exc:
-            raise ConfigurationError(str(exc)) from None
-    # the camera looks at the membrane from inside: a free vertex behind it means a wrong mount
-    free_cam = mesh.points[mesh.interior] @ punyo_camera_rotation(
-        float(p["camera_rotation_deg"])).T + t_cam
-    behind = int((free_cam[:, 2] <= 0.0).sum())
-    if behind:
-        raise ConfigurationError(
-            f"parameters 'camera_rotation_deg' = {p['camera_rotation_deg']!r}, 'camera_translation' = "
-            f"{t_cam.tolist()}: {behind} free membrane vertices lie behind the camera (z <= 0 in its "
-            "optical frame)")
-    return ptype
+            out.append(str(exc))
+    if mesh is not None and mount_known:
+        # the camera looks at the membrane from inside: a free vertex behind it means a wrong mount
+        free_cam = mesh.points[mesh.interior] @ punyo_camera_rotation(
+            float(p["camera_rotation_deg"])).T + t_cam
+        behind = int((free_cam[:, 2] <= 0.0).sum())
+        if behind:
+            out.append(f"parameters 'camera_rotation_deg' = {p['camera_rotation_deg']!r}, "
+                       f"'camera_translation' = {t_cam.tolist()}: {behind} free membrane vertices lie "
+                       "behind the camera (z <= 0 in its optical frame)")
+    return out

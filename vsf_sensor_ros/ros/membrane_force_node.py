@@ -106,8 +106,8 @@ from .input_health import pressure_unit_problem
 from .main import run_node, user_args
 # PARAMETERS, ConfigurationError and usage are also this module's public names (tests, --help)
 from .membrane_force_config import (PARAMETERS, SEA_LEVEL_WARNING, ConfigurationError, ambient,
-                                    check_settings, descriptor, load_attachment_vertices, mesh_file,
-                                    read_mesh, unknown_text, usage)
+                                    descriptor, load_attachment_vertices, mesh_file, pressure_type_name,
+                                    read_mesh, settings_problems, unknown_text, usage)
 from .membrane_force_inputs import (Input, InputWatch, Pressures, check_reference_frame, inputs_text,
                                     missing_inputs, no_colour_text, pressure_type_hints, pressures_text,
                                     ready_text, stopped_text, waiting_text)
@@ -139,7 +139,8 @@ class MembraneForceNode(Node):
             at start and listed on ``/diagnostics``.
 
     Raises:
-        ConfigurationError: no ``mesh``, a mesh that cannot be read or not inflated (flat: no
+        ConfigurationError: every problem found, in one message (sentences joined by ``'; '``):
+            no ``mesh``, a mesh that cannot be read or not inflated (flat: no
             pressure pre-tension), an invalid topic name, an empty ``frame_id``, a camera mount
             (rotation, translation) that puts free vertices behind the camera, an ``attachment_mesh`` that
             is not the same membrane, an unknown ``input``, ``pressure_type`` or reliability, or a
@@ -161,8 +162,23 @@ class MembraneForceNode(Node):
                 raise ConfigurationError(f"parameter {name!r}: {exc}") from None
         self.p = p
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        self.mesh: MembraneMesh = read_mesh(p["mesh"])
+        # every problem at once (one line), so a user fixes them in one go: the mesh, the
+        # attachment mesh (needs the mesh), then the settings that need no file
+        problems: List[str] = []
+        try:
+            self.mesh: MembraneMesh = read_mesh(p["mesh"])
+        except ConfigurationError as exc:
+            problems.append(str(exc))
+            self.mesh = None
         self.out_frame = MeshFrameTransform.identity()
+        if self.mesh is not None and p["attachment_mesh"]:
+            try:
+                self.out_frame, attachment = self._attachment_frame(p["attachment_mesh"])
+            except ConfigurationError as exc:
+                problems.append(str(exc))
+        problems += settings_problems(p, self.mesh, self.get_name(), self.get_namespace())
+        if problems:
+            raise ConfigurationError("; ".join(problems))
         if not p["attachment_mesh"]:
             # sensor_node reads a measured dense force in its own mesh's frame: unless that mesh is
             # this one, its residual would be off by the rotation between the two
@@ -170,18 +186,11 @@ class MembraneForceNode(Node):
                 f"parameter 'attachment_mesh' is empty: forces are published in the frame of "
                 f"{p['mesh']!r} and labelled {p['frame_id']!r}; give the mesh file sensor_node's "
                 "PunyoDenseForceSensor is attached with (e.g. punyo_mesh_complete.ply) unless it is this one")
-        if p["attachment_mesh"]:
-            attachment = mesh_file("attachment_mesh", p["attachment_mesh"])
-            try:
-                verts = load_attachment_vertices(attachment)
-                self.out_frame = fit_mesh_transform(self.mesh.points, verts, self.mesh.boundary)
-            except Exception as exc:
-                raise ConfigurationError(
-                    f"parameter 'attachment_mesh' = {p['attachment_mesh']!r}: {exc}") from None
+        else:
             self.get_logger().info(f"outputs in the frame of {attachment}: rotation "
                                    f"{self.out_frame.angle_deg:.2f} deg from the membrane mesh, ring fit "
                                    f"{self.out_frame.max_error * 1e3:.3f} mm")
-        ptype = check_settings(p, self.mesh, self.get_name(), self.get_namespace())
+        ptype = pressure_type_name(p["pressure_type"])
         self.ambient_pa, self.ambient_source = ambient(p)
         if not float(p["ambient_pressure"]) and not float(p["altitude"]):
             self.get_logger().warning(SEA_LEVEL_WARNING)
@@ -253,6 +262,20 @@ class MembraneForceNode(Node):
         self._period_start = time.monotonic()
         self._period_estimated = self._period_rejected = 0
         self.watch = InputWatch(self, list(self.inputs.values()), self._period_start)
+
+    def _attachment_frame(self, given: str) -> Tuple[MeshFrameTransform, str]:
+        """The transform from the membrane mesh to the ``attachment_mesh`` file's frame, and the
+        file's resolved path.
+
+        Raises:
+            ConfigurationError: no such file, or a file that is not the same membrane (named).
+        """
+        attachment = mesh_file("attachment_mesh", given)
+        try:
+            verts = load_attachment_vertices(attachment)
+            return fit_mesh_transform(self.mesh.points, verts, self.mesh.boundary), attachment
+        except Exception as exc:
+            raise ConfigurationError(f"parameter 'attachment_mesh' = {given!r}: {exc}") from None
 
     def _on_set_parameters(self, params: List[Any]) -> SetParametersResult:
         """Live requests: every parameter of this node is read-only (rclpy refuses those by name);
