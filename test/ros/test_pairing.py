@@ -259,3 +259,38 @@ def test_an_offset_that_appears_later_is_diagnosed_and_a_pair_clears_it():
     p.add_prediction(2_000 * MS, "p")
     assert p.add_measurement(2_000 * MS + 1 * MS, "m") is not None
     assert p.offset_hint() is None
+
+
+def test_measurements_older_than_every_kept_prediction_are_named_with_the_buffer_to_raise():
+    # 1 kHz contacts (stamps 0, 1, 2, ... ms) and a 30 Hz camera arriving at 33j ms stamped
+    # 350 ms earlier, 200 predictions kept.  By hand: the queue holds the stamps [t - 199, t] ms at
+    # a camera arrival t, so the frame of t - 350 ms is 151 ms older than the oldest, beyond the
+    # tolerance (half the longer period, 16.5 ms): nothing ever pairs, yet the gap (0.35 s) is
+    # far below a clock offset's 1 s.  The newest contacts stamp at each camera arrival is t.
+    p = StampPairer(capacity=200, tolerance_ns=None)
+    pairs, hints = _run(p, [MS * k for k in range(3000)], [33 * MS * j for j in range(91)],
+                        check_every_ns=1_000 * MS, m_clock_ns=-350 * MS)
+    assert pairs == []
+    sentence = ("measured stamps are 0.35 s behind contacts stamps, older than the 200 predictions kept "
+                "(0.2 s of them): raise alignment_buffer_size")
+    assert hints == [sentence, sentence] and p.offset_hint() == sentence
+    # 150 ms behind is inside the kept 199 ms: every frame pairs with the prediction of its own
+    # stamp (the first too, before the periods are known: equal stamps pair) -- no sentence
+    q = StampPairer(capacity=200, tolerance_ns=None)
+    pairs, hints = _run(q, [MS * k for k in range(3000)], [33 * MS * j + 200 * MS for j in range(85)],
+                        check_every_ns=1_000 * MS, m_clock_ns=-150 * MS)
+    assert pairs == [(33 * MS * j + 50 * MS,) * 2 for j in range(85)]
+    assert hints == [None, None] and q.offset_hint() is None
+
+
+def test_a_few_unpaired_old_measurements_are_not_yet_a_pattern():
+    # The same 350 ms lag: each camera frame and the prediction after it are unpaired offers while
+    # both streams arrive (2 per frame), so 9 frames make 18 in a row, under UNPAIRED_RUN = 20: no
+    # sentence; the 10th frame and its next prediction make 20.
+    for frames, expected in ((9, None), (10, "measured stamps are 0.35 s behind contacts stamps, older than "
+                                             "the 200 predictions kept (0.2 s of them): raise "
+                                             "alignment_buffer_size")):
+        p = StampPairer(capacity=200, tolerance_ns=None)
+        _run(p, [MS * k for k in range(33 * (frames - 1) + 2)], [33 * MS * j for j in range(frames)],
+             m_clock_ns=-350 * MS)
+        assert p.offset_hint() == expected

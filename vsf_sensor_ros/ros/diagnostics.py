@@ -26,7 +26,9 @@ read them):
   clock, over the last report period), ``published``, ``measured_received``,
   ``residuals_published``, ``measured_stamp_jumps_backwards``, ``pairing`` (``ok``, or a
   sentence when measured and contacts stamps are seconds apart, e.g. ``measured stamps are
-  1.7e+09 s ahead of contacts stamps: different clocks?``: two clocks, no pair possible),
+  1.7e+09 s ahead of contacts stamps: different clocks?``: two clocks, no pair possible; or
+  when measurements come older than every prediction kept for pairing: raise
+  ``alignment_buffer_size``; :meth:`.StampPairer.offset_hint`),
   ``rejected.<reason>``, ``calibration``, ``contact``,
   ``reading``.
 
@@ -121,7 +123,7 @@ def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
     Levels: WARN when messages were rejected (inputs: since start; sensor:
     measured messages since start), when JointState names matched no URDF joint or
     sensor-moving joints were never received (inputs), or when the measured and
-    contacts stamps are far apart (sensor ``pairing``); OK otherwise.
+    contacts stamps are too far apart to pair (sensor ``pairing``); OK otherwise.
     """
     statuses: List[DiagnosticStatus] = []
     values = [

@@ -35,6 +35,11 @@ a clock offset: both streams pause and one resumes alone; its first offer
 records the gap across the pause.  The pairer has no clock of its own, so the
 caller, which knows when each stream last arrived, ignores the hint while a
 stream is stopped (the node does so for the measured stream).
+
+A smaller gap has a second diagnosis: measurements older than every kept
+prediction (the prediction queue is full of newer ones, so the predictions of
+their instants were dropped) for :data:`UNPAIRED_RUN` unpaired offers in a row,
+e.g. a camera whose stamps lag 1 kHz contacts by more than the queue holds.
 """
 from __future__ import annotations
 
@@ -48,6 +53,10 @@ M = TypeVar("M")
 
 # Differences between consecutive stamps kept to estimate a stream's period.
 PERIOD_WINDOW = 16
+
+# Offers in a row that found no partner while both streams arrived before a measurement older
+# than every kept prediction is reported (a few stray offers are normal; this many is a pattern).
+UNPAIRED_RUN = 20
 
 
 def nearest_within(stamps: Sequence[int], stamp_ns: int, tolerance_ns: int) -> Optional[int]:
@@ -169,6 +178,10 @@ class StampPairer(Generic[P, M]):
         # measured - contacts stamp (ns) of the latest offer that found no partner while both
         # streams arrive; None after a pair (see the module docstring)
         self._unpaired_gap: Optional[int] = None
+        # offers in a row without a partner while both streams arrive; the gap (ns) of the latest
+        # unpaired measurement when it was older than every kept prediction (theirs were dropped)
+        self._unpaired_run = 0
+        self._older_gap: Optional[int] = None
 
     @property
     def tolerance_ns(self) -> Optional[int]:
@@ -206,12 +219,18 @@ class StampPairer(Generic[P, M]):
         m = nearest_within(self._meas.stamps, stamp_ns, self.effective_tolerance_ns())
         if m is not None:
             mstamp, meas = self._meas.pop(m)
-            self._unpaired_gap = None
+            self._paired()
             return Pair(stamp_ns, mstamp, item, meas)
         if interleaved and self._last_measured is not None:
             self._unpaired_gap = self._last_measured - stamp_ns
+            self._unpaired_run += 1
         self._pred.insert(stamp_ns, item)
         return None
+
+    def _paired(self) -> None:
+        self._unpaired_gap = None
+        self._unpaired_run = 0
+        self._older_gap = None
 
     def add_measurement(self, stamp_ns: int, item: M) -> Optional[Pair[P, M]]:
         """Offer a measurement; the pair it completes, else None (the measurement is queued).
@@ -221,13 +240,19 @@ class StampPairer(Generic[P, M]):
         self._last_measured = stamp_ns
         self._meas.period.observe(stamp_ns)
         interleaved, self._pred_since_meas, self._meas_since_pred = self._pred_since_meas, False, True
-        p = nearest_within(self._pred.stamps, stamp_ns, self.effective_tolerance_ns())
+        tolerance = self.effective_tolerance_ns()
+        p = nearest_within(self._pred.stamps, stamp_ns, tolerance)
         if p is not None:
             pstamp, pred = self._pred.pop(p)
-            self._unpaired_gap = None
+            self._paired()
             return Pair(pstamp, stamp_ns, pred, item)
         if interleaved and self._last_predicted is not None:
             self._unpaired_gap = stamp_ns - self._last_predicted
+            self._unpaired_run += 1
+            # the predictions of its instant were dropped (the queue is full of newer ones)
+            kept = self._pred.stamps
+            older = len(kept) == self._pred.capacity and stamp_ns < kept[0] - tolerance
+            self._older_gap = self._unpaired_gap if older else None
         self._meas.insert(stamp_ns, item)
         return None
 
@@ -242,7 +267,7 @@ class StampPairer(Generic[P, M]):
         """
         self._meas.clear()
         self._meas_since_pred = False
-        self._unpaired_gap = None
+        self._paired()
 
     def clear(self) -> None:
         """Drop everything (both queues, periods, the last stamps, the clock diagnosis)."""
@@ -250,24 +275,39 @@ class StampPairer(Generic[P, M]):
         self._meas.clear()
         self._last_measured = self._last_predicted = None
         self._pred_since_meas = self._meas_since_pred = False
-        self._unpaired_gap = None
+        self._paired()
 
     def offset_hint(self) -> Optional[str]:
-        """A sentence when both streams arrive, nothing pairs and their recent stamps are far apart.
+        """A sentence when both streams arrive, nothing pairs and the stamps say why.
 
         The gap is the one recorded by the latest offer that found no partner
         while the other stream was arriving (measured stamp minus the newest
         contacts stamp, or the newest measured stamp minus the contacts
-        stamp); a pair clears it, so pairs being made give None.  "Far" = more
-        than 1 s and more than 100 tolerances: such a gap is a clock mismatch
-        (e.g. simulation time against wall-clock time), not jitter.  Example:
-        ``"measured stamps are 1.7e+09 s ahead of contacts stamps: different clocks?"``.
+        stamp); a pair clears it, so pairs being made give None.
+
+        * More than 1 s and more than 100 tolerances: a clock mismatch (e.g.
+          simulation time against wall-clock time), not jitter:
+          ``"measured stamps are 1.7e+09 s ahead of contacts stamps: different clocks?"``.
+        * Otherwise, after :data:`UNPAIRED_RUN` unpaired offers in a row, when the latest
+          unpaired measurement is older than every kept prediction (the queue was full of
+          newer ones: its instant's prediction had been dropped), its stamp minus the newest
+          contacts stamp, e.g.
+          ``"measured stamps are 0.35 s behind contacts stamps, older than the 200 predictions
+          kept (0.2 s of them): raise alignment_buffer_size"``.
         """
         gap = self._unpaired_gap
-        if gap is None or abs(gap) <= max(1_000_000_000, 100 * self.effective_tolerance_ns()):
+        if gap is None:
             return None
         side = "ahead of" if gap > 0 else "behind"
-        return f"measured stamps are {abs(gap) * 1e-9:.2g} s {side} contacts stamps: different clocks?"
+        if abs(gap) > max(1_000_000_000, 100 * self.effective_tolerance_ns()):
+            return f"measured stamps are {abs(gap) * 1e-9:.2g} s {side} contacts stamps: different clocks?"
+        if self._unpaired_run >= UNPAIRED_RUN and self._older_gap is not None:
+            kept = self._pred.stamps
+            span = (kept[-1] - kept[0]) * 1e-9 if kept else 0.0
+            return (f"measured stamps are {abs(self._older_gap) * 1e-9:.2g} s behind contacts stamps, older "
+                    f"than the {len(kept)} predictions kept ({span:.2g} s of them): raise "
+                    "alignment_buffer_size")
+        return None
 
 
-__all__ = ["PERIOD_WINDOW", "Pair", "PeriodEstimate", "StampPairer", "nearest_within"]
+__all__ = ["PERIOD_WINDOW", "UNPAIRED_RUN", "Pair", "PeriodEstimate", "StampPairer", "nearest_within"]

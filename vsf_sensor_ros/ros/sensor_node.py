@@ -574,7 +574,8 @@ class SensorNode(Node):
         return needs
 
     def _clock_hint(self, h: SensorHandle) -> Optional[str]:
-        """The pairing's clock-offset sentence of sensor ``h`` (:meth:`.StampPairer.offset_hint`),
+        """The pairing's sentence of sensor ``h`` (:meth:`.StampPairer.offset_hint`: a clock offset,
+        or measurements older than every kept prediction),
         or None while its measured stream or the contacts have stopped (the gap the pairer kept
         then spans the pause, one stream resuming alone: a stale stream, which its input status
         already names) and for a header-less measured type (stamped on arrival with this node's
