@@ -171,15 +171,16 @@ def joint_state(names: Sequence[str], positions: Sequence[float]) -> JointState:
     return JointState(name=list(names), position=[float(p) for p in positions])
 
 
-def send_until(probe: Probe, topic: str, msg: Any, cond: Callable[[], bool], timeout: float = 10.0) -> bool:
-    """Send ``msg`` on ``topic`` each second until ``cond()`` holds (at most ``timeout`` s).
+def send_until(probe: Probe, topic: str, msg: Any, cond: Callable[[], bool], timeout: float = 10.0,
+               period: float = 1.0) -> bool:
+    """Send ``msg`` on ``topic`` every ``period`` s until ``cond()`` holds (at most ``timeout`` s).
 
     The probe seeing the node's subscription does not mean the node has matched the probe's
     publisher yet: a message sent before that is lost, so one send can go unanswered."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         probe.send(topic, msg)
-        if probe.spin_until(cond, min(1.0, max(0.0, end - time.monotonic()))):
+        if probe.spin_until(cond, min(period, max(0.0, end - time.monotonic()))):
             return True
     return cond()
 

@@ -251,16 +251,17 @@ def last_report(probe: Probe) -> dict:
     return {st.name: {kv.key: kv.value for kv in st.values} for st in reports[-1].status} if reports else {}
 
 
-def deliver(probe: Probe, topic: str, msg, status: str, key: str, timeout: float = 15.0) -> None:
+def deliver(probe: Probe, topic: str, msg, status: str, key: str, timeout: float = 20.0) -> None:
     """Send ``msg`` until the node's diagnostics counter ``key`` of ``status`` grows.
 
     A test's first message on a topic can be lost even after the probe has matched the node's
     subscription (the node's side of the discovery may lag on a loaded host); the node's own
-    counter tells a lost message from a slow answer.  The message is resent only while the
-    counter has not grown, once a second, so use it where a second copy is harmless."""
-    before = counter(diag(probe), f"/sensor_node: {status}", key)
-    assert send_until(probe, topic, msg, lambda: latest_counter(probe, status, key) > before, timeout), \
-        f"the node did not count {topic} in {status}.{key} within {timeout} s"
+    counter tells a lost message from a slow answer.  The message is resent only when no report
+    in 3 s shows the counter grown (reports come every ``diagnostics_period``, 0.2 s in these
+    tests): a second copy then means the first was lost, or the node stalled for seconds."""
+    before = counter(probe.diagnostics(timeout=10.0), f"/sensor_node: {status}", key)
+    assert send_until(probe, topic, msg, lambda: latest_counter(probe, status, key) > before, timeout,
+                      period=3.0), f"the node did not count {topic} in {status}.{key} within {timeout} s"
 
 
 # which node counter confirms a message on each input topic (see deliver)
@@ -283,9 +284,10 @@ def tare_pressure(probe: Probe) -> Trigger.Response:
     tare is 500 Pa (the file's tare).  The new offset averages the measured pressure:
     (101300 + 101320 + 101340) / 3 = 101320 Pa.
 
-    The first step's messages are confirmed by the node's counters (see :func:`deliver`): a
-    resent copy is a second prediction, or a second measurement of the same stamp, and
-    neither changes the three samples' average.
+    The first step's messages are confirmed by the node's counters (see :func:`deliver`).  A
+    resent copy (rare) is a second prediction or measurement of stamp 50 s; were both resent,
+    two pairs of 101300 Pa would precede the others, and the tare, which averages the latest
+    ``N_TARE`` pairs, still gives 101320 Pa.
     """
     for k, v in enumerate([1013.0, 1013.2, 1013.4]):
         t = stamp(50 + k)

@@ -604,7 +604,19 @@ def test_every_start_up_problem_is_named_in_the_one_error(scene, tmp_path, rclpy
                   "parameter 'frame_id' = '': must name the frame",
                   "parameter 'ambient_pressure' = 1013.2: not a plausible atmospheric pressure"):
         assert words in text, text
-    assert "\n" not in text
+    assert "\n" not in text and text.startswith("5 problems: [1] ") and "; [5] " in text
+    # values rclpy refuses (out of range, wrong type) are among them, and an attachment mesh that is
+    # not there is named though the mesh is missing too; an unparsable mesh is named, not an exit
+    (tmp_path / "garbage.vtk").write_text("not a mesh\n")
+    with pytest.raises(ConfigurationError) as err:
+        _bare_node(scene, "range_problems_node", mesh=str(tmp_path / "garbage.vtk"), window=52,
+                   camera_translation=[0.0, 0.0], attachment_mesh=str(tmp_path / "gone.ply"), frame_id="  ")
+    text = str(err.value)
+    for words in ("parameter 'window': ", "52", "parameter 'camera_translation'",
+                  f"parameter 'mesh' = '{tmp_path / 'garbage.vtk'}': meshio cannot read",
+                  f"parameter 'attachment_mesh': no such file: {tmp_path / 'gone.ply'}",
+                  "parameter 'frame_id' = '  ': must name the frame"):
+        assert words in text, text
     # with the mesh readable, the mount check runs too: 100 deg puts free vertices behind the camera
     with pytest.raises(ConfigurationError) as err:
         _bare_node(scene, "mount_and_window_node", window=4, camera_rotation_deg=100.0)

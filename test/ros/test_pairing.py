@@ -294,3 +294,23 @@ def test_a_few_unpaired_old_measurements_are_not_yet_a_pattern():
         _run(p, [MS * k for k in range(33 * (frames - 1) + 2)], [33 * MS * j for j in range(frames)],
              m_clock_ns=-350 * MS)
         assert p.offset_hint() == expected
+
+
+def test_measurements_ahead_by_more_than_their_queue_can_wait_are_named_too():
+    # The reverse: a 1 kHz driver stamping 300 ms ahead (arrival j ms, stamp j + 300 ms) against
+    # 30 Hz contacts (33k ms), 200 kept.  By hand: at a contacts arrival t the kept measurements are
+    # the last 200 offered, stamps [t + 100, t + 299] ms, so the one of stamp t was dropped 100 ms
+    # ago (tolerance 16.5 ms); nothing pairs.  The gap is the newest measured stamp minus t: 299 ms.
+    p = StampPairer(capacity=200, tolerance_ns=None)
+    pairs, hints = _run(p, [33 * MS * k for k in range(91)], [MS * j for j in range(3000)],
+                        check_every_ns=1_000 * MS, m_clock_ns=300 * MS)
+    assert pairs == []
+    sentence = ("measured stamps are 0.3 s ahead of contacts stamps, newer than the 200 measurements kept "
+                "can wait for (0.2 s of them): raise alignment_buffer_size")
+    assert hints == [sentence, sentence] and p.offset_hint() == sentence
+    # 150 ms ahead: the kept measurements [t - 50, t + 149] ms hold the one of stamp t -- all pair
+    q = StampPairer(capacity=200, tolerance_ns=None)
+    pairs, hints = _run(q, [33 * MS * k + 200 * MS for k in range(85)], [MS * j for j in range(3000)],
+                        check_every_ns=1_000 * MS, m_clock_ns=150 * MS)
+    assert pairs == [(33 * MS * k + 200 * MS,) * 2 for k in range(85)]
+    assert hints == [None, None] and q.offset_hint() is None

@@ -68,3 +68,13 @@ def test_a_mesh_file_without_a_boundary_says_what_the_file_must_hold(tmp_path):
     assert str(path) in text and "no vertex or line cells" in text
     assert "pass boundary=" in text                             # the Python API's way out, kept
     assert "clamped ring as vertex cells" in text and "equalized.vtk" in text   # a node user's way out
+
+
+def test_a_file_meshio_cannot_parse_is_a_value_error_naming_it_not_an_exit(tmp_path, capsys):
+    # meshio prints why and calls sys.exit(1) for a file it cannot parse: that ended the process
+    bad = tmp_path / "garbage.vtk"
+    bad.write_text("not a mesh\n")
+    with pytest.raises(ValueError, match=f"meshio cannot read {bad}: Illegal VTK header"):
+        read_membrane_mesh(bad)
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""     # its words are in the error, not on the terminal

@@ -138,10 +138,21 @@ def descriptor(name: str, description: str, bounds: Optional[Sequence[float]], d
 
 
 def load_attachment_vertices(path: str) -> np.ndarray:
-    """Vertices of the attachment mesh in the file's order (trimesh, no processing), m."""
+    """``(n, 3)`` float64 vertices (m) of the attachment mesh in the file's order (trimesh, no
+    processing).
+
+    Raises:
+        ValueError: a file trimesh cannot read as a mesh, or one without vertices.
+    """
     import trimesh
-    mesh = trimesh.load(path, process=False, force="mesh")
-    return np.asarray(mesh.vertices, dtype=np.float64)
+    try:
+        mesh = trimesh.load(path, process=False, force="mesh")
+        vertices = np.asarray(mesh.vertices, dtype=np.float64)
+    except Exception as exc:   # trimesh's loaders fail with many types on a file that is no mesh
+        raise ValueError(f"not a mesh trimesh can read ({type(exc).__name__}: {exc})") from None
+    if vertices.ndim != 2 or vertices.shape[1] != 3 or len(vertices) == 0:
+        raise ValueError(f"a mesh without vertices (shape {vertices.shape})")
+    return vertices
 
 
 def unknown_text(name: str) -> str:
@@ -231,6 +242,14 @@ def pressure_type_name(given: str) -> str:
     return "/".join([ptype.split("/")[0], "msg", ptype.split("/")[-1]]) if "/" in ptype else ptype
 
 
+def joined(problems: Sequence[str]) -> str:
+    """One line for the node's configuration error: the problem itself, or ``"3 problems: [1] ...;
+    [2] ...; [3] ..."`` (numbered: a sentence may contain ``;`` itself)."""
+    if len(problems) == 1:
+        return problems[0]
+    return f"{len(problems)} problems: " + "; ".join(f"[{i}] {t}" for i, t in enumerate(problems, 1))
+
+
 def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name: str,
                       namespace: str) -> List[str]:
     """Every problem of the parameters that need no file, one sentence each naming the parameter
@@ -263,7 +282,7 @@ def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name
         out.append(f"parameter 'camera_translation' = {list(p['camera_translation'])}: "
                    "needs 3 finite numbers (m)")
     if not str(p["frame_id"]).strip():
-        out.append("parameter 'frame_id' = '': must name the frame of the outputs (the "
+        out.append(f"parameter 'frame_id' = {p['frame_id']!r}: must name the frame of the outputs (the "
                    "PunyoDenseForceSensor's attachment body, e.g. 'punyo')")
     for key in TOPIC_PARAMETERS + (("colour_topic",) if str(p["colour_topic"]) else ()):   # '' = no colour
         try:

@@ -106,8 +106,8 @@ from .input_health import pressure_unit_problem
 from .main import run_node, user_args
 # PARAMETERS, ConfigurationError and usage are also this module's public names (tests, --help)
 from .membrane_force_config import (PARAMETERS, SEA_LEVEL_WARNING, ConfigurationError, ambient,
-                                    descriptor, load_attachment_vertices, mesh_file, pressure_type_name,
-                                    read_mesh, settings_problems, unknown_text, usage)
+                                    descriptor, joined, load_attachment_vertices, mesh_file,
+                                    pressure_type_name, read_mesh, settings_problems, unknown_text, usage)
 from .membrane_force_inputs import (Input, InputWatch, Pressures, check_reference_frame, inputs_text,
                                     missing_inputs, no_colour_text, pressure_type_hints, pressures_text,
                                     ready_text, stopped_text, waiting_text)
@@ -139,12 +139,13 @@ class MembraneForceNode(Node):
             at start and listed on ``/diagnostics``.
 
     Raises:
-        ConfigurationError: every problem found, in one message (sentences joined by ``'; '``):
-            no ``mesh``, a mesh that cannot be read or not inflated (flat: no
+        ConfigurationError: every problem found, in one message (numbered when more than one,
+            :func:`~.membrane_force_config.joined`): a value of the wrong type or out of its
+            range, no ``mesh``, a mesh that cannot be read or not inflated (flat: no
             pressure pre-tension), an invalid topic name, an empty ``frame_id``, a camera mount
-            (rotation, translation) that puts free vertices behind the camera, an ``attachment_mesh`` that
-            is not the same membrane, an unknown ``input``, ``pressure_type`` or reliability, or a
-            value outside its range (each naming the parameter and value).
+            (rotation, translation) that puts free vertices behind the camera, an ``attachment_mesh``
+            that is missing or not the same membrane, or an unknown ``input``, ``pressure_type`` or
+            reliability (each naming the parameter and value).
     """
 
     def __init__(self, node_name: str = "membrane_force_node", command_line: Sequence[str] = (),
@@ -152,6 +153,9 @@ class MembraneForceNode(Node):
         # undeclared names reach _on_set_parameters, which refuses them by name (rclpy's own answer
         # to an undeclared name lists no name)
         super().__init__(node_name, allow_undeclared_parameters=True, **kwargs)
+        # every problem at once (one line), so a user fixes them in one go: the values rclpy
+        # refuses, the mesh, the attachment mesh, then the settings that need no file
+        problems: List[str] = []
         p: Dict[str, Any] = {}
         for name, (default, text, bounds) in PARAMETERS.items():
             accept_integer_override(self, name, default)   # altitude: 222 for 222.0, as sensor_node
@@ -159,26 +163,27 @@ class MembraneForceNode(Node):
                 desc = descriptor(name, text, bounds, default)
                 p[name] = self.declare_parameter(name, default, desc).value
             except Exception as exc:   # rclpy's range / type errors differ between distributions
-                raise ConfigurationError(f"parameter {name!r}: {exc}") from None
+                problems.append(f"parameter {name!r}: {exc}")
+                p[name] = default      # only for the checks below: the node does not start
         self.p = p
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        # every problem at once (one line), so a user fixes them in one go: the mesh, the
-        # attachment mesh (needs the mesh), then the settings that need no file
-        problems: List[str] = []
         try:
             self.mesh: MembraneMesh = read_mesh(p["mesh"])
         except ConfigurationError as exc:
             problems.append(str(exc))
             self.mesh = None
         self.out_frame = MeshFrameTransform.identity()
-        if self.mesh is not None and p["attachment_mesh"]:
-            try:
-                self.out_frame, attachment = self._attachment_frame(p["attachment_mesh"])
+        if p["attachment_mesh"]:
+            try:   # without the mesh there is nothing to fit it to: only the file is checked
+                if self.mesh is None:
+                    mesh_file("attachment_mesh", p["attachment_mesh"])
+                else:
+                    self.out_frame, attachment = self._attachment_frame(p["attachment_mesh"])
             except ConfigurationError as exc:
                 problems.append(str(exc))
         problems += settings_problems(p, self.mesh, self.get_name(), self.get_namespace())
         if problems:
-            raise ConfigurationError("; ".join(problems))
+            raise ConfigurationError(joined(problems))
         if not p["attachment_mesh"]:
             # sensor_node reads a measured dense force in its own mesh's frame: unless that mesh is
             # this one, its residual would be off by the rotation between the two

@@ -36,10 +36,12 @@ records the gap across the pause.  The pairer has no clock of its own, so the
 caller, which knows when each stream last arrived, ignores the hint while a
 stream is stopped (the node does so for the measured stream).
 
-A smaller gap has a second diagnosis: measurements older than every kept
-prediction (the prediction queue is full of newer ones, so the predictions of
-their instants were dropped) for :data:`UNPAIRED_RUN` unpaired offers in a row,
-e.g. a camera whose stamps lag 1 kHz contacts by more than the queue holds.
+A smaller gap has a second diagnosis, after :data:`UNPAIRED_RUN` unpaired offers
+in a row: measurements older than every kept prediction (the prediction queue is
+full of newer ones, so the predictions of their instants were dropped), e.g. a
+camera whose stamps lag 1 kHz contacts by more than the queue holds; or the
+reverse, predictions older than every kept measurement (measurements ahead by
+more than their queue can wait).
 """
 from __future__ import annotations
 
@@ -152,6 +154,17 @@ class _Queue(Generic[P]):
         self.period.clear()
 
 
+def _older_than_kept(stamp_ns: int, queue: "_Queue", tolerance_ns: int) -> bool:
+    """The other stream's queue is full and ``stamp_ns`` is older than all of it: the partner of
+    this stamp, if it came, was dropped to keep newer ones."""
+    return len(queue.stamps) == queue.capacity and stamp_ns < queue.stamps[0] - tolerance_ns
+
+
+def _span_s(stamps: Sequence[int]) -> float:
+    """Newest minus oldest of ascending ``stamps`` (s), 0 for fewer than two."""
+    return (stamps[-1] - stamps[0]) * 1e-9 if len(stamps) > 1 else 0.0
+
+
 class StampPairer(Generic[P, M]):
     """Pairs predictions with measurements of (nearly) the same stamp (see the module docstring).
 
@@ -179,9 +192,11 @@ class StampPairer(Generic[P, M]):
         # streams arrive; None after a pair (see the module docstring)
         self._unpaired_gap: Optional[int] = None
         # offers in a row without a partner while both streams arrive; the gap (ns) of the latest
-        # unpaired measurement when it was older than every kept prediction (theirs were dropped)
+        # unpaired measurement when it was older than every kept prediction (theirs were dropped),
+        # and of the latest unpaired prediction older than every kept measurement
         self._unpaired_run = 0
         self._older_gap: Optional[int] = None
+        self._newer_gap: Optional[int] = None
 
     @property
     def tolerance_ns(self) -> Optional[int]:
@@ -216,7 +231,8 @@ class StampPairer(Generic[P, M]):
         self._pred.period.observe(stamp_ns)
         interleaved, self._meas_since_pred, self._pred_since_meas = self._meas_since_pred, False, True
         self._last_predicted = stamp_ns
-        m = nearest_within(self._meas.stamps, stamp_ns, self.effective_tolerance_ns())
+        tolerance = self.effective_tolerance_ns()
+        m = nearest_within(self._meas.stamps, stamp_ns, tolerance)
         if m is not None:
             mstamp, meas = self._meas.pop(m)
             self._paired()
@@ -224,13 +240,15 @@ class StampPairer(Generic[P, M]):
         if interleaved and self._last_measured is not None:
             self._unpaired_gap = self._last_measured - stamp_ns
             self._unpaired_run += 1
+            beyond = _older_than_kept(stamp_ns, self._meas, tolerance)
+            self._newer_gap = self._unpaired_gap if beyond else None
         self._pred.insert(stamp_ns, item)
         return None
 
     def _paired(self) -> None:
         self._unpaired_gap = None
         self._unpaired_run = 0
-        self._older_gap = None
+        self._older_gap = self._newer_gap = None
 
     def add_measurement(self, stamp_ns: int, item: M) -> Optional[Pair[P, M]]:
         """Offer a measurement; the pair it completes, else None (the measurement is queued).
@@ -249,10 +267,8 @@ class StampPairer(Generic[P, M]):
         if interleaved and self._last_predicted is not None:
             self._unpaired_gap = stamp_ns - self._last_predicted
             self._unpaired_run += 1
-            # the predictions of its instant were dropped (the queue is full of newer ones)
-            kept = self._pred.stamps
-            older = len(kept) == self._pred.capacity and stamp_ns < kept[0] - tolerance
-            self._older_gap = self._unpaired_gap if older else None
+            beyond = _older_than_kept(stamp_ns, self._pred, tolerance)
+            self._older_gap = self._unpaired_gap if beyond else None
         self._meas.insert(stamp_ns, item)
         return None
 
@@ -293,7 +309,11 @@ class StampPairer(Generic[P, M]):
           newer ones: its instant's prediction had been dropped), its stamp minus the newest
           contacts stamp, e.g.
           ``"measured stamps are 0.35 s behind contacts stamps, older than the 200 predictions
-          kept (0.2 s of them): raise alignment_buffer_size"``.
+          kept (0.2 s of them): raise alignment_buffer_size"``; the other way round, a
+          prediction older than every kept measurement (measurements ahead by more than
+          their queue can wait): ``"measured stamps are 0.3 s ahead of contacts stamps, newer
+          than the 200 measurements kept can wait for (0.2 s of them): raise
+          alignment_buffer_size"``.
         """
         gap = self._unpaired_gap
         if gap is None:
@@ -301,12 +321,18 @@ class StampPairer(Generic[P, M]):
         side = "ahead of" if gap > 0 else "behind"
         if abs(gap) > max(1_000_000_000, 100 * self.effective_tolerance_ns()):
             return f"measured stamps are {abs(gap) * 1e-9:.2g} s {side} contacts stamps: different clocks?"
-        if self._unpaired_run >= UNPAIRED_RUN and self._older_gap is not None:
+        if self._unpaired_run < UNPAIRED_RUN:
+            return None
+        if self._older_gap is not None:
             kept = self._pred.stamps
-            span = (kept[-1] - kept[0]) * 1e-9 if kept else 0.0
             return (f"measured stamps are {abs(self._older_gap) * 1e-9:.2g} s behind contacts stamps, older "
-                    f"than the {len(kept)} predictions kept ({span:.2g} s of them): raise "
+                    f"than the {len(kept)} predictions kept ({_span_s(kept):.2g} s of them): raise "
                     "alignment_buffer_size")
+        if self._newer_gap is not None:
+            kept = self._meas.stamps
+            return (f"measured stamps are {self._newer_gap * 1e-9:.2g} s ahead of contacts stamps, newer "
+                    f"than the {len(kept)} measurements kept can wait for ({_span_s(kept):.2g} s of them): "
+                    "raise alignment_buffer_size")
         return None
 
 

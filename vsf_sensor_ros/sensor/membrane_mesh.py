@@ -1,9 +1,11 @@
 """The Punyo membrane's triangle mesh with its clamped boundary (read from a VTK file with meshio)."""
 from __future__ import annotations
 
+import contextlib
+import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
@@ -70,6 +72,20 @@ class MembraneMesh:
         return np.flatnonzero(mask)
 
 
+def _meshio_read(path: Path) -> Any:
+    """``meshio.read``, with its failure a ValueError: for a file it cannot parse meshio prints
+    why and calls ``sys.exit(1)``, which would end the caller's process."""
+    import meshio  # deferred: only this reader needs it
+
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+            return meshio.read(str(path))
+    except SystemExit:
+        words = " ".join(said.getvalue().replace("Error:", "").split())
+        raise ValueError(f"meshio cannot read {path}: {words or 'unknown format'}") from None
+
+
 def read_membrane_mesh(path: Union[str, Path], boundary: Optional[Sequence[int]] = None) -> MembraneMesh:
     """Read a membrane mesh (legacy or XML VTK, or any format meshio reads).
 
@@ -87,14 +103,13 @@ def read_membrane_mesh(path: Union[str, Path], boundary: Optional[Sequence[int]]
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: no triangles, no boundary information, or an invalid mesh.
+        ValueError: a file meshio cannot read (its own words), no triangles, no boundary
+            information, or an invalid mesh.
     """
-    import meshio  # deferred: only this reader needs it
-
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"membrane mesh not found: {path}")
-    mesh = meshio.read(str(path))
+    mesh = _meshio_read(path)
     cells = {}
     for block in mesh.cells:
         cells.setdefault(block.type, []).append(np.asarray(block.data))
