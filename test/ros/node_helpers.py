@@ -185,13 +185,45 @@ def send_until(probe: Probe, topic: str, msg: Any, cond: Callable[[], bool], tim
     return cond()
 
 
+def latest_status(probe: Probe, name: str) -> Dict[str, str]:
+    """``{key: value}`` of status ``name`` in the newest ``/diagnostics`` report that has it ({}
+    before any: several nodes may publish reports on the topic)."""
+    for report in reversed(probe.received.get("/diagnostics", [])):
+        for st in report.status:
+            if st.name == name:
+                return {kv.key: kv.value for kv in st.values}
+    return {}
+
+
+def deliver_counted(probe: Probe, topic: str, msg: Any, status: str, key: str, timeout: float = 20.0) -> None:
+    """Send ``msg`` until the node's diagnostics counter ``key`` of status ``status`` grows.
+
+    A test's first message on a topic can be lost even after the probe has matched the node's
+    subscription (the node's side of the discovery may lag on a loaded host); the node's own
+    counter tells a lost message from a slow answer.  The message is resent only when no report
+    in 3 s shows the counter grown (reports come every ``diagnostics_period``, at most 1 s in
+    the tests): a second copy then means the first was lost, or the node stalled for seconds.
+
+    Raises:
+        AssertionError: the counter did not grow within ``timeout`` s.
+    """
+    reports = probe.listen("/diagnostics", DiagnosticArray)
+    start = len(reports)   # a report made from now on: its counts include every earlier message
+    fresh = lambda: any(st.name == status for r in reports[start:] for st in r.status)  # noqa: E731
+    assert probe.spin_until(fresh, 10.0), f"no new /diagnostics status {status!r} in 10 s"
+    count = lambda: int(latest_status(probe, status).get(key, "0"))  # noqa: E731
+    before = count()
+    assert send_until(probe, topic, msg, lambda: count() > before, timeout, period=3.0), \
+        f"the node did not count {topic} in {status!r} {key} within {timeout} s"
+
+
 def wait_count(probe: Probe, topic: str, n: int, timeout: float = 10.0) -> bool:
     """Spin until at least ``n`` messages arrived on ``topic``."""
     return probe.spin_until(lambda: len(probe.received.get(topic, [])) >= n, timeout)
 
 
 __all__ = ["BEST_EFFORT", "FIXTURES", "NodeProcess", "PointCloud2", "Probe", "RELIABLE", "ROOT",
-           "joint_state", "send_until", "wait_count", "write_params"]
+           "deliver_counted", "joint_state", "latest_status", "send_until", "wait_count", "write_params"]
 
 
 def spin_until(executor: Any, cond: Callable[[], bool], timeout: float = 10.0) -> bool:

@@ -26,7 +26,7 @@ from vsf_sensor_ros.ros.calibration_file import HEADER
 from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
 from vsf_sensor_ros.sensor import ContactState, SimState
 
-from .node_helpers import NodeProcess, Probe, joint_state, send_until, write_params
+from .node_helpers import NodeProcess, Probe, deliver_counted, joint_state, latest_status, write_params
 
 F64 = torch.float64
 N_TARE = 3
@@ -129,9 +129,8 @@ def last_counts(probe: Probe, sensor: str) -> dict:
     """The input counters and sensor ``sensor``'s counters of the last ``/diagnostics`` report."""
     keys = {"inputs": ("contacts_received", "contacts_processed", "joint_states_received", "rejected_total"),
             sensor: ("published", "measured_received", "residuals_published", "pairing")}
-    values = last_report(probe)
-    return {f"{status}.{k}": values.get(f"/sensor_node: {status}", {}).get(k) for status, ks in keys.items()
-            for k in ks}
+    return {f"{status}.{k}": latest_status(probe, f"/sensor_node: {status}").get(k)
+            for status, ks in keys.items() for k in ks}
 
 
 def empty_cloud(t: Time) -> PointCloud2:
@@ -240,28 +239,9 @@ def counter(report, status: str, key: str) -> int:
     return int(report.get(status, {}).get(key, "0"))
 
 
-def latest_counter(probe: Probe, status: str, key: str) -> int:
-    """``key`` of the node's status ``/sensor_node: <status>`` in the last report received (0 before any)."""
-    return counter(last_report(probe), f"/sensor_node: {status}", key)
-
-
-def last_report(probe: Probe) -> dict:
-    """The last ``/diagnostics`` report received, ``{status name: {key: value}}`` ({} before any)."""
-    reports = probe.received.get("/diagnostics", [])
-    return {st.name: {kv.key: kv.value for kv in st.values} for st in reports[-1].status} if reports else {}
-
-
 def deliver(probe: Probe, topic: str, msg, status: str, key: str, timeout: float = 20.0) -> None:
-    """Send ``msg`` until the node's diagnostics counter ``key`` of ``status`` grows.
-
-    A test's first message on a topic can be lost even after the probe has matched the node's
-    subscription (the node's side of the discovery may lag on a loaded host); the node's own
-    counter tells a lost message from a slow answer.  The message is resent only when no report
-    in 3 s shows the counter grown (reports come every ``diagnostics_period``, 0.2 s in these
-    tests): a second copy then means the first was lost, or the node stalled for seconds."""
-    before = counter(probe.diagnostics(timeout=10.0), f"/sensor_node: {status}", key)
-    assert send_until(probe, topic, msg, lambda: latest_counter(probe, status, key) > before, timeout,
-                      period=3.0), f"the node did not count {topic} in {status}.{key} within {timeout} s"
+    """:func:`~.node_helpers.deliver_counted` with sensor_node's status ``/sensor_node: <status>``."""
+    deliver_counted(probe, topic, msg, f"/sensor_node: {status}", key, timeout)
 
 
 # which node counter confirms a message on each input topic (see deliver)

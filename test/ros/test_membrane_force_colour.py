@@ -35,7 +35,7 @@ from std_msgs.msg import Float32
 from vsf_sensor_ros.demo.processes import ManagedProcess, child_env, module_command
 from vsf_sensor_ros.ros.messages.camera import InputRejected, colour_from_image
 
-from .node_helpers import ROOT, Probe, write_params
+from .node_helpers import ROOT, Probe, deliver_counted, write_params
 
 POKE = ROOT / ".." / "shared" / "fixtures" / "punyo_poke_ur5e"
 CAM = POKE / "camera"
@@ -177,9 +177,10 @@ def node(poke, tmp_path_factory, rclpy_context):
         for topic in ("/cam/depth", "/cam/colour"):
             assert probe.wait_for_subscriber(topic, Image, timeout=90.0), proc.output()[-3000:]
         assert probe.wait_for_subscriber("/mforce", PointCloud2, timeout=30.0)
-        probe.send("/cam/info", _camera_info(poke))
-        probe.send("/bubble/pressure", Float32(data=poke["data"][0]["hpa"]))
-        probe.spin_for(0.5)
+        # confirmed by the node's counters (a lost first message would leave it waiting)
+        deliver_counted(probe, "/cam/info", _camera_info(poke), f"/{NODE}", "camera_info_received")
+        deliver_counted(probe, "/bubble/pressure", Float32(data=poke["data"][0]["hpa"]), f"/{NODE}",
+                        "pressures_received")
         for j, i in enumerate(REF):           # the reference: depth and colour stamped alike
             probe.send("/bubble/pressure", Float32(data=poke["data"][i]["hpa"]))
             probe.spin_for(0.2)

@@ -42,7 +42,7 @@ from vsf_sensor_ros.sensor import ContactState
 from vsf_sensor_ros.sensor.membrane_force_estimator import MembraneForceEstimator
 
 from ..sensor.membrane_scenes import camera, disc_mesh, render_depth
-from .node_helpers import ROOT, Probe, write_params
+from .node_helpers import ROOT, Probe, deliver_counted, write_params
 
 P_REF = 105000.0            # Pa absolute (1050 hPa, exact in float32)
 P0 = 4000.0                 # gauge, Pa
@@ -185,9 +185,9 @@ def nodes(scene, rclpy_context):
         assert probe.wait_for_subscriber("/camera/depth", Image, timeout=90.0), mproc.output()[-3000:]
         assert probe.wait_for_subscriber("/contacts", PointCloud2, timeout=90.0), sproc.output()[-3000:]
         assert probe.wait_for_subscriber("/mforce/measured", PointCloud2, timeout=30.0)
-        probe.send("/camera/info", _camera_info(scene["cam"]))
-        probe.send("/bubble/pressure", _hpa(P_REF))
-        probe.spin_for(0.5)
+        # confirmed by the node's counters (a lost first message would leave it waiting)
+        deliver_counted(probe, "/camera/info", _camera_info(scene["cam"]), f"/{NODE}", "camera_info_received")
+        deliver_counted(probe, "/bubble/pressure", _hpa(P_REF), f"/{NODE}", "pressures_received")
         yield probe
     finally:
         probe.destroy_node()
