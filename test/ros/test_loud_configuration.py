@@ -19,7 +19,7 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import FluidPressure, JointState
 from std_srvs.srv import Trigger
 
-from vsf_sensor_ros.ros.parameter_table import ConfigError
+from vsf_sensor_ros.ros.parameter_table import ConfigError, ConfigErrors
 from vsf_sensor_ros.ros.sensor_node import SensorNode
 
 from .node_helpers import bubble_push_cloud, spin_until, write_params
@@ -155,6 +155,29 @@ def test_strict_parameters_makes_an_unknown_key_a_start_up_error(rclpy_context):
                    parameter_overrides=_params(strict_parameters=True, **{"pressure.measured_topik": "/p"}))
     text = str(exc.value)
     assert "pressure.measured_topik" in text and "pressure.measured_topic" in text and "strict" in text
+
+
+def test_every_node_wide_problem_is_named_in_the_one_error(rclpy_context):
+    """A tare_samples rclpy refuses (out of range), an empty world_frame, an unknown reliability and
+    an unknown executor: all four in one error, in that order (the declarations first), where the
+    node used to stop at the first and a user fixed one per start."""
+    with pytest.raises(ConfigErrors) as exc:
+        SensorNode("sensor_node", namespace=NS, parameter_overrides=_params(
+            tare_samples=0, world_frame="", executor="fast", **{"qos.inputs.reliability": "maybe"}))
+    err = exc.value
+    assert [e.parameter for e in err.errors] == ["tare_samples", "world_frame", "qos.inputs.reliability",
+                                                 "executor"]
+    text = str(err)
+    assert text.startswith("4 problems: [1] parameter 'tare_samples' = 0: ") and "\n" not in text
+    for words in ("[2] parameter 'world_frame' = '': must name the frame",
+                  "[3] parameter 'qos.inputs.reliability' = 'maybe': must be 'best_effort' or 'reliable'",
+                  "[4] parameter 'executor' = 'fast': must be one of auto, events, single_threaded"):
+        assert words in text, text
+    # one problem alone is the plain error, as before
+    with pytest.raises(ConfigError) as exc:
+        SensorNode("sensor_node", namespace=NS, parameter_overrides=_params(executor="fast"))
+    assert not isinstance(exc.value, ConfigErrors)
+    assert str(exc.value) == "parameter 'executor' = 'fast': must be one of auto, events, single_threaded"
 
 
 def test_a_misspelt_key_in_a_live_request_is_named_with_the_closest_key(make):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import array
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
@@ -38,6 +38,33 @@ class ConfigError(ValueError):
     def __init__(self, parameter: str, value: Any, detail: str) -> None:
         self.parameter, self.value, self.detail = parameter, value, detail
         super().__init__(f"parameter '{parameter}' = {value!r}: {detail}")
+
+
+class ConfigErrors(ConfigError):
+    """Several configuration problems found together, so a user fixes them in one go.
+
+    Attributes:
+        errors: the :class:`ConfigError` s, in the order found (at least two); ``parameter``,
+            ``value`` and ``detail`` are the first one's.
+
+    ``str(err)`` is one line: ``2 problems: [1] parameter 'a' = 1: ...; [2] parameter 'b' = ...``
+    (numbered: a detail may contain ``;`` itself).
+    """
+
+    def __init__(self, errors: Sequence[ConfigError]) -> None:
+        self.errors = list(errors)
+        first = self.errors[0]
+        super().__init__(first.parameter, first.value, first.detail)
+        self.args = (f"{len(self.errors)} problems: "
+                     + "; ".join(f"[{i}] {e}" for i, e in enumerate(self.errors, 1)),)
+
+
+def raise_all(errors: Sequence[ConfigError]) -> None:
+    """Raise nothing for no error, the error itself for one, :class:`ConfigErrors` for several."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ConfigErrors(errors)
 
 
 @dataclass

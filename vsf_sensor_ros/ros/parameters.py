@@ -275,10 +275,24 @@ class NodeParameters:
         finally:
             self.declaring = False
 
-    def declare_node(self) -> Dict[str, Any]:
-        """Declare every node-wide parameter; ``{name: value}`` (also kept in :attr:`values`)."""
-        self.values = {s.key: self.declare(s.key, s) for s in NODE_SPECS}
-        return self.values
+    def declare_node(self) -> Tuple[Dict[str, Any], List[ConfigError]]:
+        """Declare every node-wide parameter, going on past a refused one.
+
+        Returns:
+            ``({name: value}, errors)``: the values (also kept in :attr:`values`; a refused
+            parameter reads its default, for the checks that follow: the node must not start)
+            and the :class:`ConfigError` of each override of the wrong type or out of range.
+        """
+        values: Dict[str, Any] = {}
+        errors: List[ConfigError] = []
+        for s in NODE_SPECS:
+            try:
+                values[s.key] = self.declare(s.key, s)
+            except ConfigError as exc:
+                errors.append(exc)
+                values[s.key] = s.default
+        self.values = values
+        return values, errors
 
     def declare_body(self, body: str) -> Dict[str, Any]:
         """Declare ``<body>.*`` (read-only); ``{key: value}``.

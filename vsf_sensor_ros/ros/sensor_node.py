@@ -110,13 +110,38 @@ from .scene import (SensorFactory, build_scene, check_contact_body_names, effect
                     resolve_path)
 from .parameters import ChangePlan, LiveSettings, NodeParameters, SensorParameters, wrong_type_errors
 from .calibration import Measurements
-from .parameter_table import ConfigError
+from .parameter_table import ConfigError, raise_all
 from .sensor_handle import (EndpointQoS, SensorEndpoints, SensorHandle, SensorResult, StepRejected,
-                            check_elements, check_predictions)
+                            check_elements, check_predictions, qos_reliability)
 from .messages.stamps import stamp_to_ns
 
 DTYPE = torch.float64
 DEVICE = torch.device("cpu")
+
+
+def node_value_problems(p: Dict[str, Any]) -> List[ConfigError]:
+    """The node-wide values rclpy accepts but the node cannot use (``p``: the declared values).
+
+    Each a :class:`ConfigError` naming the value: an empty ``world_frame`` (every contacts cloud
+    and pose carries a frame: an empty one would reject them all), a ``frame_prefix`` with
+    white space, a QoS reliability other than ``reliable`` / ``best_effort``, an unknown
+    ``executor``.
+    """
+    out: List[ConfigError] = []
+    if not p["world_frame"].strip():
+        out.append(ConfigError("world_frame", p["world_frame"], "must name the frame of contacts and "
+                                                                "free-body poses (e.g. 'world')"))
+    if any(ch.isspace() for ch in str(p["frame_prefix"])):
+        out.append(ConfigError("frame_prefix", str(p["frame_prefix"]), "must not contain white space"))
+    for side in ("inputs", "outputs"):
+        try:
+            qos_reliability(f"qos.{side}.reliability", p[f"qos.{side}.reliability"])
+        except ConfigError as exc:
+            out.append(exc)
+    if p["executor"] not in node_main.EXECUTOR_KINDS:
+        out.append(ConfigError("executor", p["executor"],
+                               f"must be one of {', '.join(node_main.EXECUTOR_KINDS)}"))
+    return out
 
 
 class SensorNode(Node):
@@ -124,7 +149,8 @@ class SensorNode(Node):
 
     Raises:
         ConfigError: at construction, for any configuration problem; the
-            message names the parameter and its value.
+            message names the parameter and its value (:class:`.ConfigErrors`, one line
+            numbering them, for several node-wide problems found together).
     """
 
     def __init__(self, node_name: str = "sensor_node", command_line: Optional[List[str]] = None,
@@ -158,23 +184,16 @@ class SensorNode(Node):
         self._last_diag = time.monotonic()
         self.health = NodeHealth(self.get_fully_qualified_name(), self._last_diag)
 
-        p = self.params.declare_node()
-        if not p["world_frame"].strip():
-            # every contacts cloud and pose carries a frame; an empty one would reject them all
-            raise ConfigError("world_frame", p["world_frame"], "must name the frame of contacts and "
-                                                               "free-body poses (e.g. 'world')")
+        # every node-wide problem at once (one line), so a user fixes them in one go
+        p, problems = self.params.declare_node()
+        raise_all(problems + node_value_problems(p))
         self._world_frame = p["world_frame"]
         # robot_state_publisher's rule: the prefix goes on every frame on the wire; the model keeps
         # the bare names (inputs are checked against the bare world_frame)
         self._frame_prefix = str(p["frame_prefix"])
-        if any(ch.isspace() for ch in self._frame_prefix):
-            raise ConfigError("frame_prefix", self._frame_prefix, "must not contain white space")
         assets = effective_assets_dir(p["assets_dir"])
         self._qos = EndpointQoS.from_values(p)
         self._encoding = encoding(bool(p["fast_path"]))   # bytes or message objects, fixed for the run
-        if p["executor"] not in node_main.EXECUTOR_KINDS:
-            raise ConfigError("executor", p["executor"],
-                              f"must be one of {', '.join(node_main.EXECUTOR_KINDS)}")
         self.world, pose_topics, body_meshes = build_scene(p, assets, self.params.declare_body)
         self._factory = SensorFactory(self.world, body_meshes, self._frame_prefix)
         # every free body (embedded scene objects included) follows a PoseStamped topic
