@@ -180,6 +180,18 @@ def test_every_node_wide_problem_is_named_in_the_one_error(rclpy_context):
     assert str(exc.value) == "parameter 'executor' = 'fast': must be one of auto, events, single_threaded"
 
 
+def test_every_sensor_with_a_problem_is_named_in_the_one_error(rclpy_context):
+    """Three sensors, two of them wrong (an unknown type, an unknown body): both named, the good one
+    between them not."""
+    with pytest.raises(ConfigErrors) as exc:
+        SensorNode("sensor_node", namespace=NS, parameter_overrides=_params(**{
+            "sensors": ["a", "pressure", "b"], "a.type": "NoSuchSensor", "a.attachment": "punyo",
+            "b.type": "PunyoPressureSensor", "b.attachment": "nowhere"}))
+    assert [(e.parameter, e.value) for e in exc.value.errors] == [("a.type", "NoSuchSensor"),
+                                                                  ("b.attachment", "nowhere")]
+    assert "unknown sensor type" in str(exc.value) and "unknown body" in str(exc.value)
+
+
 def test_a_misspelt_key_in_a_live_request_is_named_with_the_closest_key(make):
     node, _ = make(parameter_overrides=_params())
     res = node.set_parameters([Parameter("tare_sampels", value=3)])[0]

@@ -237,16 +237,22 @@ class SensorNode(Node):
         self._frames = FramePublisher(self, bool(p["publish_tf"]), self._world_frame, self.world,
                                       self._frame_prefix)
         restored = []
+        problems: List[ConfigError] = []   # every sensor's first problem, then the node stops
         for name in sensors:
-            cfg = self.params.declare_sensor(name)
-            self.params.check_measured_topic(cfg, None)   # a topic of another type: a ConfigError
-            h = self._install(cfg, *self._factory.build(cfg))
+            try:
+                cfg = self.params.declare_sensor(name)
+                self.params.check_measured_topic(cfg, None)   # a topic of another type: a ConfigError
+                h = self._install(cfg, *self._factory.build(cfg))
+            except ConfigError as exc:
+                problems.append(exc)
+                continue
             if name in calibration:
                 warning = cal_store.apply_file_entry(h, calibration[name], text)
                 if warning:
                     self.get_logger().warning(warning)
                 else:
                     restored.append(cal_store.restored_text(h))
+        raise_all(problems)
         if self.calibration.path is not None and self.calibration.path.is_file():
             self.get_logger().info(f"calibration file {self.calibration.path} loaded: "
                                    + (f"restored {', '.join(restored)}" if restored
