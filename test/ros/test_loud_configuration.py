@@ -354,3 +354,41 @@ def test_hpa_read_as_pa_is_a_live_warning_and_a_tare_is_refused_naming_value_uni
     assert ans.success, ans.message
     # two contact-free samples of 101325 Pa against a raw prediction of 0 Pa: the tare is 101325 Pa
     assert math.isclose(float(node._handles["pressure"].sensor.get_calibration()["tare"][0]), 101325.0)
+
+
+def test_every_bad_name_of_the_sensors_list_is_named(rclpy_context):
+    with pytest.raises(ConfigErrors) as exc:
+        SensorNode("sensor_node", namespace=NS, parameter_overrides=_params(
+            sensors=["pressure", "9x", "a.b", "tare", "pressure"]))
+    details = [(e.value, e.detail) for e in exc.value.errors]
+    assert [v for v, _ in details[:2]] == ["9x", "a.b"]
+    assert "name 'tare' clashes with a node endpoint" == details[2][1]
+    assert "name 'pressure' appears twice" == details[3][1] and len(details) == 4
+
+
+def test_a_measured_topic_of_the_nodes_own_is_refused_unless_an_output_of_its_type(rclpy_context):
+    """Another sensor's prediction of the same type may be a measured stream (comparing two models);
+    an input, or a topic of the node's of another type, may not -- rclpy refused those with a
+    traceback when the second endpoint was made."""
+    two = {"sensors": ["pressure", "other"], "other.type": "PunyoPressureSensor", "other.attachment": "punyo"}
+    node = SensorNode("sensor_node", namespace=NS, parameter_overrides=_params(
+        **two, **{"pressure.measured_topic": "other/predicted"}))
+    node.destroy_node()
+    for topic, words in (("joint_states", f"topic {NS}/joint_states is this node's own joint states "
+                                          "input"),
+                         ("object/pose", f"topic {NS}/object/pose is this node's own pose input of body "
+                                         "object"),
+                         ("/tf", "own output /tf (tf2_msgs/msg/TFMessage), not "
+                                 "sensor_msgs/msg/FluidPressure")):
+        with pytest.raises(ConfigError) as exc:
+            SensorNode("sensor_node", namespace=NS, parameter_overrides=_params(
+                **two, **{"pressure.measured_topic": topic}))
+        assert exc.value.parameter == "pressure.measured_topic" and words in str(exc.value), str(exc.value)
+    # two sensors on one measured topic: one type only
+    with pytest.raises(ConfigError) as exc:
+        SensorNode("sensor_node", namespace=NS, parameter_overrides=_params(**{
+            "sensors": ["pressure", "pad"], "pad.type": "ContactSensor", "pad.attachment": "tool_link",
+            "pad.measured_topic": "pressure/measured"}))
+    assert exc.value.parameter == "pad.measured_topic"
+    assert "own measured input of sensor pressure (sensor_msgs/msg/FluidPressure), not " \
+           "geometry_msgs/msg/WrenchStamped" in str(exc.value)

@@ -51,6 +51,7 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Typ
 import rclpy
 from rclpy.context import Context
 from rclpy.executors import ExternalShutdownException, Executor, SingleThreadedExecutor
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
 
 from ._rclpy_compat import RCLError, UnknownROSArgsError
@@ -300,6 +301,12 @@ def rclpy_spin(node: Node) -> None:
     rclpy.spin(node)
 
 
+# rclpy's own refusals of a parameter override, raised by Node.__init__ before a node's code runs
+# (e.g. ``-p use_sim_time:=5``): configuration errors of every node
+RCLPY_PARAMETER_ERRORS: Tuple[Type[BaseException], ...] = (InvalidParameterTypeException,
+                                                           InvalidParameterValueException)
+
+
 def run_node(name: str, make_node: Callable[[], Node], args: Optional[List[str]] = None, *,
              config_errors: Tuple[Type[BaseException], ...] = (),
              spin: Callable[[Node], None] = rclpy_spin,
@@ -312,7 +319,8 @@ def run_node(name: str, make_node: Callable[[], Node], args: Optional[List[str]]
         make_node: builds the node (after ``rclpy.init``).
         args: the command line for ``rclpy.init`` (``sys.argv`` when None).
         config_errors: exceptions of ``make_node`` that are configuration errors: logged as
-            one ``configuration error`` line, exit code 2.
+            one ``configuration error`` line, exit code 2 (as are rclpy's own refusals of a
+            parameter override, :data:`RCLPY_PARAMETER_ERRORS`).
         spin: serves the node's callbacks until the run ends (``rclpy.spin`` by default).
         finish: called after the spin ends, before the node is destroyed; its result is the
             exit code (0 when None).
@@ -339,8 +347,10 @@ def run_node(name: str, make_node: Callable[[], Node], args: Optional[List[str]]
         signal.signal(signal.SIGTERM, _interrupt)
     try:
         node = make_node()
-    except config_errors as exc:
-        rclpy.logging.get_logger(name).fatal(f"configuration error: {exc}")
+    except config_errors + RCLPY_PARAMETER_ERRORS as exc:
+        # one line: a value quoted in the message may hold a newline
+        text = " ".join(str(exc).splitlines())
+        rclpy.logging.get_logger(name).fatal(f"configuration error: {text}")
         rclpy.try_shutdown()
         return 2
     except (KeyboardInterrupt, ExternalShutdownException):

@@ -36,7 +36,7 @@ from ._rclpy_compat import parameter_override, replace_parameter_override
 from .topic_types import type_name
 from .parameter_table import (BODY_KEYS, BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, SENSOR_KEYS,
                               SENSOR_SETTINGS, STRING_ARRAY, ConfigError, Spec, as_double, check_name,
-                              check_topic_name, check_value, plain, sensor_specs)
+                              check_topic_name, check_value, plain, raise_all, sensor_specs)
 
 # Node endpoints a sensor name must not shadow.
 RESERVED_NAMES = ("tare", "save_calibration", "contacts", "joint_states")
@@ -307,16 +307,23 @@ class NodeParameters:
         """Names valid, distinct, not a node endpoint, within ``max_sensor_names``.
 
         Raises:
-            ConfigError: naming ``sensors``.
+            ConfigError: naming ``sensors`` (:class:`.ConfigErrors` for several names).
         """
         seen: Set[str] = set()
+        errors: List[ConfigError] = []
         for s in sensors:
-            check_name("sensors", s)
+            try:
+                check_name("sensors", s)
+            except ConfigError as exc:
+                errors.append(exc)
+                continue
             if s in seen:
-                raise ConfigError("sensors", list(sensors), f"name {s!r} appears twice")
-            if s in RESERVED_NAMES:
-                raise ConfigError("sensors", list(sensors), f"name {s!r} clashes with a node endpoint")
+                errors.append(ConfigError("sensors", list(sensors), f"name {s!r} appears twice"))
+            elif s in RESERVED_NAMES:
+                errors.append(ConfigError("sensors", list(sensors),
+                                          f"name {s!r} clashes with a node endpoint"))
             seen.add(s)
+        raise_all(errors)
         self._check_name_budget("sensors", list(sensors), seen)
 
     def _check_name_budget(self, pname: str, value: Any, names: Set[str]) -> None:
@@ -473,14 +480,20 @@ class NodeParameters:
         override = parameter_override(self._node, full)
         return None if override is None else override.value
 
-    def check_measured_topic(self, cfg: SensorParameters, old: Optional[SensorParameters]) -> None:
-        """The measured topic of ``cfg`` is a valid name and carries no other message type.
+    def check_measured_topic(self, cfg: SensorParameters, old: Optional[SensorParameters],
+                             own: Optional[Mapping[str, Tuple[str, Optional[str]]]] = None) -> None:
+        """The measured topic of ``cfg`` is a valid name, none of the node's own inputs, and
+        carries no other message type.
 
         rclpy's name rules apply with the node's own name and namespace (``~``,
-        relative names); a type clash is read from the ROS graph, which also
-        lists this node's own publishers and subscriptions (``contacts``,
-        ``/rosout``, ``<s>/predicted``...).  ``old``: the sensor's current
-        config, whose own subscription does not count as a clash.
+        relative names).  ``own``: ``{resolved topic: (what it is, message type or None
+        for an input)}`` of the node's own endpoints (``contacts``, ``joint_states``,
+        ``/diagnostics``, every sensor's ``<s>/predicted`` ...), those made later at start
+        too: the graph does not list them yet, and rclpy refuses a second type on a topic
+        with a traceback.  An output of the same type is allowed (one sensor's prediction
+        as another's measured stream); an input never.  A type clash with another node is
+        read from the ROS graph.  ``old``: the sensor's current config, whose own
+        subscription does not count as a clash.
 
         Raises:
             ConfigError: naming ``<s>.measured_topic`` and the value.
@@ -491,6 +504,14 @@ class NodeParameters:
         full = check_topic_name(pname, topic, node.get_name(), node.get_namespace())
         cls = enc.MEASURED_TYPES[cfg.measured_type()]
         want = type_name(cls)
+        what, its_type = (own or {}).get(node.resolve_topic_name(topic), ("", ""))   # remapped, as subscribed
+        if what and its_type is None:
+            raise ConfigError(pname, cfg.values.get("measured_topic", ""),
+                              f"topic {full} is this node's own {what}; a measured stream needs a topic "
+                              "of its own")
+        if what and its_type != want:
+            raise ConfigError(pname, cfg.values.get("measured_topic", ""),
+                              f"topic {full} is this node's own {what} ({its_type}), not {want}")
         mine = None
         if old is not None:
             old_cls = enc.MEASURED_TYPES[old.measured_type()]

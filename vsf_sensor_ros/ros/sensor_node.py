@@ -72,7 +72,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from . import _quiet_start  # first: a signal during the imports below ends the program quietly
 
@@ -197,10 +197,10 @@ class SensorNode(Node):
         self.world, pose_topics, body_meshes = build_scene(p, assets, self.params.declare_body)
         self._factory = SensorFactory(self.world, body_meshes, self._frame_prefix)
         # every free body (embedded scene objects included) follows a PoseStamped topic
+        self._pose_topics = {b: pose_topics.get(b, f"{b}/pose") for b in self.world.free_body_names}
         self._body_subs = [
-            self.create_subscription(PoseStamped, pose_topics.get(b, f"{b}/pose"),
-                                     lambda msg, b=b: self._on_pose(b, msg), self._qos.inputs)
-            for b in self.world.free_body_names]
+            self.create_subscription(PoseStamped, topic, lambda msg, b=b: self._on_pose(b, msg),
+                                     self._qos.inputs) for b, topic in self._pose_topics.items()]
         names = list(p["contact_body_names"] or []) or list(self.world.body_names)
         unknown = check_contact_body_names(names, self.world)
         if unknown:
@@ -237,14 +237,20 @@ class SensorNode(Node):
         self._frames = FramePublisher(self, bool(p["publish_tf"]), self._world_frame, self.world,
                                       self._frame_prefix)
         restored = []
-        problems: List[ConfigError] = []   # every sensor's first problem, then the node stops
+        problems: Dict[str, ConfigError] = {}   # every sensor's first problem, then the node stops
+        cfgs: Dict[str, SensorParameters] = {}
         for name in sensors:
             try:
-                cfg = self.params.declare_sensor(name)
-                self.params.check_measured_topic(cfg, None)   # a topic of another type: a ConfigError
+                cfgs[name] = self.params.declare_sensor(name)
+            except ConfigError as exc:
+                problems[name] = exc
+        own = self._own_topics(cfgs.values())   # the endpoints made below too, not yet on the graph
+        for name, cfg in cfgs.items():
+            try:
+                self.params.check_measured_topic(cfg, None, own)   # a topic of another type: a ConfigError
                 h = self._install(cfg, *self._factory.build(cfg))
             except ConfigError as exc:
-                problems.append(exc)
+                problems[name] = exc
                 continue
             if name in calibration:
                 warning = cal_store.apply_file_entry(h, calibration[name], text)
@@ -252,7 +258,7 @@ class SensorNode(Node):
                     self.get_logger().warning(warning)
                 else:
                     restored.append(cal_store.restored_text(h))
-        raise_all(problems)
+        raise_all([problems[n] for n in sensors if n in problems])
         if self.calibration.path is not None and self.calibration.path.is_file():
             self.get_logger().info(f"calibration file {self.calibration.path} loaded: "
                                    + (f"restored {', '.join(restored)}" if restored
@@ -336,6 +342,33 @@ class SensorNode(Node):
         self.health.config_problems = lines
 
     # ------------------------------------------------------------------ sensors
+    def _own_topics(self, configs: Iterable[SensorParameters]) -> Dict[str, Tuple[str, Optional[str]]]:
+        """``{resolved topic: (what it is, message type, None for an input)}`` of this node's own
+        endpoints and of the outputs of the sensors ``configs`` (for
+        :meth:`.NodeParameters.check_measured_topic`)."""
+        configs = list(configs)
+        inputs = {"contacts": "contacts input", "joint_states": "joint states input"}
+        inputs.update({t: f"pose input of body {b}" for b, t in self._pose_topics.items()})
+        own: Dict[str, Tuple[str, Optional[str]]] = {
+            self.resolve_topic_name(t): (what, None) for t, what in inputs.items()}
+        # (/rosout and /parameter_events exist from the node's creation: the graph lists them)
+        outputs = {"/diagnostics": "diagnostic_msgs/msg/DiagnosticArray", "/tf": "tf2_msgs/msg/TFMessage",
+                   "/tf_static": "tf2_msgs/msg/TFMessage"}
+        for cfg in configs:
+            reading = type_name(enc.codec_of_type(cfg.type).message)
+            outputs.update({f"{cfg.name}/{o}": reading for o in ("predicted", "residual", "measured_si")})
+            outputs.update({f"{cfg.name}/jacobian": "sensor_msgs/msg/PointCloud2",
+                            f"{cfg.name}/markers": "visualization_msgs/msg/MarkerArray"})
+        own.update({self.resolve_topic_name(t): (f"output {t}", kind) for t, kind in outputs.items()})
+        for cfg in configs:   # two sensors may share a measured stream, of one type
+            try:
+                measured = (self.resolve_topic_name(cfg.measured_topic()),
+                            type_name(enc.MEASURED_TYPES[cfg.measured_type()]))
+            except Exception:   # an invalid name or type: its own check names it
+                continue
+            own.setdefault(measured[0], (f"measured input of sensor {cfg.name}", measured[1]))
+        return own
+
     def _install(self, cfg: SensorParameters, sensor: BaseSensor, layout: enc.SensorLayout) -> SensorHandle:
         """Create a sensor's handle with its publishers, subscription and tare service."""
         h = SensorHandle(cfg, sensor, layout, int(self.params.values["alignment_buffer_size"]),
