@@ -392,3 +392,14 @@ def test_a_measured_topic_of_the_nodes_own_is_refused_unless_an_output_of_its_ty
     assert exc.value.parameter == "pad.measured_topic"
     assert "own measured input of sensor pressure (sensor_msgs/msg/FluidPressure), not " \
            "geometry_msgs/msg/WrenchStamped" in str(exc.value)
+
+
+def test_a_failing_sensors_misspelt_key_is_named_with_its_problem(rclpy_context):
+    """'attachement' leaves 'attachment' empty: the start-up error names both, with the closest key
+    (the misspelt-key warning alone comes only after a start)."""
+    with pytest.raises(ConfigErrors) as exc:
+        SensorNode("sensor_node", namespace=NS, parameter_overrides=_params(**{
+            "pressure.attachment": "", "pressure.attachement": "punyo"}))
+    assert [(e.parameter, e.value) for e in exc.value.errors] == [("pressure.attachment", ""),
+                                                                  ("pressure.attachement", "punyo")]
+    assert "unknown parameter (sensor pressure); did you mean 'pressure.attachment'?" in str(exc.value)

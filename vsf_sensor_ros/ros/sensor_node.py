@@ -110,7 +110,7 @@ from .scene import (SensorFactory, build_scene, check_contact_body_names, effect
                     resolve_path)
 from .parameters import ChangePlan, LiveSettings, NodeParameters, SensorParameters, wrong_type_errors
 from .calibration import Measurements
-from .parameter_table import ConfigError, raise_all
+from .parameter_table import SENSOR_SETTINGS, ConfigError, raise_all
 from .sensor_handle import (EndpointQoS, SensorEndpoints, SensorHandle, SensorResult, StepRejected,
                             check_elements, check_predictions, qos_reliability)
 from .messages.stamps import stamp_to_ns
@@ -258,7 +258,8 @@ class SensorNode(Node):
                     self.get_logger().warning(warning)
                 else:
                     restored.append(cal_store.restored_text(h))
-        raise_all([problems[n] for n in sensors if n in problems])
+        if problems:
+            raise_all([problems[n] for n in sensors if n in problems] + self._misspelt_keys(problems))
         if self.calibration.path is not None and self.calibration.path.is_file():
             self.get_logger().info(f"calibration file {self.calibration.path} loaded: "
                                    + (f"restored {', '.join(restored)}" if restored
@@ -319,6 +320,28 @@ class SensorNode(Node):
             return Contacts, ContactBodyMap.parse(p["contact_body_map"] or [])
         except ValueError as exc:
             raise ConfigError("contact_body_map", list(p["contact_body_map"]), str(exc)) from None
+
+    def _misspelt_keys(self, failed: Iterable[str]) -> List[ConfigError]:
+        """The unknown keys of the sensors ``failed`` at start, with the closest known key: a
+        misspelt ``attachement`` explains a missing ``attachment`` (the warning naming it comes
+        only after a successful start)."""
+        failed = set(failed)
+        types = {}
+        for name in failed:
+            kind = self.get_parameter(f"{name}.type").value if self.has_parameter(f"{name}.type") else None
+            if kind in SENSOR_SETTINGS:   # an unknown type has no keys to compare with
+                types[name] = kind
+        unknown, _ = startup_problems(parameter_override_names(self), types,
+                                      list(self.params.values.get("bodies") or []), [],
+                                      self.get_fully_qualified_name())
+        out = []
+        for u in unknown:
+            if u.name.partition(".")[0] in failed:
+                override = parameter_override(self, u.name)
+                hint = f"; did you mean '{u.suggestion}'?" if u.suggestion else ""
+                out.append(ConfigError(u.name, None if override is None else override.value,
+                                       f"unknown parameter ({u.where}){hint}"))
+        return out
 
     def _check_configuration(self, strict: bool) -> None:
         """Unknown keys, unmatched parameter files, no sensors: WARN lines (and ``/diagnostics``).
