@@ -150,7 +150,8 @@ class SensorNode(Node):
     Raises:
         ConfigError: at construction, for any configuration problem; the
             message names the parameter and its value (:class:`.ConfigErrors`, one line
-            numbering them, for several node-wide problems found together).
+            numbering them, for several problems found together: the node-wide values, the
+            names of ``sensors``, or the sensors; see docs/node.md).
     """
 
     def __init__(self, node_name: str = "sensor_node", command_line: Optional[List[str]] = None,
