@@ -76,6 +76,22 @@ def test_a_measured_topic_carrying_another_type_is_refused(node, topic, other):
     assert _measured_endpoint(node, "pressure") == before
 
 
+def test_an_input_of_the_node_is_refused_as_a_measured_topic_live_even_of_the_same_type(node):
+    """A dense force (PointCloud2, the contacts' type) added with measured_topic 'contacts' would read
+    every contacts message as a measured force: the graph sees no clash, the node's own table does."""
+    res = node.set_parameters_atomically([
+        Parameter("sensors", value=["pressure", "pad", "dense"]),
+        Parameter("dense.type", value="PunyoDenseForceSensor"),
+        Parameter("dense.attachment", value="punyo"), Parameter("dense.measured_topic", value="contacts")])
+    assert not res.successful
+    assert f"topic {NS}/contacts is this node's own contacts input (sensor_msgs/msg/PointCloud2)" \
+        in res.reason
+    assert "dense" not in node._handles
+    reason = _refused(node, "pressure.measured_topic", "joint_states")
+    assert "own joint states input (sensor_msgs/msg/JointState)" in reason
+    assert _measured_endpoint(node, "pressure") == (f"{NS}/pressure/measured", "FluidPressure")
+
+
 def test_a_valid_new_measured_topic_replaces_the_subscription(node):
     assert node.set_parameters([Parameter("pressure.measured_topic", value="/driver/pressure")])[0].successful
     assert _measured_endpoint(node, "pressure") == ("/driver/pressure", "FluidPressure")

@@ -319,7 +319,8 @@ SENSOR_COMMON_SPECS: List[Spec] = [
     Spec("publish_jacobian", True, "publish <s>/jacobian (sparse COO PointCloud2)"),
     Spec("publish_markers", True, "publish <s>/markers (rviz MarkerArray)"),
     Spec("measured_topic", "", "topic of the measured reading (empty: <s>/measured; a relative name "
-         "resolves in the node's namespace); live (re-subscribes)", topic=True),
+         "resolves in the node's namespace); live (re-subscribes); never one of the node's inputs "
+         "(contacts, joint_states, a pose topic) nor a topic carrying another type", topic=True),
     Spec("measured_delay", 0.0, "s; a header-less measured message counts as received this much later "
          "for pairing: how much later the contacts of the same instant reach the node (e.g. a "
          "wrench_contact_node with time_shift 0.066 s: about 0.07); ignored for stamped types",

@@ -259,6 +259,10 @@ class NodeParameters:
         self.declaring = False
         self.values: Dict[str, Any] = {}
         self.known_names: Set[str] = set()
+        # the node's own inputs and outputs for sensors given (see check_measured_topic); set
+        # by the node, consulted for the live changes of a measured topic
+        self.own_topics: Callable[[Sequence[SensorParameters]], Mapping[str, Tuple[str, str, bool]]] = \
+            lambda configs: {}
 
     # ------------------------------------------------------------------ declaration
     def declare(self, name: str, spec: Spec, value: Any = None, staged: bool = False) -> Any:
@@ -464,13 +468,14 @@ class NodeParameters:
             self._check_name_budget(first, batch[first], staged_names | set(sensors or ()))
         changes = self._changes(batch, configs, build)
         additions = self._additions(batch, sensors, configs, build)
+        own = self.own_topics([*configs.values(), *(a.config for a in additions.values())])
         for name, ch in changes.items():
             old = configs[name]
             new_key = (ch.config.measured_topic(), ch.config.measured_type())
             if new_key != (old.measured_topic(), old.measured_type()):
-                self.check_measured_topic(ch.config, old)
+                self.check_measured_topic(ch.config, old, own)
         for add in additions.values():
-            self.check_measured_topic(add.config, None)
+            self.check_measured_topic(add.config, None, own)
         return ChangePlan(sensors, MappingProxyType(scalars), changes, additions, tuple(sorted(staged_names)))
 
     def _staged_type(self, ns: str) -> Any:
@@ -481,13 +486,13 @@ class NodeParameters:
         return None if override is None else override.value
 
     def check_measured_topic(self, cfg: SensorParameters, old: Optional[SensorParameters],
-                             own: Optional[Mapping[str, Tuple[str, Optional[str]]]] = None) -> None:
+                             own: Optional[Mapping[str, Tuple[str, str, bool]]] = None) -> None:
         """The measured topic of ``cfg`` is a valid name, none of the node's own inputs, and
         carries no other message type.
 
         rclpy's name rules apply with the node's own name and namespace (``~``,
-        relative names).  ``own``: ``{resolved topic: (what it is, message type or None
-        for an input)}`` of the node's own endpoints (``contacts``, ``joint_states``,
+        relative names).  ``own``: ``{resolved topic: (what it is, message type, an input)}``
+        of the node's own endpoints (``contacts``, ``joint_states``,
         ``/diagnostics``, every sensor's ``<s>/predicted`` ...), those made later at start
         too: the graph does not list them yet, and rclpy refuses a second type on a topic
         with a traceback.  An output of the same type is allowed (one sensor's prediction
@@ -504,11 +509,11 @@ class NodeParameters:
         full = check_topic_name(pname, topic, node.get_name(), node.get_namespace())
         cls = enc.MEASURED_TYPES[cfg.measured_type()]
         want = type_name(cls)
-        what, its_type = (own or {}).get(node.resolve_topic_name(topic), ("", ""))   # remapped, as subscribed
-        if what and its_type is None:
+        what, its_type, is_input = (own or {}).get(node.resolve_topic_name(topic), ("", "", False))
+        if what and is_input:   # (resolved with the node's remappings, as it subscribes)
             raise ConfigError(pname, cfg.values.get("measured_topic", ""),
-                              f"topic {full} is this node's own {what}; a measured stream needs a topic "
-                              "of its own")
+                              f"topic {full} is this node's own {what} ({its_type}); a measured {want} "
+                              "stream needs a topic of its own")
         if what and its_type != want:
             raise ConfigError(pname, cfg.values.get("measured_topic", ""),
                               f"topic {full} is this node's own {what} ({its_type}), not {want}")

@@ -176,6 +176,7 @@ class SensorNode(Node):
     def _configure(self) -> None:
         """Declare parameters, build the world and sensors, create every endpoint."""
         self.params = NodeParameters(self)
+        self.params.own_topics = lambda configs: self._own_topics(configs, measured=False)
         self._pending: Optional[ChangePlan] = None
         self._wrong_types: Dict[str, ConfigError] = {}   # of the request being set (_coerce_request)
         self.inputs = InputStats()
@@ -366,15 +367,19 @@ class SensorNode(Node):
         self.health.config_problems = lines
 
     # ------------------------------------------------------------------ sensors
-    def _own_topics(self, configs: Iterable[SensorParameters]) -> Dict[str, Tuple[str, Optional[str]]]:
-        """``{resolved topic: (what it is, message type, None for an input)}`` of this node's own
+    def _own_topics(self, configs: Iterable[SensorParameters],
+                    measured: bool = True) -> Dict[str, Tuple[str, str, bool]]:
+        """``{resolved topic: (what it is, message type, an input)}`` of this node's own
         endpoints and of the outputs of the sensors ``configs`` (for
-        :meth:`.NodeParameters.check_measured_topic`)."""
+        :meth:`.NodeParameters.check_measured_topic`); ``measured``: with their measured topics
+        too (at start: for a live change the graph lists the existing ones, and a sensor's own
+        old subscription must not count)."""
         configs = list(configs)
-        inputs = {"contacts": "contacts input", "joint_states": "joint states input"}
-        inputs.update({t: f"pose input of body {b}" for b, t in self._pose_topics.items()})
-        own: Dict[str, Tuple[str, Optional[str]]] = {
-            self.resolve_topic_name(t): (what, None) for t, what in inputs.items()}
+        inputs = {"contacts": ("contacts input", str(self.params.values["contacts_type"])),
+                  "joint_states": ("joint states input", JOINT_STATE)}
+        inputs.update({t: (f"pose input of body {b}", POSE_STAMPED) for b, t in self._pose_topics.items()})
+        own: Dict[str, Tuple[str, str, bool]] = {
+            self.resolve_topic_name(t): (what, kind, True) for t, (what, kind) in inputs.items()}
         # (/rosout and /parameter_events exist from the node's creation: the graph lists them)
         outputs = {"/diagnostics": "diagnostic_msgs/msg/DiagnosticArray", "/tf": "tf2_msgs/msg/TFMessage",
                    "/tf_static": "tf2_msgs/msg/TFMessage"}
@@ -383,14 +388,14 @@ class SensorNode(Node):
             outputs.update({f"{cfg.name}/{o}": reading for o in ("predicted", "residual", "measured_si")})
             outputs.update({f"{cfg.name}/jacobian": "sensor_msgs/msg/PointCloud2",
                             f"{cfg.name}/markers": "visualization_msgs/msg/MarkerArray"})
-        own.update({self.resolve_topic_name(t): (f"output {t}", kind) for t, kind in outputs.items()})
-        for cfg in configs:   # two sensors may share a measured stream, of one type
+        own.update({self.resolve_topic_name(t): (f"output {t}", kind, False) for t, kind in outputs.items()})
+        for cfg in configs if measured else []:   # two sensors may share a measured stream, of one type
             try:
                 measured = (self.resolve_topic_name(cfg.measured_topic()),
                             type_name(enc.MEASURED_TYPES[cfg.measured_type()]))
             except Exception:   # an invalid name or type: its own check names it
                 continue
-            own.setdefault(measured[0], (f"measured input of sensor {cfg.name}", measured[1]))
+            own.setdefault(measured[0], (f"measured input of sensor {cfg.name}", measured[1], False))
         return own
 
     def _install(self, cfg: SensorParameters, sensor: BaseSensor, layout: enc.SensorLayout) -> SensorHandle:
