@@ -13,7 +13,8 @@ report under the same status name.  Keys are stable (tests and dashboards
 read them):
 
 * inputs: ``contacts_received``, ``contacts_processed``, ``joint_states_received``,
-  ``rejected.<reason>`` (one key per reason seen, e.g. ``rejected.non_finite``),
+  ``poses_received`` (free-body poses, every body), ``rejected.<reason>`` (one key per reason
+  seen, e.g. ``rejected.non_finite``),
   ``rejected_total``, ``stamp_jumps_backwards``, ``last_stamp_jump``,
   ``joint_states.unknown_names`` (how many distinct JointState names matched no URDF joint),
   ``joint_states.unknown_names_list`` (``name=messages, ...``), ``joint_states.missing``
@@ -27,8 +28,8 @@ read them):
   ``residuals_published``, ``measured_stamp_jumps_backwards``, ``pairing`` (``ok``, or a
   sentence when measured and contacts stamps are seconds apart, e.g. ``measured stamps are
   1.7e+09 s ahead of contacts stamps: different clocks?``: two clocks, no pair possible; or
-  when measurements come older than every prediction kept for pairing: raise
-  ``alignment_buffer_size``; :meth:`.StampPairer.offset_hint`),
+  when measurements come older than every prediction kept for pairing, or predictions older
+  than every measurement kept: raise ``alignment_buffer_size``; :meth:`.StampPairer.offset_hint`),
   ``rejected.<reason>``, ``calibration``, ``contact``,
   ``reading``.
 

@@ -2,8 +2,9 @@
 
 Every parameter is read-only (a camera, mesh or pressure input changes only with a restart).
 :func:`mesh_file` and :func:`read_mesh` raise :class:`ConfigurationError` naming the parameter
-and its value, and :func:`settings_problems` lists every other problem; the node reports them all
-in one error and does not start (exit code 2).  Relative mesh
+and its value, and :func:`settings_problems` lists the problems of the settings that need no file;
+the node adds the values rclpy refuses and the attachment mesh's, reports them all in one error
+(:func:`joined`) and does not start (exit code 2).  Relative mesh
 paths resolve as ``sensor_node``'s file parameters do: against ``$VSF_ASSETS`` when it is set and
 not empty, else against the working directory.
 """

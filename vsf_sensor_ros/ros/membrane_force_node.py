@@ -140,12 +140,11 @@ class MembraneForceNode(Node):
 
     Raises:
         ConfigurationError: every problem found, in one message (numbered when more than one,
-            :func:`~.membrane_force_config.joined`): a value of the wrong type or out of its
-            range, no ``mesh``, a mesh that cannot be read or not inflated (flat: no
-            pressure pre-tension), an invalid topic name, an empty ``frame_id``, a camera mount
-            (rotation, translation) that puts free vertices behind the camera, an ``attachment_mesh``
-            that is missing or not the same membrane, or an unknown ``input``, ``pressure_type`` or
-            reliability (each naming the parameter and value).
+            :func:`~.membrane_force_config.joined`), each naming the parameter and value: a value
+            of the wrong type or out of its range, a ``mesh`` missing, unreadable, not inflated
+            (flat: no pressure pre-tension) or with a free vertex in no triangle, an
+            ``attachment_mesh`` missing, unreadable or not the same membrane, and every problem
+            of :func:`~.membrane_force_config.settings_problems`.
     """
 
     def __init__(self, node_name: str = "membrane_force_node", command_line: Sequence[str] = (),
@@ -273,7 +272,8 @@ class MembraneForceNode(Node):
         file's resolved path.
 
         Raises:
-            ConfigurationError: no such file, or a file that is not the same membrane (named).
+            ConfigurationError: no such file, not a regular file, a file trimesh cannot read, or
+            one that is not the same membrane (named).
         """
         attachment = mesh_file("attachment_mesh", given)
         try:

@@ -56,8 +56,9 @@ M = TypeVar("M")
 # Differences between consecutive stamps kept to estimate a stream's period.
 PERIOD_WINDOW = 16
 
-# Offers in a row that found no partner while both streams arrived before a measurement older
-# than every kept prediction is reported (a few stray offers are normal; this many is a pattern).
+# Offers in a row that found no partner while both streams arrived before an offer older than
+# every kept item of the other stream is reported (a few stray offers are normal; this many is a
+# pattern).
 UNPAIRED_RUN = 20
 
 

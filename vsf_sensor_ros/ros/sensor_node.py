@@ -152,6 +152,9 @@ class SensorNode(Node):
             message names the parameter and its value (:class:`.ConfigErrors`, one line
             numbering them, for several problems found together: the node-wide values, the
             names of ``sensors``, or the sensors; see docs/node.md).
+        rclpy.exceptions.InvalidParameterTypeException, InvalidParameterValueException: a value
+            rclpy itself refuses in ``Node.__init__`` (e.g. ``use_sim_time``); ``main`` reports
+            them as configuration errors too.
     """
 
     def __init__(self, node_name: str = "sensor_node", command_line: Optional[List[str]] = None,
@@ -251,11 +254,13 @@ class SensorNode(Node):
             try:
                 self.params.check_measured_topic(cfg, None, own)   # a topic of another type: a ConfigError
                 h = self._install(cfg, *self._factory.build(cfg))
+                # an entry the model rejects: a ConfigError naming calibration_file and the sensor
+                warning = (cal_store.apply_file_entry(h, calibration[name], text) if name in calibration
+                           else None)
             except ConfigError as exc:
                 problems[name] = exc
                 continue
             if name in calibration:
-                warning = cal_store.apply_file_entry(h, calibration[name], text)
                 if warning:
                     self.get_logger().warning(warning)
                 else:
@@ -662,7 +667,7 @@ class SensorNode(Node):
 
     def _clock_hint(self, h: SensorHandle) -> Optional[str]:
         """The pairing's sentence of sensor ``h`` (:meth:`.StampPairer.offset_hint`: a clock offset,
-        or measurements older than every kept prediction),
+        or offers older than every kept item of the other stream),
         or None while its measured stream or the contacts have stopped (the gap the pairer kept
         then spans the pause, one stream resuming alone: a stale stream, which its input status
         already names) and for a header-less measured type (stamped on arrival with this node's

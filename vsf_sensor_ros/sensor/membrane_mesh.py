@@ -103,8 +103,10 @@ def read_membrane_mesh(path: Union[str, Path], boundary: Optional[Sequence[int]]
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: a file meshio cannot read (its own words), no triangles, no boundary
+        ValueError: a file meshio cannot parse (its own words), no triangles, no boundary
             information, or an invalid mesh.
+        meshio.ReadError: an extension meshio does not know; a format reader's own exception
+            passes through too.
     """
     path = Path(path)
     if not path.is_file():
