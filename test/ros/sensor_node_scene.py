@@ -106,7 +106,7 @@ def posed_world():
 def send_pose(probe: Probe) -> None:
     """Put the node's robot in JOINT_POS (sent by the test, not left over by another), confirmed
     by the node's ``joint_states_received`` counter (resending a pose is harmless)."""
-    deliver(probe, "/joint_states", joint_state(JOINT_NAMES, JOINT_POS), "inputs", "joint_states_received")
+    first_send(probe)("/joint_states", joint_state(JOINT_NAMES, JOINT_POS))
 
 
 def stamp(sec: int, nsec: int = 0) -> Time:

@@ -4,7 +4,7 @@ Every parameter is read-only (a camera, mesh or pressure input changes only with
 :func:`mesh_file` and :func:`read_mesh` raise :class:`ConfigurationError` naming the parameter
 and its value, and :func:`settings_problems` lists the problems of the settings that need no file;
 the node adds the values rclpy refuses and the attachment mesh's, reports them all in one error
-(:func:`joined`) and does not start (exit code 2).  Relative mesh
+(:func:`.parameter_table.numbered`) and does not start (exit code 2).  Relative mesh
 paths resolve as ``sensor_node``'s file parameters do: against ``$VSF_ASSETS`` when it is set and
 not empty, else against the working directory.
 """
@@ -241,14 +241,6 @@ def pressure_type_name(given: str) -> str:
     """``pressure_type`` normalised to ``pkg/msg/Type`` (``std_msgs/Float32`` -> ``std_msgs/msg/Float32``)."""
     ptype = given.replace("/msg/", "/")
     return "/".join([ptype.split("/")[0], "msg", ptype.split("/")[-1]]) if "/" in ptype else ptype
-
-
-def joined(problems: Sequence[str]) -> str:
-    """One line for the node's configuration error: the problem itself, or ``"3 problems: [1] ...;
-    [2] ...; [3] ..."`` (numbered: a sentence may contain ``;`` itself)."""
-    if len(problems) == 1:
-        return problems[0]
-    return f"{len(problems)} problems: " + "; ".join(f"[{i}] {t}" for i, t in enumerate(problems, 1))
 
 
 def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name: str,

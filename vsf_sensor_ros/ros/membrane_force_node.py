@@ -106,7 +106,7 @@ from .input_health import pressure_unit_problem
 from .main import run_node, user_args
 # PARAMETERS, ConfigurationError and usage are also this module's public names (tests, --help)
 from .membrane_force_config import (PARAMETERS, SEA_LEVEL_WARNING, ConfigurationError, ambient,
-                                    descriptor, joined, load_attachment_vertices, mesh_file,
+                                    descriptor, load_attachment_vertices, mesh_file,
                                     pressure_type_name, read_mesh, settings_problems, unknown_text, usage)
 from .membrane_force_inputs import (Input, InputWatch, Pressures, check_reference_frame, inputs_text,
                                     missing_inputs, no_colour_text, pressure_type_hints, pressures_text,
@@ -119,6 +119,7 @@ from .messages.readings import PressureCodec
 from .messages.stamps import copy_stamp, stamp_to_ns
 from .parameter_check import unknown_keys, unmatched_params_files
 from .parameters import accept_integer_override
+from .parameter_table import numbered
 from .topic_types import type_name
 
 __all__ = ["PARAMETERS", "ConfigurationError", "MembraneForceNode", "main", "run", "usage"]
@@ -140,7 +141,7 @@ class MembraneForceNode(Node):
 
     Raises:
         ConfigurationError: every problem found, in one message (numbered when more than one,
-            :func:`~.membrane_force_config.joined`), each naming the parameter and value: a value
+            :func:`~.parameter_table.numbered`), each naming the parameter and value: a value
             of the wrong type or out of its range, a ``mesh`` missing, unreadable, not inflated
             (flat: no pressure pre-tension) or with a free vertex in no triangle, an
             ``attachment_mesh`` missing, unreadable or not the same membrane, and every problem
@@ -182,7 +183,7 @@ class MembraneForceNode(Node):
                 problems.append(str(exc))
         problems += settings_problems(p, self.mesh, self.get_name(), self.get_namespace())
         if problems:
-            raise ConfigurationError(joined(problems))
+            raise ConfigurationError(numbered(problems))
         if not p["attachment_mesh"]:
             # sensor_node reads a measured dense force in its own mesh's frame: unless that mesh is
             # this one, its residual would be off by the rotation between the two

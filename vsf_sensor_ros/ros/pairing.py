@@ -239,12 +239,17 @@ class StampPairer(Generic[P, M]):
             self._paired()
             return Pair(stamp_ns, mstamp, item, meas)
         if interleaved and self._last_measured is not None:
-            self._unpaired_gap = self._last_measured - stamp_ns
-            self._unpaired_run += 1
-            beyond = _older_than_kept(stamp_ns, self._meas, tolerance)
-            self._newer_gap = self._unpaired_gap if beyond else None
+            self._newer_gap = self._unpaired(self._last_measured - stamp_ns, stamp_ns, self._meas, tolerance)
         self._pred.insert(stamp_ns, item)
         return None
+
+    def _unpaired(self, gap_ns: int, stamp_ns: int, other: _Queue, tolerance_ns: int) -> Optional[int]:
+        """Record an offer that found no partner while both streams arrive (``gap_ns``: measured
+        minus contacts stamp); the gap again when ``stamp_ns`` is older than all of the full
+        ``other`` queue (its partner was dropped), else None."""
+        self._unpaired_gap = gap_ns
+        self._unpaired_run += 1
+        return gap_ns if _older_than_kept(stamp_ns, other, tolerance_ns) else None
 
     def _paired(self) -> None:
         self._unpaired_gap = None
@@ -266,10 +271,7 @@ class StampPairer(Generic[P, M]):
             self._paired()
             return Pair(pstamp, stamp_ns, pred, item)
         if interleaved and self._last_predicted is not None:
-            self._unpaired_gap = stamp_ns - self._last_predicted
-            self._unpaired_run += 1
-            beyond = _older_than_kept(stamp_ns, self._pred, tolerance)
-            self._older_gap = self._unpaired_gap if beyond else None
+            self._older_gap = self._unpaired(stamp_ns - self._last_predicted, stamp_ns, self._pred, tolerance)
         self._meas.insert(stamp_ns, item)
         return None
 

@@ -40,6 +40,14 @@ class ConfigError(ValueError):
         super().__init__(f"parameter '{parameter}' = {value!r}: {detail}")
 
 
+def numbered(problems: Sequence[str]) -> str:
+    """One line for several problems: the problem itself for one, else ``"3 problems: [1] ...;
+    [2] ...; [3] ..."`` (numbered: a sentence may contain ``;`` itself)."""
+    if len(problems) == 1:
+        return problems[0]
+    return f"{len(problems)} problems: " + "; ".join(f"[{i}] {t}" for i, t in enumerate(problems, 1))
+
+
 class ConfigErrors(ConfigError):
     """Several configuration problems found together, so a user fixes them in one go.
 
@@ -55,8 +63,7 @@ class ConfigErrors(ConfigError):
         self.errors = list(errors)
         first = self.errors[0]
         super().__init__(first.parameter, first.value, first.detail)
-        self.args = (f"{len(self.errors)} problems: "
-                     + "; ".join(f"[{i}] {e}" for i, e in enumerate(self.errors, 1)),)
+        self.args = (numbered([str(e) for e in self.errors]),)
 
 
 def raise_all(errors: Sequence[ConfigError]) -> None:

@@ -468,14 +468,14 @@ class NodeParameters:
             self._check_name_budget(first, batch[first], staged_names | set(sensors or ()))
         changes = self._changes(batch, configs, build)
         additions = self._additions(batch, sensors, configs, build)
-        own = self.own_topics([*configs.values(), *(a.config for a in additions.values())])
-        for name, ch in changes.items():
-            old = configs[name]
-            new_key = (ch.config.measured_topic(), ch.config.measured_type())
-            if new_key != (old.measured_topic(), old.measured_type()):
-                self.check_measured_topic(ch.config, old, own)
-        for add in additions.values():
-            self.check_measured_topic(add.config, None, own)
+        checks = [(ch.config, configs[name]) for name, ch in changes.items()
+                  if (ch.config.measured_topic(), ch.config.measured_type())
+                  != (configs[name].measured_topic(), configs[name].measured_type())]
+        checks += [(add.config, None) for add in additions.values()]
+        if checks:   # most requests change no measured topic: the table is made only when needed
+            own = self.own_topics([*configs.values(), *(a.config for a in additions.values())])
+            for cfg, old in checks:
+                self.check_measured_topic(cfg, old, own)
         return ChangePlan(sensors, MappingProxyType(scalars), changes, additions, tuple(sorted(staged_names)))
 
     def _staged_type(self, ns: str) -> Any:

@@ -338,9 +338,8 @@ class SensorNode(Node):
             kind = self.get_parameter(f"{name}.type").value if self.has_parameter(f"{name}.type") else None
             if kind in SENSOR_SETTINGS:   # an unknown type has no keys to compare with
                 types[name] = kind
-        unknown, _ = startup_problems(parameter_override_names(self), types,
-                                      list(self.params.values.get("bodies") or []), [],
-                                      self.get_fully_qualified_name())
+        unknown = unknown_keys(parameter_override_names(self),
+                               **known_keys(types, list(self.params.values.get("bodies") or [])))
         out = []
         for u in unknown:
             if u.name.partition(".")[0] in failed:
@@ -396,11 +395,11 @@ class SensorNode(Node):
         own.update({self.resolve_topic_name(t): (f"output {t}", kind, False) for t, kind in outputs.items()})
         for cfg in configs if measured else []:   # two sensors may share a measured stream, of one type
             try:
-                measured = (self.resolve_topic_name(cfg.measured_topic()),
-                            type_name(enc.MEASURED_TYPES[cfg.measured_type()]))
+                topic = self.resolve_topic_name(cfg.measured_topic())
+                kind = type_name(enc.MEASURED_TYPES[cfg.measured_type()])
             except Exception:   # an invalid name or type: its own check names it
                 continue
-            own.setdefault(measured[0], (f"measured input of sensor {cfg.name}", measured[1], False))
+            own.setdefault(topic, (f"measured input of sensor {cfg.name}", kind, False))
         return own
 
     def _install(self, cfg: SensorParameters, sensor: BaseSensor, layout: enc.SensorLayout) -> SensorHandle:
