@@ -403,3 +403,30 @@ def test_a_failing_sensors_misspelt_key_is_named_with_its_problem(rclpy_context)
     assert [(e.parameter, e.value) for e in exc.value.errors] == [("pressure.attachment", ""),
                                                                   ("pressure.attachement", "punyo")]
     assert "unknown parameter (sensor pressure); did you mean 'pressure.attachment'?" in str(exc.value)
+
+
+def test_a_missing_relative_file_says_what_it_was_resolved_against(rclpy_context, tmp_path, monkeypatch):
+    """A fresh clone without the fixtures beside it: kinova_punyo.yaml's relative assets_dir names a
+    folder that is not there.  The error shows the path it tried, what it was resolved against
+    (the relative assets_dir, in the working directory), and that $VSF_ASSETS would move it."""
+    monkeypatch.delenv("VSF_ASSETS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as exc:
+        SensorNode("sensor_node", namespace=NS, parameter_overrides=_params(
+            robot_description_path="robot.urdf", assets_dir="../fixtures/kinova_punyo"))
+    assert str(exc.value) == (
+        f"parameter 'robot_description_path' = 'robot.urdf': file "
+        f"'../fixtures/kinova_punyo/robot.urdf' does not exist (resolved from 'robot.urdf' "
+        f"against assets_dir = ../fixtures/kinova_punyo in the working directory {tmp_path}; set "
+        "VSF_ASSETS to the assets folder, it wins over assets_dir)")
+    # through $VSF_ASSETS: named as such, no hint; an absolute path: nothing to add
+    monkeypatch.setenv("VSF_ASSETS", str(tmp_path / "assets"))
+    with pytest.raises(ConfigError) as exc:
+        SensorNode("sensor_node", namespace=NS,
+                   parameter_overrides=_params(robot_description_path="robot.urdf"))
+    assert str(exc.value).endswith(f"does not exist (resolved from 'robot.urdf' against $VSF_ASSETS = "
+                                   f"{tmp_path / 'assets'})")
+    with pytest.raises(ConfigError) as exc:
+        SensorNode("sensor_node", namespace=NS, parameter_overrides=_params(
+            robot_description_path=str(tmp_path / "robot.urdf")))
+    assert str(exc.value).endswith(f"file '{tmp_path / 'robot.urdf'}' does not exist")

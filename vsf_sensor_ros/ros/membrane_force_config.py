@@ -23,7 +23,7 @@ from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh, read_membrane_mesh
 
 from .messages.camera import PRESSURE_TYPES
 from .parameter_table import ConfigError, check_topic_name
-from .scene import effective_assets_dir, resolve_path
+from .scene import effective_assets_dir, resolve_path, resolved_from
 
 #: how the --help text of a file parameter says where a relative path is looked for
 RELATIVE_PATHS = "relative: against $VSF_ASSETS when set, else the working directory"
@@ -178,10 +178,7 @@ def mesh_file(name: str, given: str) -> str:
     assets = effective_assets_dir("")
     path = os.path.abspath(resolve_path(given, assets))
     if not os.path.exists(path):
-        against = f"$VSF_ASSETS = {assets}" if assets else f"the working directory {os.getcwd()}"
-        relative = not os.path.isabs(os.path.expanduser(given))
-        raise ConfigurationError(f"parameter {name!r}: no such file: {path}"
-                                 + (f" (resolved from {given!r} against {against})" if relative else ""))
+        raise ConfigurationError(f"parameter {name!r}: no such file: {path}{resolved_from(given, assets)}")
     if not os.path.isfile(path):
         raise ConfigurationError(f"parameter {name!r}: not a regular file: {path}")
     return path

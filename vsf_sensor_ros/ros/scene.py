@@ -35,6 +35,23 @@ def resolve_path(text: str, assets_dir: str) -> Path:
     return (Path(assets_dir) if assets_dir else Path.cwd()) / p
 
 
+def resolved_from(text: str, assets_dir: str) -> str:
+    """For a missing file: how a relative ``text`` was resolved by :func:`resolve_path`, e.g.
+    ``" (resolved from 'a.ply' against $VSF_ASSETS = /data)"``, against the working directory,
+    or against the ``assets_dir`` parameter (then with the working directory of a relative one
+    and the hint to set ``$VSF_ASSETS``, which wins); ``""`` for an absolute ``text``.
+    ``assets_dir``: the effective one (:func:`effective_assets_dir`)."""
+    if Path(os.path.expanduser(text)).is_absolute():
+        return ""
+    if not assets_dir:
+        return f" (resolved from {text!r} against the working directory {os.getcwd()})"
+    if os.environ.get("VSF_ASSETS", "") == assets_dir:
+        return f" (resolved from {text!r} against $VSF_ASSETS = {assets_dir})"
+    where = "" if Path(assets_dir).is_absolute() else f" in the working directory {os.getcwd()}"
+    return (f" (resolved from {text!r} against assets_dir = {assets_dir}{where}; set VSF_ASSETS to "
+            "the assets folder, it wins over assets_dir)")
+
+
 def effective_assets_dir(param_value: str) -> str:
     """``$VSF_ASSETS`` when set and non-empty, else the ``assets_dir`` parameter."""
     env = os.environ.get("VSF_ASSETS", "")
@@ -57,7 +74,8 @@ def transform_from_params(body: str, flat: Sequence[float], transform_file: str,
         try:
             data = json.loads(path.read_text())
         except FileNotFoundError:
-            raise ConfigError(pname, transform_file, f"file {str(path)!r} does not exist") from None
+            raise ConfigError(pname, transform_file, f"file {str(path)!r} does not exist"
+                              + resolved_from(transform_file, assets_dir)) from None
         except (OSError, ValueError) as exc:
             raise ConfigError(pname, transform_file, f"cannot read JSON: {exc}") from None
         if key:
@@ -95,7 +113,8 @@ def build_world(robot_description: str, robot_description_path: str, assets: str
     if path.strip():
         full = resolve_path(path, assets)
         if not full.is_file():
-            raise ConfigError("robot_description_path", path, f"file {str(full)!r} does not exist")
+            raise ConfigError("robot_description_path", path, f"file {str(full)!r} does not exist"
+                              + resolved_from(path, assets))
         try:
             return World.from_urdf(str(full))
         except (ValueError, FileNotFoundError, RuntimeError) as exc:
@@ -120,7 +139,8 @@ def _mesh_path(body: str, mesh: str, assets: str) -> Path:
     if path.is_dir():
         raise ConfigError(f"{body}.mesh", mesh, f"{str(path)!r} is a directory, not a mesh file")
     if not path.is_file():
-        raise ConfigError(f"{body}.mesh", mesh, f"file {str(path)!r} does not exist")
+        raise ConfigError(f"{body}.mesh", mesh, f"file {str(path)!r} does not exist"
+                          + ("" if "://" in mesh else resolved_from(mesh, assets)))
     return path
 
 
