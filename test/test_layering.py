@@ -89,7 +89,7 @@ def test_every_module_has_a_layer(path):
 
 
 # The ros modules that hold pure logic (tested without a ROS graph) import no ROS client or message package.
-PURE_ROS_MODULES = ["input_health", "parameter_check"]
+PURE_ROS_MODULES = ["contact_free", "input_health", "parameter_check"]
 
 
 @pytest.mark.parametrize("name", PURE_ROS_MODULES)

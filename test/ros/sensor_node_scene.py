@@ -69,10 +69,15 @@ def write_calibration(path: Path, tare_pa: float = PRESSURE_TARE_FROM_FILE) -> P
 def start_node(d: Path, probe_name: str, extra: Optional[dict] = None,
                extra_args: Sequence[str] = ()) -> Iterator[Tuple[NodeProcess, Probe, Path]]:
     """A fresh node process (the four sensors, a calibration file in ``d``) and a probe listening
-    to every output; both end with the block, and the node must exit cleanly (code 0, no traceback)."""
+    to every output; both end with the block, and the node must exit cleanly (code 0, no traceback).
+    ``extra`` with ``contacts_type: ros_gz_interfaces/msg/Contacts``: the node is waited for on that
+    contacts type."""
     cal = write_calibration(d / "calibration.yaml")
     params = node_params(str(cal))
     params.update(extra or {})
+    contacts_msg = PointCloud2
+    if params.get("contacts_type") == "ros_gz_interfaces/msg/Contacts":
+        from ros_gz_interfaces.msg import Contacts as contacts_msg
     proc = NodeProcess(write_params(d / "params.yaml", params), d / "node.log", extra_args=extra_args).start()
     p = Probe(probe_name)
     try:
@@ -82,7 +87,7 @@ def start_node(d: Path, probe_name: str, extra: Optional[dict] = None,
             p.listen(f"/{s}/jacobian", PointCloud2)
         p.listen("/force/markers", MarkerArray)
         p.listen("/diagnostics", DiagnosticArray)
-        assert p.wait_for_subscriber("/contacts", PointCloud2, timeout=90.0), proc.output()[-3000:]
+        assert p.wait_for_subscriber("/contacts", contacts_msg, timeout=90.0), proc.output()[-3000:]
         assert p.wait_for_subscriber("/joint_states", JointState)
         assert p.wait_for_subscriber("/pressure/measured", FluidPressure)
         # outputs are matched once a report arrived (the node publishes diagnostics from the start)

@@ -13,24 +13,28 @@ as the gz ``Contacts`` message a contact sensor would send for the same contacts
 Predictions and Jacobians of every sensor must be equal value for value (the Jacobian cloud
 byte for byte).  Then a malformed gz message (points without wrenches) is rejected and counted
 as ``empty_wrenches`` while the node keeps serving the next good message.
+
+Contacts that stop at a release (gz publishes only while something touches; the contacts cloud
+with ``contacts_event_driven``): the node steps on the joint states' stamps and predicts the
+contact-free state one ``contact_free_period`` after the last contacts message, and a tare taken
+then uses those steps.
 """
 from __future__ import annotations
-
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
 import torch
-from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Vector3
-from sensor_msgs.msg import JointState, PointCloud2
 
 from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
 from vsf_sensor_ros.sensor import ContactState
 
-from .node_helpers import NodeProcess, Probe, write_params
-from .sensor_node_scene import (KINDS, SENSORS, body_names, node_params, posed_world, send_pose, stamp,
-                                start_node, write_calibration)
+from std_srvs.srv import Trigger
+
+from .node_helpers import joint_state, latest_status
+from .sensor_node_scene import (JOINT_NAMES, JOINT_POS, N_TARE, PRESSURE_TARE_FROM_FILE, SENSORS, body_names,
+                                first_send, measured_pressure, posed_world, send_pose, stamp, start_node,
+                                wait_stamp)
 
 ros_gz = pytest.importorskip("ros_gz_interfaces.msg",
                              reason="ros_gz_interfaces not importable (make venv builds it)")
@@ -87,29 +91,6 @@ def _gz(t):
     return msg
 
 
-@contextmanager
-def _start_gz_node(d, probe_name):
-    """``start_node`` for a node reading gz contacts: the same sensors, waited for on that type."""
-    params = node_params(str(write_calibration(d / "calibration.yaml")))
-    params.update(GZ)
-    proc = NodeProcess(write_params(d / "params.yaml", params), d / "node.log").start()
-    p = Probe(probe_name)
-    try:
-        for s, kind in KINDS.items():
-            p.listen(f"/{s}/predicted", kind)
-            p.listen(f"/{s}/jacobian", PointCloud2)
-        assert p.wait_for_subscriber("/contacts", ros_gz.Contacts, timeout=90.0), proc.output()[-3000:]
-        assert p.wait_for_subscriber("/joint_states", JointState)
-        assert p.spin_until(lambda: len(p.listen("/diagnostics", DiagnosticArray)) > 0, 15.0)
-        yield proc, p, None
-    finally:
-        p.destroy_node()
-        code = proc.stop()
-        out = proc.output()
-    assert code == 0, out[-3000:]
-    assert "Traceback" not in out, out[-3000:]
-
-
 def _values(msg):
     """A prediction's numbers: FluidPressure, WrenchStamped or a PointCloud2's bytes."""
     if hasattr(msg, "fluid_pressure"):
@@ -124,7 +105,7 @@ def _one_step(tmp, name, gz, message):
     """Start a node (reading gz contacts when ``gz``), send the step, return its outputs."""
     t = stamp(31)
     tmp.mkdir()
-    start = _start_gz_node(tmp, name) if gz else start_node(tmp, name)
+    start = start_node(tmp, name, GZ if gz else None)
     with start as (proc, probe, _):
         send_pose(probe)
         msg = message(t)
@@ -187,3 +168,71 @@ def test_gz_contacts_give_the_predictions_and_jacobians_of_the_same_pointcloud2(
     assert cloud["/load/predicted"][2] != 0
     for s in SENSORS:
         assert cloud[f"/{s}/jacobian"][1] > 0, s      # non-empty Jacobian clouds
+
+
+PERIOD_MS = 250          # contact_free_period of the release tests
+RELEASE_MS = 100_200     # stamp of the last contacts message
+
+
+def _t(ms):
+    return stamp(ms // 1000, (ms % 1000) * 1_000_000)
+
+
+def _joints(ms):
+    """The test pose, stamped ``ms`` (the simulator's clock: contact-free steps follow it)."""
+    js = joint_state(JOINT_NAMES, JOINT_POS)
+    js.header.stamp = _t(ms)
+    return js
+
+
+@pytest.mark.parametrize("source", ["gz", "cloud"])
+def test_contacts_stopping_at_a_release_step_contact_free_and_a_tare_then_succeeds(tmp_path, rclpy_context,
+                                                                                   source):
+    # gz contacts are event-driven by default; the contacts cloud when contacts_event_driven says so
+    extra = dict(GZ) if source == "gz" else {"contacts_event_driven": True}
+    extra["contact_free_period"] = PERIOD_MS / 1000
+    touch = _gz if source == "gz" else _cloud
+    with start_node(tmp_path, f"contact_free_{source}_probe", extra) as (proc, probe, _):
+        send = first_send(probe)
+        send("/joint_states", _joints(100_000))   # the first joint stamp: the period counts from it
+        # touching: joints, contacts and a measured pressure (1030 hPa) every 50 ms up to the release
+        for k, ms in enumerate(range(100_000, RELEASE_MS + 1, 50)):
+            t = _t(ms)
+            probe.send("/joint_states", _joints(ms))
+            (send if k == 0 else probe.send)("/contacts", touch(t))
+            (send if k == 0 else probe.send)("/pressure/measured", measured_pressure(1030.0, t))
+            assert wait_stamp(probe, "/pressure/predicted", t).fluid_pressure > PRESSURE_TARE_FROM_FILE + 1.0
+        # released: the simulator sends no contacts, its joint states and the measured 1013.2 hPa go on
+        for ms in range(RELEASE_MS + 50, 101_201, 50):
+            probe.send("/joint_states", _joints(ms))
+            probe.send("/pressure/measured", measured_pressure(1013.2, _t(ms)))
+            probe.spin_for(0.02)
+        # steps: the first joint stamp >= 100.200 + 0.250 s, then every 0.250 s of joint stamps
+        free = [100_450, 100_700, 100_950, 101_200]
+        for ms in free:
+            wait_stamp(probe, "/pressure/predicted", _t(ms))
+        after = sorted({m.header.stamp.sec * 1000 + m.header.stamp.nanosec // 1_000_000
+                        for m in probe.received["/pressure/predicted"]
+                        if (m.header.stamp.sec, m.header.stamp.nanosec) > (100, 200_000_000)})
+        assert after == free
+        # the contact-free value: no contact adds nothing to the file's tare (500 Pa); the patch reads no force
+        assert {m.fluid_pressure for m in probe.received["/pressure/predicted"]
+                if m.header.stamp in [_t(ms) for ms in free]} == {PRESSURE_TARE_FROM_FILE}
+        f = wait_stamp(probe, "/patch/predicted", _t(free[0])).wrench.force
+        assert (f.x, f.y, f.z) == (0.0, 0.0, 0.0)
+        # residual through the release: 1013.2 hPa = 101320 Pa measured - 500 Pa predicted
+        assert wait_stamp(probe, "/pressure/residual", _t(free[0])).fluid_pressure == pytest.approx(100820.0)
+        wait_stamp(probe, "/pressure/residual", _t(free[2]))
+        # tare: the last N_TARE contact-free pairs measured 101320 Pa each, and the raw contact-free
+        # prediction is 0 Pa, so the offset is 101320 - 0 = 101320 Pa
+        r = probe.call(Trigger, "/pressure/tare", Trigger.Request())
+        assert r.success is True, r.message
+        assert f"tared with {N_TARE} of {N_TARE} samples" in r.message
+        assert "101320" in r.message
+        probe.send("/joint_states", _joints(101_450))
+        assert wait_stamp(probe, "/pressure/predicted", _t(101_450)).fluid_pressure == pytest.approx(101320.0)
+        inputs = {}
+        assert probe.spin_until(lambda: inputs.update(latest_status(probe, "/sensor_node: inputs")) or
+                                int(inputs.get("contact_free.steps", "0")) >= 5, 10.0), inputs
+        assert inputs["contact_free.late_contacts"] == "0" and inputs["stamp_jumps_backwards"] == "0"
+        assert proc.alive()

@@ -21,7 +21,10 @@ read them):
   (joints moving a sensor body never received after 50 joint states, or ``none``),
   ``joint_states.stamp_jumps_backwards`` (joint states stamped earlier than the newest of
   the same source, i.e. the same joint names: that driver restarted),
-  ``joint_states.last_stamp_jump`` (``<old> -> <new> s (<joints>)``, or ``none``).
+  ``joint_states.last_stamp_jump`` (``<old> -> <new> s (<joints>)``, or ``none``); with
+  event-driven contacts (:mod:`.contact_free`) ``contact_free.steps`` (steps made without a
+  contacts message) and ``contact_free.late_contacts`` (contacts messages stamped before such a
+  step: WARN).
 * sensor: ``type``, ``attachment``, ``rate_hz``, ``latency_ms_mean``,
   ``latency_ms_max`` (receipt of the contacts message -> last publish, wall
   clock, over the last report period), ``published``, ``measured_received``,
@@ -40,7 +43,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
@@ -64,6 +67,8 @@ class InputStats:
     last_joint_stamp_jump: str = "none"
     #: gz contacts: mapped body names outside the body table -> messages that carried them
     unknown_contact_bodies: Dict[str, int] = field(default_factory=dict)
+    #: event-driven contacts: (contact-free steps made, contacts messages stamped before one)
+    contact_free: Optional[Tuple[int, int]] = None
 
     def reject(self, reason: str) -> None:
         """Count one rejected message under ``reason``."""
@@ -106,6 +111,15 @@ def _unknown_bodies(inputs: InputStats) -> List[KeyValue]:
     return [_kv("contacts.unknown_bodies", ", ".join(f"{n}={c}" for n, c in seen.items()))] if seen else []
 
 
+def _contact_free(inputs: InputStats) -> List[KeyValue]:
+    """``contact_free.steps`` and ``contact_free.late_contacts`` when the node steps without
+    contacts messages (:mod:`.contact_free`); nothing otherwise."""
+    if inputs.contact_free is None:
+        return []
+    steps, late = inputs.contact_free
+    return [_kv("contact_free.steps", steps), _kv("contact_free.late_contacts", late)]
+
+
 def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
                       sensors: Dict[str, tuple], period_s: float,
                       node_name: Optional[str] = None) -> DiagnosticArray:
@@ -141,13 +155,16 @@ def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
         _kv("joint_states.missing", inputs.missing_joints),
         _kv("joint_states.stamp_jumps_backwards", inputs.joint_stamp_jumps_backwards),
         _kv("joint_states.last_stamp_jump", inputs.last_joint_stamp_jump),
-    ] + _unknown_bodies(inputs) + [_kv(f"rejected.{r}", n) for r, n in sorted(inputs.rejected.items())]
+    ] + _unknown_bodies(inputs) + _contact_free(inputs) + [_kv(f"rejected.{r}", n) for r, n in sorted(inputs.rejected.items())]
     rejected = sum(inputs.rejected.values())
     problems = [f"{rejected} messages rejected"] if rejected else []
     if inputs.unknown_joint_names:
         problems.append(f"{len(inputs.unknown_joint_names)} unknown joint names")
     if inputs.missing_joints != "none":
         problems.append(f"joints never received: {inputs.missing_joints}")
+    if inputs.contact_free is not None and inputs.contact_free[1]:
+        problems.append(f"{inputs.contact_free[1]} contacts messages stamped before a contact-free step "
+                        "(raise contact_free_period)")
     prefix = hardware_id if node_name is None else node_name
     statuses.append(DiagnosticStatus(
         level=DiagnosticStatus.WARN if problems else DiagnosticStatus.OK,

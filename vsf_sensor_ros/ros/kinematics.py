@@ -360,6 +360,11 @@ class BodyTransforms:
             self._names = new
             self._cache = None
 
+    @property
+    def newest_ns(self) -> int:
+        """The newest joint-state stamp of any source (ns); 0 before any stamped joint state."""
+        return self._newest
+
     def invalidate(self) -> None:
         """The world changed (a joint state or a pose was applied)."""
         self._cache = None

@@ -234,6 +234,15 @@ NODE_SPECS: List[Spec] = [
     Spec("contact_body_map", [], "gz contacts: 'pattern=body' entries mapping scoped collision names "
          "(glob, first match wins, e.g. 'punyo_model::*=punyo') to bodies; a name no pattern matches "
          "is its link's name (model::link::collision -> link)", read_only=True, ptype=STRING_ARRAY),
+    Spec("contacts_event_driven", False, "true: the contacts topic carries a message only while "
+         "something touches (PhysX touch reports, a bridge publishing on change), so a step without "
+         "one is contact-free (contact_free_period); ros_gz_interfaces/msg/Contacts always is",
+         read_only=True),
+    Spec("contact_free_period", 0.1, "s of simulator time (stamps); event-driven contacts: once the "
+         "newest joint-state stamp (without stamped joint states: the node clock, under use_sim_time "
+         "only) is this far past the last step, the node steps with no contacts at that stamp, then "
+         "every period while no contacts message comes; keep it above the contacts' period while "
+         "touching; 0 = never step without a contacts message", lo=0.0, hi=60.0, read_only=True),
     Spec("bodies", [], "extra rigid bodies (each configured under <name>.*)", read_only=True,
          ptype=STRING_ARRAY),
     Spec("sensors", [], "sensor names (each configured under <name>.*); add or remove names live "

@@ -94,7 +94,9 @@ from . import main as node_main
 from .messages import readings as enc
 from .messages.encoding import encoding
 from ._rclpy_compat import add_parameter_callbacks, parameter_override, parameter_override_names
-from .messages.contacts import ContactsDecodeError, pointcloud2_to_contacts, with_implied_pairs
+from .messages.contacts import (ContactsDecodeError, contacts_to_pointcloud2, pointcloud2_to_contacts,
+                                with_implied_pairs)
+from .contact_free import ContactFreeSteps
 from .diagnostics import InputStats, build_diagnostics
 from .health import (JOINT_STATE, POSE_STAMPED, NodeHealth, known_keys, startup_problems,
                      type_name)
@@ -113,7 +115,7 @@ from .calibration import Measurements
 from .parameter_table import SENSOR_SETTINGS, ConfigError, raise_all
 from .sensor_handle import (EndpointQoS, SensorEndpoints, SensorHandle, SensorResult, StepRejected,
                             check_elements, check_predictions, qos_reliability)
-from .messages.stamps import stamp_to_ns
+from .messages.stamps import ns_to_stamp, stamp_to_ns
 
 DTYPE = torch.float64
 DEVICE = torch.device("cpu")
@@ -283,6 +285,7 @@ class SensorNode(Node):
         self._joints_clock = self.health.stream(self.sub_joints.topic_name, JOINT_STATE)
         self._pose_clocks = {b: self.health.stream(sub.topic_name, POSE_STAMPED)
                              for b, sub in zip(self.world.free_body_names, self._body_subs)}
+        self._contact_free = self._contact_free_steps(p)
         self.measurements.missing_inputs = self._missing_inputs
         self.measurements.stopped_inputs = self._stopped_inputs
         self.measurements.clock_hint = self._clock_hint
@@ -327,6 +330,21 @@ class SensorNode(Node):
             return Contacts, ContactBodyMap.parse(p["contact_body_map"] or [])
         except ValueError as exc:
             raise ConfigError("contact_body_map", list(p["contact_body_map"]), str(exc)) from None
+
+    def _contact_free_steps(self, p: Dict[str, Any]) -> Optional[ContactFreeSteps]:
+        """Steps without a contacts message (:mod:`.contact_free`) for event-driven contacts (gz
+        contacts, or ``contacts_event_driven``) with ``contact_free_period`` > 0, else None.  Under
+        ``use_sim_time`` a timer (a quarter period) steps on the node clock until stamped joint
+        states come."""
+        period = float(p["contact_free_period"])
+        if period <= 0 or not (self._gz_contacts is not None or p["contacts_event_driven"]):
+            return None
+        # the contacts path decodes an empty message of the subscribed type: no second code path
+        self._empty_contacts = (self._gz_contacts[0]() if self._gz_contacts is not None else
+                                contacts_to_pointcloud2({}, self._contact_body_names, frame_id=self._world_frame))
+        if self.get_parameter("use_sim_time").value:
+            self.timer_contact_free = self.create_timer(period / 4, self._on_contact_free_clock)
+        return ContactFreeSteps(round(period * 1e9))
 
     def _misspelt_keys(self, failed: Iterable[str]) -> List[ConfigError]:
         """The unknown keys of the sensors ``failed`` at start, with the closest known key: a
@@ -444,6 +462,24 @@ class SensorNode(Node):
         self.inputs.joint_states_received += 1
         self._joints_clock.arrived(time.monotonic())
         self.kinematics.on_joint_state(msg)
+        if self._contact_free is not None:
+            self._step_contact_free(self._contact_free.due(self._transforms.newest_ns))
+
+    def _on_contact_free_clock(self) -> None:
+        """Under ``use_sim_time``: the node clock is the step source until a stamped joint state came."""
+        if self._transforms.newest_ns == 0:
+            self._step_contact_free(self._contact_free.due(self.get_clock().now().nanoseconds, "clock"))
+
+    def _step_contact_free(self, stamp_ns: Optional[int]) -> None:
+        """A contact-free step stamped ``stamp_ns`` (None: none due), through the contacts path."""
+        if stamp_ns is None or not self.context.ok():
+            return
+        try:
+            self._empty_contacts.header.stamp = ns_to_stamp(stamp_ns)
+            self._process_contacts(self._empty_contacts, time.perf_counter(), contact_free=True)
+        except Exception as exc:  # noqa: BLE001 -- as _on_contacts: the node outlives one bad step
+            if self.context.ok():
+                self._reject("internal_error", f"contact-free step: {type(exc).__name__}: {exc}")
 
     def _on_pose(self, body: str, msg: PoseStamped) -> None:
         self.inputs.poses_received += 1
@@ -515,8 +551,9 @@ class SensorNode(Node):
                    for h in self._handles.values() if getattr(h.sensor, "enabled", True)]
         check_predictions(results)
 
-    def _process_contacts(self, msg: PointCloud2, t_recv: float) -> None:
-        """Decode, predict every sensor, check, then publish (see the module docstring)."""
+    def _process_contacts(self, msg: PointCloud2, t_recv: float, contact_free: bool = False) -> None:
+        """Decode, predict every sensor, check, then publish (see the module docstring);
+        ``contact_free``: a step without a contacts message (:mod:`.contact_free`)."""
         stamp = msg.header.stamp
         stamp_ns = stamp_to_ns(stamp)
         try:
@@ -526,6 +563,8 @@ class SensorNode(Node):
         # header-less measured streams pair by receive time (node clock: ROS time under use_sim_time)
         recv_ns = self.get_clock().now().nanoseconds
         jumped_back = self._last_stamp is not None and stamp_ns < self._last_stamp
+        late = (jumped_back and not contact_free and self._contact_free is not None
+                and self._contact_free.is_late(stamp_ns))
         # Validate first: every model must succeed before anything is published.
         results = []
         for h in self._handles.values():
@@ -539,9 +578,13 @@ class SensorNode(Node):
         bad = check_predictions(results)
         if bad is not None:
             return self._reject(*bad)
-        if jumped_back:   # acted on only for a message that is used
+        if late:          # behind a contact-free step only: used, not a simulator reset
+            self._on_late_contacts(self._last_stamp, stamp_ns)
+        elif jumped_back:   # acted on only for a message that is used
             self._on_stamp_jump(self._last_stamp, stamp_ns)
         self._last_stamp = stamp_ns
+        if self._contact_free is not None:
+            self._contact_free.used(stamp_ns, contact_free, reset=jumped_back and not late)
         now = time.monotonic()
         self.health.failing = None
         for r in results:
@@ -555,7 +598,8 @@ class SensorNode(Node):
             if pair is not None:
                 self.measurements.paired(h, pair)
         self._frames.on_step(stamp, state.body_transforms)
-        self.inputs.contacts_processed += 1
+        if not contact_free:
+            self.inputs.contacts_processed += 1
 
     def _publish_step(self, r: SensorResult, state: SimState, stamp: Any, now: float) -> None:
         """Publish one sensor's outputs for a checked step; keep its contact state."""
@@ -584,6 +628,13 @@ class SensorNode(Node):
         logger = self._reason_loggers.setdefault("stamp_jump", self.get_logger().get_child("stamp_jump"))
         logger.warning(f"contacts stamp went backwards ({self.inputs.last_stamp_jump}); simulator reset "
                        "assumed: pairing buffers and sensor states cleared", throttle_duration_sec=1.0)
+
+    def _on_late_contacts(self, old_ns: int, new_ns: int) -> None:
+        self._contact_free.late += 1
+        logger = self._reason_loggers.setdefault("late_contacts", self.get_logger().get_child("late_contacts"))
+        logger.warning(f"contacts stamped {new_ns * 1e-9:.9f} s came after the contact-free step of "
+                       f"{old_ns * 1e-9:.9f} s: they lag the joint states by more than contact_free_period "
+                       "(raise it) or are stamped on another clock", throttle_duration_sec=1.0)
 
     # ------------------------------------------------------------------ measured, tare (.measurements)
     def _on_measured(self, name: str, msg: Any) -> None:
@@ -621,6 +672,8 @@ class SensorNode(Node):
         self.inputs.missing_joints = self.joint_names.missing_text()
         self.inputs.joint_stamp_jumps_backwards = self._transforms.stamp_jumps
         self.inputs.last_joint_stamp_jump = self._transforms.last_stamp_jump
+        if self._contact_free is not None:
+            self.inputs.contact_free = (self._contact_free.steps, self._contact_free.late)
         fqn = self.get_fully_qualified_name()     # two nodes of one name in two namespaces stay apart
         array = build_diagnostics(self.get_clock().now().to_msg(), fqn, self.inputs, sensors, period,
                                   node_name=fqn)
@@ -649,9 +702,11 @@ class SensorNode(Node):
                                   optional=not str(h.config.values.get("measured_topic") or ""))
 
     def _needs(self, h: SensorHandle) -> List[StreamClock]:
-        """The streams sensor ``h`` needs: contacts; joint states when joints move its body; the pose
+        """The streams sensor ``h`` needs: contacts (unless event-driven); joint states when joints
+        move its body; the pose
         of the free body it is on; its measured stream (see :meth:`_measured_clock`)."""
-        needs = [self._contacts_clock]
+        # event-driven contacts are silent while nothing touches: not a missing input
+        needs = [] if self._contact_free is not None else [self._contacts_clock]
         if any(h.name in s for s in self.joint_names.watched.values()):
             needs.append(self._joints_clock)
         body: Optional[str] = str(h.config.values["attachment"])
@@ -677,8 +732,9 @@ class SensorNode(Node):
         return h.pairer.offset_hint()
 
     def _paired_streams(self, h: SensorHandle) -> List[StreamClock]:
-        """The two streams every pair of ``h`` needs: its measured stream and the contacts."""
-        return [self._measured_clock(h), self._contacts_clock]
+        """The two streams every pair of ``h`` needs: its measured stream and the contacts (not
+        event-driven contacts, whose silence is a contact-free step)."""
+        return [self._measured_clock(h)] + ([] if self._contact_free is not None else [self._contacts_clock])
 
     def _stopped_inputs(self, h: SensorHandle) -> str:
         """For a tare answer: the measured stream of ``h`` and the contacts, when either stopped."""

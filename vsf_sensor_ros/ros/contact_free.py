@@ -1,0 +1,98 @@
+"""Steps without a contacts message: when an event-driven source's silence is a contact-free step.
+
+gz-sim's contact system publishes ``Contacts`` only while something touches; PhysX touch reports
+and bridges that publish on change do the same.  For such a source, "no message" means "no
+contact", so the node must still step, or its readings would stay at their last in-contact value.
+:class:`ContactFreeSteps` decides when and at which stamp (pure: integer nanoseconds, no ROS).
+
+The rule, counted in the simulator's time (stamps), never in wall time:
+
+* The step source is the newest joint-state stamp (the simulator's clock, which a paused
+  simulator stops); without stamped joint states, the node clock under ``use_sim_time``.
+* A contact-free step is due when the source's stamp is at least ``period`` past the newest step
+  made (a contacts message or a contact-free step); it is made at that stamp.  So the first one
+  comes one period after the last contacts message, then one every period while none comes, and
+  none while contacts messages come more often than once a period.  At start, and after the
+  source restarts, the period counts from the source's first stamp.
+* A stamp is never earlier than one already used, except after the source went back (a
+  simulator reset): the contact-free step then follows it, and the node treats that step as the
+  reset it is.
+* A contacts message stamped before the last contact-free step but not before the last contacts
+  message arrived late (it lagged the joint states by more than a period): :meth:`is_late`; the
+  node uses it without treating it as a reset, and counts it.
+"""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+
+class ContactFreeSteps:
+    """When to step with no contacts, for one node (see the module docstring).
+
+    Args:
+        period_ns: ``contact_free_period`` in ns (> 0).
+
+    Attributes:
+        steps: contact-free steps made (counted by :meth:`used`).
+        late: contacts messages that came stamped before a contact-free step (:meth:`is_late`,
+            counted by the node).
+
+    Raises:
+        ValueError: ``period_ns`` not positive.
+    """
+
+    def __init__(self, period_ns: int) -> None:
+        if period_ns <= 0:
+            raise ValueError(f"contact-free period must be > 0 ns, got {period_ns}")
+        self.period_ns = int(period_ns)
+        self.steps = 0
+        self.late = 0
+        self._newest: Optional[int] = None    # newest stamp of a step used (contacts or contact-free)
+        self._real: Optional[int] = None      # stamp of the last contacts message used
+        self._free: Optional[int] = None      # stamp of the last contact-free step
+        self._source: Optional[Tuple[str, int]] = None   # (source kind, its stamp when last asked)
+        self._start: Optional[int] = None     # the source's first stamp (since start or its restart)
+
+    def due(self, stamp_ns: int, source: str = "joint_states") -> Optional[int]:
+        """The stamp of a contact-free step to make now, or None.
+
+        Args:
+            stamp_ns: the step source's newest stamp (ns): the newest joint-state stamp, or the
+                node clock's time under ``use_sim_time``; ``<= 0`` (unstamped, no clock yet) is
+                never a step.
+            source: which of the two it is; a change of source is not a restart.
+        """
+        if stamp_ns <= 0:
+            return None
+        if self._source is None or self._source[0] != source:
+            self._start = stamp_ns if self._newest is None else None
+        elif stamp_ns < self._source[1]:
+            # the simulator restarted: a new run, its period counted from its first stamp
+            self._newest = self._real = self._free = None
+            self._start = stamp_ns
+        self._source = (source, stamp_ns)
+        ref = self._newest if self._newest is not None else self._start
+        if ref is None or stamp_ns - ref < self.period_ns:
+            return None
+        return stamp_ns
+
+    def is_late(self, stamp_ns: int) -> bool:
+        """A contacts message stamped ``stamp_ns`` comes after a contact-free step stamped later,
+        but not before the last contacts message: late, not a simulator reset."""
+        return (self._free is not None and stamp_ns < self._free
+                and (self._real is None or stamp_ns >= self._real))
+
+    def used(self, stamp_ns: int, contact_free: bool, reset: bool = False) -> None:
+        """The node used a step stamped ``stamp_ns``: a contacts message or (``contact_free``) a
+        contact-free step; ``reset``: it treated the stamp going back as a simulator reset."""
+        if reset:
+            self._real = self._free = self._newest = None
+        if contact_free:
+            self._free = stamp_ns
+            self.steps += 1
+        else:
+            self._real = stamp_ns
+        self._newest = stamp_ns if self._newest is None else max(self._newest, stamp_ns)
+
+
+__all__ = ["ContactFreeSteps"]
