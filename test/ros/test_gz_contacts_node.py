@@ -215,7 +215,7 @@ def test_contacts_stopping_at_a_release_step_contact_free_and_a_tare_then_succee
                         for m in probe.received["/pressure/predicted"]
                         if (m.header.stamp.sec, m.header.stamp.nanosec) > (100, 200_000_000)})
         assert after == free
-        # the contact-free value: no contact adds nothing to the file's tare (500 Pa); the patch reads no force
+        # the contact-free value: nothing added to the file's tare (500 Pa); the patch reads no force
         assert {m.fluid_pressure for m in probe.received["/pressure/predicted"]
                 if m.header.stamp in [_t(ms) for ms in free]} == {PRESSURE_TARE_FROM_FILE}
         f = wait_stamp(probe, "/patch/predicted", _t(free[0])).wrench.force

@@ -155,7 +155,8 @@ def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
         _kv("joint_states.missing", inputs.missing_joints),
         _kv("joint_states.stamp_jumps_backwards", inputs.joint_stamp_jumps_backwards),
         _kv("joint_states.last_stamp_jump", inputs.last_joint_stamp_jump),
-    ] + _unknown_bodies(inputs) + _contact_free(inputs) + [_kv(f"rejected.{r}", n) for r, n in sorted(inputs.rejected.items())]
+    ] + _unknown_bodies(inputs) + _contact_free(inputs)
+    values += [_kv(f"rejected.{r}", n) for r, n in sorted(inputs.rejected.items())]
     rejected = sum(inputs.rejected.values())
     problems = [f"{rejected} messages rejected"] if rejected else []
     if inputs.unknown_joint_names:

@@ -87,7 +87,8 @@ def render() -> str:
     out = [HEADER, "## Node", ""]
     out += _table(NODE_SPECS, "")
     out += ["| `use_sim_time` | `false` |  | yes | ROS's own: follow `/clock` (stamps of /diagnostics and "
-            "receive times of header-less messages) |", ""]
+            "receive times of header-less messages; set at start: the step source of contact-free "
+            "steps without stamped joint states) |", ""]
     out += ["## Extra bodies (`<b>.*`, one namespace per name in `bodies`)", ""]
     out += _table(BODY_SPECS, "<b>.") + [""]
     out += ["## Every sensor (`<s>.*`, one namespace per name in `sensors`)", ""]

@@ -296,9 +296,10 @@ NODE_SPECS: List[Spec] = [
     Spec("strict_parameters", False, "true: a parameter key the node does not know (top level, a "
          "sensor's or a body's section) is a start-up configuration error; false: it is a warning "
          "naming the closest known key", read_only=True),
-    Spec("input_timeout", 3.0, "s; an input a sensor needs (contacts, joint states, a free body's "
-         "pose, its measured stream: always when <s>.measured_topic names one, else once it has "
-         "arrived) silent this long makes its /diagnostics status WARN, naming topic and type",
+    Spec("input_timeout", 3.0, "s; an input a sensor needs (contacts unless event-driven, joint "
+         "states, a free body's pose, its measured stream: always when <s>.measured_topic names "
+         "one, else once it has arrived) silent this long makes its /diagnostics status WARN, naming "
+         "topic and type",
          lo=0.01, hi=3600.0),
     Spec("keep_warm_period", 0.0, "s; > 0: while no contacts message arrived for this long, rerun the "
          "last one's decode and predictions (nothing published) every period, keeping the per-message "

@@ -47,6 +47,10 @@ reason.  A stamp earlier than the previous one (simulator reset) clears the
 pairing buffers and stateful sensors, is counted as a stamp jump, and the
 message is processed normally.
 
+Event-driven contacts (gz ``Contacts``, or ``contacts_event_driven``) send nothing while nothing
+touches: the node then also steps with an empty contact set, on the joint states' stamps, once
+``contact_free_period`` of them passed without a contacts message (:mod:`.contact_free`).
+
 Hot path (``fast_path``, default true): ``contacts`` and ``joint_states`` are read from
 their serialised bytes and the predicted, residual and Jacobian messages are published as
 serialised bytes; ``fast_path: false`` uses the standard message objects (the reference
@@ -340,8 +344,9 @@ class SensorNode(Node):
         if period <= 0 or not (self._gz_contacts is not None or p["contacts_event_driven"]):
             return None
         # the contacts path decodes an empty message of the subscribed type: no second code path
+        names, frame = self._contact_body_names, self._world_frame
         self._empty_contacts = (self._gz_contacts[0]() if self._gz_contacts is not None else
-                                contacts_to_pointcloud2({}, self._contact_body_names, frame_id=self._world_frame))
+                                contacts_to_pointcloud2({}, names, frame_id=frame))
         if self.get_parameter("use_sim_time").value:
             self.timer_contact_free = self.create_timer(period / 4, self._on_contact_free_clock)
         return ContactFreeSteps(round(period * 1e9))
@@ -631,7 +636,8 @@ class SensorNode(Node):
 
     def _on_late_contacts(self, old_ns: int, new_ns: int) -> None:
         self._contact_free.late += 1
-        logger = self._reason_loggers.setdefault("late_contacts", self.get_logger().get_child("late_contacts"))
+        logger = self._reason_loggers.setdefault("late_contacts",
+                                                 self.get_logger().get_child("late_contacts"))
         logger.warning(f"contacts stamped {new_ns * 1e-9:.9f} s came after the contact-free step of "
                        f"{old_ns * 1e-9:.9f} s: they lag the joint states by more than contact_free_period "
                        "(raise it) or are stamped on another clock", throttle_duration_sec=1.0)
