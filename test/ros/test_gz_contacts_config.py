@@ -1,4 +1,5 @@
-"""gz contacts in an in-process node: configuration errors, a counted rejection, a hand-checked reading.
+"""gz contacts in an in-process node: configuration errors, a counted rejection, a hand-checked reading,
+and the steps without a contacts message (gz publishes only while something touches).
 
 Same set-up as test_node_robustness (the embedded world, a Punyo pressure and dense force sensor on
 the bubble).  Hand-derived: the bubble's base is a 24-gon of radius 0.05 m, area
@@ -9,10 +10,17 @@ from __future__ import annotations
 
 import math
 
+import time
+
 import numpy as np
 import pytest
+import rclpy
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Vector3
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
 
 from vsf_sensor_ros.ros.parameter_table import ConfigError
 from vsf_sensor_ros.ros.sensor_node import SensorNode
@@ -135,3 +143,106 @@ def test_a_body_map_entry_naming_no_world_body_is_a_startup_warning(rclpy_contex
         assert len(lines) == 1 and "'bubble::*=punyoo'" in lines[0] and "'punyoo' is not a body" in lines[0]
     finally:
         n.destroy_node()
+
+
+def _ms(ms):
+    return Time(sec=ms // 1000, nanosec=(ms % 1000) * 1_000_000)
+
+
+def _joints(ms):
+    """Joint state of the embedded arm, stamped ``ms`` (the simulator's clock)."""
+    js = JointState(name=["elbow_pitch", "shoulder_yaw"], position=[0.3, -0.2])
+    js.header.stamp = _ms(ms)
+    return js
+
+
+def _push_at(node, ms):
+    msg = _push(node, 2.0, sec=0)
+    msg.header.stamp = _ms(ms)
+    return msg
+
+
+@pytest.mark.parametrize("extra", [{"contact_free_period": 0.0},
+                                   {"contacts_type": "sensor_msgs/msg/PointCloud2"}])
+def test_contact_free_steps_are_off_with_a_zero_period_or_for_the_cloud_by_default(rclpy_context, extra):
+    n = SensorNode("gz_off_node", namespace="/gz_config_test", parameter_overrides=_overrides(**extra))
+    try:
+        assert n._contact_free is None
+    finally:
+        n.destroy_node()
+
+
+def test_a_late_contacts_message_is_used_and_counted_an_earlier_one_is_a_reset(rclpy_context):
+    node = SensorNode("gz_late_node", namespace="/gz_config_test",
+                      parameter_overrides=_overrides(contact_free_period=0.2))
+    try:
+        pressure = node._handles["pressure"]
+        node._on_joint_state(_joints(10_000))
+        node._on_contacts(_push_at(node, 10_000))
+        node._on_joint_state(_joints(10_150))          # 0.15 s < 0.2 s after the contacts: no step
+        assert node._contact_free.steps == 0 and pressure.last_values[0] == pytest.approx(2.0 / A, rel=1e-6)
+        node._on_joint_state(_joints(10_200))          # 0.2 s: a contact-free step at 10.2 s
+        assert node._contact_free.steps == 1 and pressure.last_values[0] == 0.0
+        assert node._last_stamp == 10_200_000_000 and node.inputs.contacts_processed == 1
+        node._on_contacts(_push_at(node, 10_100))      # after the last contacts, before the step: late
+        assert node._contact_free.late == 1 and node.inputs.stamp_jumps_backwards == 0
+        assert node.inputs.contacts_processed == 2
+        assert pressure.last_values[0] == pytest.approx(2.0 / A, rel=1e-6)
+        node._on_contacts(_push_at(node, 5_000))       # before the last contacts message: a reset
+        assert node.inputs.stamp_jumps_backwards == 1 and node._contact_free.late == 1
+    finally:
+        node.destroy_node()
+
+
+def test_joint_stamps_going_back_restart_the_period_and_the_step_follows_them(rclpy_context):
+    node = SensorNode("gz_restart_node", namespace="/gz_config_test",
+                      parameter_overrides=_overrides(contact_free_period=0.2))
+    try:
+        for ms in (10_000, 10_100, 10_200):
+            node._on_joint_state(_joints(ms))
+        assert node._contact_free.steps == 1 and node._last_stamp == 10_200_000_000
+        for ms in (1_000, 1_100):                      # the simulator restarted at 1.0 s
+            node._on_joint_state(_joints(ms))
+        assert node._contact_free.steps == 1 and node.inputs.stamp_jumps_backwards == 0
+        node._on_joint_state(_joints(1_200))           # one period into the new run
+        assert node._contact_free.steps == 2 and node._last_stamp == 1_200_000_000
+        assert node.inputs.stamp_jumps_backwards == 1  # the step followed the simulator back: a reset
+    finally:
+        node.destroy_node()
+
+
+def test_under_use_sim_time_without_joint_stamps_the_clock_paces_the_steps(rclpy_context):
+    ns = "/gz_sim_time_test"
+    node = SensorNode("gz_sim_time_node", namespace=ns,
+                      parameter_overrides=_overrides(contact_free_period=0.2, use_sim_time=True))
+    source = rclpy.create_node("clock_source", namespace=ns)
+    pub = source.create_publisher(Clock, "/clock", 10)
+    ex = SingleThreadedExecutor()
+    ex.add_node(node)
+    ex.add_node(source)
+
+    def clock_to(ms):
+        """Publish /clock = ``ms`` until the node's clock reads it, spinning the node's timers."""
+        end = time.monotonic() + 10.0
+        while node.get_clock().now().nanoseconds != ms * 1_000_000 and time.monotonic() < end:
+            pub.publish(Clock(clock=_ms(ms)))
+            ex.spin_once(timeout_sec=0.02)
+        assert node.get_clock().now().nanoseconds == ms * 1_000_000
+        for _ in range(5):                             # the quarter-period timer gets its tick
+            ex.spin_once(timeout_sec=0.01)
+
+    try:
+        clock_to(10_000)
+        node._on_contacts(_push_at(node, 10_000))      # touching at 10.0 s, then nothing
+        for ms in (10_050, 10_100, 10_150):
+            clock_to(ms)
+        assert node._contact_free.steps == 0
+        for ms in (10_200, 10_250, 10_300):
+            clock_to(ms)
+        # stamped on the simulator's clock, one period after the contacts (the timer ticks every 50 ms)
+        assert node._contact_free.steps == 1 and node._last_stamp in (10_200_000_000, 10_250_000_000)
+        assert node._handles["pressure"].last_values[0] == 0.0
+    finally:
+        ex.shutdown()
+        source.destroy_node()
+        node.destroy_node()

@@ -709,8 +709,8 @@ class SensorNode(Node):
 
     def _needs(self, h: SensorHandle) -> List[StreamClock]:
         """The streams sensor ``h`` needs: contacts (unless event-driven); joint states when joints
-        move its body; the pose
-        of the free body it is on; its measured stream (see :meth:`_measured_clock`)."""
+        move its body; the pose of the free body it is on; its measured stream (see
+        :meth:`_measured_clock`)."""
         # event-driven contacts are silent while nothing touches: not a missing input
         needs = [] if self._contact_free is not None else [self._contacts_clock]
         if any(h.name in s for s in self.joint_names.watched.values()):
