@@ -47,12 +47,10 @@ reason.  A stamp earlier than the previous one (simulator reset) clears the
 pairing buffers and stateful sensors, is counted as a stamp jump, and the
 message is processed normally.
 
-Hot path (``fast_path``, default true): ``contacts`` and ``joint_states`` are read from
-their serialised bytes and the predicted, residual and Jacobian messages are published as
-serialised bytes; ``fast_path: false`` uses the standard message objects (the reference
-implementation, same messages).  The choice is made once, at start
-(:mod:`.messages.encoding`).  ``main()`` spins with the ``executor`` parameter's choice
-(:mod:`.main`).
+``contacts`` (``PointCloud2``) and ``joint_states`` are read from their serialised bytes and
+the predicted, residual and Jacobian messages are published as serialised bytes
+(:mod:`.messages.wire`; a gz ``Contacts`` input is read as message objects).  ``main()`` spins
+with the ``executor`` parameter's choice (:mod:`.main`).
 
 Configuration is checked, not trusted (:mod:`.health`): at start, parameter keys the node does
 not know (top level, a sensor's or a body's section; ``strict_parameters: true`` makes them a
@@ -92,7 +90,7 @@ from ..trimesh_extras import skip_trimesh_extras
 from . import calibration_file as cal_store
 from . import main as node_main
 from .messages import readings as enc
-from .messages.encoding import encoding
+from .messages import wire
 from ._rclpy_compat import add_parameter_callbacks, parameter_override, parameter_override_names
 from .messages.contacts import ContactsDecodeError, pointcloud2_to_contacts, with_implied_pairs
 from .diagnostics import InputStats, build_diagnostics
@@ -198,7 +196,6 @@ class SensorNode(Node):
         self._frame_prefix = str(p["frame_prefix"])
         assets = effective_assets_dir(p["assets_dir"])
         self._qos = EndpointQoS.from_values(p)
-        self._encoding = encoding(bool(p["fast_path"]))   # bytes or message objects, fixed for the run
         self.world, pose_topics, body_meshes = build_scene(p, assets, self.params.declare_body)
         self._factory = SensorFactory(self.world, body_meshes, self._frame_prefix)
         # every free body (embedded scene objects included) follows a PoseStamped topic
@@ -276,9 +273,13 @@ class SensorNode(Node):
         # creation order, so a step's joint state (published first by a simulator) is applied before
         # its contacts; the EventsExecutor serves them in arrival order.  Either way a contacts
         # message uses the stamped joint state of its own step (body_transforms' history).
-        self.sub_joints, self.sub_contacts = self._encoding.subscribe_inputs(
-            self, self._qos.inputs, self._on_joint_state, self._on_contacts, self._reject,
-            self._gz_contacts[0] if self._gz_contacts else None)
+        self.sub_joints = wire.subscribe(self, JointState, "joint_states", wire.decode_joint_state,
+                                         self._on_joint_state, self._reject, self._qos.inputs)
+        self.sub_contacts = (
+            self.create_subscription(self._gz_contacts[0], "contacts", self._on_contacts, self._qos.inputs)
+            if self._gz_contacts else
+            wire.subscribe(self, PointCloud2, "contacts", wire.decode_pointcloud2, self._on_contacts,
+                           self._reject, self._qos.inputs))
         self._contacts_clock = self.health.stream(self.sub_contacts.topic_name, p["contacts_type"])
         self._joints_clock = self.health.stream(self.sub_joints.topic_name, JOINT_STATE)
         self._pose_clocks = {b: self.health.stream(sub.topic_name, POSE_STAMPED)
@@ -407,7 +408,7 @@ class SensorNode(Node):
         h = SensorHandle(cfg, sensor, layout, int(self.params.values["alignment_buffer_size"]),
                          self.live.tolerance_ns)
         h.endpoints = SensorEndpoints(self, cfg, layout, self._qos, self._on_measured, self._on_tare,
-                                      self._on_calibrate_gain, sensor, self._encoding)
+                                      self._on_calibrate_gain, sensor)
         self._handles[cfg.name] = h
         self._refresh_dense_counts()
         return h
