@@ -13,6 +13,9 @@ what other URDF consumers check:
   after its source (:func:`mimic_order`); a cycle is a configuration error.
 * **Collision geometry** of a link is the union of all its ``<collision>``
   elements (:func:`collision_elements`), not only the first.
+* **Driver joint names** -> URDF joint names: :func:`parse_joint_name_map` reads the
+  ``joint_name_map`` format (``driver:urdf`` pairs) for the node, the contact sources and the
+  launch files.
 """
 from __future__ import annotations
 
@@ -24,7 +27,8 @@ import numpy as np
 
 from .transforms import rpy_matrix
 
-__all__ = ["MOVABLE_JOINT_TYPES", "UrdfError", "UrdfJoint", "collision_elements", "mimic_order",
+__all__ = ["JointNameMapError", "MOVABLE_JOINT_TYPES", "UrdfError", "UrdfJoint", "collision_elements",
+           "mimic_order", "parse_joint_name_map",
            "normalize_joint_axes", "parse_urdf_joints"]
 
 MOVABLE_JOINT_TYPES = ("revolute", "continuous", "prismatic")
@@ -201,3 +205,50 @@ def mimic_order(joints: Sequence[UrdfJoint]) -> List[UrdfJoint]:
             state[n] = 2
             order.append(mimics[n])
     return order
+
+
+class JointNameMapError(ValueError):
+    """A ``joint_name_map`` entry that cannot be read.
+
+    Attributes:
+        entry: the offending entry as given.
+        detail: why it is wrong.
+    """
+
+    def __init__(self, entry: str, detail: str) -> None:
+        self.entry, self.detail = entry, detail
+        super().__init__(f"joint_name_map entry {entry!r}: {detail}")
+
+
+def parse_joint_name_map(entries: Sequence[str],
+                         urdf_joints: Optional[Sequence[str]] = None) -> Dict[str, str]:
+    """``["joint_1:Actuator1", ...]`` -> ``{"joint_1": "Actuator1", ...}`` (driver -> URDF name).
+
+    Args:
+        entries: ``driver:urdf`` pairs (whitespace around either name ignored).
+        urdf_joints: every joint name the URDF's JointState may carry (movable joints, mimic
+            ones included), or None to leave the URDF names unchecked (a launch file that has not
+            read the URDF yet).
+
+    Raises:
+        JointNameMapError: naming the entry: not exactly one ``:`` with a name on each side, a
+            URDF name that is no joint of the URDF, a driver name or a URDF name listed twice.
+    """
+    known = None if urdf_joints is None else set(urdf_joints)
+    out: Dict[str, str] = {}
+    targets: Dict[str, str] = {}
+    for entry in entries or []:
+        parts = str(entry).split(":")
+        if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+            raise JointNameMapError(entry, "each entry is 'driver_name:urdf_name' (e.g. 'joint_1:Actuator1')")
+        driver, urdf = parts[0].strip(), parts[1].strip()
+        if known is not None and urdf not in known:
+            raise JointNameMapError(entry, f"{urdf!r} is not a joint of the URDF (joints: "
+                                           f"{', '.join(sorted(known)) or 'none'})")
+        if driver in out:
+            raise JointNameMapError(entry, f"driver name {driver!r} is mapped twice")
+        if urdf in targets:
+            raise JointNameMapError(entry, f"URDF joint {urdf!r} is already the target of {targets[urdf]!r}")
+        out[driver] = urdf
+        targets[urdf] = driver
+    return out

@@ -36,6 +36,9 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 
 import yaml
 
+from ..urdf import JointNameMapError
+from ..urdf import parse_joint_name_map as _parse_joint_name_map
+
 ASSETS_ENV = "VSF_ASSETS"
 """Environment variable that wins over ``assets_dir`` (the node reads the same one)."""
 PACKAGE_DATA = Path(__file__).resolve().parents[1] / "data"
@@ -167,24 +170,16 @@ def robot_description_file(params: Mapping[str, Any], assets_dir: str, argument:
 
 
 def parse_joint_name_map(entries: Sequence[str]) -> Dict[str, str]:
-    """``["driver:urdf", ...]`` -> ``{driver: urdf}`` (the node's ``joint_name_map`` format).
+    """``["driver:urdf", ...]`` -> ``{driver: urdf}``: :func:`vsf_sensor_ros.urdf.parse_joint_name_map`
+    (the URDF names are checked later, by :func:`urdf_for_state_publisher`).
 
     Raises:
-        LaunchConfigError: an entry without exactly one ``:`` or with an
-            empty side, or a driver or URDF name given twice.
+        LaunchConfigError: naming the entry (why: see the parser).
     """
-    out: Dict[str, str] = {}
-    seen_urdf = set()
-    for e in entries or []:
-        parts = str(e).split(":")
-        if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
-            raise LaunchConfigError(f"joint_name_map entry {e!r} is not 'driver_name:urdf_name'")
-        drv, urdf = parts[0].strip(), parts[1].strip()
-        if drv in out or urdf in seen_urdf:
-            raise LaunchConfigError(f"joint_name_map entry {e!r} repeats a name")
-        out[drv] = urdf
-        seen_urdf.add(urdf)
-    return out
+    try:
+        return _parse_joint_name_map(entries)
+    except JointNameMapError as exc:
+        raise LaunchConfigError(str(exc)) from None
 
 
 def urdf_for_state_publisher(urdf_path: str, joint_name_map: Optional[Mapping[str, str]] = None) -> str:
