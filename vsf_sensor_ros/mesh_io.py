@@ -37,6 +37,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import urllib.parse
+import warnings
 from pathlib import Path
 from typing import List, Optional, Tuple, Union
 
@@ -215,33 +216,37 @@ def read_collada_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np
 
     Returns:
         ``(V, F)``: float64 ``(V, 3)`` in m and int64 ``(T, 3)`` (0-based).
+        pycollada, like Assimp, stores positions and node matrices in
+        float32, so a node rotation is exact to about 1e-7 relative.
 
     Raises:
         ValueError: a file pycollada cannot parse, or one whose scene
             instantiates no triangles (the message names the file).
     """
     import collada                                  # pycollada: only Collada files need it
-    try:
-        doc = collada.Collada(str(path), ignore=[collada.common.DaeUnsupportedError])
-    except Exception as exc:  # noqa: BLE001 - pycollada and its XML parser raise many types
-        raise ValueError(f"cannot read Collada file {str(path)!r}: {type(exc).__name__}: {exc}") from None
-    unit = float(doc.assetInfo.unitmeter or 1.0)
-    verts: List[np.ndarray] = []
-    faces: List[np.ndarray] = []
-    n = 0
-    for geom in (doc.scene.objects("geometry") if doc.scene is not None else ()):
-        first: dict = {}                            # POSITION source id -> its first vertex index
-        for prim in geom.primitives():
-            if isinstance(prim, collada.polylist.BoundPolylist):      # also <polygons>
-                prim = prim.triangleset()
-            if not isinstance(prim, collada.triangleset.BoundTriangleSet) or prim.vertex is None:
-                continue
-            source = prim.original.sources["VERTEX"][0][2]
-            if source not in first:
-                first[source] = n
-                verts.append(np.asarray(prim.vertex, dtype=np.float64) * unit)
-                n += len(verts[-1])
-            faces.append(np.asarray(prim.vertex_index, dtype=np.int64).reshape(-1, 3) + first[source])
+    with warnings.catch_warnings():                 # pycollada still builds numpy.matrix objects
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        try:
+            doc = collada.Collada(str(path), ignore=[collada.common.DaeUnsupportedError])
+        except Exception as exc:  # noqa: BLE001 - pycollada and its XML parser raise many types
+            raise ValueError(f"cannot read Collada file {str(path)!r}: {type(exc).__name__}: {exc}") from None
+        unit = float(doc.assetInfo.unitmeter or 1.0)
+        verts: List[np.ndarray] = []
+        faces: List[np.ndarray] = []
+        n = 0
+        for geom in (doc.scene.objects("geometry") if doc.scene is not None else ()):
+            first: dict = {}                        # POSITION source id -> its first vertex index
+            for prim in geom.primitives():
+                if isinstance(prim, collada.polylist.BoundPolylist):      # also <polygons>
+                    prim = prim.triangleset()
+                if not isinstance(prim, collada.triangleset.BoundTriangleSet) or prim.vertex is None:
+                    continue
+                source = prim.original.sources["VERTEX"][0][2]
+                if source not in first:
+                    first[source] = n
+                    verts.append(np.asarray(prim.vertex, dtype=np.float64) * unit)
+                    n += len(verts[-1])
+                faces.append(np.asarray(prim.vertex_index, dtype=np.int64).reshape(-1, 3) + first[source])
     if not faces:
         raise ValueError(f"Collada file {str(path)!r}: its scene instantiates no triangles")
     return np.vstack(verts), np.vstack(faces)
