@@ -105,8 +105,8 @@ def test_collada_link_mesh_is_upright_and_the_pressure_sensor_takes_it(tmp_path)
     s.attach(w.body_model("pad"))
     assert s.base_area == pytest.approx(0.02, rel=1e-9)
     f = torch.tensor([[0.0, 0.0, -3.0]], dtype=torch.float64)
-    st = SimState(w.body_transforms(), {}, {("pad", "other"): ContactState(torch.zeros(1, 3,
-                                                                                  dtype=torch.float64), f)})
+    c = ContactState(torch.zeros(1, 3, dtype=torch.float64), f)
+    st = SimState(w.body_transforms(), {}, {("pad", "other"): c})
     assert s.predict(st).item() == pytest.approx(150.0, rel=1e-9)
 
 
@@ -147,9 +147,8 @@ def test_ply_link_mesh_keeps_repeated_positions_and_dense_indices(tmp_path):
     np.testing.assert_array_equal(w.body_mesh("pad").faces, [[0, 1, 2], [3, 4, 5]])
     s = PunyoDenseForceSensor("dense", "pad")
     s.attach(w.body_model("pad"))
-    c = ContactState(torch.zeros(1, 3, dtype=torch.float64), torch.tensor([[0.0, 0.0, 2.0]],
-                                                                         dtype=torch.float64),
-                     elems1=torch.tensor([3]))
+    f = torch.tensor([[0.0, 0.0, 2.0]], dtype=torch.float64)
+    c = ContactState(torch.zeros(1, 3, dtype=torch.float64), f, elems1=torch.tensor([3]))
     out = s.predict(SimState(w.body_transforms(), {}, {("pad", "other"): c})).numpy().reshape(-1, 3)
     assert out.shape == (6, 3)                                # one reading per file vertex
     np.testing.assert_allclose(out[3], [0, 0, 2])             # on file vertex 3, not on its twin 2
@@ -209,9 +208,12 @@ def test_xacro_that_cannot_be_expanded_is_refused_saying_how(tmp_path, monkeypat
     f = tmp_path / "kinova.urdf.xacro"
     f.write_text('<robot name="k" xmlns:xacro="http://www.ros.org/wiki/xacro">'
                  '<xacro:include filename="$(find kortex_description)/robots/gen3.xacro"/></robot>')
-    for call in (lambda: World.from_urdf(str(f)), lambda: read_urdf(f.read_text())):
-        with pytest.raises(UrdfError, match=r"xacro.*kortex_description.*xacro \S*\.xacro > \S+\.urdf"):
-            call()
+    with pytest.raises(UrdfError, match=r"kinova\.urdf\.xacro is a xacro.*'kortex_description' not found.*"
+                                        r"xacro kinova\.urdf\.xacro > kinova\.urdf"):
+        World.from_urdf(str(f))
+    with pytest.raises(UrdfError, match=r"robot_description is a xacro.*'kortex_description' not found.*"
+                                        r"xacro robot\.urdf\.xacro > robot\.urdf"):
+        read_urdf(f.read_text())                                 # the same as robot_description text
     with pytest.raises(ls.LaunchConfigError, match=r"kinova\.urdf\.xacro.*kortex_description"):
         ls.urdf_for_state_publisher(str(f))
 

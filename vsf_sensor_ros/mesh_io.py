@@ -29,8 +29,9 @@ use and publish are the file's, in the file's order and count:
 * any other format trimesh reads: its vertices with ``process=False``
   (trimesh's own order; no merging or reordering here).
 
-URDF link meshes follow the same rule: :func:`write_off` lets the world hand
-Klampt a copy in its native OFF format, read back in the same order.
+URDF link meshes follow the same rule: the world reads them here and sets
+them on Klampt's links (Klampt's own loaders merge repeated positions, even
+of an OFF file, and turn Collada to Y-up).
 """
 from __future__ import annotations
 
@@ -47,8 +48,8 @@ import trimesh
 
 from .trimesh_extras import skipped_extra_hint
 
-__all__ = ["MeshLike", "file_uri_path", "load_mesh", "read_collada_geometry", "read_obj_geometry", "resolve_uri",
-           "trimesh_to_klampt", "write_off"]
+__all__ = ["MeshLike", "file_uri_path", "load_mesh", "read_collada_geometry", "read_obj_geometry",
+           "resolve_uri", "trimesh_to_klampt"]
 
 MeshLike = Union[str, os.PathLike, trimesh.Trimesh]
 
@@ -312,19 +313,6 @@ def load_mesh(mesh: MeshLike, base_dir: Optional[Union[str, os.PathLike]] = None
     if len(m.faces) == 0:
         raise ValueError(f"mesh {mesh!r} has no triangles")
     return m
-
-
-def write_off(mesh: trimesh.Trimesh, path: Union[str, os.PathLike]) -> None:
-    """Write ``mesh`` as an ASCII OFF file, vertices in order at full float64 precision.
-
-    Klampt reads OFF itself (no Assimp post-processing), keeping the order.
-    """
-    V = np.asarray(mesh.vertices, dtype=np.float64)
-    F = np.asarray(mesh.faces, dtype=np.int64)
-    with open(path, "w", encoding="ascii") as fh:
-        fh.write(f"OFF\n{len(V)} {len(F)} 0\n")
-        np.savetxt(fh, V, fmt="%.17g")
-        np.savetxt(fh, np.hstack([np.full((len(F), 1), 3), F]), fmt="%d")
 
 
 def trimesh_to_klampt(mesh: trimesh.Trimesh) -> klampt.TriangleMesh:

@@ -110,7 +110,9 @@ def read_urdf(urdf: Union[str, os.PathLike]) -> Tuple[str, Optional[Path]]:
 def _expand_xacro(text: str, path: Optional[Path]) -> str:
     """``text`` expanded by xacro (``path``: its file, for includes and messages)."""
     name = "robot_description" if path is None else str(path)
-    command = f"xacro {path.name if path is not None else 'robot.urdf.xacro'} > robot.urdf"
+    src = "robot.urdf.xacro" if path is None else path.name
+    out = src[:-len(".xacro")] if src.endswith(".xacro") else src
+    command = f"xacro {src} > {out if out.endswith('.urdf') else out + '.urdf'}"
     try:
         import xacro
         from xml.parsers.expat import ExpatError

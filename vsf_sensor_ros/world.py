@@ -80,6 +80,7 @@ WORLD_FRAME = "world"
 
 # --------------------------------------------------------------------------- world
 
+
 def _mesh_piece(piece: ET.Element, what: str, base_dir: Optional[Union[str, os.PathLike]]) -> trimesh.Trimesh:
     """A ``<collision>`` mesh piece in its link's frame: the file's vertices, ``scale``, ``<origin>``.
 
@@ -147,7 +148,7 @@ def _primitive_pieces(pieces: Dict[str, ET.Element], tmp: Path) -> Dict[str, tri
                             f"of it)")
         tm = g.getTriangleMesh()
         out[what] = trimesh.Trimesh(np.array(tm.vertices, dtype=np.float64).reshape(-1, 3),
-                                         np.array(tm.indices, dtype=np.int64).reshape(-1, 3), process=False)
+                                    np.array(tm.indices, dtype=np.int64).reshape(-1, 3), process=False)
     return out
 
 
@@ -178,8 +179,8 @@ def _link_meshes(root: ET.Element, base_dir: Optional[Union[str, os.PathLike]],
     labelled = {link: {f"URDF link {link!r}: <collision> {k + 1} of {len(pieces)}": piece
                        for k, piece in enumerate(pieces)}
                 for link, pieces in collision_elements(root).items() if len(pieces) > 1 or is_mesh(pieces[0])}
-    primitives = _primitive_pieces({what: piece for pieces in labelled.values() for what, piece in pieces.items()
-                                    if not is_mesh(piece)}, tmp)
+    primitives = _primitive_pieces({what: piece for pieces in labelled.values()
+                                    for what, piece in pieces.items() if not is_mesh(piece)}, tmp)
     out: Dict[str, trimesh.Trimesh] = {}
     for link, pieces in labelled.items():
         parts = [_mesh_piece(piece, what, base_dir) if is_mesh(piece) else primitives[what]
@@ -346,8 +347,9 @@ class World:
             for link in root.findall("link"):       # Klampt reads no mesh file: the meshes are set below
                 for el in link.findall("visual") + link.findall("collision") * (link.get("name") in meshes):
                     link.remove(el)
-                if link.get("name") in meshes:          # a placeholder: Klampt sets no geometry on a bare link
-                    ET.SubElement(ET.SubElement(ET.SubElement(link, "collision"), "geometry"), "sphere", radius="1")
+                if link.get("name") in meshes:      # a placeholder: Klampt sets no geometry on a bare link
+                    placeholder = ET.SubElement(ET.SubElement(link, "collision"), "geometry")
+                    ET.SubElement(placeholder, "sphere", radius="1")
             name = (root.get("name") or "robot").replace("/", "_")
             fpath = Path(tmp) / f"{name}.urdf"
             fpath.write_text(ET.tostring(root, encoding="unicode"))
