@@ -17,7 +17,8 @@ keeping the logic here lets it be tested on machines without ``launch``
 * :func:`robot_description_file` -- the URDF the node will load, so that
   robot_state_publisher (rviz's robot model and the link frames) is given
   the very same file.
-* :func:`urdf_for_state_publisher` -- that URDF's text with relative mesh
+* :func:`urdf_for_state_publisher` -- that URDF's text (a xacro file
+  expanded, as the node expands it) with relative mesh
   references made absolute ``file://`` URIs (rviz resolves only URIs) and,
   with a ``joint_name_map``, its joints renamed to the driver's names
   (robot_state_publisher matches ``JointState.name`` exactly and has no map
@@ -36,7 +37,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 
 import yaml
 
-from ..urdf import JointNameMapError
+from ..urdf import JointNameMapError, read_urdf
 from ..urdf import parse_joint_name_map as _parse_joint_name_map
 
 ASSETS_ENV = "VSF_ASSETS"
@@ -185,6 +186,7 @@ def parse_joint_name_map(entries: Sequence[str]) -> Dict[str, str]:
 def urdf_for_state_publisher(urdf_path: str, joint_name_map: Optional[Mapping[str, str]] = None) -> str:
     """URDF text for robot_state_publisher and rviz, from the node's URDF file.
 
+    * A xacro file is expanded, as the node expands it (:func:`~vsf_sensor_ros.urdf.read_urdf`).
     * Every ``<mesh filename=...>`` that is a plain path (relative to the
       URDF's directory, or absolute) becomes an absolute ``file://`` URI;
       ``package://`` and other URIs are kept.
@@ -194,13 +196,14 @@ def urdf_for_state_publisher(urdf_path: str, joint_name_map: Optional[Mapping[st
       robot_state_publisher applies the driver's ``JointState`` directly.
 
     Raises:
-        LaunchConfigError: unreadable XML, or a map naming a URDF joint that
-            does not exist.
+        LaunchConfigError: unreadable XML, a xacro file that cannot be
+            expanded here (the message says how to expand it), or a map
+            naming a URDF joint that does not exist.
     """
     path = Path(urdf_path)
     try:
-        root = ET.parse(str(path)).getroot()
-    except (OSError, ET.ParseError) as exc:
+        root = ET.fromstring(read_urdf(path)[0])
+    except (OSError, ValueError, ET.ParseError) as exc:   # UrdfError (xacro) is a ValueError
         raise LaunchConfigError(f"URDF {str(path)!r} cannot be read: {exc}") from None
     base = path.resolve().parent
     for mesh in root.iter("mesh"):
