@@ -75,7 +75,8 @@ def test_tries_are_at_least_min_interval_apart_and_need_a_full_contact_free_wind
     assert np.diff(stamps).min() >= 5_000_000_000
     # the press 20-25 s empties the window: no try before 27 s (2 s after it)
     assert not ((stamps >= 20e9) & (stamps < 27e9)).any()
-    assert events[0].applied and events[0].step[0] == pytest.approx(events[0].offset[0])   # the first: unbounded
+    # the first tare sets the zero, unbounded
+    assert events[0].applied and events[0].step[0] == pytest.approx(events[0].offset[0])
 
 
 def test_a_sensor_that_is_not_steady_is_not_tared():
@@ -95,7 +96,8 @@ def test_vector_readings_offset_per_entry_from_a_starting_tare():
     np.testing.assert_allclose(tare.offset, [0.5, -0.25, 0.0])
 
 
-@pytest.mark.parametrize("kwargs,named", [({"max_step": 0.0}, "max_step"), ({"steady_std": -1.0}, "steady_std"),
+@pytest.mark.parametrize("kwargs,named", [({"max_step": 0.0}, "max_step"),
+                                          ({"steady_std": -1.0}, "steady_std"),
                                           ({"window_s": float("nan")}, "window_s"),
                                           ({"min_samples": 1}, "min_samples"),
                                           ({"min_interval_s": -1.0}, "min_interval_s")])

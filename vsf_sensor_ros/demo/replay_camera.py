@@ -381,7 +381,8 @@ def calibrate_scale(total: np.ndarray, rec: Recording, cmp: Any) -> "ScaleScore"
     lag, n = int(cmp.lag), len(total)
     k = np.arange(max(0, -lag), min(n, n - lag))          # estimate frames with an F/T partner
     score = out_of_sample_scale(total[k], rec.wrench[k + lag, :3] - cmp.bias)
-    return replace(score, fit=replace(score.fit, frames=k[score.fit.frames]), test_frames=k[score.test_frames])
+    return replace(score, fit=replace(score.fit, frames=k[score.fit.frames]),
+                   test_frames=k[score.test_frames])
 
 
 def analyse_membrane(logs: Dict[str, Any], run: LibraryRun, rec: Recording, cam: CameraRecording,
@@ -527,8 +528,8 @@ MEMBRANE_DEFINITIONS = {
 
 def plot_membrane(run: LibraryRun, fields: Dict[str, np.ndarray], rec: Recording, cmp: Any, peak: int,
                   path: Path, scale: Optional[float] = None) -> Path:
-    """Contact-force sum against the F/T magnitude over time (and × ``scale``, the calibrated one, when given);
-    measured, predicted and residual at the peak."""
+    """Contact-force sum against the F/T magnitude over time (and × ``scale``, the calibrated one,
+    when given); measured, predicted and residual at the peak."""
     import matplotlib
     matplotlib.use("Agg")
     from matplotlib.figure import Figure

@@ -146,7 +146,8 @@ class AutoTare:
         if self.offset is not None and abs(step[worst]) > self.max_step:
             self.refused += 1
             return TareEvent(stamp, False, self.offset.copy(), step,
-                             f"a tare would move entry {worst} by {step[worst]:+.4g} > max_step={self.max_step:g} "
+                             f"a tare would move entry {worst} by {step[worst]:+.4g} > "
+                             f"max_step={self.max_step:g} "
                              "while the simulator predicts no contact: the real sensor is touched or the "
                              "simulator is misaligned")
         self.offset = proposed

@@ -84,7 +84,8 @@ class PressureWatch:
         self._window: Deque[Tuple[int, float]] = deque()
         self._last_stamp: Optional[int] = None
 
-    def update(self, stamp_ns: int, predicted: float, measured: float, sim_in_contact: bool) -> PressureStatus:
+    def update(self, stamp_ns: int, predicted: float, measured: float,
+               sim_in_contact: bool) -> PressureStatus:
         """Feed one paired sample (absolute pressures, Pa); the status after it.
 
         Args:
