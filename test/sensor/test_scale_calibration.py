@@ -67,11 +67,13 @@ def test_a_measured_force_that_stays_zero_is_refused():
         fit_scale(np.zeros_like(REF), REF)
 
 
-@pytest.mark.parametrize("measured,reference,named", [
-    (np.zeros((40, 2)), REF, "(40, 2)"), (REF[:39], REF, "39"), (np.full(40, np.nan), REF, "measured")])
-def test_bad_input_is_a_value_error_naming_it(measured, reference, named):
+@pytest.mark.parametrize("measured,reference,kwargs,named", [
+    (np.zeros((40, 2)), REF, {}, "(40, 2)"), (REF[:39], REF, {}, "39"),
+    (np.full(40, np.nan), REF, {}, "measured"),
+    (REF, REF, {"min_frames": 1}, "min_frames"), (REF, REF, {"frames": [40]}, "got 40")])
+def test_bad_input_is_a_value_error_naming_it(measured, reference, kwargs, named):
     with pytest.raises(ValueError) as exc:
-        fit_scale(measured, reference)
+        fit_scale(measured, reference, **kwargs)
     assert named in str(exc.value)
 
 

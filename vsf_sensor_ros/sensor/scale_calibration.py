@@ -110,11 +110,15 @@ def fit_scale(measured: np.ndarray, reference: np.ndarray, threshold: float = 0.
         :class:`ScaleFit`.
 
     Raises:
-        ValueError: another shape, unequal lengths, non-finite values, ``frames`` out of range.
+        ValueError: another shape, unequal lengths, non-finite values, ``frames`` out of range,
+            ``min_frames`` below 2.
         ScaleFitRefused: fewer than ``min_frames`` loaded frames, a peak below ``min_force``,
             or a measured force that stays zero over them (names the count or force and the
             threshold it misses).
     """
+    if isinstance(min_frames, bool) or int(min_frames) != min_frames or min_frames < 2:
+        raise ValueError(f"min_frames must be an integer >= 2 (a standard error needs two), "
+                         f"got {min_frames!r}")
     x, y = _magnitudes(measured, reference)
     cand = np.arange(len(x)) if frames is None else np.asarray(frames, dtype=np.int64).ravel()
     if cand.size and (cand.min() < 0 or cand.max() >= len(x)):
