@@ -35,6 +35,13 @@ contact carries them.  The rows are handed to the cloud decoder itself
 (:func:`~vsf_sensor_ros.ros.messages.contacts.contacts_from_buffer`), so grouping by
 body pair, finiteness checks and dtype handling are the same code.
 
+gz lists every contact once, so contacts of one body pair listed in opposite orders are distinct
+contacts, not one contact written from both sides (the cloud's reading of a pair in both orders,
+:func:`~vsf_sensor_ros.ros.messages.contacts.with_implied_pairs`): a contact listed in the other
+order than its pair's first is turned to that order (bodies swapped, force and normal negated) and
+its rows are marked in :attr:`DecodedContacts.flipped_rows`, so the node's row rule gives either
+body all of them and the Jacobian stays with respect to the written ``body_1_wrench``.
+
 Collision -> body: :class:`ContactBodyMap` (the ``contact_body_map``
 parameter): ``pattern=body`` entries matched against the scoped collision name
 with shell-style globs (:func:`fnmatch.fnmatchcase`), first match wins; a name
