@@ -433,7 +433,8 @@ def test_a_misspelt_body_key_behind_a_scene_error_is_named_with_it(rclpy_context
 
 def test_a_misspelt_top_level_key_is_named_with_a_node_wide_problem(rclpy_context):
     with pytest.raises(ConfigErrors) as exc:
-        SensorNode("sensor_node", namespace=NS, parameter_overrides=_params(executor="fast", world_fame="map"))
+        SensorNode("sensor_node", namespace=NS,
+                   parameter_overrides=_params(executor="fast", world_fame="map"))
     assert [e.parameter for e in exc.value.errors] == ["executor", "world_fame"]
     assert "did you mean 'world_frame'?" in str(exc.value)
 

@@ -59,8 +59,9 @@ not know (top level, a sensor's or a body's section; ``strict_parameters: true``
 configuration error), ``--params-file`` files with no entry for the node's fully qualified name
 and an empty sensor list are WARN lines naming the key (and the closest known one), the file or
 the missing sensors; unknown keys of a live request are named too, and a start-up error names
-the unknown keys of the sections its stage read (top level; bodies; the failing sensors).  ``/diagnostics`` is OK for a
-sensor only while its predictions flow: an input it needs silent for ``input_timeout`` s (named,
+the unknown keys of the sections its stage read (top level; bodies; the failing sensors).
+``/diagnostics`` is OK for a sensor only while its predictions flow: an input it needs silent for
+``input_timeout`` s (named,
 with the other message type its topic carries if so: :mod:`.input_types`; the inputs status
 then WARNs too), a measured unit that looks wrong or joints never received make it WARN,
 failing predictions ERROR; each input topic has a frequency status.

@@ -170,7 +170,8 @@ def _body_1_is_collision2(name: str, c: Any) -> bool:
 
 def _row_columns(msg: Any, body_map: ContactBodyMap, world_frame: Optional[str],
                  collisions: Dict[str, str]) -> Tuple[
-        List[Tuple[str, str]], np.ndarray, np.ndarray, Optional[np.ndarray], Optional[np.ndarray], List[bool]]:
+        List[Tuple[str, str]], np.ndarray, np.ndarray, Optional[np.ndarray], Optional[np.ndarray],
+        List[bool]]:
     """Per row: (body1, body2), points (n, 3), forces (n, 3), normals or None, depths or None,
     flipped (the row turned to its pair's first order: bodies swapped, force and normal negated);
     ``collisions`` gets each body's first scoped collision name."""
