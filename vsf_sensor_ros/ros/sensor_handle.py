@@ -416,7 +416,7 @@ class SensorHandle:
         The published Jacobian's columns are ``3·r + k`` with ``r`` the message row.
         A contact of an implied pair ``(b, a)`` carries ``-f`` of its row ``r`` of
         ``(a, b)``, so ``d reading / d f_r = -d reading / d f_implied``: its
-        entries are negated here.
+        entries are negated here, as are those of a flipped row (``decoded.flipped_rows``).
 
         Raises:
             ValueError, IndexError, RuntimeError: from the model (the node counts
@@ -431,7 +431,7 @@ class SensorHandle:
         cols = None
         if jac is not None:
             cols = enc.jacobian_message_columns(jac.cols.cpu().numpy(), jac.pairs, jac.offsets, decoded.rows)
-            jac = _signed_to_rows(jac, getattr(decoded, "implied", frozenset()))
+            jac = _signed_to_rows(jac, decoded)
         body = self.layout.frame_id
         n_on_body = sum(len(c) for (b1, _), c in decoded.contacts.items() if b1 == body)
         # contact-free for a tare: nothing touches what the sensor senses (its patch/radius)
@@ -468,15 +468,30 @@ class SensorHandle:
         self.contact_pairs.clear()
 
 
-def _signed_to_rows(jac: Any, implied: Any) -> Any:
-    """``jac`` with the entries of contacts of ``implied`` pairs negated (a new object), or ``jac``."""
-    flip = [p for p, pair in enumerate(jac.pairs) if tuple(pair) in implied]
-    if not flip:
+def _signed_to_rows(jac: Any, decoded: Any) -> Any:
+    """``jac`` with the entries of contacts whose force is minus their row's written force negated
+    (a new object), or ``jac``: contacts of ``decoded.implied`` pairs, and rows in
+    ``decoded.flipped_rows`` (both: negated twice)."""
+    implied = getattr(decoded, "implied", frozenset())
+    flipped = getattr(decoded, "flipped_rows", None)
+    signs = {}
+    for p, pair in enumerate(jac.pairs):
+        pair = tuple(pair)
+        s = -1.0 if pair in implied else 1.0
+        if flipped is None:
+            if s < 0:
+                signs[p] = s
+            continue
+        per_row = np.where(flipped[decoded.rows[pair]], -s, s)
+        if (per_row < 0).any():
+            signs[p] = per_row
+    if not signs:
         return jac
     n = int(jac.offsets[-1])
     sign = torch.ones(n, dtype=jac.values.dtype, device=jac.values.device)
-    for p in flip:
-        sign[int(jac.offsets[p]):int(jac.offsets[p + 1])] = -1.0
+    for p, s in signs.items():
+        lo, hi = int(jac.offsets[p]), int(jac.offsets[p + 1])
+        sign[lo:hi] = torch.as_tensor(s, dtype=sign.dtype, device=sign.device)
     return dataclasses.replace(jac, values=jac.values * sign[jac.cols // 3])
 
 
