@@ -22,6 +22,8 @@ setup(
         "scipy",
         "torch>=2.0",
         "trimesh",
+        "pycollada>=0.9",
+        "xacro>=2.0",
         "shapely>=2.0",
         "rtree",
         "klampt>=0.10",

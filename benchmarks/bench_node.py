@@ -320,8 +320,7 @@ def run_node_bench(phases: List[Dict[str, Any]], contacts: int = 100, warmup: in
         node_module: module run with ``python -m`` as the node (the shipped node by
             default; another entry point for experiments, e.g. a different executor).
         jacobians: publish (and receive) the Jacobian topics; False measures predictions only.
-        extra_params: node parameters over :func:`node_params` (e.g. ``fast_path: false``, or
-            ``<s>.jacobian_decimation``).
+        extra_params: node parameters over :func:`node_params` (e.g. ``<s>.jacobian_decimation``).
         complete_kinds: output kinds (``predicted``, ``jacobian``) that must all arrive for a
             step to count as received; ``("predicted",)`` with decimated Jacobians.
 

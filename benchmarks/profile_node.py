@@ -3,7 +3,7 @@
 Builds the node in this process with the benchmark's parameters
 (:func:`benchmarks.bench_node.node_params`), then calls its ``joint_states``
 and ``contacts`` callbacks directly with the publisher's messages (as
-serialised bytes with ``fast_path``, the default), so the numbers are the
+serialised bytes, as the node receives them), so the numbers are the
 node's own work per simulator step (decode, forward kinematics, models,
 Jacobians, checks) without transport or scheduling.  By default nothing
 subscribes to the outputs, so the node encodes and publishes nothing (as it
@@ -44,7 +44,6 @@ def profile_node(steps: int = 500, contacts: int = 100, top: int = 25,
     from rclpy.serialization import serialize_message
     from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id
     from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
-    from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp
     from vsf_sensor_ros.ros.sensor_node import SensorNode
     from sensor_msgs.msg import JointState
     from benchmarks import bench_node, bench_publisher as bp
@@ -70,26 +69,18 @@ def profile_node(steps: int = 500, contacts: int = 100, top: int = 25,
         clouds = [contacts_to_pointcloud2(c, bp.CONTACT_BODY_NAMES, frame_id="world")
                   for c in bp.contact_pool(world, contacts, 20)]
         js = JointState(name=names, position=q)
-        # With fast_path (the default) the subscriptions take serialised bytes: feed them the
-        # bytes, header stamp patched in place (CDR: 4-byte encapsulation, int32 sec, uint32 nsec).
-        raw = bool(node.params.values["fast_path"])
+        # The subscriptions take serialised bytes: feed them the bytes, header stamp patched in
+        # place (CDR: 4-byte encapsulation, int32 sec, uint32 nsec).
         raw_js = bytearray(serialize_message(js))
         raw_clouds = [bytearray(serialize_message(c)) for c in clouds]
 
         def step(i: int) -> None:
-            if raw:
-                sec, nsec = divmod(time.time_ns(), 1_000_000_000)
-                cloud = raw_clouds[i % len(raw_clouds)]
-                for buf in (raw_js, cloud):
-                    struct.pack_into("<iI", buf, 4, sec, nsec)
-                node.sub_joints.callback(bytes(raw_js))
-                node.sub_contacts.callback(bytes(cloud))
-                return
-            stamp = ns_to_stamp(time.time_ns())
-            for m in (js, clouds[i % len(clouds)]):
-                m.header.stamp = stamp
-            node._on_joint_state(js)
-            node._on_contacts(clouds[i % len(clouds)])
+            sec, nsec = divmod(time.time_ns(), 1_000_000_000)
+            cloud = raw_clouds[i % len(raw_clouds)]
+            for buf in (raw_js, cloud):
+                struct.pack_into("<iI", buf, 4, sec, nsec)
+            node.sub_joints.callback(bytes(raw_js))
+            node.sub_contacts.callback(bytes(cloud))
 
         for i in range(50):          # first-call costs out of the way
             step(i)

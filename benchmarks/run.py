@@ -14,9 +14,7 @@ Sections (each can be chosen with ``--sections``):
   phases (without the 60 s) through ``benchmarks.relay_node``, a bare rclpy
   relay of the same messages in the node's place: the transport floor, with
   the node's latency reported as a ratio to it; then the rate phases again with
-  ``<s>.jacobian_decimation: 10`` (a step counts when its predictions arrive) and
-  with the reference message path (``fast_path: false``, single-threaded
-  executor: the node before its hot path), for CPU per message side by side;
+  ``<s>.jacobian_decimation: 10`` (a step counts when its predictions arrive);
 * ``scaling`` -- latency vs contacts and vs mesh size, plotted to ``scaling.png``;
 * ``cuda`` -- the library rows on CUDA when ``torch.cuda.is_available()``.
 
@@ -47,8 +45,6 @@ VARIANTS = (
     ("decimated", "jacobian_decimation: 10 (both sensors; a step counts when its predictions arrive)",
      {"punyo_pressure.jacobian_decimation": 10, "punyo_force.jacobian_decimation": 10}, ("predicted",),
      10**9),
-    ("reference", "reference message path (fast_path: false, single-threaded executor)",
-     {"fast_path": False, "executor": "single_threaded"}, ("predicted", "jacobian"), 500),
 )
 
 

@@ -262,15 +262,17 @@ def embedded_world(with_scene: bool = True) -> World:
 # --------------------------------------------------------------------------- Kinova + Punyo
 
 def default_assets_dir() -> Optional[Path]:
-    """Kinova/Punyo assets: ``$VSF_ASSETS``, else ``../shared/fixtures/kinova_punyo`` next to
-    the source checkout; ``None`` when neither holds the URDF."""
-    env = os.environ.get(ASSETS_ENV)
-    candidates = [Path(env).expanduser()] if env else []
-    candidates.append(Path(__file__).resolve().parents[1] / ".." / "shared" / "fixtures" / "kinova_punyo")
-    for c in candidates:
-        if (c / KINOVA_URDF_FILE).is_file():
-            return c.resolve()
-    return None
+    """The Kinova/Punyo assets folder when none is given (the one rule of the package's programs).
+
+    ``$VSF_ASSETS`` when set and non-empty -- it wins, whether or not it holds the files, so the
+    caller's missing-file error names it -- else ``../shared/fixtures/kinova_punyo`` next to the
+    source checkout when that holds the URDF, else ``None``.  Absolute.
+    """
+    env = os.environ.get(ASSETS_ENV, "").strip()
+    if env:
+        return Path(env).expanduser().resolve()
+    shared = Path(__file__).resolve().parents[1] / ".." / "shared" / "fixtures" / "kinova_punyo"
+    return shared.resolve() if (shared / KINOVA_URDF_FILE).is_file() else None
 
 
 def kinova_punyo_transform(assets_dir: Union[str, os.PathLike]) -> np.ndarray:

@@ -13,7 +13,12 @@ use and publish are the file's, in the file's order and count:
   texture seam (an OBJ with 4 vertices loads as 5 or 6), and even with
   ``maintain_order=True`` duplicates vertices across objects and materials.
 * PLY, OFF: the vertex list as stored (trimesh with ``process=False``, which
-  neither merges nor reorders).
+  neither merges nor reorders), repeated positions (seams) included.
+* Collada (``.dae``): as rviz2 shows it (:func:`read_collada_geometry`): the
+  ``POSITION`` arrays of the scene's geometries in the order the scene
+  instantiates them, each placed by its nodes' transforms and scaled by the
+  file's ``<unit meter>``; ``<up_axis>`` is ignored (a ROS mesh is Z-up,
+  whatever the exporter declared).
 * STL: the format has no shared vertices (each triangle stores its own three
   corners), so "file order" is defined as: exactly equal corner positions
   are merged, and vertices are numbered in the order of their first
@@ -24,14 +29,16 @@ use and publish are the file's, in the file's order and count:
 * any other format trimesh reads: its vertices with ``process=False``
   (trimesh's own order; no merging or reordering here).
 
-URDF link meshes follow the same rule: :func:`write_off` lets the world hand
-Klampt a copy in its native OFF format, read back in the same order.
+URDF link meshes follow the same rule: the world reads them here and sets
+them on Klampt's links (Klampt's own loaders merge repeated positions, even
+of an OFF file, and turn Collada to Y-up).
 """
 from __future__ import annotations
 
 import importlib.util
 import os
 import urllib.parse
+import warnings
 from pathlib import Path
 from typing import List, Optional, Tuple, Union
 
@@ -41,8 +48,8 @@ import trimesh
 
 from .trimesh_extras import skipped_extra_hint
 
-__all__ = ["MeshLike", "file_uri_path", "load_mesh", "read_obj_geometry", "resolve_uri", "trimesh_to_klampt",
-           "write_off"]
+__all__ = ["MeshLike", "file_uri_path", "load_mesh", "read_collada_geometry", "read_obj_geometry",
+           "resolve_uri", "trimesh_to_klampt"]
 
 MeshLike = Union[str, os.PathLike, trimesh.Trimesh]
 
@@ -192,6 +199,60 @@ def read_obj_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.nda
             np.array(faces, dtype=np.int64).reshape(-1, 3))
 
 
+def read_collada_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.ndarray]:
+    """Vertices and triangles of a Collada (``.dae``) file, placed as rviz2 shows it.
+
+    rviz2's mesh loader (rviz_rendering, Assimp) sets Assimp's
+    ``AI_CONFIG_IMPORT_COLLADA_IGNORE_UP_DIRECTION`` and applies every node
+    transform down from the root, whose transform Assimp sets to the
+    ``<unit meter>`` scale; so a vertex ``v`` of the file shows at
+    ``unit * M_node v`` with no Y-up rotation for any ``<up_axis>``
+    (``Z_UP``, ``Y_UP`` or ``X_UP``).  The same is done here (parsing by
+    pycollada): every ``<instance_geometry>`` of the scene, in document
+    order, with its nodes' ``<matrix>``/``<translate>``/``<rotate>``/``<scale>``
+    applied.  An instance's vertices are its geometry's ``POSITION``
+    arrays as stored, each array once (not one vertex per triangle corner,
+    as trimesh's and Assimp's Collada readers make them); polygons are fanned
+    into triangles; lines are skipped.
+
+    Returns:
+        ``(V, F)``: float64 ``(V, 3)`` in m and int64 ``(T, 3)`` (0-based).
+        pycollada, like Assimp, stores positions and node matrices in
+        float32, so a node rotation is exact to about 1e-7 relative.
+
+    Raises:
+        ValueError: a file pycollada cannot parse, or one whose scene
+            instantiates no triangles (the message names the file).
+    """
+    import collada                                  # pycollada: only Collada files need it
+    with warnings.catch_warnings():                 # pycollada still builds numpy.matrix objects
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        try:
+            doc = collada.Collada(str(path), ignore=[collada.common.DaeUnsupportedError])
+        except Exception as exc:  # noqa: BLE001 - pycollada and its XML parser raise many types
+            raise ValueError(f"cannot read Collada file {str(path)!r}: {type(exc).__name__}: {exc}") from None
+        unit = float(doc.assetInfo.unitmeter or 1.0)
+        verts: List[np.ndarray] = []
+        faces: List[np.ndarray] = []
+        n = 0
+        for geom in (doc.scene.objects("geometry") if doc.scene is not None else ()):
+            first: dict = {}                        # POSITION source id -> its first vertex index
+            for prim in geom.primitives():
+                if isinstance(prim, collada.polylist.BoundPolylist):      # also <polygons>
+                    prim = prim.triangleset()
+                if not isinstance(prim, collada.triangleset.BoundTriangleSet) or prim.vertex is None:
+                    continue
+                source = prim.original.sources["VERTEX"][0][2]
+                if source not in first:
+                    first[source] = n
+                    verts.append(np.asarray(prim.vertex, dtype=np.float64) * unit)
+                    n += len(verts[-1])
+                faces.append(np.asarray(prim.vertex_index, dtype=np.int64).reshape(-1, 3) + first[source])
+    if not faces:
+        raise ValueError(f"Collada file {str(path)!r}: its scene instantiates no triangles")
+    return np.vstack(verts), np.vstack(faces)
+
+
 def _merge_exact_duplicates(V: np.ndarray, F: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """Merge exactly equal vertices; number the survivors by first appearance."""
     _, first, inverse = np.unique(V, axis=0, return_index=True, return_inverse=True)
@@ -202,12 +263,16 @@ def _merge_exact_duplicates(V: np.ndarray, F: np.ndarray) -> Tuple[np.ndarray, n
     return V[np.sort(first)], rank[inverse][F]
 
 
+_OWN_READERS = {".obj": read_obj_geometry, ".dae": read_collada_geometry}
+"""Formats whose vertex table trimesh's loaders do not keep (see the module docstring)."""
+
+
 def load_mesh(mesh: MeshLike, base_dir: Optional[Union[str, os.PathLike]] = None) -> trimesh.Trimesh:
     """Load a triangle mesh with the file's vertices, in the file's order and count.
 
     See the module docstring for the rule per format (OBJ read directly,
     PLY/OFF as stored, STL corners merged by exact position in
-    first-appearance order).  Element indices in contact messages
+    first-appearance order, Collada as rviz2 places it).  Element indices in contact messages
     (``elem1``) index these vertices.
 
     Args:
@@ -230,8 +295,8 @@ def load_mesh(mesh: MeshLike, base_dir: Optional[Union[str, os.PathLike]] = None
     else:
         path = resolve_uri(os.fspath(mesh), Path.cwd() if base_dir is None else base_dir)
         suffix = path.suffix.lower()
-        if suffix == ".obj":
-            V, F = read_obj_geometry(path)
+        if suffix in _OWN_READERS:
+            V, F = _OWN_READERS[suffix](path)
             m = trimesh.Trimesh(V, F, process=False)
         else:
             try:
@@ -248,19 +313,6 @@ def load_mesh(mesh: MeshLike, base_dir: Optional[Union[str, os.PathLike]] = None
     if len(m.faces) == 0:
         raise ValueError(f"mesh {mesh!r} has no triangles")
     return m
-
-
-def write_off(mesh: trimesh.Trimesh, path: Union[str, os.PathLike]) -> None:
-    """Write ``mesh`` as an ASCII OFF file, vertices in order at full float64 precision.
-
-    Klampt reads OFF itself (no Assimp post-processing), keeping the order.
-    """
-    V = np.asarray(mesh.vertices, dtype=np.float64)
-    F = np.asarray(mesh.faces, dtype=np.int64)
-    with open(path, "w", encoding="ascii") as fh:
-        fh.write(f"OFF\n{len(V)} {len(F)} 0\n")
-        np.savetxt(fh, V, fmt="%.17g")
-        np.savetxt(fh, np.hstack([np.full((len(F), 1), 3), F]), fmt="%d")
 
 
 def trimesh_to_klampt(mesh: trimesh.Trimesh) -> klampt.TriangleMesh:

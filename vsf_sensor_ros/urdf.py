@@ -13,19 +13,32 @@ what other URDF consumers check:
   after its source (:func:`mimic_order`); a cycle is a configuration error.
 * **Collision geometry** of a link is the union of all its ``<collision>``
   elements (:func:`collision_elements`), not only the first.
+* **Driver joint names** -> URDF joint names: :func:`parse_joint_name_map` reads the
+  ``joint_name_map`` format (``driver:urdf`` pairs) for the node, the contact sources and the
+  launch files.
+* **xacro** documents (``.urdf.xacro`` files, the xacro namespace, ``${...}``
+  or ``$(...)``) are expanded as ``xacro file.urdf.xacro > file.urdf``
+  does (the ``xacro`` package) before anything reads them
+  (:func:`read_urdf`); one that cannot be expanded here (``$(find pkg)``
+  of a package this machine does not have, a required ``$(arg ...)``) is a
+  configuration error that says so.
 """
 from __future__ import annotations
 
+import os
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from .transforms import rpy_matrix
 
-__all__ = ["MOVABLE_JOINT_TYPES", "UrdfError", "UrdfJoint", "collision_elements", "mimic_order",
-           "normalize_joint_axes", "parse_urdf_joints"]
+__all__ = ["JointNameMapError", "MOVABLE_JOINT_TYPES", "UrdfError", "UrdfJoint", "collision_elements",
+           "mimic_order", "normalize_joint_axes", "origin_transform", "parse_joint_name_map",
+           "parse_urdf_joints", "read_urdf"]
 
 MOVABLE_JOINT_TYPES = ("revolute", "continuous", "prismatic")
 """URDF joint types that ``World.set_joint_positions`` accepts (one DOF each)."""
@@ -62,6 +75,65 @@ class UrdfJoint:
     axis_written: Optional[np.ndarray] = None
 
 
+_XACRO_MARKS = re.compile(r"http://(www\.)?ros\.org/wiki/xacro|<xacro:|\$\{|\$\(")
+"""The xacro namespace, a xacro element, or a ``${...}``/``$(...)`` substitution: never in a plain URDF."""
+
+
+def read_urdf(urdf: Union[str, os.PathLike]) -> Tuple[str, Optional[Path]]:
+    """The URDF text of ``urdf`` (text or a file path), a xacro document expanded.
+
+    ``urdf`` is text when it starts with ``<`` (after a UTF-8 BOM and
+    blanks, as ``robot_description`` may carry them), else a file path.  A
+    xacro document (a ``.xacro`` file name, the xacro namespace, a
+    ``<xacro:...>`` element, ``${...}`` or ``$(...)``) is expanded by the
+    ``xacro`` package, as ``xacro file.urdf.xacro > file.urdf`` does
+    (``$(find pkg)`` through the ament index; includes relative to the
+    file); xacro text is expanded relative to the working directory.
+
+    Returns:
+        ``(text, directory of the file)``; the directory is ``None`` for text.
+
+    Raises:
+        FileNotFoundError: the path names no file.
+        UrdfError: a xacro document that cannot be expanded here; the
+            message says it is xacro, why expansion failed, and the command
+            that expands it where its packages are installed.
+    """
+    text = os.fspath(urdf).lstrip("\ufeff")
+    path: Optional[Path] = None
+    if not text.lstrip().startswith("<"):
+        path = Path(text).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"URDF file {str(path)!r} does not exist")
+        text = path.read_text(encoding="utf-8").lstrip("\ufeff")
+    if (path is not None and path.suffix == ".xacro") or _XACRO_MARKS.search(text):
+        text = _expand_xacro(text, path)
+    return text, None if path is None else path.resolve().parent
+
+
+def _expand_xacro(text: str, path: Optional[Path]) -> str:
+    """``text`` expanded by xacro (``path``: its file, for includes and messages)."""
+    name = "robot_description" if path is None else str(path)
+    src = "robot.urdf.xacro" if path is None else path.name
+    out = src[:-len(".xacro")] if src.endswith(".xacro") else src
+    command = f"xacro {src} > {out if out.endswith('.urdf') else out + '.urdf'}"
+    try:
+        import xacro
+        from xml.parsers.expat import ExpatError
+    except ImportError:
+        raise UrdfError(f"{name} is a xacro document, not a URDF, and the xacro package is not installed; "
+                        f"pip install xacro, or expand it first: {command}") from None
+    try:
+        xacro.init_stacks(None if path is None else str(path.resolve()))
+        doc = xacro.parse(text)
+        xacro.process_doc(doc)
+    except (xacro.XacroException, ExpatError, OSError) as exc:
+        raise UrdfError(f"{name} is a xacro document, not a URDF, and expanding it here failed: {exc}; "
+                        f"expand it where its packages are installed ({command}) and give that "
+                        f"file") from None
+    return doc.toxml()
+
+
 def _floats(text: Optional[str], default: Sequence[float], what: str) -> List[float]:
     if text is None:
         return list(default)
@@ -82,6 +154,24 @@ def _unit_axis(name: str, jtype: str, xyz: List[float]) -> np.ndarray:
     return a / n if n > 0.0 and np.isfinite(n) else a
 
 
+def origin_transform(element: ET.Element, what: str) -> np.ndarray:
+    """``(4, 4)`` float64 transform of ``element``'s ``<origin xyz rpy>`` (identity when absent).
+
+    Raises:
+        UrdfError: ``xyz`` or ``rpy`` not three numbers (the message names ``what``).
+    """
+    o = element.find("origin")
+    T = np.eye(4)
+    if o is not None:
+        rpy = _floats(o.get("rpy"), (0, 0, 0), f"{what} origin rpy")
+        xyz = _floats(o.get("xyz"), (0, 0, 0), f"{what} origin xyz")
+        if len(rpy) != 3 or len(xyz) != 3:
+            raise UrdfError(f"{what} origin needs 3 values for xyz and rpy, got xyz={xyz}, rpy={rpy}")
+        T[:3, :3] = rpy_matrix(rpy)
+        T[:3, 3] = xyz
+    return T
+
+
 def parse_urdf_joints(root: ET.Element) -> List[UrdfJoint]:
     """All joints of a parsed URDF ``<robot>`` element, in file order.
 
@@ -96,11 +186,7 @@ def parse_urdf_joints(root: ET.Element) -> List[UrdfJoint]:
         parent, child = j.find("parent"), j.find("child")
         if not name or not jtype or parent is None or child is None:
             raise UrdfError(f"URDF joint {name!r} lacks a name, type, parent or child")
-        o = j.find("origin")
-        T = np.eye(4)
-        if o is not None:
-            T[:3, :3] = rpy_matrix(_floats(o.get("rpy"), (0, 0, 0), f"joint {name!r} origin rpy"))
-            T[:3, 3] = _floats(o.get("xyz"), (0, 0, 0), f"joint {name!r} origin xyz")
+        T = origin_transform(j, f"joint {name!r}")
         a = j.find("axis")
         written = _floats(None if a is None else a.get("xyz"), (1, 0, 0), f"joint {name!r} axis xyz")
         axis = _unit_axis(name, jtype, written)
@@ -201,3 +287,50 @@ def mimic_order(joints: Sequence[UrdfJoint]) -> List[UrdfJoint]:
             state[n] = 2
             order.append(mimics[n])
     return order
+
+
+class JointNameMapError(ValueError):
+    """A ``joint_name_map`` entry that cannot be read.
+
+    Attributes:
+        entry: the offending entry as given.
+        detail: why it is wrong.
+    """
+
+    def __init__(self, entry: str, detail: str) -> None:
+        self.entry, self.detail = entry, detail
+        super().__init__(f"joint_name_map entry {entry!r}: {detail}")
+
+
+def parse_joint_name_map(entries: Sequence[str],
+                         urdf_joints: Optional[Sequence[str]] = None) -> Dict[str, str]:
+    """``["joint_1:Actuator1", ...]`` -> ``{"joint_1": "Actuator1", ...}`` (driver -> URDF name).
+
+    Args:
+        entries: ``driver:urdf`` pairs (whitespace around either name ignored).
+        urdf_joints: every joint name the URDF's JointState may carry (movable joints, mimic
+            ones included), or None to leave the URDF names unchecked (a launch file that has not
+            read the URDF yet).
+
+    Raises:
+        JointNameMapError: naming the entry: not exactly one ``:`` with a name on each side, a
+            URDF name that is no joint of the URDF, a driver name or a URDF name listed twice.
+    """
+    known = None if urdf_joints is None else set(urdf_joints)
+    out: Dict[str, str] = {}
+    targets: Dict[str, str] = {}
+    for entry in entries or []:
+        parts = str(entry).split(":")
+        if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+            raise JointNameMapError(entry, "each entry is 'driver_name:urdf_name' (e.g. 'joint_1:Actuator1')")
+        driver, urdf = parts[0].strip(), parts[1].strip()
+        if known is not None and urdf not in known:
+            raise JointNameMapError(entry, f"{urdf!r} is not a joint of the URDF (joints: "
+                                           f"{', '.join(sorted(known)) or 'none'})")
+        if driver in out:
+            raise JointNameMapError(entry, f"driver name {driver!r} is mapped twice")
+        if urdf in targets:
+            raise JointNameMapError(entry, f"URDF joint {urdf!r} is already the target of {targets[urdf]!r}")
+        out[driver] = urdf
+        targets[urdf] = driver
+    return out

@@ -61,124 +61,134 @@ import trimesh
 
 # Transforms, URDF parsing and mesh files live in their own modules; their names are
 # re-exported here so ``from vsf_sensor_ros.world import ...`` keeps working.
-from .mesh_io import MeshLike, load_mesh, read_obj_geometry, resolve_uri, trimesh_to_klampt, write_off
+from .mesh_io import MeshLike, load_mesh, read_obj_geometry, resolve_uri, trimesh_to_klampt
 from .transforms import (klampt_to_matrix, matrix_to_klampt, rpy_from_matrix, rpy_matrix,
                          transform_from_xyz_quat, validate_transform, xyz_quat_from_transform)
 from .urdf import (MOVABLE_JOINT_TYPES, UrdfError, UrdfJoint, collision_elements, mimic_order,
-                   normalize_joint_axes, parse_urdf_joints)
+                   normalize_joint_axes, origin_transform, parse_urdf_joints, read_urdf)
 
-__all__ = ["FILE_ORDER_FORMATS", "MOVABLE_JOINT_TYPES", "MeshLike", "UrdfError", "UrdfJoint",
+__all__ = ["MOVABLE_JOINT_TYPES", "MeshLike", "UrdfError", "UrdfJoint",
            "WORLD_FRAME", "World", "klampt_to_matrix", "load_mesh", "matrix_to_klampt", "mimic_order",
            "normalize_joint_axes", "parse_urdf_joints", "read_obj_geometry", "resolve_uri",
            "rpy_from_matrix", "rpy_matrix", "transform_from_xyz_quat", "trimesh_to_klampt",
-           "validate_transform", "write_off", "xyz_quat_from_transform"]
+           "validate_transform", "xyz_quat_from_transform"]
 
 _rpy_matrix = rpy_matrix            # former private name, still imported by callers
 
 WORLD_FRAME = "world"
 """Name of the fixed world frame (identity transform), REP 103 ``world``."""
 
-FILE_ORDER_FORMATS = (".obj", ".stl", ".ply", ".off")
-"""URDF mesh formats handed to Klampt as file-order copies (see :func:`load_mesh`)."""
-
-
 # --------------------------------------------------------------------------- world
 
-def _file_order_link_meshes(root: ET.Element, base_dir: Optional[Union[str, os.PathLike]],
-                            tmp: Path) -> None:
-    """Point every ``<mesh filename>`` of ``root`` at a file-order OFF copy in ``tmp`` (in place).
 
-    Klampt's own loader (Assimp) splits OBJ vertices at texture seams and
-    merges or splits others by normals; OFF is read by Klampt itself, in
-    order.  Only the formats whose vertex order :mod:`~vsf_sensor_ros.mesh_io`
-    defines (OBJ, STL, PLY, OFF) are copied; any other (e.g. COLLADA, whose
-    unit and scene handling is Klampt's) is only resolved and left to Klampt,
-    as is a file that :func:`load_mesh` cannot read (with a warning).
+def _mesh_piece(piece: ET.Element, what: str, base_dir: Optional[Union[str, os.PathLike]]) -> trimesh.Trimesh:
+    """A ``<collision>`` mesh piece in its link's frame: the file's vertices, ``scale``, ``<origin>``.
+
+    The vertices are the file's, in its order and count (:func:`load_mesh`;
+    Klampt's own loaders merge repeated positions and rotate Collada to
+    Y-up), each scaled by the mesh's ``scale`` and then placed by the
+    piece's ``<origin>``, as every URDF consumer places it.
 
     Raises:
         FileNotFoundError, ValueError: as :func:`resolve_uri`.
+        UrdfError: a file that gives no triangles or cannot be read, a
+            ``scale`` that is not three numbers (the message starts with ``what``).
     """
-    copies: Dict[Path, str] = {}
-    for mesh in root.iter("mesh"):
-        fn = mesh.get("filename")
-        if not fn:
-            continue
-        path = resolve_uri(fn, base_dir)
-        if path.suffix.lower() not in FILE_ORDER_FORMATS:
-            copies[path] = str(path)
-        if path not in copies:
-            try:
-                out = tmp / f"mesh_{len(copies)}.off"
-                write_off(load_mesh(path), out)
-                copies[path] = str(out)
-            except ValueError as exc:
-                warnings.warn(f"mesh {str(path)!r} is loaded by Klampt as is (its vertex order may differ "
-                              f"from the file's): {exc}", stacklevel=3)
-                copies[path] = str(path)
-        mesh.set("filename", copies[path])
+    mesh = piece.find("geometry/mesh")
+    uri = mesh.get("filename") or ""
+    path = resolve_uri(uri, base_dir)
+    try:
+        m = load_mesh(path)
+        scale = np.array([float(v) for v in (mesh.get("scale") or "1 1 1").split()])
+    except ValueError as exc:
+        raise UrdfError(f"{what}: mesh {uri!r}: {exc}") from None
+    if scale.shape != (3,):
+        raise UrdfError(f"{what}: mesh {uri!r} has scale {mesh.get('scale')!r}; it needs 3 numbers")
+    T = origin_transform(piece, what)
+    return trimesh.Trimesh((np.asarray(m.vertices) * scale) @ T[:3, :3].T + T[:3, 3], m.faces, process=False)
 
 
-def _collision_unions(root: ET.Element, tmp: Path) -> Dict[str, trimesh.Trimesh]:
-    """The union mesh of every link of ``root`` with two or more ``<collision>`` elements.
+def _primitive_pieces(pieces: Dict[str, ET.Element], tmp: Path) -> Dict[str, trimesh.Trimesh]:
+    """Klampt's tessellation of box, cylinder and sphere pieces, each in its link's frame.
 
-    Klampt's URDF loader keeps only a link's first ``<collision>``; the URDF
-    specification makes the link's geometry the union of all of them.  Each
-    piece is meshed by Klampt itself, exactly as it would mesh a link with
-    that one piece (its ``<origin>`` applied, a mesh's ``scale``, Klampt's
-    tessellation of a box, cylinder or sphere): every piece becomes a link of
-    a scratch URDF, fixed to one root, loaded into a scratch world.  Call it
-    after :func:`_file_order_link_meshes`, so mesh pieces are the file-order
-    copies.  The union is the pieces' vertices and triangles concatenated in
-    document order, each piece's vertices in its file's order (vertex ``i``
-    of piece ``k`` is vertex ``n_0 + ... + n_{k-1} + i`` of the link).
+    Each piece becomes a link of a scratch URDF, fixed to one root, loaded
+    into a scratch world: Klampt meshes it exactly as it would mesh a link
+    with that one piece (its ``<origin>`` applied).
 
-    Returns:
-        ``{link name: (V, 3) float64 mesh in the link frame (m)}``; empty
-        when no link has more than one piece (nothing is loaded then).
+    Args:
+        pieces: ``{label: <collision> element}``; the label (``URDF link 'pad':
+            <collision> 2 of 3``) keys the result and starts an error message.
 
     Raises:
-        UrdfError: a piece from which Klampt makes no triangles (names the
-            link and the piece).
+        UrdfError: a piece from which Klampt makes no triangles.
     """
-    multi = {link: pieces for link, pieces in collision_elements(root).items() if len(pieces) > 1}
-    if not multi:
+    if not pieces:
         return {}
     scratch = ET.Element("robot", name="collision_pieces")
     ET.SubElement(scratch, "link", name="pieces_root")
-    names: Dict[str, List[str]] = {}
-    for n, (link, pieces) in enumerate(multi.items()):
-        for k, piece in enumerate(pieces):
-            piece_link = f"link{n}_piece{k}"        # our own names: a URDF's link names never clash
-            names.setdefault(link, []).append(piece_link)
-            ET.SubElement(scratch, "link", name=piece_link).append(copy.deepcopy(piece))
-            joint = ET.SubElement(scratch, "joint", name=f"{piece_link}_mount", type="fixed")
-            ET.SubElement(joint, "origin", xyz="0 0 0", rpy="0 0 0")
-            ET.SubElement(joint, "parent", link="pieces_root")
-            ET.SubElement(joint, "child", link=piece_link)
+    for n, piece in enumerate(pieces.values()):
+        ET.SubElement(scratch, "link", name=f"piece{n}").append(copy.deepcopy(piece))  # our names never clash
+        joint = ET.SubElement(scratch, "joint", name=f"piece{n}_mount", type="fixed")
+        ET.SubElement(joint, "origin", xyz="0 0 0", rpy="0 0 0")
+        ET.SubElement(joint, "parent", link="pieces_root")
+        ET.SubElement(joint, "child", link=f"piece{n}")
     fpath = tmp / "collision_pieces.urdf"
     fpath.write_text(ET.tostring(scratch, encoding="unicode"))
     kw = klampt.WorldModel()
     if kw.loadElement(str(fpath)) < 0 or kw.numRobots() == 0:
-        raise UrdfError(f"Klampt could not load the collision pieces of links {', '.join(multi)}")
+        raise UrdfError(f"Klampt could not load the collision primitives {', '.join(pieces)}")
     robot = kw.robot(0)
-    index = {robot.link(i).getName(): i for i in range(robot.numLinks())}
-    unions: Dict[str, trimesh.Trimesh] = {}
-    for link, piece_links in names.items():
-        verts, faces, offset = [], [], 0
-        for k, piece_link in enumerate(piece_links):
-            g = robot.link(index[piece_link]).geometry()
-            if not g.empty() and g.type() == "GeometricPrimitive":
-                g = g.convert("TriangleMesh")
-            if g.empty() or g.type() != "TriangleMesh" or len(g.getTriangleMesh().indices) == 0:
-                raise UrdfError(f"URDF link {link!r}: <collision> {k + 1} of {len(piece_links)} gives no "
-                                f"triangles (Klampt made {'nothing' if g.empty() else g.type()} of it)")
-            tm = g.getTriangleMesh()
-            V = np.array(tm.vertices, dtype=np.float64).reshape(-1, 3)
-            verts.append(V)
-            faces.append(np.array(tm.indices, dtype=np.int64).reshape(-1, 3) + offset)
-            offset += len(V)
-        unions[link] = trimesh.Trimesh(np.vstack(verts), np.vstack(faces), process=False)
-    return unions
+    out = {}
+    for n, what in enumerate(pieces):
+        g = robot.link(f"piece{n}").geometry()
+        if not g.empty() and g.type() == "GeometricPrimitive":
+            g = g.convert("TriangleMesh")
+        if g.empty() or g.type() != "TriangleMesh" or len(g.getTriangleMesh().indices) == 0:
+            raise UrdfError(f"{what} gives no triangles (Klampt made {'nothing' if g.empty() else g.type()} "
+                            f"of it)")
+        tm = g.getTriangleMesh()
+        out[what] = trimesh.Trimesh(np.array(tm.vertices, dtype=np.float64).reshape(-1, 3),
+                                    np.array(tm.indices, dtype=np.int64).reshape(-1, 3), process=False)
+    return out
+
+
+def _link_meshes(root: ET.Element, base_dir: Optional[Union[str, os.PathLike]],
+                 tmp: Path) -> Dict[str, trimesh.Trimesh]:
+    """The collision mesh of every link with a mesh piece or with several pieces, in the link frame.
+
+    The URDF specification makes a link's geometry the union of all its
+    ``<collision>`` elements (Klampt alone keeps the first).  Mesh pieces are
+    read here (:func:`_mesh_piece`: the file's vertex table, scaled, placed
+    by the origin), primitives are tessellated by Klampt
+    (:func:`_primitive_pieces`).  The union is the pieces' vertices and
+    triangles concatenated in document order (vertex ``i`` of piece ``k`` is
+    vertex ``n_0 + ... + n_{k-1} + i`` of the link).  A link whose one piece
+    is a primitive is left to Klampt (it stays a ``GeometricPrimitive``).
+
+    Returns:
+        ``{link name: mesh}`` (float64 vertices in m, int64 faces).
+
+    Raises:
+        FileNotFoundError: a mesh file does not exist (names its URI).
+        UrdfError: a piece without triangles, an unreadable mesh file or a
+            bad ``scale`` (names the link and the piece).
+    """
+    def is_mesh(piece: ET.Element) -> bool:
+        return piece.find("geometry/mesh") is not None
+
+    labelled = {link: {f"URDF link {link!r}: <collision> {k + 1} of {len(pieces)}": piece
+                       for k, piece in enumerate(pieces)}
+                for link, pieces in collision_elements(root).items() if len(pieces) > 1 or is_mesh(pieces[0])}
+    primitives = _primitive_pieces({what: piece for pieces in labelled.values()
+                                    for what, piece in pieces.items() if not is_mesh(piece)}, tmp)
+    out: Dict[str, trimesh.Trimesh] = {}
+    for link, pieces in labelled.items():
+        parts = [_mesh_piece(piece, what, base_dir) if is_mesh(piece) else primitives[what]
+                 for what, piece in pieces.items()]
+        offsets = np.cumsum([0] + [len(p.vertices) for p in parts[:-1]])
+        out[link] = trimesh.Trimesh(np.vstack([p.vertices for p in parts]),
+                                    np.vstack([p.faces + o for p, o in zip(parts, offsets)]), process=False)
+    return out
 
 
 @dataclass
@@ -282,47 +292,42 @@ class World:
                   base_dir: Optional[Union[str, os.PathLike]] = None) -> World:
         """Load a robot from URDF text (``robot_description``) or a URDF file path.
 
-        Mesh references are resolved first (:func:`resolve_uri`; relative
-        paths against ``base_dir``, which defaults to the file's directory
-        for a path) and the rewritten URDF is handed to Klampt, so a URDF
-        given as text with ``package://`` or relative meshes loads the same
-        as from its file.  Each OBJ, STL, PLY or OFF mesh is read with
-        :func:`load_mesh` (the file's vertices, in order) and handed to
-        Klampt as an OFF copy, so link meshes follow the same vertex-order
-        rule as attached bodies; other formats (e.g. COLLADA) and files
-        trimesh cannot read are left to Klampt's own loader (the latter
-        with a warning).  Joint axes are normalised in the copy given to Klampt.
-        A link with several ``<collision>`` elements gets their union (the
-        URDF specification; Klampt alone keeps the first): each piece with
-        its origin applied, pieces concatenated in document order, each
-        piece's vertices in its file's order (:func:`_collision_unions`).
+        The URDF is read by :func:`~vsf_sensor_ros.urdf.read_urdf`: a xacro
+        document (``.urdf.xacro``, the xacro namespace, ``${...}``) is
+        expanded first, or refused with the command that expands it.  Mesh
+        references are resolved with :func:`resolve_uri` (relative paths
+        against ``base_dir``, which defaults to the file's directory for a
+        path), so a URDF given as text with ``package://`` or relative
+        meshes loads the same as from its file.  Every link with a mesh
+        piece or several ``<collision>`` pieces gets their union
+        (:func:`_link_meshes`): each mesh read with :func:`load_mesh` (the
+        file's vertices, in order and count; Collada as rviz2 places it),
+        scaled and placed by its origin; primitives tessellated by Klampt.
+        Klampt itself loads only the kinematics (it would merge repeated
+        vertex positions, rotate Collada to Y-up and keep only the first
+        piece).  Joint axes are normalised in the copy given to Klampt.
 
         Args:
-            urdf: URDF XML text (starts with ``<``) or a path to a ``.urdf``.
+            urdf: URDF XML text (starts with ``<``) or a path to a ``.urdf``
+                (or ``.urdf.xacro``) file.
             base_dir: directory for relative mesh paths and ``package://``
                 fallbacks.
 
         Raises:
             FileNotFoundError: the URDF file or a mesh does not exist.
             UrdfError: a movable joint with a zero/non-finite axis, a mimic
-                cycle, malformed joint values, or a collision piece of a
-                several-piece link that gives no triangles (a ``ValueError``).
+                cycle, malformed joint values, a xacro document that cannot
+                be expanded here, or a collision piece that gives no
+                triangles or cannot be read (a ``ValueError``).
             ValueError: not a URDF, relative meshes without ``base_dir``, or
                 Klampt fails to load it.
 
         Warns:
             UserWarning: once, listing the joints whose axis was normalised.
         """
-        text_or_path = os.fspath(urdf).lstrip("\ufeff")   # a UTF-8 BOM may precede robot_description
-        if text_or_path.lstrip().startswith("<"):
-            text = text_or_path
-        else:
-            path = Path(text_or_path).expanduser()
-            if not path.is_file():
-                raise FileNotFoundError(f"URDF file {str(path)!r} does not exist")
-            text = path.read_text()
-            if base_dir is None:
-                base_dir = path.resolve().parent
+        text, file_dir = read_urdf(urdf)
+        if base_dir is None:
+            base_dir = file_dir
         try:
             root = ET.fromstring(text)
         except ET.ParseError as exc:
@@ -338,8 +343,13 @@ class World:
         links = [link.get("name") for link in root.findall("link")]
         kw = klampt.WorldModel()
         with tempfile.TemporaryDirectory(prefix="vsf_urdf_") as tmp:
-            _file_order_link_meshes(root, base_dir, Path(tmp))
-            unions = _collision_unions(root, Path(tmp))
+            meshes = _link_meshes(root, base_dir, Path(tmp))
+            for link in root.findall("link"):       # Klampt reads no mesh file: the meshes are set below
+                for el in link.findall("visual") + link.findall("collision") * (link.get("name") in meshes):
+                    link.remove(el)
+                if link.get("name") in meshes:      # a placeholder: Klampt sets no geometry on a bare link
+                    placeholder = ET.SubElement(ET.SubElement(link, "collision"), "geometry")
+                    ET.SubElement(placeholder, "sphere", radius="1")
             name = (root.get("name") or "robot").replace("/", "_")
             fpath = Path(tmp) / f"{name}.urdf"
             fpath.write_text(ET.tostring(root, encoding="unicode"))
@@ -347,10 +357,10 @@ class World:
         if idx < 0 or kw.numRobots() == 0:
             raise ValueError("Klampt failed to load the URDF (see its log above)")
         robot = kw.robot(kw.numRobots() - 1)
-        for i in range(robot.numLinks()):        # Klampt kept only the first piece of these links
-            union = unions.get(robot.link(i).getName())
-            if union is not None:
-                robot.link(i).geometry().setTriangleMesh(trimesh_to_klampt(union))
+        for i in range(robot.numLinks()):
+            mesh = meshes.get(robot.link(i).getName())
+            if mesh is not None:
+                robot.link(i).geometry().setTriangleMesh(trimesh_to_klampt(mesh))
         return cls(kw, robot, joints, links)
 
     def attach_body(self, name: str, mesh: MeshLike, parent_link: Optional[str],

@@ -89,3 +89,57 @@ def test_wrench_and_joint_state_become_one_contact_in_the_world(nodes):
     assert spin_until(executor, future.done)
     assert future.result().success and "bias from 1 of 1 samples: (2.0000, 0.0000, 1.0000) N" in \
         future.result().message
+
+
+def test_zero_stamps_are_rejected_counted_by_topic_and_never_paired(nodes, capfd):
+    """A wrench or joint state stamped 0 (a driver that never sets the stamp) is named on
+    /diagnostics and in the log and pairs with nothing: the joint state at t = 2 s still gets the
+    wrench at t = 2 s, force (2, 0, 1) in the tool = (0, 2, 1) in the world, by hand."""
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+    node, probe, executor = nodes
+    qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+    got, diag = [], []
+    probe.create_subscription(PointCloud2, "contacts", got.append, qos)
+    probe.create_subscription(DiagnosticArray, "/diagnostics", diag.append, 10)
+    pub_w = probe.create_publisher(WrenchStamped, "wrench", qos)
+    pub_j = probe.create_publisher(JointState, "joint_states", qos)
+    assert spin_until(executor, lambda: pub_w.get_subscription_count() and pub_j.get_subscription_count()
+                      and node.pub.get_subscription_count())
+
+    def wrench(t, f):
+        m = WrenchStamped()
+        m.header.stamp, m.header.frame_id = ns_to_stamp(int(t * 1e9)), "tool"
+        m.wrench.force.x, m.wrench.force.y, m.wrench.force.z = f
+        pub_w.publish(m)
+
+    def joints(t):
+        m = JointState()
+        m.header.stamp = ns_to_stamp(int(t * 1e9))
+        m.name, m.position = ["j"], [math.pi / 2]
+        pub_j.publish(m)
+
+    wrench(1.0, (0.0, 0.0, 0.0))                          # the bias (1 sample): zero
+    assert spin_until(executor, lambda: node.source.bias.bias is not None)
+    joints(0.0)                                           # would pair with the wrench at 1 s
+    wrench(0.0, (9.0, 9.0, 9.0))                          # would be the oldest reading
+    assert spin_until(executor, lambda: node.source.zero_stamps == {"wrench": 1, "joint_states": 1})
+    joints(2.0)
+    wrench(2.0, (2.0, 0.0, 1.0))
+    assert spin_until(executor, lambda: len(got) >= 1)
+    executor.spin_once(timeout_sec=0.2)
+    assert len(got) == 1 and got[0].header.stamp.sec == 2
+    (_, c), = pointcloud2_to_contacts(got[0], BODIES).contacts.items()
+    np.testing.assert_allclose(c.forces[0].numpy(), [0.0, 2.0, 1.0], atol=1e-9)
+
+    def status():
+        for m in reversed(diag):
+            for s in m.status:
+                if s.name == "/wrench_contact_node":
+                    return s
+    assert spin_until(executor, lambda: status() is not None, timeout=5.0)
+    s = status()
+    values = {kv.key: kv.value for kv in s.values}
+    assert values["zero_stamps./wrench"] == "1" and values["zero_stamps./joint_states"] == "1"
+    assert s.level == DiagnosticStatus.WARN and "/wrench" in s.message and "/joint_states" in s.message
+    err = capfd.readouterr().err
+    assert "/wrench: message stamped 0 rejected" in err and "/joint_states: message stamped 0 rejected" in err

@@ -41,7 +41,7 @@ def only(out):
 
 def test_wrench_in_a_moving_frame_is_rotated_into_the_world():
     s = source()
-    s.on_wrench(0.0, "tool", [0.0, 0.0, 0.0])                 # the bias (1 sample): zero
+    s.on_wrench(0.01, "tool", [0.0, 0.0, 0.0])                 # the bias (1 sample): zero
     s.on_joint_state(1.0, ["j"], [math.pi / 2])
     stamp, p, f = only(s.on_wrench(1.0, "tool", [2.0, 0.0, 1.0]))
     assert stamp == 1.0
@@ -51,10 +51,10 @@ def test_wrench_in_a_moving_frame_is_rotated_into_the_world():
 
 def test_frame_override_and_unknown_frame_rejected():
     s = source()
-    assert s.on_wrench(0.0, "ft_sensor_link", [0.0, 0.0, 0.0]) == []
+    assert s.on_wrench(0.01, "ft_sensor_link", [0.0, 0.0, 0.0]) == []
     assert s.rejected_wrenches == 1 and "ft_sensor_link" in s.last_error
     s = source(wrench_frame="world")
-    s.on_wrench(0.0, "ft_sensor_link", [0.0, 0.0, 0.0])
+    s.on_wrench(0.01, "ft_sensor_link", [0.0, 0.0, 0.0])
     s.on_joint_state(1.0, ["j"], [math.pi / 2])
     _, _, f = only(s.on_wrench(1.0, "ft_sensor_link", [2.0, 0.0, 0.0]))
     assert f == pytest.approx([2.0, 0.0, 0.0])               # already world: not rotated
@@ -64,7 +64,7 @@ def test_frame_override_and_unknown_frame_rejected():
 
 def test_sign_minus_one_gives_the_reaction():
     s = source(force_sign=-1.0, wrench_frame="world")
-    s.on_wrench(0.0, "world", [0.0, 0.0, 0.0])
+    s.on_wrench(0.01, "world", [0.0, 0.0, 0.0])
     s.on_joint_state(1.0, ["j"], [0.0])
     _, _, f = only(s.on_wrench(1.0, "world", [1.0, -2.0, 3.0]))
     assert f == pytest.approx([-1.0, 2.0, -3.0])
@@ -72,7 +72,7 @@ def test_sign_minus_one_gives_the_reaction():
 
 def test_bias_tare_on_start_then_by_service():
     s = source(wrench_frame="world", bias_samples=3)
-    for t, w in ((0.0, [1, 2, 3]), (0.1, [3, 2, 1])):
+    for t, w in ((0.01, [1, 2, 3]), (0.1, [3, 2, 1])):
         s.on_joint_state(t, [], [])
         assert s.on_wrench(t, "world", w) == [(t, {})]       # no bias yet: no contact
     s.on_joint_state(0.2, [], [])
@@ -88,7 +88,7 @@ def test_bias_tare_on_start_then_by_service():
 
 def test_time_shift_uses_the_later_force_interpolated():
     s = source(wrench_frame="world", time_shift=0.1)
-    s.on_wrench(0.0, "world", [0.0, 0.0, 0.0])               # bias 0
+    s.on_wrench(0.01, "world", [0.0, 0.0, 0.0])               # bias 0
     s.on_wrench(0.1, "world", [10.0, 0.0, 0.0])
     assert s.on_joint_state(0.05, [], []) == []              # waits for the force at 0.15
     stamp, _, f = only(s.on_wrench(0.2, "world", [20.0, 0.0, 0.0]))
@@ -97,7 +97,7 @@ def test_time_shift_uses_the_later_force_interpolated():
 
 def test_deadband_and_pure_function():
     s = source(wrench_frame="world", min_force=1.0)
-    s.on_wrench(0.0, "world", [0.0, 0.0, 0.0])
+    s.on_wrench(0.01, "world", [0.0, 0.0, 0.0])
     s.on_joint_state(1.0, [], [])
     assert s.on_wrench(1.0, "world", [0.6, 0.0, 0.7]) == [(1.0, {})]   # |f| = 0.92 N < 1 N
     c = wrench_contact([3.0, 4.0, 0.0], np.eye(3), np.eye(4), [0, 0, 0], 1.0, [0, 0, 0], min_force=5.5)
@@ -121,3 +121,19 @@ def test_shipped_config_lists_every_parameter_with_the_ur5e_mount():
     assert set(params) == set(DEFAULTS)
     assert np.allclose(np.reshape(params["body_transform"], (4, 4)), punyo_mount_transform())
     assert np.allclose(params["contact_point"], punyo_apex_local())
+
+
+def test_zero_stamps_are_rejected_and_counted_never_paired():
+    """Stamp 0 is a stamp never set: a joint state so stamped would pair with the oldest wrench
+    (here the bias sample at 0.01 s), a wrench so stamped would be that oldest wrench."""
+    s = source(wrench_frame="world")
+    s.on_wrench(0.01, "world", [0.0, 0.0, 0.0])                # bias 0
+    assert s.on_joint_state(0.0, [], []) == []                 # not paired, not left waiting
+    assert s.on_wrench(0.0, "world", [9.0, 9.0, 9.0]) == []
+    assert s.zero_stamps == {"wrench": 1, "joint_states": 1} and s.rejected_wrenches == 1
+    assert "stamped 0" in s.last_error and len(s._pending) == 0
+    s.on_joint_state(1.0, [], [])
+    # the joint state at 1 s: the force interpolated between (0.01 s, 0) and (2 s, (4, 0, 0)):
+    # (1 - 0.01) / (2 - 0.01) x 4 = 1.98994975 N along x, the zero-stamped (9, 9, 9) unused
+    stamp, _, f = only(s.on_wrench(2.0, "world", [4.0, 0.0, 0.0]))
+    assert stamp == 1.0 and f == pytest.approx([0.99 / 1.99 * 4.0, 0.0, 0.0])

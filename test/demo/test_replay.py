@@ -168,5 +168,22 @@ def test_replay_with_the_camera_measures_the_dense_force(tmp_path):
     # the boundary rows carry no contact force; the contact vertex is one the camera reads
     assert np.abs(z["force"][:, z["boundary"]]).max() == 0.0 and int(z["contact_vertex"]) >= 64
     assert (tmp_path / "membrane_force.png").is_file()
+    # the scale fitted on the loading only; scored by hand on the loaded frames after it, from the npz
+    c = m["scale_calibration"]
+    fit = z["calibration_fit_frames"]
+    assert fit.size == c["fit_frames"] and fit.max() == c["last_fit_frame"] == m["peak_frame"]
+    np.testing.assert_allclose(z["force_calibrated"], c["scale"] * z["force"], rtol=1e-12)
+    rec = load_recording(RECORDING)
+    ft = np.linalg.norm(rec.wrench[:, :3] - rec.wrench[:30, :3].mean(axis=0), axis=1)
+    lag = m["lag_frames"]
+    k = np.arange(fit.max() + 1, min(150, 150 - lag))
+    k = k[ft[k + lag] > 0.5]
+
+    def err(f):
+        return np.sqrt(np.mean((np.linalg.norm(f[k].sum(axis=1), axis=1) - ft[k + lag]) ** 2))
+    assert c["test_frames"] == k.size
+    assert err(z["force"]) == pytest.approx(c["rms_error_unloading_uncalibrated_n"], rel=1e-9)
+    assert err(z["force_calibrated"]) == pytest.approx(c["rms_error_unloading_calibrated_n"], rel=1e-9)
+    assert err(z["force_calibrated"]) <= 0.4 < err(z["force"])
     from test.demo.test_summary_definitions import undefined_keys
     assert undefined_keys(summary, summary["definitions"]) == []

@@ -2,9 +2,9 @@
 
 A real ``SensorNode`` (real rclpy context, the package's embedded world, a
 Punyo pressure sensor and a Punyo dense force sensor on the bubble) gets
-the strategies' messages through its own handlers: contacts as a message
-and as serialised bytes through the fast path's raw callback, JointState,
-PoseStamped, measured messages, and parameter requests through
+the strategies' messages through its own handlers: contacts and JointState as
+serialised bytes through the raw subscriptions' callbacks,
+PoseStamped and measured messages, and parameter requests through
 ``node.set_parameters`` (which runs the node's registered pre-set,
 validate and apply callbacks).
 
@@ -49,7 +49,7 @@ from test.fuzz.profiles import record
 from test.fuzz.strategies import (FLOAT32, FLOAT64, NORMAL_NAMES, Column, SensorSpec, any_float, clouds,
                                   contact_clouds, contact_columns, joint_states, measured_messages, poses,
                                   stamps, weighted_bool)
-from vsf_sensor_ros.ros.messages.encoding import CDR_REJECT_REASONS
+from vsf_sensor_ros.ros.messages.wire import CDR_REJECT_REASONS
 from vsf_sensor_ros.ros.sensor_node import SensorNode
 from vsf_sensor_ros.sensor import ContactState, SimState
 from vsf_sensor_ros.sensor.base_sensor import with_reverse_pairs
@@ -67,8 +67,8 @@ def _node_settings(share: float = NODE_SHARE):
     return settings(max_examples=max(20, int(settings().max_examples * share)))
 
 
-def _overrides(fast: bool) -> List[Parameter]:
-    params = {"sensors": ["pressure", "force"], "fast_path": fast,
+def _overrides() -> List[Parameter]:
+    params = {"sensors": ["pressure", "force"],
               "pressure.type": "PunyoPressureSensor", "pressure.attachment": "punyo",
               "pressure.measured_scale": 100.0, "pressure.publish_markers": False,
               "pressure.publish_jacobian": False,
@@ -77,20 +77,13 @@ def _overrides(fast: bool) -> List[Parameter]:
     return [Parameter(k, value=v) for k, v in params.items()]
 
 
-def _make(name: str, fast: bool) -> SensorNode:
-    return SensorNode(name, namespace=f"/fuzz_{name}", parameter_overrides=_overrides(fast))
+def _make(name: str) -> SensorNode:
+    return SensorNode(name, namespace=f"/fuzz_{name}", parameter_overrides=_overrides())
 
 
 @pytest.fixture(scope="module")
-def msg_node(rclpy_context):
-    n = _make("msg_node", fast=False)
-    yield n
-    n.destroy_node()
-
-
-@pytest.fixture(scope="module")
-def fast_node(rclpy_context):
-    n = _make("fast_node", fast=True)
+def fuzz_node(rclpy_context):
+    n = _make("fuzz_node")
     yield n
     n.destroy_node()
 
@@ -211,27 +204,17 @@ def _check_contacts(node: SensorNode, cloud, deliver, target: str, cdr_fault: bo
                                    err_msg=n)
 
 
-def test_contacts_message_path(msg_node):
-    @_node_settings(CONTACTS_SHARE)
-    @given(call=contact_calls(msg_node._contact_body_names, _bubble_centre(msg_node)))
-    def run(call):
-        cloud, _ = call
-        msg = cloud.message()
-        _check_contacts(msg_node, cloud, lambda: msg_node._on_contacts(msg), "node_contacts_objects", False)
-    run()
-
-
-def test_contacts_raw_bytes_path(fast_node):
-    callback = fast_node.sub_contacts.callback     # the raw subscription's own callback
+def test_contacts_raw_bytes_path(fuzz_node):
+    callback = fuzz_node.sub_contacts.callback     # the raw subscription's own callback
 
     @_node_settings(CONTACTS_SHARE)
-    @given(call=contact_calls(fast_node._contact_body_names, _bubble_centre(fast_node)), data=st.data())
+    @given(call=contact_calls(fuzz_node._contact_body_names, _bubble_centre(fuzz_node)), data=st.data())
     def run(call, data):
         cloud, truncate = call
         raw = serialize_message(cloud.message())
         if truncate:               # bytes cut short in transport: the CDR decoder must refuse them
             raw = raw[:data.draw(st.integers(0, len(raw) - 1))]
-        _check_contacts(fast_node, cloud, lambda: callback(raw), "node_contacts_raw", truncate)
+        _check_contacts(fuzz_node, cloud, lambda: callback(raw), "node_contacts_raw", truncate)
     run()
 
 
@@ -241,8 +224,8 @@ JOINT_REASONS = {"empty": "joint_state_empty", "length_mismatch": "joint_state_s
                  "non_finite": "non_finite", "duplicate": "joint_state_invalid"}
 
 
-def test_joint_state_handler(msg_node):
-    w = msg_node.world
+def test_joint_state_handler(fuzz_node):
+    w = fuzz_node.world
     movable = list(w.joint_names)
     others = [j.name for j in w.joints if j.name not in movable][:3] + list(w.body_names)[:2]
 
@@ -250,13 +233,13 @@ def test_joint_state_handler(msg_node):
     @given(msg=joint_states(movable, others))
     def run(msg):
         q0 = w.joint_positions().copy()
-        before_pub, before_rej = _published(msg_node), _rejected(msg_node)
+        before_pub, before_rej = _published(fuzz_node), _rejected(fuzz_node)
         mimic = [j.name for j in w.joints if j.mimic]
         want = ref.joint_state(movable, mimic, dict(zip(movable, q0.tolist())), list(msg.name),
                                list(msg.position))
-        msg_node._on_joint_state(msg)
-        got_rej = _new_rejections(before_rej, _rejected(msg_node))
-        assert _published(msg_node) == before_pub
+        fuzz_node.sub_joints.callback(serialize_message(msg))   # the raw subscription's own callback
+        got_rej = _new_rejections(before_rej, _rejected(fuzz_node))
+        assert _published(fuzz_node) == before_pub
         if isinstance(want, ref.Rejected):
             assert list(got_rej.values()) == [1], (got_rej, want)
             reason = next(iter(got_rej)).split(":", 1)[1]
@@ -276,8 +259,8 @@ def test_joint_state_handler(msg_node):
 POSE_FRAMES = st.sampled_from((WORLD, WORLD, WORLD, "", None))
 
 
-def test_pose_handler(msg_node):
-    w = msg_node.world
+def test_pose_handler(fuzz_node):
+    w = fuzz_node.world
     free = list(w.free_body_names)
     if not free:
         pytest.skip("the embedded world has no free body")
@@ -288,7 +271,7 @@ def test_pose_handler(msg_node):
         if frame is not None:            # mostly the world frame, so that most poses are read
             msg.header.frame_id = frame
         T0 = w.body_transform(body).copy()
-        before_pub, before_rej = _published(msg_node), _rejected(msg_node)
+        before_pub, before_rej = _published(fuzz_node), _rejected(fuzz_node)
         p, q = msg.pose.position, msg.pose.orientation
         want = ref.pose([p.x, p.y, p.z], [q.x, q.y, q.z, q.w])
         if isinstance(want, ref.Rejected):
@@ -297,9 +280,9 @@ def test_pose_handler(msg_node):
             reasons = set()
         if msg.header.frame_id and msg.header.frame_id != WORLD:
             reasons = {"pose_wrong_frame"}          # checked first: the pose is not read at all
-        msg_node._on_pose(body, msg)
-        got_rej = _new_rejections(before_rej, _rejected(msg_node))
-        assert _published(msg_node) == before_pub
+        fuzz_node._on_pose(body, msg)
+        got_rej = _new_rejections(before_rej, _rejected(fuzz_node))
+        assert _published(fuzz_node) == before_pub
         if got_rej:
             assert list(got_rej.values()) == [1], got_rej
             reason = next(iter(got_rej)).split(":", 1)[1]
@@ -323,8 +306,8 @@ def _spec(h) -> SensorSpec:
                       np.asarray(h.layout.vertices) if h.layout.codec.per_vertex else None)
 
 
-def test_measured_handler(msg_node):
-    handles = {n: h for n, h in msg_node._handles.items()}
+def test_measured_handler(fuzz_node):
+    handles = {n: h for n, h in fuzz_node._handles.items()}
     specs = {n: _spec(h) for n, h in handles.items()}
 
     @st.composite
@@ -338,7 +321,7 @@ def test_measured_handler(msg_node):
         name, msg = call
         h = handles[name]
         spec = specs[name]
-        before_pub, before_rej = _published(msg_node), _rejected(msg_node)
+        before_pub, before_rej = _published(fuzz_node), _rejected(fuzz_node)
         received = h.stats.measured_received
         kind = type(msg).__name__
         if kind == "FluidPressure":
@@ -351,10 +334,10 @@ def test_measured_handler(msg_node):
             values = ref.measured_cloud_columns(msg.fields, msg.height, msg.width, msg.point_step,
                                                 msg.row_step, msg.is_bigendian, bytes(msg.data))
         want = ref.measured(spec.type_name, spec.names, mk, values, float(h.config.values["measured_scale"]))
-        msg_node._on_measured(name, msg)
-        got_rej = _new_rejections(before_rej, _rejected(msg_node))
+        fuzz_node._on_measured(name, msg)
+        got_rej = _new_rejections(before_rej, _rejected(fuzz_node))
         assert h.stats.measured_received == received + 1
-        assert _published(msg_node) == before_pub         # a measurement alone publishes no prediction
+        assert _published(fuzz_node) == before_pub         # a measurement alone publishes no prediction
         assert "node:internal_error" not in got_rej
         if isinstance(want, ref.Rejected):
             assert list(got_rej.values()) == [1], (got_rej, want)
@@ -373,7 +356,7 @@ def test_measured_handler(msg_node):
 SENSOR_KEYS = ("type", "attachment", "measured_scale", "measured_topic", "measured_type", "publish_jacobian",
                "publish_markers", "jacobian_decimation", "enabled", "nonsense")
 NODE_KEYS = ("sensors", "alignment_tolerance", "alignment_buffer_size", "tare_samples", "tare_on_start",
-             "marker_force_scale", "markers_max_rate", "world_frame", "fast_path", "contact_body_names",
+             "marker_force_scale", "markers_max_rate", "world_frame", "executor", "contact_body_names",
              "no_such_parameter", "")
 VALUES = st.one_of(
     st.booleans(), st.integers(-3, 10), st.integers(-2 ** 63, 2 ** 63 - 1), any_float(),
@@ -440,7 +423,7 @@ PARAMETERS_SHARE = 0.5
 
 
 def test_parameter_updates(rclpy_context):
-    node = _make("param_node", fast=False)
+    node = _make("param_node")
     sec = [1000]
     try:
         @_node_settings(PARAMETERS_SHARE)

@@ -123,6 +123,59 @@ def test_a_pair_in_both_orders_is_used_as_given(world):
     assert {c // 3 for (_, c) in jac} == {3}
 
 
+def _gz_step(world, sensor, forces):
+    """The node's gz pipeline for the bubble contacts of :func:`one_order_rows` listed once each as
+    gz does, in opposite orders: row 0 ``block / bubble`` (body_1 force ``forces[0]`` on the block),
+    row 1 ``bubble / block`` (body_1 force ``forces[1]`` on the bubble).  ``(values, dense
+    Jacobian over the two rows' written forces)``."""
+    ros_gz = pytest.importorskip("ros_gz_interfaces.msg", reason="make venv builds ros_gz_interfaces")
+    from geometry_msgs.msg import Vector3
+    from vsf_sensor_ros.ros.messages.gz_contacts import ContactBodyMap, gz_contacts_to_contacts
+    rows = one_order_rows(world)
+    msg = ros_gz.Contacts()
+    for (c1, c2), p, f in zip((("block::box::collision", "bubble_model::punyo::collision"),
+                               ("bubble_model::punyo::collision", "block::box::collision")),
+                              (rows[0][2], rows[2][2]), forces):
+        c = ros_gz.Contact(collision1=ros_gz.Entity(name=c1), collision2=ros_gz.Entity(name=c2))
+        c.positions = [Vector3(x=float(p[0]), y=float(p[1]), z=float(p[2]))]
+        w = ros_gz.JointWrench()
+        w.body_1_wrench.force = Vector3(x=float(f[0]), y=float(f[1]), z=float(f[2]))
+        c.wrenches = [w]
+        msg.contacts.append(c)
+    decoded = gz_contacts_to_contacts(msg, body_names(), ContactBodyMap.parse(["bubble_model::*=punyo",
+                                                                               "block::*=object"]), F64)
+    decoded = with_implied_pairs(decoded, {"punyo"})
+    state = SimState(world.body_transforms(F64), {}, decoded.contacts)
+    layout = enc.sensor_layout(type(sensor).__name__, "punyo", sensor.measurement_names(),
+                               sensor.measurement_errors(), None)
+    r = SensorHandle.predict(SimpleNamespace(sensor=sensor, layout=layout), state, decoded, True)
+    dense = np.zeros((len(r.values), 6))
+    for i, c, v in zip(r.jacobian.rows.tolist(), r.jacobian_cols.tolist(), r.jacobian.values.tolist()):
+        dense[i, c] += v
+    return r, dense
+
+
+def test_gz_contacts_listed_in_opposite_orders_are_two_contacts(world):
+    """gz lists each contact once: ``block / bubble`` then ``bubble / block`` are two contacts, and
+    the bubble feels both (the cloud rule would read the second only, as the same contact twice)."""
+    sensor = library_models(world)["pressure"]
+    R = world.body_transform("punyo")[:3, :3]
+    r, jac = _gz_step(world, sensor, (G1, -G2))
+    # forces on the bubble: -G1 (row 0 is the force on the block) and -G2 (row 1 is on the bubble)
+    assert r.values[0] == pytest.approx((R.T @ (G1 + G2))[2] / A, rel=1e-12)
+    assert r.n_on_body == 2
+    # d p / d (written row force): row 0 is on the block, +(R n)_k / A; row 1 on the bubble, -(R n)_k / A
+    np.testing.assert_allclose(jac[0], np.concatenate([R[:, 2], -R[:, 2]]) / A, rtol=1e-9, atol=1e-12)
+    # and by central differences over the message's two written forces
+    h = 1e-3
+    for k in range(6):
+        e = np.zeros(6)
+        e[k] = h
+        up = _gz_step(world, sensor, (G1 + e[:3], -G2 + e[3:]))[0].values[0]
+        down = _gz_step(world, sensor, (G1 - e[:3], -G2 - e[3:]))[0].values[0]
+        assert jac[0, k] == pytest.approx((up - down) / (2 * h), abs=1e-6 * np.abs(jac).max())
+
+
 # --------------------------------------------------------------------------- over DDS: the node process
 @pytest.fixture(scope="module")
 def running(tmp_path_factory, rclpy_context):

@@ -11,6 +11,8 @@ import re
 import numpy as np
 import pytest
 from builtin_interfaces.msg import Time
+from geometry_msgs.msg import WrenchStamped
+from rclpy.serialization import deserialize_message
 
 from vsf_sensor_ros.embedded_world import embedded_world
 from vsf_sensor_ros.ros.frames import (TFMessage, frame_table, sensor_frame_name, transform_msg,
@@ -118,7 +120,8 @@ def test_klampt_pad_reads_in_its_announced_frame_and_the_value_is_right_in_the_l
     cs = ContactState(torch.tensor(Tt[:3, 3].reshape(1, 3)), torch.tensor(f_world.reshape(1, 3)),
                       torch.tensor([-1]), torch.tensor([-1]))
     state = SimState(world.body_transforms(torch.float64), {}, {("tool_link", "object"): cs})
-    msg = encode_vector(layout, sensor.predict(state).numpy(), Time(sec=1))
+    msg = deserialize_message(encode_vector(layout, sensor.predict(state).numpy(), 1_000_000_000),
+                              WrenchStamped)
     f = np.array([msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z])
     assert msg.header.frame_id == "pad_frame"
     np.testing.assert_allclose(f, [0.0, 0.0, -2.0], atol=1e-12)

@@ -8,10 +8,12 @@ wrote (the key, the file, the topic and type), never the node's own output copie
 """
 from __future__ import annotations
 
+import json
 import math
 import time
 from typing import Dict, List
 
+import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.executors import SingleThreadedExecutor
@@ -403,6 +405,38 @@ def test_a_failing_sensors_misspelt_key_is_named_with_its_problem(rclpy_context)
     assert [(e.parameter, e.value) for e in exc.value.errors] == [("pressure.attachment", ""),
                                                                   ("pressure.attachement", "punyo")]
     assert "unknown parameter (sensor pressure); did you mean 'pressure.attachment'?" in str(exc.value)
+
+
+def test_a_misspelt_body_key_behind_a_scene_error_is_named_with_it(rclpy_context, tmp_path):
+    """'tag.transform_kye' leaves transform_key empty, so the whole JSON file is read as the matrix:
+    the error about the file comes with the misspelt key and the closest one."""
+    mesh = tmp_path / "tag.obj"
+    mesh.write_text("v 0 0 0\nv 0.01 0 0\nv 0 0.01 0\nf 1 2 3\n")
+    transforms = tmp_path / "transforms.json"
+    transforms.write_text(json.dumps({"tag2tool": np.eye(4).tolist()}))
+    with pytest.raises(ConfigErrors) as exc:
+        SensorNode("sensor_node", namespace=NS, parameter_overrides=_params(bodies=["tag"], **{
+            "tag.parent_link": "tool_link", "tag.mesh": str(mesh), "tag.transform_file": str(transforms),
+            "tag.transform_kye": "tag2tool", "tare_sampels": 5, "pressure.measured_scael": 2.0}))
+    assert [(e.parameter, e.value) for e in exc.value.errors] == [
+        ("tag.transform_file", str(transforms)), ("tag.transform_kye", "tag2tool"), ("tare_sampels", 5)]
+    text = str(exc.value)
+    assert "unknown parameter (body tag); did you mean 'tag.transform_key'?" in text
+    assert "unknown parameter (node); did you mean 'tare_samples'?" in text
+    assert "measured_scael" not in text           # a sensor's section plays no part in the scene
+    # spelt right, the same file gives the body its transform
+    node = SensorNode("sensor_node", namespace=NS, parameter_overrides=_params(bodies=["tag"], **{
+        "tag.parent_link": "tool_link", "tag.mesh": str(mesh), "tag.transform_file": str(transforms),
+        "tag.transform_key": "tag2tool"}))
+    node.destroy_node()
+
+
+def test_a_misspelt_top_level_key_is_named_with_a_node_wide_problem(rclpy_context):
+    with pytest.raises(ConfigErrors) as exc:
+        SensorNode("sensor_node", namespace=NS,
+                   parameter_overrides=_params(executor="fast", world_fame="map"))
+    assert [e.parameter for e in exc.value.errors] == ["executor", "world_fame"]
+    assert "did you mean 'world_frame'?" in str(exc.value)
 
 
 def test_a_missing_relative_file_says_what_it_was_resolved_against(rclpy_context, tmp_path, monkeypatch):

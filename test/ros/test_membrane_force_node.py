@@ -283,6 +283,14 @@ def test_bad_frames_are_counted_by_reason_and_the_node_stays_up(nodes, scene):
     assert int(after["frames_received"]) >= int(before["frames_received"]) + 4
 
 
+def test_32fc1_infinities_and_nan_are_kept_for_the_estimator_as_no_reading():
+    d = np.array([[0.05, np.inf, -np.inf], [np.nan, 0.0, 0.07]], dtype=np.float32)
+    msg = Image(height=2, width=3, encoding="32FC1", is_bigendian=0, step=12, data=d.tobytes())
+    out = depth_from_image(msg, 1e-3)
+    assert out[0, 0] == pytest.approx(0.05) and out[1, 2] == pytest.approx(0.07) and out[1, 1] == 0.0
+    assert out[0, 1] == np.inf and out[0, 2] == -np.inf and np.isnan(out[1, 0])
+
+
 def test_reset_reference_collects_a_new_reference(nodes, scene):
     probe = nodes
     answer = probe.call(Trigger, f"/{NODE}/reset_reference", Trigger.Request())
@@ -348,6 +356,37 @@ def _fresh_reference(probe: Probe, scene, secs) -> None:
     for sec in secs:
         probe.send("/camera/depth", _image_32f(scene["ref"], sec))
     _at(probe, "/mforce/measured", secs[-1])
+
+
+def test_infinite_depths_of_a_rep_117_driver_are_holes_and_the_reference_is_set(nodes, scene):
+    """A 32FC1 driver writing +Inf where it sees nothing and -Inf where it is too near (REP 117):
+    the reference is set from such frames, and the push reads 1.5 N along the inward normal."""
+    probe, dome, v = nodes, scene["dome"], scene["vertex"]
+    near = np.zeros(scene["ref"].shape, dtype=bool)
+    near[40:44, 90:94] = True
+
+    def zed(depth):
+        out = np.where(depth > 0, depth, np.inf)
+        out[near] = -np.inf
+        return out
+    probe.send("/bubble/pressure", _hpa(P_REF))
+    probe.spin_for(0.3)
+    assert probe.call(Trigger, f"/{NODE}/reset_reference", Trigger.Request()).success
+    before = _status(probe)
+    for sec in (160, 161):
+        probe.send("/camera/depth", _image_32f(zed(scene["ref"]), sec))
+    n = len(dome.points)
+    assert np.abs(_forces(_at(probe, "/mforce/measured", 161), n)).max() < 1e-9   # the reference: no force
+    assert _status(probe)["reference"].startswith("set from 2 frames")
+    probe.send("/bubble/pressure", _hpa(P_REF + DP))
+    probe.spin_for(0.5)
+    probe.send("/camera/depth", _image_32f(zed(scene["pushed"]), 162))
+    measured = _forces(_at(probe, "/mforce/measured", 162), n)
+    expected = -PUSH_N * (R_OUT @ scene["normal"])
+    assert measured.sum(axis=0) == pytest.approx(expected, abs=0.05 * PUSH_N)
+    assert int(np.argmax(np.linalg.norm(measured, axis=1))) == v
+    after = _status(probe)
+    assert _count(after, "nan") == _count(before, "nan")
 
 
 def test_a_pressure_in_the_wrong_unit_is_not_used_and_names_the_scale(nodes, scene):

@@ -23,7 +23,8 @@ from sensor_msgs.msg import FluidPressure
 from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
-from vsf_sensor_ros.ros.messages.readings import make_cloud, make_header
+from vsf_sensor_ros.ros.messages.pointcloud import write_cloud
+from vsf_sensor_ros.ros.messages.readings import make_header
 from vsf_sensor_ros.ros.parameter_table import ConfigError
 from vsf_sensor_ros.ros.sensor_node import SensorNode
 from vsf_sensor_ros.sensor import ContactState
@@ -118,8 +119,8 @@ def test_a_dense_residual_beyond_float32_is_not_published_and_is_counted(node):
     nv = len(h.layout.vertices)
     fz = np.zeros(nv)
     fz[0] = 1e38
-    m = make_cloud(make_header(Time(sec=7), "punyo"),
-                   [("fx", np.zeros(nv)), ("fy", np.zeros(nv)), ("fz", fz)])
+    m = write_cloud(make_header(Time(sec=7), "punyo"),
+                    [("fx", np.zeros(nv)), ("fy", np.zeros(nv)), ("fz", fz)])
     node._on_measured("force", m)
     assert h.stats.rejected["residual_out_of_range"] == 1
 

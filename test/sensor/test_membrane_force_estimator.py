@@ -230,7 +230,9 @@ def test_bad_frames_are_rejected_with_a_reason_and_change_nothing(scene, dome):
     cases = [
         (np.zeros((10, 10)), P_REF, "wrong_size"),
         (ref.astype(np.uint16), P_REF, "wrong_size"),
-        (np.where(ref > 0, np.inf, 0.0), P_REF, "nan"),
+        (np.full_like(ref, np.inf), P_REF, "nan"),                   # REP 117: all too far
+        (np.where(ref > 0, -np.inf, np.nan), P_REF, "nan"),          # all too near or invalid
+        (np.where(ref > 0, np.inf, 0.0), P_REF, "too_few_valid_pixels"),   # holes only: like zeros
         (np.full_like(ref, np.nan), P_REF, "nan"),
         (np.zeros_like(ref), P_REF, "too_few_valid_pixels"),
         (ref, float("nan"), "bad_pressure"),
@@ -244,6 +246,48 @@ def test_bad_frames_are_rejected_with_a_reason_and_change_nothing(scene, dome):
     assert "480" not in str(FrameRejected("x", "y"))
     again = est.estimate(ref, pressure=P_REF)
     assert np.array_equal(good.forces, again.forces)
+
+
+def test_infinite_depths_are_holes_like_zeros_rep_117(dome):
+    """A driver that writes +Inf where it sees nothing (too far) and -Inf where it is too near (REP
+    117) gives the estimates of the same frames with 0 there: a reference is set, the reference
+    frame reads no force, and a push reads the same forces (1.5 N along the inward normal)."""
+    cam = camera()
+    ref = render_depth(cam, dome.points, dome.triangles)
+    # off the membrane +Inf (the camera sees nothing); a few membrane pixels too near (-Inf), and
+    # in the pushed frame other pixels NaN
+    near = np.zeros(ref.shape, dtype=bool)
+    near[40:44, 90:94] = True
+    assert (ref[near] > 0).all()
+    ref_inf = np.where(ref > 0, ref, np.inf)
+    ref_inf[near] = -np.inf
+    ref_zero = np.where(near, 0.0, ref)
+    inf_est = MembraneForceEstimator(dome, cam, np.eye(3), ambient_pressure=P_REF - P0, window=3)
+    zero_est = MembraneForceEstimator(dome, cam, np.eye(3), ambient_pressure=P_REF - P0, window=3)
+    inf_est.set_reference([ref_inf, ref_inf], [P_REF, P_REF])
+    zero_est.set_reference([ref_zero, ref_zero], [P_REF, P_REF])
+    # the reference frame itself: nothing moved, no force (by hand: 0)
+    assert np.abs(inf_est.estimate(ref_inf, pressure=P_REF).contact_forces).max() == 0.0
+    off_centre = np.linalg.norm(dome.points[dome.interior, :2] - [0.012, 0.0], axis=1)
+    vertex = int(dome.interior[np.argmin(off_centre)])
+    u = _response(inf_est, push={vertex: 1.5}, dp=40.0)
+    pushed = render_depth(cam, dome.points + u, dome.triangles)
+    holes = np.zeros(ref.shape, dtype=bool)
+    holes[100:103, 60:63] = True
+    pushed_inf = np.where(pushed > 0, pushed, np.inf)
+    pushed_inf[holes] = np.nan
+    pushed_inf[near] = -np.inf
+    a = inf_est.estimate(pushed_inf, pressure=P_REF + 40.0)
+    b = zero_est.estimate(np.where(holes | near, 0.0, pushed), pressure=P_REF + 40.0)
+    assert np.array_equal(a.contact_forces, b.contact_forces)
+    # hand-derived: the 1.5 N push along the vertex's inward normal, largest on that vertex
+    assert a.total_contact_force == pytest.approx(-1.5 * inf_est.model.normals[vertex], abs=0.05 * 1.5)
+    assert int(np.argmax(np.linalg.norm(a.contact_forces, axis=1))) == vertex
+    # an organised cloud whose rays saw nothing (x, y, z = +Inf) reads the same
+    cloud = np.repeat(pushed_inf[..., None], 3, axis=2)
+    ok = np.isfinite(pushed_inf)
+    cloud[ok] = cam.points_from_depth(np.where(ok, pushed_inf, 0.0))[ok]
+    assert np.array_equal(inf_est.estimate(cloud, pressure=P_REF + 40.0).contact_forces, a.contact_forces)
 
 
 def test_wrong_size_message_names_the_shape(scene):

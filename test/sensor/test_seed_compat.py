@@ -1,9 +1,11 @@
 """Seed code runs after swapping ``vsf.sensor`` for ``vsf_sensor_ros.sensor``.
 
-Written the way OpenVSF's own sensor tests and constructors use the API: seed module paths
+Written the way OpenVSF's own sensor tests and constructors use the API (their Punyo sensor tests'
+scenarios, restated here): seed module paths
 (``base_sensor``, ``punyo_pressure_sensor``, ``punyo_dense_force_sensor``, ``constructors``),
 keyword arguments, Klampt rigid objects whose mesh is set through ``.vertices``/``.indices``,
-a ``SimState()`` filled in after construction, element indices given as float tensors, and
+a ``SimState()`` filled in after construction or subclassed with its own contact queries, element
+indices given as float tensors or Python lists with ``[]`` for "not used", and
 the seed's config objects (``SensorConfig``, ``CalibrationConfig(type='tare')``).
 Expected values are worked out by hand in the comments.
 """
@@ -135,6 +137,111 @@ def test_matching_name_attaches_without_warning():
         PunyoPressureSensor("p", "link0").attach(obj)
 
 
+# rotation about z by +90 degrees: R^T maps world x to local -y
+RZ90 = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+
+
+class _SeedStyleContacts:
+    """A contact set written as seed code writes one: Python lists of elements, ``[]`` for "not used"."""
+
+    def __init__(self, forces, elems1, elems2, points):
+        self.elems1, self.elems2 = elems1, elems2
+        self.points = torch.tensor(points, dtype=torch.float32)
+        self.forces = torch.tensor(forces, dtype=torch.float32)
+
+
+class _SeedStyleState(SimState):
+    """A ``SimState`` subclass that skips ``SimState.__init__`` and answers the two contact queries
+    itself, for one body touching ``some_other_body``, as seed code builds one."""
+
+    def __init__(self, body, contacts, rotation=None):
+        T = torch.eye(4)
+        if rotation is not None:
+            T[:3, :3] = torch.tensor(rotation, dtype=torch.float32)
+        self.body_transforms = {body: T}
+        self._body, self._contacts = body, contacts
+
+    def bodies_in_contact(self, name, reverse=False):
+        return ["some_other_body"] if name == self._body else []
+
+    def contact_states_on_body(self, name, reverse=False):
+        return [self._contacts] if name == self._body else []
+
+
+def _dense_on_triangle():
+    _world, obj = _triangle_object("link0")
+    sensor = PunyoDenseForceSensor("punyo_sensor", "link0")
+    sensor.attach(obj)
+    return _world, sensor
+
+
+def test_dense_per_vertex_with_element_lists_and_an_empty_list_for_not_used():
+    _world, sensor = _dense_on_triangle()
+    # vertex 1, force (0, 0, 2), identity pose; elems2 = [] means "not used"
+    state = _SeedStyleState("link0", _SeedStyleContacts([[0.0, 0.0, 2.0]], [1], [], [[0.0, 0.0, 0.0]]))
+    np.testing.assert_allclose(sensor.predict_torch(state).reshape(3, 3).numpy(),
+                               [[0, 0, 0], [0, 0, 2], [0, 0, 0]], atol=1e-6)
+    # vertex 0, force (1, 0, 0), body turned +90 degrees about z: local force R^T f = (0, -1, 0)
+    state = _SeedStyleState("link0", _SeedStyleContacts([[1.0, 0.0, 0.0]], [0], [], [[0.0, 0.0, 0.0]]), RZ90)
+    np.testing.assert_allclose(sensor.predict(state).reshape(3, 3).numpy(),
+                               [[0, -1, 0], [0, 0, 0], [0, 0, 0]], atol=1e-6)
+    # the Jacobian: the block of vertex 0 is R^T, the others zero
+    J = sensor.measurement_force_jacobian(state)[("link0", "some_other_body")]
+    assert J.shape == (9, 1, 3)
+    np.testing.assert_allclose(J[0:3, 0].numpy(), RZ90.T, atol=1e-6)
+    np.testing.assert_allclose(J[3:, 0].numpy(), 0.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("elems1", [None, [], ()])
+def test_dense_surface_point_when_elems1_is_empty_and_elems2_names_other_elements(elems1):
+    _world, sensor = _dense_on_triangle()
+    # a point at (0.5, 0.5, 0), the middle of edge v1-v2: weights (0, 1/2, 1/2); force (1, 0, 0)
+    state = _SeedStyleState("link0", _SeedStyleContacts([[1.0, 0.0, 0.0]], elems1, [0], [[0.5, 0.5, 0.0]]))
+    np.testing.assert_allclose(sensor.predict_torch(state).reshape(3, 3).numpy(),
+                               [[0, 0, 0], [0.5, 0, 0], [0.5, 0, 0]], atol=1e-6)
+    J = sensor.measurement_force_jacobian(state)[("link0", "some_other_body")]
+    np.testing.assert_allclose(J[0:3, 0].numpy(), 0.0, atol=1e-6)
+    np.testing.assert_allclose(J[3:6, 0].numpy(), 0.5 * np.eye(3), atol=1e-6)
+    np.testing.assert_allclose(J[6:9, 0].numpy(), 0.5 * np.eye(3), atol=1e-6)
+    # turned +90 degrees about z, the world point (-0.5, 0.5, 0) is local R^T p = (0.5, 0.5, 0):
+    # the same weights, each block 1/2 R^T
+    state = _SeedStyleState("link0", _SeedStyleContacts([[0.0, 0.0, 1.0]], elems1, [0], [[-0.5, 0.5, 0.0]]),
+                            RZ90)
+    J = sensor.measurement_force_jacobian(state)[("link0", "some_other_body")]
+    np.testing.assert_allclose(J[0:3, 0].numpy(), 0.0, atol=1e-6)
+    np.testing.assert_allclose(J[3:6, 0].numpy(), 0.5 * RZ90.T, atol=1e-6)
+    np.testing.assert_allclose(J[6:9, 0].numpy(), 0.5 * RZ90.T, atol=1e-6)
+
+
+def test_pressure_with_seed_style_contacts_and_empty_element_lists():
+    sensor = PunyoPressureSensor(name="p", punyo_link="link0", base_normal_local=[0.0, 0.0, 1.0])
+    _world, obj = _triangle_object("link0")
+    sensor.attach(obj)
+    # two contacts, forces (0, 0, -1) and (0.5, 0, -3): p = -(1/0.5) (-1 - 3) = 8
+    state = _SeedStyleState("link0", _SeedStyleContacts([[0.0, 0.0, -1.0], [0.5, 0.0, -3.0]], [], [],
+                                                        [[0.1, 0.1, 0.0], [0.2, 0.2, 0.0]]))
+    assert sensor.predict(state).item() == pytest.approx(8.0)
+    J = sensor.measurement_force_jacobian(state)[("link0", "some_other_body")]
+    np.testing.assert_allclose(J.numpy(), [[[0.0, 0.0, -2.0], [0.0, 0.0, -2.0]]], atol=1e-6)
+
+
+def test_barycentric_weights_as_the_seed_exports_them():
+    from vsf_sensor_ros.sensor.punyo_dense_force_sensor import barycentric_weights
+    V = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    F = np.array([[0, 1, 2]])
+    # the corners: one-hot; (0.3, 0.3, 0) = 0.4 v0 + 0.3 v1 + 0.3 v2; (0.5, 0.5, 0): edge v1-v2;
+    # (0.2, 0.3, 1) is above (0.2, 0.3, 0) = 0.5 v0 + 0.2 v1 + 0.3 v2
+    P = np.array([V[0], V[1], V[2], [0.3, 0.3, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 1.0]])
+    np.testing.assert_allclose(barycentric_weights(V, F, P),
+                               [[1, 0, 0], [0, 1, 0], [0, 0, 1], [0.4, 0.3, 0.3], [0, 0.5, 0.5],
+                                [0.5, 0.2, 0.3]], atol=1e-12)
+    # a second triangle: its vertex 3 gets weight only from points on it
+    V4 = np.vstack([V, [[1.0, 1.0, 0.0]]])
+    W = barycentric_weights(V4, np.array([[0, 1, 2], [1, 3, 2]]), np.array([[0.75, 0.75, 0.0]]))
+    # (0.75, 0.75) on triangle (v1, v3, v2): 0.5 v3 + 0.25 v1 + 0.25 v2
+    np.testing.assert_allclose(W, [[0.0, 0.25, 0.25, 0.5]], atol=1e-12)
+
+
 # ------------------------------------------------------------------ ContactState elements
 
 def test_float_elements_of_integral_value_become_int64():
@@ -142,6 +249,20 @@ def test_float_elements_of_integral_value_become_int64():
                      elems2=torch.tensor([4.0, 5.0, 6.0], dtype=torch.float64))
     assert c.elems1.dtype == torch.int64 and c.elems1.tolist() == [0, 2, -1]
     assert c.elems2.dtype == torch.int64 and c.elems2.tolist() == [4, 5, 6]
+
+
+@pytest.mark.parametrize("empty", [[], (), np.zeros(0), torch.zeros(0), torch.zeros(0, dtype=torch.int64)])
+def test_an_empty_element_list_is_absent_whatever_the_number_of_contacts(empty):
+    for n in (0, 2):
+        c = ContactState(torch.zeros(n, 3), torch.zeros(n, 3), elems1=empty, elems2=empty)
+        assert c.elems1 is None and c.elems2 is None
+    # a list of element indices is an int64 tensor; a list of non-numbers is refused, naming the field
+    c = ContactState(torch.zeros(2, 3), torch.zeros(2, 3), elems1=[3, -1], elems2=np.array([1.0, 2.0]))
+    assert c.elems1.dtype == torch.int64 and c.elems1.tolist() == [3, -1] and c.elems2.tolist() == [1, 2]
+    with pytest.raises(ValueError, match="elems2"):
+        ContactState(torch.zeros(1, 3), torch.zeros(1, 3), elems2=["a"])
+    with pytest.raises(ValueError, match=r"elems1 must have shape \(2,\)"):
+        ContactState(torch.zeros(2, 3), torch.zeros(2, 3), elems1=[4])
 
 
 @pytest.mark.parametrize("bad, shown", [([0.0, 1.5], "1.5"), ([float("nan")], "nan"),

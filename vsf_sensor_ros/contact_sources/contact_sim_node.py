@@ -70,6 +70,7 @@ from vsf_sensor_ros.ros.parameters import declare_spec
 from vsf_sensor_ros.ros.parameter_table import Spec
 from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
 from vsf_sensor_ros.ros.messages.readings import codec_of_type, encode_vector, make_header, sensor_layout
+from vsf_sensor_ros.ros.messages.stamps import stamp_to_ns
 from vsf_sensor_ros.world import xyz_quat_from_transform
 
 from .contact_sim import ContactSimulation
@@ -263,7 +264,7 @@ class ContactSimNode(SimulatorNode):
         self.pub_contacts.publish(contacts_to_pointcloud2(state.contacts, self.p["contact_body_names"], stamp,
                                                           frame))
         for stream, layout, pub in zip(self.streams, self._layouts, self.pub_measured):
-            pub.publish(encode_vector(layout, stream.measure(state), stamp))
+            pub.publish(encode_vector(layout, stream.measure(state), stamp_to_ns(stamp)))
 
 
 def usage():

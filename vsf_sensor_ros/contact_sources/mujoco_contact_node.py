@@ -58,6 +58,7 @@ from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
 from vsf_sensor_ros.ros.main import run_node, user_args
 from vsf_sensor_ros.ros.parameters import declare_spec
 from vsf_sensor_ros.ros.messages.readings import codec_of_type, encode_vector, make_header, sensor_layout
+from vsf_sensor_ros.ros.messages.stamps import stamp_to_ns
 from vsf_sensor_ros.ros.parameter_table import Spec
 from vsf_sensor_ros.sensor.base_sensor import SimState
 from vsf_sensor_ros.world import xyz_quat_from_transform
@@ -253,7 +254,7 @@ class MujocoContactNode(SimulatorNode):
         if self.streams:
             state = self._state(contacts)
             for stream, layout, pub in zip(self.streams, self._layouts, self.pub_measured):
-                pub.publish(encode_vector(layout, stream.measure(state), stamp))
+                pub.publish(encode_vector(layout, stream.measure(state), stamp_to_ns(stamp)))
 
     def _state(self, contacts: Dict[Any, Any]) -> Any:
         """The package's ``SimState`` of this step (body poses of the contact bodies, the contacts)."""

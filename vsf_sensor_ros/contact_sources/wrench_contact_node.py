@@ -9,7 +9,10 @@ Topics (relative names): ``wrench`` (in, ``geometry_msgs/WrenchStamped``), ``joi
 (in, ``sensor_msgs/JointState``), ``contacts`` (out, ``sensor_msgs/PointCloud2``, the layout of
 :func:`~vsf_sensor_ros.ros.messages.contacts.contacts_to_pointcloud2`; empty = no contact).
 Service: ``~/tare`` (``std_srvs/Trigger``): the force bias from the last ``bias_samples``
-wrenches (call it while nothing touches the body).
+wrenches (call it while nothing touches the body).  ``/diagnostics`` (1 Hz): one status named
+with the node's fully qualified name: ``published``, ``rejected_wrenches``, ``dropped_pending``,
+``zero_stamps.<topic>`` per input topic (messages stamped 0, rejected: WARN once any came) and
+``last_rejection``; a zero stamp is also logged (throttled), naming the topic.
 
 Parameters (read-only): ``robot_description`` / ``robot_description_path`` (URDF text / file),
 ``world_frame`` (``world``), ``contact_body_names`` (the table shared with ``sensor_node``),
@@ -29,6 +32,7 @@ import sys
 from typing import Any, List, Optional
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -118,10 +122,14 @@ class WrenchContactNode(Node):
         self.source = WrenchContactSource(world, cfg)
         qos = QoSProfile(depth=int(p["qos_depth"]), reliability=ReliabilityPolicy.RELIABLE)
         self.pub = self.create_publisher(PointCloud2, "contacts", qos)
-        self.create_subscription(JointState, "joint_states", self._on_joint_state, qos)
-        self.create_subscription(WrenchStamped, "wrench", self._on_wrench, qos)
+        self._topics = {
+            "joint_states": self.create_subscription(JointState, "joint_states", self._on_joint_state,
+                                                     qos).topic_name,
+            "wrench": self.create_subscription(WrenchStamped, "wrench", self._on_wrench, qos).topic_name}
         self.create_service(Trigger, "~/tare", self._on_tare)
         self.published = 0
+        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.create_timer(1.0, self._publish_diagnostics)
 
     def _publish(self, ready: list) -> None:
         for t, contacts in ready:
@@ -132,18 +140,48 @@ class WrenchContactNode(Node):
     def _on_joint_state(self, msg: JointState) -> None:
         m = self.joint_name_map
         names = [m.get(n, n) for n in msg.name] if m else list(msg.name)
-        self._publish(self.source.on_joint_state(stamp_to_ns(msg.header.stamp) * 1e-9, names,
-                                                 list(msg.position)))
+        zero = self.source.zero_stamps["joint_states"]
+        ready = self.source.on_joint_state(stamp_to_ns(msg.header.stamp) * 1e-9, names, list(msg.position))
+        self._warn_zero_stamp("joint_states", zero)
+        self._publish(ready)
 
     def _on_wrench(self, msg: WrenchStamped) -> None:
         f = msg.wrench.force
-        before = self.source.rejected_wrenches
+        before, zero = self.source.rejected_wrenches, self.source.zero_stamps["wrench"]
         ready = self.source.on_wrench(stamp_to_ns(msg.header.stamp) * 1e-9, msg.header.frame_id,
                                       [f.x, f.y, f.z])
-        if self.source.rejected_wrenches > before:
+        if not self._warn_zero_stamp("wrench", zero) and self.source.rejected_wrenches > before:
             self.get_logger().warning(f"wrench rejected ({self.source.rejected_wrenches} so far): "
                                       f"{self.source.last_error}", throttle_duration_sec=5.0)
         self._publish(ready)
+
+    def _warn_zero_stamp(self, key: str, before: int) -> bool:
+        """Log (throttled per input) a message of input ``key`` just rejected for its zero stamp."""
+        n = self.source.zero_stamps[key]
+        if n == before:
+            return False
+        # a logger per input: one input's warnings do not hide the other's
+        self.get_logger().get_child(f"zero_stamp.{key}").warning(
+            f"{self._topics[key]}: message stamped 0 rejected ({n} so far): {self.source.last_error}",
+            throttle_duration_sec=5.0)
+        return True
+
+    def _publish_diagnostics(self) -> None:
+        src = self.source
+        zero = {self._topics[k]: n for k, n in src.zero_stamps.items()}
+        values = [KeyValue(key="published", value=str(self.published)),
+                  KeyValue(key="rejected_wrenches", value=str(src.rejected_wrenches)),
+                  KeyValue(key="dropped_pending", value=str(src.dropped_pending))]
+        values += [KeyValue(key=f"zero_stamps.{topic}", value=str(n)) for topic, n in zero.items()]
+        values.append(KeyValue(key="last_rejection", value=src.last_error))
+        bad = [f"{topic} ({n})" for topic, n in zero.items() if n]
+        status = DiagnosticStatus(
+            level=DiagnosticStatus.WARN if bad else DiagnosticStatus.OK,
+            name=self.get_fully_qualified_name(), hardware_id=self.get_name(),
+            message=("messages stamped 0 rejected on " + ", ".join(bad)) if bad else "ok", values=values)
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.diag_pub.publish(msg)
 
     def _on_tare(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         response.success, response.message = self.source.bias.tare()

@@ -21,6 +21,9 @@ Conventions:
   a wrench at or after that time has arrived.
 * **Deadband** (``min_force`` N): a force no larger than this (after the bias) gives an empty cloud
   (no contact), so sensor tares see the contact-free stretches.
+* **Zero stamps**: a wrench or joint state stamped 0 (a driver that never set the stamp) has no
+  time to be paired by: it is rejected and counted per input (``zero_stamps``), never paired with
+  the oldest buffered wrench nor left waiting.
 
 Limits: a single contact; its point is assumed, not measured (the torque is not used to locate
 it); joint states drive the output (one cloud per joint state).
@@ -214,7 +217,8 @@ class WrenchContactSource:
     ``set_joint_positions(names, positions)`` and ``body_transform(name)``).
 
     Counters: ``dropped_pending`` (joint states dropped beyond ``max_pending``),
-    ``rejected_wrenches`` (bad frame or non-finite values; reasons in ``last_error``).
+    ``rejected_wrenches`` (bad frame, non-finite values or a zero stamp; reasons in ``last_error``),
+    ``zero_stamps`` (``{'wrench': n, 'joint_states': n}``: messages stamped 0, rejected).
     """
 
     def __init__(self, world, config: WrenchContactConfig) -> None:
@@ -233,14 +237,16 @@ class WrenchContactSource:
         self._pending: Deque[Tuple[float, List[str], List[float]]] = deque()
         self.dropped_pending = 0
         self.rejected_wrenches = 0
+        self.zero_stamps: Dict[str, int] = {"wrench": 0, "joint_states": 0}
         self.last_error = ""
 
     def on_wrench(self, stamp: float, frame_id: str, force: Sequence[float]
                   ) -> List[Tuple[float, Dict[Pair, ContactState]]]:
         """Take one reading; return the contacts now ready ``[(stamp, {pair: ContactState})]``.
 
-        A reading in a frame not in the world (and no ``wrench_frame`` override) or with
-        non-finite values is rejected (counted, ``last_error``) and nothing is emitted.
+        A reading in a frame not in the world (and no ``wrench_frame`` override), with
+        non-finite values or stamped 0 (also counted in ``zero_stamps``) is rejected (counted,
+        ``last_error``) and nothing is emitted.
         """
         frame = self.cfg.wrench_frame or frame_id
         f = np.asarray(force, dtype=np.float64).reshape(3)
@@ -249,13 +255,26 @@ class WrenchContactSource:
                                 "wrench_frame to override)")
         if not np.all(np.isfinite(f)) or not math.isfinite(stamp):
             return self._reject(f"wrench at {stamp!r} has non-finite values {f.tolist()}")
+        if stamp == 0.0:
+            self.zero_stamps["wrench"] += 1
+            return self._reject("wrench stamped 0 (header.stamp never set by its driver): no time to "
+                                "pair it with a joint state")
         self.bias.feed(f)
         self.forces.add(stamp, f, frame)
         return self._drain()
 
     def on_joint_state(self, stamp: float, names: Sequence[str], positions: Sequence[float]
                        ) -> List[Tuple[float, Dict[Pair, ContactState]]]:
-        """Queue one joint state; return the contacts now ready (as :meth:`on_wrench`)."""
+        """Queue one joint state; return the contacts now ready (as :meth:`on_wrench`).
+
+        A joint state stamped 0 is rejected (``zero_stamps['joint_states']``, ``last_error``): it
+        would pair with the oldest buffered wrench.
+        """
+        if stamp == 0.0:
+            self.zero_stamps["joint_states"] += 1
+            self.last_error = ("joint state stamped 0 (header.stamp never set by its driver): no time "
+                               "to pair it with a wrench")
+            return []
         self._pending.append((float(stamp), list(names), list(positions)))
         while len(self._pending) > self.cfg.max_pending:
             self._pending.popleft()

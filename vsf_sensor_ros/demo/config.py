@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -164,15 +163,6 @@ def sensors_from_params(params: Dict[str, Any], path: Path) -> List[SensorInfo]:
     return out
 
 
-def default_assets() -> Optional[Path]:
-    """``$VSF_ASSETS``, else the shared Kinova fixture next to the checkout, else ``None``."""
-    env = os.environ.get("VSF_ASSETS")
-    if env:
-        return Path(env)
-    shared = PACKAGE_ROOT.parent / "shared" / "fixtures" / "kinova_punyo"
-    return shared if shared.is_dir() else None
-
-
 def resolve_config(args: argparse.Namespace) -> DemoConfig:
     """Check the arguments and find the files they point to.
 
@@ -194,7 +184,8 @@ def resolve_config(args: argparse.Namespace) -> DemoConfig:
         raise DemoError(f"sensor node parameter file {params_file} not found")
     node_key, params = read_params_file(params_file)
     sensors = sensors_from_params(params, params_file)
-    assets = args.assets if args.assets is not None else default_assets()
+    from vsf_sensor_ros.embedded_world import default_assets_dir   # heavy imports: only when run
+    assets = args.assets if args.assets is not None else default_assets_dir()
     if args.world != "kinova":
         assets = None  # the embedded world needs no files
     else:

@@ -613,6 +613,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f"lag {m['lag_frames']} frames")
         print(f"  ratio at the F/T peak  {m['ratio_at_peak']:.2f}    ({r['ratio_at_peak']})")
         print(f"  RMS of |sum| - |F|     {m['rms_error_n']:.2f} N  ({r['rms_error_n']} N)")
+        c = m["scale_calibration"]
+        if "skipped" in c:
+            print(f"  scale against the F/T  skipped: {c['skipped']}")
+        else:
+            print(f"  scale against the F/T  {c['scale']:.3f} +- {c['scale_std_error']:.3f} fitted on the "
+                  f"{c['fit_frames']} loading frames; on the {c['test_frames']} unloading frames RMS "
+                  f"{c['rms_error_unloading_uncalibrated_n']:.2f} N uncalibrated -> "
+                  f"{c['rms_error_unloading_calibrated_n']:.2f} N with that scale")
         print(f"  estimate per frame     {m['estimate_ms_median']:.1f} ms median, "
               f"{m['estimate_ms_p99']:.1f} ms p99 ({r['s_per_frame']} s); start-up {m['startup_s']:.2f} s")
         print(f"  node vs library        {m['node_vs_library_max_abs_n']:.2g} N at most")

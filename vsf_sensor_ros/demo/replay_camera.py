@@ -30,7 +30,10 @@ intrinsics and distortion, the 390-vertex membrane mesh), the replay
 4. runs the same estimator in this process on the same frames (:func:`library_run`: its times are
    the ``estimate_ms`` of ``membrane_force.npz``, its forces are checked against the node's), and
    writes ``membrane_force.npz``, ``membrane_force.png`` and the ``membrane_force`` block of
-   ``summary.json`` (:func:`analyse_membrane`).
+   ``summary.json`` (:func:`analyse_membrane`);
+5. calibrates the scale of that force against the arm's F/T on the poke's loading only and scores
+   it on the unloading (:func:`calibrate_scale`): ``force_calibrated`` and
+   ``calibration_fit_frames`` of ``membrane_force.npz``, the ``scale_calibration`` block.
 """
 from __future__ import annotations
 
@@ -38,11 +41,14 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from vsf_sensor_ros.demo.replay_recording import CONTACT_BODIES, HPA_TO_PA, Recording
+
+if TYPE_CHECKING:   # the sensor package (torch) is imported when the analysis runs
+    from vsf_sensor_ros.sensor.scale_calibration import ScaleScore
 
 MEMBRANE_BODY = "punyo_membrane"
 MEMBRANE_SENSOR = "punyo_force"
@@ -351,6 +357,34 @@ def _decode_field(log: Any, rec: Recording, n: int) -> np.ndarray:
     return out
 
 
+def calibrate_scale(total: np.ndarray, rec: Recording, cmp: Any) -> "ScaleScore":
+    """The force scale fitted on the poke's loading, scored on its unloading (frames the fit never saw).
+
+    The frames and pairing are :func:`~vsf_sensor_ros.sensor.membrane_force_estimator.compare_with_wrench`'s
+    (``cmp``): estimate frame ``k`` against F/T frame ``k + cmp.lag``, ``|F − cmp.bias|`` over the
+    frames where it exceeds 0.5 N; the loading is those up to and including the F/T peak.
+
+    Args:
+        total: ``(N, 3)`` the sum of the estimated contact forces per frame, N.
+        rec: the recording (its wrench, N); cmp: the comparison on ``total``.
+
+    Returns:
+        :class:`~vsf_sensor_ros.sensor.scale_calibration.ScaleScore` with its frames in estimate frame
+        numbers.
+
+    Raises:
+        ScaleFitRefused: the loading or the unloading is too short (the reason names the count).
+    """
+    from dataclasses import replace
+
+    from vsf_sensor_ros.sensor.scale_calibration import out_of_sample_scale
+    lag, n = int(cmp.lag), len(total)
+    k = np.arange(max(0, -lag), min(n, n - lag))          # estimate frames with an F/T partner
+    score = out_of_sample_scale(total[k], rec.wrench[k + lag, :3] - cmp.bias)
+    return replace(score, fit=replace(score.fit, frames=k[score.fit.frames]),
+                   test_frames=k[score.test_frames])
+
+
 def analyse_membrane(logs: Dict[str, Any], run: LibraryRun, rec: Recording, cam: CameraRecording,
                      vertex: int, out: Path) -> Dict[str, Any]:
     """``membrane_force.npz``, ``membrane_force.png`` and the summary's ``membrane_force`` block.
@@ -360,6 +394,7 @@ def analyse_membrane(logs: Dict[str, Any], run: LibraryRun, rec: Recording, cam:
     """
     from vsf_sensor_ros.sensor.membrane_force_estimator import compare_with_wrench, peak_distance
     from vsf_sensor_ros.sensor.membrane_frame import fit_mesh_transform
+    from vsf_sensor_ros.sensor.scale_calibration import ScaleFitRefused
     n = run.forces.shape[1]
     frame = fit_mesh_transform(run.mesh_points, ply_vertices(cam), run.boundary)
     back = frame.R          # attachment (PLY) frame -> membrane mesh frame: f_mesh = R^T f_ply
@@ -381,7 +416,22 @@ def analyse_membrane(logs: Dict[str, Any], run: LibraryRun, rec: Recording, cam:
     pred_have = np.isfinite(fields["predicted"]).all(axis=(1, 2)) & have
     res_have = np.isfinite(fields["residual"]).all(axis=(1, 2))
     peak = int(cmp.peak_frame)
-    np.savez_compressed(out / "membrane_force.npz", force=run.forces, boundary=run.boundary,
+    try:
+        scale = calibrate_scale(total, rec, cmp)
+    except ScaleFitRefused as exc:     # a cut of the poke (--frames) may hold too little of it
+        scale, calibration, calibrated = None, {"skipped": str(exc)}, {}
+    else:
+        calibration = {
+            "scale": scale.fit.scale, "scale_std_error": scale.fit.std_error,
+            "fit_frames": int(scale.fit.frames.size), "last_fit_frame": int(scale.fit.frames[-1]),
+            "rms_error_fit_frames_calibrated_n": scale.fit.rms_after,
+            "test_frames": int(scale.test_frames.size),
+            "rms_error_unloading_uncalibrated_n": scale.rms_before,
+            "rms_error_unloading_calibrated_n": scale.rms_after,
+        }
+        calibrated = {"force_calibrated": scale.fit.scale * run.forces,
+                      "calibration_fit_frames": scale.fit.frames}
+    np.savez_compressed(out / "membrane_force.npz", force=run.forces, boundary=run.boundary, **calibrated,
                         estimate_ms=ms, positions=run.positions, node_force=node,
                         predicted=fields["predicted"], residual=fields["residual"],
                         contact_vertex=np.array(vertex), peak_frame=np.array(peak))
@@ -404,10 +454,12 @@ def analyse_membrane(logs: Dict[str, Any], run: LibraryRun, rec: Recording, cam:
         "residual_total_at_peak_n": (float(np.linalg.norm(fields["residual"][peak].sum(axis=0)))
                                      if res_have[peak] else None),
         "ft_force_at_peak_n": float(np.linalg.norm(rec.wrench[peak + cmp.lag, :3] - bias)),
+        "scale_calibration": calibration,
         "reference_estimator": dict(REFERENCE_ESTIMATOR),
         "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "unset"),
     }
-    plot_membrane(run, fields, rec, cmp, peak, out / "membrane_force.png")
+    plot_membrane(run, fields, rec, cmp, peak, out / "membrane_force.png",
+                  None if scale is None else scale.fit.scale)
     return block
 
 
@@ -453,13 +505,31 @@ MEMBRANE_DEFINITIONS = {
                                                "F/T peak frame, N",
     "membrane_force.reference_estimator": "the public reference estimator's figures on the same poke and "
                                           "rules, as measured for docs/membrane_force.md",
+    "membrane_force.scale_calibration": "the scale s of the dense force fitted against the arm's F/T "
+                                        "(sensor.scale_calibration): s = sum |sum f| |F - bias| / sum "
+                                        "|sum f|^2 over the loading only (the loaded frames of correlation, "
+                                        "at its lag, up to and including the F/T peak); scored on the "
+                                        "loaded frames after the peak, which the fit never saw",
+    "scale_calibration.skipped": "why no scale was fitted (too few loaded frames before or after the "
+                                 "F/T peak, or too little force), when none was",
+    "scale_calibration.scale": "s: force_calibrated = s x force in membrane_force.npz",
+    "scale_calibration.scale_std_error": "standard error of s (least squares through the origin)",
+    "scale_calibration.fit_frames": "frames fitted on (calibration_fit_frames in membrane_force.npz)",
+    "scale_calibration.last_fit_frame": "the last of them (the F/T peak's estimate frame)",
+    "scale_calibration.rms_error_fit_frames_calibrated_n": "RMS of s|sum f| - |F - bias| over the fit "
+                                                           "frames, N (in sample)",
+    "scale_calibration.test_frames": "loaded frames after the last fit frame (the unloading)",
+    "scale_calibration.rms_error_unloading_uncalibrated_n": "RMS of |sum f| - |F - bias| over those, N",
+    "scale_calibration.rms_error_unloading_calibrated_n": "RMS of s|sum f| - |F - bias| over those, N "
+                                                          "(out of sample)",
     "membrane_force.blas_threads": "OPENBLAS_NUM_THREADS of the replay (1 = the one-core figure)",
 }
 
 
 def plot_membrane(run: LibraryRun, fields: Dict[str, np.ndarray], rec: Recording, cmp: Any, peak: int,
-                  path: Path) -> Path:
-    """Contact-force sum against the F/T magnitude over time; measured, predicted and residual at the peak."""
+                  path: Path, scale: Optional[float] = None) -> Path:
+    """Contact-force sum against the F/T magnitude over time (and × ``scale``, the calibrated one,
+    when given); measured, predicted and residual at the peak."""
     import matplotlib
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
@@ -474,6 +544,9 @@ def plot_membrane(run: LibraryRun, fields: Dict[str, np.ndarray], rec: Recording
     lib = np.linalg.norm(run.forces.sum(axis=1), axis=1)
     ax.plot(t - lag * np.median(np.diff(rec.t)), lib, color="tab:red", ls="--", marker="s", ms=3,
             markevery=3, mfc="none", label=f"|sum of contact forces|, camera estimate (shifted {lag} frames)")
+    if scale is not None:
+        ax.plot(t - lag * np.median(np.diff(rec.t)), scale * lib, color="tab:green", ls="-.", lw=1.2,
+                label=f"the same x {scale:.2f}, the scale fitted against the F/T on the loading")
     node = fields["measured"]
     have = np.isfinite(node).all(axis=(1, 2))
     ax.plot(t[have] - lag * np.median(np.diff(rec.t)), np.linalg.norm(node[have].sum(axis=1), axis=1),

@@ -61,7 +61,8 @@ import torch
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 
-from ..urdf import MOVABLE_JOINT_TYPES
+from ..urdf import MOVABLE_JOINT_TYPES, JointNameMapError
+from ..urdf import parse_joint_name_map as _parse_joint_name_map
 from .messages.stamps import stamp_to_ns
 from .parameter_table import ConfigError
 from .sensor_handle import SensorHandle
@@ -167,39 +168,15 @@ MISSING_AFTER = 50
 
 def parse_joint_name_map(entries: Sequence[str], urdf_joints: Iterable[str],
                          parameter: str = "joint_name_map") -> Dict[str, str]:
-    """``["joint_1:Actuator1", ...]`` -> ``{"joint_1": "Actuator1", ...}``.
-
-    Args:
-        entries: ``driver:urdf`` pairs (whitespace around either name ignored).
-        urdf_joints: every joint name the URDF's JointState may carry (movable joints,
-            mimic ones included).
-        parameter: name used in the error.
+    """:func:`vsf_sensor_ros.urdf.parse_joint_name_map` with the URDF's joints checked.
 
     Raises:
-        ConfigError: naming the entry: not exactly one ``:`` with a name on each side,
-            a URDF name that is no joint of the URDF, a driver name or a URDF name
-            listed twice.
+        ConfigError: naming ``parameter`` and the offending entry (why: see the parser).
     """
-    known = set(urdf_joints)
-    out: Dict[str, str] = {}
-    targets: Dict[str, str] = {}
-    for entry in entries:
-        parts = entry.split(":")
-        if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
-            raise ConfigError(parameter, entry, "each entry is 'driver_name:urdf_name' "
-                                                "(e.g. 'joint_1:Actuator1')")
-        driver, urdf = parts[0].strip(), parts[1].strip()
-        if urdf not in known:
-            raise ConfigError(parameter, entry, f"{urdf!r} is not a joint of the URDF (joints: "
-                                                f"{', '.join(sorted(known)) or 'none'})")
-        if driver in out:
-            raise ConfigError(parameter, entry, f"driver name {driver!r} is mapped twice")
-        if urdf in targets:
-            raise ConfigError(parameter, entry, f"URDF joint {urdf!r} is already the target of "
-                                                f"{targets[urdf]!r}")
-        out[driver] = urdf
-        targets[urdf] = driver
-    return out
+    try:
+        return _parse_joint_name_map(entries, list(urdf_joints))
+    except JointNameMapError as exc:
+        raise ConfigError(parameter, exc.entry, exc.detail) from None
 
 
 def joints_moving(body: str, body_parent: Mapping[str, Optional[str]],

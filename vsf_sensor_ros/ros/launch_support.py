@@ -17,7 +17,8 @@ keeping the logic here lets it be tested on machines without ``launch``
 * :func:`robot_description_file` -- the URDF the node will load, so that
   robot_state_publisher (rviz's robot model and the link frames) is given
   the very same file.
-* :func:`urdf_for_state_publisher` -- that URDF's text with relative mesh
+* :func:`urdf_for_state_publisher` -- that URDF's text (a xacro file
+  expanded, as the node expands it) with relative mesh
   references made absolute ``file://`` URIs (rviz resolves only URIs) and,
   with a ``joint_name_map``, its joints renamed to the driver's names
   (robot_state_publisher matches ``JointState.name`` exactly and has no map
@@ -35,6 +36,9 @@ from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 import yaml
+
+from ..urdf import JointNameMapError, read_urdf
+from ..urdf import parse_joint_name_map as _parse_joint_name_map
 
 ASSETS_ENV = "VSF_ASSETS"
 """Environment variable that wins over ``assets_dir`` (the node reads the same one)."""
@@ -167,29 +171,22 @@ def robot_description_file(params: Mapping[str, Any], assets_dir: str, argument:
 
 
 def parse_joint_name_map(entries: Sequence[str]) -> Dict[str, str]:
-    """``["driver:urdf", ...]`` -> ``{driver: urdf}`` (the node's ``joint_name_map`` format).
+    """``["driver:urdf", ...]`` -> ``{driver: urdf}``: :func:`vsf_sensor_ros.urdf.parse_joint_name_map`
+    (the URDF names are checked later, by :func:`urdf_for_state_publisher`).
 
     Raises:
-        LaunchConfigError: an entry without exactly one ``:`` or with an
-            empty side, or a driver or URDF name given twice.
+        LaunchConfigError: naming the entry (why: see the parser).
     """
-    out: Dict[str, str] = {}
-    seen_urdf = set()
-    for e in entries or []:
-        parts = str(e).split(":")
-        if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
-            raise LaunchConfigError(f"joint_name_map entry {e!r} is not 'driver_name:urdf_name'")
-        drv, urdf = parts[0].strip(), parts[1].strip()
-        if drv in out or urdf in seen_urdf:
-            raise LaunchConfigError(f"joint_name_map entry {e!r} repeats a name")
-        out[drv] = urdf
-        seen_urdf.add(urdf)
-    return out
+    try:
+        return _parse_joint_name_map(entries)
+    except JointNameMapError as exc:
+        raise LaunchConfigError(str(exc)) from None
 
 
 def urdf_for_state_publisher(urdf_path: str, joint_name_map: Optional[Mapping[str, str]] = None) -> str:
     """URDF text for robot_state_publisher and rviz, from the node's URDF file.
 
+    * A xacro file is expanded, as the node expands it (:func:`~vsf_sensor_ros.urdf.read_urdf`).
     * Every ``<mesh filename=...>`` that is a plain path (relative to the
       URDF's directory, or absolute) becomes an absolute ``file://`` URI;
       ``package://`` and other URIs are kept.
@@ -199,13 +196,14 @@ def urdf_for_state_publisher(urdf_path: str, joint_name_map: Optional[Mapping[st
       robot_state_publisher applies the driver's ``JointState`` directly.
 
     Raises:
-        LaunchConfigError: unreadable XML, or a map naming a URDF joint that
-            does not exist.
+        LaunchConfigError: unreadable XML, a xacro file that cannot be
+            expanded here (the message says how to expand it), or a map
+            naming a URDF joint that does not exist.
     """
     path = Path(urdf_path)
     try:
-        root = ET.parse(str(path)).getroot()
-    except (OSError, ET.ParseError) as exc:
+        root = ET.fromstring(read_urdf(path)[0])
+    except (OSError, ValueError, ET.ParseError) as exc:   # UrdfError (xacro) is a ValueError
         raise LaunchConfigError(f"URDF {str(path)!r} cannot be read: {exc}") from None
     base = path.resolve().parent
     for mesh in root.iter("mesh"):

@@ -139,21 +139,17 @@ def descriptor(name: str, description: str, bounds: Optional[Sequence[float]], d
 
 
 def load_attachment_vertices(path: str) -> np.ndarray:
-    """``(n, 3)`` float64 vertices (m) of the attachment mesh in the file's order (trimesh, no
-    processing).
+    """``(n, 3)`` float64 vertices (m) of the attachment mesh, the file's vertex table in its order
+    and count (:func:`vsf_sensor_ros.mesh_io.load_mesh`, the rule every body mesh follows).
 
     Raises:
-        ValueError: a file trimesh cannot read as a mesh, or one without vertices.
+        ValueError: a file that cannot be read as a triangle mesh (the reader's reason).
     """
-    import trimesh
+    from ..mesh_io import load_mesh
     try:
-        mesh = trimesh.load(path, process=False, force="mesh")
-        vertices = np.asarray(mesh.vertices, dtype=np.float64)
+        return np.asarray(load_mesh(path).vertices, dtype=np.float64)
     except Exception as exc:   # trimesh's loaders fail with many types on a file that is no mesh
-        raise ValueError(f"not a mesh trimesh can read ({type(exc).__name__}: {exc})") from None
-    if vertices.ndim != 2 or vertices.shape[1] != 3 or len(vertices) == 0:
-        raise ValueError(f"a mesh without vertices (shape {vertices.shape})")
-    return vertices
+        raise ValueError(f"not a triangle mesh ({type(exc).__name__}: {exc})") from None
 
 
 def unknown_text(name: str) -> str:

@@ -238,7 +238,7 @@ def check_reference_frame(depth: np.ndarray, pressure: float, shape: Tuple[int, 
     """Refuse a frame the reference must not take (a bad frame never enters it).
 
     Args:
-        depth: ``(H, W)`` float depth image, m (0 / NaN = no reading).
+        depth: ``(H, W)`` float depth image, m (0, NaN, +-Inf = no reading, REP 117).
         pressure: its bubble pressure, Pa absolute.
         shape: the camera's ``(height, width)``, px.
         p: the node's parameters (``max_depth`` m, ``depth_unit`` m, for the message).
@@ -254,7 +254,7 @@ def check_reference_frame(depth: np.ndarray, pressure: float, shape: Tuple[int, 
         raise InputRejected(f"frame of {depth.shape[1]}x{depth.shape[0]} px for a "
                             f"{shape[1]}x{shape[0]} camera", "wrong_size")
     if not np.isfinite(depth).any():
-        raise InputRejected("frame holds no finite depth", "nan")
+        raise InputRejected("frame holds no finite depth (every pixel NaN or +-Inf: no reading)", "nan")
     with np.errstate(invalid="ignore"):
         readings = depth[np.isfinite(depth) & (depth > 0.0)]
     far = float(p["max_depth"])

@@ -273,7 +273,7 @@ class MembraneForceNode(Node):
         file's resolved path.
 
         Raises:
-            ConfigurationError: no such file, not a regular file, a file trimesh cannot read, or
+            ConfigurationError: no such file, not a regular file, a file that is no triangle mesh, or
             one that is not the same membrane (named).
         """
         attachment = mesh_file("attachment_mesh", given)

@@ -287,9 +287,6 @@ NODE_SPECS: List[Spec] = [
     Spec("joint_name_map", [], "driver joint names -> URDF joint names, as 'driver:urdf' pairs "
          "(e.g. joint_1:Actuator1); names not listed are used as they are", read_only=True,
          ptype=STRING_ARRAY),
-    Spec("fast_path", True, "read contacts/joint_states from their serialised bytes and publish "
-         "predicted/residual/jacobian as serialised bytes (numpy CDR codec); false: the standard "
-         "message objects (the reference implementation, same messages)", read_only=True),
     Spec("executor", "auto", "executor of the node's main(): auto (EventsExecutor where rclpy has it, "
          "else single-threaded), events or single_threaded", read_only=True,
          constraints="auto | events | single_threaded"),

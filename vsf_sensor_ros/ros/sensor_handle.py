@@ -18,9 +18,9 @@ Per sensor ``<s>`` (:class:`SensorEndpoints`, created and destroyed together):
 * the service ``<s>/calibrate_gain`` (``std_srvs/Trigger``) for a sensor with a gain
   (:mod:`vsf_sensor_ros.ros.calibration`).
 
-Predicted, residual and Jacobian messages are written by the node's
-:class:`~vsf_sensor_ros.ros.messages.encoding.Encoding` (bytes or message objects, chosen
-once at start from ``fast_path``); markers always use message objects.
+Predicted, residual, measured-SI and Jacobian messages are published as serialised bytes
+(:mod:`vsf_sensor_ros.ros.messages.wire`, the node's one message path); markers, an rviz aid off
+the hot path, as message objects.
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ from ..sensor import GainCalibrator
 from ..sensor.base_sensor import BaseSensor, SimState
 from .diagnostics import SensorStats
 from .messages import readings as enc
-from .messages.encoding import OBJECTS, Encoding
+from .messages import wire
 from .messages.stamps import ns_to_stamp, stamp_to_ns
 from .pairing import StampPairer
 from .parameter_table import ConfigError
@@ -162,7 +162,6 @@ class SensorEndpoints:
         on_calibrate_gain: the same for ``<s>/calibrate_gain``, created when given and the
             sensor ``sensor`` takes a gain (``GainCalibrator.compatible``).
         sensor: the sensor's model (decides ``<s>/calibrate_gain``).
-        encoding: how predicted, residual and Jacobian messages are written (default: objects).
     """
 
     def __init__(self, node: Node, config: SensorParameters, layout: enc.SensorLayout, qos: EndpointQoS,
@@ -170,10 +169,8 @@ class SensorEndpoints:
                  on_tare: Callable[[str, Trigger.Request, Trigger.Response], Trigger.Response],
                  on_calibrate_gain: Optional[Callable[[str, Trigger.Request, Trigger.Response],
                                                       Trigger.Response]] = None,
-                 sensor: Optional[BaseSensor] = None,
-                 encoding: Optional[Encoding] = None) -> None:
+                 sensor: Optional[BaseSensor] = None) -> None:
         self._node, self._qos, self._on_measured = node, qos, on_measured
-        self.encoding = encoding if encoding is not None else OBJECTS
         # contacts messages since the last published Jacobian (jacobian_decimation)
         self._since_jacobian = 0
         self.name = config.name
@@ -263,9 +260,9 @@ class SensorEndpoints:
         values, jac = r.values, r.jacobian
         stamp_ns = stamp_to_ns(stamp)
         if wanted(self.predicted):
-            self.predicted.publish(self.encoding.vector(layout, values, stamp_ns))
+            self.predicted.publish(enc.encode_vector(layout, values, stamp_ns))
         if jac is not None and self.jacobian is not None and wanted(self.jacobian):
-            self.jacobian.publish(self.encoding.jacobian(
+            self.jacobian.publish(wire.encode_jacobian(
                 jac.rows.cpu().numpy(), r.jacobian_cols, jac.values.detach().cpu().numpy(), stamp_ns,
                 world_frame))
         if marker_force_scale is None or self.markers is None or not wanted(self.markers):
@@ -280,7 +277,7 @@ class SensorEndpoints:
         """Publish ``<s>/residual`` (``(#meas,)`` float64, SI) when someone subscribes; True if sent."""
         if not wanted(self.residual):
             return False
-        self.residual.publish(self.encoding.vector(layout, residual, stamp_ns))
+        self.residual.publish(enc.encode_vector(layout, residual, stamp_ns))
         return True
 
     def publish_measured_si(self, layout: enc.SensorLayout, measured: np.ndarray, stamp_ns: int) -> bool:
@@ -294,7 +291,7 @@ class SensorEndpoints:
         """
         if not wanted(self.measured_si):
             return False
-        self.measured_si.publish(self.encoding.vector(layout, measured, stamp_ns))
+        self.measured_si.publish(enc.encode_vector(layout, measured, stamp_ns))
         return True
 
     def jacobian_due(self, decimation: int) -> bool:
@@ -419,7 +416,7 @@ class SensorHandle:
         The published Jacobian's columns are ``3·r + k`` with ``r`` the message row.
         A contact of an implied pair ``(b, a)`` carries ``-f`` of its row ``r`` of
         ``(a, b)``, so ``d reading / d f_r = -d reading / d f_implied``: its
-        entries are negated here.
+        entries are negated here, as are those of a flipped row (``decoded.flipped_rows``).
 
         Raises:
             ValueError, IndexError, RuntimeError: from the model (the node counts
@@ -434,7 +431,7 @@ class SensorHandle:
         cols = None
         if jac is not None:
             cols = enc.jacobian_message_columns(jac.cols.cpu().numpy(), jac.pairs, jac.offsets, decoded.rows)
-            jac = _signed_to_rows(jac, getattr(decoded, "implied", frozenset()))
+            jac = _signed_to_rows(jac, decoded)
         body = self.layout.frame_id
         n_on_body = sum(len(c) for (b1, _), c in decoded.contacts.items() if b1 == body)
         # contact-free for a tare: nothing touches what the sensor senses (its patch/radius)
@@ -471,15 +468,30 @@ class SensorHandle:
         self.contact_pairs.clear()
 
 
-def _signed_to_rows(jac: Any, implied: Any) -> Any:
-    """``jac`` with the entries of contacts of ``implied`` pairs negated (a new object), or ``jac``."""
-    flip = [p for p, pair in enumerate(jac.pairs) if tuple(pair) in implied]
-    if not flip:
+def _signed_to_rows(jac: Any, decoded: Any) -> Any:
+    """``jac`` with the entries of contacts whose force is minus their row's written force negated
+    (a new object), or ``jac``: contacts of ``decoded.implied`` pairs, and rows in
+    ``decoded.flipped_rows`` (both: negated twice)."""
+    implied = getattr(decoded, "implied", frozenset())
+    flipped = getattr(decoded, "flipped_rows", None)
+    signs = {}
+    for p, pair in enumerate(jac.pairs):
+        pair = tuple(pair)
+        s = -1.0 if pair in implied else 1.0
+        if flipped is None:
+            if s < 0:
+                signs[p] = s
+            continue
+        per_row = np.where(flipped[decoded.rows[pair]], -s, s)
+        if (per_row < 0).any():
+            signs[p] = per_row
+    if not signs:
         return jac
     n = int(jac.offsets[-1])
     sign = torch.ones(n, dtype=jac.values.dtype, device=jac.values.device)
-    for p in flip:
-        sign[int(jac.offsets[p]):int(jac.offsets[p + 1])] = -1.0
+    for p, s in signs.items():
+        lo, hi = int(jac.offsets[p]), int(jac.offsets[p + 1])
+        sign[lo:hi] = torch.as_tensor(s, dtype=sign.dtype, device=sign.device)
     return dataclasses.replace(jac, values=jac.values * sign[jac.cols // 3])
 
 

@@ -51,19 +51,19 @@ Event-driven contacts (gz ``Contacts``, or ``contacts_event_driven``) send nothi
 touches: the node then also steps with an empty contact set, on the joint states' stamps, once
 ``contact_free_period`` of them passed without a contacts message (:mod:`.contact_free`).
 
-Hot path (``fast_path``, default true): ``contacts`` and ``joint_states`` are read from
-their serialised bytes and the predicted, residual and Jacobian messages are published as
-serialised bytes; ``fast_path: false`` uses the standard message objects (the reference
-implementation, same messages).  The choice is made once, at start
-(:mod:`.messages.encoding`).  ``main()`` spins with the ``executor`` parameter's choice
-(:mod:`.main`).
+``contacts`` (``PointCloud2``) and ``joint_states`` are read from their serialised bytes and
+the predicted, residual and Jacobian messages are published as serialised bytes
+(:mod:`.messages.wire`; a gz ``Contacts`` input is read as message objects).  ``main()`` spins
+with the ``executor`` parameter's choice (:mod:`.main`).
 
 Configuration is checked, not trusted (:mod:`.health`): at start, parameter keys the node does
 not know (top level, a sensor's or a body's section; ``strict_parameters: true`` makes them a
 configuration error), ``--params-file`` files with no entry for the node's fully qualified name
 and an empty sensor list are WARN lines naming the key (and the closest known one), the file or
-the missing sensors; unknown keys of a live request are named too.  ``/diagnostics`` is OK for a
-sensor only while its predictions flow: an input it needs silent for ``input_timeout`` s (named,
+the missing sensors; unknown keys of a live request are named too, and a start-up error names
+the unknown keys of the sections its stage read (top level; bodies; the failing sensors).
+``/diagnostics`` is OK for a sensor only while its predictions flow: an input it needs silent for
+``input_timeout`` s (named,
 with the other message type its topic carries if so: :mod:`.input_types`; the inputs status
 then WARNs too), a measured unit that looks wrong or joints never received make it WARN,
 failing predictions ERROR; each input topic has a frequency status.
@@ -96,7 +96,7 @@ from ..trimesh_extras import skip_trimesh_extras
 from . import calibration_file as cal_store
 from . import main as node_main
 from .messages import readings as enc
-from .messages.encoding import encoding
+from .messages import wire
 from ._rclpy_compat import add_parameter_callbacks, parameter_override, parameter_override_names
 from .messages.contacts import (ContactsDecodeError, contacts_to_pointcloud2, pointcloud2_to_contacts,
                                 with_implied_pairs)
@@ -197,15 +197,22 @@ class SensorNode(Node):
 
         # every node-wide problem at once (one line), so a user fixes them in one go
         p, problems = self.params.declare_node()
-        raise_all(problems + node_value_problems(p))
+        problems += node_value_problems(p)
+        # a misspelt top-level key may be why a value kept its default: name it with the problems
+        raise_all(problems + (self._misspelt_keys({""}, p["bodies"]) if problems else []))
         self._world_frame = p["world_frame"]
         # robot_state_publisher's rule: the prefix goes on every frame on the wire; the model keeps
         # the bare names (inputs are checked against the bare world_frame)
         self._frame_prefix = str(p["frame_prefix"])
         assets = effective_assets_dir(p["assets_dir"])
         self._qos = EndpointQoS.from_values(p)
-        self._encoding = encoding(bool(p["fast_path"]))   # bytes or message objects, fixed for the run
-        self.world, pose_topics, body_meshes = build_scene(p, assets, self.params.declare_body)
+        try:
+            self.world, pose_topics, body_meshes = build_scene(p, assets, self.params.declare_body)
+        except ConfigError as exc:
+            # 'box.transform_kye' leaves transform_key at its default: the error is the file's,
+            # the cause the misspelt key, named with it
+            raise_all(getattr(exc, "errors", [exc]) + self._misspelt_keys({""} | set(p["bodies"] or []),
+                                                                          p["bodies"]))
         self._factory = SensorFactory(self.world, body_meshes, self._frame_prefix)
         # every free body (embedded scene objects included) follows a PoseStamped topic
         self._pose_topics = {b: pose_topics.get(b, f"{b}/pose") for b in self.world.free_body_names}
@@ -282,9 +289,13 @@ class SensorNode(Node):
         # creation order, so a step's joint state (published first by a simulator) is applied before
         # its contacts; the EventsExecutor serves them in arrival order.  Either way a contacts
         # message uses the stamped joint state of its own step (body_transforms' history).
-        self.sub_joints, self.sub_contacts = self._encoding.subscribe_inputs(
-            self, self._qos.inputs, self._on_joint_state, self._on_contacts, self._reject,
-            self._gz_contacts[0] if self._gz_contacts else None)
+        self.sub_joints = wire.subscribe(self, JointState, "joint_states", wire.decode_joint_state,
+                                         self._on_joint_state, self._reject, self._qos.inputs)
+        self.sub_contacts = (
+            self.create_subscription(self._gz_contacts[0], "contacts", self._on_contacts, self._qos.inputs)
+            if self._gz_contacts else
+            wire.subscribe(self, PointCloud2, "contacts", wire.decode_pointcloud2, self._on_contacts,
+                           self._reject, self._qos.inputs))
         self._contacts_clock = self.health.stream(self.sub_contacts.topic_name, p["contacts_type"])
         self._joints_clock = self.health.stream(self.sub_joints.topic_name, JOINT_STATE)
         self._pose_clocks = {b: self.health.stream(sub.topic_name, POSE_STAMPED)
@@ -351,21 +362,27 @@ class SensorNode(Node):
             self.timer_contact_free = self.create_timer(period / 4, self._on_contact_free_clock)
         return ContactFreeSteps(round(period * 1e9))
 
-    def _misspelt_keys(self, failed: Iterable[str]) -> List[ConfigError]:
-        """The unknown keys of the sensors ``failed`` at start, with the closest known key: a
-        misspelt ``attachement`` explains a missing ``attachment`` (the warning naming it comes
-        only after a successful start)."""
+    def _misspelt_keys(self, failed: Iterable[str], bodies: Optional[Iterable[str]] = None
+                       ) -> List[ConfigError]:
+        """The unknown keys of the sections ``failed`` at start (sensor or body names; ``''``: the
+        top level), with the closest known key: a misspelt ``attachement`` explains a missing
+        ``attachment`` (the warning naming it comes only after a successful start).  ``bodies``:
+        the configured extra bodies (default: the declared ``bodies``)."""
         failed = set(failed)
         types = {}
-        for name in failed:
+        for name in failed - {""}:
             kind = self.get_parameter(f"{name}.type").value if self.has_parameter(f"{name}.type") else None
             if kind in SENSOR_SETTINGS:   # an unknown type has no keys to compare with
                 types[name] = kind
-        unknown = unknown_keys(parameter_override_names(self),
-                               **known_keys(types, list(self.params.values.get("bodies") or [])))
+        bodies = list((self.params.values.get("bodies") if bodies is None else bodies) or [])
+        known = known_keys(types, bodies)
+        node_sections = {k.partition(".")[0] for k in known["node_keys"] if "." in k}
         out = []
-        for u in unknown:
-            if u.name.partition(".")[0] in failed:
+        for u in unknown_keys(parameter_override_names(self), **known):
+            prefix, dot, _ = u.name.partition(".")
+            # top level: undotted names and node-wide sections (qos.*), not other sections' keys
+            top = u.where == "node" and (not dot or prefix in node_sections)
+            if (top and "" in failed) or (u.where != "node" and prefix in failed):
                 override = parameter_override(self, u.name)
                 hint = f"; did you mean '{u.suggestion}'?" if u.suggestion else ""
                 out.append(ConfigError(u.name, None if override is None else override.value,
@@ -430,7 +447,7 @@ class SensorNode(Node):
         h = SensorHandle(cfg, sensor, layout, int(self.params.values["alignment_buffer_size"]),
                          self.live.tolerance_ns)
         h.endpoints = SensorEndpoints(self, cfg, layout, self._qos, self._on_measured, self._on_tare,
-                                      self._on_calibrate_gain, sensor, self._encoding)
+                                      self._on_calibrate_gain, sensor)
         self._handles[cfg.name] = h
         self._refresh_dense_counts()
         return h

@@ -41,10 +41,12 @@ class ContactState:
             body 1 of each contact; ``-1`` means "no element".
         elems2: optional length-``N`` int64 tensor, element index on body 2.
 
-    As the seed, ``elems1``/``elems2`` may be given as a floating-point
-    tensor whose values are all exact integers (e.g. ``torch.tensor([0.,
-    3.])``): it is converted to int64 here.  A non-integral or non-finite
-    value is rejected (``ValueError`` naming the field, the row and the value).
+    As the seed, ``elems1``/``elems2`` may be given as a list, an array or a floating-point
+    tensor whose values are all exact integers (e.g. ``torch.tensor([0., 3.])``): it is
+    converted to an int64 tensor here (on ``points``' device).  An empty one (``[]``, the seed's
+    "not used") is absent: it becomes None, whatever ``N``, as the seed's sensors read it (they
+    test ``len(elems) > 0``).  A non-integral or non-finite value is rejected (``ValueError``
+    naming the field, the row and the value).
     """
 
     points: torch.Tensor
@@ -53,8 +55,8 @@ class ContactState:
     elems2: Optional[torch.Tensor] = None
 
     def __post_init__(self) -> None:
-        self.elems1 = _integral_elems(self.elems1, "elems1")
-        self.elems2 = _integral_elems(self.elems2, "elems2")
+        self.elems1 = _integral_elems(self.elems1, "elems1", self.points)
+        self.elems2 = _integral_elems(self.elems2, "elems2", self.points)
         validate_contact_state(self)
 
     def __len__(self) -> int:
@@ -70,14 +72,28 @@ class ContactState:
         )
 
 
-def _integral_elems(e: Optional[torch.Tensor], label: str) -> Optional[torch.Tensor]:
-    """A floating-point element tensor of exact integers as int64; anything else unchanged.
+def _integral_elems(e: Any, label: str, points: Any) -> Optional[torch.Tensor]:
+    """Element indices as the seed accepts them: None for an empty one (absent), a list or
+    array as a tensor (on ``points``' device), a floating-point tensor of exact integers as
+    int64; anything else unchanged (:func:`validate_contact_state` judges it).
 
     Raises:
-        ValueError: a floating-point tensor with a non-finite or fractional value,
-            naming ``label``, the row and the value.
+        ValueError: a floating-point value that is non-finite or fractional, naming ``label``,
+            the row and the value; a list that is not numbers, naming ``label``.
     """
-    if not isinstance(e, torch.Tensor) or not e.is_floating_point():
+    if e is None:
+        return None
+    if not isinstance(e, torch.Tensor) and isinstance(e, (list, tuple, np.ndarray)):
+        try:
+            e = torch.as_tensor(np.asarray(e), device=getattr(points, "device", None)).reshape(-1)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise ValueError(f"ContactState.{label} must hold element indices (integers); "
+                             f"got {_show(e)!r} ({exc})") from None
+    if not isinstance(e, torch.Tensor):
+        return e
+    if e.numel() == 0:
+        return None
+    if not e.is_floating_point():
         return e
     bad = ~torch.isfinite(e) | (e != torch.round(e))
     if bool(bad.any()):
@@ -409,7 +425,8 @@ def as_contact_state(c: Any, dtype: Optional[torch.dtype] = None) -> ContactStat
     """A :class:`ContactState` from anything with the seed's ContactState attributes.
 
     ``c`` needs ``points`` and ``forces`` (``(N, 3)`` tensors, arrays or nested lists, world
-    frame, m and N); ``elems1`` / ``elems2`` are optional (length-``N`` integers, lists allowed).
+    frame, m and N); ``elems1`` / ``elems2`` are optional (length-``N`` integers, lists allowed;
+    an empty one is absent, as :class:`ContactState` reads it).
     Lists and arrays become tensors of ``dtype`` (the state's, from :func:`as_sim_state`;
     torch's default when None, as the seed builds them).  A ContactState is returned as is.
 
@@ -423,14 +440,9 @@ def as_contact_state(c: Any, dtype: Optional[torch.dtype] = None) -> ContactStat
         points, forces = c.points, c.forces
     except AttributeError:
         raise ValueError(f"a contact state needs .points and .forces, got a {type(c).__name__}") from None
-    elems = []
-    for label in ("elems1", "elems2"):
-        e = getattr(c, label, None)
-        if e is not None and not isinstance(e, torch.Tensor):
-            e = torch.as_tensor(e).reshape(-1)
-        elems.append(e)
+    # element lists and arrays (empty: absent) are ContactState's to convert
     return ContactState(_float_tensor(points, "points", dtype), _float_tensor(forces, "forces", dtype),
-                        elems[0], elems[1])
+                        getattr(c, "elems1", None), getattr(c, "elems2", None))
 
 
 def as_sim_state(state: Any) -> SimState:

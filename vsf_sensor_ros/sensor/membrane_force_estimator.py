@@ -558,14 +558,15 @@ class MembraneForceEstimator:
             raise FrameRejected(f"frame must hold depths in metres as floats, got dtype {z.dtype}",
                                 "wrong_size")
         z = z.astype(np.float64, copy=False)
-        if np.isinf(z).any():
-            raise FrameRejected(f"frame holds {int(np.isinf(z).sum())} infinite depth value(s)", "nan")
-        if np.isnan(z).all():
-            raise FrameRejected("frame holds only NaN depths", "nan")
+        # REP 117: +Inf (too far), -Inf (too near) and NaN are no reading, like 0; the vertex
+        # windows drop them (_window_depths). A frame with not one finite value reads nothing.
+        if not np.isfinite(z).any():
+            raise FrameRejected("frame holds no finite depth (every pixel NaN or +-Inf: no reading)", "nan")
         return z
 
     def _window_depths(self, z: np.ndarray) -> np.ndarray:
-        """``(n_free, window²)`` depths at the vertex windows; NaN where no membrane reading (0, NaN, far)."""
+        """``(n_free, window²)`` depths at the vertex windows; NaN where no membrane reading (0, NaN,
+        +-Inf, negative, at or beyond ``max_depth``)."""
         vals = z.reshape(-1)[self._pix]
         with np.errstate(invalid="ignore"):
             ok = (vals > 0.0) & (vals < self.max_depth) & self._in_image[:, None]
@@ -752,8 +753,8 @@ class MembraneForceEstimator:
         tangential force fitted to the measured sliding (module text, *Sliding*).
 
         Args:
-            frame: ``(H, W)`` depth image (m, float; 0 or NaN = no reading) or
-                ``(H, W, 3)`` organised camera-frame cloud (m; its z channel is used).
+            frame: ``(H, W)`` depth image (m, float; 0, NaN and +-Inf = no reading, REP 117) or
+                ``(H, W, 3)`` organised camera-frame cloud (m; its z channel is used, alike).
             colour: ``(H, W, 3)`` or ``(H, W)`` uint8 image of the same instant on the depth
                 pixel grid; used when the reference had colour (see :meth:`set_reference`):
                 the speckle's optical flow gives each read vertex's tangential displacement
@@ -766,8 +767,8 @@ class MembraneForceEstimator:
             :class:`MembraneForceResult`.
 
         Raises:
-            FrameRejected: no reference, a wrong size or dtype (depth or colour), infinite values
-                or all NaN, a bad pressure, or too few read vertices (the reason
+            FrameRejected: no reference, a wrong size or dtype (depth or colour), not one finite
+                depth, a bad pressure, or too few read vertices (the reason
                 names the count); nothing is changed.
         """
         t0 = time.perf_counter()

@@ -13,13 +13,39 @@ from .base_sensor import BaseSensor, Pair, SparseJacobian
 from .mesh import REGION_AB, REGION_AC, REGION_BC, REGION_FACE, ClosestTriangleQuery, triangle_mesh_of
 from .base_sensor import SimState
 
-__all__ = ["ContactMap", "PunyoDenseForceSensor"]
+__all__ = ["ContactMap", "PunyoDenseForceSensor", "barycentric_weights"]
 
 # index patterns of the numpy fast path: _D3[d] = d; _ROW_D[d, e] = d; _COL_E[j, d, e] = e
 _D3 = np.arange(3)
 _ROW_D = np.repeat(_D3[:, None], 3, axis=1)
 _COL_E = np.broadcast_to(_D3, (3, 3, 3)).copy()
 _EMPTY_I = np.zeros(0, dtype=np.int64)
+
+
+def barycentric_weights(vertices: Any, triangles: Any, points: Any) -> np.ndarray:
+    """Each point's weights over the mesh vertices (seed ``barycentric_weights``).
+
+    Args:
+        vertices: ``(V, 3)`` mesh vertices; triangles: ``(F, 3)`` vertex indices;
+        points: ``(M, 3)`` points in the mesh frame (m).
+
+    Returns:
+        ``(M, V)`` float64: the barycentric weights of each point's closest mesh point
+        on the corners of its closest triangle (the sensor's barycentric mode), zero
+        elsewhere; each row sums to 1.  The seed projects the point onto the closest
+        triangle's plane, which is the same for a point on the mesh; for a point off it
+        whose projection leaves the triangle the seed's weights go negative, these stay
+        on the triangle's boundary.
+
+    Raises:
+        ValueError: an invalid mesh, or points not ``(M, 3)`` and finite (named).
+    """
+    q = ClosestTriangleQuery(vertices, triangles)
+    res = q.query(points)
+    out = np.zeros((len(res.triangle), q.num_vertices))
+    # np.add.at: a degenerate triangle may name one vertex twice
+    np.add.at(out, (np.arange(len(res.triangle))[:, None], q.triangles[res.triangle]), res.weights)
+    return out
 
 
 @dataclass

@@ -17,7 +17,7 @@ ros_gz = pytest.importorskip("ros_gz_interfaces.msg",
 from geometry_msgs.msg import Vector3  # noqa: E402
 
 from vsf_sensor_ros.ros.messages.contacts import (contacts_to_pointcloud2,  # noqa: E402
-                                                  pointcloud2_to_contacts)
+                                                  pointcloud2_to_contacts, with_implied_pairs)
 from vsf_sensor_ros.ros.messages.gz_contacts import (GZ_DECODE_REASONS, ContactBodyMap,  # noqa: E402
                                                      GzContactsDecodeError, gz_contacts_to_contacts)
 from vsf_sensor_ros.sensor.base_sensor import ContactState  # noqa: E402
@@ -235,3 +235,30 @@ def test_collisions_of_bodies_outside_the_table_are_reported_with_their_collisio
     gz_contacts_to_contacts(msg, NAMES, MAP, unknown_bodies=unknown)
     # 'link' (default map: the link of ground_plane::link::collision) and 'board' are not in NAMES
     assert unknown == {"link": "ground_plane::link::collision", "board": "shelf::board::collision"}
+
+
+def test_contacts_of_one_body_pair_listed_in_opposite_orders_are_distinct_contacts():
+    """gz lists each contact once: a ``box / bubble`` contact after a ``bubble / box`` one is another
+    contact, turned to the pair's first order (bodies swapped, force and normal negated)."""
+    msg = contacts(
+        contact("bubble_model::punyo_link::collision", "box::link::collision",
+                [(0.1, 0.0, 0.5)], [(0.0, 0.0, -2.0)], normals=[(0, 0, 1)]),
+        contact("box::link::collision", "table_model::table::surface", [(0.15, 0.0, 0.0)], [(0.0, 0.0, 3.5)],
+                normals=[(0, 0, -1)]),
+        # the box on the bubble's second collision: the force on the box is (0.5, 0, 3)
+        contact("box::link::collision", "bubble_model::punyo_link::collision_2",
+                [(0.3, 0.0, 0.5)], [(0.5, 0.0, 3.0)], normals=[(0, 0, -1)]))
+    d = gz_contacts_to_contacts(msg, NAMES, MAP)
+    assert list(d.contacts) == [("punyo", "object"), ("object", "table")]
+    np.testing.assert_array_equal(d.rows[("punyo", "object")], [0, 2])
+    # the force on the bubble from row 2 is minus the force on the box: (-0.5, 0, -3)
+    np.testing.assert_array_equal(d.contacts[("punyo", "object")].forces.numpy(),
+                                  [[0.0, 0.0, -2.0], [-0.5, 0.0, -3.0]])
+    np.testing.assert_array_equal(d.normals[("punyo", "object")], [[0, 0, 1], [0, 0, 1]])
+    assert d.flipped_rows.tolist() == [False, False, True]
+    # with the node's row rule the box feels both contacts: (0, 0, 2) + (0.5, 0, 3) = (0.5, 0, 5) N
+    done = with_implied_pairs(d)
+    assert done.contacts[("object", "punyo")].forces.sum(0).tolist() == [0.5, 0.0, 5.0]
+    assert done.contacts[("punyo", "object")].forces.sum(0).tolist() == [-0.5, 0.0, -5.0]
+    # a message listing every pair in one order flips nothing
+    assert gz_contacts_to_contacts(three_contacts(), NAMES, MAP).flipped_rows is None

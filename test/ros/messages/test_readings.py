@@ -3,15 +3,23 @@ import struct
 
 import numpy as np
 import pytest
-from builtin_interfaces.msg import Time
 from geometry_msgs.msg import WrenchStamped
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import FluidPressure, PointCloud2, PointField
 
 from vsf_sensor_ros.ros.messages import readings as enc
+from vsf_sensor_ros.ros.messages import wire
 from vsf_sensor_ros.ros.calibration import select_samples
 from vsf_sensor_ros.ros.sensor_handle import PairedSample
 
-STAMP = Time(sec=12, nanosec=500)
+STAMP_NS = 12_000_000_500
+
+
+def encoded(layout, values, msg_type):
+    """The encoder's bytes read back by rclpy's own deserialiser (a second method)."""
+    msg = deserialize_message(enc.encode_vector(layout, np.array(values), STAMP_NS), msg_type)
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == (12, 500)
+    return msg
 
 
 def test_jacobian_columns_are_remapped_to_contact_message_rows():
@@ -46,15 +54,17 @@ def test_jacobian_remap_rejects_a_pair_whose_rows_disagree():
 
 
 def test_jacobian_cloud_keeps_nonzeros_with_uint32_row_col_and_float64_value():
-    msg = enc.encode_jacobian(np.array([0, 0, 1]), np.array([3, 4, 5]), np.array([0.25, 0.0, -2.0]),
-                              STAMP, "world")
+    raw = wire.encode_jacobian(np.array([0, 0, 1]), np.array([3, 4, 5]), np.array([0.25, 0.0, -2.0]),
+                               STAMP_NS, "world")
+    msg = deserialize_message(raw, PointCloud2)
     assert [(f.name, f.offset, f.datatype) for f in msg.fields] == [
         ("row", 0, PointField.UINT32), ("col", 4, PointField.UINT32), ("value", 8, PointField.FLOAT64)]
     assert msg.point_step == 16 and msg.width == 2 and msg.height == 1
     raw = bytes(msg.data)
     assert struct.unpack("<IId", raw[:16]) == (0, 3, 0.25)
     assert struct.unpack("<IId", raw[16:]) == (1, 5, -2.0)
-    assert msg.header.frame_id == "world" and msg.header.stamp == STAMP
+    assert (msg.header.frame_id, msg.header.stamp.sec, msg.header.stamp.nanosec) == ("world", 12, 500)
+    assert msg.row_step == 32 and msg.is_dense and not msg.is_bigendian
 
 
 def _big_endian_force_cloud(forces, pad=4):
@@ -97,8 +107,7 @@ def test_pressure_in_hpa_is_scaled_and_variance_is_the_squared_error():
     layout = enc.sensor_layout("PunyoPressureSensor", "punyo", ["pressure"], [3.0])
     vec = enc.decode_measured(layout, FluidPressure(fluid_pressure=1013.25), 100.0)
     assert vec.tolist() == [101325.0]
-    msg = enc.encode_vector(layout, np.array([-42.5]), STAMP)
-    assert isinstance(msg, FluidPressure)
+    msg = encoded(layout, [-42.5], FluidPressure)
     assert (msg.fluid_pressure, msg.variance, msg.header.frame_id) == (-42.5, 9.0, "punyo")
 
 
@@ -124,7 +133,7 @@ def test_a_bare_float_pressure_in_hpa_decodes_for_the_pressure_sensor_only():
 def test_klampt_wrench_skips_axes_without_hasforce_and_contact_is_not_measured():
     # hasForce = (x, z): names contact, force_x, force_z
     layout = enc.sensor_layout("ContactSensor", "tool_link", ["contact", "force_x", "force_z"], None)
-    msg = enc.encode_vector(layout, np.array([1.0, 0.5, -3.0]), STAMP)
+    msg = encoded(layout, [1.0, 0.5, -3.0], WrenchStamped)
     f = msg.wrench.force
     assert (f.x, f.y, f.z) == (0.5, 0.0, -3.0)
     m = WrenchStamped()
@@ -135,8 +144,10 @@ def test_klampt_wrench_skips_axes_without_hasforce_and_contact_is_not_measured()
 
 def test_isaac_load_goes_to_force_z_and_measured_wrench_decodes_as_magnitude():
     layout = enc.sensor_layout("IsaacContactSensor", "object", ["in_contact", "value"], None)
-    msg = enc.encode_vector(layout, np.array([1.0, 13.0]), STAMP)
+    msg = encoded(layout, [1.0, 13.0], WrenchStamped)
     assert (msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z) == (0.0, 0.0, 13.0)
+    assert (msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z) == (0.0, 0.0, 0.0)
+    assert msg.header.frame_id == "object"
     m = WrenchStamped()
     m.wrench.force.x, m.wrench.force.y, m.wrench.force.z = 3.0, 4.0, 12.0
     vec = enc.decode_measured(layout, m, 1.0)
@@ -181,8 +192,11 @@ def test_dense_force_cloud_has_vertex_positions_and_local_forces_per_vertex():
     verts = np.array([[0.0, 0.0, 0.0], [0.01, 0.0, 0.02]])
     layout = enc.sensor_layout("PunyoDenseForceSensor", "punyo",
                                [f"p{i}_{a}" for i in range(2) for a in "xyz"], None, verts)
-    msg = enc.encode_vector(layout, np.array([0.0, 0.0, 0.0, 1.5, -2.0, 0.25]), STAMP)
-    assert [f.name for f in msg.fields] == ["x", "y", "z", "fx", "fy", "fz"]
+    msg = encoded(layout, [0.0, 0.0, 0.0, 1.5, -2.0, 0.25], PointCloud2)
+    assert [(f.name, f.offset, f.datatype, f.count) for f in msg.fields] == [
+        (n, 4 * k, PointField.FLOAT32, 1) for k, n in enumerate(["x", "y", "z", "fx", "fy", "fz"])]
+    assert (msg.height, msg.width, msg.point_step, msg.row_step, msg.is_bigendian, msg.is_dense) == (
+        1, 2, 24, 48, False, True)
     cols = enc.read_cloud_fields(msg, ["x", "z", "fx", "fy", "fz"])
     assert cols["x"].tolist() == pytest.approx([0.0, 0.01])
     assert cols["z"].tolist() == pytest.approx([0.0, 0.02])

@@ -5,11 +5,13 @@ What a RealSense driver and the Punyo firmware publish, turned into what
 
 * ``sensor_msgs/Image`` depth, encoding ``16UC1`` / ``mono16`` (integer depth units, scaled by
   the driver's depth unit: 0.001 m on most RealSense models) or ``32FC1`` (metres) →
-  ``(H, W)`` float64 depth in metres, 0 = no reading (NaN stays NaN: the estimator counts it);
+  ``(H, W)`` float64 depth in metres; 0 (16UC1, REP 118), NaN, +Inf (too far) and -Inf (too
+  near, REP 117) are kept as they are: the estimator reads each as "no reading" (a hole);
 * ``sensor_msgs/Image`` colour, encoding ``rgb8`` / ``bgr8`` / ``mono8`` → ``(H, W, 3)`` uint8 in
   RGB order (``bgr8`` reversed) or ``(H, W)`` uint8 grey, copied out of the message;
 * ``sensor_msgs/PointCloud2`` organised (``height`` = image rows, ``width`` = columns), fields
-  ``x y z`` float, camera optical frame, m → ``(H, W)`` float64 depth (its ``z``);
+  ``x y z`` float, camera optical frame, m → ``(H, W)`` float64 depth (its ``z``; a NaN or +-Inf
+  point is no reading, as in a depth image);
 * ``sensor_msgs/CameraInfo`` → :class:`~vsf_sensor_ros.sensor.camera_model.BrownConradyCamera`
   (``K``, ``D`` in ``plumb_bob`` order);
 * pressure: ``std_msgs/Float32`` / ``Float64`` (a bare number) or ``sensor_msgs/FluidPressure``
@@ -67,7 +69,8 @@ def depth_from_image(msg: Image, depth_unit_m: float) -> np.ndarray:
         depth_unit_m: metres per integer unit (RealSense: usually 0.001; > 0).
 
     Returns:
-        ``(height, width)`` float64, m; 0 where the camera has no reading.
+        ``(height, width)`` float64, m; 0 (16UC1), NaN or +-Inf (32FC1) where the camera has no
+        reading (kept: the estimator treats each as a hole).
 
     Raises:
         InputRejected: ``bad_encoding`` (another encoding), ``wrong_size`` (data shorter than

@@ -111,6 +111,11 @@ class DecodedContacts:
             rows of ``rows[pair]`` with the force negated, so a derivative with
             respect to such a contact's force is minus the one with respect to the
             row's force.  Empty for a decoded message.
+        flipped_rows: ``(num_points,)`` bool over the message rows, or None (no row flipped):
+            rows decoded with their bodies swapped and their force negated (a Gazebo
+            contact listed in the other order than the earlier contacts of its body pair,
+            :mod:`.gz_contacts`); a derivative with respect to such a row's written force
+            is minus the one with respect to its decoded force.
     """
 
     contacts: Dict[Pair, ContactState]
@@ -122,6 +127,7 @@ class DecodedContacts:
     stamp_ns: int = 0
     fields: List[str] = field(default_factory=list)
     implied: FrozenSet[Pair] = frozenset()
+    flipped_rows: Optional[np.ndarray] = None
 
 
 def with_implied_pairs(decoded: DecodedContacts,

@@ -35,6 +35,13 @@ contact carries them.  The rows are handed to the cloud decoder itself
 (:func:`~vsf_sensor_ros.ros.messages.contacts.contacts_from_buffer`), so grouping by
 body pair, finiteness checks and dtype handling are the same code.
 
+gz lists every contact once, so contacts of one body pair listed in opposite orders are distinct
+contacts, not one contact written from both sides (the cloud's reading of a pair in both orders,
+:func:`~vsf_sensor_ros.ros.messages.contacts.with_implied_pairs`): a contact listed in the other
+order than its pair's first is turned to that order (bodies swapped, force and normal negated) and
+its rows are marked in :attr:`DecodedContacts.flipped_rows`, so the node's row rule gives either
+body all of them and the Jacobian stays with respect to the written ``body_1_wrench``.
+
 Collision -> body: :class:`ContactBodyMap` (the ``contact_body_map``
 parameter): ``pattern=body`` entries matched against the scoped collision name
 with shell-style globs (:func:`fnmatch.fnmatchcase`), first match wins; a name
@@ -52,7 +59,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -163,10 +170,14 @@ def _body_1_is_collision2(name: str, c: Any) -> bool:
 
 def _row_columns(msg: Any, body_map: ContactBodyMap, world_frame: Optional[str],
                  collisions: Dict[str, str]) -> Tuple[
-        List[Tuple[str, str]], np.ndarray, np.ndarray, Optional[np.ndarray], Optional[np.ndarray]]:
-    """Per row: (body1, body2), points (n, 3), forces (n, 3), normals or None, depths or None;
+        List[Tuple[str, str]], np.ndarray, np.ndarray, Optional[np.ndarray], Optional[np.ndarray],
+        List[bool]]:
+    """Per row: (body1, body2), points (n, 3), forces (n, 3), normals or None, depths or None,
+    flipped (the row turned to its pair's first order: bodies swapped, force and normal negated);
     ``collisions`` gets each body's first scoped collision name."""
     pairs: List[Tuple[str, str]] = []
+    flipped: List[bool] = []
+    order: Dict[FrozenSet[str], Tuple[str, str]] = {}   # each body pair's first order in the message
     pts: List[Tuple[float, float, float]] = []
     frc: List[Tuple[float, float, float]] = []
     nrm: List[Tuple[float, float, float]] = []
@@ -208,6 +219,11 @@ def _row_columns(msg: Any, body_map: ContactBodyMap, world_frame: Optional[str],
             raise GzContactsDecodeError(
                 "same_body", f"contact {i}: {names[0]} and {names[1]} both map to body {pair[0]!r} "
                 "(a body cannot push itself; give each body its own contact_body_map entry)")
+        # gz lists each contact once, so a contact (b, a) after (a, b) is another contact, not
+        # (a, b) seen from b: turned to (a, b) it joins that pair, and the pair's reverse (implied
+        # by the cloud rule) then carries both; turned = bodies swapped, force and normal negated
+        turn = order.setdefault(frozenset(pair), pair) != pair
+        sign = -1.0 if turn else 1.0
         # gz: body_1_wrench is the wrench on collision1, i.e. the force on body1 by body2 (unless
         # the wrench names collision2 as its body 1: then the force on body1 is its opposite)
         for w in c.wrenches:
@@ -218,17 +234,16 @@ def _row_columns(msg: Any, body_map: ContactBodyMap, world_frame: Optional[str],
                         "wrench_frame", f"contact {i} ({names[0]} / {names[1]}): wrench in frame "
                         f"{frame!r}, expected world axes ({world_frame!r} or no frame)")
             f = w.body_1_wrench.force
-            if _body_1_is_collision2(w.body_1_name.data, c):
-                frc.append((-float(f.x), -float(f.y), -float(f.z)))
-            else:
-                frc.append((float(f.x), float(f.y), float(f.z)))
+            s = -sign if _body_1_is_collision2(w.body_1_name.data, c) else sign
+            frc.append((s * float(f.x), s * float(f.y), s * float(f.z)))
         used += 1
         with_normals += nn > 0
         with_depths += nd > 0
-        pairs.extend([pair] * n)
+        pairs.extend([pair[::-1] if turn else pair] * n)
+        flipped.extend([turn] * n)
         pts.extend(_vec3(c.positions))
         if nn:
-            nrm.extend(_vec3(c.normals))
+            nrm.extend((sign * x, sign * y, sign * z) for x, y, z in _vec3(c.normals))
         if nd:
             dep.extend(float(d) for d in c.depths)
     for label, k in (("normals", with_normals), ("depths", with_depths)):
@@ -240,7 +255,7 @@ def _row_columns(msg: Any, body_map: ContactBodyMap, world_frame: Optional[str],
     depths = np.array(dep, dtype=np.float64) if with_depths else None
     points = np.array(pts, dtype=np.float64).reshape(-1, 3)
     forces = np.array(frc, dtype=np.float64).reshape(-1, 3)
-    return pairs, points, forces, normals, depths
+    return pairs, points, forces, normals, depths, flipped
 
 
 @dataclass(frozen=True)
@@ -292,7 +307,7 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
         dup = sorted({n for n in table if table.count(n) > 1})
         raise ValueError(f"contact_body_names has duplicates: {dup}")
     collisions: Dict[str, str] = {}
-    pairs, points, forces, normals, depths = _row_columns(msg, body_map, world_frame, collisions)
+    pairs, points, forces, normals, depths, flipped = _row_columns(msg, body_map, world_frame, collisions)
     index: Dict[str, int] = {n: i for i, n in enumerate(table)}
     for pair in dict.fromkeys(pairs):
         for b in pair:
@@ -320,12 +335,15 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
     layout = CloudLayout(fields, 1, n, step, n * step, False)
     header = msg.header
     try:
-        return contacts_from_buffer(layout, rec.tobytes(), table, dtype, device,
-                                    frame_id=str(header.frame_id), stamp_ns=stamp_to_ns(header.stamp))
+        decoded = contacts_from_buffer(layout, rec.tobytes(), table, dtype, device,
+                                       frame_id=str(header.frame_id), stamp_ns=stamp_to_ns(header.stamp))
     except CloudDecodeError as exc:
         # only the value checks can fail on rows built here (non_finite)
         raise GzContactsDecodeError(exc.reason, str(exc).replace("x/y/z", "positions")
                                     .replace("fx/fy/fz", "body_1_wrench forces")) from None
+    if any(flipped):
+        decoded.flipped_rows = np.array(flipped, dtype=bool)
+    return decoded
 
 
 __all__ = ["ContactBodyMap", "GZ_CONTACTS_TYPE", "GZ_DECODE_REASONS", "GzContactsDecodeError",

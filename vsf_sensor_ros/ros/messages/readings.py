@@ -4,9 +4,9 @@
 
 Only ``common_interfaces`` types go on the wire.  Each sensor type has a *kind*, and each
 kind one :class:`ReadingCodec` in :data:`READING_CODECS` that holds everything about it:
-its message type and unit, its slots in the measurement vector, the message object and
-the serialised bytes of a predicted / residual vector (both built from one
-:meth:`~ReadingCodec.content`), the measured decoder, its markers and its summary.  A
+its message type and unit, its slots in the measurement vector, the serialised bytes of a
+predicted / residual vector (:meth:`~ReadingCodec.to_bytes`, written by :mod:`.wire`), the
+measured decoder, its markers and its summary.  A
 new reading kind is one new codec class here.
 
 =========================  ==============  ==================================  =====================
@@ -61,7 +61,7 @@ from std_msgs.msg import ColorRGBA, Float32, Float64, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from . import wire
-from .pointcloud import FLOAT_TYPES, CloudDecodeError, float_columns, read_cloud, require_finite, write_cloud
+from .pointcloud import FLOAT_TYPES, CloudDecodeError, float_columns, read_cloud, require_finite
 from .stamps import copy_stamp
 
 # Accepted ``measured_type`` strings -> message class.
@@ -117,23 +117,6 @@ def make_header(stamp: Time, frame_id: str) -> Header:
 
 
 # -- PointCloud2 ------------------------------------------------------------------------
-def make_cloud(header: Header, columns: Sequence[Tuple[str, np.ndarray]]) -> PointCloud2:
-    """Build an unorganised (``height`` 1) little-endian ``PointCloud2``.
-
-    :func:`vsf_sensor_ros.ros.messages.pointcloud.write_cloud` (kept here for the
-    encoders' callers).
-
-    Args:
-        header: header to use (stamp, frame id).
-        columns: ``(field name, 1-D array)`` pairs, all of one length ``N``;
-            each array's dtype becomes that field's datatype, packed in order.
-
-    Raises:
-        ValueError: columns of different lengths or an unsupported dtype.
-    """
-    return write_cloud(header, columns)
-
-
 # Reasons of the shared cloud reader kept as they are; every other layout problem is one counter.
 _KEPT_CLOUD_REASONS = ("missing_field", "non_finite")
 
@@ -279,17 +262,13 @@ class ReadingCodec:
         """
         raise NotImplementedError
 
-    def content(self, layout: SensorLayout, values: np.ndarray) -> Tuple:
-        """What the message carries for ``values`` (``(#meas,)`` float64, SI): the one place that
-        maps slots to message fields, shared by :meth:`to_message` and :meth:`to_bytes`."""
-        raise NotImplementedError
-
-    def to_message(self, layout: SensorLayout, values: np.ndarray, stamp: Time):
-        """The predicted / residual message object (stamped ``stamp``, frame ``reading_frame``)."""
-        raise NotImplementedError
-
     def to_bytes(self, layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bytes:
-        """The same message serialised (CDR, :mod:`.wire`), byte for byte ``to_message``'s."""
+        """The predicted / residual message of ``values`` (``(#meas,)`` float64, SI), serialised
+        (CDR, :mod:`.wire`), stamped ``stamp_ns`` in frame ``layout.reading_frame``.
+
+        Raises:
+            ValueError: ``stamp_ns`` negative or beyond ``int32`` seconds.
+        """
         raise NotImplementedError
 
     def measured_values(self, layout: SensorLayout, msg) -> np.ndarray:
@@ -351,16 +330,9 @@ class PressureCodec(ReadingCodec):
     def slots(self, names, vertices):
         return np.array([_index(names, "pressure")]), None
 
-    def content(self, layout, values):
-        var = 0.0 if layout.std is None else float(layout.std[layout.slots[0]] ** 2)
-        return float(values[layout.slots[0]]), var
-
-    def to_message(self, layout, values, stamp):
-        p, var = self.content(layout, values)
-        return FluidPressure(header=make_header(stamp, layout.reading_frame), fluid_pressure=p, variance=var)
-
     def to_bytes(self, layout, values, stamp_ns):
-        return wire.encode_fluid_pressure(stamp_ns, layout.reading_frame, *self.content(layout, values))
+        var = 0.0 if layout.std is None else float(layout.std[layout.slots[0]] ** 2)
+        return wire.encode_fluid_pressure(stamp_ns, layout.reading_frame, float(values[layout.slots[0]]), var)
 
     def measured_values(self, layout, msg):
         if isinstance(msg, FluidPressure):
@@ -387,17 +359,8 @@ class DenseForceCodec(ReadingCodec):
             raise ValueError(f"dense force sensor has {len(names)} entries but mesh has {nv} vertices")
         return np.arange(len(names)), None
 
-    def content(self, layout, values):
-        return layout.vertices, np.asarray(values, dtype=np.float32).reshape(-1, 3)
-
-    def to_message(self, layout, values, stamp):
-        v, f = self.content(layout, values)
-        return make_cloud(make_header(stamp, layout.reading_frame),
-                          [("x", v[:, 0]), ("y", v[:, 1]), ("z", v[:, 2]),
-                           ("fx", f[:, 0]), ("fy", f[:, 1]), ("fz", f[:, 2])])
-
     def to_bytes(self, layout, values, stamp_ns):
-        return wire.encode_dense_force(stamp_ns, layout.reading_frame, *self.content(layout, values))
+        return wire.encode_dense_force(stamp_ns, layout.reading_frame, layout.vertices, values)
 
     def measured_values(self, layout, msg):
         if not isinstance(msg, PointCloud2):
@@ -442,13 +405,12 @@ class _WrenchMessageCodec(ReadingCodec):
     measured_types = ("geometry_msgs/msg/WrenchStamped",)
     message_type = "geometry_msgs/msg/WrenchStamped"
 
-    def to_message(self, layout, values, stamp):
-        msg = WrenchStamped(header=make_header(stamp, layout.reading_frame))
-        msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = self.content(layout, values)
-        return msg
+    def force(self, layout: SensorLayout, values: np.ndarray) -> Tuple[float, float, float]:
+        """``wrench.force`` (N) of ``values``."""
+        raise NotImplementedError
 
     def to_bytes(self, layout, values, stamp_ns):
-        return wire.encode_wrench_stamped(stamp_ns, layout.reading_frame, self.content(layout, values))
+        return wire.encode_wrench_stamped(stamp_ns, layout.reading_frame, self.force(layout, values))
 
 
 class WrenchCodec(_WrenchMessageCodec):
@@ -462,7 +424,7 @@ class WrenchCodec(_WrenchMessageCodec):
         slots = np.array([names.index(a) if a in names else -1 for a in ("force_x", "force_y", "force_z")])
         return slots, (_index(names, "contact") if "contact" in names else None)
 
-    def content(self, layout, values):
+    def force(self, layout, values):
         return tuple(float(values[i]) if i >= 0 else 0.0 for i in layout.slots)
 
     def measured_values(self, layout, msg):
@@ -490,7 +452,7 @@ class LoadCodec(_WrenchMessageCodec):
                 flag = names.index(cand)
         return np.array([_index(names, "value", "force", "load")]), flag
 
-    def content(self, layout, values):
+    def force(self, layout, values):
         return 0.0, 0.0, float(values[layout.slots[0]])
 
     def measured_values(self, layout, msg):
@@ -562,22 +524,17 @@ def sensor_layout(type_name: str, frame_id: str, names: List[str],
     return SensorLayout(codec, frame_id, list(names), slots, flag, verts, std, sensor_frame, T, frame_prefix)
 
 
-def encode_vector(layout: SensorLayout, values: np.ndarray, stamp: Time):
-    """Encode a measurement-space vector (predicted or residual) as the kind's message object.
+def encode_vector(layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bytes:
+    """A measurement-space vector (predicted, residual, measured) as the kind's message, serialised.
 
     Args:
         layout: from :func:`sensor_layout`.
         values: ``(#meas,)`` float64 in SI units (Pa or N).
-        stamp: header stamp (the contacts message's stamp).
+        stamp_ns: header stamp (ns; the contacts message's stamp).
 
     Returns:
-        ``FluidPressure`` | ``PointCloud2`` | ``WrenchStamped`` (see module doc).
-    """
-    return layout.codec.to_message(layout, values, stamp)
-
-
-def encode_vector_bytes(layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bytes:
-    """:func:`encode_vector`'s message serialised (CDR): byte for byte, padding zeroed.
+        CDR bytes of a ``FluidPressure`` | ``PointCloud2`` | ``WrenchStamped`` (see module doc),
+        for a publisher of :attr:`ReadingCodec.message` (``publish`` takes bytes).
 
     Raises:
         ValueError: ``stamp_ns`` negative or beyond ``int32`` seconds.
@@ -654,23 +611,6 @@ def jacobian_message_columns(cols: np.ndarray, pairs: Sequence[Tuple[str, str]],
         return cols    # the contacts are the message rows 0..n-1 in order (a one-pair step): no remap
     c, k = np.divmod(cols, 3)
     return 3 * lookup[c] + k
-
-
-def encode_jacobian(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, stamp: Time,
-                    frame_id: str) -> PointCloud2:
-    """Sparse COO Jacobian as ``PointCloud2`` (``row`` uint32, ``col`` uint32, ``value`` float64).
-
-    Entries whose value is exactly 0 are dropped (nonzeros only).  ``col``
-    must already be in message-row form (:func:`jacobian_message_columns`).
-    ``frame_id`` is the world frame, the frame of the force axes ``k``.
-    """
-    values = np.asarray(values, dtype=np.float64)
-    keep = values != 0.0
-    return make_cloud(make_header(stamp, frame_id), [
-        ("row", np.asarray(rows)[keep].astype("<u4")),
-        ("col", np.asarray(cols)[keep].astype("<u4")),
-        ("value", values[keep].astype("<f8")),
-    ])
 
 
 # -- markers ---------------------------------------------------------------------------

@@ -1,0 +1,155 @@
+"""A tare that follows the simulator: re-tare while the simulator sees no contact and the sensor is steady.
+
+A real sensor's zero wanders (a Punyo bubble warms and its pressure rises by tens of Pa a minute).
+:class:`AutoTare` keeps the offset ``o`` (``(#meas,)``, sensor units) so that the residual
+``measured − predicted − o`` stays at zero while nothing touches, fed one pair at a time:
+
+* a sample counts toward a tare only while the simulator predicts no contact; a predicted contact
+  empties the window (a tare needs an unbroken contact-free run);
+* a tare is tried when the contact-free samples span ``window_s`` (at least ``min_samples`` of
+  them) and ``min_interval_s`` has passed since the last try; the proposed offset is the mean of
+  ``measured − predicted`` over the window;
+* the window must be steady: each entry's standard deviation over it at most ``steady_std``
+  (else no try yet: a sensor still settling, or touched and moving, is not tared);
+* the step from the current offset must be at most ``max_step`` in every entry: a larger jump
+  while the simulator says "free" is a sim-vs-real mismatch (the real sensor is touched, or the
+  simulator's scene is misaligned) and is refused, with that reason and the step, and the offset
+  is kept.  The first tare (no offset yet) sets the zero and is not bounded.
+
+Every try that is applied or refused is returned as a :class:`TareEvent` and counted.  Pure
+numpy; stamps are integer nanoseconds supplied as data (the sensor's header stamps), so a test
+drives minutes of stream without waiting.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Deque, Optional, Tuple
+
+import numpy as np
+
+__all__ = ["AutoTare", "TareEvent"]
+
+
+@dataclass(frozen=True)
+class TareEvent:
+    """One automatic tare tried.
+
+    Attributes:
+        stamp_ns: stamp of the sample that completed the window, ns.
+        applied: True when the offset was moved.
+        offset: ``(#meas,)`` float64, the offset held after the event (unchanged when refused).
+        step: ``(#meas,)`` float64, proposed offset − previous offset (the proposed offset itself
+            for the first tare).
+        reason: why it was refused (names the step, the entry and ``max_step``); ``''`` when applied.
+    """
+
+    stamp_ns: int
+    applied: bool
+    offset: np.ndarray
+    step: np.ndarray
+    reason: str = ""
+
+
+def _positive(name: str, value: float, allow_zero: bool = False) -> float:
+    """``value`` as a float; ValueError naming ``name`` unless finite and > 0 (>= 0 with ``allow_zero``)."""
+    v = float(value)
+    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        raise ValueError(f"{name} must be finite and {'>=' if allow_zero else '>'} 0, got {value!r}")
+    return v
+
+
+class AutoTare:
+    """The offset of one sensor, re-tared while the simulator predicts no contact (see the module text).
+
+    Args:
+        max_step: largest change of any entry an automatic tare may make, sensor units (> 0).
+        steady_std: largest standard deviation of ``measured − predicted`` over the window, per
+            entry, for the sensor to count as steady, sensor units (> 0).
+        window_s: span of contact-free samples a tare averages, s (> 0; default 2).
+        min_interval_s: least time between two tries, s (>= 0; default 5).
+        min_samples: fewest samples in the window (>= 2; default 10).
+        offset: the starting offset ``(#meas,)`` (e.g. a tare from the calibration file), or None:
+            the first tare sets it without the ``max_step`` bound.
+
+    Attributes:
+        offset: ``(#meas,)`` float64 or None; applied, refused: counts of tries.
+
+    Raises:
+        ValueError: a parameter out of range (names it).
+    """
+
+    def __init__(self, max_step: float, steady_std: float, window_s: float = 2.0,
+                 min_interval_s: float = 5.0, min_samples: int = 10,
+                 offset: Optional[np.ndarray] = None) -> None:
+        self.max_step = _positive("max_step", max_step)
+        self.steady_std = _positive("steady_std", steady_std)
+        self.window_ns = int(_positive("window_s", window_s) * 1e9)
+        self.min_interval_ns = int(_positive("min_interval_s", min_interval_s, allow_zero=True) * 1e9)
+        if isinstance(min_samples, bool) or int(min_samples) != min_samples or min_samples < 2:
+            raise ValueError(f"min_samples must be an integer >= 2, got {min_samples!r}")
+        self.min_samples = int(min_samples)
+        self.offset = None if offset is None else np.array(offset, dtype=np.float64).reshape(-1)
+        if self.offset is not None and not np.isfinite(self.offset).all():
+            raise ValueError(f"offset must be finite, got {offset!r}")
+        self.applied = 0
+        self.refused = 0
+        self._window: Deque[Tuple[int, np.ndarray]] = deque()
+        self._last_stamp: Optional[int] = None
+        self._last_try: Optional[int] = None
+
+    def update(self, stamp_ns: int, predicted: np.ndarray, measured: np.ndarray,
+               sim_in_contact: bool) -> Optional[TareEvent]:
+        """Feed one paired sample; the tare tried on it, if any.
+
+        Args:
+            stamp_ns: the sample's stamp, ns, later than the previous one.
+            predicted: ``(#meas,)`` (or a scalar) the simulator's raw prediction, sensor units.
+            measured: the same shape, the real sensor's reading.
+            sim_in_contact: the simulator predicts contact on the sensor's body.
+
+        Returns:
+            :class:`TareEvent` when a tare was applied or refused, else None.
+
+        Raises:
+            ValueError: a stamp not after the previous one, shapes that differ (from each other or
+                the offset's), non-finite values; nothing is changed.
+        """
+        stamp = int(stamp_ns)
+        if self._last_stamp is not None and stamp <= self._last_stamp:
+            raise ValueError(f"stamp_ns {stamp} is not after the previous {self._last_stamp}")
+        p = np.asarray(predicted, dtype=np.float64).reshape(-1)
+        m = np.asarray(measured, dtype=np.float64).reshape(-1)
+        size = p.size if self.offset is None else self.offset.size
+        if p.size != size or m.size != size:
+            raise ValueError(f"predicted has {p.size} entries and measured {m.size}; expected {size}")
+        if not (np.isfinite(p).all() and np.isfinite(m).all()):
+            raise ValueError(f"non-finite sample at stamp_ns {stamp}")
+        self._last_stamp = stamp
+        if sim_in_contact:
+            self._window.clear()
+            return None
+        self._window.append((stamp, m - p))
+        while stamp - self._window[0][0] > self.window_ns:
+            self._window.popleft()
+        if (len(self._window) < self.min_samples or stamp - self._window[0][0] < self.window_ns
+                or (self._last_try is not None and stamp - self._last_try < self.min_interval_ns)):
+            return None
+        r = np.stack([v for _, v in self._window])
+        if r.std(axis=0).max() > self.steady_std:
+            return None
+        self._last_try = stamp
+        proposed = r.mean(axis=0)
+        step = proposed if self.offset is None else proposed - self.offset
+        worst = int(np.argmax(np.abs(step)))
+        if self.offset is not None and abs(step[worst]) > self.max_step:
+            self.refused += 1
+            return TareEvent(stamp, False, self.offset.copy(), step,
+                             f"a tare would move entry {worst} by {step[worst]:+.4g} > "
+                             f"max_step={self.max_step:g} "
+                             "while the simulator predicts no contact: the real sensor is touched or the "
+                             "simulator is misaligned")
+        self.offset = proposed
+        self.applied += 1
+        return TareEvent(stamp, True, proposed.copy(), step)

@@ -1,0 +1,129 @@
+"""Drift and leak watch of the Punyo bubble's pressure, from its contact-free residuals.
+
+While the simulator predicts no contact, the residual ``r = measured − predicted`` (Pa) of the
+pressure sensor is its zero error; its trend is the bubble's drift.  :class:`PressureWatch`
+fits it by least squares over the contact-free samples of the last ``window_s``,
+
+.. math::  r(t) \\approx a + b\\,t, \\qquad \\text{rate} = 60\\,b \\ \\text{Pa/min},
+
+once they span ``min_span_s``, and reports a WARN when
+
+* the bubble loses pressure steadily: ``rate < −leak_rate`` (a leak; warming and cooling move the
+  pressure by tens of Pa a minute, hence the default 50 Pa/min), or
+* its gauge pressure ``measured − ambient_pa`` is below ``min_gauge_pa``, what the sensor model
+  assumes (e.g. the membrane force estimator's reference gauge pressure); off when None.
+
+The offset itself does not matter (a tare moves it, the slope stays), so the watch reads the raw
+residual.  Pure numpy; stamps are integer nanoseconds supplied as data.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Deque, Optional, Tuple
+
+import numpy as np
+
+__all__ = ["OK", "WARN", "PressureStatus", "PressureWatch"]
+
+OK, WARN = 0, 1     # diagnostic_msgs/DiagnosticStatus levels
+
+
+@dataclass(frozen=True)
+class PressureStatus:
+    """The watch after one sample.
+
+    Attributes:
+        stamp_ns: the sample's stamp, ns.
+        level: :data:`OK` or :data:`WARN`.
+        rate_pa_per_min: the contact-free residual's trend, Pa/min, or None until the window spans
+            ``min_span_s``.
+        gauge_pa: ``measured − ambient_pa`` of this sample, Pa.
+        message: what is wrong (names the rate or the gauge pressure and the threshold), ``''`` when OK.
+    """
+
+    stamp_ns: int
+    level: int
+    rate_pa_per_min: Optional[float]
+    gauge_pa: float
+    message: str = ""
+
+
+class PressureWatch:
+    """Trend of the contact-free pressure residual; WARN on a leak or a low gauge pressure.
+
+    Args:
+        leak_rate: a fall faster than this is a leak, Pa/min (> 0; default 50).
+        window_s: the trend's window, s (> 0; default 30).
+        min_span_s: the contact-free samples must span this before a rate is given, s
+            (0 < min_span_s <= window_s; default 20).
+        ambient_pa: the ambient pressure, Pa (default 101325; the gauge = measured − this).
+        min_gauge_pa: the least gauge pressure the sensor model assumes, Pa, or None (no check).
+
+    Raises:
+        ValueError: a parameter out of range (names it).
+    """
+
+    def __init__(self, leak_rate: float = 50.0, window_s: float = 30.0, min_span_s: float = 20.0,
+                 ambient_pa: float = 101325.0, min_gauge_pa: Optional[float] = None) -> None:
+        checks = {"leak_rate": leak_rate, "window_s": window_s, "min_span_s": min_span_s}
+        for name, v in checks.items():
+            if not (math.isfinite(float(v)) and float(v) > 0):
+                raise ValueError(f"{name} must be finite and > 0, got {v!r}")
+        if min_span_s > window_s:
+            raise ValueError(f"min_span_s={min_span_s!r} must not exceed window_s={window_s!r}")
+        for name, v in (("ambient_pa", ambient_pa), ("min_gauge_pa", min_gauge_pa)):
+            if v is not None and not math.isfinite(float(v)):
+                raise ValueError(f"{name} must be finite, got {v!r}")
+        self.leak_rate = float(leak_rate)
+        self.window_ns = int(window_s * 1e9)
+        self.min_span_ns = int(min_span_s * 1e9)
+        self.ambient_pa = float(ambient_pa)
+        self.min_gauge_pa = None if min_gauge_pa is None else float(min_gauge_pa)
+        self._window: Deque[Tuple[int, float]] = deque()
+        self._last_stamp: Optional[int] = None
+
+    def update(self, stamp_ns: int, predicted: float, measured: float,
+               sim_in_contact: bool) -> PressureStatus:
+        """Feed one paired sample (absolute pressures, Pa); the status after it.
+
+        Args:
+            stamp_ns: the sample's stamp, ns, later than the previous one.
+            predicted: the simulator's predicted pressure, Pa (its contact-free value is the model's).
+            measured: the bubble's absolute pressure, Pa.
+            sim_in_contact: the simulator predicts contact on the bubble (the sample is not used
+                for the trend).
+
+        Raises:
+            ValueError: a stamp not after the previous one or a non-finite value; nothing changed.
+        """
+        stamp = int(stamp_ns)
+        if self._last_stamp is not None and stamp <= self._last_stamp:
+            raise ValueError(f"stamp_ns {stamp} is not after the previous {self._last_stamp}")
+        p, m = float(predicted), float(measured)
+        if not (math.isfinite(p) and math.isfinite(m)):
+            raise ValueError(f"non-finite pressure at stamp_ns {stamp}: predicted {p}, measured {m}")
+        self._last_stamp = stamp
+        if not sim_in_contact:
+            self._window.append((stamp, m - p))
+        while self._window and stamp - self._window[0][0] > self.window_ns:
+            self._window.popleft()
+        rate = self._rate()
+        gauge = m - self.ambient_pa
+        problems = []
+        if rate is not None and rate < -self.leak_rate:
+            problems.append(f"leak: the contact-free pressure falls {-rate:.1f} Pa/min "
+                            f"(leak_rate {self.leak_rate:g} Pa/min)")
+        if self.min_gauge_pa is not None and gauge < self.min_gauge_pa:
+            problems.append(f"gauge pressure {gauge:.0f} Pa below min_gauge_pa {self.min_gauge_pa:g} Pa")
+        return PressureStatus(stamp, WARN if problems else OK, rate, gauge, "; ".join(problems))
+
+    def _rate(self) -> Optional[float]:
+        """Least-squares slope of the window's residuals, Pa/min; None while it spans < min_span_s."""
+        if len(self._window) < 3 or self._window[-1][0] - self._window[0][0] < self.min_span_ns:
+            return None
+        t = np.array([s for s, _ in self._window], dtype=np.float64) * 1e-9
+        r = np.array([v for _, v in self._window])
+        t -= t.mean()
+        return float(60.0 * (t @ (r - r.mean())) / (t @ t))

@@ -1,0 +1,180 @@
+"""The scale of a measured force against a reference force (an F/T wrench), judged out of sample.
+
+A force measured by a model whose stiffness is not known on a new rig (the dense membrane force
+from the bubble camera) is right in shape and wrong in size.  A lab with a force reference
+calibrates one factor ``s`` so that ``s · |m_k| ≈ |r_k|`` over the frames ``k`` where the
+reference is loaded (``|r_k| > threshold``), by least squares through the origin:
+
+.. math::  s = \\frac{\\sum_k x_k y_k}{\\sum_k x_k^2}, \\qquad
+           \\operatorname{se}(s) = \\sqrt{\\frac{\\sum_k (y_k - s x_k)^2}{(n - 1) \\sum_k x_k^2}}
+
+with ``x_k = |m_k|`` (the measured total force, e.g. the sum of the dense force over the
+vertices) and ``y_k = |r_k|`` (the reference with its bias removed), both in N.  Magnitudes are
+fitted, not components: the measured force is in the sensor's frame, the reference in the arm's,
+and the rotation between them is what a new rig does not know (a factor per axis would need it).
+
+The out-of-sample score splits a poke at the reference's peak: the loaded frames up to and
+including it are the loading (fitted), the loaded frames after it the unloading (scored), so the
+score is on frames the fit never saw.  Pure numpy; frames are indices into the arrays given.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import numpy as np
+
+__all__ = ["ScaleFit", "ScaleFitRefused", "ScaleScore", "fit_scale", "loading_unloading",
+           "out_of_sample_scale"]
+
+
+class ScaleFitRefused(ValueError):
+    """The data cannot support a scale fit; the message names the count or force and its threshold."""
+
+
+@dataclass(frozen=True)
+class ScaleFit:
+    """A fitted force scale.
+
+    Attributes:
+        scale: ``s``, dimensionless: calibrated force = ``s`` × measured force.
+        std_error: its standard error (least squares through the origin, see the module text).
+        frames: ``(n,)`` int, the frames fitted on (indices into the arrays given).
+        rms_before: RMS of ``|m| − |r|`` over those frames, N (scale 1).
+        rms_after: RMS of ``s|m| − |r|`` over them, N (in sample).
+    """
+
+    scale: float
+    std_error: float
+    frames: np.ndarray
+    rms_before: float
+    rms_after: float
+
+
+@dataclass(frozen=True)
+class ScaleScore:
+    """A scale fitted on a poke's loading and scored on its unloading.
+
+    Attributes:
+        fit: the :class:`ScaleFit` of the loading frames.
+        test_frames: ``(t,)`` int, the loaded frames after the reference's peak.
+        rms_before: RMS of ``|m| − |r|`` over ``test_frames``, N (uncalibrated).
+        rms_after: RMS of ``s|m| − |r|`` over them, N (with the loading's scale).
+    """
+
+    fit: ScaleFit
+    test_frames: np.ndarray
+    rms_before: float
+    rms_after: float
+
+
+def _norms(a: np.ndarray, name: str) -> np.ndarray:
+    """``(N,)`` magnitudes of ``a``, ``(N, 3)`` or ``(N,)``, N.
+
+    Raises:
+        ValueError: another shape or non-finite values (names ``name`` and the shape).
+    """
+    a = np.asarray(a, dtype=np.float64)
+    if not (a.ndim == 1 or (a.ndim == 2 and a.shape[1] == 3)):
+        raise ValueError(f"{name} must be (N, 3) or (N,), got shape {a.shape}")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} has non-finite values")
+    return np.abs(a) if a.ndim == 1 else np.linalg.norm(a, axis=1)
+
+
+def _magnitudes(measured: np.ndarray, reference: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """:func:`_norms` of both; ValueError also for unequal lengths."""
+    x, y = _norms(measured, "measured"), _norms(reference, "reference")
+    if len(x) != len(y):
+        raise ValueError(f"measured has {len(x)} frames, reference {len(y)}")
+    return x, y
+
+
+def fit_scale(measured: np.ndarray, reference: np.ndarray, threshold: float = 0.5,
+              min_frames: int = 10, min_force: float = 2.0,
+              frames: Optional[np.ndarray] = None) -> ScaleFit:
+    """Least-squares scale of ``|measured|`` onto ``|reference|`` over the loaded frames.
+
+    Args:
+        measured: ``(N, 3)`` or ``(N,)`` measured total force per frame, N.
+        reference: ``(N, 3)`` or ``(N,)`` reference force per frame (bias removed, paired with
+            ``measured`` frame by frame: any lag already applied), N.
+        threshold: a frame is loaded when ``|reference| > threshold``, N.
+        min_frames: fewest loaded frames to fit on.
+        min_force: the largest ``|reference|`` over them must reach this, N (the fit needs a load
+            well above the reference's noise).
+        frames: optional ``(M,)`` int candidate frames (default: all); the loaded ones among them
+            are fitted.
+
+    Returns:
+        :class:`ScaleFit`.
+
+    Raises:
+        ValueError: another shape, unequal lengths, non-finite values, ``frames`` out of range,
+            ``min_frames`` below 2.
+        ScaleFitRefused: fewer than ``min_frames`` loaded frames, a peak below ``min_force``,
+            or a measured force that stays zero over them (names the count or force and the
+            threshold it misses).
+    """
+    if isinstance(min_frames, bool) or int(min_frames) != min_frames or min_frames < 2:
+        raise ValueError(f"min_frames must be an integer >= 2 (a standard error needs two), "
+                         f"got {min_frames!r}")
+    x, y = _magnitudes(measured, reference)
+    cand = np.arange(len(x)) if frames is None else np.asarray(frames, dtype=np.int64).ravel()
+    if cand.size and (cand.min() < 0 or cand.max() >= len(x)):
+        raise ValueError(f"frames must lie in 0..{len(x) - 1}, got {cand.min()}..{cand.max()}")
+    sel = cand[y[cand] > threshold]
+    if sel.size < min_frames:
+        raise ScaleFitRefused(f"{sel.size} frames with |reference| > threshold={threshold:g} N; "
+                              f"min_frames={min_frames} are needed")
+    peak = float(y[sel].max())
+    if peak < min_force:
+        raise ScaleFitRefused(f"largest |reference| {peak:.3g} N over the {sel.size} loaded frames is below "
+                              f"min_force={min_force:g} N")
+    xs, ys = x[sel], y[sel]
+    sxx = float(xs @ xs)
+    if sxx == 0.0:
+        raise ScaleFitRefused(f"the measured force is 0 on all {sel.size} loaded frames: no scale fits")
+    s = float(xs @ ys) / sxx
+    r = ys - s * xs
+    se = float(np.sqrt((r @ r) / (sel.size - 1) / sxx))
+    return ScaleFit(s, se, sel, float(np.sqrt(np.mean((xs - ys) ** 2))), float(np.sqrt(np.mean(r ** 2))))
+
+
+def loading_unloading(reference: np.ndarray, threshold: float = 0.5) -> Tuple[np.ndarray, np.ndarray]:
+    """The loaded frames (``|reference| > threshold``) up to and including the peak of ``|reference|``
+    (the loading), and those after it (the unloading); ``(N, 3)`` or ``(N,)`` reference, N.
+
+    Returns:
+        ``(loading, unloading)``, int index arrays (either may be empty).
+
+    Raises:
+        ValueError: bad shape, no frame or non-finite values.
+    """
+    y = _norms(reference, "reference")
+    if not len(y):
+        raise ValueError("reference has no frame")
+    loaded = np.flatnonzero(y > threshold)
+    peak = int(np.argmax(y))
+    return loaded[loaded <= peak], loaded[loaded > peak]
+
+
+def out_of_sample_scale(measured: np.ndarray, reference: np.ndarray, threshold: float = 0.5,
+                        min_frames: int = 10, min_force: float = 2.0) -> ScaleScore:
+    """:func:`fit_scale` on the loading (:func:`loading_unloading`), scored on the unloading.
+
+    Arguments as :func:`fit_scale`.
+
+    Raises:
+        ValueError: as :func:`fit_scale`.
+        ScaleFitRefused: as :func:`fit_scale` for the loading, or no loaded frame after the peak.
+    """
+    loading, unloading = loading_unloading(reference, threshold)
+    fit = fit_scale(measured, reference, threshold, min_frames, min_force, frames=loading)
+    if not unloading.size:
+        raise ScaleFitRefused(f"no frame with |reference| > threshold={threshold:g} N after the peak: "
+                              "nothing to score out of sample")
+    x, y = _magnitudes(measured, reference)
+    xt, yt = x[unloading], y[unloading]
+    return ScaleScore(fit, unloading, float(np.sqrt(np.mean((xt - yt) ** 2))),
+                      float(np.sqrt(np.mean((fit.scale * xt - yt) ** 2))))
