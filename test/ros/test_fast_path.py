@@ -10,8 +10,7 @@ padding bytes (rmw leaves them uninitialised, the fast path writes zeros; each d
 shown to be padding by flipping it in the reference), which also makes the values identical.
 What one path rejects the other rejects too (same counters on ``/diagnostics``).
 
-Also here: ``<s>.jacobian_decimation`` set live on the fast node (every k-th Jacobian only), and
-the keep-warm timer running on the fast node while it idles publishes nothing.
+Also here: ``<s>.jacobian_decimation`` set live on the fast node (every k-th Jacobian only).
 """
 from __future__ import annotations
 
@@ -51,8 +50,6 @@ def nodes(tmp_path_factory, rclpy_context):
                        "qos.outputs.depth": 1000})
         for s in KINDS:
             params[f"{s}.publish_markers"] = False
-        if path == "fast":
-            params["keep_warm_period"] = 0.01
         f = write_params(d / f"{path}.yaml", params, node_name="/**")
         procs[path] = NodeProcess(f, d / f"{path}.log",
                                   extra_args=["-r", f"__ns:=/{path}", "-r", f"__node:={path}_node"]).start()
@@ -213,12 +210,3 @@ def test_fast_path_rejects_bytes_that_are_not_a_message_with_the_decoder_reason(
         serialize_message(rows_to_cloud(rows, stamp(2001))))
     assert probe.spin_until(lambda: any(_stamp_of(d) == 2001 * 1_000_000_000
                                         for d in raw["/fast/pressure/predicted"]), 15.0)
-
-
-def test_keep_warm_while_idle_publishes_nothing(nodes):
-    procs, probe, raw = nodes
-    probe.spin_for(1.0)     # outputs of earlier messages still in flight
-    before = {t: len(v) for t, v in raw.items()}
-    probe.spin_for(1.0)     # the fast node reruns its last message every 10 ms meanwhile
-    assert {t: len(v) for t, v in raw.items()} == before
-    assert procs["fast"].alive()

@@ -288,9 +288,6 @@ NODE_SPECS: List[Spec] = [
          "pose, its measured stream: always when <s>.measured_topic names one, else once it has "
          "arrived) silent this long makes its /diagnostics status WARN, naming topic and type",
          lo=0.01, hi=3600.0),
-    Spec("keep_warm_period", 0.0, "s; > 0: while no contacts message arrived for this long, rerun the "
-         "last one's decode and predictions (nothing published) every period, keeping the per-message "
-         "path in the CPU caches; 0 = off", lo=0.0, hi=10.0, read_only=True),
 ]
 
 BODY_SPECS: List[Spec] = [

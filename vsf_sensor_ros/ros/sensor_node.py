@@ -78,8 +78,6 @@ import sys
 import time
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from . import _quiet_start  # first: a signal during the imports below ends the program quietly
-
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
@@ -93,7 +91,6 @@ from std_srvs.srv import Trigger
 from ..sensor import SimState
 from ..sensor.base_sensor import BaseSensor
 from ..urdf import MOVABLE_JOINT_TYPES
-from ..trimesh_extras import skip_trimesh_extras
 from . import calibration_file as cal_store
 from . import main as node_main
 from .messages import readings as enc
@@ -110,7 +107,6 @@ from .frames import FramePublisher
 from .kinematics import KinematicInputs, parse_joint_name_map
 from .messages.gz_contacts import (GZ_CONTACTS_TYPE, ContactBodyMap, gz_contacts_to_contacts,
                                    note_unknown_bodies)
-from .keep_warm import KeepWarm
 from .scene import (SensorFactory, build_scene, check_contact_body_names, effective_assets_dir,
                     resolve_path)
 from .parameters import (LiveSettings, NodeParameters, SensorParameters, check_measured_topic,
@@ -289,10 +285,6 @@ class SensorNode(Node):
         self.measurements.stopped_inputs = self._stopped_inputs
         self.measurements.clock_hint = self._clock_hint
         self._input_types = WrongTypeWatch(self, self.get_logger())   # asked at diagnostics time only
-        self._last_contacts: Optional[Any] = None
-        self.keep_warm: Optional[KeepWarm] = None
-        if float(p["keep_warm_period"]) > 0:
-            self.keep_warm = KeepWarm(self, self._warm_step, float(p["keep_warm_period"]))
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", self._qos.outputs)
         self.srv_tare_all = self.create_service(Trigger, "tare", self._on_tare_all)
         self.srv_save = self.create_service(Trigger, "save_calibration", self._on_save_calibration)
@@ -463,9 +455,6 @@ class SensorNode(Node):
             if not self.context.ok():
                 return   # a shutdown signal arrived mid-message: the publish failed, nothing is wrong
             self._reject("internal_error", f"{type(exc).__name__}: {exc}")
-        if self.keep_warm is not None:
-            self._last_contacts = msg
-            self.keep_warm.touch()
 
     def _decode_step(self, msg: Any, stamp_ns: int) -> "tuple[Any, SimState]":
         """A contacts message's decoded contacts (with implied reverse pairs) and its ``SimState``.
@@ -496,17 +485,6 @@ class SensorNode(Node):
             return decoded, SimState(self._transforms.at(stamp_ns), {}, decoded.contacts)
         except ValueError as exc:
             raise StepRejected("invalid_contacts", str(exc)) from exc
-
-    def _warm_step(self) -> None:
-        """Keep-warm work: the last contacts message through decode and every model; nothing
-        published, counted or kept (see :mod:`.keep_warm`)."""
-        msg = self._last_contacts
-        if msg is None:
-            return
-        decoded, state = self._decode_step(msg, stamp_to_ns(msg.header.stamp))
-        results = [h.predict(state, decoded, h.endpoints.jacobian is not None)
-                   for h in self._handles.values() if getattr(h.sensor, "enabled", True)]
-        check_predictions(results)
 
     def _process_contacts(self, msg: PointCloud2, t_recv: float) -> None:
         """Decode, predict every sensor, check, then publish (see the module docstring)."""
@@ -728,17 +706,14 @@ def main(args: Optional[List[str]] = None) -> int:
     """Console entry point (:func:`.main.run_node`): exit code 0, or 2 on a configuration error.
 
     ``-h`` / ``--help`` before ``--ros-args`` prints the usage and returns 0 without starting a
-    node.  A SIGINT / SIGTERM before the node is up (during the imports: :mod:`._quiet_start`;
-    in ``rclpy.init``) or while it runs ends it with 0.  The node spins on the ``executor``
-    parameter's choice (:func:`.main.spin_node`).
+    node.  A SIGINT / SIGTERM in ``rclpy.init`` or while the node runs ends it with 0.  The node
+    spins on the ``executor`` parameter's choice (:func:`.main.spin_node`).
 
     Args:
         args: the command line, program name first (``sys.argv`` when None).
     """
     argv = list(sys.argv if args is None else args)
-    skip_trimesh_extras()    # trimesh as its minimal install: ~27 MB less resident (see the module)
     node_main.usage().parse_known_args(node_main.user_args(argv))   # exits 0 after printing -h / --help
-    _quiet_start.restore()   # from here on a signal shuts the node down cleanly
     return node_main.run_node("sensor_node", lambda: SensorNode(command_line=argv), args,
                               config_errors=(ConfigError,),
                               spin=lambda n: node_main.spin_node(n, str(n.params.values["executor"])),
