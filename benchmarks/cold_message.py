@@ -20,7 +20,7 @@ timed
 * with no pause at all, right after writing a 64 MB array (more than the
   last-level cache): the caches emptied by this process itself;
 * after ``--idle`` seconds during which the workload itself ran every 5 ms
-  (what :class:`vsf_sensor_ros.ros.keep_warm.KeepWarm` does), the call
+  (a keep-warm timer, which the node once had), the call
   coming 5 ms after the last run (its worst case).
 
 Each variant reports the median cold/warm ratio over ``--trials`` pauses.
@@ -42,7 +42,7 @@ import torch
 
 
 VARIANTS = ("sleep", "busy", "primed", "thrash", "keepwarm")
-KEEP_WARM_PERIOD = 0.005      # as vsf_sensor_ros.ros.keep_warm.KeepWarm's default
+KEEP_WARM_PERIOD = 0.005      # the keep-warm period measured
 THRASH_BYTES = 64 * 2**20     # more than the last-level cache: writing it evicts everything else
 
 

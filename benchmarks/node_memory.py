@@ -38,10 +38,6 @@ def rss():
     for line in open("/proc/self/status"):
         if line.startswith("VmRSS"):
             return int(line.split()[1]) / 1024
-if "--node-imports" in sys.argv:   # as sensor_node's main: trimesh without its unused extras
-    sys.argv.remove("--node-imports")
-    from vsf_sensor_ros.trimesh_extras import skip_trimesh_extras
-    skip_trimesh_extras()
 rows = [("python", rss(), 0.0)]
 for m in sys.argv[1:]:
     t = time.perf_counter(); a = rss(); importlib.import_module(m)
@@ -50,15 +46,9 @@ print(json.dumps(rows))
 """
 
 
-def import_costs(modules: Sequence[str] = IMPORT_ORDER,
-                 node_imports: bool = True) -> List[Tuple[str, float, float]]:
-    """``[(module, +RSS MB, seconds)]`` importing ``modules`` in order in a fresh interpreter.
-
-    With ``node_imports`` the interpreter first does what ``sensor_node``'s ``main`` does
-    (:func:`vsf_sensor_ros.trimesh_extras.skip_trimesh_extras`), so trimesh's row is the node's.
-    """
-    flag = ["--node-imports"] if node_imports else []
-    out = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, *flag, *modules], cwd=ROOT,
+def import_costs(modules: Sequence[str] = IMPORT_ORDER) -> List[Tuple[str, float, float]]:
+    """``[(module, +RSS MB, seconds)]`` importing ``modules`` in order in a fresh interpreter."""
+    out = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, *modules], cwd=ROOT,
                          capture_output=True,
                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     if out.returncode:
@@ -129,12 +119,9 @@ def main(argv: Sequence[str] = ()) -> int:
     ap.add_argument("--world", choices=["auto", "kinova", "embedded"], default="auto")
     ap.add_argument("--top", type=int, default=15)
     args = ap.parse_args(list(argv) or None)
-    print("== import costs (cumulative order, fresh interpreter; the node's own: trimesh without its "
-          "unused extras, vsf_sensor_ros.trimesh_extras) ==")
-    full = {name: mb for name, mb, _ in import_costs(node_imports=False)}
+    print("== import costs (cumulative order, fresh interpreter) ==")
     for name, mb, s in import_costs():
-        extra = f"   ({full[name]:+.0f} MB with every soft dependency)" if name == "trimesh" else ""
-        print(f"  {name:<34} {mb:+7.0f} MB {1e3 * s:7.0f} ms{extra}")
+        print(f"  {name:<34} {mb:+7.0f} MB {1e3 * s:7.0f} ms")
     fp = node_footprint(args.world)
     if "error" in fp:
         print("node failed:\n" + str(fp["error"]))

@@ -48,10 +48,6 @@ VARIANTS = (
 )
 
 
-KEEP_WARM_PERIOD_S = 0.005
-KEEP_WARM_TITLE = f"messages 2 s apart with keep_warm_period: {KEEP_WARM_PERIOD_S}"
-
-
 def settings(quick: bool, node_count: Optional[int]) -> Dict[str, Any]:
     """Counts, repeats and budgets of a full or ``--quick`` run."""
     if quick:
@@ -192,13 +188,6 @@ def evaluate_targets(results: Dict[str, Any]) -> List[Dict[str, Any]]:
         cold = a / b if a is not None and b and math.isfinite(a) and math.isfinite(b) else None
         add("node message after 2 s idle: p50 latency / 100 Hz p50", cold, "<= 3x",
             None if cold is None else cold <= 3.0, "x", f"{idle['received_complete']} idle messages")
-        kw = next((p for p in (node.get("keep_warm") or {}).get("phases", []) if p["name"] == "idle_2s"),
-                  None)
-        if kw is not None:
-            a = kw["latency_ms"]["p50"]
-            cold = a / b if a is not None and b and math.isfinite(a) and math.isfinite(b) else None
-            add(f"same, keep_warm_period {KEEP_WARM_PERIOD_S} s", cold, "<= 3x",
-                None if cold is None else cold <= 3.0, "x", f"{kw['received_complete']} idle messages")
     else:
         add("node message after 2 s idle: p50 latency / 100 Hz p50", None, "<= 3x", None, "x",
             "full run only" if results["meta"]["quick"] else node.get("skipped", "node section not run"))
@@ -319,7 +308,7 @@ def format_table(results: Dict[str, Any]) -> str:
                              f"p99 {_f(r['p99'], '{:.1f}')}x, CPU/msg {_f(r['cpu_ms_per_msg'], '{:.1f}')}x")
             elif floor.get("skipped"):
                 L.append(f"  transport floor skipped: {floor['skipped'].splitlines()[0]}")
-            for key in [v[0] for v in VARIANTS] + ["keep_warm"]:
+            for key in [v[0] for v in VARIANTS]:
                 var = node.get(key) or {}
                 if var.get("skipped"):
                     L.append(f"  {key} skipped: {var['skipped'].splitlines()[0]}")
@@ -441,14 +430,6 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
                 results["node"][key] = var
                 if var.get("skipped"):
                     print(f"  {key} skipped: {var['skipped']}", flush=True)
-            idle = [p for p in phases if p["name"] == "idle_2s"]
-            if idle:
-                # the cold-message case again, with the node's keep-warm timer on
-                print(f"[node] {KEEP_WARM_TITLE}", flush=True)
-                kw = run_node_bench(idle, warmup=cfg["node_warmup"], world=results["node"]["world"],
-                                    extra_params={"keep_warm_period": KEEP_WARM_PERIOD_S})
-                kw["title"] = KEEP_WARM_TITLE
-                results["node"]["keep_warm"] = kw
     if "scaling" in sections:
         print("[scaling] latency vs contacts and vs mesh size", flush=True)
         from benchmarks.bench_scaling import plot_scaling, scaling_section

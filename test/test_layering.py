@@ -72,20 +72,13 @@ def test_messages_import_no_other_ros_module(path):
             assert mod.startswith("vsf_sensor_ros.ros.messages"), f"{rel} imports {mod} (above ros.messages)"
 
 
-# Modules outside the layers: leaves any layer may use, importing nothing of the package themselves.
-LEAVES = ["trimesh_extras"]
-
-
 @pytest.mark.parametrize("path", sorted(PKG.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_module_has_a_layer(path):
     rel = path.relative_to(PKG)
     own = rel.parts[0] if len(rel.parts) > 1 else rel.stem
     if own == "__init__":
         return
-    assert own in LAYERS + LEAVES, f"{rel} is in no layer: add it to LAYERS or LEAVES"
-    if own in LEAVES:
-        found = [m for m in _imports(path) if _layer_of(m)]
-        assert not found, f"{rel} is a leaf but imports {found}"
+    assert own in LAYERS, f"{rel} is in no layer: add it to LAYERS"
 
 
 # The ros modules that hold pure logic (tested without a ROS graph) import no ROS client or message package.

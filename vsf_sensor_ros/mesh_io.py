@@ -46,8 +46,6 @@ import klampt
 import numpy as np
 import trimesh
 
-from .trimesh_extras import skipped_extra_hint
-
 __all__ = ["MeshLike", "file_uri_path", "load_mesh", "read_collada_geometry", "read_obj_geometry",
            "resolve_uri", "trimesh_to_klampt"]
 
@@ -302,8 +300,7 @@ def load_mesh(mesh: MeshLike, base_dir: Optional[Union[str, os.PathLike]] = None
             try:
                 m = trimesh.load(str(path), process=False, force="mesh")
             except Exception as exc:  # noqa: BLE001 - trimesh raises many types for a bad file
-                raise ValueError(f"cannot read mesh {str(path)!r}: {type(exc).__name__}: {exc}"
-                                 f"{skipped_extra_hint(exc)}") from None
+                raise ValueError(f"cannot read mesh {str(path)!r}: {type(exc).__name__}: {exc}") from None
             if not isinstance(m, trimesh.Trimesh):
                 raise ValueError(f"{path} holds no triangle mesh")
             if suffix == ".stl" and len(m.faces):

@@ -162,33 +162,3 @@ def test_every_stamped_frame_resolves_and_the_pad_reads_in_its_announced_frame(s
     assert _at(probe, "/patch/residual", t)[-1].header.frame_id == "patch_frame"
     for s, kind in KINDS.items():
         assert isinstance(_at(probe, f"/{s}/predicted", t)[-1], kind)
-
-
-def test_a_live_tsensor_change_moves_the_announced_frame_with_the_values(session):
-    """Tsensor -> Rz(90): 2 N along the link's +y reads (2, 0, 0) in the moved frame, still (0, 2, 0)."""
-    proc, probe = session
-    rz90 = [0.0, -1.0, 0.0, 0.0,
-            1.0, 0.0, 0.0, 0.0,
-            0.0, 0.0, 1.0, 0.0,
-            0.0, 0.0, 0.0, 1.0]
-    res = probe.set_params({"patch.Tsensor": rz90})
-    assert res[0].successful, res[0].reason
-    probe.spin_for(0.3)
-    t = stamp(9)
-    _press_pad(probe, t)
-    assert probe.spin_until(lambda: _at(probe, "/patch/predicted", t), 10.0)
-    patch = _at(probe, "/patch/predicted", t)[-1]
-    f = np.array([patch.wrench.force.x, patch.wrench.force.y, patch.wrench.force.z])
-    assert patch.header.frame_id == "patch_frame"
-    np.testing.assert_allclose(f, [2.0, 0.0, 0.0], atol=1e-12)
-
-    def announced_rotation():
-        if TFMessage is not None:
-            got = _announced_from_tf(probe.received["/tf_static"][-1:])
-        else:
-            got = _announced_from_log(proc.output())
-        return got.get("patch_frame", ("", (0.0,) * 7))[1][3:]
-    s45 = np.sqrt(0.5)
-    assert probe.spin_until(lambda: np.allclose(announced_rotation(), [0, 0, s45, s45], atol=1e-8), 5.0), \
-        announced_rotation()
-    np.testing.assert_allclose(_rotate(announced_rotation(), f), [0.0, 2.0, 0.0], atol=1e-7)

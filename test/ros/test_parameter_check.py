@@ -4,11 +4,10 @@ from vsf_sensor_ros.ros import parameter_check as pc
 NODE = {"tare_samples", "calibration_file", "qos.inputs.depth", "world_frame"}
 PRESSURE = {"type", "attachment", "measured_scale", "measured_topic", "base_normal_local", "variance"}
 BODY = {"mesh", "parent_link", "transform"}
-STAGED = PRESSURE | {"Tsensor", "patchMin"}
 
 
 def _unknown(names):
-    return pc.unknown_keys(names, NODE, {"punyo_pressure": PRESSURE}, {"punyo": BODY}, STAGED)
+    return pc.unknown_keys(names, NODE, {"punyo_pressure": PRESSURE}, {"punyo": BODY})
 
 
 def test_misspelt_sensor_key_is_named_with_the_closest_known_key():
@@ -26,15 +25,14 @@ def test_misspelt_top_level_and_body_keys():
     assert b.suggestion == "punyo.parent_link" and b.where == "body punyo"
 
 
-def test_known_keys_rclpy_keys_and_staged_sensors_are_not_reported():
+def test_known_keys_and_rclpy_keys_are_not_reported():
     assert _unknown(["tare_samples", "qos.inputs.depth", "punyo_pressure.variance", "punyo.mesh",
-                     "use_sim_time", "qos_overrides./contacts.subscription.depth",
-                     "later_pad.Tsensor"]) == []
+                     "use_sim_time", "qos_overrides./contacts.subscription.depth"]) == []
 
 
 def test_a_misspelt_section_is_reported_although_its_keys_are_valid():
     (u,) = _unknown(["punyo_presure.measured_scale"])
-    assert u.suggestion == "punyo_pressure.measured_scale" and u.where.startswith("namespace")
+    assert u.suggestion == "punyo_pressure.measured_scale"
 
 
 def test_nothing_close_gives_no_suggestion():

@@ -99,20 +99,6 @@ def for_stamp(probe: Probe, topic: str, t: Time):
     return [m for m in probe.received[topic] if m.header.stamp == t]
 
 
-def test_a_whole_body_load_sensor_is_never_contact_free_while_the_box_rests(node, probe):
-    # Runs first (tests run in file order).  radius -1 = the whole body: the table contacts count,
-    # so no sample is contact-free -- the rule the node applied to every sensor before in_contact.
-    assert probe.set_params({"object_load.radius": -1.0})[0].successful
-    for k in range(N):
-        t = Time(sec=5 + k)
-        probe.send("/contacts", box_on_table(t))
-        probe.send("/object_load/measured", wrench(LOAD[k], t))
-        assert probe.spin_until(lambda: for_stamp(probe, "/object_load/residual", t), 10.0), k
-    r = probe.call(Trigger, "/object_load/tare", Trigger.Request())
-    assert r.success is False and "3 buffered samples have contact" in r.message, r.message
-    assert probe.set_params({"object_load.radius": 0.03})[0].successful
-
-
 def test_global_tare_succeeds_for_all_four_sensors_with_the_box_resting_on_the_table(node, probe):
     _, cal = node
     nv = len(embedded_world().body_mesh("punyo").vertices)
@@ -160,35 +146,3 @@ def test_global_tare_succeeds_for_all_four_sensors_with_the_box_resting_on_the_t
     f = for_stamp(probe, "/punyo_pad/predicted", t)[-1].wrench.force
     assert (f.x, f.y, f.z) == pytest.approx((0.05, 0.0, 0.05), abs=1e-12)
     assert for_stamp(probe, "/object_load/predicted", t)[-1].wrench.force.z == pytest.approx(0.06, abs=1e-12)
-
-
-def test_a_hasForce_change_drops_the_pad_calibration_and_keeps_the_others(node, probe):
-    # The pad's tare has 4 entries [contact, fx, fy, fz]; with one axis left it would not line up.
-    _, cal = node
-    assert probe.set_params({"punyo_pad.hasForce": [False, False, True]})[0].successful
-    t = Time(sec=40)
-    probe.send("/contacts", box_on_table(t))
-    for s in ("punyo_pad", "object_load"):
-        assert probe.spin_until(lambda s=s: for_stamp(probe, f"/{s}/predicted", t), 10.0), s
-    f = for_stamp(probe, "/punyo_pad/predicted", t)[-1].wrench.force
-    assert (f.x, f.y, f.z) == (0.0, 0.0, 0.0)            # untared: no offset, nothing on the patch
-    assert for_stamp(probe, "/object_load/predicted", t)[-1].wrench.force.z == pytest.approx(0.06, abs=1e-12)
-    assert probe.call(Trigger, "/save_calibration", Trigger.Request()).success
-    saved = yaml.safe_load(Path(cal).read_text())["sensors"]
-    assert sorted(saved) == ["object_load", "punyo_force", "punyo_pressure"]
-
-    # Tare the z-only pad (measured z: 0.02, 0.03, 0.04 -> offset 0.03 N), then switch to x only: the
-    # entry count stays 2, but force_z's offset must not move to force_x.
-    for k, fz in enumerate((0.02, 0.03, 0.04)):
-        t = Time(sec=50 + k)
-        probe.send("/contacts", box_on_table(t))
-        probe.send("/punyo_pad/measured", wrench((0.0, 0.0, fz), t))
-        assert probe.spin_until(lambda: for_stamp(probe, "/punyo_pad/residual", t), 10.0), k
-    r = probe.call(Trigger, "/punyo_pad/tare", Trigger.Request())
-    assert r.success and "force_z=0.03 N" in r.message, r.message
-    assert probe.set_params({"punyo_pad.hasForce": [True, False, False]})[0].successful
-    t = Time(sec=60)
-    probe.send("/contacts", box_on_table(t))
-    assert probe.spin_until(lambda: for_stamp(probe, "/punyo_pad/predicted", t), 10.0)
-    f = for_stamp(probe, "/punyo_pad/predicted", t)[-1].wrench.force
-    assert (f.x, f.y, f.z) == (0.0, 0.0, 0.0)

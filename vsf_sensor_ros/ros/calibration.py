@@ -16,10 +16,7 @@ here):
   is kept for tares and gain fits, and triggers ``tare_on_start`` once per sensor;
 * ``<s>/tare``, ``tare`` (every sensor with a measured stream, all or nothing),
   ``<s>/calibrate_gain`` (below) and ``save_calibration``
-  (:mod:`.calibration_file`);
-* new live settings of a configured sensor (:meth:`Measurements.change_settings`):
-  a new model keeps its calibration when it still fits; a new measured unit, type,
-  delay or topic clears what would mix old and new samples and re-subscribes.
+  (:mod:`.calibration_file`).
 
 Tare
 ----
@@ -90,7 +87,7 @@ from .input_health import pressure_unit_problem
 from .messages import readings as enc
 from .messages.stamps import stamp_to_ns
 from .pairing import Pair
-from .parameters import LiveSettings, SensorParameters
+from .parameters import LiveSettings
 from .sensor_handle import PairedSample, Prediction, SensorHandle
 
 GAIN_KEY = "gain"
@@ -285,45 +282,6 @@ class Measurements:
             if self._calibration.path is not None and entries:
                 self._log.warning(f"save_calibration: {exc}")
         return response
-
-    # ------------------------------------------------------------------ live settings
-    def change_settings(self, h: SensorHandle, cfg: SensorParameters, sensor: Optional[BaseSensor],
-                        layout: Optional[enc.SensorLayout]) -> None:
-        """New settings for a configured sensor; a new model keeps the calibration when it still fits.
-
-        The caller refreshes what depends on the sensor's model (watched joints, dense vertex counts).
-        """
-        old_type, old_topic = h.config.measured_type(), h.config.measured_topic()
-        old_scale = float(h.config.values["measured_scale"])
-        old_delay = h.measured_delay_ns()
-        h.config = cfg
-        if sensor is not None and layout is not None:
-            dropped = h.replace_model(sensor, layout)
-            if dropped:
-                self._log.warning(f"sensor {h.name!r}: calibration dropped ({dropped}); tare again")
-        h.endpoints.set_optional(bool(cfg.values["publish_jacobian"]), bool(cfg.values["publish_markers"]))
-        if cfg.measured_type() != old_type or float(cfg.values["measured_scale"]) != old_scale:
-            # samples of the old unit or type must not be averaged with new ones by a tare
-            h.clear_measured()
-            headerless = cfg.measured_type() in enc.HEADERLESS_MEASURED_TYPES
-            if headerless != h.headerless:   # the pairing key changes: stamps <-> receive times
-                h.headerless = headerless
-                h.clear_buffers()
-            self._log.info(f"sensor {h.name!r}: measured type or scale changed; buffered measured "
-                           "samples cleared")
-        if h.headerless and h.measured_delay_ns() != old_delay:
-            # the pairing key of the measured stream moved: what was paired or queued with the old
-            # delay would mix frames (and a smaller delay is no restart of the source)
-            h.clear_buffers()
-            self._log.info(f"sensor {h.name!r}: measured_delay {h.measured_delay_ns() * 1e-9:g} s; "
-                           "pairing buffers cleared")
-        if cfg.measured_type() != old_type or cfg.measured_topic() != old_topic:
-            try:
-                h.endpoints.subscribe_measured(cfg.measured_type(), cfg.measured_topic())
-            except Exception as exc:   # the plan checked name and graph; a race keeps the old subscription
-                self._log.error(f"sensor {h.name!r}: cannot subscribe {cfg.measured_topic()!r} as "
-                                f"{cfg.measured_type()} ({exc}); still reading {old_topic!r}")
-        self._log.info(f"sensor {h.name!r} settings applied")
 
 
 # -- tare --------------------------------------------------------------------------------

@@ -34,13 +34,11 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from .input_health import (ERROR, OK, WARN, SensorInputs, StreamClock, missing_input_hint, sensor_health,
                            silent_streams)
 from .parameter_check import UnknownKey, unknown_keys, unmatched_params_files
-from .parameter_table import BODY_KEYS, NODE_SPECS, SENSOR_KEYS, sensor_specs
+from .parameter_table import BODY_KEYS, NODE_SPECS, sensor_specs
 from .topic_types import type_name   # re-exported: the node names its input types with it
 
 # Reasons of a rejected contacts message that mean the models failed (not the input)
 PREDICTION_FAILURES = frozenset({"internal_error", "non_finite_prediction", "model_error", "out_of_range"})
-# Live configuration problems kept (the oldest drop out)
-MAX_LIVE_PROBLEMS = 20
 
 POINTCLOUD2 = "sensor_msgs/msg/PointCloud2"
 JOINT_STATE = "sensor_msgs/msg/JointState"
@@ -56,8 +54,7 @@ def known_keys(sensors: Mapping[str, str], bodies: Iterable[str]) -> Dict[str, A
     """
     return {"node_keys": {s.key for s in NODE_SPECS},
             "sensors": {n: {s.key for s in sensor_specs(t)} for n, t in sensors.items()},
-            "bodies": {b: set(BODY_KEYS) for b in bodies},
-            "staged_keys": set(SENSOR_KEYS)}
+            "bodies": {b: set(BODY_KEYS) for b in bodies}}
 
 
 def startup_problems(names: Iterable[str], sensors: Mapping[str, str], bodies: Iterable[str],
@@ -98,7 +95,6 @@ class NodeHealth:
 
     Attributes:
         config_problems: start-up configuration problems (sentences).
-        live_problems: configuration problems of live requests that were applied (sentences).
         streams: input streams by resolved topic.
         failing: the reason while the latest contacts message's predictions failed, else None.
         last_prediction: sensor name -> monotonic time (s) of its latest published prediction.
@@ -108,7 +104,6 @@ class NodeHealth:
         self.node_name = node_name
         self.started = started
         self.config_problems: List[str] = []
-        self.live_problems: List[str] = []
         self.streams: Dict[str, StreamClock] = {}
         self._window: Dict[str, "tuple[int, float]"] = {}
         self.failing: Optional[str] = None
@@ -122,17 +117,6 @@ class NodeHealth:
             clock = self.streams[topic] = StreamClock(topic, type_name_, optional)
             self._window.pop(topic, None)
         return clock
-
-    def forget_streams_except(self, topics: Set[str]) -> None:
-        """Drop the clocks of topics no longer read (a sensor removed, a measured topic changed)."""
-        for t in [t for t in self.streams if t not in topics]:
-            del self.streams[t]
-            self._window.pop(t, None)
-
-    # ------------------------------------------------------------------ live problems
-    def add_live_problem(self, text: str) -> None:
-        """Keep one live configuration problem (the newest :data:`MAX_LIVE_PROBLEMS`)."""
-        self.live_problems = (self.live_problems + [text])[-MAX_LIVE_PROBLEMS:]
 
     def prediction_failed(self, reason: str, detail: str) -> None:
         """A contacts message was rejected with ``reason``: predictions fail when it is a model's."""
@@ -174,7 +158,7 @@ class NodeHealth:
                 ``""``; the text ends that stream's sentences on the sensor, inputs and topic
                 statuses (an optional stream with a cause is a problem: its sensor WARNs).
         """
-        problems = self.config_problems + self.live_problems
+        problems = self.config_problems
         silent = silent_streams((s for inp in sensors.values() for s in inp.streams), now, self.started,
                                 timeout)
         causes = {t: text for t, text in ((t, explain(c) if explain else "") for t, c in silent.items())
@@ -271,5 +255,5 @@ def _level(value: Any) -> int:
     return value[0] if isinstance(value, (bytes, bytearray)) else int(value)
 
 
-__all__ = ["ERROR", "JOINT_STATE", "MAX_LIVE_PROBLEMS", "NodeHealth", "OK", "POINTCLOUD2", "POSE_STAMPED",
+__all__ = ["ERROR", "JOINT_STATE", "NodeHealth", "OK", "POINTCLOUD2", "POSE_STAMPED",
            "PREDICTION_FAILURES", "WARN", "known_keys", "startup_problems", "type_name"]

@@ -181,9 +181,7 @@ def usage() -> argparse.ArgumentParser:
           "  ros2 run vsf_sensor_ros sensor_node --ros-args -p use_sim_time:=true "
           "--params-file config/kinova_punyo_real.yaml\n"
           "Parameters: ros2 param describe /sensor_node <name>; all of them: docs/parameters.md.\n"
-          "Environment: VSF_ASSETS (base of relative paths, over assets_dir); VSF_TRIMESH_EXTRAS=1\n"
-          "  (load trimesh's optional dependencies, which the node leaves out to save memory:\n"
-          "  for a mesh format whose loader reports 'import of <module> halted').")
+          "Environment: VSF_ASSETS (base of relative paths, over assets_dir).")
 
 
 def parameter_usage(prog: str, description: str, parameters: Iterable[Tuple[str, Any, str]],

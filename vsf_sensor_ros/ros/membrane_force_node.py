@@ -200,7 +200,7 @@ class MembraneForceNode(Node):
         if not float(p["ambient_pressure"]) and not float(p["altitude"]):
             self.get_logger().warning(SEA_LEVEL_WARNING)
         self.config_problems: List[str] = [u.message() for u in unknown_keys(
-            parameter_override_names(self), set(PARAMETERS), {}, {}, set())]
+            parameter_override_names(self), set(PARAMETERS), {}, {})]
         for path, keys in unmatched_params_files(command_line, self.get_fully_qualified_name()):
             self.config_problems.append(
                 f"parameters file {path} has no entry for this node: expected "

@@ -13,7 +13,7 @@ Two silent failures of a ROS 2 node's configuration are made loud here:
   with rcl's matching rules (:func:`node_key_matches`: a leading ``/`` is implied, ``*`` is one
   name token, ``**`` any number of them).
 
-Pure functions (PyYAML, no rclpy): the node calls them once at start and on each live change.
+Pure functions (PyYAML, no rclpy): the node calls them at start and on a live request.
 """
 from __future__ import annotations
 
@@ -37,8 +37,7 @@ class UnknownKey:
     Attributes:
         name: the full parameter name as given (e.g. ``punyo_pressure.measured_scael``).
         suggestion: the closest known full name, or None when nothing is close.
-        where: ``"node"``, ``"sensor <s>"``, ``"body <b>"`` or ``"namespace <n>"`` (a prefix
-            that is neither a sensor nor a body: values staged for a sensor not configured yet).
+        where: ``"node"``, ``"sensor <s>"`` or ``"body <b>"``.
     """
 
     name: str
@@ -48,9 +47,6 @@ class UnknownKey:
     def message(self) -> str:
         """One line naming the key, where it is, and the closest known key."""
         hint = f"; did you mean '{self.suggestion}'?" if self.suggestion else ""
-        if self.where.startswith("namespace "):
-            return (f"parameter '{self.name}' belongs to no configured sensor or body "
-                    f"(kept as a staged setting){hint}")
         return f"unknown parameter '{self.name}' ({self.where}){hint}"
 
 
@@ -66,7 +62,7 @@ def closest_key(key: str, known: Iterable[str]) -> Optional[str]:
 
 
 def unknown_keys(names: Iterable[str], node_keys: Set[str], sensors: Mapping[str, Set[str]],
-                 bodies: Mapping[str, Set[str]], staged_keys: Set[str]) -> List[UnknownKey]:
+                 bodies: Mapping[str, Set[str]]) -> List[UnknownKey]:
     """Every parameter name that no part of the node's table knows, with a suggestion.
 
     Args:
@@ -74,44 +70,32 @@ def unknown_keys(names: Iterable[str], node_keys: Set[str], sensors: Mapping[str
         node_keys: node-wide parameter names (``tare_samples``, ``qos.inputs.depth``, ...).
         sensors: sensor name -> the keys valid for it (common keys + its type's settings).
         bodies: body name -> the body keys (``mesh``, ``parent_link``, ...).
-        staged_keys: keys valid under a name that is not configured yet (any sensor key: the
-            node keeps such values for a later ``sensors`` change).
 
     Returns:
-        The unknown ones, in the order given.  A name under an unconfigured prefix whose key is a
-        valid sensor key is *not* unknown, but it is reported when the prefix is close to a
-        configured sensor or body name (a misspelt section: ``punyo_presure.type``).
+        The unknown ones, in the order given.  A key under a section that is no configured sensor
+        or body is unknown too; when the section is close to one that has the key (a misspelt
+        section: ``punyo_presure.type``), that is the suggestion.
     """
+    sections = {**bodies, **sensors}
     out: List[UnknownKey] = []
     for name in names:
         if name in node_keys or name in RCLPY_PARAMETERS or name.startswith(RCLPY_PREFIXES):
             continue
         prefix, dot, key = name.partition(".")
-        if dot and prefix in sensors:
-            if key not in sensors[prefix]:
-                out.append(UnknownKey(name, _joined(prefix, closest_key(key, sensors[prefix])),
-                                      f"sensor {prefix}"))
-        elif dot and prefix in bodies:
-            if key not in bodies[prefix]:
-                out.append(UnknownKey(name, _joined(prefix, closest_key(key, bodies[prefix])),
-                                      f"body {prefix}"))
-        elif dot and key in staged_keys:
-            near = closest_key(prefix, list(sensors) + list(bodies))
-            if near is not None:
-                out.append(UnknownKey(name, f"{near}.{key}", f"namespace {prefix}"))
-        else:
-            out.append(UnknownKey(name, closest_key(name, node_keys) if not dot or prefix in {
-                k.partition(".")[0] for k in node_keys} else _staged_guess(name, staged_keys), "node"))
+        if dot and prefix in sections:
+            if key not in sections[prefix]:
+                out.append(UnknownKey(name, _joined(prefix, closest_key(key, sections[prefix])),
+                                      f"{'sensor' if prefix in sensors else 'body'} {prefix}"))
+            continue
+        near = closest_key(prefix, sections) if dot else None
+        guess = (f"{near}.{key}" if near is not None and key in sections[near]
+                 else closest_key(name, node_keys))
+        out.append(UnknownKey(name, guess, "node"))
     return out
 
 
 def _joined(prefix: str, key: Optional[str]) -> Optional[str]:
     return None if key is None else f"{prefix}.{key}"
-
-
-def _staged_guess(name: str, staged_keys: Set[str]) -> Optional[str]:
-    prefix, _, key = name.partition(".")
-    return _joined(prefix, closest_key(key, staged_keys))
 
 
 def params_files(argv: Sequence[str]) -> List[str]:

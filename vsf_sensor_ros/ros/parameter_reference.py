@@ -29,10 +29,11 @@ do not edit by hand.  The same descriptions, ranges and read-only flags are what
 `ros2 param describe` shows.
 
 The layout is nav2's and ros2_control's: lists of names (`bodies`, `sensors`), then one namespace
-per name (`<b>.*`, `<s>.*`).  *Live* parameters apply on `ros2 param set` after validation (a
-rejected value changes nothing and the answer names the parameter and value); the others are
-fixed at start.  Relative file paths resolve against `assets_dir` (`$VSF_ASSETS` wins when set).
-Integers are accepted for double parameters.  Units are SI.
+per name (`<b>.*`, `<s>.*`).  The sensor set, each sensor's type, attachment, model settings and
+measured topic / type, and the bodies are fixed at start: restart the node to change them.  *Live*
+parameters apply on `ros2 param set` after validation (a rejected value changes nothing and the
+answer names the parameter and value).  Relative file paths resolve against `assets_dir`
+(`$VSF_ASSETS` wins when set).  Integers are accepted for double parameters.  Units are SI.
 """
 
 

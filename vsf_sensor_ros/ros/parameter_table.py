@@ -12,6 +12,7 @@ choices).
 from __future__ import annotations
 
 import array
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
@@ -83,7 +84,7 @@ class Spec:
         default: value used when no override is given (its Python type fixes
             the ROS type; ``ptype`` overrides for empty arrays).
         description: one line, shown by ``ros2 param describe``.
-        read_only: cannot change after start.
+        read_only: fixed at start (rclpy refuses a live change; restart the node to change it).
         lo, hi: numeric range (inclusive) reported in the descriptor and
             enforced by rclpy.
         ptype: explicit ``ParameterType`` (for empty-array defaults).
@@ -129,7 +130,7 @@ def check_value(full_name: str, spec: Spec, value: Any) -> None:
     """Validate ``value`` for ``spec`` beyond what rclpy's descriptor checks.
 
     Raises:
-        ConfigError: the wrong type (a staged value is not checked by rclpy),
+        ConfigError: the wrong type,
             wrong array length, non-finite or non-positive entries, outside the
             range, an invalid topic name.
     """
@@ -245,8 +246,7 @@ NODE_SPECS: List[Spec] = [
          "touching; 0 = never step without a contacts message", lo=0.0, hi=60.0, read_only=True),
     Spec("bodies", [], "extra rigid bodies (each configured under <name>.*)", read_only=True,
          ptype=STRING_ARRAY),
-    Spec("sensors", [], "sensor names (each configured under <name>.*); add or remove names live "
-         "to add or remove sensors", ptype=STRING_ARRAY),
+    Spec("sensors", [], "sensor names (each configured under <name>.*)", read_only=True, ptype=STRING_ARRAY),
     Spec("tare_samples", 10, "N: contact-free measured samples averaged by a tare", lo=1, hi=100000),
     Spec("tare_on_start", False, "tare each sensor once, as soon as N contact-free samples exist"),
     Spec("calibration_file", "", "YAML calibration file: loaded at start when it exists, the only file "
@@ -254,9 +254,6 @@ NODE_SPECS: List[Spec] = [
          read_only=True),
     Spec("calibration_create_dirs", False, "save_calibration may create the missing directories of "
          "calibration_file", read_only=True),
-    Spec("max_sensor_names", 64, "most distinct sensor names the node holds parameters for (configured, "
-         "removed live, or staged for a later addition); bounds what a live request can allocate",
-         lo=1, hi=10000, read_only=True),
     Spec("max_stamp_difference", 0.0, "largest stamp difference (s) for pairing a measured message "
          "with a prediction (residual, tare); 0 = adaptive: half the longer observed period of the "
          "two streams", lo=0.0, hi=10.0),
@@ -298,9 +295,6 @@ NODE_SPECS: List[Spec] = [
          "one, else once it has arrived) silent this long makes its /diagnostics status WARN, naming "
          "topic and type",
          lo=0.01, hi=3600.0),
-    Spec("keep_warm_period", 0.0, "s; > 0: while no contacts message arrived for this long, rerun the "
-         "last one's decode and predictions (nothing published) every period, keeping the per-message "
-         "path in the CPU caches; 0 = off", lo=0.0, hi=10.0, read_only=True),
 ]
 
 BODY_SPECS: List[Spec] = [
@@ -321,20 +315,20 @@ BODY_SPECS: List[Spec] = [
 SENSOR_COMMON_SPECS: List[Spec] = [
     Spec("type", "", "sensor model: " + " | ".join(SENSOR_KINDS), read_only=True,
          constraints=" | ".join(SENSOR_KINDS)),
-    Spec("attachment", "", "body the sensor is attached to (link or extra body)"),
+    Spec("attachment", "", "body the sensor is attached to (link or extra body)", read_only=True),
     Spec("measured_type", "", "type of <s>/measured (empty: the type of <s>/predicted); a type the "
          "sensor's reading decodes from: FluidPressure, Float32 or Float64 (Punyo pressure; the "
          "header-less ones are stamped with their receive time), PointCloud2 (Punyo dense force), "
          "WrenchStamped (ContactSensor, IsaacContactSensor)",
          constraints="sensor_msgs/msg/FluidPressure | std_msgs/msg/Float32 | std_msgs/msg/Float64 | "
-                     "sensor_msgs/msg/PointCloud2 | geometry_msgs/msg/WrenchStamped"),
+                     "sensor_msgs/msg/PointCloud2 | geometry_msgs/msg/WrenchStamped", read_only=True),
     Spec("measured_scale", 1.0, "multiplier from the measured topic's unit to SI (100.0 for hPa); > 0",
          finite=True, positive=True),
     Spec("publish_jacobian", True, "publish <s>/jacobian (sparse COO PointCloud2)"),
     Spec("publish_markers", True, "publish <s>/markers (rviz MarkerArray)"),
     Spec("measured_topic", "", "topic of the measured reading (empty: <s>/measured; a relative name "
-         "resolves in the node's namespace); live (re-subscribes); never one of the node's inputs "
-         "(contacts, joint_states, a pose topic) nor a topic carrying another type", topic=True),
+         "resolves in the node's namespace); never one of the node's inputs (contacts, joint_states, a "
+         "pose topic) nor a topic carrying another type", read_only=True, topic=True),
     Spec("measured_delay", 0.0, "s; a header-less measured message counts as received this much later "
          "for pairing: how much later the contacts of the same instant reach the node (e.g. a "
          "wrench_contact_node with time_shift 0.066 s: about 0.07); ignored for stamped types",
@@ -345,54 +339,55 @@ SENSOR_COMMON_SPECS: List[Spec] = [
 
 # Type-specific model settings: key -> Spec.  Keys are the sensor library's
 # configuration keys (Klampt names for ContactSensor, Isaac names for the
-# load sensor); all are live.
+# load sensor).  A model is built once, at start: its settings are read-only.
+_Model = functools.partial(Spec, read_only=True)
 SENSOR_SETTINGS: Dict[str, List[Spec]] = {
     "PunyoPressureSensor": [
-        Spec("base_normal_local", [0.0, 0.0, 1.0], "base normal n in the body frame (unit vector "
-             "after normalisation)", length=3, finite=True),
-        Spec("variance", 0.0, "noise variance (Pa^2), published as FluidPressure.variance", lo=0.0,
-             hi=INF, finite=True),
+        _Model("base_normal_local", [0.0, 0.0, 1.0], "base normal n in the body frame (unit vector "
+               "after normalisation)", length=3, finite=True),
+        _Model("variance", 0.0, "noise variance (Pa^2), published as FluidPressure.variance", lo=0.0,
+               hi=INF, finite=True),
     ],
     "PunyoDenseForceSensor": [],
     "ContactSensor": [
         # defaults are Klampt's ContactSensor() constructor (zero-size patch, no force axes)
-        Spec("Tsensor", list(IDENTITY16), "16 floats, row-major sensor -> link transform (origin = "
-             "patch centre, z = outward normal)", length=16, finite=True),
-        Spec("patchMin", [0.0, 0.0], "patch lower corner (x, y) in the sensor frame (m)", length=2,
-             finite=True),
-        Spec("patchMax", [0.0, 0.0], "patch upper corner (x, y) in the sensor frame (m)", length=2,
-             finite=True),
-        Spec("patchTolerance", 0.001, "a contact counts when |z_sensor| <= tolerance (m)", lo=0.0,
-             hi=INF),
-        Spec("hasForce", [False, False, False], "which force axes (x, y, z) are measured", length=3),
-        Spec("fResolution", [0.0, 0.0, 0.0], "quantisation step per axis (N; 0 = none)", length=3,
-             lo=0.0),
-        Spec("fVariance", [0.0, 0.0, 0.0], "noise variance per axis (N^2), reported as the error",
-             length=3, lo=0.0),
-        Spec("fSensitivity", 0.0, "|F_z| must exceed this to register contact (N)", lo=0.0, hi=INF,
-             finite=True),
-        Spec("fSaturation", [INF, INF, INF], "per-axis clamp (N; inf = none)", length=3, lo=0.0),
-        Spec("falloffCoefficient", 0.0, "patch weight (1 - 4|x||y|/(xsize*ysize))^falloff; 0 = rigid",
-             lo=0.0, hi=INF),
-        Spec("enabled", True, "false: the node computes and publishes nothing for this sensor"),
-        Spec("rate", 0.0, "Klampt publishing-rate hint (Hz), kept with the model; the node "
-             "publishes every contacts message", lo=0.0, hi=INF),
+        _Model("Tsensor", list(IDENTITY16), "16 floats, row-major sensor -> link transform (origin = "
+               "patch centre, z = outward normal)", length=16, finite=True),
+        _Model("patchMin", [0.0, 0.0], "patch lower corner (x, y) in the sensor frame (m)", length=2,
+               finite=True),
+        _Model("patchMax", [0.0, 0.0], "patch upper corner (x, y) in the sensor frame (m)", length=2,
+               finite=True),
+        _Model("patchTolerance", 0.001, "a contact counts when |z_sensor| <= tolerance (m)", lo=0.0,
+               hi=INF),
+        _Model("hasForce", [False, False, False], "which force axes (x, y, z) are measured", length=3),
+        _Model("fResolution", [0.0, 0.0, 0.0], "quantisation step per axis (N; 0 = none)", length=3,
+               lo=0.0),
+        _Model("fVariance", [0.0, 0.0, 0.0], "noise variance per axis (N^2), reported as the error",
+               length=3, lo=0.0),
+        _Model("fSensitivity", 0.0, "|F_z| must exceed this to register contact (N)", lo=0.0, hi=INF,
+               finite=True),
+        _Model("fSaturation", [INF, INF, INF], "per-axis clamp (N; inf = none)", length=3, lo=0.0),
+        _Model("falloffCoefficient", 0.0, "patch weight (1 - 4|x||y|/(xsize*ysize))^falloff; 0 = rigid",
+               lo=0.0, hi=INF),
+        _Model("enabled", True, "false: the node computes and publishes nothing for this sensor"),
+        _Model("rate", 0.0, "Klampt publishing-rate hint (Hz), kept with the model; the node "
+               "publishes every contacts message", lo=0.0, hi=INF),
     ],
     "IsaacContactSensor": [
-        Spec("radius", -1.0, "sensing radius around position (m); negative = whole body",
-             lo=-INF, hi=INF, finite=True),
-        Spec("minThreshold", 0.0, "below this force (N) the sensor is not triggered", lo=0.0, hi=INF),
-        Spec("maxThreshold", INF, "readings are clamped to this force (N; inf = no clamp)", lo=0.0, hi=INF),
-        Spec("sensorPeriod", 0.0, "time between readings (s); 0 = every step", lo=0.0, hi=INF,
-             finite=True),
-        Spec("position", [0.0, 0.0, 0.0], "sensor position in the body frame (m)", length=3,
-             finite=True),
+        _Model("radius", -1.0, "sensing radius around position (m); negative = whole body",
+               lo=-INF, hi=INF, finite=True),
+        _Model("minThreshold", 0.0, "below this force (N) the sensor is not triggered", lo=0.0, hi=INF),
+        _Model("maxThreshold", INF, "readings are clamped to this force (N; inf = no clamp)", lo=0.0, hi=INF),
+        _Model("sensorPeriod", 0.0, "time between readings (s); 0 = every step", lo=0.0, hi=INF,
+               finite=True),
+        _Model("position", [0.0, 0.0, 0.0], "sensor position in the body frame (m)", length=3,
+               finite=True),
     ],
 }
 
-SENSOR_KEYS = {s.key for s in SENSOR_COMMON_SPECS} | {
-    s.key for specs in SENSOR_SETTINGS.values() for s in specs}
 BODY_KEYS = {s.key for s in BODY_SPECS}
+# A sensor's keys that change live (ROS-side scalars); every other key is fixed at start.
+LIVE_SENSOR_KEYS = tuple(s.key for s in SENSOR_COMMON_SPECS if not s.read_only)
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 # Longest sensor / body name: it prefixes topic names, which DDS limits to about 250 characters.
 MAX_NAME_LENGTH = 64

@@ -5,7 +5,7 @@ the node asks every handle for a :class:`SensorResult` (:meth:`SensorHandle.pred
 checks them all together (:func:`check_predictions`: a bad message is rejected whole) and
 then has each handle's :class:`SensorEndpoints` publish its outputs.
 
-Per sensor ``<s>`` (:class:`SensorEndpoints`, created and destroyed together):
+Per sensor ``<s>`` (:class:`SensorEndpoints`, created at start):
 
 * publishers ``<s>/predicted``, ``<s>/residual`` and ``<s>/measured_si`` (type of the sensor's
   kind; ``measured_si`` = the measured stream as the node understood it: SI, stamped with the
@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 import dataclasses
-from typing import Any, Callable, Deque, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Deque, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -153,7 +153,7 @@ class SensorEndpoints:
     """The publishers, subscription and service of one sensor, owned by ``node``.
 
     Args:
-        node: the node that creates (and later destroys) every endpoint.
+        node: the node that creates every endpoint.
         config: the sensor's parameters (name, measured type, publish flags).
         layout: the sensor's message layout (predicted / residual type).
         qos: QoS profiles.
@@ -170,7 +170,7 @@ class SensorEndpoints:
                  on_calibrate_gain: Optional[Callable[[str, Trigger.Request, Trigger.Response],
                                                       Trigger.Response]] = None,
                  sensor: Optional[BaseSensor] = None) -> None:
-        self._node, self._qos, self._on_measured = node, qos, on_measured
+        self._node, self._qos = node, qos
         # contacts messages since the last published Jacobian (jacobian_decimation)
         self._since_jacobian = 0
         self.name = config.name
@@ -180,10 +180,10 @@ class SensorEndpoints:
                                                  qos.outputs)
         self.jacobian: Optional[Any] = None
         self.markers: Optional[Any] = None
-        self.measured: Optional[Any] = None
         self.set_optional(bool(config.values["publish_jacobian"]), bool(config.values["publish_markers"]))
-        self._measured_key: Optional[Tuple[str, str]] = None
-        self.subscribe_measured(config.measured_type(), config.measured_topic())
+        self.measured = node.create_subscription(enc.MEASURED_TYPES[config.measured_type()],
+                                                 config.measured_topic(),
+                                                 lambda msg, n=self.name: on_measured(n, msg), qos.inputs)
         self.tare = node.create_service(Trigger, f"{self.name}/tare",
                                         lambda req, resp, n=self.name: on_tare(n, req, resp))
         self.calibrate_gain: Optional[Any] = None
@@ -206,38 +206,6 @@ class SensorEndpoints:
         elif not markers and self.markers is not None:
             node.destroy_publisher(self.markers)
             self.markers = None
-
-    def subscribe_measured(self, measured_type: str, topic: str) -> None:
-        """(Re)subscribe the measured topic ``topic`` with the canonical type name ``measured_type``.
-
-        The new subscription is created before the old one is destroyed, so a
-        failure keeps the old one.  Only when the topic stays and the type
-        changes must the old one go first (DDS refuses two types on one topic
-        in a participant); should the new one then fail, the old one is made
-        again.
-
-        Raises:
-            Exception: rclpy's error when the new subscription cannot be made
-                (the old subscription is still in place).
-        """
-        def make(mtype: str, name: str) -> Any:
-            return self._node.create_subscription(enc.MEASURED_TYPES[mtype], name,
-                                                  lambda msg, n=self.name: self._on_measured(n, msg),
-                                                  self._qos.inputs)
-        old, old_key = self.measured, self._measured_key
-        if old is not None and old_key is not None and old_key[1] == topic and old_key[0] != measured_type:
-            self._node.destroy_subscription(old)
-            self.measured = None
-            try:
-                self.measured = make(measured_type, topic)
-            except Exception:
-                self.measured = make(*old_key)
-                raise
-        else:
-            self.measured = make(measured_type, topic)
-            if old is not None:
-                self._node.destroy_subscription(old)
-        self._measured_key = (measured_type, topic)
 
     def publish_step(self, layout: enc.SensorLayout, r: Any, state: SimState, stamp: Any, world_frame: str,
                      in_contact: bool, marker_force_scale: Optional[float]) -> bool:
@@ -307,20 +275,6 @@ class SensorEndpoints:
         self._since_jacobian = 1 if due else self._since_jacobian + 1
         return due
 
-    def destroy(self) -> None:
-        """Destroy every endpoint (the sensor leaves the graph)."""
-        node = self._node
-        for pub in (self.predicted, self.residual, self.measured_si, self.jacobian, self.markers):
-            if pub is not None:
-                node.destroy_publisher(pub)
-        if self.measured is not None:
-            node.destroy_subscription(self.measured)
-        node.destroy_service(self.tare)
-        if self.calibrate_gain is not None:
-            node.destroy_service(self.calibrate_gain)
-            self.calibrate_gain = None
-        self.jacobian = self.markers = self.measured = None
-
 
 def wanted(pub: Any) -> bool:
     """A publisher has at least one matched subscription."""
@@ -376,33 +330,29 @@ class SensorHandle:
         """``<s>.measured_delay`` in ns: added to a header-less measured message's receive time."""
         return round(float(self.config.values.get("measured_delay", 0.0)) * 1e9)
 
-    def replace_model(self, sensor: BaseSensor, layout: enc.SensorLayout) -> Optional[str]:
-        """Swap in a rebuilt model (new settings), keeping calibration and internal state where they fit.
+    def apply_live(self, values: Mapping[str, Any]) -> List[str]:
+        """Apply checked live values of :data:`~.parameter_table.LIVE_SENSOR_KEYS` (key -> value).
 
-        The calibration carries over unless the measurement names change (e.g.
-        a ContactSensor's ``hasForce``: the tare's entries no longer line up);
-        the pairing buffers are cleared when the layout's kind (codec) or size changes.
+        A new ``measured_scale`` forgets the buffered measured samples (a tare must not average
+        two units); a new ``measured_delay`` of a header-less stream forgets the pairing buffers
+        (its pairing key moved).
 
         Returns:
-            Why the calibration was dropped, or None when it was kept.
+            One sentence per buffer cleared, for the log.
         """
-        dropped = None
-        old_cal = self.sensor.get_calibration()
-        try:
-            if old_cal and sensor.measurement_names() != self.sensor.measurement_names():
-                raise ValueError(f"measurements {self.sensor.measurement_names()} -> "
-                                 f"{sensor.measurement_names()}")
-            sensor.set_calibration(old_cal)
-        except ValueError as exc:
-            self.stats.calibration = "none (dropped: measurement layout changed)"
-            self.tare_samples_used = None
-            dropped = str(exc)
-        sensor.set_internal_state(self.sensor.get_internal_state())
-        self.sensor = sensor
-        if layout.codec is not self.layout.codec or len(layout.names) != len(self.layout.names):
+        old = dict(self.config.values)
+        self.config = SensorParameters(self.name, self.config.type, {**old, **values})
+        new = self.config.values
+        if self.endpoints is not None:
+            self.endpoints.set_optional(bool(new["publish_jacobian"]), bool(new["publish_markers"]))
+        notes = []
+        if float(new["measured_scale"]) != float(old["measured_scale"]):
+            self.clear_measured()
+            notes.append(f"sensor {self.name!r}: measured_scale changed; buffered measured samples cleared")
+        if self.headerless and float(new["measured_delay"]) != float(old["measured_delay"]):
             self.clear_buffers()
-        self.layout = layout
-        return dropped
+            notes.append(f"sensor {self.name!r}: measured_delay changed; pairing buffers cleared")
+        return notes
 
     def predict(self, state: SimState, decoded: Any, want_jacobian: bool) -> SensorResult:
         """This sensor's prediction (and its Jacobian when wanted) for ``state``.
@@ -462,7 +412,7 @@ class SensorHandle:
         self.unit_warning = None
 
     def clear_buffers(self) -> None:
-        """Forget everything paired by stamp (after a stamp jump or a layout change)."""
+        """Forget everything paired (after a stamp jump or a new ``measured_delay``)."""
         self.pairer.clear()
         self.pairs.clear()
         self.contact_pairs.clear()

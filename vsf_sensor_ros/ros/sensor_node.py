@@ -62,8 +62,12 @@ configuration error), ``--params-file`` files with no entry for the node's fully
 and an empty sensor list are WARN lines naming the key (and the closest known one), the file or
 the missing sensors; unknown keys of a live request are named too, and a start-up error names
 the unknown keys of the sections its stage read (top level; bodies; the failing sensors).
-``/diagnostics`` is OK for a sensor only while its predictions flow: an input it needs silent for
-``input_timeout`` s (named,
+The sensor set, each sensor's type, attachment, model settings and measured topic / type, and
+the bodies are fixed at start (read-only: restart the node to change them, as nav2 and
+ros2_control do); node-wide scalars and a sensor's measured_scale, measured_delay,
+jacobian_decimation and publish_* flags change live, every value of a request checked before
+any is applied.  ``/diagnostics`` is OK for a sensor only while its predictions flow: an input
+it needs silent for ``input_timeout`` s (named,
 with the other message type its topic carries if so: :mod:`.input_types`; the inputs status
 then WARNs too), a measured unit that looks wrong or joints never received make it WARN,
 failing predictions ERROR; each input topic has a frequency status.
@@ -78,12 +82,11 @@ import sys
 import time
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from . import _quiet_start  # first: a signal during the imports below ends the program quietly
-
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.exceptions import ParameterNotDeclaredException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState, PointCloud2
@@ -92,7 +95,6 @@ from std_srvs.srv import Trigger
 from ..sensor import SimState
 from ..sensor.base_sensor import BaseSensor
 from ..urdf import MOVABLE_JOINT_TYPES
-from ..trimesh_extras import skip_trimesh_extras
 from . import calibration_file as cal_store
 from . import main as node_main
 from .messages import readings as enc
@@ -111,12 +113,12 @@ from .frames import FramePublisher
 from .kinematics import KinematicInputs, parse_joint_name_map
 from .messages.gz_contacts import (GZ_CONTACTS_TYPE, ContactBodyMap, gz_contacts_to_contacts,
                                    note_unknown_bodies)
-from .keep_warm import KeepWarm
 from .scene import (SensorFactory, build_scene, check_contact_body_names, effective_assets_dir,
                     resolve_path)
-from .parameters import ChangePlan, LiveSettings, NodeParameters, SensorParameters, wrong_type_errors
+from .parameters import (LiveSettings, NodeParameters, SensorParameters, check_measured_topic,
+                         wrong_type_errors)
 from .calibration import Measurements
-from .parameter_table import SENSOR_SETTINGS, ConfigError, raise_all
+from .parameter_table import SENSOR_SETTINGS, ConfigError, raise_all, sensor_specs
 from .sensor_handle import (EndpointQoS, SensorEndpoints, SensorHandle, SensorResult, StepRejected,
                             check_elements, check_predictions, qos_reliability)
 from .messages.stamps import ns_to_stamp, stamp_to_ns
@@ -168,10 +170,7 @@ class SensorNode(Node):
         """``command_line``: the process arguments whose ``--params-file`` entries are checked for an
         entry matching this node (default: ``sys.argv`` when global arguments apply, plus
         ``cli_args``); ``kwargs`` go to ``rclpy.node.Node``."""
-        # Undeclared parameters are accepted only as *staged* settings of a sensor not
-        # configured yet (see .parameters); they let `ros2 param set` prepare `c.type`,
-        # `c.attachment` before `c` is added to `sensors`.
-        super().__init__(node_name, allow_undeclared_parameters=True, **kwargs)
+        super().__init__(node_name, **kwargs)
         if command_line is None:
             command_line = (list(sys.argv) if kwargs.get("use_global_arguments", True) else []) \
                 + ["--"] + list(kwargs.get("cli_args") or [])
@@ -185,8 +184,7 @@ class SensorNode(Node):
     def _configure(self) -> None:
         """Declare parameters, build the world and sensors, create every endpoint."""
         self.params = NodeParameters(self)
-        self.params.own_topics = lambda configs: self._own_topics(configs, measured=False)
-        self._pending: Optional[ChangePlan] = None
+        self._pending: Dict[str, Dict[str, Any]] = {}   # the checked request (_validate -> _apply)
         self._wrong_types: Dict[str, ConfigError] = {}   # of the request being set (_coerce_request)
         self.inputs = InputStats()
         self._reason_loggers: Dict[str, Any] = {}
@@ -265,7 +263,7 @@ class SensorNode(Node):
         own = self._own_topics(cfgs.values())   # the endpoints made below too, not yet on the graph
         for name, cfg in cfgs.items():
             try:
-                self.params.check_measured_topic(cfg, None, own)   # a topic of another type: a ConfigError
+                check_measured_topic(self, cfg, own)   # a topic of another type: a ConfigError
                 h = self._install(cfg, *self._factory.build(cfg))
                 # an entry the model rejects: a ConfigError naming calibration_file and the sensor
                 warning = (cal_store.apply_file_entry(h, calibration[name], text) if name in calibration
@@ -305,10 +303,6 @@ class SensorNode(Node):
         self.measurements.stopped_inputs = self._stopped_inputs
         self.measurements.clock_hint = self._clock_hint
         self._input_types = WrongTypeWatch(self, self.get_logger())   # asked at diagnostics time only
-        self._last_contacts: Optional[Any] = None
-        self.keep_warm: Optional[KeepWarm] = None
-        if float(p["keep_warm_period"]) > 0:
-            self.keep_warm = KeepWarm(self, self._warm_step, float(p["keep_warm_period"]))
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", self._qos.outputs)
         self.srv_tare_all = self.create_service(Trigger, "tare", self._on_tare_all)
         self.srv_save = self.create_service(Trigger, "save_calibration", self._on_save_calibration)
@@ -372,10 +366,14 @@ class SensorNode(Node):
         types = {}
         for name in failed - {""}:
             kind = self.get_parameter(f"{name}.type").value if self.has_parameter(f"{name}.type") else None
-            if kind in SENSOR_SETTINGS:   # an unknown type has no keys to compare with
-                types[name] = kind
+            types[name] = kind
         bodies = list((self.params.values.get("bodies") if bodies is None else bodies) or [])
-        known = known_keys(types, bodies)
+        known = known_keys({n: t for n, t in types.items() if t in SENSOR_SETTINGS}, bodies)
+        # an unknown type has no keys of its own: a key of any type is no misspelling
+        any_key = {s.key for kind in SENSOR_SETTINGS for s in sensor_specs(kind)}
+        for name, kind in types.items():
+            if kind not in SENSOR_SETTINGS:
+                known["sensors"][name] = any_key
         node_sections = {k.partition(".")[0] for k in known["node_keys"] if "." in k}
         out = []
         for u in unknown_keys(parameter_override_names(self), **known):
@@ -411,13 +409,10 @@ class SensorNode(Node):
         self.health.config_problems = lines
 
     # ------------------------------------------------------------------ sensors
-    def _own_topics(self, configs: Iterable[SensorParameters],
-                    measured: bool = True) -> Dict[str, Tuple[str, str, bool]]:
+    def _own_topics(self, configs: Iterable[SensorParameters]) -> Dict[str, Tuple[str, str, bool]]:
         """``{resolved topic: (what it is, message type, an input)}`` of this node's own
-        endpoints and of the outputs of the sensors ``configs`` (for
-        :meth:`.NodeParameters.check_measured_topic`); ``measured``: with their measured topics
-        too (at start: for a live change the graph lists the existing ones, and a sensor's own
-        old subscription must not count)."""
+        endpoints and of the outputs and measured topics of the sensors ``configs`` (for
+        :func:`.parameters.check_measured_topic`)."""
         configs = list(configs)
         inputs = {"contacts": ("contacts input", str(self.params.values["contacts_type"])),
                   "joint_states": ("joint states input", JOINT_STATE)}
@@ -433,7 +428,7 @@ class SensorNode(Node):
             outputs.update({f"{cfg.name}/jacobian": "sensor_msgs/msg/PointCloud2",
                             f"{cfg.name}/markers": "visualization_msgs/msg/MarkerArray"})
         own.update({self.resolve_topic_name(t): (f"output {t}", kind, False) for t, kind in outputs.items()})
-        for cfg in configs if measured else []:   # two sensors may share a measured stream, of one type
+        for cfg in configs:   # two sensors may share a measured stream, of one type
             try:
                 topic = self.resolve_topic_name(cfg.measured_topic())
                 kind = type_name(enc.MEASURED_TYPES[cfg.measured_type()])
@@ -451,12 +446,6 @@ class SensorNode(Node):
         self._handles[cfg.name] = h
         self._refresh_dense_counts()
         return h
-
-    def _uninstall(self, name: str) -> None:
-        h = self._handles.pop(name)
-        if h.endpoints is not None:
-            h.endpoints.destroy()
-        self._refresh_dense_counts()
 
     def _refresh_dense_counts(self) -> None:
         self._dense_vertex_counts = {
@@ -528,9 +517,6 @@ class SensorNode(Node):
             if not self.context.ok():
                 return   # a shutdown signal arrived mid-message: the publish failed, nothing is wrong
             self._reject("internal_error", f"{type(exc).__name__}: {exc}")
-        if self.keep_warm is not None:
-            self._last_contacts = msg
-            self.keep_warm.touch()
 
     def _decode_step(self, msg: Any, stamp_ns: int) -> "tuple[Any, SimState]":
         """A contacts message's decoded contacts (with implied reverse pairs) and its ``SimState``.
@@ -561,17 +547,6 @@ class SensorNode(Node):
             return decoded, SimState(self._transforms.at(stamp_ns), {}, decoded.contacts)
         except ValueError as exc:
             raise StepRejected("invalid_contacts", str(exc)) from exc
-
-    def _warm_step(self) -> None:
-        """Keep-warm work: the last contacts message through decode and every model; nothing
-        published, counted or kept (see :mod:`.keep_warm`)."""
-        msg = self._last_contacts
-        if msg is None:
-            return
-        decoded, state = self._decode_step(msg, stamp_to_ns(msg.header.stamp))
-        results = [h.predict(state, decoded, h.endpoints.jacobian is not None)
-                   for h in self._handles.values() if getattr(h.sensor, "enabled", True)]
-        check_predictions(results)
 
     def _process_contacts(self, msg: PointCloud2, t_recv: float, contact_free: bool = False) -> None:
         """Decode, predict every sensor, check, then publish (see the module docstring);
@@ -700,10 +675,6 @@ class SensorNode(Node):
         fqn = self.get_fully_qualified_name()     # two nodes of one name in two namespaces stay apart
         array = build_diagnostics(self.get_clock().now().to_msg(), fqn, self.inputs, sensors, period,
                                   node_name=fqn)
-        self.health.forget_streams_except(
-            {self._contacts_clock.topic, self._joints_clock.topic}
-            | {c.topic for c in self._pose_clocks.values()}
-            | {self._measured_clock(h).topic for h in self._handles.values()})
         missing = self.joint_names.missing()
         watched = self.joint_names.watched
         health = {n: SensorInputs(self._needs(h), unit_warning=h.unit_warning,
@@ -768,88 +739,64 @@ class SensorNode(Node):
         return self.health.hint(self._needs(h), time.monotonic(), self._input_timeout())
 
     # ------------------------------------------------------------------ live parameters
-    def _configs(self) -> Dict[str, SensorParameters]:
-        return {n: h.config for n, h in self._handles.items()}
-
     def _coerce_request(self, params: List[Parameter]) -> List[Parameter]:
         """``pre_set_parameters``: the file's int -> double leniency for ``ros2 param set`` too.
 
-        A value of the wrong type for a declared, writable parameter is noted and replaced by the
-        current value: rclpy's own type check would refuse it naming neither the parameter nor the
-        value; :meth:`_validate` refuses the request naming both (nothing is set)."""
-        out = self.params.coerce_request(params, self._configs())
-        checked, self._wrong_types = wrong_type_errors(self, out)
+        A name the node does not know is refused (``ParameterNotDeclaredException``, as rclpy
+        would, but naming it with the closest known key: the service's answer carries it) and
+        logged.  A value of the wrong type for a declared, writable parameter is
+        noted and replaced by the current value: rclpy's own type check would refuse it naming
+        neither the parameter nor the value; :meth:`_validate` refuses the request naming both
+        (nothing is set)."""
+        unknown = [u.message() for u in unknown_keys(
+            [p.name for p in params if not self.has_parameter(p.name)],
+            **known_keys({n: h.config.type for n, h in self._handles.items()},
+                         list(self.params.values.get("bodies") or [])))]
+        if unknown:
+            self.get_logger().warning(f"set_parameters refused: {'; '.join(unknown)}")
+            raise ParameterNotDeclaredException(unknown)
+        checked, self._wrong_types = wrong_type_errors(self, self.params.coerce_request(params))
         return checked
 
     def _validate(self, params: List[Parameter]) -> SetParametersResult:
-        """Check a parameter request without changing anything (``on_set_parameters``)."""
-        if self.params.declaring:
-            return SetParametersResult(successful=True)
+        """``on_set_parameters``: check every value of a request, change nothing; refuse it naming
+        each bad parameter and value (rclpy has refused read-only and undeclared names already)."""
         wrong, self._wrong_types = self._wrong_types, {}
-        if wrong:
-            reason = str(next(iter(wrong.values())))
-            self.get_logger().warning(f"set_parameters refused: {reason}")
-            return SetParametersResult(successful=False, reason=reason)
-        unknown = {u.name: u for u in unknown_keys(
-            [prm.name for prm in params], **known_keys({n: h.config.type for n, h in self._handles.items()},
-                                                       list(self.params.values.get("bodies") or [])))}
-        for u in unknown.values():
-            self.get_logger().warning(f"set_parameters: {u.message()}")
         try:
-            plan = self.params.plan(params, self._configs(), self._factory.build)
+            self._pending = self.params.check([p for p in params if p.name not in wrong],
+                                              list(wrong.values()))
         except ConfigError as exc:
-            u = unknown.get(exc.parameter)
-            hint = f"; did you mean '{u.suggestion}'?" if u is not None and u.suggestion else ""
-            return SetParametersResult(successful=False, reason=f"{exc}{hint}")
-        for u in unknown.values():   # accepted (a staged value under a misspelt section): kept on record
-            self.health.add_live_problem(u.message())
-        self._pending = plan
+            self.get_logger().warning(f"set_parameters refused: {exc}")
+            return SetParametersResult(successful=False, reason=str(exc))
         if not self._has_post_set:
             self._apply(params)
         return SetParametersResult(successful=True)
 
     def _apply(self, params: List[Parameter]) -> None:
-        """Apply the validated plan (``post_set_parameters``)."""
-        if self.params.declaring:
-            return
-        plan, self._pending = self._pending, None
-        if plan is None:
-            return
-        self.live = self.live.updated(plan.scalars)
+        """``post_set_parameters``: apply the request :meth:`_validate` checked."""
+        changes, self._pending = self._pending, {}
+        node_wide = changes.pop("", {})
+        self.params.values.update(node_wide)
+        self.live = self.live.updated(node_wide)
         for h in self._handles.values():
             h.pairer.tolerance_ns = self.live.tolerance_ns
-        for name, change in plan.changes.items():
-            h = self._handles.get(name)
-            if h is not None:
-                self.measurements.change_settings(h, change.config, change.sensor, change.layout)
-        if plan.sensors is not None:
-            for name in [n for n in self._handles if n not in plan.sensors]:
-                self._uninstall(name)
-                self.get_logger().info(f"sensor {name!r} removed")
-            for name, add in plan.additions.items():
-                cfg = self.params.declare_sensor(name, add.staged)
-                self._install(cfg, add.sensor, add.layout)
-                self.get_logger().info(f"sensor {name!r} ({cfg.type} on {cfg.values['attachment']}) added")
-        self.params.applied(plan)
-        self._frames.refresh(h.layout for h in self._handles.values())
-        self._refresh_dense_counts()
+        for name, values in changes.items():
+            for note in self._handles[name].apply_live(values):
+                self.get_logger().info(note)
 
 
 def main(args: Optional[List[str]] = None) -> int:
     """Console entry point (:func:`.main.run_node`): exit code 0, or 2 on a configuration error.
 
     ``-h`` / ``--help`` before ``--ros-args`` prints the usage and returns 0 without starting a
-    node.  A SIGINT / SIGTERM before the node is up (during the imports: :mod:`._quiet_start`;
-    in ``rclpy.init``) or while it runs ends it with 0.  The node spins on the ``executor``
-    parameter's choice (:func:`.main.spin_node`).
+    node.  A SIGINT / SIGTERM in ``rclpy.init`` or while the node runs ends it with 0.  The node
+    spins on the ``executor`` parameter's choice (:func:`.main.spin_node`).
 
     Args:
         args: the command line, program name first (``sys.argv`` when None).
     """
     argv = list(sys.argv if args is None else args)
-    skip_trimesh_extras()    # trimesh as its minimal install: ~27 MB less resident (see the module)
     node_main.usage().parse_known_args(node_main.user_args(argv))   # exits 0 after printing -h / --help
-    _quiet_start.restore()   # from here on a signal shuts the node down cleanly
     return node_main.run_node("sensor_node", lambda: SensorNode(command_line=argv), args,
                               config_errors=(ConfigError,),
                               spin=lambda n: node_main.spin_node(n, str(n.params.values["executor"])),
