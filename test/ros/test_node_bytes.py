@@ -32,7 +32,7 @@ def nodes(tmp_path_factory, rclpy_context):
     d = tmp_path_factory.mktemp("node_bytes")
     params = node_params("")
     params.update({"qos.inputs.reliability": "reliable", "qos.inputs.depth": 1000,
-                   "qos.outputs.depth": 1000, "keep_warm_period": 0.01})
+                   "qos.outputs.depth": 1000})
     for s in KINDS:
         params[f"{s}.publish_markers"] = False
     f = write_params(d / "fast.yaml", params, node_name="/**")
@@ -125,12 +125,3 @@ def test_bytes_that_are_not_a_message_are_rejected_with_the_decoder_reason(nodes
         serialize_message(rows_to_cloud(rows, stamp(2001))))
     assert probe.spin_until(lambda: any(_stamp_of(d) == 2001 * 1_000_000_000
                                         for d in raw["/fast/pressure/predicted"]), 15.0)
-
-
-def test_keep_warm_while_idle_publishes_nothing(nodes):
-    procs, probe, raw = nodes
-    probe.spin_for(1.0)     # outputs of earlier messages still in flight
-    before = {t: len(v) for t, v in raw.items()}
-    probe.spin_for(1.0)     # the fast node reruns its last message every 10 ms meanwhile
-    assert {t: len(v) for t, v in raw.items()} == before
-    assert procs["fast"].alive()
