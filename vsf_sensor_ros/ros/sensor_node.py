@@ -363,11 +363,11 @@ class SensorNode(Node):
         ``attachment`` (the warning naming it comes only after a successful start).  ``bodies``:
         the configured extra bodies (default: the declared ``bodies``)."""
         failed = set(failed)
+        bodies = list((self.params.values.get("bodies") if bodies is None else bodies) or [])
         types = {}
-        for name in failed - {""}:
+        for name in failed - {""} - set(bodies):
             kind = self.get_parameter(f"{name}.type").value if self.has_parameter(f"{name}.type") else None
             types[name] = kind
-        bodies = list((self.params.values.get("bodies") if bodies is None else bodies) or [])
         known = known_keys({n: t for n, t in types.items() if t in SENSOR_SETTINGS}, bodies)
         # an unknown type has no keys of its own: a key of any type is no misspelling
         any_key = {s.key for kind in SENSOR_SETTINGS for s in sensor_specs(kind)}
