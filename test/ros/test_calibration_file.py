@@ -42,8 +42,7 @@ def test_a_file_without_the_header_and_structure_is_foreign(tmp_path, content, w
 def test_binary_and_oversized_files_are_foreign(tmp_path):
     f = tmp_path / "blob"
     f.write_bytes(b"\xff\xfe\x00binary")
-    assert "unreadable as text" in foreign_reason(f, f.stat().st_size)
-    assert "larger than any calibration" in foreign_reason(f, 10 ** 9)
+    assert "unreadable" in foreign_reason(f, f.stat().st_size) and "larger" in foreign_reason(f, 10 ** 9)
 
 
 def test_something_other_than_a_regular_file_is_never_replaced(tmp_path):
