@@ -129,7 +129,8 @@ def test_simulation_rejects_unknown_contact_bodies_and_bad_steps_naming_them():
     scene = build_scene(assets)
     traj = _press(scene, assets)
     for kw, named in ((dict(contact_body_names=[BUBBLE, "floor"]), "'floor'"),
-                      (dict(sim_dt=0.01, physics_dt=0.02), "physics_dt"), (dict(max_contacts=0), "max_contacts")):
+                      (dict(sim_dt=0.01, physics_dt=0.02), "physics_dt"),
+                      (dict(max_contacts=0), "max_contacts")):
         with pytest.raises(ValueError, match=named):
             ContactSimulation(scene, traj, **kw)
 

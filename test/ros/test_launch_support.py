@@ -93,7 +93,8 @@ def test_a_relative_assets_dir_is_made_absolute_against_the_working_directory(tm
     ("", {"assets_dir": "../shared/x"}, {}, "parameter assets_dir = '../shared/x'"),
     ("", {}, {"VSF_ASSETS": "/nonexistent/gone"}, "$VSF_ASSETS"),
 ])
-def test_a_missing_assets_dir_is_refused_naming_where_it_came_from(tmp_path, argument, params, environ, source):
+def test_a_missing_assets_dir_is_refused_naming_where_it_came_from(tmp_path, argument, params, environ,
+                                                                   source):
     with pytest.raises(ls.LaunchConfigError, match=re.escape(source)):
         ls.effective_assets_dir(argument, params, environ, cwd=str(tmp_path))
 

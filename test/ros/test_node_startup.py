@@ -10,6 +10,7 @@ import math
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +33,8 @@ BAD_CONFIGS = {
                      "pad.mesh", "/nonexistent/pad.ply"),
     "unknown_link": ({"bodies": ["pad"], "pad.mesh": str(FIXTURES / "punyo_mesh_partial.ply"),
                       "pad.parent_link": "no_such_link"}, "pad.parent_link", "no_such_link"),
-    "unknown_type": ({"sensors": ["s"], "s.type": "FooSensor", "s.attachment": "punyo"}, "s.type", "FooSensor"),
+    "unknown_type": ({"sensors": ["s"], "s.type": "FooSensor", "s.attachment": "punyo"}, "s.type",
+                     "FooSensor"),
     "no_triangle_mesh": ({"sensors": ["s"], "s.type": "PunyoDenseForceSensor", "s.attachment": "world"},
                          "s.attachment", "world"),
     "unknown_attachment": ({"sensors": ["s"], "s.type": "PunyoPressureSensor", "s.attachment": "nobody"},
@@ -46,22 +48,24 @@ BAD_CONFIGS = {
     "measured_topic_trailing_slash": (dict(MEASURED_S, **{"s.measured_topic": "/punyo/pressure/"}),
                                       "s.measured_topic", "/punyo/pressure/"),
     # a topic that carries another type (rcl_interfaces/msg/Log)
-    "measured_topic_of_another_type": (dict(MEASURED_S, **{"s.measured_topic": "/rosout"}), "s.measured_topic",
-                                       "/rosout"),
+    "measured_topic_of_another_type": (dict(MEASURED_S, **{"s.measured_topic": "/rosout"}),
+                                       "s.measured_topic", "/rosout"),
     "pose_topic_repeated_slash": ({"bodies": ["pad"], "pad.pose_topic": "a//b"}, "pad.pose_topic", "a//b"),
     # the node's own topics, made after the check (rclpy refused them with a traceback, exit 1)
     "measured_topic_is_the_contacts_input": (dict(MEASURED_S, **{"s.measured_topic": "contacts"}),
                                              "s.measured_topic", "contacts"),
     "measured_topic_is_a_later_sensors_output": (
-        dict(MEASURED_S, **{"sensors": ["s", "t"], "s.measured_topic": "t/predicted", "t.type": "ContactSensor",
-                            "t.attachment": "tool_link"}), "s.measured_topic", "t/predicted"),
+        dict(MEASURED_S, **{"sensors": ["s", "t"], "s.measured_topic": "t/predicted",
+                            "t.type": "ContactSensor", "t.attachment": "tool_link"}),
+        "s.measured_topic", "t/predicted"),
     "duplicate_contact_body_names": ({"contact_body_names": ["punyo", "punyo", "table"]},
                                      "contact_body_names", ["punyo", "punyo", "table"]),
     "empty_world_frame": ({"world_frame": ""}, "world_frame", ""),
     "unknown_executor": ({"executor": "fastest"}, "executor", "fastest"),
     "pressure_measured_as_cloud": (dict(MEASURED_S, **{"s.measured_type": "sensor_msgs/msg/PointCloud2"}),
                                    "s.measured_type", "sensor_msgs/msg/PointCloud2"),
-    "dense_force_measured_as_wrench": ({"sensors": ["s"], "s.type": "PunyoDenseForceSensor", "s.attachment": "punyo",
+    "dense_force_measured_as_wrench": ({"sensors": ["s"], "s.type": "PunyoDenseForceSensor",
+                                        "s.attachment": "punyo",
                                         "s.measured_type": "geometry_msgs/msg/WrenchStamped"},
                                        "s.measured_type", "geometry_msgs/msg/WrenchStamped"),
     "load_measured_as_pressure": ({"sensors": ["s"], "s.type": "IsaacContactSensor", "s.attachment": "object",
@@ -267,17 +271,6 @@ def test_kinova_fixture_config_runs(tmp_path, rclpy_context):
     assert code == 0 and "Traceback" not in proc.output()
 
 
-def test_help_prints_the_usage_and_starts_no_node(tmp_path):
-    import subprocess
-    import sys
-    for flag in ("--help", "-h"):
-        res = subprocess.run([sys.executable, "-m", "vsf_sensor_ros.ros.sensor_node", flag], cwd=ROOT,
-                             capture_output=True, text=True, timeout=120)
-        assert res.returncode == 0, res.stderr[-2000:]
-        assert res.stdout.startswith("usage: sensor_node") and "--ros-args" in res.stdout
-        assert "sensor_node ready" not in res.stdout + res.stderr
-
-
 def test_sigterm_while_contacts_flow_ends_the_node_cleanly(tmp_path, rclpy_context):
     # SIGTERM in the middle of a stream of contacts: exit code 0, no internal_error from a publish
     # on the shut-down context, no traceback (the shutdown time is measured by hand, not here)
@@ -308,8 +301,6 @@ def test_a_keyboard_interrupt_escaping_main_still_takes_the_fast_exit():
     # clean-up (destroying the node) where main() cannot catch it.  run() must still end the
     # process at once with 0: no traceback and no interpreter teardown (an atexit hook of the
     # interpreter would run in a normal teardown; os._exit skips it).
-    import subprocess
-    import sys
     code = ("import atexit, vsf_sensor_ros.ros.sensor_node as s\n"
             "atexit.register(lambda: print('interpreter teardown ran', flush=True))\n"
             "def interrupted():\n"

@@ -81,7 +81,8 @@ def test_a_restarted_measured_source_is_detected_and_its_queue_cleared():
 
 
 def test_invalid_capacity_and_tolerance_are_refused():
-    for kw, named in ((dict(capacity=0, tolerance_ns=0), "capacity"), (dict(capacity=1, tolerance_ns=-1), "tolerance")):
+    for kw, named in ((dict(capacity=0, tolerance_ns=0), "capacity"),
+                      (dict(capacity=1, tolerance_ns=-1), "tolerance")):
         with pytest.raises(ValueError, match=named):
             StampPairer(**kw)
 

@@ -43,13 +43,11 @@ def test_points_from_depth_and_rejections():
     assert pts[1, 3] == pytest.approx([0.5 * 0.75, 0.0, 0.5])  # u = 3: (3 - 1.5) / 2 = 0.75
 
 
-
 def test_from_camera_info_reads_k_and_d():
     k = [429.5, 0.0, 313.8, 0.0, 428.9, 247.7, 0.0, 0.0, 1.0]
     cam = BrownConradyCamera.from_camera_info(640, 480, k, [-0.05, 0.06, 0.001, 0.002])
     assert (cam.fx, cam.fy, cam.cx, cam.cy) == (429.5, 428.9, 313.8, 247.7)
     assert cam.coeffs == (-0.05, 0.06, 0.001, 0.002, 0.0)
-
 
 
 def test_matches_the_recorded_per_pixel_rays():

@@ -127,7 +127,7 @@ def test_writer_packs_columns_in_order_little_endian():
     assert bytes(msg.data) == struct.pack("<Idb", 1, 0.5, -3) + struct.pack("<Idb", 7, -2.0, 4)
     assert msg.header.frame_id == "punyo" and msg.header.stamp == Time(sec=4, nanosec=7)
     for fields, named in (([("row", np.zeros(2, np.uint32)), ("value", np.zeros(1))], "value"),   # 1 of 2
-                          ([("c", np.zeros(2, np.complex64))], "c")):                              # no PointField type
+                          ([("c", np.zeros(2, np.complex64))], "c")):          # no PointField type
         with pytest.raises(ValueError, match=f"'{named}'"):
             write_cloud(header, fields)
 
