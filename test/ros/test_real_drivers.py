@@ -80,7 +80,7 @@ def test_joints_moving_a_body_climb_fixed_joints_and_extra_bodies():
 def test_a_bad_joint_name_map_stops_the_node_with_the_entry_named(rclpy_context):
     with pytest.raises(ConfigError) as err:
         _node("bad_map_node", joint_name_map=["drv_1:shoulder_yaw", "drv_2:no_such_joint"])
-    assert err.value.parameter == "joint_name_map" and "drv_2:no_such_joint" in err.value.detail
+    assert (err.value.parameter, err.value.value) == ("joint_name_map", "drv_2:no_such_joint")
 
 
 def test_driver_joint_names_without_a_map_are_counted_warned_once_and_missing_joints_named(
