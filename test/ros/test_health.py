@@ -5,6 +5,7 @@ in the plausible 2e4..1e6 Pa, 1013.25 x 1 does not.
 """
 from __future__ import annotations
 
+import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 
 from vsf_sensor_ros.ros.health import NodeHealth, startup_problems
@@ -79,15 +80,19 @@ def test_startup_problems_name_unknown_keys_and_an_empty_sensor_list():
                      "predictions"]
 
 
-def test_pressure_unit_problem_names_value_unit_and_scale():
+def test_a_pressure_in_its_scale_is_no_problem():
     assert pressure_unit_problem(1013.25, 100.0, 2e4, 1e6) is None
-    text = pressure_unit_problem(1013.25, 1.0, 2e4, 1e6)
-    assert "1013.25 Pa" in text and "measured_scale 1" in text
-    assert "looks like hPa: set measured_scale: 100.0" in text
-    assert "looks like kPa: set measured_scale: 1000.0" in pressure_unit_problem(101.325, 1.0, 2e4, 1e6)
-    # Pa given a hPa scale: 101325 x 100 is 1.01e7 Pa; the reading as it is fits Pa
-    assert "looks like Pa: set measured_scale: 1.0" in pressure_unit_problem(101325.0, 100.0, 2e4, 1e6)
-    assert "no common pressure unit" in pressure_unit_problem(1e-9, 1.0, 2e4, 1e6)
+
+
+@pytest.mark.parametrize("reading, scale, named", [
+    (1013.25, 1.0, ("1013.25 Pa", "measured_scale: 100.0")),     # hPa
+    (101.325, 1.0, ("measured_scale: 1000.0",)),                  # kPa
+    (101325.0, 100.0, ("measured_scale: 1.0",)),                  # Pa given a hPa scale: 1.01e7 Pa
+    (1e-9, 1.0, ("no common pressure unit",)),                    # no scale to suggest
+])
+def test_pressure_unit_problem_names_value_and_the_scale_to_set(reading, scale, named):
+    text = pressure_unit_problem(reading, scale, 2e4, 1e6)
+    assert all(n in text for n in named), text
 
 
 def test_topic_status_warns_only_for_a_stream_some_sensor_needs():

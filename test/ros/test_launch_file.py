@@ -131,8 +131,8 @@ def test_launch_defaults_name_the_shipped_files():
     assert re.findall(r'"([\w.]+\.yaml)"', (LAUNCH_DIR / "sensor_node.launch.py").read_text()) == \
         ["sensor_node.yaml"]
     real = (LAUNCH_DIR / "real_punyo.launch.py").read_text()
-    assert '_share("config", "kinova_punyo_real.yaml")' in real
-    assert '_share("config", "kinova_punyo_real.rviz")' in real
+    shared = set(re.findall(r'_share\("config", "([^"]+)"\)', real))
+    assert {"kinova_punyo_real.yaml", "kinova_punyo_real.rviz"} <= shared
 
 
 # --------------------------------------------------------------------------- with launch installed

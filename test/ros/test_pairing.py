@@ -81,10 +81,10 @@ def test_a_restarted_measured_source_is_detected_and_its_queue_cleared():
 
 
 def test_invalid_capacity_and_tolerance_are_refused():
-    with pytest.raises(ValueError, match="capacity"):
-        StampPairer(capacity=0, tolerance_ns=0)
-    with pytest.raises(ValueError, match="tolerance"):
-        StampPairer(capacity=1, tolerance_ns=-1)
+    for kw, named in ((dict(capacity=0, tolerance_ns=0), "capacity"),
+                      (dict(capacity=1, tolerance_ns=-1), "tolerance")):
+        with pytest.raises(ValueError, match=named):
+            StampPairer(**kw)
 
 
 # --------------------------------------------------------------------------- adaptive tolerance

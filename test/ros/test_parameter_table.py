@@ -45,10 +45,10 @@ def test_isaac_defaults_are_the_library_defaults():
 def test_check_value_names_the_parameter_and_value():
     spec = next(s for s in SENSOR_SETTINGS["ContactSensor"] if s.key == "fSaturation")
     check_value("p.fSaturation", spec, [1.0, math.inf, 0.0])
-    with pytest.raises(ConfigError, match=r"parameter 'p.fSaturation' = \[1.0, -1.0, 0.0\]: must be >= 0.0"):
-        check_value("p.fSaturation", spec, [1.0, -1.0, 0.0])
-    with pytest.raises(ConfigError, match="exactly 3 values"):
-        check_value("p.fSaturation", spec, [1.0])
+    for bad in ([1.0, -1.0, 0.0], [1.0]):          # a negative entry; too few entries
+        with pytest.raises(ConfigError) as err:
+            check_value("p.fSaturation", spec, bad)
+        assert (err.value.parameter, err.value.value) == ("p.fSaturation", bad)
 
 
 def test_transform_file_key_reads_the_punyo_mount():
@@ -58,15 +58,17 @@ def test_transform_file_key_reads_the_punyo_mount():
     # the numbers as written in the fixture file
     assert T.tolist() == [[0.0, -1.0, 0.0, 0.0], [0.34202014, 0.0, -0.93969262, 0.02111],
                           [0.93969262, 0.0, 0.34202014, 0.096142], [0.0, 0.0, 0.0, 1.0]]
-    with pytest.raises(ConfigError, match="punyo.transform_key"):
+    with pytest.raises(ConfigError) as err:
         transform_from_params("punyo", [], "punyo2end_effector_transform.json", "nope", str(FIXTURES))
+    assert (err.value.parameter, err.value.value) == ("punyo.transform_key", "nope")
 
 
 def test_row_major_transform_and_bad_lengths():
     T = transform_from_params("b", [1, 0, 0, 0.1, 0, 1, 0, 0.2, 0, 0, 1, 0.3, 0, 0, 0, 1], "", "", "")
     assert T[:3, 3].tolist() == [0.1, 0.2, 0.3]
-    with pytest.raises(ConfigError, match="b.transform"):
+    with pytest.raises(ConfigError) as err:
         transform_from_params("b", [1.0] * 12, "", "", "")
+    assert err.value.parameter == "b.transform"
 
 
 def test_vsf_assets_environment_wins_over_the_parameter(monkeypatch):

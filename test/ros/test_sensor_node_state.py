@@ -2,7 +2,8 @@
 
 Every test starts its own node process (the four-sensor configuration of
 ``sensor_node_scene.node_params``, a calibration file giving the pressure sensor a 500 Pa tare) and
-its own probe, so no test sees another's tares, parameters or buffered samples.
+its own probe, so no test sees another's tares, parameters or buffered samples; steps that build on
+each other (a tare, then tare-all, then save) share one test, and so one node start.
 """
 from __future__ import annotations
 
@@ -32,13 +33,6 @@ def world():
     return posed_world()
 
 
-def test_tare_refused_before_any_measured_sample(fresh):
-    _, probe, _ = fresh
-    r = probe.call(Trigger, "/pressure/tare", Trigger.Request())
-    assert r.success is False
-    assert "no measured sample" in r.message
-
-
 def test_tare_refused_when_every_sample_has_contact(fresh, world):
     _, probe, _ = fresh
     send_pose(probe)
@@ -54,37 +48,27 @@ def test_tare_refused_when_every_sample_has_contact(fresh, world):
     assert "have contact" in r.message
 
 
-def test_tare_averages_the_contact_free_samples_and_reports_count_and_offset(fresh):
-    _, probe, _ = fresh
+def test_tare_tare_all_and_save_on_one_node(fresh):
+    """One node for the three answers of a tare (each a node start less): ``pressure/tare`` averages
+    the contact-free samples (101320 Pa, see ``tare_pressure``) and the next prediction reads it;
+    ``/tare`` tares it again from the same samples and lists the sensors that never received a
+    measured message (test_tare_all.py covers the all-sensor success, test_real_drivers.py all or
+    nothing); ``save_calibration`` writes that tare to the file."""
+    _, probe, cal = fresh
     r = tare_pressure(probe)
     assert r.success is True, r.message
-    assert f"tared with {N_TARE} of {N_TARE} samples" in r.message
-    assert "101320" in r.message and "Pa" in r.message
-    # the next contact-free prediction reads the new tare
+    assert f"{N_TARE} of {N_TARE} samples" in r.message and "101320" in r.message, r.message
     t = stamp(60)
     probe.send("/contacts", empty_cloud(t))
     assert wait_stamp(probe, "/pressure/predicted", t).fluid_pressure == pytest.approx(101320.0, rel=1e-12)
     assert probe.spin_until(lambda: "tared with 3 samples" in
                             diag(probe)["/sensor_node: pressure"]["calibration"], 5.0)
-
-
-def test_tare_all_skips_sensors_without_a_measured_stream(fresh):
-    _, probe, _ = fresh
-    assert tare_pressure(probe).success
     r = probe.call(Trigger, "/tare", Trigger.Request())
-    # the pressure sensor has contact-free pairs; the others never received a measured message:
-    # they are skipped and listed, and success covers the sensors that can tare
-    # (test_tare_all.py covers the all-sensor success, test_real_drivers.py all or nothing)
     lines = r.message.split("\n")
     assert len(lines) == 2, lines
     assert lines[0].startswith("pressure: tared with 3 of 3 samples")
     assert lines[1] == "skipped (no measured stream): force, patch, load"
     assert r.success is True
-
-
-def test_save_calibration_writes_the_tare_to_yaml(fresh):
-    _, probe, cal = fresh
-    assert tare_pressure(probe).success
     r = probe.call(Trigger, "/save_calibration", Trigger.Request())
     assert r.success is True, r.message
     text = cal.read_text()
@@ -145,11 +129,14 @@ def test_live_parameter_change_is_applied_and_invalid_value_rejected(fresh, worl
 # --------------------------------------------------------------------------- bad input
 
 
-def test_a_clock_offset_between_measured_and_contacts_stamps_is_named_on_diagnostics(fresh):
-    # contacts in simulation time (600 s), the measured pressure stamped in wall-clock time
-    # (1.7e9 s + 600 s): 1.7e9 s apart, far beyond any tolerance -- no residual, and
-    # /diagnostics says why
+def test_a_tare_before_any_measured_sample_is_refused_and_a_clock_offset_is_named(fresh):
+    """A tare with nothing measured yet is refused.  Then contacts in simulation time (600 s) and the
+    measured pressure stamped in wall-clock time (1.7e9 s + 600 s): 1.7e9 s apart, far beyond any
+    tolerance -- no residual, and /diagnostics says why."""
     _, probe, _ = fresh
+    r = probe.call(Trigger, "/pressure/tare", Trigger.Request())
+    assert r.success is False
+    assert "no measured sample" in r.message
     t_sim, t_wall = stamp(600), stamp(1_700_000_600)
     first_send(probe)("/contacts", empty_cloud(t_sim))
     wait_stamp(probe, "/pressure/predicted", t_sim)

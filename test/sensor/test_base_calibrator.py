@@ -82,7 +82,7 @@ def test_contact_at_the_first_sample_warns_and_uses_it():
     # contact force -2 N along -z on a 1 m^2 base: raw model reads +2 Pa
     sim = ScriptedSim([contact_state(-2.0), contact_state(-2.0)], [s])
     obs = [{"pressure": [7.0]}, {"pressure": [8.0]}]
-    with pytest.warns(UserWarning, match="first sample"):
+    with pytest.warns(UserWarning):
         used = TareCalibrator().calibrate(s, sim, [None, None], obs)
     assert used == 1
     assert s.get_calibration()["tare"].tolist() == [7.0]
@@ -146,7 +146,7 @@ def test_failure_while_sampling_restores_the_previous_calibration():
     class BadSim(ScriptedSim):
         def measurements(self):
             return {"pressure": np.zeros(3)}          # wrong size from the simulator
-    with pytest.raises(ValueError, match="simulated measurement 0"):
+    with pytest.raises(ValueError):
         TareCalibrator().calibrate(s, BadSim([free_state()], [s]), [None], [{"pressure": [1.0]}])
     assert s.get_calibration()["tare"].tolist() == [5.0]
 
@@ -155,7 +155,7 @@ def test_failure_while_sampling_restores_the_previous_calibration():
 def test_an_output_key_no_sensor_reads_is_rejected_by_the_constructor_naming_it(key):
     # every sensor reads its offset from 'tare'; before, 'zero' was accepted here and only
     # refused by set_calibration after the simulator had been stepped through every sample
-    with pytest.raises(ValueError, match=f"output_key.*'tare'.*got '{key}'"):
+    with pytest.raises(ValueError, match=f"'{key}'"):
         TareCalibrator(output_key=key)
     assert TareCalibrator(output_key="tare").output_key == "tare"
 
@@ -167,14 +167,14 @@ def test_simulator_measurements_without_the_sensor_name_it_and_the_keys_and_roll
     class OtherSim(ScriptedSim):
         def measurements(self):
             return {"load": [0.0], "pad": [1.0, 0.0]}
-    with pytest.raises(ValueError, match=r"sample 0.*'pressure'.*keys: \['load', 'pad'\]"):
+    with pytest.raises(ValueError, match=r"'pressure'.*'load', 'pad'"):
         TareCalibrator().calibrate(s, OtherSim([free_state()], [s]), [None], [{"pressure": [1.0]}])
     assert s.get_calibration()["tare"].tolist() == [5.0]
 
 
 def test_too_few_commands_is_an_error():
     s = pressure()
-    with pytest.raises(ValueError, match="commands"):
+    with pytest.raises(ValueError):
         TareCalibrator().calibrate(s, ScriptedSim([free_state()] * 2, [s]), [None],
                                    [{"pressure": [1.0]}, {"pressure": [1.0]}])
 
@@ -190,10 +190,13 @@ def test_calibration_from_config():
     c = calibration_from_config({"type": "TareCalibrator", "num_samples": 4, "output_key": "tare"})
     assert isinstance(c, TareCalibrator) and (c.num_samples, c.output_key) == (4, "tare")
     assert calibration_from_config({"type": "TareCalibrator"}).num_samples == 10
-    with pytest.raises(ValueError, match="Nope.*TareCalibrator"):
-        calibration_from_config({"type": "Nope"})
-    with pytest.raises(ValueError, match="samples"):
-        calibration_from_config({"type": "TareCalibrator", "samples": 3})
+
+
+@pytest.mark.parametrize("config, named", [({"type": "Nope"}, "Nope"),
+                                           ({"type": "TareCalibrator", "samples": 3}, "samples")])
+def test_calibration_from_config_names_an_unknown_type_or_key(config, named):
+    with pytest.raises(ValueError, match=named):
+        calibration_from_config(config)
 
 
 # --------------------------------------------------------------------------- pad and load sensors
@@ -237,7 +240,7 @@ def test_seed_contact_scope_stops_at_the_table_contact():
     # The seed's rule ('any', the default) sees the table under the box as contact at every sample.
     s = load_cell()
     sim = ScriptedSim([box_on_table()] * 3, [s])
-    with pytest.warns(UserWarning, match="first sample"):
+    with pytest.warns(UserWarning):
         used = TareCalibrator(num_samples=3).calibrate(s, sim, [None] * 3, [{"load": [0.0, 0.05]}] * 3)
     assert used == 1
 

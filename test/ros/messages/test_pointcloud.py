@@ -126,10 +126,10 @@ def test_writer_packs_columns_in_order_little_endian():
     assert (msg.height, msg.width, msg.point_step, msg.row_step, msg.is_bigendian) == (1, 2, 13, 26, False)
     assert bytes(msg.data) == struct.pack("<Idb", 1, 0.5, -3) + struct.pack("<Idb", 7, -2.0, 4)
     assert msg.header.frame_id == "punyo" and msg.header.stamp == Time(sec=4, nanosec=7)
-    with pytest.raises(ValueError, match="'value' has 1 entries"):
-        write_cloud(header, [("row", np.zeros(2, np.uint32)), ("value", np.zeros(1))])
-    with pytest.raises(ValueError, match="'c'.*complex"):
-        write_cloud(header, [("c", np.zeros(2, np.complex64))])
+    for fields, named in (([("row", np.zeros(2, np.uint32)), ("value", np.zeros(1))], "value"),   # 1 of 2
+                          ([("c", np.zeros(2, np.complex64))], "c")):          # no PointField type
+        with pytest.raises(ValueError, match=f"'{named}'"):
+            write_cloud(header, fields)
 
 
 def test_point_step_past_what_a_record_can_span_is_a_size_error_not_a_crash():
