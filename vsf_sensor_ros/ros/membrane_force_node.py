@@ -33,6 +33,11 @@ Inputs (relative names, set by parameters):
   ``no_pressure`` rejection when none does).  Either stream received longer ago than
   ``pressure_timeout`` is named as stopped on ``/diagnostics`` (WARN).
 
+Stamp 0 is no time to pair by: where a frame pairs by stamp (a ``FluidPressure``, a colour topic),
+a depth frame, colour image or ``FluidPressure`` stamped 0 is rejected (``zero_stamp``,
+``colour_zero_stamp``, ``pressure_zero_stamp``), counted as ``zero_stamps.<topic>`` and logged,
+naming the topic (WARN for a period in which one came).  The CameraInfo is never paired.
+
 Outputs, stamped with the camera frame's header stamp, in ``frame_id`` (the body the
 ``PunyoDenseForceSensor`` is attached to):
 
