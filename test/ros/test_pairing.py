@@ -87,6 +87,58 @@ def test_invalid_capacity_and_tolerance_are_refused():
             StampPairer(**kw)
 
 
+# --------------------------------------------------------------------------- stamp 0: no time
+S = 1_000_000_000
+
+
+def test_a_zero_stamped_measurement_among_stamped_ones_is_refused_counted_and_never_paired():
+    """Under a wide fixed tolerance (20 s) a measurement stamped 0 would pair with the oldest kept
+    prediction (10 s, nearest to 0); it is refused, and the next stamped measurement still pairs
+    with its own prediction."""
+    p = StampPairer(capacity=10, tolerance_ns=20 * S)
+    p.add_prediction(10 * S, "p10")
+    p.add_prediction(11 * S, "p11")
+    assert p.add_measurement(0, "m0") is None
+    assert p.zero_stamps == {"predicted": 0, "measured": 1}
+    assert p.measurement_stamps == [] and p.prediction_stamps == [10 * S, 11 * S]
+    pair = p.add_measurement(11 * S, "m11")
+    assert (pair.prediction, pair.measurement) == ("p11", "m11")
+    assert p.prediction_stamps == [10 * S]
+
+
+def test_a_zero_stamped_prediction_and_measurement_never_pair_with_each_other():
+    """A simulator and a driver that both leave the stamp at 0: |0 - 0| is within any tolerance."""
+    p = StampPairer(capacity=10, tolerance_ns=5)
+    assert p.add_prediction(0, "p0") is None
+    assert p.add_measurement(0, "m0") is None
+    assert p.add_prediction(0, "p0b") is None
+    assert p.zero_stamps == {"predicted": 2, "measured": 1}
+    assert p.prediction_stamps == [] and p.measurement_stamps == []
+    assert p.offset_hint() is None
+    p.clear()
+    assert p.zero_stamps == {"predicted": 2, "measured": 1}     # counts outlive a clear
+
+
+def test_a_zero_stamp_is_no_restart_and_leaves_the_periods_alone():
+    """Predictions 10, 20, 30 ns and measurements 11, 21 ns: both periods 10 ns, tolerance 5 ns.  A
+    measurement at 0 taken as a stamp would be a restart (queue cleared) and a step back (period
+    forgotten: tolerance 0, so 31 would not pair with 30)."""
+    p = StampPairer(capacity=10, tolerance_ns=None)
+    for t in (10, 20):
+        p.add_prediction(t, t)
+    p.add_measurement(11, 11)                 # tolerance 0 still (one measured stamp): queued
+    p.add_measurement(21, 21)                 # measured period now 10: 21 pairs with 20
+    assert p.effective_tolerance_ns() == 5 and p.measurement_stamps == [11]
+    assert not p.measurement_went_back(0)
+    assert p.add_measurement(0, 0) is None
+    assert p.effective_tolerance_ns() == 5 and p.measurement_stamps == [11]
+    assert not p.measurement_went_back(31)
+    p.add_prediction(30, 30)
+    pair = p.add_measurement(31, 31)
+    assert (pair.stamp_ns, pair.measured_stamp_ns) == (30, 31)
+    assert p.zero_stamps["measured"] == 1
+
+
 # --------------------------------------------------------------------------- adaptive tolerance
 def test_period_estimate_is_the_median_step_and_a_step_back_starts_afresh():
     e = PeriodEstimate()
@@ -103,14 +155,14 @@ def test_period_estimate_is_the_median_step_and_a_step_back_starts_afresh():
 def test_without_a_fixed_tolerance_half_the_longer_period_is_used():
     # predictions every 10 ns, measurements every 4 ns: tolerance = max(10, 4) // 2 = 5 ns
     p = StampPairer(capacity=10, tolerance_ns=None)
-    assert p.add_prediction(0, "p0") is None          # no period known yet: equal stamps only
-    assert p.add_measurement(3, "m3") is None
-    assert p.add_prediction(10, "p10") is None        # prediction period 10, measured still unknown
+    assert p.add_prediction(100, "p100") is None      # no period known yet: equal stamps only
+    assert p.add_measurement(103, "m103") is None
+    assert p.add_prediction(110, "p110") is None      # prediction period 10, measured still unknown
     assert p.effective_tolerance_ns() == 0
-    pair = p.add_measurement(7, "m7")                 # measured period 4 -> tolerance 5; 10 is 3 away
+    pair = p.add_measurement(107, "m107")             # measured period 4 -> tolerance 5; 110 is 3 away
     assert p.effective_tolerance_ns() == 5
-    assert (pair.stamp_ns, pair.measured_stamp_ns) == (10, 7)
-    assert p.prediction_stamps == [0] and p.measurement_stamps == [3]
+    assert (pair.stamp_ns, pair.measured_stamp_ns) == (110, 107)
+    assert p.prediction_stamps == [100] and p.measurement_stamps == [103]
 
 
 # --------------------------------------------------------------------------- clock offset
@@ -136,8 +188,8 @@ def test_offset_hint_is_silent_for_jitter_and_empty_queues():
 
 def test_a_100_hz_stream_against_60_hz_predictions_pairs_every_prediction_once_periods_are_known():
     # Receive times (ns) of a header-less 100 Hz driver (3, 13, 23, ... ms) and 60 Hz contacts
-    # (0, 16.67, 33.33, 50 ms), offered in arrival order.  Tolerance once both periods are known:
-    # 16_666_667 // 2 = 8_333_333 ns.  By hand:
+    # (0, 16.67, 33.33, 50 ms) after T0 (stamp 0 is no time), offered in arrival order.  Tolerance
+    # once both periods are known: 16_666_667 // 2 = 8_333_333 ns.  By hand:
     #   p0    no period yet: queued          m3, m13  measured period 10 ms, prediction's unknown: queued
     #   p16.7 nearest of [3, 13] is 13 (3.67 ms): pair       m23, m33: nearest prediction 0 is too far: queued
     #   p33.3 nearest of [3, 23, 33] is 33 (0.33 ms): pair   m43: queued
@@ -149,32 +201,35 @@ def test_a_100_hz_stream_against_60_hz_predictions_pairs_every_prediction_once_p
     p = StampPairer(capacity=50, tolerance_ns=None)
     pairs = []
     for t, kind in events:
-        pair = p.add_prediction(t, t) if kind == "p" else p.add_measurement(t, t)
+        pair = p.add_prediction(T0 + t, t) if kind == "p" else p.add_measurement(T0 + t, t)
         if pair is not None:
-            pairs.append((pair.stamp_ns, pair.measured_stamp_ns))
+            pairs.append((pair.prediction, pair.measurement))
     assert pairs == [(16_666_667, 13 * ms), (33_333_333, 33 * ms), (50_000_000, 43 * ms)]
     assert p.effective_tolerance_ns() == 8_333_333
-    assert p.prediction_stamps == [0] and p.measurement_stamps == [3 * ms, 23 * ms, 53 * ms]
+    assert p.prediction_stamps == [T0]
+    assert p.measurement_stamps == [T0 + t for t in (3 * ms, 23 * ms, 53 * ms)]
 
 
 # --------------------------------------------------------------------------- the clock diagnosis in long runs
 MS = 1_000_000
+T0 = 1_000 * MS      # the streams' time origin: stamp 0 is no time (refused)
 
 
 def _run(p, p_times, m_times, check_every_ns=None, m_clock_ns=0):
     """Offer the two streams in arrival order (a prediction first on equal times); return the pairs
     and the hints read every ``check_every_ns`` of arrival time (as the node's diagnostics timer
     does).  Times are arrival times (ns); a measurement's stamp is its arrival time plus
-    ``m_clock_ns`` (its driver's clock offset)."""
+    ``m_clock_ns`` (its driver's clock offset); both are offered after :data:`T0`, the pairs
+    given back without it."""
     events = sorted([(t, 0, "p") for t in p_times] + [(t, 1, "m") for t in m_times])
     pairs, hints, next_check = [], [], check_every_ns
     for t, _, kind in events:
         if check_every_ns is not None and t >= next_check:
             hints.append(p.offset_hint())
             next_check += check_every_ns
-        pair = p.add_prediction(t, t) if kind == "p" else p.add_measurement(t + m_clock_ns, t)
+        pair = p.add_prediction(T0 + t, t) if kind == "p" else p.add_measurement(T0 + t + m_clock_ns, t)
         if pair is not None:
-            pairs.append((pair.stamp_ns, pair.measured_stamp_ns))
+            pairs.append((pair.stamp_ns - T0, pair.measured_stamp_ns - T0))
     return pairs, hints
 
 
@@ -193,7 +248,7 @@ def test_a_100_hz_measured_stream_pairing_with_50_hz_contacts_is_never_called_a_
     p = StampPairer(capacity=50, tolerance_ns=None)
     pairs, hints = _run(p, p_times, m_times, check_every_ns=1_000 * MS)
     assert pairs == [(20 * MS * k, 20 * MS * k - 7 * MS) for k in range(1, n)]
-    assert p.prediction_stamps == [0]                   # the stale entry that fooled the old rule
+    assert p.prediction_stamps == [T0]                  # the stale entry that fooled the old rule
     assert len(hints) == 59 and hints == [None] * 59
     assert p.offset_hint() is None
 

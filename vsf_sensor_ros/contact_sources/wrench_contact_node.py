@@ -29,7 +29,7 @@ configuration error naming it).
 from __future__ import annotations
 
 import sys
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -128,6 +128,7 @@ class WrenchContactNode(Node):
             "wrench": self.create_subscription(WrenchStamped, "wrench", self._on_wrench, qos).topic_name}
         self.create_service(Trigger, "~/tare", self._on_tare)
         self.published = 0
+        self._zero_loggers: Dict[str, Any] = {}
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_timer(1.0, self._publish_diagnostics)
 
@@ -160,8 +161,12 @@ class WrenchContactNode(Node):
         n = self.source.zero_stamps[key]
         if n == before:
             return False
-        # a logger per input: one input's warnings do not hide the other's
-        self.get_logger().get_child(f"zero_stamp.{key}").warning(
+        # a logger per input, kept (rclpy throttles per logger object): one input's warnings do not
+        # hide the other's
+        log = self._zero_loggers.get(key)
+        if log is None:
+            log = self._zero_loggers[key] = self.get_logger().get_child(f"zero_stamp.{key}")
+        log.warning(
             f"{self._topics[key]}: message stamped 0 rejected ({n} so far): {self.source.last_error}",
             throttle_duration_sec=5.0)
         return True

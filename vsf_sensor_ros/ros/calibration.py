@@ -10,7 +10,9 @@ here):
   plus ``measured_delay``), checked for a plausible pressure (warned once) and
   paired with the prediction of the same instant (:mod:`.pairing`); a
   measurement stamp that goes back (the source restarted) clears the measured
-  buffers and tare pairs;
+  buffers and tare pairs; a stamp of 0 (a driver that never sets it; a receive time
+  while the node clock reads 0 under ``use_sim_time``) pairs with nothing: the message is
+  rejected, counted per topic and logged (throttled) with a hint;
 * a pair publishes ``<s>/residual`` (measured - predicted, stamped with the
   contacts stamp) and ``<s>/measured_si`` (the measured vector in SI, same stamp),
   is kept for tares and gain fits, and triggers ``tare_on_start`` once per sensor;
@@ -123,6 +125,7 @@ class Measurements:
         self._live = live
         self._reject = reject
         self._log = logger
+        self._zero_loggers: Dict[str, Any] = {}
         self._clock = clock
         # what the node says is missing for a sensor (topics, types); set by the node
         self.missing_inputs: Callable[[SensorHandle], str] = lambda h: ""
@@ -144,7 +147,9 @@ class Measurements:
             return self._reject(exc.reason, f"{name}/measured: {exc}", h)
         h.measured_accepted += 1
         if h.headerless:   # no header: stamped with its receive time (node clock) + measured_delay
-            stamp_ns = self._clock.now().nanoseconds + h.measured_delay_ns()
+            recv_ns = self._clock.now().nanoseconds
+            # a node clock at 0 (use_sim_time, no /clock yet) is no time either: stamp 0, refused
+            stamp_ns = recv_ns + h.measured_delay_ns() if recv_ns else 0
         else:
             stamp_ns = stamp_to_ns(msg.header.stamp)
         self._check_plausible(h, vec)
@@ -154,9 +159,35 @@ class Measurements:
             h.pairer.clear_measurements()
             h.pairs.clear()
             h.contact_pairs.clear()
+        zero = h.pairer.zero_stamps["measured"]
         pair = h.pairer.add_measurement(stamp_ns, vec)
-        if pair is not None:
+        if h.pairer.zero_stamps["measured"] > zero:
+            self._zero_stamp(h)
+        elif pair is not None:
             self.paired(h, pair)
+
+    def _zero_stamp(self, h: SensorHandle) -> None:
+        """A measured message of ``h`` refused by the pairer for its stamp 0: counted under its
+        topic (``zero_stamps.<topic>`` on ``/diagnostics``, with the hint) and logged (throttled per
+        sensor), naming the topic."""
+        sub = h.endpoints.measured if h.endpoints is not None else None
+        topic = sub.topic_name if sub is not None else h.config.measured_topic()
+        h.stats.zero_stamps[topic] += 1
+        if h.headerless:
+            what = "received while the node clock reads 0"
+            h.stats.zero_stamp_hint = "use_sim_time and no /clock yet: pairs once /clock arrives"
+        else:
+            what = "stamped 0"
+            h.stats.zero_stamp_hint = ("set its driver's header stamps, or use a header-less measured_type "
+                                       "(pairs by receive time)")
+        # a logger per sensor, kept (rclpy throttles per logger object): one sensor's warnings do
+        # not hide another's
+        log = self._zero_loggers.get(h.name)
+        if log is None:
+            log = self._zero_loggers[h.name] = self._log.get_child(f"zero_stamp.{h.name}")
+        log.warning(
+            f"{topic}: measured message {what} rejected ({h.stats.zero_stamps[topic]} so far; no time to "
+            f"pair it with a prediction): {h.stats.zero_stamp_hint}", throttle_duration_sec=5.0)
 
     def _check_plausible(self, h: SensorHandle, vec: np.ndarray) -> None:
         """Keep ``h.unit_warning`` while the latest measured value is outside its kind's plausible

@@ -24,7 +24,8 @@ read them):
   ``joint_states.last_stamp_jump`` (``<old> -> <new> s (<joints>)``, or ``none``); with
   event-driven contacts (:mod:`.contact_free`) ``contact_free.steps`` (steps made without a
   contacts message) and ``contact_free.late_contacts`` (contacts messages stamped before such a
-  step: WARN).
+  step: WARN); ``zero_stamps.<contacts topic>`` (once any came: contacts messages stamped 0,
+  predicted and published but paired with no measured message; WARN while they come).
 * sensor: ``type``, ``attachment``, ``rate_hz``, ``latency_ms_mean``,
   ``latency_ms_max`` (receipt of the contacts message -> last publish, wall
   clock, over the last report period), ``published``, ``measured_received``,
@@ -33,8 +34,9 @@ read them):
   1.7e+09 s ahead of contacts stamps: different clocks?``: two clocks, no pair possible; or
   when measurements come older than every prediction kept for pairing, or predictions older
   than every measurement kept: raise ``alignment_buffer_size``; :meth:`.StampPairer.offset_hint`),
-  ``rejected.<reason>``, ``calibration``, ``contact``,
-  ``reading``.
+  ``rejected.<reason>``, ``zero_stamps.<measured topic>`` (once any came: measured messages
+  stamped 0, or header-less ones received while the node clock read 0, rejected; WARN, with the
+  hint), ``calibration``, ``contact``, ``reading``.
 
 The node completes each report with :class:`~.health.NodeHealth` (configuration problems, the
 health of each sensor's inputs, a frequency status per input topic).
@@ -69,6 +71,10 @@ class InputStats:
     unknown_contact_bodies: Dict[str, int] = field(default_factory=dict)
     #: event-driven contacts: (contact-free steps made, contacts messages stamped before one)
     contact_free: Optional[Tuple[int, int]] = None
+    #: contacts topic -> messages stamped 0 (predicted, never paired)
+    zero_stamps: Counter = field(default_factory=Counter)
+    #: their total at the previous report (the status WARNs while it grows)
+    zero_stamps_reported: int = 0
 
     def reject(self, reason: str) -> None:
         """Count one rejected message under ``reason``."""
@@ -84,6 +90,9 @@ class SensorStats:
     residuals_published: int = 0
     rejected: Counter = field(default_factory=Counter)
     measured_stamp_jumps: int = 0
+    #: measured topic -> messages refused for their stamp 0, and what to do about it
+    zero_stamps: Counter = field(default_factory=Counter)
+    zero_stamp_hint: str = ""
     calibration: str = "uncalibrated"
     pairing: str = "ok"
     contact: bool = False
@@ -123,7 +132,8 @@ def _contact_free(inputs: InputStats) -> List[KeyValue]:
 def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
                       sensors: Dict[str, tuple], period_s: float,
                       node_name: Optional[str] = None) -> DiagnosticArray:
-    """Assemble the report and clear the per-window sensor fields.
+    """Assemble the report, clear the per-window sensor fields and keep the contacts' zero-stamp
+    total reported (``inputs.zero_stamps_reported``).
 
     Args:
         stamp: ``builtin_interfaces/Time`` for the header (node clock).
@@ -136,7 +146,8 @@ def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
             None = ``hardware_id``.
 
     Levels: WARN when messages were rejected (inputs: since start; sensor:
-    measured messages since start), when JointState names matched no URDF joint or
+    measured messages since start, stamp 0 included), when contacts stamped 0 came since
+    the previous report, when JointState names matched no URDF joint or
     sensor-moving joints were never received (inputs), or when the measured and
     contacts stamps are too far apart to pair (sensor ``pairing``); OK otherwise.
     """
@@ -157,8 +168,15 @@ def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
         _kv("joint_states.last_stamp_jump", inputs.last_joint_stamp_jump),
     ] + _unknown_bodies(inputs) + _contact_free(inputs)
     values += [_kv(f"rejected.{r}", n) for r, n in sorted(inputs.rejected.items())]
+    values += [_kv(f"zero_stamps.{t}", n) for t, n in inputs.zero_stamps.items()]
     rejected = sum(inputs.rejected.values())
     problems = [f"{rejected} messages rejected"] if rejected else []
+    zero = sum(inputs.zero_stamps.values())
+    if zero > inputs.zero_stamps_reported:
+        problems.append(", ".join(f"contacts stamped 0 on {t} ({n} so far)"
+                                  for t, n in inputs.zero_stamps.items())
+                        + ": predicted, paired with no measured message")
+    inputs.zero_stamps_reported = zero
     if inputs.unknown_joint_names:
         problems.append(f"{len(inputs.unknown_joint_names)} unknown joint names")
     if inputs.missing_joints != "none":
@@ -184,7 +202,11 @@ def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
             _kv("calibration", st.calibration), _kv("contact", st.contact),
             _kv("reading", st.reading),
         ] + [_kv(f"rejected.{r}", n) for r, n in sorted(st.rejected.items())]
+        vals += [_kv(f"zero_stamps.{t}", n) for t, n in st.zero_stamps.items()]
         problems = [f"{sum(st.rejected.values())} measured messages rejected"] if st.rejected else []
+        if st.zero_stamps:
+            problems.append(", ".join(f"{n} measured messages on {t}" for t, n in st.zero_stamps.items())
+                            + f" rejected for stamp 0: {st.zero_stamp_hint}")
         if st.pairing != "ok":
             problems.append(st.pairing)
         statuses.append(DiagnosticStatus(

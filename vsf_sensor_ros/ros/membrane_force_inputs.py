@@ -8,6 +8,8 @@ graph spells it and its resolved topic, ``sensor_msgs/msg/CameraInfo on /camera/
   no usable pressure yet); :func:`waiting_text` joins them into the ``/diagnostics`` message.
 * :class:`Pressures`: the bubble pressures received, the one each frame goes with, and whether
   the stream stopped.
+* :func:`stamp_partners`: the inputs paired by stamp, and :func:`zero_stamp_text`: why one of
+  their messages stamped 0 is rejected (no time to pair it by).
 * :func:`stopped_text`: the pressure stream that stopped (its latest message older than
   ``pressure_timeout``); :func:`no_colour_text`: why the reference has no colour and how to
   turn colour off; :func:`pressures_text`: the ambient and gauge pressure in use.
@@ -29,8 +31,8 @@ from .messages.camera import PRESSURE_TYPES, InputRejected
 from .topic_types import foreign_publishers, type_name, wrong_type_message
 
 __all__ = ["Input", "InputWatch", "NAME_WAIT_S", "Pressures", "WAIT_WARN_S", "inputs_text", "missing_inputs",
-           "no_colour_text", "pressure_type_hints", "pressures_text", "ready_text", "stopped_text",
-           "waiting_text"]
+           "no_colour_text", "pressure_type_hints", "pressures_text", "ready_text", "stamp_partners",
+           "stopped_text", "waiting_text", "zero_stamp_text"]
 
 #: s after start from which a still-missing input is logged (once) at WARN; /diagnostics names it at once
 WAIT_WARN_S = 5.0
@@ -122,6 +124,46 @@ def pressure_type_hints(ptype: str, scale: float) -> Dict[str, str]:
 def waiting_text(missing: Sequence[Tuple[Input, str]]) -> str:
     """``waiting for A on /a, B on /b and C on /c`` for :func:`missing_inputs`' answer ('' for none)."""
     return "waiting for " + _join([text for _, text in missing]) if missing else ""
+
+
+def stamp_partners(stamped: bool, colour: bool) -> Dict[str, str]:
+    """The inputs the node pairs by stamp -> what each is paired with.
+
+    Args:
+        stamped: the pressure type has a header (``FluidPressure``: pressure and frame pair by
+            stamp; a bare number goes with every frame).
+        colour: ``colour_topic`` is set (colour image and depth frame pair by stamp).
+
+    Returns:
+        Keys among ``frames``, ``colour``, ``pressure`` (the CameraInfo is never paired: the first
+        usable one builds the estimator), e.g. ``{'frames': 'pressure and colour image', 'colour':
+        'depth frame', 'pressure': 'depth frame'}``; empty when neither pairing is in use.
+    """
+    out: Dict[str, str] = {}
+    partners = (["pressure"] if stamped else []) + (["colour image"] if colour else [])
+    if partners:
+        out["frames"] = _join(partners)
+    if colour:
+        out["colour"] = "depth frame"
+    if stamped:
+        out["pressure"] = "depth frame"
+    return out
+
+
+def zero_stamp_text(inp: Input, partner: str, count: int) -> str:
+    """Why a message of ``inp`` stamped 0 is rejected, naming its topic and the way out: ``/punyo/pressure
+    stamped 0 (2 so far): no time to pair it with its depth frame; set its driver's header stamps, or
+    use a bare pressure_type (std_msgs/msg/Float32: the latest goes with each frame)``.
+
+    Args:
+        inp: the input (its topic is named).
+        partner: what it pairs with (:func:`stamp_partners`).
+        count: messages of it stamped 0 so far (this one included).
+    """
+    hint = "set its driver's header stamps"
+    if partner == "depth frame" and inp.type_name == "sensor_msgs/msg/FluidPressure":
+        hint += ", or use a bare pressure_type (std_msgs/msg/Float32: the latest goes with each frame)"
+    return f"{inp.topic} stamped 0 ({count} so far): no time to pair it with its {partner}; {hint}"
 
 
 def stopped_text(pressure: Input, age_s: float, stamped: bool, rejection: str = "",

@@ -33,6 +33,11 @@ Inputs (relative names, set by parameters):
   ``no_pressure`` rejection when none does).  Either stream received longer ago than
   ``pressure_timeout`` is named as stopped on ``/diagnostics`` (WARN).
 
+Stamp 0 is no time to pair by: where a frame pairs by stamp (a ``FluidPressure``, a colour topic),
+a depth frame, colour image or ``FluidPressure`` stamped 0 is rejected (``zero_stamp``,
+``colour_zero_stamp``, ``pressure_zero_stamp``), counted as ``zero_stamps.<topic>`` and logged,
+naming the topic (WARN for a period in which one came).  The CameraInfo is never paired.
+
 Outputs, stamped with the camera frame's header stamp, in ``frame_id`` (the body the
 ``PunyoDenseForceSensor`` is attached to):
 
@@ -110,7 +115,8 @@ from .membrane_force_config import (PARAMETERS, SEA_LEVEL_WARNING, Configuration
                                     pressure_type_name, read_mesh, settings_problems, unknown_text, usage)
 from .membrane_force_inputs import (Input, InputWatch, Pressures, check_reference_frame, inputs_text,
                                     missing_inputs, no_colour_text, pressure_type_hints, pressures_text,
-                                    ready_text, stopped_text, waiting_text)
+                                    ready_text, stamp_partners, stopped_text, waiting_text,
+                                    zero_stamp_text)
 from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, camera_info_text,
                               colour_from_image, depth_from_cloud, depth_from_image, pressure_pa,
                               same_camera_info)
@@ -262,6 +268,11 @@ class MembraneForceNode(Node):
         self.get_logger().info("subscribes " + inputs_text(list(self.inputs.values())))
         self.pressures = Pressures(self.inputs["pressure"], self.stamped, float(p["pressure_tolerance"]),
                                    float(p["pressure_timeout"]))
+        # the inputs paired by stamp -> their partner; a message of one stamped 0 has no time to pair
+        # by: rejected, counted per topic
+        self.stamp_partners = stamp_partners(self.stamped, self.colour)
+        self.zero_stamps: Counter = Counter({self.inputs[k].topic: 0 for k in self.stamp_partners})
+        self._period_zero_stamps = 0
         self.create_service(Trigger, "~/reset_reference", self._on_reset)
         self.create_timer(float(p["diagnostics_period"]), self._report)
         self._period_start = time.monotonic()
@@ -306,6 +317,24 @@ class MembraneForceNode(Node):
             logger = self._reason_loggers[reason] = self.get_logger().get_child(reason)
         logger.warning(f"{what} rejected ({reason}): {message}", throttle_duration_sec=5.0)
 
+    def _zero_stamp(self, key: str, header: Optional[Header]) -> bool:
+        """True when input ``key`` pairs by stamp and its message's ``header`` (None for a bare
+        pressure) is stamped 0: then the message is rejected
+        (``zero_stamp``, ``colour_zero_stamp``, ``pressure_zero_stamp``), counted under its topic
+        and logged, naming the topic."""
+        partner = self.stamp_partners.get(key)
+        if partner is None or header is None or stamp_to_ns(header.stamp) != 0:
+            return False
+        inp = self.inputs[key]
+        self.zero_stamps[inp.topic] += 1
+        text = zero_stamp_text(inp, partner, self.zero_stamps[inp.topic])
+        reason, what = {"frames": ("zero_stamp", "frame"), "colour": ("colour_zero_stamp", "colour image"),
+                        "pressure": ("pressure_zero_stamp", "pressure")}[key]
+        self._reject(reason, text, what)
+        if key == "pressure":   # pressures come, none usable
+            self.last["pressure_rejection_text"] = f"{reason}: {text}"
+        return True
+
     def _on_camera_info(self, msg: CameraInfo) -> None:
         self.stats["camera_info_received"] += 1
         if self.estimator is not None:
@@ -341,6 +370,8 @@ class MembraneForceNode(Node):
         return None
 
     def _on_pressure(self, msg: Any) -> None:
+        if self._zero_stamp("pressure", getattr(msg, "header", None)):
+            return
         scale = float(self.p["pressure_scale"])
         try:
             pa = pressure_pa(msg, scale)
@@ -375,6 +406,8 @@ class MembraneForceNode(Node):
         when None); ``pending``: it waited for its stamped pressure and is offered again."""
         if not pending:
             self.stats["frames_received"] += 1
+            if self._zero_stamp("frames", header):
+                return
         try:
             if self.estimator is None:
                 got = int(self.stats["camera_info_received"])
@@ -410,6 +443,8 @@ class MembraneForceNode(Node):
     def _on_colour(self, msg: Image) -> None:
         """A colour image: decoded and checked against the camera now, kept for its depth frame."""
         self.stats["colour_received"] += 1
+        if self._zero_stamp("colour", msg.header):   # not kept: no frame can be told to go on without it
+            return
         image: Optional[np.ndarray] = None
         try:
             image = colour_from_image(msg)
@@ -586,6 +621,7 @@ class MembraneForceNode(Node):
             "estimate_ms_max": f"{ms.max():.2f}" if ms.size else "nan",
             "rejected_total": sum(self.rejected.values()),
             **{f"rejected.{k}": v for k, v in sorted(self.rejected.items())},
+            **{f"zero_stamps.{t}": n for t, n in self.zero_stamps.items()},
             "reference": self.last["reference"], "reference_resets": self.stats["reference_resets"],
             "pressure_pa": "none" if age is None else f"{self.pressures.latest:.1f}",
             "pressure_age_s": "none" if age is None else f"{age:.2f}",
@@ -646,6 +682,12 @@ class MembraneForceNode(Node):
                               "missing or rejected)")
         else:
             level, message = DiagnosticStatus.OK, f"estimating at {estimated / dt:.1f} Hz"
+        zero = sum(self.zero_stamps.values())
+        if zero > self._period_zero_stamps:   # messages stamped 0 came in the last period
+            level = max(level, DiagnosticStatus.WARN)
+            message += "; stamped 0, rejected (no time to pair by): " + ", ".join(
+                f"{t} ({n})" for t, n in self.zero_stamps.items() if n)
+        self._period_zero_stamps = zero
         if wrong:   # why an input never arrives: rclpy does not say
             level, message = max(level, DiagnosticStatus.WARN), "; ".join([message] + wrong)
         if self.config_problems:

@@ -16,6 +16,12 @@ Stamps are integer nanoseconds; the pairer never looks at the items.  The
 stamp is whatever the caller chooses: the message header's stamp, or the
 receive time for a header-less message.
 
+Stamp 0 is no time (a driver that never sets ``header.stamp``; a node clock that
+reads 0 under ``use_sim_time`` before ``/clock`` arrives): an item offered with it
+is refused and counted (:attr:`StampPairer.zero_stamps`), never queued nor paired
+(it would pair with another item stamped 0, or with the oldest kept one under a
+wide tolerance), and it is no restart of its source.
+
 Tolerance: a fixed value (the node's ``max_stamp_difference``), or, when
 none is set (``tolerance_ns=None``), half the longer of the two streams'
 observed periods (:class:`PeriodEstimate`); until both periods are known
@@ -48,7 +54,7 @@ from __future__ import annotations
 import bisect
 from collections import deque
 from dataclasses import dataclass
-from typing import Deque, Generic, List, Optional, Sequence, TypeVar
+from typing import Deque, Dict, Generic, List, Optional, Sequence, TypeVar
 
 P = TypeVar("P")
 M = TypeVar("M")
@@ -174,6 +180,10 @@ class StampPairer(Generic[P, M]):
         tolerance_ns: fixed pairing tolerance (ns, >= 0), or None for the
             adaptive rule (half the longer observed period).
 
+    Attributes:
+        zero_stamps: ``{'predicted': n, 'measured': n}``: items offered with stamp 0, refused
+            (never reset: :meth:`clear` keeps them).
+
     Raises:
         ValueError: ``capacity < 1`` or a negative tolerance.
     """
@@ -198,6 +208,7 @@ class StampPairer(Generic[P, M]):
         self._unpaired_run = 0
         self._older_gap: Optional[int] = None
         self._newer_gap: Optional[int] = None
+        self.zero_stamps: Dict[str, int] = {"predicted": 0, "measured": 0}
 
     @property
     def tolerance_ns(self) -> Optional[int]:
@@ -228,7 +239,11 @@ class StampPairer(Generic[P, M]):
         return list(self._meas.stamps)
 
     def add_prediction(self, stamp_ns: int, item: P) -> Optional[Pair[P, M]]:
-        """Offer a prediction; the pair it completes, else None (the prediction is queued)."""
+        """Offer a prediction; the pair it completes, else None (the prediction is queued, or
+        refused for its stamp 0: counted in ``zero_stamps['predicted']``, nothing else changes)."""
+        if stamp_ns == 0:
+            self.zero_stamps["predicted"] += 1
+            return None
         self._pred.period.observe(stamp_ns)
         interleaved, self._meas_since_pred, self._pred_since_meas = self._meas_since_pred, False, True
         self._last_predicted = stamp_ns
@@ -257,10 +272,14 @@ class StampPairer(Generic[P, M]):
         self._older_gap = self._newer_gap = None
 
     def add_measurement(self, stamp_ns: int, item: M) -> Optional[Pair[P, M]]:
-        """Offer a measurement; the pair it completes, else None (the measurement is queued).
+        """Offer a measurement; the pair it completes, else None (the measurement is queued, or
+        refused for its stamp 0: counted in ``zero_stamps['measured']``, nothing else changes).
 
         Call :meth:`measurement_went_back` first to detect a restarted source.
         """
+        if stamp_ns == 0:
+            self.zero_stamps["measured"] += 1
+            return None
         self._last_measured = stamp_ns
         self._meas.period.observe(stamp_ns)
         interleaved, self._pred_since_meas, self._meas_since_pred = self._pred_since_meas, False, True
@@ -276,8 +295,9 @@ class StampPairer(Generic[P, M]):
         return None
 
     def measurement_went_back(self, stamp_ns: int) -> bool:
-        """True when ``stamp_ns`` is earlier than the previous measurement's stamp (a restart)."""
-        return self._last_measured is not None and stamp_ns < self._last_measured
+        """True when ``stamp_ns`` is earlier than the previous measurement's stamp (a restart);
+        False for stamp 0 (no time: refused by :meth:`add_measurement`, not a restart)."""
+        return stamp_ns != 0 and self._last_measured is not None and stamp_ns < self._last_measured
 
     def clear_measurements(self) -> None:
         """Drop the unmatched measurements (their source restarted) and the clock diagnosis.
@@ -289,7 +309,8 @@ class StampPairer(Generic[P, M]):
         self._paired()
 
     def clear(self) -> None:
-        """Drop everything (both queues, periods, the last stamps, the clock diagnosis)."""
+        """Drop everything (both queues, periods, the last stamps, the clock diagnosis; not the
+        ``zero_stamps`` counts)."""
         self._pred.clear()
         self._meas.clear()
         self._last_measured = self._last_predicted = None

@@ -23,7 +23,8 @@ which accepts reliable and best-effort publishers):
   behind a ``wrench_contact_node`` with a ``time_shift``) and pairs with the receive times of
   the contacts messages; other types pair by header stamps.  The pairing tolerance is
   ``max_stamp_difference``, or when 0 half the longer observed period of the two streams
-  (:mod:`.pairing`).
+  (:mod:`.pairing`).  A measured message stamped 0 (or header-less, received while the node
+  clock reads 0) pairs with nothing: rejected, counted per topic (``zero_stamps.<topic>``).
 
 Outputs (QoS: ``qos.outputs.*``, default reliable, depth 10), all stamped
 with the stamp of the contacts message they derive from:
@@ -45,7 +46,8 @@ is anything published -- a bad message is rejected whole, for every sensor,
 counted by reason on ``/diagnostics`` and logged at most once a second per
 reason.  A stamp earlier than the previous one (simulator reset) clears the
 pairing buffers and stateful sensors, is counted as a stamp jump, and the
-message is processed normally.
+message is processed normally.  A contacts message stamped 0 is predicted and published
+but paired with no measured message (nor taken for a reset); counted and logged.
 
 Event-driven contacts (gz ``Contacts``, or ``contacts_event_driven``) send nothing while nothing
 touches: the node then also steps with an empty contact set, on the joint states' stamps, once
@@ -559,7 +561,7 @@ class SensorNode(Node):
             return self._reject(exc.reason, exc.detail)
         # header-less measured streams pair by receive time (node clock: ROS time under use_sim_time)
         recv_ns = self.get_clock().now().nanoseconds
-        jumped_back = self._last_stamp is not None and stamp_ns < self._last_stamp
+        jumped_back = stamp_ns != 0 and self._last_stamp is not None and stamp_ns < self._last_stamp
         late = (jumped_back and not contact_free and self._contact_free is not None
                 and self._contact_free.is_late(stamp_ns))
         # Validate first: every model must succeed before anything is published.
@@ -579,9 +581,12 @@ class SensorNode(Node):
             self._on_late_contacts(self._last_stamp, stamp_ns)
         elif jumped_back:   # acted on only for a message that is used
             self._on_stamp_jump(self._last_stamp, stamp_ns)
-        self._last_stamp = stamp_ns
-        if self._contact_free is not None:
-            self._contact_free.used(stamp_ns, contact_free, reset=jumped_back and not late)
+        if stamp_ns == 0:   # no time (no restart either): predicted, published, paired with nothing
+            self._zero_stamped_contacts()
+        else:
+            self._last_stamp = stamp_ns
+            if self._contact_free is not None:
+                self._contact_free.used(stamp_ns, contact_free, reset=jumped_back and not late)
         now = time.monotonic()
         self.health.failing = None
         for r in results:
@@ -615,6 +620,19 @@ class SensorNode(Node):
         if h.endpoints.publish_step(h.layout, r, state, stamp, world_frame, in_contact,
                                     self.live.marker_force_scale if markers else None):
             h.last_marker_time = now
+
+    def _zero_stamped_contacts(self) -> None:
+        """A contacts message stamped 0 (a source that never sets it; under ``use_sim_time``, one
+        stamping from its clock before ``/clock`` arrives): counted per topic, logged (throttled).
+        Its predictions are published as usual; the pairers refuse their stamp 0."""
+        topic = self.sub_contacts.topic_name
+        self.inputs.zero_stamps[topic] += 1
+        logger = self._reason_loggers.get("zero_stamp")
+        if logger is None:
+            logger = self._reason_loggers["zero_stamp"] = self.get_logger().get_child("zero_stamp")
+        logger.warning(f"{topic}: contacts stamped 0 ({self.inputs.zero_stamps[topic]} so far): predicted, "
+                       "paired with no measured message (set the simulator's stamps; under use_sim_time "
+                       "the first stamps may be 0 until /clock arrives)", throttle_duration_sec=5.0)
 
     def _on_stamp_jump(self, old_ns: int, new_ns: int) -> None:
         self.inputs.stamp_jumps_backwards += 1
