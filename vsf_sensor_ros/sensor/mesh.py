@@ -47,8 +47,8 @@ Points farther than ``2h`` (~3.6 mm on the Punyo mesh) from the surface
 leave the grid.  For meshes of up to ``brute_force_max`` (4096) triangles
 they take an exact bounding-sphere-pruned scan of all triangles: ~4-5 µs
 per point (0.42 ms for 100 points 10 cm off the Punyo); the KD-tree path it
-replaced there took ~25-50 µs per point (scipy's ball query dominates).  Larger meshes keep the
-KD-tree path.
+replaced there took ~25-50 µs per point (scipy's ball query dominates).
+Larger meshes keep the KD-tree path.
 """
 from __future__ import annotations
 

@@ -16,14 +16,6 @@ __all__ = ["PunyoDenseForceSensor"]
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 
 
-def _f64(x: torch.Tensor) -> np.ndarray:
-    """``x`` as a float64 CPU numpy array (a zero-copy view when it already is one)."""
-    x = x.detach()
-    if x.dtype != torch.float64 or x.device.type != "cpu":
-        x = x.to(device="cpu", dtype=torch.float64)
-    return x.numpy()
-
-
 class _Map(NamedTuple):
     """How one state's contacts on the sensor body map onto mesh vertices (CPU, float64).
 
@@ -42,8 +34,7 @@ class _Map(NamedTuple):
     b_reg: np.ndarray          # (Nb,) feature holding the closest point (mesh.REGION_*)
     pairs: List[Pair]
     offsets: List[int]
-    dtype: torch.dtype         # the state's, for the outputs
-    device: torch.device
+    cast: Optional[Tuple[torch.dtype, torch.device]]   # the state's, for the outputs; None: float64 CPU
 
 
 class PunyoDenseForceSensor(BaseSensor):
@@ -195,11 +186,13 @@ class PunyoDenseForceSensor(BaseSensor):
         pose = numpy_pose(state, name)
         if pose is None:                               # not float32/64 on the CPU: the torch check
             R_, t_ = body_pose(state, name)
-            R, t, T = _f64(R_), _f64(t_), state.body_transforms[name]
+            T = state.body_transforms[name]
+            R, t = (x.detach().to(device="cpu", dtype=torch.float64).numpy() for x in (R_, t_))
         else:
             R, t, T = pose
-            if R.dtype != np.float64:
-                R, t = R.astype(np.float64), t.astype(np.float64)
+        cast = None if T.dtype == torch.float64 and T.device.type == "cpu" else (T.dtype, T.device)
+        if cast is not None and pose is not None:      # float32 on the CPU
+            R, t = R.astype(np.float64), t.astype(np.float64)
         pairs, states = pairs_and_states(state, name)
         offsets = [0]
         pts, frc, elems = [], [], []
@@ -216,8 +209,11 @@ class PunyoDenseForceSensor(BaseSensor):
                     self._check_elems(e, pair)                         # raises, naming the row
                 if hi < 0:                                             # all -1: all barycentric
                     e = None
-            pts.append(_f64(c.points))
-            frc.append(_f64(c.forces))
+            p, f = c.points.detach(), c.forces.detach()
+            if cast is not None:                       # float64 on the CPU (numpy has no bfloat16)
+                p, f = p.to(device="cpu", dtype=torch.float64), f.to(device="cpu", dtype=torch.float64)
+            pts.append(p.numpy())
+            frc.append(f.numpy())
             elems.append(e)
             offsets.append(offsets[-1] + n)
         if len(states) == 1:
@@ -244,7 +240,7 @@ class PunyoDenseForceSensor(BaseSensor):
             b_v, b_w, b_tri, b_reg = q.triangles[res.triangle], res.weights, res.triangle, res.region
         else:
             b_v, b_w, b_tri, b_reg = np.zeros((0, 3), dtype=np.int64), np.zeros((0, 3)), _EMPTY_I, _EMPTY_I
-        return _Map(R, local, pv_c, pv_v, b_c, b_v, b_w, b_tri, b_reg, pairs, offsets, T.dtype, T.device)
+        return _Map(R, local, pv_c, pv_v, b_c, b_v, b_w, b_tri, b_reg, pairs, offsets, cast)
 
     def _outputs(self, m: _Map, pred: bool,
                  jac: bool) -> Tuple[Optional[torch.Tensor], Optional[SparseJacobian]]:
@@ -254,21 +250,22 @@ class PunyoDenseForceSensor(BaseSensor):
         out = np.zeros(3 * self.num_vertices)
         rows, cols = np.empty(nnz, dtype=np.int64), np.empty(nnz, dtype=np.int64)
         vals = np.empty(nnz)
-        self._require_attached()._kernels.dense_force_outputs(
+        self.query._kernels.dense_force_outputs(                           # (attached: _map checked)
             m.local, m.pv_c, m.pv_v, m.b_c, m.b_v, m.b_w, np.ascontiguousarray(m.R.T), out, rows, cols, vals,
             jac)
-        same = m.dtype == torch.float64 and m.device.type == "cpu"
-
-        def back(a: np.ndarray, floats: bool = True) -> torch.Tensor:
-            x = torch.from_numpy(a)
-            return x if same else x.to(device=m.device, dtype=m.dtype if floats else None)
-        prediction = self._calibrated(back(out)) if pred else None
-        J = None
+        prediction = J = None
+        dtype, device = m.cast if m.cast is not None else (None, None)
+        if pred:
+            raw = torch.from_numpy(out)
+            prediction = self._calibrated(raw if dtype is None else raw.to(device=device, dtype=dtype))
         if jac:
+            rows_t, cols_t, vals_t = torch.from_numpy(rows), torch.from_numpy(cols), torch.from_numpy(vals)
+            if dtype is not None:
+                rows_t, cols_t = rows_t.to(device), cols_t.to(device)
+                vals_t = vals_t.to(device=device, dtype=dtype)
             J = self._gained(SparseJacobian(
-                rows=back(rows, False), cols=back(cols, False), values=back(vals),
-                shape=(3 * self.num_vertices, 3 * m.offsets[-1]), pairs=list(m.pairs),
-                offsets=list(m.offsets)))
+                rows=rows_t, cols=cols_t, values=vals_t, shape=(3 * self.num_vertices, 3 * m.offsets[-1]),
+                pairs=list(m.pairs), offsets=list(m.offsets)))
         return prediction, J
 
     # -- predictions ---------------------------------------------------------------------------
