@@ -142,20 +142,6 @@ def test_gradient_with_respect_to_the_body_transform_matches_finite_differences(
     torch.testing.assert_close(J_auto[:, :3, :], fd[:, :3, :], rtol=1e-5, atol=1e-6)
 
 
-def test_torch_path_for_other_devices_matches_the_cpu_numpy_path():
-    # predict/sparse_force_jacobian use numpy on CPU states and torch elsewhere (e.g. CUDA);
-    # run the torch path on the CPU to check it gives the same numbers.
-    for dtype in (torch.float32, torch.float64):
-        sc = Scenario(4, dtype)
-        sensor = sc.sensors()[0]
-        st = sc.state()
-        cmap = sensor.contact_map(st)
-        torch.testing.assert_close(sensor._assemble(cmap, cmap.bary_weights), sensor.predict(st),
-                                   **TOL[dtype])
-        torch.testing.assert_close(sensor._sparse(cmap).to_dense(),
-                                   sensor.sparse_force_jacobian(st).to_dense(), **TOL[dtype])
-
-
 def test_predict_and_predict_torch_agree():
     for dtype in (torch.float32, torch.float64):
         sc = Scenario(9, dtype)

@@ -49,6 +49,12 @@ def per_vertex(out):
     return out.reshape(-1, 3)
 
 
+def both_paths(s, st):
+    """``(predict, predict_torch)`` of ``st`` as (V, 3) float64 numpy arrays."""
+    return (per_vertex(s.predict(st)).double().numpy(),
+            per_vertex(s.predict_torch(st)).detach().double().numpy())
+
+
 # ----------------------------------------------------------------------------------------------
 def test_measurement_names_are_formatted_per_vertex_and_axis():
     s = sensor()
@@ -91,7 +97,8 @@ def test_barycentric_contact_on_rotated_translated_body_splits_the_local_force()
     # closest point (0.75, 0.25, 0) in t0: weights (0.25, 0.5, 0.25) on v0, v1, v2
     expect = np.zeros((4, 3))
     expect[0, 2], expect[1, 2], expect[2, 2] = -0.5, -1.0, -0.5
-    np.testing.assert_allclose(per_vertex(s.predict(st)).numpy(), expect, atol=1e-14)
+    for out in both_paths(s, st):
+        np.testing.assert_allclose(out, expect, atol=1e-14)
 
 
 def test_barycentric_force_off_axis_is_rotated_then_split():
@@ -103,7 +110,8 @@ def test_barycentric_force_off_axis_is_rotated_then_split():
                T=T_of(RZ90, (10.0, 0.0, 0.0)))
     expect = np.zeros((4, 3))
     expect[0, 0], expect[2, 0], expect[3, 0] = 1.2, 0.6, 1.2
-    np.testing.assert_allclose(per_vertex(s.predict(st)).numpy(), expect, atol=1e-14)
+    for out in both_paths(s, st):
+        np.testing.assert_allclose(out, expect, atol=1e-14)
 
 
 def test_minus_one_selects_barycentric_per_contact_and_elems2_does_not_matter():
@@ -111,11 +119,11 @@ def test_minus_one_selects_barycentric_per_contact_and_elems2_does_not_matter():
     st = state({("punyo", "finger"): cs([[0.0, 0.0, 0.0], [1.0, 1.0, 3.0]],
                                         [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
                                         elems1=[3, -1], elems2=[7, 7])})
-    out = per_vertex(s.predict(st)).numpy()
     expect = np.zeros((4, 3))
     expect[3] = [1, 0, 0]            # per-vertex: vertex 3
     expect[2] = [0, 1, 0]            # barycentric: (1,1,3) projects onto vertex v2 exactly
-    np.testing.assert_allclose(out, expect, atol=1e-14)
+    for out in both_paths(s, st):
+        np.testing.assert_allclose(out, expect, atol=1e-14)
 
 
 def test_contacts_from_several_pairs_add_and_reverse_pairs_are_ignored():
@@ -322,7 +330,7 @@ def test_cuda_state_gives_cuda_outputs():
 
 
 # ----------------------------------------------------------------------------------------------
-# fast (numpy) path vs torch path; pairs with and without elems1; dtypes without numpy support
+# fast path vs predict_torch; pairs with and without elems1; half precision
 # ----------------------------------------------------------------------------------------------
 def test_pairs_with_and_without_elems1_mix_in_contact_order():
     # pair finger, no elems1 (barycentric): (0.75, 0.25) on t0 = (v0, v1, v2): x = v + w, y = w
@@ -337,58 +345,39 @@ def test_pairs_with_and_without_elems1_mix_in_contact_order():
     fast, J = s.predict_with_jacobian(st)
     np.testing.assert_allclose(per_vertex(fast).numpy(), expect, atol=1e-14)
     np.testing.assert_allclose(per_vertex(s.predict_torch(st)).detach().numpy(), expect, atol=1e-14)
-    cmap = s.contact_map(st)                                  # the torch path of other devices
-    np.testing.assert_allclose(per_vertex(s._assemble(cmap, cmap.bary_weights)).numpy(), expect, atol=1e-14)
-    torch.testing.assert_close(J.to_dense(), s._sparse(cmap).to_dense())
     # J f over the concatenated forces (finger first, then box) reproduces the prediction
     f = torch.tensor([0.0, 0, -4, 1, 0, 0, 0, 2, 0], dtype=torch.float64)
     np.testing.assert_allclose((J.to_dense() @ f).numpy(), expect.reshape(-1), atol=1e-14)
+    # and J is the autograd Jacobian of predict_torch w.r.t. those forces
+    fin, box = st.contacts[("punyo", "finger")], st.contacts[("punyo", "box")]
+
+    def torch_of(forces):
+        return s.predict_torch(state({("punyo", "finger"): ContactState(fin.points, forces[:3].reshape(1, 3)),
+                                      ("punyo", "box"): ContactState(box.points, forces[3:].reshape(2, 3),
+                                                                     box.elems1)}))
+    J_auto = torch.autograd.functional.jacobian(torch_of, f)
+    torch.testing.assert_close(J.to_dense(), J_auto, atol=1e-14, rtol=0)
     assert J.offsets == [0, 1, 3] and len(J.values) == 27 + 9 + 27
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_half_precision_states_take_the_torch_path_and_keep_their_dtype(dtype):
-    # numpy has no bfloat16: such states use the torch path; same numbers as the
-    # float32 hand values of test_float32_state_gives_float32_prediction_and_jacobian
+def test_half_precision_states_are_computed_in_float64_and_keep_their_dtype(dtype):
+    # numpy has no bfloat16: such states are mapped in float64 and cast back.  Hand values (exact
+    # in half precision): body rotated by RZ90, local point (0.75, 0.25, 0.5) -> closest point in
+    # t0 with weights (0.25, 0.5, 0.25) on v0, v1, v2; world force (-1, 2, -2) reads locally
+    # R^T f = (2, 1, -2)
     s = sensor()
-    st = state({("punyo", "finger"): cs([[0.75, 0.25, 0.5]], [[0.0, 0.0, -2.0]], dtype=dtype)}, dtype=dtype)
+    st = state({("punyo", "finger"): cs([[-0.25, 0.75, 0.5]], [[-1.0, 2.0, -2.0]], dtype=dtype)},
+               T=T_of(RZ90, dtype=dtype), dtype=dtype)
     out, J = s.predict_with_jacobian(st)
-    assert out.dtype == dtype and J.values.dtype == dtype
-    np.testing.assert_allclose(per_vertex(out).float().numpy()[:3, 2], [-0.5, -1.0, -0.5])
-    assert s.sparse_force_jacobian(st).values.dtype == dtype
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_compiled_assembly_equals_the_numpy_assembly_bit_for_bit(dtype):
-    # predict/Jacobian of a CPU state run in one compiled pass when numba is present; the numpy
-    # functions are the reference (and the fallback without numba): same entries, same rounding
-    pytest.importorskip("numba", reason="numba not installed: only the numpy assembly exists")
-    import trimesh
-    sphere = trimesh.creation.icosphere(subdivisions=2, radius=0.05)
-    s = PunyoDenseForceSensor("f", "punyo")
-    s.attach(sphere)
-    assert s.query.backend == "numba"
-    rng = np.random.default_rng(1)
-    surf, _ = trimesh.sample.sample_surface(sphere, 60, seed=1)
-    T = T_of(RZ90, (0.1, -0.2, 0.3), dtype=dtype)
-    world = torch.tensor(surf, dtype=dtype) @ T[:3, :3].T + T[:3, 3]
-    elems = torch.tensor(np.where(rng.random(60) < 0.4, rng.integers(0, len(sphere.vertices), 60), -1))
-    forces = torch.tensor(rng.standard_normal((60, 3)), dtype=dtype)
-    st = state({("punyo", "finger"): ContactState(world[:40], forces[:40], elems[:40]),
-                ("punyo", "box"): ContactState(world[40:], forces[40:])}, T=T, dtype=dtype)
-    s.set_calibration({"tare": rng.standard_normal(3 * len(sphere.vertices))})
-    nmap = s._numpy_map(st)
-    assert len(nmap[2]) > 0 and len(nmap[4]) > 0                  # both modes present
-    pred, J = s._fast_outputs(nmap, True, True)
-    ref_pred, ref_J = s._numpy_predict(nmap), s._numpy_sparse(nmap)
-    assert pred.dtype == dtype and J.values.dtype == dtype
-    np.testing.assert_array_equal(pred.numpy(), ref_pred.numpy())
-    for field in ("rows", "cols", "values"):
-        np.testing.assert_array_equal(getattr(J, field).numpy(), getattr(ref_J, field).numpy())
-    assert (J.shape, J.pairs, J.offsets) == (ref_J.shape, ref_J.pairs, ref_J.offsets)
-    # and the public calls use it
-    np.testing.assert_array_equal(s.predict(st).numpy(), ref_pred.numpy())
-    np.testing.assert_array_equal(s.sparse_force_jacobian(st).values.numpy(), ref_J.values.numpy())
+    assert out.dtype == dtype and J.values.dtype == dtype and J.rows.dtype == torch.int64
+    expect = np.zeros((4, 3))
+    expect[:3] = np.outer([0.25, 0.5, 0.25], [2.0, 1.0, -2.0])
+    for got in both_paths(s, st):
+        np.testing.assert_array_equal(got, expect)
+    assert s.predict_torch(st).dtype == dtype
+    f = torch.tensor([-1.0, 2.0, -2.0], dtype=torch.float64)
+    np.testing.assert_array_equal((J.to_dense().double() @ f).numpy(), expect.reshape(-1))
 
 
 @pytest.mark.parametrize("far", [1e155, 1e200])

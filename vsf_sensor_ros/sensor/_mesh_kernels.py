@@ -1,21 +1,19 @@
 """Numba-compiled kernels of :class:`~vsf_sensor_ros.sensor.mesh.ClosestTriangleQuery`.
 
-Private to :mod:`vsf_sensor_ros.sensor.mesh`, which imports this module lazily (when a query
-object is built, i.e. at a sensor's ``attach``) and falls back to its numpy reference when numba
-is missing.  Each kernel is the loop form of a numpy routine in ``mesh.py`` with the same
-floating-point formulas in the same order, so both paths agree to the last bit (tests compare
-them with ``assert_array_equal``):
+Private to :mod:`vsf_sensor_ros.sensor.mesh`, which imports this module when a query object is
+built (i.e. at a sensor's ``attach``, not with the package); importing it compiles every kernel
+(:func:`warm_up`), so no query compiles anything:
 
-* :func:`grid_best` = ``query``'s near-surface grid path (``_best_of`` over a cell's candidates);
-* :func:`table_best` = the first round of ``_query_kd`` (``_best_of`` over ``(M, K)`` candidates);
-* :func:`brute_best` = ``_query_brute`` (off-grid points, all triangles, bounding-sphere pruning);
-* :func:`pairs_eval` = ``_evaluate_pairs`` (flattened point-triangle pairs of ``_refine``);
-* :func:`finish` = ``_weights_from_region`` + closest point + distance;
-* :func:`dense_force_outputs` = ``PunyoDenseForceSensor``'s numpy prediction + COO Jacobian.
+* :func:`grid_best`: ``query``'s near-surface grid path (the best of a cell's candidates);
+* :func:`table_best`: the best of ``(M, K)`` candidates (first round of ``_query_kd``, grid build);
+* :func:`brute_best`: ``_query_brute`` (off-grid points, all triangles, bounding-sphere pruning);
+* :func:`pairs_eval`: flattened point-triangle pairs (``_refine``, proxies, grid build);
+* :func:`finish`: barycentric weights + closest point + distance;
+* :func:`dense_force_outputs`: ``PunyoDenseForceSensor``'s prediction + COO Jacobian.
 
 Candidates are evaluated in table order and a later one replaces the best only when strictly
-closer (``numpy.argmin``'s first-minimum rule); within a triangle the face, then edges ab, ac, bc,
-each replacing only when strictly closer, as ``_evaluate``.
+closer (first minimum wins); within a triangle the face, then edges ab, ac, bc, each replacing
+only when strictly closer.
 
 Triangle constants are read from ``CT``, the ``(T, 18)`` transpose of
 ``ClosestTriangleQuery.constants()`` (one triangle's constants in one or two cache lines).
@@ -233,13 +231,13 @@ def finish(P: np.ndarray, tri: np.ndarray, reg: np.ndarray, par: np.ndarray, V: 
 def dense_force_outputs(local: np.ndarray, pv_c: np.ndarray, pv_v: np.ndarray, b_c: np.ndarray,
                         b_v: np.ndarray, b_w: np.ndarray, Rt: np.ndarray, out: np.ndarray,
                         rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, jac: bool) -> None:
-    """Punyo dense-force prediction and COO Jacobian (``PunyoDenseForceSensor``'s numpy path).
+    """Punyo dense-force prediction and COO Jacobian (``PunyoDenseForceSensor``), float64.
 
-    ``out (3V,)`` float64 zeros on entry accumulates ``w · local[c]`` on rows ``3 v + d``,
-    per-vertex contacts first, then barycentric ones corner by corner (the order of the numpy
-    path's ``bincount``, so the float64 sums round identically); products are formed in the
-    input dtype as numpy does.  When ``jac``: ``rows/cols/vals`` (``9 n_pv + 27 n_b``) get entry
-    ``(3 v + d, 3 c + e, w Rt[d, e])`` in the numpy path's order.
+    ``local (N, 3)`` rows ``Rᵀ f_c``; per-vertex contacts ``pv_c`` on vertices ``pv_v``;
+    barycentric contacts ``b_c`` on corners ``b_v (Nb, 3)`` with weights ``b_w (Nb, 3)``.
+    ``out (3V,)`` zeros on entry accumulates ``w · local[c]`` on rows ``3 v + d``, per-vertex
+    contacts first, then barycentric ones corner by corner.  When ``jac``: ``rows/cols/vals``
+    (``9 n_pv + 27 n_b``) get entry ``(3 v + d, 3 c + e, w Rt[d, e])`` in the same order.
     """
     k = 0
     for n in range(pv_c.shape[0]):
@@ -289,8 +287,10 @@ def warm_up() -> None:
     pairs_eval(P, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), CT, best2, reg, par)
     finish(P, tri, reg, par, V, F, np.zeros((1, 3)), np.zeros((1, 3)), np.zeros(1))
     i1, i13 = np.zeros(1, dtype=np.int64), np.zeros((1, 3), dtype=np.int64)
-    for dt in (np.float32, np.float64):                       # states are float32 or float64
-        f13, f33 = np.zeros((1, 3), dtype=dt), np.zeros((3, 3), dtype=dt)
-        for jac in (False, True):
-            dense_force_outputs(f13, i1, i1, i1, i13, f13, f33, np.zeros(3), np.zeros(36, dtype=np.int64),
-                                np.zeros(36, dtype=np.int64), np.zeros(36, dtype=dt), jac)
+    f13 = np.zeros((1, 3))
+    for jac in (False, True):
+        dense_force_outputs(f13, i1, i1, i1, i13, f13, np.zeros((3, 3)), np.zeros(3),
+                            np.zeros(36, dtype=np.int64), np.zeros(36, dtype=np.int64), np.zeros(36), jac)
+
+
+warm_up()                                     # at import: a query object never compiles on use

@@ -486,7 +486,7 @@ def as_sim_state(state: Any) -> SimState:
 
 # BaseSensor methods (and their overrides in subclasses) whose first argument is a state
 STATE_METHODS = ("predict", "predict_torch", "predict_with_jacobian", "measurement_force_jacobian",
-                 "sparse_force_jacobian", "update", "contact_bodies", "in_contact", "contact_map",
+                 "sparse_force_jacobian", "update", "contact_bodies", "in_contact",
                  "sensor_transform", "evaluate", "get_contact_sensor_raw_data")
 
 

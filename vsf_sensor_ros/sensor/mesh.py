@@ -1,7 +1,7 @@
 # One module, and ClosestTriangleQuery one class, although both are over the size guide: the exact
 # closest-triangle query is one concept -- its proxy cover, correctness bound and second round are
-# shared by its backends (numba grid, off-grid, brute force, KD-tree), which must give the same answer;
-# only the numba kernels themselves live apart (_mesh_kernels.py).
+# shared by its paths (grid, off-grid brute force, KD-tree); the numba kernels that evaluate the
+# candidates live apart (_mesh_kernels.py).
 """Triangle-mesh helpers for mesh-based sensors (Punyo dense force, Punyo pressure).
 
 * :func:`triangle_mesh_of` extracts ``(vertices, triangles)`` from a Klampt
@@ -11,8 +11,8 @@
   once per mesh and answers batches of points without Python loops.
 * :func:`projected_area` is the area of the mesh's shadow on a plane.
 
-Everything here is numpy/scipy (plus optional numba kernels) on the CPU in
-float64; callers cast the results to their own dtype/device.  Klampt is never
+Everything here is numpy/scipy plus numba kernels on the CPU in float64;
+callers cast the results to their own dtype/device.  Klampt is never
 imported: Klampt objects are read through their methods (duck typing).
 
 Performance (decision, measured 2026-11-30 on the 2-vCPU dev host, loaded,
@@ -33,13 +33,11 @@ igl.AABB.squared_distance   0.054    0.83     7.2     (distance + face only)
   bookkeeping.
 * (b) libigl's AABB tree answers ~7 µs per point (0.83 ms for 100) and
   returns no region/weights; not chosen.
-* (a) chosen: numba ``@njit(cache=True)`` loops over the same exact candidate
-  tables (``_mesh_kernels``), ~0.2-0.3 µs per near-surface point, with the
-  numpy implementation kept as the reference and as the fallback when numba
-  is missing (``backend='auto'``).  The kernels evaluate the same formulas in
-  the same order (the numpy dot products are summed left to right for this),
-  so both backends return bit-identical results (tested, with brute force
-  over all triangles as the independent check).  Compilation happens in the
+* (a) chosen: numba ``@njit(cache=True)`` loops over the exact candidate
+  tables (``_mesh_kernels``), ~0.2-0.3 µs per near-surface point; numba is a
+  hard dependency and the numpy implementation measured above was removed
+  (tests check the kernels against brute force over all triangles, computed
+  with trimesh's own point-triangle routine).  Compilation happens in the
   constructor (a sensor's ``attach``): ~1-2 s once per machine, then ~0.3 s to
   load numba's on-disk cache (next to the module, or in the per-user cache
   dir when the install is read-only; ``NUMBA_CACHE_DIR`` overrides; with no
@@ -48,15 +46,13 @@ igl.AABB.squared_distance   0.054    0.83     7.2     (distance + face only)
 Points farther than ``2h`` (~3.6 mm on the Punyo mesh) from the surface
 leave the grid.  For meshes of up to ``brute_force_max`` (4096) triangles
 they take an exact bounding-sphere-pruned scan of all triangles: ~4-5 µs
-per point compiled (0.42 ms for 100 points 10 cm off the Punyo), ~40 µs in
-numpy; the KD-tree path it replaced there took ~25-50 µs per point with
-either backend (scipy's ball query dominates).  Larger meshes keep the
-KD-tree path.
+per point (0.42 ms for 100 points 10 cm off the Punyo); the KD-tree path it
+replaced there took ~25-50 µs per point (scipy's ball query dominates).
+Larger meshes keep the KD-tree path.
 """
 from __future__ import annotations
 
 import itertools
-import warnings
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Tuple
 
@@ -188,9 +184,9 @@ class ClosestTriangleQuery:
     about uniform whatever the triangle shapes.  A KD-tree over the proxies
     gives each query point its ``k`` nearest proxies; their triangles are the
     candidates, and the exact point-triangle distance is evaluated for all
-    candidates at once (vectorised: projection onto the triangle's plane when
-    it falls inside, else the closest point on each of the three edges with
-    the parameter clamped to [0, 1]).  Correctness bound: a triangle with no
+    candidates (projection onto the triangle's plane when it falls inside,
+    else the closest point on each of the three edges with the parameter
+    clamped to [0, 1]).  Correctness bound: a triangle with no
     proxy among the ``k`` nearest has all proxies at least ``d_k`` away (the
     k-th proxy distance), hence is at least ``d_k − h`` away; when
     ``d_k − h ≥`` the best distance found, no other triangle can be closer.
@@ -199,10 +195,9 @@ class ClosestTriangleQuery:
     best distance ``d`` found so far bounds the answer from above, so every
     closer triangle has a proxy within ``d + h``; a KD-tree ball query
     collects those triangles, de-duplicated, and they are all evaluated
-    (vectorised over the flattened point-triangle pairs, in chunks of at
-    most ``max_pairs`` so far-away points, whose balls hold the whole mesh,
-    stay within memory).  The ragged ball lists are flattened with C-level
-    iterators; there is no Python loop over points or triangles.
+    (over the flattened point-triangle pairs).  The ragged ball lists are
+    flattened with C-level iterators; there is no Python loop over points or
+    triangles.
 
     Near the surface a faster exact path skips the KD-tree: at construction
     the band of space within ``r_med`` (the median ``r_t``) of the mesh is cut
@@ -235,15 +230,12 @@ class ClosestTriangleQuery:
     closest point is the closest point on their edges, and zero-length edges
     resolve to their first corner, so weights stay finite and sum to 1.
 
-    Backends (``backend=``): ``'numba'`` runs the per-point work (grid lookup, candidate
-    evaluation, weights) in compiled loops (:mod:`._mesh_kernels`), ``'numpy'`` is the vectorised
-    reference above, ``'auto'`` (default) = numba when it is installed.  Both evaluate the same
-    formulas in the same order and return bit-identical results; the numba kernels are compiled
-    (or loaded from numba's on-disk cache) in the constructor, i.e. in a sensor's ``attach``,
-    never on the first query.  See the module docstring, "Performance".
+    The per-point work (grid lookup, candidate evaluation, weights) runs in numba-compiled
+    loops (:mod:`._mesh_kernels`), compiled (or loaded from numba's on-disk cache) in the
+    constructor, i.e. in a sensor's ``attach``, never on the first query.  See the module
+    docstring, "Performance".
 
     Attributes:
-        backend: ``'numba'`` or ``'numpy'``, the backend in use.
         vertices: ``(V, 3)`` float64, read-only.
         triangles: ``(T, 3)`` int64, read-only.
         k: proxies (candidate slots) per point in the first round of the
@@ -257,11 +249,13 @@ class ClosestTriangleQuery:
     """
 
     def __init__(self, vertices: Any, triangles: Any, k: int = 12, grid: bool = True,
-                 backend: str = "auto", brute_force_max: int = 4096) -> None:
+                 brute_force_max: int = 4096) -> None:
         V, F = validate_mesh(vertices, triangles)
         if int(k) < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        kernels = _load_kernels(backend)                  # compiled here, never on the first query
+        # imported here, not with the package (numba costs ~50 MB and ~0.5 s); compiled (or loaded
+        # from the cache) at its first import, so never on the first query
+        from . import _mesh_kernels
         V.setflags(write=False)
         F.setflags(write=False)
         self.vertices: np.ndarray = V
@@ -294,8 +288,7 @@ class ClosestTriangleQuery:
             inv(dbc, dbc > 0), face_ok.astype(np.float64),
         ]))
         self._consts_t = np.ascontiguousarray(self._consts.T)   # (T, 18): the kernels' layout
-        self._kernels = kernels
-        self.backend: str = "numpy" if kernels is None else "numba"
+        self._kernels = _mesh_kernels
         self.face_ok: np.ndarray = face_ok
         self._centroids, self._radius = centroids, radius
         self._centroids_c, self._radius_c = np.ascontiguousarray(centroids), np.ascontiguousarray(radius)
@@ -303,7 +296,6 @@ class ClosestTriangleQuery:
         self._proxy_tri = labels
         self._tree = cKDTree(proxies)
         self.k: int = min(int(k), len(labels))
-        self.max_pairs: int = 200_000
         # absolute slack on distances, far above the rounding of the expanded |p - x|^2 formulas
         self._slack: float = 1e-7 * h
         # off-grid path: pruned brute force for meshes up to this many triangles, else KD-tree;
@@ -353,10 +345,11 @@ class ClosestTriangleQuery:
             cx = x.min(1)[owner] + (ix + 0.5) * g
             cy = y.min(1)[owner] + (iy + 0.5) * g
             centre = corners[owner, 0] + cx[:, None] * e1[owner] + cy[:, None] * e2[owner]
-            d2, region, *params = self._evaluate(centre, big[owner][:, None])
-            w = _weights_from_region(region[:, 0], *(p[:, 0] for p in params))
-            proxy = np.einsum("mj,mjk->mk", w, corners[owner])
-            near = d2[:, 0] <= 0.5 * g * g * (1.0 + 1e-9)           # cell's circumcircle meets it
+            n = len(owner)
+            d2, region, prm = self._evaluate_pairs(centre, np.arange(n), big[owner])
+            w, proxy, dist = np.empty((n, 3)), np.empty((n, 3)), np.empty(n)
+            self._kernels.finish(centre, big[owner], region, prm, V, F, w, proxy, dist)
+            near = d2 <= 0.5 * g * g * (1.0 + 1e-9)                 # cell's circumcircle meets it
             pts.append(proxy[near])
             labels.append(big[owner][near])
         return np.concatenate(pts), np.concatenate(labels)
@@ -394,20 +387,13 @@ class ClosestTriangleQuery:
         key = key[np.r_[True, key[1:] != key[:-1]]] if len(key) else key   # (np.unique is far slower)
         return key // n_tri, key % n_tri
 
-    def _evaluate_pairs(self, P: np.ndarray, owner: np.ndarray, cand: np.ndarray, compiled: bool = True):
-        """``_evaluate`` of point ``P[owner[i]]`` against triangle ``cand[i]``, flattened, in chunks
-        (numpy), or in one kernel call when ``compiled`` and the kernels are loaded."""
+    def _evaluate_pairs(self, P: np.ndarray, owner: np.ndarray, cand: np.ndarray):
+        """Squared distance ``(n,)``, region ``(n,)`` and parameters ``(5, n)`` (``v, w, t, s, r``)
+        of point ``P[owner[i]]`` against triangle ``cand[i]``."""
         d2 = np.empty(len(owner))
         region = np.empty(len(owner), dtype=np.int64)
         prm = np.empty((5, len(owner)))
-        if compiled and self._kernels is not None:
-            self._kernels.pairs_eval(np.ascontiguousarray(P), owner, cand, self._consts_t, d2, region, prm)
-            return d2, region, prm
-        for lo in range(0, len(owner), self.max_pairs):                # chunks bound memory only
-            sl = slice(lo, lo + self.max_pairs)
-            d, r_, *pp = self._evaluate(P[owner[sl]], cand[sl, None])
-            d2[sl], region[sl] = d[:, 0], r_[:, 0]
-            prm[:, sl] = np.stack([x[:, 0] for x in pp])
+        self._kernels.pairs_eval(np.ascontiguousarray(P), owner, cand, self._consts_t, d2, region, prm)
         return d2, region, prm
 
     def _refine(self, P: np.ndarray, ids: np.ndarray, dbest: np.ndarray, tri: np.ndarray,
@@ -445,14 +431,13 @@ class ClosestTriangleQuery:
         kk = min(4, len(self._proxy_tri))
         _, proxy = self._tree.query(centres[near], k=kk)
         labels = self._proxy_tri[proxy.reshape(len(near), kk)]
-        dist = np.sqrt(self._evaluate(centres[near], labels)[0].min(axis=1))
+        dist = np.sqrt(self._table_best(centres[near], labels)[3])
         cells = near[dist <= band]
         reach = dist[dist <= band] + 2.0 * rho + self._slack
         # candidates from a coarser proxy set (cover radius r_med): fewer pairs to sort and test
         coarse_pts, coarse_tri = self._proxies(self._centroids, self._radius, r_med)
         owner, cand = self._ball_pairs(centres[cells], reach + r_med, cKDTree(coarse_pts), coarse_tri)
-        # numpy at construction whatever the backend, so both backends build identical tables
-        d2, _, _ = self._evaluate_pairs(centres[cells], owner, cand, compiled=False)
+        d2, _, _ = self._evaluate_pairs(centres[cells], owner, cand)
         keep = np.sqrt(d2) <= reach[owner]
         owner, cand, d2 = owner[keep], cand[keep], d2[keep]
         counts = np.bincount(owner, minlength=len(cells))
@@ -486,43 +471,6 @@ class ClosestTriangleQuery:
         self._grid_row, self._grid_tables, self._grid_lower = grid_row, tables, lower_tables
         self.grid_candidates = slots
 
-    def _evaluate(self, P: np.ndarray, idx: np.ndarray):
-        """Squared distance and features of points ``P (M, 3)`` to candidates ``idx (M, K)``."""
-        C = self._consts[:, idx]                                  # (18, M, K)
-        ap0, ap1, ap2 = P.T[:, :, None] - C[0:3]                  # (M, K) each
-        # dot products summed left to right (not einsum, whose summation order differs): the
-        # compiled kernels use the same order, so both backends round identically
-        pp = ap0 * ap0 + ap1 * ap1 + ap2 * ap2
-        d20 = ap0 * C[3] + ap1 * C[4] + ap2 * C[5]               # ap . ab
-        d21 = ap0 * C[6] + ap1 * C[7] + ap2 * C[8]               # ap . ac
-        d00, d01, d11, dbc = C[9], C[10], C[11], C[12]
-        # face: projection p' = a + v ab + w ac, |p - p'|^2 = pp - v d20 - w d21.  A degenerate
-        # triangle has 1/|ab x ac|^2 stored as 0, so v = w = 0: "the face" is its corner a, a
-        # valid point that its edges match or beat (ties keep the face, i.e. corner a).
-        v = (d11 * d20 - d01 * d21) * C[13]
-        w = (d00 * d21 - d01 * d20) * C[13]
-        inside = (np.minimum(v, w) >= 0.0) & (v + w <= 1.0)
-        best = np.where(inside, pp - (v * d20 + w * d21), np.inf)
-        region = np.zeros(best.shape, dtype=np.int64)
-        # edges, parameter clamped to the segment: |ap - t ab|^2 = pp - t (2 d20 - t d00)
-        t = np.clip(d20 * C[14], 0.0, 1.0)
-        d = pp - t * (2.0 * d20 - t * d00)
-        closer = d < best
-        best = np.where(closer, d, best)
-        region[closer] = REGION_AB
-        s = np.clip(d21 * C[15], 0.0, 1.0)
-        d = pp - s * (2.0 * d21 - s * d11)
-        closer = d < best
-        best = np.where(closer, d, best)
-        region[closer] = REGION_AC
-        bpbc = d21 - d20 - d01 + d00                              # (p - b) . (c - b)
-        r = np.clip(bpbc * C[16], 0.0, 1.0)
-        d = pp - 2.0 * d20 + d00 - r * (2.0 * bpbc - r * dbc)    # |p - b|^2 - ...
-        closer = d < best
-        best = np.where(closer, d, best)
-        region[closer] = REGION_BC
-        return np.maximum(best, 0.0), region, v, w, t, s, r
-
     def query(self, points: Any) -> ClosestTriangleResult:
         """Closest mesh point, triangle and barycentric weights for each point.
 
@@ -546,41 +494,6 @@ class ClosestTriangleQuery:
         if not np.all(np.isfinite(P)):
             row = int(np.nonzero(~np.isfinite(P).all(axis=1))[0][0])
             raise ValueError(f"query point {row} is non-finite: {P[row].tolist()}")
-        if self._kernels is not None:
-            return self._query_compiled(P)
-        M = len(P)
-        tri = np.zeros(M, dtype=np.int64)
-        reg = np.zeros(M, dtype=np.int64)
-        par = np.zeros((5, M))
-        rest = np.arange(M)
-        if self._grid_row is not None and M:
-            f = np.floor((P - self._grid_lo) / self._grid_cell)
-            inside = np.all((f >= 0) & (f < self._grid_shape), axis=1)
-            ijk = np.where(inside[:, None], f, 0.0).astype(np.int64)
-            cid = (ijk[:, 0] * self._grid_shape[1] + ijk[:, 1]) * self._grid_shape[2] + ijk[:, 2]
-            row = np.where(inside, self._grid_row[np.where(inside, cid, 0)], -1)
-            narrow = row >= 0
-            if narrow.all():                                  # the usual case: one evaluation
-                tri, reg, par = self._best_of(P, self._grid_tables[0][row])
-                rest = rest[:0]
-            else:
-                narrow_t, wide_t = self._grid_tables
-                for mask, rows_, table in ((narrow, row, narrow_t), (row <= -2, -2 - row, wide_t)):
-                    ids = np.nonzero(mask)[0]
-                    if len(ids):
-                        tri[ids], reg[ids], par[:, ids] = self._best_of(P[ids], table[rows_[ids]])
-                rest = np.nonzero(row == -1)[0]
-        if len(rest):
-            t_, r_, p_ = self._query_off_grid(P[rest])
-            tri[rest], reg[rest], par[:, rest] = t_, r_, p_
-        weights = _weights_from_region(reg, *par)
-        point = _combine(weights, self.vertices[self.triangles[tri]])
-        return ClosestTriangleResult(
-            triangle=tri, point=point, weights=weights,
-            distance=np.linalg.norm(P - point, axis=1), region=reg.astype(np.int8))
-
-    def _query_compiled(self, P: np.ndarray) -> ClosestTriangleResult:
-        """``query`` with the numba kernels (same answers as the numpy path, see _mesh_kernels)."""
         kn = self._kernels
         M = len(P)
         if not (P.flags.c_contiguous and P.flags.writeable):   # one compiled specialisation only
@@ -625,133 +538,47 @@ class ClosestTriangleQuery:
                              "(1e6 x the mesh's bounding-box diagonal, at least 1e6 m)")
         if self.num_triangles <= self.brute_force_max:
             return self._query_brute(P)
-        return self._query_kd(P)[:3]
+        return self._query_kd(P)
 
     def _query_brute(self, P: np.ndarray):
         """Exact closest triangle over all triangles, pruned by bounding spheres.
 
         Triangle ``t`` lies in the ball of centre ``c_t`` (centroid) and radius ``r_t``, so its
-        distance is within ``[|p − c_t| − r_t, |p − c_t| + r_t]``; with ``ub = min_t(|p − c_t| +
-        r_t)``, only triangles with ``|p − c_t| − r_t ≤ ub`` (+ slack) can be closest, and those
-        are all evaluated.  Winner: least squared distance, ties to the lowest triangle index
-        (the same answer as evaluating every triangle; the compiled kernel prunes further with
-        the running best, which keeps that answer).  Returns ``(tri, region, params (5, M))``.
+        distance is within ``[|p − c_t| − r_t, |p − c_t| + r_t]``; only triangles with
+        ``|p − c_t| − r_t`` at most the least distance bound so far (+ slack) can be closest,
+        and those are all evaluated (``_mesh_kernels.brute_best``).  Winner: least squared
+        distance, ties to the lowest triangle index.  Returns ``(tri, region, params (5, M))``.
         """
         M = len(P)
-        if self._kernels is not None:
-            tri, reg = np.empty(M, dtype=np.int64), np.empty(M, dtype=np.int64)
-            par, best2 = np.empty((5, M)), np.empty(M)
-            self._kernels.brute_best(np.ascontiguousarray(P), self._centroids_c, self._radius_c,
-                                     self._brute_slack, self._consts_t, tri, reg, par, best2)
-            return tri, reg, par
-        T = self.num_triangles
-        owners, cands = [], []
-        step = max(1, self.max_pairs // T)                     # chunks bound the (m, T) matrices
-        for lo in range(0, M, step):
-            Q = P[lo:lo + step]
-            dx = Q[:, 0, None] - self._centroids[:, 0]
-            dy = Q[:, 1, None] - self._centroids[:, 1]
-            dz = Q[:, 2, None] - self._centroids[:, 2]
-            dc = np.sqrt(dx * dx + dy * dy + dz * dz)
-            # upper bound: the sphere bound, or the exact distance to the nearest-centroid
-            # triangle (usually far tighter, so far fewer candidate pairs)
-            near_t = dc.argmin(axis=1)
-            d_near = np.sqrt(self._evaluate(Q, near_t[:, None])[0][:, 0])
-            ub = np.minimum((dc + self._radius).min(axis=1), d_near)
-            o, c = np.nonzero(dc - self._radius <= (ub + self._brute_slack)[:, None])
-            owners.append(o + lo)
-            cands.append(c)
-        owner, cand = np.concatenate(owners), np.concatenate(cands)
-        d2, region, prm = self._evaluate_pairs(P, owner, cand)
-        order = np.lexsort((cand, d2, owner))                  # per point: least d2, then index
-        first = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
-        return cand[first], region[first], prm[:, first]
+        tri, reg = np.empty(M, dtype=np.int64), np.empty(M, dtype=np.int64)
+        par, best2 = np.empty((5, M)), np.empty(M)
+        self._kernels.brute_best(np.ascontiguousarray(P), self._centroids_c, self._radius_c,
+                                 self._brute_slack, self._consts_t, tri, reg, par, best2)
+        return tri, reg, par
 
-    def _best_of(self, P: np.ndarray, idx: np.ndarray):
-        """Winner among candidate triangles ``idx (M, K)``: ``(tri, region, params (5, M))``."""
-        d2, region, *params = self._evaluate(P, idx)
-        rows = np.arange(len(P))
-        j = d2.argmin(axis=1)
-        return idx[rows, j], region[rows, j], np.stack([p[rows, j] for p in params])
+    def _table_best(self, P: np.ndarray, idx: np.ndarray):
+        """Closest of the candidates ``idx (M, K)`` of each point ``P (M, 3)``:
+        ``(tri, region, params (5, M), squared distance (M,))``."""
+        M = len(P)
+        tri, reg = np.empty(M, dtype=np.int64), np.empty(M, dtype=np.int64)
+        par, best2 = np.empty((5, M)), np.empty(M)
+        self._kernels.table_best(np.ascontiguousarray(P), np.ascontiguousarray(idx), self._consts_t, tri, reg,
+                                 par, best2)
+        return tri, reg, par, best2
 
     def _query_kd(self, P: np.ndarray):
-        """KD-tree path (exact): ``(tri, region, params (5, M), distance)`` for validated points."""
+        """KD-tree path (exact): ``(tri, region, params (5, M))`` for validated points."""
         M = len(P)
         cd, proxy = self._tree.query(P, k=self.k)
         cd, idx = cd.reshape(M, self.k), self._proxy_tri[proxy.reshape(M, self.k)]
-        if self._kernels is not None:
-            tri, reg = np.empty(M, dtype=np.int64), np.empty(M, dtype=np.int64)
-            par, best2 = np.empty((5, M)), np.empty(M)
-            self._kernels.table_best(P, np.ascontiguousarray(idx), self._consts_t, tri, reg, par, best2)
-        else:
-            d2, region, *params = self._evaluate(P, idx)
-            rows = np.arange(M)
-            j = d2.argmin(axis=1) if M else np.zeros(0, dtype=np.int64)
-            tri, reg, best2 = idx[rows, j], region[rows, j], d2[rows, j]
-            par = np.stack([p[rows, j] for p in params])                # v, w, t, s, r
+        tri, reg, par, best2 = self._table_best(P, idx)
         if self.k < len(self._proxy_tri):
             # a triangle without a proxy among the k nearest is >= cd[:, -1] - h away
             dbest = np.sqrt(best2) * (1.0 + 1e-9) + self._slack
             unsure = np.nonzero(cd[:, -1] - self.cover_radius < dbest)[0]
             if len(unsure):
                 self._refine(P, unsure, dbest[unsure], tri, reg, par)
-        point = _combine(_weights_from_region(reg, *par), self.vertices[self.triangles[tri]])
-        return tri, reg, par, np.linalg.norm(P - point, axis=1)
-
-
-_KERNELS_READY = False
-
-
-def _load_kernels(backend: str) -> Any:
-    """The compiled-kernel module for ``backend`` (compiled/loaded now), or None for numpy.
-
-    ``'auto'``: numba when it imports and compiles, else None (numpy, with a warning when numba
-    is installed but fails).  ``'numba'``: the kernels or ValueError.  ``'numpy'``: None.
-    """
-    global _KERNELS_READY
-    if backend not in ("auto", "numba", "numpy"):
-        raise ValueError(f"backend must be 'auto', 'numba' or 'numpy', got {backend!r}")
-    if backend == "numpy":
-        return None
-    try:
-        from . import _mesh_kernels
-    except Exception as exc:                       # absent, or broken (e.g. numpy too new for it)
-        if backend == "numba":
-            raise ValueError(f"backend 'numba' needs a working numba package: {exc}") from exc
-        if not isinstance(exc, ImportError) or "numba" not in str(exc):
-            warnings.warn(f"ClosestTriangleQuery: numba kernels unavailable ({exc}); using the numpy "
-                          "implementation", RuntimeWarning, stacklevel=3)
-        return None
-    if not _KERNELS_READY:
-        try:
-            _mesh_kernels.warm_up()
-        except Exception as exc:                   # an LLVM/numba failure must not stop a sensor
-            if backend == "numba":
-                raise ValueError(f"backend 'numba': compiling the kernels failed: {exc}") from exc
-            warnings.warn(f"ClosestTriangleQuery: numba kernels failed to compile ({exc}); "
-                          "using the numpy implementation", RuntimeWarning, stacklevel=3)
-            return None
-        _KERNELS_READY = True
-    return _mesh_kernels
-
-
-def _weights_from_region(reg: np.ndarray, v: np.ndarray, w: np.ndarray, t: np.ndarray,
-                         s: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """Barycentric weights ``(M, 3)`` from the winning feature and its parameters."""
-    f, e_ab, e_ac, e_bc = (reg == REGION_FACE), (reg == REGION_AB), (reg == REGION_AC), (reg == REGION_BC)
-    out = np.empty((len(reg), 3))
-    # inside the face v + w <= 1 was tested on the rounded sum, so 1 - v - w can come out as
-    # -1e-16: clamp it so weights stay >= 0 (their sum stays 1 to rounding)
-    out[:, 0] = f * np.maximum(1.0 - v - w, 0.0) + e_ab * (1.0 - t) + e_ac * (1.0 - s)
-    out[:, 1] = f * v + e_ab * t + e_bc * (1.0 - r)
-    out[:, 2] = f * w + e_ac * s + e_bc * r
-    return out
-
-
-def _combine(weights: np.ndarray, corners: np.ndarray) -> np.ndarray:
-    """``Σ_j weights[:, j] corners[:, j]`` ``(M, 3)``, summed left to right as the kernels do."""
-    return (weights[:, 0, None] * corners[:, 0] + weights[:, 1, None] * corners[:, 1]
-            + weights[:, 2, None] * corners[:, 2])
+        return tri, reg, par
 
 
 def projected_area(vertices: Any, triangles: Any, normal: Sequence[float]) -> float:

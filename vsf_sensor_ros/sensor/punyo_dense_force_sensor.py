@@ -1,24 +1,18 @@
 """Punyo dense force field: local force on every membrane vertex (seed ``PunyoDenseForceSensor``)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 import torch
 
 from ._punyo_common import (
     body_pose, check_config_keys, check_model_name, numpy_pose, pairs_and_states, parse_tare)
-from .base_sensor import BaseSensor, Pair, SparseJacobian
+from .base_sensor import BaseSensor, Pair, SimState, SparseJacobian
 from .mesh import REGION_AB, REGION_AC, REGION_BC, REGION_FACE, ClosestTriangleQuery, triangle_mesh_of
-from .base_sensor import SimState
 
-__all__ = ["ContactMap", "PunyoDenseForceSensor", "barycentric_weights"]
+__all__ = ["PunyoDenseForceSensor", "barycentric_weights"]
 
-# index patterns of the numpy fast path: _D3[d] = d; _ROW_D[d, e] = d; _COL_E[j, d, e] = e
-_D3 = np.arange(3)
-_ROW_D = np.repeat(_D3[:, None], 3, axis=1)
-_COL_E = np.broadcast_to(_D3, (3, 3, 3)).copy()
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 
 
@@ -48,29 +42,25 @@ def barycentric_weights(vertices: Any, triangles: Any, points: Any) -> np.ndarra
     return out
 
 
-@dataclass
-class ContactMap:
-    """How each contact on the sensor body maps onto mesh vertices, for one state.
+class _Map(NamedTuple):
+    """How one state's contacts on the sensor body map onto mesh vertices (CPU, float64).
 
-    Returned by :meth:`PunyoDenseForceSensor.contact_map` (e.g. to draw where
-    each contact's force lands).  Contacts are those of ``pairs`` concatenated
-    (rows ``offsets[p] .. offsets[p+1]-1`` belong to ``pairs[p]``); tensors are
-    on the state's device, floats in its dtype.
+    Contacts are those of ``pairs`` concatenated (rows ``offsets[p] .. offsets[p+1]-1`` belong
+    to ``pairs[p]``); indices int64.
     """
 
-    R: torch.Tensor                # (3, 3) body -> world rotation
-    t: torch.Tensor                # (3,) body origin in the world
-    points: torch.Tensor           # (N, 3) world contact points, concatenated over pairs
-    forces: torch.Tensor           # (N, 3) world forces on the body
+    R: np.ndarray              # (3, 3) body -> world rotation
+    local: np.ndarray          # (N, 3) rows R^T f_c
+    pv_c: np.ndarray           # (Npv,) rows of per-vertex contacts
+    pv_v: np.ndarray           # (Npv,) their vertices
+    b_c: np.ndarray            # (Nb,) rows of barycentric contacts
+    b_v: np.ndarray            # (Nb, 3) corners of the closest triangle
+    b_w: np.ndarray            # (Nb, 3) barycentric weights
+    b_tri: np.ndarray          # (Nb,) closest triangle
+    b_reg: np.ndarray          # (Nb,) feature holding the closest point (mesh.REGION_*)
     pairs: List[Pair]
     offsets: List[int]
-    pv_contacts: torch.Tensor      # (Npv,) int64 rows of per-vertex contacts
-    pv_vertices: torch.Tensor      # (Npv,) int64 their vertices
-    bary_contacts: torch.Tensor    # (Nb,) int64 rows of barycentric contacts
-    bary_vertices: torch.Tensor    # (Nb, 3) int64 corners of the closest triangle
-    bary_weights: torch.Tensor     # (Nb, 3) barycentric weights (state dtype)
-    bary_triangles: np.ndarray     # (Nb,) closest triangle
-    bary_regions: np.ndarray       # (Nb,) feature of the closest point (mesh.REGION_*)
+    cast: Optional[Tuple[torch.dtype, torch.device]]   # the state's, for the outputs; None: float64 CPU
 
 
 class PunyoDenseForceSensor(BaseSensor):
@@ -118,17 +108,15 @@ class PunyoDenseForceSensor(BaseSensor):
     ``F_k = gain_k Σ_c (…) + offset_k``.  The seed sensor had no calibration.
 
     The mesh and its closest-triangle query are built once in ``attach``.
-    ``predict`` is the fast path (no autograd; the closest-point search runs
-    on the CPU in float64 and its weights are cast to the state's
-    dtype/device; for float32/float64 CPU states the bookkeeping is numpy on
-    zero-copy views, whose per-call overhead is far below torch's, and the
-    prediction + COO Jacobian are filled in one compiled pass when numba is
-    installed (bit-identical to the numpy functions that are the fallback);
-    for other devices/dtypes torch).  Measured with 100 barycentric contacts
-    on the real Punyo mesh, one thread: ``predict_with_jacobian`` ~0.09 ms
-    (was ~0.76 ms before the numba kernels; the seed-style dense reference
-    takes ~5-7 ms);
-    ``predict_torch`` gives the same numbers and is
+    Two compute paths share one contact mapping (vertices, closest triangles,
+    weights; numpy on the CPU in float64: zero-copy views of float64 CPU
+    states, a copy for other dtypes and devices).  ``predict``,
+    ``sparse_force_jacobian`` and ``predict_with_jacobian`` then fill the
+    prediction and COO Jacobian in one numba pass (no autograd) and cast
+    them to the state's dtype/device; with 100 barycentric contacts on the
+    real Punyo mesh, one thread, ``predict_with_jacobian`` takes ~0.04 ms
+    (the seed-style dense reference: ~2.5 ms; docs/performance.md).
+    ``predict_torch`` evaluates the same sum in torch and is
     differentiable w.r.t. the forces and the body transform (including the
     barycentric weights' dependence on where the contact point lands; the
     choice of triangle is piecewise constant).  Outputs follow the state's
@@ -204,65 +192,6 @@ class PunyoDenseForceSensor(BaseSensor):
             raise RuntimeError(f"sensor {self.name!r}: call attach() with the body's mesh first")
         return self.query
 
-    def contact_map(self, state: SimState) -> ContactMap:
-        """Per-contact vertices and weights for ``state`` (used by every output path).
-
-        Raises:
-            RuntimeError: not attached.
-            ValueError: unknown body, bad transform, contacts of another
-                dtype/device than the state, ``elems1`` entries below -1 or
-                not a vertex (index ≥ V); messages name the pair and value.
-        """
-        q = self._require_attached()
-        name = self.attachModelName
-        R, t = body_pose(state, name)
-        dtype, device = R.dtype, R.device
-        pairs = self.contact_bodies(state)
-        states = state.contact_states_on_body(name)
-        offsets = [0]
-        elems = []
-        for pair, c in zip(pairs, states):
-            if c.points.dtype != dtype or c.points.device != device:
-                raise ValueError(f"sensor {self.name!r}: contacts {pair} are {c.points.dtype} on "
-                                 f"{c.points.device} but the state is {dtype} on {device}")
-            n = len(c)
-            e = c.elems1 if c.elems1 is not None else torch.full((n,), -1, dtype=torch.int64)
-            e = e.to(device=device, dtype=torch.int64)
-            bad = (e < -1) | (e >= q.num_vertices)
-            if n and bool(bad.any()):
-                row = int(bad.nonzero()[0, 0])
-                raise ValueError(f"sensor {self.name!r}: contacts {pair} row {row} has elems1 = "
-                                 f"{int(e[row])}, not a vertex index 0..{q.num_vertices - 1} or -1 "
-                                 "(barycentric)")
-            elems.append(e)
-            offsets.append(offsets[-1] + n)
-        if len(states) == 1:
-            points, forces, elem = states[0].points, states[0].forces, elems[0]
-        elif states:
-            points = torch.cat([c.points for c in states])
-            forces = torch.cat([c.forces for c in states])
-            elem = torch.cat(elems)
-        else:
-            points = forces = torch.zeros(0, 3, dtype=dtype, device=device)
-            elem = torch.zeros(0, dtype=torch.int64, device=device)
-        pv = elem >= 0
-        pv_contacts = pv.nonzero()[:, 0]
-        bary_contacts = (~pv).nonzero()[:, 0]
-        if len(bary_contacts):
-            # (to float64 in torch: numpy has no bfloat16)
-            local = ((points[bary_contacts] - t) @ R).detach().to(device="cpu", dtype=torch.float64).numpy()
-            res = q.query(local)
-            tri, regions = res.triangle, res.region
-            bary_vertices = torch.from_numpy(q.triangles[tri]).to(device)
-            bary_weights = torch.from_numpy(res.weights).to(device=device, dtype=dtype)
-        else:
-            tri = regions = np.zeros(0, dtype=np.int64)
-            bary_vertices = torch.zeros(0, 3, dtype=torch.int64, device=device)
-            bary_weights = torch.zeros(0, 3, dtype=dtype, device=device)
-        return ContactMap(R, t, points, forces, pairs, offsets, pv_contacts, elem[pv_contacts],
-                          bary_contacts, bary_vertices, bary_weights, tri, regions)
-
-    # -- CPU fast path (numpy views of the state's tensors; torch per-op overhead dominates) --
     def _check_elems(self, e: np.ndarray, pair: Pair) -> None:
         bad = (e < -1) | (e >= self.num_vertices)
         if bad.any():
@@ -270,19 +199,26 @@ class PunyoDenseForceSensor(BaseSensor):
             raise ValueError(f"sensor {self.name!r}: contacts {pair} row {row} has elems1 = {int(e[row])}, "
                              f"not a vertex index 0..{self.num_vertices - 1} or -1 (barycentric)")
 
-    def _numpy_map(self, state: SimState):
-        """``contact_map`` in numpy for float32/float64 CPU states, or None otherwise.
+    def _map(self, state: SimState) -> _Map:
+        """Where each contact of ``state`` on the body lands on the mesh (CPU, float64; every
+        output path starts here).
 
-        Returns ``(R, forces_local, pv_contacts, pv_vertices, bary_contacts, bary_vertices,
-        bary_weights, pairs, offsets)``: ``forces_local`` ``(N, 3)`` rows ``Rᵀ f_c``,
-        ``bary_weights`` ``(Nb, 3)``, floats in the state's dtype; indices int64.
+        Raises:
+            RuntimeError: not attached.
+            ValueError: as :meth:`predict`.
         """
         q = self._require_attached()
         name = self.attachModelName
         pose = numpy_pose(state, name)
-        if pose is None:
-            return None
-        R, t, T = pose
+        if pose is None:                               # not float32/64 on the CPU: the torch check
+            R_, t_ = body_pose(state, name)
+            T = state.body_transforms[name]
+            R, t = (x.detach().to(device="cpu", dtype=torch.float64).numpy() for x in (R_, t_))
+        else:
+            R, t, T = pose
+        cast = None if T.dtype == torch.float64 and T.device.type == "cpu" else (T.dtype, T.device)
+        if cast is not None and pose is not None:      # float32 on the CPU
+            R, t = R.astype(np.float64), t.astype(np.float64)
         pairs, states = pairs_and_states(state, name)
         offsets = [0]
         pts, frc, elems = [], [], []
@@ -299,8 +235,11 @@ class PunyoDenseForceSensor(BaseSensor):
                     self._check_elems(e, pair)                         # raises, naming the row
                 if hi < 0:                                             # all -1: all barycentric
                     e = None
-            pts.append(c.points.detach().numpy())
-            frc.append(c.forces.detach().numpy())
+            p, f = c.points.detach(), c.forces.detach()
+            if cast is not None:                       # float64 on the CPU (numpy has no bfloat16)
+                p, f = p.to(device="cpu", dtype=torch.float64), f.to(device="cpu", dtype=torch.float64)
+            pts.append(p.numpy())
+            frc.append(f.numpy())
             elems.append(e)
             offsets.append(offsets[-1] + n)
         if len(states) == 1:
@@ -310,109 +249,92 @@ class PunyoDenseForceSensor(BaseSensor):
             elem = None if all(e is None for e in elems) else np.concatenate(
                 [np.full(len(p), -1, dtype=np.int64) if e is None else e for p, e in zip(pts, elems)])
         else:
-            points = forces = np.zeros((0, 3), dtype=R.dtype)
+            points = forces = np.zeros((0, 3))
             elem = None
         local = forces @ R                                             # rows R^T f_c
         if elem is None:                                               # all barycentric
             pv_c = pv_v = _EMPTY_I
-            bary_c = np.arange(len(points))
-            bary_pts = points
+            b_c = np.arange(len(points))
+            b_pts = points
         else:
             pv = elem >= 0
-            pv_c, bary_c = np.flatnonzero(pv), np.flatnonzero(~pv)
+            pv_c, b_c = np.flatnonzero(pv), np.flatnonzero(~pv)
             pv_v = elem[pv_c].astype(np.int64, copy=False)
-            bary_pts = points[bary_c]
-        if len(bary_c):
-            res = q.query((bary_pts - t) @ R)
-            bary_vertices, bary_weights = q.triangles[res.triangle], res.weights.astype(R.dtype, copy=False)
+            b_pts = points[b_c]
+        if len(b_c):
+            res = q.query((b_pts - t) @ R)
+            b_v, b_w, b_tri, b_reg = q.triangles[res.triangle], res.weights, res.triangle, res.region
         else:
-            bary_vertices, bary_weights = np.zeros((0, 3), dtype=np.int64), np.zeros((0, 3), dtype=R.dtype)
-        return (R, local, pv_c, pv_v, bary_c, bary_vertices, bary_weights, pairs, offsets)
+            b_v, b_w, b_tri, b_reg = np.zeros((0, 3), dtype=np.int64), np.zeros((0, 3)), _EMPTY_I, _EMPTY_I
+        return _Map(R, local, pv_c, pv_v, b_c, b_v, b_w, b_tri, b_reg, pairs, offsets, cast)
 
-    def _fast_outputs(self, nmap, pred: bool, jac: bool):
-        """``(prediction or None, SparseJacobian or None)`` from a ``_numpy_map``: one compiled
-        pass when the query has numba kernels, else the numpy functions below (same numbers)."""
-        kn = self._require_attached()._kernels
-        if kn is None:
-            return (self._numpy_predict(nmap) if pred else None), (self._numpy_sparse(nmap) if jac else None)
-        R, local, pv_c, pv_v, b_c, b_v, b_w, pairs, offsets = nmap
-        nnz = 9 * len(pv_c) + 27 * len(b_c) if jac else 0
+    def _outputs(self, m: _Map, pred: bool,
+                 jac: bool) -> Tuple[Optional[torch.Tensor], Optional[SparseJacobian]]:
+        """``(prediction or None, SparseJacobian or None)`` of a map, in one compiled pass,
+        cast to the state's dtype/device."""
+        nnz = 9 * len(m.pv_c) + 27 * len(m.b_c) if jac else 0
         out = np.zeros(3 * self.num_vertices)
         rows, cols = np.empty(nnz, dtype=np.int64), np.empty(nnz, dtype=np.int64)
-        vals = np.empty(nnz, dtype=R.dtype)
-        kn.dense_force_outputs(local, pv_c, pv_v, b_c, b_v, b_w, np.ascontiguousarray(R.T), out, rows, cols,
-                               vals, jac)
+        vals = np.empty(nnz)
+        self.query._kernels.dense_force_outputs(                           # (attached: _map checked)
+            m.local, m.pv_c, m.pv_v, m.b_c, m.b_v, m.b_w, np.ascontiguousarray(m.R.T), out, rows, cols, vals,
+            jac)
         prediction = J = None
+        dtype, device = m.cast if m.cast is not None else (None, None)
         if pred:
-            prediction = self._calibrated(torch.from_numpy(out.astype(R.dtype, copy=False)))
+            raw = torch.from_numpy(out)
+            prediction = self._calibrated(raw if dtype is None else raw.to(device=device, dtype=dtype))
         if jac:
+            rows_t, cols_t, vals_t = torch.from_numpy(rows), torch.from_numpy(cols), torch.from_numpy(vals)
+            if dtype is not None:
+                rows_t, cols_t = rows_t.to(device), cols_t.to(device)
+                vals_t = vals_t.to(device=device, dtype=dtype)
             J = self._gained(SparseJacobian(
-                rows=torch.from_numpy(rows), cols=torch.from_numpy(cols), values=torch.from_numpy(vals),
-                shape=(3 * self.num_vertices, 3 * offsets[-1]), pairs=list(pairs), offsets=list(offsets)))
+                rows=rows_t, cols=cols_t, values=vals_t, shape=(3 * self.num_vertices, 3 * m.offsets[-1]),
+                pairs=list(m.pairs), offsets=list(m.offsets)))
         return prediction, J
 
-    def _numpy_predict(self, nmap) -> torch.Tensor:
-        R, local, pv_c, pv_v, b_c, b_v, b_w, _, offsets = nmap
-        # one bincount over entry 3 v + d; contributions to each entry are summed in the same order
-        # as the torch path's index_add (per-vertex contacts first, then barycentric ones)
-        b_local = local if len(b_c) == offsets[-1] else local[b_c]
-        idx = ((3 * b_v)[:, :, None] + _D3).reshape(-1)
-        vals = (b_w[:, :, None] * b_local[:, None, :]).reshape(-1)
-        if len(pv_c):
-            idx = np.concatenate([((3 * pv_v)[:, None] + _D3).reshape(-1), idx])
-            vals = np.concatenate([local[pv_c].reshape(-1), vals])
-        out = np.bincount(idx, weights=vals, minlength=3 * self.num_vertices)
-        return self._calibrated(torch.from_numpy(out.astype(R.dtype, copy=False)))
-
-    def _numpy_sparse(self, nmap) -> SparseJacobian:
-        R, _, pv_c, pv_v, b_c, b_v, b_w, pairs, offsets = nmap
-        Rt = R.T                                                       # Rt[d, e] = R[e, d]
-        # entry (contact, [corner,] d, e): row 3 v + d, column 3 c + e, value w R[e, d]
-        rows = ((3 * b_v)[:, :, None, None] + _ROW_D).reshape(-1)
-        cols = ((3 * b_c)[:, None, None, None] + _COL_E).reshape(-1)
-        vals = (b_w[:, :, None, None] * Rt).reshape(-1)
-        if len(pv_c):
-            rows = np.concatenate([((3 * pv_v)[:, None, None] + _ROW_D).reshape(-1), rows])
-            cols = np.concatenate([((3 * pv_c)[:, None, None] + _COL_E[0]).reshape(-1), cols])
-            vals = np.concatenate([np.tile(Rt.reshape(-1), len(pv_c)), vals])
-        return self._gained(SparseJacobian(rows=torch.from_numpy(rows), cols=torch.from_numpy(cols),
-                                           values=torch.from_numpy(vals.astype(R.dtype, copy=False)),
-                                           shape=(3 * self.num_vertices, 3 * offsets[-1]), pairs=list(pairs),
-                                           offsets=list(offsets)))
-
     # -- predictions ---------------------------------------------------------------------------
-    def _assemble(self, cmap: ContactMap, weights: torch.Tensor) -> torch.Tensor:
-        """``Σ_c w_ic Rᵀ f_c`` (+ calibration offset) as a ``(3V,)`` vector."""
-        V = self.num_vertices
-        local = cmap.forces @ cmap.R                                   # rows R^T f_c
-        out = torch.zeros(V, 3, dtype=cmap.R.dtype, device=cmap.R.device)
-        if len(cmap.pv_contacts):
-            out = out.index_add(0, cmap.pv_vertices, local[cmap.pv_contacts])
-        if len(cmap.bary_contacts):
-            split = weights[:, :, None] * local[cmap.bary_contacts][:, None, :]
-            out = out.index_add(0, cmap.bary_vertices.reshape(-1), split.reshape(-1, 3))
-        return self._calibrated(out.reshape(-1))
-
     def predict(self, state: SimState) -> torch.Tensor:
         """Predicted ``(3V,)`` local vertex forces (N), state dtype/device, no autograd.
 
-        Raises: as :meth:`contact_map`.
+        Raises:
+            RuntimeError: not attached.
+            ValueError: unknown body, bad transform, contacts of another
+                dtype/device than the state, ``elems1`` entries below -1 or
+                not a vertex (index ≥ V), a contact point beyond the mesh's
+                supported query distance; messages name the pair and value.
         """
-        nmap = self._numpy_map(state)
-        if nmap is not None:                               # numpy: no autograd involved
-            return self._fast_outputs(nmap, True, False)[0]
-        with torch.no_grad():
-            cmap = self.contact_map(state)
-            return self._assemble(cmap, cmap.bary_weights)
+        return self._outputs(self._map(state), True, False)[0]
 
     def predict_torch(self, state: SimState) -> torch.Tensor:
-        """Same as :meth:`predict`, differentiable w.r.t. forces, points and the body transform."""
-        cmap = self.contact_map(state)
-        weights = cmap.bary_weights
-        if len(cmap.bary_contacts):
-            local = (cmap.points[cmap.bary_contacts] - cmap.t) @ cmap.R
-            weights = self._torch_weights(local, cmap.bary_triangles, cmap.bary_regions)
-        return self._assemble(cmap, weights)
+        """Same as :meth:`predict`, differentiable w.r.t. forces, points and the body transform.
+
+        The contacts' vertices, triangles and closest-point features come from the same mapping
+        as :meth:`predict`; the barycentric weights are re-evaluated in torch from the contact
+        points.  Raises: as :meth:`predict`.
+        """
+        m = self._map(state)
+        R, t = body_pose(state, self.attachModelName)
+        states = [state.contacts[p] for p in m.pairs]
+        if states:
+            points = torch.cat([c.points for c in states])
+            forces = torch.cat([c.forces for c in states])
+        else:
+            points = forces = torch.zeros(0, 3, dtype=R.dtype, device=R.device)
+        local = forces @ R                                             # rows R^T f_c
+        out = torch.zeros(self.num_vertices, 3, dtype=R.dtype, device=R.device)
+
+        def index(a: np.ndarray) -> torch.Tensor:
+            return torch.from_numpy(a).to(R.device)
+        if len(m.pv_c):
+            out = out.index_add(0, index(m.pv_v), local[index(m.pv_c)])
+        if len(m.b_c):
+            b_c = index(m.b_c)
+            weights = self._torch_weights((points[b_c] - t) @ R, m.b_tri, m.b_reg)
+            split = weights[:, :, None] * local[b_c][:, None, :]
+            out = out.index_add(0, index(m.b_v).reshape(-1), split.reshape(-1, 3))
+        return self._calibrated(out.reshape(-1))
 
     def _torch_weights(self, local: torch.Tensor, tri: np.ndarray, regions: np.ndarray) -> torch.Tensor:
         """Barycentric weights of the closest points, re-evaluated differentiably in torch."""
@@ -440,45 +362,15 @@ class PunyoDenseForceSensor(BaseSensor):
         return torch.stack([wa, wb, wc], dim=1)
 
     # -- Jacobians --------------------------------------------------------------------------
-    def _sparse(self, cmap: ContactMap) -> SparseJacobian:
-        """COO triples of ``∂F[3i+d]/∂f_c[e] = w_ic R[e, d]``."""
-        device, dtype = cmap.R.device, cmap.R.dtype
-        Rt = cmap.R.detach().T                                         # Rt[d, e] = R[e, d]
-        d = torch.arange(3, device=device)
-        rows, cols, vals = [], [], []
-        if len(cmap.pv_contacts):
-            n = len(cmap.pv_contacts)
-            rows.append((3 * cmap.pv_vertices[:, None, None] + d[None, :, None]).expand(n, 3, 3).reshape(-1))
-            cols.append((3 * cmap.pv_contacts[:, None, None] + d[None, None, :]).expand(n, 3, 3).reshape(-1))
-            vals.append(Rt.expand(n, 3, 3).reshape(-1))
-        if len(cmap.bary_contacts):
-            n = len(cmap.bary_contacts)
-            rows.append((3 * cmap.bary_vertices[:, :, None, None] + d[None, None, :, None])
-                        .expand(n, 3, 3, 3).reshape(-1))
-            cols.append((3 * cmap.bary_contacts[:, None, None, None] + d[None, None, None, :])
-                        .expand(n, 3, 3, 3).reshape(-1))
-            vals.append((cmap.bary_weights.detach()[:, :, None, None] * Rt).reshape(-1))
-        empty_i = torch.zeros(0, dtype=torch.int64, device=device)
-        return self._gained(SparseJacobian(
-            rows=torch.cat(rows) if rows else empty_i,
-            cols=torch.cat(cols) if cols else empty_i.clone(),
-            values=torch.cat(vals) if vals else torch.zeros(0, dtype=dtype, device=device),
-            shape=(3 * self.num_vertices, 3 * cmap.offsets[-1]),
-            pairs=list(cmap.pairs), offsets=list(cmap.offsets)))
-
     def sparse_force_jacobian(self, state: SimState) -> SparseJacobian:
         """COO Jacobian over the concatenated contacts of ``contact_bodies(state)``.
 
         27 entries per barycentric contact (3 corners × 3 × 3; structural,
         a corner's weight may be 0) and 9 per per-vertex contact; a triangle
         repeating a vertex index yields duplicate ``(row, col)`` entries,
-        which sum.  Values are in the state's dtype/device.
+        which sum.  Values are in the state's dtype/device.  Raises: as :meth:`predict`.
         """
-        nmap = self._numpy_map(state)
-        if nmap is not None:
-            return self._fast_outputs(nmap, False, True)[1]
-        with torch.no_grad():
-            return self._sparse(self.contact_map(state))
+        return self._outputs(self._map(state), False, True)[1]
 
     def measurement_force_jacobian(self, state: SimState) -> Dict[Pair, torch.Tensor]:
         """Seed-form dense Jacobians ``{(body, other): Tensor[3V, N_pair, 3]}``, block ``w_ic Rᵀ``."""
@@ -486,12 +378,7 @@ class PunyoDenseForceSensor(BaseSensor):
 
     def predict_with_jacobian(self, state: SimState) -> Tuple[torch.Tensor, SparseJacobian]:
         """``(predict(state), sparse_force_jacobian(state))`` sharing one closest-point search."""
-        nmap = self._numpy_map(state)
-        if nmap is not None:
-            return self._fast_outputs(nmap, True, True)
-        with torch.no_grad():
-            cmap = self.contact_map(state)
-            return self._assemble(cmap, cmap.bary_weights), self._sparse(cmap)
+        return self._outputs(self._map(state), True, True)
 
     # -- calibration ---------------------------------------------------------------------------
     def set_calibration(self, calib_dict: dict) -> None:
