@@ -24,7 +24,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from .messages import readings as enc
-from .kinds import codec_of_type, sensor_kinds
+from .kinds import SensorKindError, codec_of_type, sensor_kinds
 from ._rclpy_compat import parameter_override, replace_parameter_override
 from .topic_types import type_name
 from .parameter_table import (BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS,
@@ -270,10 +270,15 @@ class NodeParameters:
         Raises:
             ConfigError: unknown type or an invalid value.
         """
+        try:
+            kinds = sensor_kinds()
+        except SensorKindError as exc:   # a package's kind that cannot load: named, a start-up error
+            given = parameter_override(self._node, f"{name}.type")
+            raise ConfigError(f"{name}.type", None if given is None else given.value, str(exc)) from None
         # (ros2 param describe lists the kinds of this process, entry points included)
-        type_spec = replace(SENSOR_COMMON_SPECS[0], constraints=" | ".join(sensor_kinds()))
+        type_spec = replace(SENSOR_COMMON_SPECS[0], constraints=" | ".join(kinds))
         t = declare_spec(self._node, f"{name}.type", type_spec)
-        if t not in SENSOR_SETTINGS:
+        if t not in kinds:
             raise ConfigError(f"{name}.type", t, f"unknown sensor type; use one of {sorted(SENSOR_SETTINGS)}")
         values = {"type": t}
         for spec in sensor_specs(t)[1:]:

@@ -61,8 +61,8 @@ KIND = SensorKind("ContactSensor", ContactSensor, settings=[
                hi=INF, finite=True),
     model_spec("fSaturation", model_setting(_D.fSaturation), "per-axis clamp (N; inf = none)", length=3,
                lo=0.0),
-    model_spec("falloffCoefficient", _D.falloffCoefficient, "patch weight (1 - 4|x||y|/(xsize*ysize))^falloff; "
-               "0 = rigid", lo=0.0, hi=INF),
+    model_spec("falloffCoefficient", _D.falloffCoefficient, "patch weight "
+               "(1 - 4|x||y|/(xsize*ysize))^falloff; 0 = rigid", lo=0.0, hi=INF),
     model_spec("enabled", _D.enabled, "false: the node computes and publishes nothing for this sensor"),
     model_spec("rate", _D.rate, "Klampt publishing-rate hint (Hz), kept with the model; the node publishes "
                "every contacts message", lo=0.0, hi=INF),
