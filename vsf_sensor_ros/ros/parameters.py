@@ -243,7 +243,7 @@ class NodeParameters:
 
     @staticmethod
     def check_sensor_list(sensors: Sequence[str]) -> None:
-        """Names valid, distinct and not a node endpoint.
+        """Names valid, distinct and not a node endpoint; the sensor kinds load.
 
         Raises:
             ConfigError: naming ``sensors`` (:class:`.ConfigErrors` for several names).
@@ -262,6 +262,11 @@ class NodeParameters:
                 errors.append(ConfigError("sensors", list(sensors),
                                           f"name {s!r} clashes with a node endpoint"))
             seen.add(s)
+        if sensors:
+            try:
+                sensor_kinds()
+            except SensorKindError as exc:   # a package's kind that cannot load: a start-up error
+                errors.append(ConfigError("sensors", list(sensors), str(exc)))
         raise_all(errors)
 
     def declare_sensor(self, name: str) -> SensorParameters:
@@ -270,11 +275,7 @@ class NodeParameters:
         Raises:
             ConfigError: unknown type or an invalid value.
         """
-        try:
-            kinds = sensor_kinds()
-        except SensorKindError as exc:   # a package's kind that cannot load: named, a start-up error
-            given = parameter_override(self._node, f"{name}.type")
-            raise ConfigError(f"{name}.type", None if given is None else given.value, str(exc)) from None
+        kinds = sensor_kinds()
         # (ros2 param describe lists the kinds of this process, entry points included)
         type_spec = replace(SENSOR_COMMON_SPECS[0], constraints=" | ".join(kinds))
         t = declare_spec(self._node, f"{name}.type", type_spec)
