@@ -65,7 +65,7 @@ def _step(world, sensor, rows):
     state = SimState(world.body_transforms(F64), {}, decoded.contacts)
     verts = np.asarray(world.body_mesh("punyo").vertices) if "Dense" in type(sensor).__name__ else None
     layout = kinds.sensor_layout(type(sensor).__name__, "punyo", sensor.measurement_names(),
-                               sensor.measurement_errors(), verts)
+                                 sensor.measurement_errors(), verts)
     r = SensorHandle.predict(SimpleNamespace(sensor=sensor, layout=layout), state, decoded, True)
     jac = {}
     for i, c, v in zip(r.jacobian.rows.tolist(), r.jacobian_cols.tolist(), r.jacobian.values.tolist()):
@@ -147,7 +147,7 @@ def _gz_step(world, sensor, forces):
     decoded = with_implied_pairs(decoded, {"punyo"})
     state = SimState(world.body_transforms(F64), {}, decoded.contacts)
     layout = kinds.sensor_layout(type(sensor).__name__, "punyo", sensor.measurement_names(),
-                               sensor.measurement_errors(), None)
+                                 sensor.measurement_errors(), None)
     r = SensorHandle.predict(SimpleNamespace(sensor=sensor, layout=layout), state, decoded, True)
     dense = np.zeros((len(r.values), 6))
     for i, c, v in zip(r.jacobian.rows.tolist(), r.jacobian_cols.tolist(), r.jacobian.values.tolist()):

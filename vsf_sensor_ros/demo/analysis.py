@@ -66,7 +66,6 @@ def cloud_fields(msg: Any, names: Sequence[str]) -> np.ndarray:
     return float_columns(read_cloud(msg, names, exact_size=False), names)
 
 
-
 def reading_vector(msg: Any, msgtype: str, kind: Optional[str] = None, measured: bool = False,
                    scale: float = 1.0) -> np.ndarray:
     """Numeric content of a sensor reading message, flattened to float64, in SI units.

@@ -1,6 +1,7 @@
 """The parameter reference, ``docs/parameters.md``, generated from the node's parameter table.
 
-The table of :class:`Spec` entries (node-wide, here; per sensor kind, in its kind module) is the one source of every parameter's default, range,
+The :class:`Spec` entries (node-wide in the parameter table, per sensor kind in its kind module) are the
+one source of every parameter's default, range,
 live-or-not and description (``ros2 param describe`` shows the same text).  This module renders
 it as Markdown; ``test/ros/test_parameter_reference.py`` fails when the committed file is stale.
 
@@ -97,8 +98,8 @@ def render() -> str:
     out += _table(SENSOR_COMMON_SPECS, "<s>.") + [""]
     for name, kind in sensor_kinds().items():
         out += [f"## `{name}` settings (`<s>.*`)", "",
-                f"Reading (`<s>/predicted`, `<s>/residual`): `{kind.codec.message_type}`; `<s>.measured_type`: "
-                + " or ".join(f"`{t}`" for t in kind.codec.measured_types) + ".", ""]
+                f"Reading (`<s>/predicted`, `<s>/residual`): `{kind.codec.message_type}`; "
+                "`<s>.measured_type`: " + " or ".join(f"`{t}`" for t in kind.codec.measured_types) + ".", ""]
         if kind.settings:
             out += _table(kind.settings, "<s>.") + [""]
         else:

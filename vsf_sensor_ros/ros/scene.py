@@ -304,7 +304,7 @@ class SensorFactory:
             verts = np.asarray(mesh.vertices)
         try:
             return sensor_layout(cfg.type, att, sensor.measurement_names(), sensor.measurement_errors(),
-                                     verts, frame, T_sensor, self.frame_prefix)
+                                 verts, frame, T_sensor, self.frame_prefix)
         except ValueError as exc:
             raise ConfigError(f"{cfg.name}.type", cfg.type, str(exc)) from None
 

@@ -89,8 +89,8 @@ def _big_endian_force_cloud(forces, pad=4):
 
 def test_measured_dense_force_cloud_any_layout_scaled_to_si():
     layout = kinds.sensor_layout("PunyoDenseForceSensor", "punyo",
-                               [f"p{i}_{a}" for i in range(4) for a in "xyz"], None,
-                               np.zeros((4, 3)))
+                                 [f"p{i}_{a}" for i in range(4) for a in "xyz"], None,
+                                 np.zeros((4, 3)))
     forces = [(1.0, 2.0, 3.0), (4.0, 5.0, 6.0), (-1.0, 0.0, 0.5), (0.0, 0.0, -2.0)]
     vec = enc.decode_measured(layout, _big_endian_force_cloud(forces), 0.5)
     assert vec.tolist() == [0.5, 1.0, 1.5, 2.0, 2.5, 3.0, -0.5, 0.0, 0.25, 0.0, 0.0, -1.0]
@@ -98,7 +98,7 @@ def test_measured_dense_force_cloud_any_layout_scaled_to_si():
 
 def test_measured_dense_force_with_wrong_vertex_count_is_rejected_with_reason():
     layout = kinds.sensor_layout("PunyoDenseForceSensor", "punyo",
-                               [f"p{i}_{a}" for i in range(3) for a in "xyz"], None, np.zeros((3, 3)))
+                                 [f"p{i}_{a}" for i in range(3) for a in "xyz"], None, np.zeros((3, 3)))
     with pytest.raises(enc.MeasuredDecodeError) as err:
         enc.decode_measured(layout, _big_endian_force_cloud([(0, 0, 0)] * 4), 1.0)
     assert err.value.reason == "measured_size_mismatch"
@@ -178,7 +178,7 @@ def test_measured_value_finite_in_its_unit_but_overflowing_in_si_is_rejected():
 def test_measured_dense_cloud_with_integer_force_fields_is_rejected():
     verts = np.zeros((2, 3))
     layout = kinds.sensor_layout("PunyoDenseForceSensor", "punyo",
-                               [f"p{i}_{a}" for i in range(2) for a in "xyz"], None, verts)
+                                 [f"p{i}_{a}" for i in range(2) for a in "xyz"], None, verts)
     # two points, fx fy fz as INT32 (what the contacts decoder refuses for forces too)
     msg = PointCloud2(height=1, width=2, point_step=12, row_step=24, is_bigendian=False,
                       fields=[PointField(name=n, offset=4 * k, datatype=PointField.INT32, count=1)
@@ -192,7 +192,7 @@ def test_measured_dense_cloud_with_integer_force_fields_is_rejected():
 def test_dense_force_cloud_has_vertex_positions_and_local_forces_per_vertex():
     verts = np.array([[0.0, 0.0, 0.0], [0.01, 0.0, 0.02]])
     layout = kinds.sensor_layout("PunyoDenseForceSensor", "punyo",
-                               [f"p{i}_{a}" for i in range(2) for a in "xyz"], None, verts)
+                                 [f"p{i}_{a}" for i in range(2) for a in "xyz"], None, verts)
     msg = encoded(layout, [0.0, 0.0, 0.0, 1.5, -2.0, 0.25], PointCloud2)
     assert [(f.name, f.offset, f.datatype, f.count) for f in msg.fields] == [
         (n, 4 * k, PointField.FLOAT32, 1) for k, n in enumerate(["x", "y", "z", "fx", "fy", "fz"])]

@@ -309,7 +309,6 @@ class WrenchMessageCodec(ReadingCodec):
         return wire.encode_wrench_stamped(stamp_ns, layout.reading_frame, self.force(layout, values))
 
 
-
 def make_layout(codec: ReadingCodec, frame_id: str, names: List[str],
                 errors: Optional[Sequence[float]],
                 vertices: Optional[np.ndarray] = None, sensor_frame: str = "",
