@@ -23,8 +23,8 @@ from sensor_msgs.msg import FluidPressure
 from test.fuzz import reference as ref
 from test.fuzz.profiles import record
 from test.fuzz.strategies import measured_messages, measured_scales, sensor_specs
-from vsf_sensor_ros.ros.messages.readings import (MEASURED_REASONS, MeasuredDecodeError, decode_measured,
-                                                  sensor_layout)
+from vsf_sensor_ros.ros.kinds import sensor_layout
+from vsf_sensor_ros.ros.messages.readings import MEASURED_REASONS, MeasuredDecodeError, decode_measured
 
 
 @st.composite

@@ -22,7 +22,7 @@ from sensor_msgs.msg import PointCloud2
 from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.embedded_world import BUBBLE_RADIUS
-from vsf_sensor_ros.ros.messages import readings as enc
+from vsf_sensor_ros.ros import kinds
 from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts, with_implied_pairs
 from vsf_sensor_ros.ros.messages.readings import read_cloud_fields
 from vsf_sensor_ros.ros.sensor_handle import SensorHandle
@@ -64,8 +64,8 @@ def _step(world, sensor, rows):
     decoded = with_implied_pairs(pointcloud2_to_contacts(cloud, body_names(), F64))
     state = SimState(world.body_transforms(F64), {}, decoded.contacts)
     verts = np.asarray(world.body_mesh("punyo").vertices) if "Dense" in type(sensor).__name__ else None
-    layout = enc.sensor_layout(type(sensor).__name__, "punyo", sensor.measurement_names(),
-                               sensor.measurement_errors(), verts)
+    layout = kinds.sensor_layout(type(sensor).__name__, "punyo", sensor.measurement_names(),
+                                 sensor.measurement_errors(), verts)
     r = SensorHandle.predict(SimpleNamespace(sensor=sensor, layout=layout), state, decoded, True)
     jac = {}
     for i, c, v in zip(r.jacobian.rows.tolist(), r.jacobian_cols.tolist(), r.jacobian.values.tolist()):
@@ -146,8 +146,8 @@ def _gz_step(world, sensor, forces):
                                                                                "block::*=object"]), F64)
     decoded = with_implied_pairs(decoded, {"punyo"})
     state = SimState(world.body_transforms(F64), {}, decoded.contacts)
-    layout = enc.sensor_layout(type(sensor).__name__, "punyo", sensor.measurement_names(),
-                               sensor.measurement_errors(), None)
+    layout = kinds.sensor_layout(type(sensor).__name__, "punyo", sensor.measurement_names(),
+                                 sensor.measurement_errors(), None)
     r = SensorHandle.predict(SimpleNamespace(sensor=sensor, layout=layout), state, decoded, True)
     dense = np.zeros((len(r.values), 6))
     for i, c, v in zip(r.jacobian.rows.tolist(), r.jacobian_cols.tolist(), r.jacobian.values.tolist()):

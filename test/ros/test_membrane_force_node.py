@@ -35,7 +35,8 @@ import torch
 from vsf_sensor_ros.demo.processes import ManagedProcess, child_env, module_command
 from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.messages.camera import InputRejected, depth_from_image
-from vsf_sensor_ros.ros.messages.readings import decode_measured, read_cloud_fields, sensor_layout
+from vsf_sensor_ros.ros.kinds import sensor_layout
+from vsf_sensor_ros.ros.messages.readings import decode_measured, read_cloud_fields
 from vsf_sensor_ros.sensor import ContactState
 from vsf_sensor_ros.sensor.membrane_force_estimator import MembraneForceEstimator
 

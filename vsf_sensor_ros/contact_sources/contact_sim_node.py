@@ -69,7 +69,8 @@ from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.parameters import declare_spec
 from vsf_sensor_ros.ros.parameter_table import Spec
 from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
-from vsf_sensor_ros.ros.messages.readings import codec_of_type, encode_vector, make_header, sensor_layout
+from vsf_sensor_ros.ros.kinds import codec_of_type, sensor_layout
+from vsf_sensor_ros.ros.messages.readings import encode_vector, make_header
 from vsf_sensor_ros.ros.messages.stamps import stamp_to_ns
 from vsf_sensor_ros.world import xyz_quat_from_transform
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from vsf_sensor_ros.demo.recorder import TopicLog
 from vsf_sensor_ros.ros.messages.pointcloud import float_columns, read_cloud
-from vsf_sensor_ros.ros.messages.readings import READING_CODECS
+from vsf_sensor_ros.ros.kinds import reading_codecs
 
 
 def cloud_fields(msg: Any, names: Sequence[str]) -> np.ndarray:
@@ -64,9 +64,6 @@ def cloud_fields(msg: Any, names: Sequence[str]) -> np.ndarray:
             not reach the end of the last point.
     """
     return float_columns(read_cloud(msg, names, exact_size=False), names)
-
-
-KINDS = tuple(READING_CODECS)
 
 
 def reading_vector(msg: Any, msgtype: str, kind: Optional[str] = None, measured: bool = False,
@@ -104,9 +101,9 @@ def reading_vector(msg: Any, msgtype: str, kind: Optional[str] = None, measured:
         if msgtype == "sensor_msgs/msg/PointCloud2":
             return cloud_fields(msg, ("fx", "fy", "fz")).reshape(-1)
         raise ValueError(f"no numeric reading defined for message type {msgtype!r}")
-    codec = READING_CODECS.get(kind)
+    codec = reading_codecs().get(kind)
     if codec is None:
-        raise ValueError(f"unknown sensor kind {kind!r}; use one of {KINDS}")
+        raise ValueError(f"unknown sensor kind {kind!r}; use one of {tuple(reading_codecs())}")
     if msgtype != codec.message_type:
         raise ValueError(f"a {kind} sensor reading must be {codec.message_type}, got {msgtype!r}")
     vec = codec.recorded_vector(msg, measured)

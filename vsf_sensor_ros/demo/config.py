@@ -57,8 +57,8 @@ class SensorInfo:
         Raises:
             KeyError: ``kind`` is not a reading kind.
         """
-        from vsf_sensor_ros.ros.messages.readings import READING_CODECS
-        return READING_CODECS[self.kind]
+        from vsf_sensor_ros.ros.kinds import reading_codecs
+        return reading_codecs()[self.kind]
 
 
 @dataclass
@@ -147,17 +147,18 @@ def sensors_from_params(params: Dict[str, Any], path: Path) -> List[SensorInfo]:
     Raises:
         DemoError: no sensors, or a sensor whose type has no ROS encoding.
     """
-    from vsf_sensor_ros.ros.messages.readings import SENSOR_KINDS
+    from vsf_sensor_ros.ros.kinds import sensor_kinds
+    kinds = sensor_kinds()
     names = params.get("sensors") or []
     if not names:
         raise DemoError(f"parameter file {path} lists no sensors")
     out = []
     for name in names:
         type_name = params.get(f"{name}.type")
-        if type_name not in SENSOR_KINDS:
+        if type_name not in kinds:
             raise DemoError(f"sensor {name!r} in {path} has type {type_name!r}; "
-                            f"known types: {sorted(SENSOR_KINDS)}")
-        out.append(SensorInfo(name, type_name, SENSOR_KINDS[type_name],
+                            f"known types: {sorted(kinds)}")
+        out.append(SensorInfo(name, type_name, kinds[type_name].codec.kind,
                               float(params.get(f"{name}.measured_scale", 1.0)),
                               str(params.get(f"{name}.attachment", ""))))
     return out

@@ -191,7 +191,7 @@ class Measurements:
 
     def _check_plausible(self, h: SensorHandle, vec: np.ndarray) -> None:
         """Keep ``h.unit_warning`` while the latest measured value is outside its kind's plausible
-        range (the absolute pressure of :class:`~.messages.readings.PressureCodec`; other kinds have
+        range (the absolute pressure of :class:`~.kinds.punyo_pressure.PressureCodec`; other kinds have
         none) and log it once per scale; a tare is refused while it holds."""
         plausible = h.layout.codec.plausible
         if plausible is None:

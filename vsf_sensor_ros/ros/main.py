@@ -162,13 +162,19 @@ def usage() -> argparse.ArgumentParser:
     The help lists every node-wide parameter and every key of a sensor's section with its default
     (the parameter table, :mod:`.parameter_table`).
     """
+    from .kinds import SensorKindError, sensor_kinds
     from .parameter_table import NODE_SPECS, SENSOR_COMMON_SPECS
+    try:
+        types = ", ".join(sensor_kinds())
+    except SensorKindError as exc:   # (a start with sensors reports it as a configuration error)
+        types = str(exc)
     rows = [f"  {s.key} (default: {_shown(s.default)}{'' if s.read_only else ', live'})"
             for s in NODE_SPECS]
     rows += [f"  <s>.{s.key} (default: {_shown(s.default)}{'' if s.read_only else ', live'})"
              for s in SENSOR_COMMON_SPECS]
     parameters = ("parameters (--ros-args -p name:=value or --params-file FILE; a sensor's type adds its "
-                  "model settings):\n" + "\n".join(rows) + "\n")
+                  "model settings):\n" + "\n".join(rows) + "\n"
+                  "sensor types (<s>.type; a package adds one, docs/kinds.md): " + types + "\n")
     return argparse.ArgumentParser(
         prog="sensor_node", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Predicted tactile readings (and their force Jacobians) of the configured sensors, "

@@ -121,7 +121,7 @@ from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, c
                               colour_from_image, depth_from_cloud, depth_from_image, pressure_pa,
                               same_camera_info)
 from .messages.pointcloud import write_cloud
-from .messages.readings import PressureCodec
+from .kinds.punyo_pressure import PressureCodec
 from .messages.stamps import copy_stamp, stamp_to_ns
 from .parameter_check import unknown_keys, unmatched_params_files
 from .parameters import accept_integer_override

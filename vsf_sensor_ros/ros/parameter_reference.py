@@ -1,6 +1,7 @@
 """The parameter reference, ``docs/parameters.md``, generated from the node's parameter table.
 
-The table of :class:`Spec` entries is the one source of every parameter's default, range,
+The :class:`Spec` entries (node-wide in the parameter table, per sensor kind in its kind module) are the
+one source of every parameter's default, range,
 live-or-not and description (``ros2 param describe`` shows the same text).  This module renders
 it as Markdown; ``test/ros/test_parameter_reference.py`` fails when the committed file is stale.
 
@@ -17,7 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, List
 
-from .parameter_table import BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, SENSOR_SETTINGS, Spec
+from .kinds import sensor_kinds
+from .parameter_table import BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, Spec
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "docs" / "parameters.md"
 
@@ -94,10 +96,12 @@ def render() -> str:
     out += _table(BODY_SPECS, "<b>.") + [""]
     out += ["## Every sensor (`<s>.*`, one namespace per name in `sensors`)", ""]
     out += _table(SENSOR_COMMON_SPECS, "<s>.") + [""]
-    for kind, specs in SENSOR_SETTINGS.items():
-        out += [f"## `{kind}` settings (`<s>.*`)", ""]
-        if specs:
-            out += _table(specs, "<s>.") + [""]
+    for name, kind in sensor_kinds().items():
+        out += [f"## `{name}` settings (`<s>.*`)", "",
+                f"Reading (`<s>/predicted`, `<s>/residual`): `{kind.codec.message_type}`; "
+                "`<s>.measured_type`: " + " or ".join(f"`{t}`" for t in kind.codec.measured_types) + ".", ""]
+        if kind.settings:
+            out += _table(kind.settings, "<s>.") + [""]
         else:
             out += ["No settings beyond the common ones.", ""]
     return "\n".join(out).rstrip("\n") + "\n"

@@ -3,7 +3,8 @@ constraints, in one place (:class:`Spec`).
 
 :data:`NODE_SPECS` holds the node-wide parameters, :data:`BODY_SPECS` the namespace
 ``<b>.*`` of an extra body, :data:`SENSOR_COMMON_SPECS` the keys every sensor ``<s>.*``
-has and :data:`SENSOR_SETTINGS` the model settings of each sensor type; the layout
+has and :data:`SENSOR_SETTINGS` the model settings of each sensor type (derived from the sensor
+kinds, :mod:`vsf_sensor_ros.ros.kinds`, where each kind declares its own); the layout
 follows nav2 / ros2_control (name lists, then one namespace per name).  The node
 declares each parameter with its Spec's descriptor (so ``ros2 param describe`` shows
 the description).  :func:`check_value` checks a value against its Spec (type, range,
@@ -15,12 +16,10 @@ import array
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Iterator, List, Mapping, Optional, Sequence
 
 import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
-
-from .messages.readings import SENSOR_KINDS
 
 INF = float("inf")
 
@@ -313,8 +312,8 @@ BODY_SPECS: List[Spec] = [
 ]
 
 SENSOR_COMMON_SPECS: List[Spec] = [
-    Spec("type", "", "sensor model: " + " | ".join(SENSOR_KINDS), read_only=True,
-         constraints=" | ".join(SENSOR_KINDS)),
+    Spec("type", "", "sensor model: the type name of a sensor kind, built in (the sections below) or "
+         "added by a package (docs/kinds.md)", read_only=True),
     Spec("attachment", "", "body the sensor is attached to (link or extra body)", read_only=True),
     Spec("measured_type", "", "type of <s>/measured (empty: the type of <s>/predicted); a type the "
          "sensor's reading decodes from: FluidPressure, Float32 or Float64 (Punyo pressure; the "
@@ -337,53 +336,28 @@ SENSOR_COMMON_SPECS: List[Spec] = [
          "message only (the first, then every k-th; 1 = every message)", lo=1, hi=10000),
 ]
 
-# Type-specific model settings: key -> Spec.  Keys are the sensor library's
-# configuration keys (Klampt names for ContactSensor, Isaac names for the
-# load sensor).  A model is built once, at start: its settings are read-only.
-_Model = functools.partial(Spec, read_only=True)
-SENSOR_SETTINGS: Dict[str, List[Spec]] = {
-    "PunyoPressureSensor": [
-        _Model("base_normal_local", [0.0, 0.0, 1.0], "base normal n in the body frame (unit vector "
-               "after normalisation)", length=3, finite=True),
-        _Model("variance", 0.0, "noise variance (Pa^2), published as FluidPressure.variance", lo=0.0,
-               hi=INF, finite=True),
-    ],
-    "PunyoDenseForceSensor": [],
-    "ContactSensor": [
-        # defaults are Klampt's ContactSensor() constructor (zero-size patch, no force axes)
-        _Model("Tsensor", list(IDENTITY16), "16 floats, row-major sensor -> link transform (origin = "
-               "patch centre, z = outward normal)", length=16, finite=True),
-        _Model("patchMin", [0.0, 0.0], "patch lower corner (x, y) in the sensor frame (m)", length=2,
-               finite=True),
-        _Model("patchMax", [0.0, 0.0], "patch upper corner (x, y) in the sensor frame (m)", length=2,
-               finite=True),
-        _Model("patchTolerance", 0.001, "a contact counts when |z_sensor| <= tolerance (m)", lo=0.0,
-               hi=INF),
-        _Model("hasForce", [False, False, False], "which force axes (x, y, z) are measured", length=3),
-        _Model("fResolution", [0.0, 0.0, 0.0], "quantisation step per axis (N; 0 = none)", length=3,
-               lo=0.0),
-        _Model("fVariance", [0.0, 0.0, 0.0], "noise variance per axis (N^2), reported as the error",
-               length=3, lo=0.0),
-        _Model("fSensitivity", 0.0, "|F_z| must exceed this to register contact (N)", lo=0.0, hi=INF,
-               finite=True),
-        _Model("fSaturation", [INF, INF, INF], "per-axis clamp (N; inf = none)", length=3, lo=0.0),
-        _Model("falloffCoefficient", 0.0, "patch weight (1 - 4|x||y|/(xsize*ysize))^falloff; 0 = rigid",
-               lo=0.0, hi=INF),
-        _Model("enabled", True, "false: the node computes and publishes nothing for this sensor"),
-        _Model("rate", 0.0, "Klampt publishing-rate hint (Hz), kept with the model; the node "
-               "publishes every contacts message", lo=0.0, hi=INF),
-    ],
-    "IsaacContactSensor": [
-        _Model("radius", -1.0, "sensing radius around position (m); negative = whole body",
-               lo=-INF, hi=INF, finite=True),
-        _Model("minThreshold", 0.0, "below this force (N) the sensor is not triggered", lo=0.0, hi=INF),
-        _Model("maxThreshold", INF, "readings are clamped to this force (N; inf = no clamp)", lo=0.0, hi=INF),
-        _Model("sensorPeriod", 0.0, "time between readings (s); 0 = every step", lo=0.0, hi=INF,
-               finite=True),
-        _Model("position", [0.0, 0.0, 0.0], "sensor position in the body frame (m)", length=3,
-               finite=True),
-    ],
-}
+#: a model setting's Spec: read-only (a model is built once, at start); the kinds declare theirs with it
+model_spec = functools.partial(Spec, read_only=True)
+
+
+class _KindSettings(Mapping):
+    """Type name -> its model settings (list of :class:`Spec`), read from the sensor kinds."""
+
+    def __getitem__(self, type_name: str) -> List[Spec]:
+        from .kinds import sensor_kinds
+        return list(sensor_kinds()[type_name].settings)
+
+    def __iter__(self) -> Iterator[str]:
+        from .kinds import sensor_kinds
+        return iter(sensor_kinds())
+
+    def __len__(self) -> int:
+        from .kinds import sensor_kinds
+        return len(sensor_kinds())
+
+
+SENSOR_SETTINGS: Mapping[str, List[Spec]] = _KindSettings()
+"""Type name -> model settings of every sensor kind (built in and from entry points); a view."""
 
 BODY_KEYS = {s.key for s in BODY_SPECS}
 # A sensor's keys that change live (ROS-side scalars); every other key is fixed at start.
@@ -432,7 +406,7 @@ def as_double(value: Any, default: Any) -> Any:
 
 
 def sensor_specs(type_name: str) -> List[Spec]:
-    """Common + type-specific specs of a sensor type.
+    """Common + type-specific specs of a sensor type (its kind's settings).
 
     Raises:
         KeyError: unknown type (callers turn it into a ``ConfigError``).

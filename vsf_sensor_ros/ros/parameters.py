@@ -15,7 +15,7 @@ double (``measured_scale: 100``) and an all-integer list for a double array
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
@@ -24,6 +24,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from .messages import readings as enc
+from .kinds import SensorKindError, codec_of_type, sensor_kinds
 from ._rclpy_compat import parameter_override, replace_parameter_override
 from .topic_types import type_name
 from .parameter_table import (BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS,
@@ -71,7 +72,7 @@ class SensorParameters:
                 bare Float32 / Float64, dense force -> PointCloud2, ContactSensor /
                 IsaacContactSensor -> WrenchStamped).
         """
-        accepted = enc.codec_of_type(self.type).measured_types
+        accepted = codec_of_type(self.type).measured_types
         text = self.values.get("measured_type", "") or accepted[0]
         try:
             canon = enc.normalise_measured_type(text)
@@ -242,7 +243,7 @@ class NodeParameters:
 
     @staticmethod
     def check_sensor_list(sensors: Sequence[str]) -> None:
-        """Names valid, distinct and not a node endpoint.
+        """Names valid, distinct and not a node endpoint; the sensor kinds load.
 
         Raises:
             ConfigError: naming ``sensors`` (:class:`.ConfigErrors` for several names).
@@ -261,6 +262,11 @@ class NodeParameters:
                 errors.append(ConfigError("sensors", list(sensors),
                                           f"name {s!r} clashes with a node endpoint"))
             seen.add(s)
+        if sensors:
+            try:
+                sensor_kinds()
+            except SensorKindError as exc:   # a package's kind that cannot load: a start-up error
+                errors.append(ConfigError("sensors", list(sensors), str(exc)))
         raise_all(errors)
 
     def declare_sensor(self, name: str) -> SensorParameters:
@@ -269,9 +275,11 @@ class NodeParameters:
         Raises:
             ConfigError: unknown type or an invalid value.
         """
-        type_spec = SENSOR_COMMON_SPECS[0]
+        kinds = sensor_kinds()
+        # (ros2 param describe lists the kinds of this process, entry points included)
+        type_spec = replace(SENSOR_COMMON_SPECS[0], constraints=" | ".join(kinds))
         t = declare_spec(self._node, f"{name}.type", type_spec)
-        if t not in SENSOR_SETTINGS:
+        if t not in kinds:
             raise ConfigError(f"{name}.type", t, f"unknown sensor type; use one of {sorted(SENSOR_SETTINGS)}")
         values = {"type": t}
         for spec in sensor_specs(t)[1:]:

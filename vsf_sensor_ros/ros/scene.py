@@ -18,10 +18,10 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..sensor import sensor_from_config
 from ..sensor.base_sensor import BaseSensor
 from ..sensor.errors import SettingError
 from .messages import readings as enc
+from .kinds import kind_of, sensor_layout
 from .frames import sensor_frame_name, sensor_frame_transform
 from .parameter_table import ConfigError
 from .parameters import SensorParameters
@@ -248,7 +248,7 @@ class SensorFactory:
         return sensor, self.layout(cfg, sensor)
 
     def sensor(self, cfg: SensorParameters) -> BaseSensor:
-        """Instantiate and attach a sensor model.
+        """Instantiate the model class of the sensor's kind (``from_config``) and attach it.
 
         Raises:
             ConfigError: naming ``<s>.attachment`` (unknown body, no mesh),
@@ -263,7 +263,8 @@ class SensorFactory:
             raise ConfigError(f"{cfg.name}.attachment", att,
                               f"unknown body; known: {', '.join(self.world.body_names)}")
         try:
-            sensor = sensor_from_config(cfg.model_config())
+            config = cfg.model_config()
+            sensor = kind_of(cfg.type).model.from_config(config.pop("name"), config)
         except SettingError as exc:
             key = exc.setting if exc.setting in cfg.values else "type"
             raise ConfigError(f"{cfg.name}.{key}", cfg.values.get(key, cfg.type), str(exc)) from None
@@ -296,14 +297,14 @@ class SensorFactory:
             raise ConfigError("sensors", cfg.name, f"the sensor's frame {frame!r} is already a body or "
                                                    "link of the world; rename the sensor")
         verts = None
-        if cfg.type in enc.SENSOR_KINDS and enc.codec_of_type(cfg.type).per_vertex:
+        if kind_of(cfg.type).codec.per_vertex:
             mesh = self.world.body_mesh(att)
             if mesh is None:
                 raise ConfigError(f"{cfg.name}.attachment", att, "body has no triangle mesh")
             verts = np.asarray(mesh.vertices)
         try:
-            return enc.sensor_layout(cfg.type, att, sensor.measurement_names(), sensor.measurement_errors(),
-                                     verts, frame, T_sensor, self.frame_prefix)
+            return sensor_layout(cfg.type, att, sensor.measurement_names(), sensor.measurement_errors(),
+                                 verts, frame, T_sensor, self.frame_prefix)
         except ValueError as exc:
             raise ConfigError(f"{cfg.name}.type", cfg.type, str(exc)) from None
 

@@ -120,6 +120,7 @@ from .scene import (SensorFactory, build_scene, check_contact_body_names, effect
 from .parameters import (LiveSettings, NodeParameters, SensorParameters, check_measured_topic,
                          wrong_type_errors)
 from .calibration import Measurements
+from .kinds import codec_of_type
 from .parameter_table import SENSOR_SETTINGS, ConfigError, raise_all, sensor_specs
 from .sensor_handle import (EndpointQoS, SensorEndpoints, SensorHandle, SensorResult, StepRejected,
                             check_elements, check_predictions, qos_reliability)
@@ -425,7 +426,7 @@ class SensorNode(Node):
         outputs = {"/diagnostics": "diagnostic_msgs/msg/DiagnosticArray", "/tf": "tf2_msgs/msg/TFMessage",
                    "/tf_static": "tf2_msgs/msg/TFMessage"}
         for cfg in configs:
-            reading = type_name(enc.codec_of_type(cfg.type).message)
+            reading = type_name(codec_of_type(cfg.type).message)
             outputs.update({f"{cfg.name}/{o}": reading for o in ("predicted", "residual", "measured_si")})
             outputs.update({f"{cfg.name}/jacobian": "sensor_msgs/msg/PointCloud2",
                             f"{cfg.name}/markers": "visualization_msgs/msg/MarkerArray"})

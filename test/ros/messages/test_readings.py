@@ -7,6 +7,7 @@ from geometry_msgs.msg import WrenchStamped
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import FluidPressure, PointCloud2, PointField
 
+from vsf_sensor_ros.ros import kinds
 from vsf_sensor_ros.ros.messages import readings as enc
 from vsf_sensor_ros.ros.messages import wire
 from vsf_sensor_ros.ros.calibration import select_samples
@@ -87,24 +88,24 @@ def _big_endian_force_cloud(forces, pad=4):
 
 
 def test_measured_dense_force_cloud_any_layout_scaled_to_si():
-    layout = enc.sensor_layout("PunyoDenseForceSensor", "punyo",
-                               [f"p{i}_{a}" for i in range(4) for a in "xyz"], None,
-                               np.zeros((4, 3)))
+    layout = kinds.sensor_layout("PunyoDenseForceSensor", "punyo",
+                                 [f"p{i}_{a}" for i in range(4) for a in "xyz"], None,
+                                 np.zeros((4, 3)))
     forces = [(1.0, 2.0, 3.0), (4.0, 5.0, 6.0), (-1.0, 0.0, 0.5), (0.0, 0.0, -2.0)]
     vec = enc.decode_measured(layout, _big_endian_force_cloud(forces), 0.5)
     assert vec.tolist() == [0.5, 1.0, 1.5, 2.0, 2.5, 3.0, -0.5, 0.0, 0.25, 0.0, 0.0, -1.0]
 
 
 def test_measured_dense_force_with_wrong_vertex_count_is_rejected_with_reason():
-    layout = enc.sensor_layout("PunyoDenseForceSensor", "punyo",
-                               [f"p{i}_{a}" for i in range(3) for a in "xyz"], None, np.zeros((3, 3)))
+    layout = kinds.sensor_layout("PunyoDenseForceSensor", "punyo",
+                                 [f"p{i}_{a}" for i in range(3) for a in "xyz"], None, np.zeros((3, 3)))
     with pytest.raises(enc.MeasuredDecodeError) as err:
         enc.decode_measured(layout, _big_endian_force_cloud([(0, 0, 0)] * 4), 1.0)
     assert err.value.reason == "measured_size_mismatch"
 
 
 def test_pressure_in_hpa_is_scaled_and_variance_is_the_squared_error():
-    layout = enc.sensor_layout("PunyoPressureSensor", "punyo", ["pressure"], [3.0])
+    layout = kinds.sensor_layout("PunyoPressureSensor", "punyo", ["pressure"], [3.0])
     vec = enc.decode_measured(layout, FluidPressure(fluid_pressure=1013.25), 100.0)
     assert vec.tolist() == [101325.0]
     msg = encoded(layout, [-42.5], FluidPressure)
@@ -113,26 +114,26 @@ def test_pressure_in_hpa_is_scaled_and_variance_is_the_squared_error():
 
 def test_a_bare_float_pressure_in_hpa_decodes_for_the_pressure_sensor_only():
     from std_msgs.msg import Float32, Float64
-    layout = enc.sensor_layout("PunyoPressureSensor", "punyo", ["pressure"], None)
+    layout = kinds.sensor_layout("PunyoPressureSensor", "punyo", ["pressure"], None)
     # float32 of 1013.25 is exact (1013.25 = 4053 / 4): x 100 = 101325 Pa
     assert enc.decode_measured(layout, Float32(data=1013.25), 100.0).tolist() == [101325.0]
     assert enc.decode_measured(layout, Float64(data=0.5), 100.0).tolist() == [50.0]
     with pytest.raises(enc.MeasuredDecodeError) as err:
         enc.decode_measured(layout, Float32(data=float("inf")), 100.0)
     assert err.value.reason == "non_finite"
-    pad = enc.sensor_layout("ContactSensor", "tool_link", ["contact", "force_x", "force_z"], None)
+    pad = kinds.sensor_layout("ContactSensor", "tool_link", ["contact", "force_x", "force_z"], None)
     with pytest.raises(enc.MeasuredDecodeError) as err:
         enc.decode_measured(pad, Float64(data=1.0), 1.0)
     assert err.value.reason == "measured_type_mismatch"
-    assert enc.READING_CODECS["pressure"].measured_types == (
+    assert kinds.reading_codecs()["pressure"].measured_types == (
         "sensor_msgs/msg/FluidPressure", "std_msgs/msg/Float32", "std_msgs/msg/Float64")
-    assert "std_msgs/msg/Float32" not in enc.READING_CODECS["wrench"].measured_types
+    assert "std_msgs/msg/Float32" not in kinds.reading_codecs()["wrench"].measured_types
     assert enc.normalise_measured_type("std_msgs/Float32") == "std_msgs/msg/Float32"
 
 
 def test_klampt_wrench_skips_axes_without_hasforce_and_contact_is_not_measured():
     # hasForce = (x, z): names contact, force_x, force_z
-    layout = enc.sensor_layout("ContactSensor", "tool_link", ["contact", "force_x", "force_z"], None)
+    layout = kinds.sensor_layout("ContactSensor", "tool_link", ["contact", "force_x", "force_z"], None)
     msg = encoded(layout, [1.0, 0.5, -3.0], WrenchStamped)
     f = msg.wrench.force
     assert (f.x, f.y, f.z) == (0.5, 0.0, -3.0)
@@ -143,7 +144,7 @@ def test_klampt_wrench_skips_axes_without_hasforce_and_contact_is_not_measured()
 
 
 def test_isaac_load_goes_to_force_z_and_measured_wrench_decodes_as_magnitude():
-    layout = enc.sensor_layout("IsaacContactSensor", "object", ["in_contact", "value"], None)
+    layout = kinds.sensor_layout("IsaacContactSensor", "object", ["in_contact", "value"], None)
     msg = encoded(layout, [1.0, 13.0], WrenchStamped)
     assert (msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z) == (0.0, 0.0, 13.0)
     assert (msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z) == (0.0, 0.0, 0.0)
@@ -155,7 +156,7 @@ def test_isaac_load_goes_to_force_z_and_measured_wrench_decodes_as_magnitude():
 
 
 def test_non_finite_or_wrong_type_measured_is_rejected_with_reason():
-    layout = enc.sensor_layout("PunyoPressureSensor", "punyo", ["pressure"], None)
+    layout = kinds.sensor_layout("PunyoPressureSensor", "punyo", ["pressure"], None)
     with pytest.raises(enc.MeasuredDecodeError) as err:
         enc.decode_measured(layout, FluidPressure(fluid_pressure=float("nan")), 1.0)
     assert err.value.reason == "non_finite"
@@ -165,7 +166,7 @@ def test_non_finite_or_wrong_type_measured_is_rejected_with_reason():
 
 
 def test_measured_value_finite_in_its_unit_but_overflowing_in_si_is_rejected():
-    layout = enc.sensor_layout("PunyoPressureSensor", "punyo", ["pressure"], None)
+    layout = kinds.sensor_layout("PunyoPressureSensor", "punyo", ["pressure"], None)
     # 1e306 hPa x 100 = 1e308 Pa: below the float64 maximum (1.797e308), kept
     assert enc.decode_measured(layout, FluidPressure(fluid_pressure=1e306), 100.0)[0] == 1e308
     # 1e307 hPa x 100 = 1e309 Pa: beyond float64, would become inf in SI
@@ -176,8 +177,8 @@ def test_measured_value_finite_in_its_unit_but_overflowing_in_si_is_rejected():
 
 def test_measured_dense_cloud_with_integer_force_fields_is_rejected():
     verts = np.zeros((2, 3))
-    layout = enc.sensor_layout("PunyoDenseForceSensor", "punyo",
-                               [f"p{i}_{a}" for i in range(2) for a in "xyz"], None, verts)
+    layout = kinds.sensor_layout("PunyoDenseForceSensor", "punyo",
+                                 [f"p{i}_{a}" for i in range(2) for a in "xyz"], None, verts)
     # two points, fx fy fz as INT32 (what the contacts decoder refuses for forces too)
     msg = PointCloud2(height=1, width=2, point_step=12, row_step=24, is_bigendian=False,
                       fields=[PointField(name=n, offset=4 * k, datatype=PointField.INT32, count=1)
@@ -190,8 +191,8 @@ def test_measured_dense_cloud_with_integer_force_fields_is_rejected():
 
 def test_dense_force_cloud_has_vertex_positions_and_local_forces_per_vertex():
     verts = np.array([[0.0, 0.0, 0.0], [0.01, 0.0, 0.02]])
-    layout = enc.sensor_layout("PunyoDenseForceSensor", "punyo",
-                               [f"p{i}_{a}" for i in range(2) for a in "xyz"], None, verts)
+    layout = kinds.sensor_layout("PunyoDenseForceSensor", "punyo",
+                                 [f"p{i}_{a}" for i in range(2) for a in "xyz"], None, verts)
     msg = encoded(layout, [0.0, 0.0, 0.0, 1.5, -2.0, 0.25], PointCloud2)
     assert [(f.name, f.offset, f.datatype, f.count) for f in msg.fields] == [
         (n, 4 * k, PointField.FLOAT32, 1) for k, n in enumerate(["x", "y", "z", "fx", "fy", "fz"])]
@@ -224,7 +225,7 @@ def test_tare_sample_selection_explains_why_nothing_is_usable():
 
 
 def test_isaac_load_magnitude_of_huge_and_tiny_forces_neither_overflows_nor_underflows():
-    layout = enc.sensor_layout("IsaacContactSensor", "object", ["value"], None)
+    layout = kinds.sensor_layout("IsaacContactSensor", "object", ["value"], None)
     m = WrenchStamped()
     # |(3, 4, 12) x 1e200| = 13e200: the squares (1e401) would overflow to inf
     m.wrench.force.x, m.wrench.force.y, m.wrench.force.z = 3e200, 4e200, 12e200

@@ -17,6 +17,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import FluidPressure, JointState, PointCloud2, PointField
 
 from vsf_sensor_ros.ros.messages import wire as cdr
+from vsf_sensor_ros.ros import kinds
 from vsf_sensor_ros.ros.messages import readings as enc
 from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts
 
@@ -309,7 +310,7 @@ def test_pressure_encoder_writes_the_value_and_the_squared_error():
         t, ns = stamp_pair(rng)
         frame = rand_text(rng)
         std = None if rng.integers(0, 2) else [float(rng.uniform(0, 50))]
-        lay = enc.sensor_layout("PunyoPressureSensor", frame, ["pressure"], std)
+        lay = kinds.sensor_layout("PunyoPressureSensor", frame, ["pressure"], std)
         vals = rng.standard_normal(1) * 1e5
         msg = deserialize_message(enc.encode_vector(lay, vals, ns), FluidPressure)
         check_header(msg, ns, frame)
@@ -326,12 +327,12 @@ def test_wrench_and_load_encoders_write_the_force_and_no_torque():
         if rng.integers(0, 2):
             axes = [a for a in ("force_x", "force_y", "force_z") if rng.integers(0, 3)]
             names = axes + ["contact"]
-            lay = enc.sensor_layout("ContactSensor", frame, names, None)
+            lay = kinds.sensor_layout("ContactSensor", frame, names, None)
             # an axis the pad does not measure is 0; the contact flag has no slot
             want = [vals[axes.index(a)] if a in axes else 0.0 for a in ("force_x", "force_y", "force_z")]
         else:
             names = ["value", "in_contact"]
-            lay = enc.sensor_layout("IsaacContactSensor", frame, names, None)
+            lay = kinds.sensor_layout("IsaacContactSensor", frame, names, None)
             want = [0.0, 0.0, vals[0]]          # the load cell's one axis is z
         msg = deserialize_message(enc.encode_vector(lay, vals[:len(names)], ns), WrenchStamped)
         check_header(msg, ns, frame)
@@ -347,7 +348,7 @@ def test_dense_force_encoder_writes_each_vertex_and_its_force_as_float32():
         verts = rng.standard_normal((v, 3)).astype(np.float32)
         names = [f"p{i}_{a}" for i in range(v) for a in "xyz"]
         frame = rand_text(rng)
-        lay = enc.sensor_layout("PunyoDenseForceSensor", frame, names, None, verts)
+        lay = kinds.sensor_layout("PunyoDenseForceSensor", frame, names, None, verts)
         vals = rng.standard_normal(3 * v)
         msg = deserialize_message(enc.encode_vector(lay, vals, ns), PointCloud2)
         check_header(msg, ns, frame)

@@ -1,46 +1,18 @@
-# Over 650 lines on purpose: every reading kind's codec and the shared encoders they are built from
-# (header, cloud, Jacobian, markers) are one registry; a new kind is one class here.
-"""One codec per reading kind: sensor-model vectors <-> standard ROS 2 messages.
+"""What every reading codec shares: sensor-model vectors <-> standard ROS 2 messages.
 
-Only ``common_interfaces`` types go on the wire.  Each sensor type has a *kind*, and each
-kind one :class:`ReadingCodec` in :data:`READING_CODECS` that holds everything about it:
-its message type and unit, its slots in the measurement vector, the serialised bytes of a
-predicted / residual vector (:meth:`~ReadingCodec.to_bytes`, written by :mod:`.wire`), the
-measured decoder, its markers and its summary.  A
-new reading kind is one new codec class here.
+Only ``common_interfaces`` types go on the wire.  Each sensor kind
+(:mod:`vsf_sensor_ros.ros.kinds`, one module per kind) declares one :class:`ReadingCodec`
+subclass holding everything about its reading: message type and unit, its slots in the
+measurement vector, the serialised bytes of a predicted / residual vector
+(:meth:`~ReadingCodec.to_bytes`, written by :mod:`.wire`), the measured decoder, its markers and
+its summary.  This module holds the base class, the shared base of the ``WrenchStamped`` kinds
+(:class:`WrenchMessageCodec`), the layout of a sensor's vector (:class:`SensorLayout`), the
+measured decoder's checks, the Jacobian columns and the markers.
 
-=========================  ==============  ==================================  =====================
-sensor type                kind            ``<s>/predicted``, ``<s>/residual``  default ``measured``
-=========================  ==============  ==================================  =====================
-PunyoPressureSensor        ``pressure``    ``sensor_msgs/FluidPressure``        FluidPressure
-PunyoDenseForceSensor      ``dense_force`` ``sensor_msgs/PointCloud2``          PointCloud2
-ContactSensor (Klampt)     ``wrench``      ``geometry_msgs/WrenchStamped``      WrenchStamped
-IsaacContactSensor         ``load``        ``geometry_msgs/WrenchStamped``      WrenchStamped
-=========================  ==============  ==================================  =====================
-
-Mappings (all SI; ``header.frame_id`` = the frame the values are expressed in: the
-sensor's attachment body, or the sensor's own frame ``<s>_frame`` for the models that
-define one -- Klampt's ``Tsensor``, the Isaac sensor's ``position`` -- which the node
-announces, see :mod:`vsf_sensor_ros.ros.frames`):
-
-* ``pressure``: ``fluid_pressure`` = the ``pressure`` reading (Pa);
-  ``variance`` = the square of ``measurement_errors()[0]`` (Pa², 0 = unknown).
-* ``dense_force``: one point per mesh vertex, in vertex order, fields
-  ``x y z`` (vertex position in the body frame, m) and ``fx fy fz`` (the
-  local force ``p{i}_x/y/z``, N), all float32 so rviz and Foxglove colour
-  the cloud by any field.
-* ``wrench`` (Klampt ``ContactSensor``): ``force`` = ``(force_x, force_y,
-  force_z)`` as the model reports them, in Klampt's sensor frame ``Tsensor``
-  on the link (stamped ``<s>_frame``), ``torque`` = 0 (the model measures none).  The ``contact``
-  flag has no slot in a wrench: it is reported on ``/diagnostics`` (key
-  ``contact``) and colours the sensor's markers; the full vector, ``contact``
-  included, is available from the Python API.
-* ``load`` (Isaac-style contact sensor): the scalar ``value`` (N, the
-  magnitude of the net contact force on the sensing region after the
-  thresholds) goes to ``force.z`` -- the load-cell convention of one sensing
-  axis, the z axis of the sensor frame ``<s>_frame`` at ``position`` -- and
-  ``force.x``, ``force.y``, ``torque`` are 0.  ``inContact`` follows from
-  ``value > 0`` and is reported on ``/diagnostics``.
+``header.frame_id`` of a reading = the frame its values are expressed in: the sensor's
+attachment body, or the sensor's own frame ``<s>_frame`` for the models that define one
+(Klampt's ``Tsensor``, the Isaac sensor's ``position``), which the node announces (see
+:mod:`vsf_sensor_ros.ros.frames`).  All values are SI.
 
 A measured message is decoded into the model's measurement space (SI, after
 multiplying by the sensor's ``measured_scale``); entries the message type
@@ -49,7 +21,6 @@ and ignored by the residual and the tare.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -61,7 +32,7 @@ from std_msgs.msg import ColorRGBA, Float32, Float64, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from . import wire
-from .pointcloud import FLOAT_TYPES, CloudDecodeError, float_columns, read_cloud, require_finite
+from .pointcloud import CloudDecodeError, float_columns, read_cloud, require_finite
 from .stamps import copy_stamp
 
 # Accepted ``measured_type`` strings -> message class.
@@ -203,14 +174,20 @@ class SensorLayout:
         return self.frame_prefix + self.frame_id
 
 
-def _index(names: List[str], *candidates: str) -> int:
+def index_of(names: List[str], *candidates: str) -> int:
+    """Index of the first of ``candidates`` in ``names``.
+
+    Raises:
+        ValueError: none of them is there, naming both.
+    """
     for c in candidates:
         if c in names:
             return names.index(c)
     raise ValueError(f"measurement names {names} have none of {candidates}")
 
 
-def _mismatch(msg: object, layout: SensorLayout) -> MeasuredDecodeError:
+def type_mismatch(msg: object, layout: SensorLayout) -> MeasuredDecodeError:
+    """The ``measured_type_mismatch`` error of a message a kind cannot read."""
     return MeasuredDecodeError("measured_type_mismatch", f"{type(msg).__name__} for a {layout.kind} sensor")
 
 
@@ -220,7 +197,6 @@ class ReadingCodec:
 
     Attributes:
         kind: the kind's name (diagnostics text, tests).
-        sensor_types: the sensor ``type_name`` s of this kind.
         message: message class of ``<s>/predicted`` and ``<s>/residual``.
         unit: SI unit of the message's values.
         measured_types: ``measured_type`` s whose messages :meth:`measured_values` reads, the
@@ -241,7 +217,6 @@ class ReadingCodec:
     """
 
     kind: str = ""
-    sensor_types: Tuple[str, ...] = ()
     message: type = type(None)
     unit: str = ""
     measured_types: Tuple[str, ...] = ()
@@ -318,88 +293,9 @@ class ReadingCodec:
         return n_contacts > 0
 
 
-class PressureCodec(ReadingCodec):
-    """``pressure`` (Punyo pressure): ``sensor_msgs/FluidPressure``, Pa; measured also as a bare number."""
-
-    kind, sensor_types, message, unit = "pressure", ("PunyoPressureSensor",), FluidPressure, "Pa"
-    measured_types = ("sensor_msgs/msg/FluidPressure",) + HEADERLESS_MEASURED_TYPES
-    # absolute pressures from the Dead Sea shore to a pressurised membrane: outside, a unit mistake
-    plausible = (2.0e4, 1.0e6)
-    message_type, axes, membrane_reading = "sensor_msgs/msg/FluidPressure", ("pressure",), True
-
-    def slots(self, names, vertices):
-        return np.array([_index(names, "pressure")]), None
-
-    def to_bytes(self, layout, values, stamp_ns):
-        var = 0.0 if layout.std is None else float(layout.std[layout.slots[0]] ** 2)
-        return wire.encode_fluid_pressure(stamp_ns, layout.reading_frame, float(values[layout.slots[0]]), var)
-
-    def measured_values(self, layout, msg):
-        if isinstance(msg, FluidPressure):
-            return np.array([msg.fluid_pressure], dtype=np.float64)
-        if isinstance(msg, (Float32, Float64)):
-            return np.array([msg.data], dtype=np.float64)
-        raise _mismatch(msg, layout)
-
-    def recorded_vector(self, msg, measured):
-        return np.array([msg.fluid_pressure], dtype=np.float64)
-
-
-class DenseForceCodec(ReadingCodec):
-    """``dense_force`` (Punyo dense force): ``sensor_msgs/PointCloud2`` ``x y z fx fy fz`` per vertex, N."""
-
-    kind, sensor_types, message, unit = "dense_force", ("PunyoDenseForceSensor",), PointCloud2, "N"
-    measured_types = ("sensor_msgs/msg/PointCloud2",)
-    per_vertex = float32_values = True
-    message_type, membrane_reading = "sensor_msgs/msg/PointCloud2", True
-
-    def slots(self, names, vertices):
-        if vertices is None or 3 * len(vertices) != len(names):
-            nv = None if vertices is None else len(vertices)
-            raise ValueError(f"dense force sensor has {len(names)} entries but mesh has {nv} vertices")
-        return np.arange(len(names)), None
-
-    def to_bytes(self, layout, values, stamp_ns):
-        return wire.encode_dense_force(stamp_ns, layout.reading_frame, layout.vertices, values)
-
-    def measured_values(self, layout, msg):
-        if not isinstance(msg, PointCloud2):
-            raise _mismatch(msg, layout)
-        ints = [f.name for f in msg.fields if f.name in ("fx", "fy", "fz")
-                and int(f.datatype) not in FLOAT_TYPES]
-        if ints:   # as the contacts decoder: forces are float fields
-            raise MeasuredDecodeError("bad_field_type", f"field(s) {ints} must be FLOAT32 or FLOAT64")
-        cols = read_cloud_fields(msg, ["fx", "fy", "fz"])
-        if 3 * len(cols["fx"]) != len(layout.names):
-            raise MeasuredDecodeError("measured_size_mismatch",
-                                      f"{len(cols['fx'])} points for {len(layout.names) // 3} vertices")
-        return np.stack([cols["fx"], cols["fy"], cols["fz"]], axis=1).reshape(-1)
-
-    def recorded_vector(self, msg, measured):
-        names = ("fx", "fy", "fz")
-        return float_columns(read_cloud(msg, names, exact_size=False), names).reshape(-1)
-
-    def extra_markers(self, sensor_name, layout, body_header, values, force_scale):
-        f = np.asarray(values, dtype=np.float64).reshape(-1, 3)
-        loaded = np.abs(f).sum(axis=1) > 0
-        v = layout.vertices[loaded].astype(np.float64)
-        fseg = np.empty((2 * len(v), 3))
-        fseg[0::2] = v
-        fseg[1::2] = v + force_scale * f[loaded]
-        field = Marker(header=body_header, ns=f"{sensor_name}/field", id=2, type=Marker.LINE_LIST,
-                       action=Marker.ADD, color=ColorRGBA(r=1.0, g=0.6, b=0.0, a=1.0))
-        field.pose.orientation.w = 1.0
-        field.scale.x = 0.001
-        field.points = _points(fseg)
-        return [field]
-
-    def summary(self, sensor_name, layout, values):
-        total = np.asarray(values, dtype=np.float64).reshape(-1, 3).sum(axis=0)
-        return f"{sensor_name}: sum f = ({total[0]:.3g}, {total[1]:.3g}, {total[2]:.3g}) {self.unit}"
-
-
-class _WrenchMessageCodec(ReadingCodec):
-    """A kind published as ``geometry_msgs/WrenchStamped`` (force only, torque 0), N."""
+class WrenchMessageCodec(ReadingCodec):
+    """The shared base of kinds published as ``geometry_msgs/WrenchStamped`` (force only, torque 0),
+    N; a subclass fills in :meth:`force`, ``kind``, ``axes``, ``slots`` and the measured decoder."""
 
     message, unit = WrenchStamped, "N"
     measured_types = ("geometry_msgs/msg/WrenchStamped",)
@@ -413,95 +309,15 @@ class _WrenchMessageCodec(ReadingCodec):
         return wire.encode_wrench_stamped(stamp_ns, layout.reading_frame, self.force(layout, values))
 
 
-class WrenchCodec(_WrenchMessageCodec):
-    """``wrench`` (Klampt ContactSensor): the force as the model reports it, in ``Tsensor``."""
-
-    kind, sensor_types = "wrench", ("ContactSensor",)
-    axes, pad_reading = ("force_x", "force_y", "force_z"), True
-
-    def slots(self, names, vertices):
-        # Klampt lists only the axes with hasForce set; a missing axis is -1 (published as 0)
-        slots = np.array([names.index(a) if a in names else -1 for a in ("force_x", "force_y", "force_z")])
-        return slots, (_index(names, "contact") if "contact" in names else None)
-
-    def force(self, layout, values):
-        return tuple(float(values[i]) if i >= 0 else 0.0 for i in layout.slots)
-
-    def measured_values(self, layout, msg):
-        if not isinstance(msg, WrenchStamped):
-            raise _mismatch(msg, layout)
-        f = msg.wrench.force
-        return np.array([f.x, f.y, f.z], dtype=np.float64)
-
-    def recorded_vector(self, msg, measured):
-        f = msg.wrench.force
-        return np.array([f.x, f.y, f.z], dtype=np.float64)
-
-
-class LoadCodec(_WrenchMessageCodec):
-    """``load`` (Isaac contact sensor): the scalar load on ``force.z`` of the sensor frame."""
-
-    kind, sensor_types = "load", ("IsaacContactSensor",)
-    steps_sensor = True
-    axes = ("load",)
-
-    def slots(self, names, vertices):
-        flag = None
-        for cand in ("in_contact", "inContact", "contact"):
-            if cand in names:
-                flag = names.index(cand)
-        return np.array([_index(names, "value", "force", "load")]), flag
-
-    def force(self, layout, values):
-        return 0.0, 0.0, float(values[layout.slots[0]])
-
-    def measured_values(self, layout, msg):
-        if not isinstance(msg, WrenchStamped):
-            raise _mismatch(msg, layout)
-        f = msg.wrench.force
-        # hypot: no overflow of the squares for huge finite components, no underflow for tiny ones
-        return np.array([math.hypot(f.x, f.y, f.z)])
-
-    def recorded_vector(self, msg, measured):
-        f = msg.wrench.force
-        xyz = np.array([f.x, f.y, f.z], dtype=np.float64)
-        # measured: any one axis of a load cell (the decoder's magnitude); predicted: force.z
-        return np.array([np.linalg.norm(xyz) if measured else xyz[2]])
-
-    def in_contact(self, layout, values, n_contacts):
-        if layout.flag is not None:
-            return bool(values[layout.flag] > 0.5)
-        return bool(values[layout.slots[0]] > 0)
-
-
-READING_CODECS: Dict[str, ReadingCodec] = {
-    c.kind: c for c in (PressureCodec(), DenseForceCodec(), WrenchCodec(), LoadCodec())}
-"""The codec registry: kind -> its codec."""
-
-SENSOR_KINDS: Dict[str, str] = {t: c.kind for c in READING_CODECS.values() for t in c.sensor_types}
-"""Sensor type name -> kind (the types the node can publish)."""
-
-
-def codec_of_type(type_name: str) -> ReadingCodec:
-    """The codec of a sensor type.
-
-    Raises:
-        ValueError: a type without a ROS encoding, naming it.
-    """
-    kind = SENSOR_KINDS.get(type_name)
-    if kind is None:
-        raise ValueError(f"no ROS encoding for sensor type {type_name!r}")
-    return READING_CODECS[kind]
-
-
-def sensor_layout(type_name: str, frame_id: str, names: List[str],
-                  errors: Optional[Sequence[float]],
-                  vertices: Optional[np.ndarray] = None, sensor_frame: str = "",
-                  body_T_sensor: Optional[np.ndarray] = None, frame_prefix: str = "") -> SensorLayout:
-    """Describe how a sensor's vector maps to its messages.
+def make_layout(codec: ReadingCodec, frame_id: str, names: List[str],
+                errors: Optional[Sequence[float]],
+                vertices: Optional[np.ndarray] = None, sensor_frame: str = "",
+                body_T_sensor: Optional[np.ndarray] = None, frame_prefix: str = "") -> SensorLayout:
+    """Describe how a sensor's vector maps to its messages (by type name:
+    :func:`vsf_sensor_ros.ros.kinds.sensor_layout`).
 
     Args:
-        type_name: the sensor's ``type_name``.
+        codec: the codec of the sensor's kind.
         frame_id: attachment body name.
         names: ``measurement_names()``.
         errors: ``measurement_errors()`` (std per entry, or None).
@@ -511,10 +327,9 @@ def sensor_layout(type_name: str, frame_id: str, names: List[str],
         frame_prefix: prepended to the stamped frames (see :class:`SensorLayout`).
 
     Raises:
-        ValueError: unknown type, names not matching the type, or a dense
-            force sensor whose ``3V`` entries disagree with ``vertices``.
+        ValueError: names not matching the kind, or a dense force sensor whose ``3V``
+            entries disagree with ``vertices``.
     """
-    codec = codec_of_type(type_name)
     slots, flag = codec.slots(list(names), vertices)
     std = None if errors is None else np.asarray(errors, dtype=np.float64).reshape(-1)
     if std is not None and std.shape[0] != len(names):
@@ -528,7 +343,7 @@ def encode_vector(layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> by
     """A measurement-space vector (predicted, residual, measured) as the kind's message, serialised.
 
     Args:
-        layout: from :func:`sensor_layout`.
+        layout: from :func:`make_layout`.
         values: ``(#meas,)`` float64 in SI units (Pa or N).
         stamp_ns: header stamp (ns; the contacts message's stamp).
 
@@ -546,7 +361,7 @@ def decode_measured(layout: SensorLayout, msg, scale: float) -> np.ndarray:
     """Decode a measured message into the sensor's measurement space (SI).
 
     Args:
-        layout: from :func:`sensor_layout`.
+        layout: from :func:`make_layout`.
         msg: a message of one of the kind's ``measured_types``: ``FluidPressure`` or ``Float32`` /
             ``Float64`` (pressure), ``PointCloud2`` with ``fx fy fz`` per vertex in vertex order
             (dense force), or ``WrenchStamped`` (wrench: force xyz; load: ``|force|``, the
@@ -614,7 +429,8 @@ def jacobian_message_columns(cols: np.ndarray, pairs: Sequence[Tuple[str, str]],
 
 
 # -- markers ---------------------------------------------------------------------------
-def _points(arr: np.ndarray) -> List[Point]:
+def marker_points(arr: np.ndarray) -> List[Point]:
+    """``(N, 3)`` positions as marker ``Point`` s."""
     return [Point(x=float(a), y=float(b), z=float(c)) for a, b, c in arr.tolist()]
 
 
@@ -647,7 +463,7 @@ def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, sta
                  action=Marker.ADD, color=colour)
     pts.pose.orientation.w = 1.0
     pts.scale.x = pts.scale.y = pts.scale.z = 0.005
-    pts.points = _points(points_world)
+    pts.points = marker_points(points_world)
     arrows = Marker(header=header, ns=f"{sensor_name}/forces", id=1, type=Marker.LINE_LIST,
                     action=Marker.ADD, color=ColorRGBA(r=0.1, g=0.4, b=1.0, a=1.0))
     arrows.pose.orientation.w = 1.0
@@ -655,7 +471,7 @@ def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, sta
     seg = np.empty((2 * len(points_world), 3))
     seg[0::2] = points_world
     seg[1::2] = points_world + force_scale * forces_world
-    arrows.points = _points(seg)
+    arrows.points = marker_points(seg)
     out = [pts, arrows]
     out += layout.codec.extra_markers(sensor_name, layout, make_header(stamp, layout.body_frame), values,
                                       force_scale)

@@ -1,0 +1,76 @@
+"""The ``PunyoDenseForceSensor`` kind: the force on every membrane vertex as ``sensor_msgs/PointCloud2``.
+
+One point per mesh vertex, in vertex order, fields ``x y z`` (vertex position in the body frame,
+m) and ``fx fy fz`` (the local force ``p{i}_x/y/z``, N), all float32 so rviz and Foxglove colour
+the cloud by any field.  The measured stream is a cloud with ``fx fy fz`` (FLOAT32 / FLOAT64) per
+vertex in vertex order.
+"""
+from __future__ import annotations
+
+import numpy as np
+from sensor_msgs.msg import PointCloud2
+from std_msgs.msg import ColorRGBA
+from visualization_msgs.msg import Marker
+
+from ...sensor.punyo_dense_force_sensor import PunyoDenseForceSensor
+from ..messages import wire
+from ..messages.pointcloud import FLOAT_TYPES, float_columns, read_cloud
+from ..messages.readings import (MeasuredDecodeError, ReadingCodec, marker_points, read_cloud_fields,
+                                 type_mismatch)
+from . import SensorKind
+
+
+class DenseForceCodec(ReadingCodec):
+    """``dense_force``: ``sensor_msgs/PointCloud2`` ``x y z fx fy fz`` per vertex, N."""
+
+    kind, message, unit = "dense_force", PointCloud2, "N"
+    measured_types = ("sensor_msgs/msg/PointCloud2",)
+    per_vertex = float32_values = True
+    message_type, membrane_reading = "sensor_msgs/msg/PointCloud2", True
+
+    def slots(self, names, vertices):
+        if vertices is None or 3 * len(vertices) != len(names):
+            nv = None if vertices is None else len(vertices)
+            raise ValueError(f"dense force sensor has {len(names)} entries but mesh has {nv} vertices")
+        return np.arange(len(names)), None
+
+    def to_bytes(self, layout, values, stamp_ns):
+        return wire.encode_dense_force(stamp_ns, layout.reading_frame, layout.vertices, values)
+
+    def measured_values(self, layout, msg):
+        if not isinstance(msg, PointCloud2):
+            raise type_mismatch(msg, layout)
+        ints = [f.name for f in msg.fields if f.name in ("fx", "fy", "fz")
+                and int(f.datatype) not in FLOAT_TYPES]
+        if ints:   # as the contacts decoder: forces are float fields
+            raise MeasuredDecodeError("bad_field_type", f"field(s) {ints} must be FLOAT32 or FLOAT64")
+        cols = read_cloud_fields(msg, ["fx", "fy", "fz"])
+        if 3 * len(cols["fx"]) != len(layout.names):
+            raise MeasuredDecodeError("measured_size_mismatch",
+                                      f"{len(cols['fx'])} points for {len(layout.names) // 3} vertices")
+        return np.stack([cols["fx"], cols["fy"], cols["fz"]], axis=1).reshape(-1)
+
+    def recorded_vector(self, msg, measured):
+        names = ("fx", "fy", "fz")
+        return float_columns(read_cloud(msg, names, exact_size=False), names).reshape(-1)
+
+    def extra_markers(self, sensor_name, layout, body_header, values, force_scale):
+        f = np.asarray(values, dtype=np.float64).reshape(-1, 3)
+        loaded = np.abs(f).sum(axis=1) > 0
+        v = layout.vertices[loaded].astype(np.float64)
+        fseg = np.empty((2 * len(v), 3))
+        fseg[0::2] = v
+        fseg[1::2] = v + force_scale * f[loaded]
+        field = Marker(header=body_header, ns=f"{sensor_name}/field", id=2, type=Marker.LINE_LIST,
+                       action=Marker.ADD, color=ColorRGBA(r=1.0, g=0.6, b=0.0, a=1.0))
+        field.pose.orientation.w = 1.0
+        field.scale.x = 0.001
+        field.points = marker_points(fseg)
+        return [field]
+
+    def summary(self, sensor_name, layout, values):
+        total = np.asarray(values, dtype=np.float64).reshape(-1, 3).sum(axis=0)
+        return f"{sensor_name}: sum f = ({total[0]:.3g}, {total[1]:.3g}, {total[2]:.3g}) {self.unit}"
+
+
+KIND = SensorKind("PunyoDenseForceSensor", PunyoDenseForceSensor, settings=[], codec=DenseForceCodec())
