@@ -191,16 +191,16 @@ class BagReplay:
     Args:
         cfg: :func:`replay_config`.
         bag: :func:`open_bag`.
-        tare_after: index of the contacts message after which to tare (:func:`tare_index`).
+        tare_stamp_ns: stamp of the contacts message after which to tare (:func:`tare_index`).
         speed: recorded pace multiplier; 0 = as fast as the node keeps up.
         domain_id: the leased ``ROS_DOMAIN_ID``.
     """
 
-    def __init__(self, cfg: DemoConfig, bag: BagTopics, tare_after: int, speed: float, domain_id: int) -> None:
+    def __init__(self, cfg: DemoConfig, bag: BagTopics, tare_stamp_ns: int, speed: float, domain_id: int) -> None:
         from vsf_sensor_ros.demo.processes import ManagedProcess
         from vsf_sensor_ros.demo.session import SessionResult, demo_child_env, node_command
         from vsf_sensor_ros.demo.tare import TareResult
-        self.cfg, self.bag, self.tare_after, self.speed = cfg, bag, tare_after, speed
+        self.cfg, self.bag, self.tare_stamp_ns, self.speed = cfg, bag, tare_stamp_ns, speed
         self.domain_id = domain_id
         # outputs kept until this process, which also publishes, has taken them (the default 10 can
         # overflow while it catches up)
@@ -271,15 +271,20 @@ class BagReplay:
     def _play(self, pubs: Dict[str, Any], say: Any) -> None:
         """Publish the bag's inputs in log-time order, except that a contacts message waits for the
         later-logged messages of its own stamp (a joint state the recorder happened to receive after
-        it): the node predicts a contacts message with the state it has at its stamp."""
+        it): the node predicts a contacts message with the state it has at its stamp.  The tare comes
+        before the first message stamped after the tare's stamp (a measured message of the next step
+        sent before it could pair with the tare's step)."""
         from vsf_sensor_ros.demo.recorder import header_stamp_ns
         self._pace: Optional[Tuple[float, int]] = None     # (wall s, log ns) the pace counts from
         held: Optional[Tuple[int, bytes, int]] = None        # contacts waiting: (log ns, bytes, stamp)
         for topic, log_ns, raw in iter_messages(self.bag.path, list(pubs)):
             stamp = header_stamp_ns(raw)
             if held is not None and (topic == "/contacts" or stamp > held[2]):
-                self._publish_contacts(pubs["/contacts"], held, say)
+                self._publish_contacts(pubs["/contacts"], held)
                 held = None
+            if not self.result.tare.request_ns and stamp > self.tare_stamp_ns and held is None:
+                self._tare(say)
+                self._pace = None      # the pace restarts after the tare's wait
             if topic == "/contacts":
                 held = (log_ns, raw, stamp)
                 continue
@@ -287,16 +292,13 @@ class BagReplay:
             if topic in self.measured.values():
                 self.last_measured_ns[topic] = stamp
         if held is not None:
-            self._publish_contacts(pubs["/contacts"], held, say)
+            self._publish_contacts(pubs["/contacts"], held)
         if not self.result.tare.request_ns:      # the tare falls on the last message
             self._tare(say)
         self._wait_for_node(self.contacts_sent, "draining", paired=True)
         self._spin_for(0.5)     # the last diagnostics and residuals
 
-    def _publish_contacts(self, pub: Any, held: Tuple[int, bytes, int], say: Any) -> None:
-        if self.contacts_sent == self.tare_after + 1 and not self.result.tare.request_ns:
-            self._tare(say)
-            self._pace = None      # the pace restarts after the tare's wait
+    def _publish_contacts(self, pub: Any, held: Tuple[int, bytes, int]) -> None:
         self._wait_for_node(self.contacts_sent - WINDOW, "keeping up")
         self._publish(pub, held[0], held[1])
         self.contacts_sent += 1
@@ -438,7 +440,7 @@ def main(args: argparse.Namespace, usage: Any) -> int:
     domain_id = free_domain_id()
     apply_localhost_env(domain_id)
     try:
-        session = BagReplay(cfg, bag, tare_after, args.speed, domain_id).run()
+        session = BagReplay(cfg, bag, stamps[tare_after], args.speed, domain_id).run()
         rec = write_bag(session.logs.values(), out, "run")
         for s in cfg.sensors:    # the summary reads <s>/measured: a sensor's own measured topic under that name
             topic = measured_topic(cfg.base_params, s.name)
