@@ -47,7 +47,8 @@ def replayed(demo_runs, tmp_path_factory):
     out = tmp_path_factory.mktemp("replay")
     res = replay(demo["out"] / "run.mcap", out, "--speed", "0",
                  "--tare-at", repr(demo["summary"]["tare"]["sim_time_s"]))
-    assert res.returncode == 0, f"replay failed ({res.returncode}):\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
+    assert res.returncode == 0, \
+        f"replay failed ({res.returncode}):\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
     return {"demo": demo, "out": out, "stdout": res.stdout,
             "summary": json.loads((out / "summary.json").read_text())}
 
@@ -198,7 +199,9 @@ def test_a_measured_topic_of_another_type_names_topic_and_types(tmp_path):
     bag = _write_bag(tmp_path / "float", {
         "/contacts": ("sensor_msgs/msg/PointCloud2",
                       [(1, store.serialize_cdr(cloud, "sensor_msgs/msg/PointCloud2"))]),
-        "/joint_states": ("sensor_msgs/msg/JointState", [(1, store.serialize_cdr(js, "sensor_msgs/msg/JointState"))]),
-        "/punyo_pressure/measured": ("std_msgs/msg/Float32", [(2, store.serialize_cdr(f32, "std_msgs/msg/Float32"))])})
+        "/joint_states": ("sensor_msgs/msg/JointState",
+                          [(1, store.serialize_cdr(js, "sensor_msgs/msg/JointState"))]),
+        "/punyo_pressure/measured": ("std_msgs/msg/Float32",
+                                     [(2, store.serialize_cdr(f32, "std_msgs/msg/Float32"))])})
     line = _one_error_line(replay(bag, tmp_path / "o", "--params-file", str(PARAMS)))
     assert "/punyo_pressure/measured" in line and "std_msgs/msg/Float32" in line

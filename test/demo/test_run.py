@@ -1,7 +1,8 @@
 """End to end: the demo command runs simulator + sensor node, tares, and writes a correct session record.
 
 Each world runs the real ``python -m vsf_sensor_ros.demo.demo`` once per test
-session (``demo_runs`` in test/demo/conftest.py, shared with test_replay_mcap.py) for 6 simulated seconds at 50 Hz: 2 s contact-free (tare stretch),
+session (``demo_runs`` in test/demo/conftest.py, shared with test_replay_mcap.py)
+for 6 simulated seconds at 50 Hz: 2 s contact-free (tare stretch),
 1.5 s approach, 1 s press, then hold -- so the press is inside the run.
 
 Expected numbers, derived from the simulator's stand-in measured streams

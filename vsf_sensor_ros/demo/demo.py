@@ -144,7 +144,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     progress = Progress()
     cfg.out.mkdir(parents=True, exist_ok=True)
     _clean_out(cfg.out)
-    # the parameter file the node runs with, beside the bag: what `vsf_replay --recording <out>/run.mcap` reads
+    # the parameter file the node runs with, beside the bag: what `vsf_replay` reads for <out>/run.mcap
     if cfg.params_file != (cfg.out / "sensor_node.yaml").resolve():
         shutil.copyfile(cfg.params_file, cfg.out / "sensor_node.yaml")
     logs_dir = cfg.out / "logs"

@@ -477,8 +477,9 @@ def build_parser() -> argparse.ArgumentParser:
     # --recording is required: a bare run must not start a whole replay into the current directory
     ap = argparse.ArgumentParser(prog="vsf_replay", description=__doc__.split("\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-                                 epilog="examples: vsf_replay --recording punyo_poke_ur5e/data.json "
-                                        "--out demo_out/real (make demo-real); vsf_replay --recording "
+                                 epilog="example: vsf_replay --recording punyo_poke_ur5e/data.json "
+                                        "--out demo_out/real (make demo-real); example: vsf_replay "
+                                        "--recording "
                                         "demo_out/embedded/run.mcap --out demo_out/replay")
     ap.add_argument("--recording", type=Path, required=True,
                     help="the recording (required): data.json of the poke, or an MCAP bag (a .mcap file "

@@ -196,7 +196,8 @@ class BagReplay:
         domain_id: the leased ``ROS_DOMAIN_ID``.
     """
 
-    def __init__(self, cfg: DemoConfig, bag: BagTopics, tare_stamp_ns: int, speed: float, domain_id: int) -> None:
+    def __init__(self, cfg: DemoConfig, bag: BagTopics, tare_stamp_ns: int, speed: float,
+                 domain_id: int) -> None:
         from vsf_sensor_ros.demo.processes import ManagedProcess
         from vsf_sensor_ros.demo.session import SessionResult, demo_child_env, node_command
         from vsf_sensor_ros.demo.tare import TareResult
@@ -418,7 +419,7 @@ def main(args: argparse.Namespace, usage: Any) -> int:
         bag = open_bag(args.recording)
         params_file = args.params_file or default_params_file(args.recording)
         if not params_file.is_file():
-            raise BagError(f"parameter file {params_file} not found: pass the sensor node's with --params-file")
+            raise BagError(f"parameter file {params_file} not found: pass the node's with --params-file")
         cfg = replay_config(args, bag, params_file)
         warnings = check_inputs(bag, cfg)
         stamps, touching = scan_contacts(bag, cfg)
@@ -442,7 +443,7 @@ def main(args: argparse.Namespace, usage: Any) -> int:
     try:
         session = BagReplay(cfg, bag, stamps[tare_after], args.speed, domain_id).run()
         rec = write_bag(session.logs.values(), out, "run")
-        for s in cfg.sensors:    # the summary reads <s>/measured: a sensor's own measured topic under that name
+        for s in cfg.sensors:    # the summary reads <s>/measured: a sensor's own measured topic as that
             topic = measured_topic(cfg.base_params, s.name)
             if topic != f"/{s.name}/measured" and topic in session.logs:
                 session.logs[f"/{s.name}/measured"] = session.logs[topic]
@@ -466,7 +467,9 @@ def main(args: argparse.Namespace, usage: Any) -> int:
     print(summary_table(summary))
     print(f"\nfiles in {out}/: run.mcap + metadata.yaml, summary.json, "
           + ", ".join(p.name for p in plots) + ", calibration.yaml, logs/")
-    problems = list(session.errors) + ([] if session.tare.success else [f"tare failed: {session.tare.message}"])
+    problems = list(session.errors)
+    if not session.tare.success:
+        problems.append(f"tare failed: {session.tare.message}")
     for p in problems:
         print(f"error: {p}", file=sys.stderr)
     return 1 if problems else 0
