@@ -511,7 +511,7 @@ def recording_kind(path: Path) -> Optional[str]:
     """``"json"`` (the poke's data.json), ``"mcap"`` (a ``.mcap`` file or a folder: a rosbag2 bag), else None.
 
     The name decides, so a bag that is not an MCAP is reported by the bag reader, naming the file."""
-    if path.suffix.lower() == ".json":
+    if path.suffix.lower() == ".json" or (path / "data.json").is_file():   # a poke's folder: named by load_recording
         return "json"
     return "mcap" if path.suffix.lower() == ".mcap" or path.is_dir() else None
 
