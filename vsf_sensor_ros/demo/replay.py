@@ -511,7 +511,8 @@ def recording_kind(path: Path) -> Optional[str]:
     """``"json"`` (the poke's data.json), ``"mcap"`` (a ``.mcap`` file or a folder: a rosbag2 bag), else None.
 
     The name decides, so a bag that is not an MCAP is reported by the bag reader, naming the file."""
-    if path.suffix.lower() == ".json" or (path / "data.json").is_file():   # a poke's folder: named by load_recording
+    # a poke's folder (data.json inside) stays the poke's: load_recording names the file to give
+    if path.suffix.lower() == ".json" or (path / "data.json").is_file():
         return "json"
     return "mcap" if path.suffix.lower() == ".mcap" or path.is_dir() else None
 
