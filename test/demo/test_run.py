@@ -1,7 +1,8 @@
 """End to end: the demo command runs simulator + sensor node, tares, and writes a correct session record.
 
-Each world runs the real ``python -m vsf_sensor_ros.demo.demo`` once (module
-fixture) for 6 simulated seconds at 50 Hz: 2 s contact-free (tare stretch),
+Each world runs the real ``python -m vsf_sensor_ros.demo.demo`` once per test
+session (``demo_runs`` in test/demo/conftest.py, shared with test_replay_mcap.py)
+for 6 simulated seconds at 50 Hz: 2 s contact-free (tare stretch),
 1.5 s approach, 1 s press, then hold -- so the press is inside the run.
 
 Expected numbers, derived from the simulator's stand-in measured streams
@@ -11,7 +12,6 @@ tare the residual is ~101325 Pa, and after a tare over N = 10 contact-free
 samples it is the noise plus the offset estimate's error:
 sqrt(5² + 5²/10) ≈ 5.2 Pa RMS.
 """
-import json
 import os
 import signal
 import subprocess
@@ -24,10 +24,8 @@ import pytest
 
 from vsf_sensor_ros.demo.processes import default_sigint
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = ROOT / ".." / "shared" / "fixtures" / "kinova_punyo"
-DURATION_S = 6.0
-RATE_HZ = 50.0
+from .conftest import DURATION_S, RATE_HZ, ROOT
+
 STEPS = int(round(DURATION_S * RATE_HZ))   # the simulator publishes one contacts message per step
 SENSORS = {"punyo_pressure": "sensor_msgs/msg/FluidPressure",
            "punyo_force": "sensor_msgs/msg/PointCloud2",
@@ -36,27 +34,9 @@ ATMOSPHERIC_PA = 101325.0
 NOISE_PA = 5.0
 
 
-def run_demo(out: Path, world: str, extra=()) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "vsf_sensor_ros.demo.demo", "--world", world, "--out", str(out),
-           "--duration", str(DURATION_S), "--rate", str(RATE_HZ), "--seed", "3", *extra]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=400)
-
-
 @pytest.fixture(scope="module", params=["embedded", "kinova"])
-def demo(request, tmp_path_factory):
-    world = request.param
-    extra = []
-    if world == "kinova":
-        if not FIXTURE.is_dir():
-            pytest.skip(f"Kinova/Punyo fixture absent: {FIXTURE.resolve()}")
-        extra = ["--assets", str(FIXTURE.resolve())]
-    out = tmp_path_factory.mktemp(f"demo_{world}")
-    t0 = time.monotonic()
-    res = run_demo(out, world, extra)
-    wall = time.monotonic() - t0
-    assert res.returncode == 0, f"demo failed ({res.returncode}):\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
-    return {"world": world, "out": out, "stdout": res.stdout, "wall": wall,
-            "summary": json.loads((out / "summary.json").read_text())}
+def demo(request, demo_runs):
+    return demo_runs(request.param)
 
 
 def read_bag(out: Path):
@@ -253,7 +233,7 @@ def test_node_residual_topic_equals_measured_minus_predicted_after_the_tare(demo
 def test_plots_and_progress_are_written(demo):
     out = demo["out"]
     for name in ("pressure.png", "force_field.png", "punyo_pad.png", "object_load.png", "summary.json",
-                 "run.mcap", "metadata.yaml", "calibration.yaml"):
+                 "run.mcap", "metadata.yaml", "calibration.yaml", "sensor_node.yaml"):
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name
     lines = demo["stdout"].splitlines()
     # A progress line per wall second while the simulation runs (6 s simulated in real time).

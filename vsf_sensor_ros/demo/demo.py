@@ -31,6 +31,7 @@ What it does:
    children (SIGINT, then SIGTERM/SIGKILL after a grace period; always, also
    on Ctrl-C, errors and the overall timeout) and writes to ``--out``:
    ``run.mcap`` + ``metadata.yaml`` (a rosbag2 bag: ``ros2 bag info <out>``),
+   ``sensor_node.yaml`` (the parameter file the node ran with: ``vsf_replay`` reads it),
    ``pressure.png``, ``force_field.png``, one ``<sensor>.png`` per other
    sensor, ``summary.json`` and ``logs/`` (the children's output).  Plots and
    summary say where each measured stream comes from (``measured_source``:
@@ -58,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -142,6 +144,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     progress = Progress()
     cfg.out.mkdir(parents=True, exist_ok=True)
     _clean_out(cfg.out)
+    # the parameter file the node runs with, beside the bag: what `vsf_replay` reads for <out>/run.mcap
+    if cfg.params_file != (cfg.out / "sensor_node.yaml").resolve():
+        shutil.copyfile(cfg.params_file, cfg.out / "sensor_node.yaml")
     logs_dir = cfg.out / "logs"
     try:
         pairing = check_pairing(cfg)

@@ -1,7 +1,12 @@
-"""Replay a recorded real Punyo poke through the sensor node and compare with the real pressure.
+"""Replay a recording through the sensor node: the real Punyo poke (data.json) or an MCAP bag.
 
 ``python -m vsf_sensor_ros.demo.replay --recording ../shared/fixtures/punyo_poke_ur5e/data.json
 --out DIR [--speed S] [--frames A:B] [--lag auto|SECONDS]`` (``make demo-real``).
+
+The recording's name says its format: ``*.json`` is the poke below; ``*.mcap`` (or a rosbag2
+folder) is a bag written by ``ros2 bag record`` or by the demo, replayed by
+:mod:`vsf_sensor_ros.demo.replay_bag` (``--params-file``, ``--tare-at``; ``--speed 0`` = as fast
+as the node keeps up).
 
 The recording (a JSON list of frames ``[unix time s, pressure hPa, 6 UR5e joint angles rad,
 wrench [Fx Fy Fz Tx Ty Tz] N / N·m in the arm's base frame]``) has no contacts, object pose or
@@ -473,11 +478,23 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="vsf_replay", description=__doc__.split("\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                                  epilog="example: vsf_replay --recording punyo_poke_ur5e/data.json "
-                                        "--out demo_out/real (make demo-real)")
+                                        "--out demo_out/real (make demo-real); example: vsf_replay "
+                                        "--recording "
+                                        "demo_out/embedded/run.mcap --out demo_out/replay")
     ap.add_argument("--recording", type=Path, required=True,
-                    help="data.json of the poke (required)")
-    ap.add_argument("--out", type=Path, default=Path("demo_out/real"), help="output directory")
-    ap.add_argument("--speed", type=float, default=1.0, help="playback speed (1 = recorded pace)")
+                    help="the recording (required): data.json of the poke, or an MCAP bag (a .mcap file "
+                         "or a rosbag2 folder) from ros2 bag record or the demo; the suffix decides")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="output directory (default: demo_out/real for data.json, demo_out/replay for a bag)")
+    ap.add_argument("--speed", type=float, default=1.0,
+                    help="playback speed (1 = recorded pace; a bag also takes 0 = as fast as the node "
+                         "keeps up)")
+    ap.add_argument("--params-file", type=Path, default=None,
+                    help="bag only: the sensor node's parameter file (default: sensor_node.yaml beside "
+                         "the bag, which the demo writes)")
+    ap.add_argument("--tare-at", type=float, default=None,
+                    help="bag only: tare after the last contacts message stamped at or before this "
+                         "(s; default: the demo's rule, at 1 s or before the first touch)")
     ap.add_argument("--frames", default="", help="replay frames A:B only (Python slice, e.g. 30:130)")
     ap.add_argument("--camera", choices=("auto", "off"), default="auto",
                     help="auto: also replay the camera frames beside the recording (camera/) through "
@@ -488,6 +505,16 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--lag", default="auto",
                     help="wrench time shift in s, or 'auto' (cross-correlation of dp with |F - bias|)")
     return ap
+
+
+def recording_kind(path: Path) -> Optional[str]:
+    """``"json"`` (the poke's data.json), ``"mcap"`` (a ``.mcap`` file or a folder: a rosbag2 bag), else None.
+
+    The name decides, so a bag that is not an MCAP is reported by the bag reader, naming the file."""
+    # a poke's folder (data.json inside) stays the poke's: load_recording names the file to give
+    if path.suffix.lower() == ".json" or (path / "data.json").is_file():
+        return "json"
+    return "mcap" if path.suffix.lower() == ".mcap" or path.is_dir() else None
 
 
 def _parse_frames(text: str) -> Optional[Tuple[int, int]]:
@@ -503,7 +530,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point: 0 on success, 1 when the session or analysis failed, 2 on bad arguments."""
     ap = build_parser()
     args = ap.parse_args(argv)
+    kind = recording_kind(args.recording)
+    if kind == "mcap":
+        from vsf_sensor_ros.demo import replay_bag
+        return replay_bag.main(args, lambda: ap.print_usage(sys.stderr))
     try:
+        if kind is None:
+            raise ValueError(f"--recording {args.recording}: neither a .json recording nor an MCAP bag "
+                             "(.mcap file or rosbag2 folder)")
+        if args.params_file is not None or args.tare_at is not None:
+            raise ValueError("--params-file and --tare-at apply to an MCAP bag only")
+        args.out = args.out if args.out is not None else Path("demo_out/real")
         frames = _parse_frames(args.frames)
         if not (args.speed > 0 and math.isfinite(args.speed)):
             raise ValueError(f"--speed must be > 0, got {args.speed}")

@@ -1,0 +1,475 @@
+"""Replay a rosbag2 MCAP bag through the sensor node: ``vsf_replay --recording BAG.mcap``.
+
+The bag is a ``.mcap`` file or a rosbag2 folder (``metadata.yaml`` beside the ``.mcap``), written by
+``ros2 bag record`` (MCAP storage) or by the demo (``demo_out/embedded/run.mcap``).  The run:
+
+1. checks the bag before anything starts (:func:`open_bag`, :func:`check_inputs`): it must be an
+   MCAP holding the node's ``contacts`` (of its ``contacts_type``) and ``joint_states``, and at least
+   one sensor's measured topic (``<s>.measured_topic``, default ``<s>/measured``, of the type the
+   node reads); otherwise one error line naming the file or topic and exit 2;
+2. starts ``sensor_node`` with the given parameter file and what the demo adds
+   (:func:`~vsf_sensor_ros.demo.session.node_command`: calibration file in ``--out``, no tare at
+   start, reliable inputs), records every topic (:class:`~vsf_sensor_ros.demo.recorder.TopicRecorder`),
+   and waits until the node subscribes;
+3. publishes, in the bag's order, every recorded topic the node subscribes to (contacts, joint
+   states, measured topics, free bodies' poses), as the CDR bytes recorded (nothing decoded),
+   paced by the recorded log times / ``--speed``; ``--speed 0`` = as fast as the node keeps up.
+   Either way at most :data:`WINDOW` contacts messages run ahead of the node's predictions;
+4. tares once (``tare`` then ``save_calibration``), after the contacts message :func:`tare_index`
+   picks, when the node has predicted and paired everything published so far;
+5. writes, like the demo, ``run.mcap`` (the replay's own recording, the node's outputs included),
+   ``summary.json``, the plots and the table (:mod:`vsf_sensor_ros.demo.summary`): per sensor the
+   residual RMS before and after the tare.
+
+Measured topics are paired with the predictions by ``header.stamp``: a header-less measured type
+(``std_msgs/Float32``) cannot be analysed here and is refused.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from vsf_sensor_ros.demo.config import DemoConfig, DemoError, read_params_file, sensors_from_params
+
+WINDOW = 20                 # contacts messages published ahead of the slowest sensor's predictions
+STARTUP_TIMEOUT_S = 90.0    # python + torch + klampt imports on a busy 2-core machine
+CATCH_UP_S = 30.0           # longest wait for the node to catch up (window, tare, end)
+CALL_TIMEOUT_S = 10.0
+HEADERLESS = ("std_msgs/msg/Float32", "std_msgs/msg/Float64")
+
+
+class BagError(ValueError):
+    """The bag cannot be replayed with this parameter file; the message names the file or topic."""
+
+
+@dataclass
+class BagTopics:
+    """What the bag holds: ``topic -> (msgtype, messages)``, and its path as given."""
+
+    path: Path
+    topics: Dict[str, Tuple[str, int]]
+
+
+def open_bag(path: Path) -> BagTopics:
+    """The topics of an MCAP bag (a ``.mcap`` file or a rosbag2 folder), read with ``rosbags``.
+
+    Raises:
+        BagError: no such file, not an MCAP (bad magic, empty), or a folder without ``metadata.yaml``.
+    """
+    from rosbags.rosbag2 import Reader
+    from rosbags.rosbag2.errors import ReaderError
+    try:
+        with Reader(path) as reader:
+            return BagTopics(Path(path), {c.topic: (c.msgtype, c.msgcount) for c in reader.connections})
+    except (ReaderError, OSError) as exc:
+        raise BagError(f"{path}: not a readable MCAP bag: {exc}") from None
+
+
+def _topic(name: str) -> str:
+    return name if name.startswith("/") else "/" + name
+
+
+def measured_topic(params: Dict[str, Any], sensor: str) -> str:
+    """The fully qualified measured topic of ``sensor`` (``<s>.measured_topic``, default ``<s>/measured``)."""
+    return _topic(str(params.get(f"{sensor}.measured_topic") or f"{sensor}/measured"))
+
+
+def check_inputs(bag: BagTopics, cfg: DemoConfig) -> List[str]:
+    """Check that the bag feeds the node of ``cfg``; one warning line per sensor it leaves unmeasured.
+
+    Raises:
+        BagError: ``/contacts`` or ``/joint_states`` missing or empty, a topic of another type than
+            the node reads, no sensor with a measured topic, or a header-less measured type.
+    """
+    from vsf_sensor_ros.ros.messages.readings import READING_CODECS
+    want = {"/contacts": str(cfg.base_params.get("contacts_type") or "sensor_msgs/msg/PointCloud2"),
+            "/joint_states": "sensor_msgs/msg/JointState"}
+    for topic, msgtype in want.items():
+        have = bag.topics.get(topic)
+        if have is None or have[1] == 0:
+            raise BagError(f"{bag.path}: no {topic} messages in the bag (the sensor node's input)")
+        if have[0] != msgtype:
+            raise BagError(f"{bag.path}: {topic} carries {have[0]}, the sensor node reads {msgtype}")
+    warnings, measured = [], 0
+    for s in cfg.sensors:
+        topic = measured_topic(cfg.base_params, s.name)
+        msgtype = str(cfg.base_params.get(f"{s.name}.measured_type") or READING_CODECS[s.kind].message_type)
+        have = bag.topics.get(topic)
+        if have is None or have[1] == 0:
+            warnings.append(f"{s.name}: no {topic} in the bag: predicted only, no residual")
+            continue
+        if have[0] != msgtype:
+            raise BagError(f"{bag.path}: {topic} carries {have[0]}, sensor {s.name} reads {msgtype}")
+        if msgtype in HEADERLESS:
+            raise BagError(f"{bag.path}: {topic} is {msgtype} (no header): its residuals cannot be paired "
+                           "by stamp; replay a stamped measured topic")
+        measured += 1
+    if not measured:
+        raise BagError(f"{bag.path}: none of the measured topics "
+                       f"({', '.join(measured_topic(cfg.base_params, s.name) for s in cfg.sensors)}) "
+                       "is in the bag: nothing to compare the predictions with")
+    return warnings
+
+
+def iter_messages(path: Path, topics: Optional[List[str]] = None) -> Iterator[Tuple[str, int, bytes]]:
+    """``(topic, log time ns, CDR bytes)`` of the bag in log-time order (``topics``: only these)."""
+    from rosbags.rosbag2 import Reader
+    with Reader(path) as reader:
+        conns = [c for c in reader.connections if topics is None or c.topic in topics]
+        for conn, t, raw in reader.messages(connections=conns):
+            yield conn.topic, t, bytes(raw)
+
+
+def tare_index(stamps_ns: List[int], touching: List[bool], tare_samples: int,
+               tare_at_s: Optional[float]) -> int:
+    """Index of the contacts message after which the replay tares.
+
+    With ``tare_at_s``: the last message stamped at or before it.  Otherwise the demo's rule
+    (:func:`~vsf_sensor_ros.demo.tare.tare_due`): the first message stamped at or after
+    :data:`~vsf_sensor_ros.demo.tare.TARE_AT_S` with ``tare_samples`` messages up to it, at the
+    latest the one before the first touching the bubble.  A bag stamped with wall-clock time passes
+    ``TARE_AT_S`` at once: it tares after its first ``tare_samples`` messages.
+
+    Raises:
+        BagError: ``tare_at_s`` is before the first contacts stamp.
+    """
+    from vsf_sensor_ros.demo.tare import TARE_AT_S
+    if tare_at_s is not None:
+        k = sum(1 for s in stamps_ns if s <= tare_at_s * 1e9) - 1
+        if k < 0:
+            raise BagError(f"--tare-at {tare_at_s:g} s is before the first contacts stamp "
+                           f"{stamps_ns[0] * 1e-9:.9g} s")
+        return k
+    due = next((k for k, s in enumerate(stamps_ns) if s >= TARE_AT_S * 1e9 and k + 1 >= tare_samples),
+               len(stamps_ns) - 1)
+    touch = next((k for k, t in enumerate(touching) if t), None)
+    return due if touch is None else max(0, min(due, touch - 1))
+
+
+def scan_contacts(bag: BagTopics, cfg: DemoConfig) -> Tuple[List[int], List[bool]]:
+    """Stamps (ns) of the bag's contacts and whether each touches the bubble (PointCloud2 only;
+    ``ros_gz_interfaces/Contacts`` count as not touching: their tare falls on the time rule)."""
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import PointCloud2
+
+    from vsf_sensor_ros.demo.analysis import touches
+    from vsf_sensor_ros.demo.config import press_body_indices
+    from vsf_sensor_ros.demo.recorder import cloud_point_count, header_stamp_ns
+    cloud = bag.topics["/contacts"][0] == "sensor_msgs/msg/PointCloud2"
+    bodies = press_body_indices(cfg)
+    stamps, touching = [], []
+    for _, _, raw in iter_messages(bag.path, ["/contacts"]):
+        stamps.append(header_stamp_ns(raw))
+        touching.append(cloud and cloud_point_count(raw) > 0
+                        and touches(deserialize_message(raw, PointCloud2), bodies))
+    return stamps, touching
+
+
+def replay_config(args: argparse.Namespace, bag: BagTopics, params_file: Path) -> DemoConfig:
+    """The :class:`~vsf_sensor_ros.demo.config.DemoConfig` of a replay (what the summary reads).
+
+    Raises:
+        DemoError: the parameter file is unreadable or lists no usable sensors.
+    """
+    _, params = read_params_file(params_file)
+    return DemoConfig(world=f"replay of {bag.path.name}", params_file=params_file.resolve(), assets=None,
+                      out=args.out, duration_s=0.0, rate_hz=0.0, seed=0, timeout_s=0.0,
+                      sensors=sensors_from_params(params, params_file),
+                      tare_samples=int(params.get("tare_samples", 10)),
+                      base_params=params, contact_body_names=[str(b) for b in params.get("contact_body_names")
+                                                              or []])
+
+
+class BagReplay:
+    """One replay: the node child, the recorder, the publishers and the tare (see the module docstring).
+
+    Args:
+        cfg: :func:`replay_config`.
+        bag: :func:`open_bag`.
+        tare_stamp_ns: stamp of the contacts message after which to tare (:func:`tare_index`).
+        speed: recorded pace multiplier; 0 = as fast as the node keeps up.
+        domain_id: the leased ``ROS_DOMAIN_ID``.
+    """
+
+    def __init__(self, cfg: DemoConfig, bag: BagTopics, tare_stamp_ns: int, speed: float,
+                 domain_id: int) -> None:
+        from vsf_sensor_ros.demo.processes import ManagedProcess
+        from vsf_sensor_ros.demo.session import SessionResult, demo_child_env, node_command
+        from vsf_sensor_ros.demo.tare import TareResult
+        self.cfg, self.bag, self.tare_stamp_ns, self.speed = cfg, bag, tare_stamp_ns, speed
+        self.domain_id = domain_id
+        # outputs kept until this process, which also publishes, has taken them (the default 10 can
+        # overflow while it catches up)
+        self.node_proc = ManagedProcess("sensor_node", node_command(cfg) + ["-p", "qos.outputs.depth:=500"],
+                                        demo_child_env(domain_id, None), cfg.out / "logs" / "sensor_node.log")
+        self.result = SessionResult({}, {}, TareResult(), 0.0, None, None)
+        self.t0 = time.monotonic()
+        self.contacts_sent = 0
+        self.last_stamp_ns: Optional[int] = None
+        self.measured = {s.name: measured_topic(cfg.base_params, s.name) for s in cfg.sensors}
+        self.last_measured_ns: Dict[str, int] = {}   # measured topic -> newest stamp published
+
+    def run(self, say: Any = print) -> Any:
+        """Start, replay, tare, drain; the node always stopped.  Returns the
+        :class:`~vsf_sensor_ros.demo.session.SessionResult`.
+
+        Raises:
+            DemoError: the node died, did not come up or fell behind for :data:`CATCH_UP_S`.
+        """
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+
+        from vsf_sensor_ros.demo.recorder import TopicRecorder
+        self.ctx = rclpy.Context()
+        rclpy.init(context=self.ctx, domain_id=self.domain_id)
+        self.node = rclpy.create_node("vsf_replay", context=self.ctx)
+        self.executor = SingleThreadedExecutor(context=self.ctx)
+        self.executor.add_node(self.node)
+        self.recorder = TopicRecorder(self.node)
+        try:
+            self.node_proc.start()
+            inputs = self._start(say)
+            self._play(inputs, say)
+        finally:
+            self.result.node_exit = self.node_proc.stop()
+            self.recorder.stop()
+            self.result.logs, self.result.skipped = dict(self.recorder.logs), dict(self.recorder.skipped)
+            self.result.wall_s = time.monotonic() - self.t0
+            self.executor.shutdown()
+            self.node.destroy_node()
+            rclpy.shutdown(context=self.ctx)
+        return self.result
+
+    # -- steps ---------------------------------------------------------------------------------
+    def _start(self, say: Any) -> Dict[str, Any]:
+        """Wait for the node's services and subscriptions; a publisher per replayed topic, matched."""
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        from std_srvs.srv import Trigger
+
+        from vsf_sensor_ros.demo.recorder import message_class
+        self.clients = {n: self.node.create_client(Trigger, f"/{n}") for n in ("tare", "save_calibration")}
+        while not (self.clients["tare"].service_is_ready() and "/contacts" in self._node_inputs()):
+            self._spin_for(0.1)
+            self._check("starting", STARTUP_TIMEOUT_S)
+        topics = sorted(t for t in self._node_inputs() if self.bag.topics.get(t, ("", 0))[1] > 0)
+        qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
+        pubs = {t: self.node.create_publisher(message_class(self.bag.topics[t][0]), t, qos) for t in topics}
+        # a message sent before its publisher has matched the node's subscription is lost
+        while not all(p.get_subscription_count() >= max(1, self.node.count_subscribers(t))
+                      for t, p in pubs.items()):
+            self.recorder.refresh()
+            self._spin_for(0.1)
+            self._check("matching the node's subscriptions", STARTUP_TIMEOUT_S)
+        self.recorder.refresh()
+        say(f"sensor node ready after {time.monotonic() - self.t0:.1f} s; replaying {', '.join(topics)}")
+        return pubs
+
+    def _play(self, pubs: Dict[str, Any], say: Any) -> None:
+        """Publish the bag's inputs in log-time order, except that a contacts message waits for the
+        later-logged messages of its own stamp (a joint state the recorder happened to receive after
+        it): the node predicts a contacts message with the state it has at its stamp.  The tare comes
+        before the first message stamped after the tare's stamp (a measured message of the next step
+        sent before it could pair with the tare's step)."""
+        from vsf_sensor_ros.demo.recorder import header_stamp_ns
+        self._pace: Optional[Tuple[float, int]] = None     # (wall s, log ns) the pace counts from
+        held: Optional[Tuple[int, bytes, int]] = None        # contacts waiting: (log ns, bytes, stamp)
+        for topic, log_ns, raw in iter_messages(self.bag.path, list(pubs)):
+            stamp = header_stamp_ns(raw)
+            if held is not None and (topic == "/contacts" or stamp > held[2]):
+                self._publish_contacts(pubs["/contacts"], held)
+                held = None
+            if not self.result.tare.request_ns and stamp > self.tare_stamp_ns and held is None:
+                self._tare(say)
+                self._pace = None      # the pace restarts after the tare's wait
+            if topic == "/contacts":
+                held = (log_ns, raw, stamp)
+                continue
+            self._publish(pubs[topic], log_ns, raw)
+            if topic in self.measured.values():
+                self.last_measured_ns[topic] = stamp
+        if held is not None:
+            self._publish_contacts(pubs["/contacts"], held)
+        if not self.result.tare.request_ns:      # the tare falls on the last message
+            self._tare(say)
+        self._wait_for_node(self.contacts_sent, "draining", paired=True)
+        self._spin_for(0.5)     # the last diagnostics and residuals
+
+    def _publish_contacts(self, pub: Any, held: Tuple[int, bytes, int]) -> None:
+        self._wait_for_node(self.contacts_sent - WINDOW, "keeping up")
+        self._publish(pub, held[0], held[1])
+        self.contacts_sent += 1
+        self.last_stamp_ns = held[2]
+
+    def _publish(self, pub: Any, log_ns: int, raw: bytes) -> None:
+        """Publish at the recorded log time / speed after the pace's origin (at once with speed 0)."""
+        if self._pace is None:
+            self._pace = (time.monotonic(), log_ns)
+        if self.speed > 0:
+            due = self._pace[0] + (log_ns - self._pace[1]) * 1e-9 / self.speed
+            while time.monotonic() < due:
+                self.executor.spin_once(timeout_sec=min(0.005, max(0.0, due - time.monotonic())))
+        pub.publish(raw)
+        self._check("replaying", None)
+
+    def _tare(self, say: Any) -> None:
+        from vsf_sensor_ros.demo.tare import tare_outcome, tare_succeeded
+        self._wait_for_node(self.contacts_sent, "waiting for the predictions before the tare", paired=True)
+        tare = self.result.tare
+        tare.sim_time_s = None if self.last_stamp_ns is None else self.last_stamp_ns * 1e-9
+        tare.request_ns = time.time_ns()
+        resp = self._call("tare")
+        tare.response_ns = time.time_ns()
+        tare.message = f"no answer within {CALL_TIMEOUT_S:g} s" if resp is None else resp.message
+        saved = self._call("save_calibration")
+        ok_saved = saved is not None and saved.success
+        if not ok_saved:
+            self.result.errors.append("save_calibration failed: "
+                                      + ("no answer" if saved is None else saved.message))
+        try:
+            tare.per_sensor = tare_outcome(self.cfg.out / "calibration.yaml", self.cfg.sensors, tare.message,
+                                           saved=ok_saved)
+        except DemoError as exc:
+            self.result.errors.append(str(exc))
+            tare.per_sensor = tare_outcome(self.cfg.out / "calibration.yaml", self.cfg.sensors, tare.message,
+                                           saved=False)
+        tare.success = tare_succeeded(resp is not None and resp.success, tare.per_sensor)
+        say(f"tare after contacts stamp {tare.sim_time_s} s ({self.contacts_sent} messages): "
+            + ("ok" if tare.success else "FAILED: " + tare.message))
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _node_inputs(self) -> List[str]:
+        try:
+            return [t for t, _ in self.node.get_subscriber_names_and_types_by_node(self.cfg.node_name, "/")]
+        except Exception:    # rclpy raises a bare NodeNameNonExistentError before discovery
+            return []
+
+    def _behind(self, count: int, paired: bool) -> bool:
+        """Whether some sensor has fewer than ``count`` predictions (``paired``: or its newest residual
+        is older than both the newest contacts and measured stamps sent: a pair the node has not made
+        yet)."""
+        from vsf_sensor_ros.demo.recorder import header_stamp_ns
+        for s in self.cfg.sensors:
+            if len(self.recorder.logs.get(f"/{s.name}/predicted", ())) < count:
+                return True
+            newest = self.last_measured_ns.get(self.measured[s.name])
+            if not paired or newest is None or self.last_stamp_ns is None:
+                continue
+            res = self.recorder.logs.get(f"/{s.name}/residual")
+            if res is None or not len(res) or header_stamp_ns(res.data[-1]) < min(newest, self.last_stamp_ns):
+                return True
+        return False
+
+    def _wait_for_node(self, count: int, stage: str, paired: bool = False) -> None:
+        end = time.monotonic() + CATCH_UP_S
+        while self._behind(count, paired):
+            if time.monotonic() > end:
+                self.result.errors.append(f"the node fell behind while {stage}: went on after "
+                                          f"{CATCH_UP_S:g} s")
+                return
+            self.recorder.refresh()
+            self._spin_for(0.01)
+            self._check(stage, None)
+
+    def _check(self, stage: str, timeout: Optional[float]) -> None:
+        code = self.node_proc.poll()
+        if code is not None:
+            raise DemoError(f"sensor node exited with code {code} while {stage}:\n{self.node_proc.tail()}")
+        if timeout is not None and time.monotonic() - self.t0 > timeout:
+            raise DemoError(f"timed out after {timeout:g} s while {stage}:\n{self.node_proc.tail()}")
+
+    def _spin_for(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def _call(self, service: str) -> Optional[Any]:
+        from std_srvs.srv import Trigger
+        future = self.clients[service].call_async(Trigger.Request())
+        end = time.monotonic() + CALL_TIMEOUT_S
+        while not future.done() and time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.02)
+            self._check(f"calling {service}", None)
+        return future.result() if future.done() else None
+
+
+def default_params_file(recording: Path) -> Path:
+    """``sensor_node.yaml`` beside the bag (the demo writes the parameter file it ran with there)."""
+    folder = recording if recording.is_dir() else recording.parent
+    return folder / "sensor_node.yaml"
+
+
+def main(args: argparse.Namespace, usage: Any) -> int:
+    """Replay ``args.recording`` (an MCAP bag); 0 done, 1 the session failed, 2 bad input, 130 Ctrl-C.
+
+    ``usage`` prints the command's usage line (on a bad-input exit)."""
+    import sys
+
+    from vsf_sensor_ros.demo.recorder import write_bag
+    from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id, release_domain_id
+    from vsf_sensor_ros.demo.summary import build_summary, make_plots, series_for, summary_table
+    out = args.out = args.out if args.out is not None else Path("demo_out/replay")
+    try:
+        if not (args.speed >= 0 and math.isfinite(args.speed)):
+            raise BagError(f"--speed must be >= 0 (0: as fast as the node keeps up), got {args.speed}")
+        bag = open_bag(args.recording)
+        params_file = args.params_file or default_params_file(args.recording)
+        if not params_file.is_file():
+            raise BagError(f"parameter file {params_file} not found: pass the node's with --params-file")
+        cfg = replay_config(args, bag, params_file)
+        warnings = check_inputs(bag, cfg)
+        stamps, touching = scan_contacts(bag, cfg)
+        tare_after = tare_index(stamps, touching, cfg.tare_samples, args.tare_at)
+    except (BagError, DemoError) as exc:
+        usage()
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    span = (stamps[-1] - stamps[0]) * 1e-9
+    cfg.duration_s, cfg.rate_hz = span, (len(stamps) - 1) / span if span > 0 else 0.0
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("run.mcap", "metadata.yaml", "summary.json", "pressure.png", "force_field.png",
+                 "calibration.yaml"):
+        (out / name).unlink(missing_ok=True)
+    print(f"{bag.path}: {len(stamps)} contacts messages over {span:.2f} s; tare after stamp "
+          f"{stamps[tare_after] * 1e-9:.9g} s; parameters {params_file}")
+    domain_id = free_domain_id()
+    apply_localhost_env(domain_id)
+    try:
+        session = BagReplay(cfg, bag, stamps[tare_after], args.speed, domain_id).run()
+        rec = write_bag(session.logs.values(), out, "run")
+        for s in cfg.sensors:    # the summary reads <s>/measured: a sensor's own measured topic as that
+            topic = measured_topic(cfg.base_params, s.name)
+            if topic != f"/{s.name}/measured" and topic in session.logs:
+                session.logs[f"/{s.name}/measured"] = session.logs[topic]
+        series = {s.name: series_for(session, s) for s in cfg.sensors}
+        summary = build_summary(cfg, session, series, rec)
+        summary["replay"] = {"recording": str(bag.path), "params_file": str(params_file), "speed": args.speed,
+                             "tare_after_stamp_s": stamps[tare_after] * 1e-9}
+        for key in ("seed", "measured_source_mode", "backend"):   # the simulator's, not the bag's
+            summary.pop(key, None)
+        plots = make_plots(cfg, session, series)
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    except DemoError as exc:
+        print(f"\nreplay FAILED: {exc}\n(node's output: {out / 'logs'})", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\ninterrupted: sensor node stopped", file=sys.stderr)
+        return 130
+    finally:
+        release_domain_id(domain_id)
+    print()
+    print(summary_table(summary))
+    print(f"\nfiles in {out}/: run.mcap + metadata.yaml, summary.json, "
+          + ", ".join(p.name for p in plots) + ", calibration.yaml, logs/")
+    problems = list(session.errors)
+    if not session.tare.success:
+        problems.append(f"tare failed: {session.tare.message}")
+    for p in problems:
+        print(f"error: {p}", file=sys.stderr)
+    return 1 if problems else 0
