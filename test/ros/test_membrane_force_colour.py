@@ -384,11 +384,12 @@ CONFIG = ROOT / "config" / "membrane_force_node.yaml"
 
 
 def test_the_shipped_parameters_file_lists_every_parameter_with_its_type():
-    from vsf_sensor_ros.ros.membrane_force_node import PARAMETERS
+    from vsf_sensor_ros.ros.membrane_force_node import SPECS
     params = yaml.safe_load(CONFIG.read_text())["membrane_force_node"]["ros__parameters"]
-    assert set(params) == set(PARAMETERS)
+    defaults = {s.key: s.default for s in SPECS}
+    assert set(params) == set(defaults)
     for name, value in params.items():
-        default = PARAMETERS[name][0]
+        default = defaults[name]
         assert type(value) is type(default), (name, value, default)     # rclpy refuses 0 for a double
     text = CONFIG.read_text().splitlines()
     for name in params:                                                  # each with its comment

@@ -258,24 +258,26 @@ def test_a_publisher_of_the_wrong_type_is_named_on_diagnostics_and_logged_once(
 # -- mesh files ---------------------------------------------------------------------------------
 def test_a_missing_mesh_file_names_the_parameter_and_the_resolved_path(dome_files, tmp_path, monkeypatch,
                                                                        rclpy_context):
-    from vsf_sensor_ros.ros.membrane_force_node import ConfigurationError
+    from vsf_sensor_ros.ros.parameter_table import ConfigError
     monkeypatch.delenv("VSF_ASSETS", raising=False)
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ConfigurationError) as err:
+    with pytest.raises(ConfigError) as err:
         _node(dome_files, "missing_mesh_node", mesh="meshes/nope.vtk")
-    assert str(err.value) == (f"parameter 'mesh': no such file: {tmp_path}/meshes/nope.vtk (resolved from "
-                              f"'meshes/nope.vtk' against the working directory {tmp_path})")
+    assert str(err.value) == (f"parameter 'mesh' = 'meshes/nope.vtk': no such file: {tmp_path}/meshes/"
+                              f"nope.vtk (resolved from 'meshes/nope.vtk' against the working directory "
+                              f"{tmp_path})")
     monkeypatch.setenv("VSF_ASSETS", str(tmp_path / "assets"))
-    with pytest.raises(ConfigurationError) as err:
+    with pytest.raises(ConfigError) as err:
         _node(dome_files, "missing_attachment_node", attachment_mesh="punyo.ply")
-    assert str(err.value) == (f"parameter 'attachment_mesh': no such file: {tmp_path}/assets/punyo.ply "
-                              f"(resolved from 'punyo.ply' against $VSF_ASSETS = {tmp_path}/assets)")
-    with pytest.raises(ConfigurationError) as err:
+    assert str(err.value) == (f"parameter 'attachment_mesh' = 'punyo.ply': no such file: {tmp_path}/"
+                              f"assets/punyo.ply (resolved from 'punyo.ply' against $VSF_ASSETS = "
+                              f"{tmp_path}/assets)")
+    with pytest.raises(ConfigError) as err:
         _node(dome_files, "absolute_mesh_node", mesh=str(tmp_path / "gone.vtk"))
-    assert str(err.value) == f"parameter 'mesh': no such file: {tmp_path}/gone.vtk"
-    with pytest.raises(ConfigurationError) as err:
+    assert str(err.value) == f"parameter 'mesh' = '{tmp_path}/gone.vtk': no such file: {tmp_path}/gone.vtk"
+    with pytest.raises(ConfigError) as err:
         _node(dome_files, "directory_mesh_node", mesh=str(tmp_path))
-    assert str(err.value) == f"parameter 'mesh': not a regular file: {tmp_path}"
+    assert str(err.value) == f"parameter 'mesh' = '{tmp_path}': not a regular file: {tmp_path}"
 
 
 def test_relative_mesh_paths_resolve_against_vsf_assets_else_the_working_directory(
@@ -308,7 +310,7 @@ def test_the_executable_ends_with_one_configuration_error_line_for_a_missing_mes
     assert out.returncode == 2, out.stdout + out.stderr
     text = out.stdout + out.stderr
     assert "Traceback" not in text, text
-    assert re.search(r"configuration error.*parameter 'mesh': no such file: " + re.escape(
+    assert re.search(r"configuration error.*parameter 'mesh' = 'nope.vtk': no such file: " + re.escape(
         f"{os.path.realpath(tmp_path)}/nope.vtk (resolved from 'nope.vtk' against the working directory"),
         text), text
 

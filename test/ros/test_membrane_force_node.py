@@ -582,7 +582,7 @@ def test_a_flat_or_loose_membrane_mesh_is_a_start_up_error(scene, tmp_path, rclp
     reference used to raise out of the frame callback and end the node); a point in no triangle
     has no stiffness (a singular solve at the reference)."""
     import meshio
-    from vsf_sensor_ros.ros.membrane_force_node import ConfigurationError
+    from vsf_sensor_ros.ros.parameter_table import ConfigError
     from ..sensor.membrane_scenes import disc_mesh
     flat = disc_mesh(0.04, rings=8, base_z=0.06)
     meshio.Mesh(flat.points, [("triangle", flat.triangles), ("vertex", flat.boundary[:, None])]).write(
@@ -592,7 +592,7 @@ def test_a_flat_or_loose_membrane_mesh_is_a_start_up_error(scene, tmp_path, rclp
     meshio.Mesh(loose, [("triangle", dome.triangles), ("vertex", dome.boundary[:, None])]).write(
         str(tmp_path / "loose.vtk"))
     for name in ("flat.vtk", "loose.vtk"):
-        with pytest.raises(ConfigurationError) as err:
+        with pytest.raises(ConfigError) as err:
             _bare_node(scene, "mesh_check_node", mesh=str(tmp_path / name))
         assert str(tmp_path / name) in str(err.value)
     assert f"[{len(dome.points)}]" in str(err.value)         # the loose vertex's index
@@ -605,16 +605,16 @@ def test_a_flat_or_loose_membrane_mesh_is_a_start_up_error(scene, tmp_path, rclp
 def test_bad_start_up_values_are_configuration_errors_naming_them(scene, rclpy_context, key, value):
     """A bad topic name used to escape as rclpy's InvalidTopicNameException (a traceback, not the
     one configuration-error line); an empty frame_id and a NaN translation used to start."""
-    from vsf_sensor_ros.ros.membrane_force_node import ConfigurationError
-    with pytest.raises(ConfigurationError, match=f"parameter '{key}'"):
+    from vsf_sensor_ros.ros.parameter_table import ConfigError
+    with pytest.raises(ConfigError, match=f"parameter '{key}'"):
         _bare_node(scene, "start_check_node", **{key: value})
 
 
 def test_every_start_up_problem_is_named_in_the_one_error(scene, tmp_path, rclpy_context):
     """A missing mesh, an even window, a bad topic name, an empty frame_id and an ambient in hPa:
     all five in the one error (the node stopped at the first, so a user fixed one per start)."""
-    from vsf_sensor_ros.ros.membrane_force_node import ConfigurationError
-    with pytest.raises(ConfigurationError) as err:
+    from vsf_sensor_ros.ros.parameter_table import ConfigError
+    with pytest.raises(ConfigError) as err:
         _bare_node(scene, "all_problems_node", mesh=str(tmp_path / "gone.vtk"), window=4,
                    force_topic="bad topic", frame_id="", ambient_pressure=1013.2)
     text = str(err.value)
@@ -624,7 +624,7 @@ def test_every_start_up_problem_is_named_in_the_one_error(scene, tmp_path, rclpy
     # values rclpy refuses (out of range, wrong type) are among them, and an attachment mesh that is
     # not there is named though the mesh is missing too; an unparsable mesh is named, not an exit
     (tmp_path / "garbage.vtk").write_text("not a mesh\n")
-    with pytest.raises(ConfigurationError) as err:
+    with pytest.raises(ConfigError) as err:
         _bare_node(scene, "range_problems_node", mesh=str(tmp_path / "garbage.vtk"), window=52,
                    camera_translation=[0.0, 0.0], attachment_mesh=str(tmp_path / "gone.ply"), frame_id="  ")
     text = str(err.value)
@@ -632,7 +632,7 @@ def test_every_start_up_problem_is_named_in_the_one_error(scene, tmp_path, rclpy
         assert f"parameter '{name}'" in text, text
     assert "52" in text and str(tmp_path / "gone.ply") in text
     # with the mesh readable, the mount check runs too: 100 deg puts free vertices behind the camera
-    with pytest.raises(ConfigurationError) as err:
+    with pytest.raises(ConfigError) as err:
         _bare_node(scene, "mount_and_window_node", window=4, camera_rotation_deg=100.0)
     assert "'window' = 4" in str(err.value) and "behind the camera" in str(err.value)
 
@@ -640,11 +640,11 @@ def test_every_start_up_problem_is_named_in_the_one_error(scene, tmp_path, rclpy
 def test_a_camera_mount_with_vertices_behind_the_camera_is_refused_at_start(scene, rclpy_context):
     """R = [[c, 0, -s], [0, 1, 0], [s, 0, c]] at 100 deg: z_cam = sin(100) x + cos(100) z, <= 0 for
     x <= z tan(10 deg): those free vertices are behind the camera."""
-    from vsf_sensor_ros.ros.membrane_force_node import ConfigurationError
+    from vsf_sensor_ros.ros.parameter_table import ConfigError
     free = scene["dome"].points[scene["dome"].interior]
     behind = int((free[:, 0] <= free[:, 2] * math.tan(math.radians(10.0))).sum())
     assert 0 < behind < len(free)
-    with pytest.raises(ConfigurationError, match=f": {behind} free membrane vertices lie behind the camera"):
+    with pytest.raises(ConfigError, match=f": {behind} free membrane vertices lie behind the camera"):
         _bare_node(scene, "mount_check_node", camera_rotation_deg=100.0)
 
 
@@ -662,8 +662,8 @@ def test_whole_numbers_for_decimal_parameters_are_taken_as_doubles(scene, rclpy_
         assert abs(node.ambient_pa - 98683.0) < 5.0
     finally:
         node.destroy_node()
-    from vsf_sensor_ros.ros.membrane_force_node import ConfigurationError
-    with pytest.raises(ConfigurationError):
+    from vsf_sensor_ros.ros.parameter_table import ConfigError
+    with pytest.raises(ConfigError):
         _bare_node(scene, "float_window_node", window=3.0)
 
 
@@ -724,8 +724,8 @@ def test_a_pressure_timeout_of_zero_never_goes_stale(scene, rclpy_context):
 def test_an_implausible_ambient_pressure_is_a_start_up_error_naming_it(scene, rclpy_context, value, as_hpa):
     """1013.2 is the bubble sensor's own hPa: taken as Pa it made the gauge pressure 100 times off;
     the error names the value and, when x 100 would be plausible, that pressure in Pa."""
-    from vsf_sensor_ros.ros.membrane_force_node import ConfigurationError
-    with pytest.raises(ConfigurationError) as err:
+    from vsf_sensor_ros.ros.parameter_table import ConfigError
+    with pytest.raises(ConfigError) as err:
         _bare_node(scene, "ambient_check_node", ambient_pressure=value)
     text = str(err.value)
     assert f"parameter 'ambient_pressure' = {value:g}" in text, text

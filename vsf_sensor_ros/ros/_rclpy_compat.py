@@ -43,9 +43,8 @@ def parameter_override(node: Node, name: str) -> Optional[Parameter]:
 
     rclpy keeps these in the private ``Node._parameter_overrides`` (Humble to
     Kilted); there is no public getter before the parameter is declared, and
-    the node must read them to (a) coerce ``100`` to ``100.0`` for a double
-    before declaring, and (b) preview a sensor's staged settings before it
-    exists.
+    the node must read them to coerce ``100`` to ``100.0`` for a double
+    before declaring, and to name an unknown key's value in a start-up error.
     """
     return node._parameter_overrides.get(name)
 

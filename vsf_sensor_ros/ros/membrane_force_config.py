@@ -1,10 +1,12 @@
 """``membrane_force_node``'s parameters: the table, ``--help``, and the checks made at start.
 
-Every parameter is read-only (a camera, mesh or pressure input changes only with a restart).
-:func:`mesh_file` and :func:`read_mesh` raise :class:`ConfigurationError` naming the parameter
-and its value, and :func:`settings_problems` lists the problems of the settings that need no file;
-the node adds the values rclpy refuses and the attachment mesh's, reports them all in one error
-(:func:`.parameter_table.numbered`) and does not start (exit code 2).  Relative mesh
+Every parameter is read-only (a camera, mesh or pressure input changes only with a restart); the
+table (:data:`SPECS`) has ``sensor_node``'s format (:class:`.Spec`, declared with
+:func:`.parameters.declare_spec`).  :func:`mesh_file` and :func:`read_mesh` raise
+:class:`.ConfigError` naming the parameter and its value, and :func:`settings_problems` lists the
+problems of the settings that need no file; the node adds the values rclpy refuses and the
+attachment mesh's, reports them all in one error (:class:`.ConfigErrors`) and does not start (exit
+code 2).  Relative mesh
 paths resolve as ``sensor_node``'s file parameters do: against ``$VSF_ASSETS`` when it is set and
 not empty, else against the working directory.
 """
@@ -12,17 +14,17 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 
 from vsf_sensor_ros.sensor.membrane_force_estimator import MembraneModel, isa_pressure, punyo_camera_rotation
 from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh, read_membrane_mesh
 
 from .messages.camera import PRESSURE_TYPES
-from .parameter_table import ConfigError, check_topic_name
+from .parameter_table import ConfigError, Spec, check_topic_name
 from .scene import effective_assets_dir, resolve_path, resolved_from
 
 #: how the --help text of a file parameter says where a relative path is looked for
@@ -40,64 +42,90 @@ SEA_LEVEL_WARNING = ("ambient_pressure and altitude are 0: the standard atmosphe
                      "is assumed; set altitude (m) or ambient_pressure (Pa, best the bubble's own sensor "
                      "read deflated): the gauge pressure sets the size of every force")
 
-# Start-up parameters.  name: (default, description, (lo, hi) or None)
-PARAMETERS = {
-    "mesh": ("", "membrane mesh file (VTK or any meshio format; its vertex cells = the clamped ring), m; "
-                 f"required; {RELATIVE_PATHS}", None),
-    "attachment_mesh": ("", "mesh file the PunyoDenseForceSensor is attached with (same vertices, same "
-                            "order); outputs are published in its frame ('' = the membrane mesh's frame); "
-                            f"{RELATIVE_PATHS}",
-                        None),
-    "frame_id": ("punyo", "frame_id of the outputs: the sensor's attachment body", None),
-    "camera_rotation_deg": (25.0, "R_cam_mesh: rotation of the membrane mesh frame about the camera y axis, "
-                                  "degrees (the Punyo reference mesh: 25)", (-180.0, 180.0)),
-    "camera_translation": ([0.0, 0.0, 0.0], "t_cam_mesh: mesh origin in the camera frame, m", None),
-    "ambient_pressure": (0.0, "atmospheric pressure, Pa, best the bubble's own sensor read deflated "
-                              "(0 = ISA standard atmosphere at 'altitude'; else 30000..110000, checked at "
-                              "start with a word on hPa)", None),
-    "altitude": (0.0, "site altitude for the standard atmosphere, m (used when ambient_pressure is 0)",
-                 (-500.0, 11000.0)),
-    "input": ("depth", "camera input: 'depth' (Image + CameraInfo) or 'points' (organised PointCloud2 + "
-                       "CameraInfo)", None),
-    "depth_topic": ("camera/depth/image_rect_raw", "depth image topic (input 'depth')", None),
-    "points_topic": ("camera/depth/color/points", "organised cloud topic (input 'points')", None),
-    "camera_info_topic": ("camera/depth/camera_info", "CameraInfo of the depth stream", None),
-    "depth_unit": (0.001, "metres per 16UC1 depth unit (RealSense: 0.001)", (1e-7, 1.0)),
-    "colour_topic": ("", "colour Image topic (rgb8 | bgr8 | mono8) on the depth image's pixel grid, e.g. a "
-                         "RealSense colour stream with the depth aligned to it: adds the membrane's sliding "
-                         "(optical flow) and tangential forces; '' = depth only", None),
-    "colour_tolerance": (0.01, "a depth frame takes the colour image stamped nearest to it within this many "
-                               "s (0 = the same stamp only)", (0.0, 1.0)),
-    "colour_timeout": (0.2, "longest a depth frame waits for its colour image, s of receive time; then it "
-                            "is estimated from depth alone and counted", (0.001, 10.0)),
-    "pressure_topic": ("punyo/pressure", "bubble pressure topic", None),
-    "pressure_type": ("std_msgs/msg/Float32",
-                      "std_msgs/msg/Float32 | std_msgs/msg/Float64 | sensor_msgs/msg/FluidPressure", None),
-    "pressure_scale": (100.0, "pressure message value x scale = Pa (100 for the firmware's hPa)",
-                       (1e-9, 1e9)),
-    "pressure_timeout": (0.5, "longest age, s of receive time, of the latest Float32 / Float64 pressure a "
-                              "frame is estimated with (older: the frame is rejected as stale_pressure and "
-                              "/diagnostics says the pressure stopped; a FluidPressure received longer ago "
-                              "is reported as stopped); 0 = never stale", (0.0, 3600.0)),
-    "pressure_tolerance": (0.02, "a stamped pressure (FluidPressure) pairs with the frame stamped within "
-                                 "this many s (a frame waits for it); Float32 / Float64: the latest",
-                           (0.0, 10.0)),
-    "reference_frames": (10, "contact-free frames averaged as the reference at start and after "
-                             "reset_reference", (1, 1000)),
-    "window": (9, "odd side of the pixel window read around each vertex, px", (1, 51)),
-    "max_depth": (0.2, "readings at or beyond this depth are not membrane, m", (0.001, 10.0)),
-    "min_vertex_fraction": (0.8, "a frame is rejected when fewer than this fraction of the reference's "
-                                 "vertices have a reading", (0.0, 1.0)),
-    "force_topic": ("membrane_force", "output: per-vertex force cloud (sensor_node's measured layout)", None),
-    "surface_topic": ("membrane_surface", "output: estimated membrane surface (x y z)", None),
-    "total_force_topic": ("membrane_total_force", "output: total contact force (WrenchStamped)", None),
-    "input_reliability": ("best_effort", "QoS reliability of the camera inputs (frames, CameraInfo): "
-                                         "best_effort (matches every publisher) | reliable", None),
-    "pressure_reliability": ("best_effort", "QoS reliability of the pressure input: best_effort | reliable",
-                             None),
-    "qos_depth": (10, "queue depth of inputs and outputs", (1, 10000)),
-    "diagnostics_period": (1.0, "s between /diagnostics reports", (0.01, 3600.0)),
-}
+# Start-up parameters, all read-only, in sensor_node's table format (:class:`.Spec`).
+_Fixed = functools.partial(Spec, read_only=True)
+SPECS: List[Spec] = [
+    _Fixed("mesh", "",
+           "membrane mesh file (VTK or any meshio format; its vertex cells = the clamped ring), m; "
+           "required; "
+           f"{RELATIVE_PATHS}"),
+    _Fixed("attachment_mesh", "",
+           "mesh file the PunyoDenseForceSensor is attached with (same vertices, same order); outputs "
+           "are published in its frame ('' = the membrane mesh's frame); "
+           f"{RELATIVE_PATHS}"),
+    _Fixed("frame_id", "punyo",
+           "frame_id of the outputs: the sensor's attachment body"),
+    _Fixed("camera_rotation_deg", 25.0,
+           "R_cam_mesh: rotation of the membrane mesh frame about the camera y axis, degrees (the Punyo "
+           "reference mesh: 25)", lo=-180.0, hi=180.0),
+    _Fixed("camera_translation", [0.0, 0.0, 0.0],
+           "t_cam_mesh: mesh origin in the camera frame, m", length=3, finite=True),
+    _Fixed("ambient_pressure", 0.0,
+           "atmospheric pressure, Pa, best the bubble's own sensor read deflated (0 = ISA standard "
+           "atmosphere at 'altitude'; else 30000..110000, checked at start with a word on hPa)"),
+    _Fixed("altitude", 0.0,
+           "site altitude for the standard atmosphere, m (used when ambient_pressure is 0)",
+           lo=-500.0, hi=11000.0),
+    _Fixed("input", "depth",
+           "camera input: 'depth' (Image + CameraInfo) or 'points' (organised PointCloud2 + CameraInfo)"),
+    _Fixed("depth_topic", "camera/depth/image_rect_raw",
+           "depth image topic (input 'depth')"),
+    _Fixed("points_topic", "camera/depth/color/points",
+           "organised cloud topic (input 'points')"),
+    _Fixed("camera_info_topic", "camera/depth/camera_info",
+           "CameraInfo of the depth stream"),
+    _Fixed("depth_unit", 0.001,
+           "metres per 16UC1 depth unit (RealSense: 0.001)", lo=1e-07, hi=1.0),
+    _Fixed("colour_topic", "",
+           "colour Image topic (rgb8 | bgr8 | mono8) on the depth image's pixel grid, e.g. a RealSense "
+           "colour stream with the depth aligned to it: adds the membrane's sliding (optical flow) and "
+           "tangential forces; '' = depth only"),
+    _Fixed("colour_tolerance", 0.01,
+           "a depth frame takes the colour image stamped nearest to it within this many s (0 = the same "
+           "stamp only)", lo=0.0, hi=1.0),
+    _Fixed("colour_timeout", 0.2,
+           "longest a depth frame waits for its colour image, s of receive time; then it is estimated "
+           "from depth alone and counted", lo=0.001, hi=10.0),
+    _Fixed("pressure_topic", "punyo/pressure",
+           "bubble pressure topic"),
+    _Fixed("pressure_type", "std_msgs/msg/Float32",
+           "std_msgs/msg/Float32 | std_msgs/msg/Float64 | sensor_msgs/msg/FluidPressure"),
+    _Fixed("pressure_scale", 100.0,
+           "pressure message value x scale = Pa (100 for the firmware's hPa)", lo=1e-09, hi=1000000000.0),
+    _Fixed("pressure_timeout", 0.5,
+           "longest age, s of receive time, of the latest Float32 / Float64 pressure a frame is "
+           "estimated with (older: the frame is rejected as stale_pressure and /diagnostics says the "
+           "pressure stopped; a FluidPressure received longer ago is reported as stopped); 0 = never "
+           "stale", lo=0.0, hi=3600.0),
+    _Fixed("pressure_tolerance", 0.02,
+           "a stamped pressure (FluidPressure) pairs with the frame stamped within this many s (a frame "
+           "waits for it); Float32 / Float64: the latest", lo=0.0, hi=10.0),
+    _Fixed("reference_frames", 10,
+           "contact-free frames averaged as the reference at start and after reset_reference", lo=1, hi=1000),
+    _Fixed("window", 9,
+           "odd side of the pixel window read around each vertex, px", lo=1, hi=51),
+    _Fixed("max_depth", 0.2,
+           "readings at or beyond this depth are not membrane, m", lo=0.001, hi=10.0),
+    _Fixed("min_vertex_fraction", 0.8,
+           "a frame is rejected when fewer than this fraction of the reference's vertices have a reading",
+           lo=0.0, hi=1.0),
+    _Fixed("force_topic", "membrane_force",
+           "output: per-vertex force cloud (sensor_node's measured layout)"),
+    _Fixed("surface_topic", "membrane_surface",
+           "output: estimated membrane surface (x y z)"),
+    _Fixed("total_force_topic", "membrane_total_force",
+           "output: total contact force (WrenchStamped)"),
+    _Fixed("input_reliability", "best_effort",
+           "QoS reliability of the camera inputs (frames, CameraInfo): best_effort (matches every "
+           "publisher) | reliable"),
+    _Fixed("pressure_reliability", "best_effort",
+           "QoS reliability of the pressure input: best_effort | reliable"),
+    _Fixed("qos_depth", 10,
+           "queue depth of inputs and outputs", lo=1, hi=10000),
+    _Fixed("diagnostics_period", 1.0,
+           "s between /diagnostics reports", lo=0.01, hi=3600.0),
+]
+PARAMETER_NAMES = [s.key for s in SPECS]
 
 #: the parameters that name topics (checked at start with rclpy's name rules)
 TOPIC_PARAMETERS = ("depth_topic", "points_topic", "camera_info_topic", "pressure_topic", "force_topic",
@@ -110,8 +138,8 @@ EXAMPLE = ("  membrane_force_node --ros-args -p mesh:=equalized.vtk "
 
 def usage() -> argparse.ArgumentParser:
     """The command line: only ``-h`` / ``--help``; everything else goes through ``--ros-args``."""
-    lines = [f"  {k} (default {v[0]!r}{'' if v[2] is None else f', {v[2][0]:g}..{v[2][1]:g}'}): {v[1]}"
-             for k, v in PARAMETERS.items()]
+    lines = [f"  {s.key} (default {s.default!r}{'' if s.lo is None else f', {s.lo:g}..{s.hi:g}'}): "
+             f"{s.description}" for s in SPECS]
     return argparse.ArgumentParser(
         prog="membrane_force_node", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Measured dense force of a Punyo bubble from its internal depth camera and its "
@@ -120,22 +148,6 @@ def usage() -> argparse.ArgumentParser:
                     "~/reset_reference service.",
         epilog="parameters (read-only, set with -p name:=value or --params-file):\n" + "\n".join(lines)
                + "\nexample:\n" + EXAMPLE)
-
-
-class ConfigurationError(ValueError):
-    """A start-up parameter the node cannot work with (the message names it and its value)."""
-
-
-def descriptor(name: str, description: str, bounds: Optional[Sequence[float]], default: Any
-               ) -> ParameterDescriptor:
-    """The read-only descriptor of a parameter, with its range when ``bounds`` is given."""
-    d = ParameterDescriptor(name=name, description=description, read_only=True)
-    if bounds is not None and isinstance(default, int) and not isinstance(default, bool):
-        d.integer_range = [IntegerRange(from_value=int(bounds[0]), to_value=int(bounds[1]), step=0)]
-    elif bounds is not None:
-        d.floating_point_range = [FloatingPointRange(from_value=float(bounds[0]), to_value=float(bounds[1]),
-                                                     step=0.0)]
-    return d
 
 
 def load_attachment_vertices(path: str) -> np.ndarray:
@@ -154,8 +166,8 @@ def load_attachment_vertices(path: str) -> np.ndarray:
 
 def unknown_text(name: str) -> str:
     """``"'depth_unti' is not a parameter of membrane_force_node (did you mean 'depth_unit'?)"``."""
-    close = difflib.get_close_matches(name, list(PARAMETERS), n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]!r}?)" if close else f" (its parameters: {', '.join(PARAMETERS)})"
+    close = difflib.get_close_matches(name, PARAMETER_NAMES, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else f" (its parameters: {', '.join(PARAMETER_NAMES)})"
     return f"{name!r} is not a parameter of membrane_force_node{hint}"
 
 
@@ -168,15 +180,16 @@ def mesh_file(name: str, given: str) -> str:
         given: its value, non-empty.
 
     Raises:
-        ConfigurationError: no such file, e.g. ``parameter 'mesh': no such file: /abs/nope.vtk
-            (resolved from 'nope.vtk' against the working directory /abs)``, or not a regular file.
+        ConfigError: no such file, e.g. ``parameter 'mesh' = 'nope.vtk': no such file:
+            /abs/nope.vtk (resolved from 'nope.vtk' against the working directory /abs)``, or not a
+            regular file.
     """
     assets = effective_assets_dir("")
     path = os.path.abspath(resolve_path(given, assets))
     if not os.path.exists(path):
-        raise ConfigurationError(f"parameter {name!r}: no such file: {path}{resolved_from(given, assets)}")
+        raise ConfigError(name, given, f"no such file: {path}{resolved_from(given, assets)}")
     if not os.path.isfile(path):
-        raise ConfigurationError(f"parameter {name!r}: not a regular file: {path}")
+        raise ConfigError(name, given, f"not a regular file: {path}")
     return path
 
 
@@ -185,20 +198,20 @@ def read_mesh(given: str) -> MembraneMesh:
     the model can inflate.
 
     Raises:
-        ConfigurationError: no path, no such file, an unreadable file, or a mesh with no pressure
+        ConfigError: no path, no such file, an unreadable file, or a mesh with no pressure
             pre-tension (flat) or a free vertex in no triangle.
     """
     if not given:
-        raise ConfigurationError("parameter 'mesh' (the membrane mesh file) is required")
+        raise ConfigError("mesh", given, "the membrane mesh file is required")
     path = mesh_file("mesh", given)
     try:
         mesh = read_membrane_mesh(path)
     except Exception as exc:   # meshio raises many types for unreadable files
-        raise ConfigurationError(f"parameter 'mesh' = {path!r}: {exc}") from None
+        raise ConfigError("mesh", path, str(exc)) from None
     try:   # what the reference will need of the mesh (a flat one has no pressure pre-tension)
         MembraneModel(mesh, NOMINAL_GAUGE_PA)
     except ValueError as exc:
-        raise ConfigurationError(f"parameter 'mesh' = {path!r} is no inflatable membrane: {exc}") from None
+        raise ConfigError("mesh", path, f"no inflatable membrane: {exc}") from None
     return mesh
 
 
@@ -213,7 +226,7 @@ def ambient(p: Dict[str, Any]) -> Tuple[float, str]:
         ISA standard atmosphere at ``altitude`` and ``"standard atmosphere at 222 m"``.
 
     Raises:
-        ConfigurationError: an ``ambient_pressure`` other than 0 outside :data:`AMBIENT_RANGE_PA`
+        ConfigError: an ``ambient_pressure`` other than 0 outside :data:`AMBIENT_RANGE_PA`
             (named with its value; when 100 times it would be plausible, as hPa).
     """
     given = float(p["ambient_pressure"])
@@ -224,9 +237,8 @@ def ambient(p: Dict[str, Any]) -> Tuple[float, str]:
     if not lo <= given <= hi:
         hpa = (f"; it looks like hPa ({given:g} x 100 = {given * 100.0:.0f} Pa?)"
                if lo <= given * 100.0 <= hi else "")
-        raise ConfigurationError(
-            f"parameter 'ambient_pressure' = {given:g}: not a plausible atmospheric pressure (0 = the "
-            f"standard atmosphere at 'altitude', else {lo:.0f} .. {hi:.0f} Pa absolute){hpa}")
+        raise ConfigError("ambient_pressure", given, "not a plausible atmospheric pressure (0 = the "
+                          f"standard atmosphere at 'altitude', else {lo:.0f} .. {hi:.0f} Pa absolute){hpa}")
     return given, "ambient_pressure"
 
 
@@ -237,51 +249,46 @@ def pressure_type_name(given: str) -> str:
 
 
 def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name: str,
-                      namespace: str) -> List[str]:
-    """Every problem of the parameters that need no file, one sentence each naming the parameter
-    and its value (empty: none), so that a user fixes them in one go.
+                      namespace: str) -> List[ConfigError]:
+    """Every problem of the parameters that need no file, each naming the parameter and its value
+    (empty: none), so that a user fixes them in one go.
 
     Checked: an implausible ``ambient_pressure`` (:func:`ambient`), an unknown ``input``,
-    ``pressure_type`` or reliability, an even ``window``, a non-finite ``camera_translation``, an
+    ``pressure_type`` or reliability, an even ``window``, an
     empty ``frame_id``, a topic name rclpy refuses, and -- with a ``mesh`` (None: skipped, the
     mesh's own problem is reported instead) -- a camera mount that puts free vertices behind the
     camera.
     """
-    out: List[str] = []
+    out: List[ConfigError] = []
     try:
         ambient(p)
-    except ConfigurationError as exc:
-        out.append(str(exc))
+    except ConfigError as exc:
+        out.append(exc)
     if p["input"] not in ("depth", "points"):
-        out.append(f"parameter 'input' = {p['input']!r}: use 'depth' or 'points'")
+        out.append(ConfigError("input", p["input"], "use 'depth' or 'points'"))
     if pressure_type_name(p["pressure_type"]) not in PRESSURE_TYPES:
-        out.append(f"parameter 'pressure_type' = {p['pressure_type']!r}: use one of "
-                   f"{sorted(PRESSURE_TYPES)}")
-    out += [f"parameter {key!r} = {p[key]!r}: use best_effort or reliable"
+        out.append(ConfigError("pressure_type", p["pressure_type"], f"use one of {sorted(PRESSURE_TYPES)}"))
+    out += [ConfigError(key, p[key], "use best_effort or reliable")
             for key in ("input_reliability", "pressure_reliability")
             if p[key] not in ("best_effort", "reliable")]
     if int(p["window"]) % 2 == 0:
-        out.append(f"parameter 'window' = {p['window']}: must be odd")
-    t_cam = np.asarray(p["camera_translation"], dtype=float)
-    mount_known = t_cam.shape == (3,) and bool(np.isfinite(t_cam).all())
-    if not mount_known:
-        out.append(f"parameter 'camera_translation' = {list(p['camera_translation'])}: "
-                   "needs 3 finite numbers (m)")
+        out.append(ConfigError("window", p["window"], "must be odd"))
+    t_cam = np.asarray(p["camera_translation"], dtype=float)   # 3 finite numbers (its Spec)
     if not str(p["frame_id"]).strip():
-        out.append(f"parameter 'frame_id' = {p['frame_id']!r}: must name the frame of the outputs (the "
-                   "PunyoDenseForceSensor's attachment body, e.g. 'punyo')")
+        out.append(ConfigError("frame_id", p["frame_id"], "must name the frame of the outputs (the "
+                               "PunyoDenseForceSensor's attachment body, e.g. 'punyo')"))
     for key in TOPIC_PARAMETERS + (("colour_topic",) if str(p["colour_topic"]) else ()):   # '' = no colour
         try:
             check_topic_name(key, p[key], node_name, namespace)
         except ConfigError as exc:
-            out.append(str(exc))
-    if mesh is not None and mount_known:
+            out.append(exc)
+    if mesh is not None:
         # the camera looks at the membrane from inside: a free vertex behind it means a wrong mount
         free_cam = mesh.points[mesh.interior] @ punyo_camera_rotation(
             float(p["camera_rotation_deg"])).T + t_cam
         behind = int((free_cam[:, 2] <= 0.0).sum())
         if behind:
-            out.append(f"parameters 'camera_rotation_deg' = {p['camera_rotation_deg']!r}, "
-                       f"'camera_translation' = {t_cam.tolist()}: {behind} free membrane vertices lie "
-                       "behind the camera (z <= 0 in its optical frame)")
+            out.append(ConfigError("camera_rotation_deg", p["camera_rotation_deg"],
+                                   f"{behind} free membrane vertices lie behind the camera (z <= 0 in its "
+                                   f"optical frame; camera_translation = {t_cam.tolist()})"))
     return out

@@ -109,10 +109,10 @@ from ._rclpy_compat import parameter_override_names
 from .colour_pairing import ColourPairing
 from .input_health import pressure_unit_problem
 from .main import run_node, user_args
-# PARAMETERS, ConfigurationError and usage are also this module's public names (tests, --help)
-from .membrane_force_config import (PARAMETERS, SEA_LEVEL_WARNING, ConfigurationError, ambient,
-                                    descriptor, load_attachment_vertices, mesh_file,
-                                    pressure_type_name, read_mesh, settings_problems, unknown_text, usage)
+# SPECS and usage are also this module's public names (tests, --help)
+from .membrane_force_config import (PARAMETER_NAMES, SEA_LEVEL_WARNING, SPECS, ambient,
+                                    load_attachment_vertices, mesh_file, pressure_type_name, read_mesh,
+                                    settings_problems, unknown_text, usage)
 from .membrane_force_inputs import (Input, InputWatch, Pressures, check_reference_frame, inputs_text,
                                     missing_inputs, no_colour_text, pressure_type_hints, pressures_text,
                                     ready_text, stamp_partners, stopped_text, waiting_text,
@@ -124,11 +124,11 @@ from .messages.pointcloud import write_cloud
 from .kinds.punyo_pressure import PressureCodec
 from .messages.stamps import copy_stamp, stamp_to_ns
 from .parameter_check import unknown_keys, unmatched_params_files
-from .parameters import accept_integer_override
-from .parameter_table import numbered
+from .parameters import declare_spec
+from .parameter_table import ConfigError, raise_all
 from .topic_types import type_name
 
-__all__ = ["PARAMETERS", "ConfigurationError", "MembraneForceNode", "main", "run", "usage"]
+__all__ = ["SPECS", "MembraneForceNode", "main", "run", "usage"]
 
 
 class MembraneForceNode(Node):
@@ -146,8 +146,8 @@ class MembraneForceNode(Node):
             at start and listed on ``/diagnostics``.
 
     Raises:
-        ConfigurationError: every problem found, in one message (numbered when more than one,
-            :func:`~.parameter_table.numbered`), each naming the parameter and value: a value
+        ConfigError: every problem found (:class:`.ConfigErrors` for several, one numbered line),
+            each naming the parameter and value: a value
             of the wrong type or out of its range, a ``mesh`` missing, unreadable, not inflated
             (flat: no pressure pre-tension) or with a free vertex in no triangle, an
             ``attachment_mesh`` missing, unreadable or not the same membrane, and every problem
@@ -161,22 +161,20 @@ class MembraneForceNode(Node):
         super().__init__(node_name, allow_undeclared_parameters=True, **kwargs)
         # every problem at once (one line), so a user fixes them in one go: the values rclpy
         # refuses, the mesh, the attachment mesh, then the settings that need no file
-        problems: List[str] = []
+        problems: List[ConfigError] = []
         p: Dict[str, Any] = {}
-        for name, (default, text, bounds) in PARAMETERS.items():
-            accept_integer_override(self, name, default)   # altitude: 222 for 222.0, as sensor_node
+        for spec in SPECS:   # (altitude: 222 is taken for 222.0, as by sensor_node)
             try:
-                desc = descriptor(name, text, bounds, default)
-                p[name] = self.declare_parameter(name, default, desc).value
-            except Exception as exc:   # rclpy's range / type errors differ between distributions
-                problems.append(f"parameter {name!r}: {exc}")
-                p[name] = default      # only for the checks below: the node does not start
+                p[spec.key] = declare_spec(self, spec.key, spec)
+            except ConfigError as exc:
+                problems.append(exc)
+                p[spec.key] = spec.default   # only for the checks below: the node does not start
         self.p = p
         self.add_on_set_parameters_callback(self._on_set_parameters)
         try:
             self.mesh: MembraneMesh = read_mesh(p["mesh"])
-        except ConfigurationError as exc:
-            problems.append(str(exc))
+        except ConfigError as exc:
+            problems.append(exc)
             self.mesh = None
         self.out_frame = MeshFrameTransform.identity()
         if p["attachment_mesh"]:
@@ -185,11 +183,9 @@ class MembraneForceNode(Node):
                     mesh_file("attachment_mesh", p["attachment_mesh"])
                 else:
                     self.out_frame, attachment = self._attachment_frame(p["attachment_mesh"])
-            except ConfigurationError as exc:
-                problems.append(str(exc))
-        problems += settings_problems(p, self.mesh, self.get_name(), self.get_namespace())
-        if problems:
-            raise ConfigurationError(numbered(problems))
+            except ConfigError as exc:
+                problems.append(exc)
+        raise_all(problems + settings_problems(p, self.mesh, self.get_name(), self.get_namespace()))
         if not p["attachment_mesh"]:
             # sensor_node reads a measured dense force in its own mesh's frame: unless that mesh is
             # this one, its residual would be off by the rotation between the two
@@ -206,7 +202,7 @@ class MembraneForceNode(Node):
         if not float(p["ambient_pressure"]) and not float(p["altitude"]):
             self.get_logger().warning(SEA_LEVEL_WARNING)
         self.config_problems: List[str] = [u.message() for u in unknown_keys(
-            parameter_override_names(self), set(PARAMETERS), {}, {})]
+            parameter_override_names(self), set(PARAMETER_NAMES), {}, {})]
         for path, keys in unmatched_params_files(command_line, self.get_fully_qualified_name()):
             self.config_problems.append(
                 f"parameters file {path} has no entry for this node: expected "
@@ -284,7 +280,7 @@ class MembraneForceNode(Node):
         file's resolved path.
 
         Raises:
-            ConfigurationError: no such file, not a regular file, a file that is no triangle mesh, or
+            ConfigError: no such file, not a regular file, a file trimesh cannot read, or
             one that is not the same membrane (named).
         """
         attachment = mesh_file("attachment_mesh", given)
@@ -292,7 +288,7 @@ class MembraneForceNode(Node):
             verts = load_attachment_vertices(attachment)
             return fit_mesh_transform(self.mesh.points, verts, self.mesh.boundary), attachment
         except Exception as exc:
-            raise ConfigurationError(f"parameter 'attachment_mesh' = {given!r}: {exc}") from None
+            raise ConfigError("attachment_mesh", given, str(exc)) from None
 
     def _on_set_parameters(self, params: List[Any]) -> SetParametersResult:
         """Live requests: every parameter of this node is read-only (rclpy refuses those by name);
@@ -718,7 +714,7 @@ def main(args: Optional[List[str]] = None) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     return run_node("membrane_force_node", lambda: MembraneForceNode(command_line=argv), argv,
-                    config_errors=(ConfigurationError,))
+                    config_errors=(ConfigError,))
 
 
 def run() -> None:
