@@ -595,6 +595,8 @@ class SensorNode(Node):
             h.last_marker_time = now
 
     def _on_stamp_jump(self) -> None:
+        self.inputs.stamp_jumps_backwards = self.rig.stamp_jumps   # the rig's counter, on /diagnostics
+        self.inputs.last_stamp_jump = self.rig.last_stamp_jump
         logger = self._reason_loggers.setdefault("stamp_jump", self.get_logger().get_child("stamp_jump"))
         logger.warning(f"contacts stamp went backwards ({self.rig.last_stamp_jump}); simulator reset "
                        "assumed: pairing buffers and sensor states cleared", throttle_duration_sec=1.0)
@@ -642,8 +644,6 @@ class SensorNode(Node):
                    for n, h in self._handles.items()}
         self.inputs.unknown_joint_names = dict(self.joint_names.unknown)
         self.inputs.missing_joints = self.joint_names.missing_text()
-        self.inputs.stamp_jumps_backwards, self.inputs.last_stamp_jump = self.rig.stamp_jumps, \
-            self.rig.last_stamp_jump
         self.inputs.joint_stamp_jumps_backwards = self._transforms.stamp_jumps
         self.inputs.last_joint_stamp_jump = self._transforms.last_stamp_jump
         if self._contact_free is not None:
