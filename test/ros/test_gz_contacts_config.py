@@ -183,7 +183,7 @@ def test_a_late_contacts_message_is_used_and_counted_an_earlier_one_is_a_reset(r
         assert node._contact_free.steps == 0 and pressure.last_values[0] == pytest.approx(2.0 / A, rel=1e-6)
         node._on_joint_state(_joints(10_200))          # 0.2 s: a contact-free step at 10.2 s
         assert node._contact_free.steps == 1 and pressure.last_values[0] == 0.0
-        assert node._last_stamp == 10_200_000_000 and node.inputs.contacts_processed == 1
+        assert node.rig.last_stamp == 10_200_000_000 and node.inputs.contacts_processed == 1
         node._on_contacts(_push_at(node, 10_100))      # after the last contacts, before the step: late
         assert node._contact_free.late == 1 and node.inputs.stamp_jumps_backwards == 0
         assert node.inputs.contacts_processed == 2
@@ -200,12 +200,12 @@ def test_joint_stamps_going_back_restart_the_period_and_the_step_follows_them(rc
     try:
         for ms in (10_000, 10_100, 10_200):
             node._on_joint_state(_joints(ms))
-        assert node._contact_free.steps == 1 and node._last_stamp == 10_200_000_000
+        assert node._contact_free.steps == 1 and node.rig.last_stamp == 10_200_000_000
         for ms in (1_000, 1_100):                      # the simulator restarted at 1.0 s
             node._on_joint_state(_joints(ms))
         assert node._contact_free.steps == 1 and node.inputs.stamp_jumps_backwards == 0
         node._on_joint_state(_joints(1_200))           # one period into the new run
-        assert node._contact_free.steps == 2 and node._last_stamp == 1_200_000_000
+        assert node._contact_free.steps == 2 and node.rig.last_stamp == 1_200_000_000
         assert node.inputs.stamp_jumps_backwards == 1  # the step followed the simulator back: a reset
     finally:
         node.destroy_node()
@@ -240,7 +240,7 @@ def test_under_use_sim_time_without_joint_stamps_the_clock_paces_the_steps(rclpy
         for ms in (10_200, 10_250, 10_300):
             clock_to(ms)
         # stamped on the simulator's clock, one period after the contacts (the timer ticks every 50 ms)
-        assert node._contact_free.steps == 1 and node._last_stamp in (10_200_000_000, 10_250_000_000)
+        assert node._contact_free.steps == 1 and node.rig.last_stamp in (10_200_000_000, 10_250_000_000)
         assert node._handles["pressure"].last_values[0] == 0.0
     finally:
         ex.shutdown()

@@ -304,7 +304,7 @@ def test_global_tare_skips_sensors_without_a_measured_stream_and_is_all_or_nothi
         a, b = node._handles["pressure"], node._handles["pressure_b"]
         _run_schedule(node, 0.5)                       # only 'pressure' gets a measured stream
         assert node._on_tare("pressure", Trigger.Request(), Trigger.Response()).success
-        before, text_before = a.sensor.get_calibration(), a.stats.calibration
+        before, text_before = a.sensor.get_calibration(), a.calibration_text
         assert float(before["tare"][0]) == pytest.approx(BASELINE_HPA * 100, rel=1e-6)
         _run_schedule(node, 0.5, lambda j: 1000.0, t0_sim=3000.0)   # 'pressure' alone would now tare to 1e5
         node._on_measured("pressure_b", Float32(data=BASELINE_HPA))   # arrives, pairs with nothing
@@ -315,7 +315,7 @@ def test_global_tare_skips_sensors_without_a_measured_stream_and_is_all_or_nothi
         # all or nothing: 'pressure' keeps its earlier offset, not the 1e5 Pa its own tare just found
         after = a.sensor.get_calibration()
         assert set(after) == set(before) and all(np.array_equal(after[k], before[k]) for k in before)
-        assert a.stats.calibration == text_before and b.sensor.get_calibration() == {}
+        assert a.calibration_text == text_before and b.sensor.get_calibration() == {}
     finally:
         node.destroy_node()
 

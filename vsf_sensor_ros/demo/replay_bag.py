@@ -86,7 +86,7 @@ def check_inputs(bag: BagTopics, cfg: DemoConfig) -> List[str]:
         BagError: ``/contacts`` or ``/joint_states`` missing or empty, a topic of another type than
             the node reads, no sensor with a measured topic, or a header-less measured type.
     """
-    from vsf_sensor_ros.ros.messages.readings import READING_CODECS
+    from vsf_sensor_ros.ros.kinds import reading_codecs
     want = {"/contacts": str(cfg.base_params.get("contacts_type") or "sensor_msgs/msg/PointCloud2"),
             "/joint_states": "sensor_msgs/msg/JointState"}
     for topic, msgtype in want.items():
@@ -98,7 +98,7 @@ def check_inputs(bag: BagTopics, cfg: DemoConfig) -> List[str]:
     warnings, measured = [], 0
     for s in cfg.sensors:
         topic = measured_topic(cfg.base_params, s.name)
-        msgtype = str(cfg.base_params.get(f"{s.name}.measured_type") or READING_CODECS[s.kind].message_type)
+        msgtype = str(cfg.base_params.get(f"{s.name}.measured_type") or reading_codecs()[s.kind].message_type)
         have = bag.topics.get(topic)
         if have is None or have[1] == 0:
             warnings.append(f"{s.name}: no {topic} in the bag: predicted only, no residual")

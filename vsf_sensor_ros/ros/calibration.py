@@ -20,95 +20,36 @@ here):
   ``<s>/calibrate_gain`` (below) and ``save_calibration``
   (:mod:`.calibration_file`).
 
-Tare
-----
-The node pairs every measured message with the prediction of the same stamp
-(:mod:`vsf_sensor_ros.ros.sensor_node`).  A tare then needs a simulator for
-``TareCalibrator.calibrate(sensor, sim, commands, observations)``; here the
-"simulator" is :class:`ReplaySimulator`, which replays the recorded
-``SimState`` of each paired sample: ``step(command)`` selects sample
-``command`` (an index), ``state()`` returns its ``SimState`` and
-``measurements()`` the sensor's prediction for it.  The calibrator does the
-arithmetic (average observation, average contact-free simulation); this
-module only chooses the samples and formats the answer.
-
-Which samples: the **most recent run of consecutive contact-free pairs**
-(``not sensor.in_contact(state)`` for the paired ``SimState``: nothing
-touches what the sensor senses -- its body, or its Klampt patch / Isaac
-radius, so a load sensor on a box resting on a table is contact-free while
-nothing presses its top), its last ``N``
-samples (``N`` = ``tare_samples``), oldest first.  "Most recent" because a
-tare is asked for *now*: an operator lifts the gripper off the object and
-calls ``tare``, and readings from before a contact may belong to another
-temperature or membrane inflation.  Fewer than ``N`` samples in that run are
-used as they are, and the answer says how many.
-
-Gain
-----
-A tare removes a constant offset; a real sensor can also show a different
-*change* under load than the model predicts (a Punyo bubble's membrane carries
-part of the load: the pressure rise is smaller than ``F·n / A_base``).  The
-library's :class:`~vsf_sensor_ros.sensor.GainCalibrator` fits that gain by
-least squares through the origin, on top of the tare offset, from pairs of
-measured and predicted samples that have contact.
-
-In the node, every measured message paired with the prediction of the same
-stamp is buffered (:class:`~vsf_sensor_ros.ros.sensor_handle.PairedSample`: the
-measured vector in SI -- the message's unit times ``measured_scale`` -- and the
-step's ``SimState``).  Samples with contact on what the sensor senses (the
-same test a tare uses to reject a sample) also go into a second bounded
-buffer (:func:`record`), so a long contact-free stretch after a poke does not
-push them out; it holds the most recent :func:`~.sensor_handle.contact_buffer_size` of them
-and is cleared with the pairing buffers (simulator reset, a measured source
-that restarted).
-
-The service (``std_srvs/Trigger``) exists only for sensors the calibrator is
-:meth:`~vsf_sensor_ros.sensor.GainCalibrator.compatible` with (the Punyo
-pressure sensor today).  It uses every buffered contact sample whose measured
-vector is complete (a message that does not carry an entry cannot fit it) and
-the calibrator's defaults: at least :data:`MIN_SAMPLES` contact samples, a
-relative standard error of the gain of at most :data:`MAX_RELATIVE_ERROR`.
-On a refusal the answer is ``success=false`` with the calibrator's reason and
-nothing changes; on success the sensor's calibration gets ``'gain'`` (its
-tare kept), the answer names the gain, the sample count and the relative
-standard error, and ``save_calibration`` writes it with the tare.
+The arithmetic of tares and gain fits, which samples they use and the file format are the
+rig's (:mod:`vsf_sensor_ros.rig.calibration`); this module decodes, stamps and hands measured
+messages to the rig, publishes what a pair gives, and answers the services.  ``<s>/calibrate_gain``
+exists only for sensors :class:`~vsf_sensor_ros.sensor.GainCalibrator` is compatible with.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 from rclpy.clock import Clock
 from std_srvs.srv import Trigger
 
-from ..sensor import GainCalibrator, TareCalibrator
-from ..sensor.base_sensor import BaseSensor, SimState
+from ..rig.calibration import MIN_SAMPLES, calibrate_gain, calibration_entry, select_samples, tare
+from ..rig.pairing import Pair
+from ..rig.rig import Rig
+from ..rig.sensors import Prediction
 from . import calibration_file as cal_store
-from .calibration_file import TARE_KEY, effective_offset, format_offset
 from .input_health import pressure_unit_problem
 from .messages import readings as enc
 from .messages.stamps import stamp_to_ns
-from .pairing import Pair
 from .parameters import LiveSettings
-from .sensor_handle import PairedSample, Prediction, SensorHandle
-
-GAIN_KEY = "gain"
-
-
-MIN_SAMPLES = 10
-"""Fewest contact samples a fit uses (the calibrator refuses below)."""
-
-
-MAX_RELATIVE_ERROR = 0.2
-"""Largest relative standard error of the fitted gain (the calibrator refuses above: ill-conditioned)."""
+from .sensor_handle import SensorHandle
 
 
 class Measurements:
     """Measured messages, residuals, tares, gain fits and ``save_calibration`` of a node's sensors.
 
     Args:
-        handles: the node's sensors by name (the node's own dict: sensors added or removed
-            live are seen at once).
+        rig: the node's rig (its sensors are the node's handles; measured vectors pair there).
         calibration: the calibration file fixed at start.
         live: returns the node's current live settings (``tare_samples``, ``tare_on_start``).
         reject: the node's ``_reject(reason, detail, handle)``: counts and logs a rejection.
@@ -117,10 +58,11 @@ class Measurements:
             ``use_sim_time``).
     """
 
-    def __init__(self, handles: Dict[str, SensorHandle], calibration: cal_store.CalibrationStore,
+    def __init__(self, rig: Rig, calibration: cal_store.CalibrationStore,
                  live: Callable[[], LiveSettings], reject: Callable[..., None], logger: Any,
                  clock: Clock) -> None:
-        self._handles = handles
+        self._rig = rig
+        self._handles: Dict[str, SensorHandle] = rig.sensors   # type: ignore[assignment]
         self._calibration = calibration
         self._live = live
         self._reject = reject
@@ -145,7 +87,6 @@ class Measurements:
             vec = enc.decode_measured(h.layout, msg, float(h.config.values["measured_scale"]))
         except enc.MeasuredDecodeError as exc:
             return self._reject(exc.reason, f"{name}/measured: {exc}", h)
-        h.measured_accepted += 1
         if h.headerless:   # no header: stamped with its receive time (node clock) + measured_delay
             recv_ns = self._clock.now().nanoseconds
             # a node clock at 0 (use_sim_time, no /clock yet) is no time either: stamp 0, refused
@@ -153,14 +94,8 @@ class Measurements:
         else:
             stamp_ns = stamp_to_ns(msg.header.stamp)
         self._check_plausible(h, vec)
-        if h.pairer.measurement_went_back(stamp_ns):
-            # the measured source restarted: unmatched measurements and tare pairs are stale
-            h.stats.measured_stamp_jumps += 1
-            h.pairer.clear_measurements()
-            h.pairs.clear()
-            h.contact_pairs.clear()
         zero = h.pairer.zero_stamps["measured"]
-        pair = h.pairer.add_measurement(stamp_ns, vec)
+        pair = self._rig.pair_measured(name, stamp_ns, vec)   # a stamp gone back clears its buffers
         if h.pairer.zero_stamps["measured"] > zero:
             self._zero_stamp(h)
         elif pair is not None:
@@ -210,15 +145,12 @@ class Measurements:
     def paired(self, h: SensorHandle, pair: "Pair[Prediction, np.ndarray]") -> None:
         """A measured vector met its prediction: publish the residual and the measured value in SI
         (both stamped with the prediction's contacts stamp), keep the pair for tares."""
-        (predicted, state, contact_free, stamp_ns), measured = pair.prediction, pair.measurement
-        residual = h.residual(measured, predicted)
+        residual, measured, stamp_ns = h.keep_pair(pair)
         if residual is None:
             self._reject("residual_out_of_range", f"{h.name}: measured - predicted overflows its message", h)
         elif h.endpoints.publish_residual(h.layout, residual, stamp_ns):   # the contacts stamp
             h.stats.residuals_published += 1
         h.endpoints.publish_measured_si(h.layout, measured, stamp_ns)
-        h.pairs.append(PairedSample(stamp_ns, measured, state, contact_free))
-        record(h.contact_pairs, h.pairs[-1])
         live = self._live()
         n = live.tare_samples
         if live.tare_on_start and not h.tared_on_start:
@@ -285,7 +217,7 @@ class Measurements:
             response.message = (f"no sensor has a measured stream yet (skipped: {', '.join(skipped)})"
                                 + (f"; missing: {missing}" if missing else ""))
             return response
-        before = [(h, h.sensor.get_calibration(), h.stats.calibration, h.tare_samples_used) for h in handles]
+        before = [(h, h.sensor.get_calibration(), h.calibration_text, h.tare_samples_used) for h in handles]
         results = [self._tare(h) for h in handles]
         response.success = all(ok for ok, _ in results)
         lines = [text for _, text in results]
@@ -293,7 +225,7 @@ class Measurements:
             lines = [f"not applied: {text}" for text in lines]
             for h, cal, text, used in before:
                 h.sensor.set_calibration(cal)
-                h.stats.calibration, h.tare_samples_used = text, used
+                h.calibration_text, h.tare_samples_used = text, used
             lines.append("no offset changed: a tare of the sensors with a measured stream is all or nothing")
         if skipped:
             lines.append(f"skipped (no measured stream): {', '.join(skipped)}")
@@ -304,7 +236,7 @@ class Measurements:
                             response: Trigger.Response) -> Trigger.Response:
         """``save_calibration``: every sensor's calibration to the file fixed at start."""
         entries = {h.name: e for h in self._handles.values()
-                   if (e := cal_store.calibration_entry(h)) is not None}
+                   if (e := calibration_entry(h, h.config.values["attachment"])) is not None}
         try:
             response.message = self._calibration.save(entries)
             response.success = True
@@ -315,179 +247,4 @@ class Measurements:
         return response
 
 
-# -- tare --------------------------------------------------------------------------------
-class ReplaySimulator:
-    """The minimal simulator ``TareCalibrator`` drives, replaying recorded states.
-
-    Args:
-        sensor: the sensor being calibrated (its ``predict`` gives ``measurements()``).
-        states: recorded ``SimState`` per sample.
-    """
-
-    def __init__(self, sensor: BaseSensor, states: Sequence[SimState]) -> None:
-        self._sensor = sensor
-        self._states = list(states)
-        self._i = 0
-
-    def step(self, command: Any, dt: float = 0.1) -> None:
-        """Advance to sample ``command`` (an int index, or a dict with key ``'sample'``)."""
-        idx = command["sample"] if isinstance(command, dict) else command
-        self._i = int(idx)
-
-    def state(self) -> SimState:
-        """The recorded ``SimState`` of the current sample (all its contacts).
-
-        The node tares with ``TareCalibrator(contact_scope='sensor')``, which
-        asks ``sensor.in_contact(state)`` -- the same test the node used to
-        choose the samples -- instead of stopping at any contact in the world.
-        """
-        return self._states[self._i]
-
-    def measurements(self) -> Dict[str, np.ndarray]:
-        """``{sensor.name: prediction}`` for the current sample (float64 numpy)."""
-        y = self._sensor.predict(self._states[self._i])
-        return {self._sensor.name: y.detach().cpu().numpy().astype(np.float64)}
-
-
-def select_samples(pairs: Sequence[PairedSample], n: int) -> Tuple[List[PairedSample], Optional[str]]:
-    """The last ``n`` samples of the most recent contact-free run (oldest first).
-
-    Returns:
-        ``(samples, None)`` or ``([], reason)`` when there is nothing to use.
-    """
-    if not pairs:
-        return [], "no measured sample paired with a prediction yet"
-    end = len(pairs)
-    while end > 0 and not pairs[end - 1].contact_free:
-        end -= 1
-    if end == 0:
-        return [], f"all {len(pairs)} buffered samples have contact on what the sensor senses"
-    start = end
-    while start > 0 and pairs[start - 1].contact_free and end - start < n:
-        start -= 1
-    return list(pairs[start:end]), None
-
-
-def tare_sensor(sensor: BaseSensor, samples: Sequence[PairedSample], calibrator: Any) -> int:
-    """Run ``calibrator`` (a ``TareCalibrator``) over ``samples`` and apply its result.
-
-    The previous calibration is cleared first (its ``'gain'``, fitted by
-    ``<s>/calibrate_gain``, kept: a tare moves the offset, not the gain), so
-    the replayed predictions are the raw (untared) model and a second tare
-    does not stack on the first; on any error the previous calibration is
-    restored.  Entries a
-    measured message does not carry (NaN) are replaced by the sample's raw
-    prediction, so the tare leaves them at zero offset.
-
-    Returns:
-        The number of samples the calibrator used.
-
-    Raises:
-        ValueError / RuntimeError: from the calibrator or the sensor
-            (calibration restored).
-    """
-    before = sensor.get_calibration()
-    sensor.set_calibration({k: before[k] for k in ("gain",) if k in before})
-    try:
-        return _calibrate(sensor, samples, calibrator)
-    except Exception:
-        sensor.set_calibration(before)
-        raise
-
-
-def _calibrate(sensor: BaseSensor, samples: Sequence[PairedSample], calibrator: Any) -> int:
-    sim = ReplaySimulator(sensor, [s.state for s in samples])
-    observations = []
-    for i, s in enumerate(samples):
-        obs = s.measured
-        if np.isnan(obs).any():
-            sim.step(i)
-            pred = sim.measurements()[sensor.name]
-            obs = np.where(np.isnan(obs), pred, obs)
-        observations.append({sensor.name: obs})
-    commands = list(range(len(samples)))
-    return int(calibrator.calibrate(sensor, sim, commands, observations))
-
-
-def tare(h: "SensorHandle", n: int) -> Tuple[bool, str]:
-    """Tare one sensor from its buffered pairs; ``(success, answer text)``.
-
-    Uses the last ``n`` samples of the most recent contact-free run
-    (:func:`select_samples`) through the library's
-    ``TareCalibrator``; on success the sensor's calibration, its
-    ``stats.calibration`` text and ``tare_samples_used`` are updated.
-    """
-    if type(h.sensor).set_calibration is BaseSensor.set_calibration:
-        # every shipped model has a tare offset; a model that keeps no calibration cannot be tared
-        return False, f"{h.name}: cannot tare: the {h.config.type} model has no tare offset"
-    samples, why = select_samples(list(h.pairs), n)
-    if why is not None:
-        return False, f"{h.name}: cannot tare: {why}"
-    # contact-free = nothing touches what this sensor senses, as the samples were chosen
-    calibrator = TareCalibrator(num_samples=n, output_key=TARE_KEY, contact_scope="sensor")
-    if hasattr(calibrator, "compatible") and not calibrator.compatible(h.sensor):
-        return False, f"{h.name}: cannot tare: {h.config.type} has no tare calibration"
-    try:
-        used = tare_sensor(h.sensor, samples, calibrator)
-    except (ValueError, RuntimeError) as exc:
-        return False, f"{h.name}: cannot tare: {exc}"
-    cal = h.sensor.get_calibration()
-    if TARE_KEY not in cal:
-        return False, f"{h.name}: cannot tare: the {h.config.type} model kept no '{TARE_KEY}' entry"
-    unit = h.layout.codec.unit
-    # report the physical entries (the indicator entries of pad/load sensors carry no offset)
-    slots = [int(i) for i in h.layout.slots if i >= 0]
-    eff = effective_offset(cal, TARE_KEY)
-    offset = format_offset({TARE_KEY: eff[slots]}, TARE_KEY, unit, [h.layout.names[i] for i in slots])
-    stamp_s = samples[-1].stamp_ns * 1e-9
-    h.stats.calibration = f"tared with {used} samples up to stamp {stamp_s:.9f} s: {offset}"
-    h.tare_samples_used = used
-    return True, f"{h.name}: tared with {used} of {n} samples (most recent contact-free run); offset {offset}"
-
-
-# -- gain --------------------------------------------------------------------------------
-def supports_gain(sensor: BaseSensor) -> bool:
-    """True when ``GainCalibrator`` can fit this sensor (it applies a ``'gain'`` calibration entry)."""
-    return GainCalibrator().compatible(sensor)
-
-
-def record(buffer: Deque[PairedSample], sample: PairedSample) -> None:
-    """Keep ``sample`` in ``buffer`` when it has contact on what the sensor senses (oldest drop out)."""
-    if not sample.contact_free:
-        buffer.append(sample)
-
-
-def calibrate_gain(h: "SensorHandle") -> Tuple[bool, str]:
-    """Fit sensor ``h``'s gain from its buffered contact samples; ``(success, answer text)``.
-
-    Success: ``"<s>: gain <k> from <n> contact samples (relative standard error <e>); RMS of
-    measured - predicted change <before> -> <after> <unit>"``; the sensor's ``'gain'`` is set,
-    its tare kept, ``stats.calibration`` updated.  Refusal: ``"<s>: cannot calibrate gain:
-    <reason>"`` (too few contact samples, nothing excited, a non-positive gain, an ill-conditioned
-    fit, a sensor type without a gain); the calibration is unchanged.
-    """
-    if not supports_gain(h.sensor):
-        return False, f"{h.name}: cannot calibrate gain: the {h.config.type} model has no gain"
-    samples = [s for s in getattr(h, "contact_pairs", ()) if np.isfinite(s.measured).all()]
-    calibrator = GainCalibrator(min_samples=MIN_SAMPLES, max_relative_error=MAX_RELATIVE_ERROR)
-    try:
-        used = calibrator.fit(h.sensor, [s.state for s in samples], [s.measured for s in samples])
-    except ValueError as exc:
-        return False, f"{h.name}: cannot calibrate gain: {exc}"
-    fit = calibrator.last_fit
-    gain = fit.gain[fit.fitted]
-    rel = fit.relative_std_error[fit.fitted]
-    shared = np.allclose(gain, gain[0])
-    k = f"{float(gain[0]):.9g}" if shared else f"{gain.size} entries, mean {gain.mean():.6g}"
-    unit = h.layout.codec.unit
-    tare_text = str(h.stats.calibration).split("; gain ")[0]     # a new gain replaces the last one
-    gain_text = f"gain {k} from {used} contact samples"
-    uncalibrated = tare_text in ("", "uncalibrated") or tare_text.startswith("gain ")
-    h.stats.calibration = gain_text if uncalibrated else f"{tare_text}; {gain_text}"
-    return True, (f"{h.name}: gain {k} from {used} contact samples (relative standard error "
-                  f"{float(np.nanmax(rel)):.3g}); RMS of measured - predicted change "
-                  f"{fit.rms_before:.6g} -> {fit.rms_after:.6g} {unit}")
-
-
-__all__ = ["GAIN_KEY", "MAX_RELATIVE_ERROR", "MIN_SAMPLES", "Measurements", "ReplaySimulator",
-           "calibrate_gain", "record", "select_samples", "supports_gain", "tare", "tare_sensor"]
+__all__ = ["Measurements"]

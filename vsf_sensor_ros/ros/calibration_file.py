@@ -1,6 +1,6 @@
-"""The calibration file of the sensor node: its YAML format, loading at start, the guarded save.
+"""The calibration file of the sensor node on disk: reading it at start, the guarded save.
 
-File format (YAML, SI units), written by :meth:`CalibrationStore.save`::
+File format (YAML, SI units; :mod:`vsf_sensor_ros.rig.calibration` reads and writes it)::
 
     # vsf_sensor_ros sensor_node calibration (SI units); loaded at start
     sensors:
@@ -49,18 +49,16 @@ import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
-import numpy as np
 import yaml
 
+from ..rig.calibration import HEADER, apply_entry, file_text, parse_file
 from .parameter_table import ConfigError
 
 if TYPE_CHECKING:  # the handle type only, for annotations (no import cycle at run time)
     from .sensor_handle import SensorHandle
 
-HEADER = "# vsf_sensor_ros sensor_node calibration (SI units); loaded at start"
-TARE_KEY = "tare"
 # A file larger than this is not one the node wrote (a calibration of the real Punyo is ~40 kB).
 MAX_CHECKED_BYTES = 64 * 1024 * 1024
 
@@ -97,19 +95,9 @@ class CalibrationStore:
             raise ConfigError("calibration_file", str(self.path),
                               f"is {_file_kind(self.path)}, not a calibration file")
         try:
-            data = yaml.safe_load(self.path.read_text()) or {}
-            entries = data.get("sensors", {})
-            if not isinstance(entries, dict):
-                raise ValueError("'sensors' must be a mapping")
-            for name, entry in entries.items():
-                if not isinstance(entry, dict):
-                    raise ValueError(f"entry {name!r} must be a mapping, not {entry!r}")
-                if not isinstance(entry.get("calibration", {}), dict):
-                    raise ValueError(f"entry {name!r}: 'calibration' must be a mapping, not "
-                                     f"{entry['calibration']!r}")
-        except (OSError, ValueError, yaml.YAMLError, AttributeError) as exc:
+            return parse_file(self.path.read_text())
+        except (OSError, ValueError) as exc:
             raise ConfigError("calibration_file", str(self.path), f"unreadable calibration: {exc}") from None
-        return entries
 
     def save(self, entries: Mapping[str, Dict[str, Any]]) -> str:
         """Write ``{'sensors': entries}`` to :attr:`path` (see the module docstring); the answer text.
@@ -134,7 +122,7 @@ class CalibrationStore:
             raise SaveRefused(f"no sensor is calibrated; {path} left unchanged")
         target = write_target(path)
         checked = self._check_target(target)
-        text = HEADER + "\n" + yaml.safe_dump({"sensors": dict(entries)}, sort_keys=True)
+        text = file_text(entries)
         try:
             if not target.parent.is_dir():
                 target.parent.mkdir(parents=True, exist_ok=True)   # only with create_dirs (checked above)
@@ -395,15 +383,6 @@ def _pwrite_all(fd: int, data: bytes) -> None:
         off += n
 
 
-def calibration_entry(h: "SensorHandle") -> Optional[Dict[str, Any]]:
-    """The file entry of one sensor, or None when it holds no calibration."""
-    cal = h.sensor.get_calibration()
-    if not cal:
-        return None
-    return {"type": h.config.type, "attachment": h.config.values["attachment"],
-            "samples": h.tare_samples_used, "calibration": calibration_to_yaml(cal)}
-
-
 def _file_kind(path: Path) -> str:
     """What is at ``path`` in words ('a directory', 'a FIFO', ..., 'a broken symbolic link')."""
     try:
@@ -418,90 +397,12 @@ def _file_kind(path: Path) -> str:
 
 
 def apply_file_entry(h: "SensorHandle", entry: Dict[str, Any], file_param: str) -> Optional[str]:
-    """Load one file entry into a sensor; a warning text when the entry is for another type (ignored).
-
-    ``file_param``: the ``calibration_file`` parameter as given (named in errors).
-
-    Raises:
-        ConfigError: naming ``calibration_file`` when the model rejects the entry.
-    """
-    if entry.get("type") not in (None, h.config.type):
-        return f"calibration of {h.name!r} is for type {entry.get('type')!r}, not {h.config.type!r}; ignored"
+    """:func:`vsf_sensor_ros.rig.calibration.apply_entry`, its model refusal a :class:`ConfigError`
+    naming ``calibration_file`` (``file_param``: the parameter as given) and the sensor."""
     try:
-        h.sensor.set_calibration(calibration_from_yaml(entry.get("calibration", {})))
-    except (ValueError, TypeError, KeyError) as exc:
-        raise ConfigError("calibration_file", file_param, f"entry {h.name!r}: {exc}") from None
-    h.stats.calibration = f"loaded from file ({entry.get('samples', '?')} samples)"
-    return None
+        return apply_entry(h, entry)
+    except ValueError as exc:
+        raise ConfigError("calibration_file", file_param, str(exc)) from None
 
 
-def restored_text(h: "SensorHandle") -> str:
-    """One sensor's restored calibration for the start-up log: ``name (offset pressure=101325 Pa,
-    gain 0.8)``; only what the calibration holds (an offset over the physical entries, a gain)."""
-    cal = h.sensor.get_calibration()
-    parts = []
-    eff = effective_offset(cal, TARE_KEY)
-    if eff is not None:
-        slots = [int(i) for i in h.layout.slots if i >= 0 and int(i) < eff.size]
-        parts.append("offset " + format_offset({TARE_KEY: eff[slots]}, TARE_KEY,
-                                               h.layout.codec.unit,
-                                               [h.layout.names[i] for i in slots]))
-    if "gain" in cal:
-        g = cal["gain"]
-        gain = np.asarray(g.detach().cpu().numpy() if hasattr(g, "detach") else g,
-                          dtype=np.float64).reshape(-1)
-        parts.append("gain " + ", ".join(f"{g:.6g}" for g in gain))
-    return f"{h.name} ({'; '.join(parts) or 'no offset or gain'})"
-
-
-# -- calibration dicts as YAML values ------------------------------------------------------------
-def _array(val: Any) -> np.ndarray:
-    if hasattr(val, "detach"):
-        val = val.detach().cpu().numpy()
-    return np.asarray(val, dtype=np.float64).reshape(-1)
-
-
-def effective_offset(calibration: Dict[str, Any], key: str) -> Optional[np.ndarray]:
-    """What the tare adds to the raw model: ``tare − tare_sim_avg`` (``tare`` alone when no average)."""
-    if key not in calibration:
-        return None
-    off = _array(calibration[key])
-    if "tare_sim_avg" in calibration:
-        off = off - _array(calibration["tare_sim_avg"])
-    return off
-
-
-def format_offset(calibration: Dict[str, Any], key: str, unit: str, names: Sequence[str]) -> str:
-    """Human text of the effective offset: ``pressure=101325 Pa`` or a summary for long vectors."""
-    arr = effective_offset(calibration, key)
-    if arr is None:
-        return f"(no '{key}' in calibration)"
-    if arr.size <= 4:
-        labels = list(names) if len(names) == arr.size else [f"[{i}]" for i in range(arr.size)]
-        return ", ".join(f"{k}={v:.9g} {unit}" for k, v in zip(labels, arr))
-    return f"{arr.size} entries, mean {arr.mean():.6g} {unit}, max |.| {np.abs(arr).max():.6g} {unit}"
-
-
-def calibration_to_yaml(calibration: Dict[str, Any]) -> Dict[str, Any]:
-    """Calibration dict -> plain lists/floats for YAML."""
-    out: Dict[str, Any] = {}
-    for k, v in calibration.items():
-        if hasattr(v, "detach"):
-            v = v.detach().cpu().numpy()
-        if isinstance(v, np.ndarray):
-            out[k] = [float(x) for x in v.reshape(-1)]
-        elif isinstance(v, (np.floating, np.integer)):
-            out[k] = v.item()
-        else:
-            out[k] = v
-    return out
-
-
-def calibration_from_yaml(entry: Dict[str, Any]) -> Dict[str, Any]:
-    """YAML lists -> float64 numpy arrays (scalars stay scalars)."""
-    return {k: (np.asarray(v, dtype=np.float64) if isinstance(v, list) else v) for k, v in entry.items()}
-
-
-__all__ = ["CalibrationStore", "HEADER", "SaveRefused", "TARE_KEY", "apply_file_entry", "calibration_entry",
-           "calibration_from_yaml", "calibration_to_yaml", "effective_offset", "foreign_reason",
-           "format_offset", "restored_text", "write_target"]
+__all__ = ["CalibrationStore", "SaveRefused", "apply_file_entry", "foreign_reason", "write_target"]

@@ -122,7 +122,7 @@ class LiveSettings:
     @property
     def tolerance_ns(self) -> Optional[int]:
         """``max_stamp_difference`` in integer nanoseconds; None when 0 (the adaptive rule of
-        :class:`~vsf_sensor_ros.ros.pairing.StampPairer`: half the longer observed period)."""
+        :class:`~vsf_sensor_ros.rig.pairing.StampPairer`: half the longer observed period)."""
         ns = int(round(self.max_stamp_difference * 1e9))
         return ns if ns > 0 else None
 

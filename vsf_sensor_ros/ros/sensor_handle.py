@@ -1,9 +1,8 @@
-"""One sensor inside the node: model, buffers, endpoints; predict, check, publish, residual.
+"""One sensor inside the node: the rig's sensor plus its parameters, endpoints and counters.
 
-:class:`SensorHandle` is everything the node keeps for one sensor; for each contacts message
-the node asks every handle for a :class:`SensorResult` (:meth:`SensorHandle.predict`),
-checks them all together (:func:`check_predictions`: a bad message is rejected whole) and
-then has each handle's :class:`SensorEndpoints` publish its outputs.
+:class:`SensorHandle` is the rig's :class:`~vsf_sensor_ros.rig.sensors.RigSensor` (model,
+pairing buffers, predict, residual) with what only the node has: its parameters, its
+:class:`SensorEndpoints` (which publish a checked step's outputs) and its diagnostics counters.
 
 Per sensor ``<s>`` (:class:`SensorEndpoints`, created at start):
 
@@ -24,92 +23,25 @@ the hot path, as message objects.
 """
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
-import dataclasses
-from typing import Any, Callable, Deque, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Mapping, Optional
 
 import numpy as np
-import torch
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile
 from sensor_msgs.msg import PointCloud2
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
+from ..rig.sensors import RigSensor
 from ..sensor import GainCalibrator
 from ..sensor.base_sensor import BaseSensor, SimState
 from .diagnostics import SensorStats
 from .messages import readings as enc
 from .messages import wire
 from .messages.stamps import ns_to_stamp, stamp_to_ns
-from .pairing import StampPairer
 from .parameter_table import ConfigError
 from .parameters import SensorParameters
-
-# A buffered prediction: (values (#meas,) float64, the SimState it came from, contact-free for a tare,
-# the contacts message's stamp in ns -- the pairing key may be the receive time instead).
-Prediction = Tuple[np.ndarray, SimState, bool, int]
-
-F32_MAX = float(np.finfo(np.float32).max)
-
-
-@dataclass
-class PairedSample:
-    """A measured message paired with the prediction of the same stamp.
-
-    Attributes:
-        stamp_ns: stamp of the contacts message (ns).
-        measured: ``(#meas,)`` float64 measured vector in SI (NaN = not carried by the message).
-        state: the ``SimState`` the prediction came from.
-        contact_free: ``not sensor.in_contact(state)`` (see the module docstring).
-    """
-
-    stamp_ns: int
-    measured: np.ndarray
-    state: SimState
-    contact_free: bool
-
-
-def contact_buffer_size(buffer_size: int) -> int:
-    """Capacity of a sensor's contact-sample buffer: ``max(4 * alignment_buffer_size, 100)``, as the
-    buffer of all paired samples."""
-    return max(4 * int(buffer_size), 100)
-
-
-def new_buffer(buffer_size: int) -> Deque[PairedSample]:
-    """An empty contact-sample buffer for ``alignment_buffer_size`` = ``buffer_size``."""
-    return deque(maxlen=contact_buffer_size(buffer_size))
-
-
-@dataclass
-class SensorResult:
-    """One sensor's outcome for one step.
-
-    Attributes:
-        handle: the sensor's :class:`~vsf_sensor_ros.ros.sensor_handle.SensorHandle`.
-        values: ``(#meas,)`` float64 prediction.
-        jacobian: the ``SparseJacobian`` or None (not wanted); its values are with
-            respect to the message's rows (entries of an implied pair negated).
-        jacobian_cols: its columns renumbered to contacts-message rows, or None.
-        n_on_body: contacts with the sensor's body as body1 (implied pairs included).
-        touched: something touches what the sensor senses (not contact-free for a tare).
-    """
-
-    handle: Any
-    values: np.ndarray
-    jacobian: Any
-    jacobian_cols: Optional[np.ndarray]
-    n_on_body: int
-    touched: bool
-
-
-class StepRejected(Exception):
-    """A contacts message rejected whole: ``reason`` (a counted rejection reason) and ``detail``."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason, self.detail = reason, detail
 
 
 def qos_reliability(parameter: str, value: str):
@@ -281,8 +213,8 @@ def wanted(pub: Any) -> bool:
     return pub.get_subscription_count() > 0
 
 
-class SensorHandle:
-    """Everything the node keeps for one sensor: model, layout, endpoints, pairing buffers, stats.
+class SensorHandle(RigSensor):
+    """The node's sensor: the rig's sensor with its parameters, endpoints and diagnostics counters.
 
     Args:
         config: the sensor's parameters.
@@ -290,41 +222,16 @@ class SensorHandle:
         layout: its message layout.
         buffer_size: capacity of each pairing queue (``alignment_buffer_size``).
         tolerance_ns: pairing tolerance (``max_stamp_difference``, ns), None = adaptive.
-
-    Attributes:
-        headerless: the measured type has no header: both streams pair by receive time.
-        plausibility_warned: the implausible-pressure warning was given (once per scale).
-        unit_warning: while the latest measured value lies outside its kind's plausible range, the
-            sentence naming the value, the unit it looks like and ``measured_scale``; else None.
     """
 
     def __init__(self, config: SensorParameters, sensor: BaseSensor, layout: enc.SensorLayout,
                  buffer_size: int, tolerance_ns: Optional[int]) -> None:
+        super().__init__(config.name, config.type, sensor, layout, buffer_size, tolerance_ns,
+                         headerless=config.measured_type() in enc.HEADERLESS_MEASURED_TYPES)
         self.config = config
-        self.sensor = sensor
-        self.layout = layout
         self.endpoints: Optional[SensorEndpoints] = None
         self.stats = SensorStats()
-        self.pairer: StampPairer[Prediction, np.ndarray] = StampPairer(buffer_size, tolerance_ns)
-        # paired samples kept for tares (most recent last)
-        self.pairs: Deque[PairedSample] = deque(maxlen=max(4 * buffer_size, 100))
-        # paired samples with contact kept for a gain fit (most recent last)
-        self.contact_pairs: Deque[PairedSample] = new_buffer(buffer_size)
-        # measured messages decoded and accepted (rejected ones are in stats.rejected)
-        self.measured_accepted = 0
-        self.tared_on_start = False
-        self.tare_samples_used: Optional[int] = None
-        self.last_values: Optional[np.ndarray] = None
         self.last_marker_time = 0.0
-        self.headerless = config.measured_type() in enc.HEADERLESS_MEASURED_TYPES
-        self.plausibility_warned = False
-        # the sentence while the latest measured value looks like the wrong unit (live), else None
-        self.unit_warning: Optional[str] = None
-
-    @property
-    def name(self) -> str:
-        """The sensor's name."""
-        return self.config.name
 
     def measured_delay_ns(self) -> int:
         """``<s>.measured_delay`` in ns: added to a header-less measured message's receive time."""
@@ -354,137 +261,5 @@ class SensorHandle:
             notes.append(f"sensor {self.name!r}: measured_delay changed; pairing buffers cleared")
         return notes
 
-    def predict(self, state: SimState, decoded: Any, want_jacobian: bool) -> SensorResult:
-        """This sensor's prediction (and its Jacobian when wanted) for ``state``.
 
-        Args:
-            state: the step's ``SimState``.
-            decoded: the decoded contacts message (``contacts``, ``rows``, ``implied``),
-                completed by :func:`~vsf_sensor_ros.ros.messages.contacts.with_implied_pairs`.
-            want_jacobian: compute the sparse force Jacobian too.
-
-        The published Jacobian's columns are ``3·r + k`` with ``r`` the message row.
-        A contact of an implied pair ``(b, a)`` carries ``-f`` of its row ``r`` of
-        ``(a, b)``, so ``d reading / d f_r = -d reading / d f_implied``: its
-        entries are negated here, as are those of a flipped row (``decoded.flipped_rows``).
-
-        Raises:
-            ValueError, IndexError, RuntimeError: from the model (the node counts
-                them as ``model_error``).
-        """
-        if want_jacobian and hasattr(self.sensor, "predict_with_jacobian"):
-            pred, jac = self.sensor.predict_with_jacobian(state)   # one contact mapping for both
-        else:
-            pred = self.sensor.predict(state)
-            jac = self.sensor.sparse_force_jacobian(state) if want_jacobian else None
-        values = pred.detach().cpu().numpy().astype(np.float64)
-        cols = None
-        if jac is not None:
-            cols = enc.jacobian_message_columns(jac.cols.cpu().numpy(), jac.pairs, jac.offsets, decoded.rows)
-            jac = _signed_to_rows(jac, decoded)
-        body = self.layout.frame_id
-        n_on_body = sum(len(c) for (b1, _), c in decoded.contacts.items() if b1 == body)
-        # contact-free for a tare: nothing touches what the sensor senses (its patch/radius)
-        touched = n_on_body > 0 and self.sensor.in_contact(state)
-        return SensorResult(self, values, jac, cols, n_on_body, touched)
-
-    def residual(self, measured: np.ndarray, predicted: np.ndarray) -> Optional[np.ndarray]:
-        """``measured - predicted`` (entries the message does not carry, NaN, read 0), or None when it
-        does not fit its message (non-finite, or beyond float32 for a kind with float32 fields)."""
-        residual = np.where(np.isnan(measured), 0.0, measured - predicted)
-        limit = F32_MAX if self.layout.codec.float32_values else np.inf
-        if not (np.isfinite(residual).all() and (np.abs(residual) <= limit).all()):
-            return None
-        return residual
-
-    def in_contact(self, values: np.ndarray, n_contacts: int) -> bool:
-        """The contact state the sensor reports (its kind's codec: a flag entry, a positive load, or
-        any contact on its body)."""
-        return self.layout.codec.in_contact(self.layout, values, n_contacts)
-
-    def clear_measured(self) -> None:
-        """Forget the buffered measured samples (unmatched and paired, the tare pairs and the contact
-        samples of ``calibrate_gain``): their unit or type changed."""
-        self.pairer.clear_measurements()
-        self.pairs.clear()
-        self.contact_pairs.clear()
-        self.plausibility_warned = False
-        self.unit_warning = None
-
-    def clear_buffers(self) -> None:
-        """Forget everything paired (after a stamp jump or a new ``measured_delay``)."""
-        self.pairer.clear()
-        self.pairs.clear()
-        self.contact_pairs.clear()
-
-
-def _signed_to_rows(jac: Any, decoded: Any) -> Any:
-    """``jac`` with the entries of contacts whose force is minus their row's written force negated
-    (a new object), or ``jac``: contacts of ``decoded.implied`` pairs, and rows in
-    ``decoded.flipped_rows`` (both: negated twice)."""
-    implied = getattr(decoded, "implied", frozenset())
-    flipped = getattr(decoded, "flipped_rows", None)
-    signs = {}
-    for p, pair in enumerate(jac.pairs):
-        pair = tuple(pair)
-        s = -1.0 if pair in implied else 1.0
-        if flipped is None:
-            if s < 0:
-                signs[p] = s
-            continue
-        per_row = np.where(flipped[decoded.rows[pair]], -s, s)
-        if (per_row < 0).any():
-            signs[p] = per_row
-    if not signs:
-        return jac
-    n = int(jac.offsets[-1])
-    sign = torch.ones(n, dtype=jac.values.dtype, device=jac.values.device)
-    for p, s in signs.items():
-        lo, hi = int(jac.offsets[p]), int(jac.offsets[p + 1])
-        sign[lo:hi] = torch.as_tensor(s, dtype=sign.dtype, device=sign.device)
-    return dataclasses.replace(jac, values=jac.values * sign[jac.cols // 3])
-
-
-def check_elements(decoded: Any, dense_vertex_counts: Mapping[str, int]) -> Optional[str]:
-    """Element indices on bodies carrying a dense-force sensor must index its vertices; why not, or None."""
-    for (b1, b2), c in decoded.contacts.items():
-        for body, elems in ((b1, c.elems1), (b2, c.elems2)):
-            nv = dense_vertex_counts.get(body)
-            if nv is None or elems is None or elems.numel() == 0:
-                continue
-            e = elems.numpy() if elems.device.type == "cpu" else elems.cpu().numpy()   # numpy: cheaper
-            lo, hi = int(e.min()), int(e.max())
-            if lo < -1 or hi >= nv:
-                return f"element index {hi if hi >= nv else lo} on {body!r} outside -1..{nv - 1}"
-    return None
-
-
-def check_predictions(results: Sequence[SensorResult]) -> Optional[Tuple[str, str]]:
-    """``(reason, detail)`` when a message's predictions cannot be published, else None.
-
-    Finite input can still overflow a model (a huge force over a small area):
-    any non-finite predicted value or Jacobian value gives
-    ``non_finite_prediction``; a dense-force value beyond the float32 range
-    of its ``PointCloud2`` fields gives ``out_of_range``.  Either rejects the
-    whole message for every sensor.
-    """
-    for r in results:
-        h, values = r.handle, r.values
-        if not np.isfinite(values).all():
-            i = int(np.flatnonzero(~np.isfinite(values))[0])
-            return "non_finite_prediction", f"{h.name}: {h.layout.names[i]} = {values[i]}"
-        # numpy on the tensor buffer (no copy): a fraction of the torch check per call
-        if r.jacobian is not None and not np.isfinite(r.jacobian.values.detach().cpu().numpy()).all():
-            return "non_finite_prediction", f"{h.name}: non-finite Jacobian value"
-    for r in results:
-        h, values = r.handle, r.values
-        if h.layout.codec.float32_values and values.size and float(np.abs(values).max()) > F32_MAX:
-            i = int(np.argmax(np.abs(values)))
-            return "out_of_range", (f"{h.name}: {h.layout.names[i]} = {values[i]:.6g} N exceeds the float32 "
-                                    f"range (+-{F32_MAX:.6g}) of its message's fields")
-    return None
-
-
-__all__ = ["EndpointQoS", "F32_MAX", "PairedSample", "Prediction", "SensorEndpoints", "SensorHandle",
-           "SensorResult", "StepRejected", "check_elements", "check_predictions", "contact_buffer_size",
-           "new_buffer", "qos_reliability", "wanted"]
+__all__ = ["EndpointQoS", "SensorEndpoints", "SensorHandle", "qos_reliability", "wanted"]

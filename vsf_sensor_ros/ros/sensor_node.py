@@ -94,6 +94,11 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState, PointCloud2
 from std_srvs.srv import Trigger
 
+from ..rig.calibration import restored_text
+from ..rig.contact_free import ContactFreeSteps
+from ..rig.contacts import DecodedContacts
+from ..rig.rig import Rig
+from ..rig.sensors import SensorResult, StepRejected
 from ..sensor import SimState
 from ..sensor.base_sensor import BaseSensor
 from ..urdf import MOVABLE_JOINT_TYPES
@@ -102,9 +107,7 @@ from . import main as node_main
 from .messages import readings as enc
 from .messages import wire
 from ._rclpy_compat import add_parameter_callbacks, parameter_override, parameter_override_names
-from .messages.contacts import (ContactsDecodeError, contacts_to_pointcloud2, pointcloud2_to_contacts,
-                                with_implied_pairs)
-from .contact_free import ContactFreeSteps
+from .messages.contacts import ContactsDecodeError, contacts_to_pointcloud2, pointcloud2_to_contacts
 from .diagnostics import InputStats, build_diagnostics
 from .health import (JOINT_STATE, POSE_STAMPED, NodeHealth, known_keys, startup_problems,
                      type_name)
@@ -122,8 +125,7 @@ from .parameters import (LiveSettings, NodeParameters, SensorParameters, check_m
 from .calibration import Measurements
 from .kinds import codec_of_type
 from .parameter_table import SENSOR_SETTINGS, ConfigError, raise_all, sensor_specs
-from .sensor_handle import (EndpointQoS, SensorEndpoints, SensorHandle, SensorResult, StepRejected,
-                            check_elements, check_predictions, qos_reliability)
+from .sensor_handle import EndpointQoS, SensorEndpoints, SensorHandle, qos_reliability
 from .messages.stamps import ns_to_stamp, stamp_to_ns
 
 DTYPE = torch.float64
@@ -191,7 +193,6 @@ class SensorNode(Node):
         self._wrong_types: Dict[str, ConfigError] = {}   # of the request being set (_coerce_request)
         self.inputs = InputStats()
         self._reason_loggers: Dict[str, Any] = {}
-        self._last_stamp: Optional[int] = None
         self._handles: Dict[str, SensorHandle] = {}
         self._last_diag = time.monotonic()
         self.health = NodeHealth(self.get_fully_qualified_name(), self._last_diag)
@@ -215,6 +216,8 @@ class SensorNode(Node):
             raise_all(getattr(exc, "errors", [exc]) + self._misspelt_keys({""} | set(p["bodies"] or []),
                                                                           p["bodies"]))
         self._factory = SensorFactory(self.world, body_meshes, self._frame_prefix)
+        self.rig = Rig(self.world, DTYPE, DEVICE)
+        self._handles = self.rig.sensors   # the node's sensors are the rig's
         # every free body (embedded scene objects included) follows a PoseStamped topic
         self._pose_topics = {b: pose_topics.get(b, f"{b}/pose") for b in self.world.free_body_names}
         self._body_subs = [
@@ -231,12 +234,10 @@ class SensorNode(Node):
         # a misspelt contact_body_map target sends a sensor's contacts to a body no sensor reads
         self._startup_warnings: List[str] = ([] if self._gz_contacts is None else
                                              self._gz_contacts[1].unknown_targets(self.world.body_names))
-        self._dense_vertex_counts: Dict[str, int] = {}
-        self._sensor_bodies: frozenset = frozenset()
         urdf_joints = [j.name for j in self.world.joints if j.type in MOVABLE_JOINT_TYPES]
         # driver -> URDF joint names; the watched joints follow the sensors (_refresh_dense_counts)
         name_map = parse_joint_name_map(list(p["joint_name_map"] or []), urdf_joints)
-        self.kinematics = KinematicInputs(self.world, self._world_frame, name_map, DTYPE, DEVICE,
+        self.kinematics = KinematicInputs(self.world, self._world_frame, name_map, self.rig.transforms,
                                           self._reject, self.get_logger())
         self.joint_names, self._transforms = self.kinematics.joint_names, self.kinematics.transforms
         self.live = LiveSettings.from_values(p)
@@ -247,7 +248,7 @@ class SensorNode(Node):
         # fixed at start (read-only): the only file save_calibration ever writes
         self.calibration = cal_store.CalibrationStore(resolve_path(text, assets) if text else None,
                                                       bool(p["calibration_create_dirs"]))
-        self.measurements = Measurements(self._handles, self.calibration, lambda: self.live, self._reject,
+        self.measurements = Measurements(self.rig, self.calibration, lambda: self.live, self._reject,
                                          self.get_logger(), self.get_clock())
         calibration = self.calibration.load()   # refuses a directory, FIFO... at the path
         if self.calibration.path is not None and not self.calibration.path.is_file():
@@ -278,7 +279,7 @@ class SensorNode(Node):
                 if warning:
                     self.get_logger().warning(warning)
                 else:
-                    restored.append(cal_store.restored_text(h))
+                    restored.append(restored_text(h))
         if problems:
             raise_all([problems[n] for n in sensors if n in problems] + self._misspelt_keys(problems))
         if self.calibration.path is not None and self.calibration.path.is_file():
@@ -446,16 +447,12 @@ class SensorNode(Node):
                          self.live.tolerance_ns)
         h.endpoints = SensorEndpoints(self, cfg, layout, self._qos, self._on_measured, self._on_tare,
                                       self._on_calibrate_gain, sensor)
-        self._handles[cfg.name] = h
+        self.rig.add(h)
         self._refresh_dense_counts()
         return h
 
     def _refresh_dense_counts(self) -> None:
-        self._dense_vertex_counts = {
-            h.layout.frame_id: len(h.layout.vertices) for h in self._handles.values()
-            if h.layout.codec.per_vertex}
-        # bodies some sensor reads pairs (body, *) of: the only implied reverse pairs worth building
-        self._sensor_bodies = frozenset(h.sensor.attachModelName for h in self._handles.values())
+        """The bodies a step computes follow the sensors and the free bodies on /tf."""
         free = list(self._frames.table.free) if self._frames.table is not None else []
         self.kinematics.follow(self._handles.values(), self._contact_body_names, free)
 
@@ -521,86 +518,66 @@ class SensorNode(Node):
                 return   # a shutdown signal arrived mid-message: the publish failed, nothing is wrong
             self._reject("internal_error", f"{type(exc).__name__}: {exc}")
 
-    def _decode_step(self, msg: Any, stamp_ns: int) -> "tuple[Any, SimState]":
-        """A contacts message's decoded contacts (with implied reverse pairs) and its ``SimState``.
+    def _decode_step(self, msg: Any) -> DecodedContacts:
+        """A contacts message's decoded contacts (the rig completes and checks them).
 
         Raises:
             StepRejected: the message is rejected whole, with the reason to count.
         """
         try:
-            if self._gz_contacts is not None:
-                # gz: header.frame_id names the contact sensor, not a frame (positions are in world)
-                unknown: Dict[str, str] = {}
-                decoded = gz_contacts_to_contacts(msg, self._contact_body_names, self._gz_contacts[1],
-                                                  DTYPE, DEVICE, world_frame=self._world_frame,
-                                                  unknown_bodies=unknown)
-                for text in note_unknown_bodies(self.inputs.unknown_contact_bodies, unknown,
-                                                self._contact_body_names):
-                    self.get_logger().warning(text)
-            else:
-                decoded = pointcloud2_to_contacts(msg, self._contact_body_names, DTYPE, DEVICE,
-                                                  expected_frame_id=self._world_frame)
+            if self._gz_contacts is None:
+                return pointcloud2_to_contacts(msg, self._contact_body_names, DTYPE, DEVICE,
+                                               expected_frame_id=self._world_frame)
+            # gz: header.frame_id names the contact sensor, not a frame (positions are in world)
+            unknown: Dict[str, str] = {}
+            decoded = gz_contacts_to_contacts(msg, self._contact_body_names, self._gz_contacts[1],
+                                              DTYPE, DEVICE, world_frame=self._world_frame,
+                                              unknown_bodies=unknown)
+            for text in note_unknown_bodies(self.inputs.unknown_contact_bodies, unknown,
+                                            self._contact_body_names):
+                self.get_logger().warning(text)
+            return decoded
         except ContactsDecodeError as exc:
             raise StepRejected(exc.reason, str(exc)) from exc
-        bad = check_elements(decoded, self._dense_vertex_counts)
-        if bad is not None:
-            raise StepRejected("element_index_out_of_range", bad)
-        decoded = with_implied_pairs(decoded, self._sensor_bodies)   # every contact on a sensor's body
-        try:
-            return decoded, SimState(self._transforms.at(stamp_ns), {}, decoded.contacts)
-        except ValueError as exc:
-            raise StepRejected("invalid_contacts", str(exc)) from exc
 
     def _process_contacts(self, msg: PointCloud2, t_recv: float, contact_free: bool = False) -> None:
         """Decode, predict every sensor, check, then publish (see the module docstring);
         ``contact_free``: a step without a contacts message (:mod:`.contact_free`)."""
         stamp = msg.header.stamp
         stamp_ns = stamp_to_ns(stamp)
-        try:
-            decoded, state = self._decode_step(msg, stamp_ns)
-        except StepRejected as exc:
-            return self._reject(exc.reason, exc.detail)
         # header-less measured streams pair by receive time (node clock: ROS time under use_sim_time)
         recv_ns = self.get_clock().now().nanoseconds
-        jumped_back = stamp_ns != 0 and self._last_stamp is not None and stamp_ns < self._last_stamp
-        late = (jumped_back and not contact_free and self._contact_free is not None
+
+        def jacobian_due(h: SensorHandle) -> bool:
+            return h.endpoints.jacobian_due(int(h.config.values["jacobian_decimation"]))
+        # decode, then every model must succeed before anything is published
+        try:
+            step = self.rig.predict(self._decode_step(msg), stamp_ns, jacobian_due)
+        except StepRejected as exc:
+            return self._reject(exc.reason, exc.detail)
+        last = self.rig.last_stamp
+        late = (step.jumped_back and not contact_free and self._contact_free is not None
                 and self._contact_free.is_late(stamp_ns))
-        # Validate first: every model must succeed before anything is published.
-        results = []
-        for h in self._handles.values():
-            if not getattr(h.sensor, "enabled", True):  # Klampt's 'enabled' setting
-                continue
-            try:
-                want_jacobian = h.endpoints.jacobian_due(int(h.config.values["jacobian_decimation"]))
-                results.append(h.predict(state, decoded, want_jacobian))
-            except (ValueError, IndexError, RuntimeError) as exc:
-                return self._reject("model_error", f"{h.name}: {exc}")
-        bad = check_predictions(results)
-        if bad is not None:
-            return self._reject(*bad)
         if late:          # behind a contact-free step only: used, not a simulator reset
-            self._on_late_contacts(self._last_stamp, stamp_ns)
-        elif jumped_back:   # acted on only for a message that is used
-            self._on_stamp_jump(self._last_stamp, stamp_ns)
+            self._on_late_contacts(last, stamp_ns)
+        self.rig.commit(step, reset=step.jumped_back and not late)   # acted on only for a step used
+        if step.jumped_back and not late:
+            self._on_stamp_jump()
         if stamp_ns == 0:   # no time (no restart either): predicted, published, paired with nothing
             self._zero_stamped_contacts()
-        else:
-            self._last_stamp = stamp_ns
-            if self._contact_free is not None:
-                self._contact_free.used(stamp_ns, contact_free, reset=jumped_back and not late)
+        elif self._contact_free is not None:
+            self._contact_free.used(stamp_ns, contact_free, reset=step.jumped_back and not late)
         now = time.monotonic()
         self.health.failing = None
-        for r in results:
+        for r in step.results:
             h = r.handle
             self.health.predicted(h.name, now)
-            self._publish_step(r, state, stamp, now)
+            self._publish_step(r, step.state, stamp, now)
             h.stats.record_publish(time.perf_counter() - t_recv)
-            h.last_values = r.values
-            key = recv_ns if h.headerless else stamp_ns
-            pair = h.pairer.add_prediction(key, (r.values, state, not r.touched, stamp_ns))
+            pair = self.rig.pair_prediction(step, r, recv_ns if h.headerless else stamp_ns)
             if pair is not None:
                 self.measurements.paired(h, pair)
-        self._frames.on_step(stamp, state.body_transforms)
+        self._frames.on_step(stamp, step.state.body_transforms)
         if not contact_free:
             self.inputs.contacts_processed += 1
 
@@ -635,14 +612,11 @@ class SensorNode(Node):
                        "paired with no measured message (set the simulator's stamps; under use_sim_time "
                        "the first stamps may be 0 until /clock arrives)", throttle_duration_sec=5.0)
 
-    def _on_stamp_jump(self, old_ns: int, new_ns: int) -> None:
-        self.inputs.stamp_jumps_backwards += 1
-        self.inputs.last_stamp_jump = f"{old_ns * 1e-9:.9f} -> {new_ns * 1e-9:.9f} s"
-        for h in self._handles.values():
-            h.clear_buffers()
-            h.sensor.reset()
+    def _on_stamp_jump(self) -> None:
+        self.inputs.stamp_jumps_backwards = self.rig.stamp_jumps   # the rig's counter, on /diagnostics
+        self.inputs.last_stamp_jump = self.rig.last_stamp_jump
         logger = self._reason_loggers.setdefault("stamp_jump", self.get_logger().get_child("stamp_jump"))
-        logger.warning(f"contacts stamp went backwards ({self.inputs.last_stamp_jump}); simulator reset "
+        logger.warning(f"contacts stamp went backwards ({self.rig.last_stamp_jump}); simulator reset "
                        "assumed: pairing buffers and sensor states cleared", throttle_duration_sec=1.0)
 
     def _on_late_contacts(self, old_ns: int, new_ns: int) -> None:
@@ -683,6 +657,7 @@ class SensorNode(Node):
             if h.last_values is not None and len(h.last_values) == len(h.layout.names):
                 h.stats.reading = enc.summary_text(h.name, h.layout, h.last_values)
             h.stats.pairing = self._clock_hint(h) or "ok"
+            h.stats.calibration, h.stats.measured_stamp_jumps = h.calibration_text, h.measured_stamp_jumps
         sensors = {n: (h.config.type, h.config.values["attachment"], h.stats)
                    for n, h in self._handles.items()}
         self.inputs.unknown_joint_names = dict(self.joint_names.unknown)

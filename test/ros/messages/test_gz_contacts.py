@@ -16,8 +16,9 @@ ros_gz = pytest.importorskip("ros_gz_interfaces.msg",
                              reason="ros_gz_interfaces not importable (make venv builds it)")
 from geometry_msgs.msg import Vector3  # noqa: E402
 
+from vsf_sensor_ros.rig.contacts import with_implied_pairs  # noqa: E402
 from vsf_sensor_ros.ros.messages.contacts import (contacts_to_pointcloud2,  # noqa: E402
-                                                  pointcloud2_to_contacts, with_implied_pairs)
+                                                  pointcloud2_to_contacts)
 from vsf_sensor_ros.ros.messages.gz_contacts import (GZ_DECODE_REASONS, ContactBodyMap,  # noqa: E402
                                                      GzContactsDecodeError, gz_contacts_to_contacts)
 from vsf_sensor_ros.sensor.base_sensor import ContactState  # noqa: E402

@@ -10,8 +10,8 @@ from sensor_msgs.msg import FluidPressure, PointCloud2, PointField
 from vsf_sensor_ros.ros import kinds
 from vsf_sensor_ros.ros.messages import readings as enc
 from vsf_sensor_ros.ros.messages import wire
-from vsf_sensor_ros.ros.calibration import select_samples
-from vsf_sensor_ros.ros.sensor_handle import PairedSample
+from vsf_sensor_ros.rig.calibration import select_samples
+from vsf_sensor_ros.rig.sensors import PairedSample
 
 STAMP_NS = 12_000_000_500
 

@@ -32,16 +32,15 @@ building the Python message first.
 """
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
 from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
 
+from ...rig.contacts import DecodedContacts, trusted_contact_state
 from ...sensor.base_sensor import ContactState, as_contact_state
 from .pointcloud import (FLOAT_TYPES, CloudDecodeError, CloudLayout, as_byte_array, check_data_size,
                          float_columns, read_points, require_finite, write_cloud)
@@ -87,132 +86,12 @@ class ContactsDecodeError(CloudDecodeError):
     """
 
 
-@dataclass
-class DecodedContacts:
-    """Result of :func:`pointcloud2_to_contacts`.
-
-    Attributes:
-        contacts: ``(body1, body2) -> ContactState``, pairs in order of first
-            appearance in the message; within a pair, contacts keep message
-            order.  ``elems1``/``elems2`` are int64 tensors when the cloud has
-            ``elem1``/``elem2`` (entries ``-1`` kept: a sensor reads ``-1`` as
-            "no element"), else ``None``.
-        rows: ``(body1, body2) -> int64 array`` of the message row of each
-            contact of the pair, in the same order as its ``ContactState``.
-        num_points: ``height * width`` of the cloud.
-        normals: ``pair -> (N, 3)`` float64 normals when the cloud has
-            ``nx ny nz``, else ``None``.
-        depths: ``pair -> (N,)`` float64 depths when the cloud has ``depth``.
-        frame_id: ``header.frame_id`` of the cloud.
-        stamp_ns: ``header.stamp`` in integer nanoseconds.
-        fields: names of all fields of the cloud, in message order.
-        implied: pairs that the message does not carry but :func:`with_implied_pairs`
-            added (the other order of a pair reported once): their contacts are the
-            rows of ``rows[pair]`` with the force negated, so a derivative with
-            respect to such a contact's force is minus the one with respect to the
-            row's force.  Empty for a decoded message.
-        flipped_rows: ``(num_points,)`` bool over the message rows, or None (no row flipped):
-            rows decoded with their bodies swapped and their force negated (a Gazebo
-            contact listed in the other order than the earlier contacts of its body pair,
-            :mod:`.gz_contacts`); a derivative with respect to such a row's written force
-            is minus the one with respect to its decoded force.
-    """
-
-    contacts: Dict[Pair, ContactState]
-    rows: Dict[Pair, np.ndarray]
-    num_points: int
-    normals: Optional[Dict[Pair, np.ndarray]] = None
-    depths: Optional[Dict[Pair, np.ndarray]] = None
-    frame_id: str = ""
-    stamp_ns: int = 0
-    fields: List[str] = field(default_factory=list)
-    implied: FrozenSet[Pair] = frozenset()
-    flipped_rows: Optional[np.ndarray] = None
-
-
-def with_implied_pairs(decoded: DecodedContacts,
-                       bodies: Optional[Collection[str]] = None) -> DecodedContacts:
-    """The node's contact-row rule: every pair in both orders, each contact row used once.
-
-    A bridge may write one row per contact, e.g. only ``(tool, pad)`` with the
-    force on ``tool``; a sensor on ``pad`` must still see it.  The rule of the
-    library's :func:`~vsf_sensor_ros.sensor.base_sensor.with_reverse_pairs`:
-
-    * a pair ``(a, b)`` present in only one order implies ``(b, a)``: the same
-      points and message rows, the force ``-f`` (on ``b``), ``elem1``/``elem2``
-      swapped; it is listed in :attr:`DecodedContacts.implied`;
-    * a pair present in both orders in the message is used as given, never
-      twice (the two sides are not checked against each other);
-    * ``(a, a)`` is kept as given.
-
-    Args:
-        decoded: a decoded message (:func:`pointcloud2_to_contacts`).
-        bodies: when given, only implied pairs ``(b, a)`` with ``b`` in
-            ``bodies`` are added: a sensor on ``b`` reads only the pairs
-            ``(b, *)``, so the node passes its sensors' bodies and builds no
-            reverse that nothing reads.  None: every implied pair
-            (:func:`~vsf_sensor_ros.sensor.base_sensor.with_reverse_pairs`).
-
-    Returns:
-        A new :class:`DecodedContacts` (the input is not changed) whose
-        ``contacts`` and ``rows`` cover both orders (of the pairs ``bodies``
-        selects); implied pairs follow the pair they reverse, as in
-        ``with_reverse_pairs``; ``normals``/``depths`` stay those of the
-        message's own pairs; ``implied`` names the added pairs.
-    """
-    given = decoded.contacts
-    contacts: Dict[Pair, ContactState] = {}
-    rows = dict(decoded.rows)
-    implied = []
-    for (a, b), c in given.items():
-        contacts[(a, b)] = c
-        rev = (b, a)
-        if rev in given or (bodies is not None and b not in bodies):
-            continue
-        # the decoder validated the rows; -f of finite forces is finite: no second validation
-        contacts[rev] = _trusted_contact_state(c.points, -c.forces, c.elems2, c.elems1)
-        rows[rev] = decoded.rows[(a, b)]
-        implied.append(rev)
-    return dataclasses.replace(decoded, contacts=contacts, rows=rows, implied=frozenset(implied))
-
-
 def _check_body_names(body_names: Sequence[str]) -> List[str]:
     names = list(body_names)
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
         raise ValueError(f"contact_body_names has duplicates: {dup}")
     return names
-
-
-def _contact_state_extras() -> List[Tuple[str, Any]]:
-    """``(name, default factory)`` of ``ContactState`` fields beyond points/forces/elems1/elems2."""
-    out = []
-    for f in dataclasses.fields(ContactState):   # any field added later keeps its default
-        if f.name in ("points", "forces", "elems1", "elems2"):
-            continue
-        if f.default is not dataclasses.MISSING:
-            out.append((f.name, lambda d=f.default: d))
-        elif f.default_factory is not dataclasses.MISSING:
-            out.append((f.name, f.default_factory))
-    return out
-
-
-_CONTACT_STATE_EXTRAS = _contact_state_extras()
-
-
-def _trusted_contact_state(points: torch.Tensor, forces: torch.Tensor, elems1: Optional[torch.Tensor],
-                           elems2: Optional[torch.Tensor]) -> ContactState:
-    """``ContactState`` without re-running its validation.
-
-    The decoder has already checked every shape, dtype and finiteness
-    condition of ``validate_contact_state`` for the whole message at once;
-    re-checking per pair costs more than the decode itself at 1 kHz.
-    """
-    c = ContactState.__new__(ContactState)
-    c.points, c.forces, c.elems1, c.elems2 = points, forces, elems1, elems2
-    for name, make in _CONTACT_STATE_EXTRAS:
-        setattr(c, name, make())
-    return c
 
 
 def pointcloud2_to_contacts(msg: PointCloud2, body_names: Sequence[str],
@@ -348,8 +227,8 @@ def contacts_from_buffer(layout: CloudLayout, data: Any, body_names: Sequence[st
     for i, k in enumerate(pair_keys):
         s, e = bounds[i], bounds[i + 1]
         pair = (names[k // nb], names[k % nb])
-        contacts[pair] = _trusted_contact_state(P[s:e], F[s:e], None if E1 is None else E1[s:e],
-                                                None if E2 is None else E2[s:e])
+        contacts[pair] = trusted_contact_state(P[s:e], F[s:e], None if E1 is None else E1[s:e],
+                                               None if E2 is None else E2[s:e])
         rows[pair] = row_of[s:e]
         if nrm is not None:
             nrm[pair] = normals[s:e]

@@ -31,6 +31,7 @@ from sensor_msgs.msg import FluidPressure, PointCloud2
 from std_msgs.msg import ColorRGBA, Float32, Float64, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
+from ...rig.contacts import jacobian_message_columns  # noqa: F401 -- re-exported
 from . import wire
 from .pointcloud import CloudDecodeError, float_columns, read_cloud, require_finite
 from .stamps import copy_stamp
@@ -389,43 +390,6 @@ def decode_measured(layout: SensorLayout, msg, scale: float) -> np.ndarray:
     present = layout.slots >= 0
     out[layout.slots[present]] = vals[present]
     return out
-
-
-# -- Jacobian --------------------------------------------------------------------------
-def jacobian_message_columns(cols: np.ndarray, pairs: Sequence[Tuple[str, str]],
-                             offsets: Sequence[int],
-                             pair_rows: Dict[Tuple[str, str], np.ndarray]) -> np.ndarray:
-    """Remap library columns ``3·c + k`` (c over the concatenated ``pairs``) to message rows.
-
-    Args:
-        cols: ``(nnz,)`` int64 library columns.
-        pairs: ``SparseJacobian.pairs``; offsets: ``SparseJacobian.offsets``.
-        pair_rows: ``DecodedContacts.rows``: pair -> message row of each of its contacts.
-
-    Returns:
-        ``(nnz,)`` int64 columns ``3·r + k`` with ``r`` the contacts message row.
-
-    Raises:
-        ValueError: a pair's contact count disagrees with its message rows.
-    """
-    if len(pairs) == 0:
-        return np.zeros(0, dtype=np.int64)
-    parts = []
-    for p, pair in enumerate(pairs):
-        rows = pair_rows.get(tuple(pair))
-        n = offsets[p + 1] - offsets[p]
-        if rows is None or len(rows) != n:
-            raise ValueError(f"pair {pair} has {n} contacts but {None if rows is None else len(rows)} "
-                             "message rows")
-        parts.append(np.asarray(rows, dtype=np.int64))
-    lookup = parts[0] if len(parts) == 1 else np.concatenate(parts)
-    cols = np.array(cols, dtype=np.int64)
-    n = len(lookup)
-    if n and lookup[0] == 0 and lookup[-1] == n - 1 and bool((np.diff(lookup) == 1).all()) \
-            and (not cols.size or (cols.min() >= 0 and cols.max() < 3 * n)):
-        return cols    # the contacts are the message rows 0..n-1 in order (a one-pair step): no remap
-    c, k = np.divmod(cols, 3)
-    return 3 * lookup[c] + k
 
 
 # -- markers ---------------------------------------------------------------------------

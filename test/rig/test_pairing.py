@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from vsf_sensor_ros.ros.pairing import PeriodEstimate, StampPairer, nearest_within
+from vsf_sensor_ros.rig.pairing import PeriodEstimate, StampPairer, nearest_within
 
 
 # --------------------------------------------------------------------------- the matching rule

@@ -1,4 +1,4 @@
-"""The contact-free step rule (:mod:`vsf_sensor_ros.ros.contact_free`), pure: stamps in, steps out.
+"""The contact-free step rule (:mod:`vsf_sensor_ros.rig.contact_free`), pure: stamps in, steps out.
 
 A stream is played as a simulator would send it (joint states every 50 ms, contacts while
 touching) and every expected step stamp is written out by hand from the rule: a step is due when
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from vsf_sensor_ros.ros.contact_free import ContactFreeSteps
+from vsf_sensor_ros.rig.contact_free import ContactFreeSteps
 
 MS = 1_000_000
 PERIOD = 200 * MS

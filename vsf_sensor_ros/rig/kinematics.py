@@ -1,0 +1,201 @@
+"""The transform history: body transforms of a step from the joint states of that step.
+
+Transform history
+-----------------
+The node applies every joint state and free-body pose to its ``World`` as it
+arrives.  A contacts message normally uses the resulting (cached) transforms.
+When the executor has already served the joint state of a *later* step (both
+waited in the queues), each joint takes its newest stamped position not later
+than the contacts stamp instead, so each step pairs with its own joint state.
+Unstamped joint states (stamp 0) are not remembered: the latest wins.
+
+Histories are kept **per source**: the set of joint names a message carries
+(an arm driver and a gripper driver on one ``joint_states`` topic are two
+sources).  Their stamps interleave freely: an older stamp from one driver says
+nothing about the other.  A stamp earlier than the newest of *its own* source
+is a restart of that source (a simulator reset moves every source back):
+that source's history is forgotten, the jump is counted
+(:attr:`BodyTransforms.stamp_jumps`) and described
+(:attr:`BodyTransforms.last_stamp_jump`) for the diagnostics.
+
+Only the bodies a step can use are computed (:meth:`BodyTransforms.need`:
+the sensors' bodies and the contact bodies); None = every body.
+"""
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from typing import Any, Deque, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+
+# -- transform history -----------------------------------------------------------------------
+# Stamped joint states kept per source to pair each contacts message with its own step's configuration.
+JOINT_HISTORY = 200
+# Sources (distinct joint-name sets) kept; beyond it the one silent longest is forgotten.
+MAX_SOURCES = 16
+
+
+class _Source:
+    """One source's stamped joint states: stamps ascending (ns) and the positions of each."""
+
+    __slots__ = ("stamps", "positions")
+
+    def __init__(self, history: int) -> None:
+        self.stamps: Deque[int] = deque(maxlen=history)
+        self.positions: Deque[np.ndarray] = deque(maxlen=history)
+
+
+class BodyTransforms:
+    """Cached body transforms of ``world`` plus short histories of stamped joint states, per source.
+
+    Args:
+        world: the node's ``World``.
+        dtype, device: of the returned ``(4, 4)`` transforms.
+        history: stamped joint states kept per source.
+
+    Attributes:
+        stamp_jumps: joint states whose stamp was earlier than the newest of
+            their own source (a restart of that source: its history forgotten).
+        last_stamp_jump: ``"<old> -> <new> s (<joints>)"`` of the latest such
+            jump, or ``"none"``.
+    """
+
+    def __init__(self, world: Any, dtype: torch.dtype, device: torch.device,
+                 history: int = JOINT_HISTORY) -> None:
+        self._world, self._dtype, self._device = world, dtype, device
+        self._cache: Optional[Dict[str, torch.Tensor]] = None
+        self._history_len = history
+        # source (the joint names a message carries, URDF names, sorted) -> its history
+        self._sources: Dict[Tuple[str, ...], _Source] = {}
+        self._keys: Dict[Tuple[str, ...], Tuple[Tuple[str, ...], Optional[np.ndarray]]] = {}
+        self._newest = 0                  # the newest stamp of any source (ns)
+        self._names: Optional[Tuple[str, ...]] = None
+        self.stamp_jumps = 0
+        self.last_stamp_jump = "none"
+
+    def need(self, names: Optional[Iterable[str]]) -> None:
+        """Compute only these bodies from now on (unknown names are left out); None = every body."""
+        if names is None:
+            new = None
+        else:
+            known = set(self._world.body_names)
+            new = tuple(n for n in dict.fromkeys(names) if n in known)
+        if new != self._names:
+            self._names = new
+            self._cache = None
+
+    @property
+    def newest_ns(self) -> int:
+        """The newest joint-state stamp of any source (ns); 0 before any stamped joint state."""
+        return self._newest
+
+    def invalidate(self) -> None:
+        """The world changed (a joint state or a pose was applied)."""
+        self._cache = None
+
+    def remember(self, stamp_ns: int, names: Sequence[str], positions: Sequence[float]) -> bool:
+        """Keep an applied joint state of source ``names`` under ``stamp_ns`` (ignored when ``<= 0``).
+
+        Args:
+            stamp_ns: the message's stamp (ns).
+            names: the URDF joint names it set, as applied to the world: its source
+                (the same names in another order are the same source).
+            positions: the same length (rad or m), as applied.
+
+        Returns:
+            True when the stamp is earlier than the newest of the same source
+            (that source restarted, e.g. a simulator reset): its older stamps
+            belong to the old run and are forgotten; counted in
+            :attr:`stamp_jumps`.  Other sources keep their histories.
+        """
+        if stamp_ns <= 0:
+            return False
+        key, perm = self._source_key(names)
+        pos = np.array(positions, dtype=np.float64)
+        if perm is not None:
+            pos = pos[perm]
+        src = self._sources.get(key)
+        jumped = False
+        if src is None:
+            if len(self._sources) >= MAX_SOURCES:     # a driver changing its name set: drop the stalest
+                stalest = min(self._sources, key=lambda k: self._sources[k].stamps[-1])
+                del self._sources[stalest]
+                self._newest = max((x.stamps[-1] for x in self._sources.values()), default=0)
+            src = self._sources[key] = _Source(self._history_len)
+        elif stamp_ns < src.stamps[-1]:
+            jumped = True
+            self.stamp_jumps += 1
+            shown = ", ".join(list(names)[:4]) + (f", ... ({len(names)} joints)" if len(names) > 4 else "")
+            self.last_stamp_jump = f"{src.stamps[-1] * 1e-9:.9f} -> {stamp_ns * 1e-9:.9f} s ({shown})"
+            src.stamps.clear()
+            src.positions.clear()
+            others = [x.stamps[-1] for x in self._sources.values() if x.stamps]
+            self._newest = max(others, default=0)
+        src.stamps.append(stamp_ns)
+        src.positions.append(pos)
+        if stamp_ns > self._newest:
+            self._newest = stamp_ns
+        return jumped
+
+    def _source_key(self, names: Sequence[str]) -> Tuple[Tuple[str, ...], Optional[np.ndarray]]:
+        """A source's key (its joint names, sorted: a driver may reorder them) and the permutation
+        from message order to key order (None when already sorted)."""
+        given = names if isinstance(names, tuple) else tuple(names)
+        hit = self._keys.get(given)
+        if hit is None:
+            order = sorted(range(len(given)), key=given.__getitem__)
+            key = tuple(given[i] for i in order)
+            hit = (key, None if key == given else np.array(order, dtype=np.int64))
+            if len(self._keys) < 4 * MAX_SOURCES:
+                self._keys[given] = hit
+        return hit
+
+    def at(self, stamp_ns: int) -> Dict[str, torch.Tensor]:
+        """Body name -> ``(4, 4)`` body -> world transform for contacts stamped ``stamp_ns``.
+
+        The latest transforms, unless some source already sent a joint state
+        stamped later than ``stamp_ns``: then every joint takes its newest
+        position stamped ``<= stamp_ns`` (a source with none keeps its latest),
+        mimic joints follow as :meth:`World.set_joint_positions` derives them,
+        and the world is put back to its latest configuration afterwards.
+        """
+        world = self._world
+        if self._newest > stamp_ns:       # some source already sent a later joint state
+            merged = self._positions_at(stamp_ns)
+            if merged is not None:
+                latest, ignored = world.configuration(), world.last_ignored_joints
+                try:
+                    world.set_joint_positions(list(merged), list(merged.values()))
+                    return world.body_transforms(self._dtype, self._device, self._names)
+                finally:
+                    world.set_configuration(latest)
+                    world.last_ignored_joints = ignored
+        if self._cache is None:
+            self._cache = world.body_transforms(self._dtype, self._device, self._names)
+        return self._cache
+
+    def _positions_at(self, stamp_ns: int) -> Optional[Dict[str, float]]:
+        """Joint -> its newest remembered position stamped ``<= stamp_ns`` (None: nothing to rewind).
+
+        Every source contributes its entry at the stamp (a source with nothing
+        that early, its latest); where two sources name one joint, the entry
+        stamped later wins.
+        """
+        chosen: List[Tuple[int, Tuple[str, ...], np.ndarray]] = []
+        rewound = False
+        for key, src in self._sources.items():
+            i = bisect.bisect_right(src.stamps, stamp_ns) - 1
+            if 0 <= i < len(src.stamps) - 1:
+                rewound = True
+            else:
+                i = len(src.stamps) - 1
+            chosen.append((src.stamps[i], key, src.positions[i]))
+        if not rewound:
+            return None
+        merged: Dict[str, float] = {}
+        for _, key, pos in sorted(chosen, key=lambda c: c[0]):
+            merged.update(zip(key, pos.tolist()))
+        return merged

@@ -1,0 +1,159 @@
+"""The rig: one step from decoded arrays to every sensor's checked prediction, then pairing.
+
+A :class:`Rig` holds the world's body transforms (:class:`~.kinematics.BodyTransforms`, fed with
+the stamped joint states), the sensors (:class:`~.sensors.RigSensor`) and the stamp of the last
+step used.  A step is atomic: :meth:`Rig.predict` checks the contacts' element indices, completes
+them with the implied reverse pairs, builds the ``SimState`` and runs every enabled sensor
+(prediction and, when wanted, its sparse Jacobian); any failure raises
+:class:`~.sensors.StepRejected` naming the reason, and nothing is kept.  Only a step the caller
+uses is :meth:`Rig.commit`-ed: a stamp earlier than the last one used (a simulator reset) clears
+every sensor's pairing buffers and state and is counted.  :meth:`Rig.pair_prediction` and
+:meth:`Rig.pair_measured` then pair predicted with measured vectors by stamp.  No ROS: the node
+decodes messages into these arrays and encodes what comes out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+import torch
+
+from ..sensor.base_sensor import SimState
+from .contacts import DecodedContacts, check_elements, with_implied_pairs
+from .kinematics import BodyTransforms
+from .pairing import Pair
+from .sensors import Prediction, RigSensor, SensorResult, StepRejected, check_predictions
+
+
+@dataclass
+class Step:
+    """One checked step, not yet used.
+
+    Attributes:
+        stamp_ns: the contacts stamp (ns).
+        decoded: the contacts with their implied reverse pairs.
+        state: the step's ``SimState``.
+        results: one :class:`~.sensors.SensorResult` per enabled sensor, in sensor order.
+        jumped_back: the stamp is earlier than the last step used.
+    """
+
+    stamp_ns: int
+    decoded: DecodedContacts
+    state: SimState
+    results: List[SensorResult]
+    jumped_back: bool
+
+
+class Rig:
+    """The world's transforms, the sensors and the step (see the module docstring).
+
+    Args:
+        world: a ``World`` (:mod:`vsf_sensor_ros.world`): its joint positions and free-body poses
+            are set by the caller; the rig reads its body transforms.
+        dtype, device: of the body transforms and contacts a step uses.
+
+    Attributes:
+        transforms: the body transforms of a step's own joint state.
+        sensors: name -> :class:`~.sensors.RigSensor`, in the order added.
+        last_stamp: the stamp of the last step used (ns), or None.
+        stamp_jumps: steps used whose stamp went back (simulator resets).
+        last_stamp_jump: ``"<old> -> <new> s"`` of the latest, or ``"none"``.
+    """
+
+    def __init__(self, world: Any, dtype: torch.dtype = torch.float64,
+                 device: torch.device = torch.device("cpu")) -> None:
+        self.world = world
+        self.transforms = BodyTransforms(world, dtype, device)
+        self.sensors: Dict[str, RigSensor] = {}
+        self.last_stamp: Optional[int] = None
+        self.stamp_jumps = 0
+        self.last_stamp_jump = "none"
+        self._dense_vertex_counts: Dict[str, int] = {}
+        self._sensor_bodies: frozenset = frozenset()
+
+    def add(self, sensor: RigSensor) -> None:
+        """Add (or replace) a sensor; its layout's ``frame_id`` and (dense force) ``vertices`` are read."""
+        self.sensors[sensor.name] = sensor
+        self._dense_vertex_counts = {s.layout.frame_id: len(s.layout.vertices) for s in self.sensors.values()
+                                     if s.layout.codec.per_vertex}
+        # bodies some sensor reads pairs (body, *) of: the only implied reverse pairs worth building
+        self._sensor_bodies = frozenset(s.sensor.attachModelName for s in self.sensors.values())
+
+    def predict(self, decoded: DecodedContacts, stamp_ns: int,
+                want_jacobian: Callable[[RigSensor], bool] = lambda s: False) -> Step:
+        """Every enabled sensor's checked prediction for the contacts ``decoded`` at ``stamp_ns``.
+
+        Args:
+            decoded: the step's contacts as decoded (without implied pairs).
+            stamp_ns: its stamp (ns): the joint state of that step is used.
+            want_jacobian: whether a sensor's Jacobian is computed this step.
+
+        Raises:
+            StepRejected: ``element_index_out_of_range``, ``invalid_contacts`` (the ``SimState``
+                refused them), ``model_error``, ``non_finite_prediction`` or ``out_of_range``;
+                nothing is kept.
+        """
+        bad = check_elements(decoded, self._dense_vertex_counts)
+        if bad is not None:
+            raise StepRejected("element_index_out_of_range", bad)
+        decoded = with_implied_pairs(decoded, self._sensor_bodies)   # every contact on a sensor's body
+        try:
+            state = SimState(self.transforms.at(stamp_ns), {}, decoded.contacts)
+        except ValueError as exc:
+            raise StepRejected("invalid_contacts", str(exc)) from exc
+        results = []
+        for s in self.sensors.values():
+            if not getattr(s.sensor, "enabled", True):  # Klampt's 'enabled' setting
+                continue
+            try:
+                results.append(s.predict(state, decoded, want_jacobian(s)))
+            except (ValueError, IndexError, RuntimeError) as exc:
+                raise StepRejected("model_error", f"{s.name}: {exc}") from exc
+        bad = check_predictions(results)
+        if bad is not None:
+            raise StepRejected(*bad)
+        # stamp 0 is no time (a source that never stamps): never a reset, never the last stamp
+        jumped = stamp_ns != 0 and self.last_stamp is not None and stamp_ns < self.last_stamp
+        return Step(stamp_ns, decoded, state, results, jumped)
+
+    def commit(self, step: Step, reset: bool) -> None:
+        """Use ``step``: with ``reset`` (its stamp went back: a simulator reset) every sensor's pairing
+        buffers and state are cleared and the jump counted first."""
+        if reset:
+            self.stamp_jumps += 1
+            self.last_stamp_jump = f"{self.last_stamp * 1e-9:.9f} -> {step.stamp_ns * 1e-9:.9f} s"
+            for s in self.sensors.values():
+                s.clear_buffers()
+                s.sensor.reset()
+        if step.stamp_ns != 0:
+            self.last_stamp = step.stamp_ns
+        for r in step.results:
+            r.handle.last_values = r.values
+
+    def pair_prediction(self, step: Step, r: SensorResult,
+                        key_ns: Optional[int] = None) -> "Optional[Pair[Prediction, np.ndarray]]":
+        """Offer a used step's prediction to its sensor's pairer under ``key_ns`` (default the step's
+        stamp; a header-less measured stream pairs by receive time); the pair it makes, or None."""
+        key = step.stamp_ns if key_ns is None else key_ns
+        return r.handle.pairer.add_prediction(key, (r.values, step.state, not r.touched, step.stamp_ns))
+
+    def pair_measured(self, name: str, stamp_ns: int,
+                      measured: np.ndarray) -> "Optional[Pair[Prediction, np.ndarray]]":
+        """Offer sensor ``name``'s measured vector (``(#meas,)`` float64 SI, NaN = not carried) stamped
+        ``stamp_ns``; a stamp that went back clears its measured buffers first.  The pair, or None."""
+        s = self.sensors[name]
+        s.measured_accepted += 1
+        s.measured_went_back(stamp_ns)
+        return s.pairer.add_measurement(stamp_ns, measured)
+
+    def step(self, decoded: DecodedContacts, stamp_ns: int) -> "tuple[Step, list]":
+        """:meth:`predict`, :meth:`commit` (a stamp going back resets) and pair every prediction by
+        stamp: ``(step, [(sensor, pair), ...])`` for the pairs made.  Raises as :meth:`predict`."""
+        step = self.predict(decoded, stamp_ns)
+        self.commit(step, step.jumped_back)
+        pairs = [(r.handle, p) for r in step.results if (p := self.pair_prediction(step, r)) is not None]
+        return step, pairs
+
+
+__all__ = ["Rig", "Step"]
