@@ -75,14 +75,18 @@ def load_poke(root: Path) -> Dict[str, Any]:
             "colour": (np.load(cam_dir / "rgb.npz")["rgb"] if (cam_dir / "rgb.npz").is_file() else None)}
 
 
-def membrane_section(repeats: int = 3) -> Dict[str, Any]:
-    """Run the estimator over the poke ``repeats`` times; the figures and timings as a dict."""
+def membrane_section(repeats: int = 3, flow: bool = True, poke: Optional[Dict[str, Any]] = None
+                     ) -> Dict[str, Any]:
+    """Run the estimator over the poke ``repeats`` times; the figures and timings as a dict.
+
+    ``flow`` False leaves out the pass with the colour frames (``with_flow`` says skipped);
+    ``poke`` is :func:`load_poke`'s result when the caller has read it already."""
     from vsf_sensor_ros.sensor.membrane_force_estimator import (MembraneForceEstimator, compare_with_wrench,
                                                                 isa_pressure)
     root = poke_dir()
     if root is None:
         return {"skipped": f"Punyo poke recording not found ($VSF_PUNYO_POKE or {BESIDE_CLONE})"}
-    poke = load_poke(root)
+    poke = poke if poke is not None else load_poke(root)
     depth, pressure = poke["depth"], poke["pressure"]
     ref = poke["reference_frames"]
     t0 = time.perf_counter()
@@ -116,7 +120,7 @@ def membrane_section(repeats: int = 3) -> Dict[str, Any]:
         "reference_estimator": REFERENCE,
         "ambient_pressure_pa": est.ambient_pressure, "gauge_pressure_pa": est.model.gauge_pressure,
         "mean_tension_n_per_m": est.model.mean_tension, "vertices_read": int(len(est.seen_vertices)),
-        "with_flow": _flow_section(poke, repeats),
+        "with_flow": _flow_section(poke, repeats) if flow else {"skipped": "full run only"},
     }
 
 

@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
 from benchmarks.bench_membrane import load_poke, poke_dir
 
 
-def node_frame_section(repeats: int = 2) -> Dict[str, Any]:
-    """Time the node's per-frame path over the poke ``repeats`` times; a dict (``skipped`` when absent)."""
+def node_frame_section(repeats: int = 2, stride: int = 1, poke: Optional[Dict[str, Any]] = None
+                       ) -> Dict[str, Any]:
+    """Time the node's per-frame path over the poke ``repeats`` times; a dict (``skipped`` when absent).
+
+    ``stride`` > 1 times every ``stride``-th frame only; ``poke`` is :func:`load_poke`'s result when
+    the caller has read it already."""
     root = poke_dir()
     if root is None:
         return {"skipped": "Punyo poke recording not found"}
@@ -34,10 +38,11 @@ def node_frame_section(repeats: int = 2) -> Dict[str, Any]:
     from vsf_sensor_ros.ros.messages.pointcloud import write_cloud
     from vsf_sensor_ros.sensor.membrane_force_estimator import MembraneForceEstimator, isa_pressure
     from vsf_sensor_ros.sensor.membrane_frame import fit_mesh_transform, total_wrench
-    poke = load_poke(root)
+    poke = poke if poke is not None else load_poke(root)
     raw = np.rint(poke["depth"] / 1e-4).astype("<u2")      # the recording's uint16 0.1 mm values
-    wire = [serialize_message(Image(height=480, width=640, encoding="16UC1", step=1280, data=f.tobytes()))
-            for f in raw]
+    timed = range(0, len(raw), max(1, int(stride)))
+    wire = [serialize_message(Image(height=480, width=640, encoding="16UC1", step=1280,
+                                    data=raw[i].tobytes())) for i in timed]
     mesh = poke["mesh"]
     ply = root.parent / "kinova_punyo" / "punyo_mesh_complete.ply"
     if ply.is_file():
@@ -54,7 +59,7 @@ def node_frame_section(repeats: int = 2) -> Dict[str, Any]:
     node_ms: List[float] = []
     est_ms: List[float] = []
     for _ in range(max(1, int(repeats))):
-        for i, data in enumerate(wire):
+        for i, data in zip(timed, wire):
             t0 = time.perf_counter()
             depth = depth_from_image(deserialize_message(data, Image), 1e-4)
             res = est.estimate(depth, pressure=poke["pressure"][i])

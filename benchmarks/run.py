@@ -9,7 +9,7 @@ Sections (each can be chosen with ``--sections``):
   bubble, 10 / 100 / 1000 contacts, one torch thread, median and p90 of
   individual calls, beside the dense reference timed in the same run;
 * ``node`` -- ``sensor_node`` end to end over DDS at 100 / 500 / 1000 Hz, and
-  (full run only) 10 messages 2 s apart (the cold-message case) and 60 s at
+  (full run only, like the rest of this item) 10 messages 2 s apart (the cold-message case) and 60 s at
   1 kHz for memory flatness; its start-up time and idle RSS; then the same
   phases (without the 60 s) through ``benchmarks.relay_node``, a bare rclpy
   relay of the same messages in the node's place: the transport floor, with
@@ -17,6 +17,10 @@ Sections (each can be chosen with ``--sections``):
   ``<s>.jacobian_decimation: 10`` (a step counts when its predictions arrive);
 * ``scaling`` -- latency vs contacts and vs mesh size, plotted to ``scaling.png``;
 * ``cuda`` -- the library rows on CUDA when ``torch.cuda.is_available()``.
+
+``--quick`` is a small smoke run of every section: fewer repetitions, one node process (no
+transport floor, no decimated variant), the membrane estimator without the colour pass and its
+node path on every tenth frame of the poke.
 
 Targets are reported, never asserted: the table marks each met / missed.
 """
@@ -53,12 +57,12 @@ def settings(quick: bool, node_count: Optional[int]) -> Dict[str, Any]:
     if quick:
         s = {"lib_counts": [10, 100], "repeats": 30, "budget_s": 0.15,
              "node_rates": [100, 500, 1000], "node_count": 200, "node_warmup": 50, "memory_s": 0,
-             "idle_phase": False,
+             "idle_phase": False, "node_extras": False, "membrane_flow": False, "membrane_stride": 10,
              "scale_counts": [10, 100], "scale_subdiv": [0, 1]}
     else:
         s = {"lib_counts": [10, 100, 1000], "repeats": 300, "budget_s": 1.0,
              "node_rates": [100, 500, 1000], "node_count": 2000, "node_warmup": 200, "memory_s": 60,
-             "idle_phase": True,
+             "idle_phase": True, "node_extras": True, "membrane_flow": True, "membrane_stride": 1,
              "scale_counts": [10, 100, 1000, 5000], "scale_subdiv": [0, 1, 2]}
     if node_count is not None:
         s["node_count"] = int(node_count)
@@ -376,10 +380,14 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
         t0 = time.monotonic()
         results["library"] = library_section(cfg["lib_counts"], cfg["repeats"], cfg["budget_s"])
         print("[library] membrane force estimator on the real Punyo poke", flush=True)
-        from benchmarks.bench_membrane import membrane_section
-        results["library"]["membrane"] = membrane_section(1 if args.quick else 3)
+        from benchmarks.bench_membrane import load_poke, membrane_section, poke_dir
+        root = poke_dir()
+        poke = load_poke(root) if root is not None else None     # read once for both
+        results["library"]["membrane"] = membrane_section(1 if args.quick else 3, flow=cfg["membrane_flow"],
+                                                          poke=poke)
         from benchmarks.bench_membrane_node import node_frame_section
-        results["library"]["membrane_node"] = node_frame_section(1 if args.quick else 2)
+        results["library"]["membrane_node"] = node_frame_section(1 if args.quick else 2,
+                                                                 stride=cfg["membrane_stride"], poke=poke)
         results["library"]["seconds"] = time.monotonic() - t0
     if "cuda" in sections:
         if torch.cuda.is_available():
@@ -407,6 +415,10 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
         results["node"]["seconds"] = time.monotonic() - t0
         if results["node"].get("skipped"):
             print(f"  node skipped: {results['node']['skipped']}", flush=True)
+        elif not cfg["node_extras"]:
+            results["node"]["floor"] = {"skipped": "full run only"}
+            for key, *_ in VARIANTS:
+                results["node"][key] = {"skipped": "full run only"}
         else:
             # The same messages through a bare rclpy relay in the node's place, in the same run.
             print("[node] transport floor: bare rclpy relay in the node's place", flush=True)

@@ -52,13 +52,12 @@ def test_a_plain_path_is_taken_as_written(tmp_path):
     assert resolve_uri("a%20b.obj", tmp_path) == p
 
 
-def test_other_hosts_and_relative_file_uris_are_refused():
-    with pytest.raises(ValueError, match=r"names host 'robot-pc'"):
-        resolve_uri("file://robot-pc/home/meshes/pad.stl")
-    with pytest.raises(ValueError, match=r"does not name an absolute path"):
-        resolve_uri("file:pad.stl")
-    with pytest.raises(ValueError, match=r"not UTF-8"):
-        resolve_uri("file:///meshes/pad%FF.stl")
+@pytest.mark.parametrize("uri, match", [("file://robot-pc/home/meshes/pad.stl", r"names host 'robot-pc'"),
+                                        ("file:pad.stl", r"'file:pad.stl' does not name an absolute path"),
+                                        ("file:///meshes/pad%FF.stl", r"not UTF-8")])
+def test_other_hosts_and_relative_file_uris_are_refused(uri, match):
+    with pytest.raises(ValueError, match=match):
+        resolve_uri(uri)
 
 
 def test_missing_file_names_the_decoded_path():

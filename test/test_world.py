@@ -268,25 +268,24 @@ def test_attached_bodies_follow_parent_free_and_world(arm):
     assert arm.body_parent("tip") == "tool"
 
 
-def test_attach_and_pose_errors_name_the_culprit(arm):
-    box = trimesh.creation.box((0.1, 0.1, 0.1))
-    with pytest.raises(ValueError, match="unknown parent link 'flange'"):
-        arm.attach_body("tool", box, "flange")
-    arm.attach_body("tool", box, "l2")
-    with pytest.raises(ValueError, match="'tool' already exists"):
-        arm.attach_body("tool", box, "l2")
-    with pytest.raises(ValueError, match="attached to 'l2'"):
-        arm.set_body_pose("tool", np.eye(4))
-    with pytest.raises(ValueError, match="'nobody' is not a free body"):
-        arm.set_body_pose("nobody", np.eye(4))
-    with pytest.raises(ValueError, match="unknown body 'nobody'; known bodies: base, l1"):
-        arm.body_model("nobody")
-    with pytest.raises(ValueError, match="fixed world frame"):
-        arm.body_model(WORLD_FRAME)
-    reflect = np.diag([1.0, 1.0, -1.0, 1.0])
-    with pytest.raises(ValueError, match="not a proper rotation"):
-        arm.attach_body("mirror", box, "l1", reflect)
-    assert "mirror" not in arm.body_names
+BOX = trimesh.creation.box((0.1, 0.1, 0.1))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda w: w.attach_body("other", BOX, "flange"), "unknown parent link 'flange'"),
+    (lambda w: w.attach_body("tool", BOX, "l2"), "'tool' already exists"),
+    (lambda w: w.set_body_pose("tool", np.eye(4)), "'tool' is attached to 'l2'"),
+    (lambda w: w.set_body_pose("nobody", np.eye(4)), "'nobody' is not a free body"),
+    (lambda w: w.body_model("nobody"), "unknown body 'nobody'; known bodies: base, l1"),
+    (lambda w: w.body_model(WORLD_FRAME), f"'{WORLD_FRAME}' is the fixed world frame"),
+    (lambda w: w.attach_body("mirror", BOX, "l1", np.diag([1.0, 1.0, -1.0, 1.0])), "not a proper rotation"),
+])
+def test_attach_and_pose_errors_name_the_culprit(arm, call, match):
+    arm.attach_body("tool", BOX, "l2")
+    before = list(arm.body_names)
+    with pytest.raises(ValueError, match=match):
+        call(arm)
+    assert arm.body_names == before      # nothing half-applied
 
 
 # ------------------------------------------------------------------ mesh URIs
@@ -371,19 +370,20 @@ def test_quaternion_180_degrees_round_trip():
     np.testing.assert_allclose(xyz_quat_from_transform(T)[1], [1, 0, 0, 0], atol=1e-15)
 
 
-def test_bad_quaternion_and_transform_rejected():
-    with pytest.raises(ValueError, match="zero norm"):
-        transform_from_xyz_quat([0, 0, 0], [0, 0, 0, 0])
-    with pytest.raises(ValueError, match="non-finite"):
-        transform_from_xyz_quat([0, float("nan"), 0], [0, 0, 0, 1])
-    with pytest.raises(ValueError, match="shape"):
-        validate_transform(np.eye(3), "T")
-    with pytest.raises(ValueError, match="bottom row"):
-        validate_transform(np.ones((4, 4)), "T")
-    shear = np.eye(4)
-    shear[0, 1] = 0.01
-    with pytest.raises(ValueError, match="not a proper rotation"):
-        validate_transform(shear, "T")
+SHEAR = np.eye(4)
+SHEAR[0, 1] = 0.01
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: transform_from_xyz_quat([0, 0, 0], [0, 0, 0, 0]), "zero norm"),
+    (lambda: transform_from_xyz_quat([0, float("nan"), 0], [0, 0, 0, 1]), "non-finite"),
+    (lambda: validate_transform(np.eye(3), "T"), "shape"),
+    (lambda: validate_transform(np.ones((4, 4)), "T"), "bottom row"),
+    (lambda: validate_transform(SHEAR, "T"), "not a proper rotation"),
+])
+def test_bad_quaternion_and_transform_rejected(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
 
 
 @needs_fixture
@@ -419,6 +419,7 @@ def test_joint_state_arrays_as_rclpy_delivers_them():
 
 
 def test_attach_body_relative_mesh_path(arm, tmp_path, monkeypatch):
+    before = list(arm.body_names)
     _write_box_stl(tmp_path / "meshes" / "box.stl")
     arm.attach_body("a", "meshes/box.stl", "l1", base_dir=tmp_path)
     monkeypatch.chdir(tmp_path)                      # no base_dir: relative to the current directory
@@ -427,4 +428,4 @@ def test_attach_body_relative_mesh_path(arm, tmp_path, monkeypatch):
         np.testing.assert_allclose(arm.body_mesh(name).extents, [0.1, 0.2, 0.3], atol=1e-6)
     with pytest.raises(FileNotFoundError, match="nothing.stl"):
         arm.attach_body("c", "nothing.stl", "l1")
-    assert "c" not in arm.body_names
+    assert sorted(arm.body_names) == sorted(before + ["a", "b"])     # no body 'c' half-attached

@@ -71,18 +71,16 @@ def test_unit_axes_do_not_warn():
         World.from_urdf(urdf)
 
 
-@pytest.mark.parametrize("jtype", ["revolute", "continuous", "prismatic"])
-def test_zero_axis_is_a_configuration_error_naming_joint_and_value(jtype):
-    urdf = _robot(_joint("fix", "fixed", "world", "base"), _joint("bad_j", jtype, "base", "l", axis="0 0 0"),
+@pytest.mark.parametrize("jtype, axis, match", [
+    ("revolute", "0 0 0", r"'bad_j'.*\[0\.0, 0\.0, 0\.0\]"),
+    ("continuous", "0 0 0", r"'bad_j'.*\[0\.0, 0\.0, 0\.0\]"),
+    ("prismatic", "0 0 0", r"'bad_j'.*\[0\.0, 0\.0, 0\.0\]"),
+    ("revolute", "0 nan 1", "'bad_j'"),
+])
+def test_zero_or_non_finite_axis_is_a_configuration_error_naming_the_joint(jtype, axis, match):
+    urdf = _robot(_joint("fix", "fixed", "world", "base"), _joint("bad_j", jtype, "base", "l", axis=axis),
                   links=("base", "l"))
-    with pytest.raises(UrdfError, match=r"'bad_j'.*\[0\.0, 0\.0, 0\.0\]"):
-        World.from_urdf(urdf)
-
-
-def test_non_finite_axis_is_rejected():
-    urdf = _robot(_joint("fix", "fixed", "world", "base"),
-                  _joint("nan_j", "revolute", "base", "l", axis="0 nan 1"), links=("base", "l"))
-    with pytest.raises(ValueError, match="'nan_j'"):
+    with pytest.raises(UrdfError, match=match):
         World.from_urdf(urdf)
 
 
@@ -166,7 +164,7 @@ def test_mimic_cycle_is_rejected_at_start_naming_the_joints(tags, names):
     for j, src in tags.items():
         parts.append(_joint(j, "revolute", "base", f"l{j}", mimic=_mimic(src, 1)))
     urdf = _robot(*parts, links=["base", "lq"] + [f"l{j}" for j in tags])
-    with pytest.raises(UrdfError, match="cycle") as info:
+    with pytest.raises(UrdfError) as info:
         World.from_urdf(urdf)
     for n in names:
         assert n in str(info.value)

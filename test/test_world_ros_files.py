@@ -6,6 +6,7 @@ Every file is written by the test; expected vertices, areas and transforms are w
 hand from the file's numbers.
 """
 import math
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
@@ -200,7 +201,10 @@ def test_xacro_file_and_text_are_expanded(tmp_path):
     _check_expanded(World.from_urdf(str(f)))
     _check_expanded(World.from_urdf(XACRO))                  # as robot_description text
     text = ls.urdf_for_state_publisher(str(f))               # robot_state_publisher gets the same URDF
-    assert "${" not in text and "xacro:" not in text and 'xyz="0 0 1.0"' in text
+    root = ET.fromstring(text)                               # expanded: numbers, no xacro elements
+    assert [float(x) for x in root.find("joint[@name='lift']/origin").get("xyz").split()] == [0, 0, 1.0]
+    assert [float(x) for x in root.find("link[@name='tip']//box").get("size").split()] == [0.25, 0.5, 0.1]
+    assert not [el.tag for el in root.iter() if el.tag.startswith("{http://www.ros.org/wiki/xacro}")]
 
 
 def test_xacro_that_cannot_be_expanded_is_refused_saying_how(tmp_path, monkeypatch):

@@ -103,6 +103,11 @@ def test_params_file_is_flattened_from_nested_or_dotted_yaml(tmp_path):
         read_params_file(f)
 
 
+def sim_params(cmd):
+    """The simulator's ``-p name:=value`` arguments of an argv, as a dict of strings."""
+    return dict(cmd[i + 1].split(":=", 1) for i in range(len(cmd) - 1) if cmd[i] == "-p")
+
+
 def write_params(tmp_path, sensors_yaml):
     f = tmp_path / "node.yaml"
     f.write_text("/**:\n  ros__parameters:\n" + sensors_yaml)
@@ -120,8 +125,8 @@ def test_resolve_config_reads_sensor_kinds_and_rejects_bad_numbers(tmp_path):
                                                                          ("pad", "wrench", 1.0)]
     assert cfg.tare_samples == 7 and cfg.node_name == "sensor_node"
     # Real-time simulation: 40 steps per second of 1/40 = 0.025 simulated seconds.
-    cmd = sim_command(cfg)
-    assert "rate_hz:=40.0" in cmd and "sim_dt:=0.025" in cmd and "duration_s:=10.0" in cmd
+    p = sim_params(sim_command(cfg))
+    assert (p["rate_hz"], p["sim_dt"], p["duration_s"]) == ("40.0", "0.025", "10.0")
     for bad, text in (("--duration=-1", "--duration"), ("--rate=0", "--rate"), ("--rate=nan", "--rate"),
                       ("--seed=-3", "--seed")):
         with pytest.raises(ValueError, match=text):
@@ -186,7 +191,7 @@ def test_shipped_parameter_files_pair_with_the_simulator(tmp_path):
         assert cfg.contact_body_names == sim_bodies == ["punyo", "object", "table"]
         assert [s.name for s in cfg.sensors] == ["punyo_pressure", "punyo_force", "punyo_pad", "object_load"]
         assert check_pairing(cfg) == [], world
-        assert "contact_body_names:=[punyo,object,table]" in sim_command(cfg)
+        assert sim_params(sim_command(cfg))["contact_body_names"] == "[punyo,object,table]"
 
 
 def test_measured_streams_are_labelled_by_where_the_simulator_takes_them_from(tmp_path):
@@ -195,12 +200,12 @@ def test_measured_streams_are_labelled_by_where_the_simulator_takes_them_from(tm
     cfg = resolve_config(build_parser().parse_args(["--world", "embedded", "--out", str(tmp_path)]))
     assert cfg.measured_source == "independent"
     assert {s.name: s.measured_source for s in cfg.sensors} == labels
-    assert "measured_source:=independent" in sim_command(cfg)
+    assert sim_params(sim_command(cfg))["measured_source"] == "independent"
     # Every stream from the package's models: all synthetic, and the simulator is told so.
     cfg = resolve_config(build_parser().parse_args(["--world", "embedded", "--out", str(tmp_path),
                                                     "--measured-source", "model"]))
     assert {s.measured_source for s in cfg.sensors} == {"synthetic-model"}
-    assert "measured_source:=model" in sim_command(cfg)
+    assert sim_params(sim_command(cfg))["measured_source"] == "model"
     # A sensor the simulator does not measure has no source; without the bubble in the body
     # table the load cell has no simulator force to read and stays synthetic.
     f = write_params(tmp_path, "    sensors: [object_load, extra]\n    object_load.type: IsaacContactSensor\n"

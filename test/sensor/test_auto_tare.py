@@ -106,13 +106,12 @@ def test_bad_parameters_are_named(kwargs, named):
         AutoTare(**{"max_step": 50.0, "steady_std": 6.0, **kwargs})
 
 
-def test_bad_samples_are_refused_whole_and_named():
+@pytest.mark.parametrize("sample, match", [((10, 0.0, 1.0, False), "stamp_ns 10"),
+                                           ((20, [0.0, 0.0], [1.0, 1.0], False), "2 entries"),
+                                           ((20, 0.0, float("nan"), False), "non-finite")])
+def test_bad_samples_are_refused_whole_and_named(sample, match):
     tare = AutoTare(max_step=50.0, steady_std=6.0, offset=[0.0])
     tare.update(10, 0.0, 1.0, False)
-    with pytest.raises(ValueError, match="stamp_ns 10"):
-        tare.update(10, 0.0, 1.0, False)
-    with pytest.raises(ValueError, match="2 entries"):
-        tare.update(20, [0.0, 0.0], [1.0, 1.0], False)
-    with pytest.raises(ValueError, match="non-finite"):
-        tare.update(20, 0.0, float("nan"), False)
-    tare.update(20, 0.0, 1.0, False)       # the refused samples changed nothing: 20 is still new
+    with pytest.raises(ValueError, match=match):
+        tare.update(*sample)
+    tare.update(20, 0.0, 1.0, False)       # the refused sample changed nothing: 20 is still new

@@ -62,10 +62,10 @@ def test_bad_parameters_are_named(kwargs, named):
         PressureWatch(**kwargs)
 
 
-def test_bad_samples_are_refused_and_named():
+@pytest.mark.parametrize("sample, match", [((5, 0.0, BASE, False), "stamp_ns 5"),
+                                           ((6, float("nan"), BASE, False), "non-finite")])
+def test_bad_samples_are_refused_and_named(sample, match):
     watch = PressureWatch()
     watch.update(5, 0.0, BASE, False)
-    with pytest.raises(ValueError, match="stamp_ns 5"):
-        watch.update(5, 0.0, BASE, False)
-    with pytest.raises(ValueError, match="non-finite"):
-        watch.update(6, float("nan"), BASE, False)
+    with pytest.raises(ValueError, match=match):
+        watch.update(*sample)
