@@ -232,13 +232,13 @@ def _merge_exact_duplicates(V: np.ndarray, F: np.ndarray) -> Tuple[np.ndarray, n
 
 
 _OWN_READERS = {".obj": read_obj_geometry, ".dae": read_collada_geometry}
-"""Formats whose vertex table trimesh's loaders do not keep (see the module docstring)."""
+"""Formats whose vertex table trimesh's loaders do not keep (docs/decisions.md)."""
 
 
 def load_mesh(mesh: MeshLike, base_dir: Optional[Union[str, os.PathLike]] = None) -> trimesh.Trimesh:
     """Load a triangle mesh with the file's vertices, in the file's order and count.
 
-    See the module docstring for the rule per format (OBJ read directly,
+    See docs/decisions.md for the rule per format (OBJ read directly,
     PLY/OFF as stored, STL corners merged by exact position in
     first-appearance order, Collada as rviz2 places it).  Element indices in contact messages
     (``elem1``) index these vertices.

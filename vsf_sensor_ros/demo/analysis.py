@@ -199,7 +199,7 @@ def sensor_numbers(predicted: Series, measured: Optional[Series], contacts_stamp
                    tare_response_ns: Optional[int],
                    contact_stamp_ns: Optional[np.ndarray] = None,
                    near_contact_stamp_ns: Optional[np.ndarray] = None) -> Dict[str, object]:
-    """Per-sensor summary numbers (see the module docstring for the definitions).
+    """Per-sensor summary numbers (definitions: docs/demo.md and ``summary.json``).
 
     Args:
         predicted, measured: the sensor's streams (``measured`` None when not recorded).

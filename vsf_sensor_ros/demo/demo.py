@@ -23,7 +23,7 @@ class _Terminated(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The demo's command line (see the module docstring)."""
+    """The demo's command line (docs/demo.md)."""
     p = argparse.ArgumentParser(
         prog="vsf_demo", formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  vsf_demo --world embedded --duration 10\n"

@@ -160,8 +160,8 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
     from vsf_sensor_ros.demo.ur5e import UR5E_JOINTS
     from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp
 
-    # the contacts of frame k leave the wrench node time_shift / speed after its pressure (see the
-    # module docstring): the pressure counts as received that much later
+    # the contacts of frame k leave the wrench node time_shift / speed after its pressure
+    # (docs/real_data.md): the pressure counts as received that much later
     mount = None
     if camera is not None:
         from vsf_sensor_ros.demo import replay_camera as rc

@@ -165,7 +165,7 @@ def replay_config(args: argparse.Namespace, bag: BagTopics, params_file: Path) -
 
 
 class BagReplay:
-    """One replay: the node child, the recorder, the publishers and the tare (see the module docstring).
+    """One replay: the node child, the recorder, the publishers and the tare (docs/demo.md).
 
     Args:
         cfg: :func:`replay_config`.

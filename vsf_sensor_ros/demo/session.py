@@ -179,7 +179,7 @@ class ContactWatch:
 
 
 class DemoSession:
-    """One recorded run of the simulator and the sensor node (see the module docstring).
+    """One recorded run of the simulator and the sensor node (docs/demo.md).
 
     Args:
         cfg: the run's configuration.

@@ -295,7 +295,7 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
     def in_contact(self, state: SimState) -> bool:
         """True when at least one contact of the body lies inside the radius (any, when ``radius <= 0``).
 
-        Regardless of force and ``minThreshold`` (see the module docstring).
+        Regardless of force and ``minThreshold`` (docs/python_api.md).
 
         Raises:
             ValueError: as ``predict``.
@@ -357,7 +357,7 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
         return float(time)
 
     def update(self, state: SimState, time: Optional[float] = None) -> Optional[CsSensorReading]:
-        """Evaluate at ``time`` (s); take a sample when one is due (see the module docstring).
+        """Evaluate at ``time`` (s); take a sample when one is due (docs/python_api.md).
 
         Returns:
             The sample appended to the buffer, or None when no sample was due.

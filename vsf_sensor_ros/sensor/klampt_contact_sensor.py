@@ -525,8 +525,8 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
         """True when at least one contact of the link lies inside the patch (``inside_c``).
 
         Membership as in the model (patch rectangle and ``patchTolerance``,
-        inclusive), regardless of force, weight and ``fSensitivity`` (see the
-        module docstring); contacts elsewhere on the link do not count.
+        inclusive), regardless of force, weight and ``fSensitivity`` (see
+        docs/python_api.md); contacts elsewhere on the link do not count.
 
         Raises:
             ValueError: as ``predict``.
