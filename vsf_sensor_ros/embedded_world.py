@@ -1,27 +1,8 @@
 """The package's own default world, and the Kinova Gen3 + Punyo world from assets.
 
-:func:`embedded_world` needs no files outside the package: a 4-joint arm
-(``data/embedded_arm.urdf``, primitive link geometry) with a Punyo-like
-bubble on its flange, a table and an object to press on.  The node and the
-demo use it when no robot is configured.
-
-Layout (world frame, REP 103, metres)::
-
-    table   top surface z = 0, x in [0.25, 0.85], y in [-0.4, 0.4]   (free body)
-    object  6 x 6 x 4 cm block resting on the table at (0.45, 0, 0.02) (free body)
-    arm     base at the origin; shoulder pitch axis at z = 0.18
-    punyo   bubble on the flange ``tool_link``: base plane z = 0 of its
-            frame on the flange, dome bulging along the flange +z
-
-The bubble follows the real Punyo mesh's convention (checked against
-``punyo_mesh_complete.ply``): the membrane bulges toward +z of the mesh
-frame and the base normal (into the dome) is +z, which is
-``PunyoPressureSensor``'s default ``base_normal_local``.  (The real mesh's
-base plane is tilted about 23 deg about its y axis; the generated bubble's
-base is exactly the plane z = 0.)
-
-:func:`kinova_world` builds the Kinova Gen3 arm with the real Punyo mesh
-from an assets directory laid out like ``shared/fixtures/kinova_punyo``.
+:func:`embedded_world` needs no files outside the package (a 4-joint arm, a Punyo-like bubble on
+its flange, a table, a box) and is what the node and the demo use when no robot is configured;
+layout in docs/demo.md.
 """
 from __future__ import annotations
 

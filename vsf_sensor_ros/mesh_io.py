@@ -1,37 +1,7 @@
-"""Mesh files: finding them (``package://``, ``file://``, relative paths) and loading them
-with the file's own vertices.
+"""Mesh files: finding them (``package://``, ``file://``, relative) and loading them with the file's vertices.
 
-**Vertex-order rule.**  Contact element indices (``elem1``/``elem2``) and the
-dense per-vertex outputs index a body's vertices, so the vertices the sensors
-use and publish are the file's, in the file's order and count:
-
-* OBJ: the ``v`` lines, in order, every one of them (also one no face uses).
-  Texture seams (``vt``), normals (``vn``), objects, groups and materials do
-  not split or duplicate vertices.  Polygons are fanned into triangles
-  ``(a, b, c), (a, c, d), ...``; negative (relative) indices are resolved.
-  trimesh's OBJ loader is not used for this: it copies a vertex at every
-  texture seam (an OBJ with 4 vertices loads as 5 or 6), and even with
-  ``maintain_order=True`` duplicates vertices across objects and materials.
-* PLY, OFF: the vertex list as stored (trimesh with ``process=False``, which
-  neither merges nor reorders), repeated positions (seams) included.
-* Collada (``.dae``): as rviz2 shows it (:func:`read_collada_geometry`): the
-  ``POSITION`` arrays of the scene's geometries in the order the scene
-  instantiates them, each placed by its nodes' transforms and scaled by the
-  file's ``<unit meter>``; ``<up_axis>`` is ignored (a ROS mesh is Z-up,
-  whatever the exporter declared).
-* STL: the format has no shared vertices (each triangle stores its own three
-  corners), so "file order" is defined as: exactly equal corner positions
-  are merged, and vertices are numbered in the order of their first
-  appearance in the file.  (Klampt's own STL loader also merges, but keeps
-  corners with different face normals apart, so its count depends on the
-  shape, not on the file; the Kinova Gen3 base link has 634 distinct
-  corner positions and 3078 Klampt vertices.)
-* any other format trimesh reads: its vertices with ``process=False``
-  (trimesh's own order; no merging or reordering here).
-
-URDF link meshes follow the same rule: the world reads them here and sets
-them on Klampt's links (Klampt's own loaders merge repeated positions, even
-of an OFF file, and turn Collada to Y-up).
+Contact element indices and dense outputs index a body's vertices, so every format is read with the
+file's vertices in its order and count (the rule per format: docs/decisions.md).
 """
 from __future__ import annotations
 
@@ -262,13 +232,13 @@ def _merge_exact_duplicates(V: np.ndarray, F: np.ndarray) -> Tuple[np.ndarray, n
 
 
 _OWN_READERS = {".obj": read_obj_geometry, ".dae": read_collada_geometry}
-"""Formats whose vertex table trimesh's loaders do not keep (see the module docstring)."""
+"""Formats whose vertex table trimesh's loaders do not keep (docs/decisions.md)."""
 
 
 def load_mesh(mesh: MeshLike, base_dir: Optional[Union[str, os.PathLike]] = None) -> trimesh.Trimesh:
     """Load a triangle mesh with the file's vertices, in the file's order and count.
 
-    See the module docstring for the rule per format (OBJ read directly,
+    See docs/decisions.md for the rule per format (OBJ read directly,
     PLY/OFF as stored, STL corners merged by exact position in
     first-appearance order, Collada as rviz2 places it).  Element indices in contact messages
     (``elem1``) index these vertices.

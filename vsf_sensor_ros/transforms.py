@@ -1,15 +1,7 @@
 """Rigid-transform helpers: ROS poses, Klampt transforms, URDF roll-pitch-yaw.
 
-Everything public here is a plain ``(4, 4)`` homogeneous float64 ``numpy``
-matrix (body -> parent, metres).  Quaternion and RPY conversions go through
-``scipy.spatial.transform.Rotation``:
-
-* ROS quaternions are ``(x, y, z, w)`` (``geometry_msgs/Quaternion``), which
-  is scipy's default scalar-last order; Klampt's are ``(w, x, y, z)`` and
-  never appear here.
-* URDF ``rpy`` is fixed-axis roll, pitch, yaw: ``R = Rz(yaw) Ry(pitch)
-  Rx(roll)``, scipy's *extrinsic* ``'xyz'`` sequence.
-* Klampt rotations are 9-lists in column-major order.
+Everything public is a ``(4, 4)`` float64 body -> parent matrix; quaternions are ROS's ``(x, y, z, w)``
+and rotations go through ``scipy.spatial.transform.Rotation``.
 """
 from __future__ import annotations
 

@@ -1,27 +1,7 @@
-"""URDF parsing: joints as written in the file, axis normalisation, mimic order, collision pieces.
+"""URDF parsing: joints as written in the file, axis normalisation, mimic order, collision pieces, xacro.
 
-Klampt loads the robot itself; this module reads what Klampt does not expose
-by URDF name (joint names, types, parents/children, mimic tags) and checks
-what other URDF consumers check:
-
-* **Joint axes** are normalised, as robot_state_publisher (through KDL) does:
-  an exporter's ``<axis xyz="0 0 2"/>`` turns the joint by ``q`` rad (or moves
-  it by ``q`` m), not ``2 q``.  A zero or non-finite axis on a movable joint
-  is a configuration error (:class:`UrdfError`).
-* **Mimic joints** (``<mimic joint="src" multiplier="m" offset="o"/>``,
-  ``q = m * q_src + o``) are ordered so that a mimic of a mimic is evaluated
-  after its source (:func:`mimic_order`); a cycle is a configuration error.
-* **Collision geometry** of a link is the union of all its ``<collision>``
-  elements (:func:`collision_elements`), not only the first.
-* **Driver joint names** -> URDF joint names: :func:`parse_joint_name_map` reads the
-  ``joint_name_map`` format (``driver:urdf`` pairs) for the node, the contact sources and the
-  launch files.
-* **xacro** documents (``.urdf.xacro`` files, the xacro namespace, ``${...}``
-  or ``$(...)``) are expanded as ``xacro file.urdf.xacro > file.urdf``
-  does (the ``xacro`` package) before anything reads them
-  (:func:`read_urdf`); one that cannot be expanded here (``$(find pkg)``
-  of a package this machine does not have, a required ``$(arg ...)``) is a
-  configuration error that says so.
+It reads what Klampt does not expose by URDF name and checks what other URDF consumers check
+(docs/decisions.md, robots as other tools write them).
 """
 from __future__ import annotations
 

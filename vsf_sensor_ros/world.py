@@ -1,47 +1,8 @@
-# One module, and World one class, although both are over the size guide: the Klampt world and its one
-# body table (robot links, attached and free bodies, joints with mimics) are one state that every
-# method reads or updates together; URDF parsing and mesh files already live in urdf.py and mesh_io.py.
 """Robot and attached rigid bodies -> body transforms, on top of Klampt.
 
-A :class:`World` owns one Klampt ``WorldModel`` holding a robot loaded from a
-URDF plus rigid bodies attached to it (the Punyo membrane on a flange, a table,
-a grasped object).  It turns a ``sensor_msgs/JointState``-like update and
-free-body poses into the ``body_transforms`` dictionary of a
-:class:`~vsf_sensor_ros.sensor.base_sensor.SimState`, and hands sensors the Klampt
-models their ``attach()`` expects.
-
-Conventions:
-
-* Joints are addressed by their URDF *joint* names (what ``JointState.name``
-  carries).  Klampt names its links and drivers after the URDF *child links*,
-  so the URDF is parsed here and each movable joint is mapped to the Klampt
-  configuration entry of its child link.
-* Klampt's URDF loader drops a root link named ``world`` (it becomes Klampt's
-  world frame; the fixed joint's origin is kept as the pose of the first real
-  link).  :data:`WORLD_FRAME` is therefore always present as a frame with the
-  identity transform, so contacts and attachments can name it.  When the root
-  link has another name, Klampt adds a floating base that stays at the
-  identity.
-* ``package://pkg/...`` mesh URIs resolve through the ament index when it is
-  available, else through the installed Python package ``pkg``, else
-  relative to the URDF directory (``base_dir``) and its parents.
-* ROS quaternions are ``(x, y, z, w)``; Klampt's are ``(w, x, y, z)``.  The
-  helpers of :mod:`vsf_sensor_ros.transforms` take and return ROS order only.
-* Klampt rotations are 9-lists in column-major order; everything public here
-  is a plain ``(4, 4)`` homogeneous ``numpy``/``torch`` matrix.
-* Joint axes of other than unit length are normalised (warned once per
-  URDF), as robot_state_publisher does; a zero axis is a :class:`UrdfError`.
-* Mimic joints are evaluated in dependency order within each JointState; a
-  mimic joint whose position the JointState carries takes that value
-  (:meth:`World.set_joint_positions`).
-* Every mesh, attached or of a URDF link, has the file's vertices in the
-  file's order and count (:mod:`vsf_sensor_ros.mesh_io`).
-* A link's collision geometry is the union of all its ``<collision>``
-  elements, pieces in document order (Klampt alone keeps only the first).
-
-Transforms, URDF parsing and mesh files have their own modules
-(:mod:`~vsf_sensor_ros.transforms`, :mod:`~vsf_sensor_ros.urdf`,
-:mod:`~vsf_sensor_ros.mesh_io`); their public names are re-exported here.
+A :class:`World` turns joint states and free-body poses into a ``SimState``'s ``body_transforms``,
+addressing joints by URDF joint name, and hands sensors the Klampt models they attach to.  How
+URDFs and meshes are read: docs/decisions.md.
 """
 from __future__ import annotations
 

@@ -1,25 +1,7 @@
 """Klampt/ODE physics run of a press scene, read out as contract contacts (no ROS).
 
-:class:`ContactSimulation` owns a ``klampt.Simulator`` of a
-:class:`~vsf_sensor_ros.contact_sources.sim_world.SimScene`, drives the robot's joints
-with the simulator's PID servo controller along a
-:class:`~vsf_sensor_ros.contact_sources.trajectory.PressTrajectory` (plus gravity
-feed-forward so the arm does not sag), and after each step returns
-
-* the contacts of every pair of contact bodies as
-  ``{(body1, body2): ContactState}`` with the force applied to *body1* by
-  *body2* (world frame, N), both orders of each pair;
-* joint positions and velocities in URDF joint order;
-* body transforms and a :class:`~vsf_sensor_ros.sensor.base_sensor.SimState`.
-
-Klampt's force convention, measured (test ``test_contact_sim_convention``):
-for a 1 kg block resting on a table, ``sim.getContactForces(table, block)``
-sums to ``+9.8 N`` along world z -- the force *on the block* (the second
-argument) *by the table* -- and ``getContactForces(block, table)`` to
-``-9.8 N``; ``getContacts(a, b)`` gives the matching points with normals
-pointing into ``a``.  (Klampt's docstring says "forces on object a"; the
-measurement says otherwise.)  Hence the force on ``body1`` by ``body2`` is
-``-getContactForces(body1, body2)``: :func:`contacts_between`.
+The force on ``body1`` by ``body2`` is ``-getContactForces(body1, body2)``: Klampt returns the force on
+the second body, whatever its docstring says (measured; see docs/demo.md, the simulator).
 """
 from __future__ import annotations
 

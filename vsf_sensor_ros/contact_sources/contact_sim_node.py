@@ -1,54 +1,8 @@
 """``contact_sim_node``: a Klampt physics session of a robot pressing the Punyo bubble into a box.
 
-It stands in for both the simulator bridge and the real gripper of a live
-session: each simulator step it publishes the robot state and
-the contacts a sensor node consumes, plus stand-in *measured* readings.
-
-Simulation (:mod:`vsf_sensor_ros.contact_sources.contact_sim`): ``klampt.Simulator``
-(ODE) of the world named by ``world`` (:mod:`vsf_sensor_ros.contact_sources.sim_world`);
-the joints follow a press trajectory (:mod:`vsf_sensor_ros.contact_sources.trajectory`)
-through the simulator's PID servos: a contact-free ``tare`` stretch, approach,
-press, hold, release, retreat, rest.
-
-Published topics (all stamped with the step's *simulation* time, starting
-at ``sim_dt``; one message each per step, in this order):
-
-* ``joint_states`` -- ``sensor_msgs/JointState``: URDF joint names, position
-  (rad), velocity (rad/s) as simulated.
-* ``object/pose`` -- ``geometry_msgs/PoseStamped``: the box's pose, frame
-  ``world_frame`` (a sensor node drives its free body ``object`` with it).
-* ``contacts`` -- ``sensor_msgs/PointCloud2`` built by
-  :func:`~vsf_sensor_ros.ros.messages.contacts.contacts_to_pointcloud2`: every
-  touching pair of ``contact_body_names`` in *both* orders, force applied to
-  body1 by body2 (world frame, N); an empty cloud when nothing touches.
-* ``<s>/measured`` per name in ``sensors`` -- the stand-in reading
-  (:mod:`vsf_sensor_ros.contact_sources.sim_sensors`): with ``measured_source:
-  independent`` (default) the Klampt pad comes from Klampt's own C++
-  ``ContactSensor`` in the same ODE world and the load cell from the
-  simulator's summed bubble-object contact force; the Punyo pressure and
-  dense force remain *synthetic* (the package's model on the simulator's
-  contacts); each plus its offset and noise; encoded with
-  :func:`vsf_sensor_ros.ros.messages.readings.encode_vector`: pressure ->
-  ``sensor_msgs/FluidPressure``, dense force -> ``sensor_msgs/PointCloud2``
-  (``x y z fx fy fz`` per vertex), Klampt contact sensor and Isaac load ->
-  ``geometry_msgs/WrenchStamped``; ``frame_id`` = the frame of the node's
-  prediction (the attachment body, or ``<s>_frame`` of a pad or load cell).
-* ``/clock`` -- ``rosgraph_msgs/Clock`` with the step's simulation time, first of the step's
-  messages, when ``publish_clock`` (nodes started with ``use_sim_time`` then follow it).
-* ``sim_done`` -- ``std_msgs/Bool``, transient-local (late joiners get the
-  latest): ``false`` at start, ``true`` after the last step.  With
-  ``exit_on_done`` (default) the process then exits with code 0 after
-  ``linger_s``.
-
-Parameters (read-only unless marked live): see :data:`PARAMS` -- ``world``,
-``assets_dir``, ``rate_hz`` (live), ``sim_dt``, ``physics_dt``,
-``duration_s``, ``trajectory.*``, ``object.size``, ``object.mass``,
-``bubble.stiffness``, ``bubble.damping``, ``bubble.padding``, ``max_contacts``, ``arm_collision``, ``seed``,
-``contact_body_names``, ``sensors``, ``<s>.offset``, ``<s>.noise_std``,
-``world_frame``, ``start_delay_s``, ``wait_for_subscribers``,
-``exit_on_done``, ``linger_s``, ``publish_clock``.
-
-Run: ``python -m vsf_sensor_ros.contact_sources.contact_sim_node --ros-args -p world:=kinova``.
+It stands in for the simulator bridge and the real sensors: each step it publishes the joint
+states, the box pose, the contacts and stand-in measured readings.  Topics: docs/demo.md (the
+simulator); parameters: ``--help``.
 """
 from __future__ import annotations
 

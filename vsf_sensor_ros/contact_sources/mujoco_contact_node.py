@@ -1,38 +1,7 @@
 """``mujoco_contact_node``: MuJoCo as the contact source -- the embedded arm presses the Punyo bubble.
 
-It plays the simulator bridge and the real gripper of a live session, like the package's
-Klampt simulator (``contact_sim_node``), with MuJoCo doing the physics
-(:mod:`vsf_sensor_ros.contact_sources.mujoco_scene`: the embedded world as MJCF, the bubble a
-mesh geom from the membrane mesh the sensors use).  The arm's position servos follow a press
-(:class:`~vsf_sensor_ros.contact_sources.mujoco_scene.PressPlan`): a contact-free ``tare``
-stretch, approach, press, hold, release, retreat, rest.
-
-Published topics (stamped with the step's *simulation* time, starting at ``sim_dt``; one
-message each per step, in this order):
-
-* ``/clock`` -- ``rosgraph_msgs/Clock``, first, when ``publish_clock``.
-* ``joint_states`` -- ``sensor_msgs/JointState``: the arm's URDF joint names, position (rad),
-  velocity (rad/s) as MuJoCo integrates them.
-* ``object/pose`` -- ``geometry_msgs/PoseStamped``: the box's pose in ``world_frame``.
-* ``contacts`` -- ``sensor_msgs/PointCloud2`` from
-  :func:`~vsf_sensor_ros.ros.messages.contacts.contacts_to_pointcloud2`: MuJoCo's contacts between
-  bodies of ``contact_body_names`` (names from the MuJoCo model), each pair in *both* orders,
-  force applied to body1 by body2 from ``mj_contactForce`` turned into the world frame (N); an
-  empty cloud when nothing touches.
-* ``<s>/measured`` per name in ``sensors`` -- the stand-in reading, plus the sensor's
-  ``offset`` and Gaussian noise (``noise_std``, seeded by ``seed``), encoded as the sensor node
-  reads it.  With ``measured_source: independent`` (default) the pad (``punyo_pad``) comes from
-  MuJoCo's ``force`` sensor on the bubble and the load cell (``object_load``) from MuJoCo's
-  ``touch`` sensor on the object's top face (labels :data:`SOURCE_MUJOCO_FORCE`,
-  :data:`SOURCE_MUJOCO_TOUCH`); MuJoCo has nothing like the Punyo pressure or the dense membrane
-  force, so those two are the package's own models on MuJoCo's contacts (synthetic).  With
-  ``model`` every stream is synthetic.
-* ``sim_done`` -- ``std_msgs/Bool``, transient-local: ``false`` at start, ``true`` after the last
-  step; with ``exit_on_done`` the process then exits 0 after ``linger_s``.
-
-Parameters: see :data:`PARAMS` (read-only unless marked live).
-
-Run: ``mujoco_contact_node --ros-args -p rate_hz:=50.0``; ``-h`` prints the usage.
+The MuJoCo counterpart of ``contact_sim_node`` (same topics), with MuJoCo's own force and touch
+sensors as independent measured streams; see docs/mujoco.md, parameters with ``--help``.
 """
 from __future__ import annotations
 

@@ -1,41 +1,7 @@
 """MuJoCo scene of the embedded arm pressing the Punyo bubble into a box, and its contacts (no ROS).
 
-The scene is the package's embedded world (:mod:`vsf_sensor_ros.embedded_world`) written as
-MJCF, so a sensor node configured for that world (``config/sensor_node.yaml``) reads it
-unchanged:
-
-* the arm's links and joints from ``data/embedded_arm.urdf`` (same body and joint names, joint
-  origins and axes, masses and inertias); the URDF root link ``world`` becomes MuJoCo's world
-  body.  The arm has no collision geometry (only the bubble, the object and the table collide,
-  as in the package's Klampt simulator) and its gravity is compensated (``gravcomp``), so its
-  position servos only push against the contact;
-* the bubble, body :data:`BUBBLE` fixed to the flange ``tool_link`` (identity mount), collides
-  through a ``mesh`` geom built from the membrane mesh the sensors use
-  (``data/punyo_bubble.ply``).  MuJoCo collides a mesh as its convex hull; the bubble is a
-  convex dome, so the hull is the bubble itself.  The bubble body is massless, so MuJoCo's
-  ``force`` sensor on it reads exactly the contact force (no weight, no inertia);
-* the table (static body :data:`TABLE`, top face at z = 0) and the object (free body
-  :data:`OBJECT`, a box resting on the table).
-
-Sensors MuJoCo itself computes (the independent "measured" streams):
-
-* :data:`PAD_SITE` -- a ``force`` sensor at a site on the bubble placed like the demo pad's
-  ``Tsensor``: the force the flange exerts on the bubble, in the site frame.  The bubble being
-  massless, the contact force on the bubble is its negative (:func:`pad_reading`).
-* :data:`LOAD_SITE` -- a ``touch`` sensor whose zone is a sphere at the object's top face centre
-  with the demo load cell's radius: the sum of the *normal* contact forces in the zone (N, >= 0).
-  The package's Isaac-style load sensor sums the whole force vector and takes its norm, so the
-  two differ by the tangential (friction) part of the contact force.
-
-There is no MuJoCo counterpart of the Punyo pressure or the dense membrane force: MuJoCo has
-no fluid-filled membrane.  A session measures those with the package's own models (synthetic).
-
-Contacts (:func:`contact_rows`): for contact ``i`` MuJoCo's ``mj_contactForce`` returns the
-force in the contact frame ``data.contact[i].frame`` (three rows: the normal, pointing from
-``geom1`` to ``geom2``, then two tangents); a positive normal component pushes the geoms apart.
-``frameᵀ f`` is therefore the force on ``geom2``'s body (world frame) and the force applied to
-body1 (``geom1``'s body) by body2 is ``−frameᵀ f`` -- pinned by a test: a box resting on the
-table presses the table with its weight, ``−m g`` along z.
+The embedded world as MJCF (same names, so ``config/sensor_node.yaml`` reads it unchanged), MuJoCo's
+own pad and load sensors, and its contacts as rows of the contract; see docs/mujoco.md.
 """
 from __future__ import annotations
 

@@ -1,24 +1,8 @@
 """Demo sensors of the simulated session and their stand-in "measured" streams (no ROS).
 
-The contact simulator plays the real gripper too: for each demo sensor it
-publishes ``<s>/measured``, the sensor's physical quantity plus a constant
-offset (a real Punyo reads *absolute* pressure, ~101325 Pa at rest; load
-cells and pads have small zero offsets) plus Gaussian noise from a fixed
-seed.  A tare on the contact-free start recovers the offset.
-
-Where an implementation independent of the package's models exists, the
-physical quantity comes from it (:func:`independent_source`): the Klampt pad
-from Klampt's own C++ ``ContactSensor`` simulated in the same ODE world, the
-load cell from the contact force the simulator sums itself.  Otherwise
-(Punyo pressure and dense force: nothing but the model exists) it is the
-library model on the simulator's contacts, and the stream is **synthetic**
-(:attr:`MeasuredStream.synthetic`): its agreement with the prediction holds
-by construction, up to the noise.
-
-:func:`demo_sensor_specs` is the single source of the demo sensor set for a
-scene: the simulator uses it for the measured streams and a demo can turn it
-into the sensor node's parameters (:func:`sensor_node_sensor_params`), so both
-sides model the same sensors.
+Each stream is an independent implementation where one exists, else the package's model (labelled
+synthetic), plus an offset and noise (docs/demo.md, where the measured streams come from).
+:func:`demo_sensor_specs` is the single source of the demo's sensor set.
 """
 from __future__ import annotations
 

@@ -1,30 +1,7 @@
 """Klampt physics scene for the contact simulator: a robot carrying the Punyo bubble, a table, a box.
 
-The scene is a Klampt ``WorldModel`` that ``klampt.Simulator`` (ODE) can run:
-
-* the robot from a URDF, with the bubble added as a *fixed child link* of the
-  end link (a generated ``<link>`` plus ``<joint type="fixed">``), so ODE
-  moves it rigidly with the arm and reports its contacts under the link's own
-  id; its body name is the link name (:data:`BUBBLE`, ``"punyo"``);
-* a static table (Klampt terrain :data:`TABLE`) and a free box (Klampt
-  rigid object :data:`OBJECT`) resting on it under the press point, laid out
-  as in :mod:`vsf_sensor_ros.embedded_world` (table top at z = 0, box centred
-  at x = 0.45 m) in both worlds, so a sensor node configured from that module
-  sees the same bodies.
-
-Collision geometry (documented choice, for speed): only the bubble, the table
-and the object collide.  The arm links keep their masses and inertias but
-their collision meshes are dropped unless ``arm_collision=True`` -- the Kinova
-STL meshes (1-9 k triangles each) would make ODE check eight large meshes per
-step for contacts the press trajectory never makes.
-
-Two worlds ship (:func:`load_assets`): ``embedded`` (the package's own
-4-joint arm and generated bubble, no files outside the package) and
-``kinova`` (Kinova Gen3 URDF, ``punyo_mesh_complete.ply`` on
-``EndEffector_Link`` through ``punyo2ee`` of
-``punyo2end_effector_transform.json``; directory from the ``assets_dir``
-argument, else ``$VSF_ASSETS``, else ``../shared/fixtures/kinova_punyo`` next
-to the repository).
+Two worlds, ``embedded`` and ``kinova``, laid out as :mod:`vsf_sensor_ros.embedded_world`; only the
+bubble, table and box collide unless ``arm_collision`` (docs/demo.md, the simulator).
 """
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
 """What the package's simulator nodes share: outputs, a paced stepping thread, ``rate_hz`` live.
 
-:class:`SimulatorNode` is the base of ``contact_sim_node`` (Klampt/ODE) and ``mujoco_contact_node``
-(MuJoCo).  A subclass builds its scene and measured streams, calls :meth:`SimulatorNode.create_outputs`
-and :meth:`SimulatorNode.start_stepping`, and implements :meth:`SimulatorNode.step_once` (advance
-``sim_dt`` and publish) and :attr:`SimulatorNode.simulated_time`.  The worker thread steps
-``round(duration_s / sim_dt)`` times at ``rate_hz`` (0 = as fast as possible; when behind it does
-not burst to catch up), then publishes ``sim_done: true``.  A step that raises ends the run: the
-error is logged and kept in ``failed`` (exit code 1 from :func:`finish`).
+:class:`SimulatorNode` is the base of ``contact_sim_node`` and ``mujoco_contact_node``: a subclass
+builds its scene and implements :meth:`SimulatorNode.step_once`.
 """
 from __future__ import annotations
 

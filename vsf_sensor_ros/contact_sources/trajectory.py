@@ -1,28 +1,7 @@
 """Press-and-release joint trajectory for the contact simulator, from Klampt IK.
 
-The bubble's *tip* (the mesh vertex furthest along the membrane's outward
-normal ``n``) is driven along a vertical line over the object centre with the
-membrane normal pointing straight down (``R n = -z``; rotation about the
-vertical is left to IK).  Its height above the object's top face follows
-these phases (durations in seconds of simulated time):
-
-=========  ==========================================================
-``tare``    hold at ``clearance`` above the object (contact-free; a
-            calibrator tares on it, so it lasts at least 1 s)
-``approach``  ``clearance`` -> 0 (touching the top face)
-``press``     0 -> ``-press_depth`` (the commanded tip goes into the box;
-              the servos and the contact push back: that is the load)
-``hold``      stay at ``-press_depth``
-``release``   ``-press_depth`` -> 0
-``retreat``   0 -> ``clearance``
-``rest``      hold at ``clearance`` until the end
-=========  ==========================================================
-
-Each moving phase uses a smooth (cosine) time profile, so velocity is zero
-at phase boundaries.  IK is solved every ``ik_dt`` seconds of the moving
-phases, each solve seeded with the previous one (the arm stays on one
-branch), and the command in between is the linear interpolation of the two
-neighbouring solutions; its velocity is the finite difference.
+The bubble's tip moves on a vertical line over the object through the phases tare, approach,
+press, hold, release, retreat, rest (cosine profiles; docs/demo.md, the simulator).
 """
 from __future__ import annotations
 

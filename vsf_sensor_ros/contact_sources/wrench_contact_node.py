@@ -1,30 +1,8 @@
 """``wrench_contact_node``: contacts for ``sensor_node`` from a wrist wrench and the joint states.
 
-For a real rig with an F/T sensor (or an arm's wrench estimate) and no simulator.  The maths,
-sign convention and limits are in :mod:`vsf_sensor_ros.contact_sources.wrench_contacts`: one contact on
-``body`` at ``contact_point`` (body frame) carrying the force that body receives, in
-``world_frame``, one cloud per joint state (after ``time_shift`` worth of wrenches has arrived).
-
-Topics (relative names): ``wrench`` (in, ``geometry_msgs/WrenchStamped``), ``joint_states``
-(in, ``sensor_msgs/JointState``), ``contacts`` (out, ``sensor_msgs/PointCloud2``, the layout of
-:func:`~vsf_sensor_ros.ros.messages.contacts.contacts_to_pointcloud2`; empty = no contact).
-Service: ``~/tare`` (``std_srvs/Trigger``): the force bias from the last ``bias_samples``
-wrenches (call it while nothing touches the body).  ``/diagnostics`` (1 Hz): one status named
-with the node's fully qualified name: ``published``, ``rejected_wrenches``, ``dropped_pending``,
-``zero_stamps.<topic>`` per input topic (messages stamped 0, rejected: WARN once any came) and
-``last_rejection``; a zero stamp is also logged (throttled), naming the topic.
-
-Parameters (read-only): ``robot_description`` / ``robot_description_path`` (URDF text / file),
-``world_frame`` (``world``), ``contact_body_names`` (the table shared with ``sensor_node``),
-``body``, ``other_body``, ``body_parent`` (link the body is fixed to; empty = ``body`` is a link),
-``body_transform`` (16 floats row-major, body → parent), ``contact_point`` (3 floats, m, body
-frame), ``wrench_frame`` (empty = the message's ``frame_id``), ``force_sign`` (+1: the wrench is
-the force on the body; −1: the force the body applies), ``time_shift`` (s >= 0, the wrench's lag
-behind the joint states), ``bias_samples`` (10), ``bias_on_start`` (true: the first
-``bias_samples`` wrenches set the bias), ``min_force`` (N deadband, 0), ``qos_depth`` (100,
-reliable), ``joint_name_map`` (``driver:urdf`` pairs, as ``sensor_node``'s: a driver that names
-its joints differently from the URDF, e.g. Kinova's ``joint_1:Actuator1``; a bad entry is a
-configuration error naming it).
+The ROS adapter of :mod:`vsf_sensor_ros.contact_sources.wrench_contacts`, for a real rig with an F/T
+sensor and no simulator; topics, service, diagnostics and parameters: docs/real_data.md and
+``--help``.
 """
 from __future__ import annotations
 

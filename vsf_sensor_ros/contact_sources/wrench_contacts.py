@@ -1,32 +1,8 @@
 """Contacts from a wrist force/torque reading: the contact source of a real rig without a simulator.
 
-A rig with an F/T sensor (or an arm's built-in wrench estimate) but no simulator knows the total
-force on the tool, not where it acts.  This module turns each wrench into **one** contact on a
-configured body at a configured point (e.g. the Punyo bubble's apex), carrying the force that
-body receives, in the world frame -- the contacts cloud ``sensor_node`` reads.  No rclpy here: the
-node (:mod:`vsf_sensor_ros.contact_sources.wrench_contact_node`) is the thin adapter.
-
-Conventions:
-
-* **Sign**: the contact row carries the force *acting on the sensor body* (the contract's "force
-  on body1 from body2").  ``force_sign = +1`` when the wrench already is that force (the recorded
-  UR5e poke: the force the indenter applies to the tool, in the arm's base frame); ``-1`` when the
-  sensor reports the force the tool applies to the environment.
-* **Frames**: the wrench's force is expressed in ``wrench_frame`` (the message's ``frame_id``
-  unless overridden), which must be a body of the world; it is rotated into ``world_frame`` with
-  that frame's orientation at the joint state being emitted.
-* **Bias**: ``bias`` (3,) N, in the wrench frame, is subtracted before the sign and the rotation.
-* **Lag** (``time_shift`` s >= 0): force channels often lag the joint states.  The contact for a
-  joint state stamped ``t`` uses the force interpolated at ``t + time_shift``; it is emitted once
-  a wrench at or after that time has arrived.
-* **Deadband** (``min_force`` N): a force no larger than this (after the bias) gives an empty cloud
-  (no contact), so sensor tares see the contact-free stretches.
-* **Zero stamps**: a wrench or joint state stamped 0 (a driver that never set the stamp) has no
-  time to be paired by: it is rejected and counted per input (``zero_stamps``), never paired with
-  the oldest buffered wrench nor left waiting.
-
-Limits: a single contact; its point is assumed, not measured (the torque is not used to locate
-it); joint states drive the output (one cloud per joint state).
+Each wrench becomes one contact at a configured point of a configured body, carrying the force the
+body receives in the world frame (sign, frame, bias, lag, deadband, zero stamps: docs/real_data.md).
+No rclpy here.
 """
 from __future__ import annotations
 

@@ -1,34 +1,6 @@
 """Turn a recorded session into per-sensor numbers: latency, residuals around the tare.
 
-Definitions (also written into ``summary.json`` under ``definitions``):
-
-* **latency** of a prediction = wall-clock receive time of ``<s>/predicted``
-  minus wall-clock receive time of the ``contacts`` message with the same
-  ``header.stamp``, both taken by the same recorder process.  It therefore
-  covers contacts transport to the node, decoding, the models, encoding and
-  transport back, i.e. what a subscriber of the prediction experiences.
-* **residual** of a sample = measured − predicted for the ``<s>/measured`` and
-  ``<s>/predicted`` messages with the same stamp, in the predicted message's
-  units (SI).  A ``residual_rms_*`` is the RMS over every entry of the matched
-  samples it names, split two ways so that two numbers compared cover the same
-  kind of frames:
-
-  - by the tare: *before tare* = predictions the node *published* (DDS source
-    timestamp) before the ``tare`` request was sent; *after tare* = published
-    after its answer arrived; predictions published while the call was in
-    flight are in neither set.  Send times, not receive times: a busy
-    subscriber can receive predictions computed before the tare after the
-    service answer, since a topic and a service answer travel separately.
-    Where rclpy reports no send time (Humble) receive times are used.
-  - by contact: *in contact* = samples whose contacts message (same stamp)
-    has a contact on the pressed body (the demo's bubble); *contact-free* =
-    samples neither in contact nor one step next to a step in contact (at a
-    transition a measured source and the contacts stream can disagree by a
-    step: one such frame can dominate an RMS of noise).  The tare is taken while nothing touches, so
-    ``residual_rms_contact_free_before_tare`` against
-    ``residual_rms_contact_free_after_tare`` is what the tare changed;
-    ``residual_rms_in_contact_after_tare`` is how well the model follows the
-    press (a different question: the two must not be read as before/after).
+The definitions are written into ``summary.json`` (``definitions``) and docs/demo.md.
 """
 from __future__ import annotations
 
@@ -227,7 +199,7 @@ def sensor_numbers(predicted: Series, measured: Optional[Series], contacts_stamp
                    tare_response_ns: Optional[int],
                    contact_stamp_ns: Optional[np.ndarray] = None,
                    near_contact_stamp_ns: Optional[np.ndarray] = None) -> Dict[str, object]:
-    """Per-sensor summary numbers (see the module docstring for the definitions).
+    """Per-sensor summary numbers (definitions: docs/demo.md and ``summary.json``).
 
     Args:
         predicted, measured: the sensor's streams (``measured`` None when not recorded).

@@ -1,31 +1,8 @@
 """Import the public Punyo poke's camera frames into the ``camera/`` folder the replay reads.
 
-The public repository ``uiuc-iml/punyo_force_estimation`` keeps the poke of ``demo/0/data.json``
-as one file per frame in ``demo/0/expand/``: ``pc_<i>.npy`` (the organised point cloud, 307 200 ×
-3 float32, camera optical frame, m, row-major pixel order ``v * 640 + u``; (0, 0, 0) = no
-reading), ``rgb_<i>.npy`` (480 × 640 × 3 uint8) and ``pressure_<i>.npy`` (hPa). The replay
-(``make demo-real``, ``vsf_replay``) and the benchmarks read instead a ``camera/`` folder beside
-``data.json``:
-
-* ``depth.npz``: key ``depth``, ``(N, H, W)`` uint16, depth along z in units of ``depth_unit_m``
-  (1e-4 m: every depth of the source is a multiple of 0.1 mm, so nothing is lost);
-* ``camera.json``: ``image_size``, ``depth_unit_m``, ``reference_frames`` (0–4, the contact-free
-  frames the source's estimator uses) and ``distortion_fit``: the inverse Brown–Conrady camera
-  (``fx fy cx cy k1 k2 p1 p2 k3``) fitted to the clouds' rays
-  (:meth:`~vsf_sensor_ros.sensor.camera_model.BrownConradyCamera.fit_to_rays`; the source has no
-  ``CameraInfo`` of this camera), with its largest ray misfit;
-* ``rgb.npz``: key ``rgb``, the colour frames, when the source has them;
-* ``membrane_equalized.vtk``: a copy of the membrane mesh ``--mesh`` names
-  (``src/punyo_force_estimation/ref_data/equalized.vtk`` of the same repository).
-
-Usage (from the repository root, in the venv)::
-
-    python -m vsf_sensor_ros.demo.camera_import --source /path/to/punyo_force_estimation/demo/0 \\
-        --mesh /path/to/punyo_force_estimation/src/punyo_force_estimation/ref_data/equalized.vtk
-
-writes ``<source>/camera/`` (``--out`` elsewhere). Errors (exit 2, one line, nothing written):
-no ``pc_0.npy``, frame numbers with a gap, a cloud of another shape, a depth that is no multiple of
-the unit, a ray table that differs between frames.
+Converts ``demo/0/expand/`` of ``uiuc-iml/punyo_force_estimation`` (per-frame point clouds, colour,
+pressure) to ``depth.npz``, ``camera.json`` (the camera fitted to the clouds' rays), ``rgb.npz`` and the
+membrane mesh; usage in docs/demo.md.  A bad source exits 2 with one line and writes nothing.
 """
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""The demo's configuration: the world's parameter file, its sensors, and its pairing with the simulator.
-
-Read once before anything starts (:func:`resolve_config`), so a bad argument
-or a missing file is reported before any process runs.
-"""
+"""The demo's configuration: the world's parameter file, its sensors, and its pairing with the simulator."""
 from __future__ import annotations
 
 import argparse

@@ -1,59 +1,7 @@
 """One-command demo: simulator + sensor node on this host, recorded, tared, summarised.
 
-``python -m vsf_sensor_ros.demo.demo [--world embedded|kinova] [--assets DIR]
-[--out DIR] [--duration S] [--rate HZ] [--seed N] [--measured-source
-independent|model] [--backend klampt|mujoco]`` (``--out`` defaults to ``demo_out/<world>``: each world
-writes its own folder)
-
-What it does:
-
-1. Leases a free ``ROS_DOMAIN_ID`` and confines discovery to loopback
-   (:mod:`vsf_sensor_ros.demo.ros_env`), so parallel runs never meet.
-2. Checks that the world's parameter file (``config/sensor_node.yaml`` or
-   ``config/kinova_punyo.yaml``) pairs with the simulator
-   (:func:`~vsf_sensor_ros.demo.config.check_pairing`: same body table, the simulator's demo sensors with
-   the same settings, SI on the wire), starts the sensor node
-   (``vsf_sensor_ros.ros.sensor_node``) with that file plus what differs per
-   run (``calibration_file``, ``assets_dir``), waits for its ``tare``
-   service, subscribes to every topic on the graph, then starts the simulator
-   (``vsf_sensor_ros.contact_sources.contact_sim_node``) with the file's body table: two
-   separate ROS 2 processes.
-   The simulator runs ``--rate`` steps per second of ``1/rate`` simulated
-   seconds each (real time when the machine keeps up).
-3. Records every topic (:mod:`vsf_sensor_ros.demo.recorder`), prints a
-   progress line per second, and calls the ``tare`` service
-   (``std_srvs/Trigger``) at simulated time :data:`TARE_AT_S`, mid-way through
-   the 2 s contact-free hold that starts the press trajectory (earlier if the
-   bubble touches first), then ``save_calibration`` into
-   ``<out>/calibration.yaml``, and reads what the tare did (per sensor:
-   tared or not, samples, offset) from that file.
-4. When the simulator has finished (it exits after ``duration_s``), stops both
-   children (SIGINT, then SIGTERM/SIGKILL after a grace period; always, also
-   on Ctrl-C, errors and the overall timeout) and writes to ``--out``:
-   ``run.mcap`` + ``metadata.yaml`` (a rosbag2 bag: ``ros2 bag info <out>``),
-   ``sensor_node.yaml`` (the parameter file the node ran with: ``vsf_replay`` reads it),
-   ``pressure.png``, ``force_field.png``, one ``<sensor>.png`` per other
-   sensor, ``summary.json`` and ``logs/`` (the children's output).  Plots and
-   summary say where each measured stream comes from (``measured_source``:
-   synthetic = the package's model + offset + noise, or an independent
-   implementation), and the summary holds the pad's agreement with Klampt's
-   own ``ContactSensor`` (``pad_vs_klampt_native``).
-5. Prints a summary table; exits 1 when a sensor published nothing, the tare
-   failed or a child died, 2 on bad arguments, 130 on Ctrl-C.
-
-With ``--backend mujoco`` the simulator child is
-``vsf_sensor_ros.contact_sources.mujoco_contact_node`` instead (embedded world only, output in
-``demo_out/mujoco`` by default): MuJoCo's contacts drive the node, MuJoCo's own ``force`` and
-``touch`` sensors measure the pad and the load cell, and ``summary.json`` compares the package's
-predictions with them (``vs_mujoco``).
-
-Where the parts live: :mod:`~vsf_sensor_ros.demo.config` (arguments,
-parameter file, pairing check), :mod:`~vsf_sensor_ros.demo.session`
-(:class:`~vsf_sensor_ros.demo.session.DemoSession`: children,
-recording, stop), :mod:`~vsf_sensor_ros.demo.tare` (tare schedule and
-outcome), :mod:`~vsf_sensor_ros.demo.summary` (``summary.json``, plots,
-table; definitions in :data:`~vsf_sensor_ros.demo.summary.DEFINITIONS` and
-:mod:`vsf_sensor_ros.demo.analysis`); this module is the command line.
+The command line of ``vsf_demo``; the parts live in ``config``, ``session``, ``tare`` and ``summary``.
+What it runs, writes and exits with: docs/demo.md.
 """
 from __future__ import annotations
 
@@ -75,7 +23,7 @@ class _Terminated(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The demo's command line (see the module docstring)."""
+    """The demo's command line (docs/demo.md)."""
     p = argparse.ArgumentParser(
         prog="vsf_demo", formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  vsf_demo --world embedded --duration 10\n"

@@ -1,27 +1,7 @@
 """``link_frames_node``: the URDF's link frames on TF, where robot_state_publisher is not at hand.
 
-On a ROS install, robot_state_publisher publishes the link frames of the URDF from
-``joint_states``; the pip path has no robot_state_publisher, so a recording made there
-(``make demo``) would hold every frame the sensor node adds on ``/tf_static`` and ``/tf`` but
-not the links those frames hang from.  This node fills that gap with robot_state_publisher's
-rules, for the same URDF the sensor node loads:
-
-* every fixed joint: ``parent -> child`` on ``/tf_static`` (reliable, transient local), once;
-* every movable joint (mimic joints included, as the ``World`` derives them): ``parent ->
-  child`` on ``/tf`` for each ``joint_states`` message, stamped with its header stamp (the
-  node clock's time when the stamp is zero);
-* ``frame_prefix`` prepended to every frame name.
-
-Parameters (all read-only): ``robot_description`` (URDF text), ``robot_description_path``
-(URDF file, used when the text is empty; relative to ``assets_dir``), ``assets_dir``,
-``frame_prefix``.  Neither URDF given: the package's embedded arm (the sensor node's default).
-
-Usage::
-
-    python -m vsf_sensor_ros.demo.link_frames_node --ros-args -p robot_description_path:=arm.urdf
-
-The transforms come from the package's ``World`` (Klampt forward kinematics):
-``T_parent_child = inv(T_world_parent) @ T_world_child``.
+The pip path has no robot_state_publisher, so this node publishes the links' frames by its rules
+(docs/demo.md, opening the recording), from the package's ``World``.
 """
 from __future__ import annotations
 
@@ -38,7 +18,7 @@ from vsf_sensor_ros.ros.main import parameter_usage, run_node, user_args
 from vsf_sensor_ros.ros.scene import build_world
 from vsf_sensor_ros.urdf import MOVABLE_JOINT_TYPES
 
-USAGE = __doc__.split("Usage::")[1].split("The transforms")[0].strip()
+USAGE = "python -m vsf_sensor_ros.demo.link_frames_node --ros-args -p robot_description_path:=arm.urdf"
 
 
 def joint_edges(world) -> Tuple[List[Tuple[str, str]], List[Tuple[str, str]]]:

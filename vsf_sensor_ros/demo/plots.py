@@ -1,8 +1,4 @@
-"""Demo figures (matplotlib, Agg; no display needed, pyplot's global state is not touched).
-
-Time axes are simulation time (the messages' ``header.stamp``) in seconds from
-the first ``contacts`` stamp of the session.
-"""
+"""Demo figures (matplotlib, Agg; pyplot's global state is not touched); time is simulation time."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,14 +1,7 @@
 """Child ROS processes the demo and the tests start and always stop (no zombies, no orphans).
 
-One helper for both: the demo runs the simulator and the sensor node with
-it, the ROS tests run the sensor node under test with it
-(``test/ros/node_helpers.py``).
-
-Each child runs in its own session / process group, so a Ctrl-C in the
-terminal reaches only the demo, which then stops the children in order:
-SIGINT (rclpy shuts down cleanly), then SIGTERM, then SIGKILL, each after a
-grace period, and reaps the process (``wait``) so no zombie remains.  The
-whole group is signalled, so anything a child spawned in its group goes too.
+Each child runs in its own process group, so Ctrl-C reaches only the parent, which stops the group
+with SIGINT, then SIGTERM, then SIGKILL, and reaps it.
 """
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""Record every topic of a ROS 2 session and write it as a rosbag2 MCAP bag.
+"""Record every topic of a ROS 2 session as raw CDR bytes and write a rosbag2 MCAP bag (``rosbags``).
 
-The recorder lives inside an ``rclpy`` node the caller spins.  It polls the
-ROS graph, subscribes to each topic it finds with a *raw* subscription (the
-serialized CDR bytes are kept as they arrived, nothing is decoded or
-re-encoded), stamps each message with the wall-clock receive time and, at the
-end, writes a rosbag2 bag with ``rosbags`` (storage MCAP).  The ROS wheels do
-not carry ``.msg`` text, so the message definitions written into the MCAP
-schemas come from the standard definitions ``rosbags`` ships; a topic whose
-type ``rosbags`` does not know is recorded but left out of the bag (and
-reported).  The bag opens in ``ros2 bag``, PlotJuggler and Foxglove.
+Message definitions come from those ``rosbags`` ships; a topic of a type it does not know is left
+out of the bag and reported.
 """
 from __future__ import annotations
 

@@ -1,46 +1,8 @@
 """Replay a recording through the sensor node: the real Punyo poke (data.json) or an MCAP bag.
 
-``python -m vsf_sensor_ros.demo.replay --recording ../shared/fixtures/punyo_poke_ur5e/data.json
---out DIR [--speed S] [--frames A:B] [--lag auto|SECONDS]`` (``make demo-real``).
-
-The recording's name says its format: ``*.json`` is the poke below; ``*.mcap`` (or a rosbag2
-folder) is a bag written by ``ros2 bag record`` or by the demo, replayed by
-:mod:`vsf_sensor_ros.demo.replay_bag` (``--params-file``, ``--tare-at``; ``--speed 0`` = as fast
-as the node keeps up).
-
-The recording (a JSON list of frames ``[unix time s, pressure hPa, 6 UR5e joint angles rad,
-wrench [Fx Fy Fz Tx Ty Tz] N / N·m in the arm's base frame]``) has no contacts, object pose or
-dense force.  The session:
-
-1. builds the UR5e world (:mod:`vsf_sensor_ros.demo.ur5e`: URDF from UR's DH parameters, the
-   package's bubble on ``tool0`` facing tool −y) and writes ``ur5e.urdf`` + ``sensor_node.yaml``
-   into ``--out``;
-2. starts ``sensor_node`` (a ``PunyoPressureSensor`` and a ``PunyoDenseForceSensor`` on the
-   bubble) and ``wrench_contact_node`` (one contact at the bubble apex carrying the recorded
-   force, ``time_shift`` = the F/T lag), and warms the chain up with restamped copies of the first
-   frame (without pressure) until a prediction comes back;
-3. publishes, frame by frame at the recorded pace / ``--speed``: the wrench
-   (``wrench``, ``geometry_msgs/WrenchStamped``, frame ``base``), ``joint_states`` and the
-   pressure as the real Punyo driver does (``punyo/pressure``, ``std_msgs/Float32``, hPa, no
-   header), which the node reads directly (``measured_type: std_msgs/msg/Float32``,
-   ``measured_topic: punyo/pressure``, ``measured_scale: 100``): header-less, it pairs with the
-   contacts by receive time.  The wrench node emits frame k's contacts once a wrench stamped at or
-   after ``t_k + time_shift`` arrived; the recording's wrench comes only with the frames (about
-   30 Hz, 21-50 ms apart), where a real F/T stream is dense, so the replay also publishes one
-   wrench stamped ``t_k + time_shift`` (linear interpolation of the recorded ones: the value the
-   wrench node interpolates there anyway) at that time: frame k's contacts then leave a constant
-   ``time_shift / speed`` after its pressure, and the node's ``punyo_pressure.measured_delay`` is
-   set to that plus :data:`WRENCH_NODE_LATENCY_S`, so live residuals (and a ``calibrate_gain``)
-   compare frame k's prediction with frame k's pressure;
-4. three frames before the poke, tares the wrench bias (``/wrench_contact_node/tare``: the last
-   contact-free wrenches) and the pressure sensor (``punyo_pressure/tare``), records every topic
-   to ``run.mcap``, and writes ``summary.json`` and ``pressure_real.png``.
-
-The pressure analysis reads the recorded ``punyo_pressure/predicted`` and the recorded Float32
-hPa stream (k-th Float32 ↔ k-th ``joint_states``: they are published together, one per frame,
-reliably), so it does not depend on the node's own measured pairing.  The gain is fitted by the
-library's :class:`~vsf_sensor_ros.sensor.GainCalibrator` on ``SimState`` s rebuilt from the
-recorded contacts and joint states.
+The poke is replayed through ``wrench_contact_node`` and ``sensor_node`` on a UR5e world built from
+its joint angles; a ``.mcap`` goes to :mod:`~vsf_sensor_ros.demo.replay_bag`.  Method, options and
+results: docs/real_data.md and docs/demo.md.
 """
 from __future__ import annotations
 
@@ -198,8 +160,8 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
     from vsf_sensor_ros.demo.ur5e import UR5E_JOINTS
     from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp
 
-    # the contacts of frame k leave the wrench node time_shift / speed after its pressure (see the
-    # module docstring): the pressure counts as received that much later
+    # the contacts of frame k leave the wrench node time_shift / speed after its pressure
+    # (docs/real_data.md): the pressure counts as received that much later
     mount = None
     if camera is not None:
         from vsf_sensor_ros.demo import replay_camera as rc

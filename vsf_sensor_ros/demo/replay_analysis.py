@@ -1,6 +1,4 @@
-"""The replay's analysis: the summary and per-frame series from what a session recorded
-(:func:`analyse`, with the library's pressure model and gain calibration on the rebuilt states),
-the summary's :data:`DEFINITIONS` and the pressure plot (:func:`plot`)."""
+"""The replay's analysis: summary, per-frame series, definitions and the pressure plot."""
 from __future__ import annotations
 
 from pathlib import Path

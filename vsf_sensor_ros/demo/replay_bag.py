@@ -1,28 +1,7 @@
 """Replay a rosbag2 MCAP bag through the sensor node: ``vsf_replay --recording BAG.mcap``.
 
-The bag is a ``.mcap`` file or a rosbag2 folder (``metadata.yaml`` beside the ``.mcap``), written by
-``ros2 bag record`` (MCAP storage) or by the demo (``demo_out/embedded/run.mcap``).  The run:
-
-1. checks the bag before anything starts (:func:`open_bag`, :func:`check_inputs`): it must be an
-   MCAP holding the node's ``contacts`` (of its ``contacts_type``) and ``joint_states``, and at least
-   one sensor's measured topic (``<s>.measured_topic``, default ``<s>/measured``, of the type the
-   node reads); otherwise one error line naming the file or topic and exit 2;
-2. starts ``sensor_node`` with the given parameter file and what the demo adds
-   (:func:`~vsf_sensor_ros.demo.session.node_command`: calibration file in ``--out``, no tare at
-   start, reliable inputs), records every topic (:class:`~vsf_sensor_ros.demo.recorder.TopicRecorder`),
-   and waits until the node subscribes;
-3. publishes, in the bag's order, every recorded topic the node subscribes to (contacts, joint
-   states, measured topics, free bodies' poses), as the CDR bytes recorded (nothing decoded),
-   paced by the recorded log times / ``--speed``; ``--speed 0`` = as fast as the node keeps up.
-   Either way at most :data:`WINDOW` contacts messages run ahead of the node's predictions;
-4. tares once (``tare`` then ``save_calibration``), after the contacts message :func:`tare_index`
-   picks, when the node has predicted and paired everything published so far;
-5. writes, like the demo, ``run.mcap`` (the replay's own recording, the node's outputs included),
-   ``summary.json``, the plots and the table (:mod:`vsf_sensor_ros.demo.summary`): per sensor the
-   residual RMS before and after the tare.
-
-Measured topics are paired with the predictions by ``header.stamp``: a header-less measured type
-(``std_msgs/Float32``) cannot be analysed here and is refused.
+Checks the bag first, publishes its recorded bytes paced by their log times, tares once and writes
+the demo's outputs; see docs/demo.md (replaying a bag).
 """
 from __future__ import annotations
 
@@ -186,7 +165,7 @@ def replay_config(args: argparse.Namespace, bag: BagTopics, params_file: Path) -
 
 
 class BagReplay:
-    """One replay: the node child, the recorder, the publishers and the tare (see the module docstring).
+    """One replay: the node child, the recorder, the publishers and the tare (docs/demo.md).
 
     Args:
         cfg: :func:`replay_config`.

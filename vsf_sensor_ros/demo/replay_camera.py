@@ -1,39 +1,7 @@
 """The real poke's camera frames in the replay: the measured dense force through ``membrane_force_node``.
 
-When the recording has its ``camera/`` folder (150 depth frames, uint16 0.1 mm, the camera's
-intrinsics and distortion, the 390-vertex membrane mesh), the replay
-(:mod:`vsf_sensor_ros.demo.replay`) also
-
-1. attaches a second body, ``punyo_membrane``, to ``tool0``: OpenVSF's ``punyo_mesh_complete.ply``
-   (the same 390 vertices, in the same order, as the camera's membrane mesh). **Assumed mount**
-   (the recording has no camera-to-tool transform): the membrane's clamped ring centred where the
-   package bubble's base is (:data:`~vsf_sensor_ros.demo.ur5e.PUNYO_MOUNT_OFFSET` along tool −y),
-   its base normal (ring plane, toward the dome) along tool −y, turned about that normal by the
-   smallest rotation that does it (:func:`membrane_mount_transform`). The normal direction is what
-   the recording supports (the tool moved along −y into the indenter); the turn about it is not
-   known, so the tangential parts of the predicted field are in an assumed orientation;
-2. starts ``membrane_force_node`` on the replayed depth images (``16UC1``, depth unit 0.1 mm),
-   their ``CameraInfo`` and the pressure as ``FluidPressure`` (the Float32 hPa × 100, stamped
-   with its frame, so each frame is estimated with its own pressure however DDS delivers them;
-   with the header-less Float32 the node takes the latest, and on a loaded host a late message
-   then pairs a frame with its predecessor's pressure); its output is ``punyo_force/measured``,
-   the measured stream of the ``PunyoDenseForceSensor`` on ``punyo_membrane``.  With colour
-   (``vsf_replay --camera-colour``; off by default: 0.9 MB more per frame) the colour frames go
-   out too (:data:`COLOUR_TOPIC`, ``rgb8``, stamped as their depth frame: the recording's depth
-   and colour share one pixel grid) and the node estimates with the membrane's sliding;
-3. relays the wrench node's contacts (:class:`ContactsRelay`): each cloud goes on to
-   ``sensor_node`` with one more row, the same force on ``punyo_membrane`` at the vertex where
-   the camera sees the membrane pressed most (:func:`contact_vertex`, per-vertex mode), so the
-   dense force has a prediction (contact point from the camera, force from the wrench), a
-   measurement (from the camera) and a residual; the pressure sensor keeps its contact on
-   ``punyo`` as before;
-4. runs the same estimator in this process on the same frames (:func:`library_run`: its times are
-   the ``estimate_ms`` of ``membrane_force.npz``, its forces are checked against the node's), and
-   writes ``membrane_force.npz``, ``membrane_force.png`` and the ``membrane_force`` block of
-   ``summary.json`` (:func:`analyse_membrane`);
-5. calibrates the scale of that force against the arm's F/T on the poke's loading only and scores
-   it on the unloading (:func:`calibrate_scale`): ``force_calibrated`` and
-   ``calibration_fit_frames`` of ``membrane_force.npz``, the ``scale_calibration`` block.
+Adds the membrane body (assumed mount), runs the node on the depth frames, relays contacts with the
+pressed vertex, checks the in-process estimator and calibrates the scale; see docs/real_data.md.
 """
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""The recording of a real Punyo poke, pure (no ROS): reading ``data.json``, the poke onset, the F/T
-lag and the pressure metrics, with the error type and the names and thresholds the replay's
-session (:mod:`vsf_sensor_ros.demo.replay`) and analysis (:mod:`vsf_sensor_ros.demo.replay_analysis`)
-share."""
+"""The recorded real Punyo poke, pure (no ROS): ``data.json``, poke onset, F/T lag, pressure metrics."""
 from __future__ import annotations
 
 import json

@@ -1,26 +1,8 @@
-"""Keep a ROS 2 session on this host, on a domain no other session uses (discovery confined to localhost).
+"""Keep a ROS 2 session on this host, on a domain no other session uses.
 
-DDS discovery is multicast: two demos, two test sessions, or a demo and a
-real robot on the same domain id see each other's topics.  Everything that
-starts ROS processes here (the demo, the ROS test fixtures) therefore
-
-* restricts discovery to loopback with the one variable the running
-  distribution reads (:func:`discovery_env`): ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``
-  on Iron and newer (Jazzy, Kilted), ``ROS_LOCALHOST_ONLY=1`` on Humble.  Newer
-  distributions still honour ``ROS_LOCALHOST_ONLY`` but print two deprecation
-  warnings per process when it is set, so it is removed there; and
-* leases a free ``ROS_DOMAIN_ID`` with :func:`free_domain_id`.
-
-The distribution is told apart by the installed ``rclpy``'s version (package
-metadata, read without importing rclpy): major version 3 is Humble, 4 Iron,
-7 Jazzy, 9 Kilted.  Where the metadata is missing the ``ROS_DISTRO`` variable
-every sourced ROS 2 install sets (and ``make`` exports) decides; where neither
-says, both variables are set so the process stays on this host whatever runs.
-
-A lease is an exclusive ``fcntl`` lock on ``<lock_dir>/vsf_sensor_ros_domain_<id>.lock``.
-The kernel drops the lock when the owning process exits, however it exits
-(crash, SIGKILL), so a stale lock file never blocks an id.  Lock files are
-left in place (deleting them would race with another process locking them).
+Sets the loopback-discovery variable the running distribution reads and leases a free
+``ROS_DOMAIN_ID`` with an ``fcntl`` lock (dropped by the kernel however the owner exits); see
+docs/install.md (discovery and domain IDs).
 """
 from __future__ import annotations
 

@@ -1,21 +1,7 @@
 """One recorded demo run: the two children, the recorder, the tare, and a clean stop.
 
-:class:`DemoSession` owns everything a run creates -- the sensor node and
-simulator processes (:class:`~vsf_sensor_ros.demo.processes.ManagedProcess`),
-an rclpy context with the recorder node
-(:class:`~vsf_sensor_ros.demo.recorder.TopicRecorder`) -- and releases all of
-it in :meth:`DemoSession.stop`, on every way out (errors, timeout, Ctrl-C).
-The steps, in order:
-
-* :meth:`~DemoSession.start`: start the sensor node, wait for its ``tare``
-  service, subscribe to every topic on the graph, start the simulator;
-* :meth:`~DemoSession.record`: record until the simulator exits, printing a
-  progress line per second and calling the tare when
-  :func:`~vsf_sensor_ros.demo.tare.tare_due` says so
-  (:meth:`~DemoSession.tare`: ``tare``, ``save_calibration``, then the
-  outcome from the saved file);
-* :meth:`~DemoSession.stop`: stop both children (SIGINT first), the recorder
-  and the context, and return the :class:`SessionResult`.
+:class:`DemoSession` owns everything a run creates and releases it in :meth:`DemoSession.stop`, on
+every way out (errors, timeout, Ctrl-C).
 """
 from __future__ import annotations
 
@@ -193,7 +179,7 @@ class ContactWatch:
 
 
 class DemoSession:
-    """One recorded run of the simulator and the sensor node (see the module docstring).
+    """One recorded run of the simulator and the sensor node (docs/demo.md).
 
     Args:
         cfg: the run's configuration.

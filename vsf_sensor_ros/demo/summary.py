@@ -1,10 +1,4 @@
-"""The demo's summary: ``summary.json``, the plots, and the one-screen table.
-
-Numbers come from the recorded session (:mod:`vsf_sensor_ros.demo.analysis`
-defines them, :data:`DEFINITIONS` says them in words and is stored in the
-file); the tare outcome comes from the session's :class:`TareResult`, which
-the session read from the node's saved calibration file.
-"""
+"""The demo's summary: ``summary.json``, the plots, and the one-screen table."""
 from __future__ import annotations
 
 from pathlib import Path

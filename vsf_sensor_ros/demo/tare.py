@@ -1,16 +1,6 @@
-"""The demo's tare: when to call it, and what it did, read from structured data.
+"""The demo's tare: when to call it, and what it did, read from the saved calibration file.
 
-When: :func:`tare_due` -- at simulated time :data:`TARE_AT_S`, mid-way
-through the contact-free hold that starts the press trajectory, once every
-sensor has the samples the tare averages; at the latest when the bubble
-touches.
-
-What it did: after the ``tare`` call the session calls ``save_calibration``
-and reads the YAML file the node writes (:func:`tare_outcome`).  A sensor is
-tared when the file holds its tare offset and the number of samples it
-averaged; the demo starts with no calibration file, so every entry is from
-this run's tare.  The node's human-readable ``Trigger`` answer is kept for the
-reader (``summary.json``: ``tare.message``), never parsed for numbers.
+The node's ``Trigger`` answer is only quoted, never parsed (docs/demo.md, options).
 """
 from __future__ import annotations
 

@@ -1,21 +1,7 @@
 """A Universal Robots UR5e world written from the published DH parameters, with a Punyo bubble.
 
-The URDF is generated here (not shipped) from UR's standard Denavit-Hartenberg table, so the link
-frames are exactly the DH frames: ``base`` = DH frame 0 (the frame the UR controller reports
-poses and wrenches in), link ``i`` = DH frame ``i - 1`` turned by joint ``i``, ``tool0`` = DH frame
-6 (the tool flange).  Standard DH, joint ``i``::
-
-    T_{i-1,i} = Rz(q_i) · Tz(d_i) · Tx(a_i) · Rx(α_i)
-
-A URDF joint applies its fixed ``origin`` *before* its rotation, so joint ``i``'s origin holds
-row ``i − 1``'s constant part ``Tz(d)·Tx(a)·Rx(α)`` (= ``xyz="a 0 d" rpy="α 0 0"``) and a fixed
-joint to ``tool0`` holds row 6's.  Masses and inertias are nominal: only the kinematics are used.
-
-The Punyo body (the package's bubble mesh: base plane ``z = 0``, dome toward ``+z``, base normal
-``+z``) is fixed to ``tool0`` with its ``+z`` along tool ``−y``: the recorded poke pressed the bubble
-against the indenter while the tool moved mostly along its ``−y``, so the bubble faces that way.
-The mount offset along ``−y`` (:data:`PUNYO_MOUNT_OFFSET`) is assumed; the pressure model does not
-depend on it (only on the force direction and the base area).
+The URDF is generated so its link frames are the DH frames (``base`` is the frame the controller
+reports wrenches in); the bubble faces tool -y at an assumed offset; see docs/real_data.md.
 """
 from __future__ import annotations
 

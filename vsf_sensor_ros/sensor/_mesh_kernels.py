@@ -1,30 +1,8 @@
-"""Numba-compiled kernels of :class:`~vsf_sensor_ros.sensor.mesh.ClosestTriangleQuery`.
+"""Numba kernels of :class:`~vsf_sensor_ros.sensor.mesh.ClosestTriangleQuery` and the dense force.
 
-Private to :mod:`vsf_sensor_ros.sensor.mesh`, which imports this module when a query object is
-built (i.e. at a sensor's ``attach``, not with the package); importing it compiles every kernel
-(:func:`warm_up`), so no query compiles anything:
-
-* :func:`grid_best`: ``query``'s near-surface grid path (the best of a cell's candidates);
-* :func:`table_best`: the best of ``(M, K)`` candidates (first round of ``_query_kd``, grid build);
-* :func:`brute_best`: ``_query_brute`` (off-grid points, all triangles, bounding-sphere pruning);
-* :func:`pairs_eval`: flattened point-triangle pairs (``_refine``, proxies, grid build);
-* :func:`finish`: barycentric weights + closest point + distance;
-* :func:`dense_force_outputs`: ``PunyoDenseForceSensor``'s prediction + COO Jacobian.
-
-Candidates are evaluated in table order and a later one replaces the best only when strictly
-closer (first minimum wins); within a triangle the face, then edges ab, ac, bc, each replacing
-only when strictly closer.
-
-Triangle constants are read from ``CT``, the ``(T, 18)`` transpose of
-``ClosestTriangleQuery.constants()`` (one triangle's constants in one or two cache lines).
-
-Compiled with ``cache=True``: the machine code is stored next to this file (``__pycache__``) or,
-when that directory is read-only (an installed package), in numba's per-user cache directory
-(``NUMBA_CACHE_DIR`` overrides both).  When no cache location is writable at all, numba raises at
-decoration time; the kernels are then compiled without a cache (a one-off ~1-2 s per process on
-an idle core, ~5-10 s on a loaded one, still at ``attach``).  The early exits (grid lower bounds,
-bounding spheres) only skip candidates that are strictly farther than the best found, so they
-never change the answer.
+Private to ``sensor.mesh``: importing it compiles (or loads from numba's cache) every kernel, at a
+sensor's ``attach``, so no query compiles.  Ties keep the first minimum; the early exits only skip
+candidates strictly farther than the best, so they never change the answer.
 """
 from __future__ import annotations
 

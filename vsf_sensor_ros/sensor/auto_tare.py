@@ -1,24 +1,8 @@
 """A tare that follows the simulator: re-tare while the simulator sees no contact and the sensor is steady.
 
-A real sensor's zero wanders (a Punyo bubble warms and its pressure rises by tens of Pa a minute).
-:class:`AutoTare` keeps the offset ``o`` (``(#meas,)``, sensor units) so that the residual
-``measured − predicted − o`` stays at zero while nothing touches, fed one pair at a time:
-
-* a sample counts toward a tare only while the simulator predicts no contact; a predicted contact
-  empties the window (a tare needs an unbroken contact-free run);
-* a tare is tried when the contact-free samples span ``window_s`` (at least ``min_samples`` of
-  them) and ``min_interval_s`` has passed since the last try; the proposed offset is the mean of
-  ``measured − predicted`` over the window;
-* the window must be steady: each entry's standard deviation over it at most ``steady_std``
-  (else no try yet: a sensor still settling, or touched and moving, is not tared);
-* the step from the current offset must be at most ``max_step`` in every entry: a larger jump
-  while the simulator says "free" is a sim-vs-real mismatch (the real sensor is touched, or the
-  simulator's scene is misaligned) and is refused, with that reason and the step, and the offset
-  is kept.  The first tare (no offset yet) sets the zero and is not bounded.
-
-Every try that is applied or refused is returned as a :class:`TareEvent` and counted.  Pure
-numpy; stamps are integer nanoseconds supplied as data (the sensor's header stamps), so a test
-drives minutes of stream without waiting.
+A real sensor's zero wanders; :class:`AutoTare` re-estimates the offset over steady contact-free
+windows and refuses a jump the simulator cannot explain.  Rules and parameters:
+docs/real_data.md (the sim-to-real loop).  Pure numpy; stamps are integer nanoseconds.
 """
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""The calibrator contract and the tare against a contact-free simulation (seed: ``base_calibrator``).
-
-A calibrator fits a sensor's calibration (``set_calibration``) from recorded commands and observations;
-the tare averages measured - predicted over contact-free samples.
-"""
+"""The calibrator contract and the tare against a contact-free simulation (seed: ``base_calibrator``)."""
 from __future__ import annotations
 
 import warnings

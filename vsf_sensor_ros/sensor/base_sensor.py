@@ -1,22 +1,8 @@
-# Over 650 lines on purpose: it is the seed's module ``base_sensor``: the state types, their checks,
-# the duck-typed state adapter and the sensor contract, which seed code imports from this one path.
 """The simulation state and the sensor contract (seed: ``vsf.sensor.base_sensor``).
 
-Plain data, no ROS: ``ContactState`` holds the contacts between one ordered
-pair of bodies, ``SimState`` holds body poses, body states and every pair's
-contacts for one simulator step.  Frames follow REP 103: points in metres and
-forces in newtons, both in the world frame unless a method says otherwise.
-
-A sensor model maps a :class:`~vsf_sensor_ros.sensor.base_sensor.SimState` to a
-measurement vector of ``len(measurement_names())`` floats and gives the
-Jacobian of that vector with respect to every contact force acting on the
-sensor's body, in two forms:
-
-* dense, as the seed: ``{(sensor_body, other_body): Tensor[#meas, N_pair, 3]}``,
-  entry ``(i, j, k)`` = d measurement ``i`` / d force component ``k`` (world
-  frame) of contact ``j`` of that pair;
-* sparse (:class:`SparseJacobian`): COO triples over the contacts of
-  ``contact_bodies(state)`` concatenated in that order, column ``3·c + k``.
+``ContactState`` / ``SimState`` (plain data, REP 103, world frame, SI) and ``BaseSensor``, whose
+models give a reading and its force Jacobian, dense as the seed or sparse (COO); one module
+because seed code imports all of it from this path.  See docs/python_api.md.
 """
 from __future__ import annotations
 

@@ -1,25 +1,7 @@
-"""Depth camera model of a RealSense sensor: pixel ↔ ray with the inverse Brown–Conrady lens model.
+"""Depth camera model of a RealSense sensor: pixel <-> ray with the inverse Brown-Conrady lens model.
 
-A RealSense camera (the Punyo bubble's internal camera is one) reports its
-intrinsics ``fx, fy, cx, cy`` (px) and five distortion coefficients
-``k1, k2, p1, p2, k3`` — in ROS as ``sensor_msgs/CameraInfo`` with ``K`` and
-``D`` (distortion model ``plumb_bob``, coefficients in that order). For the
-depth stream librealsense uses the *inverse* Brown–Conrady convention: the
-polynomial maps the normalised pixel straight to the ray (deprojection needs
-no iteration; projection does).
-
-Deprojection of pixel ``(u, v)`` (u = column, v = row, px):
-
-.. math::
-
-    x_n = (u - c_x)/f_x,\\quad y_n = (v - c_y)/f_y,\\quad r^2 = x_n^2 + y_n^2,\\quad
-    f = 1 + k_1 r^2 + k_2 r^4 + k_3 r^6
-
-    x/z = x_n f + 2 p_1 x_n y_n + p_2 (r^2 + 2 x_n^2),\\qquad
-    y/z = y_n f + 2 p_2 x_n y_n + p_1 (r^2 + 2 y_n^2)
-
-and the camera-frame point is ``z · (x/z, y/z, 1)`` (optical frame: x toward
-increasing u, y toward increasing v, z along the view; metres).
+The membrane force estimator reads the Punyo's internal depth camera through it; the equations and
+conventions (``plumb_bob`` coefficients, optical frame, metres) are in docs/membrane_force.md.
 """
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """Build sensors and calibrators from configurations (seed: ``vsf.sensor.constructors``).
 
-A configuration is a seed config object (:class:`SensorConfig`, :class:`CalibrationConfig`,
-with the seed's fields) or a plain dict (the node's parameter namespaces).  A dict sensor
-config is ``{'name': ..., 'type': ..., 'attachment': body, <type-specific keys>}``
-(nav2 / ros2_control style: adding a sensor is adding a block of YAML).  Types are
-looked up in a registry of ``"module:Class"`` strings, imported only when first
-used, so a type whose module needs an optional dependency costs nothing until
-it is configured.
+A configuration is a seed config object or a plain dict (the node's parameter namespaces); types
+are looked up in a registry of ``"module:Class"`` strings imported on first use, so an optional
+dependency costs nothing until configured.
 """
 from __future__ import annotations
 

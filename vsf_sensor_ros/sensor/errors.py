@@ -1,7 +1,6 @@
 """Exception types of the sensor models, so callers tell causes apart by type, not by message text.
 
-Both subclass ``ValueError``: code that catches ``ValueError`` (the seed's
-contract for bad configuration) keeps working unchanged.
+They subclass ``ValueError``, the seed's error for bad configuration.
 """
 from __future__ import annotations
 

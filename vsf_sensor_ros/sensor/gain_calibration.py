@@ -1,11 +1,8 @@
-"""Gain calibration on top of a tare: what the contact model cannot know about the real sensor.
+"""Gain calibration on top of a tare: the effective gain of a real Punyo's pressure response.
 
-A tare removes a constant offset.  A real Punyo bubble also shows a smaller
-pressure rise than the seed's model ``Δp = F·n / A_base`` predicts, because the
-membrane carries part of the load: the change scales by an effective gain
-(equivalently, an effective base area ``A_eff = A_base / gain``).  No offset
-removes that; :class:`GainCalibrator` fits it by least squares from pairs of
-measured and predicted samples that have contact.
+The membrane carries part of the load, so a real bubble's pressure rises less than the seed's
+``F·n / A`` predicts; :class:`GainCalibrator` fits that gain by least squares over contact samples
+(docs/real_data.md, gain calibration).
 """
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""Tare offset for readings whose first entry is a contact indicator.
+"""Tare offset for readings whose first entry is a contact indicator (Klampt pad, Isaac load sensor).
 
-Used by the Klampt-style ``ContactSensor`` (``contact, force_*``) and the
-Isaac-style ``IsaacContactSensor`` (``in_contact, value``).  The calibration
-follows the dense-force convention of :class:`TareCalibrator`: with
-``{'tare': observation average, 'tare_sim_avg': simulated average}`` (both
-``(#meas,)``, SI units of each entry), a prediction reads
-``raw + (tare − tare_sim_avg)`` on every entry but the indicator, which keeps
-offset 0: it is an on/off flag computed from the model's own force, and a
-real sensor's zero error does not make it detect contact.
+A prediction reads ``raw + (tare - tare_sim_avg)`` on every entry but the 0/1 indicator, which keeps
+offset 0: a zero error of the force channel does not make a sensor detect contact.
 """
 from __future__ import annotations
 

@@ -1,68 +1,8 @@
-"""Isaac-Sim-style contact (load) sensor (seed: Isaac Sim contact sensor extension,
-``omni.isaac.sensor`` / ``isaacsim.sensors.physics`` ``_contact_sensor`` interface).
+"""Isaac-Sim-style contact (load) sensor (seed: Isaac Sim's contact sensor extension).
 
-A sensor sits on a rigid body at ``position`` (body frame, m) and reports the
-load on a region of that body, like a single-cell contact pad.  With every
-contact ``c`` of the pairs ``(body, other)`` (force ``f_c`` applied *to the
-body*, world frame) and ``p`` the sensor position in the world::
-
-    inside_c   = |x_c - p| < radius            (strict, as the seed; radius <= 0: every contact)
-    F          = Σ_c inside_c · f_c            net force, world frame, N
-    v          = min(|F|, maxThreshold)
-    inContact  = (any inside_c) and v >= minThreshold
-    value      = (v if inContact else 0) + (tare - tare_sim_avg)_value   (calibration offset)
-
-``value`` is the magnitude of the *net* (vector-summed) force, which is what
-the seed computes (``|Σ impulse| / dt``), not the sum of per-contact
-magnitudes: opposing forces cancel.  A contact exactly on the radius is
-outside (the seed compares ``distance < radius``); ``radius`` 0 or negative
-means the whole body, as in the seed's implementation.  A contact with zero
-force inside the radius still sets ``inContact`` when ``minThreshold`` is 0.
-
-Measurements: ``['in_contact', 'value']`` (1.0/0.0 and N) — the two quantities
-of the seed's reading, so a ROS message can carry both.
-
-Calibration (not in the seed, whose sensor is ideal; a real load cell has a
-zero error that researchers tare): ``set_calibration({'tare': obs_avg,
-'tare_sim_avg': sim_avg})``, each ``(2,)`` in measurement order, as
-:class:`~vsf_sensor_ros.sensor.base_calibrator.TareCalibrator` stores it.  The
-``value`` entry of ``tare − tare_sim_avg`` is added *after* the threshold
-and clamp: it models the real cell's zero error on top of the ideal sensor
-above, so an unloaded sensor reads the offset (what a tare measures), a
-reading may exceed ``maxThreshold`` by it, and ``inContact`` (decided on the
-model's force) is unaffected.  ``in_contact`` keeps offset 0: it is a 0/1
-indicator, and a zero error of the force channel does not trigger contact.
-Readings taken by ``update`` include the offset.  The offset does not
-depend on the forces, so the Jacobian is unchanged.
-
-Contact for a tare (:meth:`IsaacContactSensor.in_contact`): any contact
-inside the radius (the whole body when ``radius <= 0``), whatever its force
-and ``minThreshold``; a box resting on a table outside the radius stays
-tare-able.
-
-Jacobian of ``value`` w.r.t. the world force ``f_c``: ``inside_c · Fᵀ/|F|``
-when the sensor is in contact, unclamped (``|F| <= maxThreshold``; at exactly
-``maxThreshold`` the slope is kept) and ``|F| > 0``; zero when clamped, below
-``minThreshold``, outside the radius, or ``|F| = 0`` (where ``|F|`` has no
-derivative; 0 is its minimal-norm subgradient and what torch's norm returns).
-``in_contact`` is a step: derivative 0.  ``predict_torch`` is differentiable
-with the same derivative.
-
-Time behaviour (``update(state, time)``), following the seed's ``onPhysicsStep``:
-every update evaluates the reading above (the *latest* reading).  A *sample*
-is taken on the first update after construction/reset, on every update when
-``sensorPeriod`` is 0 or the step is at least one period long (a sensor never
-runs faster than the simulator), and otherwise whenever the update time
-reaches the next nominal time ``t_last_sample + sensorPeriod`` (1 ns slack):
-the sample is whichever of the previous and current evaluations is closer in
-time to the nominal time, stamped with the nominal time.  Samples are appended
-to a bounded buffer (``max_buffer``, oldest dropped) that
-``get_sensor_readings()`` returns and clears.  ``get_sensor_reading()``
-returns the latest evaluation by default, so a contact that ended between two
-periods reads "not in contact" at the very next update instead of staying
-stale; ``get_sensor_reading(use_latest_data=False)`` returns the last sample
-(sample-and-hold, the seed's default).  Time going backwards (a simulator
-reset) restarts the sampling clock; the buffer is kept.
+A single-cell load pad on a body: the net contact force within ``radius`` of ``position``, with
+Isaac's thresholds and sampling period, plus a tare offset.  Equations, time behaviour and
+derivatives: docs/python_api.md (the Klampt pad and the Isaac load sensor).
 """
 from __future__ import annotations
 
@@ -218,7 +158,7 @@ class _Clock:
 
 
 class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
-    """Isaac-style contact load sensor on one body (equations in the module docstring).
+    """Isaac-style contact load sensor on one body (seed: Isaac Sim; equations: docs/python_api.md).
 
     Args:
         name: sensor name.
@@ -355,7 +295,7 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
     def in_contact(self, state: SimState) -> bool:
         """True when at least one contact of the body lies inside the radius (any, when ``radius <= 0``).
 
-        Regardless of force and ``minThreshold`` (see the module docstring).
+        Regardless of force and ``minThreshold`` (docs/python_api.md).
 
         Raises:
             ValueError: as ``predict``.
@@ -417,7 +357,7 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
         return float(time)
 
     def update(self, state: SimState, time: Optional[float] = None) -> Optional[CsSensorReading]:
-        """Evaluate at ``time`` (s); take a sample when one is due (see the module docstring).
+        """Evaluate at ``time`` (s); take a sample when one is due (docs/python_api.md).
 
         Returns:
             The sample appended to the buffer, or None when no sample was due.

@@ -1,77 +1,9 @@
-# One module although over the size guide: one sensor and Klampt's full settings semantics (setting
-# strings parsed, normalised and formatted back as Klampt does), used by nothing else.
 """Klampt-style tactile patch sensor (seed: Klampt ``ContactSensor``, ``Cpp/Sensing/ForceSensors.cpp``).
 
-The sensor is a box on the surface of a link.  ``Tsensor`` places its frame in
-the link frame: origin at the patch centre, ``z`` the surface normal pointing
-out of the robot.  For one simulator step, with every contact ``c`` of the
-pairs ``(link, other)`` (force ``f_c`` applied *to the link*, world frame)::
-
-    x_c, f_c^s   = contact point and force in the sensor frame
-                   (T_world_sensor = T_world_link · Tsensor; f^s = R_ws^T f)
-    inside_c     = patchMin.x <= x <= patchMax.x  and  patchMin.y <= y <= patchMax.y
-                   and |z| <= patchTolerance                       (all inclusive)
-    w_c          = (1 - 4 |x - cx| |y - cy| / (xsize · ysize)) ^ falloffCoefficient
-                   (cx, cy = patch centre; w = 1 when falloffCoefficient = 0, i.e. a rigid
-                   strain gauge, and when the patch has zero area)
-    F            = Σ_c inside_c · w_c · f_c^s                       (3,), N, sensor frame
-    contact      = |F_z| > fSensitivity                             (strict, on the noise-free F)
-    F'           = F + n,  n_k ~ N(0, fVariance_k)                  (only when noise is asked for)
-    F''_k        = sign(F'_k) · floor(|F'_k| / r_k + 1/2) · r_k     (r_k = fResolution_k > 0;
-                                                                     C ``round``: half away from 0)
-    reading_k    = sign(F''_k) · fSaturation_k  if |F''_k| > fSaturation_k  else F''_k
-                   + (tare - tare_sim_avg)_k                         (calibration offset, see below)
-
-The measurement vector is ``[contact, force_x, force_y, force_z]`` restricted,
-as Klampt's ``MeasurementNames`` does, to the axes whose ``hasForce`` flag is
-set (``['contact']`` alone by default).  Forces are those *on the link* (the
-seed negates ODE feedback for the link when it is the second body), so an
-object pressing on an outward-facing patch reads a negative ``force_z``.
-
-Jacobian w.r.t. the world force of contact ``c``: row ``force_k`` is
-``inside_c · w_c · g_k · R_ws[:, k]ᵀ`` where ``g_k`` = 0 when axis ``k`` is
-clamped (``|F''_k| > fSaturation_k``: zero derivative beyond the clamp) and 1
-otherwise.  Quantisation is treated as straight-through (slope 1): the
-quantised reading follows the continuous force to within half a step, and a
-zero slope would blind any estimator that uses the Jacobian.  ``predict_torch``
-implements the same choice (``x + (q(x) - x).detach()``), so autograd equals
-the returned Jacobian.  The ``contact`` row is a step function: derivative 0.
-
-Calibration (not in Klampt, which models an ideal pad; a real pad has a zero
-error that researchers tare): ``set_calibration({'tare': obs_avg,
-'tare_sim_avg': sim_avg})``, each ``(#meas,)`` in the current measurement
-order, as :class:`~vsf_sensor_ros.sensor.base_calibrator.TareCalibrator` stores
-it.  The constant ``tare − tare_sim_avg`` is added to the ``force_*``
-entries *after* quantisation and saturation: it models the real sensor's
-zero error on top of the ideal pad the equations above describe, so a tare
-measured on the real pad is reproduced exactly, a reading may then exceed
-``fSaturation`` by the offset, and the contact test is unaffected.  The
-``contact`` entry keeps offset 0: it is a 0/1 indicator computed from the
-model's own force, and a zero error of the force channel does not make the
-pad detect contact (averaging the indicator over contact-free samples
-would only ever give 0 anyway).  The offset does not depend on the forces,
-so the Jacobian is unchanged.  Any ``hasForce`` change drops the
-calibration (its entries follow the measurement layout it was set for).
-
-Contact for a tare (:meth:`ContactSensor.in_contact`): any contact inside
-the patch (``inside_c``), whatever its force or weight, i.e. before
-``fSensitivity``: a contact below the sensitivity still loads the real pad
-and would bias a tare, and contacts elsewhere on the link (outside the
-patch) do not touch the pad at all.
-
-Settings are typed attributes and Klampt-formatted strings
-(``getSetting``/``setSetting``/``settings``).  String layout follows Klampt
-0.10: numbers space separated, ``hasForce`` with a trailing space, booleans
-``1``/``0``, ``Tsensor`` as the three rotation *rows* then the translation on
-four lines.  Numbers print with Klampt's 6 significant digits when that is
-exact and with the shortest exact form otherwise, so a string read back
-always gives the same value.  Deliberate differences from Klampt: ``link`` is
-the body *name* (Klampt stores a link index; see ``from_klampt_settings``),
-``inf`` is accepted back (Klampt prints it but cannot parse it), and a
-malformed or out-of-range value raises ``ValueError`` instead of being
-half-read.  ``enabled`` and ``rate`` (Hz, 0 = every step) are stored and
-reported for the node that schedules the sensor; they do not change
-``predict``.
+A box on a link's surface reading the weighted contact force in its own frame, with Klampt's
+falloff, sensitivity, noise, quantisation and saturation, its settings strings, and a tare offset.
+Equations and the deliberate differences from Klampt: docs/python_api.md (the Klampt pad and the
+Isaac load sensor).
 """
 from __future__ import annotations
 
@@ -272,7 +204,7 @@ def _setting_property(name: str, doc: str) -> property:
 
 
 class ContactSensor(IndicatorTareMixin, BaseSensor):
-    """Klampt ``ContactSensor``: a tactile patch on a link (equations in the module docstring).
+    """Klampt ``ContactSensor``: a tactile patch on a link (seed: Klampt 0.10; see docs/python_api.md).
 
     Args:
         name: sensor name.
@@ -593,8 +525,8 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
         """True when at least one contact of the link lies inside the patch (``inside_c``).
 
         Membership as in the model (patch rectangle and ``patchTolerance``,
-        inclusive), regardless of force, weight and ``fSensitivity`` (see the
-        module docstring); contacts elsewhere on the link do not count.
+        inclusive), regardless of force, weight and ``fSensitivity`` (see
+        docs/python_api.md); contacts elsewhere on the link do not count.
 
         Raises:
             ValueError: as ``predict``.

@@ -1,17 +1,7 @@
 """The membrane estimate in another mesh's frame (library, no ROS).
 
-The membrane force estimator works in the frame of its own mesh file (for the Punyo, the
-reference estimator's ``equalized.vtk``). A ``PunyoDenseForceSensor`` may be attached with
-another file listing the same vertices in the same order but in its own frame (OpenVSF's
-``punyo_mesh_complete.ply``: 23.2° about y from the VTK frame). The two frames are related by
-the rigid motion that carries the clamped ring of one onto the other,
-
-.. math::  p_{out} = R\\,p_{mesh} + t,\\qquad f_{out} = R\\,f_{mesh},
-
-fitted here by least squares over the boundary vertices (Kabsch's method, through
-``scipy.spatial.transform.Rotation.align_vectors`` on the centred rings). The boundary is
-used because it is clamped and therefore the same physical ring in both files; interior
-heights of two meshes of one membrane may differ by a fraction of a millimetre.
+Two mesh files of one membrane (same vertices, same order) differ by a rigid motion, fitted over
+their clamped rings (Kabsch); see docs/membrane_force.md.
 """
 from __future__ import annotations
 

@@ -1,54 +1,8 @@
-# One module, and ClosestTriangleQuery one class, although both are over the size guide: the exact
-# closest-triangle query is one concept -- its proxy cover, correctness bound and second round are
-# shared by its paths (grid, off-grid brute force, KD-tree); the numba kernels that evaluate the
-# candidates live apart (_mesh_kernels.py).
-"""Triangle-mesh helpers for mesh-based sensors (Punyo dense force, Punyo pressure).
+"""Triangle-mesh helpers of the mesh-based sensors: mesh extraction, exact closest triangle, projected area.
 
-* :func:`triangle_mesh_of` extracts ``(vertices, triangles)`` from a Klampt
-  body, a ``trimesh.Trimesh`` or a ``(V, F)`` pair.
-* :class:`ClosestTriangleQuery` maps points to their closest point on the
-  mesh and the barycentric weights of that point in its triangle; it is built
-  once per mesh and answers batches of points without Python loops.
-* :func:`projected_area` is the area of the mesh's shadow on a plane.
-
-Everything here is numpy/scipy plus numba kernels on the CPU in float64;
-callers cast the results to their own dtype/device.  Klampt is never
-imported: Klampt objects are read through their methods (duck typing).
-
-Performance (decision, measured 2026-11-30 on the 2-vCPU dev host, loaded,
-one torch thread; real Punyo mesh 390 V / 776 T, contacts sampled on the
-surface + 0.2 mm noise; best-of-N CPU time per call):
-
-==========================  =======  =======  =======
-query, points               10       100      1000
-==========================  =======  =======  =======
-numpy (reference)           0.19 ms  0.40 ms  3.4 ms
-numba kernels (chosen)      0.012    0.041    0.22
-igl.AABB.squared_distance   0.054    0.83     7.2     (distance + face only)
-==========================  =======  =======  =======
-
-* (c) numpy restructuring alone cannot reach the target: the grid path is
-  ~40 array operations on (M, 16) arrays, each ~5-10 µs of numpy overhead
-  whatever its size, i.e. ~0.3-0.4 ms for 100 points before any sensor
-  bookkeeping.
-* (b) libigl's AABB tree answers ~7 µs per point (0.83 ms for 100) and
-  returns no region/weights; not chosen.
-* (a) chosen: numba ``@njit(cache=True)`` loops over the exact candidate
-  tables (``_mesh_kernels``), ~0.2-0.3 µs per near-surface point; numba is a
-  hard dependency and the numpy implementation measured above was removed
-  (tests check the kernels against brute force over all triangles, computed
-  with trimesh's own point-triangle routine).  Compilation happens in the
-  constructor (a sensor's ``attach``): ~1-2 s once per machine, then ~0.3 s to
-  load numba's on-disk cache (next to the module, or in the per-user cache
-  dir when the install is read-only; ``NUMBA_CACHE_DIR`` overrides; with no
-  writable location the kernels compile uncached, every process).
-
-Points farther than ``2h`` (~3.6 mm on the Punyo mesh) from the surface
-leave the grid.  For meshes of up to ``brute_force_max`` (4096) triangles
-they take an exact bounding-sphere-pruned scan of all triangles: ~4-5 µs
-per point (0.42 ms for 100 points 10 cm off the Punyo); the KD-tree path it
-replaced there took ~25-50 µs per point (scipy's ball query dominates).
-Larger meshes keep the KD-tree path.
+numpy/scipy plus numba kernels (:mod:`._mesh_kernels`), CPU float64; callers cast to their own
+dtype/device.  Klampt objects are read by duck typing, never imported.  Why numba and how fast:
+docs/decisions.md and docs/performance.md.
 """
 from __future__ import annotations
 

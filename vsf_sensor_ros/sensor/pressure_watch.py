@@ -1,20 +1,7 @@
 """Drift and leak watch of the Punyo bubble's pressure, from its contact-free residuals.
 
-While the simulator predicts no contact, the residual ``r = measured − predicted`` (Pa) of the
-pressure sensor is its zero error; its trend is the bubble's drift.  :class:`PressureWatch`
-fits it by least squares over the contact-free samples of the last ``window_s``,
-
-.. math::  r(t) \\approx a + b\\,t, \\qquad \\text{rate} = 60\\,b \\ \\text{Pa/min},
-
-once they span ``min_span_s``, and reports a WARN when
-
-* the bubble loses pressure steadily: ``rate < −leak_rate`` (a leak; warming and cooling move the
-  pressure by tens of Pa a minute, hence the default 50 Pa/min), or
-* its gauge pressure ``measured − ambient_pa`` is below ``min_gauge_pa``, what the sensor model
-  assumes (e.g. the membrane force estimator's reference gauge pressure); off when None.
-
-The offset itself does not matter (a tare moves it, the slope stays), so the watch reads the raw
-residual.  Pure numpy; stamps are integer nanoseconds supplied as data.
+:class:`PressureWatch` fits the trend of ``measured - predicted`` while nothing touches and warns on a
+steady loss (a leak) or a gauge pressure below what the model assumes (docs/real_data.md).
 """
 from __future__ import annotations
 

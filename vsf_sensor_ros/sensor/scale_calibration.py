@@ -1,21 +1,7 @@
 """The scale of a measured force against a reference force (an F/T wrench), judged out of sample.
 
-A force measured by a model whose stiffness is not known on a new rig (the dense membrane force
-from the bubble camera) is right in shape and wrong in size.  A lab with a force reference
-calibrates one factor ``s`` so that ``s · |m_k| ≈ |r_k|`` over the frames ``k`` where the
-reference is loaded (``|r_k| > threshold``), by least squares through the origin:
-
-.. math::  s = \\frac{\\sum_k x_k y_k}{\\sum_k x_k^2}, \\qquad
-           \\operatorname{se}(s) = \\sqrt{\\frac{\\sum_k (y_k - s x_k)^2}{(n - 1) \\sum_k x_k^2}}
-
-with ``x_k = |m_k|`` (the measured total force, e.g. the sum of the dense force over the
-vertices) and ``y_k = |r_k|`` (the reference with its bias removed), both in N.  Magnitudes are
-fitted, not components: the measured force is in the sensor's frame, the reference in the arm's,
-and the rotation between them is what a new rig does not know (a factor per axis would need it).
-
-The out-of-sample score splits a poke at the reference's peak: the loaded frames up to and
-including it are the loading (fitted), the loaded frames after it the unloading (scored), so the
-score is on frames the fit never saw.  Pure numpy; frames are indices into the arrays given.
+One factor on the force magnitudes (least squares through the origin, with its standard error),
+fitted on a poke's loading and scored on its unloading (docs/membrane_force.md).
 """
 from __future__ import annotations
 
