@@ -31,8 +31,10 @@ from vsf_sensor_ros.ros.parameter_table import ConfigError
 
 from ..sensor.membrane_scenes import render_depth
 from .node_helpers import ROOT, Probe, deliver_counted, write_params
-from .test_membrane_force_node import (DP, P_REF, _at, _bare_node, _camera_info, _forces, _hpa,
-                                       _image_32f, scene)  # noqa: F401 -- scene is a fixture
+from . import test_membrane_force_node as base
+from .test_membrane_force_node import DP, P_REF, _at, _bare_node, _camera_info, _forces, _hpa, _image_32f
+
+scene = base.scene   # the dome, its camera and its push (a module fixture)
 
 NODE = "membrane_force_node"
 K = 1.25
@@ -58,8 +60,9 @@ def pokes(scene):
 
 def _params(scene) -> dict:
     return {"mesh": str(scene["vtk"]), "attachment_mesh": str(scene["ply"]), "frame_id": "membrane",
-            "camera_rotation_deg": 0.0, "ambient_pressure": P_REF - 4000.0, "window": 3, "reference_frames": 2,
-            "depth_topic": "camera/depth", "camera_info_topic": "camera/info", "pressure_topic": "bubble/pressure",
+            "camera_rotation_deg": 0.0, "ambient_pressure": P_REF - 4000.0, "window": 3,
+            "reference_frames": 2, "depth_topic": "camera/depth", "camera_info_topic": "camera/info",
+            "pressure_topic": "bubble/pressure",
             "pressure_timeout": 0.0, "force_topic": "/mforce/measured", "input_reliability": "reliable",
             "pressure_reliability": "reliable", "diagnostics_period": 0.2,
             "reference_wrench_topic": "/ft/wrench", "reference_rotation": [float(v) for v in R_FT.as_quat()],
@@ -165,8 +168,8 @@ def test_a_refused_fit_names_the_count_or_the_force_and_changes_nothing(node, sc
     assert THRESHOLD < K * np.linalg.norm(totals, axis=1).min() and peak < MIN_FORCE
     answer = probe.call(Trigger, f"/{NODE}/calibrate_scale", Trigger.Request())
     assert not answer.success
-    assert f"largest |reference| {peak:.3g} N" in answer.message and "scale_min_force=1 N" in answer.message, \
-        answer.message
+    assert f"largest |reference| {peak:.3g} N" in answer.message, answer.message
+    assert "scale_min_force=1 N" in answer.message, answer.message
     after = _status(probe)
     assert after["force_scale"] == before["force_scale"] == "1" and after["force_scale_source"] == "none"
     assert int(after["scale_fits_refused"]) == int(before.get("scale_fits_refused", 0)) + 2
@@ -200,7 +203,8 @@ def test_the_fitted_scale_is_k_within_its_standard_error_persisted_and_applied(n
     rms_before = float(np.sqrt(np.mean((x[unload] - y[unload]) ** 2)))
     rms_after = float(np.sqrt(np.mean((s_load * x[unload] - y[unload]) ** 2)))
     assert _number(r"out of sample: scale (\S+) fitted", answer.message) == pytest.approx(s_load, rel=1e-5)
-    assert f"on {len(load)} loading frames" in answer.message and f"on {len(unload)} unloading" in answer.message
+    assert f"on {len(load)} loading frames" in answer.message
+    assert f"on {len(unload)} unloading" in answer.message
     m = re.search(r"unloading frames (\S+) -> (\S+) N", answer.message)
     assert float(m.group(1)) == pytest.approx(rms_before, rel=1e-3)
     assert float(m.group(2)) == pytest.approx(rms_after, rel=1e-3, abs=1e-4)
@@ -218,7 +222,8 @@ def test_the_fitted_scale_is_k_within_its_standard_error_persisted_and_applied(n
     assert entry["attachment"] == "membrane"
 
     status = _status(probe)
-    assert float(status["force_scale"]) == pytest.approx(s, rel=1e-5) and status["force_scale_source"] == "fit"
+    assert float(status["force_scale"]) == pytest.approx(s, rel=1e-5)
+    assert status["force_scale_source"] == "fit"
     assert float(status["force_scale_std_error"]) == pytest.approx(se, rel=1e-2)
     assert status["force_scale_frames"] == str(len(x))
     assert datetime.fromisoformat(status["force_scale_fitted_at"]).tzinfo is not None

@@ -194,8 +194,9 @@ class ForceScale:
         try:
             fit = fit_scale(m, r, self.threshold, self.min_frames, self.min_force)
         except ScaleFitRefused as exc:
-            raise ScaleFitRefused(f"{exc} (of {len(m)} frames paired with the reference since the last "
-                                  f"reset, {self.unpaired} unpaired; parameters {', '.join(names)})") from None
+            raise ScaleFitRefused(f"{exc} (of {len(m)} frames paired with the reference since the "
+                                  f"last reset, {self.unpaired} unpaired; parameters {', '.join(names)})"
+                                  ) from None
         try:
             return fit, out_of_sample_scale(m, r, self.threshold, 2, self.min_force), ""
         except ScaleFitRefused as exc:

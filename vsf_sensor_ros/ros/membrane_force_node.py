@@ -58,6 +58,22 @@ Outputs, stamped with the camera frame's header stamp, in ``frame_id`` (the body
   type and topic: :mod:`.membrane_force_inputs`) and while the graph shows a publisher of another
   message type on an input topic (``wrong_types``).
 
+* ``<force_topic>/uncalibrated`` (``sensor_msgs/PointCloud2``, the same layout): the dense force
+  before the force scale.  ``force_topic`` and ``total_force_topic`` carry the estimate times the
+  scale, 1 until one is fitted or loaded, so their meaning does not change without a scale.
+
+Force scale (:mod:`.force_scale`): with ``reference_wrench_topic`` set, every estimated frame is
+paired with the ``geometry_msgs/WrenchStamped`` stamped nearest to it within
+``reference_tolerance`` (the wrench's force turned into ``frame_id`` by ``reference_rotation``;
+its bias is the mean wrench over the contact-free reference frames).  Service
+``~/calibrate_scale`` (``std_srvs/Trigger``) fits the scale on the frames since the last
+``reset_reference`` whose reference force exceeds ``scale_threshold``, answers with it, its
+standard error and the out-of-sample score (loading fitted, unloading scored), puts it in force
+and writes it to ``calibration_file`` (``sensor_node``'s format and guarded save); too few frames
+(``scale_min_frames``) or too small a force (``scale_min_force``) is refused naming them, and
+nothing changes.  The file's scale is loaded at start.  ``/diagnostics`` shows ``force_scale``,
+its standard error, frames, time and source.
+
 Service ``~/reset_reference`` (``std_srvs/Trigger``): forget the reference; the next
 ``reference_frames`` frames (contact-free!) become the new one.  With ``colour_topic`` the
 reference takes their colour images too; when one of them has none, the reference is
@@ -642,7 +658,8 @@ class MembraneForceNode(Node):
         it is in force at once and written to ``calibration_file``; a refusal changes nothing."""
         response.success = False
         if self.scale is None:
-            response.message = "refused: parameter reference_wrench_topic is empty: no reference force to fit to"
+            response.message = ("refused: parameter reference_wrench_topic is empty: no reference force "
+                                "to fit to")
             return response
         try:
             fit, score, note = self.scale.fit()
@@ -652,8 +669,8 @@ class MembraneForceNode(Node):
             return response
         n = len(fit.frames)
         bias = self.scale.bias
-        record = ScaleRecord(fit.scale, fit.std_error, n, datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                             "fit")
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        record = ScaleRecord(fit.scale, fit.std_error, n, now, "fit")
         saved = "not written: parameter calibration_file is empty"
         if self.store.path is not None:
             try:
@@ -667,15 +684,17 @@ class MembraneForceNode(Node):
                 return response
         self.record = record
         self.stats["scale_fits"] += 1
-        oos = (f"out of sample: scale {score.fit.scale:.6g} fitted on {len(score.fit.frames)} loading frames, "
-               f"RMS on {len(score.test_frames)} unloading frames {score.rms_before:.4g} -> "
+        oos = (f"out of sample: scale {score.fit.scale:.6g} fitted on {len(score.fit.frames)} loading "
+               f"frames, RMS on {len(score.test_frames)} unloading frames {score.rms_before:.4g} -> "
                f"{score.rms_after:.4g} N" if score is not None else f"no out-of-sample score: {note}")
-        no_bias = "" if self.scale.bias_samples else "; no reference wrench paired with the reference frames: no bias removed"
+        no_bias = ("" if self.scale.bias_samples else
+                   "; no reference wrench paired with the reference frames: no bias removed")
         response.success = True
-        response.message = (f"scale {fit.scale:.6g} +- {fit.std_error:.3g} (standard error) from {n} frames with "
-                            f"|reference| > {self.scale.threshold:g} N; RMS of s|m| - |r| {fit.rms_before:.4g} -> "
-                            f"{fit.rms_after:.4g} N; {oos}; reference bias [{', '.join(f'{v:.4g}' for v in bias)}] "
-                            f"N{no_bias}; {saved}")
+        response.message = (
+            f"scale {fit.scale:.6g} +- {fit.std_error:.3g} (standard error) from {n} frames with "
+            f"|reference| > {self.scale.threshold:g} N; RMS of s|m| - |r| {fit.rms_before:.4g} -> "
+            f"{fit.rms_after:.4g} N; {oos}; reference bias [{', '.join(f'{v:.4g}' for v in bias)}] "
+            f"N{no_bias}; {saved}")
         self.get_logger().info(f"calibrate_scale: {response.message}")
         return response
 
@@ -735,7 +754,8 @@ class MembraneForceNode(Node):
                 "reference_force": "none" if sc.latest is None else " ".join(f"{v:.4g}" for v in sc.latest),
                 "scale_frames_paired": len(sc.measured), "scale_frames_unpaired": sc.unpaired,
                 "reference_bias_frames": len(sc.bias_samples),
-                "scale_fits": self.stats["scale_fits"], "scale_fits_refused": self.stats["scale_fits_refused"],
+                "scale_fits": self.stats["scale_fits"],
+                "scale_fits_refused": self.stats["scale_fits_refused"],
             })
         depth_only = sum(self.depth_only.values())
         period_depth_only = depth_only - self._period_depth_only
