@@ -23,6 +23,7 @@ import numpy as np
 from vsf_sensor_ros.sensor.membrane_force_estimator import MembraneModel, isa_pressure, punyo_camera_rotation
 from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh, read_membrane_mesh
 
+from ..transforms import transform_from_xyz_quat
 from .messages.camera import PRESSURE_TYPES
 from .parameter_table import ConfigError, Spec, check_topic_name
 from .scene import effective_assets_dir, resolve_path, resolved_from
@@ -124,6 +125,31 @@ SPECS: List[Spec] = [
            "queue depth of inputs and outputs", lo=1, hi=10000),
     _Fixed("diagnostics_period", 1.0,
            "s between /diagnostics reports", lo=0.01, hi=3600.0),
+    _Fixed("reference_wrench_topic", "",
+           "reference force for the force scale: WrenchStamped (e.g. the arm's F/T sensor); '' = no scale "
+           "fit (~/calibrate_scale refuses)"),
+    _Fixed("reference_rotation", [0.0, 0.0, 0.0, 1.0],
+           "R_frame_ref: quaternion x y z w turning the reference wrench's frame into frame_id (normalised)",
+           length=4, finite=True),
+    _Fixed("reference_tolerance", 0.01,
+           "an estimated frame pairs with the reference wrench stamped nearest to it within this many s",
+           lo=0.0, hi=1.0),
+    _Fixed("reference_reliability", "best_effort",
+           "QoS reliability of the reference wrench input: best_effort | reliable"),
+    _Fixed("scale_threshold", 0.5,
+           "~/calibrate_scale fits on the frames whose reference force (bias removed) exceeds this, N",
+           lo=0.0, hi=10000.0),
+    _Fixed("scale_min_frames", 10,
+           "~/calibrate_scale refuses fewer frames above scale_threshold", lo=2, hi=100000),
+    _Fixed("scale_min_force", 2.0,
+           "~/calibrate_scale refuses when the largest reference force stays below this, N",
+           lo=0.0, hi=10000.0),
+    _Fixed("calibration_file", "",
+           "YAML file of the force scale (sensor_node's calibration file format): loaded at start when "
+           "it exists, written by a successful ~/calibrate_scale; '' = not kept; "
+           f"{RELATIVE_PATHS}"),
+    _Fixed("calibration_create_dirs", False,
+           "~/calibrate_scale may create the missing directories of calibration_file"),
 ]
 PARAMETER_NAMES = [s.key for s in SPECS]
 
@@ -144,8 +170,9 @@ def usage() -> argparse.ArgumentParser:
         prog="membrane_force_node", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Measured dense force of a Punyo bubble from its internal depth camera and its "
                     "pressure, published as sensor_node's measured stream of a PunyoDenseForceSensor; "
-                    "also the membrane surface, the total contact force, /diagnostics and the "
-                    "~/reset_reference service.",
+                    "also the membrane surface, the total contact force, /diagnostics, the "
+                    "~/reset_reference service and, with a reference wrench, the ~/calibrate_scale "
+                    "service (the force scale).",
         epilog="parameters (read-only, set with -p name:=value or --params-file):\n" + "\n".join(lines)
                + "\nexample:\n" + EXAMPLE)
 
@@ -242,6 +269,19 @@ def ambient(p: Dict[str, Any]) -> Tuple[float, str]:
     return given, "ambient_pressure"
 
 
+def reference_rotation(p: Dict[str, Any]) -> np.ndarray:
+    """``(3, 3)`` float64 ``R_frame_ref`` of parameter ``reference_rotation`` (x y z w, normalised).
+
+    Raises:
+        ConfigError: a quaternion of zero norm (named with its value).
+    """
+    try:
+        return transform_from_xyz_quat([0.0, 0.0, 0.0], p["reference_rotation"])[:3, :3]
+    except ValueError as exc:
+        raise ConfigError("reference_rotation", p["reference_rotation"],
+                          f"{exc} (identity: [0, 0, 0, 1])") from None
+
+
 def pressure_type_name(given: str) -> str:
     """``pressure_type`` normalised to ``pkg/msg/Type`` (``std_msgs/Float32`` -> ``std_msgs/msg/Float32``)."""
     ptype = given.replace("/msg/", "/")
@@ -254,7 +294,7 @@ def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name
     (empty: none), so that a user fixes them in one go.
 
     Checked: an implausible ``ambient_pressure`` (:func:`ambient`), an unknown ``input``,
-    ``pressure_type`` or reliability, an even ``window``, an
+    ``pressure_type`` or reliability, an even ``window``, a zero ``reference_rotation``, an
     empty ``frame_id``, a topic name rclpy refuses, and -- with a ``mesh`` (None: skipped, the
     mesh's own problem is reported instead) -- a camera mount that puts free vertices behind the
     camera.
@@ -269,7 +309,7 @@ def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name
     if pressure_type_name(p["pressure_type"]) not in PRESSURE_TYPES:
         out.append(ConfigError("pressure_type", p["pressure_type"], f"use one of {sorted(PRESSURE_TYPES)}"))
     out += [ConfigError(key, p[key], "use best_effort or reliable")
-            for key in ("input_reliability", "pressure_reliability")
+            for key in ("input_reliability", "pressure_reliability", "reference_reliability")
             if p[key] not in ("best_effort", "reliable")]
     if int(p["window"]) % 2 == 0:
         out.append(ConfigError("window", p["window"], "must be odd"))
@@ -277,7 +317,12 @@ def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name
     if not str(p["frame_id"]).strip():
         out.append(ConfigError("frame_id", p["frame_id"], "must name the frame of the outputs (the "
                                "PunyoDenseForceSensor's attachment body, e.g. 'punyo')"))
-    for key in TOPIC_PARAMETERS + (("colour_topic",) if str(p["colour_topic"]) else ()):   # '' = no colour
+    optional = tuple(k for k in ("colour_topic", "reference_wrench_topic") if str(p[k]))   # '' = none
+    try:
+        reference_rotation(p)
+    except ConfigError as exc:
+        out.append(exc)
+    for key in TOPIC_PARAMETERS + optional:
         try:
             check_topic_name(key, p[key], node_name, namespace)
         except ConfigError as exc:

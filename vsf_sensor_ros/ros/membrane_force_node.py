@@ -58,6 +58,22 @@ Outputs, stamped with the camera frame's header stamp, in ``frame_id`` (the body
   type and topic: :mod:`.membrane_force_inputs`) and while the graph shows a publisher of another
   message type on an input topic (``wrong_types``).
 
+* ``<force_topic>/uncalibrated`` (``sensor_msgs/PointCloud2``, the same layout): the dense force
+  before the force scale.  ``force_topic`` and ``total_force_topic`` carry the estimate times the
+  scale, 1 until one is fitted or loaded, so their meaning does not change without a scale.
+
+Force scale (:mod:`.force_scale`): with ``reference_wrench_topic`` set, every estimated frame is
+paired with the ``geometry_msgs/WrenchStamped`` stamped nearest to it within
+``reference_tolerance`` (the wrench's force turned into ``frame_id`` by ``reference_rotation``;
+its bias is the mean wrench over the contact-free reference frames).  Service
+``~/calibrate_scale`` (``std_srvs/Trigger``) fits the scale on the frames since the last
+``reset_reference`` whose reference force exceeds ``scale_threshold``, answers with it, its
+standard error and the out-of-sample score (loading fitted, unloading scored), puts it in force
+and writes it to ``calibration_file`` (``sensor_node``'s format and guarded save); too few frames
+(``scale_min_frames``) or too small a force (``scale_min_force``) is refused naming them, and
+nothing changes.  The file's scale is loaded at start.  ``/diagnostics`` shows ``force_scale``,
+its standard error, frames, time and source.
+
 Service ``~/reset_reference`` (``std_srvs/Trigger``): forget the reference; the next
 ``reference_frames`` frames (contact-free!) become the new one.  With ``colour_topic`` the
 reference takes their colour images too; when one of them has none, the reference is
@@ -88,6 +104,8 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -104,15 +122,18 @@ from vsf_sensor_ros.sensor.membrane_force_estimator import (
     FrameRejected, MembraneForceEstimator, punyo_camera_rotation)
 from vsf_sensor_ros.sensor.membrane_frame import MeshFrameTransform, fit_mesh_transform, total_wrench
 from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh
+from vsf_sensor_ros.sensor.scale_calibration import ScaleFitRefused
 
 from ._rclpy_compat import parameter_override_names
+from .calibration_file import CalibrationStore, SaveRefused
 from .colour_pairing import ColourPairing
 from .input_health import pressure_unit_problem
 from .main import run_node, user_args
 # SPECS and usage are also this module's public names (tests, --help)
 from .membrane_force_config import (PARAMETER_NAMES, SEA_LEVEL_WARNING, SPECS, ambient,
                                     load_attachment_vertices, mesh_file, pressure_type_name, read_mesh,
-                                    settings_problems, unknown_text, usage)
+                                    reference_rotation, settings_problems, unknown_text, usage)
+from .force_scale import ENTRY_KEY, ForceScale, ScaleRecord, record_from_entry
 from .membrane_force_inputs import (Input, InputWatch, Pressures, check_reference_frame, inputs_text,
                                     missing_inputs, no_colour_text, pressure_type_hints, pressures_text,
                                     ready_text, stamp_partners, stopped_text, waiting_text,
@@ -126,6 +147,7 @@ from .messages.stamps import copy_stamp, stamp_to_ns
 from .parameter_check import unknown_keys, unmatched_params_files
 from .parameters import declare_spec
 from .parameter_table import ConfigError, raise_all
+from .scene import effective_assets_dir, resolve_path
 from .topic_types import type_name
 
 __all__ = ["SPECS", "MembraneForceNode", "main", "run", "usage"]
@@ -185,7 +207,23 @@ class MembraneForceNode(Node):
                     self.out_frame, attachment = self._attachment_frame(p["attachment_mesh"])
             except ConfigError as exc:
                 problems.append(exc)
-        raise_all(problems + settings_problems(p, self.mesh, self.get_name(), self.get_namespace()))
+        problems += settings_problems(p, self.mesh, self.get_name(), self.get_namespace())
+        # the calibration file is fixed at start (read-only): the only file ~/calibrate_scale writes
+        self.store = CalibrationStore(Path(resolve_path(p["calibration_file"], effective_assets_dir("")))
+                                      if p["calibration_file"] else None, bool(p["calibration_create_dirs"]))
+        self.record = ScaleRecord()
+        try:
+            entry = self.store.load().get(ENTRY_KEY)
+            if entry is not None:
+                self.record = record_from_entry(entry, f"file {self.store.path}")
+        except ConfigError as exc:
+            problems.append(exc)
+        except ValueError as exc:
+            problems.append(ConfigError("calibration_file", p["calibration_file"], str(exc)))
+        raise_all(problems)
+        if self.record.source != "none":
+            self.get_logger().info(f"force scale {self.record.scale:.6g} loaded from {self.store.path} "
+                                   f"(fitted {self.record.fitted_at} on {self.record.frames} frames)")
         if not p["attachment_mesh"]:
             # sensor_node reads a measured dense force in its own mesh's frame: unless that mesh is
             # this one, its residual would be off by the rotation between the two
@@ -242,6 +280,8 @@ class MembraneForceNode(Node):
         self.pub_force = self.create_publisher(PointCloud2, p["force_topic"], qout)
         self.pub_surface = self.create_publisher(PointCloud2, p["surface_topic"], qout)
         self.pub_total = self.create_publisher(WrenchStamped, p["total_force_topic"], qout)
+        # the force before the scale: force_topic carries it times the scale (1 until one is fitted)
+        self.pub_uncalibrated = self.create_publisher(PointCloud2, p["force_topic"] + "/uncalibrated", qout)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         # camera info and pressure first: when a frame and a pressure wait together, the executor
         # serves them in creation order, so the frame goes with the pressure that came with it
@@ -270,6 +310,15 @@ class MembraneForceNode(Node):
         self.zero_stamps: Counter = Counter({self.inputs[k].topic: 0 for k in self.stamp_partners})
         self._period_zero_stamps = 0
         self.create_service(Trigger, "~/reset_reference", self._on_reset)
+        self.create_service(Trigger, "~/calibrate_scale", self._on_calibrate)
+        self.scale: Optional[ForceScale] = None     # frames paired with the reference wrench
+        if p["reference_wrench_topic"]:
+            self.scale = ForceScale(reference_rotation(p), round(float(p["reference_tolerance"]) * 1e9),
+                                    float(p["scale_threshold"]), int(p["scale_min_frames"]),
+                                    float(p["scale_min_force"]))
+            qr = QoSProfile(depth=int(p["qos_depth"]), reliability=ReliabilityPolicy.RELIABLE
+                            if p["reference_reliability"] == "reliable" else ReliabilityPolicy.BEST_EFFORT)
+            self.create_subscription(WrenchStamped, p["reference_wrench_topic"], self._on_wrench, qr)
         self.create_timer(float(p["diagnostics_period"]), self._report)
         self._period_start = time.monotonic()
         self._period_estimated = self._period_rejected = 0
@@ -507,6 +556,8 @@ class MembraneForceNode(Node):
             check_reference_frame(depth, pressure, (est.camera.height, est.camera.width), self.p,
                                   est.ambient_pressure, self.ambient_source)
             self.reference.append((depth, pressure, colour))
+            if self.scale is not None:   # contact-free: the reference wrench's bias
+                self.scale.add_frame(stamp_to_ns(header.stamp), None)
             self.last.pop("frame_rejection", None)
             self.last["reference"] = f"collecting {len(self.reference)} of {n_ref} frames"
             if len(self.reference) < n_ref:
@@ -530,7 +581,9 @@ class MembraneForceNode(Node):
                 self.get_logger().warning("the reference has no colour: frames are estimated from depth "
                                           "alone until the next reset_reference; " + self._no_colour())
         res = est.estimate(depth, colour=colour, pressure=pressure)
-        self._publish(header, res)
+        total = self._publish(header, res)
+        if self.scale is not None:
+            self.scale.add_frame(stamp_to_ns(header.stamp), total)
         self.period_ms.append(res.timings["total"] * 1e3)
         self.stats["frames_estimated"] += 1
         self.last.pop("frame_rejection", None)
@@ -540,20 +593,24 @@ class MembraneForceNode(Node):
         self.last["vertices_flow"] = str(res.vertices_flow)
 
     # -- outputs ---------------------------------------------------------------------------------
-    def _publish(self, header: Header, res: Any) -> None:
-        out = self.out_frame
-        pos = out.points(res.positions).astype(np.float32)
-        force = out.vectors(res.contact_forces).astype(np.float32)
+    def _publish(self, header: Header, res: Any) -> np.ndarray:
+        """Publish one estimate (the dense and total force times the scale, the dense force
+        without it, the surface); the uncalibrated total contact force, ``(3,)`` N in frame_id."""
+        out, s = self.out_frame, self.record.scale
+        pos = out.points(res.positions)
+        force = out.vectors(res.contact_forces)
         h = Header(stamp=copy_stamp(header.stamp), frame_id=self.p["frame_id"])
-        xyz = [("x", pos[:, 0]), ("y", pos[:, 1]), ("z", pos[:, 2])]
-        self.pub_force.publish(write_cloud(h, xyz + [("fx", force[:, 0]), ("fy", force[:, 1]),
-                                                     ("fz", force[:, 2])]))
+        xyz = [(k, pos[:, i].astype(np.float32)) for i, k in enumerate("xyz")]
+        for pub, f in ((self.pub_force, s * force), (self.pub_uncalibrated, force)):
+            pub.publish(write_cloud(h, xyz + [(k, f[:, i].astype(np.float32)) for i, k in
+                                              enumerate(("fx", "fy", "fz"))]))
         self.pub_surface.publish(write_cloud(h, xyz))
-        f, tq = total_wrench(out.points(res.positions), out.vectors(res.contact_forces))
+        f, tq = total_wrench(pos, force)
         w = WrenchStamped(header=h)
-        w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(v) for v in f)
-        w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = (float(v) for v in tq)
+        w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(v) for v in s * f)
+        w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = (float(v) for v in s * tq)
         self.pub_total.publish(w)
+        return f
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         n = int(self.p["reference_frames"])
@@ -573,6 +630,8 @@ class MembraneForceNode(Node):
             self.estimator.reset_reference()
         self.reference = []
         self.reference_colour = False
+        if self.scale is not None:   # a fit uses the frames since the last reset
+            self.scale.reset()
         self.last["reference"] = f"collecting 0 of {n} frames"
         self.stats["reference_resets"] += 1
         response.success = True
@@ -580,6 +639,63 @@ class MembraneForceNode(Node):
                             "become the new reference" + taken
                             + ("" if self.estimator is not None else
                                f"; no usable CameraInfo yet on {self.p['camera_info_topic']}"))
+        return response
+
+    # -- the force scale -------------------------------------------------------------------------
+    def _on_wrench(self, msg: WrenchStamped) -> None:
+        f = msg.wrench.force
+        force = np.array([f.x, f.y, f.z], dtype=np.float64)
+        stamp = stamp_to_ns(msg.header.stamp)
+        if stamp == 0 or not np.isfinite(force).all():   # no time to pair by / no force
+            self._reject("reference_zero_stamp" if stamp == 0 else "reference_not_finite",
+                         f"reference wrench stamped {stamp * 1e-9:.3f} s, force {force.tolist()} on "
+                         f"{self.p['reference_wrench_topic']}", "reference wrench")
+            return
+        self.scale.add_wrench(stamp, force)
+
+    def _on_calibrate(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        """``~/calibrate_scale``: fit the force scale on the frames since the last reset; on success
+        it is in force at once and written to ``calibration_file``; a refusal changes nothing."""
+        response.success = False
+        if self.scale is None:
+            response.message = ("refused: parameter reference_wrench_topic is empty: no reference force "
+                                "to fit to")
+            return response
+        try:
+            fit, score, note = self.scale.fit()
+        except ScaleFitRefused as exc:
+            self.stats["scale_fits_refused"] += 1
+            response.message = f"refused: {exc}; the scale stays {self.record.scale:.6g}"
+            return response
+        n = len(fit.frames)
+        bias = self.scale.bias
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        record = ScaleRecord(fit.scale, fit.std_error, n, now, "fit")
+        saved = "not written: parameter calibration_file is empty"
+        if self.store.path is not None:
+            try:
+                entries = self.store.load()   # other entries of the file are kept
+                entries[ENTRY_KEY] = record.entry(self.p["frame_id"])
+                saved = self.store.save(entries)
+            except (SaveRefused, ConfigError) as exc:   # nothing changed: the old scale stays
+                self.stats["scale_fits_refused"] += 1
+                response.message = (f"scale {fit.scale:.6g} fitted but not taken: {exc}; the scale stays "
+                                    f"{self.record.scale:.6g}")
+                return response
+        self.record = record
+        self.stats["scale_fits"] += 1
+        oos = (f"out of sample: scale {score.fit.scale:.6g} fitted on {len(score.fit.frames)} loading "
+               f"frames, RMS on {len(score.test_frames)} unloading frames {score.rms_before:.4g} -> "
+               f"{score.rms_after:.4g} N" if score is not None else f"no out-of-sample score: {note}")
+        no_bias = ("" if self.scale.bias_samples else
+                   "; no reference wrench paired with the reference frames: no bias removed")
+        response.success = True
+        response.message = (
+            f"scale {fit.scale:.6g} +- {fit.std_error:.3g} (standard error) from {n} frames with "
+            f"|reference| > {self.scale.threshold:g} N; RMS of s|m| - |r| {fit.rms_before:.4g} -> "
+            f"{fit.rms_after:.4g} N; {oos}; reference bias [{', '.join(f'{v:.4g}' for v in bias)}] "
+            f"N{no_bias}; {saved}")
+        self.get_logger().info(f"calibrate_scale: {response.message}")
         return response
 
     def _gauge(self) -> Optional[float]:
@@ -628,7 +744,19 @@ class MembraneForceNode(Node):
             "frame_id": self.p["frame_id"],
             "config_problems": "; ".join(self.config_problems) or "none",
             "inputs": inputs_text(list(self.inputs.values())),
+            **self.record.values(),
         }
+        if self.scale is not None:
+            sc = self.scale
+            values.update({
+                "reference_wrench_topic": self.p["reference_wrench_topic"],
+                "reference_wrenches_received": sc.received,
+                "reference_force": "none" if sc.latest is None else " ".join(f"{v:.4g}" for v in sc.latest),
+                "scale_frames_paired": len(sc.measured), "scale_frames_unpaired": sc.unpaired,
+                "reference_bias_frames": len(sc.bias_samples),
+                "scale_fits": self.stats["scale_fits"],
+                "scale_fits_refused": self.stats["scale_fits_refused"],
+            })
         depth_only = sum(self.depth_only.values())
         period_depth_only = depth_only - self._period_depth_only
         self._period_depth_only = depth_only
