@@ -315,11 +315,13 @@ class JointNameMapError(ValueError):
 
     Attributes:
         entry: the offending entry as given.
-        detail: why it is wrong.
+        detail: why it is wrong (for the message).
+        reason: ``'format'`` (not ``driver:urdf``), ``'unknown_joint'`` (no joint of
+            the URDF), ``'driver_twice'``, ``'target_twice'``.
     """
 
-    def __init__(self, entry: str, detail: str) -> None:
-        self.entry, self.detail = entry, detail
+    def __init__(self, entry: str, detail: str, reason: str) -> None:
+        self.entry, self.detail, self.reason = entry, detail, reason
         super().__init__(f"joint_name_map entry {entry!r}: {detail}")
 
 
@@ -343,15 +345,17 @@ def parse_joint_name_map(entries: Sequence[str],
     for entry in entries or []:
         parts = str(entry).split(":")
         if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
-            raise JointNameMapError(entry, "each entry is 'driver_name:urdf_name' (e.g. 'joint_1:Actuator1')")
+            raise JointNameMapError(entry, "each entry is 'driver_name:urdf_name' (e.g. 'joint_1:Actuator1')",
+                                    "format")
         driver, urdf = parts[0].strip(), parts[1].strip()
         if known is not None and urdf not in known:
             raise JointNameMapError(entry, f"{urdf!r} is not a joint of the URDF (joints: "
-                                           f"{', '.join(sorted(known)) or 'none'})")
+                                           f"{', '.join(sorted(known)) or 'none'})", "unknown_joint")
         if driver in out:
-            raise JointNameMapError(entry, f"driver name {driver!r} is mapped twice")
+            raise JointNameMapError(entry, f"driver name {driver!r} is mapped twice", "driver_twice")
         if urdf in targets:
-            raise JointNameMapError(entry, f"URDF joint {urdf!r} is already the target of {targets[urdf]!r}")
+            raise JointNameMapError(entry, f"URDF joint {urdf!r} is already the target of {targets[urdf]!r}",
+                                    "target_twice")
         out[driver] = urdf
         targets[urdf] = driver
     return out
