@@ -378,9 +378,11 @@ class BagReplay:
     def _check(self, stage: str, timeout: Optional[float]) -> None:
         code = self.node_proc.poll()
         if code is not None:
-            raise DemoError(f"sensor node exited with code {code} while {stage}:\n{self.node_proc.tail()}")
+            raise DemoError(f"sensor node exited with code {code} while {stage}:\n{self.node_proc.tail()}",
+                            "node_exited", value=code)
         if timeout is not None and time.monotonic() - self.t0 > timeout:
-            raise DemoError(f"timed out after {timeout:g} s while {stage}:\n{self.node_proc.tail()}")
+            raise DemoError(f"timed out after {timeout:g} s while {stage}:\n{self.node_proc.tail()}", "timeout",
+                            value=timeout)
 
     def _spin_for(self, seconds: float) -> None:
         end = time.monotonic() + seconds
