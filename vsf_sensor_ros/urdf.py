@@ -217,10 +217,11 @@ def parse_urdf_joints(root: ET.Element) -> List[UrdfJoint]:
                 mimic = (m.get("joint"), float(m.get("multiplier", 1.0)), float(m.get("offset", 0.0)))
             except ValueError:
                 raise UrdfError(f"URDF joint {name!r}: <mimic> multiplier/offset must be numbers, got "
-                                f"{m.get('multiplier')!r} / {m.get('offset')!r}", "mimic_numbers", f"joint {name!r}",
-                                (m.get('multiplier'), m.get('offset'))) from None
+                                f"{m.get('multiplier')!r} / {m.get('offset')!r}", "mimic_numbers",
+                                f"joint {name!r}", (m.get('multiplier'), m.get('offset'))) from None
             if not mimic[0]:
-                raise UrdfError(f"URDF joint {name!r}: <mimic> names no joint", "mimic_no_joint", f"joint {name!r}")
+                raise UrdfError(f"URDF joint {name!r}: <mimic> names no joint", "mimic_no_joint",
+                                f"joint {name!r}")
         joints.append(UrdfJoint(name, jtype, parent.get("link"), child.get("link"), T, axis, mimic,
                                 np.array(written, dtype=np.float64)))
     return joints
@@ -300,7 +301,8 @@ def mimic_order(joints: Sequence[UrdfJoint]) -> List[UrdfJoint]:
             if state.get(name) == 1:
                 cycle = path[path.index(name):] + [name]
                 raise UrdfError("URDF mimic joints form a cycle: " + " -> ".join(
-                    f"{n!r}" for n in cycle) + " (each mimics the next)", "mimic_cycle", f"joint {name!r}", cycle)
+                    f"{n!r}" for n in cycle) + " (each mimics the next)", "mimic_cycle",
+                        f"joint {name!r}", cycle)
             state[name] = 1
             path.append(name)
             name = mimics[name].mimic[0]

@@ -54,7 +54,8 @@ def test_a_file_without_the_node_section_is_refused_naming_its_keys(tmp_path):
     f = _write(tmp_path / "p.yaml", {"other_node": {"ros__parameters": {"x": 1}}})
     with pytest.raises(ls.LaunchConfigError) as info:
         ls.load_node_parameters(str(f))
-    assert (info.value.parameter, info.value.value, info.value.reason) == ("config", str(f), "no_node_section")
+    assert (info.value.parameter, info.value.value, info.value.reason) == ("config", str(f),
+                                                                           "no_node_section")
     assert "other_node" in str(info.value)                   # the keys it has: the user reads them
     with pytest.raises(ls.LaunchConfigError) as info:
         ls.load_node_parameters(str(tmp_path / "absent.yaml"))
@@ -160,10 +161,12 @@ def test_joint_name_map_entries_must_be_driver_colon_urdf_pairs():
         "joint_1": "Actuator1", "joint_2": "Actuator2"}
     for bad, entry, reason in ((["joint_1"], "joint_1", "format"), (["a:b:c"], "a:b:c", "format"),
                                ([":A"], ":A", "format"), (["a:"], "a:", "format"),
-                               (["a:A", "a:B"], "a:B", "driver_twice"), (["a:A", "b:A"], "b:A", "target_twice")):
+                               (["a:A", "a:B"], "a:B", "driver_twice"), (["a:A", "b:A"], "b:A",
+                                                                         "target_twice")):
         with pytest.raises(ls.LaunchConfigError) as info:
             ls.parse_joint_name_map(bad)
-        assert (info.value.parameter, info.value.value, info.value.reason) == ("joint_name_map", entry, reason)
+        assert (info.value.parameter, info.value.value, info.value.reason) == ("joint_name_map", entry,
+                                                                               reason)
 
 
 # --------------------------------------------------------------------------- rviz, worlds

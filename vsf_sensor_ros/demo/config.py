@@ -115,7 +115,8 @@ def config_dir() -> Path:
             return share
     except (ImportError, LookupError, ValueError):
         pass
-    raise DemoError(f"no config directory found (looked in {local} and the ament index)", "no_config_dir", local)
+    raise DemoError(f"no config directory found (looked in {local} and the ament index)", "no_config_dir",
+                    local)
 
 
 def _flatten(prefix: str, value: Any, out: Dict[str, Any]) -> None:
@@ -207,8 +208,8 @@ def resolve_config(args: argparse.Namespace) -> DemoConfig:
     else:
         if assets is None or not Path(assets).is_dir():
             raise DemoError("the kinova world needs its assets: pass --assets DIR (the folder with "
-                            f"kinova_gen3.urdf and punyo_mesh_*.ply) or set VSF_ASSETS; got {assets}", "assets_missing",
-                            assets)
+                            f"kinova_gen3.urdf and punyo_mesh_*.ply) or set VSF_ASSETS; got {assets}",
+                            "assets_missing", assets)
         assets = Path(assets).resolve()
     node_name = node_key.strip("/") if node_key not in ("/**", "**") else "sensor_node"
     from vsf_sensor_ros.contact_sources.sim_sensors import (DEMO_SENSORS, MEASURED_SOURCE_MODES,

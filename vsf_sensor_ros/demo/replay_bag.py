@@ -106,10 +106,12 @@ def check_inputs(bag: BagTopics, cfg: DemoConfig) -> List[str]:
     for topic, msgtype in want.items():
         have = bag.topics.get(topic)
         if have is None or have[1] == 0:
-            raise BagError(f"{bag.path}: no {topic} messages in the bag (the sensor node's input)", "no_input",
+            raise BagError(f"{bag.path}: no {topic} messages in the bag (the sensor node's input)",
+                           "no_input",
                            bag.path, topic)
         if have[0] != msgtype:
-            raise BagError(f"{bag.path}: {topic} carries {have[0]}, the sensor node reads {msgtype}", "wrong_type",
+            raise BagError(f"{bag.path}: {topic} carries {have[0]}, the sensor node reads {msgtype}",
+                           "wrong_type",
                            bag.path, topic, have[0])
     warnings, measured = [], 0
     for s in cfg.sensors:
@@ -120,11 +122,13 @@ def check_inputs(bag: BagTopics, cfg: DemoConfig) -> List[str]:
             warnings.append(f"{s.name}: no {topic} in the bag: predicted only, no residual")
             continue
         if have[0] != msgtype:
-            raise BagError(f"{bag.path}: {topic} carries {have[0]}, sensor {s.name} reads {msgtype}", "wrong_type",
+            raise BagError(f"{bag.path}: {topic} carries {have[0]}, sensor {s.name} reads {msgtype}",
+                           "wrong_type",
                            bag.path, topic, have[0])
         if msgtype in HEADERLESS:
             raise BagError(f"{bag.path}: {topic} is {msgtype} (no header): its residuals cannot be paired "
-                           "by stamp; replay a stamped measured topic", "headerless", bag.path, topic, msgtype)
+                           "by stamp; replay a stamped measured topic", "headerless", bag.path, topic,
+                           msgtype)
         measured += 1
     if not measured:
         raise BagError(f"{bag.path}: none of the measured topics "
@@ -398,7 +402,8 @@ class BagReplay:
             raise DemoError(f"sensor node exited with code {code} while {stage}:\n{self.node_proc.tail()}",
                             "node_exited", value=code)
         if timeout is not None and time.monotonic() - self.t0 > timeout:
-            raise DemoError(f"timed out after {timeout:g} s while {stage}:\n{self.node_proc.tail()}", "timeout",
+            raise DemoError(f"timed out after {timeout:g} s while {stage}:\n{self.node_proc.tail()}",
+                            "timeout",
                             value=timeout)
 
     def _spin_for(self, seconds: float) -> None:
@@ -434,7 +439,8 @@ def main(args: argparse.Namespace, usage: Any) -> int:
     out = args.out = args.out if args.out is not None else Path("demo_out/replay")
     try:
         if not (args.speed >= 0 and math.isfinite(args.speed)):
-            raise BagError(f"--speed must be >= 0 (0: as fast as the node keeps up), got {args.speed}", "bad_speed",
+            raise BagError(f"--speed must be >= 0 (0: as fast as the node keeps up), got {args.speed}",
+                           "bad_speed",
                            value=args.speed)
         bag = open_bag(args.recording)
         params_file = args.params_file or default_params_file(args.recording)

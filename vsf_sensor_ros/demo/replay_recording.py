@@ -83,7 +83,8 @@ def load_recording(path: Path, frames: Optional[Tuple[int, int]] = None) -> Reco
             raise ReplayError(f"frame {i} is not [t, hPa, 6 joints, 6 wrench]: {exc}", "bad_frame", path,
                               i) from None
         if len(row) != 14 or not all(map(math.isfinite, row)):
-            raise ReplayError(f"frame {i} has {len(row) - 2} joint+wrench values or non-finite ones", "bad_frame",
+            raise ReplayError(f"frame {i} has {len(row) - 2} joint+wrench values or non-finite ones",
+                              "bad_frame",
                               path, i)
         rows.append(row)
     if len(rows) < 2 * TARE_SAMPLES:
@@ -145,7 +146,8 @@ def pressure_metrics(meas_dp: np.ndarray, pred_dp: np.ndarray, gain_dp: np.ndarr
     sel = meas_dp > threshold
     n = int(sel.sum())
     if n < 3:
-        raise ReplayError(f"only {n} frames with measured dp > {threshold:g} Pa", "too_few_contact_frames", value=n)
+        raise ReplayError(f"only {n} frames with measured dp > {threshold:g} Pa",
+                          "too_few_contact_frames", value=n)
     m, p, g = meas_dp[sel], pred_dp[sel], gain_dp[sel]
     return {
         "frames_contact": n,

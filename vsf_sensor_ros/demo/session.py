@@ -311,7 +311,8 @@ class DemoSession:
                 self.result.sim_exit = sim_code
                 if sim_code != 0:
                     self.result.sim_died = True
-                    raise DemoError(f"simulator exited with code {sim_code}:\n{self.sim_proc.tail()}", "sim_exited",
+                    raise DemoError(f"simulator exited with code {sim_code}:\n{self.sim_proc.tail()}",
+                                    "sim_exited",
                                     value=sim_code)
                 break
             if self.watch.seen == 0 and now - sim_started > STARTUP_TIMEOUT_S:

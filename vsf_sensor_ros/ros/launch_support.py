@@ -116,7 +116,8 @@ def load_node_parameters(config_path: str, node_name: str = "sensor_node") -> Di
         if isinstance(section, dict) and isinstance(section.get("ros__parameters"), dict):
             return dict(section["ros__parameters"])
     raise LaunchConfigError(f"config {str(path)!r} has no ros__parameters for node {node_name!r} "
-                            f"(top-level keys: {sorted(map(str, data))})", "config", config_path, "no_node_section")
+                            f"(top-level keys: {sorted(map(str, data))})", "config", config_path,
+                            "no_node_section")
 
 
 def write_node_parameters(params: Mapping[str, Any], directory: Optional[str] = None) -> Path:
@@ -243,8 +244,8 @@ def urdf_for_state_publisher(urdf_path: str, joint_name_map: Optional[Mapping[st
         unknown = sorted(set(rename) - joints)
         if unknown:
             raise LaunchConfigError(f"joint_name_map names URDF joints {unknown} that {path.name} does not "
-                                    f"have (joints: {sorted(j for j in joints if j)})", "joint_name_map", unknown,
-                                    "unknown_joint")
+                                    f"have (joints: {sorted(j for j in joints if j)})", "joint_name_map",
+                                    unknown, "unknown_joint")
         for el in root.iter():
             if el.tag == "joint" and el.get("name") in rename:
                 el.set("name", rename[el.get("name")])

@@ -91,7 +91,8 @@ def check_config_keys(cls_name: str, type_name: str, name: str, config: Mapping[
     allowed_all = set(allowed) | {"attachment", "type"}
     unknown = sorted((k for k in config if k not in allowed_all), key=str)
     if unknown:
-        raise SettingError(f"{cls_name} {name!r}: unknown config key(s) {', '.join(repr(str(k)) for k in unknown)}; "
+        listed = ", ".join(repr(str(k)) for k in unknown)
+        raise SettingError(f"{cls_name} {name!r}: unknown config key(s) {listed}; "
                            f"allowed: {', '.join(sorted(allowed_all))}", str(unknown[0]), config[unknown[0]])
     if "type" in config and config["type"] != type_name:
         raise SettingError(f"{cls_name} {name!r}: config 'type' is {config['type']!r}, "

@@ -128,7 +128,8 @@ def _fail(name: str, value: Any, reason: str) -> ValueError:
 
 
 def _unknown(name: str) -> ValueError:
-    return SettingError(f"ContactSensor has no setting {name!r}; settings: {', '.join(SETTING_NAMES)}", name, None)
+    return SettingError(f"ContactSensor has no setting {name!r}; settings: {', '.join(SETTING_NAMES)}",
+                        name, None)
 
 
 def _parse_numbers(name: str, text: str, count: int) -> List[float]:
