@@ -49,7 +49,8 @@ def _setup(context, *args, **kwargs):
            "wait_for_subscribers": 1}
     if not sim["contact_body_names"]:
         raise ls.LaunchConfigError(f"config {config!r} sets no contact_body_names: the simulator needs the "
-                                   "node's body table, e.g. [punyo, object, table]")
+                                   "node's body table, e.g. [punyo, object, table]", "config", config,
+                                   "no_contact_bodies")
     if assets:
         sim["assets_dir"] = assets
     node_args = {k: arg[k] for k in ("namespace", "use_sim_time", "node_name", "robot_state_publisher",

@@ -155,12 +155,14 @@ def test_pieces_follow_their_link(mesh_dir):
 
 def test_a_piece_without_triangles_is_an_error_naming_the_link(mesh_dir):
     (mesh_dir / "empty.off").write_text("OFF\n0 0 0\n")
-    with pytest.raises(UrdfError, match=r"link 'pad': <collision> 2 of 2"):
+    with pytest.raises(UrdfError) as info:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")      # the empty file is also warned about as unreadable
             World.from_urdf(_robot("""
     <collision><geometry><mesh filename="pad_a.obj"/></geometry></collision>
     <collision><geometry><mesh filename="empty.off"/></geometry></collision>"""), base_dir=mesh_dir)
+    assert (info.value.reason, info.value.where) == ("mesh_unreadable", "URDF link 'pad': <collision> 2 of 2")
+    assert info.value.value == "empty.off"
 
 
 def test_links_with_one_piece_are_unchanged(mesh_dir):

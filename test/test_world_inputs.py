@@ -71,17 +71,16 @@ def test_unit_axes_do_not_warn():
         World.from_urdf(urdf)
 
 
-@pytest.mark.parametrize("jtype, axis, match", [
-    ("revolute", "0 0 0", r"'bad_j'.*\[0\.0, 0\.0, 0\.0\]"),
-    ("continuous", "0 0 0", r"'bad_j'.*\[0\.0, 0\.0, 0\.0\]"),
-    ("prismatic", "0 0 0", r"'bad_j'.*\[0\.0, 0\.0, 0\.0\]"),
-    ("revolute", "0 nan 1", "'bad_j'"),
+@pytest.mark.parametrize("jtype, axis", [
+    ("revolute", "0 0 0"), ("continuous", "0 0 0"), ("prismatic", "0 0 0"), ("revolute", "0 nan 1"),
 ])
-def test_zero_or_non_finite_axis_is_a_configuration_error_naming_the_joint(jtype, axis, match):
+def test_zero_or_non_finite_axis_is_a_configuration_error_naming_the_joint(jtype, axis):
     urdf = _robot(_joint("fix", "fixed", "world", "base"), _joint("bad_j", jtype, "base", "l", axis=axis),
                   links=("base", "l"))
-    with pytest.raises(UrdfError, match=match):
+    with pytest.raises(UrdfError) as info:
         World.from_urdf(urdf)
+    assert (info.value.reason, info.value.where) == ("zero_axis", "joint 'bad_j'")
+    np.testing.assert_array_equal(info.value.value, [float(v) for v in axis.split()])
 
 
 # ------------------------------------------------------------------ 2. mimic joints
@@ -155,9 +154,9 @@ def test_mimic_named_twice_is_rejected_and_nothing_applied():
 
 
 @pytest.mark.parametrize("tags, names", [
-    ({"a": "b", "b": "a"}, ("'a'", "'b'")),
-    ({"a": "b", "b": "c", "c": "a"}, ("'a'", "'b'", "'c'")),
-    ({"a": "a"}, ("'a'",)),
+    ({"a": "b", "b": "a"}, ("a", "b")),
+    ({"a": "b", "b": "c", "c": "a"}, ("a", "b", "c")),
+    ({"a": "a"}, ("a",)),
 ])
 def test_mimic_cycle_is_rejected_at_start_naming_the_joints(tags, names):
     parts = [_joint("fix", "fixed", "world", "base"), _joint("q", "revolute", "base", "lq")]
@@ -166,8 +165,7 @@ def test_mimic_cycle_is_rejected_at_start_naming_the_joints(tags, names):
     urdf = _robot(*parts, links=["base", "lq"] + [f"l{j}" for j in tags])
     with pytest.raises(UrdfError) as info:
         World.from_urdf(urdf)
-    for n in names:
-        assert n in str(info.value)
+    assert info.value.reason == "mimic_cycle" and set(info.value.value) == set(names)
 
 
 # ------------------------------------------------------------------ 3. mesh vertex order

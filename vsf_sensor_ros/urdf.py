@@ -10,7 +10,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -28,7 +28,24 @@ class UrdfError(ValueError):
     """A URDF that cannot be used as written (a configuration error, raised at start).
 
     A ``ValueError`` subclass, so callers that catch ``ValueError`` keep working.
+
+    Attributes:
+        reason: what is wrong, one of ``'xacro_missing'`` (a xacro document, no
+            xacro package), ``'xacro_failed'`` (expanding it failed),
+            ``'not_numbers'``, ``'axis_size'``, ``'zero_axis'``, ``'origin_size'``,
+            ``'incomplete_joint'``, ``'mimic_numbers'``, ``'mimic_no_joint'``,
+            ``'mimic_cycle'``, ``'mesh_unreadable'``, ``'mesh_scale'``,
+            ``'primitives_unloadable'``, ``'no_triangles'``.
+        where: the document or element at fault as the message names it: the
+            file path or ``'robot_description'`` (xacro), ``"joint 'j1'"``,
+            ``"URDF link 'pad': <collision> 2 of 3"``.
+        value: the offending value as written (text, list of numbers, mesh URI,
+            the joints of a mimic cycle), or None.
     """
+
+    def __init__(self, message: str, reason: str, where: str, value: Any = None) -> None:
+        super().__init__(message)
+        self.reason, self.where, self.value = reason, where, value
 
 
 @dataclass(frozen=True)
@@ -102,7 +119,7 @@ def _expand_xacro(text: str, path: Optional[Path]) -> str:
         from xml.parsers.expat import ExpatError
     except ImportError:
         raise UrdfError(f"{name} is a xacro document, not a URDF, and the xacro package is not installed; "
-                        f"pip install xacro, or expand it first: {command}") from None
+                        f"pip install xacro, or expand it first: {command}", "xacro_missing", name) from None
     try:
         xacro.init_stacks(None if path is None else str(path.resolve()))
         doc = xacro.parse(text)
@@ -110,7 +127,7 @@ def _expand_xacro(text: str, path: Optional[Path]) -> str:
     except (xacro.XacroException, ExpatError, OSError) as exc:
         raise UrdfError(f"{name} is a xacro document, not a URDF, and expanding it here failed: {exc}; "
                         f"expand it where its packages are installed ({command}) and give that "
-                        f"file") from None
+                        f"file", "xacro_failed", name, str(exc)) from None
     return doc.toxml()
 
 
@@ -120,17 +137,18 @@ def _floats(text: Optional[str], default: Sequence[float], what: str) -> List[fl
     try:
         return [float(v) for v in text.split()]
     except ValueError:
-        raise UrdfError(f"{what} must be numbers, got {text!r}") from None
+        raise UrdfError(f"{what} must be numbers, got {text!r}", "not_numbers", what, text) from None
 
 
 def _unit_axis(name: str, jtype: str, xyz: List[float]) -> np.ndarray:
     a = np.array(xyz, dtype=np.float64)
     if a.shape != (3,):
-        raise UrdfError(f"URDF joint {name!r}: <axis xyz> must have 3 values, got {xyz}")
+        raise UrdfError(f"URDF joint {name!r}: <axis xyz> must have 3 values, got {xyz}", "axis_size",
+                        f"joint {name!r}", xyz)
     n = float(np.linalg.norm(a))
     if jtype in MOVABLE_JOINT_TYPES and not (np.isfinite(a).all() and n > 0.0):
         raise UrdfError(f"URDF joint {name!r} ({jtype}) has axis xyz={xyz}: a {jtype} joint needs "
-                        f"a finite non-zero axis")
+                        f"a finite non-zero axis", "zero_axis", f"joint {name!r}", xyz)
     return a / n if n > 0.0 and np.isfinite(n) else a
 
 
@@ -146,7 +164,8 @@ def origin_transform(element: ET.Element, what: str) -> np.ndarray:
         rpy = _floats(o.get("rpy"), (0, 0, 0), f"{what} origin rpy")
         xyz = _floats(o.get("xyz"), (0, 0, 0), f"{what} origin xyz")
         if len(rpy) != 3 or len(xyz) != 3:
-            raise UrdfError(f"{what} origin needs 3 values for xyz and rpy, got xyz={xyz}, rpy={rpy}")
+            raise UrdfError(f"{what} origin needs 3 values for xyz and rpy, got xyz={xyz}, rpy={rpy}",
+                            "origin_size", what, (xyz, rpy))
         T[:3, :3] = rpy_matrix(rpy)
         T[:3, 3] = xyz
     return T
@@ -165,7 +184,8 @@ def parse_urdf_joints(root: ET.Element) -> List[UrdfJoint]:
         name, jtype = j.get("name"), j.get("type")
         parent, child = j.find("parent"), j.find("child")
         if not name or not jtype or parent is None or child is None:
-            raise UrdfError(f"URDF joint {name!r} lacks a name, type, parent or child")
+            raise UrdfError(f"URDF joint {name!r} lacks a name, type, parent or child", "incomplete_joint",
+                            f"joint {name!r}")
         T = origin_transform(j, f"joint {name!r}")
         a = j.find("axis")
         written = _floats(None if a is None else a.get("xyz"), (1, 0, 0), f"joint {name!r} axis xyz")
@@ -177,9 +197,11 @@ def parse_urdf_joints(root: ET.Element) -> List[UrdfJoint]:
                 mimic = (m.get("joint"), float(m.get("multiplier", 1.0)), float(m.get("offset", 0.0)))
             except ValueError:
                 raise UrdfError(f"URDF joint {name!r}: <mimic> multiplier/offset must be numbers, got "
-                                f"{m.get('multiplier')!r} / {m.get('offset')!r}") from None
+                                f"{m.get('multiplier')!r} / {m.get('offset')!r}", "mimic_numbers",
+                                f"joint {name!r}", (m.get('multiplier'), m.get('offset'))) from None
             if not mimic[0]:
-                raise UrdfError(f"URDF joint {name!r}: <mimic> names no joint")
+                raise UrdfError(f"URDF joint {name!r}: <mimic> names no joint", "mimic_no_joint",
+                                f"joint {name!r}")
         joints.append(UrdfJoint(name, jtype, parent.get("link"), child.get("link"), T, axis, mimic,
                                 np.array(written, dtype=np.float64)))
     return joints
@@ -259,7 +281,8 @@ def mimic_order(joints: Sequence[UrdfJoint]) -> List[UrdfJoint]:
             if state.get(name) == 1:
                 cycle = path[path.index(name):] + [name]
                 raise UrdfError("URDF mimic joints form a cycle: " + " -> ".join(
-                    f"{n!r}" for n in cycle) + " (each mimics the next)")
+                    f"{n!r}" for n in cycle) + " (each mimics the next)", "mimic_cycle",
+                        f"joint {name!r}", cycle)
             state[name] = 1
             path.append(name)
             name = mimics[name].mimic[0]
@@ -274,11 +297,13 @@ class JointNameMapError(ValueError):
 
     Attributes:
         entry: the offending entry as given.
-        detail: why it is wrong.
+        detail: why it is wrong (for the message).
+        reason: ``'format'`` (not ``driver:urdf``), ``'unknown_joint'`` (no joint of
+            the URDF), ``'driver_twice'``, ``'target_twice'``.
     """
 
-    def __init__(self, entry: str, detail: str) -> None:
-        self.entry, self.detail = entry, detail
+    def __init__(self, entry: str, detail: str, reason: str) -> None:
+        self.entry, self.detail, self.reason = entry, detail, reason
         super().__init__(f"joint_name_map entry {entry!r}: {detail}")
 
 
@@ -302,15 +327,17 @@ def parse_joint_name_map(entries: Sequence[str],
     for entry in entries or []:
         parts = str(entry).split(":")
         if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
-            raise JointNameMapError(entry, "each entry is 'driver_name:urdf_name' (e.g. 'joint_1:Actuator1')")
+            raise JointNameMapError(entry, "each entry is 'driver_name:urdf_name' (e.g. 'joint_1:Actuator1')",
+                                    "format")
         driver, urdf = parts[0].strip(), parts[1].strip()
         if known is not None and urdf not in known:
             raise JointNameMapError(entry, f"{urdf!r} is not a joint of the URDF (joints: "
-                                           f"{', '.join(sorted(known)) or 'none'})")
+                                           f"{', '.join(sorted(known)) or 'none'})", "unknown_joint")
         if driver in out:
-            raise JointNameMapError(entry, f"driver name {driver!r} is mapped twice")
+            raise JointNameMapError(entry, f"driver name {driver!r} is mapped twice", "driver_twice")
         if urdf in targets:
-            raise JointNameMapError(entry, f"URDF joint {urdf!r} is already the target of {targets[urdf]!r}")
+            raise JointNameMapError(entry, f"URDF joint {urdf!r} is already the target of {targets[urdf]!r}",
+                                    "target_twice")
         out[driver] = urdf
         targets[urdf] = driver
     return out

@@ -62,9 +62,10 @@ def _mesh_piece(piece: ET.Element, what: str, base_dir: Optional[Union[str, os.P
         m = load_mesh(path)
         scale = np.array([float(v) for v in (mesh.get("scale") or "1 1 1").split()])
     except ValueError as exc:
-        raise UrdfError(f"{what}: mesh {uri!r}: {exc}") from None
+        raise UrdfError(f"{what}: mesh {uri!r}: {exc}", "mesh_unreadable", what, uri) from None
     if scale.shape != (3,):
-        raise UrdfError(f"{what}: mesh {uri!r} has scale {mesh.get('scale')!r}; it needs 3 numbers")
+        raise UrdfError(f"{what}: mesh {uri!r} has scale {mesh.get('scale')!r}; it needs 3 numbers",
+                        "mesh_scale", what, mesh.get("scale"))
     T = origin_transform(piece, what)
     return trimesh.Trimesh((np.asarray(m.vertices) * scale) @ T[:3, :3].T + T[:3, 3], m.faces, process=False)
 
@@ -97,7 +98,8 @@ def _primitive_pieces(pieces: Dict[str, ET.Element], tmp: Path) -> Dict[str, tri
     fpath.write_text(ET.tostring(scratch, encoding="unicode"))
     kw = klampt.WorldModel()
     if kw.loadElement(str(fpath)) < 0 or kw.numRobots() == 0:
-        raise UrdfError(f"Klampt could not load the collision primitives {', '.join(pieces)}")
+        raise UrdfError(f"Klampt could not load the collision primitives {', '.join(pieces)}",
+                        "primitives_unloadable", ", ".join(pieces))
     robot = kw.robot(0)
     out = {}
     for n, what in enumerate(pieces):
@@ -106,7 +108,7 @@ def _primitive_pieces(pieces: Dict[str, ET.Element], tmp: Path) -> Dict[str, tri
             g = g.convert("TriangleMesh")
         if g.empty() or g.type() != "TriangleMesh" or len(g.getTriangleMesh().indices) == 0:
             raise UrdfError(f"{what} gives no triangles (Klampt made {'nothing' if g.empty() else g.type()} "
-                            f"of it)")
+                            f"of it)", "no_triangles", what)
         tm = g.getTriangleMesh()
         out[what] = trimesh.Trimesh(np.array(tm.vertices, dtype=np.float64).reshape(-1, 3),
                                     np.array(tm.indices, dtype=np.int64).reshape(-1, 3), process=False)

@@ -85,8 +85,9 @@ def test_offsets_from_calibration_file_scalar_short_and_long_vectors(tmp_path):
     assert got["d"]["tare_offset"]["mean"] == pytest.approx(0.004 / 7)
     assert got["d"]["tare_offset"]["max_abs"] == pytest.approx(0.004)
     assert set(got) == {"p", "d"}
-    with pytest.raises(DemoError, match="nope.yaml"):
+    with pytest.raises(DemoError) as info:
         offsets_from_calibration(tmp_path / "nope.yaml", ["p"])
+    assert (info.value.reason, info.value.path) == ("unreadable", tmp_path / "nope.yaml")
 
 
 def test_params_file_is_flattened_from_nested_or_dotted_yaml(tmp_path):
@@ -99,8 +100,9 @@ def test_params_file_is_flattened_from_nested_or_dotted_yaml(tmp_path):
     assert params == {"sensors": ["a"], "a.type": "PunyoPressureSensor", "a.measured_scale": 100.0,
                       "b.type": "ContactSensor"}
     f.write_text("just: text\n")
-    with pytest.raises(DemoError):
+    with pytest.raises(DemoError) as info:
         read_params_file(f)
+    assert (info.value.reason, info.value.path) == ("no_parameters", f)
 
 
 def sim_params(cmd):
@@ -132,8 +134,9 @@ def test_resolve_config_reads_sensor_kinds_and_rejects_bad_numbers(tmp_path):
         with pytest.raises(ValueError, match=text):
             resolve_config(build_parser().parse_args(["--params-file", str(f), bad]))
     unknown = write_params(tmp_path, "    sensors: [x]\n    x.type: Thermometer\n")
-    with pytest.raises(DemoError, match="Thermometer"):
+    with pytest.raises(DemoError) as info:
         resolve_config(build_parser().parse_args(["--params-file", str(unknown)]))
+    assert (info.value.reason, info.value.value) == ("unknown_type", "Thermometer")
 
 
 def test_kinova_world_without_assets_exits_2_with_a_clear_message(tmp_path):
@@ -233,8 +236,9 @@ def test_a_parameter_file_that_differs_from_the_simulator_is_reported(tmp_path):
     assert any("punyo_pressure.measured_scale is 100.0" in p for p in problems)
     f.write_text(text.replace("contact_body_names: [punyo, object, table]", "contact_body_names: []"))
     cfg = resolve_config(build_parser().parse_args(["--params-file", str(f), "--out", str(tmp_path)]))
-    with pytest.raises(DemoError, match="contact_body_names"):
+    with pytest.raises(DemoError) as info:
         check_pairing(cfg)
+    assert (info.value.reason, info.value.path) == ("no_contact_bodies", f.resolve())
 
 
 def test_each_world_writes_its_own_output_folder_by_default():

@@ -122,8 +122,9 @@ def test_tare_index_follows_the_demo_rule():
     wall = [1_700_000_000 * 10**9 + k * 10**7 for k in range(50)]       # wall-clock stamps
     assert tare_index(wall, [False] * 50, 10, None) == 9                # after tare_samples steps
     assert tare_index(stamps, free, 10, 2.5) == 124                     # --tare-at: stamp 2.5 s
-    with pytest.raises(BagError, match="0.01"):
+    with pytest.raises(BagError) as info:
         tare_index(stamps, free, 10, 0.01)
+    assert (info.value.reason, info.value.value) == ("tare_before_start", 0.01)
 
 
 # -- bags it cannot replay ------------------------------------------------------------------------

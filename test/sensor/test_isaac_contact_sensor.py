@@ -237,8 +237,10 @@ def test_from_config():
                      ({"attachment": "b", "radius": float("nan")}, "radius"),
                      ({"attachment": "b", "colour": 1}, "colour"),
                      ({"attachment": "b", "type": "ContactSensor"}, "type")]:
-        with pytest.raises(ValueError, match=key):
+        with pytest.raises(SettingError) as err:
             IsaacContactSensor.from_config("load", cfg)
+        assert err.value.setting == key
+        assert err.value.value == cfg.get(key) or math.isnan(cfg.get(key))
 
 
 # --------------------------------------------------------------------------- interface (registry)

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from vsf_sensor_ros.sensor import ContactState, SimState
+from vsf_sensor_ros.sensor.errors import SettingError
 from vsf_sensor_ros.sensor.punyo_dense_force_sensor import PunyoDenseForceSensor
 
 SQ_V = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
@@ -314,8 +315,9 @@ def test_from_config_reads_the_attachment():
 @pytest.mark.parametrize("cfg, word", [({}, "attachment"), ({"attachment": "p", "radius": 1}, "radius"),
                                        ({"attachment": 3}, "attachment")])
 def test_from_config_rejects_bad_keys(cfg, word):
-    with pytest.raises(ValueError, match=word):
+    with pytest.raises(SettingError) as err:
         PunyoDenseForceSensor.from_config("f", cfg)
+    assert (err.value.setting, err.value.value) == (word, cfg.get(word))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA not available on this machine")

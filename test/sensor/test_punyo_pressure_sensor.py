@@ -186,8 +186,9 @@ def test_from_config_reads_every_key():
                                        ({"attachment": "p", "type": "ContactSensor"}, "type"),
                                        ({"attachment": "p", "variance": "loud"}, "variance")])
 def test_from_config_rejects_bad_keys(cfg, word):
-    with pytest.raises(ValueError, match=word):
+    with pytest.raises(SettingError) as err:
         PunyoPressureSensor.from_config("pp", cfg)
+    assert (err.value.setting, err.value.value) == (word, cfg.get(word))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])

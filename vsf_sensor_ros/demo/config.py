@@ -19,7 +19,22 @@ BACKENDS = ("klampt", "mujoco")
 
 
 class DemoError(RuntimeError):
-    """A failure the demo reports with a clear message and exit code 1."""
+    """A failure the demo reports with a clear message and exit code 1.
+
+    Attributes:
+        reason: ``'no_config_dir'``, ``'unreadable'`` (a parameter or calibration
+            file), ``'no_parameters'``, ``'no_sensors'``, ``'unknown_type'``,
+            ``'params_missing'``, ``'assets_missing'``, ``'no_contact_bodies'``,
+            ``'assets_unloadable'``, ``'node_exited'``, ``'sim_exited'``,
+            ``'timeout'``, ``'no_tare_service'``, ``'no_contacts'``.
+        path: the file or directory at fault, or None.
+        value: the offending value (a sensor's type, an exit code, a timeout in
+            s, the world), or None.
+    """
+
+    def __init__(self, message: str, reason: str, path: Any = None, value: Any = None) -> None:
+        super().__init__(message)
+        self.reason, self.path, self.value = reason, path, value
 
 
 @dataclass
@@ -96,7 +111,8 @@ def config_dir() -> Path:
             return share
     except (ImportError, LookupError, ValueError):
         pass
-    raise DemoError(f"no config directory found (looked in {local} and the ament index)")
+    raise DemoError(f"no config directory found (looked in {local} and the ament index)", "no_config_dir",
+                    local)
 
 
 def _flatten(prefix: str, value: Any, out: Dict[str, Any]) -> None:
@@ -122,7 +138,7 @@ def read_params_file(path: Path) -> Tuple[str, Dict[str, Any]]:
     try:
         doc = yaml.safe_load(Path(path).read_text())
     except (OSError, yaml.YAMLError) as exc:
-        raise DemoError(f"cannot read parameter file {path}: {exc}") from exc
+        raise DemoError(f"cannot read parameter file {path}: {exc}", "unreadable", path) from exc
     for key, val in (doc or {}).items():
         if isinstance(val, dict) and "ros__parameters" in val:
             flat: Dict[str, Any] = {}
@@ -134,7 +150,7 @@ def read_params_file(path: Path) -> Tuple[str, Dict[str, Any]]:
                     flat = {}
                     _flatten("", v2["ros__parameters"], flat)
                     return str(k2), flat
-    raise DemoError(f"parameter file {path} has no 'ros__parameters' entry")
+    raise DemoError(f"parameter file {path} has no 'ros__parameters' entry", "no_parameters", path)
 
 
 def sensors_from_params(params: Dict[str, Any], path: Path) -> List[SensorInfo]:
@@ -147,13 +163,13 @@ def sensors_from_params(params: Dict[str, Any], path: Path) -> List[SensorInfo]:
     kinds = sensor_kinds()
     names = params.get("sensors") or []
     if not names:
-        raise DemoError(f"parameter file {path} lists no sensors")
+        raise DemoError(f"parameter file {path} lists no sensors", "no_sensors", path)
     out = []
     for name in names:
         type_name = params.get(f"{name}.type")
         if type_name not in kinds:
             raise DemoError(f"sensor {name!r} in {path} has type {type_name!r}; "
-                            f"known types: {sorted(kinds)}")
+                            f"known types: {sorted(kinds)}", "unknown_type", path, type_name)
         out.append(SensorInfo(name, type_name, kinds[type_name].codec.kind,
                               float(params.get(f"{name}.measured_scale", 1.0)),
                               str(params.get(f"{name}.attachment", ""))))
@@ -178,7 +194,7 @@ def resolve_config(args: argparse.Namespace) -> DemoConfig:
         raise ValueError(f"--timeout must be positive, got {args.timeout}")
     params_file = args.params_file or config_dir() / WORLD_PARAMS[args.world]
     if not Path(params_file).is_file():
-        raise DemoError(f"sensor node parameter file {params_file} not found")
+        raise DemoError(f"sensor node parameter file {params_file} not found", "params_missing", params_file)
     node_key, params = read_params_file(params_file)
     sensors = sensors_from_params(params, params_file)
     from vsf_sensor_ros.embedded_world import default_assets_dir   # heavy imports: only when run
@@ -188,7 +204,8 @@ def resolve_config(args: argparse.Namespace) -> DemoConfig:
     else:
         if assets is None or not Path(assets).is_dir():
             raise DemoError("the kinova world needs its assets: pass --assets DIR (the folder with "
-                            f"kinova_gen3.urdf and punyo_mesh_*.ply) or set VSF_ASSETS; got {assets}")
+                            f"kinova_gen3.urdf and punyo_mesh_*.ply) or set VSF_ASSETS; got {assets}",
+                            "assets_missing", assets)
         assets = Path(assets).resolve()
     node_name = node_key.strip("/") if node_key not in ("/**", "**") else "sensor_node"
     from vsf_sensor_ros.contact_sources.sim_sensors import (DEMO_SENSORS, MEASURED_SOURCE_MODES,
@@ -256,11 +273,13 @@ def check_pairing(cfg: DemoConfig) -> List[str]:
     from vsf_sensor_ros.contact_sources.sim_world import load_assets
     if not cfg.contact_body_names:
         raise DemoError(f"{cfg.params_file} sets no contact_body_names: the demo passes the node's body "
-                        "table to the simulator, e.g. contact_body_names: [punyo, object, table]")
+                        "table to the simulator, e.g. contact_body_names: [punyo, object, table]",
+                        "no_contact_bodies", cfg.params_file)
     try:
         assets = load_assets(cfg.world, None if cfg.assets is None else str(cfg.assets))
     except (OSError, ValueError) as exc:
-        raise DemoError(f"cannot load the {cfg.world} world's assets: {exc}") from exc
+        raise DemoError(f"cannot load the {cfg.world} world's assets: {exc}", "assets_unloadable", cfg.assets,
+                        cfg.world) from exc
     expected = sensor_node_sensor_params(list(demo_sensor_specs(assets).values()))
     params = cfg.base_params
     problems: List[str] = []

@@ -237,9 +237,10 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
     def check(stage: str) -> None:
         for p in procs:
             if p.poll() is not None:
-                raise ReplayError(f"{p.name} exited with code {p.poll()} while {stage}:\n{p.tail()}")
+                raise ReplayError(f"{p.name} exited with code {p.poll()} while {stage}:\n{p.tail()}",
+                                  "child_exited", value=p.poll())
         if time.monotonic() - t0 > STARTUP_TIMEOUT_S + 10.0 * len(rec) / speed + 60.0:
-            raise ReplayError(f"timed out while {stage}")
+            raise ReplayError(f"timed out while {stage}", "timeout")
 
     def spin_for(seconds: float) -> None:
         end = time.monotonic() + seconds
@@ -327,7 +328,7 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
                 break
             if time.monotonic() - t0 > STARTUP_TIMEOUT_S:
                 raise ReplayError(f"nodes not ready within {STARTUP_TIMEOUT_S:.0f} s:\n"
-                                  + "\n".join(p.tail() for p in procs))
+                                  + "\n".join(p.tail() for p in procs), "not_ready", value=STARTUP_TIMEOUT_S)
         recorder.refresh()
         spin_for(0.5)
         recorder.refresh()
@@ -345,7 +346,7 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
             check("warming up")
             if warm * WARMUP_STEP_S > PREDICT_WAIT_S or warm * WARMUP_STEP_S >= WARMUP_LEAD_S - 1.0:
                 raise ReplayError(f"no prediction from the sensor node after {warm} warm-up frames:\n"
-                                  f"{node_proc.tail()}\n{wrench_proc.tail()}")
+                                  f"{node_proc.tail()}\n{wrench_proc.tail()}", "no_prediction", value=warm)
         say(f"nodes ready after {time.monotonic() - t0:.1f} s ({warm} warm-up frames); replaying {len(rec)} "
             f"frames ({rec.t[-1] - rec.t[0]:.2f} s) at speed {speed:g}")
         start = time.monotonic()
@@ -571,7 +572,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             try:
                 summary["membrane_force"] = rc.analyse_membrane(session.logs, run, rec, camera, vertex, out)
             except RuntimeError as exc:
-                raise ReplayError(str(exc)) from None
+                raise ReplayError(str(exc), "membrane") from None
             summary["definitions"].update(rc.MEMBRANE_DEFINITIONS)
         (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
         png = plot(series, summary, out / "pressure_real.png")

@@ -28,18 +28,19 @@ def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any]
 
     def log(topic: str) -> Any:
         if topic not in session.logs or not len(session.logs[topic]):
-            raise ReplayError(f"nothing recorded on {topic}")
+            raise ReplayError(f"nothing recorded on {topic}", "nothing_recorded", value=topic)
         return session.logs[topic]
 
     if session.tare_offset_pa is None:
-        raise ReplayError(f"the pressure tare failed: {session.tare_message}")
+        raise ReplayError(f"the pressure tare failed: {session.tare_message}", "tare_failed")
     frame_of = {int(round(rec.t[k] * 1e9)): k for k in range(len(rec))}
     # warm-up joint states (stamped before the recording, no Float32 with them) are left out
     js = [m for m in log("/joint_states").decode()
           if m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec in frame_of]
     hpa = [m.data for m in log(f"/{PRESSURE_TOPIC}").decode()]
     if len(hpa) != len(js):
-        raise ReplayError(f"{len(hpa)} Float32 pressures but {len(js)} joint states of recorded frames")
+        raise ReplayError(f"{len(hpa)} Float32 pressures but {len(js)} joint states of recorded frames",
+                          "count_mismatch", value=(len(hpa), len(js)))
     meas = np.full(len(rec), np.nan)
     for m, p in zip(js, hpa):
         k = frame_of.get(m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec)

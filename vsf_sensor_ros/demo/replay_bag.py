@@ -23,7 +23,21 @@ HEADERLESS = ("std_msgs/msg/Float32", "std_msgs/msg/Float64")
 
 
 class BagError(ValueError):
-    """The bag cannot be replayed with this parameter file; the message names the file or topic."""
+    """The bag cannot be replayed with this parameter file; the message names the file or topic.
+
+    Attributes:
+        reason: ``'unreadable'``, ``'no_input'`` (``/contacts`` or ``/joint_states``
+            missing or empty), ``'wrong_type'``, ``'headerless'``, ``'no_measured'``,
+            ``'tare_before_start'``, ``'bad_speed'``, ``'params_missing'``.
+        path: the bag or parameter file at fault, or None.
+        topic: the topic at fault, or None.
+        value: the offending value (a message type, ``--tare-at`` s, ``--speed``), or None.
+    """
+
+    def __init__(self, message: str, reason: str, path: Any = None, topic: Optional[str] = None,
+                 value: Any = None) -> None:
+        super().__init__(message)
+        self.reason, self.path, self.topic, self.value = reason, path, topic, value
 
 
 @dataclass
@@ -46,7 +60,7 @@ def open_bag(path: Path) -> BagTopics:
         with Reader(path) as reader:
             return BagTopics(Path(path), {c.topic: (c.msgtype, c.msgcount) for c in reader.connections})
     except (ReaderError, OSError) as exc:
-        raise BagError(f"{path}: not a readable MCAP bag: {exc}") from None
+        raise BagError(f"{path}: not a readable MCAP bag: {exc}", "unreadable", path) from None
 
 
 def _topic(name: str) -> str:
@@ -71,9 +85,13 @@ def check_inputs(bag: BagTopics, cfg: DemoConfig) -> List[str]:
     for topic, msgtype in want.items():
         have = bag.topics.get(topic)
         if have is None or have[1] == 0:
-            raise BagError(f"{bag.path}: no {topic} messages in the bag (the sensor node's input)")
+            raise BagError(f"{bag.path}: no {topic} messages in the bag (the sensor node's input)",
+                           "no_input",
+                           bag.path, topic)
         if have[0] != msgtype:
-            raise BagError(f"{bag.path}: {topic} carries {have[0]}, the sensor node reads {msgtype}")
+            raise BagError(f"{bag.path}: {topic} carries {have[0]}, the sensor node reads {msgtype}",
+                           "wrong_type",
+                           bag.path, topic, have[0])
     warnings, measured = [], 0
     for s in cfg.sensors:
         topic = measured_topic(cfg.base_params, s.name)
@@ -83,15 +101,18 @@ def check_inputs(bag: BagTopics, cfg: DemoConfig) -> List[str]:
             warnings.append(f"{s.name}: no {topic} in the bag: predicted only, no residual")
             continue
         if have[0] != msgtype:
-            raise BagError(f"{bag.path}: {topic} carries {have[0]}, sensor {s.name} reads {msgtype}")
+            raise BagError(f"{bag.path}: {topic} carries {have[0]}, sensor {s.name} reads {msgtype}",
+                           "wrong_type",
+                           bag.path, topic, have[0])
         if msgtype in HEADERLESS:
             raise BagError(f"{bag.path}: {topic} is {msgtype} (no header): its residuals cannot be paired "
-                           "by stamp; replay a stamped measured topic")
+                           "by stamp; replay a stamped measured topic", "headerless", bag.path, topic,
+                           msgtype)
         measured += 1
     if not measured:
         raise BagError(f"{bag.path}: none of the measured topics "
                        f"({', '.join(measured_topic(cfg.base_params, s.name) for s in cfg.sensors)}) "
-                       "is in the bag: nothing to compare the predictions with")
+                       "is in the bag: nothing to compare the predictions with", "no_measured", bag.path)
     return warnings
 
 
@@ -122,7 +143,7 @@ def tare_index(stamps_ns: List[int], touching: List[bool], tare_samples: int,
         k = sum(1 for s in stamps_ns if s <= tare_at_s * 1e9) - 1
         if k < 0:
             raise BagError(f"--tare-at {tare_at_s:g} s is before the first contacts stamp "
-                           f"{stamps_ns[0] * 1e-9:.9g} s")
+                           f"{stamps_ns[0] * 1e-9:.9g} s", "tare_before_start", value=tare_at_s)
         return k
     due = next((k for k, s in enumerate(stamps_ns) if s >= TARE_AT_S * 1e9 and k + 1 >= tare_samples),
                len(stamps_ns) - 1)
@@ -357,9 +378,12 @@ class BagReplay:
     def _check(self, stage: str, timeout: Optional[float]) -> None:
         code = self.node_proc.poll()
         if code is not None:
-            raise DemoError(f"sensor node exited with code {code} while {stage}:\n{self.node_proc.tail()}")
+            raise DemoError(f"sensor node exited with code {code} while {stage}:\n{self.node_proc.tail()}",
+                            "node_exited", value=code)
         if timeout is not None and time.monotonic() - self.t0 > timeout:
-            raise DemoError(f"timed out after {timeout:g} s while {stage}:\n{self.node_proc.tail()}")
+            raise DemoError(f"timed out after {timeout:g} s while {stage}:\n{self.node_proc.tail()}",
+                            "timeout",
+                            value=timeout)
 
     def _spin_for(self, seconds: float) -> None:
         end = time.monotonic() + seconds
@@ -394,11 +418,14 @@ def main(args: argparse.Namespace, usage: Any) -> int:
     out = args.out = args.out if args.out is not None else Path("demo_out/replay")
     try:
         if not (args.speed >= 0 and math.isfinite(args.speed)):
-            raise BagError(f"--speed must be >= 0 (0: as fast as the node keeps up), got {args.speed}")
+            raise BagError(f"--speed must be >= 0 (0: as fast as the node keeps up), got {args.speed}",
+                           "bad_speed",
+                           value=args.speed)
         bag = open_bag(args.recording)
         params_file = args.params_file or default_params_file(args.recording)
         if not params_file.is_file():
-            raise BagError(f"parameter file {params_file} not found: pass the node's with --params-file")
+            raise BagError(f"parameter file {params_file} not found: pass the node's with --params-file",
+                           "params_missing", params_file)
         cfg = replay_config(args, bag, params_file)
         warnings = check_inputs(bag, cfg)
         stamps, touching = scan_contacts(bag, cfg)

@@ -20,7 +20,22 @@ HPA_TO_PA = 100.0
 
 
 class ReplayError(RuntimeError):
-    """The session could not run (a child died, a timeout, a bad recording)."""
+    """The session could not run (a child died, a timeout, a bad recording).
+
+    Attributes:
+        reason: ``'is_folder'``, ``'missing'``, ``'not_json'``, ``'bad_frame'``,
+            ``'too_few_frames'``, ``'no_poke'``, ``'poke_too_early'``,
+            ``'too_few_contact_frames'``, ``'child_exited'``, ``'timeout'``,
+            ``'not_ready'``, ``'no_prediction'``, ``'nothing_recorded'``,
+            ``'tare_failed'``, ``'count_mismatch'``, ``'membrane'``.
+        path: the recording at fault, or None.
+        value: the offending value (a frame index, a frame count, a topic, an
+            exit code), or None.
+    """
+
+    def __init__(self, message: str, reason: str, path: Optional[Path] = None, value: Any = None) -> None:
+        super().__init__(message)
+        self.reason, self.path, self.value = reason, path, value
 
 
 @dataclass
@@ -46,14 +61,14 @@ def load_recording(path: Path, frames: Optional[Tuple[int, int]] = None) -> Reco
     """
     path = Path(path)
     if path.is_dir():
-        raise ReplayError(f"recording {str(path)!r} is a folder: give its data.json")
+        raise ReplayError(f"recording {str(path)!r} is a folder: give its data.json", "is_folder", path)
     if not path.is_file():
         raise ReplayError(f"recording {str(path)!r} does not exist (the recording's data.json: "
-                          "make demo-real RECORDING=/path/to/data.json, or --recording)")
+                          "make demo-real RECORDING=/path/to/data.json, or --recording)", "missing", path)
     try:
         data = json.loads(path.read_text())
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ReplayError(f"recording {str(path)!r} is not valid JSON: {exc}") from None
+        raise ReplayError(f"recording {str(path)!r} is not valid JSON: {exc}", "not_json", path) from None
     if frames is not None:
         data = data[frames[0]:frames[1]]
     rows = []
@@ -62,12 +77,16 @@ def load_recording(path: Path, frames: Optional[Tuple[int, int]] = None) -> Reco
             t, p, q, w = f
             row = [float(t), float(p)] + [float(v) for v in q] + [float(v) for v in w]
         except (TypeError, ValueError) as exc:
-            raise ReplayError(f"frame {i} is not [t, hPa, 6 joints, 6 wrench]: {exc}") from None
+            raise ReplayError(f"frame {i} is not [t, hPa, 6 joints, 6 wrench]: {exc}", "bad_frame", path,
+                              i) from None
         if len(row) != 14 or not all(map(math.isfinite, row)):
-            raise ReplayError(f"frame {i} has {len(row) - 2} joint+wrench values or non-finite ones")
+            raise ReplayError(f"frame {i} has {len(row) - 2} joint+wrench values or non-finite ones",
+                              "bad_frame",
+                              path, i)
         rows.append(row)
     if len(rows) < 2 * TARE_SAMPLES:
-        raise ReplayError(f"recording has {len(rows)} frames; at least {2 * TARE_SAMPLES} are needed")
+        raise ReplayError(f"recording has {len(rows)} frames; at least {2 * TARE_SAMPLES} are needed",
+                          "too_few_frames", path, len(rows))
     a = np.asarray(rows)
     order = np.argsort(a[:, 0], kind="stable")
     a = a[order]
@@ -83,11 +102,11 @@ def poke_onset(rec: Recording) -> int:
     dp = rec.pressure_pa - np.median(rec.pressure_pa[:5])
     above = np.flatnonzero(dp > ONSET_DP_PA)
     if above.size == 0:
-        raise ReplayError(f"the pressure never rises {ONSET_DP_PA:g} Pa above its start: no poke")
+        raise ReplayError(f"the pressure never rises {ONSET_DP_PA:g} Pa above its start: no poke", "no_poke")
     k = int(above[0])
     if k < TARE_SAMPLES + 4:
         raise ReplayError(f"the poke starts at frame {k}: fewer than {TARE_SAMPLES + 4} contact-free frames "
-                          "before it for the tare")
+                          "before it for the tare", "poke_too_early", value=k)
     return k
 
 
@@ -124,7 +143,8 @@ def pressure_metrics(meas_dp: np.ndarray, pred_dp: np.ndarray, gain_dp: np.ndarr
     sel = meas_dp > threshold
     n = int(sel.sum())
     if n < 3:
-        raise ReplayError(f"only {n} frames with measured dp > {threshold:g} Pa")
+        raise ReplayError(f"only {n} frames with measured dp > {threshold:g} Pa",
+                          "too_few_contact_frames", value=n)
     m, p, g = meas_dp[sel], pred_dp[sel], gain_dp[sel]
     return {
         "frames_contact": n,

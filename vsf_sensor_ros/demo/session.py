@@ -253,7 +253,7 @@ class DemoSession:
             self._check("starting")
             if time.monotonic() - self.t0 > STARTUP_TIMEOUT_S:
                 raise DemoError(f"sensor node offered no 'tare' service within {STARTUP_TIMEOUT_S:.0f} s:\n"
-                                f"{self.node_proc.tail()}")
+                                f"{self.node_proc.tail()}", "no_tare_service", value=STARTUP_TIMEOUT_S)
         # Subscribe to everything the node offers or expects (its measured inputs
         # included) before the simulator publishes its first message.
         self.recorder.refresh()
@@ -297,11 +297,13 @@ class DemoSession:
                 self.result.sim_exit = sim_code
                 if sim_code != 0:
                     self.result.sim_died = True
-                    raise DemoError(f"simulator exited with code {sim_code}:\n{self.sim_proc.tail()}")
+                    raise DemoError(f"simulator exited with code {sim_code}:\n{self.sim_proc.tail()}",
+                                    "sim_exited",
+                                    value=sim_code)
                 break
             if self.watch.seen == 0 and now - sim_started > STARTUP_TIMEOUT_S:
                 raise DemoError(f"simulator published no contacts within {STARTUP_TIMEOUT_S:.0f} s:\n"
-                                f"{self.sim_proc.tail()}")
+                                f"{self.sim_proc.tail()}", "no_contacts", value=STARTUP_TIMEOUT_S)
         self._spin_for(DRAIN_S)  # the last predictions of the final steps
         self.progress.say(self.status())
         if self.tare_result.request_ns is None:
@@ -401,11 +403,12 @@ class DemoSession:
 
     def _check(self, stage: str) -> None:
         if time.monotonic() > self.deadline:
-            raise DemoError(f"timed out after {self.cfg.timeout_s:.0f} s while {stage}")
+            raise DemoError(f"timed out after {self.cfg.timeout_s:.0f} s while {stage}", "timeout",
+                            value=self.cfg.timeout_s)
         if self.node_proc.poll() is not None:
             self.result.node_died = True
             raise DemoError(f"sensor node exited with code {self.node_proc.poll()} while {stage}:\n"
-                            f"{self.node_proc.tail()}")
+                            f"{self.node_proc.tail()}", "node_exited", value=self.node_proc.poll())
 
     def _spin_for(self, seconds: float) -> None:
         end = time.monotonic() + seconds

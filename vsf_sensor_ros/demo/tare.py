@@ -78,7 +78,7 @@ def offsets_from_calibration(path: Path, sensors: Sequence[str],
     try:
         doc = yaml.safe_load(Path(path).read_text()) or {}
     except (OSError, yaml.YAMLError) as exc:
-        raise DemoError(f"cannot read calibration file {path}: {exc}") from exc
+        raise DemoError(f"cannot read calibration file {path}: {exc}", "unreadable", path) from exc
     out: Dict[str, Dict[str, Any]] = {}
     for s in sensors:
         entry = (doc.get("sensors") or {}).get(s)

@@ -52,7 +52,26 @@ SIM_WORLD_CONFIGS = {"embedded": "sensor_node.yaml", "kinova": "kinova_punyo.yam
 
 
 class LaunchConfigError(ValueError):
-    """A launch argument or parameter file that cannot start the setup; the message names it."""
+    """A launch argument or parameter file that cannot start the setup; the message names it.
+
+    Attributes:
+        parameter: the launch argument, parameter or file at fault: ``'world'``,
+            ``'config'``, ``'assets_dir'``, ``'urdf'``, ``'robot_description_path'``,
+            ``'robot_description'``, ``'joint_name_map'``, ``'rviz_config'``.
+        value: the offending value as given (a path as written, an entry, the
+            unknown joint names), or None.
+        reason: ``'unknown_world'``, ``'missing'``, ``'unreadable'``,
+            ``'not_mapping'``, ``'no_node_section'``, ``'no_contact_bodies'``, ``'text_not_file'``,
+            ``'unknown_joint'``, or a :class:`~vsf_sensor_ros.urdf.JointNameMapError` reason.
+        source: where the value came from: ``'environment'`` (``$VSF_ASSETS``),
+            ``'argument'`` (the launch argument), ``'file'`` (the parameter file),
+            or None when there is one source only.
+    """
+
+    def __init__(self, message: str, parameter: str, value: Any, reason: str,
+                 source: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.parameter, self.value, self.reason, self.source = parameter, value, reason, source
 
 
 def sim_world_config(world: str) -> str:
@@ -62,7 +81,8 @@ def sim_world_config(world: str) -> str:
         LaunchConfigError: ``world`` is not one of :data:`SIM_WORLD_CONFIGS`.
     """
     if world not in SIM_WORLD_CONFIGS:
-        raise LaunchConfigError(f"world = {world!r}: use one of {sorted(SIM_WORLD_CONFIGS)}")
+        raise LaunchConfigError(f"world = {world!r}: use one of {sorted(SIM_WORLD_CONFIGS)}", "world", world,
+                                "unknown_world")
     return SIM_WORLD_CONFIGS[world]
 
 
@@ -80,13 +100,15 @@ def load_node_parameters(config_path: str, node_name: str = "sensor_node") -> Di
     """
     path = Path(config_path).expanduser()
     if not path.is_file():
-        raise LaunchConfigError(f"config {str(path)!r} does not exist")
+        raise LaunchConfigError(f"config {str(path)!r} does not exist", "config", config_path, "missing")
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except (OSError, yaml.YAMLError) as exc:
-        raise LaunchConfigError(f"config {str(path)!r} is not readable YAML: {exc}") from None
+        raise LaunchConfigError(f"config {str(path)!r} is not readable YAML: {exc}", "config", config_path,
+                                "unreadable") from None
     if not isinstance(data, dict):
-        raise LaunchConfigError(f"config {str(path)!r} is not a mapping of node names")
+        raise LaunchConfigError(f"config {str(path)!r} is not a mapping of node names", "config", config_path,
+                                "not_mapping")
     candidates = [k for k in data if isinstance(k, str) and k.startswith("/") and k.endswith("/" + node_name)]
     candidates += [node_name, "/" + node_name, "/**/" + node_name, "/**"]
     for key in candidates:
@@ -94,7 +116,8 @@ def load_node_parameters(config_path: str, node_name: str = "sensor_node") -> Di
         if isinstance(section, dict) and isinstance(section.get("ros__parameters"), dict):
             return dict(section["ros__parameters"])
     raise LaunchConfigError(f"config {str(path)!r} has no ros__parameters for node {node_name!r} "
-                            f"(top-level keys: {sorted(map(str, data))})")
+                            f"(top-level keys: {sorted(map(str, data))})", "config", config_path,
+                            "no_node_section")
 
 
 def write_node_parameters(params: Mapping[str, Any], directory: Optional[str] = None) -> Path:
@@ -126,9 +149,9 @@ def effective_assets_dir(argument: str, params: Mapping[str, Any],
             the value came from).
     """
     env = os.environ if environ is None else environ
-    for source, value in ((f"${ASSETS_ENV}", env.get(ASSETS_ENV, "")),
-                          ("launch argument assets_dir", argument or ""),
-                          ("parameter assets_dir", str(params.get("assets_dir", "") or ""))):
+    for source, where, value in ((f"${ASSETS_ENV}", "environment", env.get(ASSETS_ENV, "")),
+                                 ("launch argument assets_dir", "argument", argument or ""),
+                                 ("parameter assets_dir", "file", str(params.get("assets_dir", "") or ""))):
         if value.strip():
             p = Path(os.path.expanduser(value.strip()))
             if not p.is_absolute():
@@ -136,7 +159,7 @@ def effective_assets_dir(argument: str, params: Mapping[str, Any],
             if not p.is_dir():
                 raise LaunchConfigError(
                     f"{source} = {value!r}: directory {str(p)!r} does not exist (give "
-                    f"assets_dir:=/path/to/the/robot/files)")
+                    f"assets_dir:=/path/to/the/robot/files)", "assets_dir", value, "missing", where)
             return str(p.resolve())
     return ""
 
@@ -159,14 +182,17 @@ def robot_description_file(params: Mapping[str, Any], assets_dir: str, argument:
     if not rel:
         if text.strip():
             raise LaunchConfigError("the parameter file carries robot_description text; give the same "
-                                    "URDF as the urdf:= launch argument")
+                                    "URDF as the urdf:= launch argument", "robot_description", None,
+                                    "text_not_file")
         return EMBEDDED_URDF
     p = Path(os.path.expanduser(rel))
     if not p.is_absolute():
         p = Path(assets_dir or os.getcwd()) / p
     if not p.is_file():
         which = "launch argument urdf" if argument.strip() else "parameter robot_description_path"
-        raise LaunchConfigError(f"{which} = {rel!r}: file {str(p)!r} does not exist")
+        raise LaunchConfigError(f"{which} = {rel!r}: file {str(p)!r} does not exist",
+                                "urdf" if argument.strip() else "robot_description_path", rel, "missing",
+                                "argument" if argument.strip() else "file")
     return p.resolve()
 
 
@@ -180,7 +206,7 @@ def parse_joint_name_map(entries: Sequence[str]) -> Dict[str, str]:
     try:
         return _parse_joint_name_map(entries)
     except JointNameMapError as exc:
-        raise LaunchConfigError(str(exc)) from None
+        raise LaunchConfigError(str(exc), "joint_name_map", exc.entry, exc.reason) from None
 
 
 def urdf_for_state_publisher(urdf_path: str, joint_name_map: Optional[Mapping[str, str]] = None) -> str:
@@ -204,7 +230,8 @@ def urdf_for_state_publisher(urdf_path: str, joint_name_map: Optional[Mapping[st
     try:
         root = ET.fromstring(read_urdf(path)[0])
     except (OSError, ValueError, ET.ParseError) as exc:   # UrdfError (xacro) is a ValueError
-        raise LaunchConfigError(f"URDF {str(path)!r} cannot be read: {exc}") from None
+        raise LaunchConfigError(f"URDF {str(path)!r} cannot be read: {exc}", "urdf", urdf_path,
+                                "unreadable") from None
     base = path.resolve().parent
     for mesh in root.iter("mesh"):
         fn = mesh.get("filename", "")
@@ -217,7 +244,8 @@ def urdf_for_state_publisher(urdf_path: str, joint_name_map: Optional[Mapping[st
         unknown = sorted(set(rename) - joints)
         if unknown:
             raise LaunchConfigError(f"joint_name_map names URDF joints {unknown} that {path.name} does not "
-                                    f"have (joints: {sorted(j for j in joints if j)})")
+                                    f"have (joints: {sorted(j for j in joints if j)})", "joint_name_map",
+                                    unknown, "unknown_joint")
         for el in root.iter():
             if el.tag == "joint" and el.get("name") in rename:
                 el.set("name", rename[el.get("name")])
@@ -251,7 +279,8 @@ def rviz_config_in_namespace(rviz_path: str, namespace: str, directory: Optional
     try:
         data = yaml.safe_load(Path(rviz_path).read_text())
     except (OSError, yaml.YAMLError) as exc:
-        raise LaunchConfigError(f"rviz_config {rviz_path!r} cannot be read: {exc}") from None
+        raise LaunchConfigError(f"rviz_config {rviz_path!r} cannot be read: {exc}", "rviz_config", rviz_path,
+                                "unreadable") from None
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from .base_sensor import ContactState, SimState, check_rigid_values, rigid_transform
+from .errors import SettingError
 
 
 def body_pose(state: SimState, name: str) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -83,20 +84,23 @@ def check_config_keys(cls_name: str, type_name: str, name: str, config: Mapping[
     (required, non-empty string) and the keys in ``allowed``.
 
     Raises:
-        ValueError: unknown key(s) (named, with the allowed ones), wrong
-            ``type``, missing or empty ``attachment``.
+        SettingError: unknown key(s) (named, with the allowed ones; ``setting``
+            is the first, ``value`` its value), wrong ``type``, missing or empty
+            ``attachment``.
     """
     allowed_all = set(allowed) | {"attachment", "type"}
-    unknown = sorted(str(k) for k in config if k not in allowed_all)
+    unknown = sorted((k for k in config if k not in allowed_all), key=str)
     if unknown:
-        raise ValueError(f"{cls_name} {name!r}: unknown config key(s) {', '.join(map(repr, unknown))}; "
-                         f"allowed: {', '.join(sorted(allowed_all))}")
+        listed = ", ".join(repr(str(k)) for k in unknown)
+        raise SettingError(f"{cls_name} {name!r}: unknown config key(s) {listed}; "
+                           f"allowed: {', '.join(sorted(allowed_all))}", str(unknown[0]), config[unknown[0]])
     if "type" in config and config["type"] != type_name:
-        raise ValueError(f"{cls_name} {name!r}: config 'type' is {config['type']!r}, "
-                         f"expected {type_name!r}")
+        raise SettingError(f"{cls_name} {name!r}: config 'type' is {config['type']!r}, "
+                           f"expected {type_name!r}", "type", config["type"])
     body = config.get("attachment")
     if not isinstance(body, str) or not body.strip():
-        raise ValueError(f"{cls_name} {name!r}: config needs 'attachment' (a body name), got {body!r}")
+        raise SettingError(f"{cls_name} {name!r}: config needs 'attachment' (a body name), got {body!r}",
+                           "attachment", body)
     return body.strip()
 
 

@@ -218,20 +218,21 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
         ones take the ``CsProperties`` defaults.
 
         Raises:
-            ValueError: unknown key, missing attachment, wrong type or a bad value (named).
+            SettingError: unknown key, missing attachment, wrong type or a bad
+                value (``setting`` names the key, ``value`` its value).
         """
         allowed = set(_PROPERTY_NAMES) | {"attachment", "type"}
         for key in config:
             if key not in allowed:
-                raise ValueError(f"IsaacContactSensor {name!r}: unknown config key {key!r}; "
-                                 f"allowed: {', '.join(sorted(allowed))}")
+                raise SettingError(f"IsaacContactSensor {name!r}: unknown config key {key!r}; "
+                                   f"allowed: {', '.join(sorted(allowed))}", key, config[key])
         if "type" in config and config["type"] != cls.type_name:
-            raise ValueError(f"IsaacContactSensor {name!r}: config key 'type' is {config['type']!r}, "
-                             f"expected {cls.type_name!r}")
+            raise SettingError(f"IsaacContactSensor {name!r}: config key 'type' is {config['type']!r}, "
+                               f"expected {cls.type_name!r}", "type", config["type"])
         body = config.get("attachment")
         if not isinstance(body, str) or not body.strip():
-            raise ValueError(f"IsaacContactSensor {name!r}: config needs 'attachment' (a body name), "
-                             f"got {body!r}")
+            raise SettingError(f"IsaacContactSensor {name!r}: config needs 'attachment' (a body name), "
+                               f"got {body!r}", "attachment", body)
         props = CsProperties(**{k: config[k] for k in _PROPERTY_NAMES if k in config})
         return cls(name, body.strip(), props)
 

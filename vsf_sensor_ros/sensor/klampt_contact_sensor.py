@@ -60,7 +60,8 @@ def _fail(name: str, value: Any, reason: str) -> ValueError:
 
 
 def _unknown(name: str) -> ValueError:
-    return ValueError(f"ContactSensor has no setting {name!r}; settings: {', '.join(SETTING_NAMES)}")
+    return SettingError(f"ContactSensor has no setting {name!r}; settings: {', '.join(SETTING_NAMES)}",
+                        name, None)
 
 
 def _parse_numbers(name: str, text: str, count: int) -> List[float]:
@@ -330,23 +331,26 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
         3 numbers; scalars otherwise) or a Klampt-formatted string.
 
         Raises:
-            ValueError: unknown key, missing attachment, conflicting
-                ``attachment``/``link``, wrong ``type`` or a bad value (named).
+            SettingError: unknown key, missing attachment, conflicting
+                ``attachment``/``link`` (``setting`` is ``'link'``), wrong ``type``
+                or a bad value (``setting`` names the key).
         """
         allowed = set(SETTING_NAMES) | {"attachment", "type"}
         for key in config:
             if key not in allowed:
-                raise ValueError(f"ContactSensor {name!r}: unknown config key {key!r}; "
-                                 f"allowed: {', '.join(sorted(allowed))}")
+                raise SettingError(f"ContactSensor {name!r}: unknown config key {key!r}; "
+                                   f"allowed: {', '.join(sorted(allowed))}", key, config[key])
         if "type" in config and config["type"] != cls.type_name:
-            raise ValueError(f"ContactSensor {name!r}: config key 'type' is {config['type']!r}, "
-                             f"expected {cls.type_name!r}")
+            raise SettingError(f"ContactSensor {name!r}: config key 'type' is {config['type']!r}, "
+                               f"expected {cls.type_name!r}", "type", config["type"])
         att, link = config.get("attachment"), config.get("link")
         if att is not None and link is not None and att != link:
-            raise ValueError(f"ContactSensor {name!r}: 'attachment' {att!r} and 'link' {link!r} disagree")
+            raise SettingError(f"ContactSensor {name!r}: 'attachment' {att!r} and 'link' {link!r} disagree",
+                               "link", link)
         body = att if att is not None else link
         if body is None:
-            raise ValueError(f"ContactSensor {name!r}: config needs 'attachment' (the link name)")
+            raise SettingError(f"ContactSensor {name!r}: config needs 'attachment' (the link name)",
+                               "attachment", None)
         settings = {k: v for k, v in config.items() if k in SETTING_NAMES and k != "link"}
         return cls(name, body, **settings)
 

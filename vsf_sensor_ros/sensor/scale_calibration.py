@@ -15,7 +15,23 @@ __all__ = ["ScaleFit", "ScaleFitRefused", "ScaleScore", "fit_scale", "loading_un
 
 
 class ScaleFitRefused(ValueError):
-    """The data cannot support a scale fit; the message names the count or force and its threshold."""
+    """The data cannot support a scale fit; the message names the count or force and its threshold.
+
+    Attributes:
+        reason: ``'too_few_frames'`` (fewer loaded frames than ``min_frames``),
+            ``'too_little_force'`` (peak below ``min_force``), ``'zero_measured'``
+            (the measured force is 0 on every loaded frame), ``'no_unloading'`` (no
+            loaded frame after the peak to score on).
+        setting: the argument whose limit was not met (``'min_frames'``,
+            ``'min_force'``, ``'threshold'``), or None for ``'zero_measured'``.
+        value: what the data gave: a frame count, or the peak force in N.
+        limit: that argument's value.
+    """
+
+    def __init__(self, message: str, reason: str, setting: Optional[str], value: float,
+                 limit: Optional[float]) -> None:
+        super().__init__(message)
+        self.reason, self.setting, self.value, self.limit = reason, setting, value, limit
 
 
 @dataclass(frozen=True)
@@ -112,15 +128,17 @@ def fit_scale(measured: np.ndarray, reference: np.ndarray, threshold: float = 0.
     sel = cand[y[cand] > threshold]
     if sel.size < min_frames:
         raise ScaleFitRefused(f"{sel.size} frames with |reference| > threshold={threshold:g} N; "
-                              f"min_frames={min_frames} are needed")
+                              f"min_frames={min_frames} are needed", "too_few_frames", "min_frames", sel.size,
+                              min_frames)
     peak = float(y[sel].max())
     if peak < min_force:
         raise ScaleFitRefused(f"largest |reference| {peak:.3g} N over the {sel.size} loaded frames is below "
-                              f"min_force={min_force:g} N")
+                              f"min_force={min_force:g} N", "too_little_force", "min_force", peak, min_force)
     xs, ys = x[sel], y[sel]
     sxx = float(xs @ xs)
     if sxx == 0.0:
-        raise ScaleFitRefused(f"the measured force is 0 on all {sel.size} loaded frames: no scale fits")
+        raise ScaleFitRefused(f"the measured force is 0 on all {sel.size} loaded frames: no scale fits",
+                              "zero_measured", None, sel.size, None)
     s = float(xs @ ys) / sxx
     r = ys - s * xs
     se = float(np.sqrt((r @ r) / (sel.size - 1) / sxx))
@@ -159,7 +177,7 @@ def out_of_sample_scale(measured: np.ndarray, reference: np.ndarray, threshold: 
     fit = fit_scale(measured, reference, threshold, min_frames, min_force, frames=loading)
     if not unloading.size:
         raise ScaleFitRefused(f"no frame with |reference| > threshold={threshold:g} N after the peak: "
-                              "nothing to score out of sample")
+                              "nothing to score out of sample", "no_unloading", "threshold", 0, threshold)
     x, y = _magnitudes(measured, reference)
     xt, yt = x[unloading], y[unloading]
     return ScaleScore(fit, unloading, float(np.sqrt(np.mean((xt - yt) ** 2))),
