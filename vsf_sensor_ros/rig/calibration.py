@@ -144,7 +144,8 @@ def offset_text(h: RigSensor) -> Optional[str]:
     if eff is None:
         return None
     slots = [int(i) for i in h.layout.slots if i >= 0 and int(i) < eff.size]
-    return format_offset({TARE_KEY: eff[slots]}, TARE_KEY, h.layout.codec.unit, [h.layout.names[i] for i in slots])
+    return format_offset({TARE_KEY: eff[slots]}, TARE_KEY, h.layout.codec.unit,
+                         [h.layout.names[i] for i in slots])
 
 
 def _record_tare(h: RigSensor, used: int, stamp_ns: int, how: str) -> Optional[str]:
@@ -302,7 +303,8 @@ class ContactFreeLoop:
         problems: List[str] = []
         if self.settings is not None:
             keys += [("auto_tare.applied", str(self.applied)), ("auto_tare.refused", str(self.refused)),
-                     ("auto_tare.offset", offset_text(h) or "none"), ("auto_tare.last_refused", self.last_refusal or "none")]
+                     ("auto_tare.offset", offset_text(h) or "none"),
+                     ("auto_tare.last_refused", self.last_refusal or "none")]
             if self.last_refusal:
                 problems.append(f"automatic tare refused {self.last_refusal}")
         if self.watch is not None:
