@@ -23,7 +23,8 @@ DT_NS = 50_000_000
 STEPS = 160
 T0 = 60          # s, the stream's first stamp
 EXTRA = {"pressure.auto_tare": True, "pressure.auto_tare_window": 0.3,
-         "pressure.auto_tare_min_interval": 0.4, "pressure.auto_tare_min_samples": 5, "pressure.auto_tare_max_step": 20.0}
+         "pressure.auto_tare_min_interval": 0.4, "pressure.auto_tare_min_samples": 5,
+         "pressure.auto_tare_max_step": 20.0}
 
 
 def test_auto_tare_counts_its_tares_and_keeps_the_residual_small(tmp_path, rclpy_context):

@@ -26,6 +26,14 @@ buffered contact sample whose measured vector is complete, at least :data:`MIN_S
 and a relative standard error of the gain of at most :data:`MAX_RELATIVE_ERROR`; on a refusal
 nothing changes.
 
+Automatic tare and pressure watch
+--------------------------------
+:class:`ContactFreeLoop`, fed every pair as it comes: re-tares a sensor while the simulator sees no
+contact and its reading is steady (:class:`~vsf_sensor_ros.sensor.auto_tare.AutoTare`, bounded per
+step, refusals named), applied as the manual tare's calibration; and watches a Punyo bubble's
+contact-free pressure trend (:class:`~vsf_sensor_ros.sensor.pressure_watch.PressureWatch`: leak,
+low gauge pressure).
+
 File format
 -----------
 YAML, SI units (:func:`file_text`, :func:`parse_file`)::
@@ -296,7 +304,7 @@ class ContactFreeLoop:
         Keys: with the automatic tare ``auto_tare.applied``, ``auto_tare.refused``,
         ``auto_tare.offset`` (the model's offset now), ``auto_tare.last_refused`` (or ``none``); with
         the watch ``pressure.trend_pa_per_min`` (``none`` until its window spans enough) and
-        ``pressure.gauge_pa``.  Warnings: the latest try refused (until one is applied); the
+        ``pressure.gauge_pa`` (``none`` without a gauge check).  Warnings: the latest try refused (until one is applied); the
         watch's leak or low gauge pressure.
         """
         keys: List[Tuple[str, str]] = []
@@ -311,7 +319,8 @@ class ContactFreeLoop:
             st = self.status
             rate = None if st is None else st.rate_pa_per_min
             keys += [("pressure.trend_pa_per_min", "none" if rate is None else f"{rate:.1f}"),
-                     ("pressure.gauge_pa", "none" if st is None else f"{st.gauge_pa:.0f}")]
+                     ("pressure.gauge_pa", "none" if st is None or self.watch.min_gauge_pa is None
+                      else f"{st.gauge_pa:.0f}")]
             if st is not None and st.message:
                 problems.append(st.message)
         return keys, problems
