@@ -304,8 +304,8 @@ class ContactFreeLoop:
         Keys: with the automatic tare ``auto_tare.applied``, ``auto_tare.refused``,
         ``auto_tare.offset`` (the model's offset now), ``auto_tare.last_refused`` (or ``none``); with
         the watch ``pressure.trend_pa_per_min`` (``none`` until its window spans enough) and
-        ``pressure.gauge_pa`` (``none`` without a gauge check).  Warnings: the latest try refused (until one is applied); the
-        watch's leak or low gauge pressure.
+        ``pressure.gauge_pa`` (``none`` without a gauge check).  Warnings: the latest try refused
+        (until one is applied); the watch's leak or low gauge pressure.
         """
         keys: List[Tuple[str, str]] = []
         problems: List[str] = []
