@@ -26,6 +26,14 @@ buffered contact sample whose measured vector is complete, at least :data:`MIN_S
 and a relative standard error of the gain of at most :data:`MAX_RELATIVE_ERROR`; on a refusal
 nothing changes.
 
+Automatic tare and pressure watch
+--------------------------------
+:class:`ContactFreeLoop`, fed every pair as it comes: re-tares a sensor while the simulator sees no
+contact and its reading is steady (:class:`~vsf_sensor_ros.sensor.auto_tare.AutoTare`, bounded per
+step, refusals named), applied as the manual tare's calibration; and watches a Punyo bubble's
+contact-free pressure trend (:class:`~vsf_sensor_ros.sensor.pressure_watch.PressureWatch`: leak,
+low gauge pressure).
+
 File format
 -----------
 YAML, SI units (:func:`file_text`, :func:`parse_file`)::
@@ -40,12 +48,15 @@ loads (a hand-written one too).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import yaml
 
 from ..sensor import GainCalibrator
+from ..sensor.auto_tare import AutoTare, TareEvent
+from ..sensor.pressure_watch import PressureStatus, PressureWatch
 from ..sensor.base_sensor import BaseSensor
 from .sensors import PairedSample, RigSensor
 
@@ -126,18 +137,193 @@ def tare(h: RigSensor, n: int) -> Tuple[bool, str]:
         used = tare_sensor(h.sensor, samples)
     except (ValueError, RuntimeError) as exc:
         return False, f"{h.name}: cannot tare: {exc}"
-    cal = h.sensor.get_calibration()
-    if TARE_KEY not in cal:
+    offset = _record_tare(h, used, samples[-1].stamp_ns, "tared")
+    if h.contact_free_loop is not None:   # a new zero: the automatic tare starts again from it
+        h.contact_free_loop.restart()
+    if offset is None:
         return False, f"{h.name}: cannot tare: the {h.kind} model kept no '{TARE_KEY}' entry"
-    unit = h.layout.codec.unit
-    # report the physical entries (the indicator entries of pad/load sensors carry no offset)
-    slots = [int(i) for i in h.layout.slots if i >= 0]
-    eff = effective_offset(cal, TARE_KEY)
-    offset = format_offset({TARE_KEY: eff[slots]}, TARE_KEY, unit, [h.layout.names[i] for i in slots])
-    stamp_s = samples[-1].stamp_ns * 1e-9
-    h.calibration_text = f"tared with {used} samples up to stamp {stamp_s:.9f} s: {offset}"
-    h.tare_samples_used = used
     return True, f"{h.name}: tared with {used} of {n} samples (most recent contact-free run); offset {offset}"
+
+
+def offset_text(h: RigSensor) -> Optional[str]:
+    """The offset sensor ``h``'s tare adds, over its physical entries (the indicator entries of
+    pad/load sensors carry none): ``pressure=101325 Pa``; None when it holds no tare."""
+    eff = effective_offset(h.sensor.get_calibration(), TARE_KEY)
+    if eff is None:
+        return None
+    slots = [int(i) for i in h.layout.slots if i >= 0 and int(i) < eff.size]
+    return format_offset({TARE_KEY: eff[slots]}, TARE_KEY, h.layout.codec.unit,
+                         [h.layout.names[i] for i in slots])
+
+
+def _record_tare(h: RigSensor, used: int, stamp_ns: int, how: str) -> Optional[str]:
+    """After a tare of ``h`` (manual or automatic): its ``calibration_text`` and ``tare_samples_used``
+    updated; the offset's text (the physical entries: the indicator entries of pad/load sensors carry
+    none), or None when the model kept no tare."""
+    offset = offset_text(h)
+    if offset is None:
+        return None
+    h.calibration_text = f"{how} with {used} samples up to stamp {stamp_ns * 1e-9:.9f} s: {offset}"
+    h.tare_samples_used = used
+    return offset
+
+
+# -- while the simulator sees no contact: automatic tare, pressure watch ------------------------
+@dataclass(frozen=True)
+class AutoTareSettings:
+    """The bounds of a sensor's automatic tare (:class:`~vsf_sensor_ros.sensor.auto_tare.AutoTare`).
+
+    Attributes:
+        max_step: largest change of any entry one automatic tare may make, the sensor's SI unit.
+        steady_std: largest standard deviation of ``measured − predicted`` over the window, same unit.
+        window_s: span of contact-free samples a tare averages, s.
+        min_interval_s: least time between two tries, s.
+        min_samples: fewest samples in the window.
+    """
+
+    max_step: float
+    steady_std: float
+    window_s: float = 2.0
+    min_interval_s: float = 5.0
+    min_samples: int = 10
+
+
+class ContactFreeLoop:
+    """What a sensor's pairs do as they come while the simulator sees no contact on it.
+
+    Fed every pair by :meth:`~.sensors.RigSensor.keep_pair` (``h.contact_free_loop``):
+
+    * **automatic tare** (``auto_tare`` given): an :class:`~vsf_sensor_ros.sensor.auto_tare.AutoTare`
+      over ``measured − predicted`` of the contact-free pairs.  It works on the prediction under
+      the calibration it started from (its own steps taken back out), so its offset is what it has
+      added since: zero when the sensor had a tare (file, service), else unset (its first tare sets
+      the zero without the ``max_step`` bound).  An applied tare adds its step to the model's
+      ``'tare'`` entry (``'tare_sim_avg'`` and ``'gain'`` kept): the calibration the model predicts
+      with, reported and saved as a manual tare's.  A refused one (a step beyond ``max_step`` while
+      the simulator sees no contact: the real sensor is touched, or the simulator misaligned) keeps
+      the offset and is named in :attr:`last_refusal`.  A manual tare, a reset or cleared measured
+      buffers :meth:`restart` it from the sensor's calibration then.  A prediction made before a tare
+      and paired after it is off by that step (pairing takes milliseconds; a window of a later try
+      no longer holds it when ``min_interval_s`` exceeds ``window_s``).
+    * **pressure watch** (``watch`` given; Punyo pressure): a
+      :class:`~vsf_sensor_ros.sensor.pressure_watch.PressureWatch` of entry ``watch_entry`` on the
+      same prediction (automatic tares do not step its trend).
+
+    Args:
+        auto_tare: the bounds, or None (no automatic tare).
+        watch: the :class:`~vsf_sensor_ros.sensor.pressure_watch.PressureWatch` keyword arguments, or
+            None (no watch).
+        watch_entry: the reading's entry the watch reads.
+
+    Attributes:
+        applied, refused: automatic tares made and refused since start.
+        last_refusal: the latest refusal's reason while no tare was applied after it, else ``''``.
+        status: the watch's latest :class:`~vsf_sensor_ros.sensor.pressure_watch.PressureStatus`, or None.
+
+    Raises:
+        ValueError: a bound or a watch argument out of range (names it, as AutoTare and
+            PressureWatch do).
+    """
+
+    def __init__(self, auto_tare: Optional[AutoTareSettings] = None,
+                 watch: Optional[Mapping[str, Any]] = None, watch_entry: int = 0) -> None:
+        self.settings = auto_tare
+        if auto_tare is not None:
+            self._new_tare(None)   # the bounds checked now
+        self._tare: Optional[AutoTare] = None
+        self._watch_args = None if watch is None else dict(watch)
+        self.watch = None if watch is None else PressureWatch(**watch)
+        self.watch_entry = int(watch_entry)
+        self.applied = self.refused = 0
+        self.last_refusal = ""
+        self.status: Optional[PressureStatus] = None
+        self._last_stamp: Optional[int] = None
+
+    def _new_tare(self, offset: Optional[np.ndarray]) -> AutoTare:
+        s = self.settings
+        return AutoTare(s.max_step, s.steady_std, s.window_s, s.min_interval_s, s.min_samples, offset)
+
+    def restart(self) -> None:
+        """Forget the windows (the next pair starts afresh from the sensor's calibration then)."""
+        self._tare = None
+        self._last_stamp = None
+        if self.watch is not None:
+            self.watch = PressureWatch(**self._watch_args)
+
+    def feed(self, h: RigSensor, stamp_ns: int, predicted: np.ndarray, measured: np.ndarray,
+             contact_free: bool) -> Optional[TareEvent]:
+        """One pair of sensor ``h``: ``predicted`` ``(#meas,)`` float64 (the model's, calibrated),
+        ``measured`` the same in SI (NaN = not carried), stamped ``stamp_ns`` (the contacts stamp).
+
+        Returns:
+            The automatic tare tried on it (applied or refused), or None.  A pair not after the
+            previous one or with non-finite values is skipped.
+        """
+        if self._last_stamp is not None and stamp_ns <= self._last_stamp:
+            return None
+        if self.settings is not None and self._tare is None:
+            self._tare = self._new_tare(np.zeros(predicted.size) if TARE_KEY in h.sensor.get_calibration()
+                                        else None)
+        added = 0.0 if self._tare is None or self._tare.offset is None else self._tare.offset
+        p = predicted - added                      # the prediction under the calibration started from
+        m = np.where(np.isnan(measured), p, measured)   # an entry not carried: no offset
+        if not (np.isfinite(p).all() and np.isfinite(m).all()):
+            return None
+        self._last_stamp = stamp_ns
+        event = None if self._tare is None else self._tare.update(stamp_ns, p, m, not contact_free)
+        if event is not None:
+            self._apply(h, event)
+        if self.watch is not None:
+            self.status = self.watch.update(stamp_ns, p[self.watch_entry], m[self.watch_entry],
+                                            not contact_free)
+        return event
+
+    def _apply(self, h: RigSensor, event: TareEvent) -> None:
+        """Count ``event``; an applied one moves the model's tare by its step."""
+        if not event.applied:
+            self.refused += 1
+            self.last_refusal = f"at stamp {event.stamp_ns * 1e-9:.3f} s: {event.reason}"
+            return
+        before = h.sensor.get_calibration()
+        tare = _array(before[TARE_KEY]) if TARE_KEY in before else np.zeros(event.step.size)
+        try:
+            h.sensor.set_calibration({**before, TARE_KEY: tare + event.step})
+        except (ValueError, RuntimeError) as exc:   # the model refused it: nothing changed
+            h.sensor.set_calibration(before)
+            self._tare = None
+            self.refused += 1
+            self.last_refusal = f"at stamp {event.stamp_ns * 1e-9:.3f} s: the model refused it: {exc}"
+            return
+        self.applied += 1
+        self.last_refusal = ""
+        _record_tare(h, event.samples, event.stamp_ns, "auto-tared")
+
+    def report(self, h: RigSensor) -> Tuple[List[Tuple[str, str]], List[str]]:
+        """``([(key, value), ...], [warning, ...])`` for the sensor's diagnostics.
+
+        Keys: with the automatic tare ``auto_tare.applied``, ``auto_tare.refused``,
+        ``auto_tare.offset`` (the model's offset now), ``auto_tare.last_refused`` (or ``none``); with
+        the watch ``pressure.trend_pa_per_min`` (``none`` until its window spans enough) and
+        ``pressure.gauge_pa`` (``none`` without a gauge check).  Warnings: the latest try refused
+        (until one is applied); the watch's leak or low gauge pressure.
+        """
+        keys: List[Tuple[str, str]] = []
+        problems: List[str] = []
+        if self.settings is not None:
+            keys += [("auto_tare.applied", str(self.applied)), ("auto_tare.refused", str(self.refused)),
+                     ("auto_tare.offset", offset_text(h) or "none"),
+                     ("auto_tare.last_refused", self.last_refusal or "none")]
+            if self.last_refusal:
+                problems.append(f"automatic tare refused {self.last_refusal}")
+        if self.watch is not None:
+            st = self.status
+            rate = None if st is None else st.rate_pa_per_min
+            keys += [("pressure.trend_pa_per_min", "none" if rate is None else f"{rate:.1f}"),
+                     ("pressure.gauge_pa", "none" if st is None or self.watch.min_gauge_pa is None
+                      else f"{st.gauge_pa:.0f}")]
+            if st is not None and st.message:
+                problems.append(st.message)
+        return keys, problems
 
 
 # -- gain --------------------------------------------------------------------------------
@@ -235,13 +421,8 @@ def restored_text(h: RigSensor) -> str:
     """One sensor's restored calibration for the start-up log: ``name (offset pressure=101325 Pa,
     gain 0.8)``; only what the calibration holds (an offset over the physical entries, a gain)."""
     cal = h.sensor.get_calibration()
-    parts = []
-    eff = effective_offset(cal, TARE_KEY)
-    if eff is not None:
-        slots = [int(i) for i in h.layout.slots if i >= 0 and int(i) < eff.size]
-        parts.append("offset " + format_offset({TARE_KEY: eff[slots]}, TARE_KEY,
-                                               h.layout.codec.unit,
-                                               [h.layout.names[i] for i in slots]))
+    offset = offset_text(h)
+    parts = [] if offset is None else [f"offset {offset}"]
     if "gain" in cal:
         g = cal["gain"]
         gain = np.asarray(g.detach().cpu().numpy() if hasattr(g, "detach") else g,
@@ -298,7 +479,8 @@ def calibration_from_yaml(entry: Dict[str, Any]) -> Dict[str, Any]:
     return {k: (np.asarray(v, dtype=np.float64) if isinstance(v, list) else v) for k, v in entry.items()}
 
 
-__all__ = ["GAIN_KEY", "HEADER", "MAX_RELATIVE_ERROR", "MIN_SAMPLES", "TARE_KEY", "apply_entry",
+__all__ = ["AutoTareSettings", "ContactFreeLoop", "GAIN_KEY", "HEADER", "MAX_RELATIVE_ERROR", "MIN_SAMPLES",
+           "TARE_KEY", "apply_entry", "offset_text",
            "calibrate_gain", "calibration_entry", "calibration_from_yaml", "calibration_to_yaml",
            "effective_offset", "file_text", "format_offset", "parse_file", "restored_text",
            "select_samples", "supports_gain", "tare", "tare_sensor"]

@@ -106,6 +106,8 @@ class RigSensor:
         plausibility_warned: the implausible-pressure warning was given (once per scale).
         unit_warning: while the latest measured value lies outside its kind's plausible range, the
             sentence naming the value, the unit it looks like and ``measured_scale``; else None.
+        contact_free_loop: the automatic tare and pressure watch fed every pair
+            (:class:`~.calibration.ContactFreeLoop`), or None; set by the caller.
     """
 
     def __init__(self, name: str, kind: str, sensor: BaseSensor, layout: Any, buffer_size: int,
@@ -129,6 +131,7 @@ class RigSensor:
         self.plausibility_warned = False
         # the sentence while the latest measured value looks like the wrong unit (live), else None
         self.unit_warning: Optional[str] = None
+        self.contact_free_loop: Any = None
 
     def predict(self, state: SimState, decoded: Any, want_jacobian: bool) -> SensorResult:
         """This sensor's prediction (and its Jacobian when wanted) for ``state``.
@@ -175,7 +178,7 @@ class RigSensor:
 
     def keep_pair(self, pair: Any) -> Tuple[Optional[np.ndarray], np.ndarray, int]:
         """A measured vector met its prediction (a :class:`~.pairing.Pair`): keep it for tares (and,
-        with contact, for a gain fit).
+        with contact, for a gain fit) and feed it to :attr:`contact_free_loop` (which may tare).
 
         Returns:
             ``(residual or None (see :meth:`residual`), measured (#meas,) SI, contacts stamp ns)``.
@@ -184,7 +187,10 @@ class RigSensor:
         self.pairs.append(PairedSample(stamp_ns, measured, state, contact_free))
         if not contact_free:   # contact samples for a gain fit (oldest drop out)
             self.contact_pairs.append(self.pairs[-1])
-        return self.residual(measured, predicted), measured, stamp_ns
+        residual = self.residual(measured, predicted)   # against the prediction as published
+        if self.contact_free_loop is not None:
+            self.contact_free_loop.feed(self, stamp_ns, predicted, measured, contact_free)
+        return residual, measured, stamp_ns
 
     def in_contact(self, values: np.ndarray, n_contacts: int) -> bool:
         """The contact state the sensor reports (its kind's codec: a flag entry, a positive load, or
@@ -199,6 +205,7 @@ class RigSensor:
         self.contact_pairs.clear()
         self.plausibility_warned = False
         self.unit_warning = None
+        self._restart_loop()
 
     def measured_went_back(self, stamp_ns: int) -> bool:
         """A measured stamp earlier than the newest: the source restarted; its measured buffers and the
@@ -209,6 +216,7 @@ class RigSensor:
         self.pairer.clear_measurements()
         self.pairs.clear()
         self.contact_pairs.clear()
+        self._restart_loop()
         return True
 
     def clear_buffers(self) -> None:
@@ -216,6 +224,12 @@ class RigSensor:
         self.pairer.clear()
         self.pairs.clear()
         self.contact_pairs.clear()
+        self._restart_loop()
+
+    def _restart_loop(self) -> None:
+        """The automatic tare and pressure watch start afresh (their stamps or unit changed)."""
+        if self.contact_free_loop is not None:
+            self.contact_free_loop.restart()
 
 
 def _signed_to_rows(jac: Any, decoded: Any) -> Any:

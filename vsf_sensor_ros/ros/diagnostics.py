@@ -36,7 +36,13 @@ read them):
   than every measurement kept: raise ``alignment_buffer_size``; :meth:`.StampPairer.offset_hint`),
   ``rejected.<reason>``, ``zero_stamps.<measured topic>`` (once any came: measured messages
   stamped 0, or header-less ones received while the node clock read 0, rejected; WARN, with the
-  hint), ``calibration``, ``contact``, ``reading``.
+  hint), ``calibration``, ``contact``, ``reading``; with ``<s>.auto_tare``
+  ``auto_tare.applied``, ``auto_tare.refused``, ``auto_tare.offset`` (the model's offset now),
+  ``auto_tare.last_refused`` (the latest refusal, naming the step and ``max_step``, until a tare is
+  applied again: WARN; or ``none``); for a Punyo pressure sensor ``pressure.trend_pa_per_min``
+  (the contact-free pressure's trend, ``none`` until 20 s of it) and ``pressure.gauge_pa``
+  (``none`` without ``<s>.ambient_pressure``), WARN on a leak or a low gauge pressure
+  (:class:`~vsf_sensor_ros.rig.calibration.ContactFreeLoop`).
 
 The node completes each report with :class:`~.health.NodeHealth` (configuration problems, the
 health of each sensor's inputs, a frequency status per input topic).
@@ -100,6 +106,9 @@ class SensorStats:
     window_count: int = 0
     window_latency_sum: float = 0.0
     window_latency_max: float = 0.0
+    #: the automatic tare's and the pressure watch's keys and warnings (ContactFreeLoop.report)
+    loop_keys: List[Tuple[str, str]] = field(default_factory=list)
+    loop_problems: List[str] = field(default_factory=list)
 
     def record_publish(self, latency_s: float) -> None:
         """One prediction published ``latency_s`` after its input arrived."""
@@ -203,7 +212,9 @@ def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
             _kv("reading", st.reading),
         ] + [_kv(f"rejected.{r}", n) for r, n in sorted(st.rejected.items())]
         vals += [_kv(f"zero_stamps.{t}", n) for t, n in st.zero_stamps.items()]
+        vals += [_kv(k, v) for k, v in st.loop_keys]
         problems = [f"{sum(st.rejected.values())} measured messages rejected"] if st.rejected else []
+        problems += st.loop_problems
         if st.zero_stamps:
             problems.append(", ".join(f"{n} measured messages on {t}" for t, n in st.zero_stamps.items())
                             + f" rejected for stamp 0: {st.zero_stamp_hint}")

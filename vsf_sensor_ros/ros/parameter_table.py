@@ -334,6 +334,29 @@ SENSOR_COMMON_SPECS: List[Spec] = [
          lo=-1.0, hi=1.0, finite=True),
     Spec("jacobian_decimation", 1, "k: compute and publish <s>/jacobian for every k-th contacts "
          "message only (the first, then every k-th; 1 = every message)", lo=1, hi=10000),
+    Spec("auto_tare", False, "re-tare automatically while the simulator predicts no contact on the sensor "
+         "and its residual is steady (its zero drifts: a warming bubble); counted on /diagnostics, saved "
+         "by save_calibration as a manual tare", read_only=True),
+    Spec("auto_tare_max_step", 20.0, "largest change of any entry one automatic tare may make, in the "
+         "sensor's SI unit (Pa, N); a larger one while the simulator sees no contact (the real sensor "
+         "touched, or the simulator misaligned) is refused and named (WARN)", read_only=True,
+         finite=True, positive=True),
+    Spec("auto_tare_steady_std", 5.0, "largest standard deviation of measured - predicted over the "
+         "window, per entry, for an automatic tare (SI unit); a sensor moving more is not tared",
+         read_only=True, finite=True, positive=True),
+    Spec("auto_tare_window", 2.0, "s of unbroken contact-free samples an automatic tare averages",
+         read_only=True, lo=0.001, hi=3600.0),
+    Spec("auto_tare_min_interval", 5.0, "least time between two automatic tares (s)", read_only=True,
+         lo=0.0, hi=86400.0),
+    Spec("auto_tare_min_samples", 10, "fewest samples in an automatic tare's window", read_only=True,
+         lo=2, hi=100000),
+    Spec("leak_rate", 50.0, "Punyo pressure: a contact-free pressure falling faster than this (Pa/min, "
+         "least-squares trend over 30 s) is a leak (WARN)", read_only=True, finite=True, positive=True),
+    Spec("ambient_pressure", 0.0, "Punyo pressure: the ambient pressure (Pa) the gauge pressure is "
+         "measured against; 0 = unknown: no gauge check", read_only=True, lo=0.0, hi=110000.0),
+    Spec("min_gauge_pressure", 0.0, "Punyo pressure: least gauge pressure (Pa, measured - "
+         "ambient_pressure); the pressure model assumes an inflated bubble, so a lower one is a WARN",
+         read_only=True, lo=-110000.0, hi=1.0e6),
 ]
 
 #: a model setting's Spec: read-only (a model is built once, at start); the kinds declare theirs with it

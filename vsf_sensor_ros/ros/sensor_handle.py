@@ -33,6 +33,7 @@ from sensor_msgs.msg import PointCloud2
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
+from ..rig.calibration import AutoTareSettings, ContactFreeLoop
 from ..rig.sensors import RigSensor
 from ..sensor import GainCalibrator
 from ..sensor.base_sensor import BaseSensor, SimState
@@ -208,6 +209,25 @@ class SensorEndpoints:
         return due
 
 
+def contact_free_loop(values: Mapping[str, Any], layout: enc.SensorLayout) -> Optional[ContactFreeLoop]:
+    """A sensor's automatic tare (``auto_tare*`` parameters, when ``auto_tare``) and, for a pressure
+    reading, its drift and leak watch (``leak_rate``, ``ambient_pressure``, ``min_gauge_pressure``);
+    None when it has neither."""
+    auto = None if not values["auto_tare"] else AutoTareSettings(
+        float(values["auto_tare_max_step"]), float(values["auto_tare_steady_std"]),
+        float(values["auto_tare_window"]), float(values["auto_tare_min_interval"]),
+        int(values["auto_tare_min_samples"]))
+    watch = None
+    if layout.codec.kind == "pressure":
+        ambient = float(values["ambient_pressure"])
+        watch = {"leak_rate": float(values["leak_rate"])}
+        if ambient > 0.0:
+            watch.update(ambient_pa=ambient, min_gauge_pa=float(values["min_gauge_pressure"]))
+    if auto is None and watch is None:
+        return None
+    return ContactFreeLoop(auto, watch, int(layout.slots[0]) if watch is not None else 0)
+
+
 def wanted(pub: Any) -> bool:
     """A publisher has at least one matched subscription."""
     return pub.get_subscription_count() > 0
@@ -229,6 +249,7 @@ class SensorHandle(RigSensor):
         super().__init__(config.name, config.type, sensor, layout, buffer_size, tolerance_ns,
                          headerless=config.measured_type() in enc.HEADERLESS_MEASURED_TYPES)
         self.config = config
+        self.contact_free_loop = contact_free_loop(config.values, layout)
         self.endpoints: Optional[SensorEndpoints] = None
         self.stats = SensorStats()
         self.last_marker_time = 0.0

@@ -658,6 +658,8 @@ class SensorNode(Node):
                 h.stats.reading = enc.summary_text(h.name, h.layout, h.last_values)
             h.stats.pairing = self._clock_hint(h) or "ok"
             h.stats.calibration, h.stats.measured_stamp_jumps = h.calibration_text, h.measured_stamp_jumps
+            if h.contact_free_loop is not None:
+                h.stats.loop_keys, h.stats.loop_problems = h.contact_free_loop.report(h)
         sensors = {n: (h.config.type, h.config.values["attachment"], h.stats)
                    for n, h in self._handles.items()}
         self.inputs.unknown_joint_names = dict(self.joint_names.unknown)

@@ -27,6 +27,7 @@ class TareEvent:
         step: ``(#meas,)`` float64, proposed offset − previous offset (the proposed offset itself
             for the first tare).
         reason: why it was refused (names the step, the entry and ``max_step``); ``''`` when applied.
+        samples: how many contact-free samples the proposed offset averages.
     """
 
     stamp_ns: int
@@ -34,6 +35,7 @@ class TareEvent:
     offset: np.ndarray
     step: np.ndarray
     reason: str = ""
+    samples: int = 0
 
 
 def _positive(name: str, value: float, allow_zero: bool = False) -> float:
@@ -133,7 +135,7 @@ class AutoTare:
                              f"a tare would move entry {worst} by {step[worst]:+.4g} > "
                              f"max_step={self.max_step:g} "
                              "while the simulator predicts no contact: the real sensor is touched or the "
-                             "simulator is misaligned")
+                             "simulator is misaligned", len(r))
         self.offset = proposed
         self.applied += 1
-        return TareEvent(stamp, True, proposed.copy(), step)
+        return TareEvent(stamp, True, proposed.copy(), step, "", len(r))
