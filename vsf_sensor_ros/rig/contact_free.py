@@ -1,25 +1,8 @@
 """Steps without a contacts message: when an event-driven source's silence is a contact-free step.
 
-gz-sim's contact system publishes ``Contacts`` only while something touches; PhysX touch reports
-and bridges that publish on change do the same.  For such a source, "no message" means "no
-contact", so the node must still step, or its readings would stay at their last in-contact value.
-:class:`ContactFreeSteps` decides when and at which stamp (pure: integer nanoseconds, no ROS).
-
-The rule, counted in the simulator's time (stamps), never in wall time:
-
-* The step source is the newest joint-state stamp (the simulator's clock, which a paused
-  simulator stops); without stamped joint states, the node clock under ``use_sim_time``.
-* A contact-free step is due when the source's stamp is at least ``period`` past the newest step
-  made (a contacts message or a contact-free step); it is made at that stamp.  So the first one
-  comes one period after the last contacts message, then one every period while none comes, and
-  none while contacts messages come more often than once a period.  At start, and after the
-  source restarts, the period counts from the source's first stamp.
-* A stamp is never earlier than one already used, except after the source went back (a
-  simulator reset): the contact-free step then follows it, and the node treats that step as the
-  reset it is.
-* A contacts message stamped before the last contact-free step but not before the last contacts
-  message arrived late (it lagged the joint states by more than a period): :meth:`is_late`; the
-  node uses it without treating it as a reset, and counts it.
+gz-sim and other sources that publish only while something touches say "no contact" by silence;
+the node must still step or its readings would stay at their last in-contact value.  Pure
+(integer nanoseconds, no ROS); the rule: docs/interface.md, steps without a contacts message.
 """
 from __future__ import annotations
 
@@ -27,7 +10,7 @@ from typing import Optional, Tuple
 
 
 class ContactFreeSteps:
-    """When to step with no contacts, for one node (see the module docstring).
+    """When to step with no contacts, for one node (docs/interface.md, steps without a contacts message).
 
     Args:
         period_ns: ``contact_free_period`` in ns (> 0).

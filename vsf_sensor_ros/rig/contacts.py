@@ -1,10 +1,7 @@
 """A step's contacts as arrays: per ordered body pair, with the message row of every contact.
 
-:class:`DecodedContacts` is what a contacts decoder produces (the ``PointCloud2`` and gz
-``Contacts`` decoders of :mod:`vsf_sensor_ros.ros.messages`, or a test by hand);
-:func:`with_implied_pairs` completes it with the reverse of every pair reported in one order;
-:func:`check_elements` checks element indices against the dense-force sensors' vertex counts;
-:func:`jacobian_message_columns` maps a Jacobian's library columns to message rows.  No ROS.
+What the contacts decoders produce (:class:`DecodedContacts`), completed with the implied reverse
+pairs and checked against the dense-force meshes; no ROS.  The row rule: docs/interface.md.
 """
 from __future__ import annotations
 

@@ -1,25 +1,8 @@
 """The transform history: body transforms of a step from the joint states of that step.
 
-Transform history
------------------
-The node applies every joint state and free-body pose to its ``World`` as it
-arrives.  A contacts message normally uses the resulting (cached) transforms.
-When the executor has already served the joint state of a *later* step (both
-waited in the queues), each joint takes its newest stamped position not later
-than the contacts stamp instead, so each step pairs with its own joint state.
-Unstamped joint states (stamp 0) are not remembered: the latest wins.
-
-Histories are kept **per source**: the set of joint names a message carries
-(an arm driver and a gripper driver on one ``joint_states`` topic are two
-sources).  Their stamps interleave freely: an older stamp from one driver says
-nothing about the other.  A stamp earlier than the newest of *its own* source
-is a restart of that source (a simulator reset moves every source back):
-that source's history is forgotten, the jump is counted
-(:attr:`BodyTransforms.stamp_jumps`) and described
-(:attr:`BodyTransforms.last_stamp_jump`) for the diagnostics.
-
-Only the bodies a step can use are computed (:meth:`BodyTransforms.need`:
-the sensors' bodies and the contact bodies); None = every body.
+Joint states are remembered per source (the set of joint names a message carries), so a contacts
+message uses the joint state of its own step even when a later one was served first.  The rule
+as a user sees it: docs/interface.md, other inputs (``joint_states``).
 """
 from __future__ import annotations
 

@@ -1,53 +1,9 @@
 """Pairing of two stamped streams (predictions and measurements) by nearest stamp; no ROS.
 
-Modelled on ``message_filters``' ``ApproximateTimeSynchronizer`` reduced to
-two inputs: one queue per input, sorted by stamp, and a pure matching rule
-(:func:`nearest_within`).  A new item is matched against the *other* queue:
-
-* the buffered item whose stamp is nearest to the new one, within the
-  tolerance ``|t_a - t_b| <= tolerance``, is taken out of its queue and the
-  two form a :class:`Pair` (the pair's stamp is the prediction's stamp);
-  on a tie the earlier stamp wins;
-* otherwise the new item is inserted in its own queue (stable: after
-  equal stamps) and, when the queue then holds more than ``capacity``
-  items, the oldest stamp is dropped.
-
-Stamps are integer nanoseconds; the pairer never looks at the items.  The
-stamp is whatever the caller chooses: the message header's stamp, or the
-receive time for a header-less message.
-
-Stamp 0 is no time (a driver that never sets ``header.stamp``; a node clock that
-reads 0 under ``use_sim_time`` before ``/clock`` arrives): an item offered with it
-is refused and counted (:attr:`StampPairer.zero_stamps`), never queued nor paired
-(it would pair with another item stamped 0, or with the oldest kept one under a
-wide tolerance), and it is no restart of its source.
-
-Tolerance: a fixed value (the node's ``max_stamp_difference``), or, when
-none is set (``tolerance_ns=None``), half the longer of the two streams'
-observed periods (:class:`PeriodEstimate`); until both periods are known
-that adaptive rule pairs only equal stamps.
-
-Clock diagnosis (:meth:`StampPairer.offset_hint`): a gap between the streams
-that no tolerance would bridge (e.g. a simulator stamping from 0 against a
-driver stamping wall-clock time).  It is read from the streams' *recent*
-stamps, never from the queues: an item that found no partner while the other
-stream is arriving (the other stream offered something since this stream's
-previous offer) records the gap between its stamp and the other stream's
-newest stamp; any pair clears it.  So the diagnosis appears only while both
-streams arrive and nothing pairs, and a stale queued item (a prediction made
-before the periods were known, a measurement of an odd 100 Hz sample against
-50 Hz contacts) never produces it.  One case the stamps alone cannot tell from
-a clock offset: both streams pause and one resumes alone; its first offer
-records the gap across the pause.  The pairer has no clock of its own, so the
-caller, which knows when each stream last arrived, ignores the hint while a
-stream is stopped (the node does so for the measured stream).
-
-A smaller gap has a second diagnosis, after :data:`UNPAIRED_RUN` unpaired offers
-in a row: measurements older than every kept prediction (the prediction queue is
-full of newer ones, so the predictions of their instants were dropped), e.g. a
-camera whose stamps lag 1 kHz contacts by more than the queue holds; or the
-reverse, predictions older than every kept measurement (measurements ahead by
-more than their queue can wait).
+``message_filters``' ``ApproximateTimeSynchronizer`` reduced to two inputs, plus the adaptive
+tolerance and the clock diagnoses a user sees on ``/diagnostics``.  Stamps are integer
+nanoseconds; stamp 0 is no time and never pairs.  The rule and the diagnoses: docs/interface.md
+(stamps and frames; diagnostics, ``pairing``).
 """
 from __future__ import annotations
 
@@ -173,7 +129,7 @@ def _span_s(stamps: Sequence[int]) -> float:
 
 
 class StampPairer(Generic[P, M]):
-    """Pairs predictions with measurements of (nearly) the same stamp (see the module docstring).
+    """Pairs predictions with measurements of (nearly) the same stamp (docs/interface.md, stamps and frames).
 
     Args:
         capacity: most unmatched items kept per queue (>= 1).
@@ -200,7 +156,7 @@ class StampPairer(Generic[P, M]):
         self._pred_since_meas = False
         self._meas_since_pred = False
         # measured - contacts stamp (ns) of the latest offer that found no partner while both
-        # streams arrive; None after a pair (see the module docstring)
+        # streams arrive; None after a pair (the clock diagnosis, docs/interface.md)
         self._unpaired_gap: Optional[int] = None
         # offers in a row without a partner while both streams arrive; the gap (ns) of the latest
         # unpaired measurement when it was older than every kept prediction (theirs were dropped),

@@ -1,15 +1,8 @@
 """The rig: one step from decoded arrays to every sensor's checked prediction, then pairing.
 
-A :class:`Rig` holds the world's body transforms (:class:`~.kinematics.BodyTransforms`, fed with
-the stamped joint states), the sensors (:class:`~.sensors.RigSensor`) and the stamp of the last
-step used.  A step is atomic: :meth:`Rig.predict` checks the contacts' element indices, completes
-them with the implied reverse pairs, builds the ``SimState`` and runs every enabled sensor
-(prediction and, when wanted, its sparse Jacobian); any failure raises
-:class:`~.sensors.StepRejected` naming the reason, and nothing is kept.  Only a step the caller
-uses is :meth:`Rig.commit`-ed: a stamp earlier than the last one used (a simulator reset) clears
-every sensor's pairing buffers and state and is counted.  :meth:`Rig.pair_prediction` and
-:meth:`Rig.pair_measured` then pair predicted with measured vectors by stamp.  No ROS: the node
-decodes messages into these arrays and encodes what comes out.
+All or nothing: a failing step raises :class:`~.sensors.StepRejected` and keeps nothing, and only
+a step the caller uses is committed (an earlier stamp is a simulator reset).  No ROS, so the
+step is tested without a node; resets and pairing as the node shows them: docs/interface.md.
 """
 from __future__ import annotations
 
@@ -46,7 +39,7 @@ class Step:
 
 
 class Rig:
-    """The world's transforms, the sensors and the step (see the module docstring).
+    """The world's transforms, the sensors and the step, all or nothing (resets: docs/interface.md).
 
     Args:
         world: a ``World`` (:mod:`vsf_sensor_ros.world`): its joint positions and free-body poses

@@ -1,10 +1,7 @@
 """Every private rclpy API use and every ROS 2 distribution guard of the package, in one place.
 
-Supported distributions: Humble, Jazzy and Kilted.  Each function says which
-private name or version difference it hides and why the package needs it;
-nothing else in the package touches ``rclpy._*`` or tests for a method's
-existence.  When rclpy grows a public way to do one of these, only this file
-changes.
+Nothing else touches ``rclpy._*`` or tests for a method's existence, so when rclpy grows a public
+way to do one of these only this file changes.  Supported distributions: docs/install.md.
 """
 from __future__ import annotations
 

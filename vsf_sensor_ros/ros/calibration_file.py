@@ -1,45 +1,8 @@
 """The calibration file of the sensor node on disk: reading it at start, the guarded save.
 
-File format (YAML, SI units; :mod:`vsf_sensor_ros.rig.calibration` reads and writes it)::
-
-    # vsf_sensor_ros sensor_node calibration (SI units); loaded at start
-    sensors:
-      <s>: {type: <sensor type>, attachment: <body>, samples: <n used by the tare>,
-            calibration: {tare: [...], tare_sim_avg: [...], gain: [...] (when fitted)}}
-
-The first line, :data:`HEADER`, marks a file this package wrote.  The file is
-the node's own, not the graph's (anyone on an unsecured ROS 2 domain can call
-the node's services), so a save:
-
-* writes only the path fixed at start (``calibration_file`` is read-only);
-* never replaces an existing file that is not a calibration file this
-  package wrote (first line :data:`HEADER` and a ``sensors`` mapping), nor
-  anything that is not a regular file;
-* creates missing directories only when the start-time, read-only
-  ``calibration_create_dirs`` allows it;
-* writes atomically: a new temporary file in the same directory (created
-  exclusively, so it never clobbers anything), flushed to disk, read back and
-  checked, then renamed over the target; on any error the temporary file is
-  removed and the target is untouched.
-
-Where the file really is:
-
-* a **symbolic link** (a chain of them, or one whose target does not exist
-  yet) is followed: the save writes the link's final target, and the link
-  stays a link (renaming over the link would have replaced it with a copy and
-  left the target with the old calibration);
-* an **empty file** (a placeholder made with ``touch``, as containers need
-  for a single-file mount) is taken as ours to write;
-* a **single-file bind mount** (a container's ``-v host_file:file``) cannot
-  be renamed over (``EBUSY``), so the checked temporary file is copied into
-  the existing file instead (:func:`_write_in_place`): the previous content
-  is first kept beside it as ``<name>.bak`` (the save is refused, nothing
-  changed, when that backup cannot be written), then one write at offset 0,
-  a truncate and an fsync, then the file is read back; on a mismatch the
-  previous content is written back.  The file keeps its inode, owner and
-  permissions.
-
-Loading at start accepts any file with that layout (a hand-written one too).
+Anyone on an unsecured domain can call ``save_calibration``, so a save writes only the path fixed
+at start, never a file this package did not write, and atomically.  Format and save rules:
+docs/interface.md (services); the format's code: :mod:`vsf_sensor_ros.rig.calibration`.
 """
 from __future__ import annotations
 
@@ -100,7 +63,7 @@ class CalibrationStore:
             raise ConfigError("calibration_file", str(self.path), f"unreadable calibration: {exc}") from None
 
     def save(self, entries: Mapping[str, Dict[str, Any]]) -> str:
-        """Write ``{'sensors': entries}`` to :attr:`path` (see the module docstring); the answer text.
+        """Write ``{'sensors': entries}`` to :attr:`path` (docs/interface.md, services); the answer text.
 
         A symbolic link at :attr:`path` is followed (:func:`write_target`);
         the answer then names both, ``<path> (a link to <target>)``, and ends

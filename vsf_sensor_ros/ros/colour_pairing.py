@@ -1,12 +1,8 @@
 """Depth frames matched with the colour image of the same instant, by stamp (bookkeeping, no ROS).
 
-A RealSense driver publishes the colour image and the depth aligned to it with one stamp each
-frame, on two topics that arrive in either order.  :class:`ColourPairing` keeps the colour images
-received (the newest ``history``) and the depth frames waiting for theirs, and hands frames back in
-the order they came, each with the colour image stamped nearest to it within ``tolerance``, or
-None with the reason it goes on from depth alone.  A frame is settled when a colour image has its
-very stamp, when a colour image stamped at or after it has come (each stream comes in stamp order,
-so no nearer one will follow), when its wait expired, or when more than ``max_waiting`` frames wait.
+A RealSense driver publishes both with one stamp per frame on two topics arriving in either
+order; frames go back in the order they came, each with its colour or the reason it goes on
+without.  The rule: docs/membrane_force.md (colour and depth).
 """
 from __future__ import annotations
 

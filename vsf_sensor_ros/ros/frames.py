@@ -1,38 +1,8 @@
 """The frames ``sensor_node`` stamps, and the TF it publishes for the frames it adds.
 
-Rule: every ``frame_id`` the node stamps resolves in the TF tree of a user who
-runs robot_state_publisher with the same URDF, and every value is expressed in
-the frame it is stamped with.  The frames are
-
-* the URDF's links (robot_state_publisher publishes them);
-* ``world_frame`` (contacts, poses, the Jacobian, contact and force markers);
-  the node's model puts it at the URDF root link, so when it is not a URDF
-  link the node announces it as the identity parent of the root link;
-* extra bodies (``bodies``, e.g. ``punyo``, and the embedded world's
-  ``punyo``, ``object``, ``table``): fixed to a parent -> a static transform
-  ``parent -> body`` (``<b>.transform``); free -> a transform
-  ``world_frame -> body`` at every contacts step, with the step's stamp and the
-  pose the step used (the latest ``<b>/pose``);
-* sensor frames ``<s>_frame`` of the models that express their reading in a
-  frame of their own: a Klampt ``ContactSensor`` (``Tsensor``: sensor ->
-  link) and an Isaac contact sensor (``position``: a translation in the body
-  frame) -> a static transform ``attachment -> <s>_frame``.
-
-:func:`frame_table` is pure (numpy only, no ROS calls) and gives the transforms the node
-announces.  :class:`FramePublisher` publishes them: ``/tf_static`` for the fixed
-frames (reliable, transient local, depth 1: each message carries the whole
-set, as tf2's static broadcaster does) and ``/tf`` for free bodies, while
-``publish_tf`` is true and ``tf2_msgs`` is importable.  ``tf2_msgs`` ships with a
-ROS install; on the pip path ``make venv`` builds it into the virtual
-environment.  Without it (a build without a compiler) or with ``publish_tf:
-false`` the node says once which frames the user must provide, as
-``static_transform_publisher`` command lines.
-
-``frame_prefix`` (as robot_state_publisher's): prepended to every frame the node
-stamps or announces, ``world_frame`` included, so two nodes in two namespaces
-(``left/``, ``right/``) publish distinct trees next to robot_state_publishers
-run with the same prefixes.  The table here keeps the bare names (they are the
-model's body names); the prefix is applied where a frame goes on the wire.
+Every ``frame_id`` the node stamps resolves in the TF tree of a user running
+robot_state_publisher with the same URDF.  :func:`frame_table` is pure; the frames, TF and
+``frame_prefix``: docs/interface.md, stamps and frames.
 """
 from __future__ import annotations
 

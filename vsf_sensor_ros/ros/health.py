@@ -1,29 +1,7 @@
 """The sensor node's health on ``/diagnostics``: configuration checked, inputs watched, true statuses.
 
-:class:`NodeHealth` is what the node keeps besides its counters (:mod:`.diagnostics`):
-
-* **configuration problems** found at start (:func:`startup_problems`: unknown parameter keys
-  with the closest known key, a parameters file with no entry for this node's fully qualified
-  name, no sensors configured) and on a live request (unknown keys); they are listed on the
-  inputs status (keys ``configuration``: how many, ``configuration.problems``: the sentences),
-  which is WARN while there are any;
-* **input streams** (:class:`~.input_health.StreamClock`: contacts, joint states, each free
-  body's pose topic, each sensor's measured topic) with a frequency status per topic, keys as
-  ``diagnostic_updater``'s ``FrequencyStatus``: ``Events in window``, ``Events since
-  startup``, ``Duration of window (s)``, ``Actual frequency (Hz)``;
-* per sensor, the time of its latest prediction, whether predictions fail, and which streams it
-  needs; :meth:`NodeHealth.apply` turns them into the level and message of the sensor's status
-  (:func:`~.input_health.sensor_health`: OK only while predictions flow; WARN while an input it
-  needs is silent for ``input_timeout`` s, a unit looks wrong or joints moving its body are
-  missing; ERROR while predictions fail);
-* on the inputs status, the inputs some sensor needs that are missing or stopped (keys
-  ``inputs.missing``: the topics, ``inputs.problems``: the sentences), WARN while there are any,
-  so that it is never OK while a sensor status warns about a silent input.  A silent input's
-  sentences say why when the node knows (its topic carries another message type:
-  :mod:`.input_types`).
-
-Status names follow the node's fully qualified name (``/sensor_node: <topic> topic status``);
-the inputs and sensor statuses are looked up by their suffix (``: inputs``, ``: <s>``).
+What the node keeps besides its counters (:mod:`.diagnostics`), so that no status is OK while
+an input a sensor needs is silent.  Keys and levels: docs/interface.md, diagnostics.
 """
 from __future__ import annotations
 
@@ -87,7 +65,7 @@ def startup_problems(names: Iterable[str], sensors: Mapping[str, str], bodies: I
 
 
 class NodeHealth:
-    """What ``/diagnostics`` reports beyond the counters (see the module docstring).
+    """What ``/diagnostics`` reports beyond the counters (docs/interface.md, diagnostics).
 
     Args:
         node_name: the node's fully qualified name (status names, hardware ids).

@@ -1,24 +1,8 @@
 """Whether a sensor's predictions really flow, and which input is missing when they do not.
 
-The node's ``/diagnostics`` must be OK only while a sensor's predictions flow.  Each input a
-sensor needs is a :class:`StreamClock` (its topic, message type and arrival times on a monotonic
-clock); :func:`sensor_health` turns them, with the sensor's other live problems (a unit that
-looks wrong, joints never received, predictions failing), into one diagnostic level and a
-message that names the topic and type of what is missing:
-
-* ERROR while predictions fail (the last contacts messages were rejected by the models);
-* WARN when an input it needs has never arrived ``timeout`` s after start, or has stopped
-  arriving for ``timeout`` s (contacts, joint states, a free body's pose; the measured stream
-  once it has arrived: a sensor that never had one is a prediction-only sensor), while a
-  measured value looks like the wrong unit, or while joints moving its body are missing;
-* OK otherwise, i.e. only when its last prediction is at most ``timeout`` s old.
-
-A caller that knows why a stream is silent (its topic carries another message type) passes that
-sentence as the stream's cause: it is appended to the stream's problem, and it makes an optional
-stream never received a problem too (someone meant to feed it).  :func:`silent_streams` lists
-the streams worth asking about.
-
-Pure (no rclpy): times are plain float seconds, the caller's monotonic clock.
+A status is OK only while predictions flow, WARN naming the topic and type of a silent input,
+ERROR while predictions fail (docs/interface.md, diagnostics).  Pure: times are the caller's
+monotonic float seconds.
 """
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
 """Why a silent input is silent, when the reason is a message type: asked of the ROS graph, logged once.
 
-A subscription and a publisher of different types on one topic never connect, and neither side
-says so: the node's input just stays silent.  :class:`WrongTypeWatch` is what the sensor node
-gives :meth:`~.health.NodeHealth.apply` as ``explain``: for an input that is missing or stopped,
-or an optional one never received (and only then, once per ``/diagnostics`` report, never per
-message) it asks the graph which
-publishers on the topic offer another type (:func:`~.topic_types.foreign_publishers`) and
-returns the sentence naming them (:func:`~.topic_types.wrong_type_message`), which the
-diagnostics append to the input's problem.  Each distinct problem (topic, expected type, the
-publishers and their types) is logged once at WARN.
+A publisher and a subscription of different types never connect and neither says so; this is
+asked only for silent inputs, once per ``/diagnostics`` report (docs/interface.md, diagnostics).
 """
 from __future__ import annotations
 

@@ -1,39 +1,9 @@
-"""Kinematics: joint states, free-body poses, driver joint names and the transform history.
+"""Kinematics: joint states, free-body poses, driver joint names.
 
-:class:`KinematicInputs` applies each ``joint_states`` message (after
-``joint_name_map``, below) and each ``<b>/pose`` to the node's
-``World`` and remembers the stamped joint positions, per source (the joint
-names a message carries), for the contacts of the same step
-(:class:`BodyTransforms`).  A message that is empty, short, non-finite,
-in another frame or rejected by the world is counted by reason through the
-node's ``reject`` and changes nothing.  :meth:`KinematicInputs.follow` sets
-what depends on the configured sensors: the joints a driver must send for each
-sensor's body to move (reported when never received) and the bodies whose
-transforms a step computes.  The node creates the subscriptions and forwards
-their callbacks here.
-
-Driver joint names
-------------------
-A real robot driver may name its joints differently from the URDF (Kinova's
-driver sends ``joint_1`` .. ``joint_7``, its URDF calls them ``Actuator1`` ..
-``Actuator7``).  Nothing matches, every joint stays at its initial value and
-the predictions are silently wrong.  This module makes that visible and
-fixable, without ROS:
-
-* :func:`parse_joint_name_map` reads the ``joint_name_map`` parameter, a
-  string array of ``driver:urdf`` pairs;
-* :func:`joints_moving` lists the URDF joints whose motion moves a body (a
-  sensor's attachment);
-* :class:`JointNameTracker` renames a ``JointState``'s names, counts the names
-  that match no URDF joint (one warning per name) and, after
-  :data:`MISSING_AFTER` joint states, names once each joint that moves a
-  sensor body and was never received.
-
-Transform history
------------------
-The stamped joint positions live in the rig (:class:`vsf_sensor_ros.rig.kinematics.BodyTransforms`):
-each applied joint state is remembered there, per source, so a contacts message uses the joint
-state of its own step.
+A driver may name its joints differently from the URDF (Kinova's ``joint_1`` vs ``Actuator1``):
+nothing matches and predictions are silently wrong, so unknown and missing names are reported
+and ``joint_name_map`` renames them.  The transform history is the rig's
+(:mod:`vsf_sensor_ros.rig.kinematics`); the inputs: docs/interface.md.
 """
 from __future__ import annotations
 

@@ -1,31 +1,7 @@
 """What the launch files compute before starting processes, without ``launch`` itself.
 
-The launch files in ``launch/`` call these functions from an ``OpaqueFunction``;
-keeping the logic here lets it be tested on machines without ``launch``
-(the pip install has no ``launch`` wheels).  Nothing here imports rclpy.
-
-* :func:`load_node_parameters` -- the ``ros__parameters`` section of a node
-  parameter file.  The launch files hand it to the node re-keyed as ``/**``
-  (:func:`write_node_parameters`), so a ``namespace`` argument does not
-  orphan a file keyed by the plain node name (a parameter-file key must match
-  the node's fully qualified name, ``/ns/sensor_node``).
-* :func:`effective_assets_dir` -- the directory the node resolves relative
-  file parameters against, computed the same way as the node does
-  (``$VSF_ASSETS`` wins, then the ``assets_dir`` argument, then the file's
-  ``assets_dir``; a relative directory is relative to the working
-  directory), returned absolute and checked to exist.
-* :func:`robot_description_file` -- the URDF the node will load, so that
-  robot_state_publisher (rviz's robot model and the link frames) is given
-  the very same file.
-* :func:`urdf_for_state_publisher` -- that URDF's text (a xacro file
-  expanded, as the node expands it) with relative mesh
-  references made absolute ``file://`` URIs (rviz resolves only URIs) and,
-  with a ``joint_name_map``, its joints renamed to the driver's names
-  (robot_state_publisher matches ``JointState.name`` exactly and has no map
-  of its own; link names, i.e. the frames, are unchanged).
-* :func:`rviz_config_in_namespace` -- the shipped rviz configuration with
-  its topics moved into the launch ``namespace`` (rviz stores absolute topic
-  names; ``/tf`` and ``/tf_static`` stay global).
+The pip install has no ``launch`` wheels, so the logic lives here to be tested there; nothing
+here imports rclpy.  What the launch files do: docs/install.md.
 """
 from __future__ import annotations
 

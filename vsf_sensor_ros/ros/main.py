@@ -1,42 +1,8 @@
 """Start, run and end a node executable: init, command line, executor, exit codes.
 
-Every node executable of the package (``sensor_node``, ``contact_sim_node``,
-``wrench_contact_node``) runs through :func:`run_node`: ``rclpy.init`` (a parameter
-file rcl cannot parse is one ``configuration error`` line and exit code 2), the node
-built (a configuration error: exit code 2), spun until SIGINT / SIGTERM or shutdown
-(exit code 0), then destroyed and rclpy shut down.
-
-Executor
---------
-The EventsExecutor (``rclpy.experimental``; present in Kilted's rclpy 9.x,
-absent in Humble's, probed at run time rather than assumed per distribution)
-dispatches ready callbacks from C++ and costs about 0.2-0.35 ms less per
-message than the SingleThreadedExecutor, which rebuilds its wait set on
-every ``spin_once``.  Its ``spin()`` is not used: in rclpy 9.1.2 it ran at
-~90 % CPU without running a callback, kept the GIL (no other Python thread
-ran) and ignored SIGINT and ``rclpy.shutdown()``.  :func:`spin` instead calls
-``spin_once`` with a short timeout in a loop that ends when the context shuts
-down, which serves callbacks normally and stops on SIGINT/SIGTERM or
-shutdown within one timeout.  Where the EventsExecutor is absent the
-SingleThreadedExecutor is used with the same loop.
-
-Command line
-------------
-Only ``-h`` / ``--help`` (:func:`usage`; :func:`parameter_usage` for the other node executables,
-answered by :func:`answer_help` before ``rclpy.init``, so a help request creates no participant)
-is the node's; everything else goes through ``--ros-args``
-(:func:`user_args` finds what is outside those blocks).  A parameter file rcl cannot parse fails in
-``rclpy.init``; :func:`parameter_file_error` turns rcl's error into the one ``configuration error``
-line the node prints.
-
-Memory
-------
-Building the node allocates large temporaries (the dense force sensor's
-closest-triangle tables, mesh processing, numba's code loading): ~90 MB on
-the Kinova/Punyo configuration.  glibc keeps freed small-block memory in its
-arenas, so the idle node still holds it; ``malloc_trim(0)`` returns the free
-pages (measured: idle RSS 552 -> 471 MB).  It costs ~10 ms once and changes
-nothing the program can observe besides RSS.
+Every node executable runs through :func:`run_node` (exit 0, or 2 on a configuration error), and
+``--help`` is answered before ``rclpy.init`` so it creates no participant.  Why a ``spin_once``
+loop on the EventsExecutor and ``malloc_trim``: docs/performance_notes.md.
 """
 from __future__ import annotations
 
@@ -83,7 +49,7 @@ def make_executor(kind: str = "auto", context: Optional[Context] = None) -> Exec
 
     Returns:
         The executor.  Spin it with :func:`spin`, never with its own
-        ``spin()`` (see the module docstring).
+        ``spin()`` (docs/performance_notes.md).
 
     Raises:
         ValueError: ``kind`` not in :data:`EXECUTOR_KINDS`, or ``events``

@@ -1,22 +1,7 @@
-"""``membrane_force_node``'s inputs as its user sees them: what it subscribes, what it still waits
-for, what is published on them in another type, and the line that says it is ready.
+"""``membrane_force_node``'s inputs as its user sees them: what it waits for, wrong types, ready.
 
-Every input is named the same way everywhere (log, ``/diagnostics``): its message type as the ROS
-graph spells it and its resolved topic, ``sensor_msgs/msg/CameraInfo on /camera/depth/camera_info``.
-
-* :func:`missing_inputs`: the inputs the node still waits for (no usable CameraInfo, no frame yet,
-  no usable pressure yet); :func:`waiting_text` joins them into the ``/diagnostics`` message.
-* :class:`Pressures`: the bubble pressures received, the one each frame goes with, and whether
-  the stream stopped.
-* :func:`stamp_partners`: the inputs paired by stamp, and :func:`zero_stamp_text`: why one of
-  their messages stamped 0 is rejected (no time to pair it by).
-* :func:`stopped_text`: the pressure stream that stopped (its latest message older than
-  ``pressure_timeout``); :func:`no_colour_text`: why the reference has no colour and how to
-  turn colour off; :func:`pressures_text`: the ambient and gauge pressure in use.
-* :class:`InputWatch`, asked once per diagnostics period: the waiting line to log (once per input,
-  after :data:`WAIT_WARN_S` s: a driver that is still starting is not a fault), and the inputs on
-  which the graph shows a publisher of another message type (nothing of it ever arrives, and
-  rclpy says nothing), each logged once per distinct problem.
+Every input is named the same way in the log and on ``/diagnostics`` (its type as the graph
+spells it and its resolved topic), so a user can find it; the messages: docs/membrane_force.md.
 """
 from __future__ import annotations
 

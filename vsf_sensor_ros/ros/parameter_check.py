@@ -1,19 +1,7 @@
 """Configuration checked, not trusted: unknown parameter keys and parameter files meant for another node.
 
-Two silent failures of a ROS 2 node's configuration are made loud here:
-
-* **A misspelt key** (``measured_scael: 100`` in a sensor's section) is, to rclpy, just another
-  parameter override nobody declares: the setting keeps its default and nothing is said.
-  :func:`unknown_keys` names every override that is no parameter of the node, with the closest
-  known key (:func:`closest_key`, difflib's ratio as ``ros2 param`` users would guess it).
-* **A parameters file keyed by another node name** (``sensor_nod:``, or a node renamed with
-  ``-r __node:=...``) applies to nothing: rcl silently drops it.  :func:`unmatched_params_files`
-  reads the ``--params-file`` arguments of the command line, lists the node names each file is
-  keyed by, and reports the files none of whose keys matches the node's fully qualified name,
-  with rcl's matching rules (:func:`node_key_matches`: a leading ``/`` is implied, ``*`` is one
-  name token, ``**`` any number of them).
-
-Pure functions (PyYAML, no rclpy): the node calls them at start and on a live request.
+rclpy and rcl accept both silently (the default stays, the file applies to nothing); these pure
+functions (PyYAML, no rclpy) make them loud.  What the node reports: docs/node.md.
 """
 from __future__ import annotations
 

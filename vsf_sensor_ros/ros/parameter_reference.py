@@ -1,14 +1,7 @@
 """The parameter reference, ``docs/parameters.md``, generated from the node's parameter table.
 
-The :class:`Spec` entries (node-wide in the parameter table, per sensor kind in its kind module) are the
-one source of every parameter's default, range,
-live-or-not and description (``ros2 param describe`` shows the same text).  This module renders
-it as Markdown; ``test/ros/test_parameter_reference.py`` fails when the committed file is stale.
-
-Usage::
-
-    python -m vsf_sensor_ros.ros.parameter_reference            # rewrite docs/parameters.md
-    python -m vsf_sensor_ros.ros.parameter_reference --check    # exit 1 when it is stale
+The :class:`Spec` entries are the one source of every parameter's default, range and text, so the
+reference cannot drift; ``--check`` exits 1 when the committed file is stale.
 """
 from __future__ import annotations
 

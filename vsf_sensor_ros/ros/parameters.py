@@ -1,17 +1,8 @@
 """The sensor node's parameters at run time: declaration, int -> double leniency, live checks.
 
-The *table* of parameters (names, defaults, descriptors, checks) is
-:mod:`vsf_sensor_ros.ros.parameter_table`; this module declares it on a node
-(:class:`NodeParameters`) and checks a ``ros2 param set`` request before anything of it is
-applied (:meth:`NodeParameters.check`).
-
-The sensor set and everything a sensor's model or wiring is built from are fixed at start
-(read-only: restart the node to change them); node-wide scalars and the sensor keys of
-:data:`~.parameter_table.LIVE_SENSOR_KEYS` change live.
-
-Leniency (files and ``ros2 param set`` alike): an integer is accepted for a
-double (``measured_scale: 100``) and an all-integer list for a double array
-(``position: [0, 0, 0]``).
+Declares the parameter table on a node and checks a ``ros2 param set`` request whole before any
+of it is applied.  Which parameters change live, and the leniency: docs/interface.md
+(parameters) and docs/node.md.
 """
 from __future__ import annotations
 
@@ -144,7 +135,7 @@ def declare_spec(node: Node, name: str, spec: Spec) -> Any:
     """Declare parameter ``name`` on ``node`` from a :class:`Spec`; its value as plain Python.
 
     The value is the override (parameter file, ``-p``), else ``spec.default``.  An integer
-    override of a double (array) is accepted as a double (see the module docstring).  Used by
+    override of a double (array) is accepted as a double (docs/node.md).  Used by
     every node of the package.
 
     Raises:

@@ -1,13 +1,7 @@
 """From parameter values to models: the world (robot + extra bodies) and attached sensor models.
 
-Every failure is a :class:`~vsf_sensor_ros.ros.parameter_table.ConfigError` naming the
-parameter to fix and its value, told apart by exception *type* or by a check
-made before the call, never by matching message text:
-
-* a sensor setting the library rejects (``SettingError.setting``) ->
-  ``<s>.<setting>``; any other library ``ValueError`` -> ``<s>.type``;
-* an extra body whose name is already a body -> ``bodies``;
-* a mesh or a transform the loader rejects -> ``<b>.mesh`` / ``<b>.transform(_file)``.
+Every failure is a :class:`~vsf_sensor_ros.ros.parameter_table.ConfigError` naming the parameter
+to fix and its value, told apart by exception type or a prior check, never by message text.
 """
 from __future__ import annotations
 

@@ -1,25 +1,7 @@
 """One sensor inside the node: the rig's sensor plus its parameters, endpoints and counters.
 
-:class:`SensorHandle` is the rig's :class:`~vsf_sensor_ros.rig.sensors.RigSensor` (model,
-pairing buffers, predict, residual) with what only the node has: its parameters, its
-:class:`SensorEndpoints` (which publish a checked step's outputs) and its diagnostics counters.
-
-Per sensor ``<s>`` (:class:`SensorEndpoints`, created at start):
-
-* publishers ``<s>/predicted``, ``<s>/residual`` and ``<s>/measured_si`` (type of the sensor's
-  kind; ``measured_si`` = the measured stream as the node understood it: SI, stamped with the
-  contacts stamp of the prediction it was paired with),
-  ``<s>/jacobian`` while ``<s>.publish_jacobian``, ``<s>/markers`` while
-  ``<s>.publish_markers``;
-* the subscription ``<s>/measured`` (type ``<s>.measured_type``; topic ``<s>.measured_topic``
-  when set);
-* the service ``<s>/tare`` (``std_srvs/Trigger``);
-* the service ``<s>/calibrate_gain`` (``std_srvs/Trigger``) for a sensor with a gain
-  (:mod:`vsf_sensor_ros.ros.calibration`).
-
-Predicted, residual, measured-SI and Jacobian messages are published as serialised bytes
-(:mod:`vsf_sensor_ros.ros.messages.wire`, the node's one message path); markers, an rviz aid off
-the hot path, as message objects.
+The rig's :class:`~vsf_sensor_ros.rig.sensors.RigSensor` holds what needs no ROS; this adds what
+only the node has.  The endpoints per sensor: docs/interface.md.
 """
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Which other message types are published on a topic a node subscribes (read from the ROS graph).
 
-A subscription of the wrong type receives nothing and rclpy says nothing: the publisher and the
-subscriber simply never match.  The nodes ask the graph instead, so that ``/diagnostics`` and the
-log can name the topic, the type the node expects and the type that is really published, and by
-whom (``ros2 topic info -v`` shows the same).
+A subscription of the wrong type receives nothing and rclpy says nothing, so the nodes ask the
+graph to name the type really published, and by whom (docs/interface.md, diagnostics).
 """
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
 """Sensor kinds: one declaration per sensor type, and the registry derived from them.
 
-A kind is one module holding ``KIND = SensorKind(type_name, model, settings, codec)``: the
-model class (a :class:`~vsf_sensor_ros.sensor.base_sensor.BaseSensor` subclass, ROS-free), its
-settings schema (one :class:`~vsf_sensor_ros.ros.parameter_table.Spec` per ``<s>.<key>``: the one
-source of the node's parameters, ``--help`` and ``docs/parameters.md``) and its reading codec
-(a :class:`~vsf_sensor_ros.ros.messages.readings.ReadingCodec`).  The built-in kinds are the
-modules of :data:`BUILT_IN`; a package adds one through the entry point group
-:data:`ENTRY_POINT_GROUP` (``my_kind = my_package.my_kind:KIND``), as ros2_control and nav2 load
-plugins.  Everything keyed by type name (``SENSOR_SETTINGS``, :func:`codec_of_type`, the
-model factory, the parameter reference) reads :func:`sensor_kinds`.
+A kind module holds the model, its settings and its reading codec, so everything keyed by type
+name reads one place; packages add kinds through an entry point.  How: docs/kinds.md.
 """
 from __future__ import annotations
 

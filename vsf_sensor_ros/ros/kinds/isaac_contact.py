@@ -1,11 +1,7 @@
 """The ``IsaacContactSensor`` kind (Isaac Sim's contact sensor): its load as ``geometry_msgs/WrenchStamped``.
 
-The scalar ``value`` (N, the magnitude of the net contact force on the sensing region after the
-thresholds) goes to ``force.z`` -- the load-cell convention of one sensing axis, the z axis of
-the sensor frame ``<s>_frame`` at ``position`` -- and ``force.x``, ``force.y``, ``torque`` are 0.
-``inContact`` follows from ``value > 0`` and is reported on ``/diagnostics``.  A measured wrench
-is read as its magnitude ``|force|``, so a load cell reporting on any single axis decodes the
-same.  The settings are Isaac's property names; their defaults are the model's ``CsProperties``.
+The load on ``force.z`` (a load cell's one axis), a measured wrench read as ``|force|``; settings
+are Isaac's names and defaults.  Layout: docs/interface.md.
 """
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """The ``ContactSensor`` kind (Klampt's tactile patch): its force as ``geometry_msgs/WrenchStamped``.
 
-``force`` = ``(force_x, force_y, force_z)`` as the model reports them, in Klampt's sensor frame
-``Tsensor`` on the link (stamped ``<s>_frame``); an axis without ``hasForce`` is 0; ``torque`` =
-0 (the model measures none).  The ``contact`` flag has no slot in a wrench: it is reported on
-``/diagnostics`` (key ``contact``) and colours the sensor's markers.  The settings are Klampt's
-setting names; their defaults are the model's (Klampt's ``ContactSensor()`` constructor).
+Settings are Klampt's names and defaults; the ``contact`` flag has no slot in a wrench and goes
+to ``/diagnostics``.  Layout: docs/interface.md.
 """
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """The ``PunyoDenseForceSensor`` kind: the force on every membrane vertex as ``sensor_msgs/PointCloud2``.
 
-One point per mesh vertex, in vertex order, fields ``x y z`` (vertex position in the body frame,
-m) and ``fx fy fz`` (the local force ``p{i}_x/y/z``, N), all float32 so rviz and Foxglove colour
-the cloud by any field.  The measured stream is a cloud with ``fx fy fz`` (FLOAT32 / FLOAT64) per
-vertex in vertex order.
+All fields float32 so rviz and Foxglove colour the cloud by any of them; layout: docs/interface.md.
 """
 from __future__ import annotations
 

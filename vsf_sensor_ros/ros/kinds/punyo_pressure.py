@@ -1,9 +1,6 @@
 """The ``PunyoPressureSensor`` kind: the bubble's pressure as ``sensor_msgs/FluidPressure``.
 
-``fluid_pressure`` = the ``pressure`` reading (Pa); ``variance`` = the square of
-``measurement_errors()[0]`` (Pa², 0 = unknown), stamped in the attachment body's frame.  The
-measured stream is a ``FluidPressure`` or a bare ``Float32`` / ``Float64`` (the Punyo driver's
-hPa with ``measured_scale: 100``), the header-less ones stamped with their receive time.
+Message and measured types (the Punyo driver's bare hPa too): docs/interface.md.
 """
 from __future__ import annotations
 

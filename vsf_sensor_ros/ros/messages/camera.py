@@ -1,24 +1,8 @@
 """Decoders of the bubble camera and pressure messages for ``membrane_force_node``.
 
-What a RealSense driver and the Punyo firmware publish, turned into what
-:class:`~vsf_sensor_ros.sensor.membrane_force_estimator.MembraneForceEstimator` reads:
-
-* ``sensor_msgs/Image`` depth, encoding ``16UC1`` / ``mono16`` (integer depth units, scaled by
-  the driver's depth unit: 0.001 m on most RealSense models) or ``32FC1`` (metres) →
-  ``(H, W)`` float64 depth in metres; 0 (16UC1, REP 118), NaN, +Inf (too far) and -Inf (too
-  near, REP 117) are kept as they are: the estimator reads each as "no reading" (a hole);
-* ``sensor_msgs/Image`` colour, encoding ``rgb8`` / ``bgr8`` / ``mono8`` → ``(H, W, 3)`` uint8 in
-  RGB order (``bgr8`` reversed) or ``(H, W)`` uint8 grey, copied out of the message;
-* ``sensor_msgs/PointCloud2`` organised (``height`` = image rows, ``width`` = columns), fields
-  ``x y z`` float, camera optical frame, m → ``(H, W)`` float64 depth (its ``z``; a NaN or +-Inf
-  point is no reading, as in a depth image);
-* ``sensor_msgs/CameraInfo`` → :class:`~vsf_sensor_ros.sensor.camera_model.BrownConradyCamera`
-  (``K``, ``D`` in ``plumb_bob`` order);
-* pressure: ``std_msgs/Float32`` / ``Float64`` (a bare number) or ``sensor_msgs/FluidPressure``
-  (``fluid_pressure``), times a scale (100 for the firmware's hPa) → absolute Pa.
-
-Every decoder raises :class:`InputRejected` with a counter key (``reason``) and a message naming
-the offending value; nothing is decoded half.
+Turns what a RealSense driver and the Punyo firmware publish into the estimator's arrays; each
+decoder raises :class:`InputRejected` naming the value, nothing decoded half.  Accepted
+encodings and units: docs/membrane_force.md.
 """
 from __future__ import annotations
 

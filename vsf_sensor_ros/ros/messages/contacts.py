@@ -1,34 +1,8 @@
-"""Contacts <-> ``sensor_msgs/PointCloud2`` (the contacts input, docs/interface.md).
+"""Contacts <-> ``sensor_msgs/PointCloud2`` (the contacts input).
 
-One cloud per simulator step; one point per contact.  Fields are found by
-name through their ``PointField`` offsets, so any order, padding, endianness
-and ``height × width`` layout a bridge produces is read the same:
-
-========================  ===================  ==========================================
-field                     datatype             meaning
-========================  ===================  ==========================================
-``x y z``                 FLOAT32 / FLOAT64    contact point, world frame (m)
-``fx fy fz``              FLOAT32 / FLOAT64    force applied to body1 by body2, world (N)
-``body1 body2``           UINT16 / UINT32      index into ``contact_body_names``
-``elem1 elem2`` (opt.)    INT32                element on body1 / body2, ``-1`` = none
-``nx ny nz`` (opt.)       FLOAT32 / FLOAT64    contact normal (unit, world frame)
-``depth`` (opt.)          FLOAT32 / FLOAT64    penetration depth (m)
-========================  ===================  ==========================================
-
-A malformed cloud is rejected whole with a :class:`ContactsDecodeError` whose
-``reason`` is a short key for diagnostics counters (:data:`DECODE_REASONS`);
-nothing of it is used.  Points are the *rows* of the message in row-major
-order (``row = v * width + u``); a Jacobian column ``3·c + k`` refers to row
-``c`` (:attr:`DecodedContacts.rows`).  The node completes each message with
-:func:`with_implied_pairs` (a pair reported in one order implies the other
-with ``-f``), so a sensor sees every contact touching its body.
-
-Bytes are read and written by :mod:`vsf_sensor_ros.ros.messages.pointcloud` (one
-strided, validated reader for every cloud of the package); this module adds
-what is particular to contacts: the field table, the body index table, and
-grouping rows by ordered body pair.  :func:`contacts_from_buffer` decodes from
-a layout and a byte buffer, so a serialised message can be decoded without
-building the Python message first.
+Adds to :mod:`.pointcloud` what is particular to contacts: the field table, the body index table
+and grouping rows by body pair; a malformed cloud is rejected whole.  Layout and rules:
+docs/interface.md, contacts.
 """
 from __future__ import annotations
 
@@ -101,7 +75,7 @@ def pointcloud2_to_contacts(msg: PointCloud2, body_names: Sequence[str],
     """Decode a contacts cloud into ``ContactState`` per ordered body pair.
 
     Args:
-        msg: the cloud (layout in the module docstring).
+        msg: the cloud (layout: docs/interface.md, contacts).
         body_names: the ``contact_body_names`` table that ``body1``/``body2``
             index.
         dtype, device: of the returned points/forces tensors (a value

@@ -1,59 +1,8 @@
 """Gazebo contacts (``ros_gz_interfaces/msg/Contacts``) -> the node's decoded contacts.
 
-gz-sim's contact sensor, bridged by ``ros_gz_bridge``, publishes one
-``Contacts`` message per step: a list of ``Contact`` entries, each between two
-collision entities (``collision1``, ``collision2``, scoped names such as
-``model::link::collision``) with per-point arrays
-
-===========================  ========================================================
-field                        meaning (gz-sim)
-===========================  ========================================================
-``positions[j]``             contact point, world frame (m)
-``normals[j]``               contact normal, world frame (unit); empty on engines
-                             that do not report it
-``depths[j]``                penetration depth (m); may be empty
-``wrenches[j]``              ``body_1_wrench.force``: force on ``collision1`` (N,
-                             world axes); ``body_2_wrench.force`` its opposite;
-                             torques not filled
-===========================  ========================================================
-
-A ``JointWrench`` may name its bodies (``body_1_name``, ``body_2_name``: scoped collision
-names, or entity ids as text).  When ``body_1_name`` names ``collision2`` and not
-``collision1``, its ``body_1_wrench`` is the force on ``collision2``, and the force on
-``collision1`` is its opposite; unnamed or otherwise named bodies follow the convention
-above.  A wrench whose ``header.frame_id`` names a frame other than the world frame is not
-in world axes and is rejected (an empty frame is gz's world).
-
-:func:`gz_contacts_to_contacts` turns it into exactly the
-:class:`~vsf_sensor_ros.ros.messages.contacts.DecodedContacts` that the node's
-``PointCloud2`` decoder gives for the same contacts: one row per contact point
-(rows numbered through the message: contact 0's points, then contact 1's, ...),
-the force on body1 by body2 (``body_1_wrench.force``, with body1 the body of
-``collision1``), no element indices (gz reports none: ``elems1``/``elems2`` are
-None, as for a cloud without ``elem1``/``elem2``), normals and depths when every
-contact carries them.  The rows are handed to the cloud decoder itself
-(:func:`~vsf_sensor_ros.ros.messages.contacts.contacts_from_buffer`), so grouping by
-body pair, finiteness checks and dtype handling are the same code.
-
-gz lists every contact once, so contacts of one body pair listed in opposite orders are distinct
-contacts, not one contact written from both sides (the cloud's reading of a pair in both orders,
-:func:`~vsf_sensor_ros.ros.messages.contacts.with_implied_pairs`): a contact listed in the other
-order than its pair's first is turned to that order (bodies swapped, force and normal negated) and
-its rows are marked in :attr:`DecodedContacts.flipped_rows`, so the node's row rule gives either
-body all of them and the Jacobian stays with respect to the written ``body_1_wrench``.
-
-Collision -> body: :class:`ContactBodyMap` (the ``contact_body_map``
-parameter): ``pattern=body`` entries matched against the scoped collision name
-with shell-style globs (:func:`fnmatch.fnmatchcase`), first match wins; a name
-no pattern matches is its link's name, the segment before the collision's own
-(``model::link::collision`` -> ``link``; a name without ``::`` is taken as it is).
-
-A message that cannot be used is rejected whole with a
-:class:`GzContactsDecodeError` whose ``reason`` is one of :data:`GZ_DECODE_REASONS`.
-
-Pure Python + numpy/torch: the message is read through its attributes, so the
-generated class, a deserialised one, or any object with the same attribute names
-is accepted; importing this module does not need ``ros_gz_interfaces``.
+Gives exactly the rows the ``PointCloud2`` decoder gives for the same contacts, through its own
+code, so everything after decoding is shared.  Pure (attributes read, no
+``ros_gz_interfaces`` import).  Fields, body map and rejections: docs/interface.md (Gazebo contacts).
 """
 from __future__ import annotations
 
@@ -278,7 +227,7 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
     """Decode a ``ros_gz_interfaces/msg/Contacts`` into contacts per ordered body pair.
 
     Args:
-        msg: the message (``header``, ``contacts``; see the module docstring).
+        msg: the message (``header``, ``contacts``; docs/interface.md, Gazebo contacts).
         body_names: the ``contact_body_names`` table.  A mapped body not in it
             is appended to this call's table (its contacts are decoded; they
             touch no sensor unless the other side is a sensor's body).

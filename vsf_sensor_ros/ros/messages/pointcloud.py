@@ -1,36 +1,8 @@
 """One reader and one writer for ``sensor_msgs/PointCloud2``.
 
-Every cloud the package reads (contacts, measured dense force fields, the
-demo's recorded predictions) goes through :func:`read_points`, and every
-cloud it writes through :func:`write_cloud`.
-
-Reading
-    Fields are found by name through their ``PointField`` offsets, so any
-    field order, padding between fields, tail padding per point
-    (``point_step``), padding per row (``row_step``), ``height × width``
-    layout and endianness (``is_bigendian``) reads the same.  Every
-    ``PointField`` datatype (``INT8`` … ``FLOAT64``) is understood; a caller
-    narrows the accepted types per field (e.g. forces must be float).  Points
-    come back in row-major order: point ``v * width + u``.
-
-    The reader takes the layout as plain values (:class:`CloudLayout`) and
-    the data as any buffer (``bytes``, ``memoryview``, ``array.array``), so
-    it decodes the same from a deserialised message (:meth:`CloudLayout.of`)
-    and from a raw serialised (CDR) buffer sliced by a parser that never
-    builds the Python message.
-
-    A cloud that cannot be read is rejected whole with a
-    :class:`CloudDecodeError` whose ``reason`` is one of
-    :data:`CLOUD_REASONS`; nothing of it is returned.
-
-Writing
-    :func:`write_cloud` packs named 1-D columns, in order and without
-    padding, little-endian, ``height = 1``; each column's numpy dtype gives
-    its ``PointField`` datatype.
-
-No ``sensor_msgs_py`` is needed: the codec is numpy structured dtypes over
-the buffer (a strided view, row padding skipped without a copy), with no
-per-point Python loop.
+Every cloud the package reads or writes goes through here: numpy structured dtypes over the
+buffer (any field order, padding and endianness; no per-point loop, no ``sensor_msgs_py``), from
+a message or straight from CDR bytes.  A cloud that cannot be read is rejected whole.
 """
 from __future__ import annotations
 

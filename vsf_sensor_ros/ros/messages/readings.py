@@ -1,23 +1,8 @@
 """What every reading codec shares: sensor-model vectors <-> standard ROS 2 messages.
 
-Only ``common_interfaces`` types go on the wire.  Each sensor kind
-(:mod:`vsf_sensor_ros.ros.kinds`, one module per kind) declares one :class:`ReadingCodec`
-subclass holding everything about its reading: message type and unit, its slots in the
-measurement vector, the serialised bytes of a predicted / residual vector
-(:meth:`~ReadingCodec.to_bytes`, written by :mod:`.wire`), the measured decoder, its markers and
-its summary.  This module holds the base class, the shared base of the ``WrenchStamped`` kinds
-(:class:`WrenchMessageCodec`), the layout of a sensor's vector (:class:`SensorLayout`), the
-measured decoder's checks, the Jacobian columns and the markers.
-
-``header.frame_id`` of a reading = the frame its values are expressed in: the sensor's
-attachment body, or the sensor's own frame ``<s>_frame`` for the models that define one
-(Klampt's ``Tsensor``, the Isaac sensor's ``position``), which the node announces (see
-:mod:`vsf_sensor_ros.ros.frames`).  All values are SI.
-
-A measured message is decoded into the model's measurement space (SI, after
-multiplying by the sensor's ``measured_scale``); entries the message type
-cannot carry (``contact`` of a wrench, ``in_contact`` of a load) are NaN
-and ignored by the residual and the tare.
+Each kind declares one :class:`ReadingCodec` holding everything about its reading, so only
+``common_interfaces`` types go on the wire and nothing else knows a message layout.  Layouts,
+frames and measured types: docs/interface.md; adding a kind: docs/kinds.md.
 """
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
 """``builtin_interfaces/Time`` <-> integer nanoseconds / float seconds.
 
-The package pairs messages by stamp in integer nanoseconds (exact, no
-float rounding); seconds are for people (logs, plots, parameters).  A
-``Time`` is ``sec`` (int32) + ``nanosec`` (uint32, ``< 10**9``); a time
-before the epoch is a negative ``sec`` with a non-negative ``nanosec``
-(``-0.5 s`` = ``sec -1, nanosec 500000000``), the same normalisation rclpy
-uses.  ``sec`` is an int32: a time outside about 1901-2038 cannot be
-stamped, and converting one raises ``ValueError`` rather than writing a
-stamp that would wrap on the wire.
+Stamps are paired in integer nanoseconds (exact); seconds are for people.  A time an int32
+``sec`` cannot hold raises ``ValueError`` rather than wrap (docs/interface.md).
 """
 from __future__ import annotations
 

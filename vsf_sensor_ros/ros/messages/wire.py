@@ -1,35 +1,8 @@
 """CDR bytes: the node's per-step inputs decoded from them, its per-step outputs encoded to them.
 
-This is the node's one message path.  ``joint_states`` and ``contacts`` (``PointCloud2``) are
-subscribed with ``raw=True`` (:func:`subscribe`): rclpy hands over the serialised bytes, read
-here with ``struct`` and numpy into small records that carry the attribute names of the generated
-messages, so the handlers read them like message objects.  ``<s>/predicted``, ``<s>/residual``,
-``<s>/measured_si`` and ``<s>/jacobian`` are written here as bytes and published as they are.
-Bytes instead of message objects because the objects cost more than the work they carry: at
-1 kHz the node spent 0.92 ms of CPU per message through message objects and 0.59 ms through
-bytes (docs/performance.md).  Tests check these encoders and decoders against rclpy's own
-serialiser (``rclpy.serialization``), field by field.
-
-Wire format (OMG CDR as the ROS 2 middlewares use it):
-
-* 4-byte encapsulation header: ``00 00`` big-endian CDR, ``00 01``
-  little-endian CDR (XCDR1; what Fast DDS and Cyclone DDS send for ROS
-  types), ``00 06`` / ``00 07`` plain XCDR2 big/little-endian, then two
-  option bytes (ignored).
-* Every primitive is aligned to its own size, counted from the end of the
-  encapsulation header (byte 4), capped at 8 bytes (XCDR1) or 4 bytes
-  (XCDR2).  Padding bytes carry no meaning: a reader skips them, this writer
-  fills them with zeros (rmw's own serialiser leaves whatever was in memory).
-* ``string``: ``uint32`` length including the terminating NUL, the UTF-8
-  bytes, the NUL.  Sequences: ``uint32`` count, then the elements; an empty
-  sequence of 8-byte elements adds no alignment padding (as Fast CDR writes
-  it).
-
-Decoded messages are small slotted records that duck-type the generated
-message classes for the attributes the node reads (``header.stamp.sec``,
-``header.frame_id``, ``fields[i].name`` ...), so the cloud readers
-(``pointcloud2_to_contacts``, the joint-state handler) take either.
-Their numeric payloads are numpy views on the received bytes (no copy).
+The node's one message path, because message objects cost more than the work they carry
+(docs/decisions.md, one message path; the format and the measurements: docs/performance_notes.md).
+Decoded records duck-type the generated messages for the attributes the node reads.
 """
 from __future__ import annotations
 
