@@ -195,8 +195,8 @@ class ForceScale:
             fit = fit_scale(m, r, self.threshold, self.min_frames, self.min_force)
         except ScaleFitRefused as exc:
             raise ScaleFitRefused(f"{exc} (of {len(m)} frames paired with the reference since the "
-                                  f"last reset, {self.unpaired} unpaired; parameters {', '.join(names)})"
-                                  ) from None
+                                  f"last reset, {self.unpaired} unpaired; parameters {', '.join(names)})",
+                                  exc.reason, exc.setting, exc.value, exc.limit) from None
         try:
             return fit, out_of_sample_scale(m, r, self.threshold, 2, self.min_force), ""
         except ScaleFitRefused as exc:
