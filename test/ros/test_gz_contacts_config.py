@@ -194,6 +194,24 @@ def test_a_late_contacts_message_is_used_and_counted_an_earlier_one_is_a_reset(r
         node.destroy_node()
 
 
+def test_contacts_stamped_0_hold_off_contact_free_steps_while_they_come(rclpy_context):
+    """Contacts without a stamp cannot be placed in time, but they say the source is not silent: each
+    holds off the contact-free steps for a period from the newest joint stamp."""
+    node = SensorNode("gz_zero_node", namespace="/gz_config_test",
+                      parameter_overrides=_overrides(contact_free_period=0.2))
+    try:
+        pressure = node._handles["pressure"]
+        node._on_joint_state(_joints(10_000))
+        for ms in range(10_000, 11_000, 50):            # touching, stamped 0, joints every 50 ms
+            node._on_joint_state(_joints(ms))
+            node._on_contacts(_push_at(node, 0))
+        assert node._contact_free.steps == 0 and pressure.last_values[0] == pytest.approx(2.0 / A, rel=1e-6)
+        node._on_joint_state(_joints(11_150))          # 0.2 s after the last one (at 10.95 s): a step
+        assert node._contact_free.steps == 1 and pressure.last_values[0] == 0.0
+    finally:
+        node.destroy_node()
+
+
 def test_joint_stamps_going_back_restart_the_period_and_the_step_follows_them(rclpy_context):
     node = SensorNode("gz_restart_node", namespace="/gz_config_test",
                       parameter_overrides=_overrides(contact_free_period=0.2))

@@ -565,6 +565,10 @@ class SensorNode(Node):
             self._on_stamp_jump()
         if stamp_ns == 0:   # no time (no restart either): predicted, published, paired with nothing
             self._zero_stamped_contacts()
+            if self._contact_free is not None and self._transforms.newest_ns > 0:
+                # contacts are flowing all the same: they hold off contact-free steps for a period,
+                # timed from the newest joint stamp (a step between them would pair as contact-free)
+                self._contact_free.used(self._transforms.newest_ns, contact_free)
         elif self._contact_free is not None:
             self._contact_free.used(stamp_ns, contact_free, reset=step.jumped_back and not late)
         now = time.monotonic()
