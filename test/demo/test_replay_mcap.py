@@ -5,7 +5,8 @@ The demo is the embedded world's run that test_run.py checks (``demo_runs`` in c
 once per session).  The replay reads the parameter file the demo left beside its bag, publishes the
 recorded inputs as fast as the node keeps up (``--speed 0``) and tares after the contacts stamp where
 the demo's tare took effect (``--tare-at``, from the demo's summary), so both tares average the same
-ten recorded steps.
+ten recorded steps.  A bag written here with a header-less Float32 pressure (the real Punyo
+driver's type) replays at the recorded pace and gives residuals derived by hand.
 """
 import json
 import subprocess
