@@ -261,7 +261,8 @@ def test_a_headerless_pressure_replays_at_the_recorded_pace(tmp_path):
     tare_s = (1_000_000_000 + TARE_AFTER * PERIOD_NS) * 1e-9
     res = replay(bag, tmp_path / "o", "--params-file", str(params_file), "--speed", "1",
                  "--tare-at", repr(tare_s))
-    assert res.returncode == 0, f"replay failed ({res.returncode}):\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
+    assert res.returncode == 0, \
+        f"replay failed ({res.returncode}):\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     got = summary["sensors"]["punyo_pressure"]
     # contact-free, the model predicts 0 Pa: the tare takes the measured 1000 hPa = 100000 Pa as offset

@@ -216,7 +216,7 @@ class BagReplay:
         self.contacts_sent = 0
         self.last_stamp_ns: Optional[int] = None
         self.measured = {s.name: measured_topic(cfg.base_params, s.name) for s in cfg.sensors}
-        self.headerless = {t for t, (msgtype, _) in bag.topics.items() if msgtype in HEADERLESS_MEASURED_TYPES}
+        self.headerless = {t for t, (kind, _) in bag.topics.items() if kind in HEADERLESS_MEASURED_TYPES}
         self.last_measured_ns: Dict[str, int] = {}   # stamped measured topic -> newest stamp published
 
     def run(self, say: Any = print) -> Any:
@@ -482,8 +482,10 @@ def main(args: argparse.Namespace, usage: Any) -> int:
             topic = measured_topic(cfg.base_params, s.name)
             if topic != f"/{s.name}/measured" and topic in session.logs:
                 session.logs[f"/{s.name}/measured"] = session.logs[topic]
-        series = {s.name: series_for(session, s) if measured_topic(cfg.base_params, s.name) not in replayer.headerless
-                  else headerless_series(session, s, float(cfg.base_params.get(f"{s.name}.measured_delay", 0.0)))
+        delay = {s.name: float(cfg.base_params.get(f"{s.name}.measured_delay", 0.0)) for s in cfg.sensors}
+        series = {s.name: headerless_series(session, s, delay[s.name])
+                  if measured_topic(cfg.base_params, s.name) in replayer.headerless
+                  else series_for(session, s)
                   for s in cfg.sensors}
         summary = build_summary(cfg, session, series, rec)
         summary["replay"] = {"recording": str(bag.path), "params_file": str(params_file), "speed": args.speed,
