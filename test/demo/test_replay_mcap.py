@@ -292,3 +292,23 @@ def test_a_headerless_pressure_at_speed_0_names_topic_and_speed(tmp_path):
     bag, params_file = _headerless_bag(tmp_path)
     line = _one_error_line(replay(bag, tmp_path / "o", "--params-file", str(params_file), "--speed", "0"))
     assert "/punyo_pressure/measured" in line and "--speed" in line
+
+
+def test_a_wrench_bag_without_contacts_names_contacts_and_the_wrench_node(tmp_path):
+    from rosbags.typesys import Stores, get_typestore
+    store = get_typestore(Stores.ROS2_KILTED)
+    t = store.types
+    stamp = t["builtin_interfaces/msg/Time"](sec=1, nanosec=0)
+    header = t["std_msgs/msg/Header"](stamp=stamp, frame_id="tool")
+    vec = t["geometry_msgs/msg/Vector3"]
+    wrench = t["geometry_msgs/msg/WrenchStamped"](header=header, wrench=t["geometry_msgs/msg/Wrench"](
+        force=vec(x=0.0, y=0.0, z=-2.0), torque=vec(x=0.0, y=0.0, z=0.0)))
+    js = t["sensor_msgs/msg/JointState"](header=header, name=[], position=np.zeros(0), velocity=np.zeros(0),
+                                         effort=np.zeros(0))
+    bag = _write_bag(tmp_path / "wrench", {
+        "/joint_states": ("sensor_msgs/msg/JointState",
+                          [(1, store.serialize_cdr(js, "sensor_msgs/msg/JointState"))]),
+        "/wrench": ("geometry_msgs/msg/WrenchStamped",
+                    [(1, store.serialize_cdr(wrench, "geometry_msgs/msg/WrenchStamped"))])})
+    line = _one_error_line(replay(bag, tmp_path / "o", "--params-file", str(PARAMS)))
+    assert "/contacts" in line and "/wrench" in line and "wrench_contact_node" in line

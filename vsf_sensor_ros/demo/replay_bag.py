@@ -87,6 +87,15 @@ def check_inputs(bag: BagTopics, cfg: DemoConfig, speed: float) -> List[str]:
             "/joint_states": "sensor_msgs/msg/JointState"}
     for topic, msgtype in want.items():
         have = bag.topics.get(topic)
+        wrenches = [t for t, (kind, n) in bag.topics.items()
+                    if kind == "geometry_msgs/msg/WrenchStamped" and n]
+        if topic == "/contacts" and (have is None or have[1] == 0) and wrenches:
+            # the replay starts no wrench_contact_node: its mounting (body, parent link, transform,
+            # contact point) is not in the sensor node's parameter file
+            raise BagError(f"{bag.path}: no /contacts in the bag, only a wrench ({', '.join(wrenches)}): "
+                           "run wrench_contact_node on it (ros2 bag play + ros2 run vsf_sensor_ros "
+                           "wrench_contact_node, docs/real_data.md) and record its /contacts",
+                           "no_input", bag.path, topic)
         if have is None or have[1] == 0:
             raise BagError(f"{bag.path}: no {topic} messages in the bag (the sensor node's input)",
                            "no_input",
