@@ -79,8 +79,9 @@ def check_inputs(bag: BagTopics, cfg: DemoConfig, speed: float) -> List[str]:
     Raises:
         BagError: ``/contacts`` (named with the bag's wrench topics and ``wrench_contact_node`` when
             it holds a ``WrenchStamped`` instead) or ``/joint_states`` missing or empty, a topic of
-            another type than the node reads, no sensor with a measured topic, or a header-less measured type with
-            ``speed`` 0 (the node pairs it by receive time: only the recorded pace reproduces that).
+            another type than the node reads, no sensor with a measured topic, or a header-less
+            measured type with ``speed`` 0 (the node pairs it by receive time: only the recorded pace
+            reproduces that).
     """
     from vsf_sensor_ros.ros.kinds import reading_codecs
     from vsf_sensor_ros.ros.messages.readings import HEADERLESS_MEASURED_TYPES
