@@ -5,7 +5,8 @@ The demo is the embedded world's run that test_run.py checks (``demo_runs`` in c
 once per session).  The replay reads the parameter file the demo left beside its bag, publishes the
 recorded inputs as fast as the node keeps up (``--speed 0``) and tares after the contacts stamp where
 the demo's tare took effect (``--tare-at``, from the demo's summary), so both tares average the same
-ten recorded steps.
+ten recorded steps.  A bag written here with a header-less Float32 pressure (the real Punyo
+driver's type) replays at the recorded pace and gives residuals derived by hand.
 """
 import json
 import subprocess
@@ -206,3 +207,108 @@ def test_a_measured_topic_of_another_type_names_topic_and_types(tmp_path):
                                      [(2, store.serialize_cdr(f32, "std_msgs/msg/Float32"))])})
     line = _one_error_line(replay(bag, tmp_path / "o", "--params-file", str(PARAMS)))
     assert "/punyo_pressure/measured" in line and "std_msgs/msg/Float32" in line
+
+
+# -- a header-less measured stream (what the real Punyo driver publishes) -------------------------
+
+PERIOD_NS = 20_000_000          # 50 Hz steps, stamped from 1 s
+STEPS, TARE_AFTER = 40, 14      # the tare after step 14 (stamp 1.28 s)
+HPA_BEFORE, HPA_AFTER = 1000.0, 1002.5    # exact in float32
+
+
+def _headerless_bag(tmp_path: Path) -> tuple:
+    """A bag of empty contacts clouds + joint states per step and a ``std_msgs/Float32`` pressure in
+    hPa logged 2 ms after each step's contacts (``HPA_BEFORE`` up to the tare's step, then
+    ``HPA_AFTER``), and a parameter file of the embedded world's Punyo pressure sensor alone reading
+    it (``measured_scale`` 100)."""
+    import yaml
+    from builtin_interfaces.msg import Time
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float32
+
+    from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+    params = yaml.safe_load(PARAMS.read_text())
+    node = params["sensor_node"]["ros__parameters"]
+    for s in SENSORS[1:]:
+        del node[s]
+    node["sensors"] = ["punyo_pressure"]
+    node["punyo_pressure"].update(measured_type="std_msgs/msg/Float32", measured_scale=100.0)
+    params_file = tmp_path / "sensor_node.yaml"
+    params_file.write_text(yaml.safe_dump(params))
+    topics = {"/joint_states": ("sensor_msgs/msg/JointState", []),
+              "/contacts": ("sensor_msgs/msg/PointCloud2", []),
+              "/punyo_pressure/measured": ("std_msgs/msg/Float32", [])}
+    for k in range(STEPS):
+        stamp_ns = 1_000_000_000 + k * PERIOD_NS
+        stamp = Time(sec=stamp_ns // 10**9, nanosec=stamp_ns % 10**9)
+        js = JointState()
+        js.header.stamp = stamp
+        cloud = contacts_to_pointcloud2({}, node["contact_body_names"], stamp=stamp)
+        hpa = Float32(data=HPA_BEFORE if k <= TARE_AFTER else HPA_AFTER)
+        log_ns = 5 * 10**9 + k * PERIOD_NS           # log times: another clock than the stamps
+        topics["/joint_states"][1].append((log_ns, serialize_message(js)))
+        topics["/contacts"][1].append((log_ns + 1_000_000, serialize_message(cloud)))
+        topics["/punyo_pressure/measured"][1].append((log_ns + 2_000_000, serialize_message(hpa)))
+    return _write_bag(tmp_path / "headerless", topics), params_file
+
+
+def test_a_headerless_pressure_replays_at_the_recorded_pace(tmp_path):
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import FluidPressure
+    from rosbags.rosbag2 import Reader
+    bag, params_file = _headerless_bag(tmp_path)
+    tare_s = (1_000_000_000 + TARE_AFTER * PERIOD_NS) * 1e-9
+    res = replay(bag, tmp_path / "o", "--params-file", str(params_file), "--speed", "1",
+                 "--tare-at", repr(tare_s))
+    assert res.returncode == 0, \
+        f"replay failed ({res.returncode}):\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    got = summary["sensors"]["punyo_pressure"]
+    # contact-free, the model predicts 0 Pa: the tare takes the measured 1000 hPa = 100000 Pa as offset
+    assert got["tare_offset"] == pytest.approx(HPA_BEFORE * 100.0, abs=1e-6)
+    # the summary stamps each pressure with the contacts received nearest, as the node pairs them
+    assert got["residual_rms_contact_free_before_tare"] == pytest.approx(HPA_BEFORE * 100.0, abs=1e-6)
+    assert got["residual_rms_contact_free_after_tare"] == pytest.approx((HPA_AFTER - HPA_BEFORE) * 100.0,
+                                                                        abs=1e-6)
+    assert got["matched_samples"] >= STEPS - 3, got
+    residuals = {}
+    with Reader(tmp_path / "o" / "run.mcap") as reader:
+        conns = [c for c in reader.connections if c.topic == "/punyo_pressure/residual"]
+        for _, _, raw in reader.messages(connections=conns):
+            msg = deserialize_message(bytes(raw), FluidPressure)
+            residuals[msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec] = msg.fluid_pressure
+    after = {t: v for t, v in residuals.items() if t > tare_s * 1e9}
+    # each later step paired with its own pressure by receive time: 1002.5 hPa x 100 - 0 - 100000 Pa
+    assert len(after) >= STEPS - TARE_AFTER - 3, sorted(residuals)
+    assert all(v == pytest.approx((HPA_AFTER - HPA_BEFORE) * 100.0, abs=1e-6) for v in after.values()), after
+    before = [v for t, v in residuals.items() if t <= tare_s * 1e9]
+    # before the tare: 1000 hPa x 100 - 0; a step of the tare's last one paired after it: 0
+    assert before and all(v == pytest.approx(HPA_BEFORE * 100.0, abs=1e-6) or abs(v) < 1e-6
+                          for v in before), before
+
+
+def test_a_headerless_pressure_at_speed_0_names_topic_and_speed(tmp_path):
+    bag, params_file = _headerless_bag(tmp_path)
+    line = _one_error_line(replay(bag, tmp_path / "o", "--params-file", str(params_file), "--speed", "0"))
+    assert "/punyo_pressure/measured" in line and "--speed" in line
+
+
+def test_a_wrench_bag_without_contacts_names_contacts_and_the_wrench_node(tmp_path):
+    from rosbags.typesys import Stores, get_typestore
+    store = get_typestore(Stores.ROS2_KILTED)
+    t = store.types
+    stamp = t["builtin_interfaces/msg/Time"](sec=1, nanosec=0)
+    header = t["std_msgs/msg/Header"](stamp=stamp, frame_id="tool")
+    vec = t["geometry_msgs/msg/Vector3"]
+    wrench = t["geometry_msgs/msg/WrenchStamped"](header=header, wrench=t["geometry_msgs/msg/Wrench"](
+        force=vec(x=0.0, y=0.0, z=-2.0), torque=vec(x=0.0, y=0.0, z=0.0)))
+    js = t["sensor_msgs/msg/JointState"](header=header, name=[], position=np.zeros(0), velocity=np.zeros(0),
+                                         effort=np.zeros(0))
+    bag = _write_bag(tmp_path / "wrench", {
+        "/joint_states": ("sensor_msgs/msg/JointState",
+                          [(1, store.serialize_cdr(js, "sensor_msgs/msg/JointState"))]),
+        "/wrench": ("geometry_msgs/msg/WrenchStamped",
+                    [(1, store.serialize_cdr(wrench, "geometry_msgs/msg/WrenchStamped"))])})
+    line = _one_error_line(replay(bag, tmp_path / "o", "--params-file", str(PARAMS)))
+    assert "/contacts" in line and "/wrench" in line and "wrench_contact_node" in line

@@ -451,7 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="output directory (default: demo_out/real for data.json, demo_out/replay for a bag)")
     ap.add_argument("--speed", type=float, default=1.0,
                     help="playback speed (1 = recorded pace; a bag also takes 0 = as fast as the node "
-                         "keeps up)")
+                         "keeps up, unless a measured topic is header-less)")
     ap.add_argument("--params-file", type=Path, default=None,
                     help="bag only: the sensor node's parameter file (default: sensor_node.yaml beside "
                          "the bag, which the demo writes)")

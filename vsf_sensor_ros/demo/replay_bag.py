@@ -19,7 +19,6 @@ WINDOW = 20                 # contacts messages published ahead of the slowest s
 STARTUP_TIMEOUT_S = 90.0    # python + torch + klampt imports on a busy 2-core machine
 CATCH_UP_S = 30.0           # longest wait for the node to catch up (window, tare, end)
 CALL_TIMEOUT_S = 10.0
-HEADERLESS = ("std_msgs/msg/Float32", "std_msgs/msg/Float64")
 
 
 class BagError(ValueError):
@@ -27,7 +26,8 @@ class BagError(ValueError):
 
     Attributes:
         reason: ``'unreadable'``, ``'no_input'`` (``/contacts`` or ``/joint_states``
-            missing or empty), ``'wrong_type'``, ``'headerless'``, ``'no_measured'``,
+            missing or empty), ``'wrong_type'``, ``'headerless'`` (a header-less measured topic
+            with ``--speed 0``), ``'no_measured'``,
             ``'tare_before_start'``, ``'bad_speed'``, ``'params_missing'``.
         path: the bag or parameter file at fault, or None.
         topic: the topic at fault, or None.
@@ -72,18 +72,32 @@ def measured_topic(params: Dict[str, Any], sensor: str) -> str:
     return _topic(str(params.get(f"{sensor}.measured_topic") or f"{sensor}/measured"))
 
 
-def check_inputs(bag: BagTopics, cfg: DemoConfig) -> List[str]:
-    """Check that the bag feeds the node of ``cfg``; one warning line per sensor it leaves unmeasured.
+def check_inputs(bag: BagTopics, cfg: DemoConfig, speed: float) -> List[str]:
+    """Check that the bag feeds the node of ``cfg`` at ``speed`` (``--speed``); one warning line per
+    sensor it leaves unmeasured.
 
     Raises:
-        BagError: ``/contacts`` or ``/joint_states`` missing or empty, a topic of another type than
-            the node reads, no sensor with a measured topic, or a header-less measured type.
+        BagError: ``/contacts`` (named with the bag's wrench topics and ``wrench_contact_node`` when
+            it holds a ``WrenchStamped`` instead) or ``/joint_states`` missing or empty, a topic of
+            another type than the node reads, no sensor with a measured topic, or a header-less
+            measured type with ``speed`` 0 (the node pairs it by receive time: only the recorded pace
+            reproduces that).
     """
     from vsf_sensor_ros.ros.kinds import reading_codecs
+    from vsf_sensor_ros.ros.messages.readings import HEADERLESS_MEASURED_TYPES
     want = {"/contacts": str(cfg.base_params.get("contacts_type") or "sensor_msgs/msg/PointCloud2"),
             "/joint_states": "sensor_msgs/msg/JointState"}
     for topic, msgtype in want.items():
         have = bag.topics.get(topic)
+        wrenches = [t for t, (kind, n) in bag.topics.items()
+                    if kind == "geometry_msgs/msg/WrenchStamped" and n]
+        if topic == "/contacts" and (have is None or have[1] == 0) and wrenches:
+            # the replay starts no wrench_contact_node: its mounting (body, parent link, transform,
+            # contact point) is not in the sensor node's parameter file
+            raise BagError(f"{bag.path}: no /contacts in the bag, only a wrench ({', '.join(wrenches)}): "
+                           "run wrench_contact_node on it (ros2 bag play + ros2 run vsf_sensor_ros "
+                           "wrench_contact_node, docs/real_data.md) and record its /contacts",
+                           "no_input", bag.path, topic)
         if have is None or have[1] == 0:
             raise BagError(f"{bag.path}: no {topic} messages in the bag (the sensor node's input)",
                            "no_input",
@@ -104,10 +118,10 @@ def check_inputs(bag: BagTopics, cfg: DemoConfig) -> List[str]:
             raise BagError(f"{bag.path}: {topic} carries {have[0]}, sensor {s.name} reads {msgtype}",
                            "wrong_type",
                            bag.path, topic, have[0])
-        if msgtype in HEADERLESS:
-            raise BagError(f"{bag.path}: {topic} is {msgtype} (no header): its residuals cannot be paired "
-                           "by stamp; replay a stamped measured topic", "headerless", bag.path, topic,
-                           msgtype)
+        if msgtype in HEADERLESS_MEASURED_TYPES and speed == 0:
+            raise BagError(f"{bag.path}: {topic} is {msgtype} (no header): the node pairs it with the "
+                           "contacts by receive time, which only the recorded pace reproduces; replay "
+                           "with --speed > 0, e.g. --speed 1", "headerless", bag.path, topic, speed)
         measured += 1
     if not measured:
         raise BagError(f"{bag.path}: none of the measured topics "
@@ -201,6 +215,7 @@ class BagReplay:
         from vsf_sensor_ros.demo.processes import ManagedProcess
         from vsf_sensor_ros.demo.session import SessionResult, demo_child_env, node_command
         from vsf_sensor_ros.demo.tare import TareResult
+        from vsf_sensor_ros.ros.messages.readings import HEADERLESS_MEASURED_TYPES
         self.cfg, self.bag, self.tare_stamp_ns, self.speed = cfg, bag, tare_stamp_ns, speed
         self.domain_id = domain_id
         # outputs kept until this process, which also publishes, has taken them (the default 10 can
@@ -212,7 +227,8 @@ class BagReplay:
         self.contacts_sent = 0
         self.last_stamp_ns: Optional[int] = None
         self.measured = {s.name: measured_topic(cfg.base_params, s.name) for s in cfg.sensors}
-        self.last_measured_ns: Dict[str, int] = {}   # measured topic -> newest stamp published
+        self.headerless = {t for t, (kind, _) in bag.topics.items() if kind in HEADERLESS_MEASURED_TYPES}
+        self.last_measured_ns: Dict[str, int] = {}   # stamped measured topic -> newest stamp published
 
     def run(self, say: Any = print) -> Any:
         """Start, replay, tare, drain; the node always stopped.  Returns the
@@ -274,23 +290,26 @@ class BagReplay:
         later-logged messages of its own stamp (a joint state the recorder happened to receive after
         it): the node predicts a contacts message with the state it has at its stamp.  The tare comes
         before the first message stamped after the tare's stamp (a measured message of the next step
-        sent before it could pair with the tare's step)."""
+        sent before it could pair with the tare's step).  A header-less measured message has no stamp:
+        it goes at its log time after the contacts logged before it, and never brings the tare
+        forward (the node pairs it by receive time, which the recorded pace reproduces)."""
         from vsf_sensor_ros.demo.recorder import header_stamp_ns
         self._pace: Optional[Tuple[float, int]] = None     # (wall s, log ns) the pace counts from
         held: Optional[Tuple[int, bytes, int]] = None        # contacts waiting: (log ns, bytes, stamp)
         for topic, log_ns, raw in iter_messages(self.bag.path, list(pubs)):
-            stamp = header_stamp_ns(raw)
-            if held is not None and (topic == "/contacts" or stamp > held[2]):
+            stamp = None if topic in self.headerless else header_stamp_ns(raw)
+            if held is not None and (topic == "/contacts" or stamp is None or stamp > held[2]):
                 self._publish_contacts(pubs["/contacts"], held)
                 held = None
-            if not self.result.tare.request_ns and stamp > self.tare_stamp_ns and held is None:
+            if (not self.result.tare.request_ns and stamp is not None and stamp > self.tare_stamp_ns
+                    and held is None):
                 self._tare(say)
                 self._pace = None      # the pace restarts after the tare's wait
             if topic == "/contacts":
                 held = (log_ns, raw, stamp)
                 continue
             self._publish(pubs[topic], log_ns, raw)
-            if topic in self.measured.values():
+            if topic in self.measured.values() and stamp is not None:
                 self.last_measured_ns[topic] = stamp
         if held is not None:
             self._publish_contacts(pubs["/contacts"], held)
@@ -350,8 +369,8 @@ class BagReplay:
 
     def _behind(self, count: int, paired: bool) -> bool:
         """Whether some sensor has fewer than ``count`` predictions (``paired``: or its newest residual
-        is older than both the newest contacts and measured stamps sent: a pair the node has not made
-        yet)."""
+        is older than both the newest contacts and stamped measured stamps sent: a pair the node has
+        not made yet; a header-less stream pairs by receive time, as it comes)."""
         from vsf_sensor_ros.demo.recorder import header_stamp_ns
         for s in self.cfg.sensors:
             if len(self.recorder.logs.get(f"/{s.name}/predicted", ())) < count:
@@ -400,6 +419,26 @@ class BagReplay:
         return future.result() if future.done() else None
 
 
+def headerless_series(session: Any, s: Any, delay_s: float) -> Tuple[Any, Any]:
+    """:func:`~vsf_sensor_ros.demo.summary.series_for` for a header-less measured stream, which has
+    no stamp to match by: each measured message takes the stamp of the contacts message received
+    nearest to its receive time + ``delay_s`` (``<s>.measured_delay``), the node's pairing rule;
+    values ``(1,)`` float64 SI (data x ``s.measured_scale``)."""
+    import numpy as np
+
+    from vsf_sensor_ros.demo.analysis import Series
+    pred_log, log = session.logs.get(f"/{s.name}/predicted"), session.logs.get(f"/{s.name}/measured")
+    contacts = session.logs.get("/contacts")
+    pred = Series.from_log(pred_log, s.kind) if pred_log is not None and len(pred_log) else None
+    if log is None or not len(log) or contacts is None or not len(contacts):
+        return pred, None
+    recv = np.array(log.recv_ns, dtype=np.int64)
+    c_recv = np.array(contacts.recv_ns, dtype=np.int64)
+    nearest = np.abs((recv + round(delay_s * 1e9))[:, None] - c_recv[None, :]).argmin(axis=1)
+    values = [np.array([m.data * s.measured_scale], dtype=np.float64) for m in log.decode()]   # Float32/64
+    return pred, Series(np.array(contacts.stamps_ns(), dtype=np.int64)[nearest], recv, values)
+
+
 def default_params_file(recording: Path) -> Path:
     """``sensor_node.yaml`` beside the bag (the demo writes the parameter file it ran with there)."""
     folder = recording if recording.is_dir() else recording.parent
@@ -427,7 +466,7 @@ def main(args: argparse.Namespace, usage: Any) -> int:
             raise BagError(f"parameter file {params_file} not found: pass the node's with --params-file",
                            "params_missing", params_file)
         cfg = replay_config(args, bag, params_file)
-        warnings = check_inputs(bag, cfg)
+        warnings = check_inputs(bag, cfg, args.speed)
         stamps, touching = scan_contacts(bag, cfg)
         tare_after = tare_index(stamps, touching, cfg.tare_samples, args.tare_at)
     except (BagError, DemoError) as exc:
@@ -447,13 +486,18 @@ def main(args: argparse.Namespace, usage: Any) -> int:
     domain_id = free_domain_id()
     apply_localhost_env(domain_id)
     try:
-        session = BagReplay(cfg, bag, stamps[tare_after], args.speed, domain_id).run()
+        replayer = BagReplay(cfg, bag, stamps[tare_after], args.speed, domain_id)
+        session = replayer.run()
         rec = write_bag(session.logs.values(), out, "run")
         for s in cfg.sensors:    # the summary reads <s>/measured: a sensor's own measured topic as that
             topic = measured_topic(cfg.base_params, s.name)
             if topic != f"/{s.name}/measured" and topic in session.logs:
                 session.logs[f"/{s.name}/measured"] = session.logs[topic]
-        series = {s.name: series_for(session, s) for s in cfg.sensors}
+        delay = {s.name: float(cfg.base_params.get(f"{s.name}.measured_delay", 0.0)) for s in cfg.sensors}
+        series = {s.name: headerless_series(session, s, delay[s.name])
+                  if measured_topic(cfg.base_params, s.name) in replayer.headerless
+                  else series_for(session, s)
+                  for s in cfg.sensors}
         summary = build_summary(cfg, session, series, rec)
         summary["replay"] = {"recording": str(bag.path), "params_file": str(params_file), "speed": args.speed,
                              "tare_after_stamp_s": stamps[tare_after] * 1e-9}
