@@ -143,7 +143,8 @@ def _camera_info(poke) -> CameraInfo:
 
 
 def _forces(msg: PointCloud2, n: int) -> np.ndarray:
-    from vsf_sensor_ros.ros.messages.readings import decode_measured, sensor_layout
+    from vsf_sensor_ros.ros.kinds import sensor_layout
+    from vsf_sensor_ros.ros.messages.readings import decode_measured
     names = [f"p{i}_{a}" for i in range(n) for a in "xyz"]
     layout = sensor_layout("PunyoDenseForceSensor", "membrane", names, None, np.zeros((n, 3)))
     return decode_measured(layout, msg, 1.0).reshape(n, 3)    # sensor_node's own measured decoder
