@@ -73,6 +73,38 @@ def test_collada_without_unit_is_in_metres(tmp_path):
     np.testing.assert_allclose(load_mesh(p).vertices, np.array(QUAD_M) * 1000, rtol=0, atol=1e-9)
 
 
+@pytest.mark.parametrize("unit", ["0", "-1", "abc", "nan"])
+def test_a_collada_unit_that_is_no_positive_length_is_refused_naming_it(tmp_path, unit):
+    # 0 would collapse the mesh to a point, -1 mirror it; pycollada reads "abc" as no unit (1 m)
+    p = tmp_path / "quad.dae"
+    p.write_text(_dae(unit=unit))
+    with pytest.raises(ValueError) as info:
+        load_mesh(p)
+    assert repr(unit) in str(info.value)
+
+
+@pytest.mark.parametrize("env", [None, "index"])
+def test_a_xacro_needing_a_package_names_it_with_or_without_an_ament_index(tmp_path, monkeypatch, env):
+    # without AMENT_PREFIX_PATH xacro's own error never names the package $(find ...) wants
+    if env is None:
+        monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)
+    else:
+        monkeypatch.setenv("AMENT_PREFIX_PATH", str(tmp_path))
+    text = ('<robot name="k" xmlns:xacro="http://www.ros.org/wiki/xacro">'
+            '<xacro:include filename="$(find kortex_description)/robots/gen3.xacro"/></robot>')
+    with pytest.raises(UrdfError) as info:
+        read_urdf(text)
+    assert info.value.reason == "xacro_failed" and "kortex_description" in str(info.value)
+
+
+def test_a_self_recursive_xacro_macro_is_refused_as_xacro(tmp_path):
+    text = ('<robot name="k" xmlns:xacro="http://www.ros.org/wiki/xacro">'
+            '<xacro:macro name="m"><xacro:m/></xacro:macro><xacro:m/></robot>')
+    with pytest.raises(UrdfError) as info:
+        read_urdf(text)
+    assert info.value.reason == "xacro_failed"
+
+
 def test_collada_node_transforms_are_applied_before_the_unit(tmp_path):
     # vertex (100, 0, 0) mm: rotated 90 deg about z -> (0, 100, 0), then translated by (1, 2, 3)
     # -> (1, 102, 3) mm = (0.001, 0.102, 0.003) m; each of 2 instances has its own 4 vertices.

@@ -6,11 +6,12 @@ file's vertices in its order and count (the rule per format: docs/decisions.md).
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import urllib.parse
 import warnings
 from pathlib import Path
-from typing import List, Optional, Tuple, Union
+from typing import Any, List, Optional, Tuple, Union
 
 import klampt
 import numpy as np
@@ -167,6 +168,28 @@ def read_obj_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.nda
             np.array(faces, dtype=np.int64).reshape(-1, 3))
 
 
+def _collada_unit(doc: Any, path: Union[str, os.PathLike]) -> float:
+    """``doc`` (a pycollada document of ``path``): its ``<unit meter>`` (m per file unit; 1 when absent,
+    as Assimp and rviz2 read it).
+
+    Raises:
+        ValueError: a unit that is not a positive finite number (``0`` would collapse the mesh,
+            ``-1`` mirror it), naming the file and the value written.
+    """
+    node = doc.xmlnode.getroot().find(".//{*}asset/{*}unit")
+    written = None if node is None else node.get("meter")
+    if written is None:
+        return 1.0
+    try:
+        unit = float(written)
+    except ValueError:
+        unit = math.nan
+    if not (math.isfinite(unit) and unit > 0):
+        raise ValueError(f"Collada file {str(path)!r}: <unit meter={written!r}> is not a positive length "
+                         "in metres")
+    return unit
+
+
 def read_collada_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.ndarray]:
     """Vertices and triangles of a Collada (``.dae``) file, placed as rviz2 shows it.
 
@@ -199,7 +222,7 @@ def read_collada_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np
             doc = collada.Collada(str(path), ignore=[collada.common.DaeUnsupportedError])
         except Exception as exc:  # noqa: BLE001 - pycollada and its XML parser raise many types
             raise ValueError(f"cannot read Collada file {str(path)!r}: {type(exc).__name__}: {exc}") from None
-        unit = float(doc.assetInfo.unitmeter or 1.0)
+        unit = _collada_unit(doc, path)
         verts: List[np.ndarray] = []
         faces: List[np.ndarray] = []
         n = 0

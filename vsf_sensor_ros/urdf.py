@@ -124,8 +124,11 @@ def _expand_xacro(text: str, path: Optional[Path]) -> str:
         xacro.init_stacks(None if path is None else str(path.resolve()))
         doc = xacro.parse(text)
         xacro.process_doc(doc)
-    except (xacro.XacroException, ExpatError, OSError) as exc:
-        raise UrdfError(f"{name} is a xacro document, not a URDF, and expanding it here failed: {exc}; "
+    except (xacro.XacroException, ExpatError, OSError, RecursionError) as exc:
+        # $(find pkg) fails without a ROS install before xacro names the package: name it here
+        needs = sorted(set(re.findall(r"\$\(find\s+([^)\s]+)\)", text)))
+        why = f"{exc}" + (f" (it needs the packages {', '.join(needs)})" if needs else "")
+        raise UrdfError(f"{name} is a xacro document, not a URDF, and expanding it here failed: {why}; "
                         f"expand it where its packages are installed ({command}) and give that "
                         f"file", "xacro_failed", name, str(exc)) from None
     return doc.toxml()
