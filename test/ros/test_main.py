@@ -101,3 +101,16 @@ def test_spinning_process_exits_cleanly_within_2_s_of_sigint(kind, sig, ros_doma
     assert proc.returncode == 0, out
     assert "stopped" in out
     assert elapsed < 2.0
+
+
+def test_a_shutdown_while_the_node_is_built_ends_with_0(ros_domain_id):
+    """rclpy's SIGINT / SIGTERM handler shuts the context down; an endpoint made after that fails
+    (RCLError, InvalidHandle or NotInitialized by timing): a normal end, exit 0, no traceback."""
+    code = ("import sys, rclpy\nfrom rclpy.node import Node\nfrom vsf_sensor_ros.ros.main import run_node\n"
+            "def make():\n    rclpy.try_shutdown()\n    return Node('late')\n"
+            "sys.exit(run_node('late', make, []))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    bug = code.replace("    rclpy.try_shutdown()\n", "    raise RuntimeError('a bug')\n")
+    r = subprocess.run([sys.executable, "-c", bug], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1     # while the context is up an exception is a failure, as before

@@ -326,6 +326,12 @@ def run_node(name: str, make_node: Callable[[], Node], args: Optional[List[str]]
     except (KeyboardInterrupt, ExternalShutdownException):
         rclpy.try_shutdown()
         return 0
+    except Exception:
+        if rclpy.ok():
+            raise
+        # a signal shut the context down while the node was being built (rclpy's handler): the
+        # endpoint being made failed (RCLError, InvalidHandle, NotInitialized); not a failure
+        return 0
     code = 0
     try:
         spin(node)
