@@ -1,50 +1,10 @@
 """Tare, gain and the calibration file's format: what the rig calibrates from its paired samples.
 
-Tare
-----
-Every measured vector paired with the prediction of the same stamp is kept
-(:class:`~.sensors.PairedSample`: the measured vector in SI and the step's ``SimState``).  A tare
-(:func:`tare`) uses the **most recent run of consecutive contact-free pairs** (``not
-sensor.in_contact(state)`` for the paired ``SimState``: nothing touches what the sensor senses --
-its body, or its Klampt patch / Isaac radius, so a load sensor on a box resting on a table is
-contact-free while nothing presses its top), its last ``N`` samples (``N`` = ``tare_samples``),
-oldest first.  "Most recent" because a tare is asked for *now*: an operator lifts the gripper
-off the object and tares, and readings from before a contact may belong to another temperature
-or membrane inflation.  Fewer than ``N`` samples in that run are used as they are, and the
-answer says how many.  The offset is :class:`~vsf_sensor_ros.sensor.TareCalibrator`'s: mean
-measured minus mean raw prediction over the samples (:func:`tare_sensor`).
-
-Gain
-----
-A tare removes a constant offset; a real sensor can also show a different *change* under load
-than the model predicts (a Punyo bubble's membrane carries part of the load: the pressure rise
-is smaller than ``F·n / A_base``).  :class:`~vsf_sensor_ros.sensor.GainCalibrator` fits that gain
-by least squares through the origin, on top of the tare offset, from the paired samples with
-contact (:meth:`~.sensors.RigSensor.keep_pair` keeps them in a second bounded buffer, so a long
-contact-free stretch after a poke does not push them out).  :func:`calibrate_gain` uses every
-buffered contact sample whose measured vector is complete, at least :data:`MIN_SAMPLES` of them
-and a relative standard error of the gain of at most :data:`MAX_RELATIVE_ERROR`; on a refusal
-nothing changes.
-
-Automatic tare and pressure watch
---------------------------------
-:class:`ContactFreeLoop`, fed every pair as it comes: re-tares a sensor while the simulator sees no
-contact and its reading is steady (:class:`~vsf_sensor_ros.sensor.auto_tare.AutoTare`, bounded per
-step, refusals named), applied as the manual tare's calibration; and watches a Punyo bubble's
-contact-free pressure trend (:class:`~vsf_sensor_ros.sensor.pressure_watch.PressureWatch`: leak,
-low gauge pressure).
-
-File format
------------
-YAML, SI units (:func:`file_text`, :func:`parse_file`)::
-
-    # vsf_sensor_ros sensor_node calibration (SI units); loaded at start
-    sensors:
-      <s>: {type: <sensor type>, attachment: <body>, samples: <n used by the tare>,
-            calibration: {tare: [...], tare_sim_avg: [...], gain: [...] (when fitted)}}
-
-The first line, :data:`HEADER`, marks a file this package wrote; any file with that layout
-loads (a hand-written one too).
+No ROS here: the node (:mod:`vsf_sensor_ros.ros.calibration`) forwards its services to
+:func:`tare`, :func:`calibrate_gain` and :func:`file_text` / :func:`parse_file`, and every pair
+to :class:`ContactFreeLoop` (automatic tare, Punyo drift and leak watch).  Which samples each
+uses, the refusals and the file layout: docs/interface.md ("Services", "Automatic tare, drift
+and leak watch").
 """
 from __future__ import annotations
 

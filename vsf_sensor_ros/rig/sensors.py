@@ -36,7 +36,8 @@ class PairedSample:
         stamp_ns: stamp of the contacts message (ns).
         measured: ``(#meas,)`` float64 measured vector in SI (NaN = not carried by the message).
         state: the ``SimState`` the prediction came from.
-        contact_free: ``not sensor.in_contact(state)`` (see the module docstring).
+        contact_free: ``not sensor.in_contact(state)``: nothing touches what the sensor senses
+            (docs/interface.md, "Services").
     """
 
     stamp_ns: int

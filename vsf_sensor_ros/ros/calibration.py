@@ -1,29 +1,10 @@
 """Tare, tare-all, gain and save: the node's measured streams and what it calibrates from them.
 
-:class:`Measurements` holds what the node does with a ``<s>/measured`` message
-and with the calibration services, on the node's own handles and live settings
-(the node creates every subscription and service and forwards their callbacks
-here):
-
-* a measured message is decoded (unit x ``measured_scale`` = SI), stamped (its
-  header stamp, or for a header-less type its receive time on the node's clock
-  plus ``measured_delay``), checked for a plausible pressure (warned once) and
-  paired with the prediction of the same instant (:mod:`.pairing`); a
-  measurement stamp that goes back (the source restarted) clears the measured
-  buffers and tare pairs; a stamp of 0 (a driver that never sets it; a receive time
-  while the node clock reads 0 under ``use_sim_time``) pairs with nothing: the message is
-  rejected, counted per topic and logged (throttled) with a hint;
-* a pair publishes ``<s>/residual`` (measured - predicted, stamped with the
-  contacts stamp) and ``<s>/measured_si`` (the measured vector in SI, same stamp),
-  is kept for tares and gain fits, and triggers ``tare_on_start`` once per sensor;
-* ``<s>/tare``, ``tare`` (every sensor with a measured stream, all or nothing),
-  ``<s>/calibrate_gain`` (below) and ``save_calibration``
-  (:mod:`.calibration_file`).
-
-The arithmetic of tares and gain fits, which samples they use and the file format are the
-rig's (:mod:`vsf_sensor_ros.rig.calibration`); this module decodes, stamps and hands measured
-messages to the rig, publishes what a pair gives, and answers the services.  ``<s>/calibrate_gain``
-exists only for sensors :class:`~vsf_sensor_ros.sensor.GainCalibrator` is compatible with.
+:class:`Measurements` decodes and stamps ``<s>/measured`` messages, hands them to the rig for
+pairing, publishes what a pair gives (``<s>/residual``, ``<s>/measured_si``) and answers the
+calibration services; the node owns the subscriptions and services and forwards their callbacks.
+The arithmetic and the file format are the rig's (:mod:`vsf_sensor_ros.rig.calibration`).
+Behaviour on the wire: docs/interface.md ("Other inputs", "Services").
 """
 from __future__ import annotations
 

@@ -1,51 +1,9 @@
 """Counters and ``/diagnostics`` reports of the sensor node.
 
-The node keeps one :class:`InputStats` (messages rejected per reason, stamp
-jumps) and one :class:`SensorStats` per sensor (output rate, processing
-latency, measured messages rejected per reason, calibration state).
-:func:`build_diagnostics` turns them into a ``diagnostic_msgs/DiagnosticArray``
-with one ``DiagnosticStatus`` named ``<node>: inputs`` and one named
-``<node>: <sensor>`` per sensor, where ``<node>`` is the node's fully
-qualified name (``/left/sensor_node: punyo_pressure``), also its
-``hardware_id``: the ``diagnostic_updater`` form ``<node name>: <task>``, with
-the namespace kept so that two nodes of one name in different namespaces never
-report under the same status name.  Keys are stable (tests and dashboards
-read them):
-
-* inputs: ``contacts_received``, ``contacts_processed``, ``joint_states_received``,
-  ``poses_received`` (free-body poses, every body), ``rejected.<reason>`` (one key per reason
-  seen, e.g. ``rejected.non_finite``),
-  ``rejected_total``, ``stamp_jumps_backwards``, ``last_stamp_jump``,
-  ``joint_states.unknown_names`` (how many distinct JointState names matched no URDF joint),
-  ``joint_states.unknown_names_list`` (``name=messages, ...``), ``joint_states.missing``
-  (joints moving a sensor body never received after 50 joint states, or ``none``),
-  ``joint_states.stamp_jumps_backwards`` (joint states stamped earlier than the newest of
-  the same source, i.e. the same joint names: that driver restarted),
-  ``joint_states.last_stamp_jump`` (``<old> -> <new> s (<joints>)``, or ``none``); with
-  event-driven contacts (:mod:`.contact_free`) ``contact_free.steps`` (steps made without a
-  contacts message) and ``contact_free.late_contacts`` (contacts messages stamped before such a
-  step: WARN); ``zero_stamps.<contacts topic>`` (once any came: contacts messages stamped 0,
-  predicted and published but paired with no measured message; WARN while they come).
-* sensor: ``type``, ``attachment``, ``rate_hz``, ``latency_ms_mean``,
-  ``latency_ms_max`` (receipt of the contacts message -> last publish, wall
-  clock, over the last report period), ``published``, ``measured_received``,
-  ``residuals_published``, ``measured_stamp_jumps_backwards``, ``pairing`` (``ok``, or a
-  sentence when measured and contacts stamps are seconds apart, e.g. ``measured stamps are
-  1.7e+09 s ahead of contacts stamps: different clocks?``: two clocks, no pair possible; or
-  when measurements come older than every prediction kept for pairing, or predictions older
-  than every measurement kept: raise ``alignment_buffer_size``; :meth:`.StampPairer.offset_hint`),
-  ``rejected.<reason>``, ``zero_stamps.<measured topic>`` (once any came: measured messages
-  stamped 0, or header-less ones received while the node clock read 0, rejected; WARN, with the
-  hint), ``calibration``, ``contact``, ``reading``; with ``<s>.auto_tare``
-  ``auto_tare.applied``, ``auto_tare.refused``, ``auto_tare.offset`` (the model's offset now),
-  ``auto_tare.last_refused`` (the latest refusal, naming the step and ``max_step``, until a tare is
-  applied again: WARN; or ``none``); for a Punyo pressure sensor ``pressure.trend_pa_per_min``
-  (the contact-free pressure's trend, ``none`` until 20 s of it) and ``pressure.gauge_pa``
-  (``none`` without ``<s>.ambient_pressure``), WARN on a leak or a low gauge pressure
-  (:class:`~vsf_sensor_ros.rig.calibration.ContactFreeLoop`).
-
-The node completes each report with :class:`~.health.NodeHealth` (configuration problems, the
-health of each sensor's inputs, a frequency status per input topic).
+:class:`InputStats` (inputs) and :class:`SensorStats` (one per sensor) count what happened;
+:func:`build_diagnostics` turns them into one ``<node>: inputs`` status and one ``<node>: <s>``
+status per sensor, ``<node>`` the fully qualified name so that two namespaced nodes never share a
+status.  Keys are stable (tests and dashboards read them): docs/interface.md, "Diagnostics".
 """
 from __future__ import annotations
 

@@ -1,82 +1,9 @@
-# A little over the size guide on purpose: SensorNode owns every subscription, timer, service and
-# parameter callback of the node (the ROS 2 examples' node pattern); each of them delegates to the
-# module of its concern (kinematics, sensor_handle, calibration, health, parameters, messages).
 """``sensor_node``: predicted tactile readings and their force Jacobians, live over ROS 2.
 
-A thin adapter: decode -> ``SimState`` -> sensor models -> encode.
-
-Inputs (QoS: ``qos.inputs.*``, default the sensor-data profile, best effort,
-which accepts reliable and best-effort publishers):
-
-* ``contacts`` (``sensor_msgs/PointCloud2``, one per simulator step, see
-  :mod:`vsf_sensor_ros.ros.messages.contacts`; with ``contacts_type:
-  ros_gz_interfaces/msg/Contacts`` gz-sim's contacts, :mod:`.messages.gz_contacts`);
-* ``joint_states`` (``sensor_msgs/JointState``, matched by URDF joint name after
-  ``joint_name_map`` (:mod:`.kinematics`); partial, reordered and extra names are fine,
-  unknown names are counted and warned about once);
-* ``<b>/pose`` (``geometry_msgs/PoseStamped``, in ``world_frame``) for every free
-  body of the world (an extra body's ``<b>.pose_topic`` renames it);
-* ``<s>/measured`` per sensor (topic ``<s>.measured_topic`` when set, type
-  ``<s>.measured_type``, unit x ``<s>.measured_scale`` = SI).  A header-less type
-  (``std_msgs/Float32``, ``Float64``) is stamped with its receive time on the node's clock
-  plus ``<s>.measured_delay`` (how much later the contacts of the same instant arrive, e.g.
-  behind a ``wrench_contact_node`` with a ``time_shift``) and pairs with the receive times of
-  the contacts messages; other types pair by header stamps.  The pairing tolerance is
-  ``max_stamp_difference``, or when 0 half the longer observed period of the two streams
-  (:mod:`.pairing`).  A measured message stamped 0 (or header-less, received while the node
-  clock reads 0) pairs with nothing: rejected, counted per topic (``zero_stamps.<topic>``).
-
-Outputs (QoS: ``qos.outputs.*``, default reliable, depth 10), all stamped
-with the stamp of the contacts message they derive from:
-
-* ``<s>/predicted``, ``<s>/residual`` (see :mod:`vsf_sensor_ros.ros.messages.readings`),
-* ``<s>/jacobian`` (``publish_jacobian``), ``<s>/markers`` (``publish_markers``,
-  at most ``markers_max_rate``), ``/diagnostics``.
-
-Services (``std_srvs/Trigger``): ``<s>/tare``, ``tare`` (every sensor with a measured stream,
-all or nothing; the others are listed as skipped), ``<s>/calibrate_gain`` (sensors with a
-gain, :mod:`.calibration`), ``save_calibration`` (writes only the
-calibration file fixed at start, see :mod:`vsf_sensor_ros.ros.calibration_file`).
-
-Per contacts message: one ``SimState`` (body transforms from the latest
-joint state and free-body poses, contacts from the cloud with a pair
-reported in one order implying the other, see ``messages.contacts.with_implied_pairs``), then every
-sensor's prediction (and Jacobian) is computed, and only when all succeed
-is anything published -- a bad message is rejected whole, for every sensor,
-counted by reason on ``/diagnostics`` and logged at most once a second per
-reason.  A stamp earlier than the previous one (simulator reset) clears the
-pairing buffers and stateful sensors, is counted as a stamp jump, and the
-message is processed normally.  A contacts message stamped 0 is predicted and published
-but paired with no measured message (nor taken for a reset); counted and logged.
-
-Event-driven contacts (gz ``Contacts``, or ``contacts_event_driven``) send nothing while nothing
-touches: the node then also steps with an empty contact set, on the joint states' stamps, once
-``contact_free_period`` of them passed without a contacts message (:mod:`.contact_free`).
-
-``contacts`` (``PointCloud2``) and ``joint_states`` are read from their serialised bytes and
-the predicted, residual and Jacobian messages are published as serialised bytes
-(:mod:`.messages.wire`; a gz ``Contacts`` input is read as message objects).  ``main()`` spins
-with the ``executor`` parameter's choice (:mod:`.main`).
-
-Configuration is checked, not trusted (:mod:`.health`): at start, parameter keys the node does
-not know (top level, a sensor's or a body's section; ``strict_parameters: true`` makes them a
-configuration error), ``--params-file`` files with no entry for the node's fully qualified name
-and an empty sensor list are WARN lines naming the key (and the closest known one), the file or
-the missing sensors; unknown keys of a live request are named too, and a start-up error names
-the unknown keys of the sections its stage read (top level; bodies; the failing sensors).
-The sensor set, each sensor's type, attachment, model settings and measured topic / type, and
-the bodies are fixed at start (read-only: restart the node to change them, as nav2 and
-ros2_control do); node-wide scalars and a sensor's measured_scale, measured_delay,
-jacobian_decimation and publish_* flags change live, every value of a request checked before
-any is applied.  ``/diagnostics`` is OK for a sensor only while its predictions flow: an input
-it needs silent for ``input_timeout`` s (named,
-with the other message type its topic carries if so: :mod:`.input_types`; the inputs status
-then WARNs too), a measured unit that looks wrong or joints never received make it WARN,
-failing predictions ERROR; each input topic has a frequency status.
-
-This module is the wiring (it owns every publisher, subscription, service and timer), the
-contacts path and the callbacks, which hand measured messages, joint states, poses and the
-calibration services to the module of each concept.
+A thin adapter (contacts, joint states, poses, measured streams -> ``SimState`` -> sensor models ->
+messages): this module owns every publisher, subscription, service and timer and hands each
+concern to its module.  Topics, stamps, diagnostics and services: docs/interface.md; running,
+configuration checks and bad input: docs/node.md.
 """
 from __future__ import annotations
 
@@ -158,7 +85,7 @@ def node_value_problems(p: Dict[str, Any]) -> List[ConfigError]:
 
 
 class SensorNode(Node):
-    """The ROS 2 sensor-model node (see the module docstring for its interface).
+    """The ROS 2 sensor-model node (its interface: docs/interface.md).
 
     Raises:
         ConfigError: at construction, for any configuration problem; the
@@ -541,7 +468,7 @@ class SensorNode(Node):
             raise StepRejected(exc.reason, str(exc)) from exc
 
     def _process_contacts(self, msg: PointCloud2, t_recv: float, contact_free: bool = False) -> None:
-        """Decode, predict every sensor, check, then publish (see the module docstring);
+        """Decode, predict every sensor, check, then publish (docs/node.md, "Bad input");
         ``contact_free``: a step without a contacts message (:mod:`.contact_free`)."""
         stamp = msg.header.stamp
         stamp_ns = stamp_to_ns(stamp)
