@@ -5,14 +5,21 @@ an input a sensor needs is silent.  Keys and levels: docs/interface.md, diagnost
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.node import Node
+
+from ._rclpy_compat import parameter_override, parameter_override_names
+from .kinds import codec_of_type
+from .main import EXECUTOR_KINDS
+from .messages.readings import MEASURED_TYPES
 
 from .input_health import (ERROR, OK, WARN, SensorInputs, StreamClock, missing_input_hint, sensor_health,
                            silent_streams)
 from .parameter_check import UnknownKey, unknown_keys, unmatched_params_files
-from .parameter_table import BODY_KEYS, NODE_SPECS, sensor_specs
+from .parameter_table import BODY_KEYS, NODE_SPECS, SENSOR_SETTINGS, ConfigError, sensor_specs
+from .sensor_handle import qos_reliability
 from .topic_types import type_name   # re-exported: the node names its input types with it
 
 # Reasons of a rejected contacts message that mean the models failed (not the input)
@@ -62,6 +69,111 @@ def startup_problems(names: Iterable[str], sensors: Mapping[str, str], bodies: I
         lines.append("no sensors configured (parameter 'sensors' is empty): the node publishes no "
                      "predictions")
     return unknown, lines
+
+
+# -- start-up configuration checks of the sensor node ----------------------------------------
+def node_value_problems(p: Dict[str, Any]) -> List[ConfigError]:
+    """The node-wide values rclpy accepts but the node cannot use (``p``: the declared values).
+
+    Each a :class:`ConfigError` naming the value: an empty ``world_frame`` (every contacts cloud
+    and pose carries a frame: an empty one would reject them all), a ``frame_prefix`` with
+    white space, a QoS reliability other than ``reliable`` / ``best_effort``, an unknown
+    ``executor``.
+    """
+    out: List[ConfigError] = []
+    if not p["world_frame"].strip():
+        out.append(ConfigError("world_frame", p["world_frame"], "must name the frame of contacts and "
+                                                                "free-body poses (e.g. 'world')"))
+    if any(ch.isspace() for ch in str(p["frame_prefix"])):
+        out.append(ConfigError("frame_prefix", str(p["frame_prefix"]), "must not contain white space"))
+    for side in ("inputs", "outputs"):
+        try:
+            qos_reliability(f"qos.{side}.reliability", p[f"qos.{side}.reliability"])
+        except ConfigError as exc:
+            out.append(exc)
+    if p["executor"] not in EXECUTOR_KINDS:
+        out.append(ConfigError("executor", p["executor"], f"must be one of {', '.join(EXECUTOR_KINDS)}"))
+    return out
+
+
+def misspelt_keys(node: Node, failed: Iterable[str], bodies: Optional[Iterable[str]]) -> List[ConfigError]:
+    """The unknown keys of ``node``'s sections ``failed`` at start (sensor or body names; ``''``:
+    the top level), with the closest known key: a misspelt ``attachement`` explains a missing
+    ``attachment`` (the warning naming it comes only after a successful start).  ``bodies``:
+    the configured extra bodies."""
+    failed = set(failed)
+    bodies = list(bodies or [])
+    types = {}
+    for name in failed - {""} - set(bodies):
+        kind = node.get_parameter(f"{name}.type").value if node.has_parameter(f"{name}.type") else None
+        types[name] = kind
+    known = known_keys({n: t for n, t in types.items() if t in SENSOR_SETTINGS}, bodies)
+    # an unknown type has no keys of its own: a key of any type is no misspelling
+    any_key = {s.key for kind in SENSOR_SETTINGS for s in sensor_specs(kind)}
+    for name, kind in types.items():
+        if kind not in SENSOR_SETTINGS:
+            known["sensors"][name] = any_key
+    node_sections = {k.partition(".")[0] for k in known["node_keys"] if "." in k}
+    out = []
+    for u in unknown_keys(parameter_override_names(node), **known):
+        prefix, dot, _ = u.name.partition(".")
+        # top level: undotted names and node-wide sections (qos.*), not other sections' keys
+        top = u.where == "node" and (not dot or prefix in node_sections)
+        if (top and "" in failed) or (u.where != "node" and prefix in failed):
+            override = parameter_override(node, u.name)
+            hint = f"; did you mean '{u.suggestion}'?" if u.suggestion else ""
+            out.append(ConfigError(u.name, None if override is None else override.value,
+                                   f"unknown parameter ({u.where}){hint}"))
+    return out
+
+
+def configuration_warnings(node: Node, sensors: Mapping[str, str], bodies: Iterable[str],
+                           command_line: Sequence[str], strict: bool) -> List[str]:
+    """Unknown keys, unmatched parameter files, no sensors of a started ``node``: its WARN lines
+    (``sensors``: name -> type; the caller logs them and puts them on ``/diagnostics``).
+
+    Raises:
+        ConfigError: with ``strict`` (``strict_parameters``), naming the first unknown key.
+    """
+    unknown, lines = startup_problems(parameter_override_names(node), sensors, list(bodies), command_line,
+                                      node.get_fully_qualified_name())
+    if strict and unknown:
+        first = unknown[0]
+        override = parameter_override(node, first.name)
+        raise ConfigError(first.name, None if override is None else override.value,
+                          f"{first.message()} (strict_parameters: true; {len(unknown)} unknown keys in all)")
+    return list(lines)
+
+
+def own_topics(node: Node, contacts_type: str, pose_topics: Mapping[str, str],
+               configs: Iterable[Any]) -> Dict[str, Tuple[str, str, bool]]:
+    """``{resolved topic: (what it is, message type, an input)}`` of ``node``'s own endpoints
+    (contacts of ``contacts_type``, joint states, the bodies' ``pose_topics``) and of the outputs
+    and measured topics of the sensors ``configs`` (:class:`.parameters.SensorParameters`; for
+    :func:`.parameters.check_measured_topic`)."""
+    configs = list(configs)
+    inputs = {"contacts": ("contacts input", str(contacts_type)),
+              "joint_states": ("joint states input", JOINT_STATE)}
+    inputs.update({t: (f"pose input of body {b}", POSE_STAMPED) for b, t in pose_topics.items()})
+    own: Dict[str, Tuple[str, str, bool]] = {
+        node.resolve_topic_name(t): (what, kind, True) for t, (what, kind) in inputs.items()}
+    # (/rosout and /parameter_events exist from the node's creation: the graph lists them)
+    outputs = {"/diagnostics": "diagnostic_msgs/msg/DiagnosticArray", "/tf": "tf2_msgs/msg/TFMessage",
+               "/tf_static": "tf2_msgs/msg/TFMessage"}
+    for cfg in configs:
+        reading = type_name(codec_of_type(cfg.type).message)
+        outputs.update({f"{cfg.name}/{o}": reading for o in ("predicted", "residual", "measured_si")})
+        outputs.update({f"{cfg.name}/jacobian": "sensor_msgs/msg/PointCloud2",
+                        f"{cfg.name}/markers": "visualization_msgs/msg/MarkerArray"})
+    own.update({node.resolve_topic_name(t): (f"output {t}", kind, False) for t, kind in outputs.items()})
+    for cfg in configs:   # two sensors may share a measured stream, of one type
+        try:
+            topic = node.resolve_topic_name(cfg.measured_topic())
+            kind = type_name(MEASURED_TYPES[cfg.measured_type()])
+        except Exception:   # an invalid name or type: its own check names it
+            continue
+        own.setdefault(topic, (f"measured input of sensor {cfg.name}", kind, False))
+    return own
 
 
 class NodeHealth:
@@ -234,4 +346,5 @@ def _level(value: Any) -> int:
 
 
 __all__ = ["ERROR", "JOINT_STATE", "NodeHealth", "OK", "POINTCLOUD2", "POSE_STAMPED",
-           "PREDICTION_FAILURES", "WARN", "known_keys", "startup_problems", "type_name"]
+           "PREDICTION_FAILURES", "WARN", "configuration_warnings", "known_keys", "misspelt_keys",
+           "node_value_problems", "own_topics", "startup_problems", "type_name"]

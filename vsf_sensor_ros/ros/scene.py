@@ -15,6 +15,7 @@ import numpy as np
 from ..sensor.base_sensor import BaseSensor
 from ..sensor.errors import SettingError
 from .messages import readings as enc
+from .messages.gz_contacts import GZ_CONTACTS_TYPE, ContactBodyMap
 from .kinds import kind_of, sensor_layout
 from .frames import sensor_frame_name, sensor_frame_transform
 from .parameter_table import ConfigError
@@ -220,6 +221,31 @@ def check_contact_body_names(names: Sequence[str], world: Any) -> list:
     return [n for n in names if n not in world.body_names]
 
 
+def gz_contacts_input(contacts_type: str, body_map: Sequence[str]) -> Optional[Tuple[type, Any]]:
+    """``contacts_type``: None for the contacts cloud, else gz ``Contacts`` and the parsed
+    ``contact_body_map`` entries ``body_map`` (a :class:`.messages.gz_contacts.ContactBodyMap`).
+
+    Raises:
+        ConfigError: an unknown type, ``ros_gz_interfaces`` not importable, or a
+            malformed ``contact_body_map`` entry.
+    """
+    if contacts_type == "sensor_msgs/msg/PointCloud2":
+        return None
+    if contacts_type != GZ_CONTACTS_TYPE:
+        raise ConfigError("contacts_type", contacts_type,
+                          f"must be sensor_msgs/msg/PointCloud2 or {GZ_CONTACTS_TYPE}")
+    try:
+        from ros_gz_interfaces.msg import Contacts
+    except ImportError:
+        raise ConfigError("contacts_type", contacts_type,
+                          "ros_gz_interfaces is not importable (a ROS install has it; on the pip "
+                          "path make venv builds it)") from None
+    try:
+        return Contacts, ContactBodyMap.parse(body_map)
+    except ValueError as exc:
+        raise ConfigError("contact_body_map", list(body_map), str(exc)) from None
+
+
 class SensorFactory:
     """Builds attached sensor models and their message layouts from a :class:`SensorParameters`.
 
@@ -304,4 +330,4 @@ class SensorFactory:
 
 
 __all__ = ["SensorFactory", "attach_body", "build_scene", "build_world", "check_contact_body_names",
-           "effective_assets_dir", "resolve_path", "transform_from_params"]
+           "effective_assets_dir", "gz_contacts_input", "resolve_path", "transform_from_params"]

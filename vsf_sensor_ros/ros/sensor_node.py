@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
@@ -33,55 +33,28 @@ from . import calibration_file as cal_store
 from . import main as node_main
 from .messages import readings as enc
 from .messages import wire
-from ._rclpy_compat import add_parameter_callbacks, parameter_override, parameter_override_names
+from ._rclpy_compat import add_parameter_callbacks
 from .messages.contacts import ContactsDecodeError, contacts_to_pointcloud2, pointcloud2_to_contacts
 from .diagnostics import InputStats, build_diagnostics
-from .health import (JOINT_STATE, POSE_STAMPED, NodeHealth, known_keys, startup_problems,
-                     type_name)
+from .health import (JOINT_STATE, POSE_STAMPED, NodeHealth, configuration_warnings, known_keys,
+                     misspelt_keys, node_value_problems, own_topics, type_name)
 from .input_health import SensorInputs, StreamClock
 from .input_types import WrongTypeWatch
 from .parameter_check import unknown_keys
 from .frames import FramePublisher
 from .kinematics import KinematicInputs, parse_joint_name_map
-from .messages.gz_contacts import (GZ_CONTACTS_TYPE, ContactBodyMap, gz_contacts_to_contacts,
-                                   note_unknown_bodies)
+from .messages.gz_contacts import gz_contacts_to_contacts, note_unknown_bodies
 from .scene import (SensorFactory, build_scene, check_contact_body_names, effective_assets_dir,
-                    resolve_path)
+                    gz_contacts_input, resolve_path)
 from .parameters import (LiveSettings, NodeParameters, SensorParameters, check_measured_topic,
                          wrong_type_errors)
 from .calibration import Measurements
-from .kinds import codec_of_type
-from .parameter_table import SENSOR_SETTINGS, ConfigError, raise_all, sensor_specs
-from .sensor_handle import EndpointQoS, SensorEndpoints, SensorHandle, qos_reliability
+from .parameter_table import ConfigError, raise_all
+from .sensor_handle import EndpointQoS, SensorEndpoints, SensorHandle
 from .messages.stamps import ns_to_stamp, stamp_to_ns
 
 DTYPE = torch.float64
 DEVICE = torch.device("cpu")
-
-
-def node_value_problems(p: Dict[str, Any]) -> List[ConfigError]:
-    """The node-wide values rclpy accepts but the node cannot use (``p``: the declared values).
-
-    Each a :class:`ConfigError` naming the value: an empty ``world_frame`` (every contacts cloud
-    and pose carries a frame: an empty one would reject them all), a ``frame_prefix`` with
-    white space, a QoS reliability other than ``reliable`` / ``best_effort``, an unknown
-    ``executor``.
-    """
-    out: List[ConfigError] = []
-    if not p["world_frame"].strip():
-        out.append(ConfigError("world_frame", p["world_frame"], "must name the frame of contacts and "
-                                                                "free-body poses (e.g. 'world')"))
-    if any(ch.isspace() for ch in str(p["frame_prefix"])):
-        out.append(ConfigError("frame_prefix", str(p["frame_prefix"]), "must not contain white space"))
-    for side in ("inputs", "outputs"):
-        try:
-            qos_reliability(f"qos.{side}.reliability", p[f"qos.{side}.reliability"])
-        except ConfigError as exc:
-            out.append(exc)
-    if p["executor"] not in node_main.EXECUTOR_KINDS:
-        out.append(ConfigError("executor", p["executor"],
-                               f"must be one of {', '.join(node_main.EXECUTOR_KINDS)}"))
-    return out
 
 
 class SensorNode(Node):
@@ -128,7 +101,7 @@ class SensorNode(Node):
         p, problems = self.params.declare_node()
         problems += node_value_problems(p)
         # a misspelt top-level key may be why a value kept its default: name it with the problems
-        raise_all(problems + (self._misspelt_keys({""}, p["bodies"]) if problems else []))
+        raise_all(problems + (misspelt_keys(self, {""}, p["bodies"]) if problems else []))
         self._world_frame = p["world_frame"]
         # robot_state_publisher's rule: the prefix goes on every frame on the wire; the model keeps
         # the bare names (inputs are checked against the bare world_frame)
@@ -140,8 +113,8 @@ class SensorNode(Node):
         except ConfigError as exc:
             # 'box.transform_kye' leaves transform_key at its default: the error is the file's,
             # the cause the misspelt key, named with it
-            raise_all(getattr(exc, "errors", [exc]) + self._misspelt_keys({""} | set(p["bodies"] or []),
-                                                                          p["bodies"]))
+            raise_all(getattr(exc, "errors", [exc]) + misspelt_keys(self, {""} | set(p["bodies"] or []),
+                                                                    p["bodies"]))
         self._factory = SensorFactory(self.world, body_meshes, self._frame_prefix)
         self.rig = Rig(self.world, DTYPE, DEVICE)
         self._handles = self.rig.sensors   # the node's sensors are the rig's
@@ -157,7 +130,7 @@ class SensorNode(Node):
                 f"contact_body_names {unknown} are not bodies of the world; contacts with them are "
                 f"decoded but touch no sensor (bodies: {', '.join(self.world.body_names)})")
         self._contact_body_names = names
-        self._gz_contacts = self._gz_contacts_input(p)
+        self._gz_contacts = gz_contacts_input(p["contacts_type"], p["contact_body_map"] or [])
         # a misspelt contact_body_map target sends a sensor's contacts to a body no sensor reads
         self._startup_warnings: List[str] = ([] if self._gz_contacts is None else
                                              self._gz_contacts[1].unknown_targets(self.world.body_names))
@@ -191,7 +164,8 @@ class SensorNode(Node):
                 cfgs[name] = self.params.declare_sensor(name)
             except ConfigError as exc:
                 problems[name] = exc
-        own = self._own_topics(cfgs.values())   # the endpoints made below too, not yet on the graph
+        # the endpoints made below too, not yet on the graph
+        own = own_topics(self, p["contacts_type"], self._pose_topics, cfgs.values())
         for name, cfg in cfgs.items():
             try:
                 check_measured_topic(self, cfg, own)   # a topic of another type: a ConfigError
@@ -208,7 +182,8 @@ class SensorNode(Node):
                 else:
                     restored.append(restored_text(h))
         if problems:
-            raise_all([problems[n] for n in sensors if n in problems] + self._misspelt_keys(problems))
+            raise_all([problems[n] for n in sensors if n in problems]
+                      + misspelt_keys(self, problems, self.params.values.get("bodies")))
         if self.calibration.path is not None and self.calibration.path.is_file():
             self.get_logger().info(f"calibration file {self.calibration.path} loaded: "
                                    + (f"restored {', '.join(restored)}" if restored
@@ -241,35 +216,15 @@ class SensorNode(Node):
         self._has_post_set = add_parameter_callbacks(self, self._coerce_request, self._validate, self._apply)
         self._frames.refresh(h.layout for h in self._handles.values())
         self._refresh_dense_counts()   # now that the free bodies on /tf are known
-        self._check_configuration(bool(p["strict_parameters"]))
+        # unknown keys, unmatched parameter files, no sensors: WARN lines (and /diagnostics)
+        lines = configuration_warnings(self, {n: h.config.type for n, h in self._handles.items()},
+                                       p["bodies"] or [], self._command_line, bool(p["strict_parameters"]))
+        for line in lines + self._startup_warnings:
+            self.get_logger().warning(line)
+        self.health.config_problems = lines + self._startup_warnings
         self.get_logger().info(
             f"sensor_node ready: {len(self._handles)} sensors ({', '.join(self._handles) or 'none'}), "
             f"{len(self.world.body_names)} bodies, contact bodies {self._contact_body_names}")
-
-    @staticmethod
-    def _gz_contacts_input(p: Dict[str, Any]) -> Optional[Tuple[type, ContactBodyMap]]:
-        """``contacts_type``: None for the contacts cloud, else gz ``Contacts`` and its body map.
-
-        Raises:
-            ConfigError: an unknown type, ``ros_gz_interfaces`` not importable, or a
-                malformed ``contact_body_map`` entry.
-        """
-        type_name = p["contacts_type"]
-        if type_name == "sensor_msgs/msg/PointCloud2":
-            return None
-        if type_name != GZ_CONTACTS_TYPE:
-            raise ConfigError("contacts_type", type_name,
-                              f"must be sensor_msgs/msg/PointCloud2 or {GZ_CONTACTS_TYPE}")
-        try:
-            from ros_gz_interfaces.msg import Contacts
-        except ImportError:
-            raise ConfigError("contacts_type", type_name,
-                              "ros_gz_interfaces is not importable (a ROS install has it; on the pip "
-                              "path make venv builds it)") from None
-        try:
-            return Contacts, ContactBodyMap.parse(p["contact_body_map"] or [])
-        except ValueError as exc:
-            raise ConfigError("contact_body_map", list(p["contact_body_map"]), str(exc)) from None
 
     def _contact_free_steps(self, p: Dict[str, Any]) -> Optional[ContactFreeSteps]:
         """Steps without a contacts message (:mod:`.contact_free`) for event-driven contacts (gz
@@ -287,87 +242,7 @@ class SensorNode(Node):
             self.timer_contact_free = self.create_timer(period / 4, self._on_contact_free_clock)
         return ContactFreeSteps(round(period * 1e9))
 
-    def _misspelt_keys(self, failed: Iterable[str], bodies: Optional[Iterable[str]] = None
-                       ) -> List[ConfigError]:
-        """The unknown keys of the sections ``failed`` at start (sensor or body names; ``''``: the
-        top level), with the closest known key: a misspelt ``attachement`` explains a missing
-        ``attachment`` (the warning naming it comes only after a successful start).  ``bodies``:
-        the configured extra bodies (default: the declared ``bodies``)."""
-        failed = set(failed)
-        bodies = list((self.params.values.get("bodies") if bodies is None else bodies) or [])
-        types = {}
-        for name in failed - {""} - set(bodies):
-            kind = self.get_parameter(f"{name}.type").value if self.has_parameter(f"{name}.type") else None
-            types[name] = kind
-        known = known_keys({n: t for n, t in types.items() if t in SENSOR_SETTINGS}, bodies)
-        # an unknown type has no keys of its own: a key of any type is no misspelling
-        any_key = {s.key for kind in SENSOR_SETTINGS for s in sensor_specs(kind)}
-        for name, kind in types.items():
-            if kind not in SENSOR_SETTINGS:
-                known["sensors"][name] = any_key
-        node_sections = {k.partition(".")[0] for k in known["node_keys"] if "." in k}
-        out = []
-        for u in unknown_keys(parameter_override_names(self), **known):
-            prefix, dot, _ = u.name.partition(".")
-            # top level: undotted names and node-wide sections (qos.*), not other sections' keys
-            top = u.where == "node" and (not dot or prefix in node_sections)
-            if (top and "" in failed) or (u.where != "node" and prefix in failed):
-                override = parameter_override(self, u.name)
-                hint = f"; did you mean '{u.suggestion}'?" if u.suggestion else ""
-                out.append(ConfigError(u.name, None if override is None else override.value,
-                                       f"unknown parameter ({u.where}){hint}"))
-        return out
-
-    def _check_configuration(self, strict: bool) -> None:
-        """Unknown keys, unmatched parameter files, no sensors: WARN lines (and ``/diagnostics``).
-
-        Raises:
-            ConfigError: with ``strict_parameters``, naming the first unknown key.
-        """
-        unknown, lines = startup_problems(
-            parameter_override_names(self), {n: h.config.type for n, h in self._handles.items()},
-            list(self.params.values.get("bodies") or []), self._command_line,
-            self.get_fully_qualified_name())
-        if strict and unknown:
-            first = unknown[0]
-            override = parameter_override(self, first.name)
-            raise ConfigError(first.name, None if override is None else override.value,
-                              f"{first.message()} (strict_parameters: true; "
-                              f"{len(unknown)} unknown keys in all)")
-        lines = list(lines) + self._startup_warnings
-        for line in lines:
-            self.get_logger().warning(line)
-        self.health.config_problems = lines
-
     # ------------------------------------------------------------------ sensors
-    def _own_topics(self, configs: Iterable[SensorParameters]) -> Dict[str, Tuple[str, str, bool]]:
-        """``{resolved topic: (what it is, message type, an input)}`` of this node's own
-        endpoints and of the outputs and measured topics of the sensors ``configs`` (for
-        :func:`.parameters.check_measured_topic`)."""
-        configs = list(configs)
-        inputs = {"contacts": ("contacts input", str(self.params.values["contacts_type"])),
-                  "joint_states": ("joint states input", JOINT_STATE)}
-        inputs.update({t: (f"pose input of body {b}", POSE_STAMPED) for b, t in self._pose_topics.items()})
-        own: Dict[str, Tuple[str, str, bool]] = {
-            self.resolve_topic_name(t): (what, kind, True) for t, (what, kind) in inputs.items()}
-        # (/rosout and /parameter_events exist from the node's creation: the graph lists them)
-        outputs = {"/diagnostics": "diagnostic_msgs/msg/DiagnosticArray", "/tf": "tf2_msgs/msg/TFMessage",
-                   "/tf_static": "tf2_msgs/msg/TFMessage"}
-        for cfg in configs:
-            reading = type_name(codec_of_type(cfg.type).message)
-            outputs.update({f"{cfg.name}/{o}": reading for o in ("predicted", "residual", "measured_si")})
-            outputs.update({f"{cfg.name}/jacobian": "sensor_msgs/msg/PointCloud2",
-                            f"{cfg.name}/markers": "visualization_msgs/msg/MarkerArray"})
-        own.update({self.resolve_topic_name(t): (f"output {t}", kind, False) for t, kind in outputs.items()})
-        for cfg in configs:   # two sensors may share a measured stream, of one type
-            try:
-                topic = self.resolve_topic_name(cfg.measured_topic())
-                kind = type_name(enc.MEASURED_TYPES[cfg.measured_type()])
-            except Exception:   # an invalid name or type: its own check names it
-                continue
-            own.setdefault(topic, (f"measured input of sensor {cfg.name}", kind, False))
-        return own
-
     def _install(self, cfg: SensorParameters, sensor: BaseSensor, layout: enc.SensorLayout) -> SensorHandle:
         """Create a sensor's handle with its publishers, subscription and tare service."""
         h = SensorHandle(cfg, sensor, layout, int(self.params.values["alignment_buffer_size"]),
