@@ -126,6 +126,8 @@ class MembraneForceNode(Node):
             problems.append(exc)
         except ValueError as exc:
             problems.append(ConfigError("calibration_file", p["calibration_file"], str(exc)))
+        if problems:
+            self.destroy_node()   # nothing half-built stays on the graph (as sensor_node)
         raise_all(problems)
         if self.record.source != "none":
             self.get_logger().info(f"force scale {self.record.scale:.6g} loaded from {self.store.path} "
