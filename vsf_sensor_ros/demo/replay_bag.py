@@ -219,9 +219,11 @@ class BagReplay:
         self.cfg, self.bag, self.tare_stamp_ns, self.speed = cfg, bag, tare_stamp_ns, speed
         self.domain_id = domain_id
         # outputs kept until this process, which also publishes, has taken them (the default 10 can
-        # overflow while it catches up)
-        self.node_proc = ManagedProcess("sensor_node", node_command(cfg) + ["-p", "qos.outputs.depth:=500"],
-                                        demo_child_env(domain_id, None), cfg.out / "logs" / "sensor_node.log")
+        # overflow while it catches up); inputs reliable and deep: a replay loses no message
+        keep = ["qos.outputs.depth:=500", "qos.inputs.reliability:=reliable", "qos.inputs.depth:=500"]
+        command = node_command(cfg) + [a for k in keep for a in ("-p", k)]
+        self.node_proc = ManagedProcess("sensor_node", command, demo_child_env(domain_id, None),
+                                        cfg.out / "logs" / "sensor_node.log")
         self.result = SessionResult({}, {}, TareResult(), 0.0, None, None)
         self.t0 = time.monotonic()
         self.contacts_sent = 0
