@@ -271,8 +271,18 @@ class BagReplay:
 
         from vsf_sensor_ros.demo.recorder import message_class
         self.clients = {n: self.node.create_client(Trigger, f"/{n}") for n in ("tare", "save_calibration")}
-        while not (self.clients["tare"].service_is_ready() and "/contacts" in self._node_inputs()):
+        # every input the bag holds for the node: discovery shows a node's subscriptions one by one
+        needed = {t for t in ("/contacts", "/joint_states", *self.measured.values())
+                  if self.bag.topics.get(t, ("", 0))[1] > 0}
+        while not (self.clients["tare"].service_is_ready() and needed <= set(self._node_inputs())):
             self._spin_for(0.1)
+            self._check("starting", STARTUP_TIMEOUT_S)
+        seen, since = set(self._node_inputs()), time.monotonic()
+        while time.monotonic() - since < 1.0:      # the rest (free bodies' poses): a second unchanged
+            self._spin_for(0.1)
+            now = set(self._node_inputs())
+            if now != seen:
+                seen, since = now, time.monotonic()
             self._check("starting", STARTUP_TIMEOUT_S)
         topics = sorted(t for t in self._node_inputs() if self.bag.topics.get(t, ("", 0))[1] > 0)
         qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
