@@ -124,11 +124,16 @@ def test_release_then_lease_again_returns_the_same_id(tmp_path, ids):
 @pytest.mark.parametrize("call, named", [
     (lambda d: free_domain_id(lock_dir=d, first=1, last=233), "233"),
     (lambda d: free_domain_id(lock_dir=d, first=10, last=3), "10..3"),
-    (lambda d: release_domain_id(42), "42"),
 ])
 def test_bad_range_and_unknown_release_raise_value_error(tmp_path, call, named):
     with pytest.raises(ValueError, match=named):
         call(str(tmp_path))
+
+
+def test_releasing_an_id_not_held_raises_value_error_naming_it():
+    free = min(set(range(233)) - held_domain_ids())      # the session holds an id of its own
+    with pytest.raises(ValueError, match=rf"\b{free}\b"):
+        release_domain_id(free)
 
 
 @pytest.mark.parametrize("rclpy_version, distro, expected", [

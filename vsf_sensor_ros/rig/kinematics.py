@@ -17,6 +17,9 @@ import torch
 # -- transform history -----------------------------------------------------------------------
 # Stamped joint states kept per source to pair each contacts message with its own step's configuration.
 JOINT_HISTORY = 200
+# Contacts messages in a row that found a joint state of exactly their stamp before a contacts message
+# stamped after the newest joint state waits for its own (JointStateWait).
+LOCKSTEP = 2
 # Sources (distinct joint-name sets) kept; beyond it the one silent longest is forgotten.
 MAX_SOURCES = 16
 
@@ -74,6 +77,14 @@ class BodyTransforms:
     def newest_ns(self) -> int:
         """The newest joint-state stamp of any source (ns); 0 before any stamped joint state."""
         return self._newest
+
+    def has_stamp(self, stamp_ns: int) -> bool:
+        """Whether some source sent a joint state stamped exactly ``stamp_ns`` (ns), still kept."""
+        for src in self._sources.values():
+            i = bisect.bisect_left(src.stamps, stamp_ns)
+            if i < len(src.stamps) and src.stamps[i] == stamp_ns:
+                return True
+        return False
 
     def invalidate(self) -> None:
         """The world changed (a joint state or a pose was applied)."""
@@ -182,3 +193,61 @@ class BodyTransforms:
         for _, key, pos in sorted(chosen, key=lambda c: c[0]):
             merged.update(zip(key, pos.tolist()))
         return merged
+
+
+class JointStateWait:
+    """Contacts messages that wait for the joint state of their own stamp (tf2's ``MessageFilter``
+    idea, for joint states).
+
+    A simulator publishing a joint state and contacts per step with the same stamp is in
+    *lockstep* (the last :data:`LOCKSTEP` contacts messages each found a joint state of exactly
+    their stamp).  In lockstep, a contacts message stamped after the newest joint state waits until
+    a joint state reaches its stamp: the two topics are two queues, and a busy node that served a
+    step's contacts first would otherwise use the previous step's configuration, and keep doing so
+    while both queues stay full.  Out of lockstep (joint states at another rate, unstamped) nothing
+    waits: the newest joint state not later than the contacts is all there will be.
+
+    Messages leave in arrival order.  One waits at most ``max_wait_s`` (wall clock, checked at
+    each :meth:`offer` and :meth:`expire`) and at most ``max_held`` wait; then the oldest goes with
+    the configuration there is.
+
+    Args:
+        transforms: the rig's :class:`BodyTransforms` (stamps of the joint states applied).
+        max_held: messages waiting at most (>= 1).
+        max_wait_s: s (monotonic clock) a message waits at most.
+    """
+
+    def __init__(self, transforms: BodyTransforms, max_held: int = 8, max_wait_s: float = 0.1) -> None:
+        self._transforms = transforms
+        self.max_held, self.max_wait_s = int(max_held), float(max_wait_s)
+        self._held: Deque[Tuple[float, int, Any]] = deque()     # (arrival s, stamp ns, item)
+        self._lockstep = 0
+
+    def offer(self, stamp_ns: int, item: Any, now_s: float) -> List[Any]:
+        """A contacts message (``item``) stamped ``stamp_ns`` arrived at ``now_s``: the items to step
+        now, oldest first (empty while it waits)."""
+        out = self.expire(now_s)
+        newest = self._transforms.newest_ns
+        self._held.append((now_s, stamp_ns, item))
+        if self._lockstep >= LOCKSTEP and 0 < newest < stamp_ns:
+            return out + self._release(len(self._held) - self.max_held)
+        return out + self._release(len(self._held))
+
+    def joint_state(self) -> List[Any]:
+        """A joint state was applied: the waiting items its stamp reaches (with those before them)."""
+        newest = self._transforms.newest_ns
+        reached = [i for i, (_, stamp, _) in enumerate(self._held) if stamp <= newest]
+        return self._release(reached[-1] + 1 if reached else 0)
+
+    def expire(self, now_s: float) -> List[Any]:
+        """The items that waited ``max_wait_s`` or longer (with those before them)."""
+        old = [i for i, (t, _, _) in enumerate(self._held) if now_s - t >= self.max_wait_s]
+        return self._release(old[-1] + 1 if old else 0)
+
+    def _release(self, n: int) -> List[Any]:
+        out = []
+        for _ in range(max(0, n)):
+            _, stamp, item = self._held.popleft()
+            self._lockstep = self._lockstep + 1 if self._transforms.has_stamp(stamp) else 0
+            out.append(item)
+        return out

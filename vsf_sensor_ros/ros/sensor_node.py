@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
@@ -24,6 +24,7 @@ from std_srvs.srv import Trigger
 from ..rig.calibration import restored_text
 from ..rig.contact_free import ContactFreeSteps
 from ..rig.contacts import DecodedContacts
+from ..rig.kinematics import JointStateWait
 from ..rig.rig import Rig
 from ..rig.sensors import SensorResult, StepRejected
 from ..sensor import SimState
@@ -140,6 +141,7 @@ class SensorNode(Node):
         self.kinematics = KinematicInputs(self.world, self._world_frame, name_map, self.rig.transforms,
                                           self._reject, self.get_logger())
         self.joint_names, self._transforms = self.kinematics.joint_names, self.kinematics.transforms
+        self._joint_wait = JointStateWait(self._transforms)
         self.live = LiveSettings.from_values(p)
 
         sensors = list(p["sensors"] or [])
@@ -275,6 +277,7 @@ class SensorNode(Node):
         self.inputs.joint_states_received += 1
         self._joints_clock.arrived(time.monotonic())
         self.kinematics.on_joint_state(msg)
+        self._step_all(self._joint_wait.joint_state())
         if self._contact_free is not None:
             self._step_contact_free(self._contact_free.due(self._transforms.newest_ns))
 
@@ -312,13 +315,20 @@ class SensorNode(Node):
         if not self.context.ok():
             return   # shutting down (SIGINT/SIGTERM): publishing would fail on the invalid context
         self.inputs.contacts_received += 1
-        self._contacts_clock.arrived(time.monotonic())
-        try:
-            self._process_contacts(msg, t_recv)
-        except Exception as exc:  # noqa: BLE001 -- the node must outlive one bad message
-            if not self.context.ok():
-                return   # a shutdown signal arrived mid-message: the publish failed, nothing is wrong
-            self._reject("internal_error", f"{type(exc).__name__}: {exc}")
+        now = time.monotonic()
+        self._contacts_clock.arrived(now)
+        # in lockstep with the joint states, a message ahead of them waits for its own (rig.kinematics)
+        self._step_all(self._joint_wait.offer(stamp_to_ns(msg.header.stamp), (msg, t_recv), now))
+
+    def _step_all(self, items: List[Tuple[Any, float]]) -> None:
+        """Step contacts messages ``(msg, receive time)`` in order; never fatal to the node."""
+        for msg, t_recv in items:
+            try:
+                self._process_contacts(msg, t_recv)
+            except Exception as exc:  # noqa: BLE001 -- the node must outlive one bad message
+                if not self.context.ok():
+                    return   # a shutdown signal arrived mid-message: the publish failed, nothing is wrong
+                self._reject("internal_error", f"{type(exc).__name__}: {exc}")
 
     def _decode_step(self, msg: Any) -> DecodedContacts:
         """A contacts message's decoded contacts (the rig completes and checks them).
@@ -457,6 +467,7 @@ class SensorNode(Node):
     # ------------------------------------------------------------------ diagnostics
     def _on_diagnostics(self) -> None:
         now = time.monotonic()
+        self._step_all(self._joint_wait.expire(now))
         period = now - self._last_diag
         self._last_diag = now
         for h in self._handles.values():
