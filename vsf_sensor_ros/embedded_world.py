@@ -1,8 +1,7 @@
 """The package's own default world, and the Kinova Gen3 + Punyo world from assets.
 
-:func:`embedded_world` needs no files outside the package (a 4-joint arm, a Punyo-like bubble on
-its flange, a table, a box) and is what the node and the demo use when no robot is configured;
-layout in docs/demo.md.
+:func:`embedded_world` needs no files outside the package (a 4-joint arm, a Punyo-like bubble on its flange,
+a table, a box) and is what the node and the demo use when no robot is configured; layout in docs/demo.md.
 """
 from __future__ import annotations
 
@@ -71,18 +70,15 @@ def bubble_mesh(radius: float = BUBBLE_RADIUS, height: float = BUBBLE_HEIGHT, n_
                 radius_y: Optional[float] = None) -> trimesh.Trimesh:
     """A closed Punyo-like bubble: half-ellipsoid dome on a flat base.
 
-    Frame: base plane ``z = 0`` (a disc, or an ellipse when ``radius_y`` is
-    given, centred on the origin), dome bulging toward ``+z`` up to
-    ``z = height`` at the apex; base normal ``+z`` (points into the dome),
-    like the real Punyo mesh.  Dome ring ``k`` (``k = 1..n_rings``) lies at
-    polar angle ``θ_k = (π/2)·k/n_rings``: ``(R sinθ cosφ, R_y sinθ sinφ,
-    height·cosθ)``, ``φ_j = 2πj/n_segments``; ring ``n_rings`` is the rim at
-    ``z = 0``.  The base is filled by ``n_base_rings - 1`` inner rings and a
+    Frame: base plane ``z = 0`` (a disc, or an ellipse when ``radius_y`` is given, centred on the origin),
+    dome bulging toward ``+z`` up to ``z = height`` at the apex; base normal ``+z`` (points into the dome),
+    like the real Punyo mesh.  Dome ring ``k`` (``k = 1..n_rings``) lies at polar angle ``θ_k =
+    (π/2)·k/n_rings``: ``(R sinθ cosφ, R_y sinθ sinφ, height·cosθ)``, ``φ_j = 2πj/n_segments``; ring
+    ``n_rings`` is the rim at ``z = 0``.  The base is filled by ``n_base_rings - 1`` inner rings and a
     centre vertex.  Faces are wound counter-clockwise seen from outside.
 
-    Vertex order: apex (0), dome rings top to rim, base rings outside in,
-    base centre (last).  Count ``2 + (n_rings + n_base_rings - 1) ·
-    n_segments`` (314 with the defaults).  The base polygon's area is
+    Vertex order: apex (0), dome rings top to rim, base rings outside in, base centre (last).  Count ``2 +
+    (n_rings + n_base_rings - 1) · n_segments`` (314 with the defaults).  The base polygon's area is
     ``½·n_segments·R·R_y·sin(2π/n_segments)``.
 
     Args:
@@ -124,8 +120,8 @@ def bubble_mesh(radius: float = BUBBLE_RADIUS, height: float = BUBBLE_HEIGHT, n_
     apex, center = 0, len(verts) - 1
     ring = 1 + np.arange(n_rings + n_base_rings - 1)[:, None] * S + j     # (rings, S): dome then base
     faces = [np.stack([np.full(S, apex), ring[0, j], ring[0, jn]], axis=1)]
-    # quads between consecutive rings: dome rings go outward/down, base rings go inward;
-    # the same index pattern gives outward normals on both (+z-ish on the dome, -z on the base)
+    # quads between consecutive rings: dome rings go outward/down, base rings go inward; the same index
+    # pattern gives outward normals on both (+z-ish on the dome, -z on the base)
     a, b = ring[:-1], ring[1:]
     a_n, b_n = a[:, jn], b[:, jn]
     faces.append(np.stack([a, b, b_n], axis=-1).reshape(-1, 3))
@@ -148,8 +144,8 @@ def object_mesh() -> trimesh.Trimesh:
 def write_data_files(directory: Union[str, os.PathLike] = DATA_DIR) -> Dict[str, Path]:
     """(Re)write the generated meshes shipped in ``data/`` (bubble, table, object) as PLY.
 
-    The shipped files let a parameter file name them (``package://vsf_sensor_ros/data/...``);
-    a test checks they equal what the functions above generate.
+    The shipped files let a parameter file name them (``package://vsf_sensor_ros/data/...``); a test checks
+    they equal what the functions above generate.
 
     Returns:
         ``{body name: path written}``.
@@ -191,10 +187,9 @@ def add_scene(world: World) -> None:
 def tool_down_joint_positions(x: float, y: float, apex_z: float) -> Dict[str, float]:
     """Embedded-arm joint positions putting the bubble apex at ``(x, y, apex_z)``, bubble facing down.
 
-    Closed-form: shoulder yaw ``atan2(y, x)``, then the planar 2-link
-    problem (elbow up) for the wrist pitch axis ``WRIST_LENGTH +
-    BUBBLE_HEIGHT`` above the apex, and the wrist pitch that makes the
-    flange z axis point along world ``-z``.
+    Closed-form: shoulder yaw ``atan2(y, x)``, then the planar 2-link problem (elbow up) for the wrist pitch
+    axis ``WRIST_LENGTH + BUBBLE_HEIGHT`` above the apex, and the wrist pitch that makes the flange z axis
+    point along world ``-z``.
 
     Returns:
         ``{joint name: position (rad)}`` for :data:`EMBEDDED_JOINTS`.
@@ -227,9 +222,8 @@ HOME: Dict[str, float] = tool_down_joint_positions(*HOME_APEX)
 def embedded_world(with_scene: bool = True) -> World:
     """The package's default world: 4-joint arm, bubble on ``tool_link``, table and object.
 
-    Bodies: :data:`EMBEDDED_LINKS`, ``world``, :data:`BUBBLE_BODY`
-    (fixed to :data:`END_LINK`, identity mount), and with ``with_scene``
-    :data:`TABLE_BODY` and :data:`OBJECT_BODY` (free bodies).  The arm
+    Bodies: :data:`EMBEDDED_LINKS`, ``world``, :data:`BUBBLE_BODY` (fixed to :data:`END_LINK`, identity
+    mount), and with ``with_scene`` :data:`TABLE_BODY` and :data:`OBJECT_BODY` (free bodies).  The arm
     starts at :data:`HOME`.
     """
     w = World.from_urdf(embedded_urdf_path())
@@ -245,9 +239,9 @@ def embedded_world(with_scene: bool = True) -> World:
 def default_assets_dir() -> Optional[Path]:
     """The Kinova/Punyo assets folder when none is given (the one rule of the package's programs).
 
-    ``$VSF_ASSETS`` when set and non-empty -- it wins, whether or not it holds the files, so the
-    caller's missing-file error names it -- else ``../shared/fixtures/kinova_punyo`` next to the
-    source checkout when that holds the URDF, else ``None``.  Absolute.
+    ``$VSF_ASSETS`` when set and non-empty -- it wins, whether or not it holds the files, so the caller's
+    missing-file error names it -- else ``../shared/fixtures/kinova_punyo`` next to the source checkout when
+    that holds the URDF, else ``None``.  Absolute.
     """
     env = os.environ.get(ASSETS_ENV, "").strip()
     if env:
@@ -278,18 +272,15 @@ def kinova_world(assets_dir: Optional[Union[str, os.PathLike]] = None, with_scen
     """Kinova Gen3 with the real Punyo mesh on ``EndEffector_Link``.
 
     Args:
-        assets_dir: folder with ``kinova_gen3.urdf``, ``kinova_gen3/*.stl``,
-            the Punyo PLY and ``punyo2end_effector_transform.json``;
-            :func:`default_assets_dir` when ``None``.
-        with_scene: also attach :data:`TABLE_BODY` and :data:`OBJECT_BODY`
-            at the same poses as in the embedded world.
-        punyo_mesh: which membrane file (``punyo_mesh_complete.ply`` or
-            ``punyo_mesh_partial.ply``).
+        assets_dir: folder with ``kinova_gen3.urdf``, ``kinova_gen3/*.stl``, the Punyo PLY and
+            ``punyo2end_effector_transform.json``; :func:`default_assets_dir` when ``None``.
+        with_scene: also attach :data:`TABLE_BODY` and :data:`OBJECT_BODY` at the same poses as in the
+            embedded world.
+        punyo_mesh: which membrane file (``punyo_mesh_complete.ply`` or ``punyo_mesh_partial.ply``).
 
     Returns:
-        World with bodies :data:`KINOVA_LINKS`, ``world``, :data:`BUBBLE_BODY`
-        (vertex order of the PLY kept) [, table, object]; joints
-        :data:`KINOVA_JOINTS` at zero (arm straight up).
+        World with bodies :data:`KINOVA_LINKS`, ``world``, :data:`BUBBLE_BODY` (vertex order of the PLY
+        kept) [, table, object]; joints :data:`KINOVA_JOINTS` at zero (arm straight up).
 
     Raises:
         FileNotFoundError: no assets directory found, or a file missing.

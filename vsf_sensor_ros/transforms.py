@@ -1,7 +1,7 @@
 """Rigid-transform helpers: ROS poses, Klampt transforms, URDF roll-pitch-yaw.
 
-Everything public is a ``(4, 4)`` float64 body -> parent matrix; quaternions are ROS's ``(x, y, z, w)``
-and rotations go through ``scipy.spatial.transform.Rotation``.
+Everything public is a ``(4, 4)`` float64 body -> parent matrix; quaternions are ROS's ``(x, y, z, w)`` and
+rotations go through ``scipy.spatial.transform.Rotation``.
 """
 from __future__ import annotations
 
@@ -23,16 +23,14 @@ def transform_from_xyz_quat(xyz: Sequence[float], quat_xyzw: Sequence[float]) ->
 
     Args:
         xyz: translation ``(x, y, z)`` in metres.
-        quat_xyzw: rotation as ``(x, y, z, w)`` (ROS / ``geometry_msgs`` order,
-            not Klampt's ``(w, x, y, z)``).  Normalised here; a zero or
-            non-finite quaternion is rejected.
+        quat_xyzw: rotation as ``(x, y, z, w)`` (ROS / ``geometry_msgs`` order, not Klampt's ``(w, x, y,
+            z)``).  Normalised here; a zero or non-finite quaternion is rejected.
 
     Returns:
         ``(4, 4)`` float64 matrix ``[[R, t], [0, 0, 0, 1]]``.
 
     Raises:
-        ValueError: wrong lengths, non-finite values, or a quaternion of norm
-            below 1e-9.
+        ValueError: wrong lengths, non-finite values, or a quaternion of norm below 1e-9.
     """
     p = np.asarray(xyz, dtype=np.float64).reshape(-1)
     q = np.asarray(quat_xyzw, dtype=np.float64).reshape(-1)
@@ -40,8 +38,8 @@ def transform_from_xyz_quat(xyz: Sequence[float], quat_xyzw: Sequence[float]) ->
         raise ValueError(f"expected xyz of length 3 and quaternion of length 4, got {p.shape} and {q.shape}")
     if not (np.isfinite(p).all() and np.isfinite(q).all()):
         raise ValueError(f"non-finite pose: xyz={p.tolist()} quat_xyzw={q.tolist()}")
-    # Scale by the largest component before the norm: squaring components above ~1.3e154
-    # overflows to inf, and scipy would then normalise the quaternion to zero (identity).
+    # Scale by the largest component before the norm: squaring components above ~1.3e154 overflows to inf,
+    # and scipy would then normalise the quaternion to zero (identity).
     big = float(np.abs(q).max())
     norm = big * float(np.linalg.norm(q / big)) if big > 0.0 else 0.0
     if norm < _MIN_QUAT_NORM:
@@ -63,8 +61,7 @@ def xyz_quat_from_transform(T: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         unit quaternion in ROS order with ``w >= 0``.
 
     Raises:
-        ValueError: ``T`` is not a valid rigid transform (see
-            :func:`validate_transform`).
+        ValueError: ``T`` is not a valid rigid transform (see :func:`validate_transform`).
     """
     T = validate_transform(T, "T")
     q = Rotation.from_matrix(T[:3, :3]).as_quat()
@@ -91,20 +88,19 @@ def matrix_to_klampt(T: np.ndarray) -> Tuple[List[float], List[float]]:
 def validate_transform(T: object, label: str, tol: float = 1e-5) -> np.ndarray:
     """Check a rigid transform and return it as a clean float64 ``(4, 4)`` array.
 
-    The rotation block is projected onto the nearest rotation (SVD) so that
-    values printed with 8 digits (such as the Punyo mount transform) become
-    exactly orthonormal; anything further than ``tol`` from a rotation is
-    rejected rather than silently repaired.
+    The rotation block is projected onto the nearest rotation (SVD) so that values printed with 8 digits
+    (such as the Punyo mount transform) become exactly orthonormal; anything further than ``tol`` from a
+    rotation is rejected rather than silently repaired.
 
     Args:
         T: array-like ``(4, 4)``.
         label: name used in error messages.
-        tol: allowed max-abs deviation of ``RᵀR`` from the identity and of the
-            last row from ``[0, 0, 0, 1]``.
+        tol: allowed max-abs deviation of ``RᵀR`` from the identity and of the last row from ``[0, 0, 0,
+            1]``.
 
     Raises:
-        ValueError: wrong shape, non-finite entries, bottom row not
-            ``[0, 0, 0, 1]``, rotation not orthonormal or a reflection.
+        ValueError: wrong shape, non-finite entries, bottom row not ``[0, 0, 0, 1]``, rotation not
+            orthonormal or a reflection.
     """
     try:
         A = np.array(T, dtype=np.float64)
@@ -140,8 +136,8 @@ def rpy_matrix(rpy: Sequence[float]) -> np.ndarray:
 def rpy_from_matrix(R: np.ndarray) -> Tuple[float, float, float]:
     """URDF ``(roll, pitch, yaw)`` (rad) of a ``(3, 3)`` rotation; inverse of :func:`rpy_matrix`.
 
-    At pitch ±90° (gimbal lock) roll and yaw are not separable; scipy then
-    sets the third angle (yaw) to 0 and warns, which this function silences.
+    At pitch ±90° (gimbal lock) roll and yaw are not separable; scipy then sets the third angle (yaw) to 0
+    and warns, which this function silences.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)

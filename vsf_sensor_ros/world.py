@@ -1,8 +1,8 @@
 """Robot and attached rigid bodies -> body transforms, on top of Klampt.
 
 A :class:`World` turns joint states and free-body poses into a ``SimState``'s ``body_transforms``,
-addressing joints by URDF joint name, and hands sensors the Klampt models they attach to.  How
-URDFs and meshes are read: docs/decisions.md.
+addressing joints by URDF joint name, and hands sensors the Klampt models they attach to.  How URDFs and
+meshes are read: docs/decisions.md.
 """
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ import numpy as np
 import torch
 import trimesh
 
-# Transforms, URDF parsing and mesh files live in their own modules; their names are
-# re-exported here so ``from vsf_sensor_ros.world import ...`` keeps working.
+# Transforms, URDF parsing and mesh files live in their own modules; their names are re-exported here so
+# ``from vsf_sensor_ros.world import ...`` keeps working.
 from .mesh_io import MeshLike, load_mesh, read_obj_geometry, resolve_uri, trimesh_to_klampt
 from .transforms import (klampt_to_matrix, matrix_to_klampt, rpy_from_matrix, rpy_matrix,
                          transform_from_xyz_quat, validate_transform, xyz_quat_from_transform)
@@ -45,15 +45,14 @@ WORLD_FRAME = "world"
 def _mesh_piece(piece: ET.Element, what: str, base_dir: Optional[Union[str, os.PathLike]]) -> trimesh.Trimesh:
     """A ``<collision>`` mesh piece in its link's frame: the file's vertices, ``scale``, ``<origin>``.
 
-    The vertices are the file's, in its order and count (:func:`load_mesh`;
-    Klampt's own loaders merge repeated positions and rotate Collada to
-    Y-up), each scaled by the mesh's ``scale`` and then placed by the
-    piece's ``<origin>``, as every URDF consumer places it.
+    The vertices are the file's, in its order and count (:func:`load_mesh`; Klampt's own loaders merge
+    repeated positions and rotate Collada to Y-up), each scaled by the mesh's ``scale`` and then placed by
+    the piece's ``<origin>``, as every URDF consumer places it.
 
     Raises:
         FileNotFoundError, ValueError: as :func:`resolve_uri`.
-        UrdfError: a file that gives no triangles or cannot be read, a
-            ``scale`` that is not three numbers (the message starts with ``what``).
+        UrdfError: a file that gives no triangles or cannot be read, a ``scale`` that is not three numbers
+            (the message starts with ``what``).
     """
     mesh = piece.find("geometry/mesh")
     uri = mesh.get("filename") or ""
@@ -73,13 +72,12 @@ def _mesh_piece(piece: ET.Element, what: str, base_dir: Optional[Union[str, os.P
 def _primitive_pieces(pieces: Dict[str, ET.Element], tmp: Path) -> Dict[str, trimesh.Trimesh]:
     """Klampt's tessellation of box, cylinder and sphere pieces, each in its link's frame.
 
-    Each piece becomes a link of a scratch URDF, fixed to one root, loaded
-    into a scratch world: Klampt meshes it exactly as it would mesh a link
-    with that one piece (its ``<origin>`` applied).
+    Each piece becomes a link of a scratch URDF, fixed to one root, loaded into a scratch world: Klampt
+    meshes it exactly as it would mesh a link with that one piece (its ``<origin>`` applied).
 
     Args:
-        pieces: ``{label: <collision> element}``; the label (``URDF link 'pad':
-            <collision> 2 of 3``) keys the result and starts an error message.
+        pieces: ``{label: <collision> element}``; the label (``URDF link 'pad': <collision> 2 of 3``) keys
+            the result and starts an error message.
 
     Raises:
         UrdfError: a piece from which Klampt makes no triangles.
@@ -119,22 +117,20 @@ def _link_meshes(root: ET.Element, base_dir: Optional[Union[str, os.PathLike]],
                  tmp: Path) -> Dict[str, trimesh.Trimesh]:
     """The collision mesh of every link with a mesh piece or with several pieces, in the link frame.
 
-    The URDF specification makes a link's geometry the union of all its
-    ``<collision>`` elements (Klampt alone keeps the first).  Mesh pieces are
-    read here (:func:`_mesh_piece`: the file's vertex table, scaled, placed
-    by the origin), primitives are tessellated by Klampt
-    (:func:`_primitive_pieces`).  The union is the pieces' vertices and
-    triangles concatenated in document order (vertex ``i`` of piece ``k`` is
-    vertex ``n_0 + ... + n_{k-1} + i`` of the link).  A link whose one piece
-    is a primitive is left to Klampt (it stays a ``GeometricPrimitive``).
+    The URDF specification makes a link's geometry the union of all its ``<collision>`` elements (Klampt
+    alone keeps the first).  Mesh pieces are read here (:func:`_mesh_piece`: the file's vertex table,
+    scaled, placed by the origin), primitives are tessellated by Klampt (:func:`_primitive_pieces`).  The
+    union is the pieces' vertices and triangles concatenated in document order (vertex ``i`` of piece ``k``
+    is vertex ``n_0 + ... + n_{k-1} + i`` of the link).  A link whose one piece is a primitive is left to
+    Klampt (it stays a ``GeometricPrimitive``).
 
     Returns:
         ``{link name: mesh}`` (float64 vertices in m, int64 faces).
 
     Raises:
         FileNotFoundError: a mesh file does not exist (names its URI).
-        UrdfError: a piece without triangles, an unreadable mesh file or a
-            bad ``scale`` (names the link and the piece).
+        UrdfError: a piece without triangles, an unreadable mesh file or a bad ``scale`` (names the link and
+            the piece).
     """
     def is_mesh(piece: ET.Element) -> bool:
         return piece.find("geometry/mesh") is not None
@@ -167,30 +163,26 @@ class _Attached:
 class World:
     """A Klampt robot plus attached rigid bodies, queried for body transforms.
 
-    Build it with :meth:`from_urdf`.  Bodies are the robot's links
-    (:attr:`link_names`), the fixed frame :data:`WORLD_FRAME` (identity; the
-    root link Klampt drops) and the rigid bodies added with
+    Build it with :meth:`from_urdf`.  Bodies are the robot's links (:attr:`link_names`), the fixed frame
+    :data:`WORLD_FRAME` (identity; the root link Klampt drops) and the rigid bodies added with
     :meth:`attach_body`, in that order in :attr:`body_names`.
 
     Attributes:
         robot: the Klampt ``RobotModel``.
-        klampt_world: the Klampt ``WorldModel`` holding the robot and one
-            ``RigidObjectModel`` per attached body.  Their Klampt transforms
-            are brought up to date by :meth:`update` (and thus by
+        klampt_world: the Klampt ``WorldModel`` holding the robot and one ``RigidObjectModel`` per attached
+            body.  Their Klampt transforms are brought up to date by :meth:`update` (and thus by
             :meth:`body_transforms`).
-        link_names: robot link names as Klampt keeps them (URDF names; the
-            dropped ``world`` root and Klampt's virtual floating-base links are
-            not included).
-        joint_names: URDF names of the movable (revolute, continuous,
-            prismatic, non-mimic) joints, in URDF order.  Mimic joints are
-            derived from them, but a JointState may also set them.
+        link_names: robot link names as Klampt keeps them (URDF names; the dropped ``world`` root and
+            Klampt's virtual floating-base links are not included).
+        joint_names: URDF names of the movable (revolute, continuous, prismatic, non-mimic) joints, in URDF
+            order.  Mimic joints are derived from them, but a JointState may also set them.
         body_names: every body that :meth:`body_transforms` returns.
         urdf_root_link: name of the URDF root link.
-        urdf_link_names: every link of the URDF in file order (the TF frames
-            robot_state_publisher publishes for it, the root included).
+        urdf_link_names: every link of the URDF in file order (the TF frames robot_state_publisher publishes
+            for it, the root included).
         joints: every URDF joint (:class:`UrdfJoint`), in file order.
-        last_ignored_joints: names ignored by the last
-            :meth:`set_joint_positions` call (not joints of this robot).
+        last_ignored_joints: names ignored by the last :meth:`set_joint_positions` call (not joints of this
+            robot).
 
     Not thread-safe: call it from one thread (one rclpy callback group).
     """
@@ -232,9 +224,9 @@ class World:
         self._joint_lookup = {n: self._joint_dof[n] for n in self.joint_names}
         dof = self._joint_dof
         self._mimic_names = {j.name for j in movable if j.mimic is not None}
-        # (joint, its dof, source dof, multiplier, offset) in dependency order: a mimic of a mimic
-        # after its source, so one pass gives every mimic its source's value of the same message.
-        # A mimic of a joint that is not movable (or not in the URDF) is left alone, as before.
+        # (joint, its dof, source dof, multiplier, offset) in dependency order: a mimic of a mimic after its
+        # source, so one pass gives every mimic its source's value of the same message. A mimic of a joint
+        # that is not movable (or not in the URDF) is left alone, as before.
         self._mimic_steps: List[Tuple[str, int, int, float, float]] = [
             (j.name, dof[j.name], dof[j.mimic[0]], j.mimic[1], j.mimic[2])
             for j in mimic_order(movable) if j.mimic[0] in dof]
@@ -255,35 +247,27 @@ class World:
                   base_dir: Optional[Union[str, os.PathLike]] = None) -> World:
         """Load a robot from URDF text (``robot_description``) or a URDF file path.
 
-        The URDF is read by :func:`~vsf_sensor_ros.urdf.read_urdf`: a xacro
-        document (``.urdf.xacro``, the xacro namespace, ``${...}``) is
-        expanded first, or refused with the command that expands it.  Mesh
-        references are resolved with :func:`resolve_uri` (relative paths
-        against ``base_dir``, which defaults to the file's directory for a
-        path), so a URDF given as text with ``package://`` or relative
-        meshes loads the same as from its file.  Every link with a mesh
-        piece or several ``<collision>`` pieces gets their union
-        (:func:`_link_meshes`): each mesh read with :func:`load_mesh` (the
-        file's vertices, in order and count; Collada as rviz2 places it),
-        scaled and placed by its origin; primitives tessellated by Klampt.
-        Klampt itself loads only the kinematics (it would merge repeated
-        vertex positions, rotate Collada to Y-up and keep only the first
-        piece).  Joint axes are normalised in the copy given to Klampt.
+        The URDF is read by :func:`~vsf_sensor_ros.urdf.read_urdf`: a xacro document (``.urdf.xacro``, the
+        xacro namespace, ``${...}``) is expanded first, or refused with the command that expands it.  Mesh
+        references are resolved with :func:`resolve_uri` (relative paths against ``base_dir``, which
+        defaults to the file's directory for a path), so a URDF given as text with ``package://`` or
+        relative meshes loads the same as from its file.  Every link with a mesh piece or several
+        ``<collision>`` pieces gets their union (:func:`_link_meshes`): each mesh read with
+        :func:`load_mesh` (the file's vertices, in order and count; Collada as rviz2 places it), scaled and
+        placed by its origin; primitives tessellated by Klampt. Klampt itself loads only the kinematics (it
+        would merge repeated vertex positions, rotate Collada to Y-up and keep only the first piece).  Joint
+        axes are normalised in the copy given to Klampt.
 
         Args:
-            urdf: URDF XML text (starts with ``<``) or a path to a ``.urdf``
-                (or ``.urdf.xacro``) file.
-            base_dir: directory for relative mesh paths and ``package://``
-                fallbacks.
+            urdf: URDF XML text (starts with ``<``) or a path to a ``.urdf`` (or ``.urdf.xacro``) file.
+            base_dir: directory for relative mesh paths and ``package://`` fallbacks.
 
         Raises:
             FileNotFoundError: the URDF file or a mesh does not exist.
-            UrdfError: a movable joint with a zero/non-finite axis, a mimic
-                cycle, malformed joint values, a xacro document that cannot
-                be expanded here, or a collision piece that gives no
-                triangles or cannot be read (a ``ValueError``).
-            ValueError: not a URDF, relative meshes without ``base_dir``, or
-                Klampt fails to load it.
+            UrdfError: a movable joint with a zero/non-finite axis, a mimic cycle, malformed joint values, a
+                xacro document that cannot be expanded here, or a collision piece that gives no triangles or
+                cannot be read (a ``ValueError``).
+            ValueError: not a URDF, relative meshes without ``base_dir``, or Klampt fails to load it.
 
         Warns:
             UserWarning: once, listing the joints whose axis was normalised.
@@ -333,20 +317,17 @@ class World:
 
         Args:
             name: new body name (must not clash with any body).
-            mesh: mesh file path / URI or ``trimesh.Trimesh``, vertices in the
-                body frame (m).  The vertex order is kept (:func:`load_mesh`).
-            parent_link: a link name, :data:`WORLD_FRAME`, or an already
-                attached body: the body moves rigidly with it.  ``None``: a
-                free body whose pose is set by :meth:`set_body_pose`
+            mesh: mesh file path / URI or ``trimesh.Trimesh``, vertices in the body frame (m).  The vertex
+                order is kept (:func:`load_mesh`).
+            parent_link: a link name, :data:`WORLD_FRAME`, or an already attached body: the body moves
+                rigidly with it.  ``None``: a free body whose pose is set by :meth:`set_body_pose`
                 (initially ``T_parent_body`` or the identity).
-            T_parent_body: ``(4, 4)`` body -> parent transform (identity when
-                ``None``).
-            base_dir: directory for a relative mesh path (current directory
-                when ``None``).
+            T_parent_body: ``(4, 4)`` body -> parent transform (identity when ``None``).
+            base_dir: directory for a relative mesh path (current directory when ``None``).
 
         Raises:
-            ValueError: name taken, unknown parent (message names it and
-                lists the known bodies), invalid transform or mesh.
+            ValueError: name taken, unknown parent (message names it and lists the known bodies), invalid
+                transform or mesh.
             FileNotFoundError: mesh file missing.
         """
         if not isinstance(name, str) or not name:
@@ -384,13 +365,12 @@ class World:
 
         Args:
             name: the free body.
-            T_world_body: ``(4, 4)`` body -> world transform (m).  For a
-                ``geometry_msgs/Pose`` use :func:`transform_from_xyz_quat`
-                (ROS quaternion order ``x, y, z, w``).
+            T_world_body: ``(4, 4)`` body -> world transform (m).  For a ``geometry_msgs/Pose`` use
+                :func:`transform_from_xyz_quat` (ROS quaternion order ``x, y, z, w``).
 
         Raises:
-            ValueError: unknown body, a body that follows a link, or an
-                invalid transform.  Nothing changes on error.
+            ValueError: unknown body, a body that follows a link, or an invalid transform.  Nothing changes
+                on error.
         """
         a = self._attached.get(name)
         if a is None:
@@ -404,16 +384,14 @@ class World:
     def set_joint_positions(self, names: Sequence[str], positions: Sequence[float]) -> List[str]:
         """Apply ``sensor_msgs/JointState`` positions (rad or m), matched by URDF joint name.
 
-        Any order and any subset; joints not named keep their value; names
-        that are not joints of this robot are ignored and returned (also kept
-        in :attr:`last_ignored_joints`).  Atomic: on error nothing changes.
+        Any order and any subset; joints not named keep their value; names that are not joints of this robot
+        are ignored and returned (also kept in :attr:`last_ignored_joints`).  Atomic: on error nothing
+        changes.
 
-        Mimic joints (robot_state_publisher's rule): after the named joints
-        are set, every mimic joint *not* named in this message is set to
-        ``multiplier * source + offset``, in dependency order, so a chain
-        ``q -> m1 -> m2`` is consistent within one message.  A mimic joint
-        named in the message keeps the reported value (its own mimics
-        follow that value).
+        Mimic joints (robot_state_publisher's rule): after the named joints are set, every mimic joint *not*
+        named in this message is set to ``multiplier * source + offset``, in dependency order, so a chain
+        ``q -> m1 -> m2`` is consistent within one message.  A mimic joint named in the message keeps the
+        reported value (its own mimics follow that value).
 
         Args:
             names: URDF joint names (``JointState.name``).
@@ -423,8 +401,8 @@ class World:
             The ignored (unknown) names, in message order.
 
         Raises:
-            ValueError: empty ``positions``; length mismatch; a NaN/inf
-                position (message names the joint); a joint named twice.
+            ValueError: empty ``positions``; length mismatch; a NaN/inf position (message names the joint);
+                a joint named twice.
         """
         pos = np.asarray(positions, dtype=np.float64).reshape(-1)
         names = list(names)
@@ -463,9 +441,8 @@ class World:
     def joint_positions(self) -> np.ndarray:
         """Current positions of :attr:`joint_names` (float64, rad or m).
 
-        Mimic joints are not included: re-applying these positions re-derives
-        every mimic from its source, which loses a mimic value that a
-        JointState reported.  To save and restore a configuration exactly,
+        Mimic joints are not included: re-applying these positions re-derives every mimic from its source,
+        which loses a mimic value that a JointState reported.  To save and restore a configuration exactly,
         use :meth:`configuration` / :meth:`set_configuration`.
         """
         return self._q[[self._joint_lookup[n] for n in self.joint_names]].copy()
@@ -473,9 +450,8 @@ class World:
     def configuration(self) -> np.ndarray:
         """The whole configuration as last set, mimic joints included (float64 copy).
 
-        An opaque snapshot (Klampt's configuration vector) for
-        :meth:`set_configuration`, e.g. to evaluate an earlier joint state and
-        come back to the latest one.
+        An opaque snapshot (Klampt's configuration vector) for :meth:`set_configuration`, e.g. to evaluate
+        an earlier joint state and come back to the latest one.
         """
         return self._q.copy()
 
@@ -494,15 +470,13 @@ class World:
     def update(self, bodies: Optional[Sequence[str]] = None) -> None:
         """Recompute transforms if anything changed and push them into the Klampt models.
 
-        Called by :meth:`body_transforms`; call it directly before using
-        :attr:`klampt_world` (e.g. collision queries) after a state change.
+        Called by :meth:`body_transforms`; call it directly before using :attr:`klampt_world` (e.g.
+        collision queries) after a state change.
 
         Args:
-            bodies: refresh only the links among these bodies (plus the links
-                every attached body hangs from); None = every link.  Klampt's
-                own link transforms are always complete (its forward
-                kinematics runs in ``setConfig``); this only limits which
-                links are read back into Python.
+            bodies: refresh only the links among these bodies (plus the links every attached body hangs
+                from); None = every link.  Klampt's own link transforms are always complete (its forward
+                kinematics runs in ``setConfig``); this only limits which links are read back into Python.
 
         Raises:
             ValueError: an unknown body name.
@@ -560,13 +534,12 @@ class World:
 
         Args:
             dtype, device: of the returned tensors.
-            names: only these bodies (forward kinematics read back only for
-                the links they and the attached bodies need); None = every body.
+            names: only these bodies (forward kinematics read back only for the links they and the attached
+                bodies need); None = every body.
 
         Returns:
-            ``{name: (4, 4) tensor}`` in :attr:`body_names` order (or the
-            order of ``names``), metres.  The tensors are views of one fresh
-            ``(B, 4, 4)`` tensor (not shared with earlier calls).
+            ``{name: (4, 4) tensor}`` in :attr:`body_names` order (or the order of ``names``), metres.  The
+            tensors are views of one fresh ``(B, 4, 4)`` tensor (not shared with earlier calls).
 
         Raises:
             ValueError: an unknown name in ``names`` (lists the known bodies).
@@ -592,13 +565,12 @@ class World:
     def body_model(self, name: str) -> Union[klampt.RobotModelLink, klampt.RigidObjectModel]:
         """Klampt model of a body, as a sensor's ``attach()`` accepts.
 
-        Links give their ``RobotModelLink``, attached bodies their
-        ``RigidObjectModel``; both offer ``getName()`` and
-        ``geometry().getTriangleMesh()`` (vertices in the body frame).
+        Links give their ``RobotModelLink``, attached bodies their ``RigidObjectModel``; both offer
+        ``getName()`` and ``geometry().getTriangleMesh()`` (vertices in the body frame).
 
         Raises:
-            ValueError: unknown name (lists the known bodies), or
-                :data:`WORLD_FRAME`, which is a frame without geometry.
+            ValueError: unknown name (lists the known bodies), or :data:`WORLD_FRAME`, which is a frame
+                without geometry.
         """
         self._check(name)
         if name in self._attached:
@@ -610,8 +582,8 @@ class World:
     def body_mesh(self, name: str) -> Optional[trimesh.Trimesh]:
         """Triangle mesh of a body in its own frame (``None`` when it has none).
 
-        Attached bodies return their mesh with the original vertex order;
-        links return a copy of their Klampt collision mesh.
+        Attached bodies return their mesh with the original vertex order; links return a copy of their
+        Klampt collision mesh.
 
         Raises:
             ValueError: unknown body.
@@ -641,8 +613,8 @@ class World:
         """The fixed ``(4, 4)`` body -> parent transform of an attached body (a copy).
 
         Returns:
-            ``T_parent_body`` as given to :meth:`attach_body` for a body fixed to
-            a parent (see :meth:`body_parent`); ``None`` for a free body or a link.
+            ``T_parent_body`` as given to :meth:`attach_body` for a body fixed to a parent (see
+            :meth:`body_parent`); ``None`` for a free body or a link.
 
         Raises:
             ValueError: unknown body.

@@ -1,7 +1,7 @@
 """Klampt/ODE physics run of a press scene, read out as contract contacts (no ROS).
 
-The force on ``body1`` by ``body2`` is ``-getContactForces(body1, body2)``: Klampt returns the force on
-the second body, whatever its docstring says (measured; see docs/demo.md, the simulator).
+The force on ``body1`` by ``body2`` is ``-getContactForces(body1, body2)``: Klampt returns the force on the
+second body, whatever its docstring says (measured; see docs/demo.md, the simulator).
 """
 from __future__ import annotations
 
@@ -24,8 +24,7 @@ Pair = Tuple[str, str]
 def contacts_between(sim: klampt.Simulator, id1: int, id2: int) -> Tuple[np.ndarray, np.ndarray]:
     """Contacts of the last step between two Klampt objects, contract convention.
 
-    Contact feedback must be enabled for the pair
-    (``sim.enableContactFeedback``) before the step.
+    Contact feedback must be enabled for the pair (``sim.enableContactFeedback``) before the step.
 
     Args:
         sim: the simulator.
@@ -46,18 +45,18 @@ def add_klampt_contact_sensor(sim: klampt.Simulator, robot_index: int, name: str
                               settings: Mapping[str, str]) -> klampt.SimRobotSensor:
     """Klampt's own C++ ``ContactSensor`` on a robot link, simulated in ``sim``'s ODE world.
 
-    It reads the ODE contact feedback of the link itself (Klampt ``ForceSensors.cpp``), an
-    implementation independent of this package's ``ContactSensor`` model.  It sees the contacts
-    of the pairs whose contact feedback is enabled (``sim.enableContactFeedback``).
+    It reads the ODE contact feedback of the link itself (Klampt ``ForceSensors.cpp``), an implementation
+    independent of this package's ``ContactSensor`` model.  It sees the contacts of the pairs whose contact
+    feedback is enabled (``sim.enableContactFeedback``).
 
     Args:
         sim: the simulator.
         robot_index: the robot's index in the world.
         name: sensor name.
         link_index: the link's index in the robot.
-        settings: Klampt-formatted settings (as :meth:`ContactSensor.settings` gives them, e.g.
-            ``Tsensor``, ``patchMin``); a value equal to Klampt's current one is not set (Klampt
-            cannot parse ``inf``, its default ``fSaturation``).
+        settings: Klampt-formatted settings (as :meth:`ContactSensor.settings` gives them, e.g. ``Tsensor``,
+            ``patchMin``); a value equal to Klampt's current one is not set (Klampt cannot parse ``inf``,
+            its default ``fSaturation``).
 
     Returns:
         The ``SimRobotSensor``; ``getMeasurements()`` after each simulate.
@@ -85,31 +84,26 @@ class ContactSimulation:
         trajectory: joint trajectory (its start configuration is the initial state).
         sim_dt: simulated seconds per :meth:`step` (one published step), > 0.
         physics_dt: ODE integration step (s), ``0 < physics_dt <= sim_dt``.
-        contact_body_names: bodies whose mutual contacts are reported
-            (default: bubble, object, table); robot links, :data:`OBJECT` or
-            :data:`TABLE`.  Links without collision geometry never touch
+        contact_body_names: bodies whose mutual contacts are reported (default: bubble, object, table);
+            robot links, :data:`OBJECT` or :data:`TABLE`.  Links without collision geometry never touch
             anything.
-        bubble_stiffness: contact stiffness of the bubble surface (N/m);
-            ``inf`` = ODE's rigid contact.
-        bubble_damping: contact damping of the bubble surface (N s/m), used
-            with a finite stiffness.
-        bubble_padding: the bubble's collision padding (m): a compliant skin
-            around the mesh in which contacts are generated.
-        max_contacts: most contact points Klampt keeps per body pair and step
-            (its ``maxContacts`` setting; Klampt's default is 20), >= 1.
+        bubble_stiffness: contact stiffness of the bubble surface (N/m); ``inf`` = ODE's rigid contact.
+        bubble_damping: contact damping of the bubble surface (N s/m), used with a finite stiffness.
+        bubble_padding: the bubble's collision padding (m): a compliant skin around the mesh in which
+            contacts are generated.
+        max_contacts: most contact points Klampt keeps per body pair and step (its ``maxContacts`` setting;
+            Klampt's default is 20), >= 1.
 
-    The bubble is modelled as a soft skin (defaults: 3000 N/m, 30 N s/m,
-    1 cm): ODE's penalty contact lets it yield a few millimetres, which gives
-    smooth, persistent contact forces as the membrane would.  A rigid bubble
-    (``inf`` stiffness, Klampt's 2.5 mm padding) chatters against the box
-    under the servos (contacts with zero force every few steps, 30-40 N
-    spikes); a soft one with a thin padding sinks through the box, because
-    mesh contacts are only generated within the padding.  Keep
-    ``force / stiffness`` well below the padding.
+    The bubble is modelled as a soft skin (defaults: 3000 N/m, 30 N s/m, 1 cm): ODE's penalty contact lets
+    it yield a few millimetres, which gives smooth, persistent contact forces as the membrane would.  A
+    rigid bubble (``inf`` stiffness, Klampt's 2.5 mm padding) chatters against the box under the servos
+    (contacts with zero force every few steps, 30-40 N spikes); a soft one with a thin padding sinks through
+    the box, because mesh contacts are only generated within the padding.  Keep ``force / stiffness`` well
+    below the padding.
 
     Raises:
-        ValueError: bad step sizes, stiffness, padding, ``max_contacts``, or
-            duplicate or unknown body names.
+        ValueError: bad step sizes, stiffness, padding, ``max_contacts``, or duplicate or unknown body
+            names.
     """
 
     def __init__(self, scene: SimScene, trajectory: PressTrajectory, sim_dt: float = 0.01,
@@ -148,8 +142,8 @@ class ContactSimulation:
         robot.setConfig(trajectory.start_config)
         self.sim = klampt.Simulator(scene.world)
         self.sim.setSimStep(self.physics_dt)
-        # Klampt clusters each pair's ODE contacts to at most this many points; the ODE
-        # solve cost in contact grows steeply with it (hold phase: ~3x from 8 to 20).
+        # Klampt clusters each pair's ODE contacts to at most this many points; the ODE solve cost in
+        # contact grows steeply with it (hold phase: ~3x from 8 to 20).
         self.sim.setSetting("maxContacts", str(self.max_contacts))
         ids = scene.body_ids
         present = [n for n in names if n in ids]
@@ -202,9 +196,8 @@ class ContactSimulation:
     def contact_arrays(self) -> Dict[Pair, Tuple[np.ndarray, np.ndarray]]:
         """Contacts of the last step: ``{(body1, body2): (points, forces on body1)}``.
 
-        Both orders of every touching pair are present (forces negated);
-        pairs without contact are omitted.  float64 ``(N, 3)`` arrays, world
-        frame, m and N.
+        Both orders of every touching pair are present (forces negated); pairs without contact are omitted.
+        float64 ``(N, 3)`` arrays, world frame, m and N.
         """
         out: Dict[Pair, Tuple[np.ndarray, np.ndarray]] = {}
         for a, b, ia, ib in self._pairs:
@@ -247,9 +240,9 @@ class ContactSimulation:
     def summed_contact_force(self, body1: str, body2: str) -> np.ndarray:
         """The simulator's own sum of the contact forces between two bodies, ``(3,)`` N, world.
 
-        Klampt's ``contactForce`` (summed inside the simulator, not from the contact list
-        :meth:`contacts` reads); its sign does not depend on the argument order, so only its
-        magnitude is meaningful (a load cell's reading).
+        Klampt's ``contactForce`` (summed inside the simulator, not from the contact list :meth:`contacts`
+        reads); its sign does not depend on the argument order, so only its magnitude is meaningful (a load
+        cell's reading).
 
         Raises:
             ValueError: a body without a simulated pair.
@@ -296,13 +289,12 @@ class ContactSimulation:
 
         Args:
             dtype: floating dtype of every tensor.
-            extra_bodies: bodies whose transforms are needed besides the
-                contact bodies (e.g. a sensor's attachment).
+            extra_bodies: bodies whose transforms are needed besides the contact bodies (e.g. a sensor's
+                attachment).
 
         Returns:
-            Transforms of the contact bodies and ``extra_bodies``, the robot
-            configuration (``body_states['robot']``, URDF joint order) and
-            :meth:`contacts`.
+            Transforms of the contact bodies and ``extra_bodies``, the robot configuration
+            (``body_states['robot']``, URDF joint order) and :meth:`contacts`.
 
         Raises:
             ValueError: an unknown name in ``extra_bodies``.

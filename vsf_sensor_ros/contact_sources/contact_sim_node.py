@@ -1,8 +1,8 @@
 """``contact_sim_node``: a Klampt physics session of a robot pressing the Punyo bubble into a box.
 
-It stands in for the simulator bridge and the real sensors: each step it publishes the joint
-states, the box pose, the contacts and stand-in measured readings.  Topics: docs/demo.md (the
-simulator); parameters: ``--help``.
+It stands in for the simulator bridge and the real sensors: each step it publishes the joint states, the box
+pose, the contacts and stand-in measured readings.  Topics: docs/demo.md (the simulator); parameters:
+``--help``.
 """
 from __future__ import annotations
 
@@ -86,9 +86,8 @@ def sim_time_msg(t: float) -> Time:
 def param_spec(name: str, default: Any, description: str, read_only: bool, bounds: Optional[tuple]) -> Spec:
     """The :class:`~vsf_sensor_ros.ros.parameter_table.Spec` of one simulator parameter.
 
-    ``bounds`` ``(lo, hi)`` become the descriptor's range and the check of the
-    value; an infinite ``hi`` (``bubble.stiffness``: inf = rigid contact) is
-    checked as ``>= lo`` only, with no descriptor range.
+    ``bounds`` ``(lo, hi)`` become the descriptor's range and the check of the value; an infinite ``hi``
+    (``bubble.stiffness``: inf = rigid contact) is checked as ``>= lo`` only, with no descriptor range.
     """
     lo = hi = None
     if bounds is not None and not isinstance(default, bool):
@@ -105,8 +104,7 @@ class ContactSimNode(SimulatorNode):
     """The simulator node (see module doc).  Owns its publishers, simulation and worker thread.
 
     Raises:
-        ValueError: a parameter value is invalid (message names it); the
-            node is then not usable.
+        ValueError: a parameter value is invalid (message names it); the node is then not usable.
         FileNotFoundError: Kinova assets missing.
     """
 
@@ -236,14 +234,12 @@ def usage():
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): init, spin until done (or
-    Ctrl-C), shut down cleanly.  ``-h`` / ``--help`` prints :func:`usage` and returns 0 before
-    anything touches ROS.
+    """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): init, spin until done (or Ctrl-C), shut
+    down cleanly.  ``-h`` / ``--help`` prints :func:`usage` and returns 0 before anything touches ROS.
 
     Returns:
-        0 on a finished (or interrupted) run, 1 when the simulation failed,
-        2 on a configuration error (bad parameter, missing assets, unreachable
-        press pose).
+        0 on a finished (or interrupted) run, 1 when the simulation failed, 2 on a configuration error (bad
+        parameter, missing assets, unreachable press pose).
     """
     argv = list(sys.argv if args is None else args)
     answer_help(argv, usage())   # before rclpy.init: a help request simulates and publishes nothing

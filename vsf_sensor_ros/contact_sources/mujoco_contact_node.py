@@ -1,7 +1,7 @@
 """``mujoco_contact_node``: MuJoCo as the contact source -- the embedded arm presses the Punyo bubble.
 
-The MuJoCo counterpart of ``contact_sim_node`` (same topics), with MuJoCo's own force and touch
-sensors as independent measured streams; see docs/mujoco.md, parameters with ``--help``.
+The MuJoCo counterpart of ``contact_sim_node`` (same topics), with MuJoCo's own force and touch sensors as
+independent measured streams; see docs/mujoco.md, parameters with ``--help``.
 """
 from __future__ import annotations
 
@@ -93,8 +93,8 @@ class MujocoContactNode(SimulatorNode):
     """The MuJoCo contact source node (see the module doc).  Owns its publishers, scene and worker.
 
     Raises:
-        ValueError: a parameter value is invalid (the message names it), or MuJoCo rejects
-            the scene; the node is then not usable.
+        ValueError: a parameter value is invalid (the message names it), or MuJoCo rejects the scene; the
+            node is then not usable.
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -198,8 +198,8 @@ class MujocoContactNode(SimulatorNode):
         sc = self.scene
         sc.set_targets(self.plan.targets(sc.time + float(self.p["sim_dt"])))
         sc.step(self._substeps)
-        # MuJoCo's contacts and sensors after mj_step belong to the state the step started from;
-        # mj_forward evaluates them (and the body poses) at the state just reached, the one stamped.
+        # MuJoCo's contacts and sensors after mj_step belong to the state the step started from; mj_forward
+        # evaluates them (and the body poses) at the state just reached, the one stamped.
         mujoco.mj_forward(sc.model, sc.data)
         stamp = sim_time_msg(sc.time)
         if self.pub_clock is not None:
@@ -250,15 +250,14 @@ def usage() -> argparse.ArgumentParser:
 
 
 def main(args: Optional[Sequence[str]] = None) -> int:
-    """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): init, spin until done (or
-    Ctrl-C), shut down cleanly.
+    """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): init, spin until done (or Ctrl-C), shut
+    down cleanly.
 
-    ``-h`` / ``--help`` before ``--ros-args`` prints the usage and exits 0 without creating a
-    ROS participant.
+    ``-h`` / ``--help`` before ``--ros-args`` prints the usage and exits 0 without creating a ROS
+    participant.
 
     Returns:
-        0 on a finished (or interrupted) run, 1 when the simulation failed, 2 on a
-        configuration error.
+        0 on a finished (or interrupted) run, 1 when the simulation failed, 2 on a configuration error.
     """
     argv = list(sys.argv if args is None else args)
     usage().parse_known_args(user_args(argv))       # exits 0 after printing for -h / --help

@@ -1,7 +1,7 @@
 """MuJoCo scene of the embedded arm pressing the Punyo bubble into a box, and its contacts (no ROS).
 
-The embedded world as MJCF (same names, so ``config/sensor_node.yaml`` reads it unchanged), MuJoCo's
-own pad and load sensors, and its contacts as rows of the contract; see docs/mujoco.md.
+The embedded world as MJCF (same names, so ``config/sensor_node.yaml`` reads it unchanged), MuJoCo's own pad
+and load sensors, and its contacts as rows of the contract; see docs/mujoco.md.
 """
 from __future__ import annotations
 
@@ -60,11 +60,11 @@ class MujocoSceneConfig:
         physics_dt: MuJoCo integration step (s).
         arm_kp: position-servo stiffness per arm joint (N m / rad), URDF joint order.
         arm_kv: servo damping per arm joint (N m s / rad).
-        solref: MuJoCo contact ``solref`` of the bubble ``(timeconst s, dampratio)``: how soft
-            the bubble skin is (a larger time constant is softer).
+        solref: MuJoCo contact ``solref`` of the bubble ``(timeconst s, dampratio)``: how soft the bubble
+            skin is (a larger time constant is softer).
         friction: sliding friction coefficient of every geom.
-        multiccd: MuJoCo's ``multiccd`` flag: several contact points per convex pair (a patch,
-            not a single deepest point).
+        multiccd: MuJoCo's ``multiccd`` flag: several contact points per convex pair (a patch, not a single
+            deepest point).
         pad_T: ``(4, 4)`` pad frame in the bubble frame (the demo pad's ``Tsensor``).
         load_radius: radius of the load cell's touch zone (m), centred on the object's top face.
     """
@@ -131,18 +131,18 @@ def _link_inertial(link: ET.Element) -> Optional[ET.Element]:
 def robot_bodies(urdf_text: str) -> Tuple[List[ET.Element], Dict[str, ET.Element], List[str]]:
     """The URDF's link tree as nested MJCF ``<body>`` elements (no geometry).
 
-    Each URDF joint becomes its child link's ``<body>`` at the joint origin, with a ``hinge``
-    (revolute, continuous) or ``slide`` (prismatic) joint of the same name and axis, ``range``
-    from the URDF limits of a revolute or prismatic joint; a fixed joint adds no MuJoCo joint.
-    Link inertials carry over.  A root link named ``world`` is MuJoCo's world body (its
-    children go straight into ``<worldbody>``), as ``robot_state_publisher`` treats it.
+    Each URDF joint becomes its child link's ``<body>`` at the joint origin, with a ``hinge`` (revolute,
+    continuous) or ``slide`` (prismatic) joint of the same name and axis, ``range`` from the URDF limits of
+    a revolute or prismatic joint; a fixed joint adds no MuJoCo joint. Link inertials carry over.  A root
+    link named ``world`` is MuJoCo's world body (its children go straight into ``<worldbody>``), as
+    ``robot_state_publisher`` treats it.
 
     Returns:
         ``(top-level bodies, {link name: body element}, movable joint names in URDF order)``.
 
     Raises:
-        ValueError: joints of a type MuJoCo cannot express here (floating, planar), or a link
-            tree with more than one root besides ``world``.
+        ValueError: joints of a type MuJoCo cannot express here (floating, planar), or a link tree with more
+            than one root besides ``world``.
     """
     root = ET.fromstring(urdf_text)
     joints = parse_urdf_joints(root)
@@ -257,8 +257,8 @@ class ContactRows:
 
     Attributes:
         body1, body2: ``(N,)`` body names (``geom1``'s and ``geom2``'s bodies).
-        points: ``(N, 3)`` float64 contact points (world frame, m): MuJoCo's ``contact.pos``,
-            midway between the two surfaces.
+        points: ``(N, 3)`` float64 contact points (world frame, m): MuJoCo's ``contact.pos``, midway between
+            the two surfaces.
         forces: ``(N, 3)`` float64 force applied to body1 by body2 (world frame, N).
         normals: ``(N, 3)`` float64 unit contact normals, from body1 toward body2 (world).
         depths: ``(N,)`` float64 penetration depths (m, ``-contact.dist``; > 0 when overlapping).
@@ -278,11 +278,10 @@ class ContactRows:
 def contact_rows(model: "mujoco.MjModel", data: "mujoco.MjData") -> ContactRows:
     """The contacts of ``data`` (after ``mj_step`` / ``mj_forward``) in world frame.
 
-    For each of ``data.ncon`` contacts: ``mj_contactForce`` gives ``f`` in the contact frame
-    (rows of ``contact.frame``: normal from geom1 to geom2, then two tangents); the force on
-    body1 by body2 is ``−frameᵀ f[:3]`` (see the module doc).  Bodies come from
-    ``model.geom_bodyid``, names from the model.  Contacts MuJoCo excluded from the solver
-    (``efc_address < 0``) carry no force and are left out.
+    For each of ``data.ncon`` contacts: ``mj_contactForce`` gives ``f`` in the contact frame (rows of
+    ``contact.frame``: normal from geom1 to geom2, then two tangents); the force on body1 by body2 is
+    ``−frameᵀ f[:3]`` (see the module doc).  Bodies come from ``model.geom_bodyid``, names from the model.
+    Contacts MuJoCo excluded from the solver (``efc_address < 0``) carry no force and are left out.
     """
     n = int(data.ncon)
     b1: List[str] = []
@@ -311,10 +310,10 @@ def contacts_by_pair(rows: ContactRows, body_names: Sequence[str],
                      both_orders: bool = True) -> Dict[Pair, ContactState]:
     """``{(body1, body2): ContactState}`` of the rows whose two bodies are both in ``body_names``.
 
-    Pairs are ordered by ``body_names`` (the lower index first as ``body1``); with
-    ``both_orders`` each pair also appears reversed, with the forces negated (what the package's
-    Klampt simulator publishes).  Forces are on body1 by body2, world frame (N); points world (m).
-    Contacts of a body outside the table, or of a body with itself, are left out.
+    Pairs are ordered by ``body_names`` (the lower index first as ``body1``); with ``both_orders`` each pair
+    also appears reversed, with the forces negated (what the package's Klampt simulator publishes).  Forces
+    are on body1 by body2, world frame (N); points world (m). Contacts of a body outside the table, or of a
+    body with itself, are left out.
     """
     index = {n: i for i, n in enumerate(body_names)}
     grouped: Dict[Pair, List[Tuple[np.ndarray, np.ndarray]]] = {}
@@ -371,8 +370,8 @@ class MujocoScene:
     def reset(self, joints: Dict[str, float], settle_s: float = 0.3) -> None:
         """Put the arm at ``joints`` (held there by the servos) and let the object settle.
 
-        The object starts resting on the table; ``settle_s`` simulated seconds let it sink into
-        MuJoCo's soft contact.  The clock is then set back to 0.
+        The object starts resting on the table; ``settle_s`` simulated seconds let it sink into MuJoCo's
+        soft contact.  The clock is then set back to 0.
 
         Raises:
             ValueError: a name that is not a movable joint.
@@ -443,11 +442,10 @@ class MujocoScene:
 def pad_reading(scene: MujocoScene, names: Sequence[str]) -> np.ndarray:
     """The pad's measurement from MuJoCo's ``force`` sensor, in the layout of ``names``.
 
-    MuJoCo's ``force`` sensor gives the force the flange exerts on the (massless) bubble, in the
-    pad's site frame; the contact force *on* the bubble is its negative, which is what the
-    package's Klampt-semantics pad reports (``force_x/y/z``; an object pressing the outward
-    pad reads a negative ``force_z``).  ``contact`` is 1.0 while MuJoCo has a contact on the
-    bubble.
+    MuJoCo's ``force`` sensor gives the force the flange exerts on the (massless) bubble, in the pad's site
+    frame; the contact force *on* the bubble is its negative, which is what the package's Klampt-semantics
+    pad reports (``force_x/y/z``; an object pressing the outward pad reads a negative ``force_z``).
+    ``contact`` is 1.0 while MuJoCo has a contact on the bubble.
 
     Args:
         scene: the scene after a step.
@@ -469,9 +467,9 @@ def load_reading(scene: MujocoScene, min_threshold: float = 0.0,
                  max_threshold: float = math.inf) -> np.ndarray:
     """``[in_contact, value]`` of the load cell from MuJoCo's ``touch`` sensor (N).
 
-    ``value`` is the touch reading (sum of normal contact forces in the zone), thresholded as
-    the Isaac-style sensor does: below ``min_threshold`` (or zero) -> ``[0, 0]``, above
-    ``max_threshold`` -> clamped.
+    ``value`` is the touch reading (sum of normal contact forces in the zone), thresholded as the
+    Isaac-style sensor does: below ``min_threshold`` (or zero) -> ``[0, 0]``, above ``max_threshold`` ->
+    clamped.
     """
     v = float(scene.sensor(LOAD_SITE)[0])
     if v <= 0.0 or v < min_threshold:
@@ -491,11 +489,10 @@ SOURCE_TEXT = {SOURCE_MUJOCO_FORCE: "independent: MuJoCo's force sensor",
 def mujoco_source_label(sensor_type: str, attachment: str, mode: str) -> str:
     """Where ``mujoco_contact_node``'s ``<s>/measured`` of a demo sensor comes from, as a label.
 
-    With ``mode`` ``independent``: a ``ContactSensor`` on the bubble reads MuJoCo's ``force``
-    sensor (:data:`SOURCE_MUJOCO_FORCE`), an ``IsaacContactSensor`` on the object MuJoCo's
-    ``touch`` sensor (:data:`SOURCE_MUJOCO_TOUCH`); everything else, and every sensor with
-    ``model``, is the package's model (``synthetic-model``, the label of
-    :mod:`vsf_sensor_ros.contact_sources.sim_sensors`).
+    With ``mode`` ``independent``: a ``ContactSensor`` on the bubble reads MuJoCo's ``force`` sensor
+    (:data:`SOURCE_MUJOCO_FORCE`), an ``IsaacContactSensor`` on the object MuJoCo's ``touch`` sensor
+    (:data:`SOURCE_MUJOCO_TOUCH`); everything else, and every sensor with ``model``, is the package's model
+    (``synthetic-model``, the label of :mod:`vsf_sensor_ros.contact_sources.sim_sensors`).
 
     Raises:
         ValueError: ``mode`` is not ``independent`` or ``model``.
@@ -515,9 +512,8 @@ class PressPlan:
 
     The apex height above the top face follows the package's press profile
     (:class:`~vsf_sensor_ros.contact_sources.trajectory.PressProfile`: tare hold, approach, press, hold,
-    release, retreat, rest); the joints come from the embedded arm's closed-form inverse
-    kinematics (:func:`~vsf_sensor_ros.embedded_world.tool_down_joint_positions`), bubble facing
-    down.
+    release, retreat, rest); the joints come from the embedded arm's closed-form inverse kinematics
+    (:func:`~vsf_sensor_ros.embedded_world.tool_down_joint_positions`), bubble facing down.
 
     Args:
         profile: timing and depths (validated).

@@ -29,12 +29,10 @@ class DemoSensorSpec:
 
     Attributes:
         name: sensor name (topic namespace).
-        config: the ``sensor_from_config`` dict: ``name``, ``type``,
-            ``attachment`` and type settings (sensor node parameter names).
-        offset: constant added to each physical entry of the measured
-            stream (SI: Pa or N).
-        noise_std: standard deviation of the Gaussian noise added to each
-            physical entry (SI).
+        config: the ``sensor_from_config`` dict: ``name``, ``type``, ``attachment`` and type settings
+            (sensor node parameter names).
+        offset: constant added to each physical entry of the measured stream (SI: Pa or N).
+        noise_std: standard deviation of the Gaussian noise added to each physical entry (SI).
     """
 
     name: str
@@ -60,20 +58,17 @@ def demo_sensor_specs(assets: SceneAssets, object_size: Optional[Sequence[float]
         assets: the world's assets (bubble mesh and normal).
         object_size: the box extents (m); default ``assets.object_size``.
 
-    * ``punyo_pressure`` -- ``PunyoPressureSensor`` on the bubble, base normal
-      = the membrane normal; measured = gauge pressure + 101325 Pa, noise 5 Pa.
-    * ``punyo_force`` -- ``PunyoDenseForceSensor`` on the bubble; offset
-      0.001 N per entry, noise 0.002 N.
-    * ``punyo_pad`` -- Klampt ``ContactSensor`` on the bubble, patch 6 x 6 cm
-      centred on the membrane tip with z along the outward normal,
-      ``patchTolerance`` 1 cm (the dome curves away from the tangent plane),
-      all three axes; offset 0.05 N, noise 0.02 N.
-    * ``object_load`` -- Isaac-style contact sensor on the object, centred on
-      its top face (``position`` = (0, 0, height/2)) with ``radius`` 3 cm: a
-      load cell under the pressed spot.  It sums only the bubble's contacts;
-      the table's, at the bottom face 4+ cm away, stay outside (a whole-body
-      sensor would read the net contact force, i.e. the box's weight, however
-      hard it is pressed).  Every step; offset 0.05 N, noise 0.05 N.
+    * ``punyo_pressure`` -- ``PunyoPressureSensor`` on the bubble, base normal = the membrane normal;
+      measured = gauge pressure + 101325 Pa, noise 5 Pa.
+    * ``punyo_force`` -- ``PunyoDenseForceSensor`` on the bubble; offset 0.001 N per entry, noise 0.002 N.
+    * ``punyo_pad`` -- Klampt ``ContactSensor`` on the bubble, patch 6 x 6 cm centred on the membrane tip
+      with z along the outward normal, ``patchTolerance`` 1 cm (the dome curves away from the tangent
+      plane), all three axes; offset 0.05 N, noise 0.02 N.
+    * ``object_load`` -- Isaac-style contact sensor on the object, centred on its top face (``position`` =
+      (0, 0, height/2)) with ``radius`` 3 cm: a load cell under the pressed spot.  It sums only the bubble's
+      contacts; the table's, at the bottom face 4+ cm away, stay outside (a whole-body sensor would read the
+      net contact force, i.e. the box's weight, however hard it is pressed).  Every step; offset 0.05 N,
+      noise 0.05 N.
     """
     size = assets.object_size if object_size is None else object_size
     half_height = float(size[2]) / 2.0
@@ -132,14 +127,12 @@ def measured_source_label(sensor_type: str, attachment: str, mode: str,
                           contact_body_names: Sequence[str]) -> str:
     """Where the simulator's ``<s>/measured`` of a demo sensor comes from, as a label.
 
-    The single decision :func:`independent_source` follows (so a demo can label
-    the streams without a simulator of its own): with ``mode`` ``independent``,
-    a ``ContactSensor`` on a robot link (every simulated body but the object
-    and the table) reads from Klampt's own C++ sensor
-    (:data:`SOURCE_KLAMPT_NATIVE`), an ``IsaacContactSensor`` on the object
-    from the simulator's summed bubble-object force when the bubble is in the
-    contact body table (:data:`SOURCE_SIM_FORCES`); everything else, and every
-    sensor with ``mode`` ``model``, is :data:`SOURCE_SYNTHETIC`.
+    The single decision :func:`independent_source` follows (so a demo can label the streams without a
+    simulator of its own): with ``mode`` ``independent``, a ``ContactSensor`` on a robot link (every
+    simulated body but the object and the table) reads from Klampt's own C++ sensor
+    (:data:`SOURCE_KLAMPT_NATIVE`), an ``IsaacContactSensor`` on the object from the simulator's summed
+    bubble-object force when the bubble is in the contact body table (:data:`SOURCE_SIM_FORCES`); everything
+    else, and every sensor with ``mode`` ``model``, is :data:`SOURCE_SYNTHETIC`.
 
     Args:
         sensor_type: the sensor's ``type`` (``ContactSensor``, ``PunyoPressureSensor`` ...).
@@ -163,15 +156,15 @@ def measured_source_label(sensor_type: str, attachment: str, mode: str,
 def independent_source(spec: DemoSensorSpec, sim: Any, sensor: Any) -> Optional[Callable[[], np.ndarray]]:
     """A reading of ``spec``'s quantity by an implementation independent of the package's model.
 
-    * ``ContactSensor`` on a robot link: Klampt's own C++ ``ContactSensor`` added to the
-      simulator with the model's settings (``sensor.settings()``, Klampt-formatted); its
-      measurements ``[contact, force_x, force_y, force_z]`` (the axes of ``hasForce``).
-    * ``IsaacContactSensor`` on the object: ``[in_contact, value]`` with ``value`` = the magnitude
-      of the contact force between the bubble and the object as the simulator sums it
-      (``ContactSimulation.summed_contact_force``), thresholded like the Isaac sensor
-      (``< minThreshold`` → 0 and not in contact, ``> maxThreshold`` → clamped).  It covers the
-      whole bubble–object contact, not just the sensor's ``radius``: where the bubble touches the
-      box outside that radius the two disagree, as a real load cell and the model would.
+    * ``ContactSensor`` on a robot link: Klampt's own C++ ``ContactSensor`` added to the simulator with the
+      model's settings (``sensor.settings()``, Klampt-formatted); its measurements ``[contact, force_x,
+      force_y, force_z]`` (the axes of ``hasForce``).
+    * ``IsaacContactSensor`` on the object: ``[in_contact, value]`` with ``value`` = the magnitude of the
+      contact force between the bubble and the object as the simulator sums it
+      (``ContactSimulation.summed_contact_force``), thresholded like the Isaac sensor (``< minThreshold`` →
+      0 and not in contact, ``> maxThreshold`` → clamped).  It covers the whole bubble–object contact, not
+      just the sensor's ``radius``: where the bubble touches the box outside that radius the two disagree,
+      as a real load cell and the model would.
     * anything else: None (the stream stays synthetic).
 
     Args:
@@ -210,19 +203,18 @@ class MeasuredStream:
     Args:
         spec: the demo sensor.
         model: the Klampt model of the attachment body, passed to ``attach``.
-        seed: noise seed; streams built with the same ``(seed, stream_index)``
-            produce the same noise sequence.
+        seed: noise seed; streams built with the same ``(seed, stream_index)`` produce the same noise
+            sequence.
         stream_index: distinguishes the streams of one run.
-        source: the independent reading (:func:`independent_source`), in the model's
-            measurement layout; None = the library model on the state (a synthetic stream).
+        source: the independent reading (:func:`independent_source`), in the model's measurement layout;
+            None = the library model on the state (a synthetic stream).
 
     Raises:
         ValueError: the config is rejected by ``sensor_from_config``.
 
     Attributes:
-        slots: ``(k,)`` int64 indices of the physical entries that get the
-            offset and noise (default: all); set it to the entries the
-            measured message carries so flags such as ``contact`` stay clean.
+        slots: ``(k,)`` int64 indices of the physical entries that get the offset and noise (default: all);
+            set it to the entries the measured message carries so flags such as ``contact`` stay clean.
     """
 
     def __init__(self, spec: DemoSensorSpec, model: Any, seed: int, stream_index: int,
@@ -244,8 +236,8 @@ class MeasuredStream:
     def measure(self, state: SimState, true_values: Optional[np.ndarray] = None) -> np.ndarray:
         """One measured vector: physical reading + offset + noise on the physical entries.
 
-        The physical reading is ``source()`` when the stream has one, else the model's
-        prediction on ``state`` (``true_values`` when already computed).
+        The physical reading is ``source()`` when the stream has one, else the model's prediction on
+        ``state`` (``true_values`` when already computed).
 
         Args:
             state: the simulator's state of this step.

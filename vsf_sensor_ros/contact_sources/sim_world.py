@@ -1,7 +1,7 @@
 """Klampt physics scene for the contact simulator: a robot carrying the Punyo bubble, a table, a box.
 
-Two worlds, ``embedded`` and ``kinova``, laid out as :mod:`vsf_sensor_ros.embedded_world`; only the
-bubble, table and box collide unless ``arm_collision`` (docs/demo.md, the simulator).
+Two worlds, ``embedded`` and ``kinova``, laid out as :mod:`vsf_sensor_ros.embedded_world`; only the bubble,
+table and box collide unless ``arm_collision`` (docs/demo.md, the simulator).
 """
 from __future__ import annotations
 
@@ -45,24 +45,21 @@ class SceneAssets:
         urdf_text: robot URDF XML (no bubble link yet).
         base_dir: directory for relative / ``package://`` mesh paths in the URDF.
         end_link: URDF link the bubble is mounted on.
-        bubble_mesh: bubble triangle mesh in the bubble frame (m); vertex
-            order is the one sensors index.
-        bubble_mesh_path: file holding that mesh, for configuring a sensor
-            node the same way (``None`` when the mesh is generated).
+        bubble_mesh: bubble triangle mesh in the bubble frame (m); vertex order is the one sensors index.
+        bubble_mesh_path: file holding that mesh, for configuring a sensor node the same way (``None`` when
+            the mesh is generated).
         T_end_bubble: ``(4, 4)`` bubble frame -> end link frame.
-        bubble_normal_local: ``(3,)`` unit outward normal of the membrane in
-            the bubble frame (the pressure sensor's base normal); the press
-            drives the bubble along ``-R n`` into the object.
+        bubble_normal_local: ``(3,)`` unit outward normal of the membrane in the bubble frame (the pressure
+            sensor's base normal); the press drives the bubble along ``-R n`` into the object.
         bubble_mass: kg, mass given to the bubble link.
-        seed_config: URDF joint name -> position (rad), an IK seed near the
-            press pose (elbow and wrist branch).
-        pid_gains: ``(kP, kI, kD)`` per driver to set on the simulator's
-            servos, or ``None`` to keep the URDF's (Klampt ``<klampt>`` block).
+        seed_config: URDF joint name -> position (rad), an IK seed near the press pose (elbow and wrist
+            branch).
+        pid_gains: ``(kP, kI, kD)`` per driver to set on the simulator's servos, or ``None`` to keep the
+            URDF's (Klampt ``<klampt>`` block).
         object_xy: ``(x, y)`` of the object centre on the table (m, world).
         object_size: default box extents ``(x, y, z)`` (m).
         table_size: ``(x, y, z)`` table slab size (m).
-        table_center: ``(x, y, z)`` of the slab centre (m, world); this is the
-            table body's frame.
+        table_center: ``(x, y, z)`` of the slab centre (m, world); this is the table body's frame.
     """
 
     name: str
@@ -91,13 +88,12 @@ def kinova_assets(assets_dir: Optional[str] = None) -> SceneAssets:
     """Kinova Gen3 with the real Punyo mesh (see module doc for the files).
 
     Args:
-        assets_dir: directory with :data:`KINOVA_FILES`; ``None`` or ``""`` =
-            ``$VSF_ASSETS``, else ``../shared/fixtures/kinova_punyo`` next to
-            the source checkout (``embedded_world.default_assets_dir``).
+        assets_dir: directory with :data:`KINOVA_FILES`; ``None`` or ``""`` = ``$VSF_ASSETS``, else
+            ``../shared/fixtures/kinova_punyo`` next to the source checkout
+            (``embedded_world.default_assets_dir``).
 
     Raises:
-        FileNotFoundError: the directory or one of the files is missing
-            (message names it).
+        FileNotFoundError: the directory or one of the files is missing (message names it).
         ValueError: the mount transform is not a rigid transform.
     """
     d = Path(assets_dir).expanduser() if assets_dir else ew.default_assets_dir()
@@ -111,8 +107,8 @@ def kinova_assets(assets_dir: Optional[str] = None) -> SceneAssets:
     d = d.resolve()
     T = validate_transform(ew.kinova_punyo_transform(d), "punyo2ee")
     mesh_path = d / ew.KINOVA_PUNYO_MESH_FILE
-    # Kinova's "home" posture branch (elbow up, wrist flexed): IK from here
-    # reaches a top-down press in front of the base without joint flips.
+    # Kinova's "home" posture branch (elbow up, wrist flexed): IK from here reaches a top-down press in
+    # front of the base without joint flips.
     seed = dict(zip(ew.KINOVA_JOINTS, [0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57]))
     return SceneAssets(
         name="kinova", urdf_text=(d / ew.KINOVA_URDF_FILE).read_text(), base_dir=str(d),
@@ -123,9 +119,8 @@ def kinova_assets(assets_dir: Optional[str] = None) -> SceneAssets:
 def embedded_assets() -> SceneAssets:
     """The package's own 4-joint arm and generated bubble (:mod:`vsf_sensor_ros.embedded_world`).
 
-    The URDF has no Klampt servo block, so PID gains are set here: stiff
-    enough to track the press within a millimetre in free space, soft enough
-    that a 1 cm press depth loads the bubble with roughly 10 N.
+    The URDF has no Klampt servo block, so PID gains are set here: stiff enough to track the press within a
+    millimetre in free space, soft enough that a 1 cm press depth loads the bubble with roughly 10 N.
     """
     urdf = Path(ew.embedded_urdf_path())
     mesh_file = ew.DATA_DIR / ew.BUBBLE_MESH_FILE
@@ -186,15 +181,14 @@ def urdf_with_bubble(assets: SceneAssets, bubble_file: str, arm_collision: bool 
     Args:
         assets: the world's assets.
         bubble_file: a mesh file Klampt can read holding ``assets.bubble_mesh``.
-        arm_collision: keep the arm links' ``<collision>`` elements (default:
-            drop them, see the module doc).
+        arm_collision: keep the arm links' ``<collision>`` elements (default: drop them, see the module
+            doc).
 
     Returns:
         URDF XML text.
 
     Raises:
-        ValueError: the URDF already has a link named :data:`BUBBLE`, or the
-            end link is not in it.
+        ValueError: the URDF already has a link named :data:`BUBBLE`, or the end link is not in it.
         FileNotFoundError: a mesh referenced by the URDF does not exist.
     """
     root = ET.fromstring(assets.urdf_text)
@@ -246,14 +240,12 @@ class SimScene:
 
     Attributes:
         assets: where it came from.
-        world: the Klampt ``WorldModel`` (robot 0, terrain :data:`TABLE`,
-            rigid object :data:`OBJECT`).
+        world: the Klampt ``WorldModel`` (robot 0, terrain :data:`TABLE`, rigid object :data:`OBJECT`).
         robot: the robot (``world.robot(0)``), bubble link included.
-        joint_names: URDF names of the movable joints, URDF order (what
-            ``JointState.name`` carries).
+        joint_names: URDF names of the movable joints, URDF order (what ``JointState.name`` carries).
         joint_dofs: ``(J,)`` int64 Klampt configuration index of each joint.
-        body_ids: body name -> Klampt object id (``getID()``) for every link
-            with geometry, the table and the object.
+        body_ids: body name -> Klampt object id (``getID()``) for every link with geometry, the table and
+            the object.
         object_size: ``(x, y, z)`` box size (m).
         object_mass: kg.
         object_top_z: height of the object's top face when resting (m).
@@ -273,8 +265,8 @@ class SimScene:
     def touch_z(self, bubble_padding: float) -> float:
         """Height (m, world) at which the bubble tip first touches the resting object in ODE.
 
-        The object's top face, plus the table/object gap and the object's
-        padding (:data:`CONTACT_PADDING` each), plus the bubble's padding.
+        The object's top face, plus the table/object gap and the object's padding (:data:`CONTACT_PADDING`
+        each), plus the bubble's padding.
         """
         return self.object_top_z + 2.0 * CONTACT_PADDING + float(bubble_padding)
 
@@ -314,9 +306,8 @@ def build_scene(assets: SceneAssets, object_size: Optional[Sequence[float]] = No
                 object_mass: float = 0.3, arm_collision: bool = False) -> SimScene:
     """Assemble the Klampt world: robot + bubble link, table terrain, box object.
 
-    The box starts 1 mm above the table top and settles under gravity in the
-    first simulated steps.  The robot starts at the all-zero configuration;
-    the trajectory sets its real start.
+    The box starts 1 mm above the table top and settles under gravity in the first simulated steps.  The
+    robot starts at the all-zero configuration; the trajectory sets its real start.
 
     Args:
         assets: from :func:`load_assets`.

@@ -1,7 +1,7 @@
 """What the package's simulator nodes share: outputs, a paced stepping thread, ``rate_hz`` live.
 
-:class:`SimulatorNode` is the base of ``contact_sim_node`` and ``mujoco_contact_node``: a subclass
-builds its scene and implements :meth:`SimulatorNode.step_once`.
+:class:`SimulatorNode` is the base of ``contact_sim_node`` and ``mujoco_contact_node``: a subclass builds
+its scene and implements :meth:`SimulatorNode.step_once`.
 """
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from vsf_sensor_ros.ros.parameter_table import Spec, check_value
 __all__ = ["PACE_PARAMS", "PRESS_TIMING_PARAMS", "SESSION_PARAMS", "SimulatorNode", "finish",
            "spin_until_done"]
 
-# Parameter rows the simulator nodes share, as their tables write them:
-# name -> (default, description, read_only, (lo, hi) or None).  SimulatorNode reads these.
+# Parameter rows the simulator nodes share, as their tables write them: name -> (default, description,
+# read_only, (lo, hi) or None).  SimulatorNode reads these.
 PACE_PARAMS: Dict[str, tuple] = {
     "rate_hz": (100.0, "simulator steps per wall-clock second; 0 = as fast as possible", False, (0.0, 1e6)),
     "sim_dt": (0.01, "simulated seconds per step (one contacts message each)", True, (1e-4, 1.0)),
@@ -59,8 +59,8 @@ class SimulatorNode(Node):
 
     The subclass must set ``self.p`` (parameter values: ``rate_hz``, ``duration_s``, ``sim_dt``,
     ``wait_for_subscribers``, ``start_delay_s``, ``exit_on_done``, ``linger_s``) before
-    :meth:`start_stepping`, and pass its parameter table's ``rate_hz`` :class:`Spec` to the
-    constructor (the bounds a live change is checked against).
+    :meth:`start_stepping`, and pass its parameter table's ``rate_hz`` :class:`Spec` to the constructor (the
+    bounds a live change is checked against).
 
     Attributes:
         done: set when the run has ended (finished, failed or stopped).

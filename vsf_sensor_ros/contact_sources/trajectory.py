@@ -1,7 +1,7 @@
 """Press-and-release joint trajectory for the contact simulator, from Klampt IK.
 
-The bubble's tip moves on a vertical line over the object through the phases tare, approach,
-press, hold, release, retreat, rest (cosine profiles; docs/demo.md, the simulator).
+The bubble's tip moves on a vertical line over the object through the phases tare, approach, press, hold,
+release, retreat, rest (cosine profiles; docs/demo.md, the simulator).
 """
 from __future__ import annotations
 
@@ -87,8 +87,8 @@ class PressTrajectory:
     """Joint-space press trajectory (see module doc).
 
     Args:
-        robot: Klampt ``RobotModel`` (its configuration is changed while solving
-            and left at the start configuration).
+        robot: Klampt ``RobotModel`` (its configuration is changed while solving and left at the start
+            configuration).
         link: the bubble link (``RobotModelLink``).
         tip_local: ``(3,)`` tip point in the link frame (m).
         normal_local: ``(3,)`` outward membrane normal in the link frame.

@@ -1,8 +1,7 @@
 """``wrench_contact_node``: contacts for ``sensor_node`` from a wrist wrench and the joint states.
 
-The ROS adapter of :mod:`vsf_sensor_ros.contact_sources.wrench_contacts`, for a real rig with an F/T
-sensor and no simulator; topics, service, diagnostics and parameters: docs/real_data.md and
-``--help``.
+The ROS adapter of :mod:`vsf_sensor_ros.contact_sources.wrench_contacts`, for a real rig with an F/T sensor
+and no simulator; topics, service, diagnostics and parameters: docs/real_data.md and ``--help``.
 """
 from __future__ import annotations
 
@@ -139,8 +138,8 @@ class WrenchContactNode(Node):
         n = self.source.zero_stamps[key]
         if n == before:
             return False
-        # a logger per input, kept (rclpy throttles per logger object): one input's warnings do not
-        # hide the other's
+        # a logger per input, kept (rclpy throttles per logger object): one input's warnings do not hide the
+        # other's
         log = self._zero_loggers.get(key)
         if log is None:
             log = self._zero_loggers[key] = self.get_logger().get_child(f"zero_stamp.{key}")

@@ -1,8 +1,8 @@
 """Contacts from a wrist force/torque reading: the contact source of a real rig without a simulator.
 
-Each wrench becomes one contact at a configured point of a configured body, carrying the force the
-body receives in the world frame (sign, frame, bias, lag, deadband, zero stamps: docs/real_data.md).
-No rclpy here.
+Each wrench becomes one contact at a configured point of a configured body, carrying the force the body
+receives in the world frame (sign, frame, bias, lag, deadband, zero stamps: docs/real_data.md). No rclpy
+here.
 """
 from __future__ import annotations
 
@@ -28,8 +28,7 @@ def wrench_contact(force: Sequence[float], R_world_frame: np.ndarray, T_world_bo
                    ) -> Optional[ContactState]:
     """One contact from one force reading.
 
-    ``f_world = R_world_frame · (force_sign · (force − bias))``; the point is
-    ``T_world_body · point_body``.
+    ``f_world = R_world_frame · (force_sign · (force − bias))``; the point is ``T_world_body · point_body``.
 
     Args:
         force: ``(3,)`` N, in the wrench frame.
@@ -69,8 +68,8 @@ class BiasTare:
     """Bias of a force channel: the mean of ``num_samples`` contact-free readings (N, sensor frame).
 
     ``on_start``: the first ``num_samples`` readings fed set the bias (the rig starts unloaded).
-    :meth:`tare` sets it from the most recent ``num_samples`` readings kept (call it while nothing
-    touches the body).  Until a bias exists, :attr:`bias` is None.
+    :meth:`tare` sets it from the most recent ``num_samples`` readings kept (call it while nothing touches
+    the body).  Until a bias exists, :attr:`bias` is None.
     """
 
     def __init__(self, num_samples: int = 10, on_start: bool = True) -> None:
@@ -131,8 +130,8 @@ class ForceBuffer:
             del self._t[0], self._f[0], self._frame[0]
 
     def at(self, t: float) -> Optional[Tuple[np.ndarray, str]]:
-        """Force at ``t`` (linear between the neighbouring readings; the oldest before the first),
-        with the frame of the later reading; None when ``t`` is after the newest reading."""
+        """Force at ``t`` (linear between the neighbouring readings; the oldest before the first), with the
+        frame of the later reading; None when ``t`` is after the newest reading."""
         if not self._t or t > self._t[-1]:
             return None
         i = bisect.bisect_left(self._t, t)
@@ -192,9 +191,9 @@ class WrenchContactSource:
     ``world`` is a :class:`vsf_sensor_ros.world.World` (any object with ``body_names``,
     ``set_joint_positions(names, positions)`` and ``body_transform(name)``).
 
-    Counters: ``dropped_pending`` (joint states dropped beyond ``max_pending``),
-    ``rejected_wrenches`` (bad frame, non-finite values or a zero stamp; reasons in ``last_error``),
-    ``zero_stamps`` (``{'wrench': n, 'joint_states': n}``: messages stamped 0, rejected).
+    Counters: ``dropped_pending`` (joint states dropped beyond ``max_pending``), ``rejected_wrenches`` (bad
+    frame, non-finite values or a zero stamp; reasons in ``last_error``), ``zero_stamps`` (``{'wrench': n,
+    'joint_states': n}``: messages stamped 0, rejected).
     """
 
     def __init__(self, world, config: WrenchContactConfig) -> None:
@@ -220,9 +219,9 @@ class WrenchContactSource:
                   ) -> List[Tuple[float, Dict[Pair, ContactState]]]:
         """Take one reading; return the contacts now ready ``[(stamp, {pair: ContactState})]``.
 
-        A reading in a frame not in the world (and no ``wrench_frame`` override), with
-        non-finite values or stamped 0 (also counted in ``zero_stamps``) is rejected (counted,
-        ``last_error``) and nothing is emitted.
+        A reading in a frame not in the world (and no ``wrench_frame`` override), with non-finite values or
+        stamped 0 (also counted in ``zero_stamps``) is rejected (counted, ``last_error``) and nothing is
+        emitted.
         """
         frame = self.cfg.wrench_frame or frame_id
         f = np.asarray(force, dtype=np.float64).reshape(3)
@@ -243,8 +242,8 @@ class WrenchContactSource:
                        ) -> List[Tuple[float, Dict[Pair, ContactState]]]:
         """Queue one joint state; return the contacts now ready (as :meth:`on_wrench`).
 
-        A joint state stamped 0 is rejected (``zero_stamps['joint_states']``, ``last_error``): it
-        would pair with the oldest buffered wrench.
+        A joint state stamped 0 is rejected (``zero_stamps['joint_states']``, ``last_error``): it would pair
+        with the oldest buffered wrench.
         """
         if stamp == 0.0:
             self.zero_stamps["joint_states"] += 1

@@ -1,8 +1,8 @@
 """Numba kernels of :class:`~vsf_sensor_ros.sensor.mesh.ClosestTriangleQuery` and the dense force.
 
-Private to ``sensor.mesh``: importing it compiles (or loads from numba's cache) every kernel, at a
-sensor's ``attach``, so no query compiles.  Ties keep the first minimum; the early exits only skip
-candidates strictly farther than the best, so they never change the answer.
+Private to ``sensor.mesh``: importing it compiles (or loads from numba's cache) every kernel, at a sensor's
+``attach``, so no query compiles.  Ties keep the first minimum; the early exits only skip candidates
+strictly farther than the best, so they never change the answer.
 """
 from __future__ import annotations
 
@@ -59,11 +59,11 @@ def _best_in_row(P: np.ndarray, i: int, table: np.ndarray, lower: np.ndarray, ro
                  tri: np.ndarray, reg: np.ndarray, par: np.ndarray, best2: np.ndarray) -> None:
     """Closest of the candidates ``table[row]`` to ``P[i]``, written to slot ``i`` of the outputs.
 
-    ``lower[row]`` (ascending) bounds each candidate's distance from below; the scan stops at
-    the first candidate whose bound exceeds the best distance so far: it and the rest are
-    strictly farther (the bounds include a margin above rounding), so they could not replace
-    the best under the strict-``<`` rule and the answer is the full scan's.  A row's trailing
-    entries may repeat its first candidate (grid padding, bound ``inf``).
+    ``lower[row]`` (ascending) bounds each candidate's distance from below; the scan stops at the first
+    candidate whose bound exceeds the best distance so far: it and the rest are strictly farther (the bounds
+    include a margin above rounding), so they could not replace the best under the strict-``<`` rule and the
+    answer is the full scan's.  A row's trailing entries may repeat its first candidate (grid padding, bound
+    ``inf``).
     """
     px, py, pz = P[i, 0], P[i, 1], P[i, 2]
     first = table[row, 0]
@@ -89,8 +89,8 @@ def grid_best(P: np.ndarray, lo: np.ndarray, cell: float, shape: np.ndarray, gri
     ``narrow_lower``/``wide_lower``: per-entry distance lower bounds of the two tables (see
     ``_best_in_row``).
 
-    Off-grid points (outside the box or in a cell outside the band) get ``tri = -1`` and are
-    left for the KD-tree path.  ``par`` is ``(5, M)``: ``v, w, t, s, r``.
+    Off-grid points (outside the box or in a cell outside the band) get ``tri = -1`` and are left for the
+    KD-tree path.  ``par`` is ``(5, M)``: ``v, w, t, s, r``.
     """
     missing = 0
     s0, s1, s2 = shape[0], shape[1], shape[2]
@@ -134,10 +134,9 @@ def brute_best(P: np.ndarray, cent: np.ndarray, rad: np.ndarray, slack: float, C
     """Exact closest triangle of each point over ALL triangles, pruned by bounding spheres
     (``ClosestTriangleQuery._query_brute``): least squared distance, ties to the lowest index.
 
-    Triangle ``t`` is skipped when ``|p − c_t| − r_t`` exceeds the best distance so far (at first
-    the least of ``min_t |p − c_t| + r_t`` and the distance to the nearest-centroid triangle)
-    plus ``slack``; such a triangle is farther than the winner, so the answer equals the
-    unpruned scan's.
+    Triangle ``t`` is skipped when ``|p − c_t| − r_t`` exceeds the best distance so far (at first the least
+    of ``min_t |p − c_t| + r_t`` and the distance to the nearest-centroid triangle) plus ``slack``; such a
+    triangle is farther than the winner, so the answer equals the unpruned scan's.
     """
     T = cent.shape[0]
     dc = np.empty(T)
@@ -151,8 +150,8 @@ def brute_best(P: np.ndarray, cent: np.ndarray, rad: np.ndarray, slack: float, C
             ub = min(ub, dc[t] + rad[t])
             if dc[t] < near_d:
                 near_t, near_d = t, dc[t]
-        # tighter bound: the exact distance to the nearest-centroid triangle (only a bound: the
-        # scan below still picks the lowest index among equally close triangles)
+        # tighter bound: the exact distance to the nearest-centroid triangle (only a bound: the scan below
+        # still picks the lowest index among equally close triangles)
         thr = min(ub, math.sqrt(_eval_one(px, py, pz, CT, near_t)[0])) + slack
         bd = math.inf
         bt = -1
@@ -211,11 +210,11 @@ def dense_force_outputs(local: np.ndarray, pv_c: np.ndarray, pv_v: np.ndarray, b
                         rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, jac: bool) -> None:
     """Punyo dense-force prediction and COO Jacobian (``PunyoDenseForceSensor``), float64.
 
-    ``local (N, 3)`` rows ``Rᵀ f_c``; per-vertex contacts ``pv_c`` on vertices ``pv_v``;
-    barycentric contacts ``b_c`` on corners ``b_v (Nb, 3)`` with weights ``b_w (Nb, 3)``.
-    ``out (3V,)`` zeros on entry accumulates ``w · local[c]`` on rows ``3 v + d``, per-vertex
-    contacts first, then barycentric ones corner by corner.  When ``jac``: ``rows/cols/vals``
-    (``9 n_pv + 27 n_b``) get entry ``(3 v + d, 3 c + e, w Rt[d, e])`` in the same order.
+    ``local (N, 3)`` rows ``Rᵀ f_c``; per-vertex contacts ``pv_c`` on vertices ``pv_v``; barycentric
+    contacts ``b_c`` on corners ``b_v (Nb, 3)`` with weights ``b_w (Nb, 3)``. ``out (3V,)`` zeros on entry
+    accumulates ``w · local[c]`` on rows ``3 v + d``, per-vertex contacts first, then barycentric ones
+    corner by corner.  When ``jac``: ``rows/cols/vals`` (``9 n_pv + 27 n_b``) get entry ``(3 v + d, 3 c + e,
+    w Rt[d, e])`` in the same order.
     """
     k = 0
     for n in range(pv_c.shape[0]):
@@ -243,8 +242,8 @@ def dense_force_outputs(local: np.ndarray, pv_c: np.ndarray, pv_v: np.ndarray, b
 def warm_up() -> None:
     """Compile (or load from the cache) every kernel for the argument types ``mesh.py`` passes.
 
-    Numba compiles one specialisation per argument-type tuple (dtype, layout, read-only flag), so
-    these dummy arguments mirror the query's exactly; a test checks that queries add no new one.
+    Numba compiles one specialisation per argument-type tuple (dtype, layout, read-only flag), so these
+    dummy arguments mirror the query's exactly; a test checks that queries add no new one.
     """
     V = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
     F = np.array([[0, 1, 2]], dtype=np.int64)

@@ -17,8 +17,8 @@ def body_pose(state: SimState, name: str) -> Tuple[torch.Tensor, torch.Tensor]:
     :func:`~vsf_sensor_ros.sensor.base_sensor.rigid_transform` (the shared check of every sensor).
 
     Raises:
-        ValueError: unknown body, or a transform that is not a rigid ``(4, 4)`` tensor
-            (see ``rigid_transform``), naming the body and the transform.
+        ValueError: unknown body, or a transform that is not a rigid ``(4, 4)`` tensor (see
+            ``rigid_transform``), naming the body and the transform.
     """
     return rigid_transform(state, name)
 
@@ -29,10 +29,9 @@ _NUMPY_DTYPES = (torch.float32, torch.float64)
 def numpy_pose(state: SimState, name: str) -> Optional[Tuple[np.ndarray, np.ndarray, torch.Tensor]]:
     """``(R (3, 3), t (3,), T)`` of body ``name`` as numpy views, for the numpy fast paths.
 
-    Same checks and errors as :func:`body_pose` (the plain-Python check of
-    ``check_rigid_values``: torch's per-op overhead is larger than this whole check).
-    Returns None when the transform is not a float32/float64 CPU tensor (the caller then
-    takes its torch path, which handles any device/dtype).
+    Same checks and errors as :func:`body_pose` (the plain-Python check of ``check_rigid_values``: torch's
+    per-op overhead is larger than this whole check). Returns None when the transform is not a
+    float32/float64 CPU tensor (the caller then takes its torch path, which handles any device/dtype).
 
     Raises:
         ValueError: as :func:`body_pose`.
@@ -50,8 +49,8 @@ def numpy_pose(state: SimState, name: str) -> Optional[Tuple[np.ndarray, np.ndar
 
 
 def pairs_and_states(state: SimState, name: str) -> Tuple[List[Tuple[str, str]], List[ContactState]]:
-    """``(contact_bodies, contact_states_on_body)`` of body ``name`` in one pass over the contacts
-    (the same pairs ``(name, other)`` in the same order as ``BaseSensor.contact_bodies``).
+    """``(contact_bodies, contact_states_on_body)`` of body ``name`` in one pass over the contacts (the same
+    pairs ``(name, other)`` in the same order as ``BaseSensor.contact_bodies``).
 
     Raises:
         ValueError: ``name`` has no transform in the state (the state's own message).
@@ -80,13 +79,12 @@ def check_config_keys(cls_name: str, type_name: str, name: str, config: Mapping[
                       allowed: Iterable[str]) -> str:
     """Validate a sensor config dict's keys and return its ``attachment``.
 
-    ``config`` may hold ``type`` (must equal ``type_name``), ``attachment``
-    (required, non-empty string) and the keys in ``allowed``.
+    ``config`` may hold ``type`` (must equal ``type_name``), ``attachment`` (required, non-empty string) and
+    the keys in ``allowed``.
 
     Raises:
-        SettingError: unknown key(s) (named, with the allowed ones; ``setting``
-            is the first, ``value`` its value), wrong ``type``, missing or empty
-            ``attachment``.
+        SettingError: unknown key(s) (named, with the allowed ones; ``setting`` is the first, ``value`` its
+            value), wrong ``type``, missing or empty ``attachment``.
     """
     allowed_all = set(allowed) | {"attachment", "type"}
     unknown = sorted((k for k in config if k not in allowed_all), key=str)
@@ -107,11 +105,10 @@ def check_config_keys(cls_name: str, type_name: str, name: str, config: Mapping[
 def check_model_name(model: Any, expected: str, sensor: str) -> None:
     """Warn when a Klampt-like model (with ``getName()``) is not named ``expected``.
 
-    The seed's ``PunyoDenseForceSensor.attach`` takes any model's mesh without
-    checking its name (its own tests attach ``'link0'`` sensors to a rigid
-    object named otherwise), so a mismatch is allowed: the mesh is used,
-    contacts are still read from ``attachModelName``.  It is usually a
-    configuration slip, hence the warning.
+    The seed's ``PunyoDenseForceSensor.attach`` takes any model's mesh without checking its name (its own
+    tests attach ``'link0'`` sensors to a rigid object named otherwise), so a mismatch is allowed: the mesh
+    is used, contacts are still read from ``attachModelName``.  It is usually a configuration slip, hence
+    the warning.
     """
     get = getattr(model, "getName", None)
     if callable(get):
@@ -150,13 +147,13 @@ def parse_tare(calib: Mapping[str, Any], sensor: str, length: Optional[int],
                allow_gain: bool = False) -> Dict[str, np.ndarray]:
     """Validate a ``{'tare': ..., 'tare_sim_avg': ...}`` dict (both optional; None = absent).
 
-    With ``allow_gain`` a ``'gain'`` entry (``(length,)``, every entry finite and > 0, written
-    by ``GainCalibrator``) is accepted too.  Returns the entries present as float64
-    ``(length,)`` arrays; ``{}`` clears.
+    With ``allow_gain`` a ``'gain'`` entry (``(length,)``, every entry finite and > 0, written by
+    ``GainCalibrator``) is accepted too.  Returns the entries present as float64 ``(length,)`` arrays;
+    ``{}`` clears.
 
     Raises:
-        ValueError: unknown keys (named), ``tare_sim_avg`` without ``tare``,
-            wrong lengths, non-finite values or a non-positive gain.
+        ValueError: unknown keys (named), ``tare_sim_avg`` without ``tare``, wrong lengths, non-finite
+            values or a non-positive gain.
     """
     if not isinstance(calib, Mapping):
         raise ValueError(f"sensor {sensor!r}: calibration must be a dict, got {type(calib).__name__}")

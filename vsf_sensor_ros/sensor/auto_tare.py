@@ -1,8 +1,8 @@
 """A tare that follows the simulator: re-tare while the simulator sees no contact and the sensor is steady.
 
-A real sensor's zero wanders; :class:`AutoTare` re-estimates the offset over steady contact-free
-windows and refuses a jump the simulator cannot explain.  Rules and parameters:
-docs/real_data.md (the sim-to-real loop).  Pure numpy; stamps are integer nanoseconds.
+A real sensor's zero wanders; :class:`AutoTare` re-estimates the offset over steady contact-free windows and
+refuses a jump the simulator cannot explain.  Rules and parameters: docs/real_data.md (the sim-to-real
+loop).  Pure numpy; stamps are integer nanoseconds.
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ class TareEvent:
         stamp_ns: stamp of the sample that completed the window, ns.
         applied: True when the offset was moved.
         offset: ``(#meas,)`` float64, the offset held after the event (unchanged when refused).
-        step: ``(#meas,)`` float64, proposed offset − previous offset (the proposed offset itself
-            for the first tare).
+        step: ``(#meas,)`` float64, proposed offset − previous offset (the proposed offset itself for the
+            first tare).
         reason: why it was refused (names the step, the entry and ``max_step``); ``''`` when applied.
         samples: how many contact-free samples the proposed offset averages.
     """
@@ -51,13 +51,13 @@ class AutoTare:
 
     Args:
         max_step: largest change of any entry an automatic tare may make, sensor units (> 0).
-        steady_std: largest standard deviation of ``measured − predicted`` over the window, per
-            entry, for the sensor to count as steady, sensor units (> 0).
+        steady_std: largest standard deviation of ``measured − predicted`` over the window, per entry, for
+            the sensor to count as steady, sensor units (> 0).
         window_s: span of contact-free samples a tare averages, s (> 0; default 2).
         min_interval_s: least time between two tries, s (>= 0; default 5).
         min_samples: fewest samples in the window (>= 2; default 10).
-        offset: the starting offset ``(#meas,)`` (e.g. a tare from the calibration file), or None:
-            the first tare sets it without the ``max_step`` bound.
+        offset: the starting offset ``(#meas,)`` (e.g. a tare from the calibration file), or None: the first
+            tare sets it without the ``max_step`` bound.
 
     Attributes:
         offset: ``(#meas,)`` float64 or None; applied, refused: counts of tries.
@@ -99,8 +99,8 @@ class AutoTare:
             :class:`TareEvent` when a tare was applied or refused, else None.
 
         Raises:
-            ValueError: a stamp not after the previous one, shapes that differ (from each other or
-                the offset's), non-finite values; nothing is changed.
+            ValueError: a stamp not after the previous one, shapes that differ (from each other or the
+                offset's), non-finite values; nothing is changed.
         """
         stamp = int(stamp_ns)
         if self._last_stamp is not None and stamp <= self._last_stamp:

@@ -52,40 +52,30 @@ class TareSimulator(Protocol):
 class TareCalibrator(BaseCalibrator):
     """Average of the first contact-free observations and simulated readings (seed semantics).
 
-    For ``i = 0 .. min(num_samples, len(observations)) − 1``: step the
-    simulator with ``command_sequence[i]``; stop *before* sample ``i`` when
-    the simulated state has contact (any pair with at least one contact;
-    see ``contact_scope`` below),
-    except at ``i = 0``, where a warning is issued and the sample is used so
-    at least one sample is averaged.  The calibration set on the sensor is
-    ``{output_key: mean observation, 'tare_sim_avg': mean simulated
-    measurement}`` over the samples used, and their number is returned (the
-    seed's sensors then predict ``raw + tare − tare_sim_avg``; the Punyo
-    pressure sensor, as the seed, uses ``tare`` alone because its raw
-    contact-free reading is 0).
+    For ``i = 0 .. min(num_samples, len(observations)) − 1``: step the simulator with
+    ``command_sequence[i]``; stop *before* sample ``i`` when the simulated state has contact (any pair with
+    at least one contact; see ``contact_scope`` below), except at ``i = 0``, where a warning is issued and
+    the sample is used so at least one sample is averaged.  The calibration set on the sensor is
+    ``{output_key: mean observation, 'tare_sim_avg': mean simulated measurement}`` over the samples used,
+    and their number is returned (the seed's sensors then predict ``raw + tare − tare_sim_avg``; the Punyo
+    pressure sensor, as the seed, uses ``tare`` alone because its raw contact-free reading is 0).
 
     Choices beyond the seed, documented here:
 
-    * The sensor's previous calibration is cleared before sampling, so the
-      simulated average is the raw model and re-taring gives the same result
-      as the first tare (the seed averaged whatever the sensor was already
-      calibrated to).  A ``'gain'`` entry (written by
-      :class:`~vsf_sensor_ros.sensor.gain_calibration.GainCalibrator`) is kept:
-      a re-tare moves the offset, not the gain.  On any error the previous
-      calibration is restored.
-    * Every observation used is checked up front (present, finite, shape
-      ``(#measurements,)``; a scalar is accepted for a 1-measurement
-      sensor); a bad one raises ``ValueError`` before the simulator or the
-      sensor is touched.  ``nsamples == 0`` returns 0 and touches nothing
-      (the seed returned None).
-    * A pair with zero contacts (e.g. from an empty contacts message) is not
-      contact; the seed counted any pair present.
-    * ``contact_scope``: ``'any'`` (default, the seed) stops at any contact
-      in the simulated state; ``'sensor'`` stops only when
-      ``sensor.in_contact(state)`` (something touches what the sensor
-      senses: its body, its Klampt patch, its Isaac radius), so a load
-      sensor on a box resting on a table can be tared.  The sensor node
-      tares with ``'sensor'``.
+    * The sensor's previous calibration is cleared before sampling, so the simulated average is the raw
+      model and re-taring gives the same result as the first tare (the seed averaged whatever the sensor was
+      already calibrated to).  A ``'gain'`` entry (written by
+      :class:`~vsf_sensor_ros.sensor.gain_calibration.GainCalibrator`) is kept: a re-tare moves the offset,
+      not the gain.  On any error the previous calibration is restored.
+    * Every observation used is checked up front (present, finite, shape ``(#measurements,)``; a scalar is
+      accepted for a 1-measurement sensor); a bad one raises ``ValueError`` before the simulator or the
+      sensor is touched.  ``nsamples == 0`` returns 0 and touches nothing (the seed returned None).
+    * A pair with zero contacts (e.g. from an empty contacts message) is not contact; the seed counted any
+      pair present.
+    * ``contact_scope``: ``'any'`` (default, the seed) stops at any contact in the simulated state;
+      ``'sensor'`` stops only when ``sensor.in_contact(state)`` (something touches what the sensor senses:
+      its body, its Klampt patch, its Isaac radius), so a load sensor on a box resting on a table can be
+      tared.  The sensor node tares with ``'sensor'``.
     """
 
     CONTACT_SCOPES = ("any", "sensor")
@@ -94,9 +84,9 @@ class TareCalibrator(BaseCalibrator):
     OUTPUT_KEYS = ("tare",)
 
     def __init__(self, num_samples: int = 10, output_key: str = "tare", contact_scope: str = "any") -> None:
-        """Raises ValueError for a negative/non-integer ``num_samples``, an ``output_key`` that is
-        not one the sensors read (``OUTPUT_KEYS``: ``'tare'``) or a ``contact_scope`` other than
-        ``'any'`` / ``'sensor'``."""
+        """Raises ValueError for a negative/non-integer ``num_samples``, an ``output_key`` that is not one the
+        sensors read (``OUTPUT_KEYS``: ``'tare'``) or a ``contact_scope`` other than ``'any'`` /
+        ``'sensor'``."""
         if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 0:
             raise ValueError(f"TareCalibrator: num_samples must be an integer >= 0, got {num_samples!r}")
         if output_key not in self.OUTPUT_KEYS:
@@ -111,8 +101,8 @@ class TareCalibrator(BaseCalibrator):
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "TareCalibrator":
-        """Build from ``{'type': 'TareCalibrator', 'num_samples': 10, 'output_key': 'tare',
-        'contact_scope': 'any'}`` (``type`` optional; other keys default).
+        """Build from ``{'type': 'TareCalibrator', 'num_samples': 10, 'output_key': 'tare', 'contact_scope':
+        'any'}`` (``type`` optional; other keys default).
 
         Raises:
             ValueError: unknown keys (named) or bad values.
@@ -140,15 +130,14 @@ class TareCalibrator(BaseCalibrator):
             sensor: the sensor; calibrated through ``set_calibration``.
             sim: a :class:`TareSimulator`.
             command_sequence: one command per step (at least as many as samples used).
-            observation_sequence: ``{sensor name: observation}`` per step, in
-                the sensor's units and measurement order.
+            observation_sequence: ``{sensor name: observation}`` per step, in the sensor's units and
+                measurement order.
 
         Raises:
-            ValueError: missing/non-finite/wrongly shaped observation or
-                simulated measurement (a measurement dict without the sensor's
-                name: names the sensor and the keys present), too few commands, or the sensor
-                rejecting the calibration dict; the sensor keeps its
-                previous calibration.
+            ValueError: missing/non-finite/wrongly shaped observation or simulated measurement (a
+                measurement dict without the sensor's name: names the sensor and the keys present), too few
+                commands, or the sensor rejecting the calibration dict; the sensor keeps its previous
+                calibration.
         """
         nsamples = min(self.num_samples, len(observation_sequence))
         if nsamples == 0:

@@ -1,8 +1,8 @@
 """The simulation state and the sensor contract (seed: ``vsf.sensor.base_sensor``).
 
-``ContactState`` / ``SimState`` (plain data, REP 103, world frame, SI) and ``BaseSensor``, whose
-models give a reading and its force Jacobian, dense as the seed or sparse (COO); one module
-because seed code imports all of it from this path.  See docs/python_api.md.
+``ContactState`` / ``SimState`` (plain data, REP 103, world frame, SI) and ``BaseSensor``, whose models give
+a reading and its force Jacobian, dense as the seed or sparse (COO); one module because seed code imports
+all of it from this path.  See docs/python_api.md.
 """
 from __future__ import annotations
 
@@ -21,18 +21,17 @@ class ContactState:
 
     Attributes:
         points: ``(N, 3)`` float tensor, contact points in the world frame (m).
-        forces: ``(N, 3)`` float tensor, force applied to body 1 by body 2,
-            world frame (N).  Same dtype and device as ``points``.
-        elems1: optional length-``N`` int64 tensor, element (vertex) index on
-            body 1 of each contact; ``-1`` means "no element".
+        forces: ``(N, 3)`` float tensor, force applied to body 1 by body 2, world frame (N).  Same dtype and
+            device as ``points``.
+        elems1: optional length-``N`` int64 tensor, element (vertex) index on body 1 of each contact; ``-1``
+            means "no element".
         elems2: optional length-``N`` int64 tensor, element index on body 2.
 
-    As the seed, ``elems1``/``elems2`` may be given as a list, an array or a floating-point
-    tensor whose values are all exact integers (e.g. ``torch.tensor([0., 3.])``): it is
-    converted to an int64 tensor here (on ``points``' device).  An empty one (``[]``, the seed's
-    "not used") is absent: it becomes None, whatever ``N``, as the seed's sensors read it (they
-    test ``len(elems) > 0``).  A non-integral or non-finite value is rejected (``ValueError``
-    naming the field, the row and the value).
+    As the seed, ``elems1``/``elems2`` may be given as a list, an array or a floating-point tensor whose
+    values are all exact integers (e.g. ``torch.tensor([0., 3.])``): it is converted to an int64 tensor here
+    (on ``points``' device).  An empty one (``[]``, the seed's "not used") is absent: it becomes None,
+    whatever ``N``, as the seed's sensors read it (they test ``len(elems) > 0``).  A non-integral or
+    non-finite value is rejected (``ValueError`` naming the field, the row and the value).
     """
 
     points: torch.Tensor
@@ -59,13 +58,13 @@ class ContactState:
 
 
 def _integral_elems(e: Any, label: str, points: Any) -> Optional[torch.Tensor]:
-    """Element indices as the seed accepts them: None for an empty one (absent), a list or
-    array as a tensor (on ``points``' device), a floating-point tensor of exact integers as
-    int64; anything else unchanged (:func:`validate_contact_state` judges it).
+    """Element indices as the seed accepts them: None for an empty one (absent), a list or array as a tensor
+    (on ``points``' device), a floating-point tensor of exact integers as int64; anything else unchanged
+    (:func:`validate_contact_state` judges it).
 
     Raises:
-        ValueError: a floating-point value that is non-finite or fractional, naming ``label``,
-            the row and the value; a list that is not numbers, naming ``label``.
+        ValueError: a floating-point value that is non-finite or fractional, naming ``label``, the row and
+            the value; a list that is not numbers, naming ``label``.
     """
     if e is None:
         return None
@@ -93,9 +92,8 @@ def validate_contact_state(c: ContactState) -> None:
     """Check shapes and finiteness of a ``ContactState``.
 
     Raises:
-        ValueError: ``points``/``forces`` not ``(N, 3)`` of one floating
-            dtype, lengths that disagree, element arrays of the wrong length
-            or not integer, or NaN/inf in points or forces.  The message
+        ValueError: ``points``/``forces`` not ``(N, 3)`` of one floating dtype, lengths that disagree,
+            element arrays of the wrong length or not integer, or NaN/inf in points or forces.  The message
             names the offending field and value.
     """
     for label, t in (("points", c.points), ("forces", c.forces)):
@@ -134,15 +132,13 @@ class SimState:
     """One simulator step (seed ``SimState``).
 
     Attributes:
-        body_transforms: body name -> ``(4, 4)`` homogeneous transform,
-            body frame -> world frame (metres).  All share one dtype/device,
-            which is the state's ``dtype``/``device``.
+        body_transforms: body name -> ``(4, 4)`` homogeneous transform, body frame -> world frame (metres).
+            All share one dtype/device, which is the state's ``dtype``/``device``.
         body_states: body name -> state tensor (e.g. a robot configuration).
-        contacts: ``(body1, body2)`` -> ``ContactState`` with the forces on
-            body 1.  Not assumed symmetric, as the seed: a sensor on ``b``
-            sees only the pairs ``(b, *)``, so store ``(b, a)`` too, or build
-            the dict with :func:`with_reverse_pairs` (one row per contact,
-            either order; the reverse implied with ``-f``).
+        contacts: ``(body1, body2)`` -> ``ContactState`` with the forces on body 1.  Not assumed symmetric,
+            as the seed: a sensor on ``b`` sees only the pairs ``(b, *)``, so store ``(b, a)`` too, or build
+            the dict with :func:`with_reverse_pairs` (one row per contact, either order; the reverse implied
+            with ``-f``).
     """
 
     body_transforms: Dict[str, torch.Tensor] = field(default_factory=dict)
@@ -150,8 +146,8 @@ class SimState:
     contacts: Dict[Tuple[str, str], ContactState] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # every accessor unpacks the keys as (body1, body2); a string key would unpack into its
-        # characters (or fail obscurely), so refuse it here, once per state (a few pairs: cheap)
+        # every accessor unpacks the keys as (body1, body2); a string key would unpack into its characters
+        # (or fail obscurely), so refuse it here, once per state (a few pairs: cheap)
         for key in self.contacts:
             if type(key) is not tuple or len(key) != 2:
                 raise ValueError(f"SimState.contacts keys must be (body1, body2) tuples, got {key!r}")
@@ -171,8 +167,8 @@ class SimState:
         )
 
     def bodies_in_contact(self, name: str, reverse: bool = False) -> List[str]:
-        """Bodies touching ``name``: ``b`` of pairs ``(name, b)``, or ``a`` of
-        ``(a, name)`` when ``reverse``.  Order = insertion order of ``contacts``.
+        """Bodies touching ``name``: ``b`` of pairs ``(name, b)``, or ``a`` of ``(a, name)`` when ``reverse``.
+        Order = insertion order of ``contacts``.
 
         Raises:
             ValueError: ``name`` has no transform in this state.
@@ -197,14 +193,12 @@ class SimState:
         """All contacts acting on ``name``, concatenated in ``bodies_in_contact`` order.
 
         Returns:
-            ``(points, forces)``, each ``(N, 3)`` of the state's dtype/device;
-            in the body frame of ``name`` when ``local`` (points in m, forces
-            in N), else in the world frame.
+            ``(points, forces)``, each ``(N, 3)`` of the state's dtype/device; in the body frame of ``name``
+            when ``local`` (points in m, forces in N), else in the world frame.
 
         Raises:
-            ValueError: ``name`` has no transform in this state, or its transform is
-                not a torch tensor.  Sensors check the transform fully
-                with :func:`rigid_transform` first.
+            ValueError: ``name`` has no transform in this state, or its transform is not a torch tensor.
+                Sensors check the transform fully with :func:`rigid_transform` first.
         """
         self._check_body(name)
         T = self.body_transforms[name]
@@ -245,26 +239,22 @@ def with_reverse_pairs(contacts: Mapping[Tuple[str, str], ContactState]
                        ) -> Dict[Tuple[str, str], ContactState]:
     """Complete contacts reported once per body pair with the other order of each pair.
 
-    Simulator bridges often write one row per contact, e.g. only ``(tool, pad)``
-    with the force on ``tool``; a sensor on ``pad`` reads the pairs
-    ``(pad, *)`` and would see nothing.  The rule (Newton's third law):
+    Simulator bridges often write one row per contact, e.g. only ``(tool, pad)`` with the force on ``tool``;
+    a sensor on ``pad`` reads the pairs ``(pad, *)`` and would see nothing.  The rule (Newton's third law):
 
-    * a pair ``(a, b)`` present in only one order implies ``(b, a)`` with the
-      same points, the force ``-f`` (the force on ``b``) and the element
-      arrays swapped (``elems1`` of ``(b, a)`` is ``elems2`` of ``(a, b)``);
-    * a pair present in both orders is used as given, never added twice
-      (the caller wrote both sides; they are not checked against each other);
+    * a pair ``(a, b)`` present in only one order implies ``(b, a)`` with the same points, the force ``-f``
+      (the force on ``b``) and the element arrays swapped (``elems1`` of ``(b, a)`` is ``elems2`` of ``(a,
+      b)``);
+    * a pair present in both orders is used as given, never added twice (the caller wrote both sides; they
+      are not checked against each other);
     * a pair ``(a, a)`` is its own reverse and is kept as given.
 
-    The seed's ``SimState`` does *not* do this: it documents that forces are
-    not assumed symmetric and that both orders must be stored.  This
-    package's ``SimState`` keeps the seed's semantics; call this function on
-    the contacts before building the state to get the one-row-per-contact
-    semantics.
+    The seed's ``SimState`` does *not* do this: it documents that forces are not assumed symmetric and that
+    both orders must be stored.  This package's ``SimState`` keeps the seed's semantics; call this function
+    on the contacts before building the state to get the one-row-per-contact semantics.
 
     Args:
-        contacts: ``(body1, body2) -> ContactState`` with forces on ``body1``
-            (world frame, N).
+        contacts: ``(body1, body2) -> ContactState`` with forces on ``body1`` (world frame, N).
 
     Returns:
         A new dict (the input is not changed): every given pair, in the given
@@ -297,11 +287,10 @@ def _show(value: object) -> object:
 def rigid_tolerance(dtype: torch.dtype) -> float:
     """Tolerance of :func:`rigid_transform` for a transform of ``dtype``.
 
-    ``max(1e-5, 64 * eps(dtype))``: 1e-5 for float64 and float32, looser for half
-    precision.  It is dimensionless (bounds ``|R Rᵀ − I|`` entries, i.e. a relative scale
-    error): far above the rounding of composed float32 rotations (~1e-6) and of
-    finite-difference probes of a transform (a 1e-6 step), far below any real scale or
-    shear (a 1e-5 scale error changes forces read through ``R`` by 1e-5 relative).
+    ``max(1e-5, 64 * eps(dtype))``: 1e-5 for float64 and float32, looser for half precision.  It is
+    dimensionless (bounds ``|R Rᵀ − I|`` entries, i.e. a relative scale error): far above the rounding of
+    composed float32 rotations (~1e-6) and of finite-difference probes of a transform (a 1e-6 step), far
+    below any real scale or shear (a 1e-5 scale error changes forces read through ``R`` by 1e-5 relative).
     """
     tol = _TOLERANCES.get(dtype)
     if tol is None:
@@ -315,15 +304,15 @@ _TOLERANCES: Dict[torch.dtype, float] = {}
 def check_rigid_values(vals: Sequence[float], name: str, dtype: torch.dtype, shown: object) -> None:
     """Check the 16 row-major entries ``vals`` of a homogeneous transform in plain Python.
 
-    Shared by :func:`rigid_transform` and the sensors' numpy fast paths (a few
-    microseconds: cheaper than any torch/numpy call for a 4x4).  ``shown`` is
-    the transform printed in an error (a tensor/array is shown as nested lists).
+    Shared by :func:`rigid_transform` and the sensors' numpy fast paths (a few microseconds: cheaper than
+    any torch/numpy call for a 4x4).  ``shown`` is the transform printed in an error (a tensor/array is
+    shown as nested lists).
 
     Raises:
         ValueError: as :func:`rigid_transform`.
     """
-    # a finite sum means every entry is finite (inf/nan propagate); only an overflowing sum of
-    # huge entries needs the element-wise test
+    # a finite sum means every entry is finite (inf/nan propagate); only an overflowing sum of huge entries
+    # needs the element-wise test
     if not math.isfinite(sum(vals)) and not all(math.isfinite(v) for v in vals):
         raise ValueError(f"body {name!r}: transform has a non-finite entry: {_show(shown)}")
     tol = _TOLERANCES.get(dtype) or rigid_tolerance(dtype)
@@ -349,12 +338,11 @@ def check_rigid_values(vals: Sequence[float], name: str, dtype: torch.dtype, sho
 def check_contacts_match_state(state: SimState, pairs: List[Tuple[str, str]], owner: str) -> None:
     """Require the contacts of ``pairs`` to share the state's dtype and device.
 
-    Sensors never convert silently (a float32 contact in a float64 state is a
-    caller error, not something to paper over).
+    Sensors never convert silently (a float32 contact in a float64 state is a caller error, not something to
+    paper over).
 
     Raises:
-        ValueError: naming ``owner`` (e.g. ``"ContactSensor 'pad'"``), the pair
-            and both dtypes/devices.
+        ValueError: naming ``owner`` (e.g. ``"ContactSensor 'pad'"``), the pair and both dtypes/devices.
     """
     for pair in pairs:
         c = state.contacts[pair]
@@ -365,20 +353,20 @@ def check_contacts_match_state(state: SimState, pairs: List[Tuple[str, str]], ow
 
 
 def rigid_transform(state: SimState, name: str) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Rotation ``R`` ``(3, 3)`` and translation ``t`` ``(3,)`` (m) of body ``name``, body -> world,
-    after checking that its transform is rigid.  The one validation every sensor uses.
+    """Rotation ``R`` ``(3, 3)`` and translation ``t`` ``(3,)`` (m) of body ``name``, body -> world, after
+    checking that its transform is rigid.  The one validation every sensor uses.
 
     ``R`` and ``t`` are views of the state's tensor (same dtype/device, autograd kept).
 
-    Checks, with ``tol = rigid_tolerance(dtype)`` (1e-5 for float64 and float32):
-    a ``torch.Tensor`` of shape ``(4, 4)`` (a numpy array is refused: ``SimState`` holds
-    tensors, convert with ``torch.as_tensor``), every entry finite, bottom row
-    ``[0, 0, 0, 1]`` within ``tol``, ``max |R Rᵀ − I| ≤ tol`` (no scale or shear: a rotation
-    scaled by 2 would double every force read through it) and ``det R > 0`` (no reflection).
+    Checks, with ``tol = rigid_tolerance(dtype)`` (1e-5 for float64 and float32): a ``torch.Tensor`` of
+    shape ``(4, 4)`` (a numpy array is refused: ``SimState`` holds tensors, convert with
+    ``torch.as_tensor``), every entry finite, bottom row ``[0, 0, 0, 1]`` within ``tol``, ``max |R Rᵀ − I| ≤
+    tol`` (no scale or shear: a rotation scaled by 2 would double every force read through it) and ``det R >
+    0`` (no reflection).
 
     Raises:
-        ValueError: unknown body (naming it and the known bodies) or a transform failing a
-            check; the message names the body and shows the offending transform.
+        ValueError: unknown body (naming it and the known bodies) or a transform failing a check; the
+            message names the body and shows the offending transform.
     """
     state._check_body(name)
     T = state.body_transforms[name]
@@ -410,15 +398,15 @@ def _float_tensor(value: Any, label: str, dtype: Optional[torch.dtype]) -> torch
 def as_contact_state(c: Any, dtype: Optional[torch.dtype] = None) -> ContactState:
     """A :class:`ContactState` from anything with the seed's ContactState attributes.
 
-    ``c`` needs ``points`` and ``forces`` (``(N, 3)`` tensors, arrays or nested lists, world
-    frame, m and N); ``elems1`` / ``elems2`` are optional (length-``N`` integers, lists allowed;
-    an empty one is absent, as :class:`ContactState` reads it).
-    Lists and arrays become tensors of ``dtype`` (the state's, from :func:`as_sim_state`;
-    torch's default when None, as the seed builds them).  A ContactState is returned as is.
+    ``c`` needs ``points`` and ``forces`` (``(N, 3)`` tensors, arrays or nested lists, world frame, m and
+    N); ``elems1`` / ``elems2`` are optional (length-``N`` integers, lists allowed; an empty one is absent,
+    as :class:`ContactState` reads it). Lists and arrays become tensors of ``dtype`` (the state's, from
+    :func:`as_sim_state`; torch's default when None, as the seed builds them).  A ContactState is returned
+    as is.
 
     Raises:
-        ValueError: no ``points`` / ``forces`` attribute, or values :class:`ContactState` refuses
-            (the message names the field).
+        ValueError: no ``points`` / ``forces`` attribute, or values :class:`ContactState` refuses (the
+            message names the field).
     """
     if type(c) is ContactState:
         return c
@@ -435,15 +423,14 @@ def as_sim_state(state: Any) -> SimState:
     """A :class:`SimState` from anything offering the seed's documented ``SimState`` interface.
 
     That interface is ``body_transforms`` (body name -> ``(4, 4)`` body -> world transform),
-    ``bodies_in_contact(name)`` and ``contact_states_on_body(name)`` (the pairs ``(name, b)``
-    in one order); ``body_states`` is optional.  Pairs are collected for every body with a
-    transform (a sensor's body must have one), their contact states through
-    :func:`as_contact_state` in the dtype of the first transform.  A SimState whose contacts
-    are all ContactState objects is returned as is (one type check per pair).
+    ``bodies_in_contact(name)`` and ``contact_states_on_body(name)`` (the pairs ``(name, b)`` in one order);
+    ``body_states`` is optional.  Pairs are collected for every body with a transform (a sensor's body must
+    have one), their contact states through :func:`as_contact_state` in the dtype of the first transform.  A
+    SimState whose contacts are all ContactState objects is returned as is (one type check per pair).
 
     Raises:
-        ValueError: no ``body_transforms``, the two methods disagreeing in length for a body,
-            or a contact state :func:`as_contact_state` refuses.
+        ValueError: no ``body_transforms``, the two methods disagreeing in length for a body, or a contact
+            state :func:`as_contact_state` refuses.
     """
     if type(state) is SimState:
         if all(type(c) is ContactState for c in state.contacts.values()):
@@ -501,14 +488,13 @@ class SparseJacobian:
 
     Attributes:
         rows: ``(nnz,)`` int64, measurement index.
-        cols: ``(nnz,)`` int64, ``3·c + k`` with ``c`` the contact's index in
-            the concatenation of ``pairs`` (in order) and ``k`` the world
-            force axis.
+        cols: ``(nnz,)`` int64, ``3·c + k`` with ``c`` the contact's index in the concatenation of ``pairs``
+            (in order) and ``k`` the world force axis.
         values: ``(nnz,)`` float, same dtype/device as the state.
         shape: ``(#meas, 3·N)`` with ``N`` the total contact count.
         pairs: the ``(sensor_body, other_body)`` pairs, in concatenation order.
-        offsets: ``len(pairs) + 1`` ints; contacts of ``pairs[p]`` are
-            ``offsets[p] .. offsets[p+1]-1`` of the concatenation.
+        offsets: ``len(pairs) + 1`` ints; contacts of ``pairs[p]`` are ``offsets[p] .. offsets[p+1]-1`` of
+            the concatenation.
     """
 
     rows: torch.Tensor
@@ -544,8 +530,8 @@ def sparse_from_pair_dict(jac: Dict[Pair, torch.Tensor], pairs: Sequence[Pair],
                           device: torch.device) -> SparseJacobian:
     """Build a :class:`SparseJacobian` from a seed-form dense dict (nonzeros only).
 
-    A generic fallback for sensors whose Jacobian is small; sensors with
-    large outputs build their sparse form directly.
+    A generic fallback for sensors whose Jacobian is small; sensors with large outputs build their sparse
+    form directly.
     """
     offsets = [0]
     rows, cols, vals = [], [], []
@@ -572,11 +558,9 @@ def sparse_from_pair_dict(jac: Dict[Pair, torch.Tensor], pairs: Sequence[Pair],
 class BaseSensor:
     """A model predicting a real sensor's reading from a ``SimState`` (seed ``BaseSensor``).
 
-    Subclasses fill in ``measurement_names``, ``predict_torch`` and
-    ``measurement_force_jacobian`` (and usually ``sparse_force_jacobian``
-    for speed).  ``predict`` defaults to ``predict_torch`` without gradient
-    tracking; subclasses may override it with a faster path that returns
-    the same numbers.
+    Subclasses fill in ``measurement_names``, ``predict_torch`` and ``measurement_force_jacobian`` (and
+    usually ``sparse_force_jacobian`` for speed).  ``predict`` defaults to ``predict_torch`` without
+    gradient tracking; subclasses may override it with a faster path that returns the same numbers.
 
     Attributes:
         name: the sensor's name (unique in a node).
@@ -587,8 +571,8 @@ class BaseSensor:
     type_name: str = "BaseSensor"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        # every model, a user's registered one too, takes the seed's duck-typed states: each of its
-        # own STATE_METHODS converts its argument with as_sim_state (a SimState passes unchanged)
+        # every model, a user's registered one too, takes the seed's duck-typed states: each of its own
+        # STATE_METHODS converts its argument with as_sim_state (a SimState passes unchanged)
         super().__init_subclass__(**kwargs)
         for name in STATE_METHODS:
             method = cls.__dict__.get(name)
@@ -620,8 +604,8 @@ class BaseSensor:
         return []
 
     def reading_frame(self) -> Optional[np.ndarray]:
-        """The frame this model's values are expressed in, as a ``(4, 4)`` float64 sensor -> body
-        transform (m); None when they are in the body's own frame (the default: the Punyo models)."""
+        """The frame this model's values are expressed in, as a ``(4, 4)`` float64 sensor -> body transform
+        (m); None when they are in the body's own frame (the default: the Punyo models)."""
         return None
 
     def measurement_errors(self) -> Optional[List[float]]:
@@ -658,11 +642,10 @@ class BaseSensor:
     def in_contact(self, state: SimState) -> bool:
         """True when something touches what this sensor senses (a tare needs this False).
 
-        Default: at least one contact point acts on the sensor's body (a pair
-        ``(attachModelName, other)`` holding one or more contacts).  Sensors
-        with a sensing region (a Klampt patch, an Isaac radius) override it
-        with contacts inside that region, so a body resting elsewhere (a box
-        on a table) does not block a tare.
+        Default: at least one contact point acts on the sensor's body (a pair ``(attachModelName, other)``
+        holding one or more contacts).  Sensors with a sensing region (a Klampt patch, an Isaac radius)
+        override it with contacts inside that region, so a body resting elsewhere (a box on a table) does
+        not block a tare.
 
         Raises:
             ValueError: the body is not in the state (named).

@@ -21,12 +21,11 @@ class BrownConradyCamera:
         width, height: image size, px (columns, rows).
         fx, fy: focal lengths, px.
         cx, cy: principal point, px (pixel centres at integer u, v, as librealsense).
-        coeffs: ``(k1, k2, p1, p2, k3)``, dimensionless (ROS ``CameraInfo.D``
-            order for ``plumb_bob``).
+        coeffs: ``(k1, k2, p1, p2, k3)``, dimensionless (ROS ``CameraInfo.D`` order for ``plumb_bob``).
 
     Raises:
-        ValueError: a non-finite or non-positive focal length, a size < 1, or
-            a coefficient list that is not 5 finite numbers (naming the value).
+        ValueError: a non-finite or non-positive focal length, a size < 1, or a coefficient list that is not
+            5 finite numbers (naming the value).
     """
 
     width: int
@@ -63,8 +62,8 @@ class BrownConradyCamera:
         Args:
             width, height: ``CameraInfo.width``, ``.height`` (px).
             k: ``CameraInfo.k``, the row-major 3×3 intrinsic matrix (9 numbers).
-            d: ``CameraInfo.d``; up to 5 coefficients ``k1, k2, p1, p2, k3``
-                (fewer are padded with 0; an empty list means no distortion).
+            d: ``CameraInfo.d``; up to 5 coefficients ``k1, k2, p1, p2, k3`` (fewer are padded with 0; an
+                empty list means no distortion).
 
         Raises:
             ValueError: ``k`` is not 9 numbers, or ``d`` has more than 5 nonzero terms.
@@ -86,10 +85,10 @@ class BrownConradyCamera:
                     slopes: np.ndarray) -> Tuple["BrownConradyCamera", float]:
         """The camera whose rays best match measured ones, and the largest ray misfit.
 
-        For a recording that kept organised clouds but not its ``CameraInfo``: every pixel with a
-        reading gives its ray ``(x/z, y/z)``. A linear pinhole fit starts a non-linear least-squares
-        fit (SciPy's trust-region reflective) of all nine parameters of :meth:`deproject`; the rays
-        of a RealSense depth stream follow that model to float32 rounding.
+        For a recording that kept organised clouds but not its ``CameraInfo``: every pixel with a reading
+        gives its ray ``(x/z, y/z)``. A linear pinhole fit starts a non-linear least-squares fit (SciPy's
+        trust-region reflective) of all nine parameters of :meth:`deproject`; the rays of a RealSense depth
+        stream follow that model to float32 rounding.
 
         Args:
             width, height: image size, px.
@@ -100,8 +99,8 @@ class BrownConradyCamera:
             ``(camera, max |slope misfit|)``; the misfit is dimensionless (× fx ≈ px).
 
         Raises:
-            ValueError: fewer than 9 rays, shapes that disagree, non-finite slopes, or rays that
-                do not grow with u and v (no positive focal length).
+            ValueError: fewer than 9 rays, shapes that disagree, non-finite slopes, or rays that do not grow
+                with u and v (no positive focal length).
         """
         from scipy.optimize import least_squares
 
@@ -187,9 +186,8 @@ class BrownConradyCamera:
     def project(self, points: np.ndarray, iterations: int = 20) -> np.ndarray:
         """Pixel ``(u, v)`` that sees each camera-frame point (inverse of :meth:`deproject`).
 
-        The polynomial is inverted by Newton's method from the undistorted
-        guess; for a RealSense lens (|k| < 0.1) it converges to 1e-10 px in
-        a few steps.
+        The polynomial is inverted by Newton's method from the undistorted guess; for a RealSense lens (|k|
+        < 0.1) it converges to 1e-10 px in a few steps.
 
         Args:
             points: ``(..., 3)`` camera-frame points, m, with z > 0.

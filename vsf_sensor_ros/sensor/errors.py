@@ -11,8 +11,8 @@ class SettingError(ValueError):
     """A configuration value a sensor model rejects.
 
     Attributes:
-        setting: the configuration key at fault (``'fSaturation'``, ``'radius'``,
-            ``'base_normal_local'``, ...), as named in ``sensor_from_config``.
+        setting: the configuration key at fault (``'fSaturation'``, ``'radius'``, ``'base_normal_local'``,
+            ...), as named in ``sensor_from_config``.
         value: the rejected value, as given.
     """
 

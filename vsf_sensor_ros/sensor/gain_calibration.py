@@ -1,8 +1,8 @@
 """Gain calibration on top of a tare: the effective gain of a real Punyo's pressure response.
 
-The membrane carries part of the load, so a real bubble's pressure rises less than the seed's
-``F·n / A`` predicts; :class:`GainCalibrator` fits that gain by least squares over contact samples
-(docs/real_data.md, gain calibration).
+The membrane carries part of the load, so a real bubble's pressure rises less than the seed's ``F·n / A``
+predicts; :class:`GainCalibrator` fits that gain by least squares over contact samples (docs/real_data.md,
+gain calibration).
 """
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ class GainFit:
     Attributes:
         gain: ``(#meas,)`` float64, the gain written to the sensor's calibration.
         samples: contact samples used.
-        relative_std_error: ``(#meas,)`` float64, standard error of each fitted
-            gain over the gain (NaN for entries kept at their previous value).
+        relative_std_error: ``(#meas,)`` float64, standard error of each fitted gain over the gain (NaN for
+            entries kept at their previous value).
         fitted: ``(#meas,)`` bool, entries that were excited enough to be fitted.
         rms_before: RMS of measured − predicted change over the samples with gain 1 (sensor units).
         rms_after: the same with the fitted gain.
@@ -103,8 +103,8 @@ class GainCalibrator(BaseCalibrator):
 
     def calibrate(self, sensor: BaseSensor, sim: Any, command_sequence: Sequence[Any],
                   observation_sequence: Sequence[Mapping[str, Any]]) -> int:
-        """Seed-style entry: step ``sim`` once per command (``dt`` = 0.1 s, as the seed's
-        ``TareCalibrator``), collect ``sim.state()``, then :meth:`fit`.
+        """Seed-style entry: step ``sim`` once per command (``dt`` = 0.1 s, as the seed's ``TareCalibrator``),
+        collect ``sim.state()``, then :meth:`fit`.
 
         Returns the number of contact samples used.
 
@@ -128,14 +128,14 @@ class GainCalibrator(BaseCalibrator):
         Args:
             sensor: an attached sensor with ``supports_gain``; its tare (if any) is kept.
             states: recorded :class:`SimState` s, one per observation.
-            observation_sequence: per state, either ``{sensor name: observation}`` or the
-                observation itself, ``(#meas,)`` (scalar for one entry), sensor units.
+            observation_sequence: per state, either ``{sensor name: observation}`` or the observation
+                itself, ``(#meas,)`` (scalar for one entry), sensor units.
 
         Raises:
-            ValueError: incompatible sensor, length mismatch, a bad observation (named), too
-                few contact samples (says how many of how many), nothing excited, a
-                non-positive gain or an ill-conditioned fit (names the relative error).
-                The sensor's calibration is unchanged on every error.
+            ValueError: incompatible sensor, length mismatch, a bad observation (named), too few contact
+                samples (says how many of how many), nothing excited, a non-positive gain or an
+                ill-conditioned fit (names the relative error). The sensor's calibration is unchanged on
+                every error.
         """
         if not self.compatible(sensor):
             raise ValueError(f"GainCalibrator: sensor {sensor.name!r} ({type(sensor).__name__}) does not "

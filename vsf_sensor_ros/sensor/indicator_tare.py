@@ -1,7 +1,7 @@
 """Tare offset for readings whose first entry is a contact indicator (Klampt pad, Isaac load sensor).
 
-A prediction reads ``raw + (tare - tare_sim_avg)`` on every entry but the 0/1 indicator, which keeps
-offset 0: a zero error of the force channel does not make a sensor detect contact.
+A prediction reads ``raw + (tare - tare_sim_avg)`` on every entry but the 0/1 indicator, which keeps offset
+0: a zero error of the force channel does not make a sensor detect contact.
 """
 from __future__ import annotations
 
@@ -16,9 +16,8 @@ from ._punyo_common import parse_tare
 class IndicatorTareMixin:
     """``set_calibration`` / ``get_calibration`` / ``calibration_offset`` for indicator-first readings.
 
-    The host class provides ``name`` and ``measurement_names()``; it calls
-    ``_init_tare()`` in its constructor and adds ``_offset(dtype, device)``
-    (or ``calibration_offset()``) to its raw reading.
+    The host class provides ``name`` and ``measurement_names()``; it calls ``_init_tare()`` in its
+    constructor and adds ``_offset(dtype, device)`` (or ``calibration_offset()``) to its raw reading.
     """
 
     name: str
@@ -33,13 +32,12 @@ class IndicatorTareMixin:
     def set_calibration(self, calib_dict: dict) -> None:
         """Set ``{'tare': (#meas,), 'tare_sim_avg': (#meas,)}`` in the current measurement order.
 
-        ``{}`` or ``{'tare': None}`` clears.  Every entry of ``tare − tare_sim_avg``
-        but the contact indicator (entry 0) is added to each prediction.
+        ``{}`` or ``{'tare': None}`` clears.  Every entry of ``tare − tare_sim_avg`` but the contact
+        indicator (entry 0) is added to each prediction.
 
         Raises:
-            ValueError: not a dict, unknown keys, ``tare_sim_avg`` without
-                ``tare``, a length other than ``len(measurement_names())``,
-                non-finite values; the sensor keeps its previous calibration.
+            ValueError: not a dict, unknown keys, ``tare_sim_avg`` without ``tare``, a length other than
+                ``len(measurement_names())``, non-finite values; the sensor keeps its previous calibration.
         """
         self._calib = parse_tare(calib_dict, self.name, len(self.measurement_names()))
         self._offset_cache.clear()

@@ -1,8 +1,8 @@
 """Isaac-Sim-style contact (load) sensor (seed: Isaac Sim's contact sensor extension).
 
-A single-cell load pad on a body: the net contact force within ``radius`` of ``position``, with
-Isaac's thresholds and sampling period, plus a tare offset.  Equations, time behaviour and
-derivatives: docs/python_api.md (the Klampt pad and the Isaac load sensor).
+A single-cell load pad on a body: the net contact force within ``radius`` of ``position``, with Isaac's
+thresholds and sampling period, plus a tare offset.  Equations, time behaviour and derivatives:
+docs/python_api.md (the Klampt pad and the Isaac load sensor).
 """
 from __future__ import annotations
 
@@ -46,17 +46,16 @@ class CsProperties:
     """Contact sensor properties (seed ``CsProperties`` / ``SensorProperties``).
 
     Attributes:
-        radius: m; contacts strictly closer than this to ``position`` count;
-            ``<= 0`` = the whole body.  Not NaN.
+        radius: m; contacts strictly closer than this to ``position`` count; ``<= 0`` = the whole body.  Not
+            NaN.
         minThreshold: N, finite, >= 0; a net force below it reads "no contact".
         maxThreshold: N, >= minThreshold (``inf`` = no clamp); the value is clamped to it.
         sensorPeriod: s, finite, >= 0; 0 = a sample at every update.
         position: 3 floats, m, sensor position in the body frame.
 
-    Defaults: whole body, no thresholds, a sample every update, at the body origin.
-    (The seed's C++ struct defaults to radius 0 and maxThreshold 0, and its
-    creation command to radius -1 and maxThreshold 100000 N; a default that
-    clamps every reading to 0 helps nobody, so ``maxThreshold`` defaults to inf.)
+    Defaults: whole body, no thresholds, a sample every update, at the body origin. (The seed's C++ struct
+    defaults to radius 0 and maxThreshold 0, and its creation command to radius -1 and maxThreshold 100000
+    N; a default that clamps every reading to 0 helps nobody, so ``maxThreshold`` defaults to inf.)
     """
 
     radius: float = -1.0
@@ -199,9 +198,9 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
     def set_properties(self, properties: Union[CsProperties, Mapping[str, Any]]) -> None:
         """Replace all properties at once (validated first; nothing changes on error).
 
-        ``properties``: a ``CsProperties``, or a dict of its fields (``radius``,
-        ``minThreshold``, ``maxThreshold``, ``sensorPeriod``, ``position``); fields
-        missing from the dict take the ``CsProperties`` defaults (all are replaced).
+        ``properties``: a ``CsProperties``, or a dict of its fields (``radius``, ``minThreshold``,
+        ``maxThreshold``, ``sensorPeriod``, ``position``); fields missing from the dict take the
+        ``CsProperties`` defaults (all are replaced).
 
         Raises:
             ValueError: another type, unknown dict keys (named), or a bad field value.
@@ -212,14 +211,13 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
     def from_config(cls, name: str, config: Dict[str, Any]) -> "IsaacContactSensor":
         """Build from a parameter namespace.
 
-        Keys: ``attachment`` (body name, required), optional ``type`` (must be
-        ``'IsaacContactSensor'``), ``radius``, ``minThreshold``,
-        ``maxThreshold``, ``sensorPeriod``, ``position`` (3 numbers); missing
+        Keys: ``attachment`` (body name, required), optional ``type`` (must be ``'IsaacContactSensor'``),
+        ``radius``, ``minThreshold``, ``maxThreshold``, ``sensorPeriod``, ``position`` (3 numbers); missing
         ones take the ``CsProperties`` defaults.
 
         Raises:
-            SettingError: unknown key, missing attachment, wrong type or a bad
-                value (``setting`` names the key, ``value`` its value).
+            SettingError: unknown key, missing attachment, wrong type or a bad value (``setting`` names the
+                key, ``value`` its value).
         """
         allowed = set(_PROPERTY_NAMES) | {"attachment", "type"}
         for key in config:
@@ -282,9 +280,8 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
         """Instantaneous ``[in_contact, value]``, ``(2,)`` of the state's dtype/device, differentiable.
 
         Raises:
-            ValueError: body not in the state, its transform not a finite rigid ``(4, 4)``
-                tensor (``state.rigid_transform``), or contacts whose dtype/device differ
-                from the state's.
+            ValueError: body not in the state, its transform not a finite rigid ``(4, 4)`` tensor
+                (``state.rigid_transform``), or contacts whose dtype/device differ from the state's.
         """
         self._check_state(state)
         inside, F = self._net_force(state)
@@ -392,9 +389,8 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
     def get_sensor_reading(self, use_latest_data: bool = True) -> CsSensorReading:
         """Current reading, without clearing anything.
 
-        ``use_latest_data`` True (default): the evaluation of the latest
-        ``update``; False: the last period sample (sample-and-hold).  Before
-        the first update: an empty reading with ``isValid`` False.
+        ``use_latest_data`` True (default): the evaluation of the latest ``update``; False: the last period
+        sample (sample-and-hold).  Before the first update: an empty reading with ``isValid`` False.
         """
         return self._clock.latest if use_latest_data else self._clock.sample
 
@@ -434,9 +430,8 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
 class ContactSensorInterface:
     """Registry of contact sensors by handle (seed ``_contact_sensor`` interface).
 
-    Sensors are added to and removed from bodies at run time; handles are
-    positive ints, never reused.  Unknown handles raise ``ValueError`` (the
-    seed returns an invalid reading instead).
+    Sensors are added to and removed from bodies at run time; handles are positive ints, never reused.
+    Unknown handles raise ``ValueError`` (the seed returns an invalid reading instead).
     """
 
     def __init__(self, max_buffer: int = 1000) -> None:
@@ -512,9 +507,8 @@ class ContactSensorInterface:
     def update(self, state: SimState, time: float) -> Dict[int, Optional[CsSensorReading]]:
         """Update every sensor at ``time`` (s); returns ``{handle: sample or None}``.
 
-        All sensors are evaluated before any is advanced, so a bad state
-        (e.g. a sensor's body missing from it) raises ``ValueError`` and
-        changes no sensor.
+        All sensors are evaluated before any is advanced, so a bad state (e.g. a sensor's body missing from
+        it) raises ``ValueError`` and changes no sensor.
         """
         t = IsaacContactSensor._check_time(time)
         readings = {h: s.evaluate(state, t) for h, s in self._sensors.items()}

@@ -1,9 +1,8 @@
 """Klampt-style tactile patch sensor (seed: Klampt ``ContactSensor``, ``Cpp/Sensing/ForceSensors.cpp``).
 
-A box on a link's surface reading the weighted contact force in its own frame, with Klampt's
-falloff, sensitivity, noise, quantisation and saturation, its settings strings, and a tare offset.
-Equations and the deliberate differences from Klampt: docs/python_api.md (the Klampt pad and the
-Isaac load sensor).
+A box on a link's surface reading the weighted contact force in its own frame, with Klampt's falloff,
+sensitivity, noise, quantisation and saturation, its settings strings, and a tare offset. Equations and the
+deliberate differences from Klampt: docs/python_api.md (the Klampt pad and the Isaac load sensor).
 """
 from __future__ import annotations
 
@@ -25,8 +24,8 @@ SETTING_NAMES: Tuple[str, ...] = (
     "falloffCoefficient", "hasForce", "link", "patchMax", "patchMin", "patchTolerance", "rate")
 
 _AXES = ("force_x", "force_y", "force_z")
-# ASCII float syntax only (as C++ streams read): Python's \d and float() also take other scripts'
-# digits ('١' reads as 1), which Klampt would refuse
+# ASCII float syntax only (as C++ streams read): Python's \d and float() also take other scripts' digits
+# ('١' reads as 1), which Klampt would refuse
 _NUMBER = re.compile(r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)$",
                      re.IGNORECASE | re.ASCII)
 
@@ -34,8 +33,8 @@ _NUMBER = re.compile(r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?
 def format_klampt_float(value: float) -> str:
     """Format a float as Klampt's ``stringstream`` does (``%g``, 6 digits) when that is exact.
 
-    Values that 6 significant digits would round (e.g. ``1234567.125``) get the
-    fewest extra digits that read back exactly.  ``inf`` prints ``inf``.
+    Values that 6 significant digits would round (e.g. ``1234567.125``) get the fewest extra digits that
+    read back exactly.  ``inf`` prints ``inf``.
     """
     v = float(value)
     if not math.isfinite(v):
@@ -271,8 +270,8 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
         """Set several typed settings at once; all are validated before any is applied.
 
         Raises:
-            ValueError: an unknown name, a malformed or out-of-range value, or
-                ``patchMin > patchMax`` on an axis; nothing is changed.
+            ValueError: an unknown name, a malformed or out-of-range value, or ``patchMin > patchMax`` on an
+                axis; nothing is changed.
         """
         new = dict(self._cfg)
         for key, value in settings.items():
@@ -306,10 +305,10 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
         """Set one setting from a Klampt-formatted string (seed ``SetSetting``).
 
         Raises:
-            ValueError: unknown name, wrong token count, a token that is not an
-                ASCII number (``[+-]digits[.digits][e[+-]digits]``, ``inf``, ``infinity``,
-                ``nan``, any case; or not 0/1 for flags), NaN, or an out-of-range value;
-                the message names the setting and the string; nothing changes.
+            ValueError: unknown name, wrong token count, a token that is not an ASCII number
+                (``[+-]digits[.digits][e[+-]digits]``, ``inf``, ``infinity``, ``nan``, any case; or not 0/1
+                for flags), NaN, or an out-of-range value; the message names the setting and the string;
+                nothing changes.
         """
         if name not in SETTING_NAMES:
             raise _unknown(name)
@@ -323,17 +322,15 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
     def from_config(cls, name: str, config: Dict[str, Any]) -> "ContactSensor":
         """Build from a parameter namespace.
 
-        Keys: ``attachment`` (or ``link``; body name, required), optional
-        ``type`` (must be ``'ContactSensor'``), and any setting name with a
-        typed value (``Tsensor``: 16 row-major numbers of the 4x4 transform, or
-        a 4x4 nested list; ``patchMin``/``patchMax``: 2 numbers;
-        ``hasForce``: 3 bools; ``fResolution``/``fVariance``/``fSaturation``:
-        3 numbers; scalars otherwise) or a Klampt-formatted string.
+        Keys: ``attachment`` (or ``link``; body name, required), optional ``type`` (must be
+        ``'ContactSensor'``), and any setting name with a typed value (``Tsensor``: 16 row-major numbers of
+        the 4x4 transform, or a 4x4 nested list; ``patchMin``/``patchMax``: 2 numbers; ``hasForce``: 3
+        bools; ``fResolution``/``fVariance``/``fSaturation``: 3 numbers; scalars otherwise) or a
+        Klampt-formatted string.
 
         Raises:
-            SettingError: unknown key, missing attachment, conflicting
-                ``attachment``/``link`` (``setting`` is ``'link'``), wrong ``type``
-                or a bad value (``setting`` names the key).
+            SettingError: unknown key, missing attachment, conflicting ``attachment``/``link`` (``setting``
+                is ``'link'``), wrong ``type`` or a bad value (``setting`` names the key).
         """
         allowed = set(SETTING_NAMES) | {"attachment", "type"}
         for key in config:
@@ -359,13 +356,11 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
                              link_names: Optional[Sequence[str]] = None) -> "ContactSensor":
         """Build from Klampt setting strings (e.g. a robot's ``<sensors>`` XML attributes).
 
-        An integer ``link`` is Klampt's link index and is resolved through
-        ``link_names`` (the robot's link names in index order); any other
-        ``link`` string is taken as the name.
+        An integer ``link`` is Klampt's link index and is resolved through ``link_names`` (the robot's link
+        names in index order); any other ``link`` string is taken as the name.
 
         Raises:
-            ValueError: unknown setting, bad string, or an index that
-                ``link_names`` cannot resolve.
+            ValueError: unknown setting, bad string, or an index that ``link_names`` cannot resolve.
         """
         strings = dict(settings)
         sensor = cls(name)
@@ -390,8 +385,8 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
         """Attach to a link model: takes its name (anything with ``getName()``, e.g. Klampt's).
 
         Raises:
-            ValueError: ``model`` has no callable ``getName`` (e.g. None), or its name is not
-                a non-empty string; the sensor is unchanged.
+            ValueError: ``model`` has no callable ``getName`` (e.g. None), or its name is not a non-empty
+                string; the sensor is unchanged.
         """
         get = getattr(model, "getName", None)
         if not callable(get):
@@ -419,8 +414,8 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
         """Sensor frame -> world, ``(4, 4)`` of the state's dtype/device (``T_link · Tsensor``).
 
         Raises:
-            ValueError: the link is not in the state, or its transform is not a finite rigid
-                ``(4, 4)`` tensor (:func:`~vsf_sensor_ros.sensor.base_sensor.rigid_transform`).
+            ValueError: the link is not in the state, or its transform is not a finite rigid ``(4, 4)``
+                tensor (:func:`~vsf_sensor_ros.sensor.base_sensor.rigid_transform`).
         """
         rigid_transform(state, self.link)
         T_link = state.body_transforms[self.link]
@@ -430,8 +425,8 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
                      device: Optional[torch.device] = None) -> torch.Tensor:
         """One draw of the force noise ``n ~ N(0, diag(fVariance))``, ``(3,)``, sensor frame, N.
 
-        ``generator`` is a seeded ``torch.Generator`` on ``device`` (CPU by
-        default); the same seed gives the same draw.
+        ``generator`` is a seeded ``torch.Generator`` on ``device`` (CPU by default); the same seed gives
+        the same draw.
         """
         std = torch.tensor(self._cfg["fVariance"], dtype=dtype, device=device).sqrt()
         return torch.randn(3, generator=generator, dtype=dtype, device=device) * std
@@ -492,15 +487,14 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
 
         Args:
             state: the simulator step; contacts of ``(link, other)`` pairs are read.
-            noise: add ``N(0, fVariance)`` force noise before quantisation (Klampt
-                order).  Off by default: predictions are deterministic.
-            generator: seeded ``torch.Generator`` on the state's device; required
-                when ``noise`` is True.
+            noise: add ``N(0, fVariance)`` force noise before quantisation (Klampt order).  Off by default:
+                predictions are deterministic.
+            generator: seeded ``torch.Generator`` on the state's device; required when ``noise`` is True.
 
         Raises:
-            ValueError: link not in the state, its transform not a finite rigid
-                ``(4, 4)`` tensor (``state.rigid_transform``), contacts whose dtype/device
-                differ from the state's, or ``noise`` without a generator (or on another device).
+            ValueError: link not in the state, its transform not a finite rigid ``(4, 4)`` tensor
+                (``state.rigid_transform``), contacts whose dtype/device differ from the state's, or
+                ``noise`` without a generator (or on another device).
         """
         self._check_state(state)
         w, fs, _ = self._weighted(state)
@@ -528,9 +522,8 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
     def in_contact(self, state: SimState) -> bool:
         """True when at least one contact of the link lies inside the patch (``inside_c``).
 
-        Membership as in the model (patch rectangle and ``patchTolerance``,
-        inclusive), regardless of force, weight and ``fSensitivity`` (see
-        docs/python_api.md); contacts elsewhere on the link do not count.
+        Membership as in the model (patch rectangle and ``patchTolerance``, inclusive), regardless of force,
+        weight and ``fSensitivity`` (see docs/python_api.md); contacts elsewhere on the link do not count.
 
         Raises:
             ValueError: as ``predict``.

@@ -1,9 +1,9 @@
 """Dense membrane force of a Punyo bubble measured by its own depth camera (library, no ROS).
 
-A linearised pre-tensioned membrane about a contact-free reference: per frame the camera's depth
-along each vertex's ray gives normal displacements, and a non-negative least-squares solve gives the
-inward pushes (with colour, optical flow adds the tangential forces).  Model, constants and their
-sources, frames and units: docs/membrane_force.md.
+A linearised pre-tensioned membrane about a contact-free reference: per frame the camera's depth along each
+vertex's ray gives normal displacements, and a non-negative least-squares solve gives the inward pushes
+(with colour, optical flow adds the tangential forces).  Model, constants and their sources, frames and
+units: docs/membrane_force.md.
 """
 from __future__ import annotations
 
@@ -29,9 +29,8 @@ class FrameRejected(ValueError):
     """A camera frame (or reference) the estimator cannot use; nothing was changed.
 
     Attributes:
-        reason: short machine-readable cause (``'wrong_size'``, ``'nan'``,
-            ``'too_few_valid_pixels'``, ``'bad_pressure'``, ``'no_reference'``, ``'solver_failed'``),
-            for a node's rejection counters.
+        reason: short machine-readable cause (``'wrong_size'``, ``'nan'``, ``'too_few_valid_pixels'``,
+            ``'bad_pressure'``, ``'no_reference'``, ``'solver_failed'``), for a node's rejection counters.
     """
 
     def __init__(self, message: str, reason: str) -> None:
@@ -56,8 +55,8 @@ def isa_pressure(altitude_m: float) -> float:
 def punyo_camera_rotation(angle_deg: float = 25.0) -> np.ndarray:
     """``R_cam_mesh`` of the Punyo reference mesh: rotation by ``angle_deg`` about the camera y axis.
 
-    ``p_cam = R p_mesh`` with ``R = [[cos θ, 0, −sin θ], [0, 1, 0], [sin θ, 0, cos θ]]``
-    (the reference estimator's camera-to-mesh convention). Returns ``(3, 3)`` float64.
+    ``p_cam = R p_mesh`` with ``R = [[cos θ, 0, −sin θ], [0, 1, 0], [sin θ, 0, cos θ]]`` (the reference
+    estimator's camera-to-mesh convention). Returns ``(3, 3)`` float64.
     """
     t = np.deg2rad(float(angle_deg))
     return np.array([[np.cos(t), 0.0, -np.sin(t)], [0.0, 1.0, 0.0], [np.sin(t), 0.0, np.cos(t)]])
@@ -143,14 +142,14 @@ class MembraneModel:
         sign = -1.0 if volume < -1e-12 else 1.0
         self.volume = abs(volume)
 
-        # Pressure load: a third of each triangle's area vector per vertex (= dV/dx at free vertices),
-        # and the Hessian H of the volume (per triangle, cyclic blocks).
+        # Pressure load: a third of each triangle's area vector per vertex (= dV/dx at free vertices), and
+        # the Hessian H of the volume (per triangle, cyclic blocks).
         g = np.zeros((n_v, 3))
         avec = sign * np.cross(b - a, c - a) / 6.0
         for k in range(3):
             np.add.at(g, tri[:, k], avec)
-        # H = d g / d x: a triangle's area vector changes with its vertex j by ½[x_{j+2} − x_{j+1}]×,
-        # a third of it on each of its vertices. At free vertices this is the Hessian of V.
+        # H = d g / d x: a triangle's area vector changes with its vertex j by ½[x_{j+2} − x_{j+1}]×, a
+        # third of it on each of its vertices. At free vertices this is the Hessian of V.
         hblk = np.zeros((len(tri), 3, 3, 3, 3))
         for j in range(3):
             s = sign * _skew(xc[tri[:, (j + 2) % 3]] - xc[tri[:, (j + 1) % 3]]) / 6.0
@@ -174,8 +173,8 @@ class MembraneModel:
             grad[:, k, 1] = (loc[:, m, 0] - loc[:, j, 0]) / (2.0 * area)
         self.area = area
 
-        # Pre-tension: nodal force of a unit stress component,
-        # r_a = A (N11 gx e1 + N22 gy e2 + N12 (gy e1 + gx e2)).
+        # Pre-tension: nodal force of a unit stress component, r_a = A (N11 gx e1 + N22 gy e2 + N12 (gy e1 +
+        # gx e2)).
         unit = np.stack([grad[:, :, 0:1] * e1[:, None, :], grad[:, :, 1:2] * e2[:, None, :],
                          grad[:, :, 1:2] * e1[:, None, :] + grad[:, :, 0:1] * e2[:, None, :]], axis=-1)
         unit *= area[:, None, None, None]  # (T, 3 nodes, 3 xyz, 3 components)
@@ -272,27 +271,25 @@ class MembraneForceResult:
     """One frame's estimate.
 
     Attributes:
-        forces: ``(V, 3)`` float64 external force on every vertex, N, mesh frame;
-            boundary rows hold the support reactions (see ``contact_forces``).
-        contact_forces: ``(V, 3)`` the same with the boundary rows zeroed: the
-            force the environment applies to the membrane (each one along the
-            vertex's inward normal, frictionless model).
-        reaction_forces: ``(B, 3)`` change of the clamp's force on each boundary
-            vertex from the reference (``mesh.boundary`` order), N.
+        forces: ``(V, 3)`` float64 external force on every vertex, N, mesh frame; boundary rows hold the
+            support reactions (see ``contact_forces``).
+        contact_forces: ``(V, 3)`` the same with the boundary rows zeroed: the force the environment applies
+            to the membrane (each one along the vertex's inward normal, frictionless model).
+        reaction_forces: ``(B, 3)`` change of the clamp's force on each boundary vertex from the reference
+            (``mesh.boundary`` order), N.
         total_contact_force: ``(3,)`` sum of ``contact_forces``, N, mesh frame.
-        positions: ``(V, 3)`` estimated vertex positions, m, mesh frame: for a
-            vertex the camera reads, the membrane point seen on the vertex's
-            camera ray; otherwise the model's displaced position.
+        positions: ``(V, 3)`` estimated vertex positions, m, mesh frame: for a vertex the camera reads, the
+            membrane point seen on the vertex's camera ray; otherwise the model's displaced position.
         displacement: ``(V, 3)`` the model's vertex displacements, m (boundary 0).
-        displacement_normal: ``(V,)`` measured normal displacement, m (outward
-            positive; NaN where not read this frame).
+        displacement_normal: ``(V,)`` measured normal displacement, m (outward positive; NaN where not read
+            this frame).
         pressure_change: gauge pressure change from the reference, Pa.
         residual_rms: RMS misfit of the measured normal displacements, m.
         vertices_measured: number of free vertices with a depth reading this frame.
         timings: seconds per stage: ``'sample'``, ``'solve'`` (with the optical flow), ``'total'``.
-        displacement_measured: ``(V, 3)`` measured 3-D displacement of the material point at each
-            read vertex (optical flow + depth), m, mesh frame; NaN where not measured (no colour,
-            no colour reference, or no depth at the flowed pixel).
+        displacement_measured: ``(V, 3)`` measured 3-D displacement of the material point at each read
+            vertex (optical flow + depth), m, mesh frame; NaN where not measured (no colour, no colour
+            reference, or no depth at the flowed pixel).
         vertices_flow: number of vertices whose 3-D displacement was measured this frame.
     """
 
@@ -314,12 +311,10 @@ class MembraneForceResult:
 class MembraneForceEstimator:
     """Per-vertex membrane force from depth frames and the bubble pressure (see the module text).
 
-    Construct once; call :meth:`set_reference` with contact-free frames (a
-    tare), then :meth:`estimate` per frame. :meth:`set_reference` assembles the
-    stiffness for the measured reference pressure, factorises it and forms the
-    membrane's normal compliance (a few hundred back-substitutions, once); a
-    frame then costs the pixel gathers and one small non-negative least-squares
-    solve.
+    Construct once; call :meth:`set_reference` with contact-free frames (a tare), then :meth:`estimate` per
+    frame. :meth:`set_reference` assembles the stiffness for the measured reference pressure, factorises it
+    and forms the membrane's normal compliance (a few hundred back-substitutions, once); a frame then costs
+    the pixel gathers and one small non-negative least-squares solve.
 
     Args:
         mesh: the membrane mesh (reference shape, mesh frame, m) and its boundary.
@@ -327,25 +322,24 @@ class MembraneForceEstimator:
             ``BrownConradyCamera.from_camera_info(...)``.
         R_cam_mesh: ``(3, 3)`` rotation, ``p_cam = R p_mesh + t_cam_mesh``.
         t_cam_mesh: ``(3,)`` translation, m (default 0).
-        ambient_pressure: atmospheric pressure, Pa (default: ISA at sea level;
-            pass a barometer reading or :func:`isa_pressure` of the site's altitude).
-        prestress: ``'uniform'`` (default), ``'equilibrium'`` or a tension in N/m
-            (see :class:`MembraneModel`); a number also allows a flat membrane
-            with no gauge pressure.
+        ambient_pressure: atmospheric pressure, Pa (default: ISA at sea level; pass a barometer reading or
+            :func:`isa_pressure` of the site's altitude).
+        prestress: ``'uniform'`` (default), ``'equilibrium'`` or a tension in N/m (see
+            :class:`MembraneModel`); a number also allows a flat membrane with no gauge pressure.
         material: include the neo-Hookean material stiffness (default True).
         window: odd side of the pixel window read around each vertex (default 9).
         max_depth: readings at or beyond this depth (m) are not membrane (default 0.2).
-        min_window_fraction: a vertex is read when at least this fraction of its
-            window has a reading (in every reference frame; in the frame) (default 0.5).
-        min_vertex_fraction: a frame is rejected when fewer than this fraction of
-            the vertices read in the reference are read in it (default 0.8).
-        flow_scale: the colour images are scaled down by this factor (1, 2 or 4) before the
-            optical flow (default 2: about 2 ms per frame for a 640 × 480 image, one core).
+        min_window_fraction: a vertex is read when at least this fraction of its window has a reading (in
+            every reference frame; in the frame) (default 0.5).
+        min_vertex_fraction: a frame is rejected when fewer than this fraction of the vertices read in the
+            reference are read in it (default 0.8).
+        flow_scale: the colour images are scaled down by this factor (1, 2 or 4) before the optical flow
+            (default 2: about 2 ms per frame for a 640 × 480 image, one core).
 
     Raises:
-        ValueError: a rotation that is not orthonormal, a bad window or flow_scale, a
-            non-positive ambient pressure, a free vertex behind the camera, or distortion
-            coefficients that fold the image of the membrane or leave its projection unconverged.
+        ValueError: a rotation that is not orthonormal, a bad window or flow_scale, a non-positive ambient
+            pressure, a free vertex behind the camera, or distortion coefficients that fold the image of the
+            membrane or leave its projection unconverged.
     """
 
     def __init__(self, mesh: MembraneMesh, camera: BrownConradyCamera, R_cam_mesh: np.ndarray,
@@ -404,11 +398,10 @@ class MembraneForceEstimator:
 
     @staticmethod
     def _check_lens(camera: BrownConradyCamera, uv: np.ndarray, p_cam: np.ndarray) -> None:
-        """Refuse distortion coefficients under which the pixels of the free vertices are not one
-        image of their rays: the radial map ``s(r) = r (1 + k1 r^2 + k2 r^4 + k3 r^6)`` must
-        increase from the principal point out to the farthest vertex's pixel (a fold puts a mirror
-        image there: e.g. ``k1 = -1e6`` folds at ``r = 1/sqrt(3e6)``), and Newton's projection must
-        have converged at every vertex.
+        """Refuse distortion coefficients under which the pixels of the free vertices are not one image of
+        their rays: the radial map ``s(r) = r (1 + k1 r^2 + k2 r^4 + k3 r^6)`` must increase from the
+        principal point out to the farthest vertex's pixel (a fold puts a mirror image there: e.g. ``k1 =
+        -1e6`` folds at ``r = 1/sqrt(3e6)``), and Newton's projection must have converged at every vertex.
 
         Raises:
             ValueError: naming the coefficients, where the map folds or how many vertices fail.
@@ -446,8 +439,8 @@ class MembraneForceEstimator:
             raise FrameRejected(f"frame must hold depths in metres as floats, got dtype {z.dtype}",
                                 "wrong_size")
         z = z.astype(np.float64, copy=False)
-        # REP 117: +Inf (too far), -Inf (too near) and NaN are no reading, like 0; the vertex
-        # windows drop them (_window_depths). A frame with not one finite value reads nothing.
+        # REP 117: +Inf (too far), -Inf (too near) and NaN are no reading, like 0; the vertex windows drop
+        # them (_window_depths). A frame with not one finite value reads nothing.
         if not np.isfinite(z).any():
             raise FrameRejected("frame holds no finite depth (every pixel NaN or +-Inf: no reading)", "nan")
         return z
@@ -525,16 +518,16 @@ class MembraneForceEstimator:
         Args:
             frames: one or more depth images ``(H, W)`` (m, float) or organised clouds ``(H, W, 3)``.
             pressures: the absolute bubble pressure of each frame, Pa (the Punyo's hPa × 100).
-            colours: optional colour images of the same frames, ``(H, W, 3)`` or grey ``(H, W)``
-                uint8, on the depth image's pixel grid (an aligned RealSense stream). With them,
-                :meth:`estimate` also measures how the membrane slides (optical flow of its
-                speckle against the mean reference image) and solves for tangential contact
-                forces; without them the solve is normal-only and a frame's colour is ignored.
+            colours: optional colour images of the same frames, ``(H, W, 3)`` or grey ``(H, W)`` uint8, on
+                the depth image's pixel grid (an aligned RealSense stream). With them, :meth:`estimate` also
+                measures how the membrane slides (optical flow of its speckle against the mean reference
+                image) and solves for tangential contact forces; without them the solve is normal-only and a
+                frame's colour is ignored.
 
         Raises:
-            FrameRejected: a frame or colour image of the wrong size or type, a bad pressure, a
-                reference pressure not above ambient, or too few vertices read;
-                the previous reference, if any, stays in force.
+            FrameRejected: a frame or colour image of the wrong size or type, a bad pressure, a reference
+                pressure not above ambient, or too few vertices read; the previous reference, if any, stays
+                in force.
             ValueError: ``frames`` and ``pressures`` (or ``colours``) differ in length or are empty.
         """
         t0 = time.perf_counter()
@@ -547,9 +540,8 @@ class MembraneForceEstimator:
         if colours is not None:  # mean of the reference images: less sensor noise in the flow's template
             grey_ref = np.rint(np.mean([self._grey_of(c) for c in colours], axis=0)).astype(np.uint8)
             if self._dis is None:
-                # DIS optical flow (Kroeger et al., ECCV 2016) as OpenCV implements it; the 'fast'
-                # preset on a half-size image costs ~2 ms here and follows the speckle to a fraction
-                # of a pixel.
+                # DIS optical flow (Kroeger et al., ECCV 2016) as OpenCV implements it; the 'fast' preset on
+                # a half-size image costs ~2 ms here and follows the speckle to a fraction of a pixel.
                 cv2 = _cv2()
                 self._dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_FAST)
         wins = np.stack([self._window_depths(self._depth_of(f)) for f in frames])
@@ -566,8 +558,8 @@ class MembraneForceEstimator:
                                 f"{self.ambient_pressure:.1f} Pa", "bad_pressure")
         model = MembraneModel(self.mesh, p0, prestress=self.prestress, material=self.material)
 
-        # Normal compliance: normal displacement of every free vertex under a unit inward push at
-        # each one, and under a unit pressure rise (boundary clamped).
+        # Normal compliance: normal displacement of every free vertex under a unit inward push at each one,
+        # and under a unit pressure rise (boundary clamped).
         free = self._free
         dof = (3 * free[:, None] + np.arange(3)).ravel()
         lu = spla.splu(model.K[dof][:, dof].tocsc())
@@ -680,8 +672,8 @@ class MembraneForceEstimator:
         t1 = time.perf_counter()
 
         b = w - dp * self._w_dp[rows]  # measured minus the pressure-only response
-        # Candidate pushes: the vertices read pressed in beyond the pressure response, and those not
-        # read (a push on a vertex moves it inward, so one read bulging out carries none).
+        # Candidate pushes: the vertices read pressed in beyond the pressure response, and those not read (a
+        # push on a vertex moves it inward, so one read bulging out carries none).
         cand = np.ones(len(self._free), dtype=bool)
         cand[rows[b >= 0.0]] = False
         push = np.zeros(len(self._free))
@@ -693,12 +685,12 @@ class MembraneForceEstimator:
         else:
             rnorm = float(np.linalg.norm(b))
 
-        # Tangential stage: with the speckle's flow, the material point seen at a vertex's reference
-        # pixel is found in this frame (flowed pixel, depth there), which gives its full 3-D motion.
-        # The pushes stay those of the depth (the reliable reading); tangential forces at the contact
-        # vertices the flow reads are fitted, by least squares, to the sliding those pushes and the
-        # pressure do not explain. (Fitted jointly with the pushes, signed tangential forces trade
-        # against pushes through the dome's normal-tangential coupling and take normal noise.)
+        # Tangential stage: with the speckle's flow, the material point seen at a vertex's reference pixel
+        # is found in this frame (flowed pixel, depth there), which gives its full 3-D motion. The pushes
+        # stay those of the depth (the reliable reading); tangential forces at the contact vertices the flow
+        # reads are fitted, by least squares, to the sliding those pushes and the pressure do not explain.
+        # (Fitted jointly with the pushes, signed tangential forces trade against pushes through the dome's
+        # normal-tangential coupling and take normal noise.)
         tforce = np.zeros(2 * len(self._free))
         u_meas = np.full((len(rows), 3), np.nan)
         n_flow = 0
@@ -709,8 +701,8 @@ class MembraneForceEstimator:
             fl = np.isfinite(u_meas).all(axis=1)
             n_flow = int(fl.sum())
             active = np.flatnonzero(push > 0.0)
-            # Tangential forces only where the camera sees the material slide: at a hidden vertex one
-            # would be free to absorb the whole membrane's sliding and the fit would put it there.
+            # Tangential forces only where the camera sees the material slide: at a hidden vertex one would
+            # be free to absorb the whole membrane's sliding and the fit would put it there.
             seen_flow = np.zeros(len(self._free), dtype=bool)
             seen_flow[rows[fl]] = True
             tact = active[seen_flow[active]]
@@ -779,10 +771,9 @@ def compare_with_wrench(estimate: np.ndarray, wrench_force: np.ndarray,
                         max_lag: int = 3) -> WrenchComparison:
     """Compare an estimated contact-force series with a force/torque reading.
 
-    The F/T bias is the mean of ``wrench_force`` over ``bias_frames``; loaded
-    frames are those with ``|F − bias| > threshold``. Magnitudes are compared
-    (the two are in different frames). The lag in ``−max_lag … max_lag`` with
-    the highest correlation is chosen and reported.
+    The F/T bias is the mean of ``wrench_force`` over ``bias_frames``; loaded frames are those with ``|F −
+    bias| > threshold``. Magnitudes are compared (the two are in different frames). The lag in ``−max_lag …
+    max_lag`` with the highest correlation is chosen and reported.
 
     Args:
         estimate: ``(N, 3)`` estimated total contact force per frame (N) or ``(N,)`` magnitudes.

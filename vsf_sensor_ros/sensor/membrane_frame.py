@@ -1,7 +1,7 @@
 """The membrane estimate in another mesh's frame (library, no ROS).
 
-Two mesh files of one membrane (same vertices, same order) differ by a rigid motion, fitted over
-their clamped rings (Kabsch); see docs/membrane_force.md.
+Two mesh files of one membrane (same vertices, same order) differ by a rigid motion, fitted over their
+clamped rings (Kabsch); see docs/membrane_force.md.
 """
 from __future__ import annotations
 
@@ -63,8 +63,8 @@ def fit_mesh_transform(mesh_points: np.ndarray, output_points: np.ndarray,
         :class:`MeshFrameTransform` with the fit's RMS and largest error.
 
     Raises:
-        ValueError: different vertex counts (naming both), fewer than 3 indices, or a fit
-            whose largest error exceeds ``tolerance`` (the two files are not one membrane).
+        ValueError: different vertex counts (naming both), fewer than 3 indices, or a fit whose largest
+            error exceeds ``tolerance`` (the two files are not one membrane).
     """
     a = np.asarray(mesh_points, dtype=np.float64)
     b = np.asarray(output_points, dtype=np.float64)

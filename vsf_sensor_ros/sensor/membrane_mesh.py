@@ -19,13 +19,12 @@ class MembraneMesh:
     Attributes:
         points: ``(V, 3)`` float64 vertex positions, m, in the membrane mesh frame.
         triangles: ``(T, 3)`` int64 vertex indices (any consistent winding).
-        boundary: ``(B,)`` int64 sorted indices of the clamped vertices (their
-            forces are support reactions, not contact forces).
+        boundary: ``(B,)`` int64 sorted indices of the clamped vertices (their forces are support reactions,
+            not contact forces).
 
     Raises:
-        ValueError: wrong shapes, non-finite points, an index out of range, a
-            boundary that is empty or covers every vertex, a free vertex in no triangle, or a
-            degenerate triangle.
+        ValueError: wrong shapes, non-finite points, an index out of range, a boundary that is empty or
+            covers every vertex, a free vertex in no triangle, or a degenerate triangle.
     """
 
     points: np.ndarray
@@ -73,8 +72,8 @@ class MembraneMesh:
 
 
 def _meshio_read(path: Path) -> Any:
-    """``meshio.read``, with its failure a ValueError: for a file it cannot parse meshio prints
-    why and calls ``sys.exit(1)``, which would end the caller's process."""
+    """``meshio.read``, with its failure a ValueError: for a file it cannot parse meshio prints why and calls
+    ``sys.exit(1)``, which would end the caller's process."""
     import meshio  # deferred: only this reader needs it
 
     said = io.StringIO()
@@ -89,10 +88,9 @@ def _meshio_read(path: Path) -> Any:
 def read_membrane_mesh(path: Union[str, Path], boundary: Optional[Sequence[int]] = None) -> MembraneMesh:
     """Read a membrane mesh (legacy or XML VTK, or any format meshio reads).
 
-    The triangles are the file's ``triangle`` cells. The boundary is, in this
-    order of preference, the ``boundary`` argument, the file's ``vertex`` cells
-    (how the Punyo reference mesh marks its clamped ring), or the vertices of
-    the file's ``line`` cells.
+    The triangles are the file's ``triangle`` cells. The boundary is, in this order of preference, the
+    ``boundary`` argument, the file's ``vertex`` cells (how the Punyo reference mesh marks its clamped
+    ring), or the vertices of the file's ``line`` cells.
 
     Args:
         path: mesh file; coordinates in metres.
@@ -103,10 +101,10 @@ def read_membrane_mesh(path: Union[str, Path], boundary: Optional[Sequence[int]]
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: a file meshio cannot parse (its own words), no triangles, no boundary
-            information, or an invalid mesh.
-        meshio.ReadError: an extension meshio does not know; a format reader's own exception
-            passes through too.
+        ValueError: a file meshio cannot parse (its own words), no triangles, no boundary information, or an
+            invalid mesh.
+        meshio.ReadError: an extension meshio does not know; a format reader's own exception passes through
+            too.
     """
     path = Path(path)
     if not path.is_file():

@@ -1,8 +1,8 @@
 """Triangle-mesh helpers of the mesh-based sensors: mesh extraction, exact closest triangle, projected area.
 
-numpy/scipy plus numba kernels (:mod:`._mesh_kernels`), CPU float64; callers cast to their own
-dtype/device.  Klampt objects are read by duck typing, never imported.  Why numba and how fast:
-docs/decisions.md and docs/performance.md.
+numpy/scipy plus numba kernels (:mod:`._mesh_kernels`), CPU float64; callers cast to their own dtype/device.
+Klampt objects are read by duck typing, never imported.  Why numba and how fast: docs/decisions.md and
+docs/performance.md.
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ __all__ = [
     "validate_mesh",
 ]
 
-# Region codes of ClosestTriangleResult.region: which feature of the triangle holds the closest
-# point.  Vertices are the ends of the edges (parameter 0 or 1).
+# Region codes of ClosestTriangleResult.region: which feature of the triangle holds the closest point.
+# Vertices are the ends of the edges (parameter 0 or 1).
 REGION_FACE, REGION_AB, REGION_AC, REGION_BC = 0, 1, 2, 3
 
 
@@ -32,8 +32,8 @@ def validate_mesh(vertices: Any, triangles: Any, label: str = "mesh") -> Tuple[n
         label: name used in error messages.
 
     Raises:
-        ValueError: wrong shapes, non-finite vertices, non-integer or
-            out-of-range indices, or no triangles; the message names the value.
+        ValueError: wrong shapes, non-finite vertices, non-integer or out-of-range indices, or no triangles;
+            the message names the value.
     """
     V = np.array(vertices, dtype=np.float64, copy=True)
     if V.ndim != 2 or V.shape[1] != 3:
@@ -64,18 +64,17 @@ def triangle_mesh_of(model: Any) -> Tuple[np.ndarray, np.ndarray]:
 
     * a ``(vertices, triangles)`` tuple or list of array-likes;
     * a ``trimesh.Trimesh`` (anything with ``.vertices`` and ``.faces``);
-    * a Klampt ``RobotModelLink`` / ``RigidObjectModel`` (anything with
-      ``.geometry()``) whose geometry type is ``'TriangleMesh'``, read with
-      ``getVertices()/getIndices()`` or ``.vertices/.indices`` (Klampt 0.10).
+    * a Klampt ``RobotModelLink`` / ``RigidObjectModel`` (anything with ``.geometry()``) whose geometry type
+      is ``'TriangleMesh'``, read with ``getVertices()/getIndices()`` or ``.vertices/.indices`` (Klampt
+      0.10).
 
     Returns:
         ``(V, F)``: float64 ``(V, 3)`` vertices (m, body frame) and int64
         ``(T, 3)`` vertex indices; fresh arrays owned by the caller.
 
     Raises:
-        ValueError: the model holds no non-empty triangle mesh (the message
-            names the model and its geometry type), or the mesh arrays are
-            malformed (see :func:`validate_mesh`).
+        ValueError: the model holds no non-empty triangle mesh (the message names the model and its geometry
+            type), or the mesh arrays are malformed (see :func:`validate_mesh`).
     """
     if isinstance(model, (tuple, list)) and len(model) == 2:
         return validate_mesh(model[0], model[1], "mesh tuple")
@@ -109,12 +108,12 @@ class ClosestTriangleResult:
     Attributes:
         triangle: ``(M,)`` int64, index of the closest triangle.
         point: ``(M, 3)`` float64, closest point on the mesh (mesh frame, m).
-        weights: ``(M, 3)`` float64 barycentric weights of ``point`` w.r.t.
-            the triangle's corners ``triangles[triangle]``: finite, ``>= 0``,
-            summing to 1 (to rounding), ``point = Σ_j weights[:, j] V[F[t, j]]``.
+        weights: ``(M, 3)`` float64 barycentric weights of ``point`` w.r.t. the triangle's corners
+            ``triangles[triangle]``: finite, ``>= 0``, summing to 1 (to rounding), ``point = Σ_j weights[:,
+            j] V[F[t, j]]``.
         distance: ``(M,)`` float64, ``|query point − point|`` (m).
-        region: ``(M,)`` int8 feature holding ``point``: 0 face interior,
-            1 edge ab, 2 edge ac, 3 edge bc (vertices are edge ends).
+        region: ``(M,)`` int8 feature holding ``point``: 0 face interior, 1 edge ab, 2 edge ac, 3 edge bc
+            (vertices are edge ends).
     """
 
     triangle: np.ndarray
@@ -127,79 +126,59 @@ class ClosestTriangleResult:
 class ClosestTriangleQuery:
     """Exact batched closest-point-on-mesh query, built once per mesh.
 
-    Method: every triangle is covered by proxy points so that each of its
-    points lies within ``h`` (half the median centroid-to-corner radius
-    ``r_t``) of one of its own proxies: a triangle with ``r_t <= h`` is its centroid;
-    a larger one (e.g. the sliver fan across the Punyo base) gets a square
-    grid of cell size ``√2·h`` in its plane, one proxy per cell near it = the
-    triangle's closest point to the cell centre (projection onto a convex set
-    brings the centre no farther from any point of the set, so the cell's
-    half-diagonal ``h`` still bounds the distance).  Proxy density is thus
-    about uniform whatever the triangle shapes.  A KD-tree over the proxies
-    gives each query point its ``k`` nearest proxies; their triangles are the
-    candidates, and the exact point-triangle distance is evaluated for all
-    candidates (projection onto the triangle's plane when it falls inside,
-    else the closest point on each of the three edges with the parameter
-    clamped to [0, 1]).  Correctness bound: a triangle with no
-    proxy among the ``k`` nearest has all proxies at least ``d_k`` away (the
-    k-th proxy distance), hence is at least ``d_k − h`` away; when
-    ``d_k − h ≥`` the best distance found, no other triangle can be closer.
-    Points failing the bound (a few percent of points on the surface, more
-    for points a cover radius or more off it) get one exact second round: the
-    best distance ``d`` found so far bounds the answer from above, so every
-    closer triangle has a proxy within ``d + h``; a KD-tree ball query
-    collects those triangles, de-duplicated, and they are all evaluated
-    (over the flattened point-triangle pairs).  The ragged ball lists are
-    flattened with C-level iterators; there is no Python loop over points or
-    triangles.
+    Method: every triangle is covered by proxy points so that each of its points lies within ``h`` (half the
+    median centroid-to-corner radius ``r_t``) of one of its own proxies: a triangle with ``r_t <= h`` is its
+    centroid; a larger one (e.g. the sliver fan across the Punyo base) gets a square grid of cell size
+    ``√2·h`` in its plane, one proxy per cell near it = the triangle's closest point to the cell centre
+    (projection onto a convex set brings the centre no farther from any point of the set, so the cell's
+    half-diagonal ``h`` still bounds the distance).  Proxy density is thus about uniform whatever the
+    triangle shapes.  A KD-tree over the proxies gives each query point its ``k`` nearest proxies; their
+    triangles are the candidates, and the exact point-triangle distance is evaluated for all candidates
+    (projection onto the triangle's plane when it falls inside, else the closest point on each of the three
+    edges with the parameter clamped to [0, 1]).  Correctness bound: a triangle with no proxy among the
+    ``k`` nearest has all proxies at least ``d_k`` away (the k-th proxy distance), hence is at least ``d_k −
+    h`` away; when ``d_k − h ≥`` the best distance found, no other triangle can be closer. Points failing
+    the bound (a few percent of points on the surface, more for points a cover radius or more off it) get
+    one exact second round: the best distance ``d`` found so far bounds the answer from above, so every
+    closer triangle has a proxy within ``d + h``; a KD-tree ball query collects those triangles,
+    de-duplicated, and they are all evaluated (over the flattened point-triangle pairs).  The ragged ball
+    lists are flattened with C-level iterators; there is no Python loop over points or triangles.
 
-    Near the surface a faster exact path skips the KD-tree: at construction
-    the band of space within ``r_med`` (the median ``r_t``) of the mesh is cut
-    into cubic cells of side ``r_med / 2``; a cell whose centre ``x`` is
-    ``d(x)`` from the mesh can only have closest triangles within
-    ``d(x) + 2ρ`` of ``x`` (``ρ`` = the cell's half-diagonal: any point ``y``
-    of the cell has ``d(y) ≤ d(x) + ρ``, and its closest triangle is within
-    ``d(y) + ρ`` of ``x``), so that exact candidate set is stored per cell
-    in a table ``grid_candidates`` = 16 wide (the few crowded cells with more
-    candidates, up to 128, in a second, wider table; points outside the band
-    take the off-grid path below).  A query then costs one evaluation of 16
-    candidates per point.  On the Punyo mesh ~99 % of
-    surface points take the grid path; building it takes 0.3–1 s of CPU
-    (once, at construction) and ~7.4 MB (including, per table entry, a lower
-    bound of the candidate's distance from any point of the cell, with which
-    the compiled scan stops early; ascending along a row since rows are
-    sorted by distance from the cell centre); ``grid=False`` skips it.
+    Near the surface a faster exact path skips the KD-tree: at construction the band of space within
+    ``r_med`` (the median ``r_t``) of the mesh is cut into cubic cells of side ``r_med / 2``; a cell whose
+    centre ``x`` is ``d(x)`` from the mesh can only have closest triangles within ``d(x) + 2ρ`` of ``x``
+    (``ρ`` = the cell's half-diagonal: any point ``y`` of the cell has ``d(y) ≤ d(x) + ρ``, and its closest
+    triangle is within ``d(y) + ρ`` of ``x``), so that exact candidate set is stored per cell in a table
+    ``grid_candidates`` = 16 wide (the few crowded cells with more candidates, up to 128, in a second, wider
+    table; points outside the band take the off-grid path below).  A query then costs one evaluation of 16
+    candidates per point.  On the Punyo mesh ~99 % of surface points take the grid path; building it takes
+    0.3–1 s of CPU (once, at construction) and ~7.4 MB (including, per table entry, a lower bound of the
+    candidate's distance from any point of the cell, with which the compiled scan stops early; ascending
+    along a row since rows are sorted by distance from the cell centre); ``grid=False`` skips it.
 
-    Off the grid (or without it), meshes of at most ``brute_force_max``
-    triangles use a pruned brute force instead of the KD-tree: triangle ``t``
-    lies in the ball of its centroid ``c_t`` and radius ``r_t``, so only
-    triangles with ``|p − c_t| − r_t`` at most an upper bound of the distance
-    (the least ``|p − c_t| + r_t``, or the exact distance to the
-    nearest-centroid triangle) can be closest; all of those are evaluated and
-    the least distance wins, ties to the lowest triangle index.
-    ``brute_force_max=0`` forces the KD-tree path.
+    Off the grid (or without it), meshes of at most ``brute_force_max`` triangles use a pruned brute force
+    instead of the KD-tree: triangle ``t`` lies in the ball of its centroid ``c_t`` and radius ``r_t``, so
+    only triangles with ``|p − c_t| − r_t`` at most an upper bound of the distance (the least ``|p − c_t| +
+    r_t``, or the exact distance to the nearest-centroid triangle) can be closest; all of those are
+    evaluated and the least distance wins, ties to the lowest triangle index. ``brute_force_max=0`` forces
+    the KD-tree path.
 
-    Degenerate triangles (zero area: collinear or coincident corners, within
-    a relative tolerance of 1e-12) never use the face projection; their
-    closest point is the closest point on their edges, and zero-length edges
-    resolve to their first corner, so weights stay finite and sum to 1.
+    Degenerate triangles (zero area: collinear or coincident corners, within a relative tolerance of 1e-12)
+    never use the face projection; their closest point is the closest point on their edges, and zero-length
+    edges resolve to their first corner, so weights stay finite and sum to 1.
 
-    The per-point work (grid lookup, candidate evaluation, weights) runs in numba-compiled
-    loops (:mod:`._mesh_kernels`), compiled (or loaded from numba's on-disk cache) in the
-    constructor, i.e. in a sensor's ``attach``, never on the first query.  See the module
-    docstring, "Performance".
+    The per-point work (grid lookup, candidate evaluation, weights) runs in numba-compiled loops
+    (:mod:`._mesh_kernels`), compiled (or loaded from numba's on-disk cache) in the constructor, i.e. in a
+    sensor's ``attach``, never on the first query.  See the module docstring, "Performance".
 
     Attributes:
         vertices: ``(V, 3)`` float64, read-only.
         triangles: ``(T, 3)`` int64, read-only.
-        k: proxies (candidate slots) per point in the first round of the
-            KD-tree path.
-        brute_force_max: largest triangle count answered off the grid by
-            the pruned brute force rather than the KD-tree.
-        grid_candidates: candidate slots per cell of the near-surface grid
-            (0 when the grid is disabled).
-        cover_radius: ``h``, every mesh point is within ``h`` of a proxy of
-            its own triangle (m).
+        k: proxies (candidate slots) per point in the first round of the KD-tree path.
+        brute_force_max: largest triangle count answered off the grid by the pruned brute force rather than
+            the KD-tree.
+        grid_candidates: candidate slots per cell of the near-surface grid (0 when the grid is disabled).
+        cover_radius: ``h``, every mesh point is within ``h`` of a proxy of its own triangle (m).
     """
 
     def __init__(self, vertices: Any, triangles: Any, k: int = 12, grid: bool = True,
@@ -207,8 +186,8 @@ class ClosestTriangleQuery:
         V, F = validate_mesh(vertices, triangles)
         if int(k) < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        # imported here, not with the package (numba costs ~50 MB and ~0.5 s); compiled (or loaded
-        # from the cache) at its first import, so never on the first query
+        # imported here, not with the package (numba costs ~50 MB and ~0.5 s); compiled (or loaded from the
+        # cache) at its first import, so never on the first query
         from . import _mesh_kernels
         V.setflags(write=False)
         F.setflags(write=False)
@@ -217,8 +196,8 @@ class ClosestTriangleQuery:
         a, b, c = V[F[:, 0]], V[F[:, 1]], V[F[:, 2]]
         centroids = (a + b + c) / 3.0
         radius = np.max(np.linalg.norm(np.stack([a, b, c]) - centroids[None], axis=2), axis=0)
-        # h = half the median radius: a few proxies per typical triangle, so k = 12 nearest proxies
-        # settle ~99 % of near-surface points in the first round (measured on the Punyo mesh)
+        # h = half the median radius: a few proxies per typical triangle, so k = 12 nearest proxies settle
+        # ~99 % of near-surface points in the first round (measured on the Punyo mesh)
         h = 0.5 * float(np.median(radius))
         if h <= 0.0:                                      # mostly collapsed triangles
             h = max(float(radius.max()), 1e-300)
@@ -252,15 +231,15 @@ class ClosestTriangleQuery:
         self.k: int = min(int(k), len(labels))
         # absolute slack on distances, far above the rounding of the expanded |p - x|^2 formulas
         self._slack: float = 1e-7 * h
-        # off-grid path: pruned brute force for meshes up to this many triangles, else KD-tree;
-        # its pruning slack is far above the rounding of the expanded distance formulas, whose
-        # absolute error in a distance is ~1e-8 x the point-corner distance near the surface
+        # off-grid path: pruned brute force for meshes up to this many triangles, else KD-tree; its pruning
+        # slack is far above the rounding of the expanded distance formulas, whose absolute error in a
+        # distance is ~1e-8 x the point-corner distance near the surface
         self.brute_force_max: int = int(brute_force_max)
         self._brute_slack: float = 1e-6 * max(float(np.linalg.norm(np.ptp(V, axis=0))), h)
-        # farthest accepted query point from the bounding-box centre: 1e6 x the mesh size (box
-        # diagonal), at least 1e6 m (a collapsed mesh has size 0).  Beyond it squared distances
-        # (|p|^2) lose every digit of the mesh's detail and overflow near 1e154, so such points
-        # are refused instead of answered with garbage.
+        # farthest accepted query point from the bounding-box centre: 1e6 x the mesh size (box diagonal), at
+        # least 1e6 m (a collapsed mesh has size 0).  Beyond it squared distances (|p|^2) lose every digit
+        # of the mesh's detail and overflow near 1e154, so such points are refused instead of answered with
+        # garbage.
         self.centre: np.ndarray = 0.5 * (V.min(axis=0) + V.max(axis=0))
         self.max_query_distance: float = 1e6 * max(float(np.linalg.norm(np.ptp(V, axis=0))), 1.0)
         self._grid_row: Optional[np.ndarray] = None
@@ -342,8 +321,8 @@ class ClosestTriangleQuery:
         return key // n_tri, key % n_tri
 
     def _evaluate_pairs(self, P: np.ndarray, owner: np.ndarray, cand: np.ndarray):
-        """Squared distance ``(n,)``, region ``(n,)`` and parameters ``(5, n)`` (``v, w, t, s, r``)
-        of point ``P[owner[i]]`` against triangle ``cand[i]``."""
+        """Squared distance ``(n,)``, region ``(n,)`` and parameters ``(5, n)`` (``v, w, t, s, r``) of point
+        ``P[owner[i]]`` against triangle ``cand[i]``."""
         d2 = np.empty(len(owner))
         region = np.empty(len(owner), dtype=np.int64)
         prm = np.empty((5, len(owner)))
@@ -380,8 +359,8 @@ class ClosestTriangleQuery:
         # a centre within `band` of the mesh is within band + h of one of its proxies
         dp, _ = self._tree.query(centres, k=1, distance_upper_bound=band + self.cover_radius * 1.001)
         near = np.nonzero(np.isfinite(dp))[0]
-        # upper bound of the centre's distance: the best of its 4 nearest proxies' triangles (a
-        # larger bound only enlarges the candidate set, so the lists stay exact)
+        # upper bound of the centre's distance: the best of its 4 nearest proxies' triangles (a larger bound
+        # only enlarges the candidate set, so the lists stay exact)
         kk = min(4, len(self._proxy_tri))
         _, proxy = self._tree.query(centres[near], k=kk)
         labels = self._proxy_tri[proxy.reshape(len(near), kk)]
@@ -397,16 +376,16 @@ class ClosestTriangleQuery:
         counts = np.bincount(owner, minlength=len(cells))
         order = np.lexsort((d2, owner))                        # per cell, closest candidate first
         owner, cand = owner[order], cand[order]
-        # lower bound of a candidate's distance from any point of its cell (distance from the
-        # centre minus the half-diagonal, minus a margin above rounding): ascending along a row,
-        # so the compiled scan stops at the first one beyond its best distance so far
+        # lower bound of a candidate's distance from any point of its cell (distance from the centre minus
+        # the half-diagonal, minus a margin above rounding): ascending along a row, so the compiled scan
+        # stops at the first one beyond its best distance so far
         lower = np.sqrt(d2[order]) - rho - self._brute_slack
         start = np.cumsum(counts) - counts
         pos = np.arange(len(owner)) - start[owner]
         grid_row = np.full(int(np.prod(shape)), -1, dtype=np.int64)
-        # two tables: `slots` wide for most cells, and a wider one for the few crowded cells
-        # (where many triangles meet, e.g. the Punyo base's fan apex); grid_row >= 0 indexes the
-        # first, <= -2 the second (-2 - row), -1 = not in the grid
+        # two tables: `slots` wide for most cells, and a wider one for the few crowded cells (where many
+        # triangles meet, e.g. the Punyo base's fan apex); grid_row >= 0 indexes the first, <= -2 the second
+        # (-2 - row), -1 = not in the grid
         wide = int(min(max(int(counts.max(initial=0)), slots), max_wide))
         tables, lower_tables = [], []
         for t_id, (sel_cells, width) in enumerate((((counts >= 1) & (counts <= slots), slots),
@@ -432,15 +411,13 @@ class ClosestTriangleQuery:
             points: ``(M, 3)`` finite coordinates in the mesh frame (m).
 
         Returns:
-            :class:`ClosestTriangleResult` (float64 / int64 numpy arrays).
-            Ties (a point equidistant from two triangles, e.g. on a shared
-            edge) resolve to either triangle; both give the same point.
+            :class:`ClosestTriangleResult` (float64 / int64 numpy arrays). Ties (a point equidistant from
+            two triangles, e.g. on a shared edge) resolve to either triangle; both give the same point.
 
         Raises:
-            ValueError: ``points`` is not ``(M, 3)``, holds NaN/inf, or holds a point
-                farther than ``max_query_distance`` (1e6 x the mesh's bounding-box
-                diagonal, at least 1e6 m) from the box centre ``centre``; the message
-                names the point.
+            ValueError: ``points`` is not ``(M, 3)``, holds NaN/inf, or holds a point farther than
+                ``max_query_distance`` (1e6 x the mesh's bounding-box diagonal, at least 1e6 m) from the box
+                centre ``centre``; the message names the point.
         """
         P = np.asarray(points, dtype=np.float64)
         if P.ndim != 2 or P.shape[1] != 3:
@@ -474,9 +451,9 @@ class ClosestTriangleQuery:
     def _query_off_grid(self, P: np.ndarray):
         """Points off the near-surface grid: ``(tri, region, params (5, M))``, exact.
 
-        Meshes of at most ``brute_force_max`` triangles: pruned brute force (below); larger
-        ones: the KD-tree path.  Every far point passes here (the grid only covers a band around
-        the mesh), so the distance bound of :meth:`query` is checked here, off the hot path.
+        Meshes of at most ``brute_force_max`` triangles: pruned brute force (below); larger ones: the
+        KD-tree path.  Every far point passes here (the grid only covers a band around the mesh), so the
+        distance bound of :meth:`query` is checked here, off the hot path.
 
         Raises:
             ValueError: a point farther than ``max_query_distance`` from ``centre``.
@@ -497,11 +474,11 @@ class ClosestTriangleQuery:
     def _query_brute(self, P: np.ndarray):
         """Exact closest triangle over all triangles, pruned by bounding spheres.
 
-        Triangle ``t`` lies in the ball of centre ``c_t`` (centroid) and radius ``r_t``, so its
-        distance is within ``[|p − c_t| − r_t, |p − c_t| + r_t]``; only triangles with
-        ``|p − c_t| − r_t`` at most the least distance bound so far (+ slack) can be closest,
-        and those are all evaluated (``_mesh_kernels.brute_best``).  Winner: least squared
-        distance, ties to the lowest triangle index.  Returns ``(tri, region, params (5, M))``.
+        Triangle ``t`` lies in the ball of centre ``c_t`` (centroid) and radius ``r_t``, so its distance is
+        within ``[|p − c_t| − r_t, |p − c_t| + r_t]``; only triangles with ``|p − c_t| − r_t`` at most the
+        least distance bound so far (+ slack) can be closest, and those are all evaluated
+        (``_mesh_kernels.brute_best``).  Winner: least squared distance, ties to the lowest triangle index.
+        Returns ``(tri, region, params (5, M))``.
         """
         M = len(P)
         tri, reg = np.empty(M, dtype=np.int64), np.empty(M, dtype=np.int64)
@@ -511,8 +488,8 @@ class ClosestTriangleQuery:
         return tri, reg, par
 
     def _table_best(self, P: np.ndarray, idx: np.ndarray):
-        """Closest of the candidates ``idx (M, K)`` of each point ``P (M, 3)``:
-        ``(tri, region, params (5, M), squared distance (M,))``."""
+        """Closest of the candidates ``idx (M, K)`` of each point ``P (M, 3)``: ``(tri, region, params (5, M),
+        squared distance (M,))``."""
         M = len(P)
         tri, reg = np.empty(M, dtype=np.int64), np.empty(M, dtype=np.int64)
         par, best2 = np.empty((5, M)), np.empty(M)
@@ -538,10 +515,9 @@ class ClosestTriangleQuery:
 def projected_area(vertices: Any, triangles: Any, normal: Sequence[float]) -> float:
     """Area (m²) of the mesh's orthographic shadow on the plane normal to ``normal``.
 
-    The shadow is the *union* of the projected triangles, so overlapping
-    parts (the top and bottom of a closed membrane) count once; this is the
-    seed's ``trimesh.Trimesh.projected(normal).area`` without its padding.
-    Computed exactly (to floating point) as a polygon union with shapely.
+    The shadow is the *union* of the projected triangles, so overlapping parts (the top and bottom of a
+    closed membrane) count once; this is the seed's ``trimesh.Trimesh.projected(normal).area`` without its
+    padding. Computed exactly (to floating point) as a polygon union with shapely.
 
     Args:
         vertices: ``(V, 3)`` array-like (m).

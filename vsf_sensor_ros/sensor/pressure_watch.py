@@ -43,8 +43,8 @@ class PressureWatch:
     Args:
         leak_rate: a fall faster than this is a leak, Pa/min (> 0; default 50).
         window_s: the trend's window, s (> 0; default 30).
-        min_span_s: the contact-free samples must span this before a rate is given, s
-            (0 < min_span_s <= window_s; default 20).
+        min_span_s: the contact-free samples must span this before a rate is given, s (0 < min_span_s <=
+            window_s; default 20).
         ambient_pa: the ambient pressure, Pa (default 101325; the gauge = measured − this).
         min_gauge_pa: the least gauge pressure the sensor model assumes, Pa, or None (no check).
 
@@ -79,8 +79,8 @@ class PressureWatch:
             stamp_ns: the sample's stamp, ns, later than the previous one.
             predicted: the simulator's predicted pressure, Pa (its contact-free value is the model's).
             measured: the bubble's absolute pressure, Pa.
-            sim_in_contact: the simulator predicts contact on the bubble (the sample is not used
-                for the trend).
+            sim_in_contact: the simulator predicts contact on the bubble (the sample is not used for the
+                trend).
 
         Raises:
             ValueError: a stamp not after the previous one or a non-finite value; nothing changed.

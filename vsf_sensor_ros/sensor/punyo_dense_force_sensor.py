@@ -45,8 +45,8 @@ def barycentric_weights(vertices: Any, triangles: Any, points: Any) -> np.ndarra
 class _Map(NamedTuple):
     """How one state's contacts on the sensor body map onto mesh vertices (CPU, float64).
 
-    Contacts are those of ``pairs`` concatenated (rows ``offsets[p] .. offsets[p+1]-1`` belong
-    to ``pairs[p]``); indices int64.
+    Contacts are those of ``pairs`` concatenated (rows ``offsets[p] .. offsets[p+1]-1`` belong to
+    ``pairs[p]``); indices int64.
     """
 
     R: np.ndarray              # (3, 3) body -> world rotation
@@ -153,18 +153,16 @@ class PunyoDenseForceSensor(BaseSensor):
         """Read the body's triangle mesh and build the closest-triangle query.
 
         Args:
-            model: Klampt ``RobotModelLink``/``RigidObjectModel`` (normally
-                named ``attachModelName``), a ``trimesh.Trimesh`` or a
-                ``(V, F)`` tuple, in the body frame.
+            model: Klampt ``RobotModelLink``/``RigidObjectModel`` (normally named ``attachModelName``), a
+                ``trimesh.Trimesh`` or a ``(V, F)`` tuple, in the body frame.
 
         Raises:
-            ValueError: no triangle mesh (names the body), or a mesh whose
-                vertex count disagrees with a calibration already set.  The
-                sensor is unchanged on error.
+            ValueError: no triangle mesh (names the body), or a mesh whose vertex count disagrees with a
+                calibration already set.  The sensor is unchanged on error.
 
         Warns:
-            UserWarning: a Klampt body of another name (the seed attaches
-                it without checking; so does this, with the warning).
+            UserWarning: a Klampt body of another name (the seed attaches it without checking; so does this,
+                with the warning).
         """
         check_model_name(model, self.attachModelName, self.name)
         V, F = triangle_mesh_of(model)
@@ -200,8 +198,8 @@ class PunyoDenseForceSensor(BaseSensor):
                              f"not a vertex index 0..{self.num_vertices - 1} or -1 (barycentric)")
 
     def _map(self, state: SimState) -> _Map:
-        """Where each contact of ``state`` on the body lands on the mesh (CPU, float64; every
-        output path starts here).
+        """Where each contact of ``state`` on the body lands on the mesh (CPU, float64; every output path
+        starts here).
 
         Raises:
             RuntimeError: not attached.
@@ -300,9 +298,8 @@ class PunyoDenseForceSensor(BaseSensor):
 
         Raises:
             RuntimeError: not attached.
-            ValueError: unknown body, bad transform, contacts of another
-                dtype/device than the state, ``elems1`` entries below -1 or
-                not a vertex (index ≥ V), a contact point beyond the mesh's
+            ValueError: unknown body, bad transform, contacts of another dtype/device than the state,
+                ``elems1`` entries below -1 or not a vertex (index ≥ V), a contact point beyond the mesh's
                 supported query distance; messages name the pair and value.
         """
         return self._outputs(self._map(state), True, False)[0]
@@ -310,9 +307,9 @@ class PunyoDenseForceSensor(BaseSensor):
     def predict_torch(self, state: SimState) -> torch.Tensor:
         """Same as :meth:`predict`, differentiable w.r.t. forces, points and the body transform.
 
-        The contacts' vertices, triangles and closest-point features come from the same mapping
-        as :meth:`predict`; the barycentric weights are re-evaluated in torch from the contact
-        points.  Raises: as :meth:`predict`.
+        The contacts' vertices, triangles and closest-point features come from the same mapping as
+        :meth:`predict`; the barycentric weights are re-evaluated in torch from the contact points.  Raises:
+        as :meth:`predict`.
         """
         m = self._map(state)
         R, t = body_pose(state, self.attachModelName)
@@ -365,9 +362,8 @@ class PunyoDenseForceSensor(BaseSensor):
     def sparse_force_jacobian(self, state: SimState) -> SparseJacobian:
         """COO Jacobian over the concatenated contacts of ``contact_bodies(state)``.
 
-        27 entries per barycentric contact (3 corners × 3 × 3; structural,
-        a corner's weight may be 0) and 9 per per-vertex contact; a triangle
-        repeating a vertex index yields duplicate ``(row, col)`` entries,
+        27 entries per barycentric contact (3 corners × 3 × 3; structural, a corner's weight may be 0) and 9
+        per per-vertex contact; a triangle repeating a vertex index yields duplicate ``(row, col)`` entries,
         which sum.  Values are in the state's dtype/device.  Raises: as :meth:`predict`.
         """
         return self._outputs(self._map(state), False, True)[1]
@@ -382,13 +378,12 @@ class PunyoDenseForceSensor(BaseSensor):
 
     # -- calibration ---------------------------------------------------------------------------
     def set_calibration(self, calib_dict: dict) -> None:
-        """Set ``{'tare': (3V,), 'tare_sim_avg': (3V,), 'gain': (3V,)}``; ``{}`` clears
-        (``{'tare': None}`` clears the tare; an absent gain is 1).
+        """Set ``{'tare': (3V,), 'tare_sim_avg': (3V,), 'gain': (3V,)}``; ``{}`` clears (``{'tare': None}``
+        clears the tare; an absent gain is 1).
 
         Raises:
-            ValueError: unknown keys, wrong length (3V once attached),
-                non-finite values, ``tare_sim_avg`` without ``tare``; the
-                previous calibration is kept.
+            ValueError: unknown keys, wrong length (3V once attached), non-finite values, ``tare_sim_avg``
+                without ``tare``; the previous calibration is kept.
         """
         length = 3 * self.num_vertices if self.vertices is not None else None
         self._calib = parse_tare(calib_dict, self.name, length, allow_gain=True)

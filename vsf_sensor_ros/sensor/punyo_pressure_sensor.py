@@ -109,8 +109,8 @@ class PunyoPressureSensor(BaseSensor):
     def from_config(cls, name: str, config: Dict[str, Any]) -> "PunyoPressureSensor":
         """Build from ``{'attachment': body, 'base_normal_local': [x, y, z], 'variance': Pa²}``.
 
-        ``base_normal_local`` defaults to ``[0, 0, 1]``, ``variance`` to 0; an
-        optional ``'type'`` must match.
+        ``base_normal_local`` defaults to ``[0, 0, 1]``, ``variance`` to 0; an optional ``'type'`` must
+        match.
 
         Raises:
             ValueError: unknown keys (named), missing ``attachment``, bad values.
@@ -121,16 +121,16 @@ class PunyoPressureSensor(BaseSensor):
                    config.get("variance", 0.0))
 
     def attach(self, model: Any) -> None:
-        """Compute ``A_base`` from the body's mesh (Klampt body named ``attachModelName``,
-        ``trimesh.Trimesh`` or ``(V, F)``).
+        """Compute ``A_base`` from the body's mesh (Klampt body named ``attachModelName``, ``trimesh.Trimesh``
+        or ``(V, F)``).
 
         Raises:
-            ValueError: no triangle mesh (names the body), or a mesh with zero
-                shadow area.  Unchanged on error.
+            ValueError: no triangle mesh (names the body), or a mesh with zero shadow area.  Unchanged on
+                error.
 
         Warns:
-            UserWarning: a Klampt body of another name (attached anyway, as
-                the seed's dense force sensor does).
+            UserWarning: a Klampt body of another name (attached anyway, as the seed's dense force sensor
+                does).
         """
         check_model_name(model, self.attachModelName, self.name)
         V, F = triangle_mesh_of(model)
@@ -185,8 +185,8 @@ class PunyoPressureSensor(BaseSensor):
         return p
 
     def _numpy_row(self, state: SimState):
-        """``_gradient_row`` in numpy for float32/float64 CPU states (torch's per-op overhead
-        dominates this tiny model), or None otherwise."""
+        """``_gradient_row`` in numpy for float32/float64 CPU states (torch's per-op overhead dominates this
+        tiny model), or None otherwise."""
         if self.base_area is None:
             raise RuntimeError(f"sensor {self.name!r}: call attach() with the body's mesh first")
         pose = numpy_pose(state, self.attachModelName)
@@ -249,8 +249,8 @@ class PunyoPressureSensor(BaseSensor):
                 values=g.repeat(n), shape=(1, 3 * n), pairs=list(pairs), offsets=list(offsets))
 
     def predict_with_jacobian(self, state: SimState) -> Tuple[torch.Tensor, SparseJacobian]:
-        """``(predict(state), sparse_force_jacobian(state))`` from one pass over the state
-        (~0.025 ms for 100 contacts vs ~0.04 ms for the two calls).
+        """``(predict(state), sparse_force_jacobian(state))`` from one pass over the state (~0.025 ms for 100
+        contacts vs ~0.04 ms for the two calls).
 
         Raises: as :meth:`predict_torch`.
         """
@@ -268,8 +268,8 @@ class PunyoPressureSensor(BaseSensor):
 
     # -- calibration ---------------------------------------------------------------------------
     def set_calibration(self, calib_dict: dict) -> None:
-        """Set ``{'tare': (1,) or scalar, 'tare_sim_avg': (1,), 'gain': (1,)}``; ``{}`` clears
-        (``{'tare': None}`` clears the tare; an absent gain is 1).
+        """Set ``{'tare': (1,) or scalar, 'tare_sim_avg': (1,), 'gain': (1,)}``; ``{}`` clears (``{'tare':
+        None}`` clears the tare; an absent gain is 1).
 
         Raises:
             ValueError: unknown keys, wrong size, non-finite, gain <= 0; previous calibration kept.

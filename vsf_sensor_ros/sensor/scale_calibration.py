@@ -1,7 +1,7 @@
 """The scale of a measured force against a reference force (an F/T wrench), judged out of sample.
 
-One factor on the force magnitudes (least squares through the origin, with its standard error),
-fitted on a poke's loading and scored on its unloading (docs/membrane_force.md).
+One factor on the force magnitudes (least squares through the origin, with its standard error), fitted on a
+poke's loading and scored on its unloading (docs/membrane_force.md).
 """
 from __future__ import annotations
 
@@ -18,12 +18,11 @@ class ScaleFitRefused(ValueError):
     """The data cannot support a scale fit; the message names the count or force and its threshold.
 
     Attributes:
-        reason: ``'too_few_frames'`` (fewer loaded frames than ``min_frames``),
-            ``'too_little_force'`` (peak below ``min_force``), ``'zero_measured'``
-            (the measured force is 0 on every loaded frame), ``'no_unloading'`` (no
-            loaded frame after the peak to score on).
-        setting: the argument whose limit was not met (``'min_frames'``,
-            ``'min_force'``, ``'threshold'``), or None for ``'zero_measured'``.
+        reason: ``'too_few_frames'`` (fewer loaded frames than ``min_frames``), ``'too_little_force'`` (peak
+            below ``min_force``), ``'zero_measured'`` (the measured force is 0 on every loaded frame),
+            ``'no_unloading'`` (no loaded frame after the peak to score on).
+        setting: the argument whose limit was not met (``'min_frames'``, ``'min_force'``, ``'threshold'``),
+            or None for ``'zero_measured'``.
         value: what the data gave: a frame count, or the peak force in N.
         limit: that argument's value.
     """
@@ -99,14 +98,14 @@ def fit_scale(measured: np.ndarray, reference: np.ndarray, threshold: float = 0.
 
     Args:
         measured: ``(N, 3)`` or ``(N,)`` measured total force per frame, N.
-        reference: ``(N, 3)`` or ``(N,)`` reference force per frame (bias removed, paired with
-            ``measured`` frame by frame: any lag already applied), N.
+        reference: ``(N, 3)`` or ``(N,)`` reference force per frame (bias removed, paired with ``measured``
+            frame by frame: any lag already applied), N.
         threshold: a frame is loaded when ``|reference| > threshold``, N.
         min_frames: fewest loaded frames to fit on.
-        min_force: the largest ``|reference|`` over them must reach this, N (the fit needs a load
-            well above the reference's noise).
-        frames: optional ``(M,)`` int candidate frames (default: all); the loaded ones among them
-            are fitted.
+        min_force: the largest ``|reference|`` over them must reach this, N (the fit needs a load well above
+            the reference's noise).
+        frames: optional ``(M,)`` int candidate frames (default: all); the loaded ones among them are
+            fitted.
 
     Returns:
         :class:`ScaleFit`.
@@ -114,9 +113,8 @@ def fit_scale(measured: np.ndarray, reference: np.ndarray, threshold: float = 0.
     Raises:
         ValueError: another shape, unequal lengths, non-finite values, ``frames`` out of range,
             ``min_frames`` below 2.
-        ScaleFitRefused: fewer than ``min_frames`` loaded frames, a peak below ``min_force``,
-            or a measured force that stays zero over them (names the count or force and the
-            threshold it misses).
+        ScaleFitRefused: fewer than ``min_frames`` loaded frames, a peak below ``min_force``, or a measured
+            force that stays zero over them (names the count or force and the threshold it misses).
     """
     if isinstance(min_frames, bool) or int(min_frames) != min_frames or min_frames < 2:
         raise ValueError(f"min_frames must be an integer >= 2 (a standard error needs two), "
@@ -146,8 +144,8 @@ def fit_scale(measured: np.ndarray, reference: np.ndarray, threshold: float = 0.
 
 
 def loading_unloading(reference: np.ndarray, threshold: float = 0.5) -> Tuple[np.ndarray, np.ndarray]:
-    """The loaded frames (``|reference| > threshold``) up to and including the peak of ``|reference|``
-    (the loading), and those after it (the unloading); ``(N, 3)`` or ``(N,)`` reference, N.
+    """The loaded frames (``|reference| > threshold``) up to and including the peak of ``|reference|`` (the
+    loading), and those after it (the unloading); ``(N, 3)`` or ``(N,)`` reference, N.
 
     Returns:
         ``(loading, unloading)``, int index arrays (either may be empty).
