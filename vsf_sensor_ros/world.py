@@ -1,9 +1,4 @@
-"""Robot and attached rigid bodies -> body transforms, on top of Klampt.
-
-A :class:`World` turns joint states and free-body poses into a ``SimState``'s ``body_transforms``,
-addressing joints by URDF joint name, and hands sensors the Klampt models they attach to.  How URDFs and
-meshes are read: docs/decisions.md.
-"""
+"""Robot and attached rigid bodies -> body transforms, on top of Klampt (docs/decisions.md)."""
 from __future__ import annotations
 
 import copy
@@ -34,8 +29,6 @@ __all__ = ["MOVABLE_JOINT_TYPES", "MeshLike", "UrdfError", "UrdfJoint",
            "rpy_from_matrix", "rpy_matrix", "transform_from_xyz_quat", "trimesh_to_klampt",
            "validate_transform", "xyz_quat_from_transform"]
 
-_rpy_matrix = rpy_matrix            # former private name, still imported by callers
-
 WORLD_FRAME = "world"
 """Name of the fixed world frame (identity transform), REP 103 ``world``."""
 
@@ -43,16 +36,12 @@ WORLD_FRAME = "world"
 
 
 def _mesh_piece(piece: ET.Element, what: str, base_dir: Optional[Union[str, os.PathLike]]) -> trimesh.Trimesh:
-    """A ``<collision>`` mesh piece in its link's frame: the file's vertices, ``scale``, ``<origin>``.
-
-    The vertices are the file's, in its order and count (:func:`load_mesh`; Klampt's own loaders merge
-    repeated positions and rotate Collada to Y-up), each scaled by the mesh's ``scale`` and then placed by
-    the piece's ``<origin>``, as every URDF consumer places it.
+    """A ``<collision>`` mesh piece in its link's frame: the file's vertices (order and count kept),
+    scaled by ``scale``, placed by ``<origin>``.
 
     Raises:
         FileNotFoundError, ValueError: as :func:`resolve_uri`.
-        UrdfError: a file that gives no triangles or cannot be read, a ``scale`` that is not three numbers
-            (the message starts with ``what``).
+        UrdfError: no triangles, an unreadable file or a bad ``scale`` (message starts with ``what``).
     """
     mesh = piece.find("geometry/mesh")
     uri = mesh.get("filename") or ""
@@ -70,17 +59,11 @@ def _mesh_piece(piece: ET.Element, what: str, base_dir: Optional[Union[str, os.P
 
 
 def _primitive_pieces(pieces: Dict[str, ET.Element], tmp: Path) -> Dict[str, trimesh.Trimesh]:
-    """Klampt's tessellation of box, cylinder and sphere pieces, each in its link's frame.
-
-    Each piece becomes a link of a scratch URDF, fixed to one root, loaded into a scratch world: Klampt
-    meshes it exactly as it would mesh a link with that one piece (its ``<origin>`` applied).
-
-    Args:
-        pieces: ``{label: <collision> element}``; the label (``URDF link 'pad': <collision> 2 of 3``) keys
-            the result and starts an error message.
+    """``{label: mesh}``: box, cylinder and sphere pieces tessellated by Klampt (through a scratch
+    URDF, one link per piece), each in its link's frame.
 
     Raises:
-        UrdfError: a piece from which Klampt makes no triangles.
+        UrdfError: a piece from which Klampt makes no triangles (named by its label).
     """
     if not pieces:
         return {}
@@ -115,22 +98,13 @@ def _primitive_pieces(pieces: Dict[str, ET.Element], tmp: Path) -> Dict[str, tri
 
 def _link_meshes(root: ET.Element, base_dir: Optional[Union[str, os.PathLike]],
                  tmp: Path) -> Dict[str, trimesh.Trimesh]:
-    """The collision mesh of every link with a mesh piece or with several pieces, in the link frame.
-
-    The URDF specification makes a link's geometry the union of all its ``<collision>`` elements (Klampt
-    alone keeps the first).  Mesh pieces are read here (:func:`_mesh_piece`: the file's vertex table,
-    scaled, placed by the origin), primitives are tessellated by Klampt (:func:`_primitive_pieces`).  The
-    union is the pieces' vertices and triangles concatenated in document order (vertex ``i`` of piece ``k``
-    is vertex ``n_0 + ... + n_{k-1} + i`` of the link).  A link whose one piece is a primitive is left to
-    Klampt (it stays a ``GeometricPrimitive``).
-
-    Returns:
-        ``{link name: mesh}`` (float64 vertices in m, int64 faces).
+    """``{link: trimesh}`` (float64 m, int64 faces, link frame): the union of the ``<collision>``
+    pieces (the URDF rule; Klampt keeps only the first) of every link with a mesh piece or several pieces,
+    concatenated in document order.  A link with one primitive piece is left to Klampt.
 
     Raises:
         FileNotFoundError: a mesh file does not exist (names its URI).
-        UrdfError: a piece without triangles, an unreadable mesh file or a bad ``scale`` (names the link and
-            the piece).
+        UrdfError: a piece without triangles, an unreadable file or a bad ``scale`` (names link and piece).
     """
     def is_mesh(piece: ET.Element) -> bool:
         return piece.find("geometry/mesh") is not None
@@ -161,41 +135,24 @@ class _Attached:
 
 
 class World:
-    """A Klampt robot plus attached rigid bodies, queried for body transforms.
-
-    Build it with :meth:`from_urdf`.  Bodies are the robot's links (:attr:`link_names`), the fixed frame
-    :data:`WORLD_FRAME` (identity; the root link Klampt drops) and the rigid bodies added with
-    :meth:`attach_body`, in that order in :attr:`body_names`.
+    """A Klampt robot plus attached rigid bodies, queried for body transforms (build with :meth:`from_urdf`).
 
     Attributes:
-        robot: the Klampt ``RobotModel``.
-        klampt_world: the Klampt ``WorldModel`` holding the robot and one ``RigidObjectModel`` per attached
-            body.  Their Klampt transforms are brought up to date by :meth:`update` (and thus by
-            :meth:`body_transforms`).
-        link_names: robot link names as Klampt keeps them (URDF names; the dropped ``world`` root and
-            Klampt's virtual floating-base links are not included).
-        joint_names: URDF names of the movable (revolute, continuous, prismatic, non-mimic) joints, in URDF
-            order.  Mimic joints are derived from them, but a JointState may also set them.
-        body_names: every body that :meth:`body_transforms` returns.
-        urdf_root_link: name of the URDF root link.
-        urdf_link_names: every link of the URDF in file order (the TF frames robot_state_publisher publishes
-            for it, the root included).
-        joints: every URDF joint (:class:`UrdfJoint`), in file order.
-        last_ignored_joints: names ignored by the last :meth:`set_joint_positions` call (not joints of this
-            robot).
+        robot, klampt_world: the Klampt models (attached bodies are ``RigidObjectModel`` s, posed by
+            :meth:`update`).
+        link_names: robot links as Klampt keeps them (URDF names; a dropped ``world`` root excluded).
+        joint_names: movable non-mimic URDF joints, in URDF order.
+        body_names: links, :data:`WORLD_FRAME` (when Klampt dropped it), attached bodies, in that order.
+        urdf_root_link, urdf_link_names: the URDF's root and every link in file order (the TF frames).
+        joints: every :class:`UrdfJoint`, in file order.
+        last_ignored_joints: names ignored by the last :meth:`set_joint_positions`.
 
-    Not thread-safe: call it from one thread (one rclpy callback group).
+    Not thread-safe: use it from one thread.
     """
 
     def __init__(self, klampt_world: klampt.WorldModel, robot: klampt.RobotModel,
                  joints: Sequence[UrdfJoint], urdf_links: Sequence[str]) -> None:
-        """Wrap an already loaded robot; prefer :meth:`from_urdf`.
-
-        Args:
-            klampt_world: world containing ``robot``.
-            robot: robot loaded from the URDF whose joints and links are given.
-            joints: the URDF's joints (:func:`parse_urdf_joints`).
-            urdf_links: the URDF's link names.
+        """Wrap a loaded robot with its URDF ``joints`` and ``urdf_links``; prefer :meth:`from_urdf`.
 
         Raises:
             ValueError: a movable joint's child link is missing from the robot.
@@ -245,28 +202,16 @@ class World:
     @classmethod
     def from_urdf(cls, urdf: Union[str, os.PathLike],
                   base_dir: Optional[Union[str, os.PathLike]] = None) -> World:
-        """Load a robot from URDF text (``robot_description``) or a URDF file path.
+        """Load a robot from URDF text (starts with ``<``) or a ``.urdf`` / ``.urdf.xacro`` path.
 
-        The URDF is read by :func:`~vsf_sensor_ros.urdf.read_urdf`: a xacro document (``.urdf.xacro``, the
-        xacro namespace, ``${...}``) is expanded first, or refused with the command that expands it.  Mesh
-        references are resolved with :func:`resolve_uri` (relative paths against ``base_dir``, which
-        defaults to the file's directory for a path), so a URDF given as text with ``package://`` or
-        relative meshes loads the same as from its file.  Every link with a mesh piece or several
-        ``<collision>`` pieces gets their union (:func:`_link_meshes`): each mesh read with
-        :func:`load_mesh` (the file's vertices, in order and count; Collada as rviz2 places it), scaled and
-        placed by its origin; primitives tessellated by Klampt. Klampt itself loads only the kinematics (it
-        would merge repeated vertex positions, rotate Collada to Y-up and keep only the first piece).  Joint
-        axes are normalised in the copy given to Klampt.
-
-        Args:
-            urdf: URDF XML text (starts with ``<``) or a path to a ``.urdf`` (or ``.urdf.xacro``) file.
-            base_dir: directory for relative mesh paths and ``package://`` fallbacks.
+        Xacro is expanded by :func:`~vsf_sensor_ros.urdf.read_urdf`; mesh URIs resolve against ``base_dir``
+        (default: the file's directory).  Collision meshes are read here (:func:`_link_meshes`: the file's
+        vertices, Collada as rviz2 places it); Klampt loads only the kinematics.  Joint axes are normalised.
 
         Raises:
             FileNotFoundError: the URDF file or a mesh does not exist.
-            UrdfError: a movable joint with a zero/non-finite axis, a mimic cycle, malformed joint values, a
-                xacro document that cannot be expanded here, or a collision piece that gives no triangles or
-                cannot be read (a ``ValueError``).
+            UrdfError: a zero/non-finite axis, a mimic cycle, malformed joint values, unexpandable xacro, or a
+                collision piece without triangles or unreadable.
             ValueError: not a URDF, relative meshes without ``base_dir``, or Klampt fails to load it.
 
         Warns:
@@ -313,21 +258,14 @@ class World:
     def attach_body(self, name: str, mesh: MeshLike, parent_link: Optional[str],
                     T_parent_body: Optional[np.ndarray] = None,
                     base_dir: Optional[Union[str, os.PathLike]] = None) -> None:
-        """Add a rigid body with a triangle mesh.
+        """Add rigid body ``name`` with ``mesh`` (path / URI or trimesh; body frame, m; vertex order kept).
 
-        Args:
-            name: new body name (must not clash with any body).
-            mesh: mesh file path / URI or ``trimesh.Trimesh``, vertices in the body frame (m).  The vertex
-                order is kept (:func:`load_mesh`).
-            parent_link: a link name, :data:`WORLD_FRAME`, or an already attached body: the body moves
-                rigidly with it.  ``None``: a free body whose pose is set by :meth:`set_body_pose`
-                (initially ``T_parent_body`` or the identity).
-            T_parent_body: ``(4, 4)`` body -> parent transform (identity when ``None``).
-            base_dir: directory for a relative mesh path (current directory when ``None``).
+        ``parent_link``: a link, :data:`WORLD_FRAME` or an attached body it moves rigidly with, placed by the
+        ``(4, 4)`` body -> parent ``T_parent_body`` (identity when None); None makes a free body posed by
+        :meth:`set_body_pose` (initially ``T_parent_body``).  ``base_dir`` resolves a relative mesh path.
 
         Raises:
-            ValueError: name taken, unknown parent (message names it and lists the known bodies), invalid
-                transform or mesh.
+            ValueError: name taken, unknown parent (lists the known bodies), invalid transform or mesh.
             FileNotFoundError: mesh file missing.
         """
         if not isinstance(name, str) or not name:
@@ -361,16 +299,10 @@ class World:
     # ------------------------------------------------------------------ state updates
 
     def set_body_pose(self, name: str, T_world_body: np.ndarray) -> None:
-        """Set the pose of a free body (attached with ``parent_link=None``).
-
-        Args:
-            name: the free body.
-            T_world_body: ``(4, 4)`` body -> world transform (m).  For a ``geometry_msgs/Pose`` use
-                :func:`transform_from_xyz_quat` (ROS quaternion order ``x, y, z, w``).
+        """Set the ``(4, 4)`` body -> world pose (m) of a free body (see :func:`transform_from_xyz_quat`).
 
         Raises:
-            ValueError: unknown body, a body that follows a link, or an invalid transform.  Nothing changes
-                on error.
+            ValueError: unknown body, a body that follows a link, or an invalid transform; nothing changes.
         """
         a = self._attached.get(name)
         if a is None:
@@ -382,27 +314,15 @@ class World:
         self._bodies_dirty = True
 
     def set_joint_positions(self, names: Sequence[str], positions: Sequence[float]) -> List[str]:
-        """Apply ``sensor_msgs/JointState`` positions (rad or m), matched by URDF joint name.
+        """Apply ``JointState`` names and positions (rad or m, finite), matched by URDF joint name.
 
-        Any order and any subset; joints not named keep their value; names that are not joints of this robot
-        are ignored and returned (also kept in :attr:`last_ignored_joints`).  Atomic: on error nothing
-        changes.
-
-        Mimic joints (robot_state_publisher's rule): after the named joints are set, every mimic joint *not*
-        named in this message is set to ``multiplier * source + offset``, in dependency order, so a chain
-        ``q -> m1 -> m2`` is consistent within one message.  A mimic joint named in the message keeps the
-        reported value (its own mimics follow that value).
-
-        Args:
-            names: URDF joint names (``JointState.name``).
-            positions: same length, finite (``JointState.position``).
-
-        Returns:
-            The ignored (unknown) names, in message order.
+        Any order and subset; unknown names are ignored and returned (also in :attr:`last_ignored_joints`).
+        Mimic joints not named follow ``multiplier * source + offset`` in dependency order; a named
+        mimic keeps its reported value (robot_state_publisher's rule).  Atomic.
 
         Raises:
-            ValueError: empty ``positions``; length mismatch; a NaN/inf position (message names the joint);
-                a joint named twice.
+            ValueError: no positions; length mismatch; a NaN/inf position (names the joint); a joint named
+                twice.
         """
         pos = np.asarray(positions, dtype=np.float64).reshape(-1)
         names = list(names)
@@ -439,24 +359,15 @@ class World:
         return list(ignored)
 
     def joint_positions(self) -> np.ndarray:
-        """Current positions of :attr:`joint_names` (float64, rad or m).
-
-        Mimic joints are not included: re-applying these positions re-derives every mimic from its source,
-        which loses a mimic value that a JointState reported.  To save and restore a configuration exactly,
-        use :meth:`configuration` / :meth:`set_configuration`.
-        """
+        """Float64 positions of :attr:`joint_names` (no mimics; :meth:`configuration` is exact)."""
         return self._q[[self._joint_lookup[n] for n in self.joint_names]].copy()
 
     def configuration(self) -> np.ndarray:
-        """The whole configuration as last set, mimic joints included (float64 copy).
-
-        An opaque snapshot (Klampt's configuration vector) for :meth:`set_configuration`, e.g. to evaluate
-        an earlier joint state and come back to the latest one.
-        """
+        """The whole configuration, mimic joints included (float64 copy), for :meth:`set_configuration`."""
         return self._q.copy()
 
     def set_configuration(self, q: np.ndarray) -> None:
-        """Restore a snapshot taken with :meth:`configuration` (nothing re-derived).
+        """Restore a :meth:`configuration` snapshot (nothing re-derived).
 
         Raises:
             ValueError: not a finite float vector of this world's size.
@@ -468,15 +379,9 @@ class World:
         self._robot_dirty = True
 
     def update(self, bodies: Optional[Sequence[str]] = None) -> None:
-        """Recompute transforms if anything changed and push them into the Klampt models.
+        """Recompute transforms after a state change and pose the Klampt models (before collision queries).
 
-        Called by :meth:`body_transforms`; call it directly before using :attr:`klampt_world` (e.g.
-        collision queries) after a state change.
-
-        Args:
-            bodies: refresh only the links among these bodies (plus the links every attached body hangs
-                from); None = every link.  Klampt's own link transforms are always complete (its forward
-                kinematics runs in ``setConfig``); this only limits which links are read back into Python.
+        ``bodies`` limits which links are read back (plus those the attached bodies hang from); None = all.
 
         Raises:
             ValueError: an unknown body name.
@@ -530,19 +435,12 @@ class World:
     def body_transforms(self, dtype: torch.dtype = torch.float64,
                         device: Union[str, torch.device] = "cpu",
                         names: Optional[Sequence[str]] = None) -> Dict[str, torch.Tensor]:
-        """Body -> world transforms, for ``SimState.body_transforms``.
+        """``{name: (4, 4) tensor}`` body -> world (m) of ``dtype`` / ``device``, for ``SimState``.
 
-        Args:
-            dtype, device: of the returned tensors.
-            names: only these bodies (forward kinematics read back only for the links they and the attached
-                bodies need); None = every body.
-
-        Returns:
-            ``{name: (4, 4) tensor}`` in :attr:`body_names` order (or the order of ``names``), metres.  The
-            tensors are views of one fresh ``(B, 4, 4)`` tensor (not shared with earlier calls).
+        Every body in :attr:`body_names` order, or only ``names``; fresh tensors each call.
 
         Raises:
-            ValueError: an unknown name in ``names`` (lists the known bodies).
+            ValueError: an unknown name (lists the known bodies).
         """
         self.update(names)
         if names is None:
@@ -553,24 +451,16 @@ class World:
         return dict(zip(names, T.unbind(0)))
 
     def body_transform(self, name: str) -> np.ndarray:
-        """Body -> world transform of one body as a float64 ``(4, 4)`` array (a copy).
-
-        Raises:
-            ValueError: unknown body (message lists the known ones).
-        """
+        """Body -> world transform of one body, float64 ``(4, 4)`` copy; ValueError for an unknown body."""
         self._check(name)
         self.update()
         return self._T[self._index[name]].copy()
 
     def body_model(self, name: str) -> Union[klampt.RobotModelLink, klampt.RigidObjectModel]:
-        """Klampt model of a body, as a sensor's ``attach()`` accepts.
-
-        Links give their ``RobotModelLink``, attached bodies their ``RigidObjectModel``; both offer
-        ``getName()`` and ``geometry().getTriangleMesh()`` (vertices in the body frame).
+        """The Klampt ``RobotModelLink`` or ``RigidObjectModel`` of a body, as a sensor's ``attach()`` takes.
 
         Raises:
-            ValueError: unknown name (lists the known bodies), or :data:`WORLD_FRAME`, which is a frame
-                without geometry.
+            ValueError: unknown name (lists the known bodies), or :data:`WORLD_FRAME` (no geometry).
         """
         self._check(name)
         if name in self._attached:
@@ -580,14 +470,7 @@ class World:
         return self._links[self.link_names.index(name)]
 
     def body_mesh(self, name: str) -> Optional[trimesh.Trimesh]:
-        """Triangle mesh of a body in its own frame (``None`` when it has none).
-
-        Attached bodies return their mesh with the original vertex order; links return a copy of their
-        Klampt collision mesh.
-
-        Raises:
-            ValueError: unknown body.
-        """
+        """Triangle mesh of a body in its frame (None when it has none); ValueError for an unknown body."""
         self._check(name)
         if name in self._attached:
             return self._attached[name].mesh
@@ -600,24 +483,14 @@ class World:
         return trimesh.Trimesh(np.array(tm.vertices), np.array(tm.indices), process=False)
 
     def body_parent(self, name: str) -> Optional[str]:
-        """Parent of an attached body (``None`` for a free body or a link).
-
-        Raises:
-            ValueError: unknown body.
-        """
+        """Parent of an attached body (None for a free body or a link); ValueError for an unknown body."""
         self._check(name)
         a = self._attached.get(name)
         return None if a is None else a.parent
 
     def body_mount(self, name: str) -> Optional[np.ndarray]:
-        """The fixed ``(4, 4)`` body -> parent transform of an attached body (a copy).
-
-        Returns:
-            ``T_parent_body`` as given to :meth:`attach_body` for a body fixed to a parent (see
-            :meth:`body_parent`); ``None`` for a free body or a link.
-
-        Raises:
-            ValueError: unknown body.
+        """The fixed ``(4, 4)`` body -> parent transform of an attached body (copy; None for a free
+        body or a link); ValueError for an unknown body.
         """
         self._check(name)
         a = self._attached.get(name)

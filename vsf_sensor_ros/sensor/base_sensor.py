@@ -1,9 +1,4 @@
-"""The simulation state and the sensor contract (seed: ``vsf.sensor.base_sensor``).
-
-``ContactState`` / ``SimState`` (plain data, REP 103, world frame, SI) and ``BaseSensor``, whose models give
-a reading and its force Jacobian, dense as the seed or sparse (COO); one module because seed code imports
-all of it from this path.  See docs/python_api.md.
-"""
+"""The simulation state and the sensor contract (seed: ``vsf.sensor.base_sensor``); see docs/python_api.md."""
 from __future__ import annotations
 
 import functools
@@ -17,21 +12,17 @@ import torch
 
 @dataclass
 class ContactState:
-    """Contacts between two bodies, in the world frame (seed ``ContactState``).
+    """Contacts between two bodies (seed ``ContactState``); world frame, SI.
 
     Attributes:
-        points: ``(N, 3)`` float tensor, contact points in the world frame (m).
-        forces: ``(N, 3)`` float tensor, force applied to body 1 by body 2, world frame (N).  Same dtype and
-            device as ``points``.
-        elems1: optional length-``N`` int64 tensor, element (vertex) index on body 1 of each contact; ``-1``
-            means "no element".
-        elems2: optional length-``N`` int64 tensor, element index on body 2.
+        points: ``(N, 3)`` float tensor, contact points (m).
+        forces: ``(N, 3)``, force on body 1 by body 2 (N); same dtype and device as ``points``.
+        elems1, elems2: optional length-``N`` int64 element (vertex) index on body 1 / body 2, ``-1`` = none.
+            Lists, arrays and float tensors of exact integers are converted; an empty one becomes None (as
+            the seed reads it).
 
-    As the seed, ``elems1``/``elems2`` may be given as a list, an array or a floating-point tensor whose
-    values are all exact integers (e.g. ``torch.tensor([0., 3.])``): it is converted to an int64 tensor here
-    (on ``points``' device).  An empty one (``[]``, the seed's "not used") is absent: it becomes None,
-    whatever ``N``, as the seed's sensors read it (they test ``len(elems) > 0``).  A non-integral or
-    non-finite value is rejected (``ValueError`` naming the field, the row and the value).
+    Raises:
+        ValueError: bad shapes, dtypes or non-finite values, a fractional element (names field, row, value).
     """
 
     points: torch.Tensor
@@ -58,13 +49,10 @@ class ContactState:
 
 
 def _integral_elems(e: Any, label: str, points: Any) -> Optional[torch.Tensor]:
-    """Element indices as the seed accepts them: None for an empty one (absent), a list or array as a tensor
-    (on ``points``' device), a floating-point tensor of exact integers as int64; anything else unchanged
-    (:func:`validate_contact_state` judges it).
+    """Element indices as the seed accepts them (see :class:`ContactState`); other types unchanged.
 
     Raises:
-        ValueError: a floating-point value that is non-finite or fractional, naming ``label``, the row and
-            the value; a list that is not numbers, naming ``label``.
+        ValueError: a non-finite or fractional value, or a list that is not numbers (names ``label``).
     """
     if e is None:
         return None
@@ -89,12 +77,10 @@ def _integral_elems(e: Any, label: str, points: Any) -> Optional[torch.Tensor]:
 
 
 def validate_contact_state(c: ContactState) -> None:
-    """Check shapes and finiteness of a ``ContactState``.
+    """Check shapes, dtypes, devices and finiteness of a ``ContactState``.
 
     Raises:
-        ValueError: ``points``/``forces`` not ``(N, 3)`` of one floating dtype, lengths that disagree,
-            element arrays of the wrong length or not integer, or NaN/inf in points or forces.  The message
-            names the offending field and value.
+        ValueError: naming the offending field and value.
     """
     for label, t in (("points", c.points), ("forces", c.forces)):
         if not isinstance(t, torch.Tensor):
@@ -132,13 +118,14 @@ class SimState:
     """One simulator step (seed ``SimState``).
 
     Attributes:
-        body_transforms: body name -> ``(4, 4)`` homogeneous transform, body frame -> world frame (metres).
-            All share one dtype/device, which is the state's ``dtype``/``device``.
+        body_transforms: body name -> ``(4, 4)`` body -> world transform (m); the first gives ``dtype`` /
+            ``device``.
         body_states: body name -> state tensor (e.g. a robot configuration).
-        contacts: ``(body1, body2)`` -> ``ContactState`` with the forces on body 1.  Not assumed symmetric,
-            as the seed: a sensor on ``b`` sees only the pairs ``(b, *)``, so store ``(b, a)`` too, or build
-            the dict with :func:`with_reverse_pairs` (one row per contact, either order; the reverse implied
-            with ``-f``).
+        contacts: ``(body1, body2)`` -> ``ContactState`` (forces on body 1).  Not assumed symmetric, as the
+            seed: store both orders or use :func:`with_reverse_pairs`.
+
+    Raises:
+        ValueError: a contacts key that is not a ``(body1, body2)`` tuple.
     """
 
     body_transforms: Dict[str, torch.Tensor] = field(default_factory=dict)
@@ -167,8 +154,7 @@ class SimState:
         )
 
     def bodies_in_contact(self, name: str, reverse: bool = False) -> List[str]:
-        """Bodies touching ``name``: ``b`` of pairs ``(name, b)``, or ``a`` of ``(a, name)`` when ``reverse``.
-        Order = insertion order of ``contacts``.
+        """``b`` of the pairs ``(name, b)`` (``a`` of ``(a, name)`` when ``reverse``), in insertion order.
 
         Raises:
             ValueError: ``name`` has no transform in this state.
@@ -179,26 +165,18 @@ class SimState:
         return [b for (a, b) in self.contacts if a == name]
 
     def contact_states_on_body(self, name: str, reverse: bool = False) -> List[ContactState]:
-        """``ContactState`` objects in the order of ``bodies_in_contact``.
-
-        Raises:
-            ValueError: ``name`` has no transform in this state.
-        """
+        """``ContactState`` objects in the order of ``bodies_in_contact``; ValueError for an unknown body."""
         self._check_body(name)
         if reverse:
             return [c for (a, b), c in self.contacts.items() if b == name]
         return [c for (a, b), c in self.contacts.items() if a == name]
 
     def contacts_on_body(self, name: str, local: bool = True) -> Tuple[torch.Tensor, torch.Tensor]:
-        """All contacts acting on ``name``, concatenated in ``bodies_in_contact`` order.
-
-        Returns:
-            ``(points, forces)``, each ``(N, 3)`` of the state's dtype/device; in the body frame of ``name``
-            when ``local`` (points in m, forces in N), else in the world frame.
+        """``(points, forces)``, each ``(N, 3)``: every contact on ``name`` concatenated in
+        ``bodies_in_contact`` order, in the body frame when ``local`` (m, N), else world.
 
         Raises:
-            ValueError: ``name`` has no transform in this state, or its transform is not a torch tensor.
-                Sensors check the transform fully with :func:`rigid_transform` first.
+            ValueError: unknown body, or a transform that is not a torch tensor.
         """
         self._check_body(name)
         T = self.body_transforms[name]
@@ -237,30 +215,14 @@ class SimState:
 
 def with_reverse_pairs(contacts: Mapping[Tuple[str, str], ContactState]
                        ) -> Dict[Tuple[str, str], ContactState]:
-    """Complete contacts reported once per body pair with the other order of each pair.
+    """Contacts completed with the reverse of every pair reported in one order only.
 
-    Simulator bridges often write one row per contact, e.g. only ``(tool, pad)`` with the force on ``tool``;
-    a sensor on ``pad`` reads the pairs ``(pad, *)`` and would see nothing.  The rule (Newton's third law):
-
-    * a pair ``(a, b)`` present in only one order implies ``(b, a)`` with the same points, the force ``-f``
-      (the force on ``b``) and the element arrays swapped (``elems1`` of ``(b, a)`` is ``elems2`` of ``(a,
-      b)``);
-    * a pair present in both orders is used as given, never added twice (the caller wrote both sides; they
-      are not checked against each other);
-    * a pair ``(a, a)`` is its own reverse and is kept as given.
-
-    The seed's ``SimState`` does *not* do this: it documents that forces are not assumed symmetric and that
-    both orders must be stored.  This package's ``SimState`` keeps the seed's semantics; call this function
-    on the contacts before building the state to get the one-row-per-contact semantics.
-
-    Args:
-        contacts: ``(body1, body2) -> ContactState`` with forces on ``body1`` (world frame, N).
+    A pair ``(a, b)`` alone implies ``(b, a)`` with the same points, force ``-f`` and the element arrays
+    swapped; a pair given in both orders is used as given, ``(a, a)`` is kept.  The seed's ``SimState`` does
+    not do this; call it before building the state.
 
     Returns:
-        A new dict (the input is not changed): every given pair, in the given
-        order, each followed by its implied reverse when that is absent.  The
-        implied states share ``points`` and the element tensors with the given
-        ones; their forces are new tensors (autograd kept).
+        A new dict: each given pair followed by its implied reverse when absent (autograd kept).
 
     Raises:
         ValueError: a key that is not a ``(body1, body2)`` tuple.
@@ -284,29 +246,17 @@ def _show(value: object) -> object:
     return value.tolist() if hasattr(value, "tolist") else value
 
 
+@functools.lru_cache(maxsize=None)
 def rigid_tolerance(dtype: torch.dtype) -> float:
-    """Tolerance of :func:`rigid_transform` for a transform of ``dtype``.
-
-    ``max(1e-5, 64 * eps(dtype))``: 1e-5 for float64 and float32, looser for half precision.  It is
-    dimensionless (bounds ``|R Rᵀ − I|`` entries, i.e. a relative scale error): far above the rounding of
-    composed float32 rotations (~1e-6) and of finite-difference probes of a transform (a 1e-6 step), far
-    below any real scale or shear (a 1e-5 scale error changes forces read through ``R`` by 1e-5 relative).
+    """Tolerance of :func:`rigid_transform` on ``|R Rᵀ − I|`` and the bottom row for ``dtype``:
+    ``max(1e-5, 64 * eps)`` (1e-5 for float64 and float32; far above rounding, far below a real scale).
     """
-    tol = _TOLERANCES.get(dtype)
-    if tol is None:
-        tol = _TOLERANCES[dtype] = max(1e-5, 64.0 * torch.finfo(dtype).eps)
-    return tol
-
-
-_TOLERANCES: Dict[torch.dtype, float] = {}
+    return max(1e-5, 64.0 * torch.finfo(dtype).eps)
 
 
 def check_rigid_values(vals: Sequence[float], name: str, dtype: torch.dtype, shown: object) -> None:
-    """Check the 16 row-major entries ``vals`` of a homogeneous transform in plain Python.
-
-    Shared by :func:`rigid_transform` and the sensors' numpy fast paths (a few microseconds: cheaper than
-    any torch/numpy call for a 4x4).  ``shown`` is the transform printed in an error (a tensor/array is
-    shown as nested lists).
+    """Check the 16 row-major entries ``vals`` of a transform in plain Python (faster than torch for
+    a 4x4); ``shown`` is the transform printed in an error.
 
     Raises:
         ValueError: as :func:`rigid_transform`.
@@ -315,7 +265,7 @@ def check_rigid_values(vals: Sequence[float], name: str, dtype: torch.dtype, sho
     # needs the element-wise test
     if not math.isfinite(sum(vals)) and not all(math.isfinite(v) for v in vals):
         raise ValueError(f"body {name!r}: transform has a non-finite entry: {_show(shown)}")
-    tol = _TOLERANCES.get(dtype) or rigid_tolerance(dtype)
+    tol = rigid_tolerance(dtype)
     a0, a1, a2, _, b0, b1, b2, _, c0, c1, c2, _, z0, z1, z2, one = vals
     # (exact [0, 0, 0, 1], the usual case, skips the tolerance test)
     if (z0 or z1 or z2 or one != 1.0) and max(abs(z0), abs(z1), abs(z2), abs(one - 1.0)) > tol:
@@ -336,13 +286,10 @@ def check_rigid_values(vals: Sequence[float], name: str, dtype: torch.dtype, sho
 
 
 def check_contacts_match_state(state: SimState, pairs: List[Tuple[str, str]], owner: str) -> None:
-    """Require the contacts of ``pairs`` to share the state's dtype and device.
-
-    Sensors never convert silently (a float32 contact in a float64 state is a caller error, not something to
-    paper over).
+    """Require the contacts of ``pairs`` to share the state's dtype and device (never converted).
 
     Raises:
-        ValueError: naming ``owner`` (e.g. ``"ContactSensor 'pad'"``), the pair and both dtypes/devices.
+        ValueError: naming ``owner``, the pair and both dtypes/devices.
     """
     for pair in pairs:
         c = state.contacts[pair]
@@ -353,20 +300,16 @@ def check_contacts_match_state(state: SimState, pairs: List[Tuple[str, str]], ow
 
 
 def rigid_transform(state: SimState, name: str) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Rotation ``R`` ``(3, 3)`` and translation ``t`` ``(3,)`` (m) of body ``name``, body -> world, after
-    checking that its transform is rigid.  The one validation every sensor uses.
+    """Rotation ``R`` ``(3, 3)`` and translation ``t`` ``(3,)`` (m), body -> world, of a checked rigid
+    transform.
 
-    ``R`` and ``t`` are views of the state's tensor (same dtype/device, autograd kept).
-
-    Checks, with ``tol = rigid_tolerance(dtype)`` (1e-5 for float64 and float32): a ``torch.Tensor`` of
-    shape ``(4, 4)`` (a numpy array is refused: ``SimState`` holds tensors, convert with
-    ``torch.as_tensor``), every entry finite, bottom row ``[0, 0, 0, 1]`` within ``tol``, ``max |R Rᵀ − I| ≤
-    tol`` (no scale or shear: a rotation scaled by 2 would double every force read through it) and ``det R >
-    0`` (no reflection).
+    Views of the state's tensor (autograd kept).  Checks: a ``(4, 4)`` floating torch tensor, finite,
+    bottom row ``[0, 0, 0, 1]``, ``max |R Rᵀ − I| ≤ tol`` (no scale or shear) and ``det R > 0``, with
+    ``tol`` = :func:`rigid_tolerance`.
 
     Raises:
-        ValueError: unknown body (naming it and the known bodies) or a transform failing a check; the
-            message names the body and shows the offending transform.
+        ValueError: unknown body (lists the known ones) or a failed check (names the body, shows the
+            transform).
     """
     state._check_body(name)
     T = state.body_transforms[name]
@@ -396,17 +339,11 @@ def _float_tensor(value: Any, label: str, dtype: Optional[torch.dtype]) -> torch
 
 
 def as_contact_state(c: Any, dtype: Optional[torch.dtype] = None) -> ContactState:
-    """A :class:`ContactState` from anything with the seed's ContactState attributes.
-
-    ``c`` needs ``points`` and ``forces`` (``(N, 3)`` tensors, arrays or nested lists, world frame, m and
-    N); ``elems1`` / ``elems2`` are optional (length-``N`` integers, lists allowed; an empty one is absent,
-    as :class:`ContactState` reads it). Lists and arrays become tensors of ``dtype`` (the state's, from
-    :func:`as_sim_state`; torch's default when None, as the seed builds them).  A ContactState is returned
-    as is.
+    """A :class:`ContactState` from anything with the seed's ``points`` / ``forces`` (``elems1`` /
+    ``elems2`` optional) attributes; lists and arrays become tensors of ``dtype``.
 
     Raises:
-        ValueError: no ``points`` / ``forces`` attribute, or values :class:`ContactState` refuses (the
-            message names the field).
+        ValueError: missing attributes or values :class:`ContactState` refuses (names the field).
     """
     if type(c) is ContactState:
         return c
@@ -420,17 +357,11 @@ def as_contact_state(c: Any, dtype: Optional[torch.dtype] = None) -> ContactStat
 
 
 def as_sim_state(state: Any) -> SimState:
-    """A :class:`SimState` from anything offering the seed's documented ``SimState`` interface.
-
-    That interface is ``body_transforms`` (body name -> ``(4, 4)`` body -> world transform),
-    ``bodies_in_contact(name)`` and ``contact_states_on_body(name)`` (the pairs ``(name, b)`` in one order);
-    ``body_states`` is optional.  Pairs are collected for every body with a transform (a sensor's body must
-    have one), their contact states through :func:`as_contact_state` in the dtype of the first transform.  A
-    SimState whose contacts are all ContactState objects is returned as is (one type check per pair).
+    """A :class:`SimState` from anything with the seed's ``body_transforms``, ``bodies_in_contact``
+    and ``contact_states_on_body`` (``body_states`` optional); a SimState of ContactStates is returned as is.
 
     Raises:
-        ValueError: no ``body_transforms``, the two methods disagreeing in length for a body, or a contact
-            state :func:`as_contact_state` refuses.
+        ValueError: no ``body_transforms``, the two methods disagreeing in length, or a refused contact state.
     """
     if type(state) is SimState:
         if all(type(c) is ContactState for c in state.contacts.values()):
@@ -487,14 +418,12 @@ class SparseJacobian:
     """COO Jacobian of a sensor's measurements w.r.t. the concatenated contact forces.
 
     Attributes:
-        rows: ``(nnz,)`` int64, measurement index.
-        cols: ``(nnz,)`` int64, ``3·c + k`` with ``c`` the contact's index in the concatenation of ``pairs``
-            (in order) and ``k`` the world force axis.
-        values: ``(nnz,)`` float, same dtype/device as the state.
-        shape: ``(#meas, 3·N)`` with ``N`` the total contact count.
-        pairs: the ``(sensor_body, other_body)`` pairs, in concatenation order.
-        offsets: ``len(pairs) + 1`` ints; contacts of ``pairs[p]`` are ``offsets[p] .. offsets[p+1]-1`` of
-            the concatenation.
+        rows, cols: ``(nnz,)`` int64: measurement index; ``3·c + k`` (contact ``c`` of the concatenation of
+            ``pairs``, world force axis ``k``).
+        values: ``(nnz,)`` float, the state's dtype/device.
+        shape: ``(#meas, 3·N)``, ``N`` the total contact count.
+        pairs: ``(sensor_body, other_body)`` pairs in concatenation order.
+        offsets: ``len(pairs) + 1`` ints; ``pairs[p]`` holds contacts ``offsets[p] .. offsets[p+1]-1``.
     """
 
     rows: torch.Tensor
@@ -528,11 +457,7 @@ class SparseJacobian:
 def sparse_from_pair_dict(jac: Dict[Pair, torch.Tensor], pairs: Sequence[Pair],
                           num_measurements: int, dtype: torch.dtype,
                           device: torch.device) -> SparseJacobian:
-    """Build a :class:`SparseJacobian` from a seed-form dense dict (nonzeros only).
-
-    A generic fallback for sensors whose Jacobian is small; sensors with large outputs build their sparse
-    form directly.
-    """
+    """A :class:`SparseJacobian` (nonzeros only) from a seed-form dense dict ``{pair: (#meas, N, 3)}``."""
     offsets = [0]
     rows, cols, vals = [], [], []
     for pair in pairs:
@@ -556,16 +481,15 @@ def sparse_from_pair_dict(jac: Dict[Pair, torch.Tensor], pairs: Sequence[Pair],
 
 
 class BaseSensor:
-    """A model predicting a real sensor's reading from a ``SimState`` (seed ``BaseSensor``).
+    """A model of a real sensor's reading from a ``SimState`` (seed ``BaseSensor``).
 
-    Subclasses fill in ``measurement_names``, ``predict_torch`` and ``measurement_force_jacobian`` (and
-    usually ``sparse_force_jacobian`` for speed).  ``predict`` defaults to ``predict_torch`` without
-    gradient tracking; subclasses may override it with a faster path that returns the same numbers.
+    Subclasses fill in ``measurement_names``, ``predict_torch`` and ``measurement_force_jacobian`` (usually
+    ``sparse_force_jacobian`` too); ``predict`` is ``predict_torch`` without gradients unless overridden with
+    the same numbers.  Every state method accepts the seed's duck-typed states (:func:`as_sim_state`).
 
     Attributes:
-        name: the sensor's name (unique in a node).
-        attachModelName: body (link or attached rigid body) it is attached to.
-        type_name: the ``type`` string used in configuration dicts.
+        name: unique in a node.  attachModelName: the body it is attached to.
+        type_name: the ``type`` string of configuration dicts.
     """
 
     type_name: str = "BaseSensor"
@@ -586,9 +510,7 @@ class BaseSensor:
     # -- configuration -------------------------------------------------------
     @classmethod
     def from_config(cls, name: str, config: Dict[str, Any]) -> "BaseSensor":
-        """Build a sensor from a plain dict (the node's parameter namespace).
-
-        ``config`` holds ``attachment`` (body name) and type-specific keys.
+        """Build a sensor from a plain dict (``attachment`` and type-specific keys).
 
         Raises:
             ValueError: a missing or invalid key, named in the message.
@@ -604,8 +526,7 @@ class BaseSensor:
         return []
 
     def reading_frame(self) -> Optional[np.ndarray]:
-        """The frame this model's values are expressed in, as a ``(4, 4)`` float64 sensor -> body transform
-        (m); None when they are in the body's own frame (the default: the Punyo models)."""
+        """``(4, 4)`` float64 sensor -> body transform (m) of the values, or None for the body frame."""
         return None
 
     def measurement_errors(self) -> Optional[List[float]]:
@@ -640,12 +561,9 @@ class BaseSensor:
         return [(self.attachModelName, b) for b in state.bodies_in_contact(self.attachModelName)]
 
     def in_contact(self, state: SimState) -> bool:
-        """True when something touches what this sensor senses (a tare needs this False).
+        """True when something touches what this sensor senses (a tare needs False).
 
-        Default: at least one contact point acts on the sensor's body (a pair ``(attachModelName, other)``
-        holding one or more contacts).  Sensors with a sensing region (a Klampt patch, an Isaac radius)
-        override it with contacts inside that region, so a body resting elsewhere (a box on a table) does
-        not block a tare.
+        Default: a contact on the sensor's body; region sensors (Klampt patch, Isaac radius) override it.
 
         Raises:
             ValueError: the body is not in the state (named).
