@@ -1,29 +1,74 @@
-"""Tare offset for readings whose first entry is a contact indicator (Klampt pad, Isaac load sensor).
+"""What the Klampt pad and the Isaac load sensor share: readings whose first entry is a contact indicator.
 
 A prediction reads ``raw + (tare - tare_sim_avg)`` on every entry but the 0/1 indicator, which keeps offset
 0: a zero error of the force channel does not make a sensor detect contact.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
 
 from ._punyo_common import parse_tare
+from .base_sensor import (BaseSensor, Pair, SimState, SparseJacobian, check_contacts_match_state,
+                          rigid_transform)
+from .errors import SettingError
 
 
-class IndicatorTareMixin:
-    """``set_calibration`` / ``get_calibration`` / ``calibration_offset`` for indicator-first readings.
+def check_config_keys(kind: str, name: str, config: Dict[str, Any], allowed: set) -> None:
+    """Refuse a config key outside ``allowed`` and a ``type`` other than ``kind``.
 
-    The host class provides ``name`` and ``measurement_names()``; it calls ``_init_tare()`` in its
-    constructor and adds ``_offset(dtype, device)`` (or ``calibration_offset()``) to its raw reading.
+    Raises:
+        SettingError: naming the sensor, the key (``setting``) and its value.
+    """
+    for key in config:
+        if key not in allowed:
+            raise SettingError(f"{kind} {name!r}: unknown config key {key!r}; "
+                               f"allowed: {', '.join(sorted(allowed))}", key, config[key])
+    if "type" in config and config["type"] != kind:
+        raise SettingError(f"{kind} {name!r}: config key 'type' is {config['type']!r}, expected {kind!r}",
+                           "type", config["type"])
+
+
+class IndicatorTareMixin(BaseSensor):
+    """Base of the indicator-first sensors: tare offset, state checks and the Jacobian's two forms.
+
+    The host calls ``_init_tare()`` in its constructor, adds ``_offset(dtype, device)`` (or
+    ``calibration_offset()``) to its raw reading, and gives ``_jacobian_all(state)`` -> dense
+    ``(#meas, N, 3)`` over its body's pairs, the pairs and their offsets (:meth:`_pairs_offsets`).
     """
 
-    name: str
+    def _check_state(self, state: SimState) -> List[Pair]:
+        """The body's contact pairs, after checking its transform and the contacts' dtype / device."""
+        rigid_transform(state, self.attachModelName)   # unknown body, non-finite / non-rigid / not (4, 4)
+        pairs = self.contact_bodies(state)
+        check_contacts_match_state(state, pairs, f"{self.type_name} {self.name!r}")
+        return pairs
 
-    def measurement_names(self) -> List[str]:  # provided by the sensor class
+    @staticmethod
+    def _pairs_offsets(state: SimState, pairs: List[Pair]) -> List[int]:
+        offsets = [0]
+        for pair in pairs:
+            offsets.append(offsets[-1] + len(state.contacts[pair]))
+        return offsets
+
+    def _jacobian_all(self, state: SimState) -> Tuple[torch.Tensor, List[Pair], List[int]]:
         raise NotImplementedError
+
+    def measurement_force_jacobian(self, state: SimState) -> Dict[Pair, torch.Tensor]:
+        """Seed-form ``{(body, other): Tensor[#meas, N_pair, 3]}`` (world force columns); ValueError as
+        ``predict``."""
+        J, pairs, offsets = self._jacobian_all(state)
+        return {pair: J[:, offsets[p]:offsets[p + 1]] for p, pair in enumerate(pairs)}
+
+    def sparse_force_jacobian(self, state: SimState) -> SparseJacobian:
+        """COO Jacobian (nonzeros only) over the contacts of ``contact_bodies(state)``."""
+        J, pairs, offsets = self._jacobian_all(state)
+        flat = J.reshape(J.shape[0], -1)
+        rows, cols = flat.nonzero(as_tuple=True)
+        return SparseJacobian(rows=rows, cols=cols, values=flat[rows, cols], shape=tuple(flat.shape),
+                              pairs=pairs, offsets=offsets)
 
     def _init_tare(self) -> None:
         self._calib: Dict[str, np.ndarray] = {}

@@ -1,8 +1,6 @@
 """Isaac-Sim-style contact (load) sensor (seed: Isaac Sim's contact sensor extension).
 
-A single-cell load pad on a body: the net contact force within ``radius`` of ``position``, with Isaac's
-thresholds and sampling period, plus a tare offset.  Equations, time behaviour and derivatives:
-docs/python_api.md (the Klampt pad and the Isaac load sensor).
+Equations, time behaviour and derivatives: docs/python_api.md.
 """
 from __future__ import annotations
 
@@ -14,10 +12,10 @@ from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple, Union
 import numpy as np
 import torch
 
-from .base_sensor import BaseSensor, Pair, SparseJacobian
+from .base_sensor import Pair
 from .errors import SettingError
-from .indicator_tare import IndicatorTareMixin
-from .base_sensor import SimState, check_contacts_match_state, rigid_transform
+from .base_sensor import SimState
+from .indicator_tare import IndicatorTareMixin, check_config_keys
 
 INVALID_HANDLE = -1           # seed constant; never returned (invalid input raises instead)
 _TIME_SLACK = 1e-9            # s; absorbs float error in accumulated nominal sample times
@@ -43,19 +41,15 @@ def _number(field_name: str, value: Any) -> float:
 
 @dataclass
 class CsProperties:
-    """Contact sensor properties (seed ``CsProperties`` / ``SensorProperties``).
+    """Contact sensor properties (seed ``CsProperties``).
 
     Attributes:
-        radius: m; contacts strictly closer than this to ``position`` count; ``<= 0`` = the whole body.  Not
-            NaN.
-        minThreshold: N, finite, >= 0; a net force below it reads "no contact".
-        maxThreshold: N, >= minThreshold (``inf`` = no clamp); the value is clamped to it.
+        radius: m; contacts strictly closer to ``position`` count; ``<= 0`` = the whole body.
+        minThreshold: N, finite, >= 0; a smaller net force reads "no contact".
+        maxThreshold: N, >= minThreshold; the value is clamped to it.  Default inf (the seed's 0 would
+            clamp every reading to 0).
         sensorPeriod: s, finite, >= 0; 0 = a sample at every update.
-        position: 3 floats, m, sensor position in the body frame.
-
-    Defaults: whole body, no thresholds, a sample every update, at the body origin. (The seed's C++ struct
-    defaults to radius 0 and maxThreshold 0, and its creation command to radius -1 and maxThreshold 100000
-    N; a default that clamps every reading to 0 helps nobody, so ``maxThreshold`` defaults to inf.)
+        position: 3 floats, m, in the body frame.
     """
 
     radius: float = -1.0
@@ -65,11 +59,7 @@ class CsProperties:
     position: Tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     def validated(self) -> "CsProperties":
-        """A normalised copy (floats, ``position`` a 3-tuple).
-
-        Raises:
-            ValueError: naming the first bad field and its value.
-        """
+        """A normalised copy (floats, ``position`` a 3-tuple); ValueError naming the first bad field."""
         radius = _number("radius", self.radius)
         lo = _number("minThreshold", self.minThreshold)
         if not math.isfinite(lo) or lo < 0:
@@ -91,9 +81,8 @@ class CsProperties:
 
 @dataclass(frozen=True)
 class CsSensorReading:
-    """One reading (seed ``CsReading``): ``time`` (s), ``value`` (N), ``inContact``, ``isValid``.
-
-    ``isValid`` is False only for the empty reading returned before the first update.
+    """One reading (seed ``CsReading``): ``time`` (s), ``value`` (N), ``inContact``, ``isValid`` (False
+    only for the empty reading before the first update).
     """
 
     time: float = 0.0
@@ -104,13 +93,11 @@ class CsSensorReading:
 
 @dataclass
 class CsRawData:
-    """Raw contacts seen by a sensor (seed ``CsRawData``, with forces instead of impulses).
+    """Raw contacts seen by a sensor (seed ``CsRawData``, forces instead of impulses).
 
     Attributes:
-        body0: sensor body name per contact (length N).
-        body1: other body name per contact.
-        position: ``(N, 3)`` contact points, world frame, m.
-        force: ``(N, 3)`` forces applied to ``body0``, world frame, N.
+        body0, body1: sensor body and other body per contact (length N).
+        position, force: ``(N, 3)`` world frame: points (m), forces on ``body0`` (N).
         in_radius: ``(N,)`` bool, the contact counts for this sensor.
     """
 
@@ -122,10 +109,8 @@ class CsRawData:
 
 
 def _as_properties(properties: Any, owner: str) -> CsProperties:
-    """``properties`` (``CsProperties`` or a dict of its fields) as validated ``CsProperties``.
-
-    Raises:
-        ValueError: another type, unknown keys (named) or a bad field value (named).
+    """``properties`` (``CsProperties`` or a dict of its fields) validated; ValueError naming a bad key or
+    field.
     """
     if isinstance(properties, Mapping):
         unknown = sorted(str(k) for k in properties if k not in _PROPERTY_NAMES)
@@ -156,14 +141,11 @@ class _Clock:
     sample_time: Optional[float] = None
 
 
-class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
+class IsaacContactSensor(IndicatorTareMixin):
     """Isaac-style contact load sensor on one body (seed: Isaac Sim; equations: docs/python_api.md).
 
-    Args:
-        name: sensor name.
-        attachModelName: the body it sits on.
-        properties: ``CsProperties`` or a dict of its fields (defaults when None); validated.
-        max_buffer: maximum number of buffered samples (>= 1); oldest dropped.
+    ``properties``: ``CsProperties`` or a dict of its fields (defaults when None); ``max_buffer``: buffered
+    samples kept (>= 1, oldest dropped).
 
     Raises:
         ValueError: invalid properties (named) or ``max_buffer``.
@@ -196,37 +178,24 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
         return replace(self._props)
 
     def set_properties(self, properties: Union[CsProperties, Mapping[str, Any]]) -> None:
-        """Replace all properties at once (validated first; nothing changes on error).
-
-        ``properties``: a ``CsProperties``, or a dict of its fields (``radius``, ``minThreshold``,
-        ``maxThreshold``, ``sensorPeriod``, ``position``); fields missing from the dict take the
-        ``CsProperties`` defaults (all are replaced).
+        """Replace all properties (a dict's missing fields take the defaults); validated first.
 
         Raises:
-            ValueError: another type, unknown dict keys (named), or a bad field value.
+            ValueError: another type, unknown dict keys (named), or a bad field value; nothing changes.
         """
         self._props = _as_properties(properties, f"IsaacContactSensor {self.name!r}")
 
     @classmethod
     def from_config(cls, name: str, config: Dict[str, Any]) -> "IsaacContactSensor":
-        """Build from a parameter namespace.
-
-        Keys: ``attachment`` (body name, required), optional ``type`` (must be ``'IsaacContactSensor'``),
-        ``radius``, ``minThreshold``, ``maxThreshold``, ``sensorPeriod``, ``position`` (3 numbers); missing
-        ones take the ``CsProperties`` defaults.
+        """Build from a parameter namespace: ``attachment``, optional ``type`` and the ``CsProperties``
+        fields.
 
         Raises:
             SettingError: unknown key, missing attachment, wrong type or a bad value (``setting`` names the
-                key, ``value`` its value).
+                key).
         """
         allowed = set(_PROPERTY_NAMES) | {"attachment", "type"}
-        for key in config:
-            if key not in allowed:
-                raise SettingError(f"IsaacContactSensor {name!r}: unknown config key {key!r}; "
-                                   f"allowed: {', '.join(sorted(allowed))}", key, config[key])
-        if "type" in config and config["type"] != cls.type_name:
-            raise SettingError(f"IsaacContactSensor {name!r}: config key 'type' is {config['type']!r}, "
-                               f"expected {cls.type_name!r}", "type", config["type"])
+        check_config_keys(cls.type_name, name, config, allowed)
         body = config.get("attachment")
         if not isinstance(body, str) or not body.strip():
             raise SettingError(f"IsaacContactSensor {name!r}: config needs 'attachment' (a body name), "
@@ -244,12 +213,6 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
     def measurement_names(self) -> List[str]:
         """``['in_contact', 'value']`` (1.0/0.0, N)."""
         return ["in_contact", "value"]
-
-    def _check_state(self, state: SimState) -> List[Pair]:
-        rigid_transform(state, self.attachModelName)   # unknown body, non-finite / non-rigid / not (4, 4)
-        pairs = self.contact_bodies(state)
-        check_contacts_match_state(state, pairs, f"IsaacContactSensor {self.name!r}")
-        return pairs
 
     def _net_force(self, state: SimState) -> Tuple[torch.Tensor, torch.Tensor]:
         """Inside mask ``(N,)`` bool and net force ``(3,)`` (world, N) over the body's contacts."""
@@ -280,8 +243,7 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
         """Instantaneous ``[in_contact, value]``, ``(2,)`` of the state's dtype/device, differentiable.
 
         Raises:
-            ValueError: body not in the state, its transform not a finite rigid ``(4, 4)`` tensor
-                (``state.rigid_transform``), or contacts whose dtype/device differ from the state's.
+            ValueError: body missing or not rigid, or contacts of another dtype/device.
         """
         self._check_state(state)
         inside, F = self._net_force(state)
@@ -291,12 +253,8 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
         return torch.stack([in_contact, value])
 
     def in_contact(self, state: SimState) -> bool:
-        """True when at least one contact of the body lies inside the radius (any, when ``radius <= 0``).
-
-        Regardless of force and ``minThreshold`` (docs/python_api.md).
-
-        Raises:
-            ValueError: as ``predict``.
+        """True when a contact of the body lies inside the radius (any, when ``radius <= 0``), whatever
+        its force; ValueError as ``predict``.
         """
         self._check_state(state)
         inside, _ = self._net_force(state)
@@ -308,11 +266,7 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
         return CsSensorReading(float(time), float(y[1]), bool(y[0] > 0), True)
 
     def get_contact_sensor_raw_data(self, state: SimState) -> CsRawData:
-        """The contacts on the sensor's body in ``state`` and which of them are inside the radius.
-
-        Raises:
-            ValueError: as ``predict``.
-        """
+        """The body's contacts in ``state`` and which are inside the radius; ValueError as ``predict``."""
         pairs = self._check_state(state)
         inside, _ = self._net_force(state)
         pts, frc = state.contacts_on_body(self.attachModelName, local=False)
@@ -328,23 +282,7 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
             unit = F / n if bool(n > 0) else torch.zeros_like(F)
             J = torch.zeros(2, len(inside), 3, dtype=F.dtype, device=F.device)
             J[1] = gate * inside.to(F.dtype)[:, None] * unit[None, :]
-        offsets = [0]
-        for pair in pairs:
-            offsets.append(offsets[-1] + len(state.contacts[pair]))
-        return J, pairs, offsets
-
-    def measurement_force_jacobian(self, state: SimState) -> Dict[Pair, torch.Tensor]:
-        """Seed-form ``{(body, other): Tensor[2, N_pair, 3]}``; row 0 (in_contact) is zero."""
-        J, pairs, offsets = self._jacobian_all(state)
-        return {pair: J[:, offsets[i]:offsets[i + 1]] for i, pair in enumerate(pairs)}
-
-    def sparse_force_jacobian(self, state: SimState) -> SparseJacobian:
-        """COO Jacobian (nonzeros only) over the contacts of ``contact_bodies(state)``."""
-        J, pairs, offsets = self._jacobian_all(state)
-        flat = J.reshape(2, -1)
-        rows, cols = flat.nonzero(as_tuple=True)
-        return SparseJacobian(rows=rows, cols=cols, values=flat[rows, cols], shape=(2, flat.shape[1]),
-                              pairs=pairs, offsets=offsets)
+        return J, pairs, self._pairs_offsets(state, pairs)
 
     # -- stateful sensor ------------------------------------------------------------------
     @staticmethod
@@ -355,10 +293,7 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
         return float(time)
 
     def update(self, state: SimState, time: Optional[float] = None) -> Optional[CsSensorReading]:
-        """Evaluate at ``time`` (s); take a sample when one is due (docs/python_api.md).
-
-        Returns:
-            The sample appended to the buffer, or None when no sample was due.
+        """Evaluate at ``time`` (s); return the sample taken when one is due, else None.
 
         Raises:
             ValueError: ``time`` missing or not finite, or a bad state; nothing changes.
@@ -387,10 +322,8 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
         return sample
 
     def get_sensor_reading(self, use_latest_data: bool = True) -> CsSensorReading:
-        """Current reading, without clearing anything.
-
-        ``use_latest_data`` True (default): the evaluation of the latest ``update``; False: the last period
-        sample (sample-and-hold).  Before the first update: an empty reading with ``isValid`` False.
+        """Current reading, nothing cleared: the latest evaluation (``use_latest_data``) or the last
+        period sample; before the first update an empty reading (``isValid`` False).
         """
         return self._clock.latest if use_latest_data else self._clock.sample
 
@@ -411,11 +344,7 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
                 "sample_time": self._clock.sample_time, "buffer": [asdict(r) for r in self._buffer]}
 
     def set_internal_state(self, state: dict) -> None:
-        """Restore from ``get_internal_state()``.
-
-        Raises:
-            ValueError: missing keys or malformed readings; nothing changes.
-        """
+        """Restore from ``get_internal_state()``; ValueError for a malformed state (nothing changes)."""
         try:
             clock = _Clock(CsSensorReading(**state["latest"]), CsSensorReading(**state["sample"]),
                            None if state["sample_time"] is None else float(state["sample_time"]))
@@ -430,8 +359,8 @@ class IsaacContactSensor(IndicatorTareMixin, BaseSensor):
 class ContactSensorInterface:
     """Registry of contact sensors by handle (seed ``_contact_sensor`` interface).
 
-    Sensors are added to and removed from bodies at run time; handles are positive ints, never reused.
-    Unknown handles raise ``ValueError`` (the seed returns an invalid reading instead).
+    Handles are positive ints, never reused; an unknown handle raises ``ValueError`` (the seed returns an
+    invalid reading).
     """
 
     def __init__(self, max_buffer: int = 1000) -> None:
@@ -448,11 +377,7 @@ class ContactSensorInterface:
 
     def add_sensor_on_body(self, body_name: str, properties: CsProperties,
                            name: Optional[str] = None) -> int:
-        """Add a sensor on ``body_name``; returns its handle.
-
-        Raises:
-            ValueError: empty body name or invalid properties (nothing is added).
-        """
+        """Add a sensor on ``body_name``; returns its handle.  ValueError: empty name or bad properties."""
         if not isinstance(body_name, str) or not body_name.strip():
             raise ValueError(f"add_sensor_on_body: body name must be a non-empty string, got {body_name!r}")
         handle = self._next
@@ -488,8 +413,7 @@ class ContactSensorInterface:
         return self._get(handle).properties
 
     def set_sensor_properties(self, handle: int, properties: Union[CsProperties, Mapping[str, Any]]) -> None:
-        """Replace the sensor's properties (``CsProperties`` or a dict of its fields, as
-        ``IsaacContactSensor.set_properties``; validated, nothing changes on error)."""
+        """Replace the sensor's properties (as ``IsaacContactSensor.set_properties``)."""
         self._get(handle).set_properties(properties)
 
     def get_sensor_reading(self, handle: int, use_latest_data: bool = True) -> CsSensorReading:
@@ -505,10 +429,8 @@ class ContactSensorInterface:
         return self._get(handle).get_contact_sensor_raw_data(state)
 
     def update(self, state: SimState, time: float) -> Dict[int, Optional[CsSensorReading]]:
-        """Update every sensor at ``time`` (s); returns ``{handle: sample or None}``.
-
-        All sensors are evaluated before any is advanced, so a bad state (e.g. a sensor's body missing from
-        it) raises ``ValueError`` and changes no sensor.
+        """Update every sensor at ``time`` (s); ``{handle: sample or None}``.  All are evaluated
+        first, so a bad state raises ``ValueError`` and changes no sensor.
         """
         t = IsaacContactSensor._check_time(time)
         readings = {h: s.evaluate(state, t) for h, s in self._sensors.items()}

@@ -1,8 +1,6 @@
 """Klampt-style tactile patch sensor (seed: Klampt ``ContactSensor``, ``Cpp/Sensing/ForceSensors.cpp``).
 
-A box on a link's surface reading the weighted contact force in its own frame, with Klampt's falloff,
-sensitivity, noise, quantisation and saturation, its settings strings, and a tare offset. Equations and the
-deliberate differences from Klampt: docs/python_api.md (the Klampt pad and the Isaac load sensor).
+Equations and the deliberate differences from Klampt: docs/python_api.md.
 """
 from __future__ import annotations
 
@@ -13,10 +11,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from .base_sensor import BaseSensor, Pair, SparseJacobian
+from .base_sensor import Pair
 from .errors import SettingError
-from .indicator_tare import IndicatorTareMixin
-from .base_sensor import SimState, check_contacts_match_state, rigid_transform
+from .base_sensor import SimState, rigid_transform
+from .indicator_tare import IndicatorTareMixin, check_config_keys
 
 # Klampt's Settings() map, in its (sorted) order.
 SETTING_NAMES: Tuple[str, ...] = (
@@ -31,11 +29,7 @@ _NUMBER = re.compile(r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?
 
 
 def format_klampt_float(value: float) -> str:
-    """Format a float as Klampt's ``stringstream`` does (``%g``, 6 digits) when that is exact.
-
-    Values that 6 significant digits would round (e.g. ``1234567.125``) get the fewest extra digits that
-    read back exactly.  ``inf`` prints ``inf``.
-    """
+    """``value`` as Klampt's ``stringstream`` prints it (``%g``), with more digits only when 6 would round."""
     v = float(value)
     if not math.isfinite(v):
         return "%g" % v
@@ -116,7 +110,7 @@ def _scalar(name: str, value: Any) -> float:
 
 
 def _normalise(name: str, value: Any) -> Any:
-    """Typed value -> canonical stored value, range-checked.  Raises ValueError naming it."""
+    """Typed (or Klampt string) value -> canonical stored value, range-checked; ValueError naming it."""
     if isinstance(value, str) and name != "link":
         value = _parse_string(name, value)
     if name == "link":
@@ -203,30 +197,15 @@ def _setting_property(name: str, doc: str) -> property:
     return property(fget, fset, doc=doc)
 
 
-class ContactSensor(IndicatorTareMixin, BaseSensor):
-    """Klampt ``ContactSensor``: a tactile patch on a link (seed: Klampt 0.10; see docs/python_api.md).
+class ContactSensor(IndicatorTareMixin):
+    """Klampt ``ContactSensor``: a tactile patch on a link (seed: Klampt 0.10; docs/python_api.md).
 
-    Args:
-        name: sensor name.
-        link: body (link) name the patch sits on; ``attachModelName``.
-        **settings: any typed setting (see the attributes); applied atomically.
-
-    Attributes (typed, validated on assignment; a rejected value raises
-    ``ValueError`` naming the setting and value and leaves the sensor as it was):
-        link (str): body name, same as ``attachModelName``.
-        Tsensor (np.ndarray 4x4 float64): sensor frame in the link frame (copy
-            returned); set from a 4x4 array or 16 row-major numbers; the
-            rotation must be proper (tolerance 1e-6).
-        patchMin, patchMax (tuple of 2 floats, m): patch corners in the sensor
-            frame, ``patchMin <= patchMax`` per axis.
-        patchTolerance (float, m, >= 0): accepted ``|z|`` of a contact.
-        hasForce (tuple of 3 bools): force axes reported.
-        fResolution (3 floats, N, >= 0): quantisation step, 0 = none.
-        fVariance (3 floats, N², >= 0): noise variance per axis.
-        fSensitivity (float, N, >= 0, finite): ``|F_z|`` must exceed it for contact.
-        fSaturation (3 floats, N, >= 0, inf allowed): per-axis clamp.
-        falloffCoefficient (float, >= 0): edge falloff exponent.
-        enabled (bool), rate (float, Hz, >= 0): scheduling hints for the node.
+    ``ContactSensor(name, link, **settings)``; every setting is also a typed property (units below), validated
+    on assignment: a rejected value raises ``ValueError`` naming setting and value, and changes nothing.
+    ``Tsensor`` (4x4 float64, proper rotation within 1e-6; or 16 row-major numbers); ``patchMin`` /
+    ``patchMax`` (2 floats, m, min <= max); ``patchTolerance`` (m); ``hasForce`` (3 bools); ``fResolution``
+    (N), ``fVariance`` (N²), ``fSaturation`` (N, inf allowed), 3 floats >= 0 each; ``fSensitivity`` (N);
+    ``falloffCoefficient``; ``enabled``, ``rate`` (Hz): scheduling hints for the node.
     """
 
     type_name = "ContactSensor"
@@ -267,11 +246,11 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
 
     # -- settings --------------------------------------------------------------
     def configure(self, **settings: Any) -> None:
-        """Set several typed settings at once; all are validated before any is applied.
+        """Set several typed settings at once, all validated before any is applied.
 
         Raises:
-            ValueError: an unknown name, a malformed or out-of-range value, or ``patchMin > patchMax`` on an
-                axis; nothing is changed.
+            ValueError: unknown name, malformed or out-of-range value, ``patchMin > patchMax``; nothing
+                changes.
         """
         new = dict(self._cfg)
         for key, value in settings.items():
@@ -292,11 +271,7 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
         return {k: _format(k, self._cfg[k]) for k in SETTING_NAMES}
 
     def getSetting(self, name: str) -> str:
-        """One setting as a Klampt-formatted string (seed ``GetSetting``).
-
-        Raises:
-            ValueError: unknown setting name.
-        """
+        """One setting as a Klampt-formatted string (seed ``GetSetting``); ValueError for an unknown name."""
         if name not in SETTING_NAMES:
             raise _unknown(name)
         return _format(name, self._cfg[name])
@@ -305,10 +280,9 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
         """Set one setting from a Klampt-formatted string (seed ``SetSetting``).
 
         Raises:
-            ValueError: unknown name, wrong token count, a token that is not an ASCII number
-                (``[+-]digits[.digits][e[+-]digits]``, ``inf``, ``infinity``, ``nan``, any case; or not 0/1
-                for flags), NaN, or an out-of-range value; the message names the setting and the string;
-                nothing changes.
+            ValueError: unknown name, wrong token count, a token that is not an ASCII number (or 0/1 for
+                flags),
+                NaN or out of range; names the setting and the string; nothing changes.
         """
         if name not in SETTING_NAMES:
             raise _unknown(name)
@@ -320,26 +294,15 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
 
     @classmethod
     def from_config(cls, name: str, config: Dict[str, Any]) -> "ContactSensor":
-        """Build from a parameter namespace.
-
-        Keys: ``attachment`` (or ``link``; body name, required), optional ``type`` (must be
-        ``'ContactSensor'``), and any setting name with a typed value (``Tsensor``: 16 row-major numbers of
-        the 4x4 transform, or a 4x4 nested list; ``patchMin``/``patchMax``: 2 numbers; ``hasForce``: 3
-        bools; ``fResolution``/``fVariance``/``fSaturation``: 3 numbers; scalars otherwise) or a
-        Klampt-formatted string.
+        """Build from a parameter namespace: ``attachment`` (or ``link``), optional ``type``, and any
+        setting, typed or as a Klampt string.
 
         Raises:
-            SettingError: unknown key, missing attachment, conflicting ``attachment``/``link`` (``setting``
-                is ``'link'``), wrong ``type`` or a bad value (``setting`` names the key).
+            SettingError: unknown key, missing or conflicting attachment, wrong ``type`` or a bad value
+                (``setting`` names the key).
         """
         allowed = set(SETTING_NAMES) | {"attachment", "type"}
-        for key in config:
-            if key not in allowed:
-                raise SettingError(f"ContactSensor {name!r}: unknown config key {key!r}; "
-                                   f"allowed: {', '.join(sorted(allowed))}", key, config[key])
-        if "type" in config and config["type"] != cls.type_name:
-            raise SettingError(f"ContactSensor {name!r}: config key 'type' is {config['type']!r}, "
-                               f"expected {cls.type_name!r}", "type", config["type"])
+        check_config_keys(cls.type_name, name, config, allowed)
         att, link = config.get("attachment"), config.get("link")
         if att is not None and link is not None and att != link:
             raise SettingError(f"ContactSensor {name!r}: 'attachment' {att!r} and 'link' {link!r} disagree",
@@ -354,10 +317,8 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
     @classmethod
     def from_klampt_settings(cls, name: str, settings: Mapping[str, str],
                              link_names: Optional[Sequence[str]] = None) -> "ContactSensor":
-        """Build from Klampt setting strings (e.g. a robot's ``<sensors>`` XML attributes).
-
-        An integer ``link`` is Klampt's link index and is resolved through ``link_names`` (the robot's link
-        names in index order); any other ``link`` string is taken as the name.
+        """Build from Klampt setting strings (a robot's ``<sensors>`` XML); an integer ``link`` is an
+        index into ``link_names``.
 
         Raises:
             ValueError: unknown setting, bad string, or an index that ``link_names`` cannot resolve.
@@ -382,11 +343,10 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
         return sensor
 
     def attach(self, model: Any) -> None:
-        """Attach to a link model: takes its name (anything with ``getName()``, e.g. Klampt's).
+        """Attach to a link model: takes its ``getName()``.
 
         Raises:
-            ValueError: ``model`` has no callable ``getName`` (e.g. None), or its name is not a non-empty
-                string; the sensor is unchanged.
+            ValueError: no callable ``getName``, or a name that is not a non-empty string; nothing changes.
         """
         get = getattr(model, "getName", None)
         if not callable(get):
@@ -414,8 +374,8 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
         """Sensor frame -> world, ``(4, 4)`` of the state's dtype/device (``T_link · Tsensor``).
 
         Raises:
-            ValueError: the link is not in the state, or its transform is not a finite rigid ``(4, 4)``
-                tensor (:func:`~vsf_sensor_ros.sensor.base_sensor.rigid_transform`).
+            ValueError: the link is missing or its transform is not rigid
+                (:func:`.base_sensor.rigid_transform`).
         """
         rigid_transform(state, self.link)
         T_link = state.body_transforms[self.link]
@@ -423,25 +383,14 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
 
     def sample_noise(self, generator: torch.Generator, dtype: torch.dtype = torch.float64,
                      device: Optional[torch.device] = None) -> torch.Tensor:
-        """One draw of the force noise ``n ~ N(0, diag(fVariance))``, ``(3,)``, sensor frame, N.
-
-        ``generator`` is a seeded ``torch.Generator`` on ``device`` (CPU by default); the same seed gives
-        the same draw.
-        """
+        """One draw ``n ~ N(0, diag(fVariance))``, ``(3,)``, sensor frame, N, from seeded ``generator``."""
         std = torch.tensor(self._cfg["fVariance"], dtype=dtype, device=device).sqrt()
         return torch.randn(3, generator=generator, dtype=dtype, device=device) * std
 
-    def _check_state(self, state: SimState) -> List[Pair]:
-        rigid_transform(state, self.link)    # unknown link, non-finite / non-rigid / not (4, 4)
-        pairs = self.contact_bodies(state)
-        check_contacts_match_state(state, pairs, f"ContactSensor {self.name!r}")
-        return pairs
-
     def _weighted(self, state: SimState, inside_only: bool = False
                   ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Per-contact weights ``inside·w`` (N,), sensor-frame forces (N, 3), R_world_sensor (3, 3).
-
-        ``inside_only``: return the bool mask ``inside`` (N,) in place of the weights.
+        """Per-contact weights (N,) (or the bool ``inside`` mask when ``inside_only``), sensor-frame
+        forces (N, 3) and R_world_sensor (3, 3).
         """
         cfg = self._cfg
         pts, frc = state.contacts_on_body(self.link, local=True)
@@ -485,16 +434,13 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
                       generator: Optional[torch.Generator] = None) -> torch.Tensor:
         """Differentiable reading, ``(#meas,)`` of the state's dtype/device.
 
-        Args:
-            state: the simulator step; contacts of ``(link, other)`` pairs are read.
-            noise: add ``N(0, fVariance)`` force noise before quantisation (Klampt order).  Off by default:
-                predictions are deterministic.
-            generator: seeded ``torch.Generator`` on the state's device; required when ``noise`` is True.
+        ``noise`` adds ``N(0, fVariance)`` before quantisation (Klampt's order); it needs a seeded
+        ``generator``
+        on the state's device.
 
         Raises:
-            ValueError: link not in the state, its transform not a finite rigid ``(4, 4)`` tensor
-                (``state.rigid_transform``), contacts whose dtype/device differ from the state's, or
-                ``noise`` without a generator (or on another device).
+            ValueError: link missing or not rigid, contacts of another dtype/device, ``noise`` without a
+                generator (or on another device).
         """
         self._check_state(state)
         w, fs, _ = self._weighted(state)
@@ -520,13 +466,8 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
             return self.predict_torch(state, noise=noise, generator=generator)
 
     def in_contact(self, state: SimState) -> bool:
-        """True when at least one contact of the link lies inside the patch (``inside_c``).
-
-        Membership as in the model (patch rectangle and ``patchTolerance``, inclusive), regardless of force,
-        weight and ``fSensitivity`` (see docs/python_api.md); contacts elsewhere on the link do not count.
-
-        Raises:
-            ValueError: as ``predict``.
+        """True when a contact of the link lies inside the patch (rectangle and ``patchTolerance``,
+        inclusive), whatever its force; ValueError as ``predict``.
         """
         self._check_state(state)
         inside, _, _ = self._weighted(state, inside_only=True)
@@ -544,24 +485,4 @@ class ContactSensor(IndicatorTareMixin, BaseSensor):
             gate = free.to(F.dtype)[axes]                                  # (A,)
             J_force = gate[:, None, None] * w[None, :, None] * R_ws.T[axes][:, None, :]
             J = torch.cat([torch.zeros(1, len(w), 3, dtype=F.dtype, device=F.device), J_force])
-        offsets = [0]
-        for pair in pairs:
-            offsets.append(offsets[-1] + len(state.contacts[pair]))
-        return J, pairs, offsets
-
-    def measurement_force_jacobian(self, state: SimState) -> Dict[Pair, torch.Tensor]:
-        """Seed-form ``{(link, other): Tensor[#meas, N_pair, 3]}`` (world-frame force columns).
-
-        Raises:
-            ValueError: as ``predict``.
-        """
-        J, pairs, offsets = self._jacobian_all(state)
-        return {pair: J[:, offsets[p]:offsets[p + 1]] for p, pair in enumerate(pairs)}
-
-    def sparse_force_jacobian(self, state: SimState) -> SparseJacobian:
-        """COO Jacobian (nonzeros only) over the contacts of ``contact_bodies(state)``."""
-        J, pairs, offsets = self._jacobian_all(state)
-        flat = J.reshape(J.shape[0], -1)
-        rows, cols = flat.nonzero(as_tuple=True)
-        return SparseJacobian(rows=rows, cols=cols, values=flat[rows, cols], shape=tuple(flat.shape),
-                              pairs=pairs, offsets=offsets)
+        return J, pairs, self._pairs_offsets(state, pairs)

@@ -103,17 +103,13 @@ def triangle_mesh_of(model: Any) -> Tuple[np.ndarray, np.ndarray]:
 
 @dataclass
 class ClosestTriangleResult:
-    """Answer of :meth:`ClosestTriangleQuery.query` for ``M`` points.
+    """Answer of :meth:`ClosestTriangleQuery.query` for ``M`` points (mesh frame, m).
 
     Attributes:
-        triangle: ``(M,)`` int64, index of the closest triangle.
-        point: ``(M, 3)`` float64, closest point on the mesh (mesh frame, m).
-        weights: ``(M, 3)`` float64 barycentric weights of ``point`` w.r.t. the triangle's corners
-            ``triangles[triangle]``: finite, ``>= 0``, summing to 1 (to rounding), ``point = Σ_j weights[:,
-            j] V[F[t, j]]``.
-        distance: ``(M,)`` float64, ``|query point − point|`` (m).
-        region: ``(M,)`` int8 feature holding ``point``: 0 face interior, 1 edge ab, 2 edge ac, 3 edge bc
-            (vertices are edge ends).
+        triangle: ``(M,)`` int64 closest triangle.  point: ``(M, 3)`` float64 closest mesh point.
+        weights: ``(M, 3)`` float64 barycentric weights of ``point`` on the triangle's corners: finite, >= 0,
+            summing to 1.
+        distance: ``(M,)`` float64 (m).  region: ``(M,)`` int8: 0 face, 1 edge ab, 2 edge ac, 3 edge bc.
     """
 
     triangle: np.ndarray
@@ -126,59 +122,28 @@ class ClosestTriangleResult:
 class ClosestTriangleQuery:
     """Exact batched closest-point-on-mesh query, built once per mesh.
 
-    Method: every triangle is covered by proxy points so that each of its points lies within ``h`` (half the
-    median centroid-to-corner radius ``r_t``) of one of its own proxies: a triangle with ``r_t <= h`` is its
-    centroid; a larger one (e.g. the sliver fan across the Punyo base) gets a square grid of cell size
-    ``√2·h`` in its plane, one proxy per cell near it = the triangle's closest point to the cell centre
-    (projection onto a convex set brings the centre no farther from any point of the set, so the cell's
-    half-diagonal ``h`` still bounds the distance).  Proxy density is thus about uniform whatever the
-    triangle shapes.  A KD-tree over the proxies gives each query point its ``k`` nearest proxies; their
-    triangles are the candidates, and the exact point-triangle distance is evaluated for all candidates
-    (projection onto the triangle's plane when it falls inside, else the closest point on each of the three
-    edges with the parameter clamped to [0, 1]).  Correctness bound: a triangle with no proxy among the
-    ``k`` nearest has all proxies at least ``d_k`` away (the k-th proxy distance), hence is at least ``d_k −
-    h`` away; when ``d_k − h ≥`` the best distance found, no other triangle can be closer. Points failing
-    the bound (a few percent of points on the surface, more for points a cover radius or more off it) get
-    one exact second round: the best distance ``d`` found so far bounds the answer from above, so every
-    closer triangle has a proxy within ``d + h``; a KD-tree ball query collects those triangles,
-    de-duplicated, and they are all evaluated (over the flattened point-triangle pairs).  The ragged ball
-    lists are flattened with C-level iterators; there is no Python loop over points or triangles.
+    Three exact paths, all compiled with numba (:mod:`._mesh_kernels`, compiled or loaded from the cache at
+    construction, never on the first query):
 
-    Near the surface a faster exact path skips the KD-tree: at construction the band of space within
-    ``r_med`` (the median ``r_t``) of the mesh is cut into cubic cells of side ``r_med / 2``; a cell whose
-    centre ``x`` is ``d(x)`` from the mesh can only have closest triangles within ``d(x) + 2ρ`` of ``x``
-    (``ρ`` = the cell's half-diagonal: any point ``y`` of the cell has ``d(y) ≤ d(x) + ρ``, and its closest
-    triangle is within ``d(y) + ρ`` of ``x``), so that exact candidate set is stored per cell in a table
-    ``grid_candidates`` = 16 wide (the few crowded cells with more candidates, up to 128, in a second, wider
-    table; points outside the band take the off-grid path below).  A query then costs one evaluation of 16
-    candidates per point.  On the Punyo mesh ~99 % of surface points take the grid path; building it takes
-    0.3–1 s of CPU (once, at construction) and ~7.4 MB (including, per table entry, a lower bound of the
-    candidate's distance from any point of the cell, with which the compiled scan stops early; ascending
-    along a row since rows are sorted by distance from the cell centre); ``grid=False`` skips it.
+    * Near-surface grid: the band within ``r_med`` (median centroid-to-corner radius ``r_t``) is cut into
+      cells of side ``r_med / 2``; a cell whose centre ``x`` is ``d(x)`` from the mesh keeps every triangle
+      within ``d(x) + 2ρ`` (``ρ`` its half-diagonal), closest first, with a lower distance bound per entry
+      so the scan stops early (~99 % of Punyo surface points; 0.3–1 s and ~7.4 MB to build; ``grid=False``
+      skips it).
+    * Off the grid, up to ``brute_force_max`` triangles: brute force pruned by each triangle's bounding
+      ball (``|p − c_t| − r_t`` above the best bound cannot win); ties to the lowest index.
+    * Otherwise a KD-tree over proxy points (every triangle point within ``h = r_med / 2`` of a proxy of
+      its own triangle: a centroid, or a grid of proxies on a large triangle): the ``k`` nearest proxies'
+      triangles are evaluated; a point whose ``k``-th proxy distance minus ``h`` does not exceed the best
+      distance gets a second, exact ball query of radius ``d + h``.
 
-    Off the grid (or without it), meshes of at most ``brute_force_max`` triangles use a pruned brute force
-    instead of the KD-tree: triangle ``t`` lies in the ball of its centroid ``c_t`` and radius ``r_t``, so
-    only triangles with ``|p − c_t| − r_t`` at most an upper bound of the distance (the least ``|p − c_t| +
-    r_t``, or the exact distance to the nearest-centroid triangle) can be closest; all of those are
-    evaluated and the least distance wins, ties to the lowest triangle index. ``brute_force_max=0`` forces
-    the KD-tree path.
-
-    Degenerate triangles (zero area: collinear or coincident corners, within a relative tolerance of 1e-12)
-    never use the face projection; their closest point is the closest point on their edges, and zero-length
-    edges resolve to their first corner, so weights stay finite and sum to 1.
-
-    The per-point work (grid lookup, candidate evaluation, weights) runs in numba-compiled loops
-    (:mod:`._mesh_kernels`), compiled (or loaded from numba's on-disk cache) in the constructor, i.e. in a
-    sensor's ``attach``, never on the first query.  See the module docstring, "Performance".
+    Degenerate triangles (relative area below 1e-12) use their edges only, so weights stay finite and sum
+    to 1.
 
     Attributes:
-        vertices: ``(V, 3)`` float64, read-only.
-        triangles: ``(T, 3)`` int64, read-only.
-        k: proxies (candidate slots) per point in the first round of the KD-tree path.
-        brute_force_max: largest triangle count answered off the grid by the pruned brute force rather than
-            the KD-tree.
-        grid_candidates: candidate slots per cell of the near-surface grid (0 when the grid is disabled).
-        cover_radius: ``h``, every mesh point is within ``h`` of a proxy of its own triangle (m).
+        vertices: ``(V, 3)`` float64, triangles: ``(T, 3)`` int64, both read-only.
+        k: proxies per point in the KD path's first round.  brute_force_max: see above.
+        grid_candidates: slots per grid cell (0 without the grid).  cover_radius: ``h`` (m).
     """
 
     def __init__(self, vertices: Any, triangles: Any, k: int = 12, grid: bool = True,
@@ -298,17 +263,16 @@ class ClosestTriangleQuery:
         return len(self.triangles)
 
     def constants(self) -> np.ndarray:
-        """Per-triangle constants ``(18, T)`` float64 (rows: a, ab, ac, |ab|², ab·ac,
-        |ac|², |bc|², 1/|ab×ac|² (0 if degenerate), 1/|ab|², 1/|ac|², 1/|bc|² (0 if
-        zero), face_ok).  Used to re-evaluate weights differentiably in torch."""
+        """Per-triangle constants ``(18, T)`` float64 (a, ab, ac, the dot products, their inverses (0 when
+        degenerate), face_ok), to re-evaluate weights differentiably in torch.
+        """
         return self._consts
 
     # -- core evaluation on candidate triangles -----------------------------------------------
     def _ball_pairs(self, C: np.ndarray, radius: np.ndarray, tree: Optional[cKDTree] = None,
                     labels: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
-        """Unique ``(owner, triangle)`` pairs: triangles with a proxy within ``radius[i]`` of ``C[i]``.
-
-        Sorted by owner.  The ragged ball lists are flattened with C-level iterators.
+        """Unique ``(owner, triangle)`` pairs, sorted by owner: triangles with a proxy within ``radius[i]``
+        of ``C[i]``.
         """
         tree = self._tree if tree is None else tree
         labels = self._proxy_tri if labels is None else labels
@@ -411,13 +375,11 @@ class ClosestTriangleQuery:
             points: ``(M, 3)`` finite coordinates in the mesh frame (m).
 
         Returns:
-            :class:`ClosestTriangleResult` (float64 / int64 numpy arrays). Ties (a point equidistant from
-            two triangles, e.g. on a shared edge) resolve to either triangle; both give the same point.
+            :class:`ClosestTriangleResult`; a tie (e.g. on a shared edge) goes to either triangle, same point.
 
         Raises:
-            ValueError: ``points`` is not ``(M, 3)``, holds NaN/inf, or holds a point farther than
-                ``max_query_distance`` (1e6 x the mesh's bounding-box diagonal, at least 1e6 m) from the box
-                centre ``centre``; the message names the point.
+            ValueError: not ``(M, 3)``, NaN/inf, or a point farther than ``max_query_distance`` (1e6 x the
+                bounding-box diagonal, at least 1e6 m) from ``centre``; names the point.
         """
         P = np.asarray(points, dtype=np.float64)
         if P.ndim != 2 or P.shape[1] != 3:
@@ -449,14 +411,11 @@ class ClosestTriangleQuery:
                                      region=reg.astype(np.int8))
 
     def _query_off_grid(self, P: np.ndarray):
-        """Points off the near-surface grid: ``(tri, region, params (5, M))``, exact.
-
-        Meshes of at most ``brute_force_max`` triangles: pruned brute force (below); larger ones: the
-        KD-tree path.  Every far point passes here (the grid only covers a band around the mesh), so the
-        distance bound of :meth:`query` is checked here, off the hot path.
+        """Points off the grid: ``(tri, region, params (5, M))`` by brute force or the KD path.
 
         Raises:
-            ValueError: a point farther than ``max_query_distance`` from ``centre``.
+            ValueError: a point farther than ``max_query_distance`` from ``centre`` (checked here, off the
+                hot path).
         """
         d = P - self.centre
         dist = np.hypot(np.hypot(d[:, 0], d[:, 1]), d[:, 2])            # no overflow of |d|^2
@@ -472,14 +431,7 @@ class ClosestTriangleQuery:
         return self._query_kd(P)
 
     def _query_brute(self, P: np.ndarray):
-        """Exact closest triangle over all triangles, pruned by bounding spheres.
-
-        Triangle ``t`` lies in the ball of centre ``c_t`` (centroid) and radius ``r_t``, so its distance is
-        within ``[|p − c_t| − r_t, |p − c_t| + r_t]``; only triangles with ``|p − c_t| − r_t`` at most the
-        least distance bound so far (+ slack) can be closest, and those are all evaluated
-        (``_mesh_kernels.brute_best``).  Winner: least squared distance, ties to the lowest triangle index.
-        Returns ``(tri, region, params (5, M))``.
-        """
+        """Exact closest triangle by bounding-sphere-pruned brute force: ``(tri, region, params (5, M))``."""
         M = len(P)
         tri, reg = np.empty(M, dtype=np.int64), np.empty(M, dtype=np.int64)
         par, best2 = np.empty((5, M)), np.empty(M)
@@ -513,16 +465,10 @@ class ClosestTriangleQuery:
 
 
 def projected_area(vertices: Any, triangles: Any, normal: Sequence[float]) -> float:
-    """Area (m²) of the mesh's orthographic shadow on the plane normal to ``normal``.
+    """Area (m²) of the mesh's shadow on the plane normal to ``normal`` (any length and sign).
 
-    The shadow is the *union* of the projected triangles, so overlapping parts (the top and bottom of a
-    closed membrane) count once; this is the seed's ``trimesh.Trimesh.projected(normal).area`` without its
-    padding. Computed exactly (to floating point) as a polygon union with shapely.
-
-    Args:
-        vertices: ``(V, 3)`` array-like (m).
-        triangles: ``(T, 3)`` integer array-like.
-        normal: 3-vector, any non-zero length; its sign does not matter.
+    The union of the projected triangles (overlaps count once), computed exactly with shapely: the seed's
+    ``trimesh.Trimesh.projected(normal).area`` without its padding.
 
     Raises:
         ValueError: malformed mesh, or a zero / non-finite ``normal``.
