@@ -11,30 +11,15 @@ from .base_sensor import ContactState, SimState, check_rigid_values, rigid_trans
 from .errors import SettingError
 
 
-def body_pose(state: SimState, name: str) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Rotation ``R`` (3, 3) and translation ``t`` (3,) of body ``name`` (body -> world).
-
-    :func:`~vsf_sensor_ros.sensor.base_sensor.rigid_transform` (the shared check of every sensor).
-
-    Raises:
-        ValueError: unknown body, or a transform that is not a rigid ``(4, 4)`` tensor (see
-            ``rigid_transform``), naming the body and the transform.
-    """
-    return rigid_transform(state, name)
-
-
 _NUMPY_DTYPES = (torch.float32, torch.float64)
 
 
 def numpy_pose(state: SimState, name: str) -> Optional[Tuple[np.ndarray, np.ndarray, torch.Tensor]]:
-    """``(R (3, 3), t (3,), T)`` of body ``name`` as numpy views, for the numpy fast paths.
-
-    Same checks and errors as :func:`body_pose` (the plain-Python check of ``check_rigid_values``: torch's
-    per-op overhead is larger than this whole check). Returns None when the transform is not a
-    float32/float64 CPU tensor (the caller then takes its torch path, which handles any device/dtype).
+    """``(R (3, 3), t (3,), T)`` of body ``name`` as numpy views (plain-Python rigidity check, cheaper than
+    torch), or None when ``T`` is not a float32/float64 CPU tensor (the caller takes its torch path).
 
     Raises:
-        ValueError: as :func:`body_pose`.
+        ValueError: as :func:`.base_sensor.rigid_transform`.
     """
     T = state.body_transforms.get(name)
     if T is None:
@@ -49,11 +34,10 @@ def numpy_pose(state: SimState, name: str) -> Optional[Tuple[np.ndarray, np.ndar
 
 
 def pairs_and_states(state: SimState, name: str) -> Tuple[List[Tuple[str, str]], List[ContactState]]:
-    """``(contact_bodies, contact_states_on_body)`` of body ``name`` in one pass over the contacts (the same
-    pairs ``(name, other)`` in the same order as ``BaseSensor.contact_bodies``).
+    """``(contact_bodies, contact_states_on_body)`` of body ``name`` in one pass (``BaseSensor`` order).
 
     Raises:
-        ValueError: ``name`` has no transform in the state (the state's own message).
+        ValueError: ``name`` has no transform in the state.
     """
     if name not in state.body_transforms:
         state.bodies_in_contact(name)                   # raises ValueError naming unknown bodies
@@ -65,26 +49,13 @@ def pairs_and_states(state: SimState, name: str) -> Tuple[List[Tuple[str, str]],
     return pairs, states
 
 
-def gather_contacts(state: SimState, name: str, pairs: List[Tuple[str, str]]
-                    ) -> Tuple[List[ContactState], List[int]]:
-    """Contact states of ``pairs`` (``(name, other)``, in order) and the concatenation offsets."""
-    states = state.contact_states_on_body(name)
-    offsets = [0]
-    for c in states:
-        offsets.append(offsets[-1] + len(c))
-    return states, offsets
-
-
 def check_config_keys(cls_name: str, type_name: str, name: str, config: Mapping[str, Any],
                       allowed: Iterable[str]) -> str:
-    """Validate a sensor config dict's keys and return its ``attachment``.
-
-    ``config`` may hold ``type`` (must equal ``type_name``), ``attachment`` (required, non-empty string) and
-    the keys in ``allowed``.
+    """Validate a sensor config's keys (``type`` must equal ``type_name``, ``attachment`` required, plus
+    ``allowed``) and return its ``attachment``.
 
     Raises:
-        SettingError: unknown key(s) (named, with the allowed ones; ``setting`` is the first, ``value`` its
-            value), wrong ``type``, missing or empty ``attachment``.
+        SettingError: unknown key(s) (named, ``setting`` the first), wrong ``type``, missing ``attachment``.
     """
     allowed_all = set(allowed) | {"attachment", "type"}
     unknown = sorted((k for k in config if k not in allowed_all), key=str)
@@ -103,13 +74,7 @@ def check_config_keys(cls_name: str, type_name: str, name: str, config: Mapping[
 
 
 def check_model_name(model: Any, expected: str, sensor: str) -> None:
-    """Warn when a Klampt-like model (with ``getName()``) is not named ``expected``.
-
-    The seed's ``PunyoDenseForceSensor.attach`` takes any model's mesh without checking its name (its own
-    tests attach ``'link0'`` sensors to a rigid object named otherwise), so a mismatch is allowed: the mesh
-    is used, contacts are still read from ``attachModelName``.  It is usually a configuration slip, hence
-    the warning.
-    """
+    """Warn when a model's ``getName()`` is not ``expected`` (the seed attaches it anyway; so does this)."""
     get = getattr(model, "getName", None)
     if callable(get):
         got = get()
@@ -120,9 +85,7 @@ def check_model_name(model: Any, expected: str, sensor: str) -> None:
 
 
 def as_vector(value: Any, label: str, length: Optional[int]) -> np.ndarray:
-    """``value`` (array-like, torch tensor or scalar) as a finite float64 ``(length,)`` copy.
-
-    A 0-d value is accepted when ``length == 1``.
+    """``value`` (array-like, tensor or scalar when ``length == 1``) as a finite float64 ``(length,)`` copy.
 
     Raises:
         ValueError: wrong size or non-finite entries, naming ``label``.
@@ -145,11 +108,9 @@ def as_vector(value: Any, label: str, length: Optional[int]) -> np.ndarray:
 
 def parse_tare(calib: Mapping[str, Any], sensor: str, length: Optional[int],
                allow_gain: bool = False) -> Dict[str, np.ndarray]:
-    """Validate a ``{'tare': ..., 'tare_sim_avg': ...}`` dict (both optional; None = absent).
+    """Validate ``{'tare', 'tare_sim_avg'}`` (and ``'gain'``, > 0, with ``allow_gain``); None = absent.
 
-    With ``allow_gain`` a ``'gain'`` entry (``(length,)``, every entry finite and > 0, written by
-    ``GainCalibrator``) is accepted too.  Returns the entries present as float64 ``(length,)`` arrays;
-    ``{}`` clears.
+    Returns the entries present as float64 ``(length,)`` arrays; ``{}`` clears.
 
     Raises:
         ValueError: unknown keys (named), ``tare_sim_avg`` without ``tare``, wrong lengths, non-finite

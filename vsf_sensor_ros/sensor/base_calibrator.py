@@ -28,15 +28,9 @@ class BaseCalibrator:
 
 @runtime_checkable
 class TareSimulator(Protocol):
-    """What :meth:`TareCalibrator.calibrate` needs from a simulator (the seed's
-    ``QuasistaticVSFSimulator`` has it; so can a thin adapter over any other).
-
-    * ``step(command, dt)`` advances one step (``dt`` = 0.1 s, as the seed);
-    * ``state()`` returns the :class:`SimState` after the step;
-    * ``measurements()`` returns ``{sensor name: predicted measurement}``
-      (array-like or tensor of ``len(sensor.measurement_names())``) for the
-      current state, computed with the *same* sensor object being
-      calibrated, so it sees the calibration cleared during the tare.
+    """What :meth:`TareCalibrator.calibrate` needs from a simulator (the seed's ``QuasistaticVSFSimulator``):
+    ``step(command, dt)``, ``state()`` -> :class:`SimState`, and ``measurements()`` -> ``{sensor name:
+    prediction}`` computed by the same sensor object being calibrated.
     """
 
     def step(self, command: Any, dt: float) -> Any:
@@ -52,30 +46,12 @@ class TareSimulator(Protocol):
 class TareCalibrator(BaseCalibrator):
     """Average of the first contact-free observations and simulated readings (seed semantics).
 
-    For ``i = 0 .. min(num_samples, len(observations)) − 1``: step the simulator with
-    ``command_sequence[i]``; stop *before* sample ``i`` when the simulated state has contact (any pair with
-    at least one contact; see ``contact_scope`` below), except at ``i = 0``, where a warning is issued and
-    the sample is used so at least one sample is averaged.  The calibration set on the sensor is
-    ``{output_key: mean observation, 'tare_sim_avg': mean simulated measurement}`` over the samples used,
-    and their number is returned (the seed's sensors then predict ``raw + tare − tare_sim_avg``; the Punyo
-    pressure sensor, as the seed, uses ``tare`` alone because its raw contact-free reading is 0).
-
-    Choices beyond the seed, documented here:
-
-    * The sensor's previous calibration is cleared before sampling, so the simulated average is the raw
-      model and re-taring gives the same result as the first tare (the seed averaged whatever the sensor was
-      already calibrated to).  A ``'gain'`` entry (written by
-      :class:`~vsf_sensor_ros.sensor.gain_calibration.GainCalibrator`) is kept: a re-tare moves the offset,
-      not the gain.  On any error the previous calibration is restored.
-    * Every observation used is checked up front (present, finite, shape ``(#measurements,)``; a scalar is
-      accepted for a 1-measurement sensor); a bad one raises ``ValueError`` before the simulator or the
-      sensor is touched.  ``nsamples == 0`` returns 0 and touches nothing (the seed returned None).
-    * A pair with zero contacts (e.g. from an empty contacts message) is not contact; the seed counted any
-      pair present.
-    * ``contact_scope``: ``'any'`` (default, the seed) stops at any contact in the simulated state;
-      ``'sensor'`` stops only when ``sensor.in_contact(state)`` (something touches what the sensor senses:
-      its body, its Klampt patch, its Isaac radius), so a load sensor on a box resting on a table can be
-      tared.  The sensor node tares with ``'sensor'``.
+    Steps the simulator per sample and stops before the first sample with contact (at sample 0: a warning,
+    and it is used); sets ``{output_key: mean observation, 'tare_sim_avg': mean simulated}`` and returns the
+    number used.  Beyond the seed: the previous calibration is cleared first (a ``'gain'`` kept) and restored
+    on error, so re-taring repeats the first tare; every observation is checked before anything is touched;
+    ``nsamples == 0`` returns 0; a pair with zero contacts is no contact; ``contact_scope='sensor'`` (the
+    node's) stops only on ``sensor.in_contact(state)``, ``'any'`` (default, the seed) on any contact.
     """
 
     CONTACT_SCOPES = ("any", "sensor")
@@ -101,8 +77,7 @@ class TareCalibrator(BaseCalibrator):
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "TareCalibrator":
-        """Build from ``{'type': 'TareCalibrator', 'num_samples': 10, 'output_key': 'tare', 'contact_scope':
-        'any'}`` (``type`` optional; other keys default).
+        """Build from ``{'type', 'num_samples', 'output_key', 'contact_scope'}`` (all optional).
 
         Raises:
             ValueError: unknown keys (named) or bad values.
@@ -126,17 +101,15 @@ class TareCalibrator(BaseCalibrator):
                   observation_sequence: Sequence[Mapping[str, Any]]) -> int:
         """Tare ``sensor`` from the first contact-free samples; return how many were used.
 
-        Args:
-            sensor: the sensor; calibrated through ``set_calibration``.
-            sim: a :class:`TareSimulator`.
-            command_sequence: one command per step (at least as many as samples used).
-            observation_sequence: ``{sensor name: observation}`` per step, in the sensor's units and
-                measurement order.
+        ``observation_sequence``: ``{sensor name: observation}`` per step (sensor units and order); one
+        command
+        per step in ``command_sequence``.
 
         Raises:
-            ValueError: missing/non-finite/wrongly shaped observation or simulated measurement (a
-                measurement dict without the sensor's name: names the sensor and the keys present), too few
-                commands, or the sensor rejecting the calibration dict; the sensor keeps its previous
+            ValueError: a missing, non-finite or misshapen observation or simulated measurement (names the
+                sensor
+                and the keys present), too few commands, or a refused calibration; the sensor keeps its
+                previous
                 calibration.
         """
         nsamples = min(self.num_samples, len(observation_sequence))

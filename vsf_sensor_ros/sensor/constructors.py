@@ -20,15 +20,8 @@ __all__ = ["SENSOR_TYPES", "CALIBRATOR_ALIASES", "CALIBRATOR_TYPES", "Calibratio
 
 @dataclass
 class SensorConfig:
-    """A sensor's configuration, with the seed's fields.
-
-    Attributes:
-        name: the sensor's name.
-        type: a registered sensor type, e.g. ``'PunyoPressureSensor'``.
-        attachment_name: the rigid object or link the sensor is attached to (the ``attachment`` key of a
-            dict config).
-        link_names: the seed's joint torque sensor's links; not used by the sensors of this package (must
-            stay ``None``).
+    """A sensor's configuration with the seed's fields: ``name``, ``type``, ``attachment_name`` (a dict's
+    ``attachment``), ``link_names`` (the seed's torque sensor only; must stay None).
     """
 
     name: str
@@ -39,13 +32,8 @@ class SensorConfig:
 
 @dataclass
 class CalibrationConfig:
-    """A calibrator's configuration, with the seed's fields.
-
-    Attributes:
-        type: ``'tare'`` (the seed's name) or ``'TareCalibrator'``.
-        num_samples: samples averaged by the tare (an int here; the seed's default is the string ``'10'``,
-            which the factory also reads).
-        output_key: calibration key written (``'tare'``, the only one the sensors read).
+    """A calibrator's configuration with the seed's fields: ``type`` (``'tare'`` or ``'TareCalibrator'``),
+    ``num_samples`` (the seed's default is the string ``'10'``, also read), ``output_key``.
     """
 
     type: str
@@ -72,10 +60,6 @@ CALIBRATOR_ALIASES: Dict[str, str] = {"tare": "TareCalibrator"}
 def _config_dict(config: Any, kind: str) -> Dict[str, Any]:
     """A config as a plain dict: a mapping as is, or the fields of a config object.
 
-    The seed's factories take dataclass objects (``SensorConfig(name, type, attachment_name, link_names)``,
-    ``CalibrationConfig(type, num_samples, output_key)``); any dataclass instance, or object with
-    attributes, is read through its fields.
-
     Raises:
         ValueError: neither a mapping nor an object with fields.
     """
@@ -89,10 +73,8 @@ def _config_dict(config: Any, kind: str) -> Dict[str, Any]:
 
 
 def _seed_sensor_keys(cfg: Dict[str, Any]) -> Dict[str, Any]:
-    """Map the seed's ``SensorConfig`` field names onto this package's keys (in a copy).
-
-    ``attachment_name`` -> ``attachment`` (both given and different: an error); ``link_names=None`` (the
-    seed's default, used only by its joint torque sensor) is dropped.
+    """The seed's ``SensorConfig`` fields as this package's keys (``attachment_name`` -> ``attachment``;
+    a None ``link_names`` dropped), in a copy.
     """
     cfg = dict(cfg)
     if "attachment_name" in cfg:
@@ -130,29 +112,17 @@ def register_sensor_type(type_name: str, target: Union[str, Type[BaseSensor]]) -
 
 
 def sensor_class(type_name: str) -> Type[BaseSensor]:
-    """The class registered for ``type_name`` (imported on first use).
-
-    Raises:
-        ValueError: unknown type, naming it and listing the known ones.
-    """
+    """The class registered for ``type_name`` (imported on first use); ValueError naming an unknown type."""
     return _resolve(SENSOR_TYPES, "sensor", type_name)
 
 
 def sensor_from_config(config: Union[Mapping[str, Any], Any]) -> BaseSensor:
-    """Build a sensor from ``{'name', 'type', 'attachment', ...type-specific keys}``.
-
-    ``config`` may also be a config object, as the seed passes its ``SensorConfig(name, type,
-    attachment_name, link_names=None)``: its fields are read, ``attachment_name`` is taken as ``attachment``
-    and a ``None`` ``link_names`` is ignored.
-
-    Dispatches to ``Class.from_config(name, cfg)`` with ``cfg`` = every key but ``name`` (``type`` included;
-    each class checks it matches).  Keys per type: ``PunyoPressureSensor``: attachment, base_normal_local,
-    variance; ``PunyoDenseForceSensor``: attachment; ``ContactSensor`` and ``IsaacContactSensor``: see their
-    ``from_config``.
+    """Build a sensor from ``{'name', 'type', 'attachment', ...}`` or a seed ``SensorConfig``, through
+    ``Class.from_config(name, config without name)``.
 
     Raises:
-        ValueError: not a mapping, missing/empty ``name``, unknown ``type`` (named, with the known types),
-            or the class's own key errors.
+        ValueError: not a mapping, missing ``name``, unknown ``type`` (named, with the known ones), or the
+            class's own key errors.
     """
     config = _seed_sensor_keys(_config_dict(config, "sensor"))
     name = config.get("name")
@@ -166,16 +136,11 @@ def sensor_from_config(config: Union[Mapping[str, Any], Any]) -> BaseSensor:
 
 
 def calibration_from_config(config: Union[Mapping[str, Any], Any]) -> BaseCalibrator:
-    """Build a calibrator, e.g. ``{'type': 'TareCalibrator', 'num_samples': 10, 'output_key': 'tare'}``.
-
-    Seed forms are accepted too: the type name ``'tare'`` (the seed's) for ``'TareCalibrator'``, and a
-    config object such as the seed's ``CalibrationConfig(type='tare', num_samples=10, output_key='tare')``.
-    The seed's ``CalibrationConfig`` declares ``num_samples`` with the default ``'10'``, a string; from a
-    config object, a string of decimal digits is therefore read as that integer (in a mapping it stays an
-    error, as any other wrongly typed value).
+    """Build a calibrator from a dict or a seed ``CalibrationConfig`` (type ``'tare'`` = ``'TareCalibrator'``;
+    from a config object a digit string ``num_samples`` is read as an int, as the seed's default ``'10'``).
 
     Raises:
-        ValueError: unknown ``type`` (named, with the known ones and the seed aliases) or bad keys.
+        ValueError: unknown ``type`` (named, with the known ones) or bad keys.
     """
     from_object = not isinstance(config, Mapping)
     config = _config_dict(config, "calibrator")

@@ -25,13 +25,9 @@ class GainFit:
     """Result of the last :meth:`GainCalibrator.fit`.
 
     Attributes:
-        gain: ``(#meas,)`` float64, the gain written to the sensor's calibration.
-        samples: contact samples used.
-        relative_std_error: ``(#meas,)`` float64, standard error of each fitted gain over the gain (NaN for
-            entries kept at their previous value).
-        fitted: ``(#meas,)`` bool, entries that were excited enough to be fitted.
-        rms_before: RMS of measured − predicted change over the samples with gain 1 (sensor units).
-        rms_after: the same with the fitted gain.
+        gain: ``(#meas,)`` float64, written to the calibration.  samples: contact samples used.
+        relative_std_error: ``(#meas,)`` float64 (NaN where kept).  fitted: ``(#meas,)`` bool.
+        rms_before, rms_after: RMS of measured − predicted change with gain 1 / the fitted gain.
     """
 
     gain: np.ndarray
@@ -44,39 +40,15 @@ class GainFit:
 
 
 class GainCalibrator(BaseCalibrator):
-    r"""Least-squares gain on the contact-driven change of a reading, on top of its tare offset.
+    """Least-squares gain on the contact-driven change of a reading, on top of its tare.
 
-    Model, per measurement entry ``i`` (sensor units, e.g. Pa):
-
-    .. math::  y_i = \text{offset}_i + k_i \, x_i
-
-    ``x_i`` = the raw model's reading (calibration cleared: the contact term
-    alone, 0 without contact), ``offset_i`` = what the sensor's current
-    calibration (its tare) adds, and ``y_i`` the observation.  Over the ``n``
-    samples with contact (``sensor.in_contact(state)``) the least-squares gain
-    through the origin is
-
-    .. math::  k_i = \frac{\sum_s x_{si} (y_{si} - \text{offset}_{si})}{\sum_s x_{si}^2}
-
-    with standard error ``sqrt(Σ r² / (n − 1) / Σ x²)``, ``r = y − offset − k x``.
-    For the Punyo pressure sensor ``k = A_base / A_eff``.
-
-    ``per_measurement=False`` (default) fits one gain shared by every entry
-    (sums over entries too) and writes it to every entry: the right choice for
-    a dense field where most vertices are never loaded.  ``True`` fits each
-    entry alone; entries whose predicted change is smaller than
-    ``min_excitation`` (RMS over the samples) keep their previous gain.
-
-    The sensor reads the result from ``calibration['gain']`` (``(#meas,)``),
-    kept next to its tare (``'tare'``, ``'tare_sim_avg'`` are not changed).
-    :meth:`compatible` is true for sensors that accept a ``'gain'`` entry
-    (``supports_gain = True``; the Punyo pressure sensor today).
-
-    Refusals (``ValueError``, the sensor keeps its calibration): fewer than
-    ``min_samples`` contact samples; no entry excited above
-    ``min_excitation``; a non-positive or non-finite gain; a relative standard
-    error above ``max_relative_error`` (the fit is ill-conditioned: the
-    predicted change does not explain the measured one).
+    Per entry ``y = offset + k x`` (``x`` the raw model, ``offset`` the current tare); over the contact
+    samples ``k = Σ x (y − offset) / Σ x²``, standard error ``sqrt(Σ r² / (n − 1) / Σ x²)``.  For the Punyo
+    pressure sensor ``k = A_base / A_eff``.  ``per_measurement=False`` (default) fits one gain for all
+    entries; ``True`` fits each, keeping entries below ``min_excitation``.  Written to
+    ``calibration['gain']``; :meth:`compatible` needs ``supports_gain``.  Refused (``ValueError``,
+    calibration kept): fewer than ``min_samples`` contact samples, nothing excited, a non-positive gain, or a
+    relative error above ``max_relative_error``.
     """
 
     def __init__(self, min_samples: int = 10, min_excitation: float = 1e-9,
@@ -103,10 +75,7 @@ class GainCalibrator(BaseCalibrator):
 
     def calibrate(self, sensor: BaseSensor, sim: Any, command_sequence: Sequence[Any],
                   observation_sequence: Sequence[Mapping[str, Any]]) -> int:
-        """Seed-style entry: step ``sim`` once per command (``dt`` = 0.1 s, as the seed's ``TareCalibrator``),
-        collect ``sim.state()``, then :meth:`fit`.
-
-        Returns the number of contact samples used.
+        """Seed-style entry: step ``sim`` per command (``dt`` = 0.1 s), collect states, then :meth:`fit`.
 
         Raises:
             ValueError: fewer commands than observations, or as :meth:`fit`.
@@ -123,19 +92,13 @@ class GainCalibrator(BaseCalibrator):
 
     def fit(self, sensor: BaseSensor, states: Sequence[SimState],
             observation_sequence: Sequence[Any]) -> int:
-        """Fit the gain from recorded states and observations; set it; return contact samples used.
-
-        Args:
-            sensor: an attached sensor with ``supports_gain``; its tare (if any) is kept.
-            states: recorded :class:`SimState` s, one per observation.
-            observation_sequence: per state, either ``{sensor name: observation}`` or the observation
-                itself, ``(#meas,)`` (scalar for one entry), sensor units.
+        """Fit and set the gain from recorded states and observations (``{name: obs}`` or the ``(#meas,)``
+        observation, sensor units); return the contact samples used.
 
         Raises:
             ValueError: incompatible sensor, length mismatch, a bad observation (named), too few contact
-                samples (says how many of how many), nothing excited, a non-positive gain or an
-                ill-conditioned fit (names the relative error). The sensor's calibration is unchanged on
-                every error.
+                samples,
+                nothing excited, a non-positive gain or an ill-conditioned fit; the calibration is unchanged.
         """
         if not self.compatible(sensor):
             raise ValueError(f"GainCalibrator: sensor {sensor.name!r} ({type(sensor).__name__}) does not "

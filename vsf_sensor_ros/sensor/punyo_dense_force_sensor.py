@@ -7,8 +7,8 @@ import numpy as np
 import torch
 
 from ._punyo_common import (
-    body_pose, check_config_keys, check_model_name, numpy_pose, pairs_and_states, parse_tare)
-from .base_sensor import BaseSensor, Pair, SimState, SparseJacobian
+    check_config_keys, check_model_name, numpy_pose, pairs_and_states, parse_tare)
+from .base_sensor import BaseSensor, Pair, SimState, SparseJacobian, rigid_transform
 from .mesh import REGION_AB, REGION_AC, REGION_BC, REGION_FACE, ClosestTriangleQuery, triangle_mesh_of
 
 __all__ = ["PunyoDenseForceSensor", "barycentric_weights"]
@@ -17,19 +17,10 @@ _EMPTY_I = np.zeros(0, dtype=np.int64)
 
 
 def barycentric_weights(vertices: Any, triangles: Any, points: Any) -> np.ndarray:
-    """Each point's weights over the mesh vertices (seed ``barycentric_weights``).
-
-    Args:
-        vertices: ``(V, 3)`` mesh vertices; triangles: ``(F, 3)`` vertex indices;
-        points: ``(M, 3)`` points in the mesh frame (m).
-
-    Returns:
-        ``(M, V)`` float64: the barycentric weights of each point's closest mesh point
-        on the corners of its closest triangle (the sensor's barycentric mode), zero
-        elsewhere; each row sums to 1.  The seed projects the point onto the closest
-        triangle's plane, which is the same for a point on the mesh; for a point off it
-        whose projection leaves the triangle the seed's weights go negative, these stay
-        on the triangle's boundary.
+    """``(M, V)`` float64 weights of each point (``(M, 3)``, mesh frame, m) over the mesh vertices (seed
+    ``barycentric_weights``): its closest mesh point's barycentric weights on the closest triangle's corners,
+    rows summing to 1.  Unlike the seed (projection onto the triangle's plane, negative off the triangle),
+    weights stay on the triangle.
 
     Raises:
         ValueError: an invalid mesh, or points not ``(M, 3)`` and finite (named).
@@ -43,10 +34,8 @@ def barycentric_weights(vertices: Any, triangles: Any, points: Any) -> np.ndarra
 
 
 class _Map(NamedTuple):
-    """How one state's contacts on the sensor body map onto mesh vertices (CPU, float64).
-
-    Contacts are those of ``pairs`` concatenated (rows ``offsets[p] .. offsets[p+1]-1`` belong to
-    ``pairs[p]``); indices int64.
+    """How one state's contacts on the sensor body map onto mesh vertices (CPU, float64, int64 indices;
+    contacts of ``pairs`` concatenated, ``offsets`` as :class:`SparseJacobian`).
     """
 
     R: np.ndarray              # (3, 3) body -> world rotation
@@ -64,63 +53,22 @@ class _Map(NamedTuple):
 
 
 class PunyoDenseForceSensor(BaseSensor):
-    r"""Dense force field of a Punyo membrane: one local force per mesh vertex.
+    """Dense force field of a Punyo membrane (seed ``PunyoDenseForceSensor``): one local force per vertex.
 
-    Output: ``3·V`` floats, entries ``3i, 3i+1, 3i+2`` = local ``x, y, z``
-    force (N) on vertex ``i``, in the frame of the attached body (the mesh
-    frame).  Names ``p0_x, p0_y, p0_z, p1_x, …``.
+    Output ``3·V`` floats, ``3i .. 3i+2`` = local ``x, y, z`` force (N) on vertex ``i`` in the attached
+    body's (mesh) frame; names ``p0_x, p0_y, …``.  With ``R`` the body -> world rotation and ``f_c`` the
+    world force of contact ``c`` (pairs in ``contact_bodies`` order):
+    ``F_i = gain ⊙ Σ_c w_ic Rᵀ f_c + (tare − tare_sim_avg)_i``; Jacobian block ``w_ic Rᵀ`` (times gain).
 
-    Equation, with ``R`` the rotation of the body's transform (body → world)
-    and ``f_c`` the world force of contact ``c`` on the body (all pairs
-    ``(body, other)`` of the state, concatenated in ``contact_bodies`` order):
+    Weights per contact: ``elems1[c] >= 0`` puts ``w = 1`` on that vertex; otherwise (``elems1`` absent or
+    -1) the body-frame point is mapped to its exact closest mesh point
+    (:class:`~vsf_sensor_ros.sensor.mesh.ClosestTriangleQuery`) and the force split by its barycentric
+    weights.
+    Deviation from the seed: the mode is per contact and set by ``elems1`` only (``elems2`` ignored).
 
-    .. math::  F_i = \sum_c w_{ic}\, R^\top f_c \;+\; (\text{tare} - \text{tare\_sim\_avg})_i
-
-    so the Jacobian block of vertex ``i``, contact ``c`` is ``w_ic Rᵀ``:
-    ``∂F[3i+d] / ∂f_c[e] = w_ic R[e, d]``.
-
-    Weights ``w_ic``, chosen per contact:
-
-    * per-vertex mode, ``elems1[c] >= 0``: ``w = 1`` on vertex ``elems1[c]``
-      (repeated vertices accumulate);
-    * barycentric mode, ``elems1`` absent or ``elems1[c] == -1``: the contact
-      point, taken to the body frame (``Rᵀ (p − t)``), is mapped to its
-      closest point on the mesh (exact, see
-      :class:`~vsf_sensor_ros.sensor.mesh.ClosestTriangleQuery`; points off
-      the surface, on edges, on vertices and degenerate triangles all give
-      finite weights summing to 1), and the force is split over that
-      triangle's corners by the point's barycentric weights.
-
-    Deviation from the seed: the seed chose barycentric mode for a whole
-    contact set when ``elems1`` was absent and ``elems2`` present (and
-    raised when both were absent); here the mode is per contact and set by
-    ``elems1`` only (``-1`` is the contacts message's "no element"), so
-    mixed sets work and ``elems2`` is ignored.
-
-    Calibration (``set_calibration``): ``{'tare': obs_avg, 'tare_sim_avg':
-    sim_avg}`` (each ``(3V,)``, ``tare_sim_avg`` optional = 0), as stored by
-    :class:`~vsf_sensor_ros.sensor.base_calibrator.TareCalibrator`, adds the
-    constant ``tare − tare_sim_avg`` to every prediction: the reading the
-    real sensor shows, minus what this model predicted, over contact-free
-    samples.  An optional ``'gain'`` ``(3V,)`` (default 1, fitted by
-    :class:`~vsf_sensor_ros.sensor.gain_calibration.GainCalibrator`) multiplies
-    entry ``k`` of the contact term and row ``k`` of the Jacobian:
-    ``F_k = gain_k Σ_c (…) + offset_k``.  The seed sensor had no calibration.
-
-    The mesh and its closest-triangle query are built once in ``attach``.
-    Two compute paths share one contact mapping (vertices, closest triangles,
-    weights; numpy on the CPU in float64: zero-copy views of float64 CPU
-    states, a copy for other dtypes and devices).  ``predict``,
-    ``sparse_force_jacobian`` and ``predict_with_jacobian`` then fill the
-    prediction and COO Jacobian in one numba pass (no autograd) and cast
-    them to the state's dtype/device; with 100 barycentric contacts on the
-    real Punyo mesh, one thread, ``predict_with_jacobian`` takes ~0.04 ms
-    (the seed-style dense reference: ~2.5 ms; docs/performance.md).
-    ``predict_torch`` evaluates the same sum in torch and is
-    differentiable w.r.t. the forces and the body transform (including the
-    barycentric weights' dependence on where the contact point lands; the
-    choice of triangle is piecewise constant).  Outputs follow the state's
-    dtype and device; contacts of another dtype/device are rejected.
+    ``predict``, ``sparse_force_jacobian`` and ``predict_with_jacobian`` fill prediction and COO Jacobian in
+    one numba pass (no autograd); ``predict_torch`` evaluates the same sum differentiably (forces, points,
+    transform).  Outputs follow the state's dtype/device; contacts of another dtype/device are rejected.
     """
 
     type_name = "PunyoDenseForceSensor"
@@ -150,19 +98,15 @@ class PunyoDenseForceSensor(BaseSensor):
         return cls(name, body)
 
     def attach(self, model: Any) -> None:
-        """Read the body's triangle mesh and build the closest-triangle query.
-
-        Args:
-            model: Klampt ``RobotModelLink``/``RigidObjectModel`` (normally named ``attachModelName``), a
-                ``trimesh.Trimesh`` or a ``(V, F)`` tuple, in the body frame.
+        """Read the body's triangle mesh (Klampt link / rigid object, trimesh or ``(V, F)``, body frame)
+        and build the closest-triangle query.
 
         Raises:
-            ValueError: no triangle mesh (names the body), or a mesh whose vertex count disagrees with a
-                calibration already set.  The sensor is unchanged on error.
+            ValueError: no triangle mesh (names the body), or a vertex count disagreeing with a calibration
+                already set; the sensor is unchanged.
 
         Warns:
-            UserWarning: a Klampt body of another name (the seed attaches it without checking; so does this,
-                with the warning).
+            UserWarning: a Klampt body of another name (attached anyway, as the seed).
         """
         check_model_name(model, self.attachModelName, self.name)
         V, F = triangle_mesh_of(model)
@@ -198,18 +142,16 @@ class PunyoDenseForceSensor(BaseSensor):
                              f"not a vertex index 0..{self.num_vertices - 1} or -1 (barycentric)")
 
     def _map(self, state: SimState) -> _Map:
-        """Where each contact of ``state`` on the body lands on the mesh (CPU, float64; every output path
-        starts here).
+        """Where each contact on the body lands on the mesh (every output path starts here).
 
         Raises:
-            RuntimeError: not attached.
-            ValueError: as :meth:`predict`.
+            RuntimeError: not attached.  ValueError: as :meth:`predict`.
         """
         q = self._require_attached()
         name = self.attachModelName
         pose = numpy_pose(state, name)
         if pose is None:                               # not float32/64 on the CPU: the torch check
-            R_, t_ = body_pose(state, name)
+            R_, t_ = rigid_transform(state, name)
             T = state.body_transforms[name]
             R, t = (x.detach().to(device="cpu", dtype=torch.float64).numpy() for x in (R_, t_))
         else:
@@ -268,8 +210,8 @@ class PunyoDenseForceSensor(BaseSensor):
 
     def _outputs(self, m: _Map, pred: bool,
                  jac: bool) -> Tuple[Optional[torch.Tensor], Optional[SparseJacobian]]:
-        """``(prediction or None, SparseJacobian or None)`` of a map, in one compiled pass,
-        cast to the state's dtype/device."""
+        """``(prediction or None, SparseJacobian or None)`` in one compiled pass, in the state's dtype/device.
+        """
         nnz = 9 * len(m.pv_c) + 27 * len(m.b_c) if jac else 0
         out = np.zeros(3 * self.num_vertices)
         rows, cols = np.empty(nnz, dtype=np.int64), np.empty(nnz, dtype=np.int64)
@@ -298,21 +240,17 @@ class PunyoDenseForceSensor(BaseSensor):
 
         Raises:
             RuntimeError: not attached.
-            ValueError: unknown body, bad transform, contacts of another dtype/device than the state,
-                ``elems1`` entries below -1 or not a vertex (index ≥ V), a contact point beyond the mesh's
-                supported query distance; messages name the pair and value.
+            ValueError: unknown body, bad transform, contacts of another dtype/device, ``elems1`` below -1 or
+                not a vertex, a point beyond the supported query distance; names the pair and value.
         """
         return self._outputs(self._map(state), True, False)[0]
 
     def predict_torch(self, state: SimState) -> torch.Tensor:
-        """Same as :meth:`predict`, differentiable w.r.t. forces, points and the body transform.
-
-        The contacts' vertices, triangles and closest-point features come from the same mapping as
-        :meth:`predict`; the barycentric weights are re-evaluated in torch from the contact points.  Raises:
-        as :meth:`predict`.
+        """:meth:`predict`, differentiable w.r.t. forces, points and the body transform (weights
+        re-evaluated in torch on the same triangles).  Raises as :meth:`predict`.
         """
         m = self._map(state)
-        R, t = body_pose(state, self.attachModelName)
+        R, t = rigid_transform(state, self.attachModelName)
         states = [state.contacts[p] for p in m.pairs]
         if states:
             points = torch.cat([c.points for c in states])
@@ -360,11 +298,8 @@ class PunyoDenseForceSensor(BaseSensor):
 
     # -- Jacobians --------------------------------------------------------------------------
     def sparse_force_jacobian(self, state: SimState) -> SparseJacobian:
-        """COO Jacobian over the concatenated contacts of ``contact_bodies(state)``.
-
-        27 entries per barycentric contact (3 corners × 3 × 3; structural, a corner's weight may be 0) and 9
-        per per-vertex contact; a triangle repeating a vertex index yields duplicate ``(row, col)`` entries,
-        which sum.  Values are in the state's dtype/device.  Raises: as :meth:`predict`.
+        """COO Jacobian over the contacts of ``contact_bodies(state)``: 27 entries per barycentric contact,
+        9 per per-vertex contact (duplicates sum).  Raises as :meth:`predict`.
         """
         return self._outputs(self._map(state), False, True)[1]
 
@@ -378,12 +313,11 @@ class PunyoDenseForceSensor(BaseSensor):
 
     # -- calibration ---------------------------------------------------------------------------
     def set_calibration(self, calib_dict: dict) -> None:
-        """Set ``{'tare': (3V,), 'tare_sim_avg': (3V,), 'gain': (3V,)}``; ``{}`` clears (``{'tare': None}``
-        clears the tare; an absent gain is 1).
+        """Set ``{'tare', 'tare_sim_avg', 'gain'}``, each ``(3V,)``; ``{}`` clears, an absent gain is 1.
 
         Raises:
-            ValueError: unknown keys, wrong length (3V once attached), non-finite values, ``tare_sim_avg``
-                without ``tare``; the previous calibration is kept.
+            ValueError: unknown keys, wrong length, non-finite values, ``tare_sim_avg`` without ``tare``; the
+                previous calibration is kept.
         """
         length = 3 * self.num_vertices if self.vertices is not None else None
         self._calib = parse_tare(calib_dict, self.name, length, allow_gain=True)

@@ -8,50 +8,27 @@ import numpy as np
 import torch
 
 from ._punyo_common import (
-    body_pose, check_config_keys, check_model_name, numpy_pose, pairs_and_states, parse_tare)
+    check_config_keys, check_model_name, numpy_pose, pairs_and_states, parse_tare)
 from .base_sensor import BaseSensor, Pair, SparseJacobian
 from .errors import SettingError
 from .mesh import projected_area, triangle_mesh_of
-from .base_sensor import SimState
+from .base_sensor import SimState, rigid_transform
 
 __all__ = ["PunyoPressureSensor"]
 
 
 class PunyoPressureSensor(BaseSensor):
-    r"""One pressure reading (Pa) of a Punyo soft bubble.
+    """One pressure reading (Pa) of a Punyo soft bubble (seed ``PunyoPressureSensor``).
 
-    Model (seed): the membrane is in equilibrium between its tension, the
-    internal pressure acting on the base area and the contact forces; with
-    the tension change neglected, a contact load changes the pressure by the
-    load's component along the base normal over the base area:
-
-    .. math::  p = \text{tare} - \frac{1}{A_{base}} \sum_c (R^\top f_c) \cdot n
-
-    ``f_c`` are the world forces of all contacts on the attached body (pairs
-    ``(body, other)``), ``R`` the rotation of the body's transform (body →
-    world), ``n`` the unit base normal in the body frame and ``A_base`` the
-    area of the mesh's shadow on the plane normal to ``n`` (the union of the
-    projected triangles, computed once in ``attach``).  Jacobian w.r.t. the
-    world force of every contact: ``−(1/A_base) R n`` (the contact point and
-    its element do not matter).
-
-    Gain: ``{'gain': (1,)}`` (default 1, fitted by
-    :class:`~vsf_sensor_ros.sensor.gain_calibration.GainCalibrator`) multiplies
-    the contact term and its Jacobian: ``p = tare + gain · (−(1/A_base) Σ ...)``,
-    i.e. an effective base area ``A_base / gain`` (the membrane carries part of
-    the load on a real bubble).
-
-    Calibration: ``{'tare': (1,)}`` as the seed (None or absent = 0).  A
-    ``'tare_sim_avg'`` entry (written by ``TareCalibrator``) is validated and
-    kept but, as in the seed, does not shift the reading: with no contact the
-    model reads exactly 0 before the tare, so the observed average *is* the
-    offset.  ``base_normal_local`` is normalised (the seed used it as given).
+    ``p = tare − gain · (1/A_base) Σ_c (Rᵀ f_c) · n``: ``f_c`` the world forces of every contact on the
+    body, ``R`` the body -> world rotation, ``n`` the unit base normal (body frame), ``A_base`` the area of
+    the mesh's shadow along ``n`` (:func:`.mesh.projected_area`, at ``attach``).  Jacobian for every contact
+    ``−(gain/A_base) R n``.  ``gain`` (default 1, from ``GainCalibrator``) is an effective area ``A_base /
+    gain``.  ``tare_sim_avg`` is kept but, as in the seed, does not shift the reading (the model reads 0
+    without contact).  ``base_normal_local`` is normalised (the seed used it as given).
 
     Attributes:
-        base_normal_local: ``(3,)`` unit normal, body frame, a torch tensor of
-            the default dtype as in the seed (computations use a float64 copy).
-        base_area: ``A_base`` (m²), None before ``attach``.
-        variance: noise variance (Pa²); ``measurement_errors()`` is its root.
+        base_area: ``A_base`` (m²), None before ``attach``.  variance: noise variance (Pa²).
         tare: ``(1,)`` float64 offset (Pa) or None.
     """
 
@@ -94,6 +71,13 @@ class PunyoPressureSensor(BaseSensor):
 
     @base_normal_local.setter
     def base_normal_local(self, value: Any) -> None:
+        """Unit base normal (body frame), a ``(3,)`` tensor of torch's default dtype as in the seed.
+
+        Set from any 3-vector (normalised); computations use a float64 copy; ``base_area`` is not recomputed.
+
+        Raises:
+            SettingError: on setting, not a finite non-zero 3-vector (names the value).
+        """
         try:
             raw = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
             n = np.asarray(raw, dtype=np.float64).reshape(-1)
@@ -107,10 +91,7 @@ class PunyoPressureSensor(BaseSensor):
 
     @classmethod
     def from_config(cls, name: str, config: Dict[str, Any]) -> "PunyoPressureSensor":
-        """Build from ``{'attachment': body, 'base_normal_local': [x, y, z], 'variance': Pa²}``.
-
-        ``base_normal_local`` defaults to ``[0, 0, 1]``, ``variance`` to 0; an optional ``'type'`` must
-        match.
+        """Build from ``{'attachment', 'base_normal_local' (default [0, 0, 1]), 'variance' (Pa², 0)}``.
 
         Raises:
             ValueError: unknown keys (named), missing ``attachment``, bad values.
@@ -121,16 +102,13 @@ class PunyoPressureSensor(BaseSensor):
                    config.get("variance", 0.0))
 
     def attach(self, model: Any) -> None:
-        """Compute ``A_base`` from the body's mesh (Klampt body named ``attachModelName``, ``trimesh.Trimesh``
-        or ``(V, F)``).
+        """Compute ``A_base`` from the body's mesh (Klampt body, trimesh or ``(V, F)``).
 
         Raises:
-            ValueError: no triangle mesh (names the body), or a mesh with zero shadow area.  Unchanged on
-                error.
+            ValueError: no triangle mesh (names the body) or zero shadow area; unchanged on error.
 
         Warns:
-            UserWarning: a Klampt body of another name (attached anyway, as the seed's dense force sensor
-                does).
+            UserWarning: a Klampt body of another name (attached anyway, as the seed).
         """
         check_model_name(model, self.attachModelName, self.name)
         V, F = triangle_mesh_of(model)
@@ -153,7 +131,7 @@ class PunyoPressureSensor(BaseSensor):
         """``(forces (N, 3), −(1/A) R n (3,), pairs, offsets)`` of the state's contacts on the body."""
         if self.base_area is None:
             raise RuntimeError(f"sensor {self.name!r}: call attach() with the body's mesh first")
-        R, _ = body_pose(state, self.attachModelName)
+        R, _ = rigid_transform(state, self.attachModelName)
         pairs = self.contact_bodies(state)
         states = state.contact_states_on_body(self.attachModelName)
         offsets = [0]
@@ -185,8 +163,7 @@ class PunyoPressureSensor(BaseSensor):
         return p
 
     def _numpy_row(self, state: SimState):
-        """``_gradient_row`` in numpy for float32/float64 CPU states (torch's per-op overhead dominates this
-        tiny model), or None otherwise."""
+        """``_gradient_row`` in numpy for float32/float64 CPU states, else None."""
         if self.base_area is None:
             raise RuntimeError(f"sensor {self.name!r}: call attach() with the body's mesh first")
         pose = numpy_pose(state, self.attachModelName)
@@ -249,11 +226,7 @@ class PunyoPressureSensor(BaseSensor):
                 values=g.repeat(n), shape=(1, 3 * n), pairs=list(pairs), offsets=list(offsets))
 
     def predict_with_jacobian(self, state: SimState) -> Tuple[torch.Tensor, SparseJacobian]:
-        """``(predict(state), sparse_force_jacobian(state))`` from one pass over the state (~0.025 ms for 100
-        contacts vs ~0.04 ms for the two calls).
-
-        Raises: as :meth:`predict_torch`.
-        """
+        """``(predict(state), sparse_force_jacobian(state))`` in one pass; raises as :meth:`predict_torch`."""
         row = self._numpy_row(state)
         if row is None:
             return self.predict(state), self.sparse_force_jacobian(state)
@@ -268,8 +241,7 @@ class PunyoPressureSensor(BaseSensor):
 
     # -- calibration ---------------------------------------------------------------------------
     def set_calibration(self, calib_dict: dict) -> None:
-        """Set ``{'tare': (1,) or scalar, 'tare_sim_avg': (1,), 'gain': (1,)}``; ``{}`` clears (``{'tare':
-        None}`` clears the tare; an absent gain is 1).
+        """Set ``{'tare', 'tare_sim_avg', 'gain'}``, each ``(1,)`` or scalar; ``{}`` clears, absent gain = 1.
 
         Raises:
             ValueError: unknown keys, wrong size, non-finite, gain <= 0; previous calibration kept.
