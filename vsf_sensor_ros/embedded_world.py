@@ -68,29 +68,12 @@ KINOVA_LINKS: List[str] = ["Base_Link", "Shoulder_Link", "HalfArm1_Link", "HalfA
 def bubble_mesh(radius: float = BUBBLE_RADIUS, height: float = BUBBLE_HEIGHT, n_rings: int = 10,
                 n_segments: int = 24, n_base_rings: int = 4,
                 radius_y: Optional[float] = None) -> trimesh.Trimesh:
-    """A closed Punyo-like bubble: half-ellipsoid dome on a flat base.
+    """A closed Punyo-like bubble: half-ellipsoid dome (height ``height``, +z) on a flat base ``z = 0``.
 
-    Frame: base plane ``z = 0`` (a disc, or an ellipse when ``radius_y`` is given, centred on the origin),
-    dome bulging toward ``+z`` up to ``z = height`` at the apex; base normal ``+z`` (points into the dome),
-    like the real Punyo mesh.  Dome ring ``k`` (``k = 1..n_rings``) lies at polar angle ``θ_k =
-    (π/2)·k/n_rings``: ``(R sinθ cosφ, R_y sinθ sinφ, height·cosθ)``, ``φ_j = 2πj/n_segments``; ring
-    ``n_rings`` is the rim at ``z = 0``.  The base is filled by ``n_base_rings - 1`` inner rings and a
-    centre vertex.  Faces are wound counter-clockwise seen from outside.
-
-    Vertex order: apex (0), dome rings top to rim, base rings outside in, base centre (last).  Count ``2 +
-    (n_rings + n_base_rings - 1) · n_segments`` (314 with the defaults).  The base polygon's area is
-    ``½·n_segments·R·R_y·sin(2π/n_segments)``.
-
-    Args:
-        radius: base radius along x (m).
-        height: dome height (m).
-        n_rings: dome rings including the rim (>= 2).
-        n_segments: vertices per ring (>= 3).
-        n_base_rings: rings on the base including the rim (>= 1).
-        radius_y: base radius along y (m); ``radius`` when ``None``.
-
-    Returns:
-        A watertight ``trimesh.Trimesh`` (``process=False``: the order above is kept).
+    Dome ring ``k`` at polar angle ``(π/2)·k/n_rings``; the base filled by ``n_base_rings - 1`` rings and a
+    centre; counter-clockwise from outside.  Vertex order: apex, dome rings to the rim, base rings inwards,
+    centre; ``2 + (n_rings + n_base_rings - 1) · n_segments`` vertices (314 by default).  Sizes in m;
+    ``radius_y`` defaults to ``radius``.
 
     Raises:
         ValueError: non-positive sizes or too few rings/segments.
@@ -142,14 +125,7 @@ def object_mesh() -> trimesh.Trimesh:
 
 
 def write_data_files(directory: Union[str, os.PathLike] = DATA_DIR) -> Dict[str, Path]:
-    """(Re)write the generated meshes shipped in ``data/`` (bubble, table, object) as PLY.
-
-    The shipped files let a parameter file name them (``package://vsf_sensor_ros/data/...``); a test checks
-    they equal what the functions above generate.
-
-    Returns:
-        ``{body name: path written}``.
-    """
+    """(Re)write the generated meshes of ``data/`` (bubble, table, object) as PLY; ``{body: path}``."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     out = {}
@@ -175,24 +151,14 @@ def _translation(xyz: Tuple[float, float, float]) -> np.ndarray:
 
 
 def add_scene(world: World) -> None:
-    """Attach the table and the object as free bodies at their rest poses.
-
-    Raises:
-        ValueError: ``table``/``object`` already exist in ``world``.
-    """
+    """Attach the table and the object as free bodies at their rest poses; ValueError if they exist."""
     world.attach_body(TABLE_BODY, table_mesh(), None, _translation(TABLE_POSITION))
     world.attach_body(OBJECT_BODY, object_mesh(), None, _translation(OBJECT_POSITION))
 
 
 def tool_down_joint_positions(x: float, y: float, apex_z: float) -> Dict[str, float]:
-    """Embedded-arm joint positions putting the bubble apex at ``(x, y, apex_z)``, bubble facing down.
-
-    Closed-form: shoulder yaw ``atan2(y, x)``, then the planar 2-link problem (elbow up) for the wrist pitch
-    axis ``WRIST_LENGTH + BUBBLE_HEIGHT`` above the apex, and the wrist pitch that makes the flange z axis
-    point along world ``-z``.
-
-    Returns:
-        ``{joint name: position (rad)}`` for :data:`EMBEDDED_JOINTS`.
+    """``{joint: rad}`` of the embedded arm putting the bubble apex at ``(x, y, apex_z)``, facing down
+    (closed form, elbow up).
 
     Raises:
         ValueError: the point is out of reach.
@@ -220,11 +186,9 @@ HOME: Dict[str, float] = tool_down_joint_positions(*HOME_APEX)
 
 
 def embedded_world(with_scene: bool = True) -> World:
-    """The package's default world: 4-joint arm, bubble on ``tool_link``, table and object.
-
-    Bodies: :data:`EMBEDDED_LINKS`, ``world``, :data:`BUBBLE_BODY` (fixed to :data:`END_LINK`, identity
-    mount), and with ``with_scene`` :data:`TABLE_BODY` and :data:`OBJECT_BODY` (free bodies).  The arm
-    starts at :data:`HOME`.
+    """The package's default world: :data:`EMBEDDED_LINKS`, ``world``, :data:`BUBBLE_BODY` fixed to
+    :data:`END_LINK`, and with ``with_scene`` the free :data:`TABLE_BODY` and :data:`OBJECT_BODY`; at
+    :data:`HOME`.
     """
     w = World.from_urdf(embedded_urdf_path())
     w.attach_body(BUBBLE_BODY, bubble_mesh(), END_LINK, np.eye(4))
@@ -237,11 +201,8 @@ def embedded_world(with_scene: bool = True) -> World:
 # --------------------------------------------------------------------------- Kinova + Punyo
 
 def default_assets_dir() -> Optional[Path]:
-    """The Kinova/Punyo assets folder when none is given (the one rule of the package's programs).
-
-    ``$VSF_ASSETS`` when set and non-empty -- it wins, whether or not it holds the files, so the caller's
-    missing-file error names it -- else ``../shared/fixtures/kinova_punyo`` next to the source checkout when
-    that holds the URDF, else ``None``.  Absolute.
+    """The Kinova/Punyo assets folder: ``$VSF_ASSETS`` when set (it wins), else
+    ``../shared/fixtures/kinova_punyo`` beside the checkout when it holds the URDF, else None.  Absolute.
     """
     env = os.environ.get(ASSETS_ENV, "").strip()
     if env:
@@ -254,8 +215,7 @@ def kinova_punyo_transform(assets_dir: Union[str, os.PathLike]) -> np.ndarray:
     """The ``punyo2ee`` 4x4 (Punyo mesh frame -> ``EndEffector_Link``) from the assets JSON.
 
     Raises:
-        FileNotFoundError: the JSON is missing.
-        ValueError: the key is missing or not a 4x4.
+        FileNotFoundError: the JSON is missing.  ValueError: the key is missing or not a 4x4.
     """
     path = Path(assets_dir) / KINOVA_PUNYO_TRANSFORM_FILE
     data = json.loads(path.read_text())
@@ -269,21 +229,13 @@ def kinova_punyo_transform(assets_dir: Union[str, os.PathLike]) -> np.ndarray:
 
 def kinova_world(assets_dir: Optional[Union[str, os.PathLike]] = None, with_scene: bool = True,
                  punyo_mesh: str = KINOVA_PUNYO_MESH_FILE) -> World:
-    """Kinova Gen3 with the real Punyo mesh on ``EndEffector_Link``.
+    """Kinova Gen3 with the real Punyo mesh (``punyo_mesh``, vertex order kept) on ``EndEffector_Link``.
 
-    Args:
-        assets_dir: folder with ``kinova_gen3.urdf``, ``kinova_gen3/*.stl``, the Punyo PLY and
-            ``punyo2end_effector_transform.json``; :func:`default_assets_dir` when ``None``.
-        with_scene: also attach :data:`TABLE_BODY` and :data:`OBJECT_BODY` at the same poses as in the
-            embedded world.
-        punyo_mesh: which membrane file (``punyo_mesh_complete.ply`` or ``punyo_mesh_partial.ply``).
-
-    Returns:
-        World with bodies :data:`KINOVA_LINKS`, ``world``, :data:`BUBBLE_BODY` (vertex order of the PLY
-        kept) [, table, object]; joints :data:`KINOVA_JOINTS` at zero (arm straight up).
+    Bodies :data:`KINOVA_LINKS`, ``world``, :data:`BUBBLE_BODY` [, table, object with ``with_scene``]; joints
+    at zero.  ``assets_dir``: :func:`default_assets_dir` when None.
 
     Raises:
-        FileNotFoundError: no assets directory found, or a file missing.
+        FileNotFoundError: no assets directory, or a file missing.
     """
     d = Path(assets_dir).expanduser() if assets_dir is not None else default_assets_dir()
     if d is None or not (d / KINOVA_URDF_FILE).is_file():

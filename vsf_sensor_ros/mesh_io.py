@@ -1,7 +1,5 @@
-"""Mesh files: finding them (``package://``, ``file://``, relative) and loading them with the file's vertices.
-
-Contact element indices and dense outputs index a body's vertices, so every format is read with the file's
-vertices in its order and count (the rule per format: docs/decisions.md).
+"""Mesh files: finding them (``package://``, ``file://``, relative) and reading them with the file's vertices,
+in its order and count (the rule per format: docs/decisions.md).
 """
 from __future__ import annotations
 
@@ -24,19 +22,13 @@ MeshLike = Union[str, os.PathLike, trimesh.Trimesh]
 
 
 def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) -> Path:
-    """Resolve a mesh reference from a URDF or a parameter to an existing file.
-
-    Accepted forms: ``package://pkg/rel/path``, a ``file:`` URI (RFC 8089, see :func:`file_uri_path`:
-    ``file:///abs/path``, ``file://localhost/abs/path``, ``file:/abs/path``, percent-encoded), an absolute
-    path, or a path relative to ``base_dir`` (taken as written: a plain path is not percent-decoded).
-    ``package://`` is tried, in order, through the ament index (``share/pkg``), the installed Python package
-    ``pkg``, then ``base_dir/pkg``, ``base_dir/../pkg``, ``base_dir/../../pkg`` and finally ``base_dir``
-    itself (URDFs shipped next to their meshes).
+    """Resolve a mesh reference (``package://``, a ``file:`` URI, an absolute path or a path relative to
+    ``base_dir``) to an existing file.  ``package://pkg`` tries the ament index, the Python package ``pkg``,
+    then ``base_dir/pkg``, ``base_dir/../pkg``, ``base_dir/../../pkg`` and ``base_dir``.
 
     Raises:
-        FileNotFoundError: no candidate exists (message lists those tried).
-        ValueError: a relative path or ``package://`` URI with nothing to resolve it against; a ``file:``
-            URI that names another host or no absolute path (:func:`file_uri_path`).
+        FileNotFoundError: no candidate exists (lists those tried).
+        ValueError: a relative path or ``package://`` without ``base_dir``; a bad ``file:`` URI.
     """
     uri = uri.strip()
     tried: List[Path] = []
@@ -80,18 +72,12 @@ def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) ->
 
 
 def file_uri_path(uri: str) -> Path:
-    """The local path a ``file:`` URI names (RFC 8089), percent-decoded as UTF-8.
+    """The local path a ``file:`` URI names (RFC 8089, ``urllib.parse``), percent-decoded as UTF-8.
 
-    ``file:///abs/path``, ``file://localhost/abs/path`` (the host ``localhost``, any case, is this machine)
-    and the minimal ``file:/abs/path`` all name ``/abs/path``; ``%20``, ``%C3%A9`` and the like are decoded
-    after the URI is split, so an encoded ``#`` (``%23``) or ``?`` (``%3F``) is part of a file name, while a
-    bare one starts the fragment or query (not part of the path).  The scheme is case-insensitive.
-    Splitting and decoding are ``urllib.parse``'s.
+    ``file:///p``, ``file://localhost/p`` and ``file:/p`` name ``/p``; an encoded ``%23`` is part of the name.
 
     Raises:
-        ValueError: not a ``file:`` URI, a host other than ``localhost`` (a file on another machine: the
-            message names the host), a path that is not absolute (``file:mesh.stl``), or percent-encoded
-            bytes that are not UTF-8.
+        ValueError: not a ``file:`` URI, another host (named), a relative path, or bytes that are not UTF-8.
     """
     parts = urllib.parse.urlsplit(uri)
     if parts.scheme.lower() != "file":
@@ -110,21 +96,11 @@ def file_uri_path(uri: str) -> Path:
 
 
 def read_obj_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.ndarray]:
-    """Vertices and triangles of a Wavefront OBJ file, in the file's vertex order and count.
-
-    Reads ``v x y z [w | r g b]`` and ``f`` lines (``i``, ``i/t``, ``i//n``,
-    ``i/t/n``; 1-based or negative = relative to the vertices read so far);
-    every other statement (``vt``, ``vn``, ``o``, ``g``, ``usemtl``, ``l``,
-    ...) is ignored.  A polygon of ``k`` corners becomes ``k - 2`` triangles
-    fanned from its first corner.
-
-    Returns:
-        ``(V, F)``: float64 ``(V, 3)`` (the ``v`` lines in order) and int64
-        ``(T, 3)`` vertex indices (0-based).
+    """``(V (V, 3) float64, F (T, 3) int64)`` of a Wavefront OBJ file in the file's vertex order: ``v``
+    and ``f`` lines (any index form, negative = relative), polygons fanned; other statements ignored.
 
     Raises:
-        ValueError: a malformed ``v``/``f`` line or an index outside the vertices defined so far (the
-            message names the file, line and text).
+        ValueError: a malformed line or an index out of range (names file, line and text).
     """
     verts: List[Tuple[float, float, float]] = []
     faces: List[Tuple[int, int, int]] = []
@@ -161,12 +137,8 @@ def read_obj_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.nda
 
 
 def _collada_unit(doc: Any, path: Union[str, os.PathLike]) -> float:
-    """``doc`` (a pycollada document of ``path``): its ``<unit meter>`` (m per file unit; 1 when absent, as
-    Assimp and rviz2 read it).
-
-    Raises:
-        ValueError: a unit that is not a positive finite number (``0`` would collapse the mesh, ``-1``
-            mirror it), naming the file and the value written.
+    """``<unit meter>`` of a pycollada ``doc`` (1 when absent, as Assimp); ValueError for a non-positive or
+    non-finite unit (names file and value).
     """
     node = doc.xmlnode.getroot().find(".//{*}asset/{*}unit")
     written = None if node is None else node.get("meter")
@@ -183,26 +155,14 @@ def _collada_unit(doc: Any, path: Union[str, os.PathLike]) -> float:
 
 
 def read_collada_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.ndarray]:
-    """Vertices and triangles of a Collada (``.dae``) file, placed as rviz2 shows it.
+    """``(V (V, 3) float64 m, F (T, 3) int64)`` of a Collada file, placed as rviz2 (Assimp) shows it.
 
-    rviz2's mesh loader (rviz_rendering, Assimp) sets Assimp's
-    ``AI_CONFIG_IMPORT_COLLADA_IGNORE_UP_DIRECTION`` and applies every node transform down from the root,
-    whose transform Assimp sets to the ``<unit meter>`` scale; so a vertex ``v`` of the file shows at ``unit
-    * M_node v`` with no Y-up rotation for any ``<up_axis>`` (``Z_UP``, ``Y_UP`` or ``X_UP``).  The same is
-    done here (parsing by pycollada): every ``<instance_geometry>`` of the scene, in document order, with
-    its nodes' ``<matrix>``/``<translate>``/``<rotate>``/``<scale>`` applied.  An instance's vertices are
-    its geometry's ``POSITION`` arrays as stored, each array once (not one vertex per triangle corner, as
-    trimesh's and Assimp's Collada readers make them); polygons are fanned into triangles; lines are
-    skipped.
-
-    Returns:
-        ``(V, F)``: float64 ``(V, 3)`` in m and int64 ``(T, 3)`` (0-based).
-        pycollada, like Assimp, stores positions and node matrices in
-        float32, so a node rotation is exact to about 1e-7 relative.
+    Every ``<instance_geometry>`` in document order, scaled by ``<unit meter>`` and its nodes' transforms,
+    with no Y-up rotation; each ``POSITION`` array once, as stored (float32, as Assimp); polygons fanned,
+    lines skipped.
 
     Raises:
-        ValueError: a file pycollada cannot parse, or one whose scene instantiates no triangles (the message
-            names the file).
+        ValueError: a file pycollada cannot parse, or no triangles (names the file).
     """
     import collada                                  # pycollada: only Collada files need it
     with warnings.catch_warnings():                 # pycollada still builds numpy.matrix objects
@@ -248,24 +208,13 @@ _OWN_READERS = {".obj": read_obj_geometry, ".dae": read_collada_geometry}
 
 
 def load_mesh(mesh: MeshLike, base_dir: Optional[Union[str, os.PathLike]] = None) -> trimesh.Trimesh:
-    """Load a triangle mesh with the file's vertices, in the file's order and count.
-
-    See docs/decisions.md for the rule per format (OBJ read directly, PLY/OFF as stored, STL corners merged
-    by exact position in first-appearance order, Collada as rviz2 places it).  Element indices in contact
-    messages (``elem1``) index these vertices.
-
-    Args:
-        mesh: a path or URI (``ply``/``stl``/``obj``…, see :func:`resolve_uri`) or a ``trimesh.Trimesh``
-            (copied as is).
-        base_dir: directory for a relative path; the current directory when ``None``.
-
-    Returns:
-        A ``trimesh.Trimesh`` built with ``process=False`` (float64 vertices in m, as in the file; int64
-        faces).
+    """A ``trimesh.Trimesh`` (``process=False``, float64 m, int64 faces) with the file's vertices in order
+    and count, from a path / URI relative to ``base_dir`` or a Trimesh (copied); per-format rules in
+    docs/decisions.md.
 
     Raises:
         FileNotFoundError: the file does not exist.
-        ValueError: the file holds no triangles or cannot be parsed (the message names the file).
+        ValueError: no triangles or unparsable (names the file).
     """
     if isinstance(mesh, trimesh.Trimesh):
         m = mesh.copy()

@@ -19,15 +19,8 @@ _MIN_QUAT_NORM = 1e-9
 
 
 def transform_from_xyz_quat(xyz: Sequence[float], quat_xyzw: Sequence[float]) -> np.ndarray:
-    """Homogeneous transform from a position and a ROS-ordered quaternion.
-
-    Args:
-        xyz: translation ``(x, y, z)`` in metres.
-        quat_xyzw: rotation as ``(x, y, z, w)`` (ROS / ``geometry_msgs`` order, not Klampt's ``(w, x, y,
-            z)``).  Normalised here; a zero or non-finite quaternion is rejected.
-
-    Returns:
-        ``(4, 4)`` float64 matrix ``[[R, t], [0, 0, 0, 1]]``.
+    """``(4, 4)`` float64 ``[[R, t], [0, 0, 0, 1]]`` from ``xyz`` (m) and a ROS-ordered ``(x, y, z, w)``
+    quaternion (normalised).
 
     Raises:
         ValueError: wrong lengths, non-finite values, or a quaternion of norm below 1e-9.
@@ -51,17 +44,10 @@ def transform_from_xyz_quat(xyz: Sequence[float], quat_xyzw: Sequence[float]) ->
 
 
 def xyz_quat_from_transform(T: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """Inverse of :func:`transform_from_xyz_quat`.
-
-    Args:
-        T: ``(4, 4)`` homogeneous transform with a rotation block.
-
-    Returns:
-        ``(xyz, quat_xyzw)``: float64 arrays of shape ``(3,)`` and ``(4,)``,
-        unit quaternion in ROS order with ``w >= 0``.
+    """``(xyz (3,), quat_xyzw (4,))`` float64 of a rigid ``T``, unit quaternion in ROS order, ``w >= 0``.
 
     Raises:
-        ValueError: ``T`` is not a valid rigid transform (see :func:`validate_transform`).
+        ValueError: ``T`` is not a valid rigid transform (:func:`validate_transform`).
     """
     T = validate_transform(T, "T")
     q = Rotation.from_matrix(T[:3, :3]).as_quat()
@@ -86,21 +72,11 @@ def matrix_to_klampt(T: np.ndarray) -> Tuple[List[float], List[float]]:
 
 
 def validate_transform(T: object, label: str, tol: float = 1e-5) -> np.ndarray:
-    """Check a rigid transform and return it as a clean float64 ``(4, 4)`` array.
-
-    The rotation block is projected onto the nearest rotation (SVD) so that values printed with 8 digits
-    (such as the Punyo mount transform) become exactly orthonormal; anything further than ``tol`` from a
-    rotation is rejected rather than silently repaired.
-
-    Args:
-        T: array-like ``(4, 4)``.
-        label: name used in error messages.
-        tol: allowed max-abs deviation of ``RᵀR`` from the identity and of the last row from ``[0, 0, 0,
-            1]``.
+    """A rigid ``(4, 4)`` as a clean float64 array, its rotation snapped to the nearest one (SVD) when
+    within ``tol`` (max-abs of ``RᵀR − I`` and the bottom row); ``label`` names it in errors.
 
     Raises:
-        ValueError: wrong shape, non-finite entries, bottom row not ``[0, 0, 0, 1]``, rotation not
-            orthonormal or a reflection.
+        ValueError: wrong shape, non-finite entries, bottom row off, not orthonormal or a reflection.
     """
     try:
         A = np.array(T, dtype=np.float64)
@@ -134,10 +110,8 @@ def rpy_matrix(rpy: Sequence[float]) -> np.ndarray:
 
 
 def rpy_from_matrix(R: np.ndarray) -> Tuple[float, float, float]:
-    """URDF ``(roll, pitch, yaw)`` (rad) of a ``(3, 3)`` rotation; inverse of :func:`rpy_matrix`.
-
-    At pitch ±90° (gimbal lock) roll and yaw are not separable; scipy then sets the third angle (yaw) to 0
-    and warns, which this function silences.
+    """URDF ``(roll, pitch, yaw)`` (rad) of a ``(3, 3)`` rotation; inverse of :func:`rpy_matrix` (at gimbal
+    lock yaw is 0, scipy's warning silenced).
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)

@@ -1,7 +1,5 @@
-"""URDF parsing: joints as written in the file, axis normalisation, mimic order, collision pieces, xacro.
-
-It reads what Klampt does not expose by URDF name and checks what other URDF consumers check
-(docs/decisions.md, robots as other tools write them).
+"""URDF parsing: joints as written, axis normalisation, mimic order, collision pieces, xacro
+(docs/decisions.md).
 """
 from __future__ import annotations
 
@@ -25,20 +23,15 @@ MOVABLE_JOINT_TYPES = ("revolute", "continuous", "prismatic")
 
 
 class UrdfError(ValueError):
-    """A URDF that cannot be used as written (a configuration error, raised at start).
-
-    A ``ValueError`` subclass, so callers that catch ``ValueError`` keep working.
+    """A URDF that cannot be used as written (a ``ValueError``, raised at start).
 
     Attributes:
-        reason: what is wrong, one of ``'xacro_missing'`` (a xacro document, no xacro package),
-            ``'xacro_failed'`` (expanding it failed), ``'not_numbers'``, ``'axis_size'``, ``'zero_axis'``,
+        reason: ``'xacro_missing'``, ``'xacro_failed'``, ``'not_numbers'``, ``'axis_size'``, ``'zero_axis'``,
             ``'origin_size'``, ``'incomplete_joint'``, ``'mimic_numbers'``, ``'mimic_no_joint'``,
             ``'mimic_cycle'``, ``'mesh_unreadable'``, ``'mesh_scale'``, ``'primitives_unloadable'``,
             ``'no_triangles'``.
-        where: the document or element at fault as the message names it: the file path or
-            ``'robot_description'`` (xacro), ``"joint 'j1'"``, ``"URDF link 'pad': <collision> 2 of 3"``.
-        value: the offending value as written (text, list of numbers, mesh URI, the joints of a mimic
-            cycle), or None.
+        where: the document or element at fault, as the message names it.  value: the value as written, or
+            None.
     """
 
     def __init__(self, message: str, reason: str, where: str, value: Any = None) -> None:
@@ -48,15 +41,9 @@ class UrdfError(ValueError):
 
 @dataclass(frozen=True)
 class UrdfJoint:
-    """One ``<joint>`` of a URDF, as written in the file.
-
-    Attributes:
-        name, type, parent, child: the URDF attributes (link names).
-        origin: ``(4, 4)`` parent-link -> joint frame at zero position.
-        axis: unit axis in the joint frame (``[1, 0, 0]`` when absent; a written axis of another length is
-            normalised).
-        mimic: ``(joint, multiplier, offset)`` when the joint mimics another.
-        axis_written: the ``xyz`` of ``<axis>`` as in the file (``[1, 0, 0]`` when absent).
+    """One ``<joint>`` as written: ``name``, ``type``, ``parent``, ``child``; ``origin`` ``(4, 4)``
+    parent -> joint frame at zero; ``axis`` unit (``[1, 0, 0]`` when absent; ``axis_written`` as in the file);
+    ``mimic`` ``(joint, multiplier, offset)`` or None.
     """
 
     name: str
@@ -74,21 +61,13 @@ _XACRO_MARKS = re.compile(r"http://(www\.)?ros\.org/wiki/xacro|<xacro:|\$\{|\$\(
 
 
 def read_urdf(urdf: Union[str, os.PathLike]) -> Tuple[str, Optional[Path]]:
-    """The URDF text of ``urdf`` (text or a file path), a xacro document expanded.
-
-    ``urdf`` is text when it starts with ``<`` (after a UTF-8 BOM and blanks, as ``robot_description`` may
-    carry them), else a file path.  A xacro document (a ``.xacro`` file name, the xacro namespace, a
-    ``<xacro:...>`` element, ``${...}`` or ``$(...)``) is expanded by the ``xacro`` package, as ``xacro
-    file.urdf.xacro > file.urdf`` does (``$(find pkg)`` through the ament index; includes relative to the
-    file); xacro text is expanded relative to the working directory.
-
-    Returns:
-        ``(text, directory of the file)``; the directory is ``None`` for text.
+    """``(text, file directory or None)`` of ``urdf``: text when it starts with ``<`` (after a BOM and
+    blanks), else a file path; a xacro document is expanded by the ``xacro`` package (``$(find pkg)`` through
+    the ament index).
 
     Raises:
         FileNotFoundError: the path names no file.
-        UrdfError: a xacro document that cannot be expanded here; the message says it is xacro, why
-            expansion failed, and the command that expands it where its packages are installed.
+        UrdfError: xacro that cannot be expanded here (says why and the command that expands it).
     """
     text = os.fspath(urdf).lstrip("\ufeff")
     path: Optional[Path] = None
@@ -172,8 +151,8 @@ def parse_urdf_joints(root: ET.Element) -> List[UrdfJoint]:
     """All joints of a parsed URDF ``<robot>`` element, in file order.
 
     Raises:
-        UrdfError: a joint without name, type, parent or child; non-numeric origin/axis/mimic values; a
-            movable joint whose axis is zero or non-finite (the message names the joint and the axis).
+        UrdfError: a joint without name, type, parent or child; non-numeric values; a movable joint with a
+            zero or non-finite axis (names joint and axis).
     """
     joints = []
     for j in root.findall("joint"):
@@ -204,18 +183,11 @@ def parse_urdf_joints(root: ET.Element) -> List[UrdfJoint]:
 
 
 def normalize_joint_axes(root: ET.Element) -> List[Tuple[str, List[float]]]:
-    """Rewrite every movable joint's ``<axis xyz>`` of ``root`` to unit length, in place.
-
-    Klampt (like any consumer that scales by the axis length) would turn a joint with ``xyz="0 0 2"`` twice
-    as far; robot_state_publisher and KDL normalise, and so does this.  Fixed, floating and planar joints
-    are left as written.
-
-    Returns:
-        ``(joint name, axis as written)`` of each axis that was rescaled, in file order (empty when all were
-        unit length within 1e-9).
+    """Rewrite every movable joint's ``<axis xyz>`` to unit length, in place (as robot_state_publisher
+    and KDL; Klampt would scale the motion).  Returns ``(joint, axis as written)`` of each rescaled one.
 
     Raises:
-        UrdfError: as :func:`parse_urdf_joints` (zero/non-finite axis, ...).
+        UrdfError: as :func:`parse_urdf_joints`.
     """
     rescaled = []
     for j in root.findall("joint"):
@@ -232,15 +204,8 @@ def normalize_joint_axes(root: ET.Element) -> List[Tuple[str, List[float]]]:
 
 
 def collision_elements(root: ET.Element) -> Dict[str, List[ET.Element]]:
-    """Every link's ``<collision>`` elements, in document order (links without one left out).
-
-    The URDF specification makes a link's collision geometry the union of all its ``<collision>`` elements,
-    each placed by its own ``<origin>``; Klampt's loader keeps only the first, so the world merges the
-    others in (:meth:`vsf_sensor_ros.world.World.from_urdf`).
-
-    Returns:
-        ``{link name: [<collision> element, ...]}`` in file order of the links; the elements are those of
-        ``root`` (not copies).
+    """``{link: [<collision> elements of root]}`` in document order (links without one left out): the
+    URDF makes a link's geometry their union; Klampt keeps only the first.
     """
     out: Dict[str, List[ET.Element]] = {}
     for link in root.findall("link"):
@@ -251,15 +216,10 @@ def collision_elements(root: ET.Element) -> Dict[str, List[ET.Element]]:
 
 
 def mimic_order(joints: Sequence[UrdfJoint]) -> List[UrdfJoint]:
-    """The mimic joints of ``joints`` in dependency order (a source before its mimics).
-
-    A mimic of a mimic (``m2`` mimics ``m1``, which mimics ``q``) is listed after ``m1``, so evaluating the
-    list in order gives every mimic its source's value of the same update.  Joints whose source is not
-    itself a mimic joint come first, in file order.
+    """The mimic joints of ``joints`` in dependency order (a source before its mimics; others in file order).
 
     Raises:
-        UrdfError: the mimic tags form a cycle (``a`` mimics ``b``, ``b`` mimics ``a``, or a joint mimics
-            itself); the message names the joints of the cycle.
+        UrdfError: a mimic cycle (names its joints).
     """
     mimics: Dict[str, UrdfJoint] = {j.name: j for j in joints if j.mimic is not None}
     order: List[UrdfJoint] = []
@@ -285,13 +245,8 @@ def mimic_order(joints: Sequence[UrdfJoint]) -> List[UrdfJoint]:
 
 
 class JointNameMapError(ValueError):
-    """A ``joint_name_map`` entry that cannot be read.
-
-    Attributes:
-        entry: the offending entry as given.
-        detail: why it is wrong (for the message).
-        reason: ``'format'`` (not ``driver:urdf``), ``'unknown_joint'`` (no joint of the URDF),
-            ``'driver_twice'``, ``'target_twice'``.
+    """A ``joint_name_map`` entry that cannot be read: ``entry`` as given, ``detail``, and ``reason``
+    (``'format'``, ``'unknown_joint'``, ``'driver_twice'``, ``'target_twice'``).
     """
 
     def __init__(self, entry: str, detail: str, reason: str) -> None:
@@ -301,16 +256,13 @@ class JointNameMapError(ValueError):
 
 def parse_joint_name_map(entries: Sequence[str],
                          urdf_joints: Optional[Sequence[str]] = None) -> Dict[str, str]:
-    """``["joint_1:Actuator1", ...]`` -> ``{"joint_1": "Actuator1", ...}`` (driver -> URDF name).
+    """``["joint_1:Actuator1", ...]`` -> ``{"joint_1": "Actuator1"}`` (driver -> URDF name; blanks ignored).
 
-    Args:
-        entries: ``driver:urdf`` pairs (whitespace around either name ignored).
-        urdf_joints: every joint name the URDF's JointState may carry (movable joints, mimic ones included),
-            or None to leave the URDF names unchecked (a launch file that has not read the URDF yet).
+    ``urdf_joints``: the URDF's joint names to check against, or None (unchecked).
 
     Raises:
-        JointNameMapError: naming the entry: not exactly one ``:`` with a name on each side, a URDF name
-            that is no joint of the URDF, a driver name or a URDF name listed twice.
+        JointNameMapError: naming the entry: not one ``:`` between two names, an unknown URDF joint, a name
+            listed twice.
     """
     known = None if urdf_joints is None else set(urdf_joints)
     out: Dict[str, str] = {}
