@@ -22,18 +22,8 @@ Pair = Tuple[str, str]
 
 
 def contacts_between(sim: klampt.Simulator, id1: int, id2: int) -> Tuple[np.ndarray, np.ndarray]:
-    """Contacts of the last step between two Klampt objects, contract convention.
-
-    Contact feedback must be enabled for the pair (``sim.enableContactFeedback``) before the step.
-
-    Args:
-        sim: the simulator.
-        id1, id2: Klampt object ids (``getID()``) of body 1 and body 2.
-
-    Returns:
-        ``(points, forces)``: ``(N, 3)`` float64 arrays; points in the world
-        frame (m), forces applied to body 1 by body 2 (world frame, N).
-        ``N = 0`` when they did not touch.
+    """``(points, forces)`` ``(N, 3)`` float64, world frame (m, N on body 1 by body 2) of the last step
+    between Klampt objects ``id1`` and ``id2`` (contact feedback enabled for the pair); ``N = 0`` when apart.
     """
     pts = np.asarray(sim.getContacts(id1, id2), dtype=np.float64).reshape(-1, 7)[:, :3]
     # getContactForces(a, b) is the force on b by a (module doc): negate for the force on a.
@@ -43,23 +33,9 @@ def contacts_between(sim: klampt.Simulator, id1: int, id2: int) -> Tuple[np.ndar
 
 def add_klampt_contact_sensor(sim: klampt.Simulator, robot_index: int, name: str, link_index: int,
                               settings: Mapping[str, str]) -> klampt.SimRobotSensor:
-    """Klampt's own C++ ``ContactSensor`` on a robot link, simulated in ``sim``'s ODE world.
-
-    It reads the ODE contact feedback of the link itself (Klampt ``ForceSensors.cpp``), an implementation
-    independent of this package's ``ContactSensor`` model.  It sees the contacts of the pairs whose contact
-    feedback is enabled (``sim.enableContactFeedback``).
-
-    Args:
-        sim: the simulator.
-        robot_index: the robot's index in the world.
-        name: sensor name.
-        link_index: the link's index in the robot.
-        settings: Klampt-formatted settings (as :meth:`ContactSensor.settings` gives them, e.g. ``Tsensor``,
-            ``patchMin``); a value equal to Klampt's current one is not set (Klampt cannot parse ``inf``,
-            its default ``fSaturation``).
-
-    Returns:
-        The ``SimRobotSensor``; ``getMeasurements()`` after each simulate.
+    """Klampt's own C++ ``ContactSensor`` on a robot link in ``sim`` (independent of this package's model;
+    it reads the pairs with contact feedback enabled).  ``settings``: Klampt strings; one equal to Klampt's
+    current value is not set (Klampt cannot parse ``inf``).  Returns the ``SimRobotSensor``.
 
     Raises:
         ValueError: Klampt rejects a setting (named).
@@ -77,33 +53,15 @@ def add_klampt_contact_sensor(sim: klampt.Simulator, robot_index: int, name: str
 
 
 class ContactSimulation:
-    """Steps a press scene in Klampt's ODE simulator.
+    """Steps a press scene (:func:`~.sim_world.build_scene`) along ``trajectory`` in Klampt's ODE simulator.
 
-    Args:
-        scene: from :func:`~vsf_sensor_ros.contact_sources.sim_world.build_scene`.
-        trajectory: joint trajectory (its start configuration is the initial state).
-        sim_dt: simulated seconds per :meth:`step` (one published step), > 0.
-        physics_dt: ODE integration step (s), ``0 < physics_dt <= sim_dt``.
-        contact_body_names: bodies whose mutual contacts are reported (default: bubble, object, table);
-            robot links, :data:`OBJECT` or :data:`TABLE`.  Links without collision geometry never touch
-            anything.
-        bubble_stiffness: contact stiffness of the bubble surface (N/m); ``inf`` = ODE's rigid contact.
-        bubble_damping: contact damping of the bubble surface (N s/m), used with a finite stiffness.
-        bubble_padding: the bubble's collision padding (m): a compliant skin around the mesh in which
-            contacts are generated.
-        max_contacts: most contact points Klampt keeps per body pair and step (its ``maxContacts`` setting;
-            Klampt's default is 20), >= 1.
-
-    The bubble is modelled as a soft skin (defaults: 3000 N/m, 30 N s/m, 1 cm): ODE's penalty contact lets
-    it yield a few millimetres, which gives smooth, persistent contact forces as the membrane would.  A
-    rigid bubble (``inf`` stiffness, Klampt's 2.5 mm padding) chatters against the box under the servos
-    (contacts with zero force every few steps, 30-40 N spikes); a soft one with a thin padding sinks through
-    the box, because mesh contacts are only generated within the padding.  Keep ``force / stiffness`` well
-    below the padding.
+    ``sim_dt`` (s per step) >= ``physics_dt`` > 0; ``contact_body_names``: bodies whose mutual contacts are
+    reported (default bubble, object, table).  The bubble is a soft skin (``bubble_stiffness`` N/m, inf =
+    rigid; ``bubble_damping`` N s/m; ``bubble_padding`` m, keep force / stiffness well below it; why:
+    docs/demo.md); ``max_contacts`` per pair and step (>= 1).
 
     Raises:
-        ValueError: bad step sizes, stiffness, padding, ``max_contacts``, or duplicate or unknown body
-            names.
+        ValueError: bad step sizes, stiffness, padding, ``max_contacts``, or duplicate / unknown bodies.
     """
 
     def __init__(self, scene: SimScene, trajectory: PressTrajectory, sim_dt: float = 0.01,
@@ -194,10 +152,8 @@ class ContactSimulation:
 
     # ------------------------------------------------------------------ readout
     def contact_arrays(self) -> Dict[Pair, Tuple[np.ndarray, np.ndarray]]:
-        """Contacts of the last step: ``{(body1, body2): (points, forces on body1)}``.
-
-        Both orders of every touching pair are present (forces negated); pairs without contact are omitted.
-        float64 ``(N, 3)`` arrays, world frame, m and N.
+        """``{(body1, body2): (points, forces on body1)}`` of the last step, both orders of every touching
+        pair, float64 ``(N, 3)``, world frame, m and N.
         """
         out: Dict[Pair, Tuple[np.ndarray, np.ndarray]] = {}
         for a, b, ia, ib in self._pairs:
@@ -213,10 +169,8 @@ class ContactSimulation:
                 for k, (p, f) in self.contact_arrays().items()}
 
     def add_klampt_contact_sensor(self, name: str, link: str, settings: Mapping[str, str]) -> None:
-        """Add Klampt's own ``ContactSensor`` on ``link`` (see :func:`add_klampt_contact_sensor`).
-
-        Raises:
-            ValueError: ``link`` is not a robot link of the scene, or a setting is rejected.
+        """Add Klampt's own ``ContactSensor`` on ``link`` (:func:`add_klampt_contact_sensor`); ValueError
+        for an unknown link or a rejected setting.
         """
         if link not in self.scene.link_names:
             raise ValueError(f"Klampt ContactSensor {name!r}: {link!r} is not a robot link; "
@@ -230,22 +184,12 @@ class ContactSimulation:
         return list(self._klampt_sensors[name].measurementNames())
 
     def klampt_sensor_reading(self, name: str) -> np.ndarray:
-        """The Klampt sensor's measurements after the last step, float64 ``(#meas,)``.
-
-        Raises:
-            KeyError: no such sensor was added.
-        """
+        """The Klampt sensor's measurements after the last step, float64 ``(#meas,)``; KeyError if absent."""
         return np.asarray(self._klampt_sensors[name].getMeasurements(), dtype=np.float64)
 
     def summed_contact_force(self, body1: str, body2: str) -> np.ndarray:
-        """The simulator's own sum of the contact forces between two bodies, ``(3,)`` N, world.
-
-        Klampt's ``contactForce`` (summed inside the simulator, not from the contact list :meth:`contacts`
-        reads); its sign does not depend on the argument order, so only its magnitude is meaningful (a load
-        cell's reading).
-
-        Raises:
-            ValueError: a body without a simulated pair.
+        """Klampt's own summed contact force between two bodies, ``(3,)`` N, world; only its magnitude is
+        meaningful (its sign ignores the order).  ValueError for a body without a simulated pair.
         """
         for a, b, ia, ib in self._pairs:
             if {a, b} == {body1, body2}:
@@ -262,10 +206,8 @@ class ContactSimulation:
         return np.asarray(self.sim.getActualVelocity(0), dtype=np.float64)[self.scene.joint_dofs]
 
     def body_transform(self, name: str) -> np.ndarray:
-        """``(4, 4)`` float64 body -> world transform of a link, the object or the table.
-
-        Raises:
-            ValueError: unknown body name.
+        """``(4, 4)`` float64 body -> world of a link, the object or the table; ValueError for an unknown
+        name.
         """
         w = self.scene.world
         if name == TABLE:
@@ -285,16 +227,8 @@ class ContactSimulation:
 
     def sim_state(self, dtype: torch.dtype = torch.float64,
                   extra_bodies: Sequence[str] = ()) -> SimState:
-        """The current step as a ``SimState``.
-
-        Args:
-            dtype: floating dtype of every tensor.
-            extra_bodies: bodies whose transforms are needed besides the contact bodies (e.g. a sensor's
-                attachment).
-
-        Returns:
-            Transforms of the contact bodies and ``extra_bodies``, the robot configuration
-            (``body_states['robot']``, URDF joint order) and :meth:`contacts`.
+        """The current step as a ``SimState`` of ``dtype``: transforms of the contact bodies and
+        ``extra_bodies``, ``body_states['robot']`` (URDF joint order) and :meth:`contacts`.
 
         Raises:
             ValueError: an unknown name in ``extra_bodies``.

@@ -84,10 +84,8 @@ def sim_time_msg(t: float) -> Time:
 
 
 def param_spec(name: str, default: Any, description: str, read_only: bool, bounds: Optional[tuple]) -> Spec:
-    """The :class:`~vsf_sensor_ros.ros.parameter_table.Spec` of one simulator parameter.
-
-    ``bounds`` ``(lo, hi)`` become the descriptor's range and the check of the value; an infinite ``hi``
-    (``bubble.stiffness``: inf = rigid contact) is checked as ``>= lo`` only, with no descriptor range.
+    """The :class:`~vsf_sensor_ros.ros.parameter_table.Spec` of one simulator parameter; ``bounds`` give the
+    range (an infinite ``hi`` is checked as ``>= lo`` only).
     """
     lo = hi = None
     if bounds is not None and not isinstance(default, bool):
@@ -101,11 +99,8 @@ SPECS: Dict[str, Spec] = {name: param_spec(name, *row) for name, row in PARAMS.i
 
 
 class ContactSimNode(SimulatorNode):
-    """The simulator node (see module doc).  Owns its publishers, simulation and worker thread.
-
-    Raises:
-        ValueError: a parameter value is invalid (message names it); the node is then not usable.
-        FileNotFoundError: Kinova assets missing.
+    """The simulator node.  Raises ValueError for an invalid parameter (named), FileNotFoundError for
+    missing Kinova assets.
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -234,12 +229,9 @@ def usage():
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): init, spin until done (or Ctrl-C), shut
-    down cleanly.  ``-h`` / ``--help`` prints :func:`usage` and returns 0 before anything touches ROS.
-
-    Returns:
-        0 on a finished (or interrupted) run, 1 when the simulation failed, 2 on a configuration error (bad
-        parameter, missing assets, unreachable press pose).
+    """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`); ``--help`` prints :func:`usage` before
+    touching ROS.  Returns 0 when finished or interrupted, 1 when the simulation failed, 2 on a configuration
+    error.
     """
     argv = list(sys.argv if args is None else args)
     answer_help(argv, usage())   # before rclpy.init: a help request simulates and publishes nothing

@@ -90,11 +90,8 @@ class _Named:
 
 
 class MujocoContactNode(SimulatorNode):
-    """The MuJoCo contact source node (see the module doc).  Owns its publishers, scene and worker.
-
-    Raises:
-        ValueError: a parameter value is invalid (the message names it), or MuJoCo rejects the scene; the
-            node is then not usable.
+    """The MuJoCo contact source node.  Raises ValueError for an invalid parameter (named) or a model
+    MuJoCo rejects.
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -250,14 +247,9 @@ def usage() -> argparse.ArgumentParser:
 
 
 def main(args: Optional[Sequence[str]] = None) -> int:
-    """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): init, spin until done (or Ctrl-C), shut
-    down cleanly.
-
-    ``-h`` / ``--help`` before ``--ros-args`` prints the usage and exits 0 without creating a ROS
-    participant.
-
-    Returns:
-        0 on a finished (or interrupted) run, 1 when the simulation failed, 2 on a configuration error.
+    """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`); ``--help`` prints the usage before
+    touching ROS.  Returns 0 when finished or interrupted, 1 when the simulation failed, 2 on a configuration
+    error.
     """
     argv = list(sys.argv if args is None else args)
     usage().parse_known_args(user_args(argv))       # exits 0 after printing for -h / --help

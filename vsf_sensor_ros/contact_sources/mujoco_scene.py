@@ -52,21 +52,10 @@ def _pose_attrs(T: np.ndarray) -> Dict[str, str]:
 
 @dataclass
 class MujocoSceneConfig:
-    """Physical settings of the scene (SI units).
-
-    Attributes:
-        object_size: box extents ``(x, y, z)`` (m).
-        object_mass: box mass (kg).
-        physics_dt: MuJoCo integration step (s).
-        arm_kp: position-servo stiffness per arm joint (N m / rad), URDF joint order.
-        arm_kv: servo damping per arm joint (N m s / rad).
-        solref: MuJoCo contact ``solref`` of the bubble ``(timeconst s, dampratio)``: how soft the bubble
-            skin is (a larger time constant is softer).
-        friction: sliding friction coefficient of every geom.
-        multiccd: MuJoCo's ``multiccd`` flag: several contact points per convex pair (a patch, not a single
-            deepest point).
-        pad_T: ``(4, 4)`` pad frame in the bubble frame (the demo pad's ``Tsensor``).
-        load_radius: radius of the load cell's touch zone (m), centred on the object's top face.
+    """Physical settings of the scene (SI): ``object_size`` (m), ``object_mass`` (kg), ``physics_dt`` (s),
+    ``arm_kp`` (N m/rad) / ``arm_kv`` (N m s/rad) per arm joint, ``solref`` of the bubble ``(timeconst s,
+    dampratio)``, ``friction``, ``multiccd``, ``pad_T`` (``(4, 4)`` pad frame in the bubble frame),
+    ``load_radius`` (m, touch zone on the object's top face).
     """
 
     object_size: Tuple[float, float, float] = tuple(ew.OBJECT_SIZE)  # type: ignore[assignment]
@@ -129,20 +118,13 @@ def _link_inertial(link: ET.Element) -> Optional[ET.Element]:
 
 
 def robot_bodies(urdf_text: str) -> Tuple[List[ET.Element], Dict[str, ET.Element], List[str]]:
-    """The URDF's link tree as nested MJCF ``<body>`` elements (no geometry).
+    """The URDF's link tree as nested MJCF ``<body>`` elements: a ``hinge`` / ``slide`` per movable joint
+    (same name, axis and limits), inertials kept; a ``world`` root is MuJoCo's world body.
 
-    Each URDF joint becomes its child link's ``<body>`` at the joint origin, with a ``hinge`` (revolute,
-    continuous) or ``slide`` (prismatic) joint of the same name and axis, ``range`` from the URDF limits of
-    a revolute or prismatic joint; a fixed joint adds no MuJoCo joint. Link inertials carry over.  A root
-    link named ``world`` is MuJoCo's world body (its children go straight into ``<worldbody>``), as
-    ``robot_state_publisher`` treats it.
-
-    Returns:
-        ``(top-level bodies, {link name: body element}, movable joint names in URDF order)``.
+    Returns ``(top-level bodies, {link: body element}, movable joints in URDF order)``.
 
     Raises:
-        ValueError: joints of a type MuJoCo cannot express here (floating, planar), or a link tree with more
-            than one root besides ``world``.
+        ValueError: a floating or planar joint, or more than one root besides ``world``.
     """
     root = ET.fromstring(urdf_text)
     joints = parse_urdf_joints(root)
@@ -196,15 +178,10 @@ def robot_bodies(urdf_text: str) -> Tuple[List[ET.Element], Dict[str, ET.Element
 
 def scene_mjcf(cfg: MujocoSceneConfig,
                bubble_mesh: Optional[trimesh.Trimesh] = None) -> Tuple[str, List[str]]:
-    """MJCF text of the scene (see the module doc) and the arm's movable joint names.
-
-    Args:
-        cfg: the physical settings (validated here).
-        bubble_mesh: the membrane mesh in the bubble frame (m); default the package's
-            ``data/punyo_bubble.ply`` (:func:`vsf_sensor_ros.embedded_world.bubble_mesh`).
+    """MJCF text of the scene and the arm's movable joints; ``bubble_mesh`` defaults to the package's.
 
     Raises:
-        ValueError: a bad setting (see :meth:`MujocoSceneConfig.validate`).
+        ValueError: a bad setting (:meth:`MujocoSceneConfig.validate`).
     """
     urdf = Path(ew.embedded_urdf_path()).read_text()
     top, bodies, movable = robot_bodies(urdf)
@@ -253,15 +230,9 @@ def scene_mjcf(cfg: MujocoSceneConfig,
 
 @dataclass
 class ContactRows:
-    """Every active MuJoCo contact of one step, as the package's contacts carry them.
-
-    Attributes:
-        body1, body2: ``(N,)`` body names (``geom1``'s and ``geom2``'s bodies).
-        points: ``(N, 3)`` float64 contact points (world frame, m): MuJoCo's ``contact.pos``, midway between
-            the two surfaces.
-        forces: ``(N, 3)`` float64 force applied to body1 by body2 (world frame, N).
-        normals: ``(N, 3)`` float64 unit contact normals, from body1 toward body2 (world).
-        depths: ``(N,)`` float64 penetration depths (m, ``-contact.dist``; > 0 when overlapping).
+    """Every active contact of one step: ``body1``, ``body2`` ``(N,)`` names; ``points`` ``(N, 3)`` (world,
+    m; MuJoCo's ``contact.pos``); ``forces`` ``(N, 3)`` on body1 by body2 (N); ``normals`` ``(N, 3)`` body1 ->
+    body2; ``depths`` ``(N,)`` m (> 0 overlapping).
     """
 
     body1: List[str]
@@ -276,12 +247,8 @@ class ContactRows:
 
 
 def contact_rows(model: "mujoco.MjModel", data: "mujoco.MjData") -> ContactRows:
-    """The contacts of ``data`` (after ``mj_step`` / ``mj_forward``) in world frame.
-
-    For each of ``data.ncon`` contacts: ``mj_contactForce`` gives ``f`` in the contact frame (rows of
-    ``contact.frame``: normal from geom1 to geom2, then two tangents); the force on body1 by body2 is
-    ``−frameᵀ f[:3]`` (see the module doc).  Bodies come from ``model.geom_bodyid``, names from the model.
-    Contacts MuJoCo excluded from the solver (``efc_address < 0``) carry no force and are left out.
+    """The contacts of ``data`` in the world frame: force on body1 = ``−frameᵀ f[:3]`` of
+    ``mj_contactForce``; contacts excluded from the solver are left out.
     """
     n = int(data.ncon)
     b1: List[str] = []
@@ -308,12 +275,8 @@ def contact_rows(model: "mujoco.MjModel", data: "mujoco.MjData") -> ContactRows:
 
 def contacts_by_pair(rows: ContactRows, body_names: Sequence[str],
                      both_orders: bool = True) -> Dict[Pair, ContactState]:
-    """``{(body1, body2): ContactState}`` of the rows whose two bodies are both in ``body_names``.
-
-    Pairs are ordered by ``body_names`` (the lower index first as ``body1``); with ``both_orders`` each pair
-    also appears reversed, with the forces negated (what the package's Klampt simulator publishes).  Forces
-    are on body1 by body2, world frame (N); points world (m). Contacts of a body outside the table, or of a
-    body with itself, are left out.
+    """``{(body1, body2): ContactState}`` of the rows between two bodies of ``body_names`` (lower index
+    first; with ``both_orders`` also reversed, forces negated); world frame, m and N.
     """
     index = {n: i for i, n in enumerate(body_names)}
     grouped: Dict[Pair, List[Tuple[np.ndarray, np.ndarray]]] = {}
@@ -340,12 +303,8 @@ def contacts_by_pair(rows: ContactRows, body_names: Sequence[str],
 class MujocoScene:
     """The compiled scene with its state, servo targets, contacts and MuJoCo's own sensors.
 
-    Args:
-        cfg: physical settings.
-        bubble_mesh: membrane mesh (default the package's bubble).
-
     Raises:
-        ValueError: a bad setting, or MuJoCo rejects the generated model (its message).
+        ValueError: a bad setting, or MuJoCo rejects the model (its message).
     """
 
     def __init__(self, cfg: Optional[MujocoSceneConfig] = None,
@@ -368,10 +327,7 @@ class MujocoScene:
         return float(self.data.time)
 
     def reset(self, joints: Dict[str, float], settle_s: float = 0.3) -> None:
-        """Put the arm at ``joints`` (held there by the servos) and let the object settle.
-
-        The object starts resting on the table; ``settle_s`` simulated seconds let it sink into MuJoCo's
-        soft contact.  The clock is then set back to 0.
+        """Put the arm at ``joints`` (servo-held), let the object settle for ``settle_s``, reset the clock.
 
         Raises:
             ValueError: a name that is not a movable joint.
@@ -386,11 +342,7 @@ class MujocoScene:
         self.data.time = 0.0
 
     def set_targets(self, joints: Dict[str, float]) -> None:
-        """Servo targets (rad) by URDF joint name.
-
-        Raises:
-            ValueError: a name that is not a movable joint (nothing changed).
-        """
+        """Servo targets (rad) by URDF joint name; ValueError for a non-movable name (nothing changed)."""
         bad = [n for n in joints if n not in self.joint_names]
         if bad:
             raise ValueError(f"{bad} are not movable joints; joints: {self.joint_names}")
@@ -411,11 +363,7 @@ class MujocoScene:
         return self.data.qvel[self._dadr].copy()
 
     def body_transform(self, name: str) -> np.ndarray:
-        """``(4, 4)`` float64 body frame -> world.
-
-        Raises:
-            KeyError: no body of that name.
-        """
+        """``(4, 4)`` float64 body frame -> world; KeyError for an unknown body."""
         b = self.model.body(name)
         T = np.eye(4)
         T[:3, :3] = self.data.xmat[b.id].reshape(3, 3)
@@ -440,16 +388,8 @@ class MujocoScene:
 
 
 def pad_reading(scene: MujocoScene, names: Sequence[str]) -> np.ndarray:
-    """The pad's measurement from MuJoCo's ``force`` sensor, in the layout of ``names``.
-
-    MuJoCo's ``force`` sensor gives the force the flange exerts on the (massless) bubble, in the pad's site
-    frame; the contact force *on* the bubble is its negative, which is what the package's Klampt-semantics
-    pad reports (``force_x/y/z``; an object pressing the outward pad reads a negative ``force_z``).
-    ``contact`` is 1.0 while MuJoCo has a contact on the bubble.
-
-    Args:
-        scene: the scene after a step.
-        names: the pad model's measurement names (``contact``, ``force_x`` ...).
+    """The pad's measurement in the layout of ``names`` from MuJoCo's ``force`` sensor (negated: the force on
+    the bubble, pad frame); ``contact`` 1.0 while the bubble touches.
 
     Raises:
         ValueError: a name other than ``contact``, ``force_x``, ``force_y``, ``force_z``.
@@ -465,11 +405,8 @@ def pad_reading(scene: MujocoScene, names: Sequence[str]) -> np.ndarray:
 
 def load_reading(scene: MujocoScene, min_threshold: float = 0.0,
                  max_threshold: float = math.inf) -> np.ndarray:
-    """``[in_contact, value]`` of the load cell from MuJoCo's ``touch`` sensor (N).
-
-    ``value`` is the touch reading (sum of normal contact forces in the zone), thresholded as the
-    Isaac-style sensor does: below ``min_threshold`` (or zero) -> ``[0, 0]``, above ``max_threshold`` ->
-    clamped.
+    """``[in_contact, value]`` (N) of the load cell from MuJoCo's ``touch`` sensor, thresholded as the
+    Isaac-style sensor.
     """
     v = float(scene.sensor(LOAD_SITE)[0])
     if v <= 0.0 or v < min_threshold:
@@ -487,12 +424,8 @@ SOURCE_TEXT = {SOURCE_MUJOCO_FORCE: "independent: MuJoCo's force sensor",
 
 
 def mujoco_source_label(sensor_type: str, attachment: str, mode: str) -> str:
-    """Where ``mujoco_contact_node``'s ``<s>/measured`` of a demo sensor comes from, as a label.
-
-    With ``mode`` ``independent``: a ``ContactSensor`` on the bubble reads MuJoCo's ``force`` sensor
-    (:data:`SOURCE_MUJOCO_FORCE`), an ``IsaacContactSensor`` on the object MuJoCo's ``touch`` sensor
-    (:data:`SOURCE_MUJOCO_TOUCH`); everything else, and every sensor with ``model``, is the package's model
-    (``synthetic-model``, the label of :mod:`vsf_sensor_ros.contact_sources.sim_sensors`).
+    """The label of a demo sensor's ``<s>/measured`` source: MuJoCo's ``force`` / ``touch`` for the pad /
+    load cell in ``independent`` mode, else ``synthetic-model``.
 
     Raises:
         ValueError: ``mode`` is not ``independent`` or ``model``.
@@ -508,20 +441,11 @@ def mujoco_source_label(sensor_type: str, attachment: str, mode: str) -> str:
 
 
 class PressPlan:
-    """Joint targets that press the bubble apex straight down onto the object's top face centre.
-
-    The apex height above the top face follows the package's press profile
-    (:class:`~vsf_sensor_ros.contact_sources.trajectory.PressProfile`: tare hold, approach, press, hold,
-    release, retreat, rest); the joints come from the embedded arm's closed-form inverse kinematics
-    (:func:`~vsf_sensor_ros.embedded_world.tool_down_joint_positions`), bubble facing down.
-
-    Args:
-        profile: timing and depths (validated).
-        object_xy: ``(x, y)`` of the press point (m, world).
-        top_z: height of the object's top face (m, world).
+    """Joint targets pressing the bubble apex straight down on the object's top face centre (``object_xy``,
+    ``top_z``, m, world), timed by ``profile``, by the embedded arm's closed-form IK.
 
     Raises:
-        ValueError: a bad profile, or a target out of the arm's reach.
+        ValueError: a bad profile, or a target out of reach.
     """
 
     def __init__(self, profile: object, object_xy: Tuple[float, float], top_z: float) -> None:

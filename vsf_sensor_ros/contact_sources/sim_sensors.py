@@ -25,14 +25,8 @@ DEMO_SENSORS = ("punyo_pressure", "punyo_force", "punyo_pad", "object_load")
 
 @dataclass
 class DemoSensorSpec:
-    """One demo sensor.
-
-    Attributes:
-        name: sensor name (topic namespace).
-        config: the ``sensor_from_config`` dict: ``name``, ``type``, ``attachment`` and type settings
-            (sensor node parameter names).
-        offset: constant added to each physical entry of the measured stream (SI: Pa or N).
-        noise_std: standard deviation of the Gaussian noise added to each physical entry (SI).
+    """One demo sensor: ``name``, ``config`` (the ``sensor_from_config`` dict), ``offset`` and ``noise_std``
+    (SI) added to each physical entry of its measured stream.
     """
 
     name: str
@@ -52,23 +46,10 @@ def _frame_with_z(n: np.ndarray) -> np.ndarray:
 
 def demo_sensor_specs(assets: SceneAssets, object_size: Optional[Sequence[float]] = None
                       ) -> Dict[str, DemoSensorSpec]:
-    """The demo sensor set of a scene, keyed by name (order of :data:`DEMO_SENSORS`).
-
-    Args:
-        assets: the world's assets (bubble mesh and normal).
-        object_size: the box extents (m); default ``assets.object_size``.
-
-    * ``punyo_pressure`` -- ``PunyoPressureSensor`` on the bubble, base normal = the membrane normal;
-      measured = gauge pressure + 101325 Pa, noise 5 Pa.
-    * ``punyo_force`` -- ``PunyoDenseForceSensor`` on the bubble; offset 0.001 N per entry, noise 0.002 N.
-    * ``punyo_pad`` -- Klampt ``ContactSensor`` on the bubble, patch 6 x 6 cm centred on the membrane tip
-      with z along the outward normal, ``patchTolerance`` 1 cm (the dome curves away from the tangent
-      plane), all three axes; offset 0.05 N, noise 0.02 N.
-    * ``object_load`` -- Isaac-style contact sensor on the object, centred on its top face (``position`` =
-      (0, 0, height/2)) with ``radius`` 3 cm: a load cell under the pressed spot.  It sums only the bubble's
-      contacts; the table's, at the bottom face 4+ cm away, stay outside (a whole-body sensor would read the
-      net contact force, i.e. the box's weight, however hard it is pressed).  Every step; offset 0.05 N,
-      noise 0.05 N.
+    """The demo sensors of a scene by name (order of :data:`DEMO_SENSORS`): ``punyo_pressure``,
+    ``punyo_force``, ``punyo_pad`` (6 x 6 cm on the membrane tip), ``object_load`` (3 cm radius on the
+    object's top face); settings, offsets and noise as docs/demo.md lists them.  ``object_size`` (m) defaults
+    to ``assets.object_size``.
     """
     size = assets.object_size if object_size is None else object_size
     half_height = float(size[2]) / 2.0
@@ -96,10 +77,8 @@ def demo_sensor_specs(assets: SceneAssets, object_size: Optional[Sequence[float]
 
 
 def sensor_node_sensor_params(specs: Sequence[DemoSensorSpec]) -> Dict[str, Any]:
-    """Sensor node parameters (flat dotted names) configuring the same sensors.
-
-    Returns:
-        ``{"sensors": [...], "<s>.type": ..., "<s>.attachment": ..., "<s>.<setting>": ...}``.
+    """Sensor node parameters (flat dotted names: ``sensors``, ``<s>.type``, ``<s>.attachment``,
+    ``<s>.<setting>``) configuring the same sensors.
     """
     out: Dict[str, Any] = {"sensors": [s.name for s in specs]}
     for s in specs:
@@ -125,20 +104,10 @@ MEASURED_SOURCE_MODES = ("independent", "model")
 
 def measured_source_label(sensor_type: str, attachment: str, mode: str,
                           contact_body_names: Sequence[str]) -> str:
-    """Where the simulator's ``<s>/measured`` of a demo sensor comes from, as a label.
-
-    The single decision :func:`independent_source` follows (so a demo can label the streams without a
-    simulator of its own): with ``mode`` ``independent``, a ``ContactSensor`` on a robot link (every
-    simulated body but the object and the table) reads from Klampt's own C++ sensor
-    (:data:`SOURCE_KLAMPT_NATIVE`), an ``IsaacContactSensor`` on the object from the simulator's summed
-    bubble-object force when the bubble is in the contact body table (:data:`SOURCE_SIM_FORCES`); everything
-    else, and every sensor with ``mode`` ``model``, is :data:`SOURCE_SYNTHETIC`.
-
-    Args:
-        sensor_type: the sensor's ``type`` (``ContactSensor``, ``PunyoPressureSensor`` ...).
-        attachment: the body it is attached to.
-        mode: the simulator's ``measured_source`` parameter.
-        contact_body_names: the simulator's contact body table.
+    """The label of a demo sensor's ``<s>/measured`` source, the decision :func:`independent_source`
+    follows: in ``independent`` mode a ``ContactSensor`` on a robot link reads Klampt's C++ sensor, an
+    ``IsaacContactSensor`` on the object the simulator's summed force (bubble in the contact bodies); else
+    :data:`SOURCE_SYNTHETIC`.
 
     Raises:
         ValueError: ``mode`` is not in :data:`MEASURED_SOURCE_MODES`.
@@ -154,23 +123,11 @@ def measured_source_label(sensor_type: str, attachment: str, mode: str,
 
 
 def independent_source(spec: DemoSensorSpec, sim: Any, sensor: Any) -> Optional[Callable[[], np.ndarray]]:
-    """A reading of ``spec``'s quantity by an implementation independent of the package's model.
+    """A reading of ``spec``'s quantity independent of the package's model, or None (synthetic).
 
-    * ``ContactSensor`` on a robot link: Klampt's own C++ ``ContactSensor`` added to the simulator with the
-      model's settings (``sensor.settings()``, Klampt-formatted); its measurements ``[contact, force_x,
-      force_y, force_z]`` (the axes of ``hasForce``).
-    * ``IsaacContactSensor`` on the object: ``[in_contact, value]`` with ``value`` = the magnitude of the
-      contact force between the bubble and the object as the simulator sums it
-      (``ContactSimulation.summed_contact_force``), thresholded like the Isaac sensor (``< minThreshold`` →
-      0 and not in contact, ``> maxThreshold`` → clamped).  It covers the whole bubble–object contact, not
-      just the sensor's ``radius``: where the bubble touches the box outside that radius the two disagree,
-      as a real load cell and the model would.
-    * anything else: None (the stream stays synthetic).
-
-    Args:
-        spec: the demo sensor.
-        sim: the :class:`~vsf_sensor_ros.contact_sources.contact_sim.ContactSimulation`.
-        sensor: the package model of ``spec`` (attached), for its settings and measurement names.
+    A ``ContactSensor`` on a robot link: Klampt's C++ sensor with the model's settings; an
+    ``IsaacContactSensor`` on the object: ``[in_contact, |summed bubble-object force|]`` thresholded as
+    Isaac (the whole contact, not only ``radius``).  ``sensor``: the attached model of ``spec``.
 
     Raises:
         ValueError: Klampt's sensor reports other measurement names than the model.
@@ -198,23 +155,15 @@ def independent_source(spec: DemoSensorSpec, sim: Any, sensor: Any) -> Optional[
 
 
 class MeasuredStream:
-    """Stand-in for a real sensor: a physical reading (independent or model) plus offset and noise.
+    """Stand-in for a real sensor: a physical reading (``source``, else the model on the state) plus offset
+    and noise (seeded by ``(seed, stream_index)``).  ``model``: the attachment body's Klampt model.
 
-    Args:
-        spec: the demo sensor.
-        model: the Klampt model of the attachment body, passed to ``attach``.
-        seed: noise seed; streams built with the same ``(seed, stream_index)`` produce the same noise
-            sequence.
-        stream_index: distinguishes the streams of one run.
-        source: the independent reading (:func:`independent_source`), in the model's measurement layout;
-            None = the library model on the state (a synthetic stream).
+    Attributes:
+        slots: ``(k,)`` int64 entries that get offset and noise (default all; flags such as ``contact`` stay
+            clean when left out).
 
     Raises:
         ValueError: the config is rejected by ``sensor_from_config``.
-
-    Attributes:
-        slots: ``(k,)`` int64 indices of the physical entries that get the offset and noise (default: all);
-            set it to the entries the measured message carries so flags such as ``contact`` stay clean.
     """
 
     def __init__(self, spec: DemoSensorSpec, model: Any, seed: int, stream_index: int,
@@ -234,17 +183,8 @@ class MeasuredStream:
         return self.source is None
 
     def measure(self, state: SimState, true_values: Optional[np.ndarray] = None) -> np.ndarray:
-        """One measured vector: physical reading + offset + noise on the physical entries.
-
-        The physical reading is ``source()`` when the stream has one, else the model's prediction on
-        ``state`` (``true_values`` when already computed).
-
-        Args:
-            state: the simulator's state of this step.
-            true_values: the noiseless prediction when already computed (synthetic streams).
-
-        Returns:
-            ``(#meas,)`` float64 in SI units.
+        """One measured vector, ``(#meas,)`` float64 SI: physical reading (``true_values`` when already
+        computed) + offset + noise on the physical entries.
         """
         if self.source is not None:
             true_values = self.source()

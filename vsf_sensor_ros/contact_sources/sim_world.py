@@ -41,25 +41,15 @@ class SceneAssets:
     """Everything a world contributes to a physics scene.
 
     Attributes:
-        name: world name (``embedded`` | ``kinova``).
-        urdf_text: robot URDF XML (no bubble link yet).
-        base_dir: directory for relative / ``package://`` mesh paths in the URDF.
-        end_link: URDF link the bubble is mounted on.
-        bubble_mesh: bubble triangle mesh in the bubble frame (m); vertex order is the one sensors index.
-        bubble_mesh_path: file holding that mesh, for configuring a sensor node the same way (``None`` when
-            the mesh is generated).
-        T_end_bubble: ``(4, 4)`` bubble frame -> end link frame.
-        bubble_normal_local: ``(3,)`` unit outward normal of the membrane in the bubble frame (the pressure
-            sensor's base normal); the press drives the bubble along ``-R n`` into the object.
-        bubble_mass: kg, mass given to the bubble link.
-        seed_config: URDF joint name -> position (rad), an IK seed near the press pose (elbow and wrist
-            branch).
-        pid_gains: ``(kP, kI, kD)`` per driver to set on the simulator's servos, or ``None`` to keep the
-            URDF's (Klampt ``<klampt>`` block).
-        object_xy: ``(x, y)`` of the object centre on the table (m, world).
-        object_size: default box extents ``(x, y, z)`` (m).
-        table_size: ``(x, y, z)`` table slab size (m).
-        table_center: ``(x, y, z)`` of the slab centre (m, world); this is the table body's frame.
+        name: ``embedded`` | ``kinova``.  urdf_text: robot URDF (no bubble link).  base_dir: for mesh paths.
+        end_link: the link the bubble is mounted on; T_end_bubble: ``(4, 4)`` bubble -> end link.
+        bubble_mesh: in the bubble frame (m; sensors index its vertex order); bubble_mesh_path: its file or
+            None.
+        bubble_normal_local: ``(3,)`` outward membrane normal (bubble frame).  bubble_mass: kg.
+        seed_config: ``{URDF joint: rad}`` IK seed near the press pose.
+        pid_gains: ``(kP, kI, kD)`` per driver, or None to keep the URDF's.
+        object_xy, object_size, table_size, table_center: the scene layout (m, world; the table body's frame
+            is the slab centre).
     """
 
     name: str
@@ -85,16 +75,10 @@ class SceneAssets:
 
 
 def kinova_assets(assets_dir: Optional[str] = None) -> SceneAssets:
-    """Kinova Gen3 with the real Punyo mesh (see module doc for the files).
-
-    Args:
-        assets_dir: directory with :data:`KINOVA_FILES`; ``None`` or ``""`` = ``$VSF_ASSETS``, else
-            ``../shared/fixtures/kinova_punyo`` next to the source checkout
-            (``embedded_world.default_assets_dir``).
+    """Kinova Gen3 with the real Punyo mesh; ``assets_dir`` empty = ``default_assets_dir()``.
 
     Raises:
-        FileNotFoundError: the directory or one of the files is missing (message names it).
-        ValueError: the mount transform is not a rigid transform.
+        FileNotFoundError: the directory or a file is missing (named).  ValueError: a non-rigid mount.
     """
     d = Path(assets_dir).expanduser() if assets_dir else ew.default_assets_dir()
     if d is None:
@@ -117,10 +101,8 @@ def kinova_assets(assets_dir: Optional[str] = None) -> SceneAssets:
 
 
 def embedded_assets() -> SceneAssets:
-    """The package's own 4-joint arm and generated bubble (:mod:`vsf_sensor_ros.embedded_world`).
-
-    The URDF has no Klampt servo block, so PID gains are set here: stiff enough to track the press within a
-    millimetre in free space, soft enough that a 1 cm press depth loads the bubble with roughly 10 N.
+    """The package's own 4-joint arm and generated bubble, with PID gains that track the press within a
+    millimetre and load the bubble with about 10 N per cm of press.
     """
     urdf = Path(ew.embedded_urdf_path())
     mesh_file = ew.DATA_DIR / ew.BUBBLE_MESH_FILE
@@ -136,8 +118,7 @@ def load_assets(world: str, assets_dir: Optional[str] = None) -> SceneAssets:
     """Assets of a named world.
 
     Raises:
-        ValueError: ``world`` is not one of :data:`WORLDS`.
-        FileNotFoundError: Kinova files missing (see :func:`kinova_assets`).
+        ValueError: ``world`` is not one of :data:`WORLDS`.  FileNotFoundError: Kinova files missing.
     """
     if world == "kinova":
         return kinova_assets(assets_dir)
@@ -161,9 +142,7 @@ def _rpy_from_matrix(R: np.ndarray) -> Tuple[float, float, float]:
 
 
 def _inertia(mesh: trimesh.Trimesh, mass: float) -> Tuple[np.ndarray, np.ndarray]:
-    """Centre of mass and inertia tensor (bubble frame) of a uniform solid of ``mass``.
-
-    Falls back to the bounding box when the mesh does not enclose a volume.
+    """Centre of mass and inertia (bubble frame) of a uniform solid of ``mass`` (bounding box if not closed).
     """
     if mesh.is_watertight and mesh.volume > 1e-12:
         props = mesh.copy()
@@ -176,19 +155,11 @@ def _inertia(mesh: trimesh.Trimesh, mass: float) -> Tuple[np.ndarray, np.ndarray
 
 
 def urdf_with_bubble(assets: SceneAssets, bubble_file: str, arm_collision: bool = False) -> str:
-    """The assets' URDF with the bubble link added and mesh paths made absolute.
-
-    Args:
-        assets: the world's assets.
-        bubble_file: a mesh file Klampt can read holding ``assets.bubble_mesh``.
-        arm_collision: keep the arm links' ``<collision>`` elements (default: drop them, see the module
-            doc).
-
-    Returns:
-        URDF XML text.
+    """The assets' URDF text with the bubble link (mesh file ``bubble_file``) added, mesh paths made
+    absolute, the arm's collision elements dropped unless ``arm_collision``.
 
     Raises:
-        ValueError: the URDF already has a link named :data:`BUBBLE`, or the end link is not in it.
+        ValueError: a link named :data:`BUBBLE` already, or the end link missing.
         FileNotFoundError: a mesh referenced by the URDF does not exist.
     """
     root = ET.fromstring(assets.urdf_text)
@@ -239,16 +210,9 @@ class SimScene:
     """A Klampt world ready for ``klampt.Simulator``.
 
     Attributes:
-        assets: where it came from.
-        world: the Klampt ``WorldModel`` (robot 0, terrain :data:`TABLE`, rigid object :data:`OBJECT`).
-        robot: the robot (``world.robot(0)``), bubble link included.
-        joint_names: URDF names of the movable joints, URDF order (what ``JointState.name`` carries).
-        joint_dofs: ``(J,)`` int64 Klampt configuration index of each joint.
-        body_ids: body name -> Klampt object id (``getID()``) for every link with geometry, the table and
-            the object.
-        object_size: ``(x, y, z)`` box size (m).
-        object_mass: kg.
-        object_top_z: height of the object's top face when resting (m).
+        assets; world (robot 0, terrain :data:`TABLE`, rigid object :data:`OBJECT`); robot (bubble included).
+        joint_names: movable URDF joints in order; joint_dofs: ``(J,)`` int64 their Klampt indices.
+        body_ids: body name -> Klampt object id.  object_size (m), object_mass (kg), object_top_z (m).
     """
 
     assets: SceneAssets
@@ -263,10 +227,8 @@ class SimScene:
     link_names: List[str] = field(default_factory=list)
 
     def touch_z(self, bubble_padding: float) -> float:
-        """Height (m, world) at which the bubble tip first touches the resting object in ODE.
-
-        The object's top face, plus the table/object gap and the object's padding (:data:`CONTACT_PADDING`
-        each), plus the bubble's padding.
+        """Height (m, world) at which the bubble tip first touches the resting object in ODE (top face plus
+        the paddings).
         """
         return self.object_top_z + 2.0 * CONTACT_PADDING + float(bubble_padding)
 
@@ -276,10 +238,8 @@ class SimScene:
         return self.robot.link(BUBBLE)
 
     def config_from_joints(self, positions: Dict[str, float]) -> List[float]:
-        """A full Klampt configuration with the named URDF joints set (others 0).
-
-        Raises:
-            ValueError: a name that is not a movable joint of the robot.
+        """A full Klampt configuration with the named URDF joints set (others 0); ValueError for an unknown
+        joint.
         """
         q = [0.0] * self.robot.numLinks()
         index = dict(zip(self.joint_names, self.joint_dofs.tolist()))
@@ -304,16 +264,8 @@ def _check_size(label: str, size: Sequence[float]) -> Tuple[float, float, float]
 
 def build_scene(assets: SceneAssets, object_size: Optional[Sequence[float]] = None,
                 object_mass: float = 0.3, arm_collision: bool = False) -> SimScene:
-    """Assemble the Klampt world: robot + bubble link, table terrain, box object.
-
-    The box starts 1 mm above the table top and settles under gravity in the first simulated steps.  The
-    robot starts at the all-zero configuration; the trajectory sets its real start.
-
-    Args:
-        assets: from :func:`load_assets`.
-        object_size: box extents ``(x, y, z)`` in metres (default: the assets').
-        object_mass: box mass in kg (> 0).
-        arm_collision: keep the arm links' collision meshes (slower).
+    """Assemble the Klampt world: robot + bubble link, table terrain, box object (1 mm above the table, it
+    settles); ``object_size`` (m) and ``object_mass`` (kg, > 0) default to the assets'.
 
     Raises:
         ValueError: non-positive sizes or mass, or a URDF Klampt cannot load.

@@ -55,17 +55,12 @@ SESSION_PARAMS: Dict[str, tuple] = {
 
 
 class SimulatorNode(Node):
-    """Base class of a simulator node: publishers, the stepping thread, the live ``rate_hz``.
+    """Base of a simulator node: publishers, the stepping thread, the live ``rate_hz``.
 
-    The subclass must set ``self.p`` (parameter values: ``rate_hz``, ``duration_s``, ``sim_dt``,
-    ``wait_for_subscribers``, ``start_delay_s``, ``exit_on_done``, ``linger_s``) before
-    :meth:`start_stepping`, and pass its parameter table's ``rate_hz`` :class:`Spec` to the constructor (the
-    bounds a live change is checked against).
-
-    Attributes:
-        done: set when the run has ended (finished, failed or stopped).
-        failed: the exception that ended the run, or None.
-        step_times: wall seconds of each :meth:`step_once`.
+    The subclass sets ``self.p`` (``rate_hz``, ``duration_s``, ``sim_dt``, ``wait_for_subscribers``,
+    ``start_delay_s``, ``exit_on_done``, ``linger_s``) before :meth:`start_stepping` and passes its
+    ``rate_hz``
+    :class:`Spec`.  Attributes: ``done``, ``failed`` (the exception or None), ``step_times`` (wall s).
     """
 
     def __init__(self, node_name: str, rate_spec: Spec, **kwargs: Any) -> None:
@@ -81,12 +76,9 @@ class SimulatorNode(Node):
 
     # ------------------------------------------------------------------ outputs
     def create_outputs(self, measured: Sequence[Any], publish_clock: bool) -> None:
-        """Create ``joint_states``, ``object/pose``, ``contacts``, one ``<s>/measured`` per stream,
-        the latched ``sim_done`` (published False now) and, when asked, ``/clock``.
-
-        Args:
-            measured: ``(sensor name, message class)`` per measured stream, in stream order.
-            publish_clock: also publish simulation time on ``/clock``.
+        """Create ``joint_states``, ``object/pose``, ``contacts``, one ``<s>/measured`` per ``(name, message
+        class)`` in ``measured``, the latched ``sim_done`` (False now) and, with ``publish_clock``,
+        ``/clock``.
         """
         reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
                               reliability=ReliabilityPolicy.RELIABLE)

@@ -17,13 +17,8 @@ PHASES = ("tare", "approach", "press", "hold", "release", "retreat", "rest")
 
 @dataclass
 class PressProfile:
-    """Timing and depths of a press (s and m).
-
-    Attributes:
-        tare_s: contact-free hold at the start (>= 1 s).
-        approach_s, press_s, hold_s, release_s, retreat_s: phase durations (> 0).
-        clearance: tip height above the object's top face at start and end (> 0).
-        press_depth: commanded tip depth below the top face while pressing (>= 0).
+    """Timing (s) and depths (m) of a press: ``tare_s`` (>= 1), the phase durations (> 0), ``clearance``
+    (> 0, above the top face), ``press_depth`` (>= 0, below it).
     """
 
     tare_s: float = 2.0
@@ -84,23 +79,14 @@ def bubble_tip(vertices: np.ndarray, normal_local: Sequence[float]) -> np.ndarra
 
 
 class PressTrajectory:
-    """Joint-space press trajectory (see module doc).
+    """Joint-space press trajectory by Klampt IK (``robot`` is left at the start configuration).
 
-    Args:
-        robot: Klampt ``RobotModel`` (its configuration is changed while solving and left at the start
-            configuration).
-        link: the bubble link (``RobotModelLink``).
-        tip_local: ``(3,)`` tip point in the link frame (m).
-        normal_local: ``(3,)`` outward membrane normal in the link frame.
-        target_xy: ``(x, y)`` of the press point (m, world).
-        top_z: height of the object's top face (m, world).
-        profile: timing and depths.
-        seed_config: Klampt configuration to start IK from.
-        ik_dt: IK sampling period over moving phases (s).
+    The tip ``tip_local`` of ``link`` (m, link frame; outward normal ``normal_local``) moves on a vertical
+    line over ``target_xy`` relative to the top face ``top_z`` (m, world) as ``profile`` says; IK from
+    ``seed_config``, sampled every ``ik_dt`` s.
 
     Raises:
-        ValueError: invalid profile or ``ik_dt``.
-        RuntimeError: IK fails for some target (message gives the target).
+        ValueError: invalid profile or ``ik_dt``.  RuntimeError: IK fails (names the target).
     """
 
     def __init__(self, robot, link, tip_local: Sequence[float], normal_local: Sequence[float],

@@ -26,21 +26,11 @@ def wrench_contact(force: Sequence[float], R_world_frame: np.ndarray, T_world_bo
                    point_body: Sequence[float], force_sign: float = 1.0,
                    bias: Optional[Sequence[float]] = None, min_force: float = 0.0
                    ) -> Optional[ContactState]:
-    """One contact from one force reading.
+    """One contact from one force reading, or None when ``|f_world| <= min_force``.
 
-    ``f_world = R_world_frame · (force_sign · (force − bias))``; the point is ``T_world_body · point_body``.
-
-    Args:
-        force: ``(3,)`` N, in the wrench frame.
-        R_world_frame: ``(3, 3)`` rotation of the wrench frame (frame → world).
-        T_world_body: ``(4, 4)`` pose of the sensor body (body → world, m).
-        point_body: ``(3,)`` contact point in the body frame (m).
-        force_sign: +1 (the reading is the force on the body) or −1 (the force the body applies).
-        bias: ``(3,)`` N in the wrench frame, subtracted first; None = 0.
-        min_force: N; ``|f_world| <= min_force`` returns None (no contact; a zero force too).
-
-    Returns:
-        A float64 :class:`ContactState` with one row, or None.
+    ``f_world = R_world_frame · (force_sign · (force − bias))`` (N; ``force`` and ``bias`` ``(3,)`` in the
+    wrench frame, ``force_sign`` ±1); the point is ``T_world_body · point_body`` (m).  Returns a float64
+    one-row :class:`ContactState`.
 
     Raises:
         ValueError: non-finite force or bias (named), ``force_sign`` not ±1.
@@ -65,11 +55,8 @@ def wrench_contact(force: Sequence[float], R_world_frame: np.ndarray, T_world_bo
 
 
 class BiasTare:
-    """Bias of a force channel: the mean of ``num_samples`` contact-free readings (N, sensor frame).
-
-    ``on_start``: the first ``num_samples`` readings fed set the bias (the rig starts unloaded).
-    :meth:`tare` sets it from the most recent ``num_samples`` readings kept (call it while nothing touches
-    the body).  Until a bias exists, :attr:`bias` is None.
+    """Bias of a force channel (N, sensor frame): the mean of ``num_samples`` contact-free readings, from the
+    first ones (``on_start``) or the latest on :meth:`tare`; None until set.
     """
 
     def __init__(self, num_samples: int = 10, on_start: bool = True) -> None:
@@ -144,21 +131,10 @@ class ForceBuffer:
 
 @dataclass
 class WrenchContactConfig:
-    """Settings of a :class:`WrenchContactSource` (the node's parameters, same names).
-
-    Attributes:
-        body: body1 of the contact row (the sensor body, e.g. ``punyo``).
-        other_body: body2 (what presses; a name of ``contact_body_names``).
-        body_parent: world body (link, ``world``) the sensor body is fixed to; empty = ``body``.
-        body_transform: ``(4, 4)`` body → ``body_parent``.
-        contact_point: ``(3,)`` m in the body frame (e.g. the bubble apex).
-        wrench_frame: frame of the wrench force; empty = each message's ``frame_id``.
-        force_sign: +1 or −1 (see the module docstring).
-        time_shift: s >= 0, the force channel's lag behind the joint states.
-        bias_samples: readings averaged by a bias tare.
-        bias_on_start: tare the bias from the first ``bias_samples`` readings.
-        min_force: N, deadband below which no contact is emitted.
-        max_pending: joint states waiting for their force (the oldest are dropped beyond).
+    """Settings of a :class:`WrenchContactSource` (the node's parameter names; docs/real_data.md):
+    ``body`` / ``other_body`` (body1 / body2), ``body_parent`` and ``body_transform`` ``(4, 4)``,
+    ``contact_point`` (m, body frame), ``wrench_frame`` (empty: the message's), ``force_sign`` ±1,
+    ``time_shift`` (s), ``bias_samples``, ``bias_on_start``, ``min_force`` (N), ``max_pending``.
     """
 
     body: str
@@ -186,14 +162,10 @@ class WrenchContactConfig:
 
 
 class WrenchContactSource:
-    """Joint states + wrenches in, one contacts dict per joint state out (see the module docstring).
+    """Joint states + wrenches in, one contacts dict per joint state out.
 
-    ``world`` is a :class:`vsf_sensor_ros.world.World` (any object with ``body_names``,
-    ``set_joint_positions(names, positions)`` and ``body_transform(name)``).
-
-    Counters: ``dropped_pending`` (joint states dropped beyond ``max_pending``), ``rejected_wrenches`` (bad
-    frame, non-finite values or a zero stamp; reasons in ``last_error``), ``zero_stamps`` (``{'wrench': n,
-    'joint_states': n}``: messages stamped 0, rejected).
+    ``world``: a :class:`vsf_sensor_ros.world.World` or alike.  Counters: ``dropped_pending``,
+    ``rejected_wrenches`` (reason in ``last_error``), ``zero_stamps`` (``{'wrench', 'joint_states'}``).
     """
 
     def __init__(self, world, config: WrenchContactConfig) -> None:
@@ -217,11 +189,8 @@ class WrenchContactSource:
 
     def on_wrench(self, stamp: float, frame_id: str, force: Sequence[float]
                   ) -> List[Tuple[float, Dict[Pair, ContactState]]]:
-        """Take one reading; return the contacts now ready ``[(stamp, {pair: ContactState})]``.
-
-        A reading in a frame not in the world (and no ``wrench_frame`` override), with non-finite values or
-        stamped 0 (also counted in ``zero_stamps``) is rejected (counted, ``last_error``) and nothing is
-        emitted.
+        """Take one reading; return the contacts now ready ``[(stamp, {pair: ContactState})]``.  A reading in
+        an unknown frame, non-finite or stamped 0 is rejected and counted.
         """
         frame = self.cfg.wrench_frame or frame_id
         f = np.asarray(force, dtype=np.float64).reshape(3)
@@ -240,11 +209,7 @@ class WrenchContactSource:
 
     def on_joint_state(self, stamp: float, names: Sequence[str], positions: Sequence[float]
                        ) -> List[Tuple[float, Dict[Pair, ContactState]]]:
-        """Queue one joint state; return the contacts now ready (as :meth:`on_wrench`).
-
-        A joint state stamped 0 is rejected (``zero_stamps['joint_states']``, ``last_error``): it would pair
-        with the oldest buffered wrench.
-        """
+        """Queue one joint state; return the contacts now ready.  One stamped 0 is rejected and counted."""
         if stamp == 0.0:
             self.zero_stamps["joint_states"] += 1
             self.last_error = ("joint state stamped 0 (header.stamp never set by its driver): no time "
