@@ -57,13 +57,10 @@ def _eval_one(px: float, py: float, pz: float, CT: np.ndarray, j: int):
 @_jit
 def _best_in_row(P: np.ndarray, i: int, table: np.ndarray, lower: np.ndarray, row: int, CT: np.ndarray,
                  tri: np.ndarray, reg: np.ndarray, par: np.ndarray, best2: np.ndarray) -> None:
-    """Closest of the candidates ``table[row]`` to ``P[i]``, written to slot ``i`` of the outputs.
-
-    ``lower[row]`` (ascending) bounds each candidate's distance from below; the scan stops at the first
-    candidate whose bound exceeds the best distance so far: it and the rest are strictly farther (the bounds
-    include a margin above rounding), so they could not replace the best under the strict-``<`` rule and the
-    answer is the full scan's.  A row's trailing entries may repeat its first candidate (grid padding, bound
-    ``inf``).
+    """Closest of the candidates ``table[row]`` to ``P[i]``, into slot ``i`` of the outputs; the scan stops at
+    the first candidate whose lower bound (``lower[row]``, ascending, with a rounding margin) exceeds the
+    best,
+    so the answer is the full scan's.  Padding repeats the first candidate with bound ``inf``.
     """
     px, py, pz = P[i, 0], P[i, 1], P[i, 2]
     first = table[row, 0]
@@ -84,13 +81,8 @@ def _best_in_row(P: np.ndarray, i: int, table: np.ndarray, lower: np.ndarray, ro
 def grid_best(P: np.ndarray, lo: np.ndarray, cell: float, shape: np.ndarray, grid_row: np.ndarray,
               narrow: np.ndarray, wide: np.ndarray, narrow_lower: np.ndarray, wide_lower: np.ndarray,
               CT: np.ndarray, tri: np.ndarray, reg: np.ndarray, par: np.ndarray, best2: np.ndarray) -> int:
-    """Grid path for every point of ``P (M, 3)``; returns how many points are off the grid.
-
-    ``narrow_lower``/``wide_lower``: per-entry distance lower bounds of the two tables (see
-    ``_best_in_row``).
-
-    Off-grid points (outside the box or in a cell outside the band) get ``tri = -1`` and are left for the
-    KD-tree path.  ``par`` is ``(5, M)``: ``v, w, t, s, r``.
+    """Grid path for every point of ``P (M, 3)``; returns how many are off the grid (``tri = -1``, left for
+    the other paths).  ``par`` is ``(5, M)``: ``v, w, t, s, r``.
     """
     missing = 0
     s0, s1, s2 = shape[0], shape[1], shape[2]
@@ -131,12 +123,8 @@ def table_best(P: np.ndarray, idx: np.ndarray, CT: np.ndarray, tri: np.ndarray, 
 @_jit
 def brute_best(P: np.ndarray, cent: np.ndarray, rad: np.ndarray, slack: float, CT: np.ndarray,
                tri: np.ndarray, reg: np.ndarray, par: np.ndarray, best2: np.ndarray) -> None:
-    """Exact closest triangle of each point over ALL triangles, pruned by bounding spheres
-    (``ClosestTriangleQuery._query_brute``): least squared distance, ties to the lowest index.
-
-    Triangle ``t`` is skipped when ``|p − c_t| − r_t`` exceeds the best distance so far (at first the least
-    of ``min_t |p − c_t| + r_t`` and the distance to the nearest-centroid triangle) plus ``slack``; such a
-    triangle is farther than the winner, so the answer equals the unpruned scan's.
+    """Exact closest triangle of each point over all triangles, skipping those whose bounding sphere is
+    farther than the best bound plus ``slack`` (the unpruned scan's answer; ties to the lowest index).
     """
     T = cent.shape[0]
     dc = np.empty(T)
@@ -208,13 +196,9 @@ def finish(P: np.ndarray, tri: np.ndarray, reg: np.ndarray, par: np.ndarray, V: 
 def dense_force_outputs(local: np.ndarray, pv_c: np.ndarray, pv_v: np.ndarray, b_c: np.ndarray,
                         b_v: np.ndarray, b_w: np.ndarray, Rt: np.ndarray, out: np.ndarray,
                         rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, jac: bool) -> None:
-    """Punyo dense-force prediction and COO Jacobian (``PunyoDenseForceSensor``), float64.
-
-    ``local (N, 3)`` rows ``Rᵀ f_c``; per-vertex contacts ``pv_c`` on vertices ``pv_v``; barycentric
-    contacts ``b_c`` on corners ``b_v (Nb, 3)`` with weights ``b_w (Nb, 3)``. ``out (3V,)`` zeros on entry
-    accumulates ``w · local[c]`` on rows ``3 v + d``, per-vertex contacts first, then barycentric ones
-    corner by corner.  When ``jac``: ``rows/cols/vals`` (``9 n_pv + 27 n_b``) get entry ``(3 v + d, 3 c + e,
-    w Rt[d, e])`` in the same order.
+    """Punyo dense-force prediction ``out (3V,)`` (zeros on entry) and, with ``jac``, COO entries
+    ``(3 v + d, 3 c + e, w Rt[d, e])`` (``9 n_pv + 27 n_b``): ``local (N, 3)`` rows ``Rᵀ f_c``; per-vertex
+    contacts ``pv_c`` on ``pv_v`` first, then barycentric ``b_c`` on corners ``b_v`` with weights ``b_w``.
     """
     k = 0
     for n in range(pv_c.shape[0]):
@@ -240,10 +224,8 @@ def dense_force_outputs(local: np.ndarray, pv_c: np.ndarray, pv_v: np.ndarray, b
 
 
 def warm_up() -> None:
-    """Compile (or load from the cache) every kernel for the argument types ``mesh.py`` passes.
-
-    Numba compiles one specialisation per argument-type tuple (dtype, layout, read-only flag), so these
-    dummy arguments mirror the query's exactly; a test checks that queries add no new one.
+    """Compile (or load from the cache) every kernel for exactly the argument types ``mesh.py`` passes
+    (one specialisation per type tuple; a test checks queries add none).
     """
     V = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
     F = np.array([[0, 1, 2]], dtype=np.int64)

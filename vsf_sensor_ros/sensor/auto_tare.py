@@ -18,16 +18,9 @@ __all__ = ["AutoTare", "TareEvent"]
 
 @dataclass(frozen=True)
 class TareEvent:
-    """One automatic tare tried.
-
-    Attributes:
-        stamp_ns: stamp of the sample that completed the window, ns.
-        applied: True when the offset was moved.
-        offset: ``(#meas,)`` float64, the offset held after the event (unchanged when refused).
-        step: ``(#meas,)`` float64, proposed offset − previous offset (the proposed offset itself for the
-            first tare).
-        reason: why it was refused (names the step, the entry and ``max_step``); ``''`` when applied.
-        samples: how many contact-free samples the proposed offset averages.
+    """One automatic tare tried: ``stamp_ns``; ``applied``; ``offset`` ``(#meas,)`` held after it; ``step``
+    (proposed − previous, or the proposed offset at first); ``reason`` of a refusal (``''`` when applied);
+    ``samples`` averaged.
     """
 
     stamp_ns: int
@@ -47,20 +40,12 @@ def _positive(name: str, value: float, allow_zero: bool = False) -> float:
 
 
 class AutoTare:
-    """The offset of one sensor, re-tared while the simulator predicts no contact (see the module text).
+    """The offset of one sensor, re-tared while the simulator predicts no contact (docs/real_data.md).
 
-    Args:
-        max_step: largest change of any entry an automatic tare may make, sensor units (> 0).
-        steady_std: largest standard deviation of ``measured − predicted`` over the window, per entry, for
-            the sensor to count as steady, sensor units (> 0).
-        window_s: span of contact-free samples a tare averages, s (> 0; default 2).
-        min_interval_s: least time between two tries, s (>= 0; default 5).
-        min_samples: fewest samples in the window (>= 2; default 10).
-        offset: the starting offset ``(#meas,)`` (e.g. a tare from the calibration file), or None: the first
-            tare sets it without the ``max_step`` bound.
-
-    Attributes:
-        offset: ``(#meas,)`` float64 or None; applied, refused: counts of tries.
+    ``max_step`` (> 0) bounds any entry's change, ``steady_std`` (> 0) the residual's spread in the window
+    (sensor units); ``window_s`` (> 0), ``min_interval_s`` (>= 0), ``min_samples`` (>= 2); ``offset``: the
+    starting ``(#meas,)`` offset, or None (the first tare is unbounded).  Attributes ``offset``,
+    ``applied``, ``refused``.
 
     Raises:
         ValueError: a parameter out of range (names it).
@@ -87,20 +72,12 @@ class AutoTare:
 
     def update(self, stamp_ns: int, predicted: np.ndarray, measured: np.ndarray,
                sim_in_contact: bool) -> Optional[TareEvent]:
-        """Feed one paired sample; the tare tried on it, if any.
-
-        Args:
-            stamp_ns: the sample's stamp, ns, later than the previous one.
-            predicted: ``(#meas,)`` (or a scalar) the simulator's raw prediction, sensor units.
-            measured: the same shape, the real sensor's reading.
-            sim_in_contact: the simulator predicts contact on the sensor's body.
-
-        Returns:
-            :class:`TareEvent` when a tare was applied or refused, else None.
+        """Feed one paired sample (stamp ns, raw ``predicted`` and ``measured`` ``(#meas,)`` in sensor units,
+        ``sim_in_contact``); the :class:`TareEvent` tried on it, or None.
 
         Raises:
-            ValueError: a stamp not after the previous one, shapes that differ (from each other or the
-                offset's), non-finite values; nothing is changed.
+            ValueError: a stamp not after the previous one, mismatched shapes, non-finite values; nothing
+                changes.
         """
         stamp = int(stamp_ns)
         if self._last_stamp is not None and stamp <= self._last_stamp:

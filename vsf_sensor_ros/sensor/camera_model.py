@@ -15,17 +15,14 @@ __all__ = ["BrownConradyCamera"]
 
 @dataclass(frozen=True)
 class BrownConradyCamera:
-    """Pinhole camera with librealsense's inverse Brown–Conrady distortion.
+    """Pinhole camera with librealsense's inverse Brown–Conrady distortion (docs/membrane_force.md).
 
-    Attributes:
-        width, height: image size, px (columns, rows).
-        fx, fy: focal lengths, px.
-        cx, cy: principal point, px (pixel centres at integer u, v, as librealsense).
-        coeffs: ``(k1, k2, p1, p2, k3)``, dimensionless (ROS ``CameraInfo.D`` order for ``plumb_bob``).
+    Attributes: ``width``, ``height`` (px); ``fx``, ``fy`` (px); ``cx``, ``cy`` (px, pixel centres at
+    integer u, v); ``coeffs`` ``(k1, k2, p1, p2, k3)`` (ROS ``plumb_bob`` order).
 
     Raises:
-        ValueError: a non-finite or non-positive focal length, a size < 1, or a coefficient list that is not
-            5 finite numbers (naming the value).
+        ValueError: a non-finite or non-positive focal length, a size < 1, or coefficients that are not 5
+            finite numbers (naming the value).
     """
 
     width: int
@@ -57,13 +54,8 @@ class BrownConradyCamera:
     @classmethod
     def from_camera_info(cls, width: int, height: int, k: Sequence[float],
                          d: Sequence[float] = ()) -> "BrownConradyCamera":
-        """Build from the fields of a ``sensor_msgs/CameraInfo``.
-
-        Args:
-            width, height: ``CameraInfo.width``, ``.height`` (px).
-            k: ``CameraInfo.k``, the row-major 3×3 intrinsic matrix (9 numbers).
-            d: ``CameraInfo.d``; up to 5 coefficients ``k1, k2, p1, p2, k3`` (fewer are padded with 0; an
-                empty list means no distortion).
+        """Build from ``CameraInfo`` fields: ``width``, ``height``, ``k`` (row-major 3×3), ``d`` (up to 5
+        coefficients, padded with 0; empty = no distortion).
 
         Raises:
             ValueError: ``k`` is not 9 numbers, or ``d`` has more than 5 nonzero terms.
@@ -83,24 +75,13 @@ class BrownConradyCamera:
     @classmethod
     def fit_to_rays(cls, width: int, height: int, u: np.ndarray, v: np.ndarray,
                     slopes: np.ndarray) -> Tuple["BrownConradyCamera", float]:
-        """The camera whose rays best match measured ones, and the largest ray misfit.
-
-        For a recording that kept organised clouds but not its ``CameraInfo``: every pixel with a reading
-        gives its ray ``(x/z, y/z)``. A linear pinhole fit starts a non-linear least-squares fit (SciPy's
-        trust-region reflective) of all nine parameters of :meth:`deproject`; the rays of a RealSense depth
-        stream follow that model to float32 rounding.
-
-        Args:
-            width, height: image size, px.
-            u, v: ``(N,)`` pixel column and row of each measured ray (px), N >= 9.
-            slopes: ``(N, 2)`` the rays' ``x/z, y/z`` (dimensionless, camera optical frame).
-
-        Returns:
-            ``(camera, max |slope misfit|)``; the misfit is dimensionless (× fx ≈ px).
+        """``(camera, max |slope misfit|)``: the camera whose rays best match measured ones (a recording
+        without
+        its ``CameraInfo``): a pinhole fit, then SciPy's least squares over all nine parameters.  ``u``, ``v``
+        ``(N,)`` px (N >= 9), ``slopes`` ``(N, 2)`` ``x/z, y/z``.
 
         Raises:
-            ValueError: fewer than 9 rays, shapes that disagree, non-finite slopes, or rays that do not grow
-                with u and v (no positive focal length).
+            ValueError: fewer than 9 rays, mismatched shapes, non-finite slopes, or no positive focal length.
         """
         from scipy.optimize import least_squares
 
@@ -131,14 +112,7 @@ class BrownConradyCamera:
         return cam, float(np.abs(misfit(fit.x)).max())
 
     def distort(self, xn: np.ndarray, yn: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """Ray slopes ``(x/z, y/z)`` of normalised pixel coordinates (the polynomial above).
-
-        Args:
-            xn, yn: arrays of one shape, ``(u − cx)/fx`` and ``(v − cy)/fy``, float64.
-
-        Returns:
-            ``(x/z, y/z)``, arrays of the input shape, float64, dimensionless.
-        """
+        """Ray slopes ``(x/z, y/z)`` (float64, input shape) of normalised pixel coordinates ``xn``, ``yn``."""
         k1, k2, p1, p2, k3 = self.coeffs
         r2 = xn * xn + yn * yn
         f = 1.0 + r2 * (k1 + r2 * (k2 + r2 * k3))
@@ -147,13 +121,7 @@ class BrownConradyCamera:
                 yn * f + 2.0 * p2 * xy + p1 * (r2 + 2.0 * yn * yn))
 
     def deproject(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """Ray slopes of pixels.
-
-        Args:
-            u, v: pixel column and row (px), arrays of one shape, any real dtype.
-
-        Returns:
-            ``(..., 2)`` float64: ``x/z, y/z`` of the point each pixel sees (camera frame).
+        """``(..., 2)`` float64 ray slopes ``x/z, y/z`` (camera frame) of pixels ``u``, ``v`` (px, one shape).
         """
         xn = (np.asarray(u, dtype=np.float64) - self.cx) / self.fx
         yn = (np.asarray(v, dtype=np.float64) - self.cy) / self.fy
@@ -165,16 +133,9 @@ class BrownConradyCamera:
         return self.deproject(u, v)
 
     def points_from_depth(self, depth: np.ndarray) -> np.ndarray:
-        """Organised point cloud from a depth image.
-
-        Args:
-            depth: ``(height, width)`` depth along z, m (any float dtype; 0 or NaN = no reading).
-
-        Returns:
-            ``(height, width, 3)`` float64 camera-frame points, m; NaN where there is no reading.
-
-        Raises:
-            ValueError: the image is not ``(height, width)``.
+        """``(height, width, 3)`` float64 camera-frame points (m, NaN without reading) of a ``(height,
+        width)``
+        depth image (m along z; 0 or NaN = no reading).  ValueError for another shape.
         """
         depth = np.asarray(depth, dtype=np.float64)
         if depth.shape != (self.height, self.width):
@@ -184,17 +145,8 @@ class BrownConradyCamera:
         return np.stack([z * rays[..., 0], z * rays[..., 1], z], axis=-1)
 
     def project(self, points: np.ndarray, iterations: int = 20) -> np.ndarray:
-        """Pixel ``(u, v)`` that sees each camera-frame point (inverse of :meth:`deproject`).
-
-        The polynomial is inverted by Newton's method from the undistorted guess; for a RealSense lens (|k|
-        < 0.1) it converges to 1e-10 px in a few steps.
-
-        Args:
-            points: ``(..., 3)`` camera-frame points, m, with z > 0.
-            iterations: Newton steps (default 20; the loop stops early once converged).
-
-        Returns:
-            ``(..., 2)`` float64 sub-pixel ``(u, v)``; may lie outside the image.
+        """Sub-pixel ``(u, v)`` ``(..., 2)`` float64 seeing each camera-frame point ``(..., 3)`` (m, z > 0):
+        :meth:`deproject` inverted by Newton's method (at most ``iterations``); may lie outside the image.
 
         Raises:
             ValueError: a point with z <= 0 or a non-finite coordinate (naming how many).

@@ -26,11 +26,9 @@ __all__ = [
 
 
 class FrameRejected(ValueError):
-    """A camera frame (or reference) the estimator cannot use; nothing was changed.
-
-    Attributes:
-        reason: short machine-readable cause (``'wrong_size'``, ``'nan'``, ``'too_few_valid_pixels'``,
-            ``'bad_pressure'``, ``'no_reference'``, ``'solver_failed'``), for a node's rejection counters.
+    """A camera frame (or reference) the estimator cannot use; nothing was changed.  ``reason``:
+    ``'wrong_size'``, ``'nan'``, ``'too_few_valid_pixels'``, ``'bad_pressure'``, ``'no_reference'`` or
+    ``'solver_failed'`` (for a node's rejection counters).
     """
 
     def __init__(self, message: str, reason: str) -> None:
@@ -39,9 +37,8 @@ class FrameRejected(ValueError):
 
 
 def isa_pressure(altitude_m: float) -> float:
-    """ICAO standard-atmosphere pressure (Pa) at a geopotential altitude below 11 km (ISO 2533).
-
-    ``p = 101325 (1 − 0.0065 h / 288.15)^5.25588``.
+    """ISA pressure (Pa) at a geopotential altitude (m): ``101325 (1 − 0.0065 h / 288.15)^5.25588`` (ISO
+    2533).
 
     Raises:
         ValueError: altitude outside −500 … 11000 m.
@@ -53,10 +50,8 @@ def isa_pressure(altitude_m: float) -> float:
 
 
 def punyo_camera_rotation(angle_deg: float = 25.0) -> np.ndarray:
-    """``R_cam_mesh`` of the Punyo reference mesh: rotation by ``angle_deg`` about the camera y axis.
-
-    ``p_cam = R p_mesh`` with ``R = [[cos θ, 0, −sin θ], [0, 1, 0], [sin θ, 0, cos θ]]`` (the reference
-    estimator's camera-to-mesh convention). Returns ``(3, 3)`` float64.
+    """``(3, 3)`` float64 ``R_cam_mesh`` of the Punyo reference mesh: a rotation by ``angle_deg`` about the
+    camera y axis (the reference estimator's convention, ``p_cam = R p_mesh``).
     """
     t = np.deg2rad(float(angle_deg))
     return np.array([[np.cos(t), 0.0, -np.sin(t)], [0.0, 1.0, 0.0], [np.sin(t), 0.0, np.cos(t)]])
@@ -240,14 +235,8 @@ class MembraneModel:
         self.base_area = base_area
 
     def forces(self, displacement: np.ndarray, pressure_change: float = 0.0) -> np.ndarray:
-        """External nodal forces of a displacement and a pressure change, :math:`K u - \\delta p\\,g_0`.
-
-        Args:
-            displacement: ``(V, 3)`` vertex displacements, m, mesh frame.
-            pressure_change: :math:`\\delta p`, Pa.
-
-        Returns:
-            ``(V, 3)`` float64 forces, N, mesh frame (boundary rows = support reactions).
+        """``(V, 3)`` float64 external nodal forces (N, mesh frame; boundary rows = reactions) ``K u − δp g0``
+        of a ``(V, 3)`` displacement (m) and a pressure change (Pa).
         """
         u = np.asarray(displacement, dtype=np.float64).reshape(-1)
         return (self.K @ u).reshape(-1, 3) - float(pressure_change) * self.g0
@@ -745,16 +734,11 @@ class MembraneForceEstimator:
 # ---------------------------------------------------------------------- evaluation
 @dataclass(frozen=True)
 class WrenchComparison:
-    """Estimated total contact force against a force/torque reading (see :func:`compare_with_wrench`).
+    """Estimated total contact force against a force/torque reading (:func:`compare_with_wrench`).
 
-    Attributes:
-        lag: frames by which the F/T series is shifted (F/T frame = estimate frame + lag).
-        correlation: Pearson correlation of |estimate| with |F − bias| over the loaded frames.
-        ratio_at_peak: |estimate| / |F − bias| at the F/T peak.
-        rms_error: RMS of (|estimate| − |F − bias|) over the loaded frames, N.
-        frames: estimate frame indices used (loaded frames).
-        bias: ``(3,)`` F/T bias removed, N.
-        peak_frame: estimate frame index paired with the F/T peak.
+    Attributes: ``lag`` (F/T frame = estimate frame + lag), ``correlation`` (Pearson, |estimate| vs
+    |F − bias|, loaded frames), ``ratio_at_peak``, ``rms_error`` (N), ``frames`` used, ``bias`` ``(3,)`` N,
+    ``peak_frame``.
     """
 
     lag: int
@@ -769,21 +753,11 @@ class WrenchComparison:
 def compare_with_wrench(estimate: np.ndarray, wrench_force: np.ndarray,
                         bias_frames: Sequence[int] = range(30), threshold: float = 0.5,
                         max_lag: int = 3) -> WrenchComparison:
-    """Compare an estimated contact-force series with a force/torque reading.
+    """Compare an estimated contact-force series with a force/torque reading, by magnitude.
 
-    The F/T bias is the mean of ``wrench_force`` over ``bias_frames``; loaded frames are those with ``|F −
-    bias| > threshold``. Magnitudes are compared (the two are in different frames). The lag in ``−max_lag …
-    max_lag`` with the highest correlation is chosen and reported.
-
-    Args:
-        estimate: ``(N, 3)`` estimated total contact force per frame (N) or ``(N,)`` magnitudes.
-        wrench_force: ``(N, 3)`` F/T force per frame, N (any fixed frame).
-        bias_frames: frames averaged for the bias (default 0–29).
-        threshold: loaded-frame threshold on ``|F − bias|``, N (default 0.5).
-        max_lag: largest shift tried, frames (default 3).
-
-    Returns:
-        :class:`WrenchComparison`.
+    ``estimate``: ``(N, 3)`` or ``(N,)`` (N); ``wrench_force``: ``(N, 3)`` (N, any fixed frame); the bias is
+    its mean over ``bias_frames``; loaded frames have ``|F − bias| > threshold``; the best lag within
+    ``±max_lag`` frames is chosen.
 
     Raises:
         ValueError: length mismatch, non-finite values, or no loaded frame.
@@ -819,15 +793,8 @@ def compare_with_wrench(estimate: np.ndarray, wrench_force: np.ndarray,
 
 
 def peak_distance(forces: np.ndarray, positions: np.ndarray, point: Sequence[float]) -> np.ndarray:
-    """Distance from a point to the vertex carrying the largest force, per frame.
-
-    Args:
-        forces: ``(N, V, 3)`` or ``(V, 3)`` contact forces (N), e.g. ``contact_forces`` per frame.
-        positions: vertex positions (m), ``(V, 3)`` for all frames or ``(N, V, 3)`` per frame.
-        point: ``(3,)`` the point (m), same frame (e.g. the deepest indentation).
-
-    Returns:
-        ``(N,)`` float64 distances, m (``(1,)`` for a single frame).
+    """``(N,)`` float64 distances (m) from ``point`` ``(3,)`` to the vertex carrying the largest force, per
+    frame; ``forces`` ``(N, V, 3)`` or ``(V, 3)``, ``positions`` ``(V, 3)`` or ``(N, V, 3)``, one frame.
 
     Raises:
         ValueError: shapes that do not match.

@@ -16,13 +16,9 @@ __all__ = ["MeshFrameTransform", "fit_mesh_transform", "total_wrench"]
 
 @dataclass(frozen=True)
 class MeshFrameTransform:
-    """Rigid motion from the estimator's mesh frame to an output mesh frame.
-
-    Attributes:
-        R: ``(3, 3)`` float64 rotation, ``p_out = R p_mesh + t``.
-        t: ``(3,)`` float64 translation, m.
-        rms: RMS distance of the fitted vertices after the fit, m.
-        max_error: largest distance of a fitted vertex after the fit, m.
+    """Rigid motion ``p_out = R p_mesh + t`` (``R`` ``(3, 3)``, ``t`` ``(3,)`` m, float64) from the
+    estimator's
+    mesh frame to an output mesh frame, with the fit's ``rms`` and ``max_error`` (m).
     """
 
     R: np.ndarray
@@ -51,20 +47,12 @@ class MeshFrameTransform:
 
 def fit_mesh_transform(mesh_points: np.ndarray, output_points: np.ndarray,
                        indices: Sequence[int], tolerance: float = 1e-3) -> MeshFrameTransform:
-    """The rigid motion carrying ``mesh_points[indices]`` onto ``output_points[indices]``.
-
-    Args:
-        mesh_points: ``(V, 3)`` vertices in the estimator's mesh frame, m.
-        output_points: ``(V, 3)`` the same vertices, same order, in the output frame, m.
-        indices: vertices to fit on (the clamped boundary), at least 3 not on one line.
-        tolerance: largest fitted-vertex distance accepted after the fit, m (default 1 mm).
-
-    Returns:
-        :class:`MeshFrameTransform` with the fit's RMS and largest error.
+    """The rigid motion (Kabsch) carrying ``mesh_points[indices]`` onto ``output_points[indices]`` (both
+    ``(V, 3)`` m, same vertex order; at least 3 indices not on one line).
 
     Raises:
-        ValueError: different vertex counts (naming both), fewer than 3 indices, or a fit whose largest
-            error exceeds ``tolerance`` (the two files are not one membrane).
+        ValueError: different vertex counts (naming both), fewer than 3 indices, or a largest error above
+            ``tolerance`` (m; the files are not one membrane).
     """
     a = np.asarray(mesh_points, dtype=np.float64)
     b = np.asarray(output_points, dtype=np.float64)
@@ -87,15 +75,7 @@ def fit_mesh_transform(mesh_points: np.ndarray, output_points: np.ndarray,
 
 
 def total_wrench(positions: np.ndarray, forces: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """Resultant of point forces about the frame origin: ``(Σ f_i, Σ p_i × f_i)``.
-
-    Args:
-        positions: ``(V, 3)`` points of application, m.
-        forces: ``(V, 3)`` forces, N, same frame.
-
-    Returns:
-        ``((3,) force N, (3,) torque N·m)``, float64.
-    """
+    """``(Σ f_i (3,) N, Σ p_i × f_i (3,) N·m)`` float64 of ``(V, 3)`` forces at ``(V, 3)`` positions (m)."""
     p = np.asarray(positions, dtype=np.float64)
     f = np.asarray(forces, dtype=np.float64)
     return f.sum(axis=0), np.cross(p, f).sum(axis=0)

@@ -14,17 +14,12 @@ __all__ = ["MembraneMesh", "read_membrane_mesh"]
 
 @dataclass(frozen=True)
 class MembraneMesh:
-    """A membrane surface: vertices, triangles and the clamped boundary vertices.
-
-    Attributes:
-        points: ``(V, 3)`` float64 vertex positions, m, in the membrane mesh frame.
-        triangles: ``(T, 3)`` int64 vertex indices (any consistent winding).
-        boundary: ``(B,)`` int64 sorted indices of the clamped vertices (their forces are support reactions,
-            not contact forces).
+    """A membrane surface (mesh frame): ``points`` ``(V, 3)`` float64 m, ``triangles`` ``(T, 3)`` int64,
+    ``boundary`` ``(B,)`` int64 sorted clamped vertices (their forces are support reactions).
 
     Raises:
-        ValueError: wrong shapes, non-finite points, an index out of range, a boundary that is empty or
-            covers every vertex, a free vertex in no triangle, or a degenerate triangle.
+        ValueError: wrong shapes, non-finite points, an index out of range, a boundary empty or covering every
+            vertex, a free vertex in no triangle, or a degenerate triangle.
     """
 
     points: np.ndarray

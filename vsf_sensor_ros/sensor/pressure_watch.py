@@ -19,15 +19,9 @@ OK, WARN = 0, 1     # diagnostic_msgs/DiagnosticStatus levels
 
 @dataclass(frozen=True)
 class PressureStatus:
-    """The watch after one sample.
-
-    Attributes:
-        stamp_ns: the sample's stamp, ns.
-        level: :data:`OK` or :data:`WARN`.
-        rate_pa_per_min: the contact-free residual's trend, Pa/min, or None until the window spans
-            ``min_span_s``.
-        gauge_pa: ``measured − ambient_pa`` of this sample, Pa.
-        message: what is wrong (names the rate or the gauge pressure and the threshold), ``''`` when OK.
+    """The watch after one sample: ``stamp_ns``, ``level`` (:data:`OK` / :data:`WARN`),
+    ``rate_pa_per_min`` (None until ``min_span_s`` is spanned), ``gauge_pa`` (measured − ambient, Pa),
+    ``message`` (names the rate or gauge and the threshold; ``''`` when OK).
     """
 
     stamp_ns: int
@@ -40,13 +34,8 @@ class PressureStatus:
 class PressureWatch:
     """Trend of the contact-free pressure residual; WARN on a leak or a low gauge pressure.
 
-    Args:
-        leak_rate: a fall faster than this is a leak, Pa/min (> 0; default 50).
-        window_s: the trend's window, s (> 0; default 30).
-        min_span_s: the contact-free samples must span this before a rate is given, s (0 < min_span_s <=
-            window_s; default 20).
-        ambient_pa: the ambient pressure, Pa (default 101325; the gauge = measured − this).
-        min_gauge_pa: the least gauge pressure the sensor model assumes, Pa, or None (no check).
+    ``leak_rate`` (Pa/min, > 0), ``window_s`` (s), ``min_span_s`` (s, <= window_s), ``ambient_pa`` (Pa),
+    ``min_gauge_pa`` (Pa or None: no check).
 
     Raises:
         ValueError: a parameter out of range (names it).
@@ -73,14 +62,8 @@ class PressureWatch:
 
     def update(self, stamp_ns: int, predicted: float, measured: float,
                sim_in_contact: bool) -> PressureStatus:
-        """Feed one paired sample (absolute pressures, Pa); the status after it.
-
-        Args:
-            stamp_ns: the sample's stamp, ns, later than the previous one.
-            predicted: the simulator's predicted pressure, Pa (its contact-free value is the model's).
-            measured: the bubble's absolute pressure, Pa.
-            sim_in_contact: the simulator predicts contact on the bubble (the sample is not used for the
-                trend).
+        """Feed one paired sample (stamp ns, absolute ``predicted`` and ``measured`` Pa; a sample in contact
+        is not used for the trend); the status after it.
 
         Raises:
             ValueError: a stamp not after the previous one or a non-finite value; nothing changed.

@@ -18,13 +18,9 @@ class ScaleFitRefused(ValueError):
     """The data cannot support a scale fit; the message names the count or force and its threshold.
 
     Attributes:
-        reason: ``'too_few_frames'`` (fewer loaded frames than ``min_frames``), ``'too_little_force'`` (peak
-            below ``min_force``), ``'zero_measured'`` (the measured force is 0 on every loaded frame),
-            ``'no_unloading'`` (no loaded frame after the peak to score on).
-        setting: the argument whose limit was not met (``'min_frames'``, ``'min_force'``, ``'threshold'``),
-            or None for ``'zero_measured'``.
-        value: what the data gave: a frame count, or the peak force in N.
-        limit: that argument's value.
+        reason: ``'too_few_frames'``, ``'too_little_force'``, ``'zero_measured'`` or ``'no_unloading'``.
+        setting: the argument whose limit was not met (``'min_frames'``, ``'min_force'``, ``'threshold'``) or
+            None.  value: what the data gave (frames, or peak force N).  limit: that argument's value.
     """
 
     def __init__(self, message: str, reason: str, setting: Optional[str], value: float,
@@ -35,14 +31,8 @@ class ScaleFitRefused(ValueError):
 
 @dataclass(frozen=True)
 class ScaleFit:
-    """A fitted force scale.
-
-    Attributes:
-        scale: ``s``, dimensionless: calibrated force = ``s`` × measured force.
-        std_error: its standard error (least squares through the origin, see the module text).
-        frames: ``(n,)`` int, the frames fitted on (indices into the arrays given).
-        rms_before: RMS of ``|m| − |r|`` over those frames, N (scale 1).
-        rms_after: RMS of ``s|m| − |r|`` over them, N (in sample).
+    """A fitted force scale: ``scale`` ``s`` (calibrated = ``s`` × measured), its ``std_error``, ``frames``
+    ``(n,)`` fitted on, ``rms_before`` / ``rms_after`` of ``|m| − |r|`` / ``s|m| − |r|`` over them (N).
     """
 
     scale: float
@@ -54,13 +44,8 @@ class ScaleFit:
 
 @dataclass(frozen=True)
 class ScaleScore:
-    """A scale fitted on a poke's loading and scored on its unloading.
-
-    Attributes:
-        fit: the :class:`ScaleFit` of the loading frames.
-        test_frames: ``(t,)`` int, the loaded frames after the reference's peak.
-        rms_before: RMS of ``|m| − |r|`` over ``test_frames``, N (uncalibrated).
-        rms_after: RMS of ``s|m| − |r|`` over them, N (with the loading's scale).
+    """A scale fitted on the loading (``fit``) and scored on the unloading ``test_frames``: ``rms_before`` /
+    ``rms_after`` (N) there, uncalibrated / with the loading's scale.
     """
 
     fit: ScaleFit
@@ -70,10 +55,8 @@ class ScaleScore:
 
 
 def _norms(a: np.ndarray, name: str) -> np.ndarray:
-    """``(N,)`` magnitudes of ``a``, ``(N, 3)`` or ``(N,)``, N.
-
-    Raises:
-        ValueError: another shape or non-finite values (names ``name`` and the shape).
+    """``(N,)`` magnitudes of ``a`` (``(N, 3)`` or ``(N,)``); ValueError for another shape or non-finite
+    values.
     """
     a = np.asarray(a, dtype=np.float64)
     if not (a.ndim == 1 or (a.ndim == 2 and a.shape[1] == 3)):
@@ -96,25 +79,13 @@ def fit_scale(measured: np.ndarray, reference: np.ndarray, threshold: float = 0.
               frames: Optional[np.ndarray] = None) -> ScaleFit:
     """Least-squares scale of ``|measured|`` onto ``|reference|`` over the loaded frames.
 
-    Args:
-        measured: ``(N, 3)`` or ``(N,)`` measured total force per frame, N.
-        reference: ``(N, 3)`` or ``(N,)`` reference force per frame (bias removed, paired with ``measured``
-            frame by frame: any lag already applied), N.
-        threshold: a frame is loaded when ``|reference| > threshold``, N.
-        min_frames: fewest loaded frames to fit on.
-        min_force: the largest ``|reference|`` over them must reach this, N (the fit needs a load well above
-            the reference's noise).
-        frames: optional ``(M,)`` int candidate frames (default: all); the loaded ones among them are
-            fitted.
-
-    Returns:
-        :class:`ScaleFit`.
+    ``measured``, ``reference``: ``(N, 3)`` or ``(N,)`` forces per frame (N), paired frame by frame (bias and
+    lag removed).  Loaded: ``|reference| > threshold`` (N), among ``frames`` (default all); at least
+    ``min_frames`` of them, peaking at ``min_force`` (N) or more.
 
     Raises:
-        ValueError: another shape, unequal lengths, non-finite values, ``frames`` out of range,
-            ``min_frames`` below 2.
-        ScaleFitRefused: fewer than ``min_frames`` loaded frames, a peak below ``min_force``, or a measured
-            force that stays zero over them (names the count or force and the threshold it misses).
+        ValueError: bad shapes or lengths, non-finite values, ``frames`` out of range, ``min_frames`` < 2.
+        ScaleFitRefused: too few loaded frames, too little force, or a measured force zero throughout.
     """
     if isinstance(min_frames, bool) or int(min_frames) != min_frames or min_frames < 2:
         raise ValueError(f"min_frames must be an integer >= 2 (a standard error needs two), "
@@ -144,11 +115,8 @@ def fit_scale(measured: np.ndarray, reference: np.ndarray, threshold: float = 0.
 
 
 def loading_unloading(reference: np.ndarray, threshold: float = 0.5) -> Tuple[np.ndarray, np.ndarray]:
-    """The loaded frames (``|reference| > threshold``) up to and including the peak of ``|reference|`` (the
-    loading), and those after it (the unloading); ``(N, 3)`` or ``(N,)`` reference, N.
-
-    Returns:
-        ``(loading, unloading)``, int index arrays (either may be empty).
+    """``(loading, unloading)`` int index arrays: the loaded frames (``|reference| > threshold``) up to the
+    peak of ``|reference|``, and those after it.
 
     Raises:
         ValueError: bad shape, no frame or non-finite values.
@@ -163,13 +131,10 @@ def loading_unloading(reference: np.ndarray, threshold: float = 0.5) -> Tuple[np
 
 def out_of_sample_scale(measured: np.ndarray, reference: np.ndarray, threshold: float = 0.5,
                         min_frames: int = 10, min_force: float = 2.0) -> ScaleScore:
-    """:func:`fit_scale` on the loading (:func:`loading_unloading`), scored on the unloading.
-
-    Arguments as :func:`fit_scale`.
+    """:func:`fit_scale` on the loading, scored on the unloading (arguments as :func:`fit_scale`).
 
     Raises:
-        ValueError: as :func:`fit_scale`.
-        ScaleFitRefused: as :func:`fit_scale` for the loading, or no loaded frame after the peak.
+        ValueError, ScaleFitRefused: as :func:`fit_scale`, or no loaded frame after the peak.
     """
     loading, unloading = loading_unloading(reference, threshold)
     fit = fit_scale(measured, reference, threshold, min_frames, min_force, frames=loading)
