@@ -124,19 +124,6 @@ def object_mesh() -> trimesh.Trimesh:
     return trimesh.creation.box(OBJECT_SIZE)
 
 
-def write_data_files(directory: Union[str, os.PathLike] = DATA_DIR) -> Dict[str, Path]:
-    """(Re)write the generated meshes of ``data/`` (bubble, table, object) as PLY; ``{body: path}``."""
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    out = {}
-    for body, fn, mesh in ((BUBBLE_BODY, BUBBLE_MESH_FILE, bubble_mesh()),
-                           (TABLE_BODY, TABLE_MESH_FILE, table_mesh()),
-                           (OBJECT_BODY, OBJECT_MESH_FILE, object_mesh())):
-        mesh.export(str(d / fn), encoding="ascii")
-        out[body] = d / fn
-    return out
-
-
 # --------------------------------------------------------------------------- embedded world
 
 def embedded_urdf_path() -> str:

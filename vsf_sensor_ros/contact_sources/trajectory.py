@@ -46,11 +46,6 @@ class PressProfile:
         d = [self.tare_s, self.approach_s, self.press_s, self.hold_s, self.release_s, self.retreat_s]
         return np.concatenate([[0.0], np.cumsum(d)])
 
-    @property
-    def active_s(self) -> float:
-        """Time at which ``rest`` begins (s)."""
-        return float(self.boundaries()[-1])
-
     def phase(self, t: float) -> str:
         """Name of the phase at time ``t`` (s)."""
         i = int(np.searchsorted(self.boundaries(), t, side="right")) - 1

@@ -102,11 +102,6 @@ class ForceBuffer:
     def __len__(self) -> int:
         return len(self._t)
 
-    @property
-    def newest_stamp(self) -> Optional[float]:
-        """Stamp of the newest reading, None when empty."""
-        return self._t[-1] if self._t else None
-
     def add(self, stamp: float, force: Sequence[float], frame: str) -> None:
         """Insert a reading (kept sorted by stamp; the oldest go beyond ``maxlen``)."""
         i = bisect.bisect_right(self._t, stamp)
