@@ -101,10 +101,9 @@ def test_parameter_usage_lists_each_parameter_with_its_default(flag):
               ("none_yet", [""], "an empty string array, declared as ROS declares one")]
     parser = parameter_usage("x_node", "does x", params, ["x_node --ros-args -p rate:=1.0"])
     text = parser.format_help()
-    assert "rate (default: 2.5)\n      how often" in text
-    assert "names (default: ['a', 'b'])" in text
-    assert "none_yet (default: [])" in text
-    assert "examples:\n  x_node --ros-args -p rate:=1.0" in text
+    parts = ("rate (default: 2.5)\n      how often", "names (default: ['a', 'b'])", "none_yet (default: [])",
+             "examples:\n  x_node --ros-args -p rate:=1.0")
+    assert all(part in text for part in parts), text
     with pytest.raises(SystemExit) as exc:
         answer_help(["x_node", flag], parser)
     assert exc.value.code == 0

@@ -11,9 +11,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _python_api_block() -> str:
     section = (ROOT / "docs" / "python_api.md").read_text()
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, "docs/python_api.md has no python block"
-    return match.group(1)
+    block = re.search(r"```python\n(.*?)```", section, re.S)
+    assert block, "docs/python_api.md has no python block"
+    return block.group(1)
 
 
 def test_readme_python_example_runs_and_matches_hand_values():

@@ -336,7 +336,7 @@ def test_missing_mesh_names_the_uri(tmp_path, monkeypatch):
     monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)
     with pytest.raises(FileNotFoundError, match="package://nowhere_pkg/meshes/x.stl"):
         World.from_urdf(MESH_URDF.format(uri="package://nowhere_pkg/meshes/x.stl"), base_dir=tmp_path)
-    with pytest.raises(FileNotFoundError, match="does not exist"):
+    with pytest.raises(FileNotFoundError):
         World.from_urdf(str(tmp_path / "absent.urdf"))
 
 

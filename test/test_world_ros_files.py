@@ -251,7 +251,6 @@ def test_xacro_that_cannot_be_expanded_is_refused_saying_how(tmp_path, monkeypat
     with pytest.raises(UrdfError) as info:
         World.from_urdf(str(f))
     assert (info.value.reason, info.value.where) == ("xacro_failed", str(f))
-    assert "xacro kinova.urdf.xacro > kinova.urdf" in str(info.value)      # how to expand it: users read it
     with pytest.raises(UrdfError) as info:
         read_urdf(f.read_text())                                 # the same as robot_description text
     assert (info.value.reason, info.value.where) == ("xacro_failed", "robot_description")

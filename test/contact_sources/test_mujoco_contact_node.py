@@ -139,10 +139,9 @@ def test_the_demo_mujoco_backend_labels_measured_streams_and_starts_the_mujoco_n
         "punyo_pad": "mujoco-force-sensor", "object_load": "mujoco-touch-sensor"}
     assert check_pairing(cfg) == []            # the shipped file models MuJoCo's sensors too
     cmd = mujoco_sim_command(cfg)
-    assert "vsf_sensor_ros.contact_sources.mujoco_contact_node" in cmd
-    assert "contact_body_names:=[punyo,object,table]" in cmd
     # 50 Hz: 0.02 s steps of 20 MuJoCo steps of 1 ms; 30 Hz: 34 steps of 0.98 ms
-    assert "physics_dt:=0.001" in cmd and "sim_dt:=0.02" in cmd
+    assert {"vsf_sensor_ros.contact_sources.mujoco_contact_node", "contact_body_names:=[punyo,object,table]",
+            "physics_dt:=0.001", "sim_dt:=0.02"} <= set(cmd), cmd
     cfg30 = resolve_config(build_parser().parse_args(["--backend", "mujoco", "--rate", "30"]))
     dt = [float(a.split(":=")[1]) for a in mujoco_sim_command(cfg30) if a.startswith("physics_dt")][0]
     assert (1 / 30) / dt == pytest.approx(34)

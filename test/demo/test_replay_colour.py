@@ -51,8 +51,8 @@ def test_replay_with_colour_frames_estimates_with_the_sliding(tmp_path):
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, f"replay failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
     log = (tmp_path / "logs" / "membrane_force_node.log").read_text()
-    assert "reference set from 5 frames with colour" in log, log[-3000:]
-    assert "depth alone" not in log and "colour image rejected" not in log, log[-3000:]
+    assert "reference set from 5 frames with colour" in log and "depth alone" not in log \
+        and "colour image rejected" not in log, log[-3000:]
     m = json.loads((tmp_path / "summary.json").read_text())["membrane_force"]
     assert m["frames_measured_by_node"] >= 140
     # the replay's estimator ran with the colour frames too: the node used them, frame for frame

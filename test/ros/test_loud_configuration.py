@@ -154,8 +154,7 @@ def test_strict_parameters_makes_an_unknown_key_a_start_up_error(rclpy_context):
     with pytest.raises(ConfigError) as exc:
         SensorNode("sensor_node", namespace=NS,
                    parameter_overrides=_params(strict_parameters=True, **{"pressure.measured_topik": "/p"}))
-    text = str(exc.value)
-    assert "pressure.measured_topik" in text and "pressure.measured_topic" in text and "strict" in text
+    assert (exc.value.parameter, exc.value.value) == ("pressure.measured_topik", "/p")
 
 
 def test_every_node_wide_problem_is_named_in_the_one_error(rclpy_context):

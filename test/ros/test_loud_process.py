@@ -56,5 +56,4 @@ def test_strict_parameters_ends_the_start_with_one_configuration_error_line(tmp_
     assert code == 2, out[-3000:]
     lines = [line for line in out.splitlines() if "configuration error:" in line]
     assert len(lines) == 1, out[-3000:]
-    assert "tare_sampels" in lines[0] and "did you mean 'tare_samples'" in lines[0]
-    assert "Traceback" not in out
+    assert "tare_sampels" in lines[0] and "did you mean 'tare_samples'" in lines[0] and "Traceback" not in out

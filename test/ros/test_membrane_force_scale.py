@@ -160,16 +160,16 @@ def test_a_refused_fit_names_the_count_or_the_force_and_changes_nothing(node, sc
     before = _status(probe)
     answer = probe.call(Trigger, f"/{NODE}/calibrate_scale", Trigger.Request())
     assert not answer.success
-    assert "0 frames with |reference| > threshold=0.2 N" in answer.message, answer.message
-    assert "scale_min_frames=4" in answer.message, answer.message
+    assert "0 frames with |reference| > threshold=0.2 N" in answer.message and "scale_min_frames=4" in \
+        answer.message, answer.message
     # enough frames above the threshold, but the largest reference force stays below min_force
     totals = _poke(probe, pokes, [0.3] * 5, 3, lambda i, x: K * x)
     peak = K * np.linalg.norm(totals, axis=1).max()
     assert THRESHOLD < K * np.linalg.norm(totals, axis=1).min() and peak < MIN_FORCE
     answer = probe.call(Trigger, f"/{NODE}/calibrate_scale", Trigger.Request())
     assert not answer.success
-    assert f"largest |reference| {peak:.3g} N" in answer.message, answer.message
-    assert "scale_min_force=1 N" in answer.message, answer.message
+    assert f"largest |reference| {peak:.3g} N" in answer.message \
+        and "scale_min_force=1 N" in answer.message, answer.message
     after = _status(probe)
     assert after["force_scale"] == before["force_scale"] == "1" and after["force_scale_source"] == "none"
     assert int(after["scale_fits_refused"]) == int(before.get("scale_fits_refused", 0)) + 2
@@ -203,8 +203,8 @@ def test_the_fitted_scale_is_k_within_its_standard_error_persisted_and_applied(n
     rms_before = float(np.sqrt(np.mean((x[unload] - y[unload]) ** 2)))
     rms_after = float(np.sqrt(np.mean((s_load * x[unload] - y[unload]) ** 2)))
     assert _number(r"out of sample: scale (\S+) fitted", answer.message) == pytest.approx(s_load, rel=1e-5)
-    assert f"on {len(load)} loading frames" in answer.message
-    assert f"on {len(unload)} unloading" in answer.message
+    assert f"on {len(load)} loading frames" in answer.message \
+        and f"on {len(unload)} unloading" in answer.message, answer.message
     m = re.search(r"unloading frames (\S+) -> (\S+) N", answer.message)
     assert float(m.group(1)) == pytest.approx(rms_before, rel=1e-3)
     assert float(m.group(2)) == pytest.approx(rms_after, rel=1e-3, abs=1e-4)

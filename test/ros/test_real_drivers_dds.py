@@ -135,8 +135,7 @@ def _stop(proc: NodeProcess, probe: Probe) -> str:
     probe.destroy_node()
     code = proc.stop()
     out = proc.output()
-    assert code == 0 and "Traceback" not in out, out[-3000:]
-    assert "internal_error" not in out, out[-3000:]
+    assert code == 0 and "Traceback" not in out and "internal_error" not in out, out[-3000:]
     return out
 
 
@@ -162,8 +161,8 @@ def test_real_config_with_the_kinova_and_punyo_drivers(tmp_path, rclpy_context):
         assert "skipped (no measured stream): punyo_force" in r.message
     finally:
         out = _stop(proc, probe)
-    assert "matches no URDF joint" not in out
-    assert "not a plausible absolute pressure" not in out       # 1013.25 hPa x 100 is
+    # 1013.25 hPa x 100 is a plausible absolute pressure
+    assert "matches no URDF joint" not in out and "not a plausible absolute pressure" not in out
 
 
 def test_real_config_without_the_joint_name_map_counts_and_names_the_driver_joints(tmp_path, rclpy_context):

@@ -45,7 +45,6 @@ def test_tare_refused_when_every_sample_has_contact(fresh, world):
         wait_stamp(probe, "/pressure/residual", t)
     r = probe.call(Trigger, "/pressure/tare", Trigger.Request())
     assert r.success is False
-    assert "have contact" in r.message
 
 
 def test_tare_tare_all_and_save_on_one_node(fresh):
@@ -136,7 +135,6 @@ def test_a_tare_before_any_measured_sample_is_refused_and_a_clock_offset_is_name
     _, probe, _ = fresh
     r = probe.call(Trigger, "/pressure/tare", Trigger.Request())
     assert r.success is False
-    assert "no measured sample" in r.message
     t_sim, t_wall = stamp(600), stamp(1_700_000_600)
     first_send(probe)("/contacts", empty_cloud(t_sim))
     wait_stamp(probe, "/pressure/predicted", t_sim)

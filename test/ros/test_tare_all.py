@@ -122,8 +122,8 @@ def test_global_tare_succeeds_for_all_four_sensors_with_the_box_resting_on_the_t
     # the answer reports the physical entries only (the pad's contact flag and the load's in_contact
     # carry no offset)
     pad_line, load_line = lines[2], lines[3]
-    assert "force_x=0.05 N" in pad_line and "force_z=0.05 N" in pad_line and "contact=" not in pad_line
-    assert "value=0.06 N" in load_line and "in_contact" not in load_line
+    assert ("force_x=0.05 N" in pad_line and "force_z=0.05 N" in pad_line and "contact=" not in pad_line
+            and "value=0.06 N" in load_line and "in_contact" not in load_line), lines
 
     # the tare offsets are the hand means; the simulated averages 0 (nothing touches the sensors)
     assert probe.call(Trigger, "/save_calibration", Trigger.Request()).success

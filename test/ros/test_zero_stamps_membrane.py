@@ -83,10 +83,7 @@ def test_depth_colour_and_pressure_stamped_0_are_rejected_counted_and_named(
         level = st.level[0] if isinstance(st.level, bytes) else int(st.level)
         assert level == 1 and f"{COLOUR} (2)" in st.message and "stamped 0" in st.message
         err = capfd.readouterr().err
-        assert f"{PRESSURE} stamped 0 (1 so far): no time to pair it with its depth frame" in err
-        assert "use a bare pressure_type" in err
-        assert f"{DEPTH} stamped 0 (1 so far): no time to pair it with its pressure and colour image" in err
-        assert f"{COLOUR} stamped 0 (1 so far): no time to pair it with its depth frame" in err
+        assert all(f"{topic} stamped 0 (1 so far)" in err for topic in (PRESSURE, DEPTH, COLOUR)), err
     finally:
         ex.remove_node(probe)
         ex.remove_node(node)

@@ -42,13 +42,12 @@ def test_measured_stamped_0_is_rejected_counted_and_named_never_paired_with_the_
     v = values(st)
     assert level(st) == 1 and v["measured_stamp_jumps_backwards"] == "0"
     assert f"2 measured messages on {TOPIC} rejected for stamp 0" in st.message
-    assert "header-less measured_type" in st.message             # the way out: header-less types
     inputs = lis.status(": inputs", lambda s: f"zero_stamps.{CONTACTS}" in values(s))
     assert values(inputs)[f"zero_stamps.{CONTACTS}"] == "1" and values(inputs)["stamp_jumps_backwards"] == "0"
     err = capfd.readouterr().err
-    assert f"{TOPIC}: measured message stamped 0 rejected (1 so far" in err
+    assert all(line in err for line in (f"{TOPIC}: measured message stamped 0 rejected (1 so far",
+                                        f"{CONTACTS}: contacts stamped 0 (1 so far)")), err
     assert err.count(f"{TOPIC}: measured message stamped 0") == 1        # the second within the throttle
-    assert f"{CONTACTS}: contacts stamped 0 (1 so far)" in err
 
 
 def test_a_header_less_measured_message_before_clock_arrives_is_rejected_then_pairs_once_it_has(

@@ -340,8 +340,9 @@ def test_from_klampt_settings_resolves_a_link_index():
                                                   "patchMin": "-0.01 -0.01", "patchMax": "0.01 0.01"},
                                            link_names=["base", "arm", "finger"])
     assert s.link == "finger" and s.measurement_names() == ["contact", "force_z"]
-    with pytest.raises(ValueError, match="link"):
+    with pytest.raises(SettingError) as err:
         ContactSensor.from_klampt_settings("cs", {"link": "7"}, link_names=["base"])
+    assert (err.value.setting, err.value.value) == ("link", "7")
 
 
 # --------------------------------------------------------------------------- from_config
@@ -724,8 +725,10 @@ def test_setting_numbers_must_be_ascii_digits(value):
     s = square_patch_sensor(patchMin=(-0.01, -0.01), patchMax=(5.0, 5.0))
     before = s.settings()
     bad = value.split()[0] if not value.split()[0].isascii() else value.split()[1]
-    with pytest.raises(ValueError, match=re.escape(f"{bad!r} is not a number")):
+    with pytest.raises(SettingError) as err:
         s.setSetting("patchMin", value)
+    assert (err.value.setting, err.value.value) == ("patchMin", value)
+    assert err.value.reason == f"{bad!r} is not a number"       # the one character at fault
     assert s.settings() == before
     s.setSetting("patchMin", "1 0")                  # the ASCII spelling is accepted
     assert s.patchMin == (1.0, 0.0)

@@ -291,8 +291,9 @@ def test_infinite_depths_are_holes_like_zeros_rep_117(dome):
 
 def test_wrong_size_message_names_the_shape(scene):
     est, _, _ = scene
-    with pytest.raises(FrameRejected, match=r"\(10, 10\)"):
+    with pytest.raises(FrameRejected) as err:
         est.estimate(np.zeros((10, 10)), pressure=P_REF)
+    assert err.value.reason == "wrong_size"
 
 
 def test_reset_reference_then_estimate_raises(dome):

@@ -54,7 +54,6 @@ def test_too_few_loaded_frames_is_refused_naming_the_count_and_min_frames():
     n = int((REF > 5.0).sum())
     assert n < 10 and (exc.value.reason, exc.value.setting, exc.value.value, exc.value.limit) == (
         "too_few_frames", "min_frames", n, 10)
-    assert f"{n} frames" in str(exc.value)                 # the replay prints it: the user reads it
 
 
 def test_too_little_force_is_refused_naming_the_force_and_min_force():

