@@ -7,6 +7,7 @@ messages and ``max_wait_s`` seconds; messages leave in arrival order.
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from vsf_sensor_ros.embedded_world import EMBEDDED_JOINTS, HOME, embedded_world
@@ -87,3 +88,26 @@ def test_at_most_max_held_wait_and_none_longer_than_max_wait():
     assert wait.expire(1.10) == []               # 40 waited 0.05 s
     assert wait.expire(1.20) == [40, 50]        # both waited longer than 0.1 s
     assert wait.offer(60 * MS, 60, 1.2) == [60]  # out of lockstep: no wait
+
+
+def test_a_contacts_message_uses_the_free_body_pose_of_its_stamp_and_the_world_keeps_the_latest():
+    transforms, _, _ = _wait()
+    world = transforms._world
+    body = world.free_body_names[0]
+
+    def pose(x):                                  # a translation along x only (m)
+        T = np.eye(4)
+        T[0, 3] = x
+        return T
+    for ms, x in ((10, 0.1), (20, 0.2), (30, 0.3)):      # applied in order, as the node does
+        world.set_body_pose(body, pose(x))
+        transforms.invalidate()
+        transforms.remember_pose(body, ms * MS, pose(x))
+    assert float(transforms.at(15 * MS)[body][0, 3]) == 0.1      # newest pose stamped <= 15 ms
+    assert float(transforms.at(20 * MS)[body][0, 3]) == 0.2
+    assert float(transforms.at(35 * MS)[body][0, 3]) == 0.3      # the latest
+    assert world.body_transform(body)[0, 3] == 0.3               # put back after a rewind
+    transforms.remember_pose(body, 5 * MS, pose(0.05))            # its source restarted: history gone
+    world.set_body_pose(body, pose(0.05))
+    transforms.invalidate()
+    assert float(transforms.at(15 * MS)[body][0, 3]) == 0.05

@@ -25,7 +25,8 @@ MAX_SOURCES = 16
 
 
 class _Source:
-    """One source's stamped joint states: stamps ascending (ns) and the positions of each."""
+    """One source's stamped joint states (or one free body's poses): stamps ascending (ns) and the
+    positions (or ``(4, 4)`` poses) of each."""
 
     __slots__ = ("stamps", "positions")
 
@@ -35,7 +36,8 @@ class _Source:
 
 
 class BodyTransforms:
-    """Cached body transforms of ``world`` plus short histories of stamped joint states, per source.
+    """Cached body transforms of ``world`` plus short histories of stamped joint states, per source,
+    and of stamped free-body poses, per body.
 
     Args:
         world: the node's ``World``.
@@ -58,6 +60,7 @@ class BodyTransforms:
         self._sources: Dict[Tuple[str, ...], _Source] = {}
         self._keys: Dict[Tuple[str, ...], Tuple[Tuple[str, ...], Optional[np.ndarray]]] = {}
         self._newest = 0                  # the newest stamp of any source (ns)
+        self._poses: Dict[str, _Source] = {}      # free body -> its stamped poses ((4, 4) each)
         self._names: Optional[Tuple[str, ...]] = None
         self.stamp_jumps = 0
         self.last_stamp_jump = "none"
@@ -147,26 +150,48 @@ class BodyTransforms:
                 self._keys[given] = hit
         return hit
 
+    def remember_pose(self, body: str, stamp_ns: int, T: np.ndarray) -> None:
+        """Keep an applied pose ``T`` (``(4, 4)`` body -> world, m) of free body ``body`` under
+        ``stamp_ns`` (ignored when ``<= 0``); a stamp earlier than the body's newest is a restart of
+        its source: the body's older poses are forgotten."""
+        if stamp_ns <= 0:
+            return
+        src = self._poses.get(body)
+        if src is None or (src.stamps and stamp_ns < src.stamps[-1]):
+            src = self._poses[body] = _Source(self._history_len)
+        src.stamps.append(stamp_ns)
+        src.positions.append(np.array(T, dtype=np.float64))
+
     def at(self, stamp_ns: int) -> Dict[str, torch.Tensor]:
         """Body name -> ``(4, 4)`` body -> world transform for contacts stamped ``stamp_ns``.
 
-        The latest transforms, unless some source already sent a joint state
-        stamped later than ``stamp_ns``: then every joint takes its newest
-        position stamped ``<= stamp_ns`` (a source with none keeps its latest),
-        mimic joints follow as :meth:`World.set_joint_positions` derives them,
-        and the world is put back to its latest configuration afterwards.
+        The latest transforms, unless some source already sent a joint state or a free body a pose
+        stamped later than ``stamp_ns``: then every joint takes its newest position stamped ``<=
+        stamp_ns`` (a source with none keeps its latest), mimic joints follow as
+        :meth:`World.set_joint_positions` derives them, every free body its newest pose stamped
+        ``<= stamp_ns``, and the world is put back to its latest state afterwards.
         """
         world = self._world
-        if self._newest > stamp_ns:       # some source already sent a later joint state
-            merged = self._positions_at(stamp_ns)
-            if merged is not None:
-                latest, ignored = world.configuration(), world.last_ignored_joints
-                try:
+        merged = self._positions_at(stamp_ns) if self._newest > stamp_ns else None
+        poses = {}
+        for body, src in self._poses.items():
+            i = bisect.bisect_right(src.stamps, stamp_ns) - 1
+            if 0 <= i < len(src.stamps) - 1:
+                poses[body] = src.positions[i]
+        if merged is not None or poses:
+            latest, ignored = world.configuration(), world.last_ignored_joints
+            latest_poses = {b: world.body_transform(b) for b in poses}
+            try:
+                if merged is not None:
                     world.set_joint_positions(list(merged), list(merged.values()))
-                    return world.body_transforms(self._dtype, self._device, self._names)
-                finally:
-                    world.set_configuration(latest)
-                    world.last_ignored_joints = ignored
+                for body, T in poses.items():
+                    world.set_body_pose(body, T)
+                return world.body_transforms(self._dtype, self._device, self._names)
+            finally:
+                world.set_configuration(latest)
+                world.last_ignored_joints = ignored
+                for body, T in latest_poses.items():
+                    world.set_body_pose(body, T)
         if self._cache is None:
             self._cache = world.body_transforms(self._dtype, self._device, self._names)
         return self._cache

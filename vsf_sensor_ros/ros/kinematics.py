@@ -88,6 +88,7 @@ class KinematicInputs:
             reason = "pose_invalid" if np.isfinite(xyz + quat).all() else "non_finite"
             return self._reject(reason, str(exc))
         self.transforms.invalidate()
+        self.transforms.remember_pose(body, stamp_to_ns(msg.header.stamp), T)
 
     def follow(self, handles: Iterable[SensorHandle], contact_body_names: Iterable[str],
                free_bodies: Iterable[str]) -> None:
