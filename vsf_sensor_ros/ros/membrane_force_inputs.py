@@ -17,7 +17,7 @@ from .topic_types import foreign_publishers, type_name, wrong_type_message
 
 __all__ = ["Input", "InputWatch", "NAME_WAIT_S", "Pressures", "WAIT_WARN_S", "check_reference_frame",
            "inputs_text", "missing_inputs", "no_colour_text", "pressure_type_hints", "pressures_text",
-           "ready_text", "stamp_partners", "status_text", "stopped_text", "waiting_text", "zero_stamp_text"]
+           "ready_text", "report", "stamp_partners", "stopped_text", "waiting_text", "zero_stamp_text"]
 
 #: s after start from which a still-missing input is logged (once) at WARN; /diagnostics names it at once
 WAIT_WARN_S = 5.0
@@ -275,33 +275,6 @@ def ready_text(reference: str, outputs: Sequence[Tuple[str, Any]], frame_id: str
     return f"ready: reference {reference}{middle}; publishing {_join(named)}, frame_id {frame_id!r}"
 
 
-def status_text(missing: Sequence[Tuple[Input, str]], stopped: Optional[str], reference: Optional[str],
-                why: Optional[str], estimated: int, rejected: int, hz: float, no_colour: Optional[str],
-                depth_only: int) -> Tuple[bool, str]:
-    """``(ok, message)`` of the node's status, the first that holds of: inputs ``missing``
-    (:func:`missing_inputs`), the pressure ``stopped`` (:func:`stopped_text`), a ``reference``
-    being collected (its state; ``why``: the latest frame's rejection), no frame estimated
-    (``estimated``, ``rejected``: counts of the last period), a reference without colour
-    (``no_colour``: :func:`no_colour_text`), ``depth_only`` frames of the period; else estimating
-    at ``hz``."""
-    if missing:
-        return False, waiting_text(missing)
-    if stopped is not None:
-        return False, stopped
-    if reference is not None:
-        return False, f"reference: {reference}" + (
-            f"; frames are not collected: the latest was rejected as {why}" if why else "")
-    if estimated == 0:
-        return False, "no frame estimated in the last period" + (
-            f": {rejected} frame(s) rejected, the latest as {why}" if rejected and why else "")
-    if no_colour is not None:
-        return False, f"estimating at {hz:.1f} Hz from depth alone: the reference has no colour: {no_colour}"
-    if depth_only:
-        return False, (f"estimating at {hz:.1f} Hz; {depth_only} frame(s) of the last period from depth "
-                       "alone (colour missing or rejected)")
-    return True, f"estimating at {hz:.1f} Hz"
-
-
 class InputWatch:
     """What to log of the node's inputs, once per diagnostics period (module text).
 
@@ -350,3 +323,89 @@ class InputWatch:
                 to_log.append(f"{line}: none of it reaches this node"
                               + (f" ({'; '.join(hints)})" if hints else ""))
         return problems, to_log
+
+
+def report(n: Any, now: float) -> Tuple[bool, str, Dict[str, Any]]:
+    """``(ok, message, values)`` of the node's ``/diagnostics`` status at monotonic ``now``
+    (docs/membrane_force.md, the keys), the period's counts restarted; the input warnings logged.
+
+    Args:
+        n: the :class:`~.membrane_force_node.MembraneForceNode` (its counters and state are read).
+    """
+    st, last, prev = n.stats, n.last, n._period
+    dt = max(now - prev["start"], 1e-9)
+    ms = np.asarray(n.period_ms)
+    n.period_ms = []
+    counts = {"estimated": st["frames_estimated"], "rejected": st["frame_rejected"],
+              "depth_only": sum(n.depth_only.values()), "zero": sum(n.zero_stamps.values())}
+    new = {k: v - prev.get(k, 0) for k, v in counts.items()}   # in the last period
+    n._period = dict(counts, start=now)
+    age, gauge = n.pressures.age(now), n._gauge()
+    values = {
+        **{k: st[k] for k in ("frames_received", "frames_estimated", "pressures_received",
+                              "camera_info_received")},
+        "rate_hz": f"{new['estimated'] / dt:.2f}",
+        "estimate_ms_median": f"{np.median(ms):.2f}" if ms.size else "nan",
+        "estimate_ms_max": f"{ms.max():.2f}" if ms.size else "nan",
+        "rejected_total": sum(n.rejected.values()),
+        **{f"rejected.{k}": v for k, v in sorted(n.rejected.items())},
+        **{f"zero_stamps.{t}": c for t, c in n.zero_stamps.items()},
+        "reference": last["reference"], "reference_resets": st["reference_resets"],
+        "pressure_pa": "none" if age is None else f"{n.pressures.latest:.1f}",
+        "pressure_age_s": "none" if age is None else f"{age:.2f}",
+        "ambient_pa": f"{n.ambient_pa:.0f}", "ambient_source": n.ambient_source,
+        "gauge_pa": "none" if gauge is None else f"{gauge:.0f}",
+        "vertices_measured": last.get("vertices_measured", "0"),
+        "last_rejection": last.get("last_rejection", "none"), "frame_id": n.p["frame_id"],
+        "config_problems": "; ".join(n.config_problems) or "none",
+        "inputs": inputs_text(list(n.inputs.values())), **n.record.values()}
+    if n.scale is not None:
+        values.update(n.scale.values(n.p["reference_wrench_topic"]))
+    if n.colour:
+        values.update({
+            "colour_topic": n.p["colour_topic"], "colour_received": st["colour_received"],
+            "frames_with_colour": st["frames_with_colour"], "frames_depth_only": counts["depth_only"],
+            **{f"depth_only.{k}": v for k, v in sorted(n.depth_only.items())},
+            "frames_waiting_for_colour": len(n.pairing.pending),
+            "reference_colour": "yes" if n.reference_colour else "no",
+            "vertices_flow": last.get("vertices_flow", "0"),
+            "last_depth_only": last.get("depth_only", "none")})
+    missing = missing_inputs(n.inputs, st, last, n.estimator is not None, age is not None)
+    wrong, to_log = n.watch.wrong_types(now)
+    values["wrong_types"] = "; ".join(wrong) or "none"
+    for line in to_log + [n.watch.waiting_log(now, missing) or ""]:
+        if line:
+            n.get_logger().warning(line)
+    stopped, est = n.pressures.stopped(now), n.estimator
+    collecting = est is not None and est.model is None
+    ok, hz, why = False, new["estimated"] / dt, last.get("frame_rejection")
+    if missing:
+        message = waiting_text(missing)
+    elif stopped is not None:
+        message = stopped_text(n.inputs["pressure"], stopped, n.stamped,
+                               last.get("pressure_rejection_text", ""), collecting=collecting)
+    elif collecting:
+        message = f"reference: {last['reference']}" + (
+            f"; frames are not collected: the latest was rejected as {why}" if why else "")
+    elif new["estimated"] == 0:
+        message = "no frame estimated in the last period" + (
+            f": {new['rejected']} frame(s) rejected, the latest as {why}" if new["rejected"] and why else "")
+    elif n.colour and not n.reference_colour:
+        message = f"estimating at {hz:.1f} Hz from depth alone: the reference has no colour: {n._no_colour()}"
+    elif new["depth_only"]:
+        message = (f"estimating at {hz:.1f} Hz; {new['depth_only']} frame(s) of the last period from depth "
+                   "alone (colour missing or rejected)")
+    else:
+        ok, message = True, f"estimating at {hz:.1f} Hz"
+    if new["zero"] > 0:   # messages stamped 0 came in the last period
+        ok = False
+        message += "; stamped 0, rejected (no time to pair by): " + ", ".join(
+            f"{t} ({c})" for t, c in n.zero_stamps.items() if c)
+    if wrong:   # why an input never arrives: rclpy does not say
+        ok, message = False, "; ".join([message] + wrong)
+    if n.config_problems:
+        count = len(n.config_problems)
+        ok = False
+        message += (f"; {count} configuration problem{'' if count == 1 else 's'}: "
+                    + "; ".join(n.config_problems))
+    return ok, message, values

@@ -36,8 +36,8 @@ from .main import run_node, user_args
 from .membrane_force_config import (SPECS, configure, pressure_type_name, reference_rotation, unknown_text,
                                     usage)
 from .membrane_force_inputs import (Input, InputWatch, Pressures, check_reference_frame, inputs_text,
-                                    missing_inputs, no_colour_text, pressure_type_hints, pressures_text,
-                                    ready_text, stamp_partners, status_text, stopped_text, zero_stamp_text)
+                                    no_colour_text, pressure_type_hints, pressures_text, ready_text, report,
+                                    stamp_partners, zero_stamp_text)
 from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, camera_info_text,
                               colour_from_image, depth_from_cloud, depth_from_image, pressure_pa,
                               same_camera_info)
@@ -52,14 +52,8 @@ __all__ = ["SPECS", "MembraneForceNode", "main", "run", "usage"]
 class MembraneForceNode(Node):
     """Camera frames + pressure → :class:`MembraneForceEstimator` → measured dense force (module text).
 
-    Args:
-        node_name: the node's name.
-        command_line: the process arguments (their ``--params-file`` files must have an entry
-            for this node).
-        **kwargs: to ``rclpy.node.Node`` (``context``, ``parameter_overrides``, ...).
-
-    Attributes:
-        config_problems: unknown keys and unmatched parameter files (:func:`.configure`).
+    ``command_line``: the process arguments (for :func:`.configure`); ``kwargs`` go to
+    ``rclpy.node.Node`` (``context``, ``parameter_overrides``, ...).
 
     Raises:
         ConfigError: every configuration problem at once (:func:`.configure`).
@@ -67,8 +61,7 @@ class MembraneForceNode(Node):
 
     def __init__(self, node_name: str = "membrane_force_node", command_line: Sequence[str] = (),
                  **kwargs: Any) -> None:
-        # undeclared names reach _on_set_parameters, which refuses them by name (rclpy's own answer
-        # to an undeclared name lists no name)
+        # undeclared names reach _on_set_parameters, which names them (rclpy's own answer does not)
         super().__init__(node_name, allow_undeclared_parameters=True, **kwargs)
         try:
             cfg = configure(self, command_line)
@@ -91,10 +84,8 @@ class MembraneForceNode(Node):
         self.colour = bool(p["colour_topic"])
         self.pairing = ColourPairing(float(p["colour_tolerance"]), max_waiting=int(p["qos_depth"]),
                                      history=int(p["qos_depth"]) + 2)
-        self.depth_only: Counter = Counter()
         self.reference_colour = False           # the reference in force has colour images
-        self.stats: Counter = Counter()
-        self.rejected: Counter = Counter()
+        self.stats, self.rejected, self.depth_only = Counter(), Counter(), Counter()
         self.period_ms: List[float] = []
         self.last: Dict[str, str] = {"reference": f"collecting 0 of {p['reference_frames']} frames"}
         self.camera_info: Optional[CameraInfo] = None     # the one the estimator was built from
@@ -129,8 +120,7 @@ class MembraneForceNode(Node):
         self.get_logger().info("subscribes " + inputs_text(list(self.inputs.values())))
         self.pressures = Pressures(self.inputs["pressure"], self.stamped, float(p["pressure_tolerance"]),
                                    float(p["pressure_timeout"]))
-        # the inputs paired by stamp -> their partner; a message of one stamped 0 has no time to pair
-        # by: rejected, counted per topic
+        # the inputs paired by stamp -> their partner; a message of one stamped 0 is rejected
         self.stamp_partners = stamp_partners(self.stamped, self.colour)
         self.zero_stamps: Counter = Counter({self.inputs[k].topic: 0 for k in self.stamp_partners})
         self.create_service(Trigger, "~/reset_reference", self._on_reset)
@@ -185,28 +175,22 @@ class MembraneForceNode(Node):
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
         self.stats["camera_info_received"] += 1
-        if self.estimator is not None:
-            if not same_camera_info(msg, self.camera_info):
-                # the estimator's pixel windows belong to the first camera: frames of another would
-                # be read at the wrong pixels; ~/reset_reference takes the new one
-                self.new_camera_info = msg
-                self._reject("camera_info_changed",
-                             f"{camera_info_text(msg)} differs from the "
-                             f"{camera_info_text(self.camera_info)} in use; call ~/reset_reference "
-                             "(membrane free of contact) to take it",
-                             "CameraInfo")
-            return
-        self.estimator = self._build_estimator(msg)
-        if self.estimator is not None:
-            self.camera_info = msg
+        if self.estimator is None:
+            self.estimator = self._build_estimator(msg)
+            self.camera_info = msg if self.estimator is not None else None
+        elif not same_camera_info(msg, self.camera_info):
+            # the estimator's pixel windows belong to the first camera: ~/reset_reference takes a new one
+            self.new_camera_info = msg
+            self._reject("camera_info_changed", f"{camera_info_text(msg)} differs from the "
+                         f"{camera_info_text(self.camera_info)} in use; call ~/reset_reference (membrane "
+                         "free of contact) to take it", "CameraInfo")
 
     def _build_estimator(self, msg: CameraInfo) -> Optional[MembraneForceEstimator]:
         """The estimator for the camera of ``msg``; None (rejection counted) for one it cannot use."""
         p = self.p
         try:
-            camera = camera_from_info(msg)
             return MembraneForceEstimator(
-                self.mesh, camera, punyo_camera_rotation(float(p["camera_rotation_deg"])),
+                self.mesh, camera_from_info(msg), punyo_camera_rotation(float(p["camera_rotation_deg"])),
                 t_cam_mesh=[float(v) for v in p["camera_translation"]], ambient_pressure=self.ambient_pa,
                 window=int(p["window"]), max_depth=float(p["max_depth"]),
                 min_vertex_fraction=float(p["min_vertex_fraction"]))
@@ -249,8 +233,8 @@ class MembraneForceNode(Node):
 
     def _on_frame(self, header: Header, decode: Any, pending: bool = False,
                   arrived: Optional[float] = None) -> None:
-        """One depth frame (``decode()`` gives its depth), received at ``arrived`` (monotonic s; now
-        when None); ``pending``: it waited for its stamped pressure and is offered again."""
+        """A depth frame (``decode()``: its depth) received at monotonic ``arrived`` (None: now);
+        ``pending``: offered again after waiting for its stamped pressure."""
         if not pending:
             self.stats["frames_received"] += 1
             if self._zero_stamp("frames", header):
@@ -292,9 +276,8 @@ class MembraneForceNode(Node):
 
     def _check_colour(self, image: np.ndarray) -> None:
         """InputRejected (``wrong_size``) for an image not of the camera's size (once one is known)."""
-        if self.estimator is None:
-            return
-        hw = (self.estimator.camera.height, self.estimator.camera.width)
+        est = self.estimator
+        hw = image.shape[:2] if est is None else (est.camera.height, est.camera.width)
         if image.shape[:2] != hw:
             raise InputRejected(f"{image.shape[1]}x{image.shape[0]} px for a {hw[1]}x{hw[0]} depth image "
                                 f"(the colour must be on the depth image's pixel grid)", "wrong_size")
@@ -351,11 +334,10 @@ class MembraneForceNode(Node):
             # the speckle's flow needs a colour image of every reference frame
             est.set_reference(list(frames), list(pressures), None if lacking else list(colours))
             self.reference_colour = not lacking
-            with_colour = ("with colour" if not lacking else
-                           f"without colour ({lacking} of {n_ref} frames had none)") if self.colour else ""
-            self.last["reference"] = (f"set from {n_ref} frames{' ' + with_colour if with_colour else ''}, "
-                                      f"{est.reference_pressure:.0f} Pa, "
-                                      f"start-up {est.startup_s * 1e3:.0f} ms")
+            with_colour = ((" with colour" if not lacking else
+                            f" without colour ({lacking} of {n_ref} frames had none)") if self.colour else "")
+            self.last["reference"] = (f"set from {n_ref} frames{with_colour}, {est.reference_pressure:.0f} "
+                                      f"Pa, start-up {est.startup_s * 1e3:.0f} ms")
             self.get_logger().info(ready_text(self.last["reference"], [
                 ("the dense force", self.pub_force), ("the surface", self.pub_surface),
                 ("the total force", self.pub_total)], self.p["frame_id"],
@@ -369,18 +351,15 @@ class MembraneForceNode(Node):
             self.scale.add_frame(stamp_to_ns(header.stamp), total)
         self.period_ms.append(res.timings["total"] * 1e3)
         self.stats["frames_estimated"] += 1
+        self.stats["frames_with_colour"] += colour is not None and self.reference_colour
         self.last.pop("frame_rejection", None)
-        if colour is not None and self.reference_colour:
-            self.stats["frames_with_colour"] += 1
-        self.last["vertices_measured"] = str(res.vertices_measured)
-        self.last["vertices_flow"] = str(res.vertices_flow)
+        self.last.update(vertices_measured=str(res.vertices_measured), vertices_flow=str(res.vertices_flow))
 
     def _publish(self, header: Header, res: Any) -> np.ndarray:
         """Publish one estimate (the dense and total force times the scale, the dense force
         without it, the surface); the uncalibrated total contact force, ``(3,)`` N in frame_id."""
-        out, s = self.out_frame, self.record.scale
-        pos = out.points(res.positions)
-        force = out.vectors(res.contact_forces)
+        s, pos, force = (self.record.scale, self.out_frame.points(res.positions),
+                         self.out_frame.vectors(res.contact_forces))
         h = Header(stamp=copy_stamp(header.stamp), frame_id=self.p["frame_id"])
         xyz = [(k, pos[:, i].astype(np.float32)) for i, k in enumerate("xyz")]
         for pub, f in ((self.pub_force, s * force), (self.pub_uncalibrated, force)):
@@ -401,7 +380,6 @@ class MembraneForceNode(Node):
             new_info, self.new_camera_info = self.new_camera_info, None
             est = self._build_estimator(new_info)
             if est is None:                      # nothing changed: the reference and camera stay
-                response.success = False
                 response.message = (f"nothing reset: the new CameraInfo cannot be used "
                                     f"({self.last.get('last_rejection')}); call again to reset the "
                                     f"reference with the {camera_info_text(self.camera_info)}")
@@ -410,10 +388,9 @@ class MembraneForceNode(Node):
             self.estimator, self.camera_info = est, new_info
         if self.estimator is not None:
             self.estimator.reset_reference()
-        self.reference = []
-        self.reference_colour = False
         if self.scale is not None:   # a fit uses the frames since the last reset
             self.scale.reset()
+        self.reference, self.reference_colour = [], False
         self.last["reference"] = f"collecting 0 of {n} frames"
         self.stats["reference_resets"] += 1
         response.success = True
@@ -478,75 +455,11 @@ class MembraneForceNode(Node):
                               self.last.get("colour image_rejection", ""))
 
     def _report(self) -> None:
-        now, st, last, prev = time.monotonic(), self.stats, self.last, self._period
-        dt = max(now - prev["start"], 1e-9)
-        ms = np.asarray(self.period_ms)
-        self.period_ms = []
-        counts = {"estimated": st["frames_estimated"], "rejected": st["frame_rejected"],
-                  "depth_only": sum(self.depth_only.values()), "zero": sum(self.zero_stamps.values())}
-        new = {k: v - prev.get(k, 0) for k, v in counts.items()}   # in the last period
-        self._period = dict(counts, start=now)
-        age, gauge = self.pressures.age(now), self._gauge()
-        values = {
-            **{k: st[k] for k in ("frames_received", "frames_estimated", "pressures_received",
-                                  "camera_info_received")},
-            "rate_hz": f"{new['estimated'] / dt:.2f}",
-            "estimate_ms_median": f"{np.median(ms):.2f}" if ms.size else "nan",
-            "estimate_ms_max": f"{ms.max():.2f}" if ms.size else "nan",
-            "rejected_total": sum(self.rejected.values()),
-            **{f"rejected.{k}": v for k, v in sorted(self.rejected.items())},
-            **{f"zero_stamps.{t}": n for t, n in self.zero_stamps.items()},
-            "reference": last["reference"], "reference_resets": st["reference_resets"],
-            "pressure_pa": "none" if age is None else f"{self.pressures.latest:.1f}",
-            "pressure_age_s": "none" if age is None else f"{age:.2f}",
-            "ambient_pa": f"{self.ambient_pa:.0f}", "ambient_source": self.ambient_source,
-            "gauge_pa": "none" if gauge is None else f"{gauge:.0f}",
-            "vertices_measured": last.get("vertices_measured", "0"),
-            "last_rejection": last.get("last_rejection", "none"), "frame_id": self.p["frame_id"],
-            "config_problems": "; ".join(self.config_problems) or "none",
-            "inputs": inputs_text(list(self.inputs.values())), **self.record.values()}
-        if self.scale is not None:
-            values.update(self.scale.values(self.p["reference_wrench_topic"]))
-        if self.colour:
-            values.update({
-                "colour_topic": self.p["colour_topic"], "colour_received": st["colour_received"],
-                "frames_with_colour": st["frames_with_colour"], "frames_depth_only": counts["depth_only"],
-                **{f"depth_only.{k}": v for k, v in sorted(self.depth_only.items())},
-                "frames_waiting_for_colour": len(self.pairing.pending),
-                "reference_colour": "yes" if self.reference_colour else "no",
-                "vertices_flow": last.get("vertices_flow", "0"),
-                "last_depth_only": last.get("depth_only", "none")})
-        missing = missing_inputs(self.inputs, st, last, self.estimator is not None, age is not None)
-        wrong, to_log = self.watch.wrong_types(now)
-        values["wrong_types"] = "; ".join(wrong) or "none"
-        for line in to_log + [self.watch.waiting_log(now, missing) or ""]:
-            if line:
-                self.get_logger().warning(line)
-        stopped, est = self.pressures.stopped(now), self.estimator
-        collecting = est is not None and est.model is None
-        ok, message = status_text(
-            missing, None if stopped is None else stopped_text(
-                self.inputs["pressure"], stopped, self.stamped, last.get("pressure_rejection_text", ""),
-                collecting=collecting),
-            last["reference"] if collecting else None, last.get("frame_rejection"), new["estimated"],
-            new["rejected"], new["estimated"] / dt,
-            self._no_colour() if self.colour and not self.reference_colour else None, new["depth_only"])
-        level = DiagnosticStatus.OK if ok else DiagnosticStatus.WARN
-        if new["zero"] > 0:   # messages stamped 0 came in the last period
-            level = DiagnosticStatus.WARN
-            message += "; stamped 0, rejected (no time to pair by): " + ", ".join(
-                f"{t} ({n})" for t, n in self.zero_stamps.items() if n)
-        if wrong:   # why an input never arrives: rclpy does not say
-            level, message = DiagnosticStatus.WARN, "; ".join([message] + wrong)
-        if self.config_problems:
-            n = len(self.config_problems)
-            level = DiagnosticStatus.WARN
-            message += (f"; {n} configuration problem{'' if n == 1 else 's'}: "
-                        + "; ".join(self.config_problems))
+        ok, message, values = report(self, time.monotonic())
         name = self.get_fully_qualified_name()
         array = DiagnosticArray(status=[DiagnosticStatus(
-            level=level, name=name, message=message, hardware_id=name,
-            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])])
+            level=DiagnosticStatus.OK if ok else DiagnosticStatus.WARN, name=name, message=message,
+            hardware_id=name, values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])])
         array.header.stamp = self.get_clock().now().to_msg()
         self.pub_diag.publish(array)
 
