@@ -303,7 +303,7 @@ def test_the_nearest_colour_within_the_tolerance_pairs_and_none_beyond_it(poke, 
         # two colour images within the tolerance: the nearer one (frame 84's, 2 ms off) is taken
         node._on_colour(_colour(rgb0, 9, 992_000_000))                       # 8 ms before
         node._on_image(_depth(poke, LOADED, 10))
-        assert len(out) == 1 and len(node.colour_pending) == 1                 # a nearer one may come
+        assert len(out) == 1 and len(node.pairing.pending) == 1                 # a nearer one may come
         node._on_colour(_colour(rgb84, 10, 2_000_000))                        # 2 ms after
         assert [s for s, _ in out] == [len(REF), 10]
         assert np.abs(out[-1][1].contact_forces - poke["with_colour"]).max() < 1e-9
@@ -325,7 +325,7 @@ def test_the_nearest_colour_within_the_tolerance_pairs_and_none_beyond_it(poke, 
         # waiting frames keep their order: 50 waits (no colour yet), 51 comes with its colour
         node._on_image(_depth(poke, LOADED, 50))
         node._on_image(_depth(poke, LOADED, 51))
-        assert out[-1][0] == 40 and len(node.colour_pending) == 2
+        assert out[-1][0] == 40 and len(node.pairing.pending) == 2
         node._on_colour(_colour(rgb84, 51))               # settles 50 (none near, a later one came)
         assert [s for s, _ in out[-2:]] == [50, 51] and node.depth_only["no_colour"] == 2
         # nothing more comes: the timer lets the frame go after colour_timeout

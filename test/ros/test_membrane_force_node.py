@@ -321,7 +321,7 @@ def test_a_stamped_pressure_pairs_with_the_frame_of_its_stamp(scene, rclpy_conte
         node._on_pressure(pressure(P_REF, 1))
         node._on_image(_image_32f(scene["ref"], 1))                     # the reference
         node._on_image(_image_32f(scene["pushed"], 2))                  # before its pressure: waits
-        assert [s for s, _ in out] == [1] and len(node.pending) == 1
+        assert [s for s, _ in out] == [1] and len(node.pressures.pending) == 1
         node._on_pressure(pressure(P_REF + 500.0, 3))                   # another frame's: still waits?
         assert len(out) == 1 and node.rejected["no_pressure"] == 1      # no: later stamps passed it
         node._on_image(_image_32f(scene["pushed"], 4))

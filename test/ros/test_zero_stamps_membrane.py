@@ -58,7 +58,7 @@ def test_depth_colour_and_pressure_stamped_0_are_rejected_counted_and_named(
             {"zero_stamp": 1, "colour_zero_stamp": 1, "pressure_zero_stamp": 1}
         # nothing kept to pair with, nothing waiting, nothing estimated
         assert not node.pressures.by_stamp and not node.pairing.colours and not node.pairing.pending
-        assert not node.pending and out == [] and node.estimator.model is None
+        assert not node.pressures.pending and out == [] and node.estimator.model is None
 
         node._on_pressure(_pressure(P_REF, 1))
         node._on_image(_image_32f(scene["ref"], 1))                      # waits for its colour ...

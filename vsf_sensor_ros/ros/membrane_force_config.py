@@ -1,162 +1,127 @@
-"""``membrane_force_node``'s parameters: the table, ``--help``, and the checks made at start.
+"""``membrane_force_node``'s parameters: the table, ``--help``, and the start-up checks (:func:`configure`).
 
 Every parameter is read-only (a camera, mesh or pressure input changes only with a restart); the
-table (:data:`SPECS`) has ``sensor_node``'s format (:class:`.Spec`, declared with
-:func:`.parameters.declare_spec`).  :func:`mesh_file` and :func:`read_mesh` raise
-:class:`.ConfigError` naming the parameter and its value, and :func:`settings_problems` lists the
-problems of the settings that need no file; the node adds the values rclpy refuses and the
-attachment mesh's, reports them all in one error (:class:`.ConfigErrors`) and does not start (exit
-code 2).  Relative mesh
-paths resolve as ``sensor_node``'s file parameters do: against ``$VSF_ASSETS`` when it is set and
-not empty, else against the working directory.
+table has ``sensor_node``'s format (:class:`.Spec`).  Relative paths resolve as ``sensor_node``'s do:
+against ``$VSF_ASSETS`` when set and not empty, else the working directory.
 """
 from __future__ import annotations
 
 import argparse
-import difflib
 import functools
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+from rclpy.node import Node
 
 from vsf_sensor_ros.sensor.membrane_force_estimator import MembraneModel, isa_pressure, punyo_camera_rotation
+from vsf_sensor_ros.sensor.membrane_frame import MeshFrameTransform, fit_mesh_transform
 from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh, read_membrane_mesh
+from vsf_sensor_ros.sensor.scale_calibration import ENTRY_KEY, ScaleRecord, record_from_entry
 
 from ..transforms import transform_from_xyz_quat
+from ._rclpy_compat import parameter_override_names
+from .calibration_file import CalibrationStore
 from .messages.camera import PRESSURE_TYPES
-from .parameter_table import ConfigError, Spec, check_topic_name
+from .parameter_check import closest_key, unknown_keys, unmatched_params_files
+from .parameter_table import ConfigError, Spec, check_topic_name, raise_all
+from .parameters import declare_spec
 from .scene import effective_assets_dir, resolve_path, resolved_from
 
 #: how the --help text of a file parameter says where a relative path is looked for
 RELATIVE_PATHS = "relative: against $VSF_ASSETS when set, else the working directory"
-
 #: gauge pressure (Pa) of the start-up check that the mesh can be inflated (any positive value does)
 NOMINAL_GAUGE_PA = 1000.0
-
 #: atmospheric pressures ``ambient_pressure`` may take, Pa: the lowest shore on earth (about 107 kPa)
 #: up to about 9 km; a value outside is a unit mistake (hPa, kPa) or a gauge pressure
 AMBIENT_RANGE_PA = (30000.0, 110000.0)
-
 #: logged once at start when neither ``ambient_pressure`` nor ``altitude`` is set
 SEA_LEVEL_WARNING = ("ambient_pressure and altitude are 0: the standard atmosphere at sea level (101325 Pa) "
                      "is assumed; set altitude (m) or ambient_pressure (Pa, best the bubble's own sensor "
                      "read deflated): the gauge pressure sets the size of every force")
 
-# Start-up parameters, all read-only, in sensor_node's table format (:class:`.Spec`).
 _Fixed = functools.partial(Spec, read_only=True)
 SPECS: List[Spec] = [
-    _Fixed("mesh", "",
-           "membrane mesh file (VTK or any meshio format; its vertex cells = the clamped ring), m; "
-           "required; "
-           f"{RELATIVE_PATHS}"),
-    _Fixed("attachment_mesh", "",
-           "mesh file the PunyoDenseForceSensor is attached with (same vertices, same order); outputs "
-           "are published in its frame ('' = the membrane mesh's frame); "
-           f"{RELATIVE_PATHS}"),
-    _Fixed("frame_id", "punyo",
-           "frame_id of the outputs: the sensor's attachment body"),
-    _Fixed("camera_rotation_deg", 25.0,
-           "R_cam_mesh: rotation of the membrane mesh frame about the camera y axis, degrees (the Punyo "
-           "reference mesh: 25)", lo=-180.0, hi=180.0),
-    _Fixed("camera_translation", [0.0, 0.0, 0.0],
-           "t_cam_mesh: mesh origin in the camera frame, m", length=3, finite=True),
-    _Fixed("ambient_pressure", 0.0,
-           "atmospheric pressure, Pa, best the bubble's own sensor read deflated (0 = ISA standard "
-           "atmosphere at 'altitude'; else 30000..110000, checked at start with a word on hPa)"),
-    _Fixed("altitude", 0.0,
-           "site altitude for the standard atmosphere, m (used when ambient_pressure is 0)",
+    _Fixed("mesh", "", "membrane mesh file (VTK or any meshio format; its vertex cells = the clamped "
+           "ring), m; required; " + RELATIVE_PATHS),
+    _Fixed("attachment_mesh", "", "mesh file the PunyoDenseForceSensor is attached with (same vertices, "
+           "same order); outputs are published in its frame ('' = the membrane mesh's frame); " +
+           RELATIVE_PATHS),
+    _Fixed("frame_id", "punyo", "frame_id of the outputs: the sensor's attachment body"),
+    _Fixed("camera_rotation_deg", 25.0, "R_cam_mesh: rotation of the membrane mesh frame about the camera "
+           "y axis, degrees (the Punyo reference mesh: 25)", lo=-180.0, hi=180.0),
+    _Fixed("camera_translation", [0.0, 0.0, 0.0], "t_cam_mesh: mesh origin in the camera frame, m",
+           length=3, finite=True),
+    _Fixed("ambient_pressure", 0.0, "atmospheric pressure, Pa, best the bubble's own sensor read deflated "
+           "(0 = ISA standard atmosphere at 'altitude'; else 30000..110000, checked at start with a word "
+           "on hPa)"),
+    _Fixed("altitude", 0.0, "site altitude for the standard atmosphere, m (used when ambient_pressure is 0)",
            lo=-500.0, hi=11000.0),
-    _Fixed("input", "depth",
-           "camera input: 'depth' (Image + CameraInfo) or 'points' (organised PointCloud2 + CameraInfo)"),
-    _Fixed("depth_topic", "camera/depth/image_rect_raw",
-           "depth image topic (input 'depth')"),
-    _Fixed("points_topic", "camera/depth/color/points",
-           "organised cloud topic (input 'points')"),
-    _Fixed("camera_info_topic", "camera/depth/camera_info",
-           "CameraInfo of the depth stream"),
-    _Fixed("depth_unit", 0.001,
-           "metres per 16UC1 depth unit (RealSense: 0.001)", lo=1e-07, hi=1.0),
-    _Fixed("colour_topic", "",
-           "colour Image topic (rgb8 | bgr8 | mono8) on the depth image's pixel grid, e.g. a RealSense "
-           "colour stream with the depth aligned to it: adds the membrane's sliding (optical flow) and "
-           "tangential forces; '' = depth only"),
-    _Fixed("colour_tolerance", 0.01,
-           "a depth frame takes the colour image stamped nearest to it within this many s (0 = the same "
-           "stamp only)", lo=0.0, hi=1.0),
-    _Fixed("colour_timeout", 0.2,
-           "longest a depth frame waits for its colour image, s of receive time; then it is estimated "
-           "from depth alone and counted", lo=0.001, hi=10.0),
-    _Fixed("pressure_topic", "punyo/pressure",
-           "bubble pressure topic"),
-    _Fixed("pressure_type", "std_msgs/msg/Float32",
-           "std_msgs/msg/Float32 | std_msgs/msg/Float64 | sensor_msgs/msg/FluidPressure"),
-    _Fixed("pressure_scale", 100.0,
-           "pressure message value x scale = Pa (100 for the firmware's hPa)", lo=1e-09, hi=1000000000.0),
-    _Fixed("pressure_timeout", 0.5,
-           "longest age, s of receive time, of the latest Float32 / Float64 pressure a frame is "
-           "estimated with (older: the frame is rejected as stale_pressure and /diagnostics says the "
-           "pressure stopped; a FluidPressure received longer ago is reported as stopped); 0 = never "
-           "stale", lo=0.0, hi=3600.0),
-    _Fixed("pressure_tolerance", 0.02,
-           "a stamped pressure (FluidPressure) pairs with the frame stamped within this many s (a frame "
-           "waits for it); Float32 / Float64: the latest", lo=0.0, hi=10.0),
-    _Fixed("reference_frames", 10,
-           "contact-free frames averaged as the reference at start and after reset_reference", lo=1, hi=1000),
-    _Fixed("window", 9,
-           "odd side of the pixel window read around each vertex, px", lo=1, hi=51),
-    _Fixed("max_depth", 0.2,
-           "readings at or beyond this depth are not membrane, m", lo=0.001, hi=10.0),
-    _Fixed("min_vertex_fraction", 0.8,
-           "a frame is rejected when fewer than this fraction of the reference's vertices have a reading",
-           lo=0.0, hi=1.0),
-    _Fixed("force_topic", "membrane_force",
-           "output: per-vertex force cloud (sensor_node's measured layout)"),
-    _Fixed("surface_topic", "membrane_surface",
-           "output: estimated membrane surface (x y z)"),
-    _Fixed("total_force_topic", "membrane_total_force",
-           "output: total contact force (WrenchStamped)"),
-    _Fixed("input_reliability", "best_effort",
-           "QoS reliability of the camera inputs (frames, CameraInfo): best_effort (matches every "
-           "publisher) | reliable"),
-    _Fixed("pressure_reliability", "best_effort",
-           "QoS reliability of the pressure input: best_effort | reliable"),
-    _Fixed("qos_depth", 10,
-           "queue depth of inputs and outputs", lo=1, hi=10000),
-    _Fixed("diagnostics_period", 1.0,
-           "s between /diagnostics reports", lo=0.01, hi=3600.0),
-    _Fixed("reference_wrench_topic", "",
-           "reference force for the force scale: WrenchStamped (e.g. the arm's F/T sensor); '' = no scale "
-           "fit (~/calibrate_scale refuses)"),
-    _Fixed("reference_rotation", [0.0, 0.0, 0.0, 1.0],
-           "R_frame_ref: quaternion x y z w turning the reference wrench's frame into frame_id (normalised)",
-           length=4, finite=True),
-    _Fixed("reference_tolerance", 0.01,
-           "an estimated frame pairs with the reference wrench stamped nearest to it within this many s",
-           lo=0.0, hi=1.0),
-    _Fixed("reference_reliability", "best_effort",
-           "QoS reliability of the reference wrench input: best_effort | reliable"),
-    _Fixed("scale_threshold", 0.5,
-           "~/calibrate_scale fits on the frames whose reference force (bias removed) exceeds this, N",
-           lo=0.0, hi=10000.0),
-    _Fixed("scale_min_frames", 10,
-           "~/calibrate_scale refuses fewer frames above scale_threshold", lo=2, hi=100000),
-    _Fixed("scale_min_force", 2.0,
-           "~/calibrate_scale refuses when the largest reference force stays below this, N",
-           lo=0.0, hi=10000.0),
-    _Fixed("calibration_file", "",
-           "YAML file of the force scale (sensor_node's calibration file format): loaded at start when "
-           "it exists, written by a successful ~/calibrate_scale; '' = not kept; "
-           f"{RELATIVE_PATHS}"),
-    _Fixed("calibration_create_dirs", False,
-           "~/calibrate_scale may create the missing directories of calibration_file"),
+    _Fixed("input", "depth", "camera input: 'depth' (Image + CameraInfo) or 'points' (organised "
+           "PointCloud2 + CameraInfo)"),
+    _Fixed("depth_topic", "camera/depth/image_rect_raw", "depth image topic (input 'depth')"),
+    _Fixed("points_topic", "camera/depth/color/points", "organised cloud topic (input 'points')"),
+    _Fixed("camera_info_topic", "camera/depth/camera_info", "CameraInfo of the depth stream"),
+    _Fixed("depth_unit", 0.001, "metres per 16UC1 depth unit (RealSense: 0.001)", lo=1e-7, hi=1.0),
+    _Fixed("colour_topic", "", "colour Image topic (rgb8 | bgr8 | mono8) on the depth image's pixel grid, "
+           "e.g. a RealSense colour stream with the depth aligned to it: adds the membrane's sliding "
+           "(optical flow) and tangential forces; '' = depth only"),
+    _Fixed("colour_tolerance", 0.01, "a depth frame takes the colour image stamped nearest to it within "
+           "this many s (0 = the same stamp only)", lo=0.0, hi=1.0),
+    _Fixed("colour_timeout", 0.2, "longest a depth frame waits for its colour image, s of receive time; "
+           "then it is estimated from depth alone and counted", lo=0.001, hi=10.0),
+    _Fixed("pressure_topic", "punyo/pressure", "bubble pressure topic"),
+    _Fixed("pressure_type", "std_msgs/msg/Float32", "std_msgs/msg/Float32 | std_msgs/msg/Float64 | "
+           "sensor_msgs/msg/FluidPressure"),
+    _Fixed("pressure_scale", 100.0, "pressure message value x scale = Pa (100 for the firmware's hPa)",
+           lo=1e-9, hi=1e9),
+    _Fixed("pressure_timeout", 0.5, "longest age, s of receive time, of the latest Float32 / Float64 "
+           "pressure a frame is estimated with (older: the frame is rejected as stale_pressure and "
+           "/diagnostics says the pressure stopped; a FluidPressure received longer ago is reported as "
+           "stopped); 0 = never stale", lo=0.0, hi=3600.0),
+    _Fixed("pressure_tolerance", 0.02, "a stamped pressure (FluidPressure) pairs with the frame stamped "
+           "within this many s (a frame waits for it); Float32 / Float64: the latest", lo=0.0, hi=10.0),
+    _Fixed("reference_frames", 10, "contact-free frames averaged as the reference at start and after "
+           "reset_reference", lo=1, hi=1000),
+    _Fixed("window", 9, "odd side of the pixel window read around each vertex, px", lo=1, hi=51),
+    _Fixed("max_depth", 0.2, "readings at or beyond this depth are not membrane, m", lo=0.001, hi=10.0),
+    _Fixed("min_vertex_fraction", 0.8, "a frame is rejected when fewer than this fraction of the "
+           "reference's vertices have a reading", lo=0.0, hi=1.0),
+    _Fixed("force_topic", "membrane_force", "output: per-vertex force cloud (sensor_node's measured layout)"),
+    _Fixed("surface_topic", "membrane_surface", "output: estimated membrane surface (x y z)"),
+    _Fixed("total_force_topic", "membrane_total_force", "output: total contact force (WrenchStamped)"),
+    _Fixed("input_reliability", "best_effort", "QoS reliability of the camera inputs (frames, CameraInfo): "
+           "best_effort (matches every publisher) | reliable"),
+    _Fixed("pressure_reliability", "best_effort", "QoS reliability of the pressure input: best_effort | "
+           "reliable"),
+    _Fixed("qos_depth", 10, "queue depth of inputs and outputs", lo=1, hi=10000),
+    _Fixed("diagnostics_period", 1.0, "s between /diagnostics reports", lo=0.01, hi=3600.0),
+    _Fixed("reference_wrench_topic", "", "reference force for the force scale: WrenchStamped (e.g. the "
+           "arm's F/T sensor); '' = no scale fit (~/calibrate_scale refuses)"),
+    _Fixed("reference_rotation", [0.0, 0.0, 0.0, 1.0], "R_frame_ref: quaternion x y z w turning the "
+           "reference wrench's frame into frame_id (normalised)", length=4, finite=True),
+    _Fixed("reference_tolerance", 0.01, "an estimated frame pairs with the reference wrench stamped "
+           "nearest to it within this many s", lo=0.0, hi=1.0),
+    _Fixed("reference_reliability", "best_effort", "QoS reliability of the reference wrench input: "
+           "best_effort | reliable"),
+    _Fixed("scale_threshold", 0.5, "~/calibrate_scale fits on the frames whose reference force (bias "
+           "removed) exceeds this, N", lo=0.0, hi=10000.0),
+    _Fixed("scale_min_frames", 10, "~/calibrate_scale refuses fewer frames above scale_threshold",
+           lo=2, hi=100000),
+    _Fixed("scale_min_force", 2.0, "~/calibrate_scale refuses when the largest reference force stays below "
+           "this, N", lo=0.0, hi=10000.0),
+    _Fixed("calibration_file", "", "YAML file of the force scale (sensor_node's calibration file format): "
+           "loaded at start when it exists, written by a successful ~/calibrate_scale; '' = not kept; " +
+           RELATIVE_PATHS),
+    _Fixed("calibration_create_dirs", False, "~/calibrate_scale may create the missing directories of "
+           "calibration_file"),
 ]
 PARAMETER_NAMES = [s.key for s in SPECS]
-
 #: the parameters that name topics (checked at start with rclpy's name rules)
 TOPIC_PARAMETERS = ("depth_topic", "points_topic", "camera_info_topic", "pressure_topic", "force_topic",
                     "surface_topic", "total_force_topic")
-
 EXAMPLE = ("  membrane_force_node --ros-args -p mesh:=equalized.vtk "
            "-p attachment_mesh:=punyo_mesh_complete.ply -p frame_id:=punyo \\\n"
            "      -p force_topic:=/punyo_force/measured -p depth_topic:=/camera/depth/image_rect_raw")
@@ -178,8 +143,8 @@ def usage() -> argparse.ArgumentParser:
 
 
 def load_attachment_vertices(path: str) -> np.ndarray:
-    """``(n, 3)`` float64 vertices (m) of the attachment mesh, the file's vertex table in its order
-    and count (:func:`vsf_sensor_ros.mesh_io.load_mesh`, the rule every body mesh follows).
+    """``(n, 3)`` float64 vertices (m) of a mesh file in its order and count
+    (:func:`vsf_sensor_ros.mesh_io.load_mesh`, every body mesh's rule).
 
     Raises:
         ValueError: a file that cannot be read as a triangle mesh (the reader's reason).
@@ -193,23 +158,18 @@ def load_attachment_vertices(path: str) -> np.ndarray:
 
 def unknown_text(name: str) -> str:
     """``"'depth_unti' is not a parameter of membrane_force_node (did you mean 'depth_unit'?)"``."""
-    close = difflib.get_close_matches(name, PARAMETER_NAMES, n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]!r}?)" if close else f" (its parameters: {', '.join(PARAMETER_NAMES)})"
+    close = closest_key(name, PARAMETER_NAMES)
+    hint = f" (did you mean {close!r}?)" if close else f" (its parameters: {', '.join(PARAMETER_NAMES)})"
     return f"{name!r} is not a parameter of membrane_force_node{hint}"
 
 
 def mesh_file(name: str, given: str) -> str:
-    """The file a mesh parameter names: ``~`` expanded, a relative path joined to ``$VSF_ASSETS``
-    (set and not empty) or else the working directory; absolute.
-
-    Args:
-        name: the parameter (``mesh``, ``attachment_mesh``), for the message.
-        given: its value, non-empty.
+    """The absolute file mesh parameter ``name`` (``mesh``, ``attachment_mesh``) names: ``~``
+    expanded, a relative ``given`` resolved (module text).
 
     Raises:
-        ConfigError: no such file, e.g. ``parameter 'mesh' = 'nope.vtk': no such file:
-            /abs/nope.vtk (resolved from 'nope.vtk' against the working directory /abs)``, or not a
-            regular file.
+        ConfigError: no such file (naming the resolved path and what it was resolved against), or
+            not a regular file.
     """
     assets = effective_assets_dir("")
     path = os.path.abspath(resolve_path(given, assets))
@@ -221,8 +181,7 @@ def mesh_file(name: str, given: str) -> str:
 
 
 def read_mesh(given: str) -> MembraneMesh:
-    """The membrane mesh of parameter ``mesh`` (resolved by :func:`mesh_file`), checked to be one
-    the model can inflate.
+    """The membrane mesh of parameter ``mesh``, checked to be one the model can inflate.
 
     Raises:
         ConfigError: no path, no such file, an unreadable file, or a mesh with no pressure
@@ -242,19 +201,29 @@ def read_mesh(given: str) -> MembraneMesh:
     return mesh
 
 
-def ambient(p: Dict[str, Any]) -> Tuple[float, str]:
-    """The ambient (atmospheric) pressure the node uses and where it comes from.
-
-    Args:
-        p: the node's parameters (``ambient_pressure`` Pa, ``altitude`` m).
-
-    Returns:
-        ``(pa, source)``: ``ambient_pressure`` and ``"ambient_pressure"`` when it is given, else the
-        ISA standard atmosphere at ``altitude`` and ``"standard atmosphere at 222 m"``.
+def attachment_frame(mesh: Optional[MembraneMesh], given: str) -> Tuple[MeshFrameTransform, str]:
+    """The transform from the membrane ``mesh`` to the frame of the ``attachment_mesh`` file
+    ``given``, and the file's path; without a mesh only the file is checked (identity).
 
     Raises:
-        ConfigError: an ``ambient_pressure`` other than 0 outside :data:`AMBIENT_RANGE_PA`
-            (named with its value; when 100 times it would be plausible, as hPa).
+        ConfigError: no such file, not a regular file, unreadable, or not the same membrane.
+    """
+    path = mesh_file("attachment_mesh", given)
+    if mesh is None:
+        return MeshFrameTransform.identity(), path
+    try:
+        return fit_mesh_transform(mesh.points, load_attachment_vertices(path), mesh.boundary), path
+    except Exception as exc:
+        raise ConfigError("attachment_mesh", given, str(exc)) from None
+
+
+def ambient(p: Dict[str, Any]) -> Tuple[float, str]:
+    """``(Pa, source)`` of the ambient pressure: ``ambient_pressure`` and ``"ambient_pressure"``
+    when it is not 0, else the ISA atmosphere at ``altitude`` (m) and ``"standard atmosphere at 222 m"``.
+
+    Raises:
+        ConfigError: an ``ambient_pressure`` outside :data:`AMBIENT_RANGE_PA` (with a word on hPa
+            when 100 times it would fit).
     """
     given = float(p["ambient_pressure"])
     lo, hi = AMBIENT_RANGE_PA
@@ -273,7 +242,7 @@ def reference_rotation(p: Dict[str, Any]) -> np.ndarray:
     """``(3, 3)`` float64 ``R_frame_ref`` of parameter ``reference_rotation`` (x y z w, normalised).
 
     Raises:
-        ConfigError: a quaternion of zero norm (named with its value).
+        ConfigError: a quaternion of zero norm.
     """
     try:
         return transform_from_xyz_quat([0.0, 0.0, 0.0], p["reference_rotation"])[:3, :3]
@@ -290,20 +259,21 @@ def pressure_type_name(given: str) -> str:
 
 def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name: str,
                       namespace: str) -> List[ConfigError]:
-    """Every problem of the parameters that need no file, each naming the parameter and its value
-    (empty: none), so that a user fixes them in one go.
+    """Every problem of the parameters that need no file, each naming the parameter and value.
 
-    Checked: an implausible ``ambient_pressure`` (:func:`ambient`), an unknown ``input``,
-    ``pressure_type`` or reliability, an even ``window``, a zero ``reference_rotation``, an
-    empty ``frame_id``, a topic name rclpy refuses, and -- with a ``mesh`` (None: skipped, the
-    mesh's own problem is reported instead) -- a camera mount that puts free vertices behind the
-    camera.
+    Checked: ``ambient_pressure`` (:func:`ambient`), ``input``, ``pressure_type``, the
+    reliabilities, an even ``window``, ``reference_rotation``, an empty ``frame_id``, topic names
+    rclpy refuses and -- with a ``mesh`` -- a camera mount that puts free vertices behind the camera.
     """
     out: List[ConfigError] = []
-    try:
-        ambient(p)
-    except ConfigError as exc:
-        out.append(exc)
+
+    def attempt(check: Any, *args: Any) -> None:
+        try:
+            check(*args)
+        except ConfigError as exc:
+            out.append(exc)
+
+    attempt(ambient, p)
     if p["input"] not in ("depth", "points"):
         out.append(ConfigError("input", p["input"], "use 'depth' or 'points'"))
     if pressure_type_name(p["pressure_type"]) not in PRESSURE_TYPES:
@@ -313,27 +283,94 @@ def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name
             if p[key] not in ("best_effort", "reliable")]
     if int(p["window"]) % 2 == 0:
         out.append(ConfigError("window", p["window"], "must be odd"))
-    t_cam = np.asarray(p["camera_translation"], dtype=float)   # 3 finite numbers (its Spec)
     if not str(p["frame_id"]).strip():
         out.append(ConfigError("frame_id", p["frame_id"], "must name the frame of the outputs (the "
                                "PunyoDenseForceSensor's attachment body, e.g. 'punyo')"))
+    attempt(reference_rotation, p)
     optional = tuple(k for k in ("colour_topic", "reference_wrench_topic") if str(p[k]))   # '' = none
-    try:
-        reference_rotation(p)
-    except ConfigError as exc:
-        out.append(exc)
     for key in TOPIC_PARAMETERS + optional:
-        try:
-            check_topic_name(key, p[key], node_name, namespace)
-        except ConfigError as exc:
-            out.append(exc)
+        attempt(check_topic_name, key, p[key], node_name, namespace)
     if mesh is not None:
         # the camera looks at the membrane from inside: a free vertex behind it means a wrong mount
-        free_cam = mesh.points[mesh.interior] @ punyo_camera_rotation(
-            float(p["camera_rotation_deg"])).T + t_cam
+        t_cam = np.asarray(p["camera_translation"], dtype=float)   # 3 finite numbers (its Spec)
+        rotation = punyo_camera_rotation(float(p["camera_rotation_deg"]))
+        free_cam = mesh.points[mesh.interior] @ rotation.T + t_cam
         behind = int((free_cam[:, 2] <= 0.0).sum())
         if behind:
             out.append(ConfigError("camera_rotation_deg", p["camera_rotation_deg"],
                                    f"{behind} free membrane vertices lie behind the camera (z <= 0 in its "
                                    f"optical frame; camera_translation = {t_cam.tolist()})"))
     return out
+
+
+def configure(node: Node, command_line: Sequence[str]) -> SimpleNamespace:
+    """Declare ``node``'s parameters, read its meshes and calibration file, log the start-up notes.
+
+    Returns:
+        ``p`` (name -> value), ``mesh``, ``out_frame`` (mesh -> attachment frame), ``store``
+        (:class:`.CalibrationStore`), ``record`` (the scale loaded, :class:`.ScaleRecord`),
+        ``ambient_pa``, ``ambient_source`` and ``config_problems`` (unknown keys with the closest
+        known one, parameter files with no entry for the node: logged, for ``/diagnostics``).
+
+    Raises:
+        ConfigError: every problem at once (:class:`.ConfigErrors` for several, one line), each
+            naming the parameter and value: values rclpy refuses, the ``mesh``, the
+            ``attachment_mesh``, :func:`settings_problems`, the ``calibration_file``.
+    """
+    problems: List[ConfigError] = []
+    c = SimpleNamespace(p={}, mesh=None, out_frame=MeshFrameTransform.identity(), record=ScaleRecord())
+    p = c.p
+    for spec in SPECS:   # (altitude: 222 is taken for 222.0, as by sensor_node)
+        try:
+            p[spec.key] = declare_spec(node, spec.key, spec)
+        except ConfigError as exc:
+            problems.append(exc)
+            p[spec.key] = spec.default   # only for the checks below: the node does not start
+    try:
+        c.mesh = read_mesh(p["mesh"])
+    except ConfigError as exc:
+        problems.append(exc)
+    try:
+        if p["attachment_mesh"]:
+            c.out_frame, attachment = attachment_frame(c.mesh, p["attachment_mesh"])
+    except ConfigError as exc:
+        problems.append(exc)
+    problems += settings_problems(p, c.mesh, node.get_name(), node.get_namespace())
+    # the calibration file is fixed at start (read-only): the only file ~/calibrate_scale writes
+    c.store = CalibrationStore(Path(resolve_path(p["calibration_file"], effective_assets_dir("")))
+                               if p["calibration_file"] else None, bool(p["calibration_create_dirs"]))
+    try:
+        entry = c.store.load().get(ENTRY_KEY)
+        if entry is not None:
+            c.record = record_from_entry(entry, f"file {c.store.path}")
+    except ConfigError as exc:
+        problems.append(exc)
+    except ValueError as exc:
+        problems.append(ConfigError("calibration_file", p["calibration_file"], str(exc)))
+    raise_all(problems)
+    log = node.get_logger()
+    if c.record.source != "none":
+        log.info(f"force scale {c.record.scale:.6g} loaded from {c.store.path} "
+                 f"(fitted {c.record.fitted_at} on {c.record.frames} frames)")
+    if not p["attachment_mesh"]:
+        # sensor_node reads a measured dense force in its own mesh's frame: unless that mesh is
+        # this one, its residual would be off by the rotation between the two
+        log.warning(f"parameter 'attachment_mesh' is empty: forces are published in the frame of "
+                    f"{p['mesh']!r} and labelled {p['frame_id']!r}; give the mesh file sensor_node's "
+                    "PunyoDenseForceSensor is attached with (e.g. punyo_mesh_complete.ply) unless it is "
+                    "this one")
+    else:
+        log.info(f"outputs in the frame of {attachment}: rotation {c.out_frame.angle_deg:.2f} deg from "
+                 f"the membrane mesh, ring fit {c.out_frame.max_error * 1e3:.3f} mm")
+    c.ambient_pa, c.ambient_source = ambient(p)
+    if not float(p["ambient_pressure"]) and not float(p["altitude"]):
+        log.warning(SEA_LEVEL_WARNING)
+    name = node.get_fully_qualified_name()
+    unknown = unknown_keys(parameter_override_names(node), set(PARAMETER_NAMES), {}, {})
+    c.config_problems = [u.message() for u in unknown]
+    c.config_problems += [f"parameters file {path} has no entry for this node: expected '{name}', found "
+                          f"{', '.join(repr(k) for k in keys) or 'none'}"
+                          for path, keys in unmatched_params_files(command_line, name)]
+    for line in c.config_problems:
+        log.warning(line)
+    return c

@@ -1,4 +1,4 @@
-"""``membrane_force_node``'s inputs as its user sees them: what it waits for, wrong types, ready.
+"""``membrane_force_node``'s inputs as its user sees them: what it waits for, wrong types, status.
 
 Every input is named the same way in the log and on ``/diagnostics`` (its type as the graph
 spells it and its resolved topic), so a user can find it; the messages: docs/membrane_force.md.
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Deque, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Deque, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
 from rclpy.node import Node
@@ -15,9 +15,9 @@ from rclpy.node import Node
 from .messages.camera import PRESSURE_TYPES, InputRejected
 from .topic_types import foreign_publishers, type_name, wrong_type_message
 
-__all__ = ["Input", "InputWatch", "NAME_WAIT_S", "Pressures", "WAIT_WARN_S", "inputs_text", "missing_inputs",
-           "no_colour_text", "pressure_type_hints", "pressures_text", "ready_text", "stamp_partners",
-           "stopped_text", "waiting_text", "zero_stamp_text"]
+__all__ = ["Input", "InputWatch", "NAME_WAIT_S", "Pressures", "WAIT_WARN_S", "check_reference_frame",
+           "inputs_text", "missing_inputs", "no_colour_text", "pressure_type_hints", "pressures_text",
+           "ready_text", "report", "stamp_partners", "stopped_text", "waiting_text", "zero_stamp_text"]
 
 #: s after start from which a still-missing input is logged (once) at WARN; /diagnostics names it at once
 WAIT_WARN_S = 5.0
@@ -27,15 +27,9 @@ NAME_WAIT_S = 2.0
 
 @dataclass(frozen=True)
 class Input:
-    """One subscription of the node.
-
-    Attributes:
-        topic: the resolved topic name (``/camera/depth/camera_info``).
-        type_name: its message type as the graph spells it (``sensor_msgs/msg/CameraInfo``).
-        note: shown after it in the inputs line (``colour, optional``), or ''.
-        hints: a message type published there instead -> the setting that would read it
-            (``set pressure_type: std_msgs/msg/Float64``).
-    """
+    """One subscription: resolved ``topic``, ``type_name`` as the graph spells it, a ``note`` for
+    the inputs line (``colour, optional``), and ``hints``: a type published there instead -> the
+    setting that would read it (``set pressure_type: std_msgs/msg/Float64``)."""
 
     topic: str
     type_name: str
@@ -57,48 +51,34 @@ def inputs_text(inputs: Sequence[Input]) -> str:
     return ", ".join(i.text() + (f" ({i.note})" if i.note else "") for i in inputs)
 
 
-def missing_inputs(camera_info: Input, frames: Input, pressure: Input, *, camera_ready: bool,
-                   camera_infos: int, camera_info_rejection: str, frames_received: int,
-                   pressure_known: bool, pressures_rejected: int, pressure_rejection: str
-                   ) -> List[Tuple[Input, str]]:
-    """The inputs the node still waits for, in the order they are needed, each with its sentence.
+def missing_inputs(inputs: Mapping[str, Input], stats: Mapping[str, int], last: Mapping[str, str],
+                   camera_ready: bool, pressure_known: bool) -> List[Tuple[Input, str]]:
+    """``(input, sentence)`` of each input the node still waits for, in the order they are needed.
 
     Args:
-        camera_info, frames, pressure: the three inputs the estimate needs (the colour is optional).
-        camera_ready: an estimator was built from a CameraInfo.
-        camera_infos: CameraInfo messages received; camera_info_rejection: the reason the last
-            one was refused ('' when none was).
-        frames_received: depth frames or clouds received (used or not).
-        pressure_known: a usable pressure arrived; pressures_rejected: pressures refused so far,
-            pressure_rejection: the reason of the last one.
-
-    Returns:
-        ``(input, sentence)`` pairs, e.g. ``sensor_msgs/msg/Image on /camera/depth/image_rect_raw`` or
-        ``a usable std_msgs/msg/Float32 on /punyo/pressure (1 rejected, the last as
-        implausible_pressure)``; empty when nothing is missing.
+        inputs: the node's inputs by key (``camera_info``, ``frames``, ``pressure``).
+        stats, last: the node's counters (``camera_info_received``, ``CameraInfo_rejected``,
+            ``frames_received``, ``pressure_rejected``) and the last rejection reason of each.
+        camera_ready: an estimator was built; pressure_known: a usable pressure came.
     """
+    cam, frames, pressure = inputs["camera_info"], inputs["frames"], inputs["pressure"]
     out: List[Tuple[Input, str]] = []
+    n = stats["camera_info_received"]
     if not camera_ready:
-        out.append((camera_info, camera_info.text() if not camera_infos else
-                    f"a usable {camera_info.text()} ({camera_infos} received, the last rejected as "
-                    f"{camera_info_rejection or 'unusable'})"))
-    if not frames_received:
+        out.append((cam, f"a usable {cam.text()} ({n} received, the last rejected as "
+                         f"{last.get('CameraInfo_rejection') or 'unusable'})" if n else cam.text()))
+    if not stats["frames_received"]:
         out.append((frames, frames.text()))
+    n = stats["pressure_rejected"]
     if not pressure_known:
-        out.append((pressure, pressure.text() if not pressures_rejected else
-                    f"a usable {pressure.text()} ({pressures_rejected} rejected, the last as "
-                    f"{pressure_rejection or 'unusable'})"))
+        out.append((pressure, f"a usable {pressure.text()} ({n} rejected, the last as "
+                              f"{last.get('pressure_rejection') or 'unusable'})" if n else pressure.text()))
     return out
 
 
 def pressure_type_hints(ptype: str, scale: float) -> Dict[str, str]:
-    """For :attr:`Input.hints` of the pressure: each other ``pressure_type`` -> the setting that reads
-    it (``sensor_msgs/msg/FluidPressure`` is in Pa: its scale is 1).
-
-    Args:
-        ptype: the node's ``pressure_type``, normalised (``std_msgs/msg/Float32``).
-        scale: its ``pressure_scale``.
-    """
+    """:attr:`Input.hints` of the pressure (``ptype`` normalised, ``scale``: ``pressure_scale``):
+    each other ``pressure_type`` -> the setting that reads it (a ``FluidPressure`` is in Pa)."""
     hints = {t: f"set pressure_type: {t}" for t in PRESSURE_TYPES if t != ptype}
     fluid = "sensor_msgs/msg/FluidPressure"
     if fluid in hints and scale != 1.0:
@@ -112,18 +92,9 @@ def waiting_text(missing: Sequence[Tuple[Input, str]]) -> str:
 
 
 def stamp_partners(stamped: bool, colour: bool) -> Dict[str, str]:
-    """The inputs the node pairs by stamp -> what each is paired with.
-
-    Args:
-        stamped: the pressure type has a header (``FluidPressure``: pressure and frame pair by
-            stamp; a bare number goes with every frame).
-        colour: ``colour_topic`` is set (colour image and depth frame pair by stamp).
-
-    Returns:
-        Keys among ``frames``, ``colour``, ``pressure`` (the CameraInfo is never paired: the first
-        usable one builds the estimator), e.g. ``{'frames': 'pressure and colour image', 'colour':
-        'depth frame', 'pressure': 'depth frame'}``; empty when neither pairing is in use.
-    """
+    """The inputs paired by stamp (``frames``, ``colour``, ``pressure``) -> what each pairs with,
+    for a stamped pressure type (``FluidPressure``) and/or a ``colour_topic``; e.g. ``{'frames':
+    'pressure and colour image', 'colour': 'depth frame', 'pressure': 'depth frame'}``."""
     out: Dict[str, str] = {}
     partners = (["pressure"] if stamped else []) + (["colour image"] if colour else [])
     if partners:
@@ -136,15 +107,8 @@ def stamp_partners(stamped: bool, colour: bool) -> Dict[str, str]:
 
 
 def zero_stamp_text(inp: Input, partner: str, count: int) -> str:
-    """Why a message of ``inp`` stamped 0 is rejected, naming its topic and the way out: ``/punyo/pressure
-    stamped 0 (2 so far): no time to pair it with its depth frame; set its driver's header stamps, or
-    use a bare pressure_type (std_msgs/msg/Float32: the latest goes with each frame)``.
-
-    Args:
-        inp: the input (its topic is named).
-        partner: what it pairs with (:func:`stamp_partners`).
-        count: messages of it stamped 0 so far (this one included).
-    """
+    """Why a message of ``inp`` stamped 0 (``count`` so far) is rejected, naming its topic, its
+    ``partner`` (:func:`stamp_partners`) and the way out."""
     hint = "set its driver's header stamps"
     if partner == "depth frame" and inp.type_name == "sensor_msgs/msg/FluidPressure":
         hint += ", or use a bare pressure_type (std_msgs/msg/Float32: the latest goes with each frame)"
@@ -153,22 +117,9 @@ def zero_stamp_text(inp: Input, partner: str, count: int) -> str:
 
 def stopped_text(pressure: Input, age_s: float, stamped: bool, rejection: str = "",
                  collecting: bool = False) -> str:
-    """The pressure stream that stopped, for ``/diagnostics``: ``std_msgs/msg/Float32 on
-    /punyo/pressure stopped 2.3 s ago: frames are not estimated``; or, while its messages still come
-    but are rejected, ``no usable std_msgs/msg/Float32 on /punyo/pressure for 2.3 s (the latest
-    was rejected as implausible_pressure: ...): frames are not estimated``.
-
-    Args:
-        pressure: the pressure input.
-        age_s: s of receive time since its latest usable message.
-        stamped: a stamped type (``FluidPressure``): frames wait for the pressure of their stamp
-            (and are dropped as ``no_pressure`` once ``qos_depth`` wait) instead of being rejected
-            as ``stale_pressure``.
-        rejection: ``reason: text`` of the latest pressure message rejected since the latest usable
-            one, ``""`` when none was.
-        collecting: a reference is being collected (its frames are not collected, rather than
-            not estimated).
-    """
+    """The pressure stream that stopped ``age_s`` s ago (or whose messages since are all rejected:
+    ``rejection``, ``reason: text`` of the latest), for a ``stamped`` type or not, while a
+    reference is ``collecting`` or not."""
     done = "collected for the reference" if collecting else "estimated"
     what = f"frames wait for their pressure and are not {done}" if stamped else f"frames are not {done}"
     if rejection:
@@ -178,24 +129,17 @@ def stopped_text(pressure: Input, age_s: float, stamped: bool, rejection: str = 
 
 
 class Pressures:
-    """The bubble pressures received, and the one a frame is estimated with.
+    """The bubble pressures received, the one a frame is estimated with, the frames waiting for one.
 
-    A bare number (``Float32`` / ``Float64``) has no stamp: the latest goes with every frame, while
-    it is at most ``timeout_s`` old in receive time (a stream that stopped is no pressure of now).
-    A stamped one (``FluidPressure``) pairs with the frame stamped within ``tolerance_s``; a frame
-    whose pressure has not come yet waits (the caller keeps it).
-
-    Args:
-        pressure: the pressure input (named in messages).
-        stamped: the type has a header.
-        tolerance_s: ``pressure_tolerance``, s of stamp.
-        timeout_s: ``pressure_timeout``, s of receive time; 0 = never stale.
-        history: stamped pressures kept for pairing.
+    A bare number (``Float32`` / ``Float64``) goes with every frame while at most ``timeout_s``
+    (receive time; 0 = never stale) old; a stamped one (``FluidPressure``) pairs with the frame
+    stamped within ``tolerance_s``, the frame waiting (:meth:`wait`) until it comes.
 
     Attributes:
-        latest: the latest usable pressure, Pa absolute (None before one came).
-        received_at: its receive time, monotonic s (None before one came).
+        latest, received_at: the latest usable pressure (Pa absolute) and its receive time
+            (monotonic s); None before one.
         by_stamp: ``(stamp ns, Pa)`` of the latest ``history`` stamped pressures.
+        pending: ``(item, stamp ns, received s)`` of the frames waiting, oldest first.
     """
 
     def __init__(self, pressure: Input, stamped: bool, tolerance_s: float, timeout_s: float,
@@ -205,10 +149,10 @@ class Pressures:
         self.latest: Optional[float] = None
         self.received_at: Optional[float] = None
         self.by_stamp: Deque[Tuple[int, float]] = deque(maxlen=history)
+        self.pending: List[Tuple[Any, int, float]] = []
 
     def add(self, pa: float, stamp_ns: int, now: float) -> None:
-        """A usable pressure ``pa`` (Pa absolute) stamped ``stamp_ns`` (ignored unless stamped),
-        received at ``now`` (monotonic s)."""
+        """A usable pressure (Pa absolute) stamped ``stamp_ns`` (unused unstamped), received ``now``."""
         self.latest, self.received_at = pa, now
         if self.stamped:
             self.by_stamp.append((stamp_ns, pa))
@@ -223,14 +167,11 @@ class Pressures:
         return age if self.timeout_s and age is not None and age > self.timeout_s else None
 
     def for_frame(self, stamp_ns: int, now: float) -> Optional[float]:
-        """The pressure (Pa) for the frame stamped ``stamp_ns`` received at ``now``: the latest one,
-        or with a stamped type the one nearest in stamp within the tolerance; None = not known yet
-        (the frame waits for it).
+        """The pressure (Pa) for the frame stamped ``stamp_ns``; None = not come yet (it waits).
 
         Raises:
-            InputRejected: ``no_pressure``: none yet (latest mode), or none near the stamp while
-                later stamped ones exist (stamped mode); ``stale_pressure``: the latest (latest
-                mode) came more than ``timeout_s`` ago.
+            InputRejected: ``no_pressure`` (none yet unstamped; stamped: none near while later
+                ones came), ``stale_pressure`` (unstamped: the latest is older than ``timeout_s``).
         """
         if not self.stamped:
             if self.latest is None:
@@ -251,13 +192,26 @@ class Pressures:
                                     f"{best[0] * 1e-9:.3f} s)", "no_pressure")
         return None
 
-    def latest_text(self, now: float) -> str:
-        """``latest pressure stamped 3.000 s, received 1.2 s ago`` (stamped mode), for a frame that
-        waited too long; ``no pressure on /punyo/pressure yet`` before one."""
-        if not self.by_stamp:
-            return f"no pressure on {self.input.topic} yet"
-        return (f"latest pressure stamped {self.by_stamp[-1][0] * 1e-9:.3f} s, received "
-                f"{self.age(now) or 0.0:.1f} s ago")
+    def wait(self, item: Any, stamp_ns: int, received: float, now: float, max_waiting: int) -> None:
+        """Keep a frame (``item``, received at monotonic ``received``) until its pressure comes.
+
+        Raises:
+            InputRejected: ``no_pressure``, the oldest frame dropped, when more than ``max_waiting`` wait.
+        """
+        self.pending.append((item, stamp_ns, received))
+        if len(self.pending) <= max_waiting:
+            return
+        _, dropped, since = self.pending.pop(0)
+        # none came while it waited: the stream stopped (whatever pressure_timeout says);
+        # pressures came, none stamped near it: the stamps are on other clocks
+        why = ("pressures came while it waited, none stamped near it: the two clocks must agree within "
+               "pressure_tolerance" if self.received_at is not None and self.received_at >= since else
+               "no usable pressure came while it waited")
+        latest = (f"latest pressure stamped {self.by_stamp[-1][0] * 1e-9:.3f} s, received "
+                  f"{self.age(now) or 0.0:.1f} s ago" if self.by_stamp else
+                  f"no pressure on {self.input.topic} yet")
+        raise InputRejected(f"frame stamped {dropped * 1e-9:.3f} s waited too long for its pressure "
+                            f"({latest}; {why})", "no_pressure")
 
 
 def check_reference_frame(depth: np.ndarray, pressure: float, shape: Tuple[int, int], p: Dict[str, Any],
@@ -266,16 +220,14 @@ def check_reference_frame(depth: np.ndarray, pressure: float, shape: Tuple[int, 
 
     Args:
         depth: ``(H, W)`` float depth image, m (0, NaN, +-Inf = no reading, REP 117).
-        pressure: its bubble pressure, Pa absolute.
-        shape: the camera's ``(height, width)``, px.
-        p: the node's parameters (``max_depth`` m, ``depth_unit`` m, for the message).
-        ambient_pa, ambient_source: the ambient pressure in use (Pa) and where it comes from.
+        pressure: its bubble pressure, Pa absolute; shape: the camera's ``(height, width)``, px.
+        p: the node's parameters (``max_depth``, ``depth_unit``); ambient_pa, ambient_source: the
+            ambient pressure in use (Pa) and where it comes from.
 
     Raises:
         InputRejected: ``wrong_size``; ``nan`` (no finite depth); ``depth_out_of_range`` (every
-            reading at or beyond ``max_depth``: a unit mistake, 32FC1 in mm or a wrong
-            ``depth_unit``); ``bad_pressure`` (not above the ambient: the reference would have no
-            gauge pressure, and ``set_reference`` would refuse the whole set at its last frame).
+            reading at or beyond ``max_depth``: a unit mistake); ``bad_pressure`` (not above the
+            ambient: ``set_reference`` would refuse the whole set at its last frame).
     """
     if depth.shape != tuple(shape):
         raise InputRejected(f"frame of {depth.shape[1]}x{depth.shape[0]} px for a "
@@ -298,10 +250,8 @@ def check_reference_frame(depth: np.ndarray, pressure: float, shape: Tuple[int, 
 
 
 def no_colour_text(colour: Input, received: int, rejected: int = 0, rejection: str = "") -> str:
-    """Why the reference has no colour and what to do: ``nothing arrives on sensor_msgs/msg/Image on
-    /punyo/camera/color/image_raw (colour_topic); colour_topic: '' turns colour off ...`` when no
-    colour image came (``received`` = 0); else that a reset with colour coming gives it one, after
-    the count of colour images rejected and the latest reason (``rejection``) when any were."""
+    """Why the reference has no colour and what to do: nothing arrives on ``colour`` (``received``
+    0), or ``rejected`` of them were (the latest as ``rejection``) and a reset with colour helps."""
     if received:
         bad = (f"{rejected} of {received} colour images on {colour.topic} rejected, the latest as "
                f"{rejection}; " if rejected else "")
@@ -311,35 +261,26 @@ def no_colour_text(colour: Input, received: int, rejected: int = 0, rejection: s
 
 
 def pressures_text(ambient_pa: float, source: str, gauge_pa: Optional[float]) -> str:
-    """``ambient 98686 Pa (standard atmosphere at 222 m), gauge 7897 Pa`` (no gauge before a
-    reference: ``gauge_pa`` None); Pa rounded to whole numbers."""
+    """``ambient 98686 Pa (standard atmosphere at 222 m), gauge 7897 Pa`` (no gauge when None)."""
     gauge = "" if gauge_pa is None else f", gauge {gauge_pa:.0f} Pa"
     return f"ambient {ambient_pa:.0f} Pa ({source}){gauge}"
 
 
 def ready_text(reference: str, outputs: Sequence[Tuple[str, Any]], frame_id: str, pressures: str = "") -> str:
-    """The line logged when a reference is set: ``ready: reference <reference>; <pressures>;
-    publishing the dense force on /membrane_force (sensor_msgs/msg/PointCloud2), ... , frame_id
-    'punyo'``.
-
-    Args:
-        reference: the reference's description (``set from 10 frames, 106583 Pa, start-up 130 ms``).
-        outputs: (what, its rclpy publisher) in the order to name them.
-        frame_id: the outputs' frame_id.
-        pressures: the ambient and gauge pressure in use (:func:`pressures_text`); '' = not named.
-    """
+    """The line logged when a reference is set, naming the ``reference``, the ``pressures``
+    (:func:`pressures_text`, '' = none), each ``(what, rclpy publisher)`` of ``outputs`` and the
+    ``frame_id``."""
     named = [f"{what} on {pub.topic_name} ({type_name(pub.msg_type)})" for what, pub in outputs]
     middle = f"; {pressures}" if pressures else ""
     return f"ready: reference {reference}{middle}; publishing {_join(named)}, frame_id {frame_id!r}"
 
 
 class InputWatch:
-    """What to say of the node's inputs, once per diagnostics period (see the module text).
+    """What to log of the node's inputs, once per diagnostics period (module text).
 
     Args:
         node: the node whose graph view finds the publishers.
-        inputs: its subscriptions.
-        started: monotonic time (s) the node started.
+        inputs: its subscriptions; started: monotonic time (s) the node started.
     """
 
     def __init__(self, node: Node, inputs: Sequence[Input], started: float) -> None:
@@ -351,8 +292,8 @@ class InputWatch:
         self._first_seen: Dict[Tuple[str, Tuple[str, ...]], float] = {}
 
     def waiting_log(self, now: float, missing: Sequence[Tuple[Input, str]]) -> Optional[str]:
-        """The WARN line to log now: the missing inputs not yet logged, once ``now`` is
-        :data:`WAIT_WARN_S` s or more after start; None when there is nothing new to say."""
+        """The WARN line to log now: the missing inputs not yet logged, from :data:`WAIT_WARN_S` s
+        after start; None when there is nothing new to say."""
         if now - self.started < WAIT_WARN_S:
             return None
         new = [(i, text) for i, text in missing if i.topic not in self._waited]
@@ -362,14 +303,9 @@ class InputWatch:
         return f"{waiting_text(new)} ({now - self.started:.0f} s since start)"
 
     def wrong_types(self, now: float) -> Tuple[List[str], List[str]]:
-        """Publishers of another message type on the node's inputs, read from the graph now.
-
-        Returns:
-            ``(problems, to_log)``: one :func:`~.topic_types.wrong_type_message` per input that has
-            any (for ``/diagnostics``), and the WARN lines to log now: each distinct problem (a
-            topic and the set of foreign types) once, when discovery has named the publishing
-            nodes or :data:`NAME_WAIT_S` s after it was first seen.
-        """
+        """``(problems, to_log)``: one :func:`~.topic_types.wrong_type_message` per input published
+        in another type (for ``/diagnostics``), and the WARN lines to log now: each distinct problem
+        once, when discovery has named the publishers or :data:`NAME_WAIT_S` s after it was seen."""
         problems: List[str] = []
         to_log: List[str] = []
         for i in self.inputs:
@@ -387,3 +323,89 @@ class InputWatch:
                 to_log.append(f"{line}: none of it reaches this node"
                               + (f" ({'; '.join(hints)})" if hints else ""))
         return problems, to_log
+
+
+def report(n: Any, now: float) -> Tuple[bool, str, Dict[str, Any]]:
+    """``(ok, message, values)`` of the node's ``/diagnostics`` status at monotonic ``now``
+    (docs/membrane_force.md, the keys), the period's counts restarted; the input warnings logged.
+
+    Args:
+        n: the :class:`~.membrane_force_node.MembraneForceNode` (its counters and state are read).
+    """
+    st, last, prev = n.stats, n.last, n._period
+    dt = max(now - prev["start"], 1e-9)
+    ms = np.asarray(n.period_ms)
+    n.period_ms = []
+    counts = {"estimated": st["frames_estimated"], "rejected": st["frame_rejected"],
+              "depth_only": sum(n.depth_only.values()), "zero": sum(n.zero_stamps.values())}
+    new = {k: v - prev.get(k, 0) for k, v in counts.items()}   # in the last period
+    n._period = dict(counts, start=now)
+    age, gauge = n.pressures.age(now), n._gauge()
+    values = {
+        **{k: st[k] for k in ("frames_received", "frames_estimated", "pressures_received",
+                              "camera_info_received")},
+        "rate_hz": f"{new['estimated'] / dt:.2f}",
+        "estimate_ms_median": f"{np.median(ms):.2f}" if ms.size else "nan",
+        "estimate_ms_max": f"{ms.max():.2f}" if ms.size else "nan",
+        "rejected_total": sum(n.rejected.values()),
+        **{f"rejected.{k}": v for k, v in sorted(n.rejected.items())},
+        **{f"zero_stamps.{t}": c for t, c in n.zero_stamps.items()},
+        "reference": last["reference"], "reference_resets": st["reference_resets"],
+        "pressure_pa": "none" if age is None else f"{n.pressures.latest:.1f}",
+        "pressure_age_s": "none" if age is None else f"{age:.2f}",
+        "ambient_pa": f"{n.ambient_pa:.0f}", "ambient_source": n.ambient_source,
+        "gauge_pa": "none" if gauge is None else f"{gauge:.0f}",
+        "vertices_measured": last.get("vertices_measured", "0"),
+        "last_rejection": last.get("last_rejection", "none"), "frame_id": n.p["frame_id"],
+        "config_problems": "; ".join(n.config_problems) or "none",
+        "inputs": inputs_text(list(n.inputs.values())), **n.record.values()}
+    if n.scale is not None:
+        values.update(n.scale.values(n.p["reference_wrench_topic"]))
+    if n.colour:
+        values.update({
+            "colour_topic": n.p["colour_topic"], "colour_received": st["colour_received"],
+            "frames_with_colour": st["frames_with_colour"], "frames_depth_only": counts["depth_only"],
+            **{f"depth_only.{k}": v for k, v in sorted(n.depth_only.items())},
+            "frames_waiting_for_colour": len(n.pairing.pending),
+            "reference_colour": "yes" if n.reference_colour else "no",
+            "vertices_flow": last.get("vertices_flow", "0"),
+            "last_depth_only": last.get("depth_only", "none")})
+    missing = missing_inputs(n.inputs, st, last, n.estimator is not None, age is not None)
+    wrong, to_log = n.watch.wrong_types(now)
+    values["wrong_types"] = "; ".join(wrong) or "none"
+    for line in to_log + [n.watch.waiting_log(now, missing) or ""]:
+        if line:
+            n.get_logger().warning(line)
+    stopped, est = n.pressures.stopped(now), n.estimator
+    collecting = est is not None and est.model is None
+    ok, hz, why = False, new["estimated"] / dt, last.get("frame_rejection")
+    if missing:
+        message = waiting_text(missing)
+    elif stopped is not None:
+        message = stopped_text(n.inputs["pressure"], stopped, n.stamped,
+                               last.get("pressure_rejection_text", ""), collecting=collecting)
+    elif collecting:
+        message = f"reference: {last['reference']}" + (
+            f"; frames are not collected: the latest was rejected as {why}" if why else "")
+    elif new["estimated"] == 0:
+        message = "no frame estimated in the last period" + (
+            f": {new['rejected']} frame(s) rejected, the latest as {why}" if new["rejected"] and why else "")
+    elif n.colour and not n.reference_colour:
+        message = f"estimating at {hz:.1f} Hz from depth alone: the reference has no colour: {n._no_colour()}"
+    elif new["depth_only"]:
+        message = (f"estimating at {hz:.1f} Hz; {new['depth_only']} frame(s) of the last period from depth "
+                   "alone (colour missing or rejected)")
+    else:
+        ok, message = True, f"estimating at {hz:.1f} Hz"
+    if new["zero"] > 0:   # messages stamped 0 came in the last period
+        ok = False
+        message += "; stamped 0, rejected (no time to pair by): " + ", ".join(
+            f"{t} ({c})" for t, c in n.zero_stamps.items() if c)
+    if wrong:   # why an input never arrives: rclpy does not say
+        ok, message = False, "; ".join([message] + wrong)
+    if n.config_problems:
+        count = len(n.config_problems)
+        ok = False
+        message += (f"; {count} configuration problem{'' if count == 1 else 's'}: "
+                    + "; ".join(n.config_problems))
+    return ok, message, values

@@ -1,18 +1,16 @@
 """``membrane_force_node``: the measured dense force of a Punyo bubble, live, from its own camera.
 
-Wiring only: camera frames, the bubble pressure (and optionally colour and a reference wrench) in,
+Camera frames and the bubble pressure (optionally colour and a reference wrench) in,
 :class:`~vsf_sensor_ros.sensor.membrane_force_estimator.MembraneForceEstimator` in between, the
-per-vertex force out in the layout ``sensor_node`` reads as a ``PunyoDenseForceSensor``'s measured
-stream.  Topics, pairing, rejections, the force scale and parameters: docs/membrane_force.md.
+per-vertex force out in ``sensor_node``'s measured dense-force layout.  Topics, pairing,
+rejections, the force scale and parameters: docs/membrane_force.md.
 """
 from __future__ import annotations
 
 import sys
 import time
 from collections import Counter
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -26,34 +24,26 @@ from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.sensor.membrane_force_estimator import (
     FrameRejected, MembraneForceEstimator, punyo_camera_rotation)
-from vsf_sensor_ros.sensor.membrane_frame import MeshFrameTransform, fit_mesh_transform, total_wrench
-from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh
-from vsf_sensor_ros.sensor.scale_calibration import ScaleFitRefused
+from vsf_sensor_ros.sensor.membrane_frame import total_wrench
+from vsf_sensor_ros.sensor.scale_calibration import ENTRY_KEY, ForceScale, ScaleFitRefused
 
-from ._rclpy_compat import parameter_override_names
-from .calibration_file import CalibrationStore, SaveRefused
+from .calibration_file import SaveRefused
 from .colour_pairing import ColourPairing
 from .input_health import pressure_unit_problem
+from .kinds.punyo_pressure import PressureCodec
 from .main import run_node, user_args
 # SPECS and usage are also this module's public names (tests, --help)
-from .membrane_force_config import (PARAMETER_NAMES, SEA_LEVEL_WARNING, SPECS, ambient,
-                                    load_attachment_vertices, mesh_file, pressure_type_name, read_mesh,
-                                    reference_rotation, settings_problems, unknown_text, usage)
-from .force_scale import ENTRY_KEY, ForceScale, ScaleRecord, record_from_entry
+from .membrane_force_config import (SPECS, configure, pressure_type_name, reference_rotation, unknown_text,
+                                    usage)
 from .membrane_force_inputs import (Input, InputWatch, Pressures, check_reference_frame, inputs_text,
-                                    missing_inputs, no_colour_text, pressure_type_hints, pressures_text,
-                                    ready_text, stamp_partners, stopped_text, waiting_text,
-                                    zero_stamp_text)
+                                    no_colour_text, pressure_type_hints, pressures_text, ready_text, report,
+                                    stamp_partners, zero_stamp_text)
 from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, camera_info_text,
                               colour_from_image, depth_from_cloud, depth_from_image, pressure_pa,
                               same_camera_info)
 from .messages.pointcloud import write_cloud
-from .kinds.punyo_pressure import PressureCodec
 from .messages.stamps import copy_stamp, stamp_to_ns
-from .parameter_check import unknown_keys, unmatched_params_files
-from .parameters import declare_spec
-from .parameter_table import ConfigError, raise_all
-from .scene import effective_assets_dir, resolve_path
+from .parameter_table import ConfigError
 from .topic_types import type_name
 
 __all__ = ["SPECS", "MembraneForceNode", "main", "run", "usage"]
@@ -62,148 +52,66 @@ __all__ = ["SPECS", "MembraneForceNode", "main", "run", "usage"]
 class MembraneForceNode(Node):
     """Camera frames + pressure → :class:`MembraneForceEstimator` → measured dense force (module text).
 
-    Args:
-        node_name: the node's name.
-        command_line: the process arguments; their ``--params-file`` files are checked for an
-            entry matching this node (a file keyed by another name applies nothing).
-        **kwargs: to ``rclpy.node.Node`` (``context``, ``parameter_overrides``, ...).
-
-    Attributes:
-        config_problems: sentences naming each unknown parameter key (with the closest known
-            one) and each parameters file without an entry for this node; logged as warnings
-            at start and listed on ``/diagnostics``.
+    ``command_line``: the process arguments (for :func:`.configure`); ``kwargs`` go to
+    ``rclpy.node.Node`` (``context``, ``parameter_overrides``, ...).
 
     Raises:
-        ConfigError: every problem found (:class:`.ConfigErrors` for several, one numbered line),
-            each naming the parameter and value: a value
-            of the wrong type or out of its range, a ``mesh`` missing, unreadable, not inflated
-            (flat: no pressure pre-tension) or with a free vertex in no triangle, an
-            ``attachment_mesh`` missing, unreadable or not the same membrane, and every problem
-            of :func:`~.membrane_force_config.settings_problems`.
+        ConfigError: every configuration problem at once (:func:`.configure`).
     """
 
     def __init__(self, node_name: str = "membrane_force_node", command_line: Sequence[str] = (),
                  **kwargs: Any) -> None:
-        # undeclared names reach _on_set_parameters, which refuses them by name (rclpy's own answer
-        # to an undeclared name lists no name)
+        # undeclared names reach _on_set_parameters, which names them (rclpy's own answer does not)
         super().__init__(node_name, allow_undeclared_parameters=True, **kwargs)
-        # every problem at once (one line), so a user fixes them in one go: the values rclpy
-        # refuses, the mesh, the attachment mesh, then the settings that need no file
-        problems: List[ConfigError] = []
-        p: Dict[str, Any] = {}
-        for spec in SPECS:   # (altitude: 222 is taken for 222.0, as by sensor_node)
-            try:
-                p[spec.key] = declare_spec(self, spec.key, spec)
-            except ConfigError as exc:
-                problems.append(exc)
-                p[spec.key] = spec.default   # only for the checks below: the node does not start
-        self.p = p
-        self.add_on_set_parameters_callback(self._on_set_parameters)
         try:
-            self.mesh: MembraneMesh = read_mesh(p["mesh"])
-        except ConfigError as exc:
-            problems.append(exc)
-            self.mesh = None
-        self.out_frame = MeshFrameTransform.identity()
-        if p["attachment_mesh"]:
-            try:   # without the mesh there is nothing to fit it to: only the file is checked
-                if self.mesh is None:
-                    mesh_file("attachment_mesh", p["attachment_mesh"])
-                else:
-                    self.out_frame, attachment = self._attachment_frame(p["attachment_mesh"])
-            except ConfigError as exc:
-                problems.append(exc)
-        problems += settings_problems(p, self.mesh, self.get_name(), self.get_namespace())
-        # the calibration file is fixed at start (read-only): the only file ~/calibrate_scale writes
-        self.store = CalibrationStore(Path(resolve_path(p["calibration_file"], effective_assets_dir("")))
-                                      if p["calibration_file"] else None, bool(p["calibration_create_dirs"]))
-        self.record = ScaleRecord()
-        try:
-            entry = self.store.load().get(ENTRY_KEY)
-            if entry is not None:
-                self.record = record_from_entry(entry, f"file {self.store.path}")
-        except ConfigError as exc:
-            problems.append(exc)
-        except ValueError as exc:
-            problems.append(ConfigError("calibration_file", p["calibration_file"], str(exc)))
-        if problems:
+            cfg = configure(self, command_line)
+        except ConfigError:
             self.destroy_node()   # nothing half-built stays on the graph (as sensor_node)
-        raise_all(problems)
-        if self.record.source != "none":
-            self.get_logger().info(f"force scale {self.record.scale:.6g} loaded from {self.store.path} "
-                                   f"(fitted {self.record.fitted_at} on {self.record.frames} frames)")
-        if not p["attachment_mesh"]:
-            # sensor_node reads a measured dense force in its own mesh's frame: unless that mesh is
-            # this one, its residual would be off by the rotation between the two
-            self.get_logger().warning(
-                f"parameter 'attachment_mesh' is empty: forces are published in the frame of "
-                f"{p['mesh']!r} and labelled {p['frame_id']!r}; give the mesh file sensor_node's "
-                "PunyoDenseForceSensor is attached with (e.g. punyo_mesh_complete.ply) unless it is this one")
-        else:
-            self.get_logger().info(f"outputs in the frame of {attachment}: rotation "
-                                   f"{self.out_frame.angle_deg:.2f} deg from the membrane mesh, ring fit "
-                                   f"{self.out_frame.max_error * 1e3:.3f} mm")
+            raise
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        p = self.p = cfg.p
+        self.mesh, self.out_frame, self.store, self.record = cfg.mesh, cfg.out_frame, cfg.store, cfg.record
+        self.ambient_pa, self.ambient_source = cfg.ambient_pa, cfg.ambient_source
+        self.config_problems: List[str] = cfg.config_problems
         ptype = pressure_type_name(p["pressure_type"])
-        self.ambient_pa, self.ambient_source = ambient(p)
-        if not float(p["ambient_pressure"]) and not float(p["altitude"]):
-            self.get_logger().warning(SEA_LEVEL_WARNING)
-        self.config_problems: List[str] = [u.message() for u in unknown_keys(
-            parameter_override_names(self), set(PARAMETER_NAMES), {}, {})]
-        for path, keys in unmatched_params_files(command_line, self.get_fully_qualified_name()):
-            self.config_problems.append(
-                f"parameters file {path} has no entry for this node: expected "
-                f"'{self.get_fully_qualified_name()}', found {', '.join(repr(k) for k in keys) or 'none'}")
-        for line in self.config_problems:
-            self.get_logger().warning(line)
-
         self.estimator: Optional[MembraneForceEstimator] = None
         self.reference: List[Any] = []          # (depth, pressure, colour or None) collected so far
         self._reason_loggers: Dict[str, Any] = {}  # one per reason, kept: its throttle lives in it
         # a stamped pressure (FluidPressure) pairs with the frame of the same stamp; a bare number
         # (the firmware's Float32) has none: the latest goes with each frame
         self.stamped = ptype == "sensor_msgs/msg/FluidPressure"
-        # depth frames waiting for their stamped pressure: (header, decode, receive time monotonic s)
-        self.pending: List[Tuple[Header, Any, float]] = []
-        # colour pairing (colour_topic set): received colour images (stamp, RGB / grey or None when
-        # rejected), and the depth frames waiting for theirs (header, decode, pressure, received at)
+        # colour_topic set: depth frames wait for the colour image of their stamp
         self.colour = bool(p["colour_topic"])
         self.pairing = ColourPairing(float(p["colour_tolerance"]), max_waiting=int(p["qos_depth"]),
                                      history=int(p["qos_depth"]) + 2)
-        self.depth_only: Counter = Counter()
         self.reference_colour = False           # the reference in force has colour images
-        self._period_depth_only = 0
-        self.stats: Counter = Counter()
-        self.rejected: Counter = Counter()
+        self.stats, self.rejected, self.depth_only = Counter(), Counter(), Counter()
         self.period_ms: List[float] = []
         self.last: Dict[str, str] = {"reference": f"collecting 0 of {p['reference_frames']} frames"}
         self.camera_info: Optional[CameraInfo] = None     # the one the estimator was built from
         self.new_camera_info: Optional[CameraInfo] = None  # a differing later one (reset_reference takes it)
 
-        reliability = (ReliabilityPolicy.RELIABLE if p["input_reliability"] == "reliable"
-                       else ReliabilityPolicy.BEST_EFFORT)
-        qin = QoSProfile(depth=int(p["qos_depth"]), reliability=reliability)
-        qp = QoSProfile(depth=int(p["qos_depth"]), reliability=ReliabilityPolicy.RELIABLE
-                        if p["pressure_reliability"] == "reliable" else ReliabilityPolicy.BEST_EFFORT)
-        qout = QoSProfile(depth=int(p["qos_depth"]), reliability=ReliabilityPolicy.RELIABLE)
-        self.pub_force = self.create_publisher(PointCloud2, p["force_topic"], qout)
-        self.pub_surface = self.create_publisher(PointCloud2, p["surface_topic"], qout)
-        self.pub_total = self.create_publisher(WrenchStamped, p["total_force_topic"], qout)
-        # the force before the scale: force_topic carries it times the scale (1 until one is fitted)
-        self.pub_uncalibrated = self.create_publisher(PointCloud2, p["force_topic"] + "/uncalibrated", qout)
+        def qos(key: str) -> QoSProfile:
+            return QoSProfile(depth=int(p["qos_depth"]), reliability=ReliabilityPolicy.RELIABLE
+                              if key == "reliable" or p[key] == "reliable" else ReliabilityPolicy.BEST_EFFORT)
+        self.pub_force, self.pub_surface, self.pub_uncalibrated = (
+            self.create_publisher(PointCloud2, topic, qos("reliable")) for topic in
+            (p["force_topic"], p["surface_topic"], p["force_topic"] + "/uncalibrated"))   # (before the scale)
+        self.pub_total = self.create_publisher(WrenchStamped, p["total_force_topic"], qos("reliable"))
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         # camera info and pressure first: when a frame and a pressure wait together, the executor
         # serves them in creation order, so the frame goes with the pressure that came with it
         subs = {"camera_info": self.create_subscription(CameraInfo, p["camera_info_topic"],
-                                                        self._on_camera_info, qin),
+                                                        self._on_camera_info, qos("input_reliability")),
                 "pressure": self.create_subscription(PRESSURE_TYPES[ptype], p["pressure_topic"],
-                                                     self._on_pressure, qp)}
+                                                     self._on_pressure, qos("pressure_reliability"))}
         if self.colour:   # before the frames: a colour image and its depth frame waiting together
-            subs["colour"] = self.create_subscription(Image, p["colour_topic"], self._on_colour, qin)
+            subs["colour"] = self.create_subscription(Image, p["colour_topic"], self._on_colour,
+                                                      qos("input_reliability"))
             self.create_timer(max(float(p["colour_timeout"]) / 4.0, 0.001), self._colour_expired)
-        if p["input"] == "depth":
-            subs["frames"] = self.create_subscription(Image, p["depth_topic"], self._on_image, qin)
-        else:
-            subs["frames"] = self.create_subscription(PointCloud2, p["points_topic"], self._on_cloud, qin)
+        subs["frames"] = self.create_subscription(
+            *((Image, p["depth_topic"], self._on_image) if p["input"] == "depth" else
+              (PointCloud2, p["points_topic"], self._on_cloud)), qos("input_reliability"))
         # named by resolved topic and graph type, in the order they are needed
         hints = {"pressure": pressure_type_hints(ptype, float(p["pressure_scale"]))}
         self.inputs = {k: Input(subs[k].topic_name, type_name(subs[k].msg_type),
@@ -212,11 +120,9 @@ class MembraneForceNode(Node):
         self.get_logger().info("subscribes " + inputs_text(list(self.inputs.values())))
         self.pressures = Pressures(self.inputs["pressure"], self.stamped, float(p["pressure_tolerance"]),
                                    float(p["pressure_timeout"]))
-        # the inputs paired by stamp -> their partner; a message of one stamped 0 has no time to pair
-        # by: rejected, counted per topic
+        # the inputs paired by stamp -> their partner; a message of one stamped 0 is rejected
         self.stamp_partners = stamp_partners(self.stamped, self.colour)
         self.zero_stamps: Counter = Counter({self.inputs[k].topic: 0 for k in self.stamp_partners})
-        self._period_zero_stamps = 0
         self.create_service(Trigger, "~/reset_reference", self._on_reset)
         self.create_service(Trigger, "~/calibrate_scale", self._on_calibrate)
         self.scale: Optional[ForceScale] = None     # frames paired with the reference wrench
@@ -224,39 +130,20 @@ class MembraneForceNode(Node):
             self.scale = ForceScale(reference_rotation(p), round(float(p["reference_tolerance"]) * 1e9),
                                     float(p["scale_threshold"]), int(p["scale_min_frames"]),
                                     float(p["scale_min_force"]))
-            qr = QoSProfile(depth=int(p["qos_depth"]), reliability=ReliabilityPolicy.RELIABLE
-                            if p["reference_reliability"] == "reliable" else ReliabilityPolicy.BEST_EFFORT)
-            self.create_subscription(WrenchStamped, p["reference_wrench_topic"], self._on_wrench, qr)
+            self.create_subscription(WrenchStamped, p["reference_wrench_topic"], self._on_wrench,
+                                     qos("reference_reliability"))
         self.create_timer(float(p["diagnostics_period"]), self._report)
-        self._period_start = time.monotonic()
-        self._period_estimated = self._period_rejected = 0
-        self.watch = InputWatch(self, list(self.inputs.values()), self._period_start)
-
-    def _attachment_frame(self, given: str) -> Tuple[MeshFrameTransform, str]:
-        """The transform from the membrane mesh to the ``attachment_mesh`` file's frame, and the
-        file's resolved path.
-
-        Raises:
-            ConfigError: no such file, not a regular file, a file trimesh cannot read, or
-            one that is not the same membrane (named).
-        """
-        attachment = mesh_file("attachment_mesh", given)
-        try:
-            verts = load_attachment_vertices(attachment)
-            return fit_mesh_transform(self.mesh.points, verts, self.mesh.boundary), attachment
-        except Exception as exc:
-            raise ConfigError("attachment_mesh", given, str(exc)) from None
+        self._period: Dict[str, Any] = {"start": time.monotonic()}   # the last report's counts
+        self.watch = InputWatch(self, list(self.inputs.values()), self._period["start"])
 
     def _on_set_parameters(self, params: List[Any]) -> SetParametersResult:
-        """Live requests: every parameter of this node is read-only (rclpy refuses those by name);
-        a name it does not have is refused here, with the closest known name."""
+        """Live requests: rclpy refuses the read-only ones by name; an unknown name is refused here."""
         for prm in params:
             if not self.has_parameter(prm.name):
                 return SetParametersResult(successful=False,
                                            reason=f"parameter {unknown_text(prm.name)} (= {prm.value!r})")
         return SetParametersResult(successful=True)
 
-    # -- inputs ----------------------------------------------------------------------------------
     def _reject(self, reason: str, message: str, what: str = "frame") -> None:
         self.rejected[reason] += 1
         self.last["last_rejection"] = f"{reason}: {message}"
@@ -271,10 +158,8 @@ class MembraneForceNode(Node):
         logger.warning(f"{what} rejected ({reason}): {message}", throttle_duration_sec=5.0)
 
     def _zero_stamp(self, key: str, header: Optional[Header]) -> bool:
-        """True when input ``key`` pairs by stamp and its message's ``header`` (None for a bare
-        pressure) is stamped 0: then the message is rejected
-        (``zero_stamp``, ``colour_zero_stamp``, ``pressure_zero_stamp``), counted under its topic
-        and logged, naming the topic."""
+        """True (the message rejected, counted under its topic, logged) when input ``key`` pairs
+        by stamp and ``header`` (None for a bare pressure) is stamped 0."""
         partner = self.stamp_partners.get(key)
         if partner is None or header is None or stamp_to_ns(header.stamp) != 0:
             return False
@@ -290,29 +175,22 @@ class MembraneForceNode(Node):
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
         self.stats["camera_info_received"] += 1
-        if self.estimator is not None:
-            if not same_camera_info(msg, self.camera_info):
-                # the estimator's pixel windows belong to the first camera: frames of another would
-                # be read at the wrong pixels; ~/reset_reference takes the new one
-                self.new_camera_info = msg
-                self._reject("camera_info_changed",
-                             f"{camera_info_text(msg)} differs from the "
-                             f"{camera_info_text(self.camera_info)} in use; call ~/reset_reference "
-                             "(membrane free of contact) to take it",
-                             "CameraInfo")
-            return
-        self.estimator = self._build_estimator(msg)
-        if self.estimator is not None:
-            self.camera_info = msg
+        if self.estimator is None:
+            self.estimator = self._build_estimator(msg)
+            self.camera_info = msg if self.estimator is not None else None
+        elif not same_camera_info(msg, self.camera_info):
+            # the estimator's pixel windows belong to the first camera: ~/reset_reference takes a new one
+            self.new_camera_info = msg
+            self._reject("camera_info_changed", f"{camera_info_text(msg)} differs from the "
+                         f"{camera_info_text(self.camera_info)} in use; call ~/reset_reference (membrane "
+                         "free of contact) to take it", "CameraInfo")
 
     def _build_estimator(self, msg: CameraInfo) -> Optional[MembraneForceEstimator]:
-        """The estimator for the camera of ``msg``; None (counted, logged) for a CameraInfo it
-        cannot use."""
+        """The estimator for the camera of ``msg``; None (rejection counted) for one it cannot use."""
         p = self.p
         try:
-            camera = camera_from_info(msg)
             return MembraneForceEstimator(
-                self.mesh, camera, punyo_camera_rotation(float(p["camera_rotation_deg"])),
+                self.mesh, camera_from_info(msg), punyo_camera_rotation(float(p["camera_rotation_deg"])),
                 t_cam_mesh=[float(v) for v in p["camera_translation"]], ambient_pressure=self.ambient_pa,
                 window=int(p["window"]), max_depth=float(p["max_depth"]),
                 min_vertex_fraction=float(p["min_vertex_fraction"]))
@@ -343,9 +221,9 @@ class MembraneForceNode(Node):
         self.pressures.add(pa, stamp_to_ns(msg.header.stamp) if self.stamped else 0, time.monotonic())
         self.stats["pressures_received"] += 1
         if self.stamped:
-            waiting, self.pending = self.pending, []
-            for item in waiting:          # frames that waited for their pressure, in arrival order
-                self._on_frame(*item[:2], pending=True, arrived=item[2])
+            waiting, self.pressures.pending = self.pressures.pending, []
+            for item, _, arrived in waiting:   # frames that waited for their pressure, in arrival order
+                self._on_frame(*item, pending=True, arrived=arrived)
 
     def _on_image(self, msg: Image) -> None:
         self._on_frame(msg.header, lambda: depth_from_image(msg, float(self.p["depth_unit"])))
@@ -355,8 +233,8 @@ class MembraneForceNode(Node):
 
     def _on_frame(self, header: Header, decode: Any, pending: bool = False,
                   arrived: Optional[float] = None) -> None:
-        """One depth frame (``decode()`` gives its depth), received at ``arrived`` (monotonic s; now
-        when None); ``pending``: it waited for its stamped pressure and is offered again."""
+        """A depth frame (``decode()``: its depth) received at monotonic ``arrived`` (None: now);
+        ``pending``: offered again after waiting for its stamped pressure."""
         if not pending:
             self.stats["frames_received"] += 1
             if self._zero_stamp("frames", header):
@@ -369,19 +247,9 @@ class MembraneForceNode(Node):
                                     f"{self.last.get('last_rejection', 'none')})", "no_camera_info")
             now = time.monotonic()
             pressure = self.pressures.for_frame(stamp_to_ns(header.stamp), now)
-            if pressure is None:
-                self.pending.append((header, decode, now if arrived is None else arrived))
-                if len(self.pending) > int(self.p["qos_depth"]):
-                    dropped, _, since = self.pending.pop(0)
-                    # none came while it waited: the stream stopped (whatever pressure_timeout says);
-                    # pressures came, none stamped near it: the stamps are on other clocks
-                    came = self.pressures.received_at is not None and self.pressures.received_at >= since
-                    why = ("pressures came while it waited, none stamped near it: the two clocks must "
-                           "agree within pressure_tolerance" if came else
-                           "no usable pressure came while it waited")
-                    raise InputRejected(f"frame stamped {stamp_to_ns(dropped.stamp) * 1e-9:.3f} s waited "
-                                        f"too long for its pressure ({self.pressures.latest_text(now)}; "
-                                        f"{why})", "no_pressure")
+            if pressure is None:   # (a stamped one not come yet) the frame waits for it
+                self.pressures.wait((header, decode), stamp_to_ns(header.stamp),
+                                    now if arrived is None else arrived, now, int(self.p["qos_depth"]))
                 return
         except (InputRejected, FrameRejected) as exc:
             self._reject(exc.reason, str(exc))
@@ -392,9 +260,7 @@ class MembraneForceNode(Node):
         self.pairing.add_frame(stamp_to_ns(header.stamp), (header, decode, pressure), time.monotonic())
         self._pair_colours()
 
-    # -- colour ----------------------------------------------------------------------------------
     def _on_colour(self, msg: Image) -> None:
-        """A colour image: decoded and checked against the camera now, kept for its depth frame."""
         self.stats["colour_received"] += 1
         if self._zero_stamp("colour", msg.header):   # not kept: no frame can be told to go on without it
             return
@@ -409,11 +275,9 @@ class MembraneForceNode(Node):
         self._pair_colours()
 
     def _check_colour(self, image: np.ndarray) -> None:
-        """Raises InputRejected (``wrong_size``) when the image is not the camera's size (known
-        once a CameraInfo came; until then frames are rejected anyway)."""
-        if self.estimator is None:
-            return
-        hw = (self.estimator.camera.height, self.estimator.camera.width)
+        """InputRejected (``wrong_size``) for an image not of the camera's size (once one is known)."""
+        est = self.estimator
+        hw = image.shape[:2] if est is None else (est.camera.height, est.camera.width)
         if image.shape[:2] != hw:
             raise InputRejected(f"{image.shape[1]}x{image.shape[0]} px for a {hw[1]}x{hw[0]} depth image "
                                 f"(the colour must be on the depth image's pixel grid)", "wrong_size")
@@ -434,19 +298,12 @@ class MembraneForceNode(Node):
                 self.last["depth_only"] = f"{reason}: frame stamped {t:.3f} s estimated from depth alone"
             self._run(header, decode, pressure, image)
 
-    @property
-    def colour_pending(self) -> List[Any]:
-        """The depth frames waiting for their colour image (see :class:`.colour_pairing.ColourPairing`)."""
-        return self.pairing.pending
-
     def _colour_expired(self) -> None:
         """Timer: frames that waited ``colour_timeout`` for their colour go on without it."""
         if self.pairing.pending:
             self._pair_colours(expired=time.monotonic() - float(self.p["colour_timeout"]))
 
-    # -- estimation ------------------------------------------------------------------------------
     def _run(self, header: Header, decode: Any, pressure: float, colour: Optional[np.ndarray]) -> None:
-        """:meth:`_process`, its rejection counted."""
         try:
             self._process(header, decode, pressure, colour)
         except (InputRejected, FrameRejected) as exc:
@@ -477,14 +334,14 @@ class MembraneForceNode(Node):
             # the speckle's flow needs a colour image of every reference frame
             est.set_reference(list(frames), list(pressures), None if lacking else list(colours))
             self.reference_colour = not lacking
-            with_colour = ("with colour" if not lacking else
-                           f"without colour ({lacking} of {n_ref} frames had none)") if self.colour else ""
-            self.last["reference"] = (f"set from {n_ref} frames{' ' + with_colour if with_colour else ''}, "
-                                      f"{est.reference_pressure:.0f} Pa, "
-                                      f"start-up {est.startup_s * 1e3:.0f} ms")
+            with_colour = ((" with colour" if not lacking else
+                            f" without colour ({lacking} of {n_ref} frames had none)") if self.colour else "")
+            self.last["reference"] = (f"set from {n_ref} frames{with_colour}, {est.reference_pressure:.0f} "
+                                      f"Pa, start-up {est.startup_s * 1e3:.0f} ms")
             self.get_logger().info(ready_text(self.last["reference"], [
                 ("the dense force", self.pub_force), ("the surface", self.pub_surface),
-                ("the total force", self.pub_total)], self.p["frame_id"], self._pressures()))
+                ("the total force", self.pub_total)], self.p["frame_id"],
+                pressures_text(self.ambient_pa, self.ambient_source, self._gauge())))
             if self.colour and lacking:
                 self.get_logger().warning("the reference has no colour: frames are estimated from depth "
                                           "alone until the next reset_reference; " + self._no_colour())
@@ -494,19 +351,15 @@ class MembraneForceNode(Node):
             self.scale.add_frame(stamp_to_ns(header.stamp), total)
         self.period_ms.append(res.timings["total"] * 1e3)
         self.stats["frames_estimated"] += 1
+        self.stats["frames_with_colour"] += colour is not None and self.reference_colour
         self.last.pop("frame_rejection", None)
-        if colour is not None and self.reference_colour:
-            self.stats["frames_with_colour"] += 1
-        self.last["vertices_measured"] = str(res.vertices_measured)
-        self.last["vertices_flow"] = str(res.vertices_flow)
+        self.last.update(vertices_measured=str(res.vertices_measured), vertices_flow=str(res.vertices_flow))
 
-    # -- outputs ---------------------------------------------------------------------------------
     def _publish(self, header: Header, res: Any) -> np.ndarray:
         """Publish one estimate (the dense and total force times the scale, the dense force
         without it, the surface); the uncalibrated total contact force, ``(3,)`` N in frame_id."""
-        out, s = self.out_frame, self.record.scale
-        pos = out.points(res.positions)
-        force = out.vectors(res.contact_forces)
+        s, pos, force = (self.record.scale, self.out_frame.points(res.positions),
+                         self.out_frame.vectors(res.contact_forces))
         h = Header(stamp=copy_stamp(header.stamp), frame_id=self.p["frame_id"])
         xyz = [(k, pos[:, i].astype(np.float32)) for i, k in enumerate("xyz")]
         for pub, f in ((self.pub_force, s * force), (self.pub_uncalibrated, force)):
@@ -527,7 +380,6 @@ class MembraneForceNode(Node):
             new_info, self.new_camera_info = self.new_camera_info, None
             est = self._build_estimator(new_info)
             if est is None:                      # nothing changed: the reference and camera stay
-                response.success = False
                 response.message = (f"nothing reset: the new CameraInfo cannot be used "
                                     f"({self.last.get('last_rejection')}); call again to reset the "
                                     f"reference with the {camera_info_text(self.camera_info)}")
@@ -536,10 +388,9 @@ class MembraneForceNode(Node):
             self.estimator, self.camera_info = est, new_info
         if self.estimator is not None:
             self.estimator.reset_reference()
-        self.reference = []
-        self.reference_colour = False
         if self.scale is not None:   # a fit uses the frames since the last reset
             self.scale.reset()
+        self.reference, self.reference_colour = [], False
         self.last["reference"] = f"collecting 0 of {n} frames"
         self.stats["reference_resets"] += 1
         response.success = True
@@ -566,43 +417,30 @@ class MembraneForceNode(Node):
         it is in force at once and written to ``calibration_file``; a refusal changes nothing."""
         response.success = False
         if self.scale is None:
-            response.message = ("refused: parameter reference_wrench_topic is empty: no reference force "
-                                "to fit to")
+            response.message = ("refused: parameter reference_wrench_topic is empty: no reference force to "
+                                "fit to")
+            return response
+
+        def refused(why: str) -> Trigger.Response:   # nothing changed: the old scale stays
+            self.scale.refused += 1
+            response.message = f"{why}; the scale stays {self.record.scale:.6g}"
             return response
         try:
-            fit, score, note = self.scale.fit()
+            record, text = self.scale.calibrate()
         except ScaleFitRefused as exc:
-            self.stats["scale_fits_refused"] += 1
-            response.message = f"refused: {exc}; the scale stays {self.record.scale:.6g}"
-            return response
-        n = len(fit.frames)
-        bias = self.scale.bias
-        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        record = ScaleRecord(fit.scale, fit.std_error, n, now, "fit")
+            return refused(f"refused: {exc}")
         saved = "not written: parameter calibration_file is empty"
         if self.store.path is not None:
             try:
                 entries = self.store.load()   # other entries of the file are kept
                 entries[ENTRY_KEY] = record.entry(self.p["frame_id"])
                 saved = self.store.save(entries)
-            except (SaveRefused, ConfigError) as exc:   # nothing changed: the old scale stays
-                self.stats["scale_fits_refused"] += 1
-                response.message = (f"scale {fit.scale:.6g} fitted but not taken: {exc}; the scale stays "
-                                    f"{self.record.scale:.6g}")
-                return response
+            except (SaveRefused, ConfigError) as exc:
+                return refused(f"scale {record.scale:.6g} fitted but not taken: {exc}")
         self.record = record
-        self.stats["scale_fits"] += 1
-        oos = (f"out of sample: scale {score.fit.scale:.6g} fitted on {len(score.fit.frames)} loading "
-               f"frames, RMS on {len(score.test_frames)} unloading frames {score.rms_before:.4g} -> "
-               f"{score.rms_after:.4g} N" if score is not None else f"no out-of-sample score: {note}")
-        no_bias = ("" if self.scale.bias_samples else
-                   "; no reference wrench paired with the reference frames: no bias removed")
+        self.scale.fits += 1
         response.success = True
-        response.message = (
-            f"scale {fit.scale:.6g} +- {fit.std_error:.3g} (standard error) from {n} frames with "
-            f"|reference| > {self.scale.threshold:g} N; RMS of s|m| - |r| {fit.rms_before:.4g} -> "
-            f"{fit.rms_after:.4g} N; {oos}; reference bias [{', '.join(f'{v:.4g}' for v in bias)}] "
-            f"N{no_bias}; {saved}")
+        response.message = f"{text}; {saved}"
         self.get_logger().info(f"calibrate_scale: {response.message}")
         return response
 
@@ -611,139 +449,25 @@ class MembraneForceNode(Node):
         est = self.estimator
         return None if est is None or est.model is None else est.reference_pressure - est.ambient_pressure
 
-    def _pressures(self) -> str:
-        return pressures_text(self.ambient_pa, self.ambient_source, self._gauge())
-
     def _no_colour(self) -> str:
         return no_colour_text(self.inputs["colour"], int(self.stats["colour_received"]),
                               int(self.stats["colour image_rejected"]),
                               self.last.get("colour image_rejection", ""))
 
     def _report(self) -> None:
-        now = time.monotonic()
-        dt = max(now - self._period_start, 1e-9)
-        estimated = self.stats["frames_estimated"] - self._period_estimated
-        self._period_start, self._period_estimated = now, self.stats["frames_estimated"]
-        ms = np.asarray(self.period_ms)
-        self.period_ms = []
+        ok, message, values = report(self, time.monotonic())
         name = self.get_fully_qualified_name()
-        age, gauge, stopped = self.pressures.age(now), self._gauge(), self.pressures.stopped(now)
-        rejected = self.stats["frame_rejected"] - self._period_rejected
-        self._period_rejected = self.stats["frame_rejected"]
-        why = self.last.get("frame_rejection")
-        values = {
-            "frames_received": self.stats["frames_received"],
-            "frames_estimated": self.stats["frames_estimated"],
-            "pressures_received": self.stats["pressures_received"],
-            "camera_info_received": self.stats["camera_info_received"],
-            "rate_hz": f"{estimated / dt:.2f}",
-            "estimate_ms_median": f"{np.median(ms):.2f}" if ms.size else "nan",
-            "estimate_ms_max": f"{ms.max():.2f}" if ms.size else "nan",
-            "rejected_total": sum(self.rejected.values()),
-            **{f"rejected.{k}": v for k, v in sorted(self.rejected.items())},
-            **{f"zero_stamps.{t}": n for t, n in self.zero_stamps.items()},
-            "reference": self.last["reference"], "reference_resets": self.stats["reference_resets"],
-            "pressure_pa": "none" if age is None else f"{self.pressures.latest:.1f}",
-            "pressure_age_s": "none" if age is None else f"{age:.2f}",
-            "ambient_pa": f"{self.ambient_pa:.0f}", "ambient_source": self.ambient_source,
-            "gauge_pa": "none" if gauge is None else f"{gauge:.0f}",
-            "vertices_measured": self.last.get("vertices_measured", "0"),
-            "last_rejection": self.last.get("last_rejection", "none"),
-            "frame_id": self.p["frame_id"],
-            "config_problems": "; ".join(self.config_problems) or "none",
-            "inputs": inputs_text(list(self.inputs.values())),
-            **self.record.values(),
-        }
-        if self.scale is not None:
-            sc = self.scale
-            values.update({
-                "reference_wrench_topic": self.p["reference_wrench_topic"],
-                "reference_wrenches_received": sc.received,
-                "reference_force": "none" if sc.latest is None else " ".join(f"{v:.4g}" for v in sc.latest),
-                "scale_frames_paired": len(sc.measured), "scale_frames_unpaired": sc.unpaired,
-                "reference_bias_frames": len(sc.bias_samples),
-                "scale_fits": self.stats["scale_fits"],
-                "scale_fits_refused": self.stats["scale_fits_refused"],
-            })
-        depth_only = sum(self.depth_only.values())
-        period_depth_only = depth_only - self._period_depth_only
-        self._period_depth_only = depth_only
-        if self.colour:
-            values.update({
-                "colour_topic": self.p["colour_topic"],
-                "colour_received": self.stats["colour_received"],
-                "frames_with_colour": self.stats["frames_with_colour"],
-                "frames_depth_only": depth_only,
-                **{f"depth_only.{k}": v for k, v in sorted(self.depth_only.items())},
-                "frames_waiting_for_colour": len(self.colour_pending),
-                "reference_colour": "yes" if self.reference_colour else "no",
-                "vertices_flow": self.last.get("vertices_flow", "0"),
-                "last_depth_only": self.last.get("depth_only", "none"),
-            })
-        inp = self.inputs
-        missing = missing_inputs(
-            inp["camera_info"], inp["frames"], inp["pressure"], camera_ready=self.estimator is not None,
-            camera_infos=self.stats["camera_info_received"],
-            camera_info_rejection=self.last.get("CameraInfo_rejection", ""),
-            frames_received=self.stats["frames_received"], pressure_known=age is not None,
-            pressures_rejected=self.stats["pressure_rejected"],
-            pressure_rejection=self.last.get("pressure_rejection", ""))
-        wrong, to_log = self.watch.wrong_types(now)
-        values["wrong_types"] = "; ".join(wrong) or "none"
-        for line in to_log + [self.watch.waiting_log(now, missing) or ""]:
-            if line:
-                self.get_logger().warning(line)
-        if missing or self.estimator is None:
-            level, message = DiagnosticStatus.WARN, waiting_text(missing)
-        elif stopped is not None:
-            level, message = DiagnosticStatus.WARN, stopped_text(
-                inp["pressure"], stopped, self.stamped, self.last.get("pressure_rejection_text", ""),
-                collecting=self.estimator.model is None)
-        elif self.estimator.model is None:
-            level, message = DiagnosticStatus.WARN, f"reference: {self.last['reference']}" + (
-                f"; frames are not collected: the latest was rejected as {why}" if why else "")
-        elif estimated == 0:
-            level, message = DiagnosticStatus.WARN, "no frame estimated in the last period" + (
-                f": {rejected} frame(s) rejected, the latest as {why}" if rejected and why else "")
-        elif self.colour and not self.reference_colour:
-            level, message = (DiagnosticStatus.WARN, f"estimating at {estimated / dt:.1f} Hz from depth "
-                              f"alone: the reference has no colour: {self._no_colour()}")
-        elif period_depth_only:
-            level, message = (DiagnosticStatus.WARN, f"estimating at {estimated / dt:.1f} Hz; "
-                              f"{period_depth_only} frame(s) of the last period from depth alone (colour "
-                              "missing or rejected)")
-        else:
-            level, message = DiagnosticStatus.OK, f"estimating at {estimated / dt:.1f} Hz"
-        zero = sum(self.zero_stamps.values())
-        if zero > self._period_zero_stamps:   # messages stamped 0 came in the last period
-            level = max(level, DiagnosticStatus.WARN)
-            message += "; stamped 0, rejected (no time to pair by): " + ", ".join(
-                f"{t} ({n})" for t, n in self.zero_stamps.items() if n)
-        self._period_zero_stamps = zero
-        if wrong:   # why an input never arrives: rclpy does not say
-            level, message = max(level, DiagnosticStatus.WARN), "; ".join([message] + wrong)
-        if self.config_problems:
-            level = max(level, DiagnosticStatus.WARN)
-            n = len(self.config_problems)
-            message = (f"{message}; {n} configuration problem{'' if n == 1 else 's'}: "
-                       + "; ".join(self.config_problems))
-        status = DiagnosticStatus(level=level, name=name, message=message, hardware_id=name,
-                                  values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
-        array = DiagnosticArray(status=[status])
+        array = DiagnosticArray(status=[DiagnosticStatus(
+            level=DiagnosticStatus.OK if ok else DiagnosticStatus.WARN, name=name, message=message,
+            hardware_id=name, values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])])
         array.header.stamp = self.get_clock().now().to_msg()
         self.pub_diag.publish(array)
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): 0 on Ctrl-C / shutdown, 2 on
-    a configuration error.
-
-    ``-h`` / ``--help`` outside ``--ros-args`` prints the parameters, their defaults and an
-    example, and returns 0 before ``rclpy.init`` (no ROS participant is created).
-
-    Args:
-        args: the command line, program name first (``sys.argv`` when None).
-    """
+    """Console entry point (:func:`.main.run_node`; ``args``: the command line, ``sys.argv`` when
+    None): 0 on Ctrl-C / shutdown, 2 on a configuration error; ``-h`` / ``--help`` prints the
+    parameters and returns 0 before ``rclpy.init``."""
     argv = list(sys.argv if args is None else args)
     try:
         usage().parse_known_args(user_args(argv))   # exits 0 after printing for -h / --help

@@ -1,17 +1,32 @@
 """The scale of a measured force against a reference force (an F/T wrench), judged out of sample.
 
-One factor on the force magnitudes (least squares through the origin, with its standard error), fitted on a
-poke's loading and scored on its unloading (docs/membrane_force.md).
+One factor on the force magnitudes (least squares through the origin, with its standard error),
+fitted on a poke's loading and scored on its unloading; :class:`ForceScale` pairs a live node's
+frames with the reference wrenches and keeps the fit (:class:`ScaleRecord`; docs/membrane_force.md,
+the force scale).
 """
 from __future__ import annotations
 
+import math
+from collections import deque
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from datetime import datetime, timezone
+from typing import Any, Deque, Dict, List, Optional, Tuple
 
 import numpy as np
 
-__all__ = ["ScaleFit", "ScaleFitRefused", "ScaleScore", "fit_scale", "loading_unloading",
-           "out_of_sample_scale"]
+__all__ = ["ENTRY_KEY", "ENTRY_TYPE", "ForceScale", "ScaleFit", "ScaleFitRefused", "ScaleRecord",
+           "ScaleScore", "fit_scale", "loading_unloading", "out_of_sample_scale", "record_from_entry"]
+
+#: reference wrenches kept for pairing (2 s of a 1 kHz F/T sensor)
+WRENCH_HISTORY = 2048
+#: frames waiting for a wrench stamped after them before they are paired with what is there
+MAX_PENDING = 256
+#: paired frames kept since the last reset (oldest dropped): 20 min of a 30 Hz camera
+MAX_PAIRS = 36000
+#: the calibration file's entry of the membrane node's scale (its ``sensors`` mapping), and its type
+ENTRY_KEY = "membrane_force"
+ENTRY_TYPE = "MembraneForceScale"
 
 
 class ScaleFitRefused(ValueError):
@@ -145,3 +160,197 @@ def out_of_sample_scale(measured: np.ndarray, reference: np.ndarray, threshold: 
     xt, yt = x[unloading], y[unloading]
     return ScaleScore(fit, unloading, float(np.sqrt(np.mean((xt - yt) ** 2))),
                       float(np.sqrt(np.mean((fit.scale * xt - yt) ** 2))))
+
+
+@dataclass(frozen=True)
+class ScaleRecord:
+    """A force scale in force: ``1`` (none fitted), fitted live, or loaded from the file.
+
+    Attributes:
+        scale: calibrated force = ``scale`` × estimated force (dimensionless, > 0).
+        std_error: its standard error (None: not fitted).
+        frames: frames it was fitted on (0: none).
+        fitted_at: ISO 8601 UTC time of the fit (``"never"``: none).
+        source: ``"none"``, ``"fit"`` or ``"file <path>"``.
+    """
+
+    scale: float = 1.0
+    std_error: Optional[float] = None
+    frames: int = 0
+    fitted_at: str = "never"
+    source: str = "none"
+
+    def entry(self, frame_id: str) -> Dict[str, Any]:
+        """The calibration file's entry (``sensors: {membrane_force: ...}``), plain YAML values."""
+        return {"type": ENTRY_TYPE, "attachment": frame_id, "samples": self.frames,
+                "calibration": {"scale": self.scale, "scale_std_error": self.std_error,
+                                "fitted_at": self.fitted_at}}
+
+    def values(self) -> Dict[str, str]:
+        """The ``/diagnostics`` keys of the scale."""
+        return {"force_scale": f"{self.scale:.6g}",
+                "force_scale_std_error": "none" if self.std_error is None else f"{self.std_error:.3g}",
+                "force_scale_frames": str(self.frames), "force_scale_fitted_at": self.fitted_at,
+                "force_scale_source": self.source}
+
+
+def record_from_entry(entry: Dict[str, Any], source: str) -> ScaleRecord:
+    """The :class:`ScaleRecord` of a calibration file entry (:meth:`ScaleRecord.entry`).
+
+    Raises:
+        ValueError: another ``type``, a ``scale`` that is not a finite number > 0, or a
+            ``scale_std_error`` that is not a finite number >= 0 (named with the value).
+    """
+    def number(v: Any) -> bool:
+        return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+
+    if entry.get("type") not in (None, ENTRY_TYPE):
+        raise ValueError(f"entry {ENTRY_KEY!r} is of type {entry.get('type')!r}, not {ENTRY_TYPE!r}")
+    cal = entry.get("calibration", {})
+    s, se = cal.get("scale"), cal.get("scale_std_error")
+    if not number(s) or s <= 0.0:
+        raise ValueError(f"entry {ENTRY_KEY!r}: scale {s!r} is not a finite number > 0")
+    if se is not None and (not number(se) or se < 0.0):
+        raise ValueError(f"entry {ENTRY_KEY!r}: scale_std_error {se!r} is not a finite number >= 0")
+    frames = entry.get("samples", 0)
+    return ScaleRecord(float(s), None if se is None else float(se),
+                       frames if isinstance(frames, int) else 0, str(cal.get("fitted_at", "unknown")), source)
+
+
+class ForceScale:
+    """Estimated frames paired with reference wrenches since the last reset, and the fit.
+
+    A frame (its total contact force, N, in ``frame_id``) takes the wrench stamped nearest to it
+    within ``tolerance_ns``, once a wrench stamped ``tolerance_ns`` after it came, :data:`MAX_PENDING`
+    frames wait, or a fit is asked; frames stamped 0 are not paired.  The contact-free reference
+    frames pair the same way: the mean of their wrenches is the bias, subtracted from every wrench.
+    :meth:`reset` forgets pairs and bias, not the wrench history.
+
+    Args:
+        rotation: ``(3, 3)`` float64 ``R``: a wrench's force ``f`` is ``R f`` in ``frame_id``.
+        tolerance_ns: largest stamp difference of a pair, ns (>= 0).
+        threshold, min_frames, min_force: as :func:`fit_scale` (N, count, N).
+
+    Attributes:
+        received: wrenches received; fits, refused: fits taken and refused (counted by the caller).
+        latest: the latest wrench's force in ``frame_id``, bias removed (None before one).
+    """
+
+    def __init__(self, rotation: np.ndarray, tolerance_ns: int, threshold: float, min_frames: int,
+                 min_force: float) -> None:
+        self.rotation = np.asarray(rotation, dtype=np.float64)
+        self.tolerance_ns = int(tolerance_ns)
+        self.threshold, self.min_frames, self.min_force = float(threshold), int(min_frames), float(min_force)
+        self.wrench_stamps: Deque[int] = deque(maxlen=WRENCH_HISTORY)
+        self.wrench_forces: Deque[np.ndarray] = deque(maxlen=WRENCH_HISTORY)
+        self.received = self.fits = self.refused = 0
+        self.latest: Optional[np.ndarray] = None
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the pairs, the bias and the waiting frames (the wrench history stays)."""
+        self.pending: Deque[Tuple[int, Optional[np.ndarray]]] = deque()
+        self.bias_samples: List[np.ndarray] = []
+        self.measured: Deque[np.ndarray] = deque(maxlen=MAX_PAIRS)
+        self.reference: Deque[np.ndarray] = deque(maxlen=MAX_PAIRS)
+        self.unpaired = 0
+
+    @property
+    def bias(self) -> np.ndarray:
+        """``(3,)`` mean wrench force (frame_id) over the reference frames, N; zeros without one."""
+        return np.mean(self.bias_samples, axis=0) if self.bias_samples else np.zeros(3)
+
+    def add_wrench(self, stamp_ns: int, force: np.ndarray) -> None:
+        """One reference wrench's force (its own frame, N) stamped ``stamp_ns``; a stamp older
+        than the newest kept is dropped (they must come in stamp order)."""
+        if self.wrench_stamps and stamp_ns < self.wrench_stamps[-1]:
+            return
+        f = self.rotation @ np.asarray(force, dtype=np.float64)
+        self.wrench_stamps.append(int(stamp_ns))
+        self.wrench_forces.append(f)
+        self.received += 1
+        self.latest = f - self.bias
+        self._settle()
+
+    def add_frame(self, stamp_ns: int, total: Optional[np.ndarray]) -> None:
+        """One frame stamped ``stamp_ns``: an estimated one with its uncalibrated total contact force
+        ``total`` (``(3,)`` N, frame_id), or a reference (contact-free) frame when ``total`` is None."""
+        if stamp_ns == 0:
+            return
+        self.pending.append((int(stamp_ns), None if total is None else np.asarray(total, dtype=np.float64)))
+        self._settle()
+
+    def _settle(self, final: bool = False) -> None:
+        """Pair the waiting frames no later wrench can be nearer to (all of them when ``final``)."""
+        newest = self.wrench_stamps[-1] if self.wrench_stamps else None
+        while self.pending:
+            stamp, total = self.pending[0]
+            if not (final or len(self.pending) > MAX_PENDING
+                    or (newest is not None and newest >= stamp + self.tolerance_ns)):
+                return
+            self.pending.popleft()
+            gaps = np.abs(np.asarray(self.wrench_stamps, dtype=np.int64) - stamp)
+            i = int(gaps.argmin()) if gaps.size else -1   # of two as near, the earlier
+            if i < 0 or gaps[i] > self.tolerance_ns:
+                self.unpaired += 1
+            elif total is None:
+                self.bias_samples.append(self.wrench_forces[i])
+            else:
+                self.measured.append(total)
+                self.reference.append(self.wrench_forces[i])
+
+    def fit(self) -> Tuple[ScaleFit, Optional[ScaleScore], str]:
+        """Fit the scale on every paired frame since the reset, and score it out of sample.
+
+        Returns:
+            ``(fit, score, note)``: the :class:`ScaleFit` of all loaded frames; the
+            :class:`ScaleScore` (fitted on the loading, 2 frames enough, scored on the
+            unloading), or None with ``note`` saying why (else ``""``).
+
+        Raises:
+            ScaleFitRefused: as :func:`fit_scale`; the message adds the pair counts and the
+                node's parameters.
+        """
+        self._settle(final=True)
+        m = np.asarray(self.measured, dtype=np.float64).reshape(-1, 3)
+        r = np.asarray(self.reference, dtype=np.float64).reshape(-1, 3) - self.bias
+        names = (f"scale_threshold={self.threshold:g} N", f"scale_min_frames={self.min_frames}",
+                 f"scale_min_force={self.min_force:g} N")
+        try:
+            fit = fit_scale(m, r, self.threshold, self.min_frames, self.min_force)
+        except ScaleFitRefused as exc:
+            raise ScaleFitRefused(f"{exc} (of {len(m)} frames paired with the reference since the "
+                                  f"last reset, {self.unpaired} unpaired; parameters {', '.join(names)})",
+                                  exc.reason, exc.setting, exc.value, exc.limit) from None
+        try:
+            return fit, out_of_sample_scale(m, r, self.threshold, 2, self.min_force), ""
+        except ScaleFitRefused as exc:
+            return fit, None, str(exc)
+
+    def calibrate(self) -> Tuple[ScaleRecord, str]:
+        """:meth:`fit`, as the record to take (fitted now) and the text of the answer.
+
+        Raises:
+            ScaleFitRefused: as :meth:`fit`.
+        """
+        fit, score, note = self.fit()
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        oos = (f"out of sample: scale {score.fit.scale:.6g} fitted on {len(score.fit.frames)} loading "
+               f"frames, RMS on {len(score.test_frames)} unloading frames {score.rms_before:.4g} -> "
+               f"{score.rms_after:.4g} N" if score is not None else f"no out-of-sample score: {note}")
+        no_bias = "" if self.bias_samples else "; no reference wrench paired with the reference frames: " \
+                                               "no bias removed"
+        return ScaleRecord(fit.scale, fit.std_error, len(fit.frames), now, "fit"), (
+            f"scale {fit.scale:.6g} +- {fit.std_error:.3g} (standard error) from {len(fit.frames)} frames "
+            f"with |reference| > {self.threshold:g} N; RMS of s|m| - |r| {fit.rms_before:.4g} -> "
+            f"{fit.rms_after:.4g} N; {oos}; reference bias [{', '.join(f'{v:.4g}' for v in self.bias)}] "
+            f"N{no_bias}")
+
+    def values(self, topic: str) -> Dict[str, Any]:
+        """The ``/diagnostics`` keys of the pairing (``topic``: the reference wrench topic)."""
+        return {"reference_wrench_topic": topic, "reference_wrenches_received": self.received,
+                "reference_force": ("none" if self.latest is None else
+                                    " ".join(f"{v:.4g}" for v in self.latest)),
+                "scale_frames_paired": len(self.measured), "scale_frames_unpaired": self.unpaired,
+                "reference_bias_frames": len(self.bias_samples), "scale_fits": self.fits,
+                "scale_fits_refused": self.refused}
