@@ -18,6 +18,16 @@ DOMAIN_ID = free_domain_id()
 apply_localhost_env(DOMAIN_ID)
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Under ``pytest -n N --dist loadgroup`` (``make test``): a file's tests run in one worker, so its
+    module fixtures (a node process) start once; the files sharing the demo runs run together."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        group = "demo_runs" if "demo_runs" in getattr(item, "fixturenames", ()) else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_sessionfinish(session, exitstatus) -> None:
     """End the domain-id lease (the kernel would drop it at exit; this closes the lock file)."""
     release_domain_id(DOMAIN_ID)
