@@ -22,17 +22,10 @@ CATCH_UP_S = 30.0           # longest wait for the node to catch up (window, tar
 
 
 class BagError(ValueError):
-    """The bag cannot be replayed with this parameter file; the message names the file or topic.
-
-    Attributes:
-        reason: ``'unreadable'``, ``'no_input'`` (``/contacts`` or ``/joint_states``
-            missing or empty), ``'wrong_type'``, ``'headerless'`` (a header-less measured topic
-            with ``--speed 0``), ``'no_measured'``,
-            ``'tare_before_start'``, ``'bad_speed'``, ``'params_missing'``.
-        path: the bag or parameter file at fault, or None.
-        topic: the topic at fault, or None.
-        value: the offending value (a message type, ``--tare-at`` s, ``--speed``), or None.
-    """
+    """The bag cannot be replayed with this parameter file: a ``reason`` word (``'unreadable'``,
+    ``'no_input'``, ``'wrong_type'``, ``'headerless'``, ``'no_measured'``, ``'tare_before_start'``,
+    ``'bad_speed'``, ``'params_missing'``), the ``path`` and ``topic`` at fault and the offending
+    ``value`` (a message type, ``--tare-at`` s, ``--speed``), each None when there is none."""
 
     def __init__(self, message: str, reason: str, path: Any = None, topic: Optional[str] = None,
                  value: Any = None) -> None:
@@ -52,7 +45,7 @@ def open_bag(path: Path) -> BagTopics:
     """The topics of an MCAP bag (a ``.mcap`` file or a rosbag2 folder), read with ``rosbags``.
 
     Raises:
-        BagError: no such file, not an MCAP (bad magic, empty), or a folder without ``metadata.yaml``.
+        BagError: no such file, not an MCAP, or a folder without ``metadata.yaml``.
     """
     from rosbags.rosbag2 import Reader
     from rosbags.rosbag2.errors import ReaderError
@@ -73,15 +66,12 @@ def measured_topic(params: Dict[str, Any], sensor: str) -> str:
 
 
 def check_inputs(bag: BagTopics, cfg: DemoConfig, speed: float) -> List[str]:
-    """Check that the bag feeds the node of ``cfg`` at ``speed`` (``--speed``); one warning line per
-    sensor it leaves unmeasured.
+    """Check that the bag feeds the node of ``cfg`` at ``speed``; a warning line per sensor it
+    leaves unmeasured.
 
     Raises:
-        BagError: ``/contacts`` (named with the bag's wrench topics and ``wrench_contact_node`` when
-            it holds a ``WrenchStamped`` instead) or ``/joint_states`` missing or empty, a topic of
-            another type than the node reads, no sensor with a measured topic, or a header-less
-            measured type with ``speed`` 0 (the node pairs it by receive time: only the recorded pace
-            reproduces that).
+        BagError: ``/contacts`` (naming a wrench topic the bag holds instead) or ``/joint_states``
+            missing, a topic of another type, no measured topic, or a header-less one at speed 0.
     """
     from vsf_sensor_ros.ros.kinds import reading_codecs
     from vsf_sensor_ros.ros.messages.readings import HEADERLESS_MEASURED_TYPES
@@ -100,12 +90,10 @@ def check_inputs(bag: BagTopics, cfg: DemoConfig, speed: float) -> List[str]:
                            "no_input", bag.path, topic)
         if have is None or have[1] == 0:
             raise BagError(f"{bag.path}: no {topic} messages in the bag (the sensor node's input)",
-                           "no_input",
-                           bag.path, topic)
+                           "no_input", bag.path, topic)
         if have[0] != msgtype:
             raise BagError(f"{bag.path}: {topic} carries {have[0]}, the sensor node reads {msgtype}",
-                           "wrong_type",
-                           bag.path, topic, have[0])
+                           "wrong_type", bag.path, topic, have[0])
     warnings, measured = [], 0
     for s in cfg.sensors:
         topic = measured_topic(cfg.base_params, s.name)
@@ -116,8 +104,7 @@ def check_inputs(bag: BagTopics, cfg: DemoConfig, speed: float) -> List[str]:
             continue
         if have[0] != msgtype:
             raise BagError(f"{bag.path}: {topic} carries {have[0]}, sensor {s.name} reads {msgtype}",
-                           "wrong_type",
-                           bag.path, topic, have[0])
+                           "wrong_type", bag.path, topic, have[0])
         if msgtype in HEADERLESS_MEASURED_TYPES and speed == 0:
             raise BagError(f"{bag.path}: {topic} is {msgtype} (no header): the node pairs it with the "
                            "contacts by receive time, which only the recorded pace reproduces; replay "
@@ -141,13 +128,9 @@ def iter_messages(path: Path, topics: Optional[List[str]] = None) -> Iterator[Tu
 
 def tare_index(stamps_ns: List[int], touching: List[bool], tare_samples: int,
                tare_at_s: Optional[float]) -> int:
-    """Index of the contacts message after which the replay tares.
-
-    With ``tare_at_s``: the last message stamped at or before it.  Otherwise the demo's rule
-    (:func:`~vsf_sensor_ros.demo.tare.tare_due`): the first message stamped at or after
-    :data:`~vsf_sensor_ros.demo.tare.TARE_AT_S` with ``tare_samples`` messages up to it, at the
-    latest the one before the first touching the bubble.  A bag stamped with wall-clock time passes
-    ``TARE_AT_S`` at once: it tares after its first ``tare_samples`` messages.
+    """Index of the contacts message (stamps ns) after which the replay tares: the last stamped at or
+    before ``tare_at_s``, else the demo's rule (the first at or after ``tare.TARE_AT_S`` with
+    ``tare_samples`` up to it, at the latest the one before the first ``touching``).
 
     Raises:
         BagError: ``tare_at_s`` is before the first contacts stamp.
@@ -185,7 +168,7 @@ def scan_contacts(bag: BagTopics, cfg: DemoConfig) -> Tuple[List[int], List[bool
 
 
 def replay_config(args: argparse.Namespace, bag: BagTopics, params_file: Path) -> DemoConfig:
-    """The :class:`~vsf_sensor_ros.demo.config.DemoConfig` of a replay (what the summary reads).
+    """The :class:`~vsf_sensor_ros.demo.config.DemoConfig` of a replay.
 
     Raises:
         DemoError: the parameter file is unreadable or lists no usable sensors.
@@ -408,8 +391,7 @@ def main(args: argparse.Namespace, usage: Any) -> int:
     try:
         if not (args.speed >= 0 and math.isfinite(args.speed)):
             raise BagError(f"--speed must be >= 0 (0: as fast as the node keeps up), got {args.speed}",
-                           "bad_speed",
-                           value=args.speed)
+                           "bad_speed", value=args.speed)
         bag = open_bag(args.recording)
         params_file = args.params_file or default_params_file(args.recording)
         if not params_file.is_file():
