@@ -15,47 +15,24 @@ from vsf_sensor_ros.ros.kinds import reading_codecs
 
 
 def cloud_fields(msg: Any, names: Sequence[str]) -> np.ndarray:
-    """Read named fields of a ``sensor_msgs/PointCloud2`` as float64.
-
-    Honours field offsets and datatypes, ``point_step``, ``row_step`` padding,
-    ``height > 1`` and ``is_bigendian`` (the package's one cloud reader,
-    :func:`vsf_sensor_ros.ros.messages.pointcloud.read_cloud`).  Values are returned
-    as recorded, NaN included.
-
-    Args:
-        msg: a ``sensor_msgs.msg.PointCloud2``.
-        names: field names to read, in the order wanted.
-
-    Returns:
-        ``(height*width, len(names))`` float64 array.
+    """``(height*width, len(names))`` float64: the named fields of a ``PointCloud2``, as recorded
+    (:func:`vsf_sensor_ros.ros.messages.pointcloud.read_cloud`).
 
     Raises:
-        ValueError: (a :class:`~vsf_sensor_ros.ros.messages.pointcloud.CloudDecodeError`)
-            a field is missing or named twice, has ``count != 1`` or an
-            unknown datatype, does not fit in ``point_step``, or the data does
-            not reach the end of the last point.
+        ValueError: (``CloudDecodeError``) a field missing, named twice, not ``count 1`` or of an
+            unknown datatype, or the data shorter than the points.
     """
     return float_columns(read_cloud(msg, names, exact_size=False), names)
 
 
 def reading_vector(msg: Any, msgtype: str, kind: Optional[str] = None, measured: bool = False,
                    scale: float = 1.0) -> np.ndarray:
-    """Numeric content of a sensor reading message, flattened to float64, in SI units.
+    """A reading message as a flat float64 vector, SI.
 
-    Without ``kind`` (generic):
-
-    * ``sensor_msgs/msg/FluidPressure`` -> ``[fluid_pressure]`` (Pa)
-    * ``geometry_msgs/msg/WrenchStamped`` -> ``[fx, fy, fz, tx, ty, tz]`` (N, N m)
-    * ``geometry_msgs/msg/Vector3Stamped`` -> ``[x, y, z]``
-    * ``sensor_msgs/msg/PointCloud2`` -> fields ``fx fy fz`` of every point,
-      point-major (``[f0x, f0y, f0z, f1x, ...]``, N)
-
-    With the sensor ``kind`` the vector is the part the sensor node compares
-    (its codec's :meth:`~vsf_sensor_ros.ros.messages.readings.ReadingCodec.recorded_vector`):
-    ``pressure`` -> ``[p]``; ``dense_force`` -> per-vertex ``fx fy fz``; ``wrench`` ->
-    ``[fx, fy, fz]``; ``load`` -> predicted ``[force.z]``, measured ``[|force|]`` (a load
-    cell may report along any one axis).  ``scale`` multiplies measured values into SI (e.g.
-    100 for hPa); predicted values are already SI.
+    Without ``kind``: FluidPressure ``[p]`` Pa, WrenchStamped ``[fx fy fz tx ty tz]``,
+    Vector3Stamped ``[x y z]``, PointCloud2 ``fx fy fz`` per point, point-major.  With the sensor
+    ``kind``: what the node compares (the codec's ``recorded_vector``); ``scale`` multiplies
+    ``measured`` values into SI (100 for hPa).
 
     Raises:
         ValueError: a message type not in this list, an unknown ``kind``, or a
@@ -83,11 +60,8 @@ def reading_vector(msg: Any, msgtype: str, kind: Optional[str] = None, measured:
 
 
 def touches(msg: Any, bodies: Sequence[int]) -> bool:
-    """Whether a contacts cloud has a point whose ``body1`` or ``body2`` index is in ``bodies``.
-
-    Args:
-        msg: ``sensor_msgs/PointCloud2`` in the contacts layout (docs/interface.md).
-        bodies: body indices (into ``contact_body_names``); empty = any point counts.
+    """Whether a contacts cloud has a point whose ``body1`` or ``body2`` index is in ``bodies``
+    (indices into ``contact_body_names``; empty = any point counts).
 
     Raises:
         ValueError: a non-empty cloud without ``body1``/``body2`` fields.
@@ -102,14 +76,8 @@ def touches(msg: Any, bodies: Sequence[int]) -> bool:
 
 @dataclass
 class Series:
-    """Decoded readings of one topic, in receive order.
-
-    Attributes:
-        stamp_ns: ``(M,)`` int64 header stamps (ns, simulation time).
-        recv_ns: ``(M,)`` int64 wall receive times (ns).
-        values: list of M float64 vectors (see :func:`reading_vector`).
-        sent_ns: ``(M,)`` int64 publisher send times (ns), or None when unknown.
-    """
+    """Decoded readings of one topic in receive order: ``(M,)`` int64 header stamps and wall
+    receive times (ns), M float64 vectors (:func:`reading_vector`), ``(M,)`` send times or None."""
 
     stamp_ns: np.ndarray
     recv_ns: np.ndarray
@@ -133,24 +101,13 @@ class Series:
 
 def first_index_by_stamp(stamp_ns: np.ndarray) -> Dict[int, int]:
     """Map each stamp to the index of its first occurrence (a resent stamp keeps the first)."""
-    out: Dict[int, int] = {}
-    for i, s in enumerate(stamp_ns.tolist()):
-        out.setdefault(s, i)
-    return out
+    return {s: i for i, s in reversed(list(enumerate(stamp_ns.tolist())))}
 
 
 def latencies_ms(contacts_stamp_ns: np.ndarray, contacts_recv_ns: np.ndarray,
                  pred_stamp_ns: np.ndarray, pred_recv_ns: np.ndarray) -> np.ndarray:
-    """Contacts -> prediction latency per prediction whose contacts message was received.
-
-    Args:
-        contacts_stamp_ns, contacts_recv_ns: ``(K,)`` int64 stamps / wall receive times of ``contacts``.
-        pred_stamp_ns, pred_recv_ns: ``(M,)`` int64 stamps / wall receive times of ``<s>/predicted``.
-
-    Returns:
-        ``(m,)`` float64 latencies in milliseconds, ``m <= M`` (predictions
-        whose stamp matches no received contacts message are dropped).
-    """
+    """``(m,)`` float64 ms, contacts -> prediction receive time per prediction (``(M,)`` int64 ns)
+    whose stamp matches a received contacts message (``(K,)`` int64 ns); the others are dropped."""
     first = first_index_by_stamp(np.asarray(contacts_stamp_ns))
     pairs = [(i, first[s]) for i, s in enumerate(np.asarray(pred_stamp_ns).tolist()) if s in first]
     if not pairs:
@@ -160,14 +117,9 @@ def latencies_ms(contacts_stamp_ns: np.ndarray, contacts_recv_ns: np.ndarray,
 
 
 def match_by_stamp(measured: Series, predicted: Series) -> Dict[str, np.ndarray]:
-    """Pair measured and predicted samples with equal stamps.
-
-    Returns:
-        ``{"stamp_ns": (m,), "pred_recv_ns": (m,), "residual": (m, D)}`` with
-        residual = measured − predicted; ``pred_recv_ns`` holds the prediction's
-        :attr:`Series.event_ns` (send time when known).  Samples whose vector
-        lengths differ are dropped.  ``m = 0`` gives a ``(0, 0)`` residual.
-    """
+    """Measured and predicted samples of equal stamps (vectors of other lengths dropped):
+    ``{"stamp_ns": (m,), "pred_recv_ns": (m,) the prediction's event_ns, "residual": (m, D)
+    measured − predicted}``, residual ``(0, 0)`` when none."""
     meas_first = first_index_by_stamp(measured.stamp_ns)
     stamps, recv, res = [], [], []
     for i, s in enumerate(predicted.stamp_ns.tolist()):
@@ -199,24 +151,12 @@ def sensor_numbers(predicted: Series, measured: Optional[Series], contacts_stamp
                    tare_response_ns: Optional[int],
                    contact_stamp_ns: Optional[np.ndarray] = None,
                    near_contact_stamp_ns: Optional[np.ndarray] = None) -> Dict[str, object]:
-    """Per-sensor summary numbers (definitions: docs/demo.md and ``summary.json``).
+    """A sensor's numbers of ``summary.json`` (keys and meaning: ``summary.DEFINITIONS``).
 
-    Args:
-        predicted, measured: the sensor's streams (``measured`` None when not recorded).
-        contacts_stamp_ns, contacts_recv_ns: ``(K,)`` int64 stamps / wall receive times of ``contacts``.
-        tare_request_ns, tare_response_ns: wall times (ns) the tare was sent / answered, or None.
-        contact_stamp_ns: ``(C,)`` int64 stamps of the contacts messages in contact (the pressed
-            body touches something); None = no step is in contact.
-        near_contact_stamp_ns: stamps that are not contact-free either (e.g. the steps next to a
-            contact step, where two sources may disagree about the transition by a step); None =
-            ``contact_stamp_ns``.
-
-    Returns:
-        ``published``, ``latency_ms_p50``, ``latency_ms_p99``, ``latency_ms_max``,
-        ``latency_samples``, ``matched_samples``, ``residual_rms_contact_free_before_tare``,
-        ``residual_rms_contact_free_after_tare``, ``residual_rms_in_contact_after_tare``
-        (``None`` where there is nothing to average; without a tare request every matched
-        contact-free sample counts as before the tare).
+    Stamps and wall times are int64 ns: ``contacts`` stamps / receive times ``(K,)``, the tare
+    request / answer (or None), the steps in contact ``(C,)`` and those next to them (neither
+    counts as contact-free).  ``None`` where there is nothing to average; without a tare request
+    every matched contact-free sample counts as before it.
     """
     lat = latencies_ms(contacts_stamp_ns, contacts_recv_ns, predicted.stamp_ns, predicted.recv_ns)
     out: Dict[str, object] = {
@@ -252,24 +192,12 @@ def sensor_numbers(predicted: Series, measured: Optional[Series], contacts_stamp
 
 def agreement_numbers(predicted: Series, measured: Series, after_ns: Optional[int],
                       contact_stamp_ns: np.ndarray, names: Sequence[str]) -> Dict[str, object]:
-    """How closely two implementations agree on the same contacts: measured − predicted per component.
-
-    Samples are matched by stamp (:func:`match_by_stamp`) and kept when the
-    prediction was published after ``after_ns`` (the tare's answer; all when
-    ``None``), so a tared offset does not count.  ``in_contact`` is the subset
-    whose stamp is in ``contact_stamp_ns``.
-
-    Args:
-        predicted, measured: the two streams, vectors of ``len(names)`` entries (SI).
-        after_ns: wall time (ns) after which a prediction counts (its :attr:`Series.event_ns`).
-        contact_stamp_ns: ``(C,)`` int64 stamps of the steps in contact.
-        names: component names, e.g. ``["force_x", "force_y", "force_z"]``.
+    """Measured − predicted per component (``names``) of two implementations on the same contacts,
+    matched by stamp, predictions published after ``after_ns`` (wall ns; all when None).
 
     Returns:
-        ``{"after_tare": block, "in_contact": block}``, each block
-        ``{"samples": n, "mean": {name: float}, "rms": {name: float}, "max_abs": {name: float}}``
-        (``mean`` = systematic difference, ``rms`` and ``max_abs`` include the spikes)
-        (values ``None`` when ``n = 0``).
+        ``{"after_tare": block, "in_contact": block}`` (stamps in ``contact_stamp_ns``), a block
+        ``{"samples": n, "mean" | "rms" | "max_abs": {name: float or None}}``.
 
     Raises:
         ValueError: the matched vectors do not have ``len(names)`` entries.

@@ -14,7 +14,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -22,14 +22,10 @@ from vsf_sensor_ros.sensor.camera_model import BrownConradyCamera
 
 WIDTH, HEIGHT = 640, 480
 DEPTH_UNIT_M = 1e-4
-REFERENCE_FRAMES = 5
-"""The first frames are the contact-free reference (0-4, those the source's estimator uses)."""
-RAY_AGREEMENT = 1e-6
-"""Largest spread (x/z, y/z) of one pixel's ray across frames: more is not one camera."""
-MAX_RAY_MISFIT = 1e-4
-"""Largest misfit of the fitted camera (a RealSense stream: ~2e-7): more is not this lens model."""
-MIN_READINGS = 1000
-"""Fewest pixels with a reading, over all frames, to fit the camera from."""
+REFERENCE_FRAMES = 5     # the contact-free reference frames 0-4 (those the source's estimator uses)
+RAY_AGREEMENT = 1e-6     # largest spread (x/z, y/z) of a pixel's ray across frames: more is not one camera
+MAX_RAY_MISFIT = 1e-4    # largest misfit of the fitted camera (a RealSense stream: ~2e-7)
+MIN_READINGS = 1000      # fewest pixels with a reading, over all frames, to fit the camera from
 OUTPUT_FILES = ("depth.npz", "rgb.npz", "camera.json", "membrane_equalized.vtk")
 _FRAME_NAME = re.compile(r"pc_(0|[1-9][0-9]{0,5})\.npy", re.ASCII)
 
@@ -39,11 +35,10 @@ class CameraImportError(ValueError):
 
 
 def frame_count(expand: Path) -> int:
-    """Number of frames ``pc_0.npy`` … ``pc_<N-1>.npy`` in ``expand`` (decimal, no leading zeros).
+    """Number of frames ``pc_0.npy`` … ``pc_<N-1>.npy`` in ``expand``.
 
     Raises:
-        CameraImportError: no folder, no frame, another name of the form ``pc_*.npy``, or a gap
-            in the numbers (naming the first missing one).
+        CameraImportError: no folder or frame, another ``pc_*.npy`` name, or a gap (naming it).
     """
     if not expand.is_dir():
         raise CameraImportError(f"{expand}: no such folder (the source must hold expand/pc_<i>.npy)")
@@ -62,11 +57,7 @@ def frame_count(expand: Path) -> int:
 
 
 def load_array(path: Path) -> np.ndarray:
-    """``np.load`` of one ``.npy`` (no pickles).
-
-    Raises:
-        CameraImportError: not a readable ``.npy`` file, naming it and why.
-    """
+    """``np.load`` of one ``.npy`` (no pickles); CameraImportError naming it when it is not one."""
     try:
         arr = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
@@ -77,11 +68,11 @@ def load_array(path: Path) -> np.ndarray:
 
 
 def depth_of_cloud(cloud: np.ndarray, name: str) -> np.ndarray:
-    """``(H, W)`` uint16 depth (units of 1e-4 m) of one source cloud; 0 where it has no reading.
+    """``(H, W)`` uint16 depth (1e-4 m units) of one ``(H·W, 3)`` float cloud; 0 where no reading.
 
     Raises:
-        CameraImportError: not a ``(H·W, 3)`` float array; a non-finite, negative or too large
-            depth, or one that is not a multiple of 0.1 mm; a non-finite x or y where there is a depth.
+        CameraImportError: another shape or dtype, a depth non-finite, out of range or not a whole
+            unit, or a non-finite x or y where there is a depth.
     """
     cloud = np.asarray(cloud)
     if cloud.shape != (WIDTH * HEIGHT, 3):
@@ -119,8 +110,7 @@ def read_frames(expand: Path) -> Tuple[np.ndarray, np.ndarray]:
     """Depth ``(N, H, W)`` uint16 and the per-pixel rays ``(H, W, 2)`` (NaN where no frame reads).
 
     Raises:
-        CameraImportError: a frame that is unreadable or bad (:func:`depth_of_cloud`), or whose
-            rays differ from the earlier frames' (another camera).
+        CameraImportError: a bad frame (:func:`depth_of_cloud`), or rays unlike the earlier frames'.
     """
     n = frame_count(expand)
     depth = np.zeros((n, HEIGHT, WIDTH), dtype=np.uint16)
@@ -139,11 +129,8 @@ def read_frames(expand: Path) -> Tuple[np.ndarray, np.ndarray]:
 
 
 def fit_camera(rays: np.ndarray) -> Tuple[BrownConradyCamera, float, int]:
-    """The camera fitted to the rays, its largest misfit and the number of pixels it used.
-
-    Raises:
-        CameraImportError: too few readings, or rays that no RealSense camera explains.
-    """
+    """The camera fitted to the rays, its largest misfit and the pixels used (CameraImportError:
+    too few readings, or rays no RealSense camera explains)."""
     seen = np.isfinite(rays).all(axis=-1)
     if seen.sum() < MIN_READINGS:
         raise CameraImportError(f"only {int(seen.sum())} pixels have a reading in any frame (need "
@@ -160,11 +147,7 @@ def fit_camera(rays: np.ndarray) -> Tuple[BrownConradyCamera, float, int]:
 
 
 def check_output(out: Path) -> None:
-    """``out`` may be written: missing, or a folder holding nothing but an earlier import's files.
-
-    Raises:
-        CameraImportError: a file, or a folder holding other files (naming one).
-    """
+    """Raise CameraImportError unless ``out`` is missing or a folder of an earlier import's files only."""
     if out.exists() and not out.is_dir():
         raise CameraImportError(f"--out {out}: exists and is not a folder")
     if out.is_dir():
@@ -175,14 +158,8 @@ def check_output(out: Path) -> None:
 
 
 def import_camera(source: Path, out: Path, mesh: Optional[Path] = None) -> Dict[str, Any]:
-    """Read ``source/expand/`` and write the ``camera/`` folder ``out``; its ``camera.json`` dict.
-
-    Everything is read and checked first, then written to a new folder beside ``out`` that
-    replaces it whole (an earlier import's files, colour and mesh included, do not survive).
-
-    Raises:
-        CameraImportError: see the module text; ``out`` is not touched then.
-    """
+    """Read and check ``source/expand/``, then write the ``camera/`` folder ``out`` whole (replacing an
+    earlier import); its ``camera.json`` dict.  CameraImportError leaves ``out`` untouched."""
     out = out.resolve()      # a symlinked folder: write where it points, keep the link
     if mesh is not None and not mesh.is_file():
         raise CameraImportError(f"--mesh {mesh}: not a file")
@@ -201,12 +178,8 @@ def import_camera(source: Path, out: Path, mesh: Optional[Path] = None) -> Dict[
 
 def write_folder(out: Path, depth: np.ndarray, rgb: Optional[np.ndarray], mesh: Optional[Path],
                  info: Dict[str, Any]) -> None:
-    """Write the files into a fresh folder beside ``out``, then put it in ``out``'s place.
-
-    Raises:
-        CameraImportError: the mesh cannot be read.  OSError: a file cannot be written; either way
-            the temporary folder is removed and an earlier ``out`` is put back.
-    """
+    """Write the files into a fresh folder beside ``out``, then put it in ``out``'s place; on
+    CameraImportError (mesh unreadable) or OSError the earlier ``out`` stays."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     umask = os.umask(0)
@@ -242,8 +215,7 @@ def colour_frames(expand: Path, n: int) -> Optional[np.ndarray]:
     """``(n, H, W, 3)`` uint8 from ``rgb_0.npy`` … ``rgb_<n-1>.npy``; None when there is none.
 
     Raises:
-        CameraImportError: some but not all there (naming the first missing), or one unreadable
-            or of another shape or type (naming it).
+        CameraImportError: some missing, or one unreadable or of another shape or type (naming it).
     """
     files = [expand / f"rgb_{i}.npy" for i in range(n)]
     there = [f.is_file() for f in files]
@@ -306,11 +278,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"camera_import: {exc}", file=sys.stderr)
         return 2
     f = info["distortion_fit"]
-    lines: List[str] = [f"wrote {out}: {info['frames']} frames",
-                        f"camera fitted to {f['pixels']} rays: fx {f['fx']:.4f} fy {f['fy']:.4f} "
-                        f"cx {f['cx']:.4f} cy {f['cy']:.4f} px, largest ray misfit "
-                        f"{f['residual_ray_max']:.1e}"]
-    print("\n".join(lines))
+    print(f"wrote {out}: {info['frames']} frames\ncamera fitted to {f['pixels']} rays: fx {f['fx']:.4f} "
+          f"fy {f['fy']:.4f} cx {f['cx']:.4f} cy {f['cy']:.4f} px, largest ray misfit "
+          f"{f['residual_ray_max']:.1e}")
     return 0
 
 

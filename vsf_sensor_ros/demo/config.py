@@ -12,25 +12,14 @@ import numpy as np
 from vsf_sensor_ros.demo.processes import PACKAGE_ROOT
 
 WORLD_PARAMS = {"embedded": "sensor_node.yaml", "kinova": "kinova_punyo.yaml"}
-DEFAULT_OUT = Path("demo_out")
-"""Parent of the per-world output folders (``demo_out/<world>``) when ``--out`` is not given."""
-BACKENDS = ("klampt", "mujoco")
-"""Simulator programs a demo can run (``--backend``); ``mujoco`` writes ``demo_out/mujoco`` by default."""
+DEFAULT_OUT = Path("demo_out")        # parent of the per-world output folders
+BACKENDS = ("klampt", "mujoco")       # --backend
 
 
 class DemoError(RuntimeError):
-    """A failure the demo reports with a clear message and exit code 1.
-
-    Attributes:
-        reason: ``'no_config_dir'``, ``'unreadable'`` (a parameter or calibration
-            file), ``'no_parameters'``, ``'no_sensors'``, ``'unknown_type'``,
-            ``'params_missing'``, ``'assets_missing'``, ``'no_contact_bodies'``,
-            ``'assets_unloadable'``, ``'node_exited'``, ``'sim_exited'``,
-            ``'timeout'``, ``'no_tare_service'``, ``'no_contacts'``.
-        path: the file or directory at fault, or None.
-        value: the offending value (a sensor's type, an exit code, a timeout in
-            s, the world), or None.
-    """
+    """A failure the demo reports with a clear message: a ``reason`` word (``'unreadable'``,
+    ``'no_sensors'``, ``'node_exited'``, ``'timeout'`` ...), the ``path`` at fault and the offending
+    ``value`` (a sensor type, an exit code, a timeout in s), each None when there is none."""
 
     def __init__(self, message: str, reason: str, path: Any = None, value: Any = None) -> None:
         super().__init__(message)
@@ -39,20 +28,9 @@ class DemoError(RuntimeError):
 
 @dataclass
 class SensorInfo:
-    """A sensor of the demo world as configured in the node's parameter file.
-
-    Attributes:
-        name: sensor name (topic namespace ``<name>/...``).
-        type_name: sensor class (``PunyoPressureSensor`` ...).
-        kind: ``pressure`` | ``dense_force`` | ``wrench`` | ``load``.
-        measured_scale: measured value x scale = SI.
-        attachment: body the sensor is attached to.
-        measured_source: where the simulator's ``<name>/measured`` comes from
-            (:func:`vsf_sensor_ros.contact_sources.sim_sensors.measured_source_label`:
-            ``synthetic-model`` | ``klampt-native-contact-sensor`` |
-            ``simulator-contact-forces``); ``None`` when the simulator measures
-            no sensor of that name.
-    """
+    """A sensor of the node's parameter file: ``name``, class ``type_name``, reading ``kind``,
+    ``measured_scale`` (x measured = SI), ``attachment`` body, and ``measured_source`` (the
+    simulator's label for ``<name>/measured``: ``sim_sensors.measured_source_label``; None = none)."""
 
     name: str
     type_name: str
@@ -63,11 +41,7 @@ class SensorInfo:
 
     @property
     def codec(self) -> Any:
-        """The :class:`~vsf_sensor_ros.ros.messages.readings.ReadingCodec` of :attr:`kind`.
-
-        Raises:
-            KeyError: ``kind`` is not a reading kind.
-        """
+        """The ``ReadingCodec`` of :attr:`kind` (KeyError: not a reading kind)."""
         from vsf_sensor_ros.ros.kinds import reading_codecs
         return reading_codecs()[self.kind]
 
@@ -89,18 +63,12 @@ class DemoConfig:
     node_name: str = "sensor_node"
     base_params: Dict[str, Any] = field(default_factory=dict)
     contact_body_names: List[str] = field(default_factory=list)
-    measured_source: str = "independent"
-    """The simulator's ``measured_source``: ``independent`` | ``model`` (every stream synthetic)."""
-    backend: str = "klampt"
-    """The simulator program: ``klampt`` (``contact_sim_node``) | ``mujoco`` (``mujoco_contact_node``)."""
+    measured_source: str = "independent"    # the simulator's: independent | model (all synthetic)
+    backend: str = "klampt"                 # klampt (contact_sim_node) | mujoco (mujoco_contact_node)
 
 
 def config_dir() -> Path:
-    """The ``config/`` directory: the source checkout's, else the installed share directory.
-
-    Raises:
-        DemoError: neither exists.
-    """
+    """The ``config/`` directory: the checkout's, else the installed share's (DemoError: neither)."""
     local = PACKAGE_ROOT / "config"
     if local.is_dir():
         return local
@@ -124,12 +92,8 @@ def _flatten(prefix: str, value: Any, out: Dict[str, Any]) -> None:
 
 
 def read_params_file(path: Path) -> Tuple[str, Dict[str, Any]]:
-    """Parameters of the first node entry of a ROS 2 parameter YAML file.
-
-    Nested namespaces are flattened to dotted names (``punyo_pressure.type``).
-
-    Returns:
-        ``(node_key, {name: value})`` (``node_key`` as written, e.g. ``sensor_node`` or ``/**``).
+    """``(node_key as written, {dotted name: value})`` of the first node entry of a ROS 2
+    parameter YAML file.
 
     Raises:
         DemoError: unreadable file or no ``ros__parameters`` entry.
@@ -140,21 +104,18 @@ def read_params_file(path: Path) -> Tuple[str, Dict[str, Any]]:
     except (OSError, yaml.YAMLError) as exc:
         raise DemoError(f"cannot read parameter file {path}: {exc}", "unreadable", path) from exc
     for key, val in (doc or {}).items():
-        if isinstance(val, dict) and "ros__parameters" in val:
-            flat: Dict[str, Any] = {}
-            _flatten("", val["ros__parameters"], flat)
-            return str(key), flat
-        if isinstance(val, dict):  # namespaced: /ns: {node: {ros__parameters: ...}}
-            for k2, v2 in val.items():
-                if isinstance(v2, dict) and "ros__parameters" in v2:
-                    flat = {}
-                    _flatten("", v2["ros__parameters"], flat)
-                    return str(k2), flat
+        # a node entry, or a namespace of them: /ns: {node: {ros__parameters: ...}}
+        entries = [(key, val)] + (list(val.items()) if isinstance(val, dict) else [])
+        for k, v in entries:
+            if isinstance(v, dict) and "ros__parameters" in v:
+                flat: Dict[str, Any] = {}
+                _flatten("", v["ros__parameters"], flat)
+                return str(k), flat
     raise DemoError(f"parameter file {path} has no 'ros__parameters' entry", "no_parameters", path)
 
 
 def sensors_from_params(params: Dict[str, Any], path: Path) -> List[SensorInfo]:
-    """The ``sensors`` list of a node parameter set, with each sensor's type and kind.
+    """The ``sensors`` of a node parameter set, with each one's type and kind.
 
     Raises:
         DemoError: no sensors, or a sensor whose type has no ROS encoding.
@@ -242,32 +203,20 @@ def resolve_config(args: argparse.Namespace) -> DemoConfig:
 def _same(a: Any, b: Any) -> bool:
     """Parameter values equal (numbers and number lists to 1e-9 relative, others exactly)."""
     try:
+        if isinstance(a, str) or isinstance(b, str):
+            raise TypeError
         x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     except (TypeError, ValueError):
-        return a == b
-    if isinstance(a, str) or isinstance(b, str):
         return a == b
     return x.shape == y.shape and bool(np.allclose(x, y, rtol=1e-9, atol=0.0))
 
 
 def check_pairing(cfg: DemoConfig) -> List[str]:
-    """What in the node's parameter file does not pair with the simulator's measured streams.
-
-    The simulator (:mod:`vsf_sensor_ros.contact_sources.contact_sim_node`) publishes
-    ``<s>/measured`` in SI for the demo sensors of its world
-    (:func:`vsf_sensor_ros.contact_sources.sim_sensors.demo_sensor_specs`, whose settings
-    depend on the world's bubble mesh).  The shipped files set exactly those
-    sensors, ``measured_scale: 1.0`` and the simulator's body table; a custom
-    ``--params-file`` that differs still runs, with these differences reported
-    as warnings (residuals of a differing sensor compare different models).
-
-    Returns:
-        One line per difference (empty when the file pairs).
+    """One warning line per setting of the node's parameter file that differs from the demo
+    sensors the simulator measures in SI (``sim_sensors.demo_sensor_specs``); empty when it pairs.
 
     Raises:
-        DemoError: the file has no ``contact_body_names`` (the simulator would
-            index bodies the node does not know), or the world's assets cannot
-            be loaded.
+        DemoError: no ``contact_body_names``, or the world's assets cannot be loaded.
     """
     from vsf_sensor_ros.contact_sources.sim_sensors import demo_sensor_specs, sensor_node_sensor_params
     from vsf_sensor_ros.contact_sources.sim_world import load_assets
@@ -298,11 +247,7 @@ def check_pairing(cfg: DemoConfig) -> List[str]:
 
 
 def press_body_indices(cfg: DemoConfig) -> List[int]:
-    """Indices (into ``contact_body_names``) of the bubble: the bodies of the Punyo sensors.
-
-    "Contact" for the tare timing and the plots' shading means contact on these
-    bodies: the box resting on the table is in contact all the time.  Empty
-    (= any contact counts) when the demo has no Punyo sensor.
-    """
+    """Indices (into ``contact_body_names``) of the Punyo sensors' bodies: "contact" for the tare
+    and the plots (the box on the table always touches); empty (any contact) without one."""
     watched = {s.attachment for s in cfg.sensors if s.codec.membrane_reading}
     return [i for i, b in enumerate(cfg.contact_body_names) if b in watched]

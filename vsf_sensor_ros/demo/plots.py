@@ -50,14 +50,9 @@ def _markevery(n: int) -> int:
 
 
 def _tare_effect(t: np.ndarray, res: np.ndarray, tare_t: Optional[float]) -> Tuple[float, int]:
-    """``(t_eff, in_flight)``: the first time from which every residual is tared, and how many
-    samples stamped after ``tare_t`` came before it.
-
-    The tare is called at ``tare_t`` (the newest prediction published when its answer arrived);
-    predictions computed while the call was in flight carry later stamps but no offset yet.  A
-    residual counts as tared once it is below half the mean residual before ``tare_t`` (the
-    offset the tare removes).  Without a tare (or nothing before it): ``(-inf, 0)``.
-    """
+    """``(t_eff, in_flight)``: the first time from which every residual is tared (below half the
+    mean residual before ``tare_t``), and how many samples stamped after ``tare_t`` came before it
+    (computed while the call was in flight).  Without a tare: ``(-inf, 0)``."""
     if tare_t is None:
         return -np.inf, 0
     before = res[t < tare_t]
@@ -79,10 +74,8 @@ def _tare_effect(t: np.ndarray, res: np.ndarray, tare_t: Optional[float]) -> Tup
 def pressure_figure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_pred: np.ndarray,
                     tare_t: Optional[float] = None, contact_span: Optional[Tuple[float, float]] = None,
                     title: str = "pressure", measured_label: str = "measured") -> Figure:
-    """The figure of :func:`plot_pressure` (its arguments but ``path``), not saved.
-
-    Axes, top to bottom: the whole run, the stretch after the tare, the residual after the tare.
-    """
+    """The figure of :func:`plot_pressure` (its arguments but ``path``), not saved; axes: the whole
+    run, the stretch after the tare, the residual after the tare."""
     t_meas, p_meas = np.asarray(t_meas, float), np.asarray(p_meas, float)
     t_pred, p_pred = np.asarray(t_pred, float), np.asarray(p_pred, float)
     fig = _new_figure((8.0, 8.6))
@@ -134,30 +127,9 @@ def plot_pressure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_
                   path: Path, tare_t: Optional[float] = None,
                   contact_span: Optional[Tuple[float, float]] = None, title: str = "pressure",
                   measured_label: str = "measured") -> Path:
-    """Predicted vs measured pressure over time: overview, zoom after the tare, residual.
-
-    An absolute pressure sensor reads ~10^5 Pa while a press changes it by
-    ~10^3 Pa, so the overview shows the tare step and the zoomed panel (time
-    after ``tare_t``, y range of every point of that stretch) shows the press.
-    The residual panel draws every point after the tare, none clipped; its
-    pre-tare level is written on it.  The measured curve is drawn first,
-    thickest, black, with round markers; the prediction over it thinner,
-    dashed, with hollow squares, so neither hides the other and greyscale
-    keeps them apart.
-
-    Args:
-        t_meas, p_meas: ``(M,)`` times (s) and measured pressures (Pa).
-        t_pred, p_pred: ``(K,)`` times (s) and predicted pressures (Pa).
-        path: PNG file to write.
-        tare_t: simulation time of the tare call (s), drawn as a dashed line.
-        contact_span: ``(start, end)`` (s) of the contact stretch, shaded.
-        title: figure title.
-        measured_label: legend entry of the measured curve (say where it comes from,
-            e.g. ``measured (synthetic: model + offset + noise)``).
-
-    Returns:
-        ``path``.
-    """
+    """Write predicted vs measured pressure (``(M,)``/``(K,)`` s and Pa) to the PNG ``path``: the
+    overview (with the ~10^5 Pa tare step), the zoom after ``tare_t`` (s, dashed) with every point,
+    the residual after the tare; ``contact_span`` (s) shaded.  ``path``."""
     pressure_figure(t_meas, p_meas, t_pred, p_pred, tare_t, contact_span, title, measured_label).savefig(path)
     return Path(path)
 
@@ -165,20 +137,9 @@ def plot_pressure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_
 def plot_force_field(points: np.ndarray, forces: np.ndarray, path: Path,
                      measured_forces: Optional[np.ndarray] = None, title: str = "force field",
                      frame: str = "", measured_label: str = "measured") -> Path:
-    """Dense force field on a mesh: vertices as a 3-D scatter coloured by |f|.
-
-    Args:
-        points: ``(V, 3)`` vertex positions (m) in the sensor body frame.
-        forces: ``(V, 3)`` predicted per-vertex forces (N), same frame.
-        path: PNG file to write.
-        measured_forces: optional ``(V, 3)`` measured forces, drawn in a second
-            panel with the same colour scale.
-        title: figure title.
-        frame: frame name for the axis labels.
-        measured_label: title of the measured panel (say where it comes from).
-
-    Returns:
-        ``path``.
+    """Write a dense force field to the PNG ``path``: ``(V, 3)`` vertices (m, body ``frame``) as a
+    3-D scatter coloured by |f| of ``(V, 3)`` forces (N); ``measured_forces`` in a second panel on
+    the same scale.  ``path``.
 
     Raises:
         ValueError: shapes not ``(V, 3)`` or disagreeing.
@@ -223,9 +184,8 @@ def components_figure(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], 
                       pred: np.ndarray, labels: Sequence[str], tare_t: Optional[float] = None,
                       contact_span: Optional[Tuple[float, float]] = None, title: str = "",
                       unit: str = "", measured_label: str = "measured", quantity: str = "") -> Figure:
-    """The figure of :func:`plot_components` (its arguments but ``path``), not saved.
-
-    Axes: the readings (top), the residual (bottom, autoscaled to every point).
+    """The figure of :func:`plot_components` (its arguments but ``path``), not saved; axes: the
+    readings, the residual (autoscaled to every point).
 
     Raises:
         ValueError: ``pred`` is not ``(K, len(labels))``.
@@ -276,24 +236,9 @@ def plot_components(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], t_
                     pred: np.ndarray, labels: Sequence[str], path: Path, tare_t: Optional[float] = None,
                     contact_span: Optional[Tuple[float, float]] = None, title: str = "",
                     unit: str = "", measured_label: str = "measured", quantity: str = "") -> Path:
-    """Each reading component over time, measured and predicted, and their residual.
-
-    Per component one colour and one marker; measured solid, thick, drawn first, predicted
-    dashed, thin, hollow markers, drawn over it (greyscale keeps them apart by dash and marker
-    fill).  The residual panel is autoscaled to every point.
-
-    Args:
-        t_meas, meas: ``(M,)`` times (s) and ``(M, D)`` measured readings, or ``None``.
-        t_pred, pred: ``(K,)`` times (s) and ``(K, D)`` predicted readings.
-        labels: ``D`` component names.
-        path: PNG file to write.
-        tare_t, contact_span: as in :func:`plot_pressure`.
-        title, unit: figure title and the readings' unit (``Pa``, ``N``).
-        measured_label: legend suffix of the measured curves (``<component> <measured_label>``).
-        quantity: y-axis quantity (default from the unit: ``pressure p`` for Pa, ``force F`` for N).
-
-    Returns:
-        ``path``.
+    """Write each component (``labels``) of ``(M, D)`` measured (or None) and ``(K, D)`` predicted
+    readings over time (s) and their residual to the PNG ``path``; ``quantity`` defaults from
+    ``unit``.  ``path``.
 
     Raises:
         ValueError: ``pred`` is not ``(K, len(labels))``.

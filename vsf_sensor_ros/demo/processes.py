@@ -19,13 +19,8 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
 
 def child_env(base: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    """Environment for a Python child of this package.
-
-    ``base`` (default: this process's environment) plus: :data:`PACKAGE_ROOT`
-    first on ``PYTHONPATH`` (the child imports the package from this checkout
-    even when it is not installed), unbuffered output (its log is complete
-    when it dies) and no ANSI colours in ROS log lines.
-    """
+    """``base`` (default ``os.environ``) with :data:`PACKAGE_ROOT` first on ``PYTHONPATH``,
+    unbuffered output (a complete log when the child dies) and no ANSI colours in ROS logs."""
     env = dict(os.environ if base is None else base)
     env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT)] + [
         p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
@@ -40,25 +35,13 @@ def module_command(module: str, ros_args: Sequence[str] = ()) -> List[str]:
 
 
 def default_sigint() -> None:
-    """Restore the default SIGINT action in a child (run between fork and exec).
-
-    A program started from a background job inherits SIGINT as *ignored*, and
-    Python then installs no KeyboardInterrupt handler: the graceful stop
-    (SIGINT first) would be lost and every child would end by SIGTERM.
-    """
+    """Restore the default SIGINT action in a child (between fork and exec): one started from a
+    background job inherits it ignored, and the graceful stop would be lost."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class ManagedProcess:
-    """One child process with its output in a log file.
-
-    Args:
-        name: label for messages (e.g. ``sensor_node``).
-        cmd: argv of the child.
-        env: its full environment.
-        log_path: file receiving the child's stdout and stderr (overwritten).
-        cwd: working directory (default: the demo's).
-    """
+    """Child ``name`` running ``cmd`` in ``env`` (and ``cwd``), stdout and stderr in ``log_path``."""
 
     def __init__(self, name: str, cmd: Sequence[str], env: Dict[str, str], log_path: Path,
                  cwd: Optional[Path] = None) -> None:
@@ -123,15 +106,8 @@ class ManagedProcess:
             pass
 
     def stop(self, grace_int_s: float = 5.0, grace_term_s: float = 3.0) -> Optional[int]:
-        """Stop the child (and its process group) and reap it.  Safe to call twice.
-
-        SIGINT, wait ``grace_int_s``; SIGTERM, wait ``grace_term_s``; SIGKILL, wait.
-        Each signal goes to the child's whole process group.
-
-        Returns:
-            The child's exit code (negative = killed by that signal), ``None``
-            if it was never started.
-        """
+        """Stop the child's process group (SIGINT, ``grace_int_s``; SIGTERM, ``grace_term_s``;
+        SIGKILL) and reap it; its exit code (negative: killed), None if never started.  Idempotent."""
         if self.proc is None:
             return None
         # Signal only while the child is not yet reaped: until then its pid (= its

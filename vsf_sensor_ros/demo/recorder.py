@@ -19,40 +19,23 @@ from rclpy.subscription import Subscription
 
 
 def passes_message_info() -> bool:
-    """Whether rclpy hands a two-argument subscription callback ``(msg, info)``.
-
-    From Iron on, rclpy inspects each callback's signature when the
-    subscription is made and records the kind in ``Subscription.CallbackType``
-    (``MessageOnly`` or ``WithMessageInfo``); the executor then passes the
-    message info dict (``source_timestamp``, ``received_timestamp``, sequence
-    numbers) to ``WithMessageInfo`` callbacks.  Humble has no such enum and
-    always calls ``callback(msg)``.  The enum member is what rclpy dispatches
-    on, so its presence is the feature itself; the ``MessageInfo`` type name
-    is not (it is importable only from Kilted on, though Jazzy passes the info).
-    """
+    """Whether rclpy hands a two-argument subscription callback ``(msg, info)`` (Iron and newer:
+    ``Subscription.CallbackType.WithMessageInfo``, what rclpy dispatches on; Humble never does)."""
     kinds = getattr(Subscription, "CallbackType", None)
     return kinds is not None and hasattr(kinds, "WithMessageInfo")
 
 
 _HAS_MESSAGE_INFO = passes_message_info()
 
-#: Bag format version written.  8 is read by rosbag2 Jazzy/Kilted and by
-#: Humble (which ignores the newer keys), PlotJuggler and Foxglove read the MCAP.
+#: Bag format version written: rosbag2 Jazzy/Kilted read 8, Humble ignores the newer keys.
 BAG_VERSION = 8
 
 
 def message_class(msgtype: str) -> type:
-    """Import the Python class of a ROS message type.
-
-    Args:
-        msgtype: ``"pkg/msg/Name"`` (the form the ROS graph reports).
-
-    Returns:
-        The generated message class, e.g. ``sensor_msgs.msg.FluidPressure``.
+    """The Python class of ``msgtype`` (``"pkg/msg/Name"``, as the graph reports it).
 
     Raises:
-        ValueError: ``msgtype`` is not ``pkg/msg/Name`` or its package or class
-            cannot be imported.
+        ValueError: not ``pkg/msg/Name``, or its package or class cannot be imported.
     """
     parts = msgtype.split("/")
     if len(parts) != 3 or parts[1] != "msg" or not all(parts):
@@ -64,21 +47,11 @@ def message_class(msgtype: str) -> type:
 
 
 def header_stamp_ns(data: bytes) -> int:
-    """``header.stamp`` of a serialized message whose first field is a ``std_msgs/Header``.
-
-    CDR layout: a 4-byte encapsulation header (byte 1 = 1 for little endian),
-    then ``stamp.sec`` (int32) and ``stamp.nanosec`` (uint32).  Reading the two
-    integers avoids deserializing large clouds just to match stamps.
-
-    Args:
-        data: serialized message bytes (CDR, as a raw subscription delivers them).
-
-    Returns:
-        The stamp in integer nanoseconds, ``sec * 10**9 + nanosec``.
+    """``header.stamp`` (int ns) of serialized CDR bytes whose first field is a ``std_msgs/Header``:
+    after the 4-byte encapsulation header (byte 1 odd = little endian), int32 sec, uint32 nanosec.
 
     Raises:
-        ValueError: fewer than 12 bytes, or a ``nanosec`` field >= 10**9 (so
-            the message does not start with a header).
+        ValueError: fewer than 12 bytes, or nanosec >= 1e9 (no header first).
     """
     if len(data) < 12:
         raise ValueError(f"serialized message of {len(data)} bytes is too short to hold a header stamp")
@@ -90,11 +63,8 @@ def header_stamp_ns(data: bytes) -> int:
 
 
 def cloud_point_count(data: bytes) -> int:
-    """``height * width`` of a serialized ``sensor_msgs/PointCloud2``, read from its CDR bytes.
-
-    Layout after the 4-byte encapsulation header: ``header.stamp`` (8 bytes),
-    ``header.frame_id`` (uint32 length incl. NUL, then the bytes), padding to
-    a multiple of 4 relative to the payload start, ``height``, ``width`` (uint32).
+    """``height * width`` of a serialized ``sensor_msgs/PointCloud2``: after the stamp, the
+    ``frame_id`` (uint32 length, bytes, padding to 4), then uint32 ``height`` and ``width``.
 
     Raises:
         ValueError: the bytes end before ``width``.
@@ -112,18 +82,9 @@ def cloud_point_count(data: bytes) -> int:
 
 @dataclass
 class TopicLog:
-    """Everything received on one topic.
-
-    Attributes:
-        topic: fully qualified topic name.
-        msgtype: ``"pkg/msg/Name"``.
-        recv_ns: wall-clock receive times (``time.time_ns()``), one per message.
-        data: serialized CDR bytes, one per message, in receive order.
-        sent_ns: publisher-side send times (DDS source timestamp, wall clock of the
-            publishing host, ns) per message; empty when the ROS distribution's
-            rclpy cannot report them (Humble).
-        qos: QoS profiles the topic's publishers offered when last seen.
-    """
+    """Everything received on ``topic`` (``msgtype`` ``"pkg/msg/Name"``), in receive order: wall
+    receive times ``recv_ns``, CDR bytes ``data``, DDS send times ``sent_ns`` (empty on Humble), and
+    the QoS profiles its publishers offered when last seen."""
 
     topic: str
     msgtype: str
@@ -150,36 +111,21 @@ class TopicLog:
 def _subscription_qos(offered: List[QoSProfile]) -> QoSProfile:
     # Same rule as `ros2 bag record`: reliable / transient-local only when every
     # publisher offers it, so the subscription is compatible with all of them.
-    reliable = bool(offered) and all(q.reliability == ReliabilityPolicy.RELIABLE for q in offered)
+    # no publisher yet: reliable, the rclpy/rclcpp default publisher QoS
+    reliable = all(q.reliability == ReliabilityPolicy.RELIABLE for q in offered)
     latched = bool(offered) and all(q.durability == DurabilityPolicy.TRANSIENT_LOCAL for q in offered)
-    if not offered:
-        reliable = True  # the rclpy/rclcpp default publisher QoS
-    return QoSProfile(
-        history=HistoryPolicy.KEEP_LAST,
-        depth=1000,
-        reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
-        durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
-    )
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                      reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE)
 
 
 class TopicRecorder:
-    """Subscribe to every topic on the graph and keep what arrives (raw bytes + wall receive time).
+    """Subscribe to every topic on ``node``'s graph (but ``exclude``) and keep what arrives in
+    :attr:`logs` (topic -> :class:`TopicLog`; :attr:`skipped`: topic -> why not).
 
-    Call :meth:`refresh` periodically (e.g. from a timer of ``node``) to pick
-    up topics that appear later; a topic seen with only subscribers is
-    subscribed at once (reliable, volatile), so the first messages of a
-    publisher that starts later are not lost to discovery latency.  When its
-    publishers turn out to offer best-effort or transient-local QoS the
-    subscription is re-created to match them.
-
-    Args:
-        node: the ``rclpy`` node that owns the subscriptions (spun by the caller).
-        exclude: topic names not to record.
-        clock_ns: wall clock used for receive stamps (default ``time.time_ns``).
-
-    Attributes:
-        logs: topic -> :class:`TopicLog`.
-        skipped: topic -> reason, for topics that could not be subscribed.
+    :meth:`refresh` picks up new topics: one seen with subscribers only is subscribed at once
+    (reliable, volatile) so a later publisher's first messages are not lost, and re-created when
+    its publishers offer best-effort or transient-local QoS.  ``clock_ns`` stamps the receipts.
     """
 
     def __init__(self, node: Node, exclude: Iterable[str] = (),
@@ -192,11 +138,7 @@ class TopicRecorder:
         self.skipped: Dict[str, str] = {}
 
     def refresh(self) -> List[str]:
-        """Subscribe to topics not yet recorded; re-match QoS where publishers changed.
-
-        Returns:
-            Names of topics newly subscribed in this call.
-        """
+        """Subscribe to topics not yet recorded, re-match QoS where publishers changed; the new topics."""
         new: List[str] = []
         for topic, types in self._node.get_topic_names_and_types():
             if topic in self._exclude or topic in self.skipped:
@@ -246,10 +188,6 @@ class TopicRecorder:
             self._node.destroy_subscription(sub)
         self._subs.clear()
 
-    def counts(self) -> Dict[str, int]:
-        """Messages received per topic."""
-        return {t: len(log) for t, log in self.logs.items()}
-
 
 def _rosbags_qos(profile: QoSProfile) -> Any:
     from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness, QosReliability,
@@ -259,40 +197,19 @@ def _rosbags_qos(profile: QoSProfile) -> Any:
         ns = int(getattr(d, "nanoseconds", 0))
         return QosTime(ns // 1_000_000_000, ns % 1_000_000_000)
 
-    return Qos(
-        history=QosHistory(int(profile.history)),
-        depth=int(profile.depth),
-        reliability=QosReliability(int(profile.reliability)),
-        durability=QosDurability(int(profile.durability)),
-        deadline=dur(profile.deadline),
-        lifespan=dur(profile.lifespan),
-        liveliness=QosLiveliness(int(profile.liveliness)),
-        liveliness_lease_duration=dur(profile.liveliness_lease_duration),
-        avoid_ros_namespace_conventions=bool(profile.avoid_ros_namespace_conventions),
-    )
+    return Qos(history=QosHistory(int(profile.history)), depth=int(profile.depth),
+               reliability=QosReliability(int(profile.reliability)),
+               durability=QosDurability(int(profile.durability)), deadline=dur(profile.deadline),
+               lifespan=dur(profile.lifespan), liveliness=QosLiveliness(int(profile.liveliness)),
+               liveliness_lease_duration=dur(profile.liveliness_lease_duration),
+               avoid_ros_namespace_conventions=bool(profile.avoid_ros_namespace_conventions))
 
 
 def write_bag(logs: Iterable[TopicLog], out_dir: Path, name: str = "run",
               compress: bool = True) -> Dict[str, object]:
-    """Write recorded topics as a rosbag2 bag (MCAP storage) into ``out_dir``.
-
-    Produces ``out_dir/<name>.mcap`` and ``out_dir/metadata.yaml`` (so
-    ``out_dir`` itself is a rosbag2 bag directory: ``ros2 bag info out_dir``,
-    ``ros2 bag play out_dir``; the ``.mcap`` file alone opens in PlotJuggler
-    and Foxglove).  An existing ``<name>.mcap`` / ``metadata.yaml`` in
-    ``out_dir`` is replaced; other files there are left alone.  Messages are
-    written in wall receive order with the receive time as log time (what
-    ``ros2 bag record`` does), bytes unchanged.  Schemas: ``rosbags``'
-    standard definitions (ROS 2 Kilted store).  With ``compress`` the MCAP
-    chunks are zstd-compressed (MCAP's own chunk compression, which the rosbag2
-    MCAP plugin, PlotJuggler and Foxglove read; dense clouds and markers shrink
-    several-fold).
-
-    Args:
-        logs: recorded topics (e.g. ``TopicRecorder.logs.values()``).
-        out_dir: directory to write into (created if missing).
-        name: file stem of the MCAP file.
-        compress: zstd chunk compression.
+    """Write ``logs`` as a rosbag2 bag: ``out_dir/<name>.mcap`` + ``metadata.yaml`` (replaced; other
+    files left alone), in receive order with the receive time as log time, bytes unchanged, schemas
+    from ``rosbags``' Kilted store, MCAP chunks zstd-compressed with ``compress``.
 
     Returns:
         ``{"path": Path of the .mcap, "counts": {topic: written}, "left_out": {topic: reason}}``.
@@ -309,8 +226,7 @@ def write_bag(logs: Iterable[TopicLog], out_dir: Path, name: str = "run",
     out_dir.mkdir(parents=True, exist_ok=True)
     typestore = get_typestore(Stores.ROS2_KILTED)
     staging = out_dir / f".{name}_bag_tmp"
-    if staging.exists():
-        shutil.rmtree(staging)
+    shutil.rmtree(staging, ignore_errors=True)
     bag_dir = staging / name
     counts: Dict[str, int] = {}
     left_out: Dict[str, str] = {}
@@ -334,9 +250,6 @@ def write_bag(logs: Iterable[TopicLog], out_dir: Path, name: str = "run",
         for t, k, d in rows:
             writer.write(conns[k], t, d)
     for fname in (f"{name}.mcap", "metadata.yaml"):
-        target = out_dir / fname
-        if target.exists():
-            target.unlink()
-        (bag_dir / fname).replace(target)
+        (bag_dir / fname).replace(out_dir / fname)
     shutil.rmtree(staging)
     return {"path": out_dir / f"{name}.mcap", "counts": counts, "left_out": left_out}

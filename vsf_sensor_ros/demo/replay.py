@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import re
 import signal
 import sys
@@ -25,7 +24,6 @@ from vsf_sensor_ros.demo.replay_recording import (  # noqa: F401 (re-exported)
     CONTACT_BODIES, CONTACT_DP_PA, HPA_TO_PA, MAX_LAG_FRAMES, ONSET_DP_PA, PRESSURE_SENSOR, PRESSURE_TOPIC,
     TARE_SAMPLES, Recording, ReplayError, estimate_lag, load_recording, poke_onset, pressure_metrics)
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 FORCE_SENSOR = "punyo_force"
 WRENCH_FRAME = "base"
 MIN_FORCE_N = 1.0             # wrench deadband: above the recorded contact-free noise (max 0.92 N)
@@ -52,11 +50,9 @@ def _bubble_mesh_path() -> Path:
 
 def write_session_files(out: Path, measured_delay: float = 0.0, camera: Optional[Any] = None,
                         membrane_mount: Optional[np.ndarray] = None) -> Dict[str, Path]:
-    """``ur5e.urdf`` and ``sensor_node.yaml`` (the node's parameters) in ``out``;
-    ``measured_delay`` (s) is the pressure sensor's ``measured_delay``.  With ``camera`` (a
-    :class:`~vsf_sensor_ros.demo.replay_camera.CameraRecording`) the dense force sensor sits on the
-    ``punyo_membrane`` body (its mesh, fixed to ``tool0`` by ``membrane_mount``) and reads
-    ``punyo_force/measured``; ``membrane_force_node.yaml`` is written too."""
+    """Write ``ur5e.urdf`` and ``sensor_node.yaml`` in ``out`` (pressure ``measured_delay`` s); with
+    ``camera`` the dense force sensor sits on the membrane body (fixed to ``tool0`` by
+    ``membrane_mount``) and ``membrane_force_node.yaml`` is written too.  Their paths."""
     import yaml
 
     from vsf_sensor_ros.demo.ur5e import TOOL_LINK, punyo_mount_transform, ur5e_urdf
@@ -119,7 +115,7 @@ def wrench_node_args(urdf: Path, time_shift: float, bias_samples: int) -> List[s
 
 @dataclass
 class Session:
-    """What a run recorded: topic logs, the tare answer, the offset, frame of the tare."""
+    """What a run recorded: topic logs, the tare answer, its offset (Pa) and frame, wall time."""
 
     logs: Dict[str, Any]
     tare_message: str
@@ -129,24 +125,11 @@ class Session:
     wall_s: float
 
 
-def _child_env(domain_id: int) -> Dict[str, str]:
-    from vsf_sensor_ros.demo.ros_env import localhost_env
-    env = localhost_env(domain_id)
-    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(
-        os.pathsep) if p])
-    env["PYTHONUNBUFFERED"] = "1"
-    env["RCUTILS_COLORIZED_OUTPUT"] = "0"
-    return env
-
-
 def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias_samples: int,
                 tare_frame: int, domain_id: int, say: Any = print, camera: Optional[Any] = None,
                 contact_vertex: int = 0) -> Session:
-    """Start the nodes, publish the recording, tare, record; children always stopped.
-
-    With ``camera`` (:class:`~vsf_sensor_ros.demo.replay_camera.CameraRecording`) also
-    ``membrane_force_node`` on the depth frames and the contacts relay with the membrane's row at
-    ``contact_vertex`` (see :mod:`vsf_sensor_ros.demo.replay_camera`)."""
+    """Start the nodes, publish the recording, tare, record; children always stopped.  With
+    ``camera`` also ``membrane_force_node`` and the contacts relay (row at ``contact_vertex``)."""
     import rclpy
     from geometry_msgs.msg import WrenchStamped
     from rclpy.executors import SingleThreadedExecutor
@@ -157,6 +140,7 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
 
     from vsf_sensor_ros.demo.processes import ManagedProcess
     from vsf_sensor_ros.demo.recorder import TopicRecorder, header_stamp_ns
+    from vsf_sensor_ros.demo.session import demo_child_env
     from vsf_sensor_ros.demo.ur5e import UR5E_JOINTS
     from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp
 
@@ -168,7 +152,7 @@ def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias
         mount = rc.membrane_mount_transform(rc.ply_vertices(camera), rc.membrane_ring(camera))
     files = write_session_files(out, min(1.0, time_shift / speed + WRENCH_NODE_LATENCY_S), camera, mount)
     logs_dir = out / "logs"
-    env = _child_env(domain_id)
+    env = demo_child_env(domain_id, None)
     node_proc = ManagedProcess("sensor_node", [sys.executable, "-m", "vsf_sensor_ros.ros.sensor_node",
                                                "--ros-args", "--params-file", str(files["params"])],
                                env, logs_dir / "sensor_node.log")
@@ -471,9 +455,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def recording_kind(path: Path) -> Optional[str]:
-    """``"json"`` (the poke's data.json), ``"mcap"`` (a ``.mcap`` file or a folder: a rosbag2 bag), else None.
-
-    The name decides, so a bag that is not an MCAP is reported by the bag reader, naming the file."""
+    """``"json"`` (the poke's data.json or its folder), ``"mcap"`` (a ``.mcap`` file or another folder),
+    else None: the name decides (the reader reports a bag that is not an MCAP)."""
     # a poke's folder (data.json inside) stays the poke's: load_recording names the file to give
     if path.suffix.lower() == ".json" or (path / "data.json").is_file():
         return "json"

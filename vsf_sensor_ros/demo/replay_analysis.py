@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # the session type only, for annotations (no import cycle at 
 
 
 def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
-    """Summary dict and the per-frame series (see the docstring of :mod:`vsf_sensor_ros.demo.replay`).
+    """The summary dict (keys: :data:`DEFINITIONS`) and the per-frame series of a replay.
 
     Raises:
         ReplayError: a topic missing, the tare offset unknown, or too few contact frames.
@@ -115,27 +115,12 @@ def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any]
 def out_of_sample_gain(sensor: Any, states: Sequence[Any], meas: np.ndarray, offset: float,
                        pred_dp: np.ndarray, threshold: float = CONTACT_DP_PA
                        ) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
-    """The gain fitted on the poke's loading, tested on its unloading (frames it never saw).
+    """The gain fitted (``GainCalibrator`` on ``sensor``, attached and tared) on the loading (up to
+    the measured peak), tested on the unloading (after it, measured dp > ``threshold`` Pa).
 
-    Frames up to and including the measured peak are the loading (the fit:
-    :class:`~vsf_sensor_ros.sensor.GainCalibrator` on their contact states); the frames
-    after it whose measured dp exceeds ``threshold`` are the unloading (the test).  The lag
-    applied to the wrench is still the one estimated on the whole recording.
-
-    Args:
-        sensor: an attached, tared :class:`~vsf_sensor_ros.sensor.PunyoPressureSensor` (no gain
-            yet); its calibration gets the loading gain.
-        states: ``(N,)`` the compared frames' states, in time order.
-        meas: ``(N,)`` measured pressure (Pa).
-        offset: the tare offset (Pa).
-        pred_dp: ``(N,)`` the node's tare-only prediction minus ``offset`` (Pa).
-        threshold: Pa, the contact frames' measured dp.
-
-    Returns:
-        ``(entry, series)``: the ``gain_fit_out_of_sample`` entry of the summary (``{"skipped":
-        why}`` when the loading has too few contact frames to fit or the unloading none to test)
-        and ``{"oos_gain": (N,) predicted Pa with the loading gain, "oos_test": (N,) bool}``
-        (empty when skipped).
+    ``states``, ``meas`` (Pa) and ``pred_dp`` (the node's, minus ``offset``, Pa) are ``(N,)`` in time
+    order.  Returns ``(entry, series)``: the ``gain_fit_out_of_sample`` entry (``{"skipped": why}``
+    when a side is too short) and ``{"oos_gain": (N,) Pa, "oos_test": (N,) bool}`` (empty if skipped).
     """
     from vsf_sensor_ros.sensor import GainCalibrator
     meas_dp = np.asarray(meas, float) - offset
@@ -243,23 +228,9 @@ def plot(series: Dict[str, np.ndarray], summary: Dict[str, Any], path: Path) -> 
 
 
 def replay_figure(series: Dict[str, np.ndarray], summary: Dict[str, Any]) -> Any:
-    """The real poke as evidence: Δp over time, predicted against measured, residuals, out-of-sample.
-
-    Four panels, every axis autoscaled to include all its points (nothing clipped):
-    Δp over time (measured, predicted tare only, predicted with the in-sample gain); predicted
-    Δp against measured Δp over the contact frames; measured − predicted over time; and, when
-    the summary has one, the gain fitted on the loading scored on the unloading.  Titles and
-    legends say which numbers are fitted on the frames they are scored on ("in-sample").
-
-    Args:
-        series: :func:`analyse`'s per-frame series (``t`` s, ``meas``, ``pred``, ``gain``, ``offset``
-            Pa, and ``oos_gain`` Pa / ``oos_test`` bool when the out-of-sample fit ran).
-        summary: :func:`analyse`'s summary (``pressure`` block, ``lag_s`` filled).
-
-    Returns:
-        A ``matplotlib.figure.Figure`` (Agg), axes in order: Δp over time, predicted against
-        measured, residual over time, out of sample.
-    """
+    """The real poke's figure from :func:`analyse`'s ``series`` and ``summary`` (``lag_s`` filled):
+    axes Δp over time, predicted against measured Δp, residual over time, out of sample; every
+    axis autoscaled to all its points, in-sample fits said so."""
     import matplotlib
     matplotlib.use("Agg")
     from matplotlib.figure import Figure

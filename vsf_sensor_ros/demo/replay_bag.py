@@ -14,25 +14,18 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from vsf_sensor_ros.demo.config import DemoConfig, DemoError, read_params_file, sensors_from_params
+from vsf_sensor_ros.demo.session import NodeRun
 
 WINDOW = 20                 # contacts messages published ahead of the slowest sensor's predictions
 STARTUP_TIMEOUT_S = 90.0    # python + torch + klampt imports on a busy 2-core machine
 CATCH_UP_S = 30.0           # longest wait for the node to catch up (window, tare, end)
-CALL_TIMEOUT_S = 10.0
 
 
 class BagError(ValueError):
-    """The bag cannot be replayed with this parameter file; the message names the file or topic.
-
-    Attributes:
-        reason: ``'unreadable'``, ``'no_input'`` (``/contacts`` or ``/joint_states``
-            missing or empty), ``'wrong_type'``, ``'headerless'`` (a header-less measured topic
-            with ``--speed 0``), ``'no_measured'``,
-            ``'tare_before_start'``, ``'bad_speed'``, ``'params_missing'``.
-        path: the bag or parameter file at fault, or None.
-        topic: the topic at fault, or None.
-        value: the offending value (a message type, ``--tare-at`` s, ``--speed``), or None.
-    """
+    """The bag cannot be replayed with this parameter file: a ``reason`` word (``'unreadable'``,
+    ``'no_input'``, ``'wrong_type'``, ``'headerless'``, ``'no_measured'``, ``'tare_before_start'``,
+    ``'bad_speed'``, ``'params_missing'``), the ``path`` and ``topic`` at fault and the offending
+    ``value`` (a message type, ``--tare-at`` s, ``--speed``), each None when there is none."""
 
     def __init__(self, message: str, reason: str, path: Any = None, topic: Optional[str] = None,
                  value: Any = None) -> None:
@@ -52,7 +45,7 @@ def open_bag(path: Path) -> BagTopics:
     """The topics of an MCAP bag (a ``.mcap`` file or a rosbag2 folder), read with ``rosbags``.
 
     Raises:
-        BagError: no such file, not an MCAP (bad magic, empty), or a folder without ``metadata.yaml``.
+        BagError: no such file, not an MCAP, or a folder without ``metadata.yaml``.
     """
     from rosbags.rosbag2 import Reader
     from rosbags.rosbag2.errors import ReaderError
@@ -73,15 +66,12 @@ def measured_topic(params: Dict[str, Any], sensor: str) -> str:
 
 
 def check_inputs(bag: BagTopics, cfg: DemoConfig, speed: float) -> List[str]:
-    """Check that the bag feeds the node of ``cfg`` at ``speed`` (``--speed``); one warning line per
-    sensor it leaves unmeasured.
+    """Check that the bag feeds the node of ``cfg`` at ``speed``; a warning line per sensor it
+    leaves unmeasured.
 
     Raises:
-        BagError: ``/contacts`` (named with the bag's wrench topics and ``wrench_contact_node`` when
-            it holds a ``WrenchStamped`` instead) or ``/joint_states`` missing or empty, a topic of
-            another type than the node reads, no sensor with a measured topic, or a header-less
-            measured type with ``speed`` 0 (the node pairs it by receive time: only the recorded pace
-            reproduces that).
+        BagError: ``/contacts`` (naming a wrench topic the bag holds instead) or ``/joint_states``
+            missing, a topic of another type, no measured topic, or a header-less one at speed 0.
     """
     from vsf_sensor_ros.ros.kinds import reading_codecs
     from vsf_sensor_ros.ros.messages.readings import HEADERLESS_MEASURED_TYPES
@@ -100,12 +90,10 @@ def check_inputs(bag: BagTopics, cfg: DemoConfig, speed: float) -> List[str]:
                            "no_input", bag.path, topic)
         if have is None or have[1] == 0:
             raise BagError(f"{bag.path}: no {topic} messages in the bag (the sensor node's input)",
-                           "no_input",
-                           bag.path, topic)
+                           "no_input", bag.path, topic)
         if have[0] != msgtype:
             raise BagError(f"{bag.path}: {topic} carries {have[0]}, the sensor node reads {msgtype}",
-                           "wrong_type",
-                           bag.path, topic, have[0])
+                           "wrong_type", bag.path, topic, have[0])
     warnings, measured = [], 0
     for s in cfg.sensors:
         topic = measured_topic(cfg.base_params, s.name)
@@ -116,8 +104,7 @@ def check_inputs(bag: BagTopics, cfg: DemoConfig, speed: float) -> List[str]:
             continue
         if have[0] != msgtype:
             raise BagError(f"{bag.path}: {topic} carries {have[0]}, sensor {s.name} reads {msgtype}",
-                           "wrong_type",
-                           bag.path, topic, have[0])
+                           "wrong_type", bag.path, topic, have[0])
         if msgtype in HEADERLESS_MEASURED_TYPES and speed == 0:
             raise BagError(f"{bag.path}: {topic} is {msgtype} (no header): the node pairs it with the "
                            "contacts by receive time, which only the recorded pace reproduces; replay "
@@ -141,13 +128,9 @@ def iter_messages(path: Path, topics: Optional[List[str]] = None) -> Iterator[Tu
 
 def tare_index(stamps_ns: List[int], touching: List[bool], tare_samples: int,
                tare_at_s: Optional[float]) -> int:
-    """Index of the contacts message after which the replay tares.
-
-    With ``tare_at_s``: the last message stamped at or before it.  Otherwise the demo's rule
-    (:func:`~vsf_sensor_ros.demo.tare.tare_due`): the first message stamped at or after
-    :data:`~vsf_sensor_ros.demo.tare.TARE_AT_S` with ``tare_samples`` messages up to it, at the
-    latest the one before the first touching the bubble.  A bag stamped with wall-clock time passes
-    ``TARE_AT_S`` at once: it tares after its first ``tare_samples`` messages.
+    """Index of the contacts message (stamps ns) after which the replay tares: the last stamped at or
+    before ``tare_at_s``, else the demo's rule (the first at or after ``tare.TARE_AT_S`` with
+    ``tare_samples`` up to it, at the latest the one before the first ``touching``).
 
     Raises:
         BagError: ``tare_at_s`` is before the first contacts stamp.
@@ -185,7 +168,7 @@ def scan_contacts(bag: BagTopics, cfg: DemoConfig) -> Tuple[List[int], List[bool
 
 
 def replay_config(args: argparse.Namespace, bag: BagTopics, params_file: Path) -> DemoConfig:
-    """The :class:`~vsf_sensor_ros.demo.config.DemoConfig` of a replay (what the summary reads).
+    """The :class:`~vsf_sensor_ros.demo.config.DemoConfig` of a replay.
 
     Raises:
         DemoError: the parameter file is unreadable or lists no usable sensors.
@@ -199,112 +182,86 @@ def replay_config(args: argparse.Namespace, bag: BagTopics, params_file: Path) -
                                                               or []])
 
 
-class BagReplay:
-    """One replay: the node child, the recorder, the publishers and the tare (docs/demo.md).
-
-    Args:
-        cfg: :func:`replay_config`.
-        bag: :func:`open_bag`.
-        tare_stamp_ns: stamp of the contacts message after which to tare (:func:`tare_index`).
-        speed: recorded pace multiplier; 0 = as fast as the node keeps up.
-        domain_id: the leased ``ROS_DOMAIN_ID``.
-    """
+class BagReplay(NodeRun):
+    """One replay of ``bag`` (:func:`open_bag`) with ``cfg`` (:func:`replay_config`): the node child,
+    the recorder, the publishers and one tare after the contacts message stamped ``tare_stamp_ns``
+    (:func:`tare_index`); ``speed`` multiplies the recorded pace (0 = as fast as the node keeps up)."""
 
     def __init__(self, cfg: DemoConfig, bag: BagTopics, tare_stamp_ns: int, speed: float,
                  domain_id: int) -> None:
         from vsf_sensor_ros.demo.processes import ManagedProcess
-        from vsf_sensor_ros.demo.session import SessionResult, demo_child_env, node_command
-        from vsf_sensor_ros.demo.tare import TareResult
+        from vsf_sensor_ros.demo.session import demo_child_env, node_command
         from vsf_sensor_ros.ros.messages.readings import HEADERLESS_MEASURED_TYPES
-        self.cfg, self.bag, self.tare_stamp_ns, self.speed = cfg, bag, tare_stamp_ns, speed
-        self.domain_id = domain_id
+        super().__init__(cfg, domain_id)
+        self.bag, self.tare_stamp_ns, self.speed = bag, tare_stamp_ns, speed
         # outputs kept until this process, which also publishes, has taken them (the default 10 can
         # overflow while it catches up); inputs reliable and deep: a replay loses no message
         keep = ["qos.outputs.depth:=500", "qos.inputs.reliability:=reliable", "qos.inputs.depth:=500"]
         command = node_command(cfg) + [a for k in keep for a in ("-p", k)]
         self.node_proc = ManagedProcess("sensor_node", command, demo_child_env(domain_id, None),
                                         cfg.out / "logs" / "sensor_node.log")
-        self.result = SessionResult({}, {}, TareResult(), 0.0, None, None)
-        self.t0 = time.monotonic()
+        self.children = [self.node_proc]
         self.contacts_sent = 0
         self.last_stamp_ns: Optional[int] = None
         self.measured = {s.name: measured_topic(cfg.base_params, s.name) for s in cfg.sensors}
         self.headerless = {t for t, (kind, _) in bag.topics.items() if kind in HEADERLESS_MEASURED_TYPES}
         self.last_measured_ns: Dict[str, int] = {}   # stamped measured topic -> newest stamp published
+        self._timeout: Optional[float] = None
 
     def run(self, say: Any = print) -> Any:
-        """Start, replay, tare, drain; the node always stopped.  Returns the
+        """Start, replay, tare, drain; the node always stopped.  The
         :class:`~vsf_sensor_ros.demo.session.SessionResult`.
 
         Raises:
             DemoError: the node died, did not come up or fell behind for :data:`CATCH_UP_S`.
         """
-        import rclpy
-        from rclpy.executors import SingleThreadedExecutor
-
-        from vsf_sensor_ros.demo.recorder import TopicRecorder
-        self.ctx = rclpy.Context()
-        rclpy.init(context=self.ctx, domain_id=self.domain_id)
-        self.node = rclpy.create_node("vsf_replay", context=self.ctx)
-        self.executor = SingleThreadedExecutor(context=self.ctx)
-        self.executor.add_node(self.node)
-        self.recorder = TopicRecorder(self.node)
         try:
+            self.open_ros("vsf_replay")
             self.node_proc.start()
             inputs = self._start(say)
             self._play(inputs, say)
         finally:
-            self.result.node_exit = self.node_proc.stop()
-            self.recorder.stop()
-            self.result.logs, self.result.skipped = dict(self.recorder.logs), dict(self.recorder.skipped)
-            self.result.wall_s = time.monotonic() - self.t0
-            self.executor.shutdown()
-            self.node.destroy_node()
-            rclpy.shutdown(context=self.ctx)
+            self.stop()
         return self.result
 
-    # -- steps ---------------------------------------------------------------------------------
     def _start(self, say: Any) -> Dict[str, Any]:
         """Wait for the node's services and subscriptions; a publisher per replayed topic, matched."""
         from rclpy.qos import QoSProfile, ReliabilityPolicy
-        from std_srvs.srv import Trigger
 
         from vsf_sensor_ros.demo.recorder import message_class
-        self.clients = {n: self.node.create_client(Trigger, f"/{n}") for n in ("tare", "save_calibration")}
+        self._timeout = STARTUP_TIMEOUT_S
         # every input the bag holds for the node: discovery shows a node's subscriptions one by one
         needed = {t for t in ("/contacts", "/joint_states", *self.measured.values())
                   if self.bag.topics.get(t, ("", 0))[1] > 0}
-        while not (self.clients["tare"].service_is_ready() and needed <= set(self._node_inputs())):
+        while not (self._clients["tare"].service_is_ready() and needed <= set(self._node_inputs())):
             self._spin_for(0.1)
-            self._check("starting", STARTUP_TIMEOUT_S)
+            self._check("starting")
         seen, since = set(self._node_inputs()), time.monotonic()
         while time.monotonic() - since < 1.0:      # the rest (free bodies' poses): a second unchanged
             self._spin_for(0.1)
             now = set(self._node_inputs())
             if now != seen:
                 seen, since = now, time.monotonic()
-            self._check("starting", STARTUP_TIMEOUT_S)
+            self._check("starting")
         topics = sorted(t for t in self._node_inputs() if self.bag.topics.get(t, ("", 0))[1] > 0)
         qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
-        pubs = {t: self.node.create_publisher(message_class(self.bag.topics[t][0]), t, qos) for t in topics}
+        pubs = {t: self._node.create_publisher(message_class(self.bag.topics[t][0]), t, qos) for t in topics}
         # a message sent before its publisher has matched the node's subscription is lost
-        while not all(p.get_subscription_count() >= max(1, self.node.count_subscribers(t))
+        while not all(p.get_subscription_count() >= max(1, self._node.count_subscribers(t))
                       for t, p in pubs.items()):
             self.recorder.refresh()
             self._spin_for(0.1)
-            self._check("matching the node's subscriptions", STARTUP_TIMEOUT_S)
+            self._check("matching the node's subscriptions")
         self.recorder.refresh()
+        self._timeout = None
         say(f"sensor node ready after {time.monotonic() - self.t0:.1f} s; replaying {', '.join(topics)}")
         return pubs
 
     def _play(self, pubs: Dict[str, Any], say: Any) -> None:
         """Publish the bag's inputs in log-time order, except that a contacts message waits for the
-        later-logged messages of its own stamp (a joint state the recorder happened to receive after
-        it): the node predicts a contacts message with the state it has at its stamp.  The tare comes
-        before the first message stamped after the tare's stamp (a measured message of the next step
-        sent before it could pair with the tare's step).  A header-less measured message has no stamp:
-        it goes at its log time after the contacts logged before it, and never brings the tare
-        forward (the node pairs it by receive time, which the recorded pace reproduces)."""
+        later-logged messages of its own stamp (the node predicts it with the state it has at its
+        stamp).  The tare comes before the first message stamped after the tare's stamp.  A
+        header-less measured message goes at its log time and never brings the tare forward."""
         from vsf_sensor_ros.demo.recorder import header_stamp_ns
         self._pace: Optional[Tuple[float, int]] = None     # (wall s, log ns) the pace counts from
         held: Optional[Tuple[int, bytes, int]] = None        # contacts waiting: (log ns, bytes, stamp)
@@ -343,46 +300,25 @@ class BagReplay:
         if self.speed > 0:
             due = self._pace[0] + (log_ns - self._pace[1]) * 1e-9 / self.speed
             while time.monotonic() < due:
-                self.executor.spin_once(timeout_sec=min(0.005, max(0.0, due - time.monotonic())))
+                self._executor.spin_once(timeout_sec=min(0.005, max(0.0, due - time.monotonic())))
         pub.publish(raw)
-        self._check("replaying", None)
+        self._check("replaying")
 
     def _tare(self, say: Any) -> None:
-        from vsf_sensor_ros.demo.tare import tare_outcome, tare_succeeded
         self._wait_for_node(self.contacts_sent, "waiting for the predictions before the tare", paired=True)
-        tare = self.result.tare
-        tare.sim_time_s = None if self.last_stamp_ns is None else self.last_stamp_ns * 1e-9
-        tare.request_ns = time.time_ns()
-        resp = self._call("tare")
-        tare.response_ns = time.time_ns()
-        tare.message = f"no answer within {CALL_TIMEOUT_S:g} s" if resp is None else resp.message
-        saved = self._call("save_calibration")
-        ok_saved = saved is not None and saved.success
-        if not ok_saved:
-            self.result.errors.append("save_calibration failed: "
-                                      + ("no answer" if saved is None else saved.message))
-        try:
-            tare.per_sensor = tare_outcome(self.cfg.out / "calibration.yaml", self.cfg.sensors, tare.message,
-                                           saved=ok_saved)
-        except DemoError as exc:
-            self.result.errors.append(str(exc))
-            tare.per_sensor = tare_outcome(self.cfg.out / "calibration.yaml", self.cfg.sensors, tare.message,
-                                           saved=False)
-        tare.success = tare_succeeded(resp is not None and resp.success, tare.per_sensor)
+        tare = self._tare_and_save(None if self.last_stamp_ns is None else self.last_stamp_ns * 1e-9)
         say(f"tare after contacts stamp {tare.sim_time_s} s ({self.contacts_sent} messages): "
             + ("ok" if tare.success else "FAILED: " + tare.message))
 
-    # -- helpers -------------------------------------------------------------------------------
     def _node_inputs(self) -> List[str]:
         try:
-            return [t for t, _ in self.node.get_subscriber_names_and_types_by_node(self.cfg.node_name, "/")]
+            return [t for t, _ in self._node.get_subscriber_names_and_types_by_node(self.cfg.node_name, "/")]
         except Exception:    # rclpy raises a bare NodeNameNonExistentError before discovery
             return []
 
     def _behind(self, count: int, paired: bool) -> bool:
         """Whether some sensor has fewer than ``count`` predictions (``paired``: or its newest residual
-        is older than both the newest contacts and stamped measured stamps sent: a pair the node has
-        not made yet; a header-less stream pairs by receive time, as it comes)."""
+        is older than both the newest contacts and stamped measured stamps sent)."""
         from vsf_sensor_ros.demo.recorder import header_stamp_ns
         for s in self.cfg.sensors:
             if len(self.recorder.logs.get(f"/{s.name}/predicted", ())) < count:
@@ -404,31 +340,16 @@ class BagReplay:
                 return
             self.recorder.refresh()
             self._spin_for(0.01)
-            self._check(stage, None)
+            self._check(stage)
 
-    def _check(self, stage: str, timeout: Optional[float]) -> None:
+    def _check(self, stage: str) -> None:
         code = self.node_proc.poll()
         if code is not None:
             raise DemoError(f"sensor node exited with code {code} while {stage}:\n{self.node_proc.tail()}",
                             "node_exited", value=code)
-        if timeout is not None and time.monotonic() - self.t0 > timeout:
-            raise DemoError(f"timed out after {timeout:g} s while {stage}:\n{self.node_proc.tail()}",
-                            "timeout",
-                            value=timeout)
-
-    def _spin_for(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.executor.spin_once(timeout_sec=0.01)
-
-    def _call(self, service: str) -> Optional[Any]:
-        from std_srvs.srv import Trigger
-        future = self.clients[service].call_async(Trigger.Request())
-        end = time.monotonic() + CALL_TIMEOUT_S
-        while not future.done() and time.monotonic() < end:
-            self.executor.spin_once(timeout_sec=0.02)
-            self._check(f"calling {service}", None)
-        return future.result() if future.done() else None
+        if self._timeout is not None and time.monotonic() - self.t0 > self._timeout:
+            raise DemoError(f"timed out after {self._timeout:g} s while {stage}:\n{self.node_proc.tail()}",
+                            "timeout", value=self._timeout)
 
 
 def headerless_series(session: Any, s: Any, delay_s: float) -> Tuple[Any, Any]:
@@ -470,8 +391,7 @@ def main(args: argparse.Namespace, usage: Any) -> int:
     try:
         if not (args.speed >= 0 and math.isfinite(args.speed)):
             raise BagError(f"--speed must be >= 0 (0: as fast as the node keeps up), got {args.speed}",
-                           "bad_speed",
-                           value=args.speed)
+                           "bad_speed", value=args.speed)
         bag = open_bag(args.recording)
         params_file = args.params_file or default_params_file(args.recording)
         if not params_file.is_file():

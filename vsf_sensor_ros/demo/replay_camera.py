@@ -40,17 +40,10 @@ HELD_FRAMES = (78, 102)
 
 @dataclass
 class CameraRecording:
-    """The poke's camera frames and the files the membrane node needs.
-
-    Attributes:
-        depth: ``(N, H, W)`` uint16 depth, units of ``depth_unit_m``.
-        depth_unit_m: metres per unit (1e-4).
-        k: ``(9,)`` intrinsic matrix, row-major, px; d: ``(5,)`` k1 k2 p1 p2 k3.
-        width, height: image size, px.
-        mesh: the membrane mesh (VTK) path; attachment_mesh: the PLY with the same vertices.
-        first_frame: index in the whole recording of frame 0 here (``--frames a:b``: ``a``).
-        rgb: ``(N, H, W, 3)`` uint8 colour frames on the depth pixel grid, or None (depth only).
-    """
+    """The poke's camera frames: ``(N, H, W)`` uint16 depth in ``depth_unit_m`` m, ``(9,)`` row-major
+    intrinsics ``k`` px, ``(5,)`` distortion ``d`` (k1 k2 p1 p2 k3), the image size px, the membrane
+    mesh (VTK) and the PLY with its vertices, the recording's index of frame 0 here, and ``(N, H, W,
+    3)`` uint8 colour frames on the depth grid or None."""
 
     depth: np.ndarray
     depth_unit_m: float
@@ -65,9 +58,8 @@ class CameraRecording:
 
 
 def attachment_mesh(root: Path) -> Path:
-    """OpenVSF's ``punyo_mesh_complete.ply``: in the package's assets folder
-    (:func:`~vsf_sensor_ros.embedded_world.default_assets_dir`: ``$VSF_ASSETS``) when that holds it,
-    else in a folder ``kinova_punyo/`` beside ``root`` (the folder of ``data.json``)."""
+    """OpenVSF's ``punyo_mesh_complete.ply``: in the assets folder (``$VSF_ASSETS``) when there, else
+    in ``kinova_punyo/`` beside ``root`` (the folder of ``data.json``)."""
     from vsf_sensor_ros.embedded_world import KINOVA_PUNYO_MESH_FILE, default_assets_dir
     assets = default_assets_dir()
     if assets is not None and (assets / KINOVA_PUNYO_MESH_FILE).is_file():
@@ -76,9 +68,8 @@ def attachment_mesh(root: Path) -> Path:
 
 
 def missing_camera_files(recording: Path) -> List[Path]:
-    """The files of the dense-force replay that are not there: ``camera/depth.npz``,
-    ``camera/camera.json`` and ``camera/membrane_equalized.vtk`` beside ``data.json``, and the PLY
-    (:func:`attachment_mesh`)."""
+    """The dense-force replay's files missing: ``camera/`` depth.npz, camera.json and
+    membrane_equalized.vtk beside ``data.json``, and the PLY (:func:`attachment_mesh`)."""
     root = Path(os.path.abspath(recording)).parent
     cam = root / "camera"
     needed = [cam / "depth.npz", cam / "camera.json", cam / "membrane_equalized.vtk", attachment_mesh(root)]
@@ -172,42 +163,37 @@ def camera_info_msg(cam: CameraRecording) -> Any:
     return msg
 
 
+def _image_msg(a: np.ndarray, encoding: str, frame_id: str, stamp: Any) -> Any:
+    from sensor_msgs.msg import Image
+    msg = Image(height=a.shape[0], width=a.shape[1], encoding=encoding, is_bigendian=0,
+                step=a.strides[0], data=a.tobytes())
+    msg.header.stamp, msg.header.frame_id = stamp, frame_id
+    return msg
+
+
 def colour_msg(cam: CameraRecording, k: int, stamp: Any) -> Any:
     """Colour frame ``k`` as ``rgb8`` on the depth pixel grid, stamped ``stamp`` (as its depth frame).
 
     Raises:
         ValueError: ``cam`` has no colour frames.
     """
-    from sensor_msgs.msg import Image
     if cam.rgb is None:
         raise ValueError("the camera recording was loaded without colour")
-    c = np.ascontiguousarray(cam.rgb[k], dtype=np.uint8)
-    msg = Image(height=c.shape[0], width=c.shape[1], encoding="rgb8", is_bigendian=0, step=3 * c.shape[1],
-                data=c.tobytes())
-    msg.header.stamp, msg.header.frame_id = stamp, "punyo_camera_color_optical_frame"
-    return msg
+    return _image_msg(np.ascontiguousarray(cam.rgb[k], dtype=np.uint8), "rgb8",
+                      "punyo_camera_color_optical_frame", stamp)
 
 
 def depth_msg(cam: CameraRecording, k: int, stamp: Any) -> Any:
     """Frame ``k`` as a RealSense driver publishes it: ``16UC1``, stamped ``stamp``."""
-    from sensor_msgs.msg import Image
-    d = np.ascontiguousarray(cam.depth[k], dtype="<u2")
-    msg = Image(height=d.shape[0], width=d.shape[1], encoding="16UC1", is_bigendian=0, step=2 * d.shape[1],
-                data=d.tobytes())
-    msg.header.stamp, msg.header.frame_id = stamp, "punyo_camera_depth_optical_frame"
-    return msg
+    return _image_msg(np.ascontiguousarray(cam.depth[k], dtype="<u2"), "16UC1",
+                      "punyo_camera_depth_optical_frame", stamp)
 
 
 @dataclass
 class LibraryRun:
-    """The estimator on every frame, in this process (membrane mesh frame).
-
-    Attributes:
-        forces: ``(N, V, 3)`` contact forces, N; positions: ``(N, V, 3)`` m;
-        normal_displacement: ``(N, V)`` m (NaN where not read); estimate_ms: ``(N,)``;
-        startup_s: ``set_reference`` time; boundary: ``(B,)`` support vertex indices;
-        mesh_points: ``(V, 3)`` reference vertices, m.
-    """
+    """The estimator on every frame, in this process (membrane mesh frame): ``(N, V, 3)`` forces N
+    and positions m, ``(N, V)`` normal displacement m (NaN: not read), ``(N,)`` ms per estimate, the
+    ``set_reference`` time s, ``(B,)`` support vertices, ``(V, 3)`` reference vertices m."""
 
     forces: np.ndarray
     positions: np.ndarray
@@ -262,13 +248,9 @@ def contact_vertex(run: LibraryRun, rec: Recording) -> int:
 
 
 class ContactsRelay:
-    """The wrench node's clouds on to ``sensor_node`` with the membrane's contact row added.
-
-    Each cloud on :data:`WRENCH_CONTACTS_TOPIC` (bodies :data:`CONTACT_BODIES`) is published on
-    ``contacts`` (bodies :data:`SESSION_BODIES`) with its rows unchanged plus, for every
-    ``(punyo, other)`` contact, one on ``(punyo_membrane, other)`` at :func:`contact_vertex`
-    (``elem1``; its world position at the frame's joint angles) with the same force.
-    """
+    """Relays :data:`WRENCH_CONTACTS_TOPIC` to ``contacts`` (bodies :data:`SESSION_BODIES`), adding
+    to each ``(punyo, other)`` contact one on ``(punyo_membrane, other)`` with the same force at
+    ``vertex`` (``elem1``; its world position at the frame's joint angles)."""
 
     def __init__(self, node: Any, rec: Recording, vertex: int, mount: np.ndarray, cam: CameraRecording,
                  qos: Any) -> None:
@@ -326,19 +308,9 @@ def _decode_field(log: Any, rec: Recording, n: int) -> np.ndarray:
 
 
 def calibrate_scale(total: np.ndarray, rec: Recording, cmp: Any) -> "ScaleScore":
-    """The force scale fitted on the poke's loading, scored on its unloading (frames the fit never saw).
-
-    The frames and pairing are :func:`~vsf_sensor_ros.sensor.membrane_force_estimator.compare_with_wrench`'s
-    (``cmp``): estimate frame ``k`` against F/T frame ``k + cmp.lag``, ``|F − cmp.bias|`` over the
-    frames where it exceeds 0.5 N; the loading is those up to and including the F/T peak.
-
-    Args:
-        total: ``(N, 3)`` the sum of the estimated contact forces per frame, N.
-        rec: the recording (its wrench, N); cmp: the comparison on ``total``.
-
-    Returns:
-        :class:`~vsf_sensor_ros.sensor.scale_calibration.ScaleScore` with its frames in estimate frame
-        numbers.
+    """The force scale of ``total`` (``(N, 3)`` summed estimated forces, N) fitted on the loading and
+    scored on the unloading, paired with the F/T as ``cmp`` (``compare_with_wrench``) pairs them; a
+    ``ScaleScore`` with its frames in estimate frame numbers.
 
     Raises:
         ScaleFitRefused: the loading or the unloading is too short (the reason names the count).
@@ -496,8 +468,8 @@ MEMBRANE_DEFINITIONS = {
 
 def plot_membrane(run: LibraryRun, fields: Dict[str, np.ndarray], rec: Recording, cmp: Any, peak: int,
                   path: Path, scale: Optional[float] = None) -> Path:
-    """Contact-force sum against the F/T magnitude over time (and × ``scale``, the calibrated one,
-    when given); measured, predicted and residual at the peak."""
+    """Write the force sum against the F/T magnitude over time (and × ``scale``), and measured,
+    predicted and residual at the ``peak`` frame, to ``path``; ``path``."""
     import matplotlib
     matplotlib.use("Agg")
     from matplotlib.figure import Figure

@@ -20,18 +20,9 @@ HPA_TO_PA = 100.0
 
 
 class ReplayError(RuntimeError):
-    """The session could not run (a child died, a timeout, a bad recording).
-
-    Attributes:
-        reason: ``'is_folder'``, ``'missing'``, ``'not_json'``, ``'bad_frame'``,
-            ``'too_few_frames'``, ``'no_poke'``, ``'poke_too_early'``,
-            ``'too_few_contact_frames'``, ``'child_exited'``, ``'timeout'``,
-            ``'not_ready'``, ``'no_prediction'``, ``'nothing_recorded'``,
-            ``'tare_failed'``, ``'count_mismatch'``, ``'membrane'``.
-        path: the recording at fault, or None.
-        value: the offending value (a frame index, a frame count, a topic, an
-            exit code), or None.
-    """
+    """The replay could not run: a ``reason`` word (``'missing'``, ``'bad_frame'``, ``'no_poke'``,
+    ``'child_exited'``, ``'timeout'``, ``'tare_failed'`` ...), the recording ``path`` at fault and the
+    offending ``value`` (a frame index or count, a topic, an exit code), each None when none."""
 
     def __init__(self, message: str, reason: str, path: Optional[Path] = None, value: Any = None) -> None:
         super().__init__(message)
@@ -81,8 +72,7 @@ def load_recording(path: Path, frames: Optional[Tuple[int, int]] = None) -> Reco
                               i) from None
         if len(row) != 14 or not all(map(math.isfinite, row)):
             raise ReplayError(f"frame {i} has {len(row) - 2} joint+wrench values or non-finite ones",
-                              "bad_frame",
-                              path, i)
+                              "bad_frame", path, i)
         rows.append(row)
     if len(rows) < 2 * TARE_SAMPLES:
         raise ReplayError(f"recording has {len(rows)} frames; at least {2 * TARE_SAMPLES} are needed",
@@ -126,16 +116,8 @@ def estimate_lag(rec: Recording, bias_frames: int, max_frames: int = MAX_LAG_FRA
 
 def pressure_metrics(meas_dp: np.ndarray, pred_dp: np.ndarray, gain_dp: np.ndarray,
                      threshold: float = CONTACT_DP_PA) -> Dict[str, Any]:
-    """Summary numbers over the frames with ``meas_dp > threshold`` (all in Pa).
-
-    * ``frames_contact``: how many such frames;
-    * ``correlation``: Pearson r of ``pred_dp`` and ``meas_dp``;
-    * ``predicted_over_measured_dp``: least-squares slope ``pred_dp ≈ s · meas_dp``
-      (Σ pred·meas / Σ meas²): > 1 = the model predicts more than the bubble shows (the
-      inverse sense of a sensor gain, which scales the model to the measurement);
-    * ``residual_rms_contact_after_tare_pa``: RMS of ``meas_dp − pred_dp``;
-    * ``residual_rms_contact_after_gain_in_sample_pa``: RMS of ``meas_dp − gain_dp`` (the
-      prediction after a gain calibration fitted on these same frames).
+    """Summary numbers over the frames with ``meas_dp > threshold`` (Pa; keys defined in
+    ``replay_analysis.DEFINITIONS``), ``gain_dp`` being the prediction after the in-sample gain.
 
     Raises:
         ReplayError: fewer than 3 such frames.

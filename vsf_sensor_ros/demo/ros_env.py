@@ -35,21 +35,9 @@ _FIRST_RANGE_RCLPY_MAJOR = 4
 
 def has_discovery_range(environ: Optional[Mapping[str, str]] = None,
                         rclpy_version: Optional[str] = None) -> Optional[bool]:
-    """Whether the ROS 2 distribution in use reads ``ROS_AUTOMATIC_DISCOVERY_RANGE``.
-
-    Iron and newer do (and deprecate ``ROS_LOCALHOST_ONLY``); Humble and older
-    know only ``ROS_LOCALHOST_ONLY``.
-
-    Args:
-        environ: environment holding ``ROS_DISTRO`` (default: ``os.environ``).
-        rclpy_version: version of the installed ``rclpy`` (default: read from
-            its package metadata, without importing it; ``""`` = unknown).
-
-    Returns:
-        ``True``/``False`` from the rclpy major version (>= 4 is Iron or newer)
-        when it is known, else from ``ROS_DISTRO`` when set; ``None`` when
-        neither says.
-    """
+    """Whether the distribution reads ``ROS_AUTOMATIC_DISCOVERY_RANGE`` (Iron and newer; Humble
+    knows only ``ROS_LOCALHOST_ONLY``): from the rclpy major version (``rclpy_version``, default its
+    package metadata; ``""`` = unknown), else ``ROS_DISTRO`` in ``environ``; None when neither says."""
     if rclpy_version is None:
         try:
             rclpy_version = importlib.metadata.version("rclpy")
@@ -66,16 +54,8 @@ def has_discovery_range(environ: Optional[Mapping[str, str]] = None,
 
 def discovery_env(environ: Optional[Mapping[str, str]] = None,
                   rclpy_version: Optional[str] = None) -> Dict[str, str]:
-    """The discovery variables that keep this distribution's DDS on loopback.
-
-    Args:
-        environ, rclpy_version: as for :func:`has_discovery_range`.
-
-    Returns:
-        ``{"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}`` on Iron and newer,
-        ``{"ROS_LOCALHOST_ONLY": "1"}`` on Humble and older, both when the
-        distribution cannot be told.
-    """
+    """The variables keeping DDS on loopback: ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` (Iron and
+    newer), ``ROS_LOCALHOST_ONLY=1`` (Humble), both when :func:`has_discovery_range` cannot tell."""
     has_range = has_discovery_range(environ, rclpy_version)
     env: Dict[str, str] = {}
     if has_range is not False:
@@ -91,22 +71,9 @@ def _lock_dir(lock_dir: Optional[str]) -> Path:
 
 def free_domain_id(lock_dir: Optional[str] = None, first: int = FIRST_DOMAIN_ID,
                    last: int = LAST_DOMAIN_ID) -> int:
-    """Lease a ``ROS_DOMAIN_ID`` no other cooperating process on this host holds.
-
-    Tries ids ``first..last`` starting at an offset derived from the process id
-    (so parallel sessions rarely contend for the same lock) and keeps the first
-    one whose lock file it can lock exclusively without blocking.  The lease
-    lasts until :func:`release_domain_id` or the end of this process; child
-    processes do not inherit the lock (the descriptor is close-on-exec), the id
-    is simply passed to them in their environment.
-
-    Args:
-        lock_dir: directory for the lock files (default: the system temp dir,
-            ``/tmp`` on Linux), shared by every process that should not collide.
-        first, last: inclusive id range; ``0 <= first <= last <= 232``.
-
-    Returns:
-        The leased domain id (int).
+    """Lease a ``ROS_DOMAIN_ID`` in ``first..last`` no other cooperating process on this host holds:
+    the first whose lock file in ``lock_dir`` (default the temp dir) locks exclusively, from an
+    offset of the pid.  Held until :func:`release_domain_id` or exit (children get the id only).
 
     Raises:
         ValueError: ``first``/``last`` outside ``0..232`` or ``first > last``.
@@ -157,17 +124,8 @@ def held_domain_ids() -> FrozenSet[int]:
 
 
 def localhost_env(domain_id: int, base: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    """Environment for a ROS 2 process confined to this host on ``domain_id``.
-
-    Args:
-        domain_id: the ``ROS_DOMAIN_ID`` to use (normally from :func:`free_domain_id`).
-        base: environment to start from (default: ``os.environ``); not modified.
-
-    Returns:
-        A new dict: ``base`` plus ``ROS_DOMAIN_ID`` and :func:`discovery_env`
-        (``ROS_DISTRO`` read from ``base``); the discovery variable this
-        distribution does not need is removed, and so is ``ROS_STATIC_PEERS``,
-        so no peer outside this host is contacted.
+    """A copy of ``base`` (default ``os.environ``) confined to this host on ``domain_id``:
+    :func:`discovery_env` only, no ``ROS_STATIC_PEERS``.
 
     Raises:
         ValueError: ``domain_id`` outside ``0..232``.
@@ -184,11 +142,7 @@ def localhost_env(domain_id: int, base: Optional[Mapping[str, str]] = None) -> D
 
 
 def apply_localhost_env(domain_id: int) -> None:
-    """Set :func:`localhost_env` in ``os.environ`` of this process.
-
-    Must run before ``rclpy.init()``: the domain id and discovery range are read
-    when the ROS context is created.
-    """
+    """Set :func:`localhost_env` in this process's ``os.environ`` (before ``rclpy.init()``)."""
     env = localhost_env(domain_id)
     for key in ("ROS_DOMAIN_ID",) + DISCOVERY_VARS:
         if key in env:

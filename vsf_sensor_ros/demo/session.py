@@ -1,7 +1,8 @@
-"""One recorded demo run: the two children, the recorder, the tare, and a clean stop.
+"""One recorded demo run: the children, the recorder, the tare, and a clean stop (docs/demo.md).
 
-:class:`DemoSession` owns everything a run creates and releases it in :meth:`DemoSession.stop`, on
-every way out (errors, timeout, Ctrl-C).
+:class:`NodeRun` holds what the demo and the bag replay share (a private rclpy context with a
+:class:`~vsf_sensor_ros.demo.recorder.TopicRecorder`, ``Trigger`` calls, the tare);
+:class:`DemoSession` adds the simulator and releases everything in :meth:`NodeRun.stop`.
 """
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from vsf_sensor_ros.demo.config import DemoConfig, DemoError, SensorInfo, press_body_indices
-from vsf_sensor_ros.demo.tare import TARE_STRETCH_S, TareResult, tare_due, tare_outcome, tare_succeeded
 from vsf_sensor_ros.demo.processes import ManagedProcess, child_env, module_command
+from vsf_sensor_ros.demo.tare import TARE_STRETCH_S, TareResult, tare_due, tare_outcome, tare_succeeded
 
 SIM_MODULE = "vsf_sensor_ros.contact_sources.contact_sim_node"
 MUJOCO_SIM_MODULE = "vsf_sensor_ros.contact_sources.mujoco_contact_node"
@@ -23,6 +24,7 @@ LINK_FRAMES_MODULE = "vsf_sensor_ros.demo.link_frames_node"
 STARTUP_TIMEOUT_S = 90.0   # python + torch + klampt imports on a busy 2-core machine
 DRAIN_S = 1.5              # after the simulator ends, wait this long for the last predictions
 CALL_TIMEOUT_S = 10.0      # a Trigger service of the node answers within this
+INPUT_QUEUE_DEPTH = 500    # the node's input queue: seconds of simulator steps at the default rate
 
 
 @dataclass
@@ -41,7 +43,7 @@ class SessionResult:
 
 
 class Progress:
-    """One status line per second on stdout (plain lines: they survive logs and pipes)."""
+    """Status lines on stdout, :meth:`tick` at most one a second."""
 
     def __init__(self, stream: Optional[Any] = None) -> None:
         self.stream = stream or sys.stdout
@@ -68,19 +70,9 @@ def demo_child_env(domain_id: int, assets: Optional[Path]) -> Dict[str, str]:
     return env
 
 
-# Input queue of the demo's sensor node: seconds of simulator steps at the default rate.
-INPUT_QUEUE_DEPTH = 500
-
-
 def node_command(cfg: DemoConfig) -> List[str]:
-    """argv of the sensor node child.
-
-    The node keeps its calibration in ``<out>/calibration.yaml`` (written by
-    ``save_calibration`` after the tare) and does not tare on its own.  Its
-    inputs are reliable with a deep queue: a recorded session should predict
-    every simulator step, even when the node falls behind for a moment on a
-    busy machine (the live default, best effort depth 5, drops stale steps).
-    """
+    """argv of the sensor node child: calibration in ``<out>/calibration.yaml``, no tare on start,
+    reliable deep inputs (a recorded session predicts every step, even on a busy machine)."""
     cmd = module_command(NODE_MODULE, ["--params-file", str(cfg.params_file)])
     cmd += ["-p", f"calibration_file:={(cfg.out / 'calibration.yaml').resolve()}",
             "-p", "tare_on_start:=false",
@@ -91,11 +83,7 @@ def node_command(cfg: DemoConfig) -> List[str]:
 
 
 def link_frames_command(cfg: DemoConfig) -> List[str]:
-    """argv of the link-frame publisher child: the URDF the sensor node loads, its link frames on TF.
-
-    robot_state_publisher's job, for the recording: with it the bag places every frame the
-    node stamps, the URDF links included (:mod:`vsf_sensor_ros.demo.link_frames_node`).
-    """
+    """argv of :mod:`vsf_sensor_ros.demo.link_frames_node` on the URDF the sensor node loads."""
     args = []
     for key in ("robot_description_path", "frame_prefix"):
         if cfg.base_params.get(key):
@@ -105,36 +93,9 @@ def link_frames_command(cfg: DemoConfig) -> List[str]:
     return module_command(LINK_FRAMES_MODULE, args)
 
 
-def sim_command(cfg: DemoConfig) -> List[str]:
-    """argv of the simulator child.
-
-    ``rate_hz`` steps per wall second with ``sim_dt = 1 / rate_hz`` simulated
-    seconds each: the simulation runs in real time.  It waits until both the
-    sensor node and the recorder subscribe to ``contacts`` before its first
-    step, and exits (code 0) after ``duration_s`` simulated seconds.
-    """
-    cmd = module_command(SIM_MODULE, [
-           "-p", f"world:={cfg.world}", "-p", f"rate_hz:={cfg.rate_hz!r}",
-           "-p", f"sim_dt:={1.0 / cfg.rate_hz!r}", "-p", f"physics_dt:={min(0.001, 1.0 / cfg.rate_hz)!r}",
-           "-p", f"duration_s:={cfg.duration_s!r}", "-p", f"seed:={cfg.seed}",
-           "-p", f"trajectory.tare_s:={TARE_STRETCH_S!r}", "-p", f"measured_source:={cfg.measured_source}",
-           "-p", "wait_for_subscribers:=2", "-p", "exit_on_done:=true"])
-    if cfg.contact_body_names:
-        cmd += ["-p", f"contact_body_names:=[{','.join(cfg.contact_body_names)}]"]
-    if cfg.assets is not None:
-        cmd += ["-p", f"assets_dir:={cfg.assets}"]
-    return cmd
-
-
-def mujoco_sim_command(cfg: DemoConfig) -> List[str]:
-    """argv of the MuJoCo simulator child (``--backend mujoco``), timed like :func:`sim_command`.
-
-    MuJoCo integrates in whole steps of at most 1 ms inside each ``1 / rate_hz`` step.
-    """
-    sim_dt = 1.0 / cfg.rate_hz
-    physics_dt = sim_dt / max(1, math.ceil(sim_dt / 0.001 - 1e-9))
-    cmd = module_command(MUJOCO_SIM_MODULE, [
-           "-p", f"rate_hz:={cfg.rate_hz!r}", "-p", f"sim_dt:={sim_dt!r}",
+def _sim_command(cfg: DemoConfig, module: str, physics_dt: float, extra: List[str]) -> List[str]:
+    cmd = module_command(module, extra + [
+           "-p", f"rate_hz:={cfg.rate_hz!r}", "-p", f"sim_dt:={1.0 / cfg.rate_hz!r}",
            "-p", f"physics_dt:={physics_dt!r}",
            "-p", f"duration_s:={cfg.duration_s!r}", "-p", f"seed:={cfg.seed}",
            "-p", f"trajectory.tare_s:={TARE_STRETCH_S!r}", "-p", f"measured_source:={cfg.measured_source}",
@@ -144,17 +105,24 @@ def mujoco_sim_command(cfg: DemoConfig) -> List[str]:
     return cmd
 
 
+def sim_command(cfg: DemoConfig) -> List[str]:
+    """argv of the simulator child: ``rate_hz`` steps a wall second of ``1 / rate_hz`` simulated
+    seconds each, after both the node and the recorder subscribe; exits 0 after ``duration_s``."""
+    cmd = _sim_command(cfg, SIM_MODULE, min(0.001, 1.0 / cfg.rate_hz), ["-p", f"world:={cfg.world}"])
+    return cmd + (["-p", f"assets_dir:={cfg.assets}"] if cfg.assets is not None else [])
+
+
+def mujoco_sim_command(cfg: DemoConfig) -> List[str]:
+    """argv of the MuJoCo simulator child, timed like :func:`sim_command`, in whole physics steps of
+    at most 1 ms."""
+    sim_dt = 1.0 / cfg.rate_hz
+    return _sim_command(cfg, MUJOCO_SIM_MODULE, sim_dt / max(1, math.ceil(sim_dt / 0.001 - 1e-9)), [])
+
+
 @dataclass
 class ContactWatch:
-    """What the recorded ``contacts`` messages say so far (drives the tare schedule and progress).
-
-    Attributes:
-        bodies: indices of the bubble's bodies (:func:`press_body_indices`; empty = any body).
-        seen: messages looked at.
-        free_steps: contact-free messages before the first touch.
-        touched: the bubble has touched something.
-        stamp_s: newest message stamp (s), ``None`` before the first.
-    """
+    """What the recorded ``contacts`` say so far: messages :attr:`seen`, contact-free ones before the
+    first touch of the bubble's :attr:`bodies` (empty = any), :attr:`touched`, newest stamp (s)."""
 
     bodies: List[int]
     seen: int = 0
@@ -178,38 +146,20 @@ class ContactWatch:
         self.seen = max(self.seen, len(data))
 
 
-class DemoSession:
-    """One recorded run of the simulator and the sensor node (docs/demo.md).
+class NodeRun:
+    """A sensor node child, recorded from a private rclpy context (``domain_id``), tared once.
 
-    Args:
-        cfg: the run's configuration.
-        progress: where status lines go.
-        domain_id: the leased ``ROS_DOMAIN_ID`` (this host only).
-        logs_dir: folder of the children's logs.
-
-    Use :meth:`run`, or :meth:`start` / :meth:`record` / :meth:`stop` with
-    ``stop`` in a ``finally``.
+    Subclasses set :attr:`node_proc` and :attr:`children`, and call :meth:`open_ros` first.
     """
 
-    def __init__(self, cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: Path) -> None:
-        self.cfg = cfg
-        self.progress = progress
-        self.domain_id = domain_id
-        self.logs_dir = logs_dir
-        env = demo_child_env(domain_id, cfg.assets)
-        self.node_proc = ManagedProcess("sensor_node", node_command(cfg), env, logs_dir / "sensor_node.log")
-        sim_name, sim_cmd = (("mujoco_contact_node", mujoco_sim_command(cfg)) if cfg.backend == "mujoco"
-                             else ("contact_sim_node", sim_command(cfg)))
-        self.sim_proc = ManagedProcess(sim_name, sim_cmd, env, logs_dir / f"{sim_name}.log")
-        from vsf_sensor_ros.ros.frames import TFMessage
-        # the link frames (robot_state_publisher's part), where TF can be published at all
-        self.frames_proc: Optional[ManagedProcess] = None if TFMessage is None else ManagedProcess(
-            "link_frames_node", link_frames_command(cfg), env, logs_dir / "link_frames_node.log")
-        self.tare_result = TareResult()
-        self.result = SessionResult({}, {}, self.tare_result, 0.0, None, None)
-        self.watch = ContactWatch(press_body_indices(cfg))
+    cfg: DemoConfig
+    node_proc: ManagedProcess
+    children: List[ManagedProcess]
+
+    def __init__(self, cfg: DemoConfig, domain_id: int) -> None:
+        self.cfg, self.domain_id = cfg, domain_id
+        self.result = SessionResult({}, {}, TareResult(), 0.0, None, None)
         self.t0 = time.monotonic()
-        self.deadline = self.t0 + cfg.timeout_s
         self._ctx: Any = None
         self._node: Any = None
         self._executor: Any = None
@@ -217,7 +167,119 @@ class DemoSession:
         self._clients: Dict[str, Any] = {}
         self._stopped = False
 
-    # -- the steps ---------------------------------------------------------------------------
+    def open_ros(self, name: str) -> None:
+        """The context, node ``name``, executor, recorder and the ``tare`` / ``save_calibration`` clients."""
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from std_srvs.srv import Trigger
+
+        from vsf_sensor_ros.demo.recorder import TopicRecorder
+        self._ctx = rclpy.Context()
+        try:
+            from rclpy.signals import SignalHandlerOptions
+            # Ctrl-C is handled here (stop children, then exit); rclpy must not shut down first.
+            rclpy.init(context=self._ctx, domain_id=self.domain_id,
+                       signal_handler_options=SignalHandlerOptions.NO)
+        except (ImportError, TypeError):     # Humble: no signal_handler_options
+            rclpy.init(context=self._ctx, domain_id=self.domain_id)
+        self._node = rclpy.create_node(name, context=self._ctx)
+        self._executor = SingleThreadedExecutor(context=self._ctx)
+        self._executor.add_node(self._node)
+        self.recorder = TopicRecorder(self._node)
+        self._clients = {n: self._node.create_client(Trigger, f"/{n}") for n in ("tare", "save_calibration")}
+
+    def stop(self) -> SessionResult:
+        """Stop and reap the children, stop recording, close the context; the result.  Idempotent."""
+        if self._stopped:
+            return self.result
+        self._stopped = True
+        for p in self.children:
+            code = p.stop()
+            if p is self.node_proc:
+                self.result.node_exit = code
+            elif p is getattr(self, "sim_proc", None):
+                self.result.sim_exit = code
+        if self.recorder is not None:
+            self.recorder.stop()
+            self.result.logs, self.result.skipped = dict(self.recorder.logs), dict(self.recorder.skipped)
+        self.result.wall_s = time.monotonic() - self.t0
+        if self._executor is not None:
+            self._executor.shutdown()
+        if self._node is not None:
+            self._node.destroy_node()
+        if self._ctx is not None:
+            import rclpy
+            rclpy.shutdown(context=self._ctx)
+        return self.result
+
+    def _check(self, stage: str) -> None:
+        """Raise :class:`~vsf_sensor_ros.demo.config.DemoError` when a child died or time ran out."""
+        raise NotImplementedError
+
+    def _spin_for(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self._executor.spin_once(timeout_sec=0.01)
+
+    def _call_trigger(self, service: str, stage: str) -> Optional[Any]:
+        """Call ``service``, spinning (recording goes on) until it answers or :data:`CALL_TIMEOUT_S`."""
+        from std_srvs.srv import Trigger
+        future = self._clients[service].call_async(Trigger.Request())
+        end = time.monotonic() + CALL_TIMEOUT_S
+        while not future.done() and time.monotonic() < end:
+            self._executor.spin_once(timeout_sec=0.02)
+            self._check(stage)
+        return future.result() if future.done() else None
+
+    def _tare_and_save(self, sim_time_s: Optional[float]) -> TareResult:
+        """Call ``tare`` then ``save_calibration``; the outcome read from the saved file (problems go
+        to :attr:`SessionResult.errors`; success is :func:`~vsf_sensor_ros.demo.tare.tare_succeeded`)."""
+        tare, cfg = self.result.tare, self.cfg
+        tare.sim_time_s = sim_time_s
+        tare.request_ns = time.time_ns()
+        resp = self._call_trigger("tare", "waiting for the tare answer")
+        tare.response_ns = time.time_ns()
+        tare.message = f"no answer within {CALL_TIMEOUT_S:g} s" if resp is None else resp.message
+        saved = self._call_trigger("save_calibration", "saving the calibration")
+        ok_saved = saved is not None and saved.success
+        if not ok_saved:
+            self.result.errors.append("save_calibration failed: "
+                                      + ("no answer" if saved is None else saved.message))
+        calibration = cfg.out / "calibration.yaml"
+        try:
+            tare.per_sensor = tare_outcome(calibration, cfg.sensors, tare.message, saved=ok_saved)
+        except DemoError as exc:
+            self.result.errors.append(str(exc))
+            tare.per_sensor = tare_outcome(calibration, cfg.sensors, tare.message, saved=False)
+        tare.success = tare_succeeded(resp is not None and resp.success, tare.per_sensor)
+        return tare
+
+    def _pred_count(self, s: SensorInfo) -> int:
+        log = self.recorder.logs.get(f"/{s.name}/predicted")
+        return 0 if log is None else len(log)
+
+
+class DemoSession(NodeRun):
+    """One recorded run of the simulator and the sensor node; :meth:`run`, or :meth:`start` /
+    :meth:`record` / :meth:`stop` with ``stop`` in a ``finally``."""
+
+    def __init__(self, cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: Path) -> None:
+        super().__init__(cfg, domain_id)
+        self.progress, self.logs_dir = progress, logs_dir
+        env = demo_child_env(domain_id, cfg.assets)
+        self.node_proc = ManagedProcess("sensor_node", node_command(cfg), env, logs_dir / "sensor_node.log")
+        sim_name, sim_cmd = (("mujoco_contact_node", mujoco_sim_command(cfg)) if cfg.backend == "mujoco"
+                             else ("contact_sim_node", sim_command(cfg)))
+        self.sim_proc = ManagedProcess(sim_name, sim_cmd, env, logs_dir / f"{sim_name}.log")
+        self.children = [self.sim_proc, self.node_proc]
+        from vsf_sensor_ros.ros.frames import TFMessage
+        if TFMessage is not None:   # the link frames (robot_state_publisher's part), where TF exists
+            self.children.append(ManagedProcess("link_frames_node", link_frames_command(cfg), env,
+                                                logs_dir / "link_frames_node.log"))
+        self.tare_result = self.result.tare
+        self.watch = ContactWatch(press_body_indices(cfg))
+        self.deadline = self.t0 + cfg.timeout_s
+
     def run(self) -> SessionResult:
         """:meth:`start`, :meth:`record`, and always :meth:`stop`; the result.
 
@@ -235,45 +297,36 @@ class DemoSession:
         """Start the recorder and the sensor node, wait for its ``tare`` service, start the simulator.
 
         Raises:
-            DemoError: the node died or offered no ``tare`` service within
-                :data:`STARTUP_TIMEOUT_S`, or the overall timeout passed.
+            DemoError: the node died or offered no ``tare`` within :data:`STARTUP_TIMEOUT_S`, or timeout.
         """
-        self._open_ros()
-        from std_srvs.srv import Trigger
-        self.progress.say(f"ROS_DOMAIN_ID={self.domain_id} (localhost only); children's output in "
-                          f"{self.logs_dir}/")
-        self.progress.say(f"starting sensor node ({self.cfg.params_file.name}) ...")
-        self.node_proc.start()
-        if self.frames_proc is not None:
-            self.frames_proc.start()
-        self._clients = {name: self._node.create_client(Trigger, f"/{name}")
-                         for name in ("tare", "save_calibration")}
+        self.open_ros("vsf_demo_recorder")
+        cfg, say = self.cfg, self.progress.say
+        say(f"ROS_DOMAIN_ID={self.domain_id} (localhost only); children's output in {self.logs_dir}/")
+        say(f"starting sensor node ({cfg.params_file.name}) ...")
+        for p in self.children[1:]:
+            p.start()
         while not self._clients["tare"].service_is_ready():
             self._spin_for(0.1)
             self._check("starting")
             if time.monotonic() - self.t0 > STARTUP_TIMEOUT_S:
                 raise DemoError(f"sensor node offered no 'tare' service within {STARTUP_TIMEOUT_S:.0f} s:\n"
                                 f"{self.node_proc.tail()}", "no_tare_service", value=STARTUP_TIMEOUT_S)
-        # Subscribe to everything the node offers or expects (its measured inputs
-        # included) before the simulator publishes its first message.
+        # everything the node offers or expects (its measured inputs too) before the first message
         self.recorder.refresh()
         self._spin_for(0.3)
         self.recorder.refresh()
-        cfg = self.cfg
-        self.progress.say(f"sensor node ready after {time.monotonic() - self.t0:.1f} s; recording "
-                          f"{len(self.recorder.logs)} topics; starting {cfg.backend} simulator "
-                          f"({cfg.world} world, "
-                          f"{cfg.duration_s:g} s at {cfg.rate_hz:g} Hz, seed {cfg.seed}) ...")
-        self.progress.say("progress: [wall time] simulated time | contacts steps recorded | predictions "
-                          f"recorded per sensor ({'/'.join(s.name for s in cfg.sensors)}) | tare")
+        say(f"sensor node ready after {time.monotonic() - self.t0:.1f} s; recording "
+            f"{len(self.recorder.logs)} topics; starting {cfg.backend} simulator ({cfg.world} world, "
+            f"{cfg.duration_s:g} s at {cfg.rate_hz:g} Hz, seed {cfg.seed}) ...")
+        say("progress: [wall time] simulated time | contacts steps recorded | predictions "
+            f"recorded per sensor ({'/'.join(s.name for s in cfg.sensors)}) | tare")
         self.sim_proc.start()
 
     def record(self) -> None:
         """Record until the simulator exits (then :data:`DRAIN_S` more), taring on schedule.
 
         Raises:
-            DemoError: a child died, the simulator published nothing within
-                :data:`STARTUP_TIMEOUT_S`, or the overall timeout passed.
+            DemoError: a child died, no contacts within :data:`STARTUP_TIMEOUT_S`, or the timeout.
         """
         sim_started = time.monotonic()
         last_refresh = 0.0
@@ -298,8 +351,7 @@ class DemoSession:
                 if sim_code != 0:
                     self.result.sim_died = True
                     raise DemoError(f"simulator exited with code {sim_code}:\n{self.sim_proc.tail()}",
-                                    "sim_exited",
-                                    value=sim_code)
+                                    "sim_exited", value=sim_code)
                 break
             if self.watch.seen == 0 and now - sim_started > STARTUP_TIMEOUT_S:
                 raise DemoError(f"simulator published no contacts within {STARTUP_TIMEOUT_S:.0f} s:\n"
@@ -310,67 +362,19 @@ class DemoSession:
             self.result.errors.append("the tare service was never called (no contacts received)")
 
     def tare(self) -> None:
-        """Call ``tare``, then ``save_calibration``; read the outcome from the saved file.
-
-        Recording goes on while the services answer.  Problems (the bubble
-        touched too early, no answer, the file not saved) go to
-        :attr:`SessionResult.errors`; :attr:`TareResult.success` is
-        :func:`~vsf_sensor_ros.demo.tare.tare_succeeded`.
-        """
-        tare, cfg, watch = self.tare_result, self.cfg, self.watch
+        """The tare (:meth:`NodeRun._tare_and_save`) at the newest contacts stamp; a touch before
+        ``tare_samples`` contact-free steps is an error."""
+        cfg, watch = self.cfg, self.watch
         if watch.touched and watch.free_steps < cfg.tare_samples:
             self.result.errors.append(f"the bubble touched after only {watch.free_steps} contact-free steps "
                                       f"(tare wants {cfg.tare_samples})")
-        tare.sim_time_s = watch.stamp_s
-        tare.request_ns = time.time_ns()
-        resp = self._call_trigger("tare", "waiting for the tare answer")
-        tare.response_ns = time.time_ns()
-        tare.message = f"no answer within {CALL_TIMEOUT_S:g} s" if resp is None else resp.message
-        saved = self._call_trigger("save_calibration", "saving the calibration")
-        if saved is None or not saved.success:
-            why = "no answer" if saved is None else saved.message
-            self.result.errors.append(f"save_calibration failed: {why}")
-        try:
-            tare.per_sensor = tare_outcome(cfg.out / "calibration.yaml", cfg.sensors, tare.message,
-                                           saved=saved is not None and saved.success)
-        except DemoError as exc:
-            self.result.errors.append(str(exc))
-            tare.per_sensor = tare_outcome(cfg.out / "calibration.yaml", cfg.sensors, tare.message,
-                                           saved=False)
-        tare.success = tare_succeeded(resp is not None and resp.success, tare.per_sensor)
+        tare = self._tare_and_save(watch.stamp_s)
         parts = [f"{n} {e['tare_status']}" + (f" ({e['tare_samples']} samples)" if e["tare_samples"] else "")
                  for n, e in tare.per_sensor.items()]
         when = "-" if tare.sim_time_s is None else f"{tare.sim_time_s:.2f}"
         self.progress.say(f"tare (called at sim t={when} s): {'ok' if tare.success else 'FAILED'}: "
                           + "; ".join(parts))
 
-    def stop(self) -> SessionResult:
-        """Stop and reap both children, stop recording, close the rclpy context; the result.
-
-        Safe to call more than once and after a failed :meth:`start`.
-        """
-        if self._stopped:
-            return self.result
-        self._stopped = True
-        self.result.sim_exit = self.sim_proc.stop()
-        self.result.node_exit = self.node_proc.stop()
-        if self.frames_proc is not None:
-            self.frames_proc.stop()
-        if self.recorder is not None:
-            self.recorder.stop()
-            self.result.logs = dict(self.recorder.logs)
-            self.result.skipped = dict(self.recorder.skipped)
-        self.result.wall_s = time.monotonic() - self.t0
-        if self._executor is not None:
-            self._executor.shutdown()
-        if self._node is not None:
-            self._node.destroy_node()
-        if self._ctx is not None:
-            import rclpy
-            rclpy.shutdown(context=self._ctx)
-        return self.result
-
-    # -- status ------------------------------------------------------------------------------
     def status(self) -> str:
         """The progress line: wall time, simulated time, steps, predictions per sensor, tare."""
         elapsed = time.monotonic() - self.t0
@@ -382,25 +386,6 @@ class DemoSession:
         return (f"[{elapsed:5.1f} s] sim t={self.watch.stamp_s:5.2f} s | steps {self.watch.seen:5d} | "
                 f"predicted {preds} | tare {tare_txt}")
 
-    # -- helpers -----------------------------------------------------------------------------
-    def _open_ros(self) -> None:
-        import rclpy
-        from rclpy.executors import SingleThreadedExecutor
-
-        from vsf_sensor_ros.demo.recorder import TopicRecorder
-        self._ctx = rclpy.Context()
-        try:
-            from rclpy.signals import SignalHandlerOptions
-            # The demo handles Ctrl-C itself (stop children, then exit); rclpy must not shut down first.
-            rclpy.init(context=self._ctx, domain_id=self.domain_id,
-                       signal_handler_options=SignalHandlerOptions.NO)
-        except (ImportError, TypeError):     # Humble: no signal_handler_options
-            rclpy.init(context=self._ctx, domain_id=self.domain_id)
-        self._node = rclpy.create_node("vsf_demo_recorder", context=self._ctx)
-        self._executor = SingleThreadedExecutor(context=self._ctx)
-        self._executor.add_node(self._node)
-        self.recorder = TopicRecorder(self._node)
-
     def _check(self, stage: str) -> None:
         if time.monotonic() > self.deadline:
             raise DemoError(f"timed out after {self.cfg.timeout_s:.0f} s while {stage}", "timeout",
@@ -410,32 +395,12 @@ class DemoSession:
             raise DemoError(f"sensor node exited with code {self.node_proc.poll()} while {stage}:\n"
                             f"{self.node_proc.tail()}", "node_exited", value=self.node_proc.poll())
 
-    def _spin_for(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self._executor.spin_once(timeout_sec=0.02)
-
-    def _call_trigger(self, service: str, stage: str) -> Optional[Any]:
-        # Spin (so recording goes on) until the answer arrives.
-        from std_srvs.srv import Trigger
-        future = self._clients[service].call_async(Trigger.Request())
-        end = time.monotonic() + CALL_TIMEOUT_S
-        while not future.done() and time.monotonic() < end:
-            self._executor.spin_once(timeout_sec=0.02)
-            self._check(stage)
-        return future.result() if future.done() else None
-
-    def _pred_count(self, s: SensorInfo) -> int:
-        log = self.recorder.logs.get(f"/{s.name}/predicted")
-        return 0 if log is None else len(log)
-
 
 def run_session(cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: Path) -> SessionResult:
-    """One :class:`DemoSession`, run start to stop (children stopped on every way out).
+    """One :class:`DemoSession`, start to stop (children stopped on every way out).
 
     Raises:
-        DemoError: the node or the simulator did not come up in time, died,
-            or the overall timeout passed.
+        DemoError: a child did not come up in time or died, or the overall timeout passed.
         KeyboardInterrupt: propagated after the children are stopped.
     """
     return DemoSession(cfg, progress, domain_id, logs_dir).run()

@@ -100,10 +100,7 @@ DEFINITIONS = {
 
 
 def series_for(session: SessionResult, s: SensorInfo) -> Tuple[Any, Any]:
-    """``(predicted, measured)`` :class:`~vsf_sensor_ros.demo.analysis.Series` of a sensor.
-
-    Either is ``None`` when its topic was not recorded or is empty.
-    """
+    """``(predicted, measured)`` :class:`~vsf_sensor_ros.demo.analysis.Series` of a sensor (None: empty)."""
     from vsf_sensor_ros.demo.analysis import Series
     pred_log = session.logs.get(f"/{s.name}/predicted")
     meas_log = session.logs.get(f"/{s.name}/measured")
@@ -114,12 +111,8 @@ def series_for(session: SessionResult, s: SensorInfo) -> Tuple[Any, Any]:
 
 
 def tare_sim_time(response_ns: Optional[int], predicted: Sequence[Any]) -> Optional[float]:
-    """Simulation time of the tare: the newest stamp (s) among predictions the node
-    published (send time; receive time where unknown) before its tare answer arrived.
-
-    The node answers right after applying the tare, so this is where the tare
-    took effect (to within a step).  ``None`` without an answer or such a prediction.
-    """
+    """Where the tare took effect (to a step): the newest stamp (s) of the predictions published
+    before its answer arrived (``response_ns``); None without an answer or such a prediction."""
     if response_ns is None:
         return None
     stamps = [p.stamp_ns[p.event_ns < response_ns] for p in predicted if p is not None]
@@ -128,11 +121,8 @@ def tare_sim_time(response_ns: Optional[int], predicted: Sequence[Any]) -> Optio
 
 
 def bubble_contact_stamps(cfg: DemoConfig, contacts: Any) -> np.ndarray:
-    """Stamps (ns, int64) of the recorded ``contacts`` messages in which the bubble touches something.
-
-    The bubble = :func:`~vsf_sensor_ros.demo.config.press_body_indices`
-    (any body when the demo has no Punyo sensor).  Empty without a log.
-    """
+    """Stamps (ns, int64) of the recorded ``contacts`` in which the bubble
+    (:func:`~vsf_sensor_ros.demo.config.press_body_indices`) touches something."""
     from vsf_sensor_ros.demo.analysis import touches
     from vsf_sensor_ros.demo.recorder import cloud_point_count
     if contacts is None or not len(contacts):
@@ -145,12 +135,8 @@ def bubble_contact_stamps(cfg: DemoConfig, contacts: Any) -> np.ndarray:
 
 
 def adjacent_stamps(stamps_ns: np.ndarray, contact_ns: np.ndarray) -> np.ndarray:
-    """Stamps (ns, int64) of the steps right before and after a step in ``contact_ns``.
-
-    Args:
-        stamps_ns: ``(K,)`` the recorded contacts stamps, in any order.
-        contact_ns: ``(C,)`` the stamps in contact.
-    """
+    """Stamps (ns, int64) of the steps (``(K,)`` any order) right before and after one in
+    ``contact_ns`` ``(C,)``."""
     order = np.unique(np.asarray(stamps_ns, dtype=np.int64))
     hit = np.flatnonzero(np.isin(order, np.asarray(contact_ns, dtype=np.int64)))
     idx = np.concatenate([hit - 1, hit + 1])
@@ -160,13 +146,8 @@ def adjacent_stamps(stamps_ns: np.ndarray, contact_ns: np.ndarray) -> np.ndarray
 def pad_vs_klampt_native(cfg: DemoConfig, series: Dict[str, Tuple[Any, Any]],
                          tare_response_ns: Optional[int], contact_stamp_ns: np.ndarray
                          ) -> Optional[Dict[str, Any]]:
-    """The ``pad_vs_klampt_native`` entry of ``summary.json`` (see :data:`DEFINITIONS`).
-
-    The first pad (a ``wrench`` sensor) whose measured stream is Klampt's own
-    ``ContactSensor``: :func:`~vsf_sensor_ros.demo.analysis.agreement_numbers`
-    of its predicted and measured force after the tare.  ``None`` when there
-    is no such pad or one of its streams is empty.
-    """
+    """The ``pad_vs_klampt_native`` entry (:data:`DEFINITIONS`): ``agreement_numbers`` of the first pad
+    measured by Klampt's own ``ContactSensor``; None without one."""
     from vsf_sensor_ros.demo.analysis import agreement_numbers
     from vsf_sensor_ros.contact_sources.sim_sensors import SOURCE_KLAMPT_NATIVE
     for s in cfg.sensors:
@@ -178,17 +159,13 @@ def pad_vs_klampt_native(cfg: DemoConfig, series: Dict[str, Tuple[Any, Any]],
     return None
 
 
-MUJOCO_SOURCES = ("mujoco-force-sensor", "mujoco-touch-sensor")
-"""Measured-source labels of MuJoCo's own sensors (:mod:`vsf_sensor_ros.contact_sources.mujoco_scene`)."""
+MUJOCO_SOURCES = ("mujoco-force-sensor", "mujoco-touch-sensor")   # labels of MuJoCo's own sensors
 
 
 def vs_mujoco(cfg: DemoConfig, series: Dict[str, Tuple[Any, Any]], tare_response_ns: Optional[int],
               contact_stamp_ns: np.ndarray) -> Optional[Dict[str, Any]]:
-    """The ``vs_mujoco`` entry of ``summary.json`` (see :data:`DEFINITIONS`); ``None`` without one.
-
-    Keyed by sensor name: :func:`~vsf_sensor_ros.demo.analysis.agreement_numbers` of its
-    predicted and MuJoCo-measured streams after the tare, plus the ``peak`` sample.
-    """
+    """The ``vs_mujoco`` entry (:data:`DEFINITIONS`): per sensor measured by MuJoCo,
+    ``agreement_numbers`` and the ``peak`` sample; None without one."""
     from vsf_sensor_ros.demo.analysis import agreement_numbers, first_index_by_stamp
     out: Dict[str, Any] = {}
     for s in cfg.sensors:
@@ -238,10 +215,9 @@ def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tup
     for s in cfg.sensors:
         pred, meas = series[s.name]
         if pred is None:
-            numbers: Dict[str, Any] = {"published": 0, "latency_ms_p50": None, "latency_ms_p99": None,
-                                       "residual_rms_contact_free_before_tare": None,
-                                       "residual_rms_contact_free_after_tare": None,
-                                       "residual_rms_in_contact_after_tare": None}
+            numbers: Dict[str, Any] = {"published": 0, **{k: None for k in (
+                "latency_ms_p50", "latency_ms_p99", "residual_rms_contact_free_before_tare",
+                "residual_rms_contact_free_after_tare", "residual_rms_in_contact_after_tare")}}
         else:
             numbers = sensor_numbers(pred, meas, c_stamp, c_recv, session.tare.request_ns,
                                      session.tare.response_ns, touching, near)
@@ -391,23 +367,22 @@ def summary_table(summary: Dict[str, Any]) -> str:
                                for k, (c, w) in enumerate(zip(r, widths))))
         if i == 0:
             lines.append("  ".join("-" * w for w in widths))
+
+    def blocks(agree: Dict[str, Any], short: bool) -> None:
+        for part in ("after_tare", "in_contact"):
+            b = agree[part]
+            axes = ", ".join(f"{k[-1] if short else k} {_fmt(b['mean'][k])}/{_fmt(b['rms'][k])}/"
+                             f"{_fmt(b['max_abs'][k])}" for k in b["rms"])
+            lines.append(f"  {part.replace('_', ' ')} ({b['samples']} samples) mean/rms/max|.|: {axes}")
     agree = summary.get("pad_vs_klampt_native")
     if agree:
         lines += ["", f"{agree['sensor']} (package ContactSensor) vs Klampt's C++ ContactSensor, "
                       f"measured - predicted after the tare [{agree['units']}]:"]
-        for part in ("after_tare", "in_contact"):
-            b = agree[part]
-            axes = ", ".join(f"{k[-1]} {_fmt(b['mean'][k])}/{_fmt(b['rms'][k])}/{_fmt(b['max_abs'][k])}"
-                             for k in b["rms"])
-            lines.append(f"  {part.replace('_', ' ')} ({b['samples']} samples) mean/rms/max|.|: {axes}")
+        blocks(agree, True)
     for name, agree in (summary.get("vs_mujoco") or {}).items():
         lines += ["", f"{name} (package model) vs MuJoCo ({agree['measured_source']}), measured - predicted "
                       f"after the tare [{agree['units']}]:"]
-        for part in ("after_tare", "in_contact"):
-            b = agree[part]
-            axes = ", ".join(f"{k} {_fmt(b['mean'][k])}/{_fmt(b['rms'][k])}/{_fmt(b['max_abs'][k])}"
-                             for k in b["rms"])
-            lines.append(f"  {part.replace('_', ' ')} ({b['samples']} samples) mean/rms/max|.|: {axes}")
+        blocks(agree, False)
         peak = agree.get("peak")
         if peak:
             lines.append(f"  peak at sim t={peak['sim_time_s']:.2f} s: measured "

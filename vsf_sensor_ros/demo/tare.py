@@ -18,15 +18,8 @@ TARE_AT_S = 1.0            # tare at this simulated time: mid-way through the co
 
 @dataclass
 class TareResult:
-    """Outcome of the ``tare`` call.
-
-    Attributes:
-        success, message: the ``std_srvs/Trigger`` response.
-        request_ns, response_ns: wall clock (``time.time_ns``) when sent / answered.
-        sim_time_s: latest ``contacts`` stamp (s) received when the request was sent.
-        per_sensor: sensor -> :func:`tare_outcome` entry (status, samples, offset), read
-            from the calibration file the node saved after the tare.
-    """
+    """Outcome of the ``tare`` call: the Trigger answer, wall ns sent / answered, the newest
+    contacts stamp (s) then, and per sensor the :func:`tare_outcome` entry."""
 
     success: bool = False
     message: str = ""
@@ -38,19 +31,8 @@ class TareResult:
 
 def tare_due(sim_time_s: Optional[float], samples_per_sensor: Sequence[int], tare_samples: int,
              touched: bool) -> bool:
-    """Whether to call the tare now.
-
-    Args:
-        sim_time_s: newest ``contacts`` stamp received (s), ``None`` before the first.
-        samples_per_sensor: predictions recorded so far, per sensor.
-        tare_samples: samples the node's tare averages (its ``tare_samples``).
-        touched: the bubble has touched something.
-
-    Returns:
-        True once contacts flow and either the simulated time has reached
-        :data:`TARE_AT_S` with ``tare_samples`` predictions of every sensor,
-        or the bubble touched (a later tare would find no contact-free run).
-    """
+    """Whether to tare now: contacts flow (newest stamp ``sim_time_s``) and either it reached
+    :data:`TARE_AT_S` with ``tare_samples`` predictions of every sensor, or the bubble ``touched``."""
     if sim_time_s is None:
         return False
     enough = sim_time_s >= TARE_AT_S and all(n >= tare_samples for n in samples_per_sensor)
@@ -59,17 +41,10 @@ def tare_due(sim_time_s: Optional[float], samples_per_sensor: Sequence[int], tar
 
 def offsets_from_calibration(path: Path, sensors: Sequence[str],
                              kinds: Optional[Dict[str, str]] = None) -> Dict[str, Dict[str, Any]]:
-    """Per-sensor tare offset and sample count from the node's ``save_calibration`` YAML.
+    """sensor -> ``{"tare_samples", "tare_offset"}`` from the node's saved calibration YAML.
 
-    File layout (``sensor_node``): ``sensors: {<s>: {samples: n, calibration: {tare: [...],
-    tare_sim_avg: [...]}}}``.  The offset is what the model adds, ``tare − tare_sim_avg``
-    (``tare`` when there is no average); for the kinds ``wrench`` and ``load`` (``kinds``:
-    sensor -> kind) the leading contact indicator entry, which carries no offset, is left
-    out.  An offset of one entry is returned as a float, up to 6 entries as a list, more
-    (dense force fields) as ``{"entries", "mean", "max_abs"}`` (the full vector stays in the file).
-
-    Returns:
-        sensor -> ``{"tare_samples", "tare_offset"}`` for the sensors found in the file.
+    The offset is ``tare − tare_sim_avg`` (without the leading contact entry for the ``kinds``
+    ``wrench`` and ``load``): a float, a list up to 6 entries, else ``{"entries", "mean", "max_abs"}``.
 
     Raises:
         DemoError: the file cannot be read or parsed.
@@ -114,18 +89,9 @@ def _answer_line(answer: str, sensor: str) -> str:
 
 def tare_outcome(calibration_file: Path, sensors: Sequence[SensorInfo], answer: str = "",
                  saved: bool = True) -> Dict[str, Dict[str, Any]]:
-    """Per-sensor outcome of the tare, from the calibration file the node saved after it.
-
-    Args:
-        calibration_file: the node's ``calibration_file`` (written by ``save_calibration``).
-        sensors: the demo's sensors.
-        answer: the node's ``tare`` answer, quoted in the status of a sensor that is not tared.
-        saved: ``save_calibration`` succeeded (when not, nothing is read: an
-            older file must not pass for this tare).
-
-    Returns:
-        sensor -> ``{"tare_status": "tared" | "failed: <why>", "tare_samples": int | None,
-        "tare_offset": ...}`` (offset as :func:`offsets_from_calibration`), for every sensor.
+    """sensor -> ``{"tare_status": "tared" | "failed: <why>", "tare_samples", "tare_offset"}`` read
+    from the file the node saved after the tare (nothing read unless ``saved``: an older file must
+    not pass for this tare); ``answer`` is quoted for a sensor not tared.
 
     Raises:
         DemoError: the file exists but cannot be read or parsed.
@@ -148,16 +114,7 @@ def tare_outcome(calibration_file: Path, sensors: Sequence[SensorInfo], answer: 
 
 
 def tare_succeeded(service_success: bool, per_sensor: Dict[str, Dict[str, Any]]) -> bool:
-    """Whether the demo's tare is done: the node answered ``success`` and every sensor tared.
-
-    The node's global ``tare`` answers ``success`` only when every sensor
-    tared; every shipped model has a tare offset and every demo sensor is
-    contact-free during the hold (the load sensor's radius leaves out the
-    table under the box), so any failed or missing sensor fails the demo.
-
-    Args:
-        service_success: the ``tare`` service's ``success``.
-        per_sensor: :func:`tare_outcome`.
-    """
+    """Whether the tare is done: the service answered success and every sensor of ``per_sensor``
+    (:func:`tare_outcome`) tared (each demo sensor is contact-free during the hold)."""
     return service_success and bool(per_sensor) and all(
         e["tare_status"] == "tared" for e in per_sensor.values())
