@@ -24,8 +24,8 @@ def pytest_collection_modifyitems(config, items) -> None:
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
-        group = "demo_runs" if "demo_runs" in getattr(item, "fixturenames", ()) else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+        shares_demo = "demo_runs" in getattr(item, "fixturenames", ())
+        item.add_marker(pytest.mark.xdist_group("demo_runs" if shares_demo else item.nodeid.split("::")[0]))
 
 
 def pytest_sessionfinish(session, exitstatus) -> None:

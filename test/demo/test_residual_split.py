@@ -41,3 +41,28 @@ def test_a_transition_spike_next_to_contact_is_neither_contact_free_nor_in_conta
     # without the neighbours, the spike is a contact-free sample
     strict = sensor_numbers(pred, meas, np.array(stamps), np.array(sent) - 5, 25, 35, contact)
     assert strict["residual_rms_contact_free_after_tare"] == pytest.approx(np.sqrt((4 + 2500 + 4 + 1) / 4))
+
+
+def _residual_log(stamps_s, recv_ns):
+    from builtin_interfaces.msg import Time
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import FluidPressure
+
+    from vsf_sensor_ros.demo.recorder import TopicLog
+    log = TopicLog("/p/residual", "sensor_msgs/msg/FluidPressure")
+    for t, r in zip(stamps_s, recv_ns):
+        msg = FluidPressure()
+        msg.header.stamp = Time(sec=int(t), nanosec=round((t - int(t)) * 1e9))
+        log.data.append(serialize_message(msg))
+        log.recv_ns.append(r)
+    return log
+
+
+def test_the_tare_took_effect_at_the_newest_pair_received_before_its_answer():
+    from vsf_sensor_ros.demo.summary import tare_sim_time
+    a = _residual_log([0.90, 0.92, 0.94], [100, 200, 300])
+    b = _residual_log([0.92, 0.96], [150, 400])             # 0.96 paired after the answer (at 350)
+    assert tare_sim_time(350, [a, b, None]) == 0.94
+    assert tare_sim_time(120, [a, b]) == 0.90
+    assert tare_sim_time(50, [a, b]) is None                # no pair before the answer
+    assert tare_sim_time(None, [a, b]) is None              # no answer

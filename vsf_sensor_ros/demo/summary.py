@@ -33,8 +33,8 @@ DEFINITIONS = {
     "tare": "the demo's one call of the node's global tare service",
     "tare.success": "the tare answered success and every sensor's tare is in the saved calibration file",
     "tare.message": "the node's answer, as sent (for the reader; nothing is parsed from it)",
-    "tare.sim_time_s": "newest prediction stamp the node had published when its tare answer arrived "
-                       "(where the tare took effect, to within a step)",
+    "tare.sim_time_s": "newest residual stamp (a measured-predicted pair) received before the tare "
+                       "answer arrived: the newest sample the tare could average",
     "tare.call_ms": "wall time from sending the tare request to receiving its answer (ms)",
     "errors": "what went wrong in the session (empty when nothing did)",
     "definitions": "this table",
@@ -110,12 +110,15 @@ def series_for(session: SessionResult, s: SensorInfo) -> Tuple[Any, Any]:
     return pred, meas
 
 
-def tare_sim_time(response_ns: Optional[int], predicted: Sequence[Any]) -> Optional[float]:
-    """Where the tare took effect (to a step): the newest stamp (s) of the predictions published
-    before its answer arrived (``response_ns``); None without an answer or such a prediction."""
+def tare_sim_time(response_ns: Optional[int], residuals: Sequence[Any]) -> Optional[float]:
+    """Where the tare took effect: the newest stamp (s) of the residual logs (``TopicLog``: one
+    residual per measured-predicted pair, the pairs a tare averages) received before its answer
+    arrived (``response_ns``); None without an answer or such a residual.  The node publishes a
+    pair's residual before it serves a later tare call; a prediction may be newer than every pair."""
     if response_ns is None:
         return None
-    stamps = [p.stamp_ns[p.event_ns < response_ns] for p in predicted if p is not None]
+    stamps = [np.array(r.stamps_ns(), dtype=np.int64)[np.array(r.recv_ns) < response_ns]
+              for r in residuals if r is not None and len(r)]
     stamps = [s for s in stamps if s.size]
     return round(float(max(s.max() for s in stamps)) * 1e-9, 9) if stamps else None
 
@@ -205,7 +208,8 @@ def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tup
     c_stamp = np.array(contacts.stamps_ns() if contacts else [], dtype=np.int64)
     c_recv = np.array(contacts.recv_ns if contacts else [], dtype=np.int64)
     steps = int(c_stamp.size)
-    tare_t = tare_sim_time(session.tare.response_ns, [p for p, _ in series.values()])
+    residuals = [session.logs.get(f"/{s.name}/residual") for s in cfg.sensors]
+    tare_t = tare_sim_time(session.tare.response_ns, residuals)
     if tare_t is not None:
         session.tare.sim_time_s = tare_t
     span_s = (c_recv[-1] - c_recv[0]) * 1e-9 if steps > 1 else 0.0
