@@ -112,7 +112,7 @@ def joint_state(sec: int) -> JointState:
 
 def no_contacts(node: SensorNode, sec: int):
     """An empty contacts cloud (nothing touches anything) stamped ``sec`` s."""
-    from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+    from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
     msg = contacts_to_pointcloud2({}, node.world.body_names, stamp=None, frame_id="world")
     msg.header.stamp.sec = sec
     return msg

@@ -16,7 +16,7 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import FluidPressure
 from std_srvs.srv import Trigger
 
-from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.sensor_node import SensorNode
 
 from .node_helpers import bubble_push_cloud

@@ -22,7 +22,7 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import FluidPressure
 from std_srvs.srv import Trigger
 
-from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.messages.pointcloud import write_cloud
 from vsf_sensor_ros.ros.messages.readings import make_header
 from vsf_sensor_ros.ros.parameter_table import ConfigError

@@ -10,7 +10,8 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from vsf_sensor_ros.demo.recorder import TopicLog
-from vsf_sensor_ros.ros.messages.pointcloud import float_columns, read_cloud
+from vsf_sensor_ros.ros.messages.pointcloud import read_cloud
+from vsf_sensor_ros.ros.messages.wire import float_columns
 from vsf_sensor_ros.ros.kinds import reading_codecs
 
 
@@ -30,7 +31,7 @@ def cloud_fields(msg: Any, names: Sequence[str]) -> np.ndarray:
         ``(height*width, len(names))`` float64 array.
 
     Raises:
-        ValueError: (a :class:`~vsf_sensor_ros.ros.messages.pointcloud.CloudDecodeError`)
+        ValueError: (a :class:`~vsf_sensor_ros.ros.messages.wire.CloudDecodeError`)
             a field is missing or named twice, has ``count != 1`` or an
             unknown datatype, does not fit in ``point_step``, or the data does
             not reach the end of the last point.

@@ -1,4 +1,4 @@
-"""Kinematics: joint states, free-body poses, driver joint names.
+"""Kinematics: joint states (decoded from CDR bytes), free-body poses, driver joint names.
 
 A driver may name its joints differently from the URDF (Kinova's ``joint_1`` vs ``Actuator1``):
 nothing matches and predictions are silently wrong, so unknown and missing names are reported
@@ -7,6 +7,8 @@ and ``joint_name_map`` renames them.  The transform history is the rig's
 """
 from __future__ import annotations
 
+import struct
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
@@ -17,8 +19,67 @@ from ..rig.kinematics import BodyTransforms
 from ..urdf import MOVABLE_JOINT_TYPES, JointNameMapError
 from ..urdf import parse_joint_name_map as _parse_joint_name_map
 from .messages.stamps import stamp_to_ns
+from .messages.wire import RawHeader, Reader, cached_section
 from .parameter_table import ConfigError
 from .sensor_handle import SensorHandle
+
+
+@dataclass(slots=True)
+class RawJointState:
+    """``sensor_msgs/JointState`` decoded from CDR: ``position``, ``velocity``, ``effort`` float64
+    read-only views on the received bytes (rad or m, rad/s or m/s, N·m or N), each possibly empty."""
+    header: RawHeader
+    name: List[str]
+    position: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+
+
+_EMPTY_F8 = np.zeros(0)
+_EMPTY_F8.setflags(write=False)
+_JOINT_NAMES: List[Any] = [None]   # the last names section (wire.cached_section)
+
+
+def _float64s(r: Reader) -> np.ndarray:
+    n = r.u32()
+    if n == 0:           # no alignment padding before an empty sequence
+        return _EMPTY_F8
+    if r.a8:
+        r.pos += -(r.pos - 4) & 7
+    pos = r.pos
+    if pos + 8 * n > r.end:
+        raise r.fail()
+    r.pos = pos + 8 * n
+    return np.frombuffer(r.buf, dtype=r.e + "f8", count=n, offset=pos)
+
+
+def _names(r: Reader) -> Tuple[str, ...]:
+    n = r.u32()
+    if 4 * n > r.end:   # each string takes at least 4 bytes: a larger count is garbage
+        raise r.fail(f"{r.what} count {n} exceeds the buffer")
+    return tuple(r.string() for _ in range(n))
+
+
+def decode_joint_state(data: object) -> RawJointState:
+    """A serialised ``sensor_msgs/JointState`` (the bytes of a ``raw=True`` subscription,
+    encapsulation included; trailing bytes ignored) as a :class:`RawJointState`.
+
+    Raises:
+        CdrDecodeError: naming the field and byte offset.
+    """
+    r = Reader(data, "JointState")
+    try:
+        header = r.header()
+        r.what = "name"
+        names = cached_section(_JOINT_NAMES, r, _names)
+        r.what = "position"
+        pos = _float64s(r)
+        r.what = "velocity"
+        vel = _float64s(r)
+        r.what = "effort"
+        return RawJointState(header, list(names), pos, vel, _float64s(r))
+    except (struct.error, IndexError):
+        raise r.fail() from None
 
 
 class KinematicInputs:

@@ -18,11 +18,9 @@ from visualization_msgs.msg import MarkerArray
 from ..rig.calibration import AutoTareSettings, ContactFreeLoop
 from ..rig.sensors import RigSensor
 from ..sensor import GainCalibrator
-from ..sensor.base_sensor import BaseSensor, SimState
+from ..sensor.base_sensor import BaseSensor
 from .diagnostics import SensorStats
 from .messages import readings as enc
-from .messages import wire
-from .messages.stamps import ns_to_stamp, stamp_to_ns
 from .parameter_table import ConfigError
 from .parameters import SensorParameters
 
@@ -122,43 +120,9 @@ class SensorEndpoints:
             node.destroy_publisher(self.markers)
             self.markers = None
 
-    def publish_step(self, layout: enc.SensorLayout, r: Any, state: SimState, stamp: Any, world_frame: str,
-                     in_contact: bool, marker_force_scale: Optional[float]) -> bool:
-        """Publish a checked step: prediction, Jacobian, and markers when ``marker_force_scale`` is given.
-
-        Outputs nobody subscribes to are not encoded (serialising clouds costs).
-
-        Args:
-            layout: the sensor's layout.
-            r: its :class:`SensorResult`.
-            state: the step's ``SimState`` (contact points for the markers).
-            stamp: the contacts message's stamp.
-            world_frame: frame of the Jacobian and the markers' points.
-            in_contact: the sensor's contact state (colours the markers).
-            marker_force_scale: m per N of the arrows, or None: no markers this step.
-
-        Returns:
-            True when markers were published.
-        """
-        values, jac = r.values, r.jacobian
-        stamp_ns = stamp_to_ns(stamp)
-        if wanted(self.predicted):
-            self.predicted.publish(enc.encode_vector(layout, values, stamp_ns))
-        if jac is not None and self.jacobian is not None and wanted(self.jacobian):
-            self.jacobian.publish(wire.encode_jacobian(
-                jac.rows.cpu().numpy(), r.jacobian_cols, jac.values.detach().cpu().numpy(), stamp_ns,
-                world_frame))
-        if marker_force_scale is None or self.markers is None or not wanted(self.markers):
-            return False
-        pts, frc = state.contacts_on_body(layout.frame_id, local=False)
-        self.markers.publish(enc.encode_markers(self.name, layout, world_frame, ns_to_stamp(stamp_ns),
-                                                pts.cpu().numpy(),
-                                                frc.cpu().numpy(), values, marker_force_scale, in_contact))
-        return True
-
     def publish_residual(self, layout: enc.SensorLayout, residual: np.ndarray, stamp_ns: int) -> bool:
         """Publish ``<s>/residual`` (``(#meas,)`` float64, SI) when someone subscribes; True if sent."""
-        if not wanted(self.residual):
+        if not enc.wanted(self.residual):
             return False
         self.residual.publish(enc.encode_vector(layout, residual, stamp_ns))
         return True
@@ -172,7 +136,7 @@ class SensorEndpoints:
         prediction it was paired with, so ``<s>/predicted`` and ``<s>/measured_si`` of one
         instant carry the same stamp and overlay in one unit in a plot.
         """
-        if not wanted(self.measured_si):
+        if not enc.wanted(self.measured_si):
             return False
         self.measured_si.publish(enc.encode_vector(layout, measured, stamp_ns))
         return True
@@ -208,11 +172,6 @@ def contact_free_loop(values: Mapping[str, Any], layout: enc.SensorLayout) -> Op
     if auto is None and watch is None:
         return None
     return ContactFreeLoop(auto, watch, int(layout.slots[0]) if watch is not None else 0)
-
-
-def wanted(pub: Any) -> bool:
-    """A publisher has at least one matched subscription."""
-    return pub.get_subscription_count() > 0
 
 
 class SensorHandle(RigSensor):
@@ -265,4 +224,4 @@ class SensorHandle(RigSensor):
         return notes
 
 
-__all__ = ["EndpointQoS", "SensorEndpoints", "SensorHandle", "qos_reliability", "wanted"]
+__all__ = ["EndpointQoS", "SensorEndpoints", "SensorHandle", "qos_reliability"]

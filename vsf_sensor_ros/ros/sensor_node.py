@@ -35,7 +35,8 @@ from . import main as node_main
 from .messages import readings as enc
 from .messages import wire
 from ._rclpy_compat import add_parameter_callbacks
-from .messages.contacts import ContactsDecodeError, contacts_to_pointcloud2, pointcloud2_to_contacts
+from .messages.pointcloud import contacts_to_pointcloud2
+from .messages.wire import ContactsDecodeError, pointcloud2_to_contacts
 from .diagnostics import InputStats, build_diagnostics
 from .health import (JOINT_STATE, POSE_STAMPED, NodeHealth, configuration_warnings, known_keys,
                      misspelt_keys, node_value_problems, own_topics, type_name)
@@ -43,7 +44,7 @@ from .input_health import SensorInputs, StreamClock
 from .input_types import WrongTypeWatch
 from .parameter_check import unknown_keys
 from .frames import FramePublisher
-from .kinematics import KinematicInputs, parse_joint_name_map
+from .kinematics import KinematicInputs, decode_joint_state, parse_joint_name_map
 from .messages.gz_contacts import gz_contacts_to_contacts, note_unknown_bodies
 from .scene import (SensorFactory, build_scene, check_contact_body_names, effective_assets_dir,
                     gz_contacts_input, resolve_path)
@@ -195,7 +196,7 @@ class SensorNode(Node):
         # creation order, so a step's joint state (published first by a simulator) is applied before
         # its contacts; the EventsExecutor serves them in arrival order.  Either way a contacts
         # message uses the stamped joint state of its own step (body_transforms' history).
-        self.sub_joints = wire.subscribe(self, JointState, "joint_states", wire.decode_joint_state,
+        self.sub_joints = wire.subscribe(self, JointState, "joint_states", decode_joint_state,
                                          self._on_joint_state, self._reject, self._qos.inputs)
         self.sub_contacts = (
             self.create_subscription(self._gz_contacts[0], "contacts", self._on_contacts, self._qos.inputs)
@@ -411,8 +412,8 @@ class SensorNode(Node):
         rate = self.live.markers_max_rate
         markers = rate <= 0 or now - h.last_marker_time >= 1.0 / rate
         world_frame = self._frame_prefix + self._world_frame    # as stamped on the wire
-        if h.endpoints.publish_step(h.layout, r, state, stamp, world_frame, in_contact,
-                                    self.live.marker_force_scale if markers else None):
+        if enc.publish_step(h.endpoints, h.layout, r, state, stamp_to_ns(stamp), world_frame, in_contact,
+                            self.live.marker_force_scale if markers else None):
             h.last_marker_time = now
 
     def _zero_stamped_contacts(self) -> None:

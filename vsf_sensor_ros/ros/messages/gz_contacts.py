@@ -13,8 +13,7 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequ
 import numpy as np
 import torch
 
-from .contacts import ContactsDecodeError, DecodedContacts, contacts_from_buffer
-from .pointcloud import CloudDecodeError, CloudLayout
+from .wire import CloudDecodeError, CloudLayout, ContactsDecodeError, DecodedContacts, contacts_from_buffer
 from .stamps import stamp_to_ns
 
 #: the ``contacts_type`` value of Gazebo contacts
@@ -239,8 +238,8 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
             mapped body not in ``body_names`` (the first collision that named it).
 
     Returns:
-        :class:`~vsf_sensor_ros.ros.messages.contacts.DecodedContacts`, equal to what
-        :func:`~vsf_sensor_ros.ros.messages.contacts.pointcloud2_to_contacts` gives for
+        :class:`~vsf_sensor_ros.rig.contacts.DecodedContacts`, equal to what
+        :func:`~.wire.pointcloud2_to_contacts` gives for
         a cloud of the same rows (``x y z``, ``fx fy fz``, ``body1 body2``, and
         ``nx ny nz`` / ``depth`` when present), ``num_points`` = rows,
         ``frame_id`` and ``stamp_ns`` from the header, ``fields`` the field
