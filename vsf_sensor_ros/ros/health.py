@@ -244,7 +244,7 @@ class NodeHealth:
             explain: called once per report for each silent stream
                 (:func:`~.input_health.silent_streams`: missing, stopped, or optional and never
                 received after ``timeout``; for no other), returning what explains the silence
-                (another message type on its topic, :class:`~.input_types.WrongTypeWatch`) or
+                (another message type on its topic, :class:`~.topic_types.WrongTypeWatch`) or
                 ``""``; the text ends that stream's sentences on the sensor, inputs and topic
                 statuses (an optional stream with a cause is a problem: its sensor WARNs).
         """
