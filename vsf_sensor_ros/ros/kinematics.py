@@ -85,18 +85,9 @@ def decode_joint_state(data: object) -> RawJointState:
 class KinematicInputs:
     """Joint states and free-body poses of a node's ``World``, and the transforms a step reads.
 
-    Args:
-        world: the node's ``World`` (changed in place).
-        world_frame: the frame every pose must be in (an empty ``frame_id`` is taken as it).
-        name_map: driver joint name -> URDF joint name (``joint_name_map``).
-        transforms: the rig's body transforms (:class:`~vsf_sensor_ros.rig.kinematics.BodyTransforms`):
-            every applied joint state is remembered there, every pose invalidates its cache.
-        reject: the node's ``_reject(reason, detail)``: counts and logs a rejected message.
-        logger: the node's logger (unknown joint names, warned once).
-
-    Attributes:
-        joint_names: the driver-name tracker (unknown names, sensor joints never received).
-        transforms: the body transforms of a contacts message's own step.
+    ``world`` is changed in place; every pose must be in ``world_frame`` (or empty);
+    ``name_map``: driver -> URDF joint name; ``transforms``: the rig's history, given every
+    applied joint state; ``reject(reason, detail)``: the node's rejection counter and log.
     """
 
     def __init__(self, world: Any, world_frame: str, name_map: Mapping[str, str], transforms: BodyTransforms,
@@ -152,13 +143,8 @@ class KinematicInputs:
 
     def follow(self, handles: Iterable[SensorHandle], contact_body_names: Iterable[str],
                free_bodies: Iterable[str]) -> None:
-        """Watch the joints that move the sensors' bodies; compute only the bodies a step reads.
-
-        Args:
-            handles: the configured sensors.
-            contact_body_names: the bodies of the contacts table.
-            free_bodies: the free bodies whose poses go on ``/tf``.
-        """
+        """Watch the joints that move the sensors' bodies; compute only the bodies a step reads
+        (the sensors', the contacts table's, the free ones on ``/tf``)."""
         handles = list(handles)
         w = self._world
         # the joints a driver must send for each sensor's body to move (reported when never received)
@@ -198,15 +184,9 @@ def joints_moving(body: str, body_parent: Mapping[str, Optional[str]],
                   joints: Sequence[Tuple[str, str, str, Optional[str], bool]]) -> List[str]:
     """The joints a driver must send for ``body`` to move: movable joints from the root down to it.
 
-    Args:
-        body: a link, or an extra body fixed (through ``body_parent``) to one.
-        body_parent: extra body -> its parent link or body (None: a free body).
-        joints: ``(name, parent_link, child_link, mimic_source or None, movable)`` of every
-            URDF joint (fixed ones too: the chain climbs through them).
-
-    Returns:
-        Joint names, root first; a mimic joint is replaced by its source (the driver
-        sends the source).  Empty for a free body or the root link.
+    ``body_parent``: extra body -> parent (None: free); ``joints``: ``(name, parent_link,
+    child_link, mimic_source or None, movable)`` of every URDF joint.  Root first, a mimic joint
+    replaced by its source; empty for a free body or the root link.
     """
     seen: Set[str] = set()
     link: Optional[str] = body
@@ -227,15 +207,8 @@ def joints_moving(body: str, body_parent: Mapping[str, Optional[str]],
 class JointNameTracker:
     """Renames driver joint names and keeps what the node reports about them.
 
-    Args:
-        name_map: driver name -> URDF name (:func:`parse_joint_name_map`).
-        watched: joint -> sensors it moves (:func:`joints_moving` per sensor).
-
-    Attributes:
-        unknown: name as received (before mapping) -> JointState messages that carried it
-            and no URDF joint matched.
-        received: URDF joint names seen in at least one JointState.
-        messages: JointState messages seen.
+    ``watched``: joint -> sensors it moves.  ``unknown``: name as received -> messages that
+    carried it unmatched; ``received``: URDF names seen; ``messages``: JointStates seen.
     """
 
     def __init__(self, name_map: Mapping[str, str], watched: Mapping[str, Sequence[str]]) -> None:
@@ -255,15 +228,8 @@ class JointNameTracker:
              ignored: Sequence[str]) -> List[str]:
         """Record one applied JointState; the warning lines to log now (each at most once).
 
-        Args:
-            received_names: names as the driver sent them.
-            applied_names: the same after :meth:`rename`.
-            ignored: the applied names no URDF joint matched.
-
-        Returns:
-            A line per name never seen before that matched nothing, and, at the
-            :data:`MISSING_AFTER`-th message, one line naming the sensor-moving
-            joints still never received.
+        A line per new name that matched nothing (``ignored``: applied names unmatched) and, at
+        the :data:`MISSING_AFTER`-th message, one naming the sensor-moving joints never received.
         """
         self.messages += 1
         lines: List[str] = []

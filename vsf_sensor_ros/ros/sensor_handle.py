@@ -65,16 +65,8 @@ class EndpointQoS:
 class SensorEndpoints:
     """The publishers, subscription and service of one sensor, owned by ``node``.
 
-    Args:
-        node: the node that creates every endpoint.
-        config: the sensor's parameters (name, measured type, publish flags).
-        layout: the sensor's message layout (predicted / residual type).
-        qos: QoS profiles.
-        on_measured: ``f(sensor_name, msg)`` for ``<s>/measured``.
-        on_tare: ``f(sensor_name, request, response) -> response`` for ``<s>/tare``.
-        on_calibrate_gain: the same for ``<s>/calibrate_gain``, created when given and the
-            sensor ``sensor`` takes a gain (``GainCalibrator.compatible``).
-        sensor: the sensor's model (decides ``<s>/calibrate_gain``).
+    ``on_measured(name, msg)``, ``on_tare(name, request, response)`` and ``on_calibrate_gain``
+    serve ``<s>/measured``, ``<s>/tare`` and ``<s>/calibrate_gain`` (made when ``sensor`` takes a gain).
     """
 
     def __init__(self, node: Node, config: SensorParameters, layout: enc.SensorLayout, qos: EndpointQoS,
@@ -130,12 +122,8 @@ class SensorEndpoints:
     def publish_measured_si(self, layout: enc.SensorLayout, measured: np.ndarray, stamp_ns: int) -> bool:
         """Publish ``<s>/measured_si`` when someone subscribes; True if sent.
 
-        ``measured`` is the ``(#meas,)`` float64 measured vector in SI (the reading x
-        ``measured_scale``, as the residual uses it; entries the measured type cannot carry are
-        NaN and have no slot in the message).  ``stamp_ns`` is the contacts stamp of the
-        prediction it was paired with, so ``<s>/predicted`` and ``<s>/measured_si`` of one
-        instant carry the same stamp and overlay in one unit in a plot.
-        """
+        ``measured``: ``(#meas,)`` float64 in SI, as the residual uses it; ``stamp_ns``: that of
+        the prediction it was paired with (the two overlay in a plot)."""
         if not enc.wanted(self.measured_si):
             return False
         self.measured_si.publish(enc.encode_vector(layout, measured, stamp_ns))
@@ -177,12 +165,8 @@ def contact_free_loop(values: Mapping[str, Any], layout: enc.SensorLayout) -> Op
 class SensorHandle(RigSensor):
     """The node's sensor: the rig's sensor with its parameters, endpoints and diagnostics counters.
 
-    Args:
-        config: the sensor's parameters.
-        sensor: the attached model.
-        layout: its message layout.
-        buffer_size: capacity of each pairing queue (``alignment_buffer_size``).
-        tolerance_ns: pairing tolerance (``max_stamp_difference``, ns), None = adaptive.
+    ``buffer_size``: each pairing queue's (``alignment_buffer_size``); ``tolerance_ns``:
+    ``max_stamp_difference`` in ns, None = adaptive.
     """
 
     def __init__(self, config: SensorParameters, sensor: BaseSensor, layout: enc.SensorLayout,
@@ -202,13 +186,8 @@ class SensorHandle(RigSensor):
     def apply_live(self, values: Mapping[str, Any]) -> List[str]:
         """Apply checked live values of :data:`~.parameter_table.LIVE_SENSOR_KEYS` (key -> value).
 
-        A new ``measured_scale`` forgets the buffered measured samples (a tare must not average
-        two units); a new ``measured_delay`` of a header-less stream forgets the pairing buffers
-        (its pairing key moved).
-
-        Returns:
-            One sentence per buffer cleared, for the log.
-        """
+        A new ``measured_scale`` forgets the buffered measured samples, a new ``measured_delay`` of
+        a header-less stream the pairing buffers; a sentence per buffer cleared, for the log."""
         old = dict(self.config.values)
         self.config = SensorParameters(self.name, self.config.type, {**old, **values})
         new = self.config.values
