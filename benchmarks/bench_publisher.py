@@ -7,7 +7,7 @@ GIL) and the node under test sees an ordinary remote publisher.
 For every step it publishes a ``sensor_msgs/JointState`` (fixed
 configuration, so the node recomputes forward kinematics as it would for a
 moving robot) and then one contacts ``sensor_msgs/PointCloud2`` built with
-:func:`vsf_sensor_ros.ros.messages.contacts.contacts_to_pointcloud2`: ``N``
+:func:`vsf_sensor_ros.ros.messages.pointcloud.contacts_to_pointcloud2`: ``N``
 contacts on the Punyo membrane between ``punyo`` and ``world``, without
 ``elem1`` (so every contact is mapped barycentrically to its closest
 triangle).  A pool of distinct clouds (different points and forces) is
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     import rclpy
     from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState, PointCloud2
-    from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+    from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
     from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp
 
     world, names, q = world_and_joints(args.world, args.assets)

@@ -43,7 +43,7 @@ def profile_node(steps: int = 500, contacts: int = 100, top: int = 25,
     from rclpy.parameter import Parameter
     from rclpy.serialization import serialize_message
     from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id
-    from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+    from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
     from vsf_sensor_ros.ros.sensor_node import SensorNode
     from sensor_msgs.msg import JointState
     from benchmarks import bench_node, bench_publisher as bp

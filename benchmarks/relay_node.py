@@ -28,6 +28,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from sensor_msgs.msg import FluidPressure, JointState, PointCloud2
 
 from vsf_sensor_ros.ros.messages import wire as cdr
+from vsf_sensor_ros.ros.messages import readings as enc
 from vsf_sensor_ros.ros.main import spin_node
 
 JACOBIAN_NNZ_PER_CONTACT = {"PunyoPressureSensor": 3, "PunyoDenseForceSensor": 27}
@@ -65,15 +66,15 @@ def main(argv: Sequence[str] = ()) -> int:
         frame = p[f"{s}.attachment"]
         if p[f"{s}.type"] == "PunyoPressureSensor":
             outputs.append((node.create_publisher(FluidPressure, f"{s}/predicted", qos),
-                            lambda n, f=frame: cdr.encode_fluid_pressure(0, f, 1.0, 0.0)))
+                            lambda n, f=frame: enc.encode_fluid_pressure(0, f, 1.0, 0.0)))
         else:
             outputs.append((node.create_publisher(PointCloud2, f"{s}/predicted", qos),
-                            lambda n, f=frame: cdr.encode_dense_force(
+                            lambda n, f=frame: enc.encode_dense_force(
                                 0, f, np.zeros((vertices, 3)), np.ones((vertices, 3)))))
         if p.get(f"{s}.publish_jacobian"):
             k = JACOBIAN_NNZ_PER_CONTACT[p[f"{s}.type"]]
             outputs.append((node.create_publisher(PointCloud2, f"{s}/jacobian", qos),
-                            lambda n, k=k: cdr.encode_jacobian(
+                            lambda n, k=k: enc.encode_jacobian(
                                 np.arange(k * n), np.arange(k * n), np.ones(k * n), 0, "world")))
     templates: Dict[int, List[bytes]] = {}
 

@@ -11,7 +11,7 @@ from std_msgs.msg import Bool
 
 from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.contact_sources.contact_sim_node import ContactSimNode, main
-from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts
+from vsf_sensor_ros.ros.messages.wire import pointcloud2_to_contacts
 from vsf_sensor_ros.ros.messages.readings import read_cloud_fields
 from test.ros.node_helpers import spin_until
 

@@ -22,7 +22,7 @@ from vsf_sensor_ros.demo.config import SensorInfo, check_pairing, resolve_config
 from vsf_sensor_ros.demo.session import mujoco_sim_command
 from vsf_sensor_ros.demo.summary import vs_mujoco
 from vsf_sensor_ros.contact_sources.mujoco_contact_node import MujocoContactNode, main
-from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts
+from vsf_sensor_ros.ros.messages.wire import pointcloud2_to_contacts
 from test.ros.node_helpers import spin_until
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -91,7 +91,7 @@ def test_the_load_cell_reads_the_normal_force_of_the_recorded_contacts(demo):
     """MuJoCo's touch sensor counts normal forces only; the recorded contacts on the object (from
     mj_contactForce) give the same vertical force while the press holds still (t >= 5 s)."""
     from vsf_sensor_ros.demo.analysis import cloud_fields
-    from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts
+    from vsf_sensor_ros.ros.messages.wire import pointcloud2_to_contacts
     topics = read_bag(demo["out"])
     meas = {stamp(m): m.wrench.force for m in topics["/object_load/measured"]}
     checked = 0

@@ -18,7 +18,7 @@ from sensor_msgs.msg import JointState, PointCloud2
 from std_srvs.srv import Trigger
 
 from test.contact_sources.test_wrench_contacts import BODY_T, URDF
-from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts
+from vsf_sensor_ros.ros.messages.wire import pointcloud2_to_contacts
 from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp
 from vsf_sensor_ros.contact_sources.wrench_contact_node import WrenchContactNode
 from test.ros.node_helpers import spin_until

@@ -210,7 +210,7 @@ def test_summary_labels_every_measured_stream_and_reports_the_pad_against_klampt
     from vsf_sensor_ros.demo.tare import TareResult
     from vsf_sensor_ros.demo.recorder import TopicLog
     from vsf_sensor_ros.demo.summary import build_summary, series_for, summary_table
-    from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+    from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
     from vsf_sensor_ros.sensor import ContactState
     cfg = resolve_config(build_parser().parse_args(["--world", "embedded", "--out", str(tmp_path)]))
     bodies = cfg.contact_body_names                      # [punyo, object, table]

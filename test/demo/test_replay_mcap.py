@@ -227,7 +227,7 @@ def _headerless_bag(tmp_path: Path) -> tuple:
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float32
 
-    from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+    from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
     params = yaml.safe_load(PARAMS.read_text())
     node = params["sensor_node"]["ros__parameters"]
     for s in SENSORS[1:]:

@@ -53,7 +53,7 @@ def test_every_key_of_a_demo_summary_is_defined(tmp_path):
     from vsf_sensor_ros.demo.session import SessionResult
     from vsf_sensor_ros.demo.tare import TareResult
     from vsf_sensor_ros.demo.recorder import TopicLog
-    from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+    from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
     from vsf_sensor_ros.sensor import ContactState
     cfg = resolve_config(build_parser().parse_args(["--world", "embedded", "--out", str(tmp_path)]))
     touch = {("punyo", "object"): ContactState(torch.zeros(1, 3, dtype=torch.float64),

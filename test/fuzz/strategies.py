@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from sensor_msgs.msg import FluidPressure, JointState, PointCloud2, PointField
 from std_msgs.msg import Header
 
-from vsf_sensor_ros.ros.messages.pointcloud import CloudLayout, FieldSpec
+from vsf_sensor_ros.ros.messages.wire import CloudLayout, FieldSpec
 
 INT8, UINT8, INT16, UINT16, INT32, UINT32, FLOAT32, FLOAT64 = range(1, 9)
 FLOATS = (FLOAT32, FLOAT64)

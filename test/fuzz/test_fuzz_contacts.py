@@ -22,8 +22,8 @@ from sensor_msgs.msg import PointCloud2
 from test.fuzz import reference as ref
 from test.fuzz.profiles import record
 from test.fuzz.strategies import body_name_tables, contact_clouds, data_buffers, weighted_bool
-from vsf_sensor_ros.ros.messages.contacts import (DECODE_REASONS, ContactsDecodeError, contacts_from_buffer,
-                                                  pointcloud2_to_contacts)
+from vsf_sensor_ros.ros.messages.wire import (DECODE_REASONS, ContactsDecodeError, contacts_from_buffer,
+                                              pointcloud2_to_contacts)
 
 
 @st.composite

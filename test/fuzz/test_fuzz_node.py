@@ -407,7 +407,7 @@ def _same(a, b) -> bool:
 
 def _probe(node: SensorNode, sec: int):
     """A small well-formed contacts message: one contact on the bubble's first vertex."""
-    from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+    from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
     T = node.world.body_transform("punyo")
     V = np.asarray(node.world.body_mesh("punyo").vertices)
     p = T[:3, :3] @ V[0] + T[:3, 3]

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from test.fuzz import reference as ref
 from test.fuzz.profiles import record
 from test.fuzz.strategies import ALL_TYPES, BAD_DATATYPES, Column, clouds, data_buffers, weighted_bool
-from vsf_sensor_ros.ros.messages.pointcloud import CLOUD_REASONS, CloudDecodeError, read_cloud, read_points
+from vsf_sensor_ros.ros.messages.pointcloud import read_cloud
+from vsf_sensor_ros.ros.messages.wire import CLOUD_REASONS, CloudDecodeError, read_points
 
 POOL = ("a", "b", "c", "x", "rgb", "t")
 NUMPY_KIND = {1: "i1", 2: "u1", 3: "i2", 4: "u2", 5: "i4", 6: "u4", 7: "f4", 8: "f8"}

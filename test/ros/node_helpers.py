@@ -242,7 +242,7 @@ def bubble_push_cloud(node: Any, force: float, sec: int) -> PointCloud2:
     positive direction) in the world frame, header stamp ``sec`` s."""
     import numpy as np
     import torch
-    from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+    from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
     from vsf_sensor_ros.sensor import ContactState
     T = node.world.body_transform("punyo")
     V = np.asarray(node.world.body_mesh("punyo").vertices)

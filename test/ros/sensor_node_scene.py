@@ -23,7 +23,7 @@ from visualization_msgs.msg import MarkerArray
 
 from vsf_sensor_ros.embedded_world import embedded_world
 from vsf_sensor_ros.ros.calibration_file import HEADER
-from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.sensor import ContactState, SimState
 
 from .node_helpers import NodeProcess, Probe, deliver_counted, joint_state, latest_status, write_params

@@ -24,7 +24,7 @@ from std_srvs.srv import Trigger
 from vsf_sensor_ros.embedded_world import BUBBLE_RADIUS
 from vsf_sensor_ros.ros import kinds
 from vsf_sensor_ros.rig.contacts import with_implied_pairs
-from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts
+from vsf_sensor_ros.ros.messages.wire import pointcloud2_to_contacts
 from vsf_sensor_ros.ros.messages.readings import read_cloud_fields
 from vsf_sensor_ros.ros.sensor_handle import SensorHandle
 from vsf_sensor_ros.sensor import SimState

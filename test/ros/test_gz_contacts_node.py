@@ -26,7 +26,7 @@ import pytest
 import torch
 from geometry_msgs.msg import Vector3
 
-from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.sensor import ContactState
 
 from std_srvs.srv import Trigger

@@ -29,7 +29,7 @@ from sensor_msgs.msg import FluidPressure, JointState, PointCloud2
 
 from vsf_sensor_ros.embedded_world import BUBBLE_RADIUS, embedded_world
 from vsf_sensor_ros.rig.kinematics import BodyTransforms
-from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp
 from vsf_sensor_ros.sensor import ContactState
 

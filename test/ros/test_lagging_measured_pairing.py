@@ -49,7 +49,7 @@ def test_measured_stamps_older_than_every_kept_prediction_name_the_buffer_to_rai
     st = lis.status(": pressure", lambda s: values(s)["pairing"] == sentence, timeout=2.0)
     assert values(st)["residuals_published"] == "0"
     h.pairs.clear()
-    answer = node._on_tare("pressure", Trigger.Request(), Trigger.Response())
+    answer = node.measurements.on_tare("pressure", Trigger.Request(), Trigger.Response())
     assert not answer.success and sentence in answer.message, answer.message
 
 

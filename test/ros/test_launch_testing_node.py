@@ -42,7 +42,7 @@ class TestSensorNodeAnswers(unittest.TestCase):
 
     def test_empty_cloud_gives_a_pressure_prediction(self):
         from vsf_sensor_ros.embedded_world import embedded_world
-        from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+        from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
         got = []
         self.node.create_subscription(FluidPressure, "/punyo_pressure/predicted", got.append, 10)
         pub = self.node.create_publisher(PointCloud2, "/contacts", 10)

@@ -112,7 +112,7 @@ def joint_state(sec: int) -> JointState:
 
 def no_contacts(node: SensorNode, sec: int):
     """An empty contacts cloud (nothing touches anything) stamped ``sec`` s."""
-    from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+    from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
     msg = contacts_to_pointcloud2({}, node.world.body_names, stamp=None, frame_id="world")
     msg.header.stamp.sec = sec
     return msg
@@ -234,7 +234,7 @@ def test_a_sensor_with_no_contacts_is_warn_naming_topic_and_type_and_its_tare_sa
     for k in range(3):
         node._on_joint_state(joint_state(k + 1))
         node._on_measured("pressure", pressure(101325.0, k + 1))
-    ans = node._on_tare("pressure", Trigger.Request(), Trigger.Response())
+    ans = node.measurements.on_tare("pressure", Trigger.Request(), Trigger.Response())
     assert not ans.success
     assert f"no sensor_msgs/msg/PointCloud2 received on {NS}/contacts" in ans.message
 
@@ -242,7 +242,7 @@ def test_a_sensor_with_no_contacts_is_warn_naming_topic_and_type_and_its_tare_sa
 def test_gain_calibration_without_contacts_names_the_contacts_topic(make):
     node, _ = make(parameter_overrides=_params())
     node._on_measured("pressure", pressure(101325.0, 1))
-    ans = node._on_calibrate_gain("pressure", Trigger.Request(), Trigger.Response())
+    ans = node.measurements.on_calibrate_gain("pressure", Trigger.Request(), Trigger.Response())
     assert not ans.success
     assert f"no sensor_msgs/msg/PointCloud2 received on {NS}/contacts" in ans.message
 
@@ -326,7 +326,7 @@ def test_hpa_read_as_pa_is_a_live_warning_and_a_tare_is_refused_naming_value_uni
         node._on_contacts(no_contacts(node, k + 1))
         node._on_measured("pressure", pressure(1013.25, k + 1))
     lis.status(": pressure", lambda st: level(st) == 1 and "hPa" in st.message)
-    ans = node._on_tare("pressure", Trigger.Request(), Trigger.Response())
+    ans = node.measurements.on_tare("pressure", Trigger.Request(), Trigger.Response())
     assert not ans.success
     assert "1013.25" in ans.message and "hPa" in ans.message and "measured_scale" in ans.message
     assert node._handles["pressure"].sensor.get_calibration().get("tare") is None
@@ -337,7 +337,7 @@ def test_hpa_read_as_pa_is_a_live_warning_and_a_tare_is_refused_naming_value_uni
         node._on_contacts(no_contacts(node, k + 1))
         node._on_measured("pressure", pressure(1013.25, k + 1))
     assert node._handles["pressure"].unit_warning is None
-    ans = node._on_tare("pressure", Trigger.Request(), Trigger.Response())
+    ans = node.measurements.on_tare("pressure", Trigger.Request(), Trigger.Response())
     assert ans.success, ans.message
     # two contact-free samples of 101325 Pa against a raw prediction of 0 Pa: the tare is 101325 Pa
     assert math.isclose(float(node._handles["pressure"].sensor.get_calibration()["tare"][0]), 101325.0)

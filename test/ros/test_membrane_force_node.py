@@ -33,7 +33,7 @@ from builtin_interfaces.msg import Time
 import torch
 
 from vsf_sensor_ros.demo.processes import ManagedProcess, child_env, module_command
-from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.messages.camera import InputRejected, depth_from_image
 from vsf_sensor_ros.ros.kinds import sensor_layout
 from vsf_sensor_ros.ros.messages.readings import decode_measured, read_cloud_fields

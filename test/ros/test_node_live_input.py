@@ -16,7 +16,7 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import FluidPressure
 from std_srvs.srv import Trigger
 
-from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.sensor_node import SensorNode
 
 from .node_helpers import bubble_push_cloud
@@ -54,7 +54,7 @@ def test_the_sensor_set_and_what_a_model_is_built_from_are_read_only(node, name,
 
 
 def _gain_answer(node: SensorNode) -> str:
-    return node._on_calibrate_gain("pressure", Trigger.Request(), Trigger.Response()).message
+    return node.measurements.on_calibrate_gain("pressure", Trigger.Request(), Trigger.Response()).message
 
 
 def test_a_scale_change_clears_the_contact_samples_of_calibrate_gain(node):
@@ -70,7 +70,7 @@ def test_a_scale_change_clears_the_contact_samples_of_calibrate_gain(node):
 
 
 def _tare_all(node: SensorNode) -> Trigger.Response:
-    return node._on_tare_all(Trigger.Request(), Trigger.Response())
+    return node.measurements.on_tare_all(Trigger.Request(), Trigger.Response())
 
 
 def _empty(node: SensorNode, sec: int):

@@ -22,7 +22,7 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import FluidPressure
 from std_srvs.srv import Trigger
 
-from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.messages.pointcloud import write_cloud
 from vsf_sensor_ros.ros.messages.readings import make_header
 from vsf_sensor_ros.ros.parameter_table import ConfigError
@@ -133,7 +133,7 @@ def test_save_calibration_with_no_calibrated_sensor_leaves_the_file_unchanged(rc
                    parameter_overrides=_overrides(calibration_file=str(f), sensors=["force"]))
     try:
         assert not any(h.sensor.get_calibration() for h in n._handles.values())
-        resp = n._on_save_calibration(Trigger.Request(), Trigger.Response())
+        resp = n.measurements.on_save_calibration(Trigger.Request(), Trigger.Response())
     finally:
         n.destroy_node()
     assert resp.success is False

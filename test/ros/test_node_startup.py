@@ -17,7 +17,7 @@ import pytest
 import torch
 from sensor_msgs.msg import FluidPressure, JointState, PointCloud2
 
-from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.messages.readings import read_cloud_fields
 from vsf_sensor_ros.sensor import ContactState
 

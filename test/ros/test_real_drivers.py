@@ -24,7 +24,7 @@ from std_msgs.msg import Float32
 from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.embedded_world import embedded_world
-from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.kinematics import MISSING_AFTER, joints_moving, parse_joint_name_map
 from vsf_sensor_ros.ros.parameter_table import ConfigError
 from vsf_sensor_ros.ros.sensor_node import SensorNode
@@ -169,7 +169,7 @@ def test_headerless_hpa_driver_at_100_hz_pairs_with_contacts_at_60_hz_and_tares_
     assert 5e6 < h.pairer.effective_tolerance_ns() < 12e6
     # residual/tare stamps are the contacts' own stamps (1000 s + ...), not receive times
     assert all(s.stamp_ns in set(sent) for s in h.pairs)
-    r = node._on_tare("pressure", Trigger.Request(), Trigger.Response())
+    r = node.measurements.on_tare("pressure", Trigger.Request(), Trigger.Response())
     assert r.success, r.message
     offset = float(h.sensor.get_calibration()["tare"][0]) - float(
         np.asarray(h.sensor.get_calibration().get("tare_sim_avg", [0.0]))[0])
@@ -186,7 +186,7 @@ def test_a_live_scale_change_clears_the_buffered_samples_and_a_negative_scale_is
     assert len(h.pairs) > 10                              # refused: nothing changed
     assert node.set_parameters([Parameter("pressure.measured_scale", value=1.0)])[0].successful
     assert len(h.pairs) == 0 and h.pairer.measurement_stamps == []
-    r = node._on_tare("pressure", Trigger.Request(), Trigger.Response())
+    r = node.measurements.on_tare("pressure", Trigger.Request(), Trigger.Response())
     assert not r.success and "no measured sample paired" in r.message
     # 1013.25 hPa read as Pa: implausible as an absolute pressure, warned once
     for _ in range(3):
@@ -199,7 +199,7 @@ def test_a_live_scale_change_clears_the_buffered_samples_and_a_negative_scale_is
     assert all(float(s.measured[0]) == pytest.approx(BASELINE_HPA, rel=1e-6) for s in h.pairs)
     # and a tare on them is refused while they look like hPa read as Pa, naming value, unit and scale
     before = {k: np.asarray(v).tolist() for k, v in h.sensor.get_calibration().items()}
-    r = node._on_tare("pressure", Trigger.Request(), Trigger.Response())
+    r = node.measurements.on_tare("pressure", Trigger.Request(), Trigger.Response())
     assert not r.success
     assert f"{BASELINE_HPA:g}" in r.message and "hPa" in r.message and "measured_scale" in r.message
     assert {k: np.asarray(v).tolist() for k, v in h.sensor.get_calibration().items()} == before
@@ -287,7 +287,7 @@ def test_a_wall_clock_driver_against_a_simulator_clock_is_diagnosed_in_diagnosti
         node._on_diagnostics()
         hint = "measured stamps are 1.7e+09 s ahead of contacts stamps: different clocks?"
         assert h.stats.pairing == hint
-        r = node._on_tare("pressure", Trigger.Request(), Trigger.Response())
+        r = node.measurements.on_tare("pressure", Trigger.Request(), Trigger.Response())
         assert not r.success and hint in r.message, r.message
     finally:
         node.destroy_node()
@@ -303,12 +303,12 @@ def test_global_tare_skips_sensors_without_a_measured_stream_and_is_all_or_nothi
     try:
         a, b = node._handles["pressure"], node._handles["pressure_b"]
         _run_schedule(node, 0.5)                       # only 'pressure' gets a measured stream
-        assert node._on_tare("pressure", Trigger.Request(), Trigger.Response()).success
+        assert node.measurements.on_tare("pressure", Trigger.Request(), Trigger.Response()).success
         before, text_before = a.sensor.get_calibration(), a.calibration_text
         assert float(before["tare"][0]) == pytest.approx(BASELINE_HPA * 100, rel=1e-6)
         _run_schedule(node, 0.5, lambda j: 1000.0, t0_sim=3000.0)   # 'pressure' alone would now tare to 1e5
         node._on_measured("pressure_b", Float32(data=BASELINE_HPA))   # arrives, pairs with nothing
-        r = node._on_tare_all(Trigger.Request(), Trigger.Response())
+        r = node.measurements.on_tare_all(Trigger.Request(), Trigger.Response())
         assert not r.success
         assert r.message.startswith("not applied: pressure: tared with 10 of 10 samples"), r.message
         assert "pressure_b: cannot tare" in r.message and "skipped (no measured stream): force" in r.message
@@ -355,7 +355,7 @@ def test_a_paused_header_less_pressure_gets_no_clock_hint(rclpy_context):
         assert "different clocks?" in (h.pairer.offset_hint() or "")
         node._on_diagnostics()
         assert h.stats.pairing == "ok"
-        r = node._on_tare("pressure", Trigger.Request(), Trigger.Response())
+        r = node.measurements.on_tare("pressure", Trigger.Request(), Trigger.Response())
         assert "different clocks" not in r.message, r.message
     finally:
         node.destroy_node()

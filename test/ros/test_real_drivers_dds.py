@@ -30,7 +30,7 @@ from sensor_msgs.msg import FluidPressure, JointState, PointCloud2
 from std_msgs.msg import Float32
 from std_srvs.srv import Trigger
 
-from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp, stamp_to_ns
 
 from .node_helpers import FIXTURES, ROOT, NodeProcess, Probe, joint_state, write_params

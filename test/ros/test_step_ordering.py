@@ -17,7 +17,7 @@ from builtin_interfaces.msg import Time
 from sensor_msgs.msg import FluidPressure, JointState, PointCloud2
 
 from vsf_sensor_ros.embedded_world import BUBBLE_RADIUS, EMBEDDED_JOINTS, HOME, embedded_world
-from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.sensor import ContactState
 
 from .node_helpers import NodeProcess, Probe, joint_state, write_params

@@ -65,7 +65,7 @@ def test_contacts_resuming_without_the_stopped_float32_stream_give_no_clock_hint
     assert seen >= 3
     # a tare with nothing paired (as after a simulator reset) names the stopped stream, not a clock
     h.pairs.clear()
-    ans = node._on_tare("pressure", Trigger.Request(), Trigger.Response())
+    ans = node.measurements.on_tare("pressure", Trigger.Request(), Trigger.Response())
     assert not ans.success
     assert "different clocks" not in ans.message and f"nothing on {TOPIC} for" in ans.message, ans.message
 
@@ -88,11 +88,11 @@ def test_a_tare_after_the_measured_stream_stopped_succeeds_and_says_its_samples_
     node, lis = make(parameter_overrides=_params(**FLOAT32))
     sec = [0]
     _run(node, lis, 1.0, sec, measured=True, contact=False)
-    ans = node._on_tare("pressure", Trigger.Request(), Trigger.Response())
+    ans = node.measurements.on_tare("pressure", Trigger.Request(), Trigger.Response())
     assert ans.success and "note:" not in ans.message, ans.message     # streams flowing: no note
     lis.spin(2.5)                                   # everything pauses (> input_timeout 1 s)
     _run(node, lis, 0.3, sec, measured=False, contact=False)   # contacts resume, the pressure does not
-    ans = node._on_tare("pressure", Trigger.Request(), Trigger.Response())
+    ans = node.measurements.on_tare("pressure", Trigger.Request(), Trigger.Response())
     assert ans.success, ans.message                 # the buffered contact-free pairs are still valid
     # contacts flow again: only the stopped stream is named
     assert f"nothing on {TOPIC} for " in ans.message and "/contacts" not in ans.message, ans.message
@@ -102,7 +102,7 @@ def test_a_tare_after_the_measured_stream_stopped_succeeds_and_says_its_samples_
         node._on_contacts(no_contacts(node, sec[0]))
         node._on_measured("pressure", Float32(data=101325.0))
         lis.spin(0.05)
-    ans = node._on_tare("pressure", Trigger.Request(), Trigger.Response())
+    ans = node.measurements.on_tare("pressure", Trigger.Request(), Trigger.Response())
     assert ans.success and "note:" not in ans.message, ans.message
 
 

@@ -23,7 +23,7 @@ from sensor_msgs.msg import FluidPressure, PointCloud2, PointField
 from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.embedded_world import embedded_world
-from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.sensor import ContactState
 
 from .node_helpers import NodeProcess, Probe

@@ -19,7 +19,7 @@ from sensor_msgs.msg import JointState
 
 from .. import embedded_world as ew
 from vsf_sensor_ros.ros.main import answer_help, parameter_usage, run_node
-from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.parameters import declare_spec
 from vsf_sensor_ros.ros.parameter_table import Spec
 from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform

@@ -22,7 +22,7 @@ from vsf_sensor_ros.contact_sources.contact_sim_node import param_spec, sim_time
 from vsf_sensor_ros.contact_sources.sim_sensors import DEMO_SENSORS, MeasuredStream, demo_sensor_specs
 from vsf_sensor_ros.contact_sources.sim_world import embedded_assets
 from vsf_sensor_ros.contact_sources.trajectory import PressProfile
-from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
 from vsf_sensor_ros.ros.main import run_node, user_args
 from vsf_sensor_ros.ros.parameters import declare_spec

@@ -18,7 +18,7 @@ from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.ros.kinematics import parse_joint_name_map
 from vsf_sensor_ros.ros.main import answer_help, parameter_usage, run_node
-from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp, stamp_to_ns
 from vsf_sensor_ros.contact_sources.wrench_contacts import WrenchContactConfig, WrenchContactSource
 from vsf_sensor_ros.urdf import MOVABLE_JOINT_TYPES

@@ -10,7 +10,8 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from vsf_sensor_ros.demo.recorder import TopicLog
-from vsf_sensor_ros.ros.messages.pointcloud import float_columns, read_cloud
+from vsf_sensor_ros.ros.messages.pointcloud import read_cloud
+from vsf_sensor_ros.ros.messages.wire import float_columns
 from vsf_sensor_ros.ros.kinds import reading_codecs
 
 
@@ -19,7 +20,7 @@ def cloud_fields(msg: Any, names: Sequence[str]) -> np.ndarray:
     (:func:`vsf_sensor_ros.ros.messages.pointcloud.read_cloud`).
 
     Raises:
-        ValueError: (``CloudDecodeError``) a field missing, named twice, not ``count 1`` or of an
+        ValueError: (``wire.CloudDecodeError``) a field missing, named twice, not ``count 1`` or of an
             unknown datatype, or the data shorter than the points.
     """
     return float_columns(read_cloud(msg, names, exact_size=False), names)

@@ -23,7 +23,7 @@ def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any]
     from sensor_msgs.msg import PointCloud2
 
     from vsf_sensor_ros.demo.ur5e import PUNYO_BODY, UR5E_JOINTS, ur5e_world
-    from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts
+    from vsf_sensor_ros.ros.messages.wire import pointcloud2_to_contacts
     from vsf_sensor_ros.sensor import GainCalibrator, PunyoPressureSensor, SimState
 
     def log(topic: str) -> Any:

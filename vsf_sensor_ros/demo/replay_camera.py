@@ -269,7 +269,8 @@ class ContactsRelay:
     def _on_cloud(self, msg: Any) -> None:
         import torch
 
-        from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2, pointcloud2_to_contacts
+        from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
+        from vsf_sensor_ros.ros.messages.wire import pointcloud2_to_contacts
         from vsf_sensor_ros.sensor import ContactState
         dec = pointcloud2_to_contacts(msg, CONTACT_BODIES)
         k = int(np.argmin(np.abs(self.rec.t - dec.stamp_ns * 1e-9)))

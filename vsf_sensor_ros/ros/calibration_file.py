@@ -46,11 +46,8 @@ class CalibrationStore:
         """The ``sensors`` entries of the file (``{}`` when unset or missing).
 
         Raises:
-            ConfigError: naming ``calibration_file``: something other than a
-                regular file at the path (a directory, FIFO, socket or device:
-                it could neither be loaded nor saved to), unreadable file, bad
-                YAML, ``sensors`` not a mapping, an entry (or its
-                ``calibration``) not a mapping.
+            ConfigError: naming ``calibration_file``: not a regular file at the path, unreadable,
+                bad YAML, ``sensors`` or an entry (or its ``calibration``) not a mapping.
         """
         if self.path is None or not os.path.lexists(self.path):
             return {}
@@ -65,17 +62,13 @@ class CalibrationStore:
     def save(self, entries: Mapping[str, Dict[str, Any]]) -> str:
         """Write ``{'sensors': entries}`` to :attr:`path` (docs/interface.md, services); the answer text.
 
-        A symbolic link at :attr:`path` is followed (:func:`write_target`);
-        the answer then names both, ``<path> (a link to <target>)``, and ends
-        with `` in place (...)`` when the file could not be renamed over.
+        A link at :attr:`path` is followed (the answer names both); `` in place (...)`` ends it
+        when the file could not be renamed over.
 
         Raises:
-            SaveRefused: no path configured, nothing to write, a missing directory
-                (without ``create_dirs``), a foreign or non-regular file at the
-                path, an in-place write whose backup cannot be kept, or an OS
-                error; the file system is then as it was (after a failed
-                in-place write: the previous content written back, and kept in
-                ``<name>.bak``).
+            SaveRefused: no path, nothing to write, a missing directory (without ``create_dirs``),
+                a foreign or non-regular file, no backup for an in-place write, or an OS error;
+                the file system is then as it was (or the previous content written back).
         """
         path = self.path
         if path is None:
@@ -168,17 +161,9 @@ def foreign_reason(path: Path, size: int) -> Optional[str]:
 
 
 def _atomic_write(path: Path, text: str, checked: Optional[os.stat_result] = None) -> str:
-    """Write ``text`` to a fresh temporary file beside ``path``, fsync, verify, rename over ``path``.
-
-    Args:
-        path: the file to write (a link already resolved, :func:`write_target`).
-        text: the whole new content.
-        checked: ``os.stat(path)`` as checked before the save (None: ``path`` did not exist).
-
-    Returns:
-        ``""`` after a rename; after an in-place write (rename onto ``path``
-        fails with ``EBUSY``: a single-file bind mount), the note of
-        :func:`_write_in_place`.
+    """Write ``text`` to a fresh temporary file beside ``path`` (a link resolved), fsync, verify,
+    rename over ``path`` (``checked``: its ``os.stat`` before the save, None when absent).  ``""``,
+    or after an in-place write (``EBUSY``: a single-file bind mount) its note.
 
     Raises:
         OSError: writing, reading back or renaming failed; ``path`` is as it was.
@@ -228,20 +213,13 @@ def _verify_written(path: Path, data: bytes) -> None:
 def _write_in_place(path: Path, data: bytes, checked: os.stat_result) -> str:
     """Copy ``data`` into the existing file ``path`` (no rename possible), keeping a backup first.
 
-    Steps: open ``path`` without following a link and check it is still the
-    file that was checked (same device and inode, still ours); keep its
-    content as ``<name>.bak`` beside it (:func:`_write_backup`; skipped for
-    an empty placeholder); write ``data`` at offset 0, truncate to its
-    length, fsync; read back.  A mismatch writes the previous content back.
-
-    Returns:
-        The note for the answer: `` in place (...)``, naming the backup.
+    Opened without following a link, checked to be the file checked before (device, inode,
+    owner), its content kept as ``<name>.bak`` (unless empty), written, truncated, fsynced, read
+    back; a mismatch writes the previous content back.  The note `` in place (...)``.
 
     Raises:
-        SaveRefused: the file changed since it was checked, or the backup
-            cannot be written (``path`` untouched); writing, syncing or the
-            read-back failed (previous content written back, and kept in the
-            backup).
+        SaveRefused: the file changed since checked, or no backup (untouched); writing, syncing or
+            the read-back failed (previous content written back, kept in the backup).
         OSError: ``path`` cannot be opened (untouched).
     """
     fd = os.open(path, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))

@@ -82,11 +82,8 @@ class FrameTable:
     """The frames of one configuration: what resolves, what the node announces.
 
     Attributes:
-        world_frame: the ``world_frame`` parameter.
-        urdf_links: the URDF's links (robot_state_publisher's frames).
         static: fixed transforms the node announces (``/tf_static``), parents first.
-        free: free body -> its parent frame (``world_frame``); announced on ``/tf``
-            at every contacts step.
+        free: free body -> its parent frame (``world_frame``), on ``/tf`` every contacts step.
     """
 
     world_frame: str
@@ -128,20 +125,10 @@ def frame_table(world_frame: str, urdf_links: Iterable[str], urdf_root: str,
                 sensors: Sequence[Tuple[str, str, np.ndarray]]) -> FrameTable:
     """The frames a configuration stamps and which of them the node must announce.
 
-    Args:
-        world_frame: the ``world_frame`` parameter (frame of contacts and poses;
-            the node's model places it at the URDF root link).
-        urdf_links: every link of the URDF.
-        urdf_root: the URDF's root link ("" when unknown).
-        bodies: extra bodies in attach order: ``(name, parent or None for a free
-            body, (4, 4) body -> parent transform or None)``.  A parent may be a
-            link, an earlier body, or the node's fixed ``world`` body.
-        sensors: sensor frames: ``(frame name, body, (4, 4) sensor -> body)``.
-
-    Returns:
-        The :class:`FrameTable`.  ``world_frame`` not a URDF link -> the identity
-        ``world_frame -> urdf_root`` comes first; a parent ``world`` that is not a
-        URDF link is the same frame as ``world_frame`` and is written so.
+    ``bodies``: extra bodies in attach order, ``(name, parent (a link, an earlier body, ``world``)
+    or None when free, (4, 4) body -> parent or None)``; ``sensors``: ``(frame, body, (4, 4)
+    sensor -> body)``; ``urdf_root``: "" when unknown.  A ``world_frame`` that is no URDF link
+    gets the identity ``world_frame -> urdf_root`` first; a parent ``world`` is ``world_frame``.
 
     Raises:
         ValueError: a fixed body without its transform, or a transform not ``(4, 4)``.
@@ -202,13 +189,8 @@ def transform_msg(parent: str, child: str, T: np.ndarray, stamp: Any) -> Transfo
 class FramePublisher:
     """Announces the node's frames on ``/tf_static`` and ``/tf``, or names them once in the log.
 
-    Args:
-        node: the sensor node (publishers, clock, logger).
-        publish_tf: the ``publish_tf`` parameter.
-        world_frame: the ``world_frame`` parameter.
-        world: the node's ``World``.
-        frame_prefix: the ``frame_prefix`` parameter, prepended to every published
-            (or logged) frame name; :attr:`table` keeps the bare names.
+    ``frame_prefix`` goes on every published (or logged) frame name; :attr:`table` keeps the bare
+    names.
     """
 
     def __init__(self, node: Any, publish_tf: bool, world_frame: str, world: Any,

@@ -47,16 +47,10 @@ def startup_problems(names: Iterable[str], sensors: Mapping[str, str], bodies: I
                      ) -> "tuple[List[UnknownKey], List[str]]":
     """Unknown parameter keys and the other start-up configuration problems.
 
-    Args:
-        names: every parameter name given to the node (files, ``-p``, overrides).
-        sensors: configured sensor name -> type; bodies: configured extra bodies.
-        command_line: the process arguments (``--params-file`` paths are read from them).
-        fully_qualified_name: the node's name as rcl matches parameter files (``/ns/name``).
-
-    Returns:
-        ``(unknown keys, sentences)``: the sentences name each unknown key (and the closest
-        known one), each parameters file with no entry for ``fully_qualified_name`` (the file,
-        the expected name, the node names found in it), and an empty sensor list.
+    ``names``: every parameter name given; ``command_line``: the process arguments (their
+    ``--params-file`` s).  ``(unknown keys, sentences)``: each unknown key with the closest known
+    one, each parameter file without an entry for ``fully_qualified_name`` (the names it has),
+    an empty sensor list.
     """
     unknown = unknown_keys(list(names), **known_keys(sensors, bodies))
     lines = [u.message() for u in unknown]
@@ -179,13 +173,8 @@ def own_topics(node: Node, contacts_type: str, pose_topics: Mapping[str, str],
 class NodeHealth:
     """What ``/diagnostics`` reports beyond the counters (docs/interface.md, diagnostics).
 
-    Args:
-        node_name: the node's fully qualified name (status names, hardware ids).
-        started: monotonic time (s) the node started.
-
     Attributes:
         config_problems: start-up configuration problems (sentences).
-        streams: input streams by resolved topic.
         failing: the reason while the latest contacts message's predictions failed, else None.
         last_prediction: sensor name -> monotonic time (s) of its latest published prediction.
     """
@@ -227,26 +216,12 @@ class NodeHealth:
               explain: Optional[Callable[[StreamClock], str]] = None) -> DiagnosticArray:
         """Complete a report of :func:`~.diagnostics.build_diagnostics` in place; the array.
 
-        The inputs status gets the configuration keys and the keys of the inputs some sensor
-        needs that are missing or stopped (``inputs.missing``: their topics, ``inputs.problems``:
-        the sentences; ``none`` when there are none); it is WARN while there are any of either,
-        its message naming how many configuration problems and which topics.  Each sensor status
-        gets the level and problems of :func:`~.input_health.sensor_health` (the worse of its own
-        level and the health level; the problems lead its message) and a key ``inputs`` (the
-        topics it needs); one frequency status per input topic is appended.
-
-        Args:
-            array: the report.
-            now: monotonic time (s).
-            timeout: ``input_timeout`` (s).
-            sensors: sensor name -> its :class:`~.input_health.SensorInputs` (``failing`` and
-                ``last_prediction`` are filled in here).
-            explain: called once per report for each silent stream
-                (:func:`~.input_health.silent_streams`: missing, stopped, or optional and never
-                received after ``timeout``; for no other), returning what explains the silence
-                (another message type on its topic, :class:`~.input_types.WrongTypeWatch`) or
-                ``""``; the text ends that stream's sentences on the sensor, inputs and topic
-                statuses (an optional stream with a cause is a problem: its sensor WARNs).
+        Keys and levels: docs/interface.md, diagnostics.  ``now``, ``timeout``: monotonic time
+        and ``input_timeout`` (s); ``sensors``: name -> :class:`~.input_health.SensorInputs`;
+        ``explain(stream)``: asked once per report for each silent stream
+        (:func:`~.input_health.silent_streams`), what explains the silence
+        (:class:`~.topic_types.WrongTypeWatch`) or ``""``, appended to its sentences (an optional
+        stream with a cause is a problem: its sensor WARNs).
         """
         problems = self.config_problems
         silent = silent_streams((s for inp in sensors.values() for s in inp.streams), now, self.started,
@@ -303,15 +278,9 @@ class NodeHealth:
                            causes: Optional[Mapping[str, str]] = None) -> List[DiagnosticStatus]:
         """One status per input topic, ``diagnostic_updater`` FrequencyStatus keys; opens a new window.
 
-        Args:
-            now, timeout: monotonic time and the silence that counts (s).
-            needed: the topics some sensor needs now; None: every non-optional stream, and an
-                optional one once it has arrived.
-            causes: topic -> what explains its silence, appended to the message of a topic with
-                no events (see :meth:`apply`).
-
-        Level: WARN when no message arrived in the window of a needed stream; OK otherwise,
-        message the frequency.
+        ``needed``: the topics some sensor needs (None: every non-optional stream, and an optional
+        one once arrived): WARN when none arrived in the window; ``causes``: topic -> what explains
+        its silence.
         """
         causes = causes or {}
         out = []

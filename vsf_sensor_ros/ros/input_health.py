@@ -46,16 +46,10 @@ class StreamClock:
     def problem(self, now: float, started: float, timeout: float, cause: str = "") -> Optional[str]:
         """A sentence naming the topic and type when the stream is missing or stopped, else None.
 
-        Args:
-            now: current monotonic time (s).
-            started: when the node (or this stream's subscription) started (s).
-            timeout: seconds of silence that count as missing (> 0).
-            cause: what the caller found out about the silence (e.g. ``/joint_states carries
-                std_msgs/msg/String (from /driver), not sensor_msgs/msg/JointState``), appended
-                after a colon; a stream never received then reads ``no <type> on <topic>: <cause>``
-                (the cause replaces the seconds since start, so the sentence stays the same from
-                one report to the next).  An optional stream never received is a problem only
-                with a cause: another type on its topic means someone meant to feed it.
+        ``now``, ``started`` (s, monotonic); ``timeout``: the silence that counts (s); ``cause``:
+        what explains the silence, appended after a colon (a stream never received then reads
+        ``no <type> on <topic>: <cause>``); an optional stream never received is a problem only
+        with a cause.
         """
         if self.last is None:
             if now - started < timeout:
@@ -95,17 +89,9 @@ def sensor_health(now: float, started: float, timeout: float, inputs: SensorInpu
                   causes: Optional[Mapping[str, str]] = None) -> Tuple[int, List[str]]:
     """The diagnostic level and the problems (sentences) of one sensor, worst first.
 
-    Args:
-        now, started: monotonic times (s): now, and when the node started.
-        timeout: seconds after which a silent input or an old prediction counts (> 0).
-        inputs: the sensor's streams and live problems.
-        causes: topic -> what explains its silence (see :meth:`StreamClock.problem`); topics
-            absent or mapped to ``""`` get the plain sentence.
-
-    Returns:
-        ``(level, problems)``: level ``ERROR`` (2) while predictions fail, ``WARN`` (1) while any
-        input is missing or stopped, a unit looks wrong, joints are missing or no prediction has
-        been published for ``timeout`` s; ``OK`` (0) with an empty list otherwise.
+    ``causes``: topic -> what explains its silence (:meth:`StreamClock.problem`).  ``ERROR``
+    while predictions fail; ``WARN`` while an input is missing or stopped, a unit looks wrong,
+    joints are missing or no prediction came for ``timeout`` s; else ``OK`` and no problems.
     """
     problems: List[str] = []
     if inputs.failing:
@@ -136,18 +122,9 @@ def pressure_unit_problem(raw: float, scale: float, low: float, high: float,
                           scale_parameter: str = "measured_scale") -> Optional[str]:
     """The sentence when ``raw x scale`` is no plausible absolute pressure, naming the unit it looks like.
 
-    Args:
-        raw: the measured message's value, in its own unit.
-        scale: ``measured_scale`` (its unit -> Pa).
-        low, high: the plausible absolute pressure range (Pa).
-        scale_parameter: the name of the scale parameter in the sentence (``measured_scale`` of
-            ``sensor_node``, ``pressure_scale`` of ``membrane_force_node``).
-
-    Returns:
-        None while ``low <= raw * scale <= high``; else e.g. ``"measured pressure 1013.25 Pa
-        (reading 1013.25 x measured_scale 1) is not a plausible absolute pressure
-        (20000..1e+06 Pa); it looks like hPa: set measured_scale: 100.0"``.  When no unit of
-        :data:`PRESSURE_UNITS` fits, the sentence says so.
+    None while ``low <= raw * scale <= high`` (Pa); else e.g. ``measured pressure 1013.25 Pa
+    (reading 1013.25 x measured_scale 1) is not a plausible absolute pressure (20000..1e+06 Pa);
+    it looks like hPa: set measured_scale: 100.0`` (``scale_parameter`` names the parameter).
     """
     pa = raw * scale
     if low <= pa <= high:

@@ -1,4 +1,4 @@
-"""Kinematics: joint states, free-body poses, driver joint names.
+"""Kinematics: joint states (decoded from CDR bytes), free-body poses, driver joint names.
 
 A driver may name its joints differently from the URDF (Kinova's ``joint_1`` vs ``Actuator1``):
 nothing matches and predictions are silently wrong, so unknown and missing names are reported
@@ -7,6 +7,8 @@ and ``joint_name_map`` renames them.  The transform history is the rig's
 """
 from __future__ import annotations
 
+import struct
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
@@ -17,25 +19,75 @@ from ..rig.kinematics import BodyTransforms
 from ..urdf import MOVABLE_JOINT_TYPES, JointNameMapError
 from ..urdf import parse_joint_name_map as _parse_joint_name_map
 from .messages.stamps import stamp_to_ns
+from .messages.wire import RawHeader, Reader, cached_section
 from .parameter_table import ConfigError
 from .sensor_handle import SensorHandle
+
+
+@dataclass(slots=True)
+class RawJointState:
+    """``sensor_msgs/JointState`` decoded from CDR: ``position``, ``velocity``, ``effort`` float64
+    read-only views on the received bytes (rad or m, rad/s or m/s, N·m or N), each possibly empty."""
+    header: RawHeader
+    name: List[str]
+    position: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+
+
+_EMPTY_F8 = np.zeros(0)
+_EMPTY_F8.setflags(write=False)
+_JOINT_NAMES: List[Any] = [None]   # the last names section (wire.cached_section)
+
+
+def _float64s(r: Reader) -> np.ndarray:
+    n = r.u32()
+    if n == 0:           # no alignment padding before an empty sequence
+        return _EMPTY_F8
+    if r.a8:
+        r.pos += -(r.pos - 4) & 7
+    pos = r.pos
+    if pos + 8 * n > r.end:
+        raise r.fail()
+    r.pos = pos + 8 * n
+    return np.frombuffer(r.buf, dtype=r.e + "f8", count=n, offset=pos)
+
+
+def _names(r: Reader) -> Tuple[str, ...]:
+    n = r.u32()
+    if 4 * n > r.end:   # each string takes at least 4 bytes: a larger count is garbage
+        raise r.fail(f"{r.what} count {n} exceeds the buffer")
+    return tuple(r.string() for _ in range(n))
+
+
+def decode_joint_state(data: object) -> RawJointState:
+    """A serialised ``sensor_msgs/JointState`` (the bytes of a ``raw=True`` subscription,
+    encapsulation included; trailing bytes ignored) as a :class:`RawJointState`.
+
+    Raises:
+        CdrDecodeError: naming the field and byte offset.
+    """
+    r = Reader(data, "JointState")
+    try:
+        header = r.header()
+        r.what = "name"
+        names = cached_section(_JOINT_NAMES, r, _names)
+        r.what = "position"
+        pos = _float64s(r)
+        r.what = "velocity"
+        vel = _float64s(r)
+        r.what = "effort"
+        return RawJointState(header, list(names), pos, vel, _float64s(r))
+    except (struct.error, IndexError):
+        raise r.fail() from None
 
 
 class KinematicInputs:
     """Joint states and free-body poses of a node's ``World``, and the transforms a step reads.
 
-    Args:
-        world: the node's ``World`` (changed in place).
-        world_frame: the frame every pose must be in (an empty ``frame_id`` is taken as it).
-        name_map: driver joint name -> URDF joint name (``joint_name_map``).
-        transforms: the rig's body transforms (:class:`~vsf_sensor_ros.rig.kinematics.BodyTransforms`):
-            every applied joint state is remembered there, every pose invalidates its cache.
-        reject: the node's ``_reject(reason, detail)``: counts and logs a rejected message.
-        logger: the node's logger (unknown joint names, warned once).
-
-    Attributes:
-        joint_names: the driver-name tracker (unknown names, sensor joints never received).
-        transforms: the body transforms of a contacts message's own step.
+    ``world`` is changed in place; every pose must be in ``world_frame`` (or empty);
+    ``name_map``: driver -> URDF joint name; ``transforms``: the rig's history, given every
+    applied joint state; ``reject(reason, detail)``: the node's rejection counter and log.
     """
 
     def __init__(self, world: Any, world_frame: str, name_map: Mapping[str, str], transforms: BodyTransforms,
@@ -92,13 +144,8 @@ class KinematicInputs:
 
     def follow(self, handles: Iterable[SensorHandle], contact_body_names: Iterable[str],
                free_bodies: Iterable[str]) -> None:
-        """Watch the joints that move the sensors' bodies; compute only the bodies a step reads.
-
-        Args:
-            handles: the configured sensors.
-            contact_body_names: the bodies of the contacts table.
-            free_bodies: the free bodies whose poses go on ``/tf``.
-        """
+        """Watch the joints that move the sensors' bodies; compute only the bodies a step reads
+        (the sensors', the contacts table's, the free ones on ``/tf``)."""
         handles = list(handles)
         w = self._world
         # the joints a driver must send for each sensor's body to move (reported when never received)
@@ -138,15 +185,9 @@ def joints_moving(body: str, body_parent: Mapping[str, Optional[str]],
                   joints: Sequence[Tuple[str, str, str, Optional[str], bool]]) -> List[str]:
     """The joints a driver must send for ``body`` to move: movable joints from the root down to it.
 
-    Args:
-        body: a link, or an extra body fixed (through ``body_parent``) to one.
-        body_parent: extra body -> its parent link or body (None: a free body).
-        joints: ``(name, parent_link, child_link, mimic_source or None, movable)`` of every
-            URDF joint (fixed ones too: the chain climbs through them).
-
-    Returns:
-        Joint names, root first; a mimic joint is replaced by its source (the driver
-        sends the source).  Empty for a free body or the root link.
+    ``body_parent``: extra body -> parent (None: free); ``joints``: ``(name, parent_link,
+    child_link, mimic_source or None, movable)`` of every URDF joint.  Root first, a mimic joint
+    replaced by its source; empty for a free body or the root link.
     """
     seen: Set[str] = set()
     link: Optional[str] = body
@@ -167,15 +208,8 @@ def joints_moving(body: str, body_parent: Mapping[str, Optional[str]],
 class JointNameTracker:
     """Renames driver joint names and keeps what the node reports about them.
 
-    Args:
-        name_map: driver name -> URDF name (:func:`parse_joint_name_map`).
-        watched: joint -> sensors it moves (:func:`joints_moving` per sensor).
-
-    Attributes:
-        unknown: name as received (before mapping) -> JointState messages that carried it
-            and no URDF joint matched.
-        received: URDF joint names seen in at least one JointState.
-        messages: JointState messages seen.
+    ``watched``: joint -> sensors it moves.  ``unknown``: name as received -> messages that
+    carried it unmatched; ``received``: URDF names seen; ``messages``: JointStates seen.
     """
 
     def __init__(self, name_map: Mapping[str, str], watched: Mapping[str, Sequence[str]]) -> None:
@@ -195,15 +229,8 @@ class JointNameTracker:
              ignored: Sequence[str]) -> List[str]:
         """Record one applied JointState; the warning lines to log now (each at most once).
 
-        Args:
-            received_names: names as the driver sent them.
-            applied_names: the same after :meth:`rename`.
-            ignored: the applied names no URDF joint matched.
-
-        Returns:
-            A line per name never seen before that matched nothing, and, at the
-            :data:`MISSING_AFTER`-th message, one line naming the sensor-moving
-            joints still never received.
+        A line per new name that matched nothing (``ignored``: applied names unmatched) and, at
+        the :data:`MISSING_AFTER`-th message, one naming the sensor-moving joints never received.
         """
         self.messages += 1
         lines: List[str] = []

@@ -65,14 +65,12 @@ def sim_world_config(world: str) -> str:
 def load_node_parameters(config_path: str, node_name: str = "sensor_node") -> Dict[str, Any]:
     """The ``ros__parameters`` mapping of ``node_name`` in a ROS 2 parameter file.
 
-    Keys accepted for the node (first found wins, most specific first):
-    ``/<node_name>``-suffixed fully qualified names (``/ns/sensor_node``),
-    ``<node_name>``, ``/<node_name>``, ``/**/<node_name>``, ``/**``.  Nested
-    mappings stay nested (``punyo_pressure: {type: ...}``), as in the file.
+    Keys, most specific first: ``/ns/<node_name>``, ``<node_name>``, ``/<node_name>``,
+    ``/**/<node_name>``, ``/**``; nested mappings stay nested.
 
     Raises:
-        LaunchConfigError: the file is missing or unreadable, or has no
-            section for the node (the message lists the keys it has).
+        LaunchConfigError: the file is missing, unreadable, or has no section for the node
+            (listing the keys it has).
     """
     path = Path(config_path).expanduser()
     if not path.is_file():
@@ -115,14 +113,11 @@ def effective_assets_dir(argument: str, params: Mapping[str, Any],
                          cwd: Optional[str] = None) -> str:
     """The absolute assets directory the node will use, or ``""`` when none is set.
 
-    Order as in the node: ``$VSF_ASSETS`` (non-empty) wins, then the launch
-    ``assets_dir`` argument (non-empty), then the file's ``assets_dir``.  A
-    relative directory is taken relative to ``cwd`` (default: the working
-    directory, which ``ros2 launch`` passes on to the node).
+    As in the node: ``$VSF_ASSETS``, then the launch ``assets_dir`` argument, then the file's;
+    relative to ``cwd`` (default: the working directory, which the node inherits).
 
     Raises:
-        LaunchConfigError: the chosen directory does not exist (names where
-            the value came from).
+        LaunchConfigError: the chosen directory does not exist (naming where it came from).
     """
     env = os.environ if environ is None else environ
     for source, where, value in ((f"${ASSETS_ENV}", "environment", env.get(ASSETS_ENV, "")),
@@ -143,15 +138,12 @@ def effective_assets_dir(argument: str, params: Mapping[str, Any],
 def robot_description_file(params: Mapping[str, Any], assets_dir: str, argument: str = "") -> Path:
     """The URDF file of the node's world.
 
-    ``argument`` (the launch ``urdf`` argument) wins; else the file's
-    ``robot_description_path`` resolved against ``assets_dir`` (the working
-    directory when empty); else the package's embedded arm (the node's
-    world when no URDF is configured).
+    The launch ``urdf`` ``argument``, else the file's ``robot_description_path`` against
+    ``assets_dir``, else the package's embedded arm.
 
     Raises:
-        LaunchConfigError: the file does not exist, or the parameter file
-            gives ``robot_description`` text (then there is no file to share:
-            give the ``urdf`` argument).
+        LaunchConfigError: the file does not exist, or the parameter file gives
+            ``robot_description`` text (no file to share: give the ``urdf`` argument).
     """
     text = str(params.get("robot_description", "") or "")
     rel = argument.strip() or str(params.get("robot_description_path", "") or "").strip()
@@ -188,19 +180,13 @@ def parse_joint_name_map(entries: Sequence[str]) -> Dict[str, str]:
 def urdf_for_state_publisher(urdf_path: str, joint_name_map: Optional[Mapping[str, str]] = None) -> str:
     """URDF text for robot_state_publisher and rviz, from the node's URDF file.
 
-    * A xacro file is expanded, as the node expands it (:func:`~vsf_sensor_ros.urdf.read_urdf`).
-    * Every ``<mesh filename=...>`` that is a plain path (relative to the
-      URDF's directory, or absolute) becomes an absolute ``file://`` URI;
-      ``package://`` and other URIs are kept.
-    * ``joint_name_map`` (driver name -> URDF name): each URDF joint named
-      on the right is renamed to the driver's name, as are the references to
-      it (``<mimic joint=...>``, ``<transmission>`` joints), so
-      robot_state_publisher applies the driver's ``JointState`` directly.
+    Xacro expanded as the node does; plain mesh paths made absolute ``file://`` URIs (other URIs
+    kept); joints renamed by ``joint_name_map`` (driver -> URDF name) to the driver's names,
+    references included, so robot_state_publisher takes the driver's ``JointState``.
 
     Raises:
-        LaunchConfigError: unreadable XML, a xacro file that cannot be
-            expanded here (the message says how to expand it), or a map
-            naming a URDF joint that does not exist.
+        LaunchConfigError: unreadable XML, a xacro file that cannot be expanded here (saying how),
+            or a map naming a URDF joint that does not exist.
     """
     path = Path(urdf_path)
     try:
@@ -242,10 +228,8 @@ def _namespaced(topic: str, namespace: str) -> str:
 def rviz_config_in_namespace(rviz_path: str, namespace: str, directory: Optional[str] = None) -> Path:
     """A copy of an rviz configuration whose topic names start with ``namespace``.
 
-    Every ``Value`` under a ``Topic`` key (rviz2's layout for a display's
-    topic, including ``Description Topic`` of a robot model) is prefixed;
-    ``/tf`` and ``/tf_static`` stay global.  An empty ``namespace`` returns
-    ``rviz_path`` itself.
+    Every ``Value`` under a ``Topic`` key is prefixed but ``/tf`` and ``/tf_static``; an empty
+    ``namespace`` returns ``rviz_path`` itself.
 
     Raises:
         LaunchConfigError: the file is missing or not YAML.

@@ -39,21 +39,13 @@ def events_executor_available() -> bool:
 
 
 def make_executor(kind: str = "auto", context: Optional[Context] = None) -> Executor:
-    """Create the executor to spin the node with.
-
-    Args:
-        kind: ``auto`` (EventsExecutor if this rclpy has it, else
-            SingleThreadedExecutor), ``events`` (EventsExecutor, error if
-            absent) or ``single_threaded``.
-        context: rclpy context (default: the global one).
-
-    Returns:
-        The executor.  Spin it with :func:`spin`, never with its own
-        ``spin()`` (docs/performance_notes.md).
+    """The executor of ``kind`` (``auto``: EventsExecutor where rclpy has it, else
+    SingleThreadedExecutor; ``events``; ``single_threaded``) in ``context`` (default the global
+    one).  Spin it with :func:`spin`, never its own ``spin()`` (docs/performance_notes.md).
 
     Raises:
-        ValueError: ``kind`` not in :data:`EXECUTOR_KINDS`, or ``events``
-            on an rclpy without the EventsExecutor (naming the kind).
+        ValueError: ``kind`` not in :data:`EXECUTOR_KINDS`, or ``events`` without the
+            EventsExecutor (naming the kind).
     """
     if kind not in EXECUTOR_KINDS:
         raise ValueError(f"executor kind {kind!r} is not one of {EXECUTOR_KINDS}")
@@ -67,18 +59,9 @@ def make_executor(kind: str = "auto", context: Optional[Context] = None) -> Exec
 
 
 def spin(executor: Executor, context: Optional[Context] = None, poll_sec: float = POLL_SEC) -> None:
-    """Serve callbacks until ``context`` shuts down (SIGINT/SIGTERM or ``rclpy.shutdown``).
-
-    A ``spin_once(timeout_sec=poll_sec)`` loop: each call serves the ready
-    callbacks or returns after ``poll_sec``, so shutdown is noticed within
-    ``poll_sec`` (0.1 s).  Returns normally on shutdown; ``KeyboardInterrupt``
-    (SIGINT under rclpy's signal handler) and exceptions raised by callbacks
-    propagate.
-
-    Args:
-        executor: from :func:`make_executor` (any rclpy executor works).
-        context: the nodes' context (default: the global one).
-        poll_sec: longest wait in one ``spin_once`` (s, > 0).
+    """Serve callbacks until ``context`` shuts down (SIGINT/SIGTERM or ``rclpy.shutdown``): a
+    ``spin_once(timeout_sec=poll_sec)`` loop, so shutdown is noticed within ``poll_sec`` (s).
+    ``KeyboardInterrupt`` and exceptions raised by callbacks propagate.
 
     Raises:
         ValueError: ``poll_sec`` not positive.
@@ -95,15 +78,8 @@ def spin(executor: Executor, context: Optional[Context] = None, poll_sec: float 
 
 def spin_node(node: Node, kind: str = "auto", poll_sec: float = POLL_SEC,
               trim_heap: bool = True) -> Executor:
-    """Add ``node`` to a new executor of ``kind`` and :func:`spin` it until shutdown.
-
-    The console-script form: SIGINT (``KeyboardInterrupt``, raised by
-    rclpy's signal handler) and external shutdown end it normally.  With
-    ``trim_heap`` the start-up temporaries freed by now are first returned to
-    the kernel (:func:`release_free_heap`).
-
-    Returns:
-        The executor (already shut down), for logging which kind ran.
+    """Add ``node`` to a new executor of ``kind`` and :func:`spin` it until SIGINT or shutdown
+    (after :func:`release_free_heap` with ``trim_heap``); the executor, shut down.
 
     Raises:
         ValueError: as :func:`make_executor`.
@@ -158,18 +134,9 @@ def usage() -> argparse.ArgumentParser:
 
 def parameter_usage(prog: str, description: str, parameters: Iterable[Tuple[str, Any, str]],
                     examples: Sequence[str]) -> argparse.ArgumentParser:
-    """The ``-h`` / ``--help`` parser of a node executable whose settings are ROS parameters.
-
-    Args:
-        prog: the executable's name.
-        description: one paragraph: what the node does.
-        parameters: ``(name, default, description)`` per parameter, in the order to list them.
-        examples: command lines shown under ``examples:``.
-
-    Returns:
-        A parser that accepts only ``-h`` / ``--help`` (everything else goes through
-        ``--ros-args``); its help lists every parameter with its default.
-    """
+    """The ``-h`` / ``--help`` parser of a node executable whose settings are ROS parameters
+    (``parameters``: ``(name, default, description)`` in listing order; ``examples``: command
+    lines); everything else goes through ``--ros-args``."""
     lines = ["parameters (set with --ros-args -p name:=value or --params-file FILE):"]
     for name, default, text in parameters:
         lines.append(f"  {name} (default: {_shown(default)})")
@@ -351,14 +318,9 @@ def run_node(name: str, make_node: Callable[[], Node], args: Optional[List[str]]
 
 
 def exit_now(main: Callable[[], int]) -> None:
-    """Run ``main`` and end the process at once with its code (``os._exit`` after flushing).
-
-    When ``main`` returns, the node is destroyed and rclpy shut down; what is left is the
-    interpreter's own teardown of torch, Klampt and the DDS libraries, which took 1.5 s on an
-    idle 2-core machine and 7-17 s on a loaded one.  Exiting at once ends a SIGINT or SIGTERM
-    in well under 2 s.  A ``KeyboardInterrupt`` that escapes ``main`` (SIGINT landing in its
-    own clean-up) is still a normal exit (0); ``SystemExit`` keeps its code (``--help``: 0);
-    any other escaping exception is printed and gives 1.
+    """Run ``main`` and end the process at once with its code (``os._exit`` after flushing): the
+    interpreter's teardown of torch, Klampt and DDS took 1.5-17 s.  An escaping
+    ``KeyboardInterrupt`` exits 0, ``SystemExit`` keeps its code, any other exception gives 1.
     """
     import traceback
     code = 1

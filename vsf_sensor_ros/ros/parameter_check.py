@@ -53,16 +53,8 @@ def unknown_keys(names: Iterable[str], node_keys: Set[str], sensors: Mapping[str
                  bodies: Mapping[str, Set[str]]) -> List[UnknownKey]:
     """Every parameter name that no part of the node's table knows, with a suggestion.
 
-    Args:
-        names: the parameter names given (file, ``-p``, overrides, or one live request).
-        node_keys: node-wide parameter names (``tare_samples``, ``qos.inputs.depth``, ...).
-        sensors: sensor name -> the keys valid for it (common keys + its type's settings).
-        bodies: body name -> the body keys (``mesh``, ``parent_link``, ...).
-
-    Returns:
-        The unknown ones, in the order given.  A key under a section that is no configured sensor
-        or body is unknown too; when the section is close to one that has the key (a misspelt
-        section: ``punyo_presure.type``), that is the suggestion.
+    ``sensors`` / ``bodies``: name -> its valid keys.  In the order given; a key under a section
+    that is no sensor or body is unknown too (suggesting a close section that has the key).
     """
     sections = {**bodies, **sensors}
     out: List[UnknownKey] = []

@@ -1,14 +1,7 @@
-"""The sensor node's parameter table: every parameter's name, default, type, description and
-constraints, in one place (:class:`Spec`).
-
-:data:`NODE_SPECS` holds the node-wide parameters, :data:`BODY_SPECS` the namespace
-``<b>.*`` of an extra body, :data:`SENSOR_COMMON_SPECS` the keys every sensor ``<s>.*``
-has and :data:`SENSOR_SETTINGS` the model settings of each sensor type (derived from the sensor
-kinds, :mod:`vsf_sensor_ros.ros.kinds`, where each kind declares its own); the layout
-follows nav2 / ros2_control (name lists, then one namespace per name).  The node
-declares each parameter with its Spec's descriptor (so ``ros2 param describe`` shows
-the description).  :func:`check_value` checks a value against its Spec (type, range,
-choices).
+"""The sensor node's parameter table: every parameter's default, type, description and
+constraints (:class:`Spec`): node-wide (:data:`NODE_SPECS`), an extra body's ``<b>.*``
+(:data:`BODY_SPECS`), every sensor's ``<s>.*`` (:data:`SENSOR_COMMON_SPECS`) and each kind's
+model settings (:data:`SENSOR_SETTINGS`, from :mod:`vsf_sensor_ros.ros.kinds`).
 """
 from __future__ import annotations
 
@@ -27,12 +20,8 @@ INF = float("inf")
 class ConfigError(ValueError):
     """A configuration problem found at start or on a parameter change.
 
-    Attributes:
-        parameter: the parameter's full name (e.g. ``punyo.mesh``).
-        value: the offending value.
-        detail: why it is wrong.
-
-    ``str(err)`` is one line: ``parameter '<p>' = <value>: <detail>``.
+    ``parameter`` (full name, e.g. ``punyo.mesh``), ``value``, ``detail``; ``str(err)`` is one
+    line: ``parameter '<p>' = <value>: <detail>``.
     """
 
     def __init__(self, parameter: str, value: Any, detail: str) -> None:

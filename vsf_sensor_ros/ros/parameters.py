@@ -132,11 +132,8 @@ def accept_integer_override(node: Node, name: str, default: Any) -> Optional[Par
 
 
 def declare_spec(node: Node, name: str, spec: Spec) -> Any:
-    """Declare parameter ``name`` on ``node`` from a :class:`Spec`; its value as plain Python.
-
-    The value is the override (parameter file, ``-p``), else ``spec.default``.  An integer
-    override of a double (array) is accepted as a double (docs/node.md).  Used by
-    every node of the package.
+    """Declare parameter ``name`` on ``node`` from a :class:`Spec`; its value (the override, else
+    ``spec.default``) as plain Python, an integer override of a double taken as a double.
 
     Raises:
         ConfigError: the value has the wrong type, is out of range or fails
@@ -158,16 +155,10 @@ def declare_spec(node: Node, name: str, spec: Spec) -> Any:
 
 def check_measured_topic(node: Node, cfg: SensorParameters,
                          own: Mapping[str, Tuple[str, str, bool]]) -> None:
-    """The measured topic of ``cfg`` is a valid name, none of the node's own inputs, and
-    carries no other message type.
-
-    rclpy's name rules apply with the node's own name and namespace (``~``, relative names).
-    ``own``: ``{resolved topic: (what it is, message type, an input)}`` of the node's own
-    endpoints (``contacts``, ``joint_states``, ``/diagnostics``, every sensor's
-    ``<s>/predicted`` ...), those made later at start too: the graph does not list them yet,
-    and rclpy refuses a second type on a topic with a traceback.  An output of the same type
-    is allowed (one sensor's prediction as another's measured stream); an input never.  A
-    type clash with another node is read from the ROS graph.
+    """The measured topic of ``cfg`` is a valid name (rclpy's rules), none of the node's own
+    inputs, and carries no other message type (the graph's, and ``own``: ``{resolved topic: (what,
+    type, an input)}`` of the node's endpoints, those not made yet too; an output of the same
+    type is allowed).
 
     Raises:
         ConfigError: naming ``<s>.measured_topic`` and the value.
@@ -189,12 +180,8 @@ def check_measured_topic(node: Node, cfg: SensorParameters,
 
 
 class NodeParameters:
-    """Declares the node's parameters on ``node`` and checks live requests.
-
-    The sensor set, each sensor's type, attachment, model settings and measured topic / type, and
-    the bodies are fixed at start (read-only; restart the node to change them, as nav2 and
-    ros2_control do); node-wide scalars and a sensor's ROS-side scalars
-    (:data:`~.parameter_table.LIVE_SENSOR_KEYS`) change live.
+    """Declares the node's parameters on ``node`` and checks live requests (which are live:
+    docs/parameters.md).
 
     Attributes:
         values: node-wide parameter values after :meth:`declare_node` (live ones kept current).
@@ -301,11 +288,8 @@ class NodeParameters:
 
     def check(self, params: Sequence[Parameter], errors: Sequence[ConfigError] = ()
               ) -> Dict[str, Dict[str, Any]]:
-        """Check a live request (every value, all problems at once) without changing anything.
-
-        rclpy has refused undeclared and read-only names already (naming them); this checks the
-        values of the live ones.  ``errors``: problems already found in the request (reported
-        with the others).
+        """Check a live request's values (all problems at once, with ``errors`` already found),
+        changing nothing (rclpy has refused undeclared and read-only names).
 
         Returns:
             ``{namespace: {key: value}}``: ``""`` for node-wide parameters, else the sensor's name.

@@ -178,13 +178,8 @@ def build_scene(p: Mapping[str, Any], assets: str, declare_body: Callable[[str],
                 ) -> Tuple[Any, Dict[str, str], Dict[str, str]]:
     """The world with its extra bodies, from the node's parameter values ``p``.
 
-    Args:
-        p: node-wide parameter values (``robot_description``, ``robot_description_path``, ``bodies``).
-        assets: base directory of relative paths.
-        declare_body: declares ``<b>.*`` and returns its values.
-
-    Returns:
-        ``(world, pose topic per free extra body that renames it, <b>.mesh per extra body)``.
+    ``assets``: base of relative paths; ``declare_body``: declares ``<b>.*``, returns its values.
+    ``(world, pose topic per free extra body that renames it, <b>.mesh per extra body)``.
 
     Raises:
         ConfigError: see :func:`build_world` and :func:`attach_body`.
@@ -204,8 +199,7 @@ def build_scene(p: Mapping[str, Any], assets: str, declare_body: Callable[[str],
 def check_contact_body_names(names: Sequence[str], world: Any) -> list:
     """Check the body index table of the contacts cloud; the names that are not bodies of the world.
 
-    Names outside the world are allowed (a simulator may report contacts
-    with bodies the node does not model; such contacts touch no sensor).
+    Names outside the world are allowed (their contacts touch no sensor).
 
     Raises:
         ConfigError: a duplicate or empty name (body indices would be ambiguous).
@@ -249,12 +243,8 @@ def gz_contacts_input(contacts_type: str, body_map: Sequence[str]) -> Optional[T
 class SensorFactory:
     """Builds attached sensor models and their message layouts from a :class:`SensorParameters`.
 
-    Args:
-        world: the node's ``World``.
-        body_meshes: ``<b>.mesh`` value per extra body (an extra body's geometry
-            is its mesh file, the parameter to blame when a sensor cannot attach).
-        frame_prefix: the ``frame_prefix`` parameter, prepended to the frames the
-            layouts stamp (:attr:`~vsf_sensor_ros.ros.messages.readings.SensorLayout.reading_frame`).
+    ``body_meshes``: ``<b>.mesh`` per extra body (the parameter to blame when a sensor cannot
+    attach); ``frame_prefix``: on the frames the layouts stamp.
     """
 
     def __init__(self, world: Any, body_meshes: Mapping[str, str], frame_prefix: str = "") -> None:
@@ -271,10 +261,8 @@ class SensorFactory:
         """Instantiate the model class of the sensor's kind (``from_config``) and attach it.
 
         Raises:
-            ConfigError: naming ``<s>.attachment`` (unknown body, no mesh),
-                the setting the library rejects (``SettingError``), ``<s>.type``
-                for any other library error, or ``<b>.mesh`` of an extra body
-                the model cannot attach to.
+            ConfigError: naming ``<s>.attachment`` (unknown body, no mesh), the setting the
+                library rejects, ``<s>.type`` (any other library error), or ``<b>.mesh``.
         """
         att = cfg.values.get("attachment", "")
         if not att:
@@ -302,9 +290,7 @@ class SensorFactory:
     def layout(self, cfg: SensorParameters, sensor: BaseSensor) -> enc.SensorLayout:
         """The sensor's message layout (vertices of its body for a dense force field).
 
-        A model whose values are expressed in a frame of its own (Klampt
-        ``Tsensor``, Isaac ``position``) gets the frame ``<s>_frame`` with its
-        sensor -> body transform (:mod:`vsf_sensor_ros.ros.frames`).
+        Values in a frame of their own (Klampt ``Tsensor``, Isaac ``position``): frame ``<s>_frame``.
 
         Raises:
             ConfigError: a dense-force sensor on a body without a triangle mesh;

@@ -18,11 +18,9 @@ from visualization_msgs.msg import MarkerArray
 from ..rig.calibration import AutoTareSettings, ContactFreeLoop
 from ..rig.sensors import RigSensor
 from ..sensor import GainCalibrator
-from ..sensor.base_sensor import BaseSensor, SimState
+from ..sensor.base_sensor import BaseSensor
 from .diagnostics import SensorStats
 from .messages import readings as enc
-from .messages import wire
-from .messages.stamps import ns_to_stamp, stamp_to_ns
 from .parameter_table import ConfigError
 from .parameters import SensorParameters
 
@@ -67,16 +65,8 @@ class EndpointQoS:
 class SensorEndpoints:
     """The publishers, subscription and service of one sensor, owned by ``node``.
 
-    Args:
-        node: the node that creates every endpoint.
-        config: the sensor's parameters (name, measured type, publish flags).
-        layout: the sensor's message layout (predicted / residual type).
-        qos: QoS profiles.
-        on_measured: ``f(sensor_name, msg)`` for ``<s>/measured``.
-        on_tare: ``f(sensor_name, request, response) -> response`` for ``<s>/tare``.
-        on_calibrate_gain: the same for ``<s>/calibrate_gain``, created when given and the
-            sensor ``sensor`` takes a gain (``GainCalibrator.compatible``).
-        sensor: the sensor's model (decides ``<s>/calibrate_gain``).
+    ``on_measured(name, msg)``, ``on_tare(name, request, response)`` and ``on_calibrate_gain``
+    serve ``<s>/measured``, ``<s>/tare`` and ``<s>/calibrate_gain`` (made when ``sensor`` takes a gain).
     """
 
     def __init__(self, node: Node, config: SensorParameters, layout: enc.SensorLayout, qos: EndpointQoS,
@@ -122,43 +112,9 @@ class SensorEndpoints:
             node.destroy_publisher(self.markers)
             self.markers = None
 
-    def publish_step(self, layout: enc.SensorLayout, r: Any, state: SimState, stamp: Any, world_frame: str,
-                     in_contact: bool, marker_force_scale: Optional[float]) -> bool:
-        """Publish a checked step: prediction, Jacobian, and markers when ``marker_force_scale`` is given.
-
-        Outputs nobody subscribes to are not encoded (serialising clouds costs).
-
-        Args:
-            layout: the sensor's layout.
-            r: its :class:`SensorResult`.
-            state: the step's ``SimState`` (contact points for the markers).
-            stamp: the contacts message's stamp.
-            world_frame: frame of the Jacobian and the markers' points.
-            in_contact: the sensor's contact state (colours the markers).
-            marker_force_scale: m per N of the arrows, or None: no markers this step.
-
-        Returns:
-            True when markers were published.
-        """
-        values, jac = r.values, r.jacobian
-        stamp_ns = stamp_to_ns(stamp)
-        if wanted(self.predicted):
-            self.predicted.publish(enc.encode_vector(layout, values, stamp_ns))
-        if jac is not None and self.jacobian is not None and wanted(self.jacobian):
-            self.jacobian.publish(wire.encode_jacobian(
-                jac.rows.cpu().numpy(), r.jacobian_cols, jac.values.detach().cpu().numpy(), stamp_ns,
-                world_frame))
-        if marker_force_scale is None or self.markers is None or not wanted(self.markers):
-            return False
-        pts, frc = state.contacts_on_body(layout.frame_id, local=False)
-        self.markers.publish(enc.encode_markers(self.name, layout, world_frame, ns_to_stamp(stamp_ns),
-                                                pts.cpu().numpy(),
-                                                frc.cpu().numpy(), values, marker_force_scale, in_contact))
-        return True
-
     def publish_residual(self, layout: enc.SensorLayout, residual: np.ndarray, stamp_ns: int) -> bool:
         """Publish ``<s>/residual`` (``(#meas,)`` float64, SI) when someone subscribes; True if sent."""
-        if not wanted(self.residual):
+        if not enc.wanted(self.residual):
             return False
         self.residual.publish(enc.encode_vector(layout, residual, stamp_ns))
         return True
@@ -166,13 +122,9 @@ class SensorEndpoints:
     def publish_measured_si(self, layout: enc.SensorLayout, measured: np.ndarray, stamp_ns: int) -> bool:
         """Publish ``<s>/measured_si`` when someone subscribes; True if sent.
 
-        ``measured`` is the ``(#meas,)`` float64 measured vector in SI (the reading x
-        ``measured_scale``, as the residual uses it; entries the measured type cannot carry are
-        NaN and have no slot in the message).  ``stamp_ns`` is the contacts stamp of the
-        prediction it was paired with, so ``<s>/predicted`` and ``<s>/measured_si`` of one
-        instant carry the same stamp and overlay in one unit in a plot.
-        """
-        if not wanted(self.measured_si):
+        ``measured``: ``(#meas,)`` float64 in SI, as the residual uses it; ``stamp_ns``: that of
+        the prediction it was paired with (the two overlay in a plot)."""
+        if not enc.wanted(self.measured_si):
             return False
         self.measured_si.publish(enc.encode_vector(layout, measured, stamp_ns))
         return True
@@ -210,20 +162,11 @@ def contact_free_loop(values: Mapping[str, Any], layout: enc.SensorLayout) -> Op
     return ContactFreeLoop(auto, watch, int(layout.slots[0]) if watch is not None else 0)
 
 
-def wanted(pub: Any) -> bool:
-    """A publisher has at least one matched subscription."""
-    return pub.get_subscription_count() > 0
-
-
 class SensorHandle(RigSensor):
     """The node's sensor: the rig's sensor with its parameters, endpoints and diagnostics counters.
 
-    Args:
-        config: the sensor's parameters.
-        sensor: the attached model.
-        layout: its message layout.
-        buffer_size: capacity of each pairing queue (``alignment_buffer_size``).
-        tolerance_ns: pairing tolerance (``max_stamp_difference``, ns), None = adaptive.
+    ``buffer_size``: each pairing queue's (``alignment_buffer_size``); ``tolerance_ns``:
+    ``max_stamp_difference`` in ns, None = adaptive.
     """
 
     def __init__(self, config: SensorParameters, sensor: BaseSensor, layout: enc.SensorLayout,
@@ -243,13 +186,8 @@ class SensorHandle(RigSensor):
     def apply_live(self, values: Mapping[str, Any]) -> List[str]:
         """Apply checked live values of :data:`~.parameter_table.LIVE_SENSOR_KEYS` (key -> value).
 
-        A new ``measured_scale`` forgets the buffered measured samples (a tare must not average
-        two units); a new ``measured_delay`` of a header-less stream forgets the pairing buffers
-        (its pairing key moved).
-
-        Returns:
-            One sentence per buffer cleared, for the log.
-        """
+        A new ``measured_scale`` forgets the buffered measured samples, a new ``measured_delay`` of
+        a header-less stream the pairing buffers; a sentence per buffer cleared, for the log."""
         old = dict(self.config.values)
         self.config = SensorParameters(self.name, self.config.type, {**old, **values})
         new = self.config.values
@@ -265,4 +203,4 @@ class SensorHandle(RigSensor):
         return notes
 
 
-__all__ = ["EndpointQoS", "SensorEndpoints", "SensorHandle", "qos_reliability", "wanted"]
+__all__ = ["EndpointQoS", "SensorEndpoints", "SensorHandle", "qos_reliability"]

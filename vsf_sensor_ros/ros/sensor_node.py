@@ -1,9 +1,7 @@
 """``sensor_node``: predicted tactile readings and their force Jacobians, live over ROS 2.
 
-A thin adapter (contacts, joint states, poses, measured streams -> ``SimState`` -> sensor models ->
-messages): this module owns every publisher, subscription, service and timer and hands each
-concern to its module.  Topics, stamps, diagnostics and services: docs/interface.md; running,
-configuration checks and bad input: docs/node.md.
+It owns every endpoint and hands each concern to its module (interface: docs/interface.md;
+running, checks and bad input: docs/node.md).
 """
 from __future__ import annotations
 
@@ -35,15 +33,16 @@ from . import main as node_main
 from .messages import readings as enc
 from .messages import wire
 from ._rclpy_compat import add_parameter_callbacks
-from .messages.contacts import ContactsDecodeError, contacts_to_pointcloud2, pointcloud2_to_contacts
+from .messages.pointcloud import contacts_to_pointcloud2
+from .messages.wire import ContactsDecodeError, pointcloud2_to_contacts
 from .diagnostics import InputStats, build_diagnostics
 from .health import (JOINT_STATE, POSE_STAMPED, NodeHealth, configuration_warnings, known_keys,
                      misspelt_keys, node_value_problems, own_topics, type_name)
 from .input_health import SensorInputs, StreamClock
-from .input_types import WrongTypeWatch
 from .parameter_check import unknown_keys
+from .topic_types import WrongTypeWatch
 from .frames import FramePublisher
-from .kinematics import KinematicInputs, parse_joint_name_map
+from .kinematics import KinematicInputs, decode_joint_state, parse_joint_name_map
 from .messages.gz_contacts import gz_contacts_to_contacts, note_unknown_bodies
 from .scene import (SensorFactory, build_scene, check_contact_body_names, effective_assets_dir,
                     gz_contacts_input, resolve_path)
@@ -59,16 +58,13 @@ DEVICE = torch.device("cpu")
 
 
 class SensorNode(Node):
-    """The ROS 2 sensor-model node (its interface: docs/interface.md).
+    """The ROS 2 sensor-model node.
 
     Raises:
-        ConfigError: at construction, for any configuration problem; the
-            message names the parameter and its value (:class:`.ConfigErrors`, one line
-            numbering them, for several problems found together: the node-wide values, the
-            names of ``sensors``, or the sensors; see docs/node.md).
+        ConfigError: at construction, naming the parameter and its value (:class:`.ConfigErrors`
+            for several found together).
         rclpy.exceptions.InvalidParameterTypeException, InvalidParameterValueException: a value
-            rclpy itself refuses in ``Node.__init__`` (e.g. ``use_sim_time``); ``main`` reports
-            them as configuration errors too.
+            rclpy itself refuses in ``Node.__init__`` (``main`` reports them as configuration errors).
     """
 
     def __init__(self, node_name: str = "sensor_node", command_line: Optional[List[str]] = None,
@@ -195,7 +191,7 @@ class SensorNode(Node):
         # creation order, so a step's joint state (published first by a simulator) is applied before
         # its contacts; the EventsExecutor serves them in arrival order.  Either way a contacts
         # message uses the stamped joint state of its own step (body_transforms' history).
-        self.sub_joints = wire.subscribe(self, JointState, "joint_states", wire.decode_joint_state,
+        self.sub_joints = wire.subscribe(self, JointState, "joint_states", decode_joint_state,
                                          self._on_joint_state, self._reject, self._qos.inputs)
         self.sub_contacts = (
             self.create_subscription(self._gz_contacts[0], "contacts", self._on_contacts, self._qos.inputs)
@@ -212,8 +208,9 @@ class SensorNode(Node):
         self.measurements.clock_hint = self._clock_hint
         self._input_types = WrongTypeWatch(self, self.get_logger())   # asked at diagnostics time only
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", self._qos.outputs)
-        self.srv_tare_all = self.create_service(Trigger, "tare", self._on_tare_all)
-        self.srv_save = self.create_service(Trigger, "save_calibration", self._on_save_calibration)
+        self.srv_tare_all = self.create_service(Trigger, "tare", self.measurements.on_tare_all)
+        self.srv_save = self.create_service(Trigger, "save_calibration",
+                                            self.measurements.on_save_calibration)
         self.timer_diag = self.create_timer(float(p["diagnostics_period"]), self._on_diagnostics)
         self._has_post_set = add_parameter_callbacks(self, self._coerce_request, self._validate, self._apply)
         self._frames.refresh(h.layout for h in self._handles.values())
@@ -249,8 +246,8 @@ class SensorNode(Node):
         """Create a sensor's handle with its publishers, subscription and tare service."""
         h = SensorHandle(cfg, sensor, layout, int(self.params.values["alignment_buffer_size"]),
                          self.live.tolerance_ns)
-        h.endpoints = SensorEndpoints(self, cfg, layout, self._qos, self._on_measured, self._on_tare,
-                                      self._on_calibrate_gain, sensor)
+        h.endpoints = SensorEndpoints(self, cfg, layout, self._qos, self._on_measured,
+                                      self.measurements.on_tare, self.measurements.on_calibrate_gain, sensor)
         self.rig.add(h)
         self._refresh_dense_counts()
         return h
@@ -303,14 +300,7 @@ class SensorNode(Node):
         self.kinematics.on_pose(body, msg)
 
     def _on_contacts(self, msg: PointCloud2) -> None:
-        """Subscription callback: one contacts message, never fatal to the node.
-
-        Any exception not foreseen by :meth:`_process_contacts` (a bug or a
-        library failure on odd input) is counted as ``internal_error`` and
-        logged (throttled, with the exception text) instead of ending the
-        spin; the predictions are computed and checked before anything is
-        published, so a failure there publishes nothing for that message.
-        """
+        """One contacts message: stepped when its joint state is in (:meth:`_step_all`)."""
         t_recv = time.perf_counter()
         if not self.context.ok():
             return   # shutting down (SIGINT/SIGTERM): publishing would fail on the invalid context
@@ -321,7 +311,8 @@ class SensorNode(Node):
         self._step_all(self._joint_wait.offer(stamp_to_ns(msg.header.stamp), (msg, t_recv), now))
 
     def _step_all(self, items: List[Tuple[Any, float]]) -> None:
-        """Step contacts messages ``(msg, receive time)`` in order; never fatal to the node."""
+        """Step contacts messages ``(msg, receive time)`` in order; an unforeseen exception is
+        counted as ``internal_error`` and logged, never fatal (nothing is published for that message)."""
         for msg, t_recv in items:
             try:
                 self._process_contacts(msg, t_recv)
@@ -411,8 +402,8 @@ class SensorNode(Node):
         rate = self.live.markers_max_rate
         markers = rate <= 0 or now - h.last_marker_time >= 1.0 / rate
         world_frame = self._frame_prefix + self._world_frame    # as stamped on the wire
-        if h.endpoints.publish_step(h.layout, r, state, stamp, world_frame, in_contact,
-                                    self.live.marker_force_scale if markers else None):
+        if enc.publish_step(h.endpoints, h.layout, r, state, stamp_to_ns(stamp), world_frame, in_contact,
+                            self.live.marker_force_scale if markers else None):
             h.last_marker_time = now
 
     def _zero_stamped_contacts(self) -> None:
@@ -450,20 +441,6 @@ class SensorNode(Node):
             self._measured_clock(h).arrived(time.monotonic())
         self.measurements.on_measured(name, msg)
 
-    def _on_tare(self, name: str, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        return self.measurements.on_tare(name, request, response)
-
-    def _on_calibrate_gain(self, name: str, request: Trigger.Request,
-                           response: Trigger.Response) -> Trigger.Response:
-        return self.measurements.on_calibrate_gain(name, request, response)
-
-    def _on_tare_all(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        return self.measurements.on_tare_all(request, response)
-
-    def _on_save_calibration(self, request: Trigger.Request,
-                             response: Trigger.Response) -> Trigger.Response:
-        return self.measurements.on_save_calibration(request, response)
-
     # ------------------------------------------------------------------ diagnostics
     def _on_diagnostics(self) -> None:
         now = time.monotonic()
@@ -500,9 +477,8 @@ class SensorNode(Node):
         return float(self.params.values["input_timeout"])
 
     def _measured_clock(self, h: SensorHandle) -> StreamClock:
-        """The clock of sensor ``h``'s measured topic: needed when ``<s>.measured_topic`` names one
-        (the user expects a driver there), optional on the default topic (a prediction-only sensor
-        has none) until it has arrived."""
+        """The clock of ``h``'s measured topic: needed when ``<s>.measured_topic`` names one, optional
+        on the default topic (a prediction-only sensor has none) until it has arrived."""
         sub = h.endpoints.measured if h.endpoints is not None else None
         topic = sub.topic_name if sub is not None else h.config.measured_topic()
         return self.health.stream(topic, type_name(enc.MEASURED_TYPES[h.config.measured_type()]),
@@ -527,12 +503,9 @@ class SensorNode(Node):
         return needs
 
     def _clock_hint(self, h: SensorHandle) -> Optional[str]:
-        """The pairing's sentence of sensor ``h`` (:meth:`.StampPairer.offset_hint`: a clock offset,
-        or offers older than every kept item of the other stream),
-        or None while its measured stream or the contacts have stopped (the gap the pairer kept
-        then spans the pause, one stream resuming alone: a stale stream, which its input status
-        already names) and for a header-less measured type (stamped on arrival with this node's
-        own clock: a gap there is a pause or a wrong ``measured_delay``, never another clock)."""
+        """The pairing's sentence of ``h`` (:meth:`.StampPairer.offset_hint`), or None while its
+        measured stream or the contacts have stopped (the input status names that) and for a
+        header-less measured type (stamped on arrival: never another clock)."""
         now, timeout = time.monotonic(), self._input_timeout()
         if h.headerless or any(c.stopped(now, timeout) for c in self._paired_streams(h)):
             return None
@@ -555,12 +528,9 @@ class SensorNode(Node):
     def _coerce_request(self, params: List[Parameter]) -> List[Parameter]:
         """``pre_set_parameters``: the file's int -> double leniency for ``ros2 param set`` too.
 
-        A name the node does not know is refused (``ParameterNotDeclaredException``, as rclpy
-        would, but naming it with the closest known key: the service's answer carries it) and
-        logged.  A value of the wrong type for a declared, writable parameter is
-        noted and replaced by the current value: rclpy's own type check would refuse it naming
-        neither the parameter nor the value; :meth:`_validate` refuses the request naming both
-        (nothing is set)."""
+        An unknown name is refused (``ParameterNotDeclaredException`` naming the closest known key)
+        and logged; a value of the wrong type is noted and replaced by the current value, so that
+        :meth:`_validate` refuses the request naming parameter and value (rclpy names neither)."""
         unknown = [u.message() for u in unknown_keys(
             [p.name for p in params if not self.has_parameter(p.name)],
             **known_keys({n: h.config.type for n, h in self._handles.items()},
@@ -599,15 +569,8 @@ class SensorNode(Node):
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """Console entry point (:func:`.main.run_node`): exit code 0, or 2 on a configuration error.
-
-    ``-h`` / ``--help`` before ``--ros-args`` prints the usage and returns 0 without starting a
-    node.  A SIGINT / SIGTERM in ``rclpy.init`` or while the node runs ends it with 0.  The node
-    spins on the ``executor`` parameter's choice (:func:`.main.spin_node`).
-
-    Args:
-        args: the command line, program name first (``sys.argv`` when None).
-    """
+    """Console entry point (:func:`.main.run_node`; ``args``: the command line, ``sys.argv`` when
+    None): 0 (also after ``-h``, SIGINT, SIGTERM), or 2 on a configuration error."""
     argv = list(sys.argv if args is None else args)
     node_main.usage().parse_known_args(node_main.user_args(argv))   # exits 0 after printing -h / --help
     return node_main.run_node("sensor_node", lambda: SensorNode(command_line=argv), args,

@@ -1,15 +1,16 @@
 """Which other message types are published on a topic a node subscribes (read from the ROS graph).
 
 A subscription of the wrong type receives nothing and rclpy says nothing, so the nodes ask the
-graph to name the type really published, and by whom (docs/interface.md, diagnostics).
+graph to name the type really published, and by whom, for silent inputs only, once per
+``/diagnostics`` report, logged once (docs/interface.md, diagnostics).
 """
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import Any, Dict, List, Tuple
 
 from rclpy.node import Node
 
-__all__ = ["foreign_publishers", "type_name", "wrong_type_message"]
+__all__ = ["MAX_REMEMBERED", "WrongTypeWatch", "foreign_publishers", "type_name", "wrong_type_message"]
 
 
 def type_name(cls: type) -> str:
@@ -53,3 +54,57 @@ def wrong_type_message(topic: str, expected: str, foreign: List[Tuple[str, str]]
         return ""
     offered = ", ".join(f"{t} (from {n})" if n else t for n, t in foreign)
     return f"{topic} carries {offered}, not {expected}"
+
+
+# Distinct problems remembered as logged (the oldest are forgotten first): publishers of wrong
+# types coming and going under new node names must not grow the node's memory without bound.
+MAX_REMEMBERED = 256
+
+
+class WrongTypeWatch:
+    """Callable ``(stream) -> str``: the wrong-type sentence for a silent input, or ``""``.
+
+    Args:
+        node: the node whose graph view is asked (it subscribes the streams).
+        logger: where each distinct problem is logged once at WARN (an rclpy logger).
+
+    Discovery may tell the graph a publisher's type before its node's name
+    (:func:`foreign_publishers` gives ``""`` for the name then): the log waits
+    one report for the name, then logs what it has.  The returned sentence is always the
+    current one.
+    """
+
+    def __init__(self, node: Node, logger: Any) -> None:
+        self._node = node
+        self._logger = logger
+        self._logged: Dict[Tuple[str, str, Tuple[Tuple[str, str], ...]], None] = {}
+        self._waited: Dict[Tuple[str, str, Tuple[str, ...]], None] = {}
+
+    def __call__(self, stream: Any) -> str:
+        """The sentence for ``stream`` (its resolved topic and expected type), e.g.
+        ``/joint_states carries std_msgs/msg/String (from /driver), not sensor_msgs/msg/JointState``;
+        ``""`` when no publisher on the topic has another type."""
+        foreign = foreign_publishers(self._node, stream.topic, stream.type_name)
+        text = wrong_type_message(stream.topic, stream.type_name, foreign)
+        if text:
+            self._log_once(stream, foreign, text)
+        return text
+
+    def _log_once(self, stream: Any, foreign: List[Tuple[str, str]], text: str) -> None:
+        key = (stream.topic, stream.type_name, tuple(foreign))
+        if key in self._logged:
+            return
+        types = (stream.topic, stream.type_name, tuple(t for _, t in foreign))
+        if any(not name for name, _ in foreign) and types not in self._waited:
+            _remember(self._waited, types)   # the node's name usually arrives by the next report
+            return
+        _remember(self._logged, key)
+        self._logger.warning(f"no {stream.type_name} on {stream.topic}: {text} (a subscription and a "
+                             "publisher of different types never connect)")
+
+
+def _remember(seen: Dict[Any, None], key: Any) -> None:
+    """Add ``key`` to the insertion-ordered ``seen``, forgetting the oldest beyond MAX_REMEMBERED."""
+    seen[key] = None
+    while len(seen) > MAX_REMEMBERED:
+        del seen[next(iter(seen))]

@@ -12,8 +12,9 @@ from builtin_interfaces.msg import Time
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import PointCloud2, PointField
 
-from vsf_sensor_ros.ros.messages.contacts import (CONTACT_FIELDS, DECODE_REASONS, ContactsDecodeError,
-                                                  contacts_to_pointcloud2, pointcloud2_to_contacts)
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.wire import (CONTACT_FIELDS, DECODE_REASONS, ContactsDecodeError,
+                                              pointcloud2_to_contacts)
 from vsf_sensor_ros.sensor.base_sensor import ContactState, validate_contact_state
 
 BODIES = ["punyo", "object", "table"]
@@ -304,7 +305,8 @@ def test_float64_values_past_the_float32_range_reject_a_float32_decode():
 def test_seed_style_contact_objects_with_lists_are_encoded_as_contact_states():
     """A plain object with the seed's ContactState attributes (lists) gives the same cloud as the
     ContactState of the same numbers; one without ``forces`` is refused naming what it lacks."""
-    from vsf_sensor_ros.ros.messages.contacts import contacts_to_pointcloud2, pointcloud2_to_contacts
+    from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
+    from vsf_sensor_ros.ros.messages.wire import pointcloud2_to_contacts
 
     class Plain:
         def __init__(self, **kw):

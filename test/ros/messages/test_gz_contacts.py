@@ -17,8 +17,8 @@ ros_gz = pytest.importorskip("ros_gz_interfaces.msg",
 from geometry_msgs.msg import Vector3  # noqa: E402
 
 from vsf_sensor_ros.rig.contacts import with_implied_pairs  # noqa: E402
-from vsf_sensor_ros.ros.messages.contacts import (contacts_to_pointcloud2,  # noqa: E402
-                                                  pointcloud2_to_contacts)
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2  # noqa: E402
+from vsf_sensor_ros.ros.messages.wire import pointcloud2_to_contacts  # noqa: E402
 from vsf_sensor_ros.ros.messages.gz_contacts import (GZ_DECODE_REASONS, ContactBodyMap,  # noqa: E402
                                                      GzContactsDecodeError, gz_contacts_to_contacts)
 from vsf_sensor_ros.sensor.base_sensor import ContactState  # noqa: E402

@@ -7,9 +7,9 @@ from builtin_interfaces.msg import Time
 from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
 
-from vsf_sensor_ros.ros.messages.pointcloud import (CLOUD_REASONS, CloudDecodeError, CloudLayout, FieldSpec,
-                                                    FrozenFields, float_columns, read_cloud, read_points,
-                                                    require_finite, write_cloud)
+from vsf_sensor_ros.ros.messages.pointcloud import read_cloud, write_cloud
+from vsf_sensor_ros.ros.messages.wire import (CLOUD_REASONS, CloudDecodeError, CloudLayout, FieldSpec,
+                                              FrozenFields, float_columns, read_points, require_finite)
 
 # name, offset, datatype, struct code: every integer type, both float widths, a 3-byte hole at 9..11
 LAYOUT = [("i8", 0, PointField.INT8, "b"), ("u8", 1, PointField.UINT8, "B"),

@@ -9,7 +9,7 @@ from sensor_msgs.msg import FluidPressure, PointCloud2, PointField
 
 from vsf_sensor_ros.ros import kinds
 from vsf_sensor_ros.ros.messages import readings as enc
-from vsf_sensor_ros.ros.messages import wire
+
 from vsf_sensor_ros.rig.calibration import select_samples
 from vsf_sensor_ros.rig.sensors import PairedSample
 
@@ -55,8 +55,8 @@ def test_jacobian_remap_rejects_a_pair_whose_rows_disagree():
 
 
 def test_jacobian_cloud_keeps_nonzeros_with_uint32_row_col_and_float64_value():
-    raw = wire.encode_jacobian(np.array([0, 0, 1]), np.array([3, 4, 5]), np.array([0.25, 0.0, -2.0]),
-                               STAMP_NS, "world")
+    raw = enc.encode_jacobian(np.array([0, 0, 1]), np.array([3, 4, 5]), np.array([0.25, 0.0, -2.0]),
+                              STAMP_NS, "world")
     msg = deserialize_message(raw, PointCloud2)
     assert [(f.name, f.offset, f.datatype) for f in msg.fields] == [
         ("row", 0, PointField.UINT32), ("col", 4, PointField.UINT32), ("value", 8, PointField.FLOAT64)]

@@ -19,7 +19,8 @@ from sensor_msgs.msg import FluidPressure, JointState, PointCloud2, PointField
 from vsf_sensor_ros.ros.messages import wire as cdr
 from vsf_sensor_ros.ros import kinds
 from vsf_sensor_ros.ros.messages import readings as enc
-from vsf_sensor_ros.ros.messages.contacts import pointcloud2_to_contacts
+from vsf_sensor_ros.ros.kinematics import decode_joint_state
+from vsf_sensor_ros.ros.messages.wire import pointcloud2_to_contacts
 
 from test.ros.node_helpers import spin_until
 
@@ -49,7 +50,7 @@ def test_joint_state_decoder_equals_the_message_for_random_messages():
         for attr in ("position", "velocity", "effort"):
             k = int(rng.choice([0, n, int(rng.integers(0, 5))]))
             setattr(msg, attr, rng.standard_normal(k).tolist())
-        got = cdr.decode_joint_state(serialize_message(msg))
+        got = decode_joint_state(serialize_message(msg))
         assert got.header.stamp.sec == msg.header.stamp.sec
         assert got.header.stamp.nanosec == msg.header.stamp.nanosec
         assert got.header.frame_id == msg.header.frame_id
@@ -68,13 +69,13 @@ def test_repeated_joint_names_and_layouts_are_decoded_afresh_when_their_bytes_ch
     seq = [js(["j1", "j2"]), js(["j1", "j2"]), js(["j1", "j3"]), js(["j1", "j2"], "bas2"), js(["j1", "j2"]),
            js(["j1"]), js(["j1", "j2", "j4"])]
     for msg in seq:
-        got = cdr.decode_joint_state(serialize_message(msg))
+        got = decode_joint_state(serialize_message(msg))
         assert got.name == list(msg.name) and got.header.frame_id == msg.header.frame_id
         got.name.append("x")          # the caller's list is its own
     raw = serialize_message(js(["j1", "j2"]))
-    cdr.decode_joint_state(raw)
+    decode_joint_state(raw)
     with pytest.raises(cdr.CdrDecodeError):
-        cdr.decode_joint_state(raw[:20])       # inside the names section that was just cached
+        decode_joint_state(raw[:20])       # inside the names section that was just cached
 
     def cloud(names, step=12, dt=PointField.FLOAT32):
         fields = [PointField(name=n, offset=4 * i, datatype=dt, count=1) for i, n in enumerate(names)]
@@ -237,7 +238,7 @@ def test_big_endian_and_xcdr2_joint_states_written_by_hand():
         b += struct.pack(e + "d", -2.0)
         return b
     for head, e in ((b"\x00\x00\x00\x00", ">"), (b"\x00\x07\x00\x00", "<"), (b"\x00\x06\x00\x00", ">")):
-        got = cdr.decode_joint_state(head + body(e))
+        got = decode_joint_state(head + body(e))
         assert (got.header.stamp.sec, got.header.stamp.nanosec, got.header.frame_id) == (7, 9, "ab")
         assert got.name == ["j"]
         assert got.position.tolist() == [1.5] and got.velocity.size == 0 and got.effort.tolist() == [-2.0]
@@ -249,8 +250,8 @@ def test_big_endian_and_xcdr2_joint_states_written_by_hand():
     tail = struct.pack(e + "d", 3.25) + b"\x00" * 8            # value, empty velocity and effort
     x1 = b"\x00\x01\x00\x00" + core + b"\x00" * 4 + tail
     x2 = b"\x00\x07\x00\x00" + core + tail
-    assert cdr.decode_joint_state(x1).position.tolist() == [3.25]
-    assert cdr.decode_joint_state(x2).position.tolist() == [3.25]
+    assert decode_joint_state(x1).position.tolist() == [3.25]
+    assert decode_joint_state(x2).position.tolist() == [3.25]
 
 
 def test_truncated_or_foreign_buffers_are_rejected_with_a_reason():
@@ -262,10 +263,10 @@ def test_truncated_or_foreign_buffers_are_rejected_with_a_reason():
     real_end = 4 + 8 + 8 + 4 + 8 + 8 + 4 + 16 + 8
     for cut in range(real_end):
         with pytest.raises(cdr.CdrDecodeError) as err:
-            cdr.decode_joint_state(raw[:cut])
+            decode_joint_state(raw[:cut])
         assert err.value.reason == "malformed_cdr"
     with pytest.raises(cdr.CdrDecodeError) as err:
-        cdr.decode_joint_state(b"\x00\x03\x00\x00" + raw[4:])
+        decode_joint_state(b"\x00\x03\x00\x00" + raw[4:])
     assert err.value.reason == "unsupported_encapsulation"
     cloud = serialize_message(PointCloud2(height=1, width=1, point_step=1, row_step=1, data=b"\x05"))
     for cut in range(len(cloud) - 1):
@@ -277,7 +278,7 @@ def test_string_without_terminator_is_rejected():
     raw = bytearray(serialize_message(JointState(name=["abc"])))
     raw[4 + 8 + 4 + 1 + 3 + 4 + 4 + 3] = ord("d")        # the NUL of "abc"
     with pytest.raises(cdr.CdrDecodeError):
-        cdr.decode_joint_state(bytes(raw))
+        decode_joint_state(bytes(raw))
 
 
 # -- encoders ---------------------------------------------------------------------------------
@@ -367,7 +368,7 @@ def test_jacobian_encoder_writes_the_nonzeros_in_order():
         cols = rng.integers(0, 300, nnz)
         vals = rng.standard_normal(nnz) * (rng.random(nnz) > 0.2)   # some exact zeros, dropped
         frame = rand_text(rng) or "world"
-        msg = deserialize_message(cdr.encode_jacobian(rows, cols, vals, ns, frame), PointCloud2)
+        msg = deserialize_message(enc.encode_jacobian(rows, cols, vals, ns, frame), PointCloud2)
         check_header(msg, ns, frame)
         keep = [i for i in range(nnz) if vals[i] != 0.0]
         pts = check_cloud(msg, [("row", "u4"), ("col", "u4"), ("value", "f8")], len(keep))
@@ -378,7 +379,7 @@ def test_jacobian_encoder_writes_the_nonzeros_in_order():
 def test_encoded_cloud_round_trips_through_the_decoder():
     recs = np.zeros(3, dtype=[("row", "<u4"), ("col", "<u4"), ("value", "<f8")])
     recs["row"], recs["col"], recs["value"] = [1, 2, 3], [4, 5, 6], [0.5, -1.0, 2.0]
-    got = cdr.decode_pointcloud2(cdr.encode_pointcloud2(5_000_000_001, "wörld", recs))
+    got = cdr.decode_pointcloud2(enc.encode_pointcloud2(5_000_000_001, "wörld", recs))
     assert (got.header.stamp.sec, got.header.stamp.nanosec, got.header.frame_id) == (5, 1, "wörld")
     assert [(f.name, f.offset, f.datatype, f.count) for f in got.fields] == [
         ("row", 0, PointField.UINT32, 1), ("col", 4, PointField.UINT32, 1),
@@ -389,14 +390,14 @@ def test_encoded_cloud_round_trips_through_the_decoder():
 
 def test_encoders_reject_bad_input_with_the_value_named():
     with pytest.raises(ValueError, match="-1"):
-        cdr.encode_fluid_pressure(-1, "a", 1.0, 0.0)
+        enc.encode_fluid_pressure(-1, "a", 1.0, 0.0)
     with pytest.raises(ValueError):
-        cdr.encode_dense_force(0, "a", np.zeros((4, 3)), np.zeros(9))
+        enc.encode_dense_force(0, "a", np.zeros((4, 3)), np.zeros(9))
     with pytest.raises(ValueError, match="'q'"):
-        cdr.encode_pointcloud2(0, "a", np.zeros(2, dtype=[("q", "<i8")]))
+        enc.encode_pointcloud2(0, "a", np.zeros(2, dtype=[("q", "<i8")]))
     with pytest.raises(ValueError):
         gap = np.dtype({"names": ["a"], "formats": ["<f4"], "offsets": [4], "itemsize": 8})
-        cdr.encode_pointcloud2(0, "a", np.zeros(2, dtype=gap))
+        enc.encode_pointcloud2(0, "a", np.zeros(2, dtype=gap))
 
 
 # -- over real DDS ----------------------------------------------------------------------------
@@ -417,11 +418,11 @@ def test_raw_subscription_delivers_bytes_and_publisher_sends_bytes(rclpy_context
         sent.header.stamp = Time(sec=4, nanosec=44)
         pub_js.publish(sent)
         rows, cols, vals = np.array([0, 7]), np.array([3, 2]), np.array([1.5, -0.25])
-        pub_jac.publish(cdr.encode_jacobian(rows, cols, vals, 9_000_000_001, "world"))
+        pub_jac.publish(enc.encode_jacobian(rows, cols, vals, 9_000_000_001, "world"))
         spin_until(ex, lambda: raw_in and objects_in)
 
         assert isinstance(raw_in[0], bytes)
-        got = cdr.decode_joint_state(raw_in[0])
+        got = decode_joint_state(raw_in[0])
         assert got.name == ["shoulder", "é"] and got.position.tolist() == [0.5, -1.25]
         assert got.effort.tolist() == [3.0] and got.velocity.size == 0
         assert (got.header.stamp.sec, got.header.stamp.nanosec) == (4, 44)

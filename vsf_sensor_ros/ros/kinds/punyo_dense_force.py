@@ -10,8 +10,9 @@ from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker
 
 from ...sensor.punyo_dense_force_sensor import PunyoDenseForceSensor
-from ..messages import wire
-from ..messages.pointcloud import FLOAT_TYPES, float_columns, read_cloud
+from ..messages import readings as enc
+from ..messages.pointcloud import read_cloud
+from ..messages.wire import FLOAT_TYPES, float_columns
 from ..messages.readings import (MeasuredDecodeError, ReadingCodec, marker_points, read_cloud_fields,
                                  type_mismatch)
 from . import SensorKind
@@ -32,7 +33,7 @@ class DenseForceCodec(ReadingCodec):
         return np.arange(len(names)), None
 
     def to_bytes(self, layout, values, stamp_ns):
-        return wire.encode_dense_force(stamp_ns, layout.reading_frame, layout.vertices, values)
+        return enc.encode_dense_force(stamp_ns, layout.reading_frame, layout.vertices, values)
 
     def measured_values(self, layout, msg):
         if not isinstance(msg, PointCloud2):

@@ -11,7 +11,7 @@ from sensor_msgs.msg import FluidPressure
 from std_msgs.msg import Float32, Float64
 
 from ...sensor.punyo_pressure_sensor import PunyoPressureSensor
-from ..messages import wire
+from ..messages import readings as enc
 from ..messages.readings import HEADERLESS_MEASURED_TYPES, ReadingCodec, index_of, type_mismatch
 from ..parameter_table import INF, model_spec
 from . import SensorKind, model_setting
@@ -31,7 +31,7 @@ class PressureCodec(ReadingCodec):
 
     def to_bytes(self, layout, values, stamp_ns):
         var = 0.0 if layout.std is None else float(layout.std[layout.slots[0]] ** 2)
-        return wire.encode_fluid_pressure(stamp_ns, layout.reading_frame, float(values[layout.slots[0]]), var)
+        return enc.encode_fluid_pressure(stamp_ns, layout.reading_frame, float(values[layout.slots[0]]), var)
 
     def measured_values(self, layout, msg):
         if isinstance(msg, FluidPressure):

@@ -14,7 +14,8 @@ from std_msgs.msg import Float32, Float64
 
 from vsf_sensor_ros.sensor.camera_model import BrownConradyCamera
 
-from .pointcloud import CloudDecodeError, float_columns, read_cloud
+from .pointcloud import read_cloud
+from .wire import CloudDecodeError, float_columns
 
 __all__ = ["COLOUR_ENCODINGS", "InputRejected", "PRESSURE_TYPES", "camera_from_info", "colour_from_image",
            "depth_from_cloud", "depth_from_image", "pressure_pa"]

@@ -13,8 +13,7 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequ
 import numpy as np
 import torch
 
-from .contacts import ContactsDecodeError, DecodedContacts, contacts_from_buffer
-from .pointcloud import CloudDecodeError, CloudLayout
+from .wire import CloudDecodeError, CloudLayout, ContactsDecodeError, DecodedContacts, contacts_from_buffer
 from .stamps import stamp_to_ns
 
 #: the ``contacts_type`` value of Gazebo contacts
@@ -67,13 +66,10 @@ class ContactBodyMap:
     def parse(cls, entries: Iterable[str]) -> "ContactBodyMap":
         """Build from ``contact_body_map`` entries ``"pattern=body"``.
 
-        The pattern is a glob over the whole scoped name (``*`` also matches
-        ``::``), e.g. ``punyo_model::*=punyo`` or ``*::box_link::*=object``.
-        The body is split off at the last ``=`` (a body name has none).
+        A glob over the whole scoped name (``*`` matches ``::`` too), split at the last ``=``.
 
         Raises:
-            ValueError: an entry without ``=``, or with an empty pattern or body
-                (the entry is named).
+            ValueError: an entry without ``=``, or with an empty pattern or body, naming it.
         """
         rules = []
         for e in entries:
@@ -226,25 +222,11 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
                             unknown_bodies: Optional[Dict[str, str]] = None) -> DecodedContacts:
     """Decode a ``ros_gz_interfaces/msg/Contacts`` into contacts per ordered body pair.
 
-    Args:
-        msg: the message (``header``, ``contacts``; docs/interface.md, Gazebo contacts).
-        body_names: the ``contact_body_names`` table.  A mapped body not in it
-            is appended to this call's table (its contacts are decoded; they
-            touch no sensor unless the other side is a sensor's body).
-        body_map: collision name -> body (:class:`ContactBodyMap`); None: link names.
-        dtype, device: of the returned points/forces tensors.
-        world_frame: when given, a wrench whose ``header.frame_id`` is neither empty nor this
-            frame is rejected (``wrench_frame``); None: wrench frames are not checked.
-        unknown_bodies: when given, filled with ``{body: scoped collision name}`` for every
-            mapped body not in ``body_names`` (the first collision that named it).
-
-    Returns:
-        :class:`~vsf_sensor_ros.ros.messages.contacts.DecodedContacts`, equal to what
-        :func:`~vsf_sensor_ros.ros.messages.contacts.pointcloud2_to_contacts` gives for
-        a cloud of the same rows (``x y z``, ``fx fy fz``, ``body1 body2``, and
-        ``nx ny nz`` / ``depth`` when present), ``num_points`` = rows,
-        ``frame_id`` and ``stamp_ns`` from the header, ``fields`` the field
-        names such a cloud has.  No positions at all: no contacts.
+    Layout: docs/interface.md, Gazebo contacts.  ``body_map``: collision name -> body (None: link
+    names); a mapped body not in ``body_names`` is appended to this call's table and, when
+    ``unknown_bodies`` is given, entered there with its first collision.  ``world_frame``: a
+    wrench in another non-empty frame is refused (None: unchecked).  The result equals
+    :func:`~.wire.pointcloud2_to_contacts` of a cloud of the same rows.
 
     Raises:
         GzContactsDecodeError: see :data:`GZ_DECODE_REASONS`.
@@ -307,16 +289,10 @@ def note_unknown_bodies(seen: Dict[str, int], unknown: Mapping[str, str], body_n
                         limit: int = MAX_UNKNOWN_GZ_BODIES) -> List[str]:
     """Count gz collisions that map to no body of the table; the warnings for names new to ``seen``.
 
-    Such contacts are decoded but touch no sensor, which is right for scenery (a ground plane)
-    and silent trouble for a sensor's own link under another name; each warning names the
-    collision and the ``contact_body_map`` entry that would map it.  At most ``limit`` names are
-    kept (a stream of ever new names cannot grow the node).
-
-    Args:
-        seen: body name -> messages that named it so far; updated in place.
-        unknown: body name -> one scoped collision name of it, from this message
-            (:func:`gz_contacts_to_contacts`'s ``unknown_bodies``).
-        body_names: the node's body table.
+    Such contacts touch no sensor (right for scenery, trouble for a sensor's link under another
+    name); a warning names the collision and the ``contact_body_map`` entry that would map it.
+    ``seen`` (body -> messages naming it, updated in place) keeps at most ``limit`` names;
+    ``unknown``: :func:`gz_contacts_to_contacts`'s ``unknown_bodies``.
     """
     out = []
     for body, collision in unknown.items():

@@ -7,19 +7,20 @@ frames and measured types: docs/interface.md; adding a kind: docs/kinds.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+import struct
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point, WrenchStamped
-from sensor_msgs.msg import FluidPressure, PointCloud2
+from sensor_msgs.msg import FluidPressure, PointCloud2, PointField
 from std_msgs.msg import ColorRGBA, Float32, Float64, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from ...rig.contacts import jacobian_message_columns  # noqa: F401 -- re-exported
-from . import wire
-from .pointcloud import CloudDecodeError, float_columns, read_cloud, require_finite
-from .stamps import copy_stamp
+from .pointcloud import read_cloud
+from .stamps import copy_stamp, ns_to_stamp
+from .wire import CloudDecodeError, float_columns, require_finite
 
 # Accepted ``measured_type`` strings -> message class.
 MEASURED_TYPES: Dict[str, type] = {
@@ -79,18 +80,11 @@ _KEPT_CLOUD_REASONS = ("missing_field", "non_finite")
 
 
 def read_cloud_fields(msg: PointCloud2, names: Sequence[str]) -> Dict[str, np.ndarray]:
-    """Read float64 columns ``names`` from any ``PointCloud2`` layout.
-
-    Honours field offsets, datatypes, ``is_bigendian``, ``point_step``,
-    ``row_step`` and ``height > 1`` (points in row-major order), through
-    :func:`vsf_sensor_ros.ros.messages.pointcloud.read_cloud`.  The data must reach
-    the end of the last point (a missing pad after the last row is
-    accepted, as are trailing bytes).
+    """Float64 columns ``names`` of any ``PointCloud2`` layout (:func:`.read_cloud`, tolerant size).
 
     Raises:
-        MeasuredDecodeError: ``missing_field`` / ``bad_cloud_layout`` (any
-            other layout problem: duplicate or unknown datatype, count, offset,
-            data length) / ``non_finite``, with a message naming the problem.
+        MeasuredDecodeError: ``missing_field``, ``non_finite``, or ``bad_cloud_layout`` (any other
+            layout problem), naming it.
     """
     try:
         points = read_cloud(msg, names, exact_size=False)
@@ -109,28 +103,15 @@ class SensorLayout:
     """Where the message slots sit in a sensor's measurement vector.
 
     Attributes:
-        codec: the :class:`ReadingCodec` of the sensor's kind.
-        frame_id: attachment body name (the body frame; values are expressed in
-            :attr:`reading_frame`).
-        names: the sensor's ``measurement_names()``.
-        slots: indices of the entries the message carries, in message order
-            (pressure: ``[i_pressure]``; wrench: ``[i_fx, i_fy, i_fz]``, -1 for
-            an axis the sensor does not measure (Klampt ``hasForce``);
-            load: ``[i_value]``; dense force: ``0 .. 3V-1``).
-        flag: index of a boolean entry the message cannot carry
-            (``contact`` / ``in_contact``), or None.
-        vertices: ``(V, 3)`` float32 vertex positions (body frame, m) for
-            dense force, else None.
-        std: ``(#meas,)`` standard deviations (None when unknown).
-        sensor_frame: name of the sensor's own frame when its values are
-            expressed in one (Klampt ``Tsensor``, Isaac ``position``), else ""
-            (the values are in the body frame ``frame_id``).
-        body_T_sensor: ``(4, 4)`` float64 sensor frame -> body transform of
-            ``sensor_frame`` (None without one).
-        frame_prefix: the node's ``frame_prefix`` (e.g. ``left/``), prepended to
-            every frame a message is stamped with (:attr:`reading_frame`,
-            :attr:`body_frame`); ``frame_id`` and ``sensor_frame`` stay the bare
-            names (the model's body names).
+        frame_id: attachment body name; names: the sensor's ``measurement_names()``.
+        slots: entries the message carries, in message order (pressure ``[i_p]``; wrench
+            ``[i_fx, i_fy, i_fz]``, -1 for an axis not measured; load ``[i]``; dense ``0 .. 3V-1``).
+        flag: index of a boolean entry the message cannot carry (``contact``), or None.
+        vertices: ``(V, 3)`` float32 body-frame vertices (m) of dense force, else None.
+        std: ``(#meas,)`` standard deviations, or None.
+        sensor_frame, body_T_sensor: the sensor's own frame (Klampt ``Tsensor``, Isaac
+            ``position``) and its ``(4, 4)`` sensor -> body transform, else "" and None.
+        frame_prefix: the node's ``frame_prefix``, on every stamped frame (never on ``frame_id``).
     """
 
     codec: "ReadingCodec"
@@ -161,11 +142,7 @@ class SensorLayout:
 
 
 def index_of(names: List[str], *candidates: str) -> int:
-    """Index of the first of ``candidates`` in ``names``.
-
-    Raises:
-        ValueError: none of them is there, naming both.
-    """
+    """Index of the first of ``candidates`` in ``names``; ValueError naming both when none is."""
     for c in candidates:
         if c in names:
             return names.index(c)
@@ -179,27 +156,18 @@ def type_mismatch(msg: object, layout: SensorLayout) -> MeasuredDecodeError:
 
 # -- the codecs, one per reading kind -----------------------------------------------------------
 class ReadingCodec:
-    """Everything about one reading kind; subclasses fill in the kind's message.
+    """Everything about one reading kind; subclasses fill in the kind's message (docs/kinds.md).
 
     Attributes:
-        kind: the kind's name (diagnostics text, tests).
-        message: message class of ``<s>/predicted`` and ``<s>/residual``.
-        unit: SI unit of the message's values.
-        measured_types: ``measured_type`` s whose messages :meth:`measured_values` reads, the
-            default first; any other pairing would reject every measured message.
-        per_vertex: the vector is one force per mesh vertex (the layout needs the vertices,
-            element indices of contacts on the body must index them).
-        float32_values: the message carries float32 fields: a value beyond that range cannot
-            be published.
-        plausible: ``(low, high)`` of a plausible measured value in SI, or None (no check).
+        kind, message, unit, message_type: the kind's name; the class, SI unit and ``pkg/msg/Type``
+            of ``<s>/predicted`` and ``<s>/residual``.
+        measured_types: the ``measured_type`` s :meth:`measured_values` reads, the default first.
+        per_vertex: one force per mesh vertex (contact elements must index the vertices).
+        float32_values: float32 fields (a value beyond that range cannot be published).
+        plausible: ``(low, high)`` of a plausible measured value in SI, or None.
         steps_sensor: the model keeps a period-sampled reading (Isaac's ``update(state, t)``).
-        message_type: ``pkg/msg/Type`` name of :attr:`message` (the type a recording names).
-        axes: names of the message's components in slot order (plot and summary labels), or
-            None when the vector is one force per mesh vertex.
-        membrane_reading: the reading comes from the Punyo bubble's membrane (pressure, dense
-            force): contact on its body is what "pressed" means in a demo.
-        pad_reading: the reading is a tactile pad's net force on three axes (Klampt
-            ``ContactSensor``).
+        axes: the message's components in slot order (labels), None per vertex.
+        membrane_reading, pad_reading: the Punyo membrane's reading; a tactile pad's net force.
     """
 
     kind: str = ""
@@ -224,12 +192,8 @@ class ReadingCodec:
         raise NotImplementedError
 
     def to_bytes(self, layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bytes:
-        """The predicted / residual message of ``values`` (``(#meas,)`` float64, SI), serialised
-        (CDR, :mod:`.wire`), stamped ``stamp_ns`` in frame ``layout.reading_frame``.
-
-        Raises:
-            ValueError: ``stamp_ns`` negative or beyond ``int32`` seconds.
-        """
+        """The predicted / residual message of ``values`` (``(#meas,)`` float64, SI) as CDR bytes,
+        stamped ``stamp_ns`` in ``layout.reading_frame``; ValueError: a stamp out of range."""
         raise NotImplementedError
 
     def measured_values(self, layout: SensorLayout, msg) -> np.ndarray:
@@ -241,24 +205,12 @@ class ReadingCodec:
         raise NotImplementedError
 
     def recorded_vector(self, msg, measured: bool) -> np.ndarray:
-        """The vector of a recorded ``<s>/predicted`` or ``<s>/measured`` message, before scaling.
-
-        ``msg`` is any object with the field names of :attr:`message_type` (an rclpy message
-        or one deserialised from a bag); values are returned as recorded, NaN included, so a
-        recording is analysed as it was.  Message-slot order (the order of :attr:`axes`).
-
-        Args:
-            msg: the message.
-            measured: the message is a measured one (the ``load`` kind reads it as the
-                magnitude ``|force|``, the predicted one as ``force.z``).
-
-        Returns:
-            float64 array: pressure ``[p]`` (Pa); dense force ``fx fy fz`` per point,
-            point-major (N); wrench ``[fx, fy, fz]`` (N); load ``[f]`` (N).
+        """The vector of a recorded ``<s>/predicted`` or (``measured``) ``<s>/measured`` message,
+        as recorded (NaN included, before scaling), in slot order: pressure ``[p]`` (Pa); dense
+        ``fx fy fz`` per point (N); wrench ``[fx, fy, fz]``; load ``[f]`` (measured: ``|force|``).
 
         Raises:
-            ValueError: a cloud without ``fx fy fz`` or with a bad layout
-                (a :class:`~vsf_sensor_ros.ros.messages.pointcloud.CloudDecodeError`).
+            ValueError: a cloud without ``fx fy fz`` or with a bad layout.
         """
         raise NotImplementedError
 
@@ -292,29 +244,18 @@ class WrenchMessageCodec(ReadingCodec):
         raise NotImplementedError
 
     def to_bytes(self, layout, values, stamp_ns):
-        return wire.encode_wrench_stamped(stamp_ns, layout.reading_frame, self.force(layout, values))
+        return encode_wrench_stamped(stamp_ns, layout.reading_frame, self.force(layout, values))
 
 
 def make_layout(codec: ReadingCodec, frame_id: str, names: List[str],
                 errors: Optional[Sequence[float]],
                 vertices: Optional[np.ndarray] = None, sensor_frame: str = "",
                 body_T_sensor: Optional[np.ndarray] = None, frame_prefix: str = "") -> SensorLayout:
-    """Describe how a sensor's vector maps to its messages (by type name:
-    :func:`vsf_sensor_ros.ros.kinds.sensor_layout`).
-
-    Args:
-        codec: the codec of the sensor's kind.
-        frame_id: attachment body name.
-        names: ``measurement_names()``.
-        errors: ``measurement_errors()`` (std per entry, or None).
-        vertices: ``(V, 3)`` mesh vertices in the body frame (dense force only).
-        sensor_frame, body_T_sensor: the sensor's own frame and its ``(4, 4)``
-            sensor -> body transform, when its values are expressed in it.
-        frame_prefix: prepended to the stamped frames (see :class:`SensorLayout`).
+    """The :class:`SensorLayout` of a sensor (``errors``: ``measurement_errors()`` or None; by
+    type name: :func:`vsf_sensor_ros.ros.kinds.sensor_layout`).
 
     Raises:
-        ValueError: names not matching the kind, or a dense force sensor whose ``3V``
-            entries disagree with ``vertices``.
+        ValueError: names not matching the kind, or ``3V`` entries disagreeing with ``vertices``.
     """
     slots, flag = codec.slots(list(names), vertices)
     std = None if errors is None else np.asarray(errors, dtype=np.float64).reshape(-1)
@@ -326,43 +267,19 @@ def make_layout(codec: ReadingCodec, frame_id: str, names: List[str],
 
 
 def encode_vector(layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bytes:
-    """A measurement-space vector (predicted, residual, measured) as the kind's message, serialised.
-
-    Args:
-        layout: from :func:`make_layout`.
-        values: ``(#meas,)`` float64 in SI units (Pa or N).
-        stamp_ns: header stamp (ns; the contacts message's stamp).
-
-    Returns:
-        CDR bytes of a ``FluidPressure`` | ``PointCloud2`` | ``WrenchStamped`` (see module doc),
-        for a publisher of :attr:`ReadingCodec.message` (``publish`` takes bytes).
-
-    Raises:
-        ValueError: ``stamp_ns`` negative or beyond ``int32`` seconds.
-    """
+    """A ``(#meas,)`` SI vector (predicted, residual, measured) as the kind's message in CDR bytes
+    (``publish`` takes bytes), stamped ``stamp_ns``; ValueError: a stamp out of range."""
     return layout.codec.to_bytes(layout, values, stamp_ns)
 
 
 def decode_measured(layout: SensorLayout, msg, scale: float) -> np.ndarray:
-    """Decode a measured message into the sensor's measurement space (SI).
-
-    Args:
-        layout: from :func:`make_layout`.
-        msg: a message of one of the kind's ``measured_types``: ``FluidPressure`` or ``Float32`` /
-            ``Float64`` (pressure), ``PointCloud2`` with ``fx fy fz`` per vertex in vertex order
-            (dense force), or ``WrenchStamped`` (wrench: force xyz; load: ``|force|``, the
-            magnitude, so a load cell reporting along any single axis decodes the same).
-        scale: multiplier to SI (e.g. 100.0 for a pressure in hPa).
-
-    Returns:
-        ``(#meas,)`` float64; entries the message cannot carry are NaN.
+    """A measured message of one of the kind's ``measured_types`` (load: ``|force|``) times
+    ``scale`` (to SI, e.g. 100.0 for hPa) as ``(#meas,)`` float64; entries it cannot carry are NaN.
 
     Raises:
-        MeasuredDecodeError: wrong message type for the kind
-            (``measured_type_mismatch``), vertex count mismatch
-            (``measured_size_mismatch``), integer ``fx fy fz`` fields
-            (``bad_field_type``), bad layout, or values that are non-finite
-            before or after scaling (``non_finite``).
+        MeasuredDecodeError: ``measured_type_mismatch``, ``measured_size_mismatch`` (vertex count),
+            ``bad_field_type`` (integer ``fx fy fz``), a bad layout, ``non_finite`` (before or after
+            scaling).
     """
     out = np.full(len(layout.names), np.nan)
     vals = layout.codec.measured_values(layout, msg)
@@ -387,23 +304,9 @@ def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, sta
                    points_world: np.ndarray, forces_world: np.ndarray,
                    values: np.ndarray, force_scale: float,
                    in_contact: bool) -> MarkerArray:
-    """rviz markers for one sensor at one step.
-
-    * ``<s>/contacts`` (id 0): SPHERE_LIST of the contact points acting on the
-      sensor body, world frame; red when the sensor reports contact, grey otherwise.
-    * ``<s>/forces`` (id 1): LINE_LIST, one segment per contact from the point
-      along its force (on the sensor body) scaled by ``force_scale`` (m/N).
-    * ``<s>/field`` (id 2, dense force only): LINE_LIST in the body frame, one
-      segment per loaded vertex along its predicted local force.
-    * ``<s>/label`` (id 3): text with the main reading at the origin of the
-      reading's frame (``layout.reading_frame``: the sensor frame or the body).
-
-    Args:
-        points_world, forces_world: ``(N, 3)`` contacts on the sensor body.
-        values: the predicted vector.
-        force_scale: arrow length per newton (m/N).
-        in_contact: colour switch.
-    """
+    """rviz markers of one sensor at one step (docs/interface.md): ``<s>/contacts`` (id 0, the
+    ``(N, 3)`` world contact points, red ``in_contact``), ``<s>/forces`` (1, ``force_scale`` m/N),
+    the kind's extras (``<s>/field``, 2) and ``<s>/label`` (3, in ``layout.reading_frame``)."""
     header = make_header(stamp, world_frame)
     red = ColorRGBA(r=1.0, g=0.2, b=0.1, a=1.0)
     grey = ColorRGBA(r=0.6, g=0.6, b=0.6, a=1.0)
@@ -438,6 +341,176 @@ def summary_text(sensor_name: str, layout: SensorLayout, values: np.ndarray) -> 
     return layout.codec.summary(sensor_name, layout, values)
 
 
-def vector_decoder(layout: SensorLayout, scale_getter: Callable[[], float]) -> Callable:
-    """Closure ``msg -> vector`` reading the current scale at call time."""
-    return lambda msg: decode_measured(layout, msg, scale_getter())
+def wanted(pub: Any) -> bool:
+    """A publisher has at least one matched subscription (an output nobody reads is not encoded)."""
+    return pub.get_subscription_count() > 0
+
+
+def publish_step(endpoints: Any, layout: SensorLayout, r: Any, state: Any, stamp_ns: int, world_frame: str,
+                 in_contact: bool, marker_force_scale: Optional[float]) -> bool:
+    """Publish a checked step on a sensor's ``endpoints`` (:class:`.SensorEndpoints`): the
+    prediction, the Jacobian (``r``: its ``SensorResult``), and the markers when
+    ``marker_force_scale`` (m/N) is given (``state``: the step's ``SimState``).  True when markers
+    were published."""
+    values, jac = r.values, r.jacobian
+    if wanted(endpoints.predicted):
+        endpoints.predicted.publish(encode_vector(layout, values, stamp_ns))
+    if jac is not None and endpoints.jacobian is not None and wanted(endpoints.jacobian):
+        endpoints.jacobian.publish(encode_jacobian(
+            jac.rows.cpu().numpy(), r.jacobian_cols, jac.values.detach().cpu().numpy(), stamp_ns,
+            world_frame))
+    if marker_force_scale is None or endpoints.markers is None or not wanted(endpoints.markers):
+        return False
+    pts, frc = state.contacts_on_body(layout.frame_id, local=False)
+    endpoints.markers.publish(encode_markers(endpoints.name, layout, world_frame, ns_to_stamp(stamp_ns),
+                                             pts.cpu().numpy(), frc.cpu().numpy(), values,
+                                             marker_force_scale, in_contact))
+    return True
+
+
+# -- CDR encoders (the node publishes bytes: docs/decisions.md, one message path) ----------------
+_HEADER_LE = b"\x00\x01\x00\x00"            # XCDR1 little-endian
+
+
+def _pad(n: int) -> bytes:
+    return b"\x00" * n
+
+
+def _header_bytes(stamp_ns: int, frame_id: str) -> bytes:
+    """Encapsulation + ``std_msgs/Header`` (ends at a 4-byte boundary, padding included)."""
+    sec, nsec = divmod(int(stamp_ns), 1_000_000_000)
+    fid = frame_id.encode("utf-8") + b"\x00"
+    body = struct.pack("<iII", sec, nsec, len(fid)) + fid
+    return _HEADER_LE + body + _pad(-len(body) % 4)
+
+
+def _check_stamp(stamp_ns: int) -> int:
+    ns = int(stamp_ns)
+    if not 0 <= ns < (1 << 31) * 1_000_000_000:
+        raise ValueError(f"stamp {stamp_ns} ns is outside builtin_interfaces/Time's range")
+    return ns
+
+
+def _align8(head: bytes) -> bytes:
+    """``head`` padded so the next byte sits on an 8-byte boundary of the CDR data."""
+    return head + _pad(-(len(head) - 4) % 8)
+
+
+def encode_fluid_pressure(stamp_ns: int, frame_id: str, fluid_pressure: float, variance: float) -> bytes:
+    """Serialised ``sensor_msgs/FluidPressure`` (Pa, Pa²), little-endian XCDR1.
+
+    Raises:
+        ValueError: ``stamp_ns`` negative or beyond ``int32`` seconds (so do the encoders below).
+    """
+    head = _align8(_header_bytes(_check_stamp(stamp_ns), frame_id))
+    return head + struct.pack("<2d", float(fluid_pressure), float(variance))
+
+
+def encode_wrench_stamped(stamp_ns: int, frame_id: str, force: Sequence[float],
+                          torque: Sequence[float] = (0.0, 0.0, 0.0)) -> bytes:
+    """Serialised ``geometry_msgs/WrenchStamped`` (N, N·m); ValueError: not 3 components."""
+    if len(force) != 3 or len(torque) != 3:
+        raise ValueError(f"force and torque need 3 components, got {len(force)} and {len(torque)}")
+    head = _align8(_header_bytes(_check_stamp(stamp_ns), frame_id))
+    return head + struct.pack("<6d", *(float(v) for v in force), *(float(v) for v in torque))
+
+
+_FIELD_CODES: Dict[str, int] = {"<f4": PointField.FLOAT32, "<f8": PointField.FLOAT64,
+                                "<u4": PointField.UINT32, "<i4": PointField.INT32, "<u2": PointField.UINT16}
+_CLOUD_PREFIX: Dict[Tuple, Tuple[bytes, bytes, int]] = {}
+
+
+def _cloud_fields_block(start: int, fields: Tuple[Tuple[str, str, int], ...], point_step: int) -> bytes:
+    """Serialised ``fields`` .. ``point_step`` starting at absolute byte ``start`` (4-aligned)."""
+    out = bytearray(struct.pack("<I", len(fields)))
+    for name, code, offset in fields:
+        nm = name.encode("utf-8") + b"\x00"
+        if (start + len(out)) % 4:
+            raise AssertionError("field block must start 4-aligned")   # pragma: no cover
+        out += struct.pack("<I", len(nm)) + nm
+        out += _pad(-(start + len(out) - 4) % 4)
+        out += struct.pack("<IB", offset, _FIELD_CODES[code])
+        out += _pad(-(start + len(out) - 4) % 4)
+        out += struct.pack("<I", 1)
+    out += b"\x00"                                        # is_bigendian = false
+    out += _pad(-(start + len(out) - 4) % 4)
+    out += struct.pack("<I", point_step)
+    return bytes(out)
+
+
+def encode_pointcloud2(stamp_ns: int, frame_id: str, records: np.ndarray) -> bytes:
+    """Serialised unorganised (``height`` 1), packed, little-endian ``sensor_msgs/PointCloud2``
+    of ``records``, a ``(N,)`` structured array of <f4/<f8/<u4/<i4/<u2 members without gaps.
+
+    Raises:
+        ValueError: a member of another dtype, a gap or padding in the record.
+    """
+    dt = records.dtype
+    if dt.names is None or records.ndim != 1:
+        raise ValueError(f"records must be a 1-D structured array, got dtype {dt} shape {records.shape}")
+    key = (frame_id, dt)
+    hit = _CLOUD_PREFIX.get(key)
+    if hit is None:
+        fields, offset = [], 0
+        for name in dt.names:
+            sub, off = dt.fields[name][:2]
+            code = sub.str
+            if code not in _FIELD_CODES:
+                raise ValueError(f"cloud field {name!r} has unsupported dtype {sub}")
+            if off != offset:
+                raise ValueError(f"cloud field {name!r} at offset {off}, expected packed offset {offset}")
+            fields.append((name, code, off))
+            offset += sub.itemsize
+        if offset != dt.itemsize:
+            raise ValueError(f"record dtype has {dt.itemsize - offset} trailing padding bytes")
+        head = _header_bytes(0, frame_id)
+        start = len(head) + 8                              # after height, width
+        block = _cloud_fields_block(start, tuple(fields), dt.itemsize)
+        hit = (head[12:], block, dt.itemsize)
+        if len(_CLOUD_PREFIX) < 64:
+            _CLOUD_PREFIX[key] = hit
+    frame_block, block, step = hit
+    sec, nsec = divmod(_check_stamp(stamp_ns), 1_000_000_000)
+    n = records.shape[0]
+    payload = records.tobytes()
+    return b"".join((_HEADER_LE, struct.pack("<iI", sec, nsec), frame_block,
+                     struct.pack("<II", 1, n), block,
+                     struct.pack("<II", step * n, len(payload)), payload, b"\x01"))
+
+
+_DENSE_DTYPE = np.dtype([(c, "<f4") for c in ("x", "y", "z", "fx", "fy", "fz")])
+_JACOBIAN_DTYPE = np.dtype([("row", "<u4"), ("col", "<u4"), ("value", "<f8")])
+
+
+def encode_dense_force(stamp_ns: int, frame_id: str, vertices: np.ndarray, forces: np.ndarray) -> bytes:
+    """Serialised dense force cloud: ``x y z fx fy fz`` float32 per vertex, body frame, of
+    ``vertices`` ``(V, 3)`` (m) and ``forces`` ``(V, 3)`` or ``(3V,)`` (N); ValueError: shapes disagree."""
+    v = np.asarray(vertices).reshape(-1, 3)
+    f = np.asarray(forces).reshape(-1, 3)
+    if v.shape != f.shape:
+        raise ValueError(f"{len(v)} vertices but {len(f)} force vectors")
+    rec = np.empty(len(v), dtype=_DENSE_DTYPE)
+    flat = rec.view("<f4").reshape(-1, 6)
+    flat[:, :3] = v
+    flat[:, 3:] = f
+    return encode_pointcloud2(stamp_ns, frame_id, rec)
+
+
+def encode_jacobian(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, stamp_ns: int,
+                    frame_id: str) -> bytes:
+    """Serialised sparse COO Jacobian cloud (``row`` u4, ``col`` u4, ``value`` f8, nonzeros only;
+    ``cols`` in message-row form, :func:`jacobian_message_columns`; ``frame_id`` the world frame).
+
+    Raises:
+        ValueError: arrays of different lengths.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    rows, cols = np.asarray(rows), np.asarray(cols)
+    if not rows.shape == cols.shape == values.shape:
+        raise ValueError(f"rows {rows.shape}, cols {cols.shape}, values {values.shape} differ")
+    keep = values != 0.0
+    rec = np.empty(int(np.count_nonzero(keep)), dtype=_JACOBIAN_DTYPE)
+    rec["row"] = rows[keep]
+    rec["col"] = cols[keep]
+    rec["value"] = values[keep]
+    return encode_pointcloud2(stamp_ns, frame_id, rec)

@@ -43,14 +43,10 @@ def stamp_to_seconds(stamp: Time) -> float:
 def seconds_to_stamp(seconds: float) -> Time:
     """Seconds (float or integer) -> ``builtin_interfaces/Time``, at the nearest nanosecond.
 
-    The rounding is exact (the value times 10**9 as a fraction, ties to
-    even): the float product ``seconds * 1e9`` is itself rounded, by up to
-    128 ns for today's epoch seconds.
+    Exact (as a fraction, ties to even; ``seconds * 1e9`` is off by up to 128 ns today).
 
     Raises:
-        ValueError: ``seconds`` is not a real number, not finite, negative,
-            or past the range of ``Time`` (:func:`ns_to_stamp`), naming the
-            value.
+        ValueError: not a real number, not finite, negative, or past ``Time``'s range, naming it.
     """
     if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
         raise ValueError(f"stamp must be seconds as a real number, got {type(seconds).__name__}")
@@ -74,14 +70,10 @@ def copy_stamp(stamp: Time) -> Time:
 def to_stamp(value: Any) -> Time:
     """Any stamp a caller may hold -> ``builtin_interfaces/Time``.
 
-    Args:
-        value: a ``Time`` (returned as is), an rclpy ``Time`` (``to_msg``),
-            seconds (int or float, see :func:`seconds_to_stamp`), or ``None``
-            (zero).
+    A ``Time`` as is, an rclpy ``Time``, seconds (:func:`seconds_to_stamp`), or ``None`` (zero).
 
     Raises:
-        ValueError: another type, seconds that are not finite or negative,
-            or a time past the range of ``Time``.
+        ValueError: another type, or seconds not finite, negative or past ``Time``'s range.
     """
     if value is None:
         return Time()

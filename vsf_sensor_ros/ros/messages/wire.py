@@ -1,58 +1,49 @@
-"""CDR bytes: the node's per-step inputs decoded from them, its per-step outputs encoded to them.
+"""The contacts input from CDR bytes to contacts per body pair; the one PointCloud2 reader.
 
-The node's one message path, because message objects cost more than the work they carry
-(docs/decisions.md, one message path; the format and the measurements: docs/performance_notes.md).
-Decoded records duck-type the generated messages for the attributes the node reads.
+CDR bytes, not message objects, which cost more than the work they carry (docs/decisions.md,
+docs/performance_notes.md); decoded records duck-type the generated messages.  Every cloud goes
+through :func:`read_points` (numpy records over the buffer); a bad cloud is rejected whole.
 """
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from types import MappingProxyType
+from typing import (Any, Callable, Collection, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple,
+                    Union)
 
 import numpy as np
+import torch
+from numpy.lib.stride_tricks import as_strided
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
+from sensor_msgs.msg import PointCloud2, PointField
 
-from vsf_sensor_ros.ros.messages.pointcloud import FrozenFields
+from ...rig.contacts import DecodedContacts, trusted_contact_state
+from .stamps import stamp_to_ns
 
 # encapsulation id -> (byte-order prefix, maximum alignment)
 ENCAPSULATIONS: Dict[int, Tuple[str, int]] = {
     0x0000: (">", 8), 0x0001: ("<", 8),     # XCDR1 (CDR_BE, CDR_LE)
     0x0006: (">", 4), 0x0007: ("<", 4),     # plain XCDR2 (CDR2_BE, CDR2_LE)
 }
-_HEADER_LE = b"\x00\x01\x00\x00"            # what this module writes: XCDR1 little-endian
-
-# sensor_msgs/PointField datatypes
-INT8, UINT8, INT16, UINT16, INT32, UINT32, FLOAT32, FLOAT64 = range(1, 9)
-
-_STRUCTS: Dict[Tuple[str, str], struct.Struct] = {
-    (e, c): struct.Struct(e + c) for e in "<>" for c in ("I", "i", "B", "II", "d", "2d")}
+_STRUCTS = {(e, c): struct.Struct(e + c) for e in "<>" for c in ("I", "II")}
 
 
-CDR_REJECT_REASONS = ("malformed_cdr", "unsupported_encapsulation")
-"""Every :attr:`CdrDecodeError.reason` (counted on ``/diagnostics`` like every other reject)."""
+CDR_REJECT_REASONS = ("malformed_cdr", "unsupported_encapsulation")   # CdrDecodeError.reason
 
 
 class CdrDecodeError(ValueError):
-    """Bytes that are not a well-formed CDR message of the expected type.
-
-    Attributes:
-        reason: ``malformed_cdr`` (truncated buffer, bad length, bad string)
-            or ``unsupported_encapsulation``; snake_case, for the node's
-            reject counters.
-    """
+    """Bytes that are not a well-formed CDR message of the expected type (``reason``)."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
 
 
-# -- decoded records (duck-type the generated message classes) ---------------------
 @dataclass(slots=True)
 class RawTime:
     """``builtin_interfaces/Time``: ``sec`` (int32), ``nanosec`` (uint32)."""
-
     sec: int
     nanosec: int
 
@@ -60,48 +51,18 @@ class RawTime:
 @dataclass(slots=True)
 class RawHeader:
     """``std_msgs/Header``: ``stamp`` and ``frame_id`` (str)."""
-
     stamp: RawTime
     frame_id: str
-
-    @property
-    def stamp_ns(self) -> int:
-        """Stamp as integer nanoseconds."""
-        return self.stamp.sec * 1_000_000_000 + self.stamp.nanosec
-
-
-@dataclass(frozen=True, slots=True)
-class RawPointField:
-    """``sensor_msgs/PointField``: ``name``, byte ``offset``, ``datatype`` (1..8), ``count``."""
-
-    name: str
-    offset: int
-    datatype: int
-    count: int
 
 
 @dataclass(slots=True)
 class RawPointCloud2:
-    """``sensor_msgs/PointCloud2`` decoded from CDR.
-
-    Attributes:
-        header: stamp and frame id.
-        height, width: cloud shape (points = ``height * width``, row-major).
-        fields: tuple of :class:`RawPointField`.
-        is_bigendian: byte order of ``data``.
-        point_step, row_step: bytes per point and per row.
-        data: ``(row_step * height,)`` uint8 read-only view on the received
-            bytes (no copy; keeps the buffer alive).
-        is_dense: True when no point is invalid.
-
-    The attributes ``(fields, point_step, row_step, height, width,
-    is_bigendian, data)`` are exactly what a field reader needs.
-    """
-
+    """``sensor_msgs/PointCloud2`` decoded from CDR: ``fields`` a :class:`FrozenFields` of
+    :class:`FieldSpec`; ``data`` a read-only uint8 view on the received bytes (no copy)."""
     header: RawHeader
     height: int
     width: int
-    fields: Tuple[RawPointField, ...]
+    fields: Tuple[Any, ...]
     is_bigendian: bool
     point_step: int
     row_step: int
@@ -109,33 +70,9 @@ class RawPointCloud2:
     is_dense: bool
 
 
-@dataclass(slots=True)
-class RawJointState:
-    """``sensor_msgs/JointState`` decoded from CDR.
-
-    Attributes:
-        header: stamp and frame id.
-        name: joint names (list of str).
-        position, velocity, effort: float64 arrays (rad or m, rad/s or m/s,
-            N·m or N), read-only views on the received bytes; each may be
-            empty independently of the others.
-    """
-
-    header: RawHeader
-    name: List[str]
-    position: np.ndarray
-    velocity: np.ndarray
-    effort: np.ndarray
-
-
-class _Reader:
-    """Cursor over one CDR buffer.
-
-    Reads are unchecked ``struct.unpack_from`` calls (which raise
-    ``struct.error`` past the end); the public decoders turn that into
-    :class:`CdrDecodeError` naming the field being read (``self.what``), so
-    the common path builds no error text.
-    """
+class Reader:
+    """Cursor over one CDR buffer.  Reads are unchecked (``struct.error`` past the end); the
+    decoders turn that into :class:`CdrDecodeError` naming the field being read (``self.what``)."""
 
     __slots__ = ("buf", "pos", "end", "e", "a8", "u32s", "ii", "what")
 
@@ -194,86 +131,11 @@ class _Reader:
         self.what = "header.frame_id"
         return RawHeader(RawTime(sec, nsec), self.string())
 
-    def float64s(self) -> np.ndarray:
-        n = self.u32()
-        if n == 0:           # no alignment padding before an empty sequence
-            return _EMPTY_F8
-        if self.a8:
-            self.pos += -(self.pos - 4) & 7
-        pos = self.pos
-        if pos + 8 * n > self.end:
-            raise self.fail()
-        self.pos = pos + 8 * n
-        return np.frombuffer(self.buf, dtype=self.e + "f8", count=n, offset=pos)
-
-    def strings(self) -> List[str]:
-        n = self.u32()
-        if 4 * n > self.end:   # each string takes at least 4 bytes: a larger count is garbage
-            raise self.fail(f"{self.what} count {n} exceeds the buffer")
-        return [self.string() for _ in range(n)]
-
-
-_EMPTY_F8 = np.zeros(0)
-_EMPTY_F8.setflags(write=False)
-
-
-def encapsulation(data: object) -> int:
-    """The 16-bit encapsulation id of a CDR buffer (``0x0001`` = little-endian XCDR1).
-
-    Raises:
-        CdrDecodeError: fewer than 4 bytes.
-    """
-    buf = memoryview(data).cast("B")
-    if len(buf) < 4:
-        raise CdrDecodeError("malformed_cdr", f"{len(buf)} bytes, shorter than the CDR header")
-    return (buf[0] << 8) | buf[1]
-
-
-def decode_joint_state(data: object) -> RawJointState:
-    """Decode a serialised ``sensor_msgs/JointState``.
-
-    Args:
-        data: the bytes (``bytes``, ``bytearray``, ``memoryview``) a
-            ``raw=True`` subscription delivers, encapsulation header included.
-            Trailing bytes after the message are ignored.
-
-    Returns:
-        :class:`RawJointState` (arrays are read-only views on ``data``).
-
-    Raises:
-        CdrDecodeError: ``unsupported_encapsulation`` or ``malformed_cdr``
-            (truncated, bad string), naming the field and byte offset.
-    """
-    r = _Reader(data, "JointState")
-    try:
-        header = r.header()
-        r.what = "name"
-        names = _cached_section(_JOINT_NAMES, r, _read_names)
-        r.what = "position"
-        pos = r.float64s()
-        r.what = "velocity"
-        vel = r.float64s()
-        r.what = "effort"
-        return RawJointState(header, list(names), pos, vel, r.float64s())
-    except (struct.error, IndexError):
-        raise r.fail() from None
-
 
 def subscribe(node: Node, msg_type: type, topic: str, decode: Callable[[Any], Any],
               handler: Callable[[Any], None], reject: Callable[[str, str], None], qos: QoSProfile) -> Any:
-    """A ``raw=True`` subscription of ``topic``: ``handler(decode(bytes))`` per message.
-
-    Args:
-        node: the node owning it.
-        msg_type: the topic's message class (``JointState``, ``PointCloud2``).
-        decode: :func:`decode_joint_state` or :func:`decode_pointcloud2`.
-        handler: the node's handler of the decoded record.
-        reject: ``f(reason, detail)``, called instead of ``handler`` for bytes that are not a
-            well-formed message (reason one of :data:`CDR_REJECT_REASONS`, detail naming the topic).
-
-    Returns:
-        The subscription.
-    """
+    """A ``raw=True`` subscription of ``topic``: ``handler(decode(bytes))`` per message, or
+    ``reject(reason, detail naming the topic)`` for bytes that are not a well-formed message."""
     def callback(raw: Any) -> None:
         try:
             msg = decode(raw)
@@ -283,23 +145,15 @@ def subscribe(node: Node, msg_type: type, topic: str, decode: Callable[[Any], An
     return node.create_subscription(msg_type, topic, callback, qos, raw=True)
 
 
-def _read_names(r: "_Reader") -> Tuple[str, ...]:
-    return tuple(r.strings())
-
-
 # A driver sends the same joint names and a simulator the same cloud layout in every message:
 # the bytes of that part are compared with the previous message's and, when equal at the same
 # offset and encoding, its parse is reused (same bytes, same parse; different bytes are parsed).
-_JOINT_NAMES: List[Any] = [None]
 _CLOUD_LAYOUT: List[Any] = [None]
 
 
-def _cached_section(slot: List[Any], r: "_Reader", parse: Callable[["_Reader"], Any]) -> Any:
-    """``parse(r)`` from ``r.pos``, or the previous result when the bytes it read are the same.
-
-    ``slot[0]`` holds ``(encoding, start, section bytes, result)`` of the last parse; only a
-    section that was parsed without error is kept.
-    """
+def cached_section(slot: List[Any], r: "Reader", parse: Callable[["Reader"], Any]) -> Any:
+    """``parse(r)`` from ``r.pos``, or the previous result when the bytes it read are the same
+    (``slot[0]``: encoding, start, bytes and result of the last successful parse)."""
     start, key = r.pos, (r.e, r.a8)
     hit = slot[0]
     if hit is not None and hit[0] == key and hit[1] == start:
@@ -313,25 +167,16 @@ def _cached_section(slot: List[Any], r: "_Reader", parse: Callable[["_Reader"], 
 
 
 def decode_pointcloud2(data: object) -> RawPointCloud2:
-    """Decode a serialised ``sensor_msgs/PointCloud2`` (layout not validated here).
-
-    The fields, steps and sizes are returned as sent; checking them against
-    each other is the consumer's job (as for a message object).
-
-    Args:
-        data: bytes from a ``raw=True`` subscription (encapsulation header
-            included; trailing bytes ignored).
-
-    Returns:
-        :class:`RawPointCloud2` whose ``data`` is a uint8 view on ``data``.
+    """A serialised ``sensor_msgs/PointCloud2`` as a :class:`RawPointCloud2`; fields, steps and
+    sizes as sent (:func:`read_points` checks them, as for a message object).
 
     Raises:
-        CdrDecodeError: ``unsupported_encapsulation`` or ``malformed_cdr``.
+        CdrDecodeError: naming the field and byte offset.
     """
-    r = _Reader(data, "PointCloud2")
+    r = Reader(data, "PointCloud2")
     try:
         header = r.header()
-        height, width, fields, is_bigendian, point_step, row_step = _cached_section(
+        height, width, fields, is_bigendian, point_step, row_step = cached_section(
             _CLOUD_LAYOUT, r, _read_cloud_layout)
         r.what = "data"
         buf = r.buf
@@ -349,8 +194,8 @@ def decode_pointcloud2(data: object) -> RawPointCloud2:
                           payload, is_dense)
 
 
-def _read_cloud_layout(r: "_Reader") -> Tuple[int, int, FrozenFields, bool, int, int]:
-    """``height`` .. ``row_step`` of a ``PointCloud2`` from ``r.pos`` (just after the header)."""
+def _read_cloud_layout(r: "Reader") -> Tuple[int, int, FrozenFields, bool, int, int]:
+    """``height`` .. ``row_step`` of a ``PointCloud2`` from ``r.pos`` (after the header)."""
     r.what = "height, width, fields"
     pos = r.pos + (-r.pos & 3)
     height, width = r.ii(r.buf, pos)
@@ -368,7 +213,7 @@ def _read_cloud_layout(r: "_Reader") -> Tuple[int, int, FrozenFields, bool, int,
         datatype = buf[pos + 4]
         pos += 5
         pos += -pos & 3
-        fields.append(RawPointField(name, offset, datatype, u32s(buf, pos)[0]))
+        fields.append(FieldSpec(name, offset, datatype, u32s(buf, pos)[0]))
         r.pos = pos + 4
     r.what = "is_bigendian, point_step, row_step"
     is_bigendian = bool(r.u8())
@@ -378,170 +223,378 @@ def _read_cloud_layout(r: "_Reader") -> Tuple[int, int, FrozenFields, bool, int,
     return height, width, FrozenFields(fields), is_bigendian, point_step, row_step
 
 
-# -- encoders ---------------------------------------------------------------------------
-def _pad(n: int) -> bytes:
-    return b"\x00" * n
+# -- clouds ----------------------------------------------------------------------
+DATATYPE_CODES: Dict[int, str] = {
+    PointField.INT8: "i1", PointField.UINT8: "u1", PointField.INT16: "i2", PointField.UINT16: "u2",
+    PointField.INT32: "i4", PointField.UINT32: "u4", PointField.FLOAT32: "f4", PointField.FLOAT64: "f8",
+}
+FLOAT_TYPES: Tuple[int, ...] = (PointField.FLOAT32, PointField.FLOAT64)   # of a physical field
+
+CLOUD_REASONS: Tuple[str, ...] = (
+    "missing_field", "duplicate_field", "bad_field_type", "bad_field_count", "bad_field_offset",
+    "bad_size", "non_finite",
+)   # every CloudDecodeError.reason (keys of the diagnostics counters)
 
 
-def _header_bytes(stamp_ns: int, frame_id: str) -> bytes:
-    """Encapsulation + ``std_msgs/Header`` (ends at a 4-byte boundary, padding included)."""
-    sec, nsec = divmod(int(stamp_ns), 1_000_000_000)
-    fid = frame_id.encode("utf-8") + b"\x00"
-    body = struct.pack("<iII", sec, nsec, len(fid)) + fid
-    return _HEADER_LE + body + _pad(-len(body) % 4)
+class CloudDecodeError(ValueError):
+    """A cloud that cannot be read (rejected whole); ``reason``: one of :data:`CLOUD_REASONS`."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
-def _check_stamp(stamp_ns: int) -> int:
-    ns = int(stamp_ns)
-    if not 0 <= ns < (1 << 31) * 1_000_000_000:
-        raise ValueError(f"stamp {stamp_ns} ns is outside builtin_interfaces/Time's range")
-    return ns
+class FieldSpec(NamedTuple):
+    """One ``PointField`` as plain values; any object with these attributes is accepted as a field."""
+    name: str
+    offset: int
+    datatype: int
+    count: int = 1
 
 
-def _align8(head: bytes) -> bytes:
-    """``head`` padded so the next byte sits on an 8-byte boundary of the CDR data."""
-    return head + _pad(-(len(head) - 4) % 8)
+class CloudLayout(NamedTuple):
+    """Where the points sit in a cloud's data buffer (``PointField``-like ``fields``, steps in bytes)."""
+    fields: Sequence[Any]
+    height: int
+    width: int
+    point_step: int
+    row_step: int
+    is_bigendian: bool
+
+    @classmethod
+    def of(cls, msg: PointCloud2) -> "CloudLayout":
+        """The layout of a deserialised ``PointCloud2``."""
+        return cls(msg.fields, int(msg.height), int(msg.width), int(msg.point_step), int(msg.row_step),
+                   bool(msg.is_bigendian))
+
+    @property
+    def num_points(self) -> int:
+        """``height * width``."""
+        return int(self.height) * int(self.width)
 
 
-def encode_fluid_pressure(stamp_ns: int, frame_id: str, fluid_pressure: float, variance: float) -> bytes:
-    """Serialised ``sensor_msgs/FluidPressure`` (Pa, Pa²), little-endian XCDR1.
-
-    Raises:
-        ValueError: ``stamp_ns`` negative or beyond ``int32`` seconds.
-    """
-    head = _align8(_header_bytes(_check_stamp(stamp_ns), frame_id))
-    return head + struct.pack("<2d", float(fluid_pressure), float(variance))
+def as_byte_array(data: Any) -> np.ndarray:
+    """A message's byte buffer as a ``uint8`` array (zero-copy where the buffer allows)."""
+    try:
+        return np.frombuffer(data, dtype=np.uint8)
+    except TypeError:          # a list of ints (some distributions' uint8[] fields)
+        return np.asarray(data, dtype=np.uint8)
 
 
-def encode_wrench_stamped(stamp_ns: int, frame_id: str, force: Sequence[float],
-                          torque: Sequence[float] = (0.0, 0.0, 0.0)) -> bytes:
-    """Serialised ``geometry_msgs/WrenchStamped`` (N, N·m), little-endian XCDR1.
-
-    Raises:
-        ValueError: a stamp out of range, or ``force``/``torque`` not of length 3.
-    """
-    if len(force) != 3 or len(torque) != 3:
-        raise ValueError(f"force and torque need 3 components, got {len(force)} and {len(torque)}")
-    head = _align8(_header_bytes(_check_stamp(stamp_ns), frame_id))
-    return head + struct.pack("<6d", *(float(v) for v in force), *(float(v) for v in torque))
-
-
-_FIELD_CODES: Dict[str, int] = {"<f4": FLOAT32, "<f8": FLOAT64, "<u4": UINT32, "<i4": INT32,
-                                "<u2": UINT16}
-_CLOUD_PREFIX: Dict[Tuple, Tuple[bytes, bytes, int]] = {}
-
-
-def _cloud_fields_block(start: int, fields: Tuple[Tuple[str, str, int], ...], point_step: int) -> bytes:
-    """Serialised ``fields`` .. ``point_step`` starting at absolute byte ``start`` (4-aligned)."""
-    out = bytearray(struct.pack("<I", len(fields)))
-    for name, code, offset in fields:
-        nm = name.encode("utf-8") + b"\x00"
-        if (start + len(out)) % 4:
-            raise AssertionError("field block must start 4-aligned")   # pragma: no cover
-        out += struct.pack("<I", len(nm)) + nm
-        out += _pad(-(start + len(out) - 4) % 4)
-        out += struct.pack("<IB", offset, _FIELD_CODES[code])
-        out += _pad(-(start + len(out) - 4) % 4)
-        out += struct.pack("<I", 1)
-    out += b"\x00"                                        # is_bigendian = false
-    out += _pad(-(start + len(out) - 4) % 4)
-    out += struct.pack("<I", point_step)
-    return bytes(out)
-
-
-def encode_pointcloud2(stamp_ns: int, frame_id: str, records: np.ndarray) -> bytes:
-    """Serialised unorganised little-endian ``sensor_msgs/PointCloud2`` from a record array.
-
-    ``height`` 1, ``width`` = number of records, one field per record member (packed, in
-    order, ``count`` 1), ``is_bigendian`` false, ``point_step`` = record
-    size, ``row_step`` = ``point_step * width``, ``is_dense`` true.
-
-    Args:
-        stamp_ns: header stamp (ns, non-negative).
-        frame_id: header frame id.
-        records: ``(N,)`` structured array of little-endian float32/float64/
-            uint32/int32/uint16 members without gaps.
+def check_data_size(layout: CloudLayout, nbytes: int, exact: bool = True) -> None:
+    """Check that ``nbytes`` of data hold the cloud's points: ``exact``, ``nbytes == height *
+    row_step`` (an empty cloud may carry none); else up to the end of the last point (missing row
+    pad or trailing bytes accepted; an empty cloud unchecked).  ``width * point_step <= row_step``.
 
     Raises:
-        ValueError: a member of another dtype, a gap/overlap in the record,
-            or a stamp out of range.
+        CloudDecodeError: ``bad_size``, naming the numbers.
     """
-    dt = records.dtype
-    if dt.names is None or records.ndim != 1:
-        raise ValueError(f"records must be a 1-D structured array, got dtype {dt} shape {records.shape}")
-    key = (frame_id, dt)
-    hit = _CLOUD_PREFIX.get(key)
-    if hit is None:
-        fields, offset = [], 0
-        for name in dt.names:
-            sub, off = dt.fields[name][:2]
-            code = sub.str
-            if code not in _FIELD_CODES:
-                raise ValueError(f"cloud field {name!r} has unsupported dtype {sub}")
-            if off != offset:
-                raise ValueError(f"cloud field {name!r} at offset {off}, expected packed offset {offset}")
-            fields.append((name, code, off))
-            offset += sub.itemsize
-        if offset != dt.itemsize:
-            raise ValueError(f"record dtype has {dt.itemsize - offset} trailing padding bytes")
-        head = _header_bytes(0, frame_id)
-        start = len(head) + 8                              # after height, width
-        block = _cloud_fields_block(start, tuple(fields), dt.itemsize)
-        hit = (head[12:], block, dt.itemsize)
-        if len(_CLOUD_PREFIX) < 64:
-            _CLOUD_PREFIX[key] = hit
-    frame_block, block, step = hit
-    sec, nsec = divmod(_check_stamp(stamp_ns), 1_000_000_000)
-    n = records.shape[0]
-    payload = records.tobytes()
-    return b"".join((_HEADER_LE, struct.pack("<iI", sec, nsec), frame_block,
-                     struct.pack("<II", 1, n), block,
-                     struct.pack("<II", step * n, len(payload)), payload, b"\x01"))
+    h, w, step, row_step = int(layout.height), int(layout.width), int(layout.point_step), int(layout.row_step)
+    if h * w == 0:
+        if exact and nbytes not in (0, h * row_step):
+            raise CloudDecodeError("bad_size", f"empty cloud ({h}x{w}) carries {nbytes} bytes of data")
+        return
+    if w * step > row_step:
+        raise CloudDecodeError("bad_size", f"width {w} x point_step {step} exceeds row_step {row_step}")
+    if exact and nbytes != h * row_step:
+        raise CloudDecodeError("bad_size", f"data has {nbytes} bytes, expected height {h} x row_step "
+                               f"{row_step}")
+    if not exact and nbytes < (h - 1) * row_step + w * step:
+        raise CloudDecodeError(
+            "bad_size", f"data of {nbytes} bytes does not hold {h} rows of {w} points "
+                        f"(row_step {row_step}, point_step {step})")
 
 
-_DENSE_DTYPE = np.dtype([(c, "<f4") for c in ("x", "y", "z", "fx", "fy", "fz")])
-_JACOBIAN_DTYPE = np.dtype([("row", "<u4"), ("col", "<u4"), ("value", "<f8")])
+_DTYPE_CACHE: Dict[Tuple, np.dtype] = {}
+_MAX_ITEMSIZE = 2 ** 31 - 1   # the largest point_step a numpy record can span (a C int)
 
 
-def encode_dense_force(stamp_ns: int, frame_id: str, vertices: np.ndarray, forces: np.ndarray) -> bytes:
-    """Serialised dense force cloud: ``x y z fx fy fz`` float32 per vertex (m, N), body frame.
+def _record_dtype(names: List[str], formats: List[str], offsets: List[int], itemsize: int) -> np.dtype:
+    # Built once per layout: a simulator sends the same layout every step.
+    key = (tuple(names), tuple(formats), tuple(offsets), itemsize)
+    rec = _DTYPE_CACHE.get(key)
+    if rec is None:
+        spec = {"names": names, "formats": formats, "offsets": offsets}
+        if itemsize:
+            spec["itemsize"] = itemsize
+        rec = np.dtype(spec)
+        if len(_DTYPE_CACHE) < 64:
+            _DTYPE_CACHE[key] = rec
+    return rec
 
-    Args:
-        vertices: ``(V, 3)`` vertex positions (m).
-        forces: ``(V, 3)`` or ``(3V,)`` local forces (N), vertex order.
+
+class FrozenFields(tuple):
+    """A cloud's fields as a tuple of immutable records, never changed: :func:`read_points` reuses
+    its last validated plan for the very same object (:func:`decode_pointcloud2` hands out one for
+    as long as a sender repeats its layout); any other sequence is validated on every call."""
+
+    __slots__ = ()
+
+
+_LAST_PLAN: List[Any] = [None]   # the last validated field plan of read_points
+
+
+def _field_plan(layout: CloudLayout, names: Sequence[str], optional: Sequence[str],
+                datatypes: Optional[Mapping[str, Collection[int]]], step: int,
+                endian: str) -> Tuple[List[str], List[str], List[int]]:
+    """``(used names, numpy formats, offsets)`` of the fields read; raises the layout's
+    :class:`CloudDecodeError` (see :func:`read_points`)."""
+    wanted = list(names) + [n for n in optional if n not in names]
+    by_name: Dict[str, Any] = {}
+    for f in layout.fields:
+        if f.name in by_name and f.name in wanted:
+            raise CloudDecodeError("duplicate_field", f"field {f.name!r} appears twice")
+        by_name.setdefault(f.name, f)
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        raise CloudDecodeError("missing_field",
+                               f"cloud lacks field(s) {missing}; has {[f.name for f in layout.fields]}")
+    if step <= 0 and layout.num_points:
+        raise CloudDecodeError("bad_size", f"point_step is {step}")
+    used = [name for name in wanted if name in by_name]
+    formats, offsets = [], []
+    for name in used:
+        f = by_name[name]
+        dt = int(f.datatype)
+        code = DATATYPE_CODES.get(dt)
+        allowed = None if datatypes is None else datatypes.get(name)
+        if code is None or (allowed is not None and dt not in allowed):
+            accepted = sorted(allowed) if allowed is not None else sorted(DATATYPE_CODES)
+            raise CloudDecodeError(
+                "bad_field_type", f"field {name!r} has datatype {f.datatype}; allowed {accepted}")
+        if int(f.count) != 1:
+            raise CloudDecodeError("bad_field_count", f"field {name!r} has count {f.count}, expected 1")
+        if int(f.offset) < 0 or int(f.offset) + np.dtype(code).itemsize > max(step, 0):
+            raise CloudDecodeError(
+                "bad_field_offset", f"field {name!r} at offset {f.offset} does not fit in point_step {step}")
+        formats.append(endian + code)
+        offsets.append(int(f.offset))
+    return used, formats, offsets
+
+
+def read_points(layout: CloudLayout, data: Any, names: Sequence[str], optional: Sequence[str] = (),
+                datatypes: Optional[Mapping[str, Collection[int]]] = None,
+                exact_size: bool = True) -> np.ndarray:
+    """The fields ``names`` (required) and ``optional`` (when present) of every point: a
+    ``(height * width,)`` structured array in message byte order, row-major, a strided view of
+    ``data`` (bytes, memoryview, array, uint8 array).  ``datatypes``: field -> accepted
+    ``PointField`` datatypes; ``exact_size``: :func:`check_data_size`'s rule.
 
     Raises:
-        ValueError: shapes disagree.
+        CloudDecodeError: in this order ``duplicate_field`` (a read field twice), ``missing_field``,
+            ``bad_size`` (``point_step`` <= 0 or >= 2**31 with points, the data length),
+            ``bad_field_type``, ``bad_field_count`` (!= 1), ``bad_field_offset`` (past ``point_step``).
     """
-    v = np.asarray(vertices).reshape(-1, 3)
-    f = np.asarray(forces).reshape(-1, 3)
-    if v.shape != f.shape:
-        raise ValueError(f"{len(v)} vertices but {len(f)} force vectors")
-    rec = np.empty(len(v), dtype=_DENSE_DTYPE)
-    flat = rec.view("<f4").reshape(-1, 6)
-    flat[:, :3] = v
-    flat[:, 3:] = f
-    return encode_pointcloud2(stamp_ns, frame_id, rec)
+    step = int(layout.point_step)
+    endian = ">" if layout.is_bigendian else "<"
+    n = layout.num_points
+    # a plan is reused only for immutable inputs: the same FrozenFields object, names compared by
+    # value, no datatypes table or a read-only one (MappingProxyType) of immutable values
+    cacheable = type(layout.fields) is FrozenFields and (datatypes is None
+                                                         or type(datatypes) is MappingProxyType)
+    key = (step, endian, tuple(names), tuple(optional)) if cacheable else None
+    plan = _LAST_PLAN[0]
+    if cacheable and plan is not None and plan[0] is layout.fields and plan[1] == key \
+            and plan[2] is datatypes:
+        used, formats, offsets, rec = plan[3]    # the same field table as the last read: checked then
+    else:
+        used, formats, offsets = _field_plan(layout, names, optional, datatypes, step, endian)
+        rec = None
+        if cacheable and 0 < step <= _MAX_ITEMSIZE:   # only a plan valid for any number of points
+            rec = _record_dtype(used, formats, offsets, step)
+            _LAST_PLAN[0] = (layout.fields, key, datatypes, (used, formats, offsets, rec))
+    buf = as_byte_array(data)
+    check_data_size(layout, int(buf.size), exact_size)
+    if n == 0:     # no point: a packed record (point_step may exceed what a numpy dtype can span)
+        return np.zeros(0, dtype=_record_dtype(used, formats, offsets, 0))
+    if step > _MAX_ITEMSIZE:
+        raise CloudDecodeError("bad_size", f"point_step {step} exceeds {_MAX_ITEMSIZE} bytes")
+    if rec is None:
+        rec = _record_dtype(used, formats, offsets, step)
+    h, w, row_step = int(layout.height), int(layout.width), int(layout.row_step)
+    # Strided view over the buffer: row padding (row_step > width*point_step) is skipped, not copied.
+    grid = np.ndarray(shape=(h, w), dtype=rec, buffer=buf, strides=(row_step, step))
+    return grid.reshape(n)
 
 
-def encode_jacobian(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, stamp_ns: int,
-                    frame_id: str) -> bytes:
-    """Serialised sparse COO Jacobian cloud: ``row`` uint32, ``col`` uint32, ``value`` float64.
+def float_columns(points: np.ndarray, names: Sequence[str]) -> np.ndarray:
+    """Fields ``names`` of a :func:`read_points` result as an ``(N, len(names))`` float64 array."""
+    if not len(names) or not points.shape[0]:
+        return np.zeros((points.shape[0], len(names)))
+    fields = points.dtype.fields
+    first, off0 = fields[names[0]][:2]
+    # adjacent fields of one type (x y z, fx fy fz as writers lay them out): one strided (N, k)
+    # view of the records and one conversion instead of k columns and a stack
+    adjacent = points.ndim == 1 and all(fields[c][0] == first and fields[c][1] == off0 + i * first.itemsize
+                                        for i, c in enumerate(names))
+    if adjacent and first.kind == "f" and first.itemsize == 8:
+        return _adjacent_block(points, names[0], len(names)).astype(np.float64)   # a copy: nothing warns
+    with np.errstate(invalid="ignore"):    # a signalling NaN warns when widened; callers check finiteness
+        if adjacent:
+            return _adjacent_block(points, names[0], len(names)).astype(np.float64)
+        return np.stack([points[c].astype(np.float64) for c in names], axis=1)
 
-    Entries whose value is exactly 0 are dropped (nonzeros only); ``cols`` already in
-    message-row form (:func:`~.readings.jacobian_message_columns`); ``frame_id`` the world
-    frame, the frame of the force axes.
+
+def _adjacent_block(points: np.ndarray, name: str, k: int) -> np.ndarray:
+    """``(N, k)`` read-only view of field ``name`` and the ``k - 1`` fields of its type after it."""
+    dtype, offset = points.dtype.fields[name][:2]
+    shape, strides = (points.shape[0], k), (points.strides[0], dtype.itemsize)
+    if points.flags.c_contiguous:    # the usual case: a view straight on the records' buffer
+        return np.ndarray(shape=shape, dtype=dtype, buffer=points, offset=offset, strides=strides)
+    return as_strided(points[name], shape=shape, strides=strides, writeable=False)
+
+
+def require_finite(values: np.ndarray, label: str) -> None:
+    """Reject a cloud with a NaN/inf among ``values`` (``(N,)`` or ``(N, k)``, a row per point).
 
     Raises:
-        ValueError: arrays of different lengths.
+        CloudDecodeError: ``non_finite``, naming ``label``, how many rows and the first.
     """
-    values = np.asarray(values, dtype=np.float64)
-    rows, cols = np.asarray(rows), np.asarray(cols)
-    if not rows.shape == cols.shape == values.shape:
-        raise ValueError(f"rows {rows.shape}, cols {cols.shape}, values {values.shape} differ")
-    keep = values != 0.0
-    rec = np.empty(int(np.count_nonzero(keep)), dtype=_JACOBIAN_DTYPE)
-    rec["row"] = rows[keep]
-    rec["col"] = cols[keep]
-    rec["value"] = values[keep]
-    return encode_pointcloud2(stamp_ns, frame_id, rec)
+    ok = np.isfinite(values)
+    if ok.all():
+        return
+    bad = np.flatnonzero(~ok.reshape(values.shape[0], -1).all(axis=1))
+    raise CloudDecodeError("non_finite", f"non-finite {label} at {bad.size} row(s), first row {int(bad[0])}")
+
+
+# -- contacts --------------------------------------------------------------------
+Pair = Tuple[str, str]
+
+POINT_FIELDS = ("x", "y", "z")
+FORCE_FIELDS = ("fx", "fy", "fz")
+BODY_FIELDS = ("body1", "body2")
+ELEM_FIELDS = ("elem1", "elem2")
+NORMAL_FIELDS = ("nx", "ny", "nz")
+DEPTH_FIELD = "depth"
+
+CONTACT_FIELDS: Tuple[str, ...] = POINT_FIELDS + FORCE_FIELDS + BODY_FIELDS   # required
+OPTIONAL_CONTACT_FIELDS: Tuple[str, ...] = ELEM_FIELDS + NORMAL_FIELDS + (DEPTH_FIELD,)
+# read-only: read_points may reuse a plan checked against it
+
+ALLOWED_DATATYPES: Mapping[str, Tuple[int, ...]] = MappingProxyType({
+    **{n: FLOAT_TYPES for n in POINT_FIELDS + FORCE_FIELDS + NORMAL_FIELDS + (DEPTH_FIELD,)},
+    **{n: (PointField.UINT16, PointField.UINT32) for n in BODY_FIELDS},
+    **{n: (PointField.INT32,) for n in ELEM_FIELDS},
+})
+
+DECODE_REASONS: Tuple[str, ...] = (
+    "missing_field", "duplicate_field", "bad_field_type", "bad_field_count", "bad_field_offset",
+    "bad_size", "non_finite", "body_index_out_of_range", "elem_index_invalid", "bad_frame_id",
+)   # every ContactsDecodeError.reason
+
+
+class ContactsDecodeError(CloudDecodeError):
+    """A contacts cloud that cannot be used (rejected whole); ``reason``: one of :data:`DECODE_REASONS`."""
+
+
+def check_body_names(body_names: Sequence[str]) -> List[str]:
+    names = list(body_names)
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise ValueError(f"contact_body_names has duplicates: {dup}")
+    return names
+
+
+def pointcloud2_to_contacts(msg: PointCloud2, body_names: Sequence[str], dtype: torch.dtype = torch.float64,
+                            device: Union[str, torch.device] = "cpu",
+                            expected_frame_id: Optional[str] = None) -> DecodedContacts:
+    """A contacts cloud (message or :class:`RawPointCloud2`) as ``ContactState`` per ordered body
+    pair: :func:`contacts_from_buffer` of its layout, data, frame id and stamp."""
+    return contacts_from_buffer(CloudLayout.of(msg), msg.data, body_names, dtype, device,
+                                frame_id=msg.header.frame_id, stamp_ns=stamp_to_ns(msg.header.stamp),
+                                expected_frame_id=expected_frame_id)
+
+
+def contacts_from_buffer(layout: CloudLayout, data: Any, body_names: Sequence[str],
+                         dtype: torch.dtype = torch.float64, device: Union[str, torch.device] = "cpu",
+                         frame_id: str = "", stamp_ns: int = 0,
+                         expected_frame_id: Optional[str] = None) -> DecodedContacts:
+    """Contacts per ordered body pair from a cloud's layout and data (layout: docs/interface.md).
+
+    ``body_names``: the ``contact_body_names`` table ``body1``/``body2`` index; ``dtype``,
+    ``device``: of the tensors; ``expected_frame_id``: another non-empty ``frame_id`` is refused.
+    An empty cloud gives no contacts (its fields unchecked).
+
+    Raises:
+        ContactsDecodeError: a :func:`read_points` reason; ``non_finite`` (NaN/inf in a point,
+            force, depth or complete normal, or beyond ``dtype``'s range);
+            ``body_index_out_of_range``; ``elem_index_invalid`` (below -1); ``bad_frame_id``.
+        ValueError: ``body_names`` has duplicates (a configuration error).
+    """
+    names = check_body_names(body_names)
+    field_names = [f.name for f in layout.fields]
+    if expected_frame_id is not None and frame_id and frame_id != expected_frame_id:
+        raise ContactsDecodeError(
+            "bad_frame_id", f"contacts are in frame {frame_id!r}, expected {expected_frame_id!r}")
+    n = layout.num_points
+    try:
+        if n == 0:
+            check_data_size(layout, int(as_byte_array(data).size), exact=True)
+            return DecodedContacts({}, {}, 0, frame_id=frame_id, stamp_ns=stamp_ns, fields=field_names)
+        arr = read_points(layout, data, CONTACT_FIELDS, OPTIONAL_CONTACT_FIELDS, ALLOWED_DATATYPES,
+                          exact_size=True)
+        present = set(arr.dtype.names)
+        points, forces = float_columns(arr, POINT_FIELDS), float_columns(arr, FORCE_FIELDS)
+        normals = float_columns(arr, NORMAL_FIELDS) if present.issuperset(NORMAL_FIELDS) else None
+        with np.errstate(invalid="ignore"):     # a signalling NaN warns when widened; checked below
+            depth = arr[DEPTH_FIELD].astype(np.float64) if DEPTH_FIELD in present else None
+        for label, values in (("x/y/z", points), ("fx/fy/fz", forces), ("nx/ny/nz", normals),
+                              ("depth", depth)):
+            if values is not None:
+                require_finite(values, label)
+    except ContactsDecodeError:
+        raise
+    except CloudDecodeError as exc:   # a layout problem: counted under its own reason
+        raise ContactsDecodeError(exc.reason, str(exc)) from None
+    b1, b2, nb = arr["body1"].astype(np.int64), arr["body2"].astype(np.int64), len(names)
+    out_of_range = (b1 >= nb) | (b2 >= nb)
+    if out_of_range.any():
+        r = int(np.flatnonzero(out_of_range)[0])
+        raise ContactsDecodeError("body_index_out_of_range", f"row {r}: body indices ({int(b1[r])}, "
+                                  f"{int(b2[r])}) but contact_body_names has {nb} entries")
+    elems = {}
+    for c in ELEM_FIELDS:
+        if c in present:
+            e = arr[c].astype(np.int64)
+            if (e < -1).any():
+                r = int(np.flatnonzero(e < -1)[0])
+                raise ContactsDecodeError("elem_index_invalid", f"row {r}: {c} = {int(e[r])} (< -1)")
+            elems[c] = e
+    # Group rows by ordered pair, pairs in order of first appearance, rows in message order.
+    key = b1 * nb + b2
+    if (key == key[0]).all():
+        # one pair (the usual simulator step): the rows in message order, no grouping to do
+        pair_keys, bounds, perm = [int(key[0])], [0, n], None
+    else:
+        uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        order = np.argsort(first)
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        perm = np.argsort(rank[inverse], kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(rank[inverse], minlength=order.size))]).tolist()
+        pair_keys = uniq[order].tolist()
+        points, forces = points[perm], forces[perm]
+        elems = {c: e[perm] for c, e in elems.items()}
+        normals = None if normals is None else normals[perm]
+        depth = None if depth is None else depth[perm]
+    P, F = (torch.from_numpy(a).to(dtype=dtype, device=device) for a in (points, forces))
+    if dtype != torch.float64 and not (torch.isfinite(P).all() and torch.isfinite(F).all()):
+        # finite float64 values past a narrower dtype's range would become +-inf
+        raise ContactsDecodeError("non_finite", f"x/y/z or fx/fy/fz exceed the range of {dtype}")
+    E = {c: torch.from_numpy(e).to(device=device) for c, e in elems.items()}
+    E1, E2 = E.get("elem1"), E.get("elem2")
+    row_of = np.arange(n, dtype=np.int64) if perm is None else perm.astype(np.int64)
+    contacts: Dict[Pair, Any] = {}
+    rows: Dict[Pair, np.ndarray] = {}   # message rows of each pair
+    nrm: Optional[Dict[Pair, np.ndarray]] = {} if normals is not None else None
+    dep: Optional[Dict[Pair, np.ndarray]] = {} if depth is not None else None
+    for i, k in enumerate(pair_keys):
+        s, e = bounds[i], bounds[i + 1]
+        pair = (names[k // nb], names[k % nb])
+        contacts[pair] = trusted_contact_state(P[s:e], F[s:e], None if E1 is None else E1[s:e],
+                                               None if E2 is None else E2[s:e])
+        rows[pair] = row_of[s:e]
+        for table, values in ((nrm, normals), (dep, depth)):
+            if table is not None:
+                table[pair] = values[s:e]
+    return DecodedContacts(contacts, rows, n, nrm, dep, frame_id, stamp_ns, field_names)
