@@ -8,7 +8,7 @@ from sensor_msgs.msg import FluidPressure, PointCloud2, PointField
 
 from vsf_sensor_ros.demo.analysis import (Series, agreement_numbers, cloud_fields, latencies_ms,
                                           match_by_stamp, reading_vector, sensor_numbers)
-from vsf_sensor_ros.ros.messages.pointcloud import CloudDecodeError
+from vsf_sensor_ros.ros.messages.wire import CloudDecodeError
 
 
 def padded_cloud(big_endian: bool) -> PointCloud2:

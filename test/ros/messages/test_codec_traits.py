@@ -11,7 +11,7 @@ from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import FluidPressure, PointCloud2, PointField
 
 from vsf_sensor_ros.ros.kinds import codec_of_type, reading_codecs
-from vsf_sensor_ros.ros.messages.pointcloud import CloudDecodeError
+from vsf_sensor_ros.ros.messages.wire import CloudDecodeError
 from vsf_sensor_ros.ros.messages.readings import MEASURED_TYPES
 
 READING_CODECS = reading_codecs()
