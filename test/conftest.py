@@ -18,16 +18,6 @@ DOMAIN_ID = free_domain_id()
 apply_localhost_env(DOMAIN_ID)
 
 
-def pytest_collection_modifyitems(config, items) -> None:
-    """Under ``pytest -n N --dist loadgroup`` (``make test``): a file's tests run in one worker, so its
-    module fixtures (a node process) start once; the files sharing the demo runs run together."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        shares_demo = "demo_runs" in getattr(item, "fixturenames", ())
-        item.add_marker(pytest.mark.xdist_group("demo_runs" if shares_demo else item.nodeid.split("::")[0]))
-
-
 def pytest_sessionfinish(session, exitstatus) -> None:
     """End the domain-id lease (the kernel would drop it at exit; this closes the lock file)."""
     release_domain_id(DOMAIN_ID)
@@ -89,3 +79,4 @@ def default_context_free():
     yield
     if held and not rclpy.ok():
         rclpy.init()
+
