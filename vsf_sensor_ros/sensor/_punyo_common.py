@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from .base_sensor import ContactState, SimState, check_rigid_values, rigid_transform
-from .errors import SettingError
+from .errors import InputError, SettingError
 
 
 _NUMPY_DTYPES = (torch.float32, torch.float64)
@@ -55,21 +55,24 @@ def check_config_keys(cls_name: str, type_name: str, name: str, config: Mapping[
     ``allowed``) and return its ``attachment``.
 
     Raises:
-        SettingError: unknown key(s) (named, ``setting`` the first), wrong ``type``, missing ``attachment``.
+        SettingError: unknown key(s) (named, ``setting`` the first, ``reason`` ``'unknown_key'``,
+            ``expected`` the allowed keys), wrong ``type`` (``'wrong_type'``), missing ``attachment``
+            (``'missing'``).
     """
     allowed_all = set(allowed) | {"attachment", "type"}
     unknown = sorted((k for k in config if k not in allowed_all), key=str)
     if unknown:
         listed = ", ".join(repr(str(k)) for k in unknown)
         raise SettingError(f"{cls_name} {name!r}: unknown config key(s) {listed}; "
-                           f"allowed: {', '.join(sorted(allowed_all))}", str(unknown[0]), config[unknown[0]])
+                           f"allowed: {', '.join(sorted(allowed_all))}", str(unknown[0]), config[unknown[0]],
+                           "unknown_key", sorted(allowed_all))
     if "type" in config and config["type"] != type_name:
         raise SettingError(f"{cls_name} {name!r}: config 'type' is {config['type']!r}, "
-                           f"expected {type_name!r}", "type", config["type"])
+                           f"expected {type_name!r}", "type", config["type"], "wrong_type", type_name)
     body = config.get("attachment")
     if not isinstance(body, str) or not body.strip():
         raise SettingError(f"{cls_name} {name!r}: config needs 'attachment' (a body name), got {body!r}",
-                           "attachment", body)
+                           "attachment", body, "missing")
     return body.strip()
 
 
@@ -88,21 +91,24 @@ def as_vector(value: Any, label: str, length: Optional[int]) -> np.ndarray:
     """``value`` (array-like, tensor or scalar when ``length == 1``) as a finite float64 ``(length,)`` copy.
 
     Raises:
-        ValueError: wrong size or non-finite entries, naming ``label``.
+        InputError: ``argument`` ``label``; ``reason`` ``'not_numeric'`` (``value`` as given), ``'shape'``
+            (``value`` the shape, ``expected`` ``(length,)``) or ``'not_finite'`` (``value`` the entries).
     """
     if isinstance(value, torch.Tensor):
         value = value.detach().cpu().numpy()
     try:
         arr = np.array(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{label} must be numeric, got {value!r}") from exc
+        raise InputError(f"{label} must be numeric, got {value!r}", label, value, "not_numeric") from exc
     if arr.ndim == 0:
         arr = arr.reshape(1)
     if arr.ndim != 1 or (length is not None and arr.shape[0] != length):
         want = f"({length},)" if length is not None else "1-D"
-        raise ValueError(f"{label} must have shape {want}, got {arr.shape}")
+        raise InputError(f"{label} must have shape {want}, got {arr.shape}", label, arr.shape, "shape",
+                         (length,) if length is not None else None)
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{label} has non-finite entries: {arr.tolist()[:8]}")
+        raise InputError(f"{label} has non-finite entries: {arr.tolist()[:8]}", label, arr.tolist(),
+                         "not_finite")
     return arr
 
 

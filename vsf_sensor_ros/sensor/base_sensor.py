@@ -342,7 +342,6 @@ def rigid_transform(state: SimState, name: str) -> Tuple[torch.Tensor, torch.Ten
     if not T.is_floating_point():
         raise InputError(f"body {name!r}: transform must be floating point, got {T.dtype}",
                          name, T.dtype, "dtype")
-
     vals = T.detach().reshape(-1).tolist()
     check_rigid_values(vals, name, T.dtype, T)
     return T[:3, :3], T[:3, 3]

@@ -97,7 +97,6 @@ def triangle_mesh_of(model: Any) -> Tuple[np.ndarray, np.ndarray]:
             raise InputError(f"body {name!r} has no triangle mesh (geometry type "
                              f"{gtype or 'empty'!r}); a mesh-based sensor needs one",
                              "model", name, "no_mesh")
-
         mesh = geom.getTriangleMesh()
         if hasattr(mesh, "getVertices"):
             V, F = mesh.getVertices(), mesh.getIndices()
@@ -441,7 +440,6 @@ class ClosestTriangleQuery:
                              f"beyond the supported {self.max_query_distance:.6g} m "
                              "(1e6 x the mesh's bounding-box diagonal, at least 1e6 m)",
                              "points", P[i].tolist(), "too_far", self.max_query_distance)
-
         if self.num_triangles <= self.brute_force_max:
             return self._query_brute(P)
         return self._query_kd(P)
