@@ -119,27 +119,34 @@ def parse_tare(calib: Mapping[str, Any], sensor: str, length: Optional[int],
     Returns the entries present as float64 ``(length,)`` arrays; ``{}`` clears.
 
     Raises:
-        ValueError: unknown keys (named), ``tare_sim_avg`` without ``tare``, wrong lengths, non-finite
-            values or a non-positive gain.
+        InputError: ``argument`` ``'calib'`` for a non-dict (``reason`` ``'type'``), an unknown key
+            (``value`` the first, ``reason`` ``'unknown_key'``, ``expected`` the known ones) or
+            ``tare_sim_avg`` without ``tare`` (``value`` ``'tare_sim_avg'``, ``reason`` ``'needs_tare'``);
+            wrong lengths or non-finite values (as ``as_vector``, ``argument`` ``"sensor 'n': calibration
+            'tare'"``); a non-positive gain (``reason`` ``'not_positive'``).
     """
     if not isinstance(calib, Mapping):
-        raise ValueError(f"sensor {sensor!r}: calibration must be a dict, got {type(calib).__name__}")
+        raise InputError(f"sensor {sensor!r}: calibration must be a dict, got {type(calib).__name__}",
+                         "calib", type(calib).__name__, "type")
     known = ("tare", "tare_sim_avg", "gain") if allow_gain else ("tare", "tare_sim_avg")
     unknown = sorted(str(k) for k in calib if k not in known)
     if unknown:
-        raise ValueError(f"sensor {sensor!r}: unknown calibration key(s) {', '.join(map(repr, unknown))}; "
-                         f"known: {', '.join(map(repr, known))}")
+        raise InputError(f"sensor {sensor!r}: unknown calibration key(s) {', '.join(map(repr, unknown))}; "
+                         f"known: {', '.join(map(repr, known))}", "calib", unknown[0], "unknown_key", known)
     out: Dict[str, np.ndarray] = {}
     if allow_gain and calib.get("gain") is not None:
-        gain = as_vector(calib["gain"], f"sensor {sensor!r}: calibration 'gain'", length)
+        label = f"sensor {sensor!r}: calibration 'gain'"
+        gain = as_vector(calib["gain"], label, length)
         if not np.all(gain > 0):
-            raise ValueError(f"sensor {sensor!r}: calibration 'gain' must be > 0, got {gain.tolist()[:8]}")
+            raise InputError(f"sensor {sensor!r}: calibration 'gain' must be > 0, got {gain.tolist()[:8]}",
+                             label, gain.tolist(), "not_positive")
         out["gain"] = gain
     if calib.get("tare") is not None:
         out["tare"] = as_vector(calib["tare"], f"sensor {sensor!r}: calibration 'tare'", length)
     if calib.get("tare_sim_avg") is not None:
         if "tare" not in out:
-            raise ValueError(f"sensor {sensor!r}: calibration has 'tare_sim_avg' but no 'tare'")
+            raise InputError(f"sensor {sensor!r}: calibration has 'tare_sim_avg' but no 'tare'",
+                             "calib", "tare_sim_avg", "needs_tare", "tare")
         out["tare_sim_avg"] = as_vector(calib["tare_sim_avg"],
                                         f"sensor {sensor!r}: calibration 'tare_sim_avg'", length)
     return out

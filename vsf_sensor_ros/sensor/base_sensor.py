@@ -355,8 +355,8 @@ def _float_tensor(value: Any, label: str, dtype: Optional[torch.dtype]) -> torch
     try:
         t = torch.as_tensor(value, dtype=dtype or torch.get_default_dtype())
     except (TypeError, ValueError, RuntimeError) as exc:
-        raise ValueError(f"ContactState.{label} must be (N, 3) numbers, got a {type(value).__name__}: "
-                         f"{exc}") from None
+        raise InputError(f"ContactState.{label} must be (N, 3) numbers, got a {type(value).__name__}: "
+                         f"{exc}", label, value, "not_numeric") from None
     return t.reshape(0, 3) if t.numel() == 0 else t
 
 
@@ -365,14 +365,16 @@ def as_contact_state(c: Any, dtype: Optional[torch.dtype] = None) -> ContactStat
     ``elems2`` optional) attributes; lists and arrays become tensors of ``dtype``.
 
     Raises:
-        ValueError: missing attributes or values :class:`ContactState` refuses (names the field).
+        InputError: missing attributes (``argument`` ``'c'``, ``value`` the type name, ``reason``
+            ``'type'``) or values :class:`ContactState` refuses (``argument`` the field).
     """
     if type(c) is ContactState:
         return c
     try:
         points, forces = c.points, c.forces
     except AttributeError:
-        raise ValueError(f"a contact state needs .points and .forces, got a {type(c).__name__}") from None
+        raise InputError(f"a contact state needs .points and .forces, got a {type(c).__name__}",
+                         "c", type(c).__name__, "type") from None
     # element lists and arrays (empty: absent) are ContactState's to convert
     return ContactState(_float_tensor(points, "points", dtype), _float_tensor(forces, "forces", dtype),
                         getattr(c, "elems1", None), getattr(c, "elems2", None))
@@ -383,7 +385,10 @@ def as_sim_state(state: Any) -> SimState:
     and ``contact_states_on_body`` (``body_states`` optional); a SimState of ContactStates is returned as is.
 
     Raises:
-        ValueError: no ``body_transforms``, the two methods disagreeing in length, or a refused contact state.
+        InputError: no ``body_transforms`` (``argument`` ``'state'``, ``value`` the type name, ``reason``
+            ``'type'``), the two methods disagreeing in length (``argument``
+            ``'contact_states_on_body'``, ``value`` its count, ``reason`` ``'count'``, ``expected`` the
+            count of ``bodies_in_contact``), or a refused contact state.
     """
     if type(state) is SimState:
         if all(type(c) is ContactState for c in state.contacts.values()):
@@ -394,7 +399,8 @@ def as_sim_state(state: Any) -> SimState:
     try:
         transforms = state.body_transforms
     except AttributeError:
-        raise ValueError(f"a simulation state needs .body_transforms, got a {type(state).__name__}") from None
+        raise InputError(f"a simulation state needs .body_transforms, got a {type(state).__name__}",
+                         "state", type(state).__name__, "type") from None
     bt = {n: T if isinstance(T, torch.Tensor) else torch.as_tensor(T, dtype=torch.get_default_dtype())
           for n, T in transforms.items()}
     dtype = next(iter(bt.values())).dtype if bt else None
@@ -403,8 +409,9 @@ def as_sim_state(state: Any) -> SimState:
         others = list(state.bodies_in_contact(name))
         states = list(state.contact_states_on_body(name))
         if len(others) != len(states):
-            raise ValueError(f"body {name!r}: bodies_in_contact gives {len(others)} bodies but "
-                             f"contact_states_on_body {len(states)} contact states")
+            raise InputError(f"body {name!r}: bodies_in_contact gives {len(others)} bodies but "
+                             f"contact_states_on_body {len(states)} contact states",
+                             "contact_states_on_body", len(states), "count", len(others))
         for other, c in zip(others, states):
             contacts[(name, other)] = as_contact_state(c, dtype)
     return SimState(bt, dict(getattr(state, "body_states", None) or {}), contacts)
