@@ -11,6 +11,7 @@ from vsf_sensor_ros.contact_sources.mujoco_scene import (LOAD_SITE, PAD_SITE, SO
                                                          PressPlan, contact_rows, contacts_by_pair,
                                                          load_reading, mujoco_source_label, pad_reading,
                                                          robot_bodies)
+from vsf_sensor_ros.sensor.errors import InputError, SettingError
 
 G = 9.81          # MuJoCo's default gravity magnitude (m/s^2)
 BODIES = ["punyo", "object", "table"]
@@ -202,16 +203,23 @@ def test_the_touch_sensor_sums_the_normal_forces_of_the_bubble_on_the_top_face()
     assert load_reading(scene, min_threshold=normal_sum + 1.0).tolist() == [0.0, 0.0]
 
 
-@pytest.mark.parametrize("make, named", [
-    (lambda: MujocoScene(MujocoSceneConfig(object_size=(0.1, -0.1, 0.1))), "object_size"),
-    (lambda: MujocoScene(MujocoSceneConfig(arm_kp=(1.0, 2.0))), "arm_kp"),
-    (lambda: MujocoScene(MujocoSceneConfig(solref=(0.001, 1.0))), "solref"),
-    (lambda: PressPlan(PressProfile(), (2.0, 0.0), 0.04), "out of reach"),
-    (lambda: MujocoScene().set_targets({"elbow": 0.0}), "elbow"),
+@pytest.mark.parametrize("make, setting, value", [
+    (lambda: MujocoScene(MujocoSceneConfig(object_size=(0.1, -0.1, 0.1))), "object_size", (0.1, -0.1, 0.1)),
+    (lambda: MujocoScene(MujocoSceneConfig(arm_kp=(1.0, 2.0))), "arm_kp", (1.0, 2.0)),
+    (lambda: MujocoScene(MujocoSceneConfig(solref=(0.001, 1.0))), "solref", (0.001, 1.0)),
 ])
-def test_bad_settings_are_named(make, named):
-    with pytest.raises(ValueError, match=named):
+def test_bad_settings_are_named(make, setting, value):
+    with pytest.raises(SettingError) as err:
         make()
+    assert (err.value.setting, err.value.value) == (setting, value)
+
+
+def test_a_target_out_of_reach_and_an_unknown_joint_are_refused():
+    with pytest.raises(ValueError, match="out of reach"):
+        PressPlan(PressProfile(), (2.0, 0.0), 0.04)
+    with pytest.raises(InputError) as err:
+        MujocoScene().set_targets({"elbow": 0.0})
+    assert (err.value.argument, err.value.value, err.value.reason) == ("joints", ["elbow"], "unknown_joint")
 
 
 def test_measured_source_labels():
@@ -219,5 +227,6 @@ def test_measured_source_labels():
     assert mujoco_source_label("IsaacContactSensor", "object", "independent") == SOURCE_MUJOCO_TOUCH
     assert mujoco_source_label("PunyoPressureSensor", "punyo", "independent") == "synthetic-model"
     assert mujoco_source_label("ContactSensor", "punyo", "model") == "synthetic-model"
-    with pytest.raises(ValueError, match="measured_source"):
+    with pytest.raises(SettingError) as err:
         mujoco_source_label("ContactSensor", "punyo", "both")
+    assert (err.value.setting, err.value.value, err.value.reason) == ("measured_source", "both", "invalid")
