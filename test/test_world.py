@@ -140,8 +140,10 @@ def test_punyo_model_keeps_file_vertex_order(kinova):
 @needs_fixture
 def test_kinova_urdf_text_needs_base_dir_for_relative_meshes():
     text = KINOVA_URDF.read_text()
-    with pytest.raises(ValueError, match="kinova_gen3/base_link.stl.*base_dir"):
+    with pytest.raises(InputError) as err:
         World.from_urdf(text)
+    assert (err.value.argument, err.value.value, err.value.reason) == ("uri", "kinova_gen3/base_link.stl",
+                                                                       "needs_base_dir")
     w = World.from_urdf(text, base_dir=FIXTURE)
     assert w.link_names == KINOVA_LINKS
     assert w.body_model("Base_Link").geometry().getTriangleMesh().vertices.shape[0] > 0

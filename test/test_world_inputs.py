@@ -233,8 +233,10 @@ f -3 -2 -1
 def test_obj_index_out_of_range_names_the_line(tmp_path):
     p = tmp_path / "bad.obj"
     p.write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 7\n")
-    with pytest.raises(ValueError, match=r"bad\.obj:4.*index 7"):
+    with pytest.raises(InputError) as err:
         read_obj_geometry(p)
+    assert (err.value.argument, err.value.value, err.value.reason) == (f"{p}:4", 7, "index_out_of_range")
+    assert err.value.expected == 3                  # the vertices defined so far
 
 
 def test_ply_keeps_the_stored_vertex_order(tmp_path):
