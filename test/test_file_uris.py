@@ -53,10 +53,11 @@ def test_a_plain_path_is_taken_as_written(tmp_path):
     assert resolve_uri("a%20b.obj", tmp_path) == p
 
 
-@pytest.mark.parametrize("uri, value, reason", [("file://robot-pc/home/meshes/pad.stl", "robot-pc", "remote_host"),
-                                               ("file:pad.stl", "file:pad.stl", "relative"),
-                                               ("file:///meshes/pad%FF.stl", "file:///meshes/pad%FF.stl",
-                                                "not_utf8")])
+@pytest.mark.parametrize("uri, value, reason", [
+    ("file://robot-pc/home/meshes/pad.stl", "robot-pc", "remote_host"),
+    ("file:pad.stl", "file:pad.stl", "relative"),
+    ("file:///meshes/pad%FF.stl", "file:///meshes/pad%FF.stl", "not_utf8"),
+])
 def test_other_hosts_and_relative_file_uris_are_refused(uri, value, reason):
     with pytest.raises(InputError) as err:
         resolve_uri(uri)

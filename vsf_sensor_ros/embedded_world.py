@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Tuple, Union
 import numpy as np
 import trimesh
 
+from .sensor.errors import SettingError
 from .world import World, load_mesh
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -76,15 +77,19 @@ def bubble_mesh(radius: float = BUBBLE_RADIUS, height: float = BUBBLE_HEIGHT, n_
     ``radius_y`` defaults to ``radius``.
 
     Raises:
-        ValueError: non-positive sizes or too few rings/segments.
+        SettingError: ``setting`` the first argument at fault, ``value`` as given; ``reason``
+            ``'not_positive'`` (a size not positive and finite) or ``'too_few'`` (``expected`` the least).
     """
     ry = radius if radius_y is None else radius_y
-    if not (radius > 0 and ry > 0 and height > 0 and all(map(math.isfinite, (radius, ry, height)))):
-        raise ValueError(f"bubble sizes must be positive and finite: radius={radius}, radius_y={ry}, "
-                         f"height={height}")
-    if n_rings < 2 or n_segments < 3 or n_base_rings < 1:
-        raise ValueError(f"need n_rings >= 2, n_segments >= 3, n_base_rings >= 1; got {n_rings}, "
-                         f"{n_segments}, {n_base_rings}")
+    for name, v in (("radius", radius), ("radius_y", ry), ("height", height)):
+        if not (v > 0 and math.isfinite(v)):
+            raise SettingError(f"bubble sizes must be positive and finite: radius={radius}, radius_y={ry}, "
+                               f"height={height}", name, v, "not_positive")
+    for name, v, least in (("n_rings", n_rings, 2), ("n_segments", n_segments, 3),
+                           ("n_base_rings", n_base_rings, 1)):
+        if v < least:
+            raise SettingError(f"need n_rings >= 2, n_segments >= 3, n_base_rings >= 1; got {n_rings}, "
+                               f"{n_segments}, {n_base_rings}", name, v, "too_few", least)
     S = n_segments
     phi = 2.0 * np.pi * np.arange(S) / S
     theta = 0.5 * np.pi * np.arange(1, n_rings + 1) / n_rings

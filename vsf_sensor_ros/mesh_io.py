@@ -30,9 +30,9 @@ def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) ->
 
     Raises:
         FileNotFoundError: no candidate exists (lists those tried).
-        InputError: ``argument`` ``'uri'``, ``value`` the URI; ``reason`` ``'malformed'``, ``'needs_base_dir'``
-            (a relative path, or a ``package://`` found nowhere, without ``base_dir``), or as
-            :func:`file_uri_path`.
+        InputError: ``argument`` ``'uri'``, ``value`` the URI; ``reason`` ``'malformed'``,
+            ``'needs_base_dir'`` (a relative path, or a ``package://`` found nowhere, without ``base_dir``),
+            or as :func:`file_uri_path`.
     """
     uri = uri.strip()
     tried: List[Path] = []
@@ -57,8 +57,8 @@ def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) ->
             tried += [d / pkg / rel for d in (base, base.parent, base.parent.parent)]
             tried.append(base / rel)
         elif not tried:
-            raise InputError(f"cannot resolve {uri!r}: package {pkg!r} not found and no base_dir given", "uri",
-                             uri, "needs_base_dir")
+            raise InputError(f"cannot resolve {uri!r}: package {pkg!r} not found and no base_dir given",
+                             "uri", uri, "needs_base_dir")
     else:
         if uri[:5].lower() == "file:":
             p = file_uri_path(uri)
@@ -100,8 +100,8 @@ def file_uri_path(uri: str) -> Path:
         raise InputError(f"file URI {uri!r}: its percent-encoded bytes are not UTF-8", "uri", uri,
                          "not_utf8") from None
     if not path.startswith("/"):
-        raise InputError(f"file URI {uri!r} does not name an absolute path (use file:///abs/path)", "uri", uri,
-                         "relative")
+        raise InputError(f"file URI {uri!r} does not name an absolute path (use file:///abs/path)", "uri",
+                         uri, "relative")
     return Path(path)
 
 

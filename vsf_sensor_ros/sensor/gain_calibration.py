@@ -55,7 +55,8 @@ class GainCalibrator(BaseCalibrator):
     def __init__(self, min_samples: int = 10, min_excitation: float = 1e-9,
                  max_relative_error: float = 0.2, per_measurement: bool = False) -> None:
         """Raises SettingError (``setting`` the argument, ``value`` as given, ``reason`` ``'invalid'``) for
-        ``min_samples < 2``, a negative/non-finite ``min_excitation`` or a non-positive ``max_relative_error``."""
+        ``min_samples < 2``, a negative/non-finite ``min_excitation`` or a non-positive
+        ``max_relative_error``."""
         if isinstance(min_samples, bool) or not isinstance(min_samples, (int, np.integer)) or min_samples < 2:
             raise SettingError(f"GainCalibrator: min_samples must be an integer >= 2, got {min_samples!r}",
                                "min_samples", min_samples, "invalid", 2)
@@ -116,8 +117,8 @@ class GainCalibrator(BaseCalibrator):
         contact = [i for i, st in enumerate(states) if sensor.in_contact(st)]
         if len(contact) < self.min_samples:
             raise InputError(f"GainCalibrator: sensor {sensor.name!r} has {len(contact)} contact samples "
-                             f"of {len(states)}; at least {self.min_samples} are needed", "states", len(contact),
-                             "too_few_contacts", self.min_samples)
+                             f"of {len(states)}; at least {self.min_samples} are needed", "states",
+                             len(contact), "too_few_contacts", self.min_samples)
         ys = []
         for i in contact:
             obs = observation_sequence[i]

@@ -119,7 +119,8 @@ class MembraneModel:
         fixed_tension = not isinstance(prestress, str)
         if not fixed_tension and prestress not in ("uniform", "equilibrium"):
             raise SettingError(f"prestress must be 'uniform', 'equilibrium' or a tension in N/m, "
-                               f"got {prestress!r}", "prestress", prestress, "invalid", ("uniform", "equilibrium"))
+                               f"got {prestress!r}", "prestress", prestress, "invalid",
+                               ("uniform", "equilibrium"))
         if fixed_tension and not (np.isfinite(float(prestress)) and float(prestress) > 0):
             raise SettingError(f"a prescribed pre-tension must be positive and finite (N/m), got {prestress}",
                                "prestress", prestress, "not_positive")
@@ -344,11 +345,11 @@ class MembraneForceEstimator:
                  min_vertex_fraction: float = 0.8, flow_scale: int = 2) -> None:
         R = np.asarray(R_cam_mesh, dtype=np.float64)
         if R.shape != (3, 3) or not np.allclose(R @ R.T, np.eye(3), atol=1e-6) or np.linalg.det(R) < 0:
-            raise SettingError(f"R_cam_mesh must be a 3x3 rotation, got {R.tolist()}", "R_cam_mesh", R.tolist(),
-                               "not_rotation")
+            raise SettingError(f"R_cam_mesh must be a 3x3 rotation, got {R.tolist()}", "R_cam_mesh",
+                               R.tolist(), "not_rotation")
         if int(window) < 1 or int(window) % 2 == 0:
-            raise SettingError(f"window must be a positive odd number of pixels, got {window}", "window", window,
-                               "not_odd")
+            raise SettingError(f"window must be a positive odd number of pixels, got {window}", "window",
+                               window, "not_odd")
         if int(flow_scale) not in (1, 2, 4):
             raise SettingError(f"flow_scale must be 1, 2 or 4, got {flow_scale}", "flow_scale", flow_scale,
                                "invalid", (1, 2, 4))

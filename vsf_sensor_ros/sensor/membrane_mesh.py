@@ -47,8 +47,8 @@ class MembraneMesh:
             raise InputError(f"triangle index out of range 0..{len(pts) - 1}: {tri.min()}..{tri.max()}",
                              "triangles", (int(tri.min()), int(tri.max())), "out_of_range", (0, len(pts) - 1))
         if bnd.size == 0 or bnd.size >= len(pts):
-            raise InputError(f"boundary must name some but not all of the {len(pts)} vertices, got {bnd.size}",
-                             "boundary", bnd.size, "count", len(pts))
+            raise InputError(f"boundary must name some but not all of the {len(pts)} vertices, "
+                             f"got {bnd.size}", "boundary", bnd.size, "count", len(pts))
         if bnd.min() < 0 or bnd.max() >= len(pts):
             raise InputError(f"boundary index out of range 0..{len(pts) - 1}: {bnd.min()}..{bnd.max()}",
                              "boundary", (int(bnd.min()), int(bnd.max())), "out_of_range", (0, len(pts) - 1))
@@ -107,9 +107,9 @@ def read_membrane_mesh(path: Union[str, Path], boundary: Optional[Sequence[int]]
 
     Raises:
         FileNotFoundError: no such file.
-        InputError: ``argument`` ``'path'``, ``value`` the path, ``reason`` ``'unreadable'`` (a file meshio cannot
-            parse; its own words in the message), ``'no_triangles'`` or ``'no_boundary'``; or an invalid mesh
-            (see :class:`MembraneMesh`).
+        InputError: ``argument`` ``'path'``, ``value`` the path, ``reason`` ``'unreadable'`` (a file meshio
+            cannot parse; its own words in the message), ``'no_triangles'`` or ``'no_boundary'``; or an
+            invalid mesh (see :class:`MembraneMesh`).
         meshio.ReadError: an extension meshio does not know; a format reader's own exception passes through
             too.
     """
