@@ -131,11 +131,13 @@ def test_simulation_rejects_unknown_contact_bodies_and_bad_steps_naming_them():
     assets = load_assets("embedded")
     scene = build_scene(assets)
     traj = _press(scene, assets)
-    for kw, named in ((dict(contact_body_names=[BUBBLE, "floor"]), "'floor'"),
-                      (dict(sim_dt=0.01, physics_dt=0.02), "physics_dt"),
-                      (dict(max_contacts=0), "max_contacts")):
-        with pytest.raises(ValueError, match=named):
+    for kw, setting, value, reason in (
+            (dict(contact_body_names=[BUBBLE, "floor"]), "contact_body_names", ["floor"], "unknown_body"),
+            (dict(sim_dt=0.01, physics_dt=0.02), "physics_dt", 0.02, "out_of_range"),
+            (dict(max_contacts=0), "max_contacts", 0, "out_of_range")):
+        with pytest.raises(SettingError) as err:
             ContactSimulation(scene, traj, **kw)
+        assert (err.value.setting, err.value.value, err.value.reason) == (setting, value, reason)
 
 
 def test_sim_state_adds_transforms_of_extra_bodies():
