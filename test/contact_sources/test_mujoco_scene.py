@@ -12,6 +12,7 @@ from vsf_sensor_ros.contact_sources.mujoco_scene import (LOAD_SITE, PAD_SITE, SO
                                                          load_reading, mujoco_source_label, pad_reading,
                                                          robot_bodies)
 from vsf_sensor_ros.sensor.errors import InputError, SettingError
+from vsf_sensor_ros.urdf import UrdfError
 
 G = 9.81          # MuJoCo's default gravity magnitude (m/s^2)
 BODIES = ["punyo", "object", "table"]
@@ -121,8 +122,9 @@ def test_urdf_tree_conversion_keeps_joint_axes_ranges_and_rotated_inertia():
     # a quarter turn about z swaps the x and y principal moments
     np.testing.assert_allclose([float(v) for v in inertial.get("fullinertia").split()], [2, 1, 3, 0, 0, 0],
                                atol=1e-12)
-    with pytest.raises(ValueError, match="floating"):
+    with pytest.raises(UrdfError) as err:
         robot_bodies(urdf.replace('type="revolute"', 'type="floating"'))
+    assert (err.value.reason, err.value.where, err.value.value) == ("joint_type", "j", "floating")
 
 
 def test_the_scene_object_rests_with_its_weight_and_the_bubble_starts_free():

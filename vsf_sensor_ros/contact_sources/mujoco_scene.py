@@ -20,7 +20,7 @@ from scipy.spatial.transform import Rotation
 from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.sensor.base_sensor import ContactState
 from vsf_sensor_ros.sensor.errors import InputError, SettingError
-from vsf_sensor_ros.urdf import parse_urdf_joints
+from vsf_sensor_ros.urdf import UrdfError, parse_urdf_joints
 
 BUBBLE = ew.BUBBLE_BODY
 """Body name of the bubble (``punyo``)."""
@@ -131,7 +131,9 @@ def robot_bodies(urdf_text: str) -> Tuple[List[ET.Element], Dict[str, ET.Element
     Returns ``(top-level bodies, {link: body element}, movable joints in URDF order)``.
 
     Raises:
-        ValueError: a floating or planar joint, or more than one root besides ``world``.
+        UrdfError: a floating or planar joint (``reason`` ``'joint_type'``, ``where`` the joint, ``value`` its
+            type), or joints outside the tree (``'detached_joints'``).
+        ValueError: more than one root besides ``world``.
     """
     root = ET.fromstring(urdf_text)
     joints = parse_urdf_joints(root)
@@ -171,15 +173,17 @@ def robot_bodies(urdf_text: str) -> Tuple[List[ET.Element], Dict[str, ET.Element
                 ET.SubElement(body, "joint", attrs)
                 movable.append(j.name)
             elif j.type != "fixed":
-                raise ValueError(f"URDF joint {j.name!r} has type {j.type!r}; the MuJoCo scene takes "
-                                 "revolute, continuous, prismatic and fixed joints")
+                raise UrdfError(f"URDF joint {j.name!r} has type {j.type!r}; the MuJoCo scene takes "
+                                "revolute, continuous, prismatic and fixed joints", "joint_type", j.name,
+                                j.type)
             if j.parent == "world":
                 top.append(body)
             else:
                 bodies[j.parent].append(body)
             bodies[j.child] = body
         if not progressed:
-            raise ValueError(f"URDF joints {[j.name for j in pending]} hang from links outside the tree")
+            raise UrdfError(f"URDF joints {[j.name for j in pending]} hang from links outside the tree",
+                            "detached_joints", "URDF", [j.name for j in pending])
     return top, bodies, movable
 
 
