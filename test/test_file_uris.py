@@ -6,11 +6,12 @@ The encoded names are written out by hand (a space is ``%20``; ``é`` is U+00E9,
 """
 import urllib.parse
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from vsf_sensor_ros.mesh_io import file_uri_path, load_mesh, resolve_uri
+from vsf_sensor_ros.mesh_io import MeshNotFoundError, file_uri_path, load_mesh, resolve_uri
 from vsf_sensor_ros.sensor.errors import InputError
 from vsf_sensor_ros.world import World
 
@@ -65,8 +66,9 @@ def test_other_hosts_and_relative_file_uris_are_refused(uri, value, reason):
 
 
 def test_missing_file_names_the_decoded_path():
-    with pytest.raises(FileNotFoundError, match=r"/no such dir/pad é\.stl"):
+    with pytest.raises(MeshNotFoundError) as err:
         resolve_uri("file:///no%20such%20dir/pad%20%C3%A9.stl")
+    assert err.value.tried == [Path("/no such dir/pad é.stl")]
 
 
 def test_load_mesh_and_a_urdf_read_meshes_through_encoded_uris(mesh):

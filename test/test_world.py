@@ -16,6 +16,7 @@ import torch
 import trimesh
 from scipy.spatial.transform import Rotation
 
+from vsf_sensor_ros.mesh_io import MeshNotFoundError
 from vsf_sensor_ros.sensor.errors import InputError
 from vsf_sensor_ros.world import (WORLD_FRAME, World, resolve_uri, transform_from_xyz_quat,
                                   validate_transform, xyz_quat_from_transform)
@@ -345,8 +346,10 @@ def test_package_uri_falls_back_to_urdf_directory(tmp_path, monkeypatch):
 
 def test_missing_mesh_names_the_uri(tmp_path, monkeypatch):
     monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)
-    with pytest.raises(FileNotFoundError, match="package://nowhere_pkg/meshes/x.stl"):
+    with pytest.raises(MeshNotFoundError) as err:
         World.from_urdf(MESH_URDF.format(uri="package://nowhere_pkg/meshes/x.stl"), base_dir=tmp_path)
+    assert err.value.uri == "package://nowhere_pkg/meshes/x.stl"
+    assert tmp_path.resolve() / "nowhere_pkg" / "meshes" / "x.stl" in err.value.tried
     with pytest.raises(FileNotFoundError):
         World.from_urdf(str(tmp_path / "absent.urdf"))
 
@@ -440,6 +443,7 @@ def test_attach_body_relative_mesh_path(arm, tmp_path, monkeypatch):
     arm.attach_body("b", "meshes/box.stl", "l1")
     for name in ("a", "b"):
         np.testing.assert_allclose(arm.body_mesh(name).extents, [0.1, 0.2, 0.3], atol=1e-6)
-    with pytest.raises(FileNotFoundError, match="nothing.stl"):
+    with pytest.raises(MeshNotFoundError) as err:
         arm.attach_body("c", "nothing.stl", "l1")
+    assert err.value.uri == "nothing.stl"
     assert sorted(arm.body_names) == sorted(before + ["a", "b"])     # no body 'c' half-attached

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Tuple, Union
 import numpy as np
 import trimesh
 
-from .sensor.errors import SettingError
+from .sensor.errors import InputError, SettingError
 from .world import World, load_mesh
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -153,14 +153,16 @@ def tool_down_joint_positions(x: float, y: float, apex_z: float) -> Dict[str, fl
     (closed form, elbow up).
 
     Raises:
-        ValueError: the point is out of reach.
+        InputError: the point is out of reach (``argument`` ``'apex'``, ``value`` ``(x, y, apex_z)``,
+            ``reason`` ``'out_of_reach'``, ``expected`` the wrist's reach range from the shoulder, m).
     """
     r = math.hypot(x, y)
     wx, wz = r, apex_z + BUBBLE_HEIGHT + WRIST_LENGTH - SHOULDER_HEIGHT   # wrist, shoulder-relative
     d = math.hypot(wx, wz)
     L1, L2 = UPPER_ARM_LENGTH, FOREARM_LENGTH
     if not (abs(L1 - L2) < d < L1 + L2):
-        raise ValueError(f"apex ({x}, {y}, {apex_z}) is out of reach of the embedded arm")
+        raise InputError(f"apex ({x}, {y}, {apex_z}) is out of reach of the embedded arm", "apex",
+                         (x, y, apex_z), "out_of_reach", (abs(L1 - L2), L1 + L2))
     # angles measured from the vertical (+z) toward the reach direction, as a pitch about +y does
     beta = math.atan2(wx, wz)
     alpha = math.acos((L1 * L1 + d * d - L2 * L2) / (2 * L1 * d))

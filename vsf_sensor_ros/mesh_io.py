@@ -17,10 +17,19 @@ import trimesh
 
 from .sensor.errors import InputError
 
-__all__ = ["MeshLike", "file_uri_path", "load_mesh", "read_collada_geometry", "read_obj_geometry",
-           "resolve_uri", "trimesh_to_klampt"]
+__all__ = ["MeshLike", "MeshNotFoundError", "file_uri_path", "load_mesh", "read_collada_geometry",
+           "read_obj_geometry", "resolve_uri", "trimesh_to_klampt"]
 
 MeshLike = Union[str, os.PathLike, trimesh.Trimesh]
+
+
+class MeshNotFoundError(FileNotFoundError):
+    """A mesh reference that names no existing file.  Attributes: ``uri`` as written, ``tried`` the paths
+    looked at (list of ``Path``)."""
+
+    def __init__(self, message: str, uri: str, tried: List[Path]) -> None:
+        super().__init__(message)
+        self.uri, self.tried = uri, tried
 
 
 def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) -> Path:
@@ -29,7 +38,7 @@ def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) ->
     then ``base_dir/pkg``, ``base_dir/../pkg``, ``base_dir/../../pkg`` and ``base_dir``.
 
     Raises:
-        FileNotFoundError: no candidate exists (lists those tried).
+        MeshNotFoundError: no candidate exists (a ``FileNotFoundError``; lists those tried).
         InputError: ``argument`` ``'uri'``, ``value`` the URI; ``reason`` ``'malformed'``,
             ``'needs_base_dir'`` (a relative path, or a ``package://`` found nowhere, without ``base_dir``),
             or as :func:`file_uri_path`.
@@ -74,7 +83,7 @@ def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) ->
     for c in tried:
         if c.is_file():
             return c
-    raise FileNotFoundError(f"mesh {uri!r} not found; tried: {', '.join(str(c) for c in tried)}")
+    raise MeshNotFoundError(f"mesh {uri!r} not found; tried: {', '.join(str(c) for c in tried)}", uri, tried)
 
 
 def file_uri_path(uri: str) -> Path:

@@ -217,8 +217,11 @@ def test_bad_settings_are_named(make, setting, value):
 
 
 def test_a_target_out_of_reach_and_an_unknown_joint_are_refused():
-    with pytest.raises(ValueError, match="out of reach"):
+    with pytest.raises(InputError) as err:
         PressPlan(PressProfile(), (2.0, 0.0), 0.04)
+    # the first target checked: the apex at the clearance above the top
+    assert (err.value.argument, err.value.reason) == ("apex", "out_of_reach")
+    assert err.value.value == pytest.approx((2.0, 0.0, 0.04 + PressProfile().clearance))
     with pytest.raises(InputError) as err:
         MujocoScene().set_targets({"elbow": 0.0})
     assert (err.value.argument, err.value.value, err.value.reason) == ("joints", ["elbow"], "unknown_joint")

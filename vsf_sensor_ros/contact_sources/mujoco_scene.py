@@ -460,7 +460,8 @@ class PressPlan:
     ``top_z``, m, world), timed by ``profile``, by the embedded arm's closed-form IK.
 
     Raises:
-        ValueError: a bad profile, or a target out of reach.
+        SettingError: a bad profile.  InputError: a target out of reach (as
+            :func:`~vsf_sensor_ros.embedded_world.tool_down_joint_positions`).
     """
 
     def __init__(self, profile: object, object_xy: Tuple[float, float], top_z: float) -> None:
