@@ -79,4 +79,3 @@ def default_context_free():
     yield
     if held and not rclpy.ok():
         rclpy.init()
-

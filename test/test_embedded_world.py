@@ -7,6 +7,7 @@ import pytest
 import trimesh
 
 from vsf_sensor_ros import embedded_world as ew
+from vsf_sensor_ros.sensor.errors import SettingError
 from vsf_sensor_ros.world import WORLD_FRAME
 
 FIXTURE = Path(__file__).resolve().parents[1] / ".." / "shared" / "fixtures" / "kinova_punyo"
@@ -53,13 +54,17 @@ def test_bubble_parameters_and_elliptic_base():
     assert m1.is_watertight and len(m1.vertices) == 2 + 10 * 24
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(radius=0.0), "positive"), (dict(height=-0.01), "positive"), (dict(radius=float("nan")), "positive"),
-    (dict(n_segments=2), "n_segments >= 3"), (dict(n_rings=1), "n_rings >= 2"),
+@pytest.mark.parametrize("kwargs, reason", [
+    (dict(radius=0.0), "not_positive"), (dict(height=-0.01), "not_positive"),
+    (dict(radius=float("nan")), "not_positive"), (dict(radius_y=-0.02), "not_positive"),
+    (dict(n_segments=2), "too_few"), (dict(n_rings=1), "too_few"), (dict(n_base_rings=0), "too_few"),
 ])
-def test_bubble_rejects_bad_parameters(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+def test_bubble_rejects_bad_parameters(kwargs, reason):
+    with pytest.raises(SettingError) as err:
         ew.bubble_mesh(**kwargs)
+    (setting, value), = kwargs.items()
+    assert (err.value.setting, err.value.reason) == (setting, reason)
+    np.testing.assert_equal(err.value.value, value)
 
 
 @needs_fixture

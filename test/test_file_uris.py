@@ -6,11 +6,13 @@ The encoded names are written out by hand (a space is ``%20``; ``é`` is U+00E9,
 """
 import urllib.parse
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from vsf_sensor_ros.mesh_io import file_uri_path, load_mesh, resolve_uri
+from vsf_sensor_ros.mesh_io import MeshNotFoundError, file_uri_path, load_mesh, resolve_uri
+from vsf_sensor_ros.sensor.errors import InputError
 from vsf_sensor_ros.world import World
 
 TRIANGLE_OBJ = "v 0 0 0\nv 0.2 0 0\nv 0 0.1 0\nf 1 2 3\n"
@@ -52,17 +54,21 @@ def test_a_plain_path_is_taken_as_written(tmp_path):
     assert resolve_uri("a%20b.obj", tmp_path) == p
 
 
-@pytest.mark.parametrize("uri, match", [("file://robot-pc/home/meshes/pad.stl", r"names host 'robot-pc'"),
-                                        ("file:pad.stl", r"'file:pad.stl' does not name an absolute path"),
-                                        ("file:///meshes/pad%FF.stl", r"not UTF-8")])
-def test_other_hosts_and_relative_file_uris_are_refused(uri, match):
-    with pytest.raises(ValueError, match=match):
+@pytest.mark.parametrize("uri, value, reason", [
+    ("file://robot-pc/home/meshes/pad.stl", "robot-pc", "remote_host"),
+    ("file:pad.stl", "file:pad.stl", "relative"),
+    ("file:///meshes/pad%FF.stl", "file:///meshes/pad%FF.stl", "not_utf8"),
+])
+def test_other_hosts_and_relative_file_uris_are_refused(uri, value, reason):
+    with pytest.raises(InputError) as err:
         resolve_uri(uri)
+    assert (err.value.argument, err.value.value, err.value.reason) == ("uri", value, reason)
 
 
 def test_missing_file_names_the_decoded_path():
-    with pytest.raises(FileNotFoundError, match=r"/no such dir/pad é\.stl"):
+    with pytest.raises(MeshNotFoundError) as err:
         resolve_uri("file:///no%20such%20dir/pad%20%C3%A9.stl")
+    assert err.value.tried == [Path("/no such dir/pad é.stl")]
 
 
 def test_load_mesh_and_a_urdf_read_meshes_through_encoded_uris(mesh):

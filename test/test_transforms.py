@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+from vsf_sensor_ros.sensor.errors import InputError
 from vsf_sensor_ros.transforms import (rpy_from_matrix, rpy_matrix, transform_from_xyz_quat,
                                        xyz_quat_from_transform)
 
@@ -26,9 +27,11 @@ def test_rpy_matrix_is_the_urdf_convention_and_rpy_from_matrix_inverts_it(rpy):
 
 
 def test_rpy_rejects_non_finite_or_wrong_length():
-    for bad in ([0.0, float("nan"), 0.0], [0.0, 0.0]):
-        with pytest.raises(ValueError, match="rpy"):
+    for bad, reason in (([0.0, float("nan"), 0.0], "not_finite"), ([0.0, 0.0], "shape")):
+        with pytest.raises(InputError) as err:
             rpy_matrix(bad)
+        assert (err.value.argument, err.value.reason) == ("rpy", reason)
+        np.testing.assert_equal(err.value.value, bad)
 
 
 def test_quaternion_is_read_in_ros_order():

@@ -16,6 +16,8 @@ import torch
 import trimesh
 from scipy.spatial.transform import Rotation
 
+from vsf_sensor_ros.mesh_io import MeshNotFoundError
+from vsf_sensor_ros.sensor.errors import InputError
 from vsf_sensor_ros.world import (WORLD_FRAME, World, resolve_uri, transform_from_xyz_quat,
                                   validate_transform, xyz_quat_from_transform)
 
@@ -139,8 +141,10 @@ def test_punyo_model_keeps_file_vertex_order(kinova):
 @needs_fixture
 def test_kinova_urdf_text_needs_base_dir_for_relative_meshes():
     text = KINOVA_URDF.read_text()
-    with pytest.raises(ValueError, match="kinova_gen3/base_link.stl.*base_dir"):
+    with pytest.raises(InputError) as err:
         World.from_urdf(text)
+    assert (err.value.argument, err.value.value, err.value.reason) == ("uri", "kinova_gen3/base_link.stl",
+                                                                       "needs_base_dir")
     w = World.from_urdf(text, base_dir=FIXTURE)
     assert w.link_names == KINOVA_LINKS
     assert w.body_model("Base_Link").geometry().getTriangleMesh().vertices.shape[0] > 0
@@ -222,18 +226,20 @@ def test_joint_state_partial_extra_and_any_order(arm):
     np.testing.assert_array_equal(arm.joint_positions(), [0.5, 0.3])
 
 
-@pytest.mark.parametrize("names, positions, match", [
-    (["j_pitch"], [], "no positions"),
-    (["j_pitch", "j_slide"], [0.1], "2 names but 1 positions"),
-    (["j_pitch", "j_slide"], [0.1, float("nan")], "'j_slide'.*non-finite"),
-    (["j_pitch", "other"], [0.1, float("inf")], "'other'.*non-finite"),
-    (["j_pitch", "j_pitch"], [0.1, 0.2], "'j_pitch' appears more than once"),
+@pytest.mark.parametrize("names, positions, fields", [
+    (["j_pitch"], [], ("positions", 0, "empty", None)),
+    (["j_pitch", "j_slide"], [0.1], ("positions", 1, "count", 2)),           # 2 names, 1 position
+    (["j_pitch", "j_slide"], [0.1, float("nan")], ("j_slide", math.nan, "not_finite", None)),
+    (["j_pitch", "other"], [0.1, float("inf")], ("other", math.inf, "not_finite", None)),
+    (["j_pitch", "j_pitch"], [0.1, 0.2], ("names", "j_pitch", "duplicate", None)),
 ])
-def test_bad_joint_state_is_rejected_and_nothing_applied(arm, names, positions, match):
+def test_bad_joint_state_is_rejected_and_nothing_applied(arm, names, positions, fields):
     arm.set_joint_positions(["j_pitch", "j_slide"], [0.25, -0.5])
     before = arm.body_transforms()["l3"].clone()
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(InputError) as err:
         arm.set_joint_positions(names, positions)
+    e = err.value
+    np.testing.assert_equal((e.argument, e.value, e.reason, e.expected), fields)
     np.testing.assert_array_equal(arm.joint_positions(), [0.25, -0.5])
     assert torch.equal(arm.body_transforms()["l3"], before)
 
@@ -271,20 +277,26 @@ def test_attached_bodies_follow_parent_free_and_world(arm):
 BOX = trimesh.creation.box((0.1, 0.1, 0.1))
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda w: w.attach_body("other", BOX, "flange"), "unknown parent link 'flange'"),
-    (lambda w: w.attach_body("tool", BOX, "l2"), "'tool' already exists"),
-    (lambda w: w.set_body_pose("tool", np.eye(4)), "'tool' is attached to 'l2'"),
-    (lambda w: w.set_body_pose("nobody", np.eye(4)), "'nobody' is not a free body"),
-    (lambda w: w.body_model("nobody"), "unknown body 'nobody'; known bodies: base, l1"),
-    (lambda w: w.body_model(WORLD_FRAME), f"'{WORLD_FRAME}' is the fixed world frame"),
-    (lambda w: w.attach_body("mirror", BOX, "l1", np.diag([1.0, 1.0, -1.0, 1.0])), "not a proper rotation"),
+@pytest.mark.parametrize("call, argument, value, reason", [
+    (lambda w: w.attach_body("other", BOX, "flange"), "parent_link", "flange", "unknown_body"),
+    (lambda w: w.attach_body("tool", BOX, "l2"), "name", "tool", "exists"),
+    (lambda w: w.set_body_pose("tool", np.eye(4)), "name", "tool", "attached"),        # to 'l2'
+    (lambda w: w.set_body_pose("nobody", np.eye(4)), "name", "nobody", "not_free"),
+    (lambda w: w.body_model("nobody"), "name", "nobody", "unknown_body"),
+    (lambda w: w.body_model(WORLD_FRAME), "name", WORLD_FRAME, "world_frame"),
+    (lambda w: w.attach_body("mirror", BOX, "l1", np.diag([1.0, 1.0, -1.0, 1.0])),
+     "T_parent_body of 'mirror'", np.diag([1.0, 1.0, -1.0]).tolist(), "not_rotation"),
 ])
-def test_attach_and_pose_errors_name_the_culprit(arm, call, match):
+def test_attach_and_pose_errors_name_the_culprit(arm, call, argument, value, reason):
     arm.attach_body("tool", BOX, "l2")
     before = list(arm.body_names)
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(InputError) as err:
         call(arm)
+    assert (err.value.argument, err.value.value, err.value.reason) == (argument, value, reason)
+    if reason == "unknown_body":
+        assert err.value.expected[:2] == ["base", "l1"] and "tool" in err.value.expected
+    if reason == "attached":
+        assert err.value.expected == "l2"
     assert arm.body_names == before      # nothing half-applied
 
 
@@ -334,8 +346,10 @@ def test_package_uri_falls_back_to_urdf_directory(tmp_path, monkeypatch):
 
 def test_missing_mesh_names_the_uri(tmp_path, monkeypatch):
     monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)
-    with pytest.raises(FileNotFoundError, match="package://nowhere_pkg/meshes/x.stl"):
+    with pytest.raises(MeshNotFoundError) as err:
         World.from_urdf(MESH_URDF.format(uri="package://nowhere_pkg/meshes/x.stl"), base_dir=tmp_path)
+    assert err.value.uri == "package://nowhere_pkg/meshes/x.stl"
+    assert tmp_path.resolve() / "nowhere_pkg" / "meshes" / "x.stl" in err.value.tried
     with pytest.raises(FileNotFoundError):
         World.from_urdf(str(tmp_path / "absent.urdf"))
 
@@ -374,16 +388,19 @@ SHEAR = np.eye(4)
 SHEAR[0, 1] = 0.01
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: transform_from_xyz_quat([0, 0, 0], [0, 0, 0, 0]), "zero norm"),
-    (lambda: transform_from_xyz_quat([0, float("nan"), 0], [0, 0, 0, 1]), "non-finite"),
-    (lambda: validate_transform(np.eye(3), "T"), "shape"),
-    (lambda: validate_transform(np.ones((4, 4)), "T"), "bottom row"),
-    (lambda: validate_transform(SHEAR, "T"), "not a proper rotation"),
+@pytest.mark.parametrize("call, argument, value, reason", [
+    (lambda: transform_from_xyz_quat([0, 0, 0], [0, 0, 0, 0]), "quat_xyzw", [0.0] * 4, "zero_norm"),
+    (lambda: transform_from_xyz_quat([0, float("nan"), 0], [0, 0, 0, 1]), "xyz", [0.0, math.nan, 0.0],
+     "not_finite"),
+    (lambda: validate_transform(np.eye(3), "T"), "T", (3, 3), "shape"),
+    (lambda: validate_transform(np.ones((4, 4)), "T"), "T", [1.0] * 4, "bottom_row"),
+    (lambda: validate_transform(SHEAR, "T"), "T", SHEAR[:3, :3].tolist(), "not_rotation"),
 ])
-def test_bad_quaternion_and_transform_rejected(call, match):
-    with pytest.raises(ValueError, match=match):
+def test_bad_quaternion_and_transform_rejected(call, argument, value, reason):
+    with pytest.raises(InputError) as err:
         call()
+    assert (err.value.argument, err.value.reason) == (argument, reason)
+    np.testing.assert_equal(err.value.value, value)
 
 
 @needs_fixture
@@ -426,6 +443,7 @@ def test_attach_body_relative_mesh_path(arm, tmp_path, monkeypatch):
     arm.attach_body("b", "meshes/box.stl", "l1")
     for name in ("a", "b"):
         np.testing.assert_allclose(arm.body_mesh(name).extents, [0.1, 0.2, 0.3], atol=1e-6)
-    with pytest.raises(FileNotFoundError, match="nothing.stl"):
+    with pytest.raises(MeshNotFoundError) as err:
         arm.attach_body("c", "nothing.stl", "l1")
+    assert err.value.uri == "nothing.stl"
     assert sorted(arm.body_names) == sorted(before + ["a", "b"])     # no body 'c' half-attached

@@ -14,6 +14,7 @@ import trimesh
 
 from vsf_sensor_ros.mesh_io import load_mesh, read_obj_geometry
 from vsf_sensor_ros.sensor import ContactState, PunyoDenseForceSensor, SimState
+from vsf_sensor_ros.sensor.errors import InputError
 from vsf_sensor_ros.urdf import UrdfError
 from vsf_sensor_ros.world import WORLD_FRAME, World
 
@@ -141,15 +142,17 @@ def test_configuration_snapshot_keeps_a_reported_mimic_value():
     w.set_joint_positions(w.joint_names, [0.5])
     w.set_configuration(snap)
     np.testing.assert_allclose(w.body_transforms()["finger_link"].numpy()[:3, 3], [-0.035, 0, 0], atol=1e-12)
-    with pytest.raises(ValueError, match="finite"):
+    with pytest.raises(InputError) as err:
         w.set_configuration(np.full_like(snap, np.nan))
+    assert (err.value.argument, err.value.value, err.value.reason) == ("q", snap.shape, "not_finite")
 
 
 def test_mimic_named_twice_is_rejected_and_nothing_applied():
     w = World.from_urdf(GRIPPER)
     before = w.body_transforms()["finger_link"].clone()
-    with pytest.raises(ValueError, match="'finger'.*more than once"):
+    with pytest.raises(InputError) as err:
         w.set_joint_positions(["grip", "finger", "finger"], [0.02, -0.03, -0.03])
+    assert (err.value.argument, err.value.value, err.value.reason) == ("names", "finger", "duplicate")
     assert torch.equal(w.body_transforms()["finger_link"], before)
 
 
@@ -230,8 +233,10 @@ f -3 -2 -1
 def test_obj_index_out_of_range_names_the_line(tmp_path):
     p = tmp_path / "bad.obj"
     p.write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 7\n")
-    with pytest.raises(ValueError, match=r"bad\.obj:4.*index 7"):
+    with pytest.raises(InputError) as err:
         read_obj_geometry(p)
+    assert (err.value.argument, err.value.value, err.value.reason) == (f"{p}:4", 7, "index_out_of_range")
+    assert err.value.expected == 3                  # the vertices defined so far
 
 
 def test_ply_keeps_the_stored_vertex_order(tmp_path):

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from vsf_sensor_ros.embedded_world import EMBEDDED_JOINTS, embedded_world
+from vsf_sensor_ros.sensor.errors import InputError
 
 
 def test_subset_equals_the_full_computation_over_random_configurations():
@@ -47,5 +48,6 @@ def test_attached_body_follows_its_parent_link_even_when_only_it_is_asked_for():
 
 def test_unknown_body_name_is_refused_naming_it():
     w = embedded_world()
-    with pytest.raises(ValueError, match="no_such_body"):
+    with pytest.raises(InputError) as err:
         w.body_transforms(names=["punyo", "no_such_body"])
+    assert (err.value.argument, err.value.value, err.value.reason) == ("name", "no_such_body", "unknown_body")

@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Tuple, Union
 import numpy as np
 import trimesh
 
+from .sensor.errors import InputError, SettingError
 from .world import World, load_mesh
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -76,15 +77,19 @@ def bubble_mesh(radius: float = BUBBLE_RADIUS, height: float = BUBBLE_HEIGHT, n_
     ``radius_y`` defaults to ``radius``.
 
     Raises:
-        ValueError: non-positive sizes or too few rings/segments.
+        SettingError: ``setting`` the first argument at fault, ``value`` as given; ``reason``
+            ``'not_positive'`` (a size not positive and finite) or ``'too_few'`` (``expected`` the least).
     """
     ry = radius if radius_y is None else radius_y
-    if not (radius > 0 and ry > 0 and height > 0 and all(map(math.isfinite, (radius, ry, height)))):
-        raise ValueError(f"bubble sizes must be positive and finite: radius={radius}, radius_y={ry}, "
-                         f"height={height}")
-    if n_rings < 2 or n_segments < 3 or n_base_rings < 1:
-        raise ValueError(f"need n_rings >= 2, n_segments >= 3, n_base_rings >= 1; got {n_rings}, "
-                         f"{n_segments}, {n_base_rings}")
+    for name, v in (("radius", radius), ("radius_y", ry), ("height", height)):
+        if not (v > 0 and math.isfinite(v)):
+            raise SettingError(f"bubble sizes must be positive and finite: radius={radius}, radius_y={ry}, "
+                               f"height={height}", name, v, "not_positive")
+    for name, v, least in (("n_rings", n_rings, 2), ("n_segments", n_segments, 3),
+                           ("n_base_rings", n_base_rings, 1)):
+        if v < least:
+            raise SettingError(f"need n_rings >= 2, n_segments >= 3, n_base_rings >= 1; got {n_rings}, "
+                               f"{n_segments}, {n_base_rings}", name, v, "too_few", least)
     S = n_segments
     phi = 2.0 * np.pi * np.arange(S) / S
     theta = 0.5 * np.pi * np.arange(1, n_rings + 1) / n_rings
@@ -148,14 +153,16 @@ def tool_down_joint_positions(x: float, y: float, apex_z: float) -> Dict[str, fl
     (closed form, elbow up).
 
     Raises:
-        ValueError: the point is out of reach.
+        InputError: the point is out of reach (``argument`` ``'apex'``, ``value`` ``(x, y, apex_z)``,
+            ``reason`` ``'out_of_reach'``, ``expected`` the wrist's reach range from the shoulder, m).
     """
     r = math.hypot(x, y)
     wx, wz = r, apex_z + BUBBLE_HEIGHT + WRIST_LENGTH - SHOULDER_HEIGHT   # wrist, shoulder-relative
     d = math.hypot(wx, wz)
     L1, L2 = UPPER_ARM_LENGTH, FOREARM_LENGTH
     if not (abs(L1 - L2) < d < L1 + L2):
-        raise ValueError(f"apex ({x}, {y}, {apex_z}) is out of reach of the embedded arm")
+        raise InputError(f"apex ({x}, {y}, {apex_z}) is out of reach of the embedded arm", "apex",
+                         (x, y, apex_z), "out_of_reach", (abs(L1 - L2), L1 + L2))
     # angles measured from the vertical (+z) toward the reach direction, as a pitch about +y does
     beta = math.atan2(wx, wz)
     alpha = math.acos((L1 * L1 + d * d - L2 * L2) / (2 * L1 * d))

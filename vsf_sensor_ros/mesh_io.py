@@ -15,10 +15,21 @@ import klampt
 import numpy as np
 import trimesh
 
-__all__ = ["MeshLike", "file_uri_path", "load_mesh", "read_collada_geometry", "read_obj_geometry",
-           "resolve_uri", "trimesh_to_klampt"]
+from .sensor.errors import InputError
+
+__all__ = ["MeshLike", "MeshNotFoundError", "file_uri_path", "load_mesh", "read_collada_geometry",
+           "read_obj_geometry", "resolve_uri", "trimesh_to_klampt"]
 
 MeshLike = Union[str, os.PathLike, trimesh.Trimesh]
+
+
+class MeshNotFoundError(FileNotFoundError):
+    """A mesh reference that names no existing file.  Attributes: ``uri`` as written, ``tried`` the paths
+    looked at (list of ``Path``)."""
+
+    def __init__(self, message: str, uri: str, tried: List[Path]) -> None:
+        super().__init__(message)
+        self.uri, self.tried = uri, tried
 
 
 def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) -> Path:
@@ -27,8 +38,10 @@ def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) ->
     then ``base_dir/pkg``, ``base_dir/../pkg``, ``base_dir/../../pkg`` and ``base_dir``.
 
     Raises:
-        FileNotFoundError: no candidate exists (lists those tried).
-        ValueError: a relative path or ``package://`` without ``base_dir``; a bad ``file:`` URI.
+        MeshNotFoundError: no candidate exists (a ``FileNotFoundError``; lists those tried).
+        InputError: ``argument`` ``'uri'``, ``value`` the URI; ``reason`` ``'malformed'``,
+            ``'needs_base_dir'`` (a relative path, or a ``package://`` found nowhere, without ``base_dir``),
+            or as :func:`file_uri_path`.
     """
     uri = uri.strip()
     tried: List[Path] = []
@@ -37,7 +50,7 @@ def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) ->
         rest = uri[len("package://"):]
         pkg, _, rel = rest.partition("/")
         if not pkg or not rel:
-            raise ValueError(f"malformed package URI {uri!r}")
+            raise InputError(f"malformed package URI {uri!r}", "uri", uri, "malformed")
         try:
             from ament_index_python.packages import get_package_share_directory
             tried.append(Path(get_package_share_directory(pkg)) / rel)
@@ -53,7 +66,8 @@ def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) ->
             tried += [d / pkg / rel for d in (base, base.parent, base.parent.parent)]
             tried.append(base / rel)
         elif not tried:
-            raise ValueError(f"cannot resolve {uri!r}: package {pkg!r} not found and no base_dir given")
+            raise InputError(f"cannot resolve {uri!r}: package {pkg!r} not found and no base_dir given",
+                             "uri", uri, "needs_base_dir")
     else:
         if uri[:5].lower() == "file:":
             p = file_uri_path(uri)
@@ -64,11 +78,12 @@ def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) ->
         elif base is not None:
             tried.append(base / p)
         else:
-            raise ValueError(f"relative mesh path {uri!r} needs base_dir (URDF given as text)")
+            raise InputError(f"relative mesh path {uri!r} needs base_dir (URDF given as text)", "uri", uri,
+                             "needs_base_dir")
     for c in tried:
         if c.is_file():
             return c
-    raise FileNotFoundError(f"mesh {uri!r} not found; tried: {', '.join(str(c) for c in tried)}")
+    raise MeshNotFoundError(f"mesh {uri!r} not found; tried: {', '.join(str(c) for c in tried)}", uri, tried)
 
 
 def file_uri_path(uri: str) -> Path:
@@ -77,21 +92,25 @@ def file_uri_path(uri: str) -> Path:
     ``file:///p``, ``file://localhost/p`` and ``file:/p`` name ``/p``; an encoded ``%23`` is part of the name.
 
     Raises:
-        ValueError: not a ``file:`` URI, another host (named), a relative path, or bytes that are not UTF-8.
+        InputError: ``argument`` ``'uri'``; ``reason`` ``'not_file_uri'``, ``'remote_host'`` (``value`` the
+            host), ``'not_utf8'`` or ``'relative'`` (``value`` the URI).
     """
     parts = urllib.parse.urlsplit(uri)
     if parts.scheme.lower() != "file":
-        raise ValueError(f"{uri!r} is not a file: URI")
+        raise InputError(f"{uri!r} is not a file: URI", "uri", uri, "not_file_uri")
     host = parts.netloc
     if host and host.lower() != "localhost":
-        raise ValueError(f"file URI {uri!r} names host {host!r}; only local files "
-                         f"(file:///path or file://localhost/path) can be read")
+        raise InputError(f"file URI {uri!r} names host {host!r}; only local files "
+                         f"(file:///path or file://localhost/path) can be read", "uri", host, "remote_host",
+                         "localhost")
     try:
         path = urllib.parse.unquote(parts.path, encoding="utf-8", errors="strict")
     except UnicodeDecodeError:
-        raise ValueError(f"file URI {uri!r}: its percent-encoded bytes are not UTF-8") from None
+        raise InputError(f"file URI {uri!r}: its percent-encoded bytes are not UTF-8", "uri", uri,
+                         "not_utf8") from None
     if not path.startswith("/"):
-        raise ValueError(f"file URI {uri!r} does not name an absolute path (use file:///abs/path)")
+        raise InputError(f"file URI {uri!r} does not name an absolute path (use file:///abs/path)", "uri",
+                         uri, "relative")
     return Path(path)
 
 
@@ -100,7 +119,9 @@ def read_obj_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.nda
     and ``f`` lines (any index form, negative = relative), polygons fanned; other statements ignored.
 
     Raises:
-        ValueError: a malformed line or an index out of range (names file, line and text).
+        InputError: ``argument`` ``'<path>:<line>'``; ``reason`` ``'bad_vertex'``, ``'bad_corner'``,
+            ``'too_few_corners'`` (``value`` the text) or ``'index_out_of_range'`` (``value`` the index as
+            written, ``expected`` the vertices defined so far).
     """
     verts: List[Tuple[float, float, float]] = []
     faces: List[Tuple[int, int, int]] = []
@@ -114,7 +135,8 @@ def read_obj_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.nda
             try:
                 x, y, z = (float(v) for v in parts[1:4])
             except ValueError:
-                raise ValueError(f"{path}:{lineno}: bad vertex line {line.strip()!r}") from None
+                raise InputError(f"{path}:{lineno}: bad vertex line {line.strip()!r}", f"{path}:{lineno}",
+                                 line.strip(), "bad_vertex") from None
             verts.append((x, y, z))
         elif parts[0] == "f":
             idx = []
@@ -122,15 +144,17 @@ def read_obj_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.nda
                 try:
                     i = int(corner.split("/", 1)[0])
                 except ValueError:
-                    raise ValueError(f"{path}:{lineno}: bad face corner {corner!r} in "
-                                     f"{line.strip()!r}") from None
+                    raise InputError(f"{path}:{lineno}: bad face corner {corner!r} in {line.strip()!r}",
+                                     f"{path}:{lineno}", corner, "bad_corner") from None
                 j = i - 1 if i > 0 else len(verts) + i
                 if i == 0 or not 0 <= j < len(verts):
-                    raise ValueError(f"{path}:{lineno}: face index {i} is outside the {len(verts)} "
-                                     f"vertices defined so far: {line.strip()!r}")
+                    raise InputError(f"{path}:{lineno}: face index {i} is outside the {len(verts)} "
+                                     f"vertices defined so far: {line.strip()!r}", f"{path}:{lineno}", i,
+                                     "index_out_of_range", len(verts))
                 idx.append(j)
             if len(idx) < 3:
-                raise ValueError(f"{path}:{lineno}: a face needs 3 or more corners: {line.strip()!r}")
+                raise InputError(f"{path}:{lineno}: a face needs 3 or more corners: {line.strip()!r}",
+                                 f"{path}:{lineno}", line.strip(), "too_few_corners")
             faces += [(idx[0], idx[k], idx[k + 1]) for k in range(1, len(idx) - 1)]
     return (np.array(verts, dtype=np.float64).reshape(-1, 3),
             np.array(faces, dtype=np.int64).reshape(-1, 3))

@@ -11,6 +11,8 @@ from typing import List, Sequence, Tuple
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from .sensor.errors import InputError
+
 __all__ = ["klampt_to_matrix", "matrix_to_klampt", "rpy_from_matrix", "rpy_matrix",
            "transform_from_xyz_quat", "validate_transform", "xyz_quat_from_transform"]
 
@@ -23,20 +25,26 @@ def transform_from_xyz_quat(xyz: Sequence[float], quat_xyzw: Sequence[float]) ->
     quaternion (normalised).
 
     Raises:
-        ValueError: wrong lengths, non-finite values, or a quaternion of norm below 1e-9.
+        InputError: ``argument`` ``'xyz'`` or ``'quat_xyzw'``; ``reason`` ``'shape'``, ``'not_finite'``
+            or ``'zero_norm'`` (a quaternion of norm below 1e-9); ``value`` the shape or the values.
     """
     p = np.asarray(xyz, dtype=np.float64).reshape(-1)
     q = np.asarray(quat_xyzw, dtype=np.float64).reshape(-1)
     if p.shape != (3,) or q.shape != (4,):
-        raise ValueError(f"expected xyz of length 3 and quaternion of length 4, got {p.shape} and {q.shape}")
+        raise InputError(f"expected xyz of length 3 and quaternion of length 4, got {p.shape} and {q.shape}",
+                         "xyz" if p.shape != (3,) else "quat_xyzw", p.shape if p.shape != (3,) else q.shape,
+                         "shape")
     if not (np.isfinite(p).all() and np.isfinite(q).all()):
-        raise ValueError(f"non-finite pose: xyz={p.tolist()} quat_xyzw={q.tolist()}")
+        raise InputError(f"non-finite pose: xyz={p.tolist()} quat_xyzw={q.tolist()}",
+                         "xyz" if not np.isfinite(p).all() else "quat_xyzw",
+                         (p if not np.isfinite(p).all() else q).tolist(), "not_finite")
     # Scale by the largest component before the norm: squaring components above ~1.3e154 overflows to inf,
     # and scipy would then normalise the quaternion to zero (identity).
     big = float(np.abs(q).max())
     norm = big * float(np.linalg.norm(q / big)) if big > 0.0 else 0.0
     if norm < _MIN_QUAT_NORM:
-        raise ValueError(f"quaternion (x, y, z, w)={q.tolist()} has zero norm")
+        raise InputError(f"quaternion (x, y, z, w)={q.tolist()} has zero norm", "quat_xyzw", q.tolist(),
+                         "zero_norm")
     T = np.eye(4)
     T[:3, :3] = Rotation.from_quat(q / big).as_matrix()     # scalar-last = ROS order; normalises
     T[:3, 3] = p
@@ -76,21 +84,25 @@ def validate_transform(T: object, label: str, tol: float = 1e-5) -> np.ndarray:
     within ``tol`` (max-abs of ``RᵀR − I`` and the bottom row); ``label`` names it in errors.
 
     Raises:
-        ValueError: wrong shape, non-finite entries, bottom row off, not orthonormal or a reflection.
+        InputError: ``argument`` ``label``; ``reason`` ``'not_numeric'``, ``'shape'`` (``value`` the
+            shape), ``'not_finite'``, ``'bottom_row'`` (the row) or ``'not_rotation'`` (the block: not
+            orthonormal, or a reflection).
     """
     try:
         A = np.array(T, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{label} is not a numeric 4x4 array: {exc}") from None
+        raise InputError(f"{label} is not a numeric 4x4 array: {exc}", label, T, "not_numeric") from None
     if A.shape != (4, 4):
-        raise ValueError(f"{label} must have shape (4, 4), got {A.shape}")
+        raise InputError(f"{label} must have shape (4, 4), got {A.shape}", label, A.shape, "shape", (4, 4))
     if not np.isfinite(A).all():
-        raise ValueError(f"{label} has non-finite entries: {A.tolist()}")
+        raise InputError(f"{label} has non-finite entries: {A.tolist()}", label, A.tolist(), "not_finite")
     if np.abs(A[3] - [0, 0, 0, 1]).max() > tol:
-        raise ValueError(f"{label} bottom row must be [0, 0, 0, 1], got {A[3].tolist()}")
+        raise InputError(f"{label} bottom row must be [0, 0, 0, 1], got {A[3].tolist()}",
+                         label, A[3].tolist(), "bottom_row", [0, 0, 0, 1])
     R = A[:3, :3]
     if np.abs(R.T @ R - np.eye(3)).max() > tol or np.linalg.det(R) < 0:
-        raise ValueError(f"{label} rotation block is not a proper rotation: {R.tolist()}")
+        raise InputError(f"{label} rotation block is not a proper rotation: {R.tolist()}", label, R.tolist(),
+                         "not_rotation")
     U, _, Vt = np.linalg.svd(R)
     A[:3, :3] = U @ Vt
     A[3] = [0, 0, 0, 1]
@@ -101,11 +113,13 @@ def rpy_matrix(rpy: Sequence[float]) -> np.ndarray:
     """URDF fixed-axis roll-pitch-yaw (rad) as a ``(3, 3)`` rotation ``Rz(yaw) Ry(pitch) Rx(roll)``.
 
     Raises:
-        ValueError: not three finite numbers.
+        InputError: not three finite numbers (``argument`` ``'rpy'``, ``value`` as a list, ``reason``
+            ``'shape'`` or ``'not_finite'``).
     """
     a = np.asarray(rpy, dtype=np.float64).reshape(-1)
     if a.shape != (3,) or not np.isfinite(a).all():
-        raise ValueError(f"rpy must be three finite angles (rad), got {list(rpy)!r}")
+        raise InputError(f"rpy must be three finite angles (rad), got {list(rpy)!r}", "rpy", list(rpy),
+                         "shape" if a.shape != (3,) else "not_finite")
     return Rotation.from_euler("xyz", a).as_matrix()     # lowercase = extrinsic (fixed) axes
 
 

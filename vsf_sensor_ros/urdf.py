@@ -29,7 +29,8 @@ class UrdfError(ValueError):
         reason: ``'xacro_missing'``, ``'xacro_failed'``, ``'not_numbers'``, ``'axis_size'``, ``'zero_axis'``,
             ``'origin_size'``, ``'incomplete_joint'``, ``'mimic_numbers'``, ``'mimic_no_joint'``,
             ``'mimic_cycle'``, ``'mesh_unreadable'``, ``'mesh_scale'``, ``'primitives_unloadable'``,
-            ``'no_triangles'``.
+            ``'no_triangles'``; the MuJoCo scene adds ``'joint_type'`` (``where`` the joint, ``value`` its
+            type) and ``'detached_joints'``.
         where: the document or element at fault, as the message names it.  value: the value as written, or
             None.
     """

@@ -18,6 +18,7 @@ import trimesh
 # Transforms, URDF parsing and mesh files live in their own modules; their names are re-exported here so
 # ``from vsf_sensor_ros.world import ...`` keeps working.
 from .mesh_io import MeshLike, load_mesh, read_obj_geometry, resolve_uri, trimesh_to_klampt
+from .sensor.errors import InputError
 from .transforms import (klampt_to_matrix, matrix_to_klampt, rpy_from_matrix, rpy_matrix,
                          transform_from_xyz_quat, validate_transform, xyz_quat_from_transform)
 from .urdf import (MOVABLE_JOINT_TYPES, UrdfError, UrdfJoint, collision_elements, mimic_order,
@@ -265,15 +266,18 @@ class World:
         :meth:`set_body_pose` (initially ``T_parent_body``).  ``base_dir`` resolves a relative mesh path.
 
         Raises:
-            ValueError: name taken, unknown parent (lists the known bodies), invalid transform or mesh.
+            InputError: ``name`` empty (``reason`` ``'empty'``) or taken (``'exists'``), ``parent_link``
+                unknown (``'unknown_body'``, ``expected`` the known bodies), invalid transform; ValueError:
+                invalid mesh.
             FileNotFoundError: mesh file missing.
         """
         if not isinstance(name, str) or not name:
-            raise ValueError(f"body name must be a non-empty string, got {name!r}")
+            raise InputError(f"body name must be a non-empty string, got {name!r}", "name", name, "empty")
         if name in self._index:
-            raise ValueError(f"body {name!r} already exists")
+            raise InputError(f"body {name!r} already exists", "name", name, "exists")
         if parent_link is not None and parent_link not in self._index:
-            raise ValueError(f"unknown parent link {parent_link!r}; known: {', '.join(self.body_names)}")
+            raise InputError(f"unknown parent link {parent_link!r}; known: {', '.join(self.body_names)}",
+                             "parent_link", parent_link, "unknown_body", self.body_names)
         T = np.eye(4) if T_parent_body is None else validate_transform(
             T_parent_body, f"T_parent_body of {name!r}")
         m = load_mesh(mesh, base_dir)
@@ -302,14 +306,18 @@ class World:
         """Set the ``(4, 4)`` body -> world pose (m) of a free body (see :func:`transform_from_xyz_quat`).
 
         Raises:
-            ValueError: unknown body, a body that follows a link, or an invalid transform; nothing changes.
+            InputError: ``name`` not a free body (``reason`` ``'not_free'``, ``expected`` the free bodies)
+                or one that follows a link (``'attached'``, ``expected`` its parent), or an invalid
+                transform; nothing changes.
         """
         a = self._attached.get(name)
         if a is None:
             free = [b for b, x in self._attached.items() if x.parent is None]
-            raise ValueError(f"{name!r} is not a free body; free bodies: {', '.join(free) or '(none)'}")
+            raise InputError(f"{name!r} is not a free body; free bodies: {', '.join(free) or '(none)'}",
+                             "name", name, "not_free", free)
         if a.parent is not None:
-            raise ValueError(f"body {name!r} is attached to {a.parent!r}; its pose follows that body")
+            raise InputError(f"body {name!r} is attached to {a.parent!r}; its pose follows that body",
+                             "name", name, "attached", a.parent)
         a.pose = validate_transform(T_world_body, f"pose of {name!r}")
         self._bodies_dirty = True
 
@@ -321,19 +329,23 @@ class World:
         mimic keeps its reported value (robot_state_publisher's rule).  Atomic.
 
         Raises:
-            ValueError: no positions; length mismatch; a NaN/inf position (names the joint); a joint named
-                twice.
+            InputError: no positions (``argument`` ``'positions'``, ``reason`` ``'empty'``); length mismatch
+                (``'count'``, ``value`` the positions' count, ``expected`` the names'); a NaN/inf position
+                (``argument`` the joint, ``'not_finite'``); a joint named twice (``argument`` ``'names'``,
+                ``value`` the joint, ``'duplicate'``).
         """
         pos = np.asarray(positions, dtype=np.float64).reshape(-1)
         names = list(names)
         if pos.size == 0:
-            raise ValueError(f"JointState has no positions (names: {names[:8]})")
+            raise InputError(f"JointState has no positions (names: {names[:8]})", "positions", 0, "empty")
         if len(names) != pos.size:
-            raise ValueError(f"JointState has {len(names)} names but {pos.size} positions")
+            raise InputError(f"JointState has {len(names)} names but {pos.size} positions", "positions",
+                             pos.size, "count", len(names))
         bad = ~np.isfinite(pos)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"joint {names[i]!r} has non-finite position {pos[i]}")
+            raise InputError(f"joint {names[i]!r} has non-finite position {pos[i]}", names[i], float(pos[i]),
+                             "not_finite")
         key = tuple(names)
         cached = self._name_map_cache.get(key)
         if cached is None:
@@ -342,7 +354,8 @@ class World:
             dof = [lookup[names[i]] for i in known]
             if len(set(dof)) != len(dof):
                 uniq, counts = np.unique([names[i] for i in known], return_counts=True)
-                raise ValueError(f"joint {str(uniq[counts > 1][0])!r} appears more than once in JointState")
+                raise InputError(f"joint {str(uniq[counts > 1][0])!r} appears more than once in JointState",
+                                 "names", str(uniq[counts > 1][0]), "duplicate")
             ignored = [n for n in names if n not in lookup]
             given = set(names)
             steps = [(d, s, m, o) for (n, d, s, m, o) in self._mimic_steps if n not in given]
@@ -370,11 +383,14 @@ class World:
         """Restore a :meth:`configuration` snapshot (nothing re-derived).
 
         Raises:
-            ValueError: not a finite float vector of this world's size.
+            InputError: not a finite float vector of this world's size (``argument`` ``'q'``, ``value`` its
+                shape, ``reason`` ``'shape'`` or ``'not_finite'``, ``expected`` the size).
         """
         q = np.asarray(q, dtype=np.float64)
         if q.shape != self._q.shape or not np.isfinite(q).all():
-            raise ValueError(f"configuration must be {self._q.shape[0]} finite values, got shape {q.shape}")
+            raise InputError(f"configuration must be {self._q.shape[0]} finite values, got shape {q.shape}",
+                             "q", q.shape, "shape" if q.shape != self._q.shape else "not_finite",
+                             self._q.shape)
         self._q[:] = q
         self._robot_dirty = True
 
@@ -460,13 +476,15 @@ class World:
         """The Klampt ``RobotModelLink`` or ``RigidObjectModel`` of a body, as a sensor's ``attach()`` takes.
 
         Raises:
-            ValueError: unknown name (lists the known bodies), or :data:`WORLD_FRAME` (no geometry).
+            InputError: unknown name (``reason`` ``'unknown_body'``, ``expected`` the known bodies), or
+                :data:`WORLD_FRAME` (``'world_frame'``: no geometry).
         """
         self._check(name)
         if name in self._attached:
             return self._attached[name].obj
         if name in self._frames:
-            raise ValueError(f"{name!r} is the fixed world frame and has no model or geometry")
+            raise InputError(f"{name!r} is the fixed world frame and has no model or geometry",
+                             "name", name, "world_frame")
         return self._links[self.link_names.index(name)]
 
     def body_mesh(self, name: str) -> Optional[trimesh.Trimesh]:
@@ -508,7 +526,8 @@ class World:
 
     def _check(self, name: str) -> None:
         if name not in self._index:
-            raise ValueError(f"unknown body {name!r}; known bodies: {', '.join(self.body_names)}")
+            raise InputError(f"unknown body {name!r}; known bodies: {', '.join(self.body_names)}",
+                             "name", name, "unknown_body", self.body_names)
 
     def __repr__(self) -> str:
         return (f"World(robot={self.robot.getName()!r}, joints={self.joint_names}, "

@@ -10,6 +10,7 @@ from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.contact_sources.sim_world import (BUBBLE, CONTACT_PADDING, OBJECT, TABLE,
                                                       _rpy_from_matrix, build_scene, load_assets)
 from vsf_sensor_ros.contact_sources.trajectory import PressProfile, PressTrajectory, bubble_tip
+from vsf_sensor_ros.sensor.errors import SettingError
 from vsf_sensor_ros.world import klampt_to_matrix
 
 KINOVA_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "kinova_punyo"
@@ -90,8 +91,10 @@ def test_profile_heights_follow_the_phases():
                                          ("clearance", float("nan"))])
 def test_profile_rejects_bad_values_naming_them(field, value):
     p = PressProfile(**{field: value})
-    with pytest.raises(ValueError, match=field):
+    with pytest.raises(SettingError) as err:
         p.validate()
+    assert (err.value.setting, err.value.reason) == (field, "out_of_range")
+    np.testing.assert_equal(err.value.value, value)
 
 
 def test_trajectory_puts_the_bubble_tip_over_the_object_facing_down():
@@ -128,11 +131,13 @@ def test_simulation_rejects_unknown_contact_bodies_and_bad_steps_naming_them():
     assets = load_assets("embedded")
     scene = build_scene(assets)
     traj = _press(scene, assets)
-    for kw, named in ((dict(contact_body_names=[BUBBLE, "floor"]), "'floor'"),
-                      (dict(sim_dt=0.01, physics_dt=0.02), "physics_dt"),
-                      (dict(max_contacts=0), "max_contacts")):
-        with pytest.raises(ValueError, match=named):
+    for kw, setting, value, reason in (
+            (dict(contact_body_names=[BUBBLE, "floor"]), "contact_body_names", ["floor"], "unknown_body"),
+            (dict(sim_dt=0.01, physics_dt=0.02), "physics_dt", 0.02, "out_of_range"),
+            (dict(max_contacts=0), "max_contacts", 0, "out_of_range")):
+        with pytest.raises(SettingError) as err:
             ContactSimulation(scene, traj, **kw)
+        assert (err.value.setting, err.value.value, err.value.reason) == (setting, value, reason)
 
 
 def test_sim_state_adds_transforms_of_extra_bodies():

@@ -23,6 +23,7 @@ from vsf_sensor_ros.demo.session import mujoco_sim_command
 from vsf_sensor_ros.demo.summary import vs_mujoco
 from vsf_sensor_ros.contact_sources.mujoco_contact_node import MujocoContactNode, main
 from vsf_sensor_ros.ros.messages.wire import pointcloud2_to_contacts
+from vsf_sensor_ros.sensor.errors import SettingError
 from test.ros.node_helpers import spin_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,12 +123,13 @@ def test_main_runs_and_reports_a_configuration_error_with_exit_code_2(ros, defau
 
 def test_bad_parameters_are_named(ros):
     ctx, _, _ = ros
-    for overrides, text in (([Parameter("physics_dt", value=0.02)], "physics_dt"),
-                            ([Parameter("sensors", value=["punyo_pad", "punyo_pad"])], "sensors"),
-                            ([Parameter("measured_source", value="both")], "measured_source"),
-                            ([Parameter("bubble.solref", value=[0.0, 1.0])], "solref")):
-        with pytest.raises(ValueError, match=text):
-            MujocoContactNode(context=ctx, parameter_overrides=overrides)
+    for name, value, setting, named in (("physics_dt", 0.02, "physics_dt", 0.02),
+                                        ("sensors", ["punyo_pad", "punyo_pad"], "sensors", ["punyo_pad"] * 2),
+                                        ("measured_source", "both", "measured_source", "both"),
+                                        ("bubble.solref", [0.0, 1.0], "solref", (0.0, 1.0))):
+        with pytest.raises(SettingError) as err:
+            MujocoContactNode(context=ctx, parameter_overrides=[Parameter(name, value=value)])
+        assert (err.value.setting, err.value.value) == (setting, named)
 
 
 def test_the_demo_mujoco_backend_labels_measured_streams_and_starts_the_mujoco_node(tmp_path):

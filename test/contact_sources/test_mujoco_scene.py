@@ -11,6 +11,8 @@ from vsf_sensor_ros.contact_sources.mujoco_scene import (LOAD_SITE, PAD_SITE, SO
                                                          PressPlan, contact_rows, contacts_by_pair,
                                                          load_reading, mujoco_source_label, pad_reading,
                                                          robot_bodies)
+from vsf_sensor_ros.sensor.errors import InputError, SettingError
+from vsf_sensor_ros.urdf import UrdfError
 
 G = 9.81          # MuJoCo's default gravity magnitude (m/s^2)
 BODIES = ["punyo", "object", "table"]
@@ -120,8 +122,9 @@ def test_urdf_tree_conversion_keeps_joint_axes_ranges_and_rotated_inertia():
     # a quarter turn about z swaps the x and y principal moments
     np.testing.assert_allclose([float(v) for v in inertial.get("fullinertia").split()], [2, 1, 3, 0, 0, 0],
                                atol=1e-12)
-    with pytest.raises(ValueError, match="floating"):
+    with pytest.raises(UrdfError) as err:
         robot_bodies(urdf.replace('type="revolute"', 'type="floating"'))
+    assert (err.value.reason, err.value.where, err.value.value) == ("joint_type", "j", "floating")
 
 
 def test_the_scene_object_rests_with_its_weight_and_the_bubble_starts_free():
@@ -202,16 +205,26 @@ def test_the_touch_sensor_sums_the_normal_forces_of_the_bubble_on_the_top_face()
     assert load_reading(scene, min_threshold=normal_sum + 1.0).tolist() == [0.0, 0.0]
 
 
-@pytest.mark.parametrize("make, named", [
-    (lambda: MujocoScene(MujocoSceneConfig(object_size=(0.1, -0.1, 0.1))), "object_size"),
-    (lambda: MujocoScene(MujocoSceneConfig(arm_kp=(1.0, 2.0))), "arm_kp"),
-    (lambda: MujocoScene(MujocoSceneConfig(solref=(0.001, 1.0))), "solref"),
-    (lambda: PressPlan(PressProfile(), (2.0, 0.0), 0.04), "out of reach"),
-    (lambda: MujocoScene().set_targets({"elbow": 0.0}), "elbow"),
+@pytest.mark.parametrize("make, setting, value", [
+    (lambda: MujocoScene(MujocoSceneConfig(object_size=(0.1, -0.1, 0.1))), "object_size", (0.1, -0.1, 0.1)),
+    (lambda: MujocoScene(MujocoSceneConfig(arm_kp=(1.0, 2.0))), "arm_kp", (1.0, 2.0)),
+    (lambda: MujocoScene(MujocoSceneConfig(solref=(0.001, 1.0))), "solref", (0.001, 1.0)),
 ])
-def test_bad_settings_are_named(make, named):
-    with pytest.raises(ValueError, match=named):
+def test_bad_settings_are_named(make, setting, value):
+    with pytest.raises(SettingError) as err:
         make()
+    assert (err.value.setting, err.value.value) == (setting, value)
+
+
+def test_a_target_out_of_reach_and_an_unknown_joint_are_refused():
+    with pytest.raises(InputError) as err:
+        PressPlan(PressProfile(), (2.0, 0.0), 0.04)
+    # the first target checked: the apex at the clearance above the top
+    assert (err.value.argument, err.value.reason) == ("apex", "out_of_reach")
+    assert err.value.value == pytest.approx((2.0, 0.0, 0.04 + PressProfile().clearance))
+    with pytest.raises(InputError) as err:
+        MujocoScene().set_targets({"elbow": 0.0})
+    assert (err.value.argument, err.value.value, err.value.reason) == ("joints", ["elbow"], "unknown_joint")
 
 
 def test_measured_source_labels():
@@ -219,5 +232,6 @@ def test_measured_source_labels():
     assert mujoco_source_label("IsaacContactSensor", "object", "independent") == SOURCE_MUJOCO_TOUCH
     assert mujoco_source_label("PunyoPressureSensor", "punyo", "independent") == "synthetic-model"
     assert mujoco_source_label("ContactSensor", "punyo", "model") == "synthetic-model"
-    with pytest.raises(ValueError, match="measured_source"):
+    with pytest.raises(SettingError) as err:
         mujoco_source_label("ContactSensor", "punyo", "both")
+    assert (err.value.setting, err.value.value, err.value.reason) == ("measured_source", "both", "invalid")

@@ -11,6 +11,7 @@ import pytest
 
 from vsf_sensor_ros.contact_sources.wrench_contacts import (BiasTare, ForceBuffer, WrenchContactConfig,
                                                             WrenchContactSource, wrench_contact)
+from vsf_sensor_ros.sensor.errors import SettingError
 from vsf_sensor_ros.world import World
 
 URDF = """<robot name="one">
@@ -58,8 +59,10 @@ def test_frame_override_and_unknown_frame_rejected():
     s.on_joint_state(1.0, ["j"], [math.pi / 2])
     _, _, f = only(s.on_wrench(1.0, "ft_sensor_link", [2.0, 0.0, 0.0]))
     assert f == pytest.approx([2.0, 0.0, 0.0])               # already world: not rotated
-    with pytest.raises(ValueError, match="'nowhere'"):
+    with pytest.raises(SettingError) as err:
         source(wrench_frame="nowhere")
+    assert (err.value.setting, err.value.value) == ("wrench_frame", "nowhere")
+    assert err.value.reason == "unknown_body"
 
 
 def test_sign_minus_one_gives_the_reaction():

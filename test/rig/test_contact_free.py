@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from vsf_sensor_ros.rig.contact_free import ContactFreeSteps
+from vsf_sensor_ros.sensor.errors import SettingError
 
 MS = 1_000_000
 PERIOD = 200 * MS
@@ -95,5 +96,6 @@ def test_the_clock_source_hands_over_to_joint_states_without_a_restart():
 
 
 def test_a_period_must_be_positive():
-    with pytest.raises(ValueError, match="-5"):
+    with pytest.raises(SettingError) as err:
         ContactFreeSteps(-5)
+    assert (err.value.setting, err.value.value, err.value.reason) == ("period_ns", -5, "not_positive")

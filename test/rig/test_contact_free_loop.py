@@ -17,6 +17,7 @@ from vsf_sensor_ros.rig.calibration import AutoTareSettings, ContactFreeLoop, ta
 from vsf_sensor_ros.rig.rig import Rig
 from vsf_sensor_ros.rig.sensors import RigSensor
 from vsf_sensor_ros.sensor import PunyoPressureSensor
+from vsf_sensor_ros.sensor.errors import SettingError
 
 SHARED = [(30.0 + 60.0 * i, 3.0, 300.0) for i in range(10)]
 BOUNDS = AutoTareSettings(max_step=20.0, steady_std=6.0)
@@ -107,7 +108,9 @@ def test_a_steady_fall_is_a_leak_warned_within_a_minute_naming_the_rate():
 
 
 def test_bad_bounds_are_named():
-    with pytest.raises(ValueError, match="max_step"):
+    with pytest.raises(SettingError) as err:
         ContactFreeLoop(AutoTareSettings(max_step=0.0, steady_std=1.0))
-    with pytest.raises(ValueError, match="leak_rate"):
+    assert (err.value.setting, err.value.value, err.value.reason) == ("max_step", 0.0, "out_of_range")
+    with pytest.raises(SettingError) as err:
         ContactFreeLoop(watch={"leak_rate": -1.0})
+    assert (err.value.setting, err.value.value, err.value.reason) == ("leak_rate", -1.0, "out_of_range")

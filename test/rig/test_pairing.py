@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from vsf_sensor_ros.rig.pairing import PeriodEstimate, StampPairer, nearest_within
+from vsf_sensor_ros.sensor.errors import SettingError
 
 
 # --------------------------------------------------------------------------- the matching rule
@@ -81,10 +82,11 @@ def test_a_restarted_measured_source_is_detected_and_its_queue_cleared():
 
 
 def test_invalid_capacity_and_tolerance_are_refused():
-    for kw, named in ((dict(capacity=0, tolerance_ns=0), "capacity"),
-                      (dict(capacity=1, tolerance_ns=-1), "tolerance")):
-        with pytest.raises(ValueError, match=named):
+    for kw, setting, value in ((dict(capacity=0, tolerance_ns=0), "capacity", 0),
+                               (dict(capacity=1, tolerance_ns=-1), "tolerance_ns", -1)):
+        with pytest.raises(SettingError) as err:
             StampPairer(**kw)
+        assert (err.value.setting, err.value.value, err.value.reason) == (setting, value, "out_of_range")
 
 
 # --------------------------------------------------------------------------- stamp 0: no time

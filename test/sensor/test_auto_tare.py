@@ -10,6 +10,7 @@ import pytest
 
 from test.sensor.pressure_streams import DT_NS, pressure_stream
 from vsf_sensor_ros.sensor.auto_tare import AutoTare
+from vsf_sensor_ros.sensor.errors import InputError, SettingError
 
 SHARED = [(30.0 + 60.0 * i, 3.0, 300.0) for i in range(10)]
 MISMATCH = (300.0, 20.0, 500.0)
@@ -96,22 +97,25 @@ def test_vector_readings_offset_per_entry_from_a_starting_tare():
     np.testing.assert_allclose(tare.offset, [0.5, -0.25, 0.0])
 
 
-@pytest.mark.parametrize("kwargs,named", [({"max_step": 0.0}, "max_step"),
-                                          ({"steady_std": -1.0}, "steady_std"),
-                                          ({"window_s": float("nan")}, "window_s"),
-                                          ({"min_samples": 1}, "min_samples"),
-                                          ({"min_interval_s": -1.0}, "min_interval_s")])
-def test_bad_parameters_are_named(kwargs, named):
-    with pytest.raises(ValueError, match=named):
+@pytest.mark.parametrize("kwargs", [{"max_step": 0.0}, {"steady_std": -1.0}, {"window_s": float("nan")},
+                                    {"min_samples": 1}, {"min_interval_s": -1.0}])
+def test_bad_parameters_are_named(kwargs):
+    with pytest.raises(SettingError) as err:
         AutoTare(**{"max_step": 50.0, "steady_std": 6.0, **kwargs})
+    (setting, value), = kwargs.items()
+    assert (err.value.setting, err.value.reason) == (setting, "out_of_range")
+    np.testing.assert_equal(err.value.value, value)
 
 
-@pytest.mark.parametrize("sample, match", [((10, 0.0, 1.0, False), "stamp_ns 10"),
-                                           ((20, [0.0, 0.0], [1.0, 1.0], False), "2 entries"),
-                                           ((20, 0.0, float("nan"), False), "non-finite")])
-def test_bad_samples_are_refused_whole_and_named(sample, match):
+@pytest.mark.parametrize("sample, argument, value, reason, expected", [
+    ((10, 0.0, 1.0, False), "stamp_ns", 10, "not_after", 10),
+    ((20, [0.0, 0.0], [1.0, 1.0], False), "predicted", 2, "size", 1),          # 2 entries, offset has 1
+    ((20, 0.0, float("nan"), False), "measured", [float("nan")], "not_finite", None)])
+def test_bad_samples_are_refused_whole_and_named(sample, argument, value, reason, expected):
     tare = AutoTare(max_step=50.0, steady_std=6.0, offset=[0.0])
     tare.update(10, 0.0, 1.0, False)
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(InputError) as err:
         tare.update(*sample)
+    assert (err.value.argument, err.value.reason, err.value.expected) == (argument, reason, expected)
+    np.testing.assert_equal(err.value.value, value)
     tare.update(20, 0.0, 1.0, False)       # the refused sample changed nothing: 20 is still new

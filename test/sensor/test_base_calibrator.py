@@ -12,6 +12,7 @@ import torch
 from vsf_sensor_ros.sensor import (ContactSensor, ContactState, CsProperties, IsaacContactSensor,
                                    PunyoDenseForceSensor, PunyoPressureSensor, SimState, TareCalibrator,
                                    TareSimulator, calibration_from_config)
+from vsf_sensor_ros.sensor.errors import InputError, SettingError
 
 SQ_V = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
 SQ_F = np.array([[0, 1, 2], [0, 2, 3]])
@@ -125,17 +126,23 @@ def test_zero_samples_returns_zero_and_touches_nothing():
     assert sim.i == -1 and s.get_calibration()["tare"].tolist() == [5.0]
 
 
-@pytest.mark.parametrize("obs, word", [
-    ([{"pressure": [1.0]}, {"pressure": [1.0, 2.0]}], r"observation 1.*\(1,\)"),
-    ([{"pressure": [1.0]}, {"pressure": [np.nan]}], "non-finite"),
-    ([{"pressure": [1.0]}, {"other": [1.0]}], "pressure"),
+OBS1 = "observation 1 of sensor 'pressure'"
+
+
+@pytest.mark.parametrize("obs, argument, reason, value, expected", [
+    ([{"pressure": [1.0]}, {"pressure": [1.0, 2.0]}], OBS1, "shape", (2,), (1,)),
+    ([{"pressure": [1.0]}, {"pressure": [np.nan]}], OBS1, "not_finite", [np.nan], None),
+    ([{"pressure": [1.0]}, {"other": [1.0]}], "observation_sequence", "missing_sensor", ["other"],
+     "pressure"),
 ])
-def test_bad_observations_raise_before_the_sim_or_sensor_is_touched(obs, word):
+def test_bad_observations_raise_before_the_sim_or_sensor_is_touched(obs, argument, reason, value, expected):
     s = pressure()
     s.set_calibration({"tare": [5.0]})
     sim = ScriptedSim([free_state()] * 2, [s])
-    with pytest.raises(ValueError, match=word):
+    with pytest.raises(InputError) as err:
         TareCalibrator().calibrate(s, sim, [None] * 2, obs)
+    assert (err.value.argument, err.value.reason, err.value.expected) == (argument, reason, expected)
+    np.testing.assert_equal(err.value.value, value)
     assert sim.i == -1 and s.get_calibration() == {"tare": np.array([5.0])}
 
 
@@ -155,8 +162,9 @@ def test_failure_while_sampling_restores_the_previous_calibration():
 def test_an_output_key_no_sensor_reads_is_rejected_by_the_constructor_naming_it(key):
     # every sensor reads its offset from 'tare'; before, 'zero' was accepted here and only
     # refused by set_calibration after the simulator had been stepped through every sample
-    with pytest.raises(ValueError, match=f"'{key}'"):
+    with pytest.raises(SettingError) as err:
         TareCalibrator(output_key=key)
+    assert (err.value.setting, err.value.value, err.value.expected) == ("output_key", key, ("tare",))
     assert TareCalibrator(output_key="tare").output_key == "tare"
 
 
@@ -167,8 +175,10 @@ def test_simulator_measurements_without_the_sensor_name_it_and_the_keys_and_roll
     class OtherSim(ScriptedSim):
         def measurements(self):
             return {"load": [0.0], "pad": [1.0, 0.0]}
-    with pytest.raises(ValueError, match=r"'pressure'.*'load', 'pad'"):
+    with pytest.raises(InputError) as err:
         TareCalibrator().calibrate(s, OtherSim([free_state()], [s]), [None], [{"pressure": [1.0]}])
+    assert (err.value.value, err.value.reason, err.value.expected) == (["load", "pad"], "missing_sensor",
+                                                                       "pressure")
     assert s.get_calibration()["tare"].tolist() == [5.0]
 
 
@@ -192,11 +202,13 @@ def test_calibration_from_config():
     assert calibration_from_config({"type": "TareCalibrator"}).num_samples == 10
 
 
-@pytest.mark.parametrize("config, named", [({"type": "Nope"}, "Nope"),
-                                           ({"type": "TareCalibrator", "samples": 3}, "samples")])
-def test_calibration_from_config_names_an_unknown_type_or_key(config, named):
-    with pytest.raises(ValueError, match=named):
+@pytest.mark.parametrize("config, setting, value, reason", [
+    ({"type": "Nope"}, "type", "Nope", "unknown_type"),
+    ({"type": "TareCalibrator", "samples": 3}, "samples", 3, "unknown_key")])
+def test_calibration_from_config_names_an_unknown_type_or_key(config, setting, value, reason):
+    with pytest.raises(SettingError) as err:
         calibration_from_config(config)
+    assert (err.value.setting, err.value.value, err.value.reason) == (setting, value, reason)
 
 
 # --------------------------------------------------------------------------- pad and load sensors

@@ -6,6 +6,7 @@ from vsf_sensor_ros.sensor import (BaseSensor, ContactSensor, IsaacContactSensor
                                    PunyoPressureSensor, register_sensor_type, sensor_class,
                                    sensor_from_config)
 from vsf_sensor_ros.sensor import constructors as config_module
+from vsf_sensor_ros.sensor.errors import SettingError
 
 
 @pytest.mark.parametrize("type_name, cls", [
@@ -31,20 +32,24 @@ def test_pressure_specific_keys_reach_the_sensor():
 
 
 def test_unknown_type_names_it_and_lists_the_known_ones():
-    with pytest.raises(ValueError, match=r"'Barometer'.*IsaacContactSensor.*PunyoPressureSensor"):
+    with pytest.raises(SettingError) as err:
         sensor_from_config({"name": "b", "type": "Barometer", "attachment": "punyo"})
+    assert (err.value.setting, err.value.value, err.value.reason) == ("type", "Barometer", "unknown_type")
+    assert {"IsaacContactSensor", "PunyoPressureSensor"} <= set(err.value.expected)
 
 
-@pytest.mark.parametrize("cfg, word", [
-    ({"type": "PunyoPressureSensor", "attachment": "punyo"}, "name"),
-    ({"name": "", "type": "PunyoPressureSensor", "attachment": "punyo"}, "name"),
-    ({"name": "p", "attachment": "punyo"}, "type"),
-    ({"name": "p", "type": "PunyoPressureSensor", "attachment": "punyo", "varience": 1.0}, "varience"),
-    ({"name": "p", "type": "PunyoDenseForceSensor"}, "attachment"),
+@pytest.mark.parametrize("cfg, setting, value, reason", [
+    ({"type": "PunyoPressureSensor", "attachment": "punyo"}, "name", None, "missing"),
+    ({"name": "", "type": "PunyoPressureSensor", "attachment": "punyo"}, "name", "", "missing"),
+    ({"name": "p", "attachment": "punyo"}, "type", None, "missing"),
+    ({"name": "p", "type": "PunyoPressureSensor", "attachment": "punyo", "varience": 1.0}, "varience", 1.0,
+     "unknown_key"),
+    ({"name": "p", "type": "PunyoDenseForceSensor"}, "attachment", None, "missing"),
 ])
-def test_bad_configs_raise_naming_the_problem(cfg, word):
-    with pytest.raises(ValueError, match=word):
+def test_bad_configs_raise_naming_the_problem(cfg, setting, value, reason):
+    with pytest.raises(SettingError) as err:
         sensor_from_config(cfg)
+    assert (err.value.setting, err.value.value, err.value.reason) == (setting, value, reason)
 
 
 def test_not_a_mapping_is_rejected():

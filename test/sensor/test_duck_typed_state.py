@@ -15,6 +15,7 @@ import torch
 from vsf_sensor_ros.sensor import (ContactSensor, CsProperties, IsaacContactSensor, PunyoDenseForceSensor,
                                    PunyoPressureSensor, SimState, TareCalibrator)
 from vsf_sensor_ros.sensor.base_sensor import as_contact_state, as_sim_state
+from vsf_sensor_ros.sensor.errors import InputError
 
 # the seed tests' triangle (0,0,0), (1,0,0), (0,1,0): area 0.5, normal +z
 TRIANGLE = (np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]), np.array([[0, 1, 2]]))
@@ -153,14 +154,16 @@ class _Uneven(State):
         return []
 
 
-@pytest.mark.parametrize("call, named", [
-    (lambda: as_contact_state({"points": [], "forces": []}), "dict"),
-    (lambda: as_sim_state([]), "list"),
-    (lambda: as_contact_state(Contacts([[0.0, 0.0, 0.0]], [[1.0, 2.0]])), "forces"),
+@pytest.mark.parametrize("call, argument, value, reason", [
+    (lambda: as_contact_state({"points": [], "forces": []}), "c", "dict", "type"),
+    (lambda: as_sim_state([]), "state", "list", "type"),
+    (lambda: as_contact_state(Contacts([[0.0, 0.0, 0.0]], [[1.0, 2.0]])), "forces", (1, 2), "shape"),
     (lambda: as_sim_state(_Uneven({"punyo": _eye()}, [(("punyo", "b"), Contacts([], []))])),
-     "contact_states_on_body"),
-    (lambda: as_contact_state(Contacts([[0.0, 0.0, 0.0]], [[0.0, 0.0, 1.0]], [0.5])), "elems1"),
+     "contact_states_on_body", 0, "count"),                     # one body in contact, no states
+    (lambda: as_contact_state(Contacts([[0.0, 0.0, 0.0]], [[0.0, 0.0, 1.0]], [0.5])), "elems1", 0.5,
+     "not_integer"),
 ])
-def test_bad_duck_objects_are_named(call, named):
-    with pytest.raises(ValueError, match=named):
+def test_bad_duck_objects_are_named(call, argument, value, reason):
+    with pytest.raises(InputError) as err:
         call()
+    assert (err.value.argument, err.value.value, err.value.reason) == (argument, value, reason)

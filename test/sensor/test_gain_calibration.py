@@ -10,6 +10,7 @@ import torch
 
 from vsf_sensor_ros.sensor import (ContactState, GainCalibrator, PunyoDenseForceSensor, PunyoPressureSensor,
                                    SimState)
+from vsf_sensor_ros.sensor.errors import InputError, SettingError
 
 SQ_V = np.array([[0.0, 0.0, 0.0], [0.1, 0.0, 0.0], [0.1, 0.1, 0.0], [0.0, 0.1, 0.0]])
 SQ_F = np.array([[0, 1, 2], [0, 2, 3]])
@@ -71,8 +72,10 @@ def test_refuses_with_too_few_contact_samples_and_keeps_the_calibration():
     s = tared_sensor()
     states = [state(None)] * 10 + [state(-1.0)] * 5
     obs = [TARE] * 10 + [TARE + 80.0] * 5
-    with pytest.raises(ValueError, match="5 contact samples of 15"):
+    with pytest.raises(InputError) as err:
         GainCalibrator(min_samples=10).fit(s, states, obs)
+    assert (err.value.argument, err.value.value, err.value.reason) == ("states", 5, "too_few_contacts")
+    assert err.value.expected == 10
     assert set(s.get_calibration()) == {"tare"}
     assert float(s.predict(state(-1.0))[0]) == pytest.approx(TARE + 100.0)
 
@@ -96,8 +99,9 @@ def test_compatibility_and_bad_gain_values():
     s = tared_sensor()
     with pytest.raises(ValueError):
         s.set_calibration({"tare": [0.0], "gain": [0.0]})
-    with pytest.raises(ValueError):
+    with pytest.raises(SettingError) as err:
         GainCalibrator(min_samples=1)
+    assert (err.value.setting, err.value.value) == ("min_samples", 1)
 
 
 def test_a_re_tare_keeps_the_gain():

@@ -12,7 +12,7 @@ import torch
 from vsf_sensor_ros.sensor import (ContactSensorInterface, ContactState, CsProperties, CsSensorReading,
                                    IsaacContactSensor, SimState)
 from vsf_sensor_ros.sensor.base_sensor import BaseSensor
-from vsf_sensor_ros.sensor.errors import SettingError
+from vsf_sensor_ros.sensor.errors import InputError, SettingError
 
 F64 = torch.float64
 RZ90 = [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
@@ -268,8 +268,10 @@ def test_interface_add_list_remove_at_run_time():
     assert h4 not in (h1, h2, h3)                       # handles are never reused
     for call in (lambda: cs.remove_sensor(h1), lambda: cs.get_sensor_reading(h1),
                  lambda: cs.get_sensor_readings(h1)):
-        with pytest.raises(ValueError, match=str(h1)):
+        with pytest.raises(InputError) as err:
             call()
+        assert (err.value.argument, err.value.value, err.value.reason) == ("handle", h1, "unknown_handle")
+        assert err.value.expected == [h2, h3, h4]
 
 
 def test_interface_rejects_bad_properties_without_adding():
@@ -499,14 +501,16 @@ def test_set_properties_accepts_a_dict_of_fields_and_defaults_the_rest():
     assert s.predict(state_with([[0.04, 0.0, 0.0]], [[0.0, 0.0, 1.0]])).tolist() == [1.0, 1.0]
 
 
-@pytest.mark.parametrize("props, words", [
-    ({"radius": 1.0, "colour": 2}, r"'load'.*unknown properties 'colour'"),
-    ({"radius": "wide"}, r"radius.*'wide'"),
-    ([("radius", 1.0)], r"'load'.*CsProperties or a dict.*list"),
-    (None, r"'load'.*CsProperties or a dict.*NoneType"),
+@pytest.mark.parametrize("props, setting, value, reason", [
+    ({"radius": 1.0, "colour": 2}, "colour", 2, "unknown_key"),
+    ({"radius": "wide"}, "radius", "wide", None),
+    ([("radius", 1.0)], "properties", [("radius", 1.0)], "type"),
+    (None, "properties", None, "type"),
 ])
-def test_set_properties_rejects_other_types_and_bad_fields_and_keeps_the_old_ones(props, words):
+def test_set_properties_rejects_other_types_and_bad_fields_and_keeps_the_old_ones(
+        props, setting, value, reason):
     s = sensor(radius=0.5)
-    with pytest.raises(ValueError, match=words):
+    with pytest.raises(SettingError) as err:
         s.set_properties(props)
+    assert (err.value.setting, err.value.value, err.value.reason) == (setting, value, reason)
     assert s.properties == CsProperties(radius=0.5)

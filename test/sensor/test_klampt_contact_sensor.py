@@ -7,7 +7,6 @@ sensor-frame ``x, y`` lie in ``[patchMin, patchMax]`` (inclusive) and ``|z| <= p
 (C ``round``, half away from zero) and saturation, in that order.
 """
 import math
-import re
 
 import numpy as np
 import pytest
@@ -15,7 +14,7 @@ import torch
 
 from vsf_sensor_ros.sensor import ContactSensor, ContactState, SimState
 from vsf_sensor_ros.sensor.klampt_contact_sensor import format_klampt_float
-from vsf_sensor_ros.sensor.errors import SettingError
+from vsf_sensor_ros.sensor.errors import InputError, SettingError
 
 F64 = torch.float64
 
@@ -215,8 +214,10 @@ def test_output_follows_state_dtype_and_mismatch_is_rejected():
 
 def test_unknown_link_in_state_raises_naming_it():
     st = SimState({"obj": T()}, {}, {})
-    with pytest.raises(ValueError, match="'link'"):
+    with pytest.raises(InputError) as err:
         square_patch_sensor().predict(st)
+    assert (err.value.argument, err.value.value, err.value.reason) == ("name", "link", "unknown_body")
+    assert err.value.expected == ["obj"]
 
 
 # --------------------------------------------------------------------------- settings as strings
@@ -707,8 +708,9 @@ def test_bad_link_transform_is_rejected_by_every_output(which):
 @pytest.mark.parametrize("model", [None, "link", 3])
 def test_attach_without_a_named_model_is_a_value_error_and_keeps_the_link(model):
     s = square_patch_sensor()
-    with pytest.raises(ValueError, match=r"'cs'.*getName\(\).*" + re.escape(repr(model))):
+    with pytest.raises(InputError) as err:
         s.attach(model)
+    assert (err.value.argument, err.value.value, err.value.reason) == ("model", model, "no_getName")
     assert s.link == "link"
 
     class Link:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from vsf_sensor_ros.sensor.errors import SettingError
 from vsf_sensor_ros.sensor.membrane_force_estimator import (
     FrameRejected, MembraneForceEstimator, MembraneModel, compare_with_wrench, isa_pressure,
     peak_distance, punyo_camera_rotation)
@@ -315,17 +316,26 @@ def test_reset_reference_then_estimate_raises(dome):
         est.set_reference([ref], [])
 
 
-@pytest.mark.parametrize("make, named", [
-    (lambda d, c: MembraneForceEstimator(d, c, np.diag([1.0, 1.0, -1.0])), "rotation"),
-    (lambda d, c: MembraneForceEstimator(d, c, np.eye(3), window=4), "odd"),
-    (lambda d, c: MembraneForceEstimator(d, c, np.diag([1.0, -1.0, -1.0])), "behind"),
-    (lambda d, c: MembraneModel(d, 4000.0, prestress="tight"), "prestress"),
-    (lambda d, c: MembraneModel(d, -1.0), "gauge pressure"),
-    (lambda d, c: MembraneForceEstimator(d, c, np.eye(3), flow_scale=3), "flow_scale"),
+@pytest.mark.parametrize("make, setting, value, reason", [
+    (lambda d, c: MembraneForceEstimator(d, c, np.diag([1.0, 1.0, -1.0])), "R_cam_mesh",
+     np.diag([1.0, 1.0, -1.0]).tolist(), "not_rotation"),
+    (lambda d, c: MembraneForceEstimator(d, c, np.eye(3), window=4), "window", 4, "not_odd"),
+    (lambda d, c: MembraneModel(d, 4000.0, prestress="tight"), "prestress", "tight", "invalid"),
+    (lambda d, c: MembraneModel(d, -1.0), "gauge_pressure", -1.0, "not_positive"),
+    (lambda d, c: MembraneForceEstimator(d, c, np.eye(3), flow_scale=3), "flow_scale", 3, "invalid"),
 ])
-def test_constructor_rejects_bad_settings(dome, make, named):
-    with pytest.raises(ValueError, match=named):
+def test_constructor_rejects_bad_settings(dome, make, setting, value, reason):
+    with pytest.raises(SettingError) as err:
         make(dome, camera())
+    assert (err.value.setting, err.value.value, err.value.reason) == (setting, value, reason)
+
+
+def test_a_membrane_behind_the_camera_is_refused_naming_the_vertices(dome):
+    # turned half a turn about x, the dome (z > 0 in the mesh frame) lies at z < 0 in the camera frame
+    with pytest.raises(SettingError) as err:
+        MembraneForceEstimator(dome, camera(), np.diag([1.0, -1.0, -1.0]))
+    assert (err.value.setting, err.value.reason) == ("R_cam_mesh", "behind_camera")
+    assert err.value.value == [int(v) for v in dome.interior if dome.points[v, 2] > 0]
 
 
 def test_a_lens_that_folds_over_the_membrane_is_refused(dome):
@@ -337,8 +347,10 @@ def test_a_lens_that_folds_over_the_membrane_is_refused(dome):
 
     def lens(k1):
         return BrownConradyCamera(cam.width, cam.height, cam.fx, cam.fy, cam.cx, cam.cy, (k1, 0, 0, 0, 0))
-    with pytest.raises(ValueError, match="0.000577"):
+    with pytest.raises(SettingError) as err:
         MembraneForceEstimator(dome, lens(-1e6), np.eye(3))
+    assert (err.value.setting, err.value.value, err.value.reason) == ("camera", (-1e6, 0, 0, 0, 0), "folds")
+    assert err.value.expected["fold_radius"] == pytest.approx(1.0 / np.sqrt(3e6), rel=1e-9)
     for k1 in (-0.1, 0.1):
         assert MembraneForceEstimator(dome, lens(k1), np.eye(3)).camera.coeffs[0] == k1
 

@@ -1,11 +1,11 @@
 """Membrane mesh reading (meshio) and validation."""
-import re
 from pathlib import Path
 
 import meshio
 import numpy as np
 import pytest
 
+from vsf_sensor_ros.sensor.errors import InputError
 from vsf_sensor_ros.sensor.membrane_mesh import MembraneMesh, read_membrane_mesh
 
 VTK = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "punyo_poke_ur5e" / "camera" \
@@ -35,17 +35,18 @@ def test_boundary_from_vertex_cells_then_line_cells(tmp_path):
         read_membrane_mesh(tmp_path / "missing.vtk")
 
 
-@pytest.mark.parametrize("points, triangles, boundary, named", [
-    (SQUARE, [[0, 1, 7]], [0], "out of range"),
-    (SQUARE, [[0, 1, 1]], [0], "degenerate"),
-    (SQUARE, TRIS, np.arange(5), "some but not all"),
-    (np.where(SQUARE == 0.1, np.nan, SQUARE), TRIS, [0], "finite"),
+@pytest.mark.parametrize("points, triangles, boundary, argument, value, reason", [
+    (SQUARE, [[0, 1, 7]], [0], "triangles", (0, 7), "out_of_range"),
+    (SQUARE, [[0, 1, 1]], [0], "triangles", [0], "degenerate"),
+    (SQUARE, TRIS, np.arange(5), "boundary", 5, "count"),
+    (np.where(SQUARE == 0.1, np.nan, SQUARE), TRIS, [0], "points", [4], "not_finite"),
     # the square's points, one more in no triangle: it would have no stiffness (a singular solve)
-    (np.vstack([SQUARE, [[0.5, 0.5, 0.1]]]), TRIS, [0], f"[{len(SQUARE)}]"),
+    (np.vstack([SQUARE, [[0.5, 0.5, 0.1]]]), TRIS, [0], "points", [len(SQUARE)], "in_no_triangle"),
 ])
-def test_invalid_meshes_are_named(points, triangles, boundary, named):
-    with pytest.raises(ValueError, match=re.escape(named)):
+def test_invalid_meshes_are_named(points, triangles, boundary, argument, value, reason):
+    with pytest.raises(InputError) as err:
         MembraneMesh(points, triangles, boundary)
+    assert (err.value.argument, err.value.value, err.value.reason) == (argument, value, reason)
 
 
 def test_reads_the_punyo_reference_mesh():
@@ -61,16 +62,17 @@ def test_a_mesh_file_without_a_boundary_says_what_the_file_must_hold(tmp_path):
     # a PLY of triangles only (the format of many scans): nothing marks the clamped ring
     path = tmp_path / "membrane.ply"
     meshio.write(str(path), meshio.Mesh(SQUARE, [("triangle", TRIS)]))
-    with pytest.raises(ValueError) as exc:
+    with pytest.raises(InputError) as err:
         read_membrane_mesh(path)
-    assert str(path) in str(exc.value)
+    assert (err.value.argument, err.value.value, err.value.reason) == ("path", path, "no_boundary")
 
 
 def test_a_file_meshio_cannot_parse_is_a_value_error_naming_it_not_an_exit(tmp_path, capsys):
     # meshio prints why and calls sys.exit(1) for a file it cannot parse: that ended the process
     bad = tmp_path / "garbage.vtk"
     bad.write_text("not a mesh\n")
-    with pytest.raises(ValueError, match=re.escape(str(bad))):
+    with pytest.raises(InputError) as err:
         read_membrane_mesh(bad)
+    assert (err.value.argument, err.value.value, err.value.reason) == ("path", bad, "unreadable")
     out = capsys.readouterr()
     assert out.out == "" and out.err == ""     # its words are in the error, not on the terminal

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from test.sensor.pressure_streams import BASE, DT_NS, pressure_stream
+from vsf_sensor_ros.sensor.errors import InputError, SettingError
 from vsf_sensor_ros.sensor.pressure_watch import OK, WARN, PressureWatch
 
 
@@ -54,18 +55,24 @@ def test_a_gauge_pressure_below_the_model_s_is_a_warning_naming_it():
     assert watch.update(DT_NS, 0.0, BASE, False).level == OK
 
 
-@pytest.mark.parametrize("kwargs,named", [({"leak_rate": 0.0}, "leak_rate"), ({"window_s": -1.0}, "window_s"),
-                                          ({"min_span_s": 40.0}, "min_span_s"),
-                                          ({"min_gauge_pa": float("inf")}, "min_gauge_pa")])
-def test_bad_parameters_are_named(kwargs, named):
-    with pytest.raises(ValueError, match=named):
+@pytest.mark.parametrize("kwargs, reason", [({"leak_rate": 0.0}, "out_of_range"),
+                                            ({"window_s": -1.0}, "out_of_range"),
+                                            ({"min_span_s": 40.0}, "exceeds_window"),   # window_s 30
+                                            ({"min_gauge_pa": float("inf")}, "out_of_range")])
+def test_bad_parameters_are_named(kwargs, reason):
+    with pytest.raises(SettingError) as err:
         PressureWatch(**kwargs)
+    (setting, value), = kwargs.items()
+    assert (err.value.setting, err.value.value, err.value.reason) == (setting, value, reason)
 
 
-@pytest.mark.parametrize("sample, match", [((5, 0.0, BASE, False), "stamp_ns 5"),
-                                           ((6, float("nan"), BASE, False), "non-finite")])
-def test_bad_samples_are_refused_and_named(sample, match):
+@pytest.mark.parametrize("sample, argument, value, reason", [
+    ((5, 0.0, BASE, False), "stamp_ns", 5, "not_after"),
+    ((6, float("nan"), BASE, False), "predicted", float("nan"), "not_finite")])
+def test_bad_samples_are_refused_and_named(sample, argument, value, reason):
     watch = PressureWatch()
     watch.update(5, 0.0, BASE, False)
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(InputError) as err:
         watch.update(*sample)
+    assert (err.value.argument, err.value.reason) == (argument, reason)
+    np.testing.assert_equal(err.value.value, value)

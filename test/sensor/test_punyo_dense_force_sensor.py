@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from vsf_sensor_ros.sensor import ContactState, SimState
-from vsf_sensor_ros.sensor.errors import SettingError
+from vsf_sensor_ros.sensor.errors import InputError, SettingError
 from vsf_sensor_ros.sensor.punyo_dense_force_sensor import PunyoDenseForceSensor
 
 SQ_V = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
@@ -220,17 +220,22 @@ def test_tare_calibration_adds_tare_minus_simulated_average():
     np.testing.assert_allclose(s.predict(st).numpy()[0], 1.0)
 
 
-@pytest.mark.parametrize("calib, word", [
-    ({"tare": np.zeros(11)}, "12"),
-    ({"tare": np.full(12, np.nan)}, "non-finite"),
-    ({"tare": np.zeros(12), "bias": 1.0}, "bias"),
-    ({"tare_sim_avg": np.zeros(12)}, "tare"),
+TARE = "sensor 'punyo_force': calibration 'tare'"
+
+
+@pytest.mark.parametrize("calib, argument, value, reason, expected", [
+    ({"tare": np.zeros(11)}, TARE, (11,), "shape", (12,)),             # 4 vertices x 3
+    ({"tare": np.full(12, np.nan)}, TARE, [np.nan] * 12, "not_finite", None),
+    ({"tare": np.zeros(12), "bias": 1.0}, "calib", "bias", "unknown_key", ("tare", "tare_sim_avg", "gain")),
+    ({"tare_sim_avg": np.zeros(12)}, "calib", "tare_sim_avg", "needs_tare", "tare"),
 ])
-def test_bad_calibration_raises_and_keeps_the_old_one(calib, word):
+def test_bad_calibration_raises_and_keeps_the_old_one(calib, argument, value, reason, expected):
     s = sensor()
     s.set_calibration({"tare": np.ones(12)})
-    with pytest.raises(ValueError, match=word):
+    with pytest.raises(InputError) as err:
         s.set_calibration(calib)
+    assert (err.value.argument, err.value.reason, err.value.expected) == (argument, reason, expected)
+    np.testing.assert_equal(err.value.value, value)
     np.testing.assert_array_equal(s.get_calibration()["tare"], np.ones(12))
 
 
@@ -242,8 +247,9 @@ def test_an_element_index_out_of_range_names_it(index):
     s = sensor()
     st = state({("punyo", "finger"): cs([[0, 0, 0]], [[1.0, 0, 0]], elems1=[index])})
     for call in (s.predict, s.sparse_force_jacobian):
-        with pytest.raises(ValueError, match=str(index)):
+        with pytest.raises(InputError) as err:
             call(st)
+        assert (err.value.argument, err.value.value, err.value.reason) == ("elems1", index, "index")
 
 
 def test_unknown_body_names_it():

@@ -12,7 +12,7 @@ import torch
 import trimesh
 
 from vsf_sensor_ros.sensor import ContactState, SimState
-from vsf_sensor_ros.sensor.errors import SettingError
+from vsf_sensor_ros.sensor.errors import InputError, SettingError
 from vsf_sensor_ros.sensor.punyo_pressure_sensor import PunyoPressureSensor
 
 BOX = trimesh.creation.box(extents=[1.0, 2.0, 3.0])
@@ -106,14 +106,17 @@ def test_tare_sim_avg_is_kept_but_does_not_shift_the_reading():
     assert s.get_calibration()["tare_sim_avg"].tolist() == [0.5]
 
 
-@pytest.mark.parametrize("calib, word", [({"tare": [1.0, 2.0]}, r"\(1,\)"),
-                                         ({"tare": [math.nan]}, "non-finite"),
-                                         ({"offset": [1.0]}, "offset")])
-def test_bad_calibration_is_rejected_and_the_old_one_kept(calib, word):
+@pytest.mark.parametrize("calib, argument, value, reason", [
+    ({"tare": [1.0, 2.0]}, "sensor 'punyo_pressure': calibration 'tare'", (2,), "shape"),   # one reading
+    ({"tare": [math.nan]}, "sensor 'punyo_pressure': calibration 'tare'", [math.nan], "not_finite"),
+    ({"offset": [1.0]}, "calib", "offset", "unknown_key")])
+def test_bad_calibration_is_rejected_and_the_old_one_kept(calib, argument, value, reason):
     s = sensor()
     s.set_calibration({"tare": [7.0]})
-    with pytest.raises(ValueError, match=word):
+    with pytest.raises(InputError) as err:
         s.set_calibration(calib)
+    assert (err.value.argument, err.value.reason) == (argument, reason)
+    np.testing.assert_equal(err.value.value, value)
     assert s.get_calibration()["tare"].tolist() == [7.0]
 
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from vsf_sensor_ros.sensor import ContactState, PunyoPressureSensor, SimState, with_reverse_pairs
+from vsf_sensor_ros.sensor.errors import InputError
 
 # one triangle in the pad's z = 0 plane, area 0.5: pressure = -(1/0.5) * (force on pad) . z
 TRI = (np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]]))
@@ -78,5 +79,6 @@ def test_empty_pairs_and_autograd_survive():
 
 
 def test_bad_key_is_rejected_naming_it():
-    with pytest.raises(ValueError, match="'toolpad'"):
+    with pytest.raises(InputError) as err:
         with_reverse_pairs({"toolpad": _c([[0.0, 0, 1]])})
+    assert (err.value.argument, err.value.value, err.value.reason) == ("contacts", "toolpad", "not_a_pair")

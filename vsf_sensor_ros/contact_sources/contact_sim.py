@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from vsf_sensor_ros.sensor.base_sensor import ContactState, SimState
+from vsf_sensor_ros.sensor.errors import SettingError
 from vsf_sensor_ros.world import klampt_to_matrix
 
 from .sim_world import BUBBLE, CONTACT_PADDING, OBJECT, TABLE, SimScene
@@ -61,7 +62,8 @@ class ContactSimulation:
     docs/demo.md); ``max_contacts`` per pair and step (>= 1).
 
     Raises:
-        ValueError: bad step sizes, stiffness, padding, ``max_contacts``, or duplicate / unknown bodies.
+        SettingError: ``setting`` the argument at fault, ``value`` as given (for unknown bodies: those,
+            ``reason`` ``'unknown_body'``, ``expected`` the known), ``reason`` ``'out_of_range'`` otherwise.
     """
 
     def __init__(self, scene: SimScene, trajectory: PressTrajectory, sim_dt: float = 0.01,
@@ -69,23 +71,30 @@ class ContactSimulation:
                  bubble_stiffness: float = 3000.0, bubble_damping: float = 30.0,
                  bubble_padding: float = 0.01, max_contacts: int = 12) -> None:
         if not (np.isfinite(sim_dt) and sim_dt > 0.0):
-            raise ValueError(f"sim_dt must be positive (s), got {sim_dt}")
+            raise SettingError(f"sim_dt must be positive (s), got {sim_dt}", "sim_dt", sim_dt, "out_of_range")
         if not (np.isfinite(physics_dt) and 0.0 < physics_dt <= sim_dt):
-            raise ValueError(f"physics_dt must be in (0, sim_dt={sim_dt}], got {physics_dt}")
+            raise SettingError(f"physics_dt must be in (0, sim_dt={sim_dt}], got {physics_dt}", "physics_dt",
+                               physics_dt, "out_of_range")
         if not (bubble_stiffness > 0.0) or not (np.isfinite(bubble_damping) and bubble_damping >= 0.0):
-            raise ValueError(f"bubble_stiffness must be > 0 (inf = rigid) and bubble_damping >= 0, "
-                             f"got {bubble_stiffness}, {bubble_damping}")
+            bad = ("bubble_stiffness", bubble_stiffness) if not bubble_stiffness > 0.0 else ("bubble_damping",
+                                                                                             bubble_damping)
+            raise SettingError(f"bubble_stiffness must be > 0 (inf = rigid) and bubble_damping >= 0, "
+                               f"got {bubble_stiffness}, {bubble_damping}", *bad, "out_of_range")
         if not (np.isfinite(bubble_padding) and bubble_padding > 0.0):
-            raise ValueError(f"bubble_padding must be positive (m), got {bubble_padding}")
+            raise SettingError(f"bubble_padding must be positive (m), got {bubble_padding}", "bubble_padding",
+                               bubble_padding, "out_of_range")
         if isinstance(max_contacts, bool) or int(max_contacts) != max_contacts or max_contacts < 1:
-            raise ValueError(f"max_contacts must be a positive integer, got {max_contacts}")
+            raise SettingError(f"max_contacts must be a positive integer, got {max_contacts}", "max_contacts",
+                               max_contacts, "out_of_range")
         names = list(contact_body_names) if contact_body_names is not None else [BUBBLE, OBJECT, TABLE]
         if len(set(names)) != len(names) or not names:
-            raise ValueError(f"contact_body_names must be non-empty and unique, got {names}")
+            raise SettingError(f"contact_body_names must be non-empty and unique, got {names}",
+                               "contact_body_names", names, "out_of_range")
         known = list(scene.link_names) + [OBJECT, TABLE]
         unknown = [n for n in names if n not in known]
         if unknown:
-            raise ValueError(f"contact_body_names has unknown bodies {unknown}; known: {known}")
+            raise SettingError(f"contact_body_names has unknown bodies {unknown}; known: {known}",
+                               "contact_body_names", unknown, "unknown_body", known)
         self.scene = scene
         self.trajectory = trajectory
         self.sim_dt = float(sim_dt)

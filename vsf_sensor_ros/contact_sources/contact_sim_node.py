@@ -13,20 +13,14 @@ from typing import Any, Dict, List, Optional
 import klampt
 import numpy as np
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import PoseStamped
-from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import JointState
 
 from .. import embedded_world as ew
 from vsf_sensor_ros.ros.main import answer_help, parameter_usage, run_node
-from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.parameters import declare_spec
 from vsf_sensor_ros.ros.parameter_table import Spec
+from vsf_sensor_ros.sensor.errors import SettingError
 from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
 from vsf_sensor_ros.ros.kinds import codec_of_type, sensor_layout
-from vsf_sensor_ros.ros.messages.readings import encode_vector, make_header
-from vsf_sensor_ros.ros.messages.stamps import stamp_to_ns
-from vsf_sensor_ros.world import xyz_quat_from_transform
 
 from .contact_sim import ContactSimulation
 from .stepping import (PACE_PARAMS, PRESS_TIMING_PARAMS, SESSION_PARAMS, SimulatorNode, finish,
@@ -107,17 +101,10 @@ class ContactSimNode(SimulatorNode):
         super().__init__("contact_sim_node", SPECS["rate_hz"], **kwargs)
         # declared with the sensor node's Spec machinery (descriptors, int -> double, range checks)
         self.p: Dict[str, Any] = {name: declare_spec(self, name, spec) for name, spec in SPECS.items()}
-        if self.p["physics_dt"] > self.p["sim_dt"]:
-            raise ValueError(f"physics_dt={self.p['physics_dt']} must be <= sim_dt={self.p['sim_dt']}")
-        unknown = [s for s in self.p["sensors"] if s not in DEMO_SENSORS]
-        if unknown or len(set(self.p["sensors"])) != len(self.p["sensors"]):
-            raise ValueError(f"sensors must be distinct names from {list(DEMO_SENSORS)}, "
-                             f"got {self.p['sensors']}")
-        if self.p["measured_source"] not in ("independent", "model"):
-            raise ValueError(f"measured_source must be 'independent' or 'model', "
-                             f"got {self.p['measured_source']!r}")
+        self.check_common_parameters()
         if self.p["world"] not in WORLDS:
-            raise ValueError(f"world must be one of {list(WORLDS)}, got {self.p['world']!r}")
+            raise SettingError(f"world must be one of {list(WORLDS)}, got {self.p['world']!r}", "world",
+                               self.p["world"], "invalid", list(WORLDS))
         self.add_on_set_parameters_callback(self.on_set_parameters)
 
         # -- simulation (Klampt's INFO/WARN console chatter about URDF materials and ODE
@@ -144,16 +131,7 @@ class ContactSimNode(SimulatorNode):
         self._layouts = []
         for i, name in enumerate(self.p["sensors"]):
             spec = specs[name]
-            for key in ("offset", "noise_std"):
-                full = f"{name}.{key}"
-                desc = ("constant added to the physical entries of the measured stream (SI)"
-                        if key == "offset" else "std of the Gaussian noise on the measured stream (SI)")
-                self.p[full] = declare_spec(self, full, param_spec(
-                    full, float(getattr(spec, key)), desc, True, (0.0, INF) if key == "noise_std" else None))
-            if self.p[f"{name}.noise_std"] < 0.0 or not math.isfinite(self.p[f"{name}.offset"]):
-                raise ValueError(f"{name}.noise_std must be >= 0 and {name}.offset finite")
-            spec.offset = float(self.p[f"{name}.offset"])
-            spec.noise_std = float(self.p[f"{name}.noise_std"])
+            self.declare_stream_parameters(name, spec, param_spec)
             att = spec.config["attachment"]
             model = scene.robot.link(att) if att in scene.link_names else scene.world.rigidObject(att)
             stream = MeasuredStream(spec, model, int(self.p["seed"]), i)
@@ -191,28 +169,10 @@ class ContactSimNode(SimulatorNode):
     def step_once(self) -> None:
         """Advance one step and publish joint states, object pose, contacts and measured streams."""
         self.sim.step()
-        stamp = sim_time_msg(self.sim.time)
-        if self.pub_clock is not None:
-            self.pub_clock.publish(Clock(clock=stamp))
-        frame = self.p["world_frame"]
-        js = JointState(header=make_header(stamp, ""))
-        js.name = list(self.scene.joint_names)
-        js.position = self.sim.joint_positions().tolist()
-        js.velocity = self.sim.joint_velocities().tolist()
-        self.pub_joints.publish(js)
-
-        pose = PoseStamped(header=make_header(stamp, frame))
-        xyz, q = xyz_quat_from_transform(self.sim.body_transform(OBJECT))
-        pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = (float(v) for v in xyz)
-        (pose.pose.orientation.x, pose.pose.orientation.y, pose.pose.orientation.z,
-         pose.pose.orientation.w) = (float(v) for v in q)
-        self.pub_pose.publish(pose)
-
         state = self.sim.sim_state(extra_bodies=self._attachments)
-        self.pub_contacts.publish(contacts_to_pointcloud2(state.contacts, self.p["contact_body_names"], stamp,
-                                                          frame))
-        for stream, layout, pub in zip(self.streams, self._layouts, self.pub_measured):
-            pub.publish(encode_vector(layout, stream.measure(state), stamp_to_ns(stamp)))
+        self.publish_step(sim_time_msg(self.sim.time), self.scene.joint_names,
+                          self.sim.joint_positions().tolist(), self.sim.joint_velocities().tolist(),
+                          self.sim.body_transform(OBJECT), state.contacts, state)
 
 
 def usage():

@@ -6,32 +6,25 @@ independent measured streams; see docs/mujoco.md, parameters with ``--help``.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
 import mujoco
 import numpy as np
 import torch
-from geometry_msgs.msg import PoseStamped
-from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import JointState
 
 from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.contact_sources.contact_sim_node import param_spec, sim_time_msg
 from vsf_sensor_ros.contact_sources.sim_sensors import DEMO_SENSORS, MeasuredStream, demo_sensor_specs
 from vsf_sensor_ros.contact_sources.sim_world import embedded_assets
 from vsf_sensor_ros.contact_sources.trajectory import PressProfile
-from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
 from vsf_sensor_ros.ros.main import run_node, user_args
 from vsf_sensor_ros.ros.parameters import declare_spec
 from vsf_sensor_ros.ros.kinds import codec_of_type, sensor_layout
-from vsf_sensor_ros.ros.messages.readings import encode_vector, make_header
-from vsf_sensor_ros.ros.messages.stamps import stamp_to_ns
 from vsf_sensor_ros.ros.parameter_table import Spec
+from vsf_sensor_ros.sensor.errors import SettingError
 from vsf_sensor_ros.sensor.base_sensor import SimState
-from vsf_sensor_ros.world import xyz_quat_from_transform
 
 from .stepping import (PACE_PARAMS, PRESS_TIMING_PARAMS, SESSION_PARAMS, SimulatorNode, finish,
                        spin_until_done)
@@ -98,21 +91,16 @@ class MujocoContactNode(SimulatorNode):
         super().__init__("mujoco_contact_node", SPECS["rate_hz"], **kwargs)
         self.p: Dict[str, Any] = {name: declare_spec(self, name, spec) for name, spec in SPECS.items()}
         p = self.p
-        if p["physics_dt"] > p["sim_dt"]:
-            raise ValueError(f"physics_dt={p['physics_dt']} must be <= sim_dt={p['sim_dt']}")
+        self.check_common_parameters()
         substeps = p["sim_dt"] / p["physics_dt"]
         if abs(substeps - round(substeps)) > 1e-6:
-            raise ValueError(f"sim_dt={p['sim_dt']} must be a whole number of physics_dt={p['physics_dt']}")
+            raise SettingError(f"sim_dt={p['sim_dt']} must be a whole number of physics_dt={p['physics_dt']}",
+                               "sim_dt", p["sim_dt"], "not_multiple", p["physics_dt"])
         self._substeps = int(round(substeps))
-        unknown = [s for s in p["sensors"] if s not in DEMO_SENSORS]
-        if unknown or len(set(p["sensors"])) != len(p["sensors"]):
-            raise ValueError(f"sensors must be distinct names from {list(DEMO_SENSORS)}, got {p['sensors']}")
-        if p["measured_source"] not in ("independent", "model"):
-            raise ValueError(f"measured_source must be 'independent' or 'model', "
-                             f"got {p['measured_source']!r}")
         names = list(p["contact_body_names"])
         if len(set(names)) != len(names) or not all(names):
-            raise ValueError(f"contact_body_names must be distinct non-empty names, got {names}")
+            raise SettingError(f"contact_body_names must be distinct non-empty names, got {names}",
+                               "contact_body_names", names, "invalid")
         self.add_on_set_parameters_callback(self.on_set_parameters)
 
         # -- scene and press
@@ -130,7 +118,8 @@ class MujocoContactNode(SimulatorNode):
         missing = [b for b in names if b not in {self.scene.model.body(i).name
                                                  for i in range(self.scene.model.nbody)}]
         if missing:
-            raise ValueError(f"contact_body_names {missing} are not bodies of the MuJoCo scene")
+            raise SettingError(f"contact_body_names {missing} are not bodies of the MuJoCo scene",
+                               "contact_body_names", missing, "unknown_body")
         profile = PressProfile(**{k.split(".", 1)[1]: float(p[k]) for k in PARAMS
                                   if k.startswith("trajectory.")})
         self.plan = PressPlan(profile, (ew.OBJECT_POSITION[0], ew.OBJECT_POSITION[1]),
@@ -143,15 +132,7 @@ class MujocoContactNode(SimulatorNode):
         self.sources: Dict[str, str] = {}
         for i, name in enumerate(p["sensors"]):
             spec = specs[name]
-            for key in ("offset", "noise_std"):
-                full = f"{name}.{key}"
-                desc = ("constant added to the physical entries of the measured stream (SI)"
-                        if key == "offset" else "std of the Gaussian noise on the measured stream (SI)")
-                p[full] = declare_spec(self, full, param_spec(
-                    full, float(getattr(spec, key)), desc, True, (0.0, INF) if key == "noise_std" else None))
-            if p[f"{name}.noise_std"] < 0.0 or not math.isfinite(p[f"{name}.offset"]):
-                raise ValueError(f"{name}.noise_std must be >= 0 and {name}.offset finite")
-            spec.offset, spec.noise_std = float(p[f"{name}.offset"]), float(p[f"{name}.noise_std"])
+            self.declare_stream_parameters(name, spec, param_spec)
             kind = spec.config["type"]
             att = spec.config["attachment"]
             model = assets.bubble_mesh if kind.startswith("Punyo") else _Named(att)
@@ -198,30 +179,10 @@ class MujocoContactNode(SimulatorNode):
         # MuJoCo's contacts and sensors after mj_step belong to the state the step started from; mj_forward
         # evaluates them (and the body poses) at the state just reached, the one stamped.
         mujoco.mj_forward(sc.model, sc.data)
-        stamp = sim_time_msg(sc.time)
-        if self.pub_clock is not None:
-            self.pub_clock.publish(Clock(clock=stamp))
-        frame = self.p["world_frame"]
-        js = JointState(header=make_header(stamp, ""))
-        js.name = list(sc.joint_names)
-        js.position = sc.joint_positions().tolist()
-        js.velocity = sc.joint_velocities().tolist()
-        self.pub_joints.publish(js)
-
-        pose = PoseStamped(header=make_header(stamp, frame))
-        xyz, q = xyz_quat_from_transform(sc.body_transform(OBJECT))
-        pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = (float(v) for v in xyz)
-        (pose.pose.orientation.x, pose.pose.orientation.y, pose.pose.orientation.z,
-         pose.pose.orientation.w) = (float(v) for v in q)
-        self.pub_pose.publish(pose)
-
         contacts = sc.contacts(self.p["contact_body_names"])
-        self.pub_contacts.publish(contacts_to_pointcloud2(contacts, self.p["contact_body_names"], stamp,
-                                                          frame))
-        if self.streams:
-            state = self._state(contacts)
-            for stream, layout, pub in zip(self.streams, self._layouts, self.pub_measured):
-                pub.publish(encode_vector(layout, stream.measure(state), stamp_to_ns(stamp)))
+        self.publish_step(sim_time_msg(sc.time), sc.joint_names, sc.joint_positions().tolist(),
+                          sc.joint_velocities().tolist(), sc.body_transform(OBJECT), contacts,
+                          self._state(contacts) if self.streams else None)
 
     def _state(self, contacts: Dict[Any, Any]) -> Any:
         """The package's ``SimState`` of this step (body poses of the contact bodies, the contacts)."""

@@ -19,7 +19,8 @@ from scipy.spatial.transform import Rotation
 
 from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.sensor.base_sensor import ContactState
-from vsf_sensor_ros.urdf import parse_urdf_joints
+from vsf_sensor_ros.sensor.errors import InputError, SettingError
+from vsf_sensor_ros.urdf import UrdfError, parse_urdf_joints
 
 BUBBLE = ew.BUBBLE_BODY
 """Body name of the bubble (``punyo``)."""
@@ -70,27 +71,33 @@ class MujocoSceneConfig:
     load_radius: float = 0.03
 
     def validate(self, n_joints: int) -> None:
-        """Raise ``ValueError`` naming the first bad value."""
+        """Raise ``SettingError`` naming the first bad value (``setting`` the field, ``value`` as given,
+        ``reason`` ``'out_of_range'``; a ``solref`` time constant under 2 ``physics_dt``: ``'too_stiff'``)."""
         size = np.asarray(self.object_size, dtype=np.float64)
         if size.shape != (3,) or not np.isfinite(size).all() or size.min() <= 0.0:
-            raise ValueError(f"object_size must be 3 positive lengths (m), got {list(self.object_size)}")
+            raise SettingError(f"object_size must be 3 positive lengths (m), got {list(self.object_size)}",
+                               "object_size", self.object_size, "out_of_range")
         for label in ("object_mass", "physics_dt", "load_radius"):
             v = float(getattr(self, label))
             if not (math.isfinite(v) and v > 0.0):
-                raise ValueError(f"{label} must be positive, got {v}")
+                raise SettingError(f"{label} must be positive, got {v}", label, v, "out_of_range")
         for label in ("arm_kp", "arm_kv"):
             v = np.asarray(getattr(self, label), dtype=np.float64)
             if v.shape != (n_joints,) or not np.isfinite(v).all() or v.min() < 0.0:
-                raise ValueError(f"{label} must be {n_joints} non-negative numbers, got {list(v)}")
+                raise SettingError(f"{label} must be {n_joints} non-negative numbers, got {list(v)}",
+                                   label, getattr(self, label), "out_of_range")
         ref = np.asarray(self.solref, dtype=np.float64)
         if ref.shape != (2,) or not np.isfinite(ref).all() or ref.min() <= 0.0:
-            raise ValueError(f"solref must be (timeconst, dampratio), both positive, got {list(ref)}")
+            raise SettingError(f"solref must be (timeconst, dampratio), both positive, got {list(ref)}",
+                               "solref", self.solref, "out_of_range")
         if ref[0] < 2.0 * self.physics_dt:
-            raise ValueError(f"solref timeconst {ref[0]} s must be >= 2 physics_dt "
-                             f"({2 * self.physics_dt} s): "
-                             "MuJoCo would stiffen it to that")
+            raise SettingError(f"solref timeconst {ref[0]} s must be >= 2 physics_dt "
+                               f"({2 * self.physics_dt} s): "
+                               "MuJoCo would stiffen it to that", "solref", self.solref, "too_stiff",
+                               2 * self.physics_dt)
         if not (math.isfinite(self.friction) and self.friction >= 0.0):
-            raise ValueError(f"friction must be >= 0, got {self.friction}")
+            raise SettingError(f"friction must be >= 0, got {self.friction}", "friction", self.friction,
+                               "out_of_range")
 
 
 def _link_inertial(link: ET.Element) -> Optional[ET.Element]:
@@ -124,7 +131,9 @@ def robot_bodies(urdf_text: str) -> Tuple[List[ET.Element], Dict[str, ET.Element
     Returns ``(top-level bodies, {link: body element}, movable joints in URDF order)``.
 
     Raises:
-        ValueError: a floating or planar joint, or more than one root besides ``world``.
+        UrdfError: a floating or planar joint (``reason`` ``'joint_type'``, ``where`` the joint, ``value`` its
+            type), or joints outside the tree (``'detached_joints'``).
+        ValueError: more than one root besides ``world``.
     """
     root = ET.fromstring(urdf_text)
     joints = parse_urdf_joints(root)
@@ -164,15 +173,17 @@ def robot_bodies(urdf_text: str) -> Tuple[List[ET.Element], Dict[str, ET.Element
                 ET.SubElement(body, "joint", attrs)
                 movable.append(j.name)
             elif j.type != "fixed":
-                raise ValueError(f"URDF joint {j.name!r} has type {j.type!r}; the MuJoCo scene takes "
-                                 "revolute, continuous, prismatic and fixed joints")
+                raise UrdfError(f"URDF joint {j.name!r} has type {j.type!r}; the MuJoCo scene takes "
+                                "revolute, continuous, prismatic and fixed joints", "joint_type", j.name,
+                                j.type)
             if j.parent == "world":
                 top.append(body)
             else:
                 bodies[j.parent].append(body)
             bodies[j.child] = body
         if not progressed:
-            raise ValueError(f"URDF joints {[j.name for j in pending]} hang from links outside the tree")
+            raise UrdfError(f"URDF joints {[j.name for j in pending]} hang from links outside the tree",
+                            "detached_joints", "URDF", [j.name for j in pending])
     return top, bodies, movable
 
 
@@ -342,10 +353,13 @@ class MujocoScene:
         self.data.time = 0.0
 
     def set_targets(self, joints: Dict[str, float]) -> None:
-        """Servo targets (rad) by URDF joint name; ValueError for a non-movable name (nothing changed)."""
+        """Servo targets (rad) by URDF joint name; InputError for a non-movable name (``argument``
+        ``'joints'``, ``value`` the names, ``reason`` ``'unknown_joint'``, ``expected`` the joints; nothing
+        changed)."""
         bad = [n for n in joints if n not in self.joint_names]
         if bad:
-            raise ValueError(f"{bad} are not movable joints; joints: {self.joint_names}")
+            raise InputError(f"{bad} are not movable joints; joints: {self.joint_names}", "joints", bad,
+                             "unknown_joint", self.joint_names)
         for name, q in joints.items():
             self.data.ctrl[self._act[self.joint_names.index(name)]] = float(q)
 
@@ -428,10 +442,11 @@ def mujoco_source_label(sensor_type: str, attachment: str, mode: str) -> str:
     load cell in ``independent`` mode, else ``synthetic-model``.
 
     Raises:
-        ValueError: ``mode`` is not ``independent`` or ``model``.
+        SettingError: ``mode`` is not ``independent`` or ``model`` (``setting`` ``'measured_source'``).
     """
     if mode not in ("independent", "model"):
-        raise ValueError(f"measured_source must be 'independent' or 'model', got {mode!r}")
+        raise SettingError(f"measured_source must be 'independent' or 'model', got {mode!r}",
+                           "measured_source", mode, "invalid", ("independent", "model"))
     if mode == "independent":
         if sensor_type == "ContactSensor" and attachment == BUBBLE:
             return SOURCE_MUJOCO_FORCE
@@ -445,7 +460,8 @@ class PressPlan:
     ``top_z``, m, world), timed by ``profile``, by the embedded arm's closed-form IK.
 
     Raises:
-        ValueError: a bad profile, or a target out of reach.
+        SettingError: a bad profile.  InputError: a target out of reach (as
+            :func:`~vsf_sensor_ros.embedded_world.tool_down_joint_positions`).
     """
 
     def __init__(self, profile: object, object_xy: Tuple[float, float], top_z: float) -> None:

@@ -5,6 +5,7 @@ its scene and implements :meth:`SimulatorNode.step_once`.
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence
@@ -20,7 +21,15 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState, PointCloud2
 from std_msgs.msg import Bool
 
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.readings import encode_vector, make_header
+from vsf_sensor_ros.ros.messages.stamps import stamp_to_ns
 from vsf_sensor_ros.ros.parameter_table import Spec, check_value
+from vsf_sensor_ros.ros.parameters import declare_spec
+from vsf_sensor_ros.sensor.errors import SettingError
+from vsf_sensor_ros.world import xyz_quat_from_transform
+
+from .sim_sensors import DEMO_SENSORS
 
 __all__ = ["PACE_PARAMS", "PRESS_TIMING_PARAMS", "SESSION_PARAMS", "SimulatorNode", "finish",
            "spin_until_done"]
@@ -109,6 +118,70 @@ class SimulatorNode(Node):
         raise NotImplementedError
 
     # ------------------------------------------------------------------ parameters
+    def check_common_parameters(self) -> None:
+        """Check ``physics_dt <= sim_dt``, ``sensors`` and ``measured_source`` of ``self.p``.
+
+        Raises:
+            SettingError: ``setting`` the parameter, ``value`` as given, ``reason`` ``'out_of_range'``
+                (``expected`` ``sim_dt``) or ``'invalid'`` (``expected`` the accepted names).
+        """
+        p = self.p
+        if p["physics_dt"] > p["sim_dt"]:
+            raise SettingError(f"physics_dt={p['physics_dt']} must be <= sim_dt={p['sim_dt']}", "physics_dt",
+                               p["physics_dt"], "out_of_range", p["sim_dt"])
+        unknown = [s for s in p["sensors"] if s not in DEMO_SENSORS]
+        if unknown or len(set(p["sensors"])) != len(p["sensors"]):
+            raise SettingError(f"sensors must be distinct names from {list(DEMO_SENSORS)}, "
+                               f"got {p['sensors']}", "sensors", list(p["sensors"]), "invalid",
+                               list(DEMO_SENSORS))
+        if p["measured_source"] not in ("independent", "model"):
+            raise SettingError(f"measured_source must be 'independent' or 'model', "
+                               f"got {p['measured_source']!r}", "measured_source", p["measured_source"],
+                               "invalid", ["independent", "model"])
+
+    def declare_stream_parameters(self, name: str, spec: Any, make_spec: Any) -> None:
+        """Declare ``<name>.offset`` and ``<name>.noise_std`` (defaults from ``spec``) into ``self.p`` and
+        set them on ``spec``; ``make_spec`` is the node's ``param_spec``.
+
+        Raises:
+            SettingError: a negative noise std or a non-finite offset (``setting`` the parameter).
+        """
+        for key in ("offset", "noise_std"):
+            full = f"{name}.{key}"
+            desc = ("constant added to the physical entries of the measured stream (SI)"
+                    if key == "offset" else "std of the Gaussian noise on the measured stream (SI)")
+            self.p[full] = declare_spec(self, full, make_spec(
+                full, float(getattr(spec, key)), desc, True, (0.0, math.inf) if key == "noise_std" else None))
+        for key, ok in (("noise_std", self.p[f"{name}.noise_std"] >= 0.0),
+                        ("offset", math.isfinite(self.p[f"{name}.offset"]))):
+            if not ok:
+                raise SettingError(f"{name}.noise_std must be >= 0 and {name}.offset finite", f"{name}.{key}",
+                                   self.p[f"{name}.{key}"], "out_of_range")
+        spec.offset, spec.noise_std = float(self.p[f"{name}.offset"]), float(self.p[f"{name}.noise_std"])
+
+    def publish_step(self, stamp: Any, joint_names: Sequence[str], positions: Sequence[float],
+                     velocities: Sequence[float], T_object: np.ndarray, contacts: Dict[Any, Any],
+                     state: Any) -> None:
+        """Publish one step: ``/clock`` (when enabled), joint states, the object pose (``(4, 4)``
+        ``T_object``, world frame), the contacts and, for ``state`` not None, every measured stream."""
+        if self.pub_clock is not None:
+            self.pub_clock.publish(Clock(clock=stamp))
+        frame = self.p["world_frame"]
+        js = JointState(header=make_header(stamp, ""))
+        js.name, js.position, js.velocity = list(joint_names), list(positions), list(velocities)
+        self.pub_joints.publish(js)
+        pose = PoseStamped(header=make_header(stamp, frame))
+        xyz, q = xyz_quat_from_transform(T_object)
+        pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = (float(v) for v in xyz)
+        (pose.pose.orientation.x, pose.pose.orientation.y, pose.pose.orientation.z,
+         pose.pose.orientation.w) = (float(v) for v in q)
+        self.pub_pose.publish(pose)
+        self.pub_contacts.publish(contacts_to_pointcloud2(contacts, self.p["contact_body_names"], stamp,
+                                                          frame))
+        if state is not None:
+            for stream, layout, pub in zip(self.streams, self._layouts, self.pub_measured):
+                pub.publish(encode_vector(layout, stream.measure(state), stamp_to_ns(stamp)))
+
     def on_set_parameters(self, params: List[Parameter]) -> SetParametersResult:
         """Parameter callback: ``rate_hz`` is live (a number within its bounds); all or nothing."""
         for prm in params:

@@ -11,6 +11,8 @@ from typing import List, Sequence, Tuple
 import numpy as np
 from klampt.model import ik
 
+from vsf_sensor_ros.sensor.errors import SettingError
+
 PHASES = ("tare", "approach", "press", "hold", "release", "retreat", "rest")
 """Phase names, in order."""
 
@@ -31,15 +33,18 @@ class PressProfile:
     press_depth: float = 0.01
 
     def validate(self) -> None:
-        """Raise ``ValueError`` naming the first bad value."""
+        """Raise ``SettingError`` naming the first bad value (``setting`` the field, ``reason``
+        ``'out_of_range'``)."""
         if not (np.isfinite(self.tare_s) and self.tare_s >= 1.0):
-            raise ValueError(f"tare_s must be >= 1 s (a contact-free stretch to tare on), got {self.tare_s}")
+            raise SettingError(f"tare_s must be >= 1 s (a contact-free stretch to tare on), "
+                               f"got {self.tare_s}", "tare_s", self.tare_s, "out_of_range")
         for label in ("approach_s", "press_s", "hold_s", "release_s", "retreat_s", "clearance"):
             v = getattr(self, label)
             if not (np.isfinite(v) and v > 0.0):
-                raise ValueError(f"{label} must be positive, got {v}")
+                raise SettingError(f"{label} must be positive, got {v}", label, v, "out_of_range")
         if not (np.isfinite(self.press_depth) and self.press_depth >= 0.0):
-            raise ValueError(f"press_depth must be >= 0 m, got {self.press_depth}")
+            raise SettingError(f"press_depth must be >= 0 m, got {self.press_depth}", "press_depth",
+                               self.press_depth, "out_of_range")
 
     def boundaries(self) -> np.ndarray:
         """``(7,)`` start times of the phases in :data:`PHASES` order (s)."""

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from vsf_sensor_ros.sensor import ContactState
+from vsf_sensor_ros.sensor.errors import SettingError
 
 __all__ = ["BiasTare", "ForceBuffer", "WrenchContactConfig", "WrenchContactSource", "wrench_contact"]
 
@@ -164,16 +165,19 @@ class WrenchContactSource:
     """
 
     def __init__(self, world, config: WrenchContactConfig) -> None:
-        """Raises ValueError naming a ``body_parent`` or ``wrench_frame`` not in the world."""
+        """Raises SettingError (``setting`` ``'body_parent'`` or ``'wrench_frame'``, ``value`` the name,
+        ``reason`` ``'unknown_body'``, ``expected`` the world's bodies) for a body not in the world."""
         self.world = world
         self.cfg = config
         self.parent = config.body_parent or config.body
         if self.parent not in world.body_names:
-            raise ValueError(f"body_parent {self.parent!r} is not a body of the world; "
-                             f"known: {', '.join(world.body_names)}")
+            raise SettingError(f"body_parent {self.parent!r} is not a body of the world; "
+                               f"known: {', '.join(world.body_names)}", "body_parent", self.parent,
+                               "unknown_body", list(world.body_names))
         if config.wrench_frame and config.wrench_frame not in world.body_names:
-            raise ValueError(f"wrench_frame {config.wrench_frame!r} is not a body of the world; "
-                             f"known: {', '.join(world.body_names)}")
+            raise SettingError(f"wrench_frame {config.wrench_frame!r} is not a body of the world; "
+                               f"known: {', '.join(world.body_names)}", "wrench_frame", config.wrench_frame,
+                               "unknown_body", list(world.body_names))
         self.bias = BiasTare(config.bias_samples, config.bias_on_start)
         self.forces = ForceBuffer()
         self._pending: Deque[Tuple[float, List[str], List[float]]] = deque()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
+from vsf_sensor_ros.sensor.errors import SettingError
+
 
 class ContactFreeSteps:
     """When to step with no contacts, for one node (docs/interface.md, steps without a contacts message).
@@ -21,12 +23,13 @@ class ContactFreeSteps:
             counted by the node).
 
     Raises:
-        ValueError: ``period_ns`` not positive.
+        SettingError: ``period_ns`` not positive (``setting`` ``'period_ns'``, ``value`` as given).
     """
 
     def __init__(self, period_ns: int) -> None:
         if period_ns <= 0:
-            raise ValueError(f"contact-free period must be > 0 ns, got {period_ns}")
+            raise SettingError(f"contact-free period must be > 0 ns, got {period_ns}", "period_ns", period_ns,
+                               "not_positive")
         self.period_ns = int(period_ns)
         self.steps = 0
         self.late = 0

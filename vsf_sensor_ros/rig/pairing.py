@@ -12,6 +12,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Deque, Dict, Generic, List, Optional, Sequence, TypeVar
 
+from vsf_sensor_ros.sensor.errors import SettingError
+
 P = TypeVar("P")
 M = TypeVar("M")
 
@@ -141,12 +143,14 @@ class StampPairer(Generic[P, M]):
             (never reset: :meth:`clear` keeps them).
 
     Raises:
-        ValueError: ``capacity < 1`` or a negative tolerance.
+        SettingError: ``capacity < 1`` or a negative tolerance (``setting`` ``'capacity'`` or
+            ``'tolerance_ns'``, ``value`` as given, ``reason`` ``'out_of_range'``).
     """
 
     def __init__(self, capacity: int, tolerance_ns: Optional[int]) -> None:
         if capacity < 1:
-            raise ValueError(f"pairing capacity must be >= 1, got {capacity}")
+            raise SettingError(f"pairing capacity must be >= 1, got {capacity}", "capacity", capacity,
+                               "out_of_range", 1)
         self._pred: _Queue[P] = _Queue(capacity)
         self._meas: _Queue[M] = _Queue(capacity)
         self.tolerance_ns = tolerance_ns
@@ -174,7 +178,8 @@ class StampPairer(Generic[P, M]):
     @tolerance_ns.setter
     def tolerance_ns(self, value: Optional[int]) -> None:
         if value is not None and value < 0:
-            raise ValueError(f"pairing tolerance must be >= 0 ns, got {value}")
+            raise SettingError(f"pairing tolerance must be >= 0 ns, got {value}", "tolerance_ns", value,
+                               "out_of_range", 0)
         self._tolerance = value
 
     def effective_tolerance_ns(self) -> int:

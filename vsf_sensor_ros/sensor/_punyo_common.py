@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from .base_sensor import ContactState, SimState, check_rigid_values, rigid_transform
-from .errors import SettingError
+from .errors import InputError, SettingError
 
 
 _NUMPY_DTYPES = (torch.float32, torch.float64)
@@ -55,21 +55,24 @@ def check_config_keys(cls_name: str, type_name: str, name: str, config: Mapping[
     ``allowed``) and return its ``attachment``.
 
     Raises:
-        SettingError: unknown key(s) (named, ``setting`` the first), wrong ``type``, missing ``attachment``.
+        SettingError: unknown key(s) (named, ``setting`` the first, ``reason`` ``'unknown_key'``,
+            ``expected`` the allowed keys), wrong ``type`` (``'wrong_type'``), missing ``attachment``
+            (``'missing'``).
     """
     allowed_all = set(allowed) | {"attachment", "type"}
     unknown = sorted((k for k in config if k not in allowed_all), key=str)
     if unknown:
         listed = ", ".join(repr(str(k)) for k in unknown)
         raise SettingError(f"{cls_name} {name!r}: unknown config key(s) {listed}; "
-                           f"allowed: {', '.join(sorted(allowed_all))}", str(unknown[0]), config[unknown[0]])
+                           f"allowed: {', '.join(sorted(allowed_all))}", str(unknown[0]), config[unknown[0]],
+                           "unknown_key", sorted(allowed_all))
     if "type" in config and config["type"] != type_name:
         raise SettingError(f"{cls_name} {name!r}: config 'type' is {config['type']!r}, "
-                           f"expected {type_name!r}", "type", config["type"])
+                           f"expected {type_name!r}", "type", config["type"], "wrong_type", type_name)
     body = config.get("attachment")
     if not isinstance(body, str) or not body.strip():
         raise SettingError(f"{cls_name} {name!r}: config needs 'attachment' (a body name), got {body!r}",
-                           "attachment", body)
+                           "attachment", body, "missing")
     return body.strip()
 
 
@@ -88,21 +91,24 @@ def as_vector(value: Any, label: str, length: Optional[int]) -> np.ndarray:
     """``value`` (array-like, tensor or scalar when ``length == 1``) as a finite float64 ``(length,)`` copy.
 
     Raises:
-        ValueError: wrong size or non-finite entries, naming ``label``.
+        InputError: ``argument`` ``label``; ``reason`` ``'not_numeric'`` (``value`` as given), ``'shape'``
+            (``value`` the shape, ``expected`` ``(length,)``) or ``'not_finite'`` (``value`` the entries).
     """
     if isinstance(value, torch.Tensor):
         value = value.detach().cpu().numpy()
     try:
         arr = np.array(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{label} must be numeric, got {value!r}") from exc
+        raise InputError(f"{label} must be numeric, got {value!r}", label, value, "not_numeric") from exc
     if arr.ndim == 0:
         arr = arr.reshape(1)
     if arr.ndim != 1 or (length is not None and arr.shape[0] != length):
         want = f"({length},)" if length is not None else "1-D"
-        raise ValueError(f"{label} must have shape {want}, got {arr.shape}")
+        raise InputError(f"{label} must have shape {want}, got {arr.shape}", label, arr.shape, "shape",
+                         (length,) if length is not None else None)
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{label} has non-finite entries: {arr.tolist()[:8]}")
+        raise InputError(f"{label} has non-finite entries: {arr.tolist()[:8]}", label, arr.tolist(),
+                         "not_finite")
     return arr
 
 
@@ -113,27 +119,34 @@ def parse_tare(calib: Mapping[str, Any], sensor: str, length: Optional[int],
     Returns the entries present as float64 ``(length,)`` arrays; ``{}`` clears.
 
     Raises:
-        ValueError: unknown keys (named), ``tare_sim_avg`` without ``tare``, wrong lengths, non-finite
-            values or a non-positive gain.
+        InputError: ``argument`` ``'calib'`` for a non-dict (``reason`` ``'type'``), an unknown key
+            (``value`` the first, ``reason`` ``'unknown_key'``, ``expected`` the known ones) or
+            ``tare_sim_avg`` without ``tare`` (``value`` ``'tare_sim_avg'``, ``reason`` ``'needs_tare'``);
+            wrong lengths or non-finite values (as ``as_vector``, ``argument`` ``"sensor 'n': calibration
+            'tare'"``); a non-positive gain (``reason`` ``'not_positive'``).
     """
     if not isinstance(calib, Mapping):
-        raise ValueError(f"sensor {sensor!r}: calibration must be a dict, got {type(calib).__name__}")
+        raise InputError(f"sensor {sensor!r}: calibration must be a dict, got {type(calib).__name__}",
+                         "calib", type(calib).__name__, "type")
     known = ("tare", "tare_sim_avg", "gain") if allow_gain else ("tare", "tare_sim_avg")
     unknown = sorted(str(k) for k in calib if k not in known)
     if unknown:
-        raise ValueError(f"sensor {sensor!r}: unknown calibration key(s) {', '.join(map(repr, unknown))}; "
-                         f"known: {', '.join(map(repr, known))}")
+        raise InputError(f"sensor {sensor!r}: unknown calibration key(s) {', '.join(map(repr, unknown))}; "
+                         f"known: {', '.join(map(repr, known))}", "calib", unknown[0], "unknown_key", known)
     out: Dict[str, np.ndarray] = {}
     if allow_gain and calib.get("gain") is not None:
-        gain = as_vector(calib["gain"], f"sensor {sensor!r}: calibration 'gain'", length)
+        label = f"sensor {sensor!r}: calibration 'gain'"
+        gain = as_vector(calib["gain"], label, length)
         if not np.all(gain > 0):
-            raise ValueError(f"sensor {sensor!r}: calibration 'gain' must be > 0, got {gain.tolist()[:8]}")
+            raise InputError(f"sensor {sensor!r}: calibration 'gain' must be > 0, got {gain.tolist()[:8]}",
+                             label, gain.tolist(), "not_positive")
         out["gain"] = gain
     if calib.get("tare") is not None:
         out["tare"] = as_vector(calib["tare"], f"sensor {sensor!r}: calibration 'tare'", length)
     if calib.get("tare_sim_avg") is not None:
         if "tare" not in out:
-            raise ValueError(f"sensor {sensor!r}: calibration has 'tare_sim_avg' but no 'tare'")
+            raise InputError(f"sensor {sensor!r}: calibration has 'tare_sim_avg' but no 'tare'",
+                             "calib", "tare_sim_avg", "needs_tare", "tare")
         out["tare_sim_avg"] = as_vector(calib["tare_sim_avg"],
                                         f"sensor {sensor!r}: calibration 'tare_sim_avg'", length)
     return out

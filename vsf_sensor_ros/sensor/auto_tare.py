@@ -13,6 +13,8 @@ from typing import Deque, Optional, Tuple
 
 import numpy as np
 
+from .errors import InputError, SettingError
+
 __all__ = ["AutoTare", "TareEvent"]
 
 
@@ -32,10 +34,12 @@ class TareEvent:
 
 
 def _positive(name: str, value: float, allow_zero: bool = False) -> float:
-    """``value`` as a float; ValueError naming ``name`` unless finite and > 0 (>= 0 with ``allow_zero``)."""
+    """``value`` as a float; SettingError (``setting`` ``name``, ``reason`` ``'out_of_range'``) unless finite
+    and > 0 (>= 0 with ``allow_zero``)."""
     v = float(value)
     if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
-        raise ValueError(f"{name} must be finite and {'>=' if allow_zero else '>'} 0, got {value!r}")
+        raise SettingError(f"{name} must be finite and {'>=' if allow_zero else '>'} 0, got {value!r}",
+                           name, value, "out_of_range")
     return v
 
 
@@ -48,7 +52,7 @@ class AutoTare:
     ``applied``, ``refused``.
 
     Raises:
-        ValueError: a parameter out of range (names it).
+        SettingError: a parameter out of range (``setting`` names it, ``reason`` ``'out_of_range'``).
     """
 
     def __init__(self, max_step: float, steady_std: float, window_s: float = 2.0,
@@ -59,11 +63,12 @@ class AutoTare:
         self.window_ns = int(_positive("window_s", window_s) * 1e9)
         self.min_interval_ns = int(_positive("min_interval_s", min_interval_s, allow_zero=True) * 1e9)
         if isinstance(min_samples, bool) or int(min_samples) != min_samples or min_samples < 2:
-            raise ValueError(f"min_samples must be an integer >= 2, got {min_samples!r}")
+            raise SettingError(f"min_samples must be an integer >= 2, got {min_samples!r}", "min_samples",
+                               min_samples, "out_of_range")
         self.min_samples = int(min_samples)
         self.offset = None if offset is None else np.array(offset, dtype=np.float64).reshape(-1)
         if self.offset is not None and not np.isfinite(self.offset).all():
-            raise ValueError(f"offset must be finite, got {offset!r}")
+            raise SettingError(f"offset must be finite, got {offset!r}", "offset", offset, "out_of_range")
         self.applied = 0
         self.refused = 0
         self._window: Deque[Tuple[int, np.ndarray]] = deque()
@@ -76,19 +81,26 @@ class AutoTare:
         ``sim_in_contact``); the :class:`TareEvent` tried on it, or None.
 
         Raises:
-            ValueError: a stamp not after the previous one, mismatched shapes, non-finite values; nothing
-                changes.
+            InputError: a stamp not after the previous one (``argument`` ``'stamp_ns'``, ``reason``
+                ``'not_after'``, ``expected`` the previous stamp), mismatched sizes (``'predicted'`` or
+                ``'measured'``, ``'size'``, the size and the expected one), non-finite values
+                (``'not_finite'``, ``value`` the entries); nothing changes.
         """
         stamp = int(stamp_ns)
         if self._last_stamp is not None and stamp <= self._last_stamp:
-            raise ValueError(f"stamp_ns {stamp} is not after the previous {self._last_stamp}")
+            raise InputError(f"stamp_ns {stamp} is not after the previous {self._last_stamp}",
+                             "stamp_ns", stamp, "not_after", self._last_stamp)
         p = np.asarray(predicted, dtype=np.float64).reshape(-1)
         m = np.asarray(measured, dtype=np.float64).reshape(-1)
         size = p.size if self.offset is None else self.offset.size
         if p.size != size or m.size != size:
-            raise ValueError(f"predicted has {p.size} entries and measured {m.size}; expected {size}")
+            raise InputError(f"predicted has {p.size} entries and measured {m.size}; expected {size}",
+                             "predicted" if p.size != size else "measured",
+                             p.size if p.size != size else m.size, "size", size)
         if not (np.isfinite(p).all() and np.isfinite(m).all()):
-            raise ValueError(f"non-finite sample at stamp_ns {stamp}")
+            bad_p = not np.isfinite(p).all()
+            raise InputError(f"non-finite sample at stamp_ns {stamp}", "predicted" if bad_p else "measured",
+                             (p if bad_p else m).tolist(), "not_finite")
         self._last_stamp = stamp
         if sim_in_contact:
             self._window.clear()

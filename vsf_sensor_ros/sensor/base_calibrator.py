@@ -8,6 +8,7 @@ import numpy as np
 
 from ._punyo_common import as_vector
 from .base_sensor import BaseSensor, SimState, as_sim_state
+from .errors import InputError, SettingError
 
 __all__ = ["BaseCalibrator", "TareCalibrator", "TareSimulator"]
 
@@ -60,17 +61,21 @@ class TareCalibrator(BaseCalibrator):
     OUTPUT_KEYS = ("tare",)
 
     def __init__(self, num_samples: int = 10, output_key: str = "tare", contact_scope: str = "any") -> None:
-        """Raises ValueError for a negative/non-integer ``num_samples``, an ``output_key`` that is not one the
-        sensors read (``OUTPUT_KEYS``: ``'tare'``) or a ``contact_scope`` other than ``'any'`` /
+        """Raises SettingError (``setting`` the argument, ``reason`` ``'invalid'``, ``expected`` the accepted
+        values where they are few) for a negative/non-integer ``num_samples``, an ``output_key`` that is not
+        one the sensors read (``OUTPUT_KEYS``: ``'tare'``) or a ``contact_scope`` other than ``'any'`` /
         ``'sensor'``."""
         if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 0:
-            raise ValueError(f"TareCalibrator: num_samples must be an integer >= 0, got {num_samples!r}")
+            raise SettingError(f"TareCalibrator: num_samples must be an integer >= 0, got {num_samples!r}",
+                               "num_samples", num_samples, "invalid")
         if output_key not in self.OUTPUT_KEYS:
-            raise ValueError(f"TareCalibrator: output_key must be the calibration key the sensors read "
-                             f"({', '.join(map(repr, self.OUTPUT_KEYS))}), got {output_key!r}")
+            raise SettingError(f"TareCalibrator: output_key must be the calibration key the sensors read "
+                               f"({', '.join(map(repr, self.OUTPUT_KEYS))}), got {output_key!r}",
+                               "output_key", output_key, "invalid", self.OUTPUT_KEYS)
         if contact_scope not in self.CONTACT_SCOPES:
-            raise ValueError(f"TareCalibrator: contact_scope must be 'any' or 'sensor', "
-                             f"got {contact_scope!r}")
+            raise SettingError(f"TareCalibrator: contact_scope must be 'any' or 'sensor', "
+                               f"got {contact_scope!r}", "contact_scope", contact_scope, "invalid",
+                               self.CONTACT_SCOPES)
         self.num_samples: int = int(num_samples)
         self.output_key: str = output_key
         self.contact_scope: str = contact_scope
@@ -80,15 +85,17 @@ class TareCalibrator(BaseCalibrator):
         """Build from ``{'type', 'num_samples', 'output_key', 'contact_scope'}`` (all optional).
 
         Raises:
-            ValueError: unknown keys (named) or bad values.
+            SettingError: unknown keys (``setting`` the first, ``reason`` ``'unknown_key'``) or bad values.
         """
         allowed = {"type", "num_samples", "output_key", "contact_scope"}
         unknown = sorted(str(k) for k in config if k not in allowed)
         if unknown:
-            raise ValueError(f"TareCalibrator: unknown config key(s) {', '.join(map(repr, unknown))}; "
-                             f"allowed: {', '.join(sorted(allowed))}")
+            raise SettingError(f"TareCalibrator: unknown config key(s) {', '.join(map(repr, unknown))}; "
+                               f"allowed: {', '.join(sorted(allowed))}", unknown[0], config[unknown[0]],
+                               "unknown_key", sorted(allowed))
         if config.get("type", "TareCalibrator") != "TareCalibrator":
-            raise ValueError(f"TareCalibrator: config 'type' is {config['type']!r}")
+            raise SettingError(f"TareCalibrator: config 'type' is {config['type']!r}", "type", config["type"],
+                               "wrong_type", "TareCalibrator")
         return cls(config.get("num_samples", 10), config.get("output_key", "tare"),
                    config.get("contact_scope", "any"))
 
@@ -106,11 +113,10 @@ class TareCalibrator(BaseCalibrator):
         per step in ``command_sequence``.
 
         Raises:
-            ValueError: a missing, non-finite or misshapen observation or simulated measurement (names the
-                sensor
-                and the keys present), too few commands, or a refused calibration; the sensor keeps its
-                previous
-                calibration.
+            InputError: a missing (``reason`` ``'missing_sensor'``, ``value`` the keys present, ``expected``
+                the sensor's name), non-finite or misshapen observation or simulated measurement (see
+                ``as_vector``), too few commands; ValueError: a refused calibration.  The sensor keeps its
+                previous calibration.
         """
         nsamples = min(self.num_samples, len(observation_sequence))
         if nsamples == 0:
@@ -119,14 +125,16 @@ class TareCalibrator(BaseCalibrator):
         if n_meas == 0:
             raise ValueError(f"sensor {sensor.name!r} reports no measurements (attach it first)")
         if len(command_sequence) < nsamples:
-            raise ValueError(f"TareCalibrator: {nsamples} samples need {nsamples} commands, "
-                             f"got {len(command_sequence)}")
+            raise InputError(f"TareCalibrator: {nsamples} samples need {nsamples} commands, "
+                             f"got {len(command_sequence)}", "command_sequence", len(command_sequence),
+                             "too_short", nsamples)
         observations: List[np.ndarray] = []
         for i in range(nsamples):                      # validate before touching anything
             obs = observation_sequence[i]
             if sensor.name not in obs:
-                raise ValueError(f"observation {i} has no entry for sensor {sensor.name!r}; "
-                                 f"keys: {sorted(obs)}")
+                raise InputError(f"observation {i} has no entry for sensor {sensor.name!r}; "
+                                 f"keys: {sorted(obs)}", "observation_sequence", sorted(obs),
+                                 "missing_sensor", sensor.name)
             observations.append(as_vector(obs[sensor.name], f"observation {i} of sensor {sensor.name!r}",
                                           n_meas))
         previous: Dict[str, Any] = sensor.get_calibration()
@@ -149,8 +157,9 @@ class TareCalibrator(BaseCalibrator):
                 obs_sum += observations[i]
                 measured = sim.measurements()
                 if sensor.name not in measured:
-                    raise ValueError(f"TareCalibrator: the simulator's measurements at sample {i} have no "
-                                     f"entry for sensor {sensor.name!r}; keys: {sorted(map(str, measured))}")
+                    raise InputError(f"TareCalibrator: the simulator's measurements at sample {i} have no "
+                                     f"entry for sensor {sensor.name!r}; keys: {sorted(map(str, measured))}",
+                                     "sim", sorted(map(str, measured)), "missing_sensor", sensor.name)
                 sim_sum += as_vector(measured[sensor.name],
                                      f"simulated measurement {i} of sensor {sensor.name!r}", n_meas)
             kept = {k: previous[k] for k in ("gain",) if k in previous}    # a GainCalibrator result

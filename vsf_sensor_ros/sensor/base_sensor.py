@@ -9,6 +9,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from .errors import InputError
+
 
 @dataclass
 class ContactState:
@@ -60,8 +62,8 @@ def _integral_elems(e: Any, label: str, points: Any) -> Optional[torch.Tensor]:
         try:
             e = torch.as_tensor(np.asarray(e), device=getattr(points, "device", None)).reshape(-1)
         except (TypeError, ValueError, RuntimeError) as exc:
-            raise ValueError(f"ContactState.{label} must hold element indices (integers); "
-                             f"got {_show(e)!r} ({exc})") from None
+            raise InputError(f"ContactState.{label} must hold element indices (integers); "
+                             f"got {_show(e)!r} ({exc})", label, e, "not_integer") from None
     if not isinstance(e, torch.Tensor):
         return e
     if e.numel() == 0:
@@ -71,8 +73,9 @@ def _integral_elems(e: Any, label: str, points: Any) -> Optional[torch.Tensor]:
     bad = ~torch.isfinite(e) | (e != torch.round(e))
     if bool(bad.any()):
         row = int(bad.reshape(-1).nonzero()[0, 0])
-        raise ValueError(f"ContactState.{label} must hold element indices (integers); got "
-                         f"{e.reshape(-1)[row].item()!r} at row {row} of a {e.dtype} tensor")
+        raise InputError(f"ContactState.{label} must hold element indices (integers); got "
+                         f"{e.reshape(-1)[row].item()!r} at row {row} of a {e.dtype} tensor",
+                         label, e.reshape(-1)[row].item(), "not_integer")
     return e.to(torch.int64)
 
 
@@ -80,37 +83,45 @@ def validate_contact_state(c: ContactState) -> None:
     """Check shapes, dtypes, devices and finiteness of a ``ContactState``.
 
     Raises:
-        ValueError: naming the offending field and value.
+        InputError: ``argument`` the field (``'points'``, ``'forces'``, ``'elems1'``, ``'elems2'``), ``value``
+            the offending part (type name, shape, dtype, row), ``reason`` ``'type'``, ``'shape'``,
+            ``'dtype'``, ``'count'`` (forces vs points), ``'not_finite'`` or ``'not_integer'``.
     """
     for label, t in (("points", c.points), ("forces", c.forces)):
         if not isinstance(t, torch.Tensor):
-            raise ValueError(f"ContactState.{label} must be a torch.Tensor, got {type(t).__name__}")
+            raise InputError(f"ContactState.{label} must be a torch.Tensor, got {type(t).__name__}",
+                             label, type(t).__name__, "type", "torch.Tensor")
         if t.dim() != 2 or t.shape[1] != 3:
-            raise ValueError(f"ContactState.{label} must have shape (N, 3), got {tuple(t.shape)}")
+            raise InputError(f"ContactState.{label} must have shape (N, 3), got {tuple(t.shape)}",
+                             label, tuple(t.shape), "shape", "(N, 3)")
         if not t.is_floating_point():
-            raise ValueError(f"ContactState.{label} must be floating point, got {t.dtype}")
+            raise InputError(f"ContactState.{label} must be floating point, got {t.dtype}",
+                             label, t.dtype, "dtype")
     if c.points.shape[0] != c.forces.shape[0]:
-        raise ValueError(
-            f"ContactState has {c.points.shape[0]} points but {c.forces.shape[0]} forces")
+        raise InputError(f"ContactState has {c.points.shape[0]} points but {c.forces.shape[0]} forces",
+                         "forces", c.forces.shape[0], "count", c.points.shape[0])
     if c.points.dtype != c.forces.dtype or c.points.device != c.forces.device:
-        raise ValueError(
+        raise InputError(
             f"ContactState points ({c.points.dtype}, {c.points.device}) and forces "
-            f"({c.forces.dtype}, {c.forces.device}) must share dtype and device")
+            f"({c.forces.dtype}, {c.forces.device}) must share dtype and device",
+            "forces", (c.forces.dtype, c.forces.device), "dtype", (c.points.dtype, c.points.device))
     for label, t in (("points", c.points), ("forces", c.forces)):
         bad = ~torch.isfinite(t)
         if bool(bad.any()):
             row = int(bad.any(dim=1).nonzero()[0, 0])
-            raise ValueError(
-                f"ContactState.{label} has a non-finite value at row {row}: {t[row].tolist()}")
+            raise InputError(f"ContactState.{label} has a non-finite value at row {row}: {t[row].tolist()}",
+                             label, t[row].tolist(), "not_finite")
     n = c.points.shape[0]
     for label, e in (("elems1", c.elems1), ("elems2", c.elems2)):
         if e is None:
             continue
         if not isinstance(e, torch.Tensor) or e.dim() != 1 or e.shape[0] != n:
             shape = tuple(e.shape) if isinstance(e, torch.Tensor) else type(e).__name__
-            raise ValueError(f"ContactState.{label} must have shape ({n},), got {shape}")
+            raise InputError(f"ContactState.{label} must have shape ({n},), got {shape}",
+                             label, shape, "shape", (n,))
         if e.is_floating_point() or e.dtype == torch.bool:
-            raise ValueError(f"ContactState.{label} must be an integer tensor, got {e.dtype}")
+            raise InputError(f"ContactState.{label} must be an integer tensor, got {e.dtype}",
+                             label, e.dtype, "dtype")
 
 
 @dataclass
@@ -137,12 +148,14 @@ class SimState:
         # (or fail obscurely), so refuse it here, once per state (a few pairs: cheap)
         for key in self.contacts:
             if type(key) is not tuple or len(key) != 2:
-                raise ValueError(f"SimState.contacts keys must be (body1, body2) tuples, got {key!r}")
+                raise InputError(f"SimState.contacts keys must be (body1, body2) tuples, got {key!r}",
+                                 "contacts", key, "not_a_pair")
 
     def _check_body(self, name: str) -> None:
         if name not in self.body_transforms:
             known = ", ".join(sorted(self.body_transforms)) or "(none)"
-            raise ValueError(f"body {name!r} not found in state; known bodies: {known}")
+            raise InputError(f"body {name!r} not found in state; known bodies: {known}",
+                             "name", name, "unknown_body", sorted(self.body_transforms))
 
     def subgraph(self, names: List[str]) -> SimState:
         """Return the state restricted to ``names`` (contacts between them only)."""
@@ -230,7 +243,8 @@ def with_reverse_pairs(contacts: Mapping[Tuple[str, str], ContactState]
     out: Dict[Tuple[str, str], ContactState] = {}
     for key, c in contacts.items():
         if type(key) is not tuple or len(key) != 2:
-            raise ValueError(f"contacts keys must be (body1, body2) tuples, got {key!r}")
+            raise InputError(f"contacts keys must be (body1, body2) tuples, got {key!r}",
+                             "contacts", key, "not_a_pair")
         out[key] = c
         a, b = key
         rev = (b, a)
@@ -259,30 +273,32 @@ def check_rigid_values(vals: Sequence[float], name: str, dtype: torch.dtype, sho
     a 4x4); ``shown`` is the transform printed in an error.
 
     Raises:
-        ValueError: as :func:`rigid_transform`.
+        InputError: as :func:`rigid_transform`.
     """
     # a finite sum means every entry is finite (inf/nan propagate); only an overflowing sum of huge entries
     # needs the element-wise test
     if not math.isfinite(sum(vals)) and not all(math.isfinite(v) for v in vals):
-        raise ValueError(f"body {name!r}: transform has a non-finite entry: {_show(shown)}")
+        raise InputError(f"body {name!r}: transform has a non-finite entry: {_show(shown)}",
+                         name, _show(shown), "not_finite")
     tol = rigid_tolerance(dtype)
     a0, a1, a2, _, b0, b1, b2, _, c0, c1, c2, _, z0, z1, z2, one = vals
     # (exact [0, 0, 0, 1], the usual case, skips the tolerance test)
     if (z0 or z1 or z2 or one != 1.0) and max(abs(z0), abs(z1), abs(z2), abs(one - 1.0)) > tol:
-        raise ValueError(f"body {name!r}: transform's bottom row must be [0, 0, 0, 1], got "
-                         f"{[z0, z1, z2, one]} in {_show(shown)}")
+        raise InputError(f"body {name!r}: transform's bottom row must be [0, 0, 0, 1], got "
+                         f"{[z0, z1, z2, one]} in {_show(shown)}", name, [z0, z1, z2, one], "bottom_row",
+                         [0, 0, 0, 1])
     # Gram matrix R R^T of the rows minus the identity (rows orthonormal <=> R orthonormal)
     gram_err = max(abs(a0 * a0 + a1 * a1 + a2 * a2 - 1.0), abs(b0 * b0 + b1 * b1 + b2 * b2 - 1.0),
                    abs(c0 * c0 + c1 * c1 + c2 * c2 - 1.0), abs(a0 * b0 + a1 * b1 + a2 * b2),
                    abs(a0 * c0 + a1 * c1 + a2 * c2), abs(b0 * c0 + b1 * c1 + b2 * c2))
     if not gram_err <= tol:
-        raise ValueError(f"body {name!r}: transform's rotation is not orthonormal "
+        raise InputError(f"body {name!r}: transform's rotation is not orthonormal "
                          f"(max |R R^T - I| = {gram_err:.3g} > {tol:.3g}; scaled or sheared?): "
-                         f"{_show(shown)}")
+                         f"{_show(shown)}", name, gram_err, "not_orthonormal", tol)
     det = a0 * (b1 * c2 - b2 * c1) - a1 * (b0 * c2 - b2 * c0) + a2 * (b0 * c1 - b1 * c0)
     if det <= 0.0:
-        raise ValueError(f"body {name!r}: transform's rotation has determinant {det:.6g} "
-                         f"(a reflection, not a rotation): {_show(shown)}")
+        raise InputError(f"body {name!r}: transform's rotation has determinant {det:.6g} "
+                         f"(a reflection, not a rotation): {_show(shown)}", name, det, "reflection")
 
 
 def check_contacts_match_state(state: SimState, pairs: List[Tuple[str, str]], owner: str) -> None:
@@ -308,18 +324,24 @@ def rigid_transform(state: SimState, name: str) -> Tuple[torch.Tensor, torch.Ten
     ``tol`` = :func:`rigid_tolerance`.
 
     Raises:
-        ValueError: unknown body (lists the known ones) or a failed check (names the body, shows the
-            transform).
+        InputError: unknown body (``argument`` ``'name'``, ``reason`` ``'unknown_body'``, ``expected`` the
+            known ones) or a failed check: ``argument`` the body, ``value`` the offending part (type name,
+            shape, dtype, the transform, bottom row, ``max |R Rᵀ − I|``, determinant), ``reason`` ``'type'``,
+            ``'shape'``, ``'dtype'``, ``'not_finite'``, ``'bottom_row'``, ``'not_orthonormal'`` or
+            ``'reflection'``.
     """
     state._check_body(name)
     T = state.body_transforms[name]
     if not isinstance(T, torch.Tensor):
-        raise ValueError(f"body {name!r}: transform must be a (4, 4) torch.Tensor, got "
-                         f"{type(T).__name__} {T!r} (convert with torch.as_tensor)")
+        raise InputError(f"body {name!r}: transform must be a (4, 4) torch.Tensor, got "
+                         f"{type(T).__name__} {T!r} (convert with torch.as_tensor)",
+                         name, type(T).__name__, "type", "torch.Tensor")
     if T.shape != (4, 4):
-        raise ValueError(f"body {name!r}: transform must be a (4, 4) tensor, got shape {tuple(T.shape)}")
+        raise InputError(f"body {name!r}: transform must be a (4, 4) tensor, got shape {tuple(T.shape)}",
+                         name, tuple(T.shape), "shape", (4, 4))
     if not T.is_floating_point():
-        raise ValueError(f"body {name!r}: transform must be floating point, got {T.dtype}")
+        raise InputError(f"body {name!r}: transform must be floating point, got {T.dtype}",
+                         name, T.dtype, "dtype")
     vals = T.detach().reshape(-1).tolist()
     check_rigid_values(vals, name, T.dtype, T)
     return T[:3, :3], T[:3, 3]
@@ -333,8 +355,8 @@ def _float_tensor(value: Any, label: str, dtype: Optional[torch.dtype]) -> torch
     try:
         t = torch.as_tensor(value, dtype=dtype or torch.get_default_dtype())
     except (TypeError, ValueError, RuntimeError) as exc:
-        raise ValueError(f"ContactState.{label} must be (N, 3) numbers, got a {type(value).__name__}: "
-                         f"{exc}") from None
+        raise InputError(f"ContactState.{label} must be (N, 3) numbers, got a {type(value).__name__}: "
+                         f"{exc}", label, value, "not_numeric") from None
     return t.reshape(0, 3) if t.numel() == 0 else t
 
 
@@ -343,14 +365,16 @@ def as_contact_state(c: Any, dtype: Optional[torch.dtype] = None) -> ContactStat
     ``elems2`` optional) attributes; lists and arrays become tensors of ``dtype``.
 
     Raises:
-        ValueError: missing attributes or values :class:`ContactState` refuses (names the field).
+        InputError: missing attributes (``argument`` ``'c'``, ``value`` the type name, ``reason``
+            ``'type'``) or values :class:`ContactState` refuses (``argument`` the field).
     """
     if type(c) is ContactState:
         return c
     try:
         points, forces = c.points, c.forces
     except AttributeError:
-        raise ValueError(f"a contact state needs .points and .forces, got a {type(c).__name__}") from None
+        raise InputError(f"a contact state needs .points and .forces, got a {type(c).__name__}",
+                         "c", type(c).__name__, "type") from None
     # element lists and arrays (empty: absent) are ContactState's to convert
     return ContactState(_float_tensor(points, "points", dtype), _float_tensor(forces, "forces", dtype),
                         getattr(c, "elems1", None), getattr(c, "elems2", None))
@@ -361,7 +385,10 @@ def as_sim_state(state: Any) -> SimState:
     and ``contact_states_on_body`` (``body_states`` optional); a SimState of ContactStates is returned as is.
 
     Raises:
-        ValueError: no ``body_transforms``, the two methods disagreeing in length, or a refused contact state.
+        InputError: no ``body_transforms`` (``argument`` ``'state'``, ``value`` the type name, ``reason``
+            ``'type'``), the two methods disagreeing in length (``argument``
+            ``'contact_states_on_body'``, ``value`` its count, ``reason`` ``'count'``, ``expected`` the
+            count of ``bodies_in_contact``), or a refused contact state.
     """
     if type(state) is SimState:
         if all(type(c) is ContactState for c in state.contacts.values()):
@@ -372,7 +399,8 @@ def as_sim_state(state: Any) -> SimState:
     try:
         transforms = state.body_transforms
     except AttributeError:
-        raise ValueError(f"a simulation state needs .body_transforms, got a {type(state).__name__}") from None
+        raise InputError(f"a simulation state needs .body_transforms, got a {type(state).__name__}",
+                         "state", type(state).__name__, "type") from None
     bt = {n: T if isinstance(T, torch.Tensor) else torch.as_tensor(T, dtype=torch.get_default_dtype())
           for n, T in transforms.items()}
     dtype = next(iter(bt.values())).dtype if bt else None
@@ -381,8 +409,9 @@ def as_sim_state(state: Any) -> SimState:
         others = list(state.bodies_in_contact(name))
         states = list(state.contact_states_on_body(name))
         if len(others) != len(states):
-            raise ValueError(f"body {name!r}: bodies_in_contact gives {len(others)} bodies but "
-                             f"contact_states_on_body {len(states)} contact states")
+            raise InputError(f"body {name!r}: bodies_in_contact gives {len(others)} bodies but "
+                             f"contact_states_on_body {len(states)} contact states",
+                             "contact_states_on_body", len(states), "count", len(others))
         for other, c in zip(others, states):
             contacts[(name, other)] = as_contact_state(c, dtype)
     return SimState(bt, dict(getattr(state, "body_states", None) or {}), contacts)

@@ -10,6 +10,8 @@ from typing import Sequence, Tuple
 
 import numpy as np
 
+from .errors import InputError, SettingError
+
 __all__ = ["BrownConradyCamera"]
 
 
@@ -21,8 +23,9 @@ class BrownConradyCamera:
     integer u, v); ``coeffs`` ``(k1, k2, p1, p2, k3)`` (ROS ``plumb_bob`` order).
 
     Raises:
-        ValueError: a non-finite or non-positive focal length, a size < 1, or coefficients that are not 5
-            finite numbers (naming the value).
+        SettingError: ``setting`` ``'width'``/``'height'`` (< 1), ``'fx'``/``'fy'`` (``reason``
+            ``'not_positive'``), ``'cx'``/``'cy'`` (``'not_finite'``) or ``'coeffs'`` (not 5 finite numbers);
+            ``value`` as given.
     """
 
     width: int
@@ -35,18 +38,22 @@ class BrownConradyCamera:
 
     def __post_init__(self) -> None:
         if int(self.width) < 1 or int(self.height) < 1:
-            raise ValueError(f"camera size must be at least 1x1, got {self.width}x{self.height}")
+            small = "width" if int(self.width) < 1 else "height"
+            raise SettingError(f"camera size must be at least 1x1, got {self.width}x{self.height}", small,
+                               getattr(self, small), "not_positive", 1)
         for name in ("fx", "fy"):
             value = float(getattr(self, name))
             if not np.isfinite(value) or value <= 0.0:
-                raise ValueError(f"camera {name} must be a positive finite focal length in px, got {value}")
+                raise SettingError(f"camera {name} must be a positive finite focal length in px, got {value}",
+                                   name, getattr(self, name), "not_positive")
         for name in ("cx", "cy"):
             if not np.isfinite(float(getattr(self, name))):
-                raise ValueError(f"camera {name} must be finite, got {getattr(self, name)}")
+                raise SettingError(f"camera {name} must be finite, got {getattr(self, name)}", name,
+                                   getattr(self, name), "not_finite")
         coeffs = tuple(float(c) for c in self.coeffs)
         if len(coeffs) != 5 or not all(np.isfinite(coeffs)):
-            raise ValueError(f"distortion coefficients must be 5 finite numbers (k1, k2, p1, p2, k3), "
-                             f"got {self.coeffs!r}")
+            raise SettingError(f"distortion coefficients must be 5 finite numbers (k1, k2, p1, p2, k3), "
+                               f"got {self.coeffs!r}", "coeffs", self.coeffs, "invalid", 5)
         object.__setattr__(self, "coeffs", coeffs)
         object.__setattr__(self, "width", int(self.width))
         object.__setattr__(self, "height", int(self.height))
@@ -58,16 +65,17 @@ class BrownConradyCamera:
         coefficients, padded with 0; empty = no distortion).
 
         Raises:
-            ValueError: ``k`` is not 9 numbers, or ``d`` has more than 5 nonzero terms.
+            InputError: ``argument`` ``'k'`` (not 9 numbers, ``reason`` ``'size'``) or ``'d'`` (a nonzero
+                term beyond the fifth, ``'too_many'``); ``value`` as given (a list).
         """
         k = np.asarray(k, dtype=np.float64).ravel()
         if k.size != 9:
-            raise ValueError(f"CameraInfo.k must hold 9 numbers, got {k.size}")
+            raise InputError(f"CameraInfo.k must hold 9 numbers, got {k.size}", "k", k.tolist(), "size", 9)
         d = [float(x) for x in d]
         if len(d) > 5:
             if any(x != 0.0 for x in d[5:]):
-                raise ValueError(f"only 5 distortion coefficients (k1, k2, p1, p2, k3) are supported, "
-                                 f"got {d}")
+                raise InputError(f"only 5 distortion coefficients (k1, k2, p1, p2, k3) are supported, "
+                                 f"got {d}", "d", d, "too_many", 5)
             d = d[:5]
         d = d + [0.0] * (5 - len(d))
         return cls(width, height, float(k[0]), float(k[4]), float(k[2]), float(k[5]), tuple(d))
@@ -81,7 +89,9 @@ class BrownConradyCamera:
         ``(N,)`` px (N >= 9), ``slopes`` ``(N, 2)`` ``x/z, y/z``.
 
         Raises:
-            ValueError: fewer than 9 rays, mismatched shapes, non-finite slopes, or no positive focal length.
+            InputError: ``argument`` ``'slopes'``; ``reason`` ``'count'`` (fewer than 9 rays or mismatched
+                lengths; ``value`` ``(len(u), len(v), len(slopes))``), ``'not_finite'`` (``value`` the rows)
+                or ``'not_growing'`` (no positive focal length; ``value`` the pinhole slopes per px).
         """
         from scipy.optimize import least_squares
 
@@ -89,16 +99,17 @@ class BrownConradyCamera:
         v = np.asarray(v, dtype=np.float64).ravel()
         s = np.asarray(slopes, dtype=np.float64).reshape(-1, 2)
         if not (len(u) == len(v) == len(s)) or len(u) < 9:
-            raise ValueError(f"need as many pixels as rays, at least 9: got u {len(u)}, v {len(v)}, "
-                             f"slopes {len(s)}")
+            raise InputError(f"need as many pixels as rays, at least 9: got u {len(u)}, v {len(v)}, "
+                             f"slopes {len(s)}", "slopes", (len(u), len(v), len(s)), "count", 9)
         if not np.isfinite(s).all():
-            raise ValueError(f"{int((~np.isfinite(s)).any(axis=1).sum())} ray(s) are not finite")
+            rows = np.flatnonzero(~np.isfinite(s).all(axis=1)).tolist()
+            raise InputError(f"{len(rows)} ray(s) are not finite", "slopes", rows, "not_finite")
         # pinhole start: x/z = (u - cx)/fx, y/z = (v - cy)/fy, linear in (1/fx, cx/fx)
         (ax, bx), (ay, by) = (np.linalg.lstsq(np.c_[q, np.ones_like(q)], s[:, i], rcond=None)[0]
                               for i, q in enumerate((u, v)))
         if not (np.isfinite([ax, ay]).all() and ax > 0.0 and ay > 0.0):
-            raise ValueError(f"the rays do not grow with u and v (pinhole slopes {ax:.3g}, {ay:.3g} per px): "
-                             "no camera looks that way")
+            raise InputError(f"the rays do not grow with u and v (pinhole slopes {ax:.3g}, {ay:.3g} per px): "
+                             "no camera looks that way", "slopes", (float(ax), float(ay)), "not_growing")
         start = np.array([1.0 / ax, 1.0 / ay, -bx / ax, -by / ay, 0.0, 0.0, 0.0, 0.0, 0.0])
 
         def misfit(x: np.ndarray) -> np.ndarray:
@@ -135,11 +146,13 @@ class BrownConradyCamera:
     def points_from_depth(self, depth: np.ndarray) -> np.ndarray:
         """``(height, width, 3)`` float64 camera-frame points (m, NaN without reading) of a ``(height,
         width)``
-        depth image (m along z; 0 or NaN = no reading).  ValueError for another shape.
+        depth image (m along z; 0 or NaN = no reading).  InputError (``argument`` ``'depth'``, ``reason``
+        ``'shape'``, ``value`` the shape) for another shape.
         """
         depth = np.asarray(depth, dtype=np.float64)
         if depth.shape != (self.height, self.width):
-            raise ValueError(f"depth image must be {(self.height, self.width)}, got {depth.shape}")
+            raise InputError(f"depth image must be {(self.height, self.width)}, got {depth.shape}", "depth",
+                             depth.shape, "shape", (self.height, self.width))
         z = np.where(depth > 0.0, depth, np.nan)
         rays = self.ray_table()
         return np.stack([z * rays[..., 0], z * rays[..., 1], z], axis=-1)
@@ -149,15 +162,17 @@ class BrownConradyCamera:
         :meth:`deproject` inverted by Newton's method (at most ``iterations``); may lie outside the image.
 
         Raises:
-            ValueError: a point with z <= 0 or a non-finite coordinate (naming how many).
+            InputError: ``argument`` ``'points'``: ``reason`` ``'shape'``, or ``'not_in_front'`` (z <= 0 or a
+                non-finite coordinate; ``value`` how many).
         """
         p = np.asarray(points, dtype=np.float64)
         if p.shape[-1] != 3:
-            raise ValueError(f"points must have shape (..., 3), got {p.shape}")
+            raise InputError(f"points must have shape (..., 3), got {p.shape}", "points", p.shape, "shape",
+                             "(..., 3)")
         bad = ~np.isfinite(p).all(axis=-1) | (p[..., 2] <= 0.0)
         if bad.any():
-            raise ValueError(f"{int(bad.sum())} point(s) are not finite or not in front of the camera "
-                             "(z <= 0)")
+            raise InputError(f"{int(bad.sum())} point(s) are not finite or not in front of the camera "
+                             "(z <= 0)", "points", int(bad.sum()), "not_in_front")
         tx, ty = p[..., 0] / p[..., 2], p[..., 1] / p[..., 2]
         xn, yn = tx.copy(), ty.copy()
         k1, k2, p1, p2, k3 = self.coeffs

@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Mapping, Optional, Type, Union
 
 from .base_calibrator import BaseCalibrator
 from .base_sensor import BaseSensor
+from .errors import SettingError
 
 __all__ = ["SENSOR_TYPES", "CALIBRATOR_ALIASES", "CALIBRATOR_TYPES", "CalibrationConfig", "SensorConfig",
            "calibration_from_config", "register_sensor_type", "sensor_class", "sensor_from_config"]
@@ -61,7 +62,8 @@ def _config_dict(config: Any, kind: str) -> Dict[str, Any]:
     """A config as a plain dict: a mapping as is, or the fields of a config object.
 
     Raises:
-        ValueError: neither a mapping nor an object with fields.
+        SettingError: neither a mapping nor an object with fields (``setting`` ``kind``, ``reason``
+            ``'type'``).
     """
     if isinstance(config, Mapping):
         return dict(config)
@@ -69,7 +71,8 @@ def _config_dict(config: Any, kind: str) -> Dict[str, Any]:
         return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
     if hasattr(config, "__dict__") and not isinstance(config, type):
         return {k: v for k, v in vars(config).items() if not k.startswith("_")}
-    raise ValueError(f"{kind} config must be a mapping or a config object, got {type(config).__name__}")
+    raise SettingError(f"{kind} config must be a mapping or a config object, got {type(config).__name__}",
+                       kind, config, "type")
 
 
 def _seed_sensor_keys(cfg: Dict[str, Any]) -> Dict[str, Any]:
@@ -80,8 +83,9 @@ def _seed_sensor_keys(cfg: Dict[str, Any]) -> Dict[str, Any]:
     if "attachment_name" in cfg:
         seed_name = cfg.pop("attachment_name")
         if "attachment" in cfg and cfg["attachment"] != seed_name:
-            raise ValueError(f"sensor {cfg.get('name')!r}: config gives attachment {cfg['attachment']!r} "
-                             f"and attachment_name {seed_name!r}; give one")
+            raise SettingError(f"sensor {cfg.get('name')!r}: config gives attachment {cfg['attachment']!r} "
+                               f"and attachment_name {seed_name!r}; give one", "attachment_name", seed_name,
+                               "conflict", cfg["attachment"])
         cfg["attachment"] = seed_name
     if "link_names" in cfg and cfg["link_names"] is None:
         del cfg["link_names"]
@@ -90,7 +94,8 @@ def _seed_sensor_keys(cfg: Dict[str, Any]) -> Dict[str, Any]:
 
 def _resolve(table: Dict[str, Union[str, type]], kind: str, type_name: Any) -> type:
     if not isinstance(type_name, str) or type_name not in table:
-        raise ValueError(f"unknown {kind} type {type_name!r}; known types: {', '.join(sorted(table))}")
+        raise SettingError(f"unknown {kind} type {type_name!r}; known types: {', '.join(sorted(table))}",
+                           "type", type_name, "unknown_type", sorted(table))
     target = table[type_name]
     if isinstance(target, str):
         module, _, attr = target.partition(":")
@@ -121,16 +126,18 @@ def sensor_from_config(config: Union[Mapping[str, Any], Any]) -> BaseSensor:
     ``Class.from_config(name, config without name)``.
 
     Raises:
-        ValueError: not a mapping, missing ``name``, unknown ``type`` (named, with the known ones), or the
-            class's own key errors.
+        SettingError: not a mapping, missing ``name``, unknown ``type`` (``reason`` ``'unknown_type'``,
+            ``expected`` the known ones), conflicting ``attachment`` / ``attachment_name``
+            (``'conflict'``), or the class's own key errors.
     """
     config = _seed_sensor_keys(_config_dict(config, "sensor"))
     name = config.get("name")
     if not isinstance(name, str) or not name:
-        raise ValueError(f"sensor config needs a non-empty 'name', got {name!r}")
+        raise SettingError(f"sensor config needs a non-empty 'name', got {name!r}", "name", name, "missing")
     if "type" not in config:
-        raise ValueError(f"sensor {name!r}: config needs a 'type'; "
-                         f"known types: {', '.join(sorted(SENSOR_TYPES))}")
+        raise SettingError(f"sensor {name!r}: config needs a 'type'; "
+                           f"known types: {', '.join(sorted(SENSOR_TYPES))}", "type", None, "missing",
+                           sorted(SENSOR_TYPES))
     cls = sensor_class(config["type"])
     return cls.from_config(name, {k: v for k, v in config.items() if k != "name"})
 
@@ -140,7 +147,8 @@ def calibration_from_config(config: Union[Mapping[str, Any], Any]) -> BaseCalibr
     from a config object a digit string ``num_samples`` is read as an int, as the seed's default ``'10'``).
 
     Raises:
-        ValueError: unknown ``type`` (named, with the known ones) or bad keys.
+        SettingError: unknown ``type`` (``reason`` ``'unknown_type'``, ``expected`` the known names and
+            aliases) or bad keys.
     """
     from_object = not isinstance(config, Mapping)
     config = _config_dict(config, "calibrator")
@@ -151,6 +159,7 @@ def calibration_from_config(config: Union[Mapping[str, Any], Any]) -> BaseCalibr
         config["num_samples"] = int(config["num_samples"])
     if not isinstance(type_name, str) or type_name not in CALIBRATOR_TYPES:
         known = sorted(CALIBRATOR_TYPES) + sorted(CALIBRATOR_ALIASES)
-        raise ValueError(f"unknown calibrator type {type_name!r}; known types: {', '.join(known)}")
+        raise SettingError(f"unknown calibrator type {type_name!r}; known types: {', '.join(known)}",
+                           "type", type_name, "unknown_type", known)
     cls = _resolve(CALIBRATOR_TYPES, "calibrator", type_name)
     return cls.from_config(config)

@@ -16,6 +16,7 @@ from ._punyo_common import as_vector
 from .base_calibrator import BaseCalibrator
 from .base_sensor import BaseSensor
 from .base_sensor import SimState
+from .errors import InputError, SettingError
 
 __all__ = ["GainCalibrator", "GainFit"]
 
@@ -53,16 +54,19 @@ class GainCalibrator(BaseCalibrator):
 
     def __init__(self, min_samples: int = 10, min_excitation: float = 1e-9,
                  max_relative_error: float = 0.2, per_measurement: bool = False) -> None:
-        """Raises ValueError for ``min_samples < 2``, a negative/non-finite ``min_excitation`` or a
-        non-positive ``max_relative_error``."""
+        """Raises SettingError (``setting`` the argument, ``value`` as given, ``reason`` ``'invalid'``) for
+        ``min_samples < 2``, a negative/non-finite ``min_excitation`` or a non-positive
+        ``max_relative_error``."""
         if isinstance(min_samples, bool) or not isinstance(min_samples, (int, np.integer)) or min_samples < 2:
-            raise ValueError(f"GainCalibrator: min_samples must be an integer >= 2, got {min_samples!r}")
+            raise SettingError(f"GainCalibrator: min_samples must be an integer >= 2, got {min_samples!r}",
+                               "min_samples", min_samples, "invalid", 2)
         if not (isinstance(min_excitation, (int, float)) and math.isfinite(min_excitation)
                 and min_excitation >= 0):
-            raise ValueError(f"GainCalibrator: min_excitation must be finite and >= 0, "
-                             f"got {min_excitation!r}")
+            raise SettingError(f"GainCalibrator: min_excitation must be finite and >= 0, "
+                               f"got {min_excitation!r}", "min_excitation", min_excitation, "invalid")
         if not (isinstance(max_relative_error, (int, float)) and max_relative_error > 0):
-            raise ValueError(f"GainCalibrator: max_relative_error must be > 0, got {max_relative_error!r}")
+            raise SettingError(f"GainCalibrator: max_relative_error must be > 0, got {max_relative_error!r}",
+                               "max_relative_error", max_relative_error, "invalid")
         self.min_samples = int(min_samples)
         self.min_excitation = float(min_excitation)
         self.max_relative_error = float(max_relative_error)
@@ -96,9 +100,10 @@ class GainCalibrator(BaseCalibrator):
         observation, sensor units); return the contact samples used.
 
         Raises:
-            ValueError: incompatible sensor, length mismatch, a bad observation (named), too few contact
-                samples,
-                nothing excited, a non-positive gain or an ill-conditioned fit; the calibration is unchanged.
+            InputError: too few contact samples (``argument`` ``'states'``, ``value`` how many are in contact,
+                ``reason`` ``'too_few_contacts'``, ``expected`` ``min_samples``).
+            ValueError: incompatible sensor, length mismatch, a bad observation (named), nothing excited, a
+                non-positive gain or an ill-conditioned fit.  The calibration is unchanged.
         """
         if not self.compatible(sensor):
             raise ValueError(f"GainCalibrator: sensor {sensor.name!r} ({type(sensor).__name__}) does not "
@@ -111,8 +116,9 @@ class GainCalibrator(BaseCalibrator):
             raise ValueError(f"sensor {sensor.name!r} reports no measurements (attach it first)")
         contact = [i for i, st in enumerate(states) if sensor.in_contact(st)]
         if len(contact) < self.min_samples:
-            raise ValueError(f"GainCalibrator: sensor {sensor.name!r} has {len(contact)} contact samples "
-                             f"of {len(states)}; at least {self.min_samples} are needed")
+            raise InputError(f"GainCalibrator: sensor {sensor.name!r} has {len(contact)} contact samples "
+                             f"of {len(states)}; at least {self.min_samples} are needed", "states",
+                             len(contact), "too_few_contacts", self.min_samples)
         ys = []
         for i in contact:
             obs = observation_sequence[i]

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from .base_sensor import Pair
-from .errors import SettingError
+from .errors import InputError, SettingError
 from .base_sensor import SimState
 from .indicator_tare import IndicatorTareMixin, check_config_keys
 
@@ -109,18 +109,20 @@ class CsRawData:
 
 
 def _as_properties(properties: Any, owner: str) -> CsProperties:
-    """``properties`` (``CsProperties`` or a dict of its fields) validated; ValueError naming a bad key or
-    field.
+    """``properties`` (``CsProperties`` or a dict of its fields) validated; SettingError naming a bad key
+    (``reason`` ``'unknown_key'``, ``expected`` the fields), field, or type (``setting`` ``'properties'``,
+    ``reason`` ``'type'``).
     """
     if isinstance(properties, Mapping):
         unknown = sorted(str(k) for k in properties if k not in _PROPERTY_NAMES)
         if unknown:
-            raise ValueError(f"{owner}: unknown properties {', '.join(map(repr, unknown))}; "
-                             f"known: {', '.join(_PROPERTY_NAMES)}")
+            raise SettingError(f"{owner}: unknown properties {', '.join(map(repr, unknown))}; "
+                               f"known: {', '.join(_PROPERTY_NAMES)}", unknown[0], properties[unknown[0]],
+                               "unknown_key", _PROPERTY_NAMES)
         properties = CsProperties(**properties)
     if not isinstance(properties, CsProperties):
-        raise ValueError(f"{owner}: properties must be a CsProperties or a dict of its fields, got "
-                         f"{type(properties).__name__} {properties!r}")
+        raise SettingError(f"{owner}: properties must be a CsProperties or a dict of its fields, got "
+                           f"{type(properties).__name__} {properties!r}", "properties", properties, "type")
     return properties.validated()
 
 
@@ -372,8 +374,8 @@ class ContactSensorInterface:
         try:
             return self._sensors[handle]
         except (KeyError, TypeError):
-            raise ValueError(f"unknown contact sensor handle {handle!r}; "
-                             f"known: {sorted(self._sensors)}") from None
+            raise InputError(f"unknown contact sensor handle {handle!r}; known: {sorted(self._sensors)}",
+                             "handle", handle, "unknown_handle", sorted(self._sensors)) from None
 
     def add_sensor_on_body(self, body_name: str, properties: CsProperties,
                            name: Optional[str] = None) -> int:

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from .base_sensor import Pair
-from .errors import SettingError
+from .errors import InputError, SettingError
 from .base_sensor import SimState, rigid_transform
 from .indicator_tare import IndicatorTareMixin, check_config_keys
 
@@ -346,12 +346,14 @@ class ContactSensor(IndicatorTareMixin):
         """Attach to a link model: takes its ``getName()``.
 
         Raises:
-            ValueError: no callable ``getName``, or a name that is not a non-empty string; nothing changes.
+            InputError: no callable ``getName`` (``argument`` ``'model'``, ``value`` the model, ``reason``
+                ``'no_getName'``); SettingError: a name that is not a non-empty string.  Nothing changes.
         """
         get = getattr(model, "getName", None)
         if not callable(get):
-            raise ValueError(f"ContactSensor {self.name!r}: attach() needs a link model with getName() "
-                             f"(e.g. a Klampt RobotModelLink), got {type(model).__name__} {model!r}")
+            raise InputError(f"ContactSensor {self.name!r}: attach() needs a link model with getName() "
+                             f"(e.g. a Klampt RobotModelLink), got {type(model).__name__} {model!r}",
+                             "model", model, "no_getName")
         self.configure(link=get())
 
     # -- measurement contract -----------------------------------------------------

@@ -17,6 +17,7 @@ import scipy.sparse.linalg as spla
 from scipy.optimize import nnls
 
 from .camera_model import BrownConradyCamera
+from .errors import SettingError
 from .membrane_mesh import MembraneMesh
 
 __all__ = [
@@ -105,9 +106,11 @@ class MembraneModel:
         equilibrium_residual: max over free vertices of :math:`|r(x_0) - p_0 g_0|`, N.
 
     Raises:
-        ValueError: a negative or non-finite pressure (zero is allowed only with a prescribed
-            tension), no enclosed volume without a prescribed tension, an unknown ``prestress``,
-            or ``material`` on a membrane that is not stretched (areal stretch <= 1).
+        SettingError: an unknown ``prestress`` or a prescribed tension not positive (``setting``
+            ``'prestress'``), a negative or non-finite pressure (``'gauge_pressure'``; zero is allowed only
+            with a prescribed tension).
+        ValueError: no enclosed volume without a prescribed tension, or ``material`` on a membrane that is
+            not stretched (areal stretch <= 1).
     """
 
     def __init__(self, mesh: MembraneMesh, gauge_pressure: float, prestress: Union[str, float] = "uniform",
@@ -115,12 +118,15 @@ class MembraneModel:
         p0 = float(gauge_pressure)
         fixed_tension = not isinstance(prestress, str)
         if not fixed_tension and prestress not in ("uniform", "equilibrium"):
-            raise ValueError(f"prestress must be 'uniform', 'equilibrium' or a tension in N/m, "
-                             f"got {prestress!r}")
+            raise SettingError(f"prestress must be 'uniform', 'equilibrium' or a tension in N/m, "
+                               f"got {prestress!r}", "prestress", prestress, "invalid",
+                               ("uniform", "equilibrium"))
         if fixed_tension and not (np.isfinite(float(prestress)) and float(prestress) > 0):
-            raise ValueError(f"a prescribed pre-tension must be positive and finite (N/m), got {prestress}")
+            raise SettingError(f"a prescribed pre-tension must be positive and finite (N/m), got {prestress}",
+                               "prestress", prestress, "not_positive")
         if not np.isfinite(p0) or p0 < 0.0 or (p0 == 0.0 and not fixed_tension):
-            raise ValueError(f"gauge pressure must be a positive finite value in Pa, got {gauge_pressure}")
+            raise SettingError(f"gauge pressure must be a positive finite value in Pa, got {gauge_pressure}",
+                               "gauge_pressure", gauge_pressure, "not_positive")
         self.mesh = mesh
         self.gauge_pressure = p0
         x = mesh.points
@@ -326,9 +332,10 @@ class MembraneForceEstimator:
             (default 2: about 2 ms per frame for a 640 × 480 image, one core).
 
     Raises:
-        ValueError: a rotation that is not orthonormal, a bad window or flow_scale, a non-positive ambient
-            pressure, a free vertex behind the camera, or distortion coefficients that fold the image of the
-            membrane or leave its projection unconverged.
+        SettingError: ``setting`` ``'R_cam_mesh'`` (``reason`` ``'not_rotation'``, or ``'behind_camera'``
+            with ``value`` the free vertices behind it), ``'window'``, ``'flow_scale'``,
+            ``'ambient_pressure'``, or ``'camera'`` (distortion coefficients that fold the image of the
+            membrane or leave its projection unconverged; see :meth:`_check_lens`).
     """
 
     def __init__(self, mesh: MembraneMesh, camera: BrownConradyCamera, R_cam_mesh: np.ndarray,
@@ -338,13 +345,17 @@ class MembraneForceEstimator:
                  min_vertex_fraction: float = 0.8, flow_scale: int = 2) -> None:
         R = np.asarray(R_cam_mesh, dtype=np.float64)
         if R.shape != (3, 3) or not np.allclose(R @ R.T, np.eye(3), atol=1e-6) or np.linalg.det(R) < 0:
-            raise ValueError(f"R_cam_mesh must be a 3x3 rotation, got {R.tolist()}")
+            raise SettingError(f"R_cam_mesh must be a 3x3 rotation, got {R.tolist()}", "R_cam_mesh",
+                               R.tolist(), "not_rotation")
         if int(window) < 1 or int(window) % 2 == 0:
-            raise ValueError(f"window must be a positive odd number of pixels, got {window}")
+            raise SettingError(f"window must be a positive odd number of pixels, got {window}", "window",
+                               window, "not_odd")
         if int(flow_scale) not in (1, 2, 4):
-            raise ValueError(f"flow_scale must be 1, 2 or 4, got {flow_scale}")
+            raise SettingError(f"flow_scale must be 1, 2 or 4, got {flow_scale}", "flow_scale", flow_scale,
+                               "invalid", (1, 2, 4))
         if not (np.isfinite(ambient_pressure) and ambient_pressure > 0):
-            raise ValueError(f"ambient pressure must be a positive value in Pa, got {ambient_pressure}")
+            raise SettingError(f"ambient pressure must be a positive value in Pa, got {ambient_pressure}",
+                               "ambient_pressure", ambient_pressure, "not_positive")
         self.mesh = mesh
         self.camera = camera
         self.R = R
@@ -367,7 +378,8 @@ class MembraneForceEstimator:
         free = mesh.interior
         p_cam = mesh.points[free] @ R.T + self.t
         if (p_cam[:, 2] <= 0).any():
-            raise ValueError("some free membrane vertices are behind the camera (z <= 0); check R_cam_mesh")
+            raise SettingError("some free membrane vertices are behind the camera (z <= 0); check R_cam_mesh",
+                               "R_cam_mesh", free[p_cam[:, 2] <= 0].tolist(), "behind_camera")
         uv = camera.project(p_cam)
         self._check_lens(camera, uv, p_cam)
         h = self.window // 2
@@ -393,7 +405,9 @@ class MembraneForceEstimator:
         -1e6`` folds at ``r = 1/sqrt(3e6)``), and Newton's projection must have converged at every vertex.
 
         Raises:
-            ValueError: naming the coefficients, where the map folds or how many vertices fail.
+            SettingError: ``setting`` ``'camera'``, ``value`` the coefficients, ``reason`` ``'folds'``
+                (``expected`` ``{'fold_radius', 'seen_radius'}``: where the map folds, how far out the
+                membrane is seen) or ``'not_converged'`` (``expected`` ``{'vertices', 'of'}``).
         """
         off = np.abs(camera.deproject(uv[:, 0], uv[:, 1]) - p_cam[:, :2] / p_cam[:, 2:3]).max(axis=1)
         k1, k2, _, _, k3 = camera.coeffs
@@ -403,14 +417,17 @@ class MembraneForceEstimator:
         roots = np.roots([7.0 * k3, 5.0 * k2, 3.0 * k1, 1.0]) if any((k1, k2, k3)) else np.zeros(0)
         u = [float(z.real) for z in roots if abs(z.imag) < 1e-12 and 0.0 < z.real <= r_max ** 2]
         if u:
-            raise ValueError(f"the camera's distortion {camera.coeffs} folds back at a normalised radius "
-                             f"of {np.sqrt(min(u)):.3g} (the membrane is seen out to {r_max:.3g}): pixels "
-                             "beyond show a mirror image; check the distortion coefficients")
+            raise SettingError(f"the camera's distortion {camera.coeffs} folds back at a normalised radius "
+                               f"of {np.sqrt(min(u)):.3g} (the membrane is seen out to {r_max:.3g}): pixels "
+                               "beyond show a mirror image; check the distortion coefficients", "camera",
+                               camera.coeffs, "folds", {"fold_radius": float(np.sqrt(min(u))),
+                                                        "seen_radius": r_max})
         bad = int((~(off <= 1e-9)).sum())
         if bad:
-            raise ValueError(f"the camera's distortion {camera.coeffs}: the projection of {bad} of "
-                             f"{len(off)} free membrane vertices does not converge; check the distortion "
-                             "coefficients")
+            raise SettingError(f"the camera's distortion {camera.coeffs}: the projection of {bad} of "
+                               f"{len(off)} free membrane vertices does not converge; check the distortion "
+                               "coefficients", "camera", camera.coeffs, "not_converged",
+                               {"vertices": bad, "of": len(off)})
 
     # ------------------------------------------------------------------ input checks
     def _depth_of(self, frame: np.ndarray) -> np.ndarray:

@@ -9,6 +9,8 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
+from .errors import InputError
+
 __all__ = ["MembraneMesh", "read_membrane_mesh"]
 
 
@@ -18,8 +20,10 @@ class MembraneMesh:
     ``boundary`` ``(B,)`` int64 sorted clamped vertices (their forces are support reactions).
 
     Raises:
-        ValueError: wrong shapes, non-finite points, an index out of range, a boundary empty or covering every
-            vertex, a free vertex in no triangle, or a degenerate triangle.
+        InputError: ``argument`` ``'points'``, ``'triangles'`` or ``'boundary'``; ``reason`` ``'shape'``,
+            ``'not_finite'`` (``value`` the rows), ``'out_of_range'`` (``value`` the (min, max) index),
+            ``'count'`` (a boundary empty or covering every vertex), ``'degenerate'`` (``value`` the
+            triangles) or ``'in_no_triangle'`` (``value`` the free vertices, at most 10).
     """
 
     points: np.ndarray
@@ -31,29 +35,35 @@ class MembraneMesh:
         tri = np.array(self.triangles, dtype=np.int64)
         bnd = np.unique(np.asarray(self.boundary, dtype=np.int64).ravel())
         if pts.ndim != 2 or pts.shape[1] != 3 or len(pts) < 3:
-            raise ValueError(f"membrane points must be (V, 3) with V >= 3, got {pts.shape}")
+            raise InputError(f"membrane points must be (V, 3) with V >= 3, got {pts.shape}",
+                             "points", pts.shape, "shape", "(V, 3), V >= 3")
         if not np.isfinite(pts).all():
-            raise ValueError("membrane points must be finite")
+            rows = np.flatnonzero(~np.isfinite(pts).all(axis=1))[:10].tolist()
+            raise InputError(f"membrane points must be finite (rows {rows})", "points", rows, "not_finite")
         if tri.ndim != 2 or tri.shape[1] != 3 or len(tri) == 0:
-            raise ValueError(f"membrane triangles must be (T, 3) with T >= 1, got {tri.shape}")
+            raise InputError(f"membrane triangles must be (T, 3) with T >= 1, got {tri.shape}",
+                             "triangles", tri.shape, "shape", "(T, 3), T >= 1")
         if tri.min() < 0 or tri.max() >= len(pts):
-            raise ValueError(f"triangle index out of range 0..{len(pts) - 1}: {tri.min()}..{tri.max()}")
+            raise InputError(f"triangle index out of range 0..{len(pts) - 1}: {tri.min()}..{tri.max()}",
+                             "triangles", (int(tri.min()), int(tri.max())), "out_of_range", (0, len(pts) - 1))
         if bnd.size == 0 or bnd.size >= len(pts):
-            raise ValueError(f"boundary must name some but not all of the {len(pts)} vertices, "
-                             f"got {bnd.size}")
+            raise InputError(f"boundary must name some but not all of the {len(pts)} vertices, "
+                             f"got {bnd.size}", "boundary", bnd.size, "count", len(pts))
         if bnd.min() < 0 or bnd.max() >= len(pts):
-            raise ValueError(f"boundary index out of range 0..{len(pts) - 1}: {bnd.min()}..{bnd.max()}")
+            raise InputError(f"boundary index out of range 0..{len(pts) - 1}: {bnd.min()}..{bnd.max()}",
+                             "boundary", (int(bnd.min()), int(bnd.max())), "out_of_range", (0, len(pts) - 1))
         edge1, edge2 = pts[tri[:, 1]] - pts[tri[:, 0]], pts[tri[:, 2]] - pts[tri[:, 0]]
         area2 = np.linalg.norm(np.cross(edge1, edge2), axis=1)
         if (area2 <= 1e-18).any():
             bad = np.flatnonzero(area2 <= 1e-18)[:10].tolist()
-            raise ValueError(f"degenerate (zero-area) triangle(s): {bad}")
+            raise InputError(f"degenerate (zero-area) triangle(s): {bad}", "triangles", bad, "degenerate")
         loose = np.ones(len(pts), dtype=bool)
         loose[tri.ravel()] = False
         loose[bnd] = False
         if loose.any():   # a free vertex in no triangle has no stiffness: the membrane cannot be solved
             idx = np.flatnonzero(loose)
-            raise ValueError(f"{idx.size} free vertex(es) belong to no triangle: {idx[:10].tolist()}")
+            raise InputError(f"{idx.size} free vertex(es) belong to no triangle: {idx[:10].tolist()}",
+                             "points", idx[:10].tolist(), "in_no_triangle")
         for name, arr in (("points", pts), ("triangles", tri), ("boundary", bnd)):
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)
@@ -67,7 +77,7 @@ class MembraneMesh:
 
 
 def _meshio_read(path: Path) -> Any:
-    """``meshio.read``, with its failure a ValueError: for a file it cannot parse meshio prints why and calls
+    """``meshio.read``, with its failure an InputError: for a file it cannot parse meshio prints why and calls
     ``sys.exit(1)``, which would end the caller's process."""
     import meshio  # deferred: only this reader needs it
 
@@ -77,7 +87,8 @@ def _meshio_read(path: Path) -> Any:
             return meshio.read(str(path))
     except SystemExit:
         words = " ".join(said.getvalue().replace("Error:", "").split())
-        raise ValueError(f"meshio cannot read {path}: {words or 'unknown format'}") from None
+        raise InputError(f"meshio cannot read {path}: {words or 'unknown format'}", "path", path,
+                         "unreadable") from None
 
 
 def read_membrane_mesh(path: Union[str, Path], boundary: Optional[Sequence[int]] = None) -> MembraneMesh:
@@ -96,8 +107,9 @@ def read_membrane_mesh(path: Union[str, Path], boundary: Optional[Sequence[int]]
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: a file meshio cannot parse (its own words), no triangles, no boundary information, or an
-            invalid mesh.
+        InputError: ``argument`` ``'path'``, ``value`` the path, ``reason`` ``'unreadable'`` (a file meshio
+            cannot parse; its own words in the message), ``'no_triangles'`` or ``'no_boundary'``; or an
+            invalid mesh (see :class:`MembraneMesh`).
         meshio.ReadError: an extension meshio does not know; a format reader's own exception passes through
             too.
     """
@@ -109,7 +121,8 @@ def read_membrane_mesh(path: Union[str, Path], boundary: Optional[Sequence[int]]
     for block in mesh.cells:
         cells.setdefault(block.type, []).append(np.asarray(block.data))
     if "triangle" not in cells:
-        raise ValueError(f"{path} has no triangle cells (cell types: {sorted(cells)})")
+        raise InputError(f"{path} has no triangle cells (cell types: {sorted(cells)})", "path", path,
+                         "no_triangles", sorted(cells))
     triangles = np.concatenate(cells["triangle"])
     if boundary is None:
         if "vertex" in cells:
@@ -117,8 +130,8 @@ def read_membrane_mesh(path: Union[str, Path], boundary: Optional[Sequence[int]]
         elif "line" in cells:
             boundary = np.unique(np.concatenate(cells["line"]).ravel())
         else:
-            raise ValueError(f"{path} marks no boundary (no vertex or line cells); pass boundary= "
+            raise InputError(f"{path} marks no boundary (no vertex or line cells); pass boundary= "
                              "(Python API), or give a mesh file that holds the clamped ring as vertex "
                              "cells, one per clamped vertex, as the Punyo reference mesh "
-                             "equalized.vtk does")
+                             "equalized.vtk does", "path", path, "no_boundary")
     return MembraneMesh(np.asarray(mesh.points, dtype=np.float64), triangles, np.asarray(boundary))

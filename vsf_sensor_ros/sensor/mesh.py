@@ -13,6 +13,8 @@ from typing import Any, Optional, Sequence, Tuple
 import numpy as np
 from scipy.spatial import cKDTree
 
+from .errors import InputError
+
 __all__ = [
     "ClosestTriangleQuery", "ClosestTriangleResult", "projected_area", "triangle_mesh_of",
     "validate_mesh",
@@ -32,28 +34,33 @@ def validate_mesh(vertices: Any, triangles: Any, label: str = "mesh") -> Tuple[n
         label: name used in error messages.
 
     Raises:
-        ValueError: wrong shapes, non-finite vertices, non-integer or out-of-range indices, or no triangles;
-            the message names the value.
+        InputError: ``argument`` ``'vertices'`` or ``'triangles'``, ``reason`` ``'shape'`` (``value`` the
+            shape), ``'not_finite'`` (the vertex), ``'empty'``, ``'dtype'`` or ``'index'`` (``value`` the
+            index, ``expected`` the valid range); the message names the value.
     """
     V = np.array(vertices, dtype=np.float64, copy=True)
     if V.ndim != 2 or V.shape[1] != 3:
-        raise ValueError(f"{label}: vertices must have shape (V, 3), got {V.shape}")
+        raise InputError(f"{label}: vertices must have shape (V, 3), got {V.shape}",
+                         "vertices", V.shape, "shape", "(V, 3)")
     if not np.all(np.isfinite(V)):
         row = int(np.nonzero(~np.isfinite(V).all(axis=1))[0][0])
-        raise ValueError(f"{label}: vertex {row} is non-finite: {V[row].tolist()}")
+        raise InputError(f"{label}: vertex {row} is non-finite: {V[row].tolist()}",
+                         "vertices", V[row].tolist(), "not_finite")
     F_in = np.asarray(triangles)
     if F_in.ndim != 2 or F_in.shape[1] != 3:
-        raise ValueError(f"{label}: triangles must have shape (T, 3), got {F_in.shape}")
+        raise InputError(f"{label}: triangles must have shape (T, 3), got {F_in.shape}",
+                         "triangles", F_in.shape, "shape", "(T, 3)")
     if F_in.shape[0] == 0:
-        raise ValueError(f"{label}: mesh has no triangles")
+        raise InputError(f"{label}: mesh has no triangles", "triangles", F_in.shape, "empty")
     if not np.issubdtype(F_in.dtype, np.integer):
-        raise ValueError(f"{label}: triangles must be an integer array, got dtype {F_in.dtype}")
+        raise InputError(f"{label}: triangles must be an integer array, got dtype {F_in.dtype}",
+                         "triangles", F_in.dtype, "dtype")
     F = np.array(F_in, dtype=np.int64, copy=True)
     bad = (F < 0) | (F >= len(V))
     if bad.any():
         t, j = (int(x[0]) for x in np.nonzero(bad))
-        raise ValueError(f"{label}: triangle {t} has vertex index {int(F[t, j])} outside "
-                         f"0..{len(V) - 1}")
+        raise InputError(f"{label}: triangle {t} has vertex index {int(F[t, j])} outside "
+                         f"0..{len(V) - 1}", "triangles", int(F[t, j]), "index", (0, len(V) - 1))
     return np.ascontiguousarray(V), np.ascontiguousarray(F)
 
 
@@ -73,8 +80,9 @@ def triangle_mesh_of(model: Any) -> Tuple[np.ndarray, np.ndarray]:
         ``(T, 3)`` vertex indices; fresh arrays owned by the caller.
 
     Raises:
-        ValueError: the model holds no non-empty triangle mesh (the message names the model and its geometry
-            type), or the mesh arrays are malformed (see :func:`validate_mesh`).
+        InputError: the model holds no non-empty triangle mesh (``argument`` ``'model'``, ``value`` its name,
+            ``reason`` ``'no_mesh'``; or the type name, ``'type'``), or the mesh arrays are malformed (see
+            :func:`validate_mesh`).
     """
     if isinstance(model, (tuple, list)) and len(model) == 2:
         return validate_mesh(model[0], model[1], "mesh tuple")
@@ -86,8 +94,9 @@ def triangle_mesh_of(model: Any) -> Tuple[np.ndarray, np.ndarray]:
         gtype = geom.type() if hasattr(geom, "type") else type(geom).__name__
         empty = geom.empty() if hasattr(geom, "empty") else False
         if empty or gtype != "TriangleMesh":
-            raise ValueError(f"body {name!r} has no triangle mesh (geometry type "
-                             f"{gtype or 'empty'!r}); a mesh-based sensor needs one")
+            raise InputError(f"body {name!r} has no triangle mesh (geometry type "
+                             f"{gtype or 'empty'!r}); a mesh-based sensor needs one",
+                             "model", name, "no_mesh")
         mesh = geom.getTriangleMesh()
         if hasattr(mesh, "getVertices"):
             V, F = mesh.getVertices(), mesh.getIndices()
@@ -95,10 +104,11 @@ def triangle_mesh_of(model: Any) -> Tuple[np.ndarray, np.ndarray]:
             V, F = mesh.vertices, mesh.indices
         V, F = np.asarray(V, dtype=np.float64), np.asarray(F)
         if V.size == 0 or F.size == 0:
-            raise ValueError(f"body {name!r} has an empty triangle mesh")
+            raise InputError(f"body {name!r} has an empty triangle mesh", "model", name, "no_mesh")
         return validate_mesh(V.reshape(-1, 3), F.reshape(-1, 3), f"body {name!r}")
-    raise ValueError(f"cannot read a triangle mesh from an object of type {type(model).__name__}; "
-                     "pass a Klampt link/rigid object, a trimesh.Trimesh or a (V, F) tuple")
+    raise InputError(f"cannot read a triangle mesh from an object of type {type(model).__name__}; "
+                     "pass a Klampt link/rigid object, a trimesh.Trimesh or a (V, F) tuple",
+                     "model", type(model).__name__, "type")
 
 
 @dataclass
@@ -378,15 +388,18 @@ class ClosestTriangleQuery:
             :class:`ClosestTriangleResult`; a tie (e.g. on a shared edge) goes to either triangle, same point.
 
         Raises:
-            ValueError: not ``(M, 3)``, NaN/inf, or a point farther than ``max_query_distance`` (1e6 x the
-                bounding-box diagonal, at least 1e6 m) from ``centre``; names the point.
+            InputError: ``argument`` ``'points'``; ``reason`` ``'shape'`` (not ``(M, 3)``), ``'not_finite'``
+                (NaN/inf), or ``'too_far'``: farther than ``max_query_distance`` (1e6 x the bounding-box
+                diagonal, at least 1e6 m, the ``expected``) from ``centre``; ``value`` the shape or point.
         """
         P = np.asarray(points, dtype=np.float64)
         if P.ndim != 2 or P.shape[1] != 3:
-            raise ValueError(f"query points must have shape (M, 3), got {P.shape}")
+            raise InputError(f"query points must have shape (M, 3), got {P.shape}",
+                             "points", P.shape, "shape", "(M, 3)")
         if not np.all(np.isfinite(P)):
             row = int(np.nonzero(~np.isfinite(P).all(axis=1))[0][0])
-            raise ValueError(f"query point {row} is non-finite: {P[row].tolist()}")
+            raise InputError(f"query point {row} is non-finite: {P[row].tolist()}",
+                             "points", P[row].tolist(), "not_finite")
         kn = self._kernels
         M = len(P)
         if not (P.flags.c_contiguous and P.flags.writeable):   # one compiled specialisation only
@@ -414,7 +427,7 @@ class ClosestTriangleQuery:
         """Points off the grid: ``(tri, region, params (5, M))`` by brute force or the KD path.
 
         Raises:
-            ValueError: a point farther than ``max_query_distance`` from ``centre`` (checked here, off the
+            InputError: a point farther than ``max_query_distance`` from ``centre`` (checked here, off the
                 hot path).
         """
         d = P - self.centre
@@ -422,10 +435,11 @@ class ClosestTriangleQuery:
         far = np.flatnonzero(~(dist <= self.max_query_distance))
         if len(far):
             i = int(far[0])
-            raise ValueError(f"query point {P[i].tolist()} (mesh frame) is {float(dist[i]):.6g} m from the "
+            raise InputError(f"query point {P[i].tolist()} (mesh frame) is {float(dist[i]):.6g} m from the "
                              f"mesh centre, "
                              f"beyond the supported {self.max_query_distance:.6g} m "
-                             "(1e6 x the mesh's bounding-box diagonal, at least 1e6 m)")
+                             "(1e6 x the mesh's bounding-box diagonal, at least 1e6 m)",
+                             "points", P[i].tolist(), "too_far", self.max_query_distance)
         if self.num_triangles <= self.brute_force_max:
             return self._query_brute(P)
         return self._query_kd(P)

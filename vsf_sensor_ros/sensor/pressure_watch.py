@@ -12,6 +12,8 @@ from typing import Deque, Optional, Tuple
 
 import numpy as np
 
+from .errors import InputError, SettingError
+
 __all__ = ["OK", "WARN", "PressureStatus", "PressureWatch"]
 
 OK, WARN = 0, 1     # diagnostic_msgs/DiagnosticStatus levels
@@ -38,7 +40,8 @@ class PressureWatch:
     ``min_gauge_pa`` (Pa or None: no check).
 
     Raises:
-        ValueError: a parameter out of range (names it).
+        SettingError: a parameter out of range (``setting`` names it, ``reason`` ``'out_of_range'``;
+            ``min_span_s`` over ``window_s``: ``'exceeds_window'``, ``expected`` ``window_s``).
     """
 
     def __init__(self, leak_rate: float = 50.0, window_s: float = 30.0, min_span_s: float = 20.0,
@@ -46,12 +49,13 @@ class PressureWatch:
         checks = {"leak_rate": leak_rate, "window_s": window_s, "min_span_s": min_span_s}
         for name, v in checks.items():
             if not (math.isfinite(float(v)) and float(v) > 0):
-                raise ValueError(f"{name} must be finite and > 0, got {v!r}")
+                raise SettingError(f"{name} must be finite and > 0, got {v!r}", name, v, "out_of_range")
         if min_span_s > window_s:
-            raise ValueError(f"min_span_s={min_span_s!r} must not exceed window_s={window_s!r}")
+            raise SettingError(f"min_span_s={min_span_s!r} must not exceed window_s={window_s!r}",
+                               "min_span_s", min_span_s, "exceeds_window", window_s)
         for name, v in (("ambient_pa", ambient_pa), ("min_gauge_pa", min_gauge_pa)):
             if v is not None and not math.isfinite(float(v)):
-                raise ValueError(f"{name} must be finite, got {v!r}")
+                raise SettingError(f"{name} must be finite, got {v!r}", name, v, "out_of_range")
         self.leak_rate = float(leak_rate)
         self.window_ns = int(window_s * 1e9)
         self.min_span_ns = int(min_span_s * 1e9)
@@ -66,14 +70,19 @@ class PressureWatch:
         is not used for the trend); the status after it.
 
         Raises:
-            ValueError: a stamp not after the previous one or a non-finite value; nothing changed.
+            InputError: a stamp not after the previous one (``argument`` ``'stamp_ns'``, ``reason``
+                ``'not_after'``, ``expected`` the previous stamp) or a non-finite value (``'predicted'`` or
+                ``'measured'``, ``'not_finite'``); nothing changed.
         """
         stamp = int(stamp_ns)
         if self._last_stamp is not None and stamp <= self._last_stamp:
-            raise ValueError(f"stamp_ns {stamp} is not after the previous {self._last_stamp}")
+            raise InputError(f"stamp_ns {stamp} is not after the previous {self._last_stamp}",
+                             "stamp_ns", stamp, "not_after", self._last_stamp)
         p, m = float(predicted), float(measured)
         if not (math.isfinite(p) and math.isfinite(m)):
-            raise ValueError(f"non-finite pressure at stamp_ns {stamp}: predicted {p}, measured {m}")
+            raise InputError(f"non-finite pressure at stamp_ns {stamp}: predicted {p}, measured {m}",
+                             "measured" if math.isfinite(p) else "predicted", m if math.isfinite(p) else p,
+                             "not_finite")
         self._last_stamp = stamp
         if not sim_in_contact:
             self._window.append((stamp, m - p))

@@ -9,6 +9,7 @@ import torch
 from ._punyo_common import (
     check_config_keys, check_model_name, numpy_pose, pairs_and_states, parse_tare)
 from .base_sensor import BaseSensor, Pair, SimState, SparseJacobian, rigid_transform
+from .errors import InputError
 from .mesh import REGION_AB, REGION_AC, REGION_BC, REGION_FACE, ClosestTriangleQuery, triangle_mesh_of
 
 __all__ = ["PunyoDenseForceSensor", "barycentric_weights"]
@@ -135,11 +136,14 @@ class PunyoDenseForceSensor(BaseSensor):
         return self.query
 
     def _check_elems(self, e: np.ndarray, pair: Pair) -> None:
+        """InputError (``argument`` ``'elems1'``, ``value`` the index, ``reason`` ``'index'``, ``expected``
+        the vertex range) for an element that is no vertex of the mesh and not -1."""
         bad = (e < -1) | (e >= self.num_vertices)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"sensor {self.name!r}: contacts {pair} row {row} has elems1 = {int(e[row])}, "
-                             f"not a vertex index 0..{self.num_vertices - 1} or -1 (barycentric)")
+            raise InputError(f"sensor {self.name!r}: contacts {pair} row {row} has elems1 = {int(e[row])}, "
+                             f"not a vertex index 0..{self.num_vertices - 1} or -1 (barycentric)",
+                             "elems1", int(e[row]), "index", (-1, self.num_vertices - 1))
 
     def _map(self, state: SimState) -> _Map:
         """Where each contact on the body lands on the mesh (every output path starts here).
