@@ -15,7 +15,7 @@ from .kinds import codec_of_type
 from .main import EXECUTOR_KINDS
 from .messages.readings import MEASURED_TYPES
 
-from .input_health import (ERROR, OK, WARN, SensorInputs, StreamClock, missing_input_hint, sensor_health,
+from ..rig.input_health import (ERROR, OK, WARN, SensorInputs, StreamClock, missing_input_hint, sensor_health,
                            silent_streams)
 from .parameter_check import UnknownKey, unknown_keys, unmatched_params_files
 from .parameter_table import BODY_KEYS, NODE_SPECS, SENSOR_SETTINGS, ConfigError, sensor_specs
@@ -217,9 +217,9 @@ class NodeHealth:
         """Complete a report of :func:`~.diagnostics.build_diagnostics` in place; the array.
 
         Keys and levels: docs/interface.md, diagnostics.  ``now``, ``timeout``: monotonic time
-        and ``input_timeout`` (s); ``sensors``: name -> :class:`~.input_health.SensorInputs`;
+        and ``input_timeout`` (s); ``sensors``: name -> :class:`SensorInputs`;
         ``explain(stream)``: asked once per report for each silent stream
-        (:func:`~.input_health.silent_streams`), what explains the silence
+        (:func:`silent_streams`), what explains the silence
         (:class:`~.topic_types.WrongTypeWatch`) or ``""``, appended to its sentences (an optional
         stream with a cause is a problem: its sensor WARNs).
         """
