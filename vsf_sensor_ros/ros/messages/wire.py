@@ -488,6 +488,7 @@ class ContactsDecodeError(CloudDecodeError):
 
 
 def check_body_names(body_names: Sequence[str]) -> List[str]:
+    """``body_names`` as a list; ValueError naming ``contact_body_names``' duplicates."""
     names = list(body_names)
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
