@@ -384,4 +384,5 @@ class ColourPairing:
         return out
 
 
-__all__ = ["PERIOD_WINDOW", "UNPAIRED_RUN", "ColourPairing", "Pair", "PeriodEstimate", "StampPairer", "nearest_within"]
+__all__ = ["PERIOD_WINDOW", "UNPAIRED_RUN", "ColourPairing", "Pair", "PeriodEstimate", "StampPairer",
+           "nearest_within"]

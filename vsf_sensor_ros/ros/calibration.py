@@ -15,7 +15,8 @@ from rclpy.clock import Clock
 from std_srvs.srv import Trigger
 
 from ..rig import calibration_file as file_store
-from ..rig.calibration import MIN_SAMPLES, apply_entry, calibrate_gain, calibration_entry, select_samples, tare
+from ..rig.calibration import (MIN_SAMPLES, apply_entry, calibrate_gain, calibration_entry, select_samples,
+                               tare)
 from ..rig.calibration_file import SaveRefused
 from ..rig.pairing import Pair
 from ..rig.rig import Rig

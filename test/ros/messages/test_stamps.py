@@ -2,7 +2,8 @@
 import pytest
 from builtin_interfaces.msg import Time
 
-from vsf_sensor_ros.ros.messages.stamps import copy_stamp, ns_to_stamp, seconds_to_stamp, stamp_to_ns, to_stamp
+from vsf_sensor_ros.ros.messages.stamps import (copy_stamp, ns_to_stamp, seconds_to_stamp, stamp_to_ns,
+                                                to_stamp)
 
 
 def test_nanoseconds_round_trip_including_before_the_epoch():
