@@ -22,7 +22,7 @@ from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
 from vsf_sensor_ros.embedded_world import embedded_world
-from vsf_sensor_ros.ros.calibration_file import HEADER
+from vsf_sensor_ros.rig.calibration import HEADER
 from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.sensor import ContactState, SimState
 

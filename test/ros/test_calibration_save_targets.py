@@ -23,8 +23,11 @@ import pytest
 import yaml
 from std_srvs.srv import Trigger
 
-from vsf_sensor_ros.ros import calibration_file as cal_store
-from vsf_sensor_ros.ros.calibration_file import HEADER, CalibrationStore, SaveRefused, write_target
+from vsf_sensor_ros.rig import calibration_file as cal_store
+from vsf_sensor_ros.rig.calibration import HEADER
+from vsf_sensor_ros.rig.calibration_file import CalibrationStore, SaveRefused, write_target
+from vsf_sensor_ros.ros import calibration as ros_calibration
+from vsf_sensor_ros.ros.parameter_table import ConfigError
 
 from .sensor_node_scene import start_node, tare_pressure
 
@@ -46,6 +49,18 @@ def _sensors(path: Path) -> dict:
 
 def _names(d: Path) -> list:
     return sorted(p.name for p in d.iterdir())
+
+
+def test_the_node_store_names_the_parameter_and_path_of_an_unreadable_file(tmp_path):
+    f = tmp_path / "cal.yaml"
+    f.write_text("sensors: [1]\n")
+    with pytest.raises(ConfigError) as err:
+        ros_calibration.CalibrationStore(f).load()
+    assert (err.value.parameter, err.value.value) == ("calibration_file", str(f))
+    assert "'sensors' must be a mapping" in err.value.detail
+    with pytest.raises(ConfigError, match="is a directory"):
+        ros_calibration.CalibrationStore(tmp_path).load()
+    assert ros_calibration.CalibrationStore(tmp_path / "missing.yaml").load() == {}
 
 
 # ------------------------------------------------------------------ symbolic links
@@ -223,7 +238,7 @@ def _can_bind_mount() -> str:
 SAVE_IN_NAMESPACE = """
 import sys, yaml
 from pathlib import Path
-from vsf_sensor_ros.ros.calibration_file import CalibrationStore
+from vsf_sensor_ros.rig.calibration_file import CalibrationStore
 print(CalibrationStore(Path(sys.argv[1])).save(yaml.safe_load(sys.argv[2])))
 """
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from std_srvs.srv import Trigger
 
-from vsf_sensor_ros.ros.calibration_file import HEADER
+from vsf_sensor_ros.rig.calibration import HEADER
 
 from .node_helpers import NodeProcess, Probe
 from .sensor_node_scene import empty_cloud, stamp, start_node, tare_pressure, wait_stamp

@@ -79,7 +79,7 @@ def test_transform_message_of_rx90_is_the_hand_derived_quaternion():
 
 def test_command_line_states_the_transform_for_static_transform_publisher():
     table = frame_table("world", LINKS, "world", [], [("pad_frame", "tool", _T(RX90[:3, :3], (0, 0, 0.03)))])
-    (line,) = table.instructions()
+    (line,) = [t.command() for t in table.static]
     m = re.fullmatch(r"ros2 run tf2_ros static_transform_publisher --frame-id tool "
                      r"--child-frame-id pad_frame --x (\S+) --y (\S+) --z (\S+) "
                      r"--qx (\S+) --qy (\S+) --qz (\S+) --qw (\S+)", line)

@@ -9,7 +9,7 @@ import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 
 from vsf_sensor_ros.ros.health import NodeHealth, startup_problems
-from vsf_sensor_ros.ros.input_health import SensorInputs, pressure_unit_problem
+from vsf_sensor_ros.rig.input_health import SensorInputs, pressure_unit_problem
 
 
 def _values(st):

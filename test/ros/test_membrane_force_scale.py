@@ -26,7 +26,7 @@ from sensor_msgs.msg import Image, PointCloud2
 from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.demo.processes import ManagedProcess, child_env, module_command
-from vsf_sensor_ros.ros.calibration_file import foreign_reason
+from vsf_sensor_ros.rig.calibration_file import foreign_reason
 from vsf_sensor_ros.ros.parameter_table import ConfigError
 
 from ..sensor.membrane_scenes import render_depth

@@ -13,7 +13,7 @@ import yaml
 from sensor_msgs.msg import PointCloud2
 from std_srvs.srv import Trigger
 
-from vsf_sensor_ros.ros.calibration_file import HEADER
+from vsf_sensor_ros.rig.calibration import HEADER
 from vsf_sensor_ros.ros.messages.readings import read_cloud_fields
 
 from .sensor_node_scene import (N_TARE, diag, empty_cloud, first_send, for_stamp, measured_forces,

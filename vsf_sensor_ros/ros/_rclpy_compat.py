@@ -11,9 +11,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 try:
-    # rcl's error type is only exported from the private pybind module (all three
-    # distributions).  ``rclpy.init`` raises it for a parameter file rcl cannot parse,
-    # which ``main()`` turns into one "configuration error" line instead of a traceback.
+    # rcl's error (a parameter file rcl cannot parse) lives only in the private pybind module
     from rclpy._rclpy_pybind11 import RCLError
 except ImportError:  # pragma: no cover - a future rclpy that moves it
     RCLError = RuntimeError  # type: ignore[misc,assignment]
@@ -25,24 +23,10 @@ try:
 except ImportError:  # pragma: no cover - a future rclpy that moves it
     UnknownROSArgsError = RCLError  # type: ignore[misc,assignment]
 
-try:
-    # Subscription callbacks may take a second argument, a MessageInfo (send time, sequence
-    # numbers), from Iron on; Humble's callbacks take the message only.  (demo/recorder.py holds
-    # its own copy of this guard today.)
-    from rclpy.subscription import MessageInfo  # noqa: F401
-    HAS_MESSAGE_INFO = True
-except ImportError:  # Humble
-    HAS_MESSAGE_INFO = False
-
 
 def parameter_override(node: Node, name: str) -> Optional[Parameter]:
-    """The value given for ``name`` in a parameter file / ``-p`` / ``parameter_overrides``, or None.
-
-    rclpy keeps these in the private ``Node._parameter_overrides`` (Humble to
-    Kilted); there is no public getter before the parameter is declared, and
-    the node must read them to coerce ``100`` to ``100.0`` for a double
-    before declaring, and to name an unknown key's value in a start-up error.
-    """
+    """The value given for ``name`` in a parameter file / ``-p`` / ``parameter_overrides``, or None
+    (the private ``Node._parameter_overrides``: no public getter before declaring)."""
     return node._parameter_overrides.get(name)
 
 
@@ -53,28 +37,17 @@ def parameter_override_names(node: Node) -> List[str]:
 
 
 def replace_parameter_override(node: Node, name: str, value: Any) -> None:
-    """Replace the override of ``name`` (private ``_parameter_overrides``, see above).
-
-    Used only for the int -> double leniency: rclpy would otherwise refuse
-    ``measured_scale: 100`` for a double parameter at declaration time.
-    """
+    """Replace the override of ``name`` (the int -> double leniency: rclpy would refuse
+    ``measured_scale: 100`` for a double at declaration)."""
     node._parameter_overrides[name] = Parameter(name, value=value)
 
 
 def add_parameter_callbacks(node: Node, pre_set: Callable[[List[Parameter]], List[Parameter]],
                             on_set: Callable[[List[Parameter]], Any],
                             post_set: Callable[[List[Parameter]], None]) -> bool:
-    """Register the three parameter callbacks where the distribution has them.
-
-    ``add_pre_set_parameters_callback`` and ``add_post_set_parameters_callback``
-    arrived in Iron (so Jazzy and Kilted have them, Humble does not).  On
-    Humble ``pre_set`` is skipped (``ros2 param set`` then needs ``100.0``, not
-    ``100``, for a double) and the caller applies the change at the end of
-    ``on_set`` itself.
-
-    Returns:
-        True when ``post_set`` was registered (the caller must not apply in ``on_set``).
-    """
+    """Register the three parameter callbacks where the distribution has them (pre- and post-set:
+    Iron and newer; on Humble the caller applies at the end of ``on_set``).  True when ``post_set``
+    was registered (the caller must not apply in ``on_set``)."""
     if hasattr(node, "add_pre_set_parameters_callback"):      # Iron and newer
         node.add_pre_set_parameters_callback(pre_set)
     node.add_on_set_parameters_callback(on_set)
@@ -84,6 +57,5 @@ def add_parameter_callbacks(node: Node, pre_set: Callable[[List[Parameter]], Lis
     return False
 
 
-__all__ = ["HAS_MESSAGE_INFO", "RCLError", "UnknownROSArgsError", "add_parameter_callbacks",
-           "parameter_override",
+__all__ = ["RCLError", "UnknownROSArgsError", "add_parameter_callbacks", "parameter_override",
            "parameter_override_names", "replace_parameter_override"]

@@ -14,16 +14,39 @@ import numpy as np
 from rclpy.clock import Clock
 from std_srvs.srv import Trigger
 
-from ..rig.calibration import MIN_SAMPLES, calibrate_gain, calibration_entry, select_samples, tare
+from ..rig import calibration_file as file_store
+from ..rig.calibration import (MIN_SAMPLES, apply_entry, calibrate_gain, calibration_entry, select_samples,
+                               tare)
+from ..rig.calibration_file import SaveRefused
 from ..rig.pairing import Pair
 from ..rig.rig import Rig
 from ..rig.sensors import Prediction
-from . import calibration_file as cal_store
-from .input_health import pressure_unit_problem
+from ..rig.input_health import pressure_unit_problem
 from .messages import readings as enc
 from .messages.stamps import stamp_to_ns
+from .parameter_table import ConfigError
 from .parameters import LiveSettings
 from .sensor_handle import SensorHandle
+
+
+class CalibrationStore(file_store.CalibrationStore):
+    """:class:`vsf_sensor_ros.rig.calibration_file.CalibrationStore` of a node: a file it cannot
+    read is a :class:`ConfigError` naming ``calibration_file`` and the path."""
+
+    def load(self) -> Dict[str, Dict[str, Any]]:
+        try:
+            return super().load()
+        except ValueError as exc:
+            raise ConfigError("calibration_file", str(self.path), str(exc)) from None
+
+
+def apply_file_entry(h: SensorHandle, entry: Dict[str, Any], file_param: str) -> Optional[str]:
+    """:func:`vsf_sensor_ros.rig.calibration.apply_entry`, its model refusal a :class:`ConfigError`
+    naming ``calibration_file`` (``file_param``: the parameter as given) and the sensor."""
+    try:
+        return apply_entry(h, entry)
+    except ValueError as exc:
+        raise ConfigError("calibration_file", file_param, str(exc)) from None
 
 
 class Measurements:
@@ -39,7 +62,7 @@ class Measurements:
             ``use_sim_time``).
     """
 
-    def __init__(self, rig: Rig, calibration: cal_store.CalibrationStore,
+    def __init__(self, rig: Rig, calibration: CalibrationStore,
                  live: Callable[[], LiveSettings], reject: Callable[..., None], logger: Any,
                  clock: Clock) -> None:
         self._rig = rig
@@ -221,11 +244,11 @@ class Measurements:
         try:
             response.message = self._calibration.save(entries)
             response.success = True
-        except cal_store.SaveRefused as exc:
+        except SaveRefused as exc:
             response.success, response.message = False, str(exc)
             if self._calibration.path is not None and entries:
                 self._log.warning(f"save_calibration: {exc}")
         return response
 
 
-__all__ = ["Measurements"]
+__all__ = ["CalibrationStore", "Measurements", "SaveRefused", "apply_file_entry"]

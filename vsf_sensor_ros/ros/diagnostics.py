@@ -1,9 +1,5 @@
-"""Counters and ``/diagnostics`` reports of the sensor node.
-
-:class:`InputStats` (inputs) and :class:`SensorStats` (one per sensor) count what happened;
-:func:`build_diagnostics` turns them into one ``<node>: inputs`` status and one ``<node>: <s>``
-status per sensor, ``<node>`` the fully qualified name so that two namespaced nodes never share a
-status.  Keys are stable (tests and dashboards read them): docs/interface.md, "Diagnostics".
+"""Counters and ``/diagnostics`` reports of the sensor node: one ``<node>: inputs`` status and
+one ``<node>: <s>`` per sensor (``<node>``: the fully qualified name); keys: docs/interface.md.
 """
 from __future__ import annotations
 
@@ -81,15 +77,13 @@ def _kv(key: str, value) -> KeyValue:
 
 
 def _unknown_bodies(inputs: InputStats) -> List[KeyValue]:
-    """``contacts.unknown_bodies`` (``name=messages, ...``) when gz contacts named bodies outside the
-    body table; nothing otherwise (the contacts cloud never does)."""
+    """``contacts.unknown_bodies`` (``name=messages, ...``) when gz contacts named any."""
     seen = inputs.unknown_contact_bodies
     return [_kv("contacts.unknown_bodies", ", ".join(f"{n}={c}" for n, c in seen.items()))] if seen else []
 
 
 def _contact_free(inputs: InputStats) -> List[KeyValue]:
-    """``contact_free.steps`` and ``contact_free.late_contacts`` when the node steps without
-    contacts messages (:mod:`.contact_free`); nothing otherwise."""
+    """``contact_free.steps`` and ``.late_contacts`` when the node steps without contacts messages."""
     if inputs.contact_free is None:
         return []
     steps, late = inputs.contact_free
@@ -99,24 +93,12 @@ def _contact_free(inputs: InputStats) -> List[KeyValue]:
 def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
                       sensors: Dict[str, tuple], period_s: float,
                       node_name: Optional[str] = None) -> DiagnosticArray:
-    """Assemble the report, clear the per-window sensor fields and keep the contacts' zero-stamp
-    total reported (``inputs.zero_stamps_reported``).
+    """The report (docs/interface.md, diagnostics: keys and levels) of ``inputs`` and ``sensors``
+    (name -> ``(type_name, attachment, SensorStats)``), stamped ``stamp`` (node clock); clears the
+    per-window sensor fields and keeps the contacts' zero-stamp total reported.
 
-    Args:
-        stamp: ``builtin_interfaces/Time`` for the header (node clock).
-        hardware_id: reported in every status (the node's fully qualified name).
-        inputs: node-wide counters.
-        sensors: name -> ``(type_name, attachment, SensorStats)``.
-        period_s: wall time since the previous report (s), for ``rate_hz``.
-        node_name: the prefix of every status name, ``<node_name>: inputs``
-            (the node's fully qualified name, e.g. ``/left/sensor_node``);
-            None = ``hardware_id``.
-
-    Levels: WARN when messages were rejected (inputs: since start; sensor:
-    measured messages since start, stamp 0 included), when contacts stamped 0 came since
-    the previous report, when JointState names matched no URDF joint or
-    sensor-moving joints were never received (inputs), or when the measured and
-    contacts stamps are too far apart to pair (sensor ``pairing``); OK otherwise.
+    ``hardware_id``: in every status; ``node_name``: the prefix of every status name (the node's
+    fully qualified name; None = ``hardware_id``); ``period_s``: time since the previous report (s).
     """
     statuses: List[DiagnosticStatus] = []
     values = [

@@ -16,9 +16,8 @@ from ..transforms import xyz_quat_from_transform
 from .messages.stamps import copy_stamp
 
 try:
-    # The TF message type: part of a ROS install (geometry2); no ROS 2 wheel has it, so on the pip
-    # path make venv builds it from interfaces/tf2_msgs.  Without it (no compiler) the node cannot
-    # publish TF and only names the frames a user must provide (see FramePublisher).
+    # no ROS 2 wheel has it: on the pip path make venv builds it (needs a compiler); without it
+    # the node only names the frames a user must provide (FramePublisher)
     from tf2_msgs.msg import TFMessage
 except ImportError:
     TFMessage = None  # type: ignore[assignment,misc]
@@ -64,11 +63,8 @@ class FrameTransform:
         return (self.parent, self.child) == (other.parent, other.child) and np.array_equal(self.T, other.T)
 
     def command(self, prefix: str = "") -> str:
-        """A ``static_transform_publisher`` command line announcing this transform (Humble and newer).
-
-        Args:
-            prefix: ``frame_prefix``, prepended to both frame names.
-        """
+        """A ``static_transform_publisher`` command line announcing this transform, ``prefix``
+        (``frame_prefix``) on both frame names."""
         xyz, q = xyz_quat_from_transform(self.T)
         keys = ("x", "y", "z", "qx", "qy", "qz", "qw")
         # + 0.0 writes -0.0 as 0
@@ -103,15 +99,6 @@ class FrameTable:
         """The static transforms equal ``other``'s (order kept)."""
         return other is not None and len(self.static) == len(other.static) and all(
             a.same_as(b) for a, b in zip(self.static, other.static))
-
-    def instructions(self, prefix: str = "") -> List[str]:
-        """Lines telling a user how to provide every announced frame without the node's TF.
-
-        Args:
-            prefix: ``frame_prefix``, prepended to every frame name.
-        """
-        return [t.command(prefix) for t in self.static] + [
-            free_instruction(prefix + b, prefix + p) for b, p in self.free.items()]
 
 
 def free_instruction(body: str, parent: str) -> str:
@@ -162,14 +149,8 @@ def _matrix(T: Any, label: str) -> np.ndarray:
 
 
 def world_frame_table(world: Any, world_frame: str, sensors: Iterable[Any]) -> FrameTable:
-    """:func:`frame_table` of a ``World`` and the layouts of the configured sensors.
-
-    Args:
-        world: the node's ``World`` (links, attached bodies and their mounts).
-        world_frame: the ``world_frame`` parameter.
-        sensors: :class:`~vsf_sensor_ros.ros.messages.readings.SensorLayout` of each sensor;
-            those with a ``sensor_frame`` add it.
-    """
+    """:func:`frame_table` of the node's ``World``, ``world_frame`` and the sensors'
+    :class:`~.messages.readings.SensorLayout` s (those with a ``sensor_frame`` add it)."""
     bodies = [(b, world.body_parent(b), world.body_mount(b)) for b in world.attached_body_names]
     frames = [(lay.sensor_frame, lay.frame_id, lay.body_T_sensor) for lay in sensors if lay.sensor_frame]
     return frame_table(world_frame, world.urdf_link_names, world.urdf_root_link, bodies, frames)
@@ -214,12 +195,8 @@ class FramePublisher:
             self._dynamic_pub = node.create_publisher(TFMessage, "/tf", dynamic)
 
     def refresh(self, layouts: Iterable[Any]) -> FrameTable:
-        """Recompute the table for the current sensors; announce what changed.
-
-        Publishing: the whole static set on ``/tf_static`` when it changed.
-        Otherwise: log (info) the command lines of the frames not told before,
-        saying why the node does not publish them.
-        """
+        """Recompute the table for the current sensors; publish the static set on ``/tf_static``
+        when it changed, or else log the command lines of the frames not told before."""
         table = world_frame_table(self._world, self._world_frame, layouts)
         changed = not table.same_static(self.table)
         self.table = table
@@ -248,12 +225,8 @@ class FramePublisher:
         return table
 
     def on_step(self, stamp: Any, body_transforms: Dict[str, Any]) -> None:
-        """``/tf`` for every free body with the step's stamp and the pose the step used.
-
-        Args:
-            stamp: the contacts message's stamp.
-            body_transforms: the step's body -> world ``(4, 4)`` transforms (tensors or arrays).
-        """
+        """``/tf`` for every free body, stamped ``stamp`` (the contacts'), of the step's body ->
+        world ``(4, 4)`` ``body_transforms`` (tensors or arrays)."""
         if not self.enabled or self.table is None or not self.table.free:
             return
         msgs = []

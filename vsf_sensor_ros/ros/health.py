@@ -15,8 +15,8 @@ from .kinds import codec_of_type
 from .main import EXECUTOR_KINDS
 from .messages.readings import MEASURED_TYPES
 
-from .input_health import (ERROR, OK, WARN, SensorInputs, StreamClock, missing_input_hint, sensor_health,
-                           silent_streams)
+from ..rig.input_health import (ERROR, OK, WARN, SensorInputs, StreamClock, missing_input_hint,
+                                sensor_health, silent_streams)
 from .parameter_check import UnknownKey, unknown_keys, unmatched_params_files
 from .parameter_table import BODY_KEYS, NODE_SPECS, SENSOR_SETTINGS, ConfigError, sensor_specs
 from .sensor_handle import qos_reliability
@@ -31,12 +31,8 @@ POSE_STAMPED = "geometry_msgs/msg/PoseStamped"
 
 
 def known_keys(sensors: Mapping[str, str], bodies: Iterable[str]) -> Dict[str, Any]:
-    """The key sets :func:`~.parameter_check.unknown_keys` checks against.
-
-    Args:
-        sensors: configured sensor name -> its type.
-        bodies: configured extra body names.
-    """
+    """The key sets :func:`~.parameter_check.unknown_keys` checks against (``sensors``: name ->
+    type; ``bodies``: extra body names)."""
     return {"node_keys": {s.key for s in NODE_SPECS},
             "sensors": {n: {s.key for s in sensor_specs(t)} for n, t in sensors.items()},
             "bodies": {b: set(BODY_KEYS) for b in bodies}}
@@ -45,13 +41,9 @@ def known_keys(sensors: Mapping[str, str], bodies: Iterable[str]) -> Dict[str, A
 def startup_problems(names: Iterable[str], sensors: Mapping[str, str], bodies: Iterable[str],
                      command_line: Sequence[str], fully_qualified_name: str
                      ) -> "tuple[List[UnknownKey], List[str]]":
-    """Unknown parameter keys and the other start-up configuration problems.
-
-    ``names``: every parameter name given; ``command_line``: the process arguments (their
-    ``--params-file`` s).  ``(unknown keys, sentences)``: each unknown key with the closest known
-    one, each parameter file without an entry for ``fully_qualified_name`` (the names it has),
-    an empty sensor list.
-    """
+    """``(unknown keys, sentences)`` of the parameter ``names`` given: unknown keys with the closest
+    known one, ``--params-file`` s of ``command_line`` without an entry for ``fully_qualified_name``,
+    an empty sensor list."""
     unknown = unknown_keys(list(names), **known_keys(sensors, bodies))
     lines = [u.message() for u in unknown]
     for path, keys in unmatched_params_files(command_line, fully_qualified_name):
@@ -67,13 +59,9 @@ def startup_problems(names: Iterable[str], sensors: Mapping[str, str], bodies: I
 
 # -- start-up configuration checks of the sensor node ----------------------------------------
 def node_value_problems(p: Dict[str, Any]) -> List[ConfigError]:
-    """The node-wide values rclpy accepts but the node cannot use (``p``: the declared values).
-
-    Each a :class:`ConfigError` naming the value: an empty ``world_frame`` (every contacts cloud
-    and pose carries a frame: an empty one would reject them all), a ``frame_prefix`` with
-    white space, a QoS reliability other than ``reliable`` / ``best_effort``, an unknown
-    ``executor``.
-    """
+    """A :class:`ConfigError` per node-wide value rclpy accepts but the node cannot use (``p``: the
+    declared values): an empty ``world_frame``, a ``frame_prefix`` with white space, another QoS
+    reliability, an unknown ``executor``."""
     out: List[ConfigError] = []
     if not p["world_frame"].strip():
         out.append(ConfigError("world_frame", p["world_frame"], "must name the frame of contacts and "
@@ -171,13 +159,9 @@ def own_topics(node: Node, contacts_type: str, pose_topics: Mapping[str, str],
 
 
 class NodeHealth:
-    """What ``/diagnostics`` reports beyond the counters (docs/interface.md, diagnostics).
-
-    Attributes:
-        config_problems: start-up configuration problems (sentences).
-        failing: the reason while the latest contacts message's predictions failed, else None.
-        last_prediction: sensor name -> monotonic time (s) of its latest published prediction.
-    """
+    """What ``/diagnostics`` reports beyond the counters: ``config_problems`` (sentences),
+    ``failing`` (the reason while the latest predictions failed), ``last_prediction`` (sensor ->
+    monotonic s)."""
 
     def __init__(self, node_name: str, started: float) -> None:
         self.node_name = node_name
@@ -214,15 +198,9 @@ class NodeHealth:
     def apply(self, array: DiagnosticArray, now: float, timeout: float,
               sensors: Mapping[str, SensorInputs],
               explain: Optional[Callable[[StreamClock], str]] = None) -> DiagnosticArray:
-        """Complete a report of :func:`~.diagnostics.build_diagnostics` in place; the array.
-
-        Keys and levels: docs/interface.md, diagnostics.  ``now``, ``timeout``: monotonic time
-        and ``input_timeout`` (s); ``sensors``: name -> :class:`~.input_health.SensorInputs`;
-        ``explain(stream)``: asked once per report for each silent stream
-        (:func:`~.input_health.silent_streams`), what explains the silence
-        (:class:`~.topic_types.WrongTypeWatch`) or ``""``, appended to its sentences (an optional
-        stream with a cause is a problem: its sensor WARNs).
-        """
+        """Complete a :func:`~.diagnostics.build_diagnostics` report in place (docs/interface.md);
+        ``now``, ``timeout``: monotonic s and ``input_timeout``; ``explain(stream)``: what explains a
+        silent stream's silence (:class:`~.topic_types.WrongTypeWatch`) or ``""``."""
         problems = self.config_problems
         silent = silent_streams((s for inp in sensors.values() for s in inp.streams), now, self.started,
                                 timeout)
@@ -258,9 +236,8 @@ class NodeHealth:
     @staticmethod
     def _inputs_status(st: DiagnosticStatus, config: List[str], topics: List[str],
                        missing: List[str]) -> None:
-        """Add the configuration and missing-input keys to the inputs status; WARN while either
-        has entries, the message leading with them (``2 configuration problems; inputs missing
-        or stopped: /contacts, /joint_states; <its own message>``)."""
+        """Add the configuration and missing-input keys to the inputs status; WARN, the message
+        leading with them, while either has entries."""
         st.values.append(KeyValue(key="configuration", value=str(len(config))))
         st.values.append(KeyValue(key="configuration.problems", value="; ".join(config) or "none"))
         st.values.append(KeyValue(key="inputs.missing", value=", ".join(topics) or "none"))
@@ -276,12 +253,8 @@ class NodeHealth:
 
     def frequency_statuses(self, now: float, timeout: float, needed: Optional[Set[str]] = None,
                            causes: Optional[Mapping[str, str]] = None) -> List[DiagnosticStatus]:
-        """One status per input topic, ``diagnostic_updater`` FrequencyStatus keys; opens a new window.
-
-        ``needed``: the topics some sensor needs (None: every non-optional stream, and an optional
-        one once arrived): WARN when none arrived in the window; ``causes``: topic -> what explains
-        its silence.
-        """
+        """One status per input topic (``diagnostic_updater`` FrequencyStatus keys), WARN for a
+        ``needed`` one (None: non-optional or arrived once) silent in the window; opens a new window."""
         causes = causes or {}
         out = []
         for topic, clock in self.streams.items():

@@ -23,7 +23,7 @@ from vsf_sensor_ros.sensor.scale_calibration import ENTRY_KEY, ScaleRecord, reco
 
 from ..transforms import transform_from_xyz_quat
 from ._rclpy_compat import parameter_override_names
-from .calibration_file import CalibrationStore
+from .calibration import CalibrationStore
 from .messages.camera import PRESSURE_TYPES
 from .parameter_check import closest_key, unknown_keys, unmatched_params_files
 from .parameter_table import ConfigError, Spec, check_topic_name, raise_all

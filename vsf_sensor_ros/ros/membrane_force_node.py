@@ -27,9 +27,9 @@ from vsf_sensor_ros.sensor.membrane_force_estimator import (
 from vsf_sensor_ros.sensor.membrane_frame import total_wrench
 from vsf_sensor_ros.sensor.scale_calibration import ENTRY_KEY, ForceScale, ScaleFitRefused
 
-from .calibration_file import SaveRefused
-from .colour_pairing import ColourPairing
-from .input_health import pressure_unit_problem
+from ..rig.calibration_file import SaveRefused
+from ..rig.pairing import ColourPairing
+from ..rig.input_health import pressure_unit_problem
 from .kinds.punyo_pressure import PressureCodec
 from .main import run_node, user_args
 # SPECS and usage are also this module's public names (tests, --help)

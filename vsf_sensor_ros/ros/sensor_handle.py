@@ -26,11 +26,7 @@ from .parameters import SensorParameters
 
 
 def qos_reliability(parameter: str, value: str):
-    """Map ``best_effort`` / ``reliable`` to rclpy's policy.
-
-    Raises:
-        ConfigError: any other value.
-    """
+    """rclpy's policy of ``best_effort`` / ``reliable``; ConfigError naming ``parameter`` otherwise."""
     from rclpy.qos import ReliabilityPolicy
     v = value.strip().lower().replace("-", "_")
     if v == "best_effort":
@@ -49,11 +45,8 @@ class EndpointQoS:
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> "EndpointQoS":
-        """The keep-last, volatile profiles of ``qos.inputs.*`` and ``qos.outputs.*`` (parameter values).
-
-        Raises:
-            ConfigError: for a reliability that is neither ``reliable`` nor ``best_effort``.
-        """
+        """The keep-last, volatile profiles of ``qos.inputs.*`` and ``qos.outputs.*`` (parameter
+        values); ConfigError: see :func:`qos_reliability`."""
         def side(s: str) -> QoSProfile:
             key = f"qos.{s}.reliability"
             return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=int(values[f"qos.{s}.depth"]),
@@ -120,22 +113,16 @@ class SensorEndpoints:
         return True
 
     def publish_measured_si(self, layout: enc.SensorLayout, measured: np.ndarray, stamp_ns: int) -> bool:
-        """Publish ``<s>/measured_si`` when someone subscribes; True if sent.
-
-        ``measured``: ``(#meas,)`` float64 in SI, as the residual uses it; ``stamp_ns``: that of
-        the prediction it was paired with (the two overlay in a plot)."""
+        """Publish ``<s>/measured_si`` (``(#meas,)`` float64, SI, stamped as its paired prediction)
+        when someone subscribes; True if sent."""
         if not enc.wanted(self.measured_si):
             return False
         self.measured_si.publish(enc.encode_vector(layout, measured, stamp_ns))
         return True
 
     def jacobian_due(self, decimation: int) -> bool:
-        """Whether this contacts message's Jacobian is computed and published; advances the count.
-
-        With ``<s>.jacobian_decimation`` k: the first message after start
-        (or after the Jacobian was switched on), then every k-th.  False
-        while ``<s>/jacobian`` is off.
-        """
+        """This contacts message's Jacobian is published (the first after it is switched on, then
+        every ``decimation``-th; never while ``<s>/jacobian`` is off); advances the count."""
         if self.jacobian is None:
             return False
         due = self._since_jacobian % max(int(decimation), 1) == 0

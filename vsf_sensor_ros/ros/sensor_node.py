@@ -28,7 +28,7 @@ from ..rig.sensors import SensorResult, StepRejected
 from ..sensor import SimState
 from ..sensor.base_sensor import BaseSensor
 from ..urdf import MOVABLE_JOINT_TYPES
-from . import calibration_file as cal_store
+from . import calibration as cal_store
 from . import main as node_main
 from .messages import readings as enc
 from .messages import wire
@@ -38,7 +38,7 @@ from .messages.wire import ContactsDecodeError, pointcloud2_to_contacts
 from .diagnostics import InputStats, build_diagnostics
 from .health import (JOINT_STATE, POSE_STAMPED, NodeHealth, configuration_warnings, known_keys,
                      misspelt_keys, node_value_problems, own_topics, type_name)
-from .input_health import SensorInputs, StreamClock
+from ..rig.input_health import SensorInputs, StreamClock
 from .parameter_check import unknown_keys
 from .topic_types import WrongTypeWatch
 from .frames import FramePublisher

@@ -19,18 +19,9 @@ def type_name(cls: type) -> str:
 
 
 def foreign_publishers(node: Node, topic: str, expected: str) -> List[Tuple[str, str]]:
-    """Publishers on ``topic`` whose message type is not ``expected``.
-
-    Args:
-        node: any node of the graph (its name and namespace resolve a relative ``topic``).
-        topic: the topic as the node subscribes it (relative, ``~`` or absolute).
-        expected: the type the node subscribes, as :func:`type_name` spells it.
-
-    Returns:
-        Sorted ``(publisher node's fully qualified name, message type)`` pairs; empty when every
-        publisher on the topic (or none) has the expected type.  The name is ``""`` while the
-        graph has not learnt it yet (discovery sends a publisher's type before its node's name).
-    """
+    """Sorted ``(publisher node's fully qualified name, message type)`` of the publishers on
+    ``topic`` (as ``node`` subscribes it) whose type is not ``expected`` (:func:`type_name`'s
+    spelling); the name is ``""`` while discovery has not told it yet."""
     full = node.resolve_topic_name(topic)
     out = set()
     for info in node.get_publishers_info_by_topic(full):
@@ -62,17 +53,9 @@ MAX_REMEMBERED = 256
 
 
 class WrongTypeWatch:
-    """Callable ``(stream) -> str``: the wrong-type sentence for a silent input, or ``""``.
-
-    Args:
-        node: the node whose graph view is asked (it subscribes the streams).
-        logger: where each distinct problem is logged once at WARN (an rclpy logger).
-
-    Discovery may tell the graph a publisher's type before its node's name
-    (:func:`foreign_publishers` gives ``""`` for the name then): the log waits
-    one report for the name, then logs what it has.  The returned sentence is always the
-    current one.
-    """
+    """Callable ``(stream) -> str``: the wrong-type sentence for a silent input, or ``""``; each
+    distinct problem logged once at WARN on ``logger`` (waiting one report for a publisher's node
+    name discovery has not told yet).  ``node``: whose graph view is asked."""
 
     def __init__(self, node: Node, logger: Any) -> None:
         self._node = node
@@ -81,9 +64,7 @@ class WrongTypeWatch:
         self._waited: Dict[Tuple[str, str, Tuple[str, ...]], None] = {}
 
     def __call__(self, stream: Any) -> str:
-        """The sentence for ``stream`` (its resolved topic and expected type), e.g.
-        ``/joint_states carries std_msgs/msg/String (from /driver), not sensor_msgs/msg/JointState``;
-        ``""`` when no publisher on the topic has another type."""
+        """:func:`wrong_type_message` of ``stream`` (its resolved topic and expected type)."""
         foreign = foreign_publishers(self._node, stream.topic, stream.type_name)
         text = wrong_type_message(stream.topic, stream.type_name, foreign)
         if text:

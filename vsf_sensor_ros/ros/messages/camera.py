@@ -15,7 +15,7 @@ from std_msgs.msg import Float32, Float64
 from vsf_sensor_ros.sensor.camera_model import BrownConradyCamera
 
 from .pointcloud import read_cloud
-from .wire import CloudDecodeError, float_columns
+from .wire import CloudDecodeError, as_byte_array, float_columns
 
 __all__ = ["COLOUR_ENCODINGS", "InputRejected", "PRESSURE_TYPES", "camera_from_info", "colour_from_image",
            "depth_from_cloud", "depth_from_image", "pressure_pa"]
@@ -31,14 +31,7 @@ COLOUR_ENCODINGS: Dict[str, int] = {"rgb8": 3, "bgr8": 3, "mono8": 1}
 
 
 class InputRejected(ValueError):
-    """An input message the node cannot use.
-
-    Attributes:
-        reason: counter key for ``/diagnostics`` (here: ``bad_encoding``, ``wrong_size``,
-            ``bad_cloud_layout``, ``bad_pressure``, ``bad_camera_info``; the node adds
-            ``no_camera_info``, ``no_pressure``, ``implausible_pressure``, ``depth_out_of_range``,
-            ``camera_info_changed``).
-    """
+    """An input message the node cannot use; ``reason``: its ``/diagnostics`` counter key."""
 
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
@@ -46,16 +39,9 @@ class InputRejected(ValueError):
 
 
 def depth_from_image(msg: Image, depth_unit_m: float) -> np.ndarray:
-    """Depth image in metres from a depth ``Image``.
-
-    Args:
-        msg: ``16UC1`` / ``mono16`` (values × ``depth_unit_m``) or ``32FC1`` (metres) image;
-            ``step`` and ``is_bigendian`` honoured.
-        depth_unit_m: metres per integer unit (RealSense: usually 0.001; > 0).
-
-    Returns:
-        ``(height, width)`` float64, m; 0 (16UC1), NaN or +-Inf (32FC1) where the camera has no
-        reading (kept: the estimator treats each as a hole).
+    """``(height, width)`` float64 depth (m) of a ``16UC1`` / ``mono16`` (x ``depth_unit_m``, m per
+    unit, > 0) or ``32FC1`` (m) ``Image`` (``step``, ``is_bigendian`` honoured); holes (0, NaN,
+    +-inf) kept for the estimator.
 
     Raises:
         InputRejected: ``bad_encoding`` (another encoding), ``wrong_size`` (data shorter than
@@ -67,8 +53,7 @@ def depth_from_image(msg: Image, depth_unit_m: float) -> np.ndarray:
                             "bad_encoding")
     dt = np.dtype(_DEPTH_ENCODINGS[enc]).newbyteorder(">" if msg.is_bigendian else "<")
     h, w, step = int(msg.height), int(msg.width), int(msg.step)
-    buf = np.frombuffer(bytes(msg.data) if not isinstance(msg.data, (bytes, bytearray, memoryview))
-                        else msg.data, dtype=np.uint8)
+    buf = as_byte_array(msg.data)
     if h < 1 or w < 1 or step < w * dt.itemsize or buf.size < h * step:
         raise InputRejected(f"depth image {w}x{h} with step {step} needs {h * step} bytes, got {buf.size}",
                             "wrong_size")
@@ -79,20 +64,12 @@ def depth_from_image(msg: Image, depth_unit_m: float) -> np.ndarray:
 
 
 def colour_from_image(msg: Image) -> np.ndarray:
-    """Colour (or grey) pixels of an 8-bit ``Image``, copied out of the message.
-
-    Args:
-        msg: ``rgb8``, ``bgr8`` or ``mono8`` image (``step`` honoured: rows may be padded).
-
-    Returns:
-        ``(height, width, 3)`` uint8 in RGB channel order (a ``bgr8`` image's channels
-        reversed), or ``(height, width)`` uint8 for ``mono8``; C-contiguous, independent of
-        the message buffer.
+    """A copy of an ``rgb8`` / ``bgr8`` / ``mono8`` ``Image``'s pixels (``step`` honoured):
+    ``(height, width, 3)`` uint8 RGB, or ``(height, width)`` for ``mono8``.
 
     Raises:
-        InputRejected: ``bad_encoding`` (another encoding, e.g. ``rgba8`` or a depth encoding),
-            ``wrong_size`` (no pixels, ``step`` below a row's bytes or data shorter than
-            ``height × step``).
+        InputRejected: ``bad_encoding`` (another encoding), ``wrong_size`` (no pixels, ``step``
+            below a row's bytes or data shorter than ``height x step``).
     """
     enc = msg.encoding.lower()
     if enc not in COLOUR_ENCODINGS:
@@ -100,8 +77,7 @@ def colour_from_image(msg: Image) -> np.ndarray:
                             f"{', '.join(COLOUR_ENCODINGS)}", "bad_encoding")
     ch = COLOUR_ENCODINGS[enc]
     h, w, step = int(msg.height), int(msg.width), int(msg.step)
-    buf = np.frombuffer(bytes(msg.data) if not isinstance(msg.data, (bytes, bytearray, memoryview))
-                        else msg.data, dtype=np.uint8)
+    buf = as_byte_array(msg.data)
     if h < 1 or w < 1 or step < w * ch or buf.size < h * step:
         raise InputRejected(f"colour image {w}x{h} ({msg.encoding}) with step {step} needs "
                             f"{max(h, 0) * max(step, w * ch)} bytes, got {buf.size}", "wrong_size")

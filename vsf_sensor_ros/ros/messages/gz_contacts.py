@@ -1,8 +1,8 @@
 """Gazebo contacts (``ros_gz_interfaces/msg/Contacts``) -> the node's decoded contacts.
 
-Gives exactly the rows the ``PointCloud2`` decoder gives for the same contacts, through its own
-code, so everything after decoding is shared.  Pure (attributes read, no
-``ros_gz_interfaces`` import).  Fields, body map and rejections: docs/interface.md (Gazebo contacts).
+The rows are turned into a contacts cloud and decoded by :func:`~.wire.contacts_from_buffer`, so
+everything after decoding is shared; attributes read, no ``ros_gz_interfaces`` import.  Fields,
+body map and rejections: docs/interface.md (Gazebo contacts).
 """
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequ
 import numpy as np
 import torch
 
-from .wire import CloudDecodeError, CloudLayout, ContactsDecodeError, DecodedContacts, contacts_from_buffer
+from .wire import (CloudDecodeError, CloudLayout, ContactsDecodeError, DecodedContacts, FieldSpec,
+                   check_body_names, contacts_from_buffer)
 from .stamps import stamp_to_ns
 
 #: the ``contacts_type`` value of Gazebo contacts
@@ -23,27 +24,11 @@ GZ_DECODE_REASONS: Tuple[str, ...] = (
     "empty_wrenches", "mismatched_lengths", "unnamed_collision", "non_finite", "same_body",
     "wrench_frame",
 )
-"""Every :class:`GzContactsDecodeError` reason (keys for diagnostics counters):
-
-* ``empty_wrenches``: a contact with points but no wrench (the force is unknown);
-* ``mismatched_lengths``: ``wrenches``, ``normals`` or ``depths`` neither empty
-  (normals, depths) nor one per position, or normals/depths given for some
-  contacts of the message and not for others;
-* ``unnamed_collision``: a collision entity with an empty name, or one whose link part is
-  empty (``::collision``) and that no map entry maps (nothing to map);
-* ``non_finite``: NaN/inf in a position, force, normal or depth;
-* ``same_body``: both collisions of a contact map to one body (a force of a body on itself:
-  ``contact_body_map`` sends two different bodies to one name);
-* ``wrench_frame``: a wrench stamped in a frame other than the world frame.
-"""
+# every GzContactsDecodeError reason (diagnostics counter keys; meanings: docs/interface.md)
 
 
 class GzContactsDecodeError(ContactsDecodeError):
-    """A ``Contacts`` message that cannot be used; the whole message is rejected.
-
-    Attributes:
-        reason: one of :data:`GZ_DECODE_REASONS` (snake_case, for counters).
-    """
+    """A ``Contacts`` message rejected whole; ``reason``: one of :data:`GZ_DECODE_REASONS`."""
 
 
 def _link_of(scoped: str) -> str:
@@ -54,19 +39,15 @@ def _link_of(scoped: str) -> str:
 
 @dataclass(frozen=True)
 class ContactBodyMap:
-    """Scoped gz collision names -> the node's body names.
-
-    Attributes:
-        rules: ``(glob pattern, body)`` in priority order.
-    """
+    """Scoped gz collision names -> the node's body names; ``rules``: ``(glob pattern, body)`` in
+    priority order."""
 
     rules: Tuple[Tuple[str, str], ...] = ()
 
     @classmethod
     def parse(cls, entries: Iterable[str]) -> "ContactBodyMap":
-        """Build from ``contact_body_map`` entries ``"pattern=body"``.
-
-        A glob over the whole scoped name (``*`` matches ``::`` too), split at the last ``=``.
+        """Build from ``contact_body_map`` entries ``"pattern=body"`` (a glob over the whole scoped
+        name, ``*`` matching ``::`` too; split at the last ``=``).
 
         Raises:
             ValueError: an entry without ``=``, or with an empty pattern or body, naming it.
@@ -203,16 +184,6 @@ def _row_columns(msg: Any, body_map: ContactBodyMap, world_frame: Optional[str],
     return pairs, points, forces, normals, depths, flipped
 
 
-@dataclass(frozen=True)
-class _Field:
-    """The ``PointField`` attributes the cloud decoder reads (no ROS message needed)."""
-
-    name: str
-    offset: int
-    datatype: int
-    count: int = 1
-
-
 _FLOAT64, _UINT32 = 8, 6   # sensor_msgs/PointField datatypes
 
 
@@ -233,10 +204,7 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
         ValueError: ``body_names`` has duplicates (a configuration error).
     """
     body_map = body_map or ContactBodyMap()
-    table = list(body_names)
-    if len(set(table)) != len(table):
-        dup = sorted({n for n in table if table.count(n) > 1})
-        raise ValueError(f"contact_body_names has duplicates: {dup}")
+    table = check_body_names(body_names)
     collisions: Dict[str, str] = {}
     pairs, points, forces, normals, depths, flipped = _row_columns(msg, body_map, world_frame, collisions)
     index: Dict[str, int] = {n: i for i, n in enumerate(table)}
@@ -260,7 +228,7 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
     for name, a in cols:
         rec[name] = a
     offsets = [rec.dtype.fields[name][1] for name, _ in cols]
-    fields = [_Field(name, off, _FLOAT64 if rec.dtype[name].kind == "f" else _UINT32)
+    fields = [FieldSpec(name, off, _FLOAT64 if rec.dtype[name].kind == "f" else _UINT32)
               for (name, _), off in zip(cols, offsets)]
     step = rec.dtype.itemsize
     layout = CloudLayout(fields, 1, n, step, n * step, False)

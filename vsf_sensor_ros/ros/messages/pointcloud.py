@@ -57,17 +57,12 @@ def _packed_layout(columns: Sequence[Tuple[str, np.ndarray]]) -> Tuple[List[Poin
 
 
 def write_cloud(header: Header, columns: Sequence[Tuple[str, Any]]) -> PointCloud2:
-    """Build an unorganised (``height`` 1), little-endian, packed ``PointCloud2``.
-
-    Args:
-        header: header to use (stamp, frame id).
-        columns: ``(field name, 1-D array)`` pairs, all of one length ``N``;
-            each array's numpy dtype (any of :data:`DATATYPE_CODES`' types)
-            becomes that field's datatype, fields packed in order.
+    """An unorganised (``height`` 1), little-endian, packed ``PointCloud2`` with ``header`` of
+    ``columns``: ``(field name, (N,) array)``, each dtype (one of :data:`DATATYPE_CODES`') the
+    field's datatype, fields packed in order.
 
     Raises:
-        ValueError: columns of different lengths or an unsupported dtype,
-            naming the field.
+        ValueError: columns of different lengths or an unsupported dtype, naming the field.
     """
     columns = [(name, np.asarray(col)) for name, col in columns]
     n = len(columns[0][1]) if columns else 0
@@ -100,34 +95,17 @@ def contacts_to_pointcloud2(contacts: Mapping[Pair, ContactState], body_names: S
                             normals: Optional[Mapping[Pair, object]] = None,
                             depths: Optional[Mapping[Pair, object]] = None,
                             float_type: type = np.float64) -> PointCloud2:
-    """Build the contacts cloud of one simulator step.
+    """The contacts cloud of one simulator step (layout: docs/interface.md), rows the pairs'
+    contacts in mapping order; ``elem1 elem2`` when any pair has elements (-1 for the others).
 
-    Rows are the pairs' contacts concatenated in mapping order (so row ``c``
-    is the ``c``-th contact of that concatenation).  Layout: little-endian,
-    ``height = 1``, packed fields ``x y z fx fy fz`` (``float_type``),
-    ``body1 body2`` (UINT32), then ``elem1 elem2`` (INT32; present when any
-    pair has element indices, ``-1`` for pairs without), ``nx ny nz`` and
-    ``depth`` when given.
-
-    Args:
-        contacts: ``(body1, body2) -> ContactState`` (points world m, forces
-            on body1 N), or any object with the seed's ContactState attributes
-            (``points``, ``forces``, optional ``elems1`` / ``elems2``; lists allowed).
-        body_names: the shared ``contact_body_names`` table.
-        stamp: ``builtin_interfaces/Time``, an rclpy ``Time``, seconds
-            (float), or ``None`` (zero).
-        frame_id: world frame name.
-        normals: optional ``pair -> (N, 3)`` contact normals; must cover
-            every pair when given.
-        depths: optional ``pair -> (N,)`` depths; must cover every pair.
-        float_type: ``np.float64`` (default, exact round trip) or
-            ``np.float32`` (half the bytes).
+    ``contacts``: ``(body1, body2) ->`` ContactState or any object with its attributes (points
+    world m, forces on body1 N; lists allowed); ``body_names``: the ``contact_body_names`` table;
+    ``stamp``: see :func:`.to_stamp`; ``normals`` ``(N, 3)`` / ``depths`` ``(N,)`` per pair, every
+    pair when given; ``float_type``: ``np.float64`` (exact round trip) or ``np.float32``.
 
     Raises:
-        ValueError: a body not in ``body_names`` (named), a contact state without
-            ``points`` / ``forces`` or with values ContactState refuses, duplicate
-            ``body_names``, ``float_type`` not float32/float64, normals or
-            depths missing for a pair or of the wrong shape.
+        ValueError: a body not in ``body_names``, a state ContactState refuses, duplicate names,
+            another ``float_type``, normals or depths missing for a pair or of the wrong shape.
     """
     names = check_body_names(body_names)
     index = {n: i for i, n in enumerate(names)}

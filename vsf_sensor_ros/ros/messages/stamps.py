@@ -1,4 +1,4 @@
-"""``builtin_interfaces/Time`` <-> integer nanoseconds / float seconds.
+"""``builtin_interfaces/Time`` <-> integer nanoseconds; seconds -> ``Time``.
 
 Stamps are paired in integer nanoseconds (exact); seconds are for people.  A time an int32
 ``sec`` cannot hold raises ``ValueError`` rather than wrap (docs/interface.md).
@@ -35,11 +35,6 @@ def ns_to_stamp(ns: int) -> Time:
     return Time(sec=sec, nanosec=nanosec)
 
 
-def stamp_to_seconds(stamp: Time) -> float:
-    """``builtin_interfaces/Time`` -> float seconds (rounded to the nearest double)."""
-    return stamp_to_ns(stamp) / NS_PER_S
-
-
 def seconds_to_stamp(seconds: float) -> Time:
     """Seconds (float or integer) -> ``builtin_interfaces/Time``, at the nearest nanosecond.
 
@@ -68,9 +63,8 @@ def copy_stamp(stamp: Time) -> Time:
 
 
 def to_stamp(value: Any) -> Time:
-    """Any stamp a caller may hold -> ``builtin_interfaces/Time``.
-
-    A ``Time`` as is, an rclpy ``Time``, seconds (:func:`seconds_to_stamp`), or ``None`` (zero).
+    """A ``Time`` (as is), an rclpy ``Time``, seconds (:func:`seconds_to_stamp`) or ``None`` (zero)
+    -> ``builtin_interfaces/Time``.
 
     Raises:
         ValueError: another type, or seconds not finite, negative or past ``Time``'s range.

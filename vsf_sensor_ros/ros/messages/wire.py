@@ -167,12 +167,8 @@ def cached_section(slot: List[Any], r: "Reader", parse: Callable[["Reader"], Any
 
 
 def decode_pointcloud2(data: object) -> RawPointCloud2:
-    """A serialised ``sensor_msgs/PointCloud2`` as a :class:`RawPointCloud2`; fields, steps and
-    sizes as sent (:func:`read_points` checks them, as for a message object).
-
-    Raises:
-        CdrDecodeError: naming the field and byte offset.
-    """
+    """A serialised ``sensor_msgs/PointCloud2`` as a :class:`RawPointCloud2`, layout unchecked
+    (:func:`read_points` checks it); CdrDecodeError naming the field and byte offset."""
     r = Reader(data, "PointCloud2")
     try:
         header = r.header()
@@ -418,7 +414,7 @@ def read_points(layout: CloudLayout, data: Any, names: Sequence[str], optional: 
 
 
 def float_columns(points: np.ndarray, names: Sequence[str]) -> np.ndarray:
-    """Fields ``names`` of a :func:`read_points` result as an ``(N, len(names))`` float64 array."""
+    """Fields ``names`` of a :func:`read_points` result as ``(N, len(names))`` float64."""
     if not len(names) or not points.shape[0]:
         return np.zeros((points.shape[0], len(names)))
     fields = points.dtype.fields
@@ -488,6 +484,7 @@ class ContactsDecodeError(CloudDecodeError):
 
 
 def check_body_names(body_names: Sequence[str]) -> List[str]:
+    """``body_names`` as a list; ValueError naming ``contact_body_names``' duplicates."""
     names = list(body_names)
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
@@ -509,11 +506,9 @@ def contacts_from_buffer(layout: CloudLayout, data: Any, body_names: Sequence[st
                          dtype: torch.dtype = torch.float64, device: Union[str, torch.device] = "cpu",
                          frame_id: str = "", stamp_ns: int = 0,
                          expected_frame_id: Optional[str] = None) -> DecodedContacts:
-    """Contacts per ordered body pair from a cloud's layout and data (layout: docs/interface.md).
-
-    ``body_names``: the ``contact_body_names`` table ``body1``/``body2`` index; ``dtype``,
-    ``device``: of the tensors; ``expected_frame_id``: another non-empty ``frame_id`` is refused.
-    An empty cloud gives no contacts (its fields unchecked).
+    """Contacts per ordered body pair from a cloud's layout and data (layout: docs/interface.md);
+    ``body_names``: the table ``body1``/``body2`` index; ``dtype``, ``device``: of the tensors;
+    ``expected_frame_id``: another non-empty ``frame_id`` is refused.  An empty cloud: no contacts.
 
     Raises:
         ContactsDecodeError: a :func:`read_points` reason; ``non_finite`` (NaN/inf in a point,

@@ -1,5 +1,5 @@
 """A sensor is OK only while its predictions flow; a missing input is named by topic and type."""
-from vsf_sensor_ros.ros.input_health import (ERROR, OK, WARN, SensorInputs, StreamClock, silent_streams,
+from vsf_sensor_ros.rig.input_health import (ERROR, OK, WARN, SensorInputs, StreamClock, silent_streams,
                                              missing_input_hint, sensor_health)
 
 CONTACTS = ("contacts", "sensor_msgs/msg/PointCloud2")

@@ -6,8 +6,8 @@ import os
 import pytest
 import yaml
 
-from vsf_sensor_ros.ros.calibration_file import HEADER, CalibrationStore, SaveRefused, foreign_reason
-from vsf_sensor_ros.ros.parameter_table import ConfigError
+from vsf_sensor_ros.rig.calibration import HEADER
+from vsf_sensor_ros.rig.calibration_file import CalibrationStore, SaveRefused, foreign_reason
 
 ENTRY = {"pressure": {"type": "PunyoPressureSensor", "attachment": "punyo", "samples": 3,
                       "calibration": {"tare": [101320.0]}}}
@@ -74,12 +74,13 @@ def test_nothing_to_write_or_no_path_is_refused(tmp_path):
         CalibrationStore(None).save(ENTRY)
 
 
-def test_loading_accepts_a_hand_written_file_and_names_the_parameter_when_unreadable(tmp_path):
+def test_loading_accepts_a_hand_written_file_and_refuses_an_unreadable_one(tmp_path):
     f = tmp_path / "cal.yaml"
     f.write_text("sensors:\n  pressure: {calibration: {tare: [5.0]}}\n")
     assert CalibrationStore(f).load() == {"pressure": {"calibration": {"tare": [5.0]}}}
     assert CalibrationStore(tmp_path / "missing.yaml").load() == {}
     f.write_text("sensors: [1]\n")
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(ValueError, match="'sensors' must be a mapping"):
         CalibrationStore(f).load()
-    assert err.value.parameter == "calibration_file"
+    with pytest.raises(ValueError, match="is a directory"):
+        CalibrationStore(tmp_path).load()

@@ -1,4 +1,4 @@
-"""The calibration file of the sensor node on disk: reading it at start, the guarded save.
+"""The calibration file on disk: reading it, the guarded save; no ROS.
 
 Anyone on an unsecured domain can call ``save_calibration``, so a save writes only the path fixed
 at start, never a file this package did not write, and atomically.  Format and save rules:
@@ -12,15 +12,11 @@ import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
 
 import yaml
 
-from ..rig.calibration import HEADER, apply_entry, file_text, parse_file
-from .parameter_table import ConfigError
-
-if TYPE_CHECKING:  # the handle type only, for annotations (no import cycle at run time)
-    from .sensor_handle import SensorHandle
+from .calibration import HEADER, file_text, parse_file
 
 # A file larger than this is not one the node wrote (a calibration of the real Punyo is ~40 kB).
 MAX_CHECKED_BYTES = 64 * 1024 * 1024
@@ -46,18 +42,17 @@ class CalibrationStore:
         """The ``sensors`` entries of the file (``{}`` when unset or missing).
 
         Raises:
-            ConfigError: naming ``calibration_file``: not a regular file at the path, unreadable,
-                bad YAML, ``sensors`` or an entry (or its ``calibration``) not a mapping.
+            ValueError: not a regular file at the path, unreadable, bad YAML, ``sensors`` or an
+                entry (or its ``calibration``) not a mapping.
         """
         if self.path is None or not os.path.lexists(self.path):
             return {}
         if not self.path.is_file():
-            raise ConfigError("calibration_file", str(self.path),
-                              f"is {_file_kind(self.path)}, not a calibration file")
+            raise ValueError(f"is {_file_kind(self.path)}, not a calibration file")
         try:
             return parse_file(self.path.read_text())
         except (OSError, ValueError) as exc:
-            raise ConfigError("calibration_file", str(self.path), f"unreadable calibration: {exc}") from None
+            raise ValueError(f"unreadable calibration: {exc}") from None
 
     def save(self, entries: Mapping[str, Dict[str, Any]]) -> str:
         """Write ``{'sensors': entries}`` to :attr:`path` (docs/interface.md, services); the answer text.
@@ -337,13 +332,4 @@ def _file_kind(path: Path) -> str:
     return "not a regular file"
 
 
-def apply_file_entry(h: "SensorHandle", entry: Dict[str, Any], file_param: str) -> Optional[str]:
-    """:func:`vsf_sensor_ros.rig.calibration.apply_entry`, its model refusal a :class:`ConfigError`
-    naming ``calibration_file`` (``file_param``: the parameter as given) and the sensor."""
-    try:
-        return apply_entry(h, entry)
-    except ValueError as exc:
-        raise ConfigError("calibration_file", file_param, str(exc)) from None
-
-
-__all__ = ["CalibrationStore", "SaveRefused", "apply_file_entry", "foreign_reason", "write_target"]
+__all__ = ["CalibrationStore", "SaveRefused", "foreign_reason", "write_target"]

@@ -1,7 +1,7 @@
 """ColourPairing: depth frames matched with colour images by stamp (cases worked out by hand)."""
 import numpy as np
 
-from vsf_sensor_ros.ros.colour_pairing import ColourPairing
+from vsf_sensor_ros.rig.pairing import ColourPairing
 
 MS = 1_000_000   # ns
 
