@@ -90,7 +90,7 @@ def test_rig_imports_without_rclpy():
 
 
 # The ros modules that hold pure logic (tested without a ROS graph) import no ROS client or message package.
-PURE_ROS_MODULES = ["input_health", "parameter_check"]
+PURE_ROS_MODULES = ["input_health"]
 
 
 @pytest.mark.parametrize("name", PURE_ROS_MODULES)

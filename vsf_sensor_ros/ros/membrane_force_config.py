@@ -25,9 +25,8 @@ from ..transforms import transform_from_xyz_quat
 from ._rclpy_compat import parameter_override_names
 from .calibration_file import CalibrationStore
 from .messages.camera import PRESSURE_TYPES
-from .parameter_check import closest_key, unknown_keys, unmatched_params_files
 from .parameter_table import ConfigError, Spec, check_topic_name, raise_all
-from .parameters import declare_spec
+from .parameters import closest_key, declare_spec, unknown_keys, unmatched_params_files
 from .scene import effective_assets_dir, resolve_path, resolved_from
 
 #: how the --help text of a file parameter says where a relative path is looked for

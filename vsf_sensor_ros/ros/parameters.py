@@ -1,15 +1,19 @@
-"""The sensor node's parameters at run time: declaration, int -> double leniency, live checks.
+"""The nodes' parameters at run time: declaration, int -> double leniency, live checks, unknown keys.
 
-Declares the parameter table on a node and checks a ``ros2 param set`` request whole before any
-of it is applied.  Which parameters change live, and the leniency: docs/interface.md
-(parameters) and docs/node.md.
+Declares the parameter table on a node, checks a ``ros2 param set`` request whole before any of
+it is applied, and names unknown keys and parameter files keyed for another node.  Which
+parameters change live, and the leniency: docs/interface.md (parameters) and docs/node.md.
 """
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
+import yaml
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -348,5 +352,129 @@ def _type_words(t: Parameter.Type) -> str:
     return ("an " if words[:1] in "aeiou" else "a ") + words
 
 
-__all__ = ["LiveSettings", "NodeParameters", "RESERVED_NAMES", "SensorParameters", "accept_integer_override",
-           "check_measured_topic", "declare_spec", "wrong_type_errors"]
+# -- configuration checked, not trusted ------------------------------------------------------
+# rclpy and rcl accept unknown keys and parameter files keyed for another node silently (the
+# default stays, the file applies to nothing); these pure functions make them loud (docs/node.md).
+
+# Parameters rclpy declares on every node, or reads itself, that no table of ours lists.
+RCLPY_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service"})
+RCLPY_PREFIXES = ("qos_overrides.",)
+
+
+@dataclass(frozen=True)
+class UnknownKey:
+    """One override that is no parameter of the node: full ``name`` as given, the closest known
+    full name (``suggestion``, None when nothing is close), ``where``: ``"node"``, ``"sensor <s>"``
+    or ``"body <b>"``."""
+
+    name: str
+    suggestion: Optional[str]
+    where: str
+
+    def message(self) -> str:
+        """One line naming the key, where it is, and the closest known key."""
+        hint = f"; did you mean '{self.suggestion}'?" if self.suggestion else ""
+        return f"unknown parameter '{self.name}' ({self.where}){hint}"
+
+
+def closest_key(key: str, known: Iterable[str]) -> Optional[str]:
+    """The name of ``known`` most like ``key`` (difflib ratio >= 0.6), or None."""
+    match = difflib.get_close_matches(key, sorted(set(known)), n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def unknown_keys(names: Iterable[str], node_keys: Set[str], sensors: Mapping[str, Set[str]],
+                 bodies: Mapping[str, Set[str]]) -> List[UnknownKey]:
+    """Every name of ``names`` no part of the node's table knows, in order, with a suggestion.
+
+    ``sensors`` / ``bodies``: name -> its valid keys; a key under a section that is no sensor or
+    body is unknown too (suggesting a close section that has the key).
+    """
+    sections = {**bodies, **sensors}
+    out: List[UnknownKey] = []
+    for name in names:
+        if name in node_keys or name in RCLPY_PARAMETERS or name.startswith(RCLPY_PREFIXES):
+            continue
+        prefix, dot, key = name.partition(".")
+        if dot and prefix in sections:
+            if key not in sections[prefix]:
+                close = closest_key(key, sections[prefix])
+                out.append(UnknownKey(name, None if close is None else f"{prefix}.{close}",
+                                      f"{'sensor' if prefix in sensors else 'body'} {prefix}"))
+            continue
+        near = closest_key(prefix, sections) if dot else None
+        guess = (f"{near}.{key}" if near is not None and key in sections[near]
+                 else closest_key(name, node_keys))
+        out.append(UnknownKey(name, guess, "node"))
+    return out
+
+
+def params_files(argv: Sequence[str]) -> List[str]:
+    """The ``--params-file`` paths inside the ``--ros-args`` sections of ``argv``."""
+    files: List[str] = []
+    in_ros = False
+    it = iter(argv)
+    for arg in it:
+        if arg == "--ros-args":
+            in_ros = True
+        elif arg == "--":
+            in_ros = False
+        elif in_ros and arg == "--params-file":
+            path = next(it, None)
+            if path is not None:
+                files.append(path)
+    return files
+
+
+def node_keys_of_file(path: str) -> List[str]:
+    """The node names a ROS 2 parameters file is keyed by (every path ending in
+    ``ros__parameters``; ``left: {sensor_node: {ros__parameters: ...}}`` gives ``left/sensor_node``).
+
+    Raises:
+        OSError, yaml.YAMLError: the file cannot be read as YAML.
+    """
+    keys: List[str] = []
+
+    def walk(node: object, trail: Tuple[str, ...]) -> None:
+        if not isinstance(node, dict):
+            return
+        for key, value in node.items():
+            if key == "ros__parameters":
+                keys.append("/".join(trail))
+            else:
+                walk(value, trail + (str(key).strip("/"),))
+    walk(yaml.safe_load(Path(path).read_text()), ())
+    return keys
+
+
+def node_key_matches(key: str, fully_qualified_name: str) -> bool:
+    """Whether a parameters-file node key applies to node ``fully_qualified_name`` (rcl's rules:
+    absolute, a missing leading ``/`` implied; ``*`` one name token, ``**`` any number)."""
+    pattern = ""
+    for token in key.strip("/").split("/"):
+        if token == "**":
+            pattern += "(/[^/]+)*"
+        else:
+            pattern += "/" + "[^/]*".join(re.escape(part) for part in token.split("*"))
+    return re.fullmatch(pattern, fully_qualified_name) is not None
+
+
+def unmatched_params_files(argv: Sequence[str], fully_qualified_name: str) -> List[Tuple[str, List[str]]]:
+    """``[(path, node keys found), ...]`` of each parameters file of ``argv`` none of whose keys
+    matches ``fully_qualified_name``; an unreadable file has the reason as its only key."""
+    out: List[Tuple[str, List[str]]] = []
+    for path in params_files(argv):
+        try:
+            keys = node_keys_of_file(path)
+        except (OSError, yaml.YAMLError) as exc:
+            out.append((path, [f"<unreadable: {exc.__class__.__name__}>"]))
+            continue
+        if not any(node_key_matches(k, fully_qualified_name) for k in keys):
+            out.append((path, keys))
+    return out
+
+
+__all__ = ["LiveSettings", "NodeParameters", "RESERVED_NAMES", "SensorParameters", "UnknownKey",
+           "accept_integer_override", "check_measured_topic", "closest_key", "declare_spec",
+           "node_key_matches", "node_keys_of_file", "params_files", "unknown_keys",
+           "unmatched_params_files", "wrong_type_errors"]

@@ -39,14 +39,13 @@ from .diagnostics import InputStats, build_diagnostics
 from .health import (JOINT_STATE, POSE_STAMPED, NodeHealth, configuration_warnings, known_keys,
                      misspelt_keys, node_value_problems, own_topics, type_name)
 from .input_health import SensorInputs, StreamClock
-from .parameter_check import unknown_keys
 from .topic_types import WrongTypeWatch
 from .frames import FramePublisher
 from .kinematics import KinematicInputs, decode_joint_state, parse_joint_name_map
 from .messages.gz_contacts import gz_contacts_to_contacts, note_unknown_bodies
 from .scene import (SensorFactory, build_scene, check_contact_body_names, effective_assets_dir,
                     gz_contacts_input, resolve_path)
-from .parameters import (LiveSettings, NodeParameters, SensorParameters, check_measured_topic,
+from .parameters import (LiveSettings, NodeParameters, SensorParameters, check_measured_topic, unknown_keys,
                          wrong_type_errors)
 from .calibration import Measurements
 from .parameter_table import ConfigError, raise_all
