@@ -26,7 +26,8 @@ from ._rclpy_compat import parameter_override_names
 from .calibration_file import CalibrationStore
 from .messages.camera import PRESSURE_TYPES
 from .parameter_table import ConfigError, Spec, check_topic_name, raise_all
-from .parameters import closest_key, declare_spec, unknown_keys, unmatched_params_files
+from .main import parameter_usage
+from .parameters import declare_spec, unknown_keys, unmatched_params_files
 from .scene import effective_assets_dir, resolve_path, resolved_from
 
 #: how the --help text of a file parameter says where a relative path is looked for
@@ -121,24 +122,21 @@ PARAMETER_NAMES = [s.key for s in SPECS]
 #: the parameters that name topics (checked at start with rclpy's name rules)
 TOPIC_PARAMETERS = ("depth_topic", "points_topic", "camera_info_topic", "pressure_topic", "force_topic",
                     "surface_topic", "total_force_topic")
-EXAMPLE = ("  membrane_force_node --ros-args -p mesh:=equalized.vtk "
+EXAMPLE = ("membrane_force_node --ros-args -p mesh:=equalized.vtk "
            "-p attachment_mesh:=punyo_mesh_complete.ply -p frame_id:=punyo \\\n"
            "      -p force_topic:=/punyo_force/measured -p depth_topic:=/camera/depth/image_rect_raw")
 
 
 def usage() -> argparse.ArgumentParser:
-    """The command line: only ``-h`` / ``--help``; everything else goes through ``--ros-args``."""
-    lines = [f"  {s.key} (default {s.default!r}{'' if s.lo is None else f', {s.lo:g}..{s.hi:g}'}): "
-             f"{s.description}" for s in SPECS]
-    return argparse.ArgumentParser(
-        prog="membrane_force_node", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Measured dense force of a Punyo bubble from its internal depth camera and its "
-                    "pressure, published as sensor_node's measured stream of a PunyoDenseForceSensor; "
-                    "also the membrane surface, the total contact force, /diagnostics, the "
-                    "~/reset_reference service and, with a reference wrench, the ~/calibrate_scale "
-                    "service (the force scale).",
-        epilog="parameters (read-only, set with -p name:=value or --params-file):\n" + "\n".join(lines)
-               + "\nexample:\n" + EXAMPLE)
+    """The command line: only ``-h`` / ``--help`` (:func:`.main.parameter_usage`, ranges in the text)."""
+    return parameter_usage(
+        "membrane_force_node", "Measured dense force of a Punyo bubble from its internal depth camera and "
+        "its pressure, published as sensor_node's measured stream of a PunyoDenseForceSensor; also the "
+        "membrane surface, the total contact force, /diagnostics, the ~/reset_reference service and, with a "
+        "reference wrench, the ~/calibrate_scale service (the force scale).  Every parameter is read-only.",
+        [(s.key, s.default, s.description + ("" if s.lo is None else f" ({s.lo:g}..{s.hi:g})"))
+         for s in SPECS],
+        [EXAMPLE])
 
 
 def load_attachment_vertices(path: str) -> np.ndarray:
@@ -153,13 +151,6 @@ def load_attachment_vertices(path: str) -> np.ndarray:
         return np.asarray(load_mesh(path).vertices, dtype=np.float64)
     except Exception as exc:   # trimesh's loaders fail with many types on a file that is no mesh
         raise ValueError(f"not a triangle mesh ({type(exc).__name__}: {exc})") from None
-
-
-def unknown_text(name: str) -> str:
-    """``"'depth_unti' is not a parameter of membrane_force_node (did you mean 'depth_unit'?)"``."""
-    close = closest_key(name, PARAMETER_NAMES)
-    hint = f" (did you mean {close!r}?)" if close else f" (its parameters: {', '.join(PARAMETER_NAMES)})"
-    return f"{name!r} is not a parameter of membrane_force_node{hint}"
 
 
 def mesh_file(name: str, given: str) -> str:

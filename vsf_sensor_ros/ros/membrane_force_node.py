@@ -31,9 +31,9 @@ from .calibration_file import SaveRefused
 from .colour_pairing import ColourPairing
 from .input_health import pressure_unit_problem
 from .kinds.punyo_pressure import PressureCodec
-from .main import run_node, user_args
+from .main import answer_help, run_node
 # SPECS and usage are also this module's public names (tests, --help)
-from .membrane_force_config import (SPECS, configure, pressure_type_name, reference_rotation, unknown_text,
+from .membrane_force_config import (PARAMETER_NAMES, SPECS, configure, pressure_type_name, reference_rotation,
                                     usage)
 from .membrane_force_inputs import (Input, InputWatch, Pressures, check_reference_frame, inputs_text,
                                     no_colour_text, pressure_type_hints, pressures_text, ready_text, report,
@@ -44,6 +44,7 @@ from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, c
 from .messages.pointcloud import write_cloud
 from .messages.stamps import copy_stamp, stamp_to_ns
 from .parameter_table import ConfigError
+from .parameters import UnknownKey, closest_key
 from .topic_types import type_name
 
 __all__ = ["SPECS", "MembraneForceNode", "main", "run", "usage"]
@@ -140,8 +141,8 @@ class MembraneForceNode(Node):
         """Live requests: rclpy refuses the read-only ones by name; an unknown name is refused here."""
         for prm in params:
             if not self.has_parameter(prm.name):
-                return SetParametersResult(successful=False,
-                                           reason=f"parameter {unknown_text(prm.name)} (= {prm.value!r})")
+                unknown = UnknownKey(prm.name, closest_key(prm.name, PARAMETER_NAMES), "node")
+                return SetParametersResult(successful=False, reason=f"{unknown.message()} (= {prm.value!r})")
         return SetParametersResult(successful=True)
 
     def _reject(self, reason: str, message: str, what: str = "frame") -> None:
@@ -470,7 +471,7 @@ def main(args: Optional[List[str]] = None) -> int:
     parameters and returns 0 before ``rclpy.init``."""
     argv = list(sys.argv if args is None else args)
     try:
-        usage().parse_known_args(user_args(argv))   # exits 0 after printing for -h / --help
+        answer_help(argv, usage())
     except SystemExit as exc:
         return int(exc.code or 0)
     return run_node("membrane_force_node", lambda: MembraneForceNode(command_line=argv), argv,
