@@ -249,12 +249,8 @@ def pressure_type_name(given: str) -> str:
 
 def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name: str,
                       namespace: str) -> List[ConfigError]:
-    """Every problem of the parameters that need no file, each naming the parameter and value.
-
-    Checked: ``ambient_pressure`` (:func:`ambient`), ``input``, ``pressure_type``, the
-    reliabilities, an even ``window``, ``reference_rotation``, an empty ``frame_id``, topic names
-    rclpy refuses and -- with a ``mesh`` -- a camera mount that puts free vertices behind the camera.
-    """
+    """Every problem of the parameters that need no file, each naming the parameter and value
+    (with a ``mesh``, also a camera mount that puts free vertices behind the camera)."""
     out: List[ConfigError] = []
 
     def attempt(check: Any, *args: Any) -> None:
@@ -294,18 +290,13 @@ def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name
 
 
 def configure(node: Node, command_line: Sequence[str]) -> SimpleNamespace:
-    """Declare ``node``'s parameters, read its meshes and calibration file, log the start-up notes.
-
-    Returns:
-        ``p`` (name -> value), ``mesh``, ``out_frame`` (mesh -> attachment frame), ``store``
-        (:class:`.CalibrationStore`), ``record`` (the scale loaded, :class:`.ScaleRecord`),
-        ``ambient_pa``, ``ambient_source`` and ``config_problems`` (unknown keys with the closest
-        known one, parameter files with no entry for the node: logged, for ``/diagnostics``).
+    """Declare ``node``'s parameters, read its meshes and calibration file, log the start-up notes;
+    ``p`` (name -> value), ``mesh``, ``out_frame`` (mesh -> attachment frame), ``store``, ``record``
+    (the scale loaded), ``ambient_pa``, ``ambient_source``, ``config_problems`` (unknown keys,
+    parameter files with no entry for the node).
 
     Raises:
-        ConfigError: every problem at once (:class:`.ConfigErrors` for several, one line), each
-            naming the parameter and value: values rclpy refuses, the ``mesh``, the
-            ``attachment_mesh``, :func:`settings_problems`, the ``calibration_file``.
+        ConfigError: every problem at once (:class:`.ConfigErrors`), each naming parameter and value.
     """
     problems: List[ConfigError] = []
     c = SimpleNamespace(p={}, mesh=None, out_frame=MeshFrameTransform.identity(), record=ScaleRecord())

@@ -51,14 +51,8 @@ __all__ = ["SPECS", "MembraneForceNode", "main", "run", "usage"]
 
 
 class MembraneForceNode(Node):
-    """Camera frames + pressure → :class:`MembraneForceEstimator` → measured dense force (module text).
-
-    ``command_line``: the process arguments (for :func:`.configure`); ``kwargs`` go to
-    ``rclpy.node.Node`` (``context``, ``parameter_overrides``, ...).
-
-    Raises:
-        ConfigError: every configuration problem at once (:func:`.configure`).
-    """
+    """Camera frames + pressure → :class:`MembraneForceEstimator` → measured dense force;
+    ``command_line``: for :func:`.configure`; ``kwargs``: to ``Node``.  ConfigError: every problem."""
 
     def __init__(self, node_name: str = "membrane_force_node", command_line: Sequence[str] = (),
                  **kwargs: Any) -> None:
@@ -466,9 +460,8 @@ class MembraneForceNode(Node):
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """Console entry point (:func:`.main.run_node`; ``args``: the command line, ``sys.argv`` when
-    None): 0 on Ctrl-C / shutdown, 2 on a configuration error; ``-h`` / ``--help`` prints the
-    parameters and returns 0 before ``rclpy.init``."""
+    """Console entry point (:func:`.main.run_node`, ``args``: ``sys.argv`` when None): 0 on Ctrl-C,
+    shutdown or ``--help``, 2 on a configuration error."""
     argv = list(sys.argv if args is None else args)
     try:
         answer_help(argv, usage())
