@@ -26,8 +26,8 @@ EXPECTED = {
     "vsf_replay": ["--recording", "(required)", "example:"],
     "mujoco_contact_node": ["duration_s (default: 12.0)", "rate_hz (default: 100.0)", "examples:"],
     "link_frames_node": ["frame_prefix (default: '')", "robot_description (default: '')", "examples:"],
-    "membrane_force_node": ["depth_unit (default 0.001", "reference_frames (default 10", "example:",
-                            "scale_min_frames (default 10, 2..100000)", "~/calibrate_scale"],
+    "membrane_force_node": ["depth_unit (default: 0.001)", "reference_frames (default: 10)", "examples:",
+                            "scale_min_frames (default: 10)", "(2..100000)", "~/calibrate_scale"],
 }
 
 

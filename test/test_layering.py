@@ -91,18 +91,6 @@ def test_rig_imports_without_rclpy():
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-# The ros modules that hold pure logic (tested without a ROS graph) import no ROS client or message package.
-PURE_ROS_MODULES = ["parameter_check"]
-
-
-@pytest.mark.parametrize("name", PURE_ROS_MODULES)
-def test_pure_ros_modules_import_no_ros(name):
-    path = PKG / "ros" / f"{name}.py"
-    tops = [m.split(".")[0] for m in _imports(path)]
-    rosish = [t for t in tops if t in ("rclpy", "rcl_interfaces") or t.endswith(("_msgs", "_srvs"))]
-    assert not rosish, f"{name} imports {rosish}"
-
-
 @pytest.mark.parametrize("path", sorted(p for p in PKG.rglob("*.py") if p.name != "__init__.py"),
                          ids=lambda p: str(p.relative_to(ROOT)))
 def test_docs_layout_lists_every_module(path):

@@ -25,7 +25,8 @@ from std_srvs.srv import Trigger
 
 from vsf_sensor_ros.embedded_world import embedded_world
 from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
-from vsf_sensor_ros.ros.kinematics import MISSING_AFTER, joints_moving, parse_joint_name_map
+from vsf_sensor_ros.rig.kinematics import MISSING_AFTER, joints_moving
+from vsf_sensor_ros.ros.kinematics import parse_joint_name_map
 from vsf_sensor_ros.ros.parameter_table import ConfigError
 from vsf_sensor_ros.ros.sensor_node import SensorNode
 

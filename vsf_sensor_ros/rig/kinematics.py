@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
-from typing import Any, Deque, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Deque, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
 import torch
@@ -276,3 +276,90 @@ class JointStateWait:
             self._lockstep = self._lockstep + 1 if self._transforms.has_stamp(stamp) else 0
             out.append(item)
         return out
+
+
+# -- driver joint names ----------------------------------------------------------------------
+# Joint states after which a sensor-moving joint never received is reported.
+MISSING_AFTER = 50
+
+
+def joints_moving(body: str, body_parent: Mapping[str, Optional[str]],
+                  joints: Sequence[Tuple[str, str, str, Optional[str], bool]]) -> List[str]:
+    """The joints a driver must send for ``body`` to move: movable joints from the root down to it.
+
+    ``body_parent``: extra body -> parent (None: free); ``joints``: ``(name, parent_link,
+    child_link, mimic_source or None, movable)`` of every URDF joint.  Root first, a mimic joint
+    replaced by its source; empty for a free body or the root link.
+    """
+    seen: Set[str] = set()
+    link: Optional[str] = body
+    while link in body_parent and link not in seen:   # climb extra bodies to their link
+        seen.add(link)
+        link = body_parent[link]
+    by_child = {child: (name, parent, mimic, movable) for name, parent, child, mimic, movable in joints}
+    out: List[str] = []
+    while link is not None and link in by_child and link not in seen:
+        seen.add(link)
+        name, parent, mimic, movable = by_child[link]
+        if movable:
+            out.append(mimic or name)
+        link = parent
+    return list(dict.fromkeys(reversed(out)))
+
+
+class JointNameTracker:
+    """Renames driver joint names and keeps what the node reports about them.
+
+    ``watched``: joint -> sensors it moves.  ``unknown``: name as received -> messages that
+    carried it unmatched; ``received``: URDF names seen; ``messages``: JointStates seen.
+    """
+
+    def __init__(self, name_map: Mapping[str, str], watched: Mapping[str, Sequence[str]]) -> None:
+        self.name_map = dict(name_map)
+        self.watched = {j: list(s) for j, s in watched.items()}
+        self.unknown: Dict[str, int] = {}
+        self.received: Set[str] = set()
+        self.messages = 0
+        self._missing_reported = False
+
+    def rename(self, names: Sequence[str]) -> List[str]:
+        """The URDF names of a JointState's ``names`` (unmapped names kept as they are)."""
+        m = self.name_map
+        return [m.get(n, n) for n in names] if m else list(names)
+
+    def note(self, received_names: Sequence[str], applied_names: Sequence[str],
+             ignored: Sequence[str]) -> List[str]:
+        """Record one applied JointState; the warning lines to log now (each at most once).
+
+        A line per new name that matched nothing (``ignored``: applied names unmatched) and, at
+        the :data:`MISSING_AFTER`-th message, one naming the sensor-moving joints never received.
+        """
+        self.messages += 1
+        lines: List[str] = []
+        bad = set(ignored)
+        self.received.update(n for n in applied_names if n not in bad)
+        for raw, applied in zip(received_names, applied_names):
+            if applied in bad:
+                if raw not in self.unknown:
+                    shown = raw if raw == applied else f"{raw} (mapped to {applied})"
+                    lines.append(f"JointState name {shown!r} matches no URDF joint: ignored; map driver "
+                                 "names with joint_name_map ['driver:urdf', ...]")
+                self.unknown[raw] = self.unknown.get(raw, 0) + 1
+        if self.messages >= MISSING_AFTER and not self._missing_reported:
+            self._missing_reported = True
+            missing = self.missing()
+            if missing:
+                lines.append(f"after {self.messages} joint states, joints moving sensors were never "
+                             f"received: {self.missing_text()}; they keep their initial positions "
+                             "(check the driver's names or joint_name_map)")
+        return lines
+
+    def missing(self) -> List[str]:
+        """Sensor-moving joints never received (empty before :data:`MISSING_AFTER` messages)."""
+        if self.messages < MISSING_AFTER:
+            return []
+        return [j for j in self.watched if j not in self.received]
+
+    def missing_text(self) -> str:
+        """``"Actuator1 (moves pressure), ..."`` for :meth:`missing`, or ``"none"``."""
+        return ", ".join(f"{j} (moves {', '.join(self.watched[j])})" for j in self.missing()) or "none"

@@ -17,7 +17,7 @@ from .messages.readings import MEASURED_TYPES
 
 from ..rig.input_health import (ERROR, OK, WARN, SensorInputs, StreamClock, missing_input_hint,
                                 sensor_health, silent_streams)
-from .parameter_check import UnknownKey, unknown_keys, unmatched_params_files
+from .parameters import UnknownKey, unknown_keys, unmatched_params_files
 from .parameter_table import BODY_KEYS, NODE_SPECS, SENSOR_SETTINGS, ConfigError, sensor_specs
 from .sensor_handle import qos_reliability
 from .topic_types import type_name   # re-exported: the node names its input types with it
@@ -31,7 +31,7 @@ POSE_STAMPED = "geometry_msgs/msg/PoseStamped"
 
 
 def known_keys(sensors: Mapping[str, str], bodies: Iterable[str]) -> Dict[str, Any]:
-    """The key sets :func:`~.parameter_check.unknown_keys` checks against (``sensors``: name ->
+    """The key sets :func:`~.parameters.unknown_keys` checks against (``sensors``: name ->
     type; ``bodies``: extra body names)."""
     return {"node_keys": {s.key for s in NODE_SPECS},
             "sensors": {n: {s.key for s in sensor_specs(t)} for n, t in sensors.items()},

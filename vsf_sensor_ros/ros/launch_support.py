@@ -30,18 +30,11 @@ SIM_WORLD_CONFIGS = {"embedded": "sensor_node.yaml", "kinova": "kinova_punyo.yam
 class LaunchConfigError(ValueError):
     """A launch argument or parameter file that cannot start the setup; the message names it.
 
-    Attributes:
-        parameter: the launch argument, parameter or file at fault: ``'world'``,
-            ``'config'``, ``'assets_dir'``, ``'urdf'``, ``'robot_description_path'``,
-            ``'robot_description'``, ``'joint_name_map'``, ``'rviz_config'``.
-        value: the offending value as given (a path as written, an entry, the
-            unknown joint names), or None.
-        reason: ``'unknown_world'``, ``'missing'``, ``'unreadable'``,
-            ``'not_mapping'``, ``'no_node_section'``, ``'no_contact_bodies'``, ``'text_not_file'``,
-            ``'unknown_joint'``, or a :class:`~vsf_sensor_ros.urdf.JointNameMapError` reason.
-        source: where the value came from: ``'environment'`` (``$VSF_ASSETS``),
-            ``'argument'`` (the launch argument), ``'file'`` (the parameter file),
-            or None when there is one source only.
+    ``parameter``: the launch argument, parameter or file at fault (``world``, ``config``,
+    ``assets_dir``, ``urdf``, ``robot_description_path``, ...); ``value``: as given, or None;
+    ``reason``: ``unknown_world``, ``missing``, ``unreadable``, ``not_mapping``, ... (a
+    :class:`~vsf_sensor_ros.urdf.JointNameMapError` reason for a map entry); ``source``:
+    ``environment``, ``argument``, ``file``, or None for a single source.
     """
 
     def __init__(self, message: str, parameter: str, value: Any, reason: str,
@@ -51,11 +44,7 @@ class LaunchConfigError(ValueError):
 
 
 def sim_world_config(world: str) -> str:
-    """File name (in the package's ``config/``) of the node parameters for simulator ``world``.
-
-    Raises:
-        LaunchConfigError: ``world`` is not one of :data:`SIM_WORLD_CONFIGS`.
-    """
+    """The ``config/`` file of simulator ``world``; LaunchConfigError for an unknown one."""
     if world not in SIM_WORLD_CONFIGS:
         raise LaunchConfigError(f"world = {world!r}: use one of {sorted(SIM_WORLD_CONFIGS)}", "world", world,
                                 "unknown_world")
@@ -63,14 +52,11 @@ def sim_world_config(world: str) -> str:
 
 
 def load_node_parameters(config_path: str, node_name: str = "sensor_node") -> Dict[str, Any]:
-    """The ``ros__parameters`` mapping of ``node_name`` in a ROS 2 parameter file.
-
-    Keys, most specific first: ``/ns/<node_name>``, ``<node_name>``, ``/<node_name>``,
-    ``/**/<node_name>``, ``/**``; nested mappings stay nested.
+    """The ``ros__parameters`` of ``node_name`` in a ROS 2 parameter file (keys tried: ``/ns/<node>``,
+    ``<node>``, ``/<node>``, ``/**/<node>``, ``/**``).
 
     Raises:
-        LaunchConfigError: the file is missing, unreadable, or has no section for the node
-            (listing the keys it has).
+        LaunchConfigError: a missing or unreadable file, or none for the node (listing its keys).
     """
     path = Path(config_path).expanduser()
     if not path.is_file():
@@ -95,12 +81,8 @@ def load_node_parameters(config_path: str, node_name: str = "sensor_node") -> Di
 
 
 def write_node_parameters(params: Mapping[str, Any], directory: Optional[str] = None) -> Path:
-    """Write ``params`` as a parameter file keyed ``/**`` (any node name and namespace).
-
-    The file is given to one node only, so ``/**`` cannot reach another
-    node.  Returns the path of the new file (in ``directory`` or the
-    system's temporary directory; it is left for the process to read).
-    """
+    """The path of a new parameter file (in ``directory`` or the temporary one) of ``params`` keyed
+    ``/**``: it is given to one node only."""
     fd, name = tempfile.mkstemp(prefix="vsf_sensor_node_", suffix=".yaml", dir=directory)
     with os.fdopen(fd, "w") as fh:
         yaml.safe_dump({"/**": {"ros__parameters": dict(params)}}, fh, default_flow_style=None,
@@ -111,10 +93,8 @@ def write_node_parameters(params: Mapping[str, Any], directory: Optional[str] = 
 def effective_assets_dir(argument: str, params: Mapping[str, Any],
                          environ: Optional[Mapping[str, str]] = None,
                          cwd: Optional[str] = None) -> str:
-    """The absolute assets directory the node will use, or ``""`` when none is set.
-
-    As in the node: ``$VSF_ASSETS``, then the launch ``assets_dir`` argument, then the file's;
-    relative to ``cwd`` (default: the working directory, which the node inherits).
+    """The absolute assets directory the node will use (``""``: none): ``$VSF_ASSETS``, else the
+    launch ``argument``, else the file's, relative to ``cwd``.
 
     Raises:
         LaunchConfigError: the chosen directory does not exist (naming where it came from).
@@ -136,14 +116,11 @@ def effective_assets_dir(argument: str, params: Mapping[str, Any],
 
 
 def robot_description_file(params: Mapping[str, Any], assets_dir: str, argument: str = "") -> Path:
-    """The URDF file of the node's world.
-
-    The launch ``urdf`` ``argument``, else the file's ``robot_description_path`` against
-    ``assets_dir``, else the package's embedded arm.
+    """The URDF file of the node's world: the launch ``urdf`` ``argument``, else the file's
+    ``robot_description_path`` against ``assets_dir``, else the package's embedded arm.
 
     Raises:
-        LaunchConfigError: the file does not exist, or the parameter file gives
-            ``robot_description`` text (no file to share: give the ``urdf`` argument).
+        LaunchConfigError: no such file, or ``robot_description`` text (no file to share).
     """
     text = str(params.get("robot_description", "") or "")
     rel = argument.strip() or str(params.get("robot_description_path", "") or "").strip()
@@ -165,12 +142,7 @@ def robot_description_file(params: Mapping[str, Any], assets_dir: str, argument:
 
 
 def parse_joint_name_map(entries: Sequence[str]) -> Dict[str, str]:
-    """``["driver:urdf", ...]`` -> ``{driver: urdf}``: :func:`vsf_sensor_ros.urdf.parse_joint_name_map`
-    (the URDF names are checked later, by :func:`urdf_for_state_publisher`).
-
-    Raises:
-        LaunchConfigError: naming the entry (why: see the parser).
-    """
+    """:func:`vsf_sensor_ros.urdf.parse_joint_name_map`, LaunchConfigError naming the entry."""
     try:
         return _parse_joint_name_map(entries)
     except JointNameMapError as exc:
@@ -178,15 +150,11 @@ def parse_joint_name_map(entries: Sequence[str]) -> Dict[str, str]:
 
 
 def urdf_for_state_publisher(urdf_path: str, joint_name_map: Optional[Mapping[str, str]] = None) -> str:
-    """URDF text for robot_state_publisher and rviz, from the node's URDF file.
-
-    Xacro expanded as the node does; plain mesh paths made absolute ``file://`` URIs (other URIs
-    kept); joints renamed by ``joint_name_map`` (driver -> URDF name) to the driver's names,
-    references included, so robot_state_publisher takes the driver's ``JointState``.
+    """URDF text for robot_state_publisher and rviz from the node's file: xacro expanded, plain mesh
+    paths as ``file://`` URIs, joints renamed to the driver's names by ``joint_name_map``.
 
     Raises:
-        LaunchConfigError: unreadable XML, a xacro file that cannot be expanded here (saying how),
-            or a map naming a URDF joint that does not exist.
+        LaunchConfigError: unreadable XML or xacro, or a map naming a joint the URDF lacks.
     """
     path = Path(urdf_path)
     try:
@@ -226,14 +194,8 @@ def _namespaced(topic: str, namespace: str) -> str:
 
 
 def rviz_config_in_namespace(rviz_path: str, namespace: str, directory: Optional[str] = None) -> Path:
-    """A copy of an rviz configuration whose topic names start with ``namespace``.
-
-    Every ``Value`` under a ``Topic`` key is prefixed but ``/tf`` and ``/tf_static``; an empty
-    ``namespace`` returns ``rviz_path`` itself.
-
-    Raises:
-        LaunchConfigError: the file is missing or not YAML.
-    """
+    """A copy of an rviz configuration whose topics (but ``/tf``, ``/tf_static``) are under
+    ``namespace`` (empty: ``rviz_path`` itself).  LaunchConfigError: missing or not YAML."""
     if not namespace.strip("/ "):
         return Path(rviz_path)
     try:

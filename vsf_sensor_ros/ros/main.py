@@ -39,13 +39,11 @@ def events_executor_available() -> bool:
 
 
 def make_executor(kind: str = "auto", context: Optional[Context] = None) -> Executor:
-    """The executor of ``kind`` (``auto``: EventsExecutor where rclpy has it, else
-    SingleThreadedExecutor; ``events``; ``single_threaded``) in ``context`` (default the global
-    one).  Spin it with :func:`spin`, never its own ``spin()`` (docs/performance_notes.md).
+    """The executor of ``kind`` (``auto``: EventsExecutor where rclpy has it, else single-threaded)
+    in ``context``; spin it with :func:`spin` (docs/performance_notes.md).
 
     Raises:
-        ValueError: ``kind`` not in :data:`EXECUTOR_KINDS`, or ``events`` without the
-            EventsExecutor (naming the kind).
+        ValueError: ``kind`` not in :data:`EXECUTOR_KINDS`, or ``events`` without the EventsExecutor.
     """
     if kind not in EXECUTOR_KINDS:
         raise ValueError(f"executor kind {kind!r} is not one of {EXECUTOR_KINDS}")
@@ -59,13 +57,8 @@ def make_executor(kind: str = "auto", context: Optional[Context] = None) -> Exec
 
 
 def spin(executor: Executor, context: Optional[Context] = None, poll_sec: float = POLL_SEC) -> None:
-    """Serve callbacks until ``context`` shuts down (SIGINT/SIGTERM or ``rclpy.shutdown``): a
-    ``spin_once(timeout_sec=poll_sec)`` loop, so shutdown is noticed within ``poll_sec`` (s).
-    ``KeyboardInterrupt`` and exceptions raised by callbacks propagate.
-
-    Raises:
-        ValueError: ``poll_sec`` not positive.
-    """
+    """Serve callbacks until ``context`` shuts down, noticed within ``poll_sec`` (s; a ``spin_once``
+    loop); ``KeyboardInterrupt`` and callbacks' exceptions propagate.  ValueError: ``poll_sec`` <= 0."""
     if not poll_sec > 0:
         raise ValueError(f"poll_sec must be > 0, got {poll_sec}")
     ctx = context if context is not None else rclpy.get_default_context()
@@ -78,12 +71,8 @@ def spin(executor: Executor, context: Optional[Context] = None, poll_sec: float 
 
 def spin_node(node: Node, kind: str = "auto", poll_sec: float = POLL_SEC,
               trim_heap: bool = True) -> Executor:
-    """Add ``node`` to a new executor of ``kind`` and :func:`spin` it until SIGINT or shutdown
-    (after :func:`release_free_heap` with ``trim_heap``); the executor, shut down.
-
-    Raises:
-        ValueError: as :func:`make_executor`.
-    """
+    """:func:`spin` ``node`` on a new executor of ``kind`` (:func:`make_executor`, whose ValueError
+    it raises) until SIGINT or shutdown, after :func:`release_free_heap` with ``trim_heap``."""
     executor = make_executor(kind, node.context)
     executor.add_node(node)
     if trim_heap:
@@ -99,11 +88,8 @@ def spin_node(node: Node, kind: str = "auto", poll_sec: float = POLL_SEC,
 
 # -- the command line ----------------------------------------------------------------------
 def usage() -> argparse.ArgumentParser:
-    """The command line: only ``-h`` / ``--help``; everything else goes through ``--ros-args``.
-
-    The help lists every node-wide parameter and every key of a sensor's section with its default
-    (the parameter table, :mod:`.parameter_table`).
-    """
+    """``sensor_node``'s command line: only ``-h`` / ``--help``, listing every node-wide and
+    common sensor parameter with its default; everything else goes through ``--ros-args``."""
     from .kinds import SensorKindError, sensor_kinds
     from .parameter_table import NODE_SPECS, SENSOR_COMMON_SPECS
     try:
@@ -157,23 +143,14 @@ def _shown(default: Any) -> str:
 
 
 def answer_help(argv: Sequence[str], parser: argparse.ArgumentParser) -> None:
-    """Print the usage and exit 0 when ``-h`` / ``--help`` is given outside ``--ros-args``.
-
-    Called before ``rclpy.init``: a help request creates no ROS participant.  Other arguments
-    outside ``--ros-args`` are left to rclpy, as before.
-
-    Raises:
-        SystemExit: 0 after printing the help.
-    """
+    """Print the usage and raise ``SystemExit(0)`` for ``-h`` / ``--help`` outside ``--ros-args``
+    (before ``rclpy.init``: no ROS participant); other arguments are left to rclpy."""
     parser.parse_known_args(user_args(list(argv)))
 
 
 def user_args(argv: List[str]) -> List[str]:
-    """The arguments outside ``--ros-args ... [--]`` blocks (program name dropped).
-
-    Split by hand: rclpy's ``remove_ros_args`` parses the parameter files too, and a file rcl
-    cannot read must reach ``rclpy.init`` to be reported as a configuration error.
-    """
+    """The arguments outside ``--ros-args ... [--]`` blocks (program name dropped); split by hand:
+    rclpy's ``remove_ros_args`` would parse the parameter files, which ``rclpy.init`` must report."""
     out: List[str] = []
     in_ros = False
     for a in argv[1:]:
@@ -206,14 +183,8 @@ def _rss_bytes() -> Optional[int]:
 
 
 def release_free_heap() -> Optional[int]:
-    """Return free C-heap pages to the kernel (glibc ``malloc_trim(0)``).
-
-    Returns:
-        Bytes by which the resident set shrank (``/proc/self/statm``; may be
-        0 or slightly negative when nothing was free), or None where there is
-        no glibc ``malloc_trim`` (macOS, musl) or no ``/proc``: then nothing
-        is done.
-    """
+    """Return free C-heap pages to the kernel (glibc ``malloc_trim(0)``); the bytes the resident
+    set shrank (may be 0 or slightly negative), or None without glibc or ``/proc`` (nothing done)."""
     name = ctypes.util.find_library("c")
     try:
         trim = ctypes.CDLL(name).malloc_trim if name else None
@@ -249,25 +220,13 @@ def run_node(name: str, make_node: Callable[[], Node], args: Optional[List[str]]
              spin: Callable[[Node], None] = rclpy_spin,
              finish: Optional[Callable[[Node], int]] = None,
              sigterm_as_interrupt: bool = True) -> int:
-    """Init, build the node, spin, clean up; the executable's exit code.
+    """Init (``args``: the command line), ``make_node``, ``spin`` it, clean up; the exit code.
 
-    Args:
-        name: the node's name (its configuration-error log lines).
-        make_node: builds the node (after ``rclpy.init``).
-        args: the command line for ``rclpy.init`` (``sys.argv`` when None).
-        config_errors: exceptions of ``make_node`` that are configuration errors: logged as
-            one ``configuration error`` line, exit code 2 (as are rclpy's own refusals of a
-            parameter override, :data:`RCLPY_PARAMETER_ERRORS`).
-        spin: serves the node's callbacks until the run ends (``rclpy.spin`` by default).
-        finish: called after the spin ends, before the node is destroyed; its result is the
-            exit code (0 when None).
-        sigterm_as_interrupt: SIGTERM stops the spin as SIGINT does where rclpy installs no
-            SIGTERM handler (process managers send it).
-
-    Returns:
-        0 on a normal end (SIGINT, SIGTERM, shutdown, a signal during start-up), 2 on a
-        configuration error (a parameter file rcl cannot parse, or ``config_errors``),
-        else ``finish``'s code.
+    ``config_errors``: exceptions of ``make_node`` logged as one ``configuration error`` line of
+    ``name`` (as are :data:`RCLPY_PARAMETER_ERRORS`); ``finish(node)``, after the spin, gives the
+    code; ``sigterm_as_interrupt``: SIGTERM stops the spin as SIGINT where rclpy has no handler.
+    Returns 0 on a normal end (SIGINT, SIGTERM, shutdown, a signal during start-up), 2 on a
+    configuration error (a parameter file rcl cannot parse, or ``config_errors``), else ``finish``'s.
     """
     try:
         rclpy.init(args=args)
@@ -318,10 +277,8 @@ def run_node(name: str, make_node: Callable[[], Node], args: Optional[List[str]]
 
 
 def exit_now(main: Callable[[], int]) -> None:
-    """Run ``main`` and end the process at once with its code (``os._exit`` after flushing): the
-    interpreter's teardown of torch, Klampt and DDS took 1.5-17 s.  An escaping
-    ``KeyboardInterrupt`` exits 0, ``SystemExit`` keeps its code, any other exception gives 1.
-    """
+    """Run ``main`` and ``os._exit`` with its code (the interpreter's teardown of torch, Klampt and
+    DDS took 1.5-17 s); ``KeyboardInterrupt`` exits 0, ``SystemExit`` keeps its code, else 1."""
     import traceback
     code = 1
     try:

@@ -25,9 +25,9 @@ from ..transforms import transform_from_xyz_quat
 from ._rclpy_compat import parameter_override_names
 from .calibration import CalibrationStore
 from .messages.camera import PRESSURE_TYPES
-from .parameter_check import closest_key, unknown_keys, unmatched_params_files
 from .parameter_table import ConfigError, Spec, check_topic_name, raise_all
-from .parameters import declare_spec
+from .main import parameter_usage
+from .parameters import declare_spec, unknown_keys, unmatched_params_files
 from .scene import effective_assets_dir, resolve_path, resolved_from
 
 #: how the --help text of a file parameter says where a relative path is looked for
@@ -122,24 +122,21 @@ PARAMETER_NAMES = [s.key for s in SPECS]
 #: the parameters that name topics (checked at start with rclpy's name rules)
 TOPIC_PARAMETERS = ("depth_topic", "points_topic", "camera_info_topic", "pressure_topic", "force_topic",
                     "surface_topic", "total_force_topic")
-EXAMPLE = ("  membrane_force_node --ros-args -p mesh:=equalized.vtk "
+EXAMPLE = ("membrane_force_node --ros-args -p mesh:=equalized.vtk "
            "-p attachment_mesh:=punyo_mesh_complete.ply -p frame_id:=punyo \\\n"
            "      -p force_topic:=/punyo_force/measured -p depth_topic:=/camera/depth/image_rect_raw")
 
 
 def usage() -> argparse.ArgumentParser:
-    """The command line: only ``-h`` / ``--help``; everything else goes through ``--ros-args``."""
-    lines = [f"  {s.key} (default {s.default!r}{'' if s.lo is None else f', {s.lo:g}..{s.hi:g}'}): "
-             f"{s.description}" for s in SPECS]
-    return argparse.ArgumentParser(
-        prog="membrane_force_node", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Measured dense force of a Punyo bubble from its internal depth camera and its "
-                    "pressure, published as sensor_node's measured stream of a PunyoDenseForceSensor; "
-                    "also the membrane surface, the total contact force, /diagnostics, the "
-                    "~/reset_reference service and, with a reference wrench, the ~/calibrate_scale "
-                    "service (the force scale).",
-        epilog="parameters (read-only, set with -p name:=value or --params-file):\n" + "\n".join(lines)
-               + "\nexample:\n" + EXAMPLE)
+    """The command line: only ``-h`` / ``--help`` (:func:`.main.parameter_usage`, ranges in the text)."""
+    return parameter_usage(
+        "membrane_force_node", "Measured dense force of a Punyo bubble from its internal depth camera and "
+        "its pressure, published as sensor_node's measured stream of a PunyoDenseForceSensor; also the "
+        "membrane surface, the total contact force, /diagnostics, the ~/reset_reference service and, with a "
+        "reference wrench, the ~/calibrate_scale service (the force scale).  Every parameter is read-only.",
+        [(s.key, s.default, s.description + ("" if s.lo is None else f" ({s.lo:g}..{s.hi:g})"))
+         for s in SPECS],
+        [EXAMPLE])
 
 
 def load_attachment_vertices(path: str) -> np.ndarray:
@@ -154,13 +151,6 @@ def load_attachment_vertices(path: str) -> np.ndarray:
         return np.asarray(load_mesh(path).vertices, dtype=np.float64)
     except Exception as exc:   # trimesh's loaders fail with many types on a file that is no mesh
         raise ValueError(f"not a triangle mesh ({type(exc).__name__}: {exc})") from None
-
-
-def unknown_text(name: str) -> str:
-    """``"'depth_unti' is not a parameter of membrane_force_node (did you mean 'depth_unit'?)"``."""
-    close = closest_key(name, PARAMETER_NAMES)
-    hint = f" (did you mean {close!r}?)" if close else f" (its parameters: {', '.join(PARAMETER_NAMES)})"
-    return f"{name!r} is not a parameter of membrane_force_node{hint}"
 
 
 def mesh_file(name: str, given: str) -> str:
@@ -259,12 +249,8 @@ def pressure_type_name(given: str) -> str:
 
 def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name: str,
                       namespace: str) -> List[ConfigError]:
-    """Every problem of the parameters that need no file, each naming the parameter and value.
-
-    Checked: ``ambient_pressure`` (:func:`ambient`), ``input``, ``pressure_type``, the
-    reliabilities, an even ``window``, ``reference_rotation``, an empty ``frame_id``, topic names
-    rclpy refuses and -- with a ``mesh`` -- a camera mount that puts free vertices behind the camera.
-    """
+    """Every problem of the parameters that need no file, each naming the parameter and value
+    (with a ``mesh``, also a camera mount that puts free vertices behind the camera)."""
     out: List[ConfigError] = []
 
     def attempt(check: Any, *args: Any) -> None:
@@ -304,18 +290,13 @@ def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name
 
 
 def configure(node: Node, command_line: Sequence[str]) -> SimpleNamespace:
-    """Declare ``node``'s parameters, read its meshes and calibration file, log the start-up notes.
-
-    Returns:
-        ``p`` (name -> value), ``mesh``, ``out_frame`` (mesh -> attachment frame), ``store``
-        (:class:`.CalibrationStore`), ``record`` (the scale loaded, :class:`.ScaleRecord`),
-        ``ambient_pa``, ``ambient_source`` and ``config_problems`` (unknown keys with the closest
-        known one, parameter files with no entry for the node: logged, for ``/diagnostics``).
+    """Declare ``node``'s parameters, read its meshes and calibration file, log the start-up notes;
+    ``p`` (name -> value), ``mesh``, ``out_frame`` (mesh -> attachment frame), ``store``, ``record``
+    (the scale loaded), ``ambient_pa``, ``ambient_source``, ``config_problems`` (unknown keys,
+    parameter files with no entry for the node).
 
     Raises:
-        ConfigError: every problem at once (:class:`.ConfigErrors` for several, one line), each
-            naming the parameter and value: values rclpy refuses, the ``mesh``, the
-            ``attachment_mesh``, :func:`settings_problems`, the ``calibration_file``.
+        ConfigError: every problem at once (:class:`.ConfigErrors`), each naming parameter and value.
     """
     problems: List[ConfigError] = []
     c = SimpleNamespace(p={}, mesh=None, out_frame=MeshFrameTransform.identity(), record=ScaleRecord())

@@ -13,16 +13,14 @@ import numpy as np
 from rclpy.node import Node
 
 from .messages.camera import PRESSURE_TYPES, InputRejected
-from .topic_types import foreign_publishers, type_name, wrong_type_message
+from .topic_types import WrongTypeWatch, type_name
 
-__all__ = ["Input", "InputWatch", "NAME_WAIT_S", "Pressures", "WAIT_WARN_S", "check_reference_frame",
+__all__ = ["Input", "InputWatch", "Pressures", "WAIT_WARN_S", "check_reference_frame",
            "inputs_text", "missing_inputs", "no_colour_text", "pressure_type_hints", "pressures_text",
            "ready_text", "report", "stamp_partners", "stopped_text", "waiting_text", "zero_stamp_text"]
 
 #: s after start from which a still-missing input is logged (once) at WARN; /diagnostics names it at once
 WAIT_WARN_S = 5.0
-#: s a wrong-type problem waits for discovery to name the publishing node before it is logged unnamed
-NAME_WAIT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -53,14 +51,9 @@ def inputs_text(inputs: Sequence[Input]) -> str:
 
 def missing_inputs(inputs: Mapping[str, Input], stats: Mapping[str, int], last: Mapping[str, str],
                    camera_ready: bool, pressure_known: bool) -> List[Tuple[Input, str]]:
-    """``(input, sentence)`` of each input the node still waits for, in the order they are needed.
-
-    Args:
-        inputs: the node's inputs by key (``camera_info``, ``frames``, ``pressure``).
-        stats, last: the node's counters (``camera_info_received``, ``CameraInfo_rejected``,
-            ``frames_received``, ``pressure_rejected``) and the last rejection reason of each.
-        camera_ready: an estimator was built; pressure_known: a usable pressure came.
-    """
+    """``(input, sentence)`` of each of ``inputs`` (``camera_info``, ``frames``, ``pressure``) the
+    node still waits for, in the order needed; ``stats`` / ``last``: the node's counters and last
+    rejection reasons; ``camera_ready``: an estimator was built; ``pressure_known``: one came."""
     cam, frames, pressure = inputs["camera_info"], inputs["frames"], inputs["pressure"]
     out: List[Tuple[Input, str]] = []
     n = stats["camera_info_received"]
@@ -117,9 +110,8 @@ def zero_stamp_text(inp: Input, partner: str, count: int) -> str:
 
 def stopped_text(pressure: Input, age_s: float, stamped: bool, rejection: str = "",
                  collecting: bool = False) -> str:
-    """The pressure stream that stopped ``age_s`` s ago (or whose messages since are all rejected:
-    ``rejection``, ``reason: text`` of the latest), for a ``stamped`` type or not, while a
-    reference is ``collecting`` or not."""
+    """The pressure stream stopped ``age_s`` s ago (or all rejected since: ``rejection``, the latest's
+    ``reason: text``), for a ``stamped`` type or not, while a reference is ``collecting`` or not."""
     done = "collected for the reference" if collecting else "estimated"
     what = f"frames wait for their pressure and are not {done}" if stamped else f"frames are not {done}"
     if rejection:
@@ -133,13 +125,8 @@ class Pressures:
 
     A bare number (``Float32`` / ``Float64``) goes with every frame while at most ``timeout_s``
     (receive time; 0 = never stale) old; a stamped one (``FluidPressure``) pairs with the frame
-    stamped within ``tolerance_s``, the frame waiting (:meth:`wait`) until it comes.
-
-    Attributes:
-        latest, received_at: the latest usable pressure (Pa absolute) and its receive time
-            (monotonic s); None before one.
-        by_stamp: ``(stamp ns, Pa)`` of the latest ``history`` stamped pressures.
-        pending: ``(item, stamp ns, received s)`` of the frames waiting, oldest first.
+    stamped within ``tolerance_s``, the frame waiting (:meth:`wait`) until it comes.  ``latest``
+    (Pa absolute), ``received_at`` (monotonic s), ``by_stamp`` ``(ns, Pa)``, ``pending`` frames.
     """
 
     def __init__(self, pressure: Input, stamped: bool, tolerance_s: float, timeout_s: float,
@@ -170,8 +157,8 @@ class Pressures:
         """The pressure (Pa) for the frame stamped ``stamp_ns``; None = not come yet (it waits).
 
         Raises:
-            InputRejected: ``no_pressure`` (none yet unstamped; stamped: none near while later
-                ones came), ``stale_pressure`` (unstamped: the latest is older than ``timeout_s``).
+            InputRejected: ``no_pressure`` (none yet; stamped: none near while later ones came),
+                ``stale_pressure`` (unstamped, older than ``timeout_s``).
         """
         if not self.stamped:
             if self.latest is None:
@@ -193,11 +180,8 @@ class Pressures:
         return None
 
     def wait(self, item: Any, stamp_ns: int, received: float, now: float, max_waiting: int) -> None:
-        """Keep a frame (``item``, received at monotonic ``received``) until its pressure comes.
-
-        Raises:
-            InputRejected: ``no_pressure``, the oldest frame dropped, when more than ``max_waiting`` wait.
-        """
+        """Keep a frame (``item``, received at monotonic ``received``) until its pressure comes;
+        InputRejected ``no_pressure``, the oldest dropped, when more than ``max_waiting`` wait."""
         self.pending.append((item, stamp_ns, received))
         if len(self.pending) <= max_waiting:
             return
@@ -216,18 +200,13 @@ class Pressures:
 
 def check_reference_frame(depth: np.ndarray, pressure: float, shape: Tuple[int, int], p: Dict[str, Any],
                           ambient_pa: float, ambient_source: str) -> None:
-    """Refuse a frame the reference must not take (a bad frame never enters it).
-
-    Args:
-        depth: ``(H, W)`` float depth image, m (0, NaN, +-Inf = no reading, REP 117).
-        pressure: its bubble pressure, Pa absolute; shape: the camera's ``(height, width)``, px.
-        p: the node's parameters (``max_depth``, ``depth_unit``); ambient_pa, ambient_source: the
-            ambient pressure in use (Pa) and where it comes from.
+    """Refuse a frame the reference must not take: ``depth`` ``(H, W)`` m (0, NaN, +-Inf = no
+    reading), its ``pressure`` (Pa absolute), the camera's ``shape`` ``(H, W)``, the node's
+    parameters ``p``, the ambient pressure in use (Pa) and its source.
 
     Raises:
-        InputRejected: ``wrong_size``; ``nan`` (no finite depth); ``depth_out_of_range`` (every
-            reading at or beyond ``max_depth``: a unit mistake); ``bad_pressure`` (not above the
-            ambient: ``set_reference`` would refuse the whole set at its last frame).
+        InputRejected: ``wrong_size``; ``nan`` (no finite depth); ``depth_out_of_range`` (all at or
+            beyond ``max_depth``: a unit mistake); ``bad_pressure`` (not above the ambient).
     """
     if depth.shape != tuple(shape):
         raise InputRejected(f"frame of {depth.shape[1]}x{depth.shape[0]} px for a "
@@ -250,8 +229,8 @@ def check_reference_frame(depth: np.ndarray, pressure: float, shape: Tuple[int, 
 
 
 def no_colour_text(colour: Input, received: int, rejected: int = 0, rejection: str = "") -> str:
-    """Why the reference has no colour and what to do: nothing arrives on ``colour`` (``received``
-    0), or ``rejected`` of them were (the latest as ``rejection``) and a reset with colour helps."""
+    """Why the reference has no colour (none ``received``, or ``rejected``, the latest as
+    ``rejection``) and what to do."""
     if received:
         bad = (f"{rejected} of {received} colour images on {colour.topic} rejected, the latest as "
                f"{rejection}; " if rejected else "")
@@ -267,29 +246,22 @@ def pressures_text(ambient_pa: float, source: str, gauge_pa: Optional[float]) ->
 
 
 def ready_text(reference: str, outputs: Sequence[Tuple[str, Any]], frame_id: str, pressures: str = "") -> str:
-    """The line logged when a reference is set, naming the ``reference``, the ``pressures``
-    (:func:`pressures_text`, '' = none), each ``(what, rclpy publisher)`` of ``outputs`` and the
-    ``frame_id``."""
+    """The line logged when a reference is set: the ``reference``, the ``pressures`` ('' = none),
+    each ``(what, rclpy publisher)`` of ``outputs`` and the ``frame_id``."""
     named = [f"{what} on {pub.topic_name} ({type_name(pub.msg_type)})" for what, pub in outputs]
     middle = f"; {pressures}" if pressures else ""
     return f"ready: reference {reference}{middle}; publishing {_join(named)}, frame_id {frame_id!r}"
 
 
 class InputWatch:
-    """What to log of the node's inputs, once per diagnostics period (module text).
-
-    Args:
-        node: the node whose graph view finds the publishers.
-        inputs: its subscriptions; started: monotonic time (s) the node started.
-    """
+    """What to log of the node's ``inputs`` (monotonic ``started``: the node's start, s), once per
+    diagnostics period: the inputs still missing and those published in another type."""
 
     def __init__(self, node: Node, inputs: Sequence[Input], started: float) -> None:
-        self.node = node
         self.inputs = list(inputs)
         self.started = started
         self._waited: Set[str] = set()                       # topics whose wait was logged
-        self._logged: Set[Tuple[str, Tuple[str, ...]]] = set()   # (topic, foreign types) logged
-        self._first_seen: Dict[Tuple[str, Tuple[str, ...]], float] = {}
+        self._wrong_type = WrongTypeWatch(node, node.get_logger())
 
     def waiting_log(self, now: float, missing: Sequence[Tuple[Input, str]]) -> Optional[str]:
         """The WARN line to log now: the missing inputs not yet logged, from :data:`WAIT_WARN_S` s
@@ -302,36 +274,21 @@ class InputWatch:
         self._waited.update(i.topic for i, _ in new)
         return f"{waiting_text(new)} ({now - self.started:.0f} s since start)"
 
-    def wrong_types(self, now: float) -> Tuple[List[str], List[str]]:
-        """``(problems, to_log)``: one :func:`~.topic_types.wrong_type_message` per input published
-        in another type (for ``/diagnostics``), and the WARN lines to log now: each distinct problem
-        once, when discovery has named the publishers or :data:`NAME_WAIT_S` s after it was seen."""
-        problems: List[str] = []
-        to_log: List[str] = []
+    def wrong_types(self) -> List[str]:
+        """One sentence per input published in another type (:class:`.topic_types.WrongTypeWatch`,
+        which logs each once), with the setting that would read it (:attr:`Input.hints`)."""
+        out: List[str] = []
         for i in self.inputs:
-            foreign = foreign_publishers(self.node, i.topic, i.type_name)
-            if not foreign:
-                continue
-            line = wrong_type_message(i.topic, i.type_name, foreign)
-            problems.append(line)
-            key = (i.topic, tuple(sorted({t for _, t in foreign})))
-            first = self._first_seen.setdefault(key, now)
-            named = all(n for n, _ in foreign)
-            if key not in self._logged and (named or now - first >= NAME_WAIT_S):
-                self._logged.add(key)
-                hints = [i.hints[t] for t in key[1] if t in i.hints]
-                to_log.append(f"{line}: none of it reaches this node"
-                              + (f" ({'; '.join(hints)})" if hints else ""))
-        return problems, to_log
+            text = self._wrong_type(i)
+            hints = [h for t, h in i.hints.items() if t in text]
+            if text:
+                out.append(text + (f" ({'; '.join(hints)})" if hints else ""))
+        return out
 
 
 def report(n: Any, now: float) -> Tuple[bool, str, Dict[str, Any]]:
-    """``(ok, message, values)`` of the node's ``/diagnostics`` status at monotonic ``now``
-    (docs/membrane_force.md, the keys), the period's counts restarted; the input warnings logged.
-
-    Args:
-        n: the :class:`~.membrane_force_node.MembraneForceNode` (its counters and state are read).
-    """
+    """``(ok, message, values)`` of node ``n``'s ``/diagnostics`` status at monotonic ``now`` (the
+    keys: docs/membrane_force.md), the period's counts restarted; the input warnings logged."""
     st, last, prev = n.stats, n.last, n._period
     dt = max(now - prev["start"], 1e-9)
     ms = np.asarray(n.period_ms)
@@ -371,11 +328,11 @@ def report(n: Any, now: float) -> Tuple[bool, str, Dict[str, Any]]:
             "vertices_flow": last.get("vertices_flow", "0"),
             "last_depth_only": last.get("depth_only", "none")})
     missing = missing_inputs(n.inputs, st, last, n.estimator is not None, age is not None)
-    wrong, to_log = n.watch.wrong_types(now)
+    wrong = n.watch.wrong_types()
     values["wrong_types"] = "; ".join(wrong) or "none"
-    for line in to_log + [n.watch.waiting_log(now, missing) or ""]:
-        if line:
-            n.get_logger().warning(line)
+    waiting = n.watch.waiting_log(now, missing)
+    if waiting:
+        n.get_logger().warning(waiting)
     stopped, est = n.pressures.stopped(now), n.estimator
     collecting = est is not None and est.model is None
     ok, hz, why = False, new["estimated"] / dt, last.get("frame_rejection")

@@ -31,9 +31,9 @@ from ..rig.calibration_file import SaveRefused
 from ..rig.pairing import ColourPairing
 from ..rig.input_health import pressure_unit_problem
 from .kinds.punyo_pressure import PressureCodec
-from .main import run_node, user_args
+from .main import answer_help, run_node
 # SPECS and usage are also this module's public names (tests, --help)
-from .membrane_force_config import (SPECS, configure, pressure_type_name, reference_rotation, unknown_text,
+from .membrane_force_config import (PARAMETER_NAMES, SPECS, configure, pressure_type_name, reference_rotation,
                                     usage)
 from .membrane_force_inputs import (Input, InputWatch, Pressures, check_reference_frame, inputs_text,
                                     no_colour_text, pressure_type_hints, pressures_text, ready_text, report,
@@ -44,20 +44,15 @@ from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, c
 from .messages.pointcloud import write_cloud
 from .messages.stamps import copy_stamp, stamp_to_ns
 from .parameter_table import ConfigError
+from .parameters import UnknownKey, closest_key
 from .topic_types import type_name
 
 __all__ = ["SPECS", "MembraneForceNode", "main", "run", "usage"]
 
 
 class MembraneForceNode(Node):
-    """Camera frames + pressure → :class:`MembraneForceEstimator` → measured dense force (module text).
-
-    ``command_line``: the process arguments (for :func:`.configure`); ``kwargs`` go to
-    ``rclpy.node.Node`` (``context``, ``parameter_overrides``, ...).
-
-    Raises:
-        ConfigError: every configuration problem at once (:func:`.configure`).
-    """
+    """Camera frames + pressure → :class:`MembraneForceEstimator` → measured dense force;
+    ``command_line``: for :func:`.configure`; ``kwargs``: to ``Node``.  ConfigError: every problem."""
 
     def __init__(self, node_name: str = "membrane_force_node", command_line: Sequence[str] = (),
                  **kwargs: Any) -> None:
@@ -140,8 +135,8 @@ class MembraneForceNode(Node):
         """Live requests: rclpy refuses the read-only ones by name; an unknown name is refused here."""
         for prm in params:
             if not self.has_parameter(prm.name):
-                return SetParametersResult(successful=False,
-                                           reason=f"parameter {unknown_text(prm.name)} (= {prm.value!r})")
+                unknown = UnknownKey(prm.name, closest_key(prm.name, PARAMETER_NAMES), "node")
+                return SetParametersResult(successful=False, reason=f"{unknown.message()} (= {prm.value!r})")
         return SetParametersResult(successful=True)
 
     def _reject(self, reason: str, message: str, what: str = "frame") -> None:
@@ -465,12 +460,11 @@ class MembraneForceNode(Node):
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """Console entry point (:func:`.main.run_node`; ``args``: the command line, ``sys.argv`` when
-    None): 0 on Ctrl-C / shutdown, 2 on a configuration error; ``-h`` / ``--help`` prints the
-    parameters and returns 0 before ``rclpy.init``."""
+    """Console entry point (:func:`.main.run_node`, ``args``: ``sys.argv`` when None): 0 on Ctrl-C,
+    shutdown or ``--help``, 2 on a configuration error."""
     argv = list(sys.argv if args is None else args)
     try:
-        usage().parse_known_args(user_args(argv))   # exits 0 after printing for -h / --help
+        answer_help(argv, usage())
     except SystemExit as exc:
         return int(exc.code or 0)
     return run_node("membrane_force_node", lambda: MembraneForceNode(command_line=argv), argv,

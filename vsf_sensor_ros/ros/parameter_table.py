@@ -38,15 +38,8 @@ def numbered(problems: Sequence[str]) -> str:
 
 
 class ConfigErrors(ConfigError):
-    """Several configuration problems found together, so a user fixes them in one go.
-
-    Attributes:
-        errors: the :class:`ConfigError` s, in the order found (at least two); ``parameter``,
-            ``value`` and ``detail`` are the first one's.
-
-    ``str(err)`` is one line: ``2 problems: [1] parameter 'a' = 1: ...; [2] parameter 'b' = ...``
-    (numbered: a detail may contain ``;`` itself).
-    """
+    """Several configuration problems found together (``errors``, at least two, in the order
+    found; ``parameter``, ``value``, ``detail`` are the first one's); ``str(err)``: :func:`numbered`."""
 
     def __init__(self, errors: Sequence[ConfigError]) -> None:
         self.errors = list(errors)
@@ -65,23 +58,11 @@ def raise_all(errors: Sequence[ConfigError]) -> None:
 
 @dataclass
 class Spec:
-    """One parameter: default value, description, and what may change live.
-
-    Attributes:
-        key: name within its namespace.
-        default: value used when no override is given (its Python type fixes
-            the ROS type; ``ptype`` overrides for empty arrays).
-        description: one line, shown by ``ros2 param describe``.
-        read_only: fixed at start (rclpy refuses a live change; restart the node to change it).
-        lo, hi: numeric range (inclusive) reported in the descriptor and
-            enforced by rclpy.
-        ptype: explicit ``ParameterType`` (for empty-array defaults).
-        constraints: free text for ``additional_constraints``.
-        length: required array length (checked by :func:`check_value`).
-        finite: reject NaN / inf (arrays elementwise).
-        positive: reject values <= 0 (after the finite check, inf allowed when not ``finite``).
-        topic: the value is a topic name (empty = the default topic), checked
-            with rclpy's own name rules (:func:`check_topic_name`).
+    """One parameter: ``key`` within its namespace, ``default`` (its Python type fixes the ROS
+    type; ``ptype`` for empty arrays), one-line ``description`` (``ros2 param describe``),
+    ``read_only`` (fixed at start), inclusive range ``lo`` .. ``hi`` (enforced by rclpy),
+    ``constraints`` text; checked by :func:`check_value`: array ``length``, ``finite``, ``positive``
+    (> 0), ``topic`` (a topic name by rclpy's rules; empty = the default topic).
     """
 
     key: str
@@ -115,11 +96,10 @@ class Spec:
 
 
 def check_value(full_name: str, spec: Spec, value: Any) -> None:
-    """Validate ``value`` for ``spec`` beyond what rclpy's descriptor checks.
+    """Validate ``value`` for ``spec`` beyond rclpy's descriptor checks.
 
     Raises:
-        ConfigError: the wrong type,
-            wrong array length, non-finite or non-positive entries, outside the
+        ConfigError: the wrong type or length, non-finite or non-positive entries, outside the
             range, an invalid topic name.
     """
     wrong = _type_mismatch(spec, value)
@@ -179,13 +159,10 @@ def _type_mismatch(spec: Spec, value: Any) -> str:
 
 
 def check_topic_name(parameter: str, topic: str, node_name: str = "sensor_node", namespace: str = "/") -> str:
-    """``topic`` expanded to a full name by rclpy's own rules (relative names under ``namespace``).
+    """``topic`` expanded to a full name by rclpy's rules (relative names under ``namespace``).
 
     Raises:
-        ConfigError: naming ``parameter`` and ``topic`` with rclpy's reason
-            (empty, repeated or trailing '/', a token starting with a digit,
-            characters other than alphanumerics and '_', an unknown ``{substitution}``,
-            too long).
+        ConfigError: naming ``parameter`` and ``topic`` with rclpy's reason.
     """
     from rclpy.expand_topic_name import expand_topic_name
     from rclpy.validate_full_topic_name import validate_full_topic_name
@@ -380,12 +357,8 @@ MAX_NAME_LENGTH = 64
 
 
 def check_name(parameter: str, name: str) -> None:
-    """A sensor/body name must be a valid ROS name token (it prefixes topics and parameters).
-
-    Raises:
-        ConfigError: naming ``parameter`` and ``name``: not a token, or longer
-            than :data:`MAX_NAME_LENGTH` characters.
-    """
+    """ConfigError naming ``parameter`` and ``name`` unless the sensor/body name is a ROS name
+    token (it prefixes topics and parameters) of at most :data:`MAX_NAME_LENGTH` characters."""
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise ConfigError(parameter, name, "names must start with a letter and hold only letters, "
                                            "digits and '_'")
@@ -403,11 +376,7 @@ def plain(value: Any) -> Any:
 
 def as_double(value: Any, default: Any) -> Any:
     """``value`` as float / list of floats when ``default`` is a double (array) and ``value``
-    holds integers; None when no conversion applies.
-
-    The int -> double leniency of every node of the package: ``measured_scale: 100``
-    in a parameter file or ``ros2 param set ... position "[0, 0, 0]"`` for doubles.
-    """
+    holds integers (every node's int -> double leniency); None when no conversion applies."""
     if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if isinstance(default, list) and default and isinstance(default[0], float) \
@@ -418,9 +387,5 @@ def as_double(value: Any, default: Any) -> Any:
 
 
 def sensor_specs(type_name: str) -> List[Spec]:
-    """Common + type-specific specs of a sensor type (its kind's settings).
-
-    Raises:
-        KeyError: unknown type (callers turn it into a ``ConfigError``).
-    """
+    """Common + type-specific specs of a sensor type; KeyError for an unknown type."""
     return SENSOR_COMMON_SPECS + SENSOR_SETTINGS[type_name]

@@ -1,15 +1,19 @@
-"""The sensor node's parameters at run time: declaration, int -> double leniency, live checks.
+"""The nodes' parameters at run time: declaration, int -> double leniency, live checks, unknown keys.
 
-Declares the parameter table on a node and checks a ``ros2 param set`` request whole before any
-of it is applied.  Which parameters change live, and the leniency: docs/interface.md
-(parameters) and docs/node.md.
+Declares the parameter table on a node, checks a ``ros2 param set`` request whole before any of
+it is applied, and names unknown keys and parameter files keyed for another node.  Which
+parameters change live, and the leniency: docs/interface.md (parameters) and docs/node.md.
 """
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
+import yaml
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -29,23 +33,15 @@ _NODE_SPEC = {s.key: s for s in NODE_SPECS}
 
 @dataclass
 class SensorParameters:
-    """A sensor's parameter namespace as plain values.
-
-    Attributes:
-        name: sensor name.
-        type: sensor type name.
-        values: every declared key of the namespace -> value (ROS types).
-    """
+    """A sensor's parameter namespace: ``name``, ``type`` and ``values`` (every declared key -> value)."""
 
     name: str
     type: str
     values: Dict[str, Any] = field(default_factory=dict)
 
     def model_config(self) -> Dict[str, Any]:
-        """The dict for ``sensor_from_config``: name, type, attachment + type settings.
-
-        Array values become lists; ROS-side keys (measured_*, publish_*) are left out.
-        """
+        """The dict for ``sensor_from_config``: name, type, attachment + type settings (arrays as
+        lists; the ROS-side keys left out)."""
         cfg: Dict[str, Any] = {"name": self.name, "type": self.type,
                                "attachment": self.values.get("attachment", "")}
         for spec in SENSOR_SETTINGS.get(self.type, []):
@@ -58,10 +54,7 @@ class SensorParameters:
         """Canonical measured message type (the predicted type when unset).
 
         Raises:
-            ConfigError: an unsupported type string, or one the sensor's kind
-                cannot decode (its codec's ``measured_types``: pressure -> FluidPressure or a
-                bare Float32 / Float64, dense force -> PointCloud2, ContactSensor /
-                IsaacContactSensor -> WrenchStamped).
+            ConfigError: an unsupported type, or one the kind cannot decode (``measured_types``).
         """
         accepted = codec_of_type(self.type).measured_types
         text = self.values.get("measured_type", "") or accepted[0]
@@ -82,15 +75,8 @@ class SensorParameters:
 
 @dataclass(frozen=True)
 class LiveSettings:
-    """Node-wide parameters read per message and changed live (one immutable snapshot).
-
-    Attributes:
-        tare_samples: N of a tare.
-        tare_on_start: tare each sensor once when N contact-free pairs exist.
-        max_stamp_difference: pairing tolerance (s); 0 = adaptive.
-        markers_max_rate: highest marker rate (Hz; 0 = every message).
-        marker_force_scale: arrow length (m per N).
-    """
+    """Node-wide parameters read per message and changed live (one immutable snapshot; the
+    meanings: :data:`.parameter_table.NODE_SPECS`)."""
 
     tare_samples: int
     tare_on_start: bool
@@ -112,17 +98,15 @@ class LiveSettings:
 
     @property
     def tolerance_ns(self) -> Optional[int]:
-        """``max_stamp_difference`` in integer nanoseconds; None when 0 (the adaptive rule of
-        :class:`~vsf_sensor_ros.rig.pairing.StampPairer`: half the longer observed period)."""
+        """``max_stamp_difference`` in integer ns; None when 0 (the pairer's adaptive rule)."""
         ns = int(round(self.max_stamp_difference * 1e9))
         return ns if ns > 0 else None
 
 
 def accept_integer_override(node: Node, name: str, default: Any) -> Optional[Parameter]:
-    """Before declaring ``name``: an integer override (parameter file, ``-p``) of a double (array)
-    parameter whose default is ``default`` becomes that double, as every node of the package takes
-    it (:func:`~vsf_sensor_ros.ros.parameter_table.as_double`); rclpy would refuse it.  Returns the
-    override as given (None without one)."""
+    """Before declaring ``name``: an integer override of a double (array) parameter (``default``)
+    becomes that double (:func:`.parameter_table.as_double`; rclpy would refuse it); the override
+    as given, None without one."""
     override = parameter_override(node, name)
     if override is not None:
         fixed = as_double(override.value, default)
@@ -132,12 +116,10 @@ def accept_integer_override(node: Node, name: str, default: Any) -> Optional[Par
 
 
 def declare_spec(node: Node, name: str, spec: Spec) -> Any:
-    """Declare parameter ``name`` on ``node`` from a :class:`Spec`; its value (the override, else
-    ``spec.default``) as plain Python, an integer override of a double taken as a double.
+    """Declare parameter ``name`` on ``node`` from a :class:`Spec`; its value as plain Python.
 
     Raises:
-        ConfigError: the value has the wrong type, is out of range or fails
-            :func:`~vsf_sensor_ros.ros.parameter_table.check_value`.
+        ConfigError: the wrong type, out of range, or refused by :func:`.parameter_table.check_value`.
     """
     override = accept_integer_override(node, name, spec.default)
     arg: Any = spec.default
@@ -155,14 +137,9 @@ def declare_spec(node: Node, name: str, spec: Spec) -> Any:
 
 def check_measured_topic(node: Node, cfg: SensorParameters,
                          own: Mapping[str, Tuple[str, str, bool]]) -> None:
-    """The measured topic of ``cfg`` is a valid name (rclpy's rules), none of the node's own
-    inputs, and carries no other message type (the graph's, and ``own``: ``{resolved topic: (what,
-    type, an input)}`` of the node's endpoints, those not made yet too; an output of the same
-    type is allowed).
-
-    Raises:
-        ConfigError: naming ``<s>.measured_topic`` and the value.
-    """
+    """ConfigError naming ``<s>.measured_topic`` unless it is a valid name, none of the node's own
+    inputs and carries no other type (on the graph, or in ``own``: ``{resolved topic: (what, type,
+    an input)}`` of the node's endpoints, those not made yet too)."""
     topic = cfg.measured_topic()
     pname, given = f"{cfg.name}.measured_topic", cfg.values.get("measured_topic", "")
     full = check_topic_name(pname, topic, node.get_name(), node.get_namespace())
@@ -180,25 +157,16 @@ def check_measured_topic(node: Node, cfg: SensorParameters,
 
 
 class NodeParameters:
-    """Declares the node's parameters on ``node`` and checks live requests (which are live:
-    docs/parameters.md).
-
-    Attributes:
-        values: node-wide parameter values after :meth:`declare_node` (live ones kept current).
-    """
+    """Declares the node's parameters on ``node`` and checks live requests; ``values``: the
+    node-wide values after :meth:`declare_node` (live ones kept current)."""
 
     def __init__(self, node: Node) -> None:
         self._node = node
         self.values: Dict[str, Any] = {}
 
     def declare_node(self) -> Tuple[Dict[str, Any], List[ConfigError]]:
-        """Declare every node-wide parameter, going on past a refused one.
-
-        Returns:
-            ``({name: value}, errors)``: the values (also kept in :attr:`values`; a refused
-            parameter reads its default, for the checks that follow: the node must not start)
-            and the :class:`ConfigError` of each override of the wrong type or out of range.
-        """
+        """Declare every node-wide parameter; ``({name: value}, errors)``: a refused one reads its
+        default (for the checks that follow: the node does not start), its ConfigError listed."""
         values: Dict[str, Any] = {}
         errors: List[ConfigError] = []
         for s in NODE_SPECS:
@@ -211,21 +179,14 @@ class NodeParameters:
         return values, errors
 
     def declare_body(self, body: str) -> Dict[str, Any]:
-        """Declare ``<body>.*`` (read-only); ``{key: value}``.
-
-        Raises:
-            ConfigError: a bad body name or value.
-        """
+        """Declare ``<body>.*`` (read-only); ``{key: value}``.  ConfigError: a bad name or value."""
         check_name("bodies", body)
         return {s.key: declare_spec(self._node, f"{body}.{s.key}", s) for s in BODY_SPECS}
 
     @staticmethod
     def check_sensor_list(sensors: Sequence[str]) -> None:
-        """Names valid, distinct and not a node endpoint; the sensor kinds load.
-
-        Raises:
-            ConfigError: naming ``sensors`` (:class:`.ConfigErrors` for several names).
-        """
+        """ConfigError naming ``sensors`` unless the names are valid, distinct and no node endpoint
+        and the sensor kinds load."""
         seen: Set[str] = set()
         errors: List[ConfigError] = []
         for s in sensors:
@@ -248,11 +209,7 @@ class NodeParameters:
         raise_all(errors)
 
     def declare_sensor(self, name: str) -> SensorParameters:
-        """Declare ``<name>.*`` (type first, then the type's keys) and collect the values.
-
-        Raises:
-            ConfigError: unknown type or an invalid value.
-        """
+        """Declare ``<name>.*`` (type first, then its keys).  ConfigError: unknown type, bad value."""
         kinds = sensor_kinds()
         # (ros2 param describe lists the kinds of this process, entry points included)
         type_spec = replace(SENSOR_COMMON_SPECS[0], constraints=" | ".join(kinds))
@@ -288,11 +245,8 @@ class NodeParameters:
 
     def check(self, params: Sequence[Parameter], errors: Sequence[ConfigError] = ()
               ) -> Dict[str, Dict[str, Any]]:
-        """Check a live request's values (all problems at once, with ``errors`` already found),
-        changing nothing (rclpy has refused undeclared and read-only names).
-
-        Returns:
-            ``{namespace: {key: value}}``: ``""`` for node-wide parameters, else the sensor's name.
+        """Check a live request whole (with ``errors`` already found), changing nothing;
+        ``{namespace: {key: value}}`` (``""``: node-wide, else the sensor's name).
 
         Raises:
             ConfigError: naming each refused parameter and value (:class:`.ConfigErrors` for several).
@@ -321,12 +275,8 @@ class NodeParameters:
 def wrong_type_errors(node: Node, params: Sequence[Parameter]
                       ) -> Tuple[List[Parameter], Dict[str, ConfigError]]:
     """For ``pre_set_parameters``: the request with each value of the wrong type for a declared,
-    writable, statically typed parameter replaced by the current value, and those errors by name.
-
-    rclpy's own type check would refuse such a request naming neither the parameter nor the value
-    ("expected '3' got '4'"); the node's ``on_set_parameters`` callback refuses it with these
-    errors instead (nothing of the request is set).
-    """
+    writable, statically typed parameter replaced by the current value, and those errors by name
+    (rclpy's refusal names neither parameter nor value; ``on_set_parameters`` refuses with these)."""
     checked: List[Parameter] = []
     wrong: Dict[str, ConfigError] = {}
     for prm in params:
@@ -348,5 +298,129 @@ def _type_words(t: Parameter.Type) -> str:
     return ("an " if words[:1] in "aeiou" else "a ") + words
 
 
-__all__ = ["LiveSettings", "NodeParameters", "RESERVED_NAMES", "SensorParameters", "accept_integer_override",
-           "check_measured_topic", "declare_spec", "wrong_type_errors"]
+# -- configuration checked, not trusted ------------------------------------------------------
+# rclpy and rcl accept unknown keys and parameter files keyed for another node silently (the
+# default stays, the file applies to nothing); these pure functions make them loud (docs/node.md).
+
+# Parameters rclpy declares on every node, or reads itself, that no table of ours lists.
+RCLPY_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service"})
+RCLPY_PREFIXES = ("qos_overrides.",)
+
+
+@dataclass(frozen=True)
+class UnknownKey:
+    """One override that is no parameter of the node: full ``name`` as given, the closest known
+    full name (``suggestion``, None when nothing is close), ``where``: ``"node"``, ``"sensor <s>"``
+    or ``"body <b>"``."""
+
+    name: str
+    suggestion: Optional[str]
+    where: str
+
+    def message(self) -> str:
+        """One line naming the key, where it is, and the closest known key."""
+        hint = f"; did you mean '{self.suggestion}'?" if self.suggestion else ""
+        return f"unknown parameter '{self.name}' ({self.where}){hint}"
+
+
+def closest_key(key: str, known: Iterable[str]) -> Optional[str]:
+    """The name of ``known`` most like ``key`` (difflib ratio >= 0.6), or None."""
+    match = difflib.get_close_matches(key, sorted(set(known)), n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def unknown_keys(names: Iterable[str], node_keys: Set[str], sensors: Mapping[str, Set[str]],
+                 bodies: Mapping[str, Set[str]]) -> List[UnknownKey]:
+    """Every name of ``names`` no part of the node's table knows, in order, with a suggestion.
+
+    ``sensors`` / ``bodies``: name -> its valid keys; a key under a section that is no sensor or
+    body is unknown too (suggesting a close section that has the key).
+    """
+    sections = {**bodies, **sensors}
+    out: List[UnknownKey] = []
+    for name in names:
+        if name in node_keys or name in RCLPY_PARAMETERS or name.startswith(RCLPY_PREFIXES):
+            continue
+        prefix, dot, key = name.partition(".")
+        if dot and prefix in sections:
+            if key not in sections[prefix]:
+                close = closest_key(key, sections[prefix])
+                out.append(UnknownKey(name, None if close is None else f"{prefix}.{close}",
+                                      f"{'sensor' if prefix in sensors else 'body'} {prefix}"))
+            continue
+        near = closest_key(prefix, sections) if dot else None
+        guess = (f"{near}.{key}" if near is not None and key in sections[near]
+                 else closest_key(name, node_keys))
+        out.append(UnknownKey(name, guess, "node"))
+    return out
+
+
+def params_files(argv: Sequence[str]) -> List[str]:
+    """The ``--params-file`` paths inside the ``--ros-args`` sections of ``argv``."""
+    files: List[str] = []
+    in_ros = False
+    it = iter(argv)
+    for arg in it:
+        if arg == "--ros-args":
+            in_ros = True
+        elif arg == "--":
+            in_ros = False
+        elif in_ros and arg == "--params-file":
+            path = next(it, None)
+            if path is not None:
+                files.append(path)
+    return files
+
+
+def node_keys_of_file(path: str) -> List[str]:
+    """The node names a ROS 2 parameters file is keyed by (every path ending in
+    ``ros__parameters``; ``left: {sensor_node: {ros__parameters: ...}}`` gives ``left/sensor_node``).
+
+    Raises:
+        OSError, yaml.YAMLError: the file cannot be read as YAML.
+    """
+    keys: List[str] = []
+
+    def walk(node: object, trail: Tuple[str, ...]) -> None:
+        if not isinstance(node, dict):
+            return
+        for key, value in node.items():
+            if key == "ros__parameters":
+                keys.append("/".join(trail))
+            else:
+                walk(value, trail + (str(key).strip("/"),))
+    walk(yaml.safe_load(Path(path).read_text()), ())
+    return keys
+
+
+def node_key_matches(key: str, fully_qualified_name: str) -> bool:
+    """Whether a parameters-file node key applies to node ``fully_qualified_name`` (rcl's rules:
+    absolute, a missing leading ``/`` implied; ``*`` one name token, ``**`` any number)."""
+    pattern = ""
+    for token in key.strip("/").split("/"):
+        if token == "**":
+            pattern += "(/[^/]+)*"
+        else:
+            pattern += "/" + "[^/]*".join(re.escape(part) for part in token.split("*"))
+    return re.fullmatch(pattern, fully_qualified_name) is not None
+
+
+def unmatched_params_files(argv: Sequence[str], fully_qualified_name: str) -> List[Tuple[str, List[str]]]:
+    """``[(path, node keys found), ...]`` of each parameters file of ``argv`` none of whose keys
+    matches ``fully_qualified_name``; an unreadable file has the reason as its only key."""
+    out: List[Tuple[str, List[str]]] = []
+    for path in params_files(argv):
+        try:
+            keys = node_keys_of_file(path)
+        except (OSError, yaml.YAMLError) as exc:
+            out.append((path, [f"<unreadable: {exc.__class__.__name__}>"]))
+            continue
+        if not any(node_key_matches(k, fully_qualified_name) for k in keys):
+            out.append((path, keys))
+    return out
+
+
+__all__ = ["LiveSettings", "NodeParameters", "RESERVED_NAMES", "SensorParameters", "UnknownKey",
+           "accept_integer_override", "check_measured_topic", "closest_key", "declare_spec",
+           "node_key_matches", "node_keys_of_file", "params_files", "unknown_keys",
+           "unmatched_params_files", "wrong_type_errors"]

@@ -31,11 +31,8 @@ def resolve_path(text: str, assets_dir: str) -> Path:
 
 
 def resolved_from(text: str, assets_dir: str) -> str:
-    """For a missing file: how a relative ``text`` was resolved by :func:`resolve_path`, e.g.
-    ``" (resolved from 'a.ply' against $VSF_ASSETS = /data)"``, against the working directory,
-    or against the ``assets_dir`` parameter (then with the working directory of a relative one
-    and the hint to set ``$VSF_ASSETS``, which wins); ``""`` for an absolute ``text``.
-    ``assets_dir``: the effective one (:func:`effective_assets_dir`)."""
+    """For a missing file: how a relative ``text`` was resolved against the effective ``assets_dir``,
+    e.g. ``" (resolved from 'a.ply' against $VSF_ASSETS = /data)"``; ``""`` for an absolute one."""
     if Path(os.path.expanduser(text)).is_absolute():
         return ""
     if not assets_dir:
@@ -55,14 +52,8 @@ def effective_assets_dir(param_value: str) -> str:
 
 def transform_from_params(body: str, flat: Sequence[float], transform_file: str, key: str,
                           assets_dir: str) -> np.ndarray:
-    """The ``(4, 4)`` body -> parent transform of an extra body.
-
-    ``transform_file`` (JSON, like ``punyo2end_effector_transform.json``) wins
-    over the 16 row-major floats of ``transform``.
-
-    Raises:
-        ConfigError: unreadable file, missing key, or not a 4x4 of numbers.
-    """
+    """The ``(4, 4)`` body -> parent transform of an extra body: ``transform_file`` (JSON, entry
+    ``key``) over the 16 row-major floats ``flat``.  ConfigError: unreadable, no key, not a 4x4."""
     if transform_file:
         path = resolve_path(transform_file, assets_dir)
         pname = f"{body}.transform_file"
@@ -92,11 +83,8 @@ def transform_from_params(body: str, flat: Sequence[float], transform_file: str,
 
 
 def build_world(robot_description: str, robot_description_path: str, assets: str) -> Any:
-    """The ``World``: URDF text, else a URDF file, else the package's embedded world.
-
-    Raises:
-        ConfigError: naming ``robot_description`` or ``robot_description_path``.
-    """
+    """The ``World``: URDF text, else a URDF file, else the package's embedded world (ConfigError
+    naming ``robot_description`` or ``robot_description_path``)."""
     from ..world import World
     text, path = robot_description, robot_description_path
     if text.strip():
@@ -141,11 +129,7 @@ def _mesh_path(body: str, mesh: str, assets: str) -> Path:
 
 def attach_body(world: Any, body: str, v: Mapping[str, Any], assets: str) -> Optional[str]:
     """Load extra body ``body`` (its ``<b>.*`` values ``v``) into ``world``; its pose topic or None.
-
-    Raises:
-        ConfigError: naming ``bodies``, ``<b>.mesh``, ``<b>.transform``,
-            ``<b>.transform_file``, ``<b>.parent_link`` or ``<b>.pose_topic``.
-    """
+    ConfigError: naming ``bodies`` or the ``<b>.*`` key at fault."""
     if body in world.body_names:
         raise ConfigError("bodies", body, f"body {body!r} already exists")
     mesh_path = _mesh_path(body, v["mesh"], assets)
@@ -176,14 +160,8 @@ def attach_body(world: Any, body: str, v: Mapping[str, Any], assets: str) -> Opt
 
 def build_scene(p: Mapping[str, Any], assets: str, declare_body: Callable[[str], Dict[str, Any]]
                 ) -> Tuple[Any, Dict[str, str], Dict[str, str]]:
-    """The world with its extra bodies, from the node's parameter values ``p``.
-
-    ``assets``: base of relative paths; ``declare_body``: declares ``<b>.*``, returns its values.
-    ``(world, pose topic per free extra body that renames it, <b>.mesh per extra body)``.
-
-    Raises:
-        ConfigError: see :func:`build_world` and :func:`attach_body`.
-    """
+    """``(world, pose topic per free extra body that renames it, <b>.mesh per extra body)`` from
+    the node's values ``p`` (``declare_body``: declares ``<b>.*``, returns its values); ConfigError."""
     world = build_world(p["robot_description"], p["robot_description_path"], assets)
     pose_topics: Dict[str, str] = {}
     meshes: Dict[str, str] = {}
@@ -197,13 +175,8 @@ def build_scene(p: Mapping[str, Any], assets: str, declare_body: Callable[[str],
 
 
 def check_contact_body_names(names: Sequence[str], world: Any) -> list:
-    """Check the body index table of the contacts cloud; the names that are not bodies of the world.
-
-    Names outside the world are allowed (their contacts touch no sensor).
-
-    Raises:
-        ConfigError: a duplicate or empty name (body indices would be ambiguous).
-    """
+    """The names of the contacts cloud's body table that are no body of the world (allowed: they
+    touch no sensor).  ConfigError: a duplicate or empty name (ambiguous indices)."""
     seen = set()
     for n in names:
         if not n.strip():
@@ -216,13 +189,9 @@ def check_contact_body_names(names: Sequence[str], world: Any) -> list:
 
 
 def gz_contacts_input(contacts_type: str, body_map: Sequence[str]) -> Optional[Tuple[type, Any]]:
-    """``contacts_type``: None for the contacts cloud, else gz ``Contacts`` and the parsed
-    ``contact_body_map`` entries ``body_map`` (a :class:`.messages.gz_contacts.ContactBodyMap`).
-
-    Raises:
-        ConfigError: an unknown type, ``ros_gz_interfaces`` not importable, or a
-            malformed ``contact_body_map`` entry.
-    """
+    """None for the contacts cloud, else gz ``Contacts`` and the parsed ``body_map``
+    (:class:`.messages.gz_contacts.ContactBodyMap`).  ConfigError: an unknown ``contacts_type``,
+    no ``ros_gz_interfaces``, a malformed ``contact_body_map`` entry."""
     if contacts_type == "sensor_msgs/msg/PointCloud2":
         return None
     if contacts_type != GZ_CONTACTS_TYPE:
@@ -258,12 +227,8 @@ class SensorFactory:
         return sensor, self.layout(cfg, sensor)
 
     def sensor(self, cfg: SensorParameters) -> BaseSensor:
-        """Instantiate the model class of the sensor's kind (``from_config``) and attach it.
-
-        Raises:
-            ConfigError: naming ``<s>.attachment`` (unknown body, no mesh), the setting the
-                library rejects, ``<s>.type`` (any other library error), or ``<b>.mesh``.
-        """
+        """The attached model of the sensor's kind (``from_config``); ConfigError naming
+        ``<s>.attachment``, the setting the library rejects, ``<s>.type`` or ``<b>.mesh``."""
         att = cfg.values.get("attachment", "")
         if not att:
             raise ConfigError(f"{cfg.name}.attachment", att, "every sensor needs an attachment body")

@@ -39,14 +39,14 @@ from .diagnostics import InputStats, build_diagnostics
 from .health import (JOINT_STATE, POSE_STAMPED, NodeHealth, configuration_warnings, known_keys,
                      misspelt_keys, node_value_problems, own_topics, type_name)
 from ..rig.input_health import SensorInputs, StreamClock
-from .parameter_check import unknown_keys
+from .parameters import unknown_keys
 from .topic_types import WrongTypeWatch
 from .frames import FramePublisher
 from .kinematics import KinematicInputs, decode_joint_state, parse_joint_name_map
 from .messages.gz_contacts import gz_contacts_to_contacts, note_unknown_bodies
 from .scene import (SensorFactory, build_scene, check_contact_body_names, effective_assets_dir,
                     gz_contacts_input, resolve_path)
-from .parameters import (LiveSettings, NodeParameters, SensorParameters, check_measured_topic,
+from .parameters import (LiveSettings, NodeParameters, SensorParameters, check_measured_topic, unknown_keys,
                          wrong_type_errors)
 from .calibration import Measurements
 from .parameter_table import ConfigError, raise_all
@@ -61,17 +61,14 @@ class SensorNode(Node):
     """The ROS 2 sensor-model node.
 
     Raises:
-        ConfigError: at construction, naming the parameter and its value (:class:`.ConfigErrors`
-            for several found together).
-        rclpy.exceptions.InvalidParameterTypeException, InvalidParameterValueException: a value
-            rclpy itself refuses in ``Node.__init__`` (``main`` reports them as configuration errors).
+        ConfigError: naming the parameter and value (:class:`.ConfigErrors` for several); rclpy's
+            InvalidParameterType/ValueException for a value rclpy refuses in ``Node.__init__``.
     """
 
     def __init__(self, node_name: str = "sensor_node", command_line: Optional[List[str]] = None,
                  **kwargs: Any) -> None:
-        """``command_line``: the process arguments whose ``--params-file`` entries are checked for an
-        entry matching this node (default: ``sys.argv`` when global arguments apply, plus
-        ``cli_args``); ``kwargs`` go to ``rclpy.node.Node``."""
+        """``command_line``: the arguments whose ``--params-file`` s are checked for this node
+        (default: ``sys.argv`` with global arguments, plus ``cli_args``); ``kwargs``: to ``Node``."""
         super().__init__(node_name, **kwargs)
         if command_line is None:
             command_line = (list(sys.argv) if kwargs.get("use_global_arguments", True) else []) \
@@ -226,9 +223,8 @@ class SensorNode(Node):
             f"{len(self.world.body_names)} bodies, contact bodies {self._contact_body_names}")
 
     def _contact_free_steps(self, p: Dict[str, Any]) -> Optional[ContactFreeSteps]:
-        """Steps without a contacts message (:mod:`.contact_free`) for event-driven contacts (gz
-        contacts, or ``contacts_event_driven``) with ``contact_free_period`` > 0, else None.  Under
-        ``use_sim_time`` a timer (a quarter period) steps on the node clock until stamped joint
+        """Steps without a contacts message for event-driven contacts with ``contact_free_period``
+        > 0, else None; under ``use_sim_time`` a timer steps on the node clock until stamped joint
         states come."""
         period = float(p["contact_free_period"])
         if period <= 0 or not (self._gz_contacts is not None or p["contacts_event_driven"]):
@@ -345,7 +341,7 @@ class SensorNode(Node):
 
     def _process_contacts(self, msg: PointCloud2, t_recv: float, contact_free: bool = False) -> None:
         """Decode, predict every sensor, check, then publish (docs/node.md, "Bad input");
-        ``contact_free``: a step without a contacts message (:mod:`.contact_free`)."""
+        ``contact_free``: a step without a contacts message."""
         stamp = msg.header.stamp
         stamp_ns = stamp_to_ns(stamp)
         # header-less measured streams pair by receive time (node clock: ROS time under use_sim_time)
@@ -407,9 +403,8 @@ class SensorNode(Node):
             h.last_marker_time = now
 
     def _zero_stamped_contacts(self) -> None:
-        """A contacts message stamped 0 (a source that never sets it; under ``use_sim_time``, one
-        stamping from its clock before ``/clock`` arrives): counted per topic, logged (throttled).
-        Its predictions are published as usual; the pairers refuse their stamp 0."""
+        """A contacts message stamped 0: counted per topic, logged (throttled); its predictions are
+        published as usual, the pairers refuse their stamp 0."""
         topic = self.sub_contacts.topic_name
         self.inputs.zero_stamps[topic] += 1
         logger = self._reason_loggers.get("zero_stamp")
@@ -477,17 +472,15 @@ class SensorNode(Node):
         return float(self.params.values["input_timeout"])
 
     def _measured_clock(self, h: SensorHandle) -> StreamClock:
-        """The clock of ``h``'s measured topic: needed when ``<s>.measured_topic`` names one, optional
-        on the default topic (a prediction-only sensor has none) until it has arrived."""
+        """The clock of ``h``'s measured topic (optional on the default topic until it arrived)."""
         sub = h.endpoints.measured if h.endpoints is not None else None
         topic = sub.topic_name if sub is not None else h.config.measured_topic()
         return self.health.stream(topic, type_name(enc.MEASURED_TYPES[h.config.measured_type()]),
                                   optional=not str(h.config.values.get("measured_topic") or ""))
 
     def _needs(self, h: SensorHandle) -> List[StreamClock]:
-        """The streams sensor ``h`` needs: contacts (unless event-driven); joint states when joints
-        move its body; the pose of the free body it is on; its measured stream (see
-        :meth:`_measured_clock`)."""
+        """The streams sensor ``h`` needs: contacts (unless event-driven), joint states when joints
+        move its body, its free body's pose, its measured stream."""
         # event-driven contacts are silent while nothing touches: not a missing input
         needs = [] if self._contact_free is not None else [self._contacts_clock]
         if any(h.name in s for s in self.joint_names.watched.values()):
@@ -503,17 +496,15 @@ class SensorNode(Node):
         return needs
 
     def _clock_hint(self, h: SensorHandle) -> Optional[str]:
-        """The pairing's sentence of ``h`` (:meth:`.StampPairer.offset_hint`), or None while its
-        measured stream or the contacts have stopped (the input status names that) and for a
-        header-less measured type (stamped on arrival: never another clock)."""
+        """The pairing's sentence of ``h`` (:meth:`.StampPairer.offset_hint`); None while its paired
+        streams stopped (the input status says it) and for a header-less measured type."""
         now, timeout = time.monotonic(), self._input_timeout()
         if h.headerless or any(c.stopped(now, timeout) for c in self._paired_streams(h)):
             return None
         return h.pairer.offset_hint()
 
     def _paired_streams(self, h: SensorHandle) -> List[StreamClock]:
-        """The two streams every pair of ``h`` needs: its measured stream and the contacts (not
-        event-driven contacts, whose silence is a contact-free step)."""
+        """Its measured stream and the contacts (unless event-driven: silence is contact-free)."""
         return [self._measured_clock(h)] + ([] if self._contact_free is not None else [self._contacts_clock])
 
     def _stopped_inputs(self, h: SensorHandle) -> str:
@@ -526,11 +517,9 @@ class SensorNode(Node):
 
     # ------------------------------------------------------------------ live parameters
     def _coerce_request(self, params: List[Parameter]) -> List[Parameter]:
-        """``pre_set_parameters``: the file's int -> double leniency for ``ros2 param set`` too.
-
-        An unknown name is refused (``ParameterNotDeclaredException`` naming the closest known key)
-        and logged; a value of the wrong type is noted and replaced by the current value, so that
-        :meth:`_validate` refuses the request naming parameter and value (rclpy names neither)."""
+        """``pre_set_parameters``: int -> double leniency; an unknown name refused
+        (``ParameterNotDeclaredException`` naming the closest key) and logged; a wrong type noted
+        for :meth:`_validate` to refuse naming parameter and value (rclpy names neither)."""
         unknown = [u.message() for u in unknown_keys(
             [p.name for p in params if not self.has_parameter(p.name)],
             **known_keys({n: h.config.type for n, h in self._handles.items()},
@@ -542,8 +531,8 @@ class SensorNode(Node):
         return checked
 
     def _validate(self, params: List[Parameter]) -> SetParametersResult:
-        """``on_set_parameters``: check every value of a request, change nothing; refuse it naming
-        each bad parameter and value (rclpy has refused read-only and undeclared names already)."""
+        """``on_set_parameters``: check the request whole, change nothing; refuse it naming each bad
+        parameter and value."""
         wrong, self._wrong_types = self._wrong_types, {}
         try:
             self._pending = self.params.check([p for p in params if p.name not in wrong],

@@ -1,5 +1,5 @@
 """Unknown parameter keys and parameters files keyed for another node, found with rcl's rules."""
-from vsf_sensor_ros.ros import parameter_check as pc
+from vsf_sensor_ros.ros import parameters as pc
 
 NODE = {"tare_samples", "calibration_file", "qos.inputs.depth", "world_frame"}
 PRESSURE = {"type", "attachment", "measured_scale", "measured_topic", "base_normal_local", "variance"}
