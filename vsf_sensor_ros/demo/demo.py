@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from vsf_sensor_ros.demo.config import WORLD_PARAMS, DemoError, check_pairing, resolve_config
-from vsf_sensor_ros.demo.session import Progress, SessionResult, run_session
+from vsf_sensor_ros.demo.session import DemoSession, Progress, SessionResult
 from vsf_sensor_ros.demo.summary import build_summary, make_plots, series_for, summary_table
 
 
@@ -110,7 +110,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     code = 0
     try:
         try:
-            session = run_session(cfg, progress, domain_id, logs_dir)
+            session = DemoSession(cfg, progress, domain_id, logs_dir).run()
         except DemoError as exc:
             failure = str(exc)
         if session is None:

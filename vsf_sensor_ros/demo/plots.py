@@ -74,8 +74,9 @@ def _tare_effect(t: np.ndarray, res: np.ndarray, tare_t: Optional[float]) -> Tup
 def pressure_figure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_pred: np.ndarray,
                     tare_t: Optional[float] = None, contact_span: Optional[Tuple[float, float]] = None,
                     title: str = "pressure", measured_label: str = "measured") -> Figure:
-    """The figure of :func:`plot_pressure` (its arguments but ``path``), not saved; axes: the whole
-    run, the stretch after the tare, the residual after the tare."""
+    """Predicted vs measured pressure (``(M,)``/``(K,)`` s and Pa): the overview (with the ~10^5 Pa tare
+    step), the zoom after ``tare_t`` (s, dashed) with every point, the residual after the tare;
+    ``contact_span`` (s) shaded."""
     t_meas, p_meas = np.asarray(t_meas, float), np.asarray(p_meas, float)
     t_pred, p_pred = np.asarray(t_pred, float), np.asarray(p_pred, float)
     fig = _new_figure((8.0, 8.6))
@@ -123,14 +124,9 @@ def pressure_figure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, 
     return fig
 
 
-def plot_pressure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_pred: np.ndarray,
-                  path: Path, tare_t: Optional[float] = None,
-                  contact_span: Optional[Tuple[float, float]] = None, title: str = "pressure",
-                  measured_label: str = "measured") -> Path:
-    """Write predicted vs measured pressure (``(M,)``/``(K,)`` s and Pa) to the PNG ``path``: the
-    overview (with the ~10^5 Pa tare step), the zoom after ``tare_t`` (s, dashed) with every point,
-    the residual after the tare; ``contact_span`` (s) shaded.  ``path``."""
-    pressure_figure(t_meas, p_meas, t_pred, p_pred, tare_t, contact_span, title, measured_label).savefig(path)
+def save_png(fig: Figure, path: Path) -> Path:
+    """Write ``fig`` (:func:`pressure_figure`, :func:`components_figure`) to the PNG ``path``; ``path``."""
+    fig.savefig(path)
     return Path(path)
 
 
@@ -184,8 +180,8 @@ def components_figure(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], 
                       pred: np.ndarray, labels: Sequence[str], tare_t: Optional[float] = None,
                       contact_span: Optional[Tuple[float, float]] = None, title: str = "",
                       unit: str = "", measured_label: str = "measured", quantity: str = "") -> Figure:
-    """The figure of :func:`plot_components` (its arguments but ``path``), not saved; axes: the
-    readings, the residual (autoscaled to every point).
+    """Each component (``labels``) of ``(M, D)`` measured (or None) and ``(K, D)`` predicted readings
+    over time (s), and their residual (autoscaled to every point); ``quantity`` defaults from ``unit``.
 
     Raises:
         ValueError: ``pred`` is not ``(K, len(labels))``.
@@ -230,19 +226,3 @@ def components_figure(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], 
     ax.legend(loc="best", fontsize=7, ncol=2)
     fig.tight_layout()
     return fig
-
-
-def plot_components(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], t_pred: np.ndarray,
-                    pred: np.ndarray, labels: Sequence[str], path: Path, tare_t: Optional[float] = None,
-                    contact_span: Optional[Tuple[float, float]] = None, title: str = "",
-                    unit: str = "", measured_label: str = "measured", quantity: str = "") -> Path:
-    """Write each component (``labels``) of ``(M, D)`` measured (or None) and ``(K, D)`` predicted
-    readings over time (s) and their residual to the PNG ``path``; ``quantity`` defaults from
-    ``unit``.  ``path``.
-
-    Raises:
-        ValueError: ``pred`` is not ``(K, len(labels))``.
-    """
-    components_figure(t_meas, meas, t_pred, pred, labels, tare_t, contact_span, title, unit, measured_label,
-                      quantity).savefig(path)
-    return Path(path)

@@ -298,9 +298,7 @@ class BagReplay(NodeRun):
         if self._pace is None:
             self._pace = (time.monotonic(), log_ns)
         if self.speed > 0:
-            due = self._pace[0] + (log_ns - self._pace[1]) * 1e-9 / self.speed
-            while time.monotonic() < due:
-                self._executor.spin_once(timeout_sec=min(0.005, max(0.0, due - time.monotonic())))
+            self._wait_until(self._pace[0] + (log_ns - self._pace[1]) * 1e-9 / self.speed)
         pub.publish(raw)
         self._check("replaying")
 
