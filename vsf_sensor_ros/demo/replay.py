@@ -21,7 +21,7 @@ import numpy as np
 
 from vsf_sensor_ros.demo import replay_camera as rc
 from vsf_sensor_ros.demo.processes import ManagedProcess, module_command
-from vsf_sensor_ros.demo.replay_analysis import DEFINITIONS, analyse, plot  # noqa: F401 (re-exported)
+from vsf_sensor_ros.demo.replay_analysis import DEFINITIONS, analyse, plot, print_report  # noqa: F401
 from vsf_sensor_ros.demo.replay_recording import (  # noqa: F401 (re-exported)
     CONTACT_BODIES, CONTACT_DP_PA, HPA_TO_PA, MAX_LAG_FRAMES, ONSET_DP_PA, PRESSURE_SENSOR, PRESSURE_TOPIC,
     TARE_SAMPLES, Recording, ReplayError, estimate_lag, load_recording, poke_onset, pressure_metrics)
@@ -47,11 +47,6 @@ INFO_FRAMES = 10              # CameraInfo goes with the warm-up and the first f
 
 # -- session files -------------------------------------------------------------------------------
 
-def _bubble_mesh_path() -> Path:
-    from vsf_sensor_ros.embedded_world import BUBBLE_MESH_FILE, DATA_DIR
-    return DATA_DIR / BUBBLE_MESH_FILE
-
-
 def write_session_files(out: Path, measured_delay: float = 0.0, camera: Optional[Any] = None,
                         membrane_mount: Optional[np.ndarray] = None) -> Dict[str, Path]:
     """Write ``ur5e.urdf`` and ``sensor_node.yaml`` in ``out`` (pressure ``measured_delay`` s); with
@@ -60,6 +55,7 @@ def write_session_files(out: Path, measured_delay: float = 0.0, camera: Optional
     import yaml
 
     from vsf_sensor_ros.demo.ur5e import TOOL_LINK, punyo_mount_transform, ur5e_urdf
+    from vsf_sensor_ros.embedded_world import BUBBLE_MESH_FILE, DATA_DIR
     urdf = out / "ur5e.urdf"
     urdf.write_text(ur5e_urdf())
     params = {
@@ -67,7 +63,7 @@ def write_session_files(out: Path, measured_delay: float = 0.0, camera: Optional
         "world_frame": "world",
         "contact_body_names": CONTACT_BODIES,
         "bodies": ["punyo"],
-        "punyo": {"mesh": str(_bubble_mesh_path()), "parent_link": TOOL_LINK,
+        "punyo": {"mesh": str(DATA_DIR / BUBBLE_MESH_FILE), "parent_link": TOOL_LINK,
                   "transform": [float(v) for v in punyo_mount_transform().reshape(-1)], "pose_topic": ""},
         "tare_samples": TARE_SAMPLES,
         "tare_on_start": False,
@@ -583,48 +579,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         release_domain_id(domain_id)
         signal.signal(signal.SIGTERM, previous)
-    p = summary["pressure"]
-    print(f"\npressure over {p['frames_contact']} frames with measured dp > {CONTACT_DP_PA:g} Pa:")
-    print(f"  correlation            {p['correlation']:.4f}")
-    print(f"  predicted/measured dp  {p['predicted_over_measured_dp']:.3f}   (tare only)")
-    print(f"  RMS, tare only         {p['residual_rms_contact_after_tare_pa']:.1f} Pa")
-    rms_in = p['residual_rms_contact_after_gain_in_sample_pa']
-    print(f"  RMS, gain in-sample    {rms_in:.1f} Pa   (sensor gain "
-          f"{p['gain_fit_in_sample']['sensor_gain']:.3f} fitted on these frames; effective base area "
-          f"{p['effective_base_area_in_sample_m2'] * 1e4:.1f} cm^2 of {p['base_area_m2'] * 1e4:.1f})")
-    o = p["gain_fit_out_of_sample"]
-    if "skipped" in o:
-        print(f"  out of sample          skipped: {o['skipped']}")
-    else:
-        print(f"  out of sample          gain {o['sensor_gain']:.3f} fitted on the loading; on the "
-              f"{o['test_frames']} unloading frames RMS {o['residual_rms_unloading_after_tare_pa']:.1f} Pa "
-              f"tare only -> {o['residual_rms_unloading_after_gain_pa']:.1f} Pa with that gain")
-    print(f"  lag                    {lag * 1000:.0f} ms" + (" (fitted in-sample)" if shift is not None
-                                                             else ""))
-    m = summary.get("membrane_force")
-    if m is not None:
-        r = m["reference_estimator"]
-        print(f"\ndense force from the camera ({m['frames_measured_by_node']} frames from "
-              f"membrane_force_node, {m['frames_with_residual']} residuals), against the arm's F/T "
-              "(reference estimator in brackets):")
-        print(f"  correlation            {m['correlation']:.3f}   ({r['correlation']})   "
-              f"lag {m['lag_frames']} frames")
-        print(f"  ratio at the F/T peak  {m['ratio_at_peak']:.2f}    ({r['ratio_at_peak']})")
-        print(f"  RMS of |sum| - |F|     {m['rms_error_n']:.2f} N  ({r['rms_error_n']} N)")
-        c = m["scale_calibration"]
-        if "skipped" in c:
-            print(f"  scale against the F/T  skipped: {c['skipped']}")
-        else:
-            print(f"  scale against the F/T  {c['scale']:.3f} +- {c['scale_std_error']:.3f} fitted on the "
-                  f"{c['fit_frames']} loading frames; on the {c['test_frames']} unloading frames RMS "
-                  f"{c['rms_error_unloading_uncalibrated_n']:.2f} N uncalibrated -> "
-                  f"{c['rms_error_unloading_calibrated_n']:.2f} N with that scale")
-        print(f"  estimate per frame     {m['estimate_ms_median']:.1f} ms median, "
-              f"{m['estimate_ms_p99']:.1f} ms p99 ({r['s_per_frame']} s); start-up {m['startup_s']:.2f} s")
-        print(f"  node vs library        {m['node_vs_library_max_abs_n']:.2g} N at most")
-    extra = "membrane_force.npz, membrane_force.png, membrane_force_node.yaml, " if m is not None else ""
-    print(f"files in {out}/: run.mcap + metadata.yaml, summary.json, {png.name}, {extra}calibration.yaml, "
-          "ur5e.urdf, sensor_node.yaml, logs/")
+    print_report(summary, lag, shift is not None, out, png)
     return 0
 
 
