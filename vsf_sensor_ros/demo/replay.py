@@ -10,7 +10,6 @@ import argparse
 import json
 import math
 import re
-import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -484,6 +483,27 @@ def _parse_frames(text: str) -> Optional[Tuple[int, int]]:
     return (int(m.group(1) or 0), int(m.group(2)) if m.group(2) else 1 << 30)
 
 
+def _camera_run(camera: Optional[Any], rec: Recording, args: argparse.Namespace) -> Tuple[Any, int]:
+    """The estimator's run in this process and the contact vertex, or ``(None, 0)`` without the camera
+    (saying why)."""
+    if camera is not None:   # the estimator in this process first: the contact vertex, the timings
+        run = rc.library_run(camera, rec)
+        vertex = rc.contact_vertex(run, rec)
+        print(f"camera: {len(camera.depth)} depth frames; predicted contact at membrane vertex {vertex} "
+              "(pressed in most)")
+        return run, vertex
+    if args.camera == "off":
+        print("camera off: the dense force is predicted only")
+    else:
+        from vsf_sensor_ros.embedded_world import ASSETS_ENV, KINOVA_PUNYO_MESH_FILE
+        missing = rc.missing_camera_files(args.recording)
+        ply = [f for f in missing if f.name == KINOVA_PUNYO_MESH_FILE]
+        hint = f" (set {ASSETS_ENV} to the folder holding {KINOVA_PUNYO_MESH_FILE})" if ply else ""
+        print(f"dense-force files not found: {', '.join(map(str, missing))} missing{hint}: the dense "
+              "force is predicted only")
+    return None, 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point: 0 on success, 1 when the session or analysis failed, 2 on bad arguments."""
     ap = build_parser()
@@ -515,7 +535,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         ap.print_usage(sys.stderr)
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id, release_domain_id
+    from vsf_sensor_ros.demo.ros_env import isolated_domain
 
     bias_samples = max(5, min(MAX_BIAS_SAMPLES, onset - 5))
     if lag_arg is None:
@@ -532,53 +552,32 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"recording: {len(rec)} frames, poke from frame {onset}; wrench bias from the last "
           f"{bias_samples} before frame {onset - 3}; "
           f"F/T lag {lag * 1000:.0f} ms" + (f" ({shift} frames, estimated)" if shift is not None else ""))
-
-    def on_sigterm(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-    previous = signal.signal(signal.SIGTERM, on_sigterm)
-    domain_id = free_domain_id()
-    apply_localhost_env(domain_id)
     try:
-        run, vertex = None, 0
-        if camera is not None:   # the estimator in this process first: the contact vertex, the timings
-            run = rc.library_run(camera, rec)
-            vertex = rc.contact_vertex(run, rec)
-            print(f"camera: {len(camera.depth)} depth frames; predicted contact at membrane vertex {vertex} "
-                  "(pressed in most)")
-        elif args.camera == "off":
-            print("camera off: the dense force is predicted only")
-        else:
-            from vsf_sensor_ros.embedded_world import ASSETS_ENV, KINOVA_PUNYO_MESH_FILE
-            missing = rc.missing_camera_files(args.recording)
-            ply = [f for f in missing if f.name == KINOVA_PUNYO_MESH_FILE]
-            hint = f" (set {ASSETS_ENV} to the folder holding {KINOVA_PUNYO_MESH_FILE})" if ply else ""
-            print(f"dense-force files not found: {', '.join(map(str, missing))} missing{hint}: the dense "
-                  "force is predicted only")
-        session = PokeReplay(rec, out, args.speed, lag, bias_samples, tare_frame, domain_id, camera,
-                             vertex).run()
-        from vsf_sensor_ros.demo.recorder import write_bag
-        bag = write_bag(session.logs.values(), out, "run")
-        summary, series = analyse(session, rec, out)
-        summary["pressure"]["lag_s"] = lag
-        summary["pressure"]["lag_fitted_in_sample"] = shift is not None
-        summary["bag"] = {"path": str(bag["path"]), "topics": len(bag["counts"])}
-        if camera is not None and run is not None:
-            try:
-                summary["membrane_force"] = rc.analyse_membrane(session.logs, run, rec, camera, vertex, out)
-            except RuntimeError as exc:
-                raise ReplayError(str(exc), "membrane") from None
-            summary["definitions"].update(rc.MEMBRANE_DEFINITIONS)
-        (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
-        png = plot(series, summary, out / "pressure_real.png")
+        with isolated_domain() as domain_id:
+            run, vertex = _camera_run(camera, rec, args)
+            session = PokeReplay(rec, out, args.speed, lag, bias_samples, tare_frame, domain_id, camera,
+                                 vertex).run()
+            from vsf_sensor_ros.demo.recorder import write_bag
+            bag = write_bag(session.logs.values(), out, "run")
+            summary, series = analyse(session, rec, out)
+            summary["pressure"]["lag_s"] = lag
+            summary["pressure"]["lag_fitted_in_sample"] = shift is not None
+            summary["bag"] = {"path": str(bag["path"]), "topics": len(bag["counts"])}
+            if run is not None:
+                try:
+                    summary["membrane_force"] = rc.analyse_membrane(session.logs, run, rec, camera, vertex,
+                                                                    out)
+                except RuntimeError as exc:
+                    raise ReplayError(str(exc), "membrane") from None
+                summary["definitions"].update(rc.MEMBRANE_DEFINITIONS)
+            (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+            png = plot(series, summary, out / "pressure_real.png")
     except ReplayError as exc:
         print(f"\nreplay FAILED: {exc}\n(children's output: {out / 'logs'})", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("\ninterrupted: children stopped", file=sys.stderr)
         return 130
-    finally:
-        release_domain_id(domain_id)
-        signal.signal(signal.SIGTERM, previous)
     print_report(summary, lag, shift is not None, out, png)
     return 0
 

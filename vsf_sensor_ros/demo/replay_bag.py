@@ -383,7 +383,7 @@ def main(args: argparse.Namespace, usage: Any) -> int:
     import sys
 
     from vsf_sensor_ros.demo.recorder import write_bag
-    from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id, release_domain_id
+    from vsf_sensor_ros.demo.ros_env import isolated_domain
     from vsf_sensor_ros.demo.summary import build_summary, make_plots, series_for, summary_table
     out = args.out = args.out if args.out is not None else Path("demo_out/replay")
     try:
@@ -413,11 +413,10 @@ def main(args: argparse.Namespace, usage: Any) -> int:
         (out / name).unlink(missing_ok=True)
     print(f"{bag.path}: {len(stamps)} contacts messages over {span:.2f} s; tare after stamp "
           f"{stamps[tare_after] * 1e-9:.9g} s; parameters {params_file}")
-    domain_id = free_domain_id()
-    apply_localhost_env(domain_id)
     try:
-        replayer = BagReplay(cfg, bag, stamps[tare_after], args.speed, domain_id)
-        session = replayer.run()
+        with isolated_domain(sigterm=False) as domain_id:
+            replayer = BagReplay(cfg, bag, stamps[tare_after], args.speed, domain_id)
+            session = replayer.run()
         rec = write_bag(session.logs.values(), out, "run")
         for s in cfg.sensors:    # the summary reads <s>/measured: a sensor's own measured topic as that
             topic = measured_topic(cfg.base_params, s.name)
@@ -441,8 +440,6 @@ def main(args: argparse.Namespace, usage: Any) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted: sensor node stopped", file=sys.stderr)
         return 130
-    finally:
-        release_domain_id(domain_id)
     print()
     print(summary_table(summary))
     print(f"\nfiles in {out}/: run.mcap + metadata.yaml, summary.json, "

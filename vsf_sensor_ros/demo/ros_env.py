@@ -6,12 +6,14 @@ docs/install.md (discovery and domain IDs).
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import importlib.metadata
 import os
+import signal
 import tempfile
 from pathlib import Path
-from typing import Dict, FrozenSet, Mapping, Optional, TextIO
+from typing import Any, Dict, FrozenSet, Iterator, Mapping, Optional, TextIO
 
 # Linux DDS implementations map domain ids 0..101 to UDP ports without
 # clashing with the ephemeral range; 0 is everybody's default, so skip it.
@@ -150,3 +152,20 @@ def apply_localhost_env(domain_id: int) -> None:
         else:
             os.environ.pop(key, None)
     os.environ.pop("ROS_STATIC_PEERS", None)
+
+
+@contextlib.contextmanager
+def isolated_domain(sigterm: bool = True) -> Iterator[int]:
+    """A :func:`free_domain_id` applied to this process (:func:`apply_localhost_env`), released on
+    exit; with ``sigterm`` a SIGTERM meanwhile raises KeyboardInterrupt (children stopped as on Ctrl-C)."""
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, interrupt) if sigterm else None
+    domain_id = free_domain_id()
+    apply_localhost_env(domain_id)
+    try:
+        yield domain_id
+    finally:
+        release_domain_id(domain_id)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
