@@ -133,13 +133,9 @@ def save_png(fig: Figure, path: Path) -> Path:
 def plot_force_field(points: np.ndarray, forces: np.ndarray, path: Path,
                      measured_forces: Optional[np.ndarray] = None, title: str = "force field",
                      frame: str = "", measured_label: str = "measured") -> Path:
-    """Write a dense force field to the PNG ``path``: ``(V, 3)`` vertices (m, body ``frame``) as a
-    3-D scatter coloured by |f| of ``(V, 3)`` forces (N); ``measured_forces`` in a second panel on
-    the same scale.  ``path``.
-
-    Raises:
-        ValueError: shapes not ``(V, 3)`` or disagreeing.
-    """
+    """Write a dense force field to the PNG ``path``: ``(V, 3)`` vertices (m, body ``frame``) as a 3-D scatter
+    coloured by |f| of ``(V, 3)`` forces (N); ``measured_forces`` in a second panel on the same scale.
+    ``path``.  Raises ValueError: shapes not ``(V, 3)`` or disagreeing."""
     points, forces = np.asarray(points, float), np.asarray(forces, float)
     if points.ndim != 2 or points.shape[1] != 3 or forces.shape != points.shape:
         raise ValueError(f"points and forces must both be (V, 3), got {points.shape} and {forces.shape}")
@@ -180,12 +176,9 @@ def components_figure(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], 
                       pred: np.ndarray, labels: Sequence[str], tare_t: Optional[float] = None,
                       contact_span: Optional[Tuple[float, float]] = None, title: str = "",
                       unit: str = "", measured_label: str = "measured", quantity: str = "") -> Figure:
-    """Each component (``labels``) of ``(M, D)`` measured (or None) and ``(K, D)`` predicted readings
-    over time (s), and their residual (autoscaled to every point); ``quantity`` defaults from ``unit``.
-
-    Raises:
-        ValueError: ``pred`` is not ``(K, len(labels))``.
-    """
+    """Each component (``labels``) of ``(M, D)`` measured (or None) and ``(K, D)`` predicted readings over
+    time (s), and their residual (autoscaled to every point); ``quantity`` defaults from ``unit``.  Raises
+    ValueError: ``pred`` is not ``(K, len(labels))``."""
     pred = np.asarray(pred, float).reshape(len(t_pred), -1)
     if pred.shape[1] != len(labels):
         raise ValueError(f"predicted readings have {pred.shape[1]} components but {len(labels)} labels")

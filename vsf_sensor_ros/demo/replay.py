@@ -1,9 +1,8 @@
 """Replay a recording through the sensor node: the real Punyo poke (data.json) or an MCAP bag.
 
-The poke is replayed through ``wrench_contact_node`` and ``sensor_node`` on a UR5e world built from
-its joint angles; a ``.mcap`` goes to :mod:`~vsf_sensor_ros.demo.replay_bag`.  Method, options and
-results: docs/real_data.md and docs/demo.md.
-"""
+The poke is replayed through ``wrench_contact_node`` and ``sensor_node`` on a UR5e world built from its joint
+angles; a ``.mcap`` goes to :mod:`~vsf_sensor_ros.demo.replay_bag`.  Method, options and results:
+docs/real_data.md and docs/demo.md."""
 from __future__ import annotations
 
 import argparse

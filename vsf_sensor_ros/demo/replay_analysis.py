@@ -14,11 +14,8 @@ if TYPE_CHECKING:  # the session type only, for annotations (no import cycle at 
 
 
 def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
-    """The summary dict (keys: :data:`DEFINITIONS`) and the per-frame series of a replay.
-
-    Raises:
-        ReplayError: a topic missing, the tare offset unknown, or too few contact frames.
-    """
+    """The summary dict (keys: :data:`DEFINITIONS`) and the per-frame series of a replay.  Raises ReplayError:
+    a topic missing, the tare offset unknown, or too few contact frames."""
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import PointCloud2
 
@@ -115,13 +112,11 @@ def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any]
 def out_of_sample_gain(sensor: Any, states: Sequence[Any], meas: np.ndarray, offset: float,
                        pred_dp: np.ndarray, threshold: float = CONTACT_DP_PA
                        ) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
-    """The gain fitted (``GainCalibrator`` on ``sensor``, attached and tared) on the loading (up to
-    the measured peak), tested on the unloading (after it, measured dp > ``threshold`` Pa).
-
-    ``states``, ``meas`` (Pa) and ``pred_dp`` (the node's, minus ``offset``, Pa) are ``(N,)`` in time
-    order.  Returns ``(entry, series)``: the ``gain_fit_out_of_sample`` entry (``{"skipped": why}``
-    when a side is too short) and ``{"oos_gain": (N,) Pa, "oos_test": (N,) bool}`` (empty if skipped).
-    """
+    """The gain fitted (``GainCalibrator`` on ``sensor``, attached and tared) on the loading (up to the
+    measured peak), tested on the unloading (after it, measured dp > ``threshold`` Pa).  ``states``, ``meas``
+    (Pa) and ``pred_dp`` (the node's, minus ``offset``, Pa) are ``(N,)`` in time order.  Returns ``(entry,
+    series)``: the ``gain_fit_out_of_sample`` entry (``{"skipped": why}`` when a side is too short) and
+    ``{"oos_gain": (N,) Pa, "oos_test": (N,) bool}`` (empty if skipped)."""
     from vsf_sensor_ros.sensor import GainCalibrator
     meas_dp = np.asarray(meas, float) - offset
     peak = int(np.argmax(meas_dp))

@@ -1,9 +1,8 @@
 """One recorded demo run: the children, the recorder, the tare, and a clean stop (docs/demo.md).
 
 :class:`NodeRun` holds what the demo and the bag replay share (a private rclpy context with a
-:class:`~vsf_sensor_ros.demo.recorder.TopicRecorder`, ``Trigger`` calls, the tare);
-:class:`DemoSession` adds the simulator and releases everything in :meth:`NodeRun.stop`.
-"""
+:class:`~vsf_sensor_ros.demo.recorder.TopicRecorder`, ``Trigger`` calls, the tare); :class:`DemoSession` adds
+the simulator and releases everything in :meth:`NodeRun.stop`."""
 from __future__ import annotations
 
 import math
@@ -156,10 +155,8 @@ def ros_context(domain_id: int) -> Any:
 
 
 class NodeRun:
-    """A sensor node child, recorded from a private rclpy context (``domain_id``), tared once.
-
-    Subclasses set :attr:`node_proc` and :attr:`children`, and call :meth:`open_ros` first.
-    """
+    """A sensor node child, recorded from a private rclpy context (``domain_id``), tared once.  Subclasses set
+    :attr:`node_proc` and :attr:`children`, and call :meth:`open_ros` first."""
 
     cfg: Optional[DemoConfig]
     node_proc: ManagedProcess
@@ -283,11 +280,8 @@ class DemoSession(NodeRun):
         self.deadline = self.t0 + cfg.timeout_s
 
     def run(self) -> SessionResult:
-        """:meth:`start`, :meth:`record`, and always :meth:`stop`; the result.
-
-        Raises:
-            DemoError: see :meth:`start` and :meth:`record` (children stopped first).
-        """
+        """:meth:`start`, :meth:`record`, and always :meth:`stop`; the result.  Raises DemoError: see
+        :meth:`start` and :meth:`record` (children stopped first)."""
         try:
             self.start()
             self.record()
@@ -296,11 +290,8 @@ class DemoSession(NodeRun):
         return self.result
 
     def start(self) -> None:
-        """Start the recorder and the sensor node, wait for its ``tare`` service, start the simulator.
-
-        Raises:
-            DemoError: the node died or offered no ``tare`` within :data:`STARTUP_TIMEOUT_S`, or timeout.
-        """
+        """Start the recorder and the sensor node, wait for its ``tare`` service, start the simulator.  Raises
+        DemoError: the node died or offered no ``tare`` within :data:`STARTUP_TIMEOUT_S`, or timeout."""
         self.open_ros("vsf_demo_recorder")
         cfg, say = self.cfg, self.progress.say
         say(f"ROS_DOMAIN_ID={self.domain_id} (localhost only); children's output in {self.logs_dir}/")
@@ -325,11 +316,8 @@ class DemoSession(NodeRun):
         self.sim_proc.start()
 
     def record(self) -> None:
-        """Record until the simulator exits (then :data:`DRAIN_S` more), taring on schedule.
-
-        Raises:
-            DemoError: a child died, no contacts within :data:`STARTUP_TIMEOUT_S`, or the timeout.
-        """
+        """Record until the simulator exits (then :data:`DRAIN_S` more), taring on schedule.  Raises
+        DemoError: a child died, no contacts within :data:`STARTUP_TIMEOUT_S`, or the timeout."""
         sim_started = time.monotonic()
         last_refresh = 0.0
         while True:

@@ -1,8 +1,7 @@
 """A Universal Robots UR5e world written from the published DH parameters, with a Punyo bubble.
 
-The URDF is generated so its link frames are the DH frames (``base`` is the frame the controller
-reports wrenches in); the bubble faces tool -y at an assumed offset; see docs/real_data.md.
-"""
+The URDF is generated so its link frames are the DH frames (``base`` is the frame the controller reports
+wrenches in); the bubble faces tool -y at an assumed offset; see docs/real_data.md."""
 from __future__ import annotations
 
 import math
@@ -33,11 +32,8 @@ _LIMIT, _VELOCITY, _MASS = 2.0 * math.pi, math.pi, 1.0   # joint limits (rad, ra
 
 def dh_forward_kinematics(q: Sequence[float], dh: Sequence[Tuple[float, float, float]] = UR5E_DH
                           ) -> np.ndarray:
-    """Flange pose ``(4, 4)`` float64 (DH frame 6 → frame 0, m) from the standard DH product.
-
-    Raises:
-        ValueError: ``q`` does not have one angle per DH row.
-    """
+    """Flange pose ``(4, 4)`` float64 (DH frame 6 → frame 0, m) from the standard DH product.  Raises
+    ValueError: ``q`` does not have one angle per DH row."""
     q = np.asarray(q, dtype=np.float64).reshape(-1)
     if q.shape[0] != len(dh):
         raise ValueError(f"need {len(dh)} joint angles, got {q.shape[0]}")
