@@ -232,7 +232,7 @@ def test_summary_labels_every_measured_stream_and_reports_the_pad_against_klampt
         meas.data.append(serialize_message(_wrench(t, m)))
         meas.recv_ns.append(k * 100 + 5)
     session = SessionResult({"/contacts": contacts, pred.topic: pred, meas.topic: meas}, {},
-                            TareResult(success=True, request_ns=30, response_ns=50), 1.0, 0, 0)
+                            TareResult(success=True, request_ns=30, response_ns=50), 1.0)
     series = {s.name: series_for(session, s) for s in cfg.sensors}
     summary = build_summary(cfg, session, series, {})
     labels = {n: s["measured_source"] for n, s in summary["sensors"].items()}

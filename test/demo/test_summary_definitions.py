@@ -72,7 +72,7 @@ def test_every_key_of_a_demo_summary_is_defined(tmp_path):
         meas.data.append(serialize_message(_wrench(t, (0.1, 0.0, -1.0 * k))))
         meas.recv_ns.append(k * 100 + 5)
     session = SessionResult({"/contacts": contacts, pred.topic: pred, meas.topic: meas}, {},
-                            TareResult(success=True, request_ns=30, response_ns=50), 1.0, 0, 0)
+                            TareResult(success=True, request_ns=30, response_ns=50), 1.0)
     series = {s.name: demo_summary.series_for(session, s) for s in cfg.sensors}
     summary = demo_summary.build_summary(cfg, session, series, {"path": "run.mcap", "counts": {}})
     summary["sensors"]["punyo_pad"].update({"tare_status": "tared"})

@@ -1,7 +1,6 @@
 """Turn a recorded session into per-sensor numbers: latency, residuals around the tare.
 
-The definitions are written into ``summary.json`` (``definitions``) and docs/demo.md.
-"""
+The definitions are written into ``summary.json`` (``definitions``) and docs/demo.md."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,28 +16,19 @@ from vsf_sensor_ros.ros.kinds import reading_codecs
 
 def cloud_fields(msg: Any, names: Sequence[str]) -> np.ndarray:
     """``(height*width, len(names))`` float64: the named fields of a ``PointCloud2``, as recorded
-    (:func:`vsf_sensor_ros.ros.messages.pointcloud.read_cloud`).
-
-    Raises:
-        ValueError: (``wire.CloudDecodeError``) a field missing, named twice, not ``count 1`` or of an
-            unknown datatype, or the data shorter than the points.
-    """
+    (:func:`vsf_sensor_ros.ros.messages.pointcloud.read_cloud`).  Raises ValueError:
+    (``wire.CloudDecodeError``) a field missing, named twice, not ``count 1`` or of an unknown datatype, or
+    the data shorter than the points."""
     return float_columns(read_cloud(msg, names, exact_size=False), names)
 
 
 def reading_vector(msg: Any, msgtype: str, kind: Optional[str] = None, measured: bool = False,
                    scale: float = 1.0) -> np.ndarray:
-    """A reading message as a flat float64 vector, SI.
-
-    Without ``kind``: FluidPressure ``[p]`` Pa, WrenchStamped ``[fx fy fz tx ty tz]``,
-    Vector3Stamped ``[x y z]``, PointCloud2 ``fx fy fz`` per point, point-major.  With the sensor
-    ``kind``: what the node compares (the codec's ``recorded_vector``); ``scale`` multiplies
-    ``measured`` values into SI (100 for hPa).
-
-    Raises:
-        ValueError: a message type not in this list, an unknown ``kind``, or a
-            ``kind`` whose message type differs.
-    """
+    """A reading message as a flat float64 vector, SI.  Without ``kind``: FluidPressure ``[p]`` Pa,
+    WrenchStamped ``[fx fy fz tx ty tz]``, Vector3Stamped ``[x y z]``, PointCloud2 ``fx fy fz`` per point,
+    point-major.  With the sensor ``kind``: what the node compares (the codec's ``recorded_vector``);
+    ``scale`` multiplies ``measured`` values into SI (100 for hPa).  Raises ValueError: a message type not in
+    this list, an unknown ``kind``, or a ``kind`` whose message type differs."""
     if kind is None:
         if msgtype == "sensor_msgs/msg/FluidPressure":
             return np.array([msg.fluid_pressure], dtype=np.float64)
@@ -61,12 +51,9 @@ def reading_vector(msg: Any, msgtype: str, kind: Optional[str] = None, measured:
 
 
 def touches(msg: Any, bodies: Sequence[int]) -> bool:
-    """Whether a contacts cloud has a point whose ``body1`` or ``body2`` index is in ``bodies``
-    (indices into ``contact_body_names``; empty = any point counts).
-
-    Raises:
-        ValueError: a non-empty cloud without ``body1``/``body2`` fields.
-    """
+    """Whether a contacts cloud has a point whose ``body1`` or ``body2`` index is in ``bodies`` (indices into
+    ``contact_body_names``; empty = any point counts).  Raises ValueError: a non-empty cloud without
+    ``body1``/``body2`` fields."""
     if int(msg.height) * int(msg.width) == 0:
         return False
     if not bodies:
@@ -152,13 +139,10 @@ def sensor_numbers(predicted: Series, measured: Optional[Series], contacts_stamp
                    tare_response_ns: Optional[int],
                    contact_stamp_ns: Optional[np.ndarray] = None,
                    near_contact_stamp_ns: Optional[np.ndarray] = None) -> Dict[str, object]:
-    """A sensor's numbers of ``summary.json`` (keys and meaning: ``summary.DEFINITIONS``).
-
-    Stamps and wall times are int64 ns: ``contacts`` stamps / receive times ``(K,)``, the tare
-    request / answer (or None), the steps in contact ``(C,)`` and those next to them (neither
-    counts as contact-free).  ``None`` where there is nothing to average; without a tare request
-    every matched contact-free sample counts as before it.
-    """
+    """A sensor's numbers of ``summary.json`` (keys and meaning: ``summary.DEFINITIONS``).  Stamps and wall
+    times are int64 ns: ``contacts`` stamps / receive times ``(K,)``, the tare request / answer (or None), the
+    steps in contact ``(C,)`` and those next to them (neither counts as contact-free).  ``None`` where there
+    is nothing to average; without a tare request every matched contact-free sample counts as before it."""
     lat = latencies_ms(contacts_stamp_ns, contacts_recv_ns, predicted.stamp_ns, predicted.recv_ns)
     out: Dict[str, object] = {
         "published": int(len(predicted.values)),
@@ -193,16 +177,11 @@ def sensor_numbers(predicted: Series, measured: Optional[Series], contacts_stamp
 
 def agreement_numbers(predicted: Series, measured: Series, after_ns: Optional[int],
                       contact_stamp_ns: np.ndarray, names: Sequence[str]) -> Dict[str, object]:
-    """Measured − predicted per component (``names``) of two implementations on the same contacts,
-    matched by stamp, predictions published after ``after_ns`` (wall ns; all when None).
-
-    Returns:
-        ``{"after_tare": block, "in_contact": block}`` (stamps in ``contact_stamp_ns``), a block
-        ``{"samples": n, "mean" | "rms" | "max_abs": {name: float or None}}``.
-
-    Raises:
-        ValueError: the matched vectors do not have ``len(names)`` entries.
-    """
+    """Measured − predicted per component (``names``) of two implementations on the same contacts, matched by
+    stamp, predictions published after ``after_ns`` (wall ns; all when None).  Returns ``{"after_tare": block,
+    "in_contact": block}`` (stamps in ``contact_stamp_ns``), a block; ``{"samples": n, "mean" | "rms" |
+    "max_abs": {name: float or None}}``.  Raises ValueError: the matched vectors do not have ``len(names)``
+    entries."""
     m = match_by_stamp(measured, predicted)
     res = m["residual"]
     if res.size and res.shape[1] != len(names):

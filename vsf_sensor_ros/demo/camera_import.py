@@ -1,9 +1,8 @@
 """Import the public Punyo poke's camera frames into the ``camera/`` folder the replay reads.
 
-Converts ``demo/0/expand/`` of ``uiuc-iml/punyo_force_estimation`` (per-frame point clouds, colour,
-pressure) to ``depth.npz``, ``camera.json`` (the camera fitted to the clouds' rays), ``rgb.npz`` and the
-membrane mesh; usage in docs/demo.md.  A bad source exits 2 with one line and writes nothing.
-"""
+Converts ``demo/0/expand/`` of ``uiuc-iml/punyo_force_estimation`` (per-frame point clouds, colour, pressure)
+to ``depth.npz``, ``camera.json`` (the camera fitted to the clouds' rays), ``rgb.npz`` and the membrane mesh;
+usage in docs/demo.md.  A bad source exits 2 with one line and writes nothing."""
 from __future__ import annotations
 
 import argparse
@@ -35,11 +34,8 @@ class CameraImportError(ValueError):
 
 
 def frame_count(expand: Path) -> int:
-    """Number of frames ``pc_0.npy`` … ``pc_<N-1>.npy`` in ``expand``.
-
-    Raises:
-        CameraImportError: no folder or frame, another ``pc_*.npy`` name, or a gap (naming it).
-    """
+    """Number of frames ``pc_0.npy`` … ``pc_<N-1>.npy`` in ``expand``.  Raises CameraImportError: no folder or
+    frame, another ``pc_*.npy`` name, or a gap (naming it)."""
     if not expand.is_dir():
         raise CameraImportError(f"{expand}: no such folder (the source must hold expand/pc_<i>.npy)")
     names = sorted(p.name for p in expand.glob("pc_*.npy"))
@@ -68,12 +64,9 @@ def load_array(path: Path) -> np.ndarray:
 
 
 def depth_of_cloud(cloud: np.ndarray, name: str) -> np.ndarray:
-    """``(H, W)`` uint16 depth (1e-4 m units) of one ``(H·W, 3)`` float cloud; 0 where no reading.
-
-    Raises:
-        CameraImportError: another shape or dtype, a depth non-finite, out of range or not a whole
-            unit, or a non-finite x or y where there is a depth.
-    """
+    """``(H, W)`` uint16 depth (1e-4 m units) of one ``(H·W, 3)`` float cloud; 0 where no reading.  Raises
+    CameraImportError: another shape or dtype, a depth non-finite, out of range or not a whole unit, or a
+    non-finite x or y where there is a depth."""
     cloud = np.asarray(cloud)
     if cloud.shape != (WIDTH * HEIGHT, 3):
         raise CameraImportError(f"{name}: expected a ({WIDTH * HEIGHT}, 3) cloud, got {cloud.shape}")
@@ -107,11 +100,8 @@ def rays_of_cloud(cloud: np.ndarray, depth: np.ndarray) -> np.ndarray:
 
 
 def read_frames(expand: Path) -> Tuple[np.ndarray, np.ndarray]:
-    """Depth ``(N, H, W)`` uint16 and the per-pixel rays ``(H, W, 2)`` (NaN where no frame reads).
-
-    Raises:
-        CameraImportError: a bad frame (:func:`depth_of_cloud`), or rays unlike the earlier frames'.
-    """
+    """Depth ``(N, H, W)`` uint16 and the per-pixel rays ``(H, W, 2)`` (NaN where no frame reads).  Raises
+    CameraImportError: a bad frame (:func:`depth_of_cloud`), or rays unlike the earlier frames'."""
     n = frame_count(expand)
     depth = np.zeros((n, HEIGHT, WIDTH), dtype=np.uint16)
     rays = np.full((HEIGHT, WIDTH, 2), np.nan)
@@ -212,11 +202,8 @@ def write_folder(out: Path, depth: np.ndarray, rgb: Optional[np.ndarray], mesh: 
 
 
 def colour_frames(expand: Path, n: int) -> Optional[np.ndarray]:
-    """``(n, H, W, 3)`` uint8 from ``rgb_0.npy`` … ``rgb_<n-1>.npy``; None when there is none.
-
-    Raises:
-        CameraImportError: some missing, or one unreadable or of another shape or type (naming it).
-    """
+    """``(n, H, W, 3)`` uint8 from ``rgb_0.npy`` … ``rgb_<n-1>.npy``; None when there is none.  Raises
+    CameraImportError: some missing, or one unreadable or of another shape or type (naming it)."""
     files = [expand / f"rgb_{i}.npy" for i in range(n)]
     there = [f.is_file() for f in files]
     if not any(there):

@@ -92,12 +92,8 @@ def _flatten(prefix: str, value: Any, out: Dict[str, Any]) -> None:
 
 
 def read_params_file(path: Path) -> Tuple[str, Dict[str, Any]]:
-    """``(node_key as written, {dotted name: value})`` of the first node entry of a ROS 2
-    parameter YAML file.
-
-    Raises:
-        DemoError: unreadable file or no ``ros__parameters`` entry.
-    """
+    """``(node_key as written, {dotted name: value})`` of the first node entry of a ROS 2 parameter YAML file.
+    Raises DemoError: unreadable file or no ``ros__parameters`` entry."""
     import yaml
     try:
         doc = yaml.safe_load(Path(path).read_text())
@@ -115,11 +111,8 @@ def read_params_file(path: Path) -> Tuple[str, Dict[str, Any]]:
 
 
 def sensors_from_params(params: Dict[str, Any], path: Path) -> List[SensorInfo]:
-    """The ``sensors`` of a node parameter set, with each one's type and kind.
-
-    Raises:
-        DemoError: no sensors, or a sensor whose type has no ROS encoding.
-    """
+    """The ``sensors`` of a node parameter set, with each one's type and kind.  Raises DemoError: no sensors,
+    or a sensor whose type has no ROS encoding."""
     from vsf_sensor_ros.ros.kinds import sensor_kinds
     kinds = sensor_kinds()
     names = params.get("sensors") or []
@@ -138,12 +131,8 @@ def sensors_from_params(params: Dict[str, Any], path: Path) -> List[SensorInfo]:
 
 
 def resolve_config(args: argparse.Namespace) -> DemoConfig:
-    """Check the arguments and find the files they point to.
-
-    Raises:
-        ValueError: a numeric argument out of range (named in the message).
-        DemoError: missing parameter file or assets.
-    """
+    """Check the arguments and find the files they point to.  Raises ValueError: a numeric argument out of
+    range (named in the message).; DemoError: missing parameter file or assets."""
     if not (math.isfinite(args.duration) and args.duration > 0):
         raise ValueError(f"--duration must be a positive number of seconds, got {args.duration}")
     if not (math.isfinite(args.rate) and 0 < args.rate <= 1000):
@@ -212,12 +201,9 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def check_pairing(cfg: DemoConfig) -> List[str]:
-    """One warning line per setting of the node's parameter file that differs from the demo
-    sensors the simulator measures in SI (``sim_sensors.demo_sensor_specs``); empty when it pairs.
-
-    Raises:
-        DemoError: no ``contact_body_names``, or the world's assets cannot be loaded.
-    """
+    """One warning line per setting of the node's parameter file that differs from the demo sensors the
+    simulator measures in SI (``sim_sensors.demo_sensor_specs``); empty when it pairs.  Raises DemoError: no
+    ``contact_body_names``, or the world's assets cannot be loaded."""
     from vsf_sensor_ros.contact_sources.sim_sensors import demo_sensor_specs, sensor_node_sensor_params
     from vsf_sensor_ros.contact_sources.sim_world import load_assets
     if not cfg.contact_body_names:

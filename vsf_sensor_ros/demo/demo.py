@@ -1,25 +1,19 @@
 """One-command demo: simulator + sensor node on this host, recorded, tared, summarised.
 
-The command line of ``vsf_demo``; the parts live in ``config``, ``session``, ``tare`` and ``summary``.
-What it runs, writes and exits with: docs/demo.md.
-"""
+The command line of ``vsf_demo``; the parts live in ``config``, ``session``, ``tare`` and ``summary``. What it
+runs, writes and exits with: docs/demo.md."""
 from __future__ import annotations
 
 import argparse
 import json
 import shutil
-import signal
 import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from vsf_sensor_ros.demo.config import WORLD_PARAMS, DemoError, check_pairing, resolve_config
-from vsf_sensor_ros.demo.session import Progress, SessionResult, run_session
+from vsf_sensor_ros.demo.session import DemoSession, Progress, SessionResult
 from vsf_sensor_ros.demo.summary import build_summary, make_plots, series_for, summary_table
-
-
-class _Terminated(Exception):
-    """SIGTERM received: unwind like Ctrl-C so the children are stopped."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,13 +76,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_usage(sys.stderr)
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from vsf_sensor_ros.demo.recorder import write_bag
-    from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id, release_domain_id
+    from vsf_sensor_ros.demo.ros_env import isolated_domain
 
-    def on_sigterm(signum: int, frame: Any) -> None:
-        raise _Terminated()
-
-    previous = signal.signal(signal.SIGTERM, on_sigterm)
     progress = Progress()
     cfg.out.mkdir(parents=True, exist_ok=True)
     _clean_out(cfg.out)
@@ -103,58 +92,54 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
     for line in pairing:
         print(f"warning: {line}", file=sys.stderr)
-    domain_id = free_domain_id()
-    apply_localhost_env(domain_id)
-    session: Optional[SessionResult] = None
-    failure: Optional[str] = None
-    code = 0
     try:
-        try:
-            session = run_session(cfg, progress, domain_id, logs_dir)
-        except DemoError as exc:
-            failure = str(exc)
-        if session is None:
-            print(f"\ndemo FAILED: {failure}\n(children's output: {logs_dir})", file=sys.stderr)
-            return 1
-        session.errors[:0] = [f"parameter file does not pair with the simulator: {p}" for p in pairing]
-        bag = write_bag(session.logs.values(), cfg.out, "run")
-        series = {s.name: series_for(session, s) for s in cfg.sensors}
-        summary = build_summary(cfg, session, series, bag)
-        plots = make_plots(cfg, session, series)
-        (cfg.out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
-        print()
-        print(summary_table(summary))
-        print()
-        print(f"files in {cfg.out}/:")
-        print(f"  run.mcap + metadata.yaml  rosbag2 (MCAP) of {len(bag['counts'])} topics, "
-              f"{sum(bag['counts'].values())} messages  (ros2 bag info {cfg.out}; PlotJuggler / Foxglove: "
-              f"open {bag['path']})")
-        for p in plots:
-            print(f"  {p.name}")
-        print("  summary.json  logs/")
-        problems = list(session.errors)
-        silent = [n for n, s in summary["sensors"].items() if s["published"] == 0]
-        if silent:
-            problems.append(f"sensor(s) published nothing: {', '.join(silent)}")
-        short = {n: s["published"] for n, s in summary["sensors"].items()
-                 if 0 < s["published"] < summary["steps"]}
-        if short:
-            problems.append("steps without a prediction: " + ", ".join(
-                f"{n} {summary['steps'] - k} of {summary['steps']}" for n, k in short.items()))
-        if not session.tare.success:
-            problems.append(f"tare failed: {session.tare.message or 'no answer'}")
-        hard = bool(silent) or not session.tare.success
-        if problems:
-            kind = "error" if hard else "warning"
-            print("\n" + "\n".join(f"{kind}: {p}" for p in problems), file=sys.stderr)
-        code = 1 if hard else 0
-        return code
-    except (KeyboardInterrupt, _Terminated):
+        with isolated_domain() as domain_id:
+            try:
+                session = DemoSession(cfg, progress, domain_id, logs_dir).run()
+            except DemoError as exc:
+                print(f"\ndemo FAILED: {exc}\n(children's output: {logs_dir})", file=sys.stderr)
+                return 1
+            return _report(cfg, session, pairing)
+    except KeyboardInterrupt:
         print("\ninterrupted: children stopped", file=sys.stderr)
         return 130
-    finally:
-        release_domain_id(domain_id)
-        signal.signal(signal.SIGTERM, previous)
+
+
+def _report(cfg: Any, session: SessionResult, pairing: Sequence[str]) -> int:
+    """Write the bag, summary.json and plots of ``session``, print the table; the exit code."""
+    from vsf_sensor_ros.demo.recorder import write_bag
+    session.errors[:0] = [f"parameter file does not pair with the simulator: {p}" for p in pairing]
+    bag = write_bag(session.logs.values(), cfg.out, "run")
+    series = {s.name: series_for(session, s) for s in cfg.sensors}
+    summary = build_summary(cfg, session, series, bag)
+    plots = make_plots(cfg, session, series)
+    (cfg.out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    print()
+    print(summary_table(summary))
+    print()
+    print(f"files in {cfg.out}/:")
+    print(f"  run.mcap + metadata.yaml  rosbag2 (MCAP) of {len(bag['counts'])} topics, "
+          f"{sum(bag['counts'].values())} messages  (ros2 bag info {cfg.out}; PlotJuggler / Foxglove: "
+          f"open {bag['path']})")
+    for p in plots:
+        print(f"  {p.name}")
+    print("  summary.json  logs/")
+    problems = list(session.errors)
+    silent = [n for n, s in summary["sensors"].items() if s["published"] == 0]
+    if silent:
+        problems.append(f"sensor(s) published nothing: {', '.join(silent)}")
+    short = {n: s["published"] for n, s in summary["sensors"].items()
+             if 0 < s["published"] < summary["steps"]}
+    if short:
+        problems.append("steps without a prediction: " + ", ".join(
+            f"{n} {summary['steps'] - k} of {summary['steps']}" for n, k in short.items()))
+    if not session.tare.success:
+        problems.append(f"tare failed: {session.tare.message or 'no answer'}")
+    hard = bool(silent) or not session.tare.success
+    if problems:
+        kind = "error" if hard else "warning"
+        print("\n" + "\n".join(f"{kind}: {p}" for p in problems), file=sys.stderr)
+    return 1 if hard else 0
 
 
 if __name__ == "__main__":

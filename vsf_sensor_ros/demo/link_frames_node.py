@@ -1,8 +1,5 @@
-"""``link_frames_node``: the URDF's link frames on TF, where robot_state_publisher is not at hand.
-
-The pip path has no robot_state_publisher, so this node publishes the links' frames by its rules
-(docs/demo.md, opening the recording), from the package's ``World``.
-"""
+"""``link_frames_node``: the URDF's link frames on TF by robot_state_publisher's rules (the pip path has
+none), from the package's ``World``; docs/demo.md."""
 from __future__ import annotations
 
 import sys
@@ -30,11 +27,8 @@ def joint_edges(world) -> Tuple[List[Tuple[str, str]], List[Tuple[str, str]]]:
 
 
 def relative_transforms(world, edges) -> Dict[Tuple[str, str], np.ndarray]:
-    """``(parent, child) -> (4, 4)`` child -> parent transform at the world's current configuration.
-
-    A link the world does not keep (Klampt may drop a URDF root named ``world``, which the
-    ``World`` then keeps as its fixed world frame) is at the identity.
-    """
+    """``(parent, child) -> (4, 4)`` child -> parent transform at the world's current configuration; a
+    link the world does not keep (Klampt may drop a URDF root named ``world``) is at the identity."""
     known = set(world.body_names)
 
     def T(link: str) -> np.ndarray:
@@ -43,20 +37,15 @@ def relative_transforms(world, edges) -> Dict[Tuple[str, str], np.ndarray]:
 
 
 class LinkFramesNode(Node):
-    """Publishes the URDF link frames (see the module docstring).
-
-    Raises:
-        RuntimeError: ``tf2_msgs`` is not importable.
-        ConfigError: the URDF cannot be loaded (names the parameter).
-    """
+    """Publishes the URDF link frames.  Raises RuntimeError without ``tf2_msgs``, ConfigError (naming
+    the parameter) when the URDF cannot be loaded."""
 
     def __init__(self) -> None:
         super().__init__("link_frames_node")
         if TFMessage is None:
             raise RuntimeError("tf2_msgs is not importable (make venv builds it)")
-        ro = {"read_only": True}
         from rcl_interfaces.msg import ParameterDescriptor
-        p = {name: self.declare_parameter(name, "", ParameterDescriptor(**ro)).value
+        p = {name: self.declare_parameter(name, "", ParameterDescriptor(read_only=True)).value
              for name in ("robot_description", "robot_description_path", "assets_dir", "frame_prefix")}
         self._prefix = str(p["frame_prefix"])
         self.world = build_world(p["robot_description"], p["robot_description_path"], p["assets_dir"])
@@ -103,11 +92,7 @@ def usage():
 
 def main(args: Optional[List[str]] = None) -> int:
     """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): ``--help``/``-h`` prints usage;
-    else spin until Ctrl-C or SIGTERM.
-
-    Returns:
-        0 on a clean stop, 2 on a configuration error.
-    """
+    else spin until Ctrl-C or SIGTERM.  0 on a clean stop, 2 on a configuration error."""
     argv = list(sys.argv if args is None else args)
     try:
         usage().parse_known_args(user_args(argv))   # exits 0 after printing for -h / --help

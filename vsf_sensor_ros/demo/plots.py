@@ -74,8 +74,9 @@ def _tare_effect(t: np.ndarray, res: np.ndarray, tare_t: Optional[float]) -> Tup
 def pressure_figure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_pred: np.ndarray,
                     tare_t: Optional[float] = None, contact_span: Optional[Tuple[float, float]] = None,
                     title: str = "pressure", measured_label: str = "measured") -> Figure:
-    """The figure of :func:`plot_pressure` (its arguments but ``path``), not saved; axes: the whole
-    run, the stretch after the tare, the residual after the tare."""
+    """Predicted vs measured pressure (``(M,)``/``(K,)`` s and Pa): the overview (with the ~10^5 Pa tare
+    step), the zoom after ``tare_t`` (s, dashed) with every point, the residual after the tare;
+    ``contact_span`` (s) shaded."""
     t_meas, p_meas = np.asarray(t_meas, float), np.asarray(p_meas, float)
     t_pred, p_pred = np.asarray(t_pred, float), np.asarray(p_pred, float)
     fig = _new_figure((8.0, 8.6))
@@ -123,27 +124,18 @@ def pressure_figure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, 
     return fig
 
 
-def plot_pressure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_pred: np.ndarray,
-                  path: Path, tare_t: Optional[float] = None,
-                  contact_span: Optional[Tuple[float, float]] = None, title: str = "pressure",
-                  measured_label: str = "measured") -> Path:
-    """Write predicted vs measured pressure (``(M,)``/``(K,)`` s and Pa) to the PNG ``path``: the
-    overview (with the ~10^5 Pa tare step), the zoom after ``tare_t`` (s, dashed) with every point,
-    the residual after the tare; ``contact_span`` (s) shaded.  ``path``."""
-    pressure_figure(t_meas, p_meas, t_pred, p_pred, tare_t, contact_span, title, measured_label).savefig(path)
+def save_png(fig: Figure, path: Path) -> Path:
+    """Write ``fig`` (:func:`pressure_figure`, :func:`components_figure`) to the PNG ``path``; ``path``."""
+    fig.savefig(path)
     return Path(path)
 
 
 def plot_force_field(points: np.ndarray, forces: np.ndarray, path: Path,
                      measured_forces: Optional[np.ndarray] = None, title: str = "force field",
                      frame: str = "", measured_label: str = "measured") -> Path:
-    """Write a dense force field to the PNG ``path``: ``(V, 3)`` vertices (m, body ``frame``) as a
-    3-D scatter coloured by |f| of ``(V, 3)`` forces (N); ``measured_forces`` in a second panel on
-    the same scale.  ``path``.
-
-    Raises:
-        ValueError: shapes not ``(V, 3)`` or disagreeing.
-    """
+    """Write a dense force field to the PNG ``path``: ``(V, 3)`` vertices (m, body ``frame``) as a 3-D scatter
+    coloured by |f| of ``(V, 3)`` forces (N); ``measured_forces`` in a second panel on the same scale.
+    ``path``.  Raises ValueError: shapes not ``(V, 3)`` or disagreeing."""
     points, forces = np.asarray(points, float), np.asarray(forces, float)
     if points.ndim != 2 or points.shape[1] != 3 or forces.shape != points.shape:
         raise ValueError(f"points and forces must both be (V, 3), got {points.shape} and {forces.shape}")
@@ -184,12 +176,9 @@ def components_figure(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], 
                       pred: np.ndarray, labels: Sequence[str], tare_t: Optional[float] = None,
                       contact_span: Optional[Tuple[float, float]] = None, title: str = "",
                       unit: str = "", measured_label: str = "measured", quantity: str = "") -> Figure:
-    """The figure of :func:`plot_components` (its arguments but ``path``), not saved; axes: the
-    readings, the residual (autoscaled to every point).
-
-    Raises:
-        ValueError: ``pred`` is not ``(K, len(labels))``.
-    """
+    """Each component (``labels``) of ``(M, D)`` measured (or None) and ``(K, D)`` predicted readings over
+    time (s), and their residual (autoscaled to every point); ``quantity`` defaults from ``unit``.  Raises
+    ValueError: ``pred`` is not ``(K, len(labels))``."""
     pred = np.asarray(pred, float).reshape(len(t_pred), -1)
     if pred.shape[1] != len(labels):
         raise ValueError(f"predicted readings have {pred.shape[1]} components but {len(labels)} labels")
@@ -230,19 +219,3 @@ def components_figure(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], 
     ax.legend(loc="best", fontsize=7, ncol=2)
     fig.tight_layout()
     return fig
-
-
-def plot_components(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], t_pred: np.ndarray,
-                    pred: np.ndarray, labels: Sequence[str], path: Path, tare_t: Optional[float] = None,
-                    contact_span: Optional[Tuple[float, float]] = None, title: str = "",
-                    unit: str = "", measured_label: str = "measured", quantity: str = "") -> Path:
-    """Write each component (``labels``) of ``(M, D)`` measured (or None) and ``(K, D)`` predicted
-    readings over time (s) and their residual to the PNG ``path``; ``quantity`` defaults from
-    ``unit``.  ``path``.
-
-    Raises:
-        ValueError: ``pred`` is not ``(K, len(labels))``.
-    """
-    components_figure(t_meas, meas, t_pred, pred, labels, tare_t, contact_span, title, unit, measured_label,
-                      quantity).savefig(path)
-    return Path(path)

@@ -1,8 +1,7 @@
 """Child ROS processes the demo and the tests start and always stop (no zombies, no orphans).
 
-Each child runs in its own process group, so Ctrl-C reaches only the parent, which stops the group
-with SIGINT, then SIGTERM, then SIGKILL, and reaps it.
-"""
+Each child runs in its own process group, so Ctrl-C reaches only the parent, which stops the group with
+SIGINT, then SIGTERM, then SIGKILL, and reaps it."""
 from __future__ import annotations
 
 import os
@@ -55,12 +54,8 @@ class ManagedProcess:
         self._header_bytes = 0
 
     def start(self) -> None:
-        """Start the child in a new session.
-
-        Raises:
-            RuntimeError: already started.
-            OSError: the executable cannot be run.
-        """
+        """Start the child in a new session.  Raises RuntimeError: already started.; OSError: the executable
+        cannot be run."""
         if self.proc is not None:
             raise RuntimeError(f"{self.name} already started (pid {self.proc.pid})")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -89,12 +84,8 @@ class ManagedProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def wait(self, timeout: Optional[float] = None) -> int:
-        """Wait for the child to exit by itself; its exit code.
-
-        Raises:
-            RuntimeError: not started.
-            subprocess.TimeoutExpired: still running after ``timeout`` s.
-        """
+        """Wait for the child to exit by itself; its exit code.  Raises RuntimeError: not started.;
+        subprocess.TimeoutExpired: still running after ``timeout`` s."""
         if self.proc is None:
             raise RuntimeError(f"{self.name} was never started")
         return self.proc.wait(timeout=timeout)

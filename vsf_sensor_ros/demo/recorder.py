@@ -1,8 +1,7 @@
 """Record every topic of a ROS 2 session as raw CDR bytes and write a rosbag2 MCAP bag (``rosbags``).
 
-Message definitions come from those ``rosbags`` ships; a topic of a type it does not know is left
-out of the bag and reported.
-"""
+Message definitions come from those ``rosbags`` ships; a topic of a type it does not know is left out of the
+bag and reported."""
 from __future__ import annotations
 
 import importlib
@@ -32,11 +31,8 @@ BAG_VERSION = 8
 
 
 def message_class(msgtype: str) -> type:
-    """The Python class of ``msgtype`` (``"pkg/msg/Name"``, as the graph reports it).
-
-    Raises:
-        ValueError: not ``pkg/msg/Name``, or its package or class cannot be imported.
-    """
+    """The Python class of ``msgtype`` (``"pkg/msg/Name"``, as the graph reports it).  Raises ValueError: not
+    ``pkg/msg/Name``, or its package or class cannot be imported."""
     parts = msgtype.split("/")
     if len(parts) != 3 or parts[1] != "msg" or not all(parts):
         raise ValueError(f"message type must look like 'pkg/msg/Name', got {msgtype!r}")
@@ -47,12 +43,9 @@ def message_class(msgtype: str) -> type:
 
 
 def header_stamp_ns(data: bytes) -> int:
-    """``header.stamp`` (int ns) of serialized CDR bytes whose first field is a ``std_msgs/Header``:
-    after the 4-byte encapsulation header (byte 1 odd = little endian), int32 sec, uint32 nanosec.
-
-    Raises:
-        ValueError: fewer than 12 bytes, or nanosec >= 1e9 (no header first).
-    """
+    """``header.stamp`` (int ns) of serialized CDR bytes whose first field is a ``std_msgs/Header``: after the
+    4-byte encapsulation header (byte 1 odd = little endian), int32 sec, uint32 nanosec.  Raises ValueError:
+    fewer than 12 bytes, or nanosec >= 1e9 (no header first)."""
     if len(data) < 12:
         raise ValueError(f"serialized message of {len(data)} bytes is too short to hold a header stamp")
     fmt = "<iI" if data[1] & 1 else ">iI"
@@ -63,12 +56,9 @@ def header_stamp_ns(data: bytes) -> int:
 
 
 def cloud_point_count(data: bytes) -> int:
-    """``height * width`` of a serialized ``sensor_msgs/PointCloud2``: after the stamp, the
-    ``frame_id`` (uint32 length, bytes, padding to 4), then uint32 ``height`` and ``width``.
-
-    Raises:
-        ValueError: the bytes end before ``width``.
-    """
+    """``height * width`` of a serialized ``sensor_msgs/PointCloud2``: after the stamp, the ``frame_id``
+    (uint32 length, bytes, padding to 4), then uint32 ``height`` and ``width``.  Raises ValueError: the bytes
+    end before ``width``."""
     e = "<" if data[1] & 1 else ">"
     if len(data) < 16:
         raise ValueError(f"serialized PointCloud2 of {len(data)} bytes is too short")
@@ -120,13 +110,11 @@ def _subscription_qos(offered: List[QoSProfile]) -> QoSProfile:
 
 
 class TopicRecorder:
-    """Subscribe to every topic on ``node``'s graph (but ``exclude``) and keep what arrives in
-    :attr:`logs` (topic -> :class:`TopicLog`; :attr:`skipped`: topic -> why not).
-
-    :meth:`refresh` picks up new topics: one seen with subscribers only is subscribed at once
-    (reliable, volatile) so a later publisher's first messages are not lost, and re-created when
-    its publishers offer best-effort or transient-local QoS.  ``clock_ns`` stamps the receipts.
-    """
+    """Subscribe to every topic on ``node``'s graph (but ``exclude``) and keep what arrives in :attr:`logs`
+    (topic -> :class:`TopicLog`; :attr:`skipped`: topic -> why not).  :meth:`refresh` picks up new topics: one
+    seen with subscribers only is subscribed at once (reliable, volatile) so a later publisher's first
+    messages are not lost, and re-created when its publishers offer best-effort or transient-local QoS.
+    ``clock_ns`` stamps the receipts."""
 
     def __init__(self, node: Node, exclude: Iterable[str] = (),
                  clock_ns: Callable[[], int] = time.time_ns) -> None:
@@ -207,16 +195,11 @@ def _rosbags_qos(profile: QoSProfile) -> Any:
 
 def write_bag(logs: Iterable[TopicLog], out_dir: Path, name: str = "run",
               compress: bool = True) -> Dict[str, object]:
-    """Write ``logs`` as a rosbag2 bag: ``out_dir/<name>.mcap`` + ``metadata.yaml`` (replaced; other
-    files left alone), in receive order with the receive time as log time, bytes unchanged, schemas
-    from ``rosbags``' Kilted store, MCAP chunks zstd-compressed with ``compress``.
-
-    Returns:
-        ``{"path": Path of the .mcap, "counts": {topic: written}, "left_out": {topic: reason}}``.
-
-    Raises:
-        ValueError: ``name`` is empty or contains a path separator.
-    """
+    """Write ``logs`` as a rosbag2 bag: ``out_dir/<name>.mcap`` + ``metadata.yaml`` (replaced; other files
+    left alone), in receive order with the receive time as log time, bytes unchanged, schemas from
+    ``rosbags``' Kilted store, MCAP chunks zstd-compressed with ``compress``.  Returns ``{"path": Path of the
+    .mcap, "counts": {topic: written}, "left_out": {topic: reason}}``.  Raises ValueError: ``name`` is empty
+    or contains a path separator."""
     from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
     from rosbags.typesys import Stores, get_typestore
 

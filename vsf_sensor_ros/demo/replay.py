@@ -1,16 +1,14 @@
 """Replay a recording through the sensor node: the real Punyo poke (data.json) or an MCAP bag.
 
-The poke is replayed through ``wrench_contact_node`` and ``sensor_node`` on a UR5e world built from
-its joint angles; a ``.mcap`` goes to :mod:`~vsf_sensor_ros.demo.replay_bag`.  Method, options and
-results: docs/real_data.md and docs/demo.md.
-"""
+The poke is replayed through ``wrench_contact_node`` and ``sensor_node`` on a UR5e world built from its joint
+angles; a ``.mcap`` goes to :mod:`~vsf_sensor_ros.demo.replay_bag`.  Method, options and results:
+docs/real_data.md and docs/demo.md."""
 from __future__ import annotations
 
 import argparse
 import json
 import math
 import re
-import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -19,10 +17,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from vsf_sensor_ros.demo.replay_analysis import DEFINITIONS, analyse, plot  # noqa: F401 (re-exported)
+from vsf_sensor_ros.demo import replay_camera as rc
+from vsf_sensor_ros.demo.processes import ManagedProcess, module_command
+from vsf_sensor_ros.demo.replay_analysis import DEFINITIONS, analyse, plot, print_report  # noqa: F401
 from vsf_sensor_ros.demo.replay_recording import (  # noqa: F401 (re-exported)
     CONTACT_BODIES, CONTACT_DP_PA, HPA_TO_PA, MAX_LAG_FRAMES, ONSET_DP_PA, PRESSURE_SENSOR, PRESSURE_TOPIC,
     TARE_SAMPLES, Recording, ReplayError, estimate_lag, load_recording, poke_onset, pressure_metrics)
+from vsf_sensor_ros.demo.session import NodeRun, demo_child_env, ros_context
 
 FORCE_SENSOR = "punyo_force"
 WRENCH_FRAME = "base"
@@ -38,15 +39,11 @@ WARMUP_STEP_S = 0.05
 # pressure's direct path).
 WRENCH_NODE_LATENCY_S = 0.002
 DRAIN_WAIT_S = 15.0           # longest wait for late predictions after the last frame
+TARES = (f"{PRESSURE_SENSOR}/tare", "wrench_contact_node/tare")   # the pressure's tare, the wrench bias
 INFO_FRAMES = 10              # CameraInfo goes with the warm-up and the first frames only
 
 
 # -- session files -------------------------------------------------------------------------------
-
-def _bubble_mesh_path() -> Path:
-    from vsf_sensor_ros.embedded_world import BUBBLE_MESH_FILE, DATA_DIR
-    return DATA_DIR / BUBBLE_MESH_FILE
-
 
 def write_session_files(out: Path, measured_delay: float = 0.0, camera: Optional[Any] = None,
                         membrane_mount: Optional[np.ndarray] = None) -> Dict[str, Path]:
@@ -56,6 +53,7 @@ def write_session_files(out: Path, measured_delay: float = 0.0, camera: Optional
     import yaml
 
     from vsf_sensor_ros.demo.ur5e import TOOL_LINK, punyo_mount_transform, ur5e_urdf
+    from vsf_sensor_ros.embedded_world import BUBBLE_MESH_FILE, DATA_DIR
     urdf = out / "ur5e.urdf"
     urdf.write_text(ur5e_urdf())
     params = {
@@ -63,7 +61,7 @@ def write_session_files(out: Path, measured_delay: float = 0.0, camera: Optional
         "world_frame": "world",
         "contact_body_names": CONTACT_BODIES,
         "bodies": ["punyo"],
-        "punyo": {"mesh": str(_bubble_mesh_path()), "parent_link": TOOL_LINK,
+        "punyo": {"mesh": str(DATA_DIR / BUBBLE_MESH_FILE), "parent_link": TOOL_LINK,
                   "transform": [float(v) for v in punyo_mount_transform().reshape(-1)], "pose_topic": ""},
         "tare_samples": TARE_SAMPLES,
         "tare_on_start": False,
@@ -97,12 +95,12 @@ def write_session_files(out: Path, measured_delay: float = 0.0, camera: Optional
 
 
 def wrench_node_args(urdf: Path, time_shift: float, bias_samples: int) -> List[str]:
-    """``--ros-args`` of the wrench contact node for the recording."""
+    """The ROS arguments of the wrench contact node for the recording."""
     from vsf_sensor_ros.demo.ur5e import TOOL_LINK, punyo_apex_local, punyo_mount_transform
 
     def arr(v: Any) -> str:
         return "[" + ",".join(repr(float(x)) for x in np.asarray(v).reshape(-1)) + "]"
-    return ["--ros-args", "-p", f"robot_description_path:={urdf.resolve()}",
+    return ["-p", f"robot_description_path:={urdf.resolve()}",
             "-p", f"contact_body_names:=[{','.join(CONTACT_BODIES)}]", "-p", "body:=punyo",
             "-p", "other_body:=world", "-p", f"body_parent:={TOOL_LINK}",
             "-p", f"body_transform:={arr(punyo_mount_transform())}",
@@ -125,285 +123,297 @@ class Session:
     wall_s: float
 
 
-def run_session(rec: Recording, out: Path, speed: float, time_shift: float, bias_samples: int,
-                tare_frame: int, domain_id: int, say: Any = print, camera: Optional[Any] = None,
-                contact_vertex: int = 0) -> Session:
-    """Start the nodes, publish the recording, tare, record; children always stopped.  With
-    ``camera`` also ``membrane_force_node`` and the contacts relay (row at ``contact_vertex``)."""
-    import rclpy
-    from geometry_msgs.msg import WrenchStamped
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import Float32
-    from std_srvs.srv import Trigger
+class PokeReplay(NodeRun):
+    """The poke replayed into ``out``: the nodes started, frames published at ``speed`` with their
+    wrenches ``time_shift`` s later, the wrench bias (``bias_samples`` frames) and the pressure tare
+    before ``tare_frame``, all recorded; with ``camera`` also ``membrane_force_node`` and the contacts
+    relay (row at ``contact_vertex``).  :meth:`run` raises :class:`ReplayError` when a child exits,
+    the nodes are not ready or predict nothing in time, or the run times out."""
 
-    from vsf_sensor_ros.demo.processes import ManagedProcess
-    from vsf_sensor_ros.demo.recorder import TopicRecorder, header_stamp_ns
-    from vsf_sensor_ros.demo.session import demo_child_env
-    from vsf_sensor_ros.demo.ur5e import UR5E_JOINTS
-    from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp
+    call_timeout_s = 15.0
 
-    # the contacts of frame k leave the wrench node time_shift / speed after its pressure
-    # (docs/real_data.md): the pressure counts as received that much later
-    mount = None
-    if camera is not None:
-        from vsf_sensor_ros.demo import replay_camera as rc
-        mount = rc.membrane_mount_transform(rc.ply_vertices(camera), rc.membrane_ring(camera))
-    files = write_session_files(out, min(1.0, time_shift / speed + WRENCH_NODE_LATENCY_S), camera, mount)
-    logs_dir = out / "logs"
-    env = demo_child_env(domain_id, None)
-    node_proc = ManagedProcess("sensor_node", [sys.executable, "-m", "vsf_sensor_ros.ros.sensor_node",
-                                               "--ros-args", "--params-file", str(files["params"])],
-                               env, logs_dir / "sensor_node.log")
-    wrench_proc = ManagedProcess("wrench_contact_node",
-                                 [sys.executable, "-m", "vsf_sensor_ros.contact_sources.wrench_contact_node"]
-                                 # twice the wrenches: each frame also has its interpolated one
-                                 + wrench_node_args(files["urdf"], time_shift, 2 * bias_samples)
-                                 + (["-r", f"contacts:={rc.WRENCH_CONTACTS_TOPIC}"] if camera is not None
-                                    else []),
-                                 env, logs_dir / "wrench_contact_node.log")
-    procs = [node_proc, wrench_proc]
-    if camera is not None:
-        # one BLAS thread: the estimator's figures are one-core figures, and a start-up that takes
-        # both cores of a small host would stall the other nodes
-        menv = {**env, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        procs.append(ManagedProcess("membrane_force_node",
-                                    [sys.executable, "-m", "vsf_sensor_ros.ros.membrane_force_node",
-                                     "--ros-args", "--params-file", str(files["membrane"])],
-                                    menv, logs_dir / "membrane_force_node.log"))
-    t0 = time.monotonic()
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=domain_id)
-    node = rclpy.create_node("vsf_replay", context=ctx)
-    cam_ctx = None
-    if camera is not None:
+    def __init__(self, rec: Recording, out: Path, speed: float, time_shift: float, bias_samples: int,
+                 tare_frame: int, domain_id: int, camera: Optional[Any] = None,
+                 contact_vertex: int = 0) -> None:
+        super().__init__(None, domain_id)
+        self.rec, self.out, self.speed, self.tare_frame, self.camera = rec, out, speed, tare_frame, camera
+        self.vertex, self.mount, self.offset = contact_vertex, None, None
+        self.result.tare.message = "not called"
+        self._relay: Any = None
+        self._cam_ctx: Any = None
+        if camera is not None:
+            self.mount = rc.membrane_mount_transform(rc.ply_vertices(camera), rc.membrane_ring(camera))
+        # the contacts of frame k leave the wrench node time_shift / speed after its pressure
+        # (docs/real_data.md): the pressure counts as received that much later
+        delay = min(1.0, time_shift / speed + WRENCH_NODE_LATENCY_S)
+        files = write_session_files(out, delay, camera, self.mount)
+        env = demo_child_env(domain_id, None)
+
+        def child(name: str, module: str, args: List[str], child_env: Dict[str, str] = env) -> ManagedProcess:
+            return ManagedProcess(name, module_command(f"vsf_sensor_ros.{module}", args), child_env,
+                                  out / "logs" / f"{name}.log")
+        self.node_proc = child("sensor_node", "ros.sensor_node", ["--params-file", str(files["params"])])
+        # twice the wrenches: each frame also has its interpolated one
+        remap = [] if camera is None else ["-r", f"contacts:={rc.WRENCH_CONTACTS_TOPIC}"]
+        self.wrench_proc = child("wrench_contact_node", "contact_sources.wrench_contact_node",
+                                 wrench_node_args(files["urdf"], time_shift, 2 * bias_samples) + remap)
+        self.children = [self.node_proc, self.wrench_proc]
+        if camera is not None:
+            # one BLAS thread: the estimator's figures are one-core figures, and a start-up that takes
+            # both cores of a small host would stall the other nodes
+            one = {k: "1" for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+            self.children.append(child("membrane_force_node", "ros.membrane_force_node",
+                                       ["--params-file", str(files["membrane"])], {**env, **one}))
+        # one wrench at t_k + time_shift per frame k (inside the recording, not on a recorded stamp),
+        # interpolated linearly as the wrench node does: (stamp s, wrench).  1 us later than that: a
+        # stamp near 1.7e9 s in float seconds is only good to 0.24 us, and one a hair early would leave
+        # the frame waiting for the next recorded wrench.
+        extra_t = [t + time_shift + 1e-6 for t in rec.t if t + time_shift + 1e-6 <= rec.t[-1]
+                   and np.min(np.abs(rec.t - (t + time_shift))) > 1e-5]
+        self.extra = [(t, np.array([np.interp(t, rec.t, rec.wrench[:, i]) for i in range(6)]))
+                      for t in extra_t]
+        self.first_ns = int(round(rec.t[0] * 1e9))
+
+    def run(self, say: Any = print) -> Session:
+        """Start, warm up, replay, tare, drain; the children always stopped.  What was recorded."""
+        try:
+            self._open()
+            for p in self.children:
+                p.start()
+            say(f"ROS_DOMAIN_ID={self.domain_id} (localhost only); children's output in {self.out / 'logs'}/")
+            self._wait_ready()
+            warm = self._warm_up()
+            rec = self.rec
+            say(f"nodes ready after {time.monotonic() - self.t0:.1f} s ({warm} warm-up frames); replaying "
+                f"{len(rec)} frames ({rec.t[-1] - rec.t[0]:.2f} s) at speed {self.speed:g}")
+            self._replay(say)
+            self._drain()
+        finally:
+            self.stop()
+        tare = self.result.tare
+        return Session(self.result.logs, tare.message, tare.success, self.offset, self.tare_frame,
+                       self.result.wall_s)
+
+    def _open(self) -> None:
+        """The rclpy side: the recorder, the publishers and, with the camera, its own participant and
+        the contacts relay."""
+        import rclpy
+        from geometry_msgs.msg import WrenchStamped
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Float32
+        cam = self.camera
+        # the depth images stay out of the bag (92 MB); their CameraInfo is in it
+        self.open_ros("vsf_replay", TARES + ("save_calibration",),
+                      [] if cam is None else ["/" + rc.DEPTH_TOPIC, "/" + rc.COLOUR_TOPIC])
+        node = self._node
+        qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
+        self.pubs = {"js": node.create_publisher(JointState, "joint_states", qos),
+                     "w": node.create_publisher(WrenchStamped, "wrench", qos),
+                     "hpa": node.create_publisher(Float32, PRESSURE_TOPIC, qos)}
+        if cam is None:
+            return
+        import threading
+
+        from rclpy.executors import SingleThreadedExecutor
+        from sensor_msgs.msg import CameraInfo, FluidPressure, Image
         # The 0.6 MB frames from a participant of their own: behind them in one participant's send
         # path, small samples (pressure, joint states, wrenches) were dropped and came back only
         # with the next heartbeat, seconds late.
-        cam_ctx = rclpy.Context()
-        rclpy.init(context=cam_ctx, domain_id=domain_id)
-        cam_node = rclpy.create_node("vsf_replay_camera", context=cam_ctx)
-    executor = SingleThreadedExecutor(context=ctx)
-    executor.add_node(node)
-    qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
-    pub_depth = pub_info = relay_exec = pub_colour = None
-    if camera is not None:   # the depth images stay out of the bag (92 MB); their CameraInfo is in it
-        from sensor_msgs.msg import CameraInfo, Image
-        recorder = TopicRecorder(node, exclude=["/" + rc.DEPTH_TOPIC, "/" + rc.COLOUR_TOPIC])
-        pub_depth = cam_node.create_publisher(Image, rc.DEPTH_TOPIC, QoSProfile(
-            depth=20, reliability=ReliabilityPolicy.RELIABLE))
-        if camera.rgb is not None:   # --camera-colour: the colour frames beside their depth frames
-            pub_colour = cam_node.create_publisher(Image, rc.COLOUR_TOPIC, QoSProfile(
-                depth=20, reliability=ReliabilityPolicy.RELIABLE))
-        pub_info = node.create_publisher(CameraInfo, rc.INFO_TOPIC, qos)
-        from sensor_msgs.msg import FluidPressure
-        pub_pa = node.create_publisher(FluidPressure, rc.STAMPED_PRESSURE_TOPIC, qos)
-        info_msg = rc.camera_info_msg(camera)
+        self._cam_ctx = ros_context(self.domain_id)
+        self._cam_node = rclpy.create_node("vsf_replay_camera", context=self._cam_ctx)
+        image_qos = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE)
+        self.pubs["depth"] = self._cam_node.create_publisher(Image, rc.DEPTH_TOPIC, image_qos)
+        if cam.rgb is not None:   # --camera-colour: the colour frames beside their depth frames
+            self.pubs["colour"] = self._cam_node.create_publisher(Image, rc.COLOUR_TOPIC, image_qos)
+        self.pubs["info"] = node.create_publisher(CameraInfo, rc.INFO_TOPIC, qos)
+        self.pubs["pa"] = node.create_publisher(FluidPressure, rc.STAMPED_PRESSURE_TOPIC, qos)
+        self.info_msg = rc.camera_info_msg(cam)
         # The relay in its own node and thread: behind the recorder's callbacks in this executor its
         # latency would vary by tens of ms, and the header-less pressure pairs by receive time.
-        import threading
-        relay_node = rclpy.create_node("vsf_contacts_relay", context=ctx)
-        rc.ContactsRelay(relay_node, rec, contact_vertex, mount, camera, qos)
-        relay_exec = SingleThreadedExecutor(context=ctx)
+        relay_node = rclpy.create_node("vsf_contacts_relay", context=self._ctx)
+        rc.ContactsRelay(relay_node, self.rec, self.vertex, self.mount, cam, qos)
+        relay_exec = SingleThreadedExecutor(context=self._ctx)
         relay_exec.add_node(relay_node)
-        relay_thread = threading.Thread(target=relay_exec.spin, name="contacts_relay", daemon=True)
-        relay_thread.start()
-    else:
-        recorder = TopicRecorder(node)
-    pub_js = node.create_publisher(JointState, "joint_states", qos)
-    pub_w = node.create_publisher(WrenchStamped, "wrench", qos)
-    pub_hpa = node.create_publisher(Float32, PRESSURE_TOPIC, qos)
-    tare_client = node.create_client(Trigger, f"/{PRESSURE_SENSOR}/tare")
-    bias_client = node.create_client(Trigger, "/wrench_contact_node/tare")
-    save_client = node.create_client(Trigger, "/save_calibration")
+        thread = threading.Thread(target=relay_exec.spin, name="contacts_relay", daemon=True)
+        thread.start()
+        self._relay = (relay_node, relay_exec, thread)
 
-    def check(stage: str) -> None:
-        for p in procs:
+    def stop(self) -> Any:
+        """The relay's thread ended, then :meth:`NodeRun.stop`, then the camera's participant closed."""
+        if self._relay is not None:
+            node, executor, thread = self._relay
+            self._relay = None
+            executor.shutdown()
+            thread.join(timeout=5.0)
+            node.destroy_node()
+        result = super().stop()
+        if self._cam_ctx is not None:
+            import rclpy
+            self._cam_node.destroy_node()
+            rclpy.shutdown(context=self._cam_ctx)
+            self._cam_ctx = None
+        return result
+
+    def _check(self, stage: str) -> None:
+        for p in self.children:
             if p.poll() is not None:
                 raise ReplayError(f"{p.name} exited with code {p.poll()} while {stage}:\n{p.tail()}",
                                   "child_exited", value=p.poll())
-        if time.monotonic() - t0 > STARTUP_TIMEOUT_S + 10.0 * len(rec) / speed + 60.0:
+        if time.monotonic() - self.t0 > STARTUP_TIMEOUT_S + 10.0 * len(self.rec) / self.speed + 60.0:
             raise ReplayError(f"timed out while {stage}", "timeout")
 
-    def spin_for(seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            executor.spin_once(timeout_sec=0.01)
-
-    def call(client: Any, stage: str) -> Optional[Any]:
-        future = client.call_async(Trigger.Request())
-        end = time.monotonic() + 15.0
-        while not future.done() and time.monotonic() < end:
-            executor.spin_once(timeout_sec=0.02)
-            check(stage)
-        return future.result() if future.done() else None
-
-    first_ns = int(round(rec.t[0] * 1e9))
-
-    def wait_until(due: float) -> None:
-        while time.monotonic() < due:
-            executor.spin_once(timeout_sec=max(0.0, min(0.005, due - time.monotonic())))
-
-    def recorded_frames(topic: str) -> int:
+    def _frames(self, topic: str) -> int:
         """Messages on ``topic`` stamped at or after the recording's start (warm-up excluded)."""
-        log = recorder.logs.get(topic)
-        return 0 if log is None else sum(1 for d in log.data if header_stamp_ns(d) >= first_ns)
+        from vsf_sensor_ros.demo.recorder import header_stamp_ns
+        log = self.recorder.logs.get(topic)
+        return 0 if log is None else sum(1 for d in log.data if header_stamp_ns(d) >= self.first_ns)
 
-    def publish_wrench(t: float, wrench: np.ndarray) -> None:
+    def _publish_wrench(self, t: float, wrench: np.ndarray) -> None:
+        from geometry_msgs.msg import WrenchStamped
+
+        from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp
         w = WrenchStamped()
         w.header.stamp, w.header.frame_id = ns_to_stamp(int(round(t * 1e9))), WRENCH_FRAME
         (w.wrench.force.x, w.wrench.force.y, w.wrench.force.z,
          w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z) = map(float, wrench)
-        pub_w.publish(w)
+        self.pubs["w"].publish(w)
 
-    # one wrench at t_k + time_shift per frame k (inside the recording, not on a recorded stamp),
-    # interpolated linearly as the wrench node does: (stamp s, wrench).  1 us later than that: a
-    # stamp near 1.7e9 s in float seconds is only good to 0.24 us, and one a hair early would leave
-    # the frame waiting for the next recorded wrench.
-    extra_t = [t + time_shift + 1e-6 for t in rec.t if t + time_shift + 1e-6 <= rec.t[-1]
-               and np.min(np.abs(rec.t - (t + time_shift))) > 1e-5]
-    extra = [(t, np.array([np.interp(t, rec.t, rec.wrench[:, i]) for i in range(6)])) for t in extra_t]
-
-    def publish(k: int, t: float, with_hpa: bool) -> None:
+    def _publish(self, k: int, t: float, with_hpa: bool) -> None:
         """Frame ``k`` stamped ``t``: wrench, joint state, and the pressure (hPa, as the driver) when
         ``with_hpa``."""
+        from sensor_msgs.msg import FluidPressure, JointState
+        from std_msgs.msg import Float32
+
+        from vsf_sensor_ros.demo.ur5e import UR5E_JOINTS
+        from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp
+        rec, cam, pubs = self.rec, self.camera, self.pubs
         stamp = ns_to_stamp(int(round(t * 1e9)))
-        publish_wrench(t, rec.wrench[k])
+        self._publish_wrench(t, rec.wrench[k])
         js = JointState()
         js.header.stamp, js.header.frame_id = stamp, ""
         js.name, js.position = list(UR5E_JOINTS), [float(v) for v in rec.q[k]]
-        pub_js.publish(js)
-        if pub_info is not None and not (with_hpa and k >= INFO_FRAMES):
+        pubs["js"].publish(js)
+        if cam is not None and not (with_hpa and k >= INFO_FRAMES):
             # in the warm-up and with the first frames (the node reads the first; fewer messages
             # into a busy node leave DDS less to repair)
-            info_msg.header.stamp = stamp
-            pub_info.publish(info_msg)
-        if with_hpa:
-            pub_hpa.publish(Float32(data=float(rec.pressure_pa[k] / HPA_TO_PA)))
-            if pub_depth is not None:   # the camera frame and its pressure, stamped alike
-                hpa32 = float(np.float32(rec.pressure_pa[k] / HPA_TO_PA))
-                pa = FluidPressure(fluid_pressure=hpa32 * HPA_TO_PA)
-                pa.header.stamp = stamp
-                pub_pa.publish(pa)
-                if pub_colour is not None:
-                    pub_colour.publish(rc.colour_msg(camera, k, stamp))
-                pub_depth.publish(rc.depth_msg(camera, k, stamp))
+            self.info_msg.header.stamp = stamp
+            pubs["info"].publish(self.info_msg)
+        if not with_hpa:
+            return
+        pubs["hpa"].publish(Float32(data=float(rec.pressure_pa[k] / HPA_TO_PA)))
+        if cam is not None:   # the camera frame and its pressure, stamped alike
+            pa = FluidPressure(fluid_pressure=float(np.float32(rec.pressure_pa[k] / HPA_TO_PA)) * HPA_TO_PA)
+            pa.header.stamp = stamp
+            pubs["pa"].publish(pa)
+            if "colour" in pubs:
+                pubs["colour"].publish(rc.colour_msg(cam, k, stamp))
+            pubs["depth"].publish(rc.depth_msg(cam, k, stamp))
 
-    tare_msg, tare_ok, offset = "not called", False, None
-    try:
-        for p in procs:
-            p.start()
-        say(f"ROS_DOMAIN_ID={domain_id} (localhost only); children's output in {logs_dir}/")
+    def _wait_ready(self) -> None:
+        """Until both nodes offer their tare and subscribe to every topic published here."""
         needs = {"/joint_states": 3, "/wrench": 2, "/contacts": 2, f"/{PRESSURE_TOPIC}": 2}
-        if camera is not None:
+        if self.camera is not None:
             needs.update({"/" + rc.STAMPED_PRESSURE_TOPIC: 2, "/" + rc.DEPTH_TOPIC: 1, "/" + rc.INFO_TOPIC: 2,
                           "/" + rc.WRENCH_CONTACTS_TOPIC: 2})
-            if camera.rgb is not None:
+            if self.camera.rgb is not None:
                 needs["/" + rc.COLOUR_TOPIC] = 1
         while True:
-            recorder.refresh()
-            spin_for(0.1)
-            check("starting")
-            ready = tare_client.service_is_ready() and bias_client.service_is_ready() and all(
-                node.count_subscribers(t) >= n for t, n in needs.items() if t != "/contacts")
-            contacts_ready = node.count_subscribers("/contacts") >= 2
-            if ready and contacts_ready:
+            self.recorder.refresh()
+            self._spin_for(0.1)
+            self._check("starting")
+            if (all(self._clients[s].service_is_ready() for s in TARES)
+                    and all(self._node.count_subscribers(t) >= n for t, n in needs.items())):
                 break
-            if time.monotonic() - t0 > STARTUP_TIMEOUT_S:
+            if time.monotonic() - self.t0 > STARTUP_TIMEOUT_S:
                 raise ReplayError(f"nodes not ready within {STARTUP_TIMEOUT_S:.0f} s:\n"
-                                  + "\n".join(p.tail() for p in procs), "not_ready", value=STARTUP_TIMEOUT_S)
-        recorder.refresh()
-        spin_for(0.5)
-        recorder.refresh()
-        # Warm-up: the recording's first frame, restamped before it, until the whole chain answers
-        # (replay -> wrench node -> sensor node: a prediction comes back).  The graph can list a
-        # subscriber before the publishing process has matched it, and a message sent before that
-        # is lost; the node's first prediction also compiles its kernels.  No pressure here: the
-        # header-less Float32 stream carries no stamp to tell warm-up from recording afterwards.
+                                  + "\n".join(p.tail() for p in self.children), "not_ready",
+                                  value=STARTUP_TIMEOUT_S)
+        self.recorder.refresh()
+        self._spin_for(0.5)
+        self.recorder.refresh()
+
+    def _warm_up(self) -> int:
+        """The recording's first frame, restamped before it, until the whole chain answers (replay ->
+        wrench node -> sensor node: a prediction comes back); the frames sent.  The graph can list a
+        subscriber before the publishing process has matched it, and a message sent before that is
+        lost; the node's first prediction also compiles its kernels.  No pressure here: the
+        header-less Float32 stream carries no stamp to tell warm-up from recording afterwards."""
         warm, predictions = 0, f"/{PRESSURE_SENSOR}/predicted"
-        while not len(recorder.logs.get(predictions, ())):
-            publish(0, rec.t[0] - WARMUP_LEAD_S + WARMUP_STEP_S * warm, with_hpa=False)
+        while not len(self.recorder.logs.get(predictions, ())):
+            self._publish(0, self.rec.t[0] - WARMUP_LEAD_S + WARMUP_STEP_S * warm, with_hpa=False)
             warm += 1
-            spin_for(WARMUP_STEP_S)
-            recorder.refresh()
-            check("warming up")
+            self._spin_for(WARMUP_STEP_S)
+            self.recorder.refresh()
+            self._check("warming up")
             if warm * WARMUP_STEP_S > PREDICT_WAIT_S or warm * WARMUP_STEP_S >= WARMUP_LEAD_S - 1.0:
                 raise ReplayError(f"no prediction from the sensor node after {warm} warm-up frames:\n"
-                                  f"{node_proc.tail()}\n{wrench_proc.tail()}", "no_prediction", value=warm)
-        say(f"nodes ready after {time.monotonic() - t0:.1f} s ({warm} warm-up frames); replaying {len(rec)} "
-            f"frames ({rec.t[-1] - rec.t[0]:.2f} s) at speed {speed:g}")
+                                  f"{self.node_proc.tail()}\n{self.wrench_proc.tail()}", "no_prediction",
+                                  value=warm)
+        return warm
+
+    def _replay(self, say: Any) -> None:
+        """Every frame and extra wrench at its recorded time / speed, the tare before :attr:`tare_frame`."""
+        rec, speed = self.rec, self.speed
         start = time.monotonic()
         for k in range(len(rec)):
-            if k == tare_frame:
-                # the wrench bias from the last contact-free wrenches, then the pressure tare once the
-                # node has predicted every cloud so far
-                resp = call(bias_client, "taring the wrench bias")
-                say(f"wrench bias before frame {k}: " + ("no answer" if resp is None else resp.message))
-                end = time.monotonic() + PREDICT_WAIT_S
-                # the chain has caught up with the frames sent (a loaded host may deliver late), and
-                # the node has predicted every cloud so far
-                while time.monotonic() < end and (recorded_frames(f"/{PRESSURE_SENSOR}/predicted")
-                                                  < max(recorded_frames("/contacts"), k - MAX_LAG_FRAMES)):
-                    spin_for(0.05)
-                    check("waiting for the predictions before the tare")
-                spin_for(0.2)
-                resp = call(tare_client, "taring")
-                tare_msg = "no answer" if resp is None else resp.message
-                tare_ok = resp is not None and resp.success
-                watched = ("/contacts", f"/{PRESSURE_SENSOR}/predicted", f"/{PRESSURE_TOPIC}")
-                seen = {t: recorded_frames(t) if t != f"/{PRESSURE_TOPIC}"   # no header: all of them
-                        else len(recorder.logs.get(t, ())) for t in watched}
-                say(f"tare before frame {k} (recorded so far: {seen}): {'ok' if tare_ok else 'FAILED'}: "
-                    f"{tare_msg}")
-                if tare_ok:
-                    saved = call(save_client, "saving the calibration")
-                    offset = _offset_from(out / "calibration.yaml", tare_msg) if saved is not None else None
+            if k == self.tare_frame:
+                self._tare(k, say)
                 start = time.monotonic() - (rec.t[k] - rec.t[0]) / speed
-            while extra and extra[0][0] < rec.t[k]:
-                te, we = extra.pop(0)
-                wait_until(start + (te - rec.t[0]) / speed)
-                publish_wrench(te, we)
-            wait_until(start + (rec.t[k] - rec.t[0]) / speed)
-            publish(k, rec.t[k], with_hpa=True)
-            check("replaying")
-        # drain: predictions of the last frames.  Under load DDS may deliver a reliable message only
-        # after the writer's next heartbeat (seconds later): wait (a bounded time) until every relayed
-        # contacts cloud has its prediction and every camera frame its estimate.
+            while self.extra and self.extra[0][0] < rec.t[k]:
+                te, we = self.extra.pop(0)
+                self._wait_until(start + (te - rec.t[0]) / speed)
+                self._publish_wrench(te, we)
+            self._wait_until(start + (rec.t[k] - rec.t[0]) / speed)
+            self._publish(k, rec.t[k], with_hpa=True)
+            self._check("replaying")
+
+    def _tare(self, k: int, say: Any) -> None:
+        """The wrench bias from the last contact-free wrenches, then the pressure tare once the node
+        has predicted every cloud so far, then the calibration saved (its offset kept)."""
+        resp = self._call_trigger("wrench_contact_node/tare", "taring the wrench bias")
+        say(f"wrench bias before frame {k}: " + ("no answer" if resp is None else resp.message))
+        end = time.monotonic() + PREDICT_WAIT_S
+        # the chain has caught up with the frames sent (a loaded host may deliver late), and the node
+        # has predicted every cloud so far
+        while time.monotonic() < end and (self._frames(f"/{PRESSURE_SENSOR}/predicted")
+                                          < max(self._frames("/contacts"), k - MAX_LAG_FRAMES)):
+            self._spin_for(0.05)
+            self._check("waiting for the predictions before the tare")
+        self._spin_for(0.2)
+        resp = self._call_trigger(f"{PRESSURE_SENSOR}/tare", "taring")
+        tare = self.result.tare
+        tare.message = "no answer" if resp is None else resp.message
+        tare.success = resp is not None and resp.success
+        seen = {t: self._frames(t) for t in ("/contacts", f"/{PRESSURE_SENSOR}/predicted")}
+        seen[f"/{PRESSURE_TOPIC}"] = len(self.recorder.logs.get(f"/{PRESSURE_TOPIC}", ()))   # no header: all
+        say(f"tare before frame {k} (recorded so far: {seen}): {'ok' if tare.success else 'FAILED'}: "
+            f"{tare.message}")
+        if tare.success and self._call_trigger("save_calibration", "saving the calibration") is not None:
+            self.offset = _offset_from(self.out / "calibration.yaml", tare.message)
+
+    def _drain(self) -> None:
+        """The predictions of the last frames.  Under load DDS may deliver a reliable message only
+        after the writer's next heartbeat (seconds later): wait (a bounded time) until every relayed
+        contacts cloud has its prediction and every camera frame its estimate, then until quiet."""
         end = time.monotonic() + DRAIN_WAIT_S
 
         def behind() -> bool:
-            late = recorded_frames(f"/{PRESSURE_SENSOR}/predicted") < recorded_frames("/contacts")
-            if camera is not None:
-                late = late or recorded_frames("/" + rc.MEASURED_TOPIC) < len(rec) - rc.REFERENCE_FRAMES + 1
+            late = self._frames(f"/{PRESSURE_SENSOR}/predicted") < self._frames("/contacts")
+            if self.camera is not None:
+                late = late or self._frames("/" + rc.MEASURED_TOPIC) < len(self.rec) - rc.REFERENCE_FRAMES + 1
             return late
         while behind() and time.monotonic() < end:
-            spin_for(0.05)
-            recorder.refresh()
-            check("draining")
+            self._spin_for(0.05)
+            self.recorder.refresh()
+            self._check("draining")
         last, quiet = -1, 0
         while quiet < 10:
-            spin_for(0.1)
-            n = len(recorder.logs.get(f"/{PRESSURE_SENSOR}/predicted", []))
+            self._spin_for(0.1)
+            n = len(self.recorder.logs.get(f"/{PRESSURE_SENSOR}/predicted", []))
             quiet = quiet + 1 if n == last else 0
             last = n
-            check("draining")
-    finally:
-        for p in procs:
-            p.stop()
-        recorder.stop()
-        logs = dict(recorder.logs)
-        executor.shutdown()
-        if relay_exec is not None:
-            relay_exec.shutdown()
-            relay_thread.join(timeout=5.0)
-            relay_node.destroy_node()
-        node.destroy_node()
-        rclpy.shutdown(context=ctx)
-        if cam_ctx is not None:
-            cam_node.destroy_node()
-            rclpy.shutdown(context=cam_ctx)
-    return Session(logs, tare_msg, tare_ok, offset, tare_frame, time.monotonic() - t0)
+            self._check("draining")
 
 
 def _offset_from(calibration: Path, message: str) -> Optional[float]:
@@ -472,6 +482,27 @@ def _parse_frames(text: str) -> Optional[Tuple[int, int]]:
     return (int(m.group(1) or 0), int(m.group(2)) if m.group(2) else 1 << 30)
 
 
+def _camera_run(camera: Optional[Any], rec: Recording, args: argparse.Namespace) -> Tuple[Any, int]:
+    """The estimator's run in this process and the contact vertex, or ``(None, 0)`` without the camera
+    (saying why)."""
+    if camera is not None:   # the estimator in this process first: the contact vertex, the timings
+        run = rc.library_run(camera, rec)
+        vertex = rc.contact_vertex(run, rec)
+        print(f"camera: {len(camera.depth)} depth frames; predicted contact at membrane vertex {vertex} "
+              "(pressed in most)")
+        return run, vertex
+    if args.camera == "off":
+        print("camera off: the dense force is predicted only")
+    else:
+        from vsf_sensor_ros.embedded_world import ASSETS_ENV, KINOVA_PUNYO_MESH_FILE
+        missing = rc.missing_camera_files(args.recording)
+        ply = [f for f in missing if f.name == KINOVA_PUNYO_MESH_FILE]
+        hint = f" (set {ASSETS_ENV} to the folder holding {KINOVA_PUNYO_MESH_FILE})" if ply else ""
+        print(f"dense-force files not found: {', '.join(map(str, missing))} missing{hint}: the dense "
+              "force is predicted only")
+    return None, 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point: 0 on success, 1 when the session or analysis failed, 2 on bad arguments."""
     ap = build_parser()
@@ -495,7 +526,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise ValueError(f"--lag must be 'auto' or seconds >= 0, got {args.lag!r}")
         rec = load_recording(args.recording, frames)
         onset = poke_onset(rec)
-        from vsf_sensor_ros.demo import replay_camera as rc
         camera = (rc.load_camera(args.recording, frames, colour=args.camera_colour) if args.camera == "auto"
                   else None)
         if camera is not None and len(camera.depth) != len(rec):
@@ -504,7 +534,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         ap.print_usage(sys.stderr)
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id, release_domain_id
+    from vsf_sensor_ros.demo.ros_env import isolated_domain
 
     bias_samples = max(5, min(MAX_BIAS_SAMPLES, onset - 5))
     if lag_arg is None:
@@ -521,95 +551,33 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"recording: {len(rec)} frames, poke from frame {onset}; wrench bias from the last "
           f"{bias_samples} before frame {onset - 3}; "
           f"F/T lag {lag * 1000:.0f} ms" + (f" ({shift} frames, estimated)" if shift is not None else ""))
-
-    def on_sigterm(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-    previous = signal.signal(signal.SIGTERM, on_sigterm)
-    domain_id = free_domain_id()
-    apply_localhost_env(domain_id)
     try:
-        run, vertex = None, 0
-        if camera is not None:   # the estimator in this process first: the contact vertex, the timings
-            run = rc.library_run(camera, rec)
-            vertex = rc.contact_vertex(run, rec)
-            print(f"camera: {len(camera.depth)} depth frames; predicted contact at membrane vertex {vertex} "
-                  "(pressed in most)")
-        elif args.camera == "off":
-            print("camera off: the dense force is predicted only")
-        else:
-            from vsf_sensor_ros.embedded_world import ASSETS_ENV, KINOVA_PUNYO_MESH_FILE
-            missing = rc.missing_camera_files(args.recording)
-            ply = [f for f in missing if f.name == KINOVA_PUNYO_MESH_FILE]
-            hint = f" (set {ASSETS_ENV} to the folder holding {KINOVA_PUNYO_MESH_FILE})" if ply else ""
-            print(f"dense-force files not found: {', '.join(map(str, missing))} missing{hint}: the dense "
-                  "force is predicted only")
-        session = run_session(rec, out, args.speed, lag, bias_samples, tare_frame, domain_id, camera=camera,
-                              contact_vertex=vertex)
-        from vsf_sensor_ros.demo.recorder import write_bag
-        bag = write_bag(session.logs.values(), out, "run")
-        summary, series = analyse(session, rec, out)
-        summary["pressure"]["lag_s"] = lag
-        summary["pressure"]["lag_fitted_in_sample"] = shift is not None
-        summary["bag"] = {"path": str(bag["path"]), "topics": len(bag["counts"])}
-        if camera is not None and run is not None:
-            try:
-                summary["membrane_force"] = rc.analyse_membrane(session.logs, run, rec, camera, vertex, out)
-            except RuntimeError as exc:
-                raise ReplayError(str(exc), "membrane") from None
-            summary["definitions"].update(rc.MEMBRANE_DEFINITIONS)
-        (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
-        png = plot(series, summary, out / "pressure_real.png")
+        with isolated_domain() as domain_id:
+            run, vertex = _camera_run(camera, rec, args)
+            session = PokeReplay(rec, out, args.speed, lag, bias_samples, tare_frame, domain_id, camera,
+                                 vertex).run()
+            from vsf_sensor_ros.demo.recorder import write_bag
+            bag = write_bag(session.logs.values(), out, "run")
+            summary, series = analyse(session, rec, out)
+            summary["pressure"]["lag_s"] = lag
+            summary["pressure"]["lag_fitted_in_sample"] = shift is not None
+            summary["bag"] = {"path": str(bag["path"]), "topics": len(bag["counts"])}
+            if run is not None:
+                try:
+                    summary["membrane_force"] = rc.analyse_membrane(session.logs, run, rec, camera, vertex,
+                                                                    out)
+                except RuntimeError as exc:
+                    raise ReplayError(str(exc), "membrane") from None
+                summary["definitions"].update(rc.MEMBRANE_DEFINITIONS)
+            (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+            png = plot(series, summary, out / "pressure_real.png")
     except ReplayError as exc:
         print(f"\nreplay FAILED: {exc}\n(children's output: {out / 'logs'})", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("\ninterrupted: children stopped", file=sys.stderr)
         return 130
-    finally:
-        release_domain_id(domain_id)
-        signal.signal(signal.SIGTERM, previous)
-    p = summary["pressure"]
-    print(f"\npressure over {p['frames_contact']} frames with measured dp > {CONTACT_DP_PA:g} Pa:")
-    print(f"  correlation            {p['correlation']:.4f}")
-    print(f"  predicted/measured dp  {p['predicted_over_measured_dp']:.3f}   (tare only)")
-    print(f"  RMS, tare only         {p['residual_rms_contact_after_tare_pa']:.1f} Pa")
-    rms_in = p['residual_rms_contact_after_gain_in_sample_pa']
-    print(f"  RMS, gain in-sample    {rms_in:.1f} Pa   (sensor gain "
-          f"{p['gain_fit_in_sample']['sensor_gain']:.3f} fitted on these frames; effective base area "
-          f"{p['effective_base_area_in_sample_m2'] * 1e4:.1f} cm^2 of {p['base_area_m2'] * 1e4:.1f})")
-    o = p["gain_fit_out_of_sample"]
-    if "skipped" in o:
-        print(f"  out of sample          skipped: {o['skipped']}")
-    else:
-        print(f"  out of sample          gain {o['sensor_gain']:.3f} fitted on the loading; on the "
-              f"{o['test_frames']} unloading frames RMS {o['residual_rms_unloading_after_tare_pa']:.1f} Pa "
-              f"tare only -> {o['residual_rms_unloading_after_gain_pa']:.1f} Pa with that gain")
-    print(f"  lag                    {lag * 1000:.0f} ms" + (" (fitted in-sample)" if shift is not None
-                                                             else ""))
-    m = summary.get("membrane_force")
-    if m is not None:
-        r = m["reference_estimator"]
-        print(f"\ndense force from the camera ({m['frames_measured_by_node']} frames from "
-              f"membrane_force_node, {m['frames_with_residual']} residuals), against the arm's F/T "
-              "(reference estimator in brackets):")
-        print(f"  correlation            {m['correlation']:.3f}   ({r['correlation']})   "
-              f"lag {m['lag_frames']} frames")
-        print(f"  ratio at the F/T peak  {m['ratio_at_peak']:.2f}    ({r['ratio_at_peak']})")
-        print(f"  RMS of |sum| - |F|     {m['rms_error_n']:.2f} N  ({r['rms_error_n']} N)")
-        c = m["scale_calibration"]
-        if "skipped" in c:
-            print(f"  scale against the F/T  skipped: {c['skipped']}")
-        else:
-            print(f"  scale against the F/T  {c['scale']:.3f} +- {c['scale_std_error']:.3f} fitted on the "
-                  f"{c['fit_frames']} loading frames; on the {c['test_frames']} unloading frames RMS "
-                  f"{c['rms_error_unloading_uncalibrated_n']:.2f} N uncalibrated -> "
-                  f"{c['rms_error_unloading_calibrated_n']:.2f} N with that scale")
-        print(f"  estimate per frame     {m['estimate_ms_median']:.1f} ms median, "
-              f"{m['estimate_ms_p99']:.1f} ms p99 ({r['s_per_frame']} s); start-up {m['startup_s']:.2f} s")
-        print(f"  node vs library        {m['node_vs_library_max_abs_n']:.2g} N at most")
-    extra = "membrane_force.npz, membrane_force.png, membrane_force_node.yaml, " if m is not None else ""
-    print(f"files in {out}/: run.mcap + metadata.yaml, summary.json, {png.name}, {extra}calibration.yaml, "
-          "ur5e.urdf, sensor_node.yaml, logs/")
+    print_report(summary, lag, shift is not None, out, png)
     return 0
 
 

@@ -14,11 +14,8 @@ if TYPE_CHECKING:  # the session type only, for annotations (no import cycle at 
 
 
 def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
-    """The summary dict (keys: :data:`DEFINITIONS`) and the per-frame series of a replay.
-
-    Raises:
-        ReplayError: a topic missing, the tare offset unknown, or too few contact frames.
-    """
+    """The summary dict (keys: :data:`DEFINITIONS`) and the per-frame series of a replay.  Raises ReplayError:
+    a topic missing, the tare offset unknown, or too few contact frames."""
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import PointCloud2
 
@@ -115,13 +112,11 @@ def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any]
 def out_of_sample_gain(sensor: Any, states: Sequence[Any], meas: np.ndarray, offset: float,
                        pred_dp: np.ndarray, threshold: float = CONTACT_DP_PA
                        ) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
-    """The gain fitted (``GainCalibrator`` on ``sensor``, attached and tared) on the loading (up to
-    the measured peak), tested on the unloading (after it, measured dp > ``threshold`` Pa).
-
-    ``states``, ``meas`` (Pa) and ``pred_dp`` (the node's, minus ``offset``, Pa) are ``(N,)`` in time
-    order.  Returns ``(entry, series)``: the ``gain_fit_out_of_sample`` entry (``{"skipped": why}``
-    when a side is too short) and ``{"oos_gain": (N,) Pa, "oos_test": (N,) bool}`` (empty if skipped).
-    """
+    """The gain fitted (``GainCalibrator`` on ``sensor``, attached and tared) on the loading (up to the
+    measured peak), tested on the unloading (after it, measured dp > ``threshold`` Pa).  ``states``, ``meas``
+    (Pa) and ``pred_dp`` (the node's, minus ``offset``, Pa) are ``(N,)`` in time order.  Returns ``(entry,
+    series)``: the ``gain_fit_out_of_sample`` entry (``{"skipped": why}`` when a side is too short) and
+    ``{"oos_gain": (N,) Pa, "oos_test": (N,) bool}`` (empty if skipped)."""
     from vsf_sensor_ros.sensor import GainCalibrator
     meas_dp = np.asarray(meas, float) - offset
     peak = int(np.argmax(meas_dp))
@@ -309,3 +304,50 @@ def replay_figure(series: Dict[str, np.ndarray], summary: Dict[str, Any]) -> Any
     ax_o.set_ylabel("pressure change Δp [Pa]")
     ax_o.grid(alpha=0.3)
     return fig
+
+
+def print_report(summary: Dict[str, Any], lag: float, lag_fitted: bool, out: Path, png: Path) -> None:
+    """Print the replay's figures from ``summary`` (wrench ``lag`` s, ``lag_fitted`` in-sample) and the
+    files written in ``out``."""
+    p = summary["pressure"]
+    print(f"\npressure over {p['frames_contact']} frames with measured dp > {CONTACT_DP_PA:g} Pa:")
+    print(f"  correlation            {p['correlation']:.4f}")
+    print(f"  predicted/measured dp  {p['predicted_over_measured_dp']:.3f}   (tare only)")
+    print(f"  RMS, tare only         {p['residual_rms_contact_after_tare_pa']:.1f} Pa")
+    rms_in = p['residual_rms_contact_after_gain_in_sample_pa']
+    print(f"  RMS, gain in-sample    {rms_in:.1f} Pa   (sensor gain "
+          f"{p['gain_fit_in_sample']['sensor_gain']:.3f} fitted on these frames; effective base area "
+          f"{p['effective_base_area_in_sample_m2'] * 1e4:.1f} cm^2 of {p['base_area_m2'] * 1e4:.1f})")
+    o = p["gain_fit_out_of_sample"]
+    if "skipped" in o:
+        print(f"  out of sample          skipped: {o['skipped']}")
+    else:
+        print(f"  out of sample          gain {o['sensor_gain']:.3f} fitted on the loading; on the "
+              f"{o['test_frames']} unloading frames RMS {o['residual_rms_unloading_after_tare_pa']:.1f} Pa "
+              f"tare only -> {o['residual_rms_unloading_after_gain_pa']:.1f} Pa with that gain")
+    print(f"  lag                    {lag * 1000:.0f} ms" + (" (fitted in-sample)" if lag_fitted
+                                                             else ""))
+    m = summary.get("membrane_force")
+    if m is not None:
+        r = m["reference_estimator"]
+        print(f"\ndense force from the camera ({m['frames_measured_by_node']} frames from "
+              f"membrane_force_node, {m['frames_with_residual']} residuals), against the arm's F/T "
+              "(reference estimator in brackets):")
+        print(f"  correlation            {m['correlation']:.3f}   ({r['correlation']})   "
+              f"lag {m['lag_frames']} frames")
+        print(f"  ratio at the F/T peak  {m['ratio_at_peak']:.2f}    ({r['ratio_at_peak']})")
+        print(f"  RMS of |sum| - |F|     {m['rms_error_n']:.2f} N  ({r['rms_error_n']} N)")
+        c = m["scale_calibration"]
+        if "skipped" in c:
+            print(f"  scale against the F/T  skipped: {c['skipped']}")
+        else:
+            print(f"  scale against the F/T  {c['scale']:.3f} +- {c['scale_std_error']:.3f} fitted on the "
+                  f"{c['fit_frames']} loading frames; on the {c['test_frames']} unloading frames RMS "
+                  f"{c['rms_error_unloading_uncalibrated_n']:.2f} N uncalibrated -> "
+                  f"{c['rms_error_unloading_calibrated_n']:.2f} N with that scale")
+        print(f"  estimate per frame     {m['estimate_ms_median']:.1f} ms median, "
+              f"{m['estimate_ms_p99']:.1f} ms p99 ({r['s_per_frame']} s); start-up {m['startup_s']:.2f} s")
+        print(f"  node vs library        {m['node_vs_library_max_abs_n']:.2g} N at most")
+    extra = "membrane_force.npz, membrane_force.png, membrane_force_node.yaml, " if m is not None else ""
+    print(f"files in {out}/: run.mcap + metadata.yaml, summary.json, {png.name}, {extra}calibration.yaml, "
+          "ur5e.urdf, sensor_node.yaml, logs/")

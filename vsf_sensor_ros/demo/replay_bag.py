@@ -1,8 +1,7 @@
 """Replay a rosbag2 MCAP bag through the sensor node: ``vsf_replay --recording BAG.mcap``.
 
-Checks the bag first, publishes its recorded bytes paced by their log times, tares once and writes
-the demo's outputs; see docs/demo.md (replaying a bag).
-"""
+Checks the bag first, publishes its recorded bytes paced by their log times, tares once and writes the demo's
+outputs; see docs/demo.md (replaying a bag)."""
 from __future__ import annotations
 
 import argparse
@@ -42,11 +41,8 @@ class BagTopics:
 
 
 def open_bag(path: Path) -> BagTopics:
-    """The topics of an MCAP bag (a ``.mcap`` file or a rosbag2 folder), read with ``rosbags``.
-
-    Raises:
-        BagError: no such file, not an MCAP, or a folder without ``metadata.yaml``.
-    """
+    """The topics of an MCAP bag (a ``.mcap`` file or a rosbag2 folder), read with ``rosbags``.  Raises
+    BagError: no such file, not an MCAP, or a folder without ``metadata.yaml``."""
     from rosbags.rosbag2 import Reader
     from rosbags.rosbag2.errors import ReaderError
     try:
@@ -66,13 +62,9 @@ def measured_topic(params: Dict[str, Any], sensor: str) -> str:
 
 
 def check_inputs(bag: BagTopics, cfg: DemoConfig, speed: float) -> List[str]:
-    """Check that the bag feeds the node of ``cfg`` at ``speed``; a warning line per sensor it
-    leaves unmeasured.
-
-    Raises:
-        BagError: ``/contacts`` (naming a wrench topic the bag holds instead) or ``/joint_states``
-            missing, a topic of another type, no measured topic, or a header-less one at speed 0.
-    """
+    """Check that the bag feeds the node of ``cfg`` at ``speed``; a warning line per sensor it leaves
+    unmeasured.  Raises BagError: ``/contacts`` (naming a wrench topic the bag holds instead) or
+    ``/joint_states`` missing, a topic of another type, no measured topic, or a header-less one at speed 0."""
     from vsf_sensor_ros.ros.kinds import reading_codecs
     from vsf_sensor_ros.ros.messages.readings import HEADERLESS_MEASURED_TYPES
     want = {"/contacts": str(cfg.base_params.get("contacts_type") or "sensor_msgs/msg/PointCloud2"),
@@ -128,13 +120,10 @@ def iter_messages(path: Path, topics: Optional[List[str]] = None) -> Iterator[Tu
 
 def tare_index(stamps_ns: List[int], touching: List[bool], tare_samples: int,
                tare_at_s: Optional[float]) -> int:
-    """Index of the contacts message (stamps ns) after which the replay tares: the last stamped at or
-    before ``tare_at_s``, else the demo's rule (the first at or after ``tare.TARE_AT_S`` with
-    ``tare_samples`` up to it, at the latest the one before the first ``touching``).
-
-    Raises:
-        BagError: ``tare_at_s`` is before the first contacts stamp.
-    """
+    """Index of the contacts message (stamps ns) after which the replay tares: the last stamped at or before
+    ``tare_at_s``, else the demo's rule (the first at or after ``tare.TARE_AT_S`` with ``tare_samples`` up to
+    it, at the latest the one before the first ``touching``).  Raises BagError: ``tare_at_s`` is before the
+    first contacts stamp."""
     from vsf_sensor_ros.demo.tare import TARE_AT_S
     if tare_at_s is not None:
         k = sum(1 for s in stamps_ns if s <= tare_at_s * 1e9) - 1
@@ -168,11 +157,8 @@ def scan_contacts(bag: BagTopics, cfg: DemoConfig) -> Tuple[List[int], List[bool
 
 
 def replay_config(args: argparse.Namespace, bag: BagTopics, params_file: Path) -> DemoConfig:
-    """The :class:`~vsf_sensor_ros.demo.config.DemoConfig` of a replay.
-
-    Raises:
-        DemoError: the parameter file is unreadable or lists no usable sensors.
-    """
+    """The :class:`~vsf_sensor_ros.demo.config.DemoConfig` of a replay.  Raises DemoError: the parameter file
+    is unreadable or lists no usable sensors."""
     _, params = read_params_file(params_file)
     return DemoConfig(world=f"replay of {bag.path.name}", params_file=params_file.resolve(), assets=None,
                       out=args.out, duration_s=0.0, rate_hz=0.0, seed=0, timeout_s=0.0,
@@ -210,11 +196,8 @@ class BagReplay(NodeRun):
 
     def run(self, say: Any = print) -> Any:
         """Start, replay, tare, drain; the node always stopped.  The
-        :class:`~vsf_sensor_ros.demo.session.SessionResult`.
-
-        Raises:
-            DemoError: the node died, did not come up or fell behind for :data:`CATCH_UP_S`.
-        """
+        :class:`~vsf_sensor_ros.demo.session.SessionResult`.  Raises DemoError: the node died, did not come up
+        or fell behind for :data:`CATCH_UP_S`."""
         try:
             self.open_ros("vsf_replay")
             self.node_proc.start()
@@ -298,9 +281,7 @@ class BagReplay(NodeRun):
         if self._pace is None:
             self._pace = (time.monotonic(), log_ns)
         if self.speed > 0:
-            due = self._pace[0] + (log_ns - self._pace[1]) * 1e-9 / self.speed
-            while time.monotonic() < due:
-                self._executor.spin_once(timeout_sec=min(0.005, max(0.0, due - time.monotonic())))
+            self._wait_until(self._pace[0] + (log_ns - self._pace[1]) * 1e-9 / self.speed)
         pub.publish(raw)
         self._check("replaying")
 
@@ -380,12 +361,11 @@ def default_params_file(recording: Path) -> Path:
 
 def main(args: argparse.Namespace, usage: Any) -> int:
     """Replay ``args.recording`` (an MCAP bag); 0 done, 1 the session failed, 2 bad input, 130 Ctrl-C.
-
     ``usage`` prints the command's usage line (on a bad-input exit)."""
     import sys
 
     from vsf_sensor_ros.demo.recorder import write_bag
-    from vsf_sensor_ros.demo.ros_env import apply_localhost_env, free_domain_id, release_domain_id
+    from vsf_sensor_ros.demo.ros_env import isolated_domain
     from vsf_sensor_ros.demo.summary import build_summary, make_plots, series_for, summary_table
     out = args.out = args.out if args.out is not None else Path("demo_out/replay")
     try:
@@ -415,11 +395,10 @@ def main(args: argparse.Namespace, usage: Any) -> int:
         (out / name).unlink(missing_ok=True)
     print(f"{bag.path}: {len(stamps)} contacts messages over {span:.2f} s; tare after stamp "
           f"{stamps[tare_after] * 1e-9:.9g} s; parameters {params_file}")
-    domain_id = free_domain_id()
-    apply_localhost_env(domain_id)
     try:
-        replayer = BagReplay(cfg, bag, stamps[tare_after], args.speed, domain_id)
-        session = replayer.run()
+        with isolated_domain(sigterm=False) as domain_id:
+            replayer = BagReplay(cfg, bag, stamps[tare_after], args.speed, domain_id)
+            session = replayer.run()
         rec = write_bag(session.logs.values(), out, "run")
         for s in cfg.sensors:    # the summary reads <s>/measured: a sensor's own measured topic as that
             topic = measured_topic(cfg.base_params, s.name)
@@ -443,8 +422,6 @@ def main(args: argparse.Namespace, usage: Any) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted: sensor node stopped", file=sys.stderr)
         return 130
-    finally:
-        release_domain_id(domain_id)
     print()
     print(summary_table(summary))
     print(f"\nfiles in {out}/: run.mcap + metadata.yaml, summary.json, "

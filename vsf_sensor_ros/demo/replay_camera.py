@@ -1,8 +1,7 @@
 """The real poke's camera frames in the replay: the measured dense force through ``membrane_force_node``.
 
-Adds the membrane body (assumed mount), runs the node on the depth frames, relays contacts with the
-pressed vertex, checks the in-process estimator and calibrates the scale; see docs/real_data.md.
-"""
+Adds the membrane body (assumed mount), runs the node on the depth frames, relays contacts with the pressed
+vertex, checks the in-process estimator and calibrates the scale; see docs/real_data.md."""
 from __future__ import annotations
 
 import json
@@ -78,11 +77,8 @@ def missing_camera_files(recording: Path) -> List[Path]:
 
 def load_camera(recording: Path, frames: Optional[Tuple[int, int]] = None,
                 colour: bool = False) -> Optional[CameraRecording]:
-    """The ``camera/`` folder beside ``data.json`` (frames ``a:b`` when given); None when absent.
-
-    Raises:
-        ValueError: ``colour`` asked for and the folder has no ``rgb.npz``.
-    """
+    """The ``camera/`` folder beside ``data.json`` (frames ``a:b`` when given); None when absent.  Raises
+    ValueError: ``colour`` asked for and the folder has no ``rgb.npz``."""
     if missing_camera_files(recording):
         return None
     # absolute: the nodes resolve a relative mesh path against $VSF_ASSETS when it is set
@@ -172,11 +168,8 @@ def _image_msg(a: np.ndarray, encoding: str, frame_id: str, stamp: Any) -> Any:
 
 
 def colour_msg(cam: CameraRecording, k: int, stamp: Any) -> Any:
-    """Colour frame ``k`` as ``rgb8`` on the depth pixel grid, stamped ``stamp`` (as its depth frame).
-
-    Raises:
-        ValueError: ``cam`` has no colour frames.
-    """
+    """Colour frame ``k`` as ``rgb8`` on the depth pixel grid, stamped ``stamp`` (as its depth frame).  Raises
+    ValueError: ``cam`` has no colour frames."""
     if cam.rgb is None:
         raise ValueError("the camera recording was loaded without colour")
     return _image_msg(np.ascontiguousarray(cam.rgb[k], dtype=np.uint8), "rgb8",
@@ -309,13 +302,10 @@ def _decode_field(log: Any, rec: Recording, n: int) -> np.ndarray:
 
 
 def calibrate_scale(total: np.ndarray, rec: Recording, cmp: Any) -> "ScaleScore":
-    """The force scale of ``total`` (``(N, 3)`` summed estimated forces, N) fitted on the loading and
-    scored on the unloading, paired with the F/T as ``cmp`` (``compare_with_wrench``) pairs them; a
-    ``ScaleScore`` with its frames in estimate frame numbers.
-
-    Raises:
-        ScaleFitRefused: the loading or the unloading is too short (the reason names the count).
-    """
+    """The force scale of ``total`` (``(N, 3)`` summed estimated forces, N) fitted on the loading and scored
+    on the unloading, paired with the F/T as ``cmp`` (``compare_with_wrench``) pairs them; a ``ScaleScore``
+    with its frames in estimate frame numbers.  Raises ScaleFitRefused: the loading or the unloading is too
+    short (the reason names the count)."""
     from dataclasses import replace
 
     from vsf_sensor_ros.sensor.scale_calibration import out_of_sample_scale
@@ -328,11 +318,8 @@ def calibrate_scale(total: np.ndarray, rec: Recording, cmp: Any) -> "ScaleScore"
 
 def analyse_membrane(logs: Dict[str, Any], run: LibraryRun, rec: Recording, cam: CameraRecording,
                      vertex: int, out: Path) -> Dict[str, Any]:
-    """``membrane_force.npz``, ``membrane_force.png`` and the summary's ``membrane_force`` block.
-
-    Raises:
-        RuntimeError: nothing recorded on ``punyo_force/measured``.
-    """
+    """``membrane_force.npz``, ``membrane_force.png`` and the summary's ``membrane_force`` block.  Raises
+    RuntimeError: nothing recorded on ``punyo_force/measured``."""
     from vsf_sensor_ros.sensor.membrane_force_estimator import compare_with_wrench, peak_distance
     from vsf_sensor_ros.sensor.membrane_frame import fit_mesh_transform
     from vsf_sensor_ros.sensor.scale_calibration import ScaleFitRefused

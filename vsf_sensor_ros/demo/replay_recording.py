@@ -9,6 +9,8 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
+from vsf_sensor_ros.demo.config import DemoError
+
 PRESSURE_SENSOR = "punyo_pressure"
 PRESSURE_TOPIC = "punyo/pressure"
 CONTACT_BODIES = ["punyo", "world"]
@@ -19,14 +21,10 @@ MAX_LAG_FRAMES = 6
 HPA_TO_PA = 100.0
 
 
-class ReplayError(RuntimeError):
+class ReplayError(DemoError):
     """The replay could not run: a ``reason`` word (``'missing'``, ``'bad_frame'``, ``'no_poke'``,
     ``'child_exited'``, ``'timeout'``, ``'tare_failed'`` ...), the recording ``path`` at fault and the
     offending ``value`` (a frame index or count, a topic, an exit code), each None when none."""
-
-    def __init__(self, message: str, reason: str, path: Optional[Path] = None, value: Any = None) -> None:
-        super().__init__(message)
-        self.reason, self.path, self.value = reason, path, value
 
 
 @dataclass
@@ -44,12 +42,8 @@ class Recording:
 
 
 def load_recording(path: Path, frames: Optional[Tuple[int, int]] = None) -> Recording:
-    """Read ``data.json`` (optionally frames ``a:b``).
-
-    Raises:
-        ReplayError: missing file (or a folder), not JSON, wrong layout (names the frame) or too few
-            frames.
-    """
+    """Read ``data.json`` (optionally frames ``a:b``).  Raises ReplayError: missing file (or a folder),
+    not JSON, wrong layout (names the frame) or too few frames."""
     path = Path(path)
     if path.is_dir():
         raise ReplayError(f"recording {str(path)!r} is a folder: give its data.json", "is_folder", path)
@@ -78,17 +72,13 @@ def load_recording(path: Path, frames: Optional[Tuple[int, int]] = None) -> Reco
         raise ReplayError(f"recording has {len(rows)} frames; at least {2 * TARE_SAMPLES} are needed",
                           "too_few_frames", path, len(rows))
     a = np.asarray(rows)
-    order = np.argsort(a[:, 0], kind="stable")
-    a = a[order]
+    a = a[np.argsort(a[:, 0], kind="stable")]
     return Recording(a[:, 0], a[:, 1] * HPA_TO_PA, a[:, 2:8], a[:, 8:14])
 
 
 def poke_onset(rec: Recording) -> int:
-    """First frame whose pressure exceeds the median of the first 5 by ``ONSET_DP_PA``.
-
-    Raises:
-        ReplayError: no such frame, or fewer than ``TARE_SAMPLES + 4`` frames before it.
-    """
+    """First frame whose pressure exceeds the median of the first 5 by ``ONSET_DP_PA``.  Raises
+    ReplayError: no such frame, or fewer than ``TARE_SAMPLES + 4`` frames before it."""
     dp = rec.pressure_pa - np.median(rec.pressure_pa[:5])
     above = np.flatnonzero(dp > ONSET_DP_PA)
     if above.size == 0:
@@ -107,8 +97,7 @@ def estimate_lag(rec: Recording, bias_frames: int, max_frames: int = MAX_LAG_FRA
     mag = np.linalg.norm(rec.wrench[:, :3] - rec.wrench[:bias_frames, :3].mean(axis=0), axis=1)
     best, best_r = 0, -np.inf
     for s in range(0, max_frames + 1):
-        a, b = dp[:len(dp) - s], mag[s:]
-        r = float(np.corrcoef(a, b)[0, 1])
+        r = float(np.corrcoef(dp[:len(dp) - s], mag[s:])[0, 1])
         if r > best_r:
             best, best_r = s, r
     return best, best * float(np.median(np.diff(rec.t)))
@@ -117,11 +106,8 @@ def estimate_lag(rec: Recording, bias_frames: int, max_frames: int = MAX_LAG_FRA
 def pressure_metrics(meas_dp: np.ndarray, pred_dp: np.ndarray, gain_dp: np.ndarray,
                      threshold: float = CONTACT_DP_PA) -> Dict[str, Any]:
     """Summary numbers over the frames with ``meas_dp > threshold`` (Pa; keys defined in
-    ``replay_analysis.DEFINITIONS``), ``gain_dp`` being the prediction after the in-sample gain.
-
-    Raises:
-        ReplayError: fewer than 3 such frames.
-    """
+    ``replay_analysis.DEFINITIONS``), ``gain_dp`` being the prediction after the in-sample gain.  Raises
+    ReplayError: fewer than 3 such frames."""
     sel = meas_dp > threshold
     n = int(sel.sum())
     if n < 3:

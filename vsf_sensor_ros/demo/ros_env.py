@@ -1,17 +1,18 @@
 """Keep a ROS 2 session on this host, on a domain no other session uses.
 
-Sets the loopback-discovery variable the running distribution reads and leases a free
-``ROS_DOMAIN_ID`` with an ``fcntl`` lock (dropped by the kernel however the owner exits); see
-docs/install.md (discovery and domain IDs).
-"""
+Sets the loopback-discovery variable the running distribution reads and leases a free ``ROS_DOMAIN_ID`` with
+an ``fcntl`` lock (dropped by the kernel however the owner exits); see docs/install.md (discovery and domain
+IDs)."""
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import importlib.metadata
 import os
+import signal
 import tempfile
 from pathlib import Path
-from typing import Dict, FrozenSet, Mapping, Optional, TextIO
+from typing import Any, Dict, FrozenSet, Iterator, Mapping, Optional, TextIO
 
 # Linux DDS implementations map domain ids 0..101 to UDP ports without
 # clashing with the ephemeral range; 0 is everybody's default, so skip it.
@@ -71,14 +72,10 @@ def _lock_dir(lock_dir: Optional[str]) -> Path:
 
 def free_domain_id(lock_dir: Optional[str] = None, first: int = FIRST_DOMAIN_ID,
                    last: int = LAST_DOMAIN_ID) -> int:
-    """Lease a ``ROS_DOMAIN_ID`` in ``first..last`` no other cooperating process on this host holds:
-    the first whose lock file in ``lock_dir`` (default the temp dir) locks exclusively, from an
-    offset of the pid.  Held until :func:`release_domain_id` or exit (children get the id only).
-
-    Raises:
-        ValueError: ``first``/``last`` outside ``0..232`` or ``first > last``.
-        RuntimeError: every id in the range is leased.
-    """
+    """Lease a ``ROS_DOMAIN_ID`` in ``first..last`` no other cooperating process on this host holds: the first
+    whose lock file in ``lock_dir`` (default the temp dir) locks exclusively, from an offset of the pid.  Held
+    until :func:`release_domain_id` or exit (children get the id only).  Raises ValueError: ``first``/``last``
+    outside ``0..232`` or ``first > last``.; RuntimeError: every id in the range is leased."""
     if not (0 <= first <= last <= 232):
         raise ValueError(f"domain id range must satisfy 0 <= first <= last <= 232, got {first}..{last}")
     directory = _lock_dir(lock_dir)
@@ -105,11 +102,8 @@ def free_domain_id(lock_dir: Optional[str] = None, first: int = FIRST_DOMAIN_ID,
 
 
 def release_domain_id(domain_id: int) -> None:
-    """End a lease taken by :func:`free_domain_id` in this process.
-
-    Raises:
-        ValueError: this process holds no lease on ``domain_id``.
-    """
+    """End a lease taken by :func:`free_domain_id` in this process.  Raises ValueError: this process holds no
+    lease on ``domain_id``."""
     handle = _held.pop(domain_id, None)
     if handle is None:
         raise ValueError(f"this process holds no lease on ROS domain id {domain_id}")
@@ -125,11 +119,8 @@ def held_domain_ids() -> FrozenSet[int]:
 
 def localhost_env(domain_id: int, base: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
     """A copy of ``base`` (default ``os.environ``) confined to this host on ``domain_id``:
-    :func:`discovery_env` only, no ``ROS_STATIC_PEERS``.
-
-    Raises:
-        ValueError: ``domain_id`` outside ``0..232``.
-    """
+    :func:`discovery_env` only, no ``ROS_STATIC_PEERS``.  Raises ValueError: ``domain_id`` outside
+    ``0..232``."""
     if not (0 <= int(domain_id) <= 232):
         raise ValueError(f"ROS_DOMAIN_ID must be in 0..232, got {domain_id}")
     env = dict(os.environ if base is None else base)
@@ -150,3 +141,20 @@ def apply_localhost_env(domain_id: int) -> None:
         else:
             os.environ.pop(key, None)
     os.environ.pop("ROS_STATIC_PEERS", None)
+
+
+@contextlib.contextmanager
+def isolated_domain(sigterm: bool = True) -> Iterator[int]:
+    """A :func:`free_domain_id` applied to this process (:func:`apply_localhost_env`), released on
+    exit; with ``sigterm`` a SIGTERM meanwhile raises KeyboardInterrupt (children stopped as on Ctrl-C)."""
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, interrupt) if sigterm else None
+    domain_id = free_domain_id()
+    apply_localhost_env(domain_id)
+    try:
+        yield domain_id
+    finally:
+        release_domain_id(domain_id)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

@@ -1,9 +1,8 @@
 """One recorded demo run: the children, the recorder, the tare, and a clean stop (docs/demo.md).
 
 :class:`NodeRun` holds what the demo and the bag replay share (a private rclpy context with a
-:class:`~vsf_sensor_ros.demo.recorder.TopicRecorder`, ``Trigger`` calls, the tare);
-:class:`DemoSession` adds the simulator and releases everything in :meth:`NodeRun.stop`.
-"""
+:class:`~vsf_sensor_ros.demo.recorder.TopicRecorder`, ``Trigger`` calls, the tare); :class:`DemoSession` adds
+the simulator and releases everything in :meth:`NodeRun.stop`."""
 from __future__ import annotations
 
 import math
@@ -35,10 +34,6 @@ class SessionResult:
     skipped: Dict[str, str]
     tare: TareResult
     wall_s: float
-    sim_exit: Optional[int]
-    node_exit: Optional[int]
-    node_died: bool = False
-    sim_died: bool = False
     errors: List[str] = field(default_factory=list)
 
 
@@ -146,19 +141,31 @@ class ContactWatch:
         self.seen = max(self.seen, len(data))
 
 
+def ros_context(domain_id: int) -> Any:
+    """A new initialised rclpy context on ``domain_id`` that leaves the signals alone: Ctrl-C is
+    handled here (stop children, then exit), rclpy must not shut down first."""
+    import rclpy
+    ctx = rclpy.Context()
+    try:
+        from rclpy.signals import SignalHandlerOptions
+        rclpy.init(context=ctx, domain_id=domain_id, signal_handler_options=SignalHandlerOptions.NO)
+    except (ImportError, TypeError):     # Humble: no signal_handler_options
+        rclpy.init(context=ctx, domain_id=domain_id)
+    return ctx
+
+
 class NodeRun:
-    """A sensor node child, recorded from a private rclpy context (``domain_id``), tared once.
+    """A sensor node child, recorded from a private rclpy context (``domain_id``), tared once.  Subclasses set
+    :attr:`node_proc` and :attr:`children`, and call :meth:`open_ros` first."""
 
-    Subclasses set :attr:`node_proc` and :attr:`children`, and call :meth:`open_ros` first.
-    """
-
-    cfg: DemoConfig
+    cfg: Optional[DemoConfig]
     node_proc: ManagedProcess
     children: List[ManagedProcess]
+    call_timeout_s = CALL_TIMEOUT_S
 
-    def __init__(self, cfg: DemoConfig, domain_id: int) -> None:
+    def __init__(self, cfg: Optional[DemoConfig], domain_id: int) -> None:
         self.cfg, self.domain_id = cfg, domain_id
-        self.result = SessionResult({}, {}, TareResult(), 0.0, None, None)
+        self.result = SessionResult({}, {}, TareResult(), 0.0)
         self.t0 = time.monotonic()
         self._ctx: Any = None
         self._node: Any = None
@@ -167,26 +174,21 @@ class NodeRun:
         self._clients: Dict[str, Any] = {}
         self._stopped = False
 
-    def open_ros(self, name: str) -> None:
-        """The context, node ``name``, executor, recorder and the ``tare`` / ``save_calibration`` clients."""
+    def open_ros(self, name: str, services: Sequence[str] = ("tare", "save_calibration"),
+                 exclude: Sequence[str] = ()) -> None:
+        """The context, node ``name``, executor, recorder (less ``exclude``) and a ``Trigger`` client per
+        service name."""
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
         from std_srvs.srv import Trigger
 
         from vsf_sensor_ros.demo.recorder import TopicRecorder
-        self._ctx = rclpy.Context()
-        try:
-            from rclpy.signals import SignalHandlerOptions
-            # Ctrl-C is handled here (stop children, then exit); rclpy must not shut down first.
-            rclpy.init(context=self._ctx, domain_id=self.domain_id,
-                       signal_handler_options=SignalHandlerOptions.NO)
-        except (ImportError, TypeError):     # Humble: no signal_handler_options
-            rclpy.init(context=self._ctx, domain_id=self.domain_id)
+        self._ctx = ros_context(self.domain_id)
         self._node = rclpy.create_node(name, context=self._ctx)
         self._executor = SingleThreadedExecutor(context=self._ctx)
         self._executor.add_node(self._node)
-        self.recorder = TopicRecorder(self._node)
-        self._clients = {n: self._node.create_client(Trigger, f"/{n}") for n in ("tare", "save_calibration")}
+        self.recorder = TopicRecorder(self._node, exclude=exclude)
+        self._clients = {n: self._node.create_client(Trigger, f"/{n}") for n in services}
 
     def stop(self) -> SessionResult:
         """Stop and reap the children, stop recording, close the context; the result.  Idempotent."""
@@ -194,11 +196,7 @@ class NodeRun:
             return self.result
         self._stopped = True
         for p in self.children:
-            code = p.stop()
-            if p is self.node_proc:
-                self.result.node_exit = code
-            elif p is getattr(self, "sim_proc", None):
-                self.result.sim_exit = code
+            p.stop()
         if self.recorder is not None:
             self.recorder.stop()
             self.result.logs, self.result.skipped = dict(self.recorder.logs), dict(self.recorder.skipped)
@@ -212,20 +210,21 @@ class NodeRun:
             rclpy.shutdown(context=self._ctx)
         return self.result
 
-    def _check(self, stage: str) -> None:
-        """Raise :class:`~vsf_sensor_ros.demo.config.DemoError` when a child died or time ran out."""
-        raise NotImplementedError
-
     def _spin_for(self, seconds: float) -> None:
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             self._executor.spin_once(timeout_sec=0.01)
 
+    def _wait_until(self, due: float) -> None:
+        """Spin until the monotonic time ``due`` (s), within 5 ms."""
+        while time.monotonic() < due:
+            self._executor.spin_once(timeout_sec=max(0.0, min(0.005, due - time.monotonic())))
+
     def _call_trigger(self, service: str, stage: str) -> Optional[Any]:
-        """Call ``service``, spinning (recording goes on) until it answers or :data:`CALL_TIMEOUT_S`."""
+        """Call ``service``, spinning (recording goes on) until it answers or :attr:`call_timeout_s`."""
         from std_srvs.srv import Trigger
         future = self._clients[service].call_async(Trigger.Request())
-        end = time.monotonic() + CALL_TIMEOUT_S
+        end = time.monotonic() + self.call_timeout_s
         while not future.done() and time.monotonic() < end:
             self._executor.spin_once(timeout_sec=0.02)
             self._check(stage)
@@ -281,11 +280,8 @@ class DemoSession(NodeRun):
         self.deadline = self.t0 + cfg.timeout_s
 
     def run(self) -> SessionResult:
-        """:meth:`start`, :meth:`record`, and always :meth:`stop`; the result.
-
-        Raises:
-            DemoError: see :meth:`start` and :meth:`record` (children stopped first).
-        """
+        """:meth:`start`, :meth:`record`, and always :meth:`stop`; the result.  Raises DemoError: see
+        :meth:`start` and :meth:`record` (children stopped first)."""
         try:
             self.start()
             self.record()
@@ -294,11 +290,8 @@ class DemoSession(NodeRun):
         return self.result
 
     def start(self) -> None:
-        """Start the recorder and the sensor node, wait for its ``tare`` service, start the simulator.
-
-        Raises:
-            DemoError: the node died or offered no ``tare`` within :data:`STARTUP_TIMEOUT_S`, or timeout.
-        """
+        """Start the recorder and the sensor node, wait for its ``tare`` service, start the simulator.  Raises
+        DemoError: the node died or offered no ``tare`` within :data:`STARTUP_TIMEOUT_S`, or timeout."""
         self.open_ros("vsf_demo_recorder")
         cfg, say = self.cfg, self.progress.say
         say(f"ROS_DOMAIN_ID={self.domain_id} (localhost only); children's output in {self.logs_dir}/")
@@ -323,11 +316,8 @@ class DemoSession(NodeRun):
         self.sim_proc.start()
 
     def record(self) -> None:
-        """Record until the simulator exits (then :data:`DRAIN_S` more), taring on schedule.
-
-        Raises:
-            DemoError: a child died, no contacts within :data:`STARTUP_TIMEOUT_S`, or the timeout.
-        """
+        """Record until the simulator exits (then :data:`DRAIN_S` more), taring on schedule.  Raises
+        DemoError: a child died, no contacts within :data:`STARTUP_TIMEOUT_S`, or the timeout."""
         sim_started = time.monotonic()
         last_refresh = 0.0
         while True:
@@ -347,9 +337,7 @@ class DemoSession(NodeRun):
             self._check("the simulation was running")
             sim_code = self.sim_proc.poll()
             if sim_code is not None:
-                self.result.sim_exit = sim_code
                 if sim_code != 0:
-                    self.result.sim_died = True
                     raise DemoError(f"simulator exited with code {sim_code}:\n{self.sim_proc.tail()}",
                                     "sim_exited", value=sim_code)
                 break
@@ -391,16 +379,5 @@ class DemoSession(NodeRun):
             raise DemoError(f"timed out after {self.cfg.timeout_s:.0f} s while {stage}", "timeout",
                             value=self.cfg.timeout_s)
         if self.node_proc.poll() is not None:
-            self.result.node_died = True
             raise DemoError(f"sensor node exited with code {self.node_proc.poll()} while {stage}:\n"
                             f"{self.node_proc.tail()}", "node_exited", value=self.node_proc.poll())
-
-
-def run_session(cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: Path) -> SessionResult:
-    """One :class:`DemoSession`, start to stop (children stopped on every way out).
-
-    Raises:
-        DemoError: a child did not come up in time or died, or the overall timeout passed.
-        KeyboardInterrupt: propagated after the children are stopped.
-    """
-    return DemoSession(cfg, progress, domain_id, logs_dir).run()

@@ -257,7 +257,7 @@ def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tup
 def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[Any, Any]]) -> List[Path]:
     """Write ``pressure.png``, ``force_field.png`` and one ``<sensor>.png`` per other sensor."""
     from vsf_sensor_ros.demo.analysis import cloud_fields
-    from vsf_sensor_ros.demo.plots import plot_components, plot_force_field, plot_pressure
+    from vsf_sensor_ros.demo.plots import components_figure, plot_force_field, pressure_figure, save_png
     from vsf_sensor_ros.contact_sources.sim_sensors import SOURCE_SYNTHETIC
     contacts = session.logs.get("/contacts")
     if contacts is None or not len(contacts):
@@ -284,11 +284,10 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
             pressure_done = True
             tm = t(meas) if meas is not None else np.zeros(0)
             pm = np.array([v[0] for v in meas.values]) if meas is not None else np.zeros(0)
-            written.append(plot_pressure(tm, pm, t(pred), np.array([v[0] for v in pred.values]),
-                                         cfg.out / "pressure.png", tare_t, span,
-                                         title=f"{s.name}: predicted vs measured ({cfg.world} world)\n"
-                                               f"measured = {source}",
-                                         measured_label=f"measured ({source})"))
+            fig = pressure_figure(tm, pm, t(pred), np.array([v[0] for v in pred.values]), tare_t, span,
+                                  title=f"{s.name}: predicted vs measured ({cfg.world} world)\n"
+                                        f"measured = {source}", measured_label=f"measured ({source})")
+            written.append(save_png(fig, cfg.out / "pressure.png"))
         elif codec.per_vertex and not dense_done:
             dense_done = True
             log = session.logs[f"/{s.name}/predicted"]
@@ -316,12 +315,11 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
                     np.stack(meas.values).reshape(len(meas.values), -1, 3).sum(axis=1)
             else:
                 m = None if meas is None else np.stack(meas.values)
-            written.append(plot_components(None if meas is None else t(meas), m, t(pred), p, labels,
-                                           cfg.out / f"{s.name}.png", tare_t, span,
-                                           title=f"{s.name} ({s.type_name}); measured = {source}",
-                                           unit=codec.unit,
-                                           measured_label="measured (synthetic)"
-                                           if s.measured_source == SOURCE_SYNTHETIC else "measured"))
+            fig = components_figure(None if meas is None else t(meas), m, t(pred), p, labels, tare_t, span,
+                                    title=f"{s.name} ({s.type_name}); measured = {source}", unit=codec.unit,
+                                    measured_label="measured (synthetic)"
+                                    if s.measured_source == SOURCE_SYNTHETIC else "measured")
+            written.append(save_png(fig, cfg.out / f"{s.name}.png"))
     return written
 
 

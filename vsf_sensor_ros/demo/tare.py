@@ -1,7 +1,6 @@
 """The demo's tare: when to call it, and what it did, read from the saved calibration file.
 
-The node's ``Trigger`` answer is only quoted, never parsed (docs/demo.md, options).
-"""
+The node's ``Trigger`` answer is only quoted, never parsed (docs/demo.md, options)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -41,14 +40,10 @@ def tare_due(sim_time_s: Optional[float], samples_per_sensor: Sequence[int], tar
 
 def offsets_from_calibration(path: Path, sensors: Sequence[str],
                              kinds: Optional[Dict[str, str]] = None) -> Dict[str, Dict[str, Any]]:
-    """sensor -> ``{"tare_samples", "tare_offset"}`` from the node's saved calibration YAML.
-
-    The offset is ``tare − tare_sim_avg`` (without the leading contact entry for the ``kinds``
-    ``wrench`` and ``load``): a float, a list up to 6 entries, else ``{"entries", "mean", "max_abs"}``.
-
-    Raises:
-        DemoError: the file cannot be read or parsed.
-    """
+    """sensor -> ``{"tare_samples", "tare_offset"}`` from the node's saved calibration YAML.  The offset is
+    ``tare − tare_sim_avg`` (without the leading contact entry for the ``kinds`` ``wrench`` and ``load``): a
+    float, a list up to 6 entries, else ``{"entries", "mean", "max_abs"}``.  Raises DemoError: the file cannot
+    be read or parsed."""
     import yaml
     try:
         doc = yaml.safe_load(Path(path).read_text()) or {}
@@ -89,13 +84,10 @@ def _answer_line(answer: str, sensor: str) -> str:
 
 def tare_outcome(calibration_file: Path, sensors: Sequence[SensorInfo], answer: str = "",
                  saved: bool = True) -> Dict[str, Dict[str, Any]]:
-    """sensor -> ``{"tare_status": "tared" | "failed: <why>", "tare_samples", "tare_offset"}`` read
-    from the file the node saved after the tare (nothing read unless ``saved``: an older file must
-    not pass for this tare); ``answer`` is quoted for a sensor not tared.
-
-    Raises:
-        DemoError: the file exists but cannot be read or parsed.
-    """
+    """sensor -> ``{"tare_status": "tared" | "failed: <why>", "tare_samples", "tare_offset"}`` read from the
+    file the node saved after the tare (nothing read unless ``saved``: an older file must not pass for this
+    tare); ``answer`` is quoted for a sensor not tared.  Raises DemoError: the file exists but cannot be read
+    or parsed."""
     found: Dict[str, Dict[str, Any]] = {}
     if saved and Path(calibration_file).is_file():
         found = offsets_from_calibration(calibration_file, [s.name for s in sensors],

@@ -1,32 +1,22 @@
 """A Universal Robots UR5e world written from the published DH parameters, with a Punyo bubble.
 
-The URDF is generated so its link frames are the DH frames (``base`` is the frame the controller
-reports wrenches in); the bubble faces tool -y at an assumed offset; see docs/real_data.md.
-"""
+The URDF is generated so its link frames are the DH frames (``base`` is the frame the controller reports
+wrenches in); the bubble faces tool -y at an assumed offset; see docs/real_data.md."""
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from vsf_sensor_ros.embedded_world import BUBBLE_HEIGHT, bubble_mesh
 from vsf_sensor_ros.world import World
 
-__all__ = ["UR5E_DH", "UR5E_JOINTS", "UR5E_LINKS", "PUNYO_BODY", "TOOL_LINK", "BASE_LINK",
-           "PUNYO_MOUNT_OFFSET", "dh_forward_kinematics", "ur5e_urdf", "punyo_mount_transform",
-           "punyo_apex_local", "ur5e_world"]
-
 #: Universal Robots' published UR5e DH parameters: one ``(d, a, alpha)`` per joint (m, m, rad).
 UR5E_DH: Tuple[Tuple[float, float, float], ...] = (
-    (0.1625, 0.0, math.pi / 2),
-    (0.0, -0.425, 0.0),
-    (0.0, -0.3922, 0.0),
-    (0.1333, 0.0, math.pi / 2),
-    (0.0997, 0.0, -math.pi / 2),
-    (0.0996, 0.0, 0.0),
-)
+    (0.1625, 0.0, math.pi / 2), (0.0, -0.425, 0.0), (0.0, -0.3922, 0.0),
+    (0.1333, 0.0, math.pi / 2), (0.0997, 0.0, -math.pi / 2), (0.0996, 0.0, 0.0))
 #: URDF joint names, in the order the UR driver publishes them.
 UR5E_JOINTS: List[str] = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint",
                           "wrist_1_joint", "wrist_2_joint", "wrist_3_joint"]
@@ -37,19 +27,13 @@ UR5E_LINKS: List[str] = [BASE_LINK, "shoulder_link", "upper_arm_link", "forearm_
 PUNYO_BODY = "punyo"
 #: Assumed distance (m) from the flange origin to the bubble's base plane, along tool −y.
 PUNYO_MOUNT_OFFSET = 0.05
-# UR5e joint limits (rad, rad/s) and a nominal link mass; dynamics are not used.
-_LIMIT = 2.0 * math.pi
-_VELOCITY = math.pi
-_MASS = 1.0
+_LIMIT, _VELOCITY, _MASS = 2.0 * math.pi, math.pi, 1.0   # joint limits (rad, rad/s), nominal mass (unused)
 
 
 def dh_forward_kinematics(q: Sequence[float], dh: Sequence[Tuple[float, float, float]] = UR5E_DH
                           ) -> np.ndarray:
-    """Flange pose ``(4, 4)`` float64 (DH frame 6 → frame 0, m) from the standard DH product.
-
-    Raises:
-        ValueError: ``q`` does not have one angle per DH row.
-    """
+    """Flange pose ``(4, 4)`` float64 (DH frame 6 → frame 0, m) from the standard DH product.  Raises
+    ValueError: ``q`` does not have one angle per DH row."""
     q = np.asarray(q, dtype=np.float64).reshape(-1)
     if q.shape[0] != len(dh):
         raise ValueError(f"need {len(dh)} joint angles, got {q.shape[0]}")
@@ -93,11 +77,8 @@ def ur5e_urdf(dh: Sequence[Tuple[float, float, float]] = UR5E_DH, name: str = "u
 def punyo_mount_transform(offset: float = PUNYO_MOUNT_OFFSET) -> np.ndarray:
     """Bubble body → ``tool0`` ``(4, 4)``: ``Rx(+π/2)`` (body ``+z`` → tool ``−y``), base plane
     ``offset`` m along tool ``−y``."""
-    T = np.array([[1.0, 0.0, 0.0, 0.0],
-                  [0.0, 0.0, -1.0, -offset],
-                  [0.0, 1.0, 0.0, 0.0],
-                  [0.0, 0.0, 0.0, 1.0]])
-    return T
+    return np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, -1.0, -offset], [0.0, 1.0, 0.0, 0.0],
+                     [0.0, 0.0, 0.0, 1.0]])
 
 
 def punyo_apex_local() -> np.ndarray:
@@ -106,21 +87,12 @@ def punyo_apex_local() -> np.ndarray:
 
 
 def ur5e_world(with_punyo: bool = True, urdf_path: Optional[Union[str, Path]] = None) -> World:
-    """The UR5e :class:`World` (from :func:`ur5e_urdf`), with the bubble on ``tool0`` when asked.
-
-    ``urdf_path``: where to write the URDF first (and load it from); text only when ``None``.
-    """
+    """The UR5e :class:`World` (from :func:`ur5e_urdf`, written to ``urdf_path`` first and loaded from
+    there when given), with the bubble on ``tool0`` when asked."""
     text = ur5e_urdf()
     if urdf_path is not None:
         Path(urdf_path).write_text(text)
-        w = World.from_urdf(str(urdf_path))
-    else:
-        w = World.from_urdf(text)
+    w = World.from_urdf(text if urdf_path is None else str(urdf_path))
     if with_punyo:
         w.attach_body(PUNYO_BODY, bubble_mesh(), TOOL_LINK, punyo_mount_transform())
     return w
-
-
-def joint_dict(q: Sequence[float]) -> Dict[str, float]:
-    """``{joint name: angle}`` for six angles in driver order."""
-    return dict(zip(UR5E_JOINTS, map(float, q)))
