@@ -39,7 +39,6 @@ from .diagnostics import InputStats, build_diagnostics
 from .health import (JOINT_STATE, POSE_STAMPED, NodeHealth, configuration_warnings, known_keys,
                      misspelt_keys, node_value_problems, own_topics, type_name)
 from ..rig.input_health import SensorInputs, StreamClock
-from .parameters import unknown_keys
 from .topic_types import WrongTypeWatch
 from .frames import FramePublisher
 from .kinematics import KinematicInputs, decode_joint_state, parse_joint_name_map
