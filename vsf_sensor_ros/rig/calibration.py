@@ -1,10 +1,5 @@
-"""Tare, gain and the calibration file's format: what the rig calibrates from its paired samples.
-
-No ROS here: the node (:mod:`vsf_sensor_ros.ros.calibration`) forwards its services to
-:func:`tare`, :func:`calibrate_gain` and :func:`file_text` / :func:`parse_file`, and every pair
-to :class:`ContactFreeLoop` (automatic tare, Punyo drift and leak watch).  Which samples each
-uses, the refusals and the file layout: docs/interface.md ("Services", "Automatic tare, drift
-and leak watch").
+"""Tare, gain, the automatic tare and pressure watch, and the calibration file's format, from the rig's
+paired samples (no ROS; the node's services call these).  Samples, refusals, file: docs/interface.md.
 """
 from __future__ import annotations
 
@@ -33,11 +28,7 @@ MAX_RELATIVE_ERROR = 0.2
 
 # -- tare --------------------------------------------------------------------------------
 def select_samples(pairs: Sequence[PairedSample], n: int) -> Tuple[List[PairedSample], Optional[str]]:
-    """The last ``n`` samples of the most recent contact-free run (oldest first).
-
-    Returns:
-        ``(samples, None)`` or ``([], reason)`` when there is nothing to use.
-    """
+    """``(the last n samples of the most recent contact-free run, oldest first, None)``, or ``([], reason)``."""
     if not pairs:
         return [], "no measured sample paired with a prediction yet"
     end = len(pairs)
@@ -54,13 +45,9 @@ def select_samples(pairs: Sequence[PairedSample], n: int) -> Tuple[List[PairedSa
 def tare_sensor(sensor: BaseSensor, samples: Sequence[PairedSample]) -> int:
     """Tare ``sensor`` from ``samples`` (contact-free pairs, oldest first); the number used.
 
-    The math of :class:`~vsf_sensor_ros.sensor.TareCalibrator`, on the stored pairs directly:
-    the calibration becomes ``{'tare': mean measured, 'tare_sim_avg': mean raw prediction}``
-    (the sensor then predicts ``raw + tare - tare_sim_avg``).  The previous calibration is
-    cleared first (its ``'gain'``, fitted by :func:`calibrate_gain`, kept: a tare moves the offset,
-    not the gain), so the raw prediction of each stored ``SimState`` is the untared model and a
-    second tare does not stack on the first.  Entries a measured message does not carry (NaN)
-    take the sample's raw prediction, so the tare leaves them at zero offset.
+    :class:`~vsf_sensor_ros.sensor.TareCalibrator`'s math on the stored pairs: ``{'tare': mean measured,
+    'tare_sim_avg': mean raw prediction}``, the earlier tare cleared first (``'gain'`` kept) so tares do
+    not stack; entries not carried (NaN) take the raw prediction (zero offset).
 
     Raises:
         ValueError / RuntimeError: from the sensor (its calibration restored).
@@ -81,11 +68,7 @@ def tare_sensor(sensor: BaseSensor, samples: Sequence[PairedSample]) -> int:
 
 
 def tare(h: RigSensor, n: int) -> Tuple[bool, str]:
-    """Tare one sensor from its buffered pairs; ``(success, answer text)``.
-
-    Uses the last ``n`` samples of the most recent contact-free run
-    (:func:`select_samples`), :func:`tare_sensor`; on success the sensor's calibration, its
-    ``calibration_text`` and ``tare_samples_used`` are updated.
+    """Tare one sensor from the last ``n`` samples of its latest contact-free run; ``(success, answer)``.
     """
     if type(h.sensor).set_calibration is BaseSensor.set_calibration:
         # every shipped model has a tare offset; a model that keeps no calibration cannot be tared
@@ -117,9 +100,8 @@ def offset_text(h: RigSensor) -> Optional[str]:
 
 
 def _record_tare(h: RigSensor, used: int, stamp_ns: int, how: str) -> Optional[str]:
-    """After a tare of ``h`` (manual or automatic): its ``calibration_text`` and ``tare_samples_used``
-    updated; the offset's text (the physical entries: the indicator entries of pad/load sensors carry
-    none), or None when the model kept no tare."""
+    """Update ``h``'s ``calibration_text`` and ``tare_samples_used`` after a tare; its
+    :func:`offset_text`, or None when the model kept no tare."""
     offset = offset_text(h)
     if offset is None:
         return None
@@ -131,15 +113,8 @@ def _record_tare(h: RigSensor, used: int, stamp_ns: int, how: str) -> Optional[s
 # -- while the simulator sees no contact: automatic tare, pressure watch ------------------------
 @dataclass(frozen=True)
 class AutoTareSettings:
-    """The bounds of a sensor's automatic tare (:class:`~vsf_sensor_ros.sensor.auto_tare.AutoTare`).
-
-    Attributes:
-        max_step: largest change of any entry one automatic tare may make, the sensor's SI unit.
-        steady_std: largest standard deviation of ``measured − predicted`` over the window, same unit.
-        window_s: span of contact-free samples a tare averages, s.
-        min_interval_s: least time between two tries, s.
-        min_samples: fewest samples in the window.
-    """
+    """Bounds of a sensor's :class:`~vsf_sensor_ros.sensor.auto_tare.AutoTare`: ``max_step`` and
+    ``steady_std`` (sensor's SI unit), ``window_s`` and ``min_interval_s`` (s), ``min_samples``."""
 
     max_step: float
     steady_std: float
@@ -149,40 +124,17 @@ class AutoTareSettings:
 
 
 class ContactFreeLoop:
-    """What a sensor's pairs do as they come while the simulator sees no contact on it.
+    """The automatic tare (``auto_tare`` bounds) and the pressure watch (``watch``: PressureWatch keyword
+    arguments, on entry ``watch_entry``) of one sensor, fed every pair by :meth:`~.sensors.RigSensor.keep_pair`.
 
-    Fed every pair by :meth:`~.sensors.RigSensor.keep_pair` (``h.contact_free_loop``):
-
-    * **automatic tare** (``auto_tare`` given): an :class:`~vsf_sensor_ros.sensor.auto_tare.AutoTare`
-      over ``measured − predicted`` of the contact-free pairs.  It works on the prediction under
-      the calibration it started from (its own steps taken back out), so its offset is what it has
-      added since: zero when the sensor had a tare (file, service), else unset (its first tare sets
-      the zero without the ``max_step`` bound).  An applied tare adds its step to the model's
-      ``'tare'`` entry (``'tare_sim_avg'`` and ``'gain'`` kept): the calibration the model predicts
-      with, reported and saved as a manual tare's.  A refused one (a step beyond ``max_step`` while
-      the simulator sees no contact: the real sensor is touched, or the simulator misaligned) keeps
-      the offset and is named in :attr:`last_refusal`.  A manual tare, a reset or cleared measured
-      buffers :meth:`restart` it from the sensor's calibration then.  A prediction made before a tare
-      and paired after it is off by that step (pairing takes milliseconds; a window of a later try
-      no longer holds it when ``min_interval_s`` exceeds ``window_s``).
-    * **pressure watch** (``watch`` given; Punyo pressure): a
-      :class:`~vsf_sensor_ros.sensor.pressure_watch.PressureWatch` of entry ``watch_entry`` on the
-      same prediction (automatic tares do not step its trend).
-
-    Args:
-        auto_tare: the bounds, or None (no automatic tare).
-        watch: the :class:`~vsf_sensor_ros.sensor.pressure_watch.PressureWatch` keyword arguments, or
-            None (no watch).
-        watch_entry: the reading's entry the watch reads.
-
-    Attributes:
-        applied, refused: automatic tares made and refused since start.
-        last_refusal: the latest refusal's reason while no tare was applied after it, else ``''``.
-        status: the watch's latest :class:`~vsf_sensor_ros.sensor.pressure_watch.PressureStatus`, or None.
+    The tare works on the prediction under the calibration it started from (its own steps taken out): its
+    offset starts at zero when the sensor had a tare, else unset (the first tare is unbounded).  An applied
+    tare adds its step to the model's ``'tare'``; a refused one is named in :attr:`last_refusal`.  A manual
+    tare, a reset or cleared measured buffers :meth:`restart` it.  Attributes: ``applied``, ``refused``,
+    ``last_refusal`` (``''`` once one is applied), ``status`` (the watch's latest ``PressureStatus``).
 
     Raises:
-        ValueError: a bound or a watch argument out of range (names it, as AutoTare and
-            PressureWatch do).
+        ValueError: a bound or watch argument out of range (named, as AutoTare / PressureWatch do).
     """
 
     def __init__(self, auto_tare: Optional[AutoTareSettings] = None,
@@ -212,13 +164,9 @@ class ContactFreeLoop:
 
     def feed(self, h: RigSensor, stamp_ns: int, predicted: np.ndarray, measured: np.ndarray,
              contact_free: bool) -> Optional[TareEvent]:
-        """One pair of sensor ``h``: ``predicted`` ``(#meas,)`` float64 (the model's, calibrated),
-        ``measured`` the same in SI (NaN = not carried), stamped ``stamp_ns`` (the contacts stamp).
-
-        Returns:
-            The automatic tare tried on it (applied or refused), or None.  A pair not after the
-            previous one or with non-finite values is skipped.
-        """
+        """One pair of ``h``: ``predicted`` ``(#meas,)`` float64 (calibrated), ``measured`` the same in SI
+        (NaN = not carried), contacts stamp ``stamp_ns``.  The automatic tare tried on it, or None (also
+        for a pair not after the previous one, or non-finite, which is skipped)."""
         if self._last_stamp is not None and stamp_ns <= self._last_stamp:
             return None
         if self.settings is not None and self._tare is None:
@@ -259,14 +207,8 @@ class ContactFreeLoop:
         _record_tare(h, event.samples, event.stamp_ns, "auto-tared")
 
     def report(self, h: RigSensor) -> Tuple[List[Tuple[str, str]], List[str]]:
-        """``([(key, value), ...], [warning, ...])`` for the sensor's diagnostics.
-
-        Keys: with the automatic tare ``auto_tare.applied``, ``auto_tare.refused``,
-        ``auto_tare.offset`` (the model's offset now), ``auto_tare.last_refused`` (or ``none``); with
-        the watch ``pressure.trend_pa_per_min`` (``none`` until its window spans enough) and
-        ``pressure.gauge_pa`` (``none`` without a gauge check).  Warnings: the latest try refused
-        (until one is applied); the watch's leak or low gauge pressure.
-        """
+        """``([(key, value), ...], [warning, ...])`` for the sensor's diagnostics: ``auto_tare.*`` and
+        ``pressure.*`` keys; warnings: the latest refusal, the watch's leak or low gauge pressure."""
         keys: List[Tuple[str, str]] = []
         problems: List[str] = []
         if self.settings is not None:
@@ -293,14 +235,8 @@ def supports_gain(sensor: BaseSensor) -> bool:
 
 
 def calibrate_gain(h: RigSensor) -> Tuple[bool, str]:
-    """Fit sensor ``h``'s gain from its buffered contact samples; ``(success, answer text)``.
-
-    Success: ``"<s>: gain <k> from <n> contact samples (relative standard error <e>); RMS of
-    measured - predicted change <before> -> <after> <unit>"``; the sensor's ``'gain'`` is set,
-    its tare kept, ``stats.calibration`` updated.  Refusal: ``"<s>: cannot calibrate gain:
-    <reason>"`` (too few contact samples, nothing excited, a non-positive gain, an ill-conditioned
-    fit, a sensor type without a gain); the calibration is unchanged.
-    """
+    """Fit ``h``'s ``'gain'`` (tare kept) from its buffered contact samples; ``(success, answer text)``.
+    A refusal (``"<s>: cannot calibrate gain: <reason>"``) leaves the calibration unchanged."""
     if not supports_gain(h.sensor):
         return False, f"{h.name}: cannot calibrate gain: the {h.kind} model has no gain"
     samples = [s for s in getattr(h, "contact_pairs", ()) if np.isfinite(s.measured).all()]
@@ -329,8 +265,7 @@ def parse_file(text: str) -> Dict[str, Dict[str, Any]]:
     """The ``sensors`` entries of a calibration file's text (``{}`` when it has none).
 
     Raises:
-        ValueError: bad YAML, ``sensors`` not a mapping, an entry (or its ``calibration``) not a
-            mapping; the message names the entry.
+        ValueError: bad YAML, or ``sensors``, an entry or its ``calibration`` not a mapping (named).
     """
     try:
         data = yaml.safe_load(text) or {}
@@ -384,10 +319,7 @@ def restored_text(h: RigSensor) -> str:
     offset = offset_text(h)
     parts = [] if offset is None else [f"offset {offset}"]
     if "gain" in cal:
-        g = cal["gain"]
-        gain = np.asarray(g.detach().cpu().numpy() if hasattr(g, "detach") else g,
-                          dtype=np.float64).reshape(-1)
-        parts.append("gain " + ", ".join(f"{g:.6g}" for g in gain))
+        parts.append("gain " + ", ".join(f"{g:.6g}" for g in _array(cal["gain"])))
     return f"{h.name} ({'; '.join(parts) or 'no offset or gain'})"
 
 

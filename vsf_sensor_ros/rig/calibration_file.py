@@ -1,8 +1,7 @@
-"""The calibration file on disk: reading it, the guarded save; no ROS.
+"""The calibration file on disk: reading it and the guarded save (no ROS).
 
-Anyone on an unsecured domain can call ``save_calibration``, so a save writes only the path fixed
-at start, never a file this package did not write, and atomically.  Format and save rules:
-docs/interface.md (services); the format's code: :mod:`vsf_sensor_ros.rig.calibration`.
+Anyone on an unsecured domain can call ``save_calibration``, so a save writes only the path fixed at
+start, never a file this package did not write, and atomically (docs/interface.md, services).
 """
 from __future__ import annotations
 
@@ -28,12 +27,8 @@ class SaveRefused(ValueError):
 
 @dataclass(frozen=True)
 class CalibrationStore:
-    """The calibration file fixed at start.
-
-    Attributes:
-        path: absolute path of ``calibration_file``, or None when it is empty.
-        create_dirs: a save may create missing parent directories.
-    """
+    """The calibration file fixed at start: ``path`` (absolute, None when ``calibration_file`` is empty);
+    ``create_dirs``: a save may create missing parent directories."""
 
     path: Optional[Path]
     create_dirs: bool = False
@@ -42,8 +37,7 @@ class CalibrationStore:
         """The ``sensors`` entries of the file (``{}`` when unset or missing).
 
         Raises:
-            ValueError: not a regular file at the path, unreadable, bad YAML, ``sensors`` or an
-                entry (or its ``calibration``) not a mapping.
+            ValueError: not a regular file, unreadable, or as :func:`~.calibration.parse_file`.
         """
         if self.path is None or not os.path.lexists(self.path):
             return {}
@@ -55,15 +49,13 @@ class CalibrationStore:
             raise ValueError(f"unreadable calibration: {exc}") from None
 
     def save(self, entries: Mapping[str, Dict[str, Any]]) -> str:
-        """Write ``{'sensors': entries}`` to :attr:`path` (docs/interface.md, services); the answer text.
-
-        A link at :attr:`path` is followed (the answer names both); `` in place (...)`` ends it
-        when the file could not be renamed over.
+        """Write ``{'sensors': entries}`` to :attr:`path` (a link followed); the answer text, ending
+        `` in place (...)`` when the file could not be renamed over.
 
         Raises:
-            SaveRefused: no path, nothing to write, a missing directory (without ``create_dirs``),
-                a foreign or non-regular file, no backup for an in-place write, or an OS error;
-                the file system is then as it was (or the previous content written back).
+            SaveRefused: no path, nothing to write, a missing directory (without ``create_dirs``), a
+                foreign or non-regular file, no backup for an in-place write, or an OS error; the file
+                system is then as it was (or the previous content written back).
         """
         path = self.path
         if path is None:
@@ -84,11 +76,8 @@ class CalibrationStore:
         return f"wrote calibration of {len(entries)} sensors to {shown}{how}"
 
     def _check_target(self, path: Path) -> Optional[os.stat_result]:
-        """Refuse a missing directory (unless allowed) and any existing file that is not ours.
-
-        ``path`` is the file a save writes (:func:`write_target`).  Returns its
-        ``stat`` (None when it does not exist yet).
-        """
+        """Refuse a missing directory (unless allowed) and any existing file at ``path`` (the
+        :func:`write_target`) that is not ours; its ``stat``, None when it does not exist yet."""
         parent = path.parent
         if not parent.is_dir():
             if parent.exists():
@@ -113,26 +102,17 @@ class CalibrationStore:
 
 
 def write_target(path: Path) -> Path:
-    """The file a save of ``path`` writes: the final target of a symbolic link, else ``path``.
-
-    A chain of links is followed to its end (``os.path.realpath``); a link
-    whose target does not exist yet names the file to create.  A path that is
-    not itself a link is returned as given (links among its directories are
-    left to the file system).
-    """
+    """The file a save of ``path`` writes: the end of a chain of symbolic links (which may not exist
+    yet), else ``path`` as given (links among its directories are left to the file system)."""
     if not os.path.islink(path):
         return path
     return Path(os.path.realpath(path))
 
 
 def foreign_reason(path: Path, size: int) -> Optional[str]:
-    """Why an existing regular file is not a calibration file this package wrote, or None when it is.
-
-    Ours = first line :data:`HEADER`, then YAML holding a mapping with a
-    ``sensors`` mapping; or an empty file (``size`` 0: a placeholder created
-    with ``touch``, e.g. for a container's single-file mount, holds nothing
-    to lose).
-    """
+    """Why an existing regular file is not a calibration file this package wrote, or None when it is:
+    first line :data:`HEADER`, then YAML with a ``sensors`` mapping; or empty (``size`` 0: a placeholder
+    for a container's single-file mount)."""
     if size == 0:
         return None
     if size > MAX_CHECKED_BYTES:
@@ -167,30 +147,36 @@ def _atomic_write(path: Path, text: str, checked: Optional[os.stat_result] = Non
     data = text.encode("utf-8")
     # replacing our own file keeps its permissions
     mode = stat.S_IMODE(checked.st_mode) if checked is not None else 0o644
+    try:
+        _replace(path, data, mode)
+        return ""
+    except OSError as exc:
+        # a single-file bind mount is a mount point: it cannot be renamed over
+        if exc.errno != errno.EBUSY or checked is None:
+            raise
+    return _write_in_place(path, data, checked)
+
+
+def _replace(path: Path, data: bytes, mode: Optional[int] = None) -> None:
+    """Write ``data`` to a fresh temporary file beside ``path``, fsync; with ``mode``, read it back
+    (:func:`_verify_written`) and chmod it; rename it over ``path``.  OSError: the temporary file is gone,
+    ``path`` as it was."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    renamed = False
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        _verify_written(Path(tmp), data)
-        os.chmod(tmp, mode)
+        if mode is not None:
+            _verify_written(Path(tmp), data)
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
         try:
-            os.replace(tmp, path)
-            renamed = True
-            return ""
-        except OSError as exc:
-            # a single-file bind mount is a mount point: it cannot be renamed over
-            if exc.errno != errno.EBUSY or checked is None:
-                raise
-        return _write_in_place(path, data, checked)
-    finally:
-        if not renamed:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def _verify_written(path: Path, data: bytes) -> None:
@@ -206,11 +192,9 @@ def _verify_written(path: Path, data: bytes) -> None:
 
 
 def _write_in_place(path: Path, data: bytes, checked: os.stat_result) -> str:
-    """Copy ``data`` into the existing file ``path`` (no rename possible), keeping a backup first.
-
-    Opened without following a link, checked to be the file checked before (device, inode,
-    owner), its content kept as ``<name>.bak`` (unless empty), written, truncated, fsynced, read
-    back; a mismatch writes the previous content back.  The note `` in place (...)``.
+    """Copy ``data`` into the existing file ``path`` (no rename possible), its content kept as
+    ``<name>.bak`` first; opened without following a link and checked to be the file checked before;
+    read back, a mismatch writes the previous content back.  The note `` in place (...)``.
 
     Raises:
         SaveRefused: the file changed since checked, or no backup (untouched); writing, syncing or
@@ -270,19 +254,7 @@ def _write_backup(path: Path, old: bytes) -> Path:
         why = foreign_reason(bak, st.st_size)
         if why is not None:
             raise SaveRefused(f"{bak} exists and is not ours ({why})")
-    fd, tmp = tempfile.mkstemp(prefix=f".{bak.name}.", suffix=".tmp", dir=str(bak.parent))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(old)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, bak)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    _replace(bak, old)
     return bak
 
 
