@@ -28,7 +28,7 @@ MAX_RELATIVE_ERROR = 0.2
 
 # -- tare --------------------------------------------------------------------------------
 def select_samples(pairs: Sequence[PairedSample], n: int) -> Tuple[List[PairedSample], Optional[str]]:
-    """``(the last n samples of the most recent contact-free run, oldest first, None)``, or ``([], reason)``."""
+    """``(last n samples of the latest contact-free run, oldest first, None)``, or ``([], reason)``."""
     if not pairs:
         return [], "no measured sample paired with a prediction yet"
     end = len(pairs)
@@ -125,7 +125,7 @@ class AutoTareSettings:
 
 class ContactFreeLoop:
     """The automatic tare (``auto_tare`` bounds) and the pressure watch (``watch``: PressureWatch keyword
-    arguments, on entry ``watch_entry``) of one sensor, fed every pair by :meth:`~.sensors.RigSensor.keep_pair`.
+    arguments, on entry ``watch_entry``) of one sensor, fed every pair by ``RigSensor.keep_pair``.
 
     The tare works on the prediction under the calibration it started from (its own steps taken out): its
     offset starts at zero when the sensor had a tare, else unset (the first tare is unbounded).  An applied

@@ -1,8 +1,5 @@
-"""Steps without a contacts message: when an event-driven source's silence is a contact-free step.
-
-gz-sim and other sources that publish only while something touches say "no contact" by silence;
-the node must still step or its readings would stay at their last in-contact value.  Pure
-(integer nanoseconds, no ROS); the rule: docs/interface.md, steps without a contacts message.
+"""When an event-driven contacts source's silence is a contact-free step (gz-sim publishes only while
+something touches; without a step the readings would stay in contact).  Pure, ns; docs/interface.md.
 """
 from __future__ import annotations
 
@@ -12,15 +9,8 @@ from vsf_sensor_ros.sensor.errors import SettingError
 
 
 class ContactFreeSteps:
-    """When to step with no contacts, for one node (docs/interface.md, steps without a contacts message).
-
-    Args:
-        period_ns: ``contact_free_period`` in ns (> 0).
-
-    Attributes:
-        steps: contact-free steps made (counted by :meth:`used`).
-        late: contacts messages that came stamped before a contact-free step (:meth:`is_late`,
-            counted by the node).
+    """When to step with no contacts, every ``period_ns`` (> 0); ``steps`` made (:meth:`used`) and ``late``
+    contacts messages stamped before a contact-free step (:meth:`is_late`, counted by the node).
 
     Raises:
         SettingError: ``period_ns`` not positive (``setting`` ``'period_ns'``, ``value`` as given).
@@ -40,14 +30,8 @@ class ContactFreeSteps:
         self._start: Optional[int] = None     # the source's first stamp (since start or its restart)
 
     def due(self, stamp_ns: int, source: str = "joint_states") -> Optional[int]:
-        """The stamp of a contact-free step to make now, or None.
-
-        Args:
-            stamp_ns: the step source's newest stamp (ns): the newest joint-state stamp, or the
-                node clock's time under ``use_sim_time``; ``<= 0`` (unstamped, no clock yet) is
-                never a step.
-            source: which of the two it is; a change of source is not a restart.
-        """
+        """The stamp of a contact-free step to make now, or None; ``stamp_ns``: the newest joint-state
+        stamp or the sim clock (``source`` says which; a change is not a restart); ``<= 0`` never steps."""
         if stamp_ns <= 0:
             return None
         if self._source is None or self._source[0] != source:

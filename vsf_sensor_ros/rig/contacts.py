@@ -1,7 +1,5 @@
-"""A step's contacts as arrays: per ordered body pair, with the message row of every contact.
-
-What the contacts decoders produce (:class:`DecodedContacts`), completed with the implied reverse
-pairs and checked against the dense-force meshes; no ROS.  The row rule: docs/interface.md.
+"""A step's contacts per ordered body pair with each contact's message row, the implied reverse pairs,
+element checks and Jacobian columns as message rows (no ROS; the row rule: docs/interface.md).
 """
 from __future__ import annotations
 
@@ -19,33 +17,18 @@ Pair = Tuple[str, str]
 
 @dataclass
 class DecodedContacts:
-    """Result of :func:`pointcloud2_to_contacts`.
+    """A decoded contacts message.
 
     Attributes:
-        contacts: ``(body1, body2) -> ContactState``, pairs in order of first
-            appearance in the message; within a pair, contacts keep message
-            order.  ``elems1``/``elems2`` are int64 tensors when the cloud has
-            ``elem1``/``elem2`` (entries ``-1`` kept: a sensor reads ``-1`` as
-            "no element"), else ``None``.
-        rows: ``(body1, body2) -> int64 array`` of the message row of each
-            contact of the pair, in the same order as its ``ContactState``.
-        num_points: ``height * width`` of the cloud.
-        normals: ``pair -> (N, 3)`` float64 normals when the cloud has
-            ``nx ny nz``, else ``None``.
-        depths: ``pair -> (N,)`` float64 depths when the cloud has ``depth``.
-        frame_id: ``header.frame_id`` of the cloud.
-        stamp_ns: ``header.stamp`` in integer nanoseconds.
-        fields: names of all fields of the cloud, in message order.
-        implied: pairs that the message does not carry but :func:`with_implied_pairs`
-            added (the other order of a pair reported once): their contacts are the
-            rows of ``rows[pair]`` with the force negated, so a derivative with
-            respect to such a contact's force is minus the one with respect to the
-            row's force.  Empty for a decoded message.
-        flipped_rows: ``(num_points,)`` bool over the message rows, or None (no row flipped):
-            rows decoded with their bodies swapped and their force negated (a Gazebo
-            contact listed in the other order than the earlier contacts of its body pair,
-            :mod:`.gz_contacts`); a derivative with respect to such a row's written force
-            is minus the one with respect to its decoded force.
+        contacts: ``(body1, body2) -> ContactState`` in order of first appearance, contacts in message
+            order; ``elems1``/``elems2`` int64 tensors (``-1`` = no element) when the cloud has them.
+        rows: pair -> int64 message row of each of its contacts (``ContactState`` order).
+        num_points: ``height * width``.  frame_id, stamp_ns: the header (ns).  fields: in message order.
+        normals, depths: pair -> ``(N, 3)`` / ``(N,)`` float64 when the cloud has them, else None.
+        implied: pairs :func:`with_implied_pairs` added (their rows' force negated).
+        flipped_rows: ``(num_points,)`` bool, rows decoded with bodies swapped and force negated (a
+            Gazebo contact in the other order, :mod:`.gz_contacts`), or None.  A derivative with respect
+            to the written force of an implied or flipped row is minus the decoded one.
     """
 
     contacts: Dict[Pair, ContactState]
@@ -62,33 +45,13 @@ class DecodedContacts:
 
 def with_implied_pairs(decoded: DecodedContacts,
                        bodies: Optional[Collection[str]] = None) -> DecodedContacts:
-    """The node's contact-row rule: every pair in both orders, each contact row used once.
+    """A new :class:`DecodedContacts` with every pair in both orders, each row used once (the rule of
+    :func:`~vsf_sensor_ros.sensor.base_sensor.with_reverse_pairs`).
 
-    A bridge may write one row per contact, e.g. only ``(tool, pad)`` with the
-    force on ``tool``; a sensor on ``pad`` must still see it.  The rule of the
-    library's :func:`~vsf_sensor_ros.sensor.base_sensor.with_reverse_pairs`:
-
-    * a pair ``(a, b)`` present in only one order implies ``(b, a)``: the same
-      points and message rows, the force ``-f`` (on ``b``), ``elem1``/``elem2``
-      swapped; it is listed in :attr:`DecodedContacts.implied`;
-    * a pair present in both orders in the message is used as given, never
-      twice (the two sides are not checked against each other);
-    * ``(a, a)`` is kept as given.
-
-    Args:
-        decoded: a decoded message (:func:`pointcloud2_to_contacts`).
-        bodies: when given, only implied pairs ``(b, a)`` with ``b`` in
-            ``bodies`` are added: a sensor on ``b`` reads only the pairs
-            ``(b, *)``, so the node passes its sensors' bodies and builds no
-            reverse that nothing reads.  None: every implied pair
-            (:func:`~vsf_sensor_ros.sensor.base_sensor.with_reverse_pairs`).
-
-    Returns:
-        A new :class:`DecodedContacts` (the input is not changed) whose
-        ``contacts`` and ``rows`` cover both orders (of the pairs ``bodies``
-        selects); implied pairs follow the pair they reverse, as in
-        ``with_reverse_pairs``; ``normals``/``depths`` stay those of the
-        message's own pairs; ``implied`` names the added pairs.
+    A pair ``(a, b)`` present in one order implies ``(b, a)`` (same points and rows, force ``-f``,
+    elements swapped, right after it, listed in ``implied``); a pair in both orders, and ``(a, a)``, are
+    used as given.  ``bodies``: add only implied pairs ``(b, a)`` with ``b`` in it (what sensors read);
+    None: all.  ``normals``/``depths`` stay the message's own.
     """
     given = decoded.contacts
     contacts: Dict[Pair, ContactState] = {}
@@ -124,12 +87,8 @@ _CONTACT_STATE_EXTRAS = _contact_state_extras()
 
 def trusted_contact_state(points: torch.Tensor, forces: torch.Tensor, elems1: Optional[torch.Tensor],
                           elems2: Optional[torch.Tensor]) -> ContactState:
-    """``ContactState`` without re-running its validation.
-
-    The decoder has already checked every shape, dtype and finiteness
-    condition of ``validate_contact_state`` for the whole message at once;
-    re-checking per pair costs more than the decode itself at 1 kHz.
-    """
+    """``ContactState`` without re-running its validation: the decoder checked the whole message at once,
+    and re-checking per pair costs more than the decode at 1 kHz."""
     c = ContactState.__new__(ContactState)
     c.points, c.forces, c.elems1, c.elems2 = points, forces, elems1, elems2
     for name, make in _CONTACT_STATE_EXTRAS:
@@ -154,15 +113,8 @@ def check_elements(decoded: Any, dense_vertex_counts: Mapping[str, int]) -> Opti
 def jacobian_message_columns(cols: np.ndarray, pairs: Sequence[Tuple[str, str]],
                              offsets: Sequence[int],
                              pair_rows: Dict[Tuple[str, str], np.ndarray]) -> np.ndarray:
-    """Remap library columns ``3·c + k`` (c over the concatenated ``pairs``) to message rows.
-
-    Args:
-        cols: ``(nnz,)`` int64 library columns.
-        pairs: ``SparseJacobian.pairs``; offsets: ``SparseJacobian.offsets``.
-        pair_rows: ``DecodedContacts.rows``: pair -> message row of each of its contacts.
-
-    Returns:
-        ``(nnz,)`` int64 columns ``3·r + k`` with ``r`` the contacts message row.
+    """``(nnz,)`` int64 library columns ``3·c + k`` (c over the concatenated ``pairs``, with ``offsets``
+    of a ``SparseJacobian``) as ``3·r + k``, ``r`` the message row (``pair_rows``: ``DecodedContacts.rows``).
 
     Raises:
         ValueError: a pair's contact count disagrees with its message rows.

@@ -1,8 +1,5 @@
-"""Whether a sensor's predictions really flow, and which input is missing when they do not.
-
-A status is OK only while predictions flow, WARN naming the topic and type of a silent input,
-ERROR while predictions fail (docs/interface.md, diagnostics).  Pure: times are the caller's
-monotonic float seconds.
+"""A sensor's diagnostic level from its inputs' arrivals: OK while predictions flow, WARN naming a silent
+input's topic and type, ERROR while predictions fail (docs/interface.md).  Times: monotonic s.
 """
 from __future__ import annotations
 
@@ -14,16 +11,9 @@ OK, WARN, ERROR = 0, 1, 2   # diagnostic_msgs/DiagnosticStatus levels (bytes the
 
 @dataclass
 class StreamClock:
-    """Arrivals of one input stream.
-
-    Attributes:
-        topic: the resolved topic name (str), as the user would ``ros2 topic echo`` it.
-        type_name: its message type, e.g. ``sensor_msgs/msg/PointCloud2``.
-        optional: True for a stream whose absence from the start is not a fault (a measured
-            stream of a prediction-only sensor); once it has arrived, stopping is a fault.
-        first, last: monotonic times (s) of the first and latest arrival, None before any.
-        count: messages arrived.
-    """
+    """Arrivals of one input stream: resolved ``topic``, ``type_name`` (``sensor_msgs/msg/PointCloud2``),
+    ``optional`` (never arriving is no fault; stopping is), ``first``/``last`` arrival (s, None before
+    any), ``count``."""
 
     topic: str
     type_name: str
@@ -44,13 +34,9 @@ class StreamClock:
         return self.last is not None and now - self.last >= timeout
 
     def problem(self, now: float, started: float, timeout: float, cause: str = "") -> Optional[str]:
-        """A sentence naming the topic and type when the stream is missing or stopped, else None.
-
-        ``now``, ``started`` (s, monotonic); ``timeout``: the silence that counts (s); ``cause``:
-        what explains the silence, appended after a colon (a stream never received then reads
-        ``no <type> on <topic>: <cause>``); an optional stream never received is a problem only
-        with a cause.
-        """
+        """A sentence naming the topic and type when the stream is missing or stopped for ``timeout`` s,
+        else None; ``cause`` (what explains it) follows a colon; an optional stream never received is a
+        problem only with a cause."""
         if self.last is None:
             if now - started < timeout:
                 return None
@@ -67,16 +53,9 @@ class StreamClock:
 
 @dataclass
 class SensorInputs:
-    """What one sensor needs, and its live problems besides missing inputs.
-
-    Attributes:
-        streams: every input stream the sensor needs (contacts, joint states when joints move
-            its body, the pose topic of a free body it is on, its measured stream as optional).
-        last_prediction: monotonic time (s) of its latest published prediction, None before any.
-        failing: the reason while its predictions fail (e.g. ``non_finite_prediction``), or None.
-        unit_warning: the sentence while a measured value looks like the wrong unit, or None.
-        missing_joints: names of the joints moving its body that never arrived.
-    """
+    """What one sensor needs (``streams``; its measured one optional) and its live problems:
+    ``last_prediction`` (s or None), ``failing`` (the reason or None), ``unit_warning`` (or None),
+    ``missing_joints`` (moving its body, never arrived)."""
 
     streams: List[StreamClock] = field(default_factory=list)
     last_prediction: Optional[float] = None
@@ -87,12 +66,9 @@ class SensorInputs:
 
 def sensor_health(now: float, started: float, timeout: float, inputs: SensorInputs,
                   causes: Optional[Mapping[str, str]] = None) -> Tuple[int, List[str]]:
-    """The diagnostic level and the problems (sentences) of one sensor, worst first.
-
-    ``causes``: topic -> what explains its silence (:meth:`StreamClock.problem`).  ``ERROR``
-    while predictions fail; ``WARN`` while an input is missing or stopped, a unit looks wrong,
-    joints are missing or no prediction came for ``timeout`` s; else ``OK`` and no problems.
-    """
+    """``(level, problems worst first)`` of one sensor: ``ERROR`` while predictions fail; ``WARN`` for a
+    missing input (``causes``: topic -> why), a wrong unit, missing joints, no prediction for ``timeout``
+    s; else ``OK``."""
     problems: List[str] = []
     if inputs.failing:
         problems.append(f"predictions failing: {inputs.failing}")
@@ -120,12 +96,8 @@ PRESSURE_UNITS = (("Pa", 1.0), ("hPa", 100.0), ("kPa", 1000.0), ("bar", 1.0e5), 
 
 def pressure_unit_problem(raw: float, scale: float, low: float, high: float,
                           scale_parameter: str = "measured_scale") -> Optional[str]:
-    """The sentence when ``raw x scale`` is no plausible absolute pressure, naming the unit it looks like.
-
-    None while ``low <= raw * scale <= high`` (Pa); else e.g. ``measured pressure 1013.25 Pa
-    (reading 1013.25 x measured_scale 1) is not a plausible absolute pressure (20000..1e+06 Pa);
-    it looks like hPa: set measured_scale: 100.0`` (``scale_parameter`` names the parameter).
-    """
+    """None while ``low <= raw * scale <= high`` (Pa); else the sentence naming the unit ``raw`` looks like
+    and the ``scale_parameter`` value to set."""
     pa = raw * scale
     if low <= pa <= high:
         return None
@@ -140,10 +112,8 @@ def pressure_unit_problem(raw: float, scale: float, low: float, high: float,
 
 def silent_streams(streams: Iterable[StreamClock], now: float, started: float,
                    timeout: float) -> Dict[str, StreamClock]:
-    """The streams of ``streams`` silent now, by topic, in first-seen order (a stream shared by
-    several sensors appears once): those missing or stopped (:meth:`StreamClock.problem` not
-    None) and, once ``timeout`` s have passed since ``started``, optional ones never received
-    (a problem only with a cause).  The streams worth asking why."""
+    """The streams silent now, by topic, first seen first: missing or stopped, and optional ones never
+    received once ``timeout`` s have passed (the streams worth asking why)."""
     out: Dict[str, StreamClock] = {}
     for s in streams:
         if s.topic in out:
@@ -156,11 +126,8 @@ def silent_streams(streams: Iterable[StreamClock], now: float, started: float,
 
 def missing_input_hint(streams: Sequence[StreamClock], now: float, started: float,
                        timeout: float) -> str:
-    """For a tare or gain answer: what is missing, naming topics; empty when nothing is.
-
-    Unlike :func:`sensor_health`, a stream that never arrived counts at once (a tare is asked
-    for now), optional ones included.
-    """
+    """For a tare or gain answer: what is missing, naming topics (a stream never arrived counts at once,
+    optional ones too); empty when nothing is."""
     missing = []
     for s in streams:
         if s.last is None:

@@ -1,8 +1,6 @@
-"""The transform history: body transforms of a step from the joint states of that step.
-
-Joint states are remembered per source (the set of joint names a message carries), so a contacts
-message uses the joint state of its own step even when a later one was served first.  The rule
-as a user sees it: docs/interface.md, other inputs (``joint_states``).
+"""Body transforms of a step from the joint states of that step, remembered per source (the joint names a
+message carries), even when a later one was served first (docs/interface.md, ``joint_states``); the
+joints moving each sensor and the driver's joint names.
 """
 from __future__ import annotations
 
@@ -36,19 +34,9 @@ class _Source:
 
 
 class BodyTransforms:
-    """Cached body transforms of ``world`` plus short histories of stamped joint states, per source,
-    and of stamped free-body poses, per body.
-
-    Args:
-        world: the node's ``World``.
-        dtype, device: of the returned ``(4, 4)`` transforms.
-        history: stamped joint states kept per source.
-
-    Attributes:
-        stamp_jumps: joint states whose stamp was earlier than the newest of
-            their own source (a restart of that source: its history forgotten).
-        last_stamp_jump: ``"<old> -> <new> s (<joints>)"`` of the latest such
-            jump, or ``"none"``.
+    """Cached body transforms of ``world`` (``dtype``/``device`` ``(4, 4)``) plus ``history`` stamped joint
+    states per source and stamped poses per free body.  ``stamp_jumps``, ``last_stamp_jump``
+    (``"<old> -> <new> s (<joints>)"`` or ``"none"``): a source's stamp went back (its history forgotten).
     """
 
     def __init__(self, world: Any, dtype: torch.dtype, device: torch.device,
@@ -94,19 +82,9 @@ class BodyTransforms:
         self._cache = None
 
     def remember(self, stamp_ns: int, names: Sequence[str], positions: Sequence[float]) -> bool:
-        """Keep an applied joint state of source ``names`` under ``stamp_ns`` (ignored when ``<= 0``).
-
-        Args:
-            stamp_ns: the message's stamp (ns).
-            names: the URDF joint names it set, as applied to the world: its source
-                (the same names in another order are the same source).
-            positions: the same length (rad or m), as applied.
-
-        Returns:
-            True when the stamp is earlier than the newest of the same source
-            (that source restarted, e.g. a simulator reset): its older stamps
-            belong to the old run and are forgotten; counted in
-            :attr:`stamp_jumps`.  Other sources keep their histories.
+        """Keep an applied joint state (URDF ``names``, any order = one source; ``positions`` rad or m)
+        under ``stamp_ns`` (ignored when ``<= 0``).  True when the stamp went back for that source (a
+        restart: its older stamps forgotten, counted in :attr:`stamp_jumps`; other sources kept).
         """
         if stamp_ns <= 0:
             return False
@@ -197,12 +175,8 @@ class BodyTransforms:
         return self._cache
 
     def _positions_at(self, stamp_ns: int) -> Optional[Dict[str, float]]:
-        """Joint -> its newest remembered position stamped ``<= stamp_ns`` (None: nothing to rewind).
-
-        Every source contributes its entry at the stamp (a source with nothing
-        that early, its latest); where two sources name one joint, the entry
-        stamped later wins.
-        """
+        """Joint -> its newest position stamped ``<= stamp_ns`` (a source with none that early: its
+        latest; of two sources the later stamp wins); None: nothing to rewind."""
         chosen: List[Tuple[int, Tuple[str, ...], np.ndarray]] = []
         rewound = False
         for key, src in self._sources.items():
@@ -221,25 +195,13 @@ class BodyTransforms:
 
 
 class JointStateWait:
-    """Contacts messages that wait for the joint state of their own stamp (tf2's ``MessageFilter``
-    idea, for joint states).
+    """Contacts messages that wait for the joint state of their own stamp (tf2's ``MessageFilter`` idea).
 
-    A simulator publishing a joint state and contacts per step with the same stamp is in
-    *lockstep* (the last :data:`LOCKSTEP` contacts messages each found a joint state of exactly
-    their stamp).  In lockstep, a contacts message stamped after the newest joint state waits until
-    a joint state reaches its stamp: the two topics are two queues, and a busy node that served a
-    step's contacts first would otherwise use the previous step's configuration, and keep doing so
-    while both queues stay full.  Out of lockstep (joint states at another rate, unstamped) nothing
-    waits: the newest joint state not later than the contacts is all there will be.
-
-    Messages leave in arrival order.  One waits at most ``max_wait_s`` (wall clock, checked at
-    each :meth:`offer` and :meth:`expire`) and at most ``max_held`` wait; then the oldest goes with
-    the configuration there is.
-
-    Args:
-        transforms: the rig's :class:`BodyTransforms` (stamps of the joint states applied).
-        max_held: messages waiting at most (>= 1).
-        max_wait_s: s (monotonic clock) a message waits at most.
+    In lockstep (the last :data:`LOCKSTEP` contacts messages each found a joint state of exactly their
+    stamp) a contacts message stamped after the newest joint state of ``transforms`` waits until one
+    reaches it; else a busy node serving contacts first would keep using the previous step's
+    configuration.  Out of lockstep nothing waits.  Messages leave in arrival order; at most
+    ``max_held`` (>= 1) wait, each at most ``max_wait_s`` (monotonic s), then the oldest goes as is.
     """
 
     def __init__(self, transforms: BodyTransforms, max_held: int = 8, max_wait_s: float = 0.1) -> None:

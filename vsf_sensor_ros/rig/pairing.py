@@ -1,9 +1,7 @@
-"""Pairing of two stamped streams by nearest stamp (predictions and measurements; depth and colour); no ROS.
+"""Pairing two stamped streams by nearest stamp (predictions and measurements; depth and colour); no ROS.
 
-``message_filters``' ``ApproximateTimeSynchronizer`` reduced to two inputs, plus the adaptive
-tolerance and the clock diagnoses a user sees on ``/diagnostics``.  Stamps are integer
-nanoseconds; stamp 0 is no time and never pairs.  The rule and the diagnoses: docs/interface.md
-(stamps and frames; diagnostics, ``pairing``).
+``message_filters``' ``ApproximateTimeSynchronizer`` for two inputs, plus the adaptive tolerance and
+the clock diagnoses; stamps in ns, 0 never pairs (docs/interface.md, stamps and frames).
 """
 from __future__ import annotations
 
@@ -29,17 +27,8 @@ UNPAIRED_RUN = 20
 
 
 def nearest_within(stamps: Sequence[int], stamp_ns: int, tolerance_ns: int) -> Optional[int]:
-    """Index of the stamp in sorted ``stamps`` nearest ``stamp_ns`` with ``|difference| <= tolerance_ns``.
-
-    Args:
-        stamps: ascending stamps (ns).
-        stamp_ns: the stamp to match (ns).
-        tolerance_ns: largest accepted difference (ns, >= 0).
-
-    Returns:
-        The index, or None when no stamp is close enough; of two equally near
-        stamps the earlier one.
-    """
+    """Index of the stamp in ascending ``stamps`` (ns) nearest ``stamp_ns`` within ``tolerance_ns``
+    (>= 0), the earlier of two equally near; None when none is close enough."""
     i = bisect.bisect_left(stamps, stamp_ns)
     best: Optional[int] = None
     for j in (i - 1, i):
@@ -82,13 +71,8 @@ class PeriodEstimate:
 
 @dataclass(frozen=True)
 class Pair(Generic[P, M]):
-    """A prediction and a measurement matched by stamp.
-
-    Attributes:
-        stamp_ns: the prediction's stamp (outputs derived from the pair carry it).
-        measured_stamp_ns: the measurement's own stamp.
-        prediction, measurement: the items as given to the pairer.
-    """
+    """A ``prediction`` and a ``measurement`` (as given) matched by stamp: ``stamp_ns`` the prediction's
+    (outputs of the pair carry it), ``measured_stamp_ns`` the measurement's."""
 
     stamp_ns: int
     measured_stamp_ns: int
@@ -133,16 +117,9 @@ def _span_s(stamps: Sequence[int]) -> float:
 
 
 class StampPairer(Generic[P, M]):
-    """Pairs predictions with measurements of (nearly) the same stamp (docs/interface.md, stamps and frames).
-
-    Args:
-        capacity: most unmatched items kept per queue (>= 1).
-        tolerance_ns: fixed pairing tolerance (ns, >= 0), or None for the
-            adaptive rule (half the longer observed period).
-
-    Attributes:
-        zero_stamps: ``{'predicted': n, 'measured': n}``: items offered with stamp 0, refused
-            (never reset: :meth:`clear` keeps them).
+    """Pairs predictions with measurements of (nearly) the same stamp: at most ``capacity`` unmatched per
+    queue, ``tolerance_ns`` fixed or None (adaptive: half the longer observed period).  ``zero_stamps``:
+    ``{'predicted': n, 'measured': n}`` offers refused for stamp 0 (never cleared).
 
     Raises:
         SettingError: ``capacity < 1`` or a negative tolerance (``setting`` ``'capacity'`` or
@@ -281,26 +258,12 @@ class StampPairer(Generic[P, M]):
         self._paired()
 
     def offset_hint(self) -> Optional[str]:
-        """A sentence when both streams arrive, nothing pairs and the stamps say why.
+        """A sentence when both streams arrive, nothing pairs and the stamps say why, else None.
 
-        The gap is the one recorded by the latest offer that found no partner
-        while the other stream was arriving (measured stamp minus the newest
-        contacts stamp, or the newest measured stamp minus the contacts
-        stamp); a pair clears it, so pairs being made give None.
-
-        * More than 1 s and more than 100 tolerances: a clock mismatch (e.g.
-          simulation time against wall-clock time), not jitter:
-          ``"measured stamps are 1.7e+09 s ahead of contacts stamps: different clocks?"``.
-        * Otherwise, after :data:`UNPAIRED_RUN` unpaired offers in a row, when the latest
-          unpaired measurement is older than every kept prediction (the queue was full of
-          newer ones: its instant's prediction had been dropped), its stamp minus the newest
-          contacts stamp, e.g.
-          ``"measured stamps are 0.35 s behind contacts stamps, older than the 200 predictions
-          kept (0.2 s of them): raise alignment_buffer_size"``; the other way round, a
-          prediction older than every kept measurement (measurements ahead by more than
-          their queue can wait): ``"measured stamps are 0.3 s ahead of contacts stamps, newer
-          than the 200 measurements kept can wait for (0.2 s of them): raise
-          alignment_buffer_size"``.
+        From the gap (measured minus contacts stamp) of the latest offer without a partner while the
+        other stream arrives (a pair clears it): over 1 s and 100 tolerances, ``different clocks?``;
+        after :data:`UNPAIRED_RUN` such offers, an offer older than every kept item of the other queue
+        (its partner dropped): ``raise alignment_buffer_size`` (docs/interface.md, ``pairing``).
         """
         gap = self._unpaired_gap
         if gap is None:
@@ -325,20 +288,12 @@ class StampPairer(Generic[P, M]):
 
 # -- depth frames and colour images ------------------------------------------------
 class ColourPairing:
-    """Pairs depth frames with colour images by stamp (a RealSense driver sends both with one stamp
-    on two topics, in either order); frames go back in arrival order, each with its colour or the
-    reason it goes on without (docs/membrane_force.md, colour and depth).
+    """Pairs depth frames with colour images by stamp (two topics, either order); frames go back in
+    arrival order with their colour or the reason they go without (docs/membrane_force.md).
 
-    Args:
-        tolerance_s: a frame takes the colour image stamped nearest to it within this many seconds
-            (0 = the same stamp only); >= 0.
-        max_waiting: at most this many frames wait; one more settles the oldest.
-        history: colour images kept (the newest).
-
-    Attributes:
-        colours: ``(stamp ns, image or None)`` of the colour images kept; None marks one that was
-            rejected (its frame then goes on without waiting).
-        pending: ``(stamp ns, item, received s)`` of the waiting frames, oldest first.
+    ``tolerance_s`` (>= 0, 0 = same stamp only); at most ``max_waiting`` frames wait (one more settles
+    the oldest); ``history`` colour images kept.  ``colours``: ``(stamp ns, image or None = rejected)``;
+    ``pending``: ``(stamp ns, item, received s)``, oldest first.
     """
 
     def __init__(self, tolerance_s: float, max_waiting: int, history: int) -> None:

@@ -1,8 +1,7 @@
-"""The rig: one step from decoded arrays to every sensor's checked prediction, then pairing.
+"""The rig: one step from decoded arrays to every sensor's checked prediction, then pairing (no ROS).
 
-All or nothing: a failing step raises :class:`~.sensors.StepRejected` and keeps nothing, and only
-a step the caller uses is committed (an earlier stamp is a simulator reset).  No ROS, so the
-step is tested without a node; resets and pairing as the node shows them: docs/interface.md.
+All or nothing: a failing step raises :class:`~.sensors.StepRejected` and keeps nothing; only a step
+the caller uses is committed (an earlier stamp is a simulator reset; docs/interface.md).
 """
 from __future__ import annotations
 
@@ -21,15 +20,8 @@ from .sensors import Prediction, RigSensor, SensorResult, StepRejected, check_pr
 
 @dataclass
 class Step:
-    """One checked step, not yet used.
-
-    Attributes:
-        stamp_ns: the contacts stamp (ns).
-        decoded: the contacts with their implied reverse pairs.
-        state: the step's ``SimState``.
-        results: one :class:`~.sensors.SensorResult` per enabled sensor, in sensor order.
-        jumped_back: the stamp is earlier than the last step used.
-    """
+    """One checked step, not yet used: the contacts ``stamp_ns``, ``decoded`` with implied pairs, its
+    ``state`` (``SimState``), ``results`` per enabled sensor, ``jumped_back`` (stamp before the last used)."""
 
     stamp_ns: int
     decoded: DecodedContacts
@@ -39,19 +31,12 @@ class Step:
 
 
 class Rig:
-    """The world's transforms, the sensors and the step, all or nothing (resets: docs/interface.md).
+    """The world's transforms, the sensors and the step, all or nothing.
 
-    Args:
-        world: a ``World`` (:mod:`vsf_sensor_ros.world`): its joint positions and free-body poses
-            are set by the caller; the rig reads its body transforms.
-        dtype, device: of the body transforms and contacts a step uses.
-
-    Attributes:
-        transforms: the body transforms of a step's own joint state.
-        sensors: name -> :class:`~.sensors.RigSensor`, in the order added.
-        last_stamp: the stamp of the last step used (ns), or None.
-        stamp_jumps: steps used whose stamp went back (simulator resets).
-        last_stamp_jump: ``"<old> -> <new> s"`` of the latest, or ``"none"``.
+    ``world``: a :class:`~vsf_sensor_ros.world.World` the caller poses; ``dtype``, ``device``: of a
+    step's transforms.  Attributes: ``transforms`` (:class:`~.kinematics.BodyTransforms`), ``sensors``
+    (name -> :class:`~.sensors.RigSensor`, added order), ``last_stamp`` (ns or None), ``stamp_jumps``
+    and ``last_stamp_jump`` (``"<old> -> <new> s"`` or ``"none"``) of the resets.
     """
 
     def __init__(self, world: Any, dtype: torch.dtype = torch.float64,
@@ -75,12 +60,8 @@ class Rig:
 
     def predict(self, decoded: DecodedContacts, stamp_ns: int,
                 want_jacobian: Callable[[RigSensor], bool] = lambda s: False) -> Step:
-        """Every enabled sensor's checked prediction for the contacts ``decoded`` at ``stamp_ns``.
-
-        Args:
-            decoded: the step's contacts as decoded (without implied pairs).
-            stamp_ns: its stamp (ns): the joint state of that step is used.
-            want_jacobian: whether a sensor's Jacobian is computed this step.
+        """Every enabled sensor's checked prediction for ``decoded`` (without implied pairs) under the joint
+        state of ``stamp_ns`` (ns); ``want_jacobian(sensor)``: compute its Jacobian.
 
         Raises:
             StepRejected: ``element_index_out_of_range``, ``invalid_contacts`` (the ``SimState``

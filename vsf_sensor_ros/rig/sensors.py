@@ -30,15 +30,9 @@ F32_MAX = float(np.finfo(np.float32).max)
 
 @dataclass
 class PairedSample:
-    """A measured message paired with the prediction of the same stamp.
-
-    Attributes:
-        stamp_ns: stamp of the contacts message (ns).
-        measured: ``(#meas,)`` float64 measured vector in SI (NaN = not carried by the message).
-        state: the ``SimState`` the prediction came from.
-        contact_free: ``not sensor.in_contact(state)``: nothing touches what the sensor senses
-            (docs/interface.md, "Services").
-    """
+    """A measured message paired with its prediction: contacts ``stamp_ns``, ``measured`` ``(#meas,)``
+    float64 SI (NaN = not carried), the ``state`` predicted from, ``contact_free`` (nothing touches what
+    the sensor senses)."""
 
     stamp_ns: int
     measured: np.ndarray
@@ -59,16 +53,9 @@ def new_buffer(buffer_size: int) -> Deque[PairedSample]:
 
 @dataclass
 class SensorResult:
-    """One sensor's outcome for one step.
-
-    Attributes:
-        handle: the sensor's :class:`RigSensor` (the node's handle is one).
-        values: ``(#meas,)`` float64 prediction.
-        jacobian: the ``SparseJacobian`` or None (not wanted); its values are with
-            respect to the message's rows (entries of an implied pair negated).
-        jacobian_cols: its columns renumbered to contacts-message rows, or None.
-        n_on_body: contacts with the sensor's body as body1 (implied pairs included).
-        touched: something touches what the sensor senses (not contact-free for a tare).
+    """One sensor's outcome for one step: its ``handle`` (:class:`RigSensor`), ``values`` ``(#meas,)``
+    float64, ``jacobian`` (``SparseJacobian`` w.r.t. the message rows, or None) and ``jacobian_cols``
+    (message-row columns), ``n_on_body`` (contacts with its body as body1), ``touched`` (not contact-free).
     """
 
     handle: Any
@@ -90,25 +77,14 @@ class StepRejected(Exception):
 class RigSensor:
     """Everything the rig keeps for one sensor: model, layout, pairing buffers, calibration state.
 
-    Args:
-        name: the sensor's name.
-        kind: its type (``punyo_pressure``, ...; named in answers).
-        sensor: the attached model.
-        layout: its message layout.
-        buffer_size: capacity of each pairing queue (``alignment_buffer_size``).
-        tolerance_ns: pairing tolerance (``max_stamp_difference``, ns), None = adaptive.
-        headerless: the measured type has no header (both streams pair by receive time).
+    Args: ``name``; ``kind`` (``punyo_pressure``, ...); the attached ``sensor`` model; its message
+    ``layout``; ``buffer_size`` per pairing queue; ``tolerance_ns`` (None = adaptive); ``headerless``:
+    the measured type has no header (both streams pair by receive time).
 
-    Attributes:
-        headerless: the measured type has no header: both streams pair by receive time.
-        calibration_text: the calibration as diagnostics report it (``uncalibrated``, the last
-            tare / gain / file load).
-        measured_stamp_jumps: measured stamps that went back (the source restarted).
-        plausibility_warned: the implausible-pressure warning was given (once per scale).
-        unit_warning: while the latest measured value lies outside its kind's plausible range, the
-            sentence naming the value, the unit it looks like and ``measured_scale``; else None.
-        contact_free_loop: the automatic tare and pressure watch fed every pair
-            (:class:`~.calibration.ContactFreeLoop`), or None; set by the caller.
+    Attributes: ``calibration_text`` (as diagnostics report it), ``measured_stamp_jumps``,
+    ``plausibility_warned`` (once per scale), ``unit_warning`` (the sentence while the latest measured
+    value looks like the wrong unit, else None), ``contact_free_loop`` (a
+    :class:`~.calibration.ContactFreeLoop` or None, set by the caller).
     """
 
     def __init__(self, name: str, kind: str, sensor: BaseSensor, layout: Any, buffer_size: int,
@@ -118,7 +94,7 @@ class RigSensor:
         self.layout = layout
         self.pairer: StampPairer[Prediction, np.ndarray] = StampPairer(buffer_size, tolerance_ns)
         # paired samples kept for tares (most recent last)
-        self.pairs: Deque[PairedSample] = deque(maxlen=max(4 * buffer_size, 100))
+        self.pairs: Deque[PairedSample] = new_buffer(buffer_size)
         # paired samples with contact kept for a gain fit (most recent last)
         self.contact_pairs: Deque[PairedSample] = new_buffer(buffer_size)
         # measured messages decoded and accepted (rejected ones are counted by the caller)
@@ -135,18 +111,9 @@ class RigSensor:
         self.contact_free_loop: Any = None
 
     def predict(self, state: SimState, decoded: Any, want_jacobian: bool) -> SensorResult:
-        """This sensor's prediction (and its Jacobian when wanted) for ``state``.
-
-        Args:
-            state: the step's ``SimState``.
-            decoded: the decoded contacts message (``contacts``, ``rows``, ``implied``),
-                completed by :func:`~.contacts.with_implied_pairs`.
-            want_jacobian: compute the sparse force Jacobian too.
-
-        The published Jacobian's columns are ``3·r + k`` with ``r`` the message row.
-        A contact of an implied pair ``(b, a)`` carries ``-f`` of its row ``r`` of
-        ``(a, b)``, so ``d reading / d f_r = -d reading / d f_implied``: its
-        entries are negated here, as are those of a flipped row (``decoded.flipped_rows``).
+        """This sensor's prediction for ``state`` and, with ``want_jacobian``, its sparse force Jacobian
+        over ``decoded``'s message rows (columns ``3·r + k``; entries of implied pairs and flipped rows
+        negated: their contact carries minus the row's force).
 
         Raises:
             ValueError, IndexError, RuntimeError: from the model (the rig rejects
@@ -199,14 +166,10 @@ class RigSensor:
         return self.layout.codec.in_contact(self.layout, values, n_contacts)
 
     def clear_measured(self) -> None:
-        """Forget the buffered measured samples (unmatched and paired, the tare pairs and the contact
-        samples of ``calibrate_gain``): their unit or type changed."""
-        self.pairer.clear_measurements()
-        self.pairs.clear()
-        self.contact_pairs.clear()
+        """Forget the buffered measured samples (unmatched, tare, gain): their unit or type changed."""
+        self._clear_measured()
         self.plausibility_warned = False
         self.unit_warning = None
-        self._restart_loop()
 
     def measured_went_back(self, stamp_ns: int) -> bool:
         """A measured stamp earlier than the newest: the source restarted; its measured buffers and the
@@ -214,11 +177,14 @@ class RigSensor:
         if not self.pairer.measurement_went_back(stamp_ns):
             return False
         self.measured_stamp_jumps += 1
+        self._clear_measured()
+        return True
+
+    def _clear_measured(self) -> None:
         self.pairer.clear_measurements()
         self.pairs.clear()
         self.contact_pairs.clear()
         self._restart_loop()
-        return True
 
     def clear_buffers(self) -> None:
         """Forget everything paired (after a stamp jump or a new ``measured_delay``)."""
@@ -261,14 +227,9 @@ def _signed_to_rows(jac: Any, decoded: Any) -> Any:
 
 
 def check_predictions(results: Sequence[SensorResult]) -> Optional[Tuple[str, str]]:
-    """``(reason, detail)`` when a message's predictions cannot be published, else None.
-
-    Finite input can still overflow a model (a huge force over a small area):
-    any non-finite predicted value or Jacobian value gives
-    ``non_finite_prediction``; a dense-force value beyond the float32 range
-    of its ``PointCloud2`` fields gives ``out_of_range``.  Either rejects the
-    whole message for every sensor.
-    """
+    """``(reason, detail)`` when a message's predictions cannot be published (every sensor's), else None:
+    ``non_finite_prediction`` (a value or Jacobian value; finite input can overflow a model) or
+    ``out_of_range`` (beyond the float32 fields of its message)."""
     for r in results:
         h, values = r.handle, r.values
         if not np.isfinite(values).all():
