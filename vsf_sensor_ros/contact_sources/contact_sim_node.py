@@ -6,26 +6,20 @@ pose, the contacts and stand-in measured readings.  Topics: docs/demo.md (the si
 """
 from __future__ import annotations
 
-import math
 import sys
 from typing import Any, Dict, List, Optional
 
 import klampt
 import numpy as np
-from builtin_interfaces.msg import Time
 
 from .. import embedded_world as ew
-from vsf_sensor_ros.ros.main import answer_help, parameter_usage, run_node
-from vsf_sensor_ros.ros.parameters import declare_spec
-from vsf_sensor_ros.ros.parameter_table import Spec
+from vsf_sensor_ros.ros.main import parameter_usage
 from vsf_sensor_ros.sensor.errors import SettingError
-from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
-from vsf_sensor_ros.ros.kinds import codec_of_type, sensor_layout
 
 from .contact_sim import ContactSimulation
-from .stepping import (PACE_PARAMS, PRESS_TIMING_PARAMS, SESSION_PARAMS, SimulatorNode, finish,
-                       spin_until_done)
-from .sim_sensors import DEMO_SENSORS, MeasuredStream, demo_sensor_specs, independent_source
+from .stepping import (PACE_PARAMS, PRESS_TIMING_PARAMS, SESSION_PARAMS, SimulatorNode, run_simulator,
+                       sim_time_msg)
+from .sim_sensors import DEMO_SENSORS, demo_sensor_specs, independent_source
 from .sim_world import BUBBLE, OBJECT, TABLE, WORLDS, build_scene, load_assets
 from .trajectory import PressProfile, PressTrajectory, bubble_tip
 
@@ -71,41 +65,16 @@ PARAMS: Dict[str, tuple] = {
 }
 
 
-def sim_time_msg(t: float) -> Time:
-    """Simulation seconds -> ``builtin_interfaces/Time`` (rounded to the nanosecond)."""
-    ns = int(round(t * 1e9))
-    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
-
-
-def param_spec(name: str, default: Any, description: str, read_only: bool, bounds: Optional[tuple]) -> Spec:
-    """The :class:`~vsf_sensor_ros.ros.parameter_table.Spec` of one simulator parameter; ``bounds`` give the
-    range (an infinite ``hi`` is checked as ``>= lo`` only).
-    """
-    lo = hi = None
-    if bounds is not None and not isinstance(default, bool):
-        lo, hi = bounds
-        if not math.isfinite(hi):
-            hi = None
-    return Spec(name, default, description, read_only=read_only, lo=lo, hi=hi)
-
-
-SPECS: Dict[str, Spec] = {name: param_spec(name, *row) for name, row in PARAMS.items()}
-
-
 class ContactSimNode(SimulatorNode):
     """The simulator node.  Raises ValueError for an invalid parameter (named), FileNotFoundError for
     missing Kinova assets.
     """
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__("contact_sim_node", SPECS["rate_hz"], **kwargs)
-        # declared with the sensor node's Spec machinery (descriptors, int -> double, range checks)
-        self.p: Dict[str, Any] = {name: declare_spec(self, name, spec) for name, spec in SPECS.items()}
-        self.check_common_parameters()
+        super().__init__("contact_sim_node", PARAMS, **kwargs)
         if self.p["world"] not in WORLDS:
             raise SettingError(f"world must be one of {list(WORLDS)}, got {self.p['world']!r}", "world",
                                self.p["world"], "invalid", list(WORLDS))
-        self.add_on_set_parameters_callback(self.on_set_parameters)
 
         # -- simulation (Klampt's INFO/WARN console chatter about URDF materials and ODE
         # joint stops would drown the node's log)
@@ -126,34 +95,19 @@ class ContactSimNode(SimulatorNode):
 
         # -- measured streams
         specs = demo_sensor_specs(assets, scene.object_size)
-        self.streams: List[MeasuredStream] = []
         self._attachments = sorted({specs[n].config["attachment"] for n in self.p["sensors"]})
-        self._layouts = []
-        for i, name in enumerate(self.p["sensors"]):
-            spec = specs[name]
-            self.declare_stream_parameters(name, spec, param_spec)
-            att = spec.config["attachment"]
+        for name in self.p["sensors"]:
+            att = specs[name].config["attachment"]
             model = scene.robot.link(att) if att in scene.link_names else scene.world.rigidObject(att)
-            stream = MeasuredStream(spec, model, int(self.p["seed"]), i)
+            stream = self.add_stream(specs[name], model, assets.bubble_mesh.vertices)
             if self.p["measured_source"] == "independent":
-                stream.source = independent_source(spec, self.sim, stream.sensor)
-            dense = codec_of_type(spec.config["type"]).per_vertex
-            verts = np.asarray(assets.bubble_mesh.vertices) if dense else None
-            # stamped like the node's prediction: a pad / load cell reads in its sensor frame <s>_frame
-            T_sensor = sensor_frame_transform(stream.sensor)
-            frame = sensor_frame_name(spec.name) if T_sensor is not None else ""
-            layout = sensor_layout(spec.config["type"], att, stream.names, stream.sensor.measurement_errors(),
-                                   verts, frame, T_sensor)
-            stream.slots = layout.slots  # the entries the message carries get offset and noise
-            self.streams.append(stream)
-            self._layouts.append(layout)
+                stream.source = independent_source(specs[name], self.sim, stream.sensor)
         synthetic = [s.spec.name for s in self.streams if s.synthetic]
         self.get_logger().info(
             f"measured streams: independent {[s.spec.name for s in self.streams if not s.synthetic]}, "
             f"synthetic (the package's own model + offset + noise) {synthetic}")
 
-        measured = [(st.spec.name, lay.codec.message) for st, lay in zip(self.streams, self._layouts)]
-        self.create_outputs(measured, bool(self.p["publish_clock"]))
+        self.create_outputs()
         self.start_stepping("contact_sim")
         self.get_logger().info(
             f"world {self.p['world']}: joints {scene.joint_names}, contact bodies "
@@ -189,15 +143,9 @@ def usage():
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`); ``--help`` prints :func:`usage` before
-    touching ROS.  Returns 0 when finished or interrupted, 1 when the simulation failed, 2 on a configuration
-    error.
-    """
-    argv = list(sys.argv if args is None else args)
-    answer_help(argv, usage())   # before rclpy.init: a help request simulates and publishes nothing
-    return run_node("contact_sim_node", ContactSimNode, args,
-                    config_errors=(ValueError, FileNotFoundError, RuntimeError),
-                    spin=spin_until_done, finish=finish)
+    """Console entry point (:func:`~.stepping.run_simulator`): 0 finished or interrupted, 1 the simulation
+    failed, 2 a configuration error."""
+    return run_simulator("contact_sim_node", ContactSimNode, usage(), args)
 
 
 if __name__ == "__main__":

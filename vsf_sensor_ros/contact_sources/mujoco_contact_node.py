@@ -7,27 +7,22 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import mujoco
 import numpy as np
 import torch
 
 from vsf_sensor_ros import embedded_world as ew
-from vsf_sensor_ros.contact_sources.contact_sim_node import param_spec, sim_time_msg
-from vsf_sensor_ros.contact_sources.sim_sensors import DEMO_SENSORS, MeasuredStream, demo_sensor_specs
+from vsf_sensor_ros.contact_sources.sim_sensors import DEMO_SENSORS, demo_sensor_specs
 from vsf_sensor_ros.contact_sources.sim_world import embedded_assets
 from vsf_sensor_ros.contact_sources.trajectory import PressProfile
-from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
-from vsf_sensor_ros.ros.main import run_node, user_args
-from vsf_sensor_ros.ros.parameters import declare_spec
-from vsf_sensor_ros.ros.kinds import codec_of_type, sensor_layout
-from vsf_sensor_ros.ros.parameter_table import Spec
+from vsf_sensor_ros.ros.main import parameter_usage
 from vsf_sensor_ros.sensor.errors import SettingError
 from vsf_sensor_ros.sensor.base_sensor import SimState
 
-from .stepping import (PACE_PARAMS, PRESS_TIMING_PARAMS, SESSION_PARAMS, SimulatorNode, finish,
-                       spin_until_done)
+from .stepping import (PACE_PARAMS, PRESS_TIMING_PARAMS, SESSION_PARAMS, SimulatorNode, run_simulator,
+                       sim_time_msg)
 from .mujoco_scene import (BUBBLE, OBJECT, SOURCE_MUJOCO_FORCE, SOURCE_MUJOCO_TOUCH, TABLE, MujocoScene,
                            MujocoSceneConfig, PressPlan, load_reading, mujoco_source_label, pad_reading)
 
@@ -68,8 +63,6 @@ PARAMS: Dict[str, tuple] = {
                       None),
 }
 
-SPECS: Dict[str, Spec] = {name: param_spec(name, *row) for name, row in PARAMS.items()}
-
 
 class _Named:
     """A body model that only has a name (what a pad model's ``attach`` reads)."""
@@ -88,10 +81,8 @@ class MujocoContactNode(SimulatorNode):
     """
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__("mujoco_contact_node", SPECS["rate_hz"], **kwargs)
-        self.p: Dict[str, Any] = {name: declare_spec(self, name, spec) for name, spec in SPECS.items()}
+        super().__init__("mujoco_contact_node", PARAMS, **kwargs)
         p = self.p
-        self.check_common_parameters()
         substeps = p["sim_dt"] / p["physics_dt"]
         if abs(substeps - round(substeps)) > 1e-6:
             raise SettingError(f"sim_dt={p['sim_dt']} must be a whole number of physics_dt={p['physics_dt']}",
@@ -101,7 +92,6 @@ class MujocoContactNode(SimulatorNode):
         if len(set(names)) != len(names) or not all(names):
             raise SettingError(f"contact_body_names must be distinct non-empty names, got {names}",
                                "contact_body_names", names, "invalid")
-        self.add_on_set_parameters_callback(self.on_set_parameters)
 
         # -- scene and press
         assets = embedded_assets()
@@ -127,16 +117,13 @@ class MujocoContactNode(SimulatorNode):
         self.scene.reset(self.plan.targets(0.0))
 
         # -- measured streams
-        self.streams: List[MeasuredStream] = []
-        self._layouts = []
         self.sources: Dict[str, str] = {}
-        for i, name in enumerate(p["sensors"]):
+        for name in p["sensors"]:
             spec = specs[name]
-            self.declare_stream_parameters(name, spec, param_spec)
             kind = spec.config["type"]
             att = spec.config["attachment"]
             model = assets.bubble_mesh if kind.startswith("Punyo") else _Named(att)
-            stream = MeasuredStream(spec, model, int(p["seed"]), i)
+            stream = self.add_stream(spec, model, assets.bubble_mesh.vertices)
             label = mujoco_source_label(kind, att, p["measured_source"])
             if label == SOURCE_MUJOCO_FORCE:
                 stream.source = (lambda names=list(stream.names): pad_reading(self.scene, names))
@@ -145,20 +132,11 @@ class MujocoContactNode(SimulatorNode):
                 hi = float(spec.config.get("maxThreshold", INF))
                 stream.source = (lambda lo=lo, hi=hi: load_reading(self.scene, lo, hi))
             self.sources[name] = label
-            verts = np.asarray(assets.bubble_mesh.vertices) if codec_of_type(kind).per_vertex else None
-            T_sensor = sensor_frame_transform(stream.sensor)
-            frame = sensor_frame_name(spec.name) if T_sensor is not None else ""
-            layout = sensor_layout(kind, att, stream.names, stream.sensor.measurement_errors(), verts, frame,
-                                   T_sensor)
-            stream.slots = layout.slots
-            self.streams.append(stream)
-            self._layouts.append(layout)
         self.get_logger().info("measured streams: "
                                + ", ".join(f"{n} <- {s}" for n, s in self.sources.items())
                                + " (MuJoCo has no counterpart of the Punyo pressure or membrane force)")
 
-        measured = [(st.spec.name, lay.codec.message) for st, lay in zip(self.streams, self._layouts)]
-        self.create_outputs(measured, bool(p["publish_clock"]))
+        self.create_outputs()
         self.start_stepping("mujoco_contact")
         self.get_logger().info(
             f"MuJoCo scene: joints {self.scene.joint_names}, contact bodies {names}, sensors {p['sensors']}; "
@@ -194,7 +172,6 @@ class MujocoContactNode(SimulatorNode):
 def usage() -> argparse.ArgumentParser:
     """The command line: only ``-h`` / ``--help`` (every parameter with its default, an example);
     parameters go through ``--ros-args``."""
-    from vsf_sensor_ros.ros.main import parameter_usage
     return parameter_usage(
         "mujoco_contact_node",
         "MuJoCo as a contact source: steps a MuJoCo scene of the package's embedded arm pressing the "
@@ -208,15 +185,9 @@ def usage() -> argparse.ArgumentParser:
 
 
 def main(args: Optional[Sequence[str]] = None) -> int:
-    """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`); ``--help`` prints the usage before
-    touching ROS.  Returns 0 when finished or interrupted, 1 when the simulation failed, 2 on a configuration
-    error.
-    """
-    argv = list(sys.argv if args is None else args)
-    usage().parse_known_args(user_args(argv))       # exits 0 after printing for -h / --help
-    return run_node("mujoco_contact_node", MujocoContactNode, argv,
-                    config_errors=(ValueError, FileNotFoundError, RuntimeError),
-                    spin=spin_until_done, finish=finish)
+    """Console entry point (:func:`~.stepping.run_simulator`): 0 finished or interrupted, 1 the simulation
+    failed, 2 a configuration error."""
+    return run_simulator("mujoco_contact_node", MujocoContactNode, usage(), args)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""What the package's simulator nodes share: outputs, a paced stepping thread, ``rate_hz`` live.
+"""What the simulator nodes share: the parameter table, measured streams, outputs, a paced stepping thread.
 
 :class:`SimulatorNode` is the base of ``contact_sim_node`` and ``mujoco_contact_node``: a subclass builds
 its scene and implements :meth:`SimulatorNode.step_once`.
@@ -6,12 +6,14 @@ its scene and implements :meth:`SimulatorNode.step_once`.
 from __future__ import annotations
 
 import math
+import sys
 import threading
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 import rclpy
+from builtin_interfaces.msg import Time
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -21,6 +23,9 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState, PointCloud2
 from std_msgs.msg import Bool
 
+from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
+from vsf_sensor_ros.ros.kinds import codec_of_type, sensor_layout
+from vsf_sensor_ros.ros.main import answer_help, run_node
 from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.messages.readings import encode_vector, make_header
 from vsf_sensor_ros.ros.messages.stamps import stamp_to_ns
@@ -29,10 +34,10 @@ from vsf_sensor_ros.ros.parameters import declare_spec
 from vsf_sensor_ros.sensor.errors import SettingError
 from vsf_sensor_ros.world import xyz_quat_from_transform
 
-from .sim_sensors import DEMO_SENSORS
+from .sim_sensors import DEMO_SENSORS, DemoSensorSpec, MeasuredStream
 
-__all__ = ["PACE_PARAMS", "PRESS_TIMING_PARAMS", "SESSION_PARAMS", "SimulatorNode", "finish",
-           "spin_until_done"]
+__all__ = ["PACE_PARAMS", "PRESS_TIMING_PARAMS", "SESSION_PARAMS", "SimulatorNode", "finish", "param_spec",
+           "run_simulator", "sim_time_msg", "spin_until_done"]
 
 # Parameter rows the simulator nodes share, as their tables write them: name -> (default, description,
 # read_only, (lo, hi) or None).  SimulatorNode reads these.
@@ -63,32 +68,76 @@ SESSION_PARAMS: Dict[str, tuple] = {
 }
 
 
-class SimulatorNode(Node):
-    """Base of a simulator node: publishers, the stepping thread, the live ``rate_hz``.
+def sim_time_msg(t: float) -> Time:
+    """Simulation seconds -> ``builtin_interfaces/Time`` (rounded to the nanosecond)."""
+    ns = int(round(t * 1e9))
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
-    The subclass sets ``self.p`` (``rate_hz``, ``duration_s``, ``sim_dt``, ``wait_for_subscribers``,
-    ``start_delay_s``, ``exit_on_done``, ``linger_s``) before :meth:`start_stepping` and passes its
-    ``rate_hz``
-    :class:`Spec`.  Attributes: ``done``, ``failed`` (the exception or None), ``step_times`` (wall s).
+
+def param_spec(name: str, default: Any, description: str, read_only: bool, bounds: Optional[tuple]) -> Spec:
+    """The :class:`~vsf_sensor_ros.ros.parameter_table.Spec` of one simulator parameter row; an infinite
+    ``hi`` of ``bounds`` is checked as ``>= lo`` only."""
+    lo = hi = None
+    if bounds is not None and not isinstance(default, bool):
+        lo, hi = bounds
+        if not math.isfinite(hi):
+            hi = None
+    return Spec(name, default, description, read_only=read_only, lo=lo, hi=hi)
+
+
+class SimulatorNode(Node):
+    """Base of a simulator node: its parameter table declared into ``self.p`` and checked
+    (:meth:`check_common_parameters`), the measured streams, publishers, the stepping thread and the live
+    ``rate_hz``.  ``params``: name -> ``(default, description, read_only, (lo, hi) or None)``.
+    Attributes: ``done``, ``failed`` (the exception or None), ``step_times`` (wall s).
+
+    Raises:
+        SettingError: a parameter out of range or invalid (named).
     """
 
-    def __init__(self, node_name: str, rate_spec: Spec, **kwargs: Any) -> None:
+    def __init__(self, node_name: str, params: Dict[str, tuple], **kwargs: Any) -> None:
         # set first: destroy_node() may run on a half-built node (a constructor error)
         self._stop = threading.Event()
         self._worker: Optional[threading.Thread] = None
-        self._rate_spec = rate_spec
         self.p: Dict[str, Any] = {}
+        self.streams: List[MeasuredStream] = []
+        self._layouts: List[Any] = []
         self.done = threading.Event()
         self.failed: Optional[BaseException] = None
         self.step_times: List[float] = []
         super().__init__(node_name, **kwargs)
+        specs = {name: param_spec(name, *row) for name, row in params.items()}
+        self._rate_spec = specs["rate_hz"]
+        # declared with the sensor node's Spec machinery (descriptors, int -> double, range checks)
+        self.p = {name: declare_spec(self, name, spec) for name, spec in specs.items()}
+        self.check_common_parameters()
+        self.add_on_set_parameters_callback(self.on_set_parameters)
+
+    def add_stream(self, spec: DemoSensorSpec, model: Any, bubble_vertices: np.ndarray) -> MeasuredStream:
+        """Declare ``<s>.offset`` / ``<s>.noise_std``, then add the measured stream of ``spec`` (attached
+        to ``model``) with its message layout, stamped in the sensor frame like the node's prediction;
+        the caller may set its ``source``.
+
+        Raises:
+            SettingError: as :meth:`declare_stream_parameters`.  ValueError: the config is rejected.
+        """
+        self.declare_stream_parameters(spec.name, spec)
+        kind, att = spec.config["type"], spec.config["attachment"]
+        stream = MeasuredStream(spec, model, int(self.p["seed"]), len(self.streams))
+        verts = np.asarray(bubble_vertices) if codec_of_type(kind).per_vertex else None
+        T_sensor = sensor_frame_transform(stream.sensor)
+        frame = sensor_frame_name(spec.name) if T_sensor is not None else ""
+        layout = sensor_layout(kind, att, stream.names, stream.sensor.measurement_errors(), verts, frame,
+                               T_sensor)
+        stream.slots = layout.slots  # the entries the message carries get offset and noise
+        self.streams.append(stream)
+        self._layouts.append(layout)
+        return stream
 
     # ------------------------------------------------------------------ outputs
-    def create_outputs(self, measured: Sequence[Any], publish_clock: bool) -> None:
-        """Create ``joint_states``, ``object/pose``, ``contacts``, one ``<s>/measured`` per ``(name, message
-        class)`` in ``measured``, the latched ``sim_done`` (False now) and, with ``publish_clock``,
-        ``/clock``.
-        """
+    def create_outputs(self) -> None:
+        """Create ``joint_states``, ``object/pose``, ``contacts``, ``<s>/measured`` per stream, the latched
+        ``sim_done`` (False now) and, with ``publish_clock``, ``/clock``."""
         reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
                               reliability=ReliabilityPolicy.RELIABLE)
         latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
@@ -96,11 +145,12 @@ class SimulatorNode(Node):
         self.pub_joints = self.create_publisher(JointState, "joint_states", reliable)
         self.pub_pose = self.create_publisher(PoseStamped, "object/pose", reliable)
         self.pub_contacts = self.create_publisher(PointCloud2, "contacts", reliable)
-        self.pub_measured = [self.create_publisher(message, f"{name}/measured", reliable)
-                             for name, message in measured]
+        self.pub_measured = [self.create_publisher(lay.codec.message, f"{st.spec.name}/measured", reliable)
+                             for st, lay in zip(self.streams, self._layouts)]
         self.pub_done = self.create_publisher(Bool, "sim_done", latched)
         self.pub_done.publish(Bool(data=False))
-        self.pub_clock = self.create_publisher(Clock, "/clock", reliable) if publish_clock else None
+        clock = self.p["publish_clock"]
+        self.pub_clock = self.create_publisher(Clock, "/clock", reliable) if clock else None
 
     def start_stepping(self, thread_name: str) -> None:
         """Start the worker thread that runs the session (see the module doc)."""
@@ -139,9 +189,9 @@ class SimulatorNode(Node):
                                f"got {p['measured_source']!r}", "measured_source", p["measured_source"],
                                "invalid", ["independent", "model"])
 
-    def declare_stream_parameters(self, name: str, spec: Any, make_spec: Any) -> None:
+    def declare_stream_parameters(self, name: str, spec: Any) -> None:
         """Declare ``<name>.offset`` and ``<name>.noise_std`` (defaults from ``spec``) into ``self.p`` and
-        set them on ``spec``; ``make_spec`` is the node's ``param_spec``.
+        set them on ``spec``.
 
         Raises:
             SettingError: a negative noise std or a non-finite offset (``setting`` the parameter).
@@ -150,7 +200,7 @@ class SimulatorNode(Node):
             full = f"{name}.{key}"
             desc = ("constant added to the physical entries of the measured stream (SI)"
                     if key == "offset" else "std of the Gaussian noise on the measured stream (SI)")
-            self.p[full] = declare_spec(self, full, make_spec(
+            self.p[full] = declare_spec(self, full, param_spec(
                 full, float(getattr(spec, key)), desc, True, (0.0, math.inf) if key == "noise_std" else None))
         for key, ok in (("noise_std", self.p[f"{name}.noise_std"] >= 0.0),
                         ("offset", math.isfinite(self.p[f"{name}.offset"]))):
@@ -268,3 +318,14 @@ def finish(node: SimulatorNode) -> int:
     """Exit code of a run: 1 when the simulation failed, else 0 (after stopping the worker)."""
     node.stop()
     return 1 if node.failed is not None else 0
+
+
+def run_simulator(name: str, node_class: Callable[..., SimulatorNode], usage: Any,
+                  args: Optional[Sequence[str]]) -> int:
+    """A simulator executable: ``--help`` answered from ``usage`` before touching ROS, then
+    :func:`~vsf_sensor_ros.ros.main.run_node`.  0 when finished or interrupted, 1 when the simulation
+    failed, 2 on a configuration error."""
+    argv = list(sys.argv if args is None else args)
+    answer_help(argv, usage)   # before rclpy.init: a help request simulates and publishes nothing
+    return run_node(name, node_class, argv, config_errors=(ValueError, FileNotFoundError, RuntimeError),
+                    spin=spin_until_done, finish=finish)
