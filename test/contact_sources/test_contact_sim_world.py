@@ -8,10 +8,10 @@ import pytest
 
 from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.contact_sources.sim_world import (BUBBLE, CONTACT_PADDING, OBJECT, TABLE,
-                                                      _rpy_from_matrix, build_scene, load_assets)
+                                                      build_scene, load_assets)
 from vsf_sensor_ros.contact_sources.trajectory import PressProfile, PressTrajectory, bubble_tip
 from vsf_sensor_ros.sensor.errors import SettingError
-from vsf_sensor_ros.world import klampt_to_matrix
+from vsf_sensor_ros.world import klampt_to_matrix, rpy_from_matrix
 
 KINOVA_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "kinova_punyo"
 needs_kinova = pytest.mark.skipif(not (KINOVA_DIR / "kinova_gen3.urdf").is_file(),
@@ -36,7 +36,7 @@ def _urdf_rpy(rpy) -> np.ndarray:
 @pytest.mark.parametrize("rpy", [(0.3, -0.7, 2.0), (-2.5, 0.2, -0.4), (0.0, math.pi / 2, 0.5)])
 def test_rpy_from_matrix_inverts_the_urdf_convention(rpy):
     R = _urdf_rpy(rpy)
-    np.testing.assert_allclose(_urdf_rpy(_rpy_from_matrix(R)), R, atol=1e-12)
+    np.testing.assert_allclose(_urdf_rpy(rpy_from_matrix(R)), R, atol=1e-12)
 
 
 def test_embedded_scene_has_bubble_link_table_and_box_and_only_they_collide():

@@ -20,14 +20,10 @@ from scipy.spatial.transform import Rotation
 from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.sensor.base_sensor import ContactState
 from vsf_sensor_ros.sensor.errors import InputError, SettingError
-from vsf_sensor_ros.urdf import UrdfError, parse_urdf_joints
+from vsf_sensor_ros.urdf import UrdfError, origin_transform, parse_urdf_joints
 
-BUBBLE = ew.BUBBLE_BODY
-"""Body name of the bubble (``punyo``)."""
-OBJECT = ew.OBJECT_BODY
-"""Body name of the pressed box (``object``)."""
-TABLE = ew.TABLE_BODY
-"""Body name of the static table (``table``)."""
+# body names: the bubble (punyo), the pressed box, the static table
+BUBBLE, OBJECT, TABLE = ew.BUBBLE_BODY, ew.OBJECT_BODY, ew.TABLE_BODY
 PAD_SITE = "punyo_pad"
 """Site and ``force`` sensor on the bubble (the pad's frame)."""
 LOAD_SITE = "object_load"
@@ -105,12 +101,7 @@ def _link_inertial(link: ET.Element) -> Optional[ET.Element]:
     inert = link.find("inertial")
     if inert is None or inert.find("mass") is None:
         return None
-    o = inert.find("origin")
-    T = np.eye(4)
-    if o is not None:
-        from vsf_sensor_ros.transforms import rpy_matrix
-        T[:3, :3] = rpy_matrix([float(v) for v in (o.get("rpy") or "0 0 0").split()])
-        T[:3, 3] = [float(v) for v in (o.get("xyz") or "0 0 0").split()]
+    T = origin_transform(inert, f"link {link.get('name')!r} inertial")
     i = inert.find("inertia")
     v = {k: float(i.get(k, 0.0)) if i is not None else 0.0
          for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
@@ -125,10 +116,8 @@ def _link_inertial(link: ET.Element) -> Optional[ET.Element]:
 
 
 def robot_bodies(urdf_text: str) -> Tuple[List[ET.Element], Dict[str, ET.Element], List[str]]:
-    """The URDF's link tree as nested MJCF ``<body>`` elements: a ``hinge`` / ``slide`` per movable joint
-    (same name, axis and limits), inertials kept; a ``world`` root is MuJoCo's world body.
-
-    Returns ``(top-level bodies, {link: body element}, movable joints in URDF order)``.
+    """``(top-level bodies, {link: body}, movable joints in URDF order)``: the URDF's link tree as nested MJCF
+    ``<body>`` elements, a ``hinge`` / ``slide`` per movable joint (name, axis, limits), inertials kept.
 
     Raises:
         UrdfError: a floating or planar joint (``reason`` ``'joint_type'``, ``where`` the joint, ``value`` its
@@ -241,10 +230,9 @@ def scene_mjcf(cfg: MujocoSceneConfig,
 
 @dataclass
 class ContactRows:
-    """Every active contact of one step: ``body1``, ``body2`` ``(N,)`` names; ``points`` ``(N, 3)`` (world,
-    m; MuJoCo's ``contact.pos``); ``forces`` ``(N, 3)`` on body1 by body2 (N); ``normals`` ``(N, 3)`` body1 ->
-    body2; ``depths`` ``(N,)`` m (> 0 overlapping).
-    """
+    """Every active contact of one step: ``body1``, ``body2`` names; ``points`` ``(N, 3)`` (world, m);
+    ``forces`` ``(N, 3)`` on body1 by body2 (N); ``normals`` ``(N, 3)`` body1 -> body2; ``depths`` (m, > 0
+    overlapping)."""
 
     body1: List[str]
     body2: List[str]
@@ -312,11 +300,8 @@ def contacts_by_pair(rows: ContactRows, body_names: Sequence[str],
 # --------------------------------------------------------------------------- the scene
 
 class MujocoScene:
-    """The compiled scene with its state, servo targets, contacts and MuJoCo's own sensors.
-
-    Raises:
-        ValueError: a bad setting, or MuJoCo rejects the model (its message).
-    """
+    """The compiled scene with its state, servo targets, contacts and MuJoCo's own sensors; ValueError: a
+    bad setting, or MuJoCo rejects the model (its message)."""
 
     def __init__(self, cfg: Optional[MujocoSceneConfig] = None,
                  bubble_mesh: Optional[trimesh.Trimesh] = None) -> None:
@@ -338,11 +323,8 @@ class MujocoScene:
         return float(self.data.time)
 
     def reset(self, joints: Dict[str, float], settle_s: float = 0.3) -> None:
-        """Put the arm at ``joints`` (servo-held), let the object settle for ``settle_s``, reset the clock.
-
-        Raises:
-            ValueError: a name that is not a movable joint.
-        """
+        """Put the arm at ``joints`` (servo-held), let the object settle for ``settle_s``, reset the clock;
+        InputError as :meth:`set_targets`."""
         mujoco.mj_resetData(self.model, self.data)
         self.set_targets(joints)
         for name, q in joints.items():
@@ -402,12 +384,8 @@ class MujocoScene:
 
 
 def pad_reading(scene: MujocoScene, names: Sequence[str]) -> np.ndarray:
-    """The pad's measurement in the layout of ``names`` from MuJoCo's ``force`` sensor (negated: the force on
-    the bubble, pad frame); ``contact`` 1.0 while the bubble touches.
-
-    Raises:
-        ValueError: a name other than ``contact``, ``force_x``, ``force_y``, ``force_z``.
-    """
+    """The pad's reading in the layout of ``names`` from MuJoCo's ``force`` sensor (negated: the force on the
+    bubble, pad frame), ``contact`` 1.0 while it touches; ValueError: another name."""
     f = -scene.sensor(PAD_SITE)
     value = {"contact": 1.0 if scene.bubble_in_contact() else 0.0,
              "force_x": f[0], "force_y": f[1], "force_z": f[2]}
@@ -428,13 +406,12 @@ def load_reading(scene: MujocoScene, min_threshold: float = 0.0,
     return np.array([1.0, min(v, max_threshold)])
 
 
+# labels of the measured streams from MuJoCo's force sensor (the pad) and touch sensor (the load cell), and
+# their short form in plot legends
 SOURCE_MUJOCO_FORCE = "mujoco-force-sensor"
-"""Label of a measured stream from MuJoCo's ``force`` sensor on the bubble (the pad)."""
 SOURCE_MUJOCO_TOUCH = "mujoco-touch-sensor"
-"""Label of a measured stream from MuJoCo's ``touch`` sensor on the object's top face (the load cell)."""
 SOURCE_TEXT = {SOURCE_MUJOCO_FORCE: "independent: MuJoCo's force sensor",
                SOURCE_MUJOCO_TOUCH: "independent: MuJoCo's touch sensor"}
-"""Short human-readable form of the MuJoCo labels (plot legends)."""
 
 
 def mujoco_source_label(sensor_type: str, attachment: str, mode: str) -> str:
@@ -457,11 +434,8 @@ def mujoco_source_label(sensor_type: str, attachment: str, mode: str) -> str:
 
 class PressPlan:
     """Joint targets pressing the bubble apex straight down on the object's top face centre (``object_xy``,
-    ``top_z``, m, world), timed by ``profile``, by the embedded arm's closed-form IK.
-
-    Raises:
-        SettingError: a bad profile.  InputError: a target out of reach (as
-            :func:`~vsf_sensor_ros.embedded_world.tool_down_joint_positions`).
+    ``top_z``, m, world), timed by ``profile``, by the embedded arm's closed-form IK.  SettingError: a bad
+    profile; InputError: a target out of reach (as ``embedded_world.tool_down_joint_positions``).
     """
 
     def __init__(self, profile: object, object_xy: Tuple[float, float], top_z: float) -> None:

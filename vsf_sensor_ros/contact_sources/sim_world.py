@@ -16,15 +16,11 @@ import numpy as np
 import trimesh
 
 from .. import embedded_world as ew
-from vsf_sensor_ros.world import (WORLD_FRAME, load_mesh, parse_urdf_joints, resolve_uri,
+from vsf_sensor_ros.world import (WORLD_FRAME, load_mesh, parse_urdf_joints, resolve_uri, rpy_from_matrix,
                                   trimesh_to_klampt, validate_transform)
 
-BUBBLE = ew.BUBBLE_BODY
-"""Body (link) name of the Punyo bubble in every simulated world (``punyo``)."""
-TABLE = ew.TABLE_BODY
-"""Body name of the static table (``table``)."""
-OBJECT = ew.OBJECT_BODY
-"""Body name of the pressed box (``object``)."""
+# body names in every simulated world: the bubble link (punyo), the static table, the pressed box
+BUBBLE, TABLE, OBJECT = ew.BUBBLE_BODY, ew.TABLE_BODY, ew.OBJECT_BODY
 CONTACT_PADDING = 0.0025
 """ODE collision padding (boundary layer, m) of the object (Klampt's default, set explicitly);
 the table has none.  Bodies touch when their paddings meet, so the resting object floats one
@@ -38,19 +34,12 @@ KINOVA_FILES = ("kinova_gen3.urdf", "punyo_mesh_complete.ply", "punyo2end_effect
 
 @dataclass
 class SceneAssets:
-    """Everything a world contributes to a physics scene.
-
-    Attributes:
-        name: ``embedded`` | ``kinova``.  urdf_text: robot URDF (no bubble link).  base_dir: for mesh paths.
-        end_link: the link the bubble is mounted on; T_end_bubble: ``(4, 4)`` bubble -> end link.
-        bubble_mesh: in the bubble frame (m; sensors index its vertex order); bubble_mesh_path: its file or
-            None.
-        bubble_normal_local: ``(3,)`` outward membrane normal (bubble frame).  bubble_mass: kg.
-        seed_config: ``{URDF joint: rad}`` IK seed near the press pose.
-        pid_gains: ``(kP, kI, kD)`` per driver, or None to keep the URDF's.
-        object_xy, object_size, table_size, table_center: the scene layout (m, world; the table body's frame
-            is the slab centre).
-    """
+    """Everything a world contributes to a physics scene: ``name`` (``embedded`` | ``kinova``), the robot's
+    ``urdf_text`` (no bubble) and ``base_dir`` for its meshes, the bubble on ``end_link`` by ``(4, 4)``
+    ``T_end_bubble`` (bubble -> end link), ``bubble_mesh`` (bubble frame, m; vertex order kept) and its file
+    or None, ``bubble_normal_local`` ``(3,)``, ``bubble_mass`` (kg), ``seed_config`` (``{joint: rad}`` IK
+    seed), ``pid_gains`` (``(kP, kI, kD)`` or None: the URDF's), and the layout (m, world; the table frame
+    is the slab centre)."""
 
     name: str
     urdf_text: str
@@ -129,18 +118,6 @@ def load_assets(world: str, assets_dir: Optional[str] = None) -> SceneAssets:
 
 # --------------------------------------------------------------------------- URDF with the bubble
 
-def _rpy_from_matrix(R: np.ndarray) -> Tuple[float, float, float]:
-    """URDF roll-pitch-yaw with ``R = Rz(y) Ry(p) Rx(r)``."""
-    p = float(np.arcsin(np.clip(-R[2, 0], -1.0, 1.0)))
-    if abs(R[2, 0]) < 1.0 - 1e-9:
-        r = float(np.arctan2(R[2, 1], R[2, 2]))
-        y = float(np.arctan2(R[1, 0], R[0, 0]))
-    else:  # gimbal lock: put all of the remaining rotation in yaw
-        r = 0.0
-        y = float(np.arctan2(-R[0, 1], R[1, 1]))
-    return r, p, y
-
-
 def _inertia(mesh: trimesh.Trimesh, mass: float) -> Tuple[np.ndarray, np.ndarray]:
     """Centre of mass and inertia (bubble frame) of a uniform solid of ``mass`` (bounding box if not closed).
     """
@@ -189,7 +166,7 @@ def urdf_with_bubble(assets: SceneAssets, bubble_file: str, arm_collision: bool 
     T = validate_transform(assets.T_end_bubble, "T_end_bubble")
     joint = ET.Element("joint", name=f"{BUBBLE}_mount", type="fixed")
     ET.SubElement(joint, "origin", xyz=" ".join(f"{v:.12g}" for v in T[:3, 3]),
-                  rpy=" ".join(f"{v:.12g}" for v in _rpy_from_matrix(T[:3, :3])))
+                  rpy=" ".join(f"{v:.12g}" for v in rpy_from_matrix(T[:3, :3])))
     ET.SubElement(joint, "parent", link=assets.end_link)
     ET.SubElement(joint, "child", link=BUBBLE)
     # Klampt reads its <klampt> block after the links; keep it last.
@@ -207,13 +184,10 @@ def urdf_with_bubble(assets: SceneAssets, bubble_file: str, arm_collision: bool 
 
 @dataclass
 class SimScene:
-    """A Klampt world ready for ``klampt.Simulator``.
-
-    Attributes:
-        assets; world (robot 0, terrain :data:`TABLE`, rigid object :data:`OBJECT`); robot (bubble included).
-        joint_names: movable URDF joints in order; joint_dofs: ``(J,)`` int64 their Klampt indices.
-        body_ids: body name -> Klampt object id.  object_size (m), object_mass (kg), object_top_z (m).
-    """
+    """A Klampt world ready for ``klampt.Simulator``: ``world`` (robot 0 with the bubble, terrain
+    :data:`TABLE`, rigid object :data:`OBJECT`), the movable ``joint_names`` and their ``(J,)`` int64
+    ``joint_dofs``, ``body_ids`` (name -> Klampt id), ``object_size`` (m), ``object_mass`` (kg),
+    ``object_top_z`` (m)."""
 
     assets: SceneAssets
     world: klampt.WorldModel
@@ -227,9 +201,7 @@ class SimScene:
     link_names: List[str] = field(default_factory=list)
 
     def touch_z(self, bubble_padding: float) -> float:
-        """Height (m, world) at which the bubble tip first touches the resting object in ODE (top face plus
-        the paddings).
-        """
+        """Height (m, world) at which the bubble tip first touches the resting object (top + paddings)."""
         return self.object_top_z + 2.0 * CONTACT_PADDING + float(bubble_padding)
 
     @property
@@ -238,9 +210,7 @@ class SimScene:
         return self.robot.link(BUBBLE)
 
     def config_from_joints(self, positions: Dict[str, float]) -> List[float]:
-        """A full Klampt configuration with the named URDF joints set (others 0); ValueError for an unknown
-        joint.
-        """
+        """A full Klampt configuration, the named URDF joints set (others 0); ValueError: unknown joint."""
         q = [0.0] * self.robot.numLinks()
         index = dict(zip(self.joint_names, self.joint_dofs.tolist()))
         for name, value in positions.items():
