@@ -206,11 +206,8 @@ def default_assets_dir() -> Optional[Path]:
 
 
 def kinova_punyo_transform(assets_dir: Union[str, os.PathLike]) -> np.ndarray:
-    """The ``punyo2ee`` 4x4 (Punyo mesh frame -> ``EndEffector_Link``) from the assets JSON.
-
-    Raises:
-        FileNotFoundError: the JSON is missing.  ValueError: the key is missing or not a 4x4.
-    """
+    """The ``punyo2ee`` 4x4 (Punyo mesh frame -> ``EndEffector_Link``) from the assets JSON;
+    FileNotFoundError: the JSON is missing; ValueError: the key is missing or not a 4x4."""
     path = Path(assets_dir) / KINOVA_PUNYO_TRANSFORM_FILE
     data = json.loads(path.read_text())
     if KINOVA_PUNYO_TRANSFORM_KEY not in data:
@@ -223,14 +220,9 @@ def kinova_punyo_transform(assets_dir: Union[str, os.PathLike]) -> np.ndarray:
 
 def kinova_world(assets_dir: Optional[Union[str, os.PathLike]] = None, with_scene: bool = True,
                  punyo_mesh: str = KINOVA_PUNYO_MESH_FILE) -> World:
-    """Kinova Gen3 with the real Punyo mesh (``punyo_mesh``, vertex order kept) on ``EndEffector_Link``.
-
-    Bodies :data:`KINOVA_LINKS`, ``world``, :data:`BUBBLE_BODY` [, table, object with ``with_scene``]; joints
-    at zero.  ``assets_dir``: :func:`default_assets_dir` when None.
-
-    Raises:
-        FileNotFoundError: no assets directory, or a file missing.
-    """
+    """Kinova Gen3 with the real Punyo mesh (``punyo_mesh``, vertex order kept) on ``EndEffector_Link``:
+    bodies :data:`KINOVA_LINKS`, ``world``, :data:`BUBBLE_BODY` [, table, object with ``with_scene``], joints
+    at zero; ``assets_dir`` defaults to :func:`default_assets_dir`.  FileNotFoundError: assets missing."""
     d = Path(assets_dir).expanduser() if assets_dir is not None else default_assets_dir()
     if d is None or not (d / KINOVA_URDF_FILE).is_file():
         where = d if d is not None else f"${ASSETS_ENV} or ../shared/fixtures/kinova_punyo"

@@ -87,9 +87,8 @@ def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) ->
 
 
 def file_uri_path(uri: str) -> Path:
-    """The local path a ``file:`` URI names (RFC 8089, ``urllib.parse``), percent-decoded as UTF-8.
-
-    ``file:///p``, ``file://localhost/p`` and ``file:/p`` name ``/p``; an encoded ``%23`` is part of the name.
+    """The local path a ``file:`` URI names (RFC 8089), percent-decoded as UTF-8: ``file:///p``,
+    ``file://localhost/p`` and ``file:/p`` name ``/p``; an encoded ``%23`` is part of the name.
 
     Raises:
         InputError: ``argument`` ``'uri'``; ``reason`` ``'not_file_uri'``, ``'remote_host'`` (``value`` the

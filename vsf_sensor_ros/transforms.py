@@ -1,7 +1,5 @@
-"""Rigid-transform helpers: ROS poses, Klampt transforms, URDF roll-pitch-yaw.
-
-Everything public is a ``(4, 4)`` float64 body -> parent matrix; quaternions are ROS's ``(x, y, z, w)`` and
-rotations go through ``scipy.spatial.transform.Rotation``.
+"""Rigid-transform helpers: ROS poses, Klampt transforms, URDF roll-pitch-yaw, as ``(4, 4)`` float64
+body -> parent matrices; quaternions in ROS order ``(x, y, z, w)``; rotations by scipy's ``Rotation``.
 """
 from __future__ import annotations
 

@@ -23,17 +23,12 @@ MOVABLE_JOINT_TYPES = ("revolute", "continuous", "prismatic")
 
 
 class UrdfError(ValueError):
-    """A URDF that cannot be used as written (a ``ValueError``, raised at start).
-
-    Attributes:
-        reason: ``'xacro_missing'``, ``'xacro_failed'``, ``'not_numbers'``, ``'axis_size'``, ``'zero_axis'``,
-            ``'origin_size'``, ``'incomplete_joint'``, ``'mimic_numbers'``, ``'mimic_no_joint'``,
-            ``'mimic_cycle'``, ``'mesh_unreadable'``, ``'mesh_scale'``, ``'primitives_unloadable'``,
-            ``'no_triangles'``; the MuJoCo scene adds ``'joint_type'`` (``where`` the joint, ``value`` its
-            type) and ``'detached_joints'``.
-        where: the document or element at fault, as the message names it.  value: the value as written, or
-            None.
-    """
+    """A URDF that cannot be used as written (a ``ValueError``, raised at start): ``where`` the document or
+    element at fault, ``value`` as written (or None), ``reason`` one of ``'xacro_missing'``,
+    ``'xacro_failed'``, ``'not_numbers'``, ``'axis_size'``, ``'zero_axis'``, ``'origin_size'``,
+    ``'incomplete_joint'``, ``'mimic_numbers'``, ``'mimic_no_joint'``, ``'mimic_cycle'``,
+    ``'mesh_unreadable'``, ``'mesh_scale'``, ``'primitives_unloadable'``, ``'no_triangles'``, and from the
+    MuJoCo scene ``'joint_type'`` and ``'detached_joints'``."""
 
     def __init__(self, message: str, reason: str, where: str, value: Any = None) -> None:
         super().__init__(message)

@@ -33,17 +33,11 @@ __all__ = ["MOVABLE_JOINT_TYPES", "MeshLike", "UrdfError", "UrdfJoint",
 WORLD_FRAME = "world"
 """Name of the fixed world frame (identity transform), REP 103 ``world``."""
 
-# --------------------------------------------------------------------------- world
-
 
 def _mesh_piece(piece: ET.Element, what: str, base_dir: Optional[Union[str, os.PathLike]]) -> trimesh.Trimesh:
-    """A ``<collision>`` mesh piece in its link's frame: the file's vertices (order and count kept),
-    scaled by ``scale``, placed by ``<origin>``.
-
-    Raises:
-        FileNotFoundError, ValueError: as :func:`resolve_uri`.
-        UrdfError: no triangles, an unreadable file or a bad ``scale`` (message starts with ``what``).
-    """
+    """A ``<collision>`` mesh piece in its link's frame: the file's vertices (order and count kept), scaled
+    by ``scale``, placed by ``<origin>``.  Raises as :func:`resolve_uri`; UrdfError: an unreadable file or a
+    bad ``scale`` (message starts with ``what``)."""
     mesh = piece.find("geometry/mesh")
     uri = mesh.get("filename") or ""
     path = resolve_uri(uri, base_dir)
@@ -60,12 +54,8 @@ def _mesh_piece(piece: ET.Element, what: str, base_dir: Optional[Union[str, os.P
 
 
 def _primitive_pieces(pieces: Dict[str, ET.Element], tmp: Path) -> Dict[str, trimesh.Trimesh]:
-    """``{label: mesh}``: box, cylinder and sphere pieces tessellated by Klampt (through a scratch
-    URDF, one link per piece), each in its link's frame.
-
-    Raises:
-        UrdfError: a piece from which Klampt makes no triangles (named by its label).
-    """
+    """``{label: mesh}``: box, cylinder and sphere pieces tessellated by Klampt (a scratch URDF, one link
+    per piece), each in its link's frame; UrdfError: a piece Klampt makes no triangles of (its label)."""
     if not pieces:
         return {}
     scratch = ET.Element("robot", name="collision_pieces")
@@ -99,14 +89,9 @@ def _primitive_pieces(pieces: Dict[str, ET.Element], tmp: Path) -> Dict[str, tri
 
 def _link_meshes(root: ET.Element, base_dir: Optional[Union[str, os.PathLike]],
                  tmp: Path) -> Dict[str, trimesh.Trimesh]:
-    """``{link: trimesh}`` (float64 m, int64 faces, link frame): the union of the ``<collision>``
-    pieces (the URDF rule; Klampt keeps only the first) of every link with a mesh piece or several pieces,
-    concatenated in document order.  A link with one primitive piece is left to Klampt.
-
-    Raises:
-        FileNotFoundError: a mesh file does not exist (names its URI).
-        UrdfError: a piece without triangles, an unreadable file or a bad ``scale`` (names link and piece).
-    """
+    """``{link: trimesh}`` (m, link frame): the union of the ``<collision>`` pieces in document order (the
+    URDF rule; Klampt keeps only the first) of every link with a mesh piece or several pieces; a link with
+    one primitive piece is left to Klampt.  FileNotFoundError: a missing mesh; UrdfError: a bad piece."""
     def is_mesh(piece: ET.Element) -> bool:
         return piece.find("geometry/mesh") is not None
 
@@ -136,19 +121,13 @@ class _Attached:
 
 
 class World:
-    """A Klampt robot plus attached rigid bodies, queried for body transforms (build with :meth:`from_urdf`).
+    """A Klampt robot plus attached rigid bodies, queried for body transforms (build with :meth:`from_urdf`;
+    not thread-safe).
 
-    Attributes:
-        robot, klampt_world: the Klampt models (attached bodies are ``RigidObjectModel`` s, posed by
-            :meth:`update`).
-        link_names: robot links as Klampt keeps them (URDF names; a dropped ``world`` root excluded).
-        joint_names: movable non-mimic URDF joints, in URDF order.
-        body_names: links, :data:`WORLD_FRAME` (when Klampt dropped it), attached bodies, in that order.
-        urdf_root_link, urdf_link_names: the URDF's root and every link in file order (the TF frames).
-        joints: every :class:`UrdfJoint`, in file order.
-        last_ignored_joints: names ignored by the last :meth:`set_joint_positions`.
-
-    Not thread-safe: use it from one thread.
+    Attributes: ``robot``, ``klampt_world`` (attached bodies are ``RigidObjectModel`` s); ``link_names``
+    (as Klampt keeps them); ``joint_names`` (movable non-mimic, URDF order); ``body_names`` (links,
+    :data:`WORLD_FRAME` when Klampt dropped it, attached bodies); ``urdf_root_link``, ``urdf_link_names``
+    (the TF frames, file order); ``joints`` (every :class:`UrdfJoint`); ``last_ignored_joints``.
     """
 
     def __init__(self, klampt_world: klampt.WorldModel, robot: klampt.RobotModel,
@@ -203,11 +182,9 @@ class World:
     @classmethod
     def from_urdf(cls, urdf: Union[str, os.PathLike],
                   base_dir: Optional[Union[str, os.PathLike]] = None) -> World:
-        """Load a robot from URDF text (starts with ``<``) or a ``.urdf`` / ``.urdf.xacro`` path.
-
-        Xacro is expanded by :func:`~vsf_sensor_ros.urdf.read_urdf`; mesh URIs resolve against ``base_dir``
-        (default: the file's directory).  Collision meshes are read here (:func:`_link_meshes`: the file's
-        vertices, Collada as rviz2 places it); Klampt loads only the kinematics.  Joint axes are normalised.
+        """Load a robot from URDF text (starts with ``<``) or a ``.urdf`` / ``.urdf.xacro`` path; mesh URIs
+        resolve against ``base_dir`` (default: the file's directory).  Collision meshes are read here
+        (:func:`_link_meshes`), Klampt loads only the kinematics; joint axes are normalised.
 
         Raises:
             FileNotFoundError: the URDF file or a mesh does not exist.
@@ -259,11 +236,10 @@ class World:
     def attach_body(self, name: str, mesh: MeshLike, parent_link: Optional[str],
                     T_parent_body: Optional[np.ndarray] = None,
                     base_dir: Optional[Union[str, os.PathLike]] = None) -> None:
-        """Add rigid body ``name`` with ``mesh`` (path / URI or trimesh; body frame, m; vertex order kept).
-
-        ``parent_link``: a link, :data:`WORLD_FRAME` or an attached body it moves rigidly with, placed by the
-        ``(4, 4)`` body -> parent ``T_parent_body`` (identity when None); None makes a free body posed by
-        :meth:`set_body_pose` (initially ``T_parent_body``).  ``base_dir`` resolves a relative mesh path.
+        """Add rigid body ``name`` with ``mesh`` (path / URI or trimesh; body frame, m; vertex order kept),
+        fixed to ``parent_link`` (a link, :data:`WORLD_FRAME` or an attached body) by the ``(4, 4)`` body ->
+        parent ``T_parent_body`` (identity when None), or free (``parent_link`` None, posed by
+        :meth:`set_body_pose`, initially ``T_parent_body``).  ``base_dir`` resolves a relative mesh path.
 
         Raises:
             InputError: ``name`` empty (``reason`` ``'empty'``) or taken (``'exists'``), ``parent_link``
@@ -322,11 +298,10 @@ class World:
         self._bodies_dirty = True
 
     def set_joint_positions(self, names: Sequence[str], positions: Sequence[float]) -> List[str]:
-        """Apply ``JointState`` names and positions (rad or m, finite), matched by URDF joint name.
-
-        Any order and subset; unknown names are ignored and returned (also in :attr:`last_ignored_joints`).
-        Mimic joints not named follow ``multiplier * source + offset`` in dependency order; a named
-        mimic keeps its reported value (robot_state_publisher's rule).  Atomic.
+        """Apply ``JointState`` names and positions (rad or m, finite) by URDF joint name, any order and
+        subset, atomically; unknown names are ignored and returned (also :attr:`last_ignored_joints`).  Mimic
+        joints not named follow ``multiplier * source + offset``; a named one keeps its value (as
+        robot_state_publisher).
 
         Raises:
             InputError: no positions (``argument`` ``'positions'``, ``reason`` ``'empty'``); length mismatch
@@ -395,13 +370,8 @@ class World:
         self._robot_dirty = True
 
     def update(self, bodies: Optional[Sequence[str]] = None) -> None:
-        """Recompute transforms after a state change and pose the Klampt models (before collision queries).
-
-        ``bodies`` limits which links are read back (plus those the attached bodies hang from); None = all.
-
-        Raises:
-            ValueError: an unknown body name.
-        """
+        """Recompute transforms after a state change and pose the Klampt models; ``bodies`` limits the links
+        read back (plus those attached bodies hang from), None = all.  ValueError: an unknown body."""
         if self._robot_dirty:
             self.robot.setConfig(self._q.tolist())
             self._links_fresh[:] = False
@@ -451,13 +421,8 @@ class World:
     def body_transforms(self, dtype: torch.dtype = torch.float64,
                         device: Union[str, torch.device] = "cpu",
                         names: Optional[Sequence[str]] = None) -> Dict[str, torch.Tensor]:
-        """``{name: (4, 4) tensor}`` body -> world (m) of ``dtype`` / ``device``, for ``SimState``.
-
-        Every body in :attr:`body_names` order, or only ``names``; fresh tensors each call.
-
-        Raises:
-            ValueError: an unknown name (lists the known bodies).
-        """
+        """``{name: (4, 4) tensor}`` body -> world (m) of ``dtype`` / ``device`` for ``SimState``, fresh each
+        call: every body in :attr:`body_names` order, or only ``names``.  ValueError: an unknown name."""
         self.update(names)
         if names is None:
             T = torch.from_numpy(self._T.copy()).to(dtype=dtype, device=device)
@@ -507,9 +472,8 @@ class World:
         return None if a is None else a.parent
 
     def body_mount(self, name: str) -> Optional[np.ndarray]:
-        """The fixed ``(4, 4)`` body -> parent transform of an attached body (copy; None for a free
-        body or a link); ValueError for an unknown body.
-        """
+        """The fixed ``(4, 4)`` body -> parent transform of an attached body (copy; None for a free body or a
+        link); ValueError for an unknown body."""
         self._check(name)
         a = self._attached.get(name)
         return None if a is None or a.T_parent_body is None else a.T_parent_body.copy()

@@ -34,13 +34,9 @@ def contacts_between(sim: klampt.Simulator, id1: int, id2: int) -> Tuple[np.ndar
 
 def add_klampt_contact_sensor(sim: klampt.Simulator, robot_index: int, name: str, link_index: int,
                               settings: Mapping[str, str]) -> klampt.SimRobotSensor:
-    """Klampt's own C++ ``ContactSensor`` on a robot link in ``sim`` (independent of this package's model;
-    it reads the pairs with contact feedback enabled).  ``settings``: Klampt strings; one equal to Klampt's
-    current value is not set (Klampt cannot parse ``inf``).  Returns the ``SimRobotSensor``.
-
-    Raises:
-        ValueError: Klampt rejects a setting (named).
-    """
+    """Klampt's own C++ ``ContactSensor`` (``SimRobotSensor``) on a robot link in ``sim``, reading the pairs
+    with contact feedback; ``settings``: Klampt strings (one equal to Klampt's value is not set: Klampt cannot
+    parse ``inf``).  ValueError: Klampt rejects a setting (named)."""
     sensor = sim.controller(robot_index).addSensor(name, "ContactSensor")
     sensor.setSetting("link", str(int(link_index)))
     for key, value in settings.items():
@@ -54,16 +50,14 @@ def add_klampt_contact_sensor(sim: klampt.Simulator, robot_index: int, name: str
 
 
 class ContactSimulation:
-    """Steps a press scene (:func:`~.sim_world.build_scene`) along ``trajectory`` in Klampt's ODE simulator.
-
-    ``sim_dt`` (s per step) >= ``physics_dt`` > 0; ``contact_body_names``: bodies whose mutual contacts are
-    reported (default bubble, object, table).  The bubble is a soft skin (``bubble_stiffness`` N/m, inf =
-    rigid; ``bubble_damping`` N s/m; ``bubble_padding`` m, keep force / stiffness well below it; why:
-    docs/demo.md); ``max_contacts`` per pair and step (>= 1).
+    """Steps a press scene (:func:`~.sim_world.build_scene`) along ``trajectory`` in Klampt's ODE simulator:
+    ``sim_dt`` (s per step) >= ``physics_dt`` > 0; contacts among ``contact_body_names`` (default bubble,
+    object, table); the bubble a soft skin (``bubble_stiffness`` N/m, inf = rigid; ``bubble_damping`` N s/m;
+    ``bubble_padding`` m: docs/demo.md); ``max_contacts`` (>= 1) per pair and step.
 
     Raises:
-        SettingError: ``setting`` the argument at fault, ``value`` as given (for unknown bodies: those,
-            ``reason`` ``'unknown_body'``, ``expected`` the known), ``reason`` ``'out_of_range'`` otherwise.
+        SettingError: ``setting`` the argument, ``value`` as given, ``reason`` ``'out_of_range'`` (or
+            ``'unknown_body'`` with ``expected`` the known bodies).
     """
 
     def __init__(self, scene: SimScene, trajectory: PressTrajectory, sim_dt: float = 0.01,
@@ -162,8 +156,7 @@ class ContactSimulation:
     # ------------------------------------------------------------------ readout
     def contact_arrays(self) -> Dict[Pair, Tuple[np.ndarray, np.ndarray]]:
         """``{(body1, body2): (points, forces on body1)}`` of the last step, both orders of every touching
-        pair, float64 ``(N, 3)``, world frame, m and N.
-        """
+        pair, float64 ``(N, 3)``, world frame, m and N."""
         out: Dict[Pair, Tuple[np.ndarray, np.ndarray]] = {}
         for a, b, ia, ib in self._pairs:
             pts, frc = contacts_between(self.sim, ia, ib)
@@ -179,8 +172,7 @@ class ContactSimulation:
 
     def add_klampt_contact_sensor(self, name: str, link: str, settings: Mapping[str, str]) -> None:
         """Add Klampt's own ``ContactSensor`` on ``link`` (:func:`add_klampt_contact_sensor`); ValueError
-        for an unknown link or a rejected setting.
-        """
+        for an unknown link or a rejected setting."""
         if link not in self.scene.link_names:
             raise ValueError(f"Klampt ContactSensor {name!r}: {link!r} is not a robot link; "
                              f"links: {self.scene.link_names}")
@@ -197,9 +189,8 @@ class ContactSimulation:
         return np.asarray(self._klampt_sensors[name].getMeasurements(), dtype=np.float64)
 
     def summed_contact_force(self, body1: str, body2: str) -> np.ndarray:
-        """Klampt's own summed contact force between two bodies, ``(3,)`` N, world; only its magnitude is
-        meaningful (its sign ignores the order).  ValueError for a body without a simulated pair.
-        """
+        """Klampt's own summed contact force between two bodies, ``(3,)`` N, world (its magnitude only: the
+        sign ignores the order).  ValueError for a body without a simulated pair."""
         for a, b, ia, ib in self._pairs:
             if {a, b} == {body1, body2}:
                 return np.asarray(self.sim.contactForce(ia, ib), dtype=np.float64)
@@ -215,9 +206,7 @@ class ContactSimulation:
         return np.asarray(self.sim.getActualVelocity(0), dtype=np.float64)[self.scene.joint_dofs]
 
     def body_transform(self, name: str) -> np.ndarray:
-        """``(4, 4)`` float64 body -> world of a link, the object or the table; ValueError for an unknown
-        name.
-        """
+        """``(4, 4)`` float64 body -> world of a link, the object or the table; ValueError: unknown name."""
         w = self.scene.world
         if name == TABLE:
             # the terrain's geometry is stored in world coordinates; its body frame is the slab centre

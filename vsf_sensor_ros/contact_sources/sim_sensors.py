@@ -1,8 +1,5 @@
-"""Demo sensors of the simulated session and their stand-in "measured" streams (no ROS).
-
-Each stream is an independent implementation where one exists, else the package's model (labelled
-synthetic), plus an offset and noise (docs/demo.md, where the measured streams come from).
-:func:`demo_sensor_specs` is the single source of the demo's sensor set.
+"""Demo sensors of the simulated session and their stand-in "measured" streams (no ROS): an independent
+implementation where one exists, else the package's model (synthetic), plus offset and noise (docs/demo.md).
 """
 from __future__ import annotations
 
@@ -88,30 +85,23 @@ def sensor_node_sensor_params(specs: Sequence[DemoSensorSpec]) -> Dict[str, Any]
     return out
 
 
+# labels of a measured stream's source: the package's model + offset + noise, Klampt's own C++ ContactSensor
+# in the same ODE world, the contact forces the simulator sums itself; and their short form in plots
 SOURCE_SYNTHETIC = "synthetic-model"
-"""Label of a measured stream that is the package's own model + offset + noise."""
 SOURCE_KLAMPT_NATIVE = "klampt-native-contact-sensor"
-"""Label of a measured stream from Klampt's own C++ ``ContactSensor`` in the same ODE world."""
 SOURCE_SIM_FORCES = "simulator-contact-forces"
-"""Label of a measured stream from the contact forces the simulator sums itself."""
 SOURCE_TEXT = {SOURCE_SYNTHETIC: "synthetic: model + offset + noise",
                SOURCE_KLAMPT_NATIVE: "independent: Klampt's C++ ContactSensor",
                SOURCE_SIM_FORCES: "independent: simulator's contact forces"}
-"""Short human-readable form of each label (plot titles and legends)."""
 MEASURED_SOURCE_MODES = ("independent", "model")
 """Values of the simulator's ``measured_source`` parameter."""
 
 
 def measured_source_label(sensor_type: str, attachment: str, mode: str,
                           contact_body_names: Sequence[str]) -> str:
-    """The label of a demo sensor's ``<s>/measured`` source, the decision :func:`independent_source`
-    follows: in ``independent`` mode a ``ContactSensor`` on a robot link reads Klampt's C++ sensor, an
-    ``IsaacContactSensor`` on the object the simulator's summed force (bubble in the contact bodies); else
-    :data:`SOURCE_SYNTHETIC`.
-
-    Raises:
-        ValueError: ``mode`` is not in :data:`MEASURED_SOURCE_MODES`.
-    """
+    """The label of a demo sensor's ``<s>/measured`` source (what :func:`independent_source` follows): in
+    ``independent`` mode Klampt's C++ sensor for a ``ContactSensor`` on a robot link, the simulator's summed
+    force for an ``IsaacContactSensor`` on the object; else synthetic.  ValueError: an unknown ``mode``."""
     if mode not in MEASURED_SOURCE_MODES:
         raise ValueError(f"measured_source must be one of {MEASURED_SOURCE_MODES}, got {mode!r}")
     if mode == "independent":
@@ -123,15 +113,9 @@ def measured_source_label(sensor_type: str, attachment: str, mode: str,
 
 
 def independent_source(spec: DemoSensorSpec, sim: Any, sensor: Any) -> Optional[Callable[[], np.ndarray]]:
-    """A reading of ``spec``'s quantity independent of the package's model, or None (synthetic).
-
-    A ``ContactSensor`` on a robot link: Klampt's C++ sensor with the model's settings; an
-    ``IsaacContactSensor`` on the object: ``[in_contact, |summed bubble-object force|]`` thresholded as
-    Isaac (the whole contact, not only ``radius``).  ``sensor``: the attached model of ``spec``.
-
-    Raises:
-        ValueError: Klampt's sensor reports other measurement names than the model.
-    """
+    """A reading of ``spec``'s quantity independent of its attached model ``sensor``, or None: Klampt's C++
+    sensor with the model's settings, or ``[in_contact, |summed bubble-object force|]`` thresholded as Isaac
+    (the whole contact).  ValueError: Klampt's sensor measures other names than the model."""
     label = measured_source_label(spec.config["type"], spec.config["attachment"], "independent",
                                   sim.contact_body_names)
     if label == SOURCE_KLAMPT_NATIVE:
@@ -156,15 +140,8 @@ def independent_source(spec: DemoSensorSpec, sim: Any, sensor: Any) -> Optional[
 
 class MeasuredStream:
     """Stand-in for a real sensor: a physical reading (``source``, else the model on the state) plus offset
-    and noise (seeded by ``(seed, stream_index)``).  ``model``: the attachment body's Klampt model.
-
-    Attributes:
-        slots: ``(k,)`` int64 entries that get offset and noise (default all; flags such as ``contact`` stay
-            clean when left out).
-
-    Raises:
-        ValueError: the config is rejected by ``sensor_from_config``.
-    """
+    and noise (seeded by ``(seed, stream_index)``) on ``slots`` (``(k,)`` int64, default all).  ``model``:
+    the attachment body's Klampt model.  ValueError: ``sensor_from_config`` rejects the config."""
 
     def __init__(self, spec: DemoSensorSpec, model: Any, seed: int, stream_index: int,
                  source: Optional[Callable[[], np.ndarray]] = None) -> None:

@@ -220,11 +220,6 @@ class SimScene:
         return q
 
 
-def box_mesh(size: Sequence[float]) -> trimesh.Trimesh:
-    """Axis-aligned box centred at the origin (m)."""
-    return trimesh.creation.box(extents=np.asarray(size, dtype=np.float64))
-
-
 def _check_size(label: str, size: Sequence[float]) -> Tuple[float, float, float]:
     s = tuple(float(v) for v in size)
     if len(s) != 3 or not all(np.isfinite(s)) or min(s) <= 0.0:
@@ -265,13 +260,13 @@ def build_scene(assets: SceneAssets, object_size: Optional[Sequence[float]] = No
                 robot.enableSelfCollision(i, j, False)
 
     table = world.makeTerrain(TABLE)
-    tmesh = box_mesh(_check_size("table_size", assets.table_size))
+    tmesh = trimesh.creation.box(_check_size("table_size", assets.table_size))
     # terrains have no transform: the slab is placed in world coordinates
     tmesh.apply_translation(np.asarray(assets.table_center, dtype=np.float64))
     table.geometry().setTriangleMesh(trimesh_to_klampt(tmesh))
 
     obj = world.makeRigidObject(OBJECT)
-    obj.geometry().setTriangleMesh(trimesh_to_klampt(box_mesh(size)))
+    obj.geometry().setTriangleMesh(trimesh_to_klampt(trimesh.creation.box(size)))
     mass = obj.getMass()
     mass.setMass(float(object_mass))
     mass.setCom([0.0, 0.0, 0.0])
@@ -293,5 +288,4 @@ def build_scene(assets: SceneAssets, object_size: Optional[Sequence[float]] = No
 
 __all__ = ["BUBBLE", "TABLE", "OBJECT", "WORLDS", "CONTACT_PADDING", "WORLD_FRAME", "SceneAssets",
            "SimScene",
-           "kinova_assets", "embedded_assets", "load_assets", "urdf_with_bubble", "build_scene",
-           "box_mesh"]
+           "kinova_assets", "embedded_assets", "load_assets", "urdf_with_bubble", "build_scene"]

@@ -79,15 +79,10 @@ def bubble_tip(vertices: np.ndarray, normal_local: Sequence[float]) -> np.ndarra
 
 
 class PressTrajectory:
-    """Joint-space press trajectory by Klampt IK (``robot`` is left at the start configuration).
-
-    The tip ``tip_local`` of ``link`` (m, link frame; outward normal ``normal_local``) moves on a vertical
-    line over ``target_xy`` relative to the top face ``top_z`` (m, world) as ``profile`` says; IK from
-    ``seed_config``, sampled every ``ik_dt`` s.
-
-    Raises:
-        ValueError: invalid profile or ``ik_dt``.  RuntimeError: IK fails (names the target).
-    """
+    """Joint-space press trajectory by Klampt IK from ``seed_config`` every ``ik_dt`` s: the tip
+    ``tip_local`` of ``link`` (m; outward normal ``normal_local``) moves on a vertical line over ``target_xy``
+    relative to the top face ``top_z`` (m, world) as ``profile`` says; ``robot`` is left at the start.
+    ValueError: invalid profile or ``ik_dt``; RuntimeError: IK fails (names the target)."""
 
     def __init__(self, robot, link, tip_local: Sequence[float], normal_local: Sequence[float],
                  target_xy: Tuple[float, float], top_z: float, profile: PressProfile,
