@@ -1,4 +1,4 @@
-"""Validation helpers shared by the Punyo sensor models (private to ``vsf_sensor_ros.sensor``)."""
+"""Validation helpers shared by the sensor models (private to ``vsf_sensor_ros.sensor``)."""
 from __future__ import annotations
 
 import warnings
@@ -49,10 +49,26 @@ def pairs_and_states(state: SimState, name: str) -> Tuple[List[Tuple[str, str]],
     return pairs, states
 
 
+def contact_offsets(sensor: str, pairs: List[Tuple[str, str]], states: List[ContactState],
+                    dtype: torch.dtype, device: torch.device) -> List[int]:
+    """``[0, n_0, n_0 + n_1, ...]``: where each pair's contacts start in their concatenation.
+
+    Raises:
+        ValueError: contacts not of ``dtype`` on ``device`` (the state's; never converted), naming the pair.
+    """
+    offsets = [0]
+    for pair, c in zip(pairs, states):
+        if c.forces.dtype != dtype or c.forces.device != device:
+            raise ValueError(f"sensor {sensor!r}: contacts {pair} are {c.forces.dtype} on "
+                             f"{c.forces.device} but the state is {dtype} on {device}")
+        offsets.append(offsets[-1] + len(c))
+    return offsets
+
+
 def check_config_keys(cls_name: str, type_name: str, name: str, config: Mapping[str, Any],
-                      allowed: Iterable[str]) -> str:
-    """Validate a sensor config's keys (``type`` must equal ``type_name``, ``attachment`` required, plus
-    ``allowed``) and return its ``attachment``.
+                      allowed: Iterable[str], needs_attachment: bool = True) -> Optional[str]:
+    """Validate a sensor config's keys (``type`` must equal ``type_name``; ``attachment``, required unless
+    not ``needs_attachment``, plus ``allowed``) and return its ``attachment`` (stripped; None if absent).
 
     Raises:
         SettingError: unknown key(s) (named, ``setting`` the first, ``reason`` ``'unknown_key'``,
@@ -70,6 +86,8 @@ def check_config_keys(cls_name: str, type_name: str, name: str, config: Mapping[
         raise SettingError(f"{cls_name} {name!r}: config 'type' is {config['type']!r}, "
                            f"expected {type_name!r}", "type", config["type"], "wrong_type", type_name)
     body = config.get("attachment")
+    if body is None and not needs_attachment:
+        return None
     if not isinstance(body, str) or not body.strip():
         raise SettingError(f"{cls_name} {name!r}: config needs 'attachment' (a body name), got {body!r}",
                            "attachment", body, "missing")

@@ -16,15 +16,10 @@ from .errors import InputError
 class ContactState:
     """Contacts between two bodies (seed ``ContactState``); world frame, SI.
 
-    Attributes:
-        points: ``(N, 3)`` float tensor, contact points (m).
-        forces: ``(N, 3)``, force on body 1 by body 2 (N); same dtype and device as ``points``.
-        elems1, elems2: optional length-``N`` int64 element (vertex) index on body 1 / body 2, ``-1`` = none.
-            Lists, arrays and float tensors of exact integers are converted; an empty one becomes None (as
-            the seed reads it).
-
-    Raises:
-        ValueError: bad shapes, dtypes or non-finite values, a fractional element (names field, row, value).
+    ``points`` ``(N, 3)`` float (m); ``forces`` ``(N, 3)`` on body 1 by body 2 (N), same dtype/device;
+    ``elems1`` / ``elems2`` optional length-``N`` int64 vertex index on body 1 / 2 (``-1`` = none; lists,
+    arrays and integral float tensors converted, an empty one becomes None as the seed reads it).
+    Raises InputError (a ValueError) as :func:`validate_contact_state`, or for a fractional element.
     """
 
     points: torch.Tensor
@@ -51,11 +46,7 @@ class ContactState:
 
 
 def _integral_elems(e: Any, label: str, points: Any) -> Optional[torch.Tensor]:
-    """Element indices as the seed accepts them (see :class:`ContactState`); other types unchanged.
-
-    Raises:
-        ValueError: a non-finite or fractional value, or a list that is not numbers (names ``label``).
-    """
+    """Element indices as the seed accepts them (see :class:`ContactState`); other types unchanged."""
     if e is None:
         return None
     if not isinstance(e, torch.Tensor) and isinstance(e, (list, tuple, np.ndarray)):
@@ -126,17 +117,10 @@ def validate_contact_state(c: ContactState) -> None:
 
 @dataclass
 class SimState:
-    """One simulator step (seed ``SimState``).
-
-    Attributes:
-        body_transforms: body name -> ``(4, 4)`` body -> world transform (m); the first gives ``dtype`` /
-            ``device``.
-        body_states: body name -> state tensor (e.g. a robot configuration).
-        contacts: ``(body1, body2)`` -> ``ContactState`` (forces on body 1).  Not assumed symmetric, as the
-            seed: store both orders or use :func:`with_reverse_pairs`.
-
-    Raises:
-        ValueError: a contacts key that is not a ``(body1, body2)`` tuple.
+    """One simulator step (seed ``SimState``): ``body_transforms`` (name -> ``(4, 4)`` body -> world, m;
+    the first gives ``dtype`` / ``device``), ``body_states`` (name -> state tensor), ``contacts``
+    (``(body1, body2)`` -> ``ContactState``, forces on body 1; not assumed symmetric, as the seed: see
+    :func:`with_reverse_pairs`).  InputError for a contacts key that is not a ``(body1, body2)`` tuple.
     """
 
     body_transforms: Dict[str, torch.Tensor] = field(default_factory=dict)
@@ -144,8 +128,7 @@ class SimState:
     contacts: Dict[Tuple[str, str], ContactState] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # every accessor unpacks the keys as (body1, body2); a string key would unpack into its characters
-        # (or fail obscurely), so refuse it here, once per state (a few pairs: cheap)
+        # every accessor unpacks the keys as (body1, body2): a string key would unpack into its characters
         for key in self.contacts:
             if type(key) is not tuple or len(key) != 2:
                 raise InputError(f"SimState.contacts keys must be (body1, body2) tuples, got {key!r}",
@@ -167,11 +150,8 @@ class SimState:
         )
 
     def bodies_in_contact(self, name: str, reverse: bool = False) -> List[str]:
-        """``b`` of the pairs ``(name, b)`` (``a`` of ``(a, name)`` when ``reverse``), in insertion order.
-
-        Raises:
-            ValueError: ``name`` has no transform in this state.
-        """
+        """``b`` of the pairs ``(name, b)`` (``a`` of ``(a, name)`` when ``reverse``), in insertion order;
+        ValueError when ``name`` has no transform."""
         self._check_body(name)
         if reverse:
             return [a for (a, b) in self.contacts if b == name]
@@ -185,11 +165,8 @@ class SimState:
         return [c for (a, b), c in self.contacts.items() if a == name]
 
     def contacts_on_body(self, name: str, local: bool = True) -> Tuple[torch.Tensor, torch.Tensor]:
-        """``(points, forces)``, each ``(N, 3)``: every contact on ``name`` concatenated in
-        ``bodies_in_contact`` order, in the body frame when ``local`` (m, N), else world.
-
-        Raises:
-            ValueError: unknown body, or a transform that is not a torch tensor.
+        """``(points, forces)``, each ``(N, 3)``: every contact on ``name`` in ``bodies_in_contact`` order,
+        in the body frame when ``local`` (m, N), else world.  ValueError: unknown body, non-tensor transform.
         """
         self._check_body(name)
         T = self.body_transforms[name]
@@ -228,17 +205,11 @@ class SimState:
 
 def with_reverse_pairs(contacts: Mapping[Tuple[str, str], ContactState]
                        ) -> Dict[Tuple[str, str], ContactState]:
-    """Contacts completed with the reverse of every pair reported in one order only.
+    """A new dict of ``contacts`` completed with the reverse of every pair given in one order only.
 
-    A pair ``(a, b)`` alone implies ``(b, a)`` with the same points, force ``-f`` and the element arrays
-    swapped; a pair given in both orders is used as given, ``(a, a)`` is kept.  The seed's ``SimState`` does
-    not do this; call it before building the state.
-
-    Returns:
-        A new dict: each given pair followed by its implied reverse when absent (autograd kept).
-
-    Raises:
-        ValueError: a key that is not a ``(body1, body2)`` tuple.
+    ``(a, b)`` alone implies ``(b, a)``: same points, force ``-f``, element arrays swapped (autograd kept);
+    pairs given in both orders, and ``(a, a)``, are kept as given.  The seed's ``SimState`` does not do
+    this.  InputError for a key that is not a ``(body1, body2)`` tuple.
     """
     out: Dict[Tuple[str, str], ContactState] = {}
     for key, c in contacts.items():
@@ -270,10 +241,7 @@ def rigid_tolerance(dtype: torch.dtype) -> float:
 
 def check_rigid_values(vals: Sequence[float], name: str, dtype: torch.dtype, shown: object) -> None:
     """Check the 16 row-major entries ``vals`` of a transform in plain Python (faster than torch for
-    a 4x4); ``shown`` is the transform printed in an error.
-
-    Raises:
-        InputError: as :func:`rigid_transform`.
+    a 4x4); ``shown`` is the transform printed in an error.  InputError as :func:`rigid_transform`.
     """
     # a finite sum means every entry is finite (inf/nan propagate); only an overflowing sum of huge entries
     # needs the element-wise test
@@ -301,32 +269,14 @@ def check_rigid_values(vals: Sequence[float], name: str, dtype: torch.dtype, sho
                          f"(a reflection, not a rotation): {_show(shown)}", name, det, "reflection")
 
 
-def check_contacts_match_state(state: SimState, pairs: List[Tuple[str, str]], owner: str) -> None:
-    """Require the contacts of ``pairs`` to share the state's dtype and device (never converted).
-
-    Raises:
-        ValueError: naming ``owner``, the pair and both dtypes/devices.
-    """
-    for pair in pairs:
-        c = state.contacts[pair]
-        if c.points.dtype != state.dtype or c.points.device != state.device:
-            raise ValueError(
-                f"{owner}: contacts {pair} are {c.points.dtype} on {c.points.device} but the state "
-                f"is {state.dtype} on {state.device}; convert them first")
-
-
 def rigid_transform(state: SimState, name: str) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Rotation ``R`` ``(3, 3)`` and translation ``t`` ``(3,)`` (m), body -> world, of a checked rigid
-    transform.
-
-    Views of the state's tensor (autograd kept).  Checks: a ``(4, 4)`` floating torch tensor, finite,
-    bottom row ``[0, 0, 0, 1]``, ``max |R Rᵀ − I| ≤ tol`` (no scale or shear) and ``det R > 0``, with
-    ``tol`` = :func:`rigid_tolerance`.
+    """Views ``R`` ``(3, 3)``, ``t`` ``(3,)`` (m, autograd kept) of body ``name``'s checked body -> world
+    transform: a finite ``(4, 4)`` floating tensor, bottom row ``[0, 0, 0, 1]``, ``max |R Rᵀ − I| ≤``
+    :func:`rigid_tolerance` (no scale or shear), ``det R > 0``.
 
     Raises:
         InputError: unknown body (``argument`` ``'name'``, ``reason`` ``'unknown_body'``, ``expected`` the
-            known ones) or a failed check: ``argument`` the body, ``value`` the offending part (type name,
-            shape, dtype, the transform, bottom row, ``max |R Rᵀ − I|``, determinant), ``reason`` ``'type'``,
+            known ones), else ``argument`` the body, ``value`` the offending part, ``reason`` ``'type'``,
             ``'shape'``, ``'dtype'``, ``'not_finite'``, ``'bottom_row'``, ``'not_orthonormal'`` or
             ``'reflection'``.
     """

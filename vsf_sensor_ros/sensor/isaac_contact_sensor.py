@@ -12,10 +12,10 @@ from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple, Union
 import numpy as np
 import torch
 
-from .base_sensor import Pair
+from ._punyo_common import check_config_keys
+from .base_sensor import Pair, SimState
 from .errors import InputError, SettingError
-from .base_sensor import SimState
-from .indicator_tare import IndicatorTareMixin, check_config_keys
+from .indicator_tare import IndicatorTareMixin
 
 INVALID_HANDLE = -1           # seed constant; never returned (invalid input raises instead)
 _TIME_SLACK = 1e-9            # s; absorbs float error in accumulated nominal sample times
@@ -196,14 +196,9 @@ class IsaacContactSensor(IndicatorTareMixin):
             SettingError: unknown key, missing attachment, wrong type or a bad value (``setting`` names the
                 key).
         """
-        allowed = set(_PROPERTY_NAMES) | {"attachment", "type"}
-        check_config_keys(cls.type_name, name, config, allowed)
-        body = config.get("attachment")
-        if not isinstance(body, str) or not body.strip():
-            raise SettingError(f"IsaacContactSensor {name!r}: config needs 'attachment' (a body name), "
-                               f"got {body!r}", "attachment", body)
+        body = check_config_keys(cls.type_name, cls.type_name, name, config, _PROPERTY_NAMES)
         props = CsProperties(**{k: config[k] for k in _PROPERTY_NAMES if k in config})
-        return cls(name, body.strip(), props)
+        return cls(name, body, props)
 
     # -- instantaneous model -----------------------------------------------------------
     def reading_frame(self) -> np.ndarray:

@@ -11,10 +11,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from .base_sensor import Pair
+from ._punyo_common import check_config_keys
+from .base_sensor import Pair, SimState, rigid_transform
 from .errors import InputError, SettingError
-from .base_sensor import SimState, rigid_transform
-from .indicator_tare import IndicatorTareMixin, check_config_keys
+from .indicator_tare import IndicatorTareMixin
 
 # Klampt's Settings() map, in its (sorted) order.
 SETTING_NAMES: Tuple[str, ...] = (
@@ -301,9 +301,9 @@ class ContactSensor(IndicatorTareMixin):
             SettingError: unknown key, missing or conflicting attachment, wrong ``type`` or a bad value
                 (``setting`` names the key).
         """
-        allowed = set(SETTING_NAMES) | {"attachment", "type"}
-        check_config_keys(cls.type_name, name, config, allowed)
-        att, link = config.get("attachment"), config.get("link")
+        att = check_config_keys(cls.type_name, cls.type_name, name, config, SETTING_NAMES,
+                                needs_attachment=False)
+        link = config.get("link")
         if att is not None and link is not None and att != link:
             raise SettingError(f"ContactSensor {name!r}: 'attachment' {att!r} and 'link' {link!r} disagree",
                                "link", link)

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from ._punyo_common import (
-    check_config_keys, check_model_name, numpy_pose, pairs_and_states, parse_tare)
+    check_config_keys, check_model_name, contact_offsets, numpy_pose, pairs_and_states, parse_tare)
 from .base_sensor import BaseSensor, Pair, SimState, SparseJacobian, rigid_transform
 from .errors import InputError
 from .mesh import REGION_AB, REGION_AC, REGION_BC, REGION_FACE, ClosestTriangleQuery, triangle_mesh_of
@@ -164,15 +164,11 @@ class PunyoDenseForceSensor(BaseSensor):
         if cast is not None and pose is not None:      # float32 on the CPU
             R, t = R.astype(np.float64), t.astype(np.float64)
         pairs, states = pairs_and_states(state, name)
-        offsets = [0]
+        offsets = contact_offsets(self.name, pairs, states, T.dtype, T.device)
         pts, frc, elems = [], [], []
         for pair, c in zip(pairs, states):
-            if c.points.dtype != T.dtype or c.points.device != T.device:
-                raise ValueError(f"sensor {self.name!r}: contacts {pair} are {c.points.dtype} on "
-                                 f"{c.points.device} but the state is {T.dtype} on {T.device}")
-            n = len(c)
             e = None
-            if c.elems1 is not None and n:
+            if c.elems1 is not None and len(c):
                 e = c.elems1.detach().cpu().numpy()
                 lo, hi = e.min(), e.max()
                 if lo < -1 or hi >= self.num_vertices:
@@ -185,7 +181,6 @@ class PunyoDenseForceSensor(BaseSensor):
             pts.append(p.numpy())
             frc.append(f.numpy())
             elems.append(e)
-            offsets.append(offsets[-1] + n)
         if len(states) == 1:
             points, forces, elem = pts[0], frc[0], elems[0]
         elif states:

@@ -8,11 +8,10 @@ import numpy as np
 import torch
 
 from ._punyo_common import (
-    check_config_keys, check_model_name, numpy_pose, pairs_and_states, parse_tare)
-from .base_sensor import BaseSensor, Pair, SparseJacobian
+    check_config_keys, check_model_name, contact_offsets, numpy_pose, pairs_and_states, parse_tare)
+from .base_sensor import BaseSensor, Pair, SimState, SparseJacobian, rigid_transform
 from .errors import SettingError
 from .mesh import projected_area, triangle_mesh_of
-from .base_sensor import SimState, rigid_transform
 
 __all__ = ["PunyoPressureSensor"]
 
@@ -127,22 +126,18 @@ class PunyoPressureSensor(BaseSensor):
         return [math.sqrt(self.variance)]
 
     # -- model -------------------------------------------------------------------------------
-    def _gradient_row(self, state: SimState):
-        """``(forces (N, 3), −(1/A) R n (3,), pairs, offsets)`` of the state's contacts on the body."""
+    def _contacts(self, state: SimState):
+        """``(pairs, contact states)`` of the body; RuntimeError before :meth:`attach`."""
         if self.base_area is None:
             raise RuntimeError(f"sensor {self.name!r}: call attach() with the body's mesh first")
+        return pairs_and_states(state, self.attachModelName)
+
+    def _gradient_row(self, state: SimState):
+        """``(forces (N, 3), −(1/A) R n (3,), pairs, offsets)`` of the state's contacts on the body."""
+        pairs, states = self._contacts(state)
         R, _ = rigid_transform(state, self.attachModelName)
-        pairs = self.contact_bodies(state)
-        states = state.contact_states_on_body(self.attachModelName)
-        offsets = [0]
-        for pair, c in zip(pairs, states):
-            if c.forces.dtype != R.dtype or c.forces.device != R.device:
-                raise ValueError(f"sensor {self.name!r}: contacts {pair} are {c.forces.dtype} on "
-                                 f"{c.forces.device} but the state is {R.dtype} on {R.device}")
-            offsets.append(offsets[-1] + len(c))
-        if len(states) == 1:
-            forces = states[0].forces
-        elif states:
+        offsets = contact_offsets(self.name, pairs, states, R.dtype, R.device)
+        if states:
             forces = torch.cat([c.forces for c in states])
         else:
             forces = torch.zeros(0, 3, dtype=R.dtype, device=R.device)
@@ -164,19 +159,12 @@ class PunyoPressureSensor(BaseSensor):
 
     def _numpy_row(self, state: SimState):
         """``_gradient_row`` in numpy for float32/float64 CPU states, else None."""
-        if self.base_area is None:
-            raise RuntimeError(f"sensor {self.name!r}: call attach() with the body's mesh first")
+        pairs, states = self._contacts(state)
         pose = numpy_pose(state, self.attachModelName)
         if pose is None:
             return None
         R, _, T = pose
-        pairs, states = pairs_and_states(state, self.attachModelName)
-        offsets = [0]
-        for pair, c in zip(pairs, states):
-            if c.forces.dtype != T.dtype or c.forces.device != T.device:
-                raise ValueError(f"sensor {self.name!r}: contacts {pair} are {c.forces.dtype} on "
-                                 f"{c.forces.device} but the state is {T.dtype} on {T.device}")
-            offsets.append(offsets[-1] + len(c))
+        offsets = contact_offsets(self.name, pairs, states, T.dtype, T.device)
         if len(states) == 1:
             forces = states[0].forces.detach().numpy()
         elif states:
