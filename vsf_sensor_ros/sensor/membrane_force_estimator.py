@@ -1,9 +1,7 @@
 """Dense membrane force of a Punyo bubble measured by its own depth camera (library, no ROS).
 
-A linearised pre-tensioned membrane about a contact-free reference: per frame the camera's depth along each
-vertex's ray gives normal displacements, and a non-negative least-squares solve gives the inward pushes
-(with colour, optical flow adds the tangential forces).  Model, constants and their sources, frames and
-units: docs/membrane_force.md.
+A linearised pre-tensioned membrane about a contact-free reference, solved per frame for non-negative
+inward pushes (with colour, also tangential forces).  Model, constants, frames, units: docs/membrane_force.md.
 """
 from __future__ import annotations
 
@@ -82,28 +80,18 @@ def _blocks_to_csr(tri: np.ndarray, blocks: np.ndarray, n_vertices: int) -> sp.c
 
 
 class MembraneModel:
-    r"""Linearised mechanics of an inflated membrane about its reference shape (see the module text).
+    """Linearised mechanics of an inflated membrane about its reference shape (docs/membrane_force.md,
+    Mechanics).
 
-    Args:
-        mesh: the membrane in its reference (contact-free, inflated) shape, mesh frame.
-        gauge_pressure: :math:`p_0`, Pa (> 0), the reference gauge pressure.
-        prestress: the pre-tension :math:`N` of :math:`K_\sigma`: ``'uniform'`` (default) the
-            isotropic tension that best balances :math:`p_0` on the reference shape (least
-            squares over the free vertices); ``'equilibrium'`` the per-triangle field that
-            balances it exactly, nearest to the uniform one; or a number, a prescribed
-            isotropic tension in N/m (a flat membrane, whose tension no pressure fixes).
-        material: ``True`` (default) adds the neo-Hookean material stiffness
-            :math:`K_m`; ``False`` keeps the pre-tension and pressure terms only.
+    ``mesh``: reference (contact-free, inflated) shape, mesh frame; ``gauge_pressure`` ``p0`` (Pa, > 0);
+    ``prestress``: ``'uniform'`` (the isotropic tension best balancing ``p0`` over the free vertices),
+    ``'equilibrium'`` (the per-triangle field balancing it exactly, nearest the uniform one) or a tension
+    in N/m (a flat membrane); ``material``: add the neo-Hookean material stiffness.
 
-    Attributes:
-        K: ``(3V, 3V)`` CSR stiffness :math:`K_m + K_\sigma - p_0 H`, N/m.
-        g0: ``(V, 3)`` pressure load per unit pressure :math:`\partial V/\partial x`, m².
-        normals: ``(V, 3)`` outward unit vertex normals (direction of ``g0``).
-        stress: ``(T, 3)`` pre-tension :math:`(N_{11}, N_{22}, N_{12})` per triangle, N/m, in the
-            triangle's own basis (e1 along its first edge).
-        mean_tension: area-weighted mean of ½ tr N, N/m.
-        areal_stretch: :math:`J = A_{dome}/A_{base}`.
-        equilibrium_residual: max over free vertices of :math:`|r(x_0) - p_0 g_0|`, N.
+    Attributes: ``K`` ``(3V, 3V)`` CSR ``K_m + K_σ − p0 H`` (N/m); ``g0`` ``(V, 3)`` pressure load per
+    unit pressure ``∂V/∂x`` (m²); ``normals`` ``(V, 3)`` outward unit (along ``g0``); ``stress`` ``(T, 3)``
+    ``(N11, N22, N12)`` per triangle (N/m, e1 along its first edge); ``mean_tension`` (N/m, area-weighted
+    ½ tr N); ``areal_stretch`` ``A_dome / A_base``; ``equilibrium_residual`` (N, free vertices).
 
     Raises:
         SettingError: an unknown ``prestress`` or a prescribed tension not positive (``setting``
@@ -263,29 +251,16 @@ def _polygon_area(ring: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class MembraneForceResult:
-    """One frame's estimate.
+    """One frame's estimate; float64, mesh frame, N and m.
 
-    Attributes:
-        forces: ``(V, 3)`` float64 external force on every vertex, N, mesh frame; boundary rows hold the
-            support reactions (see ``contact_forces``).
-        contact_forces: ``(V, 3)`` the same with the boundary rows zeroed: the force the environment applies
-            to the membrane (each one along the vertex's inward normal, frictionless model).
-        reaction_forces: ``(B, 3)`` change of the clamp's force on each boundary vertex from the reference
-            (``mesh.boundary`` order), N.
-        total_contact_force: ``(3,)`` sum of ``contact_forces``, N, mesh frame.
-        positions: ``(V, 3)`` estimated vertex positions, m, mesh frame: for a vertex the camera reads, the
-            membrane point seen on the vertex's camera ray; otherwise the model's displaced position.
-        displacement: ``(V, 3)`` the model's vertex displacements, m (boundary 0).
-        displacement_normal: ``(V,)`` measured normal displacement, m (outward positive; NaN where not read
-            this frame).
-        pressure_change: gauge pressure change from the reference, Pa.
-        residual_rms: RMS misfit of the measured normal displacements, m.
-        vertices_measured: number of free vertices with a depth reading this frame.
-        timings: seconds per stage: ``'sample'``, ``'solve'`` (with the optical flow), ``'total'``.
-        displacement_measured: ``(V, 3)`` measured 3-D displacement of the material point at each read
-            vertex (optical flow + depth), m, mesh frame; NaN where not measured (no colour, no colour
-            reference, or no depth at the flowed pixel).
-        vertices_flow: number of vertices whose 3-D displacement was measured this frame.
+    ``forces`` ``(V, 3)`` on every vertex (boundary rows: support reactions); ``contact_forces`` the same,
+    boundary rows 0; ``reaction_forces`` ``(B, 3)`` change of the clamp's force (``mesh.boundary`` order);
+    ``total_contact_force`` ``(3,)``; ``positions`` ``(V, 3)`` (read vertices: the membrane point on their
+    ray; others: the model's); ``displacement`` ``(V, 3)`` the model's (boundary 0);
+    ``displacement_normal`` ``(V,)`` measured, outward positive, NaN where not read; ``pressure_change``
+    (Pa); ``residual_rms`` of the normal misfit; ``vertices_measured``; ``timings`` (s: ``'sample'``,
+    ``'solve'``, ``'total'``); ``displacement_measured`` ``(V, 3)`` by flow + depth, NaN where not
+    measured; ``vertices_flow`` how many.
     """
 
     forces: np.ndarray
@@ -304,32 +279,15 @@ class MembraneForceResult:
 
 
 class MembraneForceEstimator:
-    """Per-vertex membrane force from depth frames and the bubble pressure (see the module text).
+    """Per-vertex membrane force from depth frames and the bubble pressure (docs/membrane_force.md).
 
-    Construct once; call :meth:`set_reference` with contact-free frames (a tare), then :meth:`estimate` per
-    frame. :meth:`set_reference` assembles the stiffness for the measured reference pressure, factorises it
-    and forms the membrane's normal compliance (a few hundred back-substitutions, once); a frame then costs
-    the pixel gathers and one small non-negative least-squares solve.
-
-    Args:
-        mesh: the membrane mesh (reference shape, mesh frame, m) and its boundary.
-        camera: the depth camera (intrinsics + distortion), e.g.
-            ``BrownConradyCamera.from_camera_info(...)``.
-        R_cam_mesh: ``(3, 3)`` rotation, ``p_cam = R p_mesh + t_cam_mesh``.
-        t_cam_mesh: ``(3,)`` translation, m (default 0).
-        ambient_pressure: atmospheric pressure, Pa (default: ISA at sea level; pass a barometer reading or
-            :func:`isa_pressure` of the site's altitude).
-        prestress: ``'uniform'`` (default), ``'equilibrium'`` or a tension in N/m (see
-            :class:`MembraneModel`); a number also allows a flat membrane with no gauge pressure.
-        material: include the neo-Hookean material stiffness (default True).
-        window: odd side of the pixel window read around each vertex (default 9).
-        max_depth: readings at or beyond this depth (m) are not membrane (default 0.2).
-        min_window_fraction: a vertex is read when at least this fraction of its window has a reading (in
-            every reference frame; in the frame) (default 0.5).
-        min_vertex_fraction: a frame is rejected when fewer than this fraction of the vertices read in the
-            reference are read in it (default 0.8).
-        flow_scale: the colour images are scaled down by this factor (1, 2 or 4) before the optical flow
-            (default 2: about 2 ms per frame for a 640 × 480 image, one core).
+    Construct once, :meth:`set_reference` with contact-free frames (assembles and factorises), then
+    :meth:`estimate` per frame.  ``camera`` the depth camera; ``p_cam = R_cam_mesh p_mesh + t_cam_mesh``
+    (m); ``ambient_pressure`` Pa (a barometer or :func:`isa_pressure`); ``prestress``, ``material`` as
+    :class:`MembraneModel` (a number also allows no gauge pressure); ``window`` odd side (px) read around
+    each vertex; readings at or beyond ``max_depth`` (m) are not membrane; a vertex is read when
+    ``min_window_fraction`` of its window is; a frame needs ``min_vertex_fraction`` of the reference's read
+    vertices; colour is scaled down by ``flow_scale`` (1, 2 or 4) for the optical flow.
 
     Raises:
         SettingError: ``setting`` ``'R_cam_mesh'`` (``reason`` ``'not_rotation'``, or ``'behind_camera'``
@@ -399,10 +357,8 @@ class MembraneForceEstimator:
 
     @staticmethod
     def _check_lens(camera: BrownConradyCamera, uv: np.ndarray, p_cam: np.ndarray) -> None:
-        """Refuse distortion coefficients under which the pixels of the free vertices are not one image of
-        their rays: the radial map ``s(r) = r (1 + k1 r^2 + k2 r^4 + k3 r^6)`` must increase from the
-        principal point out to the farthest vertex's pixel (a fold puts a mirror image there: e.g. ``k1 =
-        -1e6`` folds at ``r = 1/sqrt(3e6)``), and Newton's projection must have converged at every vertex.
+        """Refuse a lens whose radial map ``r (1 + k1 r^2 + k2 r^4 + k3 r^6)`` does not increase out to the
+        farthest vertex's pixel (a fold mirrors the image), or whose projection did not converge.
 
         Raises:
             SettingError: ``setting`` ``'camera'``, ``value`` the coefficients, ``reason`` ``'folds'``
@@ -521,14 +477,9 @@ class MembraneForceEstimator:
                       colours: Optional[Sequence[np.ndarray]] = None) -> None:
         """Take contact-free frames as the reference shape and pressure; assemble and factorise.
 
-        Args:
-            frames: one or more depth images ``(H, W)`` (m, float) or organised clouds ``(H, W, 3)``.
-            pressures: the absolute bubble pressure of each frame, Pa (the Punyo's hPa × 100).
-            colours: optional colour images of the same frames, ``(H, W, 3)`` or grey ``(H, W)`` uint8, on
-                the depth image's pixel grid (an aligned RealSense stream). With them, :meth:`estimate` also
-                measures how the membrane slides (optical flow of its speckle against the mean reference
-                image) and solves for tangential contact forces; without them the solve is normal-only and a
-                frame's colour is ignored.
+        ``frames``: depth images ``(H, W)`` (m, float) or organised clouds ``(H, W, 3)``; ``pressures``:
+        absolute, Pa, one per frame; ``colours``: optional ``(H, W, 3)`` / ``(H, W)`` uint8 images on the
+        depth pixel grid, which make :meth:`estimate` measure sliding and tangential forces.
 
         Raises:
             FrameRejected: a frame or colour image of the wrong size or type, a bad pressure, a reference
@@ -629,28 +580,14 @@ class MembraneForceEstimator:
     # ------------------------------------------------------------------ per frame
     def estimate(self, frame: np.ndarray, colour: Optional[np.ndarray] = None,
                  pressure: Optional[float] = None) -> MembraneForceResult:
-        r"""Estimate the vertex forces of one frame.
+        """Estimate the vertex forces of one frame: ``min_{c >= 0} |W c + δp w_p − w|`` over the vertices
+        read (Lawson–Hanson), force ``−c_i n_i``, plus with colour the tangential forces fitted to the
+        sliding (docs/membrane_force.md, From depth to forces).
 
-        Solves :math:`\min_{c \ge 0} \| W_s c + \delta p\, w_p - w \|` over the vertices read
-        this frame (:math:`W_s` the normal compliance to inward pushes, :math:`w_p` the normal
-        response to a unit pressure rise, :math:`w` the measured normal displacements), by
-        Lawson–Hanson non-negative least squares: the environment can push on the membrane,
-        never pull. Contact force at vertex i: :math:`-c_i \hat n_i`, plus, with colour, the
-        tangential force fitted to the measured sliding (module text, *Sliding*).
-
-        Args:
-            frame: ``(H, W)`` depth image (m, float; 0, NaN and +-Inf = no reading, REP 117) or
-                ``(H, W, 3)`` organised camera-frame cloud (m; its z channel is used, alike).
-            colour: ``(H, W, 3)`` or ``(H, W)`` uint8 image of the same instant on the depth
-                pixel grid; used when the reference had colour (see :meth:`set_reference`):
-                the speckle's optical flow gives each read vertex's tangential displacement
-                and the solve adds tangential (friction) forces where the normal solve
-                finds contact. Checked, then ignored, without a colour reference.
-            pressure: absolute bubble pressure, Pa; ``None`` = the reference
-                pressure (no pressure term: forces come out low under load).
-
-        Returns:
-            :class:`MembraneForceResult`.
+        ``frame``: ``(H, W)`` depth (m, float; 0, NaN, ±Inf = no reading, REP 117) or ``(H, W, 3)``
+        organised cloud (its z); ``colour``: as :meth:`set_reference`'s, checked, used only with a colour
+        reference; ``pressure``: absolute, Pa (None = the reference's: forces come out low under load).
+        Returns a :class:`MembraneForceResult`.
 
         Raises:
             FrameRejected: no reference, a wrong size or dtype (depth or colour), not one finite
@@ -691,12 +628,8 @@ class MembraneForceEstimator:
         else:
             rnorm = float(np.linalg.norm(b))
 
-        # Tangential stage: with the speckle's flow, the material point seen at a vertex's reference pixel
-        # is found in this frame (flowed pixel, depth there), which gives its full 3-D motion. The pushes
-        # stay those of the depth (the reliable reading); tangential forces at the contact vertices the flow
-        # reads are fitted, by least squares, to the sliding those pushes and the pressure do not explain.
-        # (Fitted jointly with the pushes, signed tangential forces trade against pushes through the dome's
-        # normal-tangential coupling and take normal noise.)
+        # Tangential stage (docs/membrane_force.md, Sliding): the pushes stay the depth's; tangential forces
+        # at the contact vertices the flow reads fit the sliding the pushes and the pressure leave.
         tforce = np.zeros(2 * len(self._free))
         u_meas = np.full((len(rows), 3), np.nan)
         n_flow = 0
