@@ -180,21 +180,14 @@ class IsaacContactSensor(IndicatorTareMixin):
         return replace(self._props)
 
     def set_properties(self, properties: Union[CsProperties, Mapping[str, Any]]) -> None:
-        """Replace all properties (a dict's missing fields take the defaults); validated first.
-
-        Raises:
-            ValueError: another type, unknown dict keys (named), or a bad field value; nothing changes.
-        """
+        """Replace all properties (a dict's missing fields take the defaults); ValueError (nothing changes):
+        another type, unknown dict keys (named), a bad field value."""
         self._props = _as_properties(properties, f"IsaacContactSensor {self.name!r}")
 
     @classmethod
     def from_config(cls, name: str, config: Dict[str, Any]) -> "IsaacContactSensor":
         """Build from a parameter namespace: ``attachment``, optional ``type`` and the ``CsProperties``
-        fields.
-
-        Raises:
-            SettingError: unknown key, missing attachment, wrong type or a bad value (``setting`` names the
-                key).
+        fields; SettingError (``setting`` the key): unknown key, missing attachment, wrong type, bad value.
         """
         body = check_config_keys(cls.type_name, cls.type_name, name, config, _PROPERTY_NAMES)
         props = CsProperties(**{k: config[k] for k in _PROPERTY_NAMES if k in config})
@@ -237,11 +230,8 @@ class IsaacContactSensor(IndicatorTareMixin):
             torch.tensor(float(gate), dtype=F.dtype, device=F.device)
 
     def predict_torch(self, state: SimState) -> torch.Tensor:
-        """Instantaneous ``[in_contact, value]``, ``(2,)`` of the state's dtype/device, differentiable.
-
-        Raises:
-            ValueError: body missing or not rigid, or contacts of another dtype/device.
-        """
+        """Instantaneous ``[in_contact, value]``, ``(2,)`` of the state's dtype/device, differentiable;
+        ValueError: body missing or not rigid, or contacts of another dtype/device."""
         self._check_state(state)
         inside, F = self._net_force(state)
         in_contact, value, _ = self._value(inside, F)
@@ -290,11 +280,8 @@ class IsaacContactSensor(IndicatorTareMixin):
         return float(time)
 
     def update(self, state: SimState, time: Optional[float] = None) -> Optional[CsSensorReading]:
-        """Evaluate at ``time`` (s); return the sample taken when one is due, else None.
-
-        Raises:
-            ValueError: ``time`` missing or not finite, or a bad state; nothing changes.
-        """
+        """Evaluate at ``time`` (s); the sample taken when one is due, else None.  ValueError (nothing
+        changes): ``time`` missing or not finite, or a bad state."""
         t = self._check_time(time)
         return self._advance(self.evaluate(state, t))
 
