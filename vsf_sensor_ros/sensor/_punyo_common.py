@@ -15,12 +15,8 @@ _NUMPY_DTYPES = (torch.float32, torch.float64)
 
 
 def numpy_pose(state: SimState, name: str) -> Optional[Tuple[np.ndarray, np.ndarray, torch.Tensor]]:
-    """``(R (3, 3), t (3,), T)`` of body ``name`` as numpy views (plain-Python rigidity check, cheaper than
-    torch), or None when ``T`` is not a float32/float64 CPU tensor (the caller takes its torch path).
-
-    Raises:
-        ValueError: as :func:`.base_sensor.rigid_transform`.
-    """
+    """``(R (3, 3), t (3,), T)`` of body ``name`` as numpy views (checked in plain Python, cheaper than
+    torch), or None when ``T`` is not a float32/float64 CPU tensor; raises as :func:`.rigid_transform`."""
     T = state.body_transforms.get(name)
     if T is None:
         state._check_body(name)                         # raises ValueError naming unknown bodies
@@ -34,11 +30,7 @@ def numpy_pose(state: SimState, name: str) -> Optional[Tuple[np.ndarray, np.ndar
 
 
 def pairs_and_states(state: SimState, name: str) -> Tuple[List[Tuple[str, str]], List[ContactState]]:
-    """``(contact_bodies, contact_states_on_body)`` of body ``name`` in one pass (``BaseSensor`` order).
-
-    Raises:
-        ValueError: ``name`` has no transform in the state.
-    """
+    """``(contact_bodies, contact_states_on_body)`` of body ``name`` in one pass; ValueError: unknown body."""
     if name not in state.body_transforms:
         state.bodies_in_contact(name)                   # raises ValueError naming unknown bodies
     pairs, states = [], []
@@ -51,11 +43,8 @@ def pairs_and_states(state: SimState, name: str) -> Tuple[List[Tuple[str, str]],
 
 def contact_offsets(sensor: str, pairs: List[Tuple[str, str]], states: List[ContactState],
                     dtype: torch.dtype, device: torch.device) -> List[int]:
-    """``[0, n_0, n_0 + n_1, ...]``: where each pair's contacts start in their concatenation.
-
-    Raises:
-        ValueError: contacts not of ``dtype`` on ``device`` (the state's; never converted), naming the pair.
-    """
+    """``[0, n_0, n_0 + n_1, ...]`` of the pairs' contacts; ValueError naming a pair whose contacts are not
+    ``dtype`` on ``device`` (the state's; never converted)."""
     offsets = [0]
     for pair, c in zip(pairs, states):
         if c.forces.dtype != dtype or c.forces.device != device:
@@ -132,9 +121,8 @@ def as_vector(value: Any, label: str, length: Optional[int]) -> np.ndarray:
 
 def parse_tare(calib: Mapping[str, Any], sensor: str, length: Optional[int],
                allow_gain: bool = False) -> Dict[str, np.ndarray]:
-    """Validate ``{'tare', 'tare_sim_avg'}`` (and ``'gain'``, > 0, with ``allow_gain``); None = absent.
-
-    Returns the entries present as float64 ``(length,)`` arrays; ``{}`` clears.
+    """The entries present of ``{'tare', 'tare_sim_avg'}`` (and ``'gain'`` > 0 with ``allow_gain``; None =
+    absent) as float64 ``(length,)`` arrays.
 
     Raises:
         InputError: ``argument`` ``'calib'`` for a non-dict (``reason`` ``'type'``), an unknown key

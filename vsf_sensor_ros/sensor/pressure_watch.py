@@ -1,8 +1,5 @@
-"""Drift and leak watch of the Punyo bubble's pressure, from its contact-free residuals.
-
-:class:`PressureWatch` fits the trend of ``measured - predicted`` while nothing touches and warns on a
-steady loss (a leak) or a gauge pressure below what the model assumes (docs/real_data.md).
-"""
+"""Leak watch of the Punyo bubble: the trend of its contact-free ``measured - predicted`` pressure, warning
+on a steady loss or a gauge pressure below the model's (docs/real_data.md)."""
 from __future__ import annotations
 
 import math
@@ -66,14 +63,9 @@ class PressureWatch:
 
     def update(self, stamp_ns: int, predicted: float, measured: float,
                sim_in_contact: bool) -> PressureStatus:
-        """Feed one paired sample (stamp ns, absolute ``predicted`` and ``measured`` Pa; a sample in contact
-        is not used for the trend); the status after it.
-
-        Raises:
-            InputError: a stamp not after the previous one (``argument`` ``'stamp_ns'``, ``reason``
-                ``'not_after'``, ``expected`` the previous stamp) or a non-finite value (``'predicted'`` or
-                ``'measured'``, ``'not_finite'``); nothing changed.
-        """
+        """Feed one paired sample (absolute Pa; one in contact is left out of the trend); the status after
+        it.  InputError (nothing changes): ``'stamp_ns'`` ``'not_after'`` (``expected`` the previous), or
+        ``'predicted'`` / ``'measured'`` ``'not_finite'``."""
         stamp = int(stamp_ns)
         if self._last_stamp is not None and stamp <= self._last_stamp:
             raise InputError(f"stamp_ns {stamp} is not after the previous {self._last_stamp}",
