@@ -1,4 +1,4 @@
-"""Dense membrane force of a Punyo bubble measured by its own depth camera (library, no ROS).
+"""Dense membrane force of a Punyo bubble measured by its own depth camera.
 
 A linearised pre-tensioned membrane about a contact-free reference, solved per frame for non-negative
 inward pushes (with colour, also tangential forces).  Model, constants, frames, units: docs/membrane_force.md.
@@ -342,12 +342,7 @@ class MembraneForceEstimator:
         self._check_lens(camera, uv, p_cam)
         h = self.window // 2
         du, dv = np.meshgrid(np.arange(-h, h + 1), np.arange(-h, h + 1))
-        cu = np.rint(uv[:, 0]).astype(np.int64)[:, None] + du.ravel()
-        cv = np.rint(uv[:, 1]).astype(np.int64)[:, None] + dv.ravel()
-        inside = (cu >= 0) & (cu < camera.width) & (cv >= 0) & (cv < camera.height)
         self._free = free
-        self._in_image = inside.all(axis=1)
-        self._pix = np.where(inside, cv * camera.width + cu, 0)
         self._uv = uv
         self._win_du, self._win_dv = du.ravel(), dv.ravel()
         slope = camera.deproject(uv[:, 0], uv[:, 1])
@@ -407,12 +402,16 @@ class MembraneForceEstimator:
             raise FrameRejected("frame holds no finite depth (every pixel NaN or +-Inf: no reading)", "nan")
         return z
 
-    def _window_depths(self, z: np.ndarray) -> np.ndarray:
-        """``(n_free, window²)`` depths at the vertex windows; NaN where no membrane reading (0, NaN,
-        +-Inf, negative, at or beyond ``max_depth``)."""
-        vals = z.reshape(-1)[self._pix]
+    def _window_depths(self, z: np.ndarray, uv: np.ndarray) -> np.ndarray:
+        """``(len(uv), window²)`` depths in the windows around pixels ``uv``; NaN where no membrane reading
+        (0, NaN, +-Inf, negative, at or beyond ``max_depth``) and in a window leaving the image."""
+        w, h = self.camera.width, self.camera.height
+        cu = np.rint(uv[:, 0]).astype(np.int64)[:, None] + self._win_du
+        cv = np.rint(uv[:, 1]).astype(np.int64)[:, None] + self._win_dv
+        inside = ((cu >= 0) & (cu < w) & (cv >= 0) & (cv < h)).all(axis=1)
+        vals = z.reshape(-1)[np.where(inside[:, None], cv * w + cu, 0)]
         with np.errstate(invalid="ignore"):
-            ok = (vals > 0.0) & (vals < self.max_depth) & self._in_image[:, None]
+            ok = (vals > 0.0) & (vals < self.max_depth) & inside[:, None]
         return np.where(ok, vals, np.nan)
 
     def _grey_of(self, colour: np.ndarray) -> np.ndarray:
@@ -445,15 +444,8 @@ class MembraneForceEstimator:
     def _surface_at(self, z: np.ndarray, uv: np.ndarray) -> np.ndarray:
         """``(n, 3)`` camera-frame points of the membrane at pixels ``uv`` (window median of the depth times
         the pixel's ray); NaN rows where the window is mostly empty or leaves the image."""
-        w, h = self.camera.width, self.camera.height
-        cu = np.rint(uv[:, 0]).astype(np.int64)[:, None] + self._win_du
-        cv = np.rint(uv[:, 1]).astype(np.int64)[:, None] + self._win_dv
-        inside = ((cu >= 0) & (cu < w) & (cv >= 0) & (cv < h)).all(axis=1)
-        vals = z.reshape(-1)[np.where(inside[:, None], cv * w + cu, 0)]
-        with np.errstate(invalid="ignore"):
-            ok = (vals > 0.0) & (vals < self.max_depth) & inside[:, None]
-        vals = np.where(ok, vals, np.nan)
-        good = ok.mean(axis=1) >= self.min_window_fraction
+        vals = self._window_depths(z, uv)
+        good = np.isfinite(vals).mean(axis=1) >= self.min_window_fraction
         out = np.full((len(uv), 3), np.nan)
         if good.any():
             zz = _row_nanmedian(vals[good])
@@ -501,7 +493,7 @@ class MembraneForceEstimator:
                 # a half-size image costs ~2 ms here and follows the speckle to a fraction of a pixel.
                 cv2 = _cv2()
                 self._dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_FAST)
-        wins = np.stack([self._window_depths(self._depth_of(f)) for f in frames])
+        wins = np.stack([self._window_depths(self._depth_of(f), self._uv) for f in frames])
         p_abs = float(np.mean([self._pressure_pa(p, "reference") for p in pressures]))
         ref = np.mean(wins, axis=0)  # NaN wherever a reference frame lacks the reading
         seen = np.isfinite(ref).mean(axis=1) >= self.min_window_fraction
@@ -603,7 +595,7 @@ class MembraneForceEstimator:
         if self._grey_ref is None:
             grey = None
         dp = 0.0 if pressure is None else self._pressure_pa(pressure, "frame") - self._p_ref
-        diff = self._window_depths(z)[self._seen] - self._ref
+        diff = self._window_depths(z, self._uv)[self._seen] - self._ref
         have = np.isfinite(diff).mean(axis=1) >= self.min_window_fraction
         n_seen = len(self._ref)
         if have.sum() < self.min_vertex_fraction * n_seen:
