@@ -71,13 +71,9 @@ def _integral_elems(e: Any, label: str, points: Any) -> Optional[torch.Tensor]:
 
 
 def validate_contact_state(c: ContactState) -> None:
-    """Check shapes, dtypes, devices and finiteness of a ``ContactState``.
-
-    Raises:
-        InputError: ``argument`` the field (``'points'``, ``'forces'``, ``'elems1'``, ``'elems2'``), ``value``
-            the offending part (type name, shape, dtype, row), ``reason`` ``'type'``, ``'shape'``,
-            ``'dtype'``, ``'count'`` (forces vs points), ``'not_finite'`` or ``'not_integer'``.
-    """
+    """Check shapes, dtypes, devices and finiteness of a ``ContactState``; InputError: ``argument`` the field,
+    ``value`` the offending part, ``reason`` ``'type'``, ``'shape'``, ``'dtype'``, ``'count'`` (forces vs
+    points), ``'not_finite'`` or ``'not_integer'``."""
     for label, t in (("points", c.points), ("forces", c.forces)):
         if not isinstance(t, torch.Tensor):
             raise InputError(f"ContactState.{label} must be a torch.Tensor, got {type(t).__name__}",
@@ -311,13 +307,9 @@ def _float_tensor(value: Any, label: str, dtype: Optional[torch.dtype]) -> torch
 
 
 def as_contact_state(c: Any, dtype: Optional[torch.dtype] = None) -> ContactState:
-    """A :class:`ContactState` from anything with the seed's ``points`` / ``forces`` (``elems1`` /
-    ``elems2`` optional) attributes; lists and arrays become tensors of ``dtype``.
-
-    Raises:
-        InputError: missing attributes (``argument`` ``'c'``, ``value`` the type name, ``reason``
-            ``'type'``) or values :class:`ContactState` refuses (``argument`` the field).
-    """
+    """A :class:`ContactState` from anything with the seed's ``points`` / ``forces`` (``elems1`` / ``elems2``
+    optional); lists and arrays become tensors of ``dtype``.  InputError: missing attributes (``'c'``,
+    ``'type'``, ``value`` the type name) or values :class:`ContactState` refuses."""
     if type(c) is ContactState:
         return c
     try:
@@ -331,15 +323,10 @@ def as_contact_state(c: Any, dtype: Optional[torch.dtype] = None) -> ContactStat
 
 
 def as_sim_state(state: Any) -> SimState:
-    """A :class:`SimState` from anything with the seed's ``body_transforms``, ``bodies_in_contact``
-    and ``contact_states_on_body`` (``body_states`` optional); a SimState of ContactStates is returned as is.
-
-    Raises:
-        InputError: no ``body_transforms`` (``argument`` ``'state'``, ``value`` the type name, ``reason``
-            ``'type'``), the two methods disagreeing in length (``argument``
-            ``'contact_states_on_body'``, ``value`` its count, ``reason`` ``'count'``, ``expected`` the
-            count of ``bodies_in_contact``), or a refused contact state.
-    """
+    """A :class:`SimState` from anything with the seed's ``body_transforms``, ``bodies_in_contact`` and
+    ``contact_states_on_body`` (``body_states`` optional); a SimState of ContactStates as is.  InputError:
+    no ``body_transforms`` (``'state'``, ``'type'``), the two methods disagreeing in length
+    (``'contact_states_on_body'``, ``'count'``, ``expected`` the other count), a refused contact state."""
     if type(state) is SimState:
         if all(type(c) is ContactState for c in state.contacts.values()):
             return state
@@ -394,16 +381,10 @@ Pair = Tuple[str, str]
 
 @dataclass
 class SparseJacobian:
-    """COO Jacobian of a sensor's measurements w.r.t. the concatenated contact forces.
-
-    Attributes:
-        rows, cols: ``(nnz,)`` int64: measurement index; ``3·c + k`` (contact ``c`` of the concatenation of
-            ``pairs``, world force axis ``k``).
-        values: ``(nnz,)`` float, the state's dtype/device.
-        shape: ``(#meas, 3·N)``, ``N`` the total contact count.
-        pairs: ``(sensor_body, other_body)`` pairs in concatenation order.
-        offsets: ``len(pairs) + 1`` ints; ``pairs[p]`` holds contacts ``offsets[p] .. offsets[p+1]-1``.
-    """
+    """COO Jacobian of a sensor's measurements w.r.t. the concatenated contact forces: ``rows`` / ``cols``
+    ``(nnz,)`` int64 (measurement; ``3·c + k``, contact ``c``, world axis ``k``), ``values`` ``(nnz,)`` in the
+    state's dtype/device, ``shape`` ``(#meas, 3·N)``, ``pairs`` ``(sensor_body, other_body)`` in order,
+    ``offsets`` (``pairs[p]`` holds contacts ``offsets[p] .. offsets[p+1]-1``)."""
 
     rows: torch.Tensor
     cols: torch.Tensor
@@ -460,16 +441,10 @@ def sparse_from_pair_dict(jac: Dict[Pair, torch.Tensor], pairs: Sequence[Pair],
 
 
 class BaseSensor:
-    """A model of a real sensor's reading from a ``SimState`` (seed ``BaseSensor``).
-
-    Subclasses fill in ``measurement_names``, ``predict_torch`` and ``measurement_force_jacobian`` (usually
-    ``sparse_force_jacobian`` too); ``predict`` is ``predict_torch`` without gradients unless overridden with
-    the same numbers.  Every state method accepts the seed's duck-typed states (:func:`as_sim_state`).
-
-    Attributes:
-        name: unique in a node.  attachModelName: the body it is attached to.
-        type_name: the ``type`` string of configuration dicts.
-    """
+    """A model of a real sensor's reading from a ``SimState`` (seed ``BaseSensor``): subclasses fill in
+    ``measurement_names``, ``predict_torch`` and a Jacobian; every state method takes the seed's duck-typed
+    states (:func:`as_sim_state`).  ``name`` (unique in a node), ``attachModelName`` (its body),
+    ``type_name`` (the config ``type``)."""
 
     type_name: str = "BaseSensor"
 
@@ -489,11 +464,7 @@ class BaseSensor:
     # -- configuration -------------------------------------------------------
     @classmethod
     def from_config(cls, name: str, config: Dict[str, Any]) -> "BaseSensor":
-        """Build a sensor from a plain dict (``attachment`` and type-specific keys).
-
-        Raises:
-            ValueError: a missing or invalid key, named in the message.
-        """
+        """Build a sensor from a plain dict (``attachment``, type-specific keys); ValueError naming a bad key."""
         raise NotImplementedError(f"{cls.__name__}.from_config")
 
     def attach(self, model: Any) -> None:
@@ -540,13 +511,8 @@ class BaseSensor:
         return [(self.attachModelName, b) for b in state.bodies_in_contact(self.attachModelName)]
 
     def in_contact(self, state: SimState) -> bool:
-        """True when something touches what this sensor senses (a tare needs False).
-
-        Default: a contact on the sensor's body; region sensors (Klampt patch, Isaac radius) override it.
-
-        Raises:
-            ValueError: the body is not in the state (named).
-        """
+        """True when something touches what this sensor senses (a tare needs False): by default a contact
+        on its body (region sensors override it); ValueError naming a body not in the state."""
         state.bodies_in_contact(self.attachModelName)      # raises ValueError naming unknown bodies
         return any(len(c) > 0 for (b1, _), c in state.contacts.items() if b1 == self.attachModelName)
 

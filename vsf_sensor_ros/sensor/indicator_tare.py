@@ -1,8 +1,5 @@
-"""What the Klampt pad and the Isaac load sensor share: readings whose first entry is a contact indicator.
-
-A prediction reads ``raw + (tare - tare_sim_avg)`` on every entry but the 0/1 indicator, which keeps offset
-0: a zero error of the force channel does not make a sensor detect contact.
-"""
+"""What the Klampt pad and the Isaac load sensor share: readings ``raw + (tare - tare_sim_avg)`` whose first
+entry, a 0/1 contact indicator, keeps offset 0 (a zero error does not make a sensor detect contact)."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
@@ -64,15 +61,8 @@ class IndicatorTareMixin(BaseSensor):
         self._offset_cache: Dict[Tuple[torch.dtype, torch.device], torch.Tensor] = {}
 
     def set_calibration(self, calib_dict: dict) -> None:
-        """Set ``{'tare': (#meas,), 'tare_sim_avg': (#meas,)}`` in the current measurement order.
-
-        ``{}`` or ``{'tare': None}`` clears.  Every entry of ``tare − tare_sim_avg`` but the contact
-        indicator (entry 0) is added to each prediction.
-
-        Raises:
-            ValueError: not a dict, unknown keys, ``tare_sim_avg`` without ``tare``, a length other than
-                ``len(measurement_names())``, non-finite values; the sensor keeps its previous calibration.
-        """
+        """Set ``{'tare': (#meas,), 'tare_sim_avg': (#meas,)}`` (``{}`` clears).  ValueError (previous kept):
+        not a dict, unknown keys, ``tare_sim_avg`` without ``tare``, wrong length, non-finite values."""
         self._calib = parse_tare(calib_dict, self.name, len(self.measurement_names()))
         self._offset_cache.clear()
 

@@ -1,7 +1,4 @@
-"""Isaac-Sim-style contact (load) sensor (seed: Isaac Sim's contact sensor extension).
-
-Equations, time behaviour and derivatives: docs/python_api.md.
-"""
+"""Isaac-Sim-style contact (load) sensor (seed: Isaac Sim's contact sensor extension; docs/python_api.md)."""
 from __future__ import annotations
 
 import math
@@ -41,16 +38,10 @@ def _number(field_name: str, value: Any) -> float:
 
 @dataclass
 class CsProperties:
-    """Contact sensor properties (seed ``CsProperties``).
-
-    Attributes:
-        radius: m; contacts strictly closer to ``position`` count; ``<= 0`` = the whole body.
-        minThreshold: N, finite, >= 0; a smaller net force reads "no contact".
-        maxThreshold: N, >= minThreshold; the value is clamped to it.  Default inf (the seed's 0 would
-            clamp every reading to 0).
-        sensorPeriod: s, finite, >= 0; 0 = a sample at every update.
-        position: 3 floats, m, in the body frame.
-    """
+    """Contact sensor properties (seed ``CsProperties``): ``radius`` (m; contacts strictly closer to
+    ``position`` count, ``<= 0`` = whole body), ``minThreshold`` (N, finite >= 0: below reads no contact),
+    ``maxThreshold`` (N, >= min; clamps the value; default inf, the seed's 0 would clamp all to 0),
+    ``sensorPeriod`` (s, finite >= 0; 0 = every update), ``position`` (3 floats, m, body frame)."""
 
     radius: float = -1.0
     minThreshold: float = 0.0
@@ -93,13 +84,8 @@ class CsSensorReading:
 
 @dataclass
 class CsRawData:
-    """Raw contacts seen by a sensor (seed ``CsRawData``, forces instead of impulses).
-
-    Attributes:
-        body0, body1: sensor body and other body per contact (length N).
-        position, force: ``(N, 3)`` world frame: points (m), forces on ``body0`` (N).
-        in_radius: ``(N,)`` bool, the contact counts for this sensor.
-    """
+    """Raw contacts of a sensor (seed ``CsRawData``, forces for impulses): ``body0`` / ``body1`` per contact,
+    ``position``, ``force`` ``(N, 3)`` world (m; N on ``body0``), ``in_radius`` ``(N,)`` bool."""
 
     body0: List[str]
     body1: List[str]
@@ -144,14 +130,9 @@ class _Clock:
 
 
 class IsaacContactSensor(IndicatorTareMixin):
-    """Isaac-style contact load sensor on one body (seed: Isaac Sim; equations: docs/python_api.md).
-
-    ``properties``: ``CsProperties`` or a dict of its fields (defaults when None); ``max_buffer``: buffered
-    samples kept (>= 1, oldest dropped).
-
-    Raises:
-        ValueError: invalid properties (named) or ``max_buffer``.
-    """
+    """Isaac-style contact load sensor on one body (seed: Isaac Sim; equations: docs/python_api.md):
+    ``properties`` a ``CsProperties`` or dict of its fields; ``max_buffer`` samples kept (>= 1, oldest
+    dropped).  ValueError: invalid properties (named) or ``max_buffer``."""
 
     type_name = "IsaacContactSensor"
 
@@ -341,11 +322,8 @@ class IsaacContactSensor(IndicatorTareMixin):
 
 
 class ContactSensorInterface:
-    """Registry of contact sensors by handle (seed ``_contact_sensor`` interface).
-
-    Handles are positive ints, never reused; an unknown handle raises ``ValueError`` (the seed returns an
-    invalid reading).
-    """
+    """Registry of contact sensors by handle (seed ``_contact_sensor``): positive ints, never reused; an
+    unknown handle raises ``ValueError`` (the seed returns an invalid reading)."""
 
     def __init__(self, max_buffer: int = 1000) -> None:
         self._sensors: Dict[int, IsaacContactSensor] = {}

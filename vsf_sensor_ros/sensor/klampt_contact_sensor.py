@@ -1,7 +1,5 @@
-"""Klampt-style tactile patch sensor (seed: Klampt ``ContactSensor``, ``Cpp/Sensing/ForceSensors.cpp``).
-
-Equations and the deliberate differences from Klampt: docs/python_api.md.
-"""
+"""Klampt-style tactile patch sensor (seed: Klampt ``ContactSensor``, ``Cpp/Sensing/ForceSensors.cpp``);
+equations and the deliberate differences: docs/python_api.md."""
 from __future__ import annotations
 
 import math
@@ -281,13 +279,9 @@ class ContactSensor(IndicatorTareMixin):
 
     @classmethod
     def from_config(cls, name: str, config: Dict[str, Any]) -> "ContactSensor":
-        """Build from a parameter namespace: ``attachment`` (or ``link``), optional ``type``, and any
-        setting, typed or as a Klampt string.
-
-        Raises:
-            SettingError: unknown key, missing or conflicting attachment, wrong ``type`` or a bad value
-                (``setting`` names the key).
-        """
+        """Build from a parameter namespace: ``attachment`` (or ``link``), optional ``type``, any setting
+        (typed or a Klampt string).  SettingError (``setting`` the key): unknown key, missing or conflicting
+        attachment, wrong ``type``, bad value."""
         att = check_config_keys(cls.type_name, cls.type_name, name, config, SETTING_NAMES,
                                 needs_attachment=False)
         link = config.get("link")
@@ -327,12 +321,8 @@ class ContactSensor(IndicatorTareMixin):
         return sensor
 
     def attach(self, model: Any) -> None:
-        """Attach to a link model: takes its ``getName()``.
-
-        Raises:
-            InputError: no callable ``getName`` (``argument`` ``'model'``, ``value`` the model, ``reason``
-                ``'no_getName'``); SettingError: a name that is not a non-empty string.  Nothing changes.
-        """
+        """Attach to a link model: takes its ``getName()``.  Nothing changes on InputError (``'model'``,
+        ``'no_getName'``) or SettingError (a name that is not a non-empty string)."""
         get = getattr(model, "getName", None)
         if not callable(get):
             raise InputError(f"ContactSensor {self.name!r}: attach() needs a link model with getName() "

@@ -25,10 +25,8 @@ __all__ = [
 
 
 class FrameRejected(ValueError):
-    """A camera frame (or reference) the estimator cannot use; nothing was changed.  ``reason``:
-    ``'wrong_size'``, ``'nan'``, ``'too_few_valid_pixels'``, ``'bad_pressure'``, ``'no_reference'`` or
-    ``'solver_failed'`` (for a node's rejection counters).
-    """
+    """A camera frame (or reference) the estimator cannot use; nothing changed.  ``reason``: ``'wrong_size'``,
+    ``'nan'``, ``'too_few_valid_pixels'``, ``'bad_pressure'``, ``'no_reference'`` or ``'solver_failed'``."""
 
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
@@ -94,11 +92,9 @@ class MembraneModel:
     ½ tr N); ``areal_stretch`` ``A_dome / A_base``; ``equilibrium_residual`` (N, free vertices).
 
     Raises:
-        SettingError: an unknown ``prestress`` or a prescribed tension not positive (``setting``
-            ``'prestress'``), a negative or non-finite pressure (``'gauge_pressure'``; zero is allowed only
-            with a prescribed tension).
-        ValueError: no enclosed volume without a prescribed tension, or ``material`` on a membrane that is
-            not stretched (areal stretch <= 1).
+        SettingError: ``setting`` ``'prestress'`` (unknown, or a tension not positive) or ``'gauge_pressure'``
+            (negative, non-finite, or zero without a prescribed tension).
+        ValueError: no enclosed volume without a prescribed tension; ``material`` on an unstretched membrane.
     """
 
     def __init__(self, mesh: MembraneMesh, gauge_pressure: float, prestress: Union[str, float] = "uniform",
@@ -676,12 +672,9 @@ class MembraneForceEstimator:
 # ---------------------------------------------------------------------- evaluation
 @dataclass(frozen=True)
 class WrenchComparison:
-    """Estimated total contact force against a force/torque reading (:func:`compare_with_wrench`).
-
-    Attributes: ``lag`` (F/T frame = estimate frame + lag), ``correlation`` (Pearson, |estimate| vs
-    |F − bias|, loaded frames), ``ratio_at_peak``, ``rms_error`` (N), ``frames`` used, ``bias`` ``(3,)`` N,
-    ``peak_frame``.
-    """
+    """:func:`compare_with_wrench`: ``lag`` (F/T frame = estimate frame + lag), ``correlation`` (Pearson,
+    |estimate| vs |F − bias| on loaded frames), ``ratio_at_peak``, ``rms_error`` (N), ``frames``, ``bias``
+    ``(3,)`` N, ``peak_frame``."""
 
     lag: int
     correlation: float
@@ -695,15 +688,10 @@ class WrenchComparison:
 def compare_with_wrench(estimate: np.ndarray, wrench_force: np.ndarray,
                         bias_frames: Sequence[int] = range(30), threshold: float = 0.5,
                         max_lag: int = 3) -> WrenchComparison:
-    """Compare an estimated contact-force series with a force/torque reading, by magnitude.
-
-    ``estimate``: ``(N, 3)`` or ``(N,)`` (N); ``wrench_force``: ``(N, 3)`` (N, any fixed frame); the bias is
-    its mean over ``bias_frames``; loaded frames have ``|F − bias| > threshold``; the best lag within
-    ``±max_lag`` frames is chosen.
-
-    Raises:
-        ValueError: length mismatch, non-finite values, or no loaded frame.
-    """
+    """Compare contact-force magnitudes ``estimate`` ``(N, 3)`` or ``(N,)`` with a force/torque reading
+    ``wrench_force`` ``(N, 3)`` (N, any fixed frame; bias its mean over ``bias_frames``) on the frames with
+    ``|F − bias| > threshold``, at the best lag within ``±max_lag``.  ValueError: length mismatch,
+    non-finite values, no loaded frame."""
     est = np.asarray(estimate, dtype=np.float64)
     mag_est = np.linalg.norm(est, axis=1) if est.ndim == 2 else est.ravel()
     ft = np.asarray(wrench_force, dtype=np.float64)
@@ -735,12 +723,8 @@ def compare_with_wrench(estimate: np.ndarray, wrench_force: np.ndarray,
 
 
 def peak_distance(forces: np.ndarray, positions: np.ndarray, point: Sequence[float]) -> np.ndarray:
-    """``(N,)`` float64 distances (m) from ``point`` ``(3,)`` to the vertex carrying the largest force, per
-    frame; ``forces`` ``(N, V, 3)`` or ``(V, 3)``, ``positions`` ``(V, 3)`` or ``(N, V, 3)``, one frame.
-
-    Raises:
-        ValueError: shapes that do not match.
-    """
+    """``(N,)`` float64 distances (m) from ``point`` to the vertex of the largest force, per frame;
+    ``forces`` ``(N, V, 3)`` or ``(V, 3)``, ``positions`` ``(V, 3)`` or ``(N, V, 3)``.  ValueError: shapes."""
     f = np.asarray(forces, dtype=np.float64)
     f = f[None] if f.ndim == 2 else f
     pos = np.asarray(positions, dtype=np.float64)
