@@ -464,7 +464,7 @@ class BaseSensor:
     # -- configuration -------------------------------------------------------
     @classmethod
     def from_config(cls, name: str, config: Dict[str, Any]) -> "BaseSensor":
-        """Build a sensor from a plain dict (``attachment``, type-specific keys); ValueError naming a bad key."""
+        """Build from a plain dict (``attachment``, type-specific keys); ValueError naming a bad key."""
         raise NotImplementedError(f"{cls.__name__}.from_config")
 
     def attach(self, model: Any) -> None:
