@@ -96,11 +96,8 @@ def check_model_name(model: Any, expected: str, sensor: str) -> None:
 
 def as_vector(value: Any, label: str, length: Optional[int]) -> np.ndarray:
     """``value`` (array-like, tensor or scalar when ``length == 1``) as a finite float64 ``(length,)`` copy.
-
-    Raises:
-        InputError: ``argument`` ``label``; ``reason`` ``'not_numeric'`` (``value`` as given), ``'shape'``
-            (``value`` the shape, ``expected`` ``(length,)``) or ``'not_finite'`` (``value`` the entries).
-    """
+    InputError (``argument`` ``label``): ``'not_numeric'``, ``'shape'`` (``expected`` ``(length,)``) or
+    ``'not_finite'``."""
     if isinstance(value, torch.Tensor):
         value = value.detach().cpu().numpy()
     try:

@@ -43,10 +43,7 @@ class AutoTare:
     ``max_step`` (> 0) bounds any entry's change, ``steady_std`` (> 0) the residual's spread in the window
     (sensor units); ``window_s`` (> 0), ``min_interval_s`` (>= 0), ``min_samples`` (>= 2); ``offset``: the
     starting ``(#meas,)`` offset, or None (the first tare is unbounded).  Attributes ``offset``,
-    ``applied``, ``refused``.
-
-    Raises:
-        SettingError: a parameter out of range (``setting`` names it, ``reason`` ``'out_of_range'``).
+    ``applied``, ``refused``.  SettingError (``setting`` the parameter, ``reason`` ``'out_of_range'``).
     """
 
     def __init__(self, max_step: float, steady_std: float, window_s: float = 2.0,

@@ -239,8 +239,7 @@ def check_rigid_values(vals: Sequence[float], name: str, dtype: torch.dtype, sho
     """Check the 16 row-major entries ``vals`` of a transform in plain Python (faster than torch for
     a 4x4); ``shown`` is the transform printed in an error.  InputError as :func:`rigid_transform`.
     """
-    # a finite sum means every entry is finite (inf/nan propagate); only an overflowing sum of huge entries
-    # needs the element-wise test
+    # a finite sum means finite entries; only an overflowing sum needs the element-wise test
     if not math.isfinite(sum(vals)) and not all(math.isfinite(v) for v in vals):
         raise InputError(f"body {name!r}: transform has a non-finite entry: {_show(shown)}",
                          name, _show(shown), "not_finite")
@@ -449,8 +448,7 @@ class BaseSensor:
     type_name: str = "BaseSensor"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        # every model, a user's registered one too, takes the seed's duck-typed states: each of its own
-        # STATE_METHODS converts its argument with as_sim_state (a SimState passes unchanged)
+        # every model, a user's too, takes the seed's duck-typed states (as_sim_state on STATE_METHODS)
         super().__init_subclass__(**kwargs)
         for name in STATE_METHODS:
             method = cls.__dict__.get(name)

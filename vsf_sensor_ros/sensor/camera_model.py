@@ -147,10 +147,7 @@ class BrownConradyCamera:
     def project(self, points: np.ndarray, iterations: int = 20) -> np.ndarray:
         """Sub-pixel ``(u, v)`` ``(..., 2)`` float64 seeing each camera-frame point ``(..., 3)`` (m, z > 0):
         :meth:`deproject` inverted by Newton's method (at most ``iterations``); may lie outside the image.
-
-        Raises:
-            InputError: ``argument`` ``'points'``: ``reason`` ``'shape'``, or ``'not_in_front'`` (z <= 0 or a
-                non-finite coordinate; ``value`` how many).
+        InputError (``'points'``): ``'shape'``, or ``'not_in_front'`` (z <= 0 or not finite; a count).
         """
         p = np.asarray(points, dtype=np.float64)
         if p.shape[-1] != 3:

@@ -20,8 +20,7 @@ SETTING_NAMES: Tuple[str, ...] = (
     "falloffCoefficient", "hasForce", "link", "patchMax", "patchMin", "patchTolerance", "rate")
 
 _AXES = ("force_x", "force_y", "force_z")
-# ASCII float syntax only (as C++ streams read): Python's \d and float() also take other scripts' digits
-# ('١' reads as 1), which Klampt would refuse
+# ASCII float syntax only, as C++ streams read (Python's float() also takes other scripts' digits)
 _NUMBER = re.compile(r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)$",
                      re.IGNORECASE | re.ASCII)
 

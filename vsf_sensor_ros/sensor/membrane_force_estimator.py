@@ -35,11 +35,7 @@ class FrameRejected(ValueError):
 
 def isa_pressure(altitude_m: float) -> float:
     """ISA pressure (Pa) at a geopotential altitude (m): ``101325 (1 − 0.0065 h / 288.15)^5.25588`` (ISO
-    2533).
-
-    Raises:
-        ValueError: altitude outside −500 … 11000 m.
-    """
+    2533); ValueError outside −500 … 11000 m."""
     h = float(altitude_m)
     if not -500.0 <= h <= 11000.0:
         raise ValueError(f"altitude must be within -500..11000 m for the troposphere formula, got {h}")
@@ -127,8 +123,7 @@ class MembraneModel:
         sign = -1.0 if volume < -1e-12 else 1.0
         self.volume = abs(volume)
 
-        # Pressure load: a third of each triangle's area vector per vertex (= dV/dx at free vertices), and
-        # the Hessian H of the volume (per triangle, cyclic blocks).
+        # Pressure load: a third of each triangle's area vector per vertex (= dV/dx at free vertices).
         g = np.zeros((n_v, 3))
         avec = sign * np.cross(b - a, c - a) / 6.0
         for k in range(3):
@@ -158,8 +153,7 @@ class MembraneModel:
             grad[:, k, 1] = (loc[:, m, 0] - loc[:, j, 0]) / (2.0 * area)
         self.area = area
 
-        # Pre-tension: nodal force of a unit stress component, r_a = A (N11 gx e1 + N22 gy e2 + N12 (gy e1 +
-        # gx e2)).
+        # Pre-tension: nodal force of a unit stress component, r_a = A (N11 gx e1 + N22 gy e2 + N12 (...)).
         unit = np.stack([grad[:, :, 0:1] * e1[:, None, :], grad[:, :, 1:2] * e2[:, None, :],
                          grad[:, :, 1:2] * e1[:, None, :] + grad[:, :, 0:1] * e2[:, None, :]], axis=-1)
         unit *= area[:, None, None, None]  # (T, 3 nodes, 3 xyz, 3 components)
@@ -392,8 +386,7 @@ class MembraneForceEstimator:
             raise FrameRejected(f"frame must hold depths in metres as floats, got dtype {z.dtype}",
                                 "wrong_size")
         z = z.astype(np.float64, copy=False)
-        # REP 117: +Inf (too far), -Inf (too near) and NaN are no reading, like 0; the vertex windows drop
-        # them (_window_depths). A frame with not one finite value reads nothing.
+        # REP 117: ±Inf and NaN are no reading, like 0 (the windows drop them); all of them reads nothing
         if not np.isfinite(z).any():
             raise FrameRejected("frame holds no finite depth (every pixel NaN or +-Inf: no reading)", "nan")
         return z
@@ -469,10 +462,9 @@ class MembraneForceEstimator:
         absolute, Pa, one per frame; ``colours``: optional ``(H, W, 3)`` / ``(H, W)`` uint8 images on the
         depth pixel grid, which make :meth:`estimate` measure sliding and tangential forces.
 
-        Raises:
+        Raises (the previous reference stays in force):
             FrameRejected: a frame or colour image of the wrong size or type, a bad pressure, a reference
-                pressure not above ambient, or too few vertices read; the previous reference, if any, stays
-                in force.
+                pressure not above ambient, or too few vertices read.
             ValueError: ``frames`` and ``pressures`` (or ``colours``) differ in length or are empty.
         """
         t0 = time.perf_counter()
@@ -485,8 +477,7 @@ class MembraneForceEstimator:
         if colours is not None:  # mean of the reference images: less sensor noise in the flow's template
             grey_ref = np.rint(np.mean([self._grey_of(c) for c in colours], axis=0)).astype(np.uint8)
             if self._dis is None:
-                # DIS optical flow (Kroeger et al., ECCV 2016) as OpenCV implements it; the 'fast' preset on
-                # a half-size image costs ~2 ms here and follows the speckle to a fraction of a pixel.
+                # DIS optical flow (Kroeger et al., ECCV 2016), 'fast' preset: ~2 ms on a half-size image
                 cv2 = _cv2()
                 self._dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_FAST)
         wins = np.stack([self._window_depths(self._depth_of(f), self._uv) for f in frames])
@@ -503,8 +494,7 @@ class MembraneForceEstimator:
                                 f"{self.ambient_pressure:.1f} Pa", "bad_pressure")
         model = MembraneModel(self.mesh, p0, prestress=self.prestress, material=self.material)
 
-        # Normal compliance: normal displacement of every free vertex under a unit inward push at each one,
-        # and under a unit pressure rise (boundary clamped).
+        # Normal compliance: free vertices' normal displacement per unit inward push and per unit pressure.
         free = self._free
         dof = (3 * free[:, None] + np.arange(3)).ravel()
         lu = spla.splu(model.K[dof][:, dof].tocsc())
@@ -577,10 +567,8 @@ class MembraneForceEstimator:
         reference; ``pressure``: absolute, Pa (None = the reference's: forces come out low under load).
         Returns a :class:`MembraneForceResult`.
 
-        Raises:
-            FrameRejected: no reference, a wrong size or dtype (depth or colour), not one finite
-                depth, a bad pressure, or too few read vertices (the reason
-                names the count); nothing is changed.
+        FrameRejected (nothing changed): no reference, a wrong size or dtype (depth or colour), not one
+        finite depth, a bad pressure, or too few read vertices (the message names the count).
         """
         t0 = time.perf_counter()
         if self.model is None:
@@ -603,8 +591,7 @@ class MembraneForceEstimator:
         t1 = time.perf_counter()
 
         b = w - dp * self._w_dp[rows]  # measured minus the pressure-only response
-        # Candidate pushes: the vertices read pressed in beyond the pressure response, and those not read (a
-        # push on a vertex moves it inward, so one read bulging out carries none).
+        # Candidate pushes: vertices read pressed in beyond the pressure response, and those not read
         cand = np.ones(len(self._free), dtype=bool)
         cand[rows[b >= 0.0]] = False
         push = np.zeros(len(self._free))
@@ -628,8 +615,7 @@ class MembraneForceEstimator:
             fl = np.isfinite(u_meas).all(axis=1)
             n_flow = int(fl.sum())
             active = np.flatnonzero(push > 0.0)
-            # Tangential forces only where the camera sees the material slide: at a hidden vertex one would
-            # be free to absorb the whole membrane's sliding and the fit would put it there.
+            # only where the camera sees the material slide: a hidden vertex would absorb all the sliding
             seen_flow = np.zeros(len(self._free), dtype=bool)
             seen_flow[rows[fl]] = True
             tact = active[seen_flow[active]]

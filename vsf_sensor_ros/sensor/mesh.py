@@ -19,8 +19,7 @@ __all__ = [
     "validate_mesh",
 ]
 
-# Region codes of ClosestTriangleResult.region: which feature of the triangle holds the closest point.
-# Vertices are the ends of the edges (parameter 0 or 1).
+# ClosestTriangleResult.region: the triangle's feature holding the closest point (vertices: edge ends)
 REGION_FACE, REGION_AB, REGION_AC, REGION_BC = 0, 1, 2, 3
 
 
@@ -134,8 +133,7 @@ class ClosestTriangleQuery:
         V, F = validate_mesh(vertices, triangles)
         if int(k) < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        # imported here, not with the package (numba costs ~50 MB and ~0.5 s); compiled (or loaded from the
-        # cache) at its first import, so never on the first query
+        # imported here, not with the package (numba costs ~50 MB and ~0.5 s); compiles at import
         from . import _mesh_kernels
         V.setflags(write=False)
         F.setflags(write=False)
@@ -144,8 +142,7 @@ class ClosestTriangleQuery:
         a, b, c = V[F[:, 0]], V[F[:, 1]], V[F[:, 2]]
         centroids = (a + b + c) / 3.0
         radius = np.max(np.linalg.norm(np.stack([a, b, c]) - centroids[None], axis=2), axis=0)
-        # h = half the median radius: a few proxies per typical triangle, so k = 12 nearest proxies settle
-        # ~99 % of near-surface points in the first round (measured on the Punyo mesh)
+        # a few proxies per typical triangle: k = 12 settle ~99 % of Punyo surface points in round one
         h = 0.5 * float(np.median(radius))
         if h <= 0.0:                                      # mostly collapsed triangles
             h = max(float(radius.max()), 1e-300)
@@ -302,8 +299,7 @@ class ClosestTriangleQuery:
         # a centre within `band` of the mesh is within band + h of one of its proxies
         dp, _ = self._tree.query(centres, k=1, distance_upper_bound=band + self.cover_radius * 1.001)
         near = np.nonzero(np.isfinite(dp))[0]
-        # upper bound of the centre's distance: the best of its 4 nearest proxies' triangles (a larger bound
-        # only enlarges the candidate set, so the lists stay exact)
+        # upper bound of the centre's distance (a larger one only enlarges the exact candidate lists)
         kk = min(4, len(self._proxy_tri))
         _, proxy = self._tree.query(centres[near], k=kk)
         labels = self._proxy_tri[proxy.reshape(len(near), kk)]
@@ -319,16 +315,13 @@ class ClosestTriangleQuery:
         counts = np.bincount(owner, minlength=len(cells))
         order = np.lexsort((d2, owner))                        # per cell, closest candidate first
         owner, cand = owner[order], cand[order]
-        # lower bound of a candidate's distance from any point of its cell (distance from the centre minus
-        # the half-diagonal, minus a margin above rounding): ascending along a row, so the compiled scan
-        # stops at the first one beyond its best distance so far
+        # lower bound of a candidate's distance from any point of its cell, ascending along a row: the scan
+        # stops at the first one beyond its best distance
         lower = np.sqrt(d2[order]) - rho - self._brute_slack
         start = np.cumsum(counts) - counts
         pos = np.arange(len(owner)) - start[owner]
         grid_row = np.full(int(np.prod(shape)), -1, dtype=np.int64)
-        # two tables: `slots` wide for most cells, and a wider one for the few crowded cells (where many
-        # triangles meet, e.g. the Punyo base's fan apex); grid_row >= 0 indexes the first, <= -2 the second
-        # (-2 - row), -1 = not in the grid
+        # `slots` wide for most cells, wider for the few crowded ones (grid_row >= 0 / <= -2 - row; -1: none)
         wide = int(min(max(int(counts.max(initial=0)), slots), max_wide))
         tables, lower_tables = [], []
         for t_id, (sel_cells, width) in enumerate((((counts >= 1) & (counts <= slots), slots),
@@ -388,12 +381,8 @@ class ClosestTriangleQuery:
                                      region=reg.astype(np.int8))
 
     def _query_off_grid(self, P: np.ndarray):
-        """Points off the grid: ``(tri, region, params (5, M))`` by brute force or the KD path.
-
-        Raises:
-            InputError: a point farther than ``max_query_distance`` from ``centre`` (checked here, off the
-                hot path).
-        """
+        """Points off the grid: ``(tri, region, params (5, M))`` by brute force or the KD path; InputError
+        for a point beyond ``max_query_distance`` (checked here, off the hot path)."""
         d = P - self.centre
         dist = np.hypot(np.hypot(d[:, 0], d[:, 1]), d[:, 2])            # no overflow of |d|^2
         far = np.flatnonzero(~(dist <= self.max_query_distance))

@@ -34,11 +34,8 @@ class PressureWatch:
     """Trend of the contact-free pressure residual; WARN on a leak or a low gauge pressure.
 
     ``leak_rate`` (Pa/min, > 0), ``window_s`` (s), ``min_span_s`` (s, <= window_s), ``ambient_pa`` (Pa),
-    ``min_gauge_pa`` (Pa or None: no check).
-
-    Raises:
-        SettingError: a parameter out of range (``setting`` names it, ``reason`` ``'out_of_range'``;
-            ``min_span_s`` over ``window_s``: ``'exceeds_window'``, ``expected`` ``window_s``).
+    ``min_gauge_pa`` (Pa or None: no check).  SettingError (``setting`` the parameter): ``'out_of_range'``,
+    or ``'exceeds_window'`` for ``min_span_s`` over ``window_s`` (``expected``).
     """
 
     def __init__(self, leak_rate: float = 50.0, window_s: float = 30.0, min_span_s: float = 20.0,

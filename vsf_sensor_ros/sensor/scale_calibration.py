@@ -124,11 +124,7 @@ def fit_scale(measured: np.ndarray, reference: np.ndarray, threshold: float = 0.
 
 def loading_unloading(reference: np.ndarray, threshold: float = 0.5) -> Tuple[np.ndarray, np.ndarray]:
     """``(loading, unloading)`` int index arrays: the loaded frames (``|reference| > threshold``) up to the
-    peak of ``|reference|``, and those after it.
-
-    Raises:
-        ValueError: bad shape, no frame or non-finite values.
-    """
+    peak of ``|reference|``, and those after it; ValueError: bad shape, no frame, non-finite values."""
     y = _norms(reference, "reference")
     if not len(y):
         raise ValueError("reference has no frame")
@@ -139,11 +135,8 @@ def loading_unloading(reference: np.ndarray, threshold: float = 0.5) -> Tuple[np
 
 def out_of_sample_scale(measured: np.ndarray, reference: np.ndarray, threshold: float = 0.5,
                         min_frames: int = 10, min_force: float = 2.0) -> ScaleScore:
-    """:func:`fit_scale` on the loading, scored on the unloading (arguments as :func:`fit_scale`).
-
-    Raises:
-        ValueError, ScaleFitRefused: as :func:`fit_scale`, or no loaded frame after the peak.
-    """
+    """:func:`fit_scale` on the loading, scored on the unloading; raises as :func:`fit_scale`, or
+    ScaleFitRefused for no loaded frame after the peak."""
     loading, unloading = loading_unloading(reference, threshold)
     fit = fit_scale(measured, reference, threshold, min_frames, min_force, frames=loading)
     if not unloading.size:
