@@ -1,9 +1,6 @@
-"""Numba kernels of :class:`~vsf_sensor_ros.sensor.mesh.ClosestTriangleQuery` and the dense force.
-
-Private to ``sensor.mesh``: importing it compiles (or loads from numba's cache) every kernel, at a sensor's
-``attach``, so no query compiles.  Ties keep the first minimum; the early exits only skip candidates
-strictly farther than the best, so they never change the answer.
-"""
+"""Numba kernels of :class:`~vsf_sensor_ros.sensor.mesh.ClosestTriangleQuery` and the dense force, all
+compiled (or loaded from the cache) at import.  Ties keep the first minimum; early exits skip only
+candidates strictly farther than the best."""
 from __future__ import annotations
 
 import math
@@ -57,11 +54,8 @@ def _eval_one(px: float, py: float, pz: float, CT: np.ndarray, j: int):
 @_jit
 def _best_in_row(P: np.ndarray, i: int, table: np.ndarray, lower: np.ndarray, row: int, CT: np.ndarray,
                  tri: np.ndarray, reg: np.ndarray, par: np.ndarray, best2: np.ndarray) -> None:
-    """Closest of the candidates ``table[row]`` to ``P[i]``, into slot ``i`` of the outputs; the scan stops at
-    the first candidate whose lower bound (``lower[row]``, ascending, with a rounding margin) exceeds the
-    best,
-    so the answer is the full scan's.  Padding repeats the first candidate with bound ``inf``.
-    """
+    """Closest of the candidates ``table[row]`` to ``P[i]`` into slot ``i``, stopping at the first lower bound
+    (``lower[row]``, ascending) above the best; padding repeats the first candidate with bound ``inf``."""
     px, py, pz = P[i, 0], P[i, 1], P[i, 2]
     first = table[row, 0]
     bd = math.inf
@@ -81,9 +75,7 @@ def _best_in_row(P: np.ndarray, i: int, table: np.ndarray, lower: np.ndarray, ro
 def grid_best(P: np.ndarray, lo: np.ndarray, cell: float, shape: np.ndarray, grid_row: np.ndarray,
               narrow: np.ndarray, wide: np.ndarray, narrow_lower: np.ndarray, wide_lower: np.ndarray,
               CT: np.ndarray, tri: np.ndarray, reg: np.ndarray, par: np.ndarray, best2: np.ndarray) -> int:
-    """Grid path for every point of ``P (M, 3)``; returns how many are off the grid (``tri = -1``, left for
-    the other paths).  ``par`` is ``(5, M)``: ``v, w, t, s, r``.
-    """
+    """Grid path for every point of ``P (M, 3)``; returns how many are off the grid (``tri = -1``)."""
     missing = 0
     s0, s1, s2 = shape[0], shape[1], shape[2]
     for i in range(P.shape[0]):
@@ -123,9 +115,8 @@ def table_best(P: np.ndarray, idx: np.ndarray, CT: np.ndarray, tri: np.ndarray, 
 @_jit
 def brute_best(P: np.ndarray, cent: np.ndarray, rad: np.ndarray, slack: float, CT: np.ndarray,
                tri: np.ndarray, reg: np.ndarray, par: np.ndarray, best2: np.ndarray) -> None:
-    """Exact closest triangle of each point over all triangles, skipping those whose bounding sphere is
-    farther than the best bound plus ``slack`` (the unpruned scan's answer; ties to the lowest index).
-    """
+    """Exact closest triangle of each point, skipping triangles whose bounding sphere is beyond the best
+    bound plus ``slack`` (ties to the lowest index)."""
     T = cent.shape[0]
     dc = np.empty(T)
     for i in range(P.shape[0]):
@@ -224,9 +215,7 @@ def dense_force_outputs(local: np.ndarray, pv_c: np.ndarray, pv_v: np.ndarray, b
 
 
 def warm_up() -> None:
-    """Compile (or load from the cache) every kernel for exactly the argument types ``mesh.py`` passes
-    (one specialisation per type tuple; a test checks queries add none).
-    """
+    """Compile (or load from the cache) every kernel for exactly the argument types ``mesh.py`` passes."""
     V = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
     F = np.array([[0, 1, 2]], dtype=np.int64)
     V.setflags(write=False)                    # the query's mesh arrays are read-only (another

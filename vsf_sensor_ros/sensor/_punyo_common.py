@@ -1,4 +1,4 @@
-"""Validation helpers shared by the Punyo sensor models (private to ``vsf_sensor_ros.sensor``)."""
+"""Validation helpers shared by the sensor models (private to ``vsf_sensor_ros.sensor``)."""
 from __future__ import annotations
 
 import warnings
@@ -15,12 +15,8 @@ _NUMPY_DTYPES = (torch.float32, torch.float64)
 
 
 def numpy_pose(state: SimState, name: str) -> Optional[Tuple[np.ndarray, np.ndarray, torch.Tensor]]:
-    """``(R (3, 3), t (3,), T)`` of body ``name`` as numpy views (plain-Python rigidity check, cheaper than
-    torch), or None when ``T`` is not a float32/float64 CPU tensor (the caller takes its torch path).
-
-    Raises:
-        ValueError: as :func:`.base_sensor.rigid_transform`.
-    """
+    """``(R (3, 3), t (3,), T)`` of body ``name`` as numpy views (checked in plain Python, cheaper than
+    torch), or None when ``T`` is not a float32/float64 CPU tensor; raises as :func:`.rigid_transform`."""
     T = state.body_transforms.get(name)
     if T is None:
         state._check_body(name)                         # raises ValueError naming unknown bodies
@@ -34,11 +30,7 @@ def numpy_pose(state: SimState, name: str) -> Optional[Tuple[np.ndarray, np.ndar
 
 
 def pairs_and_states(state: SimState, name: str) -> Tuple[List[Tuple[str, str]], List[ContactState]]:
-    """``(contact_bodies, contact_states_on_body)`` of body ``name`` in one pass (``BaseSensor`` order).
-
-    Raises:
-        ValueError: ``name`` has no transform in the state.
-    """
+    """``(contact_bodies, contact_states_on_body)`` of body ``name`` in one pass; ValueError: unknown body."""
     if name not in state.body_transforms:
         state.bodies_in_contact(name)                   # raises ValueError naming unknown bodies
     pairs, states = [], []
@@ -49,10 +41,23 @@ def pairs_and_states(state: SimState, name: str) -> Tuple[List[Tuple[str, str]],
     return pairs, states
 
 
+def contact_offsets(sensor: str, pairs: List[Tuple[str, str]], states: List[ContactState],
+                    dtype: torch.dtype, device: torch.device) -> List[int]:
+    """``[0, n_0, n_0 + n_1, ...]`` of the pairs' contacts; ValueError naming a pair whose contacts are not
+    ``dtype`` on ``device`` (the state's; never converted)."""
+    offsets = [0]
+    for pair, c in zip(pairs, states):
+        if c.forces.dtype != dtype or c.forces.device != device:
+            raise ValueError(f"sensor {sensor!r}: contacts {pair} are {c.forces.dtype} on "
+                             f"{c.forces.device} but the state is {dtype} on {device}")
+        offsets.append(offsets[-1] + len(c))
+    return offsets
+
+
 def check_config_keys(cls_name: str, type_name: str, name: str, config: Mapping[str, Any],
-                      allowed: Iterable[str]) -> str:
-    """Validate a sensor config's keys (``type`` must equal ``type_name``, ``attachment`` required, plus
-    ``allowed``) and return its ``attachment``.
+                      allowed: Iterable[str], needs_attachment: bool = True) -> Optional[str]:
+    """Validate a sensor config's keys (``type`` must equal ``type_name``; ``attachment``, required unless
+    not ``needs_attachment``, plus ``allowed``) and return its ``attachment`` (stripped; None if absent).
 
     Raises:
         SettingError: unknown key(s) (named, ``setting`` the first, ``reason`` ``'unknown_key'``,
@@ -70,6 +75,8 @@ def check_config_keys(cls_name: str, type_name: str, name: str, config: Mapping[
         raise SettingError(f"{cls_name} {name!r}: config 'type' is {config['type']!r}, "
                            f"expected {type_name!r}", "type", config["type"], "wrong_type", type_name)
     body = config.get("attachment")
+    if body is None and not needs_attachment:
+        return None
     if not isinstance(body, str) or not body.strip():
         raise SettingError(f"{cls_name} {name!r}: config needs 'attachment' (a body name), got {body!r}",
                            "attachment", body, "missing")
@@ -89,11 +96,8 @@ def check_model_name(model: Any, expected: str, sensor: str) -> None:
 
 def as_vector(value: Any, label: str, length: Optional[int]) -> np.ndarray:
     """``value`` (array-like, tensor or scalar when ``length == 1``) as a finite float64 ``(length,)`` copy.
-
-    Raises:
-        InputError: ``argument`` ``label``; ``reason`` ``'not_numeric'`` (``value`` as given), ``'shape'``
-            (``value`` the shape, ``expected`` ``(length,)``) or ``'not_finite'`` (``value`` the entries).
-    """
+    InputError (``argument`` ``label``): ``'not_numeric'``, ``'shape'`` (``expected`` ``(length,)``) or
+    ``'not_finite'``."""
     if isinstance(value, torch.Tensor):
         value = value.detach().cpu().numpy()
     try:
@@ -114,9 +118,8 @@ def as_vector(value: Any, label: str, length: Optional[int]) -> np.ndarray:
 
 def parse_tare(calib: Mapping[str, Any], sensor: str, length: Optional[int],
                allow_gain: bool = False) -> Dict[str, np.ndarray]:
-    """Validate ``{'tare', 'tare_sim_avg'}`` (and ``'gain'``, > 0, with ``allow_gain``); None = absent.
-
-    Returns the entries present as float64 ``(length,)`` arrays; ``{}`` clears.
+    """The entries present of ``{'tare', 'tare_sim_avg'}`` (and ``'gain'`` > 0 with ``allow_gain``; None =
+    absent) as float64 ``(length,)`` arrays.
 
     Raises:
         InputError: ``argument`` ``'calib'`` for a non-dict (``reason`` ``'type'``), an unknown key

@@ -1,8 +1,5 @@
-"""A tare that follows the simulator: re-tare while the simulator sees no contact and the sensor is steady.
-
-A real sensor's zero wanders; :class:`AutoTare` re-estimates the offset over steady contact-free windows and
-refuses a jump the simulator cannot explain.  Rules and parameters: docs/real_data.md (the sim-to-real
-loop).  Pure numpy; stamps are integer nanoseconds.
+"""A tare that follows a wandering zero: re-tare over steady windows the simulator calls contact-free,
+refusing a jump it cannot explain (docs/real_data.md, the sim-to-real loop); stamps are integer ns.
 """
 from __future__ import annotations
 
@@ -20,10 +17,8 @@ __all__ = ["AutoTare", "TareEvent"]
 
 @dataclass(frozen=True)
 class TareEvent:
-    """One automatic tare tried: ``stamp_ns``; ``applied``; ``offset`` ``(#meas,)`` held after it; ``step``
-    (proposed − previous, or the proposed offset at first); ``reason`` of a refusal (``''`` when applied);
-    ``samples`` averaged.
-    """
+    """One automatic tare tried: ``offset`` ``(#meas,)`` held after it, ``step`` (proposed − previous, or
+    proposed at first), ``reason`` of a refusal (``''`` when applied), ``samples`` averaged."""
 
     stamp_ns: int
     applied: bool
@@ -34,8 +29,7 @@ class TareEvent:
 
 
 def _positive(name: str, value: float, allow_zero: bool = False) -> float:
-    """``value`` as a float; SettingError (``setting`` ``name``, ``reason`` ``'out_of_range'``) unless finite
-    and > 0 (>= 0 with ``allow_zero``)."""
+    """``value`` as a float; SettingError (``name``, ``'out_of_range'``) unless finite and > 0 (or >= 0)."""
     v = float(value)
     if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
         raise SettingError(f"{name} must be finite and {'>=' if allow_zero else '>'} 0, got {value!r}",
@@ -49,10 +43,7 @@ class AutoTare:
     ``max_step`` (> 0) bounds any entry's change, ``steady_std`` (> 0) the residual's spread in the window
     (sensor units); ``window_s`` (> 0), ``min_interval_s`` (>= 0), ``min_samples`` (>= 2); ``offset``: the
     starting ``(#meas,)`` offset, or None (the first tare is unbounded).  Attributes ``offset``,
-    ``applied``, ``refused``.
-
-    Raises:
-        SettingError: a parameter out of range (``setting`` names it, ``reason`` ``'out_of_range'``).
+    ``applied``, ``refused``.  SettingError (``setting`` the parameter, ``reason`` ``'out_of_range'``).
     """
 
     def __init__(self, max_step: float, steady_std: float, window_s: float = 2.0,
@@ -77,15 +68,10 @@ class AutoTare:
 
     def update(self, stamp_ns: int, predicted: np.ndarray, measured: np.ndarray,
                sim_in_contact: bool) -> Optional[TareEvent]:
-        """Feed one paired sample (stamp ns, raw ``predicted`` and ``measured`` ``(#meas,)`` in sensor units,
-        ``sim_in_contact``); the :class:`TareEvent` tried on it, or None.
-
-        Raises:
-            InputError: a stamp not after the previous one (``argument`` ``'stamp_ns'``, ``reason``
-                ``'not_after'``, ``expected`` the previous stamp), mismatched sizes (``'predicted'`` or
-                ``'measured'``, ``'size'``, the size and the expected one), non-finite values
-                (``'not_finite'``, ``value`` the entries); nothing changes.
-        """
+        """Feed one paired sample (raw ``predicted``, ``measured`` ``(#meas,)``, sensor units); the
+        :class:`TareEvent` tried on it, or None.  InputError (nothing changes): ``'stamp_ns'``
+        ``'not_after'`` (``expected`` the previous), ``'predicted'`` / ``'measured'`` ``'size'`` or
+        ``'not_finite'``."""
         stamp = int(stamp_ns)
         if self._last_stamp is not None and stamp <= self._last_stamp:
             raise InputError(f"stamp_ns {stamp} is not after the previous {self._last_stamp}",

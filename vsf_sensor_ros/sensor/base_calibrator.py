@@ -29,10 +29,8 @@ class BaseCalibrator:
 
 @runtime_checkable
 class TareSimulator(Protocol):
-    """What :meth:`TareCalibrator.calibrate` needs from a simulator (the seed's ``QuasistaticVSFSimulator``):
-    ``step(command, dt)``, ``state()`` -> :class:`SimState`, and ``measurements()`` -> ``{sensor name:
-    prediction}`` computed by the same sensor object being calibrated.
-    """
+    """What :meth:`TareCalibrator.calibrate` needs of a simulator (the seed's ``QuasistaticVSFSimulator``);
+    ``measurements()`` come from the same sensor object being calibrated."""
 
     def step(self, command: Any, dt: float) -> Any:
         """Advance the simulation by one step under ``command``."""
@@ -45,26 +43,21 @@ class TareSimulator(Protocol):
 
 
 class TareCalibrator(BaseCalibrator):
-    """Average of the first contact-free observations and simulated readings (seed semantics).
-
-    Steps the simulator per sample and stops before the first sample with contact (at sample 0: a warning,
-    and it is used); sets ``{output_key: mean observation, 'tare_sim_avg': mean simulated}`` and returns the
-    number used.  Beyond the seed: the previous calibration is cleared first (a ``'gain'`` kept) and restored
-    on error, so re-taring repeats the first tare; every observation is checked before anything is touched;
-    ``nsamples == 0`` returns 0; a pair with zero contacts is no contact; ``contact_scope='sensor'`` (the
-    node's) stops only on ``sensor.in_contact(state)``, ``'any'`` (default, the seed) on any contact.
+    """Average of the first contact-free observations and simulated readings (seed semantics): one step a
+    sample, stopping before the first with contact (at sample 0: warned and used), into ``{output_key,
+    'tare_sim_avg'}``.  Beyond the seed: the previous calibration is cleared first (``'gain'`` kept) and
+    restored on error; observations are checked first; ``contact_scope='sensor'`` stops only on
+    ``sensor.in_contact``, ``'any'`` (the seed) on any non-empty pair.
     """
 
     CONTACT_SCOPES = ("any", "sensor")
-    #: calibration keys the sensors read the tare from (every sensor here reads ``'tare'``);
-    #: any other ``output_key`` would be rejected by ``set_calibration`` after a full run
+    #: the calibration key every sensor here reads its tare from
     OUTPUT_KEYS = ("tare",)
 
     def __init__(self, num_samples: int = 10, output_key: str = "tare", contact_scope: str = "any") -> None:
-        """Raises SettingError (``setting`` the argument, ``reason`` ``'invalid'``, ``expected`` the accepted
-        values where they are few) for a negative/non-integer ``num_samples``, an ``output_key`` that is not
-        one the sensors read (``OUTPUT_KEYS``: ``'tare'``) or a ``contact_scope`` other than ``'any'`` /
-        ``'sensor'``."""
+        """SettingError (``setting`` the argument, ``reason`` ``'invalid'``, ``expected`` the accepted values
+        where few): a negative/non-integer ``num_samples``, ``output_key`` not in ``OUTPUT_KEYS``, a
+        ``contact_scope`` not in ``CONTACT_SCOPES``."""
         if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 0:
             raise SettingError(f"TareCalibrator: num_samples must be an integer >= 0, got {num_samples!r}",
                                "num_samples", num_samples, "invalid")
@@ -82,11 +75,8 @@ class TareCalibrator(BaseCalibrator):
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "TareCalibrator":
-        """Build from ``{'type', 'num_samples', 'output_key', 'contact_scope'}`` (all optional).
-
-        Raises:
-            SettingError: unknown keys (``setting`` the first, ``reason`` ``'unknown_key'``) or bad values.
-        """
+        """Build from ``{'type', 'num_samples', 'output_key', 'contact_scope'}`` (all optional); SettingError:
+        unknown keys (``setting`` the first, ``reason`` ``'unknown_key'``), bad values."""
         allowed = {"type", "num_samples", "output_key", "contact_scope"}
         unknown = sorted(str(k) for k in config if k not in allowed)
         if unknown:
@@ -106,17 +96,10 @@ class TareCalibrator(BaseCalibrator):
     def calibrate(self, sensor: BaseSensor, sim: TareSimulator,
                   command_sequence: Sequence[Any],
                   observation_sequence: Sequence[Mapping[str, Any]]) -> int:
-        """Tare ``sensor`` from the first contact-free samples; return how many were used.
-
-        ``observation_sequence``: ``{sensor name: observation}`` per step (sensor units and order); one
-        command
-        per step in ``command_sequence``.
-
-        Raises:
-            InputError: a missing (``reason`` ``'missing_sensor'``, ``value`` the keys present, ``expected``
-                the sensor's name), non-finite or misshapen observation or simulated measurement (see
-                ``as_vector``), too few commands; ValueError: a refused calibration.  The sensor keeps its
-                previous calibration.
+        """Tare ``sensor`` from the first contact-free samples (``{sensor name: observation}`` per step, one
+        command each); return how many were used.  The calibration is kept on error: InputError for a
+        missing (``'missing_sensor'``, ``value`` the keys, ``expected`` the name), non-finite or misshapen
+        observation or simulated measurement, too few commands; ValueError: a refused calibration.
         """
         nsamples = min(self.num_samples, len(observation_sequence))
         if nsamples == 0:

@@ -16,15 +16,10 @@ from .errors import InputError
 class ContactState:
     """Contacts between two bodies (seed ``ContactState``); world frame, SI.
 
-    Attributes:
-        points: ``(N, 3)`` float tensor, contact points (m).
-        forces: ``(N, 3)``, force on body 1 by body 2 (N); same dtype and device as ``points``.
-        elems1, elems2: optional length-``N`` int64 element (vertex) index on body 1 / body 2, ``-1`` = none.
-            Lists, arrays and float tensors of exact integers are converted; an empty one becomes None (as
-            the seed reads it).
-
-    Raises:
-        ValueError: bad shapes, dtypes or non-finite values, a fractional element (names field, row, value).
+    ``points`` ``(N, 3)`` float (m); ``forces`` ``(N, 3)`` on body 1 by body 2 (N), same dtype/device;
+    ``elems1`` / ``elems2`` optional length-``N`` int64 vertex index on body 1 / 2 (``-1`` = none; lists,
+    arrays and integral float tensors converted, an empty one becomes None as the seed reads it).
+    Raises InputError (a ValueError) as :func:`validate_contact_state`, or for a fractional element.
     """
 
     points: torch.Tensor
@@ -51,11 +46,7 @@ class ContactState:
 
 
 def _integral_elems(e: Any, label: str, points: Any) -> Optional[torch.Tensor]:
-    """Element indices as the seed accepts them (see :class:`ContactState`); other types unchanged.
-
-    Raises:
-        ValueError: a non-finite or fractional value, or a list that is not numbers (names ``label``).
-    """
+    """Element indices as the seed accepts them (see :class:`ContactState`); other types unchanged."""
     if e is None:
         return None
     if not isinstance(e, torch.Tensor) and isinstance(e, (list, tuple, np.ndarray)):
@@ -80,13 +71,9 @@ def _integral_elems(e: Any, label: str, points: Any) -> Optional[torch.Tensor]:
 
 
 def validate_contact_state(c: ContactState) -> None:
-    """Check shapes, dtypes, devices and finiteness of a ``ContactState``.
-
-    Raises:
-        InputError: ``argument`` the field (``'points'``, ``'forces'``, ``'elems1'``, ``'elems2'``), ``value``
-            the offending part (type name, shape, dtype, row), ``reason`` ``'type'``, ``'shape'``,
-            ``'dtype'``, ``'count'`` (forces vs points), ``'not_finite'`` or ``'not_integer'``.
-    """
+    """Check shapes, dtypes, devices and finiteness of a ``ContactState``; InputError: ``argument`` the field,
+    ``value`` the offending part, ``reason`` ``'type'``, ``'shape'``, ``'dtype'``, ``'count'`` (forces vs
+    points), ``'not_finite'`` or ``'not_integer'``."""
     for label, t in (("points", c.points), ("forces", c.forces)):
         if not isinstance(t, torch.Tensor):
             raise InputError(f"ContactState.{label} must be a torch.Tensor, got {type(t).__name__}",
@@ -126,17 +113,10 @@ def validate_contact_state(c: ContactState) -> None:
 
 @dataclass
 class SimState:
-    """One simulator step (seed ``SimState``).
-
-    Attributes:
-        body_transforms: body name -> ``(4, 4)`` body -> world transform (m); the first gives ``dtype`` /
-            ``device``.
-        body_states: body name -> state tensor (e.g. a robot configuration).
-        contacts: ``(body1, body2)`` -> ``ContactState`` (forces on body 1).  Not assumed symmetric, as the
-            seed: store both orders or use :func:`with_reverse_pairs`.
-
-    Raises:
-        ValueError: a contacts key that is not a ``(body1, body2)`` tuple.
+    """One simulator step (seed ``SimState``): ``body_transforms`` (name -> ``(4, 4)`` body -> world, m;
+    the first gives ``dtype`` / ``device``), ``body_states`` (name -> state tensor), ``contacts``
+    (``(body1, body2)`` -> ``ContactState``, forces on body 1; not assumed symmetric, as the seed: see
+    :func:`with_reverse_pairs`).  InputError for a contacts key that is not a ``(body1, body2)`` tuple.
     """
 
     body_transforms: Dict[str, torch.Tensor] = field(default_factory=dict)
@@ -144,8 +124,7 @@ class SimState:
     contacts: Dict[Tuple[str, str], ContactState] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # every accessor unpacks the keys as (body1, body2); a string key would unpack into its characters
-        # (or fail obscurely), so refuse it here, once per state (a few pairs: cheap)
+        # every accessor unpacks the keys as (body1, body2): a string key would unpack into its characters
         for key in self.contacts:
             if type(key) is not tuple or len(key) != 2:
                 raise InputError(f"SimState.contacts keys must be (body1, body2) tuples, got {key!r}",
@@ -167,11 +146,8 @@ class SimState:
         )
 
     def bodies_in_contact(self, name: str, reverse: bool = False) -> List[str]:
-        """``b`` of the pairs ``(name, b)`` (``a`` of ``(a, name)`` when ``reverse``), in insertion order.
-
-        Raises:
-            ValueError: ``name`` has no transform in this state.
-        """
+        """``b`` of the pairs ``(name, b)`` (``a`` of ``(a, name)`` when ``reverse``), in insertion order;
+        ValueError when ``name`` has no transform."""
         self._check_body(name)
         if reverse:
             return [a for (a, b) in self.contacts if b == name]
@@ -185,11 +161,8 @@ class SimState:
         return [c for (a, b), c in self.contacts.items() if a == name]
 
     def contacts_on_body(self, name: str, local: bool = True) -> Tuple[torch.Tensor, torch.Tensor]:
-        """``(points, forces)``, each ``(N, 3)``: every contact on ``name`` concatenated in
-        ``bodies_in_contact`` order, in the body frame when ``local`` (m, N), else world.
-
-        Raises:
-            ValueError: unknown body, or a transform that is not a torch tensor.
+        """``(points, forces)``, each ``(N, 3)``: every contact on ``name`` in ``bodies_in_contact`` order,
+        in the body frame when ``local`` (m, N), else world.  ValueError: unknown body, non-tensor transform.
         """
         self._check_body(name)
         T = self.body_transforms[name]
@@ -228,17 +201,11 @@ class SimState:
 
 def with_reverse_pairs(contacts: Mapping[Tuple[str, str], ContactState]
                        ) -> Dict[Tuple[str, str], ContactState]:
-    """Contacts completed with the reverse of every pair reported in one order only.
+    """A new dict of ``contacts`` completed with the reverse of every pair given in one order only.
 
-    A pair ``(a, b)`` alone implies ``(b, a)`` with the same points, force ``-f`` and the element arrays
-    swapped; a pair given in both orders is used as given, ``(a, a)`` is kept.  The seed's ``SimState`` does
-    not do this; call it before building the state.
-
-    Returns:
-        A new dict: each given pair followed by its implied reverse when absent (autograd kept).
-
-    Raises:
-        ValueError: a key that is not a ``(body1, body2)`` tuple.
+    ``(a, b)`` alone implies ``(b, a)``: same points, force ``-f``, element arrays swapped (autograd kept);
+    pairs given in both orders, and ``(a, a)``, are kept as given.  The seed's ``SimState`` does not do
+    this.  InputError for a key that is not a ``(body1, body2)`` tuple.
     """
     out: Dict[Tuple[str, str], ContactState] = {}
     for key, c in contacts.items():
@@ -270,13 +237,9 @@ def rigid_tolerance(dtype: torch.dtype) -> float:
 
 def check_rigid_values(vals: Sequence[float], name: str, dtype: torch.dtype, shown: object) -> None:
     """Check the 16 row-major entries ``vals`` of a transform in plain Python (faster than torch for
-    a 4x4); ``shown`` is the transform printed in an error.
-
-    Raises:
-        InputError: as :func:`rigid_transform`.
+    a 4x4); ``shown`` is the transform printed in an error.  InputError as :func:`rigid_transform`.
     """
-    # a finite sum means every entry is finite (inf/nan propagate); only an overflowing sum of huge entries
-    # needs the element-wise test
+    # a finite sum means finite entries; only an overflowing sum needs the element-wise test
     if not math.isfinite(sum(vals)) and not all(math.isfinite(v) for v in vals):
         raise InputError(f"body {name!r}: transform has a non-finite entry: {_show(shown)}",
                          name, _show(shown), "not_finite")
@@ -301,32 +264,14 @@ def check_rigid_values(vals: Sequence[float], name: str, dtype: torch.dtype, sho
                          f"(a reflection, not a rotation): {_show(shown)}", name, det, "reflection")
 
 
-def check_contacts_match_state(state: SimState, pairs: List[Tuple[str, str]], owner: str) -> None:
-    """Require the contacts of ``pairs`` to share the state's dtype and device (never converted).
-
-    Raises:
-        ValueError: naming ``owner``, the pair and both dtypes/devices.
-    """
-    for pair in pairs:
-        c = state.contacts[pair]
-        if c.points.dtype != state.dtype or c.points.device != state.device:
-            raise ValueError(
-                f"{owner}: contacts {pair} are {c.points.dtype} on {c.points.device} but the state "
-                f"is {state.dtype} on {state.device}; convert them first")
-
-
 def rigid_transform(state: SimState, name: str) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Rotation ``R`` ``(3, 3)`` and translation ``t`` ``(3,)`` (m), body -> world, of a checked rigid
-    transform.
-
-    Views of the state's tensor (autograd kept).  Checks: a ``(4, 4)`` floating torch tensor, finite,
-    bottom row ``[0, 0, 0, 1]``, ``max |R Rᵀ − I| ≤ tol`` (no scale or shear) and ``det R > 0``, with
-    ``tol`` = :func:`rigid_tolerance`.
+    """Views ``R`` ``(3, 3)``, ``t`` ``(3,)`` (m, autograd kept) of body ``name``'s checked body -> world
+    transform: a finite ``(4, 4)`` floating tensor, bottom row ``[0, 0, 0, 1]``, ``max |R Rᵀ − I| ≤``
+    :func:`rigid_tolerance` (no scale or shear), ``det R > 0``.
 
     Raises:
         InputError: unknown body (``argument`` ``'name'``, ``reason`` ``'unknown_body'``, ``expected`` the
-            known ones) or a failed check: ``argument`` the body, ``value`` the offending part (type name,
-            shape, dtype, the transform, bottom row, ``max |R Rᵀ − I|``, determinant), ``reason`` ``'type'``,
+            known ones), else ``argument`` the body, ``value`` the offending part, ``reason`` ``'type'``,
             ``'shape'``, ``'dtype'``, ``'not_finite'``, ``'bottom_row'``, ``'not_orthonormal'`` or
             ``'reflection'``.
     """
@@ -361,13 +306,9 @@ def _float_tensor(value: Any, label: str, dtype: Optional[torch.dtype]) -> torch
 
 
 def as_contact_state(c: Any, dtype: Optional[torch.dtype] = None) -> ContactState:
-    """A :class:`ContactState` from anything with the seed's ``points`` / ``forces`` (``elems1`` /
-    ``elems2`` optional) attributes; lists and arrays become tensors of ``dtype``.
-
-    Raises:
-        InputError: missing attributes (``argument`` ``'c'``, ``value`` the type name, ``reason``
-            ``'type'``) or values :class:`ContactState` refuses (``argument`` the field).
-    """
+    """A :class:`ContactState` from anything with the seed's ``points`` / ``forces`` (``elems1`` / ``elems2``
+    optional); lists and arrays become tensors of ``dtype``.  InputError: missing attributes (``'c'``,
+    ``'type'``, ``value`` the type name) or values :class:`ContactState` refuses."""
     if type(c) is ContactState:
         return c
     try:
@@ -381,15 +322,10 @@ def as_contact_state(c: Any, dtype: Optional[torch.dtype] = None) -> ContactStat
 
 
 def as_sim_state(state: Any) -> SimState:
-    """A :class:`SimState` from anything with the seed's ``body_transforms``, ``bodies_in_contact``
-    and ``contact_states_on_body`` (``body_states`` optional); a SimState of ContactStates is returned as is.
-
-    Raises:
-        InputError: no ``body_transforms`` (``argument`` ``'state'``, ``value`` the type name, ``reason``
-            ``'type'``), the two methods disagreeing in length (``argument``
-            ``'contact_states_on_body'``, ``value`` its count, ``reason`` ``'count'``, ``expected`` the
-            count of ``bodies_in_contact``), or a refused contact state.
-    """
+    """A :class:`SimState` from anything with the seed's ``body_transforms``, ``bodies_in_contact`` and
+    ``contact_states_on_body`` (``body_states`` optional); a SimState of ContactStates as is.  InputError:
+    no ``body_transforms`` (``'state'``, ``'type'``), the two methods disagreeing in length
+    (``'contact_states_on_body'``, ``'count'``, ``expected`` the other count), a refused contact state."""
     if type(state) is SimState:
         if all(type(c) is ContactState for c in state.contacts.values()):
             return state
@@ -444,16 +380,10 @@ Pair = Tuple[str, str]
 
 @dataclass
 class SparseJacobian:
-    """COO Jacobian of a sensor's measurements w.r.t. the concatenated contact forces.
-
-    Attributes:
-        rows, cols: ``(nnz,)`` int64: measurement index; ``3·c + k`` (contact ``c`` of the concatenation of
-            ``pairs``, world force axis ``k``).
-        values: ``(nnz,)`` float, the state's dtype/device.
-        shape: ``(#meas, 3·N)``, ``N`` the total contact count.
-        pairs: ``(sensor_body, other_body)`` pairs in concatenation order.
-        offsets: ``len(pairs) + 1`` ints; ``pairs[p]`` holds contacts ``offsets[p] .. offsets[p+1]-1``.
-    """
+    """COO Jacobian of a sensor's measurements w.r.t. the concatenated contact forces: ``rows`` / ``cols``
+    ``(nnz,)`` int64 (measurement; ``3·c + k``, contact ``c``, world axis ``k``), ``values`` ``(nnz,)`` in the
+    state's dtype/device, ``shape`` ``(#meas, 3·N)``, ``pairs`` ``(sensor_body, other_body)`` in order,
+    ``offsets`` (``pairs[p]`` holds contacts ``offsets[p] .. offsets[p+1]-1``)."""
 
     rows: torch.Tensor
     cols: torch.Tensor
@@ -510,22 +440,15 @@ def sparse_from_pair_dict(jac: Dict[Pair, torch.Tensor], pairs: Sequence[Pair],
 
 
 class BaseSensor:
-    """A model of a real sensor's reading from a ``SimState`` (seed ``BaseSensor``).
-
-    Subclasses fill in ``measurement_names``, ``predict_torch`` and ``measurement_force_jacobian`` (usually
-    ``sparse_force_jacobian`` too); ``predict`` is ``predict_torch`` without gradients unless overridden with
-    the same numbers.  Every state method accepts the seed's duck-typed states (:func:`as_sim_state`).
-
-    Attributes:
-        name: unique in a node.  attachModelName: the body it is attached to.
-        type_name: the ``type`` string of configuration dicts.
-    """
+    """A model of a real sensor's reading from a ``SimState`` (seed ``BaseSensor``): subclasses fill in
+    ``measurement_names``, ``predict_torch`` and a Jacobian; every state method takes the seed's duck-typed
+    states (:func:`as_sim_state`).  ``name`` (unique in a node), ``attachModelName`` (its body),
+    ``type_name`` (the config ``type``)."""
 
     type_name: str = "BaseSensor"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        # every model, a user's registered one too, takes the seed's duck-typed states: each of its own
-        # STATE_METHODS converts its argument with as_sim_state (a SimState passes unchanged)
+        # every model, a user's too, takes the seed's duck-typed states (as_sim_state on STATE_METHODS)
         super().__init_subclass__(**kwargs)
         for name in STATE_METHODS:
             method = cls.__dict__.get(name)
@@ -539,11 +462,7 @@ class BaseSensor:
     # -- configuration -------------------------------------------------------
     @classmethod
     def from_config(cls, name: str, config: Dict[str, Any]) -> "BaseSensor":
-        """Build a sensor from a plain dict (``attachment`` and type-specific keys).
-
-        Raises:
-            ValueError: a missing or invalid key, named in the message.
-        """
+        """Build from a plain dict (``attachment``, type-specific keys); ValueError naming a bad key."""
         raise NotImplementedError(f"{cls.__name__}.from_config")
 
     def attach(self, model: Any) -> None:
@@ -590,13 +509,8 @@ class BaseSensor:
         return [(self.attachModelName, b) for b in state.bodies_in_contact(self.attachModelName)]
 
     def in_contact(self, state: SimState) -> bool:
-        """True when something touches what this sensor senses (a tare needs False).
-
-        Default: a contact on the sensor's body; region sensors (Klampt patch, Isaac radius) override it.
-
-        Raises:
-            ValueError: the body is not in the state (named).
-        """
+        """True when something touches what this sensor senses (a tare needs False): by default a contact
+        on its body (region sensors override it); ValueError naming a body not in the state."""
         state.bodies_in_contact(self.attachModelName)      # raises ValueError naming unknown bodies
         return any(len(c) > 0 for (b1, _), c in state.contacts.items() if b1 == self.attachModelName)
 

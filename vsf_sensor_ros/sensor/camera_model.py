@@ -1,8 +1,5 @@
-"""Depth camera model of a RealSense sensor: pixel <-> ray with the inverse Brown-Conrady lens model.
-
-The membrane force estimator reads the Punyo's internal depth camera through it; the equations and
-conventions (``plumb_bob`` coefficients, optical frame, metres) are in docs/membrane_force.md.
-"""
+"""Depth camera model of a RealSense sensor (the Punyo's inner camera): pixel <-> ray with the inverse
+Brown-Conrady lens model (equations and conventions: docs/membrane_force.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,10 +14,9 @@ __all__ = ["BrownConradyCamera"]
 
 @dataclass(frozen=True)
 class BrownConradyCamera:
-    """Pinhole camera with librealsense's inverse Brown–Conrady distortion (docs/membrane_force.md).
-
-    Attributes: ``width``, ``height`` (px); ``fx``, ``fy`` (px); ``cx``, ``cy`` (px, pixel centres at
-    integer u, v); ``coeffs`` ``(k1, k2, p1, p2, k3)`` (ROS ``plumb_bob`` order).
+    """Pinhole camera with librealsense's inverse Brown–Conrady distortion: ``width``, ``height``, ``fx``,
+    ``fy``, ``cx``, ``cy`` (px, pixel centres at integer u, v), ``coeffs`` ``(k1, k2, p1, p2, k3)``
+    (``plumb_bob`` order).
 
     Raises:
         SettingError: ``setting`` ``'width'``/``'height'`` (< 1), ``'fx'``/``'fy'`` (``reason``
@@ -61,13 +57,9 @@ class BrownConradyCamera:
     @classmethod
     def from_camera_info(cls, width: int, height: int, k: Sequence[float],
                          d: Sequence[float] = ()) -> "BrownConradyCamera":
-        """Build from ``CameraInfo`` fields: ``width``, ``height``, ``k`` (row-major 3×3), ``d`` (up to 5
-        coefficients, padded with 0; empty = no distortion).
-
-        Raises:
-            InputError: ``argument`` ``'k'`` (not 9 numbers, ``reason`` ``'size'``) or ``'d'`` (a nonzero
-                term beyond the fifth, ``'too_many'``); ``value`` as given (a list).
-        """
+        """Build from ``CameraInfo`` fields ``width``, ``height``, ``k`` (row-major 3×3), ``d`` (up to 5,
+        padded with 0).  InputError: ``argument`` ``'k'`` (not 9 numbers, ``reason`` ``'size'``) or ``'d'``
+        (a nonzero term beyond the fifth, ``'too_many'``); ``value`` as given (a list)."""
         k = np.asarray(k, dtype=np.float64).ravel()
         if k.size != 9:
             raise InputError(f"CameraInfo.k must hold 9 numbers, got {k.size}", "k", k.tolist(), "size", 9)
@@ -83,10 +75,8 @@ class BrownConradyCamera:
     @classmethod
     def fit_to_rays(cls, width: int, height: int, u: np.ndarray, v: np.ndarray,
                     slopes: np.ndarray) -> Tuple["BrownConradyCamera", float]:
-        """``(camera, max |slope misfit|)``: the camera whose rays best match measured ones (a recording
-        without
-        its ``CameraInfo``): a pinhole fit, then SciPy's least squares over all nine parameters.  ``u``, ``v``
-        ``(N,)`` px (N >= 9), ``slopes`` ``(N, 2)`` ``x/z, y/z``.
+        """``(camera, max |slope misfit|)``: the camera whose rays best match measured ``slopes`` ``(N, 2)``
+        (``x/z, y/z``) at pixels ``u``, ``v`` ``(N,)`` (N >= 9): a pinhole fit, then least squares (SciPy).
 
         Raises:
             InputError: ``argument`` ``'slopes'``; ``reason`` ``'count'`` (fewer than 9 rays or mismatched
@@ -144,11 +134,8 @@ class BrownConradyCamera:
         return self.deproject(u, v)
 
     def points_from_depth(self, depth: np.ndarray) -> np.ndarray:
-        """``(height, width, 3)`` float64 camera-frame points (m, NaN without reading) of a ``(height,
-        width)``
-        depth image (m along z; 0 or NaN = no reading).  InputError (``argument`` ``'depth'``, ``reason``
-        ``'shape'``, ``value`` the shape) for another shape.
-        """
+        """``(height, width, 3)`` float64 camera-frame points (m, NaN without reading) of a depth image (m
+        along z; 0 or NaN = no reading); InputError (``'depth'``, ``'shape'``) for another shape."""
         depth = np.asarray(depth, dtype=np.float64)
         if depth.shape != (self.height, self.width):
             raise InputError(f"depth image must be {(self.height, self.width)}, got {depth.shape}", "depth",
@@ -160,10 +147,7 @@ class BrownConradyCamera:
     def project(self, points: np.ndarray, iterations: int = 20) -> np.ndarray:
         """Sub-pixel ``(u, v)`` ``(..., 2)`` float64 seeing each camera-frame point ``(..., 3)`` (m, z > 0):
         :meth:`deproject` inverted by Newton's method (at most ``iterations``); may lie outside the image.
-
-        Raises:
-            InputError: ``argument`` ``'points'``: ``reason`` ``'shape'``, or ``'not_in_front'`` (z <= 0 or a
-                non-finite coordinate; ``value`` how many).
+        InputError (``'points'``): ``'shape'``, or ``'not_in_front'`` (z <= 0 or not finite; a count).
         """
         p = np.asarray(points, dtype=np.float64)
         if p.shape[-1] != 3:

@@ -1,8 +1,5 @@
-"""Build sensors and calibrators from configurations (seed: ``vsf.sensor.constructors``).
-
-A configuration is a seed config object or a plain dict (the node's parameter namespaces); types are looked
-up in a registry of ``"module:Class"`` strings imported on first use, so an optional dependency costs
-nothing until configured.
+"""Build sensors and calibrators from seed config objects or plain dicts (seed: ``vsf.sensor.constructors``);
+types are ``"module:Class"`` strings imported on first use: an optional dependency costs nothing until used.
 """
 from __future__ import annotations
 
@@ -21,9 +18,7 @@ __all__ = ["SENSOR_TYPES", "CALIBRATOR_ALIASES", "CALIBRATOR_TYPES", "Calibratio
 
 @dataclass
 class SensorConfig:
-    """A sensor's configuration with the seed's fields: ``name``, ``type``, ``attachment_name`` (a dict's
-    ``attachment``), ``link_names`` (the seed's torque sensor only; must stay None).
-    """
+    """The seed's sensor config (``attachment_name``: a dict's ``attachment``; ``link_names`` stays None)."""
 
     name: str
     type: str
@@ -33,9 +28,7 @@ class SensorConfig:
 
 @dataclass
 class CalibrationConfig:
-    """A calibrator's configuration with the seed's fields: ``type`` (``'tare'`` or ``'TareCalibrator'``),
-    ``num_samples`` (the seed's default is the string ``'10'``, also read), ``output_key``.
-    """
+    """The seed's calibrator config (``type`` ``'tare'`` or ``'TareCalibrator'``)."""
 
     type: str
     num_samples: int = 10
@@ -59,12 +52,8 @@ CALIBRATOR_ALIASES: Dict[str, str] = {"tare": "TareCalibrator"}
 
 
 def _config_dict(config: Any, kind: str) -> Dict[str, Any]:
-    """A config as a plain dict: a mapping as is, or the fields of a config object.
-
-    Raises:
-        SettingError: neither a mapping nor an object with fields (``setting`` ``kind``, ``reason``
-            ``'type'``).
-    """
+    """A config as a plain dict (a mapping, or a config object's fields); else SettingError (``setting``
+    ``kind``, ``reason`` ``'type'``)."""
     if isinstance(config, Mapping):
         return dict(config)
     if dataclasses.is_dataclass(config) and not isinstance(config, type):
@@ -76,9 +65,7 @@ def _config_dict(config: Any, kind: str) -> Dict[str, Any]:
 
 
 def _seed_sensor_keys(cfg: Dict[str, Any]) -> Dict[str, Any]:
-    """The seed's ``SensorConfig`` fields as this package's keys (``attachment_name`` -> ``attachment``;
-    a None ``link_names`` dropped), in a copy.
-    """
+    """A copy with ``attachment_name`` as ``attachment`` and a None ``link_names`` dropped."""
     cfg = dict(cfg)
     if "attachment_name" in cfg:
         seed_name = cfg.pop("attachment_name")
@@ -104,11 +91,8 @@ def _resolve(table: Dict[str, Union[str, type]], kind: str, type_name: Any) -> t
 
 
 def register_sensor_type(type_name: str, target: Union[str, Type[BaseSensor]]) -> None:
-    """Add (or replace) a sensor type: a ``BaseSensor`` subclass or a ``"module:Class"`` string.
-
-    Raises:
-        ValueError: empty type name, or a string without ``':'``.
-    """
+    """Add (or replace) a sensor type: a ``BaseSensor`` subclass or a ``"module:Class"`` string; ValueError:
+    empty type name, or a string without ``':'``."""
     if not isinstance(type_name, str) or not type_name:
         raise ValueError(f"sensor type name must be a non-empty string, got {type_name!r}")
     if isinstance(target, str) and ":" not in target:
@@ -122,13 +106,10 @@ def sensor_class(type_name: str) -> Type[BaseSensor]:
 
 
 def sensor_from_config(config: Union[Mapping[str, Any], Any]) -> BaseSensor:
-    """Build a sensor from ``{'name', 'type', 'attachment', ...}`` or a seed ``SensorConfig``, through
-    ``Class.from_config(name, config without name)``.
-
-    Raises:
-        SettingError: not a mapping, missing ``name``, unknown ``type`` (``reason`` ``'unknown_type'``,
-            ``expected`` the known ones), conflicting ``attachment`` / ``attachment_name``
-            (``'conflict'``), or the class's own key errors.
+    """Build a sensor from ``{'name', 'type', 'attachment', ...}`` or a seed ``SensorConfig`` through
+    ``Class.from_config(name, rest)``.  SettingError: not a mapping, missing ``name``, unknown ``type``
+    (``'unknown_type'``, ``expected`` the known ones), ``attachment`` / ``attachment_name`` conflicting
+    (``'conflict'``), or the class's own key errors.
     """
     config = _seed_sensor_keys(_config_dict(config, "sensor"))
     name = config.get("name")
@@ -143,13 +124,9 @@ def sensor_from_config(config: Union[Mapping[str, Any], Any]) -> BaseSensor:
 
 
 def calibration_from_config(config: Union[Mapping[str, Any], Any]) -> BaseCalibrator:
-    """Build a calibrator from a dict or a seed ``CalibrationConfig`` (type ``'tare'`` = ``'TareCalibrator'``;
-    from a config object a digit string ``num_samples`` is read as an int, as the seed's default ``'10'``).
-
-    Raises:
-        SettingError: unknown ``type`` (``reason`` ``'unknown_type'``, ``expected`` the known names and
-            aliases) or bad keys.
-    """
+    """Build a calibrator from a dict or a seed ``CalibrationConfig`` (a digit-string ``num_samples``, the
+    seed's default ``'10'``, read as an int).  SettingError: unknown ``type`` (``'unknown_type'``,
+    ``expected`` names and aliases) or bad keys."""
     from_object = not isinstance(config, Mapping)
     config = _config_dict(config, "calibrator")
     type_name = config.get("type")

@@ -1,10 +1,5 @@
-"""Exception types of the sensor models and the world, so callers tell causes apart by type and
-attributes, not by message text.
-
-They subclass ``ValueError``, the seed's error for bad configuration and bad input, so code that
-catches ``ValueError`` keeps working.  The message names the value for people; the attributes name it
-for code.
-"""
+"""Exception types of the sensor models and the world: the message names the value for people, the
+attributes for code; both subclass ``ValueError``, the seed's error for bad configuration and input."""
 from __future__ import annotations
 
 from typing import Any, Optional

@@ -1,9 +1,5 @@
-"""Gain calibration on top of a tare: the effective gain of a real Punyo's pressure response.
-
-The membrane carries part of the load, so a real bubble's pressure rises less than the seed's ``F·n / A``
-predicts; :class:`GainCalibrator` fits that gain by least squares over contact samples (docs/real_data.md,
-gain calibration).
-"""
+"""Gain calibration on top of a tare: a real Punyo's pressure rises less than the seed's ``F·n / A`` (the
+membrane carries part of the load); :class:`GainCalibrator` fits that gain (docs/real_data.md)."""
 from __future__ import annotations
 
 import math
@@ -23,13 +19,9 @@ __all__ = ["GainCalibrator", "GainFit"]
 
 @dataclass
 class GainFit:
-    """Result of the last :meth:`GainCalibrator.fit`.
-
-    Attributes:
-        gain: ``(#meas,)`` float64, written to the calibration.  samples: contact samples used.
-        relative_std_error: ``(#meas,)`` float64 (NaN where kept).  fitted: ``(#meas,)`` bool.
-        rms_before, rms_after: RMS of measured − predicted change with gain 1 / the fitted gain.
-    """
+    """Result of the last :meth:`GainCalibrator.fit`: ``gain`` ``(#meas,)`` float64 (written to the
+    calibration), ``samples`` used, ``relative_std_error`` ``(#meas,)`` (NaN where kept), ``fitted``
+    ``(#meas,)`` bool, ``rms_before`` / ``rms_after`` of measured − predicted change (gain 1 / fitted)."""
 
     gain: np.ndarray
     samples: int
@@ -41,22 +33,18 @@ class GainFit:
 
 
 class GainCalibrator(BaseCalibrator):
-    """Least-squares gain on the contact-driven change of a reading, on top of its tare.
+    """Least-squares gain on the contact-driven change of a reading, on top of its tare, into
+    ``calibration['gain']`` (sensors with ``supports_gain``).
 
-    Per entry ``y = offset + k x`` (``x`` the raw model, ``offset`` the current tare); over the contact
-    samples ``k = Σ x (y − offset) / Σ x²``, standard error ``sqrt(Σ r² / (n − 1) / Σ x²)``.  For the Punyo
-    pressure sensor ``k = A_base / A_eff``.  ``per_measurement=False`` (default) fits one gain for all
-    entries; ``True`` fits each, keeping entries below ``min_excitation``.  Written to
-    ``calibration['gain']``; :meth:`compatible` needs ``supports_gain``.  Refused (``ValueError``,
-    calibration kept): fewer than ``min_samples`` contact samples, nothing excited, a non-positive gain, or a
-    relative error above ``max_relative_error``.
+    Per entry ``y = offset + k x`` (``x`` the raw model): ``k = Σ x (y − offset) / Σ x²`` over the contact
+    samples, standard error ``sqrt(Σ r² / (n − 1) / Σ x²)`` (Punyo pressure: ``k = A_base / A_eff``); one
+    gain for all entries, or each entry above ``min_excitation`` with ``per_measurement``.
     """
 
     def __init__(self, min_samples: int = 10, min_excitation: float = 1e-9,
                  max_relative_error: float = 0.2, per_measurement: bool = False) -> None:
-        """Raises SettingError (``setting`` the argument, ``value`` as given, ``reason`` ``'invalid'``) for
-        ``min_samples < 2``, a negative/non-finite ``min_excitation`` or a non-positive
-        ``max_relative_error``."""
+        """SettingError (``setting`` the argument, ``reason`` ``'invalid'``): ``min_samples < 2``, a
+        negative/non-finite ``min_excitation``, a non-positive ``max_relative_error``."""
         if isinstance(min_samples, bool) or not isinstance(min_samples, (int, np.integer)) or min_samples < 2:
             raise SettingError(f"GainCalibrator: min_samples must be an integer >= 2, got {min_samples!r}",
                                "min_samples", min_samples, "invalid", 2)
@@ -96,14 +84,11 @@ class GainCalibrator(BaseCalibrator):
 
     def fit(self, sensor: BaseSensor, states: Sequence[SimState],
             observation_sequence: Sequence[Any]) -> int:
-        """Fit and set the gain from recorded states and observations (``{name: obs}`` or the ``(#meas,)``
-        observation, sensor units); return the contact samples used.
-
-        Raises:
-            InputError: too few contact samples (``argument`` ``'states'``, ``value`` how many are in contact,
-                ``reason`` ``'too_few_contacts'``, ``expected`` ``min_samples``).
-            ValueError: incompatible sensor, length mismatch, a bad observation (named), nothing excited, a
-                non-positive gain or an ill-conditioned fit.  The calibration is unchanged.
+        """Fit and set the gain from states and observations (``{name: obs}`` or ``(#meas,)``, sensor units);
+        return the contact samples used.  Calibration unchanged on error: InputError (``'states'``,
+        ``'too_few_contacts'``, ``value`` the count, ``expected`` ``min_samples``); ValueError: incompatible
+        sensor, length mismatch, a bad observation (named), nothing excited, a non-positive gain, relative
+        error above ``max_relative_error``.
         """
         if not self.compatible(sensor):
             raise ValueError(f"GainCalibrator: sensor {sensor.name!r} ({type(sensor).__name__}) does not "

@@ -1,34 +1,14 @@
-"""What the Klampt pad and the Isaac load sensor share: readings whose first entry is a contact indicator.
-
-A prediction reads ``raw + (tare - tare_sim_avg)`` on every entry but the 0/1 indicator, which keeps offset
-0: a zero error of the force channel does not make a sensor detect contact.
-"""
+"""What the Klampt pad and the Isaac load sensor share: readings ``raw + (tare - tare_sim_avg)`` whose first
+entry, a 0/1 contact indicator, keeps offset 0 (a zero error does not make a sensor detect contact)."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
 
 from ._punyo_common import parse_tare
-from .base_sensor import (BaseSensor, Pair, SimState, SparseJacobian, check_contacts_match_state,
-                          rigid_transform)
-from .errors import SettingError
-
-
-def check_config_keys(kind: str, name: str, config: Dict[str, Any], allowed: set) -> None:
-    """Refuse a config key outside ``allowed`` and a ``type`` other than ``kind``.
-
-    Raises:
-        SettingError: naming the sensor, the key (``setting``) and its value.
-    """
-    for key in config:
-        if key not in allowed:
-            raise SettingError(f"{kind} {name!r}: unknown config key {key!r}; "
-                               f"allowed: {', '.join(sorted(allowed))}", key, config[key])
-    if "type" in config and config["type"] != kind:
-        raise SettingError(f"{kind} {name!r}: config key 'type' is {config['type']!r}, expected {kind!r}",
-                           "type", config["type"])
+from .base_sensor import BaseSensor, Pair, SimState, SparseJacobian, rigid_transform
 
 
 class IndicatorTareMixin(BaseSensor):
@@ -40,10 +20,16 @@ class IndicatorTareMixin(BaseSensor):
     """
 
     def _check_state(self, state: SimState) -> List[Pair]:
-        """The body's contact pairs, after checking its transform and the contacts' dtype / device."""
+        """The body's contact pairs, after checking its transform and that the contacts share the state's
+        dtype / device (never converted); ValueError naming the pair."""
         rigid_transform(state, self.attachModelName)   # unknown body, non-finite / non-rigid / not (4, 4)
         pairs = self.contact_bodies(state)
-        check_contacts_match_state(state, pairs, f"{self.type_name} {self.name!r}")
+        for pair in pairs:
+            c = state.contacts[pair]
+            if c.points.dtype != state.dtype or c.points.device != state.device:
+                raise ValueError(f"{self.type_name} {self.name!r}: contacts {pair} are {c.points.dtype} on "
+                                 f"{c.points.device} but the state is {state.dtype} on {state.device}; "
+                                 "convert them first")
         return pairs
 
     @staticmethod
@@ -75,15 +61,8 @@ class IndicatorTareMixin(BaseSensor):
         self._offset_cache: Dict[Tuple[torch.dtype, torch.device], torch.Tensor] = {}
 
     def set_calibration(self, calib_dict: dict) -> None:
-        """Set ``{'tare': (#meas,), 'tare_sim_avg': (#meas,)}`` in the current measurement order.
-
-        ``{}`` or ``{'tare': None}`` clears.  Every entry of ``tare − tare_sim_avg`` but the contact
-        indicator (entry 0) is added to each prediction.
-
-        Raises:
-            ValueError: not a dict, unknown keys, ``tare_sim_avg`` without ``tare``, a length other than
-                ``len(measurement_names())``, non-finite values; the sensor keeps its previous calibration.
-        """
+        """Set ``{'tare': (#meas,), 'tare_sim_avg': (#meas,)}`` (``{}`` clears).  ValueError (previous kept):
+        not a dict, unknown keys, ``tare_sim_avg`` without ``tare``, wrong length, non-finite values."""
         self._calib = parse_tare(calib_dict, self.name, len(self.measurement_names()))
         self._offset_cache.clear()
 

@@ -1,7 +1,4 @@
-"""Isaac-Sim-style contact (load) sensor (seed: Isaac Sim's contact sensor extension).
-
-Equations, time behaviour and derivatives: docs/python_api.md.
-"""
+"""Isaac-Sim-style contact (load) sensor (seed: Isaac Sim's contact sensor extension; docs/python_api.md)."""
 from __future__ import annotations
 
 import math
@@ -12,10 +9,10 @@ from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple, Union
 import numpy as np
 import torch
 
-from .base_sensor import Pair
+from ._punyo_common import check_config_keys
+from .base_sensor import Pair, SimState
 from .errors import InputError, SettingError
-from .base_sensor import SimState
-from .indicator_tare import IndicatorTareMixin, check_config_keys
+from .indicator_tare import IndicatorTareMixin
 
 INVALID_HANDLE = -1           # seed constant; never returned (invalid input raises instead)
 _TIME_SLACK = 1e-9            # s; absorbs float error in accumulated nominal sample times
@@ -41,16 +38,10 @@ def _number(field_name: str, value: Any) -> float:
 
 @dataclass
 class CsProperties:
-    """Contact sensor properties (seed ``CsProperties``).
-
-    Attributes:
-        radius: m; contacts strictly closer to ``position`` count; ``<= 0`` = the whole body.
-        minThreshold: N, finite, >= 0; a smaller net force reads "no contact".
-        maxThreshold: N, >= minThreshold; the value is clamped to it.  Default inf (the seed's 0 would
-            clamp every reading to 0).
-        sensorPeriod: s, finite, >= 0; 0 = a sample at every update.
-        position: 3 floats, m, in the body frame.
-    """
+    """Contact sensor properties (seed ``CsProperties``): ``radius`` (m; contacts strictly closer to
+    ``position`` count, ``<= 0`` = whole body), ``minThreshold`` (N, finite >= 0: below reads no contact),
+    ``maxThreshold`` (N, >= min; clamps the value; default inf, the seed's 0 would clamp all to 0),
+    ``sensorPeriod`` (s, finite >= 0; 0 = every update), ``position`` (3 floats, m, body frame)."""
 
     radius: float = -1.0
     minThreshold: float = 0.0
@@ -93,13 +84,8 @@ class CsSensorReading:
 
 @dataclass
 class CsRawData:
-    """Raw contacts seen by a sensor (seed ``CsRawData``, forces instead of impulses).
-
-    Attributes:
-        body0, body1: sensor body and other body per contact (length N).
-        position, force: ``(N, 3)`` world frame: points (m), forces on ``body0`` (N).
-        in_radius: ``(N,)`` bool, the contact counts for this sensor.
-    """
+    """Raw contacts of a sensor (seed ``CsRawData``, forces for impulses): ``body0`` / ``body1`` per contact,
+    ``position``, ``force`` ``(N, 3)`` world (m; N on ``body0``), ``in_radius`` ``(N,)`` bool."""
 
     body0: List[str]
     body1: List[str]
@@ -144,14 +130,9 @@ class _Clock:
 
 
 class IsaacContactSensor(IndicatorTareMixin):
-    """Isaac-style contact load sensor on one body (seed: Isaac Sim; equations: docs/python_api.md).
-
-    ``properties``: ``CsProperties`` or a dict of its fields (defaults when None); ``max_buffer``: buffered
-    samples kept (>= 1, oldest dropped).
-
-    Raises:
-        ValueError: invalid properties (named) or ``max_buffer``.
-    """
+    """Isaac-style contact load sensor on one body (seed: Isaac Sim; equations: docs/python_api.md):
+    ``properties`` a ``CsProperties`` or dict of its fields; ``max_buffer`` samples kept (>= 1, oldest
+    dropped).  ValueError: invalid properties (named) or ``max_buffer``."""
 
     type_name = "IsaacContactSensor"
 
@@ -180,30 +161,18 @@ class IsaacContactSensor(IndicatorTareMixin):
         return replace(self._props)
 
     def set_properties(self, properties: Union[CsProperties, Mapping[str, Any]]) -> None:
-        """Replace all properties (a dict's missing fields take the defaults); validated first.
-
-        Raises:
-            ValueError: another type, unknown dict keys (named), or a bad field value; nothing changes.
-        """
+        """Replace all properties (a dict's missing fields take the defaults); ValueError (nothing changes):
+        another type, unknown dict keys (named), a bad field value."""
         self._props = _as_properties(properties, f"IsaacContactSensor {self.name!r}")
 
     @classmethod
     def from_config(cls, name: str, config: Dict[str, Any]) -> "IsaacContactSensor":
         """Build from a parameter namespace: ``attachment``, optional ``type`` and the ``CsProperties``
-        fields.
-
-        Raises:
-            SettingError: unknown key, missing attachment, wrong type or a bad value (``setting`` names the
-                key).
+        fields; SettingError (``setting`` the key): unknown key, missing attachment, wrong type, bad value.
         """
-        allowed = set(_PROPERTY_NAMES) | {"attachment", "type"}
-        check_config_keys(cls.type_name, name, config, allowed)
-        body = config.get("attachment")
-        if not isinstance(body, str) or not body.strip():
-            raise SettingError(f"IsaacContactSensor {name!r}: config needs 'attachment' (a body name), "
-                               f"got {body!r}", "attachment", body)
+        body = check_config_keys(cls.type_name, cls.type_name, name, config, _PROPERTY_NAMES)
         props = CsProperties(**{k: config[k] for k in _PROPERTY_NAMES if k in config})
-        return cls(name, body.strip(), props)
+        return cls(name, body, props)
 
     # -- instantaneous model -----------------------------------------------------------
     def reading_frame(self) -> np.ndarray:
@@ -242,11 +211,8 @@ class IsaacContactSensor(IndicatorTareMixin):
             torch.tensor(float(gate), dtype=F.dtype, device=F.device)
 
     def predict_torch(self, state: SimState) -> torch.Tensor:
-        """Instantaneous ``[in_contact, value]``, ``(2,)`` of the state's dtype/device, differentiable.
-
-        Raises:
-            ValueError: body missing or not rigid, or contacts of another dtype/device.
-        """
+        """Instantaneous ``[in_contact, value]``, ``(2,)`` of the state's dtype/device, differentiable;
+        ValueError: body missing or not rigid, or contacts of another dtype/device."""
         self._check_state(state)
         inside, F = self._net_force(state)
         in_contact, value, _ = self._value(inside, F)
@@ -295,11 +261,8 @@ class IsaacContactSensor(IndicatorTareMixin):
         return float(time)
 
     def update(self, state: SimState, time: Optional[float] = None) -> Optional[CsSensorReading]:
-        """Evaluate at ``time`` (s); return the sample taken when one is due, else None.
-
-        Raises:
-            ValueError: ``time`` missing or not finite, or a bad state; nothing changes.
-        """
+        """Evaluate at ``time`` (s); the sample taken when one is due, else None.  ValueError (nothing
+        changes): ``time`` missing or not finite, or a bad state."""
         t = self._check_time(time)
         return self._advance(self.evaluate(state, t))
 
@@ -359,11 +322,8 @@ class IsaacContactSensor(IndicatorTareMixin):
 
 
 class ContactSensorInterface:
-    """Registry of contact sensors by handle (seed ``_contact_sensor`` interface).
-
-    Handles are positive ints, never reused; an unknown handle raises ``ValueError`` (the seed returns an
-    invalid reading).
-    """
+    """Registry of contact sensors by handle (seed ``_contact_sensor``): positive ints, never reused; an
+    unknown handle raises ``ValueError`` (the seed returns an invalid reading)."""
 
     def __init__(self, max_buffer: int = 1000) -> None:
         self._sensors: Dict[int, IsaacContactSensor] = {}

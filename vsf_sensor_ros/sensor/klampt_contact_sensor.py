@@ -1,7 +1,5 @@
-"""Klampt-style tactile patch sensor (seed: Klampt ``ContactSensor``, ``Cpp/Sensing/ForceSensors.cpp``).
-
-Equations and the deliberate differences from Klampt: docs/python_api.md.
-"""
+"""Klampt-style tactile patch sensor (seed: Klampt ``ContactSensor``, ``Cpp/Sensing/ForceSensors.cpp``);
+equations and the deliberate differences: docs/python_api.md."""
 from __future__ import annotations
 
 import math
@@ -11,10 +9,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from .base_sensor import Pair
+from ._punyo_common import check_config_keys
+from .base_sensor import Pair, SimState, rigid_transform
 from .errors import InputError, SettingError
-from .base_sensor import SimState, rigid_transform
-from .indicator_tare import IndicatorTareMixin, check_config_keys
+from .indicator_tare import IndicatorTareMixin
 
 # Klampt's Settings() map, in its (sorted) order.
 SETTING_NAMES: Tuple[str, ...] = (
@@ -22,8 +20,7 @@ SETTING_NAMES: Tuple[str, ...] = (
     "falloffCoefficient", "hasForce", "link", "patchMax", "patchMin", "patchTolerance", "rate")
 
 _AXES = ("force_x", "force_y", "force_z")
-# ASCII float syntax only (as C++ streams read): Python's \d and float() also take other scripts' digits
-# ('١' reads as 1), which Klampt would refuse
+# ASCII float syntax only, as C++ streams read (Python's float() also takes other scripts' digits)
 _NUMBER = re.compile(r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)$",
                      re.IGNORECASE | re.ASCII)
 
@@ -48,10 +45,6 @@ class _SettingError(SettingError):
         self.reason = reason
 
 
-def _fail(name: str, value: Any, reason: str) -> ValueError:
-    return _SettingError(name, value, reason)
-
-
 def _unknown(name: str) -> ValueError:
     return SettingError(f"ContactSensor has no setting {name!r}; settings: {', '.join(SETTING_NAMES)}",
                         name, None)
@@ -60,24 +53,24 @@ def _unknown(name: str) -> ValueError:
 def _parse_numbers(name: str, text: str, count: int) -> List[float]:
     tokens = text.split()
     if len(tokens) != count:
-        raise _fail(name, text, f"expected {count} number(s), got {len(tokens)}")
+        raise _SettingError(name, text, f"expected {count} number(s), got {len(tokens)}")
     for tok in tokens:
         if not _NUMBER.match(tok):
-            raise _fail(name, text, f"{tok!r} is not a number")
+            raise _SettingError(name, text, f"{tok!r} is not a number")
     return [float(tok) for tok in tokens]
 
 
 def _parse_string(name: str, text: str) -> Any:
     """Klampt string -> typed value (not yet range-checked)."""
     if not isinstance(text, str):
-        raise _fail(name, text, "setSetting takes a string")
+        raise _SettingError(name, text, "setSetting takes a string")
     if name == "link":
         return text
     if name in ("hasForce", "enabled"):
         tokens = text.split()
         count = 3 if name == "hasForce" else 1
         if len(tokens) != count or any(tok not in ("0", "1") for tok in tokens):
-            raise _fail(name, text, f"expected {count} flag(s), each 0 or 1")
+            raise _SettingError(name, text, f"expected {count} flag(s), each 0 or 1")
         flags = tuple(tok == "1" for tok in tokens)
         return flags if name == "hasForce" else flags[0]
     if name == "Tsensor":
@@ -95,17 +88,17 @@ def _floats(name: str, value: Any, count: int) -> Tuple[float, ...]:
     try:
         arr = np.asarray(value, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError):
-        raise _fail(name, value, f"expected {count} numbers") from None
+        raise _SettingError(name, value, f"expected {count} numbers") from None
     if arr.shape != (count,):
-        raise _fail(name, value, f"expected {count} numbers, got {arr.size}")
+        raise _SettingError(name, value, f"expected {count} numbers, got {arr.size}")
     if np.isnan(arr).any():
-        raise _fail(name, value, "NaN")
+        raise _SettingError(name, value, "NaN")
     return tuple(float(v) for v in arr)
 
 
 def _scalar(name: str, value: Any) -> float:
     if isinstance(value, bool):
-        raise _fail(name, value, "expected a number, got a bool")
+        raise _SettingError(name, value, "expected a number, got a bool")
     return _floats(name, value, 1)[0]
 
 
@@ -115,49 +108,49 @@ def _normalise(name: str, value: Any) -> Any:
         value = _parse_string(name, value)
     if name == "link":
         if not isinstance(value, str) or not value.strip():
-            raise _fail(name, value, "expected a non-empty body name")
+            raise _SettingError(name, value, "expected a non-empty body name")
         return value.strip()
     if name == "Tsensor":
         try:
             T = np.array(value, dtype=np.float64)
         except (TypeError, ValueError):
-            raise _fail(name, value, "expected a 4x4 matrix or 16 row-major numbers") from None
+            raise _SettingError(name, value, "expected a 4x4 matrix or 16 row-major numbers") from None
         if T.size == 16:
             T = T.reshape(4, 4)
         if T.shape != (4, 4):
-            raise _fail(name, value, "expected a 4x4 matrix or 16 row-major numbers")
+            raise _SettingError(name, value, "expected a 4x4 matrix or 16 row-major numbers")
         if not np.isfinite(T).all():
-            raise _fail(name, value, "non-finite entry")
+            raise _SettingError(name, value, "non-finite entry")
         if not np.allclose(T[3], [0.0, 0.0, 0.0, 1.0], atol=1e-9, rtol=0):
-            raise _fail(name, value, "last row must be 0 0 0 1")
+            raise _SettingError(name, value, "last row must be 0 0 0 1")
         R = T[:3, :3]
         if not np.allclose(R @ R.T, np.eye(3), atol=1e-6, rtol=0) or np.linalg.det(R) <= 0:
-            raise _fail(name, value, "rotation part is not a proper rotation (R R^T = I, det R = +1)")
+            raise _SettingError(name, value, "rotation part is not a proper rotation (R R^T = I, det R = +1)")
         T[3] = [0.0, 0.0, 0.0, 1.0]
         return T
     if name in ("hasForce", "enabled"):
         flags = np.asarray(value, dtype=object).reshape(-1)
         count = 3 if name == "hasForce" else 1
         if flags.shape != (count,) or not all(isinstance(f, (bool, np.bool_)) or f in (0, 1) for f in flags):
-            raise _fail(name, value, f"expected {count} bool(s)")
+            raise _SettingError(name, value, f"expected {count} bool(s)")
         out = tuple(bool(f) for f in flags)
         return out if name == "hasForce" else out[0]
     if name in ("patchMin", "patchMax"):
         vals = _floats(name, value, 2)
         if not all(math.isfinite(v) for v in vals):
-            raise _fail(name, value, "must be finite")
+            raise _SettingError(name, value, "must be finite")
         return vals
     if name in ("fResolution", "fVariance", "fSaturation"):
         vals = _floats(name, value, 3)
         if any(v < 0 for v in vals):
-            raise _fail(name, value, "must be >= 0")
+            raise _SettingError(name, value, "must be >= 0")
         if name != "fSaturation" and not all(math.isfinite(v) for v in vals):
-            raise _fail(name, value, "must be finite")
+            raise _SettingError(name, value, "must be finite")
         return vals
     if name in ("patchTolerance", "fSensitivity", "falloffCoefficient", "rate"):
         v = _scalar(name, value)
         if not math.isfinite(v) or v < 0:
-            raise _fail(name, value, "must be finite and >= 0")
+            raise _SettingError(name, value, "must be finite and >= 0")
         return v
     raise _unknown(name)
 
@@ -246,21 +239,16 @@ class ContactSensor(IndicatorTareMixin):
 
     # -- settings --------------------------------------------------------------
     def configure(self, **settings: Any) -> None:
-        """Set several typed settings at once, all validated before any is applied.
-
-        Raises:
-            ValueError: unknown name, malformed or out-of-range value, ``patchMin > patchMax``; nothing
-                changes.
-        """
+        """Set several typed settings at once, all validated first; ValueError (nothing changes): unknown
+        name, malformed or out-of-range value, ``patchMin > patchMax``."""
         new = dict(self._cfg)
         for key, value in settings.items():
             new[key] = _normalise(key, value)
         for a in range(2):
             if new["patchMin"][a] > new["patchMax"][a]:
                 key = "patchMin" if "patchMin" in settings else "patchMax"
-                raise _fail(key, settings.get(key, new[key]),
-                            f"patchMin {new['patchMin']} exceeds patchMax {new['patchMax']} "
-                            f"on axis {'xy'[a]}")
+                raise _SettingError(key, settings.get(key, new[key]), f"patchMin {new['patchMin']} exceeds "
+                                    f"patchMax {new['patchMax']} on axis {'xy'[a]}")
         if self._calib and new["hasForce"] != self._cfg["hasForce"]:
             # the calibration's entries follow the old measurement layout
             self.clear_calibration()
@@ -277,33 +265,25 @@ class ContactSensor(IndicatorTareMixin):
         return _format(name, self._cfg[name])
 
     def setSetting(self, name: str, value: str) -> None:
-        """Set one setting from a Klampt-formatted string (seed ``SetSetting``).
-
-        Raises:
-            ValueError: unknown name, wrong token count, a token that is not an ASCII number (or 0/1 for
-                flags),
-                NaN or out of range; names the setting and the string; nothing changes.
-        """
+        """Set one setting from a Klampt-formatted string (seed ``SetSetting``); ValueError (nothing changes)
+        naming setting and string: unknown name, token count, a token not an ASCII number (0/1 for flags),
+        NaN or out of range."""
         if name not in SETTING_NAMES:
             raise _unknown(name)
         typed = _parse_string(name, value)
         try:
             self.configure(**{name: typed})
         except _SettingError as err:          # one message, naming the string that was given
-            raise _fail(name, value, err.reason) from None
+            raise _SettingError(name, value, err.reason) from None
 
     @classmethod
     def from_config(cls, name: str, config: Dict[str, Any]) -> "ContactSensor":
-        """Build from a parameter namespace: ``attachment`` (or ``link``), optional ``type``, and any
-        setting, typed or as a Klampt string.
-
-        Raises:
-            SettingError: unknown key, missing or conflicting attachment, wrong ``type`` or a bad value
-                (``setting`` names the key).
-        """
-        allowed = set(SETTING_NAMES) | {"attachment", "type"}
-        check_config_keys(cls.type_name, name, config, allowed)
-        att, link = config.get("attachment"), config.get("link")
+        """Build from a parameter namespace: ``attachment`` (or ``link``), optional ``type``, any setting
+        (typed or a Klampt string).  SettingError (``setting`` the key): unknown key, missing or conflicting
+        attachment, wrong ``type``, bad value."""
+        att = check_config_keys(cls.type_name, cls.type_name, name, config, SETTING_NAMES,
+                                needs_attachment=False)
+        link = config.get("link")
         if att is not None and link is not None and att != link:
             raise SettingError(f"ContactSensor {name!r}: 'attachment' {att!r} and 'link' {link!r} disagree",
                                "link", link)
@@ -317,11 +297,8 @@ class ContactSensor(IndicatorTareMixin):
     @classmethod
     def from_klampt_settings(cls, name: str, settings: Mapping[str, str],
                              link_names: Optional[Sequence[str]] = None) -> "ContactSensor":
-        """Build from Klampt setting strings (a robot's ``<sensors>`` XML); an integer ``link`` is an
-        index into ``link_names``.
-
-        Raises:
-            ValueError: unknown setting, bad string, or an index that ``link_names`` cannot resolve.
+        """Build from Klampt setting strings (a robot's ``<sensors>`` XML); an integer ``link`` indexes
+        ``link_names``.  ValueError: unknown setting, bad string, or an index ``link_names`` cannot resolve.
         """
         strings = dict(settings)
         sensor = cls(name)
@@ -331,7 +308,7 @@ class ContactSensor(IndicatorTareMixin):
             if re.fullmatch(r"[+-]?\d+", text):
                 idx = int(text)
                 if link_names is None or not 0 <= idx < len(link_names):
-                    raise _fail("link", link, "a Klampt link index needs link_names covering it")
+                    raise _SettingError("link", link, "a Klampt link index needs link_names covering it")
                 text = link_names[idx]
             sensor.configure(link=text)
         typed = {}
@@ -343,12 +320,8 @@ class ContactSensor(IndicatorTareMixin):
         return sensor
 
     def attach(self, model: Any) -> None:
-        """Attach to a link model: takes its ``getName()``.
-
-        Raises:
-            InputError: no callable ``getName`` (``argument`` ``'model'``, ``value`` the model, ``reason``
-                ``'no_getName'``); SettingError: a name that is not a non-empty string.  Nothing changes.
-        """
+        """Attach to a link model: takes its ``getName()``.  Nothing changes on InputError (``'model'``,
+        ``'no_getName'``) or SettingError (a name that is not a non-empty string)."""
         get = getattr(model, "getName", None)
         if not callable(get):
             raise InputError(f"ContactSensor {self.name!r}: attach() needs a link model with getName() "
@@ -373,12 +346,8 @@ class ContactSensor(IndicatorTareMixin):
         return [0.0] + [math.sqrt(self._cfg["fVariance"][k]) for k in self._axes()]
 
     def sensor_transform(self, state: SimState) -> torch.Tensor:
-        """Sensor frame -> world, ``(4, 4)`` of the state's dtype/device (``T_link · Tsensor``).
-
-        Raises:
-            ValueError: the link is missing or its transform is not rigid
-                (:func:`.base_sensor.rigid_transform`).
-        """
+        """Sensor frame -> world, ``(4, 4)`` of the state's dtype/device (``T_link · Tsensor``); ValueError as
+        :func:`.base_sensor.rigid_transform`."""
         rigid_transform(state, self.link)
         T_link = state.body_transforms[self.link]
         return T_link @ torch.as_tensor(self._cfg["Tsensor"], dtype=T_link.dtype, device=T_link.device)
@@ -434,15 +403,10 @@ class ContactSensor(IndicatorTareMixin):
 
     def predict_torch(self, state: SimState, noise: bool = False,
                       generator: Optional[torch.Generator] = None) -> torch.Tensor:
-        """Differentiable reading, ``(#meas,)`` of the state's dtype/device.
-
-        ``noise`` adds ``N(0, fVariance)`` before quantisation (Klampt's order); it needs a seeded
-        ``generator``
-        on the state's device.
-
-        Raises:
-            ValueError: link missing or not rigid, contacts of another dtype/device, ``noise`` without a
-                generator (or on another device).
+        """Differentiable reading, ``(#meas,)`` of the state's dtype/device; ``noise`` adds
+        ``N(0, fVariance)`` before quantisation (Klampt's order) from a seeded ``generator`` on the state's
+        device.  ValueError: link missing or not rigid, contacts of another dtype/device, ``noise`` without
+        such a generator.
         """
         self._check_state(state)
         w, fs, _ = self._weighted(state)

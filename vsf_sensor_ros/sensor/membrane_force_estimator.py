@@ -1,9 +1,7 @@
-"""Dense membrane force of a Punyo bubble measured by its own depth camera (library, no ROS).
+"""Dense membrane force of a Punyo bubble measured by its own depth camera.
 
-A linearised pre-tensioned membrane about a contact-free reference: per frame the camera's depth along each
-vertex's ray gives normal displacements, and a non-negative least-squares solve gives the inward pushes
-(with colour, optical flow adds the tangential forces).  Model, constants and their sources, frames and
-units: docs/membrane_force.md.
+A linearised pre-tensioned membrane about a contact-free reference, solved per frame for non-negative
+inward pushes (with colour, also tangential forces).  Model, constants, frames, units: docs/membrane_force.md.
 """
 from __future__ import annotations
 
@@ -27,10 +25,8 @@ __all__ = [
 
 
 class FrameRejected(ValueError):
-    """A camera frame (or reference) the estimator cannot use; nothing was changed.  ``reason``:
-    ``'wrong_size'``, ``'nan'``, ``'too_few_valid_pixels'``, ``'bad_pressure'``, ``'no_reference'`` or
-    ``'solver_failed'`` (for a node's rejection counters).
-    """
+    """A camera frame (or reference) the estimator cannot use; nothing changed.  ``reason``: ``'wrong_size'``,
+    ``'nan'``, ``'too_few_valid_pixels'``, ``'bad_pressure'``, ``'no_reference'`` or ``'solver_failed'``."""
 
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
@@ -39,11 +35,7 @@ class FrameRejected(ValueError):
 
 def isa_pressure(altitude_m: float) -> float:
     """ISA pressure (Pa) at a geopotential altitude (m): ``101325 (1 − 0.0065 h / 288.15)^5.25588`` (ISO
-    2533).
-
-    Raises:
-        ValueError: altitude outside −500 … 11000 m.
-    """
+    2533); ValueError outside −500 … 11000 m."""
     h = float(altitude_m)
     if not -500.0 <= h <= 11000.0:
         raise ValueError(f"altitude must be within -500..11000 m for the troposphere formula, got {h}")
@@ -82,35 +74,23 @@ def _blocks_to_csr(tri: np.ndarray, blocks: np.ndarray, n_vertices: int) -> sp.c
 
 
 class MembraneModel:
-    r"""Linearised mechanics of an inflated membrane about its reference shape (see the module text).
+    """Linearised mechanics of an inflated membrane about its reference shape (docs/membrane_force.md,
+    Mechanics).
 
-    Args:
-        mesh: the membrane in its reference (contact-free, inflated) shape, mesh frame.
-        gauge_pressure: :math:`p_0`, Pa (> 0), the reference gauge pressure.
-        prestress: the pre-tension :math:`N` of :math:`K_\sigma`: ``'uniform'`` (default) the
-            isotropic tension that best balances :math:`p_0` on the reference shape (least
-            squares over the free vertices); ``'equilibrium'`` the per-triangle field that
-            balances it exactly, nearest to the uniform one; or a number, a prescribed
-            isotropic tension in N/m (a flat membrane, whose tension no pressure fixes).
-        material: ``True`` (default) adds the neo-Hookean material stiffness
-            :math:`K_m`; ``False`` keeps the pre-tension and pressure terms only.
+    ``mesh``: reference (contact-free, inflated) shape, mesh frame; ``gauge_pressure`` ``p0`` (Pa, > 0);
+    ``prestress``: ``'uniform'`` (the isotropic tension best balancing ``p0`` over the free vertices),
+    ``'equilibrium'`` (the per-triangle field balancing it exactly, nearest the uniform one) or a tension
+    in N/m (a flat membrane); ``material``: add the neo-Hookean material stiffness.
 
-    Attributes:
-        K: ``(3V, 3V)`` CSR stiffness :math:`K_m + K_\sigma - p_0 H`, N/m.
-        g0: ``(V, 3)`` pressure load per unit pressure :math:`\partial V/\partial x`, m².
-        normals: ``(V, 3)`` outward unit vertex normals (direction of ``g0``).
-        stress: ``(T, 3)`` pre-tension :math:`(N_{11}, N_{22}, N_{12})` per triangle, N/m, in the
-            triangle's own basis (e1 along its first edge).
-        mean_tension: area-weighted mean of ½ tr N, N/m.
-        areal_stretch: :math:`J = A_{dome}/A_{base}`.
-        equilibrium_residual: max over free vertices of :math:`|r(x_0) - p_0 g_0|`, N.
+    Attributes: ``K`` ``(3V, 3V)`` CSR ``K_m + K_σ − p0 H`` (N/m); ``g0`` ``(V, 3)`` pressure load per
+    unit pressure ``∂V/∂x`` (m²); ``normals`` ``(V, 3)`` outward unit (along ``g0``); ``stress`` ``(T, 3)``
+    ``(N11, N22, N12)`` per triangle (N/m, e1 along its first edge); ``mean_tension`` (N/m, area-weighted
+    ½ tr N); ``areal_stretch`` ``A_dome / A_base``; ``equilibrium_residual`` (N, free vertices).
 
     Raises:
-        SettingError: an unknown ``prestress`` or a prescribed tension not positive (``setting``
-            ``'prestress'``), a negative or non-finite pressure (``'gauge_pressure'``; zero is allowed only
-            with a prescribed tension).
-        ValueError: no enclosed volume without a prescribed tension, or ``material`` on a membrane that is
-            not stretched (areal stretch <= 1).
+        SettingError: ``setting`` ``'prestress'`` (unknown, or a tension not positive) or ``'gauge_pressure'``
+            (negative, non-finite, or zero without a prescribed tension).
+        ValueError: no enclosed volume without a prescribed tension; ``material`` on an unstretched membrane.
     """
 
     def __init__(self, mesh: MembraneMesh, gauge_pressure: float, prestress: Union[str, float] = "uniform",
@@ -143,8 +123,7 @@ class MembraneModel:
         sign = -1.0 if volume < -1e-12 else 1.0
         self.volume = abs(volume)
 
-        # Pressure load: a third of each triangle's area vector per vertex (= dV/dx at free vertices), and
-        # the Hessian H of the volume (per triangle, cyclic blocks).
+        # Pressure load: a third of each triangle's area vector per vertex (= dV/dx at free vertices).
         g = np.zeros((n_v, 3))
         avec = sign * np.cross(b - a, c - a) / 6.0
         for k in range(3):
@@ -174,8 +153,7 @@ class MembraneModel:
             grad[:, k, 1] = (loc[:, m, 0] - loc[:, j, 0]) / (2.0 * area)
         self.area = area
 
-        # Pre-tension: nodal force of a unit stress component, r_a = A (N11 gx e1 + N22 gy e2 + N12 (gy e1 +
-        # gx e2)).
+        # Pre-tension: nodal force of a unit stress component, r_a = A (N11 gx e1 + N22 gy e2 + N12 (...)).
         unit = np.stack([grad[:, :, 0:1] * e1[:, None, :], grad[:, :, 1:2] * e2[:, None, :],
                          grad[:, :, 1:2] * e1[:, None, :] + grad[:, :, 0:1] * e2[:, None, :]], axis=-1)
         unit *= area[:, None, None, None]  # (T, 3 nodes, 3 xyz, 3 components)
@@ -263,29 +241,16 @@ def _polygon_area(ring: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class MembraneForceResult:
-    """One frame's estimate.
+    """One frame's estimate; float64, mesh frame, N and m.
 
-    Attributes:
-        forces: ``(V, 3)`` float64 external force on every vertex, N, mesh frame; boundary rows hold the
-            support reactions (see ``contact_forces``).
-        contact_forces: ``(V, 3)`` the same with the boundary rows zeroed: the force the environment applies
-            to the membrane (each one along the vertex's inward normal, frictionless model).
-        reaction_forces: ``(B, 3)`` change of the clamp's force on each boundary vertex from the reference
-            (``mesh.boundary`` order), N.
-        total_contact_force: ``(3,)`` sum of ``contact_forces``, N, mesh frame.
-        positions: ``(V, 3)`` estimated vertex positions, m, mesh frame: for a vertex the camera reads, the
-            membrane point seen on the vertex's camera ray; otherwise the model's displaced position.
-        displacement: ``(V, 3)`` the model's vertex displacements, m (boundary 0).
-        displacement_normal: ``(V,)`` measured normal displacement, m (outward positive; NaN where not read
-            this frame).
-        pressure_change: gauge pressure change from the reference, Pa.
-        residual_rms: RMS misfit of the measured normal displacements, m.
-        vertices_measured: number of free vertices with a depth reading this frame.
-        timings: seconds per stage: ``'sample'``, ``'solve'`` (with the optical flow), ``'total'``.
-        displacement_measured: ``(V, 3)`` measured 3-D displacement of the material point at each read
-            vertex (optical flow + depth), m, mesh frame; NaN where not measured (no colour, no colour
-            reference, or no depth at the flowed pixel).
-        vertices_flow: number of vertices whose 3-D displacement was measured this frame.
+    ``forces`` ``(V, 3)`` on every vertex (boundary rows: support reactions); ``contact_forces`` the same,
+    boundary rows 0; ``reaction_forces`` ``(B, 3)`` change of the clamp's force (``mesh.boundary`` order);
+    ``total_contact_force`` ``(3,)``; ``positions`` ``(V, 3)`` (read vertices: the membrane point on their
+    ray; others: the model's); ``displacement`` ``(V, 3)`` the model's (boundary 0);
+    ``displacement_normal`` ``(V,)`` measured, outward positive, NaN where not read; ``pressure_change``
+    (Pa); ``residual_rms`` of the normal misfit; ``vertices_measured``; ``timings`` (s: ``'sample'``,
+    ``'solve'``, ``'total'``); ``displacement_measured`` ``(V, 3)`` by flow + depth, NaN where not
+    measured; ``vertices_flow`` how many.
     """
 
     forces: np.ndarray
@@ -304,32 +269,15 @@ class MembraneForceResult:
 
 
 class MembraneForceEstimator:
-    """Per-vertex membrane force from depth frames and the bubble pressure (see the module text).
+    """Per-vertex membrane force from depth frames and the bubble pressure (docs/membrane_force.md).
 
-    Construct once; call :meth:`set_reference` with contact-free frames (a tare), then :meth:`estimate` per
-    frame. :meth:`set_reference` assembles the stiffness for the measured reference pressure, factorises it
-    and forms the membrane's normal compliance (a few hundred back-substitutions, once); a frame then costs
-    the pixel gathers and one small non-negative least-squares solve.
-
-    Args:
-        mesh: the membrane mesh (reference shape, mesh frame, m) and its boundary.
-        camera: the depth camera (intrinsics + distortion), e.g.
-            ``BrownConradyCamera.from_camera_info(...)``.
-        R_cam_mesh: ``(3, 3)`` rotation, ``p_cam = R p_mesh + t_cam_mesh``.
-        t_cam_mesh: ``(3,)`` translation, m (default 0).
-        ambient_pressure: atmospheric pressure, Pa (default: ISA at sea level; pass a barometer reading or
-            :func:`isa_pressure` of the site's altitude).
-        prestress: ``'uniform'`` (default), ``'equilibrium'`` or a tension in N/m (see
-            :class:`MembraneModel`); a number also allows a flat membrane with no gauge pressure.
-        material: include the neo-Hookean material stiffness (default True).
-        window: odd side of the pixel window read around each vertex (default 9).
-        max_depth: readings at or beyond this depth (m) are not membrane (default 0.2).
-        min_window_fraction: a vertex is read when at least this fraction of its window has a reading (in
-            every reference frame; in the frame) (default 0.5).
-        min_vertex_fraction: a frame is rejected when fewer than this fraction of the vertices read in the
-            reference are read in it (default 0.8).
-        flow_scale: the colour images are scaled down by this factor (1, 2 or 4) before the optical flow
-            (default 2: about 2 ms per frame for a 640 × 480 image, one core).
+    Construct once, :meth:`set_reference` with contact-free frames (assembles and factorises), then
+    :meth:`estimate` per frame.  ``camera`` the depth camera; ``p_cam = R_cam_mesh p_mesh + t_cam_mesh``
+    (m); ``ambient_pressure`` Pa (a barometer or :func:`isa_pressure`); ``prestress``, ``material`` as
+    :class:`MembraneModel` (a number also allows no gauge pressure); ``window`` odd side (px) read around
+    each vertex; readings at or beyond ``max_depth`` (m) are not membrane; a vertex is read when
+    ``min_window_fraction`` of its window is; a frame needs ``min_vertex_fraction`` of the reference's read
+    vertices; colour is scaled down by ``flow_scale`` (1, 2 or 4) for the optical flow.
 
     Raises:
         SettingError: ``setting`` ``'R_cam_mesh'`` (``reason`` ``'not_rotation'``, or ``'behind_camera'``
@@ -384,12 +332,7 @@ class MembraneForceEstimator:
         self._check_lens(camera, uv, p_cam)
         h = self.window // 2
         du, dv = np.meshgrid(np.arange(-h, h + 1), np.arange(-h, h + 1))
-        cu = np.rint(uv[:, 0]).astype(np.int64)[:, None] + du.ravel()
-        cv = np.rint(uv[:, 1]).astype(np.int64)[:, None] + dv.ravel()
-        inside = (cu >= 0) & (cu < camera.width) & (cv >= 0) & (cv < camera.height)
         self._free = free
-        self._in_image = inside.all(axis=1)
-        self._pix = np.where(inside, cv * camera.width + cu, 0)
         self._uv = uv
         self._win_du, self._win_dv = du.ravel(), dv.ravel()
         slope = camera.deproject(uv[:, 0], uv[:, 1])
@@ -399,10 +342,8 @@ class MembraneForceEstimator:
 
     @staticmethod
     def _check_lens(camera: BrownConradyCamera, uv: np.ndarray, p_cam: np.ndarray) -> None:
-        """Refuse distortion coefficients under which the pixels of the free vertices are not one image of
-        their rays: the radial map ``s(r) = r (1 + k1 r^2 + k2 r^4 + k3 r^6)`` must increase from the
-        principal point out to the farthest vertex's pixel (a fold puts a mirror image there: e.g. ``k1 =
-        -1e6`` folds at ``r = 1/sqrt(3e6)``), and Newton's projection must have converged at every vertex.
+        """Refuse a lens whose radial map ``r (1 + k1 r^2 + k2 r^4 + k3 r^6)`` does not increase out to the
+        farthest vertex's pixel (a fold mirrors the image), or whose projection did not converge.
 
         Raises:
             SettingError: ``setting`` ``'camera'``, ``value`` the coefficients, ``reason`` ``'folds'``
@@ -445,18 +386,21 @@ class MembraneForceEstimator:
             raise FrameRejected(f"frame must hold depths in metres as floats, got dtype {z.dtype}",
                                 "wrong_size")
         z = z.astype(np.float64, copy=False)
-        # REP 117: +Inf (too far), -Inf (too near) and NaN are no reading, like 0; the vertex windows drop
-        # them (_window_depths). A frame with not one finite value reads nothing.
+        # REP 117: ±Inf and NaN are no reading, like 0 (the windows drop them); all of them reads nothing
         if not np.isfinite(z).any():
             raise FrameRejected("frame holds no finite depth (every pixel NaN or +-Inf: no reading)", "nan")
         return z
 
-    def _window_depths(self, z: np.ndarray) -> np.ndarray:
-        """``(n_free, window²)`` depths at the vertex windows; NaN where no membrane reading (0, NaN,
-        +-Inf, negative, at or beyond ``max_depth``)."""
-        vals = z.reshape(-1)[self._pix]
+    def _window_depths(self, z: np.ndarray, uv: np.ndarray) -> np.ndarray:
+        """``(len(uv), window²)`` depths in the windows around pixels ``uv``; NaN where no membrane reading
+        (0, NaN, +-Inf, negative, at or beyond ``max_depth``) and in a window leaving the image."""
+        w, h = self.camera.width, self.camera.height
+        cu = np.rint(uv[:, 0]).astype(np.int64)[:, None] + self._win_du
+        cv = np.rint(uv[:, 1]).astype(np.int64)[:, None] + self._win_dv
+        inside = ((cu >= 0) & (cu < w) & (cv >= 0) & (cv < h)).all(axis=1)
+        vals = z.reshape(-1)[np.where(inside[:, None], cv * w + cu, 0)]
         with np.errstate(invalid="ignore"):
-            ok = (vals > 0.0) & (vals < self.max_depth) & self._in_image[:, None]
+            ok = (vals > 0.0) & (vals < self.max_depth) & inside[:, None]
         return np.where(ok, vals, np.nan)
 
     def _grey_of(self, colour: np.ndarray) -> np.ndarray:
@@ -489,15 +433,8 @@ class MembraneForceEstimator:
     def _surface_at(self, z: np.ndarray, uv: np.ndarray) -> np.ndarray:
         """``(n, 3)`` camera-frame points of the membrane at pixels ``uv`` (window median of the depth times
         the pixel's ray); NaN rows where the window is mostly empty or leaves the image."""
-        w, h = self.camera.width, self.camera.height
-        cu = np.rint(uv[:, 0]).astype(np.int64)[:, None] + self._win_du
-        cv = np.rint(uv[:, 1]).astype(np.int64)[:, None] + self._win_dv
-        inside = ((cu >= 0) & (cu < w) & (cv >= 0) & (cv < h)).all(axis=1)
-        vals = z.reshape(-1)[np.where(inside[:, None], cv * w + cu, 0)]
-        with np.errstate(invalid="ignore"):
-            ok = (vals > 0.0) & (vals < self.max_depth) & inside[:, None]
-        vals = np.where(ok, vals, np.nan)
-        good = ok.mean(axis=1) >= self.min_window_fraction
+        vals = self._window_depths(z, uv)
+        good = np.isfinite(vals).mean(axis=1) >= self.min_window_fraction
         out = np.full((len(uv), 3), np.nan)
         if good.any():
             zz = _row_nanmedian(vals[good])
@@ -521,19 +458,13 @@ class MembraneForceEstimator:
                       colours: Optional[Sequence[np.ndarray]] = None) -> None:
         """Take contact-free frames as the reference shape and pressure; assemble and factorise.
 
-        Args:
-            frames: one or more depth images ``(H, W)`` (m, float) or organised clouds ``(H, W, 3)``.
-            pressures: the absolute bubble pressure of each frame, Pa (the Punyo's hPa × 100).
-            colours: optional colour images of the same frames, ``(H, W, 3)`` or grey ``(H, W)`` uint8, on
-                the depth image's pixel grid (an aligned RealSense stream). With them, :meth:`estimate` also
-                measures how the membrane slides (optical flow of its speckle against the mean reference
-                image) and solves for tangential contact forces; without them the solve is normal-only and a
-                frame's colour is ignored.
+        ``frames``: depth images ``(H, W)`` (m, float) or organised clouds ``(H, W, 3)``; ``pressures``:
+        absolute, Pa, one per frame; ``colours``: optional ``(H, W, 3)`` / ``(H, W)`` uint8 images on the
+        depth pixel grid, which make :meth:`estimate` measure sliding and tangential forces.
 
-        Raises:
+        Raises (the previous reference stays in force):
             FrameRejected: a frame or colour image of the wrong size or type, a bad pressure, a reference
-                pressure not above ambient, or too few vertices read; the previous reference, if any, stays
-                in force.
+                pressure not above ambient, or too few vertices read.
             ValueError: ``frames`` and ``pressures`` (or ``colours``) differ in length or are empty.
         """
         t0 = time.perf_counter()
@@ -546,11 +477,10 @@ class MembraneForceEstimator:
         if colours is not None:  # mean of the reference images: less sensor noise in the flow's template
             grey_ref = np.rint(np.mean([self._grey_of(c) for c in colours], axis=0)).astype(np.uint8)
             if self._dis is None:
-                # DIS optical flow (Kroeger et al., ECCV 2016) as OpenCV implements it; the 'fast' preset on
-                # a half-size image costs ~2 ms here and follows the speckle to a fraction of a pixel.
+                # DIS optical flow (Kroeger et al., ECCV 2016), 'fast' preset: ~2 ms on a half-size image
                 cv2 = _cv2()
                 self._dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_FAST)
-        wins = np.stack([self._window_depths(self._depth_of(f)) for f in frames])
+        wins = np.stack([self._window_depths(self._depth_of(f), self._uv) for f in frames])
         p_abs = float(np.mean([self._pressure_pa(p, "reference") for p in pressures]))
         ref = np.mean(wins, axis=0)  # NaN wherever a reference frame lacks the reading
         seen = np.isfinite(ref).mean(axis=1) >= self.min_window_fraction
@@ -564,8 +494,7 @@ class MembraneForceEstimator:
                                 f"{self.ambient_pressure:.1f} Pa", "bad_pressure")
         model = MembraneModel(self.mesh, p0, prestress=self.prestress, material=self.material)
 
-        # Normal compliance: normal displacement of every free vertex under a unit inward push at each one,
-        # and under a unit pressure rise (boundary clamped).
+        # Normal compliance: free vertices' normal displacement per unit inward push and per unit pressure.
         free = self._free
         dof = (3 * free[:, None] + np.arange(3)).ravel()
         lu = spla.splu(model.K[dof][:, dof].tocsc())
@@ -629,33 +558,17 @@ class MembraneForceEstimator:
     # ------------------------------------------------------------------ per frame
     def estimate(self, frame: np.ndarray, colour: Optional[np.ndarray] = None,
                  pressure: Optional[float] = None) -> MembraneForceResult:
-        r"""Estimate the vertex forces of one frame.
+        """Estimate the vertex forces of one frame: ``min_{c >= 0} |W c + δp w_p − w|`` over the vertices
+        read (Lawson–Hanson), force ``−c_i n_i``, plus with colour the tangential forces fitted to the
+        sliding (docs/membrane_force.md, From depth to forces).
 
-        Solves :math:`\min_{c \ge 0} \| W_s c + \delta p\, w_p - w \|` over the vertices read
-        this frame (:math:`W_s` the normal compliance to inward pushes, :math:`w_p` the normal
-        response to a unit pressure rise, :math:`w` the measured normal displacements), by
-        Lawson–Hanson non-negative least squares: the environment can push on the membrane,
-        never pull. Contact force at vertex i: :math:`-c_i \hat n_i`, plus, with colour, the
-        tangential force fitted to the measured sliding (module text, *Sliding*).
+        ``frame``: ``(H, W)`` depth (m, float; 0, NaN, ±Inf = no reading, REP 117) or ``(H, W, 3)``
+        organised cloud (its z); ``colour``: as :meth:`set_reference`'s, checked, used only with a colour
+        reference; ``pressure``: absolute, Pa (None = the reference's: forces come out low under load).
+        Returns a :class:`MembraneForceResult`.
 
-        Args:
-            frame: ``(H, W)`` depth image (m, float; 0, NaN and +-Inf = no reading, REP 117) or
-                ``(H, W, 3)`` organised camera-frame cloud (m; its z channel is used, alike).
-            colour: ``(H, W, 3)`` or ``(H, W)`` uint8 image of the same instant on the depth
-                pixel grid; used when the reference had colour (see :meth:`set_reference`):
-                the speckle's optical flow gives each read vertex's tangential displacement
-                and the solve adds tangential (friction) forces where the normal solve
-                finds contact. Checked, then ignored, without a colour reference.
-            pressure: absolute bubble pressure, Pa; ``None`` = the reference
-                pressure (no pressure term: forces come out low under load).
-
-        Returns:
-            :class:`MembraneForceResult`.
-
-        Raises:
-            FrameRejected: no reference, a wrong size or dtype (depth or colour), not one finite
-                depth, a bad pressure, or too few read vertices (the reason
-                names the count); nothing is changed.
+        FrameRejected (nothing changed): no reference, a wrong size or dtype (depth or colour), not one
+        finite depth, a bad pressure, or too few read vertices (the message names the count).
         """
         t0 = time.perf_counter()
         if self.model is None:
@@ -666,7 +579,7 @@ class MembraneForceEstimator:
         if self._grey_ref is None:
             grey = None
         dp = 0.0 if pressure is None else self._pressure_pa(pressure, "frame") - self._p_ref
-        diff = self._window_depths(z)[self._seen] - self._ref
+        diff = self._window_depths(z, self._uv)[self._seen] - self._ref
         have = np.isfinite(diff).mean(axis=1) >= self.min_window_fraction
         n_seen = len(self._ref)
         if have.sum() < self.min_vertex_fraction * n_seen:
@@ -678,8 +591,7 @@ class MembraneForceEstimator:
         t1 = time.perf_counter()
 
         b = w - dp * self._w_dp[rows]  # measured minus the pressure-only response
-        # Candidate pushes: the vertices read pressed in beyond the pressure response, and those not read (a
-        # push on a vertex moves it inward, so one read bulging out carries none).
+        # Candidate pushes: vertices read pressed in beyond the pressure response, and those not read
         cand = np.ones(len(self._free), dtype=bool)
         cand[rows[b >= 0.0]] = False
         push = np.zeros(len(self._free))
@@ -691,12 +603,8 @@ class MembraneForceEstimator:
         else:
             rnorm = float(np.linalg.norm(b))
 
-        # Tangential stage: with the speckle's flow, the material point seen at a vertex's reference pixel
-        # is found in this frame (flowed pixel, depth there), which gives its full 3-D motion. The pushes
-        # stay those of the depth (the reliable reading); tangential forces at the contact vertices the flow
-        # reads are fitted, by least squares, to the sliding those pushes and the pressure do not explain.
-        # (Fitted jointly with the pushes, signed tangential forces trade against pushes through the dome's
-        # normal-tangential coupling and take normal noise.)
+        # Tangential stage (docs/membrane_force.md, Sliding): the pushes stay the depth's; tangential forces
+        # at the contact vertices the flow reads fit the sliding the pushes and the pressure leave.
         tforce = np.zeros(2 * len(self._free))
         u_meas = np.full((len(rows), 3), np.nan)
         n_flow = 0
@@ -707,8 +615,7 @@ class MembraneForceEstimator:
             fl = np.isfinite(u_meas).all(axis=1)
             n_flow = int(fl.sum())
             active = np.flatnonzero(push > 0.0)
-            # Tangential forces only where the camera sees the material slide: at a hidden vertex one would
-            # be free to absorb the whole membrane's sliding and the fit would put it there.
+            # only where the camera sees the material slide: a hidden vertex would absorb all the sliding
             seen_flow = np.zeros(len(self._free), dtype=bool)
             seen_flow[rows[fl]] = True
             tact = active[seen_flow[active]]
@@ -751,12 +658,9 @@ class MembraneForceEstimator:
 # ---------------------------------------------------------------------- evaluation
 @dataclass(frozen=True)
 class WrenchComparison:
-    """Estimated total contact force against a force/torque reading (:func:`compare_with_wrench`).
-
-    Attributes: ``lag`` (F/T frame = estimate frame + lag), ``correlation`` (Pearson, |estimate| vs
-    |F − bias|, loaded frames), ``ratio_at_peak``, ``rms_error`` (N), ``frames`` used, ``bias`` ``(3,)`` N,
-    ``peak_frame``.
-    """
+    """:func:`compare_with_wrench`: ``lag`` (F/T frame = estimate frame + lag), ``correlation`` (Pearson,
+    |estimate| vs |F − bias| on loaded frames), ``ratio_at_peak``, ``rms_error`` (N), ``frames``, ``bias``
+    ``(3,)`` N, ``peak_frame``."""
 
     lag: int
     correlation: float
@@ -770,15 +674,10 @@ class WrenchComparison:
 def compare_with_wrench(estimate: np.ndarray, wrench_force: np.ndarray,
                         bias_frames: Sequence[int] = range(30), threshold: float = 0.5,
                         max_lag: int = 3) -> WrenchComparison:
-    """Compare an estimated contact-force series with a force/torque reading, by magnitude.
-
-    ``estimate``: ``(N, 3)`` or ``(N,)`` (N); ``wrench_force``: ``(N, 3)`` (N, any fixed frame); the bias is
-    its mean over ``bias_frames``; loaded frames have ``|F − bias| > threshold``; the best lag within
-    ``±max_lag`` frames is chosen.
-
-    Raises:
-        ValueError: length mismatch, non-finite values, or no loaded frame.
-    """
+    """Compare contact-force magnitudes ``estimate`` ``(N, 3)`` or ``(N,)`` with a force/torque reading
+    ``wrench_force`` ``(N, 3)`` (N, any fixed frame; bias its mean over ``bias_frames``) on the frames with
+    ``|F − bias| > threshold``, at the best lag within ``±max_lag``.  ValueError: length mismatch,
+    non-finite values, no loaded frame."""
     est = np.asarray(estimate, dtype=np.float64)
     mag_est = np.linalg.norm(est, axis=1) if est.ndim == 2 else est.ravel()
     ft = np.asarray(wrench_force, dtype=np.float64)
@@ -810,12 +709,8 @@ def compare_with_wrench(estimate: np.ndarray, wrench_force: np.ndarray,
 
 
 def peak_distance(forces: np.ndarray, positions: np.ndarray, point: Sequence[float]) -> np.ndarray:
-    """``(N,)`` float64 distances (m) from ``point`` ``(3,)`` to the vertex carrying the largest force, per
-    frame; ``forces`` ``(N, V, 3)`` or ``(V, 3)``, ``positions`` ``(V, 3)`` or ``(N, V, 3)``, one frame.
-
-    Raises:
-        ValueError: shapes that do not match.
-    """
+    """``(N,)`` float64 distances (m) from ``point`` to the vertex of the largest force, per frame;
+    ``forces`` ``(N, V, 3)`` or ``(V, 3)``, ``positions`` ``(V, 3)`` or ``(N, V, 3)``.  ValueError: shapes."""
     f = np.asarray(forces, dtype=np.float64)
     f = f[None] if f.ndim == 2 else f
     pos = np.asarray(positions, dtype=np.float64)

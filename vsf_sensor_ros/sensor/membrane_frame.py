@@ -1,8 +1,5 @@
-"""The membrane estimate in another mesh's frame (library, no ROS).
-
-Two mesh files of one membrane (same vertices, same order) differ by a rigid motion, fitted over their
-clamped rings (Kabsch); see docs/membrane_force.md.
-"""
+"""The membrane estimate in another mesh file's frame: a rigid motion fitted over the clamped rings of two
+meshes of one membrane (Kabsch; docs/membrane_force.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,9 +14,7 @@ __all__ = ["MeshFrameTransform", "fit_mesh_transform", "total_wrench"]
 @dataclass(frozen=True)
 class MeshFrameTransform:
     """Rigid motion ``p_out = R p_mesh + t`` (``R`` ``(3, 3)``, ``t`` ``(3,)`` m, float64) from the
-    estimator's
-    mesh frame to an output mesh frame, with the fit's ``rms`` and ``max_error`` (m).
-    """
+    estimator's mesh frame to an output one, with the fit's ``rms`` and ``max_error`` (m)."""
 
     R: np.ndarray
     t: np.ndarray
@@ -47,13 +42,9 @@ class MeshFrameTransform:
 
 def fit_mesh_transform(mesh_points: np.ndarray, output_points: np.ndarray,
                        indices: Sequence[int], tolerance: float = 1e-3) -> MeshFrameTransform:
-    """The rigid motion (Kabsch) carrying ``mesh_points[indices]`` onto ``output_points[indices]`` (both
-    ``(V, 3)`` m, same vertex order; at least 3 indices not on one line).
-
-    Raises:
-        ValueError: different vertex counts (naming both), fewer than 3 indices, or a largest error above
-            ``tolerance`` (m; the files are not one membrane).
-    """
+    """The rigid motion (Kabsch) carrying ``mesh_points[indices]`` onto ``output_points[indices]`` (``(V, 3)``
+    m, same vertex order).  ValueError: vertex counts differ (both named), fewer than 3 indices, an error
+    above ``tolerance`` (m)."""
     a = np.asarray(mesh_points, dtype=np.float64)
     b = np.asarray(output_points, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 2 or a.shape[1] != 3:

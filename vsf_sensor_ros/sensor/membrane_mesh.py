@@ -77,8 +77,7 @@ class MembraneMesh:
 
 
 def _meshio_read(path: Path) -> Any:
-    """``meshio.read``, with its failure an InputError: for a file it cannot parse meshio prints why and calls
-    ``sys.exit(1)``, which would end the caller's process."""
+    """``meshio.read``, its failure an InputError (on a file it cannot parse meshio calls ``sys.exit(1)``)."""
     import meshio  # deferred: only this reader needs it
 
     said = io.StringIO()
@@ -92,26 +91,14 @@ def _meshio_read(path: Path) -> Any:
 
 
 def read_membrane_mesh(path: Union[str, Path], boundary: Optional[Sequence[int]] = None) -> MembraneMesh:
-    """Read a membrane mesh (legacy or XML VTK, or any format meshio reads).
-
-    The triangles are the file's ``triangle`` cells. The boundary is, in this order of preference, the
-    ``boundary`` argument, the file's ``vertex`` cells (how the Punyo reference mesh marks its clamped
-    ring), or the vertices of the file's ``line`` cells.
-
-    Args:
-        path: mesh file; coordinates in metres.
-        boundary: optional explicit boundary vertex indices.
-
-    Returns:
-        :class:`MembraneMesh` (points as float64, in the file's frame).
+    """:class:`MembraneMesh` (file frame, m) of a mesh file meshio reads (VTK legacy or XML, ...): its
+    ``triangle`` cells, and as boundary the ``boundary`` argument, else the ``vertex`` cells (how the Punyo
+    reference mesh marks its clamped ring), else the vertices of the ``line`` cells.
 
     Raises:
-        FileNotFoundError: no such file.
-        InputError: ``argument`` ``'path'``, ``value`` the path, ``reason`` ``'unreadable'`` (a file meshio
-            cannot parse; its own words in the message), ``'no_triangles'`` or ``'no_boundary'``; or an
-            invalid mesh (see :class:`MembraneMesh`).
-        meshio.ReadError: an extension meshio does not know; a format reader's own exception passes through
-            too.
+        FileNotFoundError: no such file.  meshio.ReadError (or a format reader's own): unknown extension.
+        InputError: ``argument`` ``'path'``, ``reason`` ``'unreadable'`` (meshio's words in the message),
+            ``'no_triangles'`` or ``'no_boundary'``; or as :class:`MembraneMesh`.
     """
     path = Path(path)
     if not path.is_file():

@@ -1,8 +1,7 @@
 """Triangle-mesh helpers of the mesh-based sensors: mesh extraction, exact closest triangle, projected area.
 
-numpy/scipy plus numba kernels (:mod:`._mesh_kernels`), CPU float64; callers cast to their own dtype/device.
-Klampt objects are read by duck typing, never imported.  Why numba and how fast: docs/decisions.md and
-docs/performance.md.
+CPU float64 numpy/scipy plus numba kernels (:mod:`._mesh_kernels`; docs/decisions.md, docs/performance.md);
+Klampt objects are read by duck typing, never imported.
 """
 from __future__ import annotations
 
@@ -20,18 +19,13 @@ __all__ = [
     "validate_mesh",
 ]
 
-# Region codes of ClosestTriangleResult.region: which feature of the triangle holds the closest point.
-# Vertices are the ends of the edges (parameter 0 or 1).
+# ClosestTriangleResult.region: the triangle's feature holding the closest point (vertices: edge ends)
 REGION_FACE, REGION_AB, REGION_AC, REGION_BC = 0, 1, 2, 3
 
 
 def validate_mesh(vertices: Any, triangles: Any, label: str = "mesh") -> Tuple[np.ndarray, np.ndarray]:
-    """Return ``(V, F)`` as float64 ``(V, 3)`` and int64 ``(T, 3)`` contiguous copies.
-
-    Args:
-        vertices: array-like ``(V, 3)`` of finite coordinates (m).
-        triangles: array-like ``(T, 3)`` of integer vertex indices, ``T >= 1``.
-        label: name used in error messages.
+    """``(V, F)``: float64 ``(V, 3)`` finite vertices (m) and int64 ``(T, 3)`` indices (``T >= 1``) as
+    contiguous copies; ``label`` names the mesh in messages.
 
     Raises:
         InputError: ``argument`` ``'vertices'`` or ``'triangles'``, ``reason`` ``'shape'`` (``value`` the
@@ -65,19 +59,9 @@ def validate_mesh(vertices: Any, triangles: Any, label: str = "mesh") -> Tuple[n
 
 
 def triangle_mesh_of(model: Any) -> Tuple[np.ndarray, np.ndarray]:
-    """Vertices and triangles of a body's triangle mesh, in the body frame.
-
-    Accepts (checked in this order):
-
-    * a ``(vertices, triangles)`` tuple or list of array-likes;
-    * a ``trimesh.Trimesh`` (anything with ``.vertices`` and ``.faces``);
-    * a Klampt ``RobotModelLink`` / ``RigidObjectModel`` (anything with ``.geometry()``) whose geometry type
-      is ``'TriangleMesh'``, read with ``getVertices()/getIndices()`` or ``.vertices/.indices`` (Klampt
-      0.10).
-
-    Returns:
-        ``(V, F)``: float64 ``(V, 3)`` vertices (m, body frame) and int64
-        ``(T, 3)`` vertex indices; fresh arrays owned by the caller.
+    """Fresh ``(V, F)`` (as :func:`validate_mesh`, body frame) of a ``(vertices, triangles)`` tuple or list,
+    a ``trimesh.Trimesh`` (``.vertices`` / ``.faces``) or a Klampt link / rigid object whose geometry is a
+    ``'TriangleMesh'`` (``getVertices()/getIndices()`` or Klampt 0.10's ``.vertices/.indices``).
 
     Raises:
         InputError: the model holds no non-empty triangle mesh (``argument`` ``'model'``, ``value`` its name,
@@ -130,30 +114,18 @@ class ClosestTriangleResult:
 
 
 class ClosestTriangleQuery:
-    """Exact batched closest-point-on-mesh query, built once per mesh.
+    """Exact batched closest-point-on-mesh query, built once per mesh; three exact numba paths:
 
-    Three exact paths, all compiled with numba (:mod:`._mesh_kernels`, compiled or loaded from the cache at
-    construction, never on the first query):
+    * a near-surface grid (band ``r_med``, the median centroid-to-corner radius; cells ``r_med / 2``) whose
+      cells list every triangle within ``d(centre) + 2ρ``, closest first with lower bounds (~99 % of Punyo
+      surface points; 0.3–1 s to build; ``grid=False`` skips it);
+    * off the grid, up to ``brute_force_max`` triangles, brute force pruned by bounding balls;
+    * else a KD-tree over proxy points (each triangle point within ``h = r_med / 2`` of a proxy): the ``k``
+      nearest proxies' triangles, then an exact ball query of radius ``d + h`` where that is not conclusive.
 
-    * Near-surface grid: the band within ``r_med`` (median centroid-to-corner radius ``r_t``) is cut into
-      cells of side ``r_med / 2``; a cell whose centre ``x`` is ``d(x)`` from the mesh keeps every triangle
-      within ``d(x) + 2ρ`` (``ρ`` its half-diagonal), closest first, with a lower distance bound per entry
-      so the scan stops early (~99 % of Punyo surface points; 0.3–1 s and ~7.4 MB to build; ``grid=False``
-      skips it).
-    * Off the grid, up to ``brute_force_max`` triangles: brute force pruned by each triangle's bounding
-      ball (``|p − c_t| − r_t`` above the best bound cannot win); ties to the lowest index.
-    * Otherwise a KD-tree over proxy points (every triangle point within ``h = r_med / 2`` of a proxy of
-      its own triangle: a centroid, or a grid of proxies on a large triangle): the ``k`` nearest proxies'
-      triangles are evaluated; a point whose ``k``-th proxy distance minus ``h`` does not exceed the best
-      distance gets a second, exact ball query of radius ``d + h``.
-
-    Degenerate triangles (relative area below 1e-12) use their edges only, so weights stay finite and sum
-    to 1.
-
-    Attributes:
-        vertices: ``(V, 3)`` float64, triangles: ``(T, 3)`` int64, both read-only.
-        k: proxies per point in the KD path's first round.  brute_force_max: see above.
-        grid_candidates: slots per grid cell (0 without the grid).  cover_radius: ``h`` (m).
+    Degenerate triangles (relative area < 1e-12) use their edges only: weights stay finite, summing to 1.
+    Attributes: ``vertices`` ``(V, 3)`` float64 and ``triangles`` ``(T, 3)`` int64 (read-only), ``k``,
+    ``brute_force_max``, ``grid_candidates`` (slots per cell, 0 without grid), ``cover_radius`` ``h`` (m).
     """
 
     def __init__(self, vertices: Any, triangles: Any, k: int = 12, grid: bool = True,
@@ -161,8 +133,7 @@ class ClosestTriangleQuery:
         V, F = validate_mesh(vertices, triangles)
         if int(k) < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        # imported here, not with the package (numba costs ~50 MB and ~0.5 s); compiled (or loaded from the
-        # cache) at its first import, so never on the first query
+        # imported here, not with the package (numba costs ~50 MB and ~0.5 s); compiles at import
         from . import _mesh_kernels
         V.setflags(write=False)
         F.setflags(write=False)
@@ -171,8 +142,7 @@ class ClosestTriangleQuery:
         a, b, c = V[F[:, 0]], V[F[:, 1]], V[F[:, 2]]
         centroids = (a + b + c) / 3.0
         radius = np.max(np.linalg.norm(np.stack([a, b, c]) - centroids[None], axis=2), axis=0)
-        # h = half the median radius: a few proxies per typical triangle, so k = 12 nearest proxies settle
-        # ~99 % of near-surface points in the first round (measured on the Punyo mesh)
+        # a few proxies per typical triangle: k = 12 settle ~99 % of Punyo surface points in round one
         h = 0.5 * float(np.median(radius))
         if h <= 0.0:                                      # mostly collapsed triangles
             h = max(float(radius.max()), 1e-300)
@@ -206,15 +176,11 @@ class ClosestTriangleQuery:
         self.k: int = min(int(k), len(labels))
         # absolute slack on distances, far above the rounding of the expanded |p - x|^2 formulas
         self._slack: float = 1e-7 * h
-        # off-grid path: pruned brute force for meshes up to this many triangles, else KD-tree; its pruning
-        # slack is far above the rounding of the expanded distance formulas, whose absolute error in a
-        # distance is ~1e-8 x the point-corner distance near the surface
+        # pruning slack of the brute-force path: far above the ~1e-8 relative rounding of the distances
         self.brute_force_max: int = int(brute_force_max)
         self._brute_slack: float = 1e-6 * max(float(np.linalg.norm(np.ptp(V, axis=0))), h)
-        # farthest accepted query point from the bounding-box centre: 1e6 x the mesh size (box diagonal), at
-        # least 1e6 m (a collapsed mesh has size 0).  Beyond it squared distances (|p|^2) lose every digit
-        # of the mesh's detail and overflow near 1e154, so such points are refused instead of answered with
-        # garbage.
+        # beyond 1e6 x the mesh size (at least 1e6 m) squared distances lose the mesh's detail (and
+        # overflow near 1e154): such points are refused
         self.centre: np.ndarray = 0.5 * (V.min(axis=0) + V.max(axis=0))
         self.max_query_distance: float = 1e6 * max(float(np.linalg.norm(np.ptp(V, axis=0))), 1.0)
         self._grid_row: Optional[np.ndarray] = None
@@ -333,8 +299,7 @@ class ClosestTriangleQuery:
         # a centre within `band` of the mesh is within band + h of one of its proxies
         dp, _ = self._tree.query(centres, k=1, distance_upper_bound=band + self.cover_radius * 1.001)
         near = np.nonzero(np.isfinite(dp))[0]
-        # upper bound of the centre's distance: the best of its 4 nearest proxies' triangles (a larger bound
-        # only enlarges the candidate set, so the lists stay exact)
+        # upper bound of the centre's distance (a larger one only enlarges the exact candidate lists)
         kk = min(4, len(self._proxy_tri))
         _, proxy = self._tree.query(centres[near], k=kk)
         labels = self._proxy_tri[proxy.reshape(len(near), kk)]
@@ -350,16 +315,13 @@ class ClosestTriangleQuery:
         counts = np.bincount(owner, minlength=len(cells))
         order = np.lexsort((d2, owner))                        # per cell, closest candidate first
         owner, cand = owner[order], cand[order]
-        # lower bound of a candidate's distance from any point of its cell (distance from the centre minus
-        # the half-diagonal, minus a margin above rounding): ascending along a row, so the compiled scan
-        # stops at the first one beyond its best distance so far
+        # lower bound of a candidate's distance from any point of its cell, ascending along a row: the scan
+        # stops at the first one beyond its best distance
         lower = np.sqrt(d2[order]) - rho - self._brute_slack
         start = np.cumsum(counts) - counts
         pos = np.arange(len(owner)) - start[owner]
         grid_row = np.full(int(np.prod(shape)), -1, dtype=np.int64)
-        # two tables: `slots` wide for most cells, and a wider one for the few crowded cells (where many
-        # triangles meet, e.g. the Punyo base's fan apex); grid_row >= 0 indexes the first, <= -2 the second
-        # (-2 - row), -1 = not in the grid
+        # `slots` wide for most cells, wider for the few crowded ones (grid_row >= 0 / <= -2 - row; -1: none)
         wide = int(min(max(int(counts.max(initial=0)), slots), max_wide))
         tables, lower_tables = [], []
         for t_id, (sel_cells, width) in enumerate((((counts >= 1) & (counts <= slots), slots),
@@ -379,13 +341,8 @@ class ClosestTriangleQuery:
         self.grid_candidates = slots
 
     def query(self, points: Any) -> ClosestTriangleResult:
-        """Closest mesh point, triangle and barycentric weights for each point.
-
-        Args:
-            points: ``(M, 3)`` finite coordinates in the mesh frame (m).
-
-        Returns:
-            :class:`ClosestTriangleResult`; a tie (e.g. on a shared edge) goes to either triangle, same point.
+        """:class:`ClosestTriangleResult` of ``(M, 3)`` finite points (mesh frame, m); a tie (e.g. on a
+        shared edge) goes to either triangle, same point.
 
         Raises:
             InputError: ``argument`` ``'points'``; ``reason`` ``'shape'`` (not ``(M, 3)``), ``'not_finite'``
@@ -424,20 +381,15 @@ class ClosestTriangleQuery:
                                      region=reg.astype(np.int8))
 
     def _query_off_grid(self, P: np.ndarray):
-        """Points off the grid: ``(tri, region, params (5, M))`` by brute force or the KD path.
-
-        Raises:
-            InputError: a point farther than ``max_query_distance`` from ``centre`` (checked here, off the
-                hot path).
-        """
+        """Points off the grid: ``(tri, region, params (5, M))`` by brute force or the KD path; InputError
+        for a point beyond ``max_query_distance`` (checked here, off the hot path)."""
         d = P - self.centre
         dist = np.hypot(np.hypot(d[:, 0], d[:, 1]), d[:, 2])            # no overflow of |d|^2
         far = np.flatnonzero(~(dist <= self.max_query_distance))
         if len(far):
             i = int(far[0])
             raise InputError(f"query point {P[i].tolist()} (mesh frame) is {float(dist[i]):.6g} m from the "
-                             f"mesh centre, "
-                             f"beyond the supported {self.max_query_distance:.6g} m "
+                             f"mesh centre, beyond the supported {self.max_query_distance:.6g} m "
                              "(1e6 x the mesh's bounding-box diagonal, at least 1e6 m)",
                              "points", P[i].tolist(), "too_far", self.max_query_distance)
         if self.num_triangles <= self.brute_force_max:
@@ -479,13 +431,9 @@ class ClosestTriangleQuery:
 
 
 def projected_area(vertices: Any, triangles: Any, normal: Sequence[float]) -> float:
-    """Area (m²) of the mesh's shadow on the plane normal to ``normal`` (any length and sign).
-
-    The union of the projected triangles (overlaps count once), computed exactly with shapely: the seed's
-    ``trimesh.Trimesh.projected(normal).area`` without its padding.
-
-    Raises:
-        ValueError: malformed mesh, or a zero / non-finite ``normal``.
+    """Area (m²) of the mesh's shadow along ``normal`` (any length and sign): the exact union of the
+    projected triangles (shapely), the seed's ``trimesh.Trimesh.projected(normal).area`` without its
+    padding.  ValueError: malformed mesh, zero / non-finite ``normal``.
     """
     import shapely  # imported here: only needed at attach time
 

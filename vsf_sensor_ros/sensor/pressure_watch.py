@@ -1,8 +1,5 @@
-"""Drift and leak watch of the Punyo bubble's pressure, from its contact-free residuals.
-
-:class:`PressureWatch` fits the trend of ``measured - predicted`` while nothing touches and warns on a
-steady loss (a leak) or a gauge pressure below what the model assumes (docs/real_data.md).
-"""
+"""Leak watch of the Punyo bubble: the trend of its contact-free ``measured - predicted`` pressure, warning
+on a steady loss or a gauge pressure below the model's (docs/real_data.md)."""
 from __future__ import annotations
 
 import math
@@ -37,11 +34,8 @@ class PressureWatch:
     """Trend of the contact-free pressure residual; WARN on a leak or a low gauge pressure.
 
     ``leak_rate`` (Pa/min, > 0), ``window_s`` (s), ``min_span_s`` (s, <= window_s), ``ambient_pa`` (Pa),
-    ``min_gauge_pa`` (Pa or None: no check).
-
-    Raises:
-        SettingError: a parameter out of range (``setting`` names it, ``reason`` ``'out_of_range'``;
-            ``min_span_s`` over ``window_s``: ``'exceeds_window'``, ``expected`` ``window_s``).
+    ``min_gauge_pa`` (Pa or None: no check).  SettingError (``setting`` the parameter): ``'out_of_range'``,
+    or ``'exceeds_window'`` for ``min_span_s`` over ``window_s`` (``expected``).
     """
 
     def __init__(self, leak_rate: float = 50.0, window_s: float = 30.0, min_span_s: float = 20.0,
@@ -66,14 +60,9 @@ class PressureWatch:
 
     def update(self, stamp_ns: int, predicted: float, measured: float,
                sim_in_contact: bool) -> PressureStatus:
-        """Feed one paired sample (stamp ns, absolute ``predicted`` and ``measured`` Pa; a sample in contact
-        is not used for the trend); the status after it.
-
-        Raises:
-            InputError: a stamp not after the previous one (``argument`` ``'stamp_ns'``, ``reason``
-                ``'not_after'``, ``expected`` the previous stamp) or a non-finite value (``'predicted'`` or
-                ``'measured'``, ``'not_finite'``); nothing changed.
-        """
+        """Feed one paired sample (absolute Pa; one in contact is left out of the trend); the status after
+        it.  InputError (nothing changes): ``'stamp_ns'`` ``'not_after'`` (``expected`` the previous), or
+        ``'predicted'`` / ``'measured'`` ``'not_finite'``."""
         stamp = int(stamp_ns)
         if self._last_stamp is not None and stamp <= self._last_stamp:
             raise InputError(f"stamp_ns {stamp} is not after the previous {self._last_stamp}",

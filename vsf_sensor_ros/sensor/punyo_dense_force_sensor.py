@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from ._punyo_common import (
-    check_config_keys, check_model_name, numpy_pose, pairs_and_states, parse_tare)
+    check_config_keys, check_model_name, contact_offsets, numpy_pose, pairs_and_states, parse_tare)
 from .base_sensor import BaseSensor, Pair, SimState, SparseJacobian, rigid_transform
 from .errors import InputError
 from .mesh import REGION_AB, REGION_AC, REGION_BC, REGION_FACE, ClosestTriangleQuery, triangle_mesh_of
@@ -18,13 +18,9 @@ _EMPTY_I = np.zeros(0, dtype=np.int64)
 
 
 def barycentric_weights(vertices: Any, triangles: Any, points: Any) -> np.ndarray:
-    """``(M, V)`` float64 weights of each point (``(M, 3)``, mesh frame, m) over the mesh vertices (seed
-    ``barycentric_weights``): its closest mesh point's barycentric weights on the closest triangle's corners,
-    rows summing to 1.  Unlike the seed (projection onto the triangle's plane, negative off the triangle),
-    weights stay on the triangle.
-
-    Raises:
-        ValueError: an invalid mesh, or points not ``(M, 3)`` and finite (named).
+    """``(M, V)`` float64 weights of points ``(M, 3)`` (mesh frame, m) over the vertices (seed
+    ``barycentric_weights``): the closest mesh point's barycentric weights, rows summing to 1, never negative
+    (the seed projects onto the triangle's plane).  ValueError: invalid mesh, points not finite ``(M, 3)``.
     """
     q = ClosestTriangleQuery(vertices, triangles)
     res = q.query(points)
@@ -56,20 +52,12 @@ class _Map(NamedTuple):
 class PunyoDenseForceSensor(BaseSensor):
     """Dense force field of a Punyo membrane (seed ``PunyoDenseForceSensor``): one local force per vertex.
 
-    Output ``3·V`` floats, ``3i .. 3i+2`` = local ``x, y, z`` force (N) on vertex ``i`` in the attached
-    body's (mesh) frame; names ``p0_x, p0_y, …``.  With ``R`` the body -> world rotation and ``f_c`` the
-    world force of contact ``c`` (pairs in ``contact_bodies`` order):
-    ``F_i = gain ⊙ Σ_c w_ic Rᵀ f_c + (tare − tare_sim_avg)_i``; Jacobian block ``w_ic Rᵀ`` (times gain).
-
-    Weights per contact: ``elems1[c] >= 0`` puts ``w = 1`` on that vertex; otherwise (``elems1`` absent or
-    -1) the body-frame point is mapped to its exact closest mesh point
-    (:class:`~vsf_sensor_ros.sensor.mesh.ClosestTriangleQuery`) and the force split by its barycentric
-    weights.
-    Deviation from the seed: the mode is per contact and set by ``elems1`` only (``elems2`` ignored).
-
-    ``predict``, ``sparse_force_jacobian`` and ``predict_with_jacobian`` fill prediction and COO Jacobian in
-    one numba pass (no autograd); ``predict_torch`` evaluates the same sum differentiably (forces, points,
-    transform).  Outputs follow the state's dtype/device; contacts of another dtype/device are rejected.
+    ``3·V`` outputs ``p{i}_x/y/z``, the force (N, body = mesh frame) on vertex ``i``:
+    ``F_i = gain ⊙ Σ_c w_ic Rᵀ f_c + (tare − tare_sim_avg)_i`` (``R`` body -> world, ``f_c`` world
+    forces); Jacobian block ``w_ic Rᵀ`` (times gain).  ``elems1[c] >= 0`` puts ``w = 1`` on that vertex;
+    otherwise the point's exact closest mesh point splits the force by its barycentric weights (per
+    contact, by ``elems1`` only: the seed's deviation).  ``predict`` and the Jacobians run one numba pass;
+    ``predict_torch`` the same sum in torch.  Outputs in the state's dtype/device; other contacts rejected.
     """
 
     type_name = "PunyoDenseForceSensor"
@@ -83,32 +71,21 @@ class PunyoDenseForceSensor(BaseSensor):
         self.object: Any = None
         self._names: List[str] = []
         self._calib: Dict[str, np.ndarray] = {}
-        self._offset_cache: Dict[Tuple[torch.dtype, torch.device], torch.Tensor] = {}
-        self._gain_cache: Dict[Tuple[torch.dtype, torch.device], torch.Tensor] = {}
+        self._calib_cache: Dict[Tuple[str, torch.dtype, torch.device], torch.Tensor] = {}
         self._torch_cache: Dict[Tuple[torch.dtype, torch.device], Tuple[torch.Tensor, torch.Tensor]] = {}
 
     # -- configuration --------------------------------------------------------------------
     @classmethod
     def from_config(cls, name: str, config: Dict[str, Any]) -> "PunyoDenseForceSensor":
-        """Build from ``{'attachment': body}`` (optional ``'type'`` must match).
-
-        Raises:
-            ValueError: unknown keys (named), missing/empty ``attachment``.
-        """
+        """Build from ``{'attachment': body}`` (optional ``'type'`` must match); SettingError: unknown keys
+        (named), missing/empty ``attachment``."""
         body = check_config_keys(cls.__name__, cls.type_name, name, config, ())
         return cls(name, body)
 
     def attach(self, model: Any) -> None:
-        """Read the body's triangle mesh (Klampt link / rigid object, trimesh or ``(V, F)``, body frame)
-        and build the closest-triangle query.
-
-        Raises:
-            ValueError: no triangle mesh (names the body), or a vertex count disagreeing with a calibration
-                already set; the sensor is unchanged.
-
-        Warns:
-            UserWarning: a Klampt body of another name (attached anyway, as the seed).
-        """
+        """Read the body's triangle mesh (Klampt link / rigid object, trimesh or ``(V, F)``, body frame) and
+        build the closest-triangle query.  ValueError (unchanged): no triangle mesh (names the body), a vertex
+        count disagreeing with the calibration.  UserWarning: a Klampt body of another name (as the seed)."""
         check_model_name(model, self.attachModelName, self.name)
         V, F = triangle_mesh_of(model)
         q = ClosestTriangleQuery(V, F)
@@ -146,11 +123,8 @@ class PunyoDenseForceSensor(BaseSensor):
                              "elems1", int(e[row]), "index", (-1, self.num_vertices - 1))
 
     def _map(self, state: SimState) -> _Map:
-        """Where each contact on the body lands on the mesh (every output path starts here).
-
-        Raises:
-            RuntimeError: not attached.  ValueError: as :meth:`predict`.
-        """
+        """Where each contact on the body lands on the mesh (every output path starts here); raises as
+        :meth:`predict`."""
         q = self._require_attached()
         name = self.attachModelName
         pose = numpy_pose(state, name)
@@ -164,15 +138,11 @@ class PunyoDenseForceSensor(BaseSensor):
         if cast is not None and pose is not None:      # float32 on the CPU
             R, t = R.astype(np.float64), t.astype(np.float64)
         pairs, states = pairs_and_states(state, name)
-        offsets = [0]
+        offsets = contact_offsets(self.name, pairs, states, T.dtype, T.device)
         pts, frc, elems = [], [], []
         for pair, c in zip(pairs, states):
-            if c.points.dtype != T.dtype or c.points.device != T.device:
-                raise ValueError(f"sensor {self.name!r}: contacts {pair} are {c.points.dtype} on "
-                                 f"{c.points.device} but the state is {T.dtype} on {T.device}")
-            n = len(c)
             e = None
-            if c.elems1 is not None and n:
+            if c.elems1 is not None and len(c):
                 e = c.elems1.detach().cpu().numpy()
                 lo, hi = e.min(), e.max()
                 if lo < -1 or hi >= self.num_vertices:
@@ -185,7 +155,6 @@ class PunyoDenseForceSensor(BaseSensor):
             pts.append(p.numpy())
             frc.append(f.numpy())
             elems.append(e)
-            offsets.append(offsets[-1] + n)
         if len(states) == 1:
             points, forces, elem = pts[0], frc[0], elems[0]
         elif states:
@@ -240,12 +209,9 @@ class PunyoDenseForceSensor(BaseSensor):
 
     # -- predictions ---------------------------------------------------------------------------
     def predict(self, state: SimState) -> torch.Tensor:
-        """Predicted ``(3V,)`` local vertex forces (N), state dtype/device, no autograd.
-
-        Raises:
-            RuntimeError: not attached.
-            ValueError: unknown body, bad transform, contacts of another dtype/device, ``elems1`` below -1 or
-                not a vertex, a point beyond the supported query distance; names the pair and value.
+        """Predicted ``(3V,)`` local vertex forces (N), state dtype/device, no autograd.  RuntimeError: not
+        attached; ValueError naming pair and value: unknown body, bad transform, contacts of another
+        dtype/device, ``elems1`` below -1 or not a vertex, a point beyond the supported query distance.
         """
         return self._outputs(self._map(state), True, False)[0]
 
@@ -318,49 +284,39 @@ class PunyoDenseForceSensor(BaseSensor):
     # -- calibration ---------------------------------------------------------------------------
     def set_calibration(self, calib_dict: dict) -> None:
         """Set ``{'tare', 'tare_sim_avg', 'gain'}``, each ``(3V,)``; ``{}`` clears, an absent gain is 1.
-
-        Raises:
-            ValueError: unknown keys, wrong length, non-finite values, ``tare_sim_avg`` without ``tare``; the
-                previous calibration is kept.
+        ValueError (previous kept): unknown keys, wrong length, non-finite, ``tare_sim_avg`` without ``tare``.
         """
         length = 3 * self.num_vertices if self.vertices is not None else None
         self._calib = parse_tare(calib_dict, self.name, length, allow_gain=True)
-        self._offset_cache.clear()
-        self._gain_cache.clear()
+        self._calib_cache.clear()
 
     def get_calibration(self) -> dict:
         """The calibration dict set last (copies of float64 arrays), ``{}`` when none."""
         return {k: v.copy() for k, v in self._calib.items()}
 
-    def _gain(self, dtype: torch.dtype, device: torch.device) -> Optional[torch.Tensor]:
-        """The ``'gain'`` calibration entry as a ``(3V,)`` tensor (cached), None when absent."""
-        if "gain" not in self._calib:
+    def _calib_tensor(self, entry: str, dtype: torch.dtype, device: torch.device) -> Optional[torch.Tensor]:
+        """``(3V,)`` tensor (cached) of the ``'gain'``, or for ``'tare'`` the offset ``tare − tare_sim_avg``;
+        None when that entry is absent."""
+        if entry not in self._calib:
             return None
-        key = (dtype, device)
-        if key not in self._gain_cache:
-            self._gain_cache[key] = torch.as_tensor(self._calib["gain"], dtype=dtype, device=device)
-        return self._gain_cache[key]
+        key = (entry, dtype, device)
+        if key not in self._calib_cache:
+            value = self._calib["gain"] if entry == "gain" else \
+                self._calib["tare"] - self._calib.get("tare_sim_avg", 0.0)
+            self._calib_cache[key] = torch.as_tensor(value, dtype=dtype, device=device)
+        return self._calib_cache[key]
 
     def _calibrated(self, raw: torch.Tensor) -> torch.Tensor:
         """``gain ⊙ raw + offset`` (each only when calibrated) of a ``(3V,)`` contact term."""
-        gain = self._gain(raw.dtype, raw.device)
-        offset = self._offset(raw.dtype, raw.device)
+        gain = self._calib_tensor("gain", raw.dtype, raw.device)
+        offset = self._calib_tensor("tare", raw.dtype, raw.device)
         out = raw if gain is None else raw * gain
         return out if offset is None else out + offset
 
     def _gained(self, J: SparseJacobian) -> SparseJacobian:
         """``J`` with each value scaled by the gain of its row (``J`` itself without a gain)."""
-        gain = self._gain(J.values.dtype, J.values.device)
+        gain = self._calib_tensor("gain", J.values.dtype, J.values.device)
         if gain is None:
             return J
         J.values = J.values * gain[J.rows]
         return J
-
-    def _offset(self, dtype: torch.dtype, device: torch.device) -> Optional[torch.Tensor]:
-        if "tare" not in self._calib:
-            return None
-        key = (dtype, device)
-        if key not in self._offset_cache:
-            off = self._calib["tare"] - self._calib.get("tare_sim_avg", 0.0)
-            self._offset_cache[key] = torch.as_tensor(off, dtype=dtype, device=device)
-        return self._offset_cache[key]

@@ -8,11 +8,10 @@ import numpy as np
 import torch
 
 from ._punyo_common import (
-    check_config_keys, check_model_name, numpy_pose, pairs_and_states, parse_tare)
-from .base_sensor import BaseSensor, Pair, SparseJacobian
+    check_config_keys, check_model_name, contact_offsets, numpy_pose, pairs_and_states, parse_tare)
+from .base_sensor import BaseSensor, Pair, SimState, SparseJacobian, rigid_transform
 from .errors import SettingError
 from .mesh import projected_area, triangle_mesh_of
-from .base_sensor import SimState, rigid_transform
 
 __all__ = ["PunyoPressureSensor"]
 
@@ -20,16 +19,11 @@ __all__ = ["PunyoPressureSensor"]
 class PunyoPressureSensor(BaseSensor):
     """One pressure reading (Pa) of a Punyo soft bubble (seed ``PunyoPressureSensor``).
 
-    ``p = tare − gain · (1/A_base) Σ_c (Rᵀ f_c) · n``: ``f_c`` the world forces of every contact on the
-    body, ``R`` the body -> world rotation, ``n`` the unit base normal (body frame), ``A_base`` the area of
-    the mesh's shadow along ``n`` (:func:`.mesh.projected_area`, at ``attach``).  Jacobian for every contact
-    ``−(gain/A_base) R n``.  ``gain`` (default 1, from ``GainCalibrator``) is an effective area ``A_base /
-    gain``.  ``tare_sim_avg`` is kept but, as in the seed, does not shift the reading (the model reads 0
-    without contact).  ``base_normal_local`` is normalised (the seed used it as given).
-
-    Attributes:
-        base_area: ``A_base`` (m²), None before ``attach``.  variance: noise variance (Pa²).
-        tare: ``(1,)`` float64 offset (Pa) or None.
+    ``p = tare − gain · (1/A_base) Σ_c (Rᵀ f_c) · n`` over the world forces ``f_c`` on the body (``R`` body
+    -> world, ``n`` the unit base normal, ``A_base`` the mesh's shadow along ``n`` at ``attach``); Jacobian
+    ``−(gain/A_base) R n`` per contact.  ``tare_sim_avg`` is kept but, as the seed, does not shift the
+    reading; ``base_normal_local`` is normalised (the seed used it as given).  Attributes: ``base_area``
+    (m², None before ``attach``), ``variance`` (Pa²), ``tare`` (``(1,)`` float64 Pa or None), ``gain``.
     """
 
     type_name = "PunyoPressureSensor"
@@ -57,27 +51,14 @@ class PunyoPressureSensor(BaseSensor):
 
     @property
     def base_normal_local(self) -> torch.Tensor:
-        """Unit base normal ``n`` in the body frame: a ``(3,)`` tensor of torch's default dtype
-        (float32 unless changed), as the seed keeps it.
-
-        Setting it (a sequence, array or tensor) normalises and validates the value; the
-        models compute with a float64 copy, so the tensor's dtype costs no precision.
-        Changing it after :meth:`attach` does not recompute ``base_area`` (as the seed).
-
-        Raises:
-            SettingError: (a ValueError, on setting) not a finite non-zero 3-vector, naming the value.
+        """Unit base normal ``n`` (body frame), a ``(3,)`` tensor of torch's default dtype as the seed keeps
+        it.  Set from any 3-vector (normalised; the models use a float64 copy; ``base_area`` is not
+        recomputed, as the seed); SettingError naming a value that is not a finite non-zero 3-vector.
         """
         return self._normal_tensor
 
     @base_normal_local.setter
     def base_normal_local(self, value: Any) -> None:
-        """Unit base normal (body frame), a ``(3,)`` tensor of torch's default dtype as in the seed.
-
-        Set from any 3-vector (normalised); computations use a float64 copy; ``base_area`` is not recomputed.
-
-        Raises:
-            SettingError: on setting, not a finite non-zero 3-vector (names the value).
-        """
         try:
             raw = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
             n = np.asarray(raw, dtype=np.float64).reshape(-1)
@@ -91,25 +72,17 @@ class PunyoPressureSensor(BaseSensor):
 
     @classmethod
     def from_config(cls, name: str, config: Dict[str, Any]) -> "PunyoPressureSensor":
-        """Build from ``{'attachment', 'base_normal_local' (default [0, 0, 1]), 'variance' (Pa², 0)}``.
-
-        Raises:
-            ValueError: unknown keys (named), missing ``attachment``, bad values.
-        """
+        """Build from ``{'attachment', 'base_normal_local' (default [0, 0, 1]), 'variance' (Pa², 0)}``;
+        SettingError: unknown keys (named), missing ``attachment``, bad values."""
         body = check_config_keys(cls.__name__, cls.type_name, name, config,
                                  ("base_normal_local", "variance"))
         return cls(name, body, config.get("base_normal_local", (0.0, 0.0, 1.0)),
                    config.get("variance", 0.0))
 
     def attach(self, model: Any) -> None:
-        """Compute ``A_base`` from the body's mesh (Klampt body, trimesh or ``(V, F)``).
-
-        Raises:
-            ValueError: no triangle mesh (names the body) or zero shadow area; unchanged on error.
-
-        Warns:
-            UserWarning: a Klampt body of another name (attached anyway, as the seed).
-        """
+        """Compute ``A_base`` from the body's mesh (Klampt body, trimesh or ``(V, F)``).  ValueError
+        (unchanged): no triangle mesh (names the body), zero shadow area.  UserWarning: a Klampt body of
+        another name (attached anyway, as the seed)."""
         check_model_name(model, self.attachModelName, self.name)
         V, F = triangle_mesh_of(model)
         area = projected_area(V, F, self._normal_np)
@@ -127,22 +100,18 @@ class PunyoPressureSensor(BaseSensor):
         return [math.sqrt(self.variance)]
 
     # -- model -------------------------------------------------------------------------------
-    def _gradient_row(self, state: SimState):
-        """``(forces (N, 3), −(1/A) R n (3,), pairs, offsets)`` of the state's contacts on the body."""
+    def _contacts(self, state: SimState):
+        """``(pairs, contact states)`` of the body; RuntimeError before :meth:`attach`."""
         if self.base_area is None:
             raise RuntimeError(f"sensor {self.name!r}: call attach() with the body's mesh first")
+        return pairs_and_states(state, self.attachModelName)
+
+    def _gradient_row(self, state: SimState):
+        """``(forces (N, 3), −(1/A) R n (3,), pairs, offsets)`` of the state's contacts on the body."""
+        pairs, states = self._contacts(state)
         R, _ = rigid_transform(state, self.attachModelName)
-        pairs = self.contact_bodies(state)
-        states = state.contact_states_on_body(self.attachModelName)
-        offsets = [0]
-        for pair, c in zip(pairs, states):
-            if c.forces.dtype != R.dtype or c.forces.device != R.device:
-                raise ValueError(f"sensor {self.name!r}: contacts {pair} are {c.forces.dtype} on "
-                                 f"{c.forces.device} but the state is {R.dtype} on {R.device}")
-            offsets.append(offsets[-1] + len(c))
-        if len(states) == 1:
-            forces = states[0].forces
-        elif states:
+        offsets = contact_offsets(self.name, pairs, states, R.dtype, R.device)
+        if states:
             forces = torch.cat([c.forces for c in states])
         else:
             forces = torch.zeros(0, 3, dtype=R.dtype, device=R.device)
@@ -151,10 +120,7 @@ class PunyoPressureSensor(BaseSensor):
 
     def predict_torch(self, state: SimState) -> torch.Tensor:
         """``(1,)`` pressure (Pa), state dtype/device; differentiable in forces and transform.
-
-        Raises:
-            RuntimeError: not attached.
-            ValueError: unknown body, bad transform, contacts of another dtype/device.
+        RuntimeError: not attached; ValueError: unknown body, bad transform, contacts of another dtype/device.
         """
         forces, g, _, _ = self._gradient_row(state)
         p = (forces @ g).sum().reshape(1)
@@ -164,19 +130,12 @@ class PunyoPressureSensor(BaseSensor):
 
     def _numpy_row(self, state: SimState):
         """``_gradient_row`` in numpy for float32/float64 CPU states, else None."""
-        if self.base_area is None:
-            raise RuntimeError(f"sensor {self.name!r}: call attach() with the body's mesh first")
+        pairs, states = self._contacts(state)
         pose = numpy_pose(state, self.attachModelName)
         if pose is None:
             return None
         R, _, T = pose
-        pairs, states = pairs_and_states(state, self.attachModelName)
-        offsets = [0]
-        for pair, c in zip(pairs, states):
-            if c.forces.dtype != T.dtype or c.forces.device != T.device:
-                raise ValueError(f"sensor {self.name!r}: contacts {pair} are {c.forces.dtype} on "
-                                 f"{c.forces.device} but the state is {T.dtype} on {T.device}")
-            offsets.append(offsets[-1] + len(c))
+        offsets = contact_offsets(self.name, pairs, states, T.dtype, T.device)
         if len(states) == 1:
             forces = states[0].forces.detach().numpy()
         elif states:
@@ -242,10 +201,7 @@ class PunyoPressureSensor(BaseSensor):
     # -- calibration ---------------------------------------------------------------------------
     def set_calibration(self, calib_dict: dict) -> None:
         """Set ``{'tare', 'tare_sim_avg', 'gain'}``, each ``(1,)`` or scalar; ``{}`` clears, absent gain = 1.
-
-        Raises:
-            ValueError: unknown keys, wrong size, non-finite, gain <= 0; previous calibration kept.
-        """
+        ValueError (previous kept): unknown keys, wrong size, non-finite, gain <= 0."""
         calib = parse_tare(calib_dict, self.name, 1, allow_gain=True)
         self._calib = calib
         self.tare = calib["tare"].copy() if "tare" in calib else None

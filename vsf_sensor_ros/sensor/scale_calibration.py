@@ -1,9 +1,6 @@
-"""The scale of a measured force against a reference force (an F/T wrench), judged out of sample.
-
-One factor on the force magnitudes (least squares through the origin, with its standard error),
-fitted on a poke's loading and scored on its unloading; :class:`ForceScale` pairs a live node's
-frames with the reference wrenches and keeps the fit (:class:`ScaleRecord`; docs/membrane_force.md,
-the force scale).
+"""The scale of a measured force against a reference (F/T) force: one least-squares factor on the
+magnitudes, fitted on a poke's loading and scored on its unloading; :class:`ForceScale` pairs a live
+node's frames with the wrenches (docs/membrane_force.md, the force scale).
 """
 from __future__ import annotations
 
@@ -70,9 +67,7 @@ class ScaleScore:
 
 
 def _norms(a: np.ndarray, name: str) -> np.ndarray:
-    """``(N,)`` magnitudes of ``a`` (``(N, 3)`` or ``(N,)``); ValueError for another shape or non-finite
-    values.
-    """
+    """``(N,)`` magnitudes of ``a`` (``(N, 3)`` or ``(N,)``); ValueError: another shape, non-finite."""
     a = np.asarray(a, dtype=np.float64)
     if not (a.ndim == 1 or (a.ndim == 2 and a.shape[1] == 3)):
         raise ValueError(f"{name} must be (N, 3) or (N,), got shape {a.shape}")
@@ -92,11 +87,9 @@ def _magnitudes(measured: np.ndarray, reference: np.ndarray) -> Tuple[np.ndarray
 def fit_scale(measured: np.ndarray, reference: np.ndarray, threshold: float = 0.5,
               min_frames: int = 10, min_force: float = 2.0,
               frames: Optional[np.ndarray] = None) -> ScaleFit:
-    """Least-squares scale of ``|measured|`` onto ``|reference|`` over the loaded frames.
-
-    ``measured``, ``reference``: ``(N, 3)`` or ``(N,)`` forces per frame (N), paired frame by frame (bias and
-    lag removed).  Loaded: ``|reference| > threshold`` (N), among ``frames`` (default all); at least
-    ``min_frames`` of them, peaking at ``min_force`` (N) or more.
+    """Least-squares scale of ``|measured|`` onto ``|reference|`` (``(N, 3)`` or ``(N,)``, N, paired frame by
+    frame) over the frames of ``frames`` (default all) with ``|reference| > threshold``: at least
+    ``min_frames``, peaking at ``min_force`` or more.
 
     Raises:
         ValueError: bad shapes or lengths, non-finite values, ``frames`` out of range, ``min_frames`` < 2.
@@ -131,11 +124,7 @@ def fit_scale(measured: np.ndarray, reference: np.ndarray, threshold: float = 0.
 
 def loading_unloading(reference: np.ndarray, threshold: float = 0.5) -> Tuple[np.ndarray, np.ndarray]:
     """``(loading, unloading)`` int index arrays: the loaded frames (``|reference| > threshold``) up to the
-    peak of ``|reference|``, and those after it.
-
-    Raises:
-        ValueError: bad shape, no frame or non-finite values.
-    """
+    peak of ``|reference|``, and those after it; ValueError: bad shape, no frame, non-finite values."""
     y = _norms(reference, "reference")
     if not len(y):
         raise ValueError("reference has no frame")
@@ -146,11 +135,8 @@ def loading_unloading(reference: np.ndarray, threshold: float = 0.5) -> Tuple[np
 
 def out_of_sample_scale(measured: np.ndarray, reference: np.ndarray, threshold: float = 0.5,
                         min_frames: int = 10, min_force: float = 2.0) -> ScaleScore:
-    """:func:`fit_scale` on the loading, scored on the unloading (arguments as :func:`fit_scale`).
-
-    Raises:
-        ValueError, ScaleFitRefused: as :func:`fit_scale`, or no loaded frame after the peak.
-    """
+    """:func:`fit_scale` on the loading, scored on the unloading; raises as :func:`fit_scale`, or
+    ScaleFitRefused for no loaded frame after the peak."""
     loading, unloading = loading_unloading(reference, threshold)
     fit = fit_scale(measured, reference, threshold, min_frames, min_force, frames=loading)
     if not unloading.size:
@@ -164,15 +150,9 @@ def out_of_sample_scale(measured: np.ndarray, reference: np.ndarray, threshold: 
 
 @dataclass(frozen=True)
 class ScaleRecord:
-    """A force scale in force: ``1`` (none fitted), fitted live, or loaded from the file.
-
-    Attributes:
-        scale: calibrated force = ``scale`` × estimated force (dimensionless, > 0).
-        std_error: its standard error (None: not fitted).
-        frames: frames it was fitted on (0: none).
-        fitted_at: ISO 8601 UTC time of the fit (``"never"``: none).
-        source: ``"none"``, ``"fit"`` or ``"file <path>"``.
-    """
+    """The force scale in force: ``scale`` (calibrated = ``scale`` × estimated, > 0), ``std_error`` (None:
+    not fitted), ``frames`` fitted on, ``fitted_at`` (ISO 8601 UTC or ``"never"``), ``source`` (``"none"``,
+    ``"fit"`` or ``"file <path>"``)."""
 
     scale: float = 1.0
     std_error: Optional[float] = None
@@ -195,12 +175,8 @@ class ScaleRecord:
 
 
 def record_from_entry(entry: Dict[str, Any], source: str) -> ScaleRecord:
-    """The :class:`ScaleRecord` of a calibration file entry (:meth:`ScaleRecord.entry`).
-
-    Raises:
-        ValueError: another ``type``, a ``scale`` that is not a finite number > 0, or a
-            ``scale_std_error`` that is not a finite number >= 0 (named with the value).
-    """
+    """The :class:`ScaleRecord` of a calibration file entry (:meth:`ScaleRecord.entry`); ValueError naming
+    the value: another ``type``, ``scale`` not finite > 0, ``scale_std_error`` not finite >= 0."""
     def number(v: Any) -> bool:
         return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
 
@@ -220,20 +196,12 @@ def record_from_entry(entry: Dict[str, Any], source: str) -> ScaleRecord:
 class ForceScale:
     """Estimated frames paired with reference wrenches since the last reset, and the fit.
 
-    A frame (its total contact force, N, in ``frame_id``) takes the wrench stamped nearest to it
-    within ``tolerance_ns``, once a wrench stamped ``tolerance_ns`` after it came, :data:`MAX_PENDING`
-    frames wait, or a fit is asked; frames stamped 0 are not paired.  The contact-free reference
-    frames pair the same way: the mean of their wrenches is the bias, subtracted from every wrench.
-    :meth:`reset` forgets pairs and bias, not the wrench history.
-
-    Args:
-        rotation: ``(3, 3)`` float64 ``R``: a wrench's force ``f`` is ``R f`` in ``frame_id``.
-        tolerance_ns: largest stamp difference of a pair, ns (>= 0).
-        threshold, min_frames, min_force: as :func:`fit_scale` (N, count, N).
-
-    Attributes:
-        received: wrenches received; fits, refused: fits taken and refused (counted by the caller).
-        latest: the latest wrench's force in ``frame_id``, bias removed (None before one).
+    A frame (total contact force, N, ``frame_id``; stamp 0 = not paired) takes the wrench stamped nearest
+    within ``tolerance_ns`` once one stamped ``tolerance_ns`` later came, :data:`MAX_PENDING` frames wait
+    or a fit is asked; reference (contact-free) frames pair alike and their mean wrench is the bias.
+    ``rotation`` ``(3, 3)``: a wrench force ``f`` is ``R f`` in ``frame_id``; ``threshold``, ``min_frames``,
+    ``min_force`` as :func:`fit_scale`.  Attributes: ``received``, ``fits``, ``refused`` (counted by the
+    caller), ``latest`` (the last wrench in ``frame_id``, bias removed, or None).
     """
 
     def __init__(self, rotation: np.ndarray, tolerance_ns: int, threshold: float, min_frames: int,
@@ -300,17 +268,9 @@ class ForceScale:
                 self.reference.append(self.wrench_forces[i])
 
     def fit(self) -> Tuple[ScaleFit, Optional[ScaleScore], str]:
-        """Fit the scale on every paired frame since the reset, and score it out of sample.
-
-        Returns:
-            ``(fit, score, note)``: the :class:`ScaleFit` of all loaded frames; the
-            :class:`ScaleScore` (fitted on the loading, 2 frames enough, scored on the
-            unloading), or None with ``note`` saying why (else ``""``).
-
-        Raises:
-            ScaleFitRefused: as :func:`fit_scale`; the message adds the pair counts and the
-                node's parameters.
-        """
+        """``(fit, score, note)``: the :class:`ScaleFit` of every paired loaded frame since the reset, and
+        its :class:`ScaleScore` (loading fit, 2 frames enough) or None with ``note`` saying why.
+        ScaleFitRefused as :func:`fit_scale`, the message adding the pair counts and the parameters."""
         self._settle(final=True)
         m = np.asarray(self.measured, dtype=np.float64).reshape(-1, 3)
         r = np.asarray(self.reference, dtype=np.float64).reshape(-1, 3) - self.bias
@@ -328,11 +288,7 @@ class ForceScale:
             return fit, None, str(exc)
 
     def calibrate(self) -> Tuple[ScaleRecord, str]:
-        """:meth:`fit`, as the record to take (fitted now) and the text of the answer.
-
-        Raises:
-            ScaleFitRefused: as :meth:`fit`.
-        """
+        """:meth:`fit` as the record to take (fitted now) and the answer's text; raises as :meth:`fit`."""
         fit, score, note = self.fit()
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         oos = (f"out of sample: scale {score.fit.scale:.6g} fitted on {len(score.fit.frames)} loading "
