@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from vsf_sensor_ros.mesh_io import load_mesh
-from vsf_sensor_ros.ros import launch_support as ls
+from vsf_sensor_ros.rig import launch_support as ls
 from vsf_sensor_ros.ros.membrane_force_config import load_attachment_vertices
 from vsf_sensor_ros.sensor import ContactState, PunyoDenseForceSensor, PunyoPressureSensor, SimState
 from vsf_sensor_ros.urdf import UrdfError, read_urdf
