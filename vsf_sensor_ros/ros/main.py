@@ -204,11 +204,6 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def rclpy_spin(node: Node) -> None:
-    """Spin ``node`` with ``rclpy.spin`` (the default of :func:`run_node`)."""
-    rclpy.spin(node)
-
-
 # rclpy's own refusals of a parameter override, raised by Node.__init__ before a node's code runs
 # (e.g. ``-p use_sim_time:=5``): configuration errors of every node
 RCLPY_PARAMETER_ERRORS: Tuple[Type[BaseException], ...] = (InvalidParameterTypeException,
@@ -217,7 +212,7 @@ RCLPY_PARAMETER_ERRORS: Tuple[Type[BaseException], ...] = (InvalidParameterTypeE
 
 def run_node(name: str, make_node: Callable[[], Node], args: Optional[List[str]] = None, *,
              config_errors: Tuple[Type[BaseException], ...] = (),
-             spin: Callable[[Node], None] = rclpy_spin,
+             spin: Callable[[Node], None] = rclpy.spin,
              finish: Optional[Callable[[Node], int]] = None,
              sigterm_as_interrupt: bool = True) -> int:
     """Init (``args``: the command line), ``make_node``, ``spin`` it, clean up; the exit code.
@@ -298,6 +293,6 @@ def exit_now(main: Callable[[], int]) -> None:
 
 
 __all__ = ["EXECUTOR_KINDS", "POLL_SEC", "answer_help", "events_executor_available", "exit_now",
-           "make_executor", "parameter_file_error", "parameter_usage", "rclpy_spin", "release_free_heap",
+           "make_executor", "parameter_file_error", "parameter_usage", "release_free_heap",
            "run_node", "spin", "spin_node",
            "usage", "user_args"]
