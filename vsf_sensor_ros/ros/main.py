@@ -1,9 +1,6 @@
-"""Start, run and end a node executable: init, command line, executor, exit codes.
-
-Every node executable runs through :func:`run_node` (exit 0, or 2 on a configuration error), and
-``--help`` is answered before ``rclpy.init`` so it creates no participant.  Why a ``spin_once``
-loop on the EventsExecutor and ``malloc_trim``: docs/performance_notes.md.
-"""
+"""Start, run and end a node executable: init, ``--help`` (before ``rclpy.init``), executor, exit
+codes (0, or 2 on a configuration error); the ``spin_once`` loop and ``malloc_trim``:
+docs/performance_notes.md."""
 from __future__ import annotations
 
 import argparse

@@ -1,9 +1,6 @@
-"""``membrane_force_node``'s parameters: the table, ``--help``, and the start-up checks (:func:`configure`).
-
-Every parameter is read-only (a camera, mesh or pressure input changes only with a restart); the
-table has ``sensor_node``'s format (:class:`.Spec`).  Relative paths resolve as ``sensor_node``'s do:
-against ``$VSF_ASSETS`` when set and not empty, else the working directory.
-"""
+"""``membrane_force_node``'s parameters (``sensor_node``'s :class:`.Spec` format, all read-only):
+the table, ``--help``, the start-up checks (:func:`configure`).  Relative paths resolve against
+``$VSF_ASSETS`` when set and not empty, else the working directory."""
 from __future__ import annotations
 
 import argparse

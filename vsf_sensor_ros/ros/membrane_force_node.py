@@ -1,10 +1,7 @@
 """``membrane_force_node``: the measured dense force of a Punyo bubble, live, from its own camera.
 
-Camera frames and the bubble pressure (optionally colour and a reference wrench) in,
-:class:`~vsf_sensor_ros.sensor.membrane_force_estimator.MembraneForceEstimator` in between, the
-per-vertex force out in ``sensor_node``'s measured dense-force layout.  Topics, pairing,
-rejections, the force scale and parameters: docs/membrane_force.md.
-"""
+Depth frames and the bubble pressure in, the per-vertex force out in ``sensor_node``'s measured
+dense-force layout; topics, pairing, rejections, the force scale: docs/membrane_force.md."""
 from __future__ import annotations
 
 import sys

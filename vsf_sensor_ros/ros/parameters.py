@@ -1,9 +1,6 @@
-"""The nodes' parameters at run time: declaration, int -> double leniency, live checks, unknown keys.
-
-Declares the parameter table on a node, checks a ``ros2 param set`` request whole before any of
-it is applied, and names unknown keys and parameter files keyed for another node.  Which
-parameters change live, and the leniency: docs/interface.md (parameters) and docs/node.md.
-"""
+"""The nodes' parameters at run time: declaration, int -> double leniency, live requests checked
+whole before any is applied, unknown keys and parameter files keyed for another node
+(docs/interface.md, docs/node.md)."""
 from __future__ import annotations
 
 import difflib
