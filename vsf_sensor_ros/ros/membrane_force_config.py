@@ -136,20 +136,6 @@ def usage() -> argparse.ArgumentParser:
         [EXAMPLE])
 
 
-def load_attachment_vertices(path: str) -> np.ndarray:
-    """``(n, 3)`` float64 vertices (m) of a mesh file in its order and count
-    (:func:`vsf_sensor_ros.mesh_io.load_mesh`, every body mesh's rule).
-
-    Raises:
-        ValueError: a file that cannot be read as a triangle mesh (the reader's reason).
-    """
-    from ..mesh_io import load_mesh
-    try:
-        return np.asarray(load_mesh(path).vertices, dtype=np.float64)
-    except Exception as exc:   # trimesh's loaders fail with many types on a file that is no mesh
-        raise ValueError(f"not a triangle mesh ({type(exc).__name__}: {exc})") from None
-
-
 def mesh_file(name: str, given: str) -> str:
     """The absolute file mesh parameter ``name`` (``mesh``, ``attachment_mesh``) names: ``~``
     expanded, a relative ``given`` resolved (module text).
@@ -190,7 +176,8 @@ def read_mesh(given: str) -> MembraneMesh:
 
 def attachment_frame(mesh: Optional[MembraneMesh], given: str) -> Tuple[MeshFrameTransform, str]:
     """The transform from the membrane ``mesh`` to the frame of the ``attachment_mesh`` file
-    ``given``, and the file's path; without a mesh only the file is checked (identity).
+    ``given`` (its vertices in file order: :func:`vsf_sensor_ros.mesh_io.load_mesh`, every body
+    mesh's rule), and the file's path; without a mesh only the file is checked (identity).
 
     Raises:
         ConfigError: no such file, not a regular file, unreadable, or not the same membrane.
@@ -198,8 +185,14 @@ def attachment_frame(mesh: Optional[MembraneMesh], given: str) -> Tuple[MeshFram
     path = mesh_file("attachment_mesh", given)
     if mesh is None:
         return MeshFrameTransform.identity(), path
+    from ..mesh_io import load_mesh
     try:
-        return fit_mesh_transform(mesh.points, load_attachment_vertices(path), mesh.boundary), path
+        vertices = np.asarray(load_mesh(path).vertices, dtype=np.float64)
+    except Exception as exc:   # trimesh's loaders fail with many types on a file that is no mesh
+        raise ConfigError("attachment_mesh", given,
+                          f"not a triangle mesh ({type(exc).__name__}: {exc})") from None
+    try:
+        return fit_mesh_transform(mesh.points, vertices, mesh.boundary), path
     except Exception as exc:
         raise ConfigError("attachment_mesh", given, str(exc)) from None
 
