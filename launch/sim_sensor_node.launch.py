@@ -29,7 +29,7 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from vsf_sensor_ros.ros import launch_support as ls
+from vsf_sensor_ros.rig import launch_support as ls
 
 
 def _share(*parts: str) -> str:

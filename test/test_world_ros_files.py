@@ -13,8 +13,7 @@ import pytest
 import torch
 
 from vsf_sensor_ros.mesh_io import load_mesh
-from vsf_sensor_ros.ros import launch_support as ls
-from vsf_sensor_ros.ros.membrane_force_config import load_attachment_vertices
+from vsf_sensor_ros.rig import launch_support as ls
 from vsf_sensor_ros.sensor import ContactState, PunyoDenseForceSensor, PunyoPressureSensor, SimState
 from vsf_sensor_ros.urdf import UrdfError, read_urdf
 from vsf_sensor_ros.world import World
@@ -188,7 +187,8 @@ def test_ply_link_mesh_keeps_repeated_positions_and_dense_indices(tmp_path):
     assert out.shape == (6, 3)                                # one reading per file vertex
     np.testing.assert_allclose(out[3], [0, 0, 2])             # on file vertex 3, not on its twin 2
     assert np.count_nonzero(out) == 1
-    np.testing.assert_array_equal(load_attachment_vertices(str(tmp_path / "seam.ply")), DUP_V)
+    # the membrane node reads its attachment mesh the same way
+    np.testing.assert_array_equal(load_mesh(str(tmp_path / "seam.ply")).vertices, DUP_V)
 
 
 def test_single_mesh_piece_is_scaled_then_placed_by_its_origin(tmp_path):

@@ -122,7 +122,7 @@ def test_package_files_named_by_launch_files_exist_and_are_installed(name):
     assert 'glob("config/*")' in setup and 'glob("launch/*.py")' in setup
     # the file names a simulator world's config through launch_support; those exist too
     if "sim_world_config" in text:
-        from vsf_sensor_ros.ros.launch_support import SIM_WORLD_CONFIGS
+        from vsf_sensor_ros.rig.launch_support import SIM_WORLD_CONFIGS
         for fname in SIM_WORLD_CONFIGS.values():
             assert (ROOT / "config" / fname).is_file()
 

@@ -547,7 +547,7 @@ def test_pressures_that_come_but_are_rejected_are_named_not_stopped(dome_files, 
 
 
 def test_the_stopped_sentence_says_what_happens_to_the_frames():
-    from vsf_sensor_ros.ros.membrane_force_inputs import Input, stopped_text
+    from vsf_sensor_ros.rig.membrane_inputs import Input, stopped_text
     p = Input("/punyo/pressure", "std_msgs/msg/Float32")
     head = "std_msgs/msg/Float32 on /punyo/pressure"
     assert stopped_text(p, 2.34, False) == f"{head} stopped 2.3 s ago: frames are not estimated"

@@ -16,7 +16,7 @@ import trimesh
 import yaml
 from sensor_msgs.msg import FluidPressure, PointCloud2
 
-from vsf_sensor_ros.ros import launch_support as ls
+from vsf_sensor_ros.rig import launch_support as ls
 from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 
 from .node_helpers import FIXTURES, ROOT, NodeProcess, Probe, send_until

@@ -1,10 +1,6 @@
-"""Kinematics: joint states (decoded from CDR bytes), free-body poses, driver joint names.
-
-A driver may name its joints differently from the URDF (Kinova's ``joint_1`` vs ``Actuator1``):
-nothing matches and predictions are silently wrong, so unknown and missing names are reported
-and ``joint_name_map`` renames them.  The transform history is the rig's
-(:mod:`vsf_sensor_ros.rig.kinematics`); the inputs: docs/interface.md.
-"""
+"""Joint states (decoded from CDR bytes), free-body poses, and driver joint names (a driver's
+``joint_1`` for the URDF's ``Actuator1`` matches nothing: unknown and missing names are reported,
+``joint_name_map`` renames them); the transform history is :mod:`vsf_sensor_ros.rig.kinematics`."""
 from __future__ import annotations
 
 import struct

@@ -1,9 +1,6 @@
-"""Start, run and end a node executable: init, command line, executor, exit codes.
-
-Every node executable runs through :func:`run_node` (exit 0, or 2 on a configuration error), and
-``--help`` is answered before ``rclpy.init`` so it creates no participant.  Why a ``spin_once``
-loop on the EventsExecutor and ``malloc_trim``: docs/performance_notes.md.
-"""
+"""Start, run and end a node executable: init, ``--help`` (before ``rclpy.init``), executor, exit
+codes (0, or 2 on a configuration error); the ``spin_once`` loop and ``malloc_trim``:
+docs/performance_notes.md."""
 from __future__ import annotations
 
 import argparse
@@ -204,11 +201,6 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def rclpy_spin(node: Node) -> None:
-    """Spin ``node`` with ``rclpy.spin`` (the default of :func:`run_node`)."""
-    rclpy.spin(node)
-
-
 # rclpy's own refusals of a parameter override, raised by Node.__init__ before a node's code runs
 # (e.g. ``-p use_sim_time:=5``): configuration errors of every node
 RCLPY_PARAMETER_ERRORS: Tuple[Type[BaseException], ...] = (InvalidParameterTypeException,
@@ -217,7 +209,7 @@ RCLPY_PARAMETER_ERRORS: Tuple[Type[BaseException], ...] = (InvalidParameterTypeE
 
 def run_node(name: str, make_node: Callable[[], Node], args: Optional[List[str]] = None, *,
              config_errors: Tuple[Type[BaseException], ...] = (),
-             spin: Callable[[Node], None] = rclpy_spin,
+             spin: Callable[[Node], None] = rclpy.spin,
              finish: Optional[Callable[[Node], int]] = None,
              sigterm_as_interrupt: bool = True) -> int:
     """Init (``args``: the command line), ``make_node``, ``spin`` it, clean up; the exit code.
@@ -298,6 +290,6 @@ def exit_now(main: Callable[[], int]) -> None:
 
 
 __all__ = ["EXECUTOR_KINDS", "POLL_SEC", "answer_help", "events_executor_available", "exit_now",
-           "make_executor", "parameter_file_error", "parameter_usage", "rclpy_spin", "release_free_heap",
+           "make_executor", "parameter_file_error", "parameter_usage", "release_free_heap",
            "run_node", "spin", "spin_node",
            "usage", "user_args"]

@@ -1,9 +1,6 @@
-"""``membrane_force_node``'s parameters: the table, ``--help``, and the start-up checks (:func:`configure`).
-
-Every parameter is read-only (a camera, mesh or pressure input changes only with a restart); the
-table has ``sensor_node``'s format (:class:`.Spec`).  Relative paths resolve as ``sensor_node``'s do:
-against ``$VSF_ASSETS`` when set and not empty, else the working directory.
-"""
+"""``membrane_force_node``'s parameters (``sensor_node``'s :class:`.Spec` format, all read-only):
+the table, ``--help``, the start-up checks (:func:`configure`).  Relative paths resolve against
+``$VSF_ASSETS`` when set and not empty, else the working directory."""
 from __future__ import annotations
 
 import argparse
@@ -27,7 +24,7 @@ from .calibration import CalibrationStore
 from .messages.camera import PRESSURE_TYPES
 from .parameter_table import ConfigError, Spec, check_topic_name, raise_all
 from .main import parameter_usage
-from .parameters import declare_spec, unknown_keys, unmatched_params_files
+from .parameters import declare_all, unknown_keys, unmatched_params_files
 from .scene import effective_assets_dir, resolve_path, resolved_from
 
 #: how the --help text of a file parameter says where a relative path is looked for
@@ -139,20 +136,6 @@ def usage() -> argparse.ArgumentParser:
         [EXAMPLE])
 
 
-def load_attachment_vertices(path: str) -> np.ndarray:
-    """``(n, 3)`` float64 vertices (m) of a mesh file in its order and count
-    (:func:`vsf_sensor_ros.mesh_io.load_mesh`, every body mesh's rule).
-
-    Raises:
-        ValueError: a file that cannot be read as a triangle mesh (the reader's reason).
-    """
-    from ..mesh_io import load_mesh
-    try:
-        return np.asarray(load_mesh(path).vertices, dtype=np.float64)
-    except Exception as exc:   # trimesh's loaders fail with many types on a file that is no mesh
-        raise ValueError(f"not a triangle mesh ({type(exc).__name__}: {exc})") from None
-
-
 def mesh_file(name: str, given: str) -> str:
     """The absolute file mesh parameter ``name`` (``mesh``, ``attachment_mesh``) names: ``~``
     expanded, a relative ``given`` resolved (module text).
@@ -193,7 +176,8 @@ def read_mesh(given: str) -> MembraneMesh:
 
 def attachment_frame(mesh: Optional[MembraneMesh], given: str) -> Tuple[MeshFrameTransform, str]:
     """The transform from the membrane ``mesh`` to the frame of the ``attachment_mesh`` file
-    ``given``, and the file's path; without a mesh only the file is checked (identity).
+    ``given`` (its vertices in file order: :func:`vsf_sensor_ros.mesh_io.load_mesh`, every body
+    mesh's rule), and the file's path; without a mesh only the file is checked (identity).
 
     Raises:
         ConfigError: no such file, not a regular file, unreadable, or not the same membrane.
@@ -201,8 +185,14 @@ def attachment_frame(mesh: Optional[MembraneMesh], given: str) -> Tuple[MeshFram
     path = mesh_file("attachment_mesh", given)
     if mesh is None:
         return MeshFrameTransform.identity(), path
+    from ..mesh_io import load_mesh
     try:
-        return fit_mesh_transform(mesh.points, load_attachment_vertices(path), mesh.boundary), path
+        vertices = np.asarray(load_mesh(path).vertices, dtype=np.float64)
+    except Exception as exc:   # trimesh's loaders fail with many types on a file that is no mesh
+        raise ConfigError("attachment_mesh", given,
+                          f"not a triangle mesh ({type(exc).__name__}: {exc})") from None
+    try:
+        return fit_mesh_transform(mesh.points, vertices, mesh.boundary), path
     except Exception as exc:
         raise ConfigError("attachment_mesh", given, str(exc)) from None
 
@@ -247,19 +237,21 @@ def pressure_type_name(given: str) -> str:
     return "/".join([ptype.split("/")[0], "msg", ptype.split("/")[-1]]) if "/" in ptype else ptype
 
 
+def _attempt(problems: List[ConfigError], check: Any, *args: Any) -> Any:
+    """``check(*args)``; None when it raises a ConfigError, which goes to ``problems``."""
+    try:
+        return check(*args)
+    except ConfigError as exc:
+        problems.append(exc)
+        return None
+
+
 def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name: str,
                       namespace: str) -> List[ConfigError]:
     """Every problem of the parameters that need no file, each naming the parameter and value
     (with a ``mesh``, also a camera mount that puts free vertices behind the camera)."""
     out: List[ConfigError] = []
-
-    def attempt(check: Any, *args: Any) -> None:
-        try:
-            check(*args)
-        except ConfigError as exc:
-            out.append(exc)
-
-    attempt(ambient, p)
+    _attempt(out, ambient, p)
     if p["input"] not in ("depth", "points"):
         out.append(ConfigError("input", p["input"], "use 'depth' or 'points'"))
     if pressure_type_name(p["pressure_type"]) not in PRESSURE_TYPES:
@@ -272,10 +264,10 @@ def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name
     if not str(p["frame_id"]).strip():
         out.append(ConfigError("frame_id", p["frame_id"], "must name the frame of the outputs (the "
                                "PunyoDenseForceSensor's attachment body, e.g. 'punyo')"))
-    attempt(reference_rotation, p)
+    _attempt(out, reference_rotation, p)
     optional = tuple(k for k in ("colour_topic", "reference_wrench_topic") if str(p[k]))   # '' = none
     for key in TOPIC_PARAMETERS + optional:
-        attempt(check_topic_name, key, p[key], node_name, namespace)
+        _attempt(out, check_topic_name, key, p[key], node_name, namespace)
     if mesh is not None:
         # the camera looks at the membrane from inside: a free vertex behind it means a wrong mount
         t_cam = np.asarray(p["camera_translation"], dtype=float)   # 3 finite numbers (its Spec)
@@ -298,24 +290,12 @@ def configure(node: Node, command_line: Sequence[str]) -> SimpleNamespace:
     Raises:
         ConfigError: every problem at once (:class:`.ConfigErrors`), each naming parameter and value.
     """
-    problems: List[ConfigError] = []
-    c = SimpleNamespace(p={}, mesh=None, out_frame=MeshFrameTransform.identity(), record=ScaleRecord())
-    p = c.p
-    for spec in SPECS:   # (altitude: 222 is taken for 222.0, as by sensor_node)
-        try:
-            p[spec.key] = declare_spec(node, spec.key, spec)
-        except ConfigError as exc:
-            problems.append(exc)
-            p[spec.key] = spec.default   # only for the checks below: the node does not start
-    try:
-        c.mesh = read_mesh(p["mesh"])
-    except ConfigError as exc:
-        problems.append(exc)
-    try:
-        if p["attachment_mesh"]:
-            c.out_frame, attachment = attachment_frame(c.mesh, p["attachment_mesh"])
-    except ConfigError as exc:
-        problems.append(exc)
+    p, problems = declare_all(node, SPECS)   # (altitude: 222 is taken for 222.0, as by sensor_node)
+    c = SimpleNamespace(p=p, out_frame=MeshFrameTransform.identity(), record=ScaleRecord())
+    c.mesh = _attempt(problems, read_mesh, p["mesh"])
+    if p["attachment_mesh"]:
+        c.out_frame, attachment = (_attempt(problems, attachment_frame, c.mesh, p["attachment_mesh"])
+                                   or (c.out_frame, ""))
     problems += settings_problems(p, c.mesh, node.get_name(), node.get_namespace())
     # the calibration file is fixed at start (read-only): the only file ~/calibrate_scale writes
     c.store = CalibrationStore(Path(resolve_path(p["calibration_file"], effective_assets_dir("")))

@@ -1,10 +1,7 @@
 """``membrane_force_node``: the measured dense force of a Punyo bubble, live, from its own camera.
 
-Camera frames and the bubble pressure (optionally colour and a reference wrench) in,
-:class:`~vsf_sensor_ros.sensor.membrane_force_estimator.MembraneForceEstimator` in between, the
-per-vertex force out in ``sensor_node``'s measured dense-force layout.  Topics, pairing,
-rejections, the force scale and parameters: docs/membrane_force.md.
-"""
+Depth frames and the bubble pressure in, the per-vertex force out in ``sensor_node``'s measured
+dense-force layout; topics, pairing, rejections, the force scale: docs/membrane_force.md."""
 from __future__ import annotations
 
 import sys
@@ -30,14 +27,14 @@ from vsf_sensor_ros.sensor.scale_calibration import ENTRY_KEY, ForceScale, Scale
 from ..rig.calibration_file import SaveRefused
 from ..rig.pairing import ColourPairing
 from ..rig.input_health import pressure_unit_problem
+from ..rig.membrane_inputs import (Input, Pressures, check_reference_frame, inputs_text, no_colour_text,
+                                   pressures_text, stamp_partners, zero_stamp_text)
 from .kinds.punyo_pressure import PressureCodec
 from .main import answer_help, run_node
 # SPECS and usage are also this module's public names (tests, --help)
 from .membrane_force_config import (PARAMETER_NAMES, SPECS, configure, pressure_type_name, reference_rotation,
                                     usage)
-from .membrane_force_inputs import (Input, InputWatch, Pressures, check_reference_frame, inputs_text,
-                                    no_colour_text, pressure_type_hints, pressures_text, ready_text, report,
-                                    stamp_partners, zero_stamp_text)
+from .membrane_force_inputs import InputWatch, pressure_type_hints, ready_text, report
 from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, camera_info_text,
                               colour_from_image, depth_from_cloud, depth_from_image, pressure_pa,
                               same_camera_info)

@@ -1,9 +1,6 @@
-"""The nodes' parameters at run time: declaration, int -> double leniency, live checks, unknown keys.
-
-Declares the parameter table on a node, checks a ``ros2 param set`` request whole before any of
-it is applied, and names unknown keys and parameter files keyed for another node.  Which
-parameters change live, and the leniency: docs/interface.md (parameters) and docs/node.md.
-"""
+"""The nodes' parameters at run time: declaration, int -> double leniency, live requests checked
+whole before any is applied, unknown keys and parameter files keyed for another node
+(docs/interface.md, docs/node.md)."""
 from __future__ import annotations
 
 import difflib
@@ -103,25 +100,17 @@ class LiveSettings:
         return ns if ns > 0 else None
 
 
-def accept_integer_override(node: Node, name: str, default: Any) -> Optional[Parameter]:
-    """Before declaring ``name``: an integer override of a double (array) parameter (``default``)
-    becomes that double (:func:`.parameter_table.as_double`; rclpy would refuse it); the override
-    as given, None without one."""
-    override = parameter_override(node, name)
-    if override is not None:
-        fixed = as_double(override.value, default)
-        if fixed is not None:
-            replace_parameter_override(node, name, fixed)
-    return override
-
-
 def declare_spec(node: Node, name: str, spec: Spec) -> Any:
-    """Declare parameter ``name`` on ``node`` from a :class:`Spec`; its value as plain Python.
+    """Declare parameter ``name`` on ``node`` from a :class:`Spec`; its value as plain Python.  An
+    integer override of a double (array) becomes that double first (rclpy would refuse it).
 
     Raises:
         ConfigError: the wrong type, out of range, or refused by :func:`.parameter_table.check_value`.
     """
-    override = accept_integer_override(node, name, spec.default)
+    override = parameter_override(node, name)
+    fixed = None if override is None else as_double(override.value, spec.default)
+    if fixed is not None:
+        replace_parameter_override(node, name, fixed)
     arg: Any = spec.default
     if spec.ptype is not None and spec.default == []:
         arg = Parameter.Type(spec.ptype)
@@ -133,6 +122,20 @@ def declare_spec(node: Node, name: str, spec: Spec) -> Any:
     val = [] if spec.ptype is not None and param.value is None else plain(param.value)
     check_value(name, spec, val)
     return val
+
+
+def declare_all(node: Node, specs: Sequence[Spec]) -> Tuple[Dict[str, Any], List[ConfigError]]:
+    """Declare every spec of ``specs`` on ``node``; ``({name: value}, errors)``: a refused one reads
+    its default (for the checks that follow: the node does not start), its ConfigError listed."""
+    values: Dict[str, Any] = {}
+    errors: List[ConfigError] = []
+    for s in specs:
+        try:
+            values[s.key] = declare_spec(node, s.key, s)
+        except ConfigError as exc:
+            errors.append(exc)
+            values[s.key] = s.default
+    return values, errors
 
 
 def check_measured_topic(node: Node, cfg: SensorParameters,
@@ -165,18 +168,9 @@ class NodeParameters:
         self.values: Dict[str, Any] = {}
 
     def declare_node(self) -> Tuple[Dict[str, Any], List[ConfigError]]:
-        """Declare every node-wide parameter; ``({name: value}, errors)``: a refused one reads its
-        default (for the checks that follow: the node does not start), its ConfigError listed."""
-        values: Dict[str, Any] = {}
-        errors: List[ConfigError] = []
-        for s in NODE_SPECS:
-            try:
-                values[s.key] = declare_spec(self._node, s.key, s)
-            except ConfigError as exc:
-                errors.append(exc)
-                values[s.key] = s.default
-        self.values = values
-        return values, errors
+        """:func:`declare_all` of the node-wide parameters."""
+        self.values, errors = declare_all(self._node, NODE_SPECS)
+        return self.values, errors
 
     def declare_body(self, body: str) -> Dict[str, Any]:
         """Declare ``<body>.*`` (read-only); ``{key: value}``.  ConfigError: a bad name or value."""
@@ -421,6 +415,6 @@ def unmatched_params_files(argv: Sequence[str], fully_qualified_name: str) -> Li
 
 
 __all__ = ["LiveSettings", "NodeParameters", "RESERVED_NAMES", "SensorParameters", "UnknownKey",
-           "accept_integer_override", "check_measured_topic", "closest_key", "declare_spec",
+           "check_measured_topic", "closest_key", "declare_all", "declare_spec",
            "node_key_matches", "node_keys_of_file", "params_files", "unknown_keys",
            "unmatched_params_files", "wrong_type_errors"]

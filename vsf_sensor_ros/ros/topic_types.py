@@ -1,9 +1,5 @@
-"""Which other message types are published on a topic a node subscribes (read from the ROS graph).
-
-A subscription of the wrong type receives nothing and rclpy says nothing, so the nodes ask the
-graph to name the type really published, and by whom, for silent inputs only, once per
-``/diagnostics`` report, logged once (docs/interface.md, diagnostics).
-"""
+"""Which other message types are published on a topic a node subscribes, from the ROS graph: a
+subscription of the wrong type receives nothing and rclpy says nothing (docs/interface.md)."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple

@@ -1,4 +1,4 @@
-"""What the launch files compute before starting anything (ros/launch_support.py), without ``launch``."""
+"""What the launch files compute before starting anything (rig/launch_support.py), without ``launch``."""
 import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -8,7 +8,7 @@ from urllib.request import url2pathname
 import pytest
 import yaml
 
-from vsf_sensor_ros.ros import launch_support as ls
+from vsf_sensor_ros.rig import launch_support as ls
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / ".." / "shared" / "fixtures" / "kinova_punyo"
