@@ -16,10 +16,10 @@ from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
 from ..rig.calibration import AutoTareSettings, ContactFreeLoop
+from ..rig.counters import SensorStats
 from ..rig.sensors import RigSensor
 from ..sensor import GainCalibrator
 from ..sensor.base_sensor import BaseSensor
-from .diagnostics import SensorStats
 from .messages import readings as enc
 from .parameter_table import ConfigError
 from .parameters import SensorParameters
