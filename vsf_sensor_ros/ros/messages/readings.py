@@ -13,12 +13,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point, WrenchStamped
-from sensor_msgs.msg import FluidPressure, PointCloud2, PointField
+from sensor_msgs.msg import FluidPressure, PointCloud2
 from std_msgs.msg import ColorRGBA, Float32, Float64, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from ...rig.contacts import jacobian_message_columns  # noqa: F401 -- re-exported
-from .pointcloud import read_cloud
+from .pointcloud import packed_fields, read_cloud
 from .stamps import copy_stamp, ns_to_stamp
 from .wire import CloudDecodeError, float_columns, require_finite
 
@@ -415,21 +415,17 @@ def encode_wrench_stamped(stamp_ns: int, frame_id: str, force: Sequence[float],
     return head + struct.pack("<6d", *(float(v) for v in force), *(float(v) for v in torque))
 
 
-_FIELD_CODES: Dict[str, int] = {"<f4": PointField.FLOAT32, "<f8": PointField.FLOAT64,
-                                "<u4": PointField.UINT32, "<i4": PointField.INT32, "<u2": PointField.UINT16}
 _CLOUD_PREFIX: Dict[Tuple, Tuple[bytes, bytes, int]] = {}
 
 
-def _cloud_fields_block(start: int, fields: Tuple[Tuple[str, str, int], ...], point_step: int) -> bytes:
+def _cloud_fields_block(start: int, fields: Tuple[Tuple[str, int, int], ...], point_step: int) -> bytes:
     """Serialised ``fields`` .. ``point_step`` starting at absolute byte ``start`` (4-aligned)."""
     out = bytearray(struct.pack("<I", len(fields)))
-    for name, code, offset in fields:
+    for name, offset, datatype in fields:
         nm = name.encode("utf-8") + b"\x00"
-        if (start + len(out)) % 4:
-            raise AssertionError("field block must start 4-aligned")   # pragma: no cover
         out += struct.pack("<I", len(nm)) + nm
         out += _pad(-(start + len(out) - 4) % 4)
-        out += struct.pack("<IB", offset, _FIELD_CODES[code])
+        out += struct.pack("<IB", offset, datatype)
         out += _pad(-(start + len(out) - 4) % 4)
         out += struct.pack("<I", 1)
     out += b"\x00"                                        # is_bigendian = false
@@ -440,7 +436,7 @@ def _cloud_fields_block(start: int, fields: Tuple[Tuple[str, str, int], ...], po
 
 def encode_pointcloud2(stamp_ns: int, frame_id: str, records: np.ndarray) -> bytes:
     """Serialised unorganised (``height`` 1), packed, little-endian ``sensor_msgs/PointCloud2``
-    of ``records``, a ``(N,)`` structured array of <f4/<f8/<u4/<i4/<u2 members without gaps.
+    of ``records``, a ``(N,)`` structured array of little-endian members without gaps.
 
     Raises:
         ValueError: a member of another dtype, a gap or padding in the record.
@@ -451,21 +447,8 @@ def encode_pointcloud2(stamp_ns: int, frame_id: str, records: np.ndarray) -> byt
     key = (frame_id, dt)
     hit = _CLOUD_PREFIX.get(key)
     if hit is None:
-        fields, offset = [], 0
-        for name in dt.names:
-            sub, off = dt.fields[name][:2]
-            code = sub.str
-            if code not in _FIELD_CODES:
-                raise ValueError(f"cloud field {name!r} has unsupported dtype {sub}")
-            if off != offset:
-                raise ValueError(f"cloud field {name!r} at offset {off}, expected packed offset {offset}")
-            fields.append((name, code, off))
-            offset += sub.itemsize
-        if offset != dt.itemsize:
-            raise ValueError(f"record dtype has {dt.itemsize - offset} trailing padding bytes")
         head = _header_bytes(0, frame_id)
-        start = len(head) + 8                              # after height, width
-        block = _cloud_fields_block(start, tuple(fields), dt.itemsize)
+        block = _cloud_fields_block(len(head) + 8, packed_fields(dt), dt.itemsize)   # after height, width
         hit = (head[12:], block, dt.itemsize)
         if len(_CLOUD_PREFIX) < 64:
             _CLOUD_PREFIX[key] = hit
