@@ -152,9 +152,9 @@ class Measurements:
         residual, measured, stamp_ns = h.keep_pair(pair)
         if residual is None:
             self._reject("residual_out_of_range", f"{h.name}: measured - predicted overflows its message", h)
-        elif h.endpoints.publish_residual(h.layout, residual, stamp_ns):   # the contacts stamp
+        elif enc.publish_vector(h.endpoints.residual, h.layout, residual, stamp_ns):   # the contacts stamp
             h.stats.residuals_published += 1
-        h.endpoints.publish_measured_si(h.layout, measured, stamp_ns)
+        enc.publish_vector(h.endpoints.measured_si, h.layout, measured, stamp_ns)
         live = self._live()
         n = live.tare_samples
         if live.tare_on_start and not h.tared_on_start:

@@ -13,6 +13,7 @@ import torch
 
 from ...rig.contact_bodies import ContactBodyMap
 from ...rig.contact_bodies import note_unknown_bodies  # noqa: F401 -- re-exported
+from .pointcloud import packed_fields
 from .wire import (CloudDecodeError, CloudLayout, ContactsDecodeError, DecodedContacts, FieldSpec,
                    check_body_names, contacts_from_buffer)
 from .stamps import stamp_to_ns
@@ -136,9 +137,6 @@ def _row_columns(msg: Any, body_map: ContactBodyMap, world_frame: Optional[str],
     return pairs, points, forces, normals, depths, flipped
 
 
-_FLOAT64, _UINT32 = 8, 6   # sensor_msgs/PointField datatypes
-
-
 def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optional[ContactBodyMap] = None,
                             dtype: torch.dtype = torch.float64,
                             device: Union[str, torch.device] = "cpu", world_frame: Optional[str] = None,
@@ -179,9 +177,7 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
     rec = np.zeros(n, dtype=[(name, "<f8" if a.dtype.kind == "f" else "<u4") for name, a in cols])
     for name, a in cols:
         rec[name] = a
-    offsets = [rec.dtype.fields[name][1] for name, _ in cols]
-    fields = [FieldSpec(name, off, _FLOAT64 if rec.dtype[name].kind == "f" else _UINT32)
-              for (name, _), off in zip(cols, offsets)]
+    fields = [FieldSpec(*f) for f in packed_fields(rec.dtype)]
     step = rec.dtype.itemsize
     layout = CloudLayout(fields, 1, n, step, n * step, False)
     header = msg.header

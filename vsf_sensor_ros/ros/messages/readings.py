@@ -346,6 +346,15 @@ def wanted(pub: Any) -> bool:
     return pub.get_subscription_count() > 0
 
 
+def publish_vector(pub: Any, layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bool:
+    """Publish ``values`` (``(#meas,)`` float64, SI; predicted, residual, measured_si) on ``pub``
+    as :func:`encode_vector` bytes when someone subscribes; True if sent."""
+    if not wanted(pub):
+        return False
+    pub.publish(encode_vector(layout, values, stamp_ns))
+    return True
+
+
 def publish_step(endpoints: Any, layout: SensorLayout, r: Any, state: Any, stamp_ns: int, world_frame: str,
                  in_contact: bool, marker_force_scale: Optional[float]) -> bool:
     """Publish a checked step on a sensor's ``endpoints`` (:class:`.SensorEndpoints`): the
@@ -353,8 +362,7 @@ def publish_step(endpoints: Any, layout: SensorLayout, r: Any, state: Any, stamp
     ``marker_force_scale`` (m/N) is given (``state``: the step's ``SimState``).  True when markers
     were published."""
     values, jac = r.values, r.jacobian
-    if wanted(endpoints.predicted):
-        endpoints.predicted.publish(encode_vector(layout, values, stamp_ns))
+    publish_vector(endpoints.predicted, layout, values, stamp_ns)
     if jac is not None and endpoints.jacobian is not None and wanted(endpoints.jacobian):
         endpoints.jacobian.publish(encode_jacobian(
             jac.rows.cpu().numpy(), r.jacobian_cols, jac.values.detach().cpu().numpy(), stamp_ns,
