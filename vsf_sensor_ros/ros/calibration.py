@@ -1,10 +1,6 @@
-"""Tare, tare-all, gain and save: the node's measured streams and what it calibrates from them.
-
-:class:`Measurements` decodes and stamps ``<s>/measured`` messages, hands them to the rig for
-pairing, publishes what a pair gives (``<s>/residual``, ``<s>/measured_si``) and answers the
-calibration services; the node owns the subscriptions and services and forwards their callbacks.
-The arithmetic and the file format are the rig's (:mod:`vsf_sensor_ros.rig.calibration`).
-Behaviour on the wire: docs/interface.md ("Other inputs", "Services").
+"""The node's measured streams (decoded, stamped, paired by the rig; residual and measured_si
+published) and its calibration services; the arithmetic and file format are the rig's
+(:mod:`vsf_sensor_ros.rig.calibration`).  On the wire: docs/interface.md.
 """
 from __future__ import annotations
 

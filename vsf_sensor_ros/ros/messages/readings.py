@@ -1,8 +1,5 @@
-"""What every reading codec shares: sensor-model vectors <-> standard ROS 2 messages.
-
-Each kind declares one :class:`ReadingCodec` holding everything about its reading, so only
-``common_interfaces`` types go on the wire and nothing else knows a message layout.  Layouts,
-frames and measured types: docs/interface.md; adding a kind: docs/kinds.md.
+"""What every reading codec shares: sensor-model vectors <-> standard ROS 2 messages (one
+:class:`ReadingCodec` per kind; layouts: docs/interface.md, adding a kind: docs/kinds.md).
 """
 from __future__ import annotations
 
@@ -38,16 +35,12 @@ HEADERLESS_MEASURED_TYPES: Tuple[str, ...] = ("std_msgs/msg/Float32", "std_msgs/
 MEASURED_REASONS: Tuple[str, ...] = (
     "measured_type_mismatch", "measured_size_mismatch", "bad_field_type", "missing_field",
     "bad_cloud_layout", "non_finite",
-)
-"""Every :attr:`MeasuredDecodeError.reason` (snake_case keys for diagnostics counters)."""
+)   # every MeasuredDecodeError.reason (diagnostics counter keys)
 
 
 class MeasuredDecodeError(ValueError):
-    """A measured message that cannot be mapped to the sensor's measurement vector.
-
-    Attributes:
-        reason: one of :data:`MEASURED_REASONS` (counter key for ``/diagnostics``).
-    """
+    """A measured message that cannot be mapped to the sensor's vector; ``reason``: one of
+    :data:`MEASURED_REASONS`."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
@@ -55,11 +48,8 @@ class MeasuredDecodeError(ValueError):
 
 
 def normalise_measured_type(text: str) -> str:
-    """Canonical ``pkg/msg/Type`` form of ``text`` (``pkg/Type`` accepted).
-
-    Raises:
-        ValueError: not one of :data:`MEASURED_TYPES`, naming the value.
-    """
+    """Canonical ``pkg/msg/Type`` form of ``text`` (``pkg/Type`` accepted); ValueError naming it
+    when not one of :data:`MEASURED_TYPES`."""
     parts = text.strip().split("/")
     if len(parts) == 2:
         parts = [parts[0], "msg", parts[1]]
@@ -80,12 +70,8 @@ _KEPT_CLOUD_REASONS = ("missing_field", "non_finite")
 
 
 def read_cloud_fields(msg: PointCloud2, names: Sequence[str]) -> Dict[str, np.ndarray]:
-    """Float64 columns ``names`` of any ``PointCloud2`` layout (:func:`.read_cloud`, tolerant size).
-
-    Raises:
-        MeasuredDecodeError: ``missing_field``, ``non_finite``, or ``bad_cloud_layout`` (any other
-            layout problem), naming it.
-    """
+    """Float64 columns ``names`` of any ``PointCloud2`` layout (:func:`.read_cloud`, tolerant size);
+    MeasuredDecodeError ``missing_field``, ``non_finite`` or ``bad_cloud_layout`` (any other)."""
     try:
         points = read_cloud(msg, names, exact_size=False)
         cols = float_columns(points, names)
@@ -184,11 +170,7 @@ class ReadingCodec:
     pad_reading = False
 
     def slots(self, names: List[str], vertices: Optional[np.ndarray]) -> Tuple[np.ndarray, Optional[int]]:
-        """``(slots, flag)`` of :class:`SensorLayout` for ``names``.
-
-        Raises:
-            ValueError: names that do not fit the kind.
-        """
+        """``(slots, flag)`` of :class:`SensorLayout` for ``names``; ValueError: names not of the kind."""
         raise NotImplementedError
 
     def to_bytes(self, layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bytes:
@@ -197,21 +179,15 @@ class ReadingCodec:
         raise NotImplementedError
 
     def measured_values(self, layout: SensorLayout, msg) -> np.ndarray:
-        """The values a measured message carries, in message-slot order, before scaling.
-
-        Raises:
-            MeasuredDecodeError: a message of a type this kind cannot read, or malformed.
-        """
+        """The values a measured message carries, in message-slot order, before scaling;
+        MeasuredDecodeError: a message of a type this kind cannot read, or malformed."""
         raise NotImplementedError
 
     def recorded_vector(self, msg, measured: bool) -> np.ndarray:
         """The vector of a recorded ``<s>/predicted`` or (``measured``) ``<s>/measured`` message,
         as recorded (NaN included, before scaling), in slot order: pressure ``[p]`` (Pa); dense
         ``fx fy fz`` per point (N); wrench ``[fx, fy, fz]``; load ``[f]`` (measured: ``|force|``).
-
-        Raises:
-            ValueError: a cloud without ``fx fy fz`` or with a bad layout.
-        """
+        ValueError: a cloud without ``fx fy fz`` or with a bad layout."""
         raise NotImplementedError
 
     def extra_markers(self, sensor_name: str, layout: SensorLayout, body_header: Header,
@@ -405,11 +381,8 @@ def _align8(head: bytes) -> bytes:
 
 
 def encode_fluid_pressure(stamp_ns: int, frame_id: str, fluid_pressure: float, variance: float) -> bytes:
-    """Serialised ``sensor_msgs/FluidPressure`` (Pa, Pa²), little-endian XCDR1.
-
-    Raises:
-        ValueError: ``stamp_ns`` negative or beyond ``int32`` seconds (so do the encoders below).
-    """
+    """Serialised ``sensor_msgs/FluidPressure`` (Pa, Pa²), little-endian XCDR1; ValueError:
+    ``stamp_ns`` negative or beyond ``int32`` seconds (so do the encoders below)."""
     head = _align8(_header_bytes(_check_stamp(stamp_ns), frame_id))
     return head + struct.pack("<2d", float(fluid_pressure), float(variance))
 
@@ -444,11 +417,8 @@ def _cloud_fields_block(start: int, fields: Tuple[Tuple[str, int, int], ...], po
 
 def encode_pointcloud2(stamp_ns: int, frame_id: str, records: np.ndarray) -> bytes:
     """Serialised unorganised (``height`` 1), packed, little-endian ``sensor_msgs/PointCloud2``
-    of ``records``, a ``(N,)`` structured array of little-endian members without gaps.
-
-    Raises:
-        ValueError: a member of another dtype, a gap or padding in the record.
-    """
+    of ``records``, a ``(N,)`` structured array of little-endian members without gaps;
+    ValueError: a member of another dtype, a gap or padding in the record."""
     dt = records.dtype
     if dt.names is None or records.ndim != 1:
         raise ValueError(f"records must be a 1-D structured array, got dtype {dt} shape {records.shape}")
@@ -490,11 +460,8 @@ def encode_dense_force(stamp_ns: int, frame_id: str, vertices: np.ndarray, force
 def encode_jacobian(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, stamp_ns: int,
                     frame_id: str) -> bytes:
     """Serialised sparse COO Jacobian cloud (``row`` u4, ``col`` u4, ``value`` f8, nonzeros only;
-    ``cols`` in message-row form, :func:`jacobian_message_columns`; ``frame_id`` the world frame).
-
-    Raises:
-        ValueError: arrays of different lengths.
-    """
+    ``cols`` in message-row form, :func:`jacobian_message_columns`; ``frame_id`` the world frame);
+    ValueError: arrays of different lengths."""
     values = np.asarray(values, dtype=np.float64)
     rows, cols = np.asarray(rows), np.asarray(cols)
     if not rows.shape == cols.shape == values.shape:
