@@ -12,7 +12,8 @@ from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import PointCloud2
 
-from vsf_sensor_ros.ros.diagnostics import InputStats, SensorStats, build_diagnostics, status_values
+from vsf_sensor_ros.rig.counters import InputStats, SensorStats
+from vsf_sensor_ros.ros.diagnostics import build_diagnostics, status_values
 
 from .node_helpers import NodeProcess, Probe, write_params
 

@@ -15,8 +15,8 @@ from geometry_msgs.msg import WrenchStamped
 from rclpy.serialization import deserialize_message
 
 from vsf_sensor_ros.embedded_world import embedded_world
-from vsf_sensor_ros.ros.frames import (TFMessage, frame_table, sensor_frame_name, transform_msg,
-                                       world_frame_table)
+from vsf_sensor_ros.rig.frames import frame_table, sensor_frame_name, world_frame_table
+from vsf_sensor_ros.ros.frames import TFMessage, transform_msg
 from vsf_sensor_ros.ros.scene import SensorFactory
 from vsf_sensor_ros.ros.messages.readings import encode_markers, encode_vector
 from vsf_sensor_ros.ros.parameter_table import ConfigError, sensor_specs

@@ -1,10 +1,6 @@
-"""Tare, tare-all, gain and save: the node's measured streams and what it calibrates from them.
-
-:class:`Measurements` decodes and stamps ``<s>/measured`` messages, hands them to the rig for
-pairing, publishes what a pair gives (``<s>/residual``, ``<s>/measured_si``) and answers the
-calibration services; the node owns the subscriptions and services and forwards their callbacks.
-The arithmetic and the file format are the rig's (:mod:`vsf_sensor_ros.rig.calibration`).
-Behaviour on the wire: docs/interface.md ("Other inputs", "Services").
+"""The node's measured streams (decoded, stamped, paired by the rig; residual and measured_si
+published) and its calibration services; the arithmetic and file format are the rig's
+(:mod:`vsf_sensor_ros.rig.calibration`).  On the wire: docs/interface.md.
 """
 from __future__ import annotations
 
@@ -152,9 +148,9 @@ class Measurements:
         residual, measured, stamp_ns = h.keep_pair(pair)
         if residual is None:
             self._reject("residual_out_of_range", f"{h.name}: measured - predicted overflows its message", h)
-        elif h.endpoints.publish_residual(h.layout, residual, stamp_ns):   # the contacts stamp
+        elif enc.publish_vector(h.endpoints.residual, h.layout, residual, stamp_ns):   # the contacts stamp
             h.stats.residuals_published += 1
-        h.endpoints.publish_measured_si(h.layout, measured, stamp_ns)
+        enc.publish_vector(h.endpoints.measured_si, h.layout, measured, stamp_ns)
         live = self._live()
         n = live.tare_samples
         if live.tare_on_start and not h.tared_on_start:

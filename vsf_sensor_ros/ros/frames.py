@@ -1,17 +1,15 @@
-"""The frames ``sensor_node`` stamps, and the TF it publishes for the frames it adds.
-
-Every ``frame_id`` the node stamps resolves in the TF tree of a user running
-robot_state_publisher with the same URDF.  :func:`frame_table` is pure; the frames, TF and
-``frame_prefix``: docs/interface.md, stamps and frames.
+"""The TF ``sensor_node`` publishes for the frames it adds (``/tf_static``, ``/tf``); which frames
+those are is :mod:`vsf_sensor_ros.rig.frames`'.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterable, Optional, Set, Tuple
 
 import numpy as np
 from geometry_msgs.msg import TransformStamped
 
+from ..rig.frames import FrameTable, free_instruction, world_frame_table
+from ..rig.frames import sensor_frame_name, sensor_frame_transform  # noqa: F401 -- re-exported
 from ..transforms import xyz_quat_from_transform
 from .messages.stamps import copy_stamp
 
@@ -21,139 +19,6 @@ try:
     from tf2_msgs.msg import TFMessage
 except ImportError:
     TFMessage = None  # type: ignore[assignment,misc]
-
-#: suffix of a sensor's own frame: ``<s>_frame``
-SENSOR_FRAME_SUFFIX = "_frame"
-#: the node's fixed world body (see ``World``), identical to the URDF root link's frame
-NODE_WORLD_BODY = "world"
-
-
-def sensor_frame_name(sensor: str) -> str:
-    """The frame ``<s>_frame`` that a sensor's reading is stamped with when it has one."""
-    return f"{sensor}{SENSOR_FRAME_SUFFIX}"
-
-
-def sensor_frame_transform(model: Any) -> Optional[np.ndarray]:
-    """The ``(4, 4)`` float64 sensor -> body transform of a model's own frame, or None: the model's
-    :meth:`~vsf_sensor_ros.sensor.base_sensor.BaseSensor.reading_frame` (Klampt ``ContactSensor``:
-    ``Tsensor``; ``IsaacContactSensor``: a translation by ``position``; the Punyo models and a model
-    without the method: None, their values are in the body frame)."""
-    frame = getattr(model, "reading_frame", None)
-    return None if frame is None else frame()
-
-
-@dataclass(frozen=True)
-class FrameTransform:
-    """One transform the node announces.
-
-    Attributes:
-        parent: frame the transform is expressed in.
-        child: the frame the node adds.
-        T: ``(4, 4)`` float64 child -> parent transform (m).
-        why: what the frame is, for log lines (e.g. ``extra body``).
-    """
-
-    parent: str
-    child: str
-    T: np.ndarray
-    why: str
-
-    def same_as(self, other: "FrameTransform") -> bool:
-        """Same frames and (bit for bit) the same transform."""
-        return (self.parent, self.child) == (other.parent, other.child) and np.array_equal(self.T, other.T)
-
-    def command(self, prefix: str = "") -> str:
-        """A ``static_transform_publisher`` command line announcing this transform, ``prefix``
-        (``frame_prefix``) on both frame names."""
-        xyz, q = xyz_quat_from_transform(self.T)
-        keys = ("x", "y", "z", "qx", "qy", "qz", "qw")
-        # + 0.0 writes -0.0 as 0
-        nums = " ".join(f"--{k} {float(v) + 0.0:.9g}" for k, v in zip(keys, [*xyz, *q]))
-        return (f"ros2 run tf2_ros static_transform_publisher --frame-id {prefix}{self.parent} "
-                f"--child-frame-id {prefix}{self.child} {nums}")
-
-
-@dataclass
-class FrameTable:
-    """The frames of one configuration: what resolves, what the node announces.
-
-    Attributes:
-        static: fixed transforms the node announces (``/tf_static``), parents first.
-        free: free body -> its parent frame (``world_frame``), on ``/tf`` every contacts step.
-    """
-
-    world_frame: str
-    urdf_links: FrozenSet[str]
-    static: List[FrameTransform]
-    free: Dict[str, str]
-
-    def announced(self) -> Set[str]:
-        """Every frame the node adds (children of :attr:`static` and the free bodies)."""
-        return {t.child for t in self.static} | set(self.free)
-
-    def resolves(self, frame: str) -> bool:
-        """``frame`` is a URDF link, ``world_frame`` or a frame the node announces."""
-        return frame in self.urdf_links or frame == self.world_frame or frame in self.announced()
-
-    def same_static(self, other: Optional["FrameTable"]) -> bool:
-        """The static transforms equal ``other``'s (order kept)."""
-        return other is not None and len(self.static) == len(other.static) and all(
-            a.same_as(b) for a, b in zip(self.static, other.static))
-
-
-def free_instruction(body: str, parent: str) -> str:
-    """How a user provides a free body's frame: a ``parent -> body`` broadcaster on ``/tf``."""
-    return (f"{body}: a free body (pose on its pose topic, in {parent!r}); broadcast {parent} -> {body} "
-            "on /tf from that PoseStamped topic")
-
-
-def frame_table(world_frame: str, urdf_links: Iterable[str], urdf_root: str,
-                bodies: Sequence[Tuple[str, Optional[str], Optional[np.ndarray]]],
-                sensors: Sequence[Tuple[str, str, np.ndarray]]) -> FrameTable:
-    """The frames a configuration stamps and which of them the node must announce.
-
-    ``bodies``: extra bodies in attach order, ``(name, parent (a link, an earlier body, ``world``)
-    or None when free, (4, 4) body -> parent or None)``; ``sensors``: ``(frame, body, (4, 4)
-    sensor -> body)``; ``urdf_root``: "" when unknown.  A ``world_frame`` that is no URDF link
-    gets the identity ``world_frame -> urdf_root`` first; a parent ``world`` is ``world_frame``.
-
-    Raises:
-        ValueError: a fixed body without its transform, or a transform not ``(4, 4)``.
-    """
-    links = frozenset(urdf_links)
-    static: List[FrameTransform] = []
-    if world_frame not in links and urdf_root:
-        static.append(FrameTransform(world_frame, urdf_root, np.eye(4), "world_frame at the URDF root"))
-
-    def parent_frame(name: str) -> str:
-        return world_frame if name == NODE_WORLD_BODY and name not in links else name
-
-    free: Dict[str, str] = {}
-    for name, parent, T in bodies:
-        if parent is None:
-            free[name] = world_frame
-            continue
-        if T is None:
-            raise ValueError(f"body {name!r} is fixed to {parent!r} but has no transform")
-        static.append(FrameTransform(parent_frame(parent), name, _matrix(T, name), "extra body"))
-    for frame, body, T in sensors:
-        static.append(FrameTransform(parent_frame(body), frame, _matrix(T, frame), "sensor frame"))
-    return FrameTable(world_frame, links, static, free)
-
-
-def _matrix(T: Any, label: str) -> np.ndarray:
-    M = np.array(T, dtype=np.float64)
-    if M.shape != (4, 4):
-        raise ValueError(f"transform of {label!r} must be 4x4, got shape {M.shape}")
-    return M
-
-
-def world_frame_table(world: Any, world_frame: str, sensors: Iterable[Any]) -> FrameTable:
-    """:func:`frame_table` of the node's ``World``, ``world_frame`` and the sensors'
-    :class:`~.messages.readings.SensorLayout` s (those with a ``sensor_frame`` add it)."""
-    bodies = [(b, world.body_parent(b), world.body_mount(b)) for b in world.attached_body_names]
-    frames = [(lay.sensor_frame, lay.frame_id, lay.body_T_sensor) for lay in sensors if lay.sensor_frame]
-    return frame_table(world_frame, world.urdf_link_names, world.urdf_root_link, bodies, frames)
 
 
 def transform_msg(parent: str, child: str, T: np.ndarray, stamp: Any) -> TransformStamped:
@@ -239,6 +104,4 @@ class FramePublisher:
             self._dynamic_pub.publish(TFMessage(transforms=msgs))
 
 
-__all__ = ["FramePublisher", "FrameTable", "FrameTransform", "NODE_WORLD_BODY", "SENSOR_FRAME_SUFFIX",
-           "TFMessage", "frame_table", "sensor_frame_name", "sensor_frame_transform", "transform_msg",
-           "world_frame_table"]
+__all__ = ["FramePublisher", "TFMessage", "sensor_frame_name", "sensor_frame_transform", "transform_msg"]

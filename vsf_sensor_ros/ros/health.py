@@ -25,7 +25,6 @@ from .topic_types import type_name   # re-exported: the node names its input typ
 # Reasons of a rejected contacts message that mean the models failed (not the input)
 PREDICTION_FAILURES = frozenset({"internal_error", "non_finite_prediction", "model_error", "out_of_range"})
 
-POINTCLOUD2 = "sensor_msgs/msg/PointCloud2"
 JOINT_STATE = "sensor_msgs/msg/JointState"
 POSE_STAMPED = "geometry_msgs/msg/PoseStamped"
 
@@ -287,6 +286,6 @@ def _level(value: Any) -> int:
     return value[0] if isinstance(value, (bytes, bytearray)) else int(value)
 
 
-__all__ = ["ERROR", "JOINT_STATE", "NodeHealth", "OK", "POINTCLOUD2", "POSE_STAMPED",
+__all__ = ["ERROR", "JOINT_STATE", "NodeHealth", "OK", "POSE_STAMPED",
            "PREDICTION_FAILURES", "WARN", "configuration_warnings", "known_keys", "misspelt_keys",
            "node_value_problems", "own_topics", "startup_problems", "type_name"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, List, Mapping, Optional
 
-import numpy as np
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile
 from sensor_msgs.msg import PointCloud2
@@ -16,10 +15,10 @@ from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
 from ..rig.calibration import AutoTareSettings, ContactFreeLoop
+from ..rig.counters import SensorStats
 from ..rig.sensors import RigSensor
 from ..sensor import GainCalibrator
 from ..sensor.base_sensor import BaseSensor
-from .diagnostics import SensorStats
 from .messages import readings as enc
 from .parameter_table import ConfigError
 from .parameters import SensorParameters
@@ -104,21 +103,6 @@ class SensorEndpoints:
         elif not markers and self.markers is not None:
             node.destroy_publisher(self.markers)
             self.markers = None
-
-    def publish_residual(self, layout: enc.SensorLayout, residual: np.ndarray, stamp_ns: int) -> bool:
-        """Publish ``<s>/residual`` (``(#meas,)`` float64, SI) when someone subscribes; True if sent."""
-        if not enc.wanted(self.residual):
-            return False
-        self.residual.publish(enc.encode_vector(layout, residual, stamp_ns))
-        return True
-
-    def publish_measured_si(self, layout: enc.SensorLayout, measured: np.ndarray, stamp_ns: int) -> bool:
-        """Publish ``<s>/measured_si`` (``(#meas,)`` float64, SI, stamped as its paired prediction)
-        when someone subscribes; True if sent."""
-        if not enc.wanted(self.measured_si):
-            return False
-        self.measured_si.publish(enc.encode_vector(layout, measured, stamp_ns))
-        return True
 
     def jacobian_due(self, decimation: int) -> bool:
         """This contacts message's Jacobian is published (the first after it is switched on, then

@@ -97,11 +97,7 @@ def sensor_kinds() -> Mapping[str, SensorKind]:
 
 
 def kind_of(type_name: str) -> SensorKind:
-    """The kind of ``type_name``.
-
-    Raises:
-        KeyError: an unknown type, naming it and the known ones.
-    """
+    """The kind of ``type_name``; KeyError naming an unknown type and the known ones."""
     kinds = sensor_kinds()
     if type_name not in kinds:
         raise KeyError(f"unknown sensor type {type_name!r}; known types: {', '.join(kinds)}")
@@ -114,11 +110,7 @@ def reading_codecs() -> Dict[str, ReadingCodec]:
 
 
 def codec_of_type(type_name: str) -> ReadingCodec:
-    """The codec of a sensor type.
-
-    Raises:
-        ValueError: a type without a kind, naming it.
-    """
+    """The codec of a sensor type; ValueError naming a type without a kind."""
     kind = sensor_kinds().get(type_name)
     if kind is None:
         raise ValueError(f"no ROS encoding for sensor type {type_name!r}")

@@ -1,8 +1,5 @@
-"""Decoders of the bubble camera and pressure messages for ``membrane_force_node``.
-
-Turns what a RealSense driver and the Punyo firmware publish into the estimator's arrays; each
-decoder raises :class:`InputRejected` naming the value, nothing decoded half.  Accepted
-encodings and units: docs/membrane_force.md.
+"""Decoders of the bubble camera and pressure messages (RealSense driver, Punyo firmware) into
+``membrane_force_node``'s arrays; :class:`InputRejected` names the value (docs/membrane_force.md).
 """
 from __future__ import annotations
 

@@ -6,13 +6,14 @@ body map and rejections: docs/interface.md (Gazebo contacts).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from fnmatch import fnmatchcase
-from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
 
+from ...rig.contact_bodies import ContactBodyMap
+from ...rig.contact_bodies import note_unknown_bodies  # noqa: F401 -- re-exported
+from .pointcloud import packed_fields
 from .wire import (CloudDecodeError, CloudLayout, ContactsDecodeError, DecodedContacts, FieldSpec,
                    check_body_names, contacts_from_buffer)
 from .stamps import stamp_to_ns
@@ -29,54 +30,6 @@ GZ_DECODE_REASONS: Tuple[str, ...] = (
 
 class GzContactsDecodeError(ContactsDecodeError):
     """A ``Contacts`` message rejected whole; ``reason``: one of :data:`GZ_DECODE_REASONS`."""
-
-
-def _link_of(scoped: str) -> str:
-    """``model::link::collision`` -> ``link``; ``a::b::link::col`` -> ``link``; ``x`` -> ``x``."""
-    parts = scoped.split("::")
-    return parts[-2] if len(parts) >= 2 else parts[0]
-
-
-@dataclass(frozen=True)
-class ContactBodyMap:
-    """Scoped gz collision names -> the node's body names; ``rules``: ``(glob pattern, body)`` in
-    priority order."""
-
-    rules: Tuple[Tuple[str, str], ...] = ()
-
-    @classmethod
-    def parse(cls, entries: Iterable[str]) -> "ContactBodyMap":
-        """Build from ``contact_body_map`` entries ``"pattern=body"`` (a glob over the whole scoped
-        name, ``*`` matching ``::`` too; split at the last ``=``).
-
-        Raises:
-            ValueError: an entry without ``=``, or with an empty pattern or body, naming it.
-        """
-        rules = []
-        for e in entries:
-            text = str(e)
-            pattern, sep, body = text.rpartition("=")
-            pattern, body = pattern.strip(), body.strip()
-            if not sep or not pattern or not body:
-                raise ValueError(f"contact_body_map entry {text!r} must look like 'pattern=body' "
-                                 "(e.g. 'punyo_model::*=punyo')")
-            rules.append((pattern, body))
-        return cls(tuple(rules))
-
-    def unknown_targets(self, body_names: Iterable[str]) -> List[str]:
-        """A sentence per rule whose body is not one of ``body_names`` (its contacts would touch
-        no sensor: a misspelt target), for the start-up warnings."""
-        known = list(body_names)
-        return [f"contact_body_map entry '{pattern}={body}': {body!r} is not a body of the world; "
-                f"contacts mapped to it touch no sensor (bodies: {', '.join(known)})"
-                for pattern, body in self.rules if body not in known]
-
-    def body(self, scoped_name: str) -> str:
-        """The body of a scoped collision name: the first matching rule's body, else the link name."""
-        for pattern, body in self.rules:
-            if fnmatchcase(scoped_name, pattern):
-                return body
-        return _link_of(scoped_name)
 
 
 def _vec3(rows: Sequence[Any]) -> List[Tuple[float, float, float]]:
@@ -184,9 +137,6 @@ def _row_columns(msg: Any, body_map: ContactBodyMap, world_frame: Optional[str],
     return pairs, points, forces, normals, depths, flipped
 
 
-_FLOAT64, _UINT32 = 8, 6   # sensor_msgs/PointField datatypes
-
-
 def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optional[ContactBodyMap] = None,
                             dtype: torch.dtype = torch.float64,
                             device: Union[str, torch.device] = "cpu", world_frame: Optional[str] = None,
@@ -227,9 +177,7 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
     rec = np.zeros(n, dtype=[(name, "<f8" if a.dtype.kind == "f" else "<u4") for name, a in cols])
     for name, a in cols:
         rec[name] = a
-    offsets = [rec.dtype.fields[name][1] for name, _ in cols]
-    fields = [FieldSpec(name, off, _FLOAT64 if rec.dtype[name].kind == "f" else _UINT32)
-              for (name, _), off in zip(cols, offsets)]
+    fields = [FieldSpec(*f) for f in packed_fields(rec.dtype)]
     step = rec.dtype.itemsize
     layout = CloudLayout(fields, 1, n, step, n * step, False)
     header = msg.header
@@ -247,31 +195,3 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
 
 __all__ = ["ContactBodyMap", "GZ_CONTACTS_TYPE", "GZ_DECODE_REASONS", "GzContactsDecodeError",
            "gz_contacts_to_contacts"]
-
-
-#: most distinct unknown gz body names :func:`note_unknown_bodies` counts and warns about
-MAX_UNKNOWN_GZ_BODIES = 64
-
-
-def note_unknown_bodies(seen: Dict[str, int], unknown: Mapping[str, str], body_names: Sequence[str],
-                        limit: int = MAX_UNKNOWN_GZ_BODIES) -> List[str]:
-    """Count gz collisions that map to no body of the table; the warnings for names new to ``seen``.
-
-    Such contacts touch no sensor (right for scenery, trouble for a sensor's link under another
-    name); a warning names the collision and the ``contact_body_map`` entry that would map it.
-    ``seen`` (body -> messages naming it, updated in place) keeps at most ``limit`` names;
-    ``unknown``: :func:`gz_contacts_to_contacts`'s ``unknown_bodies``.
-    """
-    out = []
-    for body, collision in unknown.items():
-        if body in seen:
-            seen[body] += 1
-            continue
-        if len(seen) >= limit:
-            continue
-        seen[body] = 1
-        model = collision.split("::")[0] if "::" in collision else collision
-        out.append(f"gz contacts: collision {collision!r} maps to body {body!r}, which is not in the body "
-                   f"table ({', '.join(body_names)}); its contacts touch no sensor. If it is one of these "
-                   f"bodies, add a contact_body_map entry such as '{model}::*=<body>'")
-    return out

@@ -4,7 +4,8 @@ and the contacts cloud a contact source publishes (read back by :mod:`.wire`).
 from __future__ import annotations
 
 import array
-from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
+import functools
+from typing import Any, Collection, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -33,27 +34,26 @@ def _bytes_field(buf: bytes) -> array.array:
     return out
 
 
-_LAYOUT_CACHE: Dict[Tuple[Tuple[str, str], ...], Tuple[List[PointField], np.dtype]] = {}
+@functools.lru_cache(maxsize=64)
+def packed_fields(dt: np.dtype) -> Tuple[Tuple[str, int, int], ...]:
+    """``(name, offset, PointField datatype)`` of each member of a packed little-endian record
+    ``dt`` (one dtype per cloud layout: cached).
 
-
-def _packed_layout(columns: Sequence[Tuple[str, np.ndarray]]) -> Tuple[List[PointField], np.dtype]:
-    """Packed ``PointField`` list and little-endian record dtype of the columns (cached per layout)."""
-    key = tuple((name, np.dtype(col.dtype).newbyteorder("<").str) for name, col in columns)
-    hit = _LAYOUT_CACHE.get(key)
-    if hit is not None:
-        return hit
-    fields, descr, offset = [], [], 0
-    for name, code in key:
-        dt = np.dtype(code)
-        if dt not in _CODE_TO_DATATYPE:
-            raise ValueError(f"cloud field {name!r} has unsupported dtype {dt}")
-        fields.append(PointField(name=name, offset=offset, datatype=_CODE_TO_DATATYPE[dt], count=1))
-        descr.append((name, dt))
-        offset += dt.itemsize
-    out = (fields, np.dtype(descr))
-    if len(_LAYOUT_CACHE) < 64:
-        _LAYOUT_CACHE[key] = out
-    return out
+    Raises:
+        ValueError: a member of a dtype no ``PointField`` datatype has, a gap or trailing padding.
+    """
+    out, offset = [], 0
+    for name in dt.names:
+        sub, off = dt.fields[name][:2]
+        if sub not in _CODE_TO_DATATYPE:
+            raise ValueError(f"cloud field {name!r} has unsupported dtype {sub}")
+        if off != offset:
+            raise ValueError(f"cloud field {name!r} at offset {off}, expected packed offset {offset}")
+        out.append((name, off, _CODE_TO_DATATYPE[sub]))
+        offset += sub.itemsize
+    if offset != dt.itemsize:
+        raise ValueError(f"record dtype has {dt.itemsize - offset} trailing padding bytes")
+    return tuple(out)
 
 
 def write_cloud(header: Header, columns: Sequence[Tuple[str, Any]]) -> PointCloud2:
@@ -66,14 +66,16 @@ def write_cloud(header: Header, columns: Sequence[Tuple[str, Any]]) -> PointClou
     """
     columns = [(name, np.asarray(col)) for name, col in columns]
     n = len(columns[0][1]) if columns else 0
-    fields, rec_dtype = _packed_layout(columns)
+    rec_dtype = np.dtype([(name, col.dtype.newbyteorder("<")) for name, col in columns])
+    fields = [PointField(name=name, offset=off, datatype=dt, count=1)
+              for name, off, dt in packed_fields(rec_dtype)]
     rec = np.empty(n, dtype=rec_dtype)
     for name, col in columns:
         if len(col) != n:
             raise ValueError(f"cloud field {name!r} has {len(col)} entries, expected {n}")
         rec[name] = col
     step = rec_dtype.itemsize
-    msg = PointCloud2(header=header, height=1, width=n, fields=list(fields), is_bigendian=False,
+    msg = PointCloud2(header=header, height=1, width=n, fields=fields, is_bigendian=False,
                       point_step=step, row_step=step * n, is_dense=True)
     msg.data = _bytes_field(rec.tobytes())
     return msg

@@ -1,8 +1,5 @@
-"""What every reading codec shares: sensor-model vectors <-> standard ROS 2 messages.
-
-Each kind declares one :class:`ReadingCodec` holding everything about its reading, so only
-``common_interfaces`` types go on the wire and nothing else knows a message layout.  Layouts,
-frames and measured types: docs/interface.md; adding a kind: docs/kinds.md.
+"""What every reading codec shares: sensor-model vectors <-> standard ROS 2 messages (one
+:class:`ReadingCodec` per kind; layouts: docs/interface.md, adding a kind: docs/kinds.md).
 """
 from __future__ import annotations
 
@@ -13,12 +10,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point, WrenchStamped
-from sensor_msgs.msg import FluidPressure, PointCloud2, PointField
+from sensor_msgs.msg import FluidPressure, PointCloud2
 from std_msgs.msg import ColorRGBA, Float32, Float64, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from ...rig.contacts import jacobian_message_columns  # noqa: F401 -- re-exported
-from .pointcloud import read_cloud
+from .pointcloud import packed_fields, read_cloud
 from .stamps import copy_stamp, ns_to_stamp
 from .wire import CloudDecodeError, float_columns, require_finite
 
@@ -38,16 +35,12 @@ HEADERLESS_MEASURED_TYPES: Tuple[str, ...] = ("std_msgs/msg/Float32", "std_msgs/
 MEASURED_REASONS: Tuple[str, ...] = (
     "measured_type_mismatch", "measured_size_mismatch", "bad_field_type", "missing_field",
     "bad_cloud_layout", "non_finite",
-)
-"""Every :attr:`MeasuredDecodeError.reason` (snake_case keys for diagnostics counters)."""
+)   # every MeasuredDecodeError.reason (diagnostics counter keys)
 
 
 class MeasuredDecodeError(ValueError):
-    """A measured message that cannot be mapped to the sensor's measurement vector.
-
-    Attributes:
-        reason: one of :data:`MEASURED_REASONS` (counter key for ``/diagnostics``).
-    """
+    """A measured message that cannot be mapped to the sensor's vector; ``reason``: one of
+    :data:`MEASURED_REASONS`."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
@@ -55,11 +48,8 @@ class MeasuredDecodeError(ValueError):
 
 
 def normalise_measured_type(text: str) -> str:
-    """Canonical ``pkg/msg/Type`` form of ``text`` (``pkg/Type`` accepted).
-
-    Raises:
-        ValueError: not one of :data:`MEASURED_TYPES`, naming the value.
-    """
+    """Canonical ``pkg/msg/Type`` form of ``text`` (``pkg/Type`` accepted); ValueError naming it
+    when not one of :data:`MEASURED_TYPES`."""
     parts = text.strip().split("/")
     if len(parts) == 2:
         parts = [parts[0], "msg", parts[1]]
@@ -80,12 +70,8 @@ _KEPT_CLOUD_REASONS = ("missing_field", "non_finite")
 
 
 def read_cloud_fields(msg: PointCloud2, names: Sequence[str]) -> Dict[str, np.ndarray]:
-    """Float64 columns ``names`` of any ``PointCloud2`` layout (:func:`.read_cloud`, tolerant size).
-
-    Raises:
-        MeasuredDecodeError: ``missing_field``, ``non_finite``, or ``bad_cloud_layout`` (any other
-            layout problem), naming it.
-    """
+    """Float64 columns ``names`` of any ``PointCloud2`` layout (:func:`.read_cloud`, tolerant size);
+    MeasuredDecodeError ``missing_field``, ``non_finite`` or ``bad_cloud_layout`` (any other)."""
     try:
         points = read_cloud(msg, names, exact_size=False)
         cols = float_columns(points, names)
@@ -184,11 +170,7 @@ class ReadingCodec:
     pad_reading = False
 
     def slots(self, names: List[str], vertices: Optional[np.ndarray]) -> Tuple[np.ndarray, Optional[int]]:
-        """``(slots, flag)`` of :class:`SensorLayout` for ``names``.
-
-        Raises:
-            ValueError: names that do not fit the kind.
-        """
+        """``(slots, flag)`` of :class:`SensorLayout` for ``names``; ValueError: names not of the kind."""
         raise NotImplementedError
 
     def to_bytes(self, layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bytes:
@@ -197,21 +179,15 @@ class ReadingCodec:
         raise NotImplementedError
 
     def measured_values(self, layout: SensorLayout, msg) -> np.ndarray:
-        """The values a measured message carries, in message-slot order, before scaling.
-
-        Raises:
-            MeasuredDecodeError: a message of a type this kind cannot read, or malformed.
-        """
+        """The values a measured message carries, in message-slot order, before scaling;
+        MeasuredDecodeError: a message of a type this kind cannot read, or malformed."""
         raise NotImplementedError
 
     def recorded_vector(self, msg, measured: bool) -> np.ndarray:
         """The vector of a recorded ``<s>/predicted`` or (``measured``) ``<s>/measured`` message,
         as recorded (NaN included, before scaling), in slot order: pressure ``[p]`` (Pa); dense
         ``fx fy fz`` per point (N); wrench ``[fx, fy, fz]``; load ``[f]`` (measured: ``|force|``).
-
-        Raises:
-            ValueError: a cloud without ``fx fy fz`` or with a bad layout.
-        """
+        ValueError: a cloud without ``fx fy fz`` or with a bad layout."""
         raise NotImplementedError
 
     def extra_markers(self, sensor_name: str, layout: SensorLayout, body_header: Header,
@@ -346,6 +322,15 @@ def wanted(pub: Any) -> bool:
     return pub.get_subscription_count() > 0
 
 
+def publish_vector(pub: Any, layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bool:
+    """Publish ``values`` (``(#meas,)`` float64, SI; predicted, residual, measured_si) on ``pub``
+    as :func:`encode_vector` bytes when someone subscribes; True if sent."""
+    if not wanted(pub):
+        return False
+    pub.publish(encode_vector(layout, values, stamp_ns))
+    return True
+
+
 def publish_step(endpoints: Any, layout: SensorLayout, r: Any, state: Any, stamp_ns: int, world_frame: str,
                  in_contact: bool, marker_force_scale: Optional[float]) -> bool:
     """Publish a checked step on a sensor's ``endpoints`` (:class:`.SensorEndpoints`): the
@@ -353,8 +338,7 @@ def publish_step(endpoints: Any, layout: SensorLayout, r: Any, state: Any, stamp
     ``marker_force_scale`` (m/N) is given (``state``: the step's ``SimState``).  True when markers
     were published."""
     values, jac = r.values, r.jacobian
-    if wanted(endpoints.predicted):
-        endpoints.predicted.publish(encode_vector(layout, values, stamp_ns))
+    publish_vector(endpoints.predicted, layout, values, stamp_ns)
     if jac is not None and endpoints.jacobian is not None and wanted(endpoints.jacobian):
         endpoints.jacobian.publish(encode_jacobian(
             jac.rows.cpu().numpy(), r.jacobian_cols, jac.values.detach().cpu().numpy(), stamp_ns,
@@ -397,11 +381,8 @@ def _align8(head: bytes) -> bytes:
 
 
 def encode_fluid_pressure(stamp_ns: int, frame_id: str, fluid_pressure: float, variance: float) -> bytes:
-    """Serialised ``sensor_msgs/FluidPressure`` (Pa, Pa²), little-endian XCDR1.
-
-    Raises:
-        ValueError: ``stamp_ns`` negative or beyond ``int32`` seconds (so do the encoders below).
-    """
+    """Serialised ``sensor_msgs/FluidPressure`` (Pa, Pa²), little-endian XCDR1; ValueError:
+    ``stamp_ns`` negative or beyond ``int32`` seconds (so do the encoders below)."""
     head = _align8(_header_bytes(_check_stamp(stamp_ns), frame_id))
     return head + struct.pack("<2d", float(fluid_pressure), float(variance))
 
@@ -415,21 +396,17 @@ def encode_wrench_stamped(stamp_ns: int, frame_id: str, force: Sequence[float],
     return head + struct.pack("<6d", *(float(v) for v in force), *(float(v) for v in torque))
 
 
-_FIELD_CODES: Dict[str, int] = {"<f4": PointField.FLOAT32, "<f8": PointField.FLOAT64,
-                                "<u4": PointField.UINT32, "<i4": PointField.INT32, "<u2": PointField.UINT16}
 _CLOUD_PREFIX: Dict[Tuple, Tuple[bytes, bytes, int]] = {}
 
 
-def _cloud_fields_block(start: int, fields: Tuple[Tuple[str, str, int], ...], point_step: int) -> bytes:
+def _cloud_fields_block(start: int, fields: Tuple[Tuple[str, int, int], ...], point_step: int) -> bytes:
     """Serialised ``fields`` .. ``point_step`` starting at absolute byte ``start`` (4-aligned)."""
     out = bytearray(struct.pack("<I", len(fields)))
-    for name, code, offset in fields:
+    for name, offset, datatype in fields:
         nm = name.encode("utf-8") + b"\x00"
-        if (start + len(out)) % 4:
-            raise AssertionError("field block must start 4-aligned")   # pragma: no cover
         out += struct.pack("<I", len(nm)) + nm
         out += _pad(-(start + len(out) - 4) % 4)
-        out += struct.pack("<IB", offset, _FIELD_CODES[code])
+        out += struct.pack("<IB", offset, datatype)
         out += _pad(-(start + len(out) - 4) % 4)
         out += struct.pack("<I", 1)
     out += b"\x00"                                        # is_bigendian = false
@@ -440,32 +417,16 @@ def _cloud_fields_block(start: int, fields: Tuple[Tuple[str, str, int], ...], po
 
 def encode_pointcloud2(stamp_ns: int, frame_id: str, records: np.ndarray) -> bytes:
     """Serialised unorganised (``height`` 1), packed, little-endian ``sensor_msgs/PointCloud2``
-    of ``records``, a ``(N,)`` structured array of <f4/<f8/<u4/<i4/<u2 members without gaps.
-
-    Raises:
-        ValueError: a member of another dtype, a gap or padding in the record.
-    """
+    of ``records``, a ``(N,)`` structured array of little-endian members without gaps;
+    ValueError: a member of another dtype, a gap or padding in the record."""
     dt = records.dtype
     if dt.names is None or records.ndim != 1:
         raise ValueError(f"records must be a 1-D structured array, got dtype {dt} shape {records.shape}")
     key = (frame_id, dt)
     hit = _CLOUD_PREFIX.get(key)
     if hit is None:
-        fields, offset = [], 0
-        for name in dt.names:
-            sub, off = dt.fields[name][:2]
-            code = sub.str
-            if code not in _FIELD_CODES:
-                raise ValueError(f"cloud field {name!r} has unsupported dtype {sub}")
-            if off != offset:
-                raise ValueError(f"cloud field {name!r} at offset {off}, expected packed offset {offset}")
-            fields.append((name, code, off))
-            offset += sub.itemsize
-        if offset != dt.itemsize:
-            raise ValueError(f"record dtype has {dt.itemsize - offset} trailing padding bytes")
         head = _header_bytes(0, frame_id)
-        start = len(head) + 8                              # after height, width
-        block = _cloud_fields_block(start, tuple(fields), dt.itemsize)
+        block = _cloud_fields_block(len(head) + 8, packed_fields(dt), dt.itemsize)   # after height, width
         hit = (head[12:], block, dt.itemsize)
         if len(_CLOUD_PREFIX) < 64:
             _CLOUD_PREFIX[key] = hit
@@ -499,11 +460,8 @@ def encode_dense_force(stamp_ns: int, frame_id: str, vertices: np.ndarray, force
 def encode_jacobian(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, stamp_ns: int,
                     frame_id: str) -> bytes:
     """Serialised sparse COO Jacobian cloud (``row`` u4, ``col`` u4, ``value`` f8, nonzeros only;
-    ``cols`` in message-row form, :func:`jacobian_message_columns`; ``frame_id`` the world frame).
-
-    Raises:
-        ValueError: arrays of different lengths.
-    """
+    ``cols`` in message-row form, :func:`jacobian_message_columns`; ``frame_id`` the world frame);
+    ValueError: arrays of different lengths."""
     values = np.asarray(values, dtype=np.float64)
     rows, cols = np.asarray(rows), np.asarray(cols)
     if not rows.shape == cols.shape == values.shape:

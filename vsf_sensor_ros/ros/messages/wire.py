@@ -473,10 +473,8 @@ ALLOWED_DATATYPES: Mapping[str, Tuple[int, ...]] = MappingProxyType({
     **{n: (PointField.INT32,) for n in ELEM_FIELDS},
 })
 
-DECODE_REASONS: Tuple[str, ...] = (
-    "missing_field", "duplicate_field", "bad_field_type", "bad_field_count", "bad_field_offset",
-    "bad_size", "non_finite", "body_index_out_of_range", "elem_index_invalid", "bad_frame_id",
-)   # every ContactsDecodeError.reason
+DECODE_REASONS: Tuple[str, ...] = CLOUD_REASONS + (
+    "body_index_out_of_range", "elem_index_invalid", "bad_frame_id")   # every ContactsDecodeError.reason
 
 
 class ContactsDecodeError(CloudDecodeError):
