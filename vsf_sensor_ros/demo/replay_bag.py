@@ -186,13 +186,12 @@ class BagReplay(NodeRun):
         command = node_command(cfg) + [a for k in keep for a in ("-p", k)]
         self.node_proc = ManagedProcess("sensor_node", command, demo_child_env(domain_id, None),
                                         cfg.out / "logs" / "sensor_node.log")
-        self.children = [self.node_proc]
+        self.children = self.watched = [self.node_proc]
         self.contacts_sent = 0
         self.last_stamp_ns: Optional[int] = None
         self.measured = {s.name: measured_topic(cfg.base_params, s.name) for s in cfg.sensors}
         self.headerless = {t for t, (kind, _) in bag.topics.items() if kind in HEADERLESS_MEASURED_TYPES}
         self.last_measured_ns: Dict[str, int] = {}   # stamped measured topic -> newest stamp published
-        self._timeout: Optional[float] = None
 
     def run(self, say: Any = print) -> Any:
         """Start, replay, tare, drain; the node always stopped.  The
@@ -212,31 +211,26 @@ class BagReplay(NodeRun):
         from rclpy.qos import QoSProfile, ReliabilityPolicy
 
         from vsf_sensor_ros.demo.recorder import message_class
-        self._timeout = STARTUP_TIMEOUT_S
-        # every input the bag holds for the node: discovery shows a node's subscriptions one by one
+        # every input the bag holds for the node (discovery shows a node's subscriptions one by one),
+        # then the rest (free bodies' poses): a second unchanged
         needed = {t for t in ("/contacts", "/joint_states", *self.measured.values())
                   if self.bag.topics.get(t, ("", 0))[1] > 0}
-        while not (self._clients["tare"].service_is_ready() and needed <= set(self._node_inputs())):
-            self._spin_for(0.1)
-            self._check("starting")
-        seen, since = set(self._node_inputs()), time.monotonic()
-        while time.monotonic() - since < 1.0:      # the rest (free bodies' poses): a second unchanged
-            self._spin_for(0.1)
+        seen: List[Any] = [set(), time.monotonic()]
+
+        def settled() -> bool:
             now = set(self._node_inputs())
-            if now != seen:
-                seen, since = now, time.monotonic()
-            self._check("starting")
+            if now != seen[0]:
+                seen[:] = [now, time.monotonic()]
+            return (self._clients["tare"].service_is_ready() and needed <= now
+                    and time.monotonic() - seen[1] >= 1.0)
+        self._wait_ready(settled, STARTUP_TIMEOUT_S, "sensor node not ready", "timeout", 0.0)
         topics = sorted(t for t in self._node_inputs() if self.bag.topics.get(t, ("", 0))[1] > 0)
         qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
         pubs = {t: self._node.create_publisher(message_class(self.bag.topics[t][0]), t, qos) for t in topics}
         # a message sent before its publisher has matched the node's subscription is lost
-        while not all(p.get_subscription_count() >= max(1, self._node.count_subscribers(t))
-                      for t, p in pubs.items()):
-            self.recorder.refresh()
-            self._spin_for(0.1)
-            self._check("matching the node's subscriptions")
-        self.recorder.refresh()
-        self._timeout = None
+        self._wait_ready(lambda: all(p.get_subscription_count() >= max(1, self._node.count_subscribers(t))
+                                     for t, p in pubs.items()),
+                         STARTUP_TIMEOUT_S, "the node's subscriptions not matched", "timeout", 0.0)
         say(f"sensor node ready after {time.monotonic() - self.t0:.1f} s; replaying {', '.join(topics)}")
         return pubs
 
@@ -313,24 +307,9 @@ class BagReplay(NodeRun):
         return False
 
     def _wait_for_node(self, count: int, stage: str, paired: bool = False) -> None:
-        end = time.monotonic() + CATCH_UP_S
-        while self._behind(count, paired):
-            if time.monotonic() > end:
-                self.result.errors.append(f"the node fell behind while {stage}: went on after "
-                                          f"{CATCH_UP_S:g} s")
-                return
-            self.recorder.refresh()
-            self._spin_for(0.01)
-            self._check(stage)
-
-    def _check(self, stage: str) -> None:
-        code = self.node_proc.poll()
-        if code is not None:
-            raise DemoError(f"sensor node exited with code {code} while {stage}:\n{self.node_proc.tail()}",
-                            "node_exited", value=code)
-        if self._timeout is not None and time.monotonic() - self.t0 > self._timeout:
-            raise DemoError(f"timed out after {self._timeout:g} s while {stage}:\n{self.node_proc.tail()}",
-                            "timeout", value=self._timeout)
+        if not self._spin_until(lambda: not self._behind(count, paired), stage, time.monotonic() + CATCH_UP_S,
+                                step=0.01):
+            self.result.errors.append(f"the node fell behind while {stage}: went on after {CATCH_UP_S:g} s")
 
 
 def headerless_series(session: Any, s: Any, delay_s: float) -> Tuple[Any, Any]:
