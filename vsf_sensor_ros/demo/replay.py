@@ -11,7 +11,6 @@ import math
 import re
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -23,7 +22,7 @@ from vsf_sensor_ros.demo.replay_analysis import DEFINITIONS, analyse, plot, prin
 from vsf_sensor_ros.demo.replay_recording import (  # noqa: F401 (re-exported)
     CONTACT_BODIES, CONTACT_DP_PA, HPA_TO_PA, MAX_LAG_FRAMES, ONSET_DP_PA, PRESSURE_SENSOR, PRESSURE_TOPIC,
     TARE_SAMPLES, Recording, ReplayError, estimate_lag, load_recording, poke_onset, pressure_metrics)
-from vsf_sensor_ros.demo.session import NodeRun, demo_child_env
+from vsf_sensor_ros.demo.session import NodeRun, SessionResult, demo_child_env
 
 FORCE_SENSOR = "punyo_force"
 WRENCH_FRAME = "base"
@@ -111,18 +110,6 @@ def wrench_node_args(urdf: Path, time_shift: float, bias_samples: int) -> List[s
 
 # -- the live session ----------------------------------------------------------------------------
 
-@dataclass
-class Session:
-    """What a run recorded: topic logs, the tare answer, its offset (Pa) and frame, wall time."""
-
-    logs: Dict[str, Any]
-    tare_message: str
-    tare_success: bool
-    tare_offset_pa: Optional[float]
-    tare_frame: int
-    wall_s: float
-
-
 class PokeReplay(NodeRun):
     """The poke replayed into ``out``: the nodes started, frames published at ``speed`` with their
     wrenches ``time_shift`` s later, the wrench bias (``bias_samples`` frames) and the pressure tare
@@ -173,8 +160,9 @@ class PokeReplay(NodeRun):
                       for t in extra_t]
         self.first_ns = int(round(rec.t[0] * 1e9))
 
-    def run(self, say: Any = print) -> Session:
-        """Start, warm up, replay, tare, drain; the children always stopped.  What was recorded."""
+    def run(self, say: Any = print) -> SessionResult:
+        """Start, warm up, replay, tare, drain; the children always stopped.  What was recorded (the tare's
+        offset, Pa, in :attr:`offset`)."""
         from geometry_msgs.msg import WrenchStamped
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import JointState
@@ -209,9 +197,7 @@ class PokeReplay(NodeRun):
             if self.streams is not None:
                 self.streams.close()
             self.stop()
-        tare = self.result.tare
-        return Session(self.result.logs, tare.message, tare.success, self.offset, self.tare_frame,
-                       self.result.wall_s)
+        return self.result
 
     def _frames(self, topic: str) -> int:
         """Messages on ``topic`` stamped at or after the recording's start (warm-up excluded)."""
@@ -445,6 +431,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     from vsf_sensor_ros.demo.ros_env import isolated_domain
+    from vsf_sensor_ros.demo.summary import clear_outputs
 
     bias_samples = max(5, min(MAX_BIAS_SAMPLES, onset - 5))
     if lag_arg is None:
@@ -453,22 +440,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         shift, lag = None, lag_arg
     tare_frame = onset - 3
     out = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    for name in ("run.mcap", "metadata.yaml", "summary.json", "pressure_real.png", "calibration.yaml",
-                 "membrane_force.npz", "membrane_force.png", "membrane_force_node.yaml",
-                 "logs/membrane_force_node.log"):
-        (out / name).unlink(missing_ok=True)
+    clear_outputs(out, ("run.mcap", "metadata.yaml", "summary.json", "pressure_real.png", "calibration.yaml",
+                        "membrane_force.npz", "membrane_force.png", "membrane_force_node.yaml",
+                        "logs/membrane_force_node.log"))
     print(f"recording: {len(rec)} frames, poke from frame {onset}; wrench bias from the last "
           f"{bias_samples} before frame {onset - 3}; "
           f"F/T lag {lag * 1000:.0f} ms" + (f" ({shift} frames, estimated)" if shift is not None else ""))
     try:
         with isolated_domain() as domain_id:
             run, vertex = _camera_run(camera, rec, args)
-            session = PokeReplay(rec, out, args.speed, lag, bias_samples, tare_frame, domain_id, camera,
-                                 vertex).run()
+            replay = PokeReplay(rec, out, args.speed, lag, bias_samples, tare_frame, domain_id, camera,
+                                vertex)
+            session = replay.run()
             from vsf_sensor_ros.demo.recorder import write_bag
             bag = write_bag(session.logs.values(), out, "run")
-            summary, series = analyse(session, rec, out)
+            summary, series = analyse(session, replay.offset, tare_frame, rec)
             summary["pressure"]["lag_s"] = lag
             summary["pressure"]["lag_fitted_in_sample"] = shift is not None
             summary["bag"] = {"path": str(bag["path"]), "topics": len(bag["counts"])}

@@ -140,19 +140,15 @@ def tare_index(stamps_ns: List[int], touching: List[bool], tare_samples: int,
 def scan_contacts(bag: BagTopics, cfg: DemoConfig) -> Tuple[List[int], List[bool]]:
     """Stamps (ns) of the bag's contacts and whether each touches the bubble (PointCloud2 only;
     ``ros_gz_interfaces/Contacts`` count as not touching: their tare falls on the time rule)."""
-    from rclpy.serialization import deserialize_message
-    from sensor_msgs.msg import PointCloud2
-
     from vsf_sensor_ros.demo.analysis import touches
     from vsf_sensor_ros.demo.config import press_body_indices
-    from vsf_sensor_ros.demo.recorder import cloud_point_count, header_stamp_ns
+    from vsf_sensor_ros.demo.recorder import header_stamp_ns
     cloud = bag.topics["/contacts"][0] == "sensor_msgs/msg/PointCloud2"
     bodies = press_body_indices(cfg)
     stamps, touching = [], []
     for _, _, raw in iter_messages(bag.path, ["/contacts"]):
         stamps.append(header_stamp_ns(raw))
-        touching.append(cloud and cloud_point_count(raw) > 0
-                        and touches(deserialize_message(raw, PointCloud2), bodies))
+        touching.append(cloud and touches(raw, bodies))
     return stamps, touching
 
 
@@ -313,10 +309,9 @@ class BagReplay(NodeRun):
 
 
 def headerless_series(session: Any, s: Any, delay_s: float) -> Tuple[Any, Any]:
-    """:func:`~vsf_sensor_ros.demo.summary.series_for` for a header-less measured stream, which has
-    no stamp to match by: each measured message takes the stamp of the contacts message received
-    nearest to its receive time + ``delay_s`` (``<s>.measured_delay``), the node's pairing rule;
-    values ``(1,)`` float64 SI (data x ``s.measured_scale``)."""
+    """:func:`~vsf_sensor_ros.demo.summary.series_for` for a header-less measured stream: each measured
+    message takes the stamp of the contacts message received nearest its receive time + ``delay_s``
+    (``<s>.measured_delay``), the node's pairing rule; values ``(1,)`` float64 SI (data x measured_scale)."""
     import numpy as np
 
     from vsf_sensor_ros.demo.analysis import Series
@@ -345,7 +340,8 @@ def main(args: argparse.Namespace, usage: Any) -> int:
 
     from vsf_sensor_ros.demo.recorder import write_bag
     from vsf_sensor_ros.demo.ros_env import isolated_domain
-    from vsf_sensor_ros.demo.summary import build_summary, make_plots, series_for, summary_table
+    from vsf_sensor_ros.demo.summary import (build_summary, clear_outputs, make_plots, series_for,
+                                             summary_table)
     out = args.out = args.out if args.out is not None else Path("demo_out/replay")
     try:
         if not (args.speed >= 0 and math.isfinite(args.speed)):
@@ -368,10 +364,7 @@ def main(args: argparse.Namespace, usage: Any) -> int:
         print(f"warning: {line}", file=sys.stderr)
     span = (stamps[-1] - stamps[0]) * 1e-9
     cfg.duration_s, cfg.rate_hz = span, (len(stamps) - 1) / span if span > 0 else 0.0
-    out.mkdir(parents=True, exist_ok=True)
-    for name in ("run.mcap", "metadata.yaml", "summary.json", "pressure.png", "force_field.png",
-                 "calibration.yaml"):
-        (out / name).unlink(missing_ok=True)
+    clear_outputs(out)
     print(f"{bag.path}: {len(stamps)} contacts messages over {span:.2f} s; tare after stamp "
           f"{stamps[tare_after] * 1e-9:.9g} s; parameters {params_file}")
     try:

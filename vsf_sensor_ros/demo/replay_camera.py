@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from vsf_sensor_ros.demo.replay_recording import CONTACT_BODIES, HPA_TO_PA, Recording
+from vsf_sensor_ros.demo.replay_recording import CONTACT_BODIES, HPA_TO_PA, Recording, nearest_frame
 
 if TYPE_CHECKING:   # the sensor package (torch) is imported when the analysis runs
     from vsf_sensor_ros.sensor.scale_calibration import ScaleScore
@@ -359,9 +359,8 @@ def _decode_field(log: Any, rec: Recording, n: int) -> np.ndarray:
     from vsf_sensor_ros.ros.messages.readings import read_cloud_fields
     out = np.full((len(rec), n, 3), np.nan)
     for msg in log.decode():
-        s = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        k = int(np.argmin(np.abs(rec.t - s)))
-        if abs(rec.t[k] - s) <= 0.002 and msg.width * msg.height == n:
+        k = nearest_frame(rec.t, msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
+        if k is not None and msg.width * msg.height == n:
             c = read_cloud_fields(msg, ["fx", "fy", "fz"])
             out[k] = np.stack([c["fx"], c["fy"], c["fz"]], axis=1)
     return out

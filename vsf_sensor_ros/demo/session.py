@@ -1,12 +1,8 @@
-"""One recorded demo run: the children, the recorder, the tare, and a clean stop (docs/demo.md).
-
-:class:`NodeRun` holds what the demo and the bag replay share (a private rclpy context with a
-:class:`~vsf_sensor_ros.demo.recorder.TopicRecorder`, ``Trigger`` calls, the tare); :class:`DemoSession` adds
-the simulator and releases everything in :meth:`NodeRun.stop`."""
+"""One recorded demo run (docs/demo.md): :class:`NodeRun`, what the demo and the replays share (children, a
+private rclpy context with a recorder, start-up, ``Trigger`` calls, a clean stop); :class:`DemoSession`."""
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,13 +36,11 @@ class SessionResult:
 class Progress:
     """Status lines on stdout, :meth:`tick` at most one a second."""
 
-    def __init__(self, stream: Optional[Any] = None) -> None:
-        self.stream = stream or sys.stdout
-        self.last = 0.0
+    last = 0.0
 
     def say(self, text: str) -> None:
         """Print a line now."""
-        print(text, file=self.stream, flush=True)
+        print(text, flush=True)
 
     def tick(self, text_fn: Callable[[], str]) -> None:
         """Print ``text_fn()`` if a second has passed since the last tick."""
@@ -127,13 +121,10 @@ class ContactWatch:
 
     def update(self, data: Sequence[bytes]) -> None:
         """Look at the serialised ``contacts`` messages after :attr:`seen` (``data`` = all so far)."""
-        from rclpy.serialization import deserialize_message
-        from sensor_msgs.msg import PointCloud2
-
         from vsf_sensor_ros.demo.analysis import touches
-        from vsf_sensor_ros.demo.recorder import cloud_point_count, header_stamp_ns
+        from vsf_sensor_ros.demo.recorder import header_stamp_ns
         for raw in data[self.seen:]:
-            if cloud_point_count(raw) > 0 and touches(deserialize_message(raw, PointCloud2), self.bodies):
+            if touches(raw, self.bodies):
                 self.touched = True
             elif not self.touched:
                 self.free_steps += 1
@@ -181,8 +172,7 @@ class NodeRun:
 
     def open_ros(self, name: str, services: Sequence[str] = ("tare", "save_calibration"),
                  exclude: Sequence[str] = ()) -> None:
-        """The context, node ``name``, executor, recorder (less ``exclude``) and a ``Trigger`` client per
-        service name."""
+        """Context, node ``name``, executor, recorder (less ``exclude``), a ``Trigger`` client per service."""
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
         from std_srvs.srv import Trigger
@@ -220,14 +210,12 @@ class NodeRun:
         while time.monotonic() < end:
             self._executor.spin_once(timeout_sec=0.01)
 
-    def _wait_until(self, due: float) -> None:
-        """Spin until the monotonic time ``due`` (s), within 5 ms."""
+    def _wait_until(self, due: float) -> None:   # within 5 ms
         while time.monotonic() < due:
             self._executor.spin_once(timeout_sec=max(0.0, min(0.005, due - time.monotonic())))
 
     def _spin_until(self, done: Callable[[], bool], stage: str, until: float, step: float = 0.1) -> bool:
-        """Spin and record (new topics picked up) until ``done()`` (True) or the monotonic time ``until``
-        (False), :meth:`_check` on every turn."""
+        """Spin and record until ``done()`` (True) or the monotonic time ``until`` (False); :meth:`_check`."""
         while not done():
             if time.monotonic() > until:
                 return False
@@ -238,9 +226,8 @@ class NodeRun:
 
     def _wait_ready(self, ready: Callable[[], bool], limit_s: float, failure: str, reason: str,
                     settle_s: float) -> None:
-        """Start-up: :meth:`_spin_until` ``ready`` within ``limit_s`` of the start, else :attr:`error`
-        (``failure``, the watched children's output, ``reason``, value ``limit_s``); then record
-        ``settle_s`` more so every topic the nodes offer or expect is subscribed before the first message."""
+        """:meth:`_spin_until` ``ready`` within ``limit_s`` of the start (else :attr:`error` ``reason``), then
+        record ``settle_s`` more: every topic the nodes offer or expect subscribed before a message."""
         if not self._spin_until(ready, "starting", self.t0 + limit_s):
             tails = "\n".join(p.tail() for p in self.watched)
             raise self.error(f"{failure} within {limit_s:.0f} s:\n{tails}", reason, value=limit_s)
@@ -271,8 +258,7 @@ class NodeRun:
         return future.result() if future.done() else None
 
     def _tare_and_save(self, sim_time_s: Optional[float]) -> TareResult:
-        """Call ``tare`` then ``save_calibration``; the outcome read from the saved file (problems go
-        to :attr:`SessionResult.errors`; success is :func:`~vsf_sensor_ros.demo.tare.tare_succeeded`)."""
+        """``tare``, ``save_calibration``; the outcome read from the saved file (problems in ``errors``)."""
         tare, cfg = self.result.tare, self.cfg
         tare.sim_time_s = sim_time_s
         tare.request_ns = time.time_ns()
@@ -299,8 +285,7 @@ class NodeRun:
 
 
 class DemoSession(NodeRun):
-    """One recorded run of the simulator and the sensor node; :meth:`run`, or :meth:`start` /
-    :meth:`record` / :meth:`stop` with ``stop`` in a ``finally``."""
+    """One recorded run of the simulator and the sensor node: :meth:`run`."""
 
     def __init__(self, cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: Path) -> None:
         super().__init__(cfg, domain_id, cfg.timeout_s)
@@ -318,8 +303,7 @@ class DemoSession(NodeRun):
         self.watch = ContactWatch(press_body_indices(cfg))
 
     def run(self) -> SessionResult:
-        """:meth:`start`, :meth:`record`, and always :meth:`stop`; the result.  Raises DemoError: see
-        :meth:`start` and :meth:`record` (children stopped first)."""
+        """:meth:`start`, :meth:`record`, and always :meth:`stop`; the result (DemoError as they raise)."""
         try:
             self.start()
             self.record()
