@@ -18,10 +18,10 @@ import numpy as np
 
 from vsf_sensor_ros.demo import replay_camera as rc
 from vsf_sensor_ros.demo.processes import ManagedProcess, module_command
-from vsf_sensor_ros.demo.replay_analysis import DEFINITIONS, analyse, plot, print_report  # noqa: F401
-from vsf_sensor_ros.demo.replay_recording import (  # noqa: F401 (re-exported)
-    CONTACT_BODIES, CONTACT_DP_PA, HPA_TO_PA, MAX_LAG_FRAMES, ONSET_DP_PA, PRESSURE_SENSOR, PRESSURE_TOPIC,
-    TARE_SAMPLES, Recording, ReplayError, estimate_lag, load_recording, poke_onset, pressure_metrics)
+from vsf_sensor_ros.demo.replay_analysis import analyse, plot, print_report
+from vsf_sensor_ros.demo.replay_recording import (CONTACT_BODIES, HPA_TO_PA, MAX_LAG_FRAMES, PRESSURE_SENSOR,
+                                                  PRESSURE_TOPIC, TARE_SAMPLES, Recording, ReplayError,
+                                                  estimate_lag, load_recording, poke_onset)
 from vsf_sensor_ros.demo.session import NodeRun, SessionResult, demo_child_env
 
 FORCE_SENSOR = "punyo_force"

@@ -13,18 +13,16 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from vsf_sensor_ros.demo.config import DemoConfig, DemoError, read_params_file, sensors_from_params
-from vsf_sensor_ros.demo.session import NodeRun
+from vsf_sensor_ros.demo.session import STARTUP_TIMEOUT_S, NodeRun
 
 WINDOW = 20                 # contacts messages published ahead of the slowest sensor's predictions
-STARTUP_TIMEOUT_S = 90.0    # python + torch + klampt imports on a busy 2-core machine
 CATCH_UP_S = 30.0           # longest wait for the node to catch up (window, tare, end)
 
 
 class BagError(ValueError):
     """The bag cannot be replayed with this parameter file: a ``reason`` word (``'unreadable'``,
     ``'no_input'``, ``'wrong_type'``, ``'headerless'``, ``'no_measured'``, ``'tare_before_start'``,
-    ``'bad_speed'``, ``'params_missing'``), the ``path`` and ``topic`` at fault and the offending
-    ``value`` (a message type, ``--tare-at`` s, ``--speed``), each None when there is none."""
+    ``'bad_speed'``, ``'params_missing'``), the ``path``, ``topic`` and ``value`` at fault, or None."""
 
     def __init__(self, message: str, reason: str, path: Any = None, topic: Optional[str] = None,
                  value: Any = None) -> None:
@@ -165,9 +163,8 @@ def replay_config(args: argparse.Namespace, bag: BagTopics, params_file: Path) -
 
 
 class BagReplay(NodeRun):
-    """One replay of ``bag`` (:func:`open_bag`) with ``cfg`` (:func:`replay_config`): the node child,
-    the recorder, the publishers and one tare after the contacts message stamped ``tare_stamp_ns``
-    (:func:`tare_index`); ``speed`` multiplies the recorded pace (0 = as fast as the node keeps up)."""
+    """One replay of ``bag`` with ``cfg`` (:func:`replay_config`), tared once after the contacts message
+    stamped ``tare_stamp_ns``; ``speed`` multiplies the recorded pace (0 = as fast as the node keeps up)."""
 
     def __init__(self, cfg: DemoConfig, bag: BagTopics, tare_stamp_ns: int, speed: float,
                  domain_id: int) -> None:
@@ -177,11 +174,9 @@ class BagReplay(NodeRun):
         super().__init__(cfg, domain_id)
         self.bag, self.tare_stamp_ns, self.speed = bag, tare_stamp_ns, speed
         # outputs kept until this process, which also publishes, has taken them (the default 10 can
-        # overflow while it catches up); inputs reliable and deep: a replay loses no message
-        keep = ["qos.outputs.depth:=500", "qos.inputs.reliability:=reliable", "qos.inputs.depth:=500"]
-        command = node_command(cfg) + [a for k in keep for a in ("-p", k)]
-        self.node_proc = ManagedProcess("sensor_node", command, demo_child_env(domain_id, None),
-                                        cfg.out / "logs" / "sensor_node.log")
+        # overflow while it catches up); the inputs are reliable and deep already (node_command)
+        self.node_proc = ManagedProcess("sensor_node", node_command(cfg) + ["-p", "qos.outputs.depth:=500"],
+                                        demo_child_env(domain_id, None), cfg.out / "logs" / "sensor_node.log")
         self.children = self.watched = [self.node_proc]
         self.contacts_sent = 0
         self.last_stamp_ns: Optional[int] = None
@@ -190,9 +185,8 @@ class BagReplay(NodeRun):
         self.last_measured_ns: Dict[str, int] = {}   # stamped measured topic -> newest stamp published
 
     def run(self, say: Any = print) -> Any:
-        """Start, replay, tare, drain; the node always stopped.  The
-        :class:`~vsf_sensor_ros.demo.session.SessionResult`.  Raises DemoError: the node died, did not come up
-        or fell behind for :data:`CATCH_UP_S`."""
+        """Start, replay, tare, drain; the node always stopped.  The ``SessionResult``.  Raises DemoError:
+        the node died or did not come up."""
         try:
             self.open_ros("vsf_replay")
             self.node_proc.start()
@@ -231,10 +225,9 @@ class BagReplay(NodeRun):
         return pubs
 
     def _play(self, pubs: Dict[str, Any], say: Any) -> None:
-        """Publish the bag's inputs in log-time order, except that a contacts message waits for the
-        later-logged messages of its own stamp (the node predicts it with the state it has at its
-        stamp).  The tare comes before the first message stamped after the tare's stamp.  A
-        header-less measured message goes at its log time and never brings the tare forward."""
+        """Publish the bag's inputs in log-time order, a contacts message after the later-logged messages of
+        its stamp (the node predicts it with the state it has then); the tare before the first message
+        stamped after the tare's stamp (a header-less measured one goes at its log time, never first)."""
         from vsf_sensor_ros.demo.recorder import header_stamp_ns
         self._pace: Optional[Tuple[float, int]] = None     # (wall s, log ns) the pace counts from
         held: Optional[Tuple[int, bytes, int]] = None        # contacts waiting: (log ns, bytes, stamp)
