@@ -49,20 +49,6 @@ def test_cloud_fields_reject_missing_field_and_short_data():
     assert err.value.reason == "bad_size"
 
 
-def test_reading_vector_per_type():
-    p = FluidPressure()
-    p.fluid_pressure = 250.5
-    assert reading_vector(p, "sensor_msgs/msg/FluidPressure").tolist() == [250.5]
-    w = WrenchStamped()
-    w.wrench.force.x, w.wrench.force.z, w.wrench.torque.y = 1.0, -2.0, 0.25
-    assert reading_vector(w, "geometry_msgs/msg/WrenchStamped").tolist() == [1, 0, -2, 0, 0.25, 0]
-    # Dense cloud flattened point-major: [f0x, f0y, f0z, f1x, ...].
-    flat = reading_vector(padded_cloud(False), "sensor_msgs/msg/PointCloud2")
-    assert flat[:6].tolist() == [0, 0, 0, 1, -1, 0.5]
-    with pytest.raises(ValueError, match="std_msgs/msg/String"):
-        reading_vector(p, "std_msgs/msg/String")
-
-
 def test_reading_vector_by_kind_compares_what_the_node_compares():
     w = WrenchStamped()
     w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = 3.0, 0.0, -4.0

@@ -4,8 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from vsf_sensor_ros.demo.ur5e import (PUNYO_BODY, TOOL_LINK, UR5E_DH, UR5E_JOINTS, dh_forward_kinematics,
-                                      punyo_apex_local, ur5e_world)
+from vsf_sensor_ros.demo.ur5e import PUNYO_BODY, TOOL_LINK, UR5E_DH, UR5E_JOINTS, punyo_apex_local, ur5e_world
 
 CONFIGS = [
     [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
@@ -13,6 +12,18 @@ CONFIGS = [
     [1.0, -0.5, 0.7, -1.2, 0.4, 2.9],
     [-2.5, 1.1, -2.0, 0.3, -1.4, -0.8],
 ]
+
+
+def dh_forward_kinematics(q, dh=UR5E_DH):
+    """Flange pose ``(4, 4)`` (DH frame 6 -> frame 0, m) from the standard DH product: the oracle."""
+    T = np.eye(4)
+    for qi, (d, a, alpha) in zip(q, dh):
+        ct, st, ca, sa = math.cos(qi), math.sin(qi), math.cos(alpha), math.sin(alpha)
+        T = T @ np.array([[ct, -st * ca, st * sa, a * ct],
+                          [st, ct * ca, -ct * sa, a * st],
+                          [0.0, sa, ca, d],
+                          [0.0, 0.0, 0.0, 1.0]])
+    return T
 
 
 def test_dh_formula_at_zero_by_hand():

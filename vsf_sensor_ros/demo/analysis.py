@@ -22,25 +22,11 @@ def cloud_fields(msg: Any, names: Sequence[str]) -> np.ndarray:
     return float_columns(read_cloud(msg, names, exact_size=False), names)
 
 
-def reading_vector(msg: Any, msgtype: str, kind: Optional[str] = None, measured: bool = False,
+def reading_vector(msg: Any, msgtype: str, kind: str, measured: bool = False,
                    scale: float = 1.0) -> np.ndarray:
-    """A reading message as a flat float64 vector, SI.  Without ``kind``: FluidPressure ``[p]`` Pa,
-    WrenchStamped ``[fx fy fz tx ty tz]``, Vector3Stamped ``[x y z]``, PointCloud2 ``fx fy fz`` per point,
-    point-major.  With the sensor ``kind``: what the node compares (the codec's ``recorded_vector``);
-    ``scale`` multiplies ``measured`` values into SI (100 for hPa).  Raises ValueError: a message type not in
-    this list, an unknown ``kind``, or a ``kind`` whose message type differs."""
-    if kind is None:
-        if msgtype == "sensor_msgs/msg/FluidPressure":
-            return np.array([msg.fluid_pressure], dtype=np.float64)
-        if msgtype == "geometry_msgs/msg/WrenchStamped":
-            f, t = msg.wrench.force, msg.wrench.torque
-            return np.array([f.x, f.y, f.z, t.x, t.y, t.z], dtype=np.float64)
-        if msgtype == "geometry_msgs/msg/Vector3Stamped":
-            v = msg.vector
-            return np.array([v.x, v.y, v.z], dtype=np.float64)
-        if msgtype == "sensor_msgs/msg/PointCloud2":
-            return cloud_fields(msg, ("fx", "fy", "fz")).reshape(-1)
-        raise ValueError(f"no numeric reading defined for message type {msgtype!r}")
+    """What the node compares of a reading message of sensor ``kind`` (the codec's ``recorded_vector``), a
+    flat float64 vector, SI: ``scale`` multiplies ``measured`` values (100 for hPa).  Raises ValueError: an
+    unknown ``kind``, or one whose message type is not ``msgtype``."""
     codec = reading_codecs().get(kind)
     if codec is None:
         raise ValueError(f"unknown sensor kind {kind!r}; use one of {tuple(reading_codecs())}")
@@ -50,15 +36,19 @@ def reading_vector(msg: Any, msgtype: str, kind: Optional[str] = None, measured:
     return vec * scale if measured else vec
 
 
-def touches(msg: Any, bodies: Sequence[int]) -> bool:
-    """Whether a contacts cloud has a point whose ``body1`` or ``body2`` index is in ``bodies`` (indices into
-    ``contact_body_names``; empty = any point counts).  Raises ValueError: a non-empty cloud without
-    ``body1``/``body2`` fields."""
-    if int(msg.height) * int(msg.width) == 0:
+def touches(data: bytes, bodies: Sequence[int]) -> bool:
+    """Whether a serialized contacts ``PointCloud2`` has a point whose ``body1`` or ``body2`` index is in
+    ``bodies`` (indices into ``contact_body_names``; empty = any point counts).  Raises ValueError: a
+    non-empty cloud without ``body1``/``body2`` fields."""
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import PointCloud2
+
+    from vsf_sensor_ros.demo.recorder import cloud_point_count
+    if cloud_point_count(data) == 0:
         return False
     if not bodies:
         return True
-    idx = cloud_fields(msg, ("body1", "body2"))
+    idx = cloud_fields(deserialize_message(data, PointCloud2), ("body1", "body2"))
     return bool(np.isin(idx, np.asarray(list(bodies), dtype=np.float64)).any())
 
 
@@ -78,8 +68,7 @@ class Series:
         return self.recv_ns if self.sent_ns is None else self.sent_ns
 
     @classmethod
-    def from_log(cls, log: TopicLog, kind: Optional[str] = None, measured: bool = False,
-                 scale: float = 1.0) -> "Series":
+    def from_log(cls, log: TopicLog, kind: str, measured: bool = False, scale: float = 1.0) -> "Series":
         """Decode every message of ``log`` with :func:`reading_vector` (same arguments)."""
         msgs = log.decode()
         sent = np.array(log.sent_ns, dtype=np.int64) if len(log.sent_ns) == len(log.data) else None

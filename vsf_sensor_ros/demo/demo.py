@@ -13,7 +13,7 @@ from typing import Any, Optional, Sequence
 
 from vsf_sensor_ros.demo.config import WORLD_PARAMS, DemoError, check_pairing, resolve_config
 from vsf_sensor_ros.demo.session import DemoSession, Progress, SessionResult
-from vsf_sensor_ros.demo.summary import build_summary, make_plots, series_for, summary_table
+from vsf_sensor_ros.demo.summary import build_summary, clear_outputs, make_plots, series_for, summary_table
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,14 +58,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _clean_out(out: Path) -> None:
-    # Remove only what a previous demo run wrote here; other files stay.
-    # calibration.yaml must go: the node would load it at start and begin tared.
-    for name in ("run.mcap", "metadata.yaml", "summary.json", "pressure.png", "force_field.png",
-                 "calibration.yaml"):
-        (out / name).unlink(missing_ok=True)
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Command-line entry point (``vsf_demo``); returns the exit code."""
     parser = build_parser()
@@ -79,8 +71,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from vsf_sensor_ros.demo.ros_env import isolated_domain
 
     progress = Progress()
-    cfg.out.mkdir(parents=True, exist_ok=True)
-    _clean_out(cfg.out)
+    clear_outputs(cfg.out)
     # the parameter file the node runs with, beside the bag: what `vsf_replay` reads for <out>/run.mcap
     if cfg.params_file != (cfg.out / "sensor_node.yaml").resolve():
         shutil.copyfile(cfg.params_file, cfg.out / "sensor_node.yaml")

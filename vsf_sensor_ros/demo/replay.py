@@ -11,7 +11,6 @@ import math
 import re
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -19,11 +18,11 @@ import numpy as np
 
 from vsf_sensor_ros.demo import replay_camera as rc
 from vsf_sensor_ros.demo.processes import ManagedProcess, module_command
-from vsf_sensor_ros.demo.replay_analysis import DEFINITIONS, analyse, plot, print_report  # noqa: F401
-from vsf_sensor_ros.demo.replay_recording import (  # noqa: F401 (re-exported)
-    CONTACT_BODIES, CONTACT_DP_PA, HPA_TO_PA, MAX_LAG_FRAMES, ONSET_DP_PA, PRESSURE_SENSOR, PRESSURE_TOPIC,
-    TARE_SAMPLES, Recording, ReplayError, estimate_lag, load_recording, poke_onset, pressure_metrics)
-from vsf_sensor_ros.demo.session import NodeRun, demo_child_env, ros_context
+from vsf_sensor_ros.demo.replay_analysis import analyse, plot, print_report
+from vsf_sensor_ros.demo.replay_recording import (CONTACT_BODIES, HPA_TO_PA, MAX_LAG_FRAMES, PRESSURE_SENSOR,
+                                                  PRESSURE_TOPIC, TARE_SAMPLES, Recording, ReplayError,
+                                                  estimate_lag, load_recording, poke_onset)
+from vsf_sensor_ros.demo.session import NodeRun, SessionResult, demo_child_env
 
 FORCE_SENSOR = "punyo_force"
 WRENCH_FRAME = "base"
@@ -111,18 +110,6 @@ def wrench_node_args(urdf: Path, time_shift: float, bias_samples: int) -> List[s
 
 # -- the live session ----------------------------------------------------------------------------
 
-@dataclass
-class Session:
-    """What a run recorded: topic logs, the tare answer, its offset (Pa) and frame, wall time."""
-
-    logs: Dict[str, Any]
-    tare_message: str
-    tare_success: bool
-    tare_offset_pa: Optional[float]
-    tare_frame: int
-    wall_s: float
-
-
 class PokeReplay(NodeRun):
     """The poke replayed into ``out``: the nodes started, frames published at ``speed`` with their
     wrenches ``time_shift`` s later, the wrench bias (``bias_samples`` frames) and the pressure tare
@@ -131,16 +118,15 @@ class PokeReplay(NodeRun):
     the nodes are not ready or predict nothing in time, or the run times out."""
 
     call_timeout_s = 15.0
+    error, exit_reason = ReplayError, "child_exited"
 
     def __init__(self, rec: Recording, out: Path, speed: float, time_shift: float, bias_samples: int,
                  tare_frame: int, domain_id: int, camera: Optional[Any] = None,
                  contact_vertex: int = 0) -> None:
-        super().__init__(None, domain_id)
+        super().__init__(None, domain_id, STARTUP_TIMEOUT_S + 10.0 * len(rec) / speed + 60.0)
         self.rec, self.out, self.speed, self.tare_frame, self.camera = rec, out, speed, tare_frame, camera
-        self.vertex, self.mount, self.offset = contact_vertex, None, None
+        self.vertex, self.mount, self.offset, self.streams = contact_vertex, None, None, None
         self.result.tare.message = "not called"
-        self._relay: Any = None
-        self._cam_ctx: Any = None
         if camera is not None:
             self.mount = rc.membrane_mount_transform(rc.ply_vertices(camera), rc.membrane_ring(camera))
         # the contacts of frame k leave the wrench node time_shift / speed after its pressure
@@ -157,7 +143,7 @@ class PokeReplay(NodeRun):
         remap = [] if camera is None else ["-r", f"contacts:={rc.WRENCH_CONTACTS_TOPIC}"]
         self.wrench_proc = child("wrench_contact_node", "contact_sources.wrench_contact_node",
                                  wrench_node_args(files["urdf"], time_shift, 2 * bias_samples) + remap)
-        self.children = [self.node_proc, self.wrench_proc]
+        self.children = self.watched = [self.node_proc, self.wrench_proc]
         if camera is not None:
             # one BLAS thread: the estimator's figures are one-core figures, and a start-up that takes
             # both cores of a small host would stall the other nodes
@@ -174,14 +160,33 @@ class PokeReplay(NodeRun):
                       for t in extra_t]
         self.first_ns = int(round(rec.t[0] * 1e9))
 
-    def run(self, say: Any = print) -> Session:
-        """Start, warm up, replay, tare, drain; the children always stopped.  What was recorded."""
+    def run(self, say: Any = print) -> SessionResult:
+        """Start, warm up, replay, tare, drain; the children always stopped.  What was recorded (the tare's
+        offset, Pa, in :attr:`offset`)."""
+        from geometry_msgs.msg import WrenchStamped
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Float32
         try:
-            self._open()
+            # the depth images stay out of the bag (92 MB); their CameraInfo is in it
+            self.open_ros("vsf_replay", TARES + ("save_calibration",),
+                          [] if self.camera is None else ["/" + rc.DEPTH_TOPIC, "/" + rc.COLOUR_TOPIC])
+            qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
+            self.pubs = {"js": self._node.create_publisher(JointState, "joint_states", qos),
+                         "w": self._node.create_publisher(WrenchStamped, "wrench", qos),
+                         "hpa": self._node.create_publisher(Float32, PRESSURE_TOPIC, qos)}
+            needs = {"/joint_states": 3, "/wrench": 2, "/contacts": 2, f"/{PRESSURE_TOPIC}": 2}
+            if self.camera is not None:
+                self.streams = rc.CameraStreams(self.camera, self.rec, self.vertex, self.mount, self._node,
+                                                self._ctx, self.domain_id, qos)
+                needs.update(self.streams.needs)
             for p in self.children:
                 p.start()
             say(f"ROS_DOMAIN_ID={self.domain_id} (localhost only); children's output in {self.out / 'logs'}/")
-            self._wait_ready()
+            # both nodes offer their tare and subscribe to every topic published here
+            self._wait_ready(lambda: (all(self._clients[s].service_is_ready() for s in TARES) and all(
+                self._node.count_subscribers(t) >= n for t, n in needs.items())),
+                STARTUP_TIMEOUT_S, "nodes not ready", "not_ready", 0.5)
             warm = self._warm_up()
             rec = self.rec
             say(f"nodes ready after {time.monotonic() - self.t0:.1f} s ({warm} warm-up frames); replaying "
@@ -189,79 +194,10 @@ class PokeReplay(NodeRun):
             self._replay(say)
             self._drain()
         finally:
+            if self.streams is not None:
+                self.streams.close()
             self.stop()
-        tare = self.result.tare
-        return Session(self.result.logs, tare.message, tare.success, self.offset, self.tare_frame,
-                       self.result.wall_s)
-
-    def _open(self) -> None:
-        """The rclpy side: the recorder, the publishers and, with the camera, its own participant and
-        the contacts relay."""
-        import rclpy
-        from geometry_msgs.msg import WrenchStamped
-        from rclpy.qos import QoSProfile, ReliabilityPolicy
-        from sensor_msgs.msg import JointState
-        from std_msgs.msg import Float32
-        cam = self.camera
-        # the depth images stay out of the bag (92 MB); their CameraInfo is in it
-        self.open_ros("vsf_replay", TARES + ("save_calibration",),
-                      [] if cam is None else ["/" + rc.DEPTH_TOPIC, "/" + rc.COLOUR_TOPIC])
-        node = self._node
-        qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
-        self.pubs = {"js": node.create_publisher(JointState, "joint_states", qos),
-                     "w": node.create_publisher(WrenchStamped, "wrench", qos),
-                     "hpa": node.create_publisher(Float32, PRESSURE_TOPIC, qos)}
-        if cam is None:
-            return
-        import threading
-
-        from rclpy.executors import SingleThreadedExecutor
-        from sensor_msgs.msg import CameraInfo, FluidPressure, Image
-        # The 0.6 MB frames from a participant of their own: behind them in one participant's send
-        # path, small samples (pressure, joint states, wrenches) were dropped and came back only
-        # with the next heartbeat, seconds late.
-        self._cam_ctx = ros_context(self.domain_id)
-        self._cam_node = rclpy.create_node("vsf_replay_camera", context=self._cam_ctx)
-        image_qos = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE)
-        self.pubs["depth"] = self._cam_node.create_publisher(Image, rc.DEPTH_TOPIC, image_qos)
-        if cam.rgb is not None:   # --camera-colour: the colour frames beside their depth frames
-            self.pubs["colour"] = self._cam_node.create_publisher(Image, rc.COLOUR_TOPIC, image_qos)
-        self.pubs["info"] = node.create_publisher(CameraInfo, rc.INFO_TOPIC, qos)
-        self.pubs["pa"] = node.create_publisher(FluidPressure, rc.STAMPED_PRESSURE_TOPIC, qos)
-        self.info_msg = rc.camera_info_msg(cam)
-        # The relay in its own node and thread: behind the recorder's callbacks in this executor its
-        # latency would vary by tens of ms, and the header-less pressure pairs by receive time.
-        relay_node = rclpy.create_node("vsf_contacts_relay", context=self._ctx)
-        rc.ContactsRelay(relay_node, self.rec, self.vertex, self.mount, cam, qos)
-        relay_exec = SingleThreadedExecutor(context=self._ctx)
-        relay_exec.add_node(relay_node)
-        thread = threading.Thread(target=relay_exec.spin, name="contacts_relay", daemon=True)
-        thread.start()
-        self._relay = (relay_node, relay_exec, thread)
-
-    def stop(self) -> Any:
-        """The relay's thread ended, then :meth:`NodeRun.stop`, then the camera's participant closed."""
-        if self._relay is not None:
-            node, executor, thread = self._relay
-            self._relay = None
-            executor.shutdown()
-            thread.join(timeout=5.0)
-            node.destroy_node()
-        result = super().stop()
-        if self._cam_ctx is not None:
-            import rclpy
-            self._cam_node.destroy_node()
-            rclpy.shutdown(context=self._cam_ctx)
-            self._cam_ctx = None
-        return result
-
-    def _check(self, stage: str) -> None:
-        for p in self.children:
-            if p.poll() is not None:
-                raise ReplayError(f"{p.name} exited with code {p.poll()} while {stage}:\n{p.tail()}",
-                                  "child_exited", value=p.poll())
-        if time.monotonic() - self.t0 > STARTUP_TIMEOUT_S + 10.0 * len(self.rec) / self.speed + 60.0:
-            raise ReplayError(f"timed out while {stage}", "timeout")
+        return self.result
 
     def _frames(self, topic: str) -> int:
         """Messages on ``topic`` stamped at or after the recording's start (warm-up excluded)."""
@@ -281,57 +217,24 @@ class PokeReplay(NodeRun):
 
     def _publish(self, k: int, t: float, with_hpa: bool) -> None:
         """Frame ``k`` stamped ``t``: wrench, joint state, and the pressure (hPa, as the driver) when
-        ``with_hpa``."""
-        from sensor_msgs.msg import FluidPressure, JointState
+        ``with_hpa``; with the camera its frame too, and the CameraInfo in the warm-up and with the
+        first :data:`INFO_FRAMES` (the node reads the first; fewer messages into a busy node leave DDS
+        less to repair)."""
+        from sensor_msgs.msg import JointState
         from std_msgs.msg import Float32
 
         from vsf_sensor_ros.demo.ur5e import UR5E_JOINTS
         from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp
-        rec, cam, pubs = self.rec, self.camera, self.pubs
         stamp = ns_to_stamp(int(round(t * 1e9)))
-        self._publish_wrench(t, rec.wrench[k])
+        self._publish_wrench(t, self.rec.wrench[k])
         js = JointState()
         js.header.stamp, js.header.frame_id = stamp, ""
-        js.name, js.position = list(UR5E_JOINTS), [float(v) for v in rec.q[k]]
-        pubs["js"].publish(js)
-        if cam is not None and not (with_hpa and k >= INFO_FRAMES):
-            # in the warm-up and with the first frames (the node reads the first; fewer messages
-            # into a busy node leave DDS less to repair)
-            self.info_msg.header.stamp = stamp
-            pubs["info"].publish(self.info_msg)
-        if not with_hpa:
-            return
-        pubs["hpa"].publish(Float32(data=float(rec.pressure_pa[k] / HPA_TO_PA)))
-        if cam is not None:   # the camera frame and its pressure, stamped alike
-            pa = FluidPressure(fluid_pressure=float(np.float32(rec.pressure_pa[k] / HPA_TO_PA)) * HPA_TO_PA)
-            pa.header.stamp = stamp
-            pubs["pa"].publish(pa)
-            if "colour" in pubs:
-                pubs["colour"].publish(rc.colour_msg(cam, k, stamp))
-            pubs["depth"].publish(rc.depth_msg(cam, k, stamp))
-
-    def _wait_ready(self) -> None:
-        """Until both nodes offer their tare and subscribe to every topic published here."""
-        needs = {"/joint_states": 3, "/wrench": 2, "/contacts": 2, f"/{PRESSURE_TOPIC}": 2}
-        if self.camera is not None:
-            needs.update({"/" + rc.STAMPED_PRESSURE_TOPIC: 2, "/" + rc.DEPTH_TOPIC: 1, "/" + rc.INFO_TOPIC: 2,
-                          "/" + rc.WRENCH_CONTACTS_TOPIC: 2})
-            if self.camera.rgb is not None:
-                needs["/" + rc.COLOUR_TOPIC] = 1
-        while True:
-            self.recorder.refresh()
-            self._spin_for(0.1)
-            self._check("starting")
-            if (all(self._clients[s].service_is_ready() for s in TARES)
-                    and all(self._node.count_subscribers(t) >= n for t, n in needs.items())):
-                break
-            if time.monotonic() - self.t0 > STARTUP_TIMEOUT_S:
-                raise ReplayError(f"nodes not ready within {STARTUP_TIMEOUT_S:.0f} s:\n"
-                                  + "\n".join(p.tail() for p in self.children), "not_ready",
-                                  value=STARTUP_TIMEOUT_S)
-        self.recorder.refresh()
-        self._spin_for(0.5)
-        self.recorder.refresh()
+        js.name, js.position = list(UR5E_JOINTS), [float(v) for v in self.rec.q[k]]
+        self.pubs["js"].publish(js)
+        if with_hpa:
+            self.pubs["hpa"].publish(Float32(data=float(self.rec.pressure_pa[k] / HPA_TO_PA)))
+        if self.streams is not None:
+            self.streams.publish(k, stamp, info=not (with_hpa and k >= INFO_FRAMES), frame=with_hpa)
 
     def _warm_up(self) -> int:
         """The recording's first frame, restamped before it, until the whole chain answers (replay ->
@@ -373,13 +276,12 @@ class PokeReplay(NodeRun):
         has predicted every cloud so far, then the calibration saved (its offset kept)."""
         resp = self._call_trigger("wrench_contact_node/tare", "taring the wrench bias")
         say(f"wrench bias before frame {k}: " + ("no answer" if resp is None else resp.message))
-        end = time.monotonic() + PREDICT_WAIT_S
         # the chain has caught up with the frames sent (a loaded host may deliver late), and the node
         # has predicted every cloud so far
-        while time.monotonic() < end and (self._frames(f"/{PRESSURE_SENSOR}/predicted")
-                                          < max(self._frames("/contacts"), k - MAX_LAG_FRAMES)):
-            self._spin_for(0.05)
-            self._check("waiting for the predictions before the tare")
+        self._spin_until(lambda: (self._frames(f"/{PRESSURE_SENSOR}/predicted")
+                                  >= max(self._frames("/contacts"), k - MAX_LAG_FRAMES)),
+                         "waiting for the predictions before the tare", time.monotonic() + PREDICT_WAIT_S,
+                         0.05)
         self._spin_for(0.2)
         resp = self._call_trigger(f"{PRESSURE_SENSOR}/tare", "taring")
         tare = self.result.tare
@@ -396,17 +298,11 @@ class PokeReplay(NodeRun):
         """The predictions of the last frames.  Under load DDS may deliver a reliable message only
         after the writer's next heartbeat (seconds later): wait (a bounded time) until every relayed
         contacts cloud has its prediction and every camera frame its estimate, then until quiet."""
-        end = time.monotonic() + DRAIN_WAIT_S
-
-        def behind() -> bool:
-            late = self._frames(f"/{PRESSURE_SENSOR}/predicted") < self._frames("/contacts")
-            if self.camera is not None:
-                late = late or self._frames("/" + rc.MEASURED_TOPIC) < len(self.rec) - rc.REFERENCE_FRAMES + 1
-            return late
-        while behind() and time.monotonic() < end:
-            self._spin_for(0.05)
-            self.recorder.refresh()
-            self._check("draining")
+        def caught_up() -> bool:
+            done = self._frames(f"/{PRESSURE_SENSOR}/predicted") >= self._frames("/contacts")
+            return done and (self.camera is None or self._frames("/" + rc.MEASURED_TOPIC)
+                             >= len(self.rec) - rc.REFERENCE_FRAMES + 1)
+        self._spin_until(caught_up, "draining", time.monotonic() + DRAIN_WAIT_S, 0.05)
         last, quiet = -1, 0
         while quiet < 10:
             self._spin_for(0.1)
@@ -535,6 +431,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     from vsf_sensor_ros.demo.ros_env import isolated_domain
+    from vsf_sensor_ros.demo.summary import clear_outputs
 
     bias_samples = max(5, min(MAX_BIAS_SAMPLES, onset - 5))
     if lag_arg is None:
@@ -543,22 +440,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         shift, lag = None, lag_arg
     tare_frame = onset - 3
     out = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    for name in ("run.mcap", "metadata.yaml", "summary.json", "pressure_real.png", "calibration.yaml",
-                 "membrane_force.npz", "membrane_force.png", "membrane_force_node.yaml",
-                 "logs/membrane_force_node.log"):
-        (out / name).unlink(missing_ok=True)
+    clear_outputs(out, ("run.mcap", "metadata.yaml", "summary.json", "pressure_real.png", "calibration.yaml",
+                        "membrane_force.npz", "membrane_force.png", "membrane_force_node.yaml",
+                        "logs/membrane_force_node.log"))
     print(f"recording: {len(rec)} frames, poke from frame {onset}; wrench bias from the last "
           f"{bias_samples} before frame {onset - 3}; "
           f"F/T lag {lag * 1000:.0f} ms" + (f" ({shift} frames, estimated)" if shift is not None else ""))
     try:
         with isolated_domain() as domain_id:
             run, vertex = _camera_run(camera, rec, args)
-            session = PokeReplay(rec, out, args.speed, lag, bias_samples, tare_frame, domain_id, camera,
-                                 vertex).run()
+            replay = PokeReplay(rec, out, args.speed, lag, bias_samples, tare_frame, domain_id, camera,
+                                vertex)
+            session = replay.run()
             from vsf_sensor_ros.demo.recorder import write_bag
             bag = write_bag(session.logs.values(), out, "run")
-            summary, series = analyse(session, rec, out)
+            summary, series = analyse(session, replay.offset, tare_frame, rec)
             summary["pressure"]["lag_s"] = lag
             summary["pressure"]["lag_fitted_in_sample"] = shift is not None
             summary["bag"] = {"path": str(bag["path"]), "topics": len(bag["counts"])}

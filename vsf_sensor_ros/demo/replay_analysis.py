@@ -7,15 +7,18 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 from vsf_sensor_ros.demo.replay_recording import (CONTACT_BODIES, CONTACT_DP_PA, HPA_TO_PA, PRESSURE_SENSOR,
-                                                  PRESSURE_TOPIC, Recording, ReplayError, pressure_metrics)
+                                                  PRESSURE_TOPIC, Recording, ReplayError, nearest_frame,
+                                                  pressure_metrics)
 
 if TYPE_CHECKING:  # the session type only, for annotations (no import cycle at run time)
-    from vsf_sensor_ros.demo.replay import Session
+    from vsf_sensor_ros.demo.session import SessionResult
 
 
-def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
-    """The summary dict (keys: :data:`DEFINITIONS`) and the per-frame series of a replay.  Raises ReplayError:
-    a topic missing, the tare offset unknown, or too few contact frames."""
+def analyse(session: SessionResult, offset_pa: Optional[float], tare_frame: int,
+            rec: Recording) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
+    """The summary dict (keys: :data:`DEFINITIONS`) and the per-frame series of a replay tared (``offset_pa``)
+    before ``tare_frame``.  Raises ReplayError: a topic missing, the tare offset unknown, or too few contact
+    frames."""
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import PointCloud2
 
@@ -28,24 +31,20 @@ def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any]
             raise ReplayError(f"nothing recorded on {topic}", "nothing_recorded", value=topic)
         return session.logs[topic]
 
-    if session.tare_offset_pa is None:
-        raise ReplayError(f"the pressure tare failed: {session.tare_message}", "tare_failed")
+    if offset_pa is None:
+        raise ReplayError(f"the pressure tare failed: {session.tare.message}", "tare_failed")
     frame_of = {int(round(rec.t[k] * 1e9)): k for k in range(len(rec))}
     # warm-up joint states (stamped before the recording, no Float32 with them) are left out
-    js = [m for m in log("/joint_states").decode()
-          if m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec in frame_of]
+    js = [k for k in map(frame_of.get, log("/joint_states").stamps_ns()) if k is not None]
     hpa = [m.data for m in log(f"/{PRESSURE_TOPIC}").decode()]
     if len(hpa) != len(js):
         raise ReplayError(f"{len(hpa)} Float32 pressures but {len(js)} joint states of recorded frames",
                           "count_mismatch", value=(len(hpa), len(js)))
     meas = np.full(len(rec), np.nan)
-    for m, p in zip(js, hpa):
-        k = frame_of.get(m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec)
-        if k is not None:
-            meas[k] = float(p) * HPA_TO_PA                     # float32 hPa -> Pa
+    meas[js] = np.array(hpa, dtype=np.float64) * HPA_TO_PA                   # float32 hPa -> Pa
     pred = np.full(len(rec), np.nan)
     for m in log(f"/{PRESSURE_SENSOR}/predicted").decode():
-        k = _nearest_frame(rec.t, m.header.stamp.sec + m.header.stamp.nanosec * 1e-9)
+        k = nearest_frame(rec.t, m.header.stamp.sec + m.header.stamp.nanosec * 1e-9)
         if k is not None:
             pred[k] = m.fluid_pressure
     clouds = {}
@@ -53,20 +52,23 @@ def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any]
     contacts_topic = "/wrench_contacts" if "/wrench_contacts" in session.logs else "/contacts"
     for data in log(contacts_topic).data:
         c = pointcloud2_to_contacts(deserialize_message(data, PointCloud2), CONTACT_BODIES)
-        k = _nearest_frame(rec.t, c.stamp_ns * 1e-9)
+        k = nearest_frame(rec.t, c.stamp_ns * 1e-9)
         if k is not None:
             clouds[k] = c.contacts
-    off = float(session.tare_offset_pa)
-    after = np.arange(len(rec)) >= session.tare_frame
+    off = float(offset_pa)
+    after = np.arange(len(rec)) >= tare_frame
     usable = after & np.isfinite(meas) & np.isfinite(pred) & np.array([k in clouds for k in range(len(rec))])
     idx = np.flatnonzero(usable)
 
     # The library on the same recorded states: the pressure model, then its gain calibration.
     world = ur5e_world()
-    sensor = PunyoPressureSensor(PRESSURE_SENSOR, PUNYO_BODY)
-    sensor.attach(world.body_model(PUNYO_BODY))
-    sensor.set_calibration({"tare": [off]})
-    states = []
+
+    def tared() -> Any:
+        sensor = PunyoPressureSensor(PRESSURE_SENSOR, PUNYO_BODY)
+        sensor.attach(world.body_model(PUNYO_BODY))
+        sensor.set_calibration({"tare": [off]})
+        return sensor
+    sensor, states = tared(), []
     for k in idx:
         world.set_joint_positions(UR5E_JOINTS, rec.q[k])
         states.append(SimState(world.body_transforms(), {}, clouds[k]))
@@ -78,14 +80,11 @@ def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any]
     meas_dp, pred_dp, gain_dp = meas[idx] - off, pred[idx] - off, after_gain - off
     metrics = pressure_metrics(meas_dp, pred_dp, gain_dp)
     k_gain = float(calibrator.last_fit.gain[0])
-    fresh = PunyoPressureSensor(PRESSURE_SENSOR, PUNYO_BODY)     # tare only, for the out-of-sample fit
-    fresh.attach(world.body_model(PUNYO_BODY))
-    fresh.set_calibration({"tare": [off]})
-    oos, oos_series = out_of_sample_gain(fresh, states, meas[idx], off, pred_dp)
+    oos, oos_series = out_of_sample_gain(tared(), states, meas[idx], off, pred_dp)
     summary = {
         "recording": {"frames": len(rec), "duration_s": float(rec.t[-1] - rec.t[0])},
-        "tare": {"frame": session.tare_frame, "success": session.tare_success, "offset_pa": off,
-                 "answer": session.tare_message},
+        "tare": {"frame": tare_frame, "success": session.tare.success, "offset_pa": off,
+                 "answer": session.tare.message},
         "published": {t.strip("/"): len(session.logs[t]) for t in sorted(session.logs)},
         "pressure": {
             **metrics,
@@ -104,7 +103,7 @@ def analyse(session: Session, rec: Recording, out: Path) -> Tuple[Dict[str, Any]
         "wall_s": session.wall_s,
     }
     series = {"t": rec.t[idx] - rec.t[0], "meas": meas[idx], "pred": pred[idx], "gain": after_gain,
-              "offset": np.full(idx.size, off), "tare_t": np.array([rec.t[session.tare_frame] - rec.t[0]]),
+              "offset": np.full(idx.size, off), "tare_t": np.array([rec.t[tare_frame] - rec.t[0]]),
               **oos_series}
     return summary, series
 
@@ -136,11 +135,6 @@ def out_of_sample_gain(sensor: Any, states: Sequence[Any], meas: np.ndarray, off
              "residual_rms_unloading_after_tare_pa": float(np.sqrt(np.mean((m - p) ** 2))),
              "residual_rms_unloading_after_gain_pa": float(np.sqrt(np.mean((m - g) ** 2)))}
     return entry, {"oos_gain": predicted, "oos_test": test}
-
-
-def _nearest_frame(t: np.ndarray, s: float, tol: float = 0.002) -> Optional[int]:
-    k = int(np.argmin(np.abs(t - s)))
-    return k if abs(t[k] - s) <= tol else None
 
 
 DEFINITIONS = {

@@ -13,18 +13,16 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from vsf_sensor_ros.demo.config import DemoConfig, DemoError, read_params_file, sensors_from_params
-from vsf_sensor_ros.demo.session import NodeRun
+from vsf_sensor_ros.demo.session import STARTUP_TIMEOUT_S, NodeRun
 
 WINDOW = 20                 # contacts messages published ahead of the slowest sensor's predictions
-STARTUP_TIMEOUT_S = 90.0    # python + torch + klampt imports on a busy 2-core machine
 CATCH_UP_S = 30.0           # longest wait for the node to catch up (window, tare, end)
 
 
 class BagError(ValueError):
     """The bag cannot be replayed with this parameter file: a ``reason`` word (``'unreadable'``,
     ``'no_input'``, ``'wrong_type'``, ``'headerless'``, ``'no_measured'``, ``'tare_before_start'``,
-    ``'bad_speed'``, ``'params_missing'``), the ``path`` and ``topic`` at fault and the offending
-    ``value`` (a message type, ``--tare-at`` s, ``--speed``), each None when there is none."""
+    ``'bad_speed'``, ``'params_missing'``), the ``path``, ``topic`` and ``value`` at fault, or None."""
 
     def __init__(self, message: str, reason: str, path: Any = None, topic: Optional[str] = None,
                  value: Any = None) -> None:
@@ -140,19 +138,15 @@ def tare_index(stamps_ns: List[int], touching: List[bool], tare_samples: int,
 def scan_contacts(bag: BagTopics, cfg: DemoConfig) -> Tuple[List[int], List[bool]]:
     """Stamps (ns) of the bag's contacts and whether each touches the bubble (PointCloud2 only;
     ``ros_gz_interfaces/Contacts`` count as not touching: their tare falls on the time rule)."""
-    from rclpy.serialization import deserialize_message
-    from sensor_msgs.msg import PointCloud2
-
     from vsf_sensor_ros.demo.analysis import touches
     from vsf_sensor_ros.demo.config import press_body_indices
-    from vsf_sensor_ros.demo.recorder import cloud_point_count, header_stamp_ns
+    from vsf_sensor_ros.demo.recorder import header_stamp_ns
     cloud = bag.topics["/contacts"][0] == "sensor_msgs/msg/PointCloud2"
     bodies = press_body_indices(cfg)
     stamps, touching = [], []
     for _, _, raw in iter_messages(bag.path, ["/contacts"]):
         stamps.append(header_stamp_ns(raw))
-        touching.append(cloud and cloud_point_count(raw) > 0
-                        and touches(deserialize_message(raw, PointCloud2), bodies))
+        touching.append(cloud and touches(raw, bodies))
     return stamps, touching
 
 
@@ -169,9 +163,8 @@ def replay_config(args: argparse.Namespace, bag: BagTopics, params_file: Path) -
 
 
 class BagReplay(NodeRun):
-    """One replay of ``bag`` (:func:`open_bag`) with ``cfg`` (:func:`replay_config`): the node child,
-    the recorder, the publishers and one tare after the contacts message stamped ``tare_stamp_ns``
-    (:func:`tare_index`); ``speed`` multiplies the recorded pace (0 = as fast as the node keeps up)."""
+    """One replay of ``bag`` with ``cfg`` (:func:`replay_config`), tared once after the contacts message
+    stamped ``tare_stamp_ns``; ``speed`` multiplies the recorded pace (0 = as fast as the node keeps up)."""
 
     def __init__(self, cfg: DemoConfig, bag: BagTopics, tare_stamp_ns: int, speed: float,
                  domain_id: int) -> None:
@@ -181,23 +174,19 @@ class BagReplay(NodeRun):
         super().__init__(cfg, domain_id)
         self.bag, self.tare_stamp_ns, self.speed = bag, tare_stamp_ns, speed
         # outputs kept until this process, which also publishes, has taken them (the default 10 can
-        # overflow while it catches up); inputs reliable and deep: a replay loses no message
-        keep = ["qos.outputs.depth:=500", "qos.inputs.reliability:=reliable", "qos.inputs.depth:=500"]
-        command = node_command(cfg) + [a for k in keep for a in ("-p", k)]
-        self.node_proc = ManagedProcess("sensor_node", command, demo_child_env(domain_id, None),
-                                        cfg.out / "logs" / "sensor_node.log")
-        self.children = [self.node_proc]
+        # overflow while it catches up); the inputs are reliable and deep already (node_command)
+        self.node_proc = ManagedProcess("sensor_node", node_command(cfg) + ["-p", "qos.outputs.depth:=500"],
+                                        demo_child_env(domain_id, None), cfg.out / "logs" / "sensor_node.log")
+        self.children = self.watched = [self.node_proc]
         self.contacts_sent = 0
         self.last_stamp_ns: Optional[int] = None
         self.measured = {s.name: measured_topic(cfg.base_params, s.name) for s in cfg.sensors}
         self.headerless = {t for t, (kind, _) in bag.topics.items() if kind in HEADERLESS_MEASURED_TYPES}
         self.last_measured_ns: Dict[str, int] = {}   # stamped measured topic -> newest stamp published
-        self._timeout: Optional[float] = None
 
     def run(self, say: Any = print) -> Any:
-        """Start, replay, tare, drain; the node always stopped.  The
-        :class:`~vsf_sensor_ros.demo.session.SessionResult`.  Raises DemoError: the node died, did not come up
-        or fell behind for :data:`CATCH_UP_S`."""
+        """Start, replay, tare, drain; the node always stopped.  The ``SessionResult``.  Raises DemoError:
+        the node died or did not come up."""
         try:
             self.open_ros("vsf_replay")
             self.node_proc.start()
@@ -212,39 +201,33 @@ class BagReplay(NodeRun):
         from rclpy.qos import QoSProfile, ReliabilityPolicy
 
         from vsf_sensor_ros.demo.recorder import message_class
-        self._timeout = STARTUP_TIMEOUT_S
-        # every input the bag holds for the node: discovery shows a node's subscriptions one by one
+        # every input the bag holds for the node (discovery shows a node's subscriptions one by one),
+        # then the rest (free bodies' poses): a second unchanged
         needed = {t for t in ("/contacts", "/joint_states", *self.measured.values())
                   if self.bag.topics.get(t, ("", 0))[1] > 0}
-        while not (self._clients["tare"].service_is_ready() and needed <= set(self._node_inputs())):
-            self._spin_for(0.1)
-            self._check("starting")
-        seen, since = set(self._node_inputs()), time.monotonic()
-        while time.monotonic() - since < 1.0:      # the rest (free bodies' poses): a second unchanged
-            self._spin_for(0.1)
+        seen: List[Any] = [set(), time.monotonic()]
+
+        def settled() -> bool:
             now = set(self._node_inputs())
-            if now != seen:
-                seen, since = now, time.monotonic()
-            self._check("starting")
+            if now != seen[0]:
+                seen[:] = [now, time.monotonic()]
+            return (self._clients["tare"].service_is_ready() and needed <= now
+                    and time.monotonic() - seen[1] >= 1.0)
+        self._wait_ready(settled, STARTUP_TIMEOUT_S, "sensor node not ready", "timeout", 0.0)
         topics = sorted(t for t in self._node_inputs() if self.bag.topics.get(t, ("", 0))[1] > 0)
         qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
         pubs = {t: self._node.create_publisher(message_class(self.bag.topics[t][0]), t, qos) for t in topics}
         # a message sent before its publisher has matched the node's subscription is lost
-        while not all(p.get_subscription_count() >= max(1, self._node.count_subscribers(t))
-                      for t, p in pubs.items()):
-            self.recorder.refresh()
-            self._spin_for(0.1)
-            self._check("matching the node's subscriptions")
-        self.recorder.refresh()
-        self._timeout = None
+        self._wait_ready(lambda: all(p.get_subscription_count() >= max(1, self._node.count_subscribers(t))
+                                     for t, p in pubs.items()),
+                         STARTUP_TIMEOUT_S, "the node's subscriptions not matched", "timeout", 0.0)
         say(f"sensor node ready after {time.monotonic() - self.t0:.1f} s; replaying {', '.join(topics)}")
         return pubs
 
     def _play(self, pubs: Dict[str, Any], say: Any) -> None:
-        """Publish the bag's inputs in log-time order, except that a contacts message waits for the
-        later-logged messages of its own stamp (the node predicts it with the state it has at its
-        stamp).  The tare comes before the first message stamped after the tare's stamp.  A
-        header-less measured message goes at its log time and never brings the tare forward."""
+        """Publish the bag's inputs in log-time order, a contacts message after the later-logged messages of
+        its stamp (the node predicts it with the state it has then); the tare before the first message
+        stamped after the tare's stamp (a header-less measured one goes at its log time, never first)."""
         from vsf_sensor_ros.demo.recorder import header_stamp_ns
         self._pace: Optional[Tuple[float, int]] = None     # (wall s, log ns) the pace counts from
         held: Optional[Tuple[int, bytes, int]] = None        # contacts waiting: (log ns, bytes, stamp)
@@ -313,31 +296,15 @@ class BagReplay(NodeRun):
         return False
 
     def _wait_for_node(self, count: int, stage: str, paired: bool = False) -> None:
-        end = time.monotonic() + CATCH_UP_S
-        while self._behind(count, paired):
-            if time.monotonic() > end:
-                self.result.errors.append(f"the node fell behind while {stage}: went on after "
-                                          f"{CATCH_UP_S:g} s")
-                return
-            self.recorder.refresh()
-            self._spin_for(0.01)
-            self._check(stage)
-
-    def _check(self, stage: str) -> None:
-        code = self.node_proc.poll()
-        if code is not None:
-            raise DemoError(f"sensor node exited with code {code} while {stage}:\n{self.node_proc.tail()}",
-                            "node_exited", value=code)
-        if self._timeout is not None and time.monotonic() - self.t0 > self._timeout:
-            raise DemoError(f"timed out after {self._timeout:g} s while {stage}:\n{self.node_proc.tail()}",
-                            "timeout", value=self._timeout)
+        if not self._spin_until(lambda: not self._behind(count, paired), stage, time.monotonic() + CATCH_UP_S,
+                                step=0.01):
+            self.result.errors.append(f"the node fell behind while {stage}: went on after {CATCH_UP_S:g} s")
 
 
 def headerless_series(session: Any, s: Any, delay_s: float) -> Tuple[Any, Any]:
-    """:func:`~vsf_sensor_ros.demo.summary.series_for` for a header-less measured stream, which has
-    no stamp to match by: each measured message takes the stamp of the contacts message received
-    nearest to its receive time + ``delay_s`` (``<s>.measured_delay``), the node's pairing rule;
-    values ``(1,)`` float64 SI (data x ``s.measured_scale``)."""
+    """:func:`~vsf_sensor_ros.demo.summary.series_for` for a header-less measured stream: each measured
+    message takes the stamp of the contacts message received nearest its receive time + ``delay_s``
+    (``<s>.measured_delay``), the node's pairing rule; values ``(1,)`` float64 SI (data x measured_scale)."""
     import numpy as np
 
     from vsf_sensor_ros.demo.analysis import Series
@@ -366,7 +333,8 @@ def main(args: argparse.Namespace, usage: Any) -> int:
 
     from vsf_sensor_ros.demo.recorder import write_bag
     from vsf_sensor_ros.demo.ros_env import isolated_domain
-    from vsf_sensor_ros.demo.summary import build_summary, make_plots, series_for, summary_table
+    from vsf_sensor_ros.demo.summary import (build_summary, clear_outputs, make_plots, series_for,
+                                             summary_table)
     out = args.out = args.out if args.out is not None else Path("demo_out/replay")
     try:
         if not (args.speed >= 0 and math.isfinite(args.speed)):
@@ -389,10 +357,7 @@ def main(args: argparse.Namespace, usage: Any) -> int:
         print(f"warning: {line}", file=sys.stderr)
     span = (stamps[-1] - stamps[0]) * 1e-9
     cfg.duration_s, cfg.rate_hz = span, (len(stamps) - 1) / span if span > 0 else 0.0
-    out.mkdir(parents=True, exist_ok=True)
-    for name in ("run.mcap", "metadata.yaml", "summary.json", "pressure.png", "force_field.png",
-                 "calibration.yaml"):
-        (out / name).unlink(missing_ok=True)
+    clear_outputs(out)
     print(f"{bag.path}: {len(stamps)} contacts messages over {span:.2f} s; tare after stamp "
           f"{stamps[tare_after] * 1e-9:.9g} s; parameters {params_file}")
     try:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from vsf_sensor_ros.demo.replay_recording import CONTACT_BODIES, HPA_TO_PA, Recording
+from vsf_sensor_ros.demo.replay_recording import CONTACT_BODIES, HPA_TO_PA, Recording, nearest_frame
 
 if TYPE_CHECKING:   # the sensor package (torch) is imported when the analysis runs
     from vsf_sensor_ros.sensor.scale_calibration import ScaleScore
@@ -280,6 +280,72 @@ class ContactsRelay:
         self.relayed += 1
 
 
+class CameraStreams:
+    """The camera side of the poke's replay: depth (and colour) frames from a participant of their own, the
+    ``CameraInfo`` and stamped pressure from ``node`` (the recorder's, in ``ctx``), and a
+    :class:`ContactsRelay` (``rec``, ``vertex``, ``mount``) in a node and thread of its own in ``ctx``.
+    :attr:`needs`: subscribers each published topic must have before the replay; :meth:`close` ends it."""
+
+    def __init__(self, cam: CameraRecording, rec: Recording, vertex: int, mount: np.ndarray, node: Any,
+                 ctx: Any, domain_id: int, qos: Any) -> None:
+        import threading
+
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        from sensor_msgs.msg import CameraInfo, FluidPressure, Image
+
+        from vsf_sensor_ros.demo.session import ros_context
+        self.cam, self.rec = cam, rec
+        # The 0.6 MB frames from a participant of their own: behind them in one participant's send
+        # path, small samples (pressure, joint states, wrenches) were dropped and came back only
+        # with the next heartbeat, seconds late.
+        self._ctx = ros_context(domain_id)
+        self._node = rclpy.create_node("vsf_replay_camera", context=self._ctx)
+        image_qos = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE)
+        self.depth = self._node.create_publisher(Image, DEPTH_TOPIC, image_qos)
+        # --camera-colour: the colour frames beside their depth frames
+        self.colour = None if cam.rgb is None else self._node.create_publisher(Image, COLOUR_TOPIC, image_qos)
+        self.info = node.create_publisher(CameraInfo, INFO_TOPIC, qos)
+        self.pressure = node.create_publisher(FluidPressure, STAMPED_PRESSURE_TOPIC, qos)
+        self.info_msg = camera_info_msg(cam)
+        self.needs = {"/" + STAMPED_PRESSURE_TOPIC: 2, "/" + DEPTH_TOPIC: 1, "/" + INFO_TOPIC: 2,
+                      "/" + WRENCH_CONTACTS_TOPIC: 2, **({} if cam.rgb is None else {"/" + COLOUR_TOPIC: 1})}
+        # The relay in its own node and thread: behind the recorder's callbacks in one executor its
+        # latency would vary by tens of ms, and the header-less pressure pairs by receive time.
+        self._relay_node = rclpy.create_node("vsf_contacts_relay", context=ctx)
+        ContactsRelay(self._relay_node, rec, vertex, mount, cam, qos)
+        self._relay_exec = SingleThreadedExecutor(context=ctx)
+        self._relay_exec.add_node(self._relay_node)
+        self._thread = threading.Thread(target=self._relay_exec.spin, name="contacts_relay", daemon=True)
+        self._thread.start()
+
+    def publish(self, k: int, stamp: Any, info: bool, frame: bool) -> None:
+        """Frame ``k``'s ``CameraInfo`` when ``info``; its stamped pressure (the float32 hPa in Pa, as
+        the node receives it), colour and depth frames when ``frame``; all stamped ``stamp``."""
+        from sensor_msgs.msg import FluidPressure
+        if info:
+            self.info_msg.header.stamp = stamp
+            self.info.publish(self.info_msg)
+        if not frame:
+            return
+        pa = FluidPressure(fluid_pressure=float(np.float32(self.rec.pressure_pa[k] / HPA_TO_PA)) * HPA_TO_PA)
+        pa.header.stamp = stamp
+        self.pressure.publish(pa)
+        if self.colour is not None:
+            self.colour.publish(colour_msg(self.cam, k, stamp))
+        self.depth.publish(depth_msg(self.cam, k, stamp))
+
+    def close(self) -> None:
+        """End the relay's thread and node, and the camera's participant."""
+        import rclpy
+        self._relay_exec.shutdown()
+        self._thread.join(timeout=5.0)
+        self._relay_node.destroy_node()
+        self._node.destroy_node()
+        rclpy.shutdown(context=self._ctx)
+
+
 def ply_vertices(cam: CameraRecording) -> np.ndarray:
     """The attachment mesh's vertices in file order, m."""
     import trimesh
@@ -293,9 +359,8 @@ def _decode_field(log: Any, rec: Recording, n: int) -> np.ndarray:
     from vsf_sensor_ros.ros.messages.readings import read_cloud_fields
     out = np.full((len(rec), n, 3), np.nan)
     for msg in log.decode():
-        s = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        k = int(np.argmin(np.abs(rec.t - s)))
-        if abs(rec.t[k] - s) <= 0.002 and msg.width * msg.height == n:
+        k = nearest_frame(rec.t, msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
+        if k is not None and msg.width * msg.height == n:
             c = read_cloud_fields(msg, ["fx", "fy", "fz"])
             out[k] = np.stack([c["fx"], c["fy"], c["fz"]], axis=1)
     return out

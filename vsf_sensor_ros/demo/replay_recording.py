@@ -41,6 +41,12 @@ class Recording:
         return len(self.t)
 
 
+def nearest_frame(t: np.ndarray, s: float, tol: float = 0.002) -> Optional[int]:
+    """Index of the frame time in ``t`` (s) nearest ``s`` (s), None when farther than ``tol`` s."""
+    k = int(np.argmin(np.abs(t - s)))
+    return k if abs(t[k] - s) <= tol else None
+
+
 def load_recording(path: Path, frames: Optional[Tuple[int, int]] = None) -> Recording:
     """Read ``data.json`` (optionally frames ``a:b``).  Raises ReplayError: missing file (or a folder),
     not JSON, wrong layout (names the frame) or too few frames."""

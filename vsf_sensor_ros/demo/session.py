@@ -1,12 +1,8 @@
-"""One recorded demo run: the children, the recorder, the tare, and a clean stop (docs/demo.md).
-
-:class:`NodeRun` holds what the demo and the bag replay share (a private rclpy context with a
-:class:`~vsf_sensor_ros.demo.recorder.TopicRecorder`, ``Trigger`` calls, the tare); :class:`DemoSession` adds
-the simulator and releases everything in :meth:`NodeRun.stop`."""
+"""One recorded demo run (docs/demo.md): :class:`NodeRun`, what the demo and the replays share (children, a
+private rclpy context with a recorder, start-up, ``Trigger`` calls, a clean stop); :class:`DemoSession`."""
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,13 +36,11 @@ class SessionResult:
 class Progress:
     """Status lines on stdout, :meth:`tick` at most one a second."""
 
-    def __init__(self, stream: Optional[Any] = None) -> None:
-        self.stream = stream or sys.stdout
-        self.last = 0.0
+    last = 0.0
 
     def say(self, text: str) -> None:
         """Print a line now."""
-        print(text, file=self.stream, flush=True)
+        print(text, flush=True)
 
     def tick(self, text_fn: Callable[[], str]) -> None:
         """Print ``text_fn()`` if a second has passed since the last tick."""
@@ -127,13 +121,10 @@ class ContactWatch:
 
     def update(self, data: Sequence[bytes]) -> None:
         """Look at the serialised ``contacts`` messages after :attr:`seen` (``data`` = all so far)."""
-        from rclpy.serialization import deserialize_message
-        from sensor_msgs.msg import PointCloud2
-
         from vsf_sensor_ros.demo.analysis import touches
-        from vsf_sensor_ros.demo.recorder import cloud_point_count, header_stamp_ns
+        from vsf_sensor_ros.demo.recorder import header_stamp_ns
         for raw in data[self.seen:]:
-            if cloud_point_count(raw) > 0 and touches(deserialize_message(raw, PointCloud2), self.bodies):
+            if touches(raw, self.bodies):
                 self.touched = True
             elif not self.touched:
                 self.free_steps += 1
@@ -156,15 +147,20 @@ def ros_context(domain_id: int) -> Any:
 
 class NodeRun:
     """A sensor node child, recorded from a private rclpy context (``domain_id``), tared once.  Subclasses set
-    :attr:`node_proc` and :attr:`children`, and call :meth:`open_ros` first."""
+    :attr:`node_proc`, :attr:`children` and :attr:`watched` (those whose exit is an error), and call
+    :meth:`open_ros` first; a failure raises :attr:`error` (reasons :attr:`exit_reason`, ``'timeout'`` after
+    :attr:`limit_s`)."""
 
     cfg: Optional[DemoConfig]
     node_proc: ManagedProcess
     children: List[ManagedProcess]
+    watched: List[ManagedProcess]
     call_timeout_s = CALL_TIMEOUT_S
+    error: type = DemoError
+    exit_reason = "node_exited"
 
-    def __init__(self, cfg: Optional[DemoConfig], domain_id: int) -> None:
-        self.cfg, self.domain_id = cfg, domain_id
+    def __init__(self, cfg: Optional[DemoConfig], domain_id: int, limit_s: Optional[float] = None) -> None:
+        self.cfg, self.domain_id, self.limit_s = cfg, domain_id, limit_s
         self.result = SessionResult({}, {}, TareResult(), 0.0)
         self.t0 = time.monotonic()
         self._ctx: Any = None
@@ -176,8 +172,7 @@ class NodeRun:
 
     def open_ros(self, name: str, services: Sequence[str] = ("tare", "save_calibration"),
                  exclude: Sequence[str] = ()) -> None:
-        """The context, node ``name``, executor, recorder (less ``exclude``) and a ``Trigger`` client per
-        service name."""
+        """Context, node ``name``, executor, recorder (less ``exclude``), a ``Trigger`` client per service."""
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
         from std_srvs.srv import Trigger
@@ -215,10 +210,42 @@ class NodeRun:
         while time.monotonic() < end:
             self._executor.spin_once(timeout_sec=0.01)
 
-    def _wait_until(self, due: float) -> None:
-        """Spin until the monotonic time ``due`` (s), within 5 ms."""
+    def _wait_until(self, due: float) -> None:   # within 5 ms
         while time.monotonic() < due:
             self._executor.spin_once(timeout_sec=max(0.0, min(0.005, due - time.monotonic())))
+
+    def _spin_until(self, done: Callable[[], bool], stage: str, until: float, step: float = 0.1) -> bool:
+        """Spin and record until ``done()`` (True) or the monotonic time ``until`` (False); :meth:`_check`."""
+        while not done():
+            if time.monotonic() > until:
+                return False
+            self.recorder.refresh()
+            self._spin_for(step)
+            self._check(stage)
+        return True
+
+    def _wait_ready(self, ready: Callable[[], bool], limit_s: float, failure: str, reason: str,
+                    settle_s: float) -> None:
+        """:meth:`_spin_until` ``ready`` within ``limit_s`` of the start (else :attr:`error` ``reason``), then
+        record ``settle_s`` more: every topic the nodes offer or expect subscribed before a message."""
+        if not self._spin_until(ready, "starting", self.t0 + limit_s):
+            tails = "\n".join(p.tail() for p in self.watched)
+            raise self.error(f"{failure} within {limit_s:.0f} s:\n{tails}", reason, value=limit_s)
+        self.recorder.refresh()
+        self._spin_for(settle_s)
+        self.recorder.refresh()
+
+    def _check(self, stage: str) -> None:
+        """Raise :attr:`error`: a :attr:`watched` child exited (:attr:`exit_reason`, value its code), or
+        :attr:`limit_s` passed since the start (``'timeout'``)."""
+        for p in self.watched:
+            code = p.poll()
+            if code is not None:
+                raise self.error(f"{p.name} exited with code {code} while {stage}:\n{p.tail()}",
+                                 self.exit_reason, value=code)
+        if self.limit_s is not None and time.monotonic() - self.t0 > self.limit_s:
+            raise self.error(f"timed out after {self.limit_s:.0f} s while {stage}", "timeout",
+                             value=self.limit_s)
 
     def _call_trigger(self, service: str, stage: str) -> Optional[Any]:
         """Call ``service``, spinning (recording goes on) until it answers or :attr:`call_timeout_s`."""
@@ -231,8 +258,7 @@ class NodeRun:
         return future.result() if future.done() else None
 
     def _tare_and_save(self, sim_time_s: Optional[float]) -> TareResult:
-        """Call ``tare`` then ``save_calibration``; the outcome read from the saved file (problems go
-        to :attr:`SessionResult.errors`; success is :func:`~vsf_sensor_ros.demo.tare.tare_succeeded`)."""
+        """``tare``, ``save_calibration``; the outcome read from the saved file (problems in ``errors``)."""
         tare, cfg = self.result.tare, self.cfg
         tare.sim_time_s = sim_time_s
         tare.request_ns = time.time_ns()
@@ -259,29 +285,25 @@ class NodeRun:
 
 
 class DemoSession(NodeRun):
-    """One recorded run of the simulator and the sensor node; :meth:`run`, or :meth:`start` /
-    :meth:`record` / :meth:`stop` with ``stop`` in a ``finally``."""
+    """One recorded run of the simulator and the sensor node: :meth:`run`."""
 
     def __init__(self, cfg: DemoConfig, progress: Progress, domain_id: int, logs_dir: Path) -> None:
-        super().__init__(cfg, domain_id)
+        super().__init__(cfg, domain_id, cfg.timeout_s)
         self.progress, self.logs_dir = progress, logs_dir
         env = demo_child_env(domain_id, cfg.assets)
         self.node_proc = ManagedProcess("sensor_node", node_command(cfg), env, logs_dir / "sensor_node.log")
         sim_name, sim_cmd = (("mujoco_contact_node", mujoco_sim_command(cfg)) if cfg.backend == "mujoco"
                              else ("contact_sim_node", sim_command(cfg)))
         self.sim_proc = ManagedProcess(sim_name, sim_cmd, env, logs_dir / f"{sim_name}.log")
-        self.children = [self.sim_proc, self.node_proc]
+        self.children, self.watched = [self.sim_proc, self.node_proc], [self.node_proc]
         from vsf_sensor_ros.ros.frames import TFMessage
         if TFMessage is not None:   # the link frames (robot_state_publisher's part), where TF exists
             self.children.append(ManagedProcess("link_frames_node", link_frames_command(cfg), env,
                                                 logs_dir / "link_frames_node.log"))
-        self.tare_result = self.result.tare
         self.watch = ContactWatch(press_body_indices(cfg))
-        self.deadline = self.t0 + cfg.timeout_s
 
     def run(self) -> SessionResult:
-        """:meth:`start`, :meth:`record`, and always :meth:`stop`; the result.  Raises DemoError: see
-        :meth:`start` and :meth:`record` (children stopped first)."""
+        """:meth:`start`, :meth:`record`, and always :meth:`stop`; the result (DemoError as they raise)."""
         try:
             self.start()
             self.record()
@@ -298,16 +320,8 @@ class DemoSession(NodeRun):
         say(f"starting sensor node ({cfg.params_file.name}) ...")
         for p in self.children[1:]:
             p.start()
-        while not self._clients["tare"].service_is_ready():
-            self._spin_for(0.1)
-            self._check("starting")
-            if time.monotonic() - self.t0 > STARTUP_TIMEOUT_S:
-                raise DemoError(f"sensor node offered no 'tare' service within {STARTUP_TIMEOUT_S:.0f} s:\n"
-                                f"{self.node_proc.tail()}", "no_tare_service", value=STARTUP_TIMEOUT_S)
-        # everything the node offers or expects (its measured inputs too) before the first message
-        self.recorder.refresh()
-        self._spin_for(0.3)
-        self.recorder.refresh()
+        self._wait_ready(self._clients["tare"].service_is_ready, STARTUP_TIMEOUT_S,
+                         "sensor node offered no 'tare' service", "no_tare_service", 0.3)
         say(f"sensor node ready after {time.monotonic() - self.t0:.1f} s; recording "
             f"{len(self.recorder.logs)} topics; starting {cfg.backend} simulator ({cfg.world} world, "
             f"{cfg.duration_s:g} s at {cfg.rate_hz:g} Hz, seed {cfg.seed}) ...")
@@ -329,7 +343,7 @@ class DemoSession(NodeRun):
             contacts = self.recorder.logs.get("/contacts")
             if contacts is not None and len(contacts) > self.watch.seen:
                 self.watch.update(contacts.data)
-            if self.tare_result.request_ns is None and tare_due(
+            if self.result.tare.request_ns is None and tare_due(
                     self.watch.stamp_s, [self._pred_count(s) for s in self.cfg.sensors],
                     self.cfg.tare_samples, self.watch.touched):
                 self.tare()
@@ -346,7 +360,7 @@ class DemoSession(NodeRun):
                                 f"{self.sim_proc.tail()}", "no_contacts", value=STARTUP_TIMEOUT_S)
         self._spin_for(DRAIN_S)  # the last predictions of the final steps
         self.progress.say(self.status())
-        if self.tare_result.request_ns is None:
+        if self.result.tare.request_ns is None:
             self.result.errors.append("the tare service was never called (no contacts received)")
 
     def tare(self) -> None:
@@ -369,15 +383,7 @@ class DemoSession(NodeRun):
         if self.watch.stamp_s is None:
             return f"[{elapsed:5.1f} s] simulator loading its world ..."
         preds = "/".join(str(self._pred_count(s)) for s in self.cfg.sensors)
-        tare = self.tare_result
+        tare = self.result.tare
         tare_txt = ("ok" if tare.success else "FAILED") if tare.response_ns else "pending"
         return (f"[{elapsed:5.1f} s] sim t={self.watch.stamp_s:5.2f} s | steps {self.watch.seen:5d} | "
                 f"predicted {preds} | tare {tare_txt}")
-
-    def _check(self, stage: str) -> None:
-        if time.monotonic() > self.deadline:
-            raise DemoError(f"timed out after {self.cfg.timeout_s:.0f} s while {stage}", "timeout",
-                            value=self.cfg.timeout_s)
-        if self.node_proc.poll() is not None:
-            raise DemoError(f"sensor node exited with code {self.node_proc.poll()} while {stage}:\n"
-                            f"{self.node_proc.tail()}", "node_exited", value=self.node_proc.poll())

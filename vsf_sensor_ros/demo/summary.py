@@ -99,6 +99,18 @@ DEFINITIONS = {
 }
 
 
+RUN_FILES = ("run.mcap", "metadata.yaml", "summary.json", "pressure.png", "force_field.png",
+             "calibration.yaml")
+
+
+def clear_outputs(out: Path, names: Sequence[str] = RUN_FILES) -> None:
+    """Create ``out`` and remove the files ``names`` an earlier run wrote there (others stay); the
+    ``calibration.yaml`` must go: the node would load it at start and begin tared."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (out / name).unlink(missing_ok=True)
+
+
 def series_for(session: SessionResult, s: SensorInfo) -> Tuple[Any, Any]:
     """``(predicted, measured)`` :class:`~vsf_sensor_ros.demo.analysis.Series` of a sensor (None: empty)."""
     from vsf_sensor_ros.demo.analysis import Series
@@ -127,14 +139,11 @@ def bubble_contact_stamps(cfg: DemoConfig, contacts: Any) -> np.ndarray:
     """Stamps (ns, int64) of the recorded ``contacts`` in which the bubble
     (:func:`~vsf_sensor_ros.demo.config.press_body_indices`) touches something."""
     from vsf_sensor_ros.demo.analysis import touches
-    from vsf_sensor_ros.demo.recorder import cloud_point_count
     if contacts is None or not len(contacts):
         return np.zeros(0, dtype=np.int64)
     bodies = press_body_indices(cfg)
-    stamps = np.array(contacts.stamps_ns(), dtype=np.int64)
-    pressed = np.array([cloud_point_count(d) > 0 and touches(m, bodies)
-                        for d, m in zip(contacts.data, contacts.decode())], dtype=bool)
-    return stamps[pressed]
+    pressed = np.array([touches(d, bodies) for d in contacts.data], dtype=bool)
+    return np.array(contacts.stamps_ns(), dtype=np.int64)[pressed]
 
 
 def adjacent_stamps(stamps_ns: np.ndarray, contact_ns: np.ndarray) -> np.ndarray:

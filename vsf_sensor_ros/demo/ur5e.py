@@ -30,23 +30,6 @@ PUNYO_MOUNT_OFFSET = 0.05
 _LIMIT, _VELOCITY, _MASS = 2.0 * math.pi, math.pi, 1.0   # joint limits (rad, rad/s), nominal mass (unused)
 
 
-def dh_forward_kinematics(q: Sequence[float], dh: Sequence[Tuple[float, float, float]] = UR5E_DH
-                          ) -> np.ndarray:
-    """Flange pose ``(4, 4)`` float64 (DH frame 6 → frame 0, m) from the standard DH product.  Raises
-    ValueError: ``q`` does not have one angle per DH row."""
-    q = np.asarray(q, dtype=np.float64).reshape(-1)
-    if q.shape[0] != len(dh):
-        raise ValueError(f"need {len(dh)} joint angles, got {q.shape[0]}")
-    T = np.eye(4)
-    for qi, (d, a, alpha) in zip(q, dh):
-        ct, st, ca, sa = math.cos(qi), math.sin(qi), math.cos(alpha), math.sin(alpha)
-        T = T @ np.array([[ct, -st * ca, st * sa, a * ct],
-                          [st, ct * ca, -ct * sa, a * st],
-                          [0.0, sa, ca, d],
-                          [0.0, 0.0, 0.0, 1.0]])
-    return T
-
-
 def _inertial() -> str:
     return (f'<inertial><mass value="{_MASS}"/><origin xyz="0 0 0"/>'
             '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>')
