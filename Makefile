@@ -53,7 +53,7 @@ $(STAMP): setup.py setup.cfg $(wildcard $(ROS_REQUIREMENTS) $(ROS_BUILD_REQUIREM
 	@touch $(STAMP)
 
 test: venv
-	$(PY) -m pytest -q -n 2 --dist loadfile test
+	$(PY) -m pytest -q test
 
 # The fuzz targets of test/fuzz at full size (>= 10^5 examples in all; `make test` runs a CI-sized profile).
 fuzz: venv
