@@ -337,3 +337,22 @@ def test_a_wrench_bag_without_contacts_names_contacts_and_the_wrench_node(tmp_pa
                     [(1, store.serialize_cdr(wrench, "geometry_msgs/msg/WrenchStamped"))])})
     line = _one_error_line(replay(bag, tmp_path / "o", "--params-file", str(PARAMS)))
     assert "/contacts" in line and "/wrench" in line and "wrench_contact_node" in line
+
+
+def test_a_bag_without_contacts_does_not_take_the_sensors_own_wrench_topics_for_a_wrist_wrench(tmp_path):
+    import argparse
+
+    from vsf_sensor_ros.demo.replay_bag import BagTopics, check_inputs, replay_config
+    topics = {"/joint_states": ("sensor_msgs/msg/JointState", 5),
+              "/punyo_pad/measured": ("geometry_msgs/msg/WrenchStamped", 5),
+              "/object_load/residual": ("geometry_msgs/msg/WrenchStamped", 5)}
+    bag = BagTopics(tmp_path / "b", topics)
+    cfg = replay_config(argparse.Namespace(out=tmp_path / "o"), bag, PARAMS)
+    with pytest.raises(BagError) as err:
+        check_inputs(bag, cfg, 0.0)
+    assert err.value.reason == "no_input" and err.value.topic == "/contacts"
+    assert "/punyo_pad/measured" not in str(err.value)            # the sensor's own stream
+    bag.topics["/ft_sensor/wrench"] = ("geometry_msgs/msg/WrenchStamped", 5)
+    with pytest.raises(BagError) as err:
+        check_inputs(bag, cfg, 0.0)
+    assert "/ft_sensor/wrench" in str(err.value) and "/object_load/residual" not in str(err.value)

@@ -102,12 +102,12 @@ def test_a_contacts_message_uses_the_free_body_pose_of_its_stamp_and_the_world_k
     for ms, x in ((10, 0.1), (20, 0.2), (30, 0.3)):      # applied in order, as the node does
         world.set_body_pose(body, pose(x))
         transforms.invalidate()
-        transforms.remember_pose(body, ms * MS, pose(x))
+        assert transforms.remember_pose(body, ms * MS, pose(x)) is None
     assert float(transforms.at(15 * MS)[body][0, 3]) == 0.1      # newest pose stamped <= 15 ms
     assert float(transforms.at(20 * MS)[body][0, 3]) == 0.2
     assert float(transforms.at(35 * MS)[body][0, 3]) == 0.3      # the latest
     assert world.body_transform(body)[0, 3] == 0.3               # put back after a rewind
-    transforms.remember_pose(body, 5 * MS, pose(0.05))            # its source restarted: history gone
+    assert transforms.remember_pose(body, 5 * MS, pose(0.05)) == 30 * MS   # restarted: history gone
     world.set_body_pose(body, pose(0.05))
     transforms.invalidate()
     assert float(transforms.at(15 * MS)[body][0, 3]) == 0.05

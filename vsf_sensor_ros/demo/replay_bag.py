@@ -69,8 +69,10 @@ def check_inputs(bag: BagTopics, cfg: DemoConfig, speed: float) -> List[str]:
             "/joint_states": "sensor_msgs/msg/JointState"}
     for topic, msgtype in want.items():
         have = bag.topics.get(topic)
+        # a wrist wrench, not a sensor's own topic (its measured, predicted, residual ... streams)
+        own = {f"/{s.name}" for s in cfg.sensors}
         wrenches = [t for t, (kind, n) in bag.topics.items()
-                    if kind == "geometry_msgs/msg/WrenchStamped" and n]
+                    if kind == "geometry_msgs/msg/WrenchStamped" and n and t.rsplit("/", 1)[0] not in own]
         if topic == "/contacts" and (have is None or have[1] == 0) and wrenches:
             # the replay starts no wrench_contact_node: its mounting (body, parent link, transform,
             # contact point) is not in the sensor node's parameter file

@@ -128,17 +128,19 @@ class BodyTransforms:
                 self._keys[given] = hit
         return hit
 
-    def remember_pose(self, body: str, stamp_ns: int, T: np.ndarray) -> None:
+    def remember_pose(self, body: str, stamp_ns: int, T: np.ndarray) -> Optional[int]:
         """Keep an applied pose ``T`` (``(4, 4)`` body -> world, m) of free body ``body`` under
-        ``stamp_ns`` (ignored when ``<= 0``); a stamp earlier than the body's newest is a restart of
-        its source: the body's older poses are forgotten."""
+        ``stamp_ns`` (ignored when ``<= 0``).  Returns the body's newest stamp (ns) when ``stamp_ns`` is
+        earlier (a restart of its source: the body's older poses are forgotten), else None."""
         if stamp_ns <= 0:
-            return
+            return None
         src = self._poses.get(body)
-        if src is None or (src.stamps and stamp_ns < src.stamps[-1]):
+        jumped = src.stamps[-1] if src is not None and src.stamps and stamp_ns < src.stamps[-1] else None
+        if src is None or jumped is not None:
             src = self._poses[body] = _Source(self._history_len)
         src.stamps.append(stamp_ns)
         src.positions.append(np.array(T, dtype=np.float64))
+        return jumped
 
     def at(self, stamp_ns: int) -> Dict[str, torch.Tensor]:
         """Body name -> ``(4, 4)`` body -> world transform for contacts stamped ``stamp_ns``.

@@ -136,7 +136,12 @@ class KinematicInputs:
             reason = "pose_invalid" if np.isfinite(xyz + quat).all() else "non_finite"
             return self._reject(reason, str(exc))
         self.transforms.invalidate()
-        self.transforms.remember_pose(body, stamp_to_ns(msg.header.stamp), T)
+        stamp = stamp_to_ns(msg.header.stamp)
+        old = self.transforms.remember_pose(body, stamp, T)
+        if old is not None:
+            self._log.warning(f"{body} pose stamp went backwards ({old * 1e-9:.9f} -> {stamp * 1e-9:.9f} s); "
+                              "its source restarted (simulator reset?): its pose history cleared",
+                              throttle_duration_sec=1.0)
 
     def follow(self, handles: Iterable[SensorHandle], contact_body_names: Iterable[str],
                free_bodies: Iterable[str]) -> None:
