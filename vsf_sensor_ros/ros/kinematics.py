@@ -101,7 +101,8 @@ class KinematicInputs:
         if pos.size != len(names):
             return self._reject("joint_state_short", f"{len(names)} names but {pos.size} positions")
         if not np.isfinite(pos).all():
-            return self._reject("non_finite", "JointState position has NaN/inf")
+            i = int(np.flatnonzero(~np.isfinite(pos))[0])
+            return self._reject("non_finite", f"joint_states position of {names[i]!r} is {pos[i]}")
         applied = self.joint_names.rename(names)
         try:
             ignored = self._world.set_joint_positions(applied, pos)
