@@ -1,7 +1,5 @@
-"""Replay a recording through the sensor node: the real Punyo poke (data.json) or an MCAP bag.
-
-The poke is replayed through ``wrench_contact_node`` and ``sensor_node`` on a UR5e world built from its joint
-angles; a ``.mcap`` goes to :mod:`~vsf_sensor_ros.demo.replay_bag`.  Method, options and results:
+"""Replay a recording through the sensor node: the real Punyo poke (data.json, through
+``wrench_contact_node`` on a UR5e world) or an MCAP bag (:mod:`~vsf_sensor_ros.demo.replay_bag`);
 docs/real_data.md and docs/demo.md."""
 from __future__ import annotations
 
@@ -32,23 +30,18 @@ STARTUP_TIMEOUT_S = 60.0
 PREDICT_WAIT_S = 60.0
 WARMUP_LEAD_S = 100.0         # warm-up frames are stamped this long before the recording
 WARMUP_STEP_S = 0.05
-# Measured (median over a replay's recorded arrival times, 2 shared cores: contacts of frame k minus
-# its pressure, less time_shift / speed): the contacts of a step arrive about 2 ms after the wrench
-# that completes them was published (one more hop and the wrench node's kinematics than the
-# pressure's direct path).
+# measured: the contacts of a frame arrive ~2 ms after the wrench completing them (one more hop than
+# the pressure's direct path)
 WRENCH_NODE_LATENCY_S = 0.002
 DRAIN_WAIT_S = 15.0           # longest wait for late predictions after the last frame
 TARES = (f"{PRESSURE_SENSOR}/tare", "wrench_contact_node/tare")   # the pressure's tare, the wrench bias
 INFO_FRAMES = 10              # CameraInfo goes with the warm-up and the first frames only
 
 
-# -- session files -------------------------------------------------------------------------------
-
 def write_session_files(out: Path, measured_delay: float = 0.0, camera: Optional[Any] = None,
                         membrane_mount: Optional[np.ndarray] = None) -> Dict[str, Path]:
-    """Write ``ur5e.urdf`` and ``sensor_node.yaml`` in ``out`` (pressure ``measured_delay`` s); with
-    ``camera`` the dense force sensor sits on the membrane body (fixed to ``tool0`` by
-    ``membrane_mount``) and ``membrane_force_node.yaml`` is written too.  Their paths."""
+    """Write ``ur5e.urdf``, ``sensor_node.yaml`` (pressure ``measured_delay`` s) and with ``camera``
+    ``membrane_force_node.yaml`` (dense force on the membrane at ``membrane_mount``) in ``out``; paths."""
     import yaml
 
     from vsf_sensor_ros.demo.ur5e import TOOL_LINK, punyo_mount_transform, ur5e_urdf
@@ -108,14 +101,10 @@ def wrench_node_args(urdf: Path, time_shift: float, bias_samples: int) -> List[s
             "-p", "bias_on_start:=false", "-p", f"min_force:={MIN_FORCE_N!r}", "-p", "qos_depth:=500"]
 
 
-# -- the live session ----------------------------------------------------------------------------
-
 class PokeReplay(NodeRun):
-    """The poke replayed into ``out``: the nodes started, frames published at ``speed`` with their
-    wrenches ``time_shift`` s later, the wrench bias (``bias_samples`` frames) and the pressure tare
-    before ``tare_frame``, all recorded; with ``camera`` also ``membrane_force_node`` and the contacts
-    relay (row at ``contact_vertex``).  :meth:`run` raises :class:`ReplayError` when a child exits,
-    the nodes are not ready or predict nothing in time, or the run times out."""
+    """The poke replayed into ``out`` at ``speed``, wrenches ``time_shift`` s later, wrench bias and pressure
+    tare before ``tare_frame``; with ``camera`` also ``membrane_force_node`` and the relay.  :meth:`run`
+    raises :class:`ReplayError`: a child exits, nodes not ready or silent, or the time is up."""
 
     call_timeout_s = 15.0
     error, exit_reason = ReplayError, "child_exited"
@@ -130,7 +119,6 @@ class PokeReplay(NodeRun):
         if camera is not None:
             self.mount = rc.membrane_mount_transform(rc.ply_vertices(camera), rc.membrane_ring(camera))
         # the contacts of frame k leave the wrench node time_shift / speed after its pressure
-        # (docs/real_data.md): the pressure counts as received that much later
         delay = min(1.0, time_shift / speed + WRENCH_NODE_LATENCY_S)
         files = write_session_files(out, delay, camera, self.mount)
         env = demo_child_env(domain_id, None)
@@ -145,15 +133,12 @@ class PokeReplay(NodeRun):
                                  wrench_node_args(files["urdf"], time_shift, 2 * bias_samples) + remap)
         self.children = self.watched = [self.node_proc, self.wrench_proc]
         if camera is not None:
-            # one BLAS thread: the estimator's figures are one-core figures, and a start-up that takes
-            # both cores of a small host would stall the other nodes
+            # one BLAS thread: one-core figures, and the other nodes are not stalled
             one = {k: "1" for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
             self.children.append(child("membrane_force_node", "ros.membrane_force_node",
                                        ["--params-file", str(files["membrane"])], {**env, **one}))
-        # one wrench at t_k + time_shift per frame k (inside the recording, not on a recorded stamp),
-        # interpolated linearly as the wrench node does: (stamp s, wrench).  1 us later than that: a
-        # stamp near 1.7e9 s in float seconds is only good to 0.24 us, and one a hair early would leave
-        # the frame waiting for the next recorded wrench.
+        # one wrench interpolated at t_k + time_shift per frame k, 1 us late (float seconds near 1.7e9 hold
+        # 0.24 us; a hair early would leave the frame waiting for the next recorded wrench)
         extra_t = [t + time_shift + 1e-6 for t in rec.t if t + time_shift + 1e-6 <= rec.t[-1]
                    and np.min(np.abs(rec.t - (t + time_shift))) > 1e-5]
         self.extra = [(t, np.array([np.interp(t, rec.t, rec.wrench[:, i]) for i in range(6)]))
@@ -161,8 +146,8 @@ class PokeReplay(NodeRun):
         self.first_ns = int(round(rec.t[0] * 1e9))
 
     def run(self, say: Any = print) -> SessionResult:
-        """Start, warm up, replay, tare, drain; the children always stopped.  What was recorded (the tare's
-        offset, Pa, in :attr:`offset`)."""
+        """Start, warm up, replay, tare, drain; children always stopped.  The result (tare offset Pa:
+        :attr:`offset`)."""
         from geometry_msgs.msg import WrenchStamped
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import JointState
@@ -216,10 +201,8 @@ class PokeReplay(NodeRun):
         self.pubs["w"].publish(w)
 
     def _publish(self, k: int, t: float, with_hpa: bool) -> None:
-        """Frame ``k`` stamped ``t``: wrench, joint state, and the pressure (hPa, as the driver) when
-        ``with_hpa``; with the camera its frame too, and the CameraInfo in the warm-up and with the
-        first :data:`INFO_FRAMES` (the node reads the first; fewer messages into a busy node leave DDS
-        less to repair)."""
+        """Frame ``k`` stamped ``t``: wrench, joint state, hPa when ``with_hpa``, the camera frame (its
+        CameraInfo in the warm-up and the first :data:`INFO_FRAMES` only)."""
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float32
 
@@ -237,11 +220,8 @@ class PokeReplay(NodeRun):
             self.streams.publish(k, stamp, info=not (with_hpa and k >= INFO_FRAMES), frame=with_hpa)
 
     def _warm_up(self) -> int:
-        """The recording's first frame, restamped before it, until the whole chain answers (replay ->
-        wrench node -> sensor node: a prediction comes back); the frames sent.  The graph can list a
-        subscriber before the publishing process has matched it, and a message sent before that is
-        lost; the node's first prediction also compiles its kernels.  No pressure here: the
-        header-less Float32 stream carries no stamp to tell warm-up from recording afterwards."""
+        """Frame 0, restamped before the recording, until a prediction comes back (subscriptions matched,
+        kernels compiled); the frames sent.  No pressure: the Float32 has no stamp to tell it apart."""
         warm, predictions = 0, f"/{PRESSURE_SENSOR}/predicted"
         while not len(self.recorder.logs.get(predictions, ())):
             self._publish(0, self.rec.t[0] - WARMUP_LEAD_S + WARMUP_STEP_S * warm, with_hpa=False)
@@ -272,12 +252,9 @@ class PokeReplay(NodeRun):
             self._check("replaying")
 
     def _tare(self, k: int, say: Any) -> None:
-        """The wrench bias from the last contact-free wrenches, then the pressure tare once the node
-        has predicted every cloud so far, then the calibration saved (its offset kept)."""
+        """The wrench bias, then the pressure tare once every cloud so far is predicted, then the save."""
         resp = self._call_trigger("wrench_contact_node/tare", "taring the wrench bias")
         say(f"wrench bias before frame {k}: " + ("no answer" if resp is None else resp.message))
-        # the chain has caught up with the frames sent (a loaded host may deliver late), and the node
-        # has predicted every cloud so far
         self._spin_until(lambda: (self._frames(f"/{PRESSURE_SENSOR}/predicted")
                                   >= max(self._frames("/contacts"), k - MAX_LAG_FRAMES)),
                          "waiting for the predictions before the tare", time.monotonic() + PREDICT_WAIT_S,
@@ -295,9 +272,8 @@ class PokeReplay(NodeRun):
             self.offset = _offset_from(self.out / "calibration.yaml", tare.message)
 
     def _drain(self) -> None:
-        """The predictions of the last frames.  Under load DDS may deliver a reliable message only
-        after the writer's next heartbeat (seconds later): wait (a bounded time) until every relayed
-        contacts cloud has its prediction and every camera frame its estimate, then until quiet."""
+        """Wait (bounded: DDS may repair seconds late) for every cloud's prediction and every camera
+        frame's estimate, then until quiet."""
         def caught_up() -> bool:
             done = self._frames(f"/{PRESSURE_SENSOR}/predicted") >= self._frames("/contacts")
             return done and (self.camera is None or self._frames("/" + rc.MEASURED_TOPIC)
@@ -323,11 +299,8 @@ def _offset_from(calibration: Path, message: str) -> Optional[float]:
         return float(m.group(1)) if m else None
 
 
-# -- command line --------------------------------------------------------------------------------
-
 def build_parser() -> argparse.ArgumentParser:
-    """The replay's command line."""
-    # --recording is required: a bare run must not start a whole replay into the current directory
+    """The replay's command line (--recording required: a bare run must not replay into the cwd)."""
     ap = argparse.ArgumentParser(prog="vsf_replay", description=__doc__.split("\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                                  epilog="example: vsf_replay --recording punyo_poke_ur5e/data.json "
@@ -361,9 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def recording_kind(path: Path) -> Optional[str]:
-    """``"json"`` (the poke's data.json or its folder), ``"mcap"`` (a ``.mcap`` file or another folder),
-    else None: the name decides (the reader reports a bag that is not an MCAP)."""
-    # a poke's folder (data.json inside) stays the poke's: load_recording names the file to give
+    """``"json"`` (data.json or its folder), ``"mcap"`` (a ``.mcap`` or another folder), else None."""
     if path.suffix.lower() == ".json" or (path / "data.json").is_file():
         return "json"
     return "mcap" if path.suffix.lower() == ".mcap" or path.is_dir() else None
@@ -379,9 +350,8 @@ def _parse_frames(text: str) -> Optional[Tuple[int, int]]:
 
 
 def _camera_run(camera: Optional[Any], rec: Recording, args: argparse.Namespace) -> Tuple[Any, int]:
-    """The estimator's run in this process and the contact vertex, or ``(None, 0)`` without the camera
-    (saying why)."""
-    if camera is not None:   # the estimator in this process first: the contact vertex, the timings
+    """The estimator's run in this process and the contact vertex, or ``(None, 0)`` (saying why)."""
+    if camera is not None:
         run = rc.library_run(camera, rec)
         vertex = rc.contact_vertex(run, rec)
         print(f"camera: {len(camera.depth)} depth frames; predicted contact at membrane vertex {vertex} "

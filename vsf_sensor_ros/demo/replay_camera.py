@@ -1,7 +1,5 @@
-"""The real poke's camera frames in the replay: the measured dense force through ``membrane_force_node``.
-
-Adds the membrane body (assumed mount), runs the node on the depth frames, relays contacts with the pressed
-vertex, checks the in-process estimator and calibrates the scale; see docs/real_data.md."""
+"""The real poke's camera frames in the replay: the measured dense force through ``membrane_force_node``,
+the contacts relayed with the pressed vertex, the in-process estimator and the scale; docs/real_data.md."""
 from __future__ import annotations
 
 import json
@@ -39,10 +37,8 @@ HELD_FRAMES = (78, 102)
 
 @dataclass
 class CameraRecording:
-    """The poke's camera frames: ``(N, H, W)`` uint16 depth in ``depth_unit_m`` m, ``(9,)`` row-major
-    intrinsics ``k`` px, ``(5,)`` distortion ``d`` (k1 k2 p1 p2 k3), the image size px, the membrane
-    mesh (VTK) and the PLY with its vertices, the recording's index of frame 0 here, and ``(N, H, W,
-    3)`` uint8 colour frames on the depth grid or None."""
+    """``(N, H, W)`` uint16 depth in ``depth_unit_m`` m, ``(9,)`` intrinsics ``k`` px, ``(5,)`` distortion
+    ``d``, image size px, membrane VTK and PLY, frame 0's index, ``(N, H, W, 3)`` uint8 colour or None."""
 
     depth: np.ndarray
     depth_unit_m: float
@@ -57,8 +53,7 @@ class CameraRecording:
 
 
 def attachment_mesh(root: Path) -> Path:
-    """OpenVSF's ``punyo_mesh_complete.ply``: in the assets folder (``$VSF_ASSETS``) when there, else
-    in ``kinova_punyo/`` beside ``root`` (the folder of ``data.json``)."""
+    """``punyo_mesh_complete.ply`` in ``$VSF_ASSETS`` when there, else in ``kinova_punyo/`` beside ``root``."""
     from vsf_sensor_ros.embedded_world import KINOVA_PUNYO_MESH_FILE, default_assets_dir
     assets = default_assets_dir()
     if assets is not None and (assets / KINOVA_PUNYO_MESH_FILE).is_file():
@@ -67,8 +62,7 @@ def attachment_mesh(root: Path) -> Path:
 
 
 def missing_camera_files(recording: Path) -> List[Path]:
-    """The dense-force replay's files missing: ``camera/`` depth.npz, camera.json and
-    membrane_equalized.vtk beside ``data.json``, and the PLY (:func:`attachment_mesh`)."""
+    """The dense-force files missing: ``camera/`` depth.npz, camera.json, membrane_equalized.vtk, the PLY."""
     root = Path(os.path.abspath(recording)).parent
     cam = root / "camera"
     needed = [cam / "depth.npz", cam / "camera.json", cam / "membrane_equalized.vtk", attachment_mesh(root)]
@@ -77,8 +71,8 @@ def missing_camera_files(recording: Path) -> List[Path]:
 
 def load_camera(recording: Path, frames: Optional[Tuple[int, int]] = None,
                 colour: bool = False) -> Optional[CameraRecording]:
-    """The ``camera/`` folder beside ``data.json`` (frames ``a:b`` when given); None when absent.  Raises
-    ValueError: ``colour`` asked for and the folder has no ``rgb.npz``."""
+    """The ``camera/`` folder beside ``data.json`` (frames ``a:b``); None when absent.  Raises ValueError:
+    ``colour`` asked for without ``rgb.npz``."""
     if missing_camera_files(recording):
         return None
     # absolute: the nodes resolve a relative mesh path against $VSF_ASSETS when it is set
@@ -86,16 +80,12 @@ def load_camera(recording: Path, frames: Optional[Tuple[int, int]] = None,
     cam, ply = root / "camera", attachment_mesh(root)
     info = json.loads((cam / "camera.json").read_text())
     f = info["distortion_fit"]
-    depth = np.load(cam / "depth.npz")["depth"]
-    if frames is not None:
-        depth = depth[frames[0]:frames[1]]
-    rgb = None
+    cut = slice(None) if frames is None else slice(*frames)
+    depth, rgb = np.load(cam / "depth.npz")["depth"][cut], None
     if colour:
         if not (cam / "rgb.npz").is_file():
             raise ValueError(f"colour asked for, but {cam / 'rgb.npz'} is missing")
-        rgb = np.load(cam / "rgb.npz")["rgb"]
-        if frames is not None:
-            rgb = rgb[frames[0]:frames[1]]
+        rgb = np.load(cam / "rgb.npz")["rgb"][cut]
     return CameraRecording(depth, float(info["depth_unit_m"]),
                            [f["fx"], 0.0, f["cx"], 0.0, f["fy"], f["cy"], 0.0, 0.0, 1.0],
                            [f["k1"], f["k2"], f["p1"], f["p2"], f["k3"]],
@@ -104,8 +94,8 @@ def load_camera(recording: Path, frames: Optional[Tuple[int, int]] = None,
 
 
 def membrane_mount_transform(vertices: np.ndarray, boundary: Sequence[int]) -> np.ndarray:
-    """``punyo_membrane`` body → ``tool0`` ``(4, 4)``: ring centre at the bubble's base centre, base
-    normal along tool −y, the smallest such rotation (see the module text)."""
+    """``punyo_membrane`` body → ``tool0`` ``(4, 4)``: ring centre at the bubble's base centre, normal
+    along tool −y, the smallest such rotation."""
     from scipy.spatial.transform import Rotation
 
     from vsf_sensor_ros.demo.ur5e import punyo_mount_transform
@@ -130,8 +120,7 @@ def membrane_ring(cam: CameraRecording) -> np.ndarray:
 
 
 def membrane_node_params(cam: CameraRecording, out: Path) -> Path:
-    """``membrane_force_node.yaml`` in ``out`` for the replay (reliable inputs, reference = frames 0-4;
-    the colour topic when ``cam`` has colour)."""
+    """``membrane_force_node.yaml`` in ``out`` (reliable inputs, reference frames 0-4, colour if any)."""
     import yaml
     params = {
         "mesh": str(cam.mesh), "attachment_mesh": str(cam.attachment_mesh), "frame_id": MEMBRANE_BODY,
@@ -168,8 +157,7 @@ def _image_msg(a: np.ndarray, encoding: str, frame_id: str, stamp: Any) -> Any:
 
 
 def colour_msg(cam: CameraRecording, k: int, stamp: Any) -> Any:
-    """Colour frame ``k`` as ``rgb8`` on the depth pixel grid, stamped ``stamp`` (as its depth frame).  Raises
-    ValueError: ``cam`` has no colour frames."""
+    """Colour frame ``k`` as ``rgb8`` on the depth grid, stamped ``stamp``.  Raises ValueError: no colour."""
     if cam.rgb is None:
         raise ValueError("the camera recording was loaded without colour")
     return _image_msg(np.ascontiguousarray(cam.rgb[k], dtype=np.uint8), "rgb8",
@@ -184,9 +172,8 @@ def depth_msg(cam: CameraRecording, k: int, stamp: Any) -> Any:
 
 @dataclass
 class LibraryRun:
-    """The estimator on every frame, in this process (membrane mesh frame): ``(N, V, 3)`` forces N
-    and positions m, ``(N, V)`` normal displacement m (NaN: not read), ``(N,)`` ms per estimate, the
-    ``set_reference`` time s, ``(B,)`` support vertices, ``(V, 3)`` reference vertices m."""
+    """The estimator in this process (mesh frame): ``(N, V, 3)`` forces N, positions m, ``(N, V)`` normal
+    displacement m (NaN: not read), ``(N,)`` ms, ``set_reference`` s, ``(B,)`` ring, ``(V, 3)`` vertices m."""
 
     forces: np.ndarray
     positions: np.ndarray
@@ -198,9 +185,8 @@ class LibraryRun:
 
 
 def library_run(cam: CameraRecording, rec: Recording) -> LibraryRun:
-    """:class:`MembraneForceEstimator` on every frame (reference: the first :data:`REFERENCE_FRAMES`),
-    with the node's inputs: depth × unit, the float32 hPa × 100, ISA ambient at the site, and the
-    colour frames when ``cam`` has them."""
+    """:class:`MembraneForceEstimator` on every frame with the node's inputs (reference: the first
+    :data:`REFERENCE_FRAMES`; depth × unit, float32 hPa × 100, ISA ambient at the site, colour if any)."""
     from vsf_sensor_ros.sensor.camera_model import BrownConradyCamera
     from vsf_sensor_ros.sensor.membrane_force_estimator import (MembraneForceEstimator, isa_pressure,
                                                                 punyo_camera_rotation)
@@ -230,8 +216,7 @@ def loaded_frames(rec: Recording, threshold: float = 0.5, bias_frames: int = 30)
 
 
 def contact_vertex(run: LibraryRun, rec: Recording) -> int:
-    """The vertex the camera sees pressed in most: largest mean inward normal displacement over the
-    loaded frames (``|F − bias| > 0.5 N``; all frames when none)."""
+    """The vertex of largest mean inward normal displacement over the loaded frames (all when none)."""
     frames = loaded_frames(rec)
     w = run.normal_displacement[frames if frames.size else slice(None)]
     read = np.isfinite(w).sum(axis=0)
@@ -241,9 +226,8 @@ def contact_vertex(run: LibraryRun, rec: Recording) -> int:
 
 
 class ContactsRelay:
-    """Relays :data:`WRENCH_CONTACTS_TOPIC` to ``contacts`` (bodies :data:`SESSION_BODIES`), adding
-    to each ``(punyo, other)`` contact one on ``(punyo_membrane, other)`` with the same force at
-    ``vertex`` (``elem1``; its world position at the frame's joint angles)."""
+    """Relays :data:`WRENCH_CONTACTS_TOPIC` to ``contacts``, adding to each ``(punyo, other)`` contact one
+    on ``(punyo_membrane, other)`` with the same force at ``vertex`` (``elem1``)."""
 
     def __init__(self, node: Any, rec: Recording, vertex: int, mount: np.ndarray, cam: CameraRecording,
                  qos: Any) -> None:
@@ -281,10 +265,9 @@ class ContactsRelay:
 
 
 class CameraStreams:
-    """The camera side of the poke's replay: depth (and colour) frames from a participant of their own, the
-    ``CameraInfo`` and stamped pressure from ``node`` (the recorder's, in ``ctx``), and a
-    :class:`ContactsRelay` (``rec``, ``vertex``, ``mount``) in a node and thread of its own in ``ctx``.
-    :attr:`needs`: subscribers each published topic must have before the replay; :meth:`close` ends it."""
+    """The camera side of the replay: depth (and colour) frames from a participant of their own, CameraInfo
+    and stamped pressure from ``node``, a :class:`ContactsRelay` in its own thread; :attr:`needs`: the
+    subscribers each topic must have first."""
 
     def __init__(self, cam: CameraRecording, rec: Recording, vertex: int, mount: np.ndarray, node: Any,
                  ctx: Any, domain_id: int, qos: Any) -> None:
@@ -297,22 +280,18 @@ class CameraStreams:
 
         from vsf_sensor_ros.demo.session import ros_context
         self.cam, self.rec = cam, rec
-        # The 0.6 MB frames from a participant of their own: behind them in one participant's send
-        # path, small samples (pressure, joint states, wrenches) were dropped and came back only
-        # with the next heartbeat, seconds late.
+        # the 0.6 MB frames from a participant of their own: behind them small samples came seconds late
         self._ctx = ros_context(domain_id)
         self._node = rclpy.create_node("vsf_replay_camera", context=self._ctx)
         image_qos = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE)
         self.depth = self._node.create_publisher(Image, DEPTH_TOPIC, image_qos)
-        # --camera-colour: the colour frames beside their depth frames
         self.colour = None if cam.rgb is None else self._node.create_publisher(Image, COLOUR_TOPIC, image_qos)
         self.info = node.create_publisher(CameraInfo, INFO_TOPIC, qos)
         self.pressure = node.create_publisher(FluidPressure, STAMPED_PRESSURE_TOPIC, qos)
         self.info_msg = camera_info_msg(cam)
         self.needs = {"/" + STAMPED_PRESSURE_TOPIC: 2, "/" + DEPTH_TOPIC: 1, "/" + INFO_TOPIC: 2,
                       "/" + WRENCH_CONTACTS_TOPIC: 2, **({} if cam.rgb is None else {"/" + COLOUR_TOPIC: 1})}
-        # The relay in its own node and thread: behind the recorder's callbacks in one executor its
-        # latency would vary by tens of ms, and the header-less pressure pairs by receive time.
+        # the relay in its own thread: the header-less pressure pairs by receive time
         self._relay_node = rclpy.create_node("vsf_contacts_relay", context=ctx)
         ContactsRelay(self._relay_node, rec, vertex, mount, cam, qos)
         self._relay_exec = SingleThreadedExecutor(context=ctx)
@@ -321,8 +300,8 @@ class CameraStreams:
         self._thread.start()
 
     def publish(self, k: int, stamp: Any, info: bool, frame: bool) -> None:
-        """Frame ``k``'s ``CameraInfo`` when ``info``; its stamped pressure (the float32 hPa in Pa, as
-        the node receives it), colour and depth frames when ``frame``; all stamped ``stamp``."""
+        """``CameraInfo`` when ``info``; frame ``k``'s pressure (float32 hPa in Pa), colour, depth when
+        ``frame``; all stamped ``stamp``."""
         from sensor_msgs.msg import FluidPressure
         if info:
             self.info_msg.header.stamp = stamp
@@ -367,10 +346,8 @@ def _decode_field(log: Any, rec: Recording, n: int) -> np.ndarray:
 
 
 def calibrate_scale(total: np.ndarray, rec: Recording, cmp: Any) -> "ScaleScore":
-    """The force scale of ``total`` (``(N, 3)`` summed estimated forces, N) fitted on the loading and scored
-    on the unloading, paired with the F/T as ``cmp`` (``compare_with_wrench``) pairs them; a ``ScaleScore``
-    with its frames in estimate frame numbers.  Raises ScaleFitRefused: the loading or the unloading is too
-    short (the reason names the count)."""
+    """The ``ScaleScore`` of ``total`` (``(N, 3)`` summed forces, N) fitted on the loading, scored on the
+    unloading, paired with the F/T as ``cmp`` pairs them (estimate frame numbers).  Raises ScaleFitRefused."""
     from dataclasses import replace
 
     from vsf_sensor_ros.sensor.scale_calibration import out_of_sample_scale
@@ -383,8 +360,8 @@ def calibrate_scale(total: np.ndarray, rec: Recording, cmp: Any) -> "ScaleScore"
 
 def analyse_membrane(logs: Dict[str, Any], run: LibraryRun, rec: Recording, cam: CameraRecording,
                      vertex: int, out: Path) -> Dict[str, Any]:
-    """``membrane_force.npz``, ``membrane_force.png`` and the summary's ``membrane_force`` block.  Raises
-    RuntimeError: nothing recorded on ``punyo_force/measured``."""
+    """Write ``membrane_force.npz`` and ``.png``; the ``membrane_force`` block.  Raises RuntimeError: nothing
+    recorded on ``punyo_force/measured``."""
     from vsf_sensor_ros.sensor.membrane_force_estimator import compare_with_wrench, peak_distance
     from vsf_sensor_ros.sensor.membrane_frame import fit_mesh_transform
     from vsf_sensor_ros.sensor.scale_calibration import ScaleFitRefused
@@ -521,28 +498,26 @@ MEMBRANE_DEFINITIONS = {
 
 def plot_membrane(run: LibraryRun, fields: Dict[str, np.ndarray], rec: Recording, cmp: Any, peak: int,
                   path: Path, scale: Optional[float] = None) -> Path:
-    """Write the force sum against the F/T magnitude over time (and × ``scale``), and measured,
-    predicted and residual at the ``peak`` frame, to ``path``; ``path``."""
-    import matplotlib
-    matplotlib.use("Agg")
+    """Write |force sum| against |F − bias| over time (and × ``scale``), and the fields at ``peak``."""
     from matplotlib.figure import Figure
     t = rec.t - rec.t[0]
     f = rec.wrench[:, :3]
     ft = np.linalg.norm(f - f[:30].mean(axis=0), axis=1)
     lag = int(cmp.lag)
+    shift = lag * np.median(np.diff(rec.t))
     fig = Figure(figsize=(14, 8), layout="constrained")
     grid = fig.add_gridspec(2, 3)
     ax = fig.add_subplot(grid[0, :])
     ax.plot(t, ft, color="black", lw=2.4, marker="o", ms=3, markevery=3, label="|F - bias|, arm F/T")
     lib = np.linalg.norm(run.forces.sum(axis=1), axis=1)
-    ax.plot(t - lag * np.median(np.diff(rec.t)), lib, color="tab:red", ls="--", marker="s", ms=3,
+    ax.plot(t - shift, lib, color="tab:red", ls="--", marker="s", ms=3,
             markevery=3, mfc="none", label=f"|sum of contact forces|, camera estimate (shifted {lag} frames)")
     if scale is not None:
-        ax.plot(t - lag * np.median(np.diff(rec.t)), scale * lib, color="tab:green", ls="-.", lw=1.2,
+        ax.plot(t - shift, scale * lib, color="tab:green", ls="-.", lw=1.2,
                 label=f"the same x {scale:.2f}, the scale fitted against the F/T on the loading")
     node = fields["measured"]
     have = np.isfinite(node).all(axis=(1, 2))
-    ax.plot(t[have] - lag * np.median(np.diff(rec.t)), np.linalg.norm(node[have].sum(axis=1), axis=1),
+    ax.plot(t[have] - shift, np.linalg.norm(node[have].sum(axis=1), axis=1),
             color="tab:blue", ls=":", marker="x", ms=3, markevery=3,
             label="the same from membrane_force_node")
     ax.set_xlabel("recording time t [s]")

@@ -1,5 +1,4 @@
-"""One recorded demo run (docs/demo.md): :class:`NodeRun`, what the demo and the replays share (children, a
-private rclpy context with a recorder, start-up, ``Trigger`` calls, a clean stop); :class:`DemoSession`."""
+"""One recorded demo run: :class:`NodeRun` (shared with the replays) and :class:`DemoSession`; docs/demo.md."""
 from __future__ import annotations
 
 import math
@@ -34,12 +33,12 @@ class SessionResult:
 
 
 class Progress:
-    """Status lines on stdout, :meth:`tick` at most one a second."""
+    """Status lines on stdout: :meth:`say` now, :meth:`tick` at most one a second."""
 
     last = 0.0
 
     def say(self, text: str) -> None:
-        """Print a line now."""
+        """Print ``text`` now."""
         print(text, flush=True)
 
     def tick(self, text_fn: Callable[[], str]) -> None:
@@ -60,8 +59,7 @@ def demo_child_env(domain_id: int, assets: Optional[Path]) -> Dict[str, str]:
 
 
 def node_command(cfg: DemoConfig) -> List[str]:
-    """argv of the sensor node child: calibration in ``<out>/calibration.yaml``, no tare on start,
-    reliable deep inputs (a recorded session predicts every step, even on a busy machine)."""
+    """argv of the sensor node: calibration in ``<out>``, no tare on start, reliable deep inputs."""
     cmd = module_command(NODE_MODULE, ["--params-file", str(cfg.params_file)])
     cmd += ["-p", f"calibration_file:={(cfg.out / 'calibration.yaml').resolve()}",
             "-p", "tare_on_start:=false",
@@ -95,23 +93,21 @@ def _sim_command(cfg: DemoConfig, module: str, physics_dt: float, extra: List[st
 
 
 def sim_command(cfg: DemoConfig) -> List[str]:
-    """argv of the simulator child: ``rate_hz`` steps a wall second of ``1 / rate_hz`` simulated
-    seconds each, after both the node and the recorder subscribe; exits 0 after ``duration_s``."""
+    """argv of the simulator: ``rate_hz`` steps of ``1 / rate_hz`` s a wall second; exits 0 at the end."""
     cmd = _sim_command(cfg, SIM_MODULE, min(0.001, 1.0 / cfg.rate_hz), ["-p", f"world:={cfg.world}"])
     return cmd + (["-p", f"assets_dir:={cfg.assets}"] if cfg.assets is not None else [])
 
 
 def mujoco_sim_command(cfg: DemoConfig) -> List[str]:
-    """argv of the MuJoCo simulator child, timed like :func:`sim_command`, in whole physics steps of
-    at most 1 ms."""
+    """argv of the MuJoCo simulator, timed like :func:`sim_command`, physics steps of at most 1 ms."""
     sim_dt = 1.0 / cfg.rate_hz
     return _sim_command(cfg, MUJOCO_SIM_MODULE, sim_dt / max(1, math.ceil(sim_dt / 0.001 - 1e-9)), [])
 
 
 @dataclass
 class ContactWatch:
-    """What the recorded ``contacts`` say so far: messages :attr:`seen`, contact-free ones before the
-    first touch of the bubble's :attr:`bodies` (empty = any), :attr:`touched`, newest stamp (s)."""
+    """The recorded ``contacts`` so far: :attr:`seen`, contact-free before the first touch of
+    :attr:`bodies` (empty = any), :attr:`touched`, newest stamp (s)."""
 
     bodies: List[int]
     seen: int = 0
@@ -120,7 +116,7 @@ class ContactWatch:
     stamp_s: Optional[float] = None
 
     def update(self, data: Sequence[bytes]) -> None:
-        """Look at the serialised ``contacts`` messages after :attr:`seen` (``data`` = all so far)."""
+        """Read the messages of ``data`` (all so far) after :attr:`seen`."""
         from vsf_sensor_ros.demo.analysis import touches
         from vsf_sensor_ros.demo.recorder import header_stamp_ns
         for raw in data[self.seen:]:
@@ -133,8 +129,7 @@ class ContactWatch:
 
 
 def ros_context(domain_id: int) -> Any:
-    """A new initialised rclpy context on ``domain_id`` that leaves the signals alone: Ctrl-C is
-    handled here (stop children, then exit), rclpy must not shut down first."""
+    """A new rclpy context on ``domain_id`` leaving the signals alone (Ctrl-C stops the children first)."""
     import rclpy
     ctx = rclpy.Context()
     try:
@@ -146,10 +141,8 @@ def ros_context(domain_id: int) -> Any:
 
 
 class NodeRun:
-    """A sensor node child, recorded from a private rclpy context (``domain_id``), tared once.  Subclasses set
-    :attr:`node_proc`, :attr:`children` and :attr:`watched` (those whose exit is an error), and call
-    :meth:`open_ros` first; a failure raises :attr:`error` (reasons :attr:`exit_reason`, ``'timeout'`` after
-    :attr:`limit_s`)."""
+    """A sensor node child recorded from a private context, tared once.  Subclasses set :attr:`node_proc`,
+    :attr:`children`, :attr:`watched` and call :meth:`open_ros`; failures raise :attr:`error`."""
 
     cfg: Optional[DemoConfig]
     node_proc: ManagedProcess
@@ -186,7 +179,7 @@ class NodeRun:
         self._clients = {n: self._node.create_client(Trigger, f"/{n}") for n in services}
 
     def stop(self) -> SessionResult:
-        """Stop and reap the children, stop recording, close the context; the result.  Idempotent."""
+        """Stop the children and the recording, close the context; the result.  Idempotent."""
         if self._stopped:
             return self.result
         self._stopped = True
@@ -226,8 +219,8 @@ class NodeRun:
 
     def _wait_ready(self, ready: Callable[[], bool], limit_s: float, failure: str, reason: str,
                     settle_s: float) -> None:
-        """:meth:`_spin_until` ``ready`` within ``limit_s`` of the start (else :attr:`error` ``reason``), then
-        record ``settle_s`` more: every topic the nodes offer or expect subscribed before a message."""
+        """Spin until ``ready`` within ``limit_s`` of the start (else :attr:`error` ``reason``), then
+        ``settle_s`` more so every topic is subscribed before a message."""
         if not self._spin_until(ready, "starting", self.t0 + limit_s):
             tails = "\n".join(p.tail() for p in self.watched)
             raise self.error(f"{failure} within {limit_s:.0f} s:\n{tails}", reason, value=limit_s)
@@ -236,8 +229,7 @@ class NodeRun:
         self.recorder.refresh()
 
     def _check(self, stage: str) -> None:
-        """Raise :attr:`error`: a :attr:`watched` child exited (:attr:`exit_reason`, value its code), or
-        :attr:`limit_s` passed since the start (``'timeout'``)."""
+        """Raise :attr:`error`: a :attr:`watched` child exited, or :attr:`limit_s` passed (``'timeout'``)."""
         for p in self.watched:
             code = p.poll()
             if code is not None:
@@ -248,7 +240,7 @@ class NodeRun:
                              value=self.limit_s)
 
     def _call_trigger(self, service: str, stage: str) -> Optional[Any]:
-        """Call ``service``, spinning (recording goes on) until it answers or :attr:`call_timeout_s`."""
+        """Call ``service``, recording on, until it answers or :attr:`call_timeout_s`; None then."""
         from std_srvs.srv import Trigger
         future = self._clients[service].call_async(Trigger.Request())
         end = time.monotonic() + self.call_timeout_s
@@ -312,8 +304,7 @@ class DemoSession(NodeRun):
         return self.result
 
     def start(self) -> None:
-        """Start the recorder and the sensor node, wait for its ``tare`` service, start the simulator.  Raises
-        DemoError: the node died or offered no ``tare`` within :data:`STARTUP_TIMEOUT_S`, or timeout."""
+        """Start the recorder and the node, wait for ``tare``, start the simulator.  Raises DemoError."""
         self.open_ros("vsf_demo_recorder")
         cfg, say = self.cfg, self.progress.say
         say(f"ROS_DOMAIN_ID={self.domain_id} (localhost only); children's output in {self.logs_dir}/")
@@ -330,8 +321,8 @@ class DemoSession(NodeRun):
         self.sim_proc.start()
 
     def record(self) -> None:
-        """Record until the simulator exits (then :data:`DRAIN_S` more), taring on schedule.  Raises
-        DemoError: a child died, no contacts within :data:`STARTUP_TIMEOUT_S`, or the timeout."""
+        """Record until the simulator exits (then :data:`DRAIN_S`), taring on schedule.  Raises DemoError: a
+        child died, no contacts within :data:`STARTUP_TIMEOUT_S`, or the timeout."""
         sim_started = time.monotonic()
         last_refresh = 0.0
         while True:
@@ -364,8 +355,7 @@ class DemoSession(NodeRun):
             self.result.errors.append("the tare service was never called (no contacts received)")
 
     def tare(self) -> None:
-        """The tare (:meth:`NodeRun._tare_and_save`) at the newest contacts stamp; a touch before
-        ``tare_samples`` contact-free steps is an error."""
+        """The tare at the newest contacts stamp; a touch before ``tare_samples`` free steps is an error."""
         cfg, watch = self.cfg, self.watch
         if watch.touched and watch.free_steps < cfg.tare_samples:
             self.result.errors.append(f"the bubble touched after only {watch.free_steps} contact-free steps "
