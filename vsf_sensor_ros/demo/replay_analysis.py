@@ -10,15 +10,14 @@ from vsf_sensor_ros.demo.replay_recording import (CONTACT_BODIES, CONTACT_DP_PA,
                                                   PRESSURE_TOPIC, Recording, ReplayError, nearest_frame,
                                                   pressure_metrics)
 
-if TYPE_CHECKING:  # the session type only, for annotations (no import cycle at run time)
+if TYPE_CHECKING:  # no import cycle at run time
     from vsf_sensor_ros.demo.session import SessionResult
 
 
 def analyse(session: SessionResult, offset_pa: Optional[float], tare_frame: int,
             rec: Recording) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
-    """The summary dict (keys: :data:`DEFINITIONS`) and the per-frame series of a replay tared (``offset_pa``)
-    before ``tare_frame``.  Raises ReplayError: a topic missing, the tare offset unknown, or too few contact
-    frames."""
+    """The summary (keys: :data:`DEFINITIONS`) and per-frame series of a replay tared (``offset_pa``) before
+    ``tare_frame``.  Raises ReplayError: a topic missing, no tare offset, too few contact frames."""
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import PointCloud2
 
@@ -111,11 +110,9 @@ def analyse(session: SessionResult, offset_pa: Optional[float], tare_frame: int,
 def out_of_sample_gain(sensor: Any, states: Sequence[Any], meas: np.ndarray, offset: float,
                        pred_dp: np.ndarray, threshold: float = CONTACT_DP_PA
                        ) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
-    """The gain fitted (``GainCalibrator`` on ``sensor``, attached and tared) on the loading (up to the
-    measured peak), tested on the unloading (after it, measured dp > ``threshold`` Pa).  ``states``, ``meas``
-    (Pa) and ``pred_dp`` (the node's, minus ``offset``, Pa) are ``(N,)`` in time order.  Returns ``(entry,
-    series)``: the ``gain_fit_out_of_sample`` entry (``{"skipped": why}`` when a side is too short) and
-    ``{"oos_gain": (N,) Pa, "oos_test": (N,) bool}`` (empty if skipped)."""
+    """The gain (``GainCalibrator`` on the tared ``sensor``) fitted on the loading (up to the measured peak),
+    tested on the unloading (measured dp > ``threshold`` Pa); ``states``, ``meas`` Pa, ``pred_dp`` Pa ``(N,)``
+    in time order.  ``(entry, {"oos_gain": (N,) Pa, "oos_test": (N,) bool})``; ``{"skipped": why}, {}``."""
     from vsf_sensor_ros.sensor import GainCalibrator
     meas_dp = np.asarray(meas, float) - offset
     peak = int(np.argmax(meas_dp))
@@ -192,8 +189,7 @@ DEFINITIONS = {
 }
 
 
-# One style per curve, told apart by dash AND marker (greyscale prints keep them apart), the
-# measured curve first, thickest and black so that the predictions drawn over it never hide it.
+# curves told apart by dash and marker; the measured first, thickest and black
 MEASURED_STYLE = dict(color="black", linestyle="-", linewidth=2.6, marker="o", markersize=4, zorder=2)
 TARE_ONLY_STYLE = dict(color="tab:red", linestyle="--", linewidth=1.2, marker="s", markersize=3.5,
                        markerfacecolor="none", zorder=3)
@@ -204,7 +200,7 @@ GAIN_OUT_OF_SAMPLE_STYLE = dict(color="tab:green", linestyle=":", linewidth=1.6,
 
 
 def _span(*arrays: np.ndarray) -> Tuple[float, float]:
-    """``(lo, hi)`` over every finite value of ``arrays`` (for reference lines drawn across all points)."""
+    """``(lo, hi)`` over every finite value of ``arrays``."""
     v = np.concatenate([np.asarray(a, float).ravel() for a in arrays])
     v = v[np.isfinite(v)]
     return (float(v.min()), float(v.max())) if v.size else (0.0, 1.0)
@@ -217,17 +213,14 @@ def plot(series: Dict[str, np.ndarray], summary: Dict[str, Any], path: Path) -> 
 
 
 def replay_figure(series: Dict[str, np.ndarray], summary: Dict[str, Any]) -> Any:
-    """The real poke's figure from :func:`analyse`'s ``series`` and ``summary`` (``lag_s`` filled):
-    axes Δp over time, predicted against measured Δp, residual over time, out of sample; every
-    axis autoscaled to all its points, in-sample fits said so."""
-    import matplotlib
-    matplotlib.use("Agg")
+    """The real poke's figure from :func:`analyse`'s ``series`` and ``summary``: Δp over time, predicted
+    against measured, residual over time, out of sample; every axis autoscaled to all its points."""
     from matplotlib.figure import Figure
 
     p = summary["pressure"]
     t, off = series["t"], series["offset"]
     m, pr, g = series["meas"] - off, series["pred"] - off, series["gain"] - off
-    every = max(1, len(t) // 60)                 # markers on every k-th point: readable, still there
+    every = max(1, len(t) // 60)
     fig = Figure(figsize=(13, 8.4), layout="constrained")
     (ax, sc), (ax_r, ax_o) = fig.subplots(2, 2, width_ratios=[1.6, 1])
     lag = p.get("lag_s")
@@ -301,47 +294,24 @@ def replay_figure(series: Dict[str, np.ndarray], summary: Dict[str, Any]) -> Any
 
 
 def print_report(summary: Dict[str, Any], lag: float, lag_fitted: bool, out: Path, png: Path) -> None:
-    """Print the replay's figures from ``summary`` (wrench ``lag`` s, ``lag_fitted`` in-sample) and the
-    files written in ``out``."""
-    p = summary["pressure"]
-    print(f"\npressure over {p['frames_contact']} frames with measured dp > {CONTACT_DP_PA:g} Pa:")
-    print(f"  correlation            {p['correlation']:.4f}")
-    print(f"  predicted/measured dp  {p['predicted_over_measured_dp']:.3f}   (tare only)")
-    print(f"  RMS, tare only         {p['residual_rms_contact_after_tare_pa']:.1f} Pa")
-    rms_in = p['residual_rms_contact_after_gain_in_sample_pa']
-    print(f"  RMS, gain in-sample    {rms_in:.1f} Pa   (sensor gain "
-          f"{p['gain_fit_in_sample']['sensor_gain']:.3f} fitted on these frames; effective base area "
-          f"{p['effective_base_area_in_sample_m2'] * 1e4:.1f} cm^2 of {p['base_area_m2'] * 1e4:.1f})")
+    """Print the replay's headline figures from ``summary`` (wrench ``lag`` s) and the files in ``out``."""
+    p, m = summary["pressure"], summary.get("membrane_force")
     o = p["gain_fit_out_of_sample"]
-    if "skipped" in o:
-        print(f"  out of sample          skipped: {o['skipped']}")
-    else:
-        print(f"  out of sample          gain {o['sensor_gain']:.3f} fitted on the loading; on the "
-              f"{o['test_frames']} unloading frames RMS {o['residual_rms_unloading_after_tare_pa']:.1f} Pa "
-              f"tare only -> {o['residual_rms_unloading_after_gain_pa']:.1f} Pa with that gain")
-    print(f"  lag                    {lag * 1000:.0f} ms" + (" (fitted in-sample)" if lag_fitted
-                                                             else ""))
-    m = summary.get("membrane_force")
+    print(f"\npressure over {p['frames_contact']} frames with measured dp > {CONTACT_DP_PA:g} Pa: r "
+          f"{p['correlation']:.4f}, predicted/measured dp {p['predicted_over_measured_dp']:.3f}; RMS "
+          f"{p['residual_rms_contact_after_tare_pa']:.1f} Pa tare only, "
+          f"{p['residual_rms_contact_after_gain_in_sample_pa']:.1f} Pa with the gain "
+          f"{p['gain_fit_in_sample']['sensor_gain']:.3f} fitted in-sample; out of sample "
+          + (f"skipped: {o['skipped']}" if "skipped" in o else
+             f"{o['residual_rms_unloading_after_gain_pa']:.1f} Pa on the unloading")
+          + f"; lag {lag * 1000:.0f} ms" + (" (fitted in-sample)" if lag_fitted else ""))
     if m is not None:
-        r = m["reference_estimator"]
-        print(f"\ndense force from the camera ({m['frames_measured_by_node']} frames from "
-              f"membrane_force_node, {m['frames_with_residual']} residuals), against the arm's F/T "
-              "(reference estimator in brackets):")
-        print(f"  correlation            {m['correlation']:.3f}   ({r['correlation']})   "
-              f"lag {m['lag_frames']} frames")
-        print(f"  ratio at the F/T peak  {m['ratio_at_peak']:.2f}    ({r['ratio_at_peak']})")
-        print(f"  RMS of |sum| - |F|     {m['rms_error_n']:.2f} N  ({r['rms_error_n']} N)")
         c = m["scale_calibration"]
-        if "skipped" in c:
-            print(f"  scale against the F/T  skipped: {c['skipped']}")
-        else:
-            print(f"  scale against the F/T  {c['scale']:.3f} +- {c['scale_std_error']:.3f} fitted on the "
-                  f"{c['fit_frames']} loading frames; on the {c['test_frames']} unloading frames RMS "
-                  f"{c['rms_error_unloading_uncalibrated_n']:.2f} N uncalibrated -> "
-                  f"{c['rms_error_unloading_calibrated_n']:.2f} N with that scale")
-        print(f"  estimate per frame     {m['estimate_ms_median']:.1f} ms median, "
-              f"{m['estimate_ms_p99']:.1f} ms p99 ({r['s_per_frame']} s); start-up {m['startup_s']:.2f} s")
-        print(f"  node vs library        {m['node_vs_library_max_abs_n']:.2g} N at most")
+        print(f"dense force from the camera ({m['frames_measured_by_node']} frames) against the F/T: r "
+              f"{m['correlation']:.3f}, ratio at the peak {m['ratio_at_peak']:.2f}, RMS {m['rms_error_n']:.2f} N; "
+              + (f"scale skipped: {c['skipped']}" if "skipped" in c else f"scale {c['scale']:.3f}")
+              + f"; {m['estimate_ms_median']:.1f} ms a frame; node vs library "
+              f"{m['node_vs_library_max_abs_n']:.2g} N at most")
     extra = "membrane_force.npz, membrane_force.png, membrane_force_node.yaml, " if m is not None else ""
     print(f"files in {out}/: run.mcap + metadata.yaml, summary.json, {png.name}, {extra}calibration.yaml, "
           "ur5e.urdf, sensor_node.yaml, logs/")

@@ -1,7 +1,5 @@
-"""Replay a rosbag2 MCAP bag through the sensor node: ``vsf_replay --recording BAG.mcap``.
-
-Checks the bag first, publishes its recorded bytes paced by their log times, tares once and writes the demo's
-outputs; see docs/demo.md (replaying a bag)."""
+"""``vsf_replay --recording BAG.mcap``: the bag's recorded bytes through the sensor node at their log-time
+pace, tared once, with the demo's outputs; docs/demo.md (replaying a bag)."""
 from __future__ import annotations
 
 import argparse
@@ -20,9 +18,8 @@ CATCH_UP_S = 30.0           # longest wait for the node to catch up (window, tar
 
 
 class BagError(ValueError):
-    """The bag cannot be replayed with this parameter file: a ``reason`` word (``'unreadable'``,
-    ``'no_input'``, ``'wrong_type'``, ``'headerless'``, ``'no_measured'``, ``'tare_before_start'``,
-    ``'bad_speed'``, ``'params_missing'``), the ``path``, ``topic`` and ``value`` at fault, or None."""
+    """The bag cannot be replayed with this parameter file: a ``reason`` word (``'unreadable'``, ``'no_input'``,
+    ``'wrong_type'``, ``'headerless'``, ...), the ``path``, ``topic`` and ``value`` at fault, or None."""
 
     def __init__(self, message: str, reason: str, path: Any = None, topic: Optional[str] = None,
                  value: Any = None) -> None:
@@ -39,8 +36,7 @@ class BagTopics:
 
 
 def open_bag(path: Path) -> BagTopics:
-    """The topics of an MCAP bag (a ``.mcap`` file or a rosbag2 folder), read with ``rosbags``.  Raises
-    BagError: no such file, not an MCAP, or a folder without ``metadata.yaml``."""
+    """The topics of an MCAP bag (``.mcap`` or rosbag2 folder).  Raises BagError: not a readable bag."""
     from rosbags.rosbag2 import Reader
     from rosbags.rosbag2.errors import ReaderError
     try:
@@ -60,22 +56,19 @@ def measured_topic(params: Dict[str, Any], sensor: str) -> str:
 
 
 def check_inputs(bag: BagTopics, cfg: DemoConfig, speed: float) -> List[str]:
-    """Check that the bag feeds the node of ``cfg`` at ``speed``; a warning line per sensor it leaves
-    unmeasured.  Raises BagError: ``/contacts`` (naming a wrench topic the bag holds instead) or
-    ``/joint_states`` missing, a topic of another type, no measured topic, or a header-less one at speed 0."""
+    """A warning line per sensor the bag leaves unmeasured.  Raises BagError: ``/contacts`` (naming a wrench
+    topic instead) or ``/joint_states`` missing, a wrong type, no measured topic, header-less at speed 0."""
     from vsf_sensor_ros.ros.kinds import reading_codecs
     from vsf_sensor_ros.ros.messages.readings import HEADERLESS_MEASURED_TYPES
     want = {"/contacts": str(cfg.base_params.get("contacts_type") or "sensor_msgs/msg/PointCloud2"),
             "/joint_states": "sensor_msgs/msg/JointState"}
     for topic, msgtype in want.items():
         have = bag.topics.get(topic)
-        # a wrist wrench, not a sensor's own topic (its measured, predicted, residual ... streams)
         own = {f"/{s.name}" for s in cfg.sensors}
         wrenches = [t for t, (kind, n) in bag.topics.items()
                     if kind == "geometry_msgs/msg/WrenchStamped" and n and t.rsplit("/", 1)[0] not in own]
         if topic == "/contacts" and (have is None or have[1] == 0) and wrenches:
-            # the replay starts no wrench_contact_node: its mounting (body, parent link, transform,
-            # contact point) is not in the sensor node's parameter file
+            # the replay starts no wrench_contact_node: its mounting is not in the parameter file
             raise BagError(f"{bag.path}: no /contacts in the bag, only a wrench ({', '.join(wrenches)}): "
                            "run wrench_contact_node on it (ros2 bag play + ros2 run vsf_sensor_ros "
                            "wrench_contact_node, docs/real_data.md) and record its /contacts",
@@ -120,10 +113,9 @@ def iter_messages(path: Path, topics: Optional[List[str]] = None) -> Iterator[Tu
 
 def tare_index(stamps_ns: List[int], touching: List[bool], tare_samples: int,
                tare_at_s: Optional[float]) -> int:
-    """Index of the contacts message (stamps ns) after which the replay tares: the last stamped at or before
-    ``tare_at_s``, else the demo's rule (the first at or after ``tare.TARE_AT_S`` with ``tare_samples`` up to
-    it, at the latest the one before the first ``touching``).  Raises BagError: ``tare_at_s`` is before the
-    first contacts stamp."""
+    """Index of the contacts message (stamps ns) the replay tares after: the last at or before ``tare_at_s``,
+    else the demo's rule (first at ``TARE_AT_S`` with ``tare_samples``, at the latest before the first
+    ``touching``).  Raises BagError: ``tare_at_s`` before the first stamp."""
     from vsf_sensor_ros.demo.tare import TARE_AT_S
     if tare_at_s is not None:
         k = sum(1 for s in stamps_ns if s <= tare_at_s * 1e9) - 1
@@ -138,8 +130,7 @@ def tare_index(stamps_ns: List[int], touching: List[bool], tare_samples: int,
 
 
 def scan_contacts(bag: BagTopics, cfg: DemoConfig) -> Tuple[List[int], List[bool]]:
-    """Stamps (ns) of the bag's contacts and whether each touches the bubble (PointCloud2 only;
-    ``ros_gz_interfaces/Contacts`` count as not touching: their tare falls on the time rule)."""
+    """Stamps (ns) of the bag's contacts and whether each touches the bubble (PointCloud2 only)."""
     from vsf_sensor_ros.demo.analysis import touches
     from vsf_sensor_ros.demo.config import press_body_indices
     from vsf_sensor_ros.demo.recorder import header_stamp_ns
@@ -153,8 +144,7 @@ def scan_contacts(bag: BagTopics, cfg: DemoConfig) -> Tuple[List[int], List[bool
 
 
 def replay_config(args: argparse.Namespace, bag: BagTopics, params_file: Path) -> DemoConfig:
-    """The :class:`~vsf_sensor_ros.demo.config.DemoConfig` of a replay.  Raises DemoError: the parameter file
-    is unreadable or lists no usable sensors."""
+    """The ``DemoConfig`` of a replay.  Raises DemoError: parameter file unreadable or without sensors."""
     _, params = read_params_file(params_file)
     return DemoConfig(world=f"replay of {bag.path.name}", params_file=params_file.resolve(), assets=None,
                       out=args.out, duration_s=0.0, rate_hz=0.0, seed=0, timeout_s=0.0,
@@ -165,8 +155,8 @@ def replay_config(args: argparse.Namespace, bag: BagTopics, params_file: Path) -
 
 
 class BagReplay(NodeRun):
-    """One replay of ``bag`` with ``cfg`` (:func:`replay_config`), tared once after the contacts message
-    stamped ``tare_stamp_ns``; ``speed`` multiplies the recorded pace (0 = as fast as the node keeps up)."""
+    """A replay of ``bag`` with ``cfg``, tared after the contacts stamped ``tare_stamp_ns``, at ``speed`` x the
+    recorded pace (0 = as fast as the node keeps up)."""
 
     def __init__(self, cfg: DemoConfig, bag: BagTopics, tare_stamp_ns: int, speed: float,
                  domain_id: int) -> None:
@@ -175,8 +165,7 @@ class BagReplay(NodeRun):
         from vsf_sensor_ros.ros.messages.readings import HEADERLESS_MEASURED_TYPES
         super().__init__(cfg, domain_id)
         self.bag, self.tare_stamp_ns, self.speed = bag, tare_stamp_ns, speed
-        # outputs kept until this process, which also publishes, has taken them (the default 10 can
-        # overflow while it catches up); the inputs are reliable and deep already (node_command)
+        # deep outputs: this process also publishes, and the default 10 can overflow meanwhile
         self.node_proc = ManagedProcess("sensor_node", node_command(cfg) + ["-p", "qos.outputs.depth:=500"],
                                         demo_child_env(domain_id, None), cfg.out / "logs" / "sensor_node.log")
         self.children = self.watched = [self.node_proc]
@@ -187,8 +176,7 @@ class BagReplay(NodeRun):
         self.last_measured_ns: Dict[str, int] = {}   # stamped measured topic -> newest stamp published
 
     def run(self, say: Any = print) -> Any:
-        """Start, replay, tare, drain; the node always stopped.  The ``SessionResult``.  Raises DemoError:
-        the node died or did not come up."""
+        """Start, replay, tare, drain; the node always stopped.  The result.  Raises DemoError."""
         try:
             self.open_ros("vsf_replay")
             self.node_proc.start()
@@ -203,8 +191,7 @@ class BagReplay(NodeRun):
         from rclpy.qos import QoSProfile, ReliabilityPolicy
 
         from vsf_sensor_ros.demo.recorder import message_class
-        # every input the bag holds for the node (discovery shows a node's subscriptions one by one),
-        # then the rest (free bodies' poses): a second unchanged
+        # the node's inputs in the bag, then a second without a new subscription (they show one by one)
         needed = {t for t in ("/contacts", "/joint_states", *self.measured.values())
                   if self.bag.topics.get(t, ("", 0))[1] > 0}
         seen: List[Any] = [set(), time.monotonic()]
@@ -227,9 +214,8 @@ class BagReplay(NodeRun):
         return pubs
 
     def _play(self, pubs: Dict[str, Any], say: Any) -> None:
-        """Publish the bag's inputs in log-time order, a contacts message after the later-logged messages of
-        its stamp (the node predicts it with the state it has then); the tare before the first message
-        stamped after the tare's stamp (a header-less measured one goes at its log time, never first)."""
+        """Publish in log-time order, a contacts message after the later-logged messages of its stamp; the
+        tare before the first message stamped after the tare's stamp."""
         from vsf_sensor_ros.demo.recorder import header_stamp_ns
         self._pace: Optional[Tuple[float, int]] = None     # (wall s, log ns) the pace counts from
         held: Optional[Tuple[int, bytes, int]] = None        # contacts waiting: (log ns, bytes, stamp)
@@ -283,8 +269,7 @@ class BagReplay(NodeRun):
             return []
 
     def _behind(self, count: int, paired: bool) -> bool:
-        """Whether some sensor has fewer than ``count`` predictions (``paired``: or its newest residual
-        is older than both the newest contacts and stamped measured stamps sent)."""
+        """Some sensor has fewer than ``count`` predictions (``paired``: or a residual older than sent)."""
         from vsf_sensor_ros.demo.recorder import header_stamp_ns
         for s in self.cfg.sensors:
             if len(self.recorder.logs.get(f"/{s.name}/predicted", ())) < count:
@@ -304,9 +289,8 @@ class BagReplay(NodeRun):
 
 
 def headerless_series(session: Any, s: Any, delay_s: float) -> Tuple[Any, Any]:
-    """:func:`~vsf_sensor_ros.demo.summary.series_for` for a header-less measured stream: each measured
-    message takes the stamp of the contacts message received nearest its receive time + ``delay_s``
-    (``<s>.measured_delay``), the node's pairing rule; values ``(1,)`` float64 SI (data x measured_scale)."""
+    """``series_for`` for a header-less measured stream: each message takes the stamp of the contacts
+    received nearest its receive time + ``delay_s`` (the node's rule); values ``(1,)`` float64 SI."""
     import numpy as np
 
     from vsf_sensor_ros.demo.analysis import Series
@@ -329,8 +313,7 @@ def default_params_file(recording: Path) -> Path:
 
 
 def main(args: argparse.Namespace, usage: Any) -> int:
-    """Replay ``args.recording`` (an MCAP bag); 0 done, 1 the session failed, 2 bad input, 130 Ctrl-C.
-    ``usage`` prints the command's usage line (on a bad-input exit)."""
+    """Replay the bag ``args.recording``; 0 done, 1 failed, 2 bad input (``usage()`` first), 130 Ctrl-C."""
     import sys
 
     from vsf_sensor_ros.demo.recorder import write_bag
