@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vsf_sensor_ros.demo.replay_recording import (Recording, ReplayError, estimate_lag, load_recording,
-                                                  poke_onset, pressure_metrics)
+from vsf_sensor_ros.demo.replay_analysis import (Recording, ReplayError, estimate_lag, load_recording,
+                                                 poke_onset, pressure_metrics)
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDING = ROOT / ".." / "shared" / "fixtures" / "punyo_poke_ur5e" / "data.json"

@@ -60,7 +60,7 @@ def test_replay_with_colour_frames_estimates_with_the_sliding(tmp_path):
     assert m["correlation"] >= 0.98 and 0.6 <= m["ratio_at_peak"] <= 1.2
     # and the field is not the depth-only one: tangential forces appear where the membrane slid
     from vsf_sensor_ros.demo import replay_camera as rc
-    from vsf_sensor_ros.demo.replay_recording import load_recording
+    from vsf_sensor_ros.demo.replay_analysis import load_recording
     cam = rc.load_camera(RECORDING)
     depth_only = rc.library_run(cam, load_recording(RECORDING))
     z = np.load(tmp_path / "membrane_force.npz")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from vsf_sensor_ros.demo.replay_camera import calibrate_scale
-from vsf_sensor_ros.demo.replay_recording import Recording
+from vsf_sensor_ros.demo.replay_analysis import Recording
 from vsf_sensor_ros.sensor.membrane_force_estimator import compare_with_wrench
 from vsf_sensor_ros.sensor.scale_calibration import ScaleFitRefused
 

@@ -1,6 +1,4 @@
-"""Turn a recorded session into per-sensor numbers: latency, residuals around the tare.
-
-The definitions are written into ``summary.json`` (``definitions``) and docs/demo.md."""
+"""A recorded session's per-sensor numbers: latency, residuals around the tare (summary.json)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,18 +13,15 @@ from vsf_sensor_ros.ros.kinds import reading_codecs
 
 
 def cloud_fields(msg: Any, names: Sequence[str]) -> np.ndarray:
-    """``(height*width, len(names))`` float64: the named fields of a ``PointCloud2``, as recorded
-    (:func:`vsf_sensor_ros.ros.messages.pointcloud.read_cloud`).  Raises ValueError:
-    (``wire.CloudDecodeError``) a field missing, named twice, not ``count 1`` or of an unknown datatype, or
-    the data shorter than the points."""
+    """``(height*width, len(names))`` float64 fields of a ``PointCloud2``.  Raises ValueError
+    (``CloudDecodeError``): a field missing, twice, not ``count 1`` or unknown, or the data short."""
     return float_columns(read_cloud(msg, names, exact_size=False), names)
 
 
 def reading_vector(msg: Any, msgtype: str, kind: str, measured: bool = False,
                    scale: float = 1.0) -> np.ndarray:
-    """What the node compares of a reading message of sensor ``kind`` (the codec's ``recorded_vector``), a
-    flat float64 vector, SI: ``scale`` multiplies ``measured`` values (100 for hPa).  Raises ValueError: an
-    unknown ``kind``, or one whose message type is not ``msgtype``."""
+    """The flat float64 SI vector the node compares of a ``kind`` reading (``scale`` x ``measured`` ones).
+    Raises ValueError: unknown ``kind``, or its message type is not ``msgtype``."""
     codec = reading_codecs().get(kind)
     if codec is None:
         raise ValueError(f"unknown sensor kind {kind!r}; use one of {tuple(reading_codecs())}")
@@ -37,9 +32,8 @@ def reading_vector(msg: Any, msgtype: str, kind: str, measured: bool = False,
 
 
 def touches(data: bytes, bodies: Sequence[int]) -> bool:
-    """Whether a serialized contacts ``PointCloud2`` has a point whose ``body1`` or ``body2`` index is in
-    ``bodies`` (indices into ``contact_body_names``; empty = any point counts).  Raises ValueError: a
-    non-empty cloud without ``body1``/``body2`` fields."""
+    """Whether a serialized contacts cloud has a point with ``body1`` or ``body2`` in ``bodies`` (empty:
+    any).  Raises ValueError: a non-empty cloud without those fields."""
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import PointCloud2
 
@@ -54,8 +48,8 @@ def touches(data: bytes, bodies: Sequence[int]) -> bool:
 
 @dataclass
 class Series:
-    """Decoded readings of one topic in receive order: ``(M,)`` int64 header stamps and wall
-    receive times (ns), M float64 vectors (:func:`reading_vector`), ``(M,)`` send times or None."""
+    """One topic's readings in receive order: ``(M,)`` int64 stamps and receive times ns, M float64
+    vectors (:func:`reading_vector`), ``(M,)`` send times or None."""
 
     stamp_ns: np.ndarray
     recv_ns: np.ndarray
@@ -77,14 +71,14 @@ class Series:
 
 
 def first_index_by_stamp(stamp_ns: np.ndarray) -> Dict[int, int]:
-    """Map each stamp to the index of its first occurrence (a resent stamp keeps the first)."""
+    """Each stamp -> the index of its first occurrence."""
     return {s: i for i, s in reversed(list(enumerate(stamp_ns.tolist())))}
 
 
 def latencies_ms(contacts_stamp_ns: np.ndarray, contacts_recv_ns: np.ndarray,
                  pred_stamp_ns: np.ndarray, pred_recv_ns: np.ndarray) -> np.ndarray:
-    """``(m,)`` float64 ms, contacts -> prediction receive time per prediction (``(M,)`` int64 ns)
-    whose stamp matches a received contacts message (``(K,)`` int64 ns); the others are dropped."""
+    """``(m,)`` float64 ms from contacts to prediction receipt, per prediction (int64 ns) with a contacts
+    message of its stamp."""
     first = first_index_by_stamp(np.asarray(contacts_stamp_ns))
     pairs = [(i, first[s]) for i, s in enumerate(np.asarray(pred_stamp_ns).tolist()) if s in first]
     if not pairs:
@@ -94,9 +88,8 @@ def latencies_ms(contacts_stamp_ns: np.ndarray, contacts_recv_ns: np.ndarray,
 
 
 def match_by_stamp(measured: Series, predicted: Series) -> Dict[str, np.ndarray]:
-    """Measured and predicted samples of equal stamps (vectors of other lengths dropped):
-    ``{"stamp_ns": (m,), "pred_recv_ns": (m,) the prediction's event_ns, "residual": (m, D)
-    measured − predicted}``, residual ``(0, 0)`` when none."""
+    """Samples of equal stamps and shapes: ``{"stamp_ns": (m,), "pred_recv_ns": (m,) event_ns, "residual":
+    (m, D) measured − predicted}`` (``(0, 0)`` when none)."""
     meas_first = first_index_by_stamp(measured.stamp_ns)
     stamps, recv, res = [], [], []
     for i, s in enumerate(predicted.stamp_ns.tolist()):
@@ -128,10 +121,9 @@ def sensor_numbers(predicted: Series, measured: Optional[Series], contacts_stamp
                    tare_response_ns: Optional[int],
                    contact_stamp_ns: Optional[np.ndarray] = None,
                    near_contact_stamp_ns: Optional[np.ndarray] = None) -> Dict[str, object]:
-    """A sensor's numbers of ``summary.json`` (keys and meaning: ``summary.DEFINITIONS``).  Stamps and wall
-    times are int64 ns: ``contacts`` stamps / receive times ``(K,)``, the tare request / answer (or None), the
-    steps in contact ``(C,)`` and those next to them (neither counts as contact-free).  ``None`` where there
-    is nothing to average; without a tare request every matched contact-free sample counts as before it."""
+    """A sensor's ``summary.json`` numbers (``summary.DEFINITIONS``); int64 ns: contacts stamps / receipts
+    ``(K,)``, tare request / answer (or None), steps in contact ``(C,)`` and next to them (not contact-free).
+    ``None`` where nothing is averaged; without a tare request every free sample counts as before it."""
     lat = latencies_ms(contacts_stamp_ns, contacts_recv_ns, predicted.stamp_ns, predicted.recv_ns)
     out: Dict[str, object] = {
         "published": int(len(predicted.values)),
@@ -166,11 +158,9 @@ def sensor_numbers(predicted: Series, measured: Optional[Series], contacts_stamp
 
 def agreement_numbers(predicted: Series, measured: Series, after_ns: Optional[int],
                       contact_stamp_ns: np.ndarray, names: Sequence[str]) -> Dict[str, object]:
-    """Measured − predicted per component (``names``) of two implementations on the same contacts, matched by
-    stamp, predictions published after ``after_ns`` (wall ns; all when None).  Returns ``{"after_tare": block,
-    "in_contact": block}`` (stamps in ``contact_stamp_ns``), a block; ``{"samples": n, "mean" | "rms" |
-    "max_abs": {name: float or None}}``.  Raises ValueError: the matched vectors do not have ``len(names)``
-    entries."""
+    """Measured − predicted per component ``names``, matched by stamp, published after ``after_ns`` (all
+    when None): ``{"after_tare" | "in_contact": {"samples": n, "mean" | "rms" | "max_abs": {name: float or
+    None}}}``.  Raises ValueError: vectors without ``len(names)`` entries."""
     m = match_by_stamp(measured, predicted)
     res = m["residual"]
     if res.size and res.shape[1] != len(names):

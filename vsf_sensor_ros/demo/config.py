@@ -13,13 +13,11 @@ from vsf_sensor_ros.demo.processes import PACKAGE_ROOT
 
 WORLD_PARAMS = {"embedded": "sensor_node.yaml", "kinova": "kinova_punyo.yaml"}
 DEFAULT_OUT = Path("demo_out")        # parent of the per-world output folders
-BACKENDS = ("klampt", "mujoco")       # --backend
 
 
 class DemoError(RuntimeError):
-    """A failure the demo reports with a clear message: a ``reason`` word (``'unreadable'``,
-    ``'no_sensors'``, ``'node_exited'``, ``'timeout'`` ...), the ``path`` at fault and the offending
-    ``value`` (a sensor type, an exit code, a timeout in s), each None when there is none."""
+    """A demo failure: a ``reason`` word (``'unreadable'``, ``'no_sensors'``, ``'timeout'`` ...), the ``path``
+    at fault and the offending ``value``, each None when there is none."""
 
     def __init__(self, message: str, reason: str, path: Any = None, value: Any = None) -> None:
         super().__init__(message)
@@ -28,9 +26,8 @@ class DemoError(RuntimeError):
 
 @dataclass
 class SensorInfo:
-    """A sensor of the node's parameter file: ``name``, class ``type_name``, reading ``kind``,
-    ``measured_scale`` (x measured = SI), ``attachment`` body, and ``measured_source`` (the
-    simulator's label for ``<name>/measured``: ``sim_sensors.measured_source_label``; None = none)."""
+    """A sensor of the parameter file: ``name``, ``type_name``, reading ``kind``, ``measured_scale`` (to SI),
+    ``attachment`` and the simulator's ``measured_source`` label (None: not measured)."""
 
     name: str
     type_name: str
@@ -92,8 +89,8 @@ def _flatten(prefix: str, value: Any, out: Dict[str, Any]) -> None:
 
 
 def read_params_file(path: Path) -> Tuple[str, Dict[str, Any]]:
-    """``(node_key as written, {dotted name: value})`` of the first node entry of a ROS 2 parameter YAML file.
-    Raises DemoError: unreadable file or no ``ros__parameters`` entry."""
+    """``(node key, {dotted name: value})`` of a parameter file's first node entry.  Raises DemoError:
+    unreadable, or no ``ros__parameters``."""
     import yaml
     try:
         doc = yaml.safe_load(Path(path).read_text())
@@ -111,8 +108,7 @@ def read_params_file(path: Path) -> Tuple[str, Dict[str, Any]]:
 
 
 def sensors_from_params(params: Dict[str, Any], path: Path) -> List[SensorInfo]:
-    """The ``sensors`` of a node parameter set, with each one's type and kind.  Raises DemoError: no sensors,
-    or a sensor whose type has no ROS encoding."""
+    """The ``sensors`` of a parameter set.  Raises DemoError: none, or a type without a ROS encoding."""
     from vsf_sensor_ros.ros.kinds import sensor_kinds
     kinds = sensor_kinds()
     names = params.get("sensors") or []
@@ -131,8 +127,8 @@ def sensors_from_params(params: Dict[str, Any], path: Path) -> List[SensorInfo]:
 
 
 def resolve_config(args: argparse.Namespace) -> DemoConfig:
-    """Check the arguments and find the files they point to.  Raises ValueError: a numeric argument out of
-    range (named in the message).; DemoError: missing parameter file or assets."""
+    """Check the arguments, find their files.  Raises ValueError: an argument out of range (named);
+    DemoError: missing parameter file or assets."""
     if not (math.isfinite(args.duration) and args.duration > 0):
         raise ValueError(f"--duration must be a positive number of seconds, got {args.duration}")
     if not (math.isfinite(args.rate) and 0 < args.rate <= 1000):
@@ -158,24 +154,16 @@ def resolve_config(args: argparse.Namespace) -> DemoConfig:
                             "assets_missing", assets)
         assets = Path(assets).resolve()
     node_name = node_key.strip("/") if node_key not in ("/**", "**") else "sensor_node"
-    from vsf_sensor_ros.contact_sources.sim_sensors import (DEMO_SENSORS, MEASURED_SOURCE_MODES,
-                                                            measured_source_label)
-    mode = str(getattr(args, "measured_source", "independent"))
-    if mode not in MEASURED_SOURCE_MODES:
-        raise ValueError(f"--measured-source must be one of {MEASURED_SOURCE_MODES}, got {mode!r}")
+    from vsf_sensor_ros.contact_sources.sim_sensors import DEMO_SENSORS, measured_source_label
+    mode, backend = str(args.measured_source), str(args.backend)    # argparse checked the choices
     bodies = [str(b) for b in (params.get("contact_body_names") or [])]
     for s in sensors:
-        # The simulator measures its demo sensors with the settings the pairing check compares.
         if s.name in DEMO_SENSORS:
             s.measured_source = measured_source_label(s.type_name, s.attachment, mode, bodies)
-    backend = str(getattr(args, "backend", "klampt"))
-    if backend not in BACKENDS:
-        raise ValueError(f"--backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "mujoco":
         if args.world != "embedded":
             raise ValueError(f"the mujoco backend simulates the embedded world only, "
                              f"got --world {args.world}")
-        # MuJoCo's own sensors measure the pad and the load cell (mujoco_scene.mujoco_source_label)
         from vsf_sensor_ros.contact_sources.mujoco_scene import mujoco_source_label
         for s in sensors:
             if s.name in DEMO_SENSORS:
@@ -201,9 +189,8 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def check_pairing(cfg: DemoConfig) -> List[str]:
-    """One warning line per setting of the node's parameter file that differs from the demo sensors the
-    simulator measures in SI (``sim_sensors.demo_sensor_specs``); empty when it pairs.  Raises DemoError: no
-    ``contact_body_names``, or the world's assets cannot be loaded."""
+    """A warning line per parameter differing from the sensors the simulator measures (empty: it pairs).
+    Raises DemoError: no ``contact_body_names``, or the world's assets cannot be loaded."""
     from vsf_sensor_ros.contact_sources.sim_sensors import demo_sensor_specs, sensor_node_sensor_params
     from vsf_sensor_ros.contact_sources.sim_world import load_assets
     if not cfg.contact_body_names:
@@ -233,7 +220,6 @@ def check_pairing(cfg: DemoConfig) -> List[str]:
 
 
 def press_body_indices(cfg: DemoConfig) -> List[int]:
-    """Indices (into ``contact_body_names``) of the Punyo sensors' bodies: "contact" for the tare
-    and the plots (the box on the table always touches); empty (any contact) without one."""
+    """Indices in ``contact_body_names`` of the Punyo sensors' bodies (what "contact" means; empty: any)."""
     watched = {s.attachment for s in cfg.sensors if s.codec.membrane_reading}
     return [i for i, b in enumerate(cfg.contact_body_names) if b in watched]

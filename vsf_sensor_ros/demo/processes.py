@@ -1,7 +1,5 @@
-"""Child ROS processes the demo and the tests start and always stop (no zombies, no orphans).
-
-Each child runs in its own process group, so Ctrl-C reaches only the parent, which stops the group with
-SIGINT, then SIGTERM, then SIGKILL, and reaps it."""
+"""Child processes the demo and the tests start and always stop: each in its own process group (Ctrl-C
+reaches only the parent), stopped with SIGINT, SIGTERM, SIGKILL and reaped."""
 from __future__ import annotations
 
 import os
@@ -9,17 +7,15 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
-"""The checkout (or install prefix) holding the ``vsf_sensor_ros`` package."""
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]     # the checkout (or prefix) holding the package
 
 
 def child_env(base: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    """``base`` (default ``os.environ``) with :data:`PACKAGE_ROOT` first on ``PYTHONPATH``,
-    unbuffered output (a complete log when the child dies) and no ANSI colours in ROS logs."""
+    """``base`` (default ``os.environ``) with :data:`PACKAGE_ROOT` first on ``PYTHONPATH``, unbuffered
+    output (a complete log when the child dies), no ANSI colours."""
     env = dict(os.environ if base is None else base)
     env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT)] + [
         p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
@@ -34,8 +30,7 @@ def module_command(module: str, ros_args: Sequence[str] = ()) -> List[str]:
 
 
 def default_sigint() -> None:
-    """Restore the default SIGINT action in a child (between fork and exec): one started from a
-    background job inherits it ignored, and the graceful stop would be lost."""
+    """Default SIGINT in a child (between fork and exec): a background job's is ignored."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
@@ -50,17 +45,14 @@ class ManagedProcess:
         self.log_path = Path(log_path)
         self.cwd = cwd
         self.proc: Optional[subprocess.Popen] = None
-        self.started_at: Optional[float] = None
         self._header_bytes = 0
 
     def start(self) -> None:
-        """Start the child in a new session.  Raises RuntimeError: already started.; OSError: the executable
-        cannot be run."""
+        """Start the child in a new session.  Raises RuntimeError: already started; OSError."""
         if self.proc is not None:
             raise RuntimeError(f"{self.name} already started (pid {self.proc.pid})")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
-            # One line: the command, shell-quoted, newlines escaped.
             header = ("$ " + shlex.join(self.cmd).replace("\n", "\\n") + "\n").encode()
             log.write(header)
             log.flush()
@@ -68,7 +60,6 @@ class ManagedProcess:
             self.proc = subprocess.Popen(self.cmd, env=self.env, cwd=self.cwd, stdout=log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True, preexec_fn=default_sigint)
-        self.started_at = time.monotonic()
 
     @property
     def pid(self) -> Optional[int]:
@@ -84,8 +75,7 @@ class ManagedProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def wait(self, timeout: Optional[float] = None) -> int:
-        """Wait for the child to exit by itself; its exit code.  Raises RuntimeError: not started.;
-        subprocess.TimeoutExpired: still running after ``timeout`` s."""
+        """The child's exit code once it exits.  Raises RuntimeError: not started; TimeoutExpired."""
         if self.proc is None:
             raise RuntimeError(f"{self.name} was never started")
         return self.proc.wait(timeout=timeout)
@@ -97,12 +87,11 @@ class ManagedProcess:
             pass
 
     def stop(self, grace_int_s: float = 5.0, grace_term_s: float = 3.0) -> Optional[int]:
-        """Stop the child's process group (SIGINT, ``grace_int_s``; SIGTERM, ``grace_term_s``;
-        SIGKILL) and reap it; its exit code (negative: killed), None if never started.  Idempotent."""
+        """Stop the process group (SIGINT, ``grace_int_s``; SIGTERM, ``grace_term_s``; SIGKILL), reap it;
+        the exit code (negative: killed), None if never started.  Idempotent."""
         if self.proc is None:
             return None
-        # Signal only while the child is not yet reaped: until then its pid (= its
-        # process group id) cannot belong to anybody else, even if it has exited.
+        # signal only before the reaping: until then its pid (= group id) is nobody else's
         if self.proc.returncode is None:
             for sig, grace in ((signal.SIGINT, grace_int_s), (signal.SIGTERM, grace_term_s),
                                (signal.SIGKILL, 10.0)):

@@ -1,7 +1,5 @@
-"""Record every topic of a ROS 2 session as raw CDR bytes and write a rosbag2 MCAP bag (``rosbags``).
-
-Message definitions come from those ``rosbags`` ships; a topic of a type it does not know is left out of the
-bag and reported."""
+"""Record every topic of a session as raw CDR bytes and write a rosbag2 MCAP bag with ``rosbags`` (a type
+it does not know is left out and reported)."""
 from __future__ import annotations
 
 import importlib
@@ -18,8 +16,7 @@ from rclpy.subscription import Subscription
 
 
 def passes_message_info() -> bool:
-    """Whether rclpy hands a two-argument subscription callback ``(msg, info)`` (Iron and newer:
-    ``Subscription.CallbackType.WithMessageInfo``, what rclpy dispatches on; Humble never does)."""
+    """Whether rclpy calls a two-argument callback ``(msg, info)`` (Iron and newer; not Humble)."""
     kinds = getattr(Subscription, "CallbackType", None)
     return kinds is not None and hasattr(kinds, "WithMessageInfo")
 
@@ -31,8 +28,7 @@ BAG_VERSION = 8
 
 
 def message_class(msgtype: str) -> type:
-    """The Python class of ``msgtype`` (``"pkg/msg/Name"``, as the graph reports it).  Raises ValueError: not
-    ``pkg/msg/Name``, or its package or class cannot be imported."""
+    """The class of ``msgtype`` (``"pkg/msg/Name"``).  Raises ValueError: another form, or not importable."""
     parts = msgtype.split("/")
     if len(parts) != 3 or parts[1] != "msg" or not all(parts):
         raise ValueError(f"message type must look like 'pkg/msg/Name', got {msgtype!r}")
@@ -43,9 +39,8 @@ def message_class(msgtype: str) -> type:
 
 
 def header_stamp_ns(data: bytes) -> int:
-    """``header.stamp`` (int ns) of serialized CDR bytes whose first field is a ``std_msgs/Header``: after the
-    4-byte encapsulation header (byte 1 odd = little endian), int32 sec, uint32 nanosec.  Raises ValueError:
-    fewer than 12 bytes, or nanosec >= 1e9 (no header first)."""
+    """``header.stamp`` (int ns) of CDR bytes starting with a Header (after the 4-byte encapsulation: int32
+    sec, uint32 nanosec).  Raises ValueError: fewer than 12 bytes, or nanosec >= 1e9 (no header first)."""
     if len(data) < 12:
         raise ValueError(f"serialized message of {len(data)} bytes is too short to hold a header stamp")
     fmt = "<iI" if data[1] & 1 else ">iI"
@@ -56,9 +51,8 @@ def header_stamp_ns(data: bytes) -> int:
 
 
 def cloud_point_count(data: bytes) -> int:
-    """``height * width`` of a serialized ``sensor_msgs/PointCloud2``: after the stamp, the ``frame_id``
-    (uint32 length, bytes, padding to 4), then uint32 ``height`` and ``width``.  Raises ValueError: the bytes
-    end before ``width``."""
+    """``height * width`` of a serialized PointCloud2 (after the stamp and ``frame_id``).  Raises ValueError:
+    the bytes end before ``width``."""
     e = "<" if data[1] & 1 else ">"
     if len(data) < 16:
         raise ValueError(f"serialized PointCloud2 of {len(data)} bytes is too short")
@@ -72,9 +66,8 @@ def cloud_point_count(data: bytes) -> int:
 
 @dataclass
 class TopicLog:
-    """Everything received on ``topic`` (``msgtype`` ``"pkg/msg/Name"``), in receive order: wall
-    receive times ``recv_ns``, CDR bytes ``data``, DDS send times ``sent_ns`` (empty on Humble), and
-    the QoS profiles its publishers offered when last seen."""
+    """What arrived on ``topic`` in order: wall receive times ``recv_ns``, CDR ``data``, DDS send times
+    ``sent_ns`` (empty on Humble), and the QoS its publishers offered when last seen."""
 
     topic: str
     msgtype: str
@@ -99,9 +92,7 @@ class TopicLog:
 
 
 def _subscription_qos(offered: List[QoSProfile]) -> QoSProfile:
-    # Same rule as `ros2 bag record`: reliable / transient-local only when every
-    # publisher offers it, so the subscription is compatible with all of them.
-    # no publisher yet: reliable, the rclpy/rclcpp default publisher QoS
+    # `ros2 bag record`'s rule: reliable / transient-local only when every publisher offers it
     reliable = all(q.reliability == ReliabilityPolicy.RELIABLE for q in offered)
     latched = bool(offered) and all(q.durability == DurabilityPolicy.TRANSIENT_LOCAL for q in offered)
     return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
@@ -110,11 +101,9 @@ def _subscription_qos(offered: List[QoSProfile]) -> QoSProfile:
 
 
 class TopicRecorder:
-    """Subscribe to every topic on ``node``'s graph (but ``exclude``) and keep what arrives in :attr:`logs`
-    (topic -> :class:`TopicLog`; :attr:`skipped`: topic -> why not).  :meth:`refresh` picks up new topics: one
-    seen with subscribers only is subscribed at once (reliable, volatile) so a later publisher's first
-    messages are not lost, and re-created when its publishers offer best-effort or transient-local QoS.
-    ``clock_ns`` stamps the receipts."""
+    """Keeps every topic of ``node``'s graph (but ``exclude``) in :attr:`logs` (:attr:`skipped`: why not).
+    :meth:`refresh` subscribes new topics at once, even without a publisher yet, and re-subscribes when the
+    publishers' QoS asks for it; ``clock_ns`` stamps the receipts."""
 
     def __init__(self, node: Node, exclude: Iterable[str] = (),
                  clock_ns: Callable[[], int] = time.time_ns) -> None:
@@ -195,11 +184,9 @@ def _rosbags_qos(profile: QoSProfile) -> Any:
 
 def write_bag(logs: Iterable[TopicLog], out_dir: Path, name: str = "run",
               compress: bool = True) -> Dict[str, object]:
-    """Write ``logs`` as a rosbag2 bag: ``out_dir/<name>.mcap`` + ``metadata.yaml`` (replaced; other files
-    left alone), in receive order with the receive time as log time, bytes unchanged, schemas from
-    ``rosbags``' Kilted store, MCAP chunks zstd-compressed with ``compress``.  Returns ``{"path": Path of the
-    .mcap, "counts": {topic: written}, "left_out": {topic: reason}}``.  Raises ValueError: ``name`` is empty
-    or contains a path separator."""
+    """Write ``out_dir/<name>.mcap`` + ``metadata.yaml`` (replaced): bytes unchanged, receive time as log
+    time, Kilted schemas, zstd chunks with ``compress``.  ``{"path", "counts": {topic: n}, "left_out": {topic:
+    why}}``.  Raises ValueError: ``name`` empty or with a path separator."""
     from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
     from rosbags.typesys import Stores, get_typestore
 

@@ -16,10 +16,10 @@ import numpy as np
 
 from vsf_sensor_ros.demo import replay_camera as rc
 from vsf_sensor_ros.demo.processes import ManagedProcess, module_command
-from vsf_sensor_ros.demo.replay_analysis import analyse, plot, print_report
-from vsf_sensor_ros.demo.replay_recording import (CONTACT_BODIES, HPA_TO_PA, MAX_LAG_FRAMES, PRESSURE_SENSOR,
-                                                  PRESSURE_TOPIC, TARE_SAMPLES, Recording, ReplayError,
-                                                  estimate_lag, load_recording, poke_onset)
+from vsf_sensor_ros.demo.replay_analysis import (CONTACT_BODIES, HPA_TO_PA, MAX_LAG_FRAMES, PRESSURE_SENSOR,
+                                                 PRESSURE_TOPIC, TARE_SAMPLES, Recording, ReplayError,
+                                                 analyse, estimate_lag, load_recording, plot, poke_onset,
+                                                 print_report)
 from vsf_sensor_ros.demo.session import NodeRun, SessionResult, demo_child_env
 
 FORCE_SENSOR = "punyo_force"

@@ -18,8 +18,8 @@ CATCH_UP_S = 30.0           # longest wait for the node to catch up (window, tar
 
 
 class BagError(ValueError):
-    """The bag cannot be replayed with this parameter file: a ``reason`` word (``'unreadable'``, ``'no_input'``,
-    ``'wrong_type'``, ``'headerless'``, ...), the ``path``, ``topic`` and ``value`` at fault, or None."""
+    """The bag cannot be replayed with this parameter file: a ``reason`` word (``'unreadable'``,
+    ``'no_input'``, ``'wrong_type'``, ...), the ``path``, ``topic`` and ``value`` at fault, or None."""
 
     def __init__(self, message: str, reason: str, path: Any = None, topic: Optional[str] = None,
                  value: Any = None) -> None:
@@ -155,8 +155,8 @@ def replay_config(args: argparse.Namespace, bag: BagTopics, params_file: Path) -
 
 
 class BagReplay(NodeRun):
-    """A replay of ``bag`` with ``cfg``, tared after the contacts stamped ``tare_stamp_ns``, at ``speed`` x the
-    recorded pace (0 = as fast as the node keeps up)."""
+    """A replay of ``bag`` with ``cfg``, tared after the contacts stamped ``tare_stamp_ns``, at ``speed`` x
+    the recorded pace (0 = as fast as the node keeps up)."""
 
     def __init__(self, cfg: DemoConfig, bag: BagTopics, tare_stamp_ns: int, speed: float,
                  domain_id: int) -> None:

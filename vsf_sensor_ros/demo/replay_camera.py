@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from vsf_sensor_ros.demo.replay_recording import CONTACT_BODIES, HPA_TO_PA, Recording, nearest_frame
+from vsf_sensor_ros.demo.replay_analysis import CONTACT_BODIES, HPA_TO_PA, Recording, nearest_frame
 
 if TYPE_CHECKING:   # the sensor package (torch) is imported when the analysis runs
     from vsf_sensor_ros.sensor.scale_calibration import ScaleScore
@@ -53,7 +53,7 @@ class CameraRecording:
 
 
 def attachment_mesh(root: Path) -> Path:
-    """``punyo_mesh_complete.ply`` in ``$VSF_ASSETS`` when there, else in ``kinova_punyo/`` beside ``root``."""
+    """``punyo_mesh_complete.ply`` in ``$VSF_ASSETS``, else in ``kinova_punyo/`` beside ``root``."""
     from vsf_sensor_ros.embedded_world import KINOVA_PUNYO_MESH_FILE, default_assets_dir
     assets = default_assets_dir()
     if assets is not None and (assets / KINOVA_PUNYO_MESH_FILE).is_file():

@@ -1,8 +1,5 @@
-"""Keep a ROS 2 session on this host, on a domain no other session uses.
-
-Sets the loopback-discovery variable the running distribution reads and leases a free ``ROS_DOMAIN_ID`` with
-an ``fcntl`` lock (dropped by the kernel however the owner exits); see docs/install.md (discovery and domain
-IDs)."""
+"""Keep a ROS 2 session on this host (the distribution's loopback-discovery variable) and on a free
+``ROS_DOMAIN_ID`` leased with an ``fcntl`` lock; docs/install.md (discovery and domain IDs)."""
 from __future__ import annotations
 
 import contextlib
@@ -14,8 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterator, Mapping, Optional, TextIO
 
-# Linux DDS implementations map domain ids 0..101 to UDP ports without
-# clashing with the ephemeral range; 0 is everybody's default, so skip it.
+# 0..101 map to UDP ports below the ephemeral range; 0 is everybody's default
 FIRST_DOMAIN_ID = 1
 LAST_DOMAIN_ID = 101
 
@@ -36,9 +32,8 @@ _FIRST_RANGE_RCLPY_MAJOR = 4
 
 def has_discovery_range(environ: Optional[Mapping[str, str]] = None,
                         rclpy_version: Optional[str] = None) -> Optional[bool]:
-    """Whether the distribution reads ``ROS_AUTOMATIC_DISCOVERY_RANGE`` (Iron and newer; Humble
-    knows only ``ROS_LOCALHOST_ONLY``): from the rclpy major version (``rclpy_version``, default its
-    package metadata; ``""`` = unknown), else ``ROS_DISTRO`` in ``environ``; None when neither says."""
+    """Whether the distribution reads ``ROS_AUTOMATIC_DISCOVERY_RANGE`` (Iron and newer): by the rclpy
+    major version (``rclpy_version``, default installed; ``""`` unknown), else ``ROS_DISTRO``; else None."""
     if rclpy_version is None:
         try:
             rclpy_version = importlib.metadata.version("rclpy")
@@ -55,8 +50,8 @@ def has_discovery_range(environ: Optional[Mapping[str, str]] = None,
 
 def discovery_env(environ: Optional[Mapping[str, str]] = None,
                   rclpy_version: Optional[str] = None) -> Dict[str, str]:
-    """The variables keeping DDS on loopback: ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` (Iron and
-    newer), ``ROS_LOCALHOST_ONLY=1`` (Humble), both when :func:`has_discovery_range` cannot tell."""
+    """``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` (Iron and newer), ``ROS_LOCALHOST_ONLY=1`` (Humble), or
+    both when :func:`has_discovery_range` cannot tell."""
     has_range = has_discovery_range(environ, rclpy_version)
     env: Dict[str, str] = {}
     if has_range is not False:
@@ -72,10 +67,9 @@ def _lock_dir(lock_dir: Optional[str]) -> Path:
 
 def free_domain_id(lock_dir: Optional[str] = None, first: int = FIRST_DOMAIN_ID,
                    last: int = LAST_DOMAIN_ID) -> int:
-    """Lease a ``ROS_DOMAIN_ID`` in ``first..last`` no other cooperating process on this host holds: the first
-    whose lock file in ``lock_dir`` (default the temp dir) locks exclusively, from an offset of the pid.  Held
-    until :func:`release_domain_id` or exit (children get the id only).  Raises ValueError: ``first``/``last``
-    outside ``0..232`` or ``first > last``.; RuntimeError: every id in the range is leased."""
+    """Lease a ``ROS_DOMAIN_ID`` in ``first..last`` whose lock file in ``lock_dir`` (default the temp dir)
+    locks, from an offset of the pid, until :func:`release_domain_id` or exit.  Raises ValueError: a bound
+    outside ``0..232`` or ``first > last``; RuntimeError: every id is leased."""
     if not (0 <= first <= last <= 232):
         raise ValueError(f"domain id range must satisfy 0 <= first <= last <= 232, got {first}..{last}")
     directory = _lock_dir(lock_dir)
@@ -102,8 +96,7 @@ def free_domain_id(lock_dir: Optional[str] = None, first: int = FIRST_DOMAIN_ID,
 
 
 def release_domain_id(domain_id: int) -> None:
-    """End a lease taken by :func:`free_domain_id` in this process.  Raises ValueError: this process holds no
-    lease on ``domain_id``."""
+    """End this process's lease on ``domain_id``.  Raises ValueError: no such lease."""
     handle = _held.pop(domain_id, None)
     if handle is None:
         raise ValueError(f"this process holds no lease on ROS domain id {domain_id}")
@@ -112,15 +105,13 @@ def release_domain_id(domain_id: int) -> None:
 
 
 def held_domain_ids() -> FrozenSet[int]:
-    """Domain ids this process leases now (:func:`free_domain_id` never hands them out again,
-    whatever ``lock_dir`` is asked for: the id is in use by this process's ROS traffic)."""
+    """Domain ids this process leases (never handed out again, whatever the ``lock_dir``)."""
     return frozenset(_held)
 
 
 def localhost_env(domain_id: int, base: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    """A copy of ``base`` (default ``os.environ``) confined to this host on ``domain_id``:
-    :func:`discovery_env` only, no ``ROS_STATIC_PEERS``.  Raises ValueError: ``domain_id`` outside
-    ``0..232``."""
+    """``base`` (default ``os.environ``) on ``domain_id`` with :func:`discovery_env` only, no
+    ``ROS_STATIC_PEERS``.  Raises ValueError: ``domain_id`` outside ``0..232``."""
     if not (0 <= int(domain_id) <= 232):
         raise ValueError(f"ROS_DOMAIN_ID must be in 0..232, got {domain_id}")
     env = dict(os.environ if base is None else base)
@@ -145,8 +136,8 @@ def apply_localhost_env(domain_id: int) -> None:
 
 @contextlib.contextmanager
 def isolated_domain(sigterm: bool = True) -> Iterator[int]:
-    """A :func:`free_domain_id` applied to this process (:func:`apply_localhost_env`), released on
-    exit; with ``sigterm`` a SIGTERM meanwhile raises KeyboardInterrupt (children stopped as on Ctrl-C)."""
+    """A :func:`free_domain_id` applied to this process, released on exit; with ``sigterm`` a SIGTERM
+    raises KeyboardInterrupt (children stopped as on Ctrl-C)."""
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
     previous = signal.signal(signal.SIGTERM, interrupt) if sigterm else None

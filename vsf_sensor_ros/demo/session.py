@@ -1,4 +1,4 @@
-"""One recorded demo run: :class:`NodeRun` (shared with the replays) and :class:`DemoSession`; docs/demo.md."""
+"""One recorded demo run: :class:`NodeRun` (shared with the replays) and :class:`DemoSession`."""
 from __future__ import annotations
 
 import math

@@ -1,6 +1,5 @@
-"""The demo's tare: when to call it, and what it did, read from the saved calibration file.
-
-The node's ``Trigger`` answer is only quoted, never parsed (docs/demo.md, options)."""
+"""The demo's tare: when to call it, and what it did, read from the saved calibration file (the node's
+answer is only quoted, never parsed)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -17,8 +16,7 @@ TARE_AT_S = 1.0            # tare at this simulated time: mid-way through the co
 
 @dataclass
 class TareResult:
-    """Outcome of the ``tare`` call: the Trigger answer, wall ns sent / answered, the newest
-    contacts stamp (s) then, and per sensor the :func:`tare_outcome` entry."""
+    """The ``tare`` call: answer, wall ns sent / answered, newest contacts stamp (s), :func:`tare_outcome`."""
 
     success: bool = False
     message: str = ""
@@ -30,8 +28,8 @@ class TareResult:
 
 def tare_due(sim_time_s: Optional[float], samples_per_sensor: Sequence[int], tare_samples: int,
              touched: bool) -> bool:
-    """Whether to tare now: contacts flow (newest stamp ``sim_time_s``) and either it reached
-    :data:`TARE_AT_S` with ``tare_samples`` predictions of every sensor, or the bubble ``touched``."""
+    """Whether to tare: contacts flow and either :data:`TARE_AT_S` is reached with ``tare_samples``
+    predictions of every sensor, or the bubble ``touched``."""
     if sim_time_s is None:
         return False
     enough = sim_time_s >= TARE_AT_S and all(n >= tare_samples for n in samples_per_sensor)
@@ -40,10 +38,9 @@ def tare_due(sim_time_s: Optional[float], samples_per_sensor: Sequence[int], tar
 
 def offsets_from_calibration(path: Path, sensors: Sequence[str],
                              kinds: Optional[Dict[str, str]] = None) -> Dict[str, Dict[str, Any]]:
-    """sensor -> ``{"tare_samples", "tare_offset"}`` from the node's saved calibration YAML.  The offset is
-    ``tare − tare_sim_avg`` (without the leading contact entry for the ``kinds`` ``wrench`` and ``load``): a
-    float, a list up to 6 entries, else ``{"entries", "mean", "max_abs"}``.  Raises DemoError: the file cannot
-    be read or parsed."""
+    """sensor -> ``{"tare_samples", "tare_offset"}`` from the saved calibration: ``tare − tare_sim_avg`` (less
+    the contact entry of ``wrench`` and ``load`` ``kinds``) as a float, a list up to 6, else ``{"entries",
+    "mean", "max_abs"}``.  Raises DemoError: the file cannot be read or parsed."""
     import yaml
     try:
         doc = yaml.safe_load(Path(path).read_text()) or {}
@@ -77,17 +74,16 @@ def offsets_from_calibration(path: Path, sensors: Sequence[str],
 
 
 def _answer_line(answer: str, sensor: str) -> str:
-    """The node's answer line about ``sensor`` (for the reader only; nothing is parsed from it)."""
+    """The node's answer line about ``sensor`` (quoted only)."""
     prefix = f"{sensor}: "
     return next((line[len(prefix):] for line in answer.splitlines() if line.startswith(prefix)), "")
 
 
 def tare_outcome(calibration_file: Path, sensors: Sequence[SensorInfo], answer: str = "",
                  saved: bool = True) -> Dict[str, Dict[str, Any]]:
-    """sensor -> ``{"tare_status": "tared" | "failed: <why>", "tare_samples", "tare_offset"}`` read from the
-    file the node saved after the tare (nothing read unless ``saved``: an older file must not pass for this
-    tare); ``answer`` is quoted for a sensor not tared.  Raises DemoError: the file exists but cannot be read
-    or parsed."""
+    """sensor -> ``{"tare_status": "tared" | "failed: <why>", "tare_samples", "tare_offset"}`` from the file
+    saved after the tare (only if ``saved``: an older file must not pass); ``answer`` quoted when not tared.
+    Raises DemoError: the file cannot be read or parsed."""
     found: Dict[str, Dict[str, Any]] = {}
     if saved and Path(calibration_file).is_file():
         found = offsets_from_calibration(calibration_file, [s.name for s in sensors],
@@ -106,7 +102,6 @@ def tare_outcome(calibration_file: Path, sensors: Sequence[SensorInfo], answer: 
 
 
 def tare_succeeded(service_success: bool, per_sensor: Dict[str, Dict[str, Any]]) -> bool:
-    """Whether the tare is done: the service answered success and every sensor of ``per_sensor``
-    (:func:`tare_outcome`) tared (each demo sensor is contact-free during the hold)."""
+    """The service answered success and every sensor of ``per_sensor`` tared."""
     return service_success and bool(per_sensor) and all(
         e["tare_status"] == "tared" for e in per_sensor.values())
