@@ -1,8 +1,6 @@
-"""Import the public Punyo poke's camera frames into the ``camera/`` folder the replay reads.
-
-Converts ``demo/0/expand/`` of ``uiuc-iml/punyo_force_estimation`` (per-frame point clouds, colour, pressure)
-to ``depth.npz``, ``camera.json`` (the camera fitted to the clouds' rays), ``rgb.npz`` and the membrane mesh;
-usage in docs/demo.md.  A bad source exits 2 with one line and writes nothing."""
+"""Import the public Punyo poke's camera frames (``demo/0/expand/`` of ``uiuc-iml/punyo_force_estimation``)
+into the replay's ``camera/`` folder: depth.npz, camera.json (the camera fitted to the clouds' rays), rgb.npz
+and the mesh; docs/demo.md.  A bad source exits 2 with one line and writes nothing."""
 from __future__ import annotations
 
 import argparse
@@ -34,8 +32,8 @@ class CameraImportError(ValueError):
 
 
 def frame_count(expand: Path) -> int:
-    """Number of frames ``pc_0.npy`` … ``pc_<N-1>.npy`` in ``expand``.  Raises CameraImportError: no folder or
-    frame, another ``pc_*.npy`` name, or a gap (naming it)."""
+    """Number of frames ``pc_0.npy`` … in ``expand``.  Raises CameraImportError: no folder or frame, an odd
+    name, or a gap (naming it)."""
     if not expand.is_dir():
         raise CameraImportError(f"{expand}: no such folder (the source must hold expand/pc_<i>.npy)")
     names = sorted(p.name for p in expand.glob("pc_*.npy"))
@@ -64,9 +62,8 @@ def load_array(path: Path) -> np.ndarray:
 
 
 def depth_of_cloud(cloud: np.ndarray, name: str) -> np.ndarray:
-    """``(H, W)`` uint16 depth (1e-4 m units) of one ``(H·W, 3)`` float cloud; 0 where no reading.  Raises
-    CameraImportError: another shape or dtype, a depth non-finite, out of range or not a whole unit, or a
-    non-finite x or y where there is a depth."""
+    """``(H, W)`` uint16 depth (1e-4 m) of a ``(H·W, 3)`` float cloud, 0: no reading.  Raises
+    CameraImportError: shape or dtype, a depth non-finite, out of range or fractional, x or y non-finite."""
     cloud = np.asarray(cloud)
     if cloud.shape != (WIDTH * HEIGHT, 3):
         raise CameraImportError(f"{name}: expected a ({WIDTH * HEIGHT}, 3) cloud, got {cloud.shape}")
@@ -92,16 +89,15 @@ def depth_of_cloud(cloud: np.ndarray, name: str) -> np.ndarray:
 
 
 def rays_of_cloud(cloud: np.ndarray, depth: np.ndarray) -> np.ndarray:
-    """``(H, W, 2)`` ray slopes ``x/z, y/z`` of one cloud where ``depth`` (its uint16) has a reading,
-    NaN elsewhere."""
+    """``(H, W, 2)`` ray slopes ``x/z, y/z`` of a cloud where ``depth`` has a reading, NaN elsewhere."""
     c = np.asarray(cloud, dtype=np.float64).reshape(HEIGHT, WIDTH, 3)
     z = np.where(depth > 0, c[..., 2], np.nan)
     return np.stack([c[..., 0] / z, c[..., 1] / z], axis=-1)
 
 
 def read_frames(expand: Path) -> Tuple[np.ndarray, np.ndarray]:
-    """Depth ``(N, H, W)`` uint16 and the per-pixel rays ``(H, W, 2)`` (NaN where no frame reads).  Raises
-    CameraImportError: a bad frame (:func:`depth_of_cloud`), or rays unlike the earlier frames'."""
+    """Depth ``(N, H, W)`` uint16 and rays ``(H, W, 2)`` (NaN: never read).  Raises CameraImportError: a
+    bad frame, or rays unlike the earlier frames'."""
     n = frame_count(expand)
     depth = np.zeros((n, HEIGHT, WIDTH), dtype=np.uint16)
     rays = np.full((HEIGHT, WIDTH, 2), np.nan)
@@ -119,8 +115,7 @@ def read_frames(expand: Path) -> Tuple[np.ndarray, np.ndarray]:
 
 
 def fit_camera(rays: np.ndarray) -> Tuple[BrownConradyCamera, float, int]:
-    """The camera fitted to the rays, its largest misfit and the pixels used (CameraImportError:
-    too few readings, or rays no RealSense camera explains)."""
+    """The camera fitted to the rays, its largest misfit, the pixels used.  Raises CameraImportError."""
     seen = np.isfinite(rays).all(axis=-1)
     if seen.sum() < MIN_READINGS:
         raise CameraImportError(f"only {int(seen.sum())} pixels have a reading in any frame (need "
@@ -148,8 +143,8 @@ def check_output(out: Path) -> None:
 
 
 def import_camera(source: Path, out: Path, mesh: Optional[Path] = None) -> Dict[str, Any]:
-    """Read and check ``source/expand/``, then write the ``camera/`` folder ``out`` whole (replacing an
-    earlier import); its ``camera.json`` dict.  CameraImportError leaves ``out`` untouched."""
+    """Check ``source/expand/``, then write ``out`` whole (replacing an earlier import); its camera.json
+    dict.  CameraImportError leaves ``out`` untouched."""
     out = out.resolve()      # a symlinked folder: write where it points, keep the link
     if mesh is not None and not mesh.is_file():
         raise CameraImportError(f"--mesh {mesh}: not a file")
@@ -168,8 +163,7 @@ def import_camera(source: Path, out: Path, mesh: Optional[Path] = None) -> Dict[
 
 def write_folder(out: Path, depth: np.ndarray, rgb: Optional[np.ndarray], mesh: Optional[Path],
                  info: Dict[str, Any]) -> None:
-    """Write the files into a fresh folder beside ``out``, then put it in ``out``'s place; on
-    CameraImportError (mesh unreadable) or OSError the earlier ``out`` stays."""
+    """Write a fresh folder beside ``out``, then put it in its place; on an error the earlier stays."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     umask = os.umask(0)
@@ -202,8 +196,8 @@ def write_folder(out: Path, depth: np.ndarray, rgb: Optional[np.ndarray], mesh: 
 
 
 def colour_frames(expand: Path, n: int) -> Optional[np.ndarray]:
-    """``(n, H, W, 3)`` uint8 from ``rgb_0.npy`` … ``rgb_<n-1>.npy``; None when there is none.  Raises
-    CameraImportError: some missing, or one unreadable or of another shape or type (naming it)."""
+    """``(n, H, W, 3)`` uint8 from ``rgb_<i>.npy``; None without any.  Raises CameraImportError: some
+    missing, unreadable, or of another shape or type (naming it)."""
     files = [expand / f"rgb_{i}.npy" for i in range(n)]
     there = [f.is_file() for f in files]
     if not any(there):
@@ -255,8 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the import; 0 with a two-line summary on stdout, 2 with one ``camera_import: ...`` line
-    on stderr for a source or folder that cannot be imported (nothing written)."""
+    """Run the import: 0 and two lines on stdout, or 2 and one ``camera_import:`` line on stderr."""
     args = build_parser().parse_args(argv)
     out = args.out if args.out is not None else args.source / "camera"
     try:

@@ -1,7 +1,4 @@
-"""One-command demo: simulator + sensor node on this host, recorded, tared, summarised.
-
-The command line of ``vsf_demo``; the parts live in ``config``, ``session``, ``tare`` and ``summary``. What it
-runs, writes and exits with: docs/demo.md."""
+"""``vsf_demo``: simulator + sensor node on this host, recorded, tared, summarised (docs/demo.md)."""
 from __future__ import annotations
 
 import argparse

@@ -27,8 +27,7 @@ def joint_edges(world) -> Tuple[List[Tuple[str, str]], List[Tuple[str, str]]]:
 
 
 def relative_transforms(world, edges) -> Dict[Tuple[str, str], np.ndarray]:
-    """``(parent, child) -> (4, 4)`` child -> parent transform at the world's current configuration; a
-    link the world does not keep (Klampt may drop a URDF root named ``world``) is at the identity."""
+    """``(parent, child) -> (4, 4)`` child -> parent now; a link the world dropped is at the identity."""
     known = set(world.body_names)
 
     def T(link: str) -> np.ndarray:
@@ -91,8 +90,7 @@ def usage():
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """Console entry point (:func:`vsf_sensor_ros.ros.main.run_node`): ``--help``/``-h`` prints usage;
-    else spin until Ctrl-C or SIGTERM.  0 on a clean stop, 2 on a configuration error."""
+    """Console entry point: ``--help`` prints usage; else spin until Ctrl-C or SIGTERM (0; 2: bad config)."""
     argv = list(sys.argv if args is None else args)
     try:
         usage().parse_known_args(user_args(argv))   # exits 0 after printing for -h / --help

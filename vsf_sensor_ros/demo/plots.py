@@ -34,8 +34,7 @@ def _zoom_limits(values: np.ndarray) -> Optional[Tuple[float, float]]:
     return lo - pad, hi + pad
 
 
-# Measured first, thickest, black, round markers; the prediction over it, thinner, dashed, with
-# hollow squares: both visible where they overlap, and told apart in greyscale by dash and marker.
+# measured first, thick and black; the prediction over it, dashed with hollow markers
 MEASURED_STYLE = dict(color="black", linestyle="-", linewidth=2.4, marker="o", markersize=3.5, zorder=2)
 PREDICTED_STYLE = dict(color="tab:blue", linestyle="--", linewidth=1.2, marker="s", markersize=3.5,
                        markerfacecolor="none", zorder=3)
@@ -50,9 +49,8 @@ def _markevery(n: int) -> int:
 
 
 def _tare_effect(t: np.ndarray, res: np.ndarray, tare_t: Optional[float]) -> Tuple[float, int]:
-    """``(t_eff, in_flight)``: the first time from which every residual is tared (below half the
-    mean residual before ``tare_t``), and how many samples stamped after ``tare_t`` came before it
-    (computed while the call was in flight).  Without a tare: ``(-inf, 0)``."""
+    """``(t_eff, in_flight)``: when every residual is tared (below half the mean before ``tare_t``), and
+    the samples after ``tare_t`` before it; ``(-inf, 0)`` without a tare."""
     if tare_t is None:
         return -np.inf, 0
     before = res[t < tare_t]
@@ -74,9 +72,8 @@ def _tare_effect(t: np.ndarray, res: np.ndarray, tare_t: Optional[float]) -> Tup
 def pressure_figure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, p_pred: np.ndarray,
                     tare_t: Optional[float] = None, contact_span: Optional[Tuple[float, float]] = None,
                     title: str = "pressure", measured_label: str = "measured") -> Figure:
-    """Predicted vs measured pressure (``(M,)``/``(K,)`` s and Pa): the overview (with the ~10^5 Pa tare
-    step), the zoom after ``tare_t`` (s, dashed) with every point, the residual after the tare;
-    ``contact_span`` (s) shaded."""
+    """Predicted vs measured pressure (``(M,)``/``(K,)`` s, Pa): overview, zoom and residual after
+    ``tare_t`` (s), ``contact_span`` (s) shaded."""
     t_meas, p_meas = np.asarray(t_meas, float), np.asarray(p_meas, float)
     t_pred, p_pred = np.asarray(t_pred, float), np.asarray(p_pred, float)
     fig = _new_figure((8.0, 8.6))
@@ -102,9 +99,7 @@ def pressure_figure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, 
         ax.text(0.01, 0.97, f"from the first tared prediction on (y axis fitted to every point){flight}",
                 transform=ax.transAxes, fontsize=8, va="top", wrap=True)
     ax.set_ylabel("pressure p [Pa]")
-    # Residual on common stamps (measured − predicted).  Before the tare it is the whole offset
-    # (~10^5 Pa), after it the noise (~Pa): one axis cannot show both, so the panel draws every
-    # point after the tare (none clipped) and states the level before it.
+    # the residual after the tare (~Pa); the level before it (~10^5 Pa) is stated, not drawn
     shown = common >= after
     _mark_session(ax_r, tare_t, None)
     ax_r.plot(common[shown], res[shown], markevery=_markevery(int(shown.sum())), **RESIDUAL_STYLE)
@@ -133,9 +128,8 @@ def save_png(fig: Figure, path: Path) -> Path:
 def plot_force_field(points: np.ndarray, forces: np.ndarray, path: Path,
                      measured_forces: Optional[np.ndarray] = None, title: str = "force field",
                      frame: str = "", measured_label: str = "measured") -> Path:
-    """Write a dense force field to the PNG ``path``: ``(V, 3)`` vertices (m, body ``frame``) as a 3-D scatter
-    coloured by |f| of ``(V, 3)`` forces (N); ``measured_forces`` in a second panel on the same scale.
-    ``path``.  Raises ValueError: shapes not ``(V, 3)`` or disagreeing."""
+    """Write ``(V, 3)`` vertices (m, ``frame``) coloured by |f| of ``(V, 3)`` forces (N), and
+    ``measured_forces`` beside, to ``path``.  Raises ValueError: shapes not ``(V, 3)`` or disagreeing."""
     points, forces = np.asarray(points, float), np.asarray(forces, float)
     if points.ndim != 2 or points.shape[1] != 3 or forces.shape != points.shape:
         raise ValueError(f"points and forces must both be (V, 3), got {points.shape} and {forces.shape}")
@@ -149,8 +143,7 @@ def plot_force_field(points: np.ndarray, forces: np.ndarray, path: Path,
     vmax = max(float(m.max()) for m in mags) if points.shape[0] else 1.0
     vmax = vmax if vmax > 0 else 1.0
     fig = _new_figure((4.6 * len(panels) + 1.2, 4.6))
-    # Contact forces concentrate on a few vertices: a square-root colour scale keeps
-    # the small ones around the contact patch visible.
+    # square-root colours: the small forces around the patch stay visible
     norm = PowerNorm(gamma=0.5, vmin=0.0, vmax=vmax)
     sc = None
     for k, ((label, _), mag) in enumerate(zip(panels, mags)):
@@ -176,9 +169,8 @@ def components_figure(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], 
                       pred: np.ndarray, labels: Sequence[str], tare_t: Optional[float] = None,
                       contact_span: Optional[Tuple[float, float]] = None, title: str = "",
                       unit: str = "", measured_label: str = "measured", quantity: str = "") -> Figure:
-    """Each component (``labels``) of ``(M, D)`` measured (or None) and ``(K, D)`` predicted readings over
-    time (s), and their residual (autoscaled to every point); ``quantity`` defaults from ``unit``.  Raises
-    ValueError: ``pred`` is not ``(K, len(labels))``."""
+    """Each component of ``(M, D)`` measured (or None) and ``(K, D)`` predicted readings over time (s), and
+    the residual.  Raises ValueError: ``pred`` is not ``(K, len(labels))``."""
     pred = np.asarray(pred, float).reshape(len(t_pred), -1)
     if pred.shape[1] != len(labels):
         raise ValueError(f"predicted readings have {pred.shape[1]} components but {len(labels)} labels")

@@ -104,8 +104,8 @@ RUN_FILES = ("run.mcap", "metadata.yaml", "summary.json", "pressure.png", "force
 
 
 def clear_outputs(out: Path, names: Sequence[str] = RUN_FILES) -> None:
-    """Create ``out`` and remove the files ``names`` an earlier run wrote there (others stay); the
-    ``calibration.yaml`` must go: the node would load it at start and begin tared."""
+    """Create ``out`` and remove an earlier run's ``names`` (its calibration.yaml would start the node
+    tared)."""
     out.mkdir(parents=True, exist_ok=True)
     for name in names:
         (out / name).unlink(missing_ok=True)
@@ -123,10 +123,8 @@ def series_for(session: SessionResult, s: SensorInfo) -> Tuple[Any, Any]:
 
 
 def tare_sim_time(response_ns: Optional[int], residuals: Sequence[Any]) -> Optional[float]:
-    """Where the tare took effect: the newest stamp (s) of the residual logs (``TopicLog``: one
-    residual per measured-predicted pair, the pairs a tare averages) received before its answer
-    arrived (``response_ns``); None without an answer or such a residual.  The node publishes a
-    pair's residual before it serves a later tare call; a prediction may be newer than every pair."""
+    """Where the tare took effect: the newest residual stamp (s; a residual per pair the tare averages)
+    received before its answer at ``response_ns``; None without either."""
     if response_ns is None:
         return None
     stamps = [np.array(r.stamps_ns(), dtype=np.int64)[np.array(r.recv_ns) < response_ns]
@@ -136,8 +134,7 @@ def tare_sim_time(response_ns: Optional[int], residuals: Sequence[Any]) -> Optio
 
 
 def bubble_contact_stamps(cfg: DemoConfig, contacts: Any) -> np.ndarray:
-    """Stamps (ns, int64) of the recorded ``contacts`` in which the bubble
-    (:func:`~vsf_sensor_ros.demo.config.press_body_indices`) touches something."""
+    """Stamps (int64 ns) of the ``contacts`` in which the bubble touches something."""
     from vsf_sensor_ros.demo.analysis import touches
     if contacts is None or not len(contacts):
         return np.zeros(0, dtype=np.int64)
@@ -147,8 +144,7 @@ def bubble_contact_stamps(cfg: DemoConfig, contacts: Any) -> np.ndarray:
 
 
 def adjacent_stamps(stamps_ns: np.ndarray, contact_ns: np.ndarray) -> np.ndarray:
-    """Stamps (ns, int64) of the steps (``(K,)`` any order) right before and after one in
-    ``contact_ns`` ``(C,)``."""
+    """Stamps (int64 ns) of the steps ``(K,)`` right before and after one in ``contact_ns``."""
     order = np.unique(np.asarray(stamps_ns, dtype=np.int64))
     hit = np.flatnonzero(np.isin(order, np.asarray(contact_ns, dtype=np.int64)))
     idx = np.concatenate([hit - 1, hit + 1])
@@ -158,8 +154,7 @@ def adjacent_stamps(stamps_ns: np.ndarray, contact_ns: np.ndarray) -> np.ndarray
 def pad_vs_klampt_native(cfg: DemoConfig, series: Dict[str, Tuple[Any, Any]],
                          tare_response_ns: Optional[int], contact_stamp_ns: np.ndarray
                          ) -> Optional[Dict[str, Any]]:
-    """The ``pad_vs_klampt_native`` entry (:data:`DEFINITIONS`): ``agreement_numbers`` of the first pad
-    measured by Klampt's own ``ContactSensor``; None without one."""
+    """``pad_vs_klampt_native`` (:data:`DEFINITIONS`) of the first pad Klampt measures; None without."""
     from vsf_sensor_ros.demo.analysis import agreement_numbers
     from vsf_sensor_ros.contact_sources.sim_sensors import SOURCE_KLAMPT_NATIVE
     for s in cfg.sensors:
@@ -176,8 +171,7 @@ MUJOCO_SOURCES = ("mujoco-force-sensor", "mujoco-touch-sensor")   # labels of Mu
 
 def vs_mujoco(cfg: DemoConfig, series: Dict[str, Tuple[Any, Any]], tare_response_ns: Optional[int],
               contact_stamp_ns: np.ndarray) -> Optional[Dict[str, Any]]:
-    """The ``vs_mujoco`` entry (:data:`DEFINITIONS`): per sensor measured by MuJoCo,
-    ``agreement_numbers`` and the ``peak`` sample; None without one."""
+    """``vs_mujoco`` (:data:`DEFINITIONS`) per sensor MuJoCo measures; None without one."""
     from vsf_sensor_ros.demo.analysis import agreement_numbers, first_index_by_stamp
     out: Dict[str, Any] = {}
     for s in cfg.sensors:

@@ -1,7 +1,5 @@
-"""A Universal Robots UR5e world written from the published DH parameters, with a Punyo bubble.
-
-The URDF is generated so its link frames are the DH frames (``base`` is the frame the controller reports
-wrenches in); the bubble faces tool -y at an assumed offset; see docs/real_data.md."""
+"""A UR5e world from the published DH parameters (link frames = DH frames; ``base`` is the wrench frame),
+with a Punyo bubble facing tool -y at an assumed offset; docs/real_data.md."""
 from __future__ import annotations
 
 import math
@@ -70,8 +68,7 @@ def punyo_apex_local() -> np.ndarray:
 
 
 def ur5e_world(with_punyo: bool = True, urdf_path: Optional[Union[str, Path]] = None) -> World:
-    """The UR5e :class:`World` (from :func:`ur5e_urdf`, written to ``urdf_path`` first and loaded from
-    there when given), with the bubble on ``tool0`` when asked."""
+    """The UR5e :class:`World` (through ``urdf_path`` when given), the bubble on ``tool0`` if asked."""
     text = ur5e_urdf()
     if urdf_path is not None:
         Path(urdf_path).write_text(text)
