@@ -164,23 +164,14 @@ class ContactSimulation:
         return {k: ContactState(torch.from_numpy(p).to(dtype), torch.from_numpy(f).to(dtype))
                 for k, (p, f) in self.contact_arrays().items()}
 
-    def add_klampt_contact_sensor(self, name: str, link: str, settings: Mapping[str, str]) -> None:
-        """Add Klampt's own ``ContactSensor`` on ``link`` (:func:`add_klampt_contact_sensor`); ValueError
+    def add_klampt_contact_sensor(self, name: str, link: str, settings: Mapping[str, str]
+                                  ) -> klampt.SimRobotSensor:
+        """Klampt's own ``ContactSensor`` on ``link`` (:func:`add_klampt_contact_sensor`); ValueError
         for an unknown link or a rejected setting."""
         if link not in self.scene.link_names:
             raise ValueError(f"Klampt ContactSensor {name!r}: {link!r} is not a robot link; "
                              f"links: {self.scene.link_names}")
-        index = self.scene.robot.link(link).getIndex()
-        self._klampt_sensors = getattr(self, "_klampt_sensors", {})
-        self._klampt_sensors[name] = add_klampt_contact_sensor(self.sim, 0, name, index, settings)
-
-    def klampt_sensor_names(self, name: str) -> List[str]:
-        """Measurement names of an added Klampt sensor (Klampt's ``measurementNames``)."""
-        return list(self._klampt_sensors[name].measurementNames())
-
-    def klampt_sensor_reading(self, name: str) -> np.ndarray:
-        """The Klampt sensor's measurements after the last step, float64 ``(#meas,)``; KeyError if absent."""
-        return np.asarray(self._klampt_sensors[name].getMeasurements(), dtype=np.float64)
+        return add_klampt_contact_sensor(self.sim, 0, name, self.scene.robot.link(link).getIndex(), settings)
 
     def summed_contact_force(self, body1: str, body2: str) -> np.ndarray:
         """Klampt's own summed contact force between two bodies, ``(3,)`` N, world (its magnitude only: the
