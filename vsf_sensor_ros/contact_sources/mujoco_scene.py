@@ -20,7 +20,7 @@ from scipy.spatial.transform import Rotation
 from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.sensor.base_sensor import ContactState
 from vsf_sensor_ros.sensor.errors import InputError, SettingError
-from vsf_sensor_ros.urdf import UrdfError, origin_transform, parse_urdf_joints
+from vsf_sensor_ros.urdf import MOVABLE_JOINT_TYPES, UrdfError, origin_transform, parse_urdf_joints
 
 # body names: the bubble (punyo), the pressed box, the static table
 BUBBLE, OBJECT, TABLE = ew.BUBBLE_BODY, ew.OBJECT_BODY, ew.TABLE_BODY
@@ -144,7 +144,7 @@ def robot_bodies(urdf_text: str) -> Tuple[List[ET.Element], Dict[str, ET.Element
             inert = _link_inertial(links[j.child]) if j.child in links else None
             if inert is not None:
                 body.append(inert)
-            if j.type in ("revolute", "continuous", "prismatic"):
+            if j.type in MOVABLE_JOINT_TYPES:
                 attrs = {"name": j.name, "type": "slide" if j.type == "prismatic" else "hinge",
                          "axis": _fmt(j.axis)}
                 lim = root.find(f"joint[@name='{j.name}']/limit")

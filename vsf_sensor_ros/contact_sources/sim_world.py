@@ -16,8 +16,8 @@ import numpy as np
 import trimesh
 
 from .. import embedded_world as ew
-from vsf_sensor_ros.world import (WORLD_FRAME, load_mesh, parse_urdf_joints, resolve_uri, rpy_from_matrix,
-                                  trimesh_to_klampt, validate_transform)
+from vsf_sensor_ros.world import (MOVABLE_JOINT_TYPES, WORLD_FRAME, load_mesh, parse_urdf_joints, resolve_uri,
+                                  rpy_from_matrix, trimesh_to_klampt, validate_transform)
 
 # body names in every simulated world: the bubble link (punyo), the static table, the pressed box
 BUBBLE, TABLE, OBJECT = ew.BUBBLE_BODY, ew.TABLE_BODY, ew.OBJECT_BODY
@@ -244,7 +244,7 @@ def build_scene(assets: SceneAssets, object_size: Optional[Sequence[float]] = No
             raise ValueError(f"Klampt failed to load the {assets.name} URDF with the bubble link")
     robot = world.robot(0)
     joints = parse_urdf_joints(ET.fromstring(assets.urdf_text))
-    movable = [j for j in joints if j.type in ("revolute", "continuous", "prismatic") and j.mimic is None]
+    movable = [j for j in joints if j.type in MOVABLE_JOINT_TYPES and j.mimic is None]
     dofs = np.array([robot.link(j.child).getIndex() for j in movable], dtype=np.int64)
     if (dofs < 0).any():
         raise ValueError("a URDF joint's child link is missing from the Klampt robot")
