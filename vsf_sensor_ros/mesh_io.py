@@ -165,10 +165,8 @@ def _collada_unit(doc: Any, path: Union[str, os.PathLike]) -> float:
     """
     node = doc.xmlnode.getroot().find(".//{*}asset/{*}unit")
     written = None if node is None else node.get("meter")
-    if written is None:
-        return 1.0
     try:
-        unit = float(written)
+        unit = 1.0 if written is None else float(written)
     except ValueError:
         unit = math.nan
     if not (math.isfinite(unit) and unit > 0):

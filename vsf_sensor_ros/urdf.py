@@ -3,6 +3,7 @@
 """
 from __future__ import annotations
 
+import graphlib
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -212,32 +213,16 @@ def collision_elements(root: ET.Element) -> Dict[str, List[ET.Element]]:
 
 
 def mimic_order(joints: Sequence[UrdfJoint]) -> List[UrdfJoint]:
-    """The mimic joints of ``joints`` in dependency order (a source before its mimics; others in file order).
-
-    Raises:
-        UrdfError: a mimic cycle (names its joints).
-    """
+    """The mimic joints of ``joints`` in dependency order (a source before its mimics).  UrdfError: a mimic
+    cycle (``value`` its joints)."""
     mimics: Dict[str, UrdfJoint] = {j.name: j for j in joints if j.mimic is not None}
-    order: List[UrdfJoint] = []
-    state: Dict[str, int] = {}           # 1 = on the current path, 2 = placed
-
-    for start in mimics:
-        path: List[str] = []
-        name: Optional[str] = start
-        # walk up the (single-parent) chain of sources until a placed or non-mimic joint
-        while name in mimics and state.get(name) != 2:
-            if state.get(name) == 1:
-                cycle = path[path.index(name):] + [name]
-                raise UrdfError("URDF mimic joints form a cycle: " + " -> ".join(
-                    f"{n!r}" for n in cycle) + " (each mimics the next)", "mimic_cycle",
-                        f"joint {name!r}", cycle)
-            state[name] = 1
-            path.append(name)
-            name = mimics[name].mimic[0]
-        for n in reversed(path):         # sources first
-            state[n] = 2
-            order.append(mimics[n])
-    return order
+    graph = {n: [j.mimic[0]] if j.mimic[0] in mimics else [] for n, j in mimics.items()}
+    try:
+        return [mimics[n] for n in graphlib.TopologicalSorter(graph).static_order()]
+    except graphlib.CycleError as exc:
+        cycle = exc.args[1][::-1]         # graphlib lists it against the mimic direction
+        raise UrdfError("URDF mimic joints form a cycle: " + " -> ".join(f"{n!r}" for n in cycle)
+                        + " (each mimics the next)", "mimic_cycle", f"joint {cycle[0]!r}", cycle) from None
 
 
 class JointNameMapError(ValueError):

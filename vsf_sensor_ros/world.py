@@ -15,8 +15,7 @@ import numpy as np
 import torch
 import trimesh
 
-# Transforms, URDF parsing and mesh files live in their own modules; their names are re-exported here so
-# ``from vsf_sensor_ros.world import ...`` keeps working.
+# re-exported: ``from vsf_sensor_ros.world import ...`` serves the helpers of the three modules below
 from .mesh_io import MeshLike, load_mesh, read_obj_geometry, resolve_uri, trimesh_to_klampt
 from .sensor.errors import InputError
 from .transforms import (klampt_to_matrix, matrix_to_klampt, rpy_from_matrix, rpy_matrix,
@@ -122,22 +121,16 @@ class _Attached:
 
 class World:
     """A Klampt robot plus attached rigid bodies, queried for body transforms (build with :meth:`from_urdf`;
-    not thread-safe).
-
-    Attributes: ``robot``, ``klampt_world`` (attached bodies are ``RigidObjectModel`` s); ``link_names``
-    (as Klampt keeps them); ``joint_names`` (movable non-mimic, URDF order); ``body_names`` (links,
-    :data:`WORLD_FRAME` when Klampt dropped it, attached bodies); ``urdf_root_link``, ``urdf_link_names``
-    (the TF frames, file order); ``joints`` (every :class:`UrdfJoint`); ``last_ignored_joints``.
+    not thread-safe).  Attributes: ``robot``, ``klampt_world``; ``link_names`` (as Klampt keeps them);
+    ``joint_names`` (movable non-mimic, URDF order); ``body_names`` (links, :data:`WORLD_FRAME` when Klampt
+    dropped it, attached bodies); ``urdf_root_link``, ``urdf_link_names`` (the TF frames, file order);
+    ``joints`` (every :class:`UrdfJoint`); ``last_ignored_joints``.
     """
 
     def __init__(self, klampt_world: klampt.WorldModel, robot: klampt.RobotModel,
                  joints: Sequence[UrdfJoint], urdf_links: Sequence[str]) -> None:
         """Wrap a loaded robot with its URDF ``joints`` and ``urdf_links``; prefer :meth:`from_urdf`.
-
-        Raises:
-            ValueError: a movable joint's child link is missing from the robot.
-            UrdfError: the mimic tags form a cycle (names the joints).
-        """
+        ValueError: a movable joint's child link is missing from the robot; UrdfError: a mimic cycle."""
         self.klampt_world = klampt_world
         self.robot = robot
         self.joints = list(joints)
@@ -161,9 +154,8 @@ class World:
         self._joint_lookup = {n: self._joint_dof[n] for n in self.joint_names}
         dof = self._joint_dof
         self._mimic_names = {j.name for j in movable if j.mimic is not None}
-        # (joint, its dof, source dof, multiplier, offset) in dependency order: a mimic of a mimic after its
-        # source, so one pass gives every mimic its source's value of the same message. A mimic of a joint
-        # that is not movable (or not in the URDF) is left alone, as before.
+        # (joint, its dof, source dof, multiplier, offset), sources first: one pass sets every mimic from
+        # the same message; a mimic of a joint that is not movable (or not in the URDF) is left alone
         self._mimic_steps: List[Tuple[str, int, int, float, float]] = [
             (j.name, dof[j.name], dof[j.mimic[0]], j.mimic[1], j.mimic[2])
             for j in mimic_order(movable) if j.mimic[0] in dof]
@@ -183,17 +175,14 @@ class World:
     def from_urdf(cls, urdf: Union[str, os.PathLike],
                   base_dir: Optional[Union[str, os.PathLike]] = None) -> World:
         """Load a robot from URDF text (starts with ``<``) or a ``.urdf`` / ``.urdf.xacro`` path; mesh URIs
-        resolve against ``base_dir`` (default: the file's directory).  Collision meshes are read here
-        (:func:`_link_meshes`), Klampt loads only the kinematics; joint axes are normalised.
+        resolve against ``base_dir`` (default: the file's directory).  Collision meshes are read here, Klampt
+        loads only the kinematics; joint axes are normalised (one UserWarning names them).
 
         Raises:
             FileNotFoundError: the URDF file or a mesh does not exist.
             UrdfError: a zero/non-finite axis, a mimic cycle, malformed joint values, unexpandable xacro, or a
                 collision piece without triangles or unreadable.
             ValueError: not a URDF, relative meshes without ``base_dir``, or Klampt fails to load it.
-
-        Warns:
-            UserWarning: once, listing the joints whose axis was normalised.
         """
         text, file_dir = read_urdf(urdf)
         if base_dir is None:
@@ -279,13 +268,9 @@ class World:
     # ------------------------------------------------------------------ state updates
 
     def set_body_pose(self, name: str, T_world_body: np.ndarray) -> None:
-        """Set the ``(4, 4)`` body -> world pose (m) of a free body (see :func:`transform_from_xyz_quat`).
-
-        Raises:
-            InputError: ``name`` not a free body (``reason`` ``'not_free'``, ``expected`` the free bodies)
-                or one that follows a link (``'attached'``, ``expected`` its parent), or an invalid
-                transform; nothing changes.
-        """
+        """Set the ``(4, 4)`` body -> world pose (m) of a free body.  InputError (nothing changes): ``name``
+        not a free body (``reason`` ``'not_free'``, ``expected`` the free bodies) or one that follows a link
+        (``'attached'``, ``expected`` its parent), or an invalid transform."""
         a = self._attached.get(name)
         if a is None:
             free = [b for b, x in self._attached.items() if x.parent is None]
@@ -347,7 +332,7 @@ class World:
         return list(ignored)
 
     def joint_positions(self) -> np.ndarray:
-        """Float64 positions of :attr:`joint_names` (no mimics; :meth:`configuration` is exact)."""
+        """``(J,)`` float64 positions of :attr:`joint_names` (no mimics)."""
         return self._q[[self._joint_lookup[n] for n in self.joint_names]].copy()
 
     def configuration(self) -> np.ndarray:
@@ -355,12 +340,9 @@ class World:
         return self._q.copy()
 
     def set_configuration(self, q: np.ndarray) -> None:
-        """Restore a :meth:`configuration` snapshot (nothing re-derived).
-
-        Raises:
-            InputError: not a finite float vector of this world's size (``argument`` ``'q'``, ``value`` its
-                shape, ``reason`` ``'shape'`` or ``'not_finite'``, ``expected`` the size).
-        """
+        """Restore a :meth:`configuration` snapshot (nothing re-derived).  InputError: not a finite vector of
+        this world's size (``argument`` ``'q'``, ``value`` its shape, ``reason`` ``'shape'`` or
+        ``'not_finite'``, ``expected`` the size)."""
         q = np.asarray(q, dtype=np.float64)
         if q.shape != self._q.shape or not np.isfinite(q).all():
             raise InputError(f"configuration must be {self._q.shape[0]} finite values, got shape {q.shape}",
@@ -439,11 +421,8 @@ class World:
 
     def body_model(self, name: str) -> Union[klampt.RobotModelLink, klampt.RigidObjectModel]:
         """The Klampt ``RobotModelLink`` or ``RigidObjectModel`` of a body, as a sensor's ``attach()`` takes.
-
-        Raises:
-            InputError: unknown name (``reason`` ``'unknown_body'``, ``expected`` the known bodies), or
-                :data:`WORLD_FRAME` (``'world_frame'``: no geometry).
-        """
+        InputError: unknown name (``reason`` ``'unknown_body'``, ``expected`` the known bodies), or
+        :data:`WORLD_FRAME` (``'world_frame'``: no geometry)."""
         self._check(name)
         if name in self._attached:
             return self._attached[name].obj

@@ -64,22 +64,19 @@ class ContactSimulation:
                  physics_dt: float = 0.001, contact_body_names: Optional[Sequence[str]] = None,
                  bubble_stiffness: float = 3000.0, bubble_damping: float = 30.0,
                  bubble_padding: float = 0.01, max_contacts: int = 12) -> None:
-        if not (np.isfinite(sim_dt) and sim_dt > 0.0):
-            raise SettingError(f"sim_dt must be positive (s), got {sim_dt}", "sim_dt", sim_dt, "out_of_range")
-        if not (np.isfinite(physics_dt) and 0.0 < physics_dt <= sim_dt):
-            raise SettingError(f"physics_dt must be in (0, sim_dt={sim_dt}], got {physics_dt}", "physics_dt",
-                               physics_dt, "out_of_range")
-        if not (bubble_stiffness > 0.0) or not (np.isfinite(bubble_damping) and bubble_damping >= 0.0):
-            bad = ("bubble_stiffness", bubble_stiffness) if not bubble_stiffness > 0.0 else ("bubble_damping",
-                                                                                             bubble_damping)
-            raise SettingError(f"bubble_stiffness must be > 0 (inf = rigid) and bubble_damping >= 0, "
-                               f"got {bubble_stiffness}, {bubble_damping}", *bad, "out_of_range")
-        if not (np.isfinite(bubble_padding) and bubble_padding > 0.0):
-            raise SettingError(f"bubble_padding must be positive (m), got {bubble_padding}", "bubble_padding",
-                               bubble_padding, "out_of_range")
-        if isinstance(max_contacts, bool) or int(max_contacts) != max_contacts or max_contacts < 1:
-            raise SettingError(f"max_contacts must be a positive integer, got {max_contacts}", "max_contacts",
-                               max_contacts, "out_of_range")
+        for label, value, ok, want in (
+                ("sim_dt", sim_dt, np.isfinite(sim_dt) and sim_dt > 0.0, "> 0 s"),
+                ("physics_dt", physics_dt, np.isfinite(physics_dt) and 0.0 < physics_dt <= sim_dt,
+                 f"in (0, sim_dt={sim_dt}] s"),
+                ("bubble_stiffness", bubble_stiffness, bubble_stiffness > 0.0, "> 0 N/m (inf = rigid)"),
+                ("bubble_damping", bubble_damping, np.isfinite(bubble_damping) and bubble_damping >= 0.0,
+                 ">= 0 N s/m"),
+                ("bubble_padding", bubble_padding, np.isfinite(bubble_padding) and bubble_padding > 0.0,
+                 "> 0 m"),
+                ("max_contacts", max_contacts, not isinstance(max_contacts, bool)
+                 and int(max_contacts) == max_contacts and max_contacts >= 1, "a positive integer")):
+            if not ok:
+                raise SettingError(f"{label} must be {want}, got {value}", label, value, "out_of_range")
         names = list(contact_body_names) if contact_body_names is not None else [BUBBLE, OBJECT, TABLE]
         if len(set(names)) != len(names) or not names:
             raise SettingError(f"contact_body_names must be non-empty and unique, got {names}",
@@ -94,18 +91,16 @@ class ContactSimulation:
         self.sim_dt = float(sim_dt)
         self.physics_dt = float(physics_dt)
         self.contact_body_names: List[str] = names
-        self.bubble_padding = float(bubble_padding)
-        self.max_contacts = int(max_contacts)
         self.time = 0.0
         self.steps = 0
 
         robot = scene.robot
         robot.setConfig(trajectory.start_config)
         self.sim = klampt.Simulator(scene.world)
-        self.sim.setSimStep(self.physics_dt)
+        self.sim.setSimStep(float(physics_dt))
         # Klampt clusters each pair's ODE contacts to at most this many points; the ODE solve cost in
         # contact grows steeply with it (hold phase: ~3x from 8 to 20).
-        self.sim.setSetting("maxContacts", str(self.max_contacts))
+        self.sim.setSetting("maxContacts", str(int(max_contacts)))
         ids = scene.body_ids
         present = [n for n in names if n in ids]
         links = set(scene.link_names)
@@ -116,7 +111,7 @@ class ContactSimulation:
         for _, _, ia, ib in self._pairs:
             self.sim.enableContactFeedback(ia, ib)
         bubble = self.sim.body(scene.bubble)
-        bubble.setCollisionPadding(self.bubble_padding)
+        bubble.setCollisionPadding(float(bubble_padding))
         self.sim.body(scene.world.rigidObject(OBJECT)).setCollisionPadding(CONTACT_PADDING)
         self.sim.body(scene.world.terrain(TABLE)).setCollisionPadding(0.0)
         if np.isfinite(bubble_stiffness):
@@ -153,7 +148,6 @@ class ContactSimulation:
         """Trajectory phase at the current time."""
         return self.trajectory.profile.phase(self.time)
 
-    # ------------------------------------------------------------------ readout
     def contact_arrays(self) -> Dict[Pair, Tuple[np.ndarray, np.ndarray]]:
         """``{(body1, body2): (points, forces on body1)}`` of the last step, both orders of every touching
         pair, float64 ``(N, 3)``, world frame, m and N."""
@@ -170,23 +164,14 @@ class ContactSimulation:
         return {k: ContactState(torch.from_numpy(p).to(dtype), torch.from_numpy(f).to(dtype))
                 for k, (p, f) in self.contact_arrays().items()}
 
-    def add_klampt_contact_sensor(self, name: str, link: str, settings: Mapping[str, str]) -> None:
-        """Add Klampt's own ``ContactSensor`` on ``link`` (:func:`add_klampt_contact_sensor`); ValueError
+    def add_klampt_contact_sensor(self, name: str, link: str, settings: Mapping[str, str]
+                                  ) -> klampt.SimRobotSensor:
+        """Klampt's own ``ContactSensor`` on ``link`` (:func:`add_klampt_contact_sensor`); ValueError
         for an unknown link or a rejected setting."""
         if link not in self.scene.link_names:
             raise ValueError(f"Klampt ContactSensor {name!r}: {link!r} is not a robot link; "
                              f"links: {self.scene.link_names}")
-        index = self.scene.robot.link(link).getIndex()
-        self._klampt_sensors = getattr(self, "_klampt_sensors", {})
-        self._klampt_sensors[name] = add_klampt_contact_sensor(self.sim, 0, name, index, settings)
-
-    def klampt_sensor_names(self, name: str) -> List[str]:
-        """Measurement names of an added Klampt sensor (Klampt's ``measurementNames``)."""
-        return list(self._klampt_sensors[name].measurementNames())
-
-    def klampt_sensor_reading(self, name: str) -> np.ndarray:
-        """The Klampt sensor's measurements after the last step, float64 ``(#meas,)``; KeyError if absent."""
-        return np.asarray(self._klampt_sensors[name].getMeasurements(), dtype=np.float64)
+        return add_klampt_contact_sensor(self.sim, 0, name, self.scene.robot.link(link).getIndex(), settings)
 
     def summed_contact_force(self, body1: str, body2: str) -> np.ndarray:
         """Klampt's own summed contact force between two bodies, ``(3,)`` N, world (its magnitude only: the
@@ -219,10 +204,6 @@ class ContactSimulation:
             return klampt_to_matrix(self.scene.robot.link(name).getTransform())
         raise ValueError(f"unknown body {name!r}; known: {self.scene.link_names + [OBJECT, TABLE]}")
 
-    def body_transforms(self, names: Optional[Sequence[str]] = None) -> Dict[str, np.ndarray]:
-        """Transforms of ``names`` (default: the contact bodies)."""
-        return {n: self.body_transform(n) for n in (names or self.contact_body_names)}
-
     def sim_state(self, dtype: torch.dtype = torch.float64,
                   extra_bodies: Sequence[str] = ()) -> SimState:
         """The current step as a ``SimState`` of ``dtype``: transforms of the contact bodies and
@@ -232,6 +213,6 @@ class ContactSimulation:
             ValueError: an unknown name in ``extra_bodies``.
         """
         names = list(self.contact_body_names) + [n for n in extra_bodies if n not in self.contact_body_names]
-        T = {n: torch.from_numpy(m).to(dtype) for n, m in self.body_transforms(names).items()}
+        T = {n: torch.from_numpy(self.body_transform(n)).to(dtype) for n in names}
         q = torch.from_numpy(self.joint_positions()).to(dtype)
         return SimState(body_transforms=T, body_states={"robot": q}, contacts=self.contacts(dtype))

@@ -1,7 +1,5 @@
-"""``contact_sim_node``: a Klampt physics session of a robot pressing the Punyo bubble into a box.
-
-It stands in for the simulator bridge and the real sensors: each step it publishes the joint states, the box
-pose, the contacts and stand-in measured readings.  Topics: docs/demo.md (the simulator); parameters:
+"""``contact_sim_node``: a Klampt physics session of a robot pressing the Punyo bubble into a box, standing
+in for the simulator bridge and the real sensors.  Topics: docs/demo.md (the simulator); parameters:
 ``--help``.
 """
 from __future__ import annotations
@@ -13,7 +11,6 @@ import klampt
 import numpy as np
 
 from .. import embedded_world as ew
-from vsf_sensor_ros.ros.main import parameter_usage
 from vsf_sensor_ros.sensor.errors import SettingError
 
 from .contact_sim import ContactSimulation
@@ -114,12 +111,6 @@ class ContactSimNode(SimulatorNode):
             f"{self.p['contact_body_names']}, sensors {self.p['sensors']}; {self.p['duration_s']} s "
             f"simulated at sim_dt {self.p['sim_dt']} s, rate {self.p['rate_hz']} Hz")
 
-    @property
-    def simulated_time(self) -> float:
-        """Simulation time reached, s."""
-        return float(self.sim.time)
-
-    # ------------------------------------------------------------------ stepping
     def step_once(self) -> None:
         """Advance one step and publish joint states, object pose, contacts and measured streams."""
         self.sim.step()
@@ -129,23 +120,18 @@ class ContactSimNode(SimulatorNode):
                           self.sim.body_transform(OBJECT), state.contacts, state)
 
 
-def usage():
-    """The ``-h`` / ``--help`` text: every parameter of :data:`PARAMS` with its default."""
-    return parameter_usage(
-        "contact_sim_node",
+def main(args: Optional[List[str]] = None) -> int:
+    """Console entry point (:func:`~.stepping.run_simulator`): 0 finished or interrupted, 1 the simulation
+    failed, 2 a configuration error."""
+    return run_simulator(
+        "contact_sim_node", ContactSimNode,
         "A Klampt physics session of a robot pressing the Punyo bubble into a box: publishes "
         "joint_states, object/pose, contacts, stand-in <s>/measured readings and sim_done, stamped "
         "with simulation time.  A stand-in for a simulator bridge: do not run it on a real robot's "
         "ROS domain (its joint_states would reach the robot's listeners).",
-        [(name, row[0], row[1] + ("" if row[2] else " (live)")) for name, row in PARAMS.items()],
+        PARAMS,
         ["ros2 run vsf_sensor_ros contact_sim_node --ros-args -p world:=kinova -p duration_s:=20.0",
-         "python -m vsf_sensor_ros.contact_sources.contact_sim_node --ros-args -p rate_hz:=0.0"])
-
-
-def main(args: Optional[List[str]] = None) -> int:
-    """Console entry point (:func:`~.stepping.run_simulator`): 0 finished or interrupted, 1 the simulation
-    failed, 2 a configuration error."""
-    return run_simulator("contact_sim_node", ContactSimNode, usage(), args)
+         "python -m vsf_sensor_ros.contact_sources.contact_sim_node --ros-args -p rate_hz:=0.0"], args)
 
 
 if __name__ == "__main__":

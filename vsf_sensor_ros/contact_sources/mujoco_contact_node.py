@@ -5,8 +5,8 @@ independent measured streams; see docs/mujoco.md, parameters with ``--help``.
 """
 from __future__ import annotations
 
-import argparse
 import sys
+from types import SimpleNamespace
 from typing import Any, Dict, Optional, Sequence
 
 import mujoco
@@ -17,7 +17,6 @@ from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.contact_sources.sim_sensors import DEMO_SENSORS, demo_sensor_specs
 from vsf_sensor_ros.contact_sources.sim_world import embedded_assets
 from vsf_sensor_ros.contact_sources.trajectory import PressProfile
-from vsf_sensor_ros.ros.main import parameter_usage
 from vsf_sensor_ros.sensor.errors import SettingError
 from vsf_sensor_ros.sensor.base_sensor import SimState
 
@@ -62,17 +61,6 @@ PARAMS: Dict[str, tuple] = {
     "publish_clock": (False, "publish /clock with the simulation time before every step's messages", True,
                       None),
 }
-
-
-class _Named:
-    """A body model that only has a name (what a pad model's ``attach`` reads)."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def getName(self) -> str:  # noqa: N802 - Klampt's spelling, which the sensor models read
-        """The body name."""
-        return self._name
 
 
 class MujocoContactNode(SimulatorNode):
@@ -122,7 +110,9 @@ class MujocoContactNode(SimulatorNode):
             spec = specs[name]
             kind = spec.config["type"]
             att = spec.config["attachment"]
-            model = assets.bubble_mesh if kind.startswith("Punyo") else _Named(att)
+            # a pad model's attach() reads only the body's name (Klampt's getName)
+            model = (assets.bubble_mesh if kind.startswith("Punyo")
+                     else SimpleNamespace(getName=lambda a=att: a))
             stream = self.add_stream(spec, model, assets.bubble_mesh.vertices)
             label = mujoco_source_label(kind, att, p["measured_source"])
             if label == SOURCE_MUJOCO_FORCE:
@@ -143,12 +133,6 @@ class MujocoContactNode(SimulatorNode):
             f"{p['duration_s']} s simulated at sim_dt {p['sim_dt']} s ({self._substeps} MuJoCo steps), "
             f"rate {p['rate_hz']} Hz")
 
-    @property
-    def simulated_time(self) -> float:
-        """Simulation time reached, s."""
-        return float(self.scene.time)
-
-    # ------------------------------------------------------------------ stepping
     def step_once(self) -> None:
         """Advance ``sim_dt`` and publish clock, joint states, object pose, contacts and measured streams."""
         sc = self.scene
@@ -169,25 +153,18 @@ class MujocoContactNode(SimulatorNode):
         return SimState(transforms, {}, contacts)
 
 
-def usage() -> argparse.ArgumentParser:
-    """The command line: only ``-h`` / ``--help`` (every parameter with its default, an example);
-    parameters go through ``--ros-args``."""
-    return parameter_usage(
-        "mujoco_contact_node",
+def main(args: Optional[Sequence[str]] = None) -> int:
+    """Console entry point (:func:`~.stepping.run_simulator`): 0 finished or interrupted, 1 the simulation
+    failed, 2 a configuration error."""
+    return run_simulator(
+        "mujoco_contact_node", MujocoContactNode,
         "MuJoCo as a contact source: steps a MuJoCo scene of the package's embedded arm pressing the "
         "Punyo bubble into a box and publishes joint_states, object/pose, contacts "
         "(sensor_msgs/PointCloud2: force on body1 by body2, world frame, from mj_contactForce), "
         "<s>/measured (the pad from MuJoCo's force sensor, the load cell from its touch sensor; the "
         "Punyo pressure and membrane force from the package's models, MuJoCo having no membrane) and "
         "sim_done.",
-        [(name, row[0], row[1]) for name, row in PARAMS.items()],
-        ["mujoco_contact_node --ros-args -p rate_hz:=50.0 -p duration_s:=10.0"])
-
-
-def main(args: Optional[Sequence[str]] = None) -> int:
-    """Console entry point (:func:`~.stepping.run_simulator`): 0 finished or interrupted, 1 the simulation
-    failed, 2 a configuration error."""
-    return run_simulator("mujoco_contact_node", MujocoContactNode, usage(), args)
+        PARAMS, ["mujoco_contact_node --ros-args -p rate_hz:=50.0 -p duration_s:=10.0"], args)
 
 
 if __name__ == "__main__":

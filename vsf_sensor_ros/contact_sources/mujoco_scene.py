@@ -20,7 +20,7 @@ from scipy.spatial.transform import Rotation
 from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.sensor.base_sensor import ContactState
 from vsf_sensor_ros.sensor.errors import InputError, SettingError
-from vsf_sensor_ros.urdf import UrdfError, origin_transform, parse_urdf_joints
+from vsf_sensor_ros.urdf import MOVABLE_JOINT_TYPES, UrdfError, origin_transform, parse_urdf_joints
 
 # body names: the bubble (punyo), the pressed box, the static table
 BUBBLE, OBJECT, TABLE = ew.BUBBLE_BODY, ew.OBJECT_BODY, ew.TABLE_BODY
@@ -69,31 +69,22 @@ class MujocoSceneConfig:
     def validate(self, n_joints: int) -> None:
         """Raise ``SettingError`` naming the first bad value (``setting`` the field, ``value`` as given,
         ``reason`` ``'out_of_range'``; a ``solref`` time constant under 2 ``physics_dt``: ``'too_stiff'``)."""
-        size = np.asarray(self.object_size, dtype=np.float64)
-        if size.shape != (3,) or not np.isfinite(size).all() or size.min() <= 0.0:
-            raise SettingError(f"object_size must be 3 positive lengths (m), got {list(self.object_size)}",
-                               "object_size", self.object_size, "out_of_range")
-        for label in ("object_mass", "physics_dt", "load_radius"):
-            v = float(getattr(self, label))
-            if not (math.isfinite(v) and v > 0.0):
-                raise SettingError(f"{label} must be positive, got {v}", label, v, "out_of_range")
-        for label in ("arm_kp", "arm_kv"):
-            v = np.asarray(getattr(self, label), dtype=np.float64)
-            if v.shape != (n_joints,) or not np.isfinite(v).all() or v.min() < 0.0:
-                raise SettingError(f"{label} must be {n_joints} non-negative numbers, got {list(v)}",
-                                   label, getattr(self, label), "out_of_range")
+        for label, n, positive, want in (
+                ("object_size", 3, True, "3 positive lengths (m)"), ("object_mass", 1, True, "positive"),
+                ("physics_dt", 1, True, "positive"), ("load_radius", 1, True, "positive"),
+                ("arm_kp", n_joints, False, f"{n_joints} non-negative numbers"),
+                ("arm_kv", n_joints, False, f"{n_joints} non-negative numbers"),
+                ("solref", 2, True, "(timeconst, dampratio), both positive"), ("friction", 1, False, ">= 0")):
+            v = np.asarray(getattr(self, label), dtype=np.float64).reshape(-1)
+            if v.shape != (n,) or not np.isfinite(v).all() or (v <= 0.0 if positive else v < 0.0).any():
+                raise SettingError(f"{label} must be {want}, got {getattr(self, label)}", label,
+                                   getattr(self, label), "out_of_range")
         ref = np.asarray(self.solref, dtype=np.float64)
-        if ref.shape != (2,) or not np.isfinite(ref).all() or ref.min() <= 0.0:
-            raise SettingError(f"solref must be (timeconst, dampratio), both positive, got {list(ref)}",
-                               "solref", self.solref, "out_of_range")
         if ref[0] < 2.0 * self.physics_dt:
             raise SettingError(f"solref timeconst {ref[0]} s must be >= 2 physics_dt "
                                f"({2 * self.physics_dt} s): "
                                "MuJoCo would stiffen it to that", "solref", self.solref, "too_stiff",
                                2 * self.physics_dt)
-        if not (math.isfinite(self.friction) and self.friction >= 0.0):
-            raise SettingError(f"friction must be >= 0, got {self.friction}", "friction", self.friction,
-                               "out_of_range")
 
 
 def _link_inertial(link: ET.Element) -> Optional[ET.Element]:
@@ -153,7 +144,7 @@ def robot_bodies(urdf_text: str) -> Tuple[List[ET.Element], Dict[str, ET.Element
             inert = _link_inertial(links[j.child]) if j.child in links else None
             if inert is not None:
                 body.append(inert)
-            if j.type in ("revolute", "continuous", "prismatic"):
+            if j.type in MOVABLE_JOINT_TYPES:
                 attrs = {"name": j.name, "type": "slide" if j.type == "prismatic" else "hinge",
                          "axis": _fmt(j.axis)}
                 lim = root.find(f"joint[@name='{j.name}']/limit")

@@ -119,12 +119,12 @@ def independent_source(spec: DemoSensorSpec, sim: Any, sensor: Any) -> Optional[
     label = measured_source_label(spec.config["type"], spec.config["attachment"], "independent",
                                   sim.contact_body_names)
     if label == SOURCE_KLAMPT_NATIVE:
-        sim.add_klampt_contact_sensor(spec.name, spec.config["attachment"], sensor.settings())
-        names = sim.klampt_sensor_names(spec.name)
+        native = sim.add_klampt_contact_sensor(spec.name, spec.config["attachment"], sensor.settings())
+        names = list(native.measurementNames())
         if names != list(sensor.measurement_names()):
             raise ValueError(f"Klampt's ContactSensor {spec.name!r} measures {names}, the model "
                              f"{sensor.measurement_names()}")
-        return lambda: sim.klampt_sensor_reading(spec.name)
+        return lambda: np.asarray(native.getMeasurements(), dtype=np.float64)
     if label == SOURCE_SIM_FORCES:
         lo = float(spec.config.get("minThreshold", 0.0))
         hi = float(spec.config.get("maxThreshold", np.inf))

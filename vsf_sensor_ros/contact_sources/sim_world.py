@@ -16,8 +16,8 @@ import numpy as np
 import trimesh
 
 from .. import embedded_world as ew
-from vsf_sensor_ros.world import (WORLD_FRAME, load_mesh, parse_urdf_joints, resolve_uri, rpy_from_matrix,
-                                  trimesh_to_klampt, validate_transform)
+from vsf_sensor_ros.world import (MOVABLE_JOINT_TYPES, WORLD_FRAME, load_mesh, parse_urdf_joints, resolve_uri,
+                                  rpy_from_matrix, trimesh_to_klampt, validate_transform)
 
 # body names in every simulated world: the bubble link (punyo), the static table, the pressed box
 BUBBLE, TABLE, OBJECT = ew.BUBBLE_BODY, ew.TABLE_BODY, ew.OBJECT_BODY
@@ -36,8 +36,8 @@ KINOVA_FILES = ("kinova_gen3.urdf", "punyo_mesh_complete.ply", "punyo2end_effect
 class SceneAssets:
     """Everything a world contributes to a physics scene: ``name`` (``embedded`` | ``kinova``), the robot's
     ``urdf_text`` (no bubble) and ``base_dir`` for its meshes, the bubble on ``end_link`` by ``(4, 4)``
-    ``T_end_bubble`` (bubble -> end link), ``bubble_mesh`` (bubble frame, m; vertex order kept) and its file
-    or None, ``bubble_normal_local`` ``(3,)``, ``bubble_mass`` (kg), ``seed_config`` (``{joint: rad}`` IK
+    ``T_end_bubble`` (bubble -> end link), ``bubble_mesh`` (bubble frame, m; vertex order kept),
+    ``bubble_normal_local`` ``(3,)``, ``bubble_mass`` (kg), ``seed_config`` (``{joint: rad}`` IK
     seed), ``pid_gains`` (``(kP, kI, kD)`` or None: the URDF's), and the layout (m, world; the table frame
     is the slab centre)."""
 
@@ -46,7 +46,6 @@ class SceneAssets:
     base_dir: Optional[str]
     end_link: str
     bubble_mesh: trimesh.Trimesh
-    bubble_mesh_path: Optional[str]
     T_end_bubble: np.ndarray
     bubble_normal_local: np.ndarray
     bubble_mass: float
@@ -79,13 +78,12 @@ def kinova_assets(assets_dir: Optional[str] = None) -> SceneAssets:
                                 "(set the assets_dir parameter or $VSF_ASSETS)")
     d = d.resolve()
     T = validate_transform(ew.kinova_punyo_transform(d), "punyo2ee")
-    mesh_path = d / ew.KINOVA_PUNYO_MESH_FILE
     # Kinova's "home" posture branch (elbow up, wrist flexed): IK from here reaches a top-down press in
     # front of the base without joint flips.
     seed = dict(zip(ew.KINOVA_JOINTS, [0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57]))
     return SceneAssets(
         name="kinova", urdf_text=(d / ew.KINOVA_URDF_FILE).read_text(), base_dir=str(d),
-        end_link=ew.KINOVA_END_LINK, bubble_mesh=load_mesh(mesh_path), bubble_mesh_path=str(mesh_path),
+        end_link=ew.KINOVA_END_LINK, bubble_mesh=load_mesh(d / ew.KINOVA_PUNYO_MESH_FILE),
         T_end_bubble=T, bubble_normal_local=np.array([0.0, 0.0, 1.0]), bubble_mass=0.3, seed_config=seed)
 
 
@@ -94,12 +92,10 @@ def embedded_assets() -> SceneAssets:
     millimetre and load the bubble with about 10 N per cm of press.
     """
     urdf = Path(ew.embedded_urdf_path())
-    mesh_file = ew.DATA_DIR / ew.BUBBLE_MESH_FILE
     return SceneAssets(
         name="embedded", urdf_text=urdf.read_text(), base_dir=str(urdf.parent), end_link=ew.END_LINK,
-        bubble_mesh=ew.bubble_mesh(), bubble_mesh_path=str(mesh_file) if mesh_file.is_file() else None,
-        T_end_bubble=np.eye(4), bubble_normal_local=np.array([0.0, 0.0, 1.0]), bubble_mass=0.1,
-        seed_config=dict(ew.HOME),
+        bubble_mesh=ew.bubble_mesh(), T_end_bubble=np.eye(4), bubble_normal_local=np.array([0.0, 0.0, 1.0]),
+        bubble_mass=0.1, seed_config=dict(ew.HOME),
         pid_gains=([300.0, 300.0, 150.0, 60.0], [0.0] * 4, [8.0, 6.0, 2.0, 0.2]))
 
 
@@ -186,8 +182,8 @@ def urdf_with_bubble(assets: SceneAssets, bubble_file: str, arm_collision: bool 
 class SimScene:
     """A Klampt world ready for ``klampt.Simulator``: ``world`` (robot 0 with the bubble, terrain
     :data:`TABLE`, rigid object :data:`OBJECT`), the movable ``joint_names`` and their ``(J,)`` int64
-    ``joint_dofs``, ``body_ids`` (name -> Klampt id), ``object_size`` (m), ``object_mass`` (kg),
-    ``object_top_z`` (m)."""
+    ``joint_dofs``, ``body_ids`` (name -> Klampt id), ``object_size`` (m), ``object_top_z`` (m), the robot's
+    ``link_names``."""
 
     assets: SceneAssets
     world: klampt.WorldModel
@@ -196,7 +192,6 @@ class SimScene:
     joint_dofs: np.ndarray
     body_ids: Dict[str, int]
     object_size: Tuple[float, float, float]
-    object_mass: float
     object_top_z: float
     link_names: List[str] = field(default_factory=list)
 
@@ -249,7 +244,7 @@ def build_scene(assets: SceneAssets, object_size: Optional[Sequence[float]] = No
             raise ValueError(f"Klampt failed to load the {assets.name} URDF with the bubble link")
     robot = world.robot(0)
     joints = parse_urdf_joints(ET.fromstring(assets.urdf_text))
-    movable = [j for j in joints if j.type in ("revolute", "continuous", "prismatic") and j.mimic is None]
+    movable = [j for j in joints if j.type in MOVABLE_JOINT_TYPES and j.mimic is None]
     dofs = np.array([robot.link(j.child).getIndex() for j in movable], dtype=np.int64)
     if (dofs < 0).any():
         raise ValueError("a URDF joint's child link is missing from the Klampt robot")
@@ -282,7 +277,7 @@ def build_scene(assets: SceneAssets, object_size: Optional[Sequence[float]] = No
     ids[TABLE] = table.getID()
     ids[OBJECT] = obj.getID()
     return SimScene(assets=assets, world=world, robot=robot, joint_names=[j.name for j in movable],
-                    joint_dofs=dofs, body_ids=ids, object_size=size, object_mass=float(object_mass),
+                    joint_dofs=dofs, body_ids=ids, object_size=size,
                     object_top_z=assets.table_top_z + sz, link_names=link_names)
 
 

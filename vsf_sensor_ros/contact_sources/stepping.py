@@ -1,7 +1,6 @@
-"""What the simulator nodes share: the parameter table, measured streams, outputs, a paced stepping thread.
+"""What the simulator nodes share: parameter rows, measured streams, outputs, a paced stepping thread.
 
-:class:`SimulatorNode` is the base of ``contact_sim_node`` and ``mujoco_contact_node``: a subclass builds
-its scene and implements :meth:`SimulatorNode.step_once`.
+:class:`SimulatorNode` is the base of ``contact_sim_node`` and ``mujoco_contact_node``.
 """
 from __future__ import annotations
 
@@ -25,7 +24,7 @@ from std_msgs.msg import Bool
 
 from vsf_sensor_ros.ros.frames import sensor_frame_name, sensor_frame_transform
 from vsf_sensor_ros.ros.kinds import codec_of_type, sensor_layout
-from vsf_sensor_ros.ros.main import answer_help, run_node
+from vsf_sensor_ros.ros.main import answer_help, parameter_usage, run_node
 from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.messages.readings import encode_vector, make_header
 from vsf_sensor_ros.ros.messages.stamps import stamp_to_ns
@@ -39,8 +38,7 @@ from .sim_sensors import DEMO_SENSORS, DemoSensorSpec, MeasuredStream
 __all__ = ["PACE_PARAMS", "PRESS_TIMING_PARAMS", "SESSION_PARAMS", "SimulatorNode", "finish", "param_spec",
            "run_simulator", "sim_time_msg", "spin_until_done"]
 
-# Parameter rows the simulator nodes share, as their tables write them: name -> (default, description,
-# read_only, (lo, hi) or None).  SimulatorNode reads these.
+# Parameter rows the simulator nodes share: name -> (default, description, read_only, (lo, hi) or None).
 PACE_PARAMS: Dict[str, tuple] = {
     "rate_hz": (100.0, "simulator steps per wall-clock second; 0 = as fast as possible", False, (0.0, 1e6)),
     "sim_dt": (0.01, "simulated seconds per step (one contacts message each)", True, (1e-4, 1.0)),
@@ -75,8 +73,7 @@ def sim_time_msg(t: float) -> Time:
 
 
 def param_spec(name: str, default: Any, description: str, read_only: bool, bounds: Optional[tuple]) -> Spec:
-    """The :class:`~vsf_sensor_ros.ros.parameter_table.Spec` of one simulator parameter row; an infinite
-    ``hi`` of ``bounds`` is checked as ``>= lo`` only."""
+    """The ``Spec`` of one parameter row; an infinite ``hi`` of ``bounds`` is checked as ``>= lo`` only."""
     lo = hi = None
     if bounds is not None and not isinstance(default, bool):
         lo, hi = bounds
@@ -86,13 +83,11 @@ def param_spec(name: str, default: Any, description: str, read_only: bool, bound
 
 
 class SimulatorNode(Node):
-    """Base of a simulator node: its parameter table declared into ``self.p`` and checked
-    (:meth:`check_common_parameters`), the measured streams, publishers, the stepping thread and the live
-    ``rate_hz``.  ``params``: name -> ``(default, description, read_only, (lo, hi) or None)``.
-    Attributes: ``done``, ``failed`` (the exception or None), ``step_times`` (wall s).
-
-    Raises:
-        SettingError: a parameter out of range or invalid (named).
+    """Base of a simulator node: ``params`` (name -> ``(default, description, read_only, (lo, hi) or
+    None)``) declared into ``self.p`` and checked, measured streams, publishers, the stepping thread, live
+    ``rate_hz``.  Attributes: ``done``, ``failed`` (exception or None), ``step_times`` (wall s).
+    A subclass builds its scene, calls :meth:`create_outputs` and :meth:`start_stepping`, and implements
+    :meth:`step_once`.  SettingError: a parameter out of range or invalid (named).
     """
 
     def __init__(self, node_name: str, params: Dict[str, tuple], **kwargs: Any) -> None:
@@ -114,13 +109,9 @@ class SimulatorNode(Node):
         self.add_on_set_parameters_callback(self.on_set_parameters)
 
     def add_stream(self, spec: DemoSensorSpec, model: Any, bubble_vertices: np.ndarray) -> MeasuredStream:
-        """Declare ``<s>.offset`` / ``<s>.noise_std``, then add the measured stream of ``spec`` (attached
-        to ``model``) with its message layout, stamped in the sensor frame like the node's prediction;
-        the caller may set its ``source``.
-
-        Raises:
-            SettingError: as :meth:`declare_stream_parameters`.  ValueError: the config is rejected.
-        """
+        """Declare ``<s>.offset`` / ``<s>.noise_std`` and add the measured stream of ``spec`` (attached to
+        ``model``), stamped in the sensor frame like the node's prediction; the caller may set its ``source``.
+        SettingError: as :meth:`declare_stream_parameters`; ValueError: the config is rejected."""
         self.declare_stream_parameters(spec.name, spec)
         kind, att = spec.config["type"], spec.config["attachment"]
         stream = MeasuredStream(spec, model, int(self.p["seed"]), len(self.streams))
@@ -153,15 +144,9 @@ class SimulatorNode(Node):
         self.pub_clock = self.create_publisher(Clock, "/clock", reliable) if clock else None
 
     def start_stepping(self, thread_name: str) -> None:
-        """Start the worker thread that runs the session (see the module doc)."""
+        """Start the worker thread that runs the session."""
         self._worker = threading.Thread(target=self._run, name=thread_name, daemon=True)
         self._worker.start()
-
-    # ------------------------------------------------------------------ what a subclass provides
-    @property
-    def simulated_time(self) -> float:
-        """Simulation time reached, s."""
-        raise NotImplementedError
 
     def step_once(self) -> None:
         """Advance ``sim_dt`` and publish this step's messages."""
@@ -169,12 +154,9 @@ class SimulatorNode(Node):
 
     # ------------------------------------------------------------------ parameters
     def check_common_parameters(self) -> None:
-        """Check ``physics_dt <= sim_dt``, ``sensors`` and ``measured_source`` of ``self.p``.
-
-        Raises:
-            SettingError: ``setting`` the parameter, ``value`` as given, ``reason`` ``'out_of_range'``
-                (``expected`` ``sim_dt``) or ``'invalid'`` (``expected`` the accepted names).
-        """
+        """Check ``physics_dt <= sim_dt``, ``sensors`` and ``measured_source``.  SettingError: ``setting``
+        the parameter, ``reason`` ``'out_of_range'`` (``expected`` ``sim_dt``) or ``'invalid'`` (``expected``
+        the accepted names)."""
         p = self.p
         if p["physics_dt"] > p["sim_dt"]:
             raise SettingError(f"physics_dt={p['physics_dt']} must be <= sim_dt={p['sim_dt']}", "physics_dt",
@@ -191,29 +173,23 @@ class SimulatorNode(Node):
 
     def declare_stream_parameters(self, name: str, spec: Any) -> None:
         """Declare ``<name>.offset`` and ``<name>.noise_std`` (defaults from ``spec``) into ``self.p`` and
-        set them on ``spec``.
-
-        Raises:
-            SettingError: a negative noise std or a non-finite offset (``setting`` the parameter).
-        """
+        set them on ``spec``.  ConfigError: a negative noise std; SettingError: an infinite offset."""
         for key in ("offset", "noise_std"):
             full = f"{name}.{key}"
             desc = ("constant added to the physical entries of the measured stream (SI)"
                     if key == "offset" else "std of the Gaussian noise on the measured stream (SI)")
             self.p[full] = declare_spec(self, full, param_spec(
                 full, float(getattr(spec, key)), desc, True, (0.0, math.inf) if key == "noise_std" else None))
-        for key, ok in (("noise_std", self.p[f"{name}.noise_std"] >= 0.0),
-                        ("offset", math.isfinite(self.p[f"{name}.offset"]))):
-            if not ok:
-                raise SettingError(f"{name}.noise_std must be >= 0 and {name}.offset finite", f"{name}.{key}",
-                                   self.p[f"{name}.{key}"], "out_of_range")
+        if not math.isfinite(self.p[f"{name}.offset"]):
+            raise SettingError(f"{name}.offset must be finite", f"{name}.offset", self.p[f"{name}.offset"],
+                               "out_of_range")
         spec.offset, spec.noise_std = float(self.p[f"{name}.offset"]), float(self.p[f"{name}.noise_std"])
 
     def publish_step(self, stamp: Any, joint_names: Sequence[str], positions: Sequence[float],
                      velocities: Sequence[float], T_object: np.ndarray, contacts: Dict[Any, Any],
                      state: Any) -> None:
-        """Publish one step: ``/clock`` (when enabled), joint states, the object pose (``(4, 4)``
-        ``T_object``, world frame), the contacts and, for ``state`` not None, every measured stream."""
+        """Publish ``/clock`` (when enabled), joint states, the object pose (``(4, 4)`` ``T_object``, world),
+        the contacts and, for ``state`` not None, every measured stream."""
         if self.pub_clock is not None:
             self.pub_clock.publish(Clock(clock=stamp))
         frame = self.p["world_frame"]
@@ -236,12 +212,8 @@ class SimulatorNode(Node):
         """Parameter callback: ``rate_hz`` is live (a number within its bounds); all or nothing."""
         for prm in params:
             if prm.name == "rate_hz":
-                v = prm.value
-                if not isinstance(v, (int, float)) or isinstance(v, bool):
-                    return SetParametersResult(successful=False,
-                                               reason=f"rate_hz must be a number, got {v!r}")
                 try:
-                    check_value("rate_hz", self._rate_spec, v)
+                    check_value("rate_hz", self._rate_spec, prm.value)
                 except ValueError as exc:
                     return SetParametersResult(successful=False, reason=str(exc))
         for prm in params:
@@ -280,8 +252,8 @@ class SimulatorNode(Node):
             if self.step_times:
                 st = np.asarray(self.step_times) * 1e3
                 self.get_logger().info(
-                    f"done: {len(st)} steps, {self.simulated_time:.2f} s simulated; step cost mean "
-                    f"{st.mean():.2f} ms, p95 {np.percentile(st, 95):.2f} ms")
+                    f"done: {len(st)} steps, {len(st) * float(self.p['sim_dt']):.2f} s simulated; step cost "
+                    f"mean {st.mean():.2f} ms, p95 {np.percentile(st, 95):.2f} ms")
             self.pub_done.publish(Bool(data=True))
         except Exception as exc:  # noqa: BLE001 - reported, then the node ends
             if self._stop.is_set() or not self.context.ok():
@@ -320,12 +292,14 @@ def finish(node: SimulatorNode) -> int:
     return 1 if node.failed is not None else 0
 
 
-def run_simulator(name: str, node_class: Callable[..., SimulatorNode], usage: Any,
-                  args: Optional[Sequence[str]]) -> int:
-    """A simulator executable: ``--help`` answered from ``usage`` before touching ROS, then
-    :func:`~vsf_sensor_ros.ros.main.run_node`.  0 when finished or interrupted, 1 when the simulation
-    failed, 2 on a configuration error."""
+def run_simulator(name: str, node_class: Callable[..., SimulatorNode], description: str,
+                  params: Dict[str, tuple], examples: Sequence[str], args: Optional[Sequence[str]]) -> int:
+    """A simulator executable: ``-h`` / ``--help`` lists ``params`` (live ones marked) with ``description``
+    and ``examples`` before touching ROS, then :func:`~vsf_sensor_ros.ros.main.run_node`.  0 when finished
+    or interrupted, 1 when the simulation failed, 2 on a configuration error."""
     argv = list(sys.argv if args is None else args)
-    answer_help(argv, usage)   # before rclpy.init: a help request simulates and publishes nothing
+    rows = [(n, row[0], row[1] + ("" if row[2] else " (live)")) for n, row in params.items()]
+    # before rclpy.init: a help request simulates and publishes nothing
+    answer_help(argv, parameter_usage(name, description, rows, examples))
     return run_node(name, node_class, argv, config_errors=(ValueError, FileNotFoundError, RuntimeError),
                     spin=spin_until_done, finish=finish)

@@ -35,16 +35,12 @@ class PressProfile:
     def validate(self) -> None:
         """Raise ``SettingError`` naming the first bad value (``setting`` the field, ``reason``
         ``'out_of_range'``)."""
-        if not (np.isfinite(self.tare_s) and self.tare_s >= 1.0):
-            raise SettingError(f"tare_s must be >= 1 s (a contact-free stretch to tare on), "
-                               f"got {self.tare_s}", "tare_s", self.tare_s, "out_of_range")
-        for label in ("approach_s", "press_s", "hold_s", "release_s", "retreat_s", "clearance"):
-            v = getattr(self, label)
-            if not (np.isfinite(v) and v > 0.0):
-                raise SettingError(f"{label} must be positive, got {v}", label, v, "out_of_range")
-        if not (np.isfinite(self.press_depth) and self.press_depth >= 0.0):
-            raise SettingError(f"press_depth must be >= 0 m, got {self.press_depth}", "press_depth",
-                               self.press_depth, "out_of_range")
+        for label, v in vars(self).items():
+            # tare_s >= 1 s: a contact-free stretch to tare on
+            rule = {"tare_s": (">= 1", v >= 1.0), "press_depth": (">= 0", v >= 0.0)}
+            least, ok = rule.get(label, ("> 0", v > 0.0))
+            if not (np.isfinite(v) and ok):
+                raise SettingError(f"{label} must be {least}, got {v}", label, v, "out_of_range")
 
     def boundaries(self) -> np.ndarray:
         """``(7,)`` start times of the phases in :data:`PHASES` order (s)."""

@@ -24,34 +24,28 @@ from vsf_sensor_ros.contact_sources.wrench_contacts import WrenchContactConfig, 
 from vsf_sensor_ros.urdf import MOVABLE_JOINT_TYPES
 from vsf_sensor_ros.world import World
 
-DEFAULTS = {
-    "robot_description": "", "robot_description_path": "", "world_frame": "world",
-    "contact_body_names": [""], "body": "punyo", "other_body": "", "body_parent": "",
-    "body_transform": [float(v) for v in np.eye(4).reshape(-1)], "contact_point": [0.0, 0.0, 0.0],
-    "wrench_frame": "", "force_sign": 1.0, "time_shift": 0.0, "bias_samples": 10, "bias_on_start": True,
-    "min_force": 0.0, "qos_depth": 100, "joint_name_map": [""],
+# name -> (default, description)
+PARAMS = {
+    "robot_description": ("", "URDF text of the robot (or give robot_description_path); required"),
+    "robot_description_path": ("", "URDF file of the robot, used when robot_description is empty"),
+    "world_frame": ("world", "frame of the published contact points and forces"),
+    "contact_body_names": ([""], "body table shared with sensor_node (body1/body2 index it); must hold body "
+                                 "and other_body"),
+    "body": ("punyo", "body the contact acts on (the sensor's body, e.g. the Punyo)"),
+    "other_body": ("", "the body pressing on it (row body2)"),
+    "body_parent": ("", "link the body is fixed to; empty = body is a URDF link"),
+    "body_transform": (np.eye(4).reshape(-1).tolist(), "16 floats, row-major body -> body_parent transform"),
+    "contact_point": ([0.0, 0.0, 0.0], "contact point in the body frame (m)"),
+    "wrench_frame": ("", "frame of the wrench (empty: the message's frame_id)"),
+    "force_sign": (1.0, "+1: the wrench is the force on the body; -1: the force the body applies"),
+    "time_shift": (0.0, "s >= 0: how much the wrench lags behind the joint states"),
+    "bias_samples": (10, "wrenches averaged by a bias tare"),
+    "bias_on_start": (True, "the first bias_samples wrenches set the bias"),
+    "min_force": (0.0, "deadband (N): smaller forces publish an empty cloud"),
+    "qos_depth": (100, "history depth of the (reliable) subscriptions and publisher"),
+    "joint_name_map": ([""], "['driver:urdf', ...] JointState names -> URDF joint names (as sensor_node's)"),
 }
-
-HELP = {
-    "robot_description": "URDF text of the robot (or give robot_description_path); required",
-    "robot_description_path": "URDF file of the robot, used when robot_description is empty",
-    "world_frame": "frame of the published contact points and forces",
-    "contact_body_names": "body table shared with sensor_node (body1/body2 index it); must hold body "
-                          "and other_body",
-    "body": "body the contact acts on (the sensor's body, e.g. the Punyo)",
-    "other_body": "the body pressing on it (row body2)",
-    "body_parent": "link the body is fixed to; empty = body is a URDF link",
-    "body_transform": "16 floats, row-major body -> body_parent transform",
-    "contact_point": "contact point in the body frame (m)",
-    "wrench_frame": "frame of the wrench (empty: the message's frame_id)",
-    "force_sign": "+1: the wrench is the force on the body; -1: the force the body applies",
-    "time_shift": "s >= 0: how much the wrench lags behind the joint states",
-    "bias_samples": "wrenches averaged by a bias tare",
-    "bias_on_start": "the first bias_samples wrenches set the bias",
-    "min_force": "deadband (N): smaller forces publish an empty cloud",
-    "qos_depth": "history depth of the (reliable) subscriptions and publisher",
-    "joint_name_map": "['driver:urdf', ...] JointState names -> URDF joint names (as sensor_node's)",
-}
+DEFAULTS = {k: v[0] for k, v in PARAMS.items()}
 
 
 def usage():
@@ -61,7 +55,7 @@ def usage():
         "Contacts for sensor_node from a wrist wrench (wrench, geometry_msgs/WrenchStamped) and "
         "joint_states: one contact on body at contact_point carrying the measured force, published on "
         "contacts (sensor_msgs/PointCloud2) per joint state; service ~/tare sets the force bias.",
-        [(k, v, HELP[k]) for k, v in DEFAULTS.items()],
+        [(k, v[0], v[1]) for k, v in PARAMS.items()],
         ["ros2 run vsf_sensor_ros wrench_contact_node --ros-args --params-file "
          "config/wrench_contact_node.yaml -p robot_description_path:=robot.urdf"])
 
