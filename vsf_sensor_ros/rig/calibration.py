@@ -1,6 +1,5 @@
-"""Tare, gain, the automatic tare and pressure watch, and the calibration file's format, from the rig's
-paired samples (no ROS; the node's services call these).  Samples, refusals, file: docs/interface.md.
-"""
+"""Tare, gain, automatic tare, pressure watch and the calibration file's format from the rig's paired
+samples (no ROS; the node's services call these; docs/interface.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,15 +42,10 @@ def select_samples(pairs: Sequence[PairedSample], n: int) -> Tuple[List[PairedSa
 
 
 def tare_sensor(sensor: BaseSensor, samples: Sequence[PairedSample]) -> int:
-    """Tare ``sensor`` from ``samples`` (contact-free pairs, oldest first); the number used.
-
-    :class:`~vsf_sensor_ros.sensor.TareCalibrator`'s math on the stored pairs: ``{'tare': mean measured,
-    'tare_sim_avg': mean raw prediction}``, the earlier tare cleared first (``'gain'`` kept) so tares do
-    not stack; entries not carried (NaN) take the raw prediction (zero offset).
-
-    Raises:
-        ValueError / RuntimeError: from the sensor (its calibration restored).
-    """
+    """Tare ``sensor`` from contact-free ``samples`` (oldest first) with ``TareCalibrator``'s math:
+    ``{'tare': mean measured, 'tare_sim_avg': mean raw prediction}`` (earlier tare cleared, ``'gain'`` kept;
+    NaN entries take the raw prediction); the number used.  ValueError / RuntimeError: from the sensor
+    (calibration restored)."""
     before = sensor.get_calibration()
     kept = {k: before[k] for k in ("gain",) if k in before}
     sensor.set_calibration(kept)
@@ -68,8 +62,7 @@ def tare_sensor(sensor: BaseSensor, samples: Sequence[PairedSample]) -> int:
 
 
 def tare(h: RigSensor, n: int) -> Tuple[bool, str]:
-    """Tare one sensor from the last ``n`` samples of its latest contact-free run; ``(success, answer)``.
-    """
+    """Tare one sensor from the last ``n`` samples of its latest contact-free run; ``(success, answer)``."""
     if type(h.sensor).set_calibration is BaseSensor.set_calibration:
         # every shipped model has a tare offset; a model that keeps no calibration cannot be tared
         return False, f"{h.name}: cannot tare: the {h.kind} model has no tare offset"
@@ -100,8 +93,7 @@ def offset_text(h: RigSensor) -> Optional[str]:
 
 
 def _record_tare(h: RigSensor, used: int, stamp_ns: int, how: str) -> Optional[str]:
-    """Update ``h``'s ``calibration_text`` and ``tare_samples_used`` after a tare; its
-    :func:`offset_text`, or None when the model kept no tare."""
+    """Note a tare in ``h``'s texts; its :func:`offset_text` (None: the model kept no tare)."""
     offset = offset_text(h)
     if offset is None:
         return None
@@ -124,17 +116,11 @@ class AutoTareSettings:
 
 
 class ContactFreeLoop:
-    """The automatic tare (``auto_tare`` bounds) and the pressure watch (``watch``: PressureWatch keyword
-    arguments, on entry ``watch_entry``) of one sensor, fed every pair by ``RigSensor.keep_pair``.
-
-    The tare works on the prediction under the calibration it started from (its own steps taken out): its
-    offset starts at zero when the sensor had a tare, else unset (the first tare is unbounded).  An applied
-    tare adds its step to the model's ``'tare'``; a refused one is named in :attr:`last_refusal`.  A manual
-    tare, a reset or cleared measured buffers :meth:`restart` it.  Attributes: ``applied``, ``refused``,
-    ``last_refusal`` (``''`` once one is applied), ``status`` (the watch's latest ``PressureStatus``).
-
-    Raises:
-        ValueError: a bound or watch argument out of range (named, as AutoTare / PressureWatch do).
+    """The automatic tare (``auto_tare`` bounds) and pressure watch (``watch``: PressureWatch arguments, on
+    entry ``watch_entry``) of one sensor, fed every pair by ``RigSensor.keep_pair``.  The tare sees the
+    prediction under the calibration it started from (offset zero when the sensor had a tare, else unset:
+    the first is unbounded); an applied step is added to the model's ``'tare'``.  Attributes: ``applied``,
+    ``refused``, ``last_refusal``, ``status``.  ValueError: a bound or watch argument out of range (named).
     """
 
     def __init__(self, auto_tare: Optional[AutoTareSettings] = None,
@@ -164,9 +150,8 @@ class ContactFreeLoop:
 
     def feed(self, h: RigSensor, stamp_ns: int, predicted: np.ndarray, measured: np.ndarray,
              contact_free: bool) -> Optional[TareEvent]:
-        """One pair of ``h``: ``predicted`` ``(#meas,)`` float64 (calibrated), ``measured`` the same in SI
-        (NaN = not carried), contacts stamp ``stamp_ns``.  The automatic tare tried on it, or None (also
-        for a pair not after the previous one, or non-finite, which is skipped)."""
+        """One pair of ``h``: ``predicted`` ``(#meas,)`` float64 (calibrated), ``measured`` in SI (NaN = not
+        carried).  The automatic tare's event, or None (also for a stale or non-finite pair, skipped)."""
         if self._last_stamp is not None and stamp_ns <= self._last_stamp:
             return None
         if self.settings is not None and self._tare is None:
@@ -207,8 +192,7 @@ class ContactFreeLoop:
         _record_tare(h, event.samples, event.stamp_ns, "auto-tared")
 
     def report(self, h: RigSensor) -> Tuple[List[Tuple[str, str]], List[str]]:
-        """``([(key, value), ...], [warning, ...])`` for the sensor's diagnostics: ``auto_tare.*`` and
-        ``pressure.*`` keys; warnings: the latest refusal, the watch's leak or low gauge pressure."""
+        """``([(key, value)], [warning])``: ``auto_tare.*`` / ``pressure.*`` diagnostics and warnings."""
         keys: List[Tuple[str, str]] = []
         problems: List[str] = []
         if self.settings is not None:
@@ -235,8 +219,8 @@ def supports_gain(sensor: BaseSensor) -> bool:
 
 
 def calibrate_gain(h: RigSensor) -> Tuple[bool, str]:
-    """Fit ``h``'s ``'gain'`` (tare kept) from its buffered contact samples; ``(success, answer text)``.
-    A refusal (``"<s>: cannot calibrate gain: <reason>"``) leaves the calibration unchanged."""
+    """Fit ``h``'s ``'gain'`` (tare kept) from its contact samples; ``(success, answer)``; a refusal changes
+    nothing."""
     if not supports_gain(h.sensor):
         return False, f"{h.name}: cannot calibrate gain: the {h.kind} model has no gain"
     samples = [s for s in getattr(h, "contact_pairs", ()) if np.isfinite(s.measured).all()]
@@ -262,11 +246,8 @@ def calibrate_gain(h: RigSensor) -> Tuple[bool, str]:
 
 # -- the file -----------------------------------------------------------------------------------
 def parse_file(text: str) -> Dict[str, Dict[str, Any]]:
-    """The ``sensors`` entries of a calibration file's text (``{}`` when it has none).
-
-    Raises:
-        ValueError: bad YAML, or ``sensors``, an entry or its ``calibration`` not a mapping (named).
-    """
+    """The ``sensors`` entries of a calibration file's text (``{}``: none); ValueError: bad YAML, or
+    ``sensors``, an entry or its ``calibration`` not a mapping (named)."""
     try:
         data = yaml.safe_load(text) or {}
         entries = data.get("sensors", {})
@@ -297,11 +278,8 @@ def calibration_entry(h: RigSensor, attachment: str) -> Optional[Dict[str, Any]]
 
 
 def apply_entry(h: RigSensor, entry: Dict[str, Any]) -> Optional[str]:
-    """Load one file entry into a sensor; a warning text when the entry is for another type (ignored).
-
-    Raises:
-        ValueError: naming the sensor when the model rejects the entry.
-    """
+    """Load one file entry into a sensor; a warning text when it is for another type (ignored).
+    ValueError naming the sensor when the model rejects it."""
     if entry.get("type") not in (None, h.kind):
         return f"calibration of {h.name!r} is for type {entry.get('type')!r}, not {h.kind!r}; ignored"
     try:
@@ -313,8 +291,7 @@ def apply_entry(h: RigSensor, entry: Dict[str, Any]) -> Optional[str]:
 
 
 def restored_text(h: RigSensor) -> str:
-    """One sensor's restored calibration for the start-up log: ``name (offset pressure=101325 Pa,
-    gain 0.8)``; only what the calibration holds (an offset over the physical entries, a gain)."""
+    """A restored calibration for the start-up log: ``name (offset pressure=101325 Pa; gain 0.8)``."""
     cal = h.sensor.get_calibration()
     offset = offset_text(h)
     parts = [] if offset is None else [f"offset {offset}"]
@@ -369,10 +346,3 @@ def calibration_to_yaml(calibration: Dict[str, Any]) -> Dict[str, Any]:
 def calibration_from_yaml(entry: Dict[str, Any]) -> Dict[str, Any]:
     """YAML lists -> float64 numpy arrays (scalars stay scalars)."""
     return {k: (np.asarray(v, dtype=np.float64) if isinstance(v, list) else v) for k, v in entry.items()}
-
-
-__all__ = ["AutoTareSettings", "ContactFreeLoop", "GAIN_KEY", "HEADER", "MAX_RELATIVE_ERROR", "MIN_SAMPLES",
-           "TARE_KEY", "apply_entry", "offset_text",
-           "calibrate_gain", "calibration_entry", "calibration_from_yaml", "calibration_to_yaml",
-           "effective_offset", "file_text", "format_offset", "parse_file", "restored_text",
-           "select_samples", "supports_gain", "tare", "tare_sensor"]

@@ -1,8 +1,5 @@
-"""The calibration file on disk: reading it and the guarded save (no ROS).
-
-Anyone on an unsecured domain can call ``save_calibration``, so a save writes only the path fixed at
-start, never a file this package did not write, and atomically (docs/interface.md, services).
-"""
+"""The calibration file on disk: reading it and the guarded save (no ROS).  Anyone on the domain can call
+``save_calibration``: a save writes only the path fixed at start, never a foreign file, atomically."""
 from __future__ import annotations
 
 import errno
@@ -34,11 +31,8 @@ class CalibrationStore:
     create_dirs: bool = False
 
     def load(self) -> Dict[str, Dict[str, Any]]:
-        """The ``sensors`` entries of the file (``{}`` when unset or missing).
-
-        Raises:
-            ValueError: not a regular file, unreadable, or as :func:`~.calibration.parse_file`.
-        """
+        """The file's ``sensors`` entries (``{}``: unset or missing); ValueError: not a regular file,
+        unreadable, or as :func:`~.calibration.parse_file`."""
         if self.path is None or not os.path.lexists(self.path):
             return {}
         if not self.path.is_file():
@@ -49,14 +43,8 @@ class CalibrationStore:
             raise ValueError(f"unreadable calibration: {exc}") from None
 
     def save(self, entries: Mapping[str, Dict[str, Any]]) -> str:
-        """Write ``{'sensors': entries}`` to :attr:`path` (a link followed); the answer text, ending
-        `` in place (...)`` when the file could not be renamed over.
-
-        Raises:
-            SaveRefused: no path, nothing to write, a missing directory (without ``create_dirs``), a
-                foreign or non-regular file, no backup for an in-place write, or an OS error; the file
-                system is then as it was (or the previous content written back).
-        """
+        """Write ``{'sensors': entries}`` to :attr:`path` (a link followed); the answer text.  SaveRefused
+        (nothing changed): no path or entries, missing directory, foreign file, no backup, an OS error."""
         path = self.path
         if path is None:
             raise SaveRefused("parameter calibration_file is empty")
@@ -136,14 +124,9 @@ def foreign_reason(path: Path, size: int) -> Optional[str]:
 
 
 def _atomic_write(path: Path, text: str, checked: Optional[os.stat_result] = None) -> str:
-    """Write ``text`` to a fresh temporary file beside ``path`` (a link resolved), fsync, verify,
-    rename over ``path`` (``checked``: its ``os.stat`` before the save, None when absent).  ``""``,
-    or after an in-place write (``EBUSY``: a single-file bind mount) its note.
-
-    Raises:
-        OSError: writing, reading back or renaming failed; ``path`` is as it was.
-        SaveRefused: from :func:`_write_in_place`.
-    """
+    """Write ``text`` beside ``path`` (temporary file, fsync, verify), rename it over (``checked``: its stat
+    before, or None); ``""`` or the note of an in-place write (``EBUSY``: a bind mount).  OSError: ``path``
+    as it was; SaveRefused: from :func:`_write_in_place`."""
     data = text.encode("utf-8")
     # replacing our own file keeps its permissions
     mode = stat.S_IMODE(checked.st_mode) if checked is not None else 0o644
@@ -192,15 +175,9 @@ def _verify_written(path: Path, data: bytes) -> None:
 
 
 def _write_in_place(path: Path, data: bytes, checked: os.stat_result) -> str:
-    """Copy ``data`` into the existing file ``path`` (no rename possible), its content kept as
-    ``<name>.bak`` first; opened without following a link and checked to be the file checked before;
-    read back, a mismatch writes the previous content back.  The note `` in place (...)``.
-
-    Raises:
-        SaveRefused: the file changed since checked, or no backup (untouched); writing, syncing or
-            the read-back failed (previous content written back, kept in the backup).
-        OSError: ``path`` cannot be opened (untouched).
-    """
+    """Copy ``data`` into the existing file ``path`` (no rename possible) after keeping it as ``<name>.bak``;
+    the same file as checked, no link followed; a failed read-back restores it.  The note `` in place``.
+    SaveRefused: changed since checked, no backup, or the write failed (restored); OSError: cannot open."""
     fd = os.open(path, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         now = os.fstat(fd)
@@ -237,12 +214,7 @@ def _write_in_place(path: Path, data: bytes, checked: os.stat_result) -> str:
 
 
 def _write_backup(path: Path, old: bytes) -> Path:
-    """Keep ``old`` (the file's current content) as ``<name>.bak`` beside ``path``, atomically.
-
-    Raises:
-        SaveRefused: a ``<name>.bak`` exists that is not a regular file of ours.
-        OSError: it cannot be written.
-    """
+    """Keep ``old`` as ``<name>.bak`` beside ``path`` atomically; SaveRefused: a foreign ``.bak``; OSError."""
     bak = path.with_name(path.name + ".bak")
     try:
         st = os.lstat(bak)

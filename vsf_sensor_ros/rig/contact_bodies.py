@@ -23,12 +23,8 @@ class ContactBodyMap:
 
     @classmethod
     def parse(cls, entries: Iterable[str]) -> "ContactBodyMap":
-        """Build from ``contact_body_map`` entries ``"pattern=body"`` (a glob over the whole scoped
-        name, ``*`` matching ``::`` too; split at the last ``=``).
-
-        Raises:
-            ValueError: an entry without ``=``, or with an empty pattern or body, naming it.
-        """
+        """Build from ``contact_body_map`` entries ``"pattern=body"`` (a glob over the scoped name, split at
+        the last ``=``); ValueError naming an entry without ``=`` or with an empty side."""
         rules = []
         for e in entries:
             text = str(e)
@@ -62,13 +58,8 @@ MAX_UNKNOWN_GZ_BODIES = 64
 
 def note_unknown_bodies(seen: Dict[str, int], unknown: Mapping[str, str], body_names: Sequence[str],
                         limit: int = MAX_UNKNOWN_GZ_BODIES) -> List[str]:
-    """Count gz collisions that map to no body of the table; the warnings for names new to ``seen``.
-
-    Such contacts touch no sensor (right for scenery, trouble for a sensor's link under another
-    name); a warning names the collision and the ``contact_body_map`` entry that would map it.
-    ``seen`` (body -> messages naming it, updated in place) keeps at most ``limit`` names;
-    ``unknown``: :func:`gz_contacts_to_contacts`'s ``unknown_bodies``.
-    """
+    """Count gz collisions mapping to no body (``unknown``: ``gz_contacts_to_contacts``' ``unknown_bodies``)
+    in ``seen`` (at most ``limit`` names); a warning per new name with the ``contact_body_map`` entry."""
     out = []
     for body, collision in unknown.items():
         if body in seen:

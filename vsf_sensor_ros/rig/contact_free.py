@@ -9,12 +9,8 @@ from vsf_sensor_ros.sensor.errors import SettingError
 
 
 class ContactFreeSteps:
-    """When to step with no contacts, every ``period_ns`` (> 0); ``steps`` made (:meth:`used`) and ``late``
-    contacts messages stamped before a contact-free step (:meth:`is_late`, counted by the node).
-
-    Raises:
-        SettingError: ``period_ns`` not positive (``setting`` ``'period_ns'``, ``value`` as given).
-    """
+    """When to step with no contacts, every ``period_ns``; ``steps`` made and ``late`` contacts messages
+    stamped before one (counted by the node).  SettingError: ``period_ns`` not positive."""
 
     def __init__(self, period_ns: int) -> None:
         if period_ns <= 0:

@@ -1,6 +1,5 @@
-"""A step's contacts per ordered body pair with each contact's message row, the implied reverse pairs,
-element checks and Jacobian columns as message rows (no ROS; the row rule: docs/interface.md).
-"""
+"""A step's contacts per ordered body pair with their message rows, implied reverse pairs, element checks
+and Jacobian columns as message rows (no ROS; docs/interface.md)."""
 from __future__ import annotations
 
 import dataclasses
@@ -17,19 +16,11 @@ Pair = Tuple[str, str]
 
 @dataclass
 class DecodedContacts:
-    """A decoded contacts message.
-
-    Attributes:
-        contacts: ``(body1, body2) -> ContactState`` in order of first appearance, contacts in message
-            order; ``elems1``/``elems2`` int64 tensors (``-1`` = no element) when the cloud has them.
-        rows: pair -> int64 message row of each of its contacts (``ContactState`` order).
-        num_points: ``height * width``.  frame_id, stamp_ns: the header (ns).  fields: in message order.
-        normals, depths: pair -> ``(N, 3)`` / ``(N,)`` float64 when the cloud has them, else None.
-        implied: pairs :func:`with_implied_pairs` added (their rows' force negated).
-        flipped_rows: ``(num_points,)`` bool, rows decoded with bodies swapped and force negated (a
-            Gazebo contact in the other order, :mod:`.gz_contacts`), or None.  A derivative with respect
-            to the written force of an implied or flipped row is minus the decoded one.
-    """
+    """A decoded contacts message: ``contacts`` (``(body1, body2) -> ContactState``, first-appearance order),
+    ``rows`` (pair -> int64 message row per contact), ``num_points``, ``normals`` / ``depths`` (pair ->
+    ``(N, 3)`` / ``(N,)`` or None), header ``frame_id`` / ``stamp_ns``, ``fields``, ``implied`` (pairs
+    :func:`with_implied_pairs` added) and ``flipped_rows`` (``(num_points,)`` bool: bodies swapped, force
+    negated; or None).  The written force of an implied or flipped row is minus the decoded one."""
 
     contacts: Dict[Pair, ContactState]
     rows: Dict[Pair, np.ndarray]
@@ -45,14 +36,9 @@ class DecodedContacts:
 
 def with_implied_pairs(decoded: DecodedContacts,
                        bodies: Optional[Collection[str]] = None) -> DecodedContacts:
-    """A new :class:`DecodedContacts` with every pair in both orders, each row used once (the rule of
-    :func:`~vsf_sensor_ros.sensor.base_sensor.with_reverse_pairs`).
-
-    A pair ``(a, b)`` present in one order implies ``(b, a)`` (same points and rows, force ``-f``,
-    elements swapped, right after it, listed in ``implied``); a pair in both orders, and ``(a, a)``, are
-    used as given.  ``bodies``: add only implied pairs ``(b, a)`` with ``b`` in it (what sensors read);
-    None: all.  ``normals``/``depths`` stay the message's own.
-    """
+    """A new :class:`DecodedContacts` with every pair in both orders as
+    :func:`~vsf_sensor_ros.sensor.base_sensor.with_reverse_pairs` (same rows, listed in ``implied``);
+    ``bodies``: add only implied pairs ``(b, a)`` with ``b`` in it (None: all)."""
     given = decoded.contacts
     contacts: Dict[Pair, ContactState] = {}
     rows = dict(decoded.rows)
@@ -113,12 +99,8 @@ def check_elements(decoded: Any, dense_vertex_counts: Mapping[str, int]) -> Opti
 def jacobian_message_columns(cols: np.ndarray, pairs: Sequence[Tuple[str, str]],
                              offsets: Sequence[int],
                              pair_rows: Dict[Tuple[str, str], np.ndarray]) -> np.ndarray:
-    """``(nnz,)`` int64 library columns ``3·c + k`` (c over the concatenated ``pairs``, with ``offsets``
-    of a ``SparseJacobian``) as ``3·r + k``, ``r`` the message row (``pair_rows``: ``DecodedContacts.rows``).
-
-    Raises:
-        ValueError: a pair's contact count disagrees with its message rows.
-    """
+    """``(nnz,)`` int64 library columns ``3·c + k`` of a ``SparseJacobian`` as ``3·r + k``, ``r`` the message
+    row (``pair_rows``: ``DecodedContacts.rows``); ValueError: a pair's count disagrees with its rows."""
     if len(pairs) == 0:
         return np.zeros(0, dtype=np.int64)
     parts = []

@@ -1,8 +1,5 @@
-"""The frames ``sensor_node`` stamps and which of them it must announce on TF (pure).
-
-Every ``frame_id`` the node stamps resolves in the TF tree of a user running
-robot_state_publisher with the same URDF; frames and ``frame_prefix``: docs/interface.md.
-"""
+"""The frames ``sensor_node`` stamps and which of them it must announce on TF, so each resolves beside
+robot_state_publisher with the same URDF (pure; docs/interface.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,24 +21,15 @@ def sensor_frame_name(sensor: str) -> str:
 
 
 def sensor_frame_transform(model: Any) -> Optional[np.ndarray]:
-    """The ``(4, 4)`` float64 sensor -> body transform of a model's own frame, or None: the model's
-    :meth:`~vsf_sensor_ros.sensor.base_sensor.BaseSensor.reading_frame` (Klampt ``ContactSensor``:
-    ``Tsensor``; ``IsaacContactSensor``: a translation by ``position``; the Punyo models and a model
-    without the method: None, their values are in the body frame)."""
+    """The model's ``reading_frame()`` (``(4, 4)`` sensor -> body), or None: values in the body frame."""
     frame = getattr(model, "reading_frame", None)
     return None if frame is None else frame()
 
 
 @dataclass(frozen=True)
 class FrameTransform:
-    """One transform the node announces.
-
-    Attributes:
-        parent: frame the transform is expressed in.
-        child: the frame the node adds.
-        T: ``(4, 4)`` float64 child -> parent transform (m).
-        why: what the frame is, for log lines (e.g. ``extra body``).
-    """
+    """One transform the node announces: ``parent``, ``child`` (the frame it adds), ``T`` ``(4, 4)`` float64
+    child -> parent (m), ``why`` (for log lines, e.g. ``extra body``)."""
 
     parent: str
     child: str
@@ -65,12 +53,8 @@ class FrameTransform:
 
 @dataclass
 class FrameTable:
-    """The frames of one configuration: what resolves, what the node announces.
-
-    Attributes:
-        static: fixed transforms the node announces (``/tf_static``), parents first.
-        free: free body -> its parent frame (``world_frame``), on ``/tf`` every contacts step.
-    """
+    """The frames of one configuration: ``static`` transforms announced on ``/tf_static`` (parents first),
+    ``free`` bodies -> parent frame (on ``/tf`` every step)."""
 
     world_frame: str
     urdf_links: FrozenSet[str]
@@ -100,16 +84,10 @@ def free_instruction(body: str, parent: str) -> str:
 def frame_table(world_frame: str, urdf_links: Iterable[str], urdf_root: str,
                 bodies: Sequence[Tuple[str, Optional[str], Optional[np.ndarray]]],
                 sensors: Sequence[Tuple[str, str, np.ndarray]]) -> FrameTable:
-    """The frames a configuration stamps and which of them the node must announce.
-
-    ``bodies``: extra bodies in attach order, ``(name, parent (a link, an earlier body, ``world``)
-    or None when free, (4, 4) body -> parent or None)``; ``sensors``: ``(frame, body, (4, 4)
-    sensor -> body)``; ``urdf_root``: "" when unknown.  A ``world_frame`` that is no URDF link
-    gets the identity ``world_frame -> urdf_root`` first; a parent ``world`` is ``world_frame``.
-
-    Raises:
-        ValueError: a fixed body without its transform, or a transform not ``(4, 4)``.
-    """
+    """The frames a configuration stamps and announces.  ``bodies``: ``(name, parent or None when free,
+    (4, 4) body -> parent)`` in attach order; ``sensors``: ``(frame, body, (4, 4) sensor -> body)``; a
+    ``world_frame`` that is no URDF link gets an identity to ``urdf_root`` ("" = unknown).  ValueError: a
+    fixed body without its transform, or one not ``(4, 4)``."""
     links = frozenset(urdf_links)
     static: List[FrameTransform] = []
     if world_frame not in links and urdf_root:

@@ -1,7 +1,5 @@
-"""Body transforms of a step from the joint states of that step, remembered per source (the joint names a
-message carries), even when a later one was served first (docs/interface.md, ``joint_states``); the
-joints moving each sensor and the driver's joint names.
-"""
+"""Body transforms of a step from that step's joint states, remembered per source even when a later one
+was served first (docs/interface.md, ``joint_states``); the joints moving each sensor; driver joint names."""
 from __future__ import annotations
 
 import bisect
@@ -15,16 +13,14 @@ import torch
 # -- transform history -----------------------------------------------------------------------
 # Stamped joint states kept per source to pair each contacts message with its own step's configuration.
 JOINT_HISTORY = 200
-# Contacts messages in a row that found a joint state of exactly their stamp before a contacts message
-# stamped after the newest joint state waits for its own (JointStateWait).
+# Contacts messages in a row that found a joint state of their stamp before one waits (JointStateWait).
 LOCKSTEP = 2
 # Sources (distinct joint-name sets) kept; beyond it the one silent longest is forgotten.
 MAX_SOURCES = 16
 
 
 class _Source:
-    """One source's stamped joint states (or one free body's poses): stamps ascending (ns) and the
-    positions (or ``(4, 4)`` poses) of each."""
+    """One source's stamped joint states (or a free body's ``(4, 4)`` poses), stamps ascending (ns)."""
 
     __slots__ = ("stamps", "positions")
 
@@ -34,10 +30,8 @@ class _Source:
 
 
 class BodyTransforms:
-    """Cached body transforms of ``world`` (``dtype``/``device`` ``(4, 4)``) plus ``history`` stamped joint
-    states per source and stamped poses per free body.  ``stamp_jumps``, ``last_stamp_jump``
-    (``"<old> -> <new> s (<joints>)"`` or ``"none"``): a source's stamp went back (its history forgotten).
-    """
+    """Cached body transforms of ``world`` plus ``history`` stamped joint states per source and poses per
+    free body.  ``stamp_jumps``, ``last_stamp_jump``: a source's stamp went back (its history forgotten)."""
 
     def __init__(self, world: Any, dtype: torch.dtype, device: torch.device,
                  history: int = JOINT_HISTORY) -> None:
@@ -82,10 +76,8 @@ class BodyTransforms:
         self._cache = None
 
     def remember(self, stamp_ns: int, names: Sequence[str], positions: Sequence[float]) -> bool:
-        """Keep an applied joint state (URDF ``names``, any order = one source; ``positions`` rad or m)
-        under ``stamp_ns`` (ignored when ``<= 0``).  True when the stamp went back for that source (a
-        restart: its older stamps forgotten, counted in :attr:`stamp_jumps`; other sources kept).
-        """
+        """Keep an applied joint state (URDF ``names``, any order = one source; rad or m) under ``stamp_ns``
+        (ignored when ``<= 0``).  True when the source's stamp went back (its history forgotten, counted)."""
         if stamp_ns <= 0:
             return False
         key, perm = self._source_key(names)
@@ -116,8 +108,7 @@ class BodyTransforms:
         return jumped
 
     def _source_key(self, names: Sequence[str]) -> Tuple[Tuple[str, ...], Optional[np.ndarray]]:
-        """A source's key (its joint names, sorted: a driver may reorder them) and the permutation
-        from message order to key order (None when already sorted)."""
+        """A source's key (its joint names, sorted) and the permutation to it (None when sorted)."""
         given = names if isinstance(names, tuple) else tuple(names)
         hit = self._keys.get(given)
         if hit is None:
@@ -129,9 +120,8 @@ class BodyTransforms:
         return hit
 
     def remember_pose(self, body: str, stamp_ns: int, T: np.ndarray) -> Optional[int]:
-        """Keep an applied pose ``T`` (``(4, 4)`` body -> world, m) of free body ``body`` under
-        ``stamp_ns`` (ignored when ``<= 0``).  Returns the body's newest stamp (ns) when ``stamp_ns`` is
-        earlier (a restart of its source: the body's older poses are forgotten), else None."""
+        """Keep free body ``body``'s applied pose ``T`` (``(4, 4)`` body -> world, m) under ``stamp_ns``
+        (ignored when ``<= 0``); its newest stamp when ``stamp_ns`` went back (poses forgotten), else None."""
         if stamp_ns <= 0:
             return None
         src = self._poses.get(body)
@@ -143,14 +133,9 @@ class BodyTransforms:
         return jumped
 
     def at(self, stamp_ns: int) -> Dict[str, torch.Tensor]:
-        """Body name -> ``(4, 4)`` body -> world transform for contacts stamped ``stamp_ns``.
-
-        The latest transforms, unless some source already sent a joint state or a free body a pose
-        stamped later than ``stamp_ns``: then every joint takes its newest position stamped ``<=
-        stamp_ns`` (a source with none keeps its latest), mimic joints follow as
-        :meth:`World.set_joint_positions` derives them, every free body its newest pose stamped
-        ``<= stamp_ns``, and the world is put back to its latest state afterwards.
-        """
+        """Body name -> ``(4, 4)`` body -> world transform for contacts stamped ``stamp_ns``: the latest, or,
+        when something stamped later came, every joint's and free body's newest stamped ``<= stamp_ns`` (the
+        world put back afterwards)."""
         world = self._world
         merged = self._positions_at(stamp_ns) if self._newest > stamp_ns else None
         poses = {}
@@ -177,8 +162,7 @@ class BodyTransforms:
         return self._cache
 
     def _positions_at(self, stamp_ns: int) -> Optional[Dict[str, float]]:
-        """Joint -> its newest position stamped ``<= stamp_ns`` (a source with none that early: its
-        latest; of two sources the later stamp wins); None: nothing to rewind."""
+        """Joint -> its newest position stamped ``<= stamp_ns`` (else its latest); None: nothing to rewind."""
         chosen: List[Tuple[int, Tuple[str, ...], np.ndarray]] = []
         rewound = False
         for key, src in self._sources.items():
@@ -197,14 +181,9 @@ class BodyTransforms:
 
 
 class JointStateWait:
-    """Contacts messages that wait for the joint state of their own stamp (tf2's ``MessageFilter`` idea).
-
-    In lockstep (the last :data:`LOCKSTEP` contacts messages each found a joint state of exactly their
-    stamp) a contacts message stamped after the newest joint state of ``transforms`` waits until one
-    reaches it; else a busy node serving contacts first would keep using the previous step's
-    configuration.  Out of lockstep nothing waits.  Messages leave in arrival order; at most
-    ``max_held`` (>= 1) wait, each at most ``max_wait_s`` (monotonic s), then the oldest goes as is.
-    """
+    """Contacts messages waiting for the joint state of their stamp (tf2's ``MessageFilter`` idea): in
+    lockstep (the last :data:`LOCKSTEP` found theirs) one stamped after the newest joint state waits; out of
+    it nothing waits.  Arrival order; at most ``max_held`` wait, each at most ``max_wait_s`` (monotonic s)."""
 
     def __init__(self, transforms: BodyTransforms, max_held: int = 8, max_wait_s: float = 0.1) -> None:
         self._transforms = transforms
@@ -213,8 +192,7 @@ class JointStateWait:
         self._lockstep = 0
 
     def offer(self, stamp_ns: int, item: Any, now_s: float) -> List[Any]:
-        """A contacts message (``item``) stamped ``stamp_ns`` arrived at ``now_s``: the items to step
-        now, oldest first (empty while it waits)."""
+        """A contacts message ``item`` arrived at ``now_s``: the items to step now, oldest first."""
         out = self.expire(now_s)
         newest = self._transforms.newest_ns
         self._held.append((now_s, stamp_ns, item))
@@ -249,12 +227,8 @@ MISSING_AFTER = 50
 
 def joints_moving(body: str, body_parent: Mapping[str, Optional[str]],
                   joints: Sequence[Tuple[str, str, str, Optional[str], bool]]) -> List[str]:
-    """The joints a driver must send for ``body`` to move: movable joints from the root down to it.
-
-    ``body_parent``: extra body -> parent (None: free); ``joints``: ``(name, parent_link,
-    child_link, mimic_source or None, movable)`` of every URDF joint.  Root first, a mimic joint
-    replaced by its source; empty for a free body or the root link.
-    """
+    """The movable joints from the root down to ``body`` (a mimic joint as its source; empty for a free body).
+    ``body_parent``: extra body -> parent; ``joints``: ``(name, parent, child, mimic or None, movable)``."""
     seen: Set[str] = set()
     link: Optional[str] = body
     while link in body_parent and link not in seen:   # climb extra bodies to their link
@@ -272,11 +246,8 @@ def joints_moving(body: str, body_parent: Mapping[str, Optional[str]],
 
 
 class JointNameTracker:
-    """Renames driver joint names and keeps what the node reports about them.
-
-    ``watched``: joint -> sensors it moves.  ``unknown``: name as received -> messages that
-    carried it unmatched; ``received``: URDF names seen; ``messages``: JointStates seen.
-    """
+    """Renames driver joint names and keeps what the node reports: ``watched`` (joint -> sensors it moves),
+    ``unknown`` (name as received -> messages), ``received`` (URDF names seen), ``messages``."""
 
     def __init__(self, name_map: Mapping[str, str], watched: Mapping[str, Sequence[str]]) -> None:
         self.name_map = dict(name_map)
@@ -293,11 +264,8 @@ class JointNameTracker:
 
     def note(self, received_names: Sequence[str], applied_names: Sequence[str],
              ignored: Sequence[str]) -> List[str]:
-        """Record one applied JointState; the warning lines to log now (each at most once).
-
-        A line per new name that matched nothing (``ignored``: applied names unmatched) and, at
-        the :data:`MISSING_AFTER`-th message, one naming the sensor-moving joints never received.
-        """
+        """Record one applied JointState; warning lines to log now: a new name matching nothing (``ignored``),
+        and at the :data:`MISSING_AFTER`-th message the sensor-moving joints never received."""
         self.messages += 1
         lines: List[str] = []
         bad = set(ignored)

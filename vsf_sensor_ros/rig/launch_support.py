@@ -1,8 +1,5 @@
-"""What the launch files compute before starting processes, without ``launch`` itself.
-
-The pip install has no ``launch`` wheels, so the logic lives here to be tested there; nothing
-here imports rclpy.  What the launch files do: docs/install.md.
-"""
+"""What the launch files compute before starting processes, without ``launch`` or rclpy (the pip install
+has no ``launch`` wheels, so it is tested here; docs/install.md)."""
 from __future__ import annotations
 
 import os
@@ -28,14 +25,9 @@ SIM_WORLD_CONFIGS = {"embedded": "sensor_node.yaml", "kinova": "kinova_punyo.yam
 
 
 class LaunchConfigError(ValueError):
-    """A launch argument or parameter file that cannot start the setup; the message names it.
-
-    ``parameter``: the launch argument, parameter or file at fault (``world``, ``config``,
-    ``assets_dir``, ``urdf``, ``robot_description_path``, ...); ``value``: as given, or None;
-    ``reason``: ``unknown_world``, ``missing``, ``unreadable``, ``not_mapping``, ... (a
-    :class:`~vsf_sensor_ros.urdf.JointNameMapError` reason for a map entry); ``source``:
-    ``environment``, ``argument``, ``file``, or None for a single source.
-    """
+    """A launch argument or parameter file that cannot start the setup: ``parameter`` at fault, ``value``
+    as given, ``reason`` (``unknown_world``, ``missing``, ``unreadable``, ...), ``source`` (``environment``,
+    ``argument``, ``file`` or None)."""
 
     def __init__(self, message: str, parameter: str, value: Any, reason: str,
                  source: Optional[str] = None) -> None:
@@ -52,12 +44,8 @@ def sim_world_config(world: str) -> str:
 
 
 def load_node_parameters(config_path: str, node_name: str = "sensor_node") -> Dict[str, Any]:
-    """The ``ros__parameters`` of ``node_name`` in a ROS 2 parameter file (keys tried: ``/ns/<node>``,
-    ``<node>``, ``/<node>``, ``/**/<node>``, ``/**``).
-
-    Raises:
-        LaunchConfigError: a missing or unreadable file, or none for the node (listing its keys).
-    """
+    """The ``ros__parameters`` of ``node_name`` in a parameter file (``/ns/<node>``, ``<node>``, ``/<node>``,
+    ``/**/<node>``, ``/**``); LaunchConfigError: missing, unreadable, or none for the node."""
     path = Path(config_path).expanduser()
     if not path.is_file():
         raise LaunchConfigError(f"config {str(path)!r} does not exist", "config", config_path, "missing")
@@ -93,12 +81,8 @@ def write_node_parameters(params: Mapping[str, Any], directory: Optional[str] = 
 def effective_assets_dir(argument: str, params: Mapping[str, Any],
                          environ: Optional[Mapping[str, str]] = None,
                          cwd: Optional[str] = None) -> str:
-    """The absolute assets directory the node will use (``""``: none): ``$VSF_ASSETS``, else the
-    launch ``argument``, else the file's, relative to ``cwd``.
-
-    Raises:
-        LaunchConfigError: the chosen directory does not exist (naming where it came from).
-    """
+    """The absolute assets directory (``""``: none): ``$VSF_ASSETS``, else ``argument``, else the file's,
+    relative to ``cwd``; LaunchConfigError: it does not exist (naming where it came from)."""
     env = os.environ if environ is None else environ
     for source, where, value in ((f"${ASSETS_ENV}", "environment", env.get(ASSETS_ENV, "")),
                                  ("launch argument assets_dir", "argument", argument or ""),
@@ -116,12 +100,8 @@ def effective_assets_dir(argument: str, params: Mapping[str, Any],
 
 
 def robot_description_file(params: Mapping[str, Any], assets_dir: str, argument: str = "") -> Path:
-    """The URDF file of the node's world: the launch ``urdf`` ``argument``, else the file's
-    ``robot_description_path`` against ``assets_dir``, else the package's embedded arm.
-
-    Raises:
-        LaunchConfigError: no such file, or ``robot_description`` text (no file to share).
-    """
+    """The node's URDF file: ``argument``, else ``robot_description_path`` against ``assets_dir``, else the
+    embedded arm; LaunchConfigError: no such file, or ``robot_description`` text (no file to share)."""
     text = str(params.get("robot_description", "") or "")
     rel = argument.strip() or str(params.get("robot_description_path", "") or "").strip()
     if not rel:
@@ -150,12 +130,8 @@ def parse_joint_name_map(entries: Sequence[str]) -> Dict[str, str]:
 
 
 def urdf_for_state_publisher(urdf_path: str, joint_name_map: Optional[Mapping[str, str]] = None) -> str:
-    """URDF text for robot_state_publisher and rviz from the node's file: xacro expanded, plain mesh
-    paths as ``file://`` URIs, joints renamed to the driver's names by ``joint_name_map``.
-
-    Raises:
-        LaunchConfigError: unreadable XML or xacro, or a map naming a joint the URDF lacks.
-    """
+    """URDF text for robot_state_publisher and rviz: xacro expanded, mesh paths as ``file://`` URIs, joints
+    renamed by ``joint_name_map``; LaunchConfigError: unreadable XML / xacro, a map naming no joint."""
     path = Path(urdf_path)
     try:
         root = ET.fromstring(read_urdf(path)[0])

@@ -1,8 +1,6 @@
-"""Pairing two stamped streams by nearest stamp (predictions and measurements; depth and colour); no ROS.
-
-``message_filters``' ``ApproximateTimeSynchronizer`` for two inputs, plus the adaptive tolerance and
-the clock diagnoses; stamps in ns, 0 never pairs (docs/interface.md, stamps and frames).
-"""
+"""Pairing two stamped streams by nearest stamp (predictions and measurements; depth and colour), as
+``message_filters``' ``ApproximateTimeSynchronizer`` for two inputs plus an adaptive tolerance and clock
+diagnoses; stamps in ns, 0 never pairs (docs/interface.md).  No ROS."""
 from __future__ import annotations
 
 import bisect
@@ -20,9 +18,7 @@ M = TypeVar("M")
 # Differences between consecutive stamps kept to estimate a stream's period.
 PERIOD_WINDOW = 16
 
-# Offers in a row that found no partner while both streams arrived before an offer older than
-# every kept item of the other stream is reported (a few stray offers are normal; this many is a
-# pattern).
+# Offers in a row without a partner (both streams arriving) before a dropped partner is reported.
 UNPAIRED_RUN = 20
 
 
@@ -71,8 +67,8 @@ class PeriodEstimate:
 
 @dataclass(frozen=True)
 class Pair(Generic[P, M]):
-    """A ``prediction`` and a ``measurement`` (as given) matched by stamp: ``stamp_ns`` the prediction's
-    (outputs of the pair carry it), ``measured_stamp_ns`` the measurement's."""
+    """A ``prediction`` and a ``measurement`` matched by stamp: ``stamp_ns`` the prediction's (the pair's
+    outputs carry it), ``measured_stamp_ns`` the measurement's."""
 
     stamp_ns: int
     measured_stamp_ns: int
@@ -106,8 +102,7 @@ class _Queue(Generic[P]):
 
 
 def _older_than_kept(stamp_ns: int, queue: "_Queue", tolerance_ns: int) -> bool:
-    """The other stream's queue is full and ``stamp_ns`` is older than all of it: the partner of
-    this stamp, if it came, was dropped to keep newer ones."""
+    """The other queue is full and ``stamp_ns`` older than all of it: its partner was dropped."""
     return len(queue.stamps) == queue.capacity and stamp_ns < queue.stamps[0] - tolerance_ns
 
 
@@ -118,13 +113,8 @@ def _span_s(stamps: Sequence[int]) -> float:
 
 class StampPairer(Generic[P, M]):
     """Pairs predictions with measurements of (nearly) the same stamp: at most ``capacity`` unmatched per
-    queue, ``tolerance_ns`` fixed or None (adaptive: half the longer observed period).  ``zero_stamps``:
-    ``{'predicted': n, 'measured': n}`` offers refused for stamp 0 (never cleared).
-
-    Raises:
-        SettingError: ``capacity < 1`` or a negative tolerance (``setting`` ``'capacity'`` or
-            ``'tolerance_ns'``, ``value`` as given, ``reason`` ``'out_of_range'``).
-    """
+    queue, ``tolerance_ns`` fixed or None (adaptive: half the longer period).  ``zero_stamps``: offers
+    refused for stamp 0.  SettingError (``'out_of_range'``): ``capacity < 1``, a negative tolerance."""
 
     def __init__(self, capacity: int, tolerance_ns: Optional[int]) -> None:
         if capacity < 1:
@@ -138,12 +128,9 @@ class StampPairer(Generic[P, M]):
         # offered since the other stream's last offer: the streams are arriving together
         self._pred_since_meas = False
         self._meas_since_pred = False
-        # measured - contacts stamp (ns) of the latest offer that found no partner while both
-        # streams arrive; None after a pair (the clock diagnosis, docs/interface.md)
+        # the clock diagnosis (offset_hint): the latest unpaired gap (measured - contacts stamp, ns), the
+        # run of unpaired offers, the gaps of unpaired offers whose partner was dropped
         self._unpaired_gap: Optional[int] = None
-        # offers in a row without a partner while both streams arrive; the gap (ns) of the latest
-        # unpaired measurement when it was older than every kept prediction (theirs were dropped),
-        # and of the latest unpaired prediction older than every kept measurement
         self._unpaired_run = 0
         self._older_gap: Optional[int] = None
         self._newer_gap: Optional[int] = None
@@ -179,8 +166,7 @@ class StampPairer(Generic[P, M]):
         return list(self._meas.stamps)
 
     def add_prediction(self, stamp_ns: int, item: P) -> Optional[Pair[P, M]]:
-        """Offer a prediction; the pair it completes, else None (the prediction is queued, or
-        refused for its stamp 0: counted in ``zero_stamps['predicted']``, nothing else changes)."""
+        """Offer a prediction; the pair it completes, else None (queued, or counted as a zero stamp)."""
         if stamp_ns == 0:
             self.zero_stamps["predicted"] += 1
             return None
@@ -199,9 +185,8 @@ class StampPairer(Generic[P, M]):
         return None
 
     def _unpaired(self, gap_ns: int, stamp_ns: int, other: _Queue, tolerance_ns: int) -> Optional[int]:
-        """Record an offer that found no partner while both streams arrive (``gap_ns``: measured
-        minus contacts stamp); the gap again when ``stamp_ns`` is older than all of the full
-        ``other`` queue (its partner was dropped), else None."""
+        """Record an unpaired offer (``gap_ns``: measured minus contacts stamp); the gap again when its
+        partner was dropped from ``other``, else None."""
         self._unpaired_gap = gap_ns
         self._unpaired_run += 1
         return gap_ns if _older_than_kept(stamp_ns, other, tolerance_ns) else None
@@ -212,11 +197,8 @@ class StampPairer(Generic[P, M]):
         self._older_gap = self._newer_gap = None
 
     def add_measurement(self, stamp_ns: int, item: M) -> Optional[Pair[P, M]]:
-        """Offer a measurement; the pair it completes, else None (the measurement is queued, or
-        refused for its stamp 0: counted in ``zero_stamps['measured']``, nothing else changes).
-
-        Call :meth:`measurement_went_back` first to detect a restarted source.
-        """
+        """Offer a measurement; the pair it completes, else None (queued, or counted as a zero stamp).
+        Call :meth:`measurement_went_back` first to detect a restarted source."""
         if stamp_ns == 0:
             self.zero_stamps["measured"] += 1
             return None
@@ -235,22 +217,17 @@ class StampPairer(Generic[P, M]):
         return None
 
     def measurement_went_back(self, stamp_ns: int) -> bool:
-        """True when ``stamp_ns`` is earlier than the previous measurement's stamp (a restart);
-        False for stamp 0 (no time: refused by :meth:`add_measurement`, not a restart)."""
+        """True when ``stamp_ns`` (not 0) is earlier than the previous measurement's (a restart)."""
         return stamp_ns != 0 and self._last_measured is not None and stamp_ns < self._last_measured
 
     def clear_measurements(self) -> None:
-        """Drop the unmatched measurements (their source restarted) and the clock diagnosis.
-
-        The last measured stamp is kept: the restarted source's next stamps are compared with it.
-        """
+        """Drop the unmatched measurements and the clock diagnosis (the last measured stamp is kept)."""
         self._meas.clear()
         self._meas_since_pred = False
         self._paired()
 
     def clear(self) -> None:
-        """Drop everything (both queues, periods, the last stamps, the clock diagnosis; not the
-        ``zero_stamps`` counts)."""
+        """Drop everything but the ``zero_stamps`` counts."""
         self._pred.clear()
         self._meas.clear()
         self._last_measured = self._last_predicted = None
@@ -258,13 +235,9 @@ class StampPairer(Generic[P, M]):
         self._paired()
 
     def offset_hint(self) -> Optional[str]:
-        """A sentence when both streams arrive, nothing pairs and the stamps say why, else None.
-
-        From the gap (measured minus contacts stamp) of the latest offer without a partner while the
-        other stream arrives (a pair clears it): over 1 s and 100 tolerances, ``different clocks?``;
-        after :data:`UNPAIRED_RUN` such offers, an offer older than every kept item of the other queue
-        (its partner dropped): ``raise alignment_buffer_size`` (docs/interface.md, ``pairing``).
-        """
+        """A sentence when both streams arrive but nothing pairs, else None: a gap over 1 s and 100
+        tolerances, ``different clocks?``; after :data:`UNPAIRED_RUN` offers whose partner was dropped,
+        ``raise alignment_buffer_size`` (docs/interface.md, ``pairing``)."""
         gap = self._unpaired_gap
         if gap is None:
             return None
@@ -288,13 +261,9 @@ class StampPairer(Generic[P, M]):
 
 # -- depth frames and colour images ------------------------------------------------
 class ColourPairing:
-    """Pairs depth frames with colour images by stamp (two topics, either order); frames go back in
-    arrival order with their colour or the reason they go without (docs/membrane_force.md).
-
-    ``tolerance_s`` (>= 0, 0 = same stamp only); at most ``max_waiting`` frames wait (one more settles
-    the oldest); ``history`` colour images kept.  ``colours``: ``(stamp ns, image or None = rejected)``;
-    ``pending``: ``(stamp ns, item, received s)``, oldest first.
-    """
+    """Pairs depth frames with colour images by stamp (either order); frames leave in arrival order with
+    their colour or why not (docs/membrane_force.md).  ``tolerance_s`` (0 = same stamp); at most
+    ``max_waiting`` frames wait; ``history`` colour images kept (``colours``: ``(stamp, image or None)``)."""
 
     def __init__(self, tolerance_s: float, max_waiting: int, history: int) -> None:
         self.tolerance_ns = int(round(float(tolerance_s) * 1e9))
@@ -312,11 +281,8 @@ class ColourPairing:
         self.pending.append((int(stamp_ns), item, float(received_s)))
 
     def colour_for(self, stamp_ns: int, final: bool) -> Tuple[bool, Optional[np.ndarray], str]:
-        """The colour image of a frame stamped ``stamp_ns``: ``(settled, image, depth-only reason)``.
-
-        The image is None with reason ``no_colour`` (none within the tolerance) or
-        ``colour_rejected`` (the nearest one was rejected); ``final``: the frame waits no longer.
-        """
+        """``(settled, image, depth-only reason)`` of a frame: reason ``no_colour`` (none within the
+        tolerance) or ``colour_rejected``; ``final``: it waits no longer."""
         tol = self.tolerance_ns
         near = [(abs(s - stamp_ns), img) for s, img in self.colours if abs(s - stamp_ns) <= tol]
         if near:
@@ -329,9 +295,8 @@ class ColourPairing:
         return False, None, ""
 
     def settled(self, expired: float = float("-inf")) -> List[Tuple[Any, Optional[np.ndarray], str]]:
-        """Remove and return the frames whose colour is settled, in arrival order, as
-        ``(item, image or None, depth-only reason or '')``; a frame received at or before monotonic
-        ``expired`` waits no longer.  A frame that must still wait holds back the later ones."""
+        """Remove and return the settled frames in arrival order as ``(item, image or None, reason)``; one
+        received at or before monotonic ``expired`` waits no longer; one still waiting holds back the rest."""
         out = []
         while self.pending:
             stamp_ns, item, received = self.pending[0]
@@ -342,7 +307,3 @@ class ColourPairing:
             self.pending.pop(0)
             out.append((item, image, reason))
         return out
-
-
-__all__ = ["PERIOD_WINDOW", "UNPAIRED_RUN", "ColourPairing", "Pair", "PeriodEstimate", "StampPairer",
-           "nearest_within"]

@@ -1,8 +1,5 @@
-"""The rig: one step from decoded arrays to every sensor's checked prediction, then pairing (no ROS).
-
-All or nothing: a failing step raises :class:`~.sensors.StepRejected` and keeps nothing; only a step
-the caller uses is committed (an earlier stamp is a simulator reset; docs/interface.md).
-"""
+"""The rig: one step from decoded arrays to every sensor's checked prediction, then pairing (no ROS); all
+or nothing (a failing step raises :class:`~.sensors.StepRejected`, only a used step is committed)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,13 +28,8 @@ class Step:
 
 
 class Rig:
-    """The world's transforms, the sensors and the step, all or nothing.
-
-    ``world``: a :class:`~vsf_sensor_ros.world.World` the caller poses; ``dtype``, ``device``: of a
-    step's transforms.  Attributes: ``transforms`` (:class:`~.kinematics.BodyTransforms`), ``sensors``
-    (name -> :class:`~.sensors.RigSensor`, added order), ``last_stamp`` (ns or None), ``stamp_jumps``
-    and ``last_stamp_jump`` (``"<old> -> <new> s"`` or ``"none"``) of the resets.
-    """
+    """The transforms of ``world`` (``dtype`` / ``device``), the ``sensors`` (name -> ``RigSensor``) and the
+    step; ``last_stamp`` (ns or None), ``stamp_jumps`` and ``last_stamp_jump`` count the resets."""
 
     def __init__(self, world: Any, dtype: torch.dtype = torch.float64,
                  device: torch.device = torch.device("cpu")) -> None:
@@ -60,14 +52,10 @@ class Rig:
 
     def predict(self, decoded: DecodedContacts, stamp_ns: int,
                 want_jacobian: Callable[[RigSensor], bool] = lambda s: False) -> Step:
-        """Every enabled sensor's checked prediction for ``decoded`` (without implied pairs) under the joint
-        state of ``stamp_ns`` (ns); ``want_jacobian(sensor)``: compute its Jacobian.
-
-        Raises:
-            StepRejected: ``element_index_out_of_range``, ``invalid_contacts`` (the ``SimState``
-                refused them), ``model_error``, ``non_finite_prediction`` or ``out_of_range``;
-                nothing is kept.
-        """
+        """Every sensor's checked prediction for ``decoded`` under the joint state of ``stamp_ns`` (ns);
+        ``want_jacobian(sensor)``: compute its Jacobian.  StepRejected (nothing kept):
+        ``element_index_out_of_range``, ``invalid_contacts``, ``model_error``, ``non_finite_prediction``,
+        ``out_of_range``."""
         bad = check_elements(decoded, self._dense_vertex_counts)
         if bad is not None:
             raise StepRejected("element_index_out_of_range", bad)

@@ -1,12 +1,5 @@
-"""One sensor of the rig: model, layout, pairing buffers; predict, check, residual.
-
-:class:`RigSensor` is what the rig keeps for one sensor: for each step the rig asks every
-sensor for a :class:`SensorResult` (:meth:`RigSensor.predict`), checks them all together
-(:func:`check_predictions`: a bad step is rejected whole), and pairs measured vectors with
-predictions by stamp (:mod:`.pairing`).  The sensor's message layout (``layout``: frame, entry
-names, slots, vertices and its kind's codec -- ``unit``, ``float32_values``, ``in_contact``,
-``plausible``) is handed in by the caller; this module reads it and imports no ROS.
-"""
+"""One sensor of the rig (model, layout from the caller, pairing buffers): predict, check together (a bad
+step is rejected whole), residual, paired samples.  No ROS."""
 from __future__ import annotations
 
 from collections import deque
@@ -21,8 +14,7 @@ from ..sensor.base_sensor import BaseSensor, SimState
 from .contacts import jacobian_message_columns
 from .pairing import StampPairer
 
-# A buffered prediction: (values (#meas,) float64, the SimState it came from, contact-free for a tare,
-# the contacts message's stamp in ns -- the pairing key may be the receive time instead).
+# A buffered prediction: (values (#meas,) float64, its SimState, contact-free, contacts stamp ns).
 Prediction = Tuple[np.ndarray, SimState, bool, int]
 
 F32_MAX = float(np.finfo(np.float32).max)
@@ -41,8 +33,7 @@ class PairedSample:
 
 
 def contact_buffer_size(buffer_size: int) -> int:
-    """Capacity of a sensor's contact-sample buffer: ``max(4 * alignment_buffer_size, 100)``, as the
-    buffer of all paired samples."""
+    """Capacity of a sensor's paired-sample buffers: ``max(4 * alignment_buffer_size, 100)``."""
     return max(4 * int(buffer_size), 100)
 
 
@@ -53,10 +44,8 @@ def new_buffer(buffer_size: int) -> Deque[PairedSample]:
 
 @dataclass
 class SensorResult:
-    """One sensor's outcome for one step: its ``handle`` (:class:`RigSensor`), ``values`` ``(#meas,)``
-    float64, ``jacobian`` (``SparseJacobian`` w.r.t. the message rows, or None) and ``jacobian_cols``
-    (message-row columns), ``n_on_body`` (contacts with its body as body1), ``touched`` (not contact-free).
-    """
+    """One sensor's step: ``handle``, ``values`` ``(#meas,)`` float64, ``jacobian`` (or None) and its
+    message-row ``jacobian_cols``, ``n_on_body`` (contacts on its body), ``touched`` (not contact-free)."""
 
     handle: Any
     values: np.ndarray
@@ -75,17 +64,9 @@ class StepRejected(Exception):
 
 
 class RigSensor:
-    """Everything the rig keeps for one sensor: model, layout, pairing buffers, calibration state.
-
-    Args: ``name``; ``kind`` (``punyo_pressure``, ...); the attached ``sensor`` model; its message
-    ``layout``; ``buffer_size`` per pairing queue; ``tolerance_ns`` (None = adaptive); ``headerless``:
-    the measured type has no header (both streams pair by receive time).
-
-    Attributes: ``calibration_text`` (as diagnostics report it), ``measured_stamp_jumps``,
-    ``plausibility_warned`` (once per scale), ``unit_warning`` (the sentence while the latest measured
-    value looks like the wrong unit, else None), ``contact_free_loop`` (a
-    :class:`~.calibration.ContactFreeLoop` or None, set by the caller).
-    """
+    """What the rig keeps for one sensor: ``name``, ``kind``, the attached ``sensor``, its message ``layout``,
+    a pairer (``buffer_size``, ``tolerance_ns`` None = adaptive; ``headerless``: pairs by receive time),
+    paired samples, ``calibration_text``, ``unit_warning``, ``contact_free_loop`` (set by the caller)."""
 
     def __init__(self, name: str, kind: str, sensor: BaseSensor, layout: Any, buffer_size: int,
                  tolerance_ns: Optional[int], headerless: bool = False) -> None:
@@ -111,14 +92,9 @@ class RigSensor:
         self.contact_free_loop: Any = None
 
     def predict(self, state: SimState, decoded: Any, want_jacobian: bool) -> SensorResult:
-        """This sensor's prediction for ``state`` and, with ``want_jacobian``, its sparse force Jacobian
-        over ``decoded``'s message rows (columns ``3·r + k``; entries of implied pairs and flipped rows
-        negated: their contact carries minus the row's force).
-
-        Raises:
-            ValueError, IndexError, RuntimeError: from the model (the rig rejects
-                the step as ``model_error``).
-        """
+        """The prediction for ``state`` and, with ``want_jacobian``, its Jacobian over ``decoded``'s message
+        rows (columns ``3·r + k``; implied pairs and flipped rows negated).  ValueError, IndexError,
+        RuntimeError: from the model (the step is rejected as ``model_error``)."""
         if want_jacobian and hasattr(self.sensor, "predict_with_jacobian"):
             pred, jac = self.sensor.predict_with_jacobian(state)   # one contact mapping for both
         else:
@@ -145,12 +121,8 @@ class RigSensor:
         return residual
 
     def keep_pair(self, pair: Any) -> Tuple[Optional[np.ndarray], np.ndarray, int]:
-        """A measured vector met its prediction (a :class:`~.pairing.Pair`): keep it for tares (and,
-        with contact, for a gain fit) and feed it to :attr:`contact_free_loop` (which may tare).
-
-        Returns:
-            ``(residual or None (see :meth:`residual`), measured (#meas,) SI, contacts stamp ns)``.
-        """
+        """Keep a measured vector paired with its prediction (for tares; with contact, a gain fit) and feed
+        :attr:`contact_free_loop`; ``(residual or None, measured (#meas,) SI, contacts stamp ns)``."""
         (predicted, state, contact_free, stamp_ns), measured = pair.prediction, pair.measurement
         self.pairs.append(PairedSample(stamp_ns, measured, state, contact_free))
         if not contact_free:   # contact samples for a gain fit (oldest drop out)
@@ -161,8 +133,7 @@ class RigSensor:
         return residual, measured, stamp_ns
 
     def in_contact(self, values: np.ndarray, n_contacts: int) -> bool:
-        """The contact state the sensor reports (its kind's codec: a flag entry, a positive load, or
-        any contact on its body)."""
+        """The contact state the sensor reports (its kind's codec decides)."""
         return self.layout.codec.in_contact(self.layout, values, n_contacts)
 
     def clear_measured(self) -> None:
@@ -172,8 +143,7 @@ class RigSensor:
         self.unit_warning = None
 
     def measured_went_back(self, stamp_ns: int) -> bool:
-        """A measured stamp earlier than the newest: the source restarted; its measured buffers and the
-        tare pairs are cleared (counted in :attr:`measured_stamp_jumps`).  True when so."""
+        """True when a measured stamp went back (source restarted): measured buffers cleared, counted."""
         if not self.pairer.measurement_went_back(stamp_ns):
             return False
         self.measured_stamp_jumps += 1
@@ -200,9 +170,7 @@ class RigSensor:
 
 
 def _signed_to_rows(jac: Any, decoded: Any) -> Any:
-    """``jac`` with the entries of contacts whose force is minus their row's written force negated
-    (a new object), or ``jac``: contacts of ``decoded.implied`` pairs, and rows in
-    ``decoded.flipped_rows`` (both: negated twice)."""
+    """``jac`` with the entries of implied pairs and of ``decoded.flipped_rows`` negated (a new object)."""
     implied = getattr(decoded, "implied", frozenset())
     flipped = getattr(decoded, "flipped_rows", None)
     signs = {}
@@ -227,9 +195,8 @@ def _signed_to_rows(jac: Any, decoded: Any) -> Any:
 
 
 def check_predictions(results: Sequence[SensorResult]) -> Optional[Tuple[str, str]]:
-    """``(reason, detail)`` when a message's predictions cannot be published (every sensor's), else None:
-    ``non_finite_prediction`` (a value or Jacobian value; finite input can overflow a model) or
-    ``out_of_range`` (beyond the float32 fields of its message)."""
+    """``(reason, detail)`` when a step's predictions cannot be published, else None:
+    ``non_finite_prediction`` (a value or Jacobian value) or ``out_of_range`` (beyond float32 fields)."""
     for r in results:
         h, values = r.handle, r.values
         if not np.isfinite(values).all():
@@ -245,7 +212,3 @@ def check_predictions(results: Sequence[SensorResult]) -> Optional[Tuple[str, st
             return "out_of_range", (f"{h.name}: {h.layout.names[i]} = {values[i]:.6g} N exceeds the float32 "
                                     f"range (+-{F32_MAX:.6g}) of its message's fields")
     return None
-
-
-__all__ = ["F32_MAX", "PairedSample", "Prediction", "RigSensor", "SensorResult", "StepRejected",
-           "check_predictions", "contact_buffer_size", "new_buffer"]

@@ -56,14 +56,9 @@ def contact_offsets(sensor: str, pairs: List[Tuple[str, str]], states: List[Cont
 
 def check_config_keys(cls_name: str, type_name: str, name: str, config: Mapping[str, Any],
                       allowed: Iterable[str], needs_attachment: bool = True) -> Optional[str]:
-    """Validate a sensor config's keys (``type`` must equal ``type_name``; ``attachment``, required unless
-    not ``needs_attachment``, plus ``allowed``) and return its ``attachment`` (stripped; None if absent).
-
-    Raises:
-        SettingError: unknown key(s) (named, ``setting`` the first, ``reason`` ``'unknown_key'``,
-            ``expected`` the allowed keys), wrong ``type`` (``'wrong_type'``), missing ``attachment``
-            (``'missing'``).
-    """
+    """Check a sensor config's keys (``type`` = ``type_name``, ``attachment``, ``allowed``); ``attachment``
+    stripped (None if absent and not ``needs_attachment``).  SettingError: ``'unknown_key'`` (the first),
+    ``'wrong_type'``, ``'missing'``."""
     allowed_all = set(allowed) | {"attachment", "type"}
     unknown = sorted((k for k in config if k not in allowed_all), key=str)
     if unknown:
@@ -118,16 +113,9 @@ def as_vector(value: Any, label: str, length: Optional[int]) -> np.ndarray:
 
 def parse_tare(calib: Mapping[str, Any], sensor: str, length: Optional[int],
                allow_gain: bool = False) -> Dict[str, np.ndarray]:
-    """The entries present of ``{'tare', 'tare_sim_avg'}`` (and ``'gain'`` > 0 with ``allow_gain``; None =
-    absent) as float64 ``(length,)`` arrays.
-
-    Raises:
-        InputError: ``argument`` ``'calib'`` for a non-dict (``reason`` ``'type'``), an unknown key
-            (``value`` the first, ``reason`` ``'unknown_key'``, ``expected`` the known ones) or
-            ``tare_sim_avg`` without ``tare`` (``value`` ``'tare_sim_avg'``, ``reason`` ``'needs_tare'``);
-            wrong lengths or non-finite values (as ``as_vector``, ``argument`` ``"sensor 'n': calibration
-            'tare'"``); a non-positive gain (``reason`` ``'not_positive'``).
-    """
+    """The present entries of ``{'tare', 'tare_sim_avg'}`` (and ``'gain'`` > 0 with ``allow_gain``) as float64
+    ``(length,)`` arrays.  InputError: ``'calib'`` with ``'type'``, ``'unknown_key'`` or ``'needs_tare'``;
+    an entry as :func:`as_vector`, or ``'not_positive'`` (gain)."""
     if not isinstance(calib, Mapping):
         raise InputError(f"sensor {sensor!r}: calibration must be a dict, got {type(calib).__name__}",
                          "calib", type(calib).__name__, "type")

@@ -43,12 +43,10 @@ class TareSimulator(Protocol):
 
 
 class TareCalibrator(BaseCalibrator):
-    """Average of the first contact-free observations and simulated readings (seed semantics): one step a
-    sample, stopping before the first with contact (at sample 0: warned and used), into ``{output_key,
-    'tare_sim_avg'}``.  Beyond the seed: the previous calibration is cleared first (``'gain'`` kept) and
-    restored on error; observations are checked first; ``contact_scope='sensor'`` stops only on
-    ``sensor.in_contact``, ``'any'`` (the seed) on any non-empty pair.
-    """
+    """Mean of the first contact-free observations and simulated readings (seed): one step a sample, up to
+    the first with contact, into ``{output_key, 'tare_sim_avg'}``.  Beyond the seed: the old calibration
+    is cleared (``'gain'`` kept) and restored on error; ``contact_scope='sensor'`` stops on
+    ``sensor.in_contact`` only."""
 
     CONTACT_SCOPES = ("any", "sensor")
     #: the calibration key every sensor here reads its tare from
@@ -96,11 +94,9 @@ class TareCalibrator(BaseCalibrator):
     def calibrate(self, sensor: BaseSensor, sim: TareSimulator,
                   command_sequence: Sequence[Any],
                   observation_sequence: Sequence[Mapping[str, Any]]) -> int:
-        """Tare ``sensor`` from the first contact-free samples (``{sensor name: observation}`` per step, one
-        command each); return how many were used.  The calibration is kept on error: InputError for a
-        missing (``'missing_sensor'``, ``value`` the keys, ``expected`` the name), non-finite or misshapen
-        observation or simulated measurement, too few commands; ValueError: a refused calibration.
-        """
+        """Tare ``sensor`` from the first contact-free samples (``{name: observation}``, a command each); the
+        number used.  Calibration kept on error: InputError (missing, bad observation or simulated
+        measurement, too few commands); ValueError: a refused calibration."""
         nsamples = min(self.num_samples, len(observation_sequence))
         if nsamples == 0:
             return 0

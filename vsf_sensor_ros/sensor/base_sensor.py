@@ -14,13 +14,10 @@ from .errors import InputError
 
 @dataclass
 class ContactState:
-    """Contacts between two bodies (seed ``ContactState``); world frame, SI.
-
-    ``points`` ``(N, 3)`` float (m); ``forces`` ``(N, 3)`` on body 1 by body 2 (N), same dtype/device;
-    ``elems1`` / ``elems2`` optional length-``N`` int64 vertex index on body 1 / 2 (``-1`` = none; lists,
-    arrays and integral float tensors converted, an empty one becomes None as the seed reads it).
-    Raises InputError (a ValueError) as :func:`validate_contact_state`, or for a fractional element.
-    """
+    """Contacts between two bodies (seed ``ContactState``), world frame: ``points`` ``(N, 3)`` float (m),
+    ``forces`` ``(N, 3)`` on body 1 by body 2 (N), same dtype/device; ``elems1`` / ``elems2`` optional
+    ``(N,)`` int64 vertex index on body 1 / 2 (``-1`` = none; lists, arrays, integral floats converted, empty
+    = None).  InputError as :func:`validate_contact_state`, or for a fractional element."""
 
     points: torch.Tensor
     forces: torch.Tensor
@@ -114,10 +111,8 @@ def validate_contact_state(c: ContactState) -> None:
 @dataclass
 class SimState:
     """One simulator step (seed ``SimState``): ``body_transforms`` (name -> ``(4, 4)`` body -> world, m;
-    the first gives ``dtype`` / ``device``), ``body_states`` (name -> state tensor), ``contacts``
-    (``(body1, body2)`` -> ``ContactState``, forces on body 1; not assumed symmetric, as the seed: see
-    :func:`with_reverse_pairs`).  InputError for a contacts key that is not a ``(body1, body2)`` tuple.
-    """
+    the first gives ``dtype`` / ``device``), ``body_states``, ``contacts`` (``(body1, body2)`` ->
+    ``ContactState``, forces on body 1, not symmetric).  InputError for a key that is not a pair."""
 
     body_transforms: Dict[str, torch.Tensor] = field(default_factory=dict)
     body_states: Dict[str, torch.Tensor] = field(default_factory=dict)
@@ -161,9 +156,8 @@ class SimState:
         return [c for (a, b), c in self.contacts.items() if a == name]
 
     def contacts_on_body(self, name: str, local: bool = True) -> Tuple[torch.Tensor, torch.Tensor]:
-        """``(points, forces)``, each ``(N, 3)``: every contact on ``name`` in ``bodies_in_contact`` order,
-        in the body frame when ``local`` (m, N), else world.  ValueError: unknown body, non-tensor transform.
-        """
+        """``(points, forces)`` ``(N, 3)`` of every contact on ``name`` (``bodies_in_contact`` order), body
+        frame when ``local`` else world.  ValueError: unknown body, non-tensor transform."""
         self._check_body(name)
         T = self.body_transforms[name]
         if not isinstance(T, torch.Tensor):
@@ -201,12 +195,9 @@ class SimState:
 
 def with_reverse_pairs(contacts: Mapping[Tuple[str, str], ContactState]
                        ) -> Dict[Tuple[str, str], ContactState]:
-    """A new dict of ``contacts`` completed with the reverse of every pair given in one order only.
-
-    ``(a, b)`` alone implies ``(b, a)``: same points, force ``-f``, element arrays swapped (autograd kept);
-    pairs given in both orders, and ``(a, a)``, are kept as given.  The seed's ``SimState`` does not do
-    this.  InputError for a key that is not a ``(body1, body2)`` tuple.
-    """
+    """A new dict of ``contacts`` where ``(a, b)`` alone also gives ``(b, a)``: same points, force ``-f``,
+    elements swapped (autograd kept); pairs in both orders and ``(a, a)`` kept as given (not in the seed).
+    InputError for a key that is not a ``(body1, body2)`` tuple."""
     out: Dict[Tuple[str, str], ContactState] = {}
     for key, c in contacts.items():
         if type(key) is not tuple or len(key) != 2:
@@ -229,16 +220,13 @@ def _show(value: object) -> object:
 
 @functools.lru_cache(maxsize=None)
 def rigid_tolerance(dtype: torch.dtype) -> float:
-    """Tolerance of :func:`rigid_transform` on ``|R Rᵀ − I|`` and the bottom row for ``dtype``:
-    ``max(1e-5, 64 * eps)`` (1e-5 for float64 and float32; far above rounding, far below a real scale).
-    """
+    """Tolerance of :func:`rigid_transform` on ``|R Rᵀ − I|`` and the bottom row: ``max(1e-5, 64 eps)``."""
     return max(1e-5, 64.0 * torch.finfo(dtype).eps)
 
 
 def check_rigid_values(vals: Sequence[float], name: str, dtype: torch.dtype, shown: object) -> None:
-    """Check the 16 row-major entries ``vals`` of a transform in plain Python (faster than torch for
-    a 4x4); ``shown`` is the transform printed in an error.  InputError as :func:`rigid_transform`.
-    """
+    """Check a transform's 16 row-major ``vals`` in plain Python (faster than torch for a 4x4); ``shown``
+    is printed in an error.  InputError as :func:`rigid_transform`."""
     # a finite sum means finite entries; only an overflowing sum needs the element-wise test
     if not math.isfinite(sum(vals)) and not all(math.isfinite(v) for v in vals):
         raise InputError(f"body {name!r}: transform has a non-finite entry: {_show(shown)}",
@@ -265,16 +253,11 @@ def check_rigid_values(vals: Sequence[float], name: str, dtype: torch.dtype, sho
 
 
 def rigid_transform(state: SimState, name: str) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Views ``R`` ``(3, 3)``, ``t`` ``(3,)`` (m, autograd kept) of body ``name``'s checked body -> world
-    transform: a finite ``(4, 4)`` floating tensor, bottom row ``[0, 0, 0, 1]``, ``max |R Rᵀ − I| ≤``
-    :func:`rigid_tolerance` (no scale or shear), ``det R > 0``.
-
-    Raises:
-        InputError: unknown body (``argument`` ``'name'``, ``reason`` ``'unknown_body'``, ``expected`` the
-            known ones), else ``argument`` the body, ``value`` the offending part, ``reason`` ``'type'``,
-            ``'shape'``, ``'dtype'``, ``'not_finite'``, ``'bottom_row'``, ``'not_orthonormal'`` or
-            ``'reflection'``.
-    """
+    """Views ``R`` ``(3, 3)``, ``t`` ``(3,)`` (m, autograd kept) of body ``name``'s body -> world transform,
+    checked: finite ``(4, 4)`` float, bottom row ``[0, 0, 0, 1]``, orthonormal within
+    :func:`rigid_tolerance`, ``det R > 0``.  InputError: ``'name'`` / ``'unknown_body'``, else ``argument``
+    the body, ``reason`` ``'type'``, ``'shape'``, ``'dtype'``, ``'not_finite'``, ``'bottom_row'``,
+    ``'not_orthonormal'`` or ``'reflection'``."""
     state._check_body(name)
     T = state.body_transforms[name]
     if not isinstance(T, torch.Tensor):
@@ -323,9 +306,8 @@ def as_contact_state(c: Any, dtype: Optional[torch.dtype] = None) -> ContactStat
 
 def as_sim_state(state: Any) -> SimState:
     """A :class:`SimState` from anything with the seed's ``body_transforms``, ``bodies_in_contact`` and
-    ``contact_states_on_body`` (``body_states`` optional); a SimState of ContactStates as is.  InputError:
-    no ``body_transforms`` (``'state'``, ``'type'``), the two methods disagreeing in length
-    (``'contact_states_on_body'``, ``'count'``, ``expected`` the other count), a refused contact state."""
+    ``contact_states_on_body``.  InputError: no ``body_transforms`` (``'state'``, ``'type'``), the two
+    methods disagreeing (``'contact_states_on_body'``, ``'count'``), a refused contact state."""
     if type(state) is SimState:
         if all(type(c) is ContactState for c in state.contacts.values()):
             return state
@@ -380,10 +362,9 @@ Pair = Tuple[str, str]
 
 @dataclass
 class SparseJacobian:
-    """COO Jacobian of a sensor's measurements w.r.t. the concatenated contact forces: ``rows`` / ``cols``
-    ``(nnz,)`` int64 (measurement; ``3·c + k``, contact ``c``, world axis ``k``), ``values`` ``(nnz,)`` in the
-    state's dtype/device, ``shape`` ``(#meas, 3·N)``, ``pairs`` ``(sensor_body, other_body)`` in order,
-    ``offsets`` (``pairs[p]`` holds contacts ``offsets[p] .. offsets[p+1]-1``)."""
+    """COO Jacobian of the measurements w.r.t. the concatenated contact forces: ``rows`` / ``cols`` ``(nnz,)``
+    int64 (``3·c + k``, world axis ``k``), ``values`` in the state's dtype/device, ``shape`` ``(#meas, 3·N)``,
+    ``pairs`` in order, ``offsets`` (``pairs[p]`` holds contacts ``offsets[p] .. offsets[p+1]-1``)."""
 
     rows: torch.Tensor
     cols: torch.Tensor
@@ -440,10 +421,8 @@ def sparse_from_pair_dict(jac: Dict[Pair, torch.Tensor], pairs: Sequence[Pair],
 
 
 class BaseSensor:
-    """A model of a real sensor's reading from a ``SimState`` (seed ``BaseSensor``): subclasses fill in
-    ``measurement_names``, ``predict_torch`` and a Jacobian; every state method takes the seed's duck-typed
-    states (:func:`as_sim_state`).  ``name`` (unique in a node), ``attachModelName`` (its body),
-    ``type_name`` (the config ``type``)."""
+    """A reading model from a ``SimState`` (seed ``BaseSensor``): subclasses give ``measurement_names``,
+    ``predict_torch`` and a Jacobian; state methods take duck-typed states (:func:`as_sim_state`)."""
 
     type_name: str = "BaseSensor"
 
@@ -509,8 +488,8 @@ class BaseSensor:
         return [(self.attachModelName, b) for b in state.bodies_in_contact(self.attachModelName)]
 
     def in_contact(self, state: SimState) -> bool:
-        """True when something touches what this sensor senses (a tare needs False): by default a contact
-        on its body (region sensors override it); ValueError naming a body not in the state."""
+        """True when something touches what this sensor senses (default: a contact on its body);
+        ValueError naming a body not in the state."""
         state.bodies_in_contact(self.attachModelName)      # raises ValueError naming unknown bodies
         return any(len(c) > 0 for (b1, _), c in state.contacts.items() if b1 == self.attachModelName)
 

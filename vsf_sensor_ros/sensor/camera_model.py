@@ -15,14 +15,8 @@ __all__ = ["BrownConradyCamera"]
 @dataclass(frozen=True)
 class BrownConradyCamera:
     """Pinhole camera with librealsense's inverse Brown–Conrady distortion: ``width``, ``height``, ``fx``,
-    ``fy``, ``cx``, ``cy`` (px, pixel centres at integer u, v), ``coeffs`` ``(k1, k2, p1, p2, k3)``
-    (``plumb_bob`` order).
-
-    Raises:
-        SettingError: ``setting`` ``'width'``/``'height'`` (< 1), ``'fx'``/``'fy'`` (``reason``
-            ``'not_positive'``), ``'cx'``/``'cy'`` (``'not_finite'``) or ``'coeffs'`` (not 5 finite numbers);
-            ``value`` as given.
-    """
+    ``fy``, ``cx``, ``cy`` (px, pixel centres at integer u, v), ``coeffs`` ``(k1, k2, p1, p2, k3)``.
+    SettingError naming the field: size < 1, focal length not positive, centre not finite, bad coeffs."""
 
     width: int
     height: int
@@ -75,14 +69,9 @@ class BrownConradyCamera:
     @classmethod
     def fit_to_rays(cls, width: int, height: int, u: np.ndarray, v: np.ndarray,
                     slopes: np.ndarray) -> Tuple["BrownConradyCamera", float]:
-        """``(camera, max |slope misfit|)``: the camera whose rays best match measured ``slopes`` ``(N, 2)``
-        (``x/z, y/z``) at pixels ``u``, ``v`` ``(N,)`` (N >= 9): a pinhole fit, then least squares (SciPy).
-
-        Raises:
-            InputError: ``argument`` ``'slopes'``; ``reason`` ``'count'`` (fewer than 9 rays or mismatched
-                lengths; ``value`` ``(len(u), len(v), len(slopes))``), ``'not_finite'`` (``value`` the rows)
-                or ``'not_growing'`` (no positive focal length; ``value`` the pinhole slopes per px).
-        """
+        """``(camera, max |slope misfit|)``: the camera whose rays best match ``slopes`` ``(N, 2)`` (``x/z,
+        y/z``) at pixels ``u``, ``v`` (N >= 9): pinhole fit, then SciPy least squares.  InputError
+        (``'slopes'``): ``'count'``, ``'not_finite'`` or ``'not_growing'`` (no positive focal length)."""
         from scipy.optimize import least_squares
 
         u = np.asarray(u, dtype=np.float64).ravel()

@@ -34,12 +34,8 @@ class GainFit:
 
 class GainCalibrator(BaseCalibrator):
     """Least-squares gain on the contact-driven change of a reading, on top of its tare, into
-    ``calibration['gain']`` (sensors with ``supports_gain``).
-
-    Per entry ``y = offset + k x`` (``x`` the raw model): ``k = Σ x (y − offset) / Σ x²`` over the contact
-    samples, standard error ``sqrt(Σ r² / (n − 1) / Σ x²)`` (Punyo pressure: ``k = A_base / A_eff``); one
-    gain for all entries, or each entry above ``min_excitation`` with ``per_measurement``.
-    """
+    ``calibration['gain']``: per entry ``y = offset + k x``, ``k = Σ x (y − offset) / Σ x²`` over contact
+    samples (one gain, or each excited entry with ``per_measurement``)."""
 
     def __init__(self, min_samples: int = 10, min_excitation: float = 1e-9,
                  max_relative_error: float = 0.2, per_measurement: bool = False) -> None:
@@ -84,12 +80,9 @@ class GainCalibrator(BaseCalibrator):
 
     def fit(self, sensor: BaseSensor, states: Sequence[SimState],
             observation_sequence: Sequence[Any]) -> int:
-        """Fit and set the gain from states and observations (``{name: obs}`` or ``(#meas,)``, sensor units);
-        return the contact samples used.  Calibration unchanged on error: InputError (``'states'``,
-        ``'too_few_contacts'``, ``value`` the count, ``expected`` ``min_samples``); ValueError: incompatible
-        sensor, length mismatch, a bad observation (named), nothing excited, a non-positive gain, relative
-        error above ``max_relative_error``.
-        """
+        """Fit and set the gain from states and observations (``{name: obs}`` or ``(#meas,)``); the contact
+        samples used.  Unchanged on error: InputError (``'too_few_contacts'``); ValueError: incompatible,
+        mismatch, bad observation, nothing excited, gain <= 0, relative error too large."""
         if not self.compatible(sensor):
             raise ValueError(f"GainCalibrator: sensor {sensor.name!r} ({type(sensor).__name__}) does not "
                              "apply a 'gain' calibration entry")

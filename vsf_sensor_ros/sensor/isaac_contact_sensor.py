@@ -38,10 +38,9 @@ def _number(field_name: str, value: Any) -> float:
 
 @dataclass
 class CsProperties:
-    """Contact sensor properties (seed ``CsProperties``): ``radius`` (m; contacts strictly closer to
-    ``position`` count, ``<= 0`` = whole body), ``minThreshold`` (N, finite >= 0: below reads no contact),
-    ``maxThreshold`` (N, >= min; clamps the value; default inf, the seed's 0 would clamp all to 0),
-    ``sensorPeriod`` (s, finite >= 0; 0 = every update), ``position`` (3 floats, m, body frame)."""
+    """Contact sensor properties (seed ``CsProperties``): ``radius`` (m, ``<= 0`` = whole body),
+    ``minThreshold`` / ``maxThreshold`` (N; max default inf, not the seed's 0), ``sensorPeriod`` (s, 0 =
+    every update), ``position`` (m, body frame)."""
 
     radius: float = -1.0
     minThreshold: float = 0.0
@@ -72,9 +71,7 @@ class CsProperties:
 
 @dataclass(frozen=True)
 class CsSensorReading:
-    """One reading (seed ``CsReading``): ``time`` (s), ``value`` (N), ``inContact``, ``isValid`` (False
-    only for the empty reading before the first update).
-    """
+    """One reading (seed ``CsReading``): ``time`` (s), ``value`` (N), ``inContact``, ``isValid``."""
 
     time: float = 0.0
     value: float = 0.0
@@ -96,9 +93,7 @@ class CsRawData:
 
 def _as_properties(properties: Any, owner: str) -> CsProperties:
     """``properties`` (``CsProperties`` or a dict of its fields) validated; SettingError naming a bad key
-    (``reason`` ``'unknown_key'``, ``expected`` the fields), field, or type (``setting`` ``'properties'``,
-    ``reason`` ``'type'``).
-    """
+    (``'unknown_key'``), field, or type (``'properties'``, ``'type'``)."""
     if isinstance(properties, Mapping):
         unknown = sorted(str(k) for k in properties if k not in _PROPERTY_NAMES)
         if unknown:
@@ -167,9 +162,8 @@ class IsaacContactSensor(IndicatorTareMixin):
 
     @classmethod
     def from_config(cls, name: str, config: Dict[str, Any]) -> "IsaacContactSensor":
-        """Build from a parameter namespace: ``attachment``, optional ``type`` and the ``CsProperties``
-        fields; SettingError (``setting`` the key): unknown key, missing attachment, wrong type, bad value.
-        """
+        """Build from ``attachment``, optional ``type`` and the ``CsProperties`` fields; SettingError naming
+        the key."""
         body = check_config_keys(cls.type_name, cls.type_name, name, config, _PROPERTY_NAMES)
         props = CsProperties(**{k: config[k] for k in _PROPERTY_NAMES if k in config})
         return cls(name, body, props)
@@ -221,9 +215,7 @@ class IsaacContactSensor(IndicatorTareMixin):
         return torch.stack([in_contact, value])
 
     def in_contact(self, state: SimState) -> bool:
-        """True when a contact of the body lies inside the radius (any, when ``radius <= 0``), whatever
-        its force; ValueError as ``predict``.
-        """
+        """True when a contact of the body lies inside the radius, whatever its force."""
         self._check_state(state)
         inside, _ = self._net_force(state)
         return bool(inside.any())
@@ -287,9 +279,7 @@ class IsaacContactSensor(IndicatorTareMixin):
         return sample
 
     def get_sensor_reading(self, use_latest_data: bool = True) -> CsSensorReading:
-        """Current reading, nothing cleared: the latest evaluation (``use_latest_data``) or the last
-        period sample; before the first update an empty reading (``isValid`` False).
-        """
+        """The latest evaluation (``use_latest_data``) or period sample (before any: ``isValid`` False)."""
         return self._clock.latest if use_latest_data else self._clock.sample
 
     def get_sensor_readings(self) -> List[CsSensorReading]:
@@ -391,9 +381,7 @@ class ContactSensorInterface:
         return self._get(handle).get_contact_sensor_raw_data(state)
 
     def update(self, state: SimState, time: float) -> Dict[int, Optional[CsSensorReading]]:
-        """Update every sensor at ``time`` (s); ``{handle: sample or None}``.  All are evaluated
-        first, so a bad state raises ``ValueError`` and changes no sensor.
-        """
+        """Update every sensor at ``time`` (s); ``{handle: sample or None}`` (a bad state changes none)."""
         t = IsaacContactSensor._check_time(time)
         readings = {h: s.evaluate(state, t) for h, s in self._sensors.items()}
         return {h: self._sensors[h]._advance(r) for h, r in readings.items()}

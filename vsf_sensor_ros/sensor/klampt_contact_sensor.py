@@ -192,14 +192,8 @@ def _setting_property(name: str, doc: str) -> property:
 
 class ContactSensor(IndicatorTareMixin):
     """Klampt ``ContactSensor``: a tactile patch on a link (seed: Klampt 0.10; docs/python_api.md).
-
-    ``ContactSensor(name, link, **settings)``; every setting is also a typed property (units below), validated
-    on assignment: a rejected value raises ``ValueError`` naming setting and value, and changes nothing.
-    ``Tsensor`` (4x4 float64, proper rotation within 1e-6; or 16 row-major numbers); ``patchMin`` /
-    ``patchMax`` (2 floats, m, min <= max); ``patchTolerance`` (m); ``hasForce`` (3 bools); ``fResolution``
-    (N), ``fVariance`` (N²), ``fSaturation`` (N, inf allowed), 3 floats >= 0 each; ``fSensitivity`` (N);
-    ``falloffCoefficient``; ``enabled``, ``rate`` (Hz): scheduling hints for the node.
-    """
+    ``ContactSensor(name, link, **settings)``; every setting is also a typed property (units in its doc),
+    validated on assignment: a rejected value raises ``ValueError`` naming it and changes nothing."""
 
     type_name = "ContactSensor"
 
@@ -278,9 +272,8 @@ class ContactSensor(IndicatorTareMixin):
 
     @classmethod
     def from_config(cls, name: str, config: Dict[str, Any]) -> "ContactSensor":
-        """Build from a parameter namespace: ``attachment`` (or ``link``), optional ``type``, any setting
-        (typed or a Klampt string).  SettingError (``setting`` the key): unknown key, missing or conflicting
-        attachment, wrong ``type``, bad value."""
+        """Build from ``attachment`` (or ``link``), optional ``type``, any setting (typed or a Klampt string);
+        SettingError naming the key."""
         att = check_config_keys(cls.type_name, cls.type_name, name, config, SETTING_NAMES,
                                 needs_attachment=False)
         link = config.get("link")
@@ -297,9 +290,7 @@ class ContactSensor(IndicatorTareMixin):
     @classmethod
     def from_klampt_settings(cls, name: str, settings: Mapping[str, str],
                              link_names: Optional[Sequence[str]] = None) -> "ContactSensor":
-        """Build from Klampt setting strings (a robot's ``<sensors>`` XML); an integer ``link`` indexes
-        ``link_names``.  ValueError: unknown setting, bad string, or an index ``link_names`` cannot resolve.
-        """
+        """Build from Klampt setting strings (``<sensors>`` XML); an int ``link`` indexes ``link_names``."""
         strings = dict(settings)
         sensor = cls(name)
         link = strings.pop("link", None)
@@ -403,11 +394,8 @@ class ContactSensor(IndicatorTareMixin):
 
     def predict_torch(self, state: SimState, noise: bool = False,
                       generator: Optional[torch.Generator] = None) -> torch.Tensor:
-        """Differentiable reading, ``(#meas,)`` of the state's dtype/device; ``noise`` adds
-        ``N(0, fVariance)`` before quantisation (Klampt's order) from a seeded ``generator`` on the state's
-        device.  ValueError: link missing or not rigid, contacts of another dtype/device, ``noise`` without
-        such a generator.
-        """
+        """Differentiable reading; ``noise`` adds ``N(0, fVariance)`` before quantisation (Klampt's
+        order) from a seeded ``generator``.  ValueError: bad link, contacts' dtype, no generator."""
         self._check_state(state)
         w, fs, _ = self._weighted(state)
         F = (w[:, None] * fs).sum(dim=0)
@@ -432,9 +420,7 @@ class ContactSensor(IndicatorTareMixin):
             return self.predict_torch(state, noise=noise, generator=generator)
 
     def in_contact(self, state: SimState) -> bool:
-        """True when a contact of the link lies inside the patch (rectangle and ``patchTolerance``,
-        inclusive), whatever its force; ValueError as ``predict``.
-        """
+        """True when a contact of the link lies inside the patch (inclusive), whatever its force."""
         self._check_state(state)
         inside, _, _ = self._weighted(state, inside_only=True)
         return bool(inside.any())

@@ -17,14 +17,9 @@ __all__ = ["MembraneMesh", "read_membrane_mesh"]
 @dataclass(frozen=True)
 class MembraneMesh:
     """A membrane surface (mesh frame): ``points`` ``(V, 3)`` float64 m, ``triangles`` ``(T, 3)`` int64,
-    ``boundary`` ``(B,)`` int64 sorted clamped vertices (their forces are support reactions).
-
-    Raises:
-        InputError: ``argument`` ``'points'``, ``'triangles'`` or ``'boundary'``; ``reason`` ``'shape'``,
-            ``'not_finite'`` (``value`` the rows), ``'out_of_range'`` (``value`` the (min, max) index),
-            ``'count'`` (a boundary empty or covering every vertex), ``'degenerate'`` (``value`` the
-            triangles) or ``'in_no_triangle'`` (``value`` the free vertices, at most 10).
-    """
+    ``boundary`` ``(B,)`` int64 sorted clamped vertices (their forces are support reactions).  InputError
+    naming the field: ``'shape'``, ``'not_finite'``, ``'out_of_range'``, ``'count'`` (boundary empty or
+    everything), ``'degenerate'`` or ``'in_no_triangle'``."""
 
     points: np.ndarray
     triangles: np.ndarray
@@ -91,15 +86,10 @@ def _meshio_read(path: Path) -> Any:
 
 
 def read_membrane_mesh(path: Union[str, Path], boundary: Optional[Sequence[int]] = None) -> MembraneMesh:
-    """:class:`MembraneMesh` (file frame, m) of a mesh file meshio reads (VTK legacy or XML, ...): its
-    ``triangle`` cells, and as boundary the ``boundary`` argument, else the ``vertex`` cells (how the Punyo
-    reference mesh marks its clamped ring), else the vertices of the ``line`` cells.
-
-    Raises:
-        FileNotFoundError: no such file.  meshio.ReadError (or a format reader's own): unknown extension.
-        InputError: ``argument`` ``'path'``, ``reason`` ``'unreadable'`` (meshio's words in the message),
-            ``'no_triangles'`` or ``'no_boundary'``; or as :class:`MembraneMesh`.
-    """
+    """:class:`MembraneMesh` (file frame, m) of a file meshio reads: its ``triangle`` cells; boundary the
+    ``boundary`` argument, else the ``vertex`` cells (the Punyo clamped ring), else the ``line`` cells.
+    FileNotFoundError; meshio.ReadError: unknown extension; InputError (``'path'``): ``'unreadable'``,
+    ``'no_triangles'``, ``'no_boundary'``, or as :class:`MembraneMesh`."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"membrane mesh not found: {path}")

@@ -1,8 +1,5 @@
-"""Triangle-mesh helpers of the mesh-based sensors: mesh extraction, exact closest triangle, projected area.
-
-CPU float64 numpy/scipy plus numba kernels (:mod:`._mesh_kernels`; docs/decisions.md, docs/performance.md);
-Klampt objects are read by duck typing, never imported.
-"""
+"""Triangle-mesh helpers of the mesh-based sensors: mesh extraction, exact closest triangle, projected area
+(CPU float64 numpy/scipy and the numba kernels of :mod:`._mesh_kernels`; Klampt read by duck typing)."""
 from __future__ import annotations
 
 import itertools
@@ -24,14 +21,9 @@ REGION_FACE, REGION_AB, REGION_AC, REGION_BC = 0, 1, 2, 3
 
 
 def validate_mesh(vertices: Any, triangles: Any, label: str = "mesh") -> Tuple[np.ndarray, np.ndarray]:
-    """``(V, F)``: float64 ``(V, 3)`` finite vertices (m) and int64 ``(T, 3)`` indices (``T >= 1``) as
-    contiguous copies; ``label`` names the mesh in messages.
-
-    Raises:
-        InputError: ``argument`` ``'vertices'`` or ``'triangles'``, ``reason`` ``'shape'`` (``value`` the
-            shape), ``'not_finite'`` (the vertex), ``'empty'``, ``'dtype'`` or ``'index'`` (``value`` the
-            index, ``expected`` the valid range); the message names the value.
-    """
+    """``(V, F)``: contiguous copies, float64 ``(V, 3)`` finite vertices (m), int64 ``(T, 3)`` indices
+    (``T >= 1``); ``label`` names the mesh.  InputError: ``'vertices'`` / ``'triangles'``, ``reason``
+    ``'shape'``, ``'not_finite'``, ``'empty'``, ``'dtype'`` or ``'index'`` (``expected`` the range)."""
     V = np.array(vertices, dtype=np.float64, copy=True)
     if V.ndim != 2 or V.shape[1] != 3:
         raise InputError(f"{label}: vertices must have shape (V, 3), got {V.shape}",
@@ -59,15 +51,9 @@ def validate_mesh(vertices: Any, triangles: Any, label: str = "mesh") -> Tuple[n
 
 
 def triangle_mesh_of(model: Any) -> Tuple[np.ndarray, np.ndarray]:
-    """Fresh ``(V, F)`` (as :func:`validate_mesh`, body frame) of a ``(vertices, triangles)`` tuple or list,
-    a ``trimesh.Trimesh`` (``.vertices`` / ``.faces``) or a Klampt link / rigid object whose geometry is a
-    ``'TriangleMesh'`` (``getVertices()/getIndices()`` or Klampt 0.10's ``.vertices/.indices``).
-
-    Raises:
-        InputError: the model holds no non-empty triangle mesh (``argument`` ``'model'``, ``value`` its name,
-            ``reason`` ``'no_mesh'``; or the type name, ``'type'``), or the mesh arrays are malformed (see
-            :func:`validate_mesh`).
-    """
+    """Fresh ``(V, F)`` (:func:`validate_mesh`, body frame) of a ``(vertices, triangles)`` pair, a
+    ``trimesh.Trimesh`` or a Klampt link / rigid object with a ``'TriangleMesh'`` geometry.  InputError:
+    ``'model'`` with ``'no_mesh'`` (``value`` its name) or ``'type'``, or as :func:`validate_mesh`."""
     if isinstance(model, (tuple, list)) and len(model) == 2:
         return validate_mesh(model[0], model[1], "mesh tuple")
     if hasattr(model, "vertices") and hasattr(model, "faces") and not callable(model.vertices):
@@ -97,14 +83,9 @@ def triangle_mesh_of(model: Any) -> Tuple[np.ndarray, np.ndarray]:
 
 @dataclass
 class ClosestTriangleResult:
-    """Answer of :meth:`ClosestTriangleQuery.query` for ``M`` points (mesh frame, m).
-
-    Attributes:
-        triangle: ``(M,)`` int64 closest triangle.  point: ``(M, 3)`` float64 closest mesh point.
-        weights: ``(M, 3)`` float64 barycentric weights of ``point`` on the triangle's corners: finite, >= 0,
-            summing to 1.
-        distance: ``(M,)`` float64 (m).  region: ``(M,)`` int8: 0 face, 1 edge ab, 2 edge ac, 3 edge bc.
-    """
+    """Answer for ``M`` points (mesh frame, m): ``triangle`` ``(M,)`` int64, ``point`` ``(M, 3)``, ``weights``
+    ``(M, 3)`` barycentric (>= 0, sum 1), ``distance`` ``(M,)``, ``region`` ``(M,)`` int8 (0 face, 1-3 edge
+    ab/ac/bc)."""
 
     triangle: np.ndarray
     point: np.ndarray
@@ -114,26 +95,18 @@ class ClosestTriangleResult:
 
 
 class ClosestTriangleQuery:
-    """Exact batched closest-point-on-mesh query, built once per mesh; three exact numba paths:
-
-    * a near-surface grid (band ``r_med``, the median centroid-to-corner radius; cells ``r_med / 2``) whose
-      cells list every triangle within ``d(centre) + 2ρ``, closest first with lower bounds (~99 % of Punyo
-      surface points; 0.3–1 s to build; ``grid=False`` skips it);
-    * off the grid, up to ``brute_force_max`` triangles, brute force pruned by bounding balls;
-    * else a KD-tree over proxy points (each triangle point within ``h = r_med / 2`` of a proxy): the ``k``
-      nearest proxies' triangles, then an exact ball query of radius ``d + h`` where that is not conclusive.
-
-    Degenerate triangles (relative area < 1e-12) use their edges only: weights stay finite, summing to 1.
-    Attributes: ``vertices`` ``(V, 3)`` float64 and ``triangles`` ``(T, 3)`` int64 (read-only), ``k``,
-    ``brute_force_max``, ``grid_candidates`` (slots per cell, 0 without grid), ``cover_radius`` ``h`` (m).
-    """
+    """Exact batched closest-point-on-mesh query (docs/performance.md): a near-surface grid of per-cell
+    candidate lists (``grid=False`` skips it); off it, bounding-ball-pruned brute force up to
+    ``brute_force_max`` triangles, else the ``k`` nearest of proxy points within ``h`` (``cover_radius``) of
+    every triangle, refined by an exact ball query.  Degenerate triangles use their edges only.
+    ``vertices`` / ``triangles`` are read-only; ``grid_candidates``: slots per cell (0 without grid)."""
 
     def __init__(self, vertices: Any, triangles: Any, k: int = 12, grid: bool = True,
                  brute_force_max: int = 4096) -> None:
         V, F = validate_mesh(vertices, triangles)
         if int(k) < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        # imported here, not with the package (numba costs ~50 MB and ~0.5 s); compiles at import
+        # imported here, not with the package (numba costs ~50 MB and ~0.5 s)
         from . import _mesh_kernels
         V.setflags(write=False)
         F.setflags(write=False)
@@ -167,20 +140,17 @@ class ClosestTriangleQuery:
         ]))
         self._consts_t = np.ascontiguousarray(self._consts.T)   # (T, 18): the kernels' layout
         self._kernels = _mesh_kernels
-        self.face_ok: np.ndarray = face_ok
         self._centroids, self._radius = centroids, radius
         self._centroids_c, self._radius_c = np.ascontiguousarray(centroids), np.ascontiguousarray(radius)
         proxies, labels = self._proxies(centroids, radius, h)
         self._proxy_tri = labels
         self._tree = cKDTree(proxies)
         self.k: int = min(int(k), len(labels))
-        # absolute slack on distances, far above the rounding of the expanded |p - x|^2 formulas
+        # slacks far above the rounding of the expanded |p - x|^2 formulas
         self._slack: float = 1e-7 * h
-        # pruning slack of the brute-force path: far above the ~1e-8 relative rounding of the distances
         self.brute_force_max: int = int(brute_force_max)
         self._brute_slack: float = 1e-6 * max(float(np.linalg.norm(np.ptp(V, axis=0))), h)
-        # beyond 1e6 x the mesh size (at least 1e6 m) squared distances lose the mesh's detail (and
-        # overflow near 1e154): such points are refused
+        # farther, squared distances lose the mesh's detail (and overflow near 1e154): refused
         self.centre: np.ndarray = 0.5 * (V.min(axis=0) + V.max(axis=0))
         self.max_query_distance: float = 1e6 * max(float(np.linalg.norm(np.ptp(V, axis=0))), 1.0)
         self._grid_row: Optional[np.ndarray] = None
@@ -233,29 +203,20 @@ class ClosestTriangleQuery:
         """Number of mesh vertices ``V``."""
         return len(self.vertices)
 
-    @property
-    def num_triangles(self) -> int:
-        """Number of mesh triangles ``T``."""
-        return len(self.triangles)
-
     def constants(self) -> np.ndarray:
-        """Per-triangle constants ``(18, T)`` float64 (a, ab, ac, the dot products, their inverses (0 when
-        degenerate), face_ok), to re-evaluate weights differentiably in torch.
-        """
+        """Per-triangle constants ``(18, T)`` float64 (a, ab, ac, dot products, their inverses, face_ok)."""
         return self._consts
 
     # -- core evaluation on candidate triangles -----------------------------------------------
     def _ball_pairs(self, C: np.ndarray, radius: np.ndarray, tree: Optional[cKDTree] = None,
                     labels: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
-        """Unique ``(owner, triangle)`` pairs, sorted by owner: triangles with a proxy within ``radius[i]``
-        of ``C[i]``.
-        """
+        """Unique ``(owner, triangle)`` pairs, by owner: a proxy within ``radius[i]`` of ``C[i]``."""
         tree = self._tree if tree is None else tree
         labels = self._proxy_tri if labels is None else labels
         lists = tree.query_ball_point(C, radius)
         counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
         flat = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=int(counts.sum()))
-        n_tri = self.num_triangles
+        n_tri = len(self.triangles)
         key = np.sort(np.repeat(np.arange(len(C)), counts) * n_tri + labels[flat])
         key = key[np.r_[True, key[1:] != key[:-1]]] if len(key) else key   # (np.unique is far slower)
         return key // n_tri, key % n_tri
@@ -341,14 +302,9 @@ class ClosestTriangleQuery:
         self.grid_candidates = slots
 
     def query(self, points: Any) -> ClosestTriangleResult:
-        """:class:`ClosestTriangleResult` of ``(M, 3)`` finite points (mesh frame, m); a tie (e.g. on a
-        shared edge) goes to either triangle, same point.
-
-        Raises:
-            InputError: ``argument`` ``'points'``; ``reason`` ``'shape'`` (not ``(M, 3)``), ``'not_finite'``
-                (NaN/inf), or ``'too_far'``: farther than ``max_query_distance`` (1e6 x the bounding-box
-                diagonal, at least 1e6 m, the ``expected``) from ``centre``; ``value`` the shape or point.
-        """
+        """:class:`ClosestTriangleResult` of ``(M, 3)`` points (mesh frame, m); a tie goes to either triangle.
+        InputError: ``'points'``, ``reason`` ``'shape'``, ``'not_finite'`` or ``'too_far'`` (beyond
+        ``max_query_distance`` from ``centre``, the ``expected``)."""
         P = np.asarray(points, dtype=np.float64)
         if P.ndim != 2 or P.shape[1] != 3:
             raise InputError(f"query points must have shape (M, 3), got {P.shape}",
@@ -392,7 +348,7 @@ class ClosestTriangleQuery:
                              f"mesh centre, beyond the supported {self.max_query_distance:.6g} m "
                              "(1e6 x the mesh's bounding-box diagonal, at least 1e6 m)",
                              "points", P[i].tolist(), "too_far", self.max_query_distance)
-        if self.num_triangles <= self.brute_force_max:
+        if len(self.triangles) <= self.brute_force_max:
             return self._query_brute(P)
         return self._query_kd(P)
 
@@ -431,10 +387,8 @@ class ClosestTriangleQuery:
 
 
 def projected_area(vertices: Any, triangles: Any, normal: Sequence[float]) -> float:
-    """Area (m²) of the mesh's shadow along ``normal`` (any length and sign): the exact union of the
-    projected triangles (shapely), the seed's ``trimesh.Trimesh.projected(normal).area`` without its
-    padding.  ValueError: malformed mesh, zero / non-finite ``normal``.
-    """
+    """Area (m²) of the mesh's shadow along ``normal``: the exact union of the projected triangles
+    (shapely; the seed's ``Trimesh.projected(normal).area`` without padding).  ValueError: bad mesh/normal."""
     import shapely  # imported here: only needed at attach time
 
     V, F = validate_mesh(vertices, triangles)

@@ -19,9 +19,7 @@ _EMPTY_I = np.zeros(0, dtype=np.int64)
 
 def barycentric_weights(vertices: Any, triangles: Any, points: Any) -> np.ndarray:
     """``(M, V)`` float64 weights of points ``(M, 3)`` (mesh frame, m) over the vertices (seed
-    ``barycentric_weights``): the closest mesh point's barycentric weights, rows summing to 1, never negative
-    (the seed projects onto the triangle's plane).  ValueError: invalid mesh, points not finite ``(M, 3)``.
-    """
+    ``barycentric_weights``, of the closest mesh point: never negative).  ValueError: bad mesh or points."""
     q = ClosestTriangleQuery(vertices, triangles)
     res = q.query(points)
     out = np.zeros((len(res.triangle), q.num_vertices))
@@ -31,9 +29,7 @@ def barycentric_weights(vertices: Any, triangles: Any, points: Any) -> np.ndarra
 
 
 class _Map(NamedTuple):
-    """How one state's contacts on the sensor body map onto mesh vertices (CPU, float64, int64 indices;
-    contacts of ``pairs`` concatenated, ``offsets`` as :class:`SparseJacobian`).
-    """
+    """How one state's contacts on the sensor body map onto mesh vertices (CPU float64, int64 indices)."""
 
     R: np.ndarray              # (3, 3) body -> world rotation
     local: np.ndarray          # (N, 3) rows R^T f_c
@@ -50,15 +46,11 @@ class _Map(NamedTuple):
 
 
 class PunyoDenseForceSensor(BaseSensor):
-    """Dense force field of a Punyo membrane (seed ``PunyoDenseForceSensor``): one local force per vertex.
-
-    ``3·V`` outputs ``p{i}_x/y/z``, the force (N, body = mesh frame) on vertex ``i``:
-    ``F_i = gain ⊙ Σ_c w_ic Rᵀ f_c + (tare − tare_sim_avg)_i`` (``R`` body -> world, ``f_c`` world
-    forces); Jacobian block ``w_ic Rᵀ`` (times gain).  ``elems1[c] >= 0`` puts ``w = 1`` on that vertex;
-    otherwise the point's exact closest mesh point splits the force by its barycentric weights (per
-    contact, by ``elems1`` only: the seed's deviation).  ``predict`` and the Jacobians run one numba pass;
-    ``predict_torch`` the same sum in torch.  Outputs in the state's dtype/device; other contacts rejected.
-    """
+    """Dense force field of a Punyo membrane (seed ``PunyoDenseForceSensor``): ``3·V`` outputs ``p{i}_x/y/z``,
+    the force (N, mesh frame) ``F_i = gain ⊙ Σ_c w_ic Rᵀ f_c + (tare − tare_sim_avg)_i``; Jacobian block
+    ``w_ic Rᵀ`` (times gain).  ``elems1[c] >= 0`` puts ``w = 1`` on that vertex, else the exact closest mesh
+    point's barycentric weights split the force (per contact: the seed's deviation).  Outputs in the
+    state's dtype/device (docs/python_api.md)."""
 
     type_name = "PunyoDenseForceSensor"
     supports_gain = True
@@ -83,9 +75,8 @@ class PunyoDenseForceSensor(BaseSensor):
         return cls(name, body)
 
     def attach(self, model: Any) -> None:
-        """Read the body's triangle mesh (Klampt link / rigid object, trimesh or ``(V, F)``, body frame) and
-        build the closest-triangle query.  ValueError (unchanged): no triangle mesh (names the body), a vertex
-        count disagreeing with the calibration.  UserWarning: a Klampt body of another name (as the seed)."""
+        """Read the body's triangle mesh (:func:`.mesh.triangle_mesh_of`) and build its query.  ValueError
+        (unchanged): no mesh, a vertex count disagreeing with the calibration.  UserWarning: another name."""
         check_model_name(model, self.attachModelName, self.name)
         V, F = triangle_mesh_of(model)
         q = ClosestTriangleQuery(V, F)
@@ -113,8 +104,7 @@ class PunyoDenseForceSensor(BaseSensor):
         return self.query
 
     def _check_elems(self, e: np.ndarray, pair: Pair) -> None:
-        """InputError (``argument`` ``'elems1'``, ``value`` the index, ``reason`` ``'index'``, ``expected``
-        the vertex range) for an element that is no vertex of the mesh and not -1."""
+        """InputError (``'elems1'``, ``'index'``) for an element that is no vertex and not -1."""
         bad = (e < -1) | (e >= self.num_vertices)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
@@ -209,16 +199,12 @@ class PunyoDenseForceSensor(BaseSensor):
 
     # -- predictions ---------------------------------------------------------------------------
     def predict(self, state: SimState) -> torch.Tensor:
-        """Predicted ``(3V,)`` local vertex forces (N), state dtype/device, no autograd.  RuntimeError: not
-        attached; ValueError naming pair and value: unknown body, bad transform, contacts of another
-        dtype/device, ``elems1`` below -1 or not a vertex, a point beyond the supported query distance.
-        """
+        """Predicted ``(3V,)`` local vertex forces (N), no autograd.  RuntimeError: not attached; ValueError
+        naming pair and value: unknown body, bad transform, contacts' dtype, bad ``elems1``, too far."""
         return self._outputs(self._map(state), True, False)[0]
 
     def predict_torch(self, state: SimState) -> torch.Tensor:
-        """:meth:`predict`, differentiable w.r.t. forces, points and the body transform (weights
-        re-evaluated in torch on the same triangles).  Raises as :meth:`predict`.
-        """
+        """:meth:`predict`, differentiable w.r.t. forces, points and the body transform; raises as it."""
         m = self._map(state)
         R, t = rigid_transform(state, self.attachModelName)
         states = [state.contacts[p] for p in m.pairs]
@@ -268,14 +254,8 @@ class PunyoDenseForceSensor(BaseSensor):
 
     # -- Jacobians --------------------------------------------------------------------------
     def sparse_force_jacobian(self, state: SimState) -> SparseJacobian:
-        """COO Jacobian over the contacts of ``contact_bodies(state)``: 27 entries per barycentric contact,
-        9 per per-vertex contact (duplicates sum).  Raises as :meth:`predict`.
-        """
+        """COO Jacobian: 27 entries per barycentric contact, 9 per per-vertex one (duplicates sum)."""
         return self._outputs(self._map(state), False, True)[1]
-
-    def measurement_force_jacobian(self, state: SimState) -> Dict[Pair, torch.Tensor]:
-        """Seed-form dense Jacobians ``{(body, other): Tensor[3V, N_pair, 3]}``, block ``w_ic Rᵀ``."""
-        return self.sparse_force_jacobian(state).to_pair_dict()
 
     def predict_with_jacobian(self, state: SimState) -> Tuple[torch.Tensor, SparseJacobian]:
         """``(predict(state), sparse_force_jacobian(state))`` sharing one closest-point search."""
@@ -283,9 +263,8 @@ class PunyoDenseForceSensor(BaseSensor):
 
     # -- calibration ---------------------------------------------------------------------------
     def set_calibration(self, calib_dict: dict) -> None:
-        """Set ``{'tare', 'tare_sim_avg', 'gain'}``, each ``(3V,)``; ``{}`` clears, an absent gain is 1.
-        ValueError (previous kept): unknown keys, wrong length, non-finite, ``tare_sim_avg`` without ``tare``.
-        """
+        """Set ``{'tare', 'tare_sim_avg', 'gain'}``, each ``(3V,)`` (``{}`` clears; no gain = 1); ValueError
+        (previous kept) as :func:`._punyo_common.parse_tare`."""
         length = 3 * self.num_vertices if self.vertices is not None else None
         self._calib = parse_tare(calib_dict, self.name, length, allow_gain=True)
         self._calib_cache.clear()
@@ -295,8 +274,7 @@ class PunyoDenseForceSensor(BaseSensor):
         return {k: v.copy() for k, v in self._calib.items()}
 
     def _calib_tensor(self, entry: str, dtype: torch.dtype, device: torch.device) -> Optional[torch.Tensor]:
-        """``(3V,)`` tensor (cached) of the ``'gain'``, or for ``'tare'`` the offset ``tare − tare_sim_avg``;
-        None when that entry is absent."""
+        """``(3V,)`` cached tensor of ``'gain'`` or the ``'tare'`` offset (tare − tare_sim_avg), or None."""
         if entry not in self._calib:
             return None
         key = (entry, dtype, device)

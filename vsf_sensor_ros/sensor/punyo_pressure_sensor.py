@@ -9,7 +9,7 @@ import torch
 
 from ._punyo_common import (
     check_config_keys, check_model_name, contact_offsets, numpy_pose, pairs_and_states, parse_tare)
-from .base_sensor import BaseSensor, Pair, SimState, SparseJacobian, rigid_transform
+from .base_sensor import BaseSensor, SimState, SparseJacobian, rigid_transform
 from .errors import SettingError
 from .mesh import projected_area, triangle_mesh_of
 
@@ -17,14 +17,10 @@ __all__ = ["PunyoPressureSensor"]
 
 
 class PunyoPressureSensor(BaseSensor):
-    """One pressure reading (Pa) of a Punyo soft bubble (seed ``PunyoPressureSensor``).
-
-    ``p = tare − gain · (1/A_base) Σ_c (Rᵀ f_c) · n`` over the world forces ``f_c`` on the body (``R`` body
-    -> world, ``n`` the unit base normal, ``A_base`` the mesh's shadow along ``n`` at ``attach``); Jacobian
-    ``−(gain/A_base) R n`` per contact.  ``tare_sim_avg`` is kept but, as the seed, does not shift the
-    reading; ``base_normal_local`` is normalised (the seed used it as given).  Attributes: ``base_area``
-    (m², None before ``attach``), ``variance`` (Pa²), ``tare`` (``(1,)`` float64 Pa or None), ``gain``.
-    """
+    """One pressure reading (Pa) of a Punyo bubble (seed ``PunyoPressureSensor``): ``p = tare − gain ·
+    (1/A_base) Σ_c (Rᵀ f_c) · n`` (``n`` the unit base normal, ``A_base`` (m²) the mesh's shadow along it);
+    Jacobian ``−(gain/A_base) R n`` per contact.  As the seed, ``tare_sim_avg`` does not shift the reading
+    (docs/python_api.md)."""
 
     type_name = "PunyoPressureSensor"
     supports_gain = True
@@ -51,10 +47,8 @@ class PunyoPressureSensor(BaseSensor):
 
     @property
     def base_normal_local(self) -> torch.Tensor:
-        """Unit base normal ``n`` (body frame), a ``(3,)`` tensor of torch's default dtype as the seed keeps
-        it.  Set from any 3-vector (normalised; the models use a float64 copy; ``base_area`` is not
-        recomputed, as the seed); SettingError naming a value that is not a finite non-zero 3-vector.
-        """
+        """Unit base normal (body frame), a ``(3,)`` of torch's default dtype (seed).  Set from any finite
+        non-zero 3-vector (normalised, ``base_area`` kept), else SettingError naming it."""
         return self._normal_tensor
 
     @base_normal_local.setter
@@ -80,9 +74,8 @@ class PunyoPressureSensor(BaseSensor):
                    config.get("variance", 0.0))
 
     def attach(self, model: Any) -> None:
-        """Compute ``A_base`` from the body's mesh (Klampt body, trimesh or ``(V, F)``).  ValueError
-        (unchanged): no triangle mesh (names the body), zero shadow area.  UserWarning: a Klampt body of
-        another name (attached anyway, as the seed)."""
+        """Compute ``A_base`` from the body's mesh.  ValueError (unchanged): no mesh, zero shadow area.
+        UserWarning: a Klampt body of another name (attached anyway, as the seed)."""
         check_model_name(model, self.attachModelName, self.name)
         V, F = triangle_mesh_of(model)
         area = projected_area(V, F, self._normal_np)
@@ -119,9 +112,8 @@ class PunyoPressureSensor(BaseSensor):
         return forces, -(R @ n) * (self.gain / self.base_area), pairs, offsets
 
     def predict_torch(self, state: SimState) -> torch.Tensor:
-        """``(1,)`` pressure (Pa), state dtype/device; differentiable in forces and transform.
-        RuntimeError: not attached; ValueError: unknown body, bad transform, contacts of another dtype/device.
-        """
+        """``(1,)`` pressure (Pa), differentiable.  RuntimeError: not attached; ValueError: unknown body, bad
+        transform, contacts of another dtype/device."""
         forces, g, _, _ = self._gradient_row(state)
         p = (forces @ g).sum().reshape(1)
         if self.tare is not None:
@@ -190,13 +182,6 @@ class PunyoPressureSensor(BaseSensor):
         if row is None:
             return self.predict(state), self.sparse_force_jacobian(state)
         return self._numpy_predict(row), self._numpy_sparse(row)
-
-    def measurement_force_jacobian(self, state: SimState) -> Dict[Pair, torch.Tensor]:
-        """Seed form ``{(body, other): Tensor[1, N_pair, 3]}``, every row ``−(1/A) R n``."""
-        with torch.no_grad():
-            _, g, pairs, offsets = self._gradient_row(state)
-            return {pair: g.expand(1, offsets[p + 1] - offsets[p], 3).clone()
-                    for p, pair in enumerate(pairs)}
 
     # -- calibration ---------------------------------------------------------------------------
     def set_calibration(self, calib_dict: dict) -> None:

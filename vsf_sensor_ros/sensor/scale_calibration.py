@@ -1,7 +1,5 @@
-"""The scale of a measured force against a reference (F/T) force: one least-squares factor on the
-magnitudes, fitted on a poke's loading and scored on its unloading; :class:`ForceScale` pairs a live
-node's frames with the wrenches (docs/membrane_force.md, the force scale).
-"""
+"""The scale of a measured force against a reference (F/T) force: a least-squares factor on magnitudes,
+fitted on a poke's loading, scored on its unloading; :class:`ForceScale` pairs live frames with wrenches."""
 from __future__ import annotations
 
 import math
@@ -27,13 +25,9 @@ ENTRY_TYPE = "MembraneForceScale"
 
 
 class ScaleFitRefused(ValueError):
-    """The data cannot support a scale fit; the message names the count or force and its threshold.
-
-    Attributes:
-        reason: ``'too_few_frames'``, ``'too_little_force'``, ``'zero_measured'`` or ``'no_unloading'``.
-        setting: the argument whose limit was not met (``'min_frames'``, ``'min_force'``, ``'threshold'``) or
-            None.  value: what the data gave (frames, or peak force N).  limit: that argument's value.
-    """
+    """The data cannot support a scale fit (the message names the count or force and its limit):
+    ``reason`` (``'too_few_frames'``, ``'too_little_force'``, ``'zero_measured'``, ``'no_unloading'``),
+    ``setting`` whose ``limit`` was not met (or None), ``value`` the data gave."""
 
     def __init__(self, message: str, reason: str, setting: Optional[str], value: float,
                  limit: Optional[float]) -> None:
@@ -87,14 +81,9 @@ def _magnitudes(measured: np.ndarray, reference: np.ndarray) -> Tuple[np.ndarray
 def fit_scale(measured: np.ndarray, reference: np.ndarray, threshold: float = 0.5,
               min_frames: int = 10, min_force: float = 2.0,
               frames: Optional[np.ndarray] = None) -> ScaleFit:
-    """Least-squares scale of ``|measured|`` onto ``|reference|`` (``(N, 3)`` or ``(N,)``, N, paired frame by
-    frame) over the frames of ``frames`` (default all) with ``|reference| > threshold``: at least
-    ``min_frames``, peaking at ``min_force`` or more.
-
-    Raises:
-        ValueError: bad shapes or lengths, non-finite values, ``frames`` out of range, ``min_frames`` < 2.
-        ScaleFitRefused: too few loaded frames, too little force, or a measured force zero throughout.
-    """
+    """Least-squares scale of ``|measured|`` onto ``|reference|`` (``(N, 3)`` or ``(N,)``, N, frame by frame)
+    over ``frames`` (default all) with ``|reference| > threshold``: at least ``min_frames``, peak >=
+    ``min_force``.  ValueError: bad shapes, lengths, values, ``frames`` or ``min_frames``; ScaleFitRefused."""
     if isinstance(min_frames, bool) or int(min_frames) != min_frames or min_frames < 2:
         raise ValueError(f"min_frames must be an integer >= 2 (a standard error needs two), "
                          f"got {min_frames!r}")
@@ -194,15 +183,10 @@ def record_from_entry(entry: Dict[str, Any], source: str) -> ScaleRecord:
 
 
 class ForceScale:
-    """Estimated frames paired with reference wrenches since the last reset, and the fit.
-
-    A frame (total contact force, N, ``frame_id``; stamp 0 = not paired) takes the wrench stamped nearest
-    within ``tolerance_ns`` once one stamped ``tolerance_ns`` later came, :data:`MAX_PENDING` frames wait
-    or a fit is asked; reference (contact-free) frames pair alike and their mean wrench is the bias.
-    ``rotation`` ``(3, 3)``: a wrench force ``f`` is ``R f`` in ``frame_id``; ``threshold``, ``min_frames``,
-    ``min_force`` as :func:`fit_scale`.  Attributes: ``received``, ``fits``, ``refused`` (counted by the
-    caller), ``latest`` (the last wrench in ``frame_id``, bias removed, or None).
-    """
+    """Estimated frames paired with reference wrenches since the last reset, and the fit.  A frame (total
+    force, N; stamp 0 = not paired) takes the wrench stamped nearest within ``tolerance_ns`` once a later
+    one came (or :data:`MAX_PENDING` wait, or a fit is asked); reference frames' mean wrench is the bias.
+    ``rotation`` ``(3, 3)`` takes a wrench force into ``frame_id``; the rest as :func:`fit_scale`."""
 
     def __init__(self, rotation: np.ndarray, tolerance_ns: int, threshold: float, min_frames: int,
                  min_force: float) -> None:
