@@ -5,7 +5,6 @@ model settings (:data:`SENSOR_SETTINGS`, from :mod:`vsf_sensor_ros.ros.kinds`).
 """
 from __future__ import annotations
 
-import array
 import functools
 import re
 from dataclasses import dataclass
@@ -84,10 +83,8 @@ class Spec:
                                 read_only=self.read_only, additional_constraints=self.constraints)
         if self.ptype is not None:
             d.type = self.ptype
-        if self.lo is not None and self.hi is not None:
-            if isinstance(self.default, bool):
-                pass
-            elif isinstance(self.default, int):
+        if self.lo is not None and self.hi is not None and not isinstance(self.default, bool):
+            if isinstance(self.default, int):
                 d.integer_range = [IntegerRange(from_value=int(self.lo), to_value=int(self.hi), step=0)]
             elif isinstance(self.default, float):
                 d.floating_point_range = [FloatingPointRange(
@@ -99,12 +96,9 @@ def check_value(full_name: str, spec: Spec, value: Any) -> None:
     """Validate ``value`` for ``spec`` beyond rclpy's descriptor checks.
 
     Raises:
-        ConfigError: the wrong type or length, non-finite or non-positive entries, outside the
-            range, an invalid topic name.
+        ConfigError: the wrong length, non-finite or non-positive entries, outside the range, an
+            invalid topic name (the type is rclpy's: parameters are statically typed).
     """
-    wrong = _type_mismatch(spec, value)
-    if wrong:
-        raise ConfigError(full_name, value, f"wrong type: {wrong}")
     if spec.topic and value:
         check_topic_name(full_name, value)
     if spec.length is not None:
@@ -129,35 +123,6 @@ def check_value(full_name: str, spec: Spec, value: Any) -> None:
         raise ConfigError(full_name, value, f"must be <= {spec.hi}")
 
 
-def _type_mismatch(spec: Spec, value: Any) -> str:
-    """Why ``value`` does not have ``spec``'s ROS type ('' when it does; an int passes for a double)."""
-    def number(v: Any) -> bool:
-        return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
-    d = spec.default
-    if spec.ptype == STRING_ARRAY or (isinstance(d, list) and d and isinstance(d[0], str)):
-        ok, want = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value), \
-            "a string array"
-    elif spec.ptype == DOUBLE_ARRAY or (isinstance(d, list) and d and number(d[0])):
-        # (rclpy hands double and integer arrays over as array.array)
-        seq = (list, tuple, np.ndarray, array.array)
-        ok, want = isinstance(value, seq) and all(number(v) for v in value), "a double array"
-    elif isinstance(d, list) and d and isinstance(d[0], bool):
-        ok, want = isinstance(value, (list, tuple)) and all(isinstance(v, bool) for v in value), \
-            "a bool array"
-    elif isinstance(d, bool):
-        ok, want = isinstance(value, (bool, np.bool_)), "a bool"
-    elif isinstance(d, int):
-        ok, want = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)), \
-            "an integer"
-    elif isinstance(d, float):
-        ok, want = number(value), "a double"
-    elif isinstance(d, str):
-        ok, want = isinstance(value, str), "a string"
-    else:
-        return ""
-    return "" if ok else f"needs {want}, got {type(value).__name__}"
-
-
 def check_topic_name(parameter: str, topic: str, node_name: str = "sensor_node", namespace: str = "/") -> str:
     """``topic`` expanded to a full name by rclpy's rules (relative names under ``namespace``).
 
@@ -178,7 +143,6 @@ def check_topic_name(parameter: str, topic: str, node_name: str = "sensor_node",
 
 
 STRING_ARRAY = ParameterType.PARAMETER_STRING_ARRAY
-DOUBLE_ARRAY = ParameterType.PARAMETER_DOUBLE_ARRAY
 IDENTITY16 = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
 
 NODE_SPECS: List[Spec] = [
@@ -349,8 +313,6 @@ SENSOR_SETTINGS: Mapping[str, List[Spec]] = _KindSettings()
 """Type name -> model settings of every sensor kind (built in and from entry points); a view."""
 
 BODY_KEYS = {s.key for s in BODY_SPECS}
-# A sensor's keys that change live (ROS-side scalars); every other key is fixed at start.
-LIVE_SENSOR_KEYS = tuple(s.key for s in SENSOR_COMMON_SPECS if not s.read_only)
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 # Longest sensor / body name: it prefixes topic names, which DDS limits to about 250 characters.
 MAX_NAME_LENGTH = 64

@@ -155,7 +155,7 @@ class SensorHandle(RigSensor):
         return round(float(self.config.values.get("measured_delay", 0.0)) * 1e9)
 
     def apply_live(self, values: Mapping[str, Any]) -> List[str]:
-        """Apply checked live values of :data:`~.parameter_table.LIVE_SENSOR_KEYS` (key -> value).
+        """Apply checked live values (key -> value) of the sensor's writable keys.
 
         A new ``measured_scale`` forgets the buffered measured samples, a new ``measured_delay`` of
         a header-less stream the pairing buffers; a sentence per buffer cleared, for the log."""
