@@ -55,7 +55,3 @@ def add_parameter_callbacks(node: Node, pre_set: Callable[[List[Parameter]], Lis
         node.add_post_set_parameters_callback(post_set)
         return True
     return False
-
-
-__all__ = ["RCLError", "UnknownROSArgsError", "add_parameter_callbacks", "parameter_override",
-           "parameter_override_names", "replace_parameter_override"]

@@ -245,6 +245,3 @@ class Measurements:
             if self._calibration.path is not None and entries:
                 self._log.warning(f"save_calibration: {exc}")
         return response
-
-
-__all__ = ["CalibrationStore", "Measurements", "SaveRefused", "apply_file_entry"]

@@ -102,6 +102,3 @@ class FramePublisher:
                 msgs.append(transform_msg(self._prefix + parent, self._prefix + body, T, stamp))
         if msgs:
             self._dynamic_pub.publish(TFMessage(transforms=msgs))
-
-
-__all__ = ["FramePublisher", "TFMessage", "sensor_frame_name", "sensor_frame_transform", "transform_msg"]

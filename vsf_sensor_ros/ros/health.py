@@ -15,7 +15,7 @@ from .kinds import codec_of_type
 from .main import EXECUTOR_KINDS
 from .messages.readings import MEASURED_TYPES
 
-from ..rig.input_health import (ERROR, OK, WARN, SensorInputs, StreamClock, missing_input_hint,
+from ..rig.input_health import (OK, WARN, SensorInputs, StreamClock, missing_input_hint,
                                 sensor_health, silent_streams)
 from .parameters import UnknownKey, unknown_keys, unmatched_params_files
 from .parameter_table import BODY_KEYS, NODE_SPECS, SENSOR_SETTINGS, ConfigError, sensor_specs
@@ -284,8 +284,3 @@ class NodeHealth:
 def _level(value: Any) -> int:
     """A ``DiagnosticStatus.level`` (bytes in rclpy) as an int."""
     return value[0] if isinstance(value, (bytes, bytearray)) else int(value)
-
-
-__all__ = ["ERROR", "JOINT_STATE", "NodeHealth", "OK", "POSE_STAMPED",
-           "PREDICTION_FAILURES", "WARN", "configuration_warnings", "known_keys", "misspelt_keys",
-           "node_value_problems", "own_topics", "startup_problems", "type_name"]

@@ -287,9 +287,3 @@ def exit_now(main: Callable[[], int]) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
-
-
-__all__ = ["EXECUTOR_KINDS", "POLL_SEC", "answer_help", "events_executor_available", "exit_now",
-           "make_executor", "parameter_file_error", "parameter_usage", "release_free_heap",
-           "run_node", "spin", "spin_node",
-           "usage", "user_args"]

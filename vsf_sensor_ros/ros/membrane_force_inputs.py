@@ -14,7 +14,6 @@ from ..rig.membrane_inputs import Input, inputs_text, join_names, missing_inputs
 from .messages.camera import PRESSURE_TYPES
 from .topic_types import WrongTypeWatch, type_name
 
-__all__ = ["InputWatch", "WAIT_WARN_S", "pressure_type_hints", "ready_text", "report"]
 
 #: s after start from which a still-missing input is logged (once) at WARN; /diagnostics names it at once
 WAIT_WARN_S = 5.0

@@ -31,9 +31,7 @@ from ..rig.membrane_inputs import (Input, Pressures, check_reference_frame, inpu
                                    pressures_text, stamp_partners, zero_stamp_text)
 from .kinds.punyo_pressure import PressureCodec
 from .main import answer_help, run_node
-# SPECS and usage are also this module's public names (tests, --help)
-from .membrane_force_config import (PARAMETER_NAMES, SPECS, configure, pressure_type_name, reference_rotation,
-                                    usage)
+from .membrane_force_config import PARAMETER_NAMES, configure, pressure_type_name, reference_rotation, usage
 from .membrane_force_inputs import InputWatch, pressure_type_hints, ready_text, report
 from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, camera_info_text,
                               colour_from_image, depth_from_cloud, depth_from_image, pressure_pa,
@@ -43,8 +41,6 @@ from .messages.stamps import copy_stamp, stamp_to_ns
 from .parameter_table import ConfigError
 from .parameters import UnknownKey, closest_key
 from .topic_types import type_name
-
-__all__ = ["SPECS", "MembraneForceNode", "main", "run", "usage"]
 
 
 class MembraneForceNode(Node):

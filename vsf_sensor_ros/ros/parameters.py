@@ -412,9 +412,3 @@ def unmatched_params_files(argv: Sequence[str], fully_qualified_name: str) -> Li
         if not any(node_key_matches(k, fully_qualified_name) for k in keys):
             out.append((path, keys))
     return out
-
-
-__all__ = ["LiveSettings", "NodeParameters", "RESERVED_NAMES", "SensorParameters", "UnknownKey",
-           "check_measured_topic", "closest_key", "declare_all", "declare_spec",
-           "node_key_matches", "node_keys_of_file", "params_files", "unknown_keys",
-           "unmatched_params_files", "wrong_type_errors"]

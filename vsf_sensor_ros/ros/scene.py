@@ -278,7 +278,3 @@ class SensorFactory:
                                  verts, frame, T_sensor, self.frame_prefix)
         except ValueError as exc:
             raise ConfigError(f"{cfg.name}.type", cfg.type, str(exc)) from None
-
-
-__all__ = ["SensorFactory", "attach_body", "build_scene", "build_world", "check_contact_body_names",
-           "effective_assets_dir", "gz_contacts_input", "resolve_path", "transform_from_params"]

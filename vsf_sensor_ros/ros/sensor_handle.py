@@ -172,6 +172,3 @@ class SensorHandle(RigSensor):
             self.clear_buffers()
             notes.append(f"sensor {self.name!r}: measured_delay changed; pairing buffers cleared")
         return notes
-
-
-__all__ = ["EndpointQoS", "SensorEndpoints", "SensorHandle", "qos_reliability"]

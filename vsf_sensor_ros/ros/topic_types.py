@@ -6,8 +6,6 @@ from typing import Any, Dict, List, Tuple
 
 from rclpy.node import Node
 
-__all__ = ["MAX_REMEMBERED", "WrongTypeWatch", "foreign_publishers", "type_name", "wrong_type_message"]
-
 
 def type_name(cls: type) -> str:
     """The ROS graph's name of message class ``cls``, e.g. ``sensor_msgs/msg/Image``."""

@@ -139,7 +139,3 @@ def model_setting(value: Any) -> Any:
     if isinstance(value, tuple):
         return list(value)
     return value
-
-
-__all__ = ["BUILT_IN", "ENTRY_POINT_GROUP", "SensorKind", "SensorKindError", "codec_of_type", "kind_of",
-           "model_setting", "reading_codecs", "sensor_kinds", "sensor_layout"]

@@ -14,8 +14,6 @@ from vsf_sensor_ros.sensor.camera_model import BrownConradyCamera
 from .pointcloud import read_cloud
 from .wire import CloudDecodeError, as_byte_array, float_columns
 
-__all__ = ["COLOUR_ENCODINGS", "InputRejected", "PRESSURE_TYPES", "camera_from_info", "colour_from_image",
-           "depth_from_cloud", "depth_from_image", "pressure_pa"]
 
 #: ``pressure_type`` parameter values → message class.
 PRESSURE_TYPES: Dict[str, type] = {

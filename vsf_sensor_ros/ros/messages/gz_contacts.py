@@ -191,7 +191,3 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
     if any(flipped):
         decoded.flipped_rows = np.array(flipped, dtype=bool)
     return decoded
-
-
-__all__ = ["ContactBodyMap", "GZ_CONTACTS_TYPE", "GZ_DECODE_REASONS", "GzContactsDecodeError",
-           "gz_contacts_to_contacts"]
