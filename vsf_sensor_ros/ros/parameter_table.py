@@ -1,8 +1,5 @@
-"""The sensor node's parameter table: every parameter's default, type, description and
-constraints (:class:`Spec`): node-wide (:data:`NODE_SPECS`), an extra body's ``<b>.*``
-(:data:`BODY_SPECS`), every sensor's ``<s>.*`` (:data:`SENSOR_COMMON_SPECS`) and each kind's
-model settings (:data:`SENSOR_SETTINGS`, from :mod:`vsf_sensor_ros.ros.kinds`).
-"""
+"""The sensor node's parameter table (:class:`Spec`: default, type, description, constraints):
+node-wide, an extra body's ``<b>.*``, every sensor's ``<s>.*`` and each kind's model settings."""
 from __future__ import annotations
 
 import functools
@@ -17,11 +14,8 @@ INF = float("inf")
 
 
 class ConfigError(ValueError):
-    """A configuration problem found at start or on a parameter change.
-
-    ``parameter`` (full name, e.g. ``punyo.mesh``), ``value``, ``detail``; ``str(err)`` is one
-    line: ``parameter '<p>' = <value>: <detail>``.
-    """
+    """A configuration problem at start or on a parameter change: ``parameter`` (full name, e.g.
+    ``punyo.mesh``), ``value``, ``detail``; ``str(err)``: ``parameter '<p>' = <value>: <detail>``."""
 
     def __init__(self, parameter: str, value: Any, detail: str) -> None:
         self.parameter, self.value, self.detail = parameter, value, detail
@@ -29,16 +23,15 @@ class ConfigError(ValueError):
 
 
 def numbered(problems: Sequence[str]) -> str:
-    """One line for several problems: the problem itself for one, else ``"3 problems: [1] ...;
-    [2] ...; [3] ..."`` (numbered: a sentence may contain ``;`` itself)."""
+    """One line for several problems: the one itself, else ``"3 problems: [1] ...; [2] ...; [3] ..."``."""
     if len(problems) == 1:
         return problems[0]
     return f"{len(problems)} problems: " + "; ".join(f"[{i}] {t}" for i, t in enumerate(problems, 1))
 
 
 class ConfigErrors(ConfigError):
-    """Several configuration problems found together (``errors``, at least two, in the order
-    found; ``parameter``, ``value``, ``detail`` are the first one's); ``str(err)``: :func:`numbered`."""
+    """Two or more configuration problems (``errors``, in the order found; ``parameter``,
+    ``value``, ``detail``: the first one's); ``str(err)``: :func:`numbered`."""
 
     def __init__(self, errors: Sequence[ConfigError]) -> None:
         self.errors = list(errors)
@@ -57,12 +50,9 @@ def raise_all(errors: Sequence[ConfigError]) -> None:
 
 @dataclass
 class Spec:
-    """One parameter: ``key`` within its namespace, ``default`` (its Python type fixes the ROS
-    type; ``ptype`` for empty arrays), one-line ``description`` (``ros2 param describe``),
-    ``read_only`` (fixed at start), inclusive range ``lo`` .. ``hi`` (enforced by rclpy),
-    ``constraints`` text; checked by :func:`check_value`: array ``length``, ``finite``, ``positive``
-    (> 0), ``topic`` (a topic name by rclpy's rules; empty = the default topic).
-    """
+    """One parameter: ``key`` in its namespace, ``default`` (its type is the ROS type; ``ptype`` for
+    empty arrays), ``description``, ``read_only``, inclusive ``lo`` .. ``hi`` (rclpy's), ``constraints``
+    text; :func:`check_value`'s array ``length``, ``finite``, ``positive`` (> 0), ``topic`` (a name)."""
 
     key: str
     default: Any
@@ -124,11 +114,8 @@ def check_value(full_name: str, spec: Spec, value: Any) -> None:
 
 
 def check_topic_name(parameter: str, topic: str, node_name: str = "sensor_node", namespace: str = "/") -> str:
-    """``topic`` expanded to a full name by rclpy's rules (relative names under ``namespace``).
-
-    Raises:
-        ConfigError: naming ``parameter`` and ``topic`` with rclpy's reason.
-    """
+    """``topic`` expanded to a full name by rclpy's rules; ConfigError naming ``parameter``,
+    ``topic`` and rclpy's reason."""
     from rclpy.expand_topic_name import expand_topic_name
     from rclpy.validate_full_topic_name import validate_full_topic_name
     from rclpy.validate_topic_name import validate_topic_name
@@ -289,7 +276,7 @@ SENSOR_COMMON_SPECS: List[Spec] = [
          read_only=True, lo=-110000.0, hi=1.0e6),
 ]
 
-#: a model setting's Spec: read-only (a model is built once, at start); the kinds declare theirs with it
+#: a model setting's Spec: read-only (a model is built once, at start)
 model_spec = functools.partial(Spec, read_only=True)
 
 
@@ -314,13 +301,13 @@ SENSOR_SETTINGS: Mapping[str, List[Spec]] = _KindSettings()
 
 BODY_KEYS = {s.key for s in BODY_SPECS}
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-# Longest sensor / body name: it prefixes topic names, which DDS limits to about 250 characters.
+# a sensor / body name prefixes topic names, which DDS limits to about 250 characters
 MAX_NAME_LENGTH = 64
 
 
 def check_name(parameter: str, name: str) -> None:
-    """ConfigError naming ``parameter`` and ``name`` unless the sensor/body name is a ROS name
-    token (it prefixes topics and parameters) of at most :data:`MAX_NAME_LENGTH` characters."""
+    """ConfigError naming ``parameter`` and ``name`` unless it is a ROS name token of at most
+    :data:`MAX_NAME_LENGTH` characters."""
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise ConfigError(parameter, name, "names must start with a letter and hold only letters, "
                                            "digits and '_'")
@@ -337,8 +324,8 @@ def plain(value: Any) -> Any:
 
 
 def as_double(value: Any, default: Any) -> Any:
-    """``value`` as float / list of floats when ``default`` is a double (array) and ``value``
-    holds integers (every node's int -> double leniency); None when no conversion applies."""
+    """``value`` as float(s) when ``default`` is a double (array) and ``value`` holds integers;
+    None when no conversion applies."""
     if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if isinstance(default, list) and default and isinstance(default[0], float) \

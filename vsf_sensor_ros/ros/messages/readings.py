@@ -207,21 +207,6 @@ class WrenchMessageCodec(ReadingCodec):
         return encode_wrench_stamped(stamp_ns, layout.reading_frame, self.force(layout, values))
 
 
-def make_layout(codec: ReadingCodec, frame_id: str, names: List[str],
-                errors: Optional[Sequence[float]],
-                vertices: Optional[np.ndarray] = None, sensor_frame: str = "",
-                body_T_sensor: Optional[np.ndarray] = None, frame_prefix: str = "") -> SensorLayout:
-    """The :class:`SensorLayout` of a sensor (``errors``: ``measurement_errors()`` or None);
-    ValueError: names not matching the kind, or ``3V`` entries disagreeing with ``vertices``."""
-    slots, flag = codec.slots(list(names), vertices)
-    std = None if errors is None else np.asarray(errors, dtype=np.float64).reshape(-1)
-    if std is not None and std.shape[0] != len(names):
-        std = None
-    verts = None if vertices is None else np.ascontiguousarray(vertices, dtype=np.float32)
-    T = None if body_T_sensor is None else np.array(body_T_sensor, dtype=np.float64).reshape(4, 4)
-    return SensorLayout(codec, frame_id, list(names), slots, flag, verts, std, sensor_frame, T, frame_prefix)
-
-
 def encode_vector(layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bytes:
     """A ``(#meas,)`` SI vector (predicted, residual, measured) as the kind's message in CDR bytes
     (``publish`` takes bytes), stamped ``stamp_ns``; ValueError: a stamp out of range."""
