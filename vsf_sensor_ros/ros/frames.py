@@ -33,11 +33,8 @@ def transform_msg(parent: str, child: str, T: np.ndarray, stamp: Any) -> Transfo
 
 
 class FramePublisher:
-    """Announces the node's frames on ``/tf_static`` and ``/tf``, or names them once in the log.
-
-    ``frame_prefix`` goes on every published (or logged) frame name; :attr:`table` keeps the bare
-    names.
-    """
+    """Announces the node's frames on ``/tf_static`` and ``/tf`` (``frame_prefix`` on each), or
+    names them once in the log; :attr:`table` keeps the bare names."""
 
     def __init__(self, node: Any, publish_tf: bool, world_frame: str, world: Any,
                  frame_prefix: str = "") -> None:

@@ -1,8 +1,5 @@
-"""``membrane_force_node``'s inputs on the ROS graph: wrong types, the waits it logs, its status.
-
-The sentences naming each input and the pressures paired with frames are the rig's
-(:mod:`vsf_sensor_ros.rig.membrane_inputs`); the messages: docs/membrane_force.md.
-"""
+"""``membrane_force_node``'s inputs on the ROS graph: wrong types, the waits it logs, its status
+(the sentences are :mod:`vsf_sensor_ros.rig.membrane_inputs`'; docs/membrane_force.md)."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
@@ -59,8 +56,7 @@ class InputWatch:
         return f"{waiting_text(new)} ({now - self.started:.0f} s since start)"
 
     def wrong_types(self) -> List[str]:
-        """One sentence per input published in another type (:class:`.topic_types.WrongTypeWatch`,
-        which logs each once), with the setting that would read it (:attr:`Input.hints`)."""
+        """A sentence per input published in another type (logged once), with the setting that reads it."""
         out: List[str] = []
         for i in self.inputs:
             text = self._wrong_type(i)

@@ -32,9 +32,7 @@ def _node_of(info) -> str:
 
 
 def wrong_type_message(topic: str, expected: str, foreign: List[Tuple[str, str]]) -> str:
-    """One line naming the topic, the expected type and what is published instead, e.g.
-    ``/camera/depth/image_rect_raw carries sensor_msgs/msg/CompressedImage (from /camera), not
-    sensor_msgs/msg/Image``; empty when ``foreign`` is empty."""
+    """``<topic> carries <type> (from <node>), not <expected>``; empty when ``foreign`` is empty."""
     if not foreign:
         return ""
     offered = ", ".join(f"{t} (from {n})" if n else t for n, t in foreign)
