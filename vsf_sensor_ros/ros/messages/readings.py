@@ -192,8 +192,8 @@ class ReadingCodec:
 
 
 class WrenchMessageCodec(ReadingCodec):
-    """Kinds published as ``geometry_msgs/WrenchStamped`` (force N, torque 0); a subclass fills in
-    :meth:`force`, ``kind``, ``axes``, ``slots`` and the measured decoder."""
+    """Kinds published as ``geometry_msgs/WrenchStamped`` (force N, torque 0), read back as the
+    ``(3,)`` force; a subclass fills in :meth:`force`, ``kind``, ``axes`` and ``slots``."""
 
     message, unit = WrenchStamped, "N"
     measured_types = ("geometry_msgs/msg/WrenchStamped",)
@@ -205,6 +205,15 @@ class WrenchMessageCodec(ReadingCodec):
 
     def to_bytes(self, layout, values, stamp_ns):
         return encode_wrench_stamped(stamp_ns, layout.reading_frame, self.force(layout, values))
+
+    def measured_values(self, layout, msg):
+        if not isinstance(msg, WrenchStamped):
+            raise type_mismatch(msg, layout)
+        return WrenchMessageCodec.recorded_vector(self, msg, True)   # the force, not a subclass's vector
+
+    def recorded_vector(self, msg, measured):
+        f = msg.wrench.force
+        return np.array([f.x, f.y, f.z], dtype=np.float64)
 
 
 def encode_vector(layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bytes:
