@@ -79,7 +79,6 @@ class SensorNode(Node):
         self._wrong_types: Dict[str, ConfigError] = {}   # of the request being set (_coerce_request)
         self.inputs = InputStats()
         self._reason_loggers: Dict[str, Any] = {}
-        self._handles: Dict[str, SensorHandle] = {}
         self._last_diag = time.monotonic()
         self.health = NodeHealth(self.get_fully_qualified_name(), self._last_diag)
 
@@ -89,16 +88,14 @@ class SensorNode(Node):
         # a misspelt top-level key may be why a value kept its default: name it with the problems
         raise_all(problems + (misspelt_keys(self, {""}, p["bodies"]) if problems else []))
         self._world_frame = p["world_frame"]
-        # robot_state_publisher's rule: the prefix goes on every frame on the wire; the model keeps
-        # the bare names (inputs are checked against the bare world_frame)
+        # robot_state_publisher's rule: prefixed on the wire, bare in the model and on inputs
         self._frame_prefix = str(p["frame_prefix"])
         assets = effective_assets_dir(p["assets_dir"])
         self._qos = EndpointQoS.from_values(p)
         try:
             self.world, pose_topics, body_meshes = build_scene(p, assets, self.params.declare_body)
         except ConfigError as exc:
-            # 'box.transform_kye' leaves transform_key at its default: the error is the file's,
-            # the cause the misspelt key, named with it
+            # a misspelt key (box.transform_kye) may be the cause of the error: named with it
             raise_all(getattr(exc, "errors", [exc]) + misspelt_keys(self, {""} | set(p["bodies"] or []),
                                                                     p["bodies"]))
         self._factory = SensorFactory(self.world, body_meshes, self._frame_prefix)
