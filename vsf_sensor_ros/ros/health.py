@@ -12,8 +12,7 @@ from .kinds import codec_of_type
 from .main import EXECUTOR_KINDS
 from .messages.readings import MEASURED_TYPES
 
-from ..rig.input_health import (OK, WARN, SensorInputs, StreamClock, missing_input_hint,
-                                sensor_health, silent_streams)
+from ..rig.input_health import OK, WARN, SensorInputs, StreamClock, sensor_health, silent_streams
 from .parameters import UnknownKey, unknown_keys, unmatched_params_files
 from .parameter_table import BODY_KEYS, NODE_SPECS, SENSOR_SETTINGS, ConfigError, sensor_specs
 from .sensor_handle import qos_reliability
@@ -167,14 +166,6 @@ class NodeHealth:
         """A contacts message was rejected with ``reason``: predictions fail when it is a model's."""
         if reason in PREDICTION_FAILURES:
             self.failing = f"{reason} ({detail})"
-
-    def predicted(self, sensor: str, now: float) -> None:
-        """Sensor ``sensor`` published a prediction at monotonic ``now`` (s)."""
-        self.last_prediction[sensor] = now
-
-    def hint(self, needs: Sequence[StreamClock], now: float, timeout: float) -> str:
-        """The inputs missing now, naming topics ('' when none), for a tare / gain answer."""
-        return missing_input_hint(needs, now, self.started, timeout)
 
     def apply(self, array: DiagnosticArray, now: float, timeout: float,
               sensors: Mapping[str, SensorInputs],

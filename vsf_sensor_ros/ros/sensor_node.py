@@ -35,7 +35,7 @@ from .messages.wire import ContactsDecodeError, pointcloud2_to_contacts
 from .diagnostics import InputStats, build_diagnostics
 from .health import (JOINT_STATE, POSE_STAMPED, NodeHealth, configuration_warnings, known_keys,
                      misspelt_keys, node_value_problems, own_topics, type_name)
-from ..rig.input_health import SensorInputs, StreamClock
+from ..rig.input_health import SensorInputs, StreamClock, missing_input_hint
 from .topic_types import WrongTypeWatch
 from .frames import FramePublisher
 from .kinematics import KinematicInputs, decode_joint_state, parse_joint_name_map
@@ -354,7 +354,7 @@ class SensorNode(Node):
         self.health.failing = None
         for r in step.results:
             h = r.handle
-            self.health.predicted(h.name, now)
+            self.health.last_prediction[h.name] = now
             self._publish_step(r, step.state, stamp, now)
             h.stats.record_publish(time.perf_counter() - t_recv)
             pair = self.rig.pair_prediction(step, r, recv_ns if h.headerless else stamp_ns)
@@ -486,11 +486,13 @@ class SensorNode(Node):
 
     def _stopped_inputs(self, h: SensorHandle) -> str:
         """For a tare answer: the measured stream of ``h`` and the contacts, when either stopped."""
-        return self.health.hint(self._paired_streams(h), time.monotonic(), self._input_timeout())
+        return missing_input_hint(self._paired_streams(h), time.monotonic(), self.health.started,
+                                  self._input_timeout())
 
     def _missing_inputs(self, h: SensorHandle) -> str:
         """For a tare / gain answer: the inputs of ``h`` missing now, naming topic and type."""
-        return self.health.hint(self._needs(h), time.monotonic(), self._input_timeout())
+        return missing_input_hint(self._needs(h), time.monotonic(), self.health.started,
+                                  self._input_timeout())
 
     def _coerce_request(self, params: List[Parameter]) -> List[Parameter]:
         """``pre_set_parameters``: int -> double leniency; an unknown name refused and logged
