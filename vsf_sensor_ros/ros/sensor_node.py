@@ -422,7 +422,7 @@ class SensorNode(Node):
         self._last_diag = now
         for h in self._handles.values():
             if h.last_values is not None and len(h.last_values) == len(h.layout.names):
-                h.stats.reading = enc.summary_text(h.name, h.layout, h.last_values)
+                h.stats.reading = h.layout.codec.summary(h.name, h.layout, h.last_values)
             h.stats.pairing = self._clock_hint(h) or "ok"
             h.stats.calibration, h.stats.measured_stamp_jumps = h.calibration_text, h.measured_stamp_jumps
             if h.contact_free_loop is not None:

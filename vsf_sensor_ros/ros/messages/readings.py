@@ -275,14 +275,9 @@ def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, sta
                    type=Marker.TEXT_VIEW_FACING, action=Marker.ADD, color=colour)
     label.pose.orientation.w = 1.0
     label.scale.z = 0.02
-    label.text = summary_text(sensor_name, layout, values)
+    label.text = layout.codec.summary(sensor_name, layout, values)
     out.append(label)
     return MarkerArray(markers=out)
-
-
-def summary_text(sensor_name: str, layout: SensorLayout, values: np.ndarray) -> str:
-    """One-line human summary of a reading (marker label, diagnostics)."""
-    return layout.codec.summary(sensor_name, layout, values)
 
 
 def wanted(pub: Any) -> bool:
@@ -322,16 +317,12 @@ def publish_step(endpoints: Any, layout: SensorLayout, r: Any, state: Any, stamp
 _HEADER_LE = b"\x00\x01\x00\x00"            # XCDR1 little-endian
 
 
-def _pad(n: int) -> bytes:
-    return b"\x00" * n
-
-
 def _header_bytes(stamp_ns: int, frame_id: str) -> bytes:
     """Encapsulation + ``std_msgs/Header`` (ends at a 4-byte boundary, padding included)."""
     sec, nsec = divmod(int(stamp_ns), 1_000_000_000)
     fid = frame_id.encode("utf-8") + b"\x00"
     body = struct.pack("<iII", sec, nsec, len(fid)) + fid
-    return _HEADER_LE + body + _pad(-len(body) % 4)
+    return _HEADER_LE + body + bytes(-len(body) % 4)
 
 
 def _check_stamp(stamp_ns: int) -> int:
@@ -343,7 +334,7 @@ def _check_stamp(stamp_ns: int) -> int:
 
 def _align8(head: bytes) -> bytes:
     """``head`` padded so the next byte sits on an 8-byte boundary of the CDR data."""
-    return head + _pad(-(len(head) - 4) % 8)
+    return head + bytes(-(len(head) - 4) % 8)
 
 
 def encode_fluid_pressure(stamp_ns: int, frame_id: str, fluid_pressure: float, variance: float) -> bytes:
@@ -371,12 +362,12 @@ def _cloud_fields_block(start: int, fields: Tuple[Tuple[str, int, int], ...], po
     for name, offset, datatype in fields:
         nm = name.encode("utf-8") + b"\x00"
         out += struct.pack("<I", len(nm)) + nm
-        out += _pad(-(start + len(out) - 4) % 4)
+        out += bytes(-(start + len(out) - 4) % 4)
         out += struct.pack("<IB", offset, datatype)
-        out += _pad(-(start + len(out) - 4) % 4)
+        out += bytes(-(start + len(out) - 4) % 4)
         out += struct.pack("<I", 1)
     out += b"\x00"                                        # is_bigendian = false
-    out += _pad(-(start + len(out) - 4) % 4)
+    out += bytes(-(start + len(out) - 4) % 4)
     out += struct.pack("<I", point_step)
     return bytes(out)
 
