@@ -139,19 +139,24 @@ def answer_help(argv: Sequence[str], parser: argparse.ArgumentParser) -> None:
     parser.parse_known_args(user_args(list(argv)))
 
 
-def user_args(argv: List[str]) -> List[str]:
-    """The arguments outside ``--ros-args ... [--]`` blocks (program name dropped); split by hand:
-    rclpy's ``remove_ros_args`` would parse the parameter files, which ``rclpy.init`` must report."""
-    out: List[str] = []
+def split_ros_args(argv: Sequence[str]) -> Tuple[List[str], List[str]]:
+    """``(outside, inside)`` the ``--ros-args ... [--]`` blocks of ``argv``, markers dropped; split by
+    hand: rclpy's ``remove_ros_args`` would parse the parameter files, which ``rclpy.init`` reports."""
+    out: Tuple[List[str], List[str]] = ([], [])
     in_ros = False
-    for a in argv[1:]:
+    for a in argv:
         if a == "--ros-args":
             in_ros = True
         elif in_ros and a == "--":
             in_ros = False
-        elif not in_ros:
-            out.append(a)
+        else:
+            out[in_ros].append(a)
     return out
+
+
+def user_args(argv: List[str]) -> List[str]:
+    """The arguments outside ``--ros-args`` blocks, program name dropped."""
+    return split_ros_args(argv[1:])[0]
 
 
 def parameter_file_error(exc: Exception, name: str = "sensor_node") -> str:

@@ -17,6 +17,7 @@ from rclpy.parameter import Parameter
 from .messages import readings as enc
 from .kinds import SensorKindError, codec_of_type, sensor_kinds
 from ._rclpy_compat import parameter_override, replace_parameter_override
+from .main import split_ros_args
 from .topic_types import type_name
 from .parameter_table import (BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS,
                               SENSOR_SETTINGS, ConfigError, Spec, as_double, check_name,
@@ -328,19 +329,8 @@ def unknown_keys(names: Iterable[str], node_keys: Set[str], sensors: Mapping[str
 
 def params_files(argv: Sequence[str]) -> List[str]:
     """The ``--params-file`` paths inside the ``--ros-args`` sections of ``argv``."""
-    files: List[str] = []
-    in_ros = False
-    it = iter(argv)
-    for arg in it:
-        if arg == "--ros-args":
-            in_ros = True
-        elif arg == "--":
-            in_ros = False
-        elif in_ros and arg == "--params-file":
-            path = next(it, None)
-            if path is not None:
-                files.append(path)
-    return files
+    ros = split_ros_args(argv)[1]
+    return [path for flag, path in zip(ros, ros[1:]) if flag == "--params-file"]
 
 
 def node_keys_of_file(path: str) -> List[str]:
