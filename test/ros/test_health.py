@@ -46,7 +46,7 @@ def test_apply_sets_error_while_failing_and_keeps_the_worse_level():
     h = NodeHealth("/sensor_node", started=0.0)
     c = h.stream("/contacts", "sensor_msgs/msg/PointCloud2")
     c.arrived(9.5)
-    h.predicted("pressure", 9.5)
+    h.last_prediction["pressure"] = 9.5
     arr = DiagnosticArray(status=[DiagnosticStatus(name="/sensor_node: inputs", message="OK"),
                                   DiagnosticStatus(name="/sensor_node: pressure", message="2.0 Hz")])
     h.apply(arr, now=10.0, timeout=3.0, sensors={"pressure": SensorInputs([c])})
@@ -113,7 +113,7 @@ def test_a_needed_measured_topic_warns_before_its_first_message():
     contacts = h.stream("/contacts", "sensor_msgs/msg/PointCloud2")
     measured = h.stream("/punyo/pressure", "std_msgs/msg/Float32", optional=False)
     contacts.arrived(9.9)
-    h.predicted("pressure", 9.9)
+    h.last_prediction["pressure"] = 9.9
     arr = DiagnosticArray(status=[DiagnosticStatus(name="/sensor_node: pressure", message="")])
     h.apply(arr, now=10.0, timeout=3.0, sensors={"pressure": SensorInputs([contacts, measured])})
     assert arr.status[0].level == DiagnosticStatus.WARN
@@ -145,8 +145,8 @@ def test_the_inputs_status_warns_naming_the_inputs_a_sensor_misses_and_is_ok_whe
     # both flow again, the sensors predict: the inputs status is OK again
     contacts.arrived(11.0)
     joints.arrived(11.0)
-    h.predicted("a", 11.0)
-    h.predicted("b", 11.0)
+    h.last_prediction["a"] = 11.0
+    h.last_prediction["b"] = 11.0
     arr = h.apply(_report("a", "b"), now=11.5, timeout=3.0, sensors=sensors)
     st = arr.status[0]
     assert st.level == DiagnosticStatus.OK and st.message == "OK"
@@ -203,7 +203,7 @@ def test_another_type_on_an_optional_topic_never_received_makes_it_a_problem():
     contacts = h.stream("/contacts", "sensor_msgs/msg/PointCloud2")
     measured = h.stream("/pressure/measured", "sensor_msgs/msg/FluidPressure", optional=True)
     contacts.arrived(9.9)
-    h.predicted("pressure", 9.9)
+    h.last_prediction["pressure"] = 9.9
     sensors = {"pressure": SensorInputs([contacts, measured])}
     arr = h.apply(_report("pressure"), now=10.0, timeout=3.0, sensors=sensors, explain=lambda clock: "")
     assert [st.level for st in arr.status] == [DiagnosticStatus.OK] * 4   # inputs, sensor, 2 topics

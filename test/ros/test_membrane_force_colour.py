@@ -384,7 +384,7 @@ CONFIG = ROOT / "config" / "membrane_force_node.yaml"
 
 
 def test_the_shipped_parameters_file_lists_every_parameter_with_its_type():
-    from vsf_sensor_ros.ros.membrane_force_node import SPECS
+    from vsf_sensor_ros.ros.membrane_force_config import SPECS
     params = yaml.safe_load(CONFIG.read_text())["membrane_force_node"]["ros__parameters"]
     defaults = {s.key: s.default for s in SPECS}
     assert set(params) == set(defaults)

@@ -1,8 +1,5 @@
-"""Every private rclpy API use and every ROS 2 distribution guard of the package, in one place.
-
-Nothing else touches ``rclpy._*`` or tests for a method's existence, so when rclpy grows a public
-way to do one of these only this file changes.  Supported distributions: docs/install.md.
-"""
+"""Every private rclpy API use and every ROS 2 distribution guard of the package, in one place, so
+that a public way in a later rclpy changes only this file (distributions: docs/install.md)."""
 from __future__ import annotations
 
 from typing import Any, Callable, List, Optional
@@ -31,8 +28,7 @@ def parameter_override(node: Node, name: str) -> Optional[Parameter]:
 
 
 def parameter_override_names(node: Node) -> List[str]:
-    """Every parameter name given to ``node`` by a parameter file / ``-p`` / ``parameter_overrides``
-    (the private ``Node._parameter_overrides``, see :func:`parameter_override`)."""
+    """Every parameter name given to ``node`` (:func:`parameter_override`'s overrides)."""
     return list(node._parameter_overrides)
 
 
@@ -45,9 +41,8 @@ def replace_parameter_override(node: Node, name: str, value: Any) -> None:
 def add_parameter_callbacks(node: Node, pre_set: Callable[[List[Parameter]], List[Parameter]],
                             on_set: Callable[[List[Parameter]], Any],
                             post_set: Callable[[List[Parameter]], None]) -> bool:
-    """Register the three parameter callbacks where the distribution has them (pre- and post-set:
-    Iron and newer; on Humble the caller applies at the end of ``on_set``).  True when ``post_set``
-    was registered (the caller must not apply in ``on_set``)."""
+    """Register the parameter callbacks the distribution has (pre- and post-set: Iron and newer);
+    True when ``post_set`` was registered (else the caller applies at the end of ``on_set``)."""
     if hasattr(node, "add_pre_set_parameters_callback"):      # Iron and newer
         node.add_pre_set_parameters_callback(pre_set)
     node.add_on_set_parameters_callback(on_set)
@@ -55,7 +50,3 @@ def add_parameter_callbacks(node: Node, pre_set: Callable[[List[Parameter]], Lis
         node.add_post_set_parameters_callback(post_set)
         return True
     return False
-
-
-__all__ = ["RCLError", "UnknownROSArgsError", "add_parameter_callbacks", "parameter_override",
-           "parameter_override_names", "replace_parameter_override"]

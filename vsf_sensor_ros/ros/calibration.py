@@ -1,7 +1,5 @@
 """The node's measured streams (decoded, stamped, paired by the rig; residual and measured_si
-published) and its calibration services; the arithmetic and file format are the rig's
-(:mod:`vsf_sensor_ros.rig.calibration`).  On the wire: docs/interface.md.
-"""
+published) and calibration services; the arithmetic and file format are the rig's."""
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, Optional, Tuple
@@ -26,8 +24,7 @@ from .sensor_handle import SensorHandle
 
 
 class CalibrationStore(file_store.CalibrationStore):
-    """:class:`vsf_sensor_ros.rig.calibration_file.CalibrationStore` of a node: a file it cannot
-    read is a :class:`ConfigError` naming ``calibration_file`` and the path."""
+    """The rig's store; a file it cannot read: :class:`ConfigError` naming ``calibration_file``."""
 
     def load(self) -> Dict[str, Dict[str, Any]]:
         try:
@@ -37,8 +34,7 @@ class CalibrationStore(file_store.CalibrationStore):
 
 
 def apply_file_entry(h: SensorHandle, entry: Dict[str, Any], file_param: str) -> Optional[str]:
-    """:func:`vsf_sensor_ros.rig.calibration.apply_entry`, its model refusal a :class:`ConfigError`
-    naming ``calibration_file`` (``file_param``: the parameter as given) and the sensor."""
+    """The rig's ``apply_entry``; a model refusal: :class:`ConfigError` naming ``calibration_file``."""
     try:
         return apply_entry(h, entry)
     except ValueError as exc:
@@ -46,17 +42,9 @@ def apply_file_entry(h: SensorHandle, entry: Dict[str, Any], file_param: str) ->
 
 
 class Measurements:
-    """Measured messages, residuals, tares, gain fits and ``save_calibration`` of a node's sensors.
-
-    Args:
-        rig: the node's rig (its sensors are the node's handles; measured vectors pair there).
-        calibration: the calibration file fixed at start.
-        live: returns the node's current live settings (``tare_samples``, ``tare_on_start``).
-        reject: the node's ``_reject(reason, detail, handle)``: counts and logs a rejection.
-        logger: the node's logger.
-        clock: the node's clock (receive times of header-less measured types; ROS time under
-            ``use_sim_time``).
-    """
+    """Measured messages, residuals, tares, gain fits and ``save_calibration`` of a node's sensors
+    (``live()``: the current live settings; ``reject(reason, detail, handle)``: the node's counter;
+    ``clock``: receive times of header-less measured types)."""
 
     def __init__(self, rig: Rig, calibration: CalibrationStore,
                  live: Callable[[], LiveSettings], reject: Callable[..., None], logger: Any,
@@ -69,14 +57,11 @@ class Measurements:
         self._log = logger
         self._zero_loggers: Dict[str, Any] = {}
         self._clock = clock
-        # what the node says is missing for a sensor (topics, types); set by the node
+        # the node's sentences: inputs missing, paired streams stopped, the clock offset
         self.missing_inputs: Callable[[SensorHandle], str] = lambda h: ""
-        # the sensor's measured stream and contacts, when stopped (the two every pair needs); set by the node
         self.stopped_inputs: Callable[[SensorHandle], str] = lambda h: ""
-        # the pairing's clock-offset sentence, or None (the node's: none while a stream is stopped)
         self.clock_hint: Callable[[SensorHandle], Optional[str]] = lambda h: h.pairer.offset_hint()
 
-    # ------------------------------------------------------------------ measured, residual
     def on_measured(self, name: str, msg: Any) -> None:
         """One ``<s>/measured`` message of sensor ``name``: decode, stamp, pair (see the module)."""
         h = self._handles.get(name)
@@ -102,9 +87,8 @@ class Measurements:
             self.paired(h, pair)
 
     def _zero_stamp(self, h: SensorHandle) -> None:
-        """A measured message of ``h`` refused by the pairer for its stamp 0: counted under its
-        topic (``zero_stamps.<topic>`` on ``/diagnostics``, with the hint) and logged (throttled per
-        sensor), naming the topic."""
+        """A measured message of ``h`` refused for its stamp 0: counted under its topic (with a hint)
+        and logged, throttled per sensor."""
         sub = h.endpoints.measured if h.endpoints is not None else None
         topic = sub.topic_name if sub is not None else h.config.measured_topic()
         h.stats.zero_stamps[topic] += 1
@@ -115,8 +99,7 @@ class Measurements:
             what = "stamped 0"
             h.stats.zero_stamp_hint = ("set its driver's header stamps, or use a header-less measured_type "
                                        "(pairs by receive time)")
-        # a logger per sensor, kept (rclpy throttles per logger object): one sensor's warnings do
-        # not hide another's
+        # a logger per sensor (rclpy throttles per logger): one sensor's warnings hide no other's
         log = self._zero_loggers.get(h.name)
         if log is None:
             log = self._zero_loggers[h.name] = self._log.get_child(f"zero_stamp.{h.name}")
@@ -126,8 +109,7 @@ class Measurements:
 
     def _check_plausible(self, h: SensorHandle, vec: np.ndarray) -> None:
         """Keep ``h.unit_warning`` while the latest measured value is outside its kind's plausible
-        range (the absolute pressure of :class:`~.kinds.punyo_pressure.PressureCodec`; other kinds have
-        none) and log it once per scale; a tare is refused while it holds."""
+        range (logged once; a tare is refused while it holds)."""
         plausible = h.layout.codec.plausible
         if plausible is None:
             return
@@ -143,8 +125,8 @@ class Measurements:
                           "refused while it lasts")
 
     def paired(self, h: SensorHandle, pair: "Pair[Prediction, np.ndarray]") -> None:
-        """A measured vector met its prediction: publish the residual and the measured value in SI
-        (both stamped with the prediction's contacts stamp), keep the pair for tares."""
+        """A measured vector met its prediction: publish residual and measured_si (the contacts
+        stamp), keep the pair for tares."""
         residual, measured, stamp_ns = h.keep_pair(pair)
         if residual is None:
             self._reject("residual_out_of_range", f"{h.name}: measured - predicted overflows its message", h)
@@ -160,7 +142,6 @@ class Measurements:
                 h.tared_on_start = True     # one attempt per sensor, successful or not
                 (self._log.info if ok else self._log.warning)(f"tare_on_start: {text}")
 
-    # ------------------------------------------------------------------ services
     def on_tare(self, name: str, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         """``<s>/tare`` of sensor ``name``."""
         return self._answer(name, response, self._tare)
@@ -186,11 +167,8 @@ class Measurements:
         return response
 
     def _tare(self, h: SensorHandle) -> Tuple[bool, str]:
-        """Tare one sensor; a failure with nothing paired names a clock offset when there is one.
-
-        A tare that succeeds while the sensor's measured stream or the contacts have stopped (the
-        two every pair needs) says so: its samples are the newest paired ones, from before the
-        stop, not what the sensor reads now."""
+        """Tare one sensor; a failure with nothing paired names a clock offset or missing inputs,
+        a success while its paired streams stopped says its samples are from before that."""
         if h.unit_warning is not None:
             return False, f"{h.name}: cannot tare: {h.unit_warning}"
         ok, text = tare(h, self._live().tare_samples)
@@ -205,9 +183,7 @@ class Measurements:
         if not self._handles:
             response.success, response.message = False, "no sensors configured"
             return response
-        # Sensors with no measured stream are skipped and listed; the others tare all or nothing:
-        # when one fails, every calibration is put back as it was.
-        # (a stream = at least one accepted measured message: rejected ones do not count)
+        # a stream = one accepted measured message; the sensors with one tare all or nothing
         skipped = [h.name for h in self._handles.values() if h.measured_accepted == 0]
         handles = [h for h in self._handles.values() if h.measured_accepted > 0]
         if not handles:
@@ -245,6 +221,3 @@ class Measurements:
             if self._calibration.path is not None and entries:
                 self._log.warning(f"save_calibration: {exc}")
         return response
-
-
-__all__ = ["CalibrationStore", "Measurements", "SaveRefused", "apply_file_entry"]

@@ -21,13 +21,9 @@ def _status(name: str, hardware_id: str, values: Values, problems: List[str], ok
 def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
                       sensors: Dict[str, tuple], period_s: float,
                       node_name: Optional[str] = None) -> DiagnosticArray:
-    """The report (docs/interface.md, diagnostics: keys and levels) of ``inputs`` and ``sensors``
-    (name -> ``(type_name, attachment, SensorStats)``), stamped ``stamp`` (node clock); clears the
-    per-window sensor fields and keeps the contacts' zero-stamp total reported.
-
-    ``hardware_id``: in every status; ``node_name``: the prefix of every status name (the node's
-    fully qualified name; None = ``hardware_id``); ``period_s``: time since the previous report (s).
-    """
+    """The report (docs/interface.md) of ``inputs`` and ``sensors`` (name -> ``(type_name,
+    attachment, SensorStats)``) stamped ``stamp``, the per-window sensor fields cleared;
+    ``node_name``: every status name's prefix (None: ``hardware_id``); ``period_s``: since the last."""
     prefix = hardware_id if node_name is None else node_name
     statuses = [_status(f"{prefix}: inputs", hardware_id, *inputs.report(), "OK")]
     for name, (type_name, attachment, st) in sensors.items():

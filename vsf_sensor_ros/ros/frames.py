@@ -33,11 +33,8 @@ def transform_msg(parent: str, child: str, T: np.ndarray, stamp: Any) -> Transfo
 
 
 class FramePublisher:
-    """Announces the node's frames on ``/tf_static`` and ``/tf``, or names them once in the log.
-
-    ``frame_prefix`` goes on every published (or logged) frame name; :attr:`table` keeps the bare
-    names.
-    """
+    """Announces the node's frames on ``/tf_static`` and ``/tf`` (``frame_prefix`` on each), or
+    names them once in the log; :attr:`table` keeps the bare names."""
 
     def __init__(self, node: Any, publish_tf: bool, world_frame: str, world: Any,
                  frame_prefix: str = "") -> None:
@@ -102,6 +99,3 @@ class FramePublisher:
                 msgs.append(transform_msg(self._prefix + parent, self._prefix + body, T, stamp))
         if msgs:
             self._dynamic_pub.publish(TFMessage(transforms=msgs))
-
-
-__all__ = ["FramePublisher", "TFMessage", "sensor_frame_name", "sensor_frame_transform", "transform_msg"]

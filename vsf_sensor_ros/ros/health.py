@@ -1,8 +1,5 @@
-"""The sensor node's health on ``/diagnostics``: configuration checked, inputs watched, true statuses.
-
-What the node keeps besides its counters (:mod:`.diagnostics`), so that no status is OK while
-an input a sensor needs is silent.  Keys and levels: docs/interface.md, diagnostics.
-"""
+"""The sensor node's health on ``/diagnostics`` beyond its counters: configuration checked, inputs
+watched, so that no status is OK while an input a sensor needs is silent (docs/interface.md)."""
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
@@ -15,14 +12,13 @@ from .kinds import codec_of_type
 from .main import EXECUTOR_KINDS
 from .messages.readings import MEASURED_TYPES
 
-from ..rig.input_health import (ERROR, OK, WARN, SensorInputs, StreamClock, missing_input_hint,
-                                sensor_health, silent_streams)
+from ..rig.input_health import OK, WARN, SensorInputs, StreamClock, sensor_health, silent_streams
 from .parameters import UnknownKey, unknown_keys, unmatched_params_files
 from .parameter_table import BODY_KEYS, NODE_SPECS, SENSOR_SETTINGS, ConfigError, sensor_specs
 from .sensor_handle import qos_reliability
 from .topic_types import type_name   # re-exported: the node names its input types with it
 
-# Reasons of a rejected contacts message that mean the models failed (not the input)
+# rejections of a contacts message that mean the models failed, not the input
 PREDICTION_FAILURES = frozenset({"internal_error", "non_finite_prediction", "model_error", "out_of_range"})
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
@@ -30,8 +26,7 @@ POSE_STAMPED = "geometry_msgs/msg/PoseStamped"
 
 
 def known_keys(sensors: Mapping[str, str], bodies: Iterable[str]) -> Dict[str, Any]:
-    """The key sets :func:`~.parameters.unknown_keys` checks against (``sensors``: name ->
-    type; ``bodies``: extra body names)."""
+    """:func:`~.parameters.unknown_keys`' key sets (``sensors``: name -> type; ``bodies``: names)."""
     return {"node_keys": {s.key for s in NODE_SPECS},
             "sensors": {n: {s.key for s in sensor_specs(t)} for n, t in sensors.items()},
             "bodies": {b: set(BODY_KEYS) for b in bodies}}
@@ -40,9 +35,8 @@ def known_keys(sensors: Mapping[str, str], bodies: Iterable[str]) -> Dict[str, A
 def startup_problems(names: Iterable[str], sensors: Mapping[str, str], bodies: Iterable[str],
                      command_line: Sequence[str], fully_qualified_name: str
                      ) -> "tuple[List[UnknownKey], List[str]]":
-    """``(unknown keys, sentences)`` of the parameter ``names`` given: unknown keys with the closest
-    known one, ``--params-file`` s of ``command_line`` without an entry for ``fully_qualified_name``,
-    an empty sensor list."""
+    """``(unknown keys, sentences)`` of the parameter ``names`` given: unknown keys, ``--params-file``
+    s of ``command_line`` with no entry for ``fully_qualified_name``, an empty sensor list."""
     unknown = unknown_keys(list(names), **known_keys(sensors, bodies))
     lines = [u.message() for u in unknown]
     for path, keys in unmatched_params_files(command_line, fully_qualified_name):
@@ -56,11 +50,9 @@ def startup_problems(names: Iterable[str], sensors: Mapping[str, str], bodies: I
     return unknown, lines
 
 
-# -- start-up configuration checks of the sensor node ----------------------------------------
 def node_value_problems(p: Dict[str, Any]) -> List[ConfigError]:
-    """A :class:`ConfigError` per node-wide value rclpy accepts but the node cannot use (``p``: the
-    declared values): an empty ``world_frame``, a ``frame_prefix`` with white space, another QoS
-    reliability, an unknown ``executor``."""
+    """A :class:`ConfigError` per declared node-wide value ``p`` the node cannot use: an empty
+    ``world_frame``, white space in ``frame_prefix``, another QoS reliability or ``executor``."""
     out: List[ConfigError] = []
     if not p["world_frame"].strip():
         out.append(ConfigError("world_frame", p["world_frame"], "must name the frame of contacts and "
@@ -78,16 +70,13 @@ def node_value_problems(p: Dict[str, Any]) -> List[ConfigError]:
 
 
 def misspelt_keys(node: Node, failed: Iterable[str], bodies: Optional[Iterable[str]]) -> List[ConfigError]:
-    """The unknown keys of ``node``'s sections ``failed`` at start (sensor or body names; ``''``:
-    the top level), with the closest known key: a misspelt ``attachement`` explains a missing
-    ``attachment`` (the warning naming it comes only after a successful start).  ``bodies``:
-    the configured extra bodies."""
+    """ConfigErrors of the unknown keys of ``node``'s sections ``failed`` at start (sensor or body
+    names, ``''`` the top level; ``bodies``: the extra bodies): a misspelt ``attachement``
+    explains a missing ``attachment`` before the start-up warning could name it."""
     failed = set(failed)
     bodies = list(bodies or [])
-    types = {}
-    for name in failed - {""} - set(bodies):
-        kind = node.get_parameter(f"{name}.type").value if node.has_parameter(f"{name}.type") else None
-        types[name] = kind
+    types = {name: node.get_parameter(f"{name}.type").value if node.has_parameter(f"{name}.type") else None
+             for name in failed - {""} - set(bodies)}
     known = known_keys({n: t for n, t in types.items() if t in SENSOR_SETTINGS}, bodies)
     # an unknown type has no keys of its own: a key of any type is no misspelling
     any_key = {s.key for kind in SENSOR_SETTINGS for s in sensor_specs(kind)}
@@ -110,12 +99,8 @@ def misspelt_keys(node: Node, failed: Iterable[str], bodies: Optional[Iterable[s
 
 def configuration_warnings(node: Node, sensors: Mapping[str, str], bodies: Iterable[str],
                            command_line: Sequence[str], strict: bool) -> List[str]:
-    """Unknown keys, unmatched parameter files, no sensors of a started ``node``: its WARN lines
-    (``sensors``: name -> type; the caller logs them and puts them on ``/diagnostics``).
-
-    Raises:
-        ConfigError: with ``strict`` (``strict_parameters``), naming the first unknown key.
-    """
+    """:func:`startup_problems` of a started ``node`` (``sensors``: name -> type): its WARN lines.
+    ConfigError: with ``strict`` (``strict_parameters``), naming the first unknown key."""
     unknown, lines = startup_problems(parameter_override_names(node), sensors, list(bodies), command_line,
                                       node.get_fully_qualified_name())
     if strict and unknown:
@@ -128,10 +113,9 @@ def configuration_warnings(node: Node, sensors: Mapping[str, str], bodies: Itera
 
 def own_topics(node: Node, contacts_type: str, pose_topics: Mapping[str, str],
                configs: Iterable[Any]) -> Dict[str, Tuple[str, str, bool]]:
-    """``{resolved topic: (what it is, message type, an input)}`` of ``node``'s own endpoints
-    (contacts of ``contacts_type``, joint states, the bodies' ``pose_topics``) and of the outputs
-    and measured topics of the sensors ``configs`` (:class:`.parameters.SensorParameters`; for
-    :func:`.parameters.check_measured_topic`)."""
+    """``{resolved topic: (what it is, message type, an input)}`` of ``node``'s inputs (contacts of
+    ``contacts_type``, joint states, ``pose_topics``), outputs and the measured topics of the
+    sensors ``configs`` (:class:`.parameters.SensorParameters`)."""
     configs = list(configs)
     inputs = {"contacts": ("contacts input", str(contacts_type)),
               "joint_states": ("joint states input", JOINT_STATE)}
@@ -158,9 +142,8 @@ def own_topics(node: Node, contacts_type: str, pose_topics: Mapping[str, str],
 
 
 class NodeHealth:
-    """What ``/diagnostics`` reports beyond the counters: ``config_problems`` (sentences),
-    ``failing`` (the reason while the latest predictions failed), ``last_prediction`` (sensor ->
-    monotonic s)."""
+    """``/diagnostics`` beyond the counters: ``config_problems`` (sentences), ``failing`` (why the
+    latest predictions failed), ``last_prediction`` (sensor -> monotonic s), input ``streams``."""
 
     def __init__(self, node_name: str, started: float) -> None:
         self.node_name = node_name
@@ -171,7 +154,6 @@ class NodeHealth:
         self.failing: Optional[str] = None
         self.last_prediction: Dict[str, float] = {}
 
-    # ------------------------------------------------------------------ streams
     def stream(self, topic: str, type_name_: str, optional: bool = False) -> StreamClock:
         """The clock of ``topic`` (created on first use; a new type or optionality replaces it)."""
         clock = self.streams.get(topic)
@@ -185,21 +167,11 @@ class NodeHealth:
         if reason in PREDICTION_FAILURES:
             self.failing = f"{reason} ({detail})"
 
-    def predicted(self, sensor: str, now: float) -> None:
-        """Sensor ``sensor`` published a prediction at monotonic ``now`` (s)."""
-        self.last_prediction[sensor] = now
-
-    def hint(self, needs: Sequence[StreamClock], now: float, timeout: float) -> str:
-        """What a tare / gain answer adds: the inputs missing now, naming topics ('' when none)."""
-        return missing_input_hint(needs, now, self.started, timeout)
-
-    # ------------------------------------------------------------------ the report
     def apply(self, array: DiagnosticArray, now: float, timeout: float,
               sensors: Mapping[str, SensorInputs],
               explain: Optional[Callable[[StreamClock], str]] = None) -> DiagnosticArray:
-        """Complete a :func:`~.diagnostics.build_diagnostics` report in place (docs/interface.md);
-        ``now``, ``timeout``: monotonic s and ``input_timeout``; ``explain(stream)``: what explains a
-        silent stream's silence (:class:`~.topic_types.WrongTypeWatch`) or ``""``."""
+        """Complete a :func:`~.diagnostics.build_diagnostics` report in place (``now``: monotonic
+        s; ``explain(stream)``: why a silent stream is silent, :class:`~.topic_types.WrongTypeWatch`)."""
         problems = self.config_problems
         silent = silent_streams((s for inp in sensors.values() for s in inp.streams), now, self.started,
                                 timeout)
@@ -235,8 +207,8 @@ class NodeHealth:
     @staticmethod
     def _inputs_status(st: DiagnosticStatus, config: List[str], topics: List[str],
                        missing: List[str]) -> None:
-        """Add the configuration and missing-input keys to the inputs status; WARN, the message
-        leading with them, while either has entries."""
+        """The configuration and missing-input keys of the inputs status; WARN, leading its message,
+        while either has entries."""
         st.values.append(KeyValue(key="configuration", value=str(len(config))))
         st.values.append(KeyValue(key="configuration.problems", value="; ".join(config) or "none"))
         st.values.append(KeyValue(key="inputs.missing", value=", ".join(topics) or "none"))
@@ -252,8 +224,8 @@ class NodeHealth:
 
     def frequency_statuses(self, now: float, timeout: float, needed: Optional[Set[str]] = None,
                            causes: Optional[Mapping[str, str]] = None) -> List[DiagnosticStatus]:
-        """One status per input topic (``diagnostic_updater`` FrequencyStatus keys), WARN for a
-        ``needed`` one (None: non-optional or arrived once) silent in the window; opens a new window."""
+        """A status per input topic (``diagnostic_updater`` FrequencyStatus keys), WARN for a silent
+        ``needed`` one (None: non-optional or arrived once); opens a new window."""
         causes = causes or {}
         out = []
         for topic, clock in self.streams.items():
@@ -284,8 +256,3 @@ class NodeHealth:
 def _level(value: Any) -> int:
     """A ``DiagnosticStatus.level`` (bytes in rclpy) as an int."""
     return value[0] if isinstance(value, (bytes, bytearray)) else int(value)
-
-
-__all__ = ["ERROR", "JOINT_STATE", "NodeHealth", "OK", "POSE_STAMPED",
-           "PREDICTION_FAILURES", "WARN", "configuration_warnings", "known_keys", "misspelt_keys",
-           "node_value_problems", "own_topics", "startup_problems", "type_name"]

@@ -57,12 +57,8 @@ def _names(r: Reader) -> Tuple[str, ...]:
 
 
 def decode_joint_state(data: object) -> RawJointState:
-    """A serialised ``sensor_msgs/JointState`` (the bytes of a ``raw=True`` subscription,
-    encapsulation included; trailing bytes ignored) as a :class:`RawJointState`.
-
-    Raises:
-        CdrDecodeError: naming the field and byte offset.
-    """
+    """A serialised ``sensor_msgs/JointState`` (trailing bytes ignored) as a :class:`RawJointState`;
+    CdrDecodeError naming the field and byte offset."""
     r = Reader(data, "JointState")
     try:
         header = r.header()
@@ -79,12 +75,8 @@ def decode_joint_state(data: object) -> RawJointState:
 
 
 class KinematicInputs:
-    """Joint states and free-body poses of a node's ``World``, and the transforms a step reads.
-
-    ``world`` is changed in place; every pose must be in ``world_frame`` (or empty);
-    ``name_map``: driver -> URDF joint name; ``transforms``: the rig's history, given every
-    applied joint state; ``reject(reason, detail)``: the node's rejection counter and log.
-    """
+    """Joint states and free-body poses (in ``world_frame``) applied to ``world``, and the rig's
+    ``transforms`` history; ``name_map``: driver -> URDF joint name; ``reject(reason, detail)``."""
 
     def __init__(self, world: Any, world_frame: str, name_map: Mapping[str, str], transforms: BodyTransforms,
                  reject: Callable[..., None], logger: Any) -> None:
@@ -167,11 +159,8 @@ class KinematicInputs:
 
 def parse_joint_name_map(entries: Sequence[str], urdf_joints: Iterable[str],
                          parameter: str = "joint_name_map") -> Dict[str, str]:
-    """:func:`vsf_sensor_ros.urdf.parse_joint_name_map` with the URDF's joints checked.
-
-    Raises:
-        ConfigError: naming ``parameter`` and the offending entry (why: see the parser).
-    """
+    """:func:`vsf_sensor_ros.urdf.parse_joint_name_map` with the URDF's joints checked;
+    ConfigError naming ``parameter`` and the offending entry."""
     try:
         return _parse_joint_name_map(entries, list(urdf_joints))
     except JointNameMapError as exc:

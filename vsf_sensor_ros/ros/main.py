@@ -37,11 +37,7 @@ def events_executor_available() -> bool:
 
 def make_executor(kind: str = "auto", context: Optional[Context] = None) -> Executor:
     """The executor of ``kind`` (``auto``: EventsExecutor where rclpy has it, else single-threaded)
-    in ``context``; spin it with :func:`spin` (docs/performance_notes.md).
-
-    Raises:
-        ValueError: ``kind`` not in :data:`EXECUTOR_KINDS`, or ``events`` without the EventsExecutor.
-    """
+    in ``context``; ValueError: another ``kind``, or ``events`` without the EventsExecutor."""
     if kind not in EXECUTOR_KINDS:
         raise ValueError(f"executor kind {kind!r} is not one of {EXECUTOR_KINDS}")
     if kind in ("auto", "events") and events_executor_available():
@@ -85,8 +81,7 @@ def spin_node(node: Node, kind: str = "auto", poll_sec: float = POLL_SEC,
 
 # -- the command line ----------------------------------------------------------------------
 def usage() -> argparse.ArgumentParser:
-    """``sensor_node``'s command line: only ``-h`` / ``--help``, listing every node-wide and
-    common sensor parameter with its default; everything else goes through ``--ros-args``."""
+    """``sensor_node``'s command line: only ``-h`` / ``--help`` (node-wide and common sensor parameters)."""
     from .kinds import SensorKindError, sensor_kinds
     from .parameter_table import NODE_SPECS, SENSOR_COMMON_SPECS
     try:
@@ -118,8 +113,7 @@ def usage() -> argparse.ArgumentParser:
 def parameter_usage(prog: str, description: str, parameters: Iterable[Tuple[str, Any, str]],
                     examples: Sequence[str]) -> argparse.ArgumentParser:
     """The ``-h`` / ``--help`` parser of a node executable whose settings are ROS parameters
-    (``parameters``: ``(name, default, description)`` in listing order; ``examples``: command
-    lines); everything else goes through ``--ros-args``."""
+    (``parameters``: ``(name, default, description)``; ``examples``: command lines)."""
     lines = ["parameters (set with --ros-args -p name:=value or --params-file FILE):"]
     for name, default, text in parameters:
         lines.append(f"  {name} (default: {_shown(default)})")
@@ -141,23 +135,28 @@ def _shown(default: Any) -> str:
 
 def answer_help(argv: Sequence[str], parser: argparse.ArgumentParser) -> None:
     """Print the usage and raise ``SystemExit(0)`` for ``-h`` / ``--help`` outside ``--ros-args``
-    (before ``rclpy.init``: no ROS participant); other arguments are left to rclpy."""
+    (before ``rclpy.init``); other arguments are left to rclpy."""
     parser.parse_known_args(user_args(list(argv)))
 
 
-def user_args(argv: List[str]) -> List[str]:
-    """The arguments outside ``--ros-args ... [--]`` blocks (program name dropped); split by hand:
-    rclpy's ``remove_ros_args`` would parse the parameter files, which ``rclpy.init`` must report."""
-    out: List[str] = []
+def split_ros_args(argv: Sequence[str]) -> Tuple[List[str], List[str]]:
+    """``(outside, inside)`` the ``--ros-args ... [--]`` blocks of ``argv``, markers dropped; split by
+    hand: rclpy's ``remove_ros_args`` would parse the parameter files, which ``rclpy.init`` reports."""
+    out: Tuple[List[str], List[str]] = ([], [])
     in_ros = False
-    for a in argv[1:]:
+    for a in argv:
         if a == "--ros-args":
             in_ros = True
         elif in_ros and a == "--":
             in_ros = False
-        elif not in_ros:
-            out.append(a)
+        else:
+            out[in_ros].append(a)
     return out
+
+
+def user_args(argv: List[str]) -> List[str]:
+    """The arguments outside ``--ros-args`` blocks, program name dropped."""
+    return split_ros_args(argv[1:])[0]
 
 
 def parameter_file_error(exc: Exception, name: str = "sensor_node") -> str:
@@ -180,8 +179,8 @@ def _rss_bytes() -> Optional[int]:
 
 
 def release_free_heap() -> Optional[int]:
-    """Return free C-heap pages to the kernel (glibc ``malloc_trim(0)``); the bytes the resident
-    set shrank (may be 0 or slightly negative), or None without glibc or ``/proc`` (nothing done)."""
+    """Return free C-heap pages to the kernel (glibc ``malloc_trim(0)``); the bytes the resident set
+    shrank (may be slightly negative), or None without glibc or ``/proc``."""
     name = ctypes.util.find_library("c")
     try:
         trim = ctypes.CDLL(name).malloc_trim if name else None
@@ -212,14 +211,11 @@ def run_node(name: str, make_node: Callable[[], Node], args: Optional[List[str]]
              spin: Callable[[Node], None] = rclpy.spin,
              finish: Optional[Callable[[Node], int]] = None,
              sigterm_as_interrupt: bool = True) -> int:
-    """Init (``args``: the command line), ``make_node``, ``spin`` it, clean up; the exit code.
-
-    ``config_errors``: exceptions of ``make_node`` logged as one ``configuration error`` line of
-    ``name`` (as are :data:`RCLPY_PARAMETER_ERRORS`); ``finish(node)``, after the spin, gives the
-    code; ``sigterm_as_interrupt``: SIGTERM stops the spin as SIGINT where rclpy has no handler.
-    Returns 0 on a normal end (SIGINT, SIGTERM, shutdown, a signal during start-up), 2 on a
-    configuration error (a parameter file rcl cannot parse, or ``config_errors``), else ``finish``'s.
-    """
+    """Init (``args``: the command line), ``make_node``, ``spin`` it, clean up; the exit code: 0 on
+    a normal end (SIGINT, SIGTERM, shutdown), 2 on a configuration error (a parameter file rcl
+    cannot parse, ``config_errors`` or :data:`RCLPY_PARAMETER_ERRORS` of ``make_node``: one
+    ``configuration error`` line), else ``finish(node)``'s after the spin.  ``sigterm_as_interrupt``:
+    SIGTERM stops the spin as SIGINT where rclpy has no handler."""
     try:
         rclpy.init(args=args)
     except KeyboardInterrupt:
@@ -287,9 +283,3 @@ def exit_now(main: Callable[[], int]) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
-
-
-__all__ = ["EXECUTOR_KINDS", "POLL_SEC", "answer_help", "events_executor_available", "exit_now",
-           "make_executor", "parameter_file_error", "parameter_usage", "release_free_heap",
-           "run_node", "spin", "spin_node",
-           "usage", "user_args"]

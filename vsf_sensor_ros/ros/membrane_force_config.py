@@ -27,14 +27,11 @@ from .main import parameter_usage
 from .parameters import declare_all, unknown_keys, unmatched_params_files
 from .scene import effective_assets_dir, resolve_path, resolved_from
 
-#: how the --help text of a file parameter says where a relative path is looked for
 RELATIVE_PATHS = "relative: against $VSF_ASSETS when set, else the working directory"
-#: gauge pressure (Pa) of the start-up check that the mesh can be inflated (any positive value does)
+#: gauge pressure (Pa) of the start-up check that the mesh can be inflated (any positive one does)
 NOMINAL_GAUGE_PA = 1000.0
-#: atmospheric pressures ``ambient_pressure`` may take, Pa: the lowest shore on earth (about 107 kPa)
-#: up to about 9 km; a value outside is a unit mistake (hPa, kPa) or a gauge pressure
+#: ``ambient_pressure`` range, Pa (lowest shore to about 9 km): outside, a unit mistake or a gauge pressure
 AMBIENT_RANGE_PA = (30000.0, 110000.0)
-#: logged once at start when neither ``ambient_pressure`` nor ``altitude`` is set
 SEA_LEVEL_WARNING = ("ambient_pressure and altitude are 0: the standard atmosphere at sea level (101325 Pa) "
                      "is assumed; set altitude (m) or ambient_pressure (Pa, best the bubble's own sensor "
                      "read deflated): the gauge pressure sets the size of every force")
@@ -116,7 +113,6 @@ SPECS: List[Spec] = [
            "calibration_file"),
 ]
 PARAMETER_NAMES = [s.key for s in SPECS]
-#: the parameters that name topics (checked at start with rclpy's name rules)
 TOPIC_PARAMETERS = ("depth_topic", "points_topic", "camera_info_topic", "pressure_topic", "force_topic",
                     "surface_topic", "total_force_topic")
 EXAMPLE = ("membrane_force_node --ros-args -p mesh:=equalized.vtk "
@@ -125,7 +121,7 @@ EXAMPLE = ("membrane_force_node --ros-args -p mesh:=equalized.vtk "
 
 
 def usage() -> argparse.ArgumentParser:
-    """The command line: only ``-h`` / ``--help`` (:func:`.main.parameter_usage`, ranges in the text)."""
+    """The command line: only ``-h`` / ``--help`` (:func:`.main.parameter_usage`)."""
     return parameter_usage(
         "membrane_force_node", "Measured dense force of a Punyo bubble from its internal depth camera and "
         "its pressure, published as sensor_node's measured stream of a PunyoDenseForceSensor; also the "
@@ -137,13 +133,8 @@ def usage() -> argparse.ArgumentParser:
 
 
 def mesh_file(name: str, given: str) -> str:
-    """The absolute file mesh parameter ``name`` (``mesh``, ``attachment_mesh``) names: ``~``
-    expanded, a relative ``given`` resolved (module text).
-
-    Raises:
-        ConfigError: no such file (naming the resolved path and what it was resolved against), or
-            not a regular file.
-    """
+    """The absolute file mesh parameter ``name`` names (``~`` expanded, relative resolved);
+    ConfigError: no such file (naming the path and what it was resolved against), not a file."""
     assets = effective_assets_dir("")
     path = os.path.abspath(resolve_path(given, assets))
     if not os.path.exists(path):
@@ -154,12 +145,8 @@ def mesh_file(name: str, given: str) -> str:
 
 
 def read_mesh(given: str) -> MembraneMesh:
-    """The membrane mesh of parameter ``mesh``, checked to be one the model can inflate.
-
-    Raises:
-        ConfigError: no path, no such file, an unreadable file, or a mesh with no pressure
-            pre-tension (flat) or a free vertex in no triangle.
-    """
+    """The membrane mesh of parameter ``mesh``; ConfigError: no path or file, unreadable, or a
+    mesh the model cannot inflate (flat, a free vertex in no triangle)."""
     if not given:
         raise ConfigError("mesh", given, "the membrane mesh file is required")
     path = mesh_file("mesh", given)
@@ -175,13 +162,9 @@ def read_mesh(given: str) -> MembraneMesh:
 
 
 def attachment_frame(mesh: Optional[MembraneMesh], given: str) -> Tuple[MeshFrameTransform, str]:
-    """The transform from the membrane ``mesh`` to the frame of the ``attachment_mesh`` file
-    ``given`` (its vertices in file order: :func:`vsf_sensor_ros.mesh_io.load_mesh`, every body
-    mesh's rule), and the file's path; without a mesh only the file is checked (identity).
-
-    Raises:
-        ConfigError: no such file, not a regular file, unreadable, or not the same membrane.
-    """
+    """``(transform from the membrane mesh to the attachment_mesh file's frame, its path)`` (file
+    vertex order, :func:`vsf_sensor_ros.mesh_io.load_mesh`; without a mesh: identity).
+    ConfigError: no such file, not a file, unreadable, or not the same membrane."""
     path = mesh_file("attachment_mesh", given)
     if mesh is None:
         return MeshFrameTransform.identity(), path
@@ -198,13 +181,8 @@ def attachment_frame(mesh: Optional[MembraneMesh], given: str) -> Tuple[MeshFram
 
 
 def ambient(p: Dict[str, Any]) -> Tuple[float, str]:
-    """``(Pa, source)`` of the ambient pressure: ``ambient_pressure`` and ``"ambient_pressure"``
-    when it is not 0, else the ISA atmosphere at ``altitude`` (m) and ``"standard atmosphere at 222 m"``.
-
-    Raises:
-        ConfigError: an ``ambient_pressure`` outside :data:`AMBIENT_RANGE_PA` (with a word on hPa
-            when 100 times it would fit).
-    """
+    """``(Pa, source)``: ``ambient_pressure`` when not 0, else the ISA atmosphere at ``altitude``
+    (m); ConfigError: outside :data:`AMBIENT_RANGE_PA` (with a word on hPa when x100 fits)."""
     given = float(p["ambient_pressure"])
     lo, hi = AMBIENT_RANGE_PA
     if given == 0.0:
@@ -219,11 +197,8 @@ def ambient(p: Dict[str, Any]) -> Tuple[float, str]:
 
 
 def reference_rotation(p: Dict[str, Any]) -> np.ndarray:
-    """``(3, 3)`` float64 ``R_frame_ref`` of parameter ``reference_rotation`` (x y z w, normalised).
-
-    Raises:
-        ConfigError: a quaternion of zero norm.
-    """
+    """``(3, 3)`` float64 ``R_frame_ref`` of ``reference_rotation`` (x y z w, normalised);
+    ConfigError: a quaternion of zero norm."""
     try:
         return transform_from_xyz_quat([0.0, 0.0, 0.0], p["reference_rotation"])[:3, :3]
     except ValueError as exc:
@@ -248,8 +223,8 @@ def _attempt(problems: List[ConfigError], check: Any, *args: Any) -> Any:
 
 def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name: str,
                       namespace: str) -> List[ConfigError]:
-    """Every problem of the parameters that need no file, each naming the parameter and value
-    (with a ``mesh``, also a camera mount that puts free vertices behind the camera)."""
+    """Every problem of the parameters that need no file, naming parameter and value (with a
+    ``mesh``, a camera mount that puts free vertices behind the camera too)."""
     out: List[ConfigError] = []
     _attempt(out, ambient, p)
     if p["input"] not in ("depth", "points"):
@@ -283,13 +258,9 @@ def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name
 
 def configure(node: Node, command_line: Sequence[str]) -> SimpleNamespace:
     """Declare ``node``'s parameters, read its meshes and calibration file, log the start-up notes;
-    ``p`` (name -> value), ``mesh``, ``out_frame`` (mesh -> attachment frame), ``store``, ``record``
-    (the scale loaded), ``ambient_pa``, ``ambient_source``, ``config_problems`` (unknown keys,
-    parameter files with no entry for the node).
-
-    Raises:
-        ConfigError: every problem at once (:class:`.ConfigErrors`), each naming parameter and value.
-    """
+    ``p`` (name -> value), ``mesh``, ``out_frame``, ``store``, ``record`` (the scale loaded),
+    ``ambient_pa``, ``ambient_source``, ``config_problems`` (unknown keys, unmatched parameter
+    files).  ConfigError: every problem at once, each naming parameter and value."""
     p, problems = declare_all(node, SPECS)   # (altitude: 222 is taken for 222.0, as by sensor_node)
     c = SimpleNamespace(p=p, out_frame=MeshFrameTransform.identity(), record=ScaleRecord())
     c.mesh = _attempt(problems, read_mesh, p["mesh"])

@@ -1,8 +1,5 @@
-"""``membrane_force_node``'s inputs on the ROS graph: wrong types, the waits it logs, its status.
-
-The sentences naming each input and the pressures paired with frames are the rig's
-(:mod:`vsf_sensor_ros.rig.membrane_inputs`); the messages: docs/membrane_force.md.
-"""
+"""``membrane_force_node``'s inputs on the ROS graph: wrong types, the waits it logs, its status
+(the sentences are :mod:`vsf_sensor_ros.rig.membrane_inputs`'; docs/membrane_force.md)."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
@@ -14,7 +11,6 @@ from ..rig.membrane_inputs import Input, inputs_text, join_names, missing_inputs
 from .messages.camera import PRESSURE_TYPES
 from .topic_types import WrongTypeWatch, type_name
 
-__all__ = ["InputWatch", "WAIT_WARN_S", "pressure_type_hints", "ready_text", "report"]
 
 #: s after start from which a still-missing input is logged (once) at WARN; /diagnostics names it at once
 WAIT_WARN_S = 5.0
@@ -60,8 +56,7 @@ class InputWatch:
         return f"{waiting_text(new)} ({now - self.started:.0f} s since start)"
 
     def wrong_types(self) -> List[str]:
-        """One sentence per input published in another type (:class:`.topic_types.WrongTypeWatch`,
-        which logs each once), with the setting that would read it (:attr:`Input.hints`)."""
+        """A sentence per input published in another type (logged once), with the setting that reads it."""
         out: List[str] = []
         for i in self.inputs:
             text = self._wrong_type(i)

@@ -1,7 +1,5 @@
-"""``membrane_force_node``: the measured dense force of a Punyo bubble, live, from its own camera.
-
-Depth frames and the bubble pressure in, the per-vertex force out in ``sensor_node``'s measured
-dense-force layout; topics, pairing, rejections, the force scale: docs/membrane_force.md."""
+"""``membrane_force_node``: a Punyo bubble's measured dense force, live, from its depth frames and
+pressure, in ``sensor_node``'s measured dense-force layout (docs/membrane_force.md)."""
 from __future__ import annotations
 
 import sys
@@ -31,9 +29,7 @@ from ..rig.membrane_inputs import (Input, Pressures, check_reference_frame, inpu
                                    pressures_text, stamp_partners, zero_stamp_text)
 from .kinds.punyo_pressure import PressureCodec
 from .main import answer_help, run_node
-# SPECS and usage are also this module's public names (tests, --help)
-from .membrane_force_config import (PARAMETER_NAMES, SPECS, configure, pressure_type_name, reference_rotation,
-                                    usage)
+from .membrane_force_config import PARAMETER_NAMES, configure, pressure_type_name, reference_rotation, usage
 from .membrane_force_inputs import InputWatch, pressure_type_hints, ready_text, report
 from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, camera_info_text,
                               colour_from_image, depth_from_cloud, depth_from_image, pressure_pa,
@@ -44,12 +40,10 @@ from .parameter_table import ConfigError
 from .parameters import UnknownKey, closest_key
 from .topic_types import type_name
 
-__all__ = ["SPECS", "MembraneForceNode", "main", "run", "usage"]
-
 
 class MembraneForceNode(Node):
-    """Camera frames + pressure → :class:`MembraneForceEstimator` → measured dense force;
-    ``command_line``: for :func:`.configure`; ``kwargs``: to ``Node``.  ConfigError: every problem."""
+    """Camera frames + pressure → :class:`MembraneForceEstimator` → measured dense force
+    (``command_line``: for :func:`.configure`).  ConfigError: every problem."""
 
     def __init__(self, node_name: str = "membrane_force_node", command_line: Sequence[str] = (),
                  **kwargs: Any) -> None:
@@ -150,8 +144,8 @@ class MembraneForceNode(Node):
         logger.warning(f"{what} rejected ({reason}): {message}", throttle_duration_sec=5.0)
 
     def _zero_stamp(self, key: str, header: Optional[Header]) -> bool:
-        """True (the message rejected, counted under its topic, logged) when input ``key`` pairs
-        by stamp and ``header`` (None for a bare pressure) is stamped 0."""
+        """True (rejected, counted, logged) when input ``key`` pairs by stamp and ``header`` (None:
+        a bare pressure) is stamped 0."""
         partner = self.stamp_partners.get(key)
         if partner is None or header is None or stamp_to_ns(header.stamp) != 0:
             return False
@@ -226,7 +220,7 @@ class MembraneForceNode(Node):
     def _on_frame(self, header: Header, decode: Any, pending: bool = False,
                   arrived: Optional[float] = None) -> None:
         """A depth frame (``decode()``: its depth) received at monotonic ``arrived`` (None: now);
-        ``pending``: offered again after waiting for its stamped pressure."""
+        ``pending``: after waiting for its stamped pressure."""
         if not pending:
             self.stats["frames_received"] += 1
             if self._zero_stamp("frames", header):
@@ -275,8 +269,8 @@ class MembraneForceNode(Node):
                                 f"(the colour must be on the depth image's pixel grid)", "wrong_size")
 
     def _pair_colours(self, expired: float = float("-inf")) -> None:
-        """Estimate the waiting depth frames whose colour is settled, in arrival order; a frame
-        received before ``expired`` (monotonic s), or beyond ``qos_depth`` waiting, stops waiting."""
+        """Estimate the waiting frames whose colour is settled, in arrival order; one received before
+        ``expired`` (monotonic s), or beyond ``qos_depth`` waiting, goes without."""
         for (header, decode, pressure), image, reason in self.pairing.settled(expired):
             if image is not None:
                 try:
@@ -348,8 +342,8 @@ class MembraneForceNode(Node):
         self.last.update(vertices_measured=str(res.vertices_measured), vertices_flow=str(res.vertices_flow))
 
     def _publish(self, header: Header, res: Any) -> np.ndarray:
-        """Publish one estimate (the dense and total force times the scale, the dense force
-        without it, the surface); the uncalibrated total contact force, ``(3,)`` N in frame_id."""
+        """Publish one estimate (dense and total force scaled, dense force unscaled, surface); the
+        unscaled total contact force, ``(3,)`` N in frame_id."""
         s, pos, force = (self.record.scale, self.out_frame.points(res.positions),
                          self.out_frame.vectors(res.contact_forces))
         h = Header(stamp=copy_stamp(header.stamp), frame_id=self.p["frame_id"])
@@ -392,7 +386,6 @@ class MembraneForceNode(Node):
                                f"; no usable CameraInfo yet on {self.p['camera_info_topic']}"))
         return response
 
-    # -- the force scale -------------------------------------------------------------------------
     def _on_wrench(self, msg: WrenchStamped) -> None:
         f = msg.wrench.force
         force = np.array([f.x, f.y, f.z], dtype=np.float64)
@@ -405,8 +398,8 @@ class MembraneForceNode(Node):
         self.scale.add_wrench(stamp, force)
 
     def _on_calibrate(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        """``~/calibrate_scale``: fit the force scale on the frames since the last reset; on success
-        it is in force at once and written to ``calibration_file``; a refusal changes nothing."""
+        """``~/calibrate_scale``: fit the scale on the frames since the last reset, take it and write
+        it to ``calibration_file``; a refusal changes nothing."""
         response.success = False
         if self.scale is None:
             response.message = ("refused: parameter reference_wrench_topic is empty: no reference force to "
@@ -457,8 +450,8 @@ class MembraneForceNode(Node):
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """Console entry point (:func:`.main.run_node`, ``args``: ``sys.argv`` when None): 0 on Ctrl-C,
-    shutdown or ``--help``, 2 on a configuration error."""
+    """Console entry point (``args``: ``sys.argv`` when None): 0 on Ctrl-C, shutdown or ``--help``,
+    2 on a configuration error."""
     argv = list(sys.argv if args is None else args)
     try:
         answer_help(argv, usage())

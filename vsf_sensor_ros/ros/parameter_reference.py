@@ -1,8 +1,6 @@
 """The parameter reference, ``docs/parameters.md``, generated from the node's parameter table.
 
-The :class:`Spec` entries are the one source of every parameter's default, range and text, so the
-reference cannot drift; ``--check`` exits 1 when the committed file is stale.
-"""
+The table is the one source of defaults, ranges and text; ``--check`` exits 1 when the file is stale."""
 from __future__ import annotations
 
 import argparse

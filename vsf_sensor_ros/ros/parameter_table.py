@@ -1,11 +1,7 @@
-"""The sensor node's parameter table: every parameter's default, type, description and
-constraints (:class:`Spec`): node-wide (:data:`NODE_SPECS`), an extra body's ``<b>.*``
-(:data:`BODY_SPECS`), every sensor's ``<s>.*`` (:data:`SENSOR_COMMON_SPECS`) and each kind's
-model settings (:data:`SENSOR_SETTINGS`, from :mod:`vsf_sensor_ros.ros.kinds`).
-"""
+"""The sensor node's parameter table (:class:`Spec`: default, type, description, constraints):
+node-wide, an extra body's ``<b>.*``, every sensor's ``<s>.*`` and each kind's model settings."""
 from __future__ import annotations
 
-import array
 import functools
 import re
 from dataclasses import dataclass
@@ -18,11 +14,8 @@ INF = float("inf")
 
 
 class ConfigError(ValueError):
-    """A configuration problem found at start or on a parameter change.
-
-    ``parameter`` (full name, e.g. ``punyo.mesh``), ``value``, ``detail``; ``str(err)`` is one
-    line: ``parameter '<p>' = <value>: <detail>``.
-    """
+    """A configuration problem at start or on a parameter change: ``parameter`` (full name, e.g.
+    ``punyo.mesh``), ``value``, ``detail``; ``str(err)``: ``parameter '<p>' = <value>: <detail>``."""
 
     def __init__(self, parameter: str, value: Any, detail: str) -> None:
         self.parameter, self.value, self.detail = parameter, value, detail
@@ -30,16 +23,15 @@ class ConfigError(ValueError):
 
 
 def numbered(problems: Sequence[str]) -> str:
-    """One line for several problems: the problem itself for one, else ``"3 problems: [1] ...;
-    [2] ...; [3] ..."`` (numbered: a sentence may contain ``;`` itself)."""
+    """One line for several problems: the one itself, else ``"3 problems: [1] ...; [2] ...; [3] ..."``."""
     if len(problems) == 1:
         return problems[0]
     return f"{len(problems)} problems: " + "; ".join(f"[{i}] {t}" for i, t in enumerate(problems, 1))
 
 
 class ConfigErrors(ConfigError):
-    """Several configuration problems found together (``errors``, at least two, in the order
-    found; ``parameter``, ``value``, ``detail`` are the first one's); ``str(err)``: :func:`numbered`."""
+    """Two or more configuration problems (``errors``, in the order found; ``parameter``,
+    ``value``, ``detail``: the first one's); ``str(err)``: :func:`numbered`."""
 
     def __init__(self, errors: Sequence[ConfigError]) -> None:
         self.errors = list(errors)
@@ -58,12 +50,9 @@ def raise_all(errors: Sequence[ConfigError]) -> None:
 
 @dataclass
 class Spec:
-    """One parameter: ``key`` within its namespace, ``default`` (its Python type fixes the ROS
-    type; ``ptype`` for empty arrays), one-line ``description`` (``ros2 param describe``),
-    ``read_only`` (fixed at start), inclusive range ``lo`` .. ``hi`` (enforced by rclpy),
-    ``constraints`` text; checked by :func:`check_value`: array ``length``, ``finite``, ``positive``
-    (> 0), ``topic`` (a topic name by rclpy's rules; empty = the default topic).
-    """
+    """One parameter: ``key`` in its namespace, ``default`` (its type is the ROS type; ``ptype`` for
+    empty arrays), ``description``, ``read_only``, inclusive ``lo`` .. ``hi`` (rclpy's), ``constraints``
+    text; :func:`check_value`'s array ``length``, ``finite``, ``positive`` (> 0), ``topic`` (a name)."""
 
     key: str
     default: Any
@@ -84,10 +73,8 @@ class Spec:
                                 read_only=self.read_only, additional_constraints=self.constraints)
         if self.ptype is not None:
             d.type = self.ptype
-        if self.lo is not None and self.hi is not None:
-            if isinstance(self.default, bool):
-                pass
-            elif isinstance(self.default, int):
+        if self.lo is not None and self.hi is not None and not isinstance(self.default, bool):
+            if isinstance(self.default, int):
                 d.integer_range = [IntegerRange(from_value=int(self.lo), to_value=int(self.hi), step=0)]
             elif isinstance(self.default, float):
                 d.floating_point_range = [FloatingPointRange(
@@ -99,12 +86,9 @@ def check_value(full_name: str, spec: Spec, value: Any) -> None:
     """Validate ``value`` for ``spec`` beyond rclpy's descriptor checks.
 
     Raises:
-        ConfigError: the wrong type or length, non-finite or non-positive entries, outside the
-            range, an invalid topic name.
+        ConfigError: the wrong length, non-finite or non-positive entries, outside the range, an
+            invalid topic name (the type is rclpy's: parameters are statically typed).
     """
-    wrong = _type_mismatch(spec, value)
-    if wrong:
-        raise ConfigError(full_name, value, f"wrong type: {wrong}")
     if spec.topic and value:
         check_topic_name(full_name, value)
     if spec.length is not None:
@@ -129,41 +113,9 @@ def check_value(full_name: str, spec: Spec, value: Any) -> None:
         raise ConfigError(full_name, value, f"must be <= {spec.hi}")
 
 
-def _type_mismatch(spec: Spec, value: Any) -> str:
-    """Why ``value`` does not have ``spec``'s ROS type ('' when it does; an int passes for a double)."""
-    def number(v: Any) -> bool:
-        return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
-    d = spec.default
-    if spec.ptype == STRING_ARRAY or (isinstance(d, list) and d and isinstance(d[0], str)):
-        ok, want = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value), \
-            "a string array"
-    elif spec.ptype == DOUBLE_ARRAY or (isinstance(d, list) and d and number(d[0])):
-        # (rclpy hands double and integer arrays over as array.array)
-        seq = (list, tuple, np.ndarray, array.array)
-        ok, want = isinstance(value, seq) and all(number(v) for v in value), "a double array"
-    elif isinstance(d, list) and d and isinstance(d[0], bool):
-        ok, want = isinstance(value, (list, tuple)) and all(isinstance(v, bool) for v in value), \
-            "a bool array"
-    elif isinstance(d, bool):
-        ok, want = isinstance(value, (bool, np.bool_)), "a bool"
-    elif isinstance(d, int):
-        ok, want = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)), \
-            "an integer"
-    elif isinstance(d, float):
-        ok, want = number(value), "a double"
-    elif isinstance(d, str):
-        ok, want = isinstance(value, str), "a string"
-    else:
-        return ""
-    return "" if ok else f"needs {want}, got {type(value).__name__}"
-
-
 def check_topic_name(parameter: str, topic: str, node_name: str = "sensor_node", namespace: str = "/") -> str:
-    """``topic`` expanded to a full name by rclpy's rules (relative names under ``namespace``).
-
-    Raises:
-        ConfigError: naming ``parameter`` and ``topic`` with rclpy's reason.
-    """
+    """``topic`` expanded to a full name by rclpy's rules; ConfigError naming ``parameter``,
+    ``topic`` and rclpy's reason."""
     from rclpy.expand_topic_name import expand_topic_name
     from rclpy.validate_full_topic_name import validate_full_topic_name
     from rclpy.validate_topic_name import validate_topic_name
@@ -178,7 +130,6 @@ def check_topic_name(parameter: str, topic: str, node_name: str = "sensor_node",
 
 
 STRING_ARRAY = ParameterType.PARAMETER_STRING_ARRAY
-DOUBLE_ARRAY = ParameterType.PARAMETER_DOUBLE_ARRAY
 IDENTITY16 = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
 
 NODE_SPECS: List[Spec] = [
@@ -325,7 +276,7 @@ SENSOR_COMMON_SPECS: List[Spec] = [
          read_only=True, lo=-110000.0, hi=1.0e6),
 ]
 
-#: a model setting's Spec: read-only (a model is built once, at start); the kinds declare theirs with it
+#: a model setting's Spec: read-only (a model is built once, at start)
 model_spec = functools.partial(Spec, read_only=True)
 
 
@@ -349,16 +300,14 @@ SENSOR_SETTINGS: Mapping[str, List[Spec]] = _KindSettings()
 """Type name -> model settings of every sensor kind (built in and from entry points); a view."""
 
 BODY_KEYS = {s.key for s in BODY_SPECS}
-# A sensor's keys that change live (ROS-side scalars); every other key is fixed at start.
-LIVE_SENSOR_KEYS = tuple(s.key for s in SENSOR_COMMON_SPECS if not s.read_only)
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-# Longest sensor / body name: it prefixes topic names, which DDS limits to about 250 characters.
+# a sensor / body name prefixes topic names, which DDS limits to about 250 characters
 MAX_NAME_LENGTH = 64
 
 
 def check_name(parameter: str, name: str) -> None:
-    """ConfigError naming ``parameter`` and ``name`` unless the sensor/body name is a ROS name
-    token (it prefixes topics and parameters) of at most :data:`MAX_NAME_LENGTH` characters."""
+    """ConfigError naming ``parameter`` and ``name`` unless it is a ROS name token of at most
+    :data:`MAX_NAME_LENGTH` characters."""
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise ConfigError(parameter, name, "names must start with a letter and hold only letters, "
                                            "digits and '_'")
@@ -375,8 +324,8 @@ def plain(value: Any) -> Any:
 
 
 def as_double(value: Any, default: Any) -> Any:
-    """``value`` as float / list of floats when ``default`` is a double (array) and ``value``
-    holds integers (every node's int -> double leniency); None when no conversion applies."""
+    """``value`` as float(s) when ``default`` is a double (array) and ``value`` holds integers;
+    None when no conversion applies."""
     if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if isinstance(default, list) and default and isinstance(default[0], float) \

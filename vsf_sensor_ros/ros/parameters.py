@@ -1,6 +1,5 @@
 """The nodes' parameters at run time: declaration, int -> double leniency, live requests checked
-whole before any is applied, unknown keys and parameter files keyed for another node
-(docs/interface.md, docs/node.md)."""
+whole, unknown keys and parameter files keyed for another node (docs/node.md)."""
 from __future__ import annotations
 
 import difflib
@@ -18,6 +17,7 @@ from rclpy.parameter import Parameter
 from .messages import readings as enc
 from .kinds import SensorKindError, codec_of_type, sensor_kinds
 from ._rclpy_compat import parameter_override, replace_parameter_override
+from .main import split_ros_args
 from .topic_types import type_name
 from .parameter_table import (BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS,
                               SENSOR_SETTINGS, ConfigError, Spec, as_double, check_name,
@@ -37,8 +37,7 @@ class SensorParameters:
     values: Dict[str, Any] = field(default_factory=dict)
 
     def model_config(self) -> Dict[str, Any]:
-        """The dict for ``sensor_from_config``: name, type, attachment + type settings (arrays as
-        lists; the ROS-side keys left out)."""
+        """The dict for ``sensor_from_config``: name, type, attachment, type settings (arrays as lists)."""
         cfg: Dict[str, Any] = {"name": self.name, "type": self.type,
                                "attachment": self.values.get("attachment", "")}
         for spec in SENSOR_SETTINGS.get(self.type, []):
@@ -48,11 +47,8 @@ class SensorParameters:
         return cfg
 
     def measured_type(self) -> str:
-        """Canonical measured message type (the predicted type when unset).
-
-        Raises:
-            ConfigError: an unsupported type, or one the kind cannot decode (``measured_types``).
-        """
+        """Canonical measured message type (the predicted type when unset); ConfigError: an
+        unsupported type, or one the kind cannot decode."""
         accepted = codec_of_type(self.type).measured_types
         text = self.values.get("measured_type", "") or accepted[0]
         try:
@@ -72,8 +68,7 @@ class SensorParameters:
 
 @dataclass(frozen=True)
 class LiveSettings:
-    """Node-wide parameters read per message and changed live (one immutable snapshot; the
-    meanings: :data:`.parameter_table.NODE_SPECS`)."""
+    """Immutable snapshot of the node-wide live parameters (:data:`.parameter_table.NODE_SPECS`)."""
 
     tare_samples: int
     tare_on_start: bool
@@ -101,12 +96,9 @@ class LiveSettings:
 
 
 def declare_spec(node: Node, name: str, spec: Spec) -> Any:
-    """Declare parameter ``name`` on ``node`` from a :class:`Spec`; its value as plain Python.  An
-    integer override of a double (array) becomes that double first (rclpy would refuse it).
-
-    Raises:
-        ConfigError: the wrong type, out of range, or refused by :func:`.parameter_table.check_value`.
-    """
+    """Declare parameter ``name`` on ``node`` from a :class:`Spec`; its value as plain Python (an
+    integer override of a double (array) becomes that double first).  ConfigError: a value rclpy
+    or :func:`.parameter_table.check_value` refuses."""
     override = parameter_override(node, name)
     fixed = None if override is None else as_double(override.value, spec.default)
     if fixed is not None:
@@ -125,8 +117,8 @@ def declare_spec(node: Node, name: str, spec: Spec) -> Any:
 
 
 def declare_all(node: Node, specs: Sequence[Spec]) -> Tuple[Dict[str, Any], List[ConfigError]]:
-    """Declare every spec of ``specs`` on ``node``; ``({name: value}, errors)``: a refused one reads
-    its default (for the checks that follow: the node does not start), its ConfigError listed."""
+    """Declare ``specs`` on ``node``; ``({name: value}, errors)``: a refused one reads its default
+    (for the checks that follow), its ConfigError listed."""
     values: Dict[str, Any] = {}
     errors: List[ConfigError] = []
     for s in specs:
@@ -140,9 +132,8 @@ def declare_all(node: Node, specs: Sequence[Spec]) -> Tuple[Dict[str, Any], List
 
 def check_measured_topic(node: Node, cfg: SensorParameters,
                          own: Mapping[str, Tuple[str, str, bool]]) -> None:
-    """ConfigError naming ``<s>.measured_topic`` unless it is a valid name, none of the node's own
-    inputs and carries no other type (on the graph, or in ``own``: ``{resolved topic: (what, type,
-    an input)}`` of the node's endpoints, those not made yet too)."""
+    """ConfigError naming ``<s>.measured_topic`` unless it is a valid name, no input of the node
+    and carries no other type (on the graph or in ``own``, :func:`.health.own_topics`)."""
     topic = cfg.measured_topic()
     pname, given = f"{cfg.name}.measured_topic", cfg.values.get("measured_topic", "")
     full = check_topic_name(pname, topic, node.get_name(), node.get_namespace())
@@ -160,8 +151,7 @@ def check_measured_topic(node: Node, cfg: SensorParameters,
 
 
 class NodeParameters:
-    """Declares the node's parameters on ``node`` and checks live requests; ``values``: the
-    node-wide values after :meth:`declare_node` (live ones kept current)."""
+    """Declares ``node``'s parameters, checks live requests; ``values``: the node-wide ones."""
 
     def __init__(self, node: Node) -> None:
         self._node = node
@@ -179,7 +169,7 @@ class NodeParameters:
 
     @staticmethod
     def check_sensor_list(sensors: Sequence[str]) -> None:
-        """ConfigError naming ``sensors`` unless the names are valid, distinct and no node endpoint
+        """ConfigError naming ``sensors`` unless the names are valid, distinct, no node endpoint,
         and the sensor kinds load."""
         seen: Set[str] = set()
         errors: List[ConfigError] = []
@@ -217,7 +207,6 @@ class NodeParameters:
         cfg.measured_type()  # validates
         return cfg
 
-    # ------------------------------------------------------------------ live requests
     def coerce_request(self, params: List[Parameter]) -> List[Parameter]:
         """``pre_set_parameters``: an integer for a declared double (array) becomes that double."""
         out = []
@@ -240,11 +229,8 @@ class NodeParameters:
     def check(self, params: Sequence[Parameter], errors: Sequence[ConfigError] = ()
               ) -> Dict[str, Dict[str, Any]]:
         """Check a live request whole (with ``errors`` already found), changing nothing;
-        ``{namespace: {key: value}}`` (``""``: node-wide, else the sensor's name).
-
-        Raises:
-            ConfigError: naming each refused parameter and value (:class:`.ConfigErrors` for several).
-        """
+        ``{namespace: {key: value}}`` (``""``: node-wide).  ConfigError (:class:`.ConfigErrors`
+        for several): naming each refused parameter and value."""
         out: Dict[str, Dict[str, Any]] = {}
         errors = list(errors)
         for prm in params:
@@ -268,9 +254,8 @@ class NodeParameters:
 
 def wrong_type_errors(node: Node, params: Sequence[Parameter]
                       ) -> Tuple[List[Parameter], Dict[str, ConfigError]]:
-    """For ``pre_set_parameters``: the request with each value of the wrong type for a declared,
-    writable, statically typed parameter replaced by the current value, and those errors by name
-    (rclpy's refusal names neither parameter nor value; ``on_set_parameters`` refuses with these)."""
+    """For ``pre_set_parameters``: the request with each wrongly typed value of a declared writable
+    parameter replaced by the current one, and those errors by name (rclpy's names neither)."""
     checked: List[Parameter] = []
     wrong: Dict[str, ConfigError] = {}
     for prm in params:
@@ -292,10 +277,7 @@ def _type_words(t: Parameter.Type) -> str:
     return ("an " if words[:1] in "aeiou" else "a ") + words
 
 
-# -- configuration checked, not trusted ------------------------------------------------------
-# rclpy and rcl accept unknown keys and parameter files keyed for another node silently (the
-# default stays, the file applies to nothing); these pure functions make them loud (docs/node.md).
-
+# rclpy accepts unknown keys and parameter files keyed for another node silently: made loud here.
 # Parameters rclpy declares on every node, or reads itself, that no table of ours lists.
 RCLPY_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service"})
 RCLPY_PREFIXES = ("qos_overrides.",)
@@ -303,9 +285,8 @@ RCLPY_PREFIXES = ("qos_overrides.",)
 
 @dataclass(frozen=True)
 class UnknownKey:
-    """One override that is no parameter of the node: full ``name`` as given, the closest known
-    full name (``suggestion``, None when nothing is close), ``where``: ``"node"``, ``"sensor <s>"``
-    or ``"body <b>"``."""
+    """An override that is no parameter: ``name`` as given, the closest known full name
+    (``suggestion``, or None), ``where``: ``"node"``, ``"sensor <s>"`` or ``"body <b>"``."""
 
     name: str
     suggestion: Optional[str]
@@ -325,11 +306,8 @@ def closest_key(key: str, known: Iterable[str]) -> Optional[str]:
 
 def unknown_keys(names: Iterable[str], node_keys: Set[str], sensors: Mapping[str, Set[str]],
                  bodies: Mapping[str, Set[str]]) -> List[UnknownKey]:
-    """Every name of ``names`` no part of the node's table knows, in order, with a suggestion.
-
-    ``sensors`` / ``bodies``: name -> its valid keys; a key under a section that is no sensor or
-    body is unknown too (suggesting a close section that has the key).
-    """
+    """Every name of ``names`` the node's table does not know, in order, with a suggestion
+    (``sensors`` / ``bodies``: name -> its keys; a key under no such section suggests a close one)."""
     sections = {**bodies, **sensors}
     out: List[UnknownKey] = []
     for name in names:
@@ -351,28 +329,13 @@ def unknown_keys(names: Iterable[str], node_keys: Set[str], sensors: Mapping[str
 
 def params_files(argv: Sequence[str]) -> List[str]:
     """The ``--params-file`` paths inside the ``--ros-args`` sections of ``argv``."""
-    files: List[str] = []
-    in_ros = False
-    it = iter(argv)
-    for arg in it:
-        if arg == "--ros-args":
-            in_ros = True
-        elif arg == "--":
-            in_ros = False
-        elif in_ros and arg == "--params-file":
-            path = next(it, None)
-            if path is not None:
-                files.append(path)
-    return files
+    ros = split_ros_args(argv)[1]
+    return [path for flag, path in zip(ros, ros[1:]) if flag == "--params-file"]
 
 
 def node_keys_of_file(path: str) -> List[str]:
-    """The node names a ROS 2 parameters file is keyed by (every path ending in
-    ``ros__parameters``; ``left: {sensor_node: {ros__parameters: ...}}`` gives ``left/sensor_node``).
-
-    Raises:
-        OSError, yaml.YAMLError: the file cannot be read as YAML.
-    """
+    """The node names a ROS 2 parameters file is keyed by (``left: {sensor_node: {ros__parameters:
+    ...}}`` gives ``left/sensor_node``); OSError, yaml.YAMLError: not readable as YAML."""
     keys: List[str] = []
 
     def walk(node: object, trail: Tuple[str, ...]) -> None:
@@ -412,9 +375,3 @@ def unmatched_params_files(argv: Sequence[str], fully_qualified_name: str) -> Li
         if not any(node_key_matches(k, fully_qualified_name) for k in keys):
             out.append((path, keys))
     return out
-
-
-__all__ = ["LiveSettings", "NodeParameters", "RESERVED_NAMES", "SensorParameters", "UnknownKey",
-           "check_measured_topic", "closest_key", "declare_all", "declare_spec",
-           "node_key_matches", "node_keys_of_file", "params_files", "unknown_keys",
-           "unmatched_params_files", "wrong_type_errors"]

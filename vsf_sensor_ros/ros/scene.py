@@ -1,8 +1,5 @@
-"""From parameter values to models: the world (robot + extra bodies) and attached sensor models.
-
-Every failure is a :class:`~vsf_sensor_ros.ros.parameter_table.ConfigError` naming the parameter
-to fix and its value, told apart by exception type or a prior check, never by message text.
-"""
+"""From parameter values to models: the world (robot + extra bodies) and attached sensor models;
+every failure a :class:`.ConfigError` naming the parameter and value (never told by message text)."""
 from __future__ import annotations
 
 import json
@@ -31,8 +28,8 @@ def resolve_path(text: str, assets_dir: str) -> Path:
 
 
 def resolved_from(text: str, assets_dir: str) -> str:
-    """For a missing file: how a relative ``text`` was resolved against the effective ``assets_dir``,
-    e.g. ``" (resolved from 'a.ply' against $VSF_ASSETS = /data)"``; ``""`` for an absolute one."""
+    """For a missing file: how a relative ``text`` was resolved, e.g. ``" (resolved from 'a.ply'
+    against $VSF_ASSETS = /data)"``; ``""`` for an absolute one."""
     if Path(os.path.expanduser(text)).is_absolute():
         return ""
     if not assets_dir:
@@ -52,8 +49,8 @@ def effective_assets_dir(param_value: str) -> str:
 
 def transform_from_params(body: str, flat: Sequence[float], transform_file: str, key: str,
                           assets_dir: str) -> np.ndarray:
-    """The ``(4, 4)`` body -> parent transform of an extra body: ``transform_file`` (JSON, entry
-    ``key``) over the 16 row-major floats ``flat``.  ConfigError: unreadable, no key, not a 4x4."""
+    """An extra body's ``(4, 4)`` body -> parent transform: ``transform_file`` (JSON, entry ``key``)
+    over the 16 row-major floats ``flat``.  ConfigError: unreadable, no key, not a 4x4."""
     if transform_file:
         path = resolve_path(transform_file, assets_dir)
         pname = f"{body}.transform_file"
@@ -160,8 +157,8 @@ def attach_body(world: Any, body: str, v: Mapping[str, Any], assets: str) -> Opt
 
 def build_scene(p: Mapping[str, Any], assets: str, declare_body: Callable[[str], Dict[str, Any]]
                 ) -> Tuple[Any, Dict[str, str], Dict[str, str]]:
-    """``(world, pose topic per free extra body that renames it, <b>.mesh per extra body)`` from
-    the node's values ``p`` (``declare_body``: declares ``<b>.*``, returns its values); ConfigError."""
+    """``(world, pose topics given for free extra bodies, <b>.mesh per extra body)`` from the node's
+    values ``p`` (``declare_body``: declares ``<b>.*``, returns its values); ConfigError."""
     world = build_world(p["robot_description"], p["robot_description_path"], assets)
     pose_topics: Dict[str, str] = {}
     meshes: Dict[str, str] = {}
@@ -175,8 +172,8 @@ def build_scene(p: Mapping[str, Any], assets: str, declare_body: Callable[[str],
 
 
 def check_contact_body_names(names: Sequence[str], world: Any) -> list:
-    """The names of the contacts cloud's body table that are no body of the world (allowed: they
-    touch no sensor).  ConfigError: a duplicate or empty name (ambiguous indices)."""
+    """The contacts table's names that are no body of the world (allowed: they touch no sensor);
+    ConfigError: a duplicate or empty name."""
     seen = set()
     for n in names:
         if not n.strip():
@@ -189,9 +186,8 @@ def check_contact_body_names(names: Sequence[str], world: Any) -> list:
 
 
 def gz_contacts_input(contacts_type: str, body_map: Sequence[str]) -> Optional[Tuple[type, Any]]:
-    """None for the contacts cloud, else gz ``Contacts`` and the parsed ``body_map``
-    (:class:`.messages.gz_contacts.ContactBodyMap`).  ConfigError: an unknown ``contacts_type``,
-    no ``ros_gz_interfaces``, a malformed ``contact_body_map`` entry."""
+    """None for the contacts cloud, else gz ``Contacts`` and the parsed ``body_map``; ConfigError:
+    an unknown ``contacts_type``, no ``ros_gz_interfaces``, a malformed ``contact_body_map``."""
     if contacts_type == "sensor_msgs/msg/PointCloud2":
         return None
     if contacts_type != GZ_CONTACTS_TYPE:
@@ -210,11 +206,8 @@ def gz_contacts_input(contacts_type: str, body_map: Sequence[str]) -> Optional[T
 
 
 class SensorFactory:
-    """Builds attached sensor models and their message layouts from a :class:`SensorParameters`.
-
-    ``body_meshes``: ``<b>.mesh`` per extra body (the parameter to blame when a sensor cannot
-    attach); ``frame_prefix``: on the frames the layouts stamp.
-    """
+    """Builds attached sensor models and their layouts from :class:`SensorParameters`
+    (``body_meshes``: ``<b>.mesh`` per extra body, blamed when a sensor cannot attach)."""
 
     def __init__(self, world: Any, body_meshes: Mapping[str, str], frame_prefix: str = "") -> None:
         self.world = world
@@ -227,8 +220,8 @@ class SensorFactory:
         return sensor, self.layout(cfg, sensor)
 
     def sensor(self, cfg: SensorParameters) -> BaseSensor:
-        """The attached model of the sensor's kind (``from_config``); ConfigError naming
-        ``<s>.attachment``, the setting the library rejects, ``<s>.type`` or ``<b>.mesh``."""
+        """The attached model (``from_config``); ConfigError naming ``<s>.attachment``, the
+        setting the library rejects, ``<s>.type`` or ``<b>.mesh``."""
         att = cfg.values.get("attachment", "")
         if not att:
             raise ConfigError(f"{cfg.name}.attachment", att, "every sensor needs an attachment body")
@@ -253,14 +246,9 @@ class SensorFactory:
         return sensor
 
     def layout(self, cfg: SensorParameters, sensor: BaseSensor) -> enc.SensorLayout:
-        """The sensor's message layout (vertices of its body for a dense force field).
-
-        Values in a frame of their own (Klampt ``Tsensor``, Isaac ``position``): frame ``<s>_frame``.
-
-        Raises:
-            ConfigError: a dense-force sensor on a body without a triangle mesh;
-                a sensor frame name that is already a body or URDF link (``sensors``).
-        """
+        """The sensor's message layout (a frame ``<s>_frame`` for Klampt ``Tsensor`` / Isaac
+        ``position``); ConfigError: a dense force on a body without a mesh, a sensor frame name
+        that is already a body or link."""
         att = cfg.values["attachment"]
         T_sensor = sensor_frame_transform(sensor)
         frame = sensor_frame_name(cfg.name) if T_sensor is not None else ""
@@ -278,7 +266,3 @@ class SensorFactory:
                                  verts, frame, T_sensor, self.frame_prefix)
         except ValueError as exc:
             raise ConfigError(f"{cfg.name}.type", cfg.type, str(exc)) from None
-
-
-__all__ = ["SensorFactory", "attach_body", "build_scene", "build_world", "check_contact_body_names",
-           "effective_assets_dir", "gz_contacts_input", "resolve_path", "transform_from_params"]

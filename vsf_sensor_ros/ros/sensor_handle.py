@@ -1,8 +1,5 @@
-"""One sensor inside the node: the rig's sensor plus its parameters, endpoints and counters.
-
-The rig's :class:`~vsf_sensor_ros.rig.sensors.RigSensor` holds what needs no ROS; this adds what
-only the node has.  The endpoints per sensor: docs/interface.md.
-"""
+"""One sensor inside the node: the rig's :class:`~vsf_sensor_ros.rig.sensors.RigSensor` plus its
+parameters, endpoints (docs/interface.md) and counters."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -55,11 +52,8 @@ class EndpointQoS:
 
 
 class SensorEndpoints:
-    """The publishers, subscription and service of one sensor, owned by ``node``.
-
-    ``on_measured(name, msg)``, ``on_tare(name, request, response)`` and ``on_calibrate_gain``
-    serve ``<s>/measured``, ``<s>/tare`` and ``<s>/calibrate_gain`` (made when ``sensor`` takes a gain).
-    """
+    """One sensor's publishers, subscription and services on ``node``; ``on_measured(name, msg)``,
+    ``on_tare(name, request, response)``, ``on_calibrate_gain`` (when ``sensor`` takes a gain)."""
 
     def __init__(self, node: Node, config: SensorParameters, layout: enc.SensorLayout, qos: EndpointQoS,
                  on_measured: Callable[[str, Any], None],
@@ -134,11 +128,8 @@ def contact_free_loop(values: Mapping[str, Any], layout: enc.SensorLayout) -> Op
 
 
 class SensorHandle(RigSensor):
-    """The node's sensor: the rig's sensor with its parameters, endpoints and diagnostics counters.
-
-    ``buffer_size``: each pairing queue's (``alignment_buffer_size``); ``tolerance_ns``:
-    ``max_stamp_difference`` in ns, None = adaptive.
-    """
+    """The rig's sensor with its parameters, endpoints and counters (``buffer_size``: of each
+    pairing queue; ``tolerance_ns``: ``max_stamp_difference`` in ns, None = adaptive)."""
 
     def __init__(self, config: SensorParameters, sensor: BaseSensor, layout: enc.SensorLayout,
                  buffer_size: int, tolerance_ns: Optional[int]) -> None:
@@ -155,10 +146,8 @@ class SensorHandle(RigSensor):
         return round(float(self.config.values.get("measured_delay", 0.0)) * 1e9)
 
     def apply_live(self, values: Mapping[str, Any]) -> List[str]:
-        """Apply checked live values of :data:`~.parameter_table.LIVE_SENSOR_KEYS` (key -> value).
-
-        A new ``measured_scale`` forgets the buffered measured samples, a new ``measured_delay`` of
-        a header-less stream the pairing buffers; a sentence per buffer cleared, for the log."""
+        """Apply checked live values (key -> value); a new ``measured_scale`` clears the measured
+        samples, a new ``measured_delay`` of a header-less stream the pairing buffers (a sentence each)."""
         old = dict(self.config.values)
         self.config = SensorParameters(self.name, self.config.type, {**old, **values})
         new = self.config.values
@@ -172,6 +161,3 @@ class SensorHandle(RigSensor):
             self.clear_buffers()
             notes.append(f"sensor {self.name!r}: measured_delay changed; pairing buffers cleared")
         return notes
-
-
-__all__ = ["EndpointQoS", "SensorEndpoints", "SensorHandle", "qos_reliability"]

@@ -1,8 +1,5 @@
-"""``sensor_node``: predicted tactile readings and their force Jacobians, live over ROS 2.
-
-It owns every endpoint and hands each concern to its module (interface: docs/interface.md;
-running, checks and bad input: docs/node.md).
-"""
+"""``sensor_node``: predicted tactile readings and their force Jacobians, live over ROS 2; it owns
+every endpoint and hands each concern to its module (docs/interface.md, docs/node.md)."""
 from __future__ import annotations
 
 import sys
@@ -38,7 +35,7 @@ from .messages.wire import ContactsDecodeError, pointcloud2_to_contacts
 from .diagnostics import InputStats, build_diagnostics
 from .health import (JOINT_STATE, POSE_STAMPED, NodeHealth, configuration_warnings, known_keys,
                      misspelt_keys, node_value_problems, own_topics, type_name)
-from ..rig.input_health import SensorInputs, StreamClock
+from ..rig.input_health import SensorInputs, StreamClock, missing_input_hint
 from .topic_types import WrongTypeWatch
 from .frames import FramePublisher
 from .kinematics import KinematicInputs, decode_joint_state, parse_joint_name_map
@@ -57,12 +54,8 @@ DEVICE = torch.device("cpu")
 
 
 class SensorNode(Node):
-    """The ROS 2 sensor-model node.
-
-    Raises:
-        ConfigError: naming the parameter and value (:class:`.ConfigErrors` for several); rclpy's
-            InvalidParameterType/ValueException for a value rclpy refuses in ``Node.__init__``.
-    """
+    """The ROS 2 sensor-model node.  ConfigError (:class:`.ConfigErrors` for several) naming the
+    parameter and value; rclpy's InvalidParameterType/ValueException from ``Node.__init__``."""
 
     def __init__(self, node_name: str = "sensor_node", command_line: Optional[List[str]] = None,
                  **kwargs: Any) -> None:
@@ -86,7 +79,6 @@ class SensorNode(Node):
         self._wrong_types: Dict[str, ConfigError] = {}   # of the request being set (_coerce_request)
         self.inputs = InputStats()
         self._reason_loggers: Dict[str, Any] = {}
-        self._handles: Dict[str, SensorHandle] = {}
         self._last_diag = time.monotonic()
         self.health = NodeHealth(self.get_fully_qualified_name(), self._last_diag)
 
@@ -96,16 +88,14 @@ class SensorNode(Node):
         # a misspelt top-level key may be why a value kept its default: name it with the problems
         raise_all(problems + (misspelt_keys(self, {""}, p["bodies"]) if problems else []))
         self._world_frame = p["world_frame"]
-        # robot_state_publisher's rule: the prefix goes on every frame on the wire; the model keeps
-        # the bare names (inputs are checked against the bare world_frame)
+        # robot_state_publisher's rule: prefixed on the wire, bare in the model and on inputs
         self._frame_prefix = str(p["frame_prefix"])
         assets = effective_assets_dir(p["assets_dir"])
         self._qos = EndpointQoS.from_values(p)
         try:
             self.world, pose_topics, body_meshes = build_scene(p, assets, self.params.declare_body)
         except ConfigError as exc:
-            # 'box.transform_kye' leaves transform_key at its default: the error is the file's,
-            # the cause the misspelt key, named with it
+            # a misspelt key (box.transform_kye) may be the cause of the error: named with it
             raise_all(getattr(exc, "errors", [exc]) + misspelt_keys(self, {""} | set(p["bodies"] or []),
                                                                     p["bodies"]))
         self._factory = SensorFactory(self.world, body_meshes, self._frame_prefix)
@@ -183,10 +173,8 @@ class SensorNode(Node):
                                    + (f"restored {', '.join(restored)}" if restored
                                       else "no entry for the configured sensors"))
 
-        # joint_states before contacts: the single-threaded executor serves ready subscriptions in
-        # creation order, so a step's joint state (published first by a simulator) is applied before
-        # its contacts; the EventsExecutor serves them in arrival order.  Either way a contacts
-        # message uses the stamped joint state of its own step (body_transforms' history).
+        # joint_states first: the single-threaded executor serves ready subscriptions in creation
+        # order (the EventsExecutor in arrival order); a step reads the joint state of its stamp
         self.sub_joints = wire.subscribe(self, JointState, "joint_states", decode_joint_state,
                                          self._on_joint_state, self._reject, self._qos.inputs)
         self.sub_contacts = (
@@ -222,9 +210,8 @@ class SensorNode(Node):
             f"{len(self.world.body_names)} bodies, contact bodies {self._contact_body_names}")
 
     def _contact_free_steps(self, p: Dict[str, Any]) -> Optional[ContactFreeSteps]:
-        """Steps without a contacts message for event-driven contacts with ``contact_free_period``
-        > 0, else None; under ``use_sim_time`` a timer steps on the node clock until stamped joint
-        states come."""
+        """Steps without a contacts message (event-driven contacts, ``contact_free_period`` > 0), else
+        None; under ``use_sim_time`` a timer steps on the node clock until stamped joint states come."""
         period = float(p["contact_free_period"])
         if period <= 0 or not (self._gz_contacts is not None or p["contacts_event_driven"]):
             return None
@@ -236,7 +223,6 @@ class SensorNode(Node):
             self.timer_contact_free = self.create_timer(period / 4, self._on_contact_free_clock)
         return ContactFreeSteps(round(period * 1e9))
 
-    # ------------------------------------------------------------------ sensors
     def _install(self, cfg: SensorParameters, sensor: BaseSensor, layout: enc.SensorLayout) -> SensorHandle:
         """Create a sensor's handle with its publishers, subscription and tare service."""
         h = SensorHandle(cfg, sensor, layout, int(self.params.values["alignment_buffer_size"]),
@@ -252,7 +238,6 @@ class SensorNode(Node):
         free = list(self._frames.table.free) if self._frames.table is not None else []
         self.kinematics.follow(self._handles.values(), self._contact_body_names, free)
 
-    # ------------------------------------------------------------------ input callbacks
     def _reject(self, reason: str, detail: str, handle: Optional[SensorHandle] = None) -> None:
         """Count a rejected message under ``reason`` and log it (once a second per reason)."""
         if handle is None:
@@ -306,8 +291,8 @@ class SensorNode(Node):
         self._step_all(self._joint_wait.offer(stamp_to_ns(msg.header.stamp), (msg, t_recv), now))
 
     def _step_all(self, items: List[Tuple[Any, float]]) -> None:
-        """Step contacts messages ``(msg, receive time)`` in order; an unforeseen exception is
-        counted as ``internal_error`` and logged, never fatal (nothing is published for that message)."""
+        """Step contacts messages ``(msg, receive time)`` in order; an unforeseen exception is counted
+        as ``internal_error`` and logged, never fatal."""
         for msg, t_recv in items:
             try:
                 self._process_contacts(msg, t_recv)
@@ -317,11 +302,7 @@ class SensorNode(Node):
                 self._reject("internal_error", f"{type(exc).__name__}: {exc}")
 
     def _decode_step(self, msg: Any) -> DecodedContacts:
-        """A contacts message's decoded contacts (the rig completes and checks them).
-
-        Raises:
-            StepRejected: the message is rejected whole, with the reason to count.
-        """
+        """A contacts message's decoded contacts; StepRejected: rejected whole, with its reason."""
         try:
             if self._gz_contacts is None:
                 return pointcloud2_to_contacts(msg, self._contact_body_names, DTYPE, DEVICE,
@@ -373,7 +354,7 @@ class SensorNode(Node):
         self.health.failing = None
         for r in step.results:
             h = r.handle
-            self.health.predicted(h.name, now)
+            self.health.last_prediction[h.name] = now
             self._publish_step(r, step.state, stamp, now)
             h.stats.record_publish(time.perf_counter() - t_recv)
             pair = self.rig.pair_prediction(step, r, recv_ns if h.headerless else stamp_ns)
@@ -403,7 +384,7 @@ class SensorNode(Node):
 
     def _zero_stamped_contacts(self) -> None:
         """A contacts message stamped 0: counted per topic, logged (throttled); its predictions are
-        published as usual, the pairers refuse their stamp 0."""
+        published, never paired."""
         topic = self.sub_contacts.topic_name
         self.inputs.zero_stamps[topic] += 1
         logger = self._reason_loggers.get("zero_stamp")
@@ -428,14 +409,12 @@ class SensorNode(Node):
                        f"{old_ns * 1e-9:.9f} s: they lag the joint states by more than contact_free_period "
                        "(raise it) or are stamped on another clock", throttle_duration_sec=1.0)
 
-    # ------------------------------------------------------------------ measured, tare (.measurements)
     def _on_measured(self, name: str, msg: Any) -> None:
         h = self._handles.get(name)
         if h is not None:
             self._measured_clock(h).arrived(time.monotonic())
         self.measurements.on_measured(name, msg)
 
-    # ------------------------------------------------------------------ diagnostics
     def _on_diagnostics(self) -> None:
         now = time.monotonic()
         self._step_all(self._joint_wait.expire(now))
@@ -443,7 +422,7 @@ class SensorNode(Node):
         self._last_diag = now
         for h in self._handles.values():
             if h.last_values is not None and len(h.last_values) == len(h.layout.names):
-                h.stats.reading = enc.summary_text(h.name, h.layout, h.last_values)
+                h.stats.reading = h.layout.codec.summary(h.name, h.layout, h.last_values)
             h.stats.pairing = self._clock_hint(h) or "ok"
             h.stats.calibration, h.stats.measured_stamp_jumps = h.calibration_text, h.measured_stamp_jumps
             if h.contact_free_loop is not None:
@@ -466,7 +445,6 @@ class SensorNode(Node):
                   for n, h in self._handles.items()}
         self.pub_diag.publish(self.health.apply(array, now, self._input_timeout(), health, self._input_types))
 
-    # ------------------------------------------------------------------ input health
     def _input_timeout(self) -> float:
         return float(self.params.values["input_timeout"])
 
@@ -495,8 +473,8 @@ class SensorNode(Node):
         return needs
 
     def _clock_hint(self, h: SensorHandle) -> Optional[str]:
-        """The pairing's sentence of ``h`` (:meth:`.StampPairer.offset_hint`); None while its paired
-        streams stopped (the input status says it) and for a header-less measured type."""
+        """:meth:`.StampPairer.offset_hint` of ``h``; None while its paired streams stopped and for a
+        header-less measured type."""
         now, timeout = time.monotonic(), self._input_timeout()
         if h.headerless or any(c.stopped(now, timeout) for c in self._paired_streams(h)):
             return None
@@ -508,17 +486,17 @@ class SensorNode(Node):
 
     def _stopped_inputs(self, h: SensorHandle) -> str:
         """For a tare answer: the measured stream of ``h`` and the contacts, when either stopped."""
-        return self.health.hint(self._paired_streams(h), time.monotonic(), self._input_timeout())
+        return missing_input_hint(self._paired_streams(h), time.monotonic(), self.health.started,
+                                  self._input_timeout())
 
     def _missing_inputs(self, h: SensorHandle) -> str:
         """For a tare / gain answer: the inputs of ``h`` missing now, naming topic and type."""
-        return self.health.hint(self._needs(h), time.monotonic(), self._input_timeout())
+        return missing_input_hint(self._needs(h), time.monotonic(), self.health.started,
+                                  self._input_timeout())
 
-    # ------------------------------------------------------------------ live parameters
     def _coerce_request(self, params: List[Parameter]) -> List[Parameter]:
-        """``pre_set_parameters``: int -> double leniency; an unknown name refused
-        (``ParameterNotDeclaredException`` naming the closest key) and logged; a wrong type noted
-        for :meth:`_validate` to refuse naming parameter and value (rclpy names neither)."""
+        """``pre_set_parameters``: int -> double leniency; an unknown name refused and logged
+        (``ParameterNotDeclaredException`` naming the closest key); a wrong type kept for _validate."""
         unknown = [u.message() for u in unknown_keys(
             [p.name for p in params if not self.has_parameter(p.name)],
             **known_keys({n: h.config.type for n, h in self._handles.items()},
@@ -530,8 +508,7 @@ class SensorNode(Node):
         return checked
 
     def _validate(self, params: List[Parameter]) -> SetParametersResult:
-        """``on_set_parameters``: check the request whole, change nothing; refuse it naming each bad
-        parameter and value."""
+        """``on_set_parameters``: check the request whole; refuse it naming each bad parameter."""
         wrong, self._wrong_types = self._wrong_types, {}
         try:
             self._pending = self.params.check([p for p in params if p.name not in wrong],
@@ -557,8 +534,8 @@ class SensorNode(Node):
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """Console entry point (:func:`.main.run_node`; ``args``: the command line, ``sys.argv`` when
-    None): 0 (also after ``-h``, SIGINT, SIGTERM), or 2 on a configuration error."""
+    """Console entry point (``args``: ``sys.argv`` when None): 0 (also after ``-h``, SIGINT,
+    SIGTERM), or 2 on a configuration error."""
     argv = list(sys.argv if args is None else args)
     node_main.usage().parse_known_args(node_main.user_args(argv))   # exits 0 after printing -h / --help
     return node_main.run_node("sensor_node", lambda: SensorNode(command_line=argv), args,
@@ -568,8 +545,7 @@ def main(args: Optional[List[str]] = None) -> int:
 
 
 def run() -> None:
-    """The ``sensor_node`` executable: :func:`main`, then end the process at once
-    (:func:`.main.exit_now`: no slow interpreter teardown after a SIGINT or SIGTERM)."""
+    """The ``sensor_node`` executable: :func:`main`, then :func:`.main.exit_now` (no slow teardown)."""
     node_main.exit_now(main)
 
 

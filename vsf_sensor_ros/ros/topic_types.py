@@ -6,8 +6,6 @@ from typing import Any, Dict, List, Tuple
 
 from rclpy.node import Node
 
-__all__ = ["MAX_REMEMBERED", "WrongTypeWatch", "foreign_publishers", "type_name", "wrong_type_message"]
-
 
 def type_name(cls: type) -> str:
     """The ROS graph's name of message class ``cls``, e.g. ``sensor_msgs/msg/Image``."""
@@ -34,9 +32,7 @@ def _node_of(info) -> str:
 
 
 def wrong_type_message(topic: str, expected: str, foreign: List[Tuple[str, str]]) -> str:
-    """One line naming the topic, the expected type and what is published instead, e.g.
-    ``/camera/depth/image_rect_raw carries sensor_msgs/msg/CompressedImage (from /camera), not
-    sensor_msgs/msg/Image``; empty when ``foreign`` is empty."""
+    """``<topic> carries <type> (from <node>), not <expected>``; empty when ``foreign`` is empty."""
     if not foreign:
         return ""
     offered = ", ".join(f"{t} (from {n})" if n else t for n, t in foreign)

@@ -1,8 +1,5 @@
-"""Sensor kinds: one declaration per sensor type, and the registry derived from them.
-
-A kind module holds the model, its settings and its reading codec, so everything keyed by type
-name reads one place; packages add kinds through an entry point.  How: docs/kinds.md.
-"""
+"""Sensor kinds: one declaration per sensor type (model, settings, reading codec) and the registry
+derived from them; packages add kinds through an entry point (docs/kinds.md)."""
 from __future__ import annotations
 
 import functools
@@ -15,7 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 import numpy as np
 
 from ...sensor.base_sensor import BaseSensor
-from ..messages.readings import ReadingCodec, SensorLayout, make_layout
+from ..messages.readings import ReadingCodec, SensorLayout
 from ..parameter_table import Spec
 
 #: entry point group a package declares its kinds in (each entry point names a SensorKind)
@@ -26,16 +23,10 @@ BUILT_IN = ("punyo_pressure", "punyo_dense_force", "klampt_contact", "isaac_cont
 
 @dataclass(frozen=True)
 class SensorKind:
-    """One sensor type: everything the node needs to configure, build and publish it.
-
-    Attributes:
-        type_name: the ``<s>.type`` value (e.g. ``PunyoPressureSensor``); unique.
-        model: the model class; the node builds it with ``model.from_config(name, cfg)``, ``cfg``
-            holding ``type``, ``attachment`` and every key of ``settings``.
-        settings: the model settings ``<s>.<key>`` (read-only: a model is built once, at start).
-        codec: the reading codec (message of ``<s>/predicted`` and ``<s>/residual``, measured
-            decoder, markers); kinds may share a codec class, each needs a distinct ``codec.kind``.
-    """
+    """One sensor type: ``type_name`` (the unique ``<s>.type``), ``model`` (built with
+    ``model.from_config(name, cfg)``, ``cfg`` holding ``type``, ``attachment`` and ``settings``'
+    keys), ``settings`` (read-only ``<s>.<key>`` Specs), ``codec`` (its reading codec; each kind a
+    distinct ``codec.kind``)."""
 
     type_name: str
     model: Type[BaseSensor]
@@ -47,12 +38,8 @@ class SensorKind:
 
 
 class SensorKindError(RuntimeError):
-    """A kind that cannot be registered: an entry point that fails to load, is no
-    :class:`SensorKind`, or declares a type name (or codec kind) already taken.
-
-    Attributes:
-        source: the entry point (``name = module:attr``) or built-in module at fault.
-    """
+    """A kind that cannot be registered (fails to load, no :class:`SensorKind`, a type name or codec
+    kind taken); ``source``: the entry point (``name = module:attr``) or built-in module at fault."""
 
     def __init__(self, source: str, detail: str) -> None:
         self.source = source
@@ -75,13 +62,8 @@ def _register(kinds: Dict[str, SensorKind], codecs: Dict[str, str], kind: Any, s
 
 @functools.lru_cache(maxsize=None)
 def sensor_kinds() -> Mapping[str, SensorKind]:
-    """Type name -> :class:`SensorKind`: the built-in kinds, then the entry points of
-    :data:`ENTRY_POINT_GROUP` in name order (read once per process).
-
-    Raises:
-        SensorKindError: naming the entry point that fails to load, is no ``SensorKind`` or
-            declares a type name or codec kind already declared.
-    """
+    """Type name -> :class:`SensorKind`: the built-in kinds, then :data:`ENTRY_POINT_GROUP`'s in
+    name order (read once per process); SensorKindError naming the entry point at fault."""
     kinds: Dict[str, SensorKind] = {}
     codecs: Dict[str, str] = {}
     for name in BUILT_IN:
@@ -120,26 +102,22 @@ def codec_of_type(type_name: str) -> ReadingCodec:
 def sensor_layout(type_name: str, frame_id: str, names: List[str], errors: Optional[Sequence[float]],
                   vertices: Optional[np.ndarray] = None, sensor_frame: str = "",
                   body_T_sensor: Optional[np.ndarray] = None, frame_prefix: str = "") -> SensorLayout:
-    """How a sensor's vector maps to its messages: :func:`~.messages.readings.make_layout` with the
-    codec of ``type_name``.
-
-    Raises:
-        ValueError: unknown type, names not matching the type, or a dense force sensor whose
-            ``3V`` entries disagree with ``vertices``.
-    """
-    return make_layout(codec_of_type(type_name), frame_id, names, errors, vertices, sensor_frame,
-                       body_T_sensor, frame_prefix)
+    """The :class:`SensorLayout` of a sensor of ``type_name`` (``errors``: ``measurement_errors()``
+    or None); ValueError: unknown type, names not of the type, ``3V`` entries not ``vertices``."""
+    codec = codec_of_type(type_name)
+    slots, flag = codec.slots(list(names), vertices)
+    std = None if errors is None else np.asarray(errors, dtype=np.float64).reshape(-1)
+    if std is not None and std.shape[0] != len(names):
+        std = None
+    verts = None if vertices is None else np.ascontiguousarray(vertices, dtype=np.float32)
+    T = None if body_T_sensor is None else np.array(body_T_sensor, dtype=np.float64).reshape(4, 4)
+    return SensorLayout(codec, frame_id, list(names), slots, flag, verts, std, sensor_frame, T, frame_prefix)
 
 
 def model_setting(value: Any) -> Any:
-    """A model's default as a parameter default: a 4x4 array as 16 row-major floats, a tuple or
-    array as a list, a number or bool as it is (so a kind's Spec reads its default off the model)."""
+    """A model's default as a parameter default: an array as row-major floats, a tuple as a list."""
     if isinstance(value, np.ndarray):
         return [v.item() for v in value.reshape(-1)]
     if isinstance(value, tuple):
         return list(value)
     return value
-
-
-__all__ = ["BUILT_IN", "ENTRY_POINT_GROUP", "SensorKind", "SensorKindError", "codec_of_type", "kind_of",
-           "model_setting", "reading_codecs", "sensor_kinds", "sensor_layout"]

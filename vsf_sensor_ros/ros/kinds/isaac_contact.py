@@ -1,17 +1,13 @@
-"""The ``IsaacContactSensor`` kind (Isaac Sim's contact sensor): its load as ``geometry_msgs/WrenchStamped``.
-
-The load on ``force.z`` (a load cell's one axis), a measured wrench read as ``|force|``; settings
-are Isaac's names and defaults.  Layout: docs/interface.md.
-"""
+"""The ``IsaacContactSensor`` kind (Isaac Sim's contact sensor, its settings and defaults): its load
+on ``force.z`` of a ``geometry_msgs/WrenchStamped``, a measured wrench read as ``|force|``."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
-from geometry_msgs.msg import WrenchStamped
 
 from ...sensor.isaac_contact_sensor import CsProperties, IsaacContactSensor
-from ..messages.readings import WrenchMessageCodec, index_of, type_mismatch
+from ..messages.readings import WrenchMessageCodec, index_of
 from ..parameter_table import INF, model_spec
 from . import SensorKind, model_setting
 
@@ -34,17 +30,12 @@ class LoadCodec(WrenchMessageCodec):
         return 0.0, 0.0, float(values[layout.slots[0]])
 
     def measured_values(self, layout, msg):
-        if not isinstance(msg, WrenchStamped):
-            raise type_mismatch(msg, layout)
-        f = msg.wrench.force
-        # hypot: no overflow of the squares for huge finite components, no underflow for tiny ones
-        return np.array([math.hypot(f.x, f.y, f.z)])
+        # |force| of any one axis of a load cell; hypot: the squares neither overflow nor underflow
+        return np.array([math.hypot(*super().measured_values(layout, msg))])
 
     def recorded_vector(self, msg, measured):
-        f = msg.wrench.force
-        xyz = np.array([f.x, f.y, f.z], dtype=np.float64)
-        # measured: any one axis of a load cell (the decoder's magnitude); predicted: force.z
-        return np.array([np.linalg.norm(xyz) if measured else xyz[2]])
+        xyz = super().recorded_vector(msg, measured)
+        return np.array([np.linalg.norm(xyz) if measured else xyz[2]])   # predicted: force.z
 
     def in_contact(self, layout, values, n_contacts):
         if layout.flag is not None:

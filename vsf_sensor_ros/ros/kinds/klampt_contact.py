@@ -1,15 +1,10 @@
-"""The ``ContactSensor`` kind (Klampt's tactile patch): its force as ``geometry_msgs/WrenchStamped``.
-
-Settings are Klampt's names and defaults; the ``contact`` flag has no slot in a wrench and goes
-to ``/diagnostics``.  Layout: docs/interface.md.
-"""
+"""The ``ContactSensor`` kind (Klampt's tactile patch, its settings and defaults): its force as
+``geometry_msgs/WrenchStamped``; the ``contact`` flag goes to ``/diagnostics`` (docs/interface.md)."""
 from __future__ import annotations
 
 import numpy as np
-from geometry_msgs.msg import WrenchStamped
-
 from ...sensor.klampt_contact_sensor import ContactSensor
-from ..messages.readings import WrenchMessageCodec, index_of, type_mismatch
+from ..messages.readings import WrenchMessageCodec, index_of
 from ..parameter_table import INF, model_spec
 from . import SensorKind, model_setting
 
@@ -26,16 +21,6 @@ class WrenchCodec(WrenchMessageCodec):
 
     def force(self, layout, values):
         return tuple(float(values[i]) if i >= 0 else 0.0 for i in layout.slots)
-
-    def measured_values(self, layout, msg):
-        if not isinstance(msg, WrenchStamped):
-            raise type_mismatch(msg, layout)
-        f = msg.wrench.force
-        return np.array([f.x, f.y, f.z], dtype=np.float64)
-
-    def recorded_vector(self, msg, measured):
-        f = msg.wrench.force
-        return np.array([f.x, f.y, f.z], dtype=np.float64)
 
 
 _D = ContactSensor()

@@ -1,7 +1,5 @@
-"""The ``PunyoDenseForceSensor`` kind: the force on every membrane vertex as ``sensor_msgs/PointCloud2``.
-
-All fields float32 so rviz and Foxglove colour the cloud by any of them; layout: docs/interface.md.
-"""
+"""The ``PunyoDenseForceSensor`` kind: the force on every membrane vertex as ``sensor_msgs/PointCloud2``
+(float32 fields, so rviz and Foxglove colour by any of them; docs/interface.md)."""
 from __future__ import annotations
 
 import numpy as np

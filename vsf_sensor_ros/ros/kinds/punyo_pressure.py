@@ -1,7 +1,5 @@
-"""The ``PunyoPressureSensor`` kind: the bubble's pressure as ``sensor_msgs/FluidPressure``.
-
-Message and measured types (the Punyo driver's bare hPa too): docs/interface.md.
-"""
+"""The ``PunyoPressureSensor`` kind: the bubble's pressure as ``sensor_msgs/FluidPressure``, measured
+also as the Punyo driver's bare number (docs/interface.md)."""
 from __future__ import annotations
 
 import inspect

@@ -1,6 +1,5 @@
-"""Decoders of the bubble camera and pressure messages (RealSense driver, Punyo firmware) into
-``membrane_force_node``'s arrays; :class:`InputRejected` names the value (docs/membrane_force.md).
-"""
+"""Decoders of the bubble camera and pressure messages into ``membrane_force_node``'s arrays;
+:class:`InputRejected` names the value (docs/membrane_force.md)."""
 from __future__ import annotations
 
 from typing import Any, Dict, Optional
@@ -14,8 +13,6 @@ from vsf_sensor_ros.sensor.camera_model import BrownConradyCamera
 from .pointcloud import read_cloud
 from .wire import CloudDecodeError, as_byte_array, float_columns
 
-__all__ = ["COLOUR_ENCODINGS", "InputRejected", "PRESSURE_TYPES", "camera_from_info", "colour_from_image",
-           "depth_from_cloud", "depth_from_image", "pressure_pa"]
 
 #: ``pressure_type`` parameter values → message class.
 PRESSURE_TYPES: Dict[str, type] = {
@@ -36,14 +33,9 @@ class InputRejected(ValueError):
 
 
 def depth_from_image(msg: Image, depth_unit_m: float) -> np.ndarray:
-    """``(height, width)`` float64 depth (m) of a ``16UC1`` / ``mono16`` (x ``depth_unit_m``, m per
-    unit, > 0) or ``32FC1`` (m) ``Image`` (``step``, ``is_bigendian`` honoured); holes (0, NaN,
-    +-inf) kept for the estimator.
-
-    Raises:
-        InputRejected: ``bad_encoding`` (another encoding), ``wrong_size`` (data shorter than
-            ``height × step`` or ``step`` below a row's bytes).
-    """
+    """``(height, width)`` float64 depth (m) of a ``16UC1`` / ``mono16`` (x ``depth_unit_m``) or
+    ``32FC1`` ``Image`` (``step``, ``is_bigendian`` honoured; holes kept).  InputRejected:
+    ``bad_encoding``, ``wrong_size`` (data shorter than ``height × step``, ``step`` below a row)."""
     enc = msg.encoding.lower()
     if enc not in _DEPTH_ENCODINGS:
         raise InputRejected(f"depth image encoding {msg.encoding!r} is not 16UC1, mono16 or 32FC1",
@@ -61,13 +53,8 @@ def depth_from_image(msg: Image, depth_unit_m: float) -> np.ndarray:
 
 
 def colour_from_image(msg: Image) -> np.ndarray:
-    """A copy of an ``rgb8`` / ``bgr8`` / ``mono8`` ``Image``'s pixels (``step`` honoured):
-    ``(height, width, 3)`` uint8 RGB, or ``(height, width)`` for ``mono8``.
-
-    Raises:
-        InputRejected: ``bad_encoding`` (another encoding), ``wrong_size`` (no pixels, ``step``
-            below a row's bytes or data shorter than ``height x step``).
-    """
+    """A copy of an ``rgb8`` / ``bgr8`` / ``mono8`` ``Image``'s pixels: ``(height, width, 3)`` uint8
+    RGB, or ``(height, width)`` for ``mono8``.  InputRejected: ``bad_encoding``, ``wrong_size``."""
     enc = msg.encoding.lower()
     if enc not in COLOUR_ENCODINGS:
         raise InputRejected(f"colour image encoding {msg.encoding!r} is not one of "
@@ -86,12 +73,8 @@ def colour_from_image(msg: Image) -> np.ndarray:
 
 
 def depth_from_cloud(msg: PointCloud2) -> np.ndarray:
-    """Depth (its ``z``, m) of an organised camera-frame cloud, ``(height, width)`` float64.
-
-    Raises:
-        InputRejected: ``bad_cloud_layout`` (fields missing, bad offsets or data length; the
-            message says which).
-    """
+    """Depth (``z``, m) of an organised camera-frame cloud, ``(height, width)`` float64;
+    InputRejected ``bad_cloud_layout``."""
     try:
         pts = read_cloud(msg, ["z"], exact_size=False)
     except CloudDecodeError as exc:
@@ -102,11 +85,8 @@ def depth_from_cloud(msg: PointCloud2) -> np.ndarray:
 
 
 def camera_from_info(msg: CameraInfo) -> BrownConradyCamera:
-    """The camera model of a ``CameraInfo`` (``plumb_bob`` / ``inverse_brown_conrady`` / empty model).
-
-    Raises:
-        InputRejected: ``bad_camera_info`` (another distortion model, bad ``K`` or ``D``, no size).
-    """
+    """The camera model of a ``CameraInfo`` (``plumb_bob`` / ``inverse_brown_conrady`` / none);
+    InputRejected ``bad_camera_info`` (another distortion model, bad ``K`` or ``D``, no size)."""
     model = msg.distortion_model.lower()
     d = [float(x) for x in msg.d]
     if model not in ("", "plumb_bob", "inverse_brown_conrady", "brown_conrady") and any(d):
@@ -119,11 +99,8 @@ def camera_from_info(msg: CameraInfo) -> BrownConradyCamera:
 
 
 def pressure_pa(msg: Any, scale: float) -> float:
-    """Absolute pressure in Pa of a ``Float32`` / ``Float64`` / ``FluidPressure`` times ``scale``.
-
-    Raises:
-        InputRejected: ``bad_pressure`` (another type, non-finite or not positive after scaling).
-    """
+    """Absolute pressure in Pa of a ``Float32`` / ``Float64`` / ``FluidPressure`` times ``scale``;
+    InputRejected ``bad_pressure`` (another type, non-finite or not positive)."""
     if isinstance(msg, FluidPressure):
         value = float(msg.fluid_pressure)
     elif isinstance(msg, (Float32, Float64)):

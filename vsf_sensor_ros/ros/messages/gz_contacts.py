@@ -1,9 +1,5 @@
-"""Gazebo contacts (``ros_gz_interfaces/msg/Contacts``) -> the node's decoded contacts.
-
-The rows are turned into a contacts cloud and decoded by :func:`~.wire.contacts_from_buffer`, so
-everything after decoding is shared; attributes read, no ``ros_gz_interfaces`` import.  Fields,
-body map and rejections: docs/interface.md (Gazebo contacts).
-"""
+"""Gazebo contacts (``ros_gz_interfaces/msg/Contacts``, read by attribute) -> decoded contacts: the
+rows become a contacts cloud decoded by :func:`~.wire.contacts_from_buffer` (docs/interface.md)."""
 from __future__ import annotations
 
 from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
@@ -141,18 +137,12 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
                             dtype: torch.dtype = torch.float64,
                             device: Union[str, torch.device] = "cpu", world_frame: Optional[str] = None,
                             unknown_bodies: Optional[Dict[str, str]] = None) -> DecodedContacts:
-    """Decode a ``ros_gz_interfaces/msg/Contacts`` into contacts per ordered body pair.
-
-    Layout: docs/interface.md, Gazebo contacts.  ``body_map``: collision name -> body (None: link
-    names); a mapped body not in ``body_names`` is appended to this call's table and, when
-    ``unknown_bodies`` is given, entered there with its first collision.  ``world_frame``: a
-    wrench in another non-empty frame is refused (None: unchecked).  The result equals
-    :func:`~.wire.pointcloud2_to_contacts` of a cloud of the same rows.
-
-    Raises:
-        GzContactsDecodeError: see :data:`GZ_DECODE_REASONS`.
-        ValueError: ``body_names`` has duplicates (a configuration error).
-    """
+    """A ``ros_gz_interfaces/msg/Contacts`` as contacts per ordered body pair (docs/interface.md),
+    as :func:`~.wire.pointcloud2_to_contacts` of a cloud of the same rows.  ``body_map``: collision
+    name -> body (None: link names); a body not in ``body_names`` is appended to this call's table
+    and entered in ``unknown_bodies`` with its first collision; ``world_frame``: a wrench in another
+    non-empty frame is refused.  GzContactsDecodeError: :data:`GZ_DECODE_REASONS`; ValueError:
+    duplicate ``body_names``."""
     body_map = body_map or ContactBodyMap()
     table = check_body_names(body_names)
     collisions: Dict[str, str] = {}
@@ -191,7 +181,3 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
     if any(flipped):
         decoded.flipped_rows = np.array(flipped, dtype=bool)
     return decoded
-
-
-__all__ = ["ContactBodyMap", "GZ_CONTACTS_TYPE", "GZ_DECODE_REASONS", "GzContactsDecodeError",
-           "gz_contacts_to_contacts"]

@@ -1,6 +1,5 @@
-"""``sensor_msgs/PointCloud2`` message objects: the reader of a deserialised cloud, the writer,
-and the contacts cloud a contact source publishes (read back by :mod:`.wire`).
-"""
+"""``sensor_msgs/PointCloud2`` message objects: reader, writer, and the contacts cloud a contact
+source publishes (read back by :mod:`.wire`)."""
 from __future__ import annotations
 
 import array
@@ -37,11 +36,7 @@ def _bytes_field(buf: bytes) -> array.array:
 @functools.lru_cache(maxsize=64)
 def packed_fields(dt: np.dtype) -> Tuple[Tuple[str, int, int], ...]:
     """``(name, offset, PointField datatype)`` of each member of a packed little-endian record
-    ``dt`` (one dtype per cloud layout: cached).
-
-    Raises:
-        ValueError: a member of a dtype no ``PointField`` datatype has, a gap or trailing padding.
-    """
+    ``dt``; ValueError: a member no ``PointField`` datatype has, a gap or trailing padding."""
     out, offset = [], 0
     for name in dt.names:
         sub, off = dt.fields[name][:2]
@@ -57,13 +52,9 @@ def packed_fields(dt: np.dtype) -> Tuple[Tuple[str, int, int], ...]:
 
 
 def write_cloud(header: Header, columns: Sequence[Tuple[str, Any]]) -> PointCloud2:
-    """An unorganised (``height`` 1), little-endian, packed ``PointCloud2`` with ``header`` of
-    ``columns``: ``(field name, (N,) array)``, each dtype (one of :data:`DATATYPE_CODES`') the
-    field's datatype, fields packed in order.
-
-    Raises:
-        ValueError: columns of different lengths or an unsupported dtype, naming the field.
-    """
+    """A packed little-endian ``PointCloud2`` (``height`` 1) with ``header`` of ``columns``:
+    ``(field name, (N,) array)``, each dtype the field's; ValueError naming a column of another
+    length or an unsupported dtype."""
     columns = [(name, np.asarray(col)) for name, col in columns]
     n = len(columns[0][1]) if columns else 0
     rec_dtype = np.dtype([(name, col.dtype.newbyteorder("<")) for name, col in columns])
@@ -97,18 +88,12 @@ def contacts_to_pointcloud2(contacts: Mapping[Pair, ContactState], body_names: S
                             normals: Optional[Mapping[Pair, object]] = None,
                             depths: Optional[Mapping[Pair, object]] = None,
                             float_type: type = np.float64) -> PointCloud2:
-    """The contacts cloud of one simulator step (layout: docs/interface.md), rows the pairs'
-    contacts in mapping order; ``elem1 elem2`` when any pair has elements (-1 for the others).
-
-    ``contacts``: ``(body1, body2) ->`` ContactState or any object with its attributes (points
-    world m, forces on body1 N; lists allowed); ``body_names``: the ``contact_body_names`` table;
-    ``stamp``: see :func:`.to_stamp`; ``normals`` ``(N, 3)`` / ``depths`` ``(N,)`` per pair, every
-    pair when given; ``float_type``: ``np.float64`` (exact round trip) or ``np.float32``.
-
-    Raises:
-        ValueError: a body not in ``body_names``, a state ContactState refuses, duplicate names,
-            another ``float_type``, normals or depths missing for a pair or of the wrong shape.
-    """
+    """The contacts cloud of one simulator step (docs/interface.md), rows in mapping order;
+    ``elem1 elem2`` when any pair has elements (-1 for the others).  ``contacts``: ``(body1,
+    body2) ->`` ContactState-like (points world m, forces on body1 N); ``stamp``: :func:`.to_stamp`;
+    ``normals`` ``(N, 3)`` / ``depths`` ``(N,)`` for every pair when given; ``float_type``:
+    ``np.float64`` (exact) or ``np.float32``.  ValueError: a body not in ``body_names``, a state
+    ContactState refuses, duplicate names, another ``float_type``, normals or depths lacking."""
     names = check_body_names(body_names)
     index = {n: i for i, n in enumerate(names)}
     ft = np.dtype(float_type)

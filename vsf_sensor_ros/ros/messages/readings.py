@@ -1,6 +1,5 @@
-"""What every reading codec shares: sensor-model vectors <-> standard ROS 2 messages (one
-:class:`ReadingCodec` per kind; layouts: docs/interface.md, adding a kind: docs/kinds.md).
-"""
+"""Sensor-model vectors <-> standard ROS 2 messages: one :class:`ReadingCodec` per kind
+(layouts: docs/interface.md, adding a kind: docs/kinds.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ MEASURED_TYPES: Dict[str, type] = {
     "std_msgs/msg/Float32": Float32,
     "std_msgs/msg/Float64": Float64,
 }
-# Measured types without a header: the node stamps them with their receive time.
+# stamped with their receive time
 HEADERLESS_MEASURED_TYPES: Tuple[str, ...] = ("std_msgs/msg/Float32", "std_msgs/msg/Float64")
 
 
@@ -39,8 +38,7 @@ MEASURED_REASONS: Tuple[str, ...] = (
 
 
 class MeasuredDecodeError(ValueError):
-    """A measured message that cannot be mapped to the sensor's vector; ``reason``: one of
-    :data:`MEASURED_REASONS`."""
+    """A measured message the sensor's vector cannot take; ``reason``: of :data:`MEASURED_REASONS`."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
@@ -64,8 +62,7 @@ def make_header(stamp: Time, frame_id: str) -> Header:
     return Header(stamp=copy_stamp(stamp), frame_id=frame_id)
 
 
-# -- PointCloud2 ------------------------------------------------------------------------
-# Reasons of the shared cloud reader kept as they are; every other layout problem is one counter.
+# the cloud reader's reasons kept; every other layout problem is one counter
 _KEPT_CLOUD_REASONS = ("missing_field", "non_finite")
 
 
@@ -86,19 +83,14 @@ def read_cloud_fields(msg: PointCloud2, names: Sequence[str]) -> Dict[str, np.nd
 # -- the layout of one sensor's vector --------------------------------------------------------
 @dataclass
 class SensorLayout:
-    """Where the message slots sit in a sensor's measurement vector.
-
-    Attributes:
-        frame_id: attachment body name; names: the sensor's ``measurement_names()``.
-        slots: entries the message carries, in message order (pressure ``[i_p]``; wrench
-            ``[i_fx, i_fy, i_fz]``, -1 for an axis not measured; load ``[i]``; dense ``0 .. 3V-1``).
-        flag: index of a boolean entry the message cannot carry (``contact``), or None.
-        vertices: ``(V, 3)`` float32 body-frame vertices (m) of dense force, else None.
-        std: ``(#meas,)`` standard deviations, or None.
-        sensor_frame, body_T_sensor: the sensor's own frame (Klampt ``Tsensor``, Isaac
-            ``position``) and its ``(4, 4)`` sensor -> body transform, else "" and None.
-        frame_prefix: the node's ``frame_prefix``, on every stamped frame (never on ``frame_id``).
-    """
+    """Where the message slots sit in a sensor's vector: ``frame_id`` the attachment body;
+    ``names`` its ``measurement_names()``; ``slots`` the entries the message carries in message
+    order (pressure ``[i_p]``, wrench ``[i_fx, i_fy, i_fz]`` with -1 for an axis not measured, load
+    ``[i]``, dense ``0 .. 3V-1``); ``flag`` a boolean entry no message carries (``contact``) or
+    None; ``vertices`` ``(V, 3)`` float32 body-frame m (dense force) or None; ``std`` ``(#meas,)``
+    or None; ``sensor_frame``, ``body_T_sensor`` the sensor's own frame and ``(4, 4)`` sensor ->
+    body transform (Klampt ``Tsensor``, Isaac ``position``) or "" / None; ``frame_prefix`` on
+    every stamped frame (never on ``frame_id``)."""
 
     codec: "ReadingCodec"
     frame_id: str
@@ -113,7 +105,7 @@ class SensorLayout:
 
     @property
     def kind(self) -> str:
-        """The reading kind's name (``pressure`` | ``dense_force`` | ``wrench`` | ``load``), for text."""
+        """The reading kind's name (``pressure`` | ``dense_force`` | ``wrench`` | ``load``)."""
         return self.codec.kind
 
     @property
@@ -142,19 +134,13 @@ def type_mismatch(msg: object, layout: SensorLayout) -> MeasuredDecodeError:
 
 # -- the codecs, one per reading kind -----------------------------------------------------------
 class ReadingCodec:
-    """Everything about one reading kind; subclasses fill in the kind's message (docs/kinds.md).
-
-    Attributes:
-        kind, message, unit, message_type: the kind's name; the class, SI unit and ``pkg/msg/Type``
-            of ``<s>/predicted`` and ``<s>/residual``.
-        measured_types: the ``measured_type`` s :meth:`measured_values` reads, the default first.
-        per_vertex: one force per mesh vertex (contact elements must index the vertices).
-        float32_values: float32 fields (a value beyond that range cannot be published).
-        plausible: ``(low, high)`` of a plausible measured value in SI, or None.
-        steps_sensor: the model keeps a period-sampled reading (Isaac's ``update(state, t)``).
-        axes: the message's components in slot order (labels), None per vertex.
-        membrane_reading, pad_reading: the Punyo membrane's reading; a tactile pad's net force.
-    """
+    """One reading kind; subclasses fill in its message (docs/kinds.md).  ``kind``: its name;
+    ``message``, ``unit``, ``message_type``: class, SI unit and ``pkg/msg/Type`` of
+    ``<s>/predicted`` and ``<s>/residual``; ``measured_types``: what :meth:`measured_values`
+    reads, the default first; ``per_vertex``: a force per mesh vertex; ``float32_values``: float32
+    fields; ``plausible``: ``(low, high)`` of a measured SI value or None; ``steps_sensor``: the
+    model keeps a period-sampled reading (Isaac's ``update``); ``axes``: component labels in slot
+    order (None per vertex); ``membrane_reading``, ``pad_reading``: Punyo membrane, tactile pad."""
 
     kind: str = ""
     message: type = type(None)
@@ -174,8 +160,7 @@ class ReadingCodec:
         raise NotImplementedError
 
     def to_bytes(self, layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bytes:
-        """The predicted / residual message of ``values`` (``(#meas,)`` float64, SI) as CDR bytes,
-        stamped ``stamp_ns`` in ``layout.reading_frame``; ValueError: a stamp out of range."""
+        """:func:`encode_vector` of this kind, in ``layout.reading_frame``."""
         raise NotImplementedError
 
     def measured_values(self, layout: SensorLayout, msg) -> np.ndarray:
@@ -184,10 +169,9 @@ class ReadingCodec:
         raise NotImplementedError
 
     def recorded_vector(self, msg, measured: bool) -> np.ndarray:
-        """The vector of a recorded ``<s>/predicted`` or (``measured``) ``<s>/measured`` message,
-        as recorded (NaN included, before scaling), in slot order: pressure ``[p]`` (Pa); dense
-        ``fx fy fz`` per point (N); wrench ``[fx, fy, fz]``; load ``[f]`` (measured: ``|force|``).
-        ValueError: a cloud without ``fx fy fz`` or with a bad layout."""
+        """A recorded ``<s>/predicted`` or (``measured``) ``<s>/measured`` message's values as
+        recorded (NaN kept, unscaled) in slot order (load measured: ``|force|``); ValueError: a
+        cloud without ``fx fy fz`` or with a bad layout."""
         raise NotImplementedError
 
     def extra_markers(self, sensor_name: str, layout: SensorLayout, body_header: Header,
@@ -208,8 +192,8 @@ class ReadingCodec:
 
 
 class WrenchMessageCodec(ReadingCodec):
-    """The shared base of kinds published as ``geometry_msgs/WrenchStamped`` (force only, torque 0),
-    N; a subclass fills in :meth:`force`, ``kind``, ``axes``, ``slots`` and the measured decoder."""
+    """Kinds published as ``geometry_msgs/WrenchStamped`` (force N, torque 0), read back as the
+    ``(3,)`` force; a subclass fills in :meth:`force`, ``kind``, ``axes`` and ``slots``."""
 
     message, unit = WrenchStamped, "N"
     measured_types = ("geometry_msgs/msg/WrenchStamped",)
@@ -222,24 +206,14 @@ class WrenchMessageCodec(ReadingCodec):
     def to_bytes(self, layout, values, stamp_ns):
         return encode_wrench_stamped(stamp_ns, layout.reading_frame, self.force(layout, values))
 
+    def measured_values(self, layout, msg):
+        if not isinstance(msg, WrenchStamped):
+            raise type_mismatch(msg, layout)
+        return WrenchMessageCodec.recorded_vector(self, msg, True)   # the force, not a subclass's vector
 
-def make_layout(codec: ReadingCodec, frame_id: str, names: List[str],
-                errors: Optional[Sequence[float]],
-                vertices: Optional[np.ndarray] = None, sensor_frame: str = "",
-                body_T_sensor: Optional[np.ndarray] = None, frame_prefix: str = "") -> SensorLayout:
-    """The :class:`SensorLayout` of a sensor (``errors``: ``measurement_errors()`` or None; by
-    type name: :func:`vsf_sensor_ros.ros.kinds.sensor_layout`).
-
-    Raises:
-        ValueError: names not matching the kind, or ``3V`` entries disagreeing with ``vertices``.
-    """
-    slots, flag = codec.slots(list(names), vertices)
-    std = None if errors is None else np.asarray(errors, dtype=np.float64).reshape(-1)
-    if std is not None and std.shape[0] != len(names):
-        std = None
-    verts = None if vertices is None else np.ascontiguousarray(vertices, dtype=np.float32)
-    T = None if body_T_sensor is None else np.array(body_T_sensor, dtype=np.float64).reshape(4, 4)
-    return SensorLayout(codec, frame_id, list(names), slots, flag, verts, std, sensor_frame, T, frame_prefix)
+    def recorded_vector(self, msg, measured):
+        f = msg.wrench.force
+        return np.array([f.x, f.y, f.z], dtype=np.float64)
 
 
 def encode_vector(layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bytes:
@@ -249,14 +223,9 @@ def encode_vector(layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> by
 
 
 def decode_measured(layout: SensorLayout, msg, scale: float) -> np.ndarray:
-    """A measured message of one of the kind's ``measured_types`` (load: ``|force|``) times
-    ``scale`` (to SI, e.g. 100.0 for hPa) as ``(#meas,)`` float64; entries it cannot carry are NaN.
-
-    Raises:
-        MeasuredDecodeError: ``measured_type_mismatch``, ``measured_size_mismatch`` (vertex count),
-            ``bad_field_type`` (integer ``fx fy fz``), a bad layout, ``non_finite`` (before or after
-            scaling).
-    """
+    """A measured message (load: ``|force|``) times ``scale`` (to SI, e.g. 100.0 for hPa) as
+    ``(#meas,)`` float64, NaN where it carries nothing.  MeasuredDecodeError: a reason of
+    :data:`MEASURED_REASONS` (``non_finite`` before or after scaling)."""
     out = np.full(len(layout.names), np.nan)
     vals = layout.codec.measured_values(layout, msg)
     if not np.isfinite(vals).all():
@@ -270,7 +239,6 @@ def decode_measured(layout: SensorLayout, msg, scale: float) -> np.ndarray:
     return out
 
 
-# -- markers ---------------------------------------------------------------------------
 def marker_points(arr: np.ndarray) -> List[Point]:
     """``(N, 3)`` positions as marker ``Point`` s."""
     return [Point(x=float(a), y=float(b), z=float(c)) for a, b, c in arr.tolist()]
@@ -281,8 +249,8 @@ def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, sta
                    values: np.ndarray, force_scale: float,
                    in_contact: bool) -> MarkerArray:
     """rviz markers of one sensor at one step (docs/interface.md): ``<s>/contacts`` (id 0, the
-    ``(N, 3)`` world contact points, red ``in_contact``), ``<s>/forces`` (1, ``force_scale`` m/N),
-    the kind's extras (``<s>/field``, 2) and ``<s>/label`` (3, in ``layout.reading_frame``)."""
+    ``(N, 3)`` world points, red ``in_contact``), ``<s>/forces`` (1, ``force_scale`` m/N), the
+    kind's extras (2) and ``<s>/label`` (3, in ``layout.reading_frame``)."""
     header = make_header(stamp, world_frame)
     red = ColorRGBA(r=1.0, g=0.2, b=0.1, a=1.0)
     grey = ColorRGBA(r=0.6, g=0.6, b=0.6, a=1.0)
@@ -307,14 +275,9 @@ def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, sta
                    type=Marker.TEXT_VIEW_FACING, action=Marker.ADD, color=colour)
     label.pose.orientation.w = 1.0
     label.scale.z = 0.02
-    label.text = summary_text(sensor_name, layout, values)
+    label.text = layout.codec.summary(sensor_name, layout, values)
     out.append(label)
     return MarkerArray(markers=out)
-
-
-def summary_text(sensor_name: str, layout: SensorLayout, values: np.ndarray) -> str:
-    """One-line human summary of a reading (marker label, diagnostics)."""
-    return layout.codec.summary(sensor_name, layout, values)
 
 
 def wanted(pub: Any) -> bool:
@@ -323,8 +286,7 @@ def wanted(pub: Any) -> bool:
 
 
 def publish_vector(pub: Any, layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bool:
-    """Publish ``values`` (``(#meas,)`` float64, SI; predicted, residual, measured_si) on ``pub``
-    as :func:`encode_vector` bytes when someone subscribes; True if sent."""
+    """Publish :func:`encode_vector` of ``values`` on ``pub`` when someone subscribes; True if sent."""
     if not wanted(pub):
         return False
     pub.publish(encode_vector(layout, values, stamp_ns))
@@ -333,10 +295,9 @@ def publish_vector(pub: Any, layout: SensorLayout, values: np.ndarray, stamp_ns:
 
 def publish_step(endpoints: Any, layout: SensorLayout, r: Any, state: Any, stamp_ns: int, world_frame: str,
                  in_contact: bool, marker_force_scale: Optional[float]) -> bool:
-    """Publish a checked step on a sensor's ``endpoints`` (:class:`.SensorEndpoints`): the
-    prediction, the Jacobian (``r``: its ``SensorResult``), and the markers when
-    ``marker_force_scale`` (m/N) is given (``state``: the step's ``SimState``).  True when markers
-    were published."""
+    """Publish a checked step (``r``: a ``SensorResult``, ``state``: its ``SimState``) on a
+    sensor's ``endpoints``: prediction, Jacobian, and markers when ``marker_force_scale`` (m/N) is
+    given; True when markers were published."""
     values, jac = r.values, r.jacobian
     publish_vector(endpoints.predicted, layout, values, stamp_ns)
     if jac is not None and endpoints.jacobian is not None and wanted(endpoints.jacobian):
@@ -352,12 +313,8 @@ def publish_step(endpoints: Any, layout: SensorLayout, r: Any, state: Any, stamp
     return True
 
 
-# -- CDR encoders (the node publishes bytes: docs/decisions.md, one message path) ----------------
+# CDR encoders: the node publishes bytes (docs/decisions.md)
 _HEADER_LE = b"\x00\x01\x00\x00"            # XCDR1 little-endian
-
-
-def _pad(n: int) -> bytes:
-    return b"\x00" * n
 
 
 def _header_bytes(stamp_ns: int, frame_id: str) -> bytes:
@@ -365,7 +322,7 @@ def _header_bytes(stamp_ns: int, frame_id: str) -> bytes:
     sec, nsec = divmod(int(stamp_ns), 1_000_000_000)
     fid = frame_id.encode("utf-8") + b"\x00"
     body = struct.pack("<iII", sec, nsec, len(fid)) + fid
-    return _HEADER_LE + body + _pad(-len(body) % 4)
+    return _HEADER_LE + body + bytes(-len(body) % 4)
 
 
 def _check_stamp(stamp_ns: int) -> int:
@@ -377,12 +334,12 @@ def _check_stamp(stamp_ns: int) -> int:
 
 def _align8(head: bytes) -> bytes:
     """``head`` padded so the next byte sits on an 8-byte boundary of the CDR data."""
-    return head + _pad(-(len(head) - 4) % 8)
+    return head + bytes(-(len(head) - 4) % 8)
 
 
 def encode_fluid_pressure(stamp_ns: int, frame_id: str, fluid_pressure: float, variance: float) -> bytes:
-    """Serialised ``sensor_msgs/FluidPressure`` (Pa, Pa²), little-endian XCDR1; ValueError:
-    ``stamp_ns`` negative or beyond ``int32`` seconds (so do the encoders below)."""
+    """Serialised ``sensor_msgs/FluidPressure`` (Pa, Pa²), little-endian XCDR1; ValueError: a
+    stamp negative or past ``int32`` seconds (as every encoder below)."""
     head = _align8(_header_bytes(_check_stamp(stamp_ns), frame_id))
     return head + struct.pack("<2d", float(fluid_pressure), float(variance))
 
@@ -405,20 +362,19 @@ def _cloud_fields_block(start: int, fields: Tuple[Tuple[str, int, int], ...], po
     for name, offset, datatype in fields:
         nm = name.encode("utf-8") + b"\x00"
         out += struct.pack("<I", len(nm)) + nm
-        out += _pad(-(start + len(out) - 4) % 4)
+        out += bytes(-(start + len(out) - 4) % 4)
         out += struct.pack("<IB", offset, datatype)
-        out += _pad(-(start + len(out) - 4) % 4)
+        out += bytes(-(start + len(out) - 4) % 4)
         out += struct.pack("<I", 1)
     out += b"\x00"                                        # is_bigendian = false
-    out += _pad(-(start + len(out) - 4) % 4)
+    out += bytes(-(start + len(out) - 4) % 4)
     out += struct.pack("<I", point_step)
     return bytes(out)
 
 
 def encode_pointcloud2(stamp_ns: int, frame_id: str, records: np.ndarray) -> bytes:
-    """Serialised unorganised (``height`` 1), packed, little-endian ``sensor_msgs/PointCloud2``
-    of ``records``, a ``(N,)`` structured array of little-endian members without gaps;
-    ValueError: a member of another dtype, a gap or padding in the record."""
+    """Serialised packed little-endian ``sensor_msgs/PointCloud2`` (``height`` 1) of ``records``,
+    ``(N,)`` structured, little-endian, no gaps; ValueError: another dtype, a gap, padding."""
     dt = records.dtype
     if dt.names is None or records.ndim != 1:
         raise ValueError(f"records must be a 1-D structured array, got dtype {dt} shape {records.shape}")
@@ -444,8 +400,8 @@ _JACOBIAN_DTYPE = np.dtype([("row", "<u4"), ("col", "<u4"), ("value", "<f8")])
 
 
 def encode_dense_force(stamp_ns: int, frame_id: str, vertices: np.ndarray, forces: np.ndarray) -> bytes:
-    """Serialised dense force cloud: ``x y z fx fy fz`` float32 per vertex, body frame, of
-    ``vertices`` ``(V, 3)`` (m) and ``forces`` ``(V, 3)`` or ``(3V,)`` (N); ValueError: shapes disagree."""
+    """Serialised dense force cloud, ``x y z fx fy fz`` float32 per vertex of ``vertices`` ``(V, 3)``
+    (m, body frame) and ``forces`` ``(V, 3)`` or ``(3V,)`` (N); ValueError: shapes disagree."""
     v = np.asarray(vertices).reshape(-1, 3)
     f = np.asarray(forces).reshape(-1, 3)
     if v.shape != f.shape:
@@ -459,9 +415,8 @@ def encode_dense_force(stamp_ns: int, frame_id: str, vertices: np.ndarray, force
 
 def encode_jacobian(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, stamp_ns: int,
                     frame_id: str) -> bytes:
-    """Serialised sparse COO Jacobian cloud (``row`` u4, ``col`` u4, ``value`` f8, nonzeros only;
-    ``cols`` in message-row form, :func:`jacobian_message_columns`; ``frame_id`` the world frame);
-    ValueError: arrays of different lengths."""
+    """Serialised sparse COO Jacobian cloud (``row`` u4, ``col`` u4 as
+    :func:`jacobian_message_columns`, ``value`` f8; nonzeros only); ValueError: lengths differ."""
     values = np.asarray(values, dtype=np.float64)
     rows, cols = np.asarray(rows), np.asarray(cols)
     if not rows.shape == cols.shape == values.shape:

@@ -1,8 +1,5 @@
-"""``builtin_interfaces/Time`` <-> integer nanoseconds; seconds -> ``Time``.
-
-Stamps are paired in integer nanoseconds (exact); seconds are for people.  A time an int32
-``sec`` cannot hold raises ``ValueError`` rather than wrap (docs/interface.md).
-"""
+"""``builtin_interfaces/Time`` <-> integer nanoseconds (exact, for pairing); seconds -> ``Time``.
+A time an int32 ``sec`` cannot hold raises ``ValueError`` rather than wrap."""
 from __future__ import annotations
 
 import math
@@ -23,11 +20,7 @@ def stamp_to_ns(stamp: Time) -> int:
 
 
 def ns_to_stamp(ns: int) -> Time:
-    """Integer nanoseconds -> ``builtin_interfaces/Time`` (``nanosec`` in ``[0, 10**9)``).
-
-    Raises:
-        ValueError: ``sec`` would not fit an int32, naming the value.
-    """
+    """Integer nanoseconds -> ``builtin_interfaces/Time``; ValueError: ``sec`` past int32."""
     sec, nanosec = divmod(int(ns), NS_PER_S)
     if not SEC_MIN <= sec <= SEC_MAX:
         raise ValueError(f"stamp of {int(ns)} ns is outside builtin_interfaces/Time "

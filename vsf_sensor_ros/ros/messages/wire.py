@@ -1,9 +1,6 @@
-"""The contacts input from CDR bytes to contacts per body pair; the one PointCloud2 reader.
-
-CDR bytes, not message objects, which cost more than the work they carry (docs/decisions.md,
-docs/performance_notes.md); decoded records duck-type the generated messages.  Every cloud goes
-through :func:`read_points` (numpy records over the buffer); a bad cloud is rejected whole.
-"""
+"""The contacts input from CDR bytes (cheaper than message objects: docs/decisions.md) to contacts
+per body pair, and the one PointCloud2 reader (:func:`read_points`, numpy records over the buffer;
+a bad cloud is rejected whole).  Decoded records duck-type the generated messages."""
 from __future__ import annotations
 
 import struct
@@ -57,8 +54,8 @@ class RawHeader:
 
 @dataclass(slots=True)
 class RawPointCloud2:
-    """``sensor_msgs/PointCloud2`` decoded from CDR: ``fields`` a :class:`FrozenFields` of
-    :class:`FieldSpec`; ``data`` a read-only uint8 view on the received bytes (no copy)."""
+    """``sensor_msgs/PointCloud2`` from CDR: ``fields`` a :class:`FrozenFields`, ``data`` a
+    read-only uint8 view on the received bytes."""
     header: RawHeader
     height: int
     width: int
@@ -71,8 +68,8 @@ class RawPointCloud2:
 
 
 class Reader:
-    """Cursor over one CDR buffer.  Reads are unchecked (``struct.error`` past the end); the
-    decoders turn that into :class:`CdrDecodeError` naming the field being read (``self.what``)."""
+    """Cursor over one CDR buffer; reads are unchecked (``struct.error`` past the end), which the
+    decoders turn into :class:`CdrDecodeError` naming the field being read (``self.what``)."""
 
     __slots__ = ("buf", "pos", "end", "e", "a8", "u32s", "ii", "what")
 
@@ -145,15 +142,14 @@ def subscribe(node: Node, msg_type: type, topic: str, decode: Callable[[Any], An
     return node.create_subscription(msg_type, topic, callback, qos, raw=True)
 
 
-# A driver sends the same joint names and a simulator the same cloud layout in every message:
-# the bytes of that part are compared with the previous message's and, when equal at the same
-# offset and encoding, its parse is reused (same bytes, same parse; different bytes are parsed).
+# A driver repeats its joint names and a simulator its cloud layout: the parse of the same bytes
+# at the same offset and encoding is reused
 _CLOUD_LAYOUT: List[Any] = [None]
 
 
 def cached_section(slot: List[Any], r: "Reader", parse: Callable[["Reader"], Any]) -> Any:
-    """``parse(r)`` from ``r.pos``, or the previous result when the bytes it read are the same
-    (``slot[0]``: encoding, start, bytes and result of the last successful parse)."""
+    """``parse(r)`` from ``r.pos``, or the previous result for the same bytes (``slot[0]``:
+    encoding, start, bytes and result of the last parse)."""
     start, key = r.pos, (r.e, r.a8)
     hit = slot[0]
     if hit is not None and hit[0] == key and hit[1] == start:
@@ -167,8 +163,8 @@ def cached_section(slot: List[Any], r: "Reader", parse: Callable[["Reader"], Any
 
 
 def decode_pointcloud2(data: object) -> RawPointCloud2:
-    """A serialised ``sensor_msgs/PointCloud2`` as a :class:`RawPointCloud2`, layout unchecked
-    (:func:`read_points` checks it); CdrDecodeError naming the field and byte offset."""
+    """A serialised ``sensor_msgs/PointCloud2`` as a :class:`RawPointCloud2` (layout unchecked);
+    CdrDecodeError naming the field and byte offset."""
     r = Reader(data, "PointCloud2")
     try:
         header = r.header()
@@ -219,7 +215,6 @@ def _read_cloud_layout(r: "Reader") -> Tuple[int, int, FrozenFields, bool, int, 
     return height, width, FrozenFields(fields), is_bigendian, point_step, row_step
 
 
-# -- clouds ----------------------------------------------------------------------
 DATATYPE_CODES: Dict[int, str] = {
     PointField.INT8: "i1", PointField.UINT8: "u1", PointField.INT16: "i2", PointField.UINT16: "u2",
     PointField.INT32: "i4", PointField.UINT32: "u4", PointField.FLOAT32: "f4", PointField.FLOAT64: "f8",
@@ -241,7 +236,7 @@ class CloudDecodeError(ValueError):
 
 
 class FieldSpec(NamedTuple):
-    """One ``PointField`` as plain values; any object with these attributes is accepted as a field."""
+    """One ``PointField`` as plain values (any object with these attributes will do)."""
     name: str
     offset: int
     datatype: int
@@ -278,13 +273,9 @@ def as_byte_array(data: Any) -> np.ndarray:
 
 
 def check_data_size(layout: CloudLayout, nbytes: int, exact: bool = True) -> None:
-    """Check that ``nbytes`` of data hold the cloud's points: ``exact``, ``nbytes == height *
-    row_step`` (an empty cloud may carry none); else up to the end of the last point (missing row
-    pad or trailing bytes accepted; an empty cloud unchecked).  ``width * point_step <= row_step``.
-
-    Raises:
-        CloudDecodeError: ``bad_size``, naming the numbers.
-    """
+    """CloudDecodeError ``bad_size`` (naming the numbers) unless ``width * point_step <=
+    row_step`` and ``nbytes`` hold the points: ``exact``, ``height * row_step`` (an empty cloud
+    may carry none); else up to the end of the last point (an empty cloud unchecked)."""
     h, w, step, row_step = int(layout.height), int(layout.width), int(layout.point_step), int(layout.row_step)
     if h * w == 0:
         if exact and nbytes not in (0, h * row_step):
@@ -320,9 +311,8 @@ def _record_dtype(names: List[str], formats: List[str], offsets: List[int], item
 
 
 class FrozenFields(tuple):
-    """A cloud's fields as a tuple of immutable records, never changed: :func:`read_points` reuses
-    its last validated plan for the very same object (:func:`decode_pointcloud2` hands out one for
-    as long as a sender repeats its layout); any other sequence is validated on every call."""
+    """A cloud's fields, immutable: :func:`read_points` reuses its last validated plan for the
+    very same object (one per repeated layout); any other sequence is validated on every call."""
 
     __slots__ = ()
 
@@ -333,8 +323,7 @@ _LAST_PLAN: List[Any] = [None]   # the last validated field plan of read_points
 def _field_plan(layout: CloudLayout, names: Sequence[str], optional: Sequence[str],
                 datatypes: Optional[Mapping[str, Collection[int]]], step: int,
                 endian: str) -> Tuple[List[str], List[str], List[int]]:
-    """``(used names, numpy formats, offsets)`` of the fields read; raises the layout's
-    :class:`CloudDecodeError` (see :func:`read_points`)."""
+    """``(used names, numpy formats, offsets)``; CloudDecodeError: see :func:`read_points`."""
     wanted = list(names) + [n for n in optional if n not in names]
     by_name: Dict[str, Any] = {}
     for f in layout.fields:
@@ -371,10 +360,9 @@ def _field_plan(layout: CloudLayout, names: Sequence[str], optional: Sequence[st
 def read_points(layout: CloudLayout, data: Any, names: Sequence[str], optional: Sequence[str] = (),
                 datatypes: Optional[Mapping[str, Collection[int]]] = None,
                 exact_size: bool = True) -> np.ndarray:
-    """The fields ``names`` (required) and ``optional`` (when present) of every point: a
-    ``(height * width,)`` structured array in message byte order, row-major, a strided view of
-    ``data`` (bytes, memoryview, array, uint8 array).  ``datatypes``: field -> accepted
-    ``PointField`` datatypes; ``exact_size``: :func:`check_data_size`'s rule.
+    """Fields ``names`` (required) and ``optional`` of every point: a ``(height * width,)``
+    structured strided view of ``data`` in message byte order, row-major.  ``datatypes``: field ->
+    accepted ``PointField`` datatypes; ``exact_size``: :func:`check_data_size`'s rule.
 
     Raises:
         CloudDecodeError: in this order ``duplicate_field`` (a read field twice), ``missing_field``,
@@ -384,8 +372,7 @@ def read_points(layout: CloudLayout, data: Any, names: Sequence[str], optional: 
     step = int(layout.point_step)
     endian = ">" if layout.is_bigendian else "<"
     n = layout.num_points
-    # a plan is reused only for immutable inputs: the same FrozenFields object, names compared by
-    # value, no datatypes table or a read-only one (MappingProxyType) of immutable values
+    # a plan is reused only for immutable inputs (FrozenFields, a MappingProxyType or no table)
     cacheable = type(layout.fields) is FrozenFields and (datatypes is None
                                                          or type(datatypes) is MappingProxyType)
     key = (step, endian, tuple(names), tuple(optional)) if cacheable else None
@@ -441,11 +428,8 @@ def _adjacent_block(points: np.ndarray, name: str, k: int) -> np.ndarray:
 
 
 def require_finite(values: np.ndarray, label: str) -> None:
-    """Reject a cloud with a NaN/inf among ``values`` (``(N,)`` or ``(N, k)``, a row per point).
-
-    Raises:
-        CloudDecodeError: ``non_finite``, naming ``label``, how many rows and the first.
-    """
+    """CloudDecodeError ``non_finite`` (naming ``label``, the row count and the first) for a NaN/inf
+    in ``values`` (``(N,)`` or ``(N, k)``, a row per point)."""
     ok = np.isfinite(values)
     if ok.all():
         return
@@ -453,7 +437,6 @@ def require_finite(values: np.ndarray, label: str) -> None:
     raise CloudDecodeError("non_finite", f"non-finite {label} at {bad.size} row(s), first row {int(bad[0])}")
 
 
-# -- contacts --------------------------------------------------------------------
 Pair = Tuple[str, str]
 
 POINT_FIELDS = ("x", "y", "z")
@@ -465,7 +448,6 @@ DEPTH_FIELD = "depth"
 
 CONTACT_FIELDS: Tuple[str, ...] = POINT_FIELDS + FORCE_FIELDS + BODY_FIELDS   # required
 OPTIONAL_CONTACT_FIELDS: Tuple[str, ...] = ELEM_FIELDS + NORMAL_FIELDS + (DEPTH_FIELD,)
-# read-only: read_points may reuse a plan checked against it
 
 ALLOWED_DATATYPES: Mapping[str, Tuple[int, ...]] = MappingProxyType({
     **{n: FLOAT_TYPES for n in POINT_FIELDS + FORCE_FIELDS + NORMAL_FIELDS + (DEPTH_FIELD,)},
@@ -493,8 +475,7 @@ def check_body_names(body_names: Sequence[str]) -> List[str]:
 def pointcloud2_to_contacts(msg: PointCloud2, body_names: Sequence[str], dtype: torch.dtype = torch.float64,
                             device: Union[str, torch.device] = "cpu",
                             expected_frame_id: Optional[str] = None) -> DecodedContacts:
-    """A contacts cloud (message or :class:`RawPointCloud2`) as ``ContactState`` per ordered body
-    pair: :func:`contacts_from_buffer` of its layout, data, frame id and stamp."""
+    """:func:`contacts_from_buffer` of a contacts cloud (message or :class:`RawPointCloud2`)."""
     return contacts_from_buffer(CloudLayout.of(msg), msg.data, body_names, dtype, device,
                                 frame_id=msg.header.frame_id, stamp_ns=stamp_to_ns(msg.header.stamp),
                                 expected_frame_id=expected_frame_id)
@@ -504,16 +485,10 @@ def contacts_from_buffer(layout: CloudLayout, data: Any, body_names: Sequence[st
                          dtype: torch.dtype = torch.float64, device: Union[str, torch.device] = "cpu",
                          frame_id: str = "", stamp_ns: int = 0,
                          expected_frame_id: Optional[str] = None) -> DecodedContacts:
-    """Contacts per ordered body pair from a cloud's layout and data (layout: docs/interface.md);
-    ``body_names``: the table ``body1``/``body2`` index; ``dtype``, ``device``: of the tensors;
-    ``expected_frame_id``: another non-empty ``frame_id`` is refused.  An empty cloud: no contacts.
-
-    Raises:
-        ContactsDecodeError: a :func:`read_points` reason; ``non_finite`` (NaN/inf in a point,
-            force, depth or complete normal, or beyond ``dtype``'s range);
-            ``body_index_out_of_range``; ``elem_index_invalid`` (below -1); ``bad_frame_id``.
-        ValueError: ``body_names`` has duplicates (a configuration error).
-    """
+    """``ContactState`` per ordered body pair from a cloud's layout and data (docs/interface.md);
+    ``body_names``: the table ``body1``/``body2`` index; ``expected_frame_id``: another non-empty
+    ``frame_id`` is refused.  ContactsDecodeError: a reason of :data:`DECODE_REASONS` (``non_finite``
+    also past ``dtype``'s range); ValueError: duplicate ``body_names``."""
     names = check_body_names(body_names)
     field_names = [f.name for f in layout.fields]
     if expected_frame_id is not None and frame_id and frame_id != expected_frame_id:
