@@ -9,7 +9,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import trimesh
@@ -205,6 +205,18 @@ def default_assets_dir() -> Optional[Path]:
     return shared.resolve() if (shared / KINOVA_URDF_FILE).is_file() else None
 
 
+def kinova_assets_dir(assets_dir: Optional[Union[str, os.PathLike]], needed: Sequence[str]) -> Path:
+    """``assets_dir`` (empty: :func:`default_assets_dir`), resolved.  FileNotFoundError: no folder, or one of
+    the ``needed`` files missing (named)."""
+    d = Path(assets_dir).expanduser() if assets_dir else default_assets_dir()
+    missing = list(needed) if d is None else [f for f in needed if not (d / f).is_file()]
+    if missing:
+        where = d if d is not None else f"${ASSETS_ENV} or ../shared/fixtures/kinova_punyo"
+        raise FileNotFoundError(f"Kinova/Punyo assets not found in {where}: {', '.join(missing)} missing "
+                                f"(set the assets_dir parameter or ${ASSETS_ENV})")
+    return d.resolve()
+
+
 def kinova_punyo_transform(assets_dir: Union[str, os.PathLike]) -> np.ndarray:
     """The ``punyo2ee`` 4x4 (Punyo mesh frame -> ``EndEffector_Link``) from the assets JSON;
     FileNotFoundError: the JSON is missing; ValueError: the key is missing or not a 4x4."""
@@ -223,10 +235,7 @@ def kinova_world(assets_dir: Optional[Union[str, os.PathLike]] = None, with_scen
     """Kinova Gen3 with the real Punyo mesh (``punyo_mesh``, vertex order kept) on ``EndEffector_Link``:
     bodies :data:`KINOVA_LINKS`, ``world``, :data:`BUBBLE_BODY` [, table, object with ``with_scene``], joints
     at zero; ``assets_dir`` defaults to :func:`default_assets_dir`.  FileNotFoundError: assets missing."""
-    d = Path(assets_dir).expanduser() if assets_dir is not None else default_assets_dir()
-    if d is None or not (d / KINOVA_URDF_FILE).is_file():
-        where = d if d is not None else f"${ASSETS_ENV} or ../shared/fixtures/kinova_punyo"
-        raise FileNotFoundError(f"Kinova/Punyo assets not found in {where} (need {KINOVA_URDF_FILE})")
+    d = kinova_assets_dir(assets_dir, (KINOVA_URDF_FILE, punyo_mesh))
     w = World.from_urdf(str(d / KINOVA_URDF_FILE))
     w.attach_body(BUBBLE_BODY, load_mesh(d / punyo_mesh), KINOVA_END_LINK, kinova_punyo_transform(d))
     if with_scene:

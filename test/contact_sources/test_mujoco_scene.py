@@ -6,11 +6,11 @@ import pytest
 
 from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.contact_sources.trajectory import PressProfile
-from vsf_sensor_ros.contact_sources.mujoco_scene import (LOAD_SITE, PAD_SITE, SOURCE_MUJOCO_FORCE,
-                                                         SOURCE_MUJOCO_TOUCH, MujocoScene, MujocoSceneConfig,
+from vsf_sensor_ros.contact_sources.mujoco_scene import (LOAD_SITE, PAD_SITE, MujocoScene, MujocoSceneConfig,
                                                          PressPlan, contact_rows, contacts_by_pair,
-                                                         load_reading, mujoco_source_label, pad_reading,
-                                                         robot_bodies)
+                                                         load_reading, pad_reading, robot_bodies)
+from vsf_sensor_ros.contact_sources.sim_sensors import (SOURCE_MUJOCO_FORCE, SOURCE_MUJOCO_TOUCH,
+                                                        measured_source_label)
 from vsf_sensor_ros.sensor.errors import InputError, SettingError
 from vsf_sensor_ros.urdf import UrdfError
 
@@ -228,10 +228,12 @@ def test_a_target_out_of_reach_and_an_unknown_joint_are_refused():
 
 
 def test_measured_source_labels():
-    assert mujoco_source_label("ContactSensor", "punyo", "independent") == SOURCE_MUJOCO_FORCE
-    assert mujoco_source_label("IsaacContactSensor", "object", "independent") == SOURCE_MUJOCO_TOUCH
-    assert mujoco_source_label("PunyoPressureSensor", "punyo", "independent") == "synthetic-model"
-    assert mujoco_source_label("ContactSensor", "punyo", "model") == "synthetic-model"
+    for kind, attachment, mode, label in (
+            ("ContactSensor", "punyo", "independent", SOURCE_MUJOCO_FORCE),
+            ("IsaacContactSensor", "object", "independent", SOURCE_MUJOCO_TOUCH),
+            ("PunyoPressureSensor", "punyo", "independent", "synthetic-model"),
+            ("ContactSensor", "punyo", "model", "synthetic-model")):
+        assert measured_source_label(kind, attachment, mode, backend="mujoco") == label
     with pytest.raises(SettingError) as err:
-        mujoco_source_label("ContactSensor", "punyo", "both")
+        measured_source_label("ContactSensor", "punyo", "both", backend="mujoco")
     assert (err.value.setting, err.value.value, err.value.reason) == ("measured_source", "both", "invalid")

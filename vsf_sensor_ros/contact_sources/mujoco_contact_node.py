@@ -14,7 +14,9 @@ import numpy as np
 import torch
 
 from vsf_sensor_ros import embedded_world as ew
-from vsf_sensor_ros.contact_sources.sim_sensors import DEMO_SENSORS, demo_sensor_specs
+from vsf_sensor_ros.contact_sources.sim_sensors import (DEMO_SENSORS, SOURCE_MUJOCO_FORCE,
+                                                        SOURCE_MUJOCO_TOUCH, demo_sensor_specs,
+                                                        measured_source_label)
 from vsf_sensor_ros.contact_sources.sim_world import embedded_assets
 from vsf_sensor_ros.contact_sources.trajectory import PressProfile
 from vsf_sensor_ros.sensor.errors import SettingError
@@ -22,8 +24,8 @@ from vsf_sensor_ros.sensor.base_sensor import SimState
 
 from .stepping import (PACE_PARAMS, PRESS_TIMING_PARAMS, SESSION_PARAMS, SimulatorNode, run_simulator,
                        sim_time_msg)
-from .mujoco_scene import (BUBBLE, OBJECT, SOURCE_MUJOCO_FORCE, SOURCE_MUJOCO_TOUCH, TABLE, MujocoScene,
-                           MujocoSceneConfig, PressPlan, load_reading, mujoco_source_label, pad_reading)
+from .mujoco_scene import (BUBBLE, OBJECT, TABLE, MujocoScene, MujocoSceneConfig, PressPlan, load_reading,
+                           pad_reading)
 
 INF = float("inf")
 
@@ -114,7 +116,7 @@ class MujocoContactNode(SimulatorNode):
             model = (assets.bubble_mesh if kind.startswith("Punyo")
                      else SimpleNamespace(getName=lambda a=att: a))
             stream = self.add_stream(spec, model, assets.bubble_mesh.vertices)
-            label = mujoco_source_label(kind, att, p["measured_source"])
+            label = measured_source_label(kind, att, p["measured_source"], backend="mujoco")
             if label == SOURCE_MUJOCO_FORCE:
                 stream.source = (lambda names=list(stream.names): pad_reading(self.scene, names))
             elif label == SOURCE_MUJOCO_TOUCH:

@@ -122,15 +122,14 @@ def robot_bodies(urdf_text: str) -> Tuple[List[ET.Element], Dict[str, ET.Element
     roots = [n for n in links if n not in children]
     bodies: Dict[str, ET.Element] = {}
     top: List[ET.Element] = []
-    for name in roots:
-        if name == "world":
-            continue
-        body = ET.Element("body", name=name, gravcomp="1")
-        inert = _link_inertial(links[name])
+
+    def body(name: str, **pose: str) -> ET.Element:
+        bodies[name] = ET.Element("body", name=name, gravcomp="1", **pose)
+        inert = _link_inertial(links[name]) if name in links else None
         if inert is not None:
-            body.append(inert)
-        bodies[name] = body
-        top.append(body)
+            bodies[name].append(inert)
+        return bodies[name]
+    top.extend(body(name) for name in roots if name != "world")
     movable: List[str] = []
     pending = list(joints)
     while pending:   # parents before children, whatever the file order
@@ -140,27 +139,20 @@ def robot_bodies(urdf_text: str) -> Tuple[List[ET.Element], Dict[str, ET.Element
                 continue
             pending.remove(j)
             progressed = True
-            body = ET.Element("body", name=j.child, gravcomp="1", **_pose_attrs(j.origin))
-            inert = _link_inertial(links[j.child]) if j.child in links else None
-            if inert is not None:
-                body.append(inert)
+            child = body(j.child, **_pose_attrs(j.origin))
             if j.type in MOVABLE_JOINT_TYPES:
                 attrs = {"name": j.name, "type": "slide" if j.type == "prismatic" else "hinge",
                          "axis": _fmt(j.axis)}
                 lim = root.find(f"joint[@name='{j.name}']/limit")
                 if j.type != "continuous" and lim is not None and lim.get("lower") is not None:
                     attrs["range"] = _fmt([float(lim.get("lower")), float(lim.get("upper", 0.0))])
-                ET.SubElement(body, "joint", attrs)
+                ET.SubElement(child, "joint", attrs)
                 movable.append(j.name)
             elif j.type != "fixed":
                 raise UrdfError(f"URDF joint {j.name!r} has type {j.type!r}; the MuJoCo scene takes "
                                 "revolute, continuous, prismatic and fixed joints", "joint_type", j.name,
                                 j.type)
-            if j.parent == "world":
-                top.append(body)
-            else:
-                bodies[j.parent].append(body)
-            bodies[j.child] = body
+            (top if j.parent == "world" else bodies[j.parent]).append(child)
         if not progressed:
             raise UrdfError(f"URDF joints {[j.name for j in pending]} hang from links outside the tree",
                             "detached_joints", "URDF", [j.name for j in pending])
@@ -240,27 +232,19 @@ def contact_rows(model: "mujoco.MjModel", data: "mujoco.MjData") -> ContactRows:
     """The contacts of ``data`` in the world frame: force on body1 = ``−frameᵀ f[:3]`` of
     ``mj_contactForce``; contacts excluded from the solver are left out.
     """
-    n = int(data.ncon)
-    b1: List[str] = []
-    b2: List[str] = []
-    pts, frc, nrm, dep = [], [], [], []
-    f6 = np.zeros(6)
-    for i in range(n):
-        c = data.contact[i]
-        if c.efc_address < 0:
-            continue
-        mujoco.mj_contactForce(model, data, i, f6)
-        frame = np.asarray(c.frame, dtype=np.float64).reshape(3, 3)
-        b1.append(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, int(model.geom_bodyid[c.geom1])) or "")
-        b2.append(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, int(model.geom_bodyid[c.geom2])) or "")
-        pts.append(np.asarray(c.pos, dtype=np.float64).copy())
-        frc.append(-(frame.T @ f6[:3]))
-        nrm.append(frame[0].copy())
-        dep.append(-float(c.dist))
-    if not b1:
-        z = np.zeros((0, 3))
-        return ContactRows([], [], z, z.copy(), z.copy(), np.zeros(0))
-    return ContactRows(b1, b2, np.array(pts), np.array(frc), np.array(nrm), np.array(dep))
+    active = [i for i in range(int(data.ncon)) if data.contact[i].efc_address >= 0]
+    f6 = np.zeros((len(active), 6))
+    for row, i in enumerate(active):
+        mujoco.mj_contactForce(model, data, i, f6[row])
+    frames = np.array([data.contact[i].frame for i in active], dtype=np.float64).reshape(-1, 3, 3)
+
+    def bodies(side: str) -> List[str]:
+        ids = [int(model.geom_bodyid[getattr(data.contact[i], side)]) for i in active]
+        return [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b) or "" for b in ids]
+    return ContactRows(bodies("geom1"), bodies("geom2"),
+                       np.array([data.contact[i].pos for i in active], dtype=np.float64).reshape(-1, 3),
+                       -np.einsum("nji,nj->ni", frames, f6[:, :3]), frames[:, 0].copy(),
+                       np.array([-float(data.contact[i].dist) for i in active]))
 
 
 def contacts_by_pair(rows: ContactRows, body_names: Sequence[str],
@@ -389,38 +373,10 @@ def pad_reading(scene: MujocoScene, names: Sequence[str]) -> np.ndarray:
 def load_reading(scene: MujocoScene, min_threshold: float = 0.0,
                  max_threshold: float = math.inf) -> np.ndarray:
     """``[in_contact, value]`` (N) of the load cell from MuJoCo's ``touch`` sensor, thresholded as the
-    Isaac-style sensor.
+    Isaac-style sensor (:func:`~.sim_sensors.isaac_load`).
     """
-    v = float(scene.sensor(LOAD_SITE)[0])
-    if v <= 0.0 or v < min_threshold:
-        return np.zeros(2)
-    return np.array([1.0, min(v, max_threshold)])
-
-
-# labels of the measured streams from MuJoCo's force sensor (the pad) and touch sensor (the load cell), and
-# their short form in plot legends
-SOURCE_MUJOCO_FORCE = "mujoco-force-sensor"
-SOURCE_MUJOCO_TOUCH = "mujoco-touch-sensor"
-SOURCE_TEXT = {SOURCE_MUJOCO_FORCE: "independent: MuJoCo's force sensor",
-               SOURCE_MUJOCO_TOUCH: "independent: MuJoCo's touch sensor"}
-
-
-def mujoco_source_label(sensor_type: str, attachment: str, mode: str) -> str:
-    """The label of a demo sensor's ``<s>/measured`` source: MuJoCo's ``force`` / ``touch`` for the pad /
-    load cell in ``independent`` mode, else ``synthetic-model``.
-
-    Raises:
-        SettingError: ``mode`` is not ``independent`` or ``model`` (``setting`` ``'measured_source'``).
-    """
-    if mode not in ("independent", "model"):
-        raise SettingError(f"measured_source must be 'independent' or 'model', got {mode!r}",
-                           "measured_source", mode, "invalid", ("independent", "model"))
-    if mode == "independent":
-        if sensor_type == "ContactSensor" and attachment == BUBBLE:
-            return SOURCE_MUJOCO_FORCE
-        if sensor_type == "IsaacContactSensor" and attachment == OBJECT:
-            return SOURCE_MUJOCO_TOUCH
-    return "synthetic-model"
+    from .sim_sensors import isaac_load
+    return isaac_load(float(scene.sensor(LOAD_SITE)[0]), min_threshold, max_threshold)
 
 
 class PressPlan:
@@ -445,5 +401,4 @@ class PressPlan:
 
 __all__ = ["BUBBLE", "OBJECT", "TABLE", "PAD_SITE", "LOAD_SITE", "MujocoSceneConfig", "robot_bodies",
            "scene_mjcf", "ContactRows", "contact_rows", "contacts_by_pair", "MujocoScene", "pad_reading",
-           "load_reading", "PressPlan", "SOURCE_MUJOCO_FORCE", "SOURCE_MUJOCO_TOUCH", "SOURCE_TEXT",
-           "mujoco_source_label"]
+           "load_reading", "PressPlan"]

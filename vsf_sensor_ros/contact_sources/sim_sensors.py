@@ -3,12 +3,14 @@ implementation where one exists, else the package's model (synthetic), plus offs
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from vsf_sensor_ros.sensor.base_sensor import SimState
+from vsf_sensor_ros.sensor.errors import SettingError
 
 from .sim_world import BUBBLE, OBJECT, TABLE, SceneAssets
 from .trajectory import bubble_tip
@@ -86,30 +88,54 @@ def sensor_node_sensor_params(specs: Sequence[DemoSensorSpec]) -> Dict[str, Any]
 
 
 # labels of a measured stream's source: the package's model + offset + noise, Klampt's own C++ ContactSensor
-# in the same ODE world, the contact forces the simulator sums itself; and their short form in plots
+# in the same ODE world, the contact forces the simulator sums itself, MuJoCo's force sensor (the pad) and
+# touch sensor (the load cell); and their short form in plots
 SOURCE_SYNTHETIC = "synthetic-model"
 SOURCE_KLAMPT_NATIVE = "klampt-native-contact-sensor"
 SOURCE_SIM_FORCES = "simulator-contact-forces"
+SOURCE_MUJOCO_FORCE = "mujoco-force-sensor"
+SOURCE_MUJOCO_TOUCH = "mujoco-touch-sensor"
 SOURCE_TEXT = {SOURCE_SYNTHETIC: "synthetic: model + offset + noise",
                SOURCE_KLAMPT_NATIVE: "independent: Klampt's C++ ContactSensor",
-               SOURCE_SIM_FORCES: "independent: simulator's contact forces"}
+               SOURCE_SIM_FORCES: "independent: simulator's contact forces",
+               SOURCE_MUJOCO_FORCE: "independent: MuJoCo's force sensor",
+               SOURCE_MUJOCO_TOUCH: "independent: MuJoCo's touch sensor"}
 MEASURED_SOURCE_MODES = ("independent", "model")
 """Values of the simulator's ``measured_source`` parameter."""
 
 
-def measured_source_label(sensor_type: str, attachment: str, mode: str,
-                          contact_body_names: Sequence[str]) -> str:
-    """The label of a demo sensor's ``<s>/measured`` source (what :func:`independent_source` follows): in
-    ``independent`` mode Klampt's C++ sensor for a ``ContactSensor`` on a robot link, the simulator's summed
-    force for an ``IsaacContactSensor`` on the object; else synthetic.  ValueError: an unknown ``mode``."""
+def check_measured_source(mode: str) -> None:
+    """SettingError (``setting`` ``'measured_source'``, ``reason`` ``'invalid'``): ``mode`` is not one of
+    :data:`MEASURED_SOURCE_MODES`."""
     if mode not in MEASURED_SOURCE_MODES:
-        raise ValueError(f"measured_source must be one of {MEASURED_SOURCE_MODES}, got {mode!r}")
-    if mode == "independent":
-        if sensor_type == "ContactSensor" and attachment not in (OBJECT, TABLE):
-            return SOURCE_KLAMPT_NATIVE
-        if sensor_type == "IsaacContactSensor" and attachment == OBJECT and BUBBLE in contact_body_names:
-            return SOURCE_SIM_FORCES
+        raise SettingError(f"measured_source must be 'independent' or 'model', got {mode!r}",
+                           "measured_source", mode, "invalid", list(MEASURED_SOURCE_MODES))
+
+
+def measured_source_label(sensor_type: str, attachment: str, mode: str,
+                          contact_body_names: Sequence[str] = (), backend: str = "klampt") -> str:
+    """The label of a demo sensor's ``<s>/measured`` source in ``independent`` ``mode`` (else synthetic): with
+    the ``klampt`` backend (what :func:`independent_source` follows) Klampt's C++ sensor for a
+    ``ContactSensor`` on a robot link, the simulator's summed force for an ``IsaacContactSensor`` on the
+    object (the bubble among ``contact_body_names``); with ``mujoco`` its force / touch sensor for the pad
+    on the bubble / the load cell on the object.  SettingError: as :func:`check_measured_source`."""
+    check_measured_source(mode)
+    mujoco = backend == "mujoco"
+    if mode == "independent" and sensor_type == "ContactSensor" and (
+            attachment == BUBBLE if mujoco else attachment not in (OBJECT, TABLE)):
+        return SOURCE_MUJOCO_FORCE if mujoco else SOURCE_KLAMPT_NATIVE
+    if mode == "independent" and sensor_type == "IsaacContactSensor" and attachment == OBJECT and (
+            mujoco or BUBBLE in contact_body_names):
+        return SOURCE_MUJOCO_TOUCH if mujoco else SOURCE_SIM_FORCES
     return SOURCE_SYNTHETIC
+
+
+def isaac_load(value: float, lo: float = 0.0, hi: float = math.inf) -> np.ndarray:
+    """``[in_contact, value]`` of a load cell reading ``value`` (N, >= 0) thresholded as the Isaac-style
+    sensor: zeros below ``lo`` or at 0, clipped at ``hi``."""
+    if value <= 0.0 or value < lo:
+        return np.zeros(2)
+    return np.array([1.0, min(value, hi)])
 
 
 def independent_source(spec: DemoSensorSpec, sim: Any, sensor: Any) -> Optional[Callable[[], np.ndarray]]:
@@ -126,15 +152,8 @@ def independent_source(spec: DemoSensorSpec, sim: Any, sensor: Any) -> Optional[
                              f"{sensor.measurement_names()}")
         return lambda: np.asarray(native.getMeasurements(), dtype=np.float64)
     if label == SOURCE_SIM_FORCES:
-        lo = float(spec.config.get("minThreshold", 0.0))
-        hi = float(spec.config.get("maxThreshold", np.inf))
-
-        def load() -> np.ndarray:
-            value = float(np.linalg.norm(sim.summed_contact_force(BUBBLE, OBJECT)))
-            if value < lo or value == 0.0:
-                return np.zeros(2)
-            return np.array([1.0, min(value, hi)])
-        return load
+        lo, hi = float(spec.config.get("minThreshold", 0.0)), float(spec.config.get("maxThreshold", math.inf))
+        return lambda: isaac_load(float(np.linalg.norm(sim.summed_contact_force(BUBBLE, OBJECT))), lo, hi)
     return None
 
 

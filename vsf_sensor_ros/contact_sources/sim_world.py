@@ -68,15 +68,7 @@ def kinova_assets(assets_dir: Optional[str] = None) -> SceneAssets:
     Raises:
         FileNotFoundError: the directory or a file is missing (named).  ValueError: a non-rigid mount.
     """
-    d = Path(assets_dir).expanduser() if assets_dir else ew.default_assets_dir()
-    if d is None:
-        raise FileNotFoundError("Kinova assets not found: set the assets_dir parameter or $VSF_ASSETS "
-                                "(need " + ", ".join(KINOVA_FILES) + ")")
-    missing = [f for f in KINOVA_FILES if not (d / f).is_file()]
-    if missing:
-        raise FileNotFoundError(f"Kinova assets directory {str(d)!r} lacks {', '.join(missing)} "
-                                "(set the assets_dir parameter or $VSF_ASSETS)")
-    d = d.resolve()
+    d = ew.kinova_assets_dir(assets_dir, KINOVA_FILES)
     T = validate_transform(ew.kinova_punyo_transform(d), "punyo2ee")
     # Kinova's "home" posture branch (elbow up, wrist flexed): IK from here reaches a top-down press in
     # front of the base without joint flips.

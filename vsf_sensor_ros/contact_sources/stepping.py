@@ -33,7 +33,7 @@ from vsf_sensor_ros.ros.parameters import declare_spec
 from vsf_sensor_ros.sensor.errors import SettingError
 from vsf_sensor_ros.world import xyz_quat_from_transform
 
-from .sim_sensors import DEMO_SENSORS, DemoSensorSpec, MeasuredStream
+from .sim_sensors import DEMO_SENSORS, DemoSensorSpec, MeasuredStream, check_measured_source
 
 __all__ = ["PACE_PARAMS", "PRESS_TIMING_PARAMS", "SESSION_PARAMS", "SimulatorNode", "finish", "param_spec",
            "run_simulator", "sim_time_msg", "spin_until_done"]
@@ -166,10 +166,7 @@ class SimulatorNode(Node):
             raise SettingError(f"sensors must be distinct names from {list(DEMO_SENSORS)}, "
                                f"got {p['sensors']}", "sensors", list(p["sensors"]), "invalid",
                                list(DEMO_SENSORS))
-        if p["measured_source"] not in ("independent", "model"):
-            raise SettingError(f"measured_source must be 'independent' or 'model', "
-                               f"got {p['measured_source']!r}", "measured_source", p["measured_source"],
-                               "invalid", ["independent", "model"])
+        check_measured_source(p["measured_source"])
 
     def declare_stream_parameters(self, name: str, spec: Any) -> None:
         """Declare ``<name>.offset`` and ``<name>.noise_std`` (defaults from ``spec``) into ``self.p`` and

@@ -156,18 +156,12 @@ def resolve_config(args: argparse.Namespace) -> DemoConfig:
     node_name = node_key.strip("/") if node_key not in ("/**", "**") else "sensor_node"
     from vsf_sensor_ros.contact_sources.sim_sensors import DEMO_SENSORS, measured_source_label
     mode, backend = str(args.measured_source), str(args.backend)    # argparse checked the choices
+    if backend == "mujoco" and args.world != "embedded":
+        raise ValueError(f"the mujoco backend simulates the embedded world only, got --world {args.world}")
     bodies = [str(b) for b in (params.get("contact_body_names") or [])]
     for s in sensors:
         if s.name in DEMO_SENSORS:
-            s.measured_source = measured_source_label(s.type_name, s.attachment, mode, bodies)
-    if backend == "mujoco":
-        if args.world != "embedded":
-            raise ValueError(f"the mujoco backend simulates the embedded world only, "
-                             f"got --world {args.world}")
-        from vsf_sensor_ros.contact_sources.mujoco_scene import mujoco_source_label
-        for s in sensors:
-            if s.name in DEMO_SENSORS:
-                s.measured_source = mujoco_source_label(s.type_name, s.attachment, mode)
+            s.measured_source = measured_source_label(s.type_name, s.attachment, mode, bodies, backend)
     out = Path(args.out) if args.out is not None else DEFAULT_OUT / (
         "mujoco" if backend == "mujoco" else args.world)
     return DemoConfig(world=args.world, params_file=Path(params_file).resolve(), assets=assets,

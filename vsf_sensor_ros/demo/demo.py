@@ -5,10 +5,12 @@ import argparse
 import json
 import shutil
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from vsf_sensor_ros.demo.config import WORLD_PARAMS, DemoError, check_pairing, resolve_config
+from vsf_sensor_ros.demo.ros_env import run_isolated, usage_error
 from vsf_sensor_ros.demo.session import DemoSession, Progress, SessionResult
 from vsf_sensor_ros.demo.summary import build_summary, clear_outputs, make_plots, series_for, summary_table
 
@@ -62,17 +64,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         cfg = resolve_config(args)
     except (ValueError, DemoError) as exc:
-        parser.print_usage(sys.stderr)
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    from vsf_sensor_ros.demo.ros_env import isolated_domain
-
-    progress = Progress()
+        return usage_error(partial(parser.print_usage, sys.stderr), exc)
     clear_outputs(cfg.out)
     # the parameter file the node runs with, beside the bag: what `vsf_replay` reads for <out>/run.mcap
     if cfg.params_file != (cfg.out / "sensor_node.yaml").resolve():
         shutil.copyfile(cfg.params_file, cfg.out / "sensor_node.yaml")
-    logs_dir = cfg.out / "logs"
     try:
         pairing = check_pairing(cfg)
     except DemoError as exc:
@@ -80,17 +76,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
     for line in pairing:
         print(f"warning: {line}", file=sys.stderr)
-    try:
-        with isolated_domain() as domain_id:
-            try:
-                session = DemoSession(cfg, progress, domain_id, logs_dir).run()
-            except DemoError as exc:
-                print(f"\ndemo FAILED: {exc}\n(children's output: {logs_dir})", file=sys.stderr)
-                return 1
-            return _report(cfg, session, pairing)
-    except KeyboardInterrupt:
-        print("\ninterrupted: children stopped", file=sys.stderr)
-        return 130
+    logs_dir = cfg.out / "logs"
+    return run_isolated(lambda domain: _report(cfg, DemoSession(cfg, Progress(), domain, logs_dir).run(),
+                                               pairing), (DemoError,), "demo", logs_dir)
 
 
 def _report(cfg: Any, session: SessionResult, pairing: Sequence[str]) -> int:

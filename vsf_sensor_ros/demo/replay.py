@@ -9,6 +9,7 @@ import math
 import re
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -20,6 +21,7 @@ from vsf_sensor_ros.demo.replay_analysis import (CONTACT_BODIES, HPA_TO_PA, MAX_
                                                  PRESSURE_TOPIC, TARE_SAMPLES, Recording, ReplayError,
                                                  analyse, estimate_lag, load_recording, plot, poke_onset,
                                                  print_report)
+from vsf_sensor_ros.demo.ros_env import run_isolated, usage_error
 from vsf_sensor_ros.demo.session import NodeRun, SessionResult, demo_child_env
 
 FORCE_SENSOR = "punyo_force"
@@ -269,7 +271,7 @@ class PokeReplay(NodeRun):
         say(f"tare before frame {k} (recorded so far: {seen}): {'ok' if tare.success else 'FAILED'}: "
             f"{tare.message}")
         if tare.success and self._call_trigger("save_calibration", "saving the calibration") is not None:
-            self.offset = _offset_from(self.out / "calibration.yaml", tare.message)
+            self.offset = _offset_from(self.out / "calibration.yaml")
 
     def _drain(self) -> None:
         """Wait (bounded: DDS may repair seconds late) for every cloud's prediction and every camera
@@ -288,15 +290,14 @@ class PokeReplay(NodeRun):
             self._check("draining")
 
 
-def _offset_from(calibration: Path, message: str) -> Optional[float]:
-    """The pressure tare (Pa) from the saved calibration, else from the tare answer's text."""
+def _offset_from(calibration: Path) -> Optional[float]:
+    """The pressure tare (Pa) from the saved calibration; None when it holds none."""
     import yaml
     try:
         doc = yaml.safe_load(calibration.read_text())
         return float(doc["sensors"][PRESSURE_SENSOR]["calibration"]["tare"][0])
-    except (OSError, KeyError, TypeError, ValueError, IndexError):
-        m = re.search(r"offset \w+=([-+0-9.eE]+)", message)
-        return float(m.group(1)) if m else None
+    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError, IndexError):
+        return None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -370,20 +371,21 @@ def _camera_run(camera: Optional[Any], rec: Recording, args: argparse.Namespace)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point: 0 on success, 1 when the session or analysis failed, 2 on bad arguments."""
+    """Entry point: 0 on success, 1 when the session or analysis failed, 2 on bad arguments, 130 Ctrl-C."""
     ap = build_parser()
     args = ap.parse_args(argv)
+    usage = partial(ap.print_usage, sys.stderr)
     kind = recording_kind(args.recording)
     if kind == "mcap":
         from vsf_sensor_ros.demo import replay_bag
-        return replay_bag.main(args, lambda: ap.print_usage(sys.stderr))
+        return replay_bag.main(args, usage)
     try:
         if kind is None:
             raise ValueError(f"--recording {args.recording}: neither a .json recording nor an MCAP bag "
                              "(.mcap file or rosbag2 folder)")
         if args.params_file is not None or args.tare_at is not None:
             raise ValueError("--params-file and --tare-at apply to an MCAP bag only")
-        args.out = args.out if args.out is not None else Path("demo_out/real")
+        out = args.out = args.out if args.out is not None else Path("demo_out/real")
         frames = _parse_frames(args.frames)
         if not (args.speed > 0 and math.isfinite(args.speed)):
             raise ValueError(f"--speed must be > 0, got {args.speed}")
@@ -397,54 +399,39 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if camera is not None and len(camera.depth) != len(rec):
             raise ValueError(f"{len(camera.depth)} camera frames for {len(rec)} recorded frames")
     except (ValueError, ReplayError) as exc:
-        ap.print_usage(sys.stderr)
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    from vsf_sensor_ros.demo.ros_env import isolated_domain
+        return usage_error(usage, exc)
     from vsf_sensor_ros.demo.summary import clear_outputs
 
     bias_samples = max(5, min(MAX_BIAS_SAMPLES, onset - 5))
-    if lag_arg is None:
-        shift, lag = estimate_lag(rec, bias_samples)
-    else:
-        shift, lag = None, lag_arg
+    shift, lag = estimate_lag(rec, bias_samples) if lag_arg is None else (None, lag_arg)
     tare_frame = onset - 3
-    out = args.out
     clear_outputs(out, ("run.mcap", "metadata.yaml", "summary.json", "pressure_real.png", "calibration.yaml",
                         "membrane_force.npz", "membrane_force.png", "membrane_force_node.yaml",
                         "logs/membrane_force_node.log"))
     print(f"recording: {len(rec)} frames, poke from frame {onset}; wrench bias from the last "
           f"{bias_samples} before frame {onset - 3}; "
           f"F/T lag {lag * 1000:.0f} ms" + (f" ({shift} frames, estimated)" if shift is not None else ""))
-    try:
-        with isolated_domain() as domain_id:
-            run, vertex = _camera_run(camera, rec, args)
-            replay = PokeReplay(rec, out, args.speed, lag, bias_samples, tare_frame, domain_id, camera,
-                                vertex)
-            session = replay.run()
-            from vsf_sensor_ros.demo.recorder import write_bag
-            bag = write_bag(session.logs.values(), out, "run")
-            summary, series = analyse(session, replay.offset, tare_frame, rec)
-            summary["pressure"]["lag_s"] = lag
-            summary["pressure"]["lag_fitted_in_sample"] = shift is not None
-            summary["bag"] = {"path": str(bag["path"]), "topics": len(bag["counts"])}
-            if run is not None:
-                try:
-                    summary["membrane_force"] = rc.analyse_membrane(session.logs, run, rec, camera, vertex,
-                                                                    out)
-                except RuntimeError as exc:
-                    raise ReplayError(str(exc), "membrane") from None
-                summary["definitions"].update(rc.MEMBRANE_DEFINITIONS)
-            (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
-            png = plot(series, summary, out / "pressure_real.png")
-    except ReplayError as exc:
-        print(f"\nreplay FAILED: {exc}\n(children's output: {out / 'logs'})", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("\ninterrupted: children stopped", file=sys.stderr)
-        return 130
-    print_report(summary, lag, shift is not None, out, png)
-    return 0
+
+    def session(domain_id: int) -> int:
+        from vsf_sensor_ros.demo.recorder import write_bag
+        run, vertex = _camera_run(camera, rec, args)
+        replay = PokeReplay(rec, out, args.speed, lag, bias_samples, tare_frame, domain_id, camera, vertex)
+        result = replay.run()
+        bag = write_bag(result.logs.values(), out, "run")
+        summary, series = analyse(result, replay.offset, tare_frame, rec)
+        summary["pressure"]["lag_s"] = lag
+        summary["pressure"]["lag_fitted_in_sample"] = shift is not None
+        summary["bag"] = {"path": str(bag["path"]), "topics": len(bag["counts"])}
+        if run is not None:
+            try:
+                summary["membrane_force"] = rc.analyse_membrane(result.logs, run, rec, camera, vertex, out)
+            except RuntimeError as exc:
+                raise ReplayError(str(exc), "membrane") from None
+            summary["definitions"].update(rc.MEMBRANE_DEFINITIONS)
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+        print_report(summary, lag, shift is not None, out, plot(series, summary, out / "pressure_real.png"))
+        return 0
+    return run_isolated(session, (ReplayError,), "replay", out / "logs")
 
 
 if __name__ == "__main__":

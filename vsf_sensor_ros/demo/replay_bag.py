@@ -317,7 +317,7 @@ def main(args: argparse.Namespace, usage: Any) -> int:
     import sys
 
     from vsf_sensor_ros.demo.recorder import write_bag
-    from vsf_sensor_ros.demo.ros_env import isolated_domain
+    from vsf_sensor_ros.demo.ros_env import run_isolated, usage_error
     from vsf_sensor_ros.demo.summary import (build_summary, clear_outputs, make_plots, series_for,
                                              summary_table)
     out = args.out = args.out if args.out is not None else Path("demo_out/replay")
@@ -335,9 +335,7 @@ def main(args: argparse.Namespace, usage: Any) -> int:
         stamps, touching = scan_contacts(bag, cfg)
         tare_after = tare_index(stamps, touching, cfg.tare_samples, args.tare_at)
     except (BagError, DemoError) as exc:
-        usage()
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(usage, exc)
     for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
     span = (stamps[-1] - stamps[0]) * 1e-9
@@ -345,40 +343,34 @@ def main(args: argparse.Namespace, usage: Any) -> int:
     clear_outputs(out)
     print(f"{bag.path}: {len(stamps)} contacts messages over {span:.2f} s; tare after stamp "
           f"{stamps[tare_after] * 1e-9:.9g} s; parameters {params_file}")
-    try:
-        with isolated_domain(sigterm=False) as domain_id:
-            replayer = BagReplay(cfg, bag, stamps[tare_after], args.speed, domain_id)
-            session = replayer.run()
-        rec = write_bag(session.logs.values(), out, "run")
+
+    def session(domain_id: int) -> int:
+        replayer = BagReplay(cfg, bag, stamps[tare_after], args.speed, domain_id)
+        result = replayer.run()
+        rec = write_bag(result.logs.values(), out, "run")
+        series = {}
         for s in cfg.sensors:    # the summary reads <s>/measured: a sensor's own measured topic as that
             topic = measured_topic(cfg.base_params, s.name)
-            if topic != f"/{s.name}/measured" and topic in session.logs:
-                session.logs[f"/{s.name}/measured"] = session.logs[topic]
-        delay = {s.name: float(cfg.base_params.get(f"{s.name}.measured_delay", 0.0)) for s in cfg.sensors}
-        series = {s.name: headerless_series(session, s, delay[s.name])
-                  if measured_topic(cfg.base_params, s.name) in replayer.headerless
-                  else series_for(session, s)
-                  for s in cfg.sensors}
-        summary = build_summary(cfg, session, series, rec)
+            if topic != f"/{s.name}/measured" and topic in result.logs:
+                result.logs[f"/{s.name}/measured"] = result.logs[topic]
+            delay = float(cfg.base_params.get(f"{s.name}.measured_delay", 0.0))
+            series[s.name] = (headerless_series(result, s, delay) if topic in replayer.headerless
+                              else series_for(result, s))
+        summary = build_summary(cfg, result, series, rec)
         summary["replay"] = {"recording": str(bag.path), "params_file": str(params_file), "speed": args.speed,
                              "tare_after_stamp_s": stamps[tare_after] * 1e-9}
         for key in ("seed", "measured_source_mode", "backend"):   # the simulator's, not the bag's
             summary.pop(key, None)
-        plots = make_plots(cfg, session, series)
+        plots = make_plots(cfg, result, series)
         (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
-    except DemoError as exc:
-        print(f"\nreplay FAILED: {exc}\n(node's output: {out / 'logs'})", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("\ninterrupted: sensor node stopped", file=sys.stderr)
-        return 130
-    print()
-    print(summary_table(summary))
-    print(f"\nfiles in {out}/: run.mcap + metadata.yaml, summary.json, "
-          + ", ".join(p.name for p in plots) + ", calibration.yaml, logs/")
-    problems = list(session.errors)
-    if not session.tare.success:
-        problems.append(f"tare failed: {session.tare.message}")
-    for p in problems:
-        print(f"error: {p}", file=sys.stderr)
-    return 1 if problems else 0
+        print()
+        print(summary_table(summary))
+        print(f"\nfiles in {out}/: run.mcap + metadata.yaml, summary.json, "
+              + ", ".join(p.name for p in plots) + ", calibration.yaml, logs/")
+        problems = list(result.errors)
+        if not result.tare.success:
+            problems.append(f"tare failed: {result.tare.message}")
+        for p in problems:
+            print(f"error: {p}", file=sys.stderr)
+        return 1 if problems else 0
+    return run_isolated(session, (DemoError,), "replay", out / "logs", sigterm=False)

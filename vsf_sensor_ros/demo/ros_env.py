@@ -1,5 +1,6 @@
 """Keep a ROS 2 session on this host (the distribution's loopback-discovery variable) and on a free
-``ROS_DOMAIN_ID`` leased with an ``fcntl`` lock; docs/install.md (discovery and domain IDs)."""
+``ROS_DOMAIN_ID`` leased with an ``fcntl`` lock (docs/install.md: discovery and domain IDs), and the exit
+codes of the demo's commands around it."""
 from __future__ import annotations
 
 import contextlib
@@ -7,9 +8,10 @@ import fcntl
 import importlib.metadata
 import os
 import signal
+import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, FrozenSet, Iterator, Mapping, Optional, TextIO
+from typing import Any, Callable, Dict, FrozenSet, Iterator, Mapping, Optional, TextIO, Tuple
 
 # 0..101 map to UDP ports below the ephemeral range; 0 is everybody's default
 FIRST_DOMAIN_ID = 1
@@ -149,3 +151,25 @@ def isolated_domain(sigterm: bool = True) -> Iterator[int]:
         release_domain_id(domain_id)
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def run_isolated(body: Callable[[int], int], failures: Tuple[type, ...], what: str, logs: Path,
+                 sigterm: bool = True) -> int:
+    """The exit code of ``body(domain_id)`` in an :func:`isolated_domain`: 1 when it raises one of
+    ``failures`` (printed as ``<what> FAILED``, pointing at ``logs``), 130 on Ctrl-C (children stopped)."""
+    try:
+        with isolated_domain(sigterm) as domain_id:
+            return body(domain_id)
+    except failures as exc:
+        print(f"\n{what} FAILED: {exc}\n(children's output: {logs})", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\ninterrupted: children stopped", file=sys.stderr)
+        return 130
+
+
+def usage_error(usage: Callable[[], Any], exc: BaseException) -> int:
+    """Exit code 2 of a bad command line, after ``usage()`` and ``error: <exc>`` on stderr."""
+    usage()
+    print(f"error: {exc}", file=sys.stderr)
+    return 2

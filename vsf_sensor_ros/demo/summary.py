@@ -166,7 +166,7 @@ def pad_vs_klampt_native(cfg: DemoConfig, series: Dict[str, Tuple[Any, Any]],
     return None
 
 
-MUJOCO_SOURCES = ("mujoco-force-sensor", "mujoco-touch-sensor")   # labels of MuJoCo's own sensors
+MUJOCO_SOURCES = ("mujoco-force-sensor", "mujoco-touch-sensor")   # sim_sensors.SOURCE_MUJOCO_*
 
 
 def vs_mujoco(cfg: DemoConfig, series: Dict[str, Tuple[Any, Any]], tare_response_ns: Optional[int],
@@ -329,9 +329,6 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
 def measured_label(source: Optional[str]) -> str:
     """Plot text for a measured-source label (:data:`~.contact_sources.sim_sensors.SOURCE_TEXT`)."""
     from vsf_sensor_ros.contact_sources.sim_sensors import SOURCE_TEXT
-    if source in MUJOCO_SOURCES:
-        from vsf_sensor_ros.contact_sources.mujoco_scene import SOURCE_TEXT as MUJOCO_TEXT
-        return MUJOCO_TEXT[source]
     return SOURCE_TEXT.get(source, "not from the simulator") if source else "not from the simulator"
 
 
