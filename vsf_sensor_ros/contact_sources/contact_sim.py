@@ -95,7 +95,7 @@ class ContactSimulation:
         self.steps = 0
 
         robot = scene.robot
-        robot.setConfig(trajectory.start_config)
+        robot.setConfig(trajectory.configs[0].tolist())
         self.sim = klampt.Simulator(scene.world)
         self.sim.setSimStep(float(physics_dt))
         # Klampt clusters each pair's ODE contacts to at most this many points; the ODE solve cost in

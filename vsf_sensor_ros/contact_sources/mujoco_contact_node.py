@@ -120,9 +120,8 @@ class MujocoContactNode(SimulatorNode):
             if label == SOURCE_MUJOCO_FORCE:
                 stream.source = (lambda names=list(stream.names): pad_reading(self.scene, names))
             elif label == SOURCE_MUJOCO_TOUCH:
-                lo = float(spec.config.get("minThreshold", 0.0))
-                hi = float(spec.config.get("maxThreshold", INF))
-                stream.source = (lambda lo=lo, hi=hi: load_reading(self.scene, lo, hi))
+                stream.source = (lambda c=spec.config: load_reading(
+                    self.scene, float(c.get("minThreshold", 0.0)), float(c.get("maxThreshold", INF))))
             self.sources[name] = label
         self.get_logger().info("measured streams: "
                                + ", ".join(f"{n} <- {s}" for n, s in self.sources.items())

@@ -32,19 +32,14 @@ LOAD_SITE = "object_load"
 Pair = Tuple[str, str]
 
 
-def _quat_wxyz(R: np.ndarray) -> List[float]:
-    """MuJoCo's quaternion order ``(w, x, y, z)`` of a rotation matrix."""
-    x, y, z, w = Rotation.from_matrix(np.asarray(R, dtype=np.float64)).as_quat()
-    return [float(w), float(x), float(y), float(z)]
-
-
 def _fmt(values: Sequence[float]) -> str:
     return " ".join(f"{float(v):.12g}" for v in values)
 
 
 def _pose_attrs(T: np.ndarray) -> Dict[str, str]:
-    """``pos`` / ``quat`` attributes of an MJCF element at the ``(4, 4)`` transform ``T``."""
-    return {"pos": _fmt(T[:3, 3]), "quat": _fmt(_quat_wxyz(T[:3, :3]))}
+    """``pos`` / ``quat`` (MuJoCo's order w, x, y, z) attributes of an MJCF element at ``(4, 4)`` ``T``."""
+    x, y, z, w = Rotation.from_matrix(np.asarray(T, dtype=np.float64)[:3, :3]).as_quat()
+    return {"pos": _fmt(T[:3, 3]), "quat": _fmt([w, x, y, z])}
 
 
 @dataclass

@@ -133,8 +133,8 @@ def urdf_with_bubble(assets: SceneAssets, bubble_file: str, arm_collision: bool 
         raise ValueError(f"URDF already has a link named {BUBBLE!r}")
     if assets.end_link not in links:
         raise ValueError(f"end link {assets.end_link!r} not in the URDF; links: {links}")
-    for link in root.findall("link"):
-        if not arm_collision:
+    if not arm_collision:
+        for link in root.findall("link"):
             for col in link.findall("collision"):
                 link.remove(col)
     for mesh in root.iter("mesh"):
@@ -146,9 +146,8 @@ def urdf_with_bubble(assets: SceneAssets, bubble_file: str, arm_collision: bool 
     inert = ET.SubElement(link, "inertial")
     ET.SubElement(inert, "origin", xyz=" ".join(f"{v:.9g}" for v in com), rpy="0 0 0")
     ET.SubElement(inert, "mass", value=f"{assets.bubble_mass:.9g}")
-    ET.SubElement(inert, "inertia", ixx=f"{inertia[0, 0]:.9g}", ixy=f"{inertia[0, 1]:.9g}",
-                  ixz=f"{inertia[0, 2]:.9g}", iyy=f"{inertia[1, 1]:.9g}", iyz=f"{inertia[1, 2]:.9g}",
-                  izz=f"{inertia[2, 2]:.9g}")
+    ET.SubElement(inert, "inertia", {f"i{'xyz'[i]}{'xyz'[j]}": f"{inertia[i, j]:.9g}"
+                                     for i in range(3) for j in range(i, 3)})
     col = ET.SubElement(link, "collision")
     ET.SubElement(ET.SubElement(col, "geometry"), "mesh", filename=bubble_file)
     T = validate_transform(assets.T_end_bubble, "T_end_bubble")
@@ -158,13 +157,8 @@ def urdf_with_bubble(assets: SceneAssets, bubble_file: str, arm_collision: bool 
     ET.SubElement(joint, "parent", link=assets.end_link)
     ET.SubElement(joint, "child", link=BUBBLE)
     # Klampt reads its <klampt> block after the links; keep it last.
-    extras = [e for e in root if e.tag not in ("link", "joint")]
-    for e in extras:
-        root.remove(e)
-    root.append(link)
-    root.append(joint)
-    for e in extras:
-        root.append(e)
+    root[:] = ([e for e in root if e.tag in ("link", "joint")] + [link, joint]
+               + [e for e in root if e.tag not in ("link", "joint")])
     return ET.tostring(root, encoding="unicode")
 
 

@@ -104,8 +104,16 @@ class SimulatorNode(Node):
         specs = {name: param_spec(name, *row) for name, row in params.items()}
         self._rate_spec = specs["rate_hz"]
         # declared with the sensor node's Spec machinery (descriptors, int -> double, range checks)
-        self.p = {name: declare_spec(self, name, spec) for name, spec in specs.items()}
-        self.check_common_parameters()
+        p = self.p = {name: declare_spec(self, name, spec) for name, spec in specs.items()}
+        if p["physics_dt"] > p["sim_dt"]:
+            raise SettingError(f"physics_dt={p['physics_dt']} must be <= sim_dt={p['sim_dt']}", "physics_dt",
+                               p["physics_dt"], "out_of_range", p["sim_dt"])
+        unknown = [s for s in p["sensors"] if s not in DEMO_SENSORS]
+        if unknown or len(set(p["sensors"])) != len(p["sensors"]):
+            raise SettingError(f"sensors must be distinct names from {list(DEMO_SENSORS)}, "
+                               f"got {p['sensors']}", "sensors", list(p["sensors"]), "invalid",
+                               list(DEMO_SENSORS))
+        check_measured_source(p["measured_source"])
         self.add_on_set_parameters_callback(self.on_set_parameters)
 
     def add_stream(self, spec: DemoSensorSpec, model: Any, bubble_vertices: np.ndarray) -> MeasuredStream:
@@ -153,21 +161,6 @@ class SimulatorNode(Node):
         raise NotImplementedError
 
     # ------------------------------------------------------------------ parameters
-    def check_common_parameters(self) -> None:
-        """Check ``physics_dt <= sim_dt``, ``sensors`` and ``measured_source``.  SettingError: ``setting``
-        the parameter, ``reason`` ``'out_of_range'`` (``expected`` ``sim_dt``) or ``'invalid'`` (``expected``
-        the accepted names)."""
-        p = self.p
-        if p["physics_dt"] > p["sim_dt"]:
-            raise SettingError(f"physics_dt={p['physics_dt']} must be <= sim_dt={p['sim_dt']}", "physics_dt",
-                               p["physics_dt"], "out_of_range", p["sim_dt"])
-        unknown = [s for s in p["sensors"] if s not in DEMO_SENSORS]
-        if unknown or len(set(p["sensors"])) != len(p["sensors"]):
-            raise SettingError(f"sensors must be distinct names from {list(DEMO_SENSORS)}, "
-                               f"got {p['sensors']}", "sensors", list(p["sensors"]), "invalid",
-                               list(DEMO_SENSORS))
-        check_measured_source(p["measured_source"])
-
     def declare_stream_parameters(self, name: str, spec: Any) -> None:
         """Declare ``<name>.offset`` and ``<name>.noise_std`` (defaults from ``spec``) into ``self.p`` and
         set them on ``spec``.  ConfigError: a negative noise std; SettingError: an infinite offset."""

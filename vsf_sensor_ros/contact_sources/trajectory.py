@@ -128,11 +128,6 @@ class PressTrajectory:
             raise RuntimeError(f"IK failed for bubble tip target ({x:.3f}, {y:.3f}, {z:.4f}) m "
                                f"with the membrane facing down (residual {err:.2e})")
 
-    @property
-    def start_config(self) -> List[float]:
-        """Klampt configuration at ``t = 0``."""
-        return self.configs[0].tolist()
-
     def command(self, t: float) -> Tuple[np.ndarray, np.ndarray]:
         """Commanded ``(q, dq)`` (full Klampt configuration, rad and rad/s) at time ``t`` (s)."""
         ts = self.times

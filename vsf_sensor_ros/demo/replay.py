@@ -119,7 +119,7 @@ class PokeReplay(NodeRun):
         self.vertex, self.mount, self.offset, self.streams = contact_vertex, None, None, None
         self.result.tare.message = "not called"
         if camera is not None:
-            self.mount = rc.membrane_mount_transform(rc.ply_vertices(camera), rc.membrane_ring(camera))
+            self.mount = rc.membrane_mount_transform(camera)
         # the contacts of frame k leave the wrench node time_shift / speed after its pressure
         delay = min(1.0, time_shift / speed + WRENCH_NODE_LATENCY_S)
         files = write_session_files(out, delay, camera, self.mount)

@@ -306,12 +306,6 @@ def headerless_series(session: Any, s: Any, delay_s: float) -> Tuple[Any, Any]:
     return pred, Series(np.array(contacts.stamps_ns(), dtype=np.int64)[nearest], recv, values)
 
 
-def default_params_file(recording: Path) -> Path:
-    """``sensor_node.yaml`` beside the bag (the demo writes the parameter file it ran with there)."""
-    folder = recording if recording.is_dir() else recording.parent
-    return folder / "sensor_node.yaml"
-
-
 def main(args: argparse.Namespace, usage: Any) -> int:
     """Replay the bag ``args.recording``; 0 done, 1 failed, 2 bad input (``usage()`` first), 130 Ctrl-C."""
     import sys
@@ -326,7 +320,9 @@ def main(args: argparse.Namespace, usage: Any) -> int:
             raise BagError(f"--speed must be >= 0 (0: as fast as the node keeps up), got {args.speed}",
                            "bad_speed", value=args.speed)
         bag = open_bag(args.recording)
-        params_file = args.params_file or default_params_file(args.recording)
+        # default: beside the bag, where the demo writes the parameter file it ran with
+        folder = args.recording if args.recording.is_dir() else args.recording.parent
+        params_file = args.params_file or folder / "sensor_node.yaml"
         if not params_file.is_file():
             raise BagError(f"parameter file {params_file} not found: pass the node's with --params-file",
                            "params_missing", params_file)

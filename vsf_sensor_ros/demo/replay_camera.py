@@ -6,7 +6,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -93,14 +93,15 @@ def load_camera(recording: Path, frames: Optional[Tuple[int, int]] = None,
                            cam / "membrane_equalized.vtk", ply, 0 if frames is None else int(frames[0]), rgb)
 
 
-def membrane_mount_transform(vertices: np.ndarray, boundary: Sequence[int]) -> np.ndarray:
-    """``punyo_membrane`` body → ``tool0`` ``(4, 4)``: ring centre at the bubble's base centre, normal
-    along tool −y, the smallest such rotation."""
+def membrane_mount_transform(cam: CameraRecording) -> np.ndarray:
+    """``punyo_membrane`` body → ``tool0`` ``(4, 4)``: the clamped ring's (the VTK mesh's vertex cells)
+    centre at the bubble's base centre, normal along tool −y, the smallest such rotation."""
     from scipy.spatial.transform import Rotation
 
     from vsf_sensor_ros.demo.ur5e import punyo_mount_transform
-    v = np.asarray(vertices, dtype=np.float64)
-    ring = v[list(boundary)]
+    from vsf_sensor_ros.sensor.membrane_mesh import read_membrane_mesh
+    v = ply_vertices(cam)
+    ring = v[np.asarray(read_membrane_mesh(cam.mesh).boundary)]
     centre = ring.mean(axis=0)
     normal = np.linalg.svd(ring - centre)[2][2]
     if (v - centre).mean(axis=0) @ normal < 0:      # toward the dome
@@ -111,12 +112,6 @@ def membrane_mount_transform(vertices: np.ndarray, boundary: Sequence[int]) -> n
     T[:3, :3] = bubble[:3, :3] @ align.as_matrix()
     T[:3, 3] = bubble[:3, 3] - T[:3, :3] @ centre
     return T
-
-
-def membrane_ring(cam: CameraRecording) -> np.ndarray:
-    """Indices of the membrane's clamped ring (the VTK mesh's vertex cells)."""
-    from vsf_sensor_ros.sensor.membrane_mesh import read_membrane_mesh
-    return np.asarray(read_membrane_mesh(cam.mesh).boundary)
 
 
 def membrane_node_params(cam: CameraRecording, out: Path) -> Path:
@@ -137,15 +132,6 @@ def membrane_node_params(cam: CameraRecording, out: Path) -> Path:
     path = out / "membrane_force_node.yaml"
     path.write_text(yaml.safe_dump({"membrane_force_node": {"ros__parameters": params}}, sort_keys=False))
     return path
-
-
-def camera_info_msg(cam: CameraRecording) -> Any:
-    """The recording's ``CameraInfo`` (plumb_bob = the inverse Brown–Conrady coefficients)."""
-    from sensor_msgs.msg import CameraInfo
-    msg = CameraInfo(width=cam.width, height=cam.height, distortion_model="plumb_bob", d=list(cam.d),
-                     k=list(cam.k))
-    msg.header.frame_id = "punyo_camera_depth_optical_frame"
-    return msg
 
 
 def _image_msg(a: np.ndarray, encoding: str, frame_id: str, stamp: Any) -> Any:
@@ -288,7 +274,10 @@ class CameraStreams:
         self.colour = None if cam.rgb is None else self._node.create_publisher(Image, COLOUR_TOPIC, image_qos)
         self.info = node.create_publisher(CameraInfo, INFO_TOPIC, qos)
         self.pressure = node.create_publisher(FluidPressure, STAMPED_PRESSURE_TOPIC, qos)
-        self.info_msg = camera_info_msg(cam)
+        # plumb_bob: the inverse Brown–Conrady coefficients
+        self.info_msg = CameraInfo(width=cam.width, height=cam.height, distortion_model="plumb_bob",
+                                   d=list(cam.d), k=list(cam.k))
+        self.info_msg.header.frame_id = "punyo_camera_depth_optical_frame"
         self.needs = {"/" + STAMPED_PRESSURE_TOPIC: 2, "/" + DEPTH_TOPIC: 1, "/" + INFO_TOPIC: 2,
                       "/" + WRENCH_CONTACTS_TOPIC: 2, **({} if cam.rgb is None else {"/" + COLOUR_TOPIC: 1})}
         # the relay in its own thread: the header-less pressure pairs by receive time

@@ -73,12 +73,6 @@ def offsets_from_calibration(path: Path, sensors: Sequence[str],
     return out
 
 
-def _answer_line(answer: str, sensor: str) -> str:
-    """The node's answer line about ``sensor`` (quoted only)."""
-    prefix = f"{sensor}: "
-    return next((line[len(prefix):] for line in answer.splitlines() if line.startswith(prefix)), "")
-
-
 def tare_outcome(calibration_file: Path, sensors: Sequence[SensorInfo], answer: str = "",
                  saved: bool = True) -> Dict[str, Dict[str, Any]]:
     """sensor -> ``{"tare_status": "tared" | "failed: <why>", "tare_samples", "tare_offset"}`` from the file
@@ -95,7 +89,8 @@ def tare_outcome(calibration_file: Path, sensors: Sequence[SensorInfo], answer: 
             out[s.name] = {"tare_status": "tared", **entry}
             continue
         why = "not in the saved calibration" if saved else "the calibration was not saved"
-        said = _answer_line(answer, s.name)
+        prefix = f"{s.name}: "     # the node's answer line about the sensor (quoted only)
+        said = next((line[len(prefix):] for line in answer.splitlines() if line.startswith(prefix)), "")
         out[s.name] = {"tare_status": f"failed: {why}" + (f" (node: {said})" if said else ""),
                        "tare_samples": None, "tare_offset": None}
     return out
