@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, List, Mapping, Optional
 
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import PointCloud2
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
@@ -41,11 +41,10 @@ class EndpointQoS:
     def from_values(cls, values: Mapping[str, Any]) -> "EndpointQoS":
         """The keep-last, volatile profiles of ``qos.inputs.*`` and ``qos.outputs.*`` (parameter
         values); ConfigError: see :func:`qos_reliability`."""
-        def side(s: str) -> QoSProfile:
+        def side(s: str) -> QoSProfile:   # (keep last and volatile: QoSProfile's defaults)
             key = f"qos.{s}.reliability"
-            return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=int(values[f"qos.{s}.depth"]),
-                              reliability=qos_reliability(key, values[key]),
-                              durability=DurabilityPolicy.VOLATILE)
+            return QoSProfile(depth=int(values[f"qos.{s}.depth"]),
+                              reliability=qos_reliability(key, values[key]))
         return cls(side("inputs"), side("outputs"))
 
 

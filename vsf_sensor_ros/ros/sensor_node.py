@@ -162,11 +162,10 @@ class SensorNode(Node):
             except ConfigError as exc:
                 problems[name] = exc
                 continue
-            if name in calibration:
-                if warning:
-                    self.get_logger().warning(warning)
-                else:
-                    restored.append(restored_text(h))
+            if warning:
+                self.get_logger().warning(warning)
+            elif name in calibration:
+                restored.append(restored_text(h))
         if problems:
             raise_all([problems[n] for n in sensors if n in problems]
                       + misspelt_keys(self, problems, self.params.values.get("bodies")))
