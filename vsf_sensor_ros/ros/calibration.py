@@ -2,6 +2,7 @@
 published) and calibration services; the arithmetic and file format are the rig's."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
@@ -55,7 +56,7 @@ class Measurements:
         self._live = live
         self._reject = reject
         self._log = logger
-        self._zero_loggers: Dict[str, Any] = {}
+        self._child_log = functools.lru_cache(maxsize=None)(logger.get_child)   # kept: throttles live in them
         self._clock = clock
         # the node's sentences: inputs missing, paired streams stopped, the clock offset
         self.missing_inputs: Callable[[SensorHandle], str] = lambda h: ""
@@ -100,10 +101,7 @@ class Measurements:
             h.stats.zero_stamp_hint = ("set its driver's header stamps, or use a header-less measured_type "
                                        "(pairs by receive time)")
         # a logger per sensor (rclpy throttles per logger): one sensor's warnings hide no other's
-        log = self._zero_loggers.get(h.name)
-        if log is None:
-            log = self._zero_loggers[h.name] = self._log.get_child(f"zero_stamp.{h.name}")
-        log.warning(
+        self._child_log(f"zero_stamp.{h.name}").warning(
             f"{topic}: measured message {what} rejected ({h.stats.zero_stamps[topic]} so far; no time to "
             f"pair it with a prediction): {h.stats.zero_stamp_hint}", throttle_duration_sec=5.0)
 

@@ -11,8 +11,10 @@ from ..rig.counters import InputStats, Values
 from .messages.readings import make_header
 
 
-def _status(name: str, hardware_id: str, values: Values, problems: List[str], ok: str) -> DiagnosticStatus:
-    """WARN with the problems as its message when there are any, else OK with message ``ok``."""
+def make_status(name: str, hardware_id: str, values: Values, problems: List[str],
+                ok: str) -> DiagnosticStatus:
+    """A status of ``values`` (``(key, value)`` pairs): WARN with the ``problems`` as its message when
+    there are any, else OK with message ``ok``."""
     return DiagnosticStatus(level=DiagnosticStatus.WARN if problems else DiagnosticStatus.OK, name=name,
                             hardware_id=hardware_id, message="; ".join(problems) or ok,
                             values=[KeyValue(key=k, value=str(v)) for k, v in values])
@@ -25,10 +27,10 @@ def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
     attachment, SensorStats)``) stamped ``stamp``, the per-window sensor fields cleared;
     ``node_name``: every status name's prefix (None: ``hardware_id``); ``period_s``: since the last."""
     prefix = hardware_id if node_name is None else node_name
-    statuses = [_status(f"{prefix}: inputs", hardware_id, *inputs.report(), "OK")]
+    statuses = [make_status(f"{prefix}: inputs", hardware_id, *inputs.report(), "OK")]
     for name, (type_name, attachment, st) in sensors.items():
         values, problems, rate = st.report(type_name, attachment, period_s)
-        statuses.append(_status(f"{prefix}: {name}", hardware_id, values, problems, f"{rate:.1f} Hz"))
+        statuses.append(make_status(f"{prefix}: {name}", hardware_id, values, problems, f"{rate:.1f} Hz"))
     return DiagnosticArray(header=make_header(stamp, ""), status=statuses)
 
 

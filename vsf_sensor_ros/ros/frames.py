@@ -46,15 +46,11 @@ class FramePublisher:
         self._told: Set[Tuple[str, str]] = set()
         self._static_pub = self._dynamic_pub = None
         if self.enabled:
-            from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-            latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
-                                 reliability=ReliabilityPolicy.RELIABLE,
-                                 durability=DurabilityPolicy.TRANSIENT_LOCAL)
-            dynamic = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
-                                 reliability=ReliabilityPolicy.RELIABLE,
-                                 durability=DurabilityPolicy.VOLATILE)
-            self._static_pub = node.create_publisher(TFMessage, "/tf_static", latched)
-            self._dynamic_pub = node.create_publisher(TFMessage, "/tf", dynamic)
+            # (QoSProfile's defaults: keep last, reliable, volatile)
+            from rclpy.qos import DurabilityPolicy, QoSProfile
+            self._static_pub = node.create_publisher(
+                TFMessage, "/tf_static", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+            self._dynamic_pub = node.create_publisher(TFMessage, "/tf", QoSProfile(depth=100))
 
     def refresh(self, layouts: Iterable[Any]) -> FrameTable:
         """Recompute the table for the current sensors; publish the static set on ``/tf_static``

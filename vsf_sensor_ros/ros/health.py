@@ -38,12 +38,7 @@ def startup_problems(names: Iterable[str], sensors: Mapping[str, str], bodies: I
     """``(unknown keys, sentences)`` of the parameter ``names`` given: unknown keys, ``--params-file``
     s of ``command_line`` with no entry for ``fully_qualified_name``, an empty sensor list."""
     unknown = unknown_keys(list(names), **known_keys(sensors, bodies))
-    lines = [u.message() for u in unknown]
-    for path, keys in unmatched_params_files(command_line, fully_qualified_name):
-        lines.append(f"parameters file {path} has no entry for this node: expected "
-                     f"'{fully_qualified_name}' (or a matching wildcard such as '/**'), found "
-                     f"{', '.join(repr(k) for k in keys) or 'no node entries'}; none of its "
-                     "parameters applies")
+    lines = [u.message() for u in unknown] + unmatched_params_files(command_line, fully_qualified_name)
     if not sensors:
         lines.append("no sensors configured (parameter 'sensors' is empty): the node publishes no "
                      "predictions")

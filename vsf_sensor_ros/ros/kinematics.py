@@ -36,7 +36,8 @@ _EMPTY_F8.setflags(write=False)
 _JOINT_NAMES: List[Any] = [None]   # the last names section (wire.cached_section)
 
 
-def _float64s(r: Reader) -> np.ndarray:
+def _float64s(r: Reader, what: str) -> np.ndarray:
+    r.what = what
     n = r.u32()
     if n == 0:           # no alignment padding before an empty sequence
         return _EMPTY_F8
@@ -64,12 +65,8 @@ def decode_joint_state(data: object) -> RawJointState:
         header = r.header()
         r.what = "name"
         names = cached_section(_JOINT_NAMES, r, _names)
-        r.what = "position"
-        pos = _float64s(r)
-        r.what = "velocity"
-        vel = _float64s(r)
-        r.what = "effort"
-        return RawJointState(header, list(names), pos, vel, _float64s(r))
+        pos, vel, effort = (_float64s(r, what) for what in ("position", "velocity", "effort"))
+        return RawJointState(header, list(names), pos, vel, effort)
     except (struct.error, IndexError):
         raise r.fail() from None
 

@@ -227,13 +227,11 @@ def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name
     ``mesh``, a camera mount that puts free vertices behind the camera too)."""
     out: List[ConfigError] = []
     _attempt(out, ambient, p)
-    if p["input"] not in ("depth", "points"):
-        out.append(ConfigError("input", p["input"], "use 'depth' or 'points'"))
-    if pressure_type_name(p["pressure_type"]) not in PRESSURE_TYPES:
-        out.append(ConfigError("pressure_type", p["pressure_type"], f"use one of {sorted(PRESSURE_TYPES)}"))
-    out += [ConfigError(key, p[key], "use best_effort or reliable")
-            for key in ("input_reliability", "pressure_reliability", "reference_reliability")
-            if p[key] not in ("best_effort", "reliable")]
+    choices = {"input": ("depth", "points"), "pressure_type": sorted(PRESSURE_TYPES),
+               **dict.fromkeys(("input_reliability", "pressure_reliability", "reference_reliability"),
+                               ("best_effort", "reliable"))}
+    out += [ConfigError(k, p[k], f"use {' or '.join(map(repr, ok))}") for k, ok in choices.items()
+            if (pressure_type_name(p[k]) if k == "pressure_type" else p[k]) not in ok]
     if int(p["window"]) % 2 == 0:
         out.append(ConfigError("window", p["window"], "must be odd"))
     if not str(p["frame_id"]).strip():
@@ -297,12 +295,9 @@ def configure(node: Node, command_line: Sequence[str]) -> SimpleNamespace:
     c.ambient_pa, c.ambient_source = ambient(p)
     if not float(p["ambient_pressure"]) and not float(p["altitude"]):
         log.warning(SEA_LEVEL_WARNING)
-    name = node.get_fully_qualified_name()
     unknown = unknown_keys(parameter_override_names(node), set(PARAMETER_NAMES), {}, {})
-    c.config_problems = [u.message() for u in unknown]
-    c.config_problems += [f"parameters file {path} has no entry for this node: expected '{name}', found "
-                          f"{', '.join(repr(k) for k in keys) or 'none'}"
-                          for path, keys in unmatched_params_files(command_line, name)]
+    c.config_problems = [u.message() for u in unknown] + unmatched_params_files(
+        command_line, node.get_fully_qualified_name())
     for line in c.config_problems:
         log.warning(line)
     return c

@@ -2,13 +2,14 @@
 pressure, in ``sensor_node``'s measured dense-force layout (docs/membrane_force.md)."""
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections import Counter
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
@@ -27,6 +28,7 @@ from ..rig.pairing import ColourPairing
 from ..rig.input_health import pressure_unit_problem
 from ..rig.membrane_inputs import (Input, Pressures, check_reference_frame, inputs_text, no_colour_text,
                                    pressures_text, stamp_partners, zero_stamp_text)
+from .diagnostics import make_status
 from .kinds.punyo_pressure import PressureCodec
 from .main import answer_help, run_node
 from .membrane_force_config import PARAMETER_NAMES, configure, pressure_type_name, reference_rotation, usage
@@ -35,6 +37,7 @@ from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, c
                               colour_from_image, depth_from_cloud, depth_from_image, pressure_pa,
                               same_camera_info)
 from .messages.pointcloud import write_cloud
+from .messages.readings import make_header
 from .messages.stamps import copy_stamp, stamp_to_ns
 from .parameter_table import ConfigError
 from .parameters import UnknownKey, closest_key
@@ -62,7 +65,8 @@ class MembraneForceNode(Node):
         ptype = pressure_type_name(p["pressure_type"])
         self.estimator: Optional[MembraneForceEstimator] = None
         self.reference: List[Any] = []          # (depth, pressure, colour or None) collected so far
-        self._reason_loggers: Dict[str, Any] = {}  # one per reason, kept: its throttle lives in it
+        # one child logger per reason, kept: rclpy's throttle lives in it
+        self._reason_log = functools.lru_cache(maxsize=None)(self.get_logger().get_child)
         # a stamped pressure (FluidPressure) pairs with the frame of the same stamp; a bare number
         # (the firmware's Float32) has none: the latest goes with each frame
         self.stamped = ptype == "sensor_msgs/msg/FluidPressure"
@@ -138,10 +142,7 @@ class MembraneForceNode(Node):
         if what == "frame":   # why frames are not collected or estimated (the status message says it)
             self.last["frame_rejection"] = f"{reason}: {message}"
         # one throttle per reason: a flood of one kind does not hide the first of another
-        logger = self._reason_loggers.get(reason)
-        if logger is None:
-            logger = self._reason_loggers[reason] = self.get_logger().get_child(reason)
-        logger.warning(f"{what} rejected ({reason}): {message}", throttle_duration_sec=5.0)
+        self._reason_log(reason).warning(f"{what} rejected ({reason}): {message}", throttle_duration_sec=5.0)
 
     def _zero_stamp(self, key: str, header: Optional[Header]) -> bool:
         """True (rejected, counted, logged) when input ``key`` pairs by stamp and ``header`` (None:
@@ -442,11 +443,9 @@ class MembraneForceNode(Node):
     def _report(self) -> None:
         ok, message, values = report(self, time.monotonic())
         name = self.get_fully_qualified_name()
-        array = DiagnosticArray(status=[DiagnosticStatus(
-            level=DiagnosticStatus.OK if ok else DiagnosticStatus.WARN, name=name, message=message,
-            hardware_id=name, values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])])
-        array.header.stamp = self.get_clock().now().to_msg()
-        self.pub_diag.publish(array)
+        self.pub_diag.publish(DiagnosticArray(header=make_header(self.get_clock().now().to_msg(), ""),
+                                              status=[make_status(name, name, values.items(),
+                                                                  [] if ok else [message], message)]))
 
 
 def main(args: Optional[List[str]] = None) -> int:

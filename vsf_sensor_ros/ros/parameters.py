@@ -362,16 +362,18 @@ def node_key_matches(key: str, fully_qualified_name: str) -> bool:
     return re.fullmatch(pattern, fully_qualified_name) is not None
 
 
-def unmatched_params_files(argv: Sequence[str], fully_qualified_name: str) -> List[Tuple[str, List[str]]]:
-    """``[(path, node keys found), ...]`` of each parameters file of ``argv`` none of whose keys
-    matches ``fully_qualified_name``; an unreadable file has the reason as its only key."""
-    out: List[Tuple[str, List[str]]] = []
+def unmatched_params_files(argv: Sequence[str], fully_qualified_name: str) -> List[str]:
+    """A sentence per parameters file of ``argv`` none of whose node keys matches
+    ``fully_qualified_name``, naming its path and the keys found (an unreadable file: the reason)."""
+    out: List[str] = []
     for path in params_files(argv):
         try:
             keys = node_keys_of_file(path)
         except (OSError, yaml.YAMLError) as exc:
-            out.append((path, [f"<unreadable: {exc.__class__.__name__}>"]))
-            continue
+            keys = [f"<unreadable: {exc.__class__.__name__}>"]
         if not any(node_key_matches(k, fully_qualified_name) for k in keys):
-            out.append((path, keys))
+            out.append(f"parameters file {path} has no entry for this node: expected "
+                       f"'{fully_qualified_name}' (or a matching wildcard such as '/**'), found "
+                       f"{', '.join(repr(k) for k in keys) or 'no node entries'}; none of its "
+                       "parameters applies")
     return out

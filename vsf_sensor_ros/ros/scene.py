@@ -13,7 +13,7 @@ from ..sensor.base_sensor import BaseSensor
 from ..sensor.errors import SettingError
 from .messages import readings as enc
 from .messages.gz_contacts import GZ_CONTACTS_TYPE, ContactBodyMap
-from .kinds import kind_of, sensor_layout
+from .kinds import sensor_kinds, sensor_layout
 from .frames import sensor_frame_name, sensor_frame_transform
 from .parameter_table import ConfigError
 from .parameters import SensorParameters
@@ -230,7 +230,7 @@ class SensorFactory:
                               f"unknown body; known: {', '.join(self.world.body_names)}")
         try:
             config = cfg.model_config()
-            sensor = kind_of(cfg.type).model.from_config(config.pop("name"), config)
+            sensor = sensor_kinds()[cfg.type].model.from_config(config.pop("name"), config)
         except SettingError as exc:
             key = exc.setting if exc.setting in cfg.values else "type"
             raise ConfigError(f"{cfg.name}.{key}", cfg.values.get(key, cfg.type), str(exc)) from None
@@ -256,7 +256,7 @@ class SensorFactory:
             raise ConfigError("sensors", cfg.name, f"the sensor's frame {frame!r} is already a body or "
                                                    "link of the world; rename the sensor")
         verts = None
-        if kind_of(cfg.type).codec.per_vertex:
+        if sensor_kinds()[cfg.type].codec.per_vertex:
             mesh = self.world.body_mesh(att)
             if mesh is None:
                 raise ConfigError(f"{cfg.name}.attachment", att, "body has no triangle mesh")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, List, Mapping, Optional
 
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import PointCloud2
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
@@ -23,13 +23,11 @@ from .parameters import SensorParameters
 
 def qos_reliability(parameter: str, value: str):
     """rclpy's policy of ``best_effort`` / ``reliable``; ConfigError naming ``parameter`` otherwise."""
-    from rclpy.qos import ReliabilityPolicy
-    v = value.strip().lower().replace("-", "_")
-    if v == "best_effort":
-        return ReliabilityPolicy.BEST_EFFORT
-    if v == "reliable":
-        return ReliabilityPolicy.RELIABLE
-    raise ConfigError(parameter, value, "must be 'best_effort' or 'reliable'")
+    policy = {"best_effort": ReliabilityPolicy.BEST_EFFORT, "reliable": ReliabilityPolicy.RELIABLE}.get(
+        value.strip().lower().replace("-", "_"))
+    if policy is None:
+        raise ConfigError(parameter, value, "must be 'best_effort' or 'reliable'")
+    return policy
 
 
 @dataclass(frozen=True)
@@ -43,11 +41,10 @@ class EndpointQoS:
     def from_values(cls, values: Mapping[str, Any]) -> "EndpointQoS":
         """The keep-last, volatile profiles of ``qos.inputs.*`` and ``qos.outputs.*`` (parameter
         values); ConfigError: see :func:`qos_reliability`."""
-        def side(s: str) -> QoSProfile:
+        def side(s: str) -> QoSProfile:   # (keep last and volatile: QoSProfile's defaults)
             key = f"qos.{s}.reliability"
-            return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=int(values[f"qos.{s}.depth"]),
-                              reliability=qos_reliability(key, values[key]),
-                              durability=DurabilityPolicy.VOLATILE)
+            return QoSProfile(depth=int(values[f"qos.{s}.depth"]),
+                              reliability=qos_reliability(key, values[key]))
         return cls(side("inputs"), side("outputs"))
 
 
@@ -85,18 +82,16 @@ class SensorEndpoints:
 
     def set_optional(self, jacobian: bool, markers: bool) -> None:
         """Create or destroy ``<s>/jacobian`` and ``<s>/markers`` to match the flags."""
-        node, qos = self._node, self._qos.outputs
-        if jacobian and self.jacobian is None:
-            self.jacobian = node.create_publisher(PointCloud2, f"{self.name}/jacobian", qos)
-            self._since_jacobian = 0
-        elif not jacobian and self.jacobian is not None:
-            node.destroy_publisher(self.jacobian)
-            self.jacobian = None
-        if markers and self.markers is None:
-            self.markers = node.create_publisher(MarkerArray, f"{self.name}/markers", qos)
-        elif not markers and self.markers is not None:
-            node.destroy_publisher(self.markers)
-            self.markers = None
+        for attr, wanted, msg_type in (("jacobian", jacobian, PointCloud2),
+                                       ("markers", markers, MarkerArray)):
+            pub = getattr(self, attr)
+            if wanted and pub is None:
+                pub = self._node.create_publisher(msg_type, f"{self.name}/{attr}", self._qos.outputs)
+                self._since_jacobian = 0 if attr == "jacobian" else self._since_jacobian
+            elif not wanted and pub is not None:
+                self._node.destroy_publisher(pub)
+                pub = None
+            setattr(self, attr, pub)
 
     def jacobian_due(self, decimation: int) -> bool:
         """This contacts message's Jacobian is published (the first after it is switched on, then
@@ -113,8 +108,7 @@ def contact_free_loop(values: Mapping[str, Any], layout: enc.SensorLayout) -> Op
     reading, its drift and leak watch (``leak_rate``, ``ambient_pressure``, ``min_gauge_pressure``);
     None when it has neither."""
     auto = None if not values["auto_tare"] else AutoTareSettings(
-        float(values["auto_tare_max_step"]), float(values["auto_tare_steady_std"]),
-        float(values["auto_tare_window"]), float(values["auto_tare_min_interval"]),
+        *(float(values[f"auto_tare_{k}"]) for k in ("max_step", "steady_std", "window", "min_interval")),
         int(values["auto_tare_min_samples"]))
     watch = None
     if layout.codec.kind == "pressure":

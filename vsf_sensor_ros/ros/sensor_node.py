@@ -2,6 +2,7 @@
 every endpoint and hands each concern to its module (docs/interface.md, docs/node.md)."""
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from typing import Any, Dict, List, Optional, Tuple
@@ -78,7 +79,8 @@ class SensorNode(Node):
         self._pending: Dict[str, Dict[str, Any]] = {}   # the checked request (_validate -> _apply)
         self._wrong_types: Dict[str, ConfigError] = {}   # of the request being set (_coerce_request)
         self.inputs = InputStats()
-        self._reason_loggers: Dict[str, Any] = {}
+        # one child logger per reason, kept: rclpy's throttle lives in it
+        self._reason_log = functools.lru_cache(maxsize=None)(self.get_logger().get_child)
         self._last_diag = time.monotonic()
         self.health = NodeHealth(self.get_fully_qualified_name(), self._last_diag)
 
@@ -160,11 +162,10 @@ class SensorNode(Node):
             except ConfigError as exc:
                 problems[name] = exc
                 continue
-            if name in calibration:
-                if warning:
-                    self.get_logger().warning(warning)
-                else:
-                    restored.append(restored_text(h))
+            if warning:
+                self.get_logger().warning(warning)
+            elif name in calibration:
+                restored.append(restored_text(h))
         if problems:
             raise_all([problems[n] for n in sensors if n in problems]
                       + misspelt_keys(self, problems, self.params.values.get("bodies")))
@@ -245,10 +246,7 @@ class SensorNode(Node):
             self.health.prediction_failed(reason, detail)
         else:
             handle.stats.rejected[reason] += 1
-        logger = self._reason_loggers.get(reason)
-        if logger is None:
-            logger = self._reason_loggers[reason] = self.get_logger().get_child(reason)
-        logger.warning(f"rejected message ({reason}): {detail}", throttle_duration_sec=1.0)
+        self._reason_log(reason).warning(f"rejected message ({reason}): {detail}", throttle_duration_sec=1.0)
 
     def _on_joint_state(self, msg: JointState) -> None:
         self.inputs.joint_states_received += 1
@@ -387,27 +385,24 @@ class SensorNode(Node):
         published, never paired."""
         topic = self.sub_contacts.topic_name
         self.inputs.zero_stamps[topic] += 1
-        logger = self._reason_loggers.get("zero_stamp")
-        if logger is None:
-            logger = self._reason_loggers["zero_stamp"] = self.get_logger().get_child("zero_stamp")
-        logger.warning(f"{topic}: contacts stamped 0 ({self.inputs.zero_stamps[topic]} so far): predicted, "
-                       "paired with no measured message (set the simulator's stamps; under use_sim_time "
-                       "the first stamps may be 0 until /clock arrives)", throttle_duration_sec=5.0)
+        self._reason_log("zero_stamp").warning(
+            f"{topic}: contacts stamped 0 ({self.inputs.zero_stamps[topic]} so far): predicted, paired with "
+            "no measured message (set the simulator's stamps; under use_sim_time the first stamps may be 0 "
+            "until /clock arrives)", throttle_duration_sec=5.0)
 
     def _on_stamp_jump(self) -> None:
         self.inputs.stamp_jumps_backwards = self.rig.stamp_jumps   # the rig's counter, on /diagnostics
         self.inputs.last_stamp_jump = self.rig.last_stamp_jump
-        logger = self._reason_loggers.setdefault("stamp_jump", self.get_logger().get_child("stamp_jump"))
-        logger.warning(f"contacts stamp went backwards ({self.rig.last_stamp_jump}); simulator reset "
-                       "assumed: pairing buffers and sensor states cleared", throttle_duration_sec=1.0)
+        self._reason_log("stamp_jump").warning(
+            f"contacts stamp went backwards ({self.rig.last_stamp_jump}); simulator reset assumed: pairing "
+            "buffers and sensor states cleared", throttle_duration_sec=1.0)
 
     def _on_late_contacts(self, old_ns: int, new_ns: int) -> None:
         self._contact_free.late += 1
-        logger = self._reason_loggers.setdefault("late_contacts",
-                                                 self.get_logger().get_child("late_contacts"))
-        logger.warning(f"contacts stamped {new_ns * 1e-9:.9f} s came after the contact-free step of "
-                       f"{old_ns * 1e-9:.9f} s: they lag the joint states by more than contact_free_period "
-                       "(raise it) or are stamped on another clock", throttle_duration_sec=1.0)
+        self._reason_log("late_contacts").warning(
+            f"contacts stamped {new_ns * 1e-9:.9f} s came after the contact-free step of {old_ns * 1e-9:.9f} "
+            "s: they lag the joint states by more than contact_free_period (raise it) or are stamped on "
+            "another clock", throttle_duration_sec=1.0)
 
     def _on_measured(self, name: str, msg: Any) -> None:
         h = self._handles.get(name)

@@ -78,14 +78,6 @@ def sensor_kinds() -> Mapping[str, SensorKind]:
     return MappingProxyType(kinds)
 
 
-def kind_of(type_name: str) -> SensorKind:
-    """The kind of ``type_name``; KeyError naming an unknown type and the known ones."""
-    kinds = sensor_kinds()
-    if type_name not in kinds:
-        raise KeyError(f"unknown sensor type {type_name!r}; known types: {', '.join(kinds)}")
-    return kinds[type_name]
-
-
 def reading_codecs() -> Dict[str, ReadingCodec]:
     """Codec kind (``pressure``, ``dense_force``, ``wrench``, ``load``, ...) -> its codec."""
     return {k.codec.kind: k.codec for k in sensor_kinds().values()}

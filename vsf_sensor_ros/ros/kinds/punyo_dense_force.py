@@ -5,13 +5,12 @@ from __future__ import annotations
 import numpy as np
 from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import ColorRGBA
-from visualization_msgs.msg import Marker
 
 from ...sensor.punyo_dense_force_sensor import PunyoDenseForceSensor
 from ..messages import readings as enc
 from ..messages.pointcloud import read_cloud
 from ..messages.wire import FLOAT_TYPES, float_columns
-from ..messages.readings import (MeasuredDecodeError, ReadingCodec, marker_points, read_cloud_fields,
+from ..messages.readings import (MeasuredDecodeError, ReadingCodec, arrow_marker, read_cloud_fields,
                                  type_mismatch)
 from . import SensorKind
 
@@ -54,15 +53,8 @@ class DenseForceCodec(ReadingCodec):
         f = np.asarray(values, dtype=np.float64).reshape(-1, 3)
         loaded = np.abs(f).sum(axis=1) > 0
         v = layout.vertices[loaded].astype(np.float64)
-        fseg = np.empty((2 * len(v), 3))
-        fseg[0::2] = v
-        fseg[1::2] = v + force_scale * f[loaded]
-        field = Marker(header=body_header, ns=f"{sensor_name}/field", id=2, type=Marker.LINE_LIST,
-                       action=Marker.ADD, color=ColorRGBA(r=1.0, g=0.6, b=0.0, a=1.0))
-        field.pose.orientation.w = 1.0
-        field.scale.x = 0.001
-        field.points = marker_points(fseg)
-        return [field]
+        return [arrow_marker(body_header, f"{sensor_name}/field", 2, ColorRGBA(r=1.0, g=0.6, b=0.0, a=1.0),
+                             0.001, v, force_scale * f[loaded])]
 
     def summary(self, sensor_name, layout, values):
         total = np.asarray(values, dtype=np.float64).reshape(-1, 3).sum(axis=0)

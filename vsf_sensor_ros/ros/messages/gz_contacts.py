@@ -9,10 +9,9 @@ import torch
 
 from ...rig.contact_bodies import ContactBodyMap
 from ...rig.contact_bodies import note_unknown_bodies  # noqa: F401 -- re-exported
-from .pointcloud import packed_fields
-from .wire import (CloudDecodeError, CloudLayout, ContactsDecodeError, DecodedContacts, FieldSpec,
-                   check_body_names, contacts_from_buffer)
-from .stamps import stamp_to_ns
+from .pointcloud import write_cloud
+from .wire import (CloudDecodeError, ContactsDecodeError, DecodedContacts, check_body_names,
+                   pointcloud2_to_contacts)
 
 #: the ``contacts_type`` value of Gazebo contacts
 GZ_CONTACTS_TYPE = "ros_gz_interfaces/msg/Contacts"
@@ -70,14 +69,11 @@ def _row_columns(msg: Any, body_map: ContactBodyMap, world_frame: Optional[str],
                 raise GzContactsDecodeError(
                     "unnamed_collision", f"contact {i}: {side} has no name (id {int(getattr(c, side).id)})")
             names.append(name)
-        nw, nn, nd = len(c.wrenches), len(c.normals), len(c.depths)
-        if nw == 0:
+        nn, nd = len(c.normals), len(c.depths)
+        if not c.wrenches:
             raise GzContactsDecodeError(
                 "empty_wrenches", f"contact {i} ({names[0]} / {names[1]}): {n} positions but no wrench")
-        if nw != n:
-            raise GzContactsDecodeError(
-                "mismatched_lengths", f"contact {i} ({names[0]} / {names[1]}): {n} positions, {nw} wrenches")
-        for label, k in (("normals", nn), ("depths", nd)):
+        for label, k in (("wrenches", len(c.wrenches)), ("normals", nn), ("depths", nd)):
             if k not in (0, n):
                 raise GzContactsDecodeError(
                     "mismatched_lengths",
@@ -138,7 +134,7 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
                             device: Union[str, torch.device] = "cpu", world_frame: Optional[str] = None,
                             unknown_bodies: Optional[Dict[str, str]] = None) -> DecodedContacts:
     """A ``ros_gz_interfaces/msg/Contacts`` as contacts per ordered body pair (docs/interface.md),
-    as :func:`~.wire.pointcloud2_to_contacts` of a cloud of the same rows.  ``body_map``: collision
+    as :func:`~.wire.pointcloud2_to_contacts` of a cloud of its rows.  ``body_map``: collision
     name -> body (None: link names); a body not in ``body_names`` is appended to this call's table
     and entered in ``unknown_bodies`` with its first collision; ``world_frame``: a wrench in another
     non-empty frame is refused.  GzContactsDecodeError: :data:`GZ_DECODE_REASONS`; ValueError:
@@ -155,7 +151,6 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
                 table.append(b)
                 if unknown_bodies is not None:
                     unknown_bodies[b] = collisions[b]
-    n = len(pairs)
     cols: List[Tuple[str, np.ndarray]] = [("x", points[:, 0]), ("y", points[:, 1]), ("z", points[:, 2]),
                                           ("fx", forces[:, 0]), ("fy", forces[:, 1]), ("fz", forces[:, 2]),
                                           ("body1", np.array([index[a] for a, _ in pairs], dtype="<u4")),
@@ -164,16 +159,8 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
         cols += [("nx", normals[:, 0]), ("ny", normals[:, 1]), ("nz", normals[:, 2])]
     if depths is not None:
         cols.append(("depth", depths))
-    rec = np.zeros(n, dtype=[(name, "<f8" if a.dtype.kind == "f" else "<u4") for name, a in cols])
-    for name, a in cols:
-        rec[name] = a
-    fields = [FieldSpec(*f) for f in packed_fields(rec.dtype)]
-    step = rec.dtype.itemsize
-    layout = CloudLayout(fields, 1, n, step, n * step, False)
-    header = msg.header
     try:
-        decoded = contacts_from_buffer(layout, rec.tobytes(), table, dtype, device,
-                                       frame_id=str(header.frame_id), stamp_ns=stamp_to_ns(header.stamp))
+        decoded = pointcloud2_to_contacts(write_cloud(msg.header, cols), table, dtype, device)
     except CloudDecodeError as exc:
         # only the value checks can fail on rows built here (non_finite)
         raise GzContactsDecodeError(exc.reason, str(exc).replace("x/y/z", "positions")

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import Point, WrenchStamped
+from geometry_msgs.msg import Point, Vector3, WrenchStamped
 from sensor_msgs.msg import FluidPressure, PointCloud2
 from std_msgs.msg import ColorRGBA, Float32, Float64, Header
 from visualization_msgs.msg import Marker, MarkerArray
@@ -244,6 +244,16 @@ def marker_points(arr: np.ndarray) -> List[Point]:
     return [Point(x=float(a), y=float(b), z=float(c)) for a, b, c in arr.tolist()]
 
 
+def arrow_marker(header: Header, ns: str, marker_id: int, colour: ColorRGBA, width: float,
+                 starts: np.ndarray, vectors: np.ndarray) -> Marker:
+    """A LINE_LIST marker (``width`` m) of a segment from each ``(N, 3)`` start along its vector."""
+    seg = np.empty((2 * len(starts), 3))
+    seg[0::2] = starts
+    seg[1::2] = starts + vectors
+    return Marker(header=header, ns=ns, id=marker_id, type=Marker.LINE_LIST, action=Marker.ADD, color=colour,
+                  scale=Vector3(x=width), points=marker_points(seg))
+
+
 def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, stamp: Time,
                    points_world: np.ndarray, forces_world: np.ndarray,
                    values: np.ndarray, force_scale: float,
@@ -255,29 +265,18 @@ def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, sta
     red = ColorRGBA(r=1.0, g=0.2, b=0.1, a=1.0)
     grey = ColorRGBA(r=0.6, g=0.6, b=0.6, a=1.0)
     colour = red if in_contact else grey
+    # (a Marker's pose is the identity: a Quaternion's w defaults to 1)
     pts = Marker(header=header, ns=f"{sensor_name}/contacts", id=0, type=Marker.SPHERE_LIST,
-                 action=Marker.ADD, color=colour)
-    pts.pose.orientation.w = 1.0
-    pts.scale.x = pts.scale.y = pts.scale.z = 0.005
-    pts.points = marker_points(points_world)
-    arrows = Marker(header=header, ns=f"{sensor_name}/forces", id=1, type=Marker.LINE_LIST,
-                    action=Marker.ADD, color=ColorRGBA(r=0.1, g=0.4, b=1.0, a=1.0))
-    arrows.pose.orientation.w = 1.0
-    arrows.scale.x = 0.002
-    seg = np.empty((2 * len(points_world), 3))
-    seg[0::2] = points_world
-    seg[1::2] = points_world + force_scale * forces_world
-    arrows.points = marker_points(seg)
-    out = [pts, arrows]
-    out += layout.codec.extra_markers(sensor_name, layout, make_header(stamp, layout.body_frame), values,
-                                      force_scale)
+                 action=Marker.ADD, color=colour, scale=Vector3(x=0.005, y=0.005, z=0.005),
+                 points=marker_points(points_world))
+    arrows = arrow_marker(header, f"{sensor_name}/forces", 1, ColorRGBA(r=0.1, g=0.4, b=1.0, a=1.0), 0.002,
+                          points_world, force_scale * forces_world)
+    extras = layout.codec.extra_markers(sensor_name, layout, make_header(stamp, layout.body_frame), values,
+                                        force_scale)
     label = Marker(header=make_header(stamp, layout.reading_frame), ns=f"{sensor_name}/label", id=3,
-                   type=Marker.TEXT_VIEW_FACING, action=Marker.ADD, color=colour)
-    label.pose.orientation.w = 1.0
-    label.scale.z = 0.02
-    label.text = layout.codec.summary(sensor_name, layout, values)
-    out.append(label)
-    return MarkerArray(markers=out)
+                   type=Marker.TEXT_VIEW_FACING, action=Marker.ADD, color=colour, scale=Vector3(z=0.02),
+                   text=layout.codec.summary(sensor_name, layout, values))
+    return MarkerArray(markers=[pts, arrows, *extras, label])
 
 
 def wanted(pub: Any) -> bool:

@@ -410,8 +410,6 @@ def float_columns(points: np.ndarray, names: Sequence[str]) -> np.ndarray:
     # view of the records and one conversion instead of k columns and a stack
     adjacent = points.ndim == 1 and all(fields[c][0] == first and fields[c][1] == off0 + i * first.itemsize
                                         for i, c in enumerate(names))
-    if adjacent and first.kind == "f" and first.itemsize == 8:
-        return _adjacent_block(points, names[0], len(names)).astype(np.float64)   # a copy: nothing warns
     with np.errstate(invalid="ignore"):    # a signalling NaN warns when widened; callers check finiteness
         if adjacent:
             return _adjacent_block(points, names[0], len(names)).astype(np.float64)
@@ -520,14 +518,11 @@ def contacts_from_buffer(layout: CloudLayout, data: Any, body_names: Sequence[st
         r = int(np.flatnonzero(out_of_range)[0])
         raise ContactsDecodeError("body_index_out_of_range", f"row {r}: body indices ({int(b1[r])}, "
                                   f"{int(b2[r])}) but contact_body_names has {nb} entries")
-    elems = {}
-    for c in ELEM_FIELDS:
-        if c in present:
-            e = arr[c].astype(np.int64)
-            if (e < -1).any():
-                r = int(np.flatnonzero(e < -1)[0])
-                raise ContactsDecodeError("elem_index_invalid", f"row {r}: {c} = {int(e[r])} (< -1)")
-            elems[c] = e
+    elems = {c: arr[c].astype(np.int64) for c in ELEM_FIELDS if c in present}
+    for c, e in elems.items():
+        if (e < -1).any():
+            r = int(np.flatnonzero(e < -1)[0])
+            raise ContactsDecodeError("elem_index_invalid", f"row {r}: {c} = {int(e[r])} (< -1)")
     # Group rows by ordered pair, pairs in order of first appearance, rows in message order.
     key = b1 * nb + b2
     if (key == key[0]).all():
@@ -536,8 +531,7 @@ def contacts_from_buffer(layout: CloudLayout, data: Any, body_names: Sequence[st
     else:
         uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         order = np.argsort(first)
-        rank = np.empty_like(order)
-        rank[order] = np.arange(order.size)
+        rank = np.argsort(order)   # of each pair, by first appearance
         perm = np.argsort(rank[inverse], kind="stable")
         bounds = np.concatenate([[0], np.cumsum(np.bincount(rank[inverse], minlength=order.size))]).tolist()
         pair_keys = uniq[order].tolist()
@@ -552,17 +546,10 @@ def contacts_from_buffer(layout: CloudLayout, data: Any, body_names: Sequence[st
     E = {c: torch.from_numpy(e).to(device=device) for c, e in elems.items()}
     E1, E2 = E.get("elem1"), E.get("elem2")
     row_of = np.arange(n, dtype=np.int64) if perm is None else perm.astype(np.int64)
-    contacts: Dict[Pair, Any] = {}
-    rows: Dict[Pair, np.ndarray] = {}   # message rows of each pair
-    nrm: Optional[Dict[Pair, np.ndarray]] = {} if normals is not None else None
-    dep: Optional[Dict[Pair, np.ndarray]] = {} if depth is not None else None
-    for i, k in enumerate(pair_keys):
-        s, e = bounds[i], bounds[i + 1]
-        pair = (names[k // nb], names[k % nb])
-        contacts[pair] = trusted_contact_state(P[s:e], F[s:e], None if E1 is None else E1[s:e],
-                                               None if E2 is None else E2[s:e])
-        rows[pair] = row_of[s:e]
-        for table, values in ((nrm, normals), (dep, depth)):
-            if table is not None:
-                table[pair] = values[s:e]
+    spans = {(names[k // nb], names[k % nb]): slice(bounds[i], bounds[i + 1])
+             for i, k in enumerate(pair_keys)}
+    contacts = {pair: trusted_contact_state(P[s], F[s], None if E1 is None else E1[s],
+                                            None if E2 is None else E2[s]) for pair, s in spans.items()}
+    rows = {pair: row_of[s] for pair, s in spans.items()}   # message rows of each pair
+    nrm, dep = (None if v is None else {pair: v[s] for pair, s in spans.items()} for v in (normals, depth))
     return DecodedContacts(contacts, rows, n, nrm, dep, frame_id, stamp_ns, field_names)
