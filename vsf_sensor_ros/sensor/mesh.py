@@ -20,18 +20,23 @@ __all__ = [
 REGION_FACE, REGION_AB, REGION_AC, REGION_BC = 0, 1, 2, 3
 
 
+def _finite_rows(a: np.ndarray, what: str, noun: str, argument: str, n: str) -> None:
+    """InputError unless ``a`` is ``(n, 3)`` (``'shape'``) and finite (``'not_finite'``, the first bad row)."""
+    if a.ndim != 2 or a.shape[1] != 3:
+        raise InputError(f"{what} must have shape ({n}, 3), got {a.shape}", argument, a.shape, "shape",
+                         f"({n}, 3)")
+    if not np.all(np.isfinite(a)):
+        row = int(np.nonzero(~np.isfinite(a).all(axis=1))[0][0])
+        raise InputError(f"{noun} {row} is non-finite: {a[row].tolist()}", argument, a[row].tolist(),
+                         "not_finite")
+
+
 def validate_mesh(vertices: Any, triangles: Any, label: str = "mesh") -> Tuple[np.ndarray, np.ndarray]:
     """``(V, F)``: contiguous copies, float64 ``(V, 3)`` finite vertices (m), int64 ``(T, 3)`` indices
     (``T >= 1``); ``label`` names the mesh.  InputError: ``'vertices'`` / ``'triangles'``, ``reason``
     ``'shape'``, ``'not_finite'``, ``'empty'``, ``'dtype'`` or ``'index'`` (``expected`` the range)."""
     V = np.array(vertices, dtype=np.float64, copy=True)
-    if V.ndim != 2 or V.shape[1] != 3:
-        raise InputError(f"{label}: vertices must have shape (V, 3), got {V.shape}",
-                         "vertices", V.shape, "shape", "(V, 3)")
-    if not np.all(np.isfinite(V)):
-        row = int(np.nonzero(~np.isfinite(V).all(axis=1))[0][0])
-        raise InputError(f"{label}: vertex {row} is non-finite: {V[row].tolist()}",
-                         "vertices", V[row].tolist(), "not_finite")
+    _finite_rows(V, f"{label}: vertices", f"{label}: vertex", "vertices", "V")
     F_in = np.asarray(triangles)
     if F_in.ndim != 2 or F_in.shape[1] != 3:
         raise InputError(f"{label}: triangles must have shape (T, 3), got {F_in.shape}",
@@ -302,13 +307,7 @@ class ClosestTriangleQuery:
         InputError: ``'points'``, ``reason`` ``'shape'``, ``'not_finite'`` or ``'too_far'`` (beyond
         ``max_query_distance`` from ``centre``, the ``expected``)."""
         P = np.asarray(points, dtype=np.float64)
-        if P.ndim != 2 or P.shape[1] != 3:
-            raise InputError(f"query points must have shape (M, 3), got {P.shape}",
-                             "points", P.shape, "shape", "(M, 3)")
-        if not np.all(np.isfinite(P)):
-            row = int(np.nonzero(~np.isfinite(P).all(axis=1))[0][0])
-            raise InputError(f"query point {row} is non-finite: {P[row].tolist()}",
-                             "points", P[row].tolist(), "not_finite")
+        _finite_rows(P, "query points", "query point", "points", "M")
         kn = self._kernels
         M = len(P)
         if not (P.flags.c_contiguous and P.flags.writeable):   # one compiled specialisation only
