@@ -1,9 +1,9 @@
 """Compiled (numba) closest-triangle query vs brute force.
 
 On every point set the query must match a brute force over ALL triangles computed with
-trimesh's own exact point-triangle routine: the distance to the mesh, and the distance to the triangle the query picked (so the
-chosen triangle itself is a closest one, not just the reported distance); its weights must
-reproduce its closest point.
+trimesh's own exact point-triangle routine: the distance to the mesh, and the distance to the
+triangle the query picked (so the chosen triangle itself is a closest one, not just the reported
+distance); its weights must reproduce its closest point.
 
 Point sets: random surface samples with offsets from 0 to far off the mesh, exact vertices,
 points on edges, and meshes with degenerate (collinear / coincident / zero-length-edge)

@@ -125,9 +125,9 @@ def _normalise(name: str, value: Any) -> Any:
         return T
     if name in _FLAGS:
         flags = np.asarray(value, dtype=object).reshape(-1)
-        if flags.shape != (_FLAGS[name],) or not all(isinstance(f, (bool, np.bool_)) or f in (0, 1)
-                                                      for f in flags):
-            raise _SettingError(name, value, f"expected {_FLAGS[name]} bool(s)")
+        count = _FLAGS[name]
+        if flags.shape != (count,) or not all(isinstance(f, (bool, np.bool_)) or f in (0, 1) for f in flags):
+            raise _SettingError(name, value, f"expected {count} bool(s)")
         out = tuple(bool(f) for f in flags)
         return out if name == "hasForce" else out[0]
     count, non_negative, finite = _NUMERIC[name]

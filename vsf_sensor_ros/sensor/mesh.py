@@ -21,7 +21,7 @@ REGION_FACE, REGION_AB, REGION_AC, REGION_BC = 0, 1, 2, 3
 
 
 def _finite_rows(a: np.ndarray, what: str, noun: str, argument: str, n: str) -> None:
-    """InputError unless ``a`` is ``(n, 3)`` (``'shape'``) and finite (``'not_finite'``, the first bad row)."""
+    """InputError unless ``a`` is ``(n, 3)`` (``'shape'``) and finite (``'not_finite'``: first bad row)."""
     if a.ndim != 2 or a.shape[1] != 3:
         raise InputError(f"{what} must have shape ({n}, 3), got {a.shape}", argument, a.shape, "shape",
                          f"({n}, 3)")
@@ -102,7 +102,8 @@ class ClosestTriangleResult:
 class ClosestTriangleQuery:
     """Exact batched closest-point-on-mesh query (docs/performance.md): a near-surface grid of per-cell
     candidate lists (``grid=False`` skips it); off it, the ``k`` nearest of proxy points within ``h``
-    (``cover_radius``) of every triangle, refined by an exact ball query.  Degenerate triangles use their edges only.
+    (``cover_radius``) of every triangle, refined by an exact ball query.  Degenerate triangles use their
+    edges only.
     ``vertices`` / ``triangles`` are read-only; ``grid_candidates``: slots per cell (0 without grid)."""
 
     def __init__(self, vertices: Any, triangles: Any, k: int = 12, grid: bool = True) -> None:
