@@ -189,8 +189,7 @@ def test_grid_path_and_kd_path_give_identical_answers():
     surf, _ = trimesh.sample.sample_surface(sphere, 400, seed=2)
     pts = surf + 0.003 * rng.standard_normal(surf.shape)
     with_grid = ClosestTriangleQuery(sphere.vertices, sphere.faces)
-    # (brute_force_max=0: off-grid points take the KD-tree path, not the pruned brute force)
-    kd_only = ClosestTriangleQuery(sphere.vertices, sphere.faces, grid=False, brute_force_max=0)
+    kd_only = ClosestTriangleQuery(sphere.vertices, sphere.faces, grid=False)
     assert with_grid.grid_candidates == 16 and kd_only.grid_candidates == 0
     a, b = with_grid.query(pts), kd_only.query(pts)
     np.testing.assert_allclose(a.distance, b.distance, atol=1e-15)

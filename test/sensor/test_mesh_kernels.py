@@ -1,15 +1,13 @@
 """Compiled (numba) closest-triangle query vs brute force.
 
 On every point set the query must match a brute force over ALL triangles computed with
-trimesh's own exact point-triangle routine (independent of the query's own pruned brute-force
-path): the distance to the mesh, and the distance to the triangle the query picked (so the
-chosen triangle itself is a closest one, not just the reported distance); its weights must
-reproduce its closest point.
+trimesh's own exact point-triangle routine: the distance to the mesh, and the distance to the
+triangle the query picked (so the chosen triangle itself is a closest one, not just the reported
+distance); its weights must reproduce its closest point.
 
 Point sets: random surface samples with offsets from 0 to far off the mesh, exact vertices,
 points on edges, and meshes with degenerate (collinear / coincident / zero-length-edge)
-triangles; with the near-surface grid, with the pruned brute force alone and with the KD-tree
-path alone.
+triangles; with the near-surface grid and with the KD-tree path alone.
 """
 import json
 import os
@@ -46,10 +44,8 @@ def _brute(V: np.ndarray, F: np.ndarray, pts: np.ndarray):
 _QUERIES = {}
 
 
-# how points are answered: near-surface grid (+ off-grid brute force), no grid (pruned brute
-# force over all triangles), no grid and no brute force (KD-tree path)
-PATHS = {"grid": {"grid": True}, "brute": {"grid": False},
-         "kd": {"grid": False, "brute_force_max": 0}}
+# how points are answered: near-surface grid (+ off-grid KD-tree path), no grid (KD-tree path)
+PATHS = {"grid": {"grid": True}, "kd": {"grid": False}}
 
 
 def _query(V: np.ndarray, F: np.ndarray, path: str) -> ClosestTriangleQuery:
@@ -137,7 +133,7 @@ def test_queries_compile_nothing_after_construction():
     V, F = _bumpy_sphere()
     q = ClosestTriangleQuery(V, F)
     kernels = (_mesh_kernels.grid_best, _mesh_kernels.table_best, _mesh_kernels.pairs_eval,
-               _mesh_kernels.finish, _mesh_kernels.brute_best)
+               _mesh_kernels.finish)
     before = [len(k.signatures) for k in kernels]
     assert all(n >= 1 for n in before)
     rng = np.random.default_rng(0)
@@ -148,7 +144,6 @@ def test_queries_compile_nothing_after_construction():
     q.query(ro)
     q.query(np.asfortranarray(pts))
     ClosestTriangleQuery(V, F, grid=False).query(pts)
-    ClosestTriangleQuery(V, F, grid=False, brute_force_max=0).query(pts)
     assert [len(k.signatures) for k in kernels] == before
 
 

@@ -179,11 +179,11 @@ def _write_in_place(path: Path, data: bytes, checked: os.stat_result) -> str:
     the same file as checked, no link followed; a failed read-back restores it.  The note `` in place``.
     SaveRefused: changed since checked, no backup, or the write failed (restored); OSError: cannot open."""
     fd = os.open(path, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
+    with os.fdopen(fd, "r+b") as f:
         now = os.fstat(fd)
         if (now.st_dev, now.st_ino) != (checked.st_dev, checked.st_ino) or not stat.S_ISREG(now.st_mode):
             raise SaveRefused(f"refused: {path} was replaced while saving; left unchanged")
-        old = _read_fd(fd, MAX_CHECKED_BYTES + 1)
+        old = f.read(MAX_CHECKED_BYTES + 1)
         if old and (old.split(b"\n", 1)[0].rstrip(b"\r") != HEADER.encode()):
             raise SaveRefused(f"refused: {path} changed while saving and is no longer ours; left unchanged")
         backup = None
@@ -195,20 +195,17 @@ def _write_in_place(path: Path, data: bytes, checked: os.stat_result) -> str:
                                   f"backup cannot be kept: {exc}; left unchanged") from None
         also = f" (also in {backup})" if backup else ""
         try:
-            _pwrite_all(fd, data)
-            os.ftruncate(fd, len(data))
-            os.fsync(fd)
-            ok = _read_fd(fd, len(data) + 1) == data
+            _overwrite(f, data)
+            f.seek(0)
+            ok = f.read(len(data) + 1) == data
         except OSError as exc:
-            _restore(fd, old)
+            _overwrite(f, old, best_effort=True)
             raise SaveRefused(f"cannot write {path} in place: {exc}; previous content "
                               f"restored{also}") from None
         if not ok:
-            _restore(fd, old)
+            _overwrite(f, old, best_effort=True)
             raise SaveRefused(f"refused: {path} did not read back as written; previous content "
                               f"restored{also}")
-    finally:
-        os.close(fd)
     kept = f"; previous content kept in {backup}" if backup else ""
     return f" in place (a mount point: no rename possible){kept}"
 
@@ -230,37 +227,18 @@ def _write_backup(path: Path, old: bytes) -> Path:
     return bak
 
 
-def _restore(fd: int, old: bytes) -> None:
-    """Best effort: put ``old`` back into the open file (a failure leaves the ``.bak`` copy)."""
+def _overwrite(f: Any, data: bytes, best_effort: bool = False) -> None:
+    """Make the open file ``f`` hold exactly ``data``, on disk; ``best_effort`` (putting the old content
+    back): an OSError is swallowed (the ``.bak`` copy remains)."""
     try:
-        _pwrite_all(fd, old)
-        os.ftruncate(fd, len(old))
-        os.fsync(fd)
+        f.seek(0)
+        f.write(data)
+        f.truncate()
+        f.flush()
+        os.fsync(f.fileno())
     except OSError:
-        pass
-
-
-def _read_fd(fd: int, limit: int) -> bytes:
-    """Up to ``limit`` bytes of an open file from offset 0."""
-    chunks, off = [], 0
-    while off < limit:
-        chunk = os.pread(fd, min(1 << 20, limit - off), off)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        off += len(chunk)
-    return b"".join(chunks)
-
-
-def _pwrite_all(fd: int, data: bytes) -> None:
-    """Write all of ``data`` at offset 0 (one ``pwrite`` for a regular file; continued if short)."""
-    off = 0
-    view = memoryview(data)
-    while off < len(data):
-        n = os.pwrite(fd, view[off:], off)
-        if n <= 0:
-            raise OSError(errno.EIO, "short write", None)
-        off += n
+        if not best_effort:
+            raise
 
 
 def _file_kind(path: Path) -> str:

@@ -1,8 +1,6 @@
 """ROS-free sensor models with the seed ``vsf.sensor`` API (imports without rclpy)."""
-from .base_calibrator import BaseCalibrator
+from .base_calibrator import BaseCalibrator, GainCalibrator, GainFit, TareCalibrator, TareSimulator
 from .base_sensor import BaseSensor, SparseJacobian
-from .base_calibrator import TareCalibrator, TareSimulator
-from .gain_calibration import GainCalibrator, GainFit
 from .constructors import calibration_from_config, register_sensor_type, sensor_class, sensor_from_config
 from .isaac_contact_sensor import ContactSensorInterface, CsProperties, CsSensorReading, IsaacContactSensor
 from .klampt_contact_sensor import ContactSensor

@@ -9,8 +9,7 @@ from typing import Callable
 import numpy as np
 from numba import njit
 
-__all__ = ["brute_best", "dense_force_outputs", "finish", "grid_best", "pairs_eval", "table_best",
-           "warm_up"]
+__all__ = ["dense_force_outputs", "finish", "grid_best", "pairs_eval", "table_best", "warm_up"]
 
 
 def _jit(fn: Callable) -> Callable:
@@ -113,41 +112,6 @@ def table_best(P: np.ndarray, idx: np.ndarray, CT: np.ndarray, tri: np.ndarray, 
 
 
 @_jit
-def brute_best(P: np.ndarray, cent: np.ndarray, rad: np.ndarray, slack: float, CT: np.ndarray,
-               tri: np.ndarray, reg: np.ndarray, par: np.ndarray, best2: np.ndarray) -> None:
-    """Exact closest triangle of each point, skipping triangles whose bounding sphere is beyond the best
-    bound plus ``slack`` (ties to the lowest index)."""
-    T = cent.shape[0]
-    dc = np.empty(T)
-    for i in range(P.shape[0]):
-        px, py, pz = P[i, 0], P[i, 1], P[i, 2]
-        ub = math.inf
-        near_t, near_d = 0, math.inf
-        for t in range(T):
-            dx, dy, dz = px - cent[t, 0], py - cent[t, 1], pz - cent[t, 2]
-            dc[t] = math.sqrt(dx * dx + dy * dy + dz * dz)
-            ub = min(ub, dc[t] + rad[t])
-            if dc[t] < near_d:
-                near_t, near_d = t, dc[t]
-        # tighter bound: the exact distance to the nearest-centroid triangle (only a bound: the scan below
-        # still picks the lowest index among equally close triangles)
-        thr = min(ub, math.sqrt(_eval_one(px, py, pz, CT, near_t)[0])) + slack
-        bd = math.inf
-        bt = -1
-        for t in range(T):
-            if dc[t] - rad[t] > thr:
-                continue
-            d2, rg, v, w, tt, s, r = _eval_one(px, py, pz, CT, t)
-            if d2 < bd:                              # index order: ties keep the lower index
-                bd, bt = d2, t
-                reg[i] = rg
-                par[0, i], par[1, i], par[2, i], par[3, i], par[4, i] = v, w, tt, s, r
-                thr = min(thr, math.sqrt(d2) + slack)
-        tri[i] = bt
-        best2[i] = bd
-
-
-@_jit
 def pairs_eval(P: np.ndarray, owner: np.ndarray, cand: np.ndarray, CT: np.ndarray, d2: np.ndarray,
                region: np.ndarray, prm: np.ndarray) -> None:
     """Squared distance, region and ``(5, n)`` parameters of each pair ``(P[owner[n]], cand[n])``."""
@@ -231,7 +195,6 @@ def warm_up() -> None:
     grid_best(P, np.zeros(3), 1.0, np.ones(3, dtype=np.int64), np.zeros(1, dtype=np.int64), one, one,
               low, low, CT, tri, reg, par, best2)
     table_best(P, one, CT, tri, reg, par, best2)
-    brute_best(P, np.zeros((1, 3)), np.ones(1), 1e-9, CT, tri, reg, par, best2)
     pairs_eval(P, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), CT, best2, reg, par)
     finish(P, tri, reg, par, V, F, np.zeros((1, 3)), np.zeros((1, 3)), np.zeros(1))
     i1, i13 = np.zeros(1, dtype=np.int64), np.zeros((1, 3), dtype=np.int64)

@@ -345,15 +345,17 @@ def _taking_sim_state(method: Any) -> Any:
     """``method`` with its state argument passed through :func:`as_sim_state` first."""
     @functools.wraps(method)
     def call(self: Any, state: Any, *args: Any, **kwargs: Any) -> Any:
-        # inlined check of the common case (the node's own states, every step): no adapter call
-        if type(state) is SimState:
-            for c in state.contacts.values():
-                if type(c) is not ContactState:
-                    return method(self, as_sim_state(state), *args, **kwargs)
-            return method(self, state, *args, **kwargs)
         return method(self, as_sim_state(state), *args, **kwargs)
     call._takes_sim_state = True
     return call
+
+
+def _wrap_state_methods(cls: type) -> None:
+    """Wrap the :data:`STATE_METHODS` ``cls`` defines itself with :func:`_taking_sim_state` (once)."""
+    for name in STATE_METHODS:
+        method = cls.__dict__.get(name)
+        if callable(method) and not getattr(method, "_takes_sim_state", False):
+            setattr(cls, name, _taking_sim_state(method))
 
 
 # -- the sensor contract ------------------------------------------------------------
@@ -429,10 +431,7 @@ class BaseSensor:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # every model, a user's too, takes the seed's duck-typed states (as_sim_state on STATE_METHODS)
         super().__init_subclass__(**kwargs)
-        for name in STATE_METHODS:
-            method = cls.__dict__.get(name)
-            if callable(method) and not getattr(method, "_takes_sim_state", False):
-                setattr(cls, name, _taking_sim_state(method))
+        _wrap_state_methods(cls)
 
     def __init__(self, name: str = "", attachModelName: str = "") -> None:
         self.name: str = name
@@ -512,6 +511,4 @@ class BaseSensor:
         """Restore internal state from ``get_internal_state()``."""
 
 
-for _name in STATE_METHODS:
-    if _name in BaseSensor.__dict__:
-        setattr(BaseSensor, _name, _taking_sim_state(BaseSensor.__dict__[_name]))
+_wrap_state_methods(BaseSensor)

@@ -20,6 +20,11 @@ SETTING_NAMES: Tuple[str, ...] = (
     "falloffCoefficient", "hasForce", "link", "patchMax", "patchMin", "patchTolerance", "rate")
 
 _AXES = ("force_x", "force_y", "force_z")
+_FLAGS = {"hasForce": 3, "enabled": 1}                      # flag settings: count
+# numeric settings: (count, must be >= 0, must be finite)
+_NUMERIC = {"patchMin": (2, False, True), "patchMax": (2, False, True), "fResolution": (3, True, True),
+            "fVariance": (3, True, True), "fSaturation": (3, True, False), "patchTolerance": (1, True, True),
+            "fSensitivity": (1, True, True), "falloffCoefficient": (1, True, True), "rate": (1, True, True)}
 # ASCII float syntax only, as C++ streams read (Python's float() also takes other scripts' digits)
 _NUMBER = re.compile(r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)$",
                      re.IGNORECASE | re.ASCII)
@@ -61,27 +66,21 @@ def _parse_numbers(name: str, text: str, count: int) -> List[float]:
 
 
 def _parse_string(name: str, text: str) -> Any:
-    """Klampt string -> typed value (not yet range-checked)."""
-    if not isinstance(text, str):
-        raise _SettingError(name, text, "setSetting takes a string")
+    """Klampt string of a known setting -> typed value (not yet range-checked)."""
     if name == "link":
         return text
-    if name in ("hasForce", "enabled"):
+    if name in _FLAGS:
         tokens = text.split()
-        count = 3 if name == "hasForce" else 1
-        if len(tokens) != count or any(tok not in ("0", "1") for tok in tokens):
-            raise _SettingError(name, text, f"expected {count} flag(s), each 0 or 1")
-        flags = tuple(tok == "1" for tok in tokens)
-        return flags if name == "hasForce" else flags[0]
+        if len(tokens) != _FLAGS[name] or any(tok not in ("0", "1") for tok in tokens):
+            raise _SettingError(name, text, f"expected {_FLAGS[name]} flag(s), each 0 or 1")
+        return [tok == "1" for tok in tokens]
     if name == "Tsensor":
         vals = _parse_numbers(name, text, 12)
         T = np.eye(4)
         T[:3, :3] = np.array(vals[:9]).reshape(3, 3)   # rows of R, as Klampt prints them
         T[:3, 3] = vals[9:]
         return T
-    count = {"patchMin": 2, "patchMax": 2, "fResolution": 3, "fVariance": 3, "fSaturation": 3}.get(name, 1)
-    vals = _parse_numbers(name, text, count)
-    return vals[0] if count == 1 else tuple(vals)
+    return _parse_numbers(name, text, _NUMERIC[name][0])
 
 
 def _floats(name: str, value: Any, count: int) -> Tuple[float, ...]:
@@ -96,14 +95,10 @@ def _floats(name: str, value: Any, count: int) -> Tuple[float, ...]:
     return tuple(float(v) for v in arr)
 
 
-def _scalar(name: str, value: Any) -> float:
-    if isinstance(value, bool):
-        raise _SettingError(name, value, "expected a number, got a bool")
-    return _floats(name, value, 1)[0]
-
-
 def _normalise(name: str, value: Any) -> Any:
     """Typed (or Klampt string) value -> canonical stored value, range-checked; ValueError naming it."""
+    if name not in SETTING_NAMES:
+        raise _unknown(name)
     if isinstance(value, str) and name != "link":
         value = _parse_string(name, value)
     if name == "link":
@@ -128,31 +123,22 @@ def _normalise(name: str, value: Any) -> Any:
             raise _SettingError(name, value, "rotation part is not a proper rotation (R R^T = I, det R = +1)")
         T[3] = [0.0, 0.0, 0.0, 1.0]
         return T
-    if name in ("hasForce", "enabled"):
+    if name in _FLAGS:
         flags = np.asarray(value, dtype=object).reshape(-1)
-        count = 3 if name == "hasForce" else 1
+        count = _FLAGS[name]
         if flags.shape != (count,) or not all(isinstance(f, (bool, np.bool_)) or f in (0, 1) for f in flags):
             raise _SettingError(name, value, f"expected {count} bool(s)")
         out = tuple(bool(f) for f in flags)
         return out if name == "hasForce" else out[0]
-    if name in ("patchMin", "patchMax"):
-        vals = _floats(name, value, 2)
-        if not all(math.isfinite(v) for v in vals):
-            raise _SettingError(name, value, "must be finite")
-        return vals
-    if name in ("fResolution", "fVariance", "fSaturation"):
-        vals = _floats(name, value, 3)
-        if any(v < 0 for v in vals):
-            raise _SettingError(name, value, "must be >= 0")
-        if name != "fSaturation" and not all(math.isfinite(v) for v in vals):
-            raise _SettingError(name, value, "must be finite")
-        return vals
-    if name in ("patchTolerance", "fSensitivity", "falloffCoefficient", "rate"):
-        v = _scalar(name, value)
-        if not math.isfinite(v) or v < 0:
-            raise _SettingError(name, value, "must be finite and >= 0")
-        return v
-    raise _unknown(name)
+    count, non_negative, finite = _NUMERIC[name]
+    if count == 1 and isinstance(value, bool):
+        raise _SettingError(name, value, "expected a number, got a bool")
+    vals = _floats(name, value, count)
+    if non_negative and any(v < 0 for v in vals):
+        raise _SettingError(name, value, "must be finite and >= 0" if count == 1 else "must be >= 0")
+    if finite and not all(math.isfinite(v) for v in vals):
+        raise _SettingError(name, value, "must be finite and >= 0" if count == 1 else "must be finite")
+    return vals[0] if count == 1 else vals
 
 
 def _format(name: str, value: Any) -> str:
@@ -264,9 +250,10 @@ class ContactSensor(IndicatorTareMixin):
         NaN or out of range."""
         if name not in SETTING_NAMES:
             raise _unknown(name)
-        typed = _parse_string(name, value)
+        if not isinstance(value, str):
+            raise _SettingError(name, value, "setSetting takes a string")
         try:
-            self.configure(**{name: typed})
+            self.configure(**{name: value})
         except _SettingError as err:          # one message, naming the string that was given
             raise _SettingError(name, value, err.reason) from None
 
@@ -302,12 +289,7 @@ class ContactSensor(IndicatorTareMixin):
                     raise _SettingError("link", link, "a Klampt link index needs link_names covering it")
                 text = link_names[idx]
             sensor.configure(link=text)
-        typed = {}
-        for key, value in strings.items():
-            if key not in SETTING_NAMES:
-                raise _unknown(key)
-            typed[key] = _parse_string(key, value)
-        sensor.configure(**typed)
+        sensor.configure(**strings)
         return sensor
 
     def attach(self, model: Any) -> None:

@@ -20,18 +20,23 @@ __all__ = [
 REGION_FACE, REGION_AB, REGION_AC, REGION_BC = 0, 1, 2, 3
 
 
+def _finite_rows(a: np.ndarray, what: str, noun: str, argument: str, n: str) -> None:
+    """InputError unless ``a`` is ``(n, 3)`` (``'shape'``) and finite (``'not_finite'``: first bad row)."""
+    if a.ndim != 2 or a.shape[1] != 3:
+        raise InputError(f"{what} must have shape ({n}, 3), got {a.shape}", argument, a.shape, "shape",
+                         f"({n}, 3)")
+    if not np.all(np.isfinite(a)):
+        row = int(np.nonzero(~np.isfinite(a).all(axis=1))[0][0])
+        raise InputError(f"{noun} {row} is non-finite: {a[row].tolist()}", argument, a[row].tolist(),
+                         "not_finite")
+
+
 def validate_mesh(vertices: Any, triangles: Any, label: str = "mesh") -> Tuple[np.ndarray, np.ndarray]:
     """``(V, F)``: contiguous copies, float64 ``(V, 3)`` finite vertices (m), int64 ``(T, 3)`` indices
     (``T >= 1``); ``label`` names the mesh.  InputError: ``'vertices'`` / ``'triangles'``, ``reason``
     ``'shape'``, ``'not_finite'``, ``'empty'``, ``'dtype'`` or ``'index'`` (``expected`` the range)."""
     V = np.array(vertices, dtype=np.float64, copy=True)
-    if V.ndim != 2 or V.shape[1] != 3:
-        raise InputError(f"{label}: vertices must have shape (V, 3), got {V.shape}",
-                         "vertices", V.shape, "shape", "(V, 3)")
-    if not np.all(np.isfinite(V)):
-        row = int(np.nonzero(~np.isfinite(V).all(axis=1))[0][0])
-        raise InputError(f"{label}: vertex {row} is non-finite: {V[row].tolist()}",
-                         "vertices", V[row].tolist(), "not_finite")
+    _finite_rows(V, f"{label}: vertices", f"{label}: vertex", "vertices", "V")
     F_in = np.asarray(triangles)
     if F_in.ndim != 2 or F_in.shape[1] != 3:
         raise InputError(f"{label}: triangles must have shape (T, 3), got {F_in.shape}",
@@ -96,13 +101,12 @@ class ClosestTriangleResult:
 
 class ClosestTriangleQuery:
     """Exact batched closest-point-on-mesh query (docs/performance.md): a near-surface grid of per-cell
-    candidate lists (``grid=False`` skips it); off it, bounding-ball-pruned brute force up to
-    ``brute_force_max`` triangles, else the ``k`` nearest of proxy points within ``h`` (``cover_radius``) of
-    every triangle, refined by an exact ball query.  Degenerate triangles use their edges only.
+    candidate lists (``grid=False`` skips it); off it, the ``k`` nearest of proxy points within ``h``
+    (``cover_radius``) of every triangle, refined by an exact ball query.  Degenerate triangles use their
+    edges only.
     ``vertices`` / ``triangles`` are read-only; ``grid_candidates``: slots per cell (0 without grid)."""
 
-    def __init__(self, vertices: Any, triangles: Any, k: int = 12, grid: bool = True,
-                 brute_force_max: int = 4096) -> None:
+    def __init__(self, vertices: Any, triangles: Any, k: int = 12, grid: bool = True) -> None:
         V, F = validate_mesh(vertices, triangles)
         if int(k) < 1:
             raise ValueError(f"k must be >= 1, got {k}")
@@ -141,15 +145,13 @@ class ClosestTriangleQuery:
         self._consts_t = np.ascontiguousarray(self._consts.T)   # (T, 18): the kernels' layout
         self._kernels = _mesh_kernels
         self._centroids, self._radius = centroids, radius
-        self._centroids_c, self._radius_c = np.ascontiguousarray(centroids), np.ascontiguousarray(radius)
         proxies, labels = self._proxies(centroids, radius, h)
         self._proxy_tri = labels
         self._tree = cKDTree(proxies)
         self.k: int = min(int(k), len(labels))
         # slacks far above the rounding of the expanded |p - x|^2 formulas
         self._slack: float = 1e-7 * h
-        self.brute_force_max: int = int(brute_force_max)
-        self._brute_slack: float = 1e-6 * max(float(np.linalg.norm(np.ptp(V, axis=0))), h)
+        self._bound_slack: float = 1e-6 * max(float(np.linalg.norm(np.ptp(V, axis=0))), h)
         # farther, squared distances lose the mesh's detail (and overflow near 1e154): refused
         self.centre: np.ndarray = 0.5 * (V.min(axis=0) + V.max(axis=0))
         self.max_query_distance: float = 1e6 * max(float(np.linalg.norm(np.ptp(V, axis=0))), 1.0)
@@ -278,7 +280,7 @@ class ClosestTriangleQuery:
         owner, cand = owner[order], cand[order]
         # lower bound of a candidate's distance from any point of its cell, ascending along a row: the scan
         # stops at the first one beyond its best distance
-        lower = np.sqrt(d2[order]) - rho - self._brute_slack
+        lower = np.sqrt(d2[order]) - rho - self._bound_slack
         start = np.cumsum(counts) - counts
         pos = np.arange(len(owner)) - start[owner]
         grid_row = np.full(int(np.prod(shape)), -1, dtype=np.int64)
@@ -306,13 +308,7 @@ class ClosestTriangleQuery:
         InputError: ``'points'``, ``reason`` ``'shape'``, ``'not_finite'`` or ``'too_far'`` (beyond
         ``max_query_distance`` from ``centre``, the ``expected``)."""
         P = np.asarray(points, dtype=np.float64)
-        if P.ndim != 2 or P.shape[1] != 3:
-            raise InputError(f"query points must have shape (M, 3), got {P.shape}",
-                             "points", P.shape, "shape", "(M, 3)")
-        if not np.all(np.isfinite(P)):
-            row = int(np.nonzero(~np.isfinite(P).all(axis=1))[0][0])
-            raise InputError(f"query point {row} is non-finite: {P[row].tolist()}",
-                             "points", P[row].tolist(), "not_finite")
+        _finite_rows(P, "query points", "query point", "points", "M")
         kn = self._kernels
         M = len(P)
         if not (P.flags.c_contiguous and P.flags.writeable):   # one compiled specialisation only
@@ -329,37 +325,12 @@ class ClosestTriangleQuery:
             missing = M
         if missing:
             rest = np.flatnonzero(tri < 0) if missing < M else np.arange(M)
-            t_, r_, p_ = self._query_off_grid(P[rest])
+            t_, r_, p_ = self._query_kd(P[rest])
             tri[rest], reg[rest], par[:, rest] = t_, r_, p_
         weights, point, dist = np.empty((M, 3)), np.empty((M, 3)), np.empty(M)
         kn.finish(P, tri, reg, par, self.vertices, self.triangles, weights, point, dist)
         return ClosestTriangleResult(triangle=tri, point=point, weights=weights, distance=dist,
                                      region=reg.astype(np.int8))
-
-    def _query_off_grid(self, P: np.ndarray):
-        """Points off the grid: ``(tri, region, params (5, M))`` by brute force or the KD path; InputError
-        for a point beyond ``max_query_distance`` (checked here, off the hot path)."""
-        d = P - self.centre
-        dist = np.hypot(np.hypot(d[:, 0], d[:, 1]), d[:, 2])            # no overflow of |d|^2
-        far = np.flatnonzero(~(dist <= self.max_query_distance))
-        if len(far):
-            i = int(far[0])
-            raise InputError(f"query point {P[i].tolist()} (mesh frame) is {float(dist[i]):.6g} m from the "
-                             f"mesh centre, beyond the supported {self.max_query_distance:.6g} m "
-                             "(1e6 x the mesh's bounding-box diagonal, at least 1e6 m)",
-                             "points", P[i].tolist(), "too_far", self.max_query_distance)
-        if len(self.triangles) <= self.brute_force_max:
-            return self._query_brute(P)
-        return self._query_kd(P)
-
-    def _query_brute(self, P: np.ndarray):
-        """Exact closest triangle by bounding-sphere-pruned brute force: ``(tri, region, params (5, M))``."""
-        M = len(P)
-        tri, reg = np.empty(M, dtype=np.int64), np.empty(M, dtype=np.int64)
-        par, best2 = np.empty((5, M)), np.empty(M)
-        self._kernels.brute_best(np.ascontiguousarray(P), self._centroids_c, self._radius_c,
-                                 self._brute_slack, self._consts_t, tri, reg, par, best2)
-        return tri, reg, par
 
     def _table_best(self, P: np.ndarray, idx: np.ndarray):
         """Closest of the candidates ``idx (M, K)`` of each point ``P (M, 3)``: ``(tri, region, params (5, M),
@@ -372,7 +343,17 @@ class ClosestTriangleQuery:
         return tri, reg, par, best2
 
     def _query_kd(self, P: np.ndarray):
-        """KD-tree path (exact): ``(tri, region, params (5, M))`` for validated points."""
+        """Points off the grid, exact by the KD path: ``(tri, region, params (5, M))``; InputError for a point
+        beyond ``max_query_distance`` (checked here, off the hot path)."""
+        d = P - self.centre
+        dist = np.hypot(np.hypot(d[:, 0], d[:, 1]), d[:, 2])            # no overflow of |d|^2
+        far = np.flatnonzero(~(dist <= self.max_query_distance))
+        if len(far):
+            i = int(far[0])
+            raise InputError(f"query point {P[i].tolist()} (mesh frame) is {float(dist[i]):.6g} m from the "
+                             f"mesh centre, beyond the supported {self.max_query_distance:.6g} m "
+                             "(1e6 x the mesh's bounding-box diagonal, at least 1e6 m)",
+                             "points", P[i].tolist(), "too_far", self.max_query_distance)
         M = len(P)
         cd, proxy = self._tree.query(P, k=self.k)
         cd, idx = cd.reshape(M, self.k), self._proxy_tri[proxy.reshape(M, self.k)]
