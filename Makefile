@@ -52,11 +52,8 @@ $(STAMP): setup.py setup.cfg $(wildcard $(ROS_REQUIREMENTS) $(ROS_BUILD_REQUIREM
 	@tools/build_interfaces.sh $(VENV) $(ROS_BUILD_REQUIREMENTS)
 	@touch $(STAMP)
 
-# Two pytest workers (the suite waits on node processes and DDS as much as it computes); each test
-# file stays in one worker, so its module fixtures start one node process.  `make test TEST_WORKERS=1`.
-TEST_WORKERS ?= 2
 test: venv
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile test
+	$(PY) -m pytest -q test
 
 # The fuzz targets of test/fuzz at full size (>= 10^5 examples in all; `make test` runs a CI-sized profile).
 fuzz: venv

@@ -1,13 +1,11 @@
 """The demo runs the demo tests share: each world's ``vsf_demo`` runs at most once per test session."""
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parents[2]
 KINOVA_FIXTURE = ROOT / ".." / "shared" / "fixtures" / "kinova_punyo"
@@ -26,12 +24,7 @@ def run_demo(out: Path, world: str, extra=()) -> subprocess.CompletedProcess:
 def demo_runs(tmp_path_factory):
     """``world -> {"world", "out", "stdout", "wall", "summary"}``: the world's demo, run on first use.
 
-    Under ``pytest -n N`` (``make test``) the first worker to ask runs it and the others wait for it and
-    read its files (one run per session).  Skips the kinova world when its assets are absent; fails
-    when the demo exits non-zero."""
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent        # the session's folder, above every worker's own
+    Skips the kinova world when its assets are absent; fails when the demo exits non-zero."""
     runs = {}
 
     def get(world: str) -> dict:
@@ -41,18 +34,13 @@ def demo_runs(tmp_path_factory):
                 if not KINOVA_FIXTURE.is_dir():
                     pytest.skip(f"Kinova/Punyo fixture absent: {KINOVA_FIXTURE.resolve()}")
                 extra = ["--assets", str(KINOVA_FIXTURE.resolve())]
-            out, record = shared / f"demo_{world}", shared / f"demo_{world}.json"
-            with FileLock(f"{record}.lock"):
-                if not record.exists():
-                    out.mkdir()
-                    t0 = time.monotonic()
-                    res = run_demo(out, world, extra)
-                    record.write_text(json.dumps({"returncode": res.returncode, "stdout": res.stdout,
-                                                  "stderr": res.stderr, "wall": time.monotonic() - t0}))
-            res = json.loads(record.read_text())
-            assert res["returncode"] == 0, \
-                f"demo failed ({res['returncode']}):\n{res['stdout'][-4000:]}\n{res['stderr'][-4000:]}"
-            runs[world] = {"world": world, "out": out, "stdout": res["stdout"], "wall": res["wall"],
+            out = tmp_path_factory.mktemp(f"demo_{world}")
+            t0 = time.monotonic()
+            res = run_demo(out, world, extra)
+            wall = time.monotonic() - t0
+            assert res.returncode == 0, \
+                f"demo failed ({res.returncode}):\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
+            runs[world] = {"world": world, "out": out, "stdout": res.stdout, "wall": wall,
                            "summary": json.loads((out / "summary.json").read_text())}
         return runs[world]
     return get
