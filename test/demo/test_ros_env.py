@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from vsf_sensor_ros.demo.ros_env import (discovery_env, free_domain_id, has_discovery_range, held_domain_ids,
-                                         localhost_env, release_domain_id)
+                                         isolated_domain, localhost_env, release_domain_id)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -184,3 +184,16 @@ def test_a_ros_process_started_with_localhost_env_prints_no_discovery_deprecatio
         release_domain_id(domain)
     assert res.returncode == 0, res.stderr
     assert "ROS_LOCALHOST_ONLY" not in res.stderr and "localhost_only" not in res.stderr, res.stderr
+
+
+def test_isolated_domain_applies_a_leased_id_and_puts_the_environment_back(monkeypatch):
+    monkeypatch.setenv("ROS_DOMAIN_ID", "7")
+    monkeypatch.setenv("ROS_STATIC_PEERS", "10.0.0.9")
+    before = dict(os.environ)
+    with isolated_domain(sigterm=False) as domain_id:
+        assert os.environ["ROS_DOMAIN_ID"] == str(domain_id) != "7"
+        assert "ROS_STATIC_PEERS" not in os.environ
+        assert domain_id in held_domain_ids()
+    # the id is released, so the environment must not keep pointing at it
+    assert domain_id not in held_domain_ids()
+    assert dict(os.environ) == before

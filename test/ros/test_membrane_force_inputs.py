@@ -372,7 +372,7 @@ def test_a_pressure_that_stopped_is_named_on_diagnostics(dome_files, private_ros
         assert st.level == DiagnosticStatus.WARN and float(re.fullmatch(pattern, st.message)[1]) >= 0.3
         v = _values(st)
         assert (v["ambient_pa"], v["ambient_source"], v["gauge_pa"]) == ("101000", "ambient_pressure", "4000")
-        assert float(v["pressure_age_s"]) > 0.3
+        assert float(v["pressure_age_s"]) >= 0.3          # past 0.3 s, printed to 0.01 s
         for sec in (2, 3, 4):              # frames on: none estimated (stamped: they wait, then are dropped)
             node._on_image(_image(dome_files["ref"], sec))
         if fluid:

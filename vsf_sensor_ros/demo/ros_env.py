@@ -138,17 +138,24 @@ def apply_localhost_env(domain_id: int) -> None:
 
 @contextlib.contextmanager
 def isolated_domain(sigterm: bool = True) -> Iterator[int]:
-    """A :func:`free_domain_id` applied to this process, released on exit; with ``sigterm`` a SIGTERM
-    raises KeyboardInterrupt (children stopped as on Ctrl-C)."""
+    """A :func:`free_domain_id` applied to this process, released on exit with the environment put
+    back (a released id may be leased by another process); with ``sigterm`` a SIGTERM raises
+    KeyboardInterrupt (children stopped as on Ctrl-C)."""
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
     previous = signal.signal(signal.SIGTERM, interrupt) if sigterm else None
+    saved = {k: os.environ.get(k) for k in ("ROS_DOMAIN_ID", "ROS_STATIC_PEERS") + DISCOVERY_VARS}
     domain_id = free_domain_id()
     apply_localhost_env(domain_id)
     try:
         yield domain_id
     finally:
         release_domain_id(domain_id)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
