@@ -183,8 +183,9 @@ def node(poke, tmp_path_factory, rclpy_context):
         deliver_counted(probe, "/bubble/pressure", Float32(data=poke["data"][0]["hpa"]), f"/{NODE}",
                         "pressures_received")
         for j, i in enumerate(REF):           # the reference: depth and colour stamped alike
-            probe.send("/bubble/pressure", Float32(data=poke["data"][i]["hpa"]))
-            probe.spin_for(0.2)
+            # counted before the frame: a pressure arriving after its frame would pair the frame wrongly
+            deliver_counted(probe, "/bubble/pressure", Float32(data=poke["data"][i]["hpa"]), f"/{NODE}",
+                            "pressures_received")
             probe.send("/cam/colour", _colour(poke["data"][i]["rgb"], j + 1))
             probe.send("/cam/depth", _depth(poke, i, j + 1))
             probe.spin_for(0.3)
@@ -216,8 +217,8 @@ def _status(probe: Probe) -> dict:
 
 def _loaded(probe: Probe, poke) -> None:
     """The pressure of frame 84, then (the caller) its depth and colour."""
-    probe.send("/bubble/pressure", Float32(data=poke["data"][LOADED]["hpa"]))
-    probe.spin_for(0.3)
+    deliver_counted(probe, "/bubble/pressure", Float32(data=poke["data"][LOADED]["hpa"]), f"/{NODE}",
+                    "pressures_received")
 
 
 def test_depth_and_colour_give_the_librarys_colour_estimate(node, poke):
