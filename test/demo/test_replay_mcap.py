@@ -9,6 +9,7 @@ ten recorded steps.  A bag written here with a header-less Float32 pressure (the
 driver's type) replays at the recorded pace and gives residuals derived by hand.
 """
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -148,9 +149,14 @@ def test_tare_index_follows_the_demo_rule():
     wall = [1_700_000_000 * 10**9 + k * 10**7 for k in range(50)]       # wall-clock stamps
     assert tare_index(wall, [False] * 50, 10, None) == 9                # after tare_samples steps
     assert tare_index(stamps, free, 10, 2.5) == 124                     # --tare-at: stamp 2.5 s
+    assert tare_index(stamps, free, 10, 6.0) == 299                     # the last stamp itself
+    for at, reason in ((0.01, "tare_before_start"), (6.01, "tare_after_end"), (math.inf, "tare_not_finite")):
+        with pytest.raises(BagError) as info:
+            tare_index(stamps, free, 10, at)
+        assert (info.value.reason, info.value.value) == (reason, at)
     with pytest.raises(BagError) as info:
-        tare_index(stamps, free, 10, 0.01)
-    assert (info.value.reason, info.value.value) == ("tare_before_start", 0.01)
+        tare_index(stamps, free, 10, math.nan)
+    assert info.value.reason == "tare_not_finite" and math.isnan(info.value.value)
 
 
 # -- bags it cannot replay ------------------------------------------------------------------------

@@ -115,13 +115,21 @@ def tare_index(stamps_ns: List[int], touching: List[bool], tare_samples: int,
                tare_at_s: Optional[float]) -> int:
     """Index of the contacts message (stamps ns) the replay tares after: the last at or before ``tare_at_s``,
     else the demo's rule (first at ``TARE_AT_S`` with ``tare_samples``, at the latest before the first
-    ``touching``).  Raises BagError: ``tare_at_s`` before the first stamp."""
+    ``touching``).  Raises BagError: ``tare_at_s`` not finite, before the first stamp or after the last
+    (a tare there would leave no step after it)."""
     from vsf_sensor_ros.demo.tare import TARE_AT_S
     if tare_at_s is not None:
+        first, last = stamps_ns[0] * 1e-9, stamps_ns[-1] * 1e-9
+        if not math.isfinite(tare_at_s):
+            raise BagError(f"--tare-at must be a finite time in s, got {tare_at_s}", "tare_not_finite",
+                           value=tare_at_s)
         k = sum(1 for s in stamps_ns if s <= tare_at_s * 1e9) - 1
         if k < 0:
-            raise BagError(f"--tare-at {tare_at_s:g} s is before the first contacts stamp "
-                           f"{stamps_ns[0] * 1e-9:.9g} s", "tare_before_start", value=tare_at_s)
+            raise BagError(f"--tare-at {tare_at_s:g} s is before the first contacts stamp {first:.9g} s",
+                           "tare_before_start", value=tare_at_s)
+        if tare_at_s * 1e9 > stamps_ns[-1]:
+            raise BagError(f"--tare-at {tare_at_s:g} s is after the last contacts stamp {last:.9g} s",
+                           "tare_after_end", value=tare_at_s)
         return k
     due = next((k for k, s in enumerate(stamps_ns) if s >= TARE_AT_S * 1e9 and k + 1 >= tare_samples),
                len(stamps_ns) - 1)
