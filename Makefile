@@ -29,7 +29,7 @@ else
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 endif
 
-.PHONY: venv test fuzz demo demo-kinova demo-mujoco demo-real bench lint clean
+.PHONY: venv test test-durations fuzz demo demo-kinova demo-mujoco demo-real bench lint clean
 
 venv: $(STAMP)
 
@@ -52,8 +52,24 @@ $(STAMP): setup.py setup.cfg $(wildcard $(ROS_REQUIREMENTS) $(ROS_BUILD_REQUIREM
 	@tools/build_interfaces.sh $(VENV) $(ROS_BUILD_REQUIREMENTS)
 	@touch $(STAMP)
 
+# The suite as TEST_GROUPS pytest processes side by side (pytest-split, balanced by the per-test times
+# in test/durations.json; each group leases its own ROS_DOMAIN_ID).  Most of a ROS test's time is a
+# node process starting and DDS discovery, not CPU, so three groups on two cores take about two thirds
+# of the serial time.  Each group's output appears when it ends.  TEST_GROUPS=1 runs the suite in one
+# process; `make test-durations` (serial) refreshes the times after the suite changed a lot.
+TEST_GROUPS ?= 3
+PYTEST_SPLIT := -m pytest -q test --durations-path test/durations.json
+
 test: venv
-	$(PY) -m pytest -q test
+	@echo "pytest in $(TEST_GROUPS) groups side by side; each group's output appears when it ends"
+	@$(MAKE) --no-print-directory -k -j$(TEST_GROUPS) --output-sync=target \
+	  $(addprefix test-group-,$(shell seq $(TEST_GROUPS)))
+
+test-group-%: venv
+	$(PY) $(PYTEST_SPLIT) --splits $(TEST_GROUPS) --group $* --splitting-algorithm duration_based_chunks
+
+test-durations: venv
+	$(PY) $(PYTEST_SPLIT) --store-durations
 
 # The fuzz targets of test/fuzz at full size (>= 10^5 examples in all; `make test` runs a CI-sized profile).
 fuzz: venv

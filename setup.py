@@ -33,7 +33,7 @@ setup(
         "opencv-python-headless>=4.8",
     ],
     extras_require={
-        "test": ["pytest", "flake8", "mcap", "hypothesis>=6.100"],
+        "test": ["pytest", "pytest-split>=0.9", "flake8", "mcap", "hypothesis>=6.100"],
         "demo": ["matplotlib", "rosbags>=0.10", "psutil", "mujoco>=3.2"],
     },
     zip_safe=True,

@@ -105,6 +105,9 @@ def test_the_replay_reproduces_the_demo_residual_summary(replayed):
     live_bag = replayed["demo"]["out"] / "run.mcap"
     near = [pressure_offset_by_hand(live_bag, tare_ns + k * step) for k in range(-3, 4)]
     assert min(abs(o - demo["sensors"]["punyo_pressure"]["tare_offset"]) for o in near) < 1e-6
+    # one tare call: the pressure offsets equal when both tares averaged the same ten steps
+    same_window = got["sensors"]["punyo_pressure"]["tare_offset"] == pytest.approx(
+        demo["sensors"]["punyo_pressure"]["tare_offset"], rel=1e-12)
     for s in SENSORS:
         d, g = demo["sensors"][s], got["sensors"][s]
         assert g["published"] == g["matched_samples"] == d["matched_samples"] == demo["steps"], s
@@ -112,10 +115,11 @@ def test_the_replay_reproduces_the_demo_residual_summary(replayed):
         if isinstance(d["tare_offset"], dict):          # the dense force: entries, mean, max |.|
             assert g["tare_offset"]["entries"] == d["tare_offset"]["entries"]
         # After the tare: measured (recorded) - predicted (equal) - offset over the same steps: equal to
-        # rounding when every prediction matched the demo's; otherwise two tares over windows a step
-        # or two apart (offsets apart by a fraction of the noise) or a few stale live steps move an RMS
+        # rounding when every prediction matched the demo's and both tares took the same ten steps;
+        # otherwise two tares over windows a step or two apart (offsets apart by a fraction of the
+        # noise; a busy host delays the live call) or a few stale live steps move an RMS
         # over more than 100 steps by at most 15 % (measured: 4 stale steps moved one RMS 9 %).
-        tol = 1e-9 if identical else 0.15
+        tol = 1e-9 if identical and same_window else 0.15
         for key in ("residual_rms_contact_free_after_tare", "residual_rms_in_contact_after_tare"):
             assert g[key] == pytest.approx(d[key], rel=tol), (s, key)
         # Before the tare: the live demo leaves out the predictions published while its tare call was
