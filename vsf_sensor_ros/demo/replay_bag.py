@@ -60,44 +60,38 @@ def check_inputs(bag: BagTopics, cfg: DemoConfig, speed: float) -> List[str]:
     topic instead) or ``/joint_states`` missing, a wrong type, no measured topic, header-less at speed 0."""
     from vsf_sensor_ros.ros.kinds import reading_codecs
     from vsf_sensor_ros.ros.messages.readings import HEADERLESS_MEASURED_TYPES
-    want = {"/contacts": str(cfg.base_params.get("contacts_type") or "sensor_msgs/msg/PointCloud2"),
-            "/joint_states": "sensor_msgs/msg/JointState"}
-    for topic, msgtype in want.items():
-        have = bag.topics.get(topic)
-        own = {f"/{s.name}" for s in cfg.sensors}
-        wrenches = [t for t, (kind, n) in bag.topics.items()
-                    if kind == "geometry_msgs/msg/WrenchStamped" and n and t.rsplit("/", 1)[0] not in own]
-        if topic == "/contacts" and (have is None or have[1] == 0) and wrenches:
-            # the replay starts no wrench_contact_node: its mounting is not in the parameter file
-            raise BagError(f"{bag.path}: no /contacts in the bag, only a wrench ({', '.join(wrenches)}): "
-                           "run wrench_contact_node on it (ros2 bag play + ros2 run vsf_sensor_ros "
-                           "wrench_contact_node, docs/real_data.md) and record its /contacts",
-                           "no_input", bag.path, topic)
-        if have is None or have[1] == 0:
+    own = {f"/{s.name}" for s in cfg.sensors}
+    wrenches = [t for t, (kind, n) in bag.topics.items()
+                if kind == "geometry_msgs/msg/WrenchStamped" and n and t.rsplit("/", 1)[0] not in own]
+    if not bag.topics.get("/contacts", ("", 0))[1] and wrenches:
+        # the replay starts no wrench_contact_node: its mounting is not in the parameter file
+        raise BagError(f"{bag.path}: no /contacts in the bag, only a wrench ({', '.join(wrenches)}): "
+                       "run wrench_contact_node on it (ros2 bag play + ros2 run vsf_sensor_ros "
+                       "wrench_contact_node, docs/real_data.md) and record its /contacts",
+                       "no_input", bag.path, "/contacts")
+    inputs = [("/contacts", str(cfg.base_params.get("contacts_type") or "sensor_msgs/msg/PointCloud2"), None),
+              ("/joint_states", "sensor_msgs/msg/JointState", None)]
+    measured = [(measured_topic(cfg.base_params, s.name), str(cfg.base_params.get(f"{s.name}.measured_type")
+                 or reading_codecs()[s.kind].message_type), s.name) for s in cfg.sensors]
+    warnings = []
+    for topic, msgtype, sensor in inputs + measured:
+        kind, count = bag.topics.get(topic, ("", 0))
+        if not count and sensor is None:
             raise BagError(f"{bag.path}: no {topic} messages in the bag (the sensor node's input)",
                            "no_input", bag.path, topic)
-        if have[0] != msgtype:
-            raise BagError(f"{bag.path}: {topic} carries {have[0]}, the sensor node reads {msgtype}",
-                           "wrong_type", bag.path, topic, have[0])
-    warnings, measured = [], 0
-    for s in cfg.sensors:
-        topic = measured_topic(cfg.base_params, s.name)
-        msgtype = str(cfg.base_params.get(f"{s.name}.measured_type") or reading_codecs()[s.kind].message_type)
-        have = bag.topics.get(topic)
-        if have is None or have[1] == 0:
-            warnings.append(f"{s.name}: no {topic} in the bag: predicted only, no residual")
+        if not count:
+            warnings.append(f"{sensor}: no {topic} in the bag: predicted only, no residual")
             continue
-        if have[0] != msgtype:
-            raise BagError(f"{bag.path}: {topic} carries {have[0]}, sensor {s.name} reads {msgtype}",
-                           "wrong_type", bag.path, topic, have[0])
-        if msgtype in HEADERLESS_MEASURED_TYPES and speed == 0:
+        if kind != msgtype:
+            reader = "the sensor node" if sensor is None else f"sensor {sensor}"
+            raise BagError(f"{bag.path}: {topic} carries {kind}, {reader} reads {msgtype}",
+                           "wrong_type", bag.path, topic, kind)
+        if msgtype in HEADERLESS_MEASURED_TYPES and speed == 0 and sensor is not None:
             raise BagError(f"{bag.path}: {topic} is {msgtype} (no header): the node pairs it with the "
                            "contacts by receive time, which only the recorded pace reproduces; replay "
                            "with --speed > 0, e.g. --speed 1", "headerless", bag.path, topic, speed)
-        measured += 1
-    if not measured:
-        raise BagError(f"{bag.path}: none of the measured topics "
-                       f"({', '.join(measured_topic(cfg.base_params, s.name) for s in cfg.sensors)}) "
+    if len(warnings) == len(measured):
+        raise BagError(f"{bag.path}: none of the measured topics ({', '.join(t for t, _, _ in measured)}) "
                        "is in the bag: nothing to compare the predictions with", "no_measured", bag.path)
     return warnings
 
