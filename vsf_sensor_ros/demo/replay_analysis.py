@@ -327,8 +327,8 @@ def plot(series: Dict[str, np.ndarray], summary: Dict[str, Any], path: Path) -> 
     return path
 
 
-def _finish(ax: Any, ylabel: str, title: str, legend: Optional[str],
-            xlabel: str = "recording time t [s]") -> None:
+def finish_axes(ax: Any, ylabel: str, title: str, legend: Optional[str],
+                xlabel: str = "recording time t [s]") -> None:
     """Label ``ax``, title it (10 pt), legend at ``legend`` (None: no legend), grid."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -362,10 +362,10 @@ def replay_figure(series: Dict[str, np.ndarray], summary: Dict[str, Any]) -> Any
             **GAIN_IN_SAMPLE_STYLE)
     ax.axhline(CONTACT_DP_PA, color="0.5", lw=0.8, ls=(0, (1, 3)), zorder=1,
                label=f"contact threshold {CONTACT_DP_PA:g} Pa")
-    _finish(ax, "pressure change Δp = p − tare offset [Pa]", f"Δp over time: r = {p['correlation']:.3f}; RMS "
-            f"over contact frames {p['residual_rms_contact_after_tare_pa']:.0f} Pa tare only, "
-            f"{p['residual_rms_contact_after_gain_in_sample_pa']:.0f} Pa with the in-sample gain",
-            "upper right")
+    finish_axes(ax, "pressure change Δp = p − tare offset [Pa]", f"Δp over time: r = {p['correlation']:.3f}; "
+                f"RMS over contact frames {p['residual_rms_contact_after_tare_pa']:.0f} Pa tare only, "
+                f"{p['residual_rms_contact_after_gain_in_sample_pa']:.0f} Pa with the in-sample gain",
+                "upper right")
 
     contact = m > CONTACT_DP_PA
     hollow = dict(linestyle="none", markersize=4, markerfacecolor="none")
@@ -376,14 +376,14 @@ def replay_figure(series: Dict[str, np.ndarray], summary: Dict[str, Any]) -> Any
     slope = p["predicted_over_measured_dp"]
     sc.plot([lo, hi], [lo * slope, hi * slope], color="tab:red", lw=0.9, ls=":",
             label=f"least-squares slope {slope:.2f} (tare only)")
-    _finish(sc, "predicted pressure change Δp [Pa]", f"contact frames (measured Δp > {CONTACT_DP_PA:g} "
-            f"Pa): {p['frames_contact']}", "upper left", "measured pressure change Δp [Pa]")
+    finish_axes(sc, "predicted pressure change Δp [Pa]", f"contact frames (measured Δp > {CONTACT_DP_PA:g} "
+                f"Pa): {p['frames_contact']}", "upper left", "measured pressure change Δp [Pa]")
 
     ax_r.axhline(0.0, color="0.5", lw=0.8, zorder=1)
     ax_r.plot(t, m - pr, markevery=every, label="tare only", **{**TARE_ONLY_STYLE, "zorder": 2})
     ax_r.plot(t, m - g, markevery=every, label="tare + gain (in-sample)", **GAIN_IN_SAMPLE_STYLE)
-    _finish(ax_r, "residual, measured − predicted Δp [Pa]", "residual over time (every frame, autoscaled)",
-            "upper right")
+    finish_axes(ax_r, "residual, measured − predicted Δp [Pa]",
+                "residual over time (every frame, autoscaled)", "upper right")
 
     o = p.get("gain_fit_out_of_sample") or {}
     if "oos_gain" in series and "skipped" not in o:
@@ -392,14 +392,14 @@ def replay_figure(series: Dict[str, np.ndarray], summary: Dict[str, Any]) -> Any
         ax_o.plot(t[test], pr[test], label="predicted, tare only", **TARE_ONLY_STYLE)
         ax_o.plot(t[test], (series["oos_gain"] - off)[test], **GAIN_OUT_OF_SAMPLE_STYLE,
                   label=f"predicted, gain {o['sensor_gain']:.2f} fitted on the loading")
-        _finish(ax_o, "pressure change Δp [Pa]", "out of sample: gain fitted on the loading only,\nscored "
-                f"on the unloading ({o['test_frames']} frames)\nRMS "
-                f"{o['residual_rms_unloading_after_tare_pa']:.0f} Pa tare only, "
-                f"{o['residual_rms_unloading_after_gain_pa']:.0f} Pa with that gain", "lower left")
+        finish_axes(ax_o, "pressure change Δp [Pa]", "out of sample: gain fitted on the loading only,\n"
+                    f"scored on the unloading ({o['test_frames']} frames)\nRMS "
+                    f"{o['residual_rms_unloading_after_tare_pa']:.0f} Pa tare only, "
+                    f"{o['residual_rms_unloading_after_gain_pa']:.0f} Pa with that gain", "lower left")
     else:
         ax_o.text(0.5, 0.5, f"out-of-sample fit skipped: {o.get('skipped', 'not computed')}",
                   ha="center", va="center", transform=ax_o.transAxes, fontsize=9, wrap=True)
-        _finish(ax_o, "pressure change Δp [Pa]", "out of sample", None)
+        finish_axes(ax_o, "pressure change Δp [Pa]", "out of sample", None)
     return fig
 
 

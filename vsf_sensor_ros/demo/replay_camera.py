@@ -354,14 +354,13 @@ def analyse_membrane(logs: Dict[str, Any], run: LibraryRun, rec: Recording, cam:
     from vsf_sensor_ros.sensor.membrane_force_estimator import compare_with_wrench, peak_distance
     from vsf_sensor_ros.sensor.membrane_frame import fit_mesh_transform
     from vsf_sensor_ros.sensor.scale_calibration import ScaleFitRefused
-    n = run.forces.shape[1]
-    frame = fit_mesh_transform(run.mesh_points, ply_vertices(cam), run.boundary)
-    back = frame.R          # attachment (PLY) frame -> membrane mesh frame: f_mesh = R^T f_ply
+    # attachment (PLY) frame -> membrane mesh frame: f_mesh = R^T f_ply
+    back = fit_mesh_transform(run.mesh_points, ply_vertices(cam), run.boundary).R
     topics = {k: f"/{MEMBRANE_SENSOR}/{k}" for k in ("measured", "predicted", "residual")}
     if topics["measured"] not in logs or not len(logs[topics["measured"]]):
         raise RuntimeError(f"nothing recorded on {topics['measured']}")
-    fields = {k: _decode_field(logs[t], rec, n) @ back if t in logs else np.full((len(rec), n, 3), np.nan)
-              for k, t in topics.items()}
+    fields = {k: _decode_field(logs[t], rec, run.forces.shape[1]) @ back if t in logs
+              else np.full(run.forces.shape, np.nan) for k, t in topics.items()}
     node = fields["measured"]
     have = np.isfinite(node).all(axis=(1, 2))
     total = run.forces.sum(axis=1)
@@ -489,6 +488,8 @@ def plot_membrane(run: LibraryRun, fields: Dict[str, np.ndarray], rec: Recording
                   path: Path, scale: Optional[float] = None) -> Path:
     """Write |force sum| against |F − bias| over time (and × ``scale``), and the fields at ``peak``."""
     from matplotlib.figure import Figure
+
+    from vsf_sensor_ros.demo.replay_analysis import finish_axes
     t = rec.t - rec.t[0]
     f = rec.wrench[:, :3]
     ft = np.linalg.norm(f - f[:30].mean(axis=0), axis=1)
@@ -509,12 +510,8 @@ def plot_membrane(run: LibraryRun, fields: Dict[str, np.ndarray], rec: Recording
     ax.plot(t[have] - shift, np.linalg.norm(node[have].sum(axis=1), axis=1),
             color="tab:blue", ls=":", marker="x", ms=3, markevery=3,
             label="the same from membrane_force_node")
-    ax.set_xlabel("recording time t [s]")
-    ax.set_ylabel("force magnitude [N]")
-    ax.set_title(f"real poke: r = {cmp.correlation:.3f}, ratio at the F/T peak {cmp.ratio_at_peak:.2f}, "
-                 f"RMS {cmp.rms_error:.2f} N (no parameter fitted)", fontsize=10)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
+    finish_axes(ax, "force magnitude [N]", f"real poke: r = {cmp.correlation:.3f}, ratio at the F/T peak "
+                f"{cmp.ratio_at_peak:.2f}, RMS {cmp.rms_error:.2f} N (no parameter fitted)", "best")
     xy = run.mesh_points[:, :2] * 1e3
     panels = (("measured (camera)", fields["measured"][peak]), ("predicted (wrench at the camera's contact)",
               fields["predicted"][peak]), ("residual = measured - predicted", fields["residual"][peak]))
