@@ -116,10 +116,9 @@ class PokeReplay(NodeRun):
                  contact_vertex: int = 0) -> None:
         super().__init__(None, domain_id, STARTUP_TIMEOUT_S + 10.0 * len(rec) / speed + 60.0)
         self.rec, self.out, self.speed, self.tare_frame, self.camera = rec, out, speed, tare_frame, camera
-        self.vertex, self.mount, self.offset, self.streams = contact_vertex, None, None, None
+        self.vertex, self.offset, self.streams = contact_vertex, None, None
         self.result.tare.message = "not called"
-        if camera is not None:
-            self.mount = rc.membrane_mount_transform(camera)
+        self.mount = None if camera is None else rc.membrane_mount_transform(camera)
         # the contacts of frame k leave the wrench node time_shift / speed after its pressure
         delay = min(1.0, time_shift / speed + WRENCH_NODE_LATENCY_S)
         files = write_session_files(out, delay, camera, self.mount)

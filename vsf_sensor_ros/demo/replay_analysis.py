@@ -44,6 +44,10 @@ class Recording:
     def __len__(self) -> int:
         return len(self.t)
 
+    def force_change(self, bias_frames: int = 30) -> np.ndarray:
+        """``(n,)`` |F − bias| N, the bias being the mean force of the first ``bias_frames`` frames."""
+        return np.linalg.norm(self.wrench[:, :3] - self.wrench[:bias_frames, :3].mean(axis=0), axis=1)
+
 
 def nearest_frame(t: np.ndarray, s: float, tol: float = 0.002) -> Optional[int]:
     """Index of the frame time in ``t`` (s) nearest ``s`` (s), None when farther than ``tol`` s."""
@@ -108,7 +112,7 @@ def estimate_lag(rec: Recording, bias_frames: int, max_frames: int = MAX_LAG_FRA
     """F/T lag behind the pressure: the frame shift ``s`` maximising the correlation of Δp[k] with
     ``|F − bias|[k + s]``; returns ``(s, s × median frame step)``."""
     dp = rec.pressure_pa - rec.pressure_pa[:bias_frames].mean()
-    mag = np.linalg.norm(rec.wrench[:, :3] - rec.wrench[:bias_frames, :3].mean(axis=0), axis=1)
+    mag = rec.force_change(bias_frames)
     r = [np.corrcoef(dp[:len(dp) - s], mag[s:])[0, 1] for s in range(max_frames + 1)]
     best = int(np.argmax(np.nan_to_num(r, nan=-np.inf)))
     return best, best * float(np.median(np.diff(rec.t)))

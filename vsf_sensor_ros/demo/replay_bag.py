@@ -361,13 +361,9 @@ def main(args: argparse.Namespace, usage: Any) -> int:
             summary.pop(key, None)
         plots = make_plots(cfg, result, series)
         (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
-        print()
-        print(summary_table(summary))
-        print(f"\nfiles in {out}/: run.mcap + metadata.yaml, summary.json, "
+        print(f"\n{summary_table(summary)}\n\nfiles in {out}/: run.mcap + metadata.yaml, summary.json, "
               + ", ".join(p.name for p in plots) + ", calibration.yaml, logs/")
-        problems = list(result.errors)
-        if not result.tare.success:
-            problems.append(f"tare failed: {result.tare.message}")
+        problems = result.errors + ([] if result.tare.success else [f"tare failed: {result.tare.message}"])
         for p in problems:
             print(f"error: {p}", file=sys.stderr)
         return 1 if problems else 0

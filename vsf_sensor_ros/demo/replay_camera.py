@@ -195,15 +195,10 @@ def library_run(cam: CameraRecording, rec: Recording) -> LibraryRun:
                       np.asarray(mesh.boundary), np.asarray(mesh.points))
 
 
-def loaded_frames(rec: Recording, threshold: float = 0.5, bias_frames: int = 30) -> np.ndarray:
-    """Frames with ``|F − bias| > threshold`` N (bias = mean of the first ``bias_frames``)."""
-    f = rec.wrench[:, :3]
-    return np.flatnonzero(np.linalg.norm(f - f[:bias_frames].mean(axis=0), axis=1) > threshold)
-
-
 def contact_vertex(run: LibraryRun, rec: Recording) -> int:
-    """The vertex of largest mean inward normal displacement over the loaded frames (all when none)."""
-    frames = loaded_frames(rec)
+    """The vertex of largest mean inward normal displacement over the loaded frames (|F − bias| > 0.5 N; all
+    when none)."""
+    frames = np.flatnonzero(rec.force_change() > 0.5)
     w = run.normal_displacement[frames if frames.size else slice(None)]
     read = np.isfinite(w).sum(axis=0)
     mean_in = -np.where(np.isfinite(w), w, 0.0).sum(axis=0) / np.maximum(read, 1)
@@ -393,7 +388,6 @@ def analyse_membrane(logs: Dict[str, Any], run: LibraryRun, rec: Recording, cam:
                         estimate_ms=ms, positions=run.positions, node_force=node,
                         predicted=fields["predicted"], residual=fields["residual"],
                         contact_vertex=np.array(vertex), peak_frame=np.array(peak))
-    bias = rec.wrench[:30, :3].mean(axis=0)
     block = {
         "frames": len(rec), "frames_measured_by_node": int(have.sum()),
         "frames_with_prediction": int(pred_have.sum()), "frames_with_residual": int(res_have.sum()),
@@ -411,7 +405,7 @@ def analyse_membrane(logs: Dict[str, Any], run: LibraryRun, rec: Recording, cam:
         "startup_s": run.startup_s,
         "residual_total_at_peak_n": (float(np.linalg.norm(fields["residual"][peak].sum(axis=0)))
                                      if res_have[peak] else None),
-        "ft_force_at_peak_n": float(np.linalg.norm(rec.wrench[peak + cmp.lag, :3] - bias)),
+        "ft_force_at_peak_n": float(rec.force_change()[peak + cmp.lag]),
         "scale_calibration": calibration,
         "reference_estimator": dict(REFERENCE_ESTIMATOR),
         "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "unset"),
@@ -490,9 +484,7 @@ def plot_membrane(run: LibraryRun, fields: Dict[str, np.ndarray], rec: Recording
     from matplotlib.figure import Figure
 
     from vsf_sensor_ros.demo.replay_analysis import finish_axes
-    t = rec.t - rec.t[0]
-    f = rec.wrench[:, :3]
-    ft = np.linalg.norm(f - f[:30].mean(axis=0), axis=1)
+    t, ft = rec.t - rec.t[0], rec.force_change()
     lag = int(cmp.lag)
     shift = lag * np.median(np.diff(rec.t))
     fig = Figure(figsize=(14, 8), layout="constrained")
