@@ -298,8 +298,8 @@ def headerless_series(session: Any, s: Any, delay_s: float) -> Tuple[Any, Any]:
     from vsf_sensor_ros.demo.analysis import Series
     pred_log, log = session.logs.get(f"/{s.name}/predicted"), session.logs.get(f"/{s.name}/measured")
     contacts = session.logs.get("/contacts")
-    pred = Series.from_log(pred_log, s.kind) if pred_log is not None and len(pred_log) else None
-    if log is None or not len(log) or contacts is None or not len(contacts):
+    pred = Series.from_log(pred_log, s.kind) if pred_log else None
+    if not log or not contacts:
         return pred, None
     recv = np.array(log.recv_ns, dtype=np.int64)
     c_recv = np.array(contacts.recv_ns, dtype=np.int64)
@@ -348,7 +348,7 @@ def main(args: argparse.Namespace, usage: Any) -> int:
         rec = write_bag(result.logs.values(), out, "run")
         series = {}
         for s in cfg.sensors:    # the summary reads <s>/measured: a sensor's own measured topic as that
-            topic = measured_topic(cfg.base_params, s.name)
+            topic = replayer.measured[s.name]
             if topic != f"/{s.name}/measured" and topic in result.logs:
                 result.logs[f"/{s.name}/measured"] = result.logs[topic]
             delay = float(cfg.base_params.get(f"{s.name}.measured_delay", 0.0))
