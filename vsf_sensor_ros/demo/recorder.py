@@ -146,17 +146,16 @@ class TopicRecorder:
         return new
 
     def _callback(self, log: TopicLog) -> Callable:
-        if _HAS_MESSAGE_INFO:
-            def on_message_with_info(data: bytes, info: Any) -> None:
-                log.recv_ns.append(self._clock_ns())
-                log.data.append(bytes(data))
-                log.sent_ns.append(int(info["source_timestamp"]))
-            return on_message_with_info
-
         def on_message(data: bytes) -> None:
             log.recv_ns.append(self._clock_ns())
             log.data.append(bytes(data))
-        return on_message
+        if not _HAS_MESSAGE_INFO:
+            return on_message
+
+        def on_message_with_info(data: bytes, info: Any) -> None:
+            on_message(data)
+            log.sent_ns.append(int(info["source_timestamp"]))
+        return on_message_with_info
 
     def stop(self) -> None:
         """Destroy all subscriptions (what was received is kept)."""
