@@ -182,8 +182,7 @@ def library_run(cam: CameraRecording, rec: Recording) -> LibraryRun:
     est = MembraneForceEstimator(mesh, camera, punyo_camera_rotation(25.0),
                                  ambient_pressure=isa_pressure(SITE_ALTITUDE_M))
     depth = [cam.depth[k].astype(np.float64) * cam.depth_unit_m for k in range(len(cam.depth))]
-    hpa = rec.pressure_pa / HPA_TO_PA
-    pa = np.array([float(np.float32(p)) * HPA_TO_PA for p in hpa])    # what the node receives
+    pa = (rec.pressure_pa / HPA_TO_PA).astype(np.float32).astype(np.float64) * HPA_TO_PA   # float32 hPa
     rgb = cam.rgb
     est.set_reference(depth[:REFERENCE_FRAMES], list(pa[:REFERENCE_FRAMES]),
                       None if rgb is None else list(rgb[:REFERENCE_FRAMES]))
