@@ -288,15 +288,13 @@ DEFINITIONS = {
     "effective_base_area_in_sample_m2": "base_area_m2 / gain_fit_in_sample.sensor_gain",
     "gain_fit_out_of_sample": "the gain fitted on the loading (frames up to the measured peak) and scored on "
                               "the unloading (frames after the peak, contact frames only), which the fit "
-                              "never "
-                              "saw: sensor_gain, fit_contact_samples, test_frames, "
+                              "never saw: sensor_gain, fit_contact_samples, test_frames, "
                               "residual_rms_unloading_after_tare_pa (tare only, same frames) and "
                               "residual_rms_unloading_after_gain_pa; the lag is still the one estimated on "
                               "the whole recording; skipped (with why) when a side has too few frames",
     "lag_s": "time shift applied to the wrench (F/T lag behind pressure and joints), s",
     "lag_fitted_in_sample": "true: lag_s was estimated on this same recording (--lag auto), by maximising "
-                            "the "
-                            "correlation of dp with the wrench magnitude; false: given with --lag",
+                            "the correlation of dp with the wrench magnitude; false: given with --lag",
     "library_vs_node_max_abs_pa": "largest difference between the node's prediction and the library's on "
                                   "the states rebuilt from the recorded contacts and joint states",
     "peak_measured_dp_pa": "largest measured dp over the compared frames",

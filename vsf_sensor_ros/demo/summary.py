@@ -72,9 +72,8 @@ DEFINITIONS = {
                             "measured - predicted per force axis (N), samples matched by header.stamp and "
                             "published after the tare answer (the tare removes the simulated zero offset); "
                             "samples, mean, rms and max_abs over those samples (after_tare) and over the "
-                            "ones "
-                            "whose contacts message has a bubble contact (in_contact); includes the measured "
-                            "stream's noise; null without a pad measured by Klampt's sensor",
+                            "ones whose contacts message has a bubble contact (in_contact); includes the "
+                            "measured stream's noise; null without a pad measured by Klampt's sensor",
     "pad_vs_klampt_native.sensor": "the pad compared",
     "pad_vs_klampt_native.units": "unit of mean, rms and max_abs",
     "pad_vs_klampt_native.after_tare": "every matched sample published after the tare answer",
