@@ -90,20 +90,16 @@ def latencies_ms(contacts_stamp_ns: np.ndarray, contacts_recv_ns: np.ndarray,
 def match_by_stamp(measured: Series, predicted: Series) -> Dict[str, np.ndarray]:
     """Samples of equal stamps and shapes: ``{"stamp_ns": (m,), "pred_recv_ns": (m,) event_ns, "residual":
     (m, D) measured − predicted}`` (``(0, 0)`` when none)."""
-    meas_first = first_index_by_stamp(measured.stamp_ns)
-    stamps, recv, res = [], [], []
-    for i, s in enumerate(predicted.stamp_ns.tolist()):
-        j = meas_first.get(s)
-        if j is None or measured.values[j].shape != predicted.values[i].shape:
-            continue
-        stamps.append(s)
-        recv.append(predicted.event_ns[i])
-        res.append(measured.values[j] - predicted.values[i])
-    if not res:
+    first = first_index_by_stamp(measured.stamp_ns)
+    pairs = [(i, first[s]) for i, s in enumerate(predicted.stamp_ns.tolist())
+             if s in first and measured.values[first[s]].shape == predicted.values[i].shape]
+    if not pairs:
         return {"stamp_ns": np.zeros(0, np.int64), "pred_recv_ns": np.zeros(0, np.int64),
                 "residual": np.zeros((0, 0))}
-    return {"stamp_ns": np.array(stamps, np.int64), "pred_recv_ns": np.array(recv, np.int64),
-            "residual": np.stack(res)}
+    i = np.array([a for a, _ in pairs])
+    return {"stamp_ns": predicted.stamp_ns[i].astype(np.int64),
+            "pred_recv_ns": predicted.event_ns[i].astype(np.int64),
+            "residual": np.stack([measured.values[b] - predicted.values[a] for a, b in pairs])}
 
 
 def rms(x: np.ndarray) -> Optional[float]:

@@ -145,14 +145,11 @@ def resolve_config(args: argparse.Namespace) -> DemoConfig:
     sensors = sensors_from_params(params, params_file)
     from vsf_sensor_ros.embedded_world import default_assets_dir   # heavy imports: only when run
     assets = args.assets if args.assets is not None else default_assets_dir()
-    if args.world != "kinova":
-        assets = None  # the embedded world needs no files
-    else:
-        if assets is None or not Path(assets).is_dir():
-            raise DemoError("the kinova world needs its assets: pass --assets DIR (the folder with "
-                            f"kinova_gen3.urdf and punyo_mesh_*.ply) or set VSF_ASSETS; got {assets}",
-                            "assets_missing", assets)
-        assets = Path(assets).resolve()
+    if args.world == "kinova" and (assets is None or not Path(assets).is_dir()):
+        raise DemoError("the kinova world needs its assets: pass --assets DIR (the folder with "
+                        f"kinova_gen3.urdf and punyo_mesh_*.ply) or set VSF_ASSETS; got {assets}",
+                        "assets_missing", assets)
+    assets = Path(assets).resolve() if args.world == "kinova" else None    # the embedded world needs none
     node_name = node_key.strip("/") if node_key not in ("/**", "**") else "sensor_node"
     from vsf_sensor_ros.contact_sources.sim_sensors import DEMO_SENSORS, measured_source_label
     mode, backend = str(args.measured_source), str(args.backend)    # argparse checked the choices

@@ -90,10 +90,7 @@ def _report(cfg: Any, session: SessionResult, pairing: Sequence[str]) -> int:
     summary = build_summary(cfg, session, series, bag)
     plots = make_plots(cfg, session, series)
     (cfg.out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
-    print()
-    print(summary_table(summary))
-    print()
-    print(f"files in {cfg.out}/:")
+    print(f"\n{summary_table(summary)}\n\nfiles in {cfg.out}/:")
     print(f"  run.mcap + metadata.yaml  rosbag2 (MCAP) of {len(bag['counts'])} topics, "
           f"{sum(bag['counts'].values())} messages  (ros2 bag info {cfg.out}; PlotJuggler / Foxglove: "
           f"open {bag['path']})")
@@ -113,8 +110,7 @@ def _report(cfg: Any, session: SessionResult, pairing: Sequence[str]) -> int:
         problems.append(f"tare failed: {session.tare.message or 'no answer'}")
     hard = bool(silent) or not session.tare.success
     if problems:
-        kind = "error" if hard else "warning"
-        print("\n" + "\n".join(f"{kind}: {p}" for p in problems), file=sys.stderr)
+        print("\n" + "\n".join(f"{'error' if hard else 'warning'}: {p}" for p in problems), file=sys.stderr)
     return 1 if hard else 0
 
 

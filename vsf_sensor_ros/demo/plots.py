@@ -60,9 +60,7 @@ def _tare_effect(t: np.ndarray, res: np.ndarray, tare_t: Optional[float]) -> Tup
     later = np.flatnonzero(t >= tare_t)
     untared = later[np.abs(res[later]) >= level]
     # the last untared sample right after the tare ends the in-flight stretch (not a later spike)
-    k = 0
-    while k < untared.size and untared[k] == later[k]:
-        k += 1
+    k = int(np.argmin(np.append(untared == later[:untared.size], False)))
     if k == 0:
         return tare_t, 0
     nxt = later[k] if k < later.size else later[-1]
@@ -104,14 +102,12 @@ def pressure_figure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, 
     _mark_session(ax_r, tare_t, None)
     ax_r.plot(common[shown], res[shown], markevery=_markevery(int(shown.sum())), **RESIDUAL_STYLE)
     ax_r.axhline(0.0, color="0.5", linewidth=0.6)
-    lim_r = _zoom_limits(res[shown])
-    if lim_r is not None:
+    if (lim_r := _zoom_limits(res[shown])) is not None:
         ax_r.set_ylim(*lim_r)
-    if tare_t is not None:
-        before = res[common < tare_t]
-        if before.size:
-            ax_r.text(0.01, 0.95, f"before the tare (not drawn): mean {before.mean():.6g} Pa",
-                      transform=ax_r.transAxes, fontsize=8, va="top")
+    before = res[common < tare_t] if tare_t is not None else res[:0]
+    if before.size:
+        ax_r.text(0.01, 0.95, f"before the tare (not drawn): mean {before.mean():.6g} Pa",
+                  transform=ax_r.transAxes, fontsize=8, va="top")
     ax_r.set_ylabel("residual, measured − predicted p [Pa]", fontsize=8)
     ax_r.set_xlabel("simulation time t [s]")
     ax_r.grid(alpha=0.3)
@@ -168,22 +164,21 @@ def plot_force_field(points: np.ndarray, forces: np.ndarray, path: Path,
 def components_figure(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], t_pred: np.ndarray,
                       pred: np.ndarray, labels: Sequence[str], tare_t: Optional[float] = None,
                       contact_span: Optional[Tuple[float, float]] = None, title: str = "",
-                      unit: str = "", measured_label: str = "measured", quantity: str = "") -> Figure:
+                      unit: str = "", measured_label: str = "measured") -> Figure:
     """Each component of ``(M, D)`` measured (or None) and ``(K, D)`` predicted readings over time (s), and
     the residual.  Raises ValueError: ``pred`` is not ``(K, len(labels))``."""
     pred = np.asarray(pred, float).reshape(len(t_pred), -1)
     if pred.shape[1] != len(labels):
         raise ValueError(f"predicted readings have {pred.shape[1]} components but {len(labels)} labels")
-    quantity = quantity or QUANTITY.get(unit, "reading")
+    quantity = QUANTITY.get(unit, "reading")
     fig = _new_figure((8.0, 6.2))
     ax = fig.add_subplot(3, 1, (1, 2))
     ax_r = fig.add_subplot(3, 1, 3, sharex=ax)
     _mark_session(ax, tare_t, contact_span)
     _mark_session(ax_r, tare_t, contact_span)
-    m = None
-    if meas is not None and t_meas is not None and len(t_meas):
-        m = np.asarray(meas, float).reshape(len(t_meas), -1)
-        m = m if m.shape[1] == len(labels) else None
+    m = None if meas is None or t_meas is None or not len(t_meas) else np.asarray(meas, float).reshape(
+        len(t_meas), -1)
+    m = m if m is not None and m.shape[1] == len(labels) else None
     if m is not None:
         common, i_m, i_p = np.intersect1d(np.round(t_meas, 6), np.round(t_pred, 6), return_indices=True)
     for k, name in enumerate(labels):

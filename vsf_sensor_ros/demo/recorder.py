@@ -123,6 +123,11 @@ class TopicRecorder:
             if len(types) != 1:
                 self.skipped[topic] = f"several types on one topic: {types}"
                 continue
+            try:
+                cls = message_class(types[0])
+            except ValueError as exc:
+                self.skipped[topic] = str(exc)
+                continue
             offered = [i.qos_profile for i in self._node.get_publishers_info_by_topic(topic)]
             qos = _subscription_qos(offered)
             if topic in self._subs:
@@ -134,30 +139,23 @@ class TopicRecorder:
                     continue
                 self._node.destroy_subscription(sub)
             else:
-                try:
-                    cls = message_class(types[0])
-                except ValueError as exc:
-                    self.skipped[topic] = str(exc)
-                    continue
                 self.logs[topic] = TopicLog(topic, types[0], qos=offered)
                 new.append(topic)
-            cls = message_class(types[0])
             sub = self._node.create_subscription(cls, topic, self._callback(self.logs[topic]), qos, raw=True)
             self._subs[topic] = (sub, qos)
         return new
 
     def _callback(self, log: TopicLog) -> Callable:
-        if _HAS_MESSAGE_INFO:
-            def on_message_with_info(data: bytes, info: Any) -> None:
-                log.recv_ns.append(self._clock_ns())
-                log.data.append(bytes(data))
-                log.sent_ns.append(int(info["source_timestamp"]))
-            return on_message_with_info
-
         def on_message(data: bytes) -> None:
             log.recv_ns.append(self._clock_ns())
             log.data.append(bytes(data))
-        return on_message
+        if not _HAS_MESSAGE_INFO:
+            return on_message
+
+        def on_message_with_info(data: bytes, info: Any) -> None:
+            on_message(data)
+            log.sent_ns.append(int(info["source_timestamp"]))
+        return on_message_with_info
 
     def stop(self) -> None:
         """Destroy all subscriptions (what was received is kept)."""
@@ -210,11 +208,9 @@ def write_bag(logs: Iterable[TopicLog], out_dir: Path, name: str = "run",
             if log.msgtype not in typestore.types:
                 left_out[log.topic] = f"type {log.msgtype} unknown to rosbags"
                 continue
-            conn = writer.add_connection(log.topic, log.msgtype, typestore=typestore,
-                                         offered_qos_profiles=[_rosbags_qos(q) for q in log.qos])
-            conns.append(conn)
-            k = len(conns) - 1
-            rows.extend((t, k, d) for t, d in zip(log.recv_ns, log.data))
+            conns.append(writer.add_connection(log.topic, log.msgtype, typestore=typestore,
+                                               offered_qos_profiles=[_rosbags_qos(q) for q in log.qos]))
+            rows.extend((t, len(conns) - 1, d) for t, d in zip(log.recv_ns, log.data))
             counts[log.topic] = len(log)
         rows.sort(key=lambda r: r[0])
         for t, k, d in rows:

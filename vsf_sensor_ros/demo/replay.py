@@ -74,13 +74,12 @@ def write_session_files(out: Path, measured_delay: float = 0.0, camera: Optional
     if camera is not None:
         from vsf_sensor_ros.demo.replay_camera import (MEASURED_TOPIC, MEMBRANE_BODY, SESSION_BODIES,
                                                        membrane_node_params)
-        mount = membrane_mount if membrane_mount is not None else np.eye(4)
-        params["contact_body_names"] = SESSION_BODIES
-        params["bodies"] = ["punyo", MEMBRANE_BODY]
-        params[MEMBRANE_BODY] = {"mesh": str(camera.attachment_mesh), "parent_link": TOOL_LINK,
-                                 "transform": [float(v) for v in mount.reshape(-1)], "pose_topic": ""}
-        params[FORCE_SENSOR] = {"type": "PunyoDenseForceSensor", "attachment": MEMBRANE_BODY,
-                                "measured_topic": MEASURED_TOPIC}
+        params.update({"contact_body_names": SESSION_BODIES, "bodies": ["punyo", MEMBRANE_BODY],
+                       MEMBRANE_BODY: {"mesh": str(camera.attachment_mesh), "parent_link": TOOL_LINK,
+                                       "transform": np.asarray(membrane_mount, float).reshape(-1).tolist(),
+                                       "pose_topic": ""},
+                       FORCE_SENSOR: {"type": "PunyoDenseForceSensor", "attachment": MEMBRANE_BODY,
+                                      "measured_topic": MEASURED_TOPIC}})
         files["membrane"] = membrane_node_params(camera, out)
     yml = out / "sensor_node.yaml"
     yml.write_text(yaml.safe_dump({"sensor_node": {"ros__parameters": params}}, sort_keys=False))
@@ -116,10 +115,9 @@ class PokeReplay(NodeRun):
                  contact_vertex: int = 0) -> None:
         super().__init__(None, domain_id, STARTUP_TIMEOUT_S + 10.0 * len(rec) / speed + 60.0)
         self.rec, self.out, self.speed, self.tare_frame, self.camera = rec, out, speed, tare_frame, camera
-        self.vertex, self.mount, self.offset, self.streams = contact_vertex, None, None, None
+        self.vertex, self.offset, self.streams = contact_vertex, None, None
         self.result.tare.message = "not called"
-        if camera is not None:
-            self.mount = rc.membrane_mount_transform(camera)
+        self.mount = None if camera is None else rc.membrane_mount_transform(camera)
         # the contacts of frame k leave the wrench node time_shift / speed after its pressure
         delay = min(1.0, time_shift / speed + WRENCH_NODE_LATENCY_S)
         files = write_session_files(out, delay, camera, self.mount)

@@ -6,7 +6,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -44,11 +44,20 @@ class Recording:
     def __len__(self) -> int:
         return len(self.t)
 
+    def force_change(self, bias_frames: int = 30) -> np.ndarray:
+        """``(n,)`` |F − bias| N, the bias being the mean force of the first ``bias_frames`` frames."""
+        return np.linalg.norm(self.wrench[:, :3] - self.wrench[:bias_frames, :3].mean(axis=0), axis=1)
+
 
 def nearest_frame(t: np.ndarray, s: float, tol: float = 0.002) -> Optional[int]:
     """Index of the frame time in ``t`` (s) nearest ``s`` (s), None when farther than ``tol`` s."""
     k = int(np.argmin(np.abs(t - s)))
     return k if abs(t[k] - s) <= tol else None
+
+
+def frames_of(rec: Recording, stamps_ns: Sequence[int]) -> List[Optional[int]]:
+    """:func:`nearest_frame` of each header stamp (int ns) in ``rec``."""
+    return [nearest_frame(rec.t, s * 1e-9) for s in stamps_ns]
 
 
 def load_recording(path: Path, frames: Optional[Tuple[int, int]] = None) -> Recording:
@@ -70,14 +79,13 @@ def load_recording(path: Path, frames: Optional[Tuple[int, int]] = None) -> Reco
     for i, f in enumerate(data):
         try:
             t, p, q, w = f
-            row = [float(t), float(p)] + [float(v) for v in q] + [float(v) for v in w]
+            rows.append([float(t), float(p), *map(float, q), *map(float, w)])
         except (TypeError, ValueError) as exc:
             raise ReplayError(f"frame {i} is not [t, hPa, 6 joints, 6 wrench]: {exc}", "bad_frame", path,
                               i) from None
-        if len(row) != 14 or not all(map(math.isfinite, row)):
-            raise ReplayError(f"frame {i} has {len(row) - 2} joint+wrench values or non-finite ones",
+        if len(rows[-1]) != 14 or not all(map(math.isfinite, rows[-1])):
+            raise ReplayError(f"frame {i} has {len(rows[-1]) - 2} joint+wrench values or non-finite ones",
                               "bad_frame", path, i)
-        rows.append(row)
     if len(rows) < 2 * TARE_SAMPLES:
         raise ReplayError(f"recording has {len(rows)} frames; at least {2 * TARE_SAMPLES} are needed",
                           "too_few_frames", path, len(rows))
@@ -104,12 +112,9 @@ def estimate_lag(rec: Recording, bias_frames: int, max_frames: int = MAX_LAG_FRA
     """F/T lag behind the pressure: the frame shift ``s`` maximising the correlation of Δp[k] with
     ``|F − bias|[k + s]``; returns ``(s, s × median frame step)``."""
     dp = rec.pressure_pa - rec.pressure_pa[:bias_frames].mean()
-    mag = np.linalg.norm(rec.wrench[:, :3] - rec.wrench[:bias_frames, :3].mean(axis=0), axis=1)
-    best, best_r = 0, -np.inf
-    for s in range(0, max_frames + 1):
-        r = float(np.corrcoef(dp[:len(dp) - s], mag[s:])[0, 1])
-        if r > best_r:
-            best, best_r = s, r
+    mag = rec.force_change(bias_frames)
+    r = [np.corrcoef(dp[:len(dp) - s], mag[s:])[0, 1] for s in range(max_frames + 1)]
+    best = int(np.argmax(np.nan_to_num(r, nan=-np.inf)))
     return best, best * float(np.median(np.diff(rec.t)))
 
 
@@ -161,22 +166,17 @@ def analyse(session: SessionResult, offset_pa: Optional[float], tare_frame: int,
     meas = np.full(len(rec), np.nan)
     meas[js] = np.array(hpa, dtype=np.float64) * HPA_TO_PA                   # float32 hPa -> Pa
     pred = np.full(len(rec), np.nan)
-    for m in log(f"/{PRESSURE_SENSOR}/predicted").decode():
-        k = nearest_frame(rec.t, m.header.stamp.sec + m.header.stamp.nanosec * 1e-9)
+    predicted = log(f"/{PRESSURE_SENSOR}/predicted")
+    for k, m in zip(frames_of(rec, predicted.stamps_ns()), predicted.decode()):
         if k is not None:
             pred[k] = m.fluid_pressure
-    clouds = {}
     # the wrench node's own clouds when a relay added the membrane's row to /contacts (replay_camera)
-    contacts_topic = "/wrench_contacts" if "/wrench_contacts" in session.logs else "/contacts"
-    for data in log(contacts_topic).data:
-        c = pointcloud2_to_contacts(deserialize_message(data, PointCloud2), CONTACT_BODIES)
-        k = nearest_frame(rec.t, c.stamp_ns * 1e-9)
-        if k is not None:
-            clouds[k] = c.contacts
+    contacts = log("/wrench_contacts" if "/wrench_contacts" in session.logs else "/contacts")
+    clouds = {k: pointcloud2_to_contacts(deserialize_message(d, PointCloud2), CONTACT_BODIES).contacts
+              for k, d in zip(frames_of(rec, contacts.stamps_ns()), contacts.data) if k is not None}
     off = float(offset_pa)
-    after = np.arange(len(rec)) >= tare_frame
-    usable = after & np.isfinite(meas) & np.isfinite(pred) & np.array([k in clouds for k in range(len(rec))])
-    idx = np.flatnonzero(usable)
+    usable = np.isfinite(meas) & np.isfinite(pred)
+    idx = np.array([k for k in range(tare_frame, len(rec)) if usable[k] and k in clouds], dtype=int)
 
     # The library on the same recorded states: the pressure model, then its gain calibration.
     world = ur5e_world()
@@ -288,15 +288,13 @@ DEFINITIONS = {
     "effective_base_area_in_sample_m2": "base_area_m2 / gain_fit_in_sample.sensor_gain",
     "gain_fit_out_of_sample": "the gain fitted on the loading (frames up to the measured peak) and scored on "
                               "the unloading (frames after the peak, contact frames only), which the fit "
-                              "never "
-                              "saw: sensor_gain, fit_contact_samples, test_frames, "
+                              "never saw: sensor_gain, fit_contact_samples, test_frames, "
                               "residual_rms_unloading_after_tare_pa (tare only, same frames) and "
                               "residual_rms_unloading_after_gain_pa; the lag is still the one estimated on "
                               "the whole recording; skipped (with why) when a side has too few frames",
     "lag_s": "time shift applied to the wrench (F/T lag behind pressure and joints), s",
     "lag_fitted_in_sample": "true: lag_s was estimated on this same recording (--lag auto), by maximising "
-                            "the "
-                            "correlation of dp with the wrench magnitude; false: given with --lag",
+                            "the correlation of dp with the wrench magnitude; false: given with --lag",
     "library_vs_node_max_abs_pa": "largest difference between the node's prediction and the library's on "
                                   "the states rebuilt from the recorded contacts and joint states",
     "peak_measured_dp_pa": "largest measured dp over the compared frames",
@@ -331,6 +329,17 @@ def plot(series: Dict[str, np.ndarray], summary: Dict[str, Any], path: Path) -> 
     return path
 
 
+def finish_axes(ax: Any, ylabel: str, title: str, legend: Optional[str],
+                xlabel: str = "recording time t [s]") -> None:
+    """Label ``ax``, title it (10 pt), legend at ``legend`` (None: no legend), grid."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    if legend is not None:
+        ax.legend(loc=legend, fontsize=8)
+    ax.grid(alpha=0.3)
+
+
 def replay_figure(series: Dict[str, np.ndarray], summary: Dict[str, Any]) -> Any:
     """The real poke's figure from :func:`analyse`'s ``series`` and ``summary``: Δp over time, predicted
     against measured, residual over time, out of sample; every axis autoscaled to all its points."""
@@ -355,60 +364,44 @@ def replay_figure(series: Dict[str, np.ndarray], summary: Dict[str, Any]) -> Any
             **GAIN_IN_SAMPLE_STYLE)
     ax.axhline(CONTACT_DP_PA, color="0.5", lw=0.8, ls=(0, (1, 3)), zorder=1,
                label=f"contact threshold {CONTACT_DP_PA:g} Pa")
-    ax.set_xlabel("recording time t [s]")
-    ax.set_ylabel("pressure change Δp = p − tare offset [Pa]")
-    ax.set_title(f"Δp over time: r = {p['correlation']:.3f}; RMS over contact frames "
-                 f"{p['residual_rms_contact_after_tare_pa']:.0f} Pa tare only, "
-                 f"{p['residual_rms_contact_after_gain_in_sample_pa']:.0f} Pa with the in-sample gain",
-                 fontsize=10)
-    ax.legend(loc="upper right", fontsize=8)
-    ax.grid(alpha=0.3)
+    finish_axes(ax, "pressure change Δp = p − tare offset [Pa]", f"Δp over time: r = {p['correlation']:.3f}; "
+                f"RMS over contact frames {p['residual_rms_contact_after_tare_pa']:.0f} Pa tare only, "
+                f"{p['residual_rms_contact_after_gain_in_sample_pa']:.0f} Pa with the in-sample gain",
+                "upper right")
 
     contact = m > CONTACT_DP_PA
-    sc.plot(m[contact], pr[contact], linestyle="none", marker="s", markersize=4, markerfacecolor="none",
-            color="tab:red", label="tare only")
-    sc.plot(m[contact], g[contact], linestyle="none", marker="^", markersize=4, markerfacecolor="none",
-            color="tab:blue", label="tare + gain (in-sample)")
+    hollow = dict(linestyle="none", markersize=4, markerfacecolor="none")
+    sc.plot(m[contact], pr[contact], marker="s", color="tab:red", label="tare only", **hollow)
+    sc.plot(m[contact], g[contact], marker="^", color="tab:blue", label="tare + gain (in-sample)", **hollow)
     lo, hi = _span(m[contact], pr[contact], g[contact])
     sc.plot([lo, hi], [lo, hi], color="black", lw=1.0, ls="-", label="predicted = measured")
     slope = p["predicted_over_measured_dp"]
     sc.plot([lo, hi], [lo * slope, hi * slope], color="tab:red", lw=0.9, ls=":",
             label=f"least-squares slope {slope:.2f} (tare only)")
-    sc.set_xlabel("measured pressure change Δp [Pa]")
-    sc.set_ylabel("predicted pressure change Δp [Pa]")
-    sc.set_title(f"contact frames (measured Δp > {CONTACT_DP_PA:g} Pa): {p['frames_contact']}", fontsize=10)
-    sc.legend(loc="upper left", fontsize=8)
-    sc.grid(alpha=0.3)
+    finish_axes(sc, "predicted pressure change Δp [Pa]", f"contact frames (measured Δp > {CONTACT_DP_PA:g} "
+                f"Pa): {p['frames_contact']}", "upper left", "measured pressure change Δp [Pa]")
 
     ax_r.axhline(0.0, color="0.5", lw=0.8, zorder=1)
     ax_r.plot(t, m - pr, markevery=every, label="tare only", **{**TARE_ONLY_STYLE, "zorder": 2})
     ax_r.plot(t, m - g, markevery=every, label="tare + gain (in-sample)", **GAIN_IN_SAMPLE_STYLE)
-    ax_r.set_xlabel("recording time t [s]")
-    ax_r.set_ylabel("residual, measured − predicted Δp [Pa]")
-    ax_r.set_title("residual over time (every frame, autoscaled)", fontsize=10)
-    ax_r.legend(loc="upper right", fontsize=8)
-    ax_r.grid(alpha=0.3)
+    finish_axes(ax_r, "residual, measured − predicted Δp [Pa]",
+                "residual over time (every frame, autoscaled)", "upper right")
 
     o = p.get("gain_fit_out_of_sample") or {}
     if "oos_gain" in series and "skipped" not in o:
         test = series["oos_test"]
-        go = series["oos_gain"] - off
         ax_o.plot(t[test], m[test], label="measured", **{**MEASURED_STYLE, "markevery": None})
         ax_o.plot(t[test], pr[test], label="predicted, tare only", **TARE_ONLY_STYLE)
-        ax_o.plot(t[test], go[test], label=f"predicted, gain {o['sensor_gain']:.2f} fitted on the loading",
-                  **GAIN_OUT_OF_SAMPLE_STYLE)
-        ax_o.set_title(f"out of sample: gain fitted on the loading only,\nscored on the unloading "
-                       f"({o['test_frames']} frames)\nRMS {o['residual_rms_unloading_after_tare_pa']:.0f} Pa "
-                       f"tare only, {o['residual_rms_unloading_after_gain_pa']:.0f} Pa with that gain",
-                       fontsize=10)
-        ax_o.legend(loc="lower left", fontsize=8)
+        ax_o.plot(t[test], (series["oos_gain"] - off)[test], **GAIN_OUT_OF_SAMPLE_STYLE,
+                  label=f"predicted, gain {o['sensor_gain']:.2f} fitted on the loading")
+        finish_axes(ax_o, "pressure change Δp [Pa]", "out of sample: gain fitted on the loading only,\n"
+                    f"scored on the unloading ({o['test_frames']} frames)\nRMS "
+                    f"{o['residual_rms_unloading_after_tare_pa']:.0f} Pa tare only, "
+                    f"{o['residual_rms_unloading_after_gain_pa']:.0f} Pa with that gain", "lower left")
     else:
         ax_o.text(0.5, 0.5, f"out-of-sample fit skipped: {o.get('skipped', 'not computed')}",
                   ha="center", va="center", transform=ax_o.transAxes, fontsize=9, wrap=True)
-        ax_o.set_title("out of sample", fontsize=10)
-    ax_o.set_xlabel("recording time t [s]")
-    ax_o.set_ylabel("pressure change Δp [Pa]")
-    ax_o.grid(alpha=0.3)
+        finish_axes(ax_o, "pressure change Δp [Pa]", "out of sample", None)
     return fig
 
 

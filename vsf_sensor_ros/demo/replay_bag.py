@@ -60,44 +60,38 @@ def check_inputs(bag: BagTopics, cfg: DemoConfig, speed: float) -> List[str]:
     topic instead) or ``/joint_states`` missing, a wrong type, no measured topic, header-less at speed 0."""
     from vsf_sensor_ros.ros.kinds import reading_codecs
     from vsf_sensor_ros.ros.messages.readings import HEADERLESS_MEASURED_TYPES
-    want = {"/contacts": str(cfg.base_params.get("contacts_type") or "sensor_msgs/msg/PointCloud2"),
-            "/joint_states": "sensor_msgs/msg/JointState"}
-    for topic, msgtype in want.items():
-        have = bag.topics.get(topic)
-        own = {f"/{s.name}" for s in cfg.sensors}
-        wrenches = [t for t, (kind, n) in bag.topics.items()
-                    if kind == "geometry_msgs/msg/WrenchStamped" and n and t.rsplit("/", 1)[0] not in own]
-        if topic == "/contacts" and (have is None or have[1] == 0) and wrenches:
-            # the replay starts no wrench_contact_node: its mounting is not in the parameter file
-            raise BagError(f"{bag.path}: no /contacts in the bag, only a wrench ({', '.join(wrenches)}): "
-                           "run wrench_contact_node on it (ros2 bag play + ros2 run vsf_sensor_ros "
-                           "wrench_contact_node, docs/real_data.md) and record its /contacts",
-                           "no_input", bag.path, topic)
-        if have is None or have[1] == 0:
+    own = {f"/{s.name}" for s in cfg.sensors}
+    wrenches = [t for t, (kind, n) in bag.topics.items()
+                if kind == "geometry_msgs/msg/WrenchStamped" and n and t.rsplit("/", 1)[0] not in own]
+    if not bag.topics.get("/contacts", ("", 0))[1] and wrenches:
+        # the replay starts no wrench_contact_node: its mounting is not in the parameter file
+        raise BagError(f"{bag.path}: no /contacts in the bag, only a wrench ({', '.join(wrenches)}): "
+                       "run wrench_contact_node on it (ros2 bag play + ros2 run vsf_sensor_ros "
+                       "wrench_contact_node, docs/real_data.md) and record its /contacts",
+                       "no_input", bag.path, "/contacts")
+    inputs = [("/contacts", str(cfg.base_params.get("contacts_type") or "sensor_msgs/msg/PointCloud2"), None),
+              ("/joint_states", "sensor_msgs/msg/JointState", None)]
+    measured = [(measured_topic(cfg.base_params, s.name), str(cfg.base_params.get(f"{s.name}.measured_type")
+                 or reading_codecs()[s.kind].message_type), s.name) for s in cfg.sensors]
+    warnings = []
+    for topic, msgtype, sensor in inputs + measured:
+        kind, count = bag.topics.get(topic, ("", 0))
+        if not count and sensor is None:
             raise BagError(f"{bag.path}: no {topic} messages in the bag (the sensor node's input)",
                            "no_input", bag.path, topic)
-        if have[0] != msgtype:
-            raise BagError(f"{bag.path}: {topic} carries {have[0]}, the sensor node reads {msgtype}",
-                           "wrong_type", bag.path, topic, have[0])
-    warnings, measured = [], 0
-    for s in cfg.sensors:
-        topic = measured_topic(cfg.base_params, s.name)
-        msgtype = str(cfg.base_params.get(f"{s.name}.measured_type") or reading_codecs()[s.kind].message_type)
-        have = bag.topics.get(topic)
-        if have is None or have[1] == 0:
-            warnings.append(f"{s.name}: no {topic} in the bag: predicted only, no residual")
+        if not count:
+            warnings.append(f"{sensor}: no {topic} in the bag: predicted only, no residual")
             continue
-        if have[0] != msgtype:
-            raise BagError(f"{bag.path}: {topic} carries {have[0]}, sensor {s.name} reads {msgtype}",
-                           "wrong_type", bag.path, topic, have[0])
-        if msgtype in HEADERLESS_MEASURED_TYPES and speed == 0:
+        if kind != msgtype:
+            reader = "the sensor node" if sensor is None else f"sensor {sensor}"
+            raise BagError(f"{bag.path}: {topic} carries {kind}, {reader} reads {msgtype}",
+                           "wrong_type", bag.path, topic, kind)
+        if msgtype in HEADERLESS_MEASURED_TYPES and speed == 0 and sensor is not None:
             raise BagError(f"{bag.path}: {topic} is {msgtype} (no header): the node pairs it with the "
                            "contacts by receive time, which only the recorded pace reproduces; replay "
                            "with --speed > 0, e.g. --speed 1", "headerless", bag.path, topic, speed)
-        measured += 1
-    if not measured:
-        raise BagError(f"{bag.path}: none of the measured topics "
-                       f"({', '.join(measured_topic(cfg.base_params, s.name) for s in cfg.sensors)}) "
+    if len(warnings) == len(measured):
+        raise BagError(f"{bag.path}: none of the measured topics ({', '.join(t for t, _, _ in measured)}) "
                        "is in the bag: nothing to compare the predictions with", "no_measured", bag.path)
     return warnings
 
@@ -304,8 +298,8 @@ def headerless_series(session: Any, s: Any, delay_s: float) -> Tuple[Any, Any]:
     from vsf_sensor_ros.demo.analysis import Series
     pred_log, log = session.logs.get(f"/{s.name}/predicted"), session.logs.get(f"/{s.name}/measured")
     contacts = session.logs.get("/contacts")
-    pred = Series.from_log(pred_log, s.kind) if pred_log is not None and len(pred_log) else None
-    if log is None or not len(log) or contacts is None or not len(contacts):
+    pred = Series.from_log(pred_log, s.kind) if pred_log else None
+    if not log or not contacts:
         return pred, None
     recv = np.array(log.recv_ns, dtype=np.int64)
     c_recv = np.array(contacts.recv_ns, dtype=np.int64)
@@ -354,7 +348,7 @@ def main(args: argparse.Namespace, usage: Any) -> int:
         rec = write_bag(result.logs.values(), out, "run")
         series = {}
         for s in cfg.sensors:    # the summary reads <s>/measured: a sensor's own measured topic as that
-            topic = measured_topic(cfg.base_params, s.name)
+            topic = replayer.measured[s.name]
             if topic != f"/{s.name}/measured" and topic in result.logs:
                 result.logs[f"/{s.name}/measured"] = result.logs[topic]
             delay = float(cfg.base_params.get(f"{s.name}.measured_delay", 0.0))
@@ -367,13 +361,9 @@ def main(args: argparse.Namespace, usage: Any) -> int:
             summary.pop(key, None)
         plots = make_plots(cfg, result, series)
         (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
-        print()
-        print(summary_table(summary))
-        print(f"\nfiles in {out}/: run.mcap + metadata.yaml, summary.json, "
+        print(f"\n{summary_table(summary)}\n\nfiles in {out}/: run.mcap + metadata.yaml, summary.json, "
               + ", ".join(p.name for p in plots) + ", calibration.yaml, logs/")
-        problems = list(result.errors)
-        if not result.tare.success:
-            problems.append(f"tare failed: {result.tare.message}")
+        problems = result.errors + ([] if result.tare.success else [f"tare failed: {result.tare.message}"])
         for p in problems:
             print(f"error: {p}", file=sys.stderr)
         return 1 if problems else 0

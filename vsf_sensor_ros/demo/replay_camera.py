@@ -182,8 +182,7 @@ def library_run(cam: CameraRecording, rec: Recording) -> LibraryRun:
     est = MembraneForceEstimator(mesh, camera, punyo_camera_rotation(25.0),
                                  ambient_pressure=isa_pressure(SITE_ALTITUDE_M))
     depth = [cam.depth[k].astype(np.float64) * cam.depth_unit_m for k in range(len(cam.depth))]
-    hpa = rec.pressure_pa / HPA_TO_PA
-    pa = np.array([float(np.float32(p)) * HPA_TO_PA for p in hpa])    # what the node receives
+    pa = (rec.pressure_pa / HPA_TO_PA).astype(np.float32).astype(np.float64) * HPA_TO_PA   # float32 hPa
     rgb = cam.rgb
     est.set_reference(depth[:REFERENCE_FRAMES], list(pa[:REFERENCE_FRAMES]),
                       None if rgb is None else list(rgb[:REFERENCE_FRAMES]))
@@ -195,15 +194,10 @@ def library_run(cam: CameraRecording, rec: Recording) -> LibraryRun:
                       np.asarray(mesh.boundary), np.asarray(mesh.points))
 
 
-def loaded_frames(rec: Recording, threshold: float = 0.5, bias_frames: int = 30) -> np.ndarray:
-    """Frames with ``|F − bias| > threshold`` N (bias = mean of the first ``bias_frames``)."""
-    f = rec.wrench[:, :3]
-    return np.flatnonzero(np.linalg.norm(f - f[:bias_frames].mean(axis=0), axis=1) > threshold)
-
-
 def contact_vertex(run: LibraryRun, rec: Recording) -> int:
-    """The vertex of largest mean inward normal displacement over the loaded frames (all when none)."""
-    frames = loaded_frames(rec)
+    """The vertex of largest mean inward normal displacement over the loaded frames (|F − bias| > 0.5 N; all
+    when none)."""
+    frames = np.flatnonzero(rec.force_change() > 0.5)
     w = run.normal_displacement[frames if frames.size else slice(None)]
     read = np.isfinite(w).sum(axis=0)
     mean_in = -np.where(np.isfinite(w), w, 0.0).sum(axis=0) / np.maximum(read, 1)
@@ -354,14 +348,13 @@ def analyse_membrane(logs: Dict[str, Any], run: LibraryRun, rec: Recording, cam:
     from vsf_sensor_ros.sensor.membrane_force_estimator import compare_with_wrench, peak_distance
     from vsf_sensor_ros.sensor.membrane_frame import fit_mesh_transform
     from vsf_sensor_ros.sensor.scale_calibration import ScaleFitRefused
-    n = run.forces.shape[1]
-    frame = fit_mesh_transform(run.mesh_points, ply_vertices(cam), run.boundary)
-    back = frame.R          # attachment (PLY) frame -> membrane mesh frame: f_mesh = R^T f_ply
+    # attachment (PLY) frame -> membrane mesh frame: f_mesh = R^T f_ply
+    back = fit_mesh_transform(run.mesh_points, ply_vertices(cam), run.boundary).R
     topics = {k: f"/{MEMBRANE_SENSOR}/{k}" for k in ("measured", "predicted", "residual")}
     if topics["measured"] not in logs or not len(logs[topics["measured"]]):
         raise RuntimeError(f"nothing recorded on {topics['measured']}")
-    fields = {k: _decode_field(logs[t], rec, n) @ back if t in logs else np.full((len(rec), n, 3), np.nan)
-              for k, t in topics.items()}
+    fields = {k: _decode_field(logs[t], rec, run.forces.shape[1]) @ back if t in logs
+              else np.full(run.forces.shape, np.nan) for k, t in topics.items()}
     node = fields["measured"]
     have = np.isfinite(node).all(axis=(1, 2))
     total = run.forces.sum(axis=1)
@@ -394,7 +387,6 @@ def analyse_membrane(logs: Dict[str, Any], run: LibraryRun, rec: Recording, cam:
                         estimate_ms=ms, positions=run.positions, node_force=node,
                         predicted=fields["predicted"], residual=fields["residual"],
                         contact_vertex=np.array(vertex), peak_frame=np.array(peak))
-    bias = rec.wrench[:30, :3].mean(axis=0)
     block = {
         "frames": len(rec), "frames_measured_by_node": int(have.sum()),
         "frames_with_prediction": int(pred_have.sum()), "frames_with_residual": int(res_have.sum()),
@@ -412,7 +404,7 @@ def analyse_membrane(logs: Dict[str, Any], run: LibraryRun, rec: Recording, cam:
         "startup_s": run.startup_s,
         "residual_total_at_peak_n": (float(np.linalg.norm(fields["residual"][peak].sum(axis=0)))
                                      if res_have[peak] else None),
-        "ft_force_at_peak_n": float(np.linalg.norm(rec.wrench[peak + cmp.lag, :3] - bias)),
+        "ft_force_at_peak_n": float(rec.force_change()[peak + cmp.lag]),
         "scale_calibration": calibration,
         "reference_estimator": dict(REFERENCE_ESTIMATOR),
         "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "unset"),
@@ -489,9 +481,9 @@ def plot_membrane(run: LibraryRun, fields: Dict[str, np.ndarray], rec: Recording
                   path: Path, scale: Optional[float] = None) -> Path:
     """Write |force sum| against |F − bias| over time (and × ``scale``), and the fields at ``peak``."""
     from matplotlib.figure import Figure
-    t = rec.t - rec.t[0]
-    f = rec.wrench[:, :3]
-    ft = np.linalg.norm(f - f[:30].mean(axis=0), axis=1)
+
+    from vsf_sensor_ros.demo.replay_analysis import finish_axes
+    t, ft = rec.t - rec.t[0], rec.force_change()
     lag = int(cmp.lag)
     shift = lag * np.median(np.diff(rec.t))
     fig = Figure(figsize=(14, 8), layout="constrained")
@@ -509,12 +501,8 @@ def plot_membrane(run: LibraryRun, fields: Dict[str, np.ndarray], rec: Recording
     ax.plot(t[have] - shift, np.linalg.norm(node[have].sum(axis=1), axis=1),
             color="tab:blue", ls=":", marker="x", ms=3, markevery=3,
             label="the same from membrane_force_node")
-    ax.set_xlabel("recording time t [s]")
-    ax.set_ylabel("force magnitude [N]")
-    ax.set_title(f"real poke: r = {cmp.correlation:.3f}, ratio at the F/T peak {cmp.ratio_at_peak:.2f}, "
-                 f"RMS {cmp.rms_error:.2f} N (no parameter fitted)", fontsize=10)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
+    finish_axes(ax, "force magnitude [N]", f"real poke: r = {cmp.correlation:.3f}, ratio at the F/T peak "
+                f"{cmp.ratio_at_peak:.2f}, RMS {cmp.rms_error:.2f} N (no parameter fitted)", "best")
     xy = run.mesh_points[:, :2] * 1e3
     panels = (("measured (camera)", fields["measured"][peak]), ("predicted (wrench at the camera's contact)",
               fields["predicted"][peak]), ("residual = measured - predicted", fields["residual"][peak]))

@@ -125,15 +125,21 @@ def localhost_env(domain_id: int, base: Optional[Mapping[str, str]] = None) -> D
     return env
 
 
+_ENV_KEYS = ("ROS_DOMAIN_ID", "ROS_STATIC_PEERS") + DISCOVERY_VARS   # what a lease sets in os.environ
+
+
+def _set_environ(values: Mapping[str, Optional[str]]) -> None:
+    for key, value in values.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
 def apply_localhost_env(domain_id: int) -> None:
     """Set :func:`localhost_env` in this process's ``os.environ`` (before ``rclpy.init()``)."""
     env = localhost_env(domain_id)
-    for key in ("ROS_DOMAIN_ID",) + DISCOVERY_VARS:
-        if key in env:
-            os.environ[key] = env[key]
-        else:
-            os.environ.pop(key, None)
-    os.environ.pop("ROS_STATIC_PEERS", None)
+    _set_environ({k: env.get(k) for k in _ENV_KEYS})
 
 
 @contextlib.contextmanager
@@ -144,18 +150,14 @@ def isolated_domain(sigterm: bool = True) -> Iterator[int]:
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
     previous = signal.signal(signal.SIGTERM, interrupt) if sigterm else None
-    saved = {k: os.environ.get(k) for k in ("ROS_DOMAIN_ID", "ROS_STATIC_PEERS") + DISCOVERY_VARS}
+    saved = {k: os.environ.get(k) for k in _ENV_KEYS}
     domain_id = free_domain_id()
     apply_localhost_env(domain_id)
     try:
         yield domain_id
     finally:
         release_domain_id(domain_id)
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        _set_environ(saved)
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 

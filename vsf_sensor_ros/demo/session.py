@@ -156,10 +156,7 @@ class NodeRun:
         self.cfg, self.domain_id, self.limit_s = cfg, domain_id, limit_s
         self.result = SessionResult({}, {}, TareResult(), 0.0)
         self.t0 = time.monotonic()
-        self._ctx: Any = None
-        self._node: Any = None
-        self._executor: Any = None
-        self.recorder: Any = None
+        self._ctx = self._node = self._executor = self.recorder = None     # open_ros sets them
         self._clients: Dict[str, Any] = {}
         self._stopped = False
 
@@ -272,8 +269,7 @@ class NodeRun:
         return tare
 
     def _pred_count(self, s: SensorInfo) -> int:
-        log = self.recorder.logs.get(f"/{s.name}/predicted")
-        return 0 if log is None else len(log)
+        return len(self.recorder.logs.get(f"/{s.name}/predicted", ()))
 
 
 class DemoSession(NodeRun):
@@ -331,9 +327,7 @@ class DemoSession(NodeRun):
             if now - last_refresh > 0.25:
                 self.recorder.refresh()
                 last_refresh = now
-            contacts = self.recorder.logs.get("/contacts")
-            if contacts is not None and len(contacts) > self.watch.seen:
-                self.watch.update(contacts.data)
+            self.watch.update(getattr(self.recorder.logs.get("/contacts"), "data", []))
             if self.result.tare.request_ns is None and tare_due(
                     self.watch.stamp_s, [self._pred_count(s) for s in self.cfg.sensors],
                     self.cfg.tare_samples, self.watch.touched):

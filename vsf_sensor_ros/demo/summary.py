@@ -72,9 +72,8 @@ DEFINITIONS = {
                             "measured - predicted per force axis (N), samples matched by header.stamp and "
                             "published after the tare answer (the tare removes the simulated zero offset); "
                             "samples, mean, rms and max_abs over those samples (after_tare) and over the "
-                            "ones "
-                            "whose contacts message has a bubble contact (in_contact); includes the measured "
-                            "stream's noise; null without a pad measured by Klampt's sensor",
+                            "ones whose contacts message has a bubble contact (in_contact); includes the "
+                            "measured stream's noise; null without a pad measured by Klampt's sensor",
     "pad_vs_klampt_native.sensor": "the pad compared",
     "pad_vs_klampt_native.units": "unit of mean, rms and max_abs",
     "pad_vs_klampt_native.after_tare": "every matched sample published after the tare answer",
@@ -114,12 +113,9 @@ def clear_outputs(out: Path, names: Sequence[str] = RUN_FILES) -> None:
 def series_for(session: SessionResult, s: SensorInfo) -> Tuple[Any, Any]:
     """``(predicted, measured)`` :class:`~vsf_sensor_ros.demo.analysis.Series` of a sensor (None: empty)."""
     from vsf_sensor_ros.demo.analysis import Series
-    pred_log = session.logs.get(f"/{s.name}/predicted")
-    meas_log = session.logs.get(f"/{s.name}/measured")
-    pred = Series.from_log(pred_log, s.kind) if pred_log is not None and len(pred_log) else None
-    meas = Series.from_log(meas_log, s.kind, measured=True, scale=s.measured_scale) \
-        if meas_log is not None and len(meas_log) else None
-    return pred, meas
+    pred, meas = (session.logs.get(f"/{s.name}/{k}") for k in ("predicted", "measured"))
+    return (Series.from_log(pred, s.kind) if pred else None,
+            Series.from_log(meas, s.kind, measured=True, scale=s.measured_scale) if meas else None)
 
 
 def tare_sim_time(response_ns: Optional[int], residuals: Sequence[Any]) -> Optional[float]:
@@ -184,15 +180,11 @@ def vs_mujoco(cfg: DemoConfig, series: Dict[str, Tuple[Any, Any]], tare_response
                                  "peak": None}
         first = first_index_by_stamp(meas.stamp_ns)
         touching = set(np.asarray(contact_stamp_ns, dtype=np.int64).tolist())
-        best = None
-        for i, st in enumerate(pred.stamp_ns.tolist()):
-            j = first.get(st)
-            early = tare_response_ns is not None and pred.event_ns[i] <= tare_response_ns
-            if j is None or st not in touching or early:
-                continue
-            m, p = np.asarray(meas.values[j], dtype=np.float64), np.asarray(pred.values[i], dtype=np.float64)
-            if m.shape == p.shape and (best is None or np.linalg.norm(m) > np.linalg.norm(best[0])):
-                best = (m, p, st)
+        late = [(np.asarray(meas.values[first[st]], float), np.asarray(pred.values[i], float), st)
+                for i, st in enumerate(pred.stamp_ns.tolist()) if st in first and st in touching
+                and (tare_response_ns is None or pred.event_ns[i] > tare_response_ns)]
+        best = max((c for c in late if c[0].shape == c[1].shape), key=lambda c: np.linalg.norm(c[0]),
+                   default=None)
         if best is not None and np.linalg.norm(best[0]) > 0.0:
             m, p, st = best
             entry["peak"] = {"sim_time_s": st * 1e-9, "measured": dict(zip(names, m.tolist())),
@@ -276,53 +268,45 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
         return (series_.stamp_ns - t_origin) * 1e-9
 
     written: List[Path] = []
-    pressure_done = dense_done = False
+    done = set()      # one pressure.png, one force_field.png: the first such sensor's
     for s in cfg.sensors:
         pred, meas = series[s.name]
         if pred is None:
             continue
         source = measured_label(s.measured_source)
         codec = s.codec
-        if codec.membrane_reading and not codec.per_vertex and not pressure_done:
-            pressure_done = True
-            tm = t(meas) if meas is not None else np.zeros(0)
+        figure = "force_field" if codec.per_vertex else "pressure" if codec.membrane_reading else None
+        if figure == "pressure" and figure not in done:
             pm = np.array([v[0] for v in meas.values]) if meas is not None else np.zeros(0)
-            fig = pressure_figure(tm, pm, t(pred), np.array([v[0] for v in pred.values]), tare_t, span,
+            fig = pressure_figure(t(meas) if meas is not None else np.zeros(0), pm, t(pred),
+                                  np.array([v[0] for v in pred.values]), tare_t, span,
                                   title=f"{s.name}: predicted vs measured ({cfg.world} world)\n"
                                         f"measured = {source}", measured_label=f"measured ({source})")
             written.append(save_png(fig, cfg.out / "pressure.png"))
-        elif codec.per_vertex and not dense_done:
-            dense_done = True
-            log = session.logs[f"/{s.name}/predicted"]
-            totals = np.array([np.abs(v).sum() for v in pred.values])
-            k = int(np.argmax(totals))
-            msg = log.decode([k])[0]
-            xyz = cloud_fields(msg, ("x", "y", "z"))
+        elif figure == "force_field" and figure not in done:
+            k = int(np.argmax([np.abs(v).sum() for v in pred.values]))
+            msg = session.logs[f"/{s.name}/predicted"].decode([k])[0]
             f_pred = pred.values[k].reshape(-1, 3)
-            f_meas = None
-            if meas is not None:
-                j = np.flatnonzero(meas.stamp_ns == pred.stamp_ns[k])
-                if j.size and meas.values[j[0]].size == f_pred.size:
-                    f_meas = meas.values[j[0]].reshape(-1, 3)
+            j = [] if meas is None else np.flatnonzero(meas.stamp_ns == pred.stamp_ns[k])
+            f_meas = meas.values[j[0]].reshape(-1, 3) if len(j) and meas.values[j[0]].size == f_pred.size \
+                else None
             written.append(plot_force_field(
-                xyz, f_pred, cfg.out / "force_field.png", f_meas, frame=msg.header.frame_id,
-                title=f"{s.name} at peak contact, sim t={(pred.stamp_ns[k] - t_origin) * 1e-9:.2f} s",
-                measured_label=f"measured ({source})"))
+                cloud_fields(msg, ("x", "y", "z")), f_pred, cfg.out / "force_field.png", f_meas,
+                frame=msg.header.frame_id, measured_label=f"measured ({source})",
+                title=f"{s.name} at peak contact, sim t={(pred.stamp_ns[k] - t_origin) * 1e-9:.2f} s"))
         else:
-            labels = None if codec.axes is None else list(codec.axes)
-            p = np.stack(pred.values)
-            if labels is None:  # a second dense sensor: plot its total force per axis
-                p = p.reshape(len(p), -1, 3).sum(axis=1)
-                labels = ["Σfx", "Σfy", "Σfz"]
-                m = None if meas is None else \
-                    np.stack(meas.values).reshape(len(meas.values), -1, 3).sum(axis=1)
-            else:
-                m = None if meas is None else np.stack(meas.values)
-            fig = components_figure(None if meas is None else t(meas), m, t(pred), p, labels, tare_t, span,
+            def stack(x: Any) -> Optional[np.ndarray]:
+                # a second dense sensor: its total force per axis
+                v = None if x is None else np.stack(x.values)
+                return v if v is None or codec.axes is not None else v.reshape(len(v), -1, 3).sum(axis=1)
+            labels = ["Σfx", "Σfy", "Σfz"] if codec.axes is None else list(codec.axes)
+            fig = components_figure(None if meas is None else t(meas), stack(meas), t(pred), stack(pred),
+                                    labels, tare_t, span,
                                     title=f"{s.name} ({s.type_name}); measured = {source}", unit=codec.unit,
                                     measured_label="measured (synthetic)"
                                     if s.measured_source == SOURCE_SYNTHETIC else "measured")
             written.append(save_png(fig, cfg.out / f"{s.name}.png"))
+        done.add(figure)
     return written
 
 
