@@ -231,14 +231,15 @@ class StampPairer(Generic[P, M]):
             return f"measured stamps are {abs(gap) * 1e-9:.2g} s {side} contacts stamps: different clocks?"
         if self._unpaired_run < UNPAIRED_RUN:
             return None
-        if self._meas.dropped_gap is not None:
+        older, newer = self._meas.dropped_gap, self._pred.dropped_gap
+        if older is not None:
             kept = self._pred.stamps
-            return (f"measured stamps are {abs(self._meas.dropped_gap) * 1e-9:.2g} s behind contacts stamps, older "
+            return (f"measured stamps are {abs(older) * 1e-9:.2g} s behind contacts stamps, older "
                     f"than the {len(kept)} predictions kept ({_span_s(kept):.2g} s of them): raise "
                     "alignment_buffer_size")
-        if self._pred.dropped_gap is not None:
+        if newer is not None:
             kept = self._meas.stamps
-            return (f"measured stamps are {self._pred.dropped_gap * 1e-9:.2g} s ahead of contacts stamps, newer "
+            return (f"measured stamps are {newer * 1e-9:.2g} s ahead of contacts stamps, newer "
                     f"than the {len(kept)} measurements kept can wait for ({_span_s(kept):.2g} s of them): "
                     "raise alignment_buffer_size")
         return None
