@@ -47,8 +47,7 @@ def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) ->
     tried: List[Path] = []
     base = Path(base_dir).resolve() if base_dir is not None else None
     if uri.startswith("package://"):
-        rest = uri[len("package://"):]
-        pkg, _, rel = rest.partition("/")
+        pkg, _, rel = uri[len("package://"):].partition("/")
         if not pkg or not rel:
             raise InputError(f"malformed package URI {uri!r}", "uri", uri, "malformed")
         try:
@@ -69,10 +68,7 @@ def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) ->
             raise InputError(f"cannot resolve {uri!r}: package {pkg!r} not found and no base_dir given",
                              "uri", uri, "needs_base_dir")
     else:
-        if uri[:5].lower() == "file:":
-            p = file_uri_path(uri)
-        else:
-            p = Path(uri).expanduser()
+        p = file_uri_path(uri) if uri[:5].lower() == "file:" else Path(uri).expanduser()
         if p.is_absolute():
             tried.append(p)
         elif base is not None:

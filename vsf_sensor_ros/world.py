@@ -80,10 +80,14 @@ def _primitive_pieces(pieces: Dict[str, ET.Element], tmp: Path) -> Dict[str, tri
         if g.empty() or g.type() != "TriangleMesh" or len(g.getTriangleMesh().indices) == 0:
             raise UrdfError(f"{what} gives no triangles (Klampt made {'nothing' if g.empty() else g.type()} "
                             f"of it)", "no_triangles", what)
-        tm = g.getTriangleMesh()
-        out[what] = trimesh.Trimesh(np.array(tm.vertices, dtype=np.float64).reshape(-1, 3),
-                                    np.array(tm.indices, dtype=np.int64).reshape(-1, 3), process=False)
+        out[what] = _klampt_trimesh(g.getTriangleMesh())
     return out
+
+
+def _klampt_trimesh(tm: klampt.TriangleMesh) -> trimesh.Trimesh:
+    """A copy of a Klampt ``TriangleMesh`` as a ``trimesh.Trimesh`` (float64 m, int64 faces, order kept)."""
+    return trimesh.Trimesh(np.array(tm.vertices, dtype=np.float64).reshape(-1, 3),
+                           np.array(tm.indices, dtype=np.int64).reshape(-1, 3), process=False)
 
 
 def _link_meshes(root: ET.Element, base_dir: Optional[Union[str, os.PathLike]],
@@ -248,10 +252,9 @@ class World:
         m = load_mesh(mesh, base_dir)
         obj = self.klampt_world.makeRigidObject(name)
         obj.geometry().setTriangleMesh(trimesh_to_klampt(m))
-        if parent_link is None:
-            self._attached[name] = _Attached(name, obj, m, None, None, T.copy())
-        else:
-            self._attached[name] = _Attached(name, obj, m, parent_link, T, np.eye(4))
+        free = parent_link is None
+        self._attached[name] = _Attached(name, obj, m, parent_link, None if free else T,
+                                         T.copy() if free else np.eye(4))
         self._rebuild_body_table()
 
     def _rebuild_body_table(self) -> None:
@@ -406,12 +409,9 @@ class World:
         """``{name: (4, 4) tensor}`` body -> world (m) of ``dtype`` / ``device`` for ``SimState``, fresh each
         call: every body in :attr:`body_names` order, or only ``names``.  ValueError: an unknown name."""
         self.update(names)
-        if names is None:
-            T = torch.from_numpy(self._T.copy()).to(dtype=dtype, device=device)
-            return dict(zip(self.body_names, T.unbind(0)))
-        rows = [self._index[n] for n in names]
-        T = torch.from_numpy(self._T[rows]).to(dtype=dtype, device=device)
-        return dict(zip(names, T.unbind(0)))
+        rows = self._T.copy() if names is None else self._T[[self._index[n] for n in names]]   # fresh copies
+        T = torch.from_numpy(rows).to(dtype=dtype, device=device)
+        return dict(zip(self.body_names if names is None else names, T.unbind(0)))
 
     def body_transform(self, name: str) -> np.ndarray:
         """Body -> world transform of one body, float64 ``(4, 4)`` copy; ValueError for an unknown body."""
@@ -439,10 +439,7 @@ class World:
         if name in self._frames:
             return None
         g = self._links[self.link_names.index(name)].geometry()
-        if g.empty() or g.type() != "TriangleMesh":
-            return None
-        tm = g.getTriangleMesh()
-        return trimesh.Trimesh(np.array(tm.vertices), np.array(tm.indices), process=False)
+        return None if g.empty() or g.type() != "TriangleMesh" else _klampt_trimesh(g.getTriangleMesh())
 
     def body_parent(self, name: str) -> Optional[str]:
         """Parent of an attached body (None for a free body or a link); ValueError for an unknown body."""

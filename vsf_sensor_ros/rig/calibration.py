@@ -312,9 +312,7 @@ def effective_offset(calibration: Dict[str, Any], key: str) -> Optional[np.ndarr
     if key not in calibration:
         return None
     off = _array(calibration[key])
-    if "tare_sim_avg" in calibration:
-        off = off - _array(calibration["tare_sim_avg"])
-    return off
+    return off - _array(calibration["tare_sim_avg"]) if "tare_sim_avg" in calibration else off
 
 
 def format_offset(calibration: Dict[str, Any], key: str, unit: str, names: Sequence[str]) -> str:
@@ -330,17 +328,12 @@ def format_offset(calibration: Dict[str, Any], key: str, unit: str, names: Seque
 
 def calibration_to_yaml(calibration: Dict[str, Any]) -> Dict[str, Any]:
     """Calibration dict -> plain lists/floats for YAML."""
-    out: Dict[str, Any] = {}
-    for k, v in calibration.items():
-        if hasattr(v, "detach"):
-            v = v.detach().cpu().numpy()
-        if isinstance(v, np.ndarray):
-            out[k] = [float(x) for x in v.reshape(-1)]
-        elif isinstance(v, (np.floating, np.integer)):
-            out[k] = v.item()
-        else:
-            out[k] = v
-    return out
+    def plain(v: Any) -> Any:
+        if hasattr(v, "detach") or isinstance(v, np.ndarray):
+            return _array(v).tolist()
+        return v.item() if isinstance(v, (np.floating, np.integer)) else v
+
+    return {k: plain(v) for k, v in calibration.items()}
 
 
 def calibration_from_yaml(entry: Dict[str, Any]) -> Dict[str, Any]:

@@ -55,30 +55,12 @@ def with_implied_pairs(decoded: DecodedContacts,
     return dataclasses.replace(decoded, contacts=contacts, rows=rows, implied=frozenset(implied))
 
 
-def _contact_state_extras() -> List[Tuple[str, Any]]:
-    """``(name, default factory)`` of ``ContactState`` fields beyond points/forces/elems1/elems2."""
-    out = []
-    for f in dataclasses.fields(ContactState):   # any field added later keeps its default
-        if f.name in ("points", "forces", "elems1", "elems2"):
-            continue
-        if f.default is not dataclasses.MISSING:
-            out.append((f.name, lambda d=f.default: d))
-        elif f.default_factory is not dataclasses.MISSING:
-            out.append((f.name, f.default_factory))
-    return out
-
-
-_CONTACT_STATE_EXTRAS = _contact_state_extras()
-
-
 def trusted_contact_state(points: torch.Tensor, forces: torch.Tensor, elems1: Optional[torch.Tensor],
                           elems2: Optional[torch.Tensor]) -> ContactState:
     """``ContactState`` without re-running its validation: the decoder checked the whole message at once,
     and re-checking per pair costs more than the decode at 1 kHz."""
     c = ContactState.__new__(ContactState)
     c.points, c.forces, c.elems1, c.elems2 = points, forces, elems1, elems2
-    for name, make in _CONTACT_STATE_EXTRAS:
-        setattr(c, name, make())
     return c
 
 
@@ -101,9 +83,7 @@ def jacobian_message_columns(cols: np.ndarray, pairs: Sequence[Tuple[str, str]],
                              pair_rows: Dict[Tuple[str, str], np.ndarray]) -> np.ndarray:
     """``(nnz,)`` int64 library columns ``3·c + k`` of a ``SparseJacobian`` as ``3·r + k``, ``r`` the message
     row (``pair_rows``: ``DecodedContacts.rows``); ValueError: a pair's count disagrees with its rows."""
-    if len(pairs) == 0:
-        return np.zeros(0, dtype=np.int64)
-    parts = []
+    parts = [np.zeros(0, dtype=np.int64)]
     for p, pair in enumerate(pairs):
         rows = pair_rows.get(tuple(pair))
         n = offsets[p + 1] - offsets[p]
@@ -111,7 +91,7 @@ def jacobian_message_columns(cols: np.ndarray, pairs: Sequence[Tuple[str, str]],
             raise ValueError(f"pair {pair} has {n} contacts but {None if rows is None else len(rows)} "
                              "message rows")
         parts.append(np.asarray(rows, dtype=np.int64))
-    lookup = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    lookup = np.concatenate(parts)
     cols = np.array(cols, dtype=np.int64)
     n = len(lookup)
     if n and lookup[0] == 0 and lookup[-1] == n - 1 and bool((np.diff(lookup) == 1).all()) \

@@ -84,9 +84,7 @@ def sensor_health(now: float, started: float, timeout: float, inputs: SensorInpu
     if stale and not problems:
         problems.append("no prediction yet" if inputs.last_prediction is None else
                         f"no prediction for {now - inputs.last_prediction:.0f} s")
-    if inputs.failing:
-        return ERROR, problems
-    return (WARN if problems else OK), problems
+    return (ERROR if inputs.failing else WARN if problems else OK), problems
 
 
 # Pressure units a reading may be in, with the measured_scale that converts each to Pa
@@ -103,10 +101,9 @@ def pressure_unit_problem(raw: float, scale: float, low: float, high: float,
         return None
     text = (f"measured pressure {pa:.6g} Pa (reading {raw:.6g} x {scale_parameter} {scale:g}) is not a "
             f"plausible absolute pressure ({low:g}..{high:g} Pa)")
-    fits = [(unit, factor) for unit, factor in PRESSURE_UNITS if low <= raw * factor <= high]
-    if fits:
-        unit, factor = fits[0]
-        return f"{text}; it looks like {unit}: set {scale_parameter}: {factor!r}"
+    for unit, factor in PRESSURE_UNITS:
+        if low <= raw * factor <= high:
+            return f"{text}; it looks like {unit}: set {scale_parameter}: {factor!r}"
     return f"{text}; no common pressure unit (Pa, hPa, kPa, bar, psi) fits it"
 
 

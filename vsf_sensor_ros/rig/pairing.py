@@ -77,13 +77,18 @@ class Pair(Generic[P, M]):
 
 
 class _Queue(Generic[P]):
-    """Items sorted by stamp, at most ``capacity`` (oldest stamp dropped first)."""
+    """Items sorted by stamp, at most ``capacity`` (oldest stamp dropped first); ``last`` the latest offered
+    stamp, ``fresh`` offered since the other stream's last offer, ``dropped_gap`` the gap (measured minus
+    contacts stamp, ns) of the latest unpaired offer whose partner was dropped."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.stamps: List[int] = []
         self.items: List[P] = []
         self.period = PeriodEstimate()
+        self.last: Optional[int] = None
+        self.fresh = False
+        self.dropped_gap: Optional[int] = None
 
     def insert(self, stamp_ns: int, item: P) -> None:
         i = bisect.bisect_right(self.stamps, stamp_ns)
@@ -96,9 +101,11 @@ class _Queue(Generic[P]):
         return self.stamps.pop(i), self.items.pop(i)
 
     def clear(self) -> None:
+        """Drop the items, the period and ``fresh`` (``last`` is kept)."""
         self.stamps.clear()
         self.items.clear()
         self.period.clear()
+        self.fresh = False
 
 
 def _older_than_kept(stamp_ns: int, queue: "_Queue", tolerance_ns: int) -> bool:
@@ -123,17 +130,10 @@ class StampPairer(Generic[P, M]):
         self._pred: _Queue[P] = _Queue(capacity)
         self._meas: _Queue[M] = _Queue(capacity)
         self.tolerance_ns = tolerance_ns
-        self._last_measured: Optional[int] = None
-        self._last_predicted: Optional[int] = None
-        # offered since the other stream's last offer: the streams are arriving together
-        self._pred_since_meas = False
-        self._meas_since_pred = False
-        # the clock diagnosis (offset_hint): the latest unpaired gap (measured - contacts stamp, ns), the
-        # run of unpaired offers, the gaps of unpaired offers whose partner was dropped
+        # the clock diagnosis (offset_hint): the latest unpaired gap (measured - contacts stamp, ns) and the
+        # run of unpaired offers
         self._unpaired_gap: Optional[int] = None
         self._unpaired_run = 0
-        self._older_gap: Optional[int] = None
-        self._newer_gap: Optional[int] = None
         self.zero_stamps: Dict[str, int] = {"predicted": 0, "measured": 0}
 
     @property
@@ -167,71 +167,56 @@ class StampPairer(Generic[P, M]):
 
     def add_prediction(self, stamp_ns: int, item: P) -> Optional[Pair[P, M]]:
         """Offer a prediction; the pair it completes, else None (queued, or counted as a zero stamp)."""
-        if stamp_ns == 0:
-            self.zero_stamps["predicted"] += 1
-            return None
-        self._pred.period.observe(stamp_ns)
-        interleaved, self._meas_since_pred, self._pred_since_meas = self._meas_since_pred, False, True
-        self._last_predicted = stamp_ns
-        tolerance = self.effective_tolerance_ns()
-        m = nearest_within(self._meas.stamps, stamp_ns, tolerance)
-        if m is not None:
-            mstamp, meas = self._meas.pop(m)
-            self._paired()
-            return Pair(stamp_ns, mstamp, item, meas)
-        if interleaved and self._last_measured is not None:
-            self._newer_gap = self._unpaired(self._last_measured - stamp_ns, stamp_ns, self._meas, tolerance)
-        self._pred.insert(stamp_ns, item)
-        return None
-
-    def _unpaired(self, gap_ns: int, stamp_ns: int, other: _Queue, tolerance_ns: int) -> Optional[int]:
-        """Record an unpaired offer (``gap_ns``: measured minus contacts stamp); the gap again when its
-        partner was dropped from ``other``, else None."""
-        self._unpaired_gap = gap_ns
-        self._unpaired_run += 1
-        return gap_ns if _older_than_kept(stamp_ns, other, tolerance_ns) else None
-
-    def _paired(self) -> None:
-        self._unpaired_gap = None
-        self._unpaired_run = 0
-        self._older_gap = self._newer_gap = None
+        return self._offer(stamp_ns, item, measured=False)
 
     def add_measurement(self, stamp_ns: int, item: M) -> Optional[Pair[P, M]]:
         """Offer a measurement; the pair it completes, else None (queued, or counted as a zero stamp).
         Call :meth:`measurement_went_back` first to detect a restarted source."""
+        return self._offer(stamp_ns, item, measured=True)
+
+    def _offer(self, stamp_ns: int, item: Any, measured: bool) -> Optional[Pair[P, M]]:
+        mine, other = (self._meas, self._pred) if measured else (self._pred, self._meas)
         if stamp_ns == 0:
-            self.zero_stamps["measured"] += 1
+            self.zero_stamps["measured" if measured else "predicted"] += 1
             return None
-        self._last_measured = stamp_ns
-        self._meas.period.observe(stamp_ns)
-        interleaved, self._pred_since_meas, self._meas_since_pred = self._pred_since_meas, False, True
+        mine.period.observe(stamp_ns)
+        # both streams arriving together: only then is an unpaired offer a clock diagnosis
+        interleaved, other.fresh, mine.fresh, mine.last = other.fresh, False, True, stamp_ns
         tolerance = self.effective_tolerance_ns()
-        p = nearest_within(self._pred.stamps, stamp_ns, tolerance)
-        if p is not None:
-            pstamp, pred = self._pred.pop(p)
+        j = nearest_within(other.stamps, stamp_ns, tolerance)
+        if j is not None:
+            other_stamp, other_item = other.pop(j)
             self._paired()
-            return Pair(pstamp, stamp_ns, pred, item)
-        if interleaved and self._last_predicted is not None:
-            self._older_gap = self._unpaired(stamp_ns - self._last_predicted, stamp_ns, self._pred, tolerance)
-        self._meas.insert(stamp_ns, item)
+            if measured:
+                return Pair(other_stamp, stamp_ns, other_item, item)
+            return Pair(stamp_ns, other_stamp, item, other_item)
+        if interleaved and other.last is not None:
+            self._unpaired_gap = stamp_ns - other.last if measured else other.last - stamp_ns
+            self._unpaired_run += 1
+            mine.dropped_gap = self._unpaired_gap if _older_than_kept(stamp_ns, other, tolerance) else None
+        mine.insert(stamp_ns, item)
         return None
+
+    def _paired(self) -> None:
+        self._unpaired_gap = None
+        self._unpaired_run = 0
+        self._pred.dropped_gap = self._meas.dropped_gap = None
 
     def measurement_went_back(self, stamp_ns: int) -> bool:
         """True when ``stamp_ns`` (not 0) is earlier than the previous measurement's (a restart)."""
-        return stamp_ns != 0 and self._last_measured is not None and stamp_ns < self._last_measured
+        last = self._meas.last
+        return stamp_ns != 0 and last is not None and stamp_ns < last
 
     def clear_measurements(self) -> None:
         """Drop the unmatched measurements and the clock diagnosis (the last measured stamp is kept)."""
         self._meas.clear()
-        self._meas_since_pred = False
         self._paired()
 
     def clear(self) -> None:
         """Drop everything but the ``zero_stamps`` counts."""
         self._pred.clear()
         self._meas.clear()
-        self._last_measured = self._last_predicted = None
-        self._pred_since_meas = self._meas_since_pred = False
+        self._pred.last = self._meas.last = None
         self._paired()
 
     def offset_hint(self) -> Optional[str]:
@@ -246,14 +231,15 @@ class StampPairer(Generic[P, M]):
             return f"measured stamps are {abs(gap) * 1e-9:.2g} s {side} contacts stamps: different clocks?"
         if self._unpaired_run < UNPAIRED_RUN:
             return None
-        if self._older_gap is not None:
+        older, newer = self._meas.dropped_gap, self._pred.dropped_gap
+        if older is not None:
             kept = self._pred.stamps
-            return (f"measured stamps are {abs(self._older_gap) * 1e-9:.2g} s behind contacts stamps, older "
+            return (f"measured stamps are {abs(older) * 1e-9:.2g} s behind contacts stamps, older "
                     f"than the {len(kept)} predictions kept ({_span_s(kept):.2g} s of them): raise "
                     "alignment_buffer_size")
-        if self._newer_gap is not None:
+        if newer is not None:
             kept = self._meas.stamps
-            return (f"measured stamps are {self._newer_gap * 1e-9:.2g} s ahead of contacts stamps, newer "
+            return (f"measured stamps are {newer * 1e-9:.2g} s ahead of contacts stamps, newer "
                     f"than the {len(kept)} measurements kept can wait for ({_span_s(kept):.2g} s of them): "
                     "raise alignment_buffer_size")
         return None

@@ -32,14 +32,10 @@ class PairedSample:
     contact_free: bool
 
 
-def contact_buffer_size(buffer_size: int) -> int:
-    """Capacity of a sensor's paired-sample buffers: ``max(4 * alignment_buffer_size, 100)``."""
-    return max(4 * int(buffer_size), 100)
-
-
 def new_buffer(buffer_size: int) -> Deque[PairedSample]:
-    """An empty contact-sample buffer for ``alignment_buffer_size`` = ``buffer_size``."""
-    return deque(maxlen=contact_buffer_size(buffer_size))
+    """An empty contact-sample buffer for ``alignment_buffer_size`` = ``buffer_size``: room for
+    ``max(4 * buffer_size, 100)``."""
+    return deque(maxlen=max(4 * int(buffer_size), 100))
 
 
 @dataclass
@@ -154,44 +150,28 @@ class RigSensor:
         self.pairer.clear_measurements()
         self.pairs.clear()
         self.contact_pairs.clear()
-        self._restart_loop()
+        if self.contact_free_loop is not None:     # the automatic tare and pressure watch start afresh
+            self.contact_free_loop.restart()
 
     def clear_buffers(self) -> None:
         """Forget everything paired (after a stamp jump or a new ``measured_delay``)."""
         self.pairer.clear()
-        self.pairs.clear()
-        self.contact_pairs.clear()
-        self._restart_loop()
-
-    def _restart_loop(self) -> None:
-        """The automatic tare and pressure watch start afresh (their stamps or unit changed)."""
-        if self.contact_free_loop is not None:
-            self.contact_free_loop.restart()
+        self._clear_measured()
 
 
 def _signed_to_rows(jac: Any, decoded: Any) -> Any:
     """``jac`` with the entries of implied pairs and of ``decoded.flipped_rows`` negated (a new object)."""
     implied = getattr(decoded, "implied", frozenset())
     flipped = getattr(decoded, "flipped_rows", None)
-    signs = {}
-    for p, pair in enumerate(jac.pairs):
-        pair = tuple(pair)
+    sign = np.ones(int(jac.offsets[-1]))
+    for p, pair in enumerate(map(tuple, jac.pairs)):
         s = -1.0 if pair in implied else 1.0
-        if flipped is None:
-            if s < 0:
-                signs[p] = s
-            continue
-        per_row = np.where(flipped[decoded.rows[pair]], -s, s)
-        if (per_row < 0).any():
-            signs[p] = per_row
-    if not signs:
+        sign[int(jac.offsets[p]):int(jac.offsets[p + 1])] = \
+            s if flipped is None else np.where(flipped[decoded.rows[pair]], -s, s)
+    if (sign > 0).all():
         return jac
-    n = int(jac.offsets[-1])
-    sign = torch.ones(n, dtype=jac.values.dtype, device=jac.values.device)
-    for p, s in signs.items():
-        lo, hi = int(jac.offsets[p]), int(jac.offsets[p + 1])
-        sign[lo:hi] = torch.as_tensor(s, dtype=sign.dtype, device=sign.device)
-    return dataclasses.replace(jac, values=jac.values * sign[jac.cols // 3])
+    sign_t = torch.as_tensor(sign, dtype=jac.values.dtype, device=jac.values.device)
+    return dataclasses.replace(jac, values=jac.values * sign_t[jac.cols // 3])
 
 
 def check_predictions(results: Sequence[SensorResult]) -> Optional[Tuple[str, str]]:

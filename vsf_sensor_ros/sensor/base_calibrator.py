@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -174,7 +174,6 @@ class GainFit:
     fitted: np.ndarray
     rms_before: float
     rms_after: float
-    extra: Dict[str, Any] = field(default_factory=dict)
 
 
 class GainCalibrator(BaseCalibrator):
@@ -253,9 +252,7 @@ class GainCalibrator(BaseCalibrator):
             raw = np.stack([_vec(sensor.predict(states[i])) for i in contact])
         finally:
             sensor.set_calibration(previous)
-        x = raw
-        y = np.stack(ys) - (with_offset - raw)
-        fit = self._solve(sensor.name, x, y, prev_gain)
+        fit = self._solve(sensor.name, raw, np.stack(ys) - (with_offset - raw), prev_gain)
         sensor.set_calibration({**base, "gain": fit.gain})
         self.last_fit = fit
         return fit.samples
@@ -265,14 +262,10 @@ class GainCalibrator(BaseCalibrator):
         excitation = np.sqrt((x ** 2).mean(axis=0))
         if self.per_measurement:
             fitted = excitation > self.min_excitation
-            sxx, sxy = (x ** 2).sum(axis=0), (x * y).sum(axis=0)
-            dof = n - 1
-        else:
-            total = float(np.sqrt((x ** 2).mean()))
-            fitted = np.full(m, total > self.min_excitation)
-            sxx = np.full(m, (x ** 2).sum())
-            sxy = np.full(m, (x * y).sum())
-            dof = n * m - 1
+            sxx, sxy, dof = (x ** 2).sum(axis=0), (x * y).sum(axis=0), n - 1
+        else:           # one gain: every entry shares the sums
+            fitted = np.full(m, float(np.sqrt((x ** 2).mean())) > self.min_excitation)
+            sxx, sxy, dof = np.full(m, (x ** 2).sum()), np.full(m, (x * y).sum()), n * m - 1
         if not fitted.any():
             raise ValueError(f"GainCalibrator: sensor {name!r}: the predicted change is below "
                              f"min_excitation={self.min_excitation:g} over all {n} contact samples "
@@ -285,10 +278,7 @@ class GainCalibrator(BaseCalibrator):
             raise ValueError(f"GainCalibrator: sensor {name!r}: fitted gain {gain[i]:.4g} for entry {i} "
                              "is not positive: the measured change does not follow the predicted one")
         r = y - x * gain
-        if self.per_measurement:
-            ssr = (r ** 2).sum(axis=0)
-        else:
-            ssr = np.full(m, (r[:, fitted] ** 2).sum())
+        ssr = (r ** 2).sum(axis=0) if self.per_measurement else np.full(m, (r[:, fitted] ** 2).sum())
         rel = np.full(m, np.nan)
         rel[fitted] = np.sqrt(ssr[fitted] / max(dof, 1) / sxx[fitted]) / gain[fitted]
         worst = float(np.nanmax(rel))

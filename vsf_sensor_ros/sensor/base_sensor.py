@@ -34,12 +34,8 @@ class ContactState:
 
     def to(self, device) -> ContactState:
         """Return a copy on ``device`` (seed ``ContactState.to``); dtype kept."""
-        return ContactState(
-            self.points.to(device),
-            self.forces.to(device),
-            None if self.elems1 is None else self.elems1.to(device),
-            None if self.elems2 is None else self.elems2.to(device),
-        )
+        return ContactState(self.points.to(device), self.forces.to(device),
+                            *(None if e is None else e.to(device) for e in (self.elems1, self.elems2)))
 
 
 def _integral_elems(e: Any, label: str, points: Any) -> Optional[torch.Tensor]:
@@ -143,17 +139,15 @@ class SimState:
     def bodies_in_contact(self, name: str, reverse: bool = False) -> List[str]:
         """``b`` of the pairs ``(name, b)`` (``a`` of ``(a, name)`` when ``reverse``), in insertion order;
         ValueError when ``name`` has no transform."""
-        self._check_body(name)
-        if reverse:
-            return [a for (a, b) in self.contacts if b == name]
-        return [b for (a, b) in self.contacts if a == name]
+        return [pair[not reverse] for pair, _ in self._pairs_on(name, reverse)]
 
     def contact_states_on_body(self, name: str, reverse: bool = False) -> List[ContactState]:
         """``ContactState`` objects in the order of ``bodies_in_contact``; ValueError for an unknown body."""
+        return [c for _, c in self._pairs_on(name, reverse)]
+
+    def _pairs_on(self, name: str, reverse: bool) -> List[Tuple[Tuple[str, str], ContactState]]:
         self._check_body(name)
-        if reverse:
-            return [c for (a, b), c in self.contacts.items() if b == name]
-        return [c for (a, b), c in self.contacts.items() if a == name]
+        return [(pair, c) for pair, c in self.contacts.items() if pair[bool(reverse)] == name]
 
     def contacts_on_body(self, name: str, local: bool = True) -> Tuple[torch.Tensor, torch.Tensor]:
         """``(points, forces)`` ``(N, 3)`` of every contact on ``name`` (``bodies_in_contact`` order), body
@@ -164,12 +158,9 @@ class SimState:
             raise ValueError(f"body {name!r}: transform must be a (4, 4) torch.Tensor, got "
                              f"{type(T).__name__} (convert with torch.as_tensor)")
         states = self.contact_states_on_body(name)
-        if states:
-            pts = torch.cat([c.points for c in states])
-            frc = torch.cat([c.forces for c in states])
-        else:
-            pts = torch.empty(0, 3, device=self.device, dtype=self.dtype)
-            frc = torch.empty(0, 3, device=self.device, dtype=self.dtype)
+        empty = torch.empty(0, 3, device=self.device, dtype=self.dtype)
+        pts = torch.cat([c.points for c in states]) if states else empty
+        frc = torch.cat([c.forces for c in states]) if states else empty
         if local:
             T = T.to(device=pts.device, dtype=pts.dtype)
             R, t = T[:3, :3], T[:3, 3]
@@ -181,16 +172,14 @@ class SimState:
     @property
     def device(self) -> torch.device:
         """Device of the first body transform (CPU when there is none)."""
-        if not self.body_transforms:
-            return torch.device("cpu")
-        return next(iter(self.body_transforms.values())).device
+        first = next(iter(self.body_transforms.values()), None)
+        return torch.device("cpu") if first is None else first.device
 
     @property
     def dtype(self) -> torch.dtype:
         """Dtype of the first body transform (float32 when there is none, as the seed)."""
-        if not self.body_transforms:
-            return torch.float32
-        return next(iter(self.body_transforms.values())).dtype
+        first = next(iter(self.body_transforms.values()), None)
+        return torch.float32 if first is None else first.dtype
 
 
 def with_reverse_pairs(contacts: Mapping[Tuple[str, str], ContactState]
@@ -383,13 +372,8 @@ class SparseJacobian:
 
     def to_pair_dict(self) -> Dict[Pair, torch.Tensor]:
         """Seed-form dense dict ``{pair: Tensor[#meas, N_pair, 3]}``."""
-        dense = self.to_dense()
-        m = self.shape[0]
-        return {
-            pair: dense[:, 3 * self.offsets[p]:3 * self.offsets[p + 1]].reshape(
-                m, self.offsets[p + 1] - self.offsets[p], 3)
-            for p, pair in enumerate(self.pairs)
-        }
+        dense = self.to_dense().reshape(self.shape[0], self.shape[1] // 3, 3)
+        return {pair: dense[:, self.offsets[p]:self.offsets[p + 1]] for p, pair in enumerate(self.pairs)}
 
     def nbytes(self) -> int:
         """Bytes held by ``rows``, ``cols`` and ``values``."""
@@ -401,7 +385,8 @@ def sparse_from_pair_dict(jac: Dict[Pair, torch.Tensor], pairs: Sequence[Pair],
                           device: torch.device) -> SparseJacobian:
     """A :class:`SparseJacobian` (nonzeros only) from a seed-form dense dict ``{pair: (#meas, N, 3)}``."""
     offsets = [0]
-    rows, cols, vals = [], [], []
+    empty_i = torch.zeros(0, dtype=torch.int64, device=device)
+    rows, cols, vals = [empty_i], [empty_i], [torch.zeros(0, dtype=dtype, device=device)]
     for pair in pairs:
         J = jac[pair]
         n = J.shape[1]
@@ -411,15 +396,8 @@ def sparse_from_pair_dict(jac: Dict[Pair, torch.Tensor], pairs: Sequence[Pair],
         cols.append(c + 3 * offsets[-1])
         vals.append(flat[r, c])
         offsets.append(offsets[-1] + n)
-    empty_i = torch.zeros(0, dtype=torch.int64, device=device)
-    return SparseJacobian(
-        rows=torch.cat(rows) if rows else empty_i,
-        cols=torch.cat(cols) if cols else empty_i.clone(),
-        values=torch.cat(vals) if vals else torch.zeros(0, dtype=dtype, device=device),
-        shape=(num_measurements, 3 * offsets[-1]),
-        pairs=list(pairs),
-        offsets=offsets,
-    )
+    return SparseJacobian(torch.cat(rows), torch.cat(cols), torch.cat(vals),
+                          (num_measurements, 3 * offsets[-1]), list(pairs), offsets)
 
 
 class BaseSensor:

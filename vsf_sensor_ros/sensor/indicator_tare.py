@@ -2,13 +2,14 @@
 entry, a 0/1 contact indicator, keeps offset 0 (a zero error does not make a sensor detect contact)."""
 from __future__ import annotations
 
+import itertools
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
 
 from ._punyo_common import parse_tare
-from .base_sensor import BaseSensor, Pair, SimState, SparseJacobian, rigid_transform
+from .base_sensor import BaseSensor, Pair, SimState, rigid_transform
 
 
 class IndicatorTareMixin(BaseSensor):
@@ -34,10 +35,7 @@ class IndicatorTareMixin(BaseSensor):
 
     @staticmethod
     def _pairs_offsets(state: SimState, pairs: List[Pair]) -> List[int]:
-        offsets = [0]
-        for pair in pairs:
-            offsets.append(offsets[-1] + len(state.contacts[pair]))
-        return offsets
+        return list(itertools.accumulate((len(state.contacts[pair]) for pair in pairs), initial=0))
 
     def _jacobian_all(self, state: SimState) -> Tuple[torch.Tensor, List[Pair], List[int]]:
         raise NotImplementedError
@@ -47,14 +45,6 @@ class IndicatorTareMixin(BaseSensor):
         ``predict``."""
         J, pairs, offsets = self._jacobian_all(state)
         return {pair: J[:, offsets[p]:offsets[p + 1]] for p, pair in enumerate(pairs)}
-
-    def sparse_force_jacobian(self, state: SimState) -> SparseJacobian:
-        """COO Jacobian (nonzeros only) over the contacts of ``contact_bodies(state)``."""
-        J, pairs, offsets = self._jacobian_all(state)
-        flat = J.reshape(J.shape[0], -1)
-        rows, cols = flat.nonzero(as_tuple=True)
-        return SparseJacobian(rows=rows, cols=cols, values=flat[rows, cols], shape=tuple(flat.shape),
-                              pairs=pairs, offsets=offsets)
 
     def _init_tare(self) -> None:
         self._calib: Dict[str, np.ndarray] = {}

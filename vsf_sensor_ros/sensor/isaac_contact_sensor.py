@@ -344,14 +344,6 @@ class ContactSensorInterface:
         self._get(handle)
         del self._sensors[handle]
 
-    def get_sensor(self, handle: int) -> IsaacContactSensor:
-        """The sensor object behind ``handle``."""
-        return self._get(handle)
-
-    def handles(self) -> List[int]:
-        """All handles, in creation order."""
-        return list(self._sensors)
-
     def get_sensors_on_body(self, body_name: str) -> List[int]:
         """Handles of the sensors on ``body_name`` in creation order (empty when none)."""
         return [h for h, s in self._sensors.items() if s.attachModelName == body_name]

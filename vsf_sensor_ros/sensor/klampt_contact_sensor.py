@@ -75,11 +75,8 @@ def _parse_string(name: str, text: str) -> Any:
             raise _SettingError(name, text, f"expected {_FLAGS[name]} flag(s), each 0 or 1")
         return [tok == "1" for tok in tokens]
     if name == "Tsensor":
-        vals = _parse_numbers(name, text, 12)
-        T = np.eye(4)
-        T[:3, :3] = np.array(vals[:9]).reshape(3, 3)   # rows of R, as Klampt prints them
-        T[:3, 3] = vals[9:]
-        return T
+        vals = _parse_numbers(name, text, 12)       # rows of R, then t, as Klampt prints them
+        return np.vstack([np.c_[np.reshape(vals[:9], (3, 3)), vals[9:]], [0.0, 0.0, 0.0, 1.0]])
     return _parse_numbers(name, text, _NUMERIC[name][0])
 
 
@@ -107,13 +104,9 @@ def _normalise(name: str, value: Any) -> Any:
         return value.strip()
     if name == "Tsensor":
         try:
-            T = np.array(value, dtype=np.float64)
+            T = np.array(value, dtype=np.float64).reshape(4, 4)
         except (TypeError, ValueError):
             raise _SettingError(name, value, "expected a 4x4 matrix or 16 row-major numbers") from None
-        if T.size == 16:
-            T = T.reshape(4, 4)
-        if T.shape != (4, 4):
-            raise _SettingError(name, value, "expected a 4x4 matrix or 16 row-major numbers")
         if not np.isfinite(T).all():
             raise _SettingError(name, value, "non-finite entry")
         if not np.allclose(T[3], [0.0, 0.0, 0.0, 1.0], atol=1e-9, rtol=0):
@@ -149,8 +142,7 @@ def _format(name: str, value: Any) -> str:
     if name == "hasForce":
         return "".join("1 " if f else "0 " for f in value)   # Klampt's array macro: trailing space
     if name == "Tsensor":
-        rows = [" ".join(format_klampt_float(v) for v in value[i, :3]) for i in range(3)]
-        return "\n".join(rows + [" ".join(format_klampt_float(v) for v in value[:3, 3])])
+        return "\n".join(" ".join(map(format_klampt_float, row)) for row in (*value[:3, :3], value[:3, 3]))
     if isinstance(value, tuple):
         return " ".join(format_klampt_float(v) for v in value)
     return format_klampt_float(value)

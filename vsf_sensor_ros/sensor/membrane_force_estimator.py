@@ -12,6 +12,7 @@ from typing import Dict, Optional, Sequence, Union
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from scipy.linalg import block_diag
 from scipy.optimize import nnls
 
 from .camera_model import BrownConradyCamera
@@ -57,12 +58,8 @@ def _cv2():
 
 
 def _skew(v: np.ndarray) -> np.ndarray:
-    """``(..., 3)`` → ``(..., 3, 3)`` cross-product matrices ``[v]_×``."""
-    s = np.zeros(v.shape[:-1] + (3, 3))
-    s[..., 0, 1], s[..., 0, 2] = -v[..., 2], v[..., 1]
-    s[..., 1, 0], s[..., 1, 2] = v[..., 2], -v[..., 0]
-    s[..., 2, 0], s[..., 2, 1] = -v[..., 1], v[..., 0]
-    return s
+    """``(..., 3)`` → ``(..., 3, 3)`` cross-product matrices ``[v]_×`` (row ``j``: ``e_j × v``)."""
+    return np.cross(np.eye(3), v[..., None, :])
 
 
 def _blocks_to_csr(tri: np.ndarray, blocks: np.ndarray, n_vertices: int) -> sp.csr_matrix:
@@ -153,10 +150,11 @@ class MembraneModel:
             grad[:, k, 1] = (loc[:, m, 0] - loc[:, j, 0]) / (2.0 * area)
         self.area = area
 
-        # Pre-tension: nodal force of a unit stress component, r_a = A (N11 gx e1 + N22 gy e2 + N12 (...)).
-        unit = np.stack([grad[:, :, 0:1] * e1[:, None, :], grad[:, :, 1:2] * e2[:, None, :],
-                         grad[:, :, 1:2] * e1[:, None, :] + grad[:, :, 0:1] * e2[:, None, :]], axis=-1)
-        unit *= area[:, None, None, None]  # (T, 3 nodes, 3 xyz, 3 components)
+        # Strain of a nodal displacement per unit length, (T, 3 strain (11, 22, 12), 3 nodes, 3 xyz); it is
+        # also the nodal force of a unit stress per unit area: r_a = A (N11 gx e1 + N22 gy e2 + ...).
+        bm = np.stack([grad[:, :, 0:1] * e1[:, None, :], grad[:, :, 1:2] * e2[:, None, :],
+                       grad[:, :, 1:2] * e1[:, None, :] + grad[:, :, 0:1] * e2[:, None, :]], axis=1)
+        unit = area[:, None, None, None] * bm.transpose(0, 2, 3, 1)  # (T, 3 nodes, 3 xyz, 3 components)
         rows = (3 * tri[:, :, None, None] + np.arange(3)[None, None, :, None]).repeat(3, axis=3)
         cols = np.broadcast_to(3 * np.arange(len(tri))[:, None, None, None] + np.arange(3), rows.shape)
         C = sp.csr_matrix((unit.ravel(), (rows.ravel(), cols.ravel())), shape=(3 * n_v, 3 * len(tri)))
@@ -202,12 +200,8 @@ class MembraneModel:
             mu_t0 = self.mean_tension / (1.0 - jm3)
             dmat = mu_t0 * jm3 * np.array([[4.0, 2.0, 0.0], [2.0, 4.0, 0.0], [0.0, 0.0, 1.0]])
             self.material_tangent = dmat
-            bm = np.zeros((len(tri), 3, 3, 3))  # (T, strain, node, xyz)
-            bm[:, 0] = grad[:, :, 0:1] * e1[:, None, :]
-            bm[:, 1] = grad[:, :, 1:2] * e2[:, None, :]
-            bm[:, 2] = grad[:, :, 1:2] * e1[:, None, :] + grad[:, :, 0:1] * e2[:, None, :]
-            bm = bm.reshape(len(tri), 3, 9)
-            kmat = area[:, None, None] * np.einsum("tsa,sr,trb->tab", bm, dmat, bm)
+            b9 = bm.reshape(len(tri), 3, 9)
+            kmat = area[:, None, None] * np.einsum("tsa,sr,trb->tab", b9, dmat, b9)
             kblk = kblk + kmat.reshape(kblk.shape)
         else:
             self.material_tangent = np.zeros((3, 3))
@@ -499,8 +493,7 @@ class MembraneForceEstimator:
         dof = (3 * free[:, None] + np.arange(3)).ravel()
         lu = spla.splu(model.K[dof][:, dof].tocsc())
         nrm = model.normals[free]
-        push = np.zeros((3 * len(free), len(free)))
-        push[3 * np.arange(len(free))[:, None] + np.arange(3), np.arange(len(free))[:, None]] = -nrm
+        push = block_diag(*(-nrm[:, :, None]))  # (3F, F): column f pushes vertex f inwards
         u_push = lu.solve(push)  # (3F, F) displacement per unit inward push, m/N
         u_dp = lu.solve(model.g0[free].ravel())  # (3F,) per Pa
         w_push = np.einsum("fk,fkc->fc", nrm, u_push.reshape(len(free), 3, len(free)))
@@ -510,11 +503,7 @@ class MembraneForceEstimator:
         t1 = np.cross(nrm, helper)
         t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
         tang = np.stack([t1, np.cross(nrm, t1)], axis=1)  # (F, 2, 3)
-        tpush = np.zeros((3 * len(free), 2 * len(free)))
-        for k in range(2):
-            tpush[3 * np.arange(len(free))[:, None] + np.arange(3), 2 * np.arange(len(free))[:, None] + k] = \
-                tang[:, k]
-        u_tan = lu.solve(tpush)  # (3F, 2F) displacement per unit tangential push, m/N
+        u_tan = lu.solve(block_diag(*tang.transpose(0, 2, 1)))  # (3F, 2F) per unit tangential push, m/N
         # Tangential components (2F rows) of every response, and the normal one of tangential pushes.
         t_push = np.einsum("fjk,fkc->fjc", tang, u_push.reshape(len(free), 3, -1)).reshape(2 * len(free), -1)
         t_tan = np.einsum("fjk,fkc->fjc", tang, u_tan.reshape(len(free), 3, -1)).reshape(2 * len(free), -1)

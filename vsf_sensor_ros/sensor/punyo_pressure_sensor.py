@@ -32,12 +32,11 @@ class PunyoPressureSensor(BaseSensor):
         self.base_normal_local = base_normal_local       # validated by the property setter
         try:
             var = float(variance)
-        except (TypeError, ValueError) as exc:
-            raise SettingError(f"sensor {name!r}: variance must be a number (Pa^2), got {variance!r}",
-                               "variance", variance) from exc
+        except (TypeError, ValueError):
+            var = math.nan
         if not math.isfinite(var) or var < 0.0:
-            raise SettingError(f"sensor {name!r}: variance must be finite and >= 0 (Pa^2), got {variance!r}",
-                               "variance", variance)
+            raise SettingError(f"sensor {name!r}: variance must be a finite number >= 0 (Pa^2), got "
+                               f"{variance!r}", "variance", variance)
         self.variance: float = var
         self.base_area: Optional[float] = None
         self.object: Any = None
@@ -104,10 +103,8 @@ class PunyoPressureSensor(BaseSensor):
         pairs, states = self._contacts(state)
         R, _ = rigid_transform(state, self.attachModelName)
         offsets = contact_offsets(self.name, pairs, states, R.dtype, R.device)
-        if states:
-            forces = torch.cat([c.forces for c in states])
-        else:
-            forces = torch.zeros(0, 3, dtype=R.dtype, device=R.device)
+        forces = torch.cat([c.forces for c in states]) if states else torch.zeros(0, 3, dtype=R.dtype,
+                                                                                  device=R.device)
         n = torch.as_tensor(self._normal_np, dtype=R.dtype, device=R.device)
         return forces, -(R @ n) * (self.gain / self.base_area), pairs, offsets
 
@@ -128,12 +125,7 @@ class PunyoPressureSensor(BaseSensor):
             return None
         R, _, T = pose
         offsets = contact_offsets(self.name, pairs, states, T.dtype, T.device)
-        if len(states) == 1:
-            forces = states[0].forces.detach().numpy()
-        elif states:
-            forces = np.concatenate([c.forces.detach().numpy() for c in states])
-        else:
-            forces = np.zeros((0, 3), dtype=R.dtype)
+        forces = np.concatenate([c.forces.detach().numpy() for c in states] or [np.zeros((0, 3), R.dtype)])
         g = -(R @ self._normal_np.astype(R.dtype)) * R.dtype.type(self.gain / self.base_area)
         return forces, g, pairs, offsets
 
