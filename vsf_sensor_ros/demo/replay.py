@@ -170,7 +170,8 @@ class PokeReplay(NodeRun):
             say(f"ROS_DOMAIN_ID={self.domain_id} (localhost only); children's output in {self.out / 'logs'}/")
             # both nodes offer their tare and subscribe to every topic published here
             self._wait_ready(lambda: (all(self._clients[s].service_is_ready() for s in TARES) and all(
-                self._node.count_subscribers(t) >= n for t, n in needs.items())),
+                self._node.count_subscribers(t) >= n for t, n in needs.items())
+                and (self.streams is None or self.streams.matched())),
                 STARTUP_TIMEOUT_S, "nodes not ready", "not_ready", 0.5)
             warm = self._warm_up()
             rec = self.rec

@@ -282,6 +282,11 @@ class CameraStreams:
         self._thread = threading.Thread(target=self._relay_exec.spin, name="contacts_relay", daemon=True)
         self._thread.start()
 
+    def matched(self) -> bool:
+        """The depth (and colour) publishers have matched a subscription: the graph seen from another
+        participant can show one before this participant's writer has matched it."""
+        return all(p.get_subscription_count() > 0 for p in (self.depth, self.colour) if p is not None)
+
     def publish(self, k: int, stamp: Any, info: bool, frame: bool) -> None:
         """``CameraInfo`` when ``info``; frame ``k``'s pressure (float32 hPa in Pa), colour, depth when
         ``frame``; all stamped ``stamp``."""
