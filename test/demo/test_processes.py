@@ -1,7 +1,11 @@
 """Demo children are always stopped and reaped, escalating SIGINT -> SIGTERM -> SIGKILL."""
 import os
+import signal
+import subprocess
 import sys
 import time
+
+import pytest
 
 from vsf_sensor_ros.demo.processes import ManagedProcess
 
@@ -76,3 +80,31 @@ def test_exited_child_reports_its_code_and_log_tail(tmp_path):
     assert p.poll() == 3 and not p.running()
     assert p.tail(2) == "line1\nboom"
     assert p.stop() == 3
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_child_ends_when_its_parent_is_killed(tmp_path):
+    # a parent that starts a sleeping child, prints its pid and waits: killed with SIGKILL, it cannot stop it
+    parent = subprocess.Popen([sys.executable, "-c", (
+        "import os, sys, time\n"
+        "from pathlib import Path\n"
+        "from vsf_sensor_ros.demo.processes import ManagedProcess\n"
+        "p = ManagedProcess('sleeper', [sys.executable, '-c', 'import time; time.sleep(60)'], "
+        f"dict(os.environ), Path({str(tmp_path / 'sleeper.log')!r}))\n"
+        "p.start()\n"
+        "print(p.pid, flush=True)\n"
+        "time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    os.kill(child, 0)                        # running
+    parent.send_signal(signal.SIGKILL)
+    parent.wait(10)
+    end = time.monotonic() + 10.0
+    while time.monotonic() < end:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(child, signal.SIGKILL)
+        pytest.fail(f"child {child} outlived its killed parent")

@@ -1,7 +1,8 @@
 """Child processes the demo and the tests start and always stop: each in its own process group (Ctrl-C
-reaches only the parent), stopped with SIGINT, SIGTERM, SIGKILL and reaped."""
+reaches only the parent), stopped with SIGINT, SIGTERM, SIGKILL and reaped, and ended with their parent."""
 from __future__ import annotations
 
+import ctypes
 import os
 import shlex
 import signal
@@ -29,9 +30,17 @@ def module_command(module: str, ros_args: Sequence[str] = ()) -> List[str]:
     return [sys.executable, "-m", module, "--ros-args", *[str(a) for a in ros_args]]
 
 
+# prctl(PR_SET_PDEATHSIG) looked up here, not in the forked child (no loader work between fork and exec)
+_PRCTL = getattr(ctypes.CDLL(None), "prctl", None) if sys.platform.startswith("linux") else None
+_PR_SET_PDEATHSIG = 1
+
+
 def default_sigint() -> None:
-    """Default SIGINT in a child (between fork and exec): a background job's is ignored."""
+    """Default SIGINT in a child (between fork and exec): a background job's is ignored.  On Linux the
+    child also gets SIGTERM when its parent dies, killed or not: no node outlives a killed demo or test."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
 
 
 class ManagedProcess:
