@@ -20,7 +20,7 @@ from scipy.spatial.transform import Rotation
 from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.sensor.base_sensor import ContactState
 from vsf_sensor_ros.sensor.errors import InputError, SettingError
-from vsf_sensor_ros.urdf import MOVABLE_JOINT_TYPES, UrdfError, origin_transform, parse_urdf_joints
+from vsf_sensor_ros.urdf import MOVABLE_JOINT_TYPES, UrdfError, parse_urdf_joints
 
 # body names: the bubble (punyo), the pressed box, the static table
 BUBBLE, OBJECT, TABLE = ew.BUBBLE_BODY, ew.OBJECT_BODY, ew.TABLE_BODY
@@ -30,16 +30,6 @@ LOAD_SITE = "object_load"
 """Site and ``touch`` sensor at the object's top face (the load cell's zone)."""
 
 Pair = Tuple[str, str]
-
-
-def _fmt(values: Sequence[float]) -> str:
-    return " ".join(f"{float(v):.12g}" for v in values)
-
-
-def _pose_attrs(T: np.ndarray) -> Dict[str, str]:
-    """``pos`` / ``quat`` (MuJoCo's order w, x, y, z) attributes of an MJCF element at ``(4, 4)`` ``T``."""
-    x, y, z, w = Rotation.from_matrix(np.asarray(T, dtype=np.float64)[:3, :3]).as_quat()
-    return {"pos": _fmt(T[:3, 3]), "quat": _fmt([w, x, y, z])}
 
 
 @dataclass
@@ -82,126 +72,75 @@ class MujocoSceneConfig:
                                2 * self.physics_dt)
 
 
-def _link_inertial(link: ET.Element) -> Optional[ET.Element]:
-    """MJCF ``<inertial>`` of a URDF ``<link>`` (``None`` when it has none)."""
-    inert = link.find("inertial")
-    if inert is None or inert.find("mass") is None:
-        return None
-    T = origin_transform(inert, f"link {link.get('name')!r} inertial")
-    i = inert.find("inertia")
-    v = {k: float(i.get(k, 0.0)) if i is not None else 0.0
-         for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
-    inertia = np.array([[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]],
-                        [v["ixz"], v["iyz"], v["izz"]]])
-    # MJCF takes a full tensor only in the link frame's axes: rotate it there (R I Rᵀ)
-    R = T[:3, :3]
-    inertia = R @ inertia @ R.T
-    return ET.Element("inertial", pos=_fmt(T[:3, 3]), mass=f"{float(inert.find('mass').get('value')):.12g}",
-                      fullinertia=_fmt([inertia[0, 0], inertia[1, 1], inertia[2, 2], inertia[0, 1],
-                                        inertia[0, 2], inertia[1, 2]]))
-
-
-def robot_bodies(urdf_text: str) -> Tuple[List[ET.Element], Dict[str, ET.Element], List[str]]:
-    """``(top-level bodies, {link: body}, movable joints in URDF order)``: the URDF's link tree as nested MJCF
-    ``<body>`` elements, a ``hinge`` / ``slide`` per movable joint (name, axis, limits), inertials kept.
+def robot_spec(urdf_text: str) -> mujoco.MjSpec:
+    """MuJoCo's own import of the URDF's link tree: one body per link (fixed joints kept), a hinge / slide
+    per movable joint (URDF name, axis, limits), inertials kept, collision geometry left out, gravity
+    compensated.
 
     Raises:
         UrdfError: a floating or planar joint (``reason`` ``'joint_type'``, ``where`` the joint, ``value`` its
-            type), or joints outside the tree (``'detached_joints'``).
-        ValueError: more than one root besides ``world``.
+            type).
+        ValueError: MuJoCo rejects the URDF (its message).
     """
     root = ET.fromstring(urdf_text)
-    joints = parse_urdf_joints(root)
-    links = {link.get("name"): link for link in root.findall("link")}
-    children = {j.child for j in joints}
-    roots = [n for n in links if n not in children]
-    bodies: Dict[str, ET.Element] = {}
-    top: List[ET.Element] = []
-
-    def body(name: str, **pose: str) -> ET.Element:
-        bodies[name] = ET.Element("body", name=name, gravcomp="1", **pose)
-        inert = _link_inertial(links[name]) if name in links else None
-        if inert is not None:
-            bodies[name].append(inert)
-        return bodies[name]
-    top.extend(body(name) for name in roots if name != "world")
-    movable: List[str] = []
-    pending = list(joints)
-    while pending:   # parents before children, whatever the file order
-        progressed = False
-        for j in list(pending):
-            if j.parent != "world" and j.parent not in bodies:
-                continue
-            pending.remove(j)
-            progressed = True
-            child = body(j.child, **_pose_attrs(j.origin))
-            if j.type in MOVABLE_JOINT_TYPES:
-                attrs = {"name": j.name, "type": "slide" if j.type == "prismatic" else "hinge",
-                         "axis": _fmt(j.axis)}
-                lim = root.find(f"joint[@name='{j.name}']/limit")
-                if j.type != "continuous" and lim is not None and lim.get("lower") is not None:
-                    attrs["range"] = _fmt([float(lim.get("lower")), float(lim.get("upper", 0.0))])
-                ET.SubElement(child, "joint", attrs)
-                movable.append(j.name)
-            elif j.type != "fixed":
-                raise UrdfError(f"URDF joint {j.name!r} has type {j.type!r}; the MuJoCo scene takes "
-                                "revolute, continuous, prismatic and fixed joints", "joint_type", j.name,
-                                j.type)
-            (top if j.parent == "world" else bodies[j.parent]).append(child)
-        if not progressed:
-            raise UrdfError(f"URDF joints {[j.name for j in pending]} hang from links outside the tree",
-                            "detached_joints", "URDF", [j.name for j in pending])
-    return top, bodies, movable
+    for j in parse_urdf_joints(root):
+        if j.type not in MOVABLE_JOINT_TYPES + ("fixed",):
+            raise UrdfError(f"URDF joint {j.name!r} has type {j.type!r}; the MuJoCo scene takes "
+                            "revolute, continuous, prismatic and fixed joints", "joint_type", j.name, j.type)
+    for link in root.iter("link"):   # the arm only carries the bubble: contacts are the bubble's alone
+        for collision in link.findall("collision"):
+            link.remove(collision)
+    spec = mujoco.MjSpec.from_string(ET.tostring(root, encoding="unicode"))
+    spec.compiler.fusestatic = False   # keep tool_link: the bubble hangs from it
+    for body in spec.bodies[1:]:
+        body.gravcomp = 1.0
+    return spec
 
 
-def scene_mjcf(cfg: MujocoSceneConfig,
-               bubble_mesh: Optional[trimesh.Trimesh] = None) -> Tuple[str, List[str]]:
-    """MJCF text of the scene and the arm's movable joints; ``bubble_mesh`` defaults to the package's.
+def scene_spec(cfg: MujocoSceneConfig, bubble_mesh: Optional[trimesh.Trimesh] = None) -> mujoco.MjSpec:
+    """The scene's spec (joints named as the URDF); ``bubble_mesh`` defaults to the package's.
 
     Raises:
         ValueError: a bad setting (:meth:`MujocoSceneConfig.validate`).
     """
-    urdf = Path(ew.embedded_urdf_path()).read_text()
-    top, bodies, movable = robot_bodies(urdf)
+    spec = robot_spec(Path(ew.embedded_urdf_path()).read_text())
+    movable = [j.name for j in spec.joints]
     cfg.validate(len(movable))
     mesh = ew.bubble_mesh() if bubble_mesh is None else bubble_mesh
-    sx, sy, sz = (float(v) for v in cfg.object_size)
-
-    mj = ET.Element("mujoco", model="vsf_punyo_press")
-    ET.SubElement(mj, "compiler", angle="radian", autolimits="true")
-    opt = ET.SubElement(mj, "option", timestep=f"{cfg.physics_dt:.12g}", integrator="implicitfast",
-                        cone="elliptic")
-    ET.SubElement(opt, "flag", multiccd="enable" if cfg.multiccd else "disable")
-    default = ET.SubElement(mj, "default")
-    ET.SubElement(default, "geom", friction=f"{cfg.friction:.12g} 0.005 0.0001")
-    asset = ET.SubElement(mj, "asset")
-    ET.SubElement(asset, "mesh", name=BUBBLE, vertex=_fmt(np.asarray(mesh.vertices).ravel()),
-                  face=" ".join(str(int(i)) for i in np.asarray(mesh.faces).ravel()))
-    world = ET.SubElement(mj, "worldbody")
-    table = ET.SubElement(world, "body", name=TABLE, pos=_fmt(ew.TABLE_POSITION))
-    ET.SubElement(table, "geom", name=TABLE, type="box", size=_fmt(np.asarray(ew.TABLE_SIZE) / 2.0))
-    obj = ET.SubElement(world, "body", name=OBJECT,
-                        pos=_fmt([ew.OBJECT_POSITION[0], ew.OBJECT_POSITION[1], sz / 2.0]))
-    ET.SubElement(obj, "freejoint", name=OBJECT)
-    ET.SubElement(obj, "geom", name=OBJECT, type="box", size=_fmt([sx / 2.0, sy / 2.0, sz / 2.0]),
-                  mass=f"{cfg.object_mass:.12g}")
-    ET.SubElement(obj, "site", name=LOAD_SITE, type="sphere", pos=_fmt([0.0, 0.0, sz / 2.0]),
-                  size=f"{cfg.load_radius:.12g}")
-    for b in top:
-        world.append(b)
-    bubble = ET.SubElement(bodies[ew.END_LINK], "body", name=BUBBLE)
+    size = np.asarray(cfg.object_size, dtype=np.float64)
+    friction = [cfg.friction, 0.005, 0.0001]
+    spec.option.timestep = cfg.physics_dt
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+    # MuJoCo 4 runs multi-contact CCD unless disabled; 3.x only when enabled
+    if hasattr(mujoco.mjtDisableBit, "mjDSBL_MULTICCD"):
+        spec.option.disableflags |= 0 if cfg.multiccd else mujoco.mjtDisableBit.mjDSBL_MULTICCD
+    else:
+        spec.option.enableflags |= mujoco.mjtEnableBit.mjENBL_MULTICCD if cfg.multiccd else 0
+    spec.add_mesh(name=BUBBLE, uservert=np.asarray(mesh.vertices, dtype=np.float64).ravel(),
+                  userface=np.asarray(mesh.faces, dtype=np.int32).ravel())
+    box = mujoco.mjtGeom.mjGEOM_BOX
+    table = spec.worldbody.add_body(name=TABLE, pos=ew.TABLE_POSITION)
+    table.add_geom(name=TABLE, type=box, size=np.asarray(ew.TABLE_SIZE) / 2.0, friction=friction)
+    obj = spec.worldbody.add_body(name=OBJECT, pos=[ew.OBJECT_POSITION[0], ew.OBJECT_POSITION[1], size[2] / 2])
+    obj.add_freejoint(name=OBJECT)
+    obj.add_geom(name=OBJECT, type=box, size=size / 2.0, mass=cfg.object_mass, friction=friction)
+    obj.add_site(name=LOAD_SITE, type=mujoco.mjtGeom.mjGEOM_SPHERE, pos=[0.0, 0.0, size[2] / 2.0],
+                 size=[cfg.load_radius, 0.0, 0.0])
+    bubble = spec.body(ew.END_LINK).add_body(name=BUBBLE)
     # massless: the flange's force sensor then reads the contact force alone
-    ET.SubElement(bubble, "geom", name=BUBBLE, type="mesh", mesh=BUBBLE, mass="0",
-                  solref=_fmt(cfg.solref))
+    bubble.add_geom(name=BUBBLE, type=mujoco.mjtGeom.mjGEOM_MESH, meshname=BUBBLE, mass=0.0,
+                    solref=cfg.solref, friction=friction)
     pad_T = np.eye(4) if cfg.pad_T is None else np.asarray(cfg.pad_T, dtype=np.float64).reshape(4, 4)
-    ET.SubElement(bubble, "site", name=PAD_SITE, type="box", size="0.03 0.03 0.001", **_pose_attrs(pad_T))
-    act = ET.SubElement(mj, "actuator")
+    bubble.add_site(name=PAD_SITE, type=box, size=[0.03, 0.03, 0.001], pos=pad_T[:3, 3],
+                    quat=Rotation.from_matrix(pad_T[:3, :3]).as_quat(scalar_first=True))
     for name, kp, kv in zip(movable, cfg.arm_kp, cfg.arm_kv):
-        ET.SubElement(act, "position", name=name, joint=name, kp=f"{kp:.12g}", kv=f"{kv:.12g}")
-    sensors = ET.SubElement(mj, "sensor")
-    ET.SubElement(sensors, "force", name=PAD_SITE, site=PAD_SITE)
-    ET.SubElement(sensors, "touch", name=LOAD_SITE, site=LOAD_SITE)
-    return ET.tostring(mj, encoding="unicode"), movable
+        spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT).set_to_position(kp=kp,
+                                                                                                   kv=kv)
+    site = mujoco.mjtObj.mjOBJ_SITE
+    spec.add_sensor(name=PAD_SITE, type=mujoco.mjtSensor.mjSENS_FORCE, objtype=site, objname=PAD_SITE)
+    spec.add_sensor(name=LOAD_SITE, type=mujoco.mjtSensor.mjSENS_TOUCH, objtype=site, objname=LOAD_SITE)
+    return spec
 
 
 # --------------------------------------------------------------------------- contacts
@@ -276,9 +215,10 @@ class MujocoScene:
     def __init__(self, cfg: Optional[MujocoSceneConfig] = None,
                  bubble_mesh: Optional[trimesh.Trimesh] = None) -> None:
         self.cfg = cfg or MujocoSceneConfig()
-        self.xml, self.joint_names = scene_mjcf(self.cfg, bubble_mesh)
+        self.spec = scene_spec(self.cfg, bubble_mesh)
+        self.joint_names = [j.name for j in self.spec.joints if j.type != mujoco.mjtJoint.mjJNT_FREE]
         try:
-            self.model = mujoco.MjModel.from_xml_string(self.xml)
+            self.model = self.spec.compile()
         except ValueError as exc:  # MuJoCo's compile errors are ValueError
             raise ValueError(f"MuJoCo rejected the scene: {exc}") from exc
         self.data = mujoco.MjData(self.model)
@@ -394,6 +334,6 @@ class PressPlan:
         return ew.tool_down_joint_positions(self.xy[0], self.xy[1], self.top_z + h)
 
 
-__all__ = ["BUBBLE", "OBJECT", "TABLE", "PAD_SITE", "LOAD_SITE", "MujocoSceneConfig", "robot_bodies",
-           "scene_mjcf", "ContactRows", "contact_rows", "contacts_by_pair", "MujocoScene", "pad_reading",
+__all__ = ["BUBBLE", "OBJECT", "TABLE", "PAD_SITE", "LOAD_SITE", "MujocoSceneConfig", "robot_spec",
+           "scene_spec", "ContactRows", "contact_rows", "contacts_by_pair", "MujocoScene", "pad_reading",
            "load_reading", "PressPlan"]
