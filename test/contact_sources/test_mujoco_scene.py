@@ -123,7 +123,8 @@ def test_urdf_import_keeps_links_joint_axes_ranges_and_rotated_inertia():
     np.testing.assert_allclose(j.axis, [0, 1, 0])   # normalised
     # a quarter turn about z swaps the x and y principal moments: the tensor in b's frame is diag(2, 1, 3)
     R = Rotation.from_quat(model.body("b").iquat, scalar_first=True).as_matrix()
-    np.testing.assert_allclose(R @ np.diag(model.body("b").inertia) @ R.T, np.diag([2.0, 1.0, 3.0]), atol=1e-9)
+    inertia = R @ np.diag(model.body("b").inertia) @ R.T
+    np.testing.assert_allclose(inertia, np.diag([2.0, 1.0, 3.0]), atol=1e-9)
     np.testing.assert_allclose(model.body("b").ipos, [0.1, 0, 0])
     with pytest.raises(UrdfError) as err:
         robot_spec(urdf.replace('type="revolute"', 'type="floating"'))

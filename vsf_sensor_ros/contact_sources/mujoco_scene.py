@@ -122,7 +122,7 @@ def scene_spec(cfg: MujocoSceneConfig, bubble_mesh: Optional[trimesh.Trimesh] = 
     box = mujoco.mjtGeom.mjGEOM_BOX
     table = spec.worldbody.add_body(name=TABLE, pos=ew.TABLE_POSITION)
     table.add_geom(name=TABLE, type=box, size=np.asarray(ew.TABLE_SIZE) / 2.0, friction=friction)
-    obj = spec.worldbody.add_body(name=OBJECT, pos=[ew.OBJECT_POSITION[0], ew.OBJECT_POSITION[1], size[2] / 2])
+    obj = spec.worldbody.add_body(name=OBJECT, pos=[*ew.OBJECT_POSITION[:2], size[2] / 2.0])
     obj.add_freejoint(name=OBJECT)
     obj.add_geom(name=OBJECT, type=box, size=size / 2.0, mass=cfg.object_mass, friction=friction)
     obj.add_site(name=LOAD_SITE, type=mujoco.mjtGeom.mjGEOM_SPHERE, pos=[0.0, 0.0, size[2] / 2.0],
@@ -135,8 +135,8 @@ def scene_spec(cfg: MujocoSceneConfig, bubble_mesh: Optional[trimesh.Trimesh] = 
     bubble.add_site(name=PAD_SITE, type=box, size=[0.03, 0.03, 0.001], pos=pad_T[:3, 3],
                     quat=Rotation.from_matrix(pad_T[:3, :3]).as_quat(scalar_first=True))
     for name, kp, kv in zip(movable, cfg.arm_kp, cfg.arm_kv):
-        spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT).set_to_position(kp=kp,
-                                                                                                   kv=kv)
+        servo = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        servo.set_to_position(kp=kp, kv=kv)
     site = mujoco.mjtObj.mjOBJ_SITE
     spec.add_sensor(name=PAD_SITE, type=mujoco.mjtSensor.mjSENS_FORCE, objtype=site, objname=PAD_SITE)
     spec.add_sensor(name=LOAD_SITE, type=mujoco.mjtSensor.mjSENS_TOUCH, objtype=site, objname=LOAD_SITE)
