@@ -166,19 +166,20 @@ def contact_rows(model: "mujoco.MjModel", data: "mujoco.MjData") -> ContactRows:
     """The contacts of ``data`` in the world frame: force on body1 = ``−frameᵀ f[:3]`` of
     ``mj_contactForce``; contacts excluded from the solver are left out.
     """
-    active = [i for i in range(int(data.ncon)) if data.contact[i].efc_address >= 0]
+    c = data.contact
+    active = np.flatnonzero(np.asarray(c.efc_address).reshape(-1) >= 0)
     f6 = np.zeros((len(active), 6))
     for row, i in enumerate(active):
-        mujoco.mj_contactForce(model, data, i, f6[row])
-    frames = np.array([data.contact[i].frame for i in active], dtype=np.float64).reshape(-1, 3, 3)
+        mujoco.mj_contactForce(model, data, int(i), f6[row])
+    frames = np.asarray(c.frame, dtype=np.float64).reshape(-1, 3, 3)[active]
 
-    def bodies(side: str) -> List[str]:
-        ids = [int(model.geom_bodyid[getattr(data.contact[i], side)]) for i in active]
-        return [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b) or "" for b in ids]
-    return ContactRows(bodies("geom1"), bodies("geom2"),
-                       np.array([data.contact[i].pos for i in active], dtype=np.float64).reshape(-1, 3),
+    def bodies(geoms: np.ndarray) -> List[str]:
+        ids = model.geom_bodyid[np.asarray(geoms, dtype=np.int64).reshape(-1)[active]]
+        return [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, int(b)) or "" for b in ids]
+    return ContactRows(bodies(c.geom1), bodies(c.geom2),
+                       np.asarray(c.pos, dtype=np.float64).reshape(-1, 3)[active],
                        -np.einsum("nji,nj->ni", frames, f6[:, :3]), frames[:, 0].copy(),
-                       np.array([-float(data.contact[i].dist) for i in active]))
+                       -np.asarray(c.dist, dtype=np.float64).reshape(-1)[active])
 
 
 def contacts_by_pair(rows: ContactRows, body_names: Sequence[str],
@@ -187,22 +188,17 @@ def contacts_by_pair(rows: ContactRows, body_names: Sequence[str],
     first; with ``both_orders`` also reversed, forces negated); world frame, m and N.
     """
     index = {n: i for i, n in enumerate(body_names)}
-    grouped: Dict[Pair, List[Tuple[np.ndarray, np.ndarray]]] = {}
-    for k in range(len(rows)):
-        a, b = rows.body1[k], rows.body2[k]
-        if a not in index or b not in index or a == b:
-            continue
-        p, f = rows.points[k], rows.forces[k]
-        if index[a] > index[b]:
-            a, b, f = b, a, -f
-        grouped.setdefault((a, b), []).append((p, f))
+    i1, i2 = (np.array([index.get(n, -1) for n in side], dtype=np.int64) for side in (rows.body1, rows.body2))
+    keep = (i1 >= 0) & (i2 >= 0) & (i1 != i2)
+    lo, hi = np.minimum(i1, i2), np.maximum(i1, i2)
+    forces = np.where((i1 > i2)[:, None], -rows.forces, rows.forces)   # turned to the lower index first
     out: Dict[Pair, ContactState] = {}
-    for (a, b) in sorted(grouped, key=lambda pr: (index[pr[0]], index[pr[1]])):
-        pts = torch.as_tensor(np.array([p for p, _ in grouped[(a, b)]]), dtype=torch.float64)
-        frc = torch.as_tensor(np.array([f for _, f in grouped[(a, b)]]), dtype=torch.float64)
-        out[(a, b)] = ContactState(pts, frc)
+    for a, b in sorted(set(zip(lo[keep].tolist(), hi[keep].tolist()))):
+        rows_ab = keep & (lo == a) & (hi == b)
+        pts, frc = (torch.as_tensor(x[rows_ab], dtype=torch.float64) for x in (rows.points, forces))
+        out[(body_names[a], body_names[b])] = ContactState(pts, frc)
         if both_orders:
-            out[(b, a)] = ContactState(pts.clone(), -frc)
+            out[(body_names[b], body_names[a])] = ContactState(pts.clone(), -frc)
     return out
 
 
@@ -286,11 +282,9 @@ class MujocoScene:
 
     def bubble_in_contact(self) -> bool:
         """True when an active contact involves the bubble's geom."""
-        for i in range(int(self.data.ncon)):
-            c = self.data.contact[i]
-            if c.efc_address >= 0 and self.bubble_geom in (c.geom1, c.geom2):
-                return True
-        return False
+        c, g = self.data.contact, self.bubble_geom
+        return bool(np.any((np.asarray(c.efc_address) >= 0) & ((np.asarray(c.geom1) == g)
+                                                               | (np.asarray(c.geom2) == g))))
 
 
 def pad_reading(scene: MujocoScene, names: Sequence[str]) -> np.ndarray:
