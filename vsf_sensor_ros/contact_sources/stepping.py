@@ -206,9 +206,7 @@ class SimulatorNode(Node):
                     check_value("rate_hz", self._rate_spec, prm.value)
                 except ValueError as exc:
                     return SetParametersResult(successful=False, reason=str(exc))
-        for prm in params:
-            if prm.name == "rate_hz":
-                self.p["rate_hz"] = float(prm.value)
+        self.p.update({"rate_hz": float(prm.value) for prm in params if prm.name == "rate_hz"})
         return SetParametersResult(successful=True)
 
     # ------------------------------------------------------------------ stepping
