@@ -220,7 +220,6 @@ class MujocoScene:
         self.data = mujoco.MjData(self.model)
         self._qadr = np.array([self.model.joint(n).qposadr[0] for n in self.joint_names], dtype=np.int64)
         self._dadr = np.array([self.model.joint(n).dofadr[0] for n in self.joint_names], dtype=np.int64)
-        self._act = np.array([self.model.actuator(n).id for n in self.joint_names], dtype=np.int64)
         self.bubble_geom = int(self.model.geom(BUBBLE).id)
 
     @property
@@ -234,7 +233,7 @@ class MujocoScene:
         mujoco.mj_resetData(self.model, self.data)
         self.set_targets(joints)
         for name, q in joints.items():
-            self.data.qpos[self._qadr[self.joint_names.index(name)]] = float(q)
+            self.data.joint(name).qpos = float(q)
         mujoco.mj_forward(self.model, self.data)
         for _ in range(int(round(settle_s / self.cfg.physics_dt))):
             mujoco.mj_step(self.model, self.data)
@@ -248,8 +247,8 @@ class MujocoScene:
         if bad:
             raise InputError(f"{bad} are not movable joints; joints: {self.joint_names}", "joints", bad,
                              "unknown_joint", self.joint_names)
-        for name, q in joints.items():
-            self.data.ctrl[self._act[self.joint_names.index(name)]] = float(q)
+        for name, q in joints.items():   # each servo is named as its joint
+            self.data.actuator(name).ctrl = float(q)
 
     def step(self, n: int = 1) -> None:
         """``n`` MuJoCo steps of ``physics_dt``."""
@@ -266,10 +265,9 @@ class MujocoScene:
 
     def body_transform(self, name: str) -> np.ndarray:
         """``(4, 4)`` float64 body frame -> world; KeyError for an unknown body."""
-        b = self.model.body(name)
+        b = self.data.body(name)
         T = np.eye(4)
-        T[:3, :3] = self.data.xmat[b.id].reshape(3, 3)
-        T[:3, 3] = self.data.xpos[b.id]
+        T[:3, :3], T[:3, 3] = b.xmat.reshape(3, 3), b.xpos
         return T
 
     def contacts(self, body_names: Sequence[str], both_orders: bool = True) -> Dict[Pair, ContactState]:
