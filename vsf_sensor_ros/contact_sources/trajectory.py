@@ -107,12 +107,10 @@ class PressTrajectory:
         heights = profile.height(self.times)
         robot.setConfig(list(seed_config))
         qs = []
-        prev_h = None
-        for h in heights:
-            if prev_h is None or h != prev_h:
+        for k, h in enumerate(heights):
+            if k == 0 or h != heights[k - 1]:   # a hold keeps the previous solution
                 self._solve(h)
             qs.append(robot.getConfig())
-            prev_h = h
         self.configs = np.asarray(qs, dtype=np.float64)
         robot.setConfig(self.configs[0].tolist())
 
@@ -130,13 +128,9 @@ class PressTrajectory:
 
     def command(self, t: float) -> Tuple[np.ndarray, np.ndarray]:
         """Commanded ``(q, dq)`` (full Klampt configuration, rad and rad/s) at time ``t`` (s)."""
-        ts = self.times
-        if t <= ts[0]:
-            return self.configs[0].copy(), np.zeros(self.configs.shape[1])
-        if t >= ts[-1]:
-            return self.configs[-1].copy(), np.zeros(self.configs.shape[1])
+        ts, qs = self.times, self.configs
+        if t <= ts[0] or t >= ts[-1]:   # at rest before the first and after the last sample
+            return qs[0 if t <= ts[0] else -1].copy(), np.zeros(qs.shape[1])
         i = int(np.searchsorted(ts, t, side="right")) - 1
-        dt = ts[i + 1] - ts[i]
-        s = (t - ts[i]) / dt
-        dq = (self.configs[i + 1] - self.configs[i]) / dt
-        return self.configs[i] + s * (self.configs[i + 1] - self.configs[i]), dq
+        dt, step = ts[i + 1] - ts[i], qs[i + 1] - qs[i]
+        return qs[i] + (t - ts[i]) / dt * step, step / dt
