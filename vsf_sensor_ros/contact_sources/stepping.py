@@ -18,7 +18,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
-from geometry_msgs.msg import PoseStamped
+from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion
 from sensor_msgs.msg import JointState, PointCloud2
 from std_msgs.msg import Bool
 
@@ -183,15 +183,12 @@ class SimulatorNode(Node):
         if self.pub_clock is not None:
             self.pub_clock.publish(Clock(clock=stamp))
         frame = self.p["world_frame"]
-        js = JointState(header=make_header(stamp, ""))
-        js.name, js.position, js.velocity = list(joint_names), list(positions), list(velocities)
-        self.pub_joints.publish(js)
-        pose = PoseStamped(header=make_header(stamp, frame))
-        xyz, q = xyz_quat_from_transform(T_object)
-        pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = (float(v) for v in xyz)
-        (pose.pose.orientation.x, pose.pose.orientation.y, pose.pose.orientation.z,
-         pose.pose.orientation.w) = (float(v) for v in q)
-        self.pub_pose.publish(pose)
+        self.pub_joints.publish(JointState(header=make_header(stamp, ""), name=list(joint_names),
+                                           position=list(positions), velocity=list(velocities)))
+        xyz, q = ([float(v) for v in a] for a in xyz_quat_from_transform(T_object))
+        pose = Pose(position=Point(x=xyz[0], y=xyz[1], z=xyz[2]),
+                    orientation=Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]))
+        self.pub_pose.publish(PoseStamped(header=make_header(stamp, frame), pose=pose))
         self.pub_contacts.publish(contacts_to_pointcloud2(contacts, self.p["contact_body_names"], stamp,
                                                           frame))
         if state is not None:
