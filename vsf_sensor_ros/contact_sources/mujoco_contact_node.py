@@ -110,8 +110,7 @@ class MujocoContactNode(SimulatorNode):
         self.sources: Dict[str, str] = {}
         for name in p["sensors"]:
             spec = specs[name]
-            kind = spec.config["type"]
-            att = spec.config["attachment"]
+            kind, att = spec.config["type"], spec.config["attachment"]
             # a pad model's attach() reads only the body's name (Klampt's getName)
             model = (assets.bubble_mesh if kind.startswith("Punyo")
                      else SimpleNamespace(getName=lambda a=att: a))

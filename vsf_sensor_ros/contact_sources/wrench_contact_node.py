@@ -71,8 +71,7 @@ class WrenchContactNode(Node):
 
         Raises ValueError / FileNotFoundError on a configuration error (named)."""
         super().__init__("wrench_contact_node", **kwargs)
-        p = {k: self.declare_parameter(k, v).value for k, v in DEFAULTS.items()}
-        self.p = p
+        p = self.p = {k: self.declare_parameter(k, v).value for k, v in DEFAULTS.items()}
         urdf = p["robot_description"] or p["robot_description_path"]
         if not urdf:
             raise ValueError("parameter 'robot_description' or 'robot_description_path' is required")

@@ -163,8 +163,7 @@ class WrenchContactSource:
     def __init__(self, world, config: WrenchContactConfig) -> None:
         """Raises SettingError (``setting`` ``'body_parent'`` or ``'wrench_frame'``, ``value`` the name,
         ``reason`` ``'unknown_body'``, ``expected`` the world's bodies) for a body not in the world."""
-        self.world = world
-        self.cfg = config
+        self.world, self.cfg = world, config
         self.parent = config.body_parent or config.body
         frame = [("wrench_frame", config.wrench_frame)] if config.wrench_frame else []
         for setting, name in [("body_parent", self.parent)] + frame:
@@ -175,8 +174,7 @@ class WrenchContactSource:
         self.bias = BiasTare(config.bias_samples, config.bias_on_start)
         self.forces = ForceBuffer()
         self._pending: Deque[Tuple[float, List[str], List[float]]] = deque()
-        self.dropped_pending = 0
-        self.rejected_wrenches = 0
+        self.dropped_pending = self.rejected_wrenches = 0
         self.zero_stamps: Dict[str, int] = {"wrench": 0, "joint_states": 0}
         self.last_error = ""
 
