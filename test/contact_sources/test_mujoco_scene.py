@@ -122,7 +122,7 @@ def test_urdf_import_keeps_links_joint_axes_ranges_and_rotated_inertia():
     np.testing.assert_allclose(j.range, [-1, 0.5])
     np.testing.assert_allclose(j.axis, [0, 1, 0])   # normalised
     # a quarter turn about z swaps the x and y principal moments: the tensor in b's frame is diag(2, 1, 3)
-    R = Rotation.from_quat(model.body("b").iquat, scalar_first=True).as_matrix()
+    R = Rotation.from_quat(np.roll(model.body("b").iquat, -1)).as_matrix()   # MuJoCo's quaternions: w first
     inertia = R @ np.diag(model.body("b").inertia) @ R.T
     np.testing.assert_allclose(inertia, np.diag([2.0, 1.0, 3.0]), atol=1e-9)
     np.testing.assert_allclose(model.body("b").ipos, [0.1, 0, 0])

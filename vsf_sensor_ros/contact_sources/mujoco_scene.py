@@ -133,7 +133,7 @@ def scene_spec(cfg: MujocoSceneConfig, bubble_mesh: Optional[trimesh.Trimesh] = 
                     solref=cfg.solref, friction=friction)
     pad_T = np.eye(4) if cfg.pad_T is None else np.asarray(cfg.pad_T, dtype=np.float64).reshape(4, 4)
     bubble.add_site(name=PAD_SITE, type=box, size=[0.03, 0.03, 0.001], pos=pad_T[:3, 3],
-                    quat=Rotation.from_matrix(pad_T[:3, :3]).as_quat(scalar_first=True))
+                    quat=np.roll(Rotation.from_matrix(pad_T[:3, :3]).as_quat(), 1))   # MuJoCo: w first
     for name, kp, kv in zip(movable, cfg.arm_kp, cfg.arm_kv):
         servo = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
         servo.set_to_position(kp=kp, kv=kv)
