@@ -76,9 +76,7 @@ def misspelt_keys(node: Node, failed: Iterable[str], bodies: Optional[Iterable[s
     known = known_keys({n: t for n, t in types.items() if t in SENSOR_SETTINGS}, bodies)
     # an unknown type has no keys of its own: a key of any type is no misspelling
     any_key = {s.key for kind in SENSOR_SETTINGS for s in sensor_specs(kind)}
-    for name, kind in types.items():
-        if kind not in SENSOR_SETTINGS:
-            known["sensors"][name] = any_key
+    known["sensors"].update({name: any_key for name, kind in types.items() if kind not in SENSOR_SETTINGS})
     node_sections = {k.partition(".")[0] for k in known["node_keys"] if "." in k}
     out = []
     for u in unknown_keys(parameter_override_names(node), **known):
