@@ -3,12 +3,13 @@
 import mujoco
 import numpy as np
 import pytest
+from scipy.spatial.transform import Rotation
 
 from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.contact_sources.trajectory import PressProfile
 from vsf_sensor_ros.contact_sources.mujoco_scene import (LOAD_SITE, PAD_SITE, MujocoScene, MujocoSceneConfig,
                                                          PressPlan, contact_rows, contacts_by_pair,
-                                                         load_reading, pad_reading, robot_bodies)
+                                                         load_reading, pad_reading, robot_spec)
 from vsf_sensor_ros.contact_sources.sim_sensors import (SOURCE_MUJOCO_FORCE, SOURCE_MUJOCO_TOUCH,
                                                         measured_source_label)
 from vsf_sensor_ros.sensor.errors import InputError, SettingError
@@ -102,7 +103,7 @@ def test_the_mjcf_arm_puts_the_bubble_apex_where_the_closed_form_ik_says():
     assert scene.model.body("punyo").mass[0] == 0.0                      # massless bubble
 
 
-def test_urdf_tree_conversion_keeps_joint_axes_ranges_and_rotated_inertia():
+def test_urdf_import_keeps_links_joint_axes_ranges_and_rotated_inertia():
     urdf = """<robot name="r">
       <link name="world"/>
       <joint name="fix" type="fixed"><parent link="world"/><child link="a"/></joint>
@@ -113,17 +114,20 @@ def test_urdf_tree_conversion_keeps_joint_axes_ranges_and_rotated_inertia():
       <link name="b"><inertial><origin xyz="0.1 0 0" rpy="0 0 1.5707963267948966"/><mass value="3"/>
         <inertia ixx="1" iyy="2" izz="3" ixy="0" ixz="0" iyz="0"/></inertial></link>
     </robot>"""
-    top, bodies, movable = robot_bodies(urdf)
-    assert [b.get("name") for b in top] == ["a"] and movable == ["j"]
-    j = bodies["b"].find("joint")
-    assert j.get("type") == "hinge" and j.get("range") == "-1 0.5"
-    np.testing.assert_allclose([float(v) for v in j.get("axis").split()], [0, 1, 0])   # normalised
-    inertial = bodies["b"].find("inertial")
-    # a quarter turn about z swaps the x and y principal moments
-    np.testing.assert_allclose([float(v) for v in inertial.get("fullinertia").split()], [2, 1, 3, 0, 0, 0],
-                               atol=1e-12)
+    model = robot_spec(urdf).compile()
+    assert [model.body(i).name for i in range(model.nbody)] == ["world", "a", "b"]   # fixed joint kept
+    assert model.ngeom == 0 and list(model.body_gravcomp) == [0, 1, 1]
+    j = model.joint("j")
+    assert j.type[0] == mujoco.mjtJoint.mjJNT_HINGE
+    np.testing.assert_allclose(j.range, [-1, 0.5])
+    np.testing.assert_allclose(j.axis, [0, 1, 0])   # normalised
+    # a quarter turn about z swaps the x and y principal moments: the tensor in b's frame is diag(2, 1, 3)
+    R = Rotation.from_quat(np.roll(model.body("b").iquat, -1)).as_matrix()   # MuJoCo's quaternions: w first
+    inertia = R @ np.diag(model.body("b").inertia) @ R.T
+    np.testing.assert_allclose(inertia, np.diag([2.0, 1.0, 3.0]), atol=1e-9)
+    np.testing.assert_allclose(model.body("b").ipos, [0.1, 0, 0])
     with pytest.raises(UrdfError) as err:
-        robot_bodies(urdf.replace('type="revolute"', 'type="floating"'))
+        robot_spec(urdf.replace('type="revolute"', 'type="floating"'))
     assert (err.value.reason, err.value.where, err.value.value) == ("joint_type", "j", "floating")
 
 

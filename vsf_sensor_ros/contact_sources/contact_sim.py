@@ -86,13 +86,9 @@ class ContactSimulation:
         if unknown:
             raise SettingError(f"contact_body_names has unknown bodies {unknown}; known: {known}",
                                "contact_body_names", unknown, "unknown_body", known)
-        self.scene = scene
-        self.trajectory = trajectory
-        self.sim_dt = float(sim_dt)
-        self.physics_dt = float(physics_dt)
-        self.contact_body_names: List[str] = names
-        self.time = 0.0
-        self.steps = 0
+        self.scene, self.trajectory, self.contact_body_names = scene, trajectory, names
+        self.sim_dt, self.physics_dt = float(sim_dt), float(physics_dt)
+        self.time, self.steps = 0.0, 0
 
         robot = scene.robot
         robot.setConfig(trajectory.configs[0].tolist())
@@ -120,9 +116,8 @@ class ContactSimulation:
             surf.kDamping = float(bubble_damping)
             bubble.setSurface(surf)
         self._controller = self.sim.controller(0)
-        if scene.assets.pid_gains is not None:
-            kp, ki, kd = scene.assets.pid_gains
-            self._controller.setPIDGains(list(kp), list(ki), list(kd))
+        if scene.assets.pid_gains is not None:   # (kP, kI, kD)
+            self._controller.setPIDGains(*(list(g) for g in scene.assets.pid_gains))
         self._drivers = np.array([robot.driver(i).getAffectedLink() for i in range(robot.numDrivers())],
                                  dtype=np.int64)
         self._command(0.0)

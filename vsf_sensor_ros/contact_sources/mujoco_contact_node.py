@@ -95,8 +95,8 @@ class MujocoContactNode(SimulatorNode):
             pad_T=np.asarray(pad["Tsensor"], dtype=np.float64).reshape(4, 4),
             load_radius=float(specs["object_load"].config["radius"]))
         self.scene = MujocoScene(cfg, assets.bubble_mesh)
-        missing = [b for b in names if b not in {self.scene.model.body(i).name
-                                                 for i in range(self.scene.model.nbody)}]
+        body = mujoco.mjtObj.mjOBJ_BODY
+        missing = [b for b in names if mujoco.mj_name2id(self.scene.model, body, b) < 0]
         if missing:
             raise SettingError(f"contact_body_names {missing} are not bodies of the MuJoCo scene",
                                "contact_body_names", missing, "unknown_body")
@@ -110,8 +110,7 @@ class MujocoContactNode(SimulatorNode):
         self.sources: Dict[str, str] = {}
         for name in p["sensors"]:
             spec = specs[name]
-            kind = spec.config["type"]
-            att = spec.config["attachment"]
+            kind, att = spec.config["type"], spec.config["attachment"]
             # a pad model's attach() reads only the body's name (Klampt's getName)
             model = (assets.bubble_mesh if kind.startswith("Punyo")
                      else SimpleNamespace(getName=lambda a=att: a))

@@ -20,7 +20,7 @@ from scipy.spatial.transform import Rotation
 from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.sensor.base_sensor import ContactState
 from vsf_sensor_ros.sensor.errors import InputError, SettingError
-from vsf_sensor_ros.urdf import MOVABLE_JOINT_TYPES, UrdfError, origin_transform, parse_urdf_joints
+from vsf_sensor_ros.urdf import MOVABLE_JOINT_TYPES, UrdfError, parse_urdf_joints
 
 # body names: the bubble (punyo), the pressed box, the static table
 BUBBLE, OBJECT, TABLE = ew.BUBBLE_BODY, ew.OBJECT_BODY, ew.TABLE_BODY
@@ -30,16 +30,6 @@ LOAD_SITE = "object_load"
 """Site and ``touch`` sensor at the object's top face (the load cell's zone)."""
 
 Pair = Tuple[str, str]
-
-
-def _fmt(values: Sequence[float]) -> str:
-    return " ".join(f"{float(v):.12g}" for v in values)
-
-
-def _pose_attrs(T: np.ndarray) -> Dict[str, str]:
-    """``pos`` / ``quat`` (MuJoCo's order w, x, y, z) attributes of an MJCF element at ``(4, 4)`` ``T``."""
-    x, y, z, w = Rotation.from_matrix(np.asarray(T, dtype=np.float64)[:3, :3]).as_quat()
-    return {"pos": _fmt(T[:3, 3]), "quat": _fmt([w, x, y, z])}
 
 
 @dataclass
@@ -82,126 +72,75 @@ class MujocoSceneConfig:
                                2 * self.physics_dt)
 
 
-def _link_inertial(link: ET.Element) -> Optional[ET.Element]:
-    """MJCF ``<inertial>`` of a URDF ``<link>`` (``None`` when it has none)."""
-    inert = link.find("inertial")
-    if inert is None or inert.find("mass") is None:
-        return None
-    T = origin_transform(inert, f"link {link.get('name')!r} inertial")
-    i = inert.find("inertia")
-    v = {k: float(i.get(k, 0.0)) if i is not None else 0.0
-         for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
-    inertia = np.array([[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]],
-                        [v["ixz"], v["iyz"], v["izz"]]])
-    # MJCF takes a full tensor only in the link frame's axes: rotate it there (R I Rᵀ)
-    R = T[:3, :3]
-    inertia = R @ inertia @ R.T
-    return ET.Element("inertial", pos=_fmt(T[:3, 3]), mass=f"{float(inert.find('mass').get('value')):.12g}",
-                      fullinertia=_fmt([inertia[0, 0], inertia[1, 1], inertia[2, 2], inertia[0, 1],
-                                        inertia[0, 2], inertia[1, 2]]))
-
-
-def robot_bodies(urdf_text: str) -> Tuple[List[ET.Element], Dict[str, ET.Element], List[str]]:
-    """``(top-level bodies, {link: body}, movable joints in URDF order)``: the URDF's link tree as nested MJCF
-    ``<body>`` elements, a ``hinge`` / ``slide`` per movable joint (name, axis, limits), inertials kept.
+def robot_spec(urdf_text: str) -> mujoco.MjSpec:
+    """MuJoCo's own import of the URDF's link tree: one body per link (fixed joints kept), a hinge / slide
+    per movable joint (URDF name, axis, limits), inertials kept, collision geometry left out, gravity
+    compensated.
 
     Raises:
         UrdfError: a floating or planar joint (``reason`` ``'joint_type'``, ``where`` the joint, ``value`` its
-            type), or joints outside the tree (``'detached_joints'``).
-        ValueError: more than one root besides ``world``.
+            type).
+        ValueError: MuJoCo rejects the URDF (its message).
     """
     root = ET.fromstring(urdf_text)
-    joints = parse_urdf_joints(root)
-    links = {link.get("name"): link for link in root.findall("link")}
-    children = {j.child for j in joints}
-    roots = [n for n in links if n not in children]
-    bodies: Dict[str, ET.Element] = {}
-    top: List[ET.Element] = []
-
-    def body(name: str, **pose: str) -> ET.Element:
-        bodies[name] = ET.Element("body", name=name, gravcomp="1", **pose)
-        inert = _link_inertial(links[name]) if name in links else None
-        if inert is not None:
-            bodies[name].append(inert)
-        return bodies[name]
-    top.extend(body(name) for name in roots if name != "world")
-    movable: List[str] = []
-    pending = list(joints)
-    while pending:   # parents before children, whatever the file order
-        progressed = False
-        for j in list(pending):
-            if j.parent != "world" and j.parent not in bodies:
-                continue
-            pending.remove(j)
-            progressed = True
-            child = body(j.child, **_pose_attrs(j.origin))
-            if j.type in MOVABLE_JOINT_TYPES:
-                attrs = {"name": j.name, "type": "slide" if j.type == "prismatic" else "hinge",
-                         "axis": _fmt(j.axis)}
-                lim = root.find(f"joint[@name='{j.name}']/limit")
-                if j.type != "continuous" and lim is not None and lim.get("lower") is not None:
-                    attrs["range"] = _fmt([float(lim.get("lower")), float(lim.get("upper", 0.0))])
-                ET.SubElement(child, "joint", attrs)
-                movable.append(j.name)
-            elif j.type != "fixed":
-                raise UrdfError(f"URDF joint {j.name!r} has type {j.type!r}; the MuJoCo scene takes "
-                                "revolute, continuous, prismatic and fixed joints", "joint_type", j.name,
-                                j.type)
-            (top if j.parent == "world" else bodies[j.parent]).append(child)
-        if not progressed:
-            raise UrdfError(f"URDF joints {[j.name for j in pending]} hang from links outside the tree",
-                            "detached_joints", "URDF", [j.name for j in pending])
-    return top, bodies, movable
+    for j in parse_urdf_joints(root):
+        if j.type not in MOVABLE_JOINT_TYPES + ("fixed",):
+            raise UrdfError(f"URDF joint {j.name!r} has type {j.type!r}; the MuJoCo scene takes "
+                            "revolute, continuous, prismatic and fixed joints", "joint_type", j.name, j.type)
+    for link in root.iter("link"):   # the arm only carries the bubble: contacts are the bubble's alone
+        for collision in link.findall("collision"):
+            link.remove(collision)
+    spec = mujoco.MjSpec.from_string(ET.tostring(root, encoding="unicode"))
+    spec.compiler.fusestatic = False   # keep tool_link: the bubble hangs from it
+    for body in spec.bodies[1:]:
+        body.gravcomp = 1.0
+    return spec
 
 
-def scene_mjcf(cfg: MujocoSceneConfig,
-               bubble_mesh: Optional[trimesh.Trimesh] = None) -> Tuple[str, List[str]]:
-    """MJCF text of the scene and the arm's movable joints; ``bubble_mesh`` defaults to the package's.
+def scene_spec(cfg: MujocoSceneConfig, bubble_mesh: Optional[trimesh.Trimesh] = None) -> mujoco.MjSpec:
+    """The scene's spec (joints named as the URDF); ``bubble_mesh`` defaults to the package's.
 
     Raises:
         ValueError: a bad setting (:meth:`MujocoSceneConfig.validate`).
     """
-    urdf = Path(ew.embedded_urdf_path()).read_text()
-    top, bodies, movable = robot_bodies(urdf)
+    spec = robot_spec(Path(ew.embedded_urdf_path()).read_text())
+    movable = [j.name for j in spec.joints]
     cfg.validate(len(movable))
     mesh = ew.bubble_mesh() if bubble_mesh is None else bubble_mesh
-    sx, sy, sz = (float(v) for v in cfg.object_size)
-
-    mj = ET.Element("mujoco", model="vsf_punyo_press")
-    ET.SubElement(mj, "compiler", angle="radian", autolimits="true")
-    opt = ET.SubElement(mj, "option", timestep=f"{cfg.physics_dt:.12g}", integrator="implicitfast",
-                        cone="elliptic")
-    ET.SubElement(opt, "flag", multiccd="enable" if cfg.multiccd else "disable")
-    default = ET.SubElement(mj, "default")
-    ET.SubElement(default, "geom", friction=f"{cfg.friction:.12g} 0.005 0.0001")
-    asset = ET.SubElement(mj, "asset")
-    ET.SubElement(asset, "mesh", name=BUBBLE, vertex=_fmt(np.asarray(mesh.vertices).ravel()),
-                  face=" ".join(str(int(i)) for i in np.asarray(mesh.faces).ravel()))
-    world = ET.SubElement(mj, "worldbody")
-    table = ET.SubElement(world, "body", name=TABLE, pos=_fmt(ew.TABLE_POSITION))
-    ET.SubElement(table, "geom", name=TABLE, type="box", size=_fmt(np.asarray(ew.TABLE_SIZE) / 2.0))
-    obj = ET.SubElement(world, "body", name=OBJECT,
-                        pos=_fmt([ew.OBJECT_POSITION[0], ew.OBJECT_POSITION[1], sz / 2.0]))
-    ET.SubElement(obj, "freejoint", name=OBJECT)
-    ET.SubElement(obj, "geom", name=OBJECT, type="box", size=_fmt([sx / 2.0, sy / 2.0, sz / 2.0]),
-                  mass=f"{cfg.object_mass:.12g}")
-    ET.SubElement(obj, "site", name=LOAD_SITE, type="sphere", pos=_fmt([0.0, 0.0, sz / 2.0]),
-                  size=f"{cfg.load_radius:.12g}")
-    for b in top:
-        world.append(b)
-    bubble = ET.SubElement(bodies[ew.END_LINK], "body", name=BUBBLE)
+    size = np.asarray(cfg.object_size, dtype=np.float64)
+    friction = [cfg.friction, 0.005, 0.0001]
+    spec.option.timestep = cfg.physics_dt
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+    # MuJoCo 4 runs multi-contact CCD unless disabled; 3.x only when enabled
+    if hasattr(mujoco.mjtDisableBit, "mjDSBL_MULTICCD"):
+        spec.option.disableflags |= 0 if cfg.multiccd else mujoco.mjtDisableBit.mjDSBL_MULTICCD
+    else:
+        spec.option.enableflags |= mujoco.mjtEnableBit.mjENBL_MULTICCD if cfg.multiccd else 0
+    spec.add_mesh(name=BUBBLE, uservert=np.asarray(mesh.vertices, dtype=np.float64).ravel(),
+                  userface=np.asarray(mesh.faces, dtype=np.int32).ravel())
+    box = mujoco.mjtGeom.mjGEOM_BOX
+    table = spec.worldbody.add_body(name=TABLE, pos=ew.TABLE_POSITION)
+    table.add_geom(name=TABLE, type=box, size=np.asarray(ew.TABLE_SIZE) / 2.0, friction=friction)
+    obj = spec.worldbody.add_body(name=OBJECT, pos=[*ew.OBJECT_POSITION[:2], size[2] / 2.0])
+    obj.add_freejoint(name=OBJECT)
+    obj.add_geom(name=OBJECT, type=box, size=size / 2.0, mass=cfg.object_mass, friction=friction)
+    obj.add_site(name=LOAD_SITE, type=mujoco.mjtGeom.mjGEOM_SPHERE, pos=[0.0, 0.0, size[2] / 2.0],
+                 size=[cfg.load_radius, 0.0, 0.0])
+    bubble = spec.body(ew.END_LINK).add_body(name=BUBBLE)
     # massless: the flange's force sensor then reads the contact force alone
-    ET.SubElement(bubble, "geom", name=BUBBLE, type="mesh", mesh=BUBBLE, mass="0",
-                  solref=_fmt(cfg.solref))
+    bubble.add_geom(name=BUBBLE, type=mujoco.mjtGeom.mjGEOM_MESH, meshname=BUBBLE, mass=0.0,
+                    solref=cfg.solref, friction=friction)
     pad_T = np.eye(4) if cfg.pad_T is None else np.asarray(cfg.pad_T, dtype=np.float64).reshape(4, 4)
-    ET.SubElement(bubble, "site", name=PAD_SITE, type="box", size="0.03 0.03 0.001", **_pose_attrs(pad_T))
-    act = ET.SubElement(mj, "actuator")
+    bubble.add_site(name=PAD_SITE, type=box, size=[0.03, 0.03, 0.001], pos=pad_T[:3, 3],
+                    quat=np.roll(Rotation.from_matrix(pad_T[:3, :3]).as_quat(), 1))   # MuJoCo: w first
     for name, kp, kv in zip(movable, cfg.arm_kp, cfg.arm_kv):
-        ET.SubElement(act, "position", name=name, joint=name, kp=f"{kp:.12g}", kv=f"{kv:.12g}")
-    sensors = ET.SubElement(mj, "sensor")
-    ET.SubElement(sensors, "force", name=PAD_SITE, site=PAD_SITE)
-    ET.SubElement(sensors, "touch", name=LOAD_SITE, site=LOAD_SITE)
-    return ET.tostring(mj, encoding="unicode"), movable
+        servo = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        servo.set_to_position(kp=kp, kv=kv)
+    site = mujoco.mjtObj.mjOBJ_SITE
+    spec.add_sensor(name=PAD_SITE, type=mujoco.mjtSensor.mjSENS_FORCE, objtype=site, objname=PAD_SITE)
+    spec.add_sensor(name=LOAD_SITE, type=mujoco.mjtSensor.mjSENS_TOUCH, objtype=site, objname=LOAD_SITE)
+    return spec
 
 
 # --------------------------------------------------------------------------- contacts
@@ -227,19 +166,20 @@ def contact_rows(model: "mujoco.MjModel", data: "mujoco.MjData") -> ContactRows:
     """The contacts of ``data`` in the world frame: force on body1 = ``−frameᵀ f[:3]`` of
     ``mj_contactForce``; contacts excluded from the solver are left out.
     """
-    active = [i for i in range(int(data.ncon)) if data.contact[i].efc_address >= 0]
+    c = data.contact
+    active = np.flatnonzero(np.asarray(c.efc_address).reshape(-1) >= 0)
     f6 = np.zeros((len(active), 6))
     for row, i in enumerate(active):
-        mujoco.mj_contactForce(model, data, i, f6[row])
-    frames = np.array([data.contact[i].frame for i in active], dtype=np.float64).reshape(-1, 3, 3)
+        mujoco.mj_contactForce(model, data, int(i), f6[row])
+    frames = np.asarray(c.frame, dtype=np.float64).reshape(-1, 3, 3)[active]
 
-    def bodies(side: str) -> List[str]:
-        ids = [int(model.geom_bodyid[getattr(data.contact[i], side)]) for i in active]
-        return [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b) or "" for b in ids]
-    return ContactRows(bodies("geom1"), bodies("geom2"),
-                       np.array([data.contact[i].pos for i in active], dtype=np.float64).reshape(-1, 3),
+    def bodies(geoms: np.ndarray) -> List[str]:
+        ids = model.geom_bodyid[np.asarray(geoms, dtype=np.int64).reshape(-1)[active]]
+        return [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, int(b)) or "" for b in ids]
+    return ContactRows(bodies(c.geom1), bodies(c.geom2),
+                       np.asarray(c.pos, dtype=np.float64).reshape(-1, 3)[active],
                        -np.einsum("nji,nj->ni", frames, f6[:, :3]), frames[:, 0].copy(),
-                       np.array([-float(data.contact[i].dist) for i in active]))
+                       -np.asarray(c.dist, dtype=np.float64).reshape(-1)[active])
 
 
 def contacts_by_pair(rows: ContactRows, body_names: Sequence[str],
@@ -248,22 +188,17 @@ def contacts_by_pair(rows: ContactRows, body_names: Sequence[str],
     first; with ``both_orders`` also reversed, forces negated); world frame, m and N.
     """
     index = {n: i for i, n in enumerate(body_names)}
-    grouped: Dict[Pair, List[Tuple[np.ndarray, np.ndarray]]] = {}
-    for k in range(len(rows)):
-        a, b = rows.body1[k], rows.body2[k]
-        if a not in index or b not in index or a == b:
-            continue
-        p, f = rows.points[k], rows.forces[k]
-        if index[a] > index[b]:
-            a, b, f = b, a, -f
-        grouped.setdefault((a, b), []).append((p, f))
+    i1, i2 = (np.array([index.get(n, -1) for n in side], dtype=np.int64) for side in (rows.body1, rows.body2))
+    keep = (i1 >= 0) & (i2 >= 0) & (i1 != i2)
+    lo, hi = np.minimum(i1, i2), np.maximum(i1, i2)
+    forces = np.where((i1 > i2)[:, None], -rows.forces, rows.forces)   # turned to the lower index first
     out: Dict[Pair, ContactState] = {}
-    for (a, b) in sorted(grouped, key=lambda pr: (index[pr[0]], index[pr[1]])):
-        pts = torch.as_tensor(np.array([p for p, _ in grouped[(a, b)]]), dtype=torch.float64)
-        frc = torch.as_tensor(np.array([f for _, f in grouped[(a, b)]]), dtype=torch.float64)
-        out[(a, b)] = ContactState(pts, frc)
+    for a, b in sorted(set(zip(lo[keep].tolist(), hi[keep].tolist()))):
+        rows_ab = keep & (lo == a) & (hi == b)
+        pts, frc = (torch.as_tensor(x[rows_ab], dtype=torch.float64) for x in (rows.points, forces))
+        out[(body_names[a], body_names[b])] = ContactState(pts, frc)
         if both_orders:
-            out[(b, a)] = ContactState(pts.clone(), -frc)
+            out[(body_names[b], body_names[a])] = ContactState(pts.clone(), -frc)
     return out
 
 
@@ -276,15 +211,15 @@ class MujocoScene:
     def __init__(self, cfg: Optional[MujocoSceneConfig] = None,
                  bubble_mesh: Optional[trimesh.Trimesh] = None) -> None:
         self.cfg = cfg or MujocoSceneConfig()
-        self.xml, self.joint_names = scene_mjcf(self.cfg, bubble_mesh)
+        self.spec = scene_spec(self.cfg, bubble_mesh)
+        self.joint_names = [j.name for j in self.spec.joints if j.type != mujoco.mjtJoint.mjJNT_FREE]
         try:
-            self.model = mujoco.MjModel.from_xml_string(self.xml)
+            self.model = self.spec.compile()
         except ValueError as exc:  # MuJoCo's compile errors are ValueError
             raise ValueError(f"MuJoCo rejected the scene: {exc}") from exc
         self.data = mujoco.MjData(self.model)
         self._qadr = np.array([self.model.joint(n).qposadr[0] for n in self.joint_names], dtype=np.int64)
         self._dadr = np.array([self.model.joint(n).dofadr[0] for n in self.joint_names], dtype=np.int64)
-        self._act = np.array([self.model.actuator(n).id for n in self.joint_names], dtype=np.int64)
         self.bubble_geom = int(self.model.geom(BUBBLE).id)
 
     @property
@@ -298,7 +233,7 @@ class MujocoScene:
         mujoco.mj_resetData(self.model, self.data)
         self.set_targets(joints)
         for name, q in joints.items():
-            self.data.qpos[self._qadr[self.joint_names.index(name)]] = float(q)
+            self.data.joint(name).qpos = float(q)
         mujoco.mj_forward(self.model, self.data)
         for _ in range(int(round(settle_s / self.cfg.physics_dt))):
             mujoco.mj_step(self.model, self.data)
@@ -312,8 +247,8 @@ class MujocoScene:
         if bad:
             raise InputError(f"{bad} are not movable joints; joints: {self.joint_names}", "joints", bad,
                              "unknown_joint", self.joint_names)
-        for name, q in joints.items():
-            self.data.ctrl[self._act[self.joint_names.index(name)]] = float(q)
+        for name, q in joints.items():   # each servo is named as its joint
+            self.data.actuator(name).ctrl = float(q)
 
     def step(self, n: int = 1) -> None:
         """``n`` MuJoCo steps of ``physics_dt``."""
@@ -330,10 +265,9 @@ class MujocoScene:
 
     def body_transform(self, name: str) -> np.ndarray:
         """``(4, 4)`` float64 body frame -> world; KeyError for an unknown body."""
-        b = self.model.body(name)
+        b = self.data.body(name)
         T = np.eye(4)
-        T[:3, :3] = self.data.xmat[b.id].reshape(3, 3)
-        T[:3, 3] = self.data.xpos[b.id]
+        T[:3, :3], T[:3, 3] = b.xmat.reshape(3, 3), b.xpos
         return T
 
     def contacts(self, body_names: Sequence[str], both_orders: bool = True) -> Dict[Pair, ContactState]:
@@ -346,11 +280,9 @@ class MujocoScene:
 
     def bubble_in_contact(self) -> bool:
         """True when an active contact involves the bubble's geom."""
-        for i in range(int(self.data.ncon)):
-            c = self.data.contact[i]
-            if c.efc_address >= 0 and self.bubble_geom in (c.geom1, c.geom2):
-                return True
-        return False
+        c, g = self.data.contact, self.bubble_geom
+        return bool(np.any((np.asarray(c.efc_address) >= 0) & ((np.asarray(c.geom1) == g)
+                                                               | (np.asarray(c.geom2) == g))))
 
 
 def pad_reading(scene: MujocoScene, names: Sequence[str]) -> np.ndarray:
@@ -394,6 +326,6 @@ class PressPlan:
         return ew.tool_down_joint_positions(self.xy[0], self.xy[1], self.top_z + h)
 
 
-__all__ = ["BUBBLE", "OBJECT", "TABLE", "PAD_SITE", "LOAD_SITE", "MujocoSceneConfig", "robot_bodies",
-           "scene_mjcf", "ContactRows", "contact_rows", "contacts_by_pair", "MujocoScene", "pad_reading",
+__all__ = ["BUBBLE", "OBJECT", "TABLE", "PAD_SITE", "LOAD_SITE", "MujocoSceneConfig", "robot_spec",
+           "scene_spec", "ContactRows", "contact_rows", "contacts_by_pair", "MujocoScene", "pad_reading",
            "load_reading", "PressPlan"]

@@ -16,9 +16,9 @@ from builtin_interfaces.msg import Time
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile
 from rosgraph_msgs.msg import Clock
-from geometry_msgs.msg import PoseStamped
+from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion
 from sensor_msgs.msg import JointState, PointCloud2
 from std_msgs.msg import Bool
 
@@ -27,7 +27,7 @@ from vsf_sensor_ros.ros.kinds import codec_of_type, sensor_layout
 from vsf_sensor_ros.ros.main import answer_help, parameter_usage, run_node
 from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
 from vsf_sensor_ros.ros.messages.readings import encode_vector, make_header
-from vsf_sensor_ros.ros.messages.stamps import stamp_to_ns
+from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp, stamp_to_ns
 from vsf_sensor_ros.ros.parameter_table import Spec, check_value
 from vsf_sensor_ros.ros.parameters import declare_spec
 from vsf_sensor_ros.sensor.errors import SettingError
@@ -68,18 +68,14 @@ SESSION_PARAMS: Dict[str, tuple] = {
 
 def sim_time_msg(t: float) -> Time:
     """Simulation seconds -> ``builtin_interfaces/Time`` (rounded to the nanosecond)."""
-    ns = int(round(t * 1e9))
-    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+    return ns_to_stamp(round(t * 1e9))
 
 
 def param_spec(name: str, default: Any, description: str, read_only: bool, bounds: Optional[tuple]) -> Spec:
     """The ``Spec`` of one parameter row; an infinite ``hi`` of ``bounds`` is checked as ``>= lo`` only."""
-    lo = hi = None
-    if bounds is not None and not isinstance(default, bool):
-        lo, hi = bounds
-        if not math.isfinite(hi):
-            hi = None
-    return Spec(name, default, description, read_only=read_only, lo=lo, hi=hi)
+    lo, hi = bounds if bounds is not None and not isinstance(default, bool) else (None, None)
+    return Spec(name, default, description, read_only=read_only, lo=lo,
+                hi=hi if hi is None or math.isfinite(hi) else None)
 
 
 class SimulatorNode(Node):
@@ -92,13 +88,12 @@ class SimulatorNode(Node):
 
     def __init__(self, node_name: str, params: Dict[str, tuple], **kwargs: Any) -> None:
         # set first: destroy_node() may run on a half-built node (a constructor error)
-        self._stop = threading.Event()
+        self._stop, self.done = threading.Event(), threading.Event()
         self._worker: Optional[threading.Thread] = None
+        self.failed: Optional[BaseException] = None
         self.p: Dict[str, Any] = {}
         self.streams: List[MeasuredStream] = []
         self._layouts: List[Any] = []
-        self.done = threading.Event()
-        self.failed: Optional[BaseException] = None
         self.step_times: List[float] = []
         super().__init__(node_name, **kwargs)
         specs = {name: param_spec(name, *row) for name, row in params.items()}
@@ -137,10 +132,9 @@ class SimulatorNode(Node):
     def create_outputs(self) -> None:
         """Create ``joint_states``, ``object/pose``, ``contacts``, ``<s>/measured`` per stream, the latched
         ``sim_done`` (False now) and, with ``publish_clock``, ``/clock``."""
-        reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
-                              reliability=ReliabilityPolicy.RELIABLE)
-        latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        # (QoSProfile's defaults: keep last, reliable)
+        reliable = QoSProfile(depth=100)
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.pub_joints = self.create_publisher(JointState, "joint_states", reliable)
         self.pub_pose = self.create_publisher(PoseStamped, "object/pose", reliable)
         self.pub_contacts = self.create_publisher(PointCloud2, "contacts", reliable)
@@ -183,15 +177,12 @@ class SimulatorNode(Node):
         if self.pub_clock is not None:
             self.pub_clock.publish(Clock(clock=stamp))
         frame = self.p["world_frame"]
-        js = JointState(header=make_header(stamp, ""))
-        js.name, js.position, js.velocity = list(joint_names), list(positions), list(velocities)
-        self.pub_joints.publish(js)
-        pose = PoseStamped(header=make_header(stamp, frame))
-        xyz, q = xyz_quat_from_transform(T_object)
-        pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = (float(v) for v in xyz)
-        (pose.pose.orientation.x, pose.pose.orientation.y, pose.pose.orientation.z,
-         pose.pose.orientation.w) = (float(v) for v in q)
-        self.pub_pose.publish(pose)
+        self.pub_joints.publish(JointState(header=make_header(stamp, ""), name=list(joint_names),
+                                           position=list(positions), velocity=list(velocities)))
+        xyz, q = ([float(v) for v in a] for a in xyz_quat_from_transform(T_object))
+        pose = Pose(position=Point(x=xyz[0], y=xyz[1], z=xyz[2]),
+                    orientation=Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]))
+        self.pub_pose.publish(PoseStamped(header=make_header(stamp, frame), pose=pose))
         self.pub_contacts.publish(contacts_to_pointcloud2(contacts, self.p["contact_body_names"], stamp,
                                                           frame))
         if state is not None:
@@ -206,9 +197,7 @@ class SimulatorNode(Node):
                     check_value("rate_hz", self._rate_spec, prm.value)
                 except ValueError as exc:
                     return SetParametersResult(successful=False, reason=str(exc))
-        for prm in params:
-            if prm.name == "rate_hz":
-                self.p["rate_hz"] = float(prm.value)
+        self.p.update({"rate_hz": float(prm.value) for prm in params if prm.name == "rate_hz"})
         return SetParametersResult(successful=True)
 
     # ------------------------------------------------------------------ stepping

@@ -13,6 +13,8 @@ from klampt.model import ik
 
 from vsf_sensor_ros.sensor.errors import SettingError
 
+IK_DT = 0.02
+"""Longest time step (s) between two IK solutions of a moving phase."""
 PHASES = ("tare", "approach", "press", "hold", "release", "retreat", "rest")
 """Phase names, in order."""
 
@@ -75,17 +77,15 @@ def bubble_tip(vertices: np.ndarray, normal_local: Sequence[float]) -> np.ndarra
 
 
 class PressTrajectory:
-    """Joint-space press trajectory by Klampt IK from ``seed_config`` every ``ik_dt`` s: the tip
+    """Joint-space press trajectory by Klampt IK from ``seed_config`` every :data:`IK_DT` s: the tip
     ``tip_local`` of ``link`` (m; outward normal ``normal_local``) moves on a vertical line over ``target_xy``
     relative to the top face ``top_z`` (m, world) as ``profile`` says; ``robot`` is left at the start.
-    ValueError: invalid profile or ``ik_dt``; RuntimeError: IK fails (names the target)."""
+    ValueError: invalid profile; RuntimeError: IK fails (names the target)."""
 
     def __init__(self, robot, link, tip_local: Sequence[float], normal_local: Sequence[float],
                  target_xy: Tuple[float, float], top_z: float, profile: PressProfile,
-                 seed_config: Sequence[float], ik_dt: float = 0.02) -> None:
+                 seed_config: Sequence[float]) -> None:
         profile.validate()
-        if not (np.isfinite(ik_dt) and ik_dt > 0.0):
-            raise ValueError(f"ik_dt must be positive, got {ik_dt}")
         self.profile = profile
         self.robot = robot
         tip = np.asarray(tip_local, dtype=np.float64)
@@ -98,21 +98,19 @@ class PressTrajectory:
         self._link = link
 
         b = profile.boundaries()
-        # sample times: phase boundaries plus every ik_dt inside moving phases
+        # sample times: phase boundaries plus every IK_DT inside moving phases
         ts: List[float] = [0.0]
         for k in range(1, len(b) - 1):
-            n_seg = max(1, int(np.ceil((b[k + 1] - b[k]) / ik_dt)))
+            n_seg = max(1, int(np.ceil((b[k + 1] - b[k]) / IK_DT)))
             ts += np.linspace(b[k], b[k + 1], n_seg + 1).tolist()
         self.times = np.unique(np.round(np.asarray(ts), 9))
         heights = profile.height(self.times)
         robot.setConfig(list(seed_config))
         qs = []
-        prev_h = None
-        for h in heights:
-            if prev_h is None or h != prev_h:
+        for k, h in enumerate(heights):
+            if k == 0 or h != heights[k - 1]:   # a hold keeps the previous solution
                 self._solve(h)
             qs.append(robot.getConfig())
-            prev_h = h
         self.configs = np.asarray(qs, dtype=np.float64)
         robot.setConfig(self.configs[0].tolist())
 
@@ -130,13 +128,9 @@ class PressTrajectory:
 
     def command(self, t: float) -> Tuple[np.ndarray, np.ndarray]:
         """Commanded ``(q, dq)`` (full Klampt configuration, rad and rad/s) at time ``t`` (s)."""
-        ts = self.times
-        if t <= ts[0]:
-            return self.configs[0].copy(), np.zeros(self.configs.shape[1])
-        if t >= ts[-1]:
-            return self.configs[-1].copy(), np.zeros(self.configs.shape[1])
+        ts, qs = self.times, self.configs
+        if t <= ts[0] or t >= ts[-1]:   # at rest before the first and after the last sample
+            return qs[0 if t <= ts[0] else -1].copy(), np.zeros(qs.shape[1])
         i = int(np.searchsorted(ts, t, side="right")) - 1
-        dt = ts[i + 1] - ts[i]
-        s = (t - ts[i]) / dt
-        dq = (self.configs[i + 1] - self.configs[i]) / dt
-        return self.configs[i] + s * (self.configs[i + 1] - self.configs[i]), dq
+        dt, step = ts[i + 1] - ts[i], qs[i + 1] - qs[i]
+        return qs[i] + (t - ts[i]) / dt * step, step / dt

@@ -5,20 +5,23 @@ and no simulator; topics, service, diagnostics and parameters: docs/real_data.md
 """
 from __future__ import annotations
 
+import functools
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState, PointCloud2
 from std_srvs.srv import Trigger
 
+from vsf_sensor_ros.ros.diagnostics import make_status
 from vsf_sensor_ros.ros.kinematics import parse_joint_name_map
 from vsf_sensor_ros.ros.main import answer_help, parameter_usage, run_node
 from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.readings import make_header
 from vsf_sensor_ros.ros.messages.stamps import ns_to_stamp, stamp_to_ns
 from vsf_sensor_ros.contact_sources.wrench_contacts import WrenchContactConfig, WrenchContactSource
 from vsf_sensor_ros.urdf import MOVABLE_JOINT_TYPES
@@ -68,8 +71,7 @@ class WrenchContactNode(Node):
 
         Raises ValueError / FileNotFoundError on a configuration error (named)."""
         super().__init__("wrench_contact_node", **kwargs)
-        p = {k: self.declare_parameter(k, v).value for k, v in DEFAULTS.items()}
-        self.p = p
+        p = self.p = {k: self.declare_parameter(k, v).value for k, v in DEFAULTS.items()}
         urdf = p["robot_description"] or p["robot_description_path"]
         if not urdf:
             raise ValueError("parameter 'robot_description' or 'robot_description_path' is required")
@@ -99,7 +101,7 @@ class WrenchContactNode(Node):
             "wrench": self.create_subscription(WrenchStamped, "wrench", self._on_wrench, qos).topic_name}
         self.create_service(Trigger, "~/tare", self._on_tare)
         self.published = 0
-        self._zero_loggers: Dict[str, Any] = {}
+        self._zero_log = functools.lru_cache(maxsize=None)(self.get_logger().get_child)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_timer(1.0, self._publish_diagnostics)
 
@@ -134,10 +136,7 @@ class WrenchContactNode(Node):
             return False
         # a logger per input, kept (rclpy throttles per logger object): one input's warnings do not hide the
         # other's
-        log = self._zero_loggers.get(key)
-        if log is None:
-            log = self._zero_loggers[key] = self.get_logger().get_child(f"zero_stamp.{key}")
-        log.warning(
+        self._zero_log(f"zero_stamp.{key}").warning(
             f"{self._topics[key]}: message stamped 0 rejected ({n} so far): {self.source.last_error}",
             throttle_duration_sec=5.0)
         return True
@@ -145,19 +144,14 @@ class WrenchContactNode(Node):
     def _publish_diagnostics(self) -> None:
         src = self.source
         zero = {self._topics[k]: n for k, n in src.zero_stamps.items()}
-        values = [KeyValue(key="published", value=str(self.published)),
-                  KeyValue(key="rejected_wrenches", value=str(src.rejected_wrenches)),
-                  KeyValue(key="dropped_pending", value=str(src.dropped_pending))]
-        values += [KeyValue(key=f"zero_stamps.{topic}", value=str(n)) for topic, n in zero.items()]
-        values.append(KeyValue(key="last_rejection", value=src.last_error))
+        values = [("published", self.published), ("rejected_wrenches", src.rejected_wrenches),
+                  ("dropped_pending", src.dropped_pending),
+                  *((f"zero_stamps.{t}", n) for t, n in zero.items()), ("last_rejection", src.last_error)]
         bad = [f"{topic} ({n})" for topic, n in zero.items() if n]
-        status = DiagnosticStatus(
-            level=DiagnosticStatus.WARN if bad else DiagnosticStatus.OK,
-            name=self.get_fully_qualified_name(), hardware_id=self.get_name(),
-            message=("messages stamped 0 rejected on " + ", ".join(bad)) if bad else "ok", values=values)
-        msg = DiagnosticArray(status=[status])
-        msg.header.stamp = self.get_clock().now().to_msg()
-        self.diag_pub.publish(msg)
+        status = make_status(self.get_fully_qualified_name(), self.get_name(), values,
+                             ["messages stamped 0 rejected on " + ", ".join(bad)] if bad else [], "ok")
+        self.diag_pub.publish(DiagnosticArray(header=make_header(self.get_clock().now().to_msg(), ""),
+                                              status=[status]))
 
     def _on_tare(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         response.success, response.message = self.source.bias.tare()

@@ -95,34 +95,30 @@ class ForceBuffer:
     """Time-ordered raw force readings ``(stamp s, (3,) N, frame)``, linearly interpolated."""
 
     def __init__(self, maxlen: int = 2000) -> None:
-        self._t: List[float] = []
-        self._f: List[np.ndarray] = []
-        self._frame: List[str] = []
+        self._rows: List[Tuple[float, np.ndarray, str]] = []
         self.maxlen = int(maxlen)
 
     def __len__(self) -> int:
-        return len(self._t)
+        return len(self._rows)
 
     def add(self, stamp: float, force: Sequence[float], frame: str) -> None:
         """Insert a reading (kept sorted by stamp; the oldest go beyond ``maxlen``)."""
-        i = bisect.bisect_right(self._t, stamp)
-        self._t.insert(i, float(stamp))
-        self._f.insert(i, np.asarray(force, dtype=np.float64).reshape(3))
-        self._frame.insert(i, frame)
-        if len(self._t) > self.maxlen:
-            del self._t[0], self._f[0], self._frame[0]
+        bisect.insort_right(self._rows, (float(stamp), np.asarray(force, dtype=np.float64).reshape(3), frame),
+                            key=lambda row: row[0])
+        if len(self._rows) > self.maxlen:
+            del self._rows[0]
 
     def at(self, t: float) -> Optional[Tuple[np.ndarray, str]]:
         """Force at ``t`` (linear between the neighbouring readings; the oldest before the first), with the
         frame of the later reading; None when ``t`` is after the newest reading."""
-        if not self._t or t > self._t[-1]:
+        if not self._rows or t > self._rows[-1][0]:
             return None
-        i = bisect.bisect_left(self._t, t)
+        i = bisect.bisect_left(self._rows, t, key=lambda row: row[0])
         if i == 0:
-            return self._f[0].copy(), self._frame[0]
-        t0, t1 = self._t[i - 1], self._t[i]
+            return self._rows[0][1].copy(), self._rows[0][2]
+        (t0, f0, _), (t1, f1, frame) = self._rows[i - 1], self._rows[i]
         w = 0.0 if t1 == t0 else (t - t0) / (t1 - t0)
-        return (1.0 - w) * self._f[i - 1] + w * self._f[i], self._frame[i]
+        return (1.0 - w) * f0 + w * f1, frame
 
 
 @dataclass
@@ -167,22 +163,18 @@ class WrenchContactSource:
     def __init__(self, world, config: WrenchContactConfig) -> None:
         """Raises SettingError (``setting`` ``'body_parent'`` or ``'wrench_frame'``, ``value`` the name,
         ``reason`` ``'unknown_body'``, ``expected`` the world's bodies) for a body not in the world."""
-        self.world = world
-        self.cfg = config
+        self.world, self.cfg = world, config
         self.parent = config.body_parent or config.body
-        if self.parent not in world.body_names:
-            raise SettingError(f"body_parent {self.parent!r} is not a body of the world; "
-                               f"known: {', '.join(world.body_names)}", "body_parent", self.parent,
-                               "unknown_body", list(world.body_names))
-        if config.wrench_frame and config.wrench_frame not in world.body_names:
-            raise SettingError(f"wrench_frame {config.wrench_frame!r} is not a body of the world; "
-                               f"known: {', '.join(world.body_names)}", "wrench_frame", config.wrench_frame,
-                               "unknown_body", list(world.body_names))
+        frame = [("wrench_frame", config.wrench_frame)] if config.wrench_frame else []
+        for setting, name in [("body_parent", self.parent)] + frame:
+            if name not in world.body_names:
+                raise SettingError(f"{setting} {name!r} is not a body of the world; known: "
+                                   f"{', '.join(world.body_names)}", setting, name, "unknown_body",
+                                   list(world.body_names))
         self.bias = BiasTare(config.bias_samples, config.bias_on_start)
         self.forces = ForceBuffer()
         self._pending: Deque[Tuple[float, List[str], List[float]]] = deque()
-        self.dropped_pending = 0
-        self.rejected_wrenches = 0
+        self.dropped_pending = self.rejected_wrenches = 0
         self.zero_stamps: Dict[str, int] = {"wrench": 0, "joint_states": 0}
         self.last_error = ""
 

@@ -50,14 +50,10 @@ class Measurements:
     def __init__(self, rig: Rig, calibration: CalibrationStore,
                  live: Callable[[], LiveSettings], reject: Callable[..., None], logger: Any,
                  clock: Clock) -> None:
-        self._rig = rig
+        self._rig, self._calibration, self._clock = rig, calibration, clock
+        self._live, self._reject, self._log = live, reject, logger
         self._handles: Dict[str, SensorHandle] = rig.sensors   # type: ignore[assignment]
-        self._calibration = calibration
-        self._live = live
-        self._reject = reject
-        self._log = logger
         self._child_log = functools.lru_cache(maxsize=None)(logger.get_child)   # kept: throttles live in them
-        self._clock = clock
         # the node's sentences: inputs missing, paired streams stopped, the clock offset
         self.missing_inputs: Callable[[SensorHandle], str] = lambda h: ""
         self.stopped_inputs: Callable[[SensorHandle], str] = lambda h: ""

@@ -8,6 +8,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
 
 from ._rclpy_compat import parameter_override, parameter_override_names
+from .diagnostics import make_status
 from .kinds import codec_of_type
 from .main import EXECUTOR_KINDS
 from .messages.readings import MEASURED_TYPES
@@ -75,9 +76,7 @@ def misspelt_keys(node: Node, failed: Iterable[str], bodies: Optional[Iterable[s
     known = known_keys({n: t for n, t in types.items() if t in SENSOR_SETTINGS}, bodies)
     # an unknown type has no keys of its own: a key of any type is no misspelling
     any_key = {s.key for kind in SENSOR_SETTINGS for s in sensor_specs(kind)}
-    for name, kind in types.items():
-        if kind not in SENSOR_SETTINGS:
-            known["sensors"][name] = any_key
+    known["sensors"].update({name: any_key for name, kind in types.items() if kind not in SENSOR_SETTINGS})
     node_sections = {k.partition(".")[0] for k in known["node_keys"] if "." in k}
     out = []
     for u in unknown_keys(parameter_override_names(node), **known):
@@ -229,22 +228,18 @@ class NodeHealth:
             self._window[topic] = (clock.count, now)
             freq = events / duration
             need = (not clock.optional or clock.count > 0) if needed is None else topic in needed
-            silent = events == 0 and need
-            level = WARN if silent and now - self.started >= timeout else OK
+            warn = events == 0 and need and now - self.started >= timeout
             message = (f"No events recorded on {topic} ({clock.type_name})" if events == 0
                        else f"{freq:.2f} Hz")
             if events == 0 and causes.get(topic):
                 message += f": {causes[topic]}"
             elif events == 0 and clock.optional and clock.count == 0:
                 message += " (optional: none expected yet)"
-            out.append(DiagnosticStatus(
-                level=level.to_bytes(1, "little"), name=f"{self.node_name}: {topic} topic status",
-                hardware_id=self.node_name, message=message,
-                values=[KeyValue(key="Events in window", value=str(events)),
-                        KeyValue(key="Events since startup", value=str(clock.count)),
-                        KeyValue(key="Duration of window (s)", value=f"{duration:.6f}"),
-                        KeyValue(key="Actual frequency (Hz)", value=f"{freq:.6f}"),
-                        KeyValue(key="Type", value=clock.type_name)]))
+            out.append(make_status(
+                f"{self.node_name}: {topic} topic status", self.node_name,
+                [("Events in window", events), ("Events since startup", clock.count),
+                 ("Duration of window (s)", f"{duration:.6f}"), ("Actual frequency (Hz)", f"{freq:.6f}"),
+                 ("Type", clock.type_name)], [message] if warn else [], message))
         return out
 
 

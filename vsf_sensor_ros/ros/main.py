@@ -50,10 +50,8 @@ def make_executor(kind: str = "auto", context: Optional[Context] = None) -> Exec
 
 
 def spin(executor: Executor, context: Optional[Context] = None, poll_sec: float = POLL_SEC) -> None:
-    """Serve callbacks until ``context`` shuts down, noticed within ``poll_sec`` (s; a ``spin_once``
-    loop); ``KeyboardInterrupt`` and callbacks' exceptions propagate.  ValueError: ``poll_sec`` <= 0."""
-    if not poll_sec > 0:
-        raise ValueError(f"poll_sec must be > 0, got {poll_sec}")
+    """Serve callbacks until ``context`` shuts down, noticed within ``poll_sec`` (s, > 0; a ``spin_once``
+    loop); ``KeyboardInterrupt`` and callbacks' exceptions propagate."""
     ctx = context if context is not None else rclpy.get_default_context()
     try:
         while ctx.ok():
@@ -62,14 +60,12 @@ def spin(executor: Executor, context: Optional[Context] = None, poll_sec: float 
         pass
 
 
-def spin_node(node: Node, kind: str = "auto", poll_sec: float = POLL_SEC,
-              trim_heap: bool = True) -> Executor:
+def spin_node(node: Node, kind: str = "auto", poll_sec: float = POLL_SEC) -> Executor:
     """:func:`spin` ``node`` on a new executor of ``kind`` (:func:`make_executor`, whose ValueError
-    it raises) until SIGINT or shutdown, after :func:`release_free_heap` with ``trim_heap``."""
+    it raises) until SIGINT or shutdown, after :func:`release_free_heap`."""
     executor = make_executor(kind, node.context)
     executor.add_node(node)
-    if trim_heap:
-        release_free_heap()
+    release_free_heap()
     try:
         spin(executor, node.context, poll_sec)
     except KeyboardInterrupt:

@@ -134,15 +134,13 @@ def report(n: Any, now: float) -> Tuple[bool, str, Dict[str, Any]]:
                    "alone (colour missing or rejected)")
     else:
         ok, message = True, f"estimating at {hz:.1f} Hz"
+    warnings = []   # each makes the status WARN
     if new["zero"] > 0:   # messages stamped 0 came in the last period
-        ok = False
-        message += "; stamped 0, rejected (no time to pair by): " + ", ".join(
-            f"{t} ({c})" for t, c in n.zero_stamps.items() if c)
-    if wrong:   # why an input never arrives: rclpy does not say
-        ok, message = False, "; ".join([message] + wrong)
+        warnings.append("stamped 0, rejected (no time to pair by): " + ", ".join(
+            f"{t} ({c})" for t, c in n.zero_stamps.items() if c))
+    warnings += wrong   # why an input never arrives: rclpy does not say
     if n.config_problems:
         count = len(n.config_problems)
-        ok = False
-        message += (f"; {count} configuration problem{'' if count == 1 else 's'}: "
-                    + "; ".join(n.config_problems))
-    return ok, message, values
+        warnings.append(f"{count} configuration problem{'' if count == 1 else 's'}: "
+                        + "; ".join(n.config_problems))
+    return ok and not warnings, "; ".join([message] + warnings), values

@@ -58,10 +58,9 @@ class MembraneForceNode(Node):
             self.destroy_node()   # nothing half-built stays on the graph (as sensor_node)
             raise
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        p = self.p = cfg.p
-        self.mesh, self.out_frame, self.store, self.record = cfg.mesh, cfg.out_frame, cfg.store, cfg.record
-        self.ambient_pa, self.ambient_source = cfg.ambient_pa, cfg.ambient_source
-        self.config_problems: List[str] = cfg.config_problems
+        # p, mesh, out_frame, store, record, ambient_pa, ambient_source, config_problems
+        vars(self).update(vars(cfg))
+        p = self.p
         ptype = pressure_type_name(p["pressure_type"])
         self.estimator: Optional[MembraneForceEstimator] = None
         self.reference: List[Any] = []          # (depth, pressure, colour or None) collected so far

@@ -171,20 +171,17 @@ class NodeParameters:
     def check_sensor_list(sensors: Sequence[str]) -> None:
         """ConfigError naming ``sensors`` unless the names are valid, distinct, no node endpoint,
         and the sensor kinds load."""
-        seen: Set[str] = set()
         errors: List[ConfigError] = []
-        for s in sensors:
+        for i, s in enumerate(sensors):
             try:
                 check_name("sensors", s)
             except ConfigError as exc:
                 errors.append(exc)
                 continue
-            if s in seen:
-                errors.append(ConfigError("sensors", list(sensors), f"name {s!r} appears twice"))
-            elif s in RESERVED_NAMES:
-                errors.append(ConfigError("sensors", list(sensors),
-                                          f"name {s!r} clashes with a node endpoint"))
-            seen.add(s)
+            why = ("appears twice" if s in sensors[:i] else
+                   "clashes with a node endpoint" if s in RESERVED_NAMES else "")
+            if why:
+                errors.append(ConfigError("sensors", list(sensors), f"name {s!r} {why}"))
         if sensors:
             try:
                 sensor_kinds()

@@ -137,9 +137,10 @@ class SensorNode(Node):
         self.measurements = Measurements(self.rig, self.calibration, lambda: self.live, self._reject,
                                          self.get_logger(), self.get_clock())
         calibration = self.calibration.load()   # refuses a directory, FIFO... at the path
-        if self.calibration.path is not None and not self.calibration.path.is_file():
-            self.get_logger().info(f"calibration file {self.calibration.path} does not exist yet; "
-                                   "sensors start uncalibrated")
+        cal_path = self.calibration.path
+        if cal_path is not None and not cal_path.is_file():
+            self.get_logger().info(f"calibration file {cal_path} does not exist yet; sensors start "
+                                   "uncalibrated")
         self._frames = FramePublisher(self, bool(p["publish_tf"]), self._world_frame, self.world,
                                       self._frame_prefix)
         restored = []
@@ -169,10 +170,9 @@ class SensorNode(Node):
         if problems:
             raise_all([problems[n] for n in sensors if n in problems]
                       + misspelt_keys(self, problems, self.params.values.get("bodies")))
-        if self.calibration.path is not None and self.calibration.path.is_file():
-            self.get_logger().info(f"calibration file {self.calibration.path} loaded: "
-                                   + (f"restored {', '.join(restored)}" if restored
-                                      else "no entry for the configured sensors"))
+        if cal_path is not None and cal_path.is_file():
+            self.get_logger().info(f"calibration file {cal_path} loaded: " + (
+                f"restored {', '.join(restored)}" if restored else "no entry for the configured sensors"))
 
         # joint_states first: the single-threaded executor serves ready subscriptions in creation
         # order (the EventsExecutor in arrival order); a step reads the joint state of its stamp
@@ -188,8 +188,9 @@ class SensorNode(Node):
         self._pose_clocks = {b: self.health.stream(sub.topic_name, POSE_STAMPED)
                              for b, sub in zip(self.world.free_body_names, self._body_subs)}
         self._contact_free = self._contact_free_steps(p)
-        self.measurements.missing_inputs = self._missing_inputs
-        self.measurements.stopped_inputs = self._stopped_inputs
+        # for a tare / gain answer: the inputs of a sensor missing now; its paired streams, when stopped
+        self.measurements.missing_inputs = lambda h: self._input_hint(self._needs(h))
+        self.measurements.stopped_inputs = lambda h: self._input_hint(self._paired_streams(h))
         self.measurements.clock_hint = self._clock_hint
         self._input_types = WrongTypeWatch(self, self.get_logger())   # asked at diagnostics time only
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", self._qos.outputs)
@@ -479,15 +480,9 @@ class SensorNode(Node):
         """Its measured stream and the contacts (unless event-driven: silence is contact-free)."""
         return [self._measured_clock(h)] + ([] if self._contact_free is not None else [self._contacts_clock])
 
-    def _stopped_inputs(self, h: SensorHandle) -> str:
-        """For a tare answer: the measured stream of ``h`` and the contacts, when either stopped."""
-        return missing_input_hint(self._paired_streams(h), time.monotonic(), self.health.started,
-                                  self._input_timeout())
-
-    def _missing_inputs(self, h: SensorHandle) -> str:
-        """For a tare / gain answer: the inputs of ``h`` missing now, naming topic and type."""
-        return missing_input_hint(self._needs(h), time.monotonic(), self.health.started,
-                                  self._input_timeout())
+    def _input_hint(self, streams: List[StreamClock]) -> str:
+        """The ``streams`` missing or stopped now, naming topic and type ('' when none)."""
+        return missing_input_hint(streams, time.monotonic(), self.health.started, self._input_timeout())
 
     def _coerce_request(self, params: List[Parameter]) -> List[Parameter]:
         """``pre_set_parameters``: int -> double leniency; an unknown name refused and logged

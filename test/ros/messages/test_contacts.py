@@ -11,8 +11,9 @@ import torch
 from builtin_interfaces.msg import Time
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import PointCloud2, PointField
+from std_msgs.msg import Header
 
-from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
+from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2, write_cloud
 from vsf_sensor_ros.ros.messages.wire import (CONTACT_FIELDS, DECODE_REASONS, ContactsDecodeError,
                                               pointcloud2_to_contacts)
 from vsf_sensor_ros.sensor.base_sensor import ContactState, validate_contact_state
@@ -212,14 +213,13 @@ def test_duplicate_body_names_are_a_configuration_error():
 # ------------------------------------------------------------------ encoder
 
 def test_encoder_layout_by_hand():
-    msg = contacts_to_pointcloud2({("punyo", "table"): cs([[1, 2, 3]], [[4, 5, 6]])}, BODIES,
-                                  float_type=np.float32)
-    # 6 float32 (24 bytes) + 2 uint32 (8 bytes), packed, little-endian
+    msg = contacts_to_pointcloud2({("punyo", "table"): cs([[1, 2, 3]], [[4, 5, 6]])}, BODIES)
+    # 6 float64 (48 bytes) + 2 uint32 (8 bytes), packed, little-endian
     assert [(f.name, f.offset, f.datatype) for f in msg.fields] == [
-        ("x", 0, F32), ("y", 4, F32), ("z", 8, F32), ("fx", 12, F32), ("fy", 16, F32), ("fz", 20, F32),
-        ("body1", 24, U32), ("body2", 28, U32)]
-    assert (msg.point_step, msg.row_step, msg.height, msg.width, msg.is_bigendian) == (32, 32, 1, 1, False)
-    assert bytes(msg.data) == struct.pack("<6f2I", 1, 2, 3, 4, 5, 6, 0, 2)
+        ("x", 0, F64), ("y", 8, F64), ("z", 16, F64), ("fx", 24, F64), ("fy", 32, F64), ("fz", 40, F64),
+        ("body1", 48, U32), ("body2", 52, U32)]
+    assert (msg.point_step, msg.row_step, msg.height, msg.width, msg.is_bigendian) == (56, 56, 1, 1, False)
+    assert bytes(msg.data) == struct.pack("<6d2I", 1, 2, 3, 4, 5, 6, 0, 2)
     assert tuple(f.name for f in msg.fields[:8]) == CONTACT_FIELDS
 
 
@@ -249,9 +249,10 @@ def test_round_trip_float64_is_exact_with_elems_normals_and_depths():
 
 
 def test_round_trip_float32_within_float32_rounding():
-    c = cs([[0.1, 0.2, 0.3]], [[1e-3, 12.5, -7.25]])
-    dec = pointcloud2_to_contacts(contacts_to_pointcloud2({("punyo", "object"): c}, BODIES,
-                                                          float_type=np.float32), BODIES)
+    cols = [(k, np.array([v], dtype=np.float32)) for k, v in zip(("x", "y", "z", "fx", "fy", "fz"),
+                                                                 (0.1, 0.2, 0.3, 1e-3, 12.5, -7.25))]
+    cols += [("body1", np.array([0], dtype="<u4")), ("body2", np.array([1], dtype="<u4"))]
+    dec = pointcloud2_to_contacts(write_cloud(Header(), cols), BODIES)
     got = dec.contacts[("punyo", "object")]
     np.testing.assert_allclose(got.points.numpy(), [[0.1, 0.2, 0.3]], rtol=6e-8)
     assert got.forces[0, 2].item() == -7.25                           # exactly representable
@@ -266,8 +267,6 @@ def test_encoder_errors_name_the_problem():
         contacts_to_pointcloud2({("punyo", "table"): c}, BODIES, normals={})
     with pytest.raises(ValueError):
         contacts_to_pointcloud2({("punyo", "table"): c}, BODIES, depths={("punyo", "table"): [1.0, 2.0]})
-    with pytest.raises(ValueError):
-        contacts_to_pointcloud2({("punyo", "table"): c}, BODIES, float_type=np.int32)
 
 
 def test_bridge_example_two_pairs_through_serialization():

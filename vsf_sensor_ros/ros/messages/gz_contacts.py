@@ -54,42 +54,41 @@ def _row_columns(msg: Any, body_map: ContactBodyMap, world_frame: Optional[str],
     order: Dict[FrozenSet[str], Tuple[str, str]] = {}   # each body pair's first order in the message
     pts: List[Tuple[float, float, float]] = []
     frc: List[Tuple[float, float, float]] = []
-    nrm: List[Tuple[float, float, float]] = []
-    dep: List[float] = []
-    with_normals = with_depths = 0
-    used = 0   # contacts with at least one point
+    nrm: List[Optional[List[Tuple[float, float, float]]]] = []   # per contact with points (None: none)
+    dep: List[Optional[List[float]]] = []
+    sides = ("collision1", "collision2")
     for i, c in enumerate(msg.contacts):
         n = len(c.positions)
         if n == 0:
             continue   # no point: nothing to use, nothing to check
-        names = []
-        for side in ("collision1", "collision2"):
-            name = str(getattr(c, side).name)
+        names = [str(getattr(c, side).name) for side in sides]
+        for side, name in zip(sides, names):
             if not name:
                 raise GzContactsDecodeError(
                     "unnamed_collision", f"contact {i}: {side} has no name (id {int(getattr(c, side).id)})")
-            names.append(name)
-        nn, nd = len(c.normals), len(c.depths)
+        where = f"contact {i} ({names[0]} / {names[1]})"
         if not c.wrenches:
-            raise GzContactsDecodeError(
-                "empty_wrenches", f"contact {i} ({names[0]} / {names[1]}): {n} positions but no wrench")
-        for label, k in (("wrenches", len(c.wrenches)), ("normals", nn), ("depths", nd)):
-            if k not in (0, n):
-                raise GzContactsDecodeError(
-                    "mismatched_lengths",
-                    f"contact {i} ({names[0]} / {names[1]}): {n} positions, {k} {label}")
+            raise GzContactsDecodeError("empty_wrenches", f"{where}: {n} positions but no wrench")
+        for label in ("wrenches", "normals", "depths"):
+            if len(getattr(c, label)) not in (0, n):
+                raise GzContactsDecodeError("mismatched_lengths",
+                                            f"{where}: {n} positions, {len(getattr(c, label))} {label}")
         pair = (body_map.body(names[0]), body_map.body(names[1]))
-        for side, name, body in zip(("collision1", "collision2"), names, pair):
+        for side, name, body in zip(sides, names, pair):
             if not body.strip():   # '::collision' has an empty link: no body to give its contacts
                 raise GzContactsDecodeError(
                     "unnamed_collision", f"contact {i}: {side} {name!r} names no link and no "
                     "contact_body_map entry maps it")
-        collisions.setdefault(pair[0], names[0])
-        collisions.setdefault(pair[1], names[1])
+            collisions.setdefault(body, name)
         if pair[0] == pair[1]:
             raise GzContactsDecodeError(
                 "same_body", f"contact {i}: {names[0]} and {names[1]} both map to body {pair[0]!r} "
                 "(a body cannot push itself; give each body its own contact_body_map entry)")
+        frame = next((w.header.frame_id for w in c.wrenches if w.header.frame_id
+                      and w.header.frame_id != world_frame), None) if world_frame is not None else None
+        if frame is not None:
+            raise GzContactsDecodeError("wrench_frame", f"{where}: wrench in frame {frame!r}, expected world "
+                                                        f"axes ({world_frame!r} or no frame)")
         # gz lists each contact once, so a contact (b, a) after (a, b) is another contact, not
         # (a, b) seen from b: turned to (a, b) it joins that pair, and the pair's reverse (implied
         # by the cloud rule) then carries both; turned = bodies swapped, force and normal negated
@@ -98,32 +97,25 @@ def _row_columns(msg: Any, body_map: ContactBodyMap, world_frame: Optional[str],
         # gz: body_1_wrench is the wrench on collision1, i.e. the force on body1 by body2 (unless
         # the wrench names collision2 as its body 1: then the force on body1 is its opposite)
         for w in c.wrenches:
-            if world_frame is not None:
-                frame = w.header.frame_id
-                if frame and frame != world_frame:
-                    raise GzContactsDecodeError(
-                        "wrench_frame", f"contact {i} ({names[0]} / {names[1]}): wrench in frame "
-                        f"{frame!r}, expected world axes ({world_frame!r} or no frame)")
-            f = w.body_1_wrench.force
             s = -sign if _body_1_is_collision2(w.body_1_name.data, c) else sign
+            f = w.body_1_wrench.force
             frc.append((s * float(f.x), s * float(f.y), s * float(f.z)))
-        used += 1
-        with_normals += nn > 0
-        with_depths += nd > 0
         pairs.extend([pair[::-1] if turn else pair] * n)
         flipped.extend([turn] * n)
         pts.extend(_vec3(c.positions))
-        if nn:
-            nrm.extend((sign * x, sign * y, sign * z) for x, y, z in _vec3(c.normals))
-        if nd:
-            dep.extend(float(d) for d in c.depths)
-    for label, k in (("normals", with_normals), ("depths", with_depths)):
-        if k not in (0, used):
+        nrm.append([(sign * x, sign * y, sign * z) for x, y, z in _vec3(c.normals)] if c.normals else None)
+        dep.append([float(d) for d in c.depths] if c.depths else None)
+    for label, parts in (("normals", nrm), ("depths", dep)):
+        k = sum(p is not None for p in parts)
+        if k not in (0, len(parts)):
             raise GzContactsDecodeError(
-                "mismatched_lengths", f"{label} given for {k} of the {used} contacts with points: "
+                "mismatched_lengths", f"{label} given for {k} of the {len(parts)} contacts with points: "
                 "all or none must carry them")
-    normals = np.array(nrm, dtype=np.float64).reshape(-1, 3) if with_normals else None
-    depths = np.array(dep, dtype=np.float64) if with_depths else None
+    # all or none (checked above): the first contact tells
+    normals = (np.array([v for part in nrm for v in part], dtype=np.float64).reshape(-1, 3)
+               if nrm and nrm[0] is not None else None)
+    depths = (np.array([d for part in dep for d in part], dtype=np.float64)
+              if dep and dep[0] is not None else None)
     points = np.array(pts, dtype=np.float64).reshape(-1, 3)
     forces = np.array(frc, dtype=np.float64).reshape(-1, 3)
     return pairs, points, forces, normals, depths, flipped

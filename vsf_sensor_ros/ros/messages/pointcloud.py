@@ -86,19 +86,15 @@ def _per_pair(values: object, n: int, tail: Tuple[int, ...], label: str) -> np.n
 def contacts_to_pointcloud2(contacts: Mapping[Pair, ContactState], body_names: Sequence[str],
                             stamp: object = None, frame_id: str = "world",
                             normals: Optional[Mapping[Pair, object]] = None,
-                            depths: Optional[Mapping[Pair, object]] = None,
-                            float_type: type = np.float64) -> PointCloud2:
+                            depths: Optional[Mapping[Pair, object]] = None) -> PointCloud2:
     """The contacts cloud of one simulator step (docs/interface.md), rows in mapping order;
     ``elem1 elem2`` when any pair has elements (-1 for the others).  ``contacts``: ``(body1,
     body2) ->`` ContactState-like (points world m, forces on body1 N); ``stamp``: :func:`.to_stamp`;
-    ``normals`` ``(N, 3)`` / ``depths`` ``(N,)`` for every pair when given; ``float_type``:
-    ``np.float64`` (exact) or ``np.float32``.  ValueError: a body not in ``body_names``, a state
-    ContactState refuses, duplicate names, another ``float_type``, normals or depths lacking."""
+    ``normals`` ``(N, 3)`` / ``depths`` ``(N,)`` for every pair when given; float64 fields (exact).
+    ValueError: a body not in ``body_names``, a state ContactState refuses, duplicate names, normals
+    or depths lacking."""
     names = check_body_names(body_names)
     index = {n: i for i, n in enumerate(names)}
-    ft = np.dtype(float_type)
-    if ft not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise ValueError(f"float_type must be numpy float32 or float64, got {float_type}")
     pairs = list(contacts)
     for a, b in pairs:
         for body in (a, b):
@@ -123,8 +119,8 @@ def contacts_to_pointcloud2(contacts: Mapping[Pair, ContactState], body_names: S
     if n:
         pts = np.concatenate([contacts[p].points.detach().cpu().numpy() for p in pairs])
         frc = np.concatenate([contacts[p].forces.detach().cpu().numpy() for p in pairs])
-    cols: List[Tuple[str, np.ndarray]] = [(c, pts[:, k].astype(ft)) for k, c in enumerate(POINT_FIELDS)]
-    cols += [(c, frc[:, k].astype(ft)) for k, c in enumerate(FORCE_FIELDS)]
+    cols: List[Tuple[str, np.ndarray]] = [(c, pts[:, k]) for k, c in enumerate(POINT_FIELDS)]
+    cols += [(c, frc[:, k]) for k, c in enumerate(FORCE_FIELDS)]
     cols.append(("body1", np.repeat(np.array([index[a] for a, _ in pairs], dtype="<u4"), counts)))
     cols.append(("body2", np.repeat(np.array([index[b] for _, b in pairs], dtype="<u4"), counts)))
     for c, attr, present in (("elem1", "elems1", has_e1), ("elem2", "elems2", has_e2)):
@@ -135,9 +131,9 @@ def contacts_to_pointcloud2(contacts: Mapping[Pair, ContactState], body_names: S
     if normals is not None:
         nrm = np.concatenate([_per_pair(normals[p], k, (3,), f"normals of {p}")
                               for p, k in zip(pairs, counts)]) if n else np.zeros((0, 3))
-        cols += [(c, nrm[:, k].astype(ft)) for k, c in enumerate(NORMAL_FIELDS)]
+        cols += [(c, nrm[:, k]) for k, c in enumerate(NORMAL_FIELDS)]
     if depths is not None:
         dep = np.concatenate([_per_pair(depths[p], k, (), f"depths of {p}")
                               for p, k in zip(pairs, counts)]) if n else np.zeros(0)
-        cols.append((DEPTH_FIELD, dep.astype(ft)))
+        cols.append((DEPTH_FIELD, dep))
     return write_cloud(Header(stamp=to_stamp(stamp), frame_id=frame_id), cols)

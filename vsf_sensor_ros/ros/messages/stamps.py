@@ -38,16 +38,10 @@ def seconds_to_stamp(seconds: float) -> Time:
     """
     if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
         raise ValueError(f"stamp must be seconds as a real number, got {type(seconds).__name__}")
-    if isinstance(seconds, numbers.Integral):
-        exact = Fraction(int(seconds))
-    else:
-        f = float(seconds)
-        if not math.isfinite(f):
-            raise ValueError(f"stamp must be finite and non-negative seconds, got {seconds}")
-        exact = Fraction(f)
-    if exact < 0:
+    integral = isinstance(seconds, numbers.Integral)   # exact however large (float() could overflow)
+    if not (integral or math.isfinite(seconds)) or seconds < 0:
         raise ValueError(f"stamp must be finite and non-negative seconds, got {seconds}")
-    return ns_to_stamp(round(exact * NS_PER_S))
+    return ns_to_stamp(round(Fraction(int(seconds) if integral else float(seconds)) * NS_PER_S))
 
 
 def copy_stamp(stamp: Time) -> Time:
