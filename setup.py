@@ -34,7 +34,7 @@ setup(
     ],
     extras_require={
         "test": ["pytest", "pytest-split>=0.9", "flake8", "mcap", "hypothesis>=6.100"],
-        "demo": ["matplotlib", "rosbags>=0.10", "psutil", "mujoco>=3.2"],
+        "demo": ["matplotlib", "rosbags>=0.10", "psutil", "mujoco>=3.3"],
     },
     zip_safe=True,
     maintainer="vsf_sensor_ros developers",

@@ -29,7 +29,7 @@ class UrdfError(ValueError):
     ``'xacro_failed'``, ``'not_numbers'``, ``'axis_size'``, ``'zero_axis'``, ``'origin_size'``,
     ``'incomplete_joint'``, ``'mimic_numbers'``, ``'mimic_no_joint'``, ``'mimic_cycle'``,
     ``'mesh_unreadable'``, ``'mesh_scale'``, ``'primitives_unloadable'``, ``'no_triangles'``, and from the
-    MuJoCo scene ``'joint_type'`` and ``'detached_joints'``."""
+    MuJoCo scene ``'joint_type'``."""
 
     def __init__(self, message: str, reason: str, where: str, value: Any = None) -> None:
         super().__init__(message)
