@@ -54,8 +54,8 @@ $(STAMP): setup.py setup.cfg $(wildcard $(ROS_REQUIREMENTS) $(ROS_BUILD_REQUIREM
 
 # The suite as TEST_GROUPS pytest processes side by side (pytest-split, balanced by the per-test times
 # in test/durations.json; each group leases its own ROS_DOMAIN_ID).  Most of a ROS test's time is a
-# node process starting and DDS discovery, not CPU, so three groups on two cores take about two thirds
-# of the serial time.  Each group's output appears when it ends.  TEST_GROUPS=1 runs the suite in one
+# node process starting and DDS discovery, not CPU, so three groups on two cores take about half
+# the serial time.  Each group's output appears when it ends.  TEST_GROUPS=1 runs the suite in one
 # process; `make test-durations` (serial) refreshes the times after the suite changed a lot.
 TEST_GROUPS ?= 3
 PYTEST_SPLIT := -m pytest -q test --durations-path test/durations.json
