@@ -140,8 +140,7 @@ class NodeHealth:
     latest predictions failed), ``last_prediction`` (sensor -> monotonic s), input ``streams``."""
 
     def __init__(self, node_name: str, started: float) -> None:
-        self.node_name = node_name
-        self.started = started
+        self.node_name, self.started = node_name, started
         self.config_problems: List[str] = []
         self.streams: Dict[str, StreamClock] = {}
         self._window: Dict[str, "tuple[int, float]"] = {}

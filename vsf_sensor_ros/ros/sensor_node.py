@@ -337,12 +337,25 @@ class SensorNode(Node):
         late = (step.jumped_back and not contact_free and self._contact_free is not None
                 and self._contact_free.is_late(stamp_ns))
         if late:          # behind a contact-free step only: used, not a simulator reset
-            self._on_late_contacts(last, stamp_ns)
+            self._contact_free.late += 1
+            self._reason_log("late_contacts").warning(
+                f"contacts stamped {stamp_ns * 1e-9:.9f} s came after the contact-free step of "
+                f"{last * 1e-9:.9f} s: they lag the joint states by more than contact_free_period (raise "
+                "it) or are stamped on another clock", throttle_duration_sec=1.0)
         self.rig.commit(step, reset=step.jumped_back and not late)   # acted on only for a step used
         if step.jumped_back and not late:
-            self._on_stamp_jump()
+            self.inputs.stamp_jumps_backwards = self.rig.stamp_jumps   # the rig's counter, on /diagnostics
+            self.inputs.last_stamp_jump = self.rig.last_stamp_jump
+            self._reason_log("stamp_jump").warning(
+                f"contacts stamp went backwards ({self.rig.last_stamp_jump}); simulator reset assumed: "
+                "pairing buffers and sensor states cleared", throttle_duration_sec=1.0)
         if stamp_ns == 0:   # no time (no restart either): predicted, published, paired with nothing
-            self._zero_stamped_contacts()
+            topic = self.sub_contacts.topic_name
+            self.inputs.zero_stamps[topic] += 1
+            self._reason_log("zero_stamp").warning(
+                f"{topic}: contacts stamped 0 ({self.inputs.zero_stamps[topic]} so far): predicted, paired "
+                "with no measured message (set the simulator's stamps; under use_sim_time the first stamps "
+                "may be 0 until /clock arrives)", throttle_duration_sec=5.0)
             if self._contact_free is not None and self._transforms.newest_ns > 0:
                 # contacts are flowing all the same: they hold off contact-free steps for a period,
                 # timed from the newest joint stamp (a step between them would pair as contact-free)
@@ -380,30 +393,6 @@ class SensorNode(Node):
         if enc.publish_step(h.endpoints, h.layout, r, state, stamp_to_ns(stamp), world_frame, in_contact,
                             self.live.marker_force_scale if markers else None):
             h.last_marker_time = now
-
-    def _zero_stamped_contacts(self) -> None:
-        """A contacts message stamped 0: counted per topic, logged (throttled); its predictions are
-        published, never paired."""
-        topic = self.sub_contacts.topic_name
-        self.inputs.zero_stamps[topic] += 1
-        self._reason_log("zero_stamp").warning(
-            f"{topic}: contacts stamped 0 ({self.inputs.zero_stamps[topic]} so far): predicted, paired with "
-            "no measured message (set the simulator's stamps; under use_sim_time the first stamps may be 0 "
-            "until /clock arrives)", throttle_duration_sec=5.0)
-
-    def _on_stamp_jump(self) -> None:
-        self.inputs.stamp_jumps_backwards = self.rig.stamp_jumps   # the rig's counter, on /diagnostics
-        self.inputs.last_stamp_jump = self.rig.last_stamp_jump
-        self._reason_log("stamp_jump").warning(
-            f"contacts stamp went backwards ({self.rig.last_stamp_jump}); simulator reset assumed: pairing "
-            "buffers and sensor states cleared", throttle_duration_sec=1.0)
-
-    def _on_late_contacts(self, old_ns: int, new_ns: int) -> None:
-        self._contact_free.late += 1
-        self._reason_log("late_contacts").warning(
-            f"contacts stamped {new_ns * 1e-9:.9f} s came after the contact-free step of {old_ns * 1e-9:.9f} "
-            "s: they lag the joint states by more than contact_free_period (raise it) or are stamped on "
-            "another clock", throttle_duration_sec=1.0)
 
     def _on_measured(self, name: str, msg: Any) -> None:
         h = self._handles.get(name)

@@ -16,19 +16,11 @@ def foreign_publishers(node: Node, topic: str, expected: str) -> List[Tuple[str,
     """Sorted ``(publisher node's fully qualified name, message type)`` of the publishers on
     ``topic`` (as ``node`` subscribes it) whose type is not ``expected`` (:func:`type_name`'s
     spelling); the name is ``""`` while discovery has not told it yet."""
-    full = node.resolve_topic_name(topic)
-    out = set()
-    for info in node.get_publishers_info_by_topic(full):
-        if info.topic_type != expected:
-            out.add((_node_of(info), info.topic_type))
-    return sorted(out)
-
-
-def _node_of(info) -> str:
-    """``/ns/name`` of a TopicEndpointInfo's node, ``""`` while discovery has not named it."""
-    if info.node_name.startswith("_NODE_NAME_UNKNOWN"):
-        return ""
-    return f"{info.node_namespace.rstrip('/')}/{info.node_name}"
+    infos = node.get_publishers_info_by_topic(node.resolve_topic_name(topic))
+    # ``/ns/name``, or "" while discovery has not named the node
+    return sorted({("" if i.node_name.startswith("_NODE_NAME_UNKNOWN") else
+                    f"{i.node_namespace.rstrip('/')}/{i.node_name}", i.topic_type)
+                   for i in infos if i.topic_type != expected})
 
 
 def wrong_type_message(topic: str, expected: str, foreign: List[Tuple[str, str]]) -> str:
@@ -50,8 +42,7 @@ class WrongTypeWatch:
     name discovery has not told yet).  ``node``: whose graph view is asked."""
 
     def __init__(self, node: Node, logger: Any) -> None:
-        self._node = node
-        self._logger = logger
+        self._node, self._logger = node, logger
         self._logged: Dict[Tuple[str, str, Tuple[Tuple[str, str], ...]], None] = {}
         self._waited: Dict[Tuple[str, str, Tuple[str, ...]], None] = {}
 

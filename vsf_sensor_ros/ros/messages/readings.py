@@ -16,7 +16,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from ...rig.contacts import jacobian_message_columns  # noqa: F401 -- re-exported
 from .pointcloud import packed_fields, read_cloud
 from .stamps import copy_stamp, ns_to_stamp
-from .wire import CloudDecodeError, float_columns, require_finite
+from .wire import CloudDecodeError, ReasonError, float_columns, require_finite
 
 # Accepted ``measured_type`` strings -> message class.
 MEASURED_TYPES: Dict[str, type] = {
@@ -37,12 +37,8 @@ MEASURED_REASONS: Tuple[str, ...] = (
 )   # every MeasuredDecodeError.reason (diagnostics counter keys)
 
 
-class MeasuredDecodeError(ValueError):
+class MeasuredDecodeError(ReasonError):
     """A measured message the sensor's vector cannot take; ``reason``: of :data:`MEASURED_REASONS`."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 def normalise_measured_type(text: str) -> str:
@@ -316,14 +312,6 @@ def publish_step(endpoints: Any, layout: SensorLayout, r: Any, state: Any, stamp
 _HEADER_LE = b"\x00\x01\x00\x00"            # XCDR1 little-endian
 
 
-def _header_bytes(stamp_ns: int, frame_id: str) -> bytes:
-    """Encapsulation + ``std_msgs/Header`` (ends at a 4-byte boundary, padding included)."""
-    sec, nsec = divmod(int(stamp_ns), 1_000_000_000)
-    fid = frame_id.encode("utf-8") + b"\x00"
-    body = struct.pack("<iII", sec, nsec, len(fid)) + fid
-    return _HEADER_LE + body + bytes(-len(body) % 4)
-
-
 def _check_stamp(stamp_ns: int) -> int:
     ns = int(stamp_ns)
     if not 0 <= ns < (1 << 31) * 1_000_000_000:
@@ -331,25 +319,26 @@ def _check_stamp(stamp_ns: int) -> int:
     return ns
 
 
-def _align8(head: bytes) -> bytes:
-    """``head`` padded so the next byte sits on an 8-byte boundary of the CDR data."""
-    return head + bytes(-(len(head) - 4) % 8)
+def _header_bytes(stamp_ns: int, frame_id: str, align: int = 4) -> bytes:
+    """Encapsulation + ``std_msgs/Header``, padded so the next byte sits on an ``align``-byte
+    boundary of the CDR data; ValueError: :func:`_check_stamp`."""
+    sec, nsec = divmod(_check_stamp(stamp_ns), 1_000_000_000)
+    fid = frame_id.encode("utf-8") + b"\x00"
+    body = struct.pack("<iII", sec, nsec, len(fid)) + fid
+    return _HEADER_LE + body + bytes(-len(body) % align)
 
 
 def encode_fluid_pressure(stamp_ns: int, frame_id: str, fluid_pressure: float, variance: float) -> bytes:
     """Serialised ``sensor_msgs/FluidPressure`` (Pa, Pa²), little-endian XCDR1; ValueError: a
     stamp negative or past ``int32`` seconds (as every encoder below)."""
-    head = _align8(_header_bytes(_check_stamp(stamp_ns), frame_id))
-    return head + struct.pack("<2d", float(fluid_pressure), float(variance))
+    return _header_bytes(stamp_ns, frame_id, 8) + struct.pack("<2d", float(fluid_pressure), float(variance))
 
 
-def encode_wrench_stamped(stamp_ns: int, frame_id: str, force: Sequence[float],
-                          torque: Sequence[float] = (0.0, 0.0, 0.0)) -> bytes:
-    """Serialised ``geometry_msgs/WrenchStamped`` (N, N·m); ValueError: not 3 components."""
-    if len(force) != 3 or len(torque) != 3:
-        raise ValueError(f"force and torque need 3 components, got {len(force)} and {len(torque)}")
-    head = _align8(_header_bytes(_check_stamp(stamp_ns), frame_id))
-    return head + struct.pack("<6d", *(float(v) for v in force), *(float(v) for v in torque))
+def encode_wrench_stamped(stamp_ns: int, frame_id: str, force: Sequence[float]) -> bytes:
+    """Serialised ``geometry_msgs/WrenchStamped`` (force N, torque 0); ValueError: not 3 components."""
+    if len(force) != 3:
+        raise ValueError(f"force needs 3 components, got {len(force)}")
+    return _header_bytes(stamp_ns, frame_id, 8) + struct.pack("<6d", *map(float, force), 0.0, 0.0, 0.0)
 
 
 _CLOUD_PREFIX: Dict[Tuple, Tuple[bytes, bytes, int]] = {}
