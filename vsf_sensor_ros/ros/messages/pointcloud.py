@@ -96,44 +96,34 @@ def contacts_to_pointcloud2(contacts: Mapping[Pair, ContactState], body_names: S
     names = check_body_names(body_names)
     index = {n: i for i, n in enumerate(names)}
     pairs = list(contacts)
-    for a, b in pairs:
-        for body in (a, b):
-            if body not in index:
-                raise ValueError(f"body {body!r} is not in contact_body_names {names}")
+    unknown = [body for pair in pairs for body in pair if body not in index]
+    if unknown:
+        raise ValueError(f"body {unknown[0]!r} is not in contact_body_names {names}")
     # seed-style contact states (points / forces / elems as lists or arrays) as the models take them
     try:
         contacts = {p: as_contact_state(contacts[p], torch.float64) for p in pairs}   # lists: no rounding
     except ValueError as exc:
         raise ValueError(f"contacts: {exc}") from None
-    for label, extra in (("normals", normals), ("depths", depths)):
-        if extra is not None:
-            lacking = [p for p in pairs if p not in extra]
-            if lacking:
-                raise ValueError(f"{label} missing for pair(s) {lacking}")
     counts = [len(contacts[p]) for p in pairs]
-    n = int(sum(counts))
-    has_e1 = any(contacts[p].elems1 is not None for p in pairs)
-    has_e2 = any(contacts[p].elems2 is not None for p in pairs)
-
-    pts, frc = np.zeros((0, 3)), np.zeros((0, 3))
-    if n:
-        pts = np.concatenate([contacts[p].points.detach().cpu().numpy() for p in pairs])
-        frc = np.concatenate([contacts[p].forces.detach().cpu().numpy() for p in pairs])
+    # (an empty block ends each list: no pair, no rows)
+    pts, frc = (np.concatenate([getattr(contacts[p], a).detach().cpu().numpy() for p in pairs]
+                               + [np.zeros((0, 3))]) for a in ("points", "forces"))
     cols: List[Tuple[str, np.ndarray]] = [(c, pts[:, k]) for k, c in enumerate(POINT_FIELDS)]
     cols += [(c, frc[:, k]) for k, c in enumerate(FORCE_FIELDS)]
     cols.append(("body1", np.repeat(np.array([index[a] for a, _ in pairs], dtype="<u4"), counts)))
     cols.append(("body2", np.repeat(np.array([index[b] for _, b in pairs], dtype="<u4"), counts)))
-    for c, attr, present in (("elem1", "elems1", has_e1), ("elem2", "elems2", has_e2)):
-        if present:
-            parts = [getattr(contacts[p], attr) for p in pairs]
+    for c, attr in (("elem1", "elems1"), ("elem2", "elems2")):
+        parts = [getattr(contacts[p], attr) for p in pairs]
+        if any(e is not None for e in parts):
             cols.append((c, np.concatenate([np.full(k, -1) if e is None else e.detach().cpu().numpy()
                                             for e, k in zip(parts, counts)]).astype("<i4")))
-    if normals is not None:
-        nrm = np.concatenate([_per_pair(normals[p], k, (3,), f"normals of {p}")
-                              for p, k in zip(pairs, counts)]) if n else np.zeros((0, 3))
-        cols += [(c, nrm[:, k]) for k, c in enumerate(NORMAL_FIELDS)]
-    if depths is not None:
-        dep = np.concatenate([_per_pair(depths[p], k, (), f"depths of {p}")
-                              for p, k in zip(pairs, counts)]) if n else np.zeros(0)
-        cols.append((DEPTH_FIELD, dep))
+    for label, extra, tail in (("normals", normals, (3,)), ("depths", depths, ())):
+        if extra is None:
+            continue
+        lacking = [p for p in pairs if p not in extra]
+        if lacking:
+            raise ValueError(f"{label} missing for pair(s) {lacking}")
+        v = np.concatenate([_per_pair(extra[p], k, tail, f"{label} of {p}") for p, k in zip(pairs, counts)]
+                           + [np.zeros((0,) + tail)])
+        cols += [(c, v[:, k]) for k, c in enumerate(NORMAL_FIELDS)] if tail else [(DEPTH_FIELD, v)]
     return write_cloud(Header(stamp=to_stamp(stamp), frame_id=frame_id), cols)
