@@ -96,8 +96,7 @@ class SensorNode(Node):
         self._qos = EndpointQoS.from_values(p)
         try:
             self.world, pose_topics, body_meshes = build_scene(p, assets, self.params.declare_body)
-        except ConfigError as exc:
-            # a misspelt key (box.transform_kye) may be the cause of the error: named with it
+        except ConfigError as exc:   # a misspelt key (box.transform_kye) may be the cause: named with it
             raise_all(getattr(exc, "errors", [exc]) + misspelt_keys(self, {""} | set(p["bodies"] or []),
                                                                     p["bodies"]))
         self._factory = SensorFactory(self.world, body_meshes, self._frame_prefix)
@@ -137,10 +136,6 @@ class SensorNode(Node):
         self.measurements = Measurements(self.rig, self.calibration, lambda: self.live, self._reject,
                                          self.get_logger(), self.get_clock())
         calibration = self.calibration.load()   # refuses a directory, FIFO... at the path
-        cal_path = self.calibration.path
-        if cal_path is not None and not cal_path.is_file():
-            self.get_logger().info(f"calibration file {cal_path} does not exist yet; sensors start "
-                                   "uncalibrated")
         self._frames = FramePublisher(self, bool(p["publish_tf"]), self._world_frame, self.world,
                                       self._frame_prefix)
         restored = []
@@ -158,21 +153,23 @@ class SensorNode(Node):
                 check_measured_topic(self, cfg, own)   # a topic of another type: a ConfigError
                 h = self._install(cfg, *self._factory.build(cfg))
                 # an entry the model rejects: a ConfigError naming calibration_file and the sensor
-                warning = (cal_store.apply_file_entry(h, calibration[name], text) if name in calibration
-                           else None)
+                if name in calibration:
+                    warning = cal_store.apply_file_entry(h, calibration[name], text)
+                    if warning:
+                        self.get_logger().warning(warning)
+                    else:
+                        restored.append(restored_text(h))
             except ConfigError as exc:
                 problems[name] = exc
-                continue
-            if warning:
-                self.get_logger().warning(warning)
-            elif name in calibration:
-                restored.append(restored_text(h))
         if problems:
             raise_all([problems[n] for n in sensors if n in problems]
                       + misspelt_keys(self, problems, self.params.values.get("bodies")))
-        if cal_path is not None and cal_path.is_file():
-            self.get_logger().info(f"calibration file {cal_path} loaded: " + (
-                f"restored {', '.join(restored)}" if restored else "no entry for the configured sensors"))
+        cal_path = self.calibration.path
+        if cal_path is not None:
+            self.get_logger().info(f"calibration file {cal_path} " + (
+                "does not exist yet; sensors start uncalibrated" if not cal_path.is_file() else
+                f"loaded: restored {', '.join(restored)}" if restored else
+                "loaded: no entry for the configured sensors"))
 
         # joint_states first: the single-threaded executor serves ready subscriptions in creation
         # order (the EventsExecutor in arrival order); a step reads the joint state of its stamp
@@ -204,9 +201,9 @@ class SensorNode(Node):
         # unknown keys, unmatched parameter files, no sensors: WARN lines (and /diagnostics)
         lines = configuration_warnings(self, {n: h.config.type for n, h in self._handles.items()},
                                        p["bodies"] or [], self._command_line, bool(p["strict_parameters"]))
-        for line in lines + self._startup_warnings:
-            self.get_logger().warning(line)
         self.health.config_problems = lines + self._startup_warnings
+        for line in self.health.config_problems:
+            self.get_logger().warning(line)
         self.get_logger().info(
             f"sensor_node ready: {len(self._handles)} sensors ({', '.join(self._handles) or 'none'}), "
             f"{len(self.world.body_names)} bodies, contact bodies {self._contact_body_names}")

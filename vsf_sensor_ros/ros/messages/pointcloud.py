@@ -26,13 +26,6 @@ def read_cloud(msg: PointCloud2, names: Sequence[str], optional: Sequence[str] =
     return read_points(CloudLayout.of(msg), msg.data, names, optional, datatypes, exact_size)
 
 
-def _bytes_field(buf: bytes) -> array.array:
-    # array('B') is accepted by the uint8[] setter on every distribution without a per-byte check.
-    out = array.array("B")
-    out.frombytes(buf)
-    return out
-
-
 @functools.lru_cache(maxsize=64)
 def packed_fields(dt: np.dtype) -> Tuple[Tuple[str, int, int], ...]:
     """``(name, offset, PointField datatype)`` of each member of a packed little-endian record
@@ -68,7 +61,8 @@ def write_cloud(header: Header, columns: Sequence[Tuple[str, Any]]) -> PointClou
     step = rec_dtype.itemsize
     msg = PointCloud2(header=header, height=1, width=n, fields=fields, is_bigendian=False,
                       point_step=step, row_step=step * n, is_dense=True)
-    msg.data = _bytes_field(rec.tobytes())
+    # array('B') is accepted by the uint8[] setter on every distribution without a per-byte check
+    msg.data = array.array("B", rec.tobytes())
     return msg
 
 

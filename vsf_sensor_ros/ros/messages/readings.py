@@ -45,9 +45,7 @@ def normalise_measured_type(text: str) -> str:
     """Canonical ``pkg/msg/Type`` form of ``text`` (``pkg/Type`` accepted); ValueError naming it
     when not one of :data:`MEASURED_TYPES`."""
     parts = text.strip().split("/")
-    if len(parts) == 2:
-        parts = [parts[0], "msg", parts[1]]
-    canon = "/".join(parts)
+    canon = "/".join([parts[0], "msg", parts[1]] if len(parts) == 2 else parts)
     if canon not in MEASURED_TYPES:
         raise ValueError(f"unsupported measured type {text!r}; use one of {sorted(MEASURED_TYPES)}")
     return canon
@@ -258,9 +256,7 @@ def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, sta
     ``(N, 3)`` world points, red ``in_contact``), ``<s>/forces`` (1, ``force_scale`` m/N), the
     kind's extras (2) and ``<s>/label`` (3, in ``layout.reading_frame``)."""
     header = make_header(stamp, world_frame)
-    red = ColorRGBA(r=1.0, g=0.2, b=0.1, a=1.0)
-    grey = ColorRGBA(r=0.6, g=0.6, b=0.6, a=1.0)
-    colour = red if in_contact else grey
+    colour = ColorRGBA(r=1.0, g=0.2, b=0.1, a=1.0) if in_contact else ColorRGBA(r=0.6, g=0.6, b=0.6, a=1.0)
     # (a Marker's pose is the identity: a Quaternion's w defaults to 1)
     pts = Marker(header=header, ns=f"{sensor_name}/contacts", id=0, type=Marker.SPHERE_LIST,
                  action=Marker.ADD, color=colour, scale=Vector3(x=0.005, y=0.005, z=0.005),
@@ -390,8 +386,7 @@ _JACOBIAN_DTYPE = np.dtype([("row", "<u4"), ("col", "<u4"), ("value", "<f8")])
 def encode_dense_force(stamp_ns: int, frame_id: str, vertices: np.ndarray, forces: np.ndarray) -> bytes:
     """Serialised dense force cloud, ``x y z fx fy fz`` float32 per vertex of ``vertices`` ``(V, 3)``
     (m, body frame) and ``forces`` ``(V, 3)`` or ``(3V,)`` (N); ValueError: shapes disagree."""
-    v = np.asarray(vertices).reshape(-1, 3)
-    f = np.asarray(forces).reshape(-1, 3)
+    v, f = np.asarray(vertices).reshape(-1, 3), np.asarray(forces).reshape(-1, 3)
     if v.shape != f.shape:
         raise ValueError(f"{len(v)} vertices but {len(f)} force vectors")
     rec = np.empty(len(v), dtype=_DENSE_DTYPE)
@@ -411,7 +406,5 @@ def encode_jacobian(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, stam
         raise ValueError(f"rows {rows.shape}, cols {cols.shape}, values {values.shape} differ")
     keep = values != 0.0
     rec = np.empty(int(np.count_nonzero(keep)), dtype=_JACOBIAN_DTYPE)
-    rec["row"] = rows[keep]
-    rec["col"] = cols[keep]
-    rec["value"] = values[keep]
+    rec["row"], rec["col"], rec["value"] = rows[keep], cols[keep], values[keep]
     return encode_pointcloud2(stamp_ns, frame_id, rec)
