@@ -167,8 +167,7 @@ class NodeHealth:
         problems = self.config_problems
         silent = silent_streams((s for inp in sensors.values() for s in inp.streams), now, self.started,
                                 timeout)
-        causes = {t: text for t, text in ((t, explain(c) if explain else "") for t, c in silent.items())
-                  if text}
+        causes = {t: text for t, c in silent.items() if explain and (text := explain(c))}
         sentences = ((t, c.problem(now, self.started, timeout, causes.get(t, ""))) for t, c in silent.items())
         missing = {t: text for t, text in sentences if text}   # an optional stream: with a cause only
         for st in array.status:

@@ -50,21 +50,17 @@ class WrongTypeWatch:
         """:func:`wrong_type_message` of ``stream`` (its resolved topic and expected type)."""
         foreign = foreign_publishers(self._node, stream.topic, stream.type_name)
         text = wrong_type_message(stream.topic, stream.type_name, foreign)
-        if text:
-            self._log_once(stream, foreign, text)
-        return text
-
-    def _log_once(self, stream: Any, foreign: List[Tuple[str, str]], text: str) -> None:
         key = (stream.topic, stream.type_name, tuple(foreign))
-        if key in self._logged:
-            return
+        if not text or key in self._logged:
+            return text
         types = (stream.topic, stream.type_name, tuple(t for _, t in foreign))
         if any(not name for name, _ in foreign) and types not in self._waited:
             _remember(self._waited, types)   # the node's name usually arrives by the next report
-            return
+            return text
         _remember(self._logged, key)
         self._logger.warning(f"no {stream.type_name} on {stream.topic}: {text} (a subscription and a "
                              "publisher of different types never connect)")
+        return text
 
 
 def _remember(seen: Dict[Any, None], key: Any) -> None:

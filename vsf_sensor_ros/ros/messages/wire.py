@@ -358,12 +358,9 @@ def read_points(layout: CloudLayout, data: Any, names: Sequence[str], optional: 
     """Fields ``names`` (required) and ``optional`` of every point: a ``(height * width,)``
     structured strided view of ``data`` in message byte order, row-major.  ``datatypes``: field ->
     accepted ``PointField`` datatypes; ``exact_size``: :func:`check_data_size`'s rule.
-
-    Raises:
-        CloudDecodeError: in this order ``duplicate_field`` (a read field twice), ``missing_field``,
-            ``bad_size`` (``point_step`` <= 0 or >= 2**31 with points, the data length),
-            ``bad_field_type``, ``bad_field_count`` (!= 1), ``bad_field_offset`` (past ``point_step``).
-    """
+    CloudDecodeError, in this order: ``duplicate_field`` (a read field twice), ``missing_field``,
+    ``bad_size`` (``point_step`` <= 0 or >= 2**31 with points, the data length), ``bad_field_type``,
+    ``bad_field_count`` (!= 1), ``bad_field_offset`` (past ``point_step``)."""
     step = int(layout.point_step)
     endian = ">" if layout.is_bigendian else "<"
     n = layout.num_points
