@@ -89,13 +89,11 @@ class Measurements:
         sub = h.endpoints.measured if h.endpoints is not None else None
         topic = sub.topic_name if sub is not None else h.config.measured_topic()
         h.stats.zero_stamps[topic] += 1
-        if h.headerless:
-            what = "received while the node clock reads 0"
-            h.stats.zero_stamp_hint = "use_sim_time and no /clock yet: pairs once /clock arrives"
-        else:
-            what = "stamped 0"
-            h.stats.zero_stamp_hint = ("set its driver's header stamps, or use a header-less measured_type "
-                                       "(pairs by receive time)")
+        what, h.stats.zero_stamp_hint = (
+            ("received while the node clock reads 0", "use_sim_time and no /clock yet: pairs once /clock "
+                                                      "arrives") if h.headerless else
+            ("stamped 0", "set its driver's header stamps, or use a header-less measured_type (pairs by "
+                          "receive time)"))
         # a logger per sensor (rclpy throttles per logger): one sensor's warnings hide no other's
         self._child_log(f"zero_stamp.{h.name}").warning(
             f"{topic}: measured message {what} rejected ({h.stats.zero_stamps[topic]} so far; no time to "
@@ -105,12 +103,10 @@ class Measurements:
         """Keep ``h.unit_warning`` while the latest measured value is outside its kind's plausible
         range (logged once; a tare is refused while it holds)."""
         plausible = h.layout.codec.plausible
-        if plausible is None:
+        pa = float(vec[h.layout.slots[0]]) if plausible is not None else np.nan
+        if not np.isfinite(pa):   # no range to check, or an entry the message does not carry
             return
         scale = float(h.config.values["measured_scale"])
-        pa = float(vec[h.layout.slots[0]])
-        if not np.isfinite(pa):   # an entry the message does not carry
-            return
         h.unit_warning = pressure_unit_problem(pa / scale, scale, *plausible)
         if h.unit_warning is None or h.plausibility_warned:
             return
@@ -174,18 +170,16 @@ class Measurements:
 
     def on_tare_all(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         """``tare``: every sensor with a measured stream, all or nothing; the others listed as skipped."""
-        if not self._handles:
-            response.success, response.message = False, "no sensors configured"
-            return response
         # a stream = one accepted measured message; the sensors with one tare all or nothing
         skipped = [h.name for h in self._handles.values() if h.measured_accepted == 0]
         handles = [h for h in self._handles.values() if h.measured_accepted > 0]
         if not handles:
-            response.success = False
             missing = "; ".join(f"{h.name}: {m}" for h in self._handles.values()
                                 for m in [self.missing_inputs(h)] if m)
-            response.message = (f"no sensor has a measured stream yet (skipped: {', '.join(skipped)})"
-                                + (f"; missing: {missing}" if missing else ""))
+            response.success, response.message = False, (
+                "no sensors configured" if not skipped else
+                f"no sensor has a measured stream yet (skipped: {', '.join(skipped)})"
+                + (f"; missing: {missing}" if missing else ""))
             return response
         before = [(h, h.sensor.get_calibration(), h.calibration_text, h.tare_samples_used) for h in handles]
         results = [self._tare(h) for h in handles]

@@ -38,8 +38,7 @@ class FramePublisher:
 
     def __init__(self, node: Any, publish_tf: bool, world_frame: str, world: Any,
                  frame_prefix: str = "") -> None:
-        self._node, self._world, self._world_frame = node, world, world_frame
-        self._prefix = frame_prefix
+        self._node, self._world, self._world_frame, self._prefix = node, world, world_frame, frame_prefix
         self.enabled = bool(publish_tf) and TFMessage is not None
         self._wanted = bool(publish_tf)
         self.table: Optional[FrameTable] = None
@@ -55,18 +54,16 @@ class FramePublisher:
     def refresh(self, layouts: Iterable[Any]) -> FrameTable:
         """Recompute the table for the current sensors; publish the static set on ``/tf_static``
         when it changed, or else log the command lines of the frames not told before."""
-        table = world_frame_table(self._world, self._world_frame, layouts)
+        table, p = world_frame_table(self._world, self._world_frame, layouts), self._prefix
         changed = not table.same_static(self.table)
         self.table = table
         if self.enabled:
             if changed and table.static:
                 now = self._node.get_clock().now().to_msg()
-                p = self._prefix
                 self._static_pub.publish(TFMessage(transforms=[
                     transform_msg(p + t.parent, p + t.child, t.T, now) for t in table.static]))
             return table
         lines = []
-        p = self._prefix
         for key in [(t.child, t.command(p)) for t in table.static] + [
                 (b, free_instruction(p + b, p + f)) for b, f in table.free.items()]:
             if key not in self._told:   # each frame once, again only when it changes

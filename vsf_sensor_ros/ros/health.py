@@ -49,19 +49,18 @@ def startup_problems(names: Iterable[str], sensors: Mapping[str, str], bodies: I
 def node_value_problems(p: Dict[str, Any]) -> List[ConfigError]:
     """A :class:`ConfigError` per declared node-wide value ``p`` the node cannot use: an empty
     ``world_frame``, white space in ``frame_prefix``, another QoS reliability or ``executor``."""
-    out: List[ConfigError] = []
-    if not p["world_frame"].strip():
-        out.append(ConfigError("world_frame", p["world_frame"], "must name the frame of contacts and "
-                                                                "free-body poses (e.g. 'world')"))
-    if any(ch.isspace() for ch in str(p["frame_prefix"])):
-        out.append(ConfigError("frame_prefix", str(p["frame_prefix"]), "must not contain white space"))
+    frame, prefix, executor = p["world_frame"], str(p["frame_prefix"]), p["executor"]
+    out = [ConfigError(key, value, why) for key, value, bad, why in (
+        ("world_frame", frame, not frame.strip(), "must name the frame of contacts and free-body poses "
+                                                  "(e.g. 'world')"),
+        ("frame_prefix", prefix, any(ch.isspace() for ch in prefix), "must not contain white space"),
+        ("executor", executor, executor not in EXECUTOR_KINDS, f"must be one of {', '.join(EXECUTOR_KINDS)}"),
+    ) if bad]
     for side in ("inputs", "outputs"):
         try:
             qos_reliability(f"qos.{side}.reliability", p[f"qos.{side}.reliability"])
         except ConfigError as exc:
             out.append(exc)
-    if p["executor"] not in EXECUTOR_KINDS:
-        out.append(ConfigError("executor", p["executor"], f"must be one of {', '.join(EXECUTOR_KINDS)}"))
     return out
 
 
@@ -102,7 +101,7 @@ def configuration_warnings(node: Node, sensors: Mapping[str, str], bodies: Itera
         override = parameter_override(node, first.name)
         raise ConfigError(first.name, None if override is None else override.value,
                           f"{first.message()} (strict_parameters: true; {len(unknown)} unknown keys in all)")
-    return list(lines)
+    return lines
 
 
 def own_topics(node: Node, contacts_type: str, pose_topics: Mapping[str, str],
@@ -112,8 +111,8 @@ def own_topics(node: Node, contacts_type: str, pose_topics: Mapping[str, str],
     sensors ``configs`` (:class:`.parameters.SensorParameters`)."""
     configs = list(configs)
     inputs = {"contacts": ("contacts input", str(contacts_type)),
-              "joint_states": ("joint states input", JOINT_STATE)}
-    inputs.update({t: (f"pose input of body {b}", POSE_STAMPED) for b, t in pose_topics.items()})
+              "joint_states": ("joint states input", JOINT_STATE),
+              **{t: (f"pose input of body {b}", POSE_STAMPED) for b, t in pose_topics.items()}}
     own: Dict[str, Tuple[str, str, bool]] = {
         node.resolve_topic_name(t): (what, kind, True) for t, (what, kind) in inputs.items()}
     # (/rosout and /parameter_events exist from the node's creation: the graph lists them)
@@ -140,8 +139,7 @@ class NodeHealth:
     latest predictions failed), ``last_prediction`` (sensor -> monotonic s), input ``streams``."""
 
     def __init__(self, node_name: str, started: float) -> None:
-        self.node_name = node_name
-        self.started = started
+        self.node_name, self.started = node_name, started
         self.config_problems: List[str] = []
         self.streams: Dict[str, StreamClock] = {}
         self._window: Dict[str, "tuple[int, float]"] = {}
@@ -169,8 +167,7 @@ class NodeHealth:
         problems = self.config_problems
         silent = silent_streams((s for inp in sensors.values() for s in inp.streams), now, self.started,
                                 timeout)
-        causes = {t: text for t, text in ((t, explain(c) if explain else "") for t, c in silent.items())
-                  if text}
+        causes = {t: text for t, c in silent.items() if explain and (text := explain(c))}
         sentences = ((t, c.problem(now, self.started, timeout, causes.get(t, ""))) for t, c in silent.items())
         missing = {t: text for t, text in sentences if text}   # an optional stream: with a cause only
         for st in array.status:
@@ -220,8 +217,7 @@ class NodeHealth:
                            causes: Optional[Mapping[str, str]] = None) -> List[DiagnosticStatus]:
         """A status per input topic (``diagnostic_updater`` FrequencyStatus keys), WARN for a silent
         ``needed`` one (None: non-optional or arrived once); opens a new window."""
-        causes = causes or {}
-        out = []
+        causes, out = causes or {}, []
         for topic, clock in self.streams.items():
             count0, t0 = self._window.get(topic, (0, self.started))
             events, duration = clock.count - count0, max(now - t0, 1e-9)

@@ -77,10 +77,8 @@ class KinematicInputs:
 
     def __init__(self, world: Any, world_frame: str, name_map: Mapping[str, str], transforms: BodyTransforms,
                  reject: Callable[..., None], logger: Any) -> None:
-        self._world, self._world_frame = world, world_frame
-        self._reject, self._log = reject, logger
-        self.joint_names = JointNameTracker(name_map, {})
-        self.transforms = transforms
+        self._world, self._world_frame, self._reject, self._log = world, world_frame, reject, logger
+        self.joint_names, self.transforms = JointNameTracker(name_map, {}), transforms
 
     def on_joint_state(self, msg: JointState) -> None:
         """One ``joint_states`` message: renamed, checked, applied whole or rejected whole."""
@@ -101,9 +99,8 @@ class KinematicInputs:
             self._log.warning(line)
         self.transforms.invalidate()
         if ignored:     # a source is the joints of this robot it sets
-            bad = set(ignored)
-            keep = [i for i, n in enumerate(applied) if n not in bad]
-            applied, pos = [applied[i] for i in keep], pos[keep]
+            keep = [n not in ignored for n in applied]
+            applied, pos = [n for n, k in zip(applied, keep) if k], pos[np.array(keep, dtype=bool)]
         if applied and self.transforms.remember(stamp_to_ns(msg.header.stamp), applied, pos):
             self._log.warning(f"joint_states stamp went backwards ({self.transforms.last_stamp_jump}); "
                               "that driver restarted (simulator reset?): its joint history cleared",

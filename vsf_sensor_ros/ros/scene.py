@@ -21,10 +21,8 @@ from .parameters import SensorParameters
 
 def resolve_path(text: str, assets_dir: str) -> Path:
     """Resolve a file parameter: absolute as is, relative against ``assets_dir`` (or cwd)."""
-    p = Path(os.path.expanduser(text))
-    if p.is_absolute():
-        return p
-    return (Path(assets_dir) if assets_dir else Path.cwd()) / p
+    # (joining an absolute path keeps it as is)
+    return (Path(assets_dir) if assets_dir else Path.cwd()) / os.path.expanduser(text)
 
 
 def resolved_from(text: str, assets_dir: str) -> str:
@@ -43,8 +41,7 @@ def resolved_from(text: str, assets_dir: str) -> str:
 
 def effective_assets_dir(param_value: str) -> str:
     """``$VSF_ASSETS`` when set and non-empty, else the ``assets_dir`` parameter."""
-    env = os.environ.get("VSF_ASSETS", "")
-    return env if env else param_value
+    return os.environ.get("VSF_ASSETS", "") or param_value
 
 
 def transform_from_params(body: str, flat: Sequence[float], transform_file: str, key: str,
@@ -84,23 +81,18 @@ def build_world(robot_description: str, robot_description_path: str, assets: str
     naming ``robot_description`` or ``robot_description_path``)."""
     from ..world import World
     text, path = robot_description, robot_description_path
-    if text.strip():
-        try:
-            return World.from_urdf(text, base_dir=assets or None)
-        except (ValueError, FileNotFoundError, RuntimeError) as exc:
-            raise ConfigError("robot_description", text[:60] + ("..." if len(text) > 60 else ""),
-                              str(exc)) from None
-    if path.strip():
-        full = resolve_path(path, assets)
-        if not full.is_file():
-            raise ConfigError("robot_description_path", path, f"file {str(full)!r} does not exist"
-                              + resolved_from(path, assets))
-        try:
-            return World.from_urdf(str(full))
-        except (ValueError, FileNotFoundError, RuntimeError) as exc:
-            raise ConfigError("robot_description_path", path, str(exc)) from None
-    from ..embedded_world import embedded_world
-    return embedded_world()
+    if not (text.strip() or path.strip()):
+        from ..embedded_world import embedded_world
+        return embedded_world()
+    full = None if text.strip() else resolve_path(path, assets)
+    if full is not None and not full.is_file():
+        raise ConfigError("robot_description_path", path, f"file {str(full)!r} does not exist"
+                          + resolved_from(path, assets))
+    try:
+        return World.from_urdf(text, base_dir=assets or None) if full is None else World.from_urdf(str(full))
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        raise (ConfigError("robot_description", text[:60] + ("..." if len(text) > 60 else ""), str(exc))
+               if full is None else ConfigError("robot_description_path", path, str(exc))) from None
 
 
 def _mesh_path(body: str, mesh: str, assets: str) -> Path:
@@ -174,14 +166,12 @@ def build_scene(p: Mapping[str, Any], assets: str, declare_body: Callable[[str],
 def check_contact_body_names(names: Sequence[str], world: Any) -> list:
     """The contacts table's names that are no body of the world (allowed: they touch no sensor);
     ConfigError: a duplicate or empty name."""
-    seen = set()
-    for n in names:
+    for i, n in enumerate(names):
         if not n.strip():
             raise ConfigError("contact_body_names", list(names), "names must be non-empty")
-        if n in seen:
+        if n in names[:i]:
             raise ConfigError("contact_body_names", list(names),
                               f"name {n!r} appears twice; body1/body2 indices must be unambiguous")
-        seen.add(n)
     return [n for n in names if n not in world.body_names]
 
 

@@ -3,6 +3,7 @@ parameters, endpoints (docs/interface.md) and counters."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, List, Mapping, Optional
 
 from rclpy.node import Node
@@ -50,35 +51,28 @@ class EndpointQoS:
 
 class SensorEndpoints:
     """One sensor's publishers, subscription and services on ``node``; ``on_measured(name, msg)``,
-    ``on_tare(name, request, response)``, ``on_calibrate_gain`` (when ``sensor`` takes a gain)."""
+    ``on_tare(name, request, response)``, ``on_calibrate_gain`` (a service when ``sensor`` takes a gain)."""
 
     def __init__(self, node: Node, config: SensorParameters, layout: enc.SensorLayout, qos: EndpointQoS,
-                 on_measured: Callable[[str, Any], None],
-                 on_tare: Callable[[str, Trigger.Request, Trigger.Response], Trigger.Response],
-                 on_calibrate_gain: Optional[Callable[[str, Trigger.Request, Trigger.Response],
-                                                      Trigger.Response]] = None,
-                 sensor: Optional[BaseSensor] = None) -> None:
+                 on_measured: Callable[[str, Any], None], on_tare: Callable[..., Trigger.Response],
+                 on_calibrate_gain: Callable[..., Trigger.Response], sensor: BaseSensor) -> None:
         self._node, self._qos = node, qos
         # contacts messages since the last published Jacobian (jacobian_decimation)
         self._since_jacobian = 0
         self.name = config.name
-        self.predicted = node.create_publisher(layout.codec.message, f"{self.name}/predicted", qos.outputs)
-        self.residual = node.create_publisher(layout.codec.message, f"{self.name}/residual", qos.outputs)
-        self.measured_si = node.create_publisher(layout.codec.message, f"{self.name}/measured_si",
-                                                 qos.outputs)
+        self.predicted, self.residual, self.measured_si = (
+            node.create_publisher(layout.codec.message, f"{self.name}/{o}", qos.outputs)
+            for o in ("predicted", "residual", "measured_si"))
         self.jacobian: Optional[Any] = None
         self.markers: Optional[Any] = None
         self.set_optional(bool(config.values["publish_jacobian"]), bool(config.values["publish_markers"]))
         self.measured = node.create_subscription(enc.MEASURED_TYPES[config.measured_type()],
-                                                 config.measured_topic(),
-                                                 lambda msg, n=self.name: on_measured(n, msg), qos.inputs)
-        self.tare = node.create_service(Trigger, f"{self.name}/tare",
-                                        lambda req, resp, n=self.name: on_tare(n, req, resp))
-        self.calibrate_gain: Optional[Any] = None
-        if on_calibrate_gain is not None and sensor is not None and GainCalibrator().compatible(sensor):
-            self.calibrate_gain = node.create_service(
-                Trigger, f"{self.name}/calibrate_gain",
-                lambda req, resp, n=self.name: on_calibrate_gain(n, req, resp))
+                                                 config.measured_topic(), partial(on_measured, self.name),
+                                                 qos.inputs)
+        self.tare = node.create_service(Trigger, f"{self.name}/tare", partial(on_tare, self.name))
+        self.calibrate_gain: Optional[Any] = (node.create_service(
+            Trigger, f"{self.name}/calibrate_gain", partial(on_calibrate_gain, self.name))
+            if GainCalibrator().compatible(sensor) else None)
 
     def set_optional(self, jacobian: bool, markers: bool) -> None:
         """Create or destroy ``<s>/jacobian`` and ``<s>/markers`` to match the flags."""

@@ -96,8 +96,7 @@ class SensorNode(Node):
         self._qos = EndpointQoS.from_values(p)
         try:
             self.world, pose_topics, body_meshes = build_scene(p, assets, self.params.declare_body)
-        except ConfigError as exc:
-            # a misspelt key (box.transform_kye) may be the cause of the error: named with it
+        except ConfigError as exc:   # a misspelt key (box.transform_kye) may be the cause: named with it
             raise_all(getattr(exc, "errors", [exc]) + misspelt_keys(self, {""} | set(p["bodies"] or []),
                                                                     p["bodies"]))
         self._factory = SensorFactory(self.world, body_meshes, self._frame_prefix)
@@ -137,10 +136,6 @@ class SensorNode(Node):
         self.measurements = Measurements(self.rig, self.calibration, lambda: self.live, self._reject,
                                          self.get_logger(), self.get_clock())
         calibration = self.calibration.load()   # refuses a directory, FIFO... at the path
-        cal_path = self.calibration.path
-        if cal_path is not None and not cal_path.is_file():
-            self.get_logger().info(f"calibration file {cal_path} does not exist yet; sensors start "
-                                   "uncalibrated")
         self._frames = FramePublisher(self, bool(p["publish_tf"]), self._world_frame, self.world,
                                       self._frame_prefix)
         restored = []
@@ -158,21 +153,23 @@ class SensorNode(Node):
                 check_measured_topic(self, cfg, own)   # a topic of another type: a ConfigError
                 h = self._install(cfg, *self._factory.build(cfg))
                 # an entry the model rejects: a ConfigError naming calibration_file and the sensor
-                warning = (cal_store.apply_file_entry(h, calibration[name], text) if name in calibration
-                           else None)
+                if name in calibration:
+                    warning = cal_store.apply_file_entry(h, calibration[name], text)
+                    if warning:
+                        self.get_logger().warning(warning)
+                    else:
+                        restored.append(restored_text(h))
             except ConfigError as exc:
                 problems[name] = exc
-                continue
-            if warning:
-                self.get_logger().warning(warning)
-            elif name in calibration:
-                restored.append(restored_text(h))
         if problems:
             raise_all([problems[n] for n in sensors if n in problems]
                       + misspelt_keys(self, problems, self.params.values.get("bodies")))
-        if cal_path is not None and cal_path.is_file():
-            self.get_logger().info(f"calibration file {cal_path} loaded: " + (
-                f"restored {', '.join(restored)}" if restored else "no entry for the configured sensors"))
+        cal_path = self.calibration.path
+        if cal_path is not None:
+            self.get_logger().info(f"calibration file {cal_path} " + (
+                "does not exist yet; sensors start uncalibrated" if not cal_path.is_file() else
+                f"loaded: restored {', '.join(restored)}" if restored else
+                "loaded: no entry for the configured sensors"))
 
         # joint_states first: the single-threaded executor serves ready subscriptions in creation
         # order (the EventsExecutor in arrival order); a step reads the joint state of its stamp
@@ -204,9 +201,9 @@ class SensorNode(Node):
         # unknown keys, unmatched parameter files, no sensors: WARN lines (and /diagnostics)
         lines = configuration_warnings(self, {n: h.config.type for n, h in self._handles.items()},
                                        p["bodies"] or [], self._command_line, bool(p["strict_parameters"]))
-        for line in lines + self._startup_warnings:
-            self.get_logger().warning(line)
         self.health.config_problems = lines + self._startup_warnings
+        for line in self.health.config_problems:
+            self.get_logger().warning(line)
         self.get_logger().info(
             f"sensor_node ready: {len(self._handles)} sensors ({', '.join(self._handles) or 'none'}), "
             f"{len(self.world.body_names)} bodies, contact bodies {self._contact_body_names}")
@@ -337,12 +334,25 @@ class SensorNode(Node):
         late = (step.jumped_back and not contact_free and self._contact_free is not None
                 and self._contact_free.is_late(stamp_ns))
         if late:          # behind a contact-free step only: used, not a simulator reset
-            self._on_late_contacts(last, stamp_ns)
+            self._contact_free.late += 1
+            self._reason_log("late_contacts").warning(
+                f"contacts stamped {stamp_ns * 1e-9:.9f} s came after the contact-free step of "
+                f"{last * 1e-9:.9f} s: they lag the joint states by more than contact_free_period (raise "
+                "it) or are stamped on another clock", throttle_duration_sec=1.0)
         self.rig.commit(step, reset=step.jumped_back and not late)   # acted on only for a step used
         if step.jumped_back and not late:
-            self._on_stamp_jump()
+            self.inputs.stamp_jumps_backwards = self.rig.stamp_jumps   # the rig's counter, on /diagnostics
+            self.inputs.last_stamp_jump = self.rig.last_stamp_jump
+            self._reason_log("stamp_jump").warning(
+                f"contacts stamp went backwards ({self.rig.last_stamp_jump}); simulator reset assumed: "
+                "pairing buffers and sensor states cleared", throttle_duration_sec=1.0)
         if stamp_ns == 0:   # no time (no restart either): predicted, published, paired with nothing
-            self._zero_stamped_contacts()
+            topic = self.sub_contacts.topic_name
+            self.inputs.zero_stamps[topic] += 1
+            self._reason_log("zero_stamp").warning(
+                f"{topic}: contacts stamped 0 ({self.inputs.zero_stamps[topic]} so far): predicted, paired "
+                "with no measured message (set the simulator's stamps; under use_sim_time the first stamps "
+                "may be 0 until /clock arrives)", throttle_duration_sec=5.0)
             if self._contact_free is not None and self._transforms.newest_ns > 0:
                 # contacts are flowing all the same: they hold off contact-free steps for a period,
                 # timed from the newest joint stamp (a step between them would pair as contact-free)
@@ -380,30 +390,6 @@ class SensorNode(Node):
         if enc.publish_step(h.endpoints, h.layout, r, state, stamp_to_ns(stamp), world_frame, in_contact,
                             self.live.marker_force_scale if markers else None):
             h.last_marker_time = now
-
-    def _zero_stamped_contacts(self) -> None:
-        """A contacts message stamped 0: counted per topic, logged (throttled); its predictions are
-        published, never paired."""
-        topic = self.sub_contacts.topic_name
-        self.inputs.zero_stamps[topic] += 1
-        self._reason_log("zero_stamp").warning(
-            f"{topic}: contacts stamped 0 ({self.inputs.zero_stamps[topic]} so far): predicted, paired with "
-            "no measured message (set the simulator's stamps; under use_sim_time the first stamps may be 0 "
-            "until /clock arrives)", throttle_duration_sec=5.0)
-
-    def _on_stamp_jump(self) -> None:
-        self.inputs.stamp_jumps_backwards = self.rig.stamp_jumps   # the rig's counter, on /diagnostics
-        self.inputs.last_stamp_jump = self.rig.last_stamp_jump
-        self._reason_log("stamp_jump").warning(
-            f"contacts stamp went backwards ({self.rig.last_stamp_jump}); simulator reset assumed: pairing "
-            "buffers and sensor states cleared", throttle_duration_sec=1.0)
-
-    def _on_late_contacts(self, old_ns: int, new_ns: int) -> None:
-        self._contact_free.late += 1
-        self._reason_log("late_contacts").warning(
-            f"contacts stamped {new_ns * 1e-9:.9f} s came after the contact-free step of {old_ns * 1e-9:.9f} "
-            "s: they lag the joint states by more than contact_free_period (raise it) or are stamped on "
-            "another clock", throttle_duration_sec=1.0)
 
     def _on_measured(self, name: str, msg: Any) -> None:
         h = self._handles.get(name)

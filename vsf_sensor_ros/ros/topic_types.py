@@ -16,19 +16,11 @@ def foreign_publishers(node: Node, topic: str, expected: str) -> List[Tuple[str,
     """Sorted ``(publisher node's fully qualified name, message type)`` of the publishers on
     ``topic`` (as ``node`` subscribes it) whose type is not ``expected`` (:func:`type_name`'s
     spelling); the name is ``""`` while discovery has not told it yet."""
-    full = node.resolve_topic_name(topic)
-    out = set()
-    for info in node.get_publishers_info_by_topic(full):
-        if info.topic_type != expected:
-            out.add((_node_of(info), info.topic_type))
-    return sorted(out)
-
-
-def _node_of(info) -> str:
-    """``/ns/name`` of a TopicEndpointInfo's node, ``""`` while discovery has not named it."""
-    if info.node_name.startswith("_NODE_NAME_UNKNOWN"):
-        return ""
-    return f"{info.node_namespace.rstrip('/')}/{info.node_name}"
+    infos = node.get_publishers_info_by_topic(node.resolve_topic_name(topic))
+    # ``/ns/name``, or "" while discovery has not named the node
+    return sorted({("" if i.node_name.startswith("_NODE_NAME_UNKNOWN") else
+                    f"{i.node_namespace.rstrip('/')}/{i.node_name}", i.topic_type)
+                   for i in infos if i.topic_type != expected})
 
 
 def wrong_type_message(topic: str, expected: str, foreign: List[Tuple[str, str]]) -> str:
@@ -50,8 +42,7 @@ class WrongTypeWatch:
     name discovery has not told yet).  ``node``: whose graph view is asked."""
 
     def __init__(self, node: Node, logger: Any) -> None:
-        self._node = node
-        self._logger = logger
+        self._node, self._logger = node, logger
         self._logged: Dict[Tuple[str, str, Tuple[Tuple[str, str], ...]], None] = {}
         self._waited: Dict[Tuple[str, str, Tuple[str, ...]], None] = {}
 
@@ -59,21 +50,17 @@ class WrongTypeWatch:
         """:func:`wrong_type_message` of ``stream`` (its resolved topic and expected type)."""
         foreign = foreign_publishers(self._node, stream.topic, stream.type_name)
         text = wrong_type_message(stream.topic, stream.type_name, foreign)
-        if text:
-            self._log_once(stream, foreign, text)
-        return text
-
-    def _log_once(self, stream: Any, foreign: List[Tuple[str, str]], text: str) -> None:
         key = (stream.topic, stream.type_name, tuple(foreign))
-        if key in self._logged:
-            return
+        if not text or key in self._logged:
+            return text
         types = (stream.topic, stream.type_name, tuple(t for _, t in foreign))
         if any(not name for name, _ in foreign) and types not in self._waited:
             _remember(self._waited, types)   # the node's name usually arrives by the next report
-            return
+            return text
         _remember(self._logged, key)
         self._logger.warning(f"no {stream.type_name} on {stream.topic}: {text} (a subscription and a "
                              "publisher of different types never connect)")
+        return text
 
 
 def _remember(seen: Dict[Any, None], key: Any) -> None:

@@ -10,8 +10,8 @@ import torch
 from ...rig.contact_bodies import ContactBodyMap
 from ...rig.contact_bodies import note_unknown_bodies  # noqa: F401 -- re-exported
 from .pointcloud import write_cloud
-from .wire import (CloudDecodeError, ContactsDecodeError, DecodedContacts, check_body_names,
-                   pointcloud2_to_contacts)
+from .wire import (BODY_FIELDS, DEPTH_FIELD, FORCE_FIELDS, NORMAL_FIELDS, POINT_FIELDS, CloudDecodeError,
+                   ContactsDecodeError, DecodedContacts, check_body_names, pointcloud2_to_contacts)
 
 #: the ``contacts_type`` value of Gazebo contacts
 GZ_CONTACTS_TYPE = "ros_gz_interfaces/msg/Contacts"
@@ -54,8 +54,8 @@ def _row_columns(msg: Any, body_map: ContactBodyMap, world_frame: Optional[str],
     order: Dict[FrozenSet[str], Tuple[str, str]] = {}   # each body pair's first order in the message
     pts: List[Tuple[float, float, float]] = []
     frc: List[Tuple[float, float, float]] = []
-    nrm: List[Optional[List[Tuple[float, float, float]]]] = []   # per contact with points (None: none)
-    dep: List[Optional[List[float]]] = []
+    # per contact with points: its normals and its depths, each None when it has none
+    extras: Dict[str, List[Optional[List[Any]]]] = {"normals": [], "depths": []}
     sides = ("collision1", "collision2")
     for i, c in enumerate(msg.contacts):
         n = len(c.positions)
@@ -103,22 +103,21 @@ def _row_columns(msg: Any, body_map: ContactBodyMap, world_frame: Optional[str],
         pairs.extend([pair[::-1] if turn else pair] * n)
         flipped.extend([turn] * n)
         pts.extend(_vec3(c.positions))
-        nrm.append([(sign * x, sign * y, sign * z) for x, y, z in _vec3(c.normals)] if c.normals else None)
-        dep.append([float(d) for d in c.depths] if c.depths else None)
-    for label, parts in (("normals", nrm), ("depths", dep)):
+        extras["normals"].append([(sign * x, sign * y, sign * z) for x, y, z in _vec3(c.normals)]
+                                 if c.normals else None)
+        extras["depths"].append([float(d) for d in c.depths] if c.depths else None)
+    out = []
+    for label, parts in extras.items():
         k = sum(p is not None for p in parts)
         if k not in (0, len(parts)):
             raise GzContactsDecodeError(
                 "mismatched_lengths", f"{label} given for {k} of the {len(parts)} contacts with points: "
                 "all or none must carry them")
-    # all or none (checked above): the first contact tells
-    normals = (np.array([v for part in nrm for v in part], dtype=np.float64).reshape(-1, 3)
-               if nrm and nrm[0] is not None else None)
-    depths = (np.array([d for part in dep for d in part], dtype=np.float64)
-              if dep and dep[0] is not None else None)
+        out.append(np.array([v for part in parts for v in part], dtype=np.float64) if k else None)
+    normals, depths = out
     points = np.array(pts, dtype=np.float64).reshape(-1, 3)
     forces = np.array(frc, dtype=np.float64).reshape(-1, 3)
-    return pairs, points, forces, normals, depths, flipped
+    return pairs, points, forces, None if normals is None else normals.reshape(-1, 3), depths, flipped
 
 
 def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optional[ContactBodyMap] = None,
@@ -135,22 +134,18 @@ def gz_contacts_to_contacts(msg: Any, body_names: Sequence[str], body_map: Optio
     table = check_body_names(body_names)
     collisions: Dict[str, str] = {}
     pairs, points, forces, normals, depths, flipped = _row_columns(msg, body_map, world_frame, collisions)
-    index: Dict[str, int] = {n: i for i, n in enumerate(table)}
-    for pair in dict.fromkeys(pairs):
-        for b in pair:
-            if b not in index:
-                index[b] = len(table)
-                table.append(b)
-                if unknown_bodies is not None:
-                    unknown_bodies[b] = collisions[b]
-    cols: List[Tuple[str, np.ndarray]] = [("x", points[:, 0]), ("y", points[:, 1]), ("z", points[:, 2]),
-                                          ("fx", forces[:, 0]), ("fy", forces[:, 1]), ("fz", forces[:, 2]),
-                                          ("body1", np.array([index[a] for a, _ in pairs], dtype="<u4")),
-                                          ("body2", np.array([index[b] for _, b in pairs], dtype="<u4"))]
+    new = [b for b in dict.fromkeys(b for pair in pairs for b in pair) if b not in table]
+    table += new
+    if unknown_bodies is not None:
+        unknown_bodies.update({b: collisions[b] for b in new})
+    index = {n: i for i, n in enumerate(table)}
+    cols: List[Tuple[str, np.ndarray]] = [(c, points[:, k]) for k, c in enumerate(POINT_FIELDS)]
+    cols += [(c, forces[:, k]) for k, c in enumerate(FORCE_FIELDS)]
+    cols += [(c, np.array([index[p[k]] for p in pairs], dtype="<u4")) for k, c in enumerate(BODY_FIELDS)]
     if normals is not None:
-        cols += [("nx", normals[:, 0]), ("ny", normals[:, 1]), ("nz", normals[:, 2])]
+        cols += [(c, normals[:, k]) for k, c in enumerate(NORMAL_FIELDS)]
     if depths is not None:
-        cols.append(("depth", depths))
+        cols.append((DEPTH_FIELD, depths))
     try:
         decoded = pointcloud2_to_contacts(write_cloud(msg.header, cols), table, dtype, device)
     except CloudDecodeError as exc:

@@ -26,13 +26,6 @@ def read_cloud(msg: PointCloud2, names: Sequence[str], optional: Sequence[str] =
     return read_points(CloudLayout.of(msg), msg.data, names, optional, datatypes, exact_size)
 
 
-def _bytes_field(buf: bytes) -> array.array:
-    # array('B') is accepted by the uint8[] setter on every distribution without a per-byte check.
-    out = array.array("B")
-    out.frombytes(buf)
-    return out
-
-
 @functools.lru_cache(maxsize=64)
 def packed_fields(dt: np.dtype) -> Tuple[Tuple[str, int, int], ...]:
     """``(name, offset, PointField datatype)`` of each member of a packed little-endian record
@@ -68,7 +61,8 @@ def write_cloud(header: Header, columns: Sequence[Tuple[str, Any]]) -> PointClou
     step = rec_dtype.itemsize
     msg = PointCloud2(header=header, height=1, width=n, fields=fields, is_bigendian=False,
                       point_step=step, row_step=step * n, is_dense=True)
-    msg.data = _bytes_field(rec.tobytes())
+    # array('B') is accepted by the uint8[] setter on every distribution without a per-byte check
+    msg.data = array.array("B", rec.tobytes())
     return msg
 
 
@@ -96,44 +90,34 @@ def contacts_to_pointcloud2(contacts: Mapping[Pair, ContactState], body_names: S
     names = check_body_names(body_names)
     index = {n: i for i, n in enumerate(names)}
     pairs = list(contacts)
-    for a, b in pairs:
-        for body in (a, b):
-            if body not in index:
-                raise ValueError(f"body {body!r} is not in contact_body_names {names}")
+    unknown = [body for pair in pairs for body in pair if body not in index]
+    if unknown:
+        raise ValueError(f"body {unknown[0]!r} is not in contact_body_names {names}")
     # seed-style contact states (points / forces / elems as lists or arrays) as the models take them
     try:
         contacts = {p: as_contact_state(contacts[p], torch.float64) for p in pairs}   # lists: no rounding
     except ValueError as exc:
         raise ValueError(f"contacts: {exc}") from None
-    for label, extra in (("normals", normals), ("depths", depths)):
-        if extra is not None:
-            lacking = [p for p in pairs if p not in extra]
-            if lacking:
-                raise ValueError(f"{label} missing for pair(s) {lacking}")
     counts = [len(contacts[p]) for p in pairs]
-    n = int(sum(counts))
-    has_e1 = any(contacts[p].elems1 is not None for p in pairs)
-    has_e2 = any(contacts[p].elems2 is not None for p in pairs)
-
-    pts, frc = np.zeros((0, 3)), np.zeros((0, 3))
-    if n:
-        pts = np.concatenate([contacts[p].points.detach().cpu().numpy() for p in pairs])
-        frc = np.concatenate([contacts[p].forces.detach().cpu().numpy() for p in pairs])
+    # (an empty block ends each list: no pair, no rows)
+    pts, frc = (np.concatenate([getattr(contacts[p], a).detach().cpu().numpy() for p in pairs]
+                               + [np.zeros((0, 3))]) for a in ("points", "forces"))
     cols: List[Tuple[str, np.ndarray]] = [(c, pts[:, k]) for k, c in enumerate(POINT_FIELDS)]
     cols += [(c, frc[:, k]) for k, c in enumerate(FORCE_FIELDS)]
     cols.append(("body1", np.repeat(np.array([index[a] for a, _ in pairs], dtype="<u4"), counts)))
     cols.append(("body2", np.repeat(np.array([index[b] for _, b in pairs], dtype="<u4"), counts)))
-    for c, attr, present in (("elem1", "elems1", has_e1), ("elem2", "elems2", has_e2)):
-        if present:
-            parts = [getattr(contacts[p], attr) for p in pairs]
+    for c, attr in (("elem1", "elems1"), ("elem2", "elems2")):
+        parts = [getattr(contacts[p], attr) for p in pairs]
+        if any(e is not None for e in parts):
             cols.append((c, np.concatenate([np.full(k, -1) if e is None else e.detach().cpu().numpy()
                                             for e, k in zip(parts, counts)]).astype("<i4")))
-    if normals is not None:
-        nrm = np.concatenate([_per_pair(normals[p], k, (3,), f"normals of {p}")
-                              for p, k in zip(pairs, counts)]) if n else np.zeros((0, 3))
-        cols += [(c, nrm[:, k]) for k, c in enumerate(NORMAL_FIELDS)]
-    if depths is not None:
-        dep = np.concatenate([_per_pair(depths[p], k, (), f"depths of {p}")
-                              for p, k in zip(pairs, counts)]) if n else np.zeros(0)
-        cols.append((DEPTH_FIELD, dep))
+    for label, extra, tail in (("normals", normals, (3,)), ("depths", depths, ())):
+        if extra is None:
+            continue
+        lacking = [p for p in pairs if p not in extra]
+        if lacking:
+            raise ValueError(f"{label} missing for pair(s) {lacking}")
+        v = np.concatenate([_per_pair(extra[p], k, tail, f"{label} of {p}") for p, k in zip(pairs, counts)]
+                           + [np.zeros((0,) + tail)])
+        cols += [(c, v[:, k]) for k, c in enumerate(NORMAL_FIELDS)] if tail else [(DEPTH_FIELD, v)]
     return write_cloud(Header(stamp=to_stamp(stamp), frame_id=frame_id), cols)

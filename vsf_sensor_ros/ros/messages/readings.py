@@ -16,7 +16,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from ...rig.contacts import jacobian_message_columns  # noqa: F401 -- re-exported
 from .pointcloud import packed_fields, read_cloud
 from .stamps import copy_stamp, ns_to_stamp
-from .wire import CloudDecodeError, float_columns, require_finite
+from .wire import CloudDecodeError, ReasonError, float_columns, require_finite
 
 # Accepted ``measured_type`` strings -> message class.
 MEASURED_TYPES: Dict[str, type] = {
@@ -37,21 +37,15 @@ MEASURED_REASONS: Tuple[str, ...] = (
 )   # every MeasuredDecodeError.reason (diagnostics counter keys)
 
 
-class MeasuredDecodeError(ValueError):
+class MeasuredDecodeError(ReasonError):
     """A measured message the sensor's vector cannot take; ``reason``: of :data:`MEASURED_REASONS`."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 def normalise_measured_type(text: str) -> str:
     """Canonical ``pkg/msg/Type`` form of ``text`` (``pkg/Type`` accepted); ValueError naming it
     when not one of :data:`MEASURED_TYPES`."""
     parts = text.strip().split("/")
-    if len(parts) == 2:
-        parts = [parts[0], "msg", parts[1]]
-    canon = "/".join(parts)
+    canon = "/".join([parts[0], "msg", parts[1]] if len(parts) == 2 else parts)
     if canon not in MEASURED_TYPES:
         raise ValueError(f"unsupported measured type {text!r}; use one of {sorted(MEASURED_TYPES)}")
     return canon
@@ -262,9 +256,7 @@ def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, sta
     ``(N, 3)`` world points, red ``in_contact``), ``<s>/forces`` (1, ``force_scale`` m/N), the
     kind's extras (2) and ``<s>/label`` (3, in ``layout.reading_frame``)."""
     header = make_header(stamp, world_frame)
-    red = ColorRGBA(r=1.0, g=0.2, b=0.1, a=1.0)
-    grey = ColorRGBA(r=0.6, g=0.6, b=0.6, a=1.0)
-    colour = red if in_contact else grey
+    colour = ColorRGBA(r=1.0, g=0.2, b=0.1, a=1.0) if in_contact else ColorRGBA(r=0.6, g=0.6, b=0.6, a=1.0)
     # (a Marker's pose is the identity: a Quaternion's w defaults to 1)
     pts = Marker(header=header, ns=f"{sensor_name}/contacts", id=0, type=Marker.SPHERE_LIST,
                  action=Marker.ADD, color=colour, scale=Vector3(x=0.005, y=0.005, z=0.005),
@@ -316,14 +308,6 @@ def publish_step(endpoints: Any, layout: SensorLayout, r: Any, state: Any, stamp
 _HEADER_LE = b"\x00\x01\x00\x00"            # XCDR1 little-endian
 
 
-def _header_bytes(stamp_ns: int, frame_id: str) -> bytes:
-    """Encapsulation + ``std_msgs/Header`` (ends at a 4-byte boundary, padding included)."""
-    sec, nsec = divmod(int(stamp_ns), 1_000_000_000)
-    fid = frame_id.encode("utf-8") + b"\x00"
-    body = struct.pack("<iII", sec, nsec, len(fid)) + fid
-    return _HEADER_LE + body + bytes(-len(body) % 4)
-
-
 def _check_stamp(stamp_ns: int) -> int:
     ns = int(stamp_ns)
     if not 0 <= ns < (1 << 31) * 1_000_000_000:
@@ -331,25 +315,26 @@ def _check_stamp(stamp_ns: int) -> int:
     return ns
 
 
-def _align8(head: bytes) -> bytes:
-    """``head`` padded so the next byte sits on an 8-byte boundary of the CDR data."""
-    return head + bytes(-(len(head) - 4) % 8)
+def _header_bytes(stamp_ns: int, frame_id: str, align: int = 4) -> bytes:
+    """Encapsulation + ``std_msgs/Header``, padded so the next byte sits on an ``align``-byte
+    boundary of the CDR data; ValueError: :func:`_check_stamp`."""
+    sec, nsec = divmod(_check_stamp(stamp_ns), 1_000_000_000)
+    fid = frame_id.encode("utf-8") + b"\x00"
+    body = struct.pack("<iII", sec, nsec, len(fid)) + fid
+    return _HEADER_LE + body + bytes(-len(body) % align)
 
 
 def encode_fluid_pressure(stamp_ns: int, frame_id: str, fluid_pressure: float, variance: float) -> bytes:
     """Serialised ``sensor_msgs/FluidPressure`` (Pa, Pa²), little-endian XCDR1; ValueError: a
     stamp negative or past ``int32`` seconds (as every encoder below)."""
-    head = _align8(_header_bytes(_check_stamp(stamp_ns), frame_id))
-    return head + struct.pack("<2d", float(fluid_pressure), float(variance))
+    return _header_bytes(stamp_ns, frame_id, 8) + struct.pack("<2d", float(fluid_pressure), float(variance))
 
 
-def encode_wrench_stamped(stamp_ns: int, frame_id: str, force: Sequence[float],
-                          torque: Sequence[float] = (0.0, 0.0, 0.0)) -> bytes:
-    """Serialised ``geometry_msgs/WrenchStamped`` (N, N·m); ValueError: not 3 components."""
-    if len(force) != 3 or len(torque) != 3:
-        raise ValueError(f"force and torque need 3 components, got {len(force)} and {len(torque)}")
-    head = _align8(_header_bytes(_check_stamp(stamp_ns), frame_id))
-    return head + struct.pack("<6d", *(float(v) for v in force), *(float(v) for v in torque))
+def encode_wrench_stamped(stamp_ns: int, frame_id: str, force: Sequence[float]) -> bytes:
+    """Serialised ``geometry_msgs/WrenchStamped`` (force N, torque 0); ValueError: not 3 components."""
+    if len(force) != 3:
+        raise ValueError(f"force needs 3 components, got {len(force)}")
+    return _header_bytes(stamp_ns, frame_id, 8) + struct.pack("<6d", *map(float, force), 0.0, 0.0, 0.0)
 
 
 _CLOUD_PREFIX: Dict[Tuple, Tuple[bytes, bytes, int]] = {}
@@ -401,8 +386,7 @@ _JACOBIAN_DTYPE = np.dtype([("row", "<u4"), ("col", "<u4"), ("value", "<f8")])
 def encode_dense_force(stamp_ns: int, frame_id: str, vertices: np.ndarray, forces: np.ndarray) -> bytes:
     """Serialised dense force cloud, ``x y z fx fy fz`` float32 per vertex of ``vertices`` ``(V, 3)``
     (m, body frame) and ``forces`` ``(V, 3)`` or ``(3V,)`` (N); ValueError: shapes disagree."""
-    v = np.asarray(vertices).reshape(-1, 3)
-    f = np.asarray(forces).reshape(-1, 3)
+    v, f = np.asarray(vertices).reshape(-1, 3), np.asarray(forces).reshape(-1, 3)
     if v.shape != f.shape:
         raise ValueError(f"{len(v)} vertices but {len(f)} force vectors")
     rec = np.empty(len(v), dtype=_DENSE_DTYPE)
@@ -422,7 +406,5 @@ def encode_jacobian(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, stam
         raise ValueError(f"rows {rows.shape}, cols {cols.shape}, values {values.shape} differ")
     keep = values != 0.0
     rec = np.empty(int(np.count_nonzero(keep)), dtype=_JACOBIAN_DTYPE)
-    rec["row"] = rows[keep]
-    rec["col"] = cols[keep]
-    rec["value"] = values[keep]
+    rec["row"], rec["col"], rec["value"] = rows[keep], cols[keep], values[keep]
     return encode_pointcloud2(stamp_ns, frame_id, rec)

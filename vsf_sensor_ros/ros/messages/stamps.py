@@ -29,13 +29,9 @@ def ns_to_stamp(ns: int) -> Time:
 
 
 def seconds_to_stamp(seconds: float) -> Time:
-    """Seconds (float or integer) -> ``builtin_interfaces/Time``, at the nearest nanosecond.
-
-    Exact (as a fraction, ties to even; ``seconds * 1e9`` is off by up to 128 ns today).
-
-    Raises:
-        ValueError: not a real number, not finite, negative, or past ``Time``'s range, naming it.
-    """
+    """Seconds (float or integer) -> ``builtin_interfaces/Time``, at the nearest nanosecond, exactly
+    (as a fraction, ties to even; ``seconds * 1e9`` is off by up to 128 ns today).  ValueError naming
+    it: not a real number, not finite, negative, or past ``Time``'s range."""
     if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
         raise ValueError(f"stamp must be seconds as a real number, got {type(seconds).__name__}")
     integral = isinstance(seconds, numbers.Integral)   # exact however large (float() could overflow)
@@ -51,11 +47,8 @@ def copy_stamp(stamp: Time) -> Time:
 
 def to_stamp(value: Any) -> Time:
     """A ``Time`` (as is), an rclpy ``Time``, seconds (:func:`seconds_to_stamp`) or ``None`` (zero)
-    -> ``builtin_interfaces/Time``.
-
-    Raises:
-        ValueError: another type, or seconds not finite, negative or past ``Time``'s range.
-    """
+    -> ``builtin_interfaces/Time``; ValueError: another type, or seconds not finite, negative or past
+    ``Time``'s range."""
     if value is None:
         return Time()
     if isinstance(value, Time):

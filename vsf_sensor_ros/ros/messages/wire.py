@@ -30,12 +30,16 @@ _STRUCTS = {(e, c): struct.Struct(e + c) for e in "<>" for c in ("I", "II")}
 CDR_REJECT_REASONS = ("malformed_cdr", "unsupported_encapsulation")   # CdrDecodeError.reason
 
 
-class CdrDecodeError(ValueError):
-    """Bytes that are not a well-formed CDR message of the expected type (``reason``)."""
+class ReasonError(ValueError):
+    """A message rejected whole; ``reason``: its diagnostics counter key."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class CdrDecodeError(ReasonError):
+    """Bytes that are not a well-formed CDR message of the expected type (``reason``)."""
 
 
 @dataclass(slots=True)
@@ -99,11 +103,6 @@ class Reader:
         pos = self.pos + (-self.pos & 3)
         self.pos = pos + 4
         return self.u32s(self.buf, pos)[0]
-
-    def u8(self) -> int:
-        pos = self.pos
-        self.pos = pos + 1
-        return self.buf[pos]
 
     def string(self) -> str:
         n = self.u32()
@@ -208,8 +207,8 @@ def _read_cloud_layout(r: "Reader") -> Tuple[int, int, FrozenFields, bool, int, 
         fields.append(FieldSpec(name, offset, datatype, u32s(buf, pos)[0]))
         r.pos = pos + 4
     r.what = "is_bigendian, point_step, row_step"
-    is_bigendian = bool(r.u8())
-    pos = r.pos + (-r.pos & 3)
+    is_bigendian = bool(buf[r.pos])
+    pos = r.pos + 1 + (-(r.pos + 1) & 3)
     point_step, row_step = r.ii(buf, pos)
     r.pos = pos + 8
     return height, width, FrozenFields(fields), is_bigendian, point_step, row_step
@@ -227,12 +226,8 @@ CLOUD_REASONS: Tuple[str, ...] = (
 )   # every CloudDecodeError.reason (keys of the diagnostics counters)
 
 
-class CloudDecodeError(ValueError):
+class CloudDecodeError(ReasonError):
     """A cloud that cannot be read (rejected whole); ``reason``: one of :data:`CLOUD_REASONS`."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 class FieldSpec(NamedTuple):
@@ -363,12 +358,9 @@ def read_points(layout: CloudLayout, data: Any, names: Sequence[str], optional: 
     """Fields ``names`` (required) and ``optional`` of every point: a ``(height * width,)``
     structured strided view of ``data`` in message byte order, row-major.  ``datatypes``: field ->
     accepted ``PointField`` datatypes; ``exact_size``: :func:`check_data_size`'s rule.
-
-    Raises:
-        CloudDecodeError: in this order ``duplicate_field`` (a read field twice), ``missing_field``,
-            ``bad_size`` (``point_step`` <= 0 or >= 2**31 with points, the data length),
-            ``bad_field_type``, ``bad_field_count`` (!= 1), ``bad_field_offset`` (past ``point_step``).
-    """
+    CloudDecodeError, in this order: ``duplicate_field`` (a read field twice), ``missing_field``,
+    ``bad_size`` (``point_step`` <= 0 or >= 2**31 with points, the data length), ``bad_field_type``,
+    ``bad_field_count`` (!= 1), ``bad_field_offset`` (past ``point_step``)."""
     step = int(layout.point_step)
     endian = ">" if layout.is_bigendian else "<"
     n = layout.num_points
