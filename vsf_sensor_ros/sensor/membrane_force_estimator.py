@@ -118,21 +118,15 @@ class MembraneModel:
                              "found from the pressure (pass prestress=<tension in N/m>)")
         # Orient so that g points outward (a flat membrane: along its winding's normal).
         sign = -1.0 if volume < -1e-12 else 1.0
-        self.volume = abs(volume)
 
         # Pressure load: a third of each triangle's area vector per vertex (= dV/dx at free vertices).
         g = np.zeros((n_v, 3))
-        avec = sign * np.cross(b - a, c - a) / 6.0
-        for k in range(3):
-            np.add.at(g, tri[:, k], avec)
+        np.add.at(g, tri.T.ravel(), np.tile(sign * np.cross(b - a, c - a) / 6.0, (3, 1)))
         # H = d g / d x: a triangle's area vector changes with its vertex j by ½[x_{j+2} − x_{j+1}]×, a
-        # third of it on each of its vertices. At free vertices this is the Hessian of V.
-        hblk = np.zeros((len(tri), 3, 3, 3, 3))
-        for j in range(3):
-            s = sign * _skew(xc[tri[:, (j + 2) % 3]] - xc[tri[:, (j + 1) % 3]]) / 6.0
-            for i in range(3):
-                hblk[:, i, :, j, :] = s
-        H = _blocks_to_csr(tri, hblk.reshape(len(tri), 9, 9), n_v)
+        # third of it on each of its vertices i. At free vertices this is the Hessian of V.
+        s = sign * _skew(xc[np.roll(tri, -2, axis=1)] - xc[np.roll(tri, -1, axis=1)]) / 6.0  # (T, j, 3, 3)
+        H = _blocks_to_csr(tri, np.broadcast_to(s.transpose(0, 2, 1, 3)[:, None], (len(tri), 3, 3, 3, 3)),
+                           n_v)
 
         # Triangle geometry: basis (e1, e2), area, shape-function gradients (local and 3-D).
         x1, x2, x3 = x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]]
@@ -143,12 +137,8 @@ class MembraneModel:
         e2 = np.cross(nhat, e1)
         loc = np.stack([np.stack([np.einsum("ij,ij->i", p - x1, e1), np.einsum("ij,ij->i", p - x1, e2)], -1)
                         for p in (x1, x2, x3)], axis=1)  # (T, 3 nodes, 2)
-        grad = np.empty((len(tri), 3, 2))
-        for k in range(3):
-            j, m = (k + 1) % 3, (k + 2) % 3
-            grad[:, k, 0] = (loc[:, j, 1] - loc[:, m, 1]) / (2.0 * area)
-            grad[:, k, 1] = (loc[:, m, 0] - loc[:, j, 0]) / (2.0 * area)
-        self.area = area
+        lj, lm = np.roll(loc, -1, axis=1), np.roll(loc, -2, axis=1)  # node k's next and previous nodes
+        grad = np.stack([lj[..., 1] - lm[..., 1], lm[..., 0] - lj[..., 0]], -1) / (2.0 * area)[:, None, None]
 
         # Strain of a nodal displacement per unit length, (T, 3 strain (11, 22, 12), 3 nodes, 3 xyz); it is
         # also the nodal force of a unit stress per unit area: r_a = A (N11 gx e1 + N22 gy e2 + ...).
@@ -165,7 +155,6 @@ class MembraneModel:
         iso = np.tile([1.0, 1.0, 0.0], len(tri))
         ciso = Cf @ iso
         t_uniform = float(ciso @ bvec / (ciso @ ciso)) if p0 > 0 else float("nan")
-        self.uniform_tension = t_uniform
         if fixed_tension:
             stress = float(prestress) * iso
         elif prestress == "uniform":
@@ -207,10 +196,8 @@ class MembraneModel:
             self.material_tangent = np.zeros((3, 3))
         Kint = _blocks_to_csr(tri, kblk.reshape(len(tri), 9, 9), n_v)
         self.K = (Kint - p0 * H).tocsr()
-        self.H = H
         self.g0 = g
         self.normals = g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-300)
-        self.base_area = base_area
 
     def forces(self, displacement: np.ndarray, pressure_change: float = 0.0) -> np.ndarray:
         """``(V, 3)`` float64 external nodal forces (N, mesh frame; boundary rows = reactions) ``K u − δp g0``
@@ -482,8 +469,7 @@ class MembraneForceEstimator:
             raise FrameRejected(f"too few valid pixels in the reference: {int(seen.sum())} of "
                                 f"{len(self._free)} free vertices read", "too_few_valid_pixels")
         p0 = p_abs - self.ambient_pressure
-        fixed = not isinstance(self.prestress, str)
-        if p0 < 0.0 or (p0 == 0.0 and not fixed):  # only a prescribed tension allows no gauge pressure
+        if p0 < 0.0 or (p0 == 0.0 and isinstance(self.prestress, str)):  # a prescribed tension allows p0 = 0
             raise FrameRejected(f"reference pressure {p_abs:.1f} Pa is not above the ambient "
                                 f"{self.ambient_pressure:.1f} Pa", "bad_pressure")
         model = MembraneModel(self.mesh, p0, prestress=self.prestress, material=self.material)
@@ -504,20 +490,15 @@ class MembraneForceEstimator:
         t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
         tang = np.stack([t1, np.cross(nrm, t1)], axis=1)  # (F, 2, 3)
         u_tan = lu.solve(block_diag(*tang.transpose(0, 2, 1)))  # (3F, 2F) per unit tangential push, m/N
-        # Tangential components (2F rows) of every response, and the normal one of tangential pushes.
-        t_push = np.einsum("fjk,fkc->fjc", tang, u_push.reshape(len(free), 3, -1)).reshape(2 * len(free), -1)
-        t_tan = np.einsum("fjk,fkc->fjc", tang, u_tan.reshape(len(free), 3, -1)).reshape(2 * len(free), -1)
-        w_tan = np.einsum("fk,fkc->fc", nrm, u_tan.reshape(len(free), 3, -1))
-        t_dp = np.einsum("fjk,fk->fj", tang, u_dp.reshape(-1, 3)).reshape(-1)
+        # Tangential components (2F rows) of every response.
+        t_push, t_tan, t_dp = (np.einsum("fjk,fkc->fjc", tang, r.reshape(len(free), 3, -1))
+                               .reshape(2 * len(free), -1) for r in (u_push, u_tan, u_dp[:, None]))
         z_ref = np.full(len(free), np.nan)
         z_ref[seen] = _row_nanmedian(ref[seen])
         slope = self.camera.deproject(self._uv[:, 0], self._uv[:, 1])
-        p_ref_cam = np.c_[slope, np.ones(len(free))] * z_ref[:, None]  # reference surface at each pixel
-
-        self._grey_ref = grey_ref
-        self._tang, self._u_tan, self._t_push, self._t_tan, self._w_tan, self._t_dp = \
-            tang, u_tan, t_push, t_tan, w_tan, t_dp
-        self._p_ref_cam = p_ref_cam
+        self._p_ref_cam = np.c_[slope, np.ones(len(free))] * z_ref[:, None]  # reference surface at each pixel
+        self._grey_ref, self._tang, self._u_tan = grey_ref, tang, u_tan
+        self._t_push, self._t_tan, self._t_dp = t_push, t_tan, t_dp.ravel()
         self.model = model
         self._seen = seen
         self._ref = ref[seen]
@@ -565,8 +546,6 @@ class MembraneForceEstimator:
                                 "no_reference")
         z = self._depth_of(frame)
         grey = None if colour is None else self._grey_of(colour)  # checked even when not used
-        if self._grey_ref is None:
-            grey = None
         dp = 0.0 if pressure is None else self._pressure_pa(pressure, "frame") - self._p_ref
         diff = self._window_depths(z, self._uv)[self._seen] - self._ref
         have = np.isfinite(diff).mean(axis=1) >= self.min_window_fraction
@@ -597,7 +576,7 @@ class MembraneForceEstimator:
         tforce = np.zeros(2 * len(self._free))
         u_meas = np.full((len(rows), 3), np.nan)
         n_flow = 0
-        if grey is not None:
+        if grey is not None and self._grey_ref is not None:
             uv_now = self._material_pixels(grey, rows)
             u_cam = self._surface_at(z, uv_now) - self._p_ref_cam[rows]
             u_meas = u_cam @ self.R  # mesh frame
@@ -605,9 +584,7 @@ class MembraneForceEstimator:
             n_flow = int(fl.sum())
             active = np.flatnonzero(push > 0.0)
             # only where the camera sees the material slide: a hidden vertex would absorb all the sliding
-            seen_flow = np.zeros(len(self._free), dtype=bool)
-            seen_flow[rows[fl]] = True
-            tact = active[seen_flow[active]]
+            tact = active[np.isin(active, rows[fl])]
             if n_flow and len(tact):
                 tr = rows[fl]
                 trow = (2 * tr[:, None] + np.arange(2)).ravel()
@@ -627,10 +604,10 @@ class MembraneForceEstimator:
         forces[self._free] = contact[self._free]  # exact where the solve is exact; drop round-off
         t2 = time.perf_counter()
 
-        positions = self.mesh.points + u
-        positions[self._free[rows]] = self.mesh.points[self._free[rows]] + ds[:, None] * self._ray_mesh[rows]
-        fl = np.isfinite(u_meas).all(axis=1)
-        positions[self._free[rows[fl]]] = self.mesh.points[self._free[rows[fl]]] + u_meas[fl]
+        positions = self.mesh.points + u  # read vertices: on their ray, or where the flow followed them
+        flowed = np.isfinite(u_meas).all(axis=1, keepdims=True)
+        moved = np.where(flowed, u_meas, ds[:, None] * self._ray_mesh[rows])
+        positions[self._free[rows]] = self.mesh.points[self._free[rows]] + moved
         w_full = np.full(n_v, np.nan)
         w_full[self._free[rows]] = w
         u_full = np.full((n_v, 3), np.nan)
