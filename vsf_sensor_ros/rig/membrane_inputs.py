@@ -48,19 +48,13 @@ def missing_inputs(inputs: Mapping[str, Input], stats: Mapping[str, int], last: 
     """``(input, sentence)`` of each of ``inputs`` (``camera_info``, ``frames``, ``pressure``) the
     node still waits for, in the order needed; ``stats`` / ``last``: the node's counters and last
     rejection reasons; ``camera_ready``: an estimator was built; ``pressure_known``: one came."""
-    cam, frames, pressure = inputs["camera_info"], inputs["frames"], inputs["pressure"]
-    out: List[Tuple[Input, str]] = []
-    n = stats["camera_info_received"]
-    if not camera_ready:
-        out.append((cam, f"a usable {cam.text()} ({n} received, the last rejected as "
-                         f"{last.get('CameraInfo_rejection') or 'unusable'})" if n else cam.text()))
-    if not stats["frames_received"]:
-        out.append((frames, frames.text()))
-    n = stats["pressure_rejected"]
-    if not pressure_known:
-        out.append((pressure, f"a usable {pressure.text()} ({n} rejected, the last as "
-                              f"{last.get('pressure_rejection') or 'unusable'})" if n else pressure.text()))
-    return out
+    # (input, missing, how many came unusable, what became of them, the last one's rejection key)
+    rows = (("camera_info", not camera_ready, stats["camera_info_received"], "received, the last rejected",
+             "CameraInfo_rejection"), ("frames", not stats["frames_received"], 0, "", ""),
+            ("pressure", not pressure_known, stats["pressure_rejected"], "rejected, the last",
+             "pressure_rejection"))
+    return [(inputs[k], f"a usable {inputs[k].text()} ({n} {said} as {last.get(key) or 'unusable'})" if n
+             else inputs[k].text()) for k, missing, n, said, key in rows if missing]
 
 
 def waiting_text(missing: Sequence[Tuple[Input, str]]) -> str:
@@ -72,15 +66,9 @@ def stamp_partners(stamped: bool, colour: bool) -> Dict[str, str]:
     """The inputs paired by stamp (``frames``, ``colour``, ``pressure``) -> what each pairs with,
     for a stamped pressure type (``FluidPressure``) and/or a ``colour_topic``; e.g. ``{'frames':
     'pressure and colour image', 'colour': 'depth frame', 'pressure': 'depth frame'}``."""
-    out: Dict[str, str] = {}
     partners = (["pressure"] if stamped else []) + (["colour image"] if colour else [])
-    if partners:
-        out["frames"] = join_names(partners)
-    if colour:
-        out["colour"] = "depth frame"
-    if stamped:
-        out["pressure"] = "depth frame"
-    return out
+    out = {"frames": join_names(partners)} if partners else {}
+    return {**out, **{k: "depth frame" for k, on in (("colour", colour), ("pressure", stamped)) if on}}
 
 
 def zero_stamp_text(inp: Input, partner: str, count: int) -> str:

@@ -459,11 +459,10 @@ class MembraneForceEstimator:
             grey_ref = np.rint(np.mean([self._grey_of(c) for c in colours], axis=0)).astype(np.uint8)
             if self._dis is None:
                 # DIS optical flow (Kroeger et al., ECCV 2016), 'fast' preset: ~2 ms on a half-size image
-                cv2 = _cv2()
-                self._dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_FAST)
-        wins = np.stack([self._window_depths(self._depth_of(f), self._uv) for f in frames])
+                self._dis = _cv2().DISOpticalFlow_create(_cv2().DISOPTICAL_FLOW_PRESET_FAST)
+        # NaN wherever a reference frame lacks the reading
+        ref = np.mean([self._window_depths(self._depth_of(f), self._uv) for f in frames], axis=0)
         p_abs = float(np.mean([self._pressure_pa(p, "reference") for p in pressures]))
-        ref = np.mean(wins, axis=0)  # NaN wherever a reference frame lacks the reading
         seen = np.isfinite(ref).mean(axis=1) >= self.min_window_fraction
         if seen.sum() < 3:
             raise FrameRejected(f"too few valid pixels in the reference: {int(seen.sum())} of "
@@ -506,7 +505,6 @@ class MembraneForceEstimator:
         self._u_push, self._u_dp = u_push, u_dp
         self._w_push, self._w_dp = w_push, w_dp
         self._dot = np.einsum("ij,ij->i", self._ray_mesh, nrm)  # d . n per free vertex
-        self._dof = dof
         self.startup_s = time.perf_counter() - t0
 
     def reset_reference(self) -> None:
@@ -594,9 +592,8 @@ class MembraneForceEstimator:
                 tforce[tcol] = np.linalg.lstsq(self._t_tan[trow][:, tcol], resid, rcond=None)[0]
         u_free = self._u_push @ push + self._u_tan @ tforce + dp * self._u_dp
         n_v = len(self.mesh.points)
-        u = np.zeros(3 * n_v)
-        u[self._dof] = u_free
-        u = u.reshape(n_v, 3)
+        u = np.zeros((n_v, 3))
+        u[self._free] = u_free.reshape(-1, 3)
         forces = self.model.forces(u, dp)
         contact = np.zeros((n_v, 3))
         contact[self._free] = (-push[:, None] * self.model.normals[self._free]
@@ -608,10 +605,8 @@ class MembraneForceEstimator:
         flowed = np.isfinite(u_meas).all(axis=1, keepdims=True)
         moved = np.where(flowed, u_meas, ds[:, None] * self._ray_mesh[rows])
         positions[self._free[rows]] = self.mesh.points[self._free[rows]] + moved
-        w_full = np.full(n_v, np.nan)
-        w_full[self._free[rows]] = w
-        u_full = np.full((n_v, 3), np.nan)
-        u_full[self._free[rows]] = u_meas
+        w_full, u_full = np.full(n_v, np.nan), np.full((n_v, 3), np.nan)  # NaN where not read
+        w_full[self._free[rows]], u_full[self._free[rows]] = w, u_meas
         return MembraneForceResult(
             forces=forces, contact_forces=contact, reaction_forces=forces[self.mesh.boundary].copy(),
             total_contact_force=contact.sum(axis=0), positions=positions, displacement=u,
