@@ -13,8 +13,7 @@ import numpy as np
 from ..sensor.membrane_force_estimator import FrameRejected
 
 __all__ = ["Input", "Pressures", "check_reference_frame", "inputs_text", "join_names", "missing_inputs",
-           "no_colour_text", "pressures_text", "stamp_partners", "stopped_text", "waiting_text",
-           "zero_stamp_text"]
+           "no_colour_text", "stamp_partners", "stopped_text", "waiting_text"]
 
 
 @dataclass(frozen=True)
@@ -69,15 +68,6 @@ def stamp_partners(stamped: bool, colour: bool) -> Dict[str, str]:
     partners = (["pressure"] if stamped else []) + (["colour image"] if colour else [])
     out = {"frames": join_names(partners)} if partners else {}
     return {**out, **{k: "depth frame" for k, on in (("colour", colour), ("pressure", stamped)) if on}}
-
-
-def zero_stamp_text(inp: Input, partner: str, count: int) -> str:
-    """Why a message of ``inp`` stamped 0 (``count`` so far) is rejected, naming its topic, its
-    ``partner`` (:func:`stamp_partners`) and the way out."""
-    hint = "set its driver's header stamps"
-    if partner == "depth frame" and inp.type_name == "sensor_msgs/msg/FluidPressure":
-        hint += ", or use a bare pressure_type (std_msgs/msg/Float32: the latest goes with each frame)"
-    return f"{inp.topic} stamped 0 ({count} so far): no time to pair it with its {partner}; {hint}"
 
 
 def stopped_text(pressure: Input, age_s: float, stamped: bool, rejection: str = "",
@@ -209,9 +199,3 @@ def no_colour_text(colour: Input, received: int, rejected: int = 0, rejection: s
         return bad + "reset_reference with colour coming gives it colour"
     return (f"nothing arrives on {colour.text()} (colour_topic); colour_topic: '' turns colour off "
             "(on the command line: -p \"colour_topic:=''\"), or reset_reference once colour comes")
-
-
-def pressures_text(ambient_pa: float, source: str, gauge_pa: Optional[float]) -> str:
-    """``ambient 98686 Pa (standard atmosphere at 222 m), gauge 7897 Pa`` (no gauge when None)."""
-    gauge = "" if gauge_pa is None else f", gauge {gauge_pa:.0f} Pa"
-    return f"ambient {ambient_pa:.0f} Pa ({source}){gauge}"

@@ -57,13 +57,9 @@ class InputWatch:
 
     def wrong_types(self) -> List[str]:
         """A sentence per input published in another type (logged once), with the setting that reads it."""
-        out: List[str] = []
-        for i in self.inputs:
-            text = self._wrong_type(i)
-            hints = [h for t, h in i.hints.items() if t in text]
-            if text:
-                out.append(text + (f" ({'; '.join(hints)})" if hints else ""))
-        return out
+        said = [(i, self._wrong_type(i)) for i in self.inputs]   # every input asked: it logs once
+        hints = [(text, "; ".join(h for t, h in i.hints.items() if t in text)) for i, text in said if text]
+        return [text + (f" ({hint})" if hint else "") for text, hint in hints]
 
 
 def report(n: Any, now: float) -> Tuple[bool, str, Dict[str, Any]]:
@@ -141,6 +137,5 @@ def report(n: Any, now: float) -> Tuple[bool, str, Dict[str, Any]]:
     warnings += wrong   # why an input never arrives: rclpy does not say
     if n.config_problems:
         count = len(n.config_problems)
-        warnings.append(f"{count} configuration problem{'' if count == 1 else 's'}: "
-                        + "; ".join(n.config_problems))
+        warnings.append(f"{count} configuration problem{'s' * (count > 1)}: " + "; ".join(n.config_problems))
     return ok and not warnings, "; ".join([message] + warnings), values

@@ -27,7 +27,7 @@ from ..rig.calibration_file import SaveRefused
 from ..rig.pairing import ColourPairing
 from ..rig.input_health import pressure_unit_problem
 from ..rig.membrane_inputs import (Input, Pressures, check_reference_frame, inputs_text, no_colour_text,
-                                   pressures_text, stamp_partners, zero_stamp_text)
+                                   stamp_partners)
 from .diagnostics import make_status
 from .kinds.punyo_pressure import PressureCodec
 from .main import answer_help, run_node
@@ -137,9 +137,8 @@ class MembraneForceNode(Node):
         self.rejected[reason] += 1
         self.last["last_rejection"] = f"{reason}: {message}"
         self.stats[f"{what}_rejected"] += 1            # what a missing input's sentence says
-        self.last[f"{what}_rejection"] = reason
-        if what == "frame":   # why frames are not collected or estimated (the status message says it)
-            self.last["frame_rejection"] = f"{reason}: {message}"
+        # frames: why they are not collected or estimated (the status message says it)
+        self.last[f"{what}_rejection"] = f"{reason}: {message}" if what == "frame" else reason
         # one throttle per reason: a flood of one kind does not hide the first of another
         self._reason_log(reason).warning(f"{what} rejected ({reason}): {message}", throttle_duration_sec=5.0)
 
@@ -151,7 +150,11 @@ class MembraneForceNode(Node):
             return False
         inp = self.inputs[key]
         self.zero_stamps[inp.topic] += 1
-        text = zero_stamp_text(inp, partner, self.zero_stamps[inp.topic])
+        hint = "set its driver's header stamps" + (
+            ", or use a bare pressure_type (std_msgs/msg/Float32: the latest goes with each frame)"
+            if key == "pressure" else "")   # (a pressure pairs by stamp: a FluidPressure)
+        text = (f"{inp.topic} stamped 0 ({self.zero_stamps[inp.topic]} so far): no time to pair it with its "
+                f"{partner}; {hint}")
         reason, what = {"frames": ("zero_stamp", "frame"), "colour": ("colour_zero_stamp", "colour image"),
                         "pressure": ("pressure_zero_stamp", "pressure")}[key]
         self._reject(reason, text, what)
@@ -327,7 +330,7 @@ class MembraneForceNode(Node):
             self.get_logger().info(ready_text(self.last["reference"], [
                 ("the dense force", self.pub_force), ("the surface", self.pub_surface),
                 ("the total force", self.pub_total)], self.p["frame_id"],
-                pressures_text(self.ambient_pa, self.ambient_source, self._gauge())))
+                f"ambient {self.ambient_pa:.0f} Pa ({self.ambient_source}), gauge {self._gauge():.0f} Pa"))
             if self.colour and lacking:
                 self.get_logger().warning("the reference has no colour: frames are estimated from depth "
                                           "alone until the next reset_reference; " + self._no_colour())

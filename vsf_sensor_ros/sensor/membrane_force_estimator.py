@@ -57,11 +57,6 @@ def _cv2():
     return cv2
 
 
-def _skew(v: np.ndarray) -> np.ndarray:
-    """``(..., 3)`` → ``(..., 3, 3)`` cross-product matrices ``[v]_×`` (row ``j``: ``e_j × v``)."""
-    return np.cross(np.eye(3), v[..., None, :])
-
-
 def _blocks_to_csr(tri: np.ndarray, blocks: np.ndarray, n_vertices: int) -> sp.csr_matrix:
     """Assemble per-triangle ``(T, 9, 9)`` blocks (vertex-major, xyz-minor) into a ``(3V, 3V)`` CSR."""
     dof = (3 * tri[:, :, None] + np.arange(3)).reshape(len(tri), 9)
@@ -124,7 +119,9 @@ class MembraneModel:
         np.add.at(g, tri.T.ravel(), np.tile(sign * np.cross(b - a, c - a) / 6.0, (3, 1)))
         # H = d g / d x: a triangle's area vector changes with its vertex j by ½[x_{j+2} − x_{j+1}]×, a
         # third of it on each of its vertices i. At free vertices this is the Hessian of V.
-        s = sign * _skew(xc[np.roll(tri, -2, axis=1)] - xc[np.roll(tri, -1, axis=1)]) / 6.0  # (T, j, 3, 3)
+        # ([d]_× of d = x_{j+2} − x_{j+1}: its row r is e_r × d)
+        d = xc[np.roll(tri, -2, axis=1)] - xc[np.roll(tri, -1, axis=1)]
+        s = sign * np.cross(np.eye(3), d[..., None, :]) / 6.0  # (T, j, 3, 3)
         H = _blocks_to_csr(tri, np.broadcast_to(s.transpose(0, 2, 1, 3)[:, None], (len(tri), 3, 3, 3, 3)),
                            n_v)
 
@@ -179,7 +176,8 @@ class MembraneModel:
         kblk = np.einsum("tab,ij->taibj", gng, np.eye(3))
 
         # Material stiffness (neo-Hookean tangent on the inflated sheet).
-        base_area = _polygon_area(x[mesh.boundary] - centre)
+        ring = x[mesh.boundary] - centre  # the base: the clamped ring's vector area
+        base_area = float(0.5 * np.linalg.norm(np.cross(ring, np.roll(ring, -1, axis=0)).sum(axis=0)))
         self.areal_stretch = float(area.sum() / base_area) if base_area > 0 else float("nan")
         if material:
             if not self.areal_stretch > 1.0 + 1e-6:
@@ -213,11 +211,6 @@ def _row_nanmedian(a: np.ndarray) -> np.ndarray:
     n = np.isfinite(a).sum(axis=1)
     r = np.arange(len(a))
     return 0.5 * (s[r, (n - 1) // 2] + s[r, n // 2])
-
-
-def _polygon_area(ring: np.ndarray) -> float:
-    """Area (m²) of a closed 3-D polygon (vertices in ring order), by the vector-area formula."""
-    return float(0.5 * np.linalg.norm(np.cross(ring, np.roll(ring, -1, axis=0)).sum(axis=0)))
 
 
 @dataclass(frozen=True)
@@ -411,10 +404,9 @@ class MembraneForceEstimator:
         iv = np.clip(np.rint((uv[:, 1] + 0.5) / s - 0.5).astype(np.int64), 0, flow.shape[0] - 1)
         return uv + s * flow[iv, iu].astype(np.float64)
 
-    def _surface_at(self, z: np.ndarray, uv: np.ndarray) -> np.ndarray:
-        """``(n, 3)`` camera-frame points of the membrane at pixels ``uv`` (window median of the depth times
-        the pixel's ray); NaN rows where the window is mostly empty or leaves the image."""
-        vals = self._window_depths(z, uv)
+    def _surface_at(self, vals: np.ndarray, uv: np.ndarray) -> np.ndarray:
+        """``(n, 3)`` camera-frame points of the membrane at pixels ``uv`` (median of their windows' depths
+        ``vals``, :meth:`_window_depths`, times the pixel's ray); NaN rows where a window is mostly empty."""
         good = np.isfinite(vals).mean(axis=1) >= self.min_window_fraction
         out = np.full((len(uv), 3), np.nan)
         if good.any():
@@ -492,10 +484,7 @@ class MembraneForceEstimator:
         # Tangential components (2F rows) of every response.
         t_push, t_tan, t_dp = (np.einsum("fjk,fkc->fjc", tang, r.reshape(len(free), 3, -1))
                                .reshape(2 * len(free), -1) for r in (u_push, u_tan, u_dp[:, None]))
-        z_ref = np.full(len(free), np.nan)
-        z_ref[seen] = _row_nanmedian(ref[seen])
-        slope = self.camera.deproject(self._uv[:, 0], self._uv[:, 1])
-        self._p_ref_cam = np.c_[slope, np.ones(len(free))] * z_ref[:, None]  # reference surface at each pixel
+        self._p_ref_cam = self._surface_at(ref, self._uv)  # the reference surface at each vertex's pixel
         self._grey_ref, self._tang, self._u_tan = grey_ref, tang, u_tan
         self._t_push, self._t_tan, self._t_dp = t_push, t_tan, t_dp.ravel()
         self.model = model
@@ -576,7 +565,7 @@ class MembraneForceEstimator:
         n_flow = 0
         if grey is not None and self._grey_ref is not None:
             uv_now = self._material_pixels(grey, rows)
-            u_cam = self._surface_at(z, uv_now) - self._p_ref_cam[rows]
+            u_cam = self._surface_at(self._window_depths(z, uv_now), uv_now) - self._p_ref_cam[rows]
             u_meas = u_cam @ self.R  # mesh frame
             fl = np.isfinite(u_meas).all(axis=1)
             n_flow = int(fl.sum())
@@ -649,19 +638,15 @@ def compare_with_wrench(estimate: np.ndarray, wrench_force: np.ndarray,
     bias = ft[list(bias_frames)].mean(axis=0)
     mag_ft = np.linalg.norm(ft - bias, axis=1)
     n = len(mag_ft)
-    best = None
+    fits = []  # (lag, correlation, loaded estimate frames with an F/T partner)
     for lag in range(-int(max_lag), int(max_lag) + 1):
-        i = np.arange(max(0, -lag), min(n, n - lag))  # estimate frames with an F/T partner
-        loaded = mag_ft[i + lag] > threshold
-        if loaded.sum() < 3:
-            continue
-        e, f = mag_est[i[loaded]], mag_ft[i[loaded] + lag]
-        corr = float(np.corrcoef(e, f)[0, 1])
-        if best is None or corr > best[1]:
-            best = (lag, corr, i[loaded])
-    if best is None:
+        i = np.arange(max(0, -lag), min(n, n - lag))
+        i = i[mag_ft[i + lag] > threshold]
+        if len(i) >= 3:
+            fits.append((lag, float(np.corrcoef(mag_est[i], mag_ft[i + lag])[0, 1]), i))
+    if not fits:
         raise ValueError(f"no frame with |F - bias| > {threshold} N")
-    lag, corr, frames = best
+    lag, corr, frames = max(fits, key=lambda fit: fit[1])  # the first of equal ones
     e, f = mag_est[frames], mag_ft[frames + lag]
     k = int(np.argmax(f))
     return WrenchComparison(lag=lag, correlation=corr, ratio_at_peak=float(e[k] / f[k]),
