@@ -58,12 +58,10 @@ class BrownConradyCamera:
         if k.size != 9:
             raise InputError(f"CameraInfo.k must hold 9 numbers, got {k.size}", "k", k.tolist(), "size", 9)
         d = [float(x) for x in d]
-        if len(d) > 5:
-            if any(x != 0.0 for x in d[5:]):
-                raise InputError(f"only 5 distortion coefficients (k1, k2, p1, p2, k3) are supported, "
-                                 f"got {d}", "d", d, "too_many", 5)
-            d = d[:5]
-        d = d + [0.0] * (5 - len(d))
+        if any(x != 0.0 for x in d[5:]):
+            raise InputError(f"only 5 distortion coefficients (k1, k2, p1, p2, k3) are supported, got {d}",
+                             "d", d, "too_many", 5)
+        d = (d + [0.0] * 5)[:5]
         return cls(width, height, float(k[0]), float(k[4]), float(k[2]), float(k[5]), tuple(d))
 
     @classmethod

@@ -282,19 +282,13 @@ class MembraneForceEstimator:
         self.camera = camera
         self.R = R
         self.t = np.asarray(t_cam_mesh, dtype=np.float64).reshape(3)
-        self.ambient_pressure = float(ambient_pressure)
-        self.prestress = prestress
-        self.material = bool(material)
-        self.window = int(window)
-        self.max_depth = float(max_depth)
-        self.min_window_fraction = float(min_window_fraction)
-        self.min_vertex_fraction = float(min_vertex_fraction)
-        self.flow_scale = int(flow_scale)
+        self.ambient_pressure, self.prestress = float(ambient_pressure), prestress
+        self.material, self.window, self.flow_scale = bool(material), int(window), int(flow_scale)
+        self.max_depth, self.min_window_fraction, self.min_vertex_fraction = (
+            float(max_depth), float(min_window_fraction), float(min_vertex_fraction))
         self._dis = None  # DIS optical flow, created with the first colour reference
-        self._grey_ref: Optional[np.ndarray] = None
-        self.model: Optional[MembraneModel] = None
         self.startup_s = float("nan")
-        self._seen = np.zeros(0, dtype=bool)
+        self.reset_reference()  # (no model until set_reference)
 
         # Pixel window and camera ray of every free vertex (fixed: the camera is fixed to the clamp).
         free = mesh.interior
@@ -349,13 +343,10 @@ class MembraneForceEstimator:
         """Depth image (m, float64) of a depth image or an organised cloud; raises FrameRejected."""
         arr = np.asarray(frame)
         hw = (self.camera.height, self.camera.width)
-        if arr.shape == hw:
-            z = arr
-        elif arr.shape == hw + (3,):
-            z = arr[..., 2]
-        else:
+        if arr.shape not in (hw, hw + (3,)):
             raise FrameRejected(f"frame must be a {hw} depth image or a {hw + (3,)} organised cloud, "
                                 f"got shape {arr.shape}", "wrong_size")
+        z = arr if arr.ndim == 2 else arr[..., 2]
         if not np.issubdtype(z.dtype, np.floating):
             raise FrameRejected(f"frame must hold depths in metres as floats, got dtype {z.dtype}",
                                 "wrong_size")
@@ -498,7 +489,7 @@ class MembraneForceEstimator:
 
     def reset_reference(self) -> None:
         """Forget the reference: :meth:`estimate` raises ``FrameRejected`` (no_reference) until the next."""
-        self.model = None
+        self.model: Optional[MembraneModel] = None
         self._grey_ref = None
         self._seen = np.zeros(0, dtype=bool)
 
