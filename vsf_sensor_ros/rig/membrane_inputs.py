@@ -13,7 +13,7 @@ import numpy as np
 from ..sensor.membrane_force_estimator import FrameRejected
 
 __all__ = ["Input", "Pressures", "check_reference_frame", "inputs_text", "join_names", "missing_inputs",
-           "no_colour_text", "stamp_partners", "stopped_text", "waiting_text"]
+           "stamp_partners", "stopped_text", "waiting_text"]
 
 
 @dataclass(frozen=True)
@@ -188,14 +188,3 @@ def check_reference_frame(depth: np.ndarray, pressure: float, shape: Tuple[int, 
         raise FrameRejected(f"reference pressure {pressure:.1f} Pa is not above the ambient "
                             f"{ambient_pa:.1f} Pa ({ambient_source}): check ambient_pressure / altitude "
                             "and that the bubble is inflated", "bad_pressure")
-
-
-def no_colour_text(colour: Input, received: int, rejected: int = 0, rejection: str = "") -> str:
-    """Why the reference has no colour (none ``received``, or ``rejected``, the latest as
-    ``rejection``) and what to do."""
-    if received:
-        bad = (f"{rejected} of {received} colour images on {colour.topic} rejected, the latest as "
-               f"{rejection}; " if rejected else "")
-        return bad + "reset_reference with colour coming gives it colour"
-    return (f"nothing arrives on {colour.text()} (colour_topic); colour_topic: '' turns colour off "
-            "(on the command line: -p \"colour_topic:=''\"), or reset_reference once colour comes")

@@ -245,8 +245,7 @@ def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name
         # the camera looks at the membrane from inside: a free vertex behind it means a wrong mount
         t_cam = np.asarray(p["camera_translation"], dtype=float)   # 3 finite numbers (its Spec)
         rotation = punyo_camera_rotation(float(p["camera_rotation_deg"]))
-        free_cam = mesh.points[mesh.interior] @ rotation.T + t_cam
-        behind = int((free_cam[:, 2] <= 0.0).sum())
+        behind = int(((mesh.points[mesh.interior] @ rotation.T + t_cam)[:, 2] <= 0.0).sum())
         if behind:
             out.append(ConfigError("camera_rotation_deg", p["camera_rotation_deg"],
                                    f"{behind} free membrane vertices lie behind the camera (z <= 0 in its "

@@ -7,9 +7,9 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 import numpy as np
 from rclpy.node import Node
 
-from ..rig.membrane_inputs import Input, inputs_text, join_names, missing_inputs, stopped_text, waiting_text
+from ..rig.membrane_inputs import Input, inputs_text, missing_inputs, stopped_text, waiting_text
 from .messages.camera import PRESSURE_TYPES
-from .topic_types import WrongTypeWatch, type_name
+from .topic_types import WrongTypeWatch
 
 
 #: s after start from which a still-missing input is logged (once) at WARN; /diagnostics names it at once
@@ -24,14 +24,6 @@ def pressure_type_hints(ptype: str, scale: float) -> Dict[str, str]:
     if fluid in hints and scale != 1.0:
         hints[fluid] += " and pressure_scale: 1.0 (its unit is Pa)"
     return hints
-
-
-def ready_text(reference: str, outputs: Sequence[Tuple[str, Any]], frame_id: str, pressures: str = "") -> str:
-    """The line logged when a reference is set: the ``reference``, the ``pressures`` ('' = none),
-    each ``(what, rclpy publisher)`` of ``outputs`` and the ``frame_id``."""
-    named = [f"{what} on {pub.topic_name} ({type_name(pub.msg_type)})" for what, pub in outputs]
-    middle = f"; {pressures}" if pressures else ""
-    return f"ready: reference {reference}{middle}; publishing {join_names(named)}, frame_id {frame_id!r}"
 
 
 class InputWatch:

@@ -26,13 +26,13 @@ from vsf_sensor_ros.sensor.scale_calibration import ENTRY_KEY, ForceScale, Scale
 from ..rig.calibration_file import SaveRefused
 from ..rig.pairing import ColourPairing
 from ..rig.input_health import pressure_unit_problem
-from ..rig.membrane_inputs import (Input, Pressures, check_reference_frame, inputs_text, no_colour_text,
+from ..rig.membrane_inputs import (Input, Pressures, check_reference_frame, inputs_text, join_names,
                                    stamp_partners)
 from .diagnostics import make_status
 from .kinds.punyo_pressure import PressureCodec
 from .main import answer_help, run_node
 from .membrane_force_config import PARAMETER_NAMES, configure, pressure_type_name, reference_rotation, usage
-from .membrane_force_inputs import InputWatch, pressure_type_hints, ready_text, report
+from .membrane_force_inputs import InputWatch, pressure_type_hints, report
 from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, camera_info_text,
                               colour_from_image, depth_from_cloud, depth_from_image, pressure_pa,
                               same_camera_info)
@@ -327,10 +327,13 @@ class MembraneForceNode(Node):
                             f" without colour ({lacking} of {n_ref} frames had none)") if self.colour else "")
             self.last["reference"] = (f"set from {n_ref} frames{with_colour}, {est.reference_pressure:.0f} "
                                       f"Pa, start-up {est.startup_s * 1e3:.0f} ms")
-            self.get_logger().info(ready_text(self.last["reference"], [
+            outputs = [f"{what} on {pub.topic_name} ({type_name(pub.msg_type)})" for what, pub in (
                 ("the dense force", self.pub_force), ("the surface", self.pub_surface),
-                ("the total force", self.pub_total)], self.p["frame_id"],
-                f"ambient {self.ambient_pa:.0f} Pa ({self.ambient_source}), gauge {self._gauge():.0f} Pa"))
+                ("the total force", self.pub_total))]
+            self.get_logger().info(
+                f"ready: reference {self.last['reference']}; ambient {self.ambient_pa:.0f} Pa "
+                f"({self.ambient_source}), gauge {self._gauge():.0f} Pa; publishing {join_names(outputs)}, "
+                f"frame_id {self.p['frame_id']!r}")
             if self.colour and lacking:
                 self.get_logger().warning("the reference has no colour: frames are estimated from depth "
                                           "alone until the next reset_reference; " + self._no_colour())
@@ -438,9 +441,15 @@ class MembraneForceNode(Node):
         return None if est is None or est.model is None else est.reference_pressure - est.ambient_pressure
 
     def _no_colour(self) -> str:
-        return no_colour_text(self.inputs["colour"], int(self.stats["colour_received"]),
-                              int(self.stats["colour image_rejected"]),
-                              self.last.get("colour image_rejection", ""))
+        """Why the reference has no colour (none received, or rejected) and what to do."""
+        colour, received, rejected = (self.inputs["colour"], self.stats["colour_received"],
+                                      self.stats["colour image_rejected"])
+        if received:
+            bad = (f"{rejected} of {received} colour images on {colour.topic} rejected, the latest as "
+                   f"{self.last.get('colour image_rejection', '')}; " if rejected else "")
+            return bad + "reset_reference with colour coming gives it colour"
+        return (f"nothing arrives on {colour.text()} (colour_topic); colour_topic: '' turns colour off "
+                "(on the command line: -p \"colour_topic:=''\"), or reset_reference once colour comes")
 
     def _report(self) -> None:
         ok, message, values = report(self, time.monotonic())

@@ -31,15 +31,13 @@ class BrownConradyCamera:
             small = "width" if int(self.width) < 1 else "height"
             raise SettingError(f"camera size must be at least 1x1, got {self.width}x{self.height}", small,
                                getattr(self, small), "not_positive", 1)
-        for name in ("fx", "fy"):
+        for name, rule, reason in (("fx", "a positive finite focal length in px", "not_positive"),
+                                   ("fy", "a positive finite focal length in px", "not_positive"),
+                                   ("cx", "finite", "not_finite"), ("cy", "finite", "not_finite")):
             value = float(getattr(self, name))
-            if not np.isfinite(value) or value <= 0.0:
-                raise SettingError(f"camera {name} must be a positive finite focal length in px, got {value}",
-                                   name, getattr(self, name), "not_positive")
-        for name in ("cx", "cy"):
-            if not np.isfinite(float(getattr(self, name))):
-                raise SettingError(f"camera {name} must be finite, got {getattr(self, name)}", name,
-                                   getattr(self, name), "not_finite")
+            if not np.isfinite(value) or (reason == "not_positive" and value <= 0.0):
+                raise SettingError(f"camera {name} must be {rule}, got {value}", name, getattr(self, name),
+                                   reason)
         coeffs = tuple(float(c) for c in self.coeffs)
         if len(coeffs) != 5 or not all(np.isfinite(coeffs)):
             raise SettingError(f"distortion coefficients must be 5 finite numbers (k1, k2, p1, p2, k3), "
@@ -158,9 +156,8 @@ class BrownConradyCamera:
             # Jacobian of the polynomial in (xn, yn).
             j11 = f + 2.0 * xn * xn * df + 2.0 * p1 * yn + 6.0 * p2 * xn
             j12 = 2.0 * xn * yn * df + 2.0 * p1 * xn + 2.0 * p2 * yn
-            j21 = 2.0 * xn * yn * df + 2.0 * p2 * yn + 2.0 * p1 * xn
             j22 = f + 2.0 * yn * yn * df + 2.0 * p2 * xn + 6.0 * p1 * yn
-            det = j11 * j22 - j12 * j21
+            det = j11 * j22 - j12 * j12   # (the Jacobian is symmetric)
             xn = xn - (j22 * ex - j12 * ey) / det
-            yn = yn - (-j21 * ex + j11 * ey) / det
+            yn = yn - (-j12 * ex + j11 * ey) / det
         return np.stack([xn * self.fx + self.cx, yn * self.fy + self.cy], axis=-1)

@@ -86,21 +86,18 @@ def read_membrane_mesh(path: Union[str, Path], boundary: Optional[Sequence[int]]
     if not path.is_file():
         raise FileNotFoundError(f"membrane mesh not found: {path}")
     mesh = _meshio_read(path)
-    cells = {}
-    for block in mesh.cells:
-        cells.setdefault(block.type, []).append(np.asarray(block.data))
+    cells = mesh.cells_dict   # cell type -> its blocks' cells, joined
     if "triangle" not in cells:
         raise InputError(f"{path} has no triangle cells (cell types: {sorted(cells)})", "path", path,
                          "no_triangles", sorted(cells))
-    triangles = np.concatenate(cells["triangle"])
     if boundary is None:
         if "vertex" in cells:
-            boundary = np.concatenate(cells["vertex"]).ravel()
+            boundary = cells["vertex"].ravel()
         elif "line" in cells:
-            boundary = np.unique(np.concatenate(cells["line"]).ravel())
+            boundary = np.unique(cells["line"])
         else:
             raise InputError(f"{path} marks no boundary (no vertex or line cells); pass boundary= "
                              "(Python API), or give a mesh file that holds the clamped ring as vertex "
                              "cells, one per clamped vertex, as the Punyo reference mesh "
                              "equalized.vtk does", "path", path, "no_boundary")
-    return MembraneMesh(np.asarray(mesh.points, dtype=np.float64), triangles, np.asarray(boundary))
+    return MembraneMesh(np.asarray(mesh.points, dtype=np.float64), cells["triangle"], np.asarray(boundary))
