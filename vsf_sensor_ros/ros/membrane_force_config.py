@@ -167,7 +167,7 @@ def attachment_frame(mesh: Optional[MembraneMesh], given: str) -> Tuple[MeshFram
     ConfigError: no such file, not a file, unreadable, or not the same membrane."""
     path = mesh_file("attachment_mesh", given)
     if mesh is None:
-        return MeshFrameTransform.identity(), path
+        return MeshFrameTransform(), path
     from ..mesh_io import load_mesh
     try:
         vertices = np.asarray(load_mesh(path).vertices, dtype=np.float64)
@@ -259,7 +259,7 @@ def configure(node: Node, command_line: Sequence[str]) -> SimpleNamespace:
     ``ambient_pa``, ``ambient_source``, ``config_problems`` (unknown keys, unmatched parameter
     files).  ConfigError: every problem at once, each naming parameter and value."""
     p, problems = declare_all(node, SPECS)   # (altitude: 222 is taken for 222.0, as by sensor_node)
-    c = SimpleNamespace(p=p, out_frame=MeshFrameTransform.identity(), record=ScaleRecord())
+    c = SimpleNamespace(p=p, out_frame=MeshFrameTransform(), record=ScaleRecord())
     c.mesh = _attempt(problems, read_mesh, p["mesh"])
     if p["attachment_mesh"]:
         c.out_frame, attachment = (_attempt(problems, attachment_frame, c.mesh, p["attachment_mesh"])

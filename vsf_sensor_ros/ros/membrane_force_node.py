@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import WrenchStamped
+from geometry_msgs.msg import Vector3, Wrench, WrenchStamped
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -359,10 +359,8 @@ class MembraneForceNode(Node):
                                               enumerate(("fx", "fy", "fz"))]))
         self.pub_surface.publish(write_cloud(h, xyz))
         f, tq = total_wrench(pos, force)
-        w = WrenchStamped(header=h)
-        w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(v) for v in s * f)
-        w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = (float(v) for v in s * tq)
-        self.pub_total.publish(w)
+        fv, tv = (Vector3(**{k: float(c) for k, c in zip("xyz", s * v)}) for v in (f, tq))
+        self.pub_total.publish(WrenchStamped(header=h, wrench=Wrench(force=fv, torque=tv)))
         return f
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:

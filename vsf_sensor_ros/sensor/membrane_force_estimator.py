@@ -152,26 +152,21 @@ class MembraneModel:
         iso = np.tile([1.0, 1.0, 0.0], len(tri))
         ciso = Cf @ iso
         t_uniform = float(ciso @ bvec / (ciso @ ciso)) if p0 > 0 else float("nan")
-        if fixed_tension:
-            stress = float(prestress) * iso
-        elif prestress == "uniform":
-            stress = t_uniform * iso
-        else:
+        stress = (float(prestress) if fixed_tension else t_uniform) * iso
+        if prestress == "equilibrium":
             # Nearest field (weights = areas) to t_uniform*iso satisfying Cf n = bvec.
             winv = sp.diags(np.repeat(1.0 / area, 3))
             S = (Cf @ winv @ Cf.T).tocsc()
             y = spla.spsolve(S + 1e-12 * sp.identity(S.shape[0], format="csc") * S.diagonal().mean(),
-                             bvec - Cf @ (t_uniform * iso))
-            stress = t_uniform * iso + winv @ (Cf.T @ y)
-        stress = stress.reshape(-1, 3)
-        self.stress = stress
+                             bvec - Cf @ stress)
+            stress = stress + winv @ (Cf.T @ y)
+        self.stress = stress = stress.reshape(-1, 3)
         self.equilibrium_residual = float(np.abs((Cf @ stress.ravel() - bvec).reshape(-1, 3)).max())
         tr_half = 0.5 * (stress[:, 0] + stress[:, 1])
         self.mean_tension = float((tr_half * area).sum() / area.sum())
 
         # Geometric stiffness: A (grad_a . N . grad_b) I3, N in local components.
-        nloc = np.stack([np.stack([stress[:, 0], stress[:, 2]], -1),
-                         np.stack([stress[:, 2], stress[:, 1]], -1)], -2)
+        nloc = stress[:, [[0, 2], [2, 1]]]  # [[N11, N12], [N12, N22]]
         gng = area[:, None, None] * np.einsum("tai,tij,tbj->tab", grad, nloc, grad)
         kblk = np.einsum("tab,ij->taibj", gng, np.eye(3))
 
@@ -559,12 +554,11 @@ class MembraneForceEstimator:
             u_cam = self._surface_at(self._window_depths(z, uv_now), uv_now) - self._p_ref_cam[rows]
             u_meas = u_cam @ self.R  # mesh frame
             fl = np.isfinite(u_meas).all(axis=1)
-            n_flow = int(fl.sum())
+            n_flow, tr = int(fl.sum()), rows[fl]
             active = np.flatnonzero(push > 0.0)
             # only where the camera sees the material slide: a hidden vertex would absorb all the sliding
-            tact = active[np.isin(active, rows[fl])]
-            if n_flow and len(tact):
-                tr = rows[fl]
+            tact = active[np.isin(active, tr)]
+            if len(tact):
                 trow = (2 * tr[:, None] + np.arange(2)).ravel()
                 t_meas = np.einsum("fjk,fk->fj", self._tang[tr], u_meas[fl]).ravel()
                 tcol = (2 * tact[:, None] + np.arange(2)).ravel()
