@@ -93,8 +93,7 @@ class BrownConradyCamera:
         # scales: px for the intrinsics, 0.01 for the coefficients
         fit = least_squares(misfit, start, x_scale=np.r_[np.full(4, 10.0), np.full(5, 0.01)],
                             xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=200)
-        x = [float(c) for c in fit.x]
-        cam = cls(width, height, *x[:4], tuple(x[4:]))
+        cam = cls(width, height, *map(float, fit.x[:4]), tuple(map(float, fit.x[4:])))
         return cam, float(np.abs(misfit(fit.x)).max())
 
     def distort(self, xn: np.ndarray, yn: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

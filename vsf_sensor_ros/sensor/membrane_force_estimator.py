@@ -101,9 +101,7 @@ class MembraneModel:
                                "gauge_pressure", gauge_pressure, "not_positive")
         self.mesh = mesh
         self.gauge_pressure = p0
-        x = mesh.points
-        tri = mesh.triangles
-        n_v = len(x)
+        x, tri, n_v = mesh.points, mesh.triangles, len(mesh.points)
         centre = x[mesh.boundary].mean(axis=0)
         xc = x - centre  # volume and its derivatives about the base centre
         a, b, c = xc[tri[:, 0]], xc[tri[:, 1]], xc[tri[:, 2]]
@@ -174,6 +172,7 @@ class MembraneModel:
         ring = x[mesh.boundary] - centre  # the base: the clamped ring's vector area
         base_area = float(0.5 * np.linalg.norm(np.cross(ring, np.roll(ring, -1, axis=0)).sum(axis=0)))
         self.areal_stretch = float(area.sum() / base_area) if base_area > 0 else float("nan")
+        self.material_tangent = np.zeros((3, 3))
         if material:
             if not self.areal_stretch > 1.0 + 1e-6:
                 raise ValueError(f"the material tangent needs an inflated membrane (areal stretch > 1), "
@@ -185,8 +184,6 @@ class MembraneModel:
             b9 = bm.reshape(len(tri), 3, 9)
             kmat = area[:, None, None] * np.einsum("tsa,sr,trb->tab", b9, dmat, b9)
             kblk = kblk + kmat.reshape(kblk.shape)
-        else:
-            self.material_tangent = np.zeros((3, 3))
         Kint = _blocks_to_csr(tri, kblk.reshape(len(tri), 9, 9), n_v)
         self.K = (Kint - p0 * H).tocsr()
         self.g0 = g
@@ -295,11 +292,8 @@ class MembraneForceEstimator:
         self._check_lens(camera, uv, p_cam)
         h = self.window // 2
         du, dv = np.meshgrid(np.arange(-h, h + 1), np.arange(-h, h + 1))
-        self._free = free
-        self._uv = uv
-        self._win_du, self._win_dv = du.ravel(), dv.ravel()
-        slope = camera.deproject(uv[:, 0], uv[:, 1])
-        ray = np.concatenate([slope, np.ones((len(free), 1))], axis=1)
+        self._free, self._uv, self._win_du, self._win_dv = free, uv, du.ravel(), dv.ravel()
+        ray = np.c_[camera.deproject(uv[:, 0], uv[:, 1]), np.ones(len(free))]
         self._ray_len = np.linalg.norm(ray, axis=1)  # metres along the ray per metre of depth
         self._ray_mesh = (ray / self._ray_len[:, None]) @ R  # unit rays, mesh frame
 
@@ -456,8 +450,8 @@ class MembraneForceEstimator:
         dof = (3 * free[:, None] + np.arange(3)).ravel()
         lu = spla.splu(model.K[dof][:, dof].tocsc())
         nrm = model.normals[free]
-        push = block_diag(*(-nrm[:, :, None]))  # (3F, F): column f pushes vertex f inwards
-        u_push = lu.solve(push)  # (3F, F) displacement per unit inward push, m/N
+        # (3F, F) displacement per unit inward push (column f pushes vertex f inwards), m/N
+        u_push = lu.solve(block_diag(*(-nrm[:, :, None])))
         u_dp = lu.solve(model.g0[free].ravel())  # (3F,) per Pa
         w_push = np.einsum("fk,fkc->fc", nrm, u_push.reshape(len(free), 3, len(free)))
         w_dp = np.einsum("fk,fk->f", nrm, u_dp.reshape(-1, 3))
@@ -473,10 +467,7 @@ class MembraneForceEstimator:
         self._p_ref_cam = self._surface_at(ref, self._uv)  # the reference surface at each vertex's pixel
         self._grey_ref, self._tang, self._u_tan = grey_ref, tang, u_tan
         self._t_push, self._t_tan, self._t_dp = t_push, t_tan, t_dp.ravel()
-        self.model = model
-        self._seen = seen
-        self._ref = ref[seen]
-        self._p_ref = p_abs
+        self.model, self._seen, self._ref, self._p_ref = model, seen, ref[seen], p_abs
         self._u_push, self._u_dp = u_push, u_dp
         self._w_push, self._w_dp = w_push, w_dp
         self._dot = np.einsum("ij,ij->i", self._ray_mesh, nrm)  # d . n per free vertex
