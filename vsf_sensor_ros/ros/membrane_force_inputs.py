@@ -39,10 +39,8 @@ class InputWatch:
     def waiting_log(self, now: float, missing: Sequence[Tuple[Input, str]]) -> Optional[str]:
         """The WARN line to log now: the missing inputs not yet logged, from :data:`WAIT_WARN_S` s
         after start; None when there is nothing new to say."""
-        if now - self.started < WAIT_WARN_S:
-            return None
         new = [(i, text) for i, text in missing if i.topic not in self._waited]
-        if not new:
+        if now - self.started < WAIT_WARN_S or not new:
             return None
         self._waited.update(i.topic for i, _ in new)
         return f"{waiting_text(new)} ({now - self.started:.0f} s since start)"

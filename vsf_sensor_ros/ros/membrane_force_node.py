@@ -137,8 +137,10 @@ class MembraneForceNode(Node):
         self.rejected[reason] += 1
         self.last["last_rejection"] = f"{reason}: {message}"
         self.stats[f"{what}_rejected"] += 1            # what a missing input's sentence says
-        # frames: why they are not collected or estimated (the status message says it)
+        # frames: why they are not collected or estimated; pressures: why none is usable (the status says it)
         self.last[f"{what}_rejection"] = f"{reason}: {message}" if what == "frame" else reason
+        if what == "pressure":
+            self.last["pressure_rejection_text"] = f"{reason}: {message}"
         # one throttle per reason: a flood of one kind does not hide the first of another
         self._reason_log(reason).warning(f"{what} rejected ({reason}): {message}", throttle_duration_sec=5.0)
 
@@ -158,8 +160,6 @@ class MembraneForceNode(Node):
         reason, what = {"frames": ("zero_stamp", "frame"), "colour": ("colour_zero_stamp", "colour image"),
                         "pressure": ("pressure_zero_stamp", "pressure")}[key]
         self._reject(reason, text, what)
-        if key == "pressure":   # pressures come, none usable
-            self.last["pressure_rejection_text"] = f"{reason}: {text}"
         return True
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
@@ -204,7 +204,6 @@ class MembraneForceNode(Node):
                                     "implausible_pressure")
         except InputRejected as exc:
             self._reject(exc.reason, str(exc), "pressure")
-            self.last["pressure_rejection_text"] = f"{exc.reason}: {exc}"   # pressures come, none usable
             return
         self.last.pop("pressure_rejection_text", None)
         self.pressures.add(pa, stamp_to_ns(msg.header.stamp) if self.stamped else 0, time.monotonic())

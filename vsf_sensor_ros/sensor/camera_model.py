@@ -142,11 +142,10 @@ class BrownConradyCamera:
             raise InputError(f"{int(bad.sum())} point(s) are not finite or not in front of the camera "
                              "(z <= 0)", "points", int(bad.sum()), "not_in_front")
         tx, ty = p[..., 0] / p[..., 2], p[..., 1] / p[..., 2]
-        xn, yn = tx.copy(), ty.copy()
+        xn, yn = tx, ty
         k1, k2, p1, p2, k3 = self.coeffs
         for _ in range(int(iterations)):
-            fx_, fy_ = self.distort(xn, yn)
-            ex, ey = fx_ - tx, fy_ - ty
+            ex, ey = np.subtract(self.distort(xn, yn), (tx, ty))
             if max(np.abs(ex).max(initial=0.0), np.abs(ey).max(initial=0.0)) < 1e-14:
                 break
             r2 = xn * xn + yn * yn

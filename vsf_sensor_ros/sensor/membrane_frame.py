@@ -51,8 +51,7 @@ def fit_mesh_transform(mesh_points: np.ndarray, output_points: np.ndarray,
         raise ValueError(f"need at least 3 vertices to fit a frame, got {idx.size}")
     pa, pb = a[idx], b[idx]
     ca, cb = pa.mean(axis=0), pb.mean(axis=0)
-    rot, _ = Rotation.align_vectors(pb - cb, pa - ca)  # rotation taking the centred a onto b
-    R = rot.as_matrix()
+    R = Rotation.align_vectors(pb - cb, pa - ca)[0].as_matrix()  # rotation taking the centred a onto b
     t = cb - R @ ca
     err = np.linalg.norm(pa @ R.T + t - pb, axis=1)
     if err.max() > tolerance:
