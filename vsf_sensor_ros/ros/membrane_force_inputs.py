@@ -19,11 +19,9 @@ WAIT_WARN_S = 5.0
 def pressure_type_hints(ptype: str, scale: float) -> Dict[str, str]:
     """:attr:`Input.hints` of the pressure (``ptype`` normalised, ``scale``: ``pressure_scale``):
     each other ``pressure_type`` -> the setting that reads it (a ``FluidPressure`` is in Pa)."""
-    hints = {t: f"set pressure_type: {t}" for t in PRESSURE_TYPES if t != ptype}
-    fluid = "sensor_msgs/msg/FluidPressure"
-    if fluid in hints and scale != 1.0:
-        hints[fluid] += " and pressure_scale: 1.0 (its unit is Pa)"
-    return hints
+    pa = " and pressure_scale: 1.0 (its unit is Pa)" if scale != 1.0 else ""
+    return {t: f"set pressure_type: {t}" + (pa if t == "sensor_msgs/msg/FluidPressure" else "")
+            for t in PRESSURE_TYPES if t != ptype}
 
 
 class InputWatch:

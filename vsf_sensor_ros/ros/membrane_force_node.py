@@ -252,9 +252,8 @@ class MembraneForceNode(Node):
         self.stats["colour_received"] += 1
         if self._zero_stamp("colour", msg.header):   # not kept: no frame can be told to go on without it
             return
-        image: Optional[np.ndarray] = None
         try:
-            image = colour_from_image(msg)
+            image: Optional[np.ndarray] = colour_from_image(msg)
             self._check_colour(image)
         except InputRejected as exc:
             self._reject(f"colour_{exc.reason}", str(exc), what="colour image")

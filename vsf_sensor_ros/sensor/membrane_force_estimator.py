@@ -540,17 +540,16 @@ class MembraneForceEstimator:
         n_flow = 0
         if grey is not None and self._grey_ref is not None:
             uv_now = self._material_pixels(grey, rows)
-            u_cam = self._surface_at(self._window_depths(z, uv_now), uv_now) - self._p_ref_cam[rows]
-            u_meas = u_cam @ self.R  # mesh frame
+            p_now = self._surface_at(self._window_depths(z, uv_now), uv_now)
+            u_meas = (p_now - self._p_ref_cam[rows]) @ self.R  # mesh frame
             fl = np.isfinite(u_meas).all(axis=1)
             n_flow, tr = int(fl.sum()), rows[fl]
             active = np.flatnonzero(push > 0.0)
             # only where the camera sees the material slide: a hidden vertex would absorb all the sliding
             tact = active[np.isin(active, tr)]
             if len(tact):
-                trow = (2 * tr[:, None] + np.arange(2)).ravel()
+                trow, tcol = ((2 * i[:, None] + np.arange(2)).ravel() for i in (tr, tact))  # (t1, t2) rows
                 t_meas = np.einsum("fjk,fk->fj", self._tang[tr], u_meas[fl]).ravel()
-                tcol = (2 * tact[:, None] + np.arange(2)).ravel()
                 resid = t_meas - dp * self._t_dp[trow] - self._t_push[trow][:, active] @ push[active]
                 tforce[tcol] = np.linalg.lstsq(self._t_tan[trow][:, tcol], resid, rcond=None)[0]
         u_free = self._u_push @ push + self._u_tan @ tforce + dp * self._u_dp
