@@ -124,9 +124,8 @@ class BrownConradyCamera:
         if depth.shape != (self.height, self.width):
             raise InputError(f"depth image must be {(self.height, self.width)}, got {depth.shape}", "depth",
                              depth.shape, "shape", (self.height, self.width))
-        z = np.where(depth > 0.0, depth, np.nan)
-        rays = self.ray_table()
-        return np.stack([z * rays[..., 0], z * rays[..., 1], z], axis=-1)
+        z = np.where(depth > 0.0, depth, np.nan)[..., None]
+        return np.concatenate([self.ray_table() * z, z], axis=-1)
 
     def project(self, points: np.ndarray, iterations: int = 20) -> np.ndarray:
         """Sub-pixel ``(u, v)`` ``(..., 2)`` float64 seeing each camera-frame point ``(..., 3)`` (m, z > 0):

@@ -62,7 +62,8 @@ def _cv2():
 
 
 def _blocks_to_csr(tri: np.ndarray, blocks: np.ndarray, n_vertices: int) -> sp.csr_matrix:
-    """Assemble per-triangle ``(T, 9, 9)`` blocks (vertex-major, xyz-minor) into a ``(3V, 3V)`` CSR."""
+    """Assemble per-triangle ``(T, 9, 9)`` blocks (vertex-major, xyz-minor; or ``(T, 3, 3, 3, 3)``) into a
+    ``(3V, 3V)`` CSR."""
     dof = (3 * tri[:, :, None] + np.arange(3)).reshape(len(tri), 9)
     rows = np.repeat(dof, 9, axis=1).ravel()
     cols = np.tile(dof, (1, 9)).ravel()
@@ -103,8 +104,7 @@ class MembraneModel:
         if not np.isfinite(p0) or p0 < 0.0 or (p0 == 0.0 and not fixed_tension):
             raise SettingError(f"gauge pressure must be a positive finite value in Pa, got {gauge_pressure}",
                                "gauge_pressure", gauge_pressure, "not_positive")
-        self.mesh = mesh
-        self.gauge_pressure = p0
+        self.mesh, self.gauge_pressure = mesh, p0
         x, tri, n_v = mesh.points, mesh.triangles, len(mesh.points)
         centre = x[mesh.boundary].mean(axis=0)
         xc = x - centre  # volume and its derivatives about the base centre
@@ -188,8 +188,7 @@ class MembraneModel:
             b9 = bm.reshape(len(tri), 3, 9)
             kmat = area[:, None, None] * np.einsum("tsa,sr,trb->tab", b9, dmat, b9)
             kblk = kblk + kmat.reshape(kblk.shape)
-        Kint = _blocks_to_csr(tri, kblk.reshape(len(tri), 9, 9), n_v)
-        self.K = (Kint - p0 * H).tocsr()
+        self.K = (_blocks_to_csr(tri, kblk, n_v) - p0 * H).tocsr()
         self.g0 = g
         self.normals = g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-300)
 
@@ -271,9 +270,7 @@ class MembraneForceEstimator:
         if not (np.isfinite(ambient_pressure) and ambient_pressure > 0):
             raise SettingError(f"ambient pressure must be a positive value in Pa, got {ambient_pressure}",
                                "ambient_pressure", ambient_pressure, "not_positive")
-        self.mesh = mesh
-        self.camera = camera
-        self.R = R
+        self.mesh, self.camera, self.R = mesh, camera, R
         self.t = np.asarray(t_cam_mesh, dtype=np.float64).reshape(3)
         self.ambient_pressure, self.prestress = float(ambient_pressure), prestress
         self.material, self.window = bool(material), int(window)

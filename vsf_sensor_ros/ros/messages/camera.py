@@ -9,6 +9,7 @@ from sensor_msgs.msg import CameraInfo, FluidPressure, Image, PointCloud2
 from std_msgs.msg import Float32, Float64
 
 from vsf_sensor_ros.sensor.camera_model import BrownConradyCamera
+from vsf_sensor_ros.sensor.membrane_force_estimator import FrameRejected
 
 from .pointcloud import read_cloud
 from .wire import CloudDecodeError, as_byte_array, float_columns
@@ -27,12 +28,8 @@ COLOUR_ENCODINGS: Dict[str, Tuple[type, int]] = {"rgb8": (np.uint8, 3), "bgr8": 
                                                  "mono8": (np.uint8, 1)}
 
 
-class InputRejected(ValueError):
-    """An input message the node cannot use; ``reason``: its ``/diagnostics`` counter key."""
-
-    def __init__(self, message: str, reason: str) -> None:
-        super().__init__(message)
-        self.reason = reason
+class InputRejected(FrameRejected):
+    """An input message the node cannot use (a ValueError); ``reason``: its ``/diagnostics`` counter key."""
 
 
 def _pixels(msg: Image, encodings: Dict[str, Tuple[type, int]], what: str) -> np.ndarray:
