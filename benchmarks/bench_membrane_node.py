@@ -50,7 +50,7 @@ def node_frame_section(repeats: int = 2, stride: int = 1, poke: Optional[Dict[st
         frame = fit_mesh_transform(mesh.points, trimesh.load(str(ply), process=False).vertices, mesh.boundary)
     else:
         from vsf_sensor_ros.sensor.membrane_frame import MeshFrameTransform
-        frame = MeshFrameTransform.identity()
+        frame = MeshFrameTransform()
     est = MembraneForceEstimator(mesh, poke["camera"], poke["R_cam_mesh"],
                                  ambient_pressure=isa_pressure(222.0))
     ref = poke["reference_frames"]

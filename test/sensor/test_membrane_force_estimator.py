@@ -322,7 +322,6 @@ def test_reset_reference_then_estimate_raises(dome):
     (lambda d, c: MembraneForceEstimator(d, c, np.eye(3), window=4), "window", 4, "not_odd"),
     (lambda d, c: MembraneModel(d, 4000.0, prestress="tight"), "prestress", "tight", "invalid"),
     (lambda d, c: MembraneModel(d, -1.0), "gauge_pressure", -1.0, "not_positive"),
-    (lambda d, c: MembraneForceEstimator(d, c, np.eye(3), flow_scale=3), "flow_scale", 3, "invalid"),
 ])
 def test_constructor_rejects_bad_settings(dome, make, setting, value, reason):
     with pytest.raises(SettingError) as err:

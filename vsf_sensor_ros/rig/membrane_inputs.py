@@ -13,8 +13,7 @@ import numpy as np
 from ..sensor.membrane_force_estimator import FrameRejected
 
 __all__ = ["Input", "Pressures", "check_reference_frame", "inputs_text", "join_names", "missing_inputs",
-           "no_colour_text", "pressures_text", "stamp_partners", "stopped_text", "waiting_text",
-           "zero_stamp_text"]
+           "stamp_partners", "stopped_text", "waiting_text"]
 
 
 @dataclass(frozen=True)
@@ -48,19 +47,13 @@ def missing_inputs(inputs: Mapping[str, Input], stats: Mapping[str, int], last: 
     """``(input, sentence)`` of each of ``inputs`` (``camera_info``, ``frames``, ``pressure``) the
     node still waits for, in the order needed; ``stats`` / ``last``: the node's counters and last
     rejection reasons; ``camera_ready``: an estimator was built; ``pressure_known``: one came."""
-    cam, frames, pressure = inputs["camera_info"], inputs["frames"], inputs["pressure"]
-    out: List[Tuple[Input, str]] = []
-    n = stats["camera_info_received"]
-    if not camera_ready:
-        out.append((cam, f"a usable {cam.text()} ({n} received, the last rejected as "
-                         f"{last.get('CameraInfo_rejection') or 'unusable'})" if n else cam.text()))
-    if not stats["frames_received"]:
-        out.append((frames, frames.text()))
-    n = stats["pressure_rejected"]
-    if not pressure_known:
-        out.append((pressure, f"a usable {pressure.text()} ({n} rejected, the last as "
-                              f"{last.get('pressure_rejection') or 'unusable'})" if n else pressure.text()))
-    return out
+    # (input, missing, how many came unusable, what became of them, the last one's rejection key)
+    rows = (("camera_info", not camera_ready, stats["camera_info_received"], "received, the last rejected",
+             "CameraInfo_rejection"), ("frames", not stats["frames_received"], 0, "", ""),
+            ("pressure", not pressure_known, stats["pressure_rejected"], "rejected, the last",
+             "pressure_rejection"))
+    return [(inputs[k], f"a usable {inputs[k].text()} ({n} {said} as {last.get(key) or 'unusable'})" if n
+             else inputs[k].text()) for k, missing, n, said, key in rows if missing]
 
 
 def waiting_text(missing: Sequence[Tuple[Input, str]]) -> str:
@@ -72,24 +65,9 @@ def stamp_partners(stamped: bool, colour: bool) -> Dict[str, str]:
     """The inputs paired by stamp (``frames``, ``colour``, ``pressure``) -> what each pairs with,
     for a stamped pressure type (``FluidPressure``) and/or a ``colour_topic``; e.g. ``{'frames':
     'pressure and colour image', 'colour': 'depth frame', 'pressure': 'depth frame'}``."""
-    out: Dict[str, str] = {}
     partners = (["pressure"] if stamped else []) + (["colour image"] if colour else [])
-    if partners:
-        out["frames"] = join_names(partners)
-    if colour:
-        out["colour"] = "depth frame"
-    if stamped:
-        out["pressure"] = "depth frame"
-    return out
-
-
-def zero_stamp_text(inp: Input, partner: str, count: int) -> str:
-    """Why a message of ``inp`` stamped 0 (``count`` so far) is rejected, naming its topic, its
-    ``partner`` (:func:`stamp_partners`) and the way out."""
-    hint = "set its driver's header stamps"
-    if partner == "depth frame" and inp.type_name == "sensor_msgs/msg/FluidPressure":
-        hint += ", or use a bare pressure_type (std_msgs/msg/Float32: the latest goes with each frame)"
-    return f"{inp.topic} stamped 0 ({count} so far): no time to pair it with its {partner}; {hint}"
+    out = {"frames": join_names(partners)} if partners else {}
+    return {**out, **{k: "depth frame" for k, on in (("colour", colour), ("pressure", stamped)) if on}}
 
 
 def stopped_text(pressure: Input, age_s: float, stamped: bool, rejection: str = "",
@@ -210,20 +188,3 @@ def check_reference_frame(depth: np.ndarray, pressure: float, shape: Tuple[int, 
         raise FrameRejected(f"reference pressure {pressure:.1f} Pa is not above the ambient "
                             f"{ambient_pa:.1f} Pa ({ambient_source}): check ambient_pressure / altitude "
                             "and that the bubble is inflated", "bad_pressure")
-
-
-def no_colour_text(colour: Input, received: int, rejected: int = 0, rejection: str = "") -> str:
-    """Why the reference has no colour (none ``received``, or ``rejected``, the latest as
-    ``rejection``) and what to do."""
-    if received:
-        bad = (f"{rejected} of {received} colour images on {colour.topic} rejected, the latest as "
-               f"{rejection}; " if rejected else "")
-        return bad + "reset_reference with colour coming gives it colour"
-    return (f"nothing arrives on {colour.text()} (colour_topic); colour_topic: '' turns colour off "
-            "(on the command line: -p \"colour_topic:=''\"), or reset_reference once colour comes")
-
-
-def pressures_text(ambient_pa: float, source: str, gauge_pa: Optional[float]) -> str:
-    """``ambient 98686 Pa (standard atmosphere at 222 m), gauge 7897 Pa`` (no gauge when None)."""
-    gauge = "" if gauge_pa is None else f", gauge {gauge_pa:.0f} Pa"
-    return f"ambient {ambient_pa:.0f} Pa ({source}){gauge}"

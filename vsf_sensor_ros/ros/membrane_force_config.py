@@ -167,7 +167,7 @@ def attachment_frame(mesh: Optional[MembraneMesh], given: str) -> Tuple[MeshFram
     ConfigError: no such file, not a file, unreadable, or not the same membrane."""
     path = mesh_file("attachment_mesh", given)
     if mesh is None:
-        return MeshFrameTransform.identity(), path
+        return MeshFrameTransform(), path
     from ..mesh_io import load_mesh
     try:
         vertices = np.asarray(load_mesh(path).vertices, dtype=np.float64)
@@ -245,8 +245,7 @@ def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name
         # the camera looks at the membrane from inside: a free vertex behind it means a wrong mount
         t_cam = np.asarray(p["camera_translation"], dtype=float)   # 3 finite numbers (its Spec)
         rotation = punyo_camera_rotation(float(p["camera_rotation_deg"]))
-        free_cam = mesh.points[mesh.interior] @ rotation.T + t_cam
-        behind = int((free_cam[:, 2] <= 0.0).sum())
+        behind = int(((mesh.points[mesh.interior] @ rotation.T + t_cam)[:, 2] <= 0.0).sum())
         if behind:
             out.append(ConfigError("camera_rotation_deg", p["camera_rotation_deg"],
                                    f"{behind} free membrane vertices lie behind the camera (z <= 0 in its "
@@ -260,7 +259,7 @@ def configure(node: Node, command_line: Sequence[str]) -> SimpleNamespace:
     ``ambient_pa``, ``ambient_source``, ``config_problems`` (unknown keys, unmatched parameter
     files).  ConfigError: every problem at once, each naming parameter and value."""
     p, problems = declare_all(node, SPECS)   # (altitude: 222 is taken for 222.0, as by sensor_node)
-    c = SimpleNamespace(p=p, out_frame=MeshFrameTransform.identity(), record=ScaleRecord())
+    c = SimpleNamespace(p=p, out_frame=MeshFrameTransform(), record=ScaleRecord())
     c.mesh = _attempt(problems, read_mesh, p["mesh"])
     if p["attachment_mesh"]:
         c.out_frame, attachment = (_attempt(problems, attachment_frame, c.mesh, p["attachment_mesh"])

@@ -7,9 +7,9 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 import numpy as np
 from rclpy.node import Node
 
-from ..rig.membrane_inputs import Input, inputs_text, join_names, missing_inputs, stopped_text, waiting_text
+from ..rig.membrane_inputs import Input, inputs_text, missing_inputs, stopped_text, waiting_text
 from .messages.camera import PRESSURE_TYPES
-from .topic_types import WrongTypeWatch, type_name
+from .topic_types import WrongTypeWatch
 
 
 #: s after start from which a still-missing input is logged (once) at WARN; /diagnostics names it at once
@@ -19,19 +19,9 @@ WAIT_WARN_S = 5.0
 def pressure_type_hints(ptype: str, scale: float) -> Dict[str, str]:
     """:attr:`Input.hints` of the pressure (``ptype`` normalised, ``scale``: ``pressure_scale``):
     each other ``pressure_type`` -> the setting that reads it (a ``FluidPressure`` is in Pa)."""
-    hints = {t: f"set pressure_type: {t}" for t in PRESSURE_TYPES if t != ptype}
-    fluid = "sensor_msgs/msg/FluidPressure"
-    if fluid in hints and scale != 1.0:
-        hints[fluid] += " and pressure_scale: 1.0 (its unit is Pa)"
-    return hints
-
-
-def ready_text(reference: str, outputs: Sequence[Tuple[str, Any]], frame_id: str, pressures: str = "") -> str:
-    """The line logged when a reference is set: the ``reference``, the ``pressures`` ('' = none),
-    each ``(what, rclpy publisher)`` of ``outputs`` and the ``frame_id``."""
-    named = [f"{what} on {pub.topic_name} ({type_name(pub.msg_type)})" for what, pub in outputs]
-    middle = f"; {pressures}" if pressures else ""
-    return f"ready: reference {reference}{middle}; publishing {join_names(named)}, frame_id {frame_id!r}"
+    pa = " and pressure_scale: 1.0 (its unit is Pa)" if scale != 1.0 else ""
+    return {t: f"set pressure_type: {t}" + (pa if t == "sensor_msgs/msg/FluidPressure" else "")
+            for t in PRESSURE_TYPES if t != ptype}
 
 
 class InputWatch:
@@ -47,23 +37,17 @@ class InputWatch:
     def waiting_log(self, now: float, missing: Sequence[Tuple[Input, str]]) -> Optional[str]:
         """The WARN line to log now: the missing inputs not yet logged, from :data:`WAIT_WARN_S` s
         after start; None when there is nothing new to say."""
-        if now - self.started < WAIT_WARN_S:
-            return None
         new = [(i, text) for i, text in missing if i.topic not in self._waited]
-        if not new:
+        if now - self.started < WAIT_WARN_S or not new:
             return None
         self._waited.update(i.topic for i, _ in new)
         return f"{waiting_text(new)} ({now - self.started:.0f} s since start)"
 
     def wrong_types(self) -> List[str]:
         """A sentence per input published in another type (logged once), with the setting that reads it."""
-        out: List[str] = []
-        for i in self.inputs:
-            text = self._wrong_type(i)
-            hints = [h for t, h in i.hints.items() if t in text]
-            if text:
-                out.append(text + (f" ({'; '.join(hints)})" if hints else ""))
-        return out
+        said = [(i, self._wrong_type(i)) for i in self.inputs]   # every input asked: it logs once
+        hints = [(text, "; ".join(h for t, h in i.hints.items() if t in text)) for i, text in said if text]
+        return [text + (f" ({hint})" if hint else "") for text, hint in hints]
 
 
 def report(n: Any, now: float) -> Tuple[bool, str, Dict[str, Any]]:
@@ -141,6 +125,5 @@ def report(n: Any, now: float) -> Tuple[bool, str, Dict[str, Any]]:
     warnings += wrong   # why an input never arrives: rclpy does not say
     if n.config_problems:
         count = len(n.config_problems)
-        warnings.append(f"{count} configuration problem{'' if count == 1 else 's'}: "
-                        + "; ".join(n.config_problems))
+        warnings.append(f"{count} configuration problem{'s' * (count > 1)}: " + "; ".join(n.config_problems))
     return ok and not warnings, "; ".join([message] + warnings), values

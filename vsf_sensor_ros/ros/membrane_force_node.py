@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import WrenchStamped
+from geometry_msgs.msg import Vector3, Wrench, WrenchStamped
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -26,13 +26,13 @@ from vsf_sensor_ros.sensor.scale_calibration import ENTRY_KEY, ForceScale, Scale
 from ..rig.calibration_file import SaveRefused
 from ..rig.pairing import ColourPairing
 from ..rig.input_health import pressure_unit_problem
-from ..rig.membrane_inputs import (Input, Pressures, check_reference_frame, inputs_text, no_colour_text,
-                                   pressures_text, stamp_partners, zero_stamp_text)
+from ..rig.membrane_inputs import (Input, Pressures, check_reference_frame, inputs_text, join_names,
+                                   stamp_partners)
 from .diagnostics import make_status
 from .kinds.punyo_pressure import PressureCodec
 from .main import answer_help, run_node
 from .membrane_force_config import PARAMETER_NAMES, configure, pressure_type_name, reference_rotation, usage
-from .membrane_force_inputs import InputWatch, pressure_type_hints, ready_text, report
+from .membrane_force_inputs import InputWatch, pressure_type_hints, report
 from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, camera_info_text,
                               colour_from_image, depth_from_cloud, depth_from_image, pressure_pa,
                               same_camera_info)
@@ -137,9 +137,10 @@ class MembraneForceNode(Node):
         self.rejected[reason] += 1
         self.last["last_rejection"] = f"{reason}: {message}"
         self.stats[f"{what}_rejected"] += 1            # what a missing input's sentence says
-        self.last[f"{what}_rejection"] = reason
-        if what == "frame":   # why frames are not collected or estimated (the status message says it)
-            self.last["frame_rejection"] = f"{reason}: {message}"
+        # frames: why they are not collected or estimated; pressures: why none is usable (the status says it)
+        self.last[f"{what}_rejection"] = f"{reason}: {message}" if what == "frame" else reason
+        if what == "pressure":
+            self.last["pressure_rejection_text"] = f"{reason}: {message}"
         # one throttle per reason: a flood of one kind does not hide the first of another
         self._reason_log(reason).warning(f"{what} rejected ({reason}): {message}", throttle_duration_sec=5.0)
 
@@ -151,12 +152,14 @@ class MembraneForceNode(Node):
             return False
         inp = self.inputs[key]
         self.zero_stamps[inp.topic] += 1
-        text = zero_stamp_text(inp, partner, self.zero_stamps[inp.topic])
+        hint = "set its driver's header stamps" + (
+            ", or use a bare pressure_type (std_msgs/msg/Float32: the latest goes with each frame)"
+            if key == "pressure" else "")   # (a pressure pairs by stamp: a FluidPressure)
+        text = (f"{inp.topic} stamped 0 ({self.zero_stamps[inp.topic]} so far): no time to pair it with its "
+                f"{partner}; {hint}")
         reason, what = {"frames": ("zero_stamp", "frame"), "colour": ("colour_zero_stamp", "colour image"),
                         "pressure": ("pressure_zero_stamp", "pressure")}[key]
         self._reject(reason, text, what)
-        if key == "pressure":   # pressures come, none usable
-            self.last["pressure_rejection_text"] = f"{reason}: {text}"
         return True
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
@@ -201,7 +204,6 @@ class MembraneForceNode(Node):
                                     "implausible_pressure")
         except InputRejected as exc:
             self._reject(exc.reason, str(exc), "pressure")
-            self.last["pressure_rejection_text"] = f"{exc.reason}: {exc}"   # pressures come, none usable
             return
         self.last.pop("pressure_rejection_text", None)
         self.pressures.add(pa, stamp_to_ns(msg.header.stamp) if self.stamped else 0, time.monotonic())
@@ -250,9 +252,8 @@ class MembraneForceNode(Node):
         self.stats["colour_received"] += 1
         if self._zero_stamp("colour", msg.header):   # not kept: no frame can be told to go on without it
             return
-        image: Optional[np.ndarray] = None
         try:
-            image = colour_from_image(msg)
+            image: Optional[np.ndarray] = colour_from_image(msg)
             self._check_colour(image)
         except InputRejected as exc:
             self._reject(f"colour_{exc.reason}", str(exc), what="colour image")
@@ -324,10 +325,13 @@ class MembraneForceNode(Node):
                             f" without colour ({lacking} of {n_ref} frames had none)") if self.colour else "")
             self.last["reference"] = (f"set from {n_ref} frames{with_colour}, {est.reference_pressure:.0f} "
                                       f"Pa, start-up {est.startup_s * 1e3:.0f} ms")
-            self.get_logger().info(ready_text(self.last["reference"], [
+            outputs = [f"{what} on {pub.topic_name} ({type_name(pub.msg_type)})" for what, pub in (
                 ("the dense force", self.pub_force), ("the surface", self.pub_surface),
-                ("the total force", self.pub_total)], self.p["frame_id"],
-                pressures_text(self.ambient_pa, self.ambient_source, self._gauge())))
+                ("the total force", self.pub_total))]
+            self.get_logger().info(
+                f"ready: reference {self.last['reference']}; ambient {self.ambient_pa:.0f} Pa "
+                f"({self.ambient_source}), gauge {self._gauge():.0f} Pa; publishing {join_names(outputs)}, "
+                f"frame_id {self.p['frame_id']!r}")
             if self.colour and lacking:
                 self.get_logger().warning("the reference has no colour: frames are estimated from depth "
                                           "alone until the next reset_reference; " + self._no_colour())
@@ -353,10 +357,8 @@ class MembraneForceNode(Node):
                                               enumerate(("fx", "fy", "fz"))]))
         self.pub_surface.publish(write_cloud(h, xyz))
         f, tq = total_wrench(pos, force)
-        w = WrenchStamped(header=h)
-        w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(v) for v in s * f)
-        w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = (float(v) for v in s * tq)
-        self.pub_total.publish(w)
+        fv, tv = (Vector3(**{k: float(c) for k, c in zip("xyz", s * v)}) for v in (f, tq))
+        self.pub_total.publish(WrenchStamped(header=h, wrench=Wrench(force=fv, torque=tv)))
         return f
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
@@ -435,9 +437,15 @@ class MembraneForceNode(Node):
         return None if est is None or est.model is None else est.reference_pressure - est.ambient_pressure
 
     def _no_colour(self) -> str:
-        return no_colour_text(self.inputs["colour"], int(self.stats["colour_received"]),
-                              int(self.stats["colour image_rejected"]),
-                              self.last.get("colour image_rejection", ""))
+        """Why the reference has no colour (none received, or rejected) and what to do."""
+        colour, received, rejected = (self.inputs["colour"], self.stats["colour_received"],
+                                      self.stats["colour image_rejected"])
+        if received:
+            bad = (f"{rejected} of {received} colour images on {colour.topic} rejected, the latest as "
+                   f"{self.last.get('colour image_rejection', '')}; " if rejected else "")
+            return bad + "reset_reference with colour coming gives it colour"
+        return (f"nothing arrives on {colour.text()} (colour_topic); colour_topic: '' turns colour off "
+                "(on the command line: -p \"colour_topic:=''\"), or reset_reference once colour comes")
 
     def _report(self) -> None:
         ok, message, values = report(self, time.monotonic())

@@ -31,15 +31,13 @@ class BrownConradyCamera:
             small = "width" if int(self.width) < 1 else "height"
             raise SettingError(f"camera size must be at least 1x1, got {self.width}x{self.height}", small,
                                getattr(self, small), "not_positive", 1)
-        for name in ("fx", "fy"):
+        for name, rule, reason in (("fx", "a positive finite focal length in px", "not_positive"),
+                                   ("fy", "a positive finite focal length in px", "not_positive"),
+                                   ("cx", "finite", "not_finite"), ("cy", "finite", "not_finite")):
             value = float(getattr(self, name))
-            if not np.isfinite(value) or value <= 0.0:
-                raise SettingError(f"camera {name} must be a positive finite focal length in px, got {value}",
-                                   name, getattr(self, name), "not_positive")
-        for name in ("cx", "cy"):
-            if not np.isfinite(float(getattr(self, name))):
-                raise SettingError(f"camera {name} must be finite, got {getattr(self, name)}", name,
-                                   getattr(self, name), "not_finite")
+            if not np.isfinite(value) or (reason == "not_positive" and value <= 0.0):
+                raise SettingError(f"camera {name} must be {rule}, got {value}", name, getattr(self, name),
+                                   reason)
         coeffs = tuple(float(c) for c in self.coeffs)
         if len(coeffs) != 5 or not all(np.isfinite(coeffs)):
             raise SettingError(f"distortion coefficients must be 5 finite numbers (k1, k2, p1, p2, k3), "
@@ -58,12 +56,10 @@ class BrownConradyCamera:
         if k.size != 9:
             raise InputError(f"CameraInfo.k must hold 9 numbers, got {k.size}", "k", k.tolist(), "size", 9)
         d = [float(x) for x in d]
-        if len(d) > 5:
-            if any(x != 0.0 for x in d[5:]):
-                raise InputError(f"only 5 distortion coefficients (k1, k2, p1, p2, k3) are supported, "
-                                 f"got {d}", "d", d, "too_many", 5)
-            d = d[:5]
-        d = d + [0.0] * (5 - len(d))
+        if any(x != 0.0 for x in d[5:]):
+            raise InputError(f"only 5 distortion coefficients (k1, k2, p1, p2, k3) are supported, got {d}",
+                             "d", d, "too_many", 5)
+        d = (d + [0.0] * 5)[:5]
         return cls(width, height, float(k[0]), float(k[4]), float(k[2]), float(k[5]), tuple(d))
 
     @classmethod
@@ -97,8 +93,7 @@ class BrownConradyCamera:
         # scales: px for the intrinsics, 0.01 for the coefficients
         fit = least_squares(misfit, start, x_scale=np.r_[np.full(4, 10.0), np.full(5, 0.01)],
                             xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=200)
-        x = [float(c) for c in fit.x]
-        cam = cls(width, height, *x[:4], tuple(x[4:]))
+        cam = cls(width, height, *map(float, fit.x[:4]), tuple(map(float, fit.x[4:])))
         return cam, float(np.abs(misfit(fit.x)).max())
 
     def distort(self, xn: np.ndarray, yn: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
@@ -129,9 +124,8 @@ class BrownConradyCamera:
         if depth.shape != (self.height, self.width):
             raise InputError(f"depth image must be {(self.height, self.width)}, got {depth.shape}", "depth",
                              depth.shape, "shape", (self.height, self.width))
-        z = np.where(depth > 0.0, depth, np.nan)
-        rays = self.ray_table()
-        return np.stack([z * rays[..., 0], z * rays[..., 1], z], axis=-1)
+        z = np.where(depth > 0.0, depth, np.nan)[..., None]
+        return np.concatenate([self.ray_table() * z, z], axis=-1)
 
     def project(self, points: np.ndarray, iterations: int = 20) -> np.ndarray:
         """Sub-pixel ``(u, v)`` ``(..., 2)`` float64 seeing each camera-frame point ``(..., 3)`` (m, z > 0):
@@ -147,11 +141,10 @@ class BrownConradyCamera:
             raise InputError(f"{int(bad.sum())} point(s) are not finite or not in front of the camera "
                              "(z <= 0)", "points", int(bad.sum()), "not_in_front")
         tx, ty = p[..., 0] / p[..., 2], p[..., 1] / p[..., 2]
-        xn, yn = tx.copy(), ty.copy()
+        xn, yn = tx, ty
         k1, k2, p1, p2, k3 = self.coeffs
         for _ in range(int(iterations)):
-            fx_, fy_ = self.distort(xn, yn)
-            ex, ey = fx_ - tx, fy_ - ty
+            ex, ey = np.subtract(self.distort(xn, yn), (tx, ty))
             if max(np.abs(ex).max(initial=0.0), np.abs(ey).max(initial=0.0)) < 1e-14:
                 break
             r2 = xn * xn + yn * yn
@@ -160,9 +153,8 @@ class BrownConradyCamera:
             # Jacobian of the polynomial in (xn, yn).
             j11 = f + 2.0 * xn * xn * df + 2.0 * p1 * yn + 6.0 * p2 * xn
             j12 = 2.0 * xn * yn * df + 2.0 * p1 * xn + 2.0 * p2 * yn
-            j21 = 2.0 * xn * yn * df + 2.0 * p2 * yn + 2.0 * p1 * xn
             j22 = f + 2.0 * yn * yn * df + 2.0 * p2 * xn + 6.0 * p1 * yn
-            det = j11 * j22 - j12 * j21
+            det = j11 * j22 - j12 * j12   # (the Jacobian is symmetric)
             xn = xn - (j22 * ex - j12 * ey) / det
-            yn = yn - (-j21 * ex + j11 * ey) / det
+            yn = yn - (-j12 * ex + j11 * ey) / det
         return np.stack([xn * self.fx + self.cx, yn * self.fy + self.cy], axis=-1)

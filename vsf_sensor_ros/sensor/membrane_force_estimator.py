@@ -34,6 +34,10 @@ class FrameRejected(ValueError):
         self.reason = reason
 
 
+#: the colour image is scaled down by this for the optical flow (DIS on a half-size image: about 2 ms)
+FLOW_SCALE = 2
+
+
 def isa_pressure(altitude_m: float) -> float:
     """ISA pressure (Pa) at a geopotential altitude (m): ``101325 (1 − 0.0065 h / 288.15)^5.25588`` (ISO
     2533); ValueError outside −500 … 11000 m."""
@@ -57,13 +61,9 @@ def _cv2():
     return cv2
 
 
-def _skew(v: np.ndarray) -> np.ndarray:
-    """``(..., 3)`` → ``(..., 3, 3)`` cross-product matrices ``[v]_×`` (row ``j``: ``e_j × v``)."""
-    return np.cross(np.eye(3), v[..., None, :])
-
-
 def _blocks_to_csr(tri: np.ndarray, blocks: np.ndarray, n_vertices: int) -> sp.csr_matrix:
-    """Assemble per-triangle ``(T, 9, 9)`` blocks (vertex-major, xyz-minor) into a ``(3V, 3V)`` CSR."""
+    """Assemble per-triangle ``(T, 9, 9)`` blocks (vertex-major, xyz-minor; or ``(T, 3, 3, 3, 3)``) into a
+    ``(3V, 3V)`` CSR."""
     dof = (3 * tri[:, :, None] + np.arange(3)).reshape(len(tri), 9)
     rows = np.repeat(dof, 9, axis=1).ravel()
     cols = np.tile(dof, (1, 9)).ravel()
@@ -104,11 +104,8 @@ class MembraneModel:
         if not np.isfinite(p0) or p0 < 0.0 or (p0 == 0.0 and not fixed_tension):
             raise SettingError(f"gauge pressure must be a positive finite value in Pa, got {gauge_pressure}",
                                "gauge_pressure", gauge_pressure, "not_positive")
-        self.mesh = mesh
-        self.gauge_pressure = p0
-        x = mesh.points
-        tri = mesh.triangles
-        n_v = len(x)
+        self.mesh, self.gauge_pressure = mesh, p0
+        x, tri, n_v = mesh.points, mesh.triangles, len(mesh.points)
         centre = x[mesh.boundary].mean(axis=0)
         xc = x - centre  # volume and its derivatives about the base centre
         a, b, c = xc[tri[:, 0]], xc[tri[:, 1]], xc[tri[:, 2]]
@@ -118,21 +115,17 @@ class MembraneModel:
                              "found from the pressure (pass prestress=<tension in N/m>)")
         # Orient so that g points outward (a flat membrane: along its winding's normal).
         sign = -1.0 if volume < -1e-12 else 1.0
-        self.volume = abs(volume)
 
         # Pressure load: a third of each triangle's area vector per vertex (= dV/dx at free vertices).
         g = np.zeros((n_v, 3))
-        avec = sign * np.cross(b - a, c - a) / 6.0
-        for k in range(3):
-            np.add.at(g, tri[:, k], avec)
+        np.add.at(g, tri.T.ravel(), np.tile(sign * np.cross(b - a, c - a) / 6.0, (3, 1)))
         # H = d g / d x: a triangle's area vector changes with its vertex j by ½[x_{j+2} − x_{j+1}]×, a
-        # third of it on each of its vertices. At free vertices this is the Hessian of V.
-        hblk = np.zeros((len(tri), 3, 3, 3, 3))
-        for j in range(3):
-            s = sign * _skew(xc[tri[:, (j + 2) % 3]] - xc[tri[:, (j + 1) % 3]]) / 6.0
-            for i in range(3):
-                hblk[:, i, :, j, :] = s
-        H = _blocks_to_csr(tri, hblk.reshape(len(tri), 9, 9), n_v)
+        # third of it on each of its vertices i. At free vertices this is the Hessian of V.
+        # ([d]_× of d = x_{j+2} − x_{j+1}: its row r is e_r × d)
+        d = xc[np.roll(tri, -2, axis=1)] - xc[np.roll(tri, -1, axis=1)]
+        s = sign * np.cross(np.eye(3), d[..., None, :]) / 6.0  # (T, j, 3, 3)
+        H = _blocks_to_csr(tri, np.broadcast_to(s.transpose(0, 2, 1, 3)[:, None], (len(tri), 3, 3, 3, 3)),
+                           n_v)
 
         # Triangle geometry: basis (e1, e2), area, shape-function gradients (local and 3-D).
         x1, x2, x3 = x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]]
@@ -143,12 +136,8 @@ class MembraneModel:
         e2 = np.cross(nhat, e1)
         loc = np.stack([np.stack([np.einsum("ij,ij->i", p - x1, e1), np.einsum("ij,ij->i", p - x1, e2)], -1)
                         for p in (x1, x2, x3)], axis=1)  # (T, 3 nodes, 2)
-        grad = np.empty((len(tri), 3, 2))
-        for k in range(3):
-            j, m = (k + 1) % 3, (k + 2) % 3
-            grad[:, k, 0] = (loc[:, j, 1] - loc[:, m, 1]) / (2.0 * area)
-            grad[:, k, 1] = (loc[:, m, 0] - loc[:, j, 0]) / (2.0 * area)
-        self.area = area
+        lj, lm = np.roll(loc, -1, axis=1), np.roll(loc, -2, axis=1)  # node k's next and previous nodes
+        grad = np.stack([lj[..., 1] - lm[..., 1], lm[..., 0] - lj[..., 0]], -1) / (2.0 * area)[:, None, None]
 
         # Strain of a nodal displacement per unit length, (T, 3 strain (11, 22, 12), 3 nodes, 3 xyz); it is
         # also the nodal force of a unit stress per unit area: r_a = A (N11 gx e1 + N22 gy e2 + ...).
@@ -165,33 +154,29 @@ class MembraneModel:
         iso = np.tile([1.0, 1.0, 0.0], len(tri))
         ciso = Cf @ iso
         t_uniform = float(ciso @ bvec / (ciso @ ciso)) if p0 > 0 else float("nan")
-        self.uniform_tension = t_uniform
-        if fixed_tension:
-            stress = float(prestress) * iso
-        elif prestress == "uniform":
-            stress = t_uniform * iso
-        else:
+        stress = (float(prestress) if fixed_tension else t_uniform) * iso
+        if prestress == "equilibrium":
             # Nearest field (weights = areas) to t_uniform*iso satisfying Cf n = bvec.
             winv = sp.diags(np.repeat(1.0 / area, 3))
             S = (Cf @ winv @ Cf.T).tocsc()
             y = spla.spsolve(S + 1e-12 * sp.identity(S.shape[0], format="csc") * S.diagonal().mean(),
-                             bvec - Cf @ (t_uniform * iso))
-            stress = t_uniform * iso + winv @ (Cf.T @ y)
-        stress = stress.reshape(-1, 3)
-        self.stress = stress
+                             bvec - Cf @ stress)
+            stress = stress + winv @ (Cf.T @ y)
+        self.stress = stress = stress.reshape(-1, 3)
         self.equilibrium_residual = float(np.abs((Cf @ stress.ravel() - bvec).reshape(-1, 3)).max())
         tr_half = 0.5 * (stress[:, 0] + stress[:, 1])
         self.mean_tension = float((tr_half * area).sum() / area.sum())
 
         # Geometric stiffness: A (grad_a . N . grad_b) I3, N in local components.
-        nloc = np.stack([np.stack([stress[:, 0], stress[:, 2]], -1),
-                         np.stack([stress[:, 2], stress[:, 1]], -1)], -2)
+        nloc = stress[:, [[0, 2], [2, 1]]]  # [[N11, N12], [N12, N22]]
         gng = area[:, None, None] * np.einsum("tai,tij,tbj->tab", grad, nloc, grad)
         kblk = np.einsum("tab,ij->taibj", gng, np.eye(3))
 
         # Material stiffness (neo-Hookean tangent on the inflated sheet).
-        base_area = _polygon_area(x[mesh.boundary] - centre)
+        ring = x[mesh.boundary] - centre  # the base: the clamped ring's vector area
+        base_area = float(0.5 * np.linalg.norm(np.cross(ring, np.roll(ring, -1, axis=0)).sum(axis=0)))
         self.areal_stretch = float(area.sum() / base_area) if base_area > 0 else float("nan")
+        self.material_tangent = np.zeros((3, 3))
         if material:
             if not self.areal_stretch > 1.0 + 1e-6:
                 raise ValueError(f"the material tangent needs an inflated membrane (areal stretch > 1), "
@@ -203,14 +188,9 @@ class MembraneModel:
             b9 = bm.reshape(len(tri), 3, 9)
             kmat = area[:, None, None] * np.einsum("tsa,sr,trb->tab", b9, dmat, b9)
             kblk = kblk + kmat.reshape(kblk.shape)
-        else:
-            self.material_tangent = np.zeros((3, 3))
-        Kint = _blocks_to_csr(tri, kblk.reshape(len(tri), 9, 9), n_v)
-        self.K = (Kint - p0 * H).tocsr()
-        self.H = H
+        self.K = (_blocks_to_csr(tri, kblk, n_v) - p0 * H).tocsr()
         self.g0 = g
         self.normals = g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-300)
-        self.base_area = base_area
 
     def forces(self, displacement: np.ndarray, pressure_change: float = 0.0) -> np.ndarray:
         """``(V, 3)`` float64 external nodal forces (N, mesh frame; boundary rows = reactions) ``K u − δp g0``
@@ -226,11 +206,6 @@ def _row_nanmedian(a: np.ndarray) -> np.ndarray:
     n = np.isfinite(a).sum(axis=1)
     r = np.arange(len(a))
     return 0.5 * (s[r, (n - 1) // 2] + s[r, n // 2])
-
-
-def _polygon_area(ring: np.ndarray) -> float:
-    """Area (m²) of a closed 3-D polygon (vertices in ring order), by the vector-area formula."""
-    return float(0.5 * np.linalg.norm(np.cross(ring, np.roll(ring, -1, axis=0)).sum(axis=0)))
 
 
 @dataclass(frozen=True)
@@ -271,11 +246,11 @@ class MembraneForceEstimator:
     :class:`MembraneModel` (a number also allows no gauge pressure); ``window`` odd side (px) read around
     each vertex; readings at or beyond ``max_depth`` (m) are not membrane; a vertex is read when
     ``min_window_fraction`` of its window is; a frame needs ``min_vertex_fraction`` of the reference's read
-    vertices; colour is scaled down by ``flow_scale`` (1, 2 or 4) for the optical flow.
+    vertices; colour is scaled down by :data:`FLOW_SCALE` for the optical flow.
 
     Raises:
         SettingError: ``setting`` ``'R_cam_mesh'`` (``reason`` ``'not_rotation'``, or ``'behind_camera'``
-            with ``value`` the free vertices behind it), ``'window'``, ``'flow_scale'``,
+            with ``value`` the free vertices behind it), ``'window'``,
             ``'ambient_pressure'``, or ``'camera'`` (distortion coefficients that fold the image of the
             membrane or leave its projection unconverged; see :meth:`_check_lens`).
     """
@@ -284,7 +259,7 @@ class MembraneForceEstimator:
                  t_cam_mesh: Sequence[float] = (0.0, 0.0, 0.0), ambient_pressure: float = 101325.0,
                  prestress: Union[str, float] = "uniform", material: bool = True, window: int = 9,
                  max_depth: float = 0.2, min_window_fraction: float = 0.5,
-                 min_vertex_fraction: float = 0.8, flow_scale: int = 2) -> None:
+                 min_vertex_fraction: float = 0.8) -> None:
         R = np.asarray(R_cam_mesh, dtype=np.float64)
         if R.shape != (3, 3) or not np.allclose(R @ R.T, np.eye(3), atol=1e-6) or np.linalg.det(R) < 0:
             raise SettingError(f"R_cam_mesh must be a 3x3 rotation, got {R.tolist()}", "R_cam_mesh",
@@ -292,29 +267,18 @@ class MembraneForceEstimator:
         if int(window) < 1 or int(window) % 2 == 0:
             raise SettingError(f"window must be a positive odd number of pixels, got {window}", "window",
                                window, "not_odd")
-        if int(flow_scale) not in (1, 2, 4):
-            raise SettingError(f"flow_scale must be 1, 2 or 4, got {flow_scale}", "flow_scale", flow_scale,
-                               "invalid", (1, 2, 4))
         if not (np.isfinite(ambient_pressure) and ambient_pressure > 0):
             raise SettingError(f"ambient pressure must be a positive value in Pa, got {ambient_pressure}",
                                "ambient_pressure", ambient_pressure, "not_positive")
-        self.mesh = mesh
-        self.camera = camera
-        self.R = R
+        self.mesh, self.camera, self.R = mesh, camera, R
         self.t = np.asarray(t_cam_mesh, dtype=np.float64).reshape(3)
-        self.ambient_pressure = float(ambient_pressure)
-        self.prestress = prestress
-        self.material = bool(material)
-        self.window = int(window)
-        self.max_depth = float(max_depth)
-        self.min_window_fraction = float(min_window_fraction)
-        self.min_vertex_fraction = float(min_vertex_fraction)
-        self.flow_scale = int(flow_scale)
+        self.ambient_pressure, self.prestress = float(ambient_pressure), prestress
+        self.material, self.window = bool(material), int(window)
+        self.max_depth, self.min_window_fraction, self.min_vertex_fraction = (
+            float(max_depth), float(min_window_fraction), float(min_vertex_fraction))
         self._dis = None  # DIS optical flow, created with the first colour reference
-        self._grey_ref: Optional[np.ndarray] = None
-        self.model: Optional[MembraneModel] = None
         self.startup_s = float("nan")
-        self._seen = np.zeros(0, dtype=bool)
+        self.reset_reference()  # (no model until set_reference)
 
         # Pixel window and camera ray of every free vertex (fixed: the camera is fixed to the clamp).
         free = mesh.interior
@@ -326,11 +290,8 @@ class MembraneForceEstimator:
         self._check_lens(camera, uv, p_cam)
         h = self.window // 2
         du, dv = np.meshgrid(np.arange(-h, h + 1), np.arange(-h, h + 1))
-        self._free = free
-        self._uv = uv
-        self._win_du, self._win_dv = du.ravel(), dv.ravel()
-        slope = camera.deproject(uv[:, 0], uv[:, 1])
-        ray = np.concatenate([slope, np.ones((len(free), 1))], axis=1)
+        self._free, self._uv, self._win_du, self._win_dv = free, uv, du.ravel(), dv.ravel()
+        ray = np.c_[camera.deproject(uv[:, 0], uv[:, 1]), np.ones(len(free))]
         self._ray_len = np.linalg.norm(ray, axis=1)  # metres along the ray per metre of depth
         self._ray_mesh = (ray / self._ray_len[:, None]) @ R  # unit rays, mesh frame
 
@@ -369,13 +330,10 @@ class MembraneForceEstimator:
         """Depth image (m, float64) of a depth image or an organised cloud; raises FrameRejected."""
         arr = np.asarray(frame)
         hw = (self.camera.height, self.camera.width)
-        if arr.shape == hw:
-            z = arr
-        elif arr.shape == hw + (3,):
-            z = arr[..., 2]
-        else:
+        if arr.shape not in (hw, hw + (3,)):
             raise FrameRejected(f"frame must be a {hw} depth image or a {hw + (3,)} organised cloud, "
                                 f"got shape {arr.shape}", "wrong_size")
+        z = arr if arr.ndim == 2 else arr[..., 2]
         if not np.issubdtype(z.dtype, np.floating):
             raise FrameRejected(f"frame must hold depths in metres as floats, got dtype {z.dtype}",
                                 "wrong_size")
@@ -399,7 +357,7 @@ class MembraneForceEstimator:
 
     def _grey_of(self, colour: np.ndarray) -> np.ndarray:
         """8-bit grey image of a colour ``(H, W, 3)`` or grey ``(H, W)`` uint8 image, scaled down by
-        ``flow_scale``; raises FrameRejected."""
+        :data:`FLOW_SCALE`; raises FrameRejected."""
         arr = np.asarray(colour)
         hw = (self.camera.height, self.camera.width)
         if arr.shape not in (hw, hw + (3,)) or arr.dtype != np.uint8:
@@ -408,26 +366,22 @@ class MembraneForceEstimator:
         cv2 = _cv2()
         if arr.ndim == 3:  # channel order only changes the grey weights, not the speckle's motion
             arr = cv2.cvtColor(np.ascontiguousarray(arr), cv2.COLOR_RGB2GRAY)
-        if self.flow_scale > 1:
-            arr = cv2.resize(arr, None, fx=1.0 / self.flow_scale, fy=1.0 / self.flow_scale,
-                             interpolation=cv2.INTER_AREA)
-        return np.ascontiguousarray(arr)
+        s = 1.0 / FLOW_SCALE
+        return np.ascontiguousarray(cv2.resize(arr, None, fx=s, fy=s, interpolation=cv2.INTER_AREA))
 
     def _material_pixels(self, grey: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """``(len(rows), 2)`` pixel (u, v), full resolution, where the material seen at each free vertex's
         reference pixel is now: the reference pixel plus the optical flow from the reference image."""
         flow = self._dis.calc(self._grey_ref, grey, None)  # (h, w, 2) px of the scaled image
-        s = self.flow_scale
-        uv = self._uv[rows]
+        s, uv = FLOW_SCALE, self._uv[rows]
         # Nearest flow sample at the vertex's pixel (cell centres of the scaled image at s·(i + ½) − ½).
         iu = np.clip(np.rint((uv[:, 0] + 0.5) / s - 0.5).astype(np.int64), 0, flow.shape[1] - 1)
         iv = np.clip(np.rint((uv[:, 1] + 0.5) / s - 0.5).astype(np.int64), 0, flow.shape[0] - 1)
         return uv + s * flow[iv, iu].astype(np.float64)
 
-    def _surface_at(self, z: np.ndarray, uv: np.ndarray) -> np.ndarray:
-        """``(n, 3)`` camera-frame points of the membrane at pixels ``uv`` (window median of the depth times
-        the pixel's ray); NaN rows where the window is mostly empty or leaves the image."""
-        vals = self._window_depths(z, uv)
+    def _surface_at(self, vals: np.ndarray, uv: np.ndarray) -> np.ndarray:
+        """``(n, 3)`` camera-frame points of the membrane at pixels ``uv`` (median of their windows' depths
+        ``vals``, :meth:`_window_depths`, times the pixel's ray); NaN rows where a window is mostly empty."""
         good = np.isfinite(vals).mean(axis=1) >= self.min_window_fraction
         out = np.full((len(uv), 3), np.nan)
         if good.any():
@@ -472,18 +426,16 @@ class MembraneForceEstimator:
             grey_ref = np.rint(np.mean([self._grey_of(c) for c in colours], axis=0)).astype(np.uint8)
             if self._dis is None:
                 # DIS optical flow (Kroeger et al., ECCV 2016), 'fast' preset: ~2 ms on a half-size image
-                cv2 = _cv2()
-                self._dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_FAST)
-        wins = np.stack([self._window_depths(self._depth_of(f), self._uv) for f in frames])
+                self._dis = _cv2().DISOpticalFlow_create(_cv2().DISOPTICAL_FLOW_PRESET_FAST)
+        # NaN wherever a reference frame lacks the reading
+        ref = np.mean([self._window_depths(self._depth_of(f), self._uv) for f in frames], axis=0)
         p_abs = float(np.mean([self._pressure_pa(p, "reference") for p in pressures]))
-        ref = np.mean(wins, axis=0)  # NaN wherever a reference frame lacks the reading
         seen = np.isfinite(ref).mean(axis=1) >= self.min_window_fraction
         if seen.sum() < 3:
             raise FrameRejected(f"too few valid pixels in the reference: {int(seen.sum())} of "
                                 f"{len(self._free)} free vertices read", "too_few_valid_pixels")
         p0 = p_abs - self.ambient_pressure
-        fixed = not isinstance(self.prestress, str)
-        if p0 < 0.0 or (p0 == 0.0 and not fixed):  # only a prescribed tension allows no gauge pressure
+        if p0 < 0.0 or (p0 == 0.0 and isinstance(self.prestress, str)):  # a prescribed tension allows p0 = 0
             raise FrameRejected(f"reference pressure {p_abs:.1f} Pa is not above the ambient "
                                 f"{self.ambient_pressure:.1f} Pa", "bad_pressure")
         model = MembraneModel(self.mesh, p0, prestress=self.prestress, material=self.material)
@@ -493,8 +445,8 @@ class MembraneForceEstimator:
         dof = (3 * free[:, None] + np.arange(3)).ravel()
         lu = spla.splu(model.K[dof][:, dof].tocsc())
         nrm = model.normals[free]
-        push = block_diag(*(-nrm[:, :, None]))  # (3F, F): column f pushes vertex f inwards
-        u_push = lu.solve(push)  # (3F, F) displacement per unit inward push, m/N
+        # (3F, F) displacement per unit inward push (column f pushes vertex f inwards), m/N
+        u_push = lu.solve(block_diag(*(-nrm[:, :, None])))
         u_dp = lu.solve(model.g0[free].ravel())  # (3F,) per Pa
         w_push = np.einsum("fk,fkc->fc", nrm, u_push.reshape(len(free), 3, len(free)))
         w_dp = np.einsum("fk,fk->f", nrm, u_dp.reshape(-1, 3))
@@ -504,33 +456,21 @@ class MembraneForceEstimator:
         t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
         tang = np.stack([t1, np.cross(nrm, t1)], axis=1)  # (F, 2, 3)
         u_tan = lu.solve(block_diag(*tang.transpose(0, 2, 1)))  # (3F, 2F) per unit tangential push, m/N
-        # Tangential components (2F rows) of every response, and the normal one of tangential pushes.
-        t_push = np.einsum("fjk,fkc->fjc", tang, u_push.reshape(len(free), 3, -1)).reshape(2 * len(free), -1)
-        t_tan = np.einsum("fjk,fkc->fjc", tang, u_tan.reshape(len(free), 3, -1)).reshape(2 * len(free), -1)
-        w_tan = np.einsum("fk,fkc->fc", nrm, u_tan.reshape(len(free), 3, -1))
-        t_dp = np.einsum("fjk,fk->fj", tang, u_dp.reshape(-1, 3)).reshape(-1)
-        z_ref = np.full(len(free), np.nan)
-        z_ref[seen] = _row_nanmedian(ref[seen])
-        slope = self.camera.deproject(self._uv[:, 0], self._uv[:, 1])
-        p_ref_cam = np.c_[slope, np.ones(len(free))] * z_ref[:, None]  # reference surface at each pixel
-
-        self._grey_ref = grey_ref
-        self._tang, self._u_tan, self._t_push, self._t_tan, self._w_tan, self._t_dp = \
-            tang, u_tan, t_push, t_tan, w_tan, t_dp
-        self._p_ref_cam = p_ref_cam
-        self.model = model
-        self._seen = seen
-        self._ref = ref[seen]
-        self._p_ref = p_abs
+        # Tangential components (2F rows) of every response.
+        t_push, t_tan, t_dp = (np.einsum("fjk,fkc->fjc", tang, r.reshape(len(free), 3, -1))
+                               .reshape(2 * len(free), -1) for r in (u_push, u_tan, u_dp[:, None]))
+        self._p_ref_cam = self._surface_at(ref, self._uv)  # the reference surface at each vertex's pixel
+        self._grey_ref, self._tang, self._u_tan = grey_ref, tang, u_tan
+        self._t_push, self._t_tan, self._t_dp = t_push, t_tan, t_dp.ravel()
+        self.model, self._seen, self._ref, self._p_ref = model, seen, ref[seen], p_abs
         self._u_push, self._u_dp = u_push, u_dp
         self._w_push, self._w_dp = w_push, w_dp
         self._dot = np.einsum("ij,ij->i", self._ray_mesh, nrm)  # d . n per free vertex
-        self._dof = dof
         self.startup_s = time.perf_counter() - t0
 
     def reset_reference(self) -> None:
         """Forget the reference: :meth:`estimate` raises ``FrameRejected`` (no_reference) until the next."""
-        self.model = None
+        self.model: Optional[MembraneModel] = None
         self._grey_ref = None
         self._seen = np.zeros(0, dtype=bool)
 
@@ -565,8 +505,6 @@ class MembraneForceEstimator:
                                 "no_reference")
         z = self._depth_of(frame)
         grey = None if colour is None else self._grey_of(colour)  # checked even when not used
-        if self._grey_ref is None:
-            grey = None
         dp = 0.0 if pressure is None else self._pressure_pa(pressure, "frame") - self._p_ref
         diff = self._window_depths(z, self._uv)[self._seen] - self._ref
         have = np.isfinite(diff).mean(axis=1) >= self.min_window_fraction
@@ -597,29 +535,24 @@ class MembraneForceEstimator:
         tforce = np.zeros(2 * len(self._free))
         u_meas = np.full((len(rows), 3), np.nan)
         n_flow = 0
-        if grey is not None:
+        if grey is not None and self._grey_ref is not None:
             uv_now = self._material_pixels(grey, rows)
-            u_cam = self._surface_at(z, uv_now) - self._p_ref_cam[rows]
-            u_meas = u_cam @ self.R  # mesh frame
+            p_now = self._surface_at(self._window_depths(z, uv_now), uv_now)
+            u_meas = (p_now - self._p_ref_cam[rows]) @ self.R  # mesh frame
             fl = np.isfinite(u_meas).all(axis=1)
-            n_flow = int(fl.sum())
+            n_flow, tr = int(fl.sum()), rows[fl]
             active = np.flatnonzero(push > 0.0)
             # only where the camera sees the material slide: a hidden vertex would absorb all the sliding
-            seen_flow = np.zeros(len(self._free), dtype=bool)
-            seen_flow[rows[fl]] = True
-            tact = active[seen_flow[active]]
-            if n_flow and len(tact):
-                tr = rows[fl]
-                trow = (2 * tr[:, None] + np.arange(2)).ravel()
+            tact = active[np.isin(active, tr)]
+            if len(tact):
+                trow, tcol = ((2 * i[:, None] + np.arange(2)).ravel() for i in (tr, tact))  # (t1, t2) rows
                 t_meas = np.einsum("fjk,fk->fj", self._tang[tr], u_meas[fl]).ravel()
-                tcol = (2 * tact[:, None] + np.arange(2)).ravel()
                 resid = t_meas - dp * self._t_dp[trow] - self._t_push[trow][:, active] @ push[active]
                 tforce[tcol] = np.linalg.lstsq(self._t_tan[trow][:, tcol], resid, rcond=None)[0]
         u_free = self._u_push @ push + self._u_tan @ tforce + dp * self._u_dp
         n_v = len(self.mesh.points)
-        u = np.zeros(3 * n_v)
-        u[self._dof] = u_free
-        u = u.reshape(n_v, 3)
+        u = np.zeros((n_v, 3))
+        u[self._free] = u_free.reshape(-1, 3)
         forces = self.model.forces(u, dp)
         contact = np.zeros((n_v, 3))
         contact[self._free] = (-push[:, None] * self.model.normals[self._free]
@@ -627,14 +560,12 @@ class MembraneForceEstimator:
         forces[self._free] = contact[self._free]  # exact where the solve is exact; drop round-off
         t2 = time.perf_counter()
 
-        positions = self.mesh.points + u
-        positions[self._free[rows]] = self.mesh.points[self._free[rows]] + ds[:, None] * self._ray_mesh[rows]
-        fl = np.isfinite(u_meas).all(axis=1)
-        positions[self._free[rows[fl]]] = self.mesh.points[self._free[rows[fl]]] + u_meas[fl]
-        w_full = np.full(n_v, np.nan)
-        w_full[self._free[rows]] = w
-        u_full = np.full((n_v, 3), np.nan)
-        u_full[self._free[rows]] = u_meas
+        positions = self.mesh.points + u  # read vertices: on their ray, or where the flow followed them
+        flowed = np.isfinite(u_meas).all(axis=1, keepdims=True)
+        moved = np.where(flowed, u_meas, ds[:, None] * self._ray_mesh[rows])
+        positions[self._free[rows]] = self.mesh.points[self._free[rows]] + moved
+        w_full, u_full = np.full(n_v, np.nan), np.full((n_v, 3), np.nan)  # NaN where not read
+        w_full[self._free[rows]], u_full[self._free[rows]] = w, u_meas
         return MembraneForceResult(
             forces=forces, contact_forces=contact, reaction_forces=forces[self.mesh.boundary].copy(),
             total_contact_force=contact.sum(axis=0), positions=positions, displacement=u,
@@ -677,19 +608,15 @@ def compare_with_wrench(estimate: np.ndarray, wrench_force: np.ndarray,
     bias = ft[list(bias_frames)].mean(axis=0)
     mag_ft = np.linalg.norm(ft - bias, axis=1)
     n = len(mag_ft)
-    best = None
+    fits = []  # (lag, correlation, loaded estimate frames with an F/T partner)
     for lag in range(-int(max_lag), int(max_lag) + 1):
-        i = np.arange(max(0, -lag), min(n, n - lag))  # estimate frames with an F/T partner
-        loaded = mag_ft[i + lag] > threshold
-        if loaded.sum() < 3:
-            continue
-        e, f = mag_est[i[loaded]], mag_ft[i[loaded] + lag]
-        corr = float(np.corrcoef(e, f)[0, 1])
-        if best is None or corr > best[1]:
-            best = (lag, corr, i[loaded])
-    if best is None:
+        i = np.arange(max(0, -lag), min(n, n - lag))
+        i = i[mag_ft[i + lag] > threshold]
+        if len(i) >= 3:
+            fits.append((lag, float(np.corrcoef(mag_est[i], mag_ft[i + lag])[0, 1]), i))
+    if not fits:
         raise ValueError(f"no frame with |F - bias| > {threshold} N")
-    lag, corr, frames = best
+    lag, corr, frames = max(fits, key=lambda fit: fit[1])  # the first of equal ones
     e, f = mag_est[frames], mag_ft[frames + lag]
     k = int(np.argmax(f))
     return WrenchComparison(lag=lag, correlation=corr, ratio_at_peak=float(e[k] / f[k]),

@@ -2,7 +2,7 @@
 meshes of one membrane (Kabsch; docs/membrane_force.md)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence, Tuple
 
 import numpy as np
@@ -14,17 +14,13 @@ __all__ = ["MeshFrameTransform", "fit_mesh_transform", "total_wrench"]
 @dataclass(frozen=True)
 class MeshFrameTransform:
     """Rigid motion ``p_out = R p_mesh + t`` (``R`` ``(3, 3)``, ``t`` ``(3,)`` m, float64) from the
-    estimator's mesh frame to an output one, with the fit's ``rms`` and ``max_error`` (m)."""
+    estimator's mesh frame to an output one, with the fit's ``rms`` and ``max_error`` (m); by default
+    no change of frame."""
 
-    R: np.ndarray
-    t: np.ndarray
+    R: np.ndarray = field(default_factory=lambda: np.eye(3))
+    t: np.ndarray = field(default_factory=lambda: np.zeros(3))
     rms: float = 0.0
     max_error: float = 0.0
-
-    @classmethod
-    def identity(cls) -> "MeshFrameTransform":
-        """No change of frame."""
-        return cls(np.eye(3), np.zeros(3))
 
     @property
     def angle_deg(self) -> float:
@@ -33,7 +29,7 @@ class MeshFrameTransform:
 
     def points(self, p: np.ndarray) -> np.ndarray:
         """``(N, 3)`` positions (m) into the output frame, float64."""
-        return np.asarray(p, dtype=np.float64) @ self.R.T + self.t
+        return self.vectors(p) + self.t
 
     def vectors(self, v: np.ndarray) -> np.ndarray:
         """``(N, 3)`` free vectors (forces, N) into the output frame, float64."""
@@ -55,8 +51,7 @@ def fit_mesh_transform(mesh_points: np.ndarray, output_points: np.ndarray,
         raise ValueError(f"need at least 3 vertices to fit a frame, got {idx.size}")
     pa, pb = a[idx], b[idx]
     ca, cb = pa.mean(axis=0), pb.mean(axis=0)
-    rot, _ = Rotation.align_vectors(pb - cb, pa - ca)  # rotation taking the centred a onto b
-    R = rot.as_matrix()
+    R = Rotation.align_vectors(pb - cb, pa - ca)[0].as_matrix()  # rotation taking the centred a onto b
     t = cb - R @ ca
     err = np.linalg.norm(pa @ R.T + t - pb, axis=1)
     if err.max() > tolerance:

@@ -38,25 +38,19 @@ class MembraneMesh:
         if tri.ndim != 2 or tri.shape[1] != 3 or len(tri) == 0:
             raise InputError(f"membrane triangles must be (T, 3) with T >= 1, got {tri.shape}",
                              "triangles", tri.shape, "shape", "(T, 3), T >= 1")
-        if tri.min() < 0 or tri.max() >= len(pts):
-            raise InputError(f"triangle index out of range 0..{len(pts) - 1}: {tri.min()}..{tri.max()}",
-                             "triangles", (int(tri.min()), int(tri.max())), "out_of_range", (0, len(pts) - 1))
         if bnd.size == 0 or bnd.size >= len(pts):
             raise InputError(f"boundary must name some but not all of the {len(pts)} vertices, "
                              f"got {bnd.size}", "boundary", bnd.size, "count", len(pts))
-        if bnd.min() < 0 or bnd.max() >= len(pts):
-            raise InputError(f"boundary index out of range 0..{len(pts) - 1}: {bnd.min()}..{bnd.max()}",
-                             "boundary", (int(bnd.min()), int(bnd.max())), "out_of_range", (0, len(pts) - 1))
-        edge1, edge2 = pts[tri[:, 1]] - pts[tri[:, 0]], pts[tri[:, 2]] - pts[tri[:, 0]]
-        area2 = np.linalg.norm(np.cross(edge1, edge2), axis=1)
-        if (area2 <= 1e-18).any():
-            bad = np.flatnonzero(area2 <= 1e-18)[:10].tolist()
+        for name, idx in (("triangles", tri), ("boundary", bnd)):
+            if idx.min() < 0 or idx.max() >= len(pts):
+                raise InputError(f"{name} index out of range 0..{len(pts) - 1}: {idx.min()}..{idx.max()}",
+                                 name, (int(idx.min()), int(idx.max())), "out_of_range", (0, len(pts) - 1))
+        a, b, c = pts[tri[:, 0]], pts[tri[:, 1]], pts[tri[:, 2]]
+        bad = np.flatnonzero(np.linalg.norm(np.cross(b - a, c - a), axis=1) <= 1e-18)[:10].tolist()
+        if bad:
             raise InputError(f"degenerate (zero-area) triangle(s): {bad}", "triangles", bad, "degenerate")
-        loose = np.ones(len(pts), dtype=bool)
-        loose[tri.ravel()] = False
-        loose[bnd] = False
-        if loose.any():   # a free vertex in no triangle has no stiffness: the membrane cannot be solved
-            idx = np.flatnonzero(loose)
+        idx = np.setdiff1d(np.arange(len(pts)), np.concatenate([tri.ravel(), bnd]))
+        if idx.size:   # a free vertex in no triangle has no stiffness: the membrane cannot be solved
             raise InputError(f"{idx.size} free vertex(es) belong to no triangle: {idx[:10].tolist()}",
                              "points", idx[:10].tolist(), "in_no_triangle")
         for name, arr in (("points", pts), ("triangles", tri), ("boundary", bnd)):
@@ -66,9 +60,7 @@ class MembraneMesh:
     @property
     def interior(self) -> np.ndarray:
         """``(V − B,)`` int64 indices of the free (non-boundary) vertices, ascending."""
-        mask = np.ones(len(self.points), dtype=bool)
-        mask[self.boundary] = False
-        return np.flatnonzero(mask)
+        return np.setdiff1d(np.arange(len(self.points)), self.boundary)
 
 
 def _meshio_read(path: Path) -> Any:
@@ -94,21 +86,18 @@ def read_membrane_mesh(path: Union[str, Path], boundary: Optional[Sequence[int]]
     if not path.is_file():
         raise FileNotFoundError(f"membrane mesh not found: {path}")
     mesh = _meshio_read(path)
-    cells = {}
-    for block in mesh.cells:
-        cells.setdefault(block.type, []).append(np.asarray(block.data))
+    cells = mesh.cells_dict   # cell type -> its blocks' cells, joined
     if "triangle" not in cells:
         raise InputError(f"{path} has no triangle cells (cell types: {sorted(cells)})", "path", path,
                          "no_triangles", sorted(cells))
-    triangles = np.concatenate(cells["triangle"])
     if boundary is None:
         if "vertex" in cells:
-            boundary = np.concatenate(cells["vertex"]).ravel()
+            boundary = cells["vertex"].ravel()
         elif "line" in cells:
-            boundary = np.unique(np.concatenate(cells["line"]).ravel())
+            boundary = np.unique(cells["line"])
         else:
             raise InputError(f"{path} marks no boundary (no vertex or line cells); pass boundary= "
                              "(Python API), or give a mesh file that holds the clamped ring as vertex "
                              "cells, one per clamped vertex, as the Punyo reference mesh "
                              "equalized.vtk does", "path", path, "no_boundary")
-    return MembraneMesh(np.asarray(mesh.points, dtype=np.float64), triangles, np.asarray(boundary))
+    return MembraneMesh(np.asarray(mesh.points, dtype=np.float64), cells["triangle"], np.asarray(boundary))

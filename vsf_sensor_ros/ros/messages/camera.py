@@ -2,13 +2,14 @@
 :class:`InputRejected` names the value (docs/membrane_force.md)."""
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 from sensor_msgs.msg import CameraInfo, FluidPressure, Image, PointCloud2
 from std_msgs.msg import Float32, Float64
 
 from vsf_sensor_ros.sensor.camera_model import BrownConradyCamera
+from vsf_sensor_ros.sensor.membrane_force_estimator import FrameRejected
 
 from .pointcloud import read_cloud
 from .wire import CloudDecodeError, as_byte_array, float_columns
@@ -19,57 +20,49 @@ PRESSURE_TYPES: Dict[str, type] = {
     "std_msgs/msg/Float32": Float32, "std_msgs/msg/Float64": Float64,
     "sensor_msgs/msg/FluidPressure": FluidPressure,
 }
-_DEPTH_ENCODINGS = {"16uc1": np.uint16, "mono16": np.uint16, "32fc1": np.float32}
-#: colour ``Image`` encodings :func:`colour_from_image` reads → channels per pixel.
-COLOUR_ENCODINGS: Dict[str, int] = {"rgb8": 3, "bgr8": 3, "mono8": 1}
+#: ``Image`` encodings → (dtype, channels): the depth ones :func:`depth_from_image` reads, the colour
+#: ones :func:`colour_from_image` reads.
+DEPTH_ENCODINGS: Dict[str, Tuple[type, int]] = {"16UC1": (np.uint16, 1), "mono16": (np.uint16, 1),
+                                                "32FC1": (np.float32, 1)}
+COLOUR_ENCODINGS: Dict[str, Tuple[type, int]] = {"rgb8": (np.uint8, 3), "bgr8": (np.uint8, 3),
+                                                 "mono8": (np.uint8, 1)}
 
 
-class InputRejected(ValueError):
-    """An input message the node cannot use; ``reason``: its ``/diagnostics`` counter key."""
+class InputRejected(FrameRejected):
+    """An input message the node cannot use (a ValueError); ``reason``: its ``/diagnostics`` counter key."""
 
-    def __init__(self, message: str, reason: str) -> None:
-        super().__init__(message)
-        self.reason = reason
+
+def _pixels(msg: Image, encodings: Dict[str, Tuple[type, int]], what: str) -> np.ndarray:
+    """A view of ``msg``'s pixels, ``(height, width[, channels])``; InputRejected (naming ``what``) as the
+    callers say."""
+    dtype, ch = next((v for k, v in encodings.items() if k.lower() == msg.encoding.lower()), (None, 0))
+    if dtype is None:
+        raise InputRejected(f"{what} encoding {msg.encoding!r} is not one of {', '.join(encodings)}",
+                            "bad_encoding")
+    dt = np.dtype(dtype).newbyteorder(">" if msg.is_bigendian else "<")
+    h, w, step = int(msg.height), int(msg.width), int(msg.step)
+    buf = as_byte_array(msg.data)
+    if h < 1 or w < 1 or step < w * ch * dt.itemsize or buf.size < h * step:
+        need = max(h, 0) * max(step, w * ch * dt.itemsize)
+        raise InputRejected(f"{what} {w}x{h} ({msg.encoding}) with step {step} needs {need} bytes, got "
+                            f"{buf.size}", "wrong_size")
+    img = np.ndarray((h, w, ch), dtype=dt, buffer=buf, strides=(step, ch * dt.itemsize, dt.itemsize))
+    return img[..., 0] if ch == 1 else img
 
 
 def depth_from_image(msg: Image, depth_unit_m: float) -> np.ndarray:
     """``(height, width)`` float64 depth (m) of a ``16UC1`` / ``mono16`` (x ``depth_unit_m``) or
     ``32FC1`` ``Image`` (``step``, ``is_bigendian`` honoured; holes kept).  InputRejected:
     ``bad_encoding``, ``wrong_size`` (data shorter than ``height × step``, ``step`` below a row)."""
-    enc = msg.encoding.lower()
-    if enc not in _DEPTH_ENCODINGS:
-        raise InputRejected(f"depth image encoding {msg.encoding!r} is not 16UC1, mono16 or 32FC1",
-                            "bad_encoding")
-    dt = np.dtype(_DEPTH_ENCODINGS[enc]).newbyteorder(">" if msg.is_bigendian else "<")
-    h, w, step = int(msg.height), int(msg.width), int(msg.step)
-    buf = as_byte_array(msg.data)
-    if h < 1 or w < 1 or step < w * dt.itemsize or buf.size < h * step:
-        raise InputRejected(f"depth image {w}x{h} with step {step} needs {h * step} bytes, got {buf.size}",
-                            "wrong_size")
-    img = np.ndarray((h, w), dtype=dt, buffer=buf, strides=(step, dt.itemsize))
-    if dt.kind == "u":
-        return img.astype(np.float64) * float(depth_unit_m)
-    return img.astype(np.float64)
+    img = _pixels(msg, DEPTH_ENCODINGS, "depth image")
+    return img.astype(np.float64) * (float(depth_unit_m) if img.dtype.kind == "u" else 1.0)
 
 
 def colour_from_image(msg: Image) -> np.ndarray:
     """A copy of an ``rgb8`` / ``bgr8`` / ``mono8`` ``Image``'s pixels: ``(height, width, 3)`` uint8
     RGB, or ``(height, width)`` for ``mono8``.  InputRejected: ``bad_encoding``, ``wrong_size``."""
-    enc = msg.encoding.lower()
-    if enc not in COLOUR_ENCODINGS:
-        raise InputRejected(f"colour image encoding {msg.encoding!r} is not one of "
-                            f"{', '.join(COLOUR_ENCODINGS)}", "bad_encoding")
-    ch = COLOUR_ENCODINGS[enc]
-    h, w, step = int(msg.height), int(msg.width), int(msg.step)
-    buf = as_byte_array(msg.data)
-    if h < 1 or w < 1 or step < w * ch or buf.size < h * step:
-        raise InputRejected(f"colour image {w}x{h} ({msg.encoding}) with step {step} needs "
-                            f"{max(h, 0) * max(step, w * ch)} bytes, got {buf.size}", "wrong_size")
-    shape, strides = ((h, w, ch), (step, ch, 1)) if ch > 1 else ((h, w), (step, 1))
-    img = np.ndarray(shape, dtype=np.uint8, buffer=buf, strides=strides)
-    if enc == "bgr8":
-        img = img[..., ::-1]
-    return np.array(img, order="C")   # a copy: the frame may wait for its depth partner
+    img = _pixels(msg, COLOUR_ENCODINGS, "colour image")   # copied: the frame may wait for its depth partner
+    return np.array(img[..., ::-1] if msg.encoding.lower() == "bgr8" else img, order="C")
 
 
 def depth_from_cloud(msg: PointCloud2) -> np.ndarray:
