@@ -54,13 +54,14 @@ def node_value_problems(p: Dict[str, Any]) -> List[ConfigError]:
         ("world_frame", frame, not frame.strip(), "must name the frame of contacts and free-body poses "
                                                   "(e.g. 'world')"),
         ("frame_prefix", prefix, any(ch.isspace() for ch in prefix), "must not contain white space"),
-        ("executor", executor, executor not in EXECUTOR_KINDS, f"must be one of {', '.join(EXECUTOR_KINDS)}"),
     ) if bad]
     for side in ("inputs", "outputs"):
         try:
             qos_reliability(f"qos.{side}.reliability", p[f"qos.{side}.reliability"])
         except ConfigError as exc:
             out.append(exc)
+    if executor not in EXECUTOR_KINDS:
+        out.append(ConfigError("executor", executor, f"must be one of {', '.join(EXECUTOR_KINDS)}"))
     return out
 
 
