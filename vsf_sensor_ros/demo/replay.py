@@ -301,7 +301,9 @@ def _offset_from(calibration: Path) -> Optional[float]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The replay's command line (--recording required: a bare run must not replay into the cwd)."""
-    ap = argparse.ArgumentParser(prog="vsf_replay", description=__doc__.split("\n")[0],
+    ap = argparse.ArgumentParser(prog="vsf_replay",
+                                 description="Replay a recording through the sensor node: the real Punyo "
+                                             "poke (data.json) or an MCAP bag.",
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                                  epilog="example: vsf_replay --recording punyo_poke_ur5e/data.json "
                                         "--out demo_out/real (make demo-real); example: vsf_replay "
