@@ -58,6 +58,9 @@ $(STAMP): setup.py setup.cfg $(wildcard $(ROS_REQUIREMENTS) $(ROS_BUILD_REQUIREM
 # the serial time.  Each group's output appears when it ends.  TEST_GROUPS=1 runs the suite in one
 # process; `make test-durations` (serial) refreshes the times after the suite changed a lot.
 TEST_GROUPS ?= 3
+ifneq ($(shell echo 'x$(TEST_GROUPS)' | grep -Ex 'x[1-9][0-9]?'),x$(TEST_GROUPS))
+$(error TEST_GROUPS must be a whole number from 1 to 99, got '$(TEST_GROUPS)')
+endif
 PYTEST_SPLIT := -m pytest -q test --durations-path test/durations.json
 
 test: venv

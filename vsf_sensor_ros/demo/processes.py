@@ -37,10 +37,11 @@ _PR_SET_PDEATHSIG = 1
 
 def default_sigint() -> None:
     """Default SIGINT in a child (between fork and exec): a background job's is ignored.  On Linux the
-    child also gets SIGTERM when its parent dies, killed or not: no node outlives a killed demo or test."""
+    child also gets SIGINT (what :meth:`ManagedProcess.stop` sends first, a clean rclpy shutdown) when its
+    parent dies, killed or not: no node outlives a killed demo or test."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+        _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGINT))
 
 
 class ManagedProcess:
