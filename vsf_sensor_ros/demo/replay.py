@@ -348,7 +348,10 @@ def _parse_frames(text: str) -> Optional[Tuple[int, int]]:
     m = re.fullmatch(r"\s*(\d*)\s*:\s*(\d*)\s*", text)
     if not m:
         raise ValueError(f"--frames must look like A:B, got {text!r}")
-    return (int(m.group(1) or 0), int(m.group(2)) if m.group(2) else 1 << 30)
+    a, b = int(m.group(1) or 0), int(m.group(2)) if m.group(2) else 1 << 30
+    if b <= a:
+        raise ValueError(f"--frames {text!r} is empty: B must be greater than A")
+    return a, b
 
 
 def _camera_run(camera: Optional[Any], rec: Recording, args: argparse.Namespace) -> Tuple[Any, int]:
@@ -390,7 +393,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         frames = _parse_frames(args.frames)
         if not (args.speed > 0 and math.isfinite(args.speed)):
             raise ValueError(f"--speed must be > 0, got {args.speed}")
-        lag_arg = None if args.lag == "auto" else float(args.lag)
+        try:
+            lag_arg = None if args.lag == "auto" else float(args.lag)
+        except ValueError:
+            lag_arg = math.nan
         if lag_arg is not None and not (lag_arg >= 0 and math.isfinite(lag_arg)):
             raise ValueError(f"--lag must be 'auto' or seconds >= 0, got {args.lag!r}")
         rec = load_recording(args.recording, frames)
