@@ -2,6 +2,7 @@
 subscription of the wrong type receives nothing and rclpy says nothing (docs/interface.md)."""
 from __future__ import annotations
 
+import time
 from typing import Any, Dict, List, Tuple
 
 from rclpy.node import Node
@@ -35,16 +36,19 @@ def wrong_type_message(topic: str, expected: str, foreign: List[Tuple[str, str]]
 # types coming and going under new node names must not grow the node's memory without bound.
 MAX_REMEMBERED = 256
 
+#: s a wrong-type problem waits for discovery to name the publisher's node before it is logged unnamed
+NAME_WAIT_S = 3.0
+
 
 class WrongTypeWatch:
     """Callable ``(stream) -> str``: the wrong-type sentence for a silent input, or ``""``; each
-    distinct problem logged once at WARN on ``logger`` (waiting one report for a publisher's node
-    name discovery has not told yet).  ``node``: whose graph view is asked."""
+    distinct problem logged once at WARN on ``logger`` (waiting up to :data:`NAME_WAIT_S` for a
+    publisher's node name discovery has not told yet).  ``node``: whose graph view is asked."""
 
     def __init__(self, node: Node, logger: Any) -> None:
         self._node, self._logger = node, logger
         self._logged: Dict[Tuple[str, str, Tuple[Tuple[str, str], ...]], None] = {}
-        self._waited: Dict[Tuple[str, str, Tuple[str, ...]], None] = {}
+        self._waited: Dict[Tuple[str, str, Tuple[str, ...]], float] = {}
 
     def __call__(self, stream: Any) -> str:
         """:func:`wrong_type_message` of ``stream`` (its resolved topic and expected type)."""
@@ -54,17 +58,22 @@ class WrongTypeWatch:
         if not text or key in self._logged:
             return text
         types = (stream.topic, stream.type_name, tuple(t for _, t in foreign))
-        if any(not name for name, _ in foreign) and types not in self._waited:
-            _remember(self._waited, types)   # the node's name usually arrives by the next report
-            return text
+        if any(not name for name, _ in foreign):
+            # discovery usually names the publisher's node within a second, a busy host within a few
+            now = time.monotonic()
+            if types not in self._waited:
+                _remember(self._waited, types, now)
+            if now - self._waited[types] < NAME_WAIT_S:
+                return text
         _remember(self._logged, key)
         self._logger.warning(f"no {stream.type_name} on {stream.topic}: {text} (a subscription and a "
                              "publisher of different types never connect)")
         return text
 
 
-def _remember(seen: Dict[Any, None], key: Any) -> None:
-    """Add ``key`` to the insertion-ordered ``seen``, forgetting the oldest beyond MAX_REMEMBERED."""
-    seen[key] = None
+def _remember(seen: Dict[Any, Any], key: Any, value: Any = None) -> None:
+    """Add ``key`` (with ``value``) to the insertion-ordered ``seen``, forgetting the oldest beyond
+    MAX_REMEMBERED."""
+    seen[key] = value
     while len(seen) > MAX_REMEMBERED:
         del seen[next(iter(seen))]
