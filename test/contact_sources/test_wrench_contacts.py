@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from vsf_sensor_ros.contact_sources.wrench_contacts import (BiasTare, ForceBuffer, WrenchContactConfig,
-                                                            WrenchContactSource, wrench_contact)
+                                                            WrenchContactSource)
 from vsf_sensor_ros.sensor.errors import SettingError
 from vsf_sensor_ros.world import World
 
@@ -98,15 +98,11 @@ def test_time_shift_uses_the_later_force_interpolated():
     assert stamp == 0.05 and f == pytest.approx([15.0, 0.0, 0.0])
 
 
-def test_deadband_and_pure_function():
+def test_deadband_and_force_buffer():
     s = source(wrench_frame="world", min_force=1.0)
     s.on_wrench(0.01, "world", [0.0, 0.0, 0.0])
     s.on_joint_state(1.0, [], [])
     assert s.on_wrench(1.0, "world", [0.6, 0.0, 0.7]) == [(1.0, {})]   # |f| = 0.92 N < 1 N
-    c = wrench_contact([3.0, 4.0, 0.0], np.eye(3), np.eye(4), [0, 0, 0], 1.0, [0, 0, 0], min_force=5.5)
-    assert c is None
-    with pytest.raises(ValueError):
-        wrench_contact([1, 0, 0], np.eye(3), np.eye(4), [0, 0, 0], force_sign=2.0)
     b = ForceBuffer()
     b.add(1.0, [1, 1, 1], "a")
     b.add(0.0, [0, 0, 0], "a")                                 # out of order: kept sorted

@@ -182,10 +182,9 @@ def contact_rows(model: "mujoco.MjModel", data: "mujoco.MjData") -> ContactRows:
                        -np.asarray(c.dist, dtype=np.float64).reshape(-1)[active])
 
 
-def contacts_by_pair(rows: ContactRows, body_names: Sequence[str],
-                     both_orders: bool = True) -> Dict[Pair, ContactState]:
+def contacts_by_pair(rows: ContactRows, body_names: Sequence[str]) -> Dict[Pair, ContactState]:
     """``{(body1, body2): ContactState}`` of the rows between two bodies of ``body_names`` (lower index
-    first; with ``both_orders`` also reversed, forces negated); world frame, m and N.
+    first, then reversed with forces negated); world frame, m and N.
     """
     index = {n: i for i, n in enumerate(body_names)}
     i1, i2 = (np.array([index.get(n, -1) for n in side], dtype=np.int64) for side in (rows.body1, rows.body2))
@@ -197,8 +196,7 @@ def contacts_by_pair(rows: ContactRows, body_names: Sequence[str],
         rows_ab = keep & (lo == a) & (hi == b)
         pts, frc = (torch.as_tensor(x[rows_ab], dtype=torch.float64) for x in (rows.points, forces))
         out[(body_names[a], body_names[b])] = ContactState(pts, frc)
-        if both_orders:
-            out[(body_names[b], body_names[a])] = ContactState(pts.clone(), -frc)
+        out[(body_names[b], body_names[a])] = ContactState(pts.clone(), -frc)
     return out
 
 
@@ -270,9 +268,9 @@ class MujocoScene:
         T[:3, :3], T[:3, 3] = b.xmat.reshape(3, 3), b.xpos
         return T
 
-    def contacts(self, body_names: Sequence[str], both_orders: bool = True) -> Dict[Pair, ContactState]:
+    def contacts(self, body_names: Sequence[str]) -> Dict[Pair, ContactState]:
         """This step's contacts between bodies of ``body_names`` (:func:`contacts_by_pair`)."""
-        return contacts_by_pair(contact_rows(self.model, self.data), body_names, both_orders)
+        return contacts_by_pair(contact_rows(self.model, self.data), body_names)
 
     def sensor(self, name: str) -> np.ndarray:
         """MuJoCo's reading of sensor ``name`` (copy; see the module doc for the two sensors)."""

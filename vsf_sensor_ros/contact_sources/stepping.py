@@ -112,10 +112,17 @@ class SimulatorNode(Node):
         self.add_on_set_parameters_callback(self.on_set_parameters)
 
     def add_stream(self, spec: DemoSensorSpec, model: Any, bubble_vertices: np.ndarray) -> MeasuredStream:
-        """Declare ``<s>.offset`` / ``<s>.noise_std`` and add the measured stream of ``spec`` (attached to
-        ``model``), stamped in the sensor frame like the node's prediction; the caller may set its ``source``.
-        SettingError: as :meth:`declare_stream_parameters`; ValueError: the config is rejected."""
-        self.declare_stream_parameters(spec.name, spec)
+        """Declare ``<s>.offset`` (finite) / ``<s>.noise_std`` (>= 0) into ``self.p`` and ``spec`` (defaults
+        from it) and add the measured stream of ``spec`` (attached to ``model``), stamped in the sensor frame
+        like the node's prediction; the caller may set its ``source``.  ConfigError: a bad offset or noise
+        std; ValueError: the config is rejected."""
+        for key, desc, lo in (
+                ("offset", "constant added to the physical entries of the measured stream (SI)", None),
+                ("noise_std", "std of the Gaussian noise on the measured stream (SI)", 0.0)):
+            full = f"{spec.name}.{key}"
+            self.p[full] = declare_spec(self, full, Spec(full, float(getattr(spec, key)), desc,
+                                                         read_only=True, lo=lo, finite=key == "offset"))
+            setattr(spec, key, float(self.p[full]))
         kind, att = spec.config["type"], spec.config["attachment"]
         stream = MeasuredStream(spec, model, int(self.p["seed"]), len(self.streams))
         verts = np.asarray(bubble_vertices) if codec_of_type(kind).per_vertex else None
@@ -155,20 +162,6 @@ class SimulatorNode(Node):
         raise NotImplementedError
 
     # ------------------------------------------------------------------ parameters
-    def declare_stream_parameters(self, name: str, spec: Any) -> None:
-        """Declare ``<name>.offset`` and ``<name>.noise_std`` (defaults from ``spec``) into ``self.p`` and
-        set them on ``spec``.  ConfigError: a negative noise std; SettingError: an infinite offset."""
-        for key in ("offset", "noise_std"):
-            full = f"{name}.{key}"
-            desc = ("constant added to the physical entries of the measured stream (SI)"
-                    if key == "offset" else "std of the Gaussian noise on the measured stream (SI)")
-            self.p[full] = declare_spec(self, full, param_spec(
-                full, float(getattr(spec, key)), desc, True, (0.0, math.inf) if key == "noise_std" else None))
-        if not math.isfinite(self.p[f"{name}.offset"]):
-            raise SettingError(f"{name}.offset must be finite", f"{name}.offset", self.p[f"{name}.offset"],
-                               "out_of_range")
-        spec.offset, spec.noise_std = float(self.p[f"{name}.offset"]), float(self.p[f"{name}.noise_std"])
-
     def publish_step(self, stamp: Any, joint_names: Sequence[str], positions: Sequence[float],
                      velocities: Sequence[float], T_object: np.ndarray, contacts: Dict[Any, Any],
                      state: Any) -> None:

@@ -18,41 +18,9 @@ import torch
 from vsf_sensor_ros.sensor import ContactState
 from vsf_sensor_ros.sensor.errors import SettingError
 
-__all__ = ["BiasTare", "ForceBuffer", "WrenchContactConfig", "WrenchContactSource", "wrench_contact"]
+__all__ = ["BiasTare", "ForceBuffer", "WrenchContactConfig", "WrenchContactSource"]
 
 Pair = Tuple[str, str]
-
-
-def wrench_contact(force: Sequence[float], R_world_frame: np.ndarray, T_world_body: np.ndarray,
-                   point_body: Sequence[float], force_sign: float = 1.0,
-                   bias: Optional[Sequence[float]] = None, min_force: float = 0.0
-                   ) -> Optional[ContactState]:
-    """One contact from one force reading, or None when ``|f_world| <= min_force``.
-
-    ``f_world = R_world_frame · (force_sign · (force − bias))`` (N; ``force`` and ``bias`` ``(3,)`` in the
-    wrench frame, ``force_sign`` ±1); the point is ``T_world_body · point_body`` (m).  Returns a float64
-    one-row :class:`ContactState`.
-
-    Raises:
-        ValueError: non-finite force or bias (named), ``force_sign`` not ±1.
-    """
-    f = np.asarray(force, dtype=np.float64).reshape(3)
-    if not np.all(np.isfinite(f)):
-        raise ValueError(f"wrench force has non-finite entries: {f.tolist()}")
-    if force_sign not in (1.0, -1.0):
-        raise ValueError(f"force_sign must be +1 or -1, got {force_sign!r}")
-    if bias is not None:
-        b = np.asarray(bias, dtype=np.float64).reshape(3)
-        if not np.all(np.isfinite(b)):
-            raise ValueError(f"bias has non-finite entries: {b.tolist()}")
-        f = f - b
-    f_world = np.asarray(R_world_frame, dtype=np.float64) @ (force_sign * f)
-    if float(np.linalg.norm(f_world)) <= min_force:       # a zero force is no contact
-        return None
-    T = np.asarray(T_world_body, dtype=np.float64)
-    p = T[:3, :3] @ np.asarray(point_body, dtype=np.float64).reshape(3) + T[:3, 3]
-    return ContactState(torch.from_numpy(p.reshape(1, 3).copy()),
-                        torch.from_numpy(f_world.reshape(1, 3).copy()))
 
 
 class BiasTare:
@@ -230,13 +198,17 @@ class WrenchContactSource:
 
     def contacts_at(self, names: Sequence[str], positions: Sequence[float], force: np.ndarray,
                     frame: str) -> Dict[Pair, ContactState]:
-        """The contacts dict for one joint state and one raw force (empty before a bias exists)."""
+        """The contacts dict for one joint state and one raw ``(3,)`` force (N, in ``frame``): one float64
+        contact at ``T_world_body · contact_point`` (m) carrying ``f_world = R_world_frame · (force_sign ·
+        (force − bias))`` (N); empty before a bias exists or when ``|f_world| <= min_force``."""
         if self.bias.bias is None:
             return {}
         if names:
             self.world.set_joint_positions(names, positions)
-        T_body = self.world.body_transform(self.parent) @ self.cfg.body_transform
-        R_frame = self.world.body_transform(frame)[:3, :3]
-        c = wrench_contact(force, R_frame, T_body, self.cfg.contact_point, self.cfg.force_sign,
-                           self.bias.bias, self.cfg.min_force)
-        return {} if c is None else {(self.cfg.body, self.cfg.other_body): c}
+        T = self.world.body_transform(self.parent) @ self.cfg.body_transform
+        f_world = self.world.body_transform(frame)[:3, :3] @ (self.cfg.force_sign * (force - self.bias.bias))
+        if float(np.linalg.norm(f_world)) <= self.cfg.min_force:       # a zero force is no contact
+            return {}
+        p = T[:3, :3] @ self.cfg.contact_point + T[:3, 3]
+        contact = ContactState(torch.from_numpy(p.reshape(1, 3)), torch.from_numpy(f_world.reshape(1, 3)))
+        return {(self.cfg.body, self.cfg.other_body): contact}

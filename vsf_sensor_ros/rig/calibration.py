@@ -16,7 +16,6 @@ from .sensors import PairedSample, RigSensor
 
 HEADER = "# vsf_sensor_ros sensor_node calibration (SI units); loaded at start"
 TARE_KEY = "tare"
-GAIN_KEY = "gain"
 
 MIN_SAMPLES = 10
 """Fewest contact samples a fit uses (the calibrator refuses below)."""
@@ -83,13 +82,17 @@ def tare(h: RigSensor, n: int) -> Tuple[bool, str]:
 
 def offset_text(h: RigSensor) -> Optional[str]:
     """The offset sensor ``h``'s tare adds, over its physical entries (the indicator entries of
-    pad/load sensors carry none): ``pressure=101325 Pa``; None when it holds no tare."""
-    eff = effective_offset(h.sensor.get_calibration(), TARE_KEY)
-    if eff is None:
+    pad/load sensors carry none): ``tare − tare_sim_avg`` (``tare`` alone when no average), as
+    ``pressure=101325 Pa`` or a summary for long vectors; None when it holds no tare."""
+    cal = h.sensor.get_calibration()
+    if TARE_KEY not in cal:
         return None
+    eff = _array(cal[TARE_KEY]) - (_array(cal["tare_sim_avg"]) if "tare_sim_avg" in cal else 0.0)
     slots = [int(i) for i in h.layout.slots if i >= 0 and int(i) < eff.size]
-    return format_offset({TARE_KEY: eff[slots]}, TARE_KEY, h.layout.codec.unit,
-                         [h.layout.names[i] for i in slots])
+    arr, unit = eff[slots], h.layout.codec.unit
+    if arr.size <= 4:
+        return ", ".join(f"{h.layout.names[i]}={v:.9g} {unit}" for i, v in zip(slots, arr))
+    return f"{arr.size} entries, mean {arr.mean():.6g} {unit}, max |.| {np.abs(arr).max():.6g} {unit}"
 
 
 def _record_tare(h: RigSensor, used: int, stamp_ns: int, how: str) -> Optional[str]:
@@ -213,15 +216,10 @@ class ContactFreeLoop:
 
 
 # -- gain --------------------------------------------------------------------------------
-def supports_gain(sensor: BaseSensor) -> bool:
-    """True when ``GainCalibrator`` can fit this sensor (it applies a ``'gain'`` calibration entry)."""
-    return GainCalibrator().compatible(sensor)
-
-
 def calibrate_gain(h: RigSensor) -> Tuple[bool, str]:
     """Fit ``h``'s ``'gain'`` (tare kept) from its contact samples; ``(success, answer)``; a refusal changes
     nothing."""
-    if not supports_gain(h.sensor):
+    if not GainCalibrator().compatible(h.sensor):   # the model applies no 'gain' entry
         return False, f"{h.name}: cannot calibrate gain: the {h.kind} model has no gain"
     samples = [s for s in getattr(h, "contact_pairs", ()) if np.isfinite(s.measured).all()]
     calibrator = GainCalibrator(min_samples=MIN_SAMPLES, max_relative_error=MAX_RELATIVE_ERROR)
@@ -283,7 +281,9 @@ def apply_entry(h: RigSensor, entry: Dict[str, Any]) -> Optional[str]:
     if entry.get("type") not in (None, h.kind):
         return f"calibration of {h.name!r} is for type {entry.get('type')!r}, not {h.kind!r}; ignored"
     try:
-        h.sensor.set_calibration(calibration_from_yaml(entry.get("calibration", {})))
+        # YAML lists -> float64 arrays (scalars stay scalars)
+        h.sensor.set_calibration({k: (np.asarray(v, dtype=np.float64) if isinstance(v, list) else v)
+                                  for k, v in entry.get("calibration", {}).items()})
     except (ValueError, TypeError, KeyError) as exc:
         raise ValueError(f"entry {h.name!r}: {exc}") from None
     h.calibration_text = f"loaded from file ({entry.get('samples', '?')} samples)"
@@ -307,25 +307,6 @@ def _array(val: Any) -> np.ndarray:
     return np.asarray(val, dtype=np.float64).reshape(-1)
 
 
-def effective_offset(calibration: Dict[str, Any], key: str) -> Optional[np.ndarray]:
-    """What the tare adds to the raw model: ``tare − tare_sim_avg`` (``tare`` alone when no average)."""
-    if key not in calibration:
-        return None
-    off = _array(calibration[key])
-    return off - _array(calibration["tare_sim_avg"]) if "tare_sim_avg" in calibration else off
-
-
-def format_offset(calibration: Dict[str, Any], key: str, unit: str, names: Sequence[str]) -> str:
-    """Human text of the effective offset: ``pressure=101325 Pa`` or a summary for long vectors."""
-    arr = effective_offset(calibration, key)
-    if arr is None:
-        return f"(no '{key}' in calibration)"
-    if arr.size <= 4:
-        labels = list(names) if len(names) == arr.size else [f"[{i}]" for i in range(arr.size)]
-        return ", ".join(f"{k}={v:.9g} {unit}" for k, v in zip(labels, arr))
-    return f"{arr.size} entries, mean {arr.mean():.6g} {unit}, max |.| {np.abs(arr).max():.6g} {unit}"
-
-
 def calibration_to_yaml(calibration: Dict[str, Any]) -> Dict[str, Any]:
     """Calibration dict -> plain lists/floats for YAML."""
     def plain(v: Any) -> Any:
@@ -334,8 +315,3 @@ def calibration_to_yaml(calibration: Dict[str, Any]) -> Dict[str, Any]:
         return v.item() if isinstance(v, (np.floating, np.integer)) else v
 
     return {k: plain(v) for k, v in calibration.items()}
-
-
-def calibration_from_yaml(entry: Dict[str, Any]) -> Dict[str, Any]:
-    """YAML lists -> float64 numpy arrays (scalars stay scalars)."""
-    return {k: (np.asarray(v, dtype=np.float64) if isinstance(v, list) else v) for k, v in entry.items()}

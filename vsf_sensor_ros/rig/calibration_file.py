@@ -92,9 +92,7 @@ class CalibrationStore:
 def write_target(path: Path) -> Path:
     """The file a save of ``path`` writes: the end of a chain of symbolic links (which may not exist
     yet), else ``path`` as given (links among its directories are left to the file system)."""
-    if not os.path.islink(path):
-        return path
-    return Path(os.path.realpath(path))
+    return Path(os.path.realpath(path)) if os.path.islink(path) else path
 
 
 def foreign_reason(path: Path, size: int) -> Optional[str]:
