@@ -3,7 +3,7 @@ robot_state_publisher with the same URDF (pure; docs/interface.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -36,10 +36,6 @@ class FrameTransform:
     T: np.ndarray
     why: str
 
-    def same_as(self, other: "FrameTransform") -> bool:
-        """Same frames and (bit for bit) the same transform."""
-        return (self.parent, self.child) == (other.parent, other.child) and np.array_equal(self.T, other.T)
-
     def command(self, prefix: str = "") -> str:
         """A ``static_transform_publisher`` command line announcing this transform, ``prefix``
         (``frame_prefix``) on both frame names."""
@@ -56,23 +52,14 @@ class FrameTable:
     """The frames of one configuration: ``static`` transforms announced on ``/tf_static`` (parents first),
     ``free`` bodies -> parent frame (on ``/tf`` every step)."""
 
-    world_frame: str
-    urdf_links: FrozenSet[str]
     static: List[FrameTransform]
     free: Dict[str, str]
 
-    def announced(self) -> Set[str]:
-        """Every frame the node adds (children of :attr:`static` and the free bodies)."""
-        return {t.child for t in self.static} | set(self.free)
-
-    def resolves(self, frame: str) -> bool:
-        """``frame`` is a URDF link, ``world_frame`` or a frame the node announces."""
-        return frame in self.urdf_links or frame == self.world_frame or frame in self.announced()
-
     def same_static(self, other: Optional["FrameTable"]) -> bool:
-        """The static transforms equal ``other``'s (order kept)."""
+        """The static transforms equal ``other``'s (order kept; same frames, bit for bit the same ``T``)."""
         return other is not None and len(self.static) == len(other.static) and all(
-            a.same_as(b) for a, b in zip(self.static, other.static))
+            (a.parent, a.child) == (b.parent, b.child) and np.array_equal(a.T, b.T)
+            for a, b in zip(self.static, other.static))
 
 
 def free_instruction(body: str, parent: str) -> str:
@@ -106,7 +93,7 @@ def frame_table(world_frame: str, urdf_links: Iterable[str], urdf_root: str,
         static.append(FrameTransform(parent_frame(parent), name, _matrix(T, name), "extra body"))
     for frame, body, T in sensors:
         static.append(FrameTransform(parent_frame(body), frame, _matrix(T, frame), "sensor frame"))
-    return FrameTable(world_frame, links, static, free)
+    return FrameTable(static, free)
 
 
 def _matrix(T: Any, label: str) -> np.ndarray:
