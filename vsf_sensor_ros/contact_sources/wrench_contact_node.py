@@ -85,13 +85,8 @@ class WrenchContactNode(Node):
             if p[key] not in self.body_names:
                 raise ValueError(f"parameter '{key}' = {p[key]!r} is not in contact_body_names "
                                  f"{self.body_names}")
-        cfg = WrenchContactConfig(
-            body=p["body"], other_body=p["other_body"], body_parent=p["body_parent"],
-            body_transform=np.asarray(p["body_transform"], dtype=float).reshape(4, 4),
-            contact_point=np.asarray(p["contact_point"], dtype=float), wrench_frame=p["wrench_frame"],
-            force_sign=float(p["force_sign"]), time_shift=float(p["time_shift"]),
-            bias_samples=int(p["bias_samples"]), bias_on_start=bool(p["bias_on_start"]),
-            min_force=float(p["min_force"]))
+        # the config's fields are parameters of the same names (it checks them and makes the arrays)
+        cfg = WrenchContactConfig(**{k: p[k] for k in WrenchContactConfig.__dataclass_fields__ if k in p})
         self.source = WrenchContactSource(world, cfg)
         qos = QoSProfile(depth=int(p["qos_depth"]), reliability=ReliabilityPolicy.RELIABLE)
         self.pub = self.create_publisher(PointCloud2, "contacts", qos)
