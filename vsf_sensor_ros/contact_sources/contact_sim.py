@@ -159,15 +159,6 @@ class ContactSimulation:
         return {k: ContactState(torch.from_numpy(p).to(dtype), torch.from_numpy(f).to(dtype))
                 for k, (p, f) in self.contact_arrays().items()}
 
-    def add_klampt_contact_sensor(self, name: str, link: str, settings: Mapping[str, str]
-                                  ) -> klampt.SimRobotSensor:
-        """Klampt's own ``ContactSensor`` on ``link`` (:func:`add_klampt_contact_sensor`); ValueError
-        for an unknown link or a rejected setting."""
-        if link not in self.scene.link_names:
-            raise ValueError(f"Klampt ContactSensor {name!r}: {link!r} is not a robot link; "
-                             f"links: {self.scene.link_names}")
-        return add_klampt_contact_sensor(self.sim, 0, name, self.scene.robot.link(link).getIndex(), settings)
-
     def summed_contact_force(self, body1: str, body2: str) -> np.ndarray:
         """Klampt's own summed contact force between two bodies, ``(3,)`` N, world (its magnitude only: the
         sign ignores the order).  ValueError for a body without a simulated pair."""

@@ -12,6 +12,7 @@ import numpy as np
 from vsf_sensor_ros.sensor.base_sensor import SimState
 from vsf_sensor_ros.sensor.errors import SettingError
 
+from .contact_sim import add_klampt_contact_sensor
 from .sim_world import BUBBLE, OBJECT, TABLE, SceneAssets
 from .trajectory import bubble_tip
 
@@ -145,7 +146,8 @@ def independent_source(spec: DemoSensorSpec, sim: Any, sensor: Any) -> Optional[
     label = measured_source_label(spec.config["type"], spec.config["attachment"], "independent",
                                   sim.contact_body_names)
     if label == SOURCE_KLAMPT_NATIVE:
-        native = sim.add_klampt_contact_sensor(spec.name, spec.config["attachment"], sensor.settings())
+        link = sim.scene.robot.link(spec.config["attachment"]).getIndex()   # the label's: a robot link
+        native = add_klampt_contact_sensor(sim.sim, 0, spec.name, link, sensor.settings())
         names = list(native.measurementNames())
         if names != list(sensor.measurement_names()):
             raise ValueError(f"Klampt's ContactSensor {spec.name!r} measures {names}, the model "
