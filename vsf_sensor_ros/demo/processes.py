@@ -84,12 +84,6 @@ class ManagedProcess:
         """True while the child has been started and has not exited."""
         return self.proc is not None and self.proc.poll() is None
 
-    def wait(self, timeout: Optional[float] = None) -> int:
-        """The child's exit code once it exits.  Raises RuntimeError: not started; TimeoutExpired."""
-        if self.proc is None:
-            raise RuntimeError(f"{self.name} was never started")
-        return self.proc.wait(timeout=timeout)
-
     def _signal_group(self, sig: int) -> None:
         try:
             os.killpg(self.proc.pid, sig)

@@ -46,13 +46,10 @@ def open_bag(path: Path) -> BagTopics:
         raise BagError(f"{path}: not a readable MCAP bag: {exc}", "unreadable", path) from None
 
 
-def _topic(name: str) -> str:
-    return name if name.startswith("/") else "/" + name
-
-
 def measured_topic(params: Dict[str, Any], sensor: str) -> str:
     """The fully qualified measured topic of ``sensor`` (``<s>.measured_topic``, default ``<s>/measured``)."""
-    return _topic(str(params.get(f"{sensor}.measured_topic") or f"{sensor}/measured"))
+    topic = str(params.get(f"{sensor}.measured_topic") or f"{sensor}/measured")
+    return topic if topic.startswith("/") else "/" + topic
 
 
 def check_inputs(bag: BagTopics, cfg: DemoConfig, speed: float) -> List[str]:
@@ -113,17 +110,15 @@ def tare_index(stamps_ns: List[int], touching: List[bool], tare_samples: int,
     (a tare there would leave no step after it)."""
     from vsf_sensor_ros.demo.tare import TARE_AT_S
     if tare_at_s is not None:
-        first, last = stamps_ns[0] * 1e-9, stamps_ns[-1] * 1e-9
-        if not math.isfinite(tare_at_s):
-            raise BagError(f"--tare-at must be a finite time in s, got {tare_at_s}", "tare_not_finite",
-                           value=tare_at_s)
         k = sum(1 for s in stamps_ns if s <= tare_at_s * 1e9) - 1
-        if k < 0:
-            raise BagError(f"--tare-at {tare_at_s:g} s is before the first contacts stamp {first:.9g} s",
-                           "tare_before_start", value=tare_at_s)
-        if tare_at_s * 1e9 > stamps_ns[-1]:
-            raise BagError(f"--tare-at {tare_at_s:g} s is after the last contacts stamp {last:.9g} s",
-                           "tare_after_end", value=tare_at_s)
+        first, last = stamps_ns[0] * 1e-9, stamps_ns[-1] * 1e-9
+        for wrong, reason, text in (
+                (not math.isfinite(tare_at_s), "tare_not_finite", f"must be a finite time in s, got {tare_at_s}"),
+                (k < 0, "tare_before_start", f"{tare_at_s:g} s is before the first contacts stamp {first:.9g} s"),
+                (tare_at_s * 1e9 > stamps_ns[-1], "tare_after_end",
+                 f"{tare_at_s:g} s is after the last contacts stamp {last:.9g} s")):
+            if wrong:
+                raise BagError(f"--tare-at {text}", reason, value=tare_at_s)
         return k
     due = next((k for k, s in enumerate(stamps_ns) if s >= TARE_AT_S * 1e9 and k + 1 >= tare_samples),
                len(stamps_ns) - 1)
@@ -345,7 +340,7 @@ def main(args: argparse.Namespace, usage: Any) -> int:
     def session(domain_id: int) -> int:
         replayer = BagReplay(cfg, bag, stamps[tare_after], args.speed, domain_id)
         result = replayer.run()
-        rec = write_bag(result.logs.values(), out, "run")
+        rec = write_bag(result.logs.values(), out)
         series = {}
         for s in cfg.sensors:    # the summary reads <s>/measured: a sensor's own measured topic as that
             topic = replayer.measured[s.name]
