@@ -19,8 +19,8 @@ from vsf_sensor_ros.demo import replay_camera as rc
 from vsf_sensor_ros.demo.processes import ManagedProcess, module_command
 from vsf_sensor_ros.demo.replay_analysis import (CONTACT_BODIES, HPA_TO_PA, MAX_LAG_FRAMES, PRESSURE_SENSOR,
                                                  PRESSURE_TOPIC, TARE_SAMPLES, Recording, ReplayError,
-                                                 analyse, estimate_lag, load_recording, poke_onset, print_report,
-                                                 replay_figure)
+                                                 analyse, estimate_lag, load_recording, poke_onset,
+                                                 print_report, replay_figure)
 from vsf_sensor_ros.demo.ros_env import run_isolated, usage_error
 from vsf_sensor_ros.demo.session import NodeRun, SessionResult, demo_child_env
 

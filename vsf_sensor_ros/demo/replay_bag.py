@@ -113,8 +113,10 @@ def tare_index(stamps_ns: List[int], touching: List[bool], tare_samples: int,
         k = sum(1 for s in stamps_ns if s <= tare_at_s * 1e9) - 1
         first, last = stamps_ns[0] * 1e-9, stamps_ns[-1] * 1e-9
         for wrong, reason, text in (
-                (not math.isfinite(tare_at_s), "tare_not_finite", f"must be a finite time in s, got {tare_at_s}"),
-                (k < 0, "tare_before_start", f"{tare_at_s:g} s is before the first contacts stamp {first:.9g} s"),
+                (not math.isfinite(tare_at_s), "tare_not_finite",
+                 f"must be a finite time in s, got {tare_at_s}"),
+                (k < 0, "tare_before_start",
+                 f"{tare_at_s:g} s is before the first contacts stamp {first:.9g} s"),
                 (tare_at_s * 1e9 > stamps_ns[-1], "tare_after_end",
                  f"{tare_at_s:g} s is after the last contacts stamp {last:.9g} s")):
             if wrong:
