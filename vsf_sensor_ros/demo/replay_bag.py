@@ -110,17 +110,17 @@ def tare_index(stamps_ns: List[int], touching: List[bool], tare_samples: int,
     (a tare there would leave no step after it)."""
     from vsf_sensor_ros.demo.tare import TARE_AT_S
     if tare_at_s is not None:
-        k = sum(1 for s in stamps_ns if s <= tare_at_s * 1e9) - 1
         first, last = stamps_ns[0] * 1e-9, stamps_ns[-1] * 1e-9
-        for wrong, reason, text in (
-                (not math.isfinite(tare_at_s), "tare_not_finite",
-                 f"must be a finite time in s, got {tare_at_s}"),
-                (k < 0, "tare_before_start",
-                 f"{tare_at_s:g} s is before the first contacts stamp {first:.9g} s"),
-                (tare_at_s * 1e9 > stamps_ns[-1], "tare_after_end",
-                 f"{tare_at_s:g} s is after the last contacts stamp {last:.9g} s")):
-            if wrong:
-                raise BagError(f"--tare-at {text}", reason, value=tare_at_s)
+        if not math.isfinite(tare_at_s):
+            raise BagError(f"--tare-at must be a finite time in s, got {tare_at_s}", "tare_not_finite",
+                           value=tare_at_s)
+        k = sum(1 for s in stamps_ns if s <= tare_at_s * 1e9) - 1
+        if k < 0:
+            raise BagError(f"--tare-at {tare_at_s:g} s is before the first contacts stamp {first:.9g} s",
+                           "tare_before_start", value=tare_at_s)
+        if tare_at_s * 1e9 > stamps_ns[-1]:
+            raise BagError(f"--tare-at {tare_at_s:g} s is after the last contacts stamp {last:.9g} s",
+                           "tare_after_end", value=tare_at_s)
         return k
     due = next((k for k, s in enumerate(stamps_ns) if s >= TARE_AT_S * 1e9 and k + 1 >= tare_samples),
                len(stamps_ns) - 1)

@@ -260,8 +260,7 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
     c_stamp = np.array(contacts.stamps_ns(), dtype=np.int64)
     t_origin = int(c_stamp[0])
     in_contact = bubble_contact_stamps(cfg, contacts)
-    span = None if not in_contact.size else ((in_contact[0] - t_origin) * 1e-9,
-                                             (in_contact[-1] - t_origin) * 1e-9)
+    span = tuple((in_contact[[0, -1]] - t_origin) * 1e-9) if in_contact.size else None
     tare_t = None if session.tare.sim_time_s is None else session.tare.sim_time_s - t_origin * 1e-9
 
     def t(series_: Any) -> np.ndarray:
