@@ -19,7 +19,7 @@ from vsf_sensor_ros import embedded_world as ew
 from vsf_sensor_ros.demo.analysis import Series
 from vsf_sensor_ros.demo.demo import build_parser
 from vsf_sensor_ros.demo.config import SensorInfo, check_pairing, resolve_config
-from vsf_sensor_ros.demo.session import mujoco_sim_command
+from vsf_sensor_ros.demo.session import sim_command
 from vsf_sensor_ros.demo.summary import vs_mujoco
 from vsf_sensor_ros.contact_sources.mujoco_contact_node import MujocoContactNode, main
 from vsf_sensor_ros.ros.messages.wire import pointcloud2_to_contacts
@@ -140,12 +140,12 @@ def test_the_demo_mujoco_backend_labels_measured_streams_and_starts_the_mujoco_n
         "punyo_pressure": "synthetic-model", "punyo_force": "synthetic-model",
         "punyo_pad": "mujoco-force-sensor", "object_load": "mujoco-touch-sensor"}
     assert check_pairing(cfg) == []            # the shipped file models MuJoCo's sensors too
-    cmd = mujoco_sim_command(cfg)
+    cmd = sim_command(cfg)
     # 50 Hz: 0.02 s steps of 20 MuJoCo steps of 1 ms; 30 Hz: 34 steps of 0.98 ms
     assert {"vsf_sensor_ros.contact_sources.mujoco_contact_node", "contact_body_names:=[punyo,object,table]",
             "physics_dt:=0.001", "sim_dt:=0.02"} <= set(cmd), cmd
     cfg30 = resolve_config(build_parser().parse_args(["--backend", "mujoco", "--rate", "30"]))
-    dt = [float(a.split(":=")[1]) for a in mujoco_sim_command(cfg30) if a.startswith("physics_dt")][0]
+    dt = [float(a.split(":=")[1]) for a in sim_command(cfg30) if a.startswith("physics_dt")][0]
     assert (1 / 30) / dt == pytest.approx(34)
     with pytest.raises(ValueError):
         resolve_config(build_parser().parse_args(["--backend", "mujoco", "--world", "kinova",

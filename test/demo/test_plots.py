@@ -3,16 +3,16 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from vsf_sensor_ros.demo.plots import components_figure, plot_force_field, pressure_figure, save_png
+from vsf_sensor_ros.demo.plots import components_figure, plot_force_field, pressure_figure
 
 
 def test_pressure_plot_is_a_png_with_drawn_content(tmp_path):
     t = np.linspace(0.0, 4.0, 200)
     meas = 300.0 + 50.0 * (t > 2.0)
     pred = 50.0 * (t > 2.0) + 300.0 * (t > 1.0)
-    out = save_png(pressure_figure(t, meas, t, pred, tare_t=1.0, contact_span=(2.0, 4.0),
-                                   measured_label="measured (synthetic: model + offset + noise)"),
-                   tmp_path / "pressure.png")
+    out = tmp_path / "pressure.png"
+    pressure_figure(t, meas, t, pred, tare_t=1.0, contact_span=(2.0, 4.0),
+                    measured_label="measured (synthetic: model + offset + noise)").savefig(out)
     img = imread(out)
     assert img.shape[0] > 400 and img.shape[1] > 600
     # Not a blank canvas: plenty of non-white pixels (lines, axes, text).
@@ -36,8 +36,9 @@ def test_force_field_plot_accepts_matching_shapes_and_rejects_others(tmp_path):
 def test_component_plot_checks_label_count(tmp_path):
     t = np.arange(10) * 0.1
     pred = np.stack([t, -t, 2 * t, 0 * t], axis=1)
-    out = save_png(components_figure(t, pred + 0.1, t, pred, ["contact", "fx", "fy", "fz"], tare_t=0.3,
-                                     title="pad", unit="N"), tmp_path / "pad.png")
+    out = tmp_path / "pad.png"
+    components_figure(t, pred + 0.1, t, pred, ["contact", "fx", "fy", "fz"], tare_t=0.3, title="pad",
+                      unit="N").savefig(out)
     assert out.exists()
     with pytest.raises(ValueError):
         components_figure(None, None, t, pred, ["a", "b", "c"])

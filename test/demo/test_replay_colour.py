@@ -33,13 +33,13 @@ def test_colour_is_loaded_configured_and_published_only_when_asked(tmp_path):
     params = yaml.safe_load(rc.membrane_node_params(plain, tmp_path).read_text())
     assert params["membrane_force_node"]["ros__parameters"].get("colour_topic") is None
     with pytest.raises(ValueError):
-        rc.colour_msg(plain, 0, ns_to_stamp(1))
+        rc.image_msg(plain, 0, ns_to_stamp(1), colour=True)
     cam = rc.load_camera(RECORDING, (80, 86), colour=True)
     assert cam.rgb.shape == (6, 480, 640, 3) and cam.rgb.dtype == np.uint8
     p = yaml.safe_load(rc.membrane_node_params(cam, tmp_path).read_text())["membrane_force_node"][
         "ros__parameters"]
     assert p["colour_topic"] == rc.COLOUR_TOPIC and p["colour_tolerance"] == 0.0   # stamped alike
-    msg = rc.colour_msg(cam, 4, ns_to_stamp(123))
+    msg = rc.image_msg(cam, 4, ns_to_stamp(123), colour=True)
     assert msg.encoding == "rgb8" and msg.header.stamp.nanosec == 123
     assert (colour_from_image(msg) == np.load(RGB)["rgb"][84]).all()            # frame 80 + 4
 

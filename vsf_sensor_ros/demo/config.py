@@ -129,15 +129,14 @@ def sensors_from_params(params: Dict[str, Any], path: Path) -> List[SensorInfo]:
 def resolve_config(args: argparse.Namespace) -> DemoConfig:
     """Check the arguments, find their files.  Raises ValueError: an argument out of range (named);
     DemoError: missing parameter file or assets."""
-    if not (math.isfinite(args.duration) and args.duration > 0):
-        raise ValueError(f"--duration must be a positive number of seconds, got {args.duration}")
-    if not (math.isfinite(args.rate) and 0 < args.rate <= 1000):
-        raise ValueError(f"--rate must be in (0, 1000] Hz, got {args.rate}")
-    if args.seed < 0:
-        raise ValueError(f"--seed must be >= 0, got {args.seed}")
     timeout = args.timeout if args.timeout is not None else args.duration + 150.0
-    if not (math.isfinite(timeout) and timeout > 0):
-        raise ValueError(f"--timeout must be positive, got {args.timeout}")
+    for flag, value, ok, rule in (("duration", args.duration, 0 < args.duration < math.inf,
+                                   "a positive number of seconds"),
+                                  ("rate", args.rate, 0 < args.rate <= 1000, "in (0, 1000] Hz"),
+                                  ("seed", args.seed, args.seed >= 0, ">= 0"),
+                                  ("timeout", args.timeout, 0 < timeout < math.inf, "positive")):
+        if not ok:
+            raise ValueError(f"--{flag} must be {rule}, got {value}")
     params_file = args.params_file or config_dir() / WORLD_PARAMS[args.world]
     if not Path(params_file).is_file():
         raise DemoError(f"sensor node parameter file {params_file} not found", "params_missing", params_file)

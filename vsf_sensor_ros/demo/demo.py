@@ -85,7 +85,7 @@ def _report(cfg: Any, session: SessionResult, pairing: Sequence[str]) -> int:
     """Write the bag, summary.json and plots of ``session``, print the table; the exit code."""
     from vsf_sensor_ros.demo.recorder import write_bag
     session.errors[:0] = [f"parameter file does not pair with the simulator: {p}" for p in pairing]
-    bag = write_bag(session.logs.values(), cfg.out, "run")
+    bag = write_bag(session.logs.values(), cfg.out)
     series = {s.name: series_for(session, s) for s in cfg.sensors}
     summary = build_summary(cfg, session, series, bag)
     plots = make_plots(cfg, session, series)

@@ -115,12 +115,6 @@ def pressure_figure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, 
     return fig
 
 
-def save_png(fig: Figure, path: Path) -> Path:
-    """Write ``fig`` (:func:`pressure_figure`, :func:`components_figure`) to the PNG ``path``; ``path``."""
-    fig.savefig(path)
-    return Path(path)
-
-
 def plot_force_field(points: np.ndarray, forces: np.ndarray, path: Path,
                      measured_forces: Optional[np.ndarray] = None, title: str = "force field",
                      frame: str = "", measured_label: str = "measured") -> Path:

@@ -2,6 +2,7 @@
 reaches only the parent), stopped with SIGINT, SIGTERM, SIGKILL and reaped, and ended with their parent."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import shlex
@@ -84,18 +85,6 @@ class ManagedProcess:
         """True while the child has been started and has not exited."""
         return self.proc is not None and self.proc.poll() is None
 
-    def wait(self, timeout: Optional[float] = None) -> int:
-        """The child's exit code once it exits.  Raises RuntimeError: not started; TimeoutExpired."""
-        if self.proc is None:
-            raise RuntimeError(f"{self.name} was never started")
-        return self.proc.wait(timeout=timeout)
-
-    def _signal_group(self, sig: int) -> None:
-        try:
-            os.killpg(self.proc.pid, sig)
-        except ProcessLookupError:
-            pass
-
     def stop(self, grace_int_s: float = 5.0, grace_term_s: float = 3.0) -> Optional[int]:
         """Stop the process group (SIGINT, ``grace_int_s``; SIGTERM, ``grace_term_s``; SIGKILL), reap it;
         the exit code (negative: killed), None if never started.  Idempotent."""
@@ -105,7 +94,8 @@ class ManagedProcess:
         if self.proc.returncode is None:
             for sig, grace in ((signal.SIGINT, grace_int_s), (signal.SIGTERM, grace_term_s),
                                (signal.SIGKILL, 10.0)):
-                self._signal_group(sig)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, sig)
                 try:
                     self.proc.wait(timeout=grace)
                     break
@@ -123,9 +113,5 @@ class ManagedProcess:
             return ""
 
     def tail(self, lines: int = 15) -> str:
-        """Last ``lines`` lines of the child's log (for error messages)."""
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.rstrip().splitlines()[-lines:])
+        """Last ``lines`` lines of what the child printed (for error messages)."""
+        return "\n".join(self.output().rstrip().splitlines()[-lines:])

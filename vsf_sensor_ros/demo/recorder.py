@@ -103,13 +103,11 @@ def _subscription_qos(offered: List[QoSProfile]) -> QoSProfile:
 class TopicRecorder:
     """Keeps every topic of ``node``'s graph (but ``exclude``) in :attr:`logs` (:attr:`skipped`: why not).
     :meth:`refresh` subscribes new topics at once, even without a publisher yet, and re-subscribes when the
-    publishers' QoS asks for it; ``clock_ns`` stamps the receipts."""
+    publishers' QoS asks for it; receipts in wall ns."""
 
-    def __init__(self, node: Node, exclude: Iterable[str] = (),
-                 clock_ns: Callable[[], int] = time.time_ns) -> None:
+    def __init__(self, node: Node, exclude: Iterable[str] = ()) -> None:
         self._node = node
         self._exclude = set(exclude)
-        self._clock_ns = clock_ns
         self._subs: Dict[str, Tuple[Subscription, QoSProfile]] = {}
         self.logs: Dict[str, TopicLog] = {}
         self.skipped: Dict[str, str] = {}
@@ -147,7 +145,7 @@ class TopicRecorder:
 
     def _callback(self, log: TopicLog) -> Callable:
         def on_message(data: bytes) -> None:
-            log.recv_ns.append(self._clock_ns())
+            log.recv_ns.append(time.time_ns())
             log.data.append(bytes(data))
         if not _HAS_MESSAGE_INFO:
             return on_message
@@ -180,17 +178,13 @@ def _rosbags_qos(profile: QoSProfile) -> Any:
                avoid_ros_namespace_conventions=bool(profile.avoid_ros_namespace_conventions))
 
 
-def write_bag(logs: Iterable[TopicLog], out_dir: Path, name: str = "run",
-              compress: bool = True) -> Dict[str, object]:
-    """Write ``out_dir/<name>.mcap`` + ``metadata.yaml`` (replaced): bytes unchanged, receive time as log
-    time, Kilted schemas, zstd chunks with ``compress``.  ``{"path", "counts": {topic: n}, "left_out": {topic:
-    why}}``.  Raises ValueError: ``name`` empty or with a path separator."""
+def write_bag(logs: Iterable[TopicLog], out_dir: Path) -> Dict[str, object]:
+    """Write ``out_dir/run.mcap`` + ``metadata.yaml`` (replaced): bytes unchanged, receive time as log
+    time, Kilted schemas, zstd chunks.  ``{"path", "counts": {topic: n}, "left_out": {topic: why}}``."""
     from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
     from rosbags.typesys import Stores, get_typestore
 
-    if not name or "/" in name:
-        raise ValueError(f"bag name must be a plain file stem, got {name!r}")
-    out_dir = Path(out_dir)
+    name, out_dir = "run", Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     typestore = get_typestore(Stores.ROS2_KILTED)
     staging = out_dir / f".{name}_bag_tmp"
@@ -200,8 +194,7 @@ def write_bag(logs: Iterable[TopicLog], out_dir: Path, name: str = "run",
     left_out: Dict[str, str] = {}
     rows: List[Tuple[int, int, bytes]] = []
     writer = Writer(bag_dir, version=BAG_VERSION, storage_plugin=StoragePlugin.MCAP)
-    if compress:
-        writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
+    writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
     with writer:
         conns = []
         for log in sorted(logs, key=lambda lg: lg.topic):

@@ -19,8 +19,8 @@ from vsf_sensor_ros.demo import replay_camera as rc
 from vsf_sensor_ros.demo.processes import ManagedProcess, module_command
 from vsf_sensor_ros.demo.replay_analysis import (CONTACT_BODIES, HPA_TO_PA, MAX_LAG_FRAMES, PRESSURE_SENSOR,
                                                  PRESSURE_TOPIC, TARE_SAMPLES, Recording, ReplayError,
-                                                 analyse, estimate_lag, load_recording, plot, poke_onset,
-                                                 print_report)
+                                                 analyse, estimate_lag, load_recording, poke_onset,
+                                                 print_report, replay_figure)
 from vsf_sensor_ros.demo.ros_env import run_isolated, usage_error
 from vsf_sensor_ros.demo.session import NodeRun, SessionResult, demo_child_env
 
@@ -424,7 +424,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         run, vertex = _camera_run(camera, rec, args)
         replay = PokeReplay(rec, out, args.speed, lag, bias_samples, tare_frame, domain_id, camera, vertex)
         result = replay.run()
-        bag = write_bag(result.logs.values(), out, "run")
+        bag = write_bag(result.logs.values(), out)
         summary, series = analyse(result, replay.offset, tare_frame, rec)
         summary["pressure"]["lag_s"] = lag
         summary["pressure"]["lag_fitted_in_sample"] = shift is not None
@@ -436,7 +436,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 raise ReplayError(str(exc), "membrane") from None
             summary["definitions"].update(rc.MEMBRANE_DEFINITIONS)
         (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
-        print_report(summary, lag, shift is not None, out, plot(series, summary, out / "pressure_real.png"))
+        replay_figure(series, summary).savefig(out / "pressure_real.png", dpi=110)
+        print_report(summary, lag, shift is not None, out)
         return 0
     return run_isolated(session, (ReplayError,), "replay", out / "logs")
 

@@ -323,12 +323,6 @@ def _span(*arrays: np.ndarray) -> Tuple[float, float]:
     return (float(v.min()), float(v.max())) if v.size else (0.0, 1.0)
 
 
-def plot(series: Dict[str, np.ndarray], summary: Dict[str, Any], path: Path) -> Path:
-    """Write :func:`replay_figure` to ``path`` (PNG); ``path``."""
-    replay_figure(series, summary).savefig(path, dpi=110)
-    return path
-
-
 def finish_axes(ax: Any, ylabel: str, title: str, legend: Optional[str],
                 xlabel: str = "recording time t [s]") -> None:
     """Label ``ax``, title it (10 pt), legend at ``legend`` (None: no legend), grid."""
@@ -405,7 +399,7 @@ def replay_figure(series: Dict[str, np.ndarray], summary: Dict[str, Any]) -> Any
     return fig
 
 
-def print_report(summary: Dict[str, Any], lag: float, lag_fitted: bool, out: Path, png: Path) -> None:
+def print_report(summary: Dict[str, Any], lag: float, lag_fitted: bool, out: Path) -> None:
     """Print the replay's headline figures from ``summary`` (wrench ``lag`` s) and the files in ``out``."""
     p, m = summary["pressure"], summary.get("membrane_force")
     o = p["gain_fit_out_of_sample"]
@@ -426,5 +420,5 @@ def print_report(summary: Dict[str, Any], lag: float, lag_fitted: bool, out: Pat
               + f"; {m['estimate_ms_median']:.1f} ms a frame; node vs library "
               f"{m['node_vs_library_max_abs_n']:.2g} N at most")
     extra = "membrane_force.npz, membrane_force.png, membrane_force_node.yaml, " if m is not None else ""
-    print(f"files in {out}/: run.mcap + metadata.yaml, summary.json, {png.name}, {extra}calibration.yaml, "
-          "ur5e.urdf, sensor_node.yaml, logs/")
+    print(f"files in {out}/: run.mcap + metadata.yaml, summary.json, pressure_real.png, {extra}"
+          "calibration.yaml, ur5e.urdf, sensor_node.yaml, logs/")

@@ -46,13 +46,10 @@ def open_bag(path: Path) -> BagTopics:
         raise BagError(f"{path}: not a readable MCAP bag: {exc}", "unreadable", path) from None
 
 
-def _topic(name: str) -> str:
-    return name if name.startswith("/") else "/" + name
-
-
 def measured_topic(params: Dict[str, Any], sensor: str) -> str:
     """The fully qualified measured topic of ``sensor`` (``<s>.measured_topic``, default ``<s>/measured``)."""
-    return _topic(str(params.get(f"{sensor}.measured_topic") or f"{sensor}/measured"))
+    topic = str(params.get(f"{sensor}.measured_topic") or f"{sensor}/measured")
+    return topic if topic.startswith("/") else "/" + topic
 
 
 def check_inputs(bag: BagTopics, cfg: DemoConfig, speed: float) -> List[str]:
@@ -345,7 +342,7 @@ def main(args: argparse.Namespace, usage: Any) -> int:
     def session(domain_id: int) -> int:
         replayer = BagReplay(cfg, bag, stamps[tare_after], args.speed, domain_id)
         result = replayer.run()
-        rec = write_bag(result.logs.values(), out, "run")
+        rec = write_bag(result.logs.values(), out)
         series = {}
         for s in cfg.sensors:    # the summary reads <s>/measured: a sensor's own measured topic as that
             topic = replayer.measured[s.name]

@@ -134,26 +134,18 @@ def membrane_node_params(cam: CameraRecording, out: Path) -> Path:
     return path
 
 
-def _image_msg(a: np.ndarray, encoding: str, frame_id: str, stamp: Any) -> Any:
+def image_msg(cam: CameraRecording, k: int, stamp: Any, colour: bool = False) -> Any:
+    """Frame ``k`` stamped ``stamp`` as a RealSense driver publishes it: depth ``16UC1``, or with ``colour``
+    ``rgb8`` on the depth grid.  Raises ValueError: colour asked for, but none loaded."""
     from sensor_msgs.msg import Image
-    msg = Image(height=a.shape[0], width=a.shape[1], encoding=encoding, is_bigendian=0,
-                step=a.strides[0], data=a.tobytes())
-    msg.header.stamp, msg.header.frame_id = stamp, frame_id
-    return msg
-
-
-def colour_msg(cam: CameraRecording, k: int, stamp: Any) -> Any:
-    """Colour frame ``k`` as ``rgb8`` on the depth grid, stamped ``stamp``.  Raises ValueError: no colour."""
-    if cam.rgb is None:
+    if colour and cam.rgb is None:
         raise ValueError("the camera recording was loaded without colour")
-    return _image_msg(np.ascontiguousarray(cam.rgb[k], dtype=np.uint8), "rgb8",
-                      "punyo_camera_color_optical_frame", stamp)
-
-
-def depth_msg(cam: CameraRecording, k: int, stamp: Any) -> Any:
-    """Frame ``k`` as a RealSense driver publishes it: ``16UC1``, stamped ``stamp``."""
-    return _image_msg(np.ascontiguousarray(cam.depth[k], dtype="<u2"), "16UC1",
-                      "punyo_camera_depth_optical_frame", stamp)
+    a = np.ascontiguousarray(cam.rgb[k] if colour else cam.depth[k], dtype=np.uint8 if colour else "<u2")
+    msg = Image(height=a.shape[0], width=a.shape[1], encoding="rgb8" if colour else "16UC1", is_bigendian=0,
+                step=a.strides[0], data=a.tobytes())
+    msg.header.stamp = stamp
+    msg.header.frame_id = f"punyo_camera_{'color' if colour else 'depth'}_optical_frame"
+    return msg
 
 
 @dataclass
@@ -205,49 +197,11 @@ def contact_vertex(run: LibraryRun, rec: Recording) -> int:
     return int(np.argmax(mean_in))
 
 
-class ContactsRelay:
-    """Relays :data:`WRENCH_CONTACTS_TOPIC` to ``contacts``, adding to each ``(punyo, other)`` contact one
-    on ``(punyo_membrane, other)`` with the same force at ``vertex`` (``elem1``)."""
-
-    def __init__(self, node: Any, rec: Recording, vertex: int, mount: np.ndarray, cam: CameraRecording,
-                 qos: Any) -> None:
-        from sensor_msgs.msg import PointCloud2
-
-        from vsf_sensor_ros.demo.ur5e import TOOL_LINK, UR5E_JOINTS, ur5e_world
-        self.rec, self.vertex = rec, int(vertex)
-        self.world = ur5e_world()
-        self.world.attach_body(MEMBRANE_BODY, str(cam.attachment_mesh), TOOL_LINK, mount)
-        self.joints = UR5E_JOINTS
-        self.local = ply_vertices(cam)[self.vertex]
-        self.pub = node.create_publisher(PointCloud2, "contacts", qos)
-        node.create_subscription(PointCloud2, WRENCH_CONTACTS_TOPIC, self._on_cloud, qos)
-        self.relayed = 0
-
-    def _on_cloud(self, msg: Any) -> None:
-        import torch
-
-        from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
-        from vsf_sensor_ros.ros.messages.wire import pointcloud2_to_contacts
-        from vsf_sensor_ros.sensor import ContactState
-        dec = pointcloud2_to_contacts(msg, CONTACT_BODIES)
-        k = int(np.argmin(np.abs(self.rec.t - dec.stamp_ns * 1e-9)))
-        self.world.set_joint_positions(self.joints, self.rec.q[k])   # warm-up frames are frame 0's
-        T = self.world.body_transform(MEMBRANE_BODY)
-        point = torch.tensor((T[:3, :3] @ self.local + T[:3, 3])[None, :])
-        contacts = dict(dec.contacts)
-        for (b1, b2), c in dec.contacts.items():
-            if b1 == CONTACT_BODIES[0]:
-                f = c.forces.sum(dim=0, keepdim=True)
-                contacts[(MEMBRANE_BODY, b2)] = ContactState(point, f, elems1=torch.tensor([self.vertex]))
-        self.pub.publish(contacts_to_pointcloud2(contacts, SESSION_BODIES, stamp=msg.header.stamp,
-                                                 frame_id=msg.header.frame_id))
-        self.relayed += 1
-
-
 class CameraStreams:
     """The camera side of the replay: depth (and colour) frames from a participant of their own, CameraInfo
-    and stamped pressure from ``node``, a :class:`ContactsRelay` in its own thread; :attr:`needs`: the
-    subscribers each topic must have first."""
+    and stamped pressure from ``node``, and in a thread of its own the relay of :data:`WRENCH_CONTACTS_TOPIC`
+    to ``contacts``, adding to each ``(punyo, other)`` contact one on ``(punyo_membrane, other)`` with the
+    same force at ``vertex`` (``elem1``); :attr:`needs`: the subscribers each topic must have first."""
 
     def __init__(self, cam: CameraRecording, rec: Recording, vertex: int, mount: np.ndarray, node: Any,
                  ctx: Any, domain_id: int, qos: Any) -> None:
@@ -256,9 +210,10 @@ class CameraStreams:
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import QoSProfile, ReliabilityPolicy
-        from sensor_msgs.msg import CameraInfo, FluidPressure, Image
+        from sensor_msgs.msg import CameraInfo, FluidPressure, Image, PointCloud2
 
         from vsf_sensor_ros.demo.session import ros_context
+        from vsf_sensor_ros.demo.ur5e import TOOL_LINK, ur5e_world
         self.cam, self.rec = cam, rec
         # the 0.6 MB frames from a participant of their own: behind them small samples came seconds late
         self._ctx = ros_context(domain_id)
@@ -275,8 +230,12 @@ class CameraStreams:
         self.needs = {"/" + STAMPED_PRESSURE_TOPIC: 2, "/" + DEPTH_TOPIC: 1, "/" + INFO_TOPIC: 2,
                       "/" + WRENCH_CONTACTS_TOPIC: 2, **({} if cam.rgb is None else {"/" + COLOUR_TOPIC: 1})}
         # the relay in its own thread: the header-less pressure pairs by receive time
+        self.vertex, self.world = int(vertex), ur5e_world()
+        self.world.attach_body(MEMBRANE_BODY, str(cam.attachment_mesh), TOOL_LINK, mount)
+        self.local = ply_vertices(cam)[self.vertex]
         self._relay_node = rclpy.create_node("vsf_contacts_relay", context=ctx)
-        ContactsRelay(self._relay_node, rec, vertex, mount, cam, qos)
+        self._relay_pub = self._relay_node.create_publisher(PointCloud2, "contacts", qos)
+        self._relay_node.create_subscription(PointCloud2, WRENCH_CONTACTS_TOPIC, self._relay, qos)
         self._relay_exec = SingleThreadedExecutor(context=ctx)
         self._relay_exec.add_node(self._relay_node)
         self._thread = threading.Thread(target=self._relay_exec.spin, name="contacts_relay", daemon=True)
@@ -300,8 +259,28 @@ class CameraStreams:
         pa.header.stamp = stamp
         self.pressure.publish(pa)
         if self.colour is not None:
-            self.colour.publish(colour_msg(self.cam, k, stamp))
-        self.depth.publish(depth_msg(self.cam, k, stamp))
+            self.colour.publish(image_msg(self.cam, k, stamp, colour=True))
+        self.depth.publish(image_msg(self.cam, k, stamp))
+
+    def _relay(self, msg: Any) -> None:
+        import torch
+
+        from vsf_sensor_ros.demo.ur5e import UR5E_JOINTS
+        from vsf_sensor_ros.ros.messages.pointcloud import contacts_to_pointcloud2
+        from vsf_sensor_ros.ros.messages.wire import pointcloud2_to_contacts
+        from vsf_sensor_ros.sensor import ContactState
+        dec = pointcloud2_to_contacts(msg, CONTACT_BODIES)
+        k = int(np.argmin(np.abs(self.rec.t - dec.stamp_ns * 1e-9)))
+        self.world.set_joint_positions(UR5E_JOINTS, self.rec.q[k])   # warm-up frames are frame 0's
+        T = self.world.body_transform(MEMBRANE_BODY)
+        point = torch.tensor((T[:3, :3] @ self.local + T[:3, 3])[None, :])
+        contacts = dict(dec.contacts)
+        for (b1, b2), c in dec.contacts.items():
+            if b1 == CONTACT_BODIES[0]:
+                f = c.forces.sum(dim=0, keepdim=True)
+                contacts[(MEMBRANE_BODY, b2)] = ContactState(point, f, elems1=torch.tensor([self.vertex]))
+        self._relay_pub.publish(contacts_to_pointcloud2(contacts, SESSION_BODIES, stamp=msg.header.stamp,
+                                                        frame_id=msg.header.frame_id))
 
     def close(self) -> None:
         """End the relay's thread and node, and the camera's participant."""

@@ -80,9 +80,17 @@ def link_frames_command(cfg: DemoConfig) -> List[str]:
     return module_command(LINK_FRAMES_MODULE, args)
 
 
-def _sim_command(cfg: DemoConfig, module: str, physics_dt: float, extra: List[str]) -> List[str]:
+def sim_command(cfg: DemoConfig) -> List[str]:
+    """argv of ``cfg.backend``'s simulator: ``rate_hz`` steps of ``1 / rate_hz`` s a wall second, physics
+    steps of at most 1 ms (MuJoCo: a whole number of them a step); exits 0 at the end."""
+    sim_dt = 1.0 / cfg.rate_hz
+    if cfg.backend == "mujoco":
+        module, physics_dt, extra = MUJOCO_SIM_MODULE, sim_dt / max(1, math.ceil(sim_dt / 0.001 - 1e-9)), []
+    else:
+        module, physics_dt, extra = SIM_MODULE, min(0.001, sim_dt), ["-p", f"world:={cfg.world}"]
+        extra += ["-p", f"assets_dir:={cfg.assets}"] if cfg.assets is not None else []
     cmd = module_command(module, extra + [
-           "-p", f"rate_hz:={cfg.rate_hz!r}", "-p", f"sim_dt:={1.0 / cfg.rate_hz!r}",
+           "-p", f"rate_hz:={cfg.rate_hz!r}", "-p", f"sim_dt:={sim_dt!r}",
            "-p", f"physics_dt:={physics_dt!r}",
            "-p", f"duration_s:={cfg.duration_s!r}", "-p", f"seed:={cfg.seed}",
            "-p", f"trajectory.tare_s:={TARE_STRETCH_S!r}", "-p", f"measured_source:={cfg.measured_source}",
@@ -90,18 +98,6 @@ def _sim_command(cfg: DemoConfig, module: str, physics_dt: float, extra: List[st
     if cfg.contact_body_names:
         cmd += ["-p", f"contact_body_names:=[{','.join(cfg.contact_body_names)}]"]
     return cmd
-
-
-def sim_command(cfg: DemoConfig) -> List[str]:
-    """argv of the simulator: ``rate_hz`` steps of ``1 / rate_hz`` s a wall second; exits 0 at the end."""
-    cmd = _sim_command(cfg, SIM_MODULE, min(0.001, 1.0 / cfg.rate_hz), ["-p", f"world:={cfg.world}"])
-    return cmd + (["-p", f"assets_dir:={cfg.assets}"] if cfg.assets is not None else [])
-
-
-def mujoco_sim_command(cfg: DemoConfig) -> List[str]:
-    """argv of the MuJoCo simulator, timed like :func:`sim_command`, physics steps of at most 1 ms."""
-    sim_dt = 1.0 / cfg.rate_hz
-    return _sim_command(cfg, MUJOCO_SIM_MODULE, sim_dt / max(1, math.ceil(sim_dt / 0.001 - 1e-9)), [])
 
 
 @dataclass
@@ -196,9 +192,7 @@ class NodeRun:
         return self.result
 
     def _spin_for(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self._executor.spin_once(timeout_sec=0.01)
+        self._wait_until(time.monotonic() + seconds)
 
     def _wait_until(self, due: float) -> None:   # within 5 ms
         while time.monotonic() < due:
@@ -280,9 +274,8 @@ class DemoSession(NodeRun):
         self.progress, self.logs_dir = progress, logs_dir
         env = demo_child_env(domain_id, cfg.assets)
         self.node_proc = ManagedProcess("sensor_node", node_command(cfg), env, logs_dir / "sensor_node.log")
-        sim_name, sim_cmd = (("mujoco_contact_node", mujoco_sim_command(cfg)) if cfg.backend == "mujoco"
-                             else ("contact_sim_node", sim_command(cfg)))
-        self.sim_proc = ManagedProcess(sim_name, sim_cmd, env, logs_dir / f"{sim_name}.log")
+        sim_name = "mujoco_contact_node" if cfg.backend == "mujoco" else "contact_sim_node"
+        self.sim_proc = ManagedProcess(sim_name, sim_command(cfg), env, logs_dir / f"{sim_name}.log")
         self.children, self.watched = [self.sim_proc, self.node_proc], [self.node_proc]
         from vsf_sensor_ros.ros.frames import TFMessage
         if TFMessage is not None:   # the link frames (robot_state_publisher's part), where TF exists

@@ -252,7 +252,7 @@ def build_summary(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tup
 def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[Any, Any]]) -> List[Path]:
     """Write ``pressure.png``, ``force_field.png`` and one ``<sensor>.png`` per other sensor."""
     from vsf_sensor_ros.demo.analysis import cloud_fields
-    from vsf_sensor_ros.demo.plots import components_figure, plot_force_field, pressure_figure, save_png
+    from vsf_sensor_ros.demo.plots import components_figure, plot_force_field, pressure_figure
     from vsf_sensor_ros.contact_sources.sim_sensors import SOURCE_SYNTHETIC
     contacts = session.logs.get("/contacts")
     if contacts is None or not len(contacts):
@@ -260,8 +260,7 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
     c_stamp = np.array(contacts.stamps_ns(), dtype=np.int64)
     t_origin = int(c_stamp[0])
     in_contact = bubble_contact_stamps(cfg, contacts)
-    span = None if not in_contact.size else ((in_contact[0] - t_origin) * 1e-9,
-                                             (in_contact[-1] - t_origin) * 1e-9)
+    span = tuple((in_contact[[0, -1]] - t_origin) * 1e-9) if in_contact.size else None
     tare_t = None if session.tare.sim_time_s is None else session.tare.sim_time_s - t_origin * 1e-9
 
     def t(series_: Any) -> np.ndarray:
@@ -282,7 +281,8 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
                                   np.array([v[0] for v in pred.values]), tare_t, span,
                                   title=f"{s.name}: predicted vs measured ({cfg.world} world)\n"
                                         f"measured = {source}", measured_label=f"measured ({source})")
-            written.append(save_png(fig, cfg.out / "pressure.png"))
+            written.append(cfg.out / "pressure.png")
+            fig.savefig(written[-1])
         elif figure == "force_field" and figure not in done:
             k = int(np.argmax([np.abs(v).sum() for v in pred.values]))
             msg = session.logs[f"/{s.name}/predicted"].decode([k])[0]
@@ -305,7 +305,8 @@ def make_plots(cfg: DemoConfig, session: SessionResult, series: Dict[str, Tuple[
                                     title=f"{s.name} ({s.type_name}); measured = {source}", unit=codec.unit,
                                     measured_label="measured (synthetic)"
                                     if s.measured_source == SOURCE_SYNTHETIC else "measured")
-            written.append(save_png(fig, cfg.out / f"{s.name}.png"))
+            written.append(cfg.out / f"{s.name}.png")
+            fig.savefig(written[-1])
         done.add(figure)
     return written
 

@@ -3,8 +3,7 @@ with a Punyo bubble facing tool -y at an assumed offset; docs/real_data.md."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import List, Sequence, Tuple
 
 import numpy as np
 
@@ -67,12 +66,8 @@ def punyo_apex_local() -> np.ndarray:
     return np.array([0.0, 0.0, BUBBLE_HEIGHT])
 
 
-def ur5e_world(with_punyo: bool = True, urdf_path: Optional[Union[str, Path]] = None) -> World:
-    """The UR5e :class:`World` (through ``urdf_path`` when given), the bubble on ``tool0`` if asked."""
-    text = ur5e_urdf()
-    if urdf_path is not None:
-        Path(urdf_path).write_text(text)
-    w = World.from_urdf(text if urdf_path is None else str(urdf_path))
-    if with_punyo:
-        w.attach_body(PUNYO_BODY, bubble_mesh(), TOOL_LINK, punyo_mount_transform())
+def ur5e_world() -> World:
+    """The UR5e :class:`World` with the bubble on ``tool0``."""
+    w = World.from_urdf(ur5e_urdf())
+    w.attach_body(PUNYO_BODY, bubble_mesh(), TOOL_LINK, punyo_mount_transform())
     return w
