@@ -85,7 +85,10 @@ def test_16uc1_depth_is_scaled_by_the_depth_unit_and_bad_images_are_named():
     assert e.value.reason == "bad_encoding"
     with pytest.raises(InputRejected) as e:
         depth_from_image(Image(height=2, width=3, encoding="16UC1", step=8, data=bytes(10)), 1e-3)
-    assert e.value.reason == "wrong_size"
+    assert e.value.reason == "wrong_size" and "16 bytes, got 10" in str(e.value)
+    with pytest.raises(InputRejected) as e:     # a step below a row (3 x 2 bytes), whatever the data
+        depth_from_image(Image(height=2, width=3, encoding="16UC1", step=4, data=bytes(12)), 1e-3)
+    assert e.value.reason == "wrong_size" and "step 4" in str(e.value) and "6 bytes" in str(e.value)
 
 
 def test_an_organised_cloud_gives_its_z_as_the_depth_image():

@@ -38,7 +38,8 @@ def with_implied_pairs(decoded: DecodedContacts,
                        bodies: Optional[Collection[str]] = None) -> DecodedContacts:
     """A new :class:`DecodedContacts` with every pair in both orders as
     :func:`~vsf_sensor_ros.sensor.base_sensor.with_reverse_pairs` (same rows, listed in ``implied``);
-    ``bodies``: add only implied pairs ``(b, a)`` with ``b`` in it (None: all)."""
+    ``bodies``: add only implied pairs ``(b, a)`` with ``b`` in it (None: all).  ``decoded`` itself when
+    no pair is added."""
     given = decoded.contacts
     contacts: Dict[Pair, ContactState] = {}
     rows = dict(decoded.rows)
@@ -52,6 +53,8 @@ def with_implied_pairs(decoded: DecodedContacts,
         contacts[rev] = trusted_contact_state(c.points, -c.forces, c.elems2, c.elems1)
         rows[rev] = decoded.rows[(a, b)]
         implied.append(rev)
+    if not implied:
+        return decoded
     return dataclasses.replace(decoded, contacts=contacts, rows=rows, implied=frozenset(implied))
 
 
@@ -83,7 +86,7 @@ def jacobian_message_columns(cols: np.ndarray, pairs: Sequence[Tuple[str, str]],
                              pair_rows: Dict[Tuple[str, str], np.ndarray]) -> np.ndarray:
     """``(nnz,)`` int64 library columns ``3·c + k`` of a ``SparseJacobian`` as ``3·r + k``, ``r`` the message
     row (``pair_rows``: ``DecodedContacts.rows``); ValueError: a pair's count disagrees with its rows."""
-    parts = [np.zeros(0, dtype=np.int64)]
+    parts = []
     for p, pair in enumerate(pairs):
         rows = pair_rows.get(tuple(pair))
         n = offsets[p + 1] - offsets[p]
@@ -91,7 +94,7 @@ def jacobian_message_columns(cols: np.ndarray, pairs: Sequence[Tuple[str, str]],
             raise ValueError(f"pair {pair} has {n} contacts but {None if rows is None else len(rows)} "
                              "message rows")
         parts.append(np.asarray(rows, dtype=np.int64))
-    lookup = np.concatenate(parts)
+    lookup = parts[0] if len(parts) == 1 else np.concatenate(parts or [np.zeros(0, dtype=np.int64)])
     cols = np.array(cols, dtype=np.int64)
     n = len(lookup)
     if n and lookup[0] == 0 and lookup[-1] == n - 1 and bool((np.diff(lookup) == 1).all()) \

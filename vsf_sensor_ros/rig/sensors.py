@@ -163,6 +163,8 @@ def _signed_to_rows(jac: Any, decoded: Any) -> Any:
     """``jac`` with the entries of implied pairs and of ``decoded.flipped_rows`` negated (a new object)."""
     implied = getattr(decoded, "implied", frozenset())
     flipped = getattr(decoded, "flipped_rows", None)
+    if not implied and flipped is None:
+        return jac
     sign = np.ones(int(jac.offsets[-1]))
     for p, pair in enumerate(map(tuple, jac.pairs)):
         s = -1.0 if pair in implied else 1.0

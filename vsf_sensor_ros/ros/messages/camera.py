@@ -42,10 +42,11 @@ def _pixels(msg: Image, encodings: Dict[str, Tuple[type, int]], what: str) -> np
     dt = np.dtype(dtype).newbyteorder(">" if msg.is_bigendian else "<")
     h, w, step = int(msg.height), int(msg.width), int(msg.step)
     buf = as_byte_array(msg.data)
-    if h < 1 or w < 1 or step < w * ch * dt.itemsize or buf.size < h * step:
-        need = max(h, 0) * max(step, w * ch * dt.itemsize)
-        raise InputRejected(f"{what} {w}x{h} ({msg.encoding}) with step {step} needs {need} bytes, got "
-                            f"{buf.size}", "wrong_size")
+    row = w * ch * dt.itemsize
+    if h < 1 or w < 1 or step < row or buf.size < h * step:
+        why = ("has no pixels" if h < 1 or w < 1 else f"is shorter than a row of {row} bytes" if step < row
+               else f"needs {h * step} bytes, got {buf.size}")
+        raise InputRejected(f"{what} {w}x{h} ({msg.encoding}) with step {step} {why}", "wrong_size")
     img = np.ndarray((h, w, ch), dtype=dt, buffer=buf, strides=(step, ch * dt.itemsize, dt.itemsize))
     return img[..., 0] if ch == 1 else img
 

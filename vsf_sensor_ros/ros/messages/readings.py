@@ -405,6 +405,8 @@ def encode_jacobian(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, stam
     if not rows.shape == cols.shape == values.shape:
         raise ValueError(f"rows {rows.shape}, cols {cols.shape}, values {values.shape} differ")
     keep = values != 0.0
-    rec = np.empty(int(np.count_nonzero(keep)), dtype=_JACOBIAN_DTYPE)
-    rec["row"], rec["col"], rec["value"] = rows[keep], cols[keep], values[keep]
+    if not keep.all():     # boolean gathers only when there is a zero to drop
+        rows, cols, values = rows[keep], cols[keep], values[keep]
+    rec = np.empty(len(values), dtype=_JACOBIAN_DTYPE)
+    rec["row"], rec["col"], rec["value"] = rows, cols, values
     return encode_pointcloud2(stamp_ns, frame_id, rec)
