@@ -85,6 +85,20 @@ def test_an_empty_frame_range_or_a_lag_that_is_no_number_exits_2_naming_it(tmp_p
 
 
 @pytest.mark.skipif(not RECORDING.is_file(), reason=f"real Punyo recording absent: {RECORDING.resolve()}")
+def test_colour_without_the_camera_and_an_out_under_a_file_exit_2_naming_them(tmp_path, capsys):
+    from vsf_sensor_ros.demo.replay import main
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    for argv, named in ((["--out", str(tmp_path / "o"), "--camera", "off", "--camera-colour"],
+                         "--camera-colour"),
+                        (["--out", str(blocker / "o"), "--camera", "off"], str(blocker / "o"))):
+        assert main(["--recording", str(RECORDING), *argv]) == 2
+        error = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+        assert len(error) == 1 and named in error[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]     # nothing written
+
+
+@pytest.mark.skipif(not RECORDING.is_file(), reason=f"real Punyo recording absent: {RECORDING.resolve()}")
 def test_load_recording_cut_converts_hpa():
     rec = load_recording(RECORDING, (30, 130))
     assert len(rec) == 100

@@ -192,6 +192,16 @@ def test_a_file_that_is_not_an_mcap_is_named(tmp_path):
     assert str(bad) in line
 
 
+def test_flags_of_a_data_json_recording_given_with_a_bag_exit_2_naming_them(tmp_path, capsys):
+    from vsf_sensor_ros.demo.replay import main
+    argv = ["--recording", str(tmp_path / "run.mcap"), "--out", str(tmp_path / "o"), "--frames", "1:5",
+            "--camera-colour"]
+    assert main(argv) == 2
+    error = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and "--frames" in error[0] and "--camera-colour" in error[0]
+    assert not any(tmp_path.iterdir())
+
+
 def test_a_recording_of_another_format_is_named(tmp_path):
     bad = tmp_path / "run.db3"
     bad.write_bytes(b"SQLite format 3\x00")

@@ -63,9 +63,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         cfg = resolve_config(args)
+        clear_outputs(cfg.out)
     except (ValueError, DemoError) as exc:
         return usage_error(partial(parser.print_usage, sys.stderr), exc)
-    clear_outputs(cfg.out)
     # the parameter file the node runs with, beside the bag: what `vsf_replay` reads for <out>/run.mcap
     if cfg.params_file != (cfg.out / "sensor_node.yaml").resolve():
         shutil.copyfile(cfg.params_file, cfg.out / "sensor_node.yaml")

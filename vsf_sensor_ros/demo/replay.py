@@ -383,12 +383,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if kind == "mcap":
         from vsf_sensor_ros.demo import replay_bag
         return replay_bag.main(args, usage)
+    from vsf_sensor_ros.demo.summary import clear_outputs
     try:
         if kind is None:
             raise ValueError(f"--recording {args.recording}: neither a .json recording nor an MCAP bag "
                              "(.mcap file or rosbag2 folder)")
         if args.params_file is not None or args.tare_at is not None:
             raise ValueError("--params-file and --tare-at apply to an MCAP bag only")
+        if args.camera_colour and args.camera == "off":
+            raise ValueError("--camera-colour needs the camera: not with --camera off")
         out = args.out = args.out if args.out is not None else Path("demo_out/real")
         frames = _parse_frames(args.frames)
         if not (args.speed > 0 and math.isfinite(args.speed)):
@@ -405,16 +408,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   else None)
         if camera is not None and len(camera.depth) != len(rec):
             raise ValueError(f"{len(camera.depth)} camera frames for {len(rec)} recorded frames")
+        clear_outputs(out, ("run.mcap", "metadata.yaml", "summary.json", "pressure_real.png", "calibration.yaml",
+                            "membrane_force.npz", "membrane_force.png", "membrane_force_node.yaml",
+                            "logs/membrane_force_node.log"))
     except (ValueError, ReplayError) as exc:
         return usage_error(usage, exc)
-    from vsf_sensor_ros.demo.summary import clear_outputs
-
     bias_samples = max(5, min(MAX_BIAS_SAMPLES, onset - 5))
     shift, lag = estimate_lag(rec, bias_samples) if lag_arg is None else (None, lag_arg)
     tare_frame = onset - 3
-    clear_outputs(out, ("run.mcap", "metadata.yaml", "summary.json", "pressure_real.png", "calibration.yaml",
-                        "membrane_force.npz", "membrane_force.png", "membrane_force_node.yaml",
-                        "logs/membrane_force_node.log"))
     print(f"recording: {len(rec)} frames, poke from frame {onset}; wrench bias from the last "
           f"{bias_samples} before frame {onset - 3}; "
           f"F/T lag {lag * 1000:.0f} ms" + (f" ({shift} frames, estimated)" if shift is not None else ""))

@@ -318,6 +318,12 @@ def main(args: argparse.Namespace, usage: Any) -> int:
         if not (args.speed >= 0 and math.isfinite(args.speed)):
             raise BagError(f"--speed must be >= 0 (0: as fast as the node keeps up), got {args.speed}",
                            "bad_speed", value=args.speed)
+        json_only = [flag for flag, given in (("--frames", args.frames), ("--lag", args.lag != "auto"),
+                                              ("--camera", args.camera != "auto"),
+                                              ("--camera-colour", args.camera_colour)) if given]
+        if json_only:
+            raise BagError(f"{', '.join(json_only)}: for a data.json recording only", "json_only",
+                           value=json_only)
         bag = open_bag(args.recording)
         # default: beside the bag, where the demo writes the parameter file it ran with
         folder = args.recording if args.recording.is_dir() else args.recording.parent
@@ -329,13 +335,13 @@ def main(args: argparse.Namespace, usage: Any) -> int:
         warnings = check_inputs(bag, cfg, args.speed)
         stamps, touching = scan_contacts(bag, cfg)
         tare_after = tare_index(stamps, touching, cfg.tare_samples, args.tare_at)
-    except (BagError, DemoError) as exc:
+        clear_outputs(out)
+    except (BagError, DemoError, ValueError) as exc:
         return usage_error(usage, exc)
     for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
     span = (stamps[-1] - stamps[0]) * 1e-9
     cfg.duration_s, cfg.rate_hz = span, (len(stamps) - 1) / span if span > 0 else 0.0
-    clear_outputs(out)
     print(f"{bag.path}: {len(stamps)} contacts messages over {span:.2f} s; tare after stamp "
           f"{stamps[tare_after] * 1e-9:.9g} s; parameters {params_file}")
 

@@ -104,8 +104,11 @@ RUN_FILES = ("run.mcap", "metadata.yaml", "summary.json", "pressure.png", "force
 
 def clear_outputs(out: Path, names: Sequence[str] = RUN_FILES) -> None:
     """Create ``out`` and remove an earlier run's ``names`` (its calibration.yaml would start the node
-    tared)."""
-    out.mkdir(parents=True, exist_ok=True)
+    tared); ValueError naming ``--out`` when ``out`` cannot be a directory."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"--out {out}: {exc.strerror}") from None
     for name in names:
         (out / name).unlink(missing_ok=True)
 
