@@ -408,9 +408,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   else None)
         if camera is not None and len(camera.depth) != len(rec):
             raise ValueError(f"{len(camera.depth)} camera frames for {len(rec)} recorded frames")
-        clear_outputs(out, ("run.mcap", "metadata.yaml", "summary.json", "pressure_real.png", "calibration.yaml",
-                            "membrane_force.npz", "membrane_force.png", "membrane_force_node.yaml",
-                            "logs/membrane_force_node.log"))
+        clear_outputs(out, ("run.mcap", "metadata.yaml", "summary.json", "pressure_real.png",
+                            "calibration.yaml", "membrane_force.npz", "membrane_force.png",
+                            "membrane_force_node.yaml", "logs/membrane_force_node.log"))
     except (ValueError, ReplayError) as exc:
         return usage_error(usage, exc)
     bias_samples = max(5, min(MAX_BIAS_SAMPLES, onset - 5))
