@@ -323,15 +323,17 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--tare-at", type=float, default=None,
                     help="bag only: tare after the last contacts message stamped at or before this "
                          "(s; default: the demo's rule, at 1 s or before the first touch)")
-    ap.add_argument("--frames", default="", help="replay frames A:B only (Python slice, e.g. 30:130)")
+    ap.add_argument("--frames", default="",
+                    help="data.json only: replay frames A:B (Python slice, e.g. 30:130)")
     ap.add_argument("--camera", choices=("auto", "off"), default="auto",
-                    help="auto: also replay the camera frames beside the recording (camera/) through "
-                         "membrane_force_node, when present; off: the pressure and wrench only")
+                    help="data.json only; auto: also replay the camera frames beside the recording "
+                         "(camera/) through membrane_force_node, when present; off: the pressure and wrench only")
     ap.add_argument("--camera-colour", action="store_true",
-                    help="also publish the camera's colour frames, so membrane_force_node adds the "
-                         "membrane's sliding (optical flow) and tangential forces; off by default")
+                    help="data.json only: also publish the camera's colour frames, so membrane_force_node adds "
+                         "the membrane's sliding (optical flow) and tangential forces; off by default")
     ap.add_argument("--lag", default="auto",
-                    help="wrench time shift in s, or 'auto' (cross-correlation of dp with |F - bias|)")
+                    help="data.json only: wrench time shift in s, or 'auto' (cross-correlation of dp with "
+                         "|F - bias|)")
     return ap
 
 
