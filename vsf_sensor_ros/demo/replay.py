@@ -327,10 +327,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="data.json only: replay frames A:B (Python slice, e.g. 30:130)")
     ap.add_argument("--camera", choices=("auto", "off"), default="auto",
                     help="data.json only; auto: also replay the camera frames beside the recording "
-                         "(camera/) through membrane_force_node, when present; off: the pressure and wrench only")
+                         "(camera/) through membrane_force_node, when present; off: the pressure and "
+                         "wrench only")
     ap.add_argument("--camera-colour", action="store_true",
-                    help="data.json only: also publish the camera's colour frames, so membrane_force_node adds "
-                         "the membrane's sliding (optical flow) and tangential forces; off by default")
+                    help="data.json only: also publish the camera's colour frames, so membrane_force_node "
+                         "adds the membrane's sliding (optical flow) and tangential forces; off by default")
     ap.add_argument("--lag", default="auto",
                     help="data.json only: wrench time shift in s, or 'auto' (cross-correlation of dp with "
                          "|F - bias|)")
