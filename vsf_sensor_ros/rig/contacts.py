@@ -97,8 +97,8 @@ def jacobian_message_columns(cols: np.ndarray, pairs: Sequence[Tuple[str, str]],
     lookup = parts[0] if len(parts) == 1 else np.concatenate(parts or [np.zeros(0, dtype=np.int64)])
     cols = np.array(cols, dtype=np.int64)
     n = len(lookup)
-    if n and lookup[0] == 0 and lookup[-1] == n - 1 and bool((np.diff(lookup) == 1).all()) \
-            and (not cols.size or (cols.min() >= 0 and cols.max() < 3 * n)):
+    # a column below 0 is above 2**63 as uint64: one max checks both bounds
+    if n and bool((lookup == np.arange(n)).all()) and cols.view(np.uint64).max(initial=0) < 3 * n:
         return cols    # the contacts are the message rows 0..n-1 in order (a one-pair step): no remap
     c, k = np.divmod(cols, 3)
     return 3 * lookup[c] + k

@@ -2,6 +2,7 @@
 step is rejected whole), residual, paired samples.  No ROS."""
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 import dataclasses
@@ -179,17 +180,18 @@ def _signed_to_rows(jac: Any, decoded: Any) -> Any:
 def check_predictions(results: Sequence[SensorResult]) -> Optional[Tuple[str, str]]:
     """``(reason, detail)`` when a step's predictions cannot be published, else None:
     ``non_finite_prediction`` (a value or Jacobian value) or ``out_of_range`` (beyond float32 fields)."""
-    for r in results:
+    peaks = [float(np.abs(r.values).max(initial=0.0)) for r in results]   # NaN and inf carry through max
+    for r, peak in zip(results, peaks):
         h, values = r.handle, r.values
-        if not np.isfinite(values).all():
+        if not math.isfinite(peak):
             i = int(np.flatnonzero(~np.isfinite(values))[0])
             return "non_finite_prediction", f"{h.name}: {h.layout.names[i]} = {values[i]}"
         # numpy on the tensor buffer (no copy): a fraction of the torch check per call
         if r.jacobian is not None and not np.isfinite(r.jacobian.values.detach().cpu().numpy()).all():
             return "non_finite_prediction", f"{h.name}: non-finite Jacobian value"
-    for r in results:
+    for r, peak in zip(results, peaks):
         h, values = r.handle, r.values
-        if h.layout.codec.float32_values and values.size and float(np.abs(values).max()) > F32_MAX:
+        if h.layout.codec.float32_values and peak > F32_MAX:
             i = int(np.argmax(np.abs(values)))
             return "out_of_range", (f"{h.name}: {h.layout.names[i]} = {values[i]:.6g} N exceeds the float32 "
                                     f"range (+-{F32_MAX:.6g}) of its message's fields")
