@@ -9,7 +9,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
 import trimesh
@@ -22,8 +22,6 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 
 EMBEDDED_URDF_FILE = "embedded_arm.urdf"
 BUBBLE_MESH_FILE = "punyo_bubble.ply"
-TABLE_MESH_FILE = "table.ply"
-OBJECT_MESH_FILE = "object.ply"
 
 BUBBLE_BODY = "punyo"
 """Name of the bubble body (both worlds)."""
@@ -119,16 +117,6 @@ def bubble_mesh(radius: float = BUBBLE_RADIUS, height: float = BUBBLE_HEIGHT, n_
     return trimesh.Trimesh(verts, np.concatenate(faces), process=False)
 
 
-def table_mesh() -> trimesh.Trimesh:
-    """Table slab, ``TABLE_SIZE`` box centred on its frame origin (m)."""
-    return trimesh.creation.box(TABLE_SIZE)
-
-
-def object_mesh() -> trimesh.Trimesh:
-    """The object to press on, ``OBJECT_SIZE`` box centred on its frame origin (m)."""
-    return trimesh.creation.box(OBJECT_SIZE)
-
-
 # --------------------------------------------------------------------------- embedded world
 
 def embedded_urdf_path() -> str:
@@ -136,16 +124,13 @@ def embedded_urdf_path() -> str:
     return str(DATA_DIR / EMBEDDED_URDF_FILE)
 
 
-def _translation(xyz: Tuple[float, float, float]) -> np.ndarray:
-    T = np.eye(4)
-    T[:3, 3] = xyz
-    return T
-
-
 def add_scene(world: World) -> None:
-    """Attach the table and the object as free bodies at their rest poses; ValueError if they exist."""
-    world.attach_body(TABLE_BODY, table_mesh(), None, _translation(TABLE_POSITION))
-    world.attach_body(OBJECT_BODY, object_mesh(), None, _translation(OBJECT_POSITION))
+    """Attach the table and the object, boxes of ``TABLE_SIZE`` and ``OBJECT_SIZE`` centred on their frames
+    (as data/table.ply, data/object.ply), as free bodies at their rest poses; ValueError if they exist."""
+    for body, size, xyz in ((TABLE_BODY, TABLE_SIZE, TABLE_POSITION),
+                            (OBJECT_BODY, OBJECT_SIZE, OBJECT_POSITION)):
+        pose = trimesh.transformations.translation_matrix(xyz)
+        world.attach_body(body, trimesh.creation.box(size), None, pose)
 
 
 def tool_down_joint_positions(x: float, y: float, apex_z: float) -> Dict[str, float]:

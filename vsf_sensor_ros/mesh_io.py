@@ -213,11 +213,8 @@ def read_collada_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np
 def _merge_exact_duplicates(V: np.ndarray, F: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """Merge exactly equal vertices; number the survivors by first appearance."""
     _, first, inverse = np.unique(V, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    order = np.argsort(first, kind="stable")        # unique rows -> first-appearance rank
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return V[np.sort(first)], rank[inverse][F]
+    rank = np.argsort(np.argsort(first))            # unique rows -> first-appearance rank
+    return V[np.sort(first)], rank[inverse.reshape(-1)][F]
 
 
 _OWN_READERS = {".obj": read_obj_geometry, ".dae": read_collada_geometry}

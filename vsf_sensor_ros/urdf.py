@@ -39,7 +39,7 @@ class UrdfError(ValueError):
 @dataclass(frozen=True)
 class UrdfJoint:
     """One ``<joint>`` as written: ``name``, ``type``, ``parent``, ``child``; ``origin`` ``(4, 4)``
-    parent -> joint frame at zero; ``axis`` unit (``[1, 0, 0]`` when absent; ``axis_written`` as in the file);
+    parent -> joint frame at zero; ``axis`` unit (``[1, 0, 0]`` when absent);
     ``mimic`` ``(joint, multiplier, offset)`` or None.
     """
 
@@ -50,7 +50,6 @@ class UrdfJoint:
     origin: np.ndarray
     axis: np.ndarray
     mimic: Optional[Tuple[str, float, float]] = None
-    axis_written: Optional[np.ndarray] = None
 
 
 _XACRO_MARKS = re.compile(r"http://(www\.)?ros\.org/wiki/xacro|<xacro:|\$\{|\$\(")
@@ -160,8 +159,8 @@ def parse_urdf_joints(root: ET.Element) -> List[UrdfJoint]:
                             f"joint {name!r}")
         T = origin_transform(j, f"joint {name!r}")
         a = j.find("axis")
-        written = _floats(None if a is None else a.get("xyz"), (1, 0, 0), f"joint {name!r} axis xyz")
-        axis = _unit_axis(name, jtype, written)
+        axis = _unit_axis(name, jtype, _floats(None if a is None else a.get("xyz"), (1, 0, 0),
+                                               f"joint {name!r} axis xyz"))
         m = j.find("mimic")
         mimic = None
         if m is not None:
@@ -174,8 +173,7 @@ def parse_urdf_joints(root: ET.Element) -> List[UrdfJoint]:
             if not mimic[0]:
                 raise UrdfError(f"URDF joint {name!r}: <mimic> names no joint", "mimic_no_joint",
                                 f"joint {name!r}")
-        joints.append(UrdfJoint(name, jtype, parent.get("link"), child.get("link"), T, axis, mimic,
-                                np.array(written, dtype=np.float64)))
+        joints.append(UrdfJoint(name, jtype, parent.get("link"), child.get("link"), T, axis, mimic))
     return joints
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -66,9 +66,7 @@ def _parse_numbers(name: str, text: str, count: int) -> List[float]:
 
 
 def _parse_string(name: str, text: str) -> Any:
-    """Klampt string of a known setting -> typed value (not yet range-checked)."""
-    if name == "link":
-        return text
+    """Klampt string of a known setting other than ``link`` -> typed value (not yet range-checked)."""
     if name in _FLAGS:
         tokens = text.split()
         if len(tokens) != _FLAGS[name] or any(tok not in ("0", "1") for tok in tokens):
@@ -78,18 +76,6 @@ def _parse_string(name: str, text: str) -> Any:
         vals = _parse_numbers(name, text, 12)       # rows of R, then t, as Klampt prints them
         return np.vstack([np.c_[np.reshape(vals[:9], (3, 3)), vals[9:]], [0.0, 0.0, 0.0, 1.0]])
     return _parse_numbers(name, text, _NUMERIC[name][0])
-
-
-def _floats(name: str, value: Any, count: int) -> Tuple[float, ...]:
-    try:
-        arr = np.asarray(value, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise _SettingError(name, value, f"expected {count} numbers") from None
-    if arr.shape != (count,):
-        raise _SettingError(name, value, f"expected {count} numbers, got {arr.size}")
-    if np.isnan(arr).any():
-        raise _SettingError(name, value, "NaN")
-    return tuple(float(v) for v in arr)
 
 
 def _normalise(name: str, value: Any) -> Any:
@@ -126,7 +112,15 @@ def _normalise(name: str, value: Any) -> Any:
     count, non_negative, finite = _NUMERIC[name]
     if count == 1 and isinstance(value, bool):
         raise _SettingError(name, value, "expected a number, got a bool")
-    vals = _floats(name, value, count)
+    try:
+        arr = np.asarray(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise _SettingError(name, value, f"expected {count} numbers") from None
+    if arr.shape != (count,):
+        raise _SettingError(name, value, f"expected {count} numbers, got {arr.size}")
+    if np.isnan(arr).any():
+        raise _SettingError(name, value, "NaN")
+    vals = tuple(float(v) for v in arr)
     if non_negative and any(v < 0 for v in vals):
         raise _SettingError(name, value, "must be finite and >= 0" if count == 1 else "must be >= 0")
     if finite and not all(math.isfinite(v) for v in vals):
@@ -265,24 +259,6 @@ class ContactSensor(IndicatorTareMixin):
                                "attachment", None)
         settings = {k: v for k, v in config.items() if k in SETTING_NAMES and k != "link"}
         return cls(name, body, **settings)
-
-    @classmethod
-    def from_klampt_settings(cls, name: str, settings: Mapping[str, str],
-                             link_names: Optional[Sequence[str]] = None) -> "ContactSensor":
-        """Build from Klampt setting strings (``<sensors>`` XML); an int ``link`` indexes ``link_names``."""
-        strings = dict(settings)
-        sensor = cls(name)
-        link = strings.pop("link", None)
-        if link is not None:
-            text = link.strip()
-            if re.fullmatch(r"[+-]?\d+", text):
-                idx = int(text)
-                if link_names is None or not 0 <= idx < len(link_names):
-                    raise _SettingError("link", link, "a Klampt link index needs link_names covering it")
-                text = link_names[idx]
-            sensor.configure(link=text)
-        sensor.configure(**strings)
-        return sensor
 
     def attach(self, model: Any) -> None:
         """Attach to a link model: takes its ``getName()``.  Nothing changes on InputError (``'model'``,
