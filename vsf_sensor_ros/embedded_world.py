@@ -105,16 +105,14 @@ def bubble_mesh(radius: float = BUBBLE_RADIUS, height: float = BUBBLE_HEIGHT, n_
     jn = (j + 1) % S
     apex, center = 0, len(verts) - 1
     ring = 1 + np.arange(n_rings + n_base_rings - 1)[:, None] * S + j     # (rings, S): dome then base
-    faces = [np.stack([np.full(S, apex), ring[0, j], ring[0, jn]], axis=1)]
-    # quads between consecutive rings: dome rings go outward/down, base rings go inward; the same index
-    # pattern gives outward normals on both (+z-ish on the dome, -z on the base)
+    # apex fan, quads between consecutive rings (dome rings go outward/down, base rings inward: the same
+    # index pattern gives outward normals on both, +z-ish on the dome, -z on the base), centre fan
     a, b = ring[:-1], ring[1:]
-    a_n, b_n = a[:, jn], b[:, jn]
-    faces.append(np.stack([a, b, b_n], axis=-1).reshape(-1, 3))
-    faces.append(np.stack([a, b_n, a_n], axis=-1).reshape(-1, 3))
-    last = ring[-1]
-    faces.append(np.stack([last[j], np.full(S, center), last[jn]], axis=1))
-    return trimesh.Trimesh(verts, np.concatenate(faces), process=False)
+    faces = np.concatenate([np.stack([np.full(S, apex), ring[0], ring[0, jn]], axis=1),
+                            np.stack([a, b, b[:, jn]], axis=-1).reshape(-1, 3),
+                            np.stack([a, b[:, jn], a[:, jn]], axis=-1).reshape(-1, 3),
+                            np.stack([ring[-1], np.full(S, center), ring[-1, jn]], axis=1)])
+    return trimesh.Trimesh(verts, faces, process=False)
 
 
 # --------------------------------------------------------------------------- embedded world

@@ -286,10 +286,8 @@ class GainCalibrator(BaseCalibrator):
             raise ValueError(f"GainCalibrator: sensor {name!r}: ill-conditioned fit over {n} contact "
                              f"samples, relative standard error of the gain {worst:.3g} > max_relative_error="
                              f"{self.max_relative_error:g}")
-        rms_before = float(np.sqrt(((y - x)[:, fitted] ** 2).mean()))
-        rms_after = float(np.sqrt((r[:, fitted] ** 2).mean()))
-        return GainFit(gain=gain, samples=n, relative_std_error=rel, fitted=fitted,
-                       rms_before=rms_before, rms_after=rms_after)
+        return GainFit(gain, n, rel, fitted, rms_before=float(np.sqrt(((y - x)[:, fitted] ** 2).mean())),
+                       rms_after=float(np.sqrt((r[:, fitted] ** 2).mean())))
 
 
 def _vec(t: Any) -> np.ndarray:

@@ -189,8 +189,7 @@ class ContactSensor(IndicatorTareMixin):
         super().__init__(name)
         if link:
             settings = {"link": link, **settings}
-        if settings:
-            self.configure(**settings)
+        self.configure(**settings)
 
     @property  # type: ignore[override]
     def attachModelName(self) -> str:
@@ -199,9 +198,8 @@ class ContactSensor(IndicatorTareMixin):
 
     @attachModelName.setter
     def attachModelName(self, value: str) -> None:
-        if value == self._cfg["link"]:
-            return
-        self.configure(link=value)
+        if value != self._cfg["link"]:           # (the base class sets "" first)
+            self.configure(link=value)
 
     # -- settings --------------------------------------------------------------
     def configure(self, **settings: Any) -> None:
@@ -217,7 +215,7 @@ class ContactSensor(IndicatorTareMixin):
                                     f"patchMax {new['patchMax']} on axis {'xy'[a]}")
         if self._calib and new["hasForce"] != self._cfg["hasForce"]:
             # the calibration's entries follow the old measurement layout
-            self.clear_calibration()
+            self.set_calibration({})
         self._cfg = new
 
     def settings(self) -> Dict[str, str]:
