@@ -245,7 +245,6 @@ def parse_joint_name_map(entries: Sequence[str],
     """
     known = None if urdf_joints is None else set(urdf_joints)
     out: Dict[str, str] = {}
-    targets: Dict[str, str] = {}
     for entry in entries or []:
         parts = str(entry).split(":")
         if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
@@ -257,9 +256,9 @@ def parse_joint_name_map(entries: Sequence[str],
                                            f"{', '.join(sorted(known)) or 'none'})", "unknown_joint")
         if driver in out:
             raise JointNameMapError(entry, f"driver name {driver!r} is mapped twice", "driver_twice")
-        if urdf in targets:
-            raise JointNameMapError(entry, f"URDF joint {urdf!r} is already the target of {targets[urdf]!r}",
+        if urdf in out.values():
+            first = next(d for d, u in out.items() if u == urdf)
+            raise JointNameMapError(entry, f"URDF joint {urdf!r} is already the target of {first!r}",
                                     "target_twice")
         out[driver] = urdf
-        targets[urdf] = driver
     return out

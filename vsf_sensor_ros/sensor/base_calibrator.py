@@ -130,13 +130,7 @@ class TareCalibrator(BaseCalibrator):
                         used = i
                         break
                 obs_sum += observations[i]
-                measured = sim.measurements()
-                if sensor.name not in measured:
-                    raise InputError(f"TareCalibrator: the simulator's measurements at sample {i} have no "
-                                     f"entry for sensor {sensor.name!r}; keys: {sorted(map(str, measured))}",
-                                     "sim", sorted(map(str, measured)), "missing_sensor", sensor.name)
-                sim_sum += as_vector(measured[sensor.name],
-                                     f"simulated measurement {i} of sensor {sensor.name!r}", n_meas)
+                sim_sum += _observation(sensor, sim.measurements(), i, n_meas, "simulated measurement", "sim")
             kept = {k: previous[k] for k in ("gain",) if k in previous}    # a GainCalibrator result
             sensor.set_calibration({**kept, self.output_key: obs_sum / used, "tare_sim_avg": sim_sum / used})
         except BaseException:
@@ -145,16 +139,17 @@ class TareCalibrator(BaseCalibrator):
         return used
 
 
-def _observation(sensor: BaseSensor, obs: Any, i: int, n_meas: int) -> np.ndarray:
-    """Observation ``i`` of ``sensor`` (``{name: obs}`` or ``(#meas,)``) as a float64 vector; InputError:
-    no entry for the sensor (``'observation_sequence'``, ``'missing_sensor'``) or as ``as_vector``."""
+def _observation(sensor: BaseSensor, obs: Any, i: int, n_meas: int, what: str = "observation",
+                 argument: str = "observation_sequence") -> np.ndarray:
+    """``what`` ``i`` of ``sensor`` (``{name: obs}`` or ``(#meas,)``) as a float64 vector; InputError: no
+    entry for the sensor (``argument``, ``'missing_sensor'``, ``value`` the keys) or as ``as_vector``."""
     if isinstance(obs, Mapping):
         if sensor.name not in obs:
-            raise InputError(f"observation {i} has no entry for sensor {sensor.name!r}; "
-                             f"keys: {sorted(map(str, obs))}", "observation_sequence", sorted(map(str, obs)),
-                             "missing_sensor", sensor.name)
+            keys = sorted(map(str, obs))
+            raise InputError(f"{what} {i} has no entry for sensor {sensor.name!r}; keys: {keys}", argument,
+                             keys, "missing_sensor", sensor.name)
         obs = obs[sensor.name]
-    return as_vector(obs, f"observation {i} of sensor {sensor.name!r}", n_meas)
+    return as_vector(obs, f"{what} {i} of sensor {sensor.name!r}", n_meas)
 
 
 def _has_contact(state: SimState) -> bool:
