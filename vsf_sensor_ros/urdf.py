@@ -81,8 +81,7 @@ def _expand_xacro(text: str, path: Optional[Path]) -> str:
     """``text`` expanded by xacro (``path``: its file, for includes and messages)."""
     name = "robot_description" if path is None else str(path)
     src = "robot.urdf.xacro" if path is None else path.name
-    out = src[:-len(".xacro")] if src.endswith(".xacro") else src
-    command = f"xacro {src} > {out if out.endswith('.urdf') else out + '.urdf'}"
+    command = f"xacro {src} > {src.removesuffix('.xacro').removesuffix('.urdf')}.urdf"
     try:
         import xacro
         from xml.parsers.expat import ExpatError

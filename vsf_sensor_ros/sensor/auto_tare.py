@@ -60,8 +60,7 @@ class AutoTare:
         self.offset = None if offset is None else np.array(offset, dtype=np.float64).reshape(-1)
         if self.offset is not None and not np.isfinite(self.offset).all():
             raise SettingError(f"offset must be finite, got {offset!r}", "offset", offset, "out_of_range")
-        self.applied = 0
-        self.refused = 0
+        self.applied = self.refused = 0
         self._window: Deque[Tuple[int, np.ndarray]] = deque()
         self._last_stamp: Optional[int] = None
         self._last_try: Optional[int] = None

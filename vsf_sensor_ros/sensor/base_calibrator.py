@@ -121,7 +121,8 @@ class TareCalibrator(BaseCalibrator):
             for i in range(nsamples):                  # one simulator step per sample, as the seed
                 sim.step(command_sequence[i], dt=0.1)
                 st = sim.state()
-                if sensor.in_contact(st) if self.contact_scope == "sensor" else _has_contact(st):
+                if (sensor.in_contact(st) if self.contact_scope == "sensor"
+                        else any(len(c) > 0 for c in as_sim_state(st).contacts.values())):   # any pair
                     if i == 0:
                         warnings.warn(f"TareCalibrator: contact at the first sample while taring sensor "
                                       f"{sensor.name!r}; using it anyway, check the command sequence",
@@ -150,11 +151,6 @@ def _observation(sensor: BaseSensor, obs: Any, i: int, n_meas: int, what: str = 
                              keys, "missing_sensor", sensor.name)
         obs = obs[sensor.name]
     return as_vector(obs, f"{what} {i} of sensor {sensor.name!r}", n_meas)
-
-
-def _has_contact(state: SimState) -> bool:
-    """True when any pair of the state holds at least one contact."""
-    return any(len(c) > 0 for c in as_sim_state(state).contacts.values())
 
 
 @dataclass
