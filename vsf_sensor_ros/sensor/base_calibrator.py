@@ -48,17 +48,14 @@ class TareSimulator(Protocol):
 class TareCalibrator(BaseCalibrator):
     """Mean of the first contact-free observations and simulated readings (seed): one step a sample, up to
     the first with contact, into ``{output_key, 'tare_sim_avg'}``.  Beyond the seed: the old calibration
-    is cleared (``'gain'`` kept) and restored on error; ``contact_scope='sensor'`` stops on
-    ``sensor.in_contact`` only."""
+    is cleared (``'gain'`` kept) and restored on error."""
 
-    CONTACT_SCOPES = ("any", "sensor")
     #: the calibration key every sensor here reads its tare from
     OUTPUT_KEYS = ("tare",)
 
-    def __init__(self, num_samples: int = 10, output_key: str = "tare", contact_scope: str = "any") -> None:
+    def __init__(self, num_samples: int = 10, output_key: str = "tare") -> None:
         """SettingError (``setting`` the argument, ``reason`` ``'invalid'``, ``expected`` the accepted values
-        where few): a negative/non-integer ``num_samples``, ``output_key`` not in ``OUTPUT_KEYS``, a
-        ``contact_scope`` not in ``CONTACT_SCOPES``."""
+        where few): a negative/non-integer ``num_samples``, ``output_key`` not in ``OUTPUT_KEYS``."""
         if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 0:
             raise SettingError(f"TareCalibrator: num_samples must be an integer >= 0, got {num_samples!r}",
                                "num_samples", num_samples, "invalid")
@@ -66,19 +63,14 @@ class TareCalibrator(BaseCalibrator):
             raise SettingError(f"TareCalibrator: output_key must be the calibration key the sensors read "
                                f"({', '.join(map(repr, self.OUTPUT_KEYS))}), got {output_key!r}",
                                "output_key", output_key, "invalid", self.OUTPUT_KEYS)
-        if contact_scope not in self.CONTACT_SCOPES:
-            raise SettingError(f"TareCalibrator: contact_scope must be 'any' or 'sensor', "
-                               f"got {contact_scope!r}", "contact_scope", contact_scope, "invalid",
-                               self.CONTACT_SCOPES)
         self.num_samples: int = int(num_samples)
         self.output_key: str = output_key
-        self.contact_scope: str = contact_scope
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "TareCalibrator":
-        """Build from ``{'type', 'num_samples', 'output_key', 'contact_scope'}`` (all optional); SettingError:
-        unknown keys (``setting`` the first, ``reason`` ``'unknown_key'``), bad values."""
-        allowed = {"type", "num_samples", "output_key", "contact_scope"}
+        """Build from ``{'type', 'num_samples', 'output_key'}`` (all optional); SettingError: unknown keys
+        (``setting`` the first, ``reason`` ``'unknown_key'``), bad values."""
+        allowed = {"type", "num_samples", "output_key"}
         unknown = sorted(str(k) for k in config if k not in allowed)
         if unknown:
             raise SettingError(f"TareCalibrator: unknown config key(s) {', '.join(map(repr, unknown))}; "
@@ -87,8 +79,7 @@ class TareCalibrator(BaseCalibrator):
         if config.get("type", "TareCalibrator") != "TareCalibrator":
             raise SettingError(f"TareCalibrator: config 'type' is {config['type']!r}", "type", config["type"],
                                "wrong_type", "TareCalibrator")
-        return cls(config.get("num_samples", 10), config.get("output_key", "tare"),
-                   config.get("contact_scope", "any"))
+        return cls(config.get("num_samples", 10), config.get("output_key", "tare"))
 
     def compatible(self, sensor: BaseSensor) -> bool:
         """Every sensor can be tared (as the seed)."""
@@ -120,9 +111,7 @@ class TareCalibrator(BaseCalibrator):
             sim_sum = np.zeros(n_meas)
             for i in range(nsamples):                  # one simulator step per sample, as the seed
                 sim.step(command_sequence[i], dt=0.1)
-                st = sim.state()
-                if (sensor.in_contact(st) if self.contact_scope == "sensor"
-                        else any(len(c) > 0 for c in as_sim_state(st).contacts.values())):   # any pair
+                if any(len(c) > 0 for c in as_sim_state(sim.state()).contacts.values()):   # any pair
                     if i == 0:
                         warnings.warn(f"TareCalibrator: contact at the first sample while taring sensor "
                                       f"{sensor.name!r}; using it anyway, check the command sequence",
