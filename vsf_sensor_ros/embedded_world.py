@@ -213,14 +213,14 @@ def kinova_punyo_transform(assets_dir: Union[str, os.PathLike]) -> np.ndarray:
     return T
 
 
-def kinova_world(assets_dir: Optional[Union[str, os.PathLike]] = None, with_scene: bool = True,
-                 punyo_mesh: str = KINOVA_PUNYO_MESH_FILE) -> World:
-    """Kinova Gen3 with the real Punyo mesh (``punyo_mesh``, vertex order kept) on ``EndEffector_Link``:
-    bodies :data:`KINOVA_LINKS`, ``world``, :data:`BUBBLE_BODY` [, table, object with ``with_scene``], joints
-    at zero; ``assets_dir`` defaults to :func:`default_assets_dir`.  FileNotFoundError: assets missing."""
-    d = kinova_assets_dir(assets_dir, (KINOVA_URDF_FILE, punyo_mesh))
+def kinova_world(assets_dir: Optional[Union[str, os.PathLike]] = None, with_scene: bool = True) -> World:
+    """Kinova Gen3 with the real Punyo mesh (vertex order kept) on ``EndEffector_Link``: bodies
+    :data:`KINOVA_LINKS`, ``world``, :data:`BUBBLE_BODY` [, table, object with ``with_scene``], joints at
+    zero; ``assets_dir`` defaults to :func:`default_assets_dir`.  FileNotFoundError: assets missing."""
+    d = kinova_assets_dir(assets_dir, (KINOVA_URDF_FILE, KINOVA_PUNYO_MESH_FILE))
     w = World.from_urdf(str(d / KINOVA_URDF_FILE))
-    w.attach_body(BUBBLE_BODY, load_mesh(d / punyo_mesh), KINOVA_END_LINK, kinova_punyo_transform(d))
+    mesh = load_mesh(d / KINOVA_PUNYO_MESH_FILE)
+    w.attach_body(BUBBLE_BODY, mesh, KINOVA_END_LINK, kinova_punyo_transform(d))
     if with_scene:
         add_scene(w)
     return w

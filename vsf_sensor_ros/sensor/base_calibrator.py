@@ -2,7 +2,6 @@
 gain on top of it (a real Punyo's pressure rises less than the seed's ``F·n / A``; docs/real_data.md)."""
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, runtime_checkable
@@ -161,22 +160,20 @@ class GainCalibrator(BaseCalibrator):
     ``calibration['gain']``: per entry ``y = offset + k x``, ``k = Σ x (y − offset) / Σ x²`` over contact
     samples (one gain, or each excited entry with ``per_measurement``)."""
 
-    def __init__(self, min_samples: int = 10, min_excitation: float = 1e-9,
-                 max_relative_error: float = 0.2, per_measurement: bool = False) -> None:
+    #: an entry whose predicted change has an RMS at or below this is not excited (sensor units)
+    min_excitation = 1e-9
+
+    def __init__(self, min_samples: int = 10, max_relative_error: float = 0.2,
+                 per_measurement: bool = False) -> None:
         """SettingError (``setting`` the argument, ``reason`` ``'invalid'``): ``min_samples < 2``, a
-        negative/non-finite ``min_excitation``, a non-positive ``max_relative_error``."""
+        non-positive ``max_relative_error``."""
         if isinstance(min_samples, bool) or not isinstance(min_samples, (int, np.integer)) or min_samples < 2:
             raise SettingError(f"GainCalibrator: min_samples must be an integer >= 2, got {min_samples!r}",
                                "min_samples", min_samples, "invalid", 2)
-        if not (isinstance(min_excitation, (int, float)) and math.isfinite(min_excitation)
-                and min_excitation >= 0):
-            raise SettingError(f"GainCalibrator: min_excitation must be finite and >= 0, "
-                               f"got {min_excitation!r}", "min_excitation", min_excitation, "invalid")
         if not (isinstance(max_relative_error, (int, float)) and max_relative_error > 0):
             raise SettingError(f"GainCalibrator: max_relative_error must be > 0, got {max_relative_error!r}",
                                "max_relative_error", max_relative_error, "invalid")
         self.min_samples = int(min_samples)
-        self.min_excitation = float(min_excitation)
         self.max_relative_error = float(max_relative_error)
         self.per_measurement = bool(per_measurement)
         self.last_fit: Optional[GainFit] = None

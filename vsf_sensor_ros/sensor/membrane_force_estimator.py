@@ -114,8 +114,7 @@ class MembraneModel:
         # ([d]_× of d = x_{j+2} − x_{j+1}: its row r is e_r × d)
         d = xc[np.roll(tri, -2, axis=1)] - xc[np.roll(tri, -1, axis=1)]
         s = sign * np.cross(np.eye(3), d[..., None, :]) / 6.0  # (T, j, 3, 3)
-        H = _blocks_to_csr(tri, np.broadcast_to(s.transpose(0, 2, 1, 3)[:, None], (len(tri), 3, 3, 3, 3)),
-                           n_v)
+        H = _blocks_to_csr(tri, np.broadcast_to(s.swapaxes(1, 2)[:, None], (len(tri),) + (3,) * 4), n_v)
 
         # Triangle geometry: basis (e1, e2), area, shape-function gradients (local and 3-D).
         x1, x2, x3 = x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]]
@@ -310,9 +309,11 @@ class MembraneForceEstimator:
         """Depth image (m, float64) of a depth image or an organised cloud; raises FrameRejected."""
         arr = np.asarray(frame)
         hw = (self.camera.height, self.camera.width)
-        if arr.shape not in (hw, hw + (3,)) or not np.issubdtype(arr.dtype, np.floating):
-            raise FrameRejected(f"frame must be a {hw} depth image or a {hw + (3,)} organised cloud of float "
-                                f"metres, got shape {arr.shape} dtype {arr.dtype}", "wrong_size")
+        if arr.shape not in (hw, hw + (3,)):
+            raise FrameRejected(f"frame must be a {hw} depth image or a {hw + (3,)} organised cloud, "
+                                f"got shape {arr.shape}", "wrong_size")
+        if not np.issubdtype(arr.dtype, np.floating):
+            raise FrameRejected(f"frame must hold float depths (m), got dtype {arr.dtype}", "wrong_size")
         z = (arr if arr.ndim == 2 else arr[..., 2]).astype(np.float64, copy=False)
         # REP 117: ±Inf and NaN are no reading, like 0 (the windows drop them); all of them reads nothing
         if not np.isfinite(z).any():
