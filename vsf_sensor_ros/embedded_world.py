@@ -9,7 +9,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
 import trimesh
@@ -22,8 +22,6 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 
 EMBEDDED_URDF_FILE = "embedded_arm.urdf"
 BUBBLE_MESH_FILE = "punyo_bubble.ply"
-TABLE_MESH_FILE = "table.ply"
-OBJECT_MESH_FILE = "object.ply"
 
 BUBBLE_BODY = "punyo"
 """Name of the bubble body (both worlds)."""
@@ -107,26 +105,14 @@ def bubble_mesh(radius: float = BUBBLE_RADIUS, height: float = BUBBLE_HEIGHT, n_
     jn = (j + 1) % S
     apex, center = 0, len(verts) - 1
     ring = 1 + np.arange(n_rings + n_base_rings - 1)[:, None] * S + j     # (rings, S): dome then base
-    faces = [np.stack([np.full(S, apex), ring[0, j], ring[0, jn]], axis=1)]
-    # quads between consecutive rings: dome rings go outward/down, base rings go inward; the same index
-    # pattern gives outward normals on both (+z-ish on the dome, -z on the base)
+    # apex fan, quads between consecutive rings (dome rings go outward/down, base rings inward: the same
+    # index pattern gives outward normals on both, +z-ish on the dome, -z on the base), centre fan
     a, b = ring[:-1], ring[1:]
-    a_n, b_n = a[:, jn], b[:, jn]
-    faces.append(np.stack([a, b, b_n], axis=-1).reshape(-1, 3))
-    faces.append(np.stack([a, b_n, a_n], axis=-1).reshape(-1, 3))
-    last = ring[-1]
-    faces.append(np.stack([last[j], np.full(S, center), last[jn]], axis=1))
-    return trimesh.Trimesh(verts, np.concatenate(faces), process=False)
-
-
-def table_mesh() -> trimesh.Trimesh:
-    """Table slab, ``TABLE_SIZE`` box centred on its frame origin (m)."""
-    return trimesh.creation.box(TABLE_SIZE)
-
-
-def object_mesh() -> trimesh.Trimesh:
-    """The object to press on, ``OBJECT_SIZE`` box centred on its frame origin (m)."""
-    return trimesh.creation.box(OBJECT_SIZE)
+    faces = np.concatenate([np.stack([np.full(S, apex), ring[0], ring[0, jn]], axis=1),
+                            np.stack([a, b, b[:, jn]], axis=-1).reshape(-1, 3),
+                            np.stack([a, b[:, jn], a[:, jn]], axis=-1).reshape(-1, 3),
+                            np.stack([ring[-1], np.full(S, center), ring[-1, jn]], axis=1)])
+    return trimesh.Trimesh(verts, faces, process=False)
 
 
 # --------------------------------------------------------------------------- embedded world
@@ -136,16 +122,13 @@ def embedded_urdf_path() -> str:
     return str(DATA_DIR / EMBEDDED_URDF_FILE)
 
 
-def _translation(xyz: Tuple[float, float, float]) -> np.ndarray:
-    T = np.eye(4)
-    T[:3, 3] = xyz
-    return T
-
-
 def add_scene(world: World) -> None:
-    """Attach the table and the object as free bodies at their rest poses; ValueError if they exist."""
-    world.attach_body(TABLE_BODY, table_mesh(), None, _translation(TABLE_POSITION))
-    world.attach_body(OBJECT_BODY, object_mesh(), None, _translation(OBJECT_POSITION))
+    """Attach the table and the object, boxes of ``TABLE_SIZE`` and ``OBJECT_SIZE`` centred on their frames
+    (as data/table.ply, data/object.ply), as free bodies at their rest poses; ValueError if they exist."""
+    for body, size, xyz in ((TABLE_BODY, TABLE_SIZE, TABLE_POSITION),
+                            (OBJECT_BODY, OBJECT_SIZE, OBJECT_POSITION)):
+        pose = trimesh.transformations.translation_matrix(xyz)
+        world.attach_body(body, trimesh.creation.box(size), None, pose)
 
 
 def tool_down_joint_positions(x: float, y: float, apex_z: float) -> Dict[str, float]:
@@ -230,14 +213,14 @@ def kinova_punyo_transform(assets_dir: Union[str, os.PathLike]) -> np.ndarray:
     return T
 
 
-def kinova_world(assets_dir: Optional[Union[str, os.PathLike]] = None, with_scene: bool = True,
-                 punyo_mesh: str = KINOVA_PUNYO_MESH_FILE) -> World:
-    """Kinova Gen3 with the real Punyo mesh (``punyo_mesh``, vertex order kept) on ``EndEffector_Link``:
-    bodies :data:`KINOVA_LINKS`, ``world``, :data:`BUBBLE_BODY` [, table, object with ``with_scene``], joints
-    at zero; ``assets_dir`` defaults to :func:`default_assets_dir`.  FileNotFoundError: assets missing."""
-    d = kinova_assets_dir(assets_dir, (KINOVA_URDF_FILE, punyo_mesh))
+def kinova_world(assets_dir: Optional[Union[str, os.PathLike]] = None, with_scene: bool = True) -> World:
+    """Kinova Gen3 with the real Punyo mesh (vertex order kept) on ``EndEffector_Link``: bodies
+    :data:`KINOVA_LINKS`, ``world``, :data:`BUBBLE_BODY` [, table, object with ``with_scene``], joints at
+    zero; ``assets_dir`` defaults to :func:`default_assets_dir`.  FileNotFoundError: assets missing."""
+    d = kinova_assets_dir(assets_dir, (KINOVA_URDF_FILE, KINOVA_PUNYO_MESH_FILE))
     w = World.from_urdf(str(d / KINOVA_URDF_FILE))
-    w.attach_body(BUBBLE_BODY, load_mesh(d / punyo_mesh), KINOVA_END_LINK, kinova_punyo_transform(d))
+    mesh = load_mesh(d / KINOVA_PUNYO_MESH_FILE)
+    w.attach_body(BUBBLE_BODY, mesh, KINOVA_END_LINK, kinova_punyo_transform(d))
     if with_scene:
         add_scene(w)
     return w

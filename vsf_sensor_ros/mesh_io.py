@@ -3,13 +3,14 @@ in its order and count (the rule per format: docs/decisions.md).
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import math
 import os
 import urllib.parse
 import warnings
 from pathlib import Path
-from typing import Any, List, Optional, Tuple, Union
+from typing import List, Optional, Tuple, Union
 
 import klampt
 import numpy as np
@@ -50,20 +51,16 @@ def resolve_uri(uri: str, base_dir: Optional[Union[str, os.PathLike]] = None) ->
         pkg, _, rel = uri[len("package://"):].partition("/")
         if not pkg or not rel:
             raise InputError(f"malformed package URI {uri!r}", "uri", uri, "malformed")
-        try:
+        with contextlib.suppress(Exception):  # no ament index, or the package is not in it
             from ament_index_python.packages import get_package_share_directory
             tried.append(Path(get_package_share_directory(pkg)) / rel)
-        except Exception:  # noqa: BLE001 - no ament index, or the package is not in it
-            pass
-        try:
+        spec = None
+        with contextlib.suppress(ImportError, ValueError):
             spec = importlib.util.find_spec(pkg)
-        except (ImportError, ValueError):
-            spec = None
         if spec is not None and spec.submodule_search_locations:
             tried += [Path(p) / rel for p in spec.submodule_search_locations]
         if base is not None:
-            tried += [d / pkg / rel for d in (base, base.parent, base.parent.parent)]
-            tried.append(base / rel)
+            tried += [d / pkg / rel for d in (base, base.parent, base.parent.parent)] + [base / rel]
         elif not tried:
             raise InputError(f"cannot resolve {uri!r}: package {pkg!r} not found and no base_dir given",
                              "uri", uri, "needs_base_dir")
@@ -155,22 +152,6 @@ def read_obj_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.nda
             np.array(faces, dtype=np.int64).reshape(-1, 3))
 
 
-def _collada_unit(doc: Any, path: Union[str, os.PathLike]) -> float:
-    """``<unit meter>`` of a pycollada ``doc`` (1 when absent, as Assimp); ValueError for a non-positive or
-    non-finite unit (names file and value).
-    """
-    node = doc.xmlnode.getroot().find(".//{*}asset/{*}unit")
-    written = None if node is None else node.get("meter")
-    try:
-        unit = 1.0 if written is None else float(written)
-    except ValueError:
-        unit = math.nan
-    if not (math.isfinite(unit) and unit > 0):
-        raise ValueError(f"Collada file {str(path)!r}: <unit meter={written!r}> is not a positive length "
-                         "in metres")
-    return unit
-
-
 def read_collada_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np.ndarray]:
     """``(V (V, 3) float64 m, F (T, 3) int64)`` of a Collada file, placed as rviz2 (Assimp) shows it.
 
@@ -179,7 +160,8 @@ def read_collada_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np
     lines skipped.
 
     Raises:
-        ValueError: a file pycollada cannot parse, or no triangles (names the file).
+        ValueError: a file pycollada cannot parse, a ``<unit meter>`` not a positive length, or no triangles
+            (names the file).
     """
     import collada                                  # pycollada: only Collada files need it
     with warnings.catch_warnings():                 # pycollada still builds numpy.matrix objects
@@ -188,7 +170,15 @@ def read_collada_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np
             doc = collada.Collada(str(path), ignore=[collada.common.DaeUnsupportedError])
         except Exception as exc:  # noqa: BLE001 - pycollada and its XML parser raise many types
             raise ValueError(f"cannot read Collada file {str(path)!r}: {type(exc).__name__}: {exc}") from None
-        unit = _collada_unit(doc, path)
+        node = doc.xmlnode.getroot().find(".//{*}asset/{*}unit")   # <unit meter>: 1 when absent, as Assimp
+        written = None if node is None else node.get("meter")
+        try:
+            unit = 1.0 if written is None else float(written)
+        except ValueError:
+            unit = math.nan
+        if not (math.isfinite(unit) and unit > 0):
+            raise ValueError(f"Collada file {str(path)!r}: <unit meter={written!r}> is not a positive length "
+                             "in metres")
         verts: List[np.ndarray] = []
         faces: List[np.ndarray] = []
         n = 0
@@ -208,16 +198,6 @@ def read_collada_geometry(path: Union[str, os.PathLike]) -> Tuple[np.ndarray, np
     if not faces:
         raise ValueError(f"Collada file {str(path)!r}: its scene instantiates no triangles")
     return np.vstack(verts), np.vstack(faces)
-
-
-def _merge_exact_duplicates(V: np.ndarray, F: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """Merge exactly equal vertices; number the survivors by first appearance."""
-    _, first, inverse = np.unique(V, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    order = np.argsort(first, kind="stable")        # unique rows -> first-appearance rank
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return V[np.sort(first)], rank[inverse][F]
 
 
 _OWN_READERS = {".obj": read_obj_geometry, ".dae": read_collada_geometry}
@@ -248,10 +228,11 @@ def load_mesh(mesh: MeshLike, base_dir: Optional[Union[str, os.PathLike]] = None
                 raise ValueError(f"cannot read mesh {str(path)!r}: {type(exc).__name__}: {exc}") from None
             if not isinstance(m, trimesh.Trimesh):
                 raise ValueError(f"{path} holds no triangle mesh")
-            if suffix == ".stl" and len(m.faces):
-                V, F = _merge_exact_duplicates(np.asarray(m.vertices, dtype=np.float64),
-                                               np.asarray(m.faces, dtype=np.int64))
-                m = trimesh.Trimesh(V, F, process=False)
+            if suffix == ".stl" and len(m.faces):   # merge equal vertices, numbered by first appearance
+                V = np.asarray(m.vertices, dtype=np.float64)
+                _, first, inverse = np.unique(V, axis=0, return_index=True, return_inverse=True)
+                rank = np.argsort(np.argsort(first))    # unique rows -> first-appearance rank
+                m = trimesh.Trimesh(V[np.sort(first)], rank[inverse.reshape(-1)][m.faces], process=False)
     if len(m.faces) == 0:
         raise ValueError(f"mesh {mesh!r} has no triangles")
     return m

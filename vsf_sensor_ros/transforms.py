@@ -28,14 +28,13 @@ def transform_from_xyz_quat(xyz: Sequence[float], quat_xyzw: Sequence[float]) ->
     """
     p = np.asarray(xyz, dtype=np.float64).reshape(-1)
     q = np.asarray(quat_xyzw, dtype=np.float64).reshape(-1)
-    if p.shape != (3,) or q.shape != (4,):
-        raise InputError(f"expected xyz of length 3 and quaternion of length 4, got {p.shape} and {q.shape}",
-                         "xyz" if p.shape != (3,) else "quat_xyzw", p.shape if p.shape != (3,) else q.shape,
-                         "shape")
-    if not (np.isfinite(p).all() and np.isfinite(q).all()):
-        raise InputError(f"non-finite pose: xyz={p.tolist()} quat_xyzw={q.tolist()}",
-                         "xyz" if not np.isfinite(p).all() else "quat_xyzw",
-                         (p if not np.isfinite(p).all() else q).tolist(), "not_finite")
+    for name, v, n in (("xyz", p, 3), ("quat_xyzw", q, 4)):
+        if v.shape != (n,):
+            raise InputError(f"{name} must have length {n}, got shape {v.shape}", name, v.shape, "shape")
+    for name, v in (("xyz", p), ("quat_xyzw", q)):
+        if not np.isfinite(v).all():
+            raise InputError(f"non-finite pose: xyz={p.tolist()} quat_xyzw={q.tolist()}", name, v.tolist(),
+                             "not_finite")
     # Scale by the largest component before the norm: squaring components above ~1.3e154 overflows to inf,
     # and scipy would then normalise the quaternion to zero (identity).
     big = float(np.abs(q).max())

@@ -39,7 +39,7 @@ class UrdfError(ValueError):
 @dataclass(frozen=True)
 class UrdfJoint:
     """One ``<joint>`` as written: ``name``, ``type``, ``parent``, ``child``; ``origin`` ``(4, 4)``
-    parent -> joint frame at zero; ``axis`` unit (``[1, 0, 0]`` when absent; ``axis_written`` as in the file);
+    parent -> joint frame at zero; ``axis`` unit (``[1, 0, 0]`` when absent);
     ``mimic`` ``(joint, multiplier, offset)`` or None.
     """
 
@@ -50,7 +50,6 @@ class UrdfJoint:
     origin: np.ndarray
     axis: np.ndarray
     mimic: Optional[Tuple[str, float, float]] = None
-    axis_written: Optional[np.ndarray] = None
 
 
 _XACRO_MARKS = re.compile(r"http://(www\.)?ros\.org/wiki/xacro|<xacro:|\$\{|\$\(")
@@ -82,8 +81,7 @@ def _expand_xacro(text: str, path: Optional[Path]) -> str:
     """``text`` expanded by xacro (``path``: its file, for includes and messages)."""
     name = "robot_description" if path is None else str(path)
     src = "robot.urdf.xacro" if path is None else path.name
-    out = src[:-len(".xacro")] if src.endswith(".xacro") else src
-    command = f"xacro {src} > {out if out.endswith('.urdf') else out + '.urdf'}"
+    command = f"xacro {src} > {src.removesuffix('.xacro').removesuffix('.urdf')}.urdf"
     try:
         import xacro
         from xml.parsers.expat import ExpatError
@@ -160,8 +158,8 @@ def parse_urdf_joints(root: ET.Element) -> List[UrdfJoint]:
                             f"joint {name!r}")
         T = origin_transform(j, f"joint {name!r}")
         a = j.find("axis")
-        written = _floats(None if a is None else a.get("xyz"), (1, 0, 0), f"joint {name!r} axis xyz")
-        axis = _unit_axis(name, jtype, written)
+        axis = _unit_axis(name, jtype, _floats(None if a is None else a.get("xyz"), (1, 0, 0),
+                                               f"joint {name!r} axis xyz"))
         m = j.find("mimic")
         mimic = None
         if m is not None:
@@ -174,8 +172,7 @@ def parse_urdf_joints(root: ET.Element) -> List[UrdfJoint]:
             if not mimic[0]:
                 raise UrdfError(f"URDF joint {name!r}: <mimic> names no joint", "mimic_no_joint",
                                 f"joint {name!r}")
-        joints.append(UrdfJoint(name, jtype, parent.get("link"), child.get("link"), T, axis, mimic,
-                                np.array(written, dtype=np.float64)))
+        joints.append(UrdfJoint(name, jtype, parent.get("link"), child.get("link"), T, axis, mimic))
     return joints
 
 
@@ -247,7 +244,6 @@ def parse_joint_name_map(entries: Sequence[str],
     """
     known = None if urdf_joints is None else set(urdf_joints)
     out: Dict[str, str] = {}
-    targets: Dict[str, str] = {}
     for entry in entries or []:
         parts = str(entry).split(":")
         if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
@@ -259,9 +255,9 @@ def parse_joint_name_map(entries: Sequence[str],
                                            f"{', '.join(sorted(known)) or 'none'})", "unknown_joint")
         if driver in out:
             raise JointNameMapError(entry, f"driver name {driver!r} is mapped twice", "driver_twice")
-        if urdf in targets:
-            raise JointNameMapError(entry, f"URDF joint {urdf!r} is already the target of {targets[urdf]!r}",
+        if urdf in out.values():
+            first = next(d for d, u in out.items() if u == urdf)
+            raise JointNameMapError(entry, f"URDF joint {urdf!r} is already the target of {first!r}",
                                     "target_twice")
         out[driver] = urdf
-        targets[urdf] = driver
     return out

@@ -47,7 +47,8 @@ def camera(width: int = 200, height: int = 160, f: float = 80.0) -> BrownConrady
 
 def render_depth(cam: BrownConradyCamera, points: np.ndarray, triangles: np.ndarray) -> np.ndarray:
     """Depth image (m, along z) of a triangle mesh seen from the camera origin; 0 where no hit."""
-    rays = cam.ray_table().reshape(-1, 2)
+    v, u = np.mgrid[0:cam.height, 0:cam.width]
+    rays = cam.deproject(u, v).reshape(-1, 2)
     dirs = np.c_[rays, np.ones(len(rays))]
     dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
     mesh = trimesh.Trimesh(points, triangles, process=False)
@@ -55,3 +56,10 @@ def render_depth(cam: BrownConradyCamera, points: np.ndarray, triangles: np.ndar
     depth = np.zeros(len(dirs))
     depth[idx_ray] = loc[:, 2]
     return depth.reshape(cam.height, cam.width)
+
+
+def cloud_from_depth(cam: BrownConradyCamera, depth: np.ndarray) -> np.ndarray:
+    """Organised cloud ``(H, W, 3)`` (m, NaN without reading) of a depth image (m along z; 0 = none)."""
+    v, u = np.mgrid[0:cam.height, 0:cam.width]
+    z = np.where(depth > 0.0, depth, np.nan)[..., None]
+    return np.concatenate([cam.deproject(u, v) * z, z], axis=-1)

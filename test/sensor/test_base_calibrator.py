@@ -189,8 +189,7 @@ def test_too_few_commands_is_an_error():
                                    [{"pressure": [1.0]}, {"pressure": [1.0]}])
 
 
-@pytest.mark.parametrize("kw", [{"num_samples": -1}, {"num_samples": 2.5}, {"output_key": ""},
-                                {"contact_scope": "body"}])
+@pytest.mark.parametrize("kw", [{"num_samples": -1}, {"num_samples": 2.5}, {"output_key": ""}])
 def test_constructor_rejects_bad_settings(kw):
     with pytest.raises(ValueError):
         TareCalibrator(**kw)
@@ -233,23 +232,8 @@ def load_cell():
     return IsaacContactSensor("load", "box", CsProperties(radius=0.03, position=(0.0, 0.0, 0.02)))
 
 
-def test_load_sensor_is_tared_while_its_box_rests_on_the_table():
-    s = load_cell()
-    sim = ScriptedSim([box_on_table()] * 3 + [box_on_table(-4.0)], [s])
-    obs = [{"load": [0.0, v]} for v in (0.04, 0.05, 0.09, 4.1)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")           # no "contact at the first sample" warning
-        used = TareCalibrator(num_samples=4, contact_scope="sensor").calibrate(s, sim, [None] * 4, obs)
-    assert used == 3                              # stops before the press on the top face
-    cal = s.get_calibration()
-    assert cal["tare"].tolist() == pytest.approx([0.0, 0.06])          # (0.04 + 0.05 + 0.09) / 3
-    assert cal["tare_sim_avg"].tolist() == [0.0, 0.0]                   # nothing inside the radius
-    assert s.predict(box_on_table()).tolist() == pytest.approx([0.0, 0.06])
-    assert s.predict(box_on_table(-4.0)).tolist() == pytest.approx([1.0, 4.06])
-
-
-def test_seed_contact_scope_stops_at_the_table_contact():
-    # The seed's rule ('any', the default) sees the table under the box as contact at every sample.
+def test_tare_stops_at_the_table_contact_under_the_box():
+    # The seed's rule: the table under the box is contact at every sample, wherever the sensor sits.
     s = load_cell()
     sim = ScriptedSim([box_on_table()] * 3, [s])
     with pytest.warns(UserWarning):
@@ -261,18 +245,12 @@ def test_pad_sensor_tare_offsets_the_forces_and_not_the_contact_flag():
     # Pad: 2 x 2 cm patch at the link origin, all axes; nothing touches it while taring.
     pad = ContactSensor("pad", "box", patchMin=(-0.01, -0.01), patchMax=(0.01, 0.01),
                         hasForce=(True, True, True))
-    sim = ScriptedSim([box_on_table()] * 2, [pad])       # the table contacts are 2 cm below the patch
+    sim = ScriptedSim([SimState({"box": EYE}, {}, {})] * 2, [pad])
     obs = [{"pad": [0.0, 0.04, -0.02, 0.10]}, {"pad": [0.0, 0.06, 0.00, 0.20]}]
-    assert TareCalibrator(num_samples=2, contact_scope="sensor").calibrate(pad, sim, [None] * 2, obs) == 2
+    assert TareCalibrator(num_samples=2).calibrate(pad, sim, [None] * 2, obs) == 2
     assert pad.get_calibration()["tare"].tolist() == pytest.approx([0.0, 0.05, -0.01, 0.15])
     assert pad.get_calibration()["tare_sim_avg"].tolist() == [0.0, 0.0, 0.0, 0.0]
     # A centre press of -3 N on z: raw (1, 0, 0, -3) + offset (0, 0.05, -0.01, 0.15)
     pressed = SimState({"box": EYE, "bubble": EYE}, {}, {("box", "bubble"): ContactState(
         torch.zeros(1, 3, dtype=torch.float64), torch.tensor([[0.0, 0.0, -3.0]], dtype=torch.float64))})
     assert pad.predict(pressed).tolist() == pytest.approx([1.0, 0.05, -0.01, -2.85])
-
-
-def test_contact_scope_from_config():
-    c = calibration_from_config({"type": "TareCalibrator", "contact_scope": "sensor"})
-    assert c.contact_scope == "sensor"
-    assert calibration_from_config({"type": "TareCalibrator"}).contact_scope == "any"

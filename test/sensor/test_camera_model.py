@@ -34,15 +34,6 @@ def test_project_inverts_deproject_to_a_nanopixel():
     assert np.abs(uv[..., 0] - u).max() < 1e-9 and np.abs(uv[..., 1] - v).max() < 1e-9
 
 
-def test_points_from_depth_and_rejections():
-    cam = BrownConradyCamera(4, 3, 2.0, 2.0, 1.5, 1.0)
-    depth = np.full((3, 4), 0.5)
-    depth[0, 0] = 0.0
-    pts = cam.points_from_depth(depth)
-    assert np.isnan(pts[0, 0]).all()
-    assert pts[1, 3] == pytest.approx([0.5 * 0.75, 0.0, 0.5])  # u = 3: (3 - 1.5) / 2 = 0.75
-
-
 def test_from_camera_info_reads_k_and_d():
     k = [429.5, 0.0, 313.8, 0.0, 428.9, 247.7, 0.0, 0.0, 1.0]
     cam = BrownConradyCamera.from_camera_info(640, 480, k, [-0.05, 0.06, 0.001, 0.002])
@@ -58,7 +49,8 @@ def test_matches_the_recorded_per_pixel_rays():
                              (d["k1"], d["k2"], d["p1"], d["p2"], d["k3"]))
     rays = np.load(CAMERA / "rays.npy")
     known = np.isfinite(rays[..., 0])
-    assert np.abs(cam.ray_table()[known] - rays[known]).max() < 1e-6
+    v, u = np.mgrid[0:480, 0:640]
+    assert np.abs(cam.deproject(u, v)[known] - rays[known]).max() < 1e-6
 
 
 def test_fit_to_rays_recovers_a_known_camera_from_its_own_rays():
@@ -77,7 +69,6 @@ _NAN_RAY[3, 1] = np.nan
 
 
 @pytest.mark.parametrize("call, kind, field, value, reason", [
-    (lambda: _CAM.points_from_depth(np.zeros((4, 3))), InputError, "depth", (4, 3), "shape"),
     (lambda: _CAM.project(np.array([[0.0, 0.0, -1.0]])), InputError, "points", 1, "not_in_front"),
     (lambda: BrownConradyCamera(4, 3, 0.0, 2.0, 1.5, 1.0), SettingError, "fx", 0.0, "not_positive"),
     (lambda: BrownConradyCamera(4, 3, 2.0, 2.0, 1.5, 1.0, (0.0, 0.0)), SettingError, "coeffs", (0.0, 0.0),

@@ -19,7 +19,7 @@ from vsf_sensor_ros.sensor.membrane_force_estimator import (
     FrameRejected, MembraneForceEstimator, MembraneModel, compare_with_wrench, isa_pressure,
     peak_distance, punyo_camera_rotation)
 
-from .membrane_scenes import camera, disc_mesh, render_depth
+from .membrane_scenes import camera, cloud_from_depth, disc_mesh, render_depth
 
 POKE = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "punyo_poke_ur5e"
 CAMERA = POKE / "camera"
@@ -218,7 +218,7 @@ def test_organised_cloud_and_depth_image_give_the_same_estimate(scene, dome):
     est, cam, ref = scene
     u = _response(est, push={int(dome.interior[5]): 1.0})
     depth = render_depth(cam, dome.points + u, dome.triangles)
-    cloud = cam.points_from_depth(depth)
+    cloud = cloud_from_depth(cam, depth)
     a = est.estimate(depth, pressure=P_REF)
     b = est.estimate(cloud, pressure=P_REF)
     assert np.array_equal(a.forces, b.forces)
@@ -286,7 +286,7 @@ def test_infinite_depths_are_holes_like_zeros_rep_117(dome):
     # an organised cloud whose rays saw nothing (x, y, z = +Inf) reads the same
     cloud = np.repeat(pushed_inf[..., None], 3, axis=2)
     ok = np.isfinite(pushed_inf)
-    cloud[ok] = cam.points_from_depth(np.where(ok, pushed_inf, 0.0))[ok]
+    cloud[ok] = cloud_from_depth(cam, np.where(ok, pushed_inf, 0.0))[ok]
     assert np.array_equal(inf_est.estimate(cloud, pressure=P_REF + 40.0).contact_forces, a.contact_forces)
 
 

@@ -60,8 +60,7 @@ class AutoTare:
         self.offset = None if offset is None else np.array(offset, dtype=np.float64).reshape(-1)
         if self.offset is not None and not np.isfinite(self.offset).all():
             raise SettingError(f"offset must be finite, got {offset!r}", "offset", offset, "out_of_range")
-        self.applied = 0
-        self.refused = 0
+        self.applied = self.refused = 0
         self._window: Deque[Tuple[int, np.ndarray]] = deque()
         self._last_stamp: Optional[int] = None
         self._last_try: Optional[int] = None
@@ -79,14 +78,13 @@ class AutoTare:
         p = np.asarray(predicted, dtype=np.float64).reshape(-1)
         m = np.asarray(measured, dtype=np.float64).reshape(-1)
         size = p.size if self.offset is None else self.offset.size
-        if p.size != size or m.size != size:
-            raise InputError(f"predicted has {p.size} entries and measured {m.size}; expected {size}",
-                             "predicted" if p.size != size else "measured",
-                             p.size if p.size != size else m.size, "size", size)
-        if not (np.isfinite(p).all() and np.isfinite(m).all()):
-            bad_p = not np.isfinite(p).all()
-            raise InputError(f"non-finite sample at stamp_ns {stamp}", "predicted" if bad_p else "measured",
-                             (p if bad_p else m).tolist(), "not_finite")
+        for name, v in (("predicted", p), ("measured", m)):
+            if v.size != size:
+                raise InputError(f"predicted has {p.size} entries and measured {m.size}; expected {size}",
+                                 name, v.size, "size", size)
+        for name, v in (("predicted", p), ("measured", m)):
+            if not np.isfinite(v).all():
+                raise InputError(f"non-finite sample at stamp_ns {stamp}", name, v.tolist(), "not_finite")
         self._last_stamp = stamp
         if sim_in_contact:
             self._window.clear()

@@ -2,7 +2,6 @@
 gain on top of it (a real Punyo's pressure rises less than the seed's ``F·n / A``; docs/real_data.md)."""
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, runtime_checkable
@@ -48,17 +47,14 @@ class TareSimulator(Protocol):
 class TareCalibrator(BaseCalibrator):
     """Mean of the first contact-free observations and simulated readings (seed): one step a sample, up to
     the first with contact, into ``{output_key, 'tare_sim_avg'}``.  Beyond the seed: the old calibration
-    is cleared (``'gain'`` kept) and restored on error; ``contact_scope='sensor'`` stops on
-    ``sensor.in_contact`` only."""
+    is cleared (``'gain'`` kept) and restored on error."""
 
-    CONTACT_SCOPES = ("any", "sensor")
     #: the calibration key every sensor here reads its tare from
     OUTPUT_KEYS = ("tare",)
 
-    def __init__(self, num_samples: int = 10, output_key: str = "tare", contact_scope: str = "any") -> None:
+    def __init__(self, num_samples: int = 10, output_key: str = "tare") -> None:
         """SettingError (``setting`` the argument, ``reason`` ``'invalid'``, ``expected`` the accepted values
-        where few): a negative/non-integer ``num_samples``, ``output_key`` not in ``OUTPUT_KEYS``, a
-        ``contact_scope`` not in ``CONTACT_SCOPES``."""
+        where few): a negative/non-integer ``num_samples``, ``output_key`` not in ``OUTPUT_KEYS``."""
         if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 0:
             raise SettingError(f"TareCalibrator: num_samples must be an integer >= 0, got {num_samples!r}",
                                "num_samples", num_samples, "invalid")
@@ -66,19 +62,14 @@ class TareCalibrator(BaseCalibrator):
             raise SettingError(f"TareCalibrator: output_key must be the calibration key the sensors read "
                                f"({', '.join(map(repr, self.OUTPUT_KEYS))}), got {output_key!r}",
                                "output_key", output_key, "invalid", self.OUTPUT_KEYS)
-        if contact_scope not in self.CONTACT_SCOPES:
-            raise SettingError(f"TareCalibrator: contact_scope must be 'any' or 'sensor', "
-                               f"got {contact_scope!r}", "contact_scope", contact_scope, "invalid",
-                               self.CONTACT_SCOPES)
         self.num_samples: int = int(num_samples)
         self.output_key: str = output_key
-        self.contact_scope: str = contact_scope
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "TareCalibrator":
-        """Build from ``{'type', 'num_samples', 'output_key', 'contact_scope'}`` (all optional); SettingError:
-        unknown keys (``setting`` the first, ``reason`` ``'unknown_key'``), bad values."""
-        allowed = {"type", "num_samples", "output_key", "contact_scope"}
+        """Build from ``{'type', 'num_samples', 'output_key'}`` (all optional); SettingError: unknown keys
+        (``setting`` the first, ``reason`` ``'unknown_key'``), bad values."""
+        allowed = {"type", "num_samples", "output_key"}
         unknown = sorted(str(k) for k in config if k not in allowed)
         if unknown:
             raise SettingError(f"TareCalibrator: unknown config key(s) {', '.join(map(repr, unknown))}; "
@@ -87,8 +78,7 @@ class TareCalibrator(BaseCalibrator):
         if config.get("type", "TareCalibrator") != "TareCalibrator":
             raise SettingError(f"TareCalibrator: config 'type' is {config['type']!r}", "type", config["type"],
                                "wrong_type", "TareCalibrator")
-        return cls(config.get("num_samples", 10), config.get("output_key", "tare"),
-                   config.get("contact_scope", "any"))
+        return cls(config.get("num_samples", 10), config.get("output_key", "tare"))
 
     def compatible(self, sensor: BaseSensor) -> bool:
         """Every sensor can be tared (as the seed)."""
@@ -120,8 +110,7 @@ class TareCalibrator(BaseCalibrator):
             sim_sum = np.zeros(n_meas)
             for i in range(nsamples):                  # one simulator step per sample, as the seed
                 sim.step(command_sequence[i], dt=0.1)
-                st = sim.state()
-                if sensor.in_contact(st) if self.contact_scope == "sensor" else _has_contact(st):
+                if any(len(c) > 0 for c in as_sim_state(sim.state()).contacts.values()):   # any pair
                     if i == 0:
                         warnings.warn(f"TareCalibrator: contact at the first sample while taring sensor "
                                       f"{sensor.name!r}; using it anyway, check the command sequence",
@@ -130,13 +119,7 @@ class TareCalibrator(BaseCalibrator):
                         used = i
                         break
                 obs_sum += observations[i]
-                measured = sim.measurements()
-                if sensor.name not in measured:
-                    raise InputError(f"TareCalibrator: the simulator's measurements at sample {i} have no "
-                                     f"entry for sensor {sensor.name!r}; keys: {sorted(map(str, measured))}",
-                                     "sim", sorted(map(str, measured)), "missing_sensor", sensor.name)
-                sim_sum += as_vector(measured[sensor.name],
-                                     f"simulated measurement {i} of sensor {sensor.name!r}", n_meas)
+                sim_sum += _observation(sensor, sim.measurements(), i, n_meas, "simulated measurement", "sim")
             kept = {k: previous[k] for k in ("gain",) if k in previous}    # a GainCalibrator result
             sensor.set_calibration({**kept, self.output_key: obs_sum / used, "tare_sim_avg": sim_sum / used})
         except BaseException:
@@ -145,21 +128,17 @@ class TareCalibrator(BaseCalibrator):
         return used
 
 
-def _observation(sensor: BaseSensor, obs: Any, i: int, n_meas: int) -> np.ndarray:
-    """Observation ``i`` of ``sensor`` (``{name: obs}`` or ``(#meas,)``) as a float64 vector; InputError:
-    no entry for the sensor (``'observation_sequence'``, ``'missing_sensor'``) or as ``as_vector``."""
+def _observation(sensor: BaseSensor, obs: Any, i: int, n_meas: int, what: str = "observation",
+                 argument: str = "observation_sequence") -> np.ndarray:
+    """``what`` ``i`` of ``sensor`` (``{name: obs}`` or ``(#meas,)``) as a float64 vector; InputError: no
+    entry for the sensor (``argument``, ``'missing_sensor'``, ``value`` the keys) or as ``as_vector``."""
     if isinstance(obs, Mapping):
         if sensor.name not in obs:
-            raise InputError(f"observation {i} has no entry for sensor {sensor.name!r}; "
-                             f"keys: {sorted(map(str, obs))}", "observation_sequence", sorted(map(str, obs)),
-                             "missing_sensor", sensor.name)
+            keys = sorted(map(str, obs))
+            raise InputError(f"{what} {i} has no entry for sensor {sensor.name!r}; keys: {keys}", argument,
+                             keys, "missing_sensor", sensor.name)
         obs = obs[sensor.name]
-    return as_vector(obs, f"observation {i} of sensor {sensor.name!r}", n_meas)
-
-
-def _has_contact(state: SimState) -> bool:
-    """True when any pair of the state holds at least one contact."""
-    return any(len(c) > 0 for c in as_sim_state(state).contacts.values())
+    return as_vector(obs, f"{what} {i} of sensor {sensor.name!r}", n_meas)
 
 
 @dataclass
@@ -181,22 +160,20 @@ class GainCalibrator(BaseCalibrator):
     ``calibration['gain']``: per entry ``y = offset + k x``, ``k = Σ x (y − offset) / Σ x²`` over contact
     samples (one gain, or each excited entry with ``per_measurement``)."""
 
-    def __init__(self, min_samples: int = 10, min_excitation: float = 1e-9,
-                 max_relative_error: float = 0.2, per_measurement: bool = False) -> None:
+    #: an entry whose predicted change has an RMS at or below this is not excited (sensor units)
+    min_excitation = 1e-9
+
+    def __init__(self, min_samples: int = 10, max_relative_error: float = 0.2,
+                 per_measurement: bool = False) -> None:
         """SettingError (``setting`` the argument, ``reason`` ``'invalid'``): ``min_samples < 2``, a
-        negative/non-finite ``min_excitation``, a non-positive ``max_relative_error``."""
+        non-positive ``max_relative_error``."""
         if isinstance(min_samples, bool) or not isinstance(min_samples, (int, np.integer)) or min_samples < 2:
             raise SettingError(f"GainCalibrator: min_samples must be an integer >= 2, got {min_samples!r}",
                                "min_samples", min_samples, "invalid", 2)
-        if not (isinstance(min_excitation, (int, float)) and math.isfinite(min_excitation)
-                and min_excitation >= 0):
-            raise SettingError(f"GainCalibrator: min_excitation must be finite and >= 0, "
-                               f"got {min_excitation!r}", "min_excitation", min_excitation, "invalid")
         if not (isinstance(max_relative_error, (int, float)) and max_relative_error > 0):
             raise SettingError(f"GainCalibrator: max_relative_error must be > 0, got {max_relative_error!r}",
                                "max_relative_error", max_relative_error, "invalid")
         self.min_samples = int(min_samples)
-        self.min_excitation = float(min_excitation)
         self.max_relative_error = float(max_relative_error)
         self.per_measurement = bool(per_measurement)
         self.last_fit: Optional[GainFit] = None
@@ -286,10 +263,8 @@ class GainCalibrator(BaseCalibrator):
             raise ValueError(f"GainCalibrator: sensor {name!r}: ill-conditioned fit over {n} contact "
                              f"samples, relative standard error of the gain {worst:.3g} > max_relative_error="
                              f"{self.max_relative_error:g}")
-        rms_before = float(np.sqrt(((y - x)[:, fitted] ** 2).mean()))
-        rms_after = float(np.sqrt((r[:, fitted] ** 2).mean()))
-        return GainFit(gain=gain, samples=n, relative_std_error=rel, fitted=fitted,
-                       rms_before=rms_before, rms_after=rms_after)
+        return GainFit(gain, n, rel, fitted, rms_before=float(np.sqrt(((y - x)[:, fitted] ** 2).mean())),
+                       rms_after=float(np.sqrt((r[:, fitted] ** 2).mean())))
 
 
 def _vec(t: Any) -> np.ndarray:

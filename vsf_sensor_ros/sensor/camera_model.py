@@ -112,21 +112,6 @@ class BrownConradyCamera:
         yn = (np.asarray(v, dtype=np.float64) - self.cy) / self.fy
         return np.stack(self.distort(xn, yn), axis=-1)
 
-    def ray_table(self) -> np.ndarray:
-        """Ray slopes of every pixel: ``(height, width, 2)`` float64, ``[v, u] = (x/z, y/z)``."""
-        v, u = np.mgrid[0:self.height, 0:self.width]
-        return self.deproject(u, v)
-
-    def points_from_depth(self, depth: np.ndarray) -> np.ndarray:
-        """``(height, width, 3)`` float64 camera-frame points (m, NaN without reading) of a depth image (m
-        along z; 0 or NaN = no reading); InputError (``'depth'``, ``'shape'``) for another shape."""
-        depth = np.asarray(depth, dtype=np.float64)
-        if depth.shape != (self.height, self.width):
-            raise InputError(f"depth image must be {(self.height, self.width)}, got {depth.shape}", "depth",
-                             depth.shape, "shape", (self.height, self.width))
-        z = np.where(depth > 0.0, depth, np.nan)[..., None]
-        return np.concatenate([self.ray_table() * z, z], axis=-1)
-
     def project(self, points: np.ndarray, iterations: int = 20) -> np.ndarray:
         """Sub-pixel ``(u, v)`` ``(..., 2)`` float64 seeing each camera-frame point ``(..., 3)`` (m, z > 0):
         :meth:`deproject` inverted by Newton's method (at most ``iterations``); may lie outside the image.

@@ -79,10 +79,11 @@ def _seed_sensor_keys(cfg: Dict[str, Any]) -> Dict[str, Any]:
     return cfg
 
 
-def _resolve(table: Dict[str, Union[str, type]], kind: str, type_name: Any) -> type:
+def _resolve(table: Dict[str, Union[str, type]], kind: str, type_name: Any, aliases: Any = ()) -> type:
     if not isinstance(type_name, str) or type_name not in table:
-        raise SettingError(f"unknown {kind} type {type_name!r}; known types: {', '.join(sorted(table))}",
-                           "type", type_name, "unknown_type", sorted(table))
+        known = sorted(table) + sorted(aliases)
+        raise SettingError(f"unknown {kind} type {type_name!r}; known types: {', '.join(known)}",
+                           "type", type_name, "unknown_type", known)
     target = table[type_name]
     if isinstance(target, str):
         module, _, attr = target.partition(":")
@@ -134,9 +135,4 @@ def calibration_from_config(config: Union[Mapping[str, Any], Any]) -> BaseCalibr
         config["type"] = type_name = CALIBRATOR_ALIASES[type_name]
     if from_object and isinstance(config.get("num_samples"), str) and config["num_samples"].strip().isdigit():
         config["num_samples"] = int(config["num_samples"])
-    if not isinstance(type_name, str) or type_name not in CALIBRATOR_TYPES:
-        known = sorted(CALIBRATOR_TYPES) + sorted(CALIBRATOR_ALIASES)
-        raise SettingError(f"unknown calibrator type {type_name!r}; known types: {', '.join(known)}",
-                           "type", type_name, "unknown_type", known)
-    cls = _resolve(CALIBRATOR_TYPES, "calibrator", type_name)
-    return cls.from_config(config)
+    return _resolve(CALIBRATOR_TYPES, "calibrator", type_name, CALIBRATOR_ALIASES).from_config(config)

@@ -56,11 +56,6 @@ class IndicatorTareMixin(BaseSensor):
         self._calib = parse_tare(calib_dict, self.name, len(self.measurement_names()))
         self._offset_cache.clear()
 
-    def clear_calibration(self) -> None:
-        """Drop the calibration (e.g. when the measurement layout changes)."""
-        self._calib = {}
-        self._offset_cache.clear()
-
     def get_calibration(self) -> dict:
         """The calibration set last (copies of float64 arrays), ``{}`` when uncalibrated."""
         return {k: v.copy() for k, v in self._calib.items()}

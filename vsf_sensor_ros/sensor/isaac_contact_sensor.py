@@ -50,16 +50,13 @@ class CsProperties:
 
     def validated(self) -> "CsProperties":
         """A normalised copy (floats, ``position`` a 3-tuple); ValueError naming the first bad field."""
-        radius = _number("radius", self.radius)
-        lo = _number("minThreshold", self.minThreshold)
-        if not math.isfinite(lo) or lo < 0:
-            raise _bad("minThreshold", self.minThreshold, "must be finite and >= 0")
-        hi = _number("maxThreshold", self.maxThreshold)
-        if hi < lo:
-            raise _bad("maxThreshold", self.maxThreshold, f"must be >= minThreshold ({lo})")
-        period = _number("sensorPeriod", self.sensorPeriod)
-        if not math.isfinite(period) or period < 0:
-            raise _bad("sensorPeriod", self.sensorPeriod, "must be finite and >= 0")
+        radius, lo, hi, period = (_number(name, getattr(self, name)) for name in _PROPERTY_NAMES[:4])
+        finite = "must be finite and >= 0"
+        for name, ok, rule in (("minThreshold", math.isfinite(lo) and lo >= 0, finite),
+                               ("maxThreshold", hi >= lo, f"must be >= minThreshold ({lo})"),
+                               ("sensorPeriod", math.isfinite(period) and period >= 0, finite)):
+            if not ok:
+                raise _bad(name, getattr(self, name), rule)
         try:
             pos = tuple(float(v) for v in self.position)
         except (TypeError, ValueError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -42,12 +42,10 @@ def format_klampt_float(value: float) -> str:
     return repr(v)
 
 
-class _SettingError(SettingError):
-    """A rejected setting; ``reason`` alone lets ``setSetting`` restate it with the raw string."""
-
-    def __init__(self, name: str, value: Any, reason: str) -> None:
-        super().__init__(f"ContactSensor setting {name!r}: value {value!r} rejected: {reason}", name, value)
-        self.reason = reason
+def _rejected(name: str, value: Any, reason: str) -> SettingError:
+    """A rejected setting; its ``reason`` alone lets ``setSetting`` restate it with the raw string."""
+    return SettingError(f"ContactSensor setting {name!r}: value {value!r} rejected: {reason}", name, value,
+                        reason)
 
 
 def _unknown(name: str) -> ValueError:
@@ -58,38 +56,24 @@ def _unknown(name: str) -> ValueError:
 def _parse_numbers(name: str, text: str, count: int) -> List[float]:
     tokens = text.split()
     if len(tokens) != count:
-        raise _SettingError(name, text, f"expected {count} number(s), got {len(tokens)}")
+        raise _rejected(name, text, f"expected {count} number(s), got {len(tokens)}")
     for tok in tokens:
         if not _NUMBER.match(tok):
-            raise _SettingError(name, text, f"{tok!r} is not a number")
+            raise _rejected(name, text, f"{tok!r} is not a number")
     return [float(tok) for tok in tokens]
 
 
 def _parse_string(name: str, text: str) -> Any:
-    """Klampt string of a known setting -> typed value (not yet range-checked)."""
-    if name == "link":
-        return text
+    """Klampt string of a known setting other than ``link`` -> typed value (not yet range-checked)."""
     if name in _FLAGS:
         tokens = text.split()
         if len(tokens) != _FLAGS[name] or any(tok not in ("0", "1") for tok in tokens):
-            raise _SettingError(name, text, f"expected {_FLAGS[name]} flag(s), each 0 or 1")
+            raise _rejected(name, text, f"expected {_FLAGS[name]} flag(s), each 0 or 1")
         return [tok == "1" for tok in tokens]
     if name == "Tsensor":
         vals = _parse_numbers(name, text, 12)       # rows of R, then t, as Klampt prints them
         return np.vstack([np.c_[np.reshape(vals[:9], (3, 3)), vals[9:]], [0.0, 0.0, 0.0, 1.0]])
     return _parse_numbers(name, text, _NUMERIC[name][0])
-
-
-def _floats(name: str, value: Any, count: int) -> Tuple[float, ...]:
-    try:
-        arr = np.asarray(value, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise _SettingError(name, value, f"expected {count} numbers") from None
-    if arr.shape != (count,):
-        raise _SettingError(name, value, f"expected {count} numbers, got {arr.size}")
-    if np.isnan(arr).any():
-        raise _SettingError(name, value, "NaN")
-    return tuple(float(v) for v in arr)
 
 
 def _normalise(name: str, value: Any) -> Any:
@@ -100,37 +84,45 @@ def _normalise(name: str, value: Any) -> Any:
         value = _parse_string(name, value)
     if name == "link":
         if not isinstance(value, str) or not value.strip():
-            raise _SettingError(name, value, "expected a non-empty body name")
+            raise _rejected(name, value, "expected a non-empty body name")
         return value.strip()
     if name == "Tsensor":
         try:
             T = np.array(value, dtype=np.float64).reshape(4, 4)
         except (TypeError, ValueError):
-            raise _SettingError(name, value, "expected a 4x4 matrix or 16 row-major numbers") from None
+            raise _rejected(name, value, "expected a 4x4 matrix or 16 row-major numbers") from None
         if not np.isfinite(T).all():
-            raise _SettingError(name, value, "non-finite entry")
+            raise _rejected(name, value, "non-finite entry")
         if not np.allclose(T[3], [0.0, 0.0, 0.0, 1.0], atol=1e-9, rtol=0):
-            raise _SettingError(name, value, "last row must be 0 0 0 1")
+            raise _rejected(name, value, "last row must be 0 0 0 1")
         R = T[:3, :3]
         if not np.allclose(R @ R.T, np.eye(3), atol=1e-6, rtol=0) or np.linalg.det(R) <= 0:
-            raise _SettingError(name, value, "rotation part is not a proper rotation (R R^T = I, det R = +1)")
+            raise _rejected(name, value, "rotation part is not a proper rotation (R R^T = I, det R = +1)")
         T[3] = [0.0, 0.0, 0.0, 1.0]
         return T
     if name in _FLAGS:
         flags = np.asarray(value, dtype=object).reshape(-1)
         count = _FLAGS[name]
         if flags.shape != (count,) or not all(isinstance(f, (bool, np.bool_)) or f in (0, 1) for f in flags):
-            raise _SettingError(name, value, f"expected {count} bool(s)")
+            raise _rejected(name, value, f"expected {count} bool(s)")
         out = tuple(bool(f) for f in flags)
         return out if name == "hasForce" else out[0]
     count, non_negative, finite = _NUMERIC[name]
     if count == 1 and isinstance(value, bool):
-        raise _SettingError(name, value, "expected a number, got a bool")
-    vals = _floats(name, value, count)
+        raise _rejected(name, value, "expected a number, got a bool")
+    try:
+        arr = np.asarray(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise _rejected(name, value, f"expected {count} numbers") from None
+    if arr.shape != (count,):
+        raise _rejected(name, value, f"expected {count} numbers, got {arr.size}")
+    if np.isnan(arr).any():
+        raise _rejected(name, value, "NaN")
+    vals = tuple(float(v) for v in arr)
     if non_negative and any(v < 0 for v in vals):
-        raise _SettingError(name, value, "must be finite and >= 0" if count == 1 else "must be >= 0")
+        raise _rejected(name, value, "must be finite and >= 0" if count == 1 else "must be >= 0")
     if finite and not all(math.isfinite(v) for v in vals):
-        raise _SettingError(name, value, "must be finite and >= 0" if count == 1 else "must be finite")
+        raise _rejected(name, value, "must be finite and >= 0" if count == 1 else "must be finite")
     return vals[0] if count == 1 else vals
 
 
@@ -195,8 +187,7 @@ class ContactSensor(IndicatorTareMixin):
         super().__init__(name)
         if link:
             settings = {"link": link, **settings}
-        if settings:
-            self.configure(**settings)
+        self.configure(**settings)
 
     @property  # type: ignore[override]
     def attachModelName(self) -> str:
@@ -205,9 +196,8 @@ class ContactSensor(IndicatorTareMixin):
 
     @attachModelName.setter
     def attachModelName(self, value: str) -> None:
-        if value == self._cfg["link"]:
-            return
-        self.configure(link=value)
+        if value != self._cfg["link"]:           # (the base class sets "" first)
+            self.configure(link=value)
 
     # -- settings --------------------------------------------------------------
     def configure(self, **settings: Any) -> None:
@@ -219,11 +209,11 @@ class ContactSensor(IndicatorTareMixin):
         for a in range(2):
             if new["patchMin"][a] > new["patchMax"][a]:
                 key = "patchMin" if "patchMin" in settings else "patchMax"
-                raise _SettingError(key, settings.get(key, new[key]), f"patchMin {new['patchMin']} exceeds "
-                                    f"patchMax {new['patchMax']} on axis {'xy'[a]}")
+                raise _rejected(key, settings.get(key, new[key]), f"patchMin {new['patchMin']} exceeds "
+                                f"patchMax {new['patchMax']} on axis {'xy'[a]}")
         if self._calib and new["hasForce"] != self._cfg["hasForce"]:
             # the calibration's entries follow the old measurement layout
-            self.clear_calibration()
+            self.set_calibration({})
         self._cfg = new
 
     def settings(self) -> Dict[str, str]:
@@ -243,11 +233,11 @@ class ContactSensor(IndicatorTareMixin):
         if name not in SETTING_NAMES:
             raise _unknown(name)
         if not isinstance(value, str):
-            raise _SettingError(name, value, "setSetting takes a string")
+            raise _rejected(name, value, "setSetting takes a string")
         try:
             self.configure(**{name: value})
-        except _SettingError as err:          # one message, naming the string that was given
-            raise _SettingError(name, value, err.reason) from None
+        except SettingError as err:          # one message, naming the string that was given
+            raise _rejected(name, value, err.reason) from None
 
     @classmethod
     def from_config(cls, name: str, config: Dict[str, Any]) -> "ContactSensor":
@@ -265,24 +255,6 @@ class ContactSensor(IndicatorTareMixin):
                                "attachment", None)
         settings = {k: v for k, v in config.items() if k in SETTING_NAMES and k != "link"}
         return cls(name, body, **settings)
-
-    @classmethod
-    def from_klampt_settings(cls, name: str, settings: Mapping[str, str],
-                             link_names: Optional[Sequence[str]] = None) -> "ContactSensor":
-        """Build from Klampt setting strings (``<sensors>`` XML); an int ``link`` indexes ``link_names``."""
-        strings = dict(settings)
-        sensor = cls(name)
-        link = strings.pop("link", None)
-        if link is not None:
-            text = link.strip()
-            if re.fullmatch(r"[+-]?\d+", text):
-                idx = int(text)
-                if link_names is None or not 0 <= idx < len(link_names):
-                    raise _SettingError("link", link, "a Klampt link index needs link_names covering it")
-                text = link_names[idx]
-            sensor.configure(link=text)
-        sensor.configure(**strings)
-        return sensor
 
     def attach(self, model: Any) -> None:
         """Attach to a link model: takes its ``getName()``.  Nothing changes on InputError (``'model'``,

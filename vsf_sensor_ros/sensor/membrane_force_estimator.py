@@ -19,10 +19,9 @@ from .camera_model import BrownConradyCamera
 from .errors import SettingError
 from .membrane_mesh import MembraneMesh
 
-__all__ = [
-    "FrameRejected", "MembraneForceEstimator", "MembraneForceResult", "MembraneModel",
-    "WrenchComparison", "compare_with_wrench", "isa_pressure", "peak_distance", "punyo_camera_rotation",
-]
+__all__ = ["FrameRejected", "MembraneForceEstimator", "MembraneForceResult", "MembraneModel",
+           "WrenchComparison", "compare_with_wrench", "isa_pressure", "peak_distance",
+           "punyo_camera_rotation"]
 
 
 class FrameRejected(ValueError):
@@ -55,24 +54,15 @@ def punyo_camera_rotation(angle_deg: float = 25.0) -> np.ndarray:
     return np.array([[np.cos(t), 0.0, -np.sin(t)], [0.0, 1.0, 0.0], [np.sin(t), 0.0, np.cos(t)]])
 
 
-def _cv2():
-    """OpenCV, imported on first use: only the colour (optical-flow) path needs it."""
-    import cv2
-    return cv2
-
-
 def _blocks_to_csr(tri: np.ndarray, blocks: np.ndarray, n_vertices: int) -> sp.csr_matrix:
-    """Assemble per-triangle ``(T, 9, 9)`` blocks (vertex-major, xyz-minor; or ``(T, 3, 3, 3, 3)``) into a
-    ``(3V, 3V)`` CSR."""
+    """Per-triangle ``(T, 9, 9)`` blocks (vertex-major, xyz-minor; or (T, 3, 3, 3, 3)) as a (3V, 3V) CSR."""
     dof = (3 * tri[:, :, None] + np.arange(3)).reshape(len(tri), 9)
-    rows = np.repeat(dof, 9, axis=1).ravel()
-    cols = np.tile(dof, (1, 9)).ravel()
-    return sp.csr_matrix((blocks.ravel(), (rows, cols)), shape=(3 * n_vertices, 3 * n_vertices))
+    rows_cols = (np.repeat(dof, 9, axis=1).ravel(), np.tile(dof, (1, 9)).ravel())
+    return sp.csr_matrix((blocks.ravel(), rows_cols), shape=(3 * n_vertices, 3 * n_vertices))
 
 
 class MembraneModel:
-    """Linearised mechanics of an inflated membrane about its reference shape (docs/membrane_force.md,
-    Mechanics).
+    """Linearised mechanics of an inflated membrane about its reference shape (docs/membrane_force.md).
 
     ``mesh``: reference (contact-free, inflated) shape, mesh frame; ``gauge_pressure`` ``p0`` (Pa, > 0);
     ``prestress``: ``'uniform'`` (the isotropic tension best balancing ``p0`` over the free vertices),
@@ -117,23 +107,21 @@ class MembraneModel:
         sign = -1.0 if volume < -1e-12 else 1.0
 
         # Pressure load: a third of each triangle's area vector per vertex (= dV/dx at free vertices).
-        g = np.zeros((n_v, 3))
+        self.g0 = g = np.zeros((n_v, 3))
         np.add.at(g, tri.T.ravel(), np.tile(sign * np.cross(b - a, c - a) / 6.0, (3, 1)))
         # H = d g / d x: a triangle's area vector changes with its vertex j by ½[x_{j+2} − x_{j+1}]×, a
         # third of it on each of its vertices i. At free vertices this is the Hessian of V.
         # ([d]_× of d = x_{j+2} − x_{j+1}: its row r is e_r × d)
         d = xc[np.roll(tri, -2, axis=1)] - xc[np.roll(tri, -1, axis=1)]
         s = sign * np.cross(np.eye(3), d[..., None, :]) / 6.0  # (T, j, 3, 3)
-        H = _blocks_to_csr(tri, np.broadcast_to(s.transpose(0, 2, 1, 3)[:, None], (len(tri), 3, 3, 3, 3)),
-                           n_v)
+        H = _blocks_to_csr(tri, np.broadcast_to(s.swapaxes(1, 2)[:, None], (len(tri),) + (3,) * 4), n_v)
 
         # Triangle geometry: basis (e1, e2), area, shape-function gradients (local and 3-D).
         x1, x2, x3 = x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]]
         nrm = np.cross(x2 - x1, x3 - x1)
         area = 0.5 * np.linalg.norm(nrm, axis=1)
-        nhat = nrm / (2.0 * area[:, None])
         e1 = (x2 - x1) / np.linalg.norm(x2 - x1, axis=1)[:, None]
-        e2 = np.cross(nhat, e1)
+        e2 = np.cross(nrm / (2.0 * area[:, None]), e1)  # unit normal × e1
         loc = np.stack([np.stack([np.einsum("ij,ij->i", p - x1, e1), np.einsum("ij,ij->i", p - x1, e2)], -1)
                         for p in (x1, x2, x3)], axis=1)  # (T, 3 nodes, 2)
         lj, lm = np.roll(loc, -1, axis=1), np.roll(loc, -2, axis=1)  # node k's next and previous nodes
@@ -147,8 +135,7 @@ class MembraneModel:
         rows = (3 * tri[:, :, None, None] + np.arange(3)[None, None, :, None]).repeat(3, axis=3)
         cols = np.broadcast_to(3 * np.arange(len(tri))[:, None, None, None] + np.arange(3), rows.shape)
         C = sp.csr_matrix((unit.ravel(), (rows.ravel(), cols.ravel())), shape=(3 * n_v, 3 * len(tri)))
-        free = mesh.interior
-        free_dof = (3 * free[:, None] + np.arange(3)).ravel()
+        free_dof = (3 * mesh.interior[:, None] + np.arange(3)).ravel()
         Cf = C[free_dof]
         bvec = p0 * g.ravel()[free_dof]
         iso = np.tile([1.0, 1.0, 0.0], len(tri))
@@ -164,12 +151,10 @@ class MembraneModel:
             stress = stress + winv @ (Cf.T @ y)
         self.stress = stress = stress.reshape(-1, 3)
         self.equilibrium_residual = float(np.abs((Cf @ stress.ravel() - bvec).reshape(-1, 3)).max())
-        tr_half = 0.5 * (stress[:, 0] + stress[:, 1])
-        self.mean_tension = float((tr_half * area).sum() / area.sum())
+        self.mean_tension = float((0.5 * (stress[:, 0] + stress[:, 1]) * area).sum() / area.sum())  # ½ tr N
 
         # Geometric stiffness: A (grad_a . N . grad_b) I3, N in local components.
-        nloc = stress[:, [[0, 2], [2, 1]]]  # [[N11, N12], [N12, N22]]
-        gng = area[:, None, None] * np.einsum("tai,tij,tbj->tab", grad, nloc, grad)
+        gng = area[:, None, None] * np.einsum("tai,tij,tbj->tab", grad, stress[:, [[0, 2], [2, 1]]], grad)
         kblk = np.einsum("tab,ij->taibj", gng, np.eye(3))
 
         # Material stiffness (neo-Hookean tangent on the inflated sheet).
@@ -181,15 +166,13 @@ class MembraneModel:
             if not self.areal_stretch > 1.0 + 1e-6:
                 raise ValueError(f"the material tangent needs an inflated membrane (areal stretch > 1), "
                                  f"got {self.areal_stretch:.6f}; pass material=False")
-            jm3 = self.areal_stretch ** -3.0
-            mu_t0 = self.mean_tension / (1.0 - jm3)
-            dmat = mu_t0 * jm3 * np.array([[4.0, 2.0, 0.0], [2.0, 4.0, 0.0], [0.0, 0.0, 1.0]])
-            self.material_tangent = dmat
+            jm3 = self.areal_stretch ** -3.0  # D = μ t0 J⁻³ [...] with μ t0 = T / (1 − J⁻³)
+            self.material_tangent = dmat = (self.mean_tension / (1.0 - jm3) * jm3
+                                            * np.array([[4.0, 2.0, 0.0], [2.0, 4.0, 0.0], [0.0, 0.0, 1.0]]))
             b9 = bm.reshape(len(tri), 3, 9)
             kmat = area[:, None, None] * np.einsum("tsa,sr,trb->tab", b9, dmat, b9)
             kblk = kblk + kmat.reshape(kblk.shape)
         self.K = (_blocks_to_csr(tri, kblk, n_v) - p0 * H).tocsr()
-        self.g0 = g
         self.normals = g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-300)
 
     def forces(self, displacement: np.ndarray, pressure_change: float = 0.0) -> np.ndarray:
@@ -210,17 +193,14 @@ def _row_nanmedian(a: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class MembraneForceResult:
-    """One frame's estimate; float64, mesh frame, N and m.
-
-    ``forces`` ``(V, 3)`` on every vertex (boundary rows: support reactions); ``contact_forces`` the same,
-    boundary rows 0; ``reaction_forces`` ``(B, 3)`` change of the clamp's force (``mesh.boundary`` order);
-    ``total_contact_force`` ``(3,)``; ``positions`` ``(V, 3)`` (read vertices: the membrane point on their
-    ray; others: the model's); ``displacement`` ``(V, 3)`` the model's (boundary 0);
-    ``displacement_normal`` ``(V,)`` measured, outward positive, NaN where not read; ``pressure_change``
-    (Pa); ``residual_rms`` of the normal misfit; ``vertices_measured``; ``timings`` (s: ``'sample'``,
-    ``'solve'``, ``'total'``); ``displacement_measured`` ``(V, 3)`` by flow + depth, NaN where not
-    measured; ``vertices_flow`` how many.
-    """
+    """One frame's estimate; float64, mesh frame, N and m.  ``forces`` ``(V, 3)`` on every vertex (boundary
+    rows: support reactions); ``contact_forces`` the same, boundary rows 0; ``reaction_forces`` ``(B, 3)``
+    change of the clamp's force (``mesh.boundary`` order); ``total_contact_force`` ``(3,)``; ``positions``
+    ``(V, 3)`` (read vertices: the membrane point on their ray; others: the model's); ``displacement``
+    ``(V, 3)`` the model's (boundary 0); ``displacement_normal`` ``(V,)`` measured, outward positive, NaN
+    where not read; ``pressure_change`` (Pa); ``residual_rms`` of the normal misfit; ``vertices_measured``;
+    ``timings`` (s: ``'sample'``, ``'solve'``, ``'total'``); ``displacement_measured`` ``(V, 3)`` by flow +
+    depth, NaN where not measured; ``vertices_flow`` how many."""
 
     forces: np.ndarray
     contact_forces: np.ndarray
@@ -250,9 +230,8 @@ class MembraneForceEstimator:
 
     Raises:
         SettingError: ``setting`` ``'R_cam_mesh'`` (``reason`` ``'not_rotation'``, or ``'behind_camera'``
-            with ``value`` the free vertices behind it), ``'window'``,
-            ``'ambient_pressure'``, or ``'camera'`` (distortion coefficients that fold the image of the
-            membrane or leave its projection unconverged; see :meth:`_check_lens`).
+            with ``value`` the free vertices behind it), ``'window'``, ``'ambient_pressure'``, or ``'camera'``
+            (a lens folding the membrane's image or not converging; see :meth:`_check_lens`).
     """
 
     def __init__(self, mesh: MembraneMesh, camera: BrownConradyCamera, R_cam_mesh: np.ndarray,
@@ -333,11 +312,9 @@ class MembraneForceEstimator:
         if arr.shape not in (hw, hw + (3,)):
             raise FrameRejected(f"frame must be a {hw} depth image or a {hw + (3,)} organised cloud, "
                                 f"got shape {arr.shape}", "wrong_size")
-        z = arr if arr.ndim == 2 else arr[..., 2]
-        if not np.issubdtype(z.dtype, np.floating):
-            raise FrameRejected(f"frame must hold depths in metres as floats, got dtype {z.dtype}",
-                                "wrong_size")
-        z = z.astype(np.float64, copy=False)
+        if not np.issubdtype(arr.dtype, np.floating):
+            raise FrameRejected(f"frame must hold float depths (m), got dtype {arr.dtype}", "wrong_size")
+        z = (arr if arr.ndim == 2 else arr[..., 2]).astype(np.float64, copy=False)
         # REP 117: ±Inf and NaN are no reading, like 0 (the windows drop them); all of them reads nothing
         if not np.isfinite(z).any():
             raise FrameRejected("frame holds no finite depth (every pixel NaN or +-Inf: no reading)", "nan")
@@ -351,8 +328,7 @@ class MembraneForceEstimator:
         cv = np.rint(uv[:, 1]).astype(np.int64)[:, None] + self._win_dv
         inside = ((cu >= 0) & (cu < w) & (cv >= 0) & (cv < h)).all(axis=1)
         vals = z.reshape(-1)[np.where(inside[:, None], cv * w + cu, 0)]
-        with np.errstate(invalid="ignore"):
-            ok = (vals > 0.0) & (vals < self.max_depth) & inside[:, None]
+        ok = (vals > 0.0) & (vals < self.max_depth) & inside[:, None]  # NaN compares False
         return np.where(ok, vals, np.nan)
 
     def _grey_of(self, colour: np.ndarray) -> np.ndarray:
@@ -363,7 +339,7 @@ class MembraneForceEstimator:
         if arr.shape not in (hw, hw + (3,)) or arr.dtype != np.uint8:
             raise FrameRejected(f"colour must be a {hw + (3,)} or {hw} uint8 image, got shape {arr.shape} "
                                 f"dtype {arr.dtype}", "wrong_size")
-        cv2 = _cv2()
+        import cv2  # on first use: only the colour (optical-flow) path needs OpenCV
         if arr.ndim == 3:  # channel order only changes the grey weights, not the speckle's motion
             arr = cv2.cvtColor(np.ascontiguousarray(arr), cv2.COLOR_RGB2GRAY)
         s = 1.0 / FLOW_SCALE
@@ -375,8 +351,7 @@ class MembraneForceEstimator:
         flow = self._dis.calc(self._grey_ref, grey, None)  # (h, w, 2) px of the scaled image
         s, uv = FLOW_SCALE, self._uv[rows]
         # Nearest flow sample at the vertex's pixel (cell centres of the scaled image at s·(i + ½) − ½).
-        iu = np.clip(np.rint((uv[:, 0] + 0.5) / s - 0.5).astype(np.int64), 0, flow.shape[1] - 1)
-        iv = np.clip(np.rint((uv[:, 1] + 0.5) / s - 0.5).astype(np.int64), 0, flow.shape[0] - 1)
+        iu, iv = np.clip(np.rint((uv + 0.5) / s - 0.5).astype(np.int64), 0, np.array(flow.shape[1::-1]) - 1).T
         return uv + s * flow[iv, iu].astype(np.float64)
 
     def _surface_at(self, vals: np.ndarray, uv: np.ndarray) -> np.ndarray:
@@ -384,10 +359,8 @@ class MembraneForceEstimator:
         ``vals``, :meth:`_window_depths`, times the pixel's ray); NaN rows where a window is mostly empty."""
         good = np.isfinite(vals).mean(axis=1) >= self.min_window_fraction
         out = np.full((len(uv), 3), np.nan)
-        if good.any():
-            zz = _row_nanmedian(vals[good])
-            slope = self.camera.deproject(uv[good, 0], uv[good, 1])
-            out[good] = np.c_[slope, np.ones(good.sum())] * zz[:, None]
+        slope = self.camera.deproject(uv[good, 0], uv[good, 1])
+        out[good] = np.c_[slope, np.ones(good.sum())] * _row_nanmedian(vals[good])[:, None]
         return out
 
     @staticmethod
@@ -395,20 +368,19 @@ class MembraneForceEstimator:
         try:
             p = float(pressure)  # type: ignore[arg-type]
         except (TypeError, ValueError):
-            raise FrameRejected(f"{what} pressure must be a number in Pa, got {pressure!r}", "bad_pressure")
+            p = float("nan")
         if not (np.isfinite(p) and p > 0.0):
-            raise FrameRejected(f"{what} pressure must be a positive absolute pressure in Pa, got {p}",
+            raise FrameRejected(f"{what} pressure must be a positive absolute number in Pa, got {pressure!r}",
                                 "bad_pressure")
         return p
 
     # ------------------------------------------------------------------ reference
     def set_reference(self, frames: Sequence[np.ndarray], pressures: Sequence[float],
                       colours: Optional[Sequence[np.ndarray]] = None) -> None:
-        """Take contact-free frames as the reference shape and pressure; assemble and factorise.
-
-        ``frames``: depth images ``(H, W)`` (m, float) or organised clouds ``(H, W, 3)``; ``pressures``:
-        absolute, Pa, one per frame; ``colours``: optional ``(H, W, 3)`` / ``(H, W)`` uint8 images on the
-        depth pixel grid, which make :meth:`estimate` measure sliding and tangential forces.
+        """Take contact-free frames as the reference shape and pressure; assemble and factorise.  ``frames``:
+        depth images ``(H, W)`` (m, float) or organised clouds ``(H, W, 3)``; ``pressures``: absolute, Pa, one
+        per frame; ``colours``: optional ``(H, W, 3)`` / ``(H, W)`` uint8 images on the depth pixel grid,
+        which make :meth:`estimate` measure sliding and tangential forces.
 
         Raises (the previous reference stays in force):
             FrameRejected: a frame or colour image of the wrong size or type, a bad pressure, a reference
@@ -425,8 +397,8 @@ class MembraneForceEstimator:
         if colours is not None:  # mean of the reference images: less sensor noise in the flow's template
             grey_ref = np.rint(np.mean([self._grey_of(c) for c in colours], axis=0)).astype(np.uint8)
             if self._dis is None:
-                # DIS optical flow (Kroeger et al., ECCV 2016), 'fast' preset: ~2 ms on a half-size image
-                self._dis = _cv2().DISOpticalFlow_create(_cv2().DISOPTICAL_FLOW_PRESET_FAST)
+                import cv2  # DIS optical flow (Kroeger et al., ECCV 2016), 'fast': ~2 ms on a half-size image
+                self._dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_FAST)
         # NaN wherever a reference frame lacks the reading
         ref = np.mean([self._window_depths(self._depth_of(f), self._uv) for f in frames], axis=0)
         p_abs = float(np.mean([self._pressure_pa(p, "reference") for p in pressures]))
@@ -443,36 +415,31 @@ class MembraneForceEstimator:
         # Normal compliance: free vertices' normal displacement per unit inward push and per unit pressure.
         free = self._free
         dof = (3 * free[:, None] + np.arange(3)).ravel()
-        lu = spla.splu(model.K[dof][:, dof].tocsc())
+        lu = spla.splu(model.K[dof][:, dof].tocsc())  # the last step that can fail: the old reference stays
         nrm = model.normals[free]
-        # (3F, F) displacement per unit inward push (column f pushes vertex f inwards), m/N
-        u_push = lu.solve(block_diag(*(-nrm[:, :, None])))
-        u_dp = lu.solve(model.g0[free].ravel())  # (3F,) per Pa
-        w_push = np.einsum("fk,fkc->fc", nrm, u_push.reshape(len(free), 3, len(free)))
-        w_dp = np.einsum("fk,fk->f", nrm, u_dp.reshape(-1, 3))
+        # (3F, F) displacement per unit inward push (column f pushes vertex f inwards), m/N; (3F,) per Pa
+        self._u_push, self._u_dp = lu.solve(block_diag(*(-nrm[:, :, None]))), lu.solve(model.g0[free].ravel())
+        self._w_push = np.einsum("fk,fkc->fc", nrm, self._u_push.reshape(len(free), 3, len(free)))
+        self._w_dp = np.einsum("fk,fk->f", nrm, self._u_dp.reshape(-1, 3))
         # Tangent basis per free vertex (t1 ⟂ n, t2 = n × t1) and the response to unit tangential pushes.
         helper = np.where(np.abs(nrm[:, 0:1]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]])
         t1 = np.cross(nrm, helper)
         t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
-        tang = np.stack([t1, np.cross(nrm, t1)], axis=1)  # (F, 2, 3)
-        u_tan = lu.solve(block_diag(*tang.transpose(0, 2, 1)))  # (3F, 2F) per unit tangential push, m/N
+        self._tang = tang = np.stack([t1, np.cross(nrm, t1)], axis=1)  # (F, 2, 3)
+        self._u_tan = lu.solve(block_diag(*tang.transpose(0, 2, 1)))  # (3F, 2F) per tangential push, m/N
         # Tangential components (2F rows) of every response.
-        t_push, t_tan, t_dp = (np.einsum("fjk,fkc->fjc", tang, r.reshape(len(free), 3, -1))
-                               .reshape(2 * len(free), -1) for r in (u_push, u_tan, u_dp[:, None]))
+        self._t_push, self._t_tan, self._t_dp = (
+            np.einsum("fjk,fkc->fjc", tang, r.reshape(len(free), 3, -1)).reshape(2 * len(free), *r.shape[1:])
+            for r in (self._u_push, self._u_tan, self._u_dp))
         self._p_ref_cam = self._surface_at(ref, self._uv)  # the reference surface at each vertex's pixel
-        self._grey_ref, self._tang, self._u_tan = grey_ref, tang, u_tan
-        self._t_push, self._t_tan, self._t_dp = t_push, t_tan, t_dp.ravel()
-        self.model, self._seen, self._ref, self._p_ref = model, seen, ref[seen], p_abs
-        self._u_push, self._u_dp = u_push, u_dp
-        self._w_push, self._w_dp = w_push, w_dp
         self._dot = np.einsum("ij,ij->i", self._ray_mesh, nrm)  # d . n per free vertex
+        self.model, self._seen, self._ref, self._p_ref = model, seen, ref[seen], p_abs
+        self._grey_ref = grey_ref
         self.startup_s = time.perf_counter() - t0
 
     def reset_reference(self) -> None:
         """Forget the reference: :meth:`estimate` raises ``FrameRejected`` (no_reference) until the next."""
         self.model: Optional[MembraneModel] = None
-        self._grey_ref = None
-        self._seen = np.zeros(0, dtype=bool)
 
     @property
     def reference_pressure(self) -> float:
@@ -489,12 +456,11 @@ class MembraneForceEstimator:
                  pressure: Optional[float] = None) -> MembraneForceResult:
         """Estimate the vertex forces of one frame: ``min_{c >= 0} |W c + δp w_p − w|`` over the vertices
         read (Lawson–Hanson), force ``−c_i n_i``, plus with colour the tangential forces fitted to the
-        sliding (docs/membrane_force.md, From depth to forces).
+        sliding (docs/membrane_force.md, From depth to forces); returns a :class:`MembraneForceResult`.
 
         ``frame``: ``(H, W)`` depth (m, float; 0, NaN, ±Inf = no reading, REP 117) or ``(H, W, 3)``
         organised cloud (its z); ``colour``: as :meth:`set_reference`'s, checked, used only with a colour
         reference; ``pressure``: absolute, Pa (None = the reference's: forces come out low under load).
-        Returns a :class:`MembraneForceResult`.
 
         FrameRejected (nothing changed): no reference, a wrong size or dtype (depth or colour), not one
         finite depth, a bad pressure, or too few read vertices (the message names the count).
@@ -519,16 +485,13 @@ class MembraneForceEstimator:
 
         b = w - dp * self._w_dp[rows]  # measured minus the pressure-only response
         # Candidate pushes: vertices read pressed in beyond the pressure response, and those not read
-        cand = np.ones(len(self._free), dtype=bool)
-        cand[rows[b >= 0.0]] = False
-        push = np.zeros(len(self._free))
+        cand = ~np.isin(np.arange(len(self._free)), rows[b >= 0.0])
+        push, rnorm = np.zeros(len(self._free)), float(np.linalg.norm(b))  # (the residual of no push)
         if cand.any():  # (SciPy's nnls aborts the process on a matrix without columns)
             try:
                 push[cand], rnorm = nnls(self._w_push[rows][:, cand], b, maxiter=10 * len(self._free))
             except RuntimeError as exc:  # iteration limit: never seen, but a node must stay up
                 raise FrameRejected(f"contact solve did not converge: {exc}", "solver_failed") from exc
-        else:
-            rnorm = float(np.linalg.norm(b))
 
         # Tangential stage (docs/membrane_force.md, Sliding): the pushes stay the depth's; tangential forces
         # at the contact vertices the flow reads fit the sliding the pushes and the pressure leave.
@@ -549,10 +512,9 @@ class MembraneForceEstimator:
                 t_meas = np.einsum("fjk,fk->fj", self._tang[tr], u_meas[fl]).ravel()
                 resid = t_meas - dp * self._t_dp[trow] - self._t_push[trow][:, active] @ push[active]
                 tforce[tcol] = np.linalg.lstsq(self._t_tan[trow][:, tcol], resid, rcond=None)[0]
-        u_free = self._u_push @ push + self._u_tan @ tforce + dp * self._u_dp
         n_v = len(self.mesh.points)
         u = np.zeros((n_v, 3))
-        u[self._free] = u_free.reshape(-1, 3)
+        u[self._free] = (self._u_push @ push + self._u_tan @ tforce + dp * self._u_dp).reshape(-1, 3)
         forces = self.model.forces(u, dp)
         contact = np.zeros((n_v, 3))
         contact[self._free] = (-push[:, None] * self.model.normals[self._free]
@@ -619,9 +581,8 @@ def compare_with_wrench(estimate: np.ndarray, wrench_force: np.ndarray,
     lag, corr, frames = max(fits, key=lambda fit: fit[1])  # the first of equal ones
     e, f = mag_est[frames], mag_ft[frames + lag]
     k = int(np.argmax(f))
-    return WrenchComparison(lag=lag, correlation=corr, ratio_at_peak=float(e[k] / f[k]),
-                            rms_error=float(np.sqrt(np.mean((e - f) ** 2))), frames=frames, bias=bias,
-                            peak_frame=int(frames[k]))
+    rms = float(np.sqrt(np.mean((e - f) ** 2)))
+    return WrenchComparison(lag, corr, float(e[k] / f[k]), rms, frames, bias, int(frames[k]))
 
 
 def peak_distance(forces: np.ndarray, positions: np.ndarray, point: Sequence[float]) -> np.ndarray:

@@ -40,8 +40,7 @@ class PressureWatch:
 
     def __init__(self, leak_rate: float = 50.0, window_s: float = 30.0, min_span_s: float = 20.0,
                  ambient_pa: float = 101325.0, min_gauge_pa: Optional[float] = None) -> None:
-        checks = {"leak_rate": leak_rate, "window_s": window_s, "min_span_s": min_span_s}
-        for name, v in checks.items():
+        for name, v in (("leak_rate", leak_rate), ("window_s", window_s), ("min_span_s", min_span_s)):
             if not (math.isfinite(float(v)) and float(v) > 0):
                 raise SettingError(f"{name} must be finite and > 0, got {v!r}", name, v, "out_of_range")
         if min_span_s > window_s:
