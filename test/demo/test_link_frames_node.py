@@ -51,3 +51,23 @@ def test_help_prints_usage_and_exits_0_without_ros(capsys):
     assert main(["link_frames_node", "--help"]) == 0
     out = capsys.readouterr().out
     assert "robot_description_path" in out and "frame_prefix" in out and "--ros-args" in out
+
+
+def test_sigterm_ends_the_node_with_exit_code_0():
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    proc = subprocess.Popen([sys.executable, "-m", "vsf_sensor_ros.demo.link_frames_node"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and "link frames:" not in (proc.stdout.readline() or "link frames:"):
+            pass    # up once it has logged its frames
+        time.sleep(1.0)    # and idle, waiting for a joint state
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        proc.kill()
+        proc.wait()

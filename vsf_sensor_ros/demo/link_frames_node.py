@@ -11,7 +11,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from sensor_msgs.msg import JointState
 
 from vsf_sensor_ros.ros.frames import TFMessage, transform_msg
-from vsf_sensor_ros.ros.main import parameter_usage, run_node, user_args
+from vsf_sensor_ros.ros.main import parameter_usage, run_node, spin_node, user_args
 from vsf_sensor_ros.ros.scene import build_world
 from vsf_sensor_ros.urdf import MOVABLE_JOINT_TYPES
 
@@ -96,7 +96,8 @@ def main(args: Optional[List[str]] = None) -> int:
         usage().parse_known_args(user_args(argv))   # exits 0 after printing for -h / --help
     except SystemExit as exc:
         return int(exc.code or 0)
-    return run_node("link_frames_node", LinkFramesNode, args,
+    # spin_node's short waits let SIGTERM's handler run (rclpy.spin waits in C++ and never returns)
+    return run_node("link_frames_node", LinkFramesNode, args, spin=spin_node,
                     config_errors=(ValueError, FileNotFoundError, RuntimeError))
 
 
