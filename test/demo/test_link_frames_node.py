@@ -63,8 +63,9 @@ def test_sigterm_ends_the_node_with_exit_code_0():
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and "link frames:" not in (proc.stdout.readline() or "link frames:"):
-            pass    # up once it has logged its frames
+        line = ""
+        while time.monotonic() < deadline and "link frames:" not in line:
+            line = proc.stdout.readline() or "link frames:"    # up once it has logged its frames (or ended)
         time.sleep(1.0)    # and idle, waiting for a joint state
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
