@@ -65,6 +65,10 @@ class NodeProcess(ManagedProcess):
         """SIGINT (clean rclpy shutdown), then SIGTERM / SIGKILL if it hangs; the return code."""
         return super().stop(grace_int_s=timeout)
 
+    def wait(self, timeout: Optional[float] = None) -> int:
+        """The child's exit code once it exits; TimeoutExpired."""
+        return self.proc.wait(timeout=timeout)
+
 
 class Probe(Node):
     """A test node: publishes inputs, records outputs per topic, calls services and parameters."""
