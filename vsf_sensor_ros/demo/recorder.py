@@ -66,7 +66,8 @@ def cloud_point_count(data: bytes) -> int:
 
 @dataclass
 class TopicLog:
-    """What arrived on ``topic`` in order: wall receive times ``recv_ns``, CDR ``data``, DDS send times
+    """What arrived on ``topic`` in order: wall receive times ``recv_ns`` (the middleware's where rclpy
+    gives it), CDR ``data``, DDS send times
     ``sent_ns`` (empty on Humble), and the QoS its publishers offered when last seen."""
 
     topic: str
@@ -151,7 +152,9 @@ class TopicRecorder:
             return on_message
 
         def on_message_with_info(data: bytes, info: Any) -> None:
-            on_message(data)
+            # the middleware's receive stamp (wall clock): callbacks of two topics may run in either order
+            log.recv_ns.append(int(info["received_timestamp"]) or time.time_ns())   # 0: the rmw has none
+            log.data.append(bytes(data))
             log.sent_ns.append(int(info["source_timestamp"]))
         return on_message_with_info
 

@@ -45,8 +45,8 @@ DEFINITIONS = {
     "measured": "<sensor>/measured messages recorded",
     "matched_samples": "measured and predicted messages paired by equal header.stamp (the residual samples)",
     "latency_ms_p50": "median latency: wall receive time of <sensor>/predicted minus wall receive time of "
-                      "the contacts message with the same header.stamp, both taken in the demo's recorder "
-                      "process (ms)",
+                      "the contacts message with the same header.stamp, both stamped by the middleware of "
+                      "the demo's recorder process (ms)",
     "latency_ms_p99": "99th percentile of the same latency (ms)",
     "latency_ms_max": "largest latency (ms)",
     "latency_samples": "predictions whose contacts message was recorded (the latency samples)",
