@@ -10,8 +10,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from vsf_sensor_ros.demo.processes import PACKAGE_ROOT
+from vsf_sensor_ros.rig.launch_support import SIM_WORLD_CONFIGS
 
-WORLD_PARAMS = {"embedded": "sensor_node.yaml", "kinova": "kinova_punyo.yaml"}
 DEFAULT_OUT = Path("demo_out")        # parent of the per-world output folders
 
 
@@ -137,7 +137,7 @@ def resolve_config(args: argparse.Namespace) -> DemoConfig:
                                   ("timeout", args.timeout, 0 < timeout < math.inf, "positive")):
         if not ok:
             raise ValueError(f"--{flag} must be {rule}, got {value}")
-    params_file = args.params_file or config_dir() / WORLD_PARAMS[args.world]
+    params_file = args.params_file or config_dir() / SIM_WORLD_CONFIGS[args.world]
     if not Path(params_file).is_file():
         raise DemoError(f"sensor node parameter file {params_file} not found", "params_missing", params_file)
     node_key, params = read_params_file(params_file)
