@@ -29,6 +29,10 @@ class StreamClock:
         self.last = now
         self.count += 1
 
+    def stopped(self, now: float, timeout: float) -> bool:
+        """True when the stream has arrived before but not for ``timeout`` s up to ``now`` (s)."""
+        return self.last is not None and now - self.last >= timeout
+
     def problem(self, now: float, started: float, timeout: float, cause: str = "") -> Optional[str]:
         """A sentence naming the topic and type when the stream is missing or stopped for ``timeout`` s,
         else None; ``cause`` (what explains it) follows a colon; an optional stream never received is a
@@ -41,7 +45,7 @@ class StreamClock:
             if self.optional:
                 return None
             return f"no {self.type_name} on {self.topic} since start ({now - started:.0f} s)"
-        if now - self.last >= timeout:
+        if self.stopped(now, timeout):
             text = f"{self.topic} ({self.type_name}) stopped {now - self.last:.0f} s ago"
             return f"{text}: {cause}" if cause else text
         return None
