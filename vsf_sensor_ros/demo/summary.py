@@ -173,7 +173,8 @@ def vs_mujoco(cfg: DemoConfig, series: Dict[str, Tuple[Any, Any]], tare_response
     out: Dict[str, Any] = {}
     for s in cfg.sensors:
         pred, meas = series.get(s.name, (None, None))
-        if s.measured_source not in (SOURCE_MUJOCO_FORCE, SOURCE_MUJOCO_TOUCH) or pred is None or meas is None:
+        mujoco = s.measured_source in (SOURCE_MUJOCO_FORCE, SOURCE_MUJOCO_TOUCH)
+        if not mujoco or pred is None or meas is None:
             continue
         names = list(s.codec.axes)   # the pad's three axes or the load cell's one
         entry: Dict[str, Any] = {"measured_source": s.measured_source, "units": "N",
