@@ -37,7 +37,7 @@ def run_session(world: str, assets_dir=None, run_s: float = RUN_S):
     while sim.time < run_s - 1e-9:
         sim.step()
         state = sim.sim_state()
-        steps.append({"t": sim.time, "phase": sim.phase, "contacts": sim.contact_arrays(),
+        steps.append({"t": sim.time, "phase": PROFILE.phase(sim.time), "contacts": sim.contact_arrays(),
                       "pressure": float(pressure.predict(state)[0]), "T_bubble": sim.body_transform(BUBBLE),
                       "q": sim.joint_positions()})
     return scene, sim, steps

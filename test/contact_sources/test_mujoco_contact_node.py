@@ -126,6 +126,8 @@ def test_bad_parameters_are_named(ros):
     for name, value, setting, named in (("physics_dt", 0.02, "physics_dt", 0.02),
                                         ("sensors", ["punyo_pad", "punyo_pad"], "sensors", ["punyo_pad"] * 2),
                                         ("measured_source", "both", "measured_source", "both"),
+                                        ("contact_body_names", ["punyo", "punyo"], "contact_body_names",
+                                         ["punyo", "punyo"]),
                                         ("bubble.solref", [0.0, 1.0], "solref", (0.0, 1.0))):
         with pytest.raises(SettingError) as err:
             MujocoContactNode(context=ctx, parameter_overrides=[Parameter(name, value=value)])

@@ -53,34 +53,19 @@ class ContactSimulation:
     """Steps a press scene (:func:`~.sim_world.build_scene`) along ``trajectory`` in Klampt's ODE simulator:
     ``sim_dt`` (s per step) >= ``physics_dt`` > 0; contacts among ``contact_body_names`` (default bubble,
     object, table); the bubble a soft skin (``bubble_stiffness`` N/m, inf = rigid; ``bubble_damping`` N s/m;
-    ``bubble_padding`` m: docs/demo.md); ``max_contacts`` (>= 1) per pair and step.
+    ``bubble_padding`` m: docs/demo.md); ``max_contacts`` (>= 1) per pair and step.  The ranges are
+    ``contact_sim_node``'s parameter checks; here only the bodies are checked.
 
     Raises:
-        SettingError: ``setting`` the argument, ``value`` as given, ``reason`` ``'out_of_range'`` (or
-            ``'unknown_body'`` with ``expected`` the known bodies).
+        SettingError: ``setting`` ``'contact_body_names'``, ``value`` the unknown bodies, ``reason``
+            ``'unknown_body'``, ``expected`` the known bodies.
     """
 
     def __init__(self, scene: SimScene, trajectory: PressTrajectory, sim_dt: float = 0.01,
                  physics_dt: float = 0.001, contact_body_names: Optional[Sequence[str]] = None,
                  bubble_stiffness: float = 3000.0, bubble_damping: float = 30.0,
                  bubble_padding: float = 0.01, max_contacts: int = 12) -> None:
-        for label, value, ok, want in (
-                ("sim_dt", sim_dt, np.isfinite(sim_dt) and sim_dt > 0.0, "> 0 s"),
-                ("physics_dt", physics_dt, np.isfinite(physics_dt) and 0.0 < physics_dt <= sim_dt,
-                 f"in (0, sim_dt={sim_dt}] s"),
-                ("bubble_stiffness", bubble_stiffness, bubble_stiffness > 0.0, "> 0 N/m (inf = rigid)"),
-                ("bubble_damping", bubble_damping, np.isfinite(bubble_damping) and bubble_damping >= 0.0,
-                 ">= 0 N s/m"),
-                ("bubble_padding", bubble_padding, np.isfinite(bubble_padding) and bubble_padding > 0.0,
-                 "> 0 m"),
-                ("max_contacts", max_contacts, not isinstance(max_contacts, bool)
-                 and int(max_contacts) == max_contacts and max_contacts >= 1, "a positive integer")):
-            if not ok:
-                raise SettingError(f"{label} must be {want}, got {value}", label, value, "out_of_range")
         names = list(contact_body_names) if contact_body_names is not None else [BUBBLE, OBJECT, TABLE]
-        if len(set(names)) != len(names) or not names:
-            raise SettingError(f"contact_body_names must be non-empty and unique, got {names}",
-                               "contact_body_names", names, "out_of_range")
         known = list(scene.link_names) + [OBJECT, TABLE]
         unknown = [n for n in names if n not in known]
         if unknown:
@@ -137,11 +122,6 @@ class ContactSimulation:
         self.steps += 1
         self.time = self.steps * self.sim_dt
         self.sim.updateWorld()
-
-    @property
-    def phase(self) -> str:
-        """Trajectory phase at the current time."""
-        return self.trajectory.profile.phase(self.time)
 
     def contact_arrays(self) -> Dict[Pair, Tuple[np.ndarray, np.ndarray]]:
         """``{(body1, body2): (points, forces on body1)}`` of the last step, both orders of every touching

@@ -79,9 +79,6 @@ class MujocoContactNode(SimulatorNode):
                                "sim_dt", p["sim_dt"], "not_multiple", p["physics_dt"])
         self._substeps = int(round(substeps))
         names = list(p["contact_body_names"])
-        if len(set(names)) != len(names) or not all(names):
-            raise SettingError(f"contact_body_names must be distinct non-empty names, got {names}",
-                               "contact_body_names", names, "invalid")
 
         # -- scene and press
         assets = embedded_assets()

@@ -76,18 +76,6 @@ def demo_sensor_specs(assets: SceneAssets, object_size: Optional[Sequence[float]
     return {s.name: s for s in specs}
 
 
-def sensor_node_sensor_params(specs: Sequence[DemoSensorSpec]) -> Dict[str, Any]:
-    """Sensor node parameters (flat dotted names: ``sensors``, ``<s>.type``, ``<s>.attachment``,
-    ``<s>.<setting>``) configuring the same sensors.
-    """
-    out: Dict[str, Any] = {"sensors": [s.name for s in specs]}
-    for s in specs:
-        for k, v in s.config.items():
-            if k != "name":
-                out[f"{s.name}.{k}"] = v
-    return out
-
-
 # labels of a measured stream's source: the package's model + offset + noise, Klampt's own C++ ContactSensor
 # in the same ODE world, the contact forces the simulator sums itself, MuJoCo's force sensor (the pad) and
 # touch sensor (the load cell); and their short form in plots

@@ -56,11 +56,6 @@ class SceneAssets:
     table_size: Tuple[float, float, float] = tuple(ew.TABLE_SIZE)  # type: ignore[assignment]
     table_center: Tuple[float, float, float] = tuple(ew.TABLE_POSITION)  # type: ignore[assignment]
 
-    @property
-    def table_top_z(self) -> float:
-        """Height of the table's top face (m, world)."""
-        return float(self.table_center[2] + self.table_size[2] / 2.0)
-
 
 def kinova_assets(assets_dir: Optional[str] = None) -> SceneAssets:
     """Kinova Gen3 with the real Punyo mesh; ``assets_dir`` empty = ``default_assets_dir()``.
@@ -255,7 +250,8 @@ def build_scene(assets: SceneAssets, object_size: Optional[Sequence[float]] = No
     mass.setInertia([object_mass * (sy ** 2 + sz ** 2) / 12.0, object_mass * (sx ** 2 + sz ** 2) / 12.0,
                      object_mass * (sx ** 2 + sy ** 2) / 12.0])
     obj.setMass(mass)
-    z0 = assets.table_top_z + sz / 2.0 + 1e-3
+    top = float(assets.table_center[2] + assets.table_size[2] / 2.0)     # the table's top face
+    z0 = top + sz / 2.0 + 1e-3
     obj.setTransform([1, 0, 0, 0, 1, 0, 0, 0, 1], [assets.object_xy[0], assets.object_xy[1], z0])
 
     link_names = [robot.link(i).getName() for i in range(robot.numLinks())]
@@ -264,7 +260,7 @@ def build_scene(assets: SceneAssets, object_size: Optional[Sequence[float]] = No
     ids[OBJECT] = obj.getID()
     return SimScene(assets=assets, world=world, robot=robot, joint_names=[j.name for j in movable],
                     joint_dofs=dofs, body_ids=ids, object_size=size,
-                    object_top_z=assets.table_top_z + sz, link_names=link_names)
+                    object_top_z=top + sz, link_names=link_names)
 
 
 __all__ = ["BUBBLE", "TABLE", "OBJECT", "WORLDS", "CONTACT_PADDING", "WORLD_FRAME", "SceneAssets",

@@ -83,7 +83,8 @@ class SimulatorNode(Node):
     None)``) declared into ``self.p`` and checked, measured streams, publishers, the stepping thread, live
     ``rate_hz``.  Attributes: ``done``, ``failed`` (exception or None), ``step_times`` (wall s).
     A subclass builds its scene, calls :meth:`create_outputs` and :meth:`start_stepping`, and implements
-    :meth:`step_once`.  SettingError: a parameter out of range or invalid (named).
+    :meth:`step_once`.  SettingError: a parameter out of range or invalid (named; ``contact_body_names`` not
+    distinct non-empty names).
     """
 
     def __init__(self, node_name: str, params: Dict[str, tuple], **kwargs: Any) -> None:
@@ -109,6 +110,10 @@ class SimulatorNode(Node):
                                f"got {p['sensors']}", "sensors", list(p["sensors"]), "invalid",
                                list(DEMO_SENSORS))
         check_measured_source(p["measured_source"])
+        names = list(p["contact_body_names"])
+        if not names or len(set(names)) != len(names) or not all(names):
+            raise SettingError(f"contact_body_names must be distinct non-empty names, got {names}",
+                               "contact_body_names", names, "invalid")
         self.add_on_set_parameters_callback(self.on_set_parameters)
 
     def add_stream(self, spec: DemoSensorSpec, model: Any, bubble_vertices: np.ndarray) -> MeasuredStream:

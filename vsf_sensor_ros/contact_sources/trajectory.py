@@ -87,15 +87,12 @@ class PressTrajectory:
                  seed_config: Sequence[float]) -> None:
         profile.validate()
         self.profile = profile
-        self.robot = robot
         tip = np.asarray(tip_local, dtype=np.float64)
         n = np.asarray(normal_local, dtype=np.float64)
         n = n / np.linalg.norm(n)
-        above = tip - 0.05 * n  # a point 5 cm inside the bubble along -n: aligns n with -z
-        self._local = [tip.tolist(), above.tolist()]
-        self._xy = (float(target_xy[0]), float(target_xy[1]))
-        self._top = float(top_z)
-        self._link = link
+        # and a point 5 cm inside the bubble along -n: aligns n with -z
+        local = [tip.tolist(), (tip - 0.05 * n).tolist()]
+        x, y = float(target_xy[0]), float(target_xy[1])
 
         b = profile.boundaries()
         # sample times: phase boundaries plus every IK_DT inside moving phases
@@ -109,22 +106,17 @@ class PressTrajectory:
         qs = []
         for k, h in enumerate(heights):
             if k == 0 or h != heights[k - 1]:   # a hold keeps the previous solution
-                self._solve(h)
+                z = float(top_z) + float(h)
+                solver = ik.solver(ik.objective(link, local=local, world=[[x, y, z], [x, y, z + 0.05]]))
+                solver.setMaxIters(200)
+                solver.setTolerance(1e-6)
+                if not solver.solve():
+                    err = float(np.linalg.norm(solver.getResidual()))
+                    raise RuntimeError(f"IK failed for bubble tip target ({x:.3f}, {y:.3f}, {z:.4f}) m "
+                                       f"with the membrane facing down (residual {err:.2e})")
             qs.append(robot.getConfig())
         self.configs = np.asarray(qs, dtype=np.float64)
         robot.setConfig(self.configs[0].tolist())
-
-    def _solve(self, h: float) -> None:
-        x, y = self._xy
-        z = self._top + float(h)
-        obj = ik.objective(self._link, local=self._local, world=[[x, y, z], [x, y, z + 0.05]])
-        solver = ik.solver(obj)
-        solver.setMaxIters(200)
-        solver.setTolerance(1e-6)
-        if not solver.solve():
-            err = float(np.linalg.norm(solver.getResidual()))
-            raise RuntimeError(f"IK failed for bubble tip target ({x:.3f}, {y:.3f}, {z:.4f}) m "
-                               f"with the membrane facing down (residual {err:.2e})")
 
     def command(self, t: float) -> Tuple[np.ndarray, np.ndarray]:
         """Commanded ``(q, dq)`` (full Klampt configuration, rad and rad/s) at time ``t`` (s)."""

@@ -142,11 +142,11 @@ def check_output(out: Path) -> None:
                                     "empty folder, or an earlier import's")
 
 
-def import_camera(source: Path, out: Path, mesh: Optional[Path] = None) -> Dict[str, Any]:
+def import_camera(source: Path, out: Path, mesh: Path) -> Dict[str, Any]:
     """Check ``source/expand/``, then write ``out`` whole (replacing an earlier import); its camera.json
     dict.  CameraImportError leaves ``out`` untouched."""
     out = out.resolve()      # a symlinked folder: write where it points, keep the link
-    if mesh is not None and not mesh.is_file():
+    if not mesh.is_file():
         raise CameraImportError(f"--mesh {mesh}: not a file")
     check_output(out)
     expand = source / "expand"
@@ -161,7 +161,7 @@ def import_camera(source: Path, out: Path, mesh: Optional[Path] = None) -> Dict[
     return info
 
 
-def write_folder(out: Path, depth: np.ndarray, rgb: Optional[np.ndarray], mesh: Optional[Path],
+def write_folder(out: Path, depth: np.ndarray, rgb: Optional[np.ndarray], mesh: Path,
                  info: Dict[str, Any]) -> None:
     """Write a fresh folder beside ``out``, then put it in its place; on an error the earlier stays."""
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -174,12 +174,10 @@ def write_folder(out: Path, depth: np.ndarray, rgb: Optional[np.ndarray], mesh: 
         np.savez_compressed(tmp / "depth.npz", depth=depth)
         if rgb is not None:
             np.savez_compressed(tmp / "rgb.npz", rgb=rgb)
-        if mesh is not None:
-            try:
-                shutil.copyfile(mesh, tmp / "membrane_equalized.vtk")
-            except OSError as exc:
-                raise CameraImportError(f"--mesh {mesh}: cannot read ({type(exc).__name__}: "
-                                        f"{exc})") from None
+        try:
+            shutil.copyfile(mesh, tmp / "membrane_equalized.vtk")
+        except OSError as exc:
+            raise CameraImportError(f"--mesh {mesh}: cannot read ({type(exc).__name__}: {exc})") from None
         (tmp / "camera.json").write_text(json.dumps(info, indent=1) + "\n")
         if out.exists():     # an earlier import (check_output): moved aside, removed once replaced
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))

@@ -10,8 +10,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from vsf_sensor_ros.demo.processes import PACKAGE_ROOT
+from vsf_sensor_ros.rig.launch_support import SIM_WORLD_CONFIGS
 
-WORLD_PARAMS = {"embedded": "sensor_node.yaml", "kinova": "kinova_punyo.yaml"}
 DEFAULT_OUT = Path("demo_out")        # parent of the per-world output folders
 
 
@@ -137,7 +137,7 @@ def resolve_config(args: argparse.Namespace) -> DemoConfig:
                                   ("timeout", args.timeout, 0 < timeout < math.inf, "positive")):
         if not ok:
             raise ValueError(f"--{flag} must be {rule}, got {value}")
-    params_file = args.params_file or config_dir() / WORLD_PARAMS[args.world]
+    params_file = args.params_file or config_dir() / SIM_WORLD_CONFIGS[args.world]
     if not Path(params_file).is_file():
         raise DemoError(f"sensor node parameter file {params_file} not found", "params_missing", params_file)
     node_key, params = read_params_file(params_file)
@@ -181,7 +181,7 @@ def _same(a: Any, b: Any) -> bool:
 def check_pairing(cfg: DemoConfig) -> List[str]:
     """A warning line per parameter differing from the sensors the simulator measures (empty: it pairs).
     Raises DemoError: no ``contact_body_names``, or the world's assets cannot be loaded."""
-    from vsf_sensor_ros.contact_sources.sim_sensors import demo_sensor_specs, sensor_node_sensor_params
+    from vsf_sensor_ros.contact_sources.sim_sensors import demo_sensor_specs
     from vsf_sensor_ros.contact_sources.sim_world import load_assets
     if not cfg.contact_body_names:
         raise DemoError(f"{cfg.params_file} sets no contact_body_names: the demo passes the node's body "
@@ -192,15 +192,15 @@ def check_pairing(cfg: DemoConfig) -> List[str]:
     except (OSError, ValueError) as exc:
         raise DemoError(f"cannot load the {cfg.world} world's assets: {exc}", "assets_unloadable", cfg.assets,
                         cfg.world) from exc
-    expected = sensor_node_sensor_params(list(demo_sensor_specs(assets).values()))
     params = cfg.base_params
     problems: List[str] = []
-    for name in expected["sensors"]:
+    for spec in demo_sensor_specs(assets).values():
+        name = spec.name
         if name not in (params.get("sensors") or []):
             problems.append(f"the simulator measures {name!r} but {cfg.params_file.name} has no such sensor")
             continue
-        for key, want in expected.items():
-            if key.startswith(name + ".") and not _same(params.get(key), want):
+        for key, want in ((f"{name}.{k}", v) for k, v in spec.config.items() if k != "name"):
+            if not _same(params.get(key), want):
                 problems.append(f"{key} is {params.get(key)!r} in {cfg.params_file.name}; the simulator "
                                 f"measures with {want!r}")
         scale = params.get(f"{name}.measured_scale", 1.0)

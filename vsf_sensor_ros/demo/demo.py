@@ -9,10 +9,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from vsf_sensor_ros.demo.config import WORLD_PARAMS, DemoError, check_pairing, resolve_config
+from vsf_sensor_ros.demo.config import DemoError, check_pairing, resolve_config
 from vsf_sensor_ros.demo.ros_env import run_isolated, usage_error
 from vsf_sensor_ros.demo.session import DemoSession, Progress, SessionResult
 from vsf_sensor_ros.demo.summary import build_summary, clear_outputs, make_plots, series_for, summary_table
+from vsf_sensor_ros.rig.launch_support import SIM_WORLD_CONFIGS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the contact simulator and the sensor node on this host, record every "
                     "topic to a rosbag2 MCAP, tare after the contact-free stretch, and write "
                     "plots and summary.json.")
-    p.add_argument("--world", choices=sorted(WORLD_PARAMS), default="embedded",
+    p.add_argument("--world", choices=sorted(SIM_WORLD_CONFIGS), default="embedded",
                    help="embedded: the package's small arm + bubble (no files needed); "
                         "kinova: Kinova Gen3 + Punyo from --assets (default: embedded)")
     p.add_argument("--assets", type=Path, default=None,

@@ -5,15 +5,8 @@ from pathlib import Path
 from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
-
-
-def _new_figure(size: Tuple[float, float]) -> Figure:
-    fig = Figure(figsize=size, dpi=110)
-    FigureCanvasAgg(fig)
-    return fig
 
 
 def _mark_session(ax: Any, tare_t: Optional[float], contact_span: Optional[Tuple[float, float]]) -> None:
@@ -74,7 +67,7 @@ def pressure_figure(t_meas: np.ndarray, p_meas: np.ndarray, t_pred: np.ndarray, 
     ``tare_t`` (s), ``contact_span`` (s) shaded."""
     t_meas, p_meas = np.asarray(t_meas, float), np.asarray(p_meas, float)
     t_pred, p_pred = np.asarray(t_pred, float), np.asarray(p_pred, float)
-    fig = _new_figure((8.0, 8.6))
+    fig = Figure(figsize=(8.0, 8.6), dpi=110)
     ax_all, ax, ax_r = fig.subplots(3, 1, sharex=True, gridspec_kw={"height_ratios": [1, 2.2, 1.2]})
     common, im, ip = np.intersect1d(t_meas, t_pred, return_indices=True)
     res = p_meas[im] - p_pred[ip]
@@ -132,7 +125,7 @@ def plot_force_field(points: np.ndarray, forces: np.ndarray, path: Path,
     mags = [np.linalg.norm(f, axis=1) for _, f in panels]
     vmax = max(float(m.max()) for m in mags) if points.shape[0] else 1.0
     vmax = vmax if vmax > 0 else 1.0
-    fig = _new_figure((4.6 * len(panels) + 1.2, 4.6))
+    fig = Figure(figsize=(4.6 * len(panels) + 1.2, 4.6), dpi=110)
     # square-root colours: the small forces around the patch stay visible
     norm = PowerNorm(gamma=0.5, vmin=0.0, vmax=vmax)
     sc = None
@@ -165,7 +158,7 @@ def components_figure(t_meas: Optional[np.ndarray], meas: Optional[np.ndarray], 
     if pred.shape[1] != len(labels):
         raise ValueError(f"predicted readings have {pred.shape[1]} components but {len(labels)} labels")
     quantity = QUANTITY.get(unit, "reading")
-    fig = _new_figure((8.0, 6.2))
+    fig = Figure(figsize=(8.0, 6.2), dpi=110)
     ax = fig.add_subplot(3, 1, (1, 2))
     ax_r = fig.add_subplot(3, 1, 3, sharex=ax)
     _mark_session(ax, tare_t, contact_span)

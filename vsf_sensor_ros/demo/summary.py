@@ -165,17 +165,16 @@ def pad_vs_klampt_native(cfg: DemoConfig, series: Dict[str, Tuple[Any, Any]],
     return None
 
 
-MUJOCO_SOURCES = ("mujoco-force-sensor", "mujoco-touch-sensor")   # sim_sensors.SOURCE_MUJOCO_*
-
-
 def vs_mujoco(cfg: DemoConfig, series: Dict[str, Tuple[Any, Any]], tare_response_ns: Optional[int],
               contact_stamp_ns: np.ndarray) -> Optional[Dict[str, Any]]:
     """``vs_mujoco`` (:data:`DEFINITIONS`) per sensor MuJoCo measures; None without one."""
     from vsf_sensor_ros.demo.analysis import agreement_numbers, first_index_by_stamp
+    from vsf_sensor_ros.contact_sources.sim_sensors import SOURCE_MUJOCO_FORCE, SOURCE_MUJOCO_TOUCH
     out: Dict[str, Any] = {}
     for s in cfg.sensors:
         pred, meas = series.get(s.name, (None, None))
-        if s.measured_source not in MUJOCO_SOURCES or pred is None or meas is None:
+        mujoco = s.measured_source in (SOURCE_MUJOCO_FORCE, SOURCE_MUJOCO_TOUCH)
+        if not mujoco or pred is None or meas is None:
             continue
         names = list(s.codec.axes)   # the pad's three axes or the load cell's one
         entry: Dict[str, Any] = {"measured_source": s.measured_source, "units": "N",

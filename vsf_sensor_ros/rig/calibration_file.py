@@ -195,15 +195,12 @@ def _write_in_place(path: Path, data: bytes, checked: os.stat_result) -> str:
         try:
             _overwrite(f, data)
             f.seek(0)
-            ok = f.read(len(data) + 1) == data
+            why = None if f.read(len(data) + 1) == data else f"refused: {path} did not read back as written"
         except OSError as exc:
+            why = f"cannot write {path} in place: {exc}"
+        if why is not None:
             _overwrite(f, old, best_effort=True)
-            raise SaveRefused(f"cannot write {path} in place: {exc}; previous content "
-                              f"restored{also}") from None
-        if not ok:
-            _overwrite(f, old, best_effort=True)
-            raise SaveRefused(f"refused: {path} did not read back as written; previous content "
-                              f"restored{also}")
+            raise SaveRefused(f"{why}; previous content restored{also}")
     kept = f"; previous content kept in {backup}" if backup else ""
     return f" in place (a mount point: no rename possible){kept}"
 

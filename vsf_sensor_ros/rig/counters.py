@@ -134,7 +134,5 @@ class SensorStats:
                             + f" rejected for stamp 0: {self.zero_stamp_hint}")
         if self.pairing != "ok":
             problems.append(self.pairing)
-        self.window_count = 0
-        self.window_latency_sum = 0.0
-        self.window_latency_max = 0.0
+        self.window_count, self.window_latency_sum, self.window_latency_max = 0, 0.0, 0.0
         return values, problems, rate
