@@ -26,26 +26,19 @@ EXECUTOR_KINDS: Tuple[str, ...] = ("auto", "events", "single_threaded")
 POLL_SEC = 0.1
 
 
-def events_executor_available() -> bool:
-    """True when this rclpy has ``rclpy.experimental.EventsExecutor``."""
-    try:
-        from rclpy.experimental import EventsExecutor  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def make_executor(kind: str = "auto", context: Optional[Context] = None) -> Executor:
     """The executor of ``kind`` (``auto``: EventsExecutor where rclpy has it, else single-threaded)
     in ``context``; ValueError: another ``kind``, or ``events`` without the EventsExecutor."""
     if kind not in EXECUTOR_KINDS:
         raise ValueError(f"executor kind {kind!r} is not one of {EXECUTOR_KINDS}")
-    if kind in ("auto", "events") and events_executor_available():
-        from rclpy.experimental import EventsExecutor
-        return EventsExecutor(context=context)
-    if kind == "events":
-        raise ValueError("executor kind 'events' needs rclpy.experimental.EventsExecutor, "
-                         "which this rclpy does not have")
+    if kind != "single_threaded":
+        try:
+            from rclpy.experimental import EventsExecutor
+            return EventsExecutor(context=context)
+        except ImportError:
+            if kind == "events":
+                raise ValueError("executor kind 'events' needs rclpy.experimental.EventsExecutor, "
+                                 "which this rclpy does not have") from None
     return SingleThreadedExecutor(context=context)
 
 
@@ -75,7 +68,6 @@ def spin_node(node: Node, kind: str = "auto", poll_sec: float = POLL_SEC) -> Exe
     return executor
 
 
-# -- the command line ----------------------------------------------------------------------
 def usage() -> argparse.ArgumentParser:
     """``sensor_node``'s command line: only ``-h`` / ``--help`` (node-wide and common sensor parameters)."""
     from .kinds import SensorKindError, sensor_kinds
@@ -165,33 +157,16 @@ def parameter_file_error(exc: Exception, name: str = "sensor_node") -> str:
     return f"[FATAL] [{name}]: configuration error: {text}{hint}"
 
 
-# -- memory --------------------------------------------------------------------------------
-def _rss_bytes() -> Optional[int]:
+def release_free_heap() -> None:
+    """Return free C-heap pages to the kernel (glibc ``malloc_trim(0)``; nothing without glibc)."""
     try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def release_free_heap() -> Optional[int]:
-    """Return free C-heap pages to the kernel (glibc ``malloc_trim(0)``); the bytes the resident set
-    shrank (may be slightly negative), or None without glibc or ``/proc``."""
-    name = ctypes.util.find_library("c")
-    try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
+        trim = ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim
     except (OSError, AttributeError):
-        trim = None
-    if trim is None:
-        return None
-    before = _rss_bytes()
+        return
     trim.argtypes = [ctypes.c_size_t]
     trim(0)
-    after = _rss_bytes()
-    return None if before is None or after is None else before - after
 
 
-# -- the run of a node executable ------------------------------------------------------------
 def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
