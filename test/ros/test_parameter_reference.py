@@ -33,11 +33,3 @@ def test_a_row_states_default_range_and_liveness_as_the_table_does():
     assert rows["`calibration_file`"].split("|")[2:5] == [' `""` ', "  ", " no "]
     # fSaturation: three infinite clamps, lower bound 0
     assert rows["`<s>.fSaturation`"].split("|")[2] == " `[.inf, .inf, .inf]` "
-
-
-def test_check_mode_reports_a_stale_file(tmp_path):
-    stale = tmp_path / "parameters.md"
-    stale.write_text("old\n")
-    assert parameter_reference.main(["--check", "--path", str(stale)]) == 1
-    assert parameter_reference.main(["--path", str(stale)]) == 0
-    assert parameter_reference.main(["--check", "--path", str(stale)]) == 0

@@ -182,10 +182,9 @@ class MembraneForceNode(Node):
                 t_cam_mesh=[float(v) for v in p["camera_translation"]], ambient_pressure=self.ambient_pa,
                 window=int(p["window"]), max_depth=float(p["max_depth"]),
                 min_vertex_fraction=float(p["min_vertex_fraction"]))
-        except InputRejected as exc:
-            self._reject(exc.reason, str(exc), "CameraInfo")
-        except ValueError as exc:   # e.g. vertices behind the camera: the rotation is wrong
-            self._reject("bad_camera_info", str(exc), "CameraInfo")
+        except ValueError as exc:   # the estimator's: e.g. vertices behind the camera, the rotation is wrong
+            self._reject(exc.reason if isinstance(exc, InputRejected) else "bad_camera_info", str(exc),
+                         "CameraInfo")
         return None
 
     def _on_pressure(self, msg: Any) -> None:
@@ -236,7 +235,7 @@ class MembraneForceNode(Node):
                 self.pressures.wait((header, decode), stamp_to_ns(header.stamp),
                                     now if arrived is None else arrived, now, int(self.p["qos_depth"]))
                 return
-        except (InputRejected, FrameRejected) as exc:
+        except FrameRejected as exc:   # (an InputRejected too)
             self._reject(exc.reason, str(exc))
             return
         if not self.colour:
@@ -290,7 +289,7 @@ class MembraneForceNode(Node):
     def _run(self, header: Header, decode: Any, pressure: float, colour: Optional[np.ndarray]) -> None:
         try:
             self._process(header, decode, pressure, colour)
-        except (InputRejected, FrameRejected) as exc:
+        except FrameRejected as exc:
             self._reject(exc.reason, str(exc))
         except Exception as exc:  # noqa: BLE001 -- the node must outlive one frame (a library failure)
             self._reject("internal_error", f"{type(exc).__name__}: {exc}")

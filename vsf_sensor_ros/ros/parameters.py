@@ -8,7 +8,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-import numpy as np
 import yaml
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
@@ -41,8 +40,7 @@ class SensorParameters:
                                "attachment": self.values.get("attachment", "")}
         for spec in sensor_specs(self.type)[len(SENSOR_COMMON_SPECS):]:
             if spec.key in self.values:
-                v = self.values[spec.key]
-                cfg[spec.key] = list(v) if isinstance(v, (list, tuple, np.ndarray)) else v
+                cfg[spec.key] = plain(self.values[spec.key])
         return cfg
 
     def measured_type(self) -> str:
@@ -102,9 +100,7 @@ def declare_spec(node: Node, name: str, spec: Spec) -> Any:
     fixed = None if override is None else as_double(override.value, spec.default)
     if fixed is not None:
         replace_parameter_override(node, name, fixed)
-    arg: Any = spec.default
-    if spec.ptype is not None and spec.default == []:
-        arg = Parameter.Type(spec.ptype)
+    arg = Parameter.Type(spec.ptype) if spec.ptype is not None and spec.default == [] else spec.default
     try:
         param = node.declare_parameter(name, arg, spec.descriptor(name))
     except (InvalidParameterTypeException, InvalidParameterValueException, TypeError) as exc:
@@ -196,10 +192,8 @@ class NodeParameters:
         t = declare_spec(self._node, f"{name}.type", type_spec)
         if t not in kinds:
             raise ConfigError(f"{name}.type", t, f"unknown sensor type; use one of {sorted(kinds)}")
-        values = {"type": t}
-        for spec in sensor_specs(t)[1:]:
-            values[spec.key] = declare_spec(self._node, f"{name}.{spec.key}", spec)
-        cfg = SensorParameters(name, t, values)
+        values = {s.key: declare_spec(self._node, f"{name}.{s.key}", s) for s in sensor_specs(t)[1:]}
+        cfg = SensorParameters(name, t, {"type": t, **values})
         cfg.measured_type()  # validates
         return cfg
 
@@ -345,12 +339,8 @@ def node_keys_of_file(path: str) -> List[str]:
 def node_key_matches(key: str, fully_qualified_name: str) -> bool:
     """Whether a parameters-file node key applies to node ``fully_qualified_name`` (rcl's rules:
     absolute, a missing leading ``/`` implied; ``*`` one name token, ``**`` any number)."""
-    pattern = ""
-    for token in key.strip("/").split("/"):
-        if token == "**":
-            pattern += "(/[^/]+)*"
-        else:
-            pattern += "/" + "[^/]*".join(re.escape(part) for part in token.split("*"))
+    pattern = "".join("(/[^/]+)*" if token == "**" else "/" + "[^/]*".join(map(re.escape, token.split("*")))
+                      for token in key.strip("/").split("/"))
     return re.fullmatch(pattern, fully_qualified_name) is not None
 
 
