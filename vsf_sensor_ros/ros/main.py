@@ -188,8 +188,8 @@ def run_node(name: str, make_node: Callable[[], Node], args: Optional[List[str]]
         signal.signal(signal.SIGTERM, _interrupt)
     try:
         node = make_node()
-    # rclpy's refusals of an override (e.g. ``-p use_sim_time:=5``, before a node's code runs) too
     except config_errors + (InvalidParameterTypeException, InvalidParameterValueException) as exc:
+        # (the two rclpy ones: an override refused before a node's code runs, e.g. -p use_sim_time:=5)
         # one line: a value quoted in the message may hold a newline
         text = " ".join(str(exc).splitlines())
         rclpy.logging.get_logger(name).fatal(f"configuration error: {text}")

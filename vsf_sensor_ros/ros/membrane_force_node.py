@@ -182,7 +182,7 @@ class MembraneForceNode(Node):
                 t_cam_mesh=[float(v) for v in p["camera_translation"]], ambient_pressure=self.ambient_pa,
                 window=int(p["window"]), max_depth=float(p["max_depth"]),
                 min_vertex_fraction=float(p["min_vertex_fraction"]))
-        except ValueError as exc:   # the estimator's: e.g. vertices behind the camera, the rotation is wrong
+        except ValueError as exc:   # without a reason: e.g. vertices behind the camera (a wrong rotation)
             self._reject(exc.reason if isinstance(exc, InputRejected) else "bad_camera_info", str(exc),
                          "CameraInfo")
         return None

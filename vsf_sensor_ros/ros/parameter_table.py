@@ -278,6 +278,7 @@ SENSOR_COMMON_SPECS: List[Spec] = [
 
 #: a model setting's Spec: read-only (a model is built once, at start)
 model_spec = functools.partial(Spec, read_only=True)
+
 BODY_KEYS = {s.key for s in BODY_SPECS}
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 # a sensor / body name prefixes topic names, which DDS limits to about 250 characters
