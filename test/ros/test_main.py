@@ -21,15 +21,18 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_auto_picks_the_events_executor_where_rclpy_has_it():
     ex = executors.make_executor("auto")
     try:
-        if executors.events_executor_available():
+        try:
+            from rclpy.experimental import EventsExecutor  # noqa: F401
+            has_events = True
+        except ImportError:
+            has_events = False
+        if has_events:
             assert not isinstance(ex, SingleThreadedExecutor)
             assert type(ex).__name__ == "EventsExecutor"
         else:
             assert isinstance(ex, SingleThreadedExecutor)
     finally:
         ex.shutdown()
-    with pytest.raises(ValueError, match="'fast'"):
-        executors.make_executor("fast")
 
 
 @pytest.mark.parametrize("kind", ["auto", "single_threaded"])

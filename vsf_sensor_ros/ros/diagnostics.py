@@ -36,7 +36,4 @@ def build_diagnostics(stamp, hardware_id: str, inputs: InputStats,
 
 def status_values(array: DiagnosticArray, name: str) -> Dict[str, str]:
     """``{key: value}`` of the status called ``name`` in ``array`` (empty if absent)."""
-    for st in array.status:
-        if st.name == name:
-            return {kv.key: kv.value for kv in st.values}
-    return {}
+    return next(({kv.key: kv.value for kv in st.values} for st in array.status if st.name == name), {})

@@ -9,13 +9,13 @@ from rclpy.node import Node
 
 from ._rclpy_compat import parameter_override, parameter_override_names
 from .diagnostics import make_status
-from .kinds import codec_of_type
+from .kinds import codec_of_type, sensor_kinds
 from .main import EXECUTOR_KINDS
 from .messages.readings import MEASURED_TYPES
 
 from ..rig.input_health import OK, WARN, SensorInputs, StreamClock, sensor_health, silent_streams
 from .parameters import UnknownKey, unknown_keys, unmatched_params_files
-from .parameter_table import BODY_KEYS, NODE_SPECS, SENSOR_SETTINGS, ConfigError, sensor_specs
+from .parameter_table import BODY_KEYS, NODE_SPECS, ConfigError, sensor_specs
 from .sensor_handle import qos_reliability
 from .topic_types import type_name   # re-exported: the node names its input types with it
 
@@ -73,10 +73,11 @@ def misspelt_keys(node: Node, failed: Iterable[str], bodies: Optional[Iterable[s
     bodies = list(bodies or [])
     types = {name: node.get_parameter(f"{name}.type").value if node.has_parameter(f"{name}.type") else None
              for name in failed - {""} - set(bodies)}
-    known = known_keys({n: t for n, t in types.items() if t in SENSOR_SETTINGS}, bodies)
+    kinds = sensor_kinds()
+    known = known_keys({n: t for n, t in types.items() if t in kinds}, bodies)
     # an unknown type has no keys of its own: a key of any type is no misspelling
-    any_key = {s.key for kind in SENSOR_SETTINGS for s in sensor_specs(kind)}
-    known["sensors"].update({name: any_key for name, kind in types.items() if kind not in SENSOR_SETTINGS})
+    any_key = {s.key for kind in kinds for s in sensor_specs(kind)}
+    known["sensors"].update({name: any_key for name, kind in types.items() if kind not in kinds})
     node_sections = {k.partition(".")[0] for k in known["node_keys"] if "." in k}
     out = []
     for u in unknown_keys(parameter_override_names(node), **known):

@@ -20,32 +20,23 @@ from rclpy.node import Node
 from ._rclpy_compat import RCLError, UnknownROSArgsError
 
 EXECUTOR_KINDS: Tuple[str, ...] = ("auto", "events", "single_threaded")
-"""Accepted ``kind`` values of :func:`make_executor`."""
+"""The ``kind`` values of :func:`make_executor` (the ``executor`` parameter, checked at start)."""
 
 # Longest a stop request waits for the loop: each spin_once returns after at most this long.
 POLL_SEC = 0.1
 
 
-def events_executor_available() -> bool:
-    """True when this rclpy has ``rclpy.experimental.EventsExecutor``."""
-    try:
-        from rclpy.experimental import EventsExecutor  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def make_executor(kind: str = "auto", context: Optional[Context] = None) -> Executor:
-    """The executor of ``kind`` (``auto``: EventsExecutor where rclpy has it, else single-threaded)
-    in ``context``; ValueError: another ``kind``, or ``events`` without the EventsExecutor."""
-    if kind not in EXECUTOR_KINDS:
-        raise ValueError(f"executor kind {kind!r} is not one of {EXECUTOR_KINDS}")
-    if kind in ("auto", "events") and events_executor_available():
-        from rclpy.experimental import EventsExecutor
-        return EventsExecutor(context=context)
-    if kind == "events":
-        raise ValueError("executor kind 'events' needs rclpy.experimental.EventsExecutor, "
-                         "which this rclpy does not have")
+    """The executor of ``kind`` (:data:`EXECUTOR_KINDS`; ``auto``: EventsExecutor where rclpy has it,
+    else single-threaded) in ``context``; ValueError: ``events`` without the EventsExecutor."""
+    if kind != "single_threaded":
+        try:
+            from rclpy.experimental import EventsExecutor
+            return EventsExecutor(context=context)
+        except ImportError:
+            if kind == "events":
+                raise ValueError("executor kind 'events' needs rclpy.experimental.EventsExecutor, "
+                                 "which this rclpy does not have") from None
     return SingleThreadedExecutor(context=context)
 
 
@@ -75,7 +66,6 @@ def spin_node(node: Node, kind: str = "auto", poll_sec: float = POLL_SEC) -> Exe
     return executor
 
 
-# -- the command line ----------------------------------------------------------------------
 def usage() -> argparse.ArgumentParser:
     """``sensor_node``'s command line: only ``-h`` / ``--help`` (node-wide and common sensor parameters)."""
     from .kinds import SensorKindError, sensor_kinds
@@ -84,10 +74,8 @@ def usage() -> argparse.ArgumentParser:
         types = ", ".join(sensor_kinds())
     except SensorKindError as exc:   # (a start with sensors reports it as a configuration error)
         types = str(exc)
-    rows = [f"  {s.key} (default: {_shown(s.default)}{'' if s.read_only else ', live'})"
-            for s in NODE_SPECS]
-    rows += [f"  <s>.{s.key} (default: {_shown(s.default)}{'' if s.read_only else ', live'})"
-             for s in SENSOR_COMMON_SPECS]
+    rows = [f"  {pre}{s.key} (default: {_shown(s.default)}{'' if s.read_only else ', live'})"
+            for pre, specs in (("", NODE_SPECS), ("<s>.", SENSOR_COMMON_SPECS)) for s in specs]
     parameters = ("parameters (--ros-args -p name:=value or --params-file FILE; a sensor's type adds its "
                   "model settings):\n" + "\n".join(rows) + "\n"
                   "sensor types (<s>.type; a package adds one, docs/kinds.md): " + types + "\n")
@@ -111,11 +99,8 @@ def parameter_usage(prog: str, description: str, parameters: Iterable[Tuple[str,
     """The ``-h`` / ``--help`` parser of a node executable whose settings are ROS parameters
     (``parameters``: ``(name, default, description)``; ``examples``: command lines)."""
     lines = ["parameters (set with --ros-args -p name:=value or --params-file FILE):"]
-    for name, default, text in parameters:
-        lines.append(f"  {name} (default: {_shown(default)})")
-        lines.append(f"      {text}")
-    lines.append("examples:")
-    lines += [f"  {e}" for e in examples]
+    lines += [f"  {name} (default: {_shown(default)})\n      {text}" for name, default, text in parameters]
+    lines += ["examples:"] + [f"  {e}" for e in examples]
     return argparse.ArgumentParser(prog=prog, description=description, epilog="\n".join(lines),
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
 
@@ -158,48 +143,24 @@ def user_args(argv: List[str]) -> List[str]:
 def parameter_file_error(exc: Exception, name: str = "sensor_node") -> str:
     """The ``[FATAL]`` line of rcl's error for a parameter file it cannot parse, with a hint when known."""
     text = " ".join(str(exc).split())
-    hint = ""
     # rcl reports every parse failure as one RCLError; this hint only adds to its text
-    if "same type" in text:
-        hint = " (ROS 2 parameter files need one element type per list: write 0.0 not 0)"
+    hint = (" (ROS 2 parameter files need one element type per list: write 0.0 not 0)"
+            if "same type" in text else "")
     return f"[FATAL] [{name}]: configuration error: {text}{hint}"
 
 
-# -- memory --------------------------------------------------------------------------------
-def _rss_bytes() -> Optional[int]:
+def release_free_heap() -> None:
+    """Return free C-heap pages to the kernel (glibc ``malloc_trim(0)``; nothing without glibc)."""
     try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def release_free_heap() -> Optional[int]:
-    """Return free C-heap pages to the kernel (glibc ``malloc_trim(0)``); the bytes the resident set
-    shrank (may be slightly negative), or None without glibc or ``/proc``."""
-    name = ctypes.util.find_library("c")
-    try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
+        trim = ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim
     except (OSError, AttributeError):
-        trim = None
-    if trim is None:
-        return None
-    before = _rss_bytes()
+        return
     trim.argtypes = [ctypes.c_size_t]
     trim(0)
-    after = _rss_bytes()
-    return None if before is None or after is None else before - after
 
 
-# -- the run of a node executable ------------------------------------------------------------
 def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
-
-
-# rclpy's own refusals of a parameter override, raised by Node.__init__ before a node's code runs
-# (e.g. ``-p use_sim_time:=5``): configuration errors of every node
-RCLPY_PARAMETER_ERRORS: Tuple[Type[BaseException], ...] = (InvalidParameterTypeException,
-                                                           InvalidParameterValueException)
 
 
 def run_node(name: str, make_node: Callable[[], Node], args: Optional[List[str]] = None, *,
@@ -209,7 +170,7 @@ def run_node(name: str, make_node: Callable[[], Node], args: Optional[List[str]]
              sigterm_as_interrupt: bool = True) -> int:
     """Init (``args``: the command line), ``make_node``, ``spin`` it, clean up; the exit code: 0 on
     a normal end (SIGINT, SIGTERM, shutdown), 2 on a configuration error (a parameter file rcl
-    cannot parse, ``config_errors`` or :data:`RCLPY_PARAMETER_ERRORS` of ``make_node``: one
+    cannot parse, ``config_errors`` or rclpy's refusal of a parameter override by ``make_node``: one
     ``configuration error`` line), else ``finish(node)``'s after the spin.  ``sigterm_as_interrupt``:
     SIGTERM stops the spin as SIGINT where rclpy has no handler."""
     try:
@@ -227,7 +188,8 @@ def run_node(name: str, make_node: Callable[[], Node], args: Optional[List[str]]
         signal.signal(signal.SIGTERM, _interrupt)
     try:
         node = make_node()
-    except config_errors + RCLPY_PARAMETER_ERRORS as exc:
+    except config_errors + (InvalidParameterTypeException, InvalidParameterValueException) as exc:
+        # (the two rclpy ones: an override refused before a node's code runs, e.g. -p use_sim_time:=5)
         # one line: a value quoted in the message may hold a newline
         text = " ".join(str(exc).splitlines())
         rclpy.logging.get_logger(name).fatal(f"configuration error: {text}")

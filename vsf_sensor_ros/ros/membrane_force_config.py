@@ -232,11 +232,10 @@ def settings_problems(p: Dict[str, Any], mesh: Optional[MembraneMesh], node_name
                                ("best_effort", "reliable"))}
     out += [ConfigError(k, p[k], f"use {' or '.join(map(repr, ok))}") for k, ok in choices.items()
             if (pressure_type_name(p[k]) if k == "pressure_type" else p[k]) not in ok]
-    if int(p["window"]) % 2 == 0:
-        out.append(ConfigError("window", p["window"], "must be odd"))
-    if not str(p["frame_id"]).strip():
-        out.append(ConfigError("frame_id", p["frame_id"], "must name the frame of the outputs (the "
-                               "PunyoDenseForceSensor's attachment body, e.g. 'punyo')"))
+    out += [ConfigError(k, p[k], why) for k, bad, why in (
+        ("window", int(p["window"]) % 2 == 0, "must be odd"),
+        ("frame_id", not str(p["frame_id"]).strip(), "must name the frame of the outputs (the "
+         "PunyoDenseForceSensor's attachment body, e.g. 'punyo')")) if bad]
     _attempt(out, reference_rotation, p)
     optional = tuple(k for k in ("colour_topic", "reference_wrench_topic") if str(p[k]))   # '' = none
     for key in TOPIC_PARAMETERS + optional:
@@ -272,10 +271,9 @@ def configure(node: Node, command_line: Sequence[str]) -> SimpleNamespace:
         entry = c.store.load().get(ENTRY_KEY)
         if entry is not None:
             c.record = record_from_entry(entry, f"file {c.store.path}")
-    except ConfigError as exc:
-        problems.append(exc)
-    except ValueError as exc:
-        problems.append(ConfigError("calibration_file", p["calibration_file"], str(exc)))
+    except ValueError as exc:   # (the store's ConfigError names the file already)
+        problems.append(exc if isinstance(exc, ConfigError) else
+                        ConfigError("calibration_file", p["calibration_file"], str(exc)))
     raise_all(problems)
     log = node.get_logger()
     if c.record.source != "none":

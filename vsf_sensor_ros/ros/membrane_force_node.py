@@ -14,7 +14,7 @@ from geometry_msgs.msg import Vector3, Wrench, WrenchStamped
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from sensor_msgs.msg import CameraInfo, FluidPressure, Image, PointCloud2
 from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
@@ -34,8 +34,7 @@ from .main import answer_help, run_node
 from .membrane_force_config import PARAMETER_NAMES, configure, pressure_type_name, reference_rotation, usage
 from .membrane_force_inputs import InputWatch, pressure_type_hints, report
 from .messages.camera import (PRESSURE_TYPES, InputRejected, camera_from_info, camera_info_text,
-                              colour_from_image, depth_from_cloud, depth_from_image, pressure_pa,
-                              same_camera_info)
+                              colour_from_image, depth_from_cloud, depth_from_image)
 from .messages.pointcloud import write_cloud
 from .messages.readings import make_header
 from .messages.stamps import copy_stamp, stamp_to_ns
@@ -167,7 +166,7 @@ class MembraneForceNode(Node):
         if self.estimator is None:
             self.estimator = self._build_estimator(msg)
             self.camera_info = msg if self.estimator is not None else None
-        elif not same_camera_info(msg, self.camera_info):
+        elif camera_info_text(msg) != camera_info_text(self.camera_info):   # size, K, distortion
             # the estimator's pixel windows belong to the first camera: ~/reset_reference takes a new one
             self.new_camera_info = msg
             self._reject("camera_info_changed", f"{camera_info_text(msg)} differs from the "
@@ -183,28 +182,25 @@ class MembraneForceNode(Node):
                 t_cam_mesh=[float(v) for v in p["camera_translation"]], ambient_pressure=self.ambient_pa,
                 window=int(p["window"]), max_depth=float(p["max_depth"]),
                 min_vertex_fraction=float(p["min_vertex_fraction"]))
-        except InputRejected as exc:
-            self._reject(exc.reason, str(exc), "CameraInfo")
-        except ValueError as exc:   # e.g. vertices behind the camera: the rotation is wrong
-            self._reject("bad_camera_info", str(exc), "CameraInfo")
+        except ValueError as exc:   # without a reason: e.g. vertices behind the camera (a wrong rotation)
+            self._reject(exc.reason if isinstance(exc, InputRejected) else "bad_camera_info", str(exc),
+                         "CameraInfo")
         return None
 
     def _on_pressure(self, msg: Any) -> None:
         if self._zero_stamp("pressure", getattr(msg, "header", None)):
             return
         scale = float(self.p["pressure_scale"])
-        try:
-            pa = pressure_pa(msg, scale)
-            # hPa read as Pa (or Pa as hPa) is a factor 100 off: a membrane model built on it would
-            # publish forces 100 times too large or too small
-            problem = pressure_unit_problem(pa / scale, scale, *PressureCodec.plausible,
-                                            scale_parameter="pressure_scale")
-            if problem is not None:
-                raise InputRejected(problem.replace("measured pressure", "bubble pressure", 1),
-                                    "implausible_pressure")
-        except InputRejected as exc:
-            self._reject(exc.reason, str(exc), "pressure")
+        raw = float(msg.fluid_pressure if isinstance(msg, FluidPressure) else msg.data)
+        # hPa read as Pa (or Pa as hPa) is a factor 100 off: a membrane model built on it would
+        # publish forces 100 times too large or too small (NaN and below 0 are implausible too)
+        problem = pressure_unit_problem(raw, scale, *PressureCodec.plausible,
+                                        scale_parameter="pressure_scale")
+        if problem is not None:
+            self._reject("implausible_pressure", problem.replace("measured pressure", "bubble pressure", 1),
+                         "pressure")
             return
+        pa = raw * scale
         self.last.pop("pressure_rejection_text", None)
         self.pressures.add(pa, stamp_to_ns(msg.header.stamp) if self.stamped else 0, time.monotonic())
         self.stats["pressures_received"] += 1
@@ -239,7 +235,7 @@ class MembraneForceNode(Node):
                 self.pressures.wait((header, decode), stamp_to_ns(header.stamp),
                                     now if arrived is None else arrived, now, int(self.p["qos_depth"]))
                 return
-        except (InputRejected, FrameRejected) as exc:
+        except FrameRejected as exc:   # (an InputRejected too)
             self._reject(exc.reason, str(exc))
             return
         if not self.colour:
@@ -293,7 +289,7 @@ class MembraneForceNode(Node):
     def _run(self, header: Header, decode: Any, pressure: float, colour: Optional[np.ndarray]) -> None:
         try:
             self._process(header, decode, pressure, colour)
-        except (InputRejected, FrameRejected) as exc:
+        except FrameRejected as exc:
             self._reject(exc.reason, str(exc))
         except Exception as exc:  # noqa: BLE001 -- the node must outlive one frame (a library failure)
             self._reject("internal_error", f"{type(exc).__name__}: {exc}")

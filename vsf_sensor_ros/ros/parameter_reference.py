@@ -1,11 +1,8 @@
-"""The parameter reference, ``docs/parameters.md``, generated from the node's parameter table.
-
-The table is the one source of defaults, ranges and text; ``--check`` exits 1 when the file is stale."""
+"""The parameter reference, ``docs/parameters.md``, generated from the node's parameter table (the
+one source of defaults, ranges and text); run as a module it rewrites the file."""
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 from pathlib import Path
 from typing import Any, Iterable, List
 
@@ -68,12 +65,11 @@ def _cell(text: str) -> str:
 
 
 def _table(specs: Iterable[Spec], prefix: str) -> List[str]:
-    rows = ["| parameter | default | range | live | description |", "|---|---|---|---|---|"]
-    for spec in specs:
-        rows.append("| `{}` | `{}` | {} | {} | {} |".format(
+    return ["| parameter | default | range | live | description |", "|---|---|---|---|---|"] + [
+        "| `{}` | `{}` | {} | {} | {} |".format(
             prefix + spec.key, _cell(_value(spec.default)), _cell(_range(spec)),
-            "no" if spec.read_only else "yes", _cell(spec.description)))
-    return rows
+            "no" if spec.read_only else "yes", _cell(spec.description))
+        for spec in specs]
 
 
 def render() -> str:
@@ -98,23 +94,5 @@ def render() -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def main(argv: List[str] | None = None) -> int:
-    """Write (or with ``--check`` compare) the reference; returns the exit code."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when the file is stale")
-    parser.add_argument("--path", type=Path, default=DEFAULT_PATH, help="the Markdown file")
-    args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        current = args.path.read_text() if args.path.exists() else ""
-        if current != text:
-            print(f"{args.path} is stale: run python -m vsf_sensor_ros.ros.parameter_reference",
-                  file=sys.stderr)
-            return 1
-        return 0
-    args.path.write_text(text)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    DEFAULT_PATH.write_text(render())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, Iterator, List, Mapping, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
@@ -279,26 +279,6 @@ SENSOR_COMMON_SPECS: List[Spec] = [
 #: a model setting's Spec: read-only (a model is built once, at start)
 model_spec = functools.partial(Spec, read_only=True)
 
-
-class _KindSettings(Mapping):
-    """Type name -> its model settings (list of :class:`Spec`), read from the sensor kinds."""
-
-    def __getitem__(self, type_name: str) -> List[Spec]:
-        from .kinds import sensor_kinds
-        return list(sensor_kinds()[type_name].settings)
-
-    def __iter__(self) -> Iterator[str]:
-        from .kinds import sensor_kinds
-        return iter(sensor_kinds())
-
-    def __len__(self) -> int:
-        from .kinds import sensor_kinds
-        return len(sensor_kinds())
-
-
-SENSOR_SETTINGS: Mapping[str, List[Spec]] = _KindSettings()
-"""Type name -> model settings of every sensor kind (built in and from entry points); a view."""
-
 BODY_KEYS = {s.key for s in BODY_SPECS}
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 # a sensor / body name prefixes topic names, which DDS limits to about 250 characters
@@ -336,5 +316,6 @@ def as_double(value: Any, default: Any) -> Any:
 
 
 def sensor_specs(type_name: str) -> List[Spec]:
-    """Common + type-specific specs of a sensor type; KeyError for an unknown type."""
-    return SENSOR_COMMON_SPECS + SENSOR_SETTINGS[type_name]
+    """Common + the kind's model settings of a sensor type; KeyError for an unknown type."""
+    from .kinds import sensor_kinds
+    return SENSOR_COMMON_SPECS + list(sensor_kinds()[type_name].settings)

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-import numpy as np
 import yaml
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
@@ -19,9 +18,8 @@ from .kinds import SensorKindError, codec_of_type, sensor_kinds
 from ._rclpy_compat import parameter_override, replace_parameter_override
 from .main import split_ros_args
 from .topic_types import type_name
-from .parameter_table import (BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS,
-                              SENSOR_SETTINGS, ConfigError, Spec, as_double, check_name,
-                              check_topic_name, check_value, plain, raise_all, sensor_specs)
+from .parameter_table import (BODY_SPECS, NODE_SPECS, SENSOR_COMMON_SPECS, ConfigError, Spec, as_double,
+                              check_name, check_topic_name, check_value, plain, raise_all, sensor_specs)
 
 # Node endpoints a sensor name must not shadow.
 RESERVED_NAMES = ("tare", "save_calibration", "contacts", "joint_states")
@@ -40,10 +38,9 @@ class SensorParameters:
         """The dict for ``sensor_from_config``: name, type, attachment, type settings (arrays as lists)."""
         cfg: Dict[str, Any] = {"name": self.name, "type": self.type,
                                "attachment": self.values.get("attachment", "")}
-        for spec in SENSOR_SETTINGS.get(self.type, []):
+        for spec in sensor_specs(self.type)[len(SENSOR_COMMON_SPECS):]:
             if spec.key in self.values:
-                v = self.values[spec.key]
-                cfg[spec.key] = list(v) if isinstance(v, (list, tuple, np.ndarray)) else v
+                cfg[spec.key] = plain(self.values[spec.key])
         return cfg
 
     def measured_type(self) -> str:
@@ -103,9 +100,7 @@ def declare_spec(node: Node, name: str, spec: Spec) -> Any:
     fixed = None if override is None else as_double(override.value, spec.default)
     if fixed is not None:
         replace_parameter_override(node, name, fixed)
-    arg: Any = spec.default
-    if spec.ptype is not None and spec.default == []:
-        arg = Parameter.Type(spec.ptype)
+    arg = Parameter.Type(spec.ptype) if spec.ptype is not None and spec.default == [] else spec.default
     try:
         param = node.declare_parameter(name, arg, spec.descriptor(name))
     except (InvalidParameterTypeException, InvalidParameterValueException, TypeError) as exc:
@@ -196,11 +191,9 @@ class NodeParameters:
         type_spec = replace(SENSOR_COMMON_SPECS[0], constraints=" | ".join(kinds))
         t = declare_spec(self._node, f"{name}.type", type_spec)
         if t not in kinds:
-            raise ConfigError(f"{name}.type", t, f"unknown sensor type; use one of {sorted(SENSOR_SETTINGS)}")
-        values = {"type": t}
-        for spec in sensor_specs(t)[1:]:
-            values[spec.key] = declare_spec(self._node, f"{name}.{spec.key}", spec)
-        cfg = SensorParameters(name, t, values)
+            raise ConfigError(f"{name}.type", t, f"unknown sensor type; use one of {sorted(kinds)}")
+        values = {s.key: declare_spec(self._node, f"{name}.{s.key}", s) for s in sensor_specs(t)[1:]}
+        cfg = SensorParameters(name, t, {"type": t, **values})
         cfg.measured_type()  # validates
         return cfg
 
@@ -230,21 +223,17 @@ class NodeParameters:
         for several): naming each refused parameter and value."""
         out: Dict[str, Dict[str, Any]] = {}
         errors = list(errors)
-        for prm in params:
-            spec = self._spec_of(prm.name)
-            value = plain(prm.value)
-            if spec is None:
-                errors.append(ConfigError(prm.name, value, "unknown parameter"))
-            elif spec.read_only:   # (rclpy refuses these first; restated so nothing relies on it)
-                errors.append(ConfigError(prm.name, value, "read-only: restart the node to change it"))
-            else:
-                try:
-                    check_value(prm.name, spec, value)
-                except ConfigError as exc:
-                    errors.append(exc)
-                    continue
-                ns, key = ("", prm.name) if prm.name in _NODE_SPEC else prm.name.split(".", 1)
-                out.setdefault(ns, {})[key] = value
+        for prm in params:   # (no read-only one: rclpy refuses those before the callbacks)
+            spec, value = self._spec_of(prm.name), plain(prm.value)
+            try:
+                if spec is None:
+                    raise ConfigError(prm.name, value, "unknown parameter")
+                check_value(prm.name, spec, value)
+            except ConfigError as exc:
+                errors.append(exc)
+                continue
+            ns, key = ("", prm.name) if prm.name in _NODE_SPEC else prm.name.split(".", 1)
+            out.setdefault(ns, {})[key] = value
         raise_all(errors)
         return out
 
@@ -350,12 +339,8 @@ def node_keys_of_file(path: str) -> List[str]:
 def node_key_matches(key: str, fully_qualified_name: str) -> bool:
     """Whether a parameters-file node key applies to node ``fully_qualified_name`` (rcl's rules:
     absolute, a missing leading ``/`` implied; ``*`` one name token, ``**`` any number)."""
-    pattern = ""
-    for token in key.strip("/").split("/"):
-        if token == "**":
-            pattern += "(/[^/]+)*"
-        else:
-            pattern += "/" + "[^/]*".join(re.escape(part) for part in token.split("*"))
+    pattern = "".join("(/[^/]+)*" if token == "**" else "/" + "[^/]*".join(map(re.escape, token.split("*")))
+                      for token in key.strip("/").split("/"))
     return re.fullmatch(pattern, fully_qualified_name) is not None
 
 

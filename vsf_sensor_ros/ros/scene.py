@@ -47,33 +47,31 @@ def effective_assets_dir(param_value: str) -> str:
 def transform_from_params(body: str, flat: Sequence[float], transform_file: str, key: str,
                           assets_dir: str) -> np.ndarray:
     """An extra body's ``(4, 4)`` body -> parent transform: ``transform_file`` (JSON, entry ``key``)
-    over the 16 row-major floats ``flat``.  ConfigError: unreadable, no key, not a 4x4."""
-    if transform_file:
-        path = resolve_path(transform_file, assets_dir)
-        pname = f"{body}.transform_file"
-        try:
-            data = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise ConfigError(pname, transform_file, f"file {str(path)!r} does not exist"
-                              + resolved_from(transform_file, assets_dir)) from None
-        except (OSError, ValueError) as exc:
-            raise ConfigError(pname, transform_file, f"cannot read JSON: {exc}") from None
-        if key:
-            if not isinstance(data, dict) or key not in data:
-                keys = sorted(data) if isinstance(data, dict) else []
-                raise ConfigError(f"{body}.transform_key", key, f"not a key of {path.name} (keys: {keys})")
-            data = data[key]
-        try:
-            T = np.asarray(data, dtype=np.float64)
-        except (TypeError, ValueError):
-            T = np.zeros(0)
-        if T.shape != (4, 4) or not np.isfinite(T).all():
-            raise ConfigError(pname, transform_file, f"entry is not a finite 4x4 matrix (shape {T.shape})")
-        return T
-    T = np.asarray(flat, dtype=np.float64)
-    if T.shape != (16,) or not np.isfinite(T).all():
-        raise ConfigError(f"{body}.transform", list(flat), "needs 16 finite floats (row-major 4x4)")
-    return T.reshape(4, 4)
+    over the 16 row-major floats ``flat`` (checked at declaration: 16, finite).  ConfigError:
+    unreadable, no key, not a 4x4."""
+    if not transform_file:
+        return np.asarray(flat, dtype=np.float64).reshape(4, 4)
+    path = resolve_path(transform_file, assets_dir)
+    pname = f"{body}.transform_file"
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(pname, transform_file, f"file {str(path)!r} does not exist"
+                          + resolved_from(transform_file, assets_dir)) from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(pname, transform_file, f"cannot read JSON: {exc}") from None
+    if key:
+        if not isinstance(data, dict) or key not in data:
+            keys = sorted(data) if isinstance(data, dict) else []
+            raise ConfigError(f"{body}.transform_key", key, f"not a key of {path.name} (keys: {keys})")
+        data = data[key]
+    try:
+        T = np.asarray(data, dtype=np.float64)
+    except (TypeError, ValueError):
+        T = np.zeros(0)
+    if T.shape != (4, 4) or not np.isfinite(T).all():
+        raise ConfigError(pname, transform_file, f"entry is not a finite 4x4 matrix (shape {T.shape})")
+    return T
 
 
 def build_world(robot_description: str, robot_description_path: str, assets: str) -> Any:

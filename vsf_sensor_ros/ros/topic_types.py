@@ -18,7 +18,6 @@ def foreign_publishers(node: Node, topic: str, expected: str) -> List[Tuple[str,
     ``topic`` (as ``node`` subscribes it) whose type is not ``expected`` (:func:`type_name`'s
     spelling); the name is ``""`` while discovery has not told it yet."""
     infos = node.get_publishers_info_by_topic(node.resolve_topic_name(topic))
-    # ``/ns/name``, or "" while discovery has not named the node
     return sorted({("" if i.node_name.startswith("_NODE_NAME_UNKNOWN") else
                     f"{i.node_namespace.rstrip('/')}/{i.node_name}", i.topic_type)
                    for i in infos if i.topic_type != expected})

@@ -20,10 +20,7 @@ class LoadCodec(WrenchMessageCodec):
     axes = ("load",)
 
     def slots(self, names, vertices):
-        flag = None
-        for cand in ("in_contact", "inContact", "contact"):
-            if cand in names:
-                flag = names.index(cand)
+        flag = next((names.index(c) for c in ("contact", "inContact", "in_contact") if c in names), None)
         return np.array([index_of(names, "value", "force", "load")]), flag
 
     def force(self, layout, values):
@@ -38,9 +35,8 @@ class LoadCodec(WrenchMessageCodec):
         return np.array([np.linalg.norm(xyz) if measured else xyz[2]])   # predicted: force.z
 
     def in_contact(self, layout, values, n_contacts):
-        if layout.flag is not None:
-            return bool(values[layout.flag] > 0.5)
-        return bool(values[layout.slots[0]] > 0)
+        flag = layout.flag
+        return bool(values[flag] > 0.5) if flag is not None else bool(values[layout.slots[0]] > 0)
 
 
 _D = CsProperties()

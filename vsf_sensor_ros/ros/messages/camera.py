@@ -2,7 +2,7 @@
 :class:`InputRejected` names the value (docs/membrane_force.md)."""
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 from sensor_msgs.msg import CameraInfo, FluidPressure, Image, PointCloud2
@@ -92,34 +92,10 @@ def camera_from_info(msg: CameraInfo) -> BrownConradyCamera:
         raise InputRejected(f"camera info: {exc}", "bad_camera_info") from None
 
 
-def pressure_pa(msg: Any, scale: float) -> float:
-    """Absolute pressure in Pa of a ``Float32`` / ``Float64`` / ``FluidPressure`` times ``scale``;
-    InputRejected ``bad_pressure`` (another type, non-finite or not positive)."""
-    if isinstance(msg, FluidPressure):
-        value = float(msg.fluid_pressure)
-    elif isinstance(msg, (Float32, Float64)):
-        value = float(msg.data)
-    else:
-        raise InputRejected(f"pressure message of type {type(msg).__name__} is not Float32, Float64 or "
-                            "FluidPressure", "bad_pressure")
-    p = value * float(scale)
-    if not (np.isfinite(p) and p > 0.0):
-        raise InputRejected(f"pressure {value!r} x scale {scale} = {p} Pa is not a positive absolute "
-                            "pressure", "bad_pressure")
-    return p
-
-
 def camera_info_text(msg: Optional[CameraInfo]) -> str:
-    """``'640x480 camera, K [..]'``: a CameraInfo's size and intrinsics, for messages."""
+    """``'640x480 camera (K [..], plumb_bob D [..])'``: a CameraInfo's size, intrinsics and
+    distortion, for messages; equal texts: one camera model."""
     if msg is None:
         return "no camera"
     return (f"{int(msg.width)}x{int(msg.height)} camera (K {[float(v) for v in msg.k]}, "
             f"{msg.distortion_model or 'no model'} D {[float(v) for v in msg.d]})")
-
-
-def same_camera_info(a: CameraInfo, b: Optional[CameraInfo]) -> bool:
-    """The two CameraInfos describe one camera model (size, K, distortion model and D)."""
-    return b is not None and (int(a.width), int(a.height), a.distortion_model.lower()) == \
-        (int(b.width), int(b.height), b.distortion_model.lower()) \
-        and np.array_equal(np.asarray(a.k, dtype=float), np.asarray(b.k, dtype=float)) \
-        and np.array_equal(np.asarray(a.d, dtype=float), np.asarray(b.d, dtype=float))
