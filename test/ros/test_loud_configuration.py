@@ -180,6 +180,16 @@ def test_every_node_wide_problem_is_named_in_the_one_error(rclpy_context):
     assert str(exc.value) == "parameter 'executor' = 'fast': must be one of auto, events, single_threaded"
 
 
+def test_a_world_frame_tf2_would_refuse_is_named():
+    from vsf_sensor_ros.ros.health import node_value_problems
+    base = {"frame_prefix": "", "executor": "auto", "qos.inputs.reliability": "reliable",
+            "qos.outputs.reliability": "reliable"}
+    for frame in ("", " world", "/world", "my world"):
+        problems = node_value_problems({**base, "world_frame": frame})
+        assert [(e.parameter, e.value) for e in problems] == [("world_frame", frame)]
+    assert node_value_problems({**base, "world_frame": "odom"}) == []
+
+
 def test_every_sensor_with_a_problem_is_named_in_the_one_error(rclpy_context):
     """Three sensors, two of them wrong (an unknown type, an unknown body): both named, the good one
     between them not."""

@@ -47,12 +47,14 @@ def startup_problems(names: Iterable[str], sensors: Mapping[str, str], bodies: I
 
 
 def node_value_problems(p: Dict[str, Any]) -> List[ConfigError]:
-    """A :class:`ConfigError` per declared node-wide value ``p`` the node cannot use: an empty
-    ``world_frame``, white space in ``frame_prefix``, another QoS reliability or ``executor``."""
+    """A :class:`ConfigError` per declared node-wide value ``p`` the node cannot use: a ``world_frame`` that
+    is empty, holds white space or starts with '/', white space in ``frame_prefix``, another QoS
+    reliability or ``executor``."""
     frame, prefix, executor = p["world_frame"], str(p["frame_prefix"]), p["executor"]
     out = [ConfigError(key, value, why) for key, value, bad, why in (
-        ("world_frame", frame, not frame.strip(), "must name the frame of contacts and free-body poses "
-                                                  "(e.g. 'world')"),
+        ("world_frame", frame, not frame or frame.startswith("/") or any(ch.isspace() for ch in frame),
+         "must name the frame of contacts and free-body poses: not empty, no white space, no leading '/' "
+         "(tf2's rule; e.g. 'world')"),
         ("frame_prefix", prefix, any(ch.isspace() for ch in prefix), "must not contain white space"),
     ) if bad]
     for side in ("inputs", "outputs"):
