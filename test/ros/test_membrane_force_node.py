@@ -484,6 +484,8 @@ def test_frames_after_an_unusable_camera_info_name_why_and_reset_says_what_is_mi
         node._on_camera_info(folded)
         assert node.estimator is None and node.rejected["bad_camera_info"] == 2
         node._on_camera_info(info)
+        node._on_pressure(_hpa(1e-3))        # rejected in between: the frame still names the CameraInfo's
+        assert node.rejected["implausible_pressure"] == 1
         node._on_pressure(_hpa(P_REF))
         node._on_image(_image_32f(scene["ref"], 1))
         text = node.last["last_rejection"]

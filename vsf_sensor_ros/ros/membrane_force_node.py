@@ -138,8 +138,7 @@ class MembraneForceNode(Node):
         self.stats[f"{what}_rejected"] += 1            # what a missing input's sentence says
         # frames: why they are not collected or estimated; pressures: why none is usable (the status says it)
         self.last[f"{what}_rejection"] = f"{reason}: {message}" if what == "frame" else reason
-        if what == "pressure":
-            self.last["pressure_rejection_text"] = f"{reason}: {message}"
+        self.last[f"{what}_rejection_text"] = f"{reason}: {message}"
         # one throttle per reason: a flood of one kind does not hide the first of another
         self._reason_log(reason).warning(f"{what} rejected ({reason}): {message}", throttle_duration_sec=5.0)
 
@@ -226,9 +225,9 @@ class MembraneForceNode(Node):
         try:
             if self.estimator is None:
                 got = int(self.stats["camera_info_received"])
-                raise InputRejected("no CameraInfo received yet" if not got else
-                                    f"no usable CameraInfo yet ({got} received, rejected: "
-                                    f"{self.last.get('last_rejection', 'none')})", "no_camera_info")
+                why = self.last.get("CameraInfo_rejection_text", "none")
+                raise InputRejected(f"no usable CameraInfo yet ({got} received, rejected: {why})" if got
+                                    else "no CameraInfo received yet", "no_camera_info")
             now = time.monotonic()
             pressure = self.pressures.for_frame(stamp_to_ns(header.stamp), now)
             if pressure is None:   # (a stamped one not come yet) the frame waits for it
