@@ -108,11 +108,6 @@ class _Queue(Generic[P]):
         self.fresh = False
 
 
-def _older_than_kept(stamp_ns: int, queue: "_Queue", tolerance_ns: int) -> bool:
-    """The other queue is full and ``stamp_ns`` older than all of it: its partner was dropped."""
-    return len(queue.stamps) == queue.capacity and stamp_ns < queue.stamps[0] - tolerance_ns
-
-
 def _span_s(stamps: Sequence[int]) -> float:
     """Newest minus oldest of ascending ``stamps`` (s), 0 for fewer than two."""
     return (stamps[-1] - stamps[0]) * 1e-9 if len(stamps) > 1 else 0.0
@@ -193,7 +188,9 @@ class StampPairer(Generic[P, M]):
         if interleaved and other.last is not None:
             self._unpaired_gap = stamp_ns - other.last if measured else other.last - stamp_ns
             self._unpaired_run += 1
-            mine.dropped_gap = self._unpaired_gap if _older_than_kept(stamp_ns, other, tolerance) else None
+            # the other queue is full and this stamp older than all of it: its partner was dropped
+            dropped = len(other.stamps) == other.capacity and stamp_ns < other.stamps[0] - tolerance
+            mine.dropped_gap = self._unpaired_gap if dropped else None
         mine.insert(stamp_ns, item)
         return None
 

@@ -109,13 +109,5 @@ class Rig:
         s.measured_went_back(stamp_ns)
         return s.pairer.add_measurement(stamp_ns, measured)
 
-    def step(self, decoded: DecodedContacts, stamp_ns: int) -> "tuple[Step, list]":
-        """:meth:`predict`, :meth:`commit` (a stamp going back resets) and pair every prediction by
-        stamp: ``(step, [(sensor, pair), ...])`` for the pairs made.  Raises as :meth:`predict`."""
-        step = self.predict(decoded, stamp_ns)
-        self.commit(step, step.jumped_back)
-        pairs = [(r.handle, p) for r in step.results if (p := self.pair_prediction(step, r)) is not None]
-        return step, pairs
-
 
 __all__ = ["Rig", "Step"]

@@ -382,7 +382,7 @@ class SensorNode(Node):
                 h.sensor.update(state, stamp_to_ns(stamp) * 1e-9)
             except ValueError as exc:
                 self._reject("sensor_update_failed", f"{h.name}: {exc}", h)
-        in_contact = h.in_contact(r.values, r.n_on_body)
+        in_contact = h.layout.codec.in_contact(h.layout, r.values, r.n_on_body)
         h.stats.contact = in_contact
         rate = self.live.markers_max_rate
         markers = rate <= 0 or now - h.last_marker_time >= 1.0 / rate
