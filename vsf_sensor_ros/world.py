@@ -155,7 +155,6 @@ class World:
                 raise ValueError(f"joint {j.name!r}: child link {j.child!r} not in the Klampt robot")
         self.joint_names: List[str] = [j.name for j in movable if j.mimic is None]
         self._joint_dof: Dict[str, int] = {j.name: klampt_index[j.child] for j in movable}
-        self._joint_lookup = {n: self._joint_dof[n] for n in self.joint_names}
         dof = self._joint_dof
         self._mimic_names = {j.name for j in movable if j.mimic is not None}
         # (joint, its dof, source dof, multiplier, offset), sources first: one pass sets every mimic from
@@ -336,7 +335,7 @@ class World:
 
     def joint_positions(self) -> np.ndarray:
         """``(J,)`` float64 positions of :attr:`joint_names` (no mimics)."""
-        return self._q[[self._joint_lookup[n] for n in self.joint_names]].copy()
+        return self._q[[self._joint_dof[n] for n in self.joint_names]].copy()
 
     def configuration(self) -> np.ndarray:
         """The whole configuration, mimic joints included (float64 copy), for :meth:`set_configuration`."""

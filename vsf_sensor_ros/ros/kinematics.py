@@ -91,7 +91,8 @@ class KinematicInputs:
         try:   # the world checks the count and finiteness (nothing applied): counted by its reason
             ignored = self._world.set_joint_positions(applied, pos)
         except ValueError as exc:
-            return self._reject(_JOINT_REJECTS.get(getattr(exc, "reason", ""), "joint_state_invalid"), str(exc))
+            reason = _JOINT_REJECTS.get(getattr(exc, "reason", ""), "joint_state_invalid")
+            return self._reject(reason, str(exc))
         for line in self.joint_names.note(names, applied, ignored):
             self._log.warning(line)
         self.transforms.invalidate()

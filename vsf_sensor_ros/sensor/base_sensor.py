@@ -380,26 +380,6 @@ class SparseJacobian:
         return sum(t.element_size() * t.numel() for t in (self.rows, self.cols, self.values))
 
 
-def sparse_from_pair_dict(jac: Dict[Pair, torch.Tensor], pairs: Sequence[Pair],
-                          num_measurements: int, dtype: torch.dtype,
-                          device: torch.device) -> SparseJacobian:
-    """A :class:`SparseJacobian` (nonzeros only) from a seed-form dense dict ``{pair: (#meas, N, 3)}``."""
-    offsets = [0]
-    empty_i = torch.zeros(0, dtype=torch.int64, device=device)
-    rows, cols, vals = [empty_i], [empty_i], [torch.zeros(0, dtype=dtype, device=device)]
-    for pair in pairs:
-        J = jac[pair]
-        n = J.shape[1]
-        flat = J.reshape(num_measurements, 3 * n)
-        r, c = flat.nonzero(as_tuple=True)
-        rows.append(r)
-        cols.append(c + 3 * offsets[-1])
-        vals.append(flat[r, c])
-        offsets.append(offsets[-1] + n)
-    return SparseJacobian(torch.cat(rows), torch.cat(cols), torch.cat(vals),
-                          (num_measurements, 3 * offsets[-1]), list(pairs), offsets)
-
-
 class BaseSensor:
     """A reading model from a ``SimState`` (seed ``BaseSensor``): subclasses give ``measurement_names``,
     ``predict_torch`` and a Jacobian; state methods take duck-typed states (:func:`as_sim_state`)."""
@@ -451,11 +431,22 @@ class BaseSensor:
         return self.sparse_force_jacobian(state).to_pair_dict()
 
     def sparse_force_jacobian(self, state: SimState) -> SparseJacobian:
-        """COO Jacobian over the contacts of ``contact_bodies(state)`` concatenated."""
-        pairs = self.contact_bodies(state)
-        dense = self.measurement_force_jacobian(state)
-        return sparse_from_pair_dict(dense, pairs, len(self.measurement_names()),
-                                     state.dtype, state.device)
+        """COO Jacobian (nonzeros only) over the contacts of ``contact_bodies(state)`` concatenated, from
+        the seed-form dense dict of :meth:`measurement_force_jacobian`."""
+        pairs, dense = self.contact_bodies(state), self.measurement_force_jacobian(state)
+        m, offsets = len(self.measurement_names()), [0]
+        empty_i = torch.zeros(0, dtype=torch.int64, device=state.device)
+        rows, cols, vals = [empty_i], [empty_i], [torch.zeros(0, dtype=state.dtype, device=state.device)]
+        for pair in pairs:
+            n = dense[pair].shape[1]
+            flat = dense[pair].reshape(m, 3 * n)
+            r, c = flat.nonzero(as_tuple=True)
+            rows.append(r)
+            cols.append(c + 3 * offsets[-1])
+            vals.append(flat[r, c])
+            offsets.append(offsets[-1] + n)
+        return SparseJacobian(torch.cat(rows), torch.cat(cols), torch.cat(vals), (m, 3 * offsets[-1]),
+                              list(pairs), offsets)
 
     def update(self, state: SimState) -> None:
         """Advance internal state (stateful sensors); no-op by default."""

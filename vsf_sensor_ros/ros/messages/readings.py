@@ -113,7 +113,8 @@ def index_of(names: List[str], *candidates: str) -> int:
 
 def type_mismatch(msg: object, layout: SensorLayout) -> MeasuredDecodeError:
     """The ``measured_type_mismatch`` error of a message a kind cannot read."""
-    return MeasuredDecodeError("measured_type_mismatch", f"{type(msg).__name__} for a {layout.codec.kind} sensor")
+    return MeasuredDecodeError("measured_type_mismatch",
+                               f"{type(msg).__name__} for a {layout.codec.kind} sensor")
 
 
 # -- the codecs, one per reading kind -----------------------------------------------------------
@@ -254,7 +255,7 @@ def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, sta
                  points=marker_points(points_world))
     arrows = arrow_marker(header, f"{sensor_name}/forces", 1, ColorRGBA(r=0.1, g=0.4, b=1.0, a=1.0), 0.002,
                           points_world, force_scale * forces_world)
-    body_header = make_header(stamp, layout.frame_prefix + layout.frame_id)   # the attachment body, as stamped
+    body_header = make_header(stamp, layout.frame_prefix + layout.frame_id)   # the attachment body
     extras = layout.codec.extra_markers(sensor_name, layout, body_header, values, force_scale)
     label = Marker(header=make_header(stamp, layout.reading_frame), ns=f"{sensor_name}/label", id=3,
                    type=Marker.TEXT_VIEW_FACING, action=Marker.ADD, color=colour, scale=Vector3(z=0.02),
