@@ -97,9 +97,6 @@ class _Queue(Generic[P]):
         if len(self.stamps) > self.capacity:
             del self.stamps[0], self.items[0]
 
-    def pop(self, i: int) -> tuple:
-        return self.stamps.pop(i), self.items.pop(i)
-
     def clear(self) -> None:
         """Drop the items, the period and ``fresh`` (``last`` is kept)."""
         self.stamps.clear()
@@ -180,7 +177,7 @@ class StampPairer(Generic[P, M]):
         tolerance = self.effective_tolerance_ns()
         j = nearest_within(other.stamps, stamp_ns, tolerance)
         if j is not None:
-            other_stamp, other_item = other.pop(j)
+            other_stamp, other_item = other.stamps.pop(j), other.items.pop(j)
             self._paired()
             if measured:
                 return Pair(other_stamp, stamp_ns, other_item, item)

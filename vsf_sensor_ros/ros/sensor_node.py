@@ -443,12 +443,11 @@ class SensorNode(Node):
         if any(h.name in s for s in self.joint_names.watched.values()):
             needs.append(self._joints_clock)
         body: Optional[str] = str(h.config.values["attachment"])
-        attached = set(self.world.attached_body_names)
-        while body:
+        while body:   # up the attached bodies to a free one (a link has no parent body)
             if body in self._pose_clocks:
                 needs.append(self._pose_clocks[body])
                 break
-            body = self.world.body_parent(body) if body in attached else None
+            body = self.world.body_parent(body)
         needs.append(self._measured_clock(h))
         return needs
 

@@ -187,16 +187,12 @@ def with_reverse_pairs(contacts: Mapping[Tuple[str, str], ContactState]
     """A new dict of ``contacts`` where ``(a, b)`` alone also gives ``(b, a)``: same points, force ``-f``,
     elements swapped (autograd kept); pairs in both orders and ``(a, a)`` kept as given (not in the seed).
     InputError for a key that is not a ``(body1, body2)`` tuple."""
+    SimState({}, {}, contacts)             # the keys checked as a state's
     out: Dict[Tuple[str, str], ContactState] = {}
-    for key, c in contacts.items():
-        if type(key) is not tuple or len(key) != 2:
-            raise InputError(f"contacts keys must be (body1, body2) tuples, got {key!r}",
-                             "contacts", key, "not_a_pair")
-        out[key] = c
-        a, b = key
-        rev = (b, a)
-        if rev not in contacts:
-            out[rev] = ContactState(c.points, -c.forces, c.elems2, c.elems1)
+    for (a, b), c in contacts.items():
+        out[(a, b)] = c
+        if (b, a) not in contacts:
+            out[(b, a)] = ContactState(c.points, -c.forces, c.elems2, c.elems1)
     return out
 
 
