@@ -147,16 +147,6 @@ class StampPairer(Generic[P, M]):
         periods = [p for p in (self._pred.period.period_ns, self._meas.period.period_ns) if p is not None]
         return max(periods) // 2 if len(periods) == 2 else 0
 
-    @property
-    def prediction_stamps(self) -> List[int]:
-        """Stamps of the unmatched predictions, ascending (a copy)."""
-        return list(self._pred.stamps)
-
-    @property
-    def measurement_stamps(self) -> List[int]:
-        """Stamps of the unmatched measurements, ascending (a copy)."""
-        return list(self._meas.stamps)
-
     def add_prediction(self, stamp_ns: int, item: P) -> Optional[Pair[P, M]]:
         """Offer a prediction; the pair it completes, else None (queued, or counted as a zero stamp)."""
         return self._offer(stamp_ns, item, measured=False)

@@ -66,18 +66,12 @@ def triangle_mesh_of(model: Any) -> Tuple[np.ndarray, np.ndarray]:
     if hasattr(model, "geometry") and callable(model.geometry):
         name = model.getName() if hasattr(model, "getName") else repr(model)
         geom = model.geometry()
-        gtype = geom.type() if hasattr(geom, "type") else type(geom).__name__
-        empty = geom.empty() if hasattr(geom, "empty") else False
-        if empty or gtype != "TriangleMesh":
+        if geom.empty() or geom.type() != "TriangleMesh":
             raise InputError(f"body {name!r} has no triangle mesh (geometry type "
-                             f"{gtype or 'empty'!r}); a mesh-based sensor needs one",
+                             f"{geom.type() or 'empty'!r}); a mesh-based sensor needs one",
                              "model", name, "no_mesh")
         mesh = geom.getTriangleMesh()
-        if hasattr(mesh, "getVertices"):
-            V, F = mesh.getVertices(), mesh.getIndices()
-        else:
-            V, F = mesh.vertices, mesh.indices
-        V, F = np.asarray(V, dtype=np.float64), np.asarray(F)
+        V, F = np.asarray(mesh.vertices, dtype=np.float64), np.asarray(mesh.indices)
         if V.size == 0 or F.size == 0:
             raise InputError(f"body {name!r} has an empty triangle mesh", "model", name, "no_mesh")
         return validate_mesh(V.reshape(-1, 3), F.reshape(-1, 3), f"body {name!r}")
