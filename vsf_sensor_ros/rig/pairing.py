@@ -105,11 +105,6 @@ class _Queue(Generic[P]):
         self.fresh = False
 
 
-def _span_s(stamps: Sequence[int]) -> float:
-    """Newest minus oldest of ascending ``stamps`` (s), 0 for fewer than two."""
-    return (stamps[-1] - stamps[0]) * 1e-9 if len(stamps) > 1 else 0.0
-
-
 class StampPairer(Generic[P, M]):
     """Pairs predictions with measurements of (nearly) the same stamp: at most ``capacity`` unmatched per
     queue, ``tolerance_ns`` fixed or None (adaptive: half the longer period).  ``zero_stamps``: offers
@@ -215,18 +210,17 @@ class StampPairer(Generic[P, M]):
             return f"measured stamps are {abs(gap) * 1e-9:.2g} s {side} contacts stamps: different clocks?"
         if self._unpaired_run < UNPAIRED_RUN:
             return None
-        older, newer = self._meas.dropped_gap, self._pred.dropped_gap
-        if older is not None:
-            kept = self._pred.stamps
-            return (f"measured stamps are {abs(older) * 1e-9:.2g} s behind contacts stamps, older "
-                    f"than the {len(kept)} predictions kept ({_span_s(kept):.2g} s of them): raise "
-                    "alignment_buffer_size")
-        if newer is not None:
-            kept = self._meas.stamps
-            return (f"measured stamps are {newer * 1e-9:.2g} s ahead of contacts stamps, newer "
-                    f"than the {len(kept)} measurements kept can wait for ({_span_s(kept):.2g} s of them): "
-                    "raise alignment_buffer_size")
-        return None
+        if self._meas.dropped_gap is not None:
+            gap, kept = abs(self._meas.dropped_gap), self._pred.stamps
+            where = f"behind contacts stamps, older than the {len(kept)} predictions kept"
+        elif self._pred.dropped_gap is not None:
+            gap, kept = self._pred.dropped_gap, self._meas.stamps
+            where = f"ahead of contacts stamps, newer than the {len(kept)} measurements kept can wait for"
+        else:
+            return None
+        span = (kept[-1] - kept[0]) * 1e-9 if len(kept) > 1 else 0.0
+        return (f"measured stamps are {gap * 1e-9:.2g} s {where} ({span:.2g} s of them): raise "
+                "alignment_buffer_size")
 
 
 # -- depth frames and colour images ------------------------------------------------

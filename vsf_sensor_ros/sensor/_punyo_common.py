@@ -18,10 +18,8 @@ def numpy_pose(state: SimState, name: str) -> Optional[Tuple[np.ndarray, np.ndar
     """``(R (3, 3), t (3,), T)`` of body ``name`` as numpy views (checked in plain Python, cheaper than
     torch), or None when ``T`` is not a float32/float64 CPU tensor; raises as :func:`.rigid_transform`."""
     T = state.body_transforms.get(name)
-    if T is None:
-        state._check_body(name)                         # raises ValueError naming unknown bodies
     if not isinstance(T, torch.Tensor) or T.shape != (4, 4):
-        rigid_transform(state, name)                    # raises the shared message
+        rigid_transform(state, name)                    # raises the shared message (an unknown body too)
     if T.device.type != "cpu" or T.dtype not in _NUMPY_DTYPES:
         return None
     Tn = T.detach().numpy() if T.requires_grad else T.numpy()

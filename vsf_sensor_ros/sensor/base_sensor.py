@@ -152,12 +152,11 @@ class SimState:
     def contacts_on_body(self, name: str, local: bool = True) -> Tuple[torch.Tensor, torch.Tensor]:
         """``(points, forces)`` ``(N, 3)`` of every contact on ``name`` (``bodies_in_contact`` order), body
         frame when ``local`` else world.  ValueError: unknown body, non-tensor transform."""
-        self._check_body(name)
+        states = self.contact_states_on_body(name)          # raises naming an unknown body
         T = self.body_transforms[name]
         if not isinstance(T, torch.Tensor):
             raise ValueError(f"body {name!r}: transform must be a (4, 4) torch.Tensor, got "
                              f"{type(T).__name__} (convert with torch.as_tensor)")
-        states = self.contact_states_on_body(name)
         empty = torch.empty(0, 3, device=self.device, dtype=self.dtype)
         pts = torch.cat([c.points for c in states]) if states else empty
         frc = torch.cat([c.forces for c in states]) if states else empty
