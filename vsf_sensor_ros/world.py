@@ -140,13 +140,11 @@ class World:
         self.joints = list(joints)
         urdf_link_set = set(urdf_links)
         children = {j.child for j in self.joints}
-        roots = [n for n in urdf_links if n not in children]
-        self.urdf_root_link = roots[0] if roots else ""
+        self.urdf_root_link = next((n for n in urdf_links if n not in children), "")
         # every URDF link (Klampt may drop the root): the frames robot_state_publisher announces
         self.urdf_link_names: List[str] = [n for n in urdf_links if n]
         klampt_index = {robot.link(i).getName(): i for i in range(robot.numLinks())}
-        self.link_names: List[str] = [n for n, _ in sorted(klampt_index.items(), key=lambda kv: kv[1])
-                                      if n in urdf_link_set]
+        self.link_names: List[str] = [n for n in klampt_index if n in urdf_link_set]   # in Klampt's order
         self._links = [robot.link(klampt_index[n]) for n in self.link_names]
 
         movable = [j for j in self.joints if j.type in MOVABLE_JOINT_TYPES]
@@ -188,8 +186,7 @@ class World:
             ValueError: not a URDF, relative meshes without ``base_dir``, or Klampt fails to load it.
         """
         text, file_dir = read_urdf(urdf)
-        if base_dir is None:
-            base_dir = file_dir
+        base_dir = file_dir if base_dir is None else base_dir
         try:
             root = ET.fromstring(text)
         except ET.ParseError as exc:

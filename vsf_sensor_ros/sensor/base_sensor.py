@@ -453,8 +453,7 @@ class BaseSensor:
     def in_contact(self, state: SimState) -> bool:
         """True when something touches what this sensor senses (default: a contact on its body);
         ValueError naming a body not in the state."""
-        state.bodies_in_contact(self.attachModelName)      # raises ValueError naming unknown bodies
-        return any(len(c) > 0 for (b1, _), c in state.contacts.items() if b1 == self.attachModelName)
+        return any(len(c) > 0 for c in state.contact_states_on_body(self.attachModelName))
 
     # -- calibration and internal state -------------------------------------------
     def set_calibration(self, calib_dict: dict) -> None:
