@@ -49,11 +49,8 @@ class BodyTransforms:
 
     def need(self, names: Optional[Iterable[str]]) -> None:
         """Compute only these bodies from now on (unknown names are left out); None = every body."""
-        if names is None:
-            new = None
-        else:
-            known = set(self._world.body_names)
-            new = tuple(n for n in dict.fromkeys(names) if n in known)
+        known = set(self._world.body_names)
+        new = None if names is None else tuple(n for n in dict.fromkeys(names) if n in known)
         if new != self._names:
             self._names = new
             self._cache = None
