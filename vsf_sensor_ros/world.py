@@ -140,13 +140,11 @@ class World:
         self.joints = list(joints)
         urdf_link_set = set(urdf_links)
         children = {j.child for j in self.joints}
-        roots = [n for n in urdf_links if n not in children]
-        self.urdf_root_link = roots[0] if roots else ""
+        self.urdf_root_link = next((n for n in urdf_links if n not in children), "")
         # every URDF link (Klampt may drop the root): the frames robot_state_publisher announces
         self.urdf_link_names: List[str] = [n for n in urdf_links if n]
         klampt_index = {robot.link(i).getName(): i for i in range(robot.numLinks())}
-        self.link_names: List[str] = [n for n, _ in sorted(klampt_index.items(), key=lambda kv: kv[1])
-                                      if n in urdf_link_set]
+        self.link_names: List[str] = [n for n in klampt_index if n in urdf_link_set]   # in Klampt's order
         self._links = [robot.link(klampt_index[n]) for n in self.link_names]
 
         movable = [j for j in self.joints if j.type in MOVABLE_JOINT_TYPES]
@@ -155,7 +153,6 @@ class World:
                 raise ValueError(f"joint {j.name!r}: child link {j.child!r} not in the Klampt robot")
         self.joint_names: List[str] = [j.name for j in movable if j.mimic is None]
         self._joint_dof: Dict[str, int] = {j.name: klampt_index[j.child] for j in movable}
-        self._joint_lookup = {n: self._joint_dof[n] for n in self.joint_names}
         dof = self._joint_dof
         self._mimic_names = {j.name for j in movable if j.mimic is not None}
         # (joint, its dof, source dof, multiplier, offset), sources first: one pass sets every mimic from
@@ -189,8 +186,7 @@ class World:
             ValueError: not a URDF, relative meshes without ``base_dir``, or Klampt fails to load it.
         """
         text, file_dir = read_urdf(urdf)
-        if base_dir is None:
-            base_dir = file_dir
+        base_dir = file_dir if base_dir is None else base_dir
         try:
             root = ET.fromstring(text)
         except ET.ParseError as exc:
@@ -336,7 +332,7 @@ class World:
 
     def joint_positions(self) -> np.ndarray:
         """``(J,)`` float64 positions of :attr:`joint_names` (no mimics)."""
-        return self._q[[self._joint_lookup[n] for n in self.joint_names]].copy()
+        return self._q[[self._joint_dof[n] for n in self.joint_names]].copy()
 
     def configuration(self) -> np.ndarray:
         """The whole configuration, mimic joints included (float64 copy), for :meth:`set_configuration`."""

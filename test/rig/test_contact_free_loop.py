@@ -10,7 +10,7 @@ tare removes.
 import numpy as np
 import pytest
 
-from test.rig.test_rig import A, _Layout, _push
+from test.rig.test_rig import A, _Layout, _push, _step
 from test.sensor.pressure_streams import pressure_stream
 from vsf_sensor_ros.embedded_world import embedded_world
 from vsf_sensor_ros.rig.calibration import AutoTareSettings, ContactFreeLoop, tare
@@ -37,7 +37,7 @@ def drive(stream, loop):
     residual = np.full(len(stream.t), np.nan)
     reports = []
     for i, stamp in enumerate(stream.stamp_ns + T0):
-        rig.step(_push(world, 300.0 * A if stream.sim_contact[i] else 0.0), int(stamp))
+        _step(rig, _push(world, 300.0 * A if stream.sim_contact[i] else 0.0), int(stamp))
         r, _, _ = s.keep_pair(rig.pair_measured("pressure", int(stamp), np.array([stream.measured[i]])))
         if i == 99:
             assert tare(s, 10)[0]

@@ -28,7 +28,7 @@ def test_a_measurement_pairs_with_a_queued_prediction_and_the_pair_carries_the_p
     pair = p.add_measurement(103, "meas103")
     assert (pair.stamp_ns, pair.measured_stamp_ns, pair.prediction, pair.measurement) == \
         (100, 103, "pred100", "meas103")
-    assert p.prediction_stamps == [] and p.measurement_stamps == []
+    assert p._pred.stamps == [] and p._meas.stamps == []
 
 
 def test_a_prediction_pairs_with_a_queued_measurement():
@@ -44,21 +44,21 @@ def test_the_nearest_of_several_candidates_is_taken_and_the_others_stay():
     p.add_prediction(104, "b")
     pair = p.add_measurement(103, "m")      # 104 is 1 ns away, 100 is 3 ns away
     assert pair.prediction == "b"
-    assert p.prediction_stamps == [100]
+    assert p._pred.stamps == [100]
 
 
 def test_beyond_the_tolerance_both_are_queued():
     p = StampPairer(capacity=10, tolerance_ns=5)
     p.add_prediction(100, "p")
     assert p.add_measurement(106, "m") is None
-    assert p.prediction_stamps == [100] and p.measurement_stamps == [106]
+    assert p._pred.stamps == [100] and p._meas.stamps == [106]
 
 
 def test_queues_stay_sorted_and_drop_the_oldest_stamp_beyond_capacity():
     p = StampPairer(capacity=2, tolerance_ns=0)
     for s in (30, 10, 20):                   # out of order: sorted 10, 20, 30, then 10 dropped
         p.add_prediction(s, s)
-    assert p.prediction_stamps == [20, 30]
+    assert p._pred.stamps == [20, 30]
 
 
 def test_the_tolerance_can_change_between_messages():
@@ -76,7 +76,7 @@ def test_a_restarted_measured_source_is_detected_and_its_queue_cleared():
     assert not p.measurement_went_back(600)
     assert p.measurement_went_back(10)
     p.clear_measurements()
-    assert p.measurement_stamps == []
+    assert p._meas.stamps == []
     p.clear()
     assert not p.measurement_went_back(10)            # everything forgotten, the last stamp too
 
@@ -102,10 +102,10 @@ def test_a_zero_stamped_measurement_among_stamped_ones_is_refused_counted_and_ne
     p.add_prediction(11 * S, "p11")
     assert p.add_measurement(0, "m0") is None
     assert p.zero_stamps == {"predicted": 0, "measured": 1}
-    assert p.measurement_stamps == [] and p.prediction_stamps == [10 * S, 11 * S]
+    assert p._meas.stamps == [] and p._pred.stamps == [10 * S, 11 * S]
     pair = p.add_measurement(11 * S, "m11")
     assert (pair.prediction, pair.measurement) == ("p11", "m11")
-    assert p.prediction_stamps == [10 * S]
+    assert p._pred.stamps == [10 * S]
 
 
 def test_a_zero_stamped_prediction_and_measurement_never_pair_with_each_other():
@@ -115,7 +115,7 @@ def test_a_zero_stamped_prediction_and_measurement_never_pair_with_each_other():
     assert p.add_measurement(0, "m0") is None
     assert p.add_prediction(0, "p0b") is None
     assert p.zero_stamps == {"predicted": 2, "measured": 1}
-    assert p.prediction_stamps == [] and p.measurement_stamps == []
+    assert p._pred.stamps == [] and p._meas.stamps == []
     assert p.offset_hint() is None
     p.clear()
     assert p.zero_stamps == {"predicted": 2, "measured": 1}     # counts outlive a clear
@@ -130,10 +130,10 @@ def test_a_zero_stamp_is_no_restart_and_leaves_the_periods_alone():
         p.add_prediction(t, t)
     p.add_measurement(11, 11)                 # tolerance 0 still (one measured stamp): queued
     p.add_measurement(21, 21)                 # measured period now 10: 21 pairs with 20
-    assert p.effective_tolerance_ns() == 5 and p.measurement_stamps == [11]
+    assert p.effective_tolerance_ns() == 5 and p._meas.stamps == [11]
     assert not p.measurement_went_back(0)
     assert p.add_measurement(0, 0) is None
-    assert p.effective_tolerance_ns() == 5 and p.measurement_stamps == [11]
+    assert p.effective_tolerance_ns() == 5 and p._meas.stamps == [11]
     assert not p.measurement_went_back(31)
     p.add_prediction(30, 30)
     pair = p.add_measurement(31, 31)
@@ -164,7 +164,7 @@ def test_without_a_fixed_tolerance_half_the_longer_period_is_used():
     pair = p.add_measurement(107, "m107")             # measured period 4 -> tolerance 5; 110 is 3 away
     assert p.effective_tolerance_ns() == 5
     assert (pair.stamp_ns, pair.measured_stamp_ns) == (110, 107)
-    assert p.prediction_stamps == [100] and p.measurement_stamps == [103]
+    assert p._pred.stamps == [100] and p._meas.stamps == [103]
 
 
 # --------------------------------------------------------------------------- clock offset
@@ -208,8 +208,8 @@ def test_a_100_hz_stream_against_60_hz_predictions_pairs_every_prediction_once_p
             pairs.append((pair.prediction, pair.measurement))
     assert pairs == [(16_666_667, 13 * ms), (33_333_333, 33 * ms), (50_000_000, 43 * ms)]
     assert p.effective_tolerance_ns() == 8_333_333
-    assert p.prediction_stamps == [T0]
-    assert p.measurement_stamps == [T0 + t for t in (3 * ms, 23 * ms, 53 * ms)]
+    assert p._pred.stamps == [T0]
+    assert p._meas.stamps == [T0 + t for t in (3 * ms, 23 * ms, 53 * ms)]
 
 
 # --------------------------------------------------------------------------- the clock diagnosis in long runs
@@ -250,7 +250,7 @@ def test_a_100_hz_measured_stream_pairing_with_50_hz_contacts_is_never_called_a_
     p = StampPairer(capacity=50, tolerance_ns=None)
     pairs, hints = _run(p, p_times, m_times, check_every_ns=1_000 * MS)
     assert pairs == [(20 * MS * k, 20 * MS * k - 7 * MS) for k in range(1, n)]
-    assert p.prediction_stamps == [T0]                  # the stale entry that fooled the old rule
+    assert p._pred.stamps == [T0]                  # the stale entry that fooled the old rule
     assert len(hints) == 59 and hints == [None] * 59
     assert p.offset_hint() is None
 

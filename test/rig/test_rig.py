@@ -67,9 +67,17 @@ def _push(world, force: float) -> DecodedContacts:
     return DecodedContacts({pair: c}, {pair: np.array([0])}, 1)
 
 
+def _step(rig, decoded: DecodedContacts, stamp_ns: int):
+    """The node's order: predict, commit (a stamp going back resets), pair every prediction by stamp;
+    ``(step, [(sensor, pair), ...])`` for the pairs made."""
+    step = rig.predict(decoded, stamp_ns)
+    rig.commit(step, step.jumped_back)
+    return step, [(r.handle, p) for r in step.results if (p := rig.pair_prediction(step, r)) is not None]
+
+
 def test_a_push_predicts_force_over_area_and_a_measured_value_pairs(rig):
     s = rig.sensors["pressure"]
-    step, pairs = rig.step(_push(rig.world, 2.0), 1_000_000_000)
+    step, pairs = _step(rig, _push(rig.world, 2.0), 1_000_000_000)
     assert step.results[0].values[0] == pytest.approx(2.0 / A, rel=1e-6)
     assert step.results[0].touched and pairs == []
     pair = rig.pair_measured("pressure", 1_000_000_000, np.array([P0 + 250.0]))
@@ -82,13 +90,13 @@ def test_a_tare_on_contact_free_pairs_makes_the_residual_zero(rig):
     s = rig.sensors["pressure"]
     for k, measured in enumerate([P0 - 1.0, P0 + 1.0, P0 + 3.0]):   # mean P0 + 1
         stamp = (k + 1) * 10_000_000
-        rig.step(_push(rig.world, 0.0), stamp)
+        _step(rig, _push(rig.world, 0.0), stamp)
         s.keep_pair(rig.pair_measured("pressure", stamp, np.array([measured])))
     ok, text = tare(s, 3)
     assert ok, text
     assert s.tare_samples_used == 3 and f"{P0 + 1.0:.9g} Pa" in text
     # the tared model reads P0 + 1 + F / A; a measured P0 + 1 + F / A leaves no residual
-    step, _ = rig.step(_push(rig.world, 2.0), 50_000_000)
+    step, _ = _step(rig, _push(rig.world, 2.0), 50_000_000)
     assert step.results[0].values[0] == pytest.approx(P0 + 1.0 + 2.0 / A, rel=1e-12)
     residual, _, _ = s.keep_pair(rig.pair_measured("pressure", 50_000_000, np.array([P0 + 1.0 + 2.0 / A])))
     assert abs(residual[0]) < 1e-6
@@ -101,7 +109,7 @@ def test_a_tare_on_contact_free_pairs_makes_the_residual_zero(rig):
 
 def test_a_tare_with_only_contact_samples_is_refused_naming_the_sensor(rig):
     s = rig.sensors["pressure"]
-    rig.step(_push(rig.world, 2.0), 10_000_000)
+    _step(rig, _push(rig.world, 2.0), 10_000_000)
     s.keep_pair(rig.pair_measured("pressure", 10_000_000, np.array([P0])))
     ok, text = tare(s, 3)
     assert not ok and text.startswith("pressure: cannot tare") and "contact" in text
@@ -111,17 +119,17 @@ def test_a_tare_with_only_contact_samples_is_refused_naming_the_sensor(rig):
 
 def test_a_stamp_going_back_resets_the_pairing_buffers(rig):
     s = rig.sensors["pressure"]
-    rig.step(_push(rig.world, 0.0), 2_000_000_000)
+    _step(rig, _push(rig.world, 0.0), 2_000_000_000)
     s.keep_pair(rig.pair_measured("pressure", 2_000_000_000, np.array([P0])))
     assert len(s.pairs) == 1
-    step, _ = rig.step(_push(rig.world, 0.0), 1_000_000_000)
+    step, _ = _step(rig, _push(rig.world, 0.0), 1_000_000_000)
     assert step.jumped_back and rig.stamp_jumps == 1 and len(s.pairs) == 0
     assert rig.last_stamp_jump == "2.000000000 -> 1.000000000 s"
 
 
 def test_a_bad_step_is_rejected_whole_and_kept_nowhere(rig):
-    rig.step(_push(rig.world, 0.0), 1_000_000_000)
+    _step(rig, _push(rig.world, 0.0), 1_000_000_000)
     with pytest.raises(StepRejected) as exc:
-        rig.step(_push(rig.world, 1e308), 2_000_000_000)     # 1e308 / A overflows float64
+        _step(rig, _push(rig.world, 1e308), 2_000_000_000)     # 1e308 / A overflows float64
     assert exc.value.reason == "non_finite_prediction" and "pressure" in exc.value.detail
     assert rig.last_stamp == 1_000_000_000

@@ -106,7 +106,7 @@ def test_measured_overflowing_after_its_scale_is_rejected_and_counted(node):
     m = FluidPressure(fluid_pressure=1e307)      # hPa; x 100 = 1e309 Pa, beyond float64
     m.header.stamp.sec = 6
     node._on_measured("pressure", m)
-    assert h.stats.rejected["non_finite"] == 1 and 6_000_000_000 not in h.pairer.measurement_stamps
+    assert h.stats.rejected["non_finite"] == 1 and 6_000_000_000 not in h.pairer._meas.stamps
 
 
 def test_a_dense_residual_beyond_float32_is_not_published_and_is_counted(node):

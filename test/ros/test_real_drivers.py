@@ -186,7 +186,7 @@ def test_a_live_scale_change_clears_the_buffered_samples_and_a_negative_scale_is
     assert not res[0].successful and "must be > 0" in res[0].reason
     assert len(h.pairs) > 10                              # refused: nothing changed
     assert node.set_parameters([Parameter("pressure.measured_scale", value=1.0)])[0].successful
-    assert len(h.pairs) == 0 and h.pairer.measurement_stamps == []
+    assert len(h.pairs) == 0 and h.pairer._meas.stamps == []
     r = node.measurements.on_tare("pressure", Trigger.Request(), Trigger.Response())
     assert not r.success and "no measured sample paired" in r.message
     # 1013.25 hPa read as Pa: implausible as an absolute pressure, warned once

@@ -35,7 +35,7 @@ def test_measured_stamped_0_is_rejected_counted_and_named_never_paired_with_the_
     node._on_contacts(no_contacts(node, 6))
     node._on_measured("pressure", pressure(101400.0, 6))
     assert [p.stamp_ns for p in h.pairs] == [6 * S]              # its own instant
-    assert h.pairer.prediction_stamps == [5 * S]                 # the 0 s prediction was never kept
+    assert h.pairer._pred.stamps == [5 * S]                 # the 0 s prediction was never kept
     assert h.stats.published == 3 and node.inputs.stamp_jumps_backwards == 0    # 0 is no reset
 
     st = lis.status(": pressure", lambda s: values(s).get(f"zero_stamps.{TOPIC}") == "2")

@@ -49,11 +49,8 @@ class BodyTransforms:
 
     def need(self, names: Optional[Iterable[str]]) -> None:
         """Compute only these bodies from now on (unknown names are left out); None = every body."""
-        if names is None:
-            new = None
-        else:
-            known = set(self._world.body_names)
-            new = tuple(n for n in dict.fromkeys(names) if n in known)
+        known = set(self._world.body_names)
+        new = None if names is None else tuple(n for n in dict.fromkeys(names) if n in known)
         if new != self._names:
             self._names = new
             self._cache = None
@@ -85,22 +82,17 @@ class BodyTransforms:
         if perm is not None:
             pos = pos[perm]
         src = self._sources.get(key)
-        jumped = False
-        if src is None:
-            if len(self._sources) >= MAX_SOURCES:     # a driver changing its name set: drop the stalest
-                stalest = min(self._sources, key=lambda k: self._sources[k].stamps[-1])
-                del self._sources[stalest]
-                self._newest = max((x.stamps[-1] for x in self._sources.values()), default=0)
+        jumped = src is not None and stamp_ns < src.stamps[-1]
+        if src is None or jumped:
+            if jumped:
+                self.stamp_jumps += 1
+                more = f", ... ({len(names)} joints)" if len(names) > 4 else ""
+                self.last_stamp_jump = (f"{src.stamps[-1] * 1e-9:.9f} -> {stamp_ns * 1e-9:.9f} s "
+                                        f"({', '.join(list(names)[:4])}{more})")
+            elif len(self._sources) >= MAX_SOURCES:     # a driver changing its name set: drop the stalest
+                del self._sources[min(self._sources, key=lambda k: self._sources[k].stamps[-1])]
             src = self._sources[key] = _Source(self._history_len)
-        elif stamp_ns < src.stamps[-1]:
-            jumped = True
-            self.stamp_jumps += 1
-            shown = ", ".join(list(names)[:4]) + (f", ... ({len(names)} joints)" if len(names) > 4 else "")
-            self.last_stamp_jump = f"{src.stamps[-1] * 1e-9:.9f} -> {stamp_ns * 1e-9:.9f} s ({shown})"
-            src.stamps.clear()
-            src.positions.clear()
-            others = [x.stamps[-1] for x in self._sources.values() if x.stamps]
-            self._newest = max(others, default=0)
+            self._newest = max((x.stamps[-1] for x in self._sources.values() if x.stamps), default=0)
         src.stamps.append(stamp_ns)
         src.positions.append(pos)
         if stamp_ns > self._newest:

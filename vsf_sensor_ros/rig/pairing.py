@@ -97,25 +97,12 @@ class _Queue(Generic[P]):
         if len(self.stamps) > self.capacity:
             del self.stamps[0], self.items[0]
 
-    def pop(self, i: int) -> tuple:
-        return self.stamps.pop(i), self.items.pop(i)
-
     def clear(self) -> None:
         """Drop the items, the period and ``fresh`` (``last`` is kept)."""
         self.stamps.clear()
         self.items.clear()
         self.period.clear()
         self.fresh = False
-
-
-def _older_than_kept(stamp_ns: int, queue: "_Queue", tolerance_ns: int) -> bool:
-    """The other queue is full and ``stamp_ns`` older than all of it: its partner was dropped."""
-    return len(queue.stamps) == queue.capacity and stamp_ns < queue.stamps[0] - tolerance_ns
-
-
-def _span_s(stamps: Sequence[int]) -> float:
-    """Newest minus oldest of ascending ``stamps`` (s), 0 for fewer than two."""
-    return (stamps[-1] - stamps[0]) * 1e-9 if len(stamps) > 1 else 0.0
 
 
 class StampPairer(Generic[P, M]):
@@ -155,16 +142,6 @@ class StampPairer(Generic[P, M]):
         periods = [p for p in (self._pred.period.period_ns, self._meas.period.period_ns) if p is not None]
         return max(periods) // 2 if len(periods) == 2 else 0
 
-    @property
-    def prediction_stamps(self) -> List[int]:
-        """Stamps of the unmatched predictions, ascending (a copy)."""
-        return list(self._pred.stamps)
-
-    @property
-    def measurement_stamps(self) -> List[int]:
-        """Stamps of the unmatched measurements, ascending (a copy)."""
-        return list(self._meas.stamps)
-
     def add_prediction(self, stamp_ns: int, item: P) -> Optional[Pair[P, M]]:
         """Offer a prediction; the pair it completes, else None (queued, or counted as a zero stamp)."""
         return self._offer(stamp_ns, item, measured=False)
@@ -185,7 +162,7 @@ class StampPairer(Generic[P, M]):
         tolerance = self.effective_tolerance_ns()
         j = nearest_within(other.stamps, stamp_ns, tolerance)
         if j is not None:
-            other_stamp, other_item = other.pop(j)
+            other_stamp, other_item = other.stamps.pop(j), other.items.pop(j)
             self._paired()
             if measured:
                 return Pair(other_stamp, stamp_ns, other_item, item)
@@ -193,7 +170,9 @@ class StampPairer(Generic[P, M]):
         if interleaved and other.last is not None:
             self._unpaired_gap = stamp_ns - other.last if measured else other.last - stamp_ns
             self._unpaired_run += 1
-            mine.dropped_gap = self._unpaired_gap if _older_than_kept(stamp_ns, other, tolerance) else None
+            # the other queue is full and this stamp older than all of it: its partner was dropped
+            dropped = len(other.stamps) == other.capacity and stamp_ns < other.stamps[0] - tolerance
+            mine.dropped_gap = self._unpaired_gap if dropped else None
         mine.insert(stamp_ns, item)
         return None
 
@@ -231,18 +210,17 @@ class StampPairer(Generic[P, M]):
             return f"measured stamps are {abs(gap) * 1e-9:.2g} s {side} contacts stamps: different clocks?"
         if self._unpaired_run < UNPAIRED_RUN:
             return None
-        older, newer = self._meas.dropped_gap, self._pred.dropped_gap
-        if older is not None:
-            kept = self._pred.stamps
-            return (f"measured stamps are {abs(older) * 1e-9:.2g} s behind contacts stamps, older "
-                    f"than the {len(kept)} predictions kept ({_span_s(kept):.2g} s of them): raise "
-                    "alignment_buffer_size")
-        if newer is not None:
-            kept = self._meas.stamps
-            return (f"measured stamps are {newer * 1e-9:.2g} s ahead of contacts stamps, newer "
-                    f"than the {len(kept)} measurements kept can wait for ({_span_s(kept):.2g} s of them): "
-                    "raise alignment_buffer_size")
-        return None
+        if self._meas.dropped_gap is not None:
+            gap, kept = abs(self._meas.dropped_gap), self._pred.stamps
+            where = f"behind contacts stamps, older than the {len(kept)} predictions kept"
+        elif self._pred.dropped_gap is not None:
+            gap, kept = self._pred.dropped_gap, self._meas.stamps
+            where = f"ahead of contacts stamps, newer than the {len(kept)} measurements kept can wait for"
+        else:
+            return None
+        span = (kept[-1] - kept[0]) * 1e-9 if len(kept) > 1 else 0.0
+        return (f"measured stamps are {gap * 1e-9:.2g} s {where} ({span:.2g} s of them): raise "
+                "alignment_buffer_size")
 
 
 # -- depth frames and colour images ------------------------------------------------

@@ -54,16 +54,12 @@ class Rig:
                 want_jacobian: Callable[[RigSensor], bool] = lambda s: False) -> Step:
         """Every sensor's checked prediction for ``decoded`` under the joint state of ``stamp_ns`` (ns);
         ``want_jacobian(sensor)``: compute its Jacobian.  StepRejected (nothing kept):
-        ``element_index_out_of_range``, ``invalid_contacts``, ``model_error``, ``non_finite_prediction``,
-        ``out_of_range``."""
+        ``element_index_out_of_range``, ``model_error``, ``non_finite_prediction``, ``out_of_range``."""
         bad = check_elements(decoded, self._dense_vertex_counts)
         if bad is not None:
             raise StepRejected("element_index_out_of_range", bad)
         decoded = with_implied_pairs(decoded, self._sensor_bodies)   # every contact on a sensor's body
-        try:
-            state = SimState(self.transforms.at(stamp_ns), {}, decoded.contacts)
-        except ValueError as exc:
-            raise StepRejected("invalid_contacts", str(exc)) from exc
+        state = SimState(self.transforms.at(stamp_ns), {}, decoded.contacts)   # pairs as decoded: tuples
         results = []
         for s in self.sensors.values():
             if not getattr(s.sensor, "enabled", True):  # Klampt's 'enabled' setting
@@ -108,14 +104,6 @@ class Rig:
         s.measured_accepted += 1
         s.measured_went_back(stamp_ns)
         return s.pairer.add_measurement(stamp_ns, measured)
-
-    def step(self, decoded: DecodedContacts, stamp_ns: int) -> "tuple[Step, list]":
-        """:meth:`predict`, :meth:`commit` (a stamp going back resets) and pair every prediction by
-        stamp: ``(step, [(sensor, pair), ...])`` for the pairs made.  Raises as :meth:`predict`."""
-        step = self.predict(decoded, stamp_ns)
-        self.commit(step, step.jumped_back)
-        pairs = [(r.handle, p) for r in step.results if (p := self.pair_prediction(step, r)) is not None]
-        return step, pairs
 
 
 __all__ = ["Rig", "Step"]

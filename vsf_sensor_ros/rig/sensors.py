@@ -33,12 +33,6 @@ class PairedSample:
     contact_free: bool
 
 
-def new_buffer(buffer_size: int) -> Deque[PairedSample]:
-    """An empty contact-sample buffer for ``alignment_buffer_size`` = ``buffer_size``: room for
-    ``max(4 * buffer_size, 100)``."""
-    return deque(maxlen=max(4 * int(buffer_size), 100))
-
-
 @dataclass
 class SensorResult:
     """One sensor's step: ``handle``, ``values`` ``(#meas,)`` float64, ``jacobian`` (or None) and its
@@ -71,10 +65,10 @@ class RigSensor:
         self.sensor = sensor
         self.layout = layout
         self.pairer: StampPairer[Prediction, np.ndarray] = StampPairer(buffer_size, tolerance_ns)
-        # paired samples kept for tares (most recent last)
-        self.pairs: Deque[PairedSample] = new_buffer(buffer_size)
-        # paired samples with contact kept for a gain fit (most recent last)
-        self.contact_pairs: Deque[PairedSample] = new_buffer(buffer_size)
+        # paired samples kept for tares, and those with contact for a gain fit (most recent last)
+        room = max(4 * int(buffer_size), 100)
+        self.pairs: Deque[PairedSample] = deque(maxlen=room)
+        self.contact_pairs: Deque[PairedSample] = deque(maxlen=room)
         # measured messages decoded and accepted (rejected ones are counted by the caller)
         self.measured_accepted = 0
         self.measured_stamp_jumps = 0
@@ -128,10 +122,6 @@ class RigSensor:
         if self.contact_free_loop is not None:
             self.contact_free_loop.feed(self, stamp_ns, predicted, measured, contact_free)
         return residual, measured, stamp_ns
-
-    def in_contact(self, values: np.ndarray, n_contacts: int) -> bool:
-        """The contact state the sensor reports (its kind's codec decides)."""
-        return self.layout.codec.in_contact(self.layout, values, n_contacts)
 
     def clear_measured(self) -> None:
         """Forget the buffered measured samples (unmatched, tare, gain): their unit or type changed."""

@@ -71,6 +71,10 @@ def decode_joint_state(data: object) -> RawJointState:
         raise r.fail() from None
 
 
+# World.set_joint_positions' InputError.reason -> the rejection counter
+_JOINT_REJECTS = {"empty": "joint_state_empty", "count": "joint_state_short", "not_finite": "non_finite"}
+
+
 class KinematicInputs:
     """Joint states and free-body poses (in ``world_frame``) applied to ``world``, and the rig's
     ``transforms`` history; ``name_map``: driver -> URDF joint name; ``reject(reason, detail)``."""
@@ -83,18 +87,12 @@ class KinematicInputs:
     def on_joint_state(self, msg: JointState) -> None:
         """One ``joint_states`` message: renamed, checked, applied whole or rejected whole."""
         names, pos = list(msg.name), np.asarray(msg.position, dtype=np.float64)
-        if pos.size == 0:
-            return self._reject("joint_state_empty", f"no positions for {len(names)} names")
-        if pos.size != len(names):
-            return self._reject("joint_state_short", f"{len(names)} names but {pos.size} positions")
-        if not np.isfinite(pos).all():
-            i = int(np.flatnonzero(~np.isfinite(pos))[0])
-            return self._reject("non_finite", f"joint_states position of {names[i]!r} is {pos[i]}")
         applied = self.joint_names.rename(names)
-        try:
+        try:   # the world checks the count and finiteness (nothing applied): counted by its reason
             ignored = self._world.set_joint_positions(applied, pos)
         except ValueError as exc:
-            return self._reject("joint_state_invalid", str(exc))
+            reason = _JOINT_REJECTS.get(getattr(exc, "reason", ""), "joint_state_invalid")
+            return self._reject(reason, str(exc))
         for line in self.joint_names.note(names, applied, ignored):
             self._log.warning(line)
         self.transforms.invalidate()

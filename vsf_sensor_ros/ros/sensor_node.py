@@ -263,12 +263,8 @@ class SensorNode(Node):
         """A contact-free step stamped ``stamp_ns`` (None: none due), through the contacts path."""
         if stamp_ns is None or not self.context.ok():
             return
-        try:
-            self._empty_contacts.header.stamp = ns_to_stamp(stamp_ns)
-            self._process_contacts(self._empty_contacts, time.perf_counter(), contact_free=True)
-        except Exception as exc:  # noqa: BLE001 -- as _on_contacts: the node outlives one bad step
-            if self.context.ok():
-                self._reject("internal_error", f"contact-free step: {type(exc).__name__}: {exc}")
+        self._empty_contacts.header.stamp = ns_to_stamp(stamp_ns)
+        self._step_all([(self._empty_contacts, time.perf_counter())], contact_free=True)
 
     def _on_pose(self, body: str, msg: PoseStamped) -> None:
         self.inputs.poses_received += 1
@@ -286,16 +282,18 @@ class SensorNode(Node):
         # in lockstep with the joint states, a message ahead of them waits for its own (rig.kinematics)
         self._step_all(self._joint_wait.offer(stamp_to_ns(msg.header.stamp), (msg, t_recv), now))
 
-    def _step_all(self, items: List[Tuple[Any, float]]) -> None:
-        """Step contacts messages ``(msg, receive time)`` in order; an unforeseen exception is counted
-        as ``internal_error`` and logged, never fatal."""
+    def _step_all(self, items: List[Tuple[Any, float]], contact_free: bool = False) -> None:
+        """Step contacts messages ``(msg, receive time)`` in order (``contact_free``: the empty message
+        of a contact-free step); an unforeseen exception is counted as ``internal_error`` and logged,
+        never fatal."""
         for msg, t_recv in items:
             try:
-                self._process_contacts(msg, t_recv)
+                self._process_contacts(msg, t_recv, contact_free)
             except Exception as exc:  # noqa: BLE001 -- the node must outlive one bad message
                 if not self.context.ok():
                     return   # a shutdown signal arrived mid-message: the publish failed, nothing is wrong
-                self._reject("internal_error", f"{type(exc).__name__}: {exc}")
+                what = "contact-free step: " if contact_free else ""
+                self._reject("internal_error", f"{what}{type(exc).__name__}: {exc}")
 
     def _decode_step(self, msg: Any) -> DecodedContacts:
         """A contacts message's decoded contacts; StepRejected: rejected whole, with its reason."""
@@ -364,7 +362,7 @@ class SensorNode(Node):
         for r in step.results:
             h = r.handle
             self.health.last_prediction[h.name] = now
-            self._publish_step(r, step.state, stamp, now)
+            self._publish_step(r, step.state, stamp_ns, now)
             h.stats.record_publish(time.perf_counter() - t_recv)
             pair = self.rig.pair_prediction(step, r, recv_ns if h.headerless else stamp_ns)
             if pair is not None:
@@ -373,21 +371,21 @@ class SensorNode(Node):
         if not contact_free:
             self.inputs.contacts_processed += 1
 
-    def _publish_step(self, r: SensorResult, state: SimState, stamp: Any, now: float) -> None:
+    def _publish_step(self, r: SensorResult, state: SimState, stamp_ns: int, now: float) -> None:
         """Publish one sensor's outputs for a checked step; keep its contact state."""
         h = r.handle
         if h.layout.codec.steps_sensor:
             # keeps the Isaac sensor's period-sampled reading buffer (Python API, diagnostics)
             try:
-                h.sensor.update(state, stamp_to_ns(stamp) * 1e-9)
+                h.sensor.update(state, stamp_ns * 1e-9)
             except ValueError as exc:
                 self._reject("sensor_update_failed", f"{h.name}: {exc}", h)
-        in_contact = h.in_contact(r.values, r.n_on_body)
+        in_contact = h.layout.codec.in_contact(h.layout, r.values, r.n_on_body)
         h.stats.contact = in_contact
         rate = self.live.markers_max_rate
         markers = rate <= 0 or now - h.last_marker_time >= 1.0 / rate
         world_frame = self._frame_prefix + self._world_frame    # as stamped on the wire
-        if enc.publish_step(h.endpoints, h.layout, r, state, stamp_to_ns(stamp), world_frame, in_contact,
+        if enc.publish_step(h.endpoints, h.layout, r, state, stamp_ns, world_frame, in_contact,
                             self.live.marker_force_scale if markers else None):
             h.last_marker_time = now
 
@@ -445,12 +443,11 @@ class SensorNode(Node):
         if any(h.name in s for s in self.joint_names.watched.values()):
             needs.append(self._joints_clock)
         body: Optional[str] = str(h.config.values["attachment"])
-        attached = set(self.world.attached_body_names)
-        while body:
+        while body:   # up the attached bodies to a free one (a link has no parent body)
             if body in self._pose_clocks:
                 needs.append(self._pose_clocks[body])
                 break
-            body = self.world.body_parent(body) if body in attached else None
+            body = self.world.body_parent(body)
         needs.append(self._measured_clock(h))
         return needs
 

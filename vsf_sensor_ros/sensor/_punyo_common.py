@@ -18,10 +18,8 @@ def numpy_pose(state: SimState, name: str) -> Optional[Tuple[np.ndarray, np.ndar
     """``(R (3, 3), t (3,), T)`` of body ``name`` as numpy views (checked in plain Python, cheaper than
     torch), or None when ``T`` is not a float32/float64 CPU tensor; raises as :func:`.rigid_transform`."""
     T = state.body_transforms.get(name)
-    if T is None:
-        state._check_body(name)                         # raises ValueError naming unknown bodies
     if not isinstance(T, torch.Tensor) or T.shape != (4, 4):
-        rigid_transform(state, name)                    # raises the shared message
+        rigid_transform(state, name)                    # raises the shared message (an unknown body too)
     if T.device.type != "cpu" or T.dtype not in _NUMPY_DTYPES:
         return None
     Tn = T.detach().numpy() if T.requires_grad else T.numpy()
@@ -125,19 +123,15 @@ def parse_tare(calib: Mapping[str, Any], sensor: str, length: Optional[int],
         raise InputError(f"sensor {sensor!r}: unknown calibration key(s) {', '.join(map(repr, unknown))}; "
                          f"known: {', '.join(map(repr, known))}", "calib", unknown[0], "unknown_key", known)
     out: Dict[str, np.ndarray] = {}
-    if allow_gain and calib.get("gain") is not None:
-        label = f"sensor {sensor!r}: calibration 'gain'"
-        gain = as_vector(calib["gain"], label, length)
-        if not np.all(gain > 0):
-            raise InputError(f"sensor {sensor!r}: calibration 'gain' must be > 0, got {gain.tolist()[:8]}",
-                             label, gain.tolist(), "not_positive")
-        out["gain"] = gain
-    if calib.get("tare") is not None:
-        out["tare"] = as_vector(calib["tare"], f"sensor {sensor!r}: calibration 'tare'", length)
-    if calib.get("tare_sim_avg") is not None:
-        if "tare" not in out:
+    for key in ("gain", "tare", "tare_sim_avg")[0 if allow_gain else 1:]:
+        if calib.get(key) is None:
+            continue
+        if key == "tare_sim_avg" and "tare" not in out:
             raise InputError(f"sensor {sensor!r}: calibration has 'tare_sim_avg' but no 'tare'",
                              "calib", "tare_sim_avg", "needs_tare", "tare")
-        out["tare_sim_avg"] = as_vector(calib["tare_sim_avg"],
-                                        f"sensor {sensor!r}: calibration 'tare_sim_avg'", length)
+        label = f"sensor {sensor!r}: calibration {key!r}"
+        out[key] = value = as_vector(calib[key], label, length)
+        if key == "gain" and not np.all(value > 0):
+            raise InputError(f"{label} must be > 0, got {value.tolist()[:8]}", label, value.tolist(),
+                             "not_positive")
     return out

@@ -152,12 +152,11 @@ class SimState:
     def contacts_on_body(self, name: str, local: bool = True) -> Tuple[torch.Tensor, torch.Tensor]:
         """``(points, forces)`` ``(N, 3)`` of every contact on ``name`` (``bodies_in_contact`` order), body
         frame when ``local`` else world.  ValueError: unknown body, non-tensor transform."""
-        self._check_body(name)
+        states = self.contact_states_on_body(name)          # raises naming an unknown body
         T = self.body_transforms[name]
         if not isinstance(T, torch.Tensor):
             raise ValueError(f"body {name!r}: transform must be a (4, 4) torch.Tensor, got "
                              f"{type(T).__name__} (convert with torch.as_tensor)")
-        states = self.contact_states_on_body(name)
         empty = torch.empty(0, 3, device=self.device, dtype=self.dtype)
         pts = torch.cat([c.points for c in states]) if states else empty
         frc = torch.cat([c.forces for c in states]) if states else empty
@@ -187,16 +186,12 @@ def with_reverse_pairs(contacts: Mapping[Tuple[str, str], ContactState]
     """A new dict of ``contacts`` where ``(a, b)`` alone also gives ``(b, a)``: same points, force ``-f``,
     elements swapped (autograd kept); pairs in both orders and ``(a, a)`` kept as given (not in the seed).
     InputError for a key that is not a ``(body1, body2)`` tuple."""
+    SimState({}, {}, contacts)             # the keys checked as a state's
     out: Dict[Tuple[str, str], ContactState] = {}
-    for key, c in contacts.items():
-        if type(key) is not tuple or len(key) != 2:
-            raise InputError(f"contacts keys must be (body1, body2) tuples, got {key!r}",
-                             "contacts", key, "not_a_pair")
-        out[key] = c
-        a, b = key
-        rev = (b, a)
-        if rev not in contacts:
-            out[rev] = ContactState(c.points, -c.forces, c.elems2, c.elems1)
+    for (a, b), c in contacts.items():
+        out[(a, b)] = c
+        if (b, a) not in contacts:
+            out[(b, a)] = ContactState(c.points, -c.forces, c.elems2, c.elems1)
     return out
 
 
@@ -380,26 +375,6 @@ class SparseJacobian:
         return sum(t.element_size() * t.numel() for t in (self.rows, self.cols, self.values))
 
 
-def sparse_from_pair_dict(jac: Dict[Pair, torch.Tensor], pairs: Sequence[Pair],
-                          num_measurements: int, dtype: torch.dtype,
-                          device: torch.device) -> SparseJacobian:
-    """A :class:`SparseJacobian` (nonzeros only) from a seed-form dense dict ``{pair: (#meas, N, 3)}``."""
-    offsets = [0]
-    empty_i = torch.zeros(0, dtype=torch.int64, device=device)
-    rows, cols, vals = [empty_i], [empty_i], [torch.zeros(0, dtype=dtype, device=device)]
-    for pair in pairs:
-        J = jac[pair]
-        n = J.shape[1]
-        flat = J.reshape(num_measurements, 3 * n)
-        r, c = flat.nonzero(as_tuple=True)
-        rows.append(r)
-        cols.append(c + 3 * offsets[-1])
-        vals.append(flat[r, c])
-        offsets.append(offsets[-1] + n)
-    return SparseJacobian(torch.cat(rows), torch.cat(cols), torch.cat(vals),
-                          (num_measurements, 3 * offsets[-1]), list(pairs), offsets)
-
-
 class BaseSensor:
     """A reading model from a ``SimState`` (seed ``BaseSensor``): subclasses give ``measurement_names``,
     ``predict_torch`` and a Jacobian; state methods take duck-typed states (:func:`as_sim_state`)."""
@@ -451,11 +426,22 @@ class BaseSensor:
         return self.sparse_force_jacobian(state).to_pair_dict()
 
     def sparse_force_jacobian(self, state: SimState) -> SparseJacobian:
-        """COO Jacobian over the contacts of ``contact_bodies(state)`` concatenated."""
-        pairs = self.contact_bodies(state)
-        dense = self.measurement_force_jacobian(state)
-        return sparse_from_pair_dict(dense, pairs, len(self.measurement_names()),
-                                     state.dtype, state.device)
+        """COO Jacobian (nonzeros only) over the contacts of ``contact_bodies(state)`` concatenated, from
+        the seed-form dense dict of :meth:`measurement_force_jacobian`."""
+        pairs, dense = self.contact_bodies(state), self.measurement_force_jacobian(state)
+        m, offsets = len(self.measurement_names()), [0]
+        empty_i = torch.zeros(0, dtype=torch.int64, device=state.device)
+        rows, cols, vals = [empty_i], [empty_i], [torch.zeros(0, dtype=state.dtype, device=state.device)]
+        for pair in pairs:
+            n = dense[pair].shape[1]
+            flat = dense[pair].reshape(m, 3 * n)
+            r, c = flat.nonzero(as_tuple=True)
+            rows.append(r)
+            cols.append(c + 3 * offsets[-1])
+            vals.append(flat[r, c])
+            offsets.append(offsets[-1] + n)
+        return SparseJacobian(torch.cat(rows), torch.cat(cols), torch.cat(vals), (m, 3 * offsets[-1]),
+                              list(pairs), offsets)
 
     def update(self, state: SimState) -> None:
         """Advance internal state (stateful sensors); no-op by default."""
@@ -467,8 +453,7 @@ class BaseSensor:
     def in_contact(self, state: SimState) -> bool:
         """True when something touches what this sensor senses (default: a contact on its body);
         ValueError naming a body not in the state."""
-        state.bodies_in_contact(self.attachModelName)      # raises ValueError naming unknown bodies
-        return any(len(c) > 0 for (b1, _), c in state.contacts.items() if b1 == self.attachModelName)
+        return any(len(c) > 0 for c in state.contact_states_on_body(self.attachModelName))
 
     # -- calibration and internal state -------------------------------------------
     def set_calibration(self, calib_dict: dict) -> None:

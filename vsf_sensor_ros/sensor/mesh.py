@@ -66,18 +66,12 @@ def triangle_mesh_of(model: Any) -> Tuple[np.ndarray, np.ndarray]:
     if hasattr(model, "geometry") and callable(model.geometry):
         name = model.getName() if hasattr(model, "getName") else repr(model)
         geom = model.geometry()
-        gtype = geom.type() if hasattr(geom, "type") else type(geom).__name__
-        empty = geom.empty() if hasattr(geom, "empty") else False
-        if empty or gtype != "TriangleMesh":
+        if geom.empty() or geom.type() != "TriangleMesh":
             raise InputError(f"body {name!r} has no triangle mesh (geometry type "
-                             f"{gtype or 'empty'!r}); a mesh-based sensor needs one",
+                             f"{geom.type() or 'empty'!r}); a mesh-based sensor needs one",
                              "model", name, "no_mesh")
         mesh = geom.getTriangleMesh()
-        if hasattr(mesh, "getVertices"):
-            V, F = mesh.getVertices(), mesh.getIndices()
-        else:
-            V, F = mesh.vertices, mesh.indices
-        V, F = np.asarray(V, dtype=np.float64), np.asarray(F)
+        V, F = np.asarray(mesh.vertices, dtype=np.float64), np.asarray(mesh.indices)
         if V.size == 0 or F.size == 0:
             raise InputError(f"body {name!r} has an empty triangle mesh", "model", name, "no_mesh")
         return validate_mesh(V.reshape(-1, 3), F.reshape(-1, 3), f"body {name!r}")
@@ -104,7 +98,8 @@ class ClosestTriangleQuery:
     candidate lists (``grid=False`` skips it); off it, the ``k`` nearest of proxy points within ``h``
     (``cover_radius``) of every triangle, refined by an exact ball query.  Degenerate triangles use their
     edges only.
-    ``vertices`` / ``triangles`` are read-only; ``grid_candidates``: slots per cell (0 without grid)."""
+    ``vertices`` / ``triangles`` are read-only; ``consts``: ``(18, T)`` float64 per-triangle constants (a,
+    ab, ac, dot products, their inverses, face_ok); ``grid_candidates``: slots per cell (0 without grid)."""
 
     def __init__(self, vertices: Any, triangles: Any, k: int = 12, grid: bool = True) -> None:
         V, F = validate_mesh(vertices, triangles)
@@ -137,12 +132,12 @@ class ClosestTriangleQuery:
             np.divide(1.0, x, out=out, where=ok)
             return out
         # One row per per-triangle constant; gathering [:, idx] gives contiguous (M, k) rows.
-        self._consts = np.ascontiguousarray(np.stack([
+        self.consts: np.ndarray = np.ascontiguousarray(np.stack([
             a[:, 0], a[:, 1], a[:, 2], ab[:, 0], ab[:, 1], ab[:, 2], ac[:, 0], ac[:, 1], ac[:, 2],
             d00, d01, d11, dbc, inv(denom, face_ok), inv(d00, d00 > 0), inv(d11, d11 > 0),
             inv(dbc, dbc > 0), face_ok.astype(np.float64),
         ]))
-        self._consts_t = np.ascontiguousarray(self._consts.T)   # (T, 18): the kernels' layout
+        self._consts_t = np.ascontiguousarray(self.consts.T)    # (T, 18): the kernels' layout
         self._kernels = _mesh_kernels
         self._centroids, self._radius = centroids, radius
         proxies, labels = self._proxies(centroids, radius, h)
@@ -199,15 +194,6 @@ class ClosestTriangleQuery:
             pts.append(proxy[near])
             labels.append(big[owner][near])
         return np.concatenate(pts), np.concatenate(labels)
-
-    @property
-    def num_vertices(self) -> int:
-        """Number of mesh vertices ``V``."""
-        return len(self.vertices)
-
-    def constants(self) -> np.ndarray:
-        """Per-triangle constants ``(18, T)`` float64 (a, ab, ac, dot products, their inverses, face_ok)."""
-        return self._consts
 
     # -- core evaluation on candidate triangles -----------------------------------------------
     def _ball_pairs(self, C: np.ndarray, radius: np.ndarray, tree: Optional[cKDTree] = None,

@@ -22,7 +22,7 @@ def barycentric_weights(vertices: Any, triangles: Any, points: Any) -> np.ndarra
     ``barycentric_weights``, of the closest mesh point: never negative).  ValueError: bad mesh or points."""
     q = ClosestTriangleQuery(vertices, triangles)
     res = q.query(points)
-    out = np.zeros((len(res.triangle), q.num_vertices))
+    out = np.zeros((len(res.triangle), len(q.vertices)))
     # np.add.at: a degenerate triangle may name one vertex twice
     np.add.at(out, (np.arange(len(res.triangle))[:, None], q.triangles[res.triangle]), res.weights)
     return out
@@ -103,15 +103,6 @@ class PunyoDenseForceSensor(BaseSensor):
             raise RuntimeError(f"sensor {self.name!r}: call attach() with the body's mesh first")
         return self.query
 
-    def _check_elems(self, e: np.ndarray, pair: Pair) -> None:
-        """InputError (``'elems1'``, ``'index'``) for an element that is no vertex and not -1."""
-        bad = (e < -1) | (e >= self.num_vertices)
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise InputError(f"sensor {self.name!r}: contacts {pair} row {row} has elems1 = {int(e[row])}, "
-                             f"not a vertex index 0..{self.num_vertices - 1} or -1 (barycentric)",
-                             "elems1", int(e[row]), "index", (-1, self.num_vertices - 1))
-
     def _map(self, state: SimState) -> _Map:
         """Where each contact on the body lands on the mesh (every output path starts here); raises as
         :meth:`predict`."""
@@ -135,8 +126,12 @@ class PunyoDenseForceSensor(BaseSensor):
             if c.elems1 is not None and len(c):
                 e = c.elems1.detach().cpu().numpy()
                 lo, hi = e.min(), e.max()
-                if lo < -1 or hi >= self.num_vertices:
-                    self._check_elems(e, pair)                         # raises, naming the row
+                if lo < -1 or hi >= self.num_vertices:                 # no vertex and not -1: named
+                    row = int(np.flatnonzero((e < -1) | (e >= self.num_vertices))[0])
+                    nv = self.num_vertices
+                    raise InputError(f"sensor {self.name!r}: contacts {pair} row {row} has elems1 = "
+                                     f"{int(e[row])}, not a vertex index 0..{nv - 1} or -1 (barycentric)",
+                                     "elems1", int(e[row]), "index", (-1, nv - 1))
                 if hi < 0:                                             # all -1: all barycentric
                     e = None
             p, f = c.points.detach(), c.forces.detach()
@@ -192,9 +187,12 @@ class PunyoDenseForceSensor(BaseSensor):
             if dtype is not None:
                 rows_t, cols_t = rows_t.to(device), cols_t.to(device)
                 vals_t = vals_t.to(device=device, dtype=dtype)
-            J = self._gained(SparseJacobian(
-                rows=rows_t, cols=cols_t, values=vals_t, shape=(3 * self.num_vertices, 3 * m.offsets[-1]),
-                pairs=list(m.pairs), offsets=list(m.offsets)))
+            gain = self._calib_tensor("gain", vals_t.dtype, vals_t.device)   # of each value's row
+            if gain is not None:
+                vals_t = vals_t * gain[rows_t]
+            J = SparseJacobian(rows=rows_t, cols=cols_t, values=vals_t,
+                               shape=(3 * self.num_vertices, 3 * m.offsets[-1]), pairs=list(m.pairs),
+                               offsets=list(m.offsets))
         return prediction, J
 
     # -- predictions ---------------------------------------------------------------------------
@@ -232,7 +230,7 @@ class PunyoDenseForceSensor(BaseSensor):
         key = (local.dtype, local.device)
         if key not in self._torch_cache:
             q = self._require_attached()
-            self._torch_cache[key] = (torch.as_tensor(q.constants(), dtype=local.dtype, device=local.device),
+            self._torch_cache[key] = (torch.as_tensor(q.consts, dtype=local.dtype, device=local.device),
                                       torch.zeros((), dtype=local.dtype, device=local.device))
         consts, zero = self._torch_cache[key]
         C = consts[:, torch.from_numpy(np.asarray(tri, dtype=np.int64)).to(local.device)]
@@ -290,11 +288,3 @@ class PunyoDenseForceSensor(BaseSensor):
         offset = self._calib_tensor("tare", raw.dtype, raw.device)
         out = raw if gain is None else raw * gain
         return out if offset is None else out + offset
-
-    def _gained(self, J: SparseJacobian) -> SparseJacobian:
-        """``J`` with each value scaled by the gain of its row (``J`` itself without a gain)."""
-        gain = self._calib_tensor("gain", J.values.dtype, J.values.device)
-        if gain is None:
-            return J
-        J.values = J.values * gain[J.rows]
-        return J

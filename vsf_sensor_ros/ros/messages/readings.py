@@ -98,19 +98,9 @@ class SensorLayout:
     frame_prefix: str = ""
 
     @property
-    def kind(self) -> str:
-        """The reading kind's name (``pressure`` | ``dense_force`` | ``wrench`` | ``load``)."""
-        return self.codec.kind
-
-    @property
     def reading_frame(self) -> str:
         """The frame a reading is expressed in and stamped with (predicted, residual, label), prefixed."""
         return self.frame_prefix + (self.sensor_frame or self.frame_id)
-
-    @property
-    def body_frame(self) -> str:
-        """The attachment body's frame as stamped (``frame_prefix`` + ``frame_id``)."""
-        return self.frame_prefix + self.frame_id
 
 
 def index_of(names: List[str], *candidates: str) -> int:
@@ -123,7 +113,8 @@ def index_of(names: List[str], *candidates: str) -> int:
 
 def type_mismatch(msg: object, layout: SensorLayout) -> MeasuredDecodeError:
     """The ``measured_type_mismatch`` error of a message a kind cannot read."""
-    return MeasuredDecodeError("measured_type_mismatch", f"{type(msg).__name__} for a {layout.kind} sensor")
+    return MeasuredDecodeError("measured_type_mismatch",
+                               f"{type(msg).__name__} for a {layout.codec.kind} sensor")
 
 
 # -- the codecs, one per reading kind -----------------------------------------------------------
@@ -197,8 +188,9 @@ class WrenchMessageCodec(ReadingCodec):
         """``wrench.force`` (N) of ``values``."""
         raise NotImplementedError
 
-    def to_bytes(self, layout, values, stamp_ns):
-        return encode_wrench_stamped(stamp_ns, layout.reading_frame, self.force(layout, values))
+    def to_bytes(self, layout, values, stamp_ns):     # geometry_msgs/WrenchStamped, torque 0
+        return _header_bytes(stamp_ns, layout.reading_frame, 8) + struct.pack(
+            "<6d", *map(float, self.force(layout, values)), 0.0, 0.0, 0.0)
 
     def measured_values(self, layout, msg):
         if not isinstance(msg, WrenchStamped):
@@ -263,8 +255,8 @@ def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, sta
                  points=marker_points(points_world))
     arrows = arrow_marker(header, f"{sensor_name}/forces", 1, ColorRGBA(r=0.1, g=0.4, b=1.0, a=1.0), 0.002,
                           points_world, force_scale * forces_world)
-    extras = layout.codec.extra_markers(sensor_name, layout, make_header(stamp, layout.body_frame), values,
-                                        force_scale)
+    body_header = make_header(stamp, layout.frame_prefix + layout.frame_id)   # the attachment body
+    extras = layout.codec.extra_markers(sensor_name, layout, body_header, values, force_scale)
     label = Marker(header=make_header(stamp, layout.reading_frame), ns=f"{sensor_name}/label", id=3,
                    type=Marker.TEXT_VIEW_FACING, action=Marker.ADD, color=colour, scale=Vector3(z=0.02),
                    text=layout.codec.summary(sensor_name, layout, values))
@@ -328,13 +320,6 @@ def encode_fluid_pressure(stamp_ns: int, frame_id: str, fluid_pressure: float, v
     """Serialised ``sensor_msgs/FluidPressure`` (Pa, Pa²), little-endian XCDR1; ValueError: a
     stamp negative or past ``int32`` seconds (as every encoder below)."""
     return _header_bytes(stamp_ns, frame_id, 8) + struct.pack("<2d", float(fluid_pressure), float(variance))
-
-
-def encode_wrench_stamped(stamp_ns: int, frame_id: str, force: Sequence[float]) -> bytes:
-    """Serialised ``geometry_msgs/WrenchStamped`` (force N, torque 0); ValueError: not 3 components."""
-    if len(force) != 3:
-        raise ValueError(f"force needs 3 components, got {len(force)}")
-    return _header_bytes(stamp_ns, frame_id, 8) + struct.pack("<6d", *map(float, force), 0.0, 0.0, 0.0)
 
 
 _CLOUD_PREFIX: Dict[Tuple, Tuple[bytes, bytes, int]] = {}

@@ -403,18 +403,14 @@ def float_columns(points: np.ndarray, names: Sequence[str]) -> np.ndarray:
     adjacent = points.ndim == 1 and all(fields[c][0] == first and fields[c][1] == off0 + i * first.itemsize
                                         for i, c in enumerate(names))
     with np.errstate(invalid="ignore"):    # a signalling NaN warns when widened; callers check finiteness
-        if adjacent:
-            return _adjacent_block(points, names[0], len(names)).astype(np.float64)
-        return np.stack([points[c].astype(np.float64) for c in names], axis=1)
-
-
-def _adjacent_block(points: np.ndarray, name: str, k: int) -> np.ndarray:
-    """``(N, k)`` read-only view of field ``name`` and the ``k - 1`` fields of its type after it."""
-    dtype, offset = points.dtype.fields[name][:2]
-    shape, strides = (points.shape[0], k), (points.strides[0], dtype.itemsize)
-    if points.flags.c_contiguous:    # the usual case: a view straight on the records' buffer
-        return np.ndarray(shape=shape, dtype=dtype, buffer=points, offset=offset, strides=strides)
-    return as_strided(points[name], shape=shape, strides=strides, writeable=False)
+        if not adjacent:
+            return np.stack([points[c].astype(np.float64) for c in names], axis=1)
+        shape, strides = (points.shape[0], len(names)), (points.strides[0], first.itemsize)
+        if points.flags.c_contiguous:    # the usual case: a view straight on the records' buffer
+            block = np.ndarray(shape=shape, dtype=first, buffer=points, offset=off0, strides=strides)
+        else:
+            block = as_strided(points[names[0]], shape=shape, strides=strides, writeable=False)
+        return block.astype(np.float64)
 
 
 def require_finite(values: np.ndarray, label: str) -> None:
