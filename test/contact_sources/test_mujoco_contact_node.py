@@ -64,8 +64,9 @@ def test_node_publishes_mujocos_state_contacts_and_sensors_over_dds(ros):
     executor.add_node(sim)
     try:
         # every stream complete: the last step's messages of one topic may still be in flight
-        assert spin_until(executor, lambda: True in got["done"] and all(
-            len(got[k]) >= 200 for k in ("joints", "contacts", "pose", "pressure", "pad", "load")), timeout=30.0)
+        streams = ("joints", "contacts", "pose", "pressure", "pad", "load")
+        assert spin_until(executor, lambda: True in got["done"] and all(len(got[k]) >= 200 for k in streams),
+                          timeout=30.0)
     finally:
         executor.remove_node(sim)
         sim.destroy_node()
