@@ -75,7 +75,8 @@ def test_a_folder_or_a_file_that_is_not_json_is_named(tmp_path):
 
 
 @pytest.mark.skipif(not RECORDING.is_file(), reason=f"real Punyo recording absent: {RECORDING.resolve()}")
-@pytest.mark.parametrize("flag, value", [("--frames", "100:50"), ("--frames", "7:7"), ("--lag", "xyz")])
+@pytest.mark.parametrize("flag, value", [("--frames", "100:50"), ("--frames", "7:7"), ("--lag", "xyz"),
+                                         ("--speed", "1e-09")])
 def test_an_empty_frame_range_or_a_lag_that_is_no_number_exits_2_naming_it(tmp_path, capsys, flag, value):
     from vsf_sensor_ros.demo.replay import main
     assert main(["--recording", str(RECORDING), "--out", str(tmp_path), flag, value]) == 2

@@ -202,6 +202,18 @@ def test_flags_of_a_data_json_recording_given_with_a_bag_exit_2_naming_them(tmp_
     assert not any(tmp_path.iterdir())
 
 
+def test_an_out_that_is_the_bags_folder_or_a_tiny_speed_exits_2_and_the_bag_stays(tmp_path, capsys):
+    from vsf_sensor_ros.demo.replay import main
+    bag = tmp_path / "run.mcap"
+    bag.write_bytes(b"kept")
+    for extra, named in ((["--out", str(tmp_path)], str(tmp_path)),
+                         (["--out", str(tmp_path / "o"), "--speed", "1e-09"], "1e-09")):
+        assert main(["--recording", str(bag), *extra]) == 2
+        error = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+        assert len(error) == 1 and named in error[0]
+    assert bag.read_bytes() == b"kept" and sorted(p.name for p in tmp_path.iterdir()) == ["run.mcap"]
+
+
 def test_a_recording_of_another_format_is_named(tmp_path):
     bad = tmp_path / "run.db3"
     bad.write_bytes(b"SQLite format 3\x00")

@@ -315,8 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", type=Path, default=None,
                     help="output directory (default: demo_out/real for data.json, demo_out/replay for a bag)")
     ap.add_argument("--speed", type=float, default=1.0,
-                    help="playback speed (1 = recorded pace; a bag also takes 0 = as fast as the node "
-                         "keeps up, unless a measured topic is header-less)")
+                    help="playback speed, 0.01-1000 (1 = recorded pace; a bag also takes 0 = as fast as the "
+                         "node keeps up, unless a measured topic is header-less)")
     ap.add_argument("--params-file", type=Path, default=None,
                     help="bag only: the sensor node's parameter file (default: sensor_node.yaml beside "
                          "the bag, which the demo writes)")
@@ -397,8 +397,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise ValueError("--camera-colour needs the camera: not with --camera off")
         out = args.out = args.out if args.out is not None else Path("demo_out/real")
         frames = _parse_frames(args.frames)
-        if not (args.speed > 0 and math.isfinite(args.speed)):
-            raise ValueError(f"--speed must be > 0, got {args.speed}")
+        if not 0.01 <= args.speed <= 1000:
+            raise ValueError(f"--speed must be 0.01-1000, got {args.speed}")
         try:
             lag_arg = None if args.lag == "auto" else float(args.lag)
         except ValueError:

@@ -315,8 +315,8 @@ def main(args: argparse.Namespace, usage: Any) -> int:
                                              summary_table)
     out = args.out = args.out if args.out is not None else Path("demo_out/replay")
     try:
-        if not (args.speed >= 0 and math.isfinite(args.speed)):
-            raise BagError(f"--speed must be >= 0 (0: as fast as the node keeps up), got {args.speed}",
+        if not (args.speed == 0 or 0.01 <= args.speed <= 1000):
+            raise BagError(f"--speed must be 0 (as fast as the node keeps up) or 0.01-1000, got {args.speed}",
                            "bad_speed", value=args.speed)
         json_only = [flag for flag, given in (("--frames", args.frames), ("--lag", args.lag != "auto"),
                                               ("--camera", args.camera != "auto"),
@@ -327,6 +327,8 @@ def main(args: argparse.Namespace, usage: Any) -> int:
         bag = open_bag(args.recording)
         # default: beside the bag, where the demo writes the parameter file it ran with
         folder = args.recording if args.recording.is_dir() else args.recording.parent
+        if out.resolve() == folder.resolve():    # its outputs (run.mcap, ...) would replace the input
+            raise BagError(f"--out {out} is the bag's own folder", "out_is_input", value=str(out))
         params_file = args.params_file or folder / "sensor_node.yaml"
         if not params_file.is_file():
             raise BagError(f"parameter file {params_file} not found: pass the node's with --params-file",

@@ -92,7 +92,10 @@ class KinematicInputs:
             ignored = self._world.set_joint_positions(applied, pos)
         except ValueError as exc:
             reason = _JOINT_REJECTS.get(getattr(exc, "reason", ""), "joint_state_invalid")
-            return self._reject(reason, str(exc))
+            # the world names URDF joints: say which names the driver sent for a mapped one
+            sent = [n for n, a in zip(names, applied) if n != a and a in (getattr(exc, "argument", None),
+                                                                          getattr(exc, "value", None))]
+            return self._reject(reason, f"{exc} (sent as {', '.join(map(repr, sent))})" if sent else str(exc))
         for line in self.joint_names.note(names, applied, ignored):
             self._log.warning(line)
         self.transforms.invalidate()
