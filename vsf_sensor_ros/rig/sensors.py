@@ -151,7 +151,8 @@ class RigSensor:
 
 
 def _signed_to_rows(jac: Any, decoded: Any) -> Any:
-    """``jac`` with the entries of implied pairs and of ``decoded.flipped_rows`` negated (a new object)."""
+    """``jac`` with the entries of implied pairs and of ``decoded.flipped_rows`` negated (a new object;
+    ``jac`` itself when nothing is)."""
     implied = getattr(decoded, "implied", frozenset())
     flipped = getattr(decoded, "flipped_rows", None)
     if not implied and flipped is None:
