@@ -74,23 +74,28 @@ def _best_in_row(P: np.ndarray, i: int, table: np.ndarray, lower: np.ndarray, ro
 def grid_best(P: np.ndarray, lo: np.ndarray, cell: float, shape: np.ndarray, grid_row: np.ndarray,
               narrow: np.ndarray, wide: np.ndarray, narrow_lower: np.ndarray, wide_lower: np.ndarray,
               CT: np.ndarray, tri: np.ndarray, reg: np.ndarray, par: np.ndarray, best2: np.ndarray) -> int:
-    """Grid path for every point of ``P (M, 3)``; returns how many are off the grid (``tri = -1``)."""
-    missing = 0
+    """Grid path for every point of ``P (M, 3)``; returns how many are off the grid (``tri = -1``, every
+    non-finite point among them)."""
     s0, s1, s2 = shape[0], shape[1], shape[2]
+    # three passes, so that the points' cache misses overlap (the tables outgrow the caches): 1. grid rows
+    # into tri (tested as floats: a non-finite point is off the grid), 2. a touch of each first candidate's
+    # bound and constants (into best2, overwritten), 3. the search
     for i in range(P.shape[0]):
-        fx = math.floor((P[i, 0] - lo[0]) / cell)
-        fy = math.floor((P[i, 1] - lo[1]) / cell)
-        fz = math.floor((P[i, 2] - lo[2]) / cell)
-        row = -1
-        if fx >= 0 and fy >= 0 and fz >= 0 and fx < s0 and fy < s1 and fz < s2:
-            row = grid_row[(int(fx) * s1 + int(fy)) * s2 + int(fz)]
-        if row >= 0:
-            _best_in_row(P, i, narrow, narrow_lower, row, CT, tri, reg, par, best2)
-        elif row <= -2:
-            _best_in_row(P, i, wide, wide_lower, -2 - row, CT, tri, reg, par, best2)
-        else:
-            tri[i] = -1
-            missing += 1
+        x, y, z = (P[i, 0] - lo[0]) / cell, (P[i, 1] - lo[1]) / cell, (P[i, 2] - lo[2]) / cell
+        on = x >= 0.0 and y >= 0.0 and z >= 0.0 and x < s0 and y < s1 and z < s2
+        tri[i] = grid_row[(int(x) * s1 + int(y)) * s2 + int(z)] if on else -1
+    missing = 0
+    for touch in (True, False):
+        for i in range(P.shape[0]):
+            row = tri[i]
+            if row == -1:
+                missing += 0 if touch else 1
+                continue
+            table, lower, r = (narrow, narrow_lower, row) if row >= 0 else (wide, wide_lower, -2 - row)
+            if touch:
+                best2[i] = lower[r, 0] + CT[table[r, 0], 0] + CT[table[r, 0], 8] + CT[table[r, 0], 16]
+            else:
+                _best_in_row(P, i, table, lower, r, CT, tri, reg, par, best2)
     return missing
 
 
@@ -123,19 +128,23 @@ def pairs_eval(P: np.ndarray, owner: np.ndarray, cand: np.ndarray, CT: np.ndarra
 
 
 @_jit
+def _weights(rg: int, par: np.ndarray, i: int):
+    """Barycentric weights of slot ``i`` from its region and parameters ``par (5, M)``."""
+    if rg == 0:
+        return max(1.0 - par[0, i] - par[1, i], 0.0), par[0, i], par[1, i]
+    if rg == 1:
+        return 1.0 - par[2, i], par[2, i], 0.0
+    if rg == 2:
+        return 1.0 - par[3, i], 0.0, par[3, i]
+    return 0.0, 1.0 - par[4, i], par[4, i]
+
+
+@_jit
 def finish(P: np.ndarray, tri: np.ndarray, reg: np.ndarray, par: np.ndarray, V: np.ndarray,
            F: np.ndarray, weights: np.ndarray, point: np.ndarray, dist: np.ndarray) -> None:
     """Barycentric weights ``(M, 3)``, closest point ``(M, 3)`` and distance ``(M,)`` per point."""
     for i in range(P.shape[0]):
-        rg = reg[i]
-        if rg == 0:
-            w0, w1, w2 = max(1.0 - par[0, i] - par[1, i], 0.0), par[0, i], par[1, i]
-        elif rg == 1:
-            w0, w1, w2 = 1.0 - par[2, i], par[2, i], 0.0
-        elif rg == 2:
-            w0, w1, w2 = 1.0 - par[3, i], 0.0, par[3, i]
-        else:
-            w0, w1, w2 = 0.0, 1.0 - par[4, i], par[4, i]
+        w0, w1, w2 = _weights(reg[i], par, i)
         weights[i, 0], weights[i, 1], weights[i, 2] = w0, w1, w2
         a, b, c = F[tri[i], 0], F[tri[i], 1], F[tri[i], 2]
         acc = 0.0
@@ -149,12 +158,13 @@ def finish(P: np.ndarray, tri: np.ndarray, reg: np.ndarray, par: np.ndarray, V: 
 
 @_jit
 def dense_force_outputs(local: np.ndarray, pv_c: np.ndarray, pv_v: np.ndarray, b_c: np.ndarray,
-                        b_v: np.ndarray, b_w: np.ndarray, Rt: np.ndarray, out: np.ndarray,
-                        rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, jac: bool) -> None:
+                        tri: np.ndarray, reg: np.ndarray, par: np.ndarray, F: np.ndarray, Rt: np.ndarray,
+                        out: np.ndarray, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray,
+                        jac: bool) -> None:
     """Punyo dense-force prediction ``out (3V,)`` (zeros on entry) and, with ``jac``, COO entries
     ``(3 v + d, 3 c + e, w Rt[d, e])`` (``9 n_pv + 27 n_b``): ``local (N, 3)`` rows ``Rᵀ f_c``; per-vertex
-    contacts ``pv_c`` on ``pv_v`` first, then barycentric ``b_c`` on corners ``b_v`` with weights ``b_w``.
-    """
+    contacts ``pv_c`` on ``pv_v`` first, then barycentric ``b_c`` on the corners ``F[tri]`` of their closest
+    triangles, weights as :func:`finish` of ``reg`` / ``par``."""
     k = 0
     for n in range(pv_c.shape[0]):
         c, v = pv_c[n], pv_v[n]
@@ -167,8 +177,9 @@ def dense_force_outputs(local: np.ndarray, pv_c: np.ndarray, pv_v: np.ndarray, b
                     k += 1
     for n in range(b_c.shape[0]):
         c = b_c[n]
+        w3 = _weights(reg[n], par, n)
         for j in range(3):
-            v, w = b_v[n, j], b_w[n, j]
+            v, w = F[tri[n], j], w3[j]
             for d in range(3):
                 out[3 * v + d] += w * local[c, d]
             if jac:
@@ -188,19 +199,15 @@ def warm_up() -> None:
     CT[0, 3], CT[0, 7], CT[0, 9], CT[0, 11], CT[0, 12] = 1.0, 1.0, 1.0, 1.0, 2.0
     CT[0, 13:17] = 1.0, 1.0, 1.0, 0.5
     P = np.array([[0.2, 0.2, 0.1]])
-    one = np.zeros((1, 1), dtype=np.int64)
-    tri, reg = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
-    par, best2 = np.zeros((5, 1)), np.zeros(1)
-    low = np.zeros((1, 1))
+    one, low = np.zeros((1, 1), dtype=np.int64), np.zeros((1, 1))
+    tri, reg, par, best2 = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros((5, 1)), low[0]
     grid_best(P, np.zeros(3), 1.0, np.ones(3, dtype=np.int64), np.zeros(1, dtype=np.int64), one, one,
               low, low, CT, tri, reg, par, best2)
     table_best(P, one, CT, tri, reg, par, best2)
     pairs_eval(P, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), CT, best2, reg, par)
     finish(P, tri, reg, par, V, F, np.zeros((1, 3)), np.zeros((1, 3)), np.zeros(1))
-    i1, i13 = np.zeros(1, dtype=np.int64), np.zeros((1, 3), dtype=np.int64)
-    f13 = np.zeros((1, 3))
     for jac in (False, True):
-        dense_force_outputs(f13, i1, i1, i1, i13, f13, np.zeros((3, 3)), np.zeros(3),
+        dense_force_outputs(np.zeros((1, 3)), reg, reg, reg, tri, reg, par, F, np.zeros((3, 3)), np.zeros(3),
                             np.zeros(36, dtype=np.int64), np.zeros(36, dtype=np.int64), np.zeros(36), jac)
 
 

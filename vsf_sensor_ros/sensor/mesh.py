@@ -150,7 +150,7 @@ class ClosestTriangleQuery:
         # farther, squared distances lose the mesh's detail (and overflow near 1e154): refused
         self.centre: np.ndarray = 0.5 * (V.min(axis=0) + V.max(axis=0))
         self.max_query_distance: float = 1e6 * max(float(np.linalg.norm(np.ptp(V, axis=0))), 1.0)
-        self._grid_row: Optional[np.ndarray] = None
+        self._grid: Optional[tuple] = None                # grid_best's arguments after P (None: no grid)
         self.grid_candidates: int = 0
         if grid:
             self._build_grid(2.0 * h)
@@ -285,38 +285,37 @@ class ClosestTriangleQuery:
             lower_tables.append(low)
             grid_row[cells[sel_cells]] = row_of_cell[sel_cells] if t_id == 0 else -2 - row_of_cell[sel_cells]
             tables.append(table)
-        self._grid_lo, self._grid_cell, self._grid_shape = lo, cell, shape
-        self._grid_row, self._grid_tables, self._grid_lower = grid_row, tables, lower_tables
+        self._grid = (lo, cell, shape, grid_row, *tables, *lower_tables, self._consts_t)
         self.grid_candidates = slots
 
     def query(self, points: Any) -> ClosestTriangleResult:
         """:class:`ClosestTriangleResult` of ``(M, 3)`` points (mesh frame, m); a tie goes to either triangle.
         InputError: ``'points'``, ``reason`` ``'shape'``, ``'not_finite'`` or ``'too_far'`` (beyond
         ``max_query_distance`` from ``centre``, the ``expected``)."""
+        P, tri, reg, par = self._closest(points)
+        weights, point, dist = np.empty((len(P), 3)), np.empty((len(P), 3)), np.empty(len(P))
+        self._kernels.finish(P, tri, reg, par, self.vertices, self.triangles, weights, point, dist)
+        return ClosestTriangleResult(triangle=tri, point=point, weights=weights, distance=dist,
+                                     region=reg.astype(np.int8))
+
+    def _closest(self, points: Any) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(P, tri, region, params (5, M))`` of :meth:`query` (``P``: the points, C float64); its errors."""
         P = np.asarray(points, dtype=np.float64)
-        _finite_rows(P, "query points", "query point", "points", "M")
-        kn = self._kernels
-        M = len(P)
+        if P.ndim != 2 or P.shape[1] != 3:
+            _finite_rows(P, "query points", "query point", "points", "M")   # raises 'shape'
         if not (P.flags.c_contiguous and P.flags.writeable):   # one compiled specialisation only
             P = np.array(P, order="C")
-        tri = np.empty(M, dtype=np.int64)
-        reg = np.empty(M, dtype=np.int64)
-        par = np.empty((5, M))
-        best2 = np.empty(M)
-        if self._grid_row is not None:
-            narrow, wide = self._grid_tables
-            missing = kn.grid_best(P, self._grid_lo, self._grid_cell, self._grid_shape, self._grid_row,
-                                   narrow, wide, *self._grid_lower, self._consts_t, tri, reg, par, best2)
-        else:
-            missing = M
+        M = len(P)
+        tri, reg, par = np.empty(M, dtype=np.int64), np.empty(M, dtype=np.int64), np.empty((5, M))
+        kn, grid = self._kernels, self._grid
+        missing = M if grid is None else kn.grid_best(P, *grid, tri, reg, par, np.empty(M))
         if missing:
+            # finiteness checked only now: grid_best leaves every non-finite point off the grid
+            _finite_rows(P, "query points", "query point", "points", "M")
             rest = np.flatnonzero(tri < 0) if missing < M else np.arange(M)
             t_, r_, p_ = self._query_kd(P[rest])
             tri[rest], reg[rest], par[:, rest] = t_, r_, p_
-        weights, point, dist = np.empty((M, 3)), np.empty((M, 3)), np.empty(M)
-        kn.finish(P, tri, reg, par, self.vertices, self.triangles, weights, point, dist)
-        return ClosestTriangleResult(triangle=tri, point=point, weights=weights, distance=dist,
-                                     region=reg.astype(np.int8))
+        return P, tri, reg, par
 
     def _table_best(self, P: np.ndarray, idx: np.ndarray):
         """Closest of the candidates ``idx (M, K)`` of each point ``P (M, 3)``: ``(tri, region, params (5, M),

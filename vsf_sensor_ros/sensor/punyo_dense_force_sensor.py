@@ -36,10 +36,9 @@ class _Map(NamedTuple):
     pv_c: np.ndarray           # (Npv,) rows of per-vertex contacts
     pv_v: np.ndarray           # (Npv,) their vertices
     b_c: np.ndarray            # (Nb,) rows of barycentric contacts
-    b_v: np.ndarray            # (Nb, 3) corners of the closest triangle
-    b_w: np.ndarray            # (Nb, 3) barycentric weights
     b_tri: np.ndarray          # (Nb,) closest triangle
     b_reg: np.ndarray          # (Nb,) feature holding the closest point (mesh.REGION_*)
+    b_par: np.ndarray          # (5, Nb) its parameters (barycentric weights: _mesh_kernels.finish)
     pairs: List[Pair]
     offsets: List[int]
     cast: Optional[Tuple[torch.dtype, torch.device]]   # the state's, for the outputs; None: float64 CPU
@@ -108,16 +107,14 @@ class PunyoDenseForceSensor(BaseSensor):
         :meth:`predict`."""
         q = self._require_attached()
         name = self.attachModelName
-        pose = numpy_pose(state, name)
-        if pose is None:                               # not float32/64 on the CPU: the torch check
-            R_, t_ = rigid_transform(state, name)
-            T = state.body_transforms[name]
-            R, t = (x.detach().to(device="cpu", dtype=torch.float64).numpy() for x in (R_, t_))
-        else:
-            R, t, T = pose
-        cast = None if T.dtype == torch.float64 and T.device.type == "cpu" else (T.dtype, T.device)
-        if cast is not None and pose is not None:      # float32 on the CPU
-            R, t = R.astype(np.float64), t.astype(np.float64)
+        pose = numpy_pose(state, name)                 # None: not float32/64 on the CPU
+        T = state.body_transforms[name]
+        if pose is not None and T.dtype == torch.float64:
+            R, t, cast = pose[0], pose[1], None
+        else:                                          # float64 copies (rigid_transform: the torch check)
+            R, t = (x.detach().to(device="cpu", dtype=torch.float64).numpy()
+                    for x in rigid_transform(state, name))
+            cast = (T.dtype, T.device)
         pairs, states = pairs_and_states(state, name)
         offsets = contact_offsets(self.name, pairs, states, T.dtype, T.device)
         pts, frc, elems = [], [], []
@@ -134,7 +131,9 @@ class PunyoDenseForceSensor(BaseSensor):
                                      "elems1", int(e[row]), "index", (-1, nv - 1))
                 if hi < 0:                                             # all -1: all barycentric
                     e = None
-            p, f = c.points.detach(), c.forces.detach()
+            p, f = c.points, c.forces
+            if p.requires_grad or f.requires_grad:
+                p, f = p.detach(), f.detach()
             if cast is not None:                       # float64 on the CPU (numpy has no bfloat16)
                 p, f = p.to(device="cpu", dtype=torch.float64), f.to(device="cpu", dtype=torch.float64)
             pts.append(p.numpy())
@@ -151,20 +150,15 @@ class PunyoDenseForceSensor(BaseSensor):
             elem = None
         local = forces @ R                                             # rows R^T f_c
         if elem is None:                                               # all barycentric
-            pv_c = pv_v = _EMPTY_I
-            b_c = np.arange(len(points))
-            b_pts = points
+            pv_c, pv_v, b_c, b_pts = _EMPTY_I, _EMPTY_I, np.arange(len(points)), points
         else:
             pv = elem >= 0
             pv_c, b_c = np.flatnonzero(pv), np.flatnonzero(~pv)
             pv_v = elem[pv_c].astype(np.int64, copy=False)
             b_pts = points[b_c]
-        if len(b_c):
-            res = q.query((b_pts - t) @ R)
-            b_v, b_w, b_tri, b_reg = q.triangles[res.triangle], res.weights, res.triangle, res.region
-        else:
-            b_v, b_w, b_tri, b_reg = np.zeros((0, 3), dtype=np.int64), np.zeros((0, 3)), _EMPTY_I, _EMPTY_I
-        return _Map(R, local, pv_c, pv_v, b_c, b_v, b_w, b_tri, b_reg, pairs, offsets, cast)
+        # no weights, points or distances: _outputs' kernel evaluates the weights itself
+        _, b_tri, b_reg, b_par = q._closest((b_pts - t) @ R)
+        return _Map(R, local, pv_c, pv_v, b_c, b_tri, b_reg, b_par, pairs, offsets, cast)
 
     def _outputs(self, m: _Map, pred: bool,
                  jac: bool) -> Tuple[Optional[torch.Tensor], Optional[SparseJacobian]]:
@@ -172,11 +166,10 @@ class PunyoDenseForceSensor(BaseSensor):
         """
         nnz = 9 * len(m.pv_c) + 27 * len(m.b_c) if jac else 0
         out = np.zeros(3 * self.num_vertices)
-        rows, cols = np.empty(nnz, dtype=np.int64), np.empty(nnz, dtype=np.int64)
-        vals = np.empty(nnz)
+        rows, cols, vals = np.empty(nnz, dtype=np.int64), np.empty(nnz, dtype=np.int64), np.empty(nnz)
         self.query._kernels.dense_force_outputs(                           # (attached: _map checked)
-            m.local, m.pv_c, m.pv_v, m.b_c, m.b_v, m.b_w, np.ascontiguousarray(m.R.T), out, rows, cols, vals,
-            jac)
+            m.local, m.pv_c, m.pv_v, m.b_c, m.b_tri, m.b_reg, m.b_par, self.triangles,
+            np.ascontiguousarray(m.R.T), out, rows, cols, vals, jac)
         prediction = J = None
         dtype, device = m.cast if m.cast is not None else (None, None)
         if pred:
@@ -191,8 +184,8 @@ class PunyoDenseForceSensor(BaseSensor):
             if gain is not None:
                 vals_t = vals_t * gain[rows_t]
             J = SparseJacobian(rows=rows_t, cols=cols_t, values=vals_t,
-                               shape=(3 * self.num_vertices, 3 * m.offsets[-1]), pairs=list(m.pairs),
-                               offsets=list(m.offsets))
+                               shape=(3 * self.num_vertices, 3 * m.offsets[-1]), pairs=m.pairs,
+                               offsets=m.offsets)      # (the map's own fresh lists)
         return prediction, J
 
     # -- predictions ---------------------------------------------------------------------------
@@ -222,7 +215,7 @@ class PunyoDenseForceSensor(BaseSensor):
             b_c = index(m.b_c)
             weights = self._torch_weights((points[b_c] - t) @ R, m.b_tri, m.b_reg)
             split = weights[:, :, None] * local[b_c][:, None, :]
-            out = out.index_add(0, index(m.b_v).reshape(-1), split.reshape(-1, 3))
+            out = out.index_add(0, index(self.triangles[m.b_tri]).reshape(-1), split.reshape(-1, 3))
         return self._calibrated(out.reshape(-1))
 
     def _torch_weights(self, local: torch.Tensor, tri: np.ndarray, regions: np.ndarray) -> torch.Tensor:
