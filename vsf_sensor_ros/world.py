@@ -128,7 +128,7 @@ class World:
     not thread-safe).  Attributes: ``robot``, ``klampt_world``; ``link_names`` (as Klampt keeps them);
     ``joint_names`` (movable non-mimic, URDF order); ``body_names`` (links, :data:`WORLD_FRAME` when Klampt
     dropped it, attached bodies); ``urdf_root_link``, ``urdf_link_names`` (the TF frames, file order);
-    ``joints`` (every :class:`UrdfJoint`); ``last_ignored_joints``.
+    ``joints`` (each :class:`UrdfJoint`); ``last_ignored_joints``; ``revision`` (grows on each change).
     """
 
     def __init__(self, klampt_world: klampt.WorldModel, robot: klampt.RobotModel,
@@ -168,6 +168,7 @@ class World:
         self._T = np.zeros((0, 4, 4))
         self._name_map_cache: Dict[Tuple[str, ...], Tuple[np.ndarray, np.ndarray, List[str]]] = {}
         self.last_ignored_joints: List[str] = []
+        self.revision = 0
         self._rebuild_body_table()
 
     # ------------------------------------------------------------------ construction
@@ -261,8 +262,8 @@ class World:
         # links whose row of _T matches the robot's current configuration
         self._links_fresh = np.zeros(self._n_links, dtype=bool)
         self._link_sets: Dict[Tuple[str, ...], np.ndarray] = {}
-        self._robot_dirty = True
-        self._bodies_dirty = True
+        self._robot_dirty = self._bodies_dirty = True
+        self.revision += 1
 
     # ------------------------------------------------------------------ state updates
 
@@ -279,7 +280,7 @@ class World:
             raise InputError(f"body {name!r} is attached to {a.parent!r}; its pose follows that body",
                              "name", name, "attached", a.parent)
         a.pose = validate_transform(T_world_body, f"pose of {name!r}")
-        self._bodies_dirty = True
+        self._bodies_dirty, self.revision = True, self.revision + 1
 
     def set_joint_positions(self, names: Sequence[str], positions: Sequence[float]) -> List[str]:
         """Apply ``JointState`` names and positions (rad or m, finite) by URDF joint name, any order and
@@ -300,9 +301,8 @@ class World:
         if len(names) != pos.size:
             raise InputError(f"JointState has {len(names)} names but {pos.size} positions", "positions",
                              pos.size, "count", len(names))
-        bad = ~np.isfinite(pos)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
+        if not np.isfinite(pos).all():
+            i = int(np.flatnonzero(~np.isfinite(pos))[0])
             raise InputError(f"joint {names[i]!r} has non-finite position {pos[i]}", names[i], float(pos[i]),
                              "not_finite")
         key = tuple(names)
@@ -322,11 +322,12 @@ class World:
             if len(self._name_map_cache) < 64:
                 self._name_map_cache[key] = cached
         src, dst, ignored, steps = cached
-        q = self._q
+        q, before = self._q, self._q.tobytes()
         q[dst] = pos[src]
         for d, s, m, o in steps:                      # dependency order: sources first
             q[d] = m * q[s] + o
-        self._robot_dirty = True
+        if q.tobytes() != before:                    # forward kinematics only for a changed configuration
+            self._robot_dirty, self.revision = True, self.revision + 1
         self.last_ignored_joints = list(ignored)
         return list(ignored)
 
@@ -347,8 +348,9 @@ class World:
             raise InputError(f"configuration must be {self._q.shape[0]} finite values, got shape {q.shape}",
                              "q", q.shape, "shape" if q.shape != self._q.shape else "not_finite",
                              self._q.shape)
-        self._q[:] = q
-        self._robot_dirty = True
+        if q.tobytes() != self._q.tobytes():
+            self._q[:] = q
+            self._robot_dirty, self.revision = True, self.revision + 1
 
     def update(self, bodies: Optional[Sequence[str]] = None) -> None:
         """Recompute transforms after a state change and pose the Klampt models; ``bodies`` limits the links
@@ -356,14 +358,13 @@ class World:
         if self._robot_dirty:
             self.robot.setConfig(self._q.tolist())
             self._links_fresh[:] = False
-            self._robot_dirty = False
-            self._bodies_dirty = True
+            self._robot_dirty, self._bodies_dirty = False, True
         need = self._links_of(bodies)
         stale = need[~self._links_fresh[need]]
         if len(stale):
-            out = [self._links[i].getTransform() for i in stale.tolist()]
-            self._T[stale, :3, :3] = np.array([o[0] for o in out]).reshape(-1, 3, 3).transpose(0, 2, 1)
-            self._T[stale, :3, 3] = np.array([o[1] for o in out])
+            out = np.array([R + t for R, t in (self._links[i].getTransform() for i in stale.tolist())])
+            self._T[stale, :3, :3] = out[:, :9].reshape(-1, 3, 3).transpose(0, 2, 1)
+            self._T[stale, :3, 3] = out[:, 9:]
             self._links_fresh[stale] = True
         if self._bodies_dirty:
             # attached bodies in attach order: a parent is always attached before its child

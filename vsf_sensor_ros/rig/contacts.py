@@ -40,10 +40,7 @@ def with_implied_pairs(decoded: DecodedContacts,
     :func:`~vsf_sensor_ros.sensor.base_sensor.with_reverse_pairs` (same rows, listed in ``implied``);
     ``bodies``: add only implied pairs ``(b, a)`` with ``b`` in it (None: all).  ``decoded`` itself when
     no pair is added."""
-    given = decoded.contacts
-    contacts: Dict[Pair, ContactState] = {}
-    rows = dict(decoded.rows)
-    implied = []
+    given, contacts, rows, implied = decoded.contacts, {}, dict(decoded.rows), []
     for (a, b), c in given.items():
         contacts[(a, b)] = c
         rev = (b, a)
@@ -72,13 +69,23 @@ def check_elements(decoded: Any, dense_vertex_counts: Mapping[str, int]) -> Opti
     for (b1, b2), c in decoded.contacts.items():
         for body, elems in ((b1, c.elems1), (b2, c.elems2)):
             nv = dense_vertex_counts.get(body)
-            if nv is None or elems is None or elems.numel() == 0:
-                continue
-            e = elems.numpy() if elems.device.type == "cpu" else elems.cpu().numpy()   # numpy: cheaper
-            lo, hi = int(e.min()), int(e.max())
-            if lo < -1 or hi >= nv:
-                return f"element index {hi if hi >= nv else lo} on {body!r} outside -1..{nv - 1}"
+            if nv is not None and elems is not None and elems.numel():
+                e = elems.cpu().numpy()   # numpy min/max: cheaper than torch's
+                lo, hi = int(e.min()), int(e.max())
+                if lo < -1 or hi >= nv:
+                    return f"element index {hi if hi >= nv else lo} on {body!r} outside -1..{nv - 1}"
     return None
+
+
+_ROWS: List[np.ndarray] = [np.zeros(0, dtype=np.int64)]   # the last identity_rows
+
+
+def identity_rows(n: int) -> np.ndarray:
+    """``arange(n)`` int64, read-only, shared while ``n`` repeats (jacobian_message_columns knows it)."""
+    if len(_ROWS[0]) != n:
+        _ROWS[0] = np.arange(n, dtype=np.int64)
+        _ROWS[0].flags.writeable = False
+    return _ROWS[0]
 
 
 def jacobian_message_columns(cols: np.ndarray, pairs: Sequence[Tuple[str, str]],
@@ -98,11 +105,12 @@ def jacobian_message_columns(cols: np.ndarray, pairs: Sequence[Tuple[str, str]],
     cols = np.array(cols, dtype=np.int64)
     n = len(lookup)
     # a column below 0 is above 2**63 as uint64: one max checks both bounds
-    if n and bool((lookup == np.arange(n)).all()) and cols.view(np.uint64).max(initial=0) < 3 * n:
+    if n and (lookup is _ROWS[0] or bool((lookup == np.arange(n)).all())) \
+            and cols.view(np.uint64).max(initial=0) < 3 * n:
         return cols    # the contacts are the message rows 0..n-1 in order (a one-pair step): no remap
     c, k = np.divmod(cols, 3)
     return 3 * lookup[c] + k
 
 
-__all__ = ["DecodedContacts", "Pair", "check_elements", "jacobian_message_columns", "trusted_contact_state",
-           "with_implied_pairs"]
+__all__ = ["DecodedContacts", "Pair", "check_elements", "identity_rows", "jacobian_message_columns",
+           "trusted_contact_state", "with_implied_pairs"]

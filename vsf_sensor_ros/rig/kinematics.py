@@ -36,7 +36,7 @@ class BodyTransforms:
     def __init__(self, world: Any, dtype: torch.dtype, device: torch.device,
                  history: int = JOINT_HISTORY) -> None:
         self._world, self._dtype, self._device = world, dtype, device
-        self._cache: Optional[Dict[str, torch.Tensor]] = None
+        self._cache: Optional[Tuple[int, Dict[str, torch.Tensor]]] = None   # (world.revision, transforms)
         self._history_len = history
         # source (the joint names a message carries, URDF names, sorted) -> its history
         self._sources: Dict[Tuple[str, ...], _Source] = {}
@@ -149,9 +149,9 @@ class BodyTransforms:
                 world.last_ignored_joints = ignored
                 for body, T in latest_poses.items():
                     world.set_body_pose(body, T)
-        if self._cache is None:
-            self._cache = world.body_transforms(self._dtype, self._device, self._names)
-        return self._cache
+        if self._cache is None or self._cache[0] != world.revision:   # an unchanged world: no FK
+            self._cache = (world.revision, world.body_transforms(self._dtype, self._device, self._names))
+        return self._cache[1]
 
     def _positions_at(self, stamp_ns: int) -> Optional[Dict[str, float]]:
         """Joint -> its newest position stamped ``<= stamp_ns`` (else its latest); None: nothing to rewind."""
@@ -261,8 +261,8 @@ class JointNameTracker:
         self.messages += 1
         lines: List[str] = []
         bad = set(ignored)
-        self.received.update(n for n in applied_names if n not in bad)
-        for raw, applied in zip(received_names, applied_names):
+        self.received.update([n for n in applied_names if n not in bad] if bad else applied_names)
+        for raw, applied in zip(received_names, applied_names) if bad else ():   # all known: nothing to note
             if applied in bad:
                 if raw not in self.unknown:
                     shown = raw if raw == applied else f"{raw} (mapped to {applied})"

@@ -202,8 +202,7 @@ class Measurements:
         entries = {h.name: e for h in self._handles.values()
                    if (e := calibration_entry(h, h.config.values["attachment"])) is not None}
         try:
-            response.message = self._calibration.save(entries)
-            response.success = True
+            response.message, response.success = self._calibration.save(entries), True
         except SaveRefused as exc:
             response.success, response.message = False, str(exc)
             if self._calibration.path is not None and entries:

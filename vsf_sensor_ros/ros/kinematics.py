@@ -65,8 +65,8 @@ def decode_joint_state(data: object) -> RawJointState:
         header = r.header()
         r.what = "name"
         names = cached_section(_JOINT_NAMES, r, _names)
-        pos, vel, effort = (_float64s(r, what) for what in ("position", "velocity", "effort"))
-        return RawJointState(header, list(names), pos, vel, effort)
+        return RawJointState(header, list(names), _float64s(r, "position"), _float64s(r, "velocity"),
+                             _float64s(r, "effort"))
     except (struct.error, IndexError):
         raise r.fail() from None
 
@@ -98,7 +98,6 @@ class KinematicInputs:
             return self._reject(reason, f"{exc} (sent as {', '.join(map(repr, sent))})" if sent else str(exc))
         for line in self.joint_names.note(names, applied, ignored):
             self._log.warning(line)
-        self.transforms.invalidate()
         if ignored:     # a source is the joints of this robot it sets
             keep = [n not in ignored for n in applied]
             applied, pos = [n for n, k in zip(applied, keep) if k], pos[np.array(keep, dtype=bool)]
@@ -123,7 +122,6 @@ class KinematicInputs:
             # told apart by the input, not by the message text
             reason = "pose_invalid" if np.isfinite(xyz + quat).all() else "non_finite"
             return self._reject(reason, str(exc))
-        self.transforms.invalidate()
         stamp = stamp_to_ns(msg.header.stamp)
         old = self.transforms.remember_pose(body, stamp, T)
         if old is not None:

@@ -319,7 +319,8 @@ class SensorNode(Node):
         stamp = msg.header.stamp
         stamp_ns = stamp_to_ns(stamp)
         # header-less measured streams pair by receive time (node clock: ROS time under use_sim_time)
-        recv_ns = self.get_clock().now().nanoseconds
+        headerless = any(h.headerless for h in self._handles.values())   # the clock only for them
+        recv_ns = self.get_clock().now().nanoseconds if headerless else 0
 
         def jacobian_due(h: SensorHandle) -> bool:
             return h.endpoints.jacobian_due(int(h.config.values["jacobian_decimation"]))

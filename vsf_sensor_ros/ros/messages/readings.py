@@ -389,8 +389,8 @@ def encode_jacobian(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, stam
     rows, cols = np.asarray(rows), np.asarray(cols)
     if not rows.shape == cols.shape == values.shape:
         raise ValueError(f"rows {rows.shape}, cols {cols.shape}, values {values.shape} differ")
-    keep = values != 0.0
-    if not keep.all():     # boolean gathers only when there is a zero to drop
+    if not values.all():     # boolean gathers only when there is a zero to drop
+        keep = values != 0.0
         rows, cols, values = rows[keep], cols[keep], values[keep]
     rec = np.empty(len(values), dtype=_JACOBIAN_DTYPE)
     rec["row"], rec["col"], rec["value"] = rows, cols, values

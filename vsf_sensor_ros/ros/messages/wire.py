@@ -3,6 +3,7 @@ per body pair, and the one PointCloud2 reader (:func:`read_points`, numpy record
 a bad cloud is rejected whole).  Decoded records duck-type the generated messages."""
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -11,20 +12,18 @@ from typing import (Any, Callable, Collection, Dict, List, Mapping, NamedTuple, 
 
 import numpy as np
 import torch
-from numpy.lib.stride_tricks import as_strided
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import PointCloud2, PointField
 
-from ...rig.contacts import DecodedContacts, trusted_contact_state
+from ...rig.contacts import DecodedContacts, Pair, identity_rows, trusted_contact_state  # noqa: F401 -- Pair
 from .stamps import stamp_to_ns
 
-# encapsulation id -> (byte-order prefix, maximum alignment)
-ENCAPSULATIONS: Dict[int, Tuple[str, int]] = {
-    0x0000: (">", 8), 0x0001: ("<", 8),     # XCDR1 (CDR_BE, CDR_LE)
-    0x0006: (">", 4), 0x0007: ("<", 4),     # plain XCDR2 (CDR2_BE, CDR2_LE)
-}
-_STRUCTS = {(e, c): struct.Struct(e + c) for e in "<>" for c in ("I", "II")}
+# encapsulation id -> (byte-order prefix, 8-byte alignment, uint32 and uint32-pair readers)
+ENCAPSULATIONS: Dict[int, Tuple[str, bool, Callable, Callable]] = {
+    rep: (e, a8, struct.Struct(e + "I").unpack_from, struct.Struct(e + "II").unpack_from)
+    for rep, e, a8 in ((0x0000, ">", True), (0x0001, "<", True),       # XCDR1 (CDR_BE, CDR_LE)
+                       (0x0006, ">", False), (0x0007, "<", False))}   # plain XCDR2 (CDR2_BE, CDR2_LE)
 
 
 CDR_REJECT_REASONS = ("malformed_cdr", "unsupported_encapsulation")   # CdrDecodeError.reason
@@ -75,7 +74,7 @@ class Reader:
     """Cursor over one CDR buffer; reads are unchecked (``struct.error`` past the end), which the
     decoders turn into :class:`CdrDecodeError` naming the field being read (``self.what``)."""
 
-    __slots__ = ("buf", "pos", "end", "e", "a8", "u32s", "ii", "what")
+    __slots__ = ("buf", "pos", "end", "e", "a8", "u32s", "ii", "what", "gaps")
 
     def __init__(self, data: object, what: str) -> None:
         buf = memoryview(data)
@@ -88,11 +87,8 @@ class Reader:
         if enc is None:
             raise CdrDecodeError("unsupported_encapsulation",
                                  f"{what}: encapsulation 0x{rep:04x} (plain CDR/XCDR2 only)")
-        self.buf, self.pos, self.end = buf, 4, len(buf)
-        self.e, self.a8 = enc[0], enc[1] == 8
-        self.u32s = _STRUCTS[(self.e, "I")].unpack_from
-        self.ii = _STRUCTS[(self.e, "II")].unpack_from
-        self.what = "header"
+        self.buf, self.pos, self.end, self.what, self.gaps = buf, 4, len(buf), "header", None
+        self.e, self.a8, self.u32s, self.ii = enc
 
     def fail(self, detail: str = "") -> CdrDecodeError:
         """The error for a read of ``self.what`` that ran past the buffer or found garbage."""
@@ -101,6 +97,8 @@ class Reader:
 
     def u32(self) -> int:
         pos = self.pos + (-self.pos & 3)
+        if pos != self.pos and self.gaps is not None:   # padding (unspecified bytes) for cached_section
+            self.gaps.append((self.pos, pos))
         self.pos = pos + 4
         return self.u32s(self.buf, pos)[0]
 
@@ -147,17 +145,23 @@ _CLOUD_LAYOUT: List[Any] = [None]
 
 
 def cached_section(slot: List[Any], r: "Reader", parse: Callable[["Reader"], Any]) -> Any:
-    """``parse(r)`` from ``r.pos``, or the previous result for the same bytes (``slot[0]``:
-    encoding, start, bytes and result of the last parse)."""
+    """``parse(r)`` from ``r.pos``, or the previous result for the same bytes but padding (``slot[0]``:
+    encoding, start, length, mask of the bits that are not padding, those bits, result of the last parse);
+    writers leave garbage in padding (a section would never match)."""
     start, key = r.pos, (r.e, r.a8)
     hit = slot[0]
     if hit is not None and hit[0] == key and hit[1] == start:
-        end = start + len(hit[2])
-        if end <= r.end and r.buf[start:end] == hit[2]:
+        end = start + hit[2]
+        if end <= r.end and int.from_bytes(r.buf[start:end], "big") & hit[3] == hit[4]:
             r.pos = end
-            return hit[3]
+            return hit[5]
+    r.gaps = []
     result = parse(r)
-    slot[0] = (key, start, bytes(r.buf[start:r.pos]), result)
+    mask = bytearray(b"\xff" * (r.pos - start))
+    for a, b in r.gaps:
+        mask[a - start:b - start] = bytes(b - a)
+    bits = int.from_bytes(mask, "big")
+    slot[0] = (key, start, r.pos - start, bits, int.from_bytes(r.buf[start:r.pos], "big") & bits, result)
     return result
 
 
@@ -188,30 +192,18 @@ def decode_pointcloud2(data: object) -> RawPointCloud2:
 def _read_cloud_layout(r: "Reader") -> Tuple[int, int, FrozenFields, bool, int, int]:
     """``height`` .. ``row_step`` of a ``PointCloud2`` from ``r.pos`` (after the header)."""
     r.what = "height, width, fields"
-    pos = r.pos + (-r.pos & 3)
-    height, width = r.ii(r.buf, pos)
-    r.pos = pos + 8
-    nf = r.u32()
+    height, width, nf = r.u32(), r.u32(), r.u32()
     if 4 * nf > r.end:
         raise r.fail(f"fields count {nf} exceeds the buffer")
     fields = []
-    u32s, buf = r.u32s, r.buf
     for i in range(nf):
         r.what = f"fields[{i}]"
-        name = r.string()
-        pos = r.pos + (-r.pos & 3)
-        offset = u32s(buf, pos)[0]
-        datatype = buf[pos + 4]
-        pos += 5
-        pos += -pos & 3
-        fields.append(FieldSpec(name, offset, datatype, u32s(buf, pos)[0]))
-        r.pos = pos + 4
+        name, offset = r.string(), r.u32()
+        r.pos += 1    # the uint8 datatype
+        fields.append(FieldSpec(name, offset, r.buf[r.pos - 1], r.u32()))
     r.what = "is_bigendian, point_step, row_step"
-    is_bigendian = bool(buf[r.pos])
-    pos = r.pos + 1 + (-(r.pos + 1) & 3)
-    point_step, row_step = r.ii(buf, pos)
-    r.pos = pos + 8
-    return height, width, FrozenFields(fields), is_bigendian, point_step, row_step
+    r.pos += 1
+    return height, width, FrozenFields(fields), bool(r.buf[r.pos - 1]), r.u32(), r.u32()
 
 
 DATATYPE_CODES: Dict[int, str] = {
@@ -287,22 +279,14 @@ def check_data_size(layout: CloudLayout, nbytes: int, exact: bool = True) -> Non
                         f"(row_step {row_step}, point_step {step})")
 
 
-_DTYPE_CACHE: Dict[Tuple, np.dtype] = {}
 _MAX_ITEMSIZE = 2 ** 31 - 1   # the largest point_step a numpy record can span (a C int)
 
 
-def _record_dtype(names: List[str], formats: List[str], offsets: List[int], itemsize: int) -> np.dtype:
-    # Built once per layout: a simulator sends the same layout every step.
-    key = (tuple(names), tuple(formats), tuple(offsets), itemsize)
-    rec = _DTYPE_CACHE.get(key)
-    if rec is None:
-        spec = {"names": names, "formats": formats, "offsets": offsets}
-        if itemsize:
-            spec["itemsize"] = itemsize
-        rec = np.dtype(spec)
-        if len(_DTYPE_CACHE) < 64:
-            _DTYPE_CACHE[key] = rec
-    return rec
+@functools.lru_cache(maxsize=64)   # built once per layout: a simulator sends the same layout every step
+def _record_dtype(names: Tuple[str, ...], formats: Tuple[str, ...], offsets: Tuple[int, ...],
+                  itemsize: int) -> np.dtype:
+    spec = {"names": list(names), "formats": list(formats), "offsets": list(offsets)}
+    return np.dtype({**spec, "itemsize": itemsize} if itemsize else spec)
 
 
 class FrozenFields(tuple):
@@ -317,7 +301,7 @@ _LAST_PLAN: List[Any] = [None]   # the last validated field plan of read_points
 
 def _field_plan(layout: CloudLayout, names: Sequence[str], optional: Sequence[str],
                 datatypes: Optional[Mapping[str, Collection[int]]], step: int,
-                endian: str) -> Tuple[List[str], List[str], List[int]]:
+                endian: str) -> Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[int, ...]]:
     """``(used names, numpy formats, offsets)``; CloudDecodeError: see :func:`read_points`."""
     wanted = list(names) + [n for n in optional if n not in names]
     by_name: Dict[str, Any] = {}
@@ -349,7 +333,7 @@ def _field_plan(layout: CloudLayout, names: Sequence[str], optional: Sequence[st
                 "bad_field_offset", f"field {name!r} at offset {f.offset} does not fit in point_step {step}")
         formats.append(endian + code)
         offsets.append(int(f.offset))
-    return used, formats, offsets
+    return tuple(used), tuple(formats), tuple(offsets)
 
 
 def read_points(layout: CloudLayout, data: Any, names: Sequence[str], optional: Sequence[str] = (),
@@ -374,9 +358,8 @@ def read_points(layout: CloudLayout, data: Any, names: Sequence[str], optional: 
         used, formats, offsets, rec = plan[3]    # the same field table as the last read: checked then
     else:
         used, formats, offsets = _field_plan(layout, names, optional, datatypes, step, endian)
-        rec = None
-        if cacheable and 0 < step <= _MAX_ITEMSIZE:   # only a plan valid for any number of points
-            rec = _record_dtype(used, formats, offsets, step)
+        rec = _record_dtype(used, formats, offsets, step) if 0 < step <= _MAX_ITEMSIZE else None
+        if cacheable and rec is not None:   # only a plan valid for any number of points
             _LAST_PLAN[0] = (layout.fields, key, datatypes, (used, formats, offsets, rec))
     buf = as_byte_array(data)
     check_data_size(layout, int(buf.size), exact_size)
@@ -384,8 +367,6 @@ def read_points(layout: CloudLayout, data: Any, names: Sequence[str], optional: 
         return np.zeros(0, dtype=_record_dtype(used, formats, offsets, 0))
     if step > _MAX_ITEMSIZE:
         raise CloudDecodeError("bad_size", f"point_step {step} exceeds {_MAX_ITEMSIZE} bytes")
-    if rec is None:
-        rec = _record_dtype(used, formats, offsets, step)
     h, w, row_step = int(layout.height), int(layout.width), int(layout.row_step)
     # Strided view over the buffer: row padding (row_step > width*point_step) is skipped, not copied.
     grid = np.ndarray(shape=(h, w), dtype=rec, buffer=buf, strides=(row_step, step))
@@ -396,21 +377,27 @@ def float_columns(points: np.ndarray, names: Sequence[str]) -> np.ndarray:
     """Fields ``names`` of a :func:`read_points` result as ``(N, len(names))`` float64."""
     if not len(names) or not points.shape[0]:
         return np.zeros((points.shape[0], len(names)))
-    fields = points.dtype.fields
-    first, off0 = fields[names[0]][:2]
-    # adjacent fields of one type (x y z, fx fy fz as writers lay them out): one strided (N, k)
-    # view of the records and one conversion instead of k columns and a stack
-    adjacent = points.ndim == 1 and all(fields[c][0] == first and fields[c][1] == off0 + i * first.itemsize
-                                        for i, c in enumerate(names))
     with np.errstate(invalid="ignore"):    # a signalling NaN warns when widened; callers check finiteness
-        if not adjacent:
-            return np.stack([points[c].astype(np.float64) for c in names], axis=1)
-        shape, strides = (points.shape[0], len(names)), (points.strides[0], first.itemsize)
-        if points.flags.c_contiguous:    # the usual case: a view straight on the records' buffer
-            block = np.ndarray(shape=shape, dtype=first, buffer=points, offset=off0, strides=strides)
-        else:
-            block = as_strided(points[names[0]], shape=shape, strides=strides, writeable=False)
-        return block.astype(np.float64)
+        return raw_columns(points, tuple(names)).astype(np.float64)
+
+
+@functools.lru_cache(maxsize=64)   # a simulator repeats one layout: its adjacency is found once
+def _adjacent(rec: np.dtype, names: Tuple[str, ...]) -> Optional[Tuple[np.dtype, int]]:
+    first, off0 = rec.fields[names[0]][:2]
+    ok = all(rec.fields[c][:2] == (first, off0 + i * first.itemsize) for i, c in enumerate(names))
+    return (first, off0) if ok else None
+
+
+def raw_columns(points: np.ndarray, names: Tuple[str, ...]) -> np.ndarray:
+    """Fields ``names`` of ``(N,)`` records ``points`` as ``(N, k)`` in their own type: adjacent fields of
+    one type (x y z, fx fy fz as writers lay them out) as one strided view, else stacked (promoted)."""
+    adjacent = _adjacent(points.dtype, names) if points.ndim == 1 and points.flags.c_contiguous else None
+    if adjacent is None:
+        with np.errstate(invalid="ignore"):    # a signalling NaN warns when widened; callers check finiteness
+            return np.stack([points[c] for c in names], axis=1)
+    first, off0 = adjacent    # the usual case: a view straight on the records' buffer
+    return np.ndarray(shape=(points.shape[0], len(names)), dtype=first, buffer=points, offset=off0,
+                      strides=(points.strides[0], first.itemsize))
 
 
 def require_finite(values: np.ndarray, label: str) -> None:
@@ -422,8 +409,6 @@ def require_finite(values: np.ndarray, label: str) -> None:
     bad = np.flatnonzero(~ok.reshape(values.shape[0], -1).all(axis=1))
     raise CloudDecodeError("non_finite", f"non-finite {label} at {bad.size} row(s), first row {int(bad[0])}")
 
-
-Pair = Tuple[str, str]
 
 POINT_FIELDS = ("x", "y", "z")
 FORCE_FIELDS = ("fx", "fy", "fz")
@@ -487,57 +472,64 @@ def contacts_from_buffer(layout: CloudLayout, data: Any, body_names: Sequence[st
             return DecodedContacts({}, {}, 0, frame_id=frame_id, stamp_ns=stamp_ns, fields=field_names)
         arr = read_points(layout, data, CONTACT_FIELDS, OPTIONAL_CONTACT_FIELDS, ALLOWED_DATATYPES,
                           exact_size=True)
-        present = set(arr.dtype.names)
-        points, forces = float_columns(arr, POINT_FIELDS), float_columns(arr, FORCE_FIELDS)
-        normals = float_columns(arr, NORMAL_FIELDS) if present.issuperset(NORMAL_FIELDS) else None
-        with np.errstate(invalid="ignore"):     # a signalling NaN warns when widened; checked below
-            depth = arr[DEPTH_FIELD].astype(np.float64) if DEPTH_FIELD in present else None
-        for label, values in (("x/y/z", points), ("fx/fy/fz", forces), ("nx/ny/nz", normals),
-                              ("depth", depth)):
+        have = arr.dtype.fields
+        # checked before widening to float64 (a signalling NaN would warn)
+        pf = raw_columns(arr, POINT_FIELDS + FORCE_FIELDS)   # (N, 6) as one view
+        if not np.isfinite(pf).all():
+            require_finite(pf[:, :3], "x/y/z")
+            require_finite(pf[:, 3:], "fx/fy/fz")
+        normals = raw_columns(arr, NORMAL_FIELDS) if all([c in have for c in NORMAL_FIELDS]) else None
+        depth = arr[DEPTH_FIELD] if DEPTH_FIELD in have else None
+        for label, values in (("nx/ny/nz", normals), ("depth", depth)):
             if values is not None:
                 require_finite(values, label)
-    except ContactsDecodeError:
-        raise
     except CloudDecodeError as exc:   # a layout problem: counted under its own reason
         raise ContactsDecodeError(exc.reason, str(exc)) from None
-    b1, b2, nb = arr["body1"].astype(np.int64), arr["body2"].astype(np.int64), len(names)
-    out_of_range = (b1 >= nb) | (b2 >= nb)
-    if out_of_range.any():
-        r = int(np.flatnonzero(out_of_range)[0])
-        raise ContactsDecodeError("body_index_out_of_range", f"row {r}: body indices ({int(b1[r])}, "
-                                  f"{int(b2[r])}) but contact_body_names has {nb} entries")
-    elems = {c: arr[c].astype(np.int64) for c in ELEM_FIELDS if c in present}
-    for c, e in elems.items():
-        if (e < -1).any():
-            r = int(np.flatnonzero(e < -1)[0])
-            raise ContactsDecodeError("elem_index_invalid", f"row {r}: {c} = {int(e[r])} (< -1)")
+    bb, nb = raw_columns(arr, BODY_FIELDS), len(names)   # (N, 2) unsigned
+    (b1, b2), one_pair = bb[0].tolist(), bool((bb == bb[0]).all())   # one pair: the usual simulator step
+    if (max(b1, b2) if one_pair else bb.max()) >= nb:
+        r = int((bb >= nb).any(axis=1).argmax())
+        raise ContactsDecodeError("body_index_out_of_range", f"row {r}: body indices ({int(bb[r, 0])}, "
+                                  f"{int(bb[r, 1])}) but contact_body_names has {nb} entries")
+    elem_names = tuple([c for c in ELEM_FIELDS if c in have])
+    ee = raw_columns(arr, elem_names) if elem_names else None    # (N, k) int32
+    if ee is not None and ee.min() < -1:
+        k = int((ee < -1).any(axis=0).argmax())
+        r = int((ee[:, k] < -1).argmax())
+        raise ContactsDecodeError("elem_index_invalid", f"row {r}: {elem_names[k]} = {int(ee[r, k])} (< -1)")
+    pf = pf.reshape(n, 2, 3).transpose(1, 0, 2).astype(np.float64, order="C")   # (2, N, 3) points, forces
+    ee = None if ee is None else ee.T.astype(np.int64, order="C")   # (k, N)
+    normals, depth = (None if v is None else v.astype(np.float64) for v in (normals, depth))
     # Group rows by ordered pair, pairs in order of first appearance, rows in message order.
-    key = b1 * nb + b2
-    if (key == key[0]).all():
-        # one pair (the usual simulator step): the rows in message order, no grouping to do
-        pair_keys, bounds, perm = [int(key[0])], [0, n], None
-    else:
-        uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        order = np.argsort(first)
-        rank = np.argsort(order)   # of each pair, by first appearance
-        perm = np.argsort(rank[inverse], kind="stable")
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(rank[inverse], minlength=order.size))]).tolist()
-        pair_keys = uniq[order].tolist()
-        points, forces = points[perm], forces[perm]
-        elems = {c: e[perm] for c, e in elems.items()}
-        normals = None if normals is None else normals[perm]
-        depth = None if depth is None else depth[perm]
-    P, F = (torch.from_numpy(a).to(dtype=dtype, device=device) for a in (points, forces))
-    if dtype != torch.float64 and not (torch.isfinite(P).all() and torch.isfinite(F).all()):
-        # finite float64 values past a narrower dtype's range would become +-inf
-        raise ContactsDecodeError("non_finite", f"x/y/z or fx/fy/fz exceed the range of {dtype}")
-    E = {c: torch.from_numpy(e).to(device=device) for c, e in elems.items()}
+    if not one_pair:
+        key = bb[:, 0].astype(np.int64) * nb + bb[:, 1]
+        uniq, first, inv, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
+        order = np.argsort(first)   # the pairs by first appearance
+        perm = np.argsort(np.argsort(order)[inv], kind="stable")
+        bounds, pair_keys = [0] + np.cumsum(counts[order]).tolist(), uniq[order].tolist()
+        pf, ee = np.take(pf, perm, axis=1), None if ee is None else np.take(ee, perm, axis=1)
+        normals, depth = (None if v is None else v[perm] for v in (normals, depth))
+    PF = torch.from_numpy(pf)
+    if dtype is not torch.float64 or (device != "cpu" and device != _CPU):   # .to costs even as a no-op
+        PF = PF.to(dtype=dtype, device=device)
+        if dtype != torch.float64 and not torch.isfinite(PF).all():
+            # finite float64 values past a narrower dtype's range would become +-inf
+            raise ContactsDecodeError("non_finite", f"x/y/z or fx/fy/fz exceed the range of {dtype}")
+    P, F = PF.unbind(0)
+    E = {} if ee is None else dict(zip(elem_names, torch.from_numpy(ee).to(device=device).unbind(0)))
     E1, E2 = E.get("elem1"), E.get("elem2")
-    row_of = np.arange(n, dtype=np.int64) if perm is None else perm.astype(np.int64)
+    if one_pair:    # the whole arrays: no grouping, no per-pair slices
+        pair = (names[b1], names[b2])
+        return DecodedContacts({pair: trusted_contact_state(P, F, E1, E2)}, {pair: identity_rows(n)}, n,
+                               None if normals is None else {pair: normals},
+                               None if depth is None else {pair: depth}, frame_id, stamp_ns, field_names)
     spans = {(names[k // nb], names[k % nb]): slice(bounds[i], bounds[i + 1])
              for i, k in enumerate(pair_keys)}
     contacts = {pair: trusted_contact_state(P[s], F[s], None if E1 is None else E1[s],
                                             None if E2 is None else E2[s]) for pair, s in spans.items()}
-    rows = {pair: row_of[s] for pair, s in spans.items()}   # message rows of each pair
+    rows = {pair: perm[s] for pair, s in spans.items()}   # message rows of each pair
     nrm, dep = (None if v is None else {pair: v[s] for pair, s in spans.items()} for v in (normals, depth))
     return DecodedContacts(contacts, rows, n, nrm, dep, frame_id, stamp_ns, field_names)
+
+
+_CPU = torch.device("cpu")
