@@ -40,29 +40,33 @@ class PeriodEstimate:
     def __init__(self) -> None:
         self._last: Optional[int] = None
         self._steps: Deque[int] = deque(maxlen=PERIOD_WINDOW)
+        self._sorted: List[int] = []      # the same steps kept sorted: the median without a sort per offer
 
     def observe(self, stamp_ns: int) -> None:
         """Note one stamp; a step back (a restart) is not a period and starts afresh."""
         if self._last is not None:
             step = stamp_ns - self._last
             if step > 0:
+                if len(self._steps) < PERIOD_WINDOW or self._steps[0] != step:   # steady: _sorted as is
+                    if len(self._steps) == PERIOD_WINDOW:
+                        self._sorted.remove(self._steps[0])
+                    bisect.insort(self._sorted, step)
                 self._steps.append(step)
             elif step < 0:
-                self._steps.clear()
+                self.clear()
         self._last = stamp_ns
 
     @property
     def period_ns(self) -> Optional[int]:
         """The median step (ns), or None before two increasing stamps were seen."""
-        if not self._steps:
-            return None
-        s = sorted(self._steps)
-        return s[len(s) // 2]
+        s = self._sorted
+        return s[len(s) // 2] if s else None
 
     def clear(self) -> None:
         """Forget everything observed."""
         self._last = None
         self._steps.clear()
+        self._sorted.clear()
 
 
 @dataclass(frozen=True)
@@ -139,8 +143,8 @@ class StampPairer(Generic[P, M]):
         """The tolerance in use now: the fixed one, else half the longer observed period (0 if unknown)."""
         if self._tolerance is not None:
             return self._tolerance
-        periods = [p for p in (self._pred.period.period_ns, self._meas.period.period_ns) if p is not None]
-        return max(periods) // 2 if len(periods) == 2 else 0
+        a, b = self._pred.period.period_ns, self._meas.period.period_ns
+        return max(a, b) // 2 if a is not None and b is not None else 0
 
     def add_prediction(self, stamp_ns: int, item: P) -> Optional[Pair[P, M]]:
         """Offer a prediction; the pair it completes, else None (queued, or counted as a zero stamp)."""

@@ -2,7 +2,6 @@
 step is rejected whole), residual, paired samples.  No ROS."""
 from __future__ import annotations
 
-import math
 from collections import deque
 from dataclasses import dataclass
 import dataclasses
@@ -61,23 +60,19 @@ class RigSensor:
 
     def __init__(self, name: str, kind: str, sensor: BaseSensor, layout: Any, buffer_size: int,
                  tolerance_ns: Optional[int], headerless: bool = False) -> None:
-        self.name, self.kind = name, kind
-        self.sensor = sensor
-        self.layout = layout
+        self.name, self.kind, self.sensor, self.layout = name, kind, sensor, layout
         self.pairer: StampPairer[Prediction, np.ndarray] = StampPairer(buffer_size, tolerance_ns)
         # paired samples kept for tares, and those with contact for a gain fit (most recent last)
         room = max(4 * int(buffer_size), 100)
         self.pairs: Deque[PairedSample] = deque(maxlen=room)
         self.contact_pairs: Deque[PairedSample] = deque(maxlen=room)
         # measured messages decoded and accepted (rejected ones are counted by the caller)
-        self.measured_accepted = 0
-        self.measured_stamp_jumps = 0
+        self.measured_accepted = self.measured_stamp_jumps = 0
         self.calibration_text = "uncalibrated"
-        self.tared_on_start = False
+        self.tared_on_start = self.plausibility_warned = False
         self.tare_samples_used: Optional[int] = None
         self.last_values: Optional[np.ndarray] = None
         self.headerless = headerless
-        self.plausibility_warned = False
         # the sentence while the latest measured value looks like the wrong unit (live), else None
         self.unit_warning: Optional[str] = None
         self.contact_free_loop: Any = None
@@ -91,15 +86,17 @@ class RigSensor:
         else:
             pred = self.sensor.predict(state)
             jac = self.sensor.sparse_force_jacobian(state) if want_jacobian else None
-        values = pred.detach().cpu().numpy().astype(np.float64)
+        values = pred.numpy(force=True).astype(np.float64)   # force: detach().cpu() in one call
         cols = None
         if jac is not None:
             cols = jacobian_message_columns(jac.cols.cpu().numpy(), jac.pairs, jac.offsets, decoded.rows)
             jac = _signed_to_rows(jac, decoded)
         body = self.layout.frame_id
         n_on_body = sum(len(c) for (b1, _), c in decoded.contacts.items() if b1 == body)
-        # contact-free for a tare: nothing touches what the sensor senses (its patch/radius)
-        touched = n_on_body > 0 and self.sensor.in_contact(state)
+        # contact-free for a tare: nothing touches what it senses; the default in_contact is n_on_body > 0
+        default = (getattr(self.sensor.in_contact, "__func__", None) is BaseSensor.in_contact
+                   and self.sensor.attachModelName == body and body in state.body_transforms)
+        touched = n_on_body > 0 and (default or self.sensor.in_contact(state))
         return SensorResult(self, values, jac, cols, n_on_body, touched)
 
     def residual(self, measured: np.ndarray, predicted: np.ndarray) -> Optional[np.ndarray]:
@@ -107,9 +104,7 @@ class RigSensor:
         does not fit its message (non-finite, or beyond float32 for a kind with float32 fields)."""
         residual = np.where(np.isnan(measured), 0.0, measured - predicted)
         limit = F32_MAX if self.layout.codec.float32_values else np.inf
-        if not (np.isfinite(residual).all() and (np.abs(residual) <= limit).all()):
-            return None
-        return residual
+        return residual if np.isfinite(residual).all() and (np.abs(residual) <= limit).all() else None
 
     def keep_pair(self, pair: Any) -> Tuple[Optional[np.ndarray], np.ndarray, int]:
         """Keep a measured vector paired with its prediction (for tares; with contact, a gain fit) and feed
@@ -171,18 +166,21 @@ def _signed_to_rows(jac: Any, decoded: Any) -> Any:
 def check_predictions(results: Sequence[SensorResult]) -> Optional[Tuple[str, str]]:
     """``(reason, detail)`` when a step's predictions cannot be published, else None:
     ``non_finite_prediction`` (a value or Jacobian value) or ``out_of_range`` (beyond float32 fields)."""
-    peaks = [float(np.abs(r.values).max(initial=0.0)) for r in results]   # NaN and inf carry through max
-    for r, peak in zip(results, peaks):
+    # one cheap pass: bounded sums of squares prove every entry finite (and < F32_MAX / 2 where float32)
+    if all(np.vdot(r.values, r.values) <= (2.8e76 if r.handle.layout.codec.float32_values else 1e300) and (
+            r.jacobian is None or np.vdot(jv := r.jacobian.values.numpy(force=True), jv) <= 1e300)
+           for r in results):
+        return None
+    for r in results:
         h, values = r.handle, r.values
-        if not math.isfinite(peak):
+        if not np.isfinite(values).all():
             i = int(np.flatnonzero(~np.isfinite(values))[0])
             return "non_finite_prediction", f"{h.name}: {h.layout.names[i]} = {values[i]}"
-        # numpy on the tensor buffer (no copy): a fraction of the torch check per call
-        if r.jacobian is not None and not np.isfinite(r.jacobian.values.detach().cpu().numpy()).all():
+        if r.jacobian is not None and not np.isfinite(r.jacobian.values.numpy(force=True)).all():
             return "non_finite_prediction", f"{h.name}: non-finite Jacobian value"
-    for r, peak in zip(results, peaks):
+    for r in results:
         h, values = r.handle, r.values
-        if h.layout.codec.float32_values and peak > F32_MAX:
+        if h.layout.codec.float32_values and np.abs(values).max(initial=0.0) > F32_MAX:
             i = int(np.argmax(np.abs(values)))
             return "out_of_range", (f"{h.name}: {h.layout.names[i]} = {values[i]:.6g} N exceeds the float32 "
                                     f"range (+-{F32_MAX:.6g}) of its message's fields")

@@ -130,11 +130,8 @@ class SimState:
     def subgraph(self, names: List[str]) -> SimState:
         """Return the state restricted to ``names`` (contacts between them only)."""
         keep = set(names)
-        return SimState(
-            {k: t for k, t in self.body_transforms.items() if k in keep},
-            dict(self.body_states),
-            {(a, b): c for (a, b), c in self.contacts.items() if a in keep and b in keep},
-        )
+        return SimState({k: t for k, t in self.body_transforms.items() if k in keep}, dict(self.body_states),
+                        {(a, b): c for (a, b), c in self.contacts.items() if a in keep and b in keep})
 
     def bodies_in_contact(self, name: str, reverse: bool = False) -> List[str]:
         """``b`` of the pairs ``(name, b)`` (``a`` of ``(a, name)`` when ``reverse``), in insertion order;
@@ -160,12 +157,9 @@ class SimState:
         empty = torch.empty(0, 3, device=self.device, dtype=self.dtype)
         pts = torch.cat([c.points for c in states]) if states else empty
         frc = torch.cat([c.forces for c in states]) if states else empty
-        if local:
+        if local:   # x_local = R^T (x_world - t); for row vectors: (x - t) @ R
             T = T.to(device=pts.device, dtype=pts.dtype)
-            R, t = T[:3, :3], T[:3, 3]
-            # x_local = R^T (x_world - t); for row vectors: (x - t) @ R
-            pts = (pts - t) @ R
-            frc = frc @ R
+            pts, frc = (pts - T[:3, 3]) @ T[:3, :3], frc @ T[:3, :3]
         return pts, frc
 
     @property
@@ -293,7 +287,7 @@ def as_sim_state(state: Any) -> SimState:
     ``contact_states_on_body``.  InputError: no ``body_transforms`` (``'state'``, ``'type'``), the two
     methods disagreeing (``'contact_states_on_body'``, ``'count'``), a refused contact state."""
     if type(state) is SimState:
-        if all(type(c) is ContactState for c in state.contacts.values()):
+        if set(map(type, state.contacts.values())) <= {ContactState}:   # (on every model call: no genexpr)
             return state
         dtype = state.dtype if state.body_transforms else None
         return SimState(state.body_transforms, state.body_states,

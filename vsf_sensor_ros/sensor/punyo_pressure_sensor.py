@@ -126,12 +126,12 @@ class PunyoPressureSensor(BaseSensor):
         R, _, T = pose
         offsets = contact_offsets(self.name, pairs, states, T.dtype, T.device)
         forces = np.concatenate([c.forces.detach().numpy() for c in states] or [np.zeros((0, 3), R.dtype)])
-        g = -(R @ self._normal_np.astype(R.dtype)) * R.dtype.type(self.gain / self.base_area)
+        g = -(R @ self._normal_np.astype(R.dtype, copy=False)) * R.dtype.type(self.gain / self.base_area)
         return forces, g, pairs, offsets
 
     def _numpy_predict(self, row) -> torch.Tensor:
         forces, g, _, _ = row
-        p = np.array([(forces @ g).sum()], dtype=g.dtype)
+        p = (forces @ g).sum(keepdims=True)                   # (1,) of the state's dtype
         if self.tare is not None:
             p += self.tare.astype(g.dtype)
         return torch.from_numpy(p)
