@@ -84,11 +84,8 @@ class FramePublisher:
         world ``(4, 4)`` ``body_transforms`` (tensors or arrays)."""
         if not self.enabled or self.table is None or not self.table.free:
             return
-        msgs = []
-        for body, parent in self.table.free.items():
-            T = body_transforms.get(body)
-            if T is not None:
-                T = T.detach().cpu().numpy() if hasattr(T, "detach") else np.asarray(T)
-                msgs.append(transform_msg(self._prefix + parent, self._prefix + body, T, stamp))
+        msgs = [transform_msg(self._prefix + parent, self._prefix + body,
+                              T.numpy(force=True) if hasattr(T, "detach") else T, stamp)
+                for body, parent in self.table.free.items() if (T := body_transforms.get(body)) is not None]
         if msgs:
             self._dynamic_pub.publish(TFMessage(transforms=msgs))

@@ -92,6 +92,8 @@ class SensorNode(Node):
         self._world_frame = p["world_frame"]
         # robot_state_publisher's rule: prefixed on the wire, bare in the model and on inputs
         self._frame_prefix = str(p["frame_prefix"])
+        self._wire_world_frame = self._frame_prefix + self._world_frame    # as stamped on the wire
+        self._jacobian_due = lambda h: h.endpoints.jacobian_due(int(h.config.values["jacobian_decimation"]))
         assets = effective_assets_dir(p["assets_dir"])
         self._qos = EndpointQoS.from_values(p)
         try:
@@ -164,6 +166,7 @@ class SensorNode(Node):
         if problems:
             raise_all([problems[n] for n in sensors if n in problems]
                       + misspelt_keys(self, problems, self.params.values.get("bodies")))
+        self._headerless = any(h.headerless for h in self._handles.values())   # a step reads the clock
         cal_path = self.calibration.path
         if cal_path is not None:
             self.get_logger().info(f"calibration file {cal_path} " + (
@@ -319,14 +322,10 @@ class SensorNode(Node):
         stamp = msg.header.stamp
         stamp_ns = stamp_to_ns(stamp)
         # header-less measured streams pair by receive time (node clock: ROS time under use_sim_time)
-        headerless = any(h.headerless for h in self._handles.values())   # the clock only for them
-        recv_ns = self.get_clock().now().nanoseconds if headerless else 0
-
-        def jacobian_due(h: SensorHandle) -> bool:
-            return h.endpoints.jacobian_due(int(h.config.values["jacobian_decimation"]))
+        recv_ns = self.get_clock().now().nanoseconds if self._headerless else 0   # the clock only for them
         # decode, then every model must succeed before anything is published
         try:
-            step = self.rig.predict(self._decode_step(msg), stamp_ns, jacobian_due)
+            step = self.rig.predict(self._decode_step(msg), stamp_ns, self._jacobian_due)
         except StepRejected as exc:
             return self._reject(exc.reason, exc.detail)
         last = self.rig.last_stamp
@@ -381,12 +380,10 @@ class SensorNode(Node):
                 h.sensor.update(state, stamp_ns * 1e-9)
             except ValueError as exc:
                 self._reject("sensor_update_failed", f"{h.name}: {exc}", h)
-        in_contact = h.layout.codec.in_contact(h.layout, r.values, r.n_on_body)
-        h.stats.contact = in_contact
+        h.stats.contact = in_contact = h.layout.codec.in_contact(h.layout, r.values, r.n_on_body)
         rate = self.live.markers_max_rate
         markers = rate <= 0 or now - h.last_marker_time >= 1.0 / rate
-        world_frame = self._frame_prefix + self._world_frame    # as stamped on the wire
-        if enc.publish_step(h.endpoints, h.layout, r, state, stamp_ns, world_frame, in_contact,
+        if enc.publish_step(h.endpoints, h.layout, r, state, stamp_ns, self._wire_world_frame, in_contact,
                             self.live.marker_force_scale if markers else None):
             h.last_marker_time = now
 

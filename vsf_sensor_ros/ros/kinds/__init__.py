@@ -101,7 +101,9 @@ def sensor_layout(type_name: str, frame_id: str, names: List[str], errors: Optio
     std = None if errors is None else np.asarray(errors, dtype=np.float64).reshape(-1)
     if std is not None and std.shape[0] != len(names):
         std = None
-    verts = None if vertices is None else np.ascontiguousarray(vertices, dtype=np.float32)
+    verts = None if vertices is None else np.array(vertices, dtype=np.float32)
+    if verts is not None:   # read-only: encode_dense_force keeps the message of fixed vertices
+        verts.flags.writeable = False
     T = None if body_T_sensor is None else np.array(body_T_sensor, dtype=np.float64).reshape(4, 4)
     return SensorLayout(codec, frame_id, list(names), slots, flag, verts, std, sensor_frame, T, frame_prefix)
 

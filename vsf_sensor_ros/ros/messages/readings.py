@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+import functools
 import struct
+import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -189,8 +191,9 @@ class WrenchMessageCodec(ReadingCodec):
         raise NotImplementedError
 
     def to_bytes(self, layout, values, stamp_ns):     # geometry_msgs/WrenchStamped, torque 0
-        return _header_bytes(stamp_ns, layout.reading_frame, 8) + struct.pack(
-            "<6d", *map(float, self.force(layout, values)), 0.0, 0.0, 0.0)
+        s, block = _stamped_struct(layout.reading_frame, "6d")
+        return s.pack(_HEADER_LE, *_check_stamp(stamp_ns), block, *map(float, self.force(layout, values)),
+                      0.0, 0.0, 0.0)
 
     def measured_values(self, layout, msg):
         if not isinstance(msg, WrenchStamped):
@@ -263,16 +266,28 @@ def encode_markers(sensor_name: str, layout: SensorLayout, world_frame: str, sta
     return MarkerArray(markers=[pts, arrows, *extras, label])
 
 
+_MATCHED: Dict[Any, float] = {}   # publisher -> monotonic s until which its last match holds
+
+
 def wanted(pub: Any) -> bool:
-    """A publisher has at least one matched subscription (an output nobody reads is not encoded)."""
-    return pub.get_subscription_count() > 0
+    """A publisher has at least one matched subscription (an output nobody reads is not encoded); a
+    match holds 0.5 s (no count per output per step): a new subscriber is never missed, one that
+    left costs at most 0.5 s of messages nobody reads."""
+    now = time.monotonic()
+    if _MATCHED.get(pub, 0.0) <= now:
+        if pub.get_subscription_count() <= 0:
+            return False
+        if len(_MATCHED) >= 256:   # publishers destroyed by set_optional do not pile up
+            _MATCHED.clear()
+        _MATCHED[pub] = now + 0.5
+    return True
 
 
 def publish_vector(pub: Any, layout: SensorLayout, values: np.ndarray, stamp_ns: int) -> bool:
     """Publish :func:`encode_vector` of ``values`` on ``pub`` when someone subscribes; True if sent."""
     if not wanted(pub):
         return False
-    pub.publish(encode_vector(layout, values, stamp_ns))
+    pub.publish(layout.codec.to_bytes(layout, values, stamp_ns))   # encode_vector's one call
     return True
 
 
@@ -283,10 +298,9 @@ def publish_step(endpoints: Any, layout: SensorLayout, r: Any, state: Any, stamp
     given; True when markers were published."""
     values, jac = r.values, r.jacobian
     publish_vector(endpoints.predicted, layout, values, stamp_ns)
-    if jac is not None and endpoints.jacobian is not None and wanted(endpoints.jacobian):
-        endpoints.jacobian.publish(encode_jacobian(
-            jac.rows.cpu().numpy(), r.jacobian_cols, jac.values.detach().cpu().numpy(), stamp_ns,
-            world_frame))
+    if jac is not None and endpoints.jacobian is not None and wanted(endpoints.jacobian):  # force: .cpu()
+        endpoints.jacobian.publish(encode_jacobian(jac.rows.numpy(force=True), r.jacobian_cols,
+                                                   jac.values.numpy(force=True), stamp_ns, world_frame))
     if marker_force_scale is None or endpoints.markers is None or not wanted(endpoints.markers):
         return False
     pts, frc = state.contacts_on_body(layout.frame_id, local=False)
@@ -300,45 +314,38 @@ def publish_step(endpoints: Any, layout: SensorLayout, r: Any, state: Any, stamp
 _HEADER_LE = b"\x00\x01\x00\x00"            # XCDR1 little-endian
 
 
-def _check_stamp(stamp_ns: int) -> int:
+def _check_stamp(stamp_ns: int) -> Tuple[int, int]:   # (sec, nanosec)
     ns = int(stamp_ns)
     if not 0 <= ns < (1 << 31) * 1_000_000_000:
         raise ValueError(f"stamp {stamp_ns} ns is outside builtin_interfaces/Time's range")
-    return ns
+    return divmod(ns, 1_000_000_000)
 
 
-def _header_bytes(stamp_ns: int, frame_id: str, align: int = 4) -> bytes:
-    """Encapsulation + ``std_msgs/Header``, padded so the next byte sits on an ``align``-byte
-    boundary of the CDR data; ValueError: :func:`_check_stamp`."""
-    sec, nsec = divmod(_check_stamp(stamp_ns), 1_000_000_000)
+@functools.lru_cache(maxsize=64)
+def _stamped_struct(frame_id: str, tail: str, align: int = 8) -> Tuple[struct.Struct, bytes]:
+    """``(Struct, frame block)`` of a message in one pack: encapsulation, stamp, ``frame_id`` (padded
+    for a next field of ``align`` bytes), then the ``tail`` format."""
     fid = frame_id.encode("utf-8") + b"\x00"
-    body = struct.pack("<iII", sec, nsec, len(fid)) + fid
-    return _HEADER_LE + body + bytes(-len(body) % align)
+    block = struct.pack("<I", len(fid)) + fid + bytes(-(12 + len(fid)) % align)
+    return struct.Struct(f"<4siI{len(block)}s{tail}"), block
 
 
 def encode_fluid_pressure(stamp_ns: int, frame_id: str, fluid_pressure: float, variance: float) -> bytes:
     """Serialised ``sensor_msgs/FluidPressure`` (Pa, Pa²), little-endian XCDR1; ValueError: a
     stamp negative or past ``int32`` seconds (as every encoder below)."""
-    return _header_bytes(stamp_ns, frame_id, 8) + struct.pack("<2d", float(fluid_pressure), float(variance))
+    s, block = _stamped_struct(frame_id, "2d")
+    return s.pack(_HEADER_LE, *_check_stamp(stamp_ns), block, float(fluid_pressure), float(variance))
 
 
-_CLOUD_PREFIX: Dict[Tuple, Tuple[bytes, bytes, int]] = {}
-
-
-def _cloud_fields_block(start: int, fields: Tuple[Tuple[str, int, int], ...], point_step: int) -> bytes:
-    """Serialised ``fields`` .. ``point_step`` starting at absolute byte ``start`` (4-aligned)."""
-    out = bytearray(struct.pack("<I", len(fields)))
-    for name, offset, datatype in fields:
+@functools.lru_cache(maxsize=64)
+def _cloud_head(frame_id: str, dt: np.dtype) -> Tuple[struct.Struct, bytes, bytes]:
+    """``(Struct, frame block, fields .. point_step block)`` of a cloud's bytes before its data."""
+    block = struct.pack("<I", len(dt.names))
+    for name, offset, datatype in packed_fields(dt):   # name (zero-padded to 4), offset, datatype, count 1
         nm = name.encode("utf-8") + b"\x00"
-        out += struct.pack("<I", len(nm)) + nm
-        out += bytes(-(start + len(out) - 4) % 4)
-        out += struct.pack("<IB", offset, datatype)
-        out += bytes(-(start + len(out) - 4) % 4)
-        out += struct.pack("<I", 1)
-    out += b"\x00"                                        # is_bigendian = false
-    out += bytes(-(start + len(out) - 4) % 4)
-    out += struct.pack("<I", point_step)
-    return bytes(out)
+        block += struct.pack(f"<I{(len(nm) + 3) // 4 * 4}sIB3xI", len(nm), nm, offset, datatype, 1)
+    block += struct.pack("<B3xI", 0, dt.itemsize)      # is_bigendian false, point_step
+    return (*_stamped_struct(frame_id, f"II{len(block)}sII", 4), block)   # height, width .. data length
 
 
 def encode_pointcloud2(stamp_ns: int, frame_id: str, records: np.ndarray) -> bytes:
@@ -347,38 +354,34 @@ def encode_pointcloud2(stamp_ns: int, frame_id: str, records: np.ndarray) -> byt
     dt = records.dtype
     if dt.names is None or records.ndim != 1:
         raise ValueError(f"records must be a 1-D structured array, got dtype {dt} shape {records.shape}")
-    key = (frame_id, dt)
-    hit = _CLOUD_PREFIX.get(key)
-    if hit is None:
-        head = _header_bytes(0, frame_id)
-        block = _cloud_fields_block(len(head) + 8, packed_fields(dt), dt.itemsize)   # after height, width
-        hit = (head[12:], block, dt.itemsize)
-        if len(_CLOUD_PREFIX) < 64:
-            _CLOUD_PREFIX[key] = hit
-    frame_block, block, step = hit
-    sec, nsec = divmod(_check_stamp(stamp_ns), 1_000_000_000)
+    s, frame, block = _cloud_head(frame_id, dt)
     n = records.shape[0]
-    payload = records.tobytes()
-    return b"".join((_HEADER_LE, struct.pack("<iI", sec, nsec), frame_block,
-                     struct.pack("<II", 1, n), block,
-                     struct.pack("<II", step * n, len(payload)), payload, b"\x01"))
+    return b"".join((s.pack(_HEADER_LE, *_check_stamp(stamp_ns), frame, 1, n, block, dt.itemsize * n,
+                            dt.itemsize * n), records.tobytes(), b"\x01"))
 
 
 _DENSE_DTYPE = np.dtype([(c, "<f4") for c in ("x", "y", "z", "fx", "fy", "fz")])
 _JACOBIAN_DTYPE = np.dtype([("row", "<u4"), ("col", "<u4"), ("value", "<f8")])
+_DENSE: Dict[Tuple[str, int], Tuple[np.ndarray, bytearray, np.ndarray]] = {}   # encode_dense_force's
 
 
 def encode_dense_force(stamp_ns: int, frame_id: str, vertices: np.ndarray, forces: np.ndarray) -> bytes:
     """Serialised dense force cloud, ``x y z fx fy fz`` float32 per vertex of ``vertices`` ``(V, 3)``
     (m, body frame) and ``forces`` ``(V, 3)`` or ``(3V,)`` (N); ValueError: shapes disagree."""
-    v, f = np.asarray(vertices).reshape(-1, 3), np.asarray(forces).reshape(-1, 3)
-    if v.shape != f.shape:
-        raise ValueError(f"{len(v)} vertices but {len(f)} force vectors")
-    rec = np.empty(len(v), dtype=_DENSE_DTYPE)
-    flat = rec.view("<f4").reshape(-1, 6)
-    flat[:, :3] = v
+    f = np.asarray(forces).reshape(-1, 3)
+    # the message of read-only vertices (a layout's) is kept: a step writes only its stamp and forces
+    vertices, buf, flat = _DENSE.get((frame_id, id(vertices)), (vertices, None, None))
+    if buf is None:
+        v = np.asarray(vertices, dtype="<f4").reshape(-1, 3)
+        buf = bytearray(encode_pointcloud2(0, frame_id, np.hstack([v, 0 * v]).view(_DENSE_DTYPE)[:, 0]))
+        flat = np.frombuffer(buf, "<f4", 2 * v.size, len(buf) - 1 - 2 * v.nbytes).reshape(-1, 6)
+        if isinstance(vertices, np.ndarray) and not vertices.flags.writeable and len(_DENSE) < 64:
+            _DENSE[(frame_id, id(vertices))] = (vertices, buf, flat)
+    if len(flat) != len(f):
+        raise ValueError(f"{len(flat)} vertices but {len(f)} force vectors")
+    struct.pack_into("<iI", buf, 4, *_check_stamp(stamp_ns))
     flat[:, 3:] = f
-    return encode_pointcloud2(stamp_ns, frame_id, rec)
+    return bytes(buf)
 
 
 def encode_jacobian(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, stamp_ns: int,
@@ -389,9 +392,10 @@ def encode_jacobian(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, stam
     rows, cols = np.asarray(rows), np.asarray(cols)
     if not rows.shape == cols.shape == values.shape:
         raise ValueError(f"rows {rows.shape}, cols {cols.shape}, values {values.shape} differ")
-    if not values.all():     # boolean gathers only when there is a zero to drop
+    n = np.count_nonzero(values)
+    if n < values.size:     # boolean gathers only when there is a zero to drop
         keep = values != 0.0
         rows, cols, values = rows[keep], cols[keep], values[keep]
-    rec = np.empty(len(values), dtype=_JACOBIAN_DTYPE)
+    rec = np.empty(n, dtype=_JACOBIAN_DTYPE)
     rec["row"], rec["col"], rec["value"] = rows, cols, values
     return encode_pointcloud2(stamp_ns, frame_id, rec)
