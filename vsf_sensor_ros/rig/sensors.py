@@ -82,9 +82,10 @@ class RigSensor:
         """The prediction for ``state`` (a ``SimState`` of ``ContactState``: taken as is) and, with
         ``want_jacobian``, its Jacobian over ``decoded``'s message rows (columns ``3·r + k``; implied pairs
         and flipped rows negated).  ValueError, IndexError, RuntimeError: from the model (``model_error``)."""
-        # our models' numpy face (exactly theirs, not a subclass's): no torch -> numpy round trips
+        # our models' numpy face (not a subclass's or an instance's override): no torch -> numpy round trips
         face = type(self.sensor).__dict__.get("_numpy_outputs")
-        out = face(self.sensor, state, want_jacobian) if face is not None else None
+        out = face(self.sensor, state, want_jacobian) if face and vars(self.sensor).keys().isdisjoint(
+            ("predict", "predict_with_jacobian", "sparse_force_jacobian")) else None
         ours = out is not None
         if not ours:                                     # any other model or state: its torch methods
             if want_jacobian and hasattr(self.sensor, "predict_with_jacobian"):

@@ -188,17 +188,16 @@ class PunyoDenseForceSensor(BaseSensor):
         """``(prediction or None, SparseJacobian or None)`` in the state's dtype/device."""
         out, parts, _ = self._numpy_outputs(state, jac, True)
         T = state.body_transforms[self.attachModelName]                 # (checked by _map)
-        cast = None if T.dtype == torch.float64 and T.is_cpu else (T.dtype, T.device)   # as _Map.cast
-        dtype, device = cast or (torch.float64, "cpu")       # (float64 CPU: .to() returns the tensor itself)
+        dtype, device, cast = T.dtype, T.device, not (T.dtype == torch.float64 and T.is_cpu)   # as _Map.cast
         prediction = J = None
         if pred:
             prediction = torch.from_numpy(out).to(device=device, dtype=dtype)
-            prediction = prediction if cast is None else self._calibrated(prediction)
+            prediction = self._calibrated(prediction) if cast else prediction   # (else calibrated)
         if jac:
             rows, cols, vals, shape, pairs, offsets = parts
             rows_t, cols_t = torch.from_numpy(rows).to(device), torch.from_numpy(cols).to(device)
             vals_t = torch.from_numpy(vals).to(device=device, dtype=dtype)
-            gain = None if cast is None else self._calib_tensor("gain", dtype, device)   # of each value's row
+            gain = self._calib_tensor("gain", dtype, device) if cast else None   # of each value's row
             J = SparseJacobian(rows_t, cols_t, vals_t if gain is None else vals_t * gain[rows_t], shape,
                                pairs, offsets)      # (the map's own fresh lists)
         return prediction, J
