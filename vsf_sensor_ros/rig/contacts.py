@@ -89,10 +89,11 @@ def identity_rows(n: int) -> np.ndarray:
 
 
 def jacobian_message_columns(cols: np.ndarray, pairs: Sequence[Tuple[str, str]],
-                             offsets: Sequence[int],
-                             pair_rows: Dict[Tuple[str, str], np.ndarray]) -> np.ndarray:
+                             offsets: Sequence[int], pair_rows: Dict[Tuple[str, str], np.ndarray],
+                             trusted: bool = False) -> np.ndarray:
     """``(nnz,)`` int64 library columns ``3·c + k`` of a ``SparseJacobian`` as ``3·r + k``, ``r`` the message
-    row (``pair_rows``: ``DecodedContacts.rows``); ValueError: a pair's count disagrees with its rows."""
+    row (``pair_rows``: ``DecodedContacts.rows``); ``trusted``: ``cols`` int64 within ``3·offsets[-1]`` (this
+    package's models), neither checked nor copied.  ValueError: a pair's count disagrees with its rows."""
     parts = []
     for p, pair in enumerate(pairs):
         rows = pair_rows.get(tuple(pair))
@@ -102,11 +103,11 @@ def jacobian_message_columns(cols: np.ndarray, pairs: Sequence[Tuple[str, str]],
                              "message rows")
         parts.append(np.asarray(rows, dtype=np.int64))
     lookup = parts[0] if len(parts) == 1 else np.concatenate(parts or [np.zeros(0, dtype=np.int64)])
-    cols = np.array(cols, dtype=np.int64)
+    cols = cols if trusted else np.array(cols, dtype=np.int64)
     n = len(lookup)
     # a column below 0 is above 2**63 as uint64: one max checks both bounds
     if n and (lookup is _ROWS[0] or bool((lookup == np.arange(n)).all())) \
-            and cols.view(np.uint64).max(initial=0) < 3 * n:
+            and (trusted or cols.view(np.uint64).max(initial=0) < 3 * n):
         return cols    # the contacts are the message rows 0..n-1 in order (a one-pair step): no remap
     c, k = np.divmod(cols, 3)
     return 3 * lookup[c] + k

@@ -26,12 +26,8 @@ def nearest_within(stamps: Sequence[int], stamp_ns: int, tolerance_ns: int) -> O
     """Index of the stamp in ascending ``stamps`` (ns) nearest ``stamp_ns`` within ``tolerance_ns``
     (>= 0), the earlier of two equally near; None when none is close enough."""
     i = bisect.bisect_left(stamps, stamp_ns)
-    best: Optional[int] = None
-    for j in (i - 1, i):
-        if 0 <= j < len(stamps) and abs(stamps[j] - stamp_ns) <= tolerance_ns:
-            if best is None or abs(stamps[j] - stamp_ns) < abs(stamps[best] - stamp_ns):
-                best = j
-    return best
+    j = i - 1 if i == len(stamps) or (i and stamp_ns - stamps[i - 1] <= stamps[i] - stamp_ns) else i  # nearer
+    return j if j >= 0 and abs(stamps[j] - stamp_ns) <= tolerance_ns else None
 
 
 class PeriodEstimate:

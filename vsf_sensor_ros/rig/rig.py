@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 import torch
 
-from ..sensor.base_sensor import SimState
+from ..sensor.base_sensor import SimState, as_sim_state
 from .contacts import DecodedContacts, check_elements, with_implied_pairs
 from .kinematics import BodyTransforms
 from .pairing import Pair
@@ -59,7 +59,7 @@ class Rig:
         if bad is not None:
             raise StepRejected("element_index_out_of_range", bad)
         decoded = with_implied_pairs(decoded, self._sensor_bodies)   # every contact on a sensor's body
-        state = SimState(self.transforms.at(stamp_ns), {}, decoded.contacts)   # pairs as decoded: tuples
+        state = as_sim_state(SimState(self.transforms.at(stamp_ns), {}, decoded.contacts))  # not per model
         results = []
         for s in self.sensors.values():
             if not getattr(s.sensor, "enabled", True):  # Klampt's 'enabled' setting

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-import dataclasses
 from typing import Any, Deque, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
-from ..sensor.base_sensor import BaseSensor, SimState
+from ..sensor.base_sensor import BaseSensor, SimState, SparseJacobian
 from .contacts import jacobian_message_columns
 from .pairing import StampPairer
 
@@ -35,7 +34,8 @@ class PairedSample:
 @dataclass
 class SensorResult:
     """One sensor's step: ``handle``, ``values`` ``(#meas,)`` float64, ``jacobian`` (or None) and its
-    message-row ``jacobian_cols``, ``n_on_body`` (contacts on its body), ``touched`` (not contact-free)."""
+    message-row ``jacobian_cols``, ``n_on_body`` (contacts on its body), ``touched`` (not contact-free),
+    ``bounded`` (values and Jacobian values finite and within their fields: nothing to check)."""
 
     handle: Any
     values: np.ndarray
@@ -43,6 +43,7 @@ class SensorResult:
     jacobian_cols: Optional[np.ndarray]
     n_on_body: int
     touched: bool
+    bounded: bool = False
 
 
 class StepRejected(Exception):
@@ -78,26 +79,42 @@ class RigSensor:
         self.contact_free_loop: Any = None
 
     def predict(self, state: SimState, decoded: Any, want_jacobian: bool) -> SensorResult:
-        """The prediction for ``state`` and, with ``want_jacobian``, its Jacobian over ``decoded``'s message
-        rows (columns ``3·r + k``; implied pairs and flipped rows negated).  ValueError, IndexError,
-        RuntimeError: from the model (the step is rejected as ``model_error``)."""
-        if want_jacobian and hasattr(self.sensor, "predict_with_jacobian"):
-            pred, jac = self.sensor.predict_with_jacobian(state)   # one contact mapping for both
-        else:
-            pred = self.sensor.predict(state)
-            jac = self.sensor.sparse_force_jacobian(state) if want_jacobian else None
-        values = pred.numpy(force=True).astype(np.float64)   # force: detach().cpu() in one call
-        cols = None
-        if jac is not None:
-            cols = jacobian_message_columns(jac.cols.cpu().numpy(), jac.pairs, jac.offsets, decoded.rows)
-            jac = _signed_to_rows(jac, decoded)
-        body = self.layout.frame_id
-        n_on_body = sum(len(c) for (b1, _), c in decoded.contacts.items() if b1 == body)
+        """The prediction for ``state`` (a ``SimState`` of ``ContactState``: taken as is) and, with
+        ``want_jacobian``, its Jacobian over ``decoded``'s message rows (columns ``3·r + k``; implied pairs
+        and flipped rows negated).  ValueError, IndexError, RuntimeError: from the model (``model_error``)."""
+        # our models' numpy face (not a subclass's or an instance's override): no torch -> numpy round trips
+        face = type(self.sensor).__dict__.get("_numpy_outputs")
+        out = face(self.sensor, state, want_jacobian) if face and vars(self.sensor).keys().isdisjoint(
+            ("predict", "predict_with_jacobian", "sparse_force_jacobian")) else None
+        ours = out is not None
+        if not ours:                                     # any other model or state: its torch methods
+            if want_jacobian and hasattr(self.sensor, "predict_with_jacobian"):
+                pred, jac = self.sensor.predict_with_jacobian(state)   # one contact mapping for both
+            else:
+                pred = self.sensor.predict(state)
+                jac = self.sensor.sparse_force_jacobian(state) if want_jacobian else None
+            out = (pred.numpy(force=True).astype(np.float64), None if jac is None else (   # force: .cpu() too
+                jac.rows.cpu().numpy(), jac.cols.cpu().numpy(), jac.values.numpy(force=True), jac.shape,
+                jac.pairs, jac.offsets), None)
+        values, parts, n_on_body = out
+        values, body, jac, cols = values.astype(np.float64, copy=False), self.layout.frame_id, None, None
+        # one cheap pass: bounded sums of squares prove every entry finite (and < F32_MAX / 2 where float32)
+        bounded = bool(np.vdot(values, values) <= (2.8e76 if self.layout.codec.float32_values else 1e300))
+        if parts is not None:
+            rows, lib_cols, jv, shape, pairs, offsets = parts
+            cols = jacobian_message_columns(lib_cols, pairs, offsets, decoded.rows, ours)
+            sign = _row_signs(pairs, offsets, decoded)
+            jv = jv if sign is None else jv * sign.astype(jv.dtype)[lib_cols // 3]
+            bounded = bounded and bool(np.vdot(jv, jv) <= 1e300)
+            jac = SparseJacobian(torch.from_numpy(rows), torch.from_numpy(lib_cols), torch.from_numpy(jv),
+                                 shape, pairs, offsets)
+        if not ours or body != self.sensor.attachModelName:   # (else the model's own count)
+            n_on_body = sum(len(c) for (b1, _), c in decoded.contacts.items() if b1 == body)
         # contact-free for a tare: nothing touches what it senses; the default in_contact is n_on_body > 0
         default = (getattr(self.sensor.in_contact, "__func__", None) is BaseSensor.in_contact
                    and self.sensor.attachModelName == body and body in state.body_transforms)
         touched = n_on_body > 0 and (default or self.sensor.in_contact(state))
-        return SensorResult(self, values, jac, cols, n_on_body, touched)
+        return SensorResult(self, values, jac, cols, n_on_body, touched, bounded)
 
     def residual(self, measured: np.ndarray, predicted: np.ndarray) -> Optional[np.ndarray]:
         """``measured - predicted`` (entries the message does not carry, NaN, read 0), or None when it
@@ -145,37 +162,29 @@ class RigSensor:
         self._clear_measured()
 
 
-def _signed_to_rows(jac: Any, decoded: Any) -> Any:
-    """``jac`` with the entries of implied pairs and of ``decoded.flipped_rows`` negated (a new object;
-    ``jac`` itself when nothing is)."""
+def _row_signs(pairs: Sequence[Any], offsets: Sequence[int], decoded: Any) -> Optional[np.ndarray]:
+    """``(#contacts,)``: -1 on implied pairs and ``decoded.flipped_rows``, else 1; None when all are 1."""
     implied = getattr(decoded, "implied", frozenset())
     flipped = getattr(decoded, "flipped_rows", None)
     if not implied and flipped is None:
-        return jac
-    sign = np.ones(int(jac.offsets[-1]))
-    for p, pair in enumerate(map(tuple, jac.pairs)):
+        return None
+    sign = np.ones(int(offsets[-1]))
+    for p, pair in enumerate(map(tuple, pairs)):
         s = -1.0 if pair in implied else 1.0
-        sign[int(jac.offsets[p]):int(jac.offsets[p + 1])] = \
+        sign[int(offsets[p]):int(offsets[p + 1])] = \
             s if flipped is None else np.where(flipped[decoded.rows[pair]], -s, s)
-    if (sign > 0).all():
-        return jac
-    sign_t = torch.as_tensor(sign, dtype=jac.values.dtype, device=jac.values.device)
-    return dataclasses.replace(jac, values=jac.values * sign_t[jac.cols // 3])
+    return None if (sign > 0).all() else sign
 
 
 def check_predictions(results: Sequence[SensorResult]) -> Optional[Tuple[str, str]]:
     """``(reason, detail)`` when a step's predictions cannot be published, else None:
     ``non_finite_prediction`` (a value or Jacobian value) or ``out_of_range`` (beyond float32 fields)."""
-    # one cheap pass: bounded sums of squares prove every entry finite (and < F32_MAX / 2 where float32)
-    if all(np.vdot(r.values, r.values) <= (2.8e76 if r.handle.layout.codec.float32_values else 1e300) and (
-            r.jacobian is None or np.vdot(jv := r.jacobian.values.numpy(force=True), jv) <= 1e300)
-           for r in results):
+    if all(r.bounded for r in results):     # (RigSensor.predict's cheap proof)
         return None
     for r in results:
-        h, values = r.handle, r.values
-        if not np.isfinite(values).all():
-            i = int(np.flatnonzero(~np.isfinite(values))[0])
-            return "non_finite_prediction", f"{h.name}: {h.layout.names[i]} = {values[i]}"
+        h, values, bad = r.handle, r.values, np.flatnonzero(~np.isfinite(r.values))
+        if len(bad):
+            return "non_finite_prediction", f"{h.name}: {h.layout.names[bad[0]]} = {values[bad[0]]}"
         if r.jacobian is not None and not np.isfinite(r.jacobian.values.numpy(force=True)).all():
             return "non_finite_prediction", f"{h.name}: non-finite Jacobian value"
     for r in results:

@@ -31,29 +31,22 @@ def numpy_pose(state: SimState, name: str) -> Optional[Tuple[np.ndarray, np.ndar
     return hit[2]
 
 
-def pairs_and_states(state: SimState, name: str) -> Tuple[List[Tuple[str, str]], List[ContactState]]:
-    """``(contact_bodies, contact_states_on_body)`` of body ``name`` in one pass; ValueError: unknown body."""
+def contacts_on(state: SimState, name: str, sensor: str, dtype: torch.dtype, device: torch.device
+                ) -> Tuple[List[Tuple[str, str]], List[ContactState], List[int]]:
+    """``(pairs (name, *), their contact states, offsets [0, n_0, n_0 + n_1, ...])`` in one pass; ValueError:
+    an unknown body, a pair whose contacts are not ``dtype`` on ``device`` (the state's; never converted)."""
     if name not in state.body_transforms:
         state.bodies_in_contact(name)                   # raises ValueError naming unknown bodies
-    pairs, states = [], []
+    pairs, states, offsets = [], [], [0]
     for pair, c in state.contacts.items():
         if pair[0] == name:
+            if c.forces.dtype != dtype or c.forces.device != device:
+                raise ValueError(f"sensor {sensor!r}: contacts {pair} are {c.forces.dtype} on "
+                                 f"{c.forces.device} but the state is {dtype} on {device}")
             pairs.append(pair)
             states.append(c)
-    return pairs, states
-
-
-def contact_offsets(sensor: str, pairs: List[Tuple[str, str]], states: List[ContactState],
-                    dtype: torch.dtype, device: torch.device) -> List[int]:
-    """``[0, n_0, n_0 + n_1, ...]`` of the pairs' contacts; ValueError naming a pair whose contacts are not
-    ``dtype`` on ``device`` (the state's; never converted)."""
-    offsets = [0]
-    for pair, c in zip(pairs, states):
-        if c.forces.dtype != dtype or c.forces.device != device:
-            raise ValueError(f"sensor {sensor!r}: contacts {pair} are {c.forces.dtype} on "
-                             f"{c.forces.device} but the state is {dtype} on {device}")
-        offsets.append(offsets[-1] + len(c))
-    return offsets
+            offsets.append(offsets[-1] + c.forces.shape[0])   # (len(c): two Python calls)
+    return pairs, states, offsets
 
 
 def check_config_keys(cls_name: str, type_name: str, name: str, config: Mapping[str, Any],

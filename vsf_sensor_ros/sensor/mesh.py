@@ -218,18 +218,6 @@ class ClosestTriangleQuery:
         self._kernels.pairs_eval(np.ascontiguousarray(P), owner, cand, self._consts_t, d2, region, prm)
         return d2, region, prm
 
-    def _refine(self, P: np.ndarray, ids: np.ndarray, dbest: np.ndarray, tri: np.ndarray,
-                reg: np.ndarray, par: np.ndarray) -> None:
-        """Exact answer for points ``ids`` by a ball query of radius ``dbest + h`` (in place)."""
-        owner, cand = self._ball_pairs(P[ids], dbest + self.cover_radius)
-        d2, region, prm = self._evaluate_pairs(P[ids], owner, cand)
-        order = np.lexsort((d2, owner))
-        first = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
-        # the ball contains the first-round winner, so every point has a pair
-        tri[ids] = cand[first]
-        reg[ids] = region[first]
-        par[:, ids] = prm[:, first]
-
     def _build_grid(self, r_med: float, slots: int = 16, max_wide: int = 128,
                     max_cells: int = 2_000_000) -> None:
         """Exact per-cell candidate lists in the band within ``r_med`` of the mesh (see class doc)."""
@@ -346,9 +334,14 @@ class ClosestTriangleQuery:
         if self.k < len(self._proxy_tri):
             # a triangle without a proxy among the k nearest is >= cd[:, -1] - h away
             dbest = np.sqrt(best2) * (1.0 + 1e-9) + self._slack
-            unsure = np.nonzero(cd[:, -1] - self.cover_radius < dbest)[0]
-            if len(unsure):
-                self._refine(P, unsure, dbest[unsure], tri, reg, par)
+            ids = np.nonzero(cd[:, -1] - self.cover_radius < dbest)[0]
+            if len(ids):        # exact by a ball query of radius dbest + h
+                owner, cand = self._ball_pairs(P[ids], dbest[ids] + self.cover_radius)
+                d2, region, prm = self._evaluate_pairs(P[ids], owner, cand)
+                order = np.lexsort((d2, owner))
+                first = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
+                # the ball contains the first-round winner, so every point has a pair
+                tri[ids], reg[ids], par[:, ids] = cand[first], region[first], prm[:, first]
         return tri, reg, par
 
 

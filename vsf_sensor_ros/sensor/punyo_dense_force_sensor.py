@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from ._punyo_common import (
-    check_config_keys, check_model_name, contact_offsets, numpy_pose, pairs_and_states, parse_tare)
+    check_config_keys, check_model_name, contacts_on, numpy_pose, parse_tare)
 from .base_sensor import BaseSensor, Pair, SimState, SparseJacobian, rigid_transform
 from .errors import InputError
 from .mesh import REGION_AB, REGION_AC, REGION_BC, REGION_FACE, ClosestTriangleQuery, triangle_mesh_of
@@ -62,7 +62,7 @@ class PunyoDenseForceSensor(BaseSensor):
         self.object: Any = None
         self._names: List[str] = []
         self._calib: Dict[str, np.ndarray] = {}
-        self._calib_cache: Dict[Tuple[str, torch.dtype, torch.device], torch.Tensor] = {}
+        self._calib_cache: Dict[Tuple[str, Any, Any], Any] = {}
         self._torch_cache: Dict[Tuple[torch.dtype, torch.device], Tuple[torch.Tensor, torch.Tensor]] = {}
 
     # -- configuration --------------------------------------------------------------------
@@ -115,8 +115,7 @@ class PunyoDenseForceSensor(BaseSensor):
             R, t = (x.detach().to(device="cpu", dtype=torch.float64).numpy()
                     for x in rigid_transform(state, name))
             cast = (T.dtype, T.device)
-        pairs, states = pairs_and_states(state, name)
-        offsets = contact_offsets(self.name, pairs, states, T.dtype, T.device)
+        pairs, states, offsets = contacts_on(state, name, self.name, T.dtype, T.device)
         pts, frc, elems = [], [], []
         for pair, c in zip(pairs, states):
             e = None
@@ -160,39 +159,54 @@ class PunyoDenseForceSensor(BaseSensor):
         _, b_tri, b_reg, b_par = q._closest((b_pts - t) @ R)
         return _Map(R, local, pv_c, pv_v, b_c, b_tri, b_reg, b_par, pairs, offsets, cast)
 
-    def _outputs(self, m: _Map, pred: bool,
-                 jac: bool) -> Tuple[Optional[torch.Tensor], Optional[SparseJacobian]]:
-        """``(prediction or None, SparseJacobian or None)`` in one compiled pass, in the state's dtype/device.
-        """
+    def _numpy_outputs(self, state: SimState, jac: bool, any_state: bool = False):
+        """The numpy face (the rig's; :meth:`_outputs` wraps it): ``(prediction (3V,), (rows, cols, values,
+        shape, pairs, offsets) or None, #contacts)`` float64 of one compiled pass, calibrated; None for a
+        state not float64 on the CPU unless ``any_state`` (then uncalibrated: the torch face casts first)."""
+        T = state.body_transforms.get(self.attachModelName)
+        if not (any_state or isinstance(T, torch.Tensor) and T.dtype == torch.float64 and T.is_cpu):
+            return None
+        m = self._map(state)
         nnz = 9 * len(m.pv_c) + 27 * len(m.b_c) if jac else 0
         out = np.zeros(3 * self.num_vertices)
         rows, cols, vals = np.empty(nnz, dtype=np.int64), np.empty(nnz, dtype=np.int64), np.empty(nnz)
         self.query._kernels.dense_force_outputs(                           # (attached: _map checked)
             m.local, m.pv_c, m.pv_v, m.b_c, m.b_tri, m.b_reg, m.b_par, self.triangles,
             np.ascontiguousarray(m.R.T), out, rows, cols, vals, jac)
-        prediction = J = None
-        dtype, device = m.cast if m.cast is not None else (None, None)
-        if pred:
-            raw = torch.from_numpy(out)
-            prediction = self._calibrated(raw if dtype is None else raw.to(device=device, dtype=dtype))
-        if jac:
-            rows_t, cols_t, vals_t = torch.from_numpy(rows), torch.from_numpy(cols), torch.from_numpy(vals)
-            if dtype is not None:
-                rows_t, cols_t = rows_t.to(device), cols_t.to(device)
-                vals_t = vals_t.to(device=device, dtype=dtype)
-            gain = self._calib_tensor("gain", vals_t.dtype, vals_t.device)   # of each value's row
+        if m.cast is None and self._calib:                 # as _calibrated, in numpy (float64 both)
+            gain, offset = self._calib_tensor("gain"), self._calib_tensor("tare")
             if gain is not None:
-                vals_t = vals_t * gain[rows_t]
-            J = SparseJacobian(rows=rows_t, cols=cols_t, values=vals_t,
-                               shape=(3 * self.num_vertices, 3 * m.offsets[-1]), pairs=m.pairs,
-                               offsets=m.offsets)      # (the map's own fresh lists)
+                out *= gain
+                vals *= gain[rows]                           # of each value's row
+            if offset is not None:
+                out += offset
+        parts = (rows, cols, vals, (3 * self.num_vertices, 3 * m.offsets[-1]), m.pairs, m.offsets)
+        return out, parts if jac else None, m.offsets[-1]
+
+    def _outputs(self, state: SimState, pred: bool,
+                 jac: bool) -> Tuple[Optional[torch.Tensor], Optional[SparseJacobian]]:
+        """``(prediction or None, SparseJacobian or None)`` in the state's dtype/device."""
+        out, parts, _ = self._numpy_outputs(state, jac, True)
+        T = state.body_transforms[self.attachModelName]                 # (checked by _map)
+        dtype, device, cast = T.dtype, T.device, not (T.dtype == torch.float64 and T.is_cpu)   # as _Map.cast
+        prediction = J = None
+        if pred:
+            prediction = torch.from_numpy(out).to(device=device, dtype=dtype)
+            prediction = self._calibrated(prediction) if cast else prediction   # (else calibrated)
+        if jac:
+            rows, cols, vals, shape, pairs, offsets = parts
+            rows_t, cols_t = torch.from_numpy(rows).to(device), torch.from_numpy(cols).to(device)
+            vals_t = torch.from_numpy(vals).to(device=device, dtype=dtype)
+            gain = self._calib_tensor("gain", dtype, device) if cast else None   # of each value's row
+            J = SparseJacobian(rows_t, cols_t, vals_t if gain is None else vals_t * gain[rows_t], shape,
+                               pairs, offsets)      # (the map's own fresh lists)
         return prediction, J
 
     # -- predictions ---------------------------------------------------------------------------
     def predict(self, state: SimState) -> torch.Tensor:
         """Predicted ``(3V,)`` local vertex forces (N), no autograd.  RuntimeError: not attached; ValueError
         naming pair and value: unknown body, bad transform, contacts' dtype, bad ``elems1``, too far."""
-        return self._outputs(self._map(state), True, False)[0]
+        return self._outputs(state, True, False)[0]
 
     def predict_torch(self, state: SimState) -> torch.Tensor:
         """:meth:`predict`, differentiable w.r.t. forces, points and the body transform; raises as it."""
@@ -246,11 +260,11 @@ class PunyoDenseForceSensor(BaseSensor):
     # -- Jacobians --------------------------------------------------------------------------
     def sparse_force_jacobian(self, state: SimState) -> SparseJacobian:
         """COO Jacobian: 27 entries per barycentric contact, 9 per per-vertex one (duplicates sum)."""
-        return self._outputs(self._map(state), False, True)[1]
+        return self._outputs(state, False, True)[1]
 
     def predict_with_jacobian(self, state: SimState) -> Tuple[torch.Tensor, SparseJacobian]:
         """``(predict(state), sparse_force_jacobian(state))`` sharing one closest-point search."""
-        return self._outputs(self._map(state), True, True)
+        return self._outputs(state, True, True)
 
     # -- calibration ---------------------------------------------------------------------------
     def set_calibration(self, calib_dict: dict) -> None:
@@ -264,15 +278,15 @@ class PunyoDenseForceSensor(BaseSensor):
         """The calibration dict set last (copies of float64 arrays), ``{}`` when none."""
         return {k: v.copy() for k, v in self._calib.items()}
 
-    def _calib_tensor(self, entry: str, dtype: torch.dtype, device: torch.device) -> Optional[torch.Tensor]:
-        """``(3V,)`` cached tensor of ``'gain'`` or the ``'tare'`` offset (tare − tare_sim_avg), or None."""
+    def _calib_tensor(self, entry: str, dtype: Any = None, device: Any = None) -> Any:
+        """``(3V,)`` cached tensor (no dtype: array) of ``'gain'`` or of tare − tare_sim_avg, or None."""
         if entry not in self._calib:
             return None
         key = (entry, dtype, device)
         if key not in self._calib_cache:
             value = self._calib["gain"] if entry == "gain" else \
                 self._calib["tare"] - self._calib.get("tare_sim_avg", 0.0)
-            self._calib_cache[key] = torch.as_tensor(value, dtype=dtype, device=device)
+            self._calib_cache[key] = torch.as_tensor(value, dtype=dtype, device=device) if dtype else value
         return self._calib_cache[key]
 
     def _calibrated(self, raw: torch.Tensor) -> torch.Tensor:

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from ._punyo_common import (
-    check_config_keys, check_model_name, contact_offsets, numpy_pose, pairs_and_states, parse_tare)
+    check_config_keys, check_model_name, contacts_on, numpy_pose, parse_tare)
 from .base_sensor import BaseSensor, SimState, SparseJacobian, rigid_transform
 from .errors import SettingError
 from .mesh import projected_area, triangle_mesh_of
@@ -43,6 +43,7 @@ class PunyoPressureSensor(BaseSensor):
         self.tare: Optional[np.ndarray] = None
         self.gain: float = 1.0
         self._calib: Dict[str, np.ndarray] = {}
+        self._pattern: Tuple[np.ndarray, ...] = (np.zeros(0, dtype=np.int64),) * 2   # see _numpy_outputs
 
     @property
     def base_normal_local(self) -> torch.Tensor:
@@ -92,17 +93,15 @@ class PunyoPressureSensor(BaseSensor):
         return [math.sqrt(self.variance)]
 
     # -- model -------------------------------------------------------------------------------
-    def _contacts(self, state: SimState):
-        """``(pairs, contact states)`` of the body; RuntimeError before :meth:`attach`."""
+    def _require_attached(self) -> None:
         if self.base_area is None:
             raise RuntimeError(f"sensor {self.name!r}: call attach() with the body's mesh first")
-        return pairs_and_states(state, self.attachModelName)
 
     def _gradient_row(self, state: SimState):
         """``(forces (N, 3), −(1/A) R n (3,), pairs, offsets)`` of the state's contacts on the body."""
-        pairs, states = self._contacts(state)
+        self._require_attached()
         R, _ = rigid_transform(state, self.attachModelName)
-        offsets = contact_offsets(self.name, pairs, states, R.dtype, R.device)
+        pairs, states, offsets = contacts_on(state, self.attachModelName, self.name, R.dtype, R.device)
         forces = torch.cat([c.forces for c in states]) if states else torch.zeros(0, 3, dtype=R.dtype,
                                                                                   device=R.device)
         n = torch.as_tensor(self._normal_np, dtype=R.dtype, device=R.device)
@@ -117,49 +116,44 @@ class PunyoPressureSensor(BaseSensor):
             p = p + torch.as_tensor(self.tare, dtype=p.dtype, device=p.device)
         return p
 
-    def _numpy_row(self, state: SimState):
-        """``_gradient_row`` in numpy for float32/float64 CPU states, else None."""
-        pairs, states = self._contacts(state)
+    def _numpy_outputs(self, state: SimState, jac: bool):
+        """The numpy face (the rig's; the torch methods wrap it): ``(p (1,), (rows, cols (shared: read only),
+        values, shape, pairs, offsets) or None, #contacts)`` of a float32/64 CPU state, else None."""
+        self._require_attached()
         pose = numpy_pose(state, self.attachModelName)
         if pose is None:
             return None
         R, _, T = pose
-        offsets = contact_offsets(self.name, pairs, states, T.dtype, T.device)
-        forces = np.concatenate([c.forces.detach().numpy() for c in states] or [np.zeros((0, 3), R.dtype)])
-        g = -(R @ self._normal_np.astype(R.dtype, copy=False)) * R.dtype.type(self.gain / self.base_area)
-        return forces, g, pairs, offsets
-
-    def _numpy_predict(self, row) -> torch.Tensor:
-        forces, g, _, _ = row
+        pairs, states, offsets = contacts_on(state, self.attachModelName, self.name, T.dtype, T.device)
+        n = offsets[-1]
+        forces = states[0].forces.detach().numpy() if len(states) == 1 else \
+            np.concatenate([c.forces.detach().numpy() for c in states] or [np.zeros((0, 3), R.dtype)])
+        g = R @ self._normal_np.astype(R.dtype, copy=False)
+        g *= -(self.gain / self.base_area)                    # = -(R n) * (gain / A) in R's dtype, one op
         p = (forces @ g).sum(keepdims=True)                   # (1,) of the state's dtype
         if self.tare is not None:
             p += self.tare.astype(g.dtype)
-        return torch.from_numpy(p)
-
-    @staticmethod
-    def _numpy_sparse(row) -> SparseJacobian:
-        _, g, pairs, offsets = row
-        n = offsets[-1]
+        if not jac:
+            return p, None, n
+        if len(self._pattern[1]) != 3 * n:                    # row 0, columns 0..3n-1: the same for every n
+            self._pattern = (np.zeros(3 * n, dtype=np.int64), np.arange(3 * n, dtype=np.int64))
         values = np.empty((n, 3), dtype=g.dtype)
         values[:] = g                                           # n copies of g (np.tile is slower)
-        return SparseJacobian(rows=torch.from_numpy(np.zeros(3 * n, dtype=np.int64)),
-                              cols=torch.from_numpy(np.arange(3 * n, dtype=np.int64)),
-                              values=torch.from_numpy(values.reshape(-1)), shape=(1, 3 * n),
-                              pairs=list(pairs), offsets=list(offsets))
+        return p, (*self._pattern, values.reshape(-1), (1, 3 * n), pairs, offsets), n
 
     def predict(self, state: SimState) -> torch.Tensor:
         """:meth:`predict_torch` without autograd (numpy for float32/float64 CPU states)."""
-        row = self._numpy_row(state)
-        if row is None:
+        out = self._numpy_outputs(state, False)
+        if out is None:
             with torch.no_grad():
                 return self.predict_torch(state)
-        return self._numpy_predict(row)
+        return torch.from_numpy(out[0])
 
     def sparse_force_jacobian(self, state: SimState) -> SparseJacobian:
         """Row 0, columns ``3c + k``, value ``(−(1/A) R n)[k]``: 3 entries per contact."""
-        row = self._numpy_row(state)
-        if row is not None:
-            return self._numpy_sparse(row)
+        out = self._numpy_outputs(state, True)
+        if out is not None:
+            return SparseJacobian(*map(torch.tensor, out[1][:3]), *out[1][3:])   # copies: the caller's
         with torch.no_grad():
             forces, g, pairs, offsets = self._gradient_row(state)
             n = offsets[-1]
@@ -170,10 +164,10 @@ class PunyoPressureSensor(BaseSensor):
 
     def predict_with_jacobian(self, state: SimState) -> Tuple[torch.Tensor, SparseJacobian]:
         """``(predict(state), sparse_force_jacobian(state))`` in one pass; raises as :meth:`predict_torch`."""
-        row = self._numpy_row(state)
-        if row is None:
+        out = self._numpy_outputs(state, True)
+        if out is None:
             return self.predict(state), self.sparse_force_jacobian(state)
-        return self._numpy_predict(row), self._numpy_sparse(row)
+        return torch.from_numpy(out[0]), SparseJacobian(*map(torch.tensor, out[1][:3]), *out[1][3:])
 
     # -- calibration ---------------------------------------------------------------------------
     def set_calibration(self, calib_dict: dict) -> None:
