@@ -63,8 +63,8 @@ class BodyTransforms:
     def has_stamp(self, stamp_ns: int) -> bool:
         """Whether some source sent a joint state stamped exactly ``stamp_ns`` (ns), still kept."""
         for src in self._sources.values():
-            i = bisect.bisect_left(src.stamps, stamp_ns)
-            if i < len(src.stamps) and src.stamps[i] == stamp_ns:
+            s = src.stamps   # ascending: the newest first (the usual case, in lockstep), else a search
+            if s[-1] == stamp_ns or (stamp_ns < s[-1] and s[bisect.bisect_left(s, stamp_ns)] == stamp_ns):
                 return True
         return False
 
@@ -78,9 +78,7 @@ class BodyTransforms:
         if stamp_ns <= 0:
             return False
         key, perm = self._source_key(names)
-        pos = np.array(positions, dtype=np.float64)
-        if perm is not None:
-            pos = pos[perm]
+        pos = np.array(positions, np.float64) if perm is None else np.asarray(positions, np.float64)[perm]
         src = self._sources.get(key)
         jumped = src is not None and stamp_ns < src.stamps[-1]
         if src is None or jumped:
@@ -159,11 +157,8 @@ class BodyTransforms:
         rewound = False
         for key, src in self._sources.items():
             i = bisect.bisect_right(src.stamps, stamp_ns) - 1
-            if 0 <= i < len(src.stamps) - 1:
-                rewound = True
-            else:
-                i = len(src.stamps) - 1
-            chosen.append((src.stamps[i], key, src.positions[i]))
+            rewound |= 0 <= i < len(src.stamps) - 1
+            chosen.append((src.stamps[i], key, src.positions[i]))   # i = -1 (none that early): the latest
         if not rewound:
             return None
         merged: Dict[str, float] = {}
@@ -186,20 +181,22 @@ class JointStateWait:
     def offer(self, stamp_ns: int, item: Any, now_s: float) -> List[Any]:
         """A contacts message ``item`` arrived at ``now_s``: the items to step now, oldest first."""
         out = self.expire(now_s)
-        newest = self._transforms.newest_ns
+        waits = self._lockstep >= LOCKSTEP and 0 < self._transforms.newest_ns < stamp_ns
         self._held.append((now_s, stamp_ns, item))
-        if self._lockstep >= LOCKSTEP and 0 < newest < stamp_ns:
-            return out + self._release(len(self._held) - self.max_held)
-        return out + self._release(len(self._held))
+        return out + self._release(len(self._held) - (self.max_held if waits else 0))
 
     def joint_state(self) -> List[Any]:
         """A joint state was applied: the waiting items its stamp reaches (with those before them)."""
+        if not self._held:    # the usual case: nothing waits
+            return []
         newest = self._transforms.newest_ns
         reached = [i for i, (_, stamp, _) in enumerate(self._held) if stamp <= newest]
         return self._release(reached[-1] + 1 if reached else 0)
 
     def expire(self, now_s: float) -> List[Any]:
         """The items that waited ``max_wait_s`` or longer (with those before them)."""
+        if not self._held:    # the usual case: nothing waits
+            return []
         old = [i for i, (t, _, _) in enumerate(self._held) if now_s - t >= self.max_wait_s]
         return self._release(old[-1] + 1 if old else 0)
 

@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Sequence, Tuple
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
@@ -20,8 +19,7 @@ from .parameter_table import ConfigError
 from .sensor_handle import SensorHandle
 
 
-@dataclass(slots=True)
-class RawJointState:
+class RawJointState(NamedTuple):
     """``sensor_msgs/JointState`` decoded from CDR: ``position``, ``velocity``, ``effort`` float64
     read-only views on the received bytes (rad or m, rad/s or m/s, N·m or N), each possibly empty."""
     header: RawHeader
@@ -31,8 +29,7 @@ class RawJointState:
     effort: np.ndarray
 
 
-_EMPTY_F8 = np.zeros(0)
-_EMPTY_F8.setflags(write=False)
+_EMPTY_F8 = np.frombuffer(b"", dtype=np.float64)   # read-only
 _JOINT_NAMES: List[Any] = [None]   # the last names section (wire.cached_section)
 
 
@@ -86,7 +83,7 @@ class KinematicInputs:
 
     def on_joint_state(self, msg: JointState) -> None:
         """One ``joint_states`` message: renamed, checked, applied whole or rejected whole."""
-        names, pos = list(msg.name), np.asarray(msg.position, dtype=np.float64)
+        names, pos = msg.name, np.asarray(msg.position, dtype=np.float64)   # names only read
         applied = self.joint_names.rename(names)
         try:   # the world checks the count and finiteness (nothing applied): counted by its reason
             ignored = self._world.set_joint_positions(applied, pos)

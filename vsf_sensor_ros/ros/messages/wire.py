@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import struct
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import (Any, Callable, Collection, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple,
                     Union)
@@ -41,31 +40,23 @@ class CdrDecodeError(ReasonError):
     """Bytes that are not a well-formed CDR message of the expected type (``reason``)."""
 
 
-@dataclass(slots=True)
-class RawTime:
+class RawTime(NamedTuple):
     """``builtin_interfaces/Time``: ``sec`` (int32), ``nanosec`` (uint32)."""
     sec: int
     nanosec: int
 
 
-@dataclass(slots=True)
-class RawHeader:
+class RawHeader(NamedTuple):
     """``std_msgs/Header``: ``stamp`` and ``frame_id`` (str)."""
     stamp: RawTime
     frame_id: str
 
 
-@dataclass(slots=True)
-class RawPointCloud2:
-    """``sensor_msgs/PointCloud2`` from CDR: ``fields`` a :class:`FrozenFields`, ``data`` a
-    read-only uint8 view on the received bytes."""
+class RawPointCloud2(NamedTuple):
+    """``sensor_msgs/PointCloud2`` from CDR: ``layout`` a :class:`CloudLayout` (read as the message's
+    ``height`` .. ``is_bigendian``, ``fields`` FrozenFields), ``data`` a read-only uint8 view on the bytes."""
     header: RawHeader
-    height: int
-    width: int
-    fields: Tuple[Any, ...]
-    is_bigendian: bool
-    point_step: int
-    row_step: int
+    layout: "CloudLayout"
     data: np.ndarray
     is_dense: bool
 
@@ -171,13 +162,10 @@ def decode_pointcloud2(data: object) -> RawPointCloud2:
     r = Reader(data, "PointCloud2")
     try:
         header = r.header()
-        height, width, fields, is_bigendian, point_step, row_step = cached_section(
-            _CLOUD_LAYOUT, r, _read_cloud_layout)
+        layout = cached_section(_CLOUD_LAYOUT, r, _read_cloud_layout)   # the same object while it repeats
         r.what = "data"
-        buf = r.buf
-        pos = r.pos + (-r.pos & 3)
-        n = r.u32s(buf, pos)[0]
-        pos += 4
+        buf, pos = r.buf, r.pos + (-r.pos & 3)
+        n, pos = r.u32s(buf, pos)[0], pos + 4
         if pos + n + 1 > r.end:
             r.pos = pos
             raise r.fail()
@@ -185,11 +173,10 @@ def decode_pointcloud2(data: object) -> RawPointCloud2:
         is_dense = bool(buf[pos + n])
     except (struct.error, IndexError):
         raise r.fail() from None
-    return RawPointCloud2(header, height, width, fields, is_bigendian, point_step, row_step,
-                          payload, is_dense)
+    return RawPointCloud2(header, layout, payload, is_dense)
 
 
-def _read_cloud_layout(r: "Reader") -> Tuple[int, int, FrozenFields, bool, int, int]:
+def _read_cloud_layout(r: "Reader") -> CloudLayout:
     """``height`` .. ``row_step`` of a ``PointCloud2`` from ``r.pos`` (after the header)."""
     r.what = "height, width, fields"
     height, width, nf = r.u32(), r.u32(), r.u32()
@@ -203,7 +190,8 @@ def _read_cloud_layout(r: "Reader") -> Tuple[int, int, FrozenFields, bool, int, 
         fields.append(FieldSpec(name, offset, r.buf[r.pos - 1], r.u32()))
     r.what = "is_bigendian, point_step, row_step"
     r.pos += 1
-    return height, width, FrozenFields(fields), bool(r.buf[r.pos - 1]), r.u32(), r.u32()
+    big = bool(r.buf[r.pos - 1])
+    return CloudLayout(FrozenFields(fields), height, width, r.u32(), r.u32(), big)
 
 
 DATATYPE_CODES: Dict[int, str] = {
@@ -251,8 +239,14 @@ class CloudLayout(NamedTuple):
         return int(self.height) * int(self.width)
 
 
+for _name in CloudLayout._fields:   # a RawPointCloud2 reads as a message: msg.height is msg.layout.height
+    setattr(RawPointCloud2, _name, property(lambda msg, name=_name: getattr(msg.layout, name)))
+
+
 def as_byte_array(data: Any) -> np.ndarray:
     """A message's byte buffer as a ``uint8`` array (zero-copy where the buffer allows)."""
+    if type(data) is np.ndarray and data.dtype is _U8 and data.ndim == 1 and data.flags.c_contiguous:
+        return data     # already one (decode_pointcloud2's)
     try:
         return np.frombuffer(data, dtype=np.uint8)
     except TypeError:          # a list of ints (some distributions' uint8[] fields)
@@ -274,12 +268,15 @@ def check_data_size(layout: CloudLayout, nbytes: int, exact: bool = True) -> Non
         raise CloudDecodeError("bad_size", f"data has {nbytes} bytes, expected height {h} x row_step "
                                f"{row_step}")
     if not exact and nbytes < (h - 1) * row_step + w * step:
-        raise CloudDecodeError(
-            "bad_size", f"data of {nbytes} bytes does not hold {h} rows of {w} points "
-                        f"(row_step {row_step}, point_step {step})")
+        raise CloudDecodeError("bad_size", f"data of {nbytes} bytes does not hold {h} rows of {w} points "
+                               f"(row_step {row_step}, point_step {step})")
 
 
 _MAX_ITEMSIZE = 2 ** 31 - 1   # the largest point_step a numpy record can span (a C int)
+_U8 = np.dtype(np.uint8)
+_LAST_PLAN: List[Any] = [None]   # the last validated field plan of read_points
+_NAMES: List[List[str]] = [[]]   # a copy of the last body-name table checked (a node repeats its own)
+_BLOCKS: List[Any] = [None]      # contacts_from_buffer's last plan of views (of a FrozenFields layout)
 
 
 @functools.lru_cache(maxsize=64)   # built once per layout: a simulator sends the same layout every step
@@ -290,19 +287,18 @@ def _record_dtype(names: Tuple[str, ...], formats: Tuple[str, ...], offsets: Tup
 
 
 class FrozenFields(tuple):
-    """A cloud's fields, immutable: :func:`read_points` reuses its last validated plan for the
-    very same object (one per repeated layout); any other sequence is validated on every call."""
+    """A cloud's fields, immutable: :func:`read_points` reuses its last validated plan for the very
+    same layout holding them (one per repeated layout); any other sequence is validated on every call."""
 
     __slots__ = ()
 
 
-_LAST_PLAN: List[Any] = [None]   # the last validated field plan of read_points
-
-
-def _field_plan(layout: CloudLayout, names: Sequence[str], optional: Sequence[str],
-                datatypes: Optional[Mapping[str, Collection[int]]], step: int,
-                endian: str) -> Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[int, ...]]:
-    """``(used names, numpy formats, offsets)``; CloudDecodeError: see :func:`read_points`."""
+def _field_plan(layout: CloudLayout, names: Tuple[str, ...], optional: Tuple[str, ...],
+                datatypes: Optional[Mapping[str, Collection[int]]]) -> Tuple[Any, ...]:
+    """``(layout, names, optional, datatypes, (exact data size or -1, record dtype or None, view shape,
+    strides, used names, formats, offsets))`` of a checked layout (:func:`read_points`' errors)."""
+    h, w, step, row_step = int(layout.height), int(layout.width), int(layout.point_step), int(layout.row_step)
+    endian = ">" if layout.is_bigendian else "<"
     wanted = list(names) + [n for n in optional if n not in names]
     by_name: Dict[str, Any] = {}
     for f in layout.fields:
@@ -333,7 +329,14 @@ def _field_plan(layout: CloudLayout, names: Sequence[str], optional: Sequence[st
                 "bad_field_offset", f"field {name!r} at offset {f.offset} does not fit in point_step {step}")
         formats.append(endian + code)
         offsets.append(int(f.offset))
-    return tuple(used), tuple(formats), tuple(offsets)
+    used, formats, offsets = tuple(used), tuple(formats), tuple(offsets)
+    rec = _record_dtype(used, formats, offsets, step) if 0 < step <= _MAX_ITEMSIZE and h * w else None
+    even = h == 1 or row_step == w * step   # the points evenly strided: one (N,) view
+    plan = (layout, names, optional, datatypes, (h * row_step if 0 < w * step <= row_step else -1, rec,
+            (h * w,) if even else (h, w), (step,) if even else (row_step, step), used, formats, offsets))
+    if type(layout.fields) is FrozenFields and (datatypes is None or type(datatypes) is MappingProxyType):
+        _LAST_PLAN[0] = plan
+    return plan
 
 
 def read_points(layout: CloudLayout, data: Any, names: Sequence[str], optional: Sequence[str] = (),
@@ -345,32 +348,21 @@ def read_points(layout: CloudLayout, data: Any, names: Sequence[str], optional: 
     CloudDecodeError, in this order: ``duplicate_field`` (a read field twice), ``missing_field``,
     ``bad_size`` (``point_step`` <= 0 or >= 2**31 with points, the data length), ``bad_field_type``,
     ``bad_field_count`` (!= 1), ``bad_field_offset`` (past ``point_step``)."""
-    step = int(layout.point_step)
-    endian = ">" if layout.is_bigendian else "<"
-    n = layout.num_points
-    # a plan is reused only for immutable inputs (FrozenFields, a MappingProxyType or no table)
-    cacheable = type(layout.fields) is FrozenFields and (datatypes is None
-                                                         or type(datatypes) is MappingProxyType)
-    key = (step, endian, tuple(names), tuple(optional)) if cacheable else None
-    plan = _LAST_PLAN[0]
-    if cacheable and plan is not None and plan[0] is layout.fields and plan[1] == key \
-            and plan[2] is datatypes:
-        used, formats, offsets, rec = plan[3]    # the same field table as the last read: checked then
-    else:
-        used, formats, offsets = _field_plan(layout, names, optional, datatypes, step, endian)
-        rec = _record_dtype(used, formats, offsets, step) if 0 < step <= _MAX_ITEMSIZE else None
-        if cacheable and rec is not None:   # only a plan valid for any number of points
-            _LAST_PLAN[0] = (layout.fields, key, datatypes, (used, formats, offsets, rec))
+    plan = _LAST_PLAN[0]   # reused for the very same layout and inputs, immutable (_field_plan)
+    if plan is None or plan[0] is not layout or plan[1] is not names or plan[2] is not optional \
+            or plan[3] is not datatypes:
+        plan = _field_plan(layout, tuple(names), tuple(optional), datatypes)
+    nbytes, rec, shape, strides, used, formats, offsets = plan[4]
     buf = as_byte_array(data)
-    check_data_size(layout, int(buf.size), exact_size)
-    if n == 0:     # no point: a packed record (point_step may exceed what a numpy dtype can span)
-        return np.zeros(0, dtype=_record_dtype(used, formats, offsets, 0))
-    if step > _MAX_ITEMSIZE:
-        raise CloudDecodeError("bad_size", f"point_step {step} exceeds {_MAX_ITEMSIZE} bytes")
-    h, w, row_step = int(layout.height), int(layout.width), int(layout.row_step)
+    if buf.size != nbytes:
+        check_data_size(layout, int(buf.size), exact_size)   # raises unless a tolerated size
+    if rec is None:     # no point: a packed record (point_step may exceed what a numpy dtype can span)
+        if layout.num_points == 0:
+            return np.zeros(0, dtype=_record_dtype(used, formats, offsets, 0))
+        raise CloudDecodeError("bad_size", f"point_step {layout.point_step} exceeds {_MAX_ITEMSIZE} bytes")
     # Strided view over the buffer: row padding (row_step > width*point_step) is skipped, not copied.
-    grid = np.ndarray(shape=(h, w), dtype=rec, buffer=buf, strides=(row_step, step))
-    return grid.reshape(n)
+    grid = np.ndarray(shape, rec, buf, 0, strides)
+    return grid if len(shape) == 1 else grid.reshape(-1)
 
 
 def float_columns(points: np.ndarray, names: Sequence[str]) -> np.ndarray:
@@ -447,9 +439,9 @@ def pointcloud2_to_contacts(msg: PointCloud2, body_names: Sequence[str], dtype: 
                             device: Union[str, torch.device] = "cpu",
                             expected_frame_id: Optional[str] = None) -> DecodedContacts:
     """:func:`contacts_from_buffer` of a contacts cloud (message or :class:`RawPointCloud2`)."""
-    return contacts_from_buffer(CloudLayout.of(msg), msg.data, body_names, dtype, device,
-                                frame_id=msg.header.frame_id, stamp_ns=stamp_to_ns(msg.header.stamp),
-                                expected_frame_id=expected_frame_id)
+    layout = msg.layout if type(msg) is RawPointCloud2 else CloudLayout.of(msg)
+    return contacts_from_buffer(layout, msg.data, body_names, dtype, device, frame_id=msg.header.frame_id,
+                                stamp_ns=stamp_to_ns(msg.header.stamp), expected_frame_id=expected_frame_id)
 
 
 def contacts_from_buffer(layout: CloudLayout, data: Any, body_names: Sequence[str],
@@ -460,8 +452,9 @@ def contacts_from_buffer(layout: CloudLayout, data: Any, body_names: Sequence[st
     ``body_names``: the table ``body1``/``body2`` index; ``expected_frame_id``: another non-empty
     ``frame_id`` is refused.  ContactsDecodeError: a reason of :data:`DECODE_REASONS` (``non_finite``
     also past ``dtype``'s range); ValueError: duplicate ``body_names``."""
-    names = check_body_names(body_names)
-    field_names = [f.name for f in layout.fields]
+    names = _NAMES[0]
+    if type(body_names) is not list or body_names != names:     # checked once while the table repeats
+        names = _NAMES[0] = check_body_names(body_names)
     if expected_frame_id is not None and frame_id and frame_id != expected_frame_id:
         raise ContactsDecodeError(
             "bad_frame_id", f"contacts are in frame {frame_id!r}, expected {expected_frame_id!r}")
@@ -469,37 +462,50 @@ def contacts_from_buffer(layout: CloudLayout, data: Any, body_names: Sequence[st
     try:
         if n == 0:
             check_data_size(layout, int(as_byte_array(data).size), exact=True)
-            return DecodedContacts({}, {}, 0, frame_id=frame_id, stamp_ns=stamp_ns, fields=field_names)
-        arr = read_points(layout, data, CONTACT_FIELDS, OPTIONAL_CONTACT_FIELDS, ALLOWED_DATATYPES,
-                          exact_size=True)
-        have = arr.dtype.fields
+            return DecodedContacts({}, {}, 0, frame_id=frame_id, stamp_ns=stamp_ns,
+                                   fields=[f.name for f in layout.fields])
+        arr = read_points(layout, data, CONTACT_FIELDS, OPTIONAL_CONTACT_FIELDS, ALLOWED_DATATYPES)
+        plan = _BLOCKS[0]   # (layout, cols, elem names, field names), kept for a repeated layout
+        if plan is None or plan[0] is not layout:
+            have = arr.dtype.fields
+            elem_names = tuple([c for c in ELEM_FIELDS if c in have])
+            cols = [raw_columns(arr, POINT_FIELDS + FORCE_FIELDS).reshape(n, 2, 3).transpose(1, 0, 2),
+                    raw_columns(arr, NORMAL_FIELDS) if all([c in have for c in NORMAL_FIELDS]) else None,
+                    arr[DEPTH_FIELD] if DEPTH_FIELD in have else None, raw_columns(arr, BODY_FIELDS),
+                    raw_columns(arr, elem_names).T if elem_names else None]
+            views = all([b is None or np.may_share_memory(b, arr) for b in cols])
+            if views:   # as np.ndarray arguments: one call each for the next message's records
+                cols = [None if b is None else (b.shape, b.dtype, b.ctypes.data - arr.ctypes.data, b.strides)
+                        for b in cols]
+            plan = (layout, cols, elem_names, [f.name for f in layout.fields])
+            if views and type(layout.fields) is FrozenFields:
+                _BLOCKS[0] = plan
+        _, cols, elem_names, field_names = plan
+        pf, normals, depth, bb, ee = [b if type(b) is not tuple else np.ndarray(b[0], b[1], arr, b[2], b[3])
+                                      for b in cols]
         # checked before widening to float64 (a signalling NaN would warn)
-        pf = raw_columns(arr, POINT_FIELDS + FORCE_FIELDS)   # (N, 6) as one view
         if not np.isfinite(pf).all():
-            require_finite(pf[:, :3], "x/y/z")
-            require_finite(pf[:, 3:], "fx/fy/fz")
-        normals = raw_columns(arr, NORMAL_FIELDS) if all([c in have for c in NORMAL_FIELDS]) else None
-        depth = arr[DEPTH_FIELD] if DEPTH_FIELD in have else None
+            require_finite(pf[0], "x/y/z")
+            require_finite(pf[1], "fx/fy/fz")
         for label, values in (("nx/ny/nz", normals), ("depth", depth)):
             if values is not None:
                 require_finite(values, label)
     except CloudDecodeError as exc:   # a layout problem: counted under its own reason
         raise ContactsDecodeError(exc.reason, str(exc)) from None
-    bb, nb = raw_columns(arr, BODY_FIELDS), len(names)   # (N, 2) unsigned
+    nb = len(names)   # bb: (N, 2) unsigned
     (b1, b2), one_pair = bb[0].tolist(), bool((bb == bb[0]).all())   # one pair: the usual simulator step
     if (max(b1, b2) if one_pair else bb.max()) >= nb:
         r = int((bb >= nb).any(axis=1).argmax())
         raise ContactsDecodeError("body_index_out_of_range", f"row {r}: body indices ({int(bb[r, 0])}, "
                                   f"{int(bb[r, 1])}) but contact_body_names has {nb} entries")
-    elem_names = tuple([c for c in ELEM_FIELDS if c in have])
-    ee = raw_columns(arr, elem_names) if elem_names else None    # (N, k) int32
-    if ee is not None and ee.min() < -1:
-        k = int((ee < -1).any(axis=0).argmax())
-        r = int((ee[:, k] < -1).argmax())
-        raise ContactsDecodeError("elem_index_invalid", f"row {r}: {elem_names[k]} = {int(ee[r, k])} (< -1)")
-    pf = pf.reshape(n, 2, 3).transpose(1, 0, 2).astype(np.float64, order="C")   # (2, N, 3) points, forces
-    ee = None if ee is None else ee.T.astype(np.int64, order="C")   # (k, N)
-    normals, depth = (None if v is None else v.astype(np.float64) for v in (normals, depth))
+    if ee is not None and ee.min() < -1:   # ee: (k, N) int32
+        k = int((ee < -1).any(axis=1).argmax())
+        r = int((ee[k] < -1).argmax())
+        raise ContactsDecodeError("elem_index_invalid", f"row {r}: {elem_names[k]} = {int(ee[k, r])} (< -1)")
+    pf = pf.astype(np.float64, order="C")   # (2, N, 3) points, forces
+    ee = None if ee is None else ee.astype(np.int64, order="C")   # (k, N)
+    normals = None if normals is None else normals.astype(np.float64)
+    depth = None if depth is None else depth.astype(np.float64)
     # Group rows by ordered pair, pairs in order of first appearance, rows in message order.
     if not one_pair:
         key = bb[:, 0].astype(np.int64) * nb + bb[:, 1]
@@ -509,27 +515,27 @@ def contacts_from_buffer(layout: CloudLayout, data: Any, body_names: Sequence[st
         bounds, pair_keys = [0] + np.cumsum(counts[order]).tolist(), uniq[order].tolist()
         pf, ee = np.take(pf, perm, axis=1), None if ee is None else np.take(ee, perm, axis=1)
         normals, depth = (None if v is None else v[perm] for v in (normals, depth))
-    PF = torch.from_numpy(pf)
+    P, F = torch.from_numpy(pf[0]), torch.from_numpy(pf[1])   # two views: cheaper than unbind
     if dtype is not torch.float64 or (device != "cpu" and device != _CPU):   # .to costs even as a no-op
-        PF = PF.to(dtype=dtype, device=device)
-        if dtype != torch.float64 and not torch.isfinite(PF).all():
+        P, F = P.to(dtype=dtype, device=device), F.to(dtype=dtype, device=device)
+        if dtype != torch.float64 and not (torch.isfinite(P).all() and torch.isfinite(F).all()):
             # finite float64 values past a narrower dtype's range would become +-inf
             raise ContactsDecodeError("non_finite", f"x/y/z or fx/fy/fz exceed the range of {dtype}")
-    P, F = PF.unbind(0)
     E = {} if ee is None else dict(zip(elem_names, torch.from_numpy(ee).to(device=device).unbind(0)))
     E1, E2 = E.get("elem1"), E.get("elem2")
     if one_pair:    # the whole arrays: no grouping, no per-pair slices
         pair = (names[b1], names[b2])
         return DecodedContacts({pair: trusted_contact_state(P, F, E1, E2)}, {pair: identity_rows(n)}, n,
                                None if normals is None else {pair: normals},
-                               None if depth is None else {pair: depth}, frame_id, stamp_ns, field_names)
+                               None if depth is None else {pair: depth}, frame_id, stamp_ns,
+                               list(field_names))
     spans = {(names[k // nb], names[k % nb]): slice(bounds[i], bounds[i + 1])
              for i, k in enumerate(pair_keys)}
     contacts = {pair: trusted_contact_state(P[s], F[s], None if E1 is None else E1[s],
                                             None if E2 is None else E2[s]) for pair, s in spans.items()}
     rows = {pair: perm[s] for pair, s in spans.items()}   # message rows of each pair
     nrm, dep = (None if v is None else {pair: v[s] for pair, s in spans.items()} for v in (normals, depth))
-    return DecodedContacts(contacts, rows, n, nrm, dep, frame_id, stamp_ns, field_names)
+    return DecodedContacts(contacts, rows, n, nrm, dep, frame_id, stamp_ns, list(field_names))
 
 
 _CPU = torch.device("cpu")
