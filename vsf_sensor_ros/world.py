@@ -267,8 +267,9 @@ class World:
 
     # ------------------------------------------------------------------ state updates
 
-    def set_body_pose(self, name: str, T_world_body: np.ndarray) -> None:
-        """Set the ``(4, 4)`` body -> world pose (m) of a free body.  InputError (nothing changes): ``name``
+    def set_body_pose(self, name: str, T_world_body: np.ndarray, checked: bool = False) -> None:
+        """Set the ``(4, 4)`` body -> world pose (m) of a free body (``checked``: one this world validated,
+        restored bit for bit; the snap is not idempotent).  InputError (nothing changes): ``name``
         not a free body (``reason`` ``'not_free'``, ``expected`` the free bodies) or one that follows a link
         (``'attached'``, ``expected`` its parent), or an invalid transform."""
         a = self._attached.get(name)
@@ -279,7 +280,7 @@ class World:
         if a.parent is not None:
             raise InputError(f"body {name!r} is attached to {a.parent!r}; its pose follows that body",
                              "name", name, "attached", a.parent)
-        a.pose = validate_transform(T_world_body, f"pose of {name!r}")
+        a.pose = T_world_body.copy() if checked else validate_transform(T_world_body, f"pose of {name!r}")
         self._bodies_dirty, self.revision = True, self.revision + 1
 
     def set_joint_positions(self, names: Sequence[str], positions: Sequence[float]) -> List[str]:

@@ -111,3 +111,21 @@ def test_a_contacts_message_uses_the_free_body_pose_of_its_stamp_and_the_world_k
     world.set_body_pose(body, pose(0.05))
     transforms.invalidate()
     assert float(transforms.at(15 * MS)[body][0, 3]) == 0.05
+
+
+def test_a_rewind_puts_the_latest_free_body_pose_back_bit_for_bit():
+    # a pose is snapped to a rotation when set; snapping again is not exact, so the world must not re-snap
+    from scipy.spatial.transform import Rotation
+    transforms, _, _ = _wait()
+    world = transforms._world
+    body = world.free_body_names[0]
+    rng = np.random.default_rng(3)
+    for ms in (10, 20):
+        T = np.eye(4)
+        T[:3, :3], T[:3, 3] = Rotation.random(random_state=rng).as_matrix(), rng.normal(size=3)
+        world.set_body_pose(body, T)
+        transforms.remember_pose(body, ms * MS, T)
+    latest = world.body_transform(body)
+    for _ in range(5):
+        transforms.at(15 * MS)                    # the pose of 10 ms, then the latest put back
+    assert np.array_equal(world.body_transform(body), latest)

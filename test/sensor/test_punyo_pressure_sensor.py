@@ -250,3 +250,18 @@ def test_from_config_with_a_non_numeric_base_normal_names_the_key_and_value(valu
     with pytest.raises(SettingError) as err:
         PunyoPressureSensor.from_config("pp", {"attachment": "punyo", "base_normal_local": value})
     assert (err.value.setting, err.value.value) == ("base_normal_local", value)
+
+
+def test_inference_mode_states_and_a_pose_changed_in_place_between_calls():
+    # f = (0, 0, -4): 2 Pa and dp/df = (0, 0, -1/2) per contact, as test_pushing_down_on_the_membrane
+    s = sensor()
+    with torch.inference_mode():                 # its tensors have no version counter
+        st = state({("punyo", "finger"): cs([[0.0, 0.0, -4.0]])})
+        assert s.predict(st).item() == pytest.approx(2.0)
+        assert s.sparse_force_jacobian(st).values.tolist() == pytest.approx([0.0, 0.0, -0.5])
+    st = state({("punyo", "finger"): cs([[0.0, 0.0, -4.0]])})
+    assert s.predict(st).item() == pytest.approx(2.0)
+    st.body_transforms["punyo"].numpy()[:3, :3] *= 2.0    # in place, torch does not see it
+    for call in (s.predict, s.sparse_force_jacobian, s.predict_with_jacobian):
+        with pytest.raises(ValueError):
+            call(st)

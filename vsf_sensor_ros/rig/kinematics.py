@@ -146,7 +146,7 @@ class BodyTransforms:
                 world.set_configuration(latest)
                 world.last_ignored_joints = ignored
                 for body, T in latest_poses.items():
-                    world.set_body_pose(body, T)
+                    world.set_body_pose(body, T, checked=True)
         if self._cache is None or self._cache[0] != world.revision:   # an unchanged world: no FK
             self._cache = (world.revision, world.body_transforms(self._dtype, self._device, self._names))
         return self._cache[1]

@@ -18,17 +18,13 @@ def numpy_pose(state: SimState, name: str) -> Optional[Tuple[np.ndarray, np.ndar
     """``(R (3, 3), t (3,), T)`` of body ``name`` as numpy views (checked in plain Python, cheaper than
     torch), or None when ``T`` is not a float32/float64 CPU tensor; raises as :func:`.rigid_transform`."""
     T = state.body_transforms.get(name)
-    cache = state.__dict__.setdefault("_numpy_poses", {})   # checked once per state, tensor and its version
-    hit = cache.get(name)
-    if hit is None or hit[0] is not T or hit[1] != T._version:
-        if not isinstance(T, torch.Tensor) or T.shape != (4, 4):
-            rigid_transform(state, name)                # raises the shared message (an unknown body too)
-        if not T.is_cpu or T.dtype not in _NUMPY_DTYPES:
-            return None
-        Tn = T.detach().numpy() if T.requires_grad else T.numpy()
-        check_rigid_values(Tn.ravel().tolist(), name, T.dtype, T)
-        cache[name] = hit = (T, T._version, (Tn[:3, :3], Tn[:3, 3], T))
-    return hit[2]
+    if not isinstance(T, torch.Tensor) or T.shape != (4, 4):
+        rigid_transform(state, name)                    # raises the shared message (an unknown body too)
+    if not T.is_cpu or T.dtype not in _NUMPY_DTYPES:
+        return None
+    Tn = T.detach().numpy() if T.requires_grad else T.numpy()
+    check_rigid_values(Tn.ravel().tolist(), name, T.dtype, T)   # every call: a pose may change in place
+    return Tn[:3, :3], Tn[:3, 3], T
 
 
 def contacts_on(state: SimState, name: str, sensor: str, dtype: torch.dtype, device: torch.device

@@ -43,7 +43,6 @@ class PunyoPressureSensor(BaseSensor):
         self.tare: Optional[np.ndarray] = None
         self.gain: float = 1.0
         self._calib: Dict[str, np.ndarray] = {}
-        self._pattern: Tuple[np.ndarray, ...] = (np.zeros(0, dtype=np.int64),) * 2   # see _numpy_outputs
 
     @property
     def base_normal_local(self) -> torch.Tensor:
@@ -117,7 +116,7 @@ class PunyoPressureSensor(BaseSensor):
         return p
 
     def _numpy_outputs(self, state: SimState, jac: bool):
-        """The numpy face (the rig's; the torch methods wrap it): ``(p (1,), (rows, cols (shared: read only),
+        """The numpy face (the rig's; the torch methods wrap it): ``(p (1,), (rows, cols,
         values, shape, pairs, offsets) or None, #contacts)`` of a float32/64 CPU state, else None."""
         self._require_attached()
         pose = numpy_pose(state, self.attachModelName)
@@ -135,11 +134,10 @@ class PunyoPressureSensor(BaseSensor):
             p += self.tare.astype(g.dtype)
         if not jac:
             return p, None, n
-        if len(self._pattern[1]) != 3 * n:                    # row 0, columns 0..3n-1: the same for every n
-            self._pattern = (np.zeros(3 * n, dtype=np.int64), np.arange(3 * n, dtype=np.int64))
         values = np.empty((n, 3), dtype=g.dtype)
         values[:] = g                                           # n copies of g (np.tile is slower)
-        return p, (*self._pattern, values.reshape(-1), (1, 3 * n), pairs, offsets), n
+        rows, cols = np.zeros(3 * n, dtype=np.int64), np.arange(3 * n, dtype=np.int64)  # row 0, cols 3c + k
+        return p, (rows, cols, values.reshape(-1), (1, 3 * n), pairs, offsets), n
 
     def predict(self, state: SimState) -> torch.Tensor:
         """:meth:`predict_torch` without autograd (numpy for float32/float64 CPU states)."""
