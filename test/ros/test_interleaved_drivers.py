@@ -78,7 +78,6 @@ def _tool_pose(a: float, b: float, c: float) -> np.ndarray:
 
 def _apply(world, bt: BodyTransforms, names, pos, stamp_ns) -> bool:
     world.set_joint_positions(names, pos)
-    bt.invalidate()
     return bt.remember(stamp_ns, names, pos)
 
 

@@ -68,10 +68,6 @@ class BodyTransforms:
                 return True
         return False
 
-    def invalidate(self) -> None:
-        """The world changed (a joint state or a pose was applied)."""
-        self._cache = None
-
     def remember(self, stamp_ns: int, names: Sequence[str], positions: Sequence[float]) -> bool:
         """Keep an applied joint state (URDF ``names``, any order = one source; rad or m) under ``stamp_ns``
         (ignored when ``<= 0``).  True when the source's stamp went back (its history forgotten, counted)."""
