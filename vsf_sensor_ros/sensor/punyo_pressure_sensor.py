@@ -151,7 +151,7 @@ class PunyoPressureSensor(BaseSensor):
         """Row 0, columns ``3c + k``, value ``(−(1/A) R n)[k]``: 3 entries per contact."""
         out = self._numpy_outputs(state, True)
         if out is not None:
-            return SparseJacobian(*map(torch.tensor, out[1][:3]), *out[1][3:])   # copies: the caller's
+            return SparseJacobian(*map(torch.from_numpy, out[1][:3]), *out[1][3:])   # fresh arrays per call
         with torch.no_grad():
             forces, g, pairs, offsets = self._gradient_row(state)
             n = offsets[-1]
@@ -165,7 +165,7 @@ class PunyoPressureSensor(BaseSensor):
         out = self._numpy_outputs(state, True)
         if out is None:
             return self.predict(state), self.sparse_force_jacobian(state)
-        return torch.from_numpy(out[0]), SparseJacobian(*map(torch.tensor, out[1][:3]), *out[1][3:])
+        return torch.from_numpy(out[0]), SparseJacobian(*map(torch.from_numpy, out[1][:3]), *out[1][3:])
 
     # -- calibration ---------------------------------------------------------------------------
     def set_calibration(self, calib_dict: dict) -> None:
